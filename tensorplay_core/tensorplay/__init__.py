@@ -1,0 +1,132 @@
+"""TensorPlay: write, ship, dispatch and check tensor operators in Python.
+
+The public surface (re-exports only). ``import tensorplay`` imports pluggy and the core, scans
+the ``tensorplay.plugins`` entry points once and loads the plugin modules; no array library
+(numpy, cupy, triton) is imported until a tensor of its device, or one of its kernels, is used.
+"""
+
+from __future__ import annotations
+
+__version__ = "1.0.0.dev20260909"
+
+from . import errors
+from ._device import Device, device
+from ._dtype import (DType, bfloat16, bool, dtype, float16, float32, float64, get_default_dtype,
+                     int8, int16, int32, int64, promote_types, set_default_dtype, uint8)
+from ._tensor import Tensor
+from . import _tensor as _t
+from . import _ops as _ops_pkg
+from ._ops import ops as _O
+
+_t._O = _O
+half, float, double, long, int, short = float16, float32, float64, int64, int32, int16  # noqa: A001
+
+from ._factories import (arange, as_tensor, cat, empty, empty_like, from_dlpack, from_numpy,  # noqa: E402
+                         full, full_like, manual_seed, ones, ones_like, rand, rand_like, randn,
+                         randn_like, stack, tensor, where, zeros, zeros_like)
+from . import autograd  # noqa: E402
+from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
+from . import fake, library, ops  # noqa: E402
+from . import plugins  # noqa: E402
+
+
+def _builtin(name):
+    op = getattr(_O, name)
+    return op
+
+
+add, sub, mul, div = _O.add, _O.sub, _O.mul, _O.div
+pow, neg, exp, log, sqrt, rsqrt = _O.pow, _O.neg, _O.exp, _O.log, _O.sqrt, _O.rsqrt  # noqa: A001
+tanh, sigmoid, relu, abs, sin, cos, erf = _O.tanh, _O.sigmoid, _O.relu, _O.abs, _O.sin, _O.cos, _O.erf  # noqa: A001
+maximum, minimum, matmul = _O.maximum, _O.minimum, _O.matmul
+eq, ne, lt, le, gt, ge = _O.eq, _O.ne, _O.lt, _O.le, _O.gt, _O.ge
+clone = _O.clone
+logical_and, logical_or, logical_not = _O.logical_and, _O.logical_or, _O.logical_not
+
+
+def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
+    """Sum over ``dim`` (int or list; all dims when None), same as ``torch.sum``."""
+    return input.sum(dim, keepdim, dtype=dtype)
+
+
+def mean(input, dim=None, keepdim=False, *, dtype=None):
+    """Mean over ``dim``; floating inputs only (``RuntimeError`` otherwise), as ``torch.mean``."""
+    return input.mean(dim, keepdim, dtype=dtype)
+
+
+def amax(input, dim=(), keepdim=False):
+    return input.amax(dim, keepdim)
+
+
+def amin(input, dim=(), keepdim=False):
+    return input.amin(dim, keepdim)
+
+
+def softmax(input, dim):
+    """Softmax along ``dim`` (floating result), same as ``torch.softmax``."""
+    return _O.softmax(input, dim)
+
+
+def log_softmax(input, dim):
+    return _O.log_softmax(input, dim)
+
+
+def reshape(input, shape):
+    return input.reshape(shape)
+
+
+def permute(input, dims):
+    return input.permute(dims)
+
+
+def transpose(input, dim0, dim1):
+    return input.transpose(dim0, dim1)
+
+
+def unsqueeze(input, dim):
+    return input.unsqueeze(dim)
+
+
+def squeeze(input, dim=None):
+    return input.squeeze(dim)
+
+
+def clamp(input, min=None, max=None):  # noqa: A002
+    return input.clamp(min, max)
+
+
+def allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False) -> "builtins.bool":
+    """True when ``|a - b| <= atol + rtol * |b|`` elementwise (shapes broadcast)."""
+    from .testing.assertions import allclose as _ac
+    return _ac(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+
+
+def is_tensor(obj) -> "builtins.bool":
+    return isinstance(obj, Tensor)
+
+
+def compile(fn=None, *, dynamic=None, fullgraph=False):  # noqa: A001
+    """Capture ``fn`` into a graph of op calls and run it through dispatch (SPEC §4)."""
+    from .compile import compile as _compile
+    return _compile(fn, dynamic=dynamic, fullgraph=fullgraph)
+
+
+import builtins  # noqa: E402
+
+__all__ = [
+    "Tensor", "Device", "device", "DType", "dtype", "float16", "bfloat16", "float32", "float64",
+    "int8", "int16", "int32", "int64", "uint8", "bool", "half", "float", "double", "long", "int",
+    "short", "get_default_dtype", "set_default_dtype", "promote_types",
+    "tensor", "as_tensor", "from_numpy", "from_dlpack", "empty", "zeros", "ones", "full", "arange",
+    "rand", "randn", "empty_like", "zeros_like", "ones_like", "full_like", "rand_like",
+    "randn_like", "manual_seed", "cat", "stack", "where",
+    "add", "sub", "mul", "div", "pow", "neg", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid",
+    "relu", "abs", "sin", "cos", "erf", "maximum", "minimum", "matmul", "eq", "ne", "lt", "le",
+    "gt", "ge", "clone", "logical_and", "logical_or", "logical_not", "sum", "mean", "amax",
+    "amin", "softmax", "log_softmax", "reshape", "permute", "transpose", "unsqueeze", "squeeze",
+    "clamp", "allclose", "is_tensor", "compile",
+    "autograd", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+    "fake", "library", "ops", "plugins", "errors",
+]
+
+plugins.load_all()

@@ -1,0 +1,86 @@
+"""``Device``: the only place a string becomes a device.
+
+Spellings (same as ``torch.device``): ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"meta"``; also
+``Device("cuda", 1)`` and an ``int`` (a cuda index). Instances are interned, so devices compare with
+``is`` on the hot path.
+"""
+
+from __future__ import annotations
+
+__all__ = ["Device", "device"]
+
+_CACHE: dict = {}
+
+
+class Device:
+    """A device: ``type`` (``"cpu"``, ``"cuda"``, ``"meta"``, or a plugin's type) and ``index``
+    (``None`` or an int). ``str(Device("cuda", 1)) == "cuda:1"``.
+
+    Raises ``ValueError`` for a malformed spelling such as ``"cuda:x"`` or ``"cpu:"``.
+    """
+
+    __slots__ = ("type", "index", "_str")
+
+    def __new__(cls, type_or_str="cpu", index: int | None = None):
+        if isinstance(type_or_str, Device):
+            if index is None:
+                return type_or_str
+            type_or_str = type_or_str.type
+        key = (type_or_str, index)
+        d = _CACHE.get(key)
+        if d is not None:
+            return d
+        if isinstance(type_or_str, int) and not isinstance(type_or_str, bool):
+            t, i = "cuda", type_or_str
+        elif isinstance(type_or_str, str):
+            t, sep, rest = type_or_str.strip().partition(":")
+            t = t.lower()
+            if sep:
+                if index is not None:
+                    raise ValueError(f"tensorplay.device({type_or_str!r}, {index}): index given twice")
+                if not rest.isdigit():
+                    raise ValueError(
+                        f"tensorplay.device: cannot parse {type_or_str!r}; expected 'TYPE' or "
+                        f"'TYPE:INDEX' such as 'cpu', 'cuda', 'cuda:1', 'meta'")
+                i = int(rest)
+            else:
+                i = index
+            if not t.isidentifier():
+                raise ValueError(f"tensorplay.device: {type_or_str!r} is not a device type")
+        else:
+            raise TypeError(f"tensorplay.device: expected a str, int or Device, got {type_or_str!r}")
+        if i is not None and (not isinstance(i, int) or i < 0):
+            raise ValueError(f"tensorplay.device: index must be a non-negative int, got {i!r}")
+        canon = (t, i)
+        d = _CACHE.get(canon)
+        if d is None:
+            d = object.__new__(cls)
+            d.type = t
+            d.index = i
+            d._str = t if i is None else f"{t}:{i}"
+            _CACHE[canon] = d
+        _CACHE[key] = d
+        return d
+
+    def __repr__(self) -> str:
+        return f"device(type='{self.type}'" + (f", index={self.index})" if self.index is not None else ")")
+
+    def __str__(self) -> str:
+        return self._str
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, str):
+            try:
+                other = Device(other)
+            except (ValueError, TypeError):
+                return False
+        return self is other
+
+    def __hash__(self) -> int:
+        return hash(self._str)
+
+    def __reduce__(self):
+        return (Device, (self.type, self.index))
+
+
+device = Device

@@ -1,0 +1,275 @@
+"""The call path: device key from the arguments -> kernel -> run. Kept flat.
+
+For every op, ``make_call`` generates (once, at definition) a ``__call__`` with the op's exact
+Python signature, so argument binding is done by the interpreter itself. Its body reads the
+``_dkey`` attribute of each tensor parameter, compares them with ``is`` and indexes the op's
+dispatch table. Only when keys differ (mixed devices, autograd, fake, capture) does it leave the
+fast path for ``resolve_key``. No hook calls, no validation the contract says is trusted
+(``mutates_args`` is trusted in eager mode; ``opcheck`` verifies it).
+
+The non-device entries of the table (``meta``, ``autograd``, ``capture``) are built here too.
+"""
+
+from __future__ import annotations
+
+import keyword
+
+from .autograd import grad_mode as _gm
+from .errors import DispatchError
+
+# Mode stack for calls that have no tensor argument (factories): FakeTensorMode / capture push
+# their key here. Read by the generated code with one index.
+_mode: list = [None]
+
+_KIND_TENSOR, _KIND_OPT, _KIND_LIST, _KIND_DEVICE = "tensor", "optional_tensor", "tensor_list", "device"
+
+
+def _tensor_type():
+    from ._tensor import Tensor
+    return Tensor
+
+
+def flat_tensors(args, kwargs=None) -> list:
+    """Every Tensor among ``args``/``kwargs`` values, looking one level into lists/tuples."""
+    T = _tensor_type()
+    out = []
+    for v in (list(args) + list(kwargs.values())) if kwargs else args:
+        if isinstance(v, T):
+            out.append(v)
+        elif isinstance(v, (list, tuple)):
+            out.extend(x for x in v if isinstance(x, T))
+    return out
+
+
+def resolve_key(op, tensors, device=None) -> str:
+    """The slow path: choose the dispatch key when the tensor arguments disagree.
+
+    Priority: capture > autograd (an input requires grad) > meta (fake inputs) > device type.
+    Raises ``DispatchError`` naming both devices when tensors live on different devices
+    (0-dim cpu tensors may join any device, as in torch).
+    """
+    if not tensors:
+        if device is None:
+            if _mode[0] is not None:
+                return _mode[0]
+            return "default"
+        return _mode[0] or _device_key(op, device)
+    keys = {t._dkey for t in tensors}
+    if "capture" in keys:
+        return "capture"
+    devs = {}
+    for t in tensors:
+        d = t._device
+        if d.type == "meta" or t._bkey == "meta":
+            continue
+        devs.setdefault(str(d), t)
+    if len(devs) > 1:
+        real = [k for k, t in devs.items() if not (t._device.type == "cpu" and t.ndim == 0)]
+        if len(set(real)) > 1 or not real:
+            names = ", ".join(sorted(devs))
+            raise DispatchError(
+                f"{op._api()}: expected all tensors on one device, found tensors on {names}. "
+                f"Move them with .to(device) first.")
+    if "autograd" in keys:
+        return "autograd"
+    if "meta" in keys:
+        return "meta"
+    if len(devs) > 1:   # cpu scalar + device tensor: the device tensor decides
+        for k, t in devs.items():
+            if not (t._device.type == "cpu" and t.ndim == 0):
+                return t._bkey
+    return tensors[0]._bkey
+
+
+def backend_key(tensors) -> str:
+    """Dispatch key below autograd: ``meta`` if any tensor is fake, else the device type."""
+    k = None
+    for t in tensors:
+        b = t._bkey
+        if b == "meta":
+            return "meta"
+        if k is None or (t.ndim != 0 or t._device.type != "cpu"):
+            k = b
+    return k
+
+
+def _device_key(op, device) -> str:
+    from ._device import Device
+    try:
+        return Device(device).type
+    except (TypeError, ValueError) as e:
+        raise DispatchError(f"{op._api()}: bad device argument {device!r}: {e}") from None
+
+
+def bad_arguments(op, values: dict):
+    """Called when an argument of a tensor parameter has no ``_dkey``: say which and what."""
+    T = _tensor_type()
+    for a in op.schema.arguments:
+        v = values.get(a.name)
+        kind = a.kind
+        ok = True
+        if kind == _KIND_TENSOR:
+            ok = isinstance(v, T) or (getattr(a, "_scalar_ok", False) and isinstance(v, (int, float)))
+        elif kind == _KIND_OPT:
+            ok = v is None or isinstance(v, T)
+        elif kind == _KIND_LIST:
+            ok = isinstance(v, (list, tuple)) and all(
+                isinstance(x, T) or (x is None and a.type.startswith("Tensor?")) for x in v)
+        if not ok:
+            raise TypeError(f"{op._api()}: argument '{a.name}' must be {a.type}, got "
+                            f"{type(v).__name__} ({v!r:.60})")
+    raise TypeError(f"{op._api()}: could not dispatch arguments {values!r:.200}")
+
+
+def _pyname(name: str) -> str:
+    return name + "_" if keyword.iskeyword(name) or name.startswith("__") else name
+
+
+def make_call(op, scalar_ok=()) -> None:
+    """Generate ``op.__call__`` with the op's signature and install it on a per-op subclass."""
+    sch = op.schema
+    params, call_args, ns, names = [], [], {}, []
+    kw_started = False
+    tensor_params = []   # (pyname, kind)
+    device_param = None
+    mutated = []
+    for i, a in enumerate(sch.arguments):
+        n = _pyname(a.name)
+        names.append((a.name, n))
+        if a.kwarg_only and not kw_started:
+            params.append("*")
+            kw_started = True
+        if a.default is not _no_default():
+            ns[f"__d{i}"] = a.default
+            params.append(f"{n}=__d{i}")
+        else:
+            params.append(n)
+        call_args.append(f"{a.name}={n}" if a.kwarg_only else n)
+        kind = a.kind
+        if a.name in scalar_ok:
+            kind = "scalar_ok"
+        if kind in (_KIND_TENSOR, _KIND_OPT, _KIND_LIST, "scalar_ok"):
+            tensor_params.append((n, kind))
+        elif kind == _KIND_DEVICE and device_param is None:
+            device_param = n
+        if a.is_write:
+            mutated.append((n, kind))
+    sig = ", ".join(["__op"] + params)
+    call = ", ".join(call_args)
+    allvals = "{" + ", ".join(f"{a!r}: {n}" for a, n in names) + "}"
+    tens = "[" + ", ".join(n for n, _ in tensor_params) + "]"
+    lines = [f"def __call__({sig}):"]
+    first_required = next((n for n, k in tensor_params if k == _KIND_TENSOR), None)
+    body = []
+    if first_required is not None:
+        body.append(f"k = {first_required}._dkey")
+        start = "k"
+    else:
+        body.append("k = None")
+    for n, kind in tensor_params:
+        if n == first_required:
+            continue
+        if kind == _KIND_TENSOR:
+            body.append(f"if {n}._dkey is not k: k = __slow(__op, {allvals})")
+        elif kind == "scalar_ok":
+            body.append(f"if {n}.__class__ is not __T:\n"
+                        f"        if {n}.__class__ not in __scalars: k = __slow(__op, {allvals})\n"
+                        f"    elif {n}._dkey is not k: k = __slow(__op, {allvals})")
+        elif kind == _KIND_OPT:
+            body.append(f"if {n} is not None and {n}._dkey is not k: k = __slow(__op, {allvals})")
+        else:
+            body.append(f"for __t in {n}:\n"
+                        f"        if __t is not None and __t._dkey is not k: k = __slow(__op, {allvals}); break")
+    if first_required is None:
+        dev = device_param if device_param is not None else "None"
+        body.append(f"if k is None: k = __slow(__op, {allvals}, {dev})")
+    lines.append("    try:")
+    lines.extend("        " + b.replace("\n", "\n    ") for b in body)
+    lines.append("    except AttributeError:")
+    lines.append(f"        __bad(__op, {allvals})")
+    if mutated and not op.is_builtin:
+        # eager execution trusts mutates_args; we only keep _version honest (bookkeeping, no check)
+        lines.append(f"    __r = __table[k]({call})")
+        for n, kind in mutated:
+            if kind == _KIND_TENSOR:
+                lines.append(f"    {n}._storage.version += 1")
+            elif kind == _KIND_OPT:
+                lines.append(f"    if {n} is not None: {n}._storage.version += 1")
+            elif kind == _KIND_LIST:
+                lines.append(f"    for __t in {n}:\n        if __t is not None: __t._storage.version += 1")
+        lines.append("    return __r")
+    else:
+        lines.append(f"    return __table[k]({call})")
+    src = "\n".join(lines)
+    ns.update(__table=op.table, __slow=_slow_key, __bad=bad_arguments, __T=_tensor_type(),
+              __scalars=(int, float, bool))
+    exec(compile(src, f"<tensorplay dispatch {op.name}>", "exec"), ns)
+    fn = ns["__call__"]
+    fn.__doc__ = op.__doc__
+    cls = type(_class_name(op), (type(op) if type(op).__dict__.get("_generated") is None
+                                 else type(op).__mro__[1],), {"__call__": fn, "_generated": True,
+                                                               "_call_source": src})
+    op.__class__ = cls
+
+
+def _class_name(op) -> str:
+    return "CustomOpDef"
+
+
+def _slow_key(op, values: dict, device=None):
+    tensors = []
+    T = _tensor_type()
+    for v in values.values():
+        if isinstance(v, T):
+            tensors.append(v)
+        elif isinstance(v, (list, tuple)):
+            tensors.extend(x for x in v if isinstance(x, T))
+    if not tensors:
+        for a in op.schema.arguments:
+            if a.kind == _KIND_TENSOR and not isinstance(values.get(a.name), T) and \
+                    not isinstance(values.get(a.name), (int, float)):
+                bad_arguments(op, values)
+    return resolve_key(op, tensors, device)
+
+
+def _no_default():
+    from ._schema import NO_DEFAULT
+    return NO_DEFAULT
+
+
+# ---------------------------------------------------------------------------------------------
+# Non-device table entries.
+
+def make_fake_entry(op):
+    """``meta`` entry: the registered fake kernel; else the built-in shape rule; else the
+    device-agnostic kernel run on fake tensors (CompositeImplicitAutograd ops need no fake);
+    else an error pointing to ``register_fake``."""
+    if op._fake is not None:
+        return op._fake
+    if op._meta_default is not None:
+        return op._meta_default
+    default = op._active("default")
+    if default is not None:
+        return default
+
+    def no_fake(*args, **kwargs):
+        raise DispatchError(
+            f"{op._api()}: no fake kernel registered, so it cannot run on fake/meta tensors or be "
+            f"captured by tensorplay.compile. Add one with @{op._opname}.register_fake (or "
+            f"tensorplay.library.register_fake({op.name!r})) returning empty tensors of the "
+            f"output shapes.")
+    return no_fake
+
+
+def make_autograd_entry(op):
+    """``autograd`` entry: redispatch below autograd, recording a graph node when needed."""
+    from .autograd import function as _fn
+    return _fn.make_op_autograd(op)
+
+
+def make_capture_entry(op):
+    """``capture`` entry: record the call as a graph node (``tensorplay.compile``)."""
+    def capture(*args, **kwargs):
+        from . import _capture
+        return _capture.record_call(op, args, kwargs)
+    return capture

@@ -1,0 +1,145 @@
+"""``DType``: the only place a string or a backend dtype becomes a TensorPlay dtype.
+
+Names and meanings follow ``torch.dtype`` (``float32``, ``int64``, ``bool`` ...). Backends map a
+DType to their native dtype by ``name`` (numpy and CuPy spell them the same way).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DType", "dtype", "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32",
+    "int64", "uint8", "bool", "get_default_dtype", "set_default_dtype", "promote_types",
+    "as_dtype",
+]
+
+_builtin_bool = bool
+
+
+class DType:
+    """A tensor element type (same names as ``torch.dtype``).
+
+    Attributes: ``name`` (``"float32"``), ``itemsize`` (bytes), ``is_floating_point``,
+    ``is_signed``. Instances are interned: compare with ``is`` or ``==``.
+    """
+
+    __slots__ = ("name", "itemsize", "is_floating_point", "is_signed", "_rank", "_kind")
+
+    def __init__(self, name: str, itemsize: int, kind: str, rank: int):
+        self.name = name
+        self.itemsize = itemsize
+        self._kind = kind  # "b" bool, "i" integer, "f" floating
+        self.is_floating_point = kind == "f"
+        self.is_signed = name != "uint8" and kind != "b"
+        self._rank = rank
+
+    def __repr__(self) -> str:
+        return f"tensorplay.{self.name}"
+
+    __str__ = __repr__
+
+    def __reduce__(self):
+        return (as_dtype, (self.name,))
+
+    @property
+    def is_complex(self) -> _builtin_bool:
+        return False
+
+
+float16 = DType("float16", 2, "f", 10)
+bfloat16 = DType("bfloat16", 2, "f", 11)
+float32 = DType("float32", 4, "f", 12)
+float64 = DType("float64", 8, "f", 13)
+int8 = DType("int8", 1, "i", 2)
+uint8 = DType("uint8", 1, "i", 3)
+int16 = DType("int16", 2, "i", 4)
+int32 = DType("int32", 4, "i", 5)
+int64 = DType("int64", 8, "i", 6)
+bool = DType("bool", 1, "b", 0)  # noqa: A001 - torch.bool
+
+dtype = DType  # ``tensorplay.dtype`` is the type, as ``torch.dtype``
+
+_BY_NAME: dict[str, DType] = {
+    d.name: d for d in (float16, bfloat16, float32, float64, int8, uint8, int16, int32, int64, bool)
+}
+_BY_NAME.update({"half": float16, "float": float32, "double": float64, "long": int64,
+                 "int": int32, "short": int16})
+
+_default = [float32]
+
+
+def get_default_dtype() -> DType:
+    """The floating dtype that Python floats and ``randn``/``rand`` produce (float32 by default)."""
+    return _default[0]
+
+
+def set_default_dtype(d: DType) -> None:
+    """Set the default floating dtype (must be a floating DType; raises ``TypeError`` otherwise)."""
+    d = as_dtype(d)
+    if not d.is_floating_point:
+        raise TypeError(f"set_default_dtype: expected a floating dtype, got {d}")
+    _default[0] = d
+
+
+def as_dtype(x) -> DType:
+    """Turn ``x`` (a DType, a name such as ``"float32"``, or a backend dtype such as
+    ``numpy.dtype('float32')``) into a DType. Raises ``TypeError`` naming ``x`` otherwise."""
+    if isinstance(x, DType):
+        return x
+    if x is float:
+        return _default[0]
+    if x is int:
+        return int64
+    if x is _builtin_bool:
+        return bool
+    name = x if isinstance(x, str) else getattr(x, "name", None) or str(x)
+    try:
+        return _BY_NAME[name]
+    except (KeyError, TypeError):
+        raise TypeError(
+            f"tensorplay.dtype: cannot interpret {x!r} as a dtype; expected one of "
+            f"{sorted(k for k in _BY_NAME)}") from None
+
+
+def _category(d: DType) -> int:
+    return {"b": 0, "i": 1, "f": 2}[d._kind]
+
+
+_PROMOTE_CACHE: dict = {}
+
+
+def promote_types(a: DType, b: DType) -> DType:
+    """Result dtype of a binary op on two tensors (same lattice as ``torch.promote_types``)."""
+    key = (a, b)
+    r = _PROMOTE_CACHE.get(key)
+    if r is not None:
+        return r
+    if a is b:
+        r = a
+    elif _category(a) != _category(b):
+        r = a if _category(a) > _category(b) else b
+    elif a._kind == "f":
+        if {a, b} == {float16, bfloat16}:
+            r = float32
+        else:
+            r = a if a._rank > b._rank else b
+    elif {a, b} == {uint8, int8}:
+        r = int16
+    elif uint8 in (a, b):
+        other = b if a is uint8 else a
+        r = other if other.itemsize > 1 else int16
+    else:
+        r = a if a.itemsize >= b.itemsize else b
+    _PROMOTE_CACHE[key] = r
+    return r
+
+
+def result_type_scalar(t: DType, scalar) -> DType:
+    """Dtype of ``tensor <op> python_scalar`` (torch rule: a scalar only lifts the category:
+    int tensor with a float scalar gives the default float dtype; bool tensor with an int gives int64)."""
+    if isinstance(scalar, _builtin_bool):
+        return t
+    if isinstance(scalar, int):
+        return int64 if t._kind == "b" else t
+    if isinstance(scalar, float):
+        return t if t._kind == "f" else _default[0]
+    raise TypeError(f"unsupported scalar operand {scalar!r} of type {type(scalar).__name__}")

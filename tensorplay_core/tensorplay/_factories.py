@@ -1,0 +1,283 @@
+"""Tensor factories with torch's signatures: ``tensor``, ``zeros``, ``randn``, ``*_like``, ...
+
+Each builds its tensor through a ``tp::`` factory op dispatched on ``device`` (default ``cpu``),
+so inside ``FakeTensorMode`` they produce fake tensors and during ``tensorplay.compile`` capture
+they become graph nodes. Errors: a device whose plugin is not installed raises
+``DeviceUnavailableError`` naming the distribution to install.
+"""
+
+from __future__ import annotations
+
+import operator
+
+from . import _dispatch, _dtype
+from ._device import Device
+from ._ops import ops as O
+
+__all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "empty", "zeros", "ones", "full",
+           "arange", "rand", "randn", "empty_like", "zeros_like", "ones_like", "full_like",
+           "rand_like", "randn_like", "manual_seed", "cat", "stack", "where"]
+
+_CPU = Device("cpu")
+
+
+def _dev(device):
+    if device is None:
+        return _CPU
+    d = Device(device)
+    if d.type == "cuda" and d.index is None:
+        return Device("cuda", 0)
+    return d
+
+
+def _size(size):
+    if len(size) == 1 and isinstance(size[0], (list, tuple)):
+        size = size[0]
+    return [operator.index(s) for s in size]
+
+
+def _finish(t, requires_grad):
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False):
+    """Uninitialised tensor of ``size`` (ints). ``dtype`` defaults to the default float dtype."""
+    return _finish(O.empty(_size(size), dtype=_dtype.as_dtype(dtype) if dtype else
+                           _dtype.get_default_dtype(), device=_dev(device)), requires_grad)
+
+
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    """Tensor of ``size`` filled with ``fill_value``; dtype inferred from the value as torch does."""
+    if dtype is None:
+        dtype = _dtype.bool if isinstance(fill_value, bool) else _dtype.int64 if isinstance(
+            fill_value, int) else _dtype.get_default_dtype()
+    return _finish(O.full(_size((size,)), fill_value, dtype=_dtype.as_dtype(dtype),
+                          device=_dev(device)), requires_grad)
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False):
+    """Tensor of zeros of ``size`` (default float dtype unless ``dtype``)."""
+    return _finish(O.full(_size(size), 0, dtype=_dtype.as_dtype(dtype) if dtype else
+                          _dtype.get_default_dtype(), device=_dev(device)), requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False):
+    """Tensor of ones of ``size`` (default float dtype unless ``dtype``)."""
+    return _finish(O.full(_size(size), 1, dtype=_dtype.as_dtype(dtype) if dtype else
+                          _dtype.get_default_dtype(), device=_dev(device)), requires_grad)
+
+
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+    """``[start, end)`` with ``step``; int64 for int arguments, default float otherwise."""
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        dtype = _dtype.int64 if all(isinstance(v, int) for v in (start, end, step)) else \
+            _dtype.get_default_dtype()
+    if step == 0:
+        raise RuntimeError("arange: step must be nonzero")
+    return _finish(O.arange(start, end, step, dtype=_dtype.as_dtype(dtype), device=_dev(device)),
+                   requires_grad)
+
+
+def rand(*size, dtype=None, device=None, requires_grad=False):
+    """Uniform [0, 1) samples of ``size`` from the device's generator (see ``manual_seed``)."""
+    return _finish(O.rand(_size(size), dtype=_dtype.as_dtype(dtype) if dtype else
+                          _dtype.get_default_dtype(), device=_dev(device)), requires_grad)
+
+
+def randn(*size, dtype=None, device=None, requires_grad=False):
+    """Standard normal samples of ``size`` from the device's generator (see ``manual_seed``)."""
+    return _finish(O.randn(_size(size), dtype=_dtype.as_dtype(dtype) if dtype else
+                           _dtype.get_default_dtype(), device=_dev(device)), requires_grad)
+
+
+def _like(fn, t, *args, dtype=None, device=None, requires_grad=False):
+    return fn(*args, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
+
+
+def empty_like(t, *, dtype=None, device=None, requires_grad=False):
+    """``empty`` with ``t``'s shape, dtype and device (fake if ``t`` is fake)."""
+    return _like_self(t, "empty", t.shape, None, dtype, device, requires_grad)
+
+
+def zeros_like(t, *, dtype=None, device=None, requires_grad=False):
+    return _like_self(t, "full", t.shape, 0, dtype, device, requires_grad)
+
+
+def ones_like(t, *, dtype=None, device=None, requires_grad=False):
+    return _like_self(t, "full", t.shape, 1, dtype, device, requires_grad)
+
+
+def full_like(t, fill_value, *, dtype=None, device=None, requires_grad=False):
+    return _like_self(t, "full", t.shape, fill_value, dtype, device, requires_grad)
+
+
+def rand_like(t, *, dtype=None, device=None, requires_grad=False):
+    return _like_self(t, "rand", t.shape, None, dtype, device, requires_grad)
+
+
+def randn_like(t, *, dtype=None, device=None, requires_grad=False):
+    return _like_self(t, "randn", t.shape, None, dtype, device, requires_grad)
+
+
+def _like_self(t, kind, size, value, dtype, device, requires_grad):
+    """A new tensor shaped ``size``; fake when ``t`` is fake (so fake kernels can use
+    ``x.new_empty`` / ``empty_like``), a capture node when ``t`` is being captured."""
+    dt = _dtype.as_dtype(dtype) if dtype is not None else t.dtype
+    dev = _dev(device) if device is not None else t.device
+    size = _size((size,)) if isinstance(size, (list, tuple)) else [operator.index(size)]
+    if t._data is None and t._capture is None:
+        from .fake import make_fake
+        return _finish(make_fake(size, dt, dev), requires_grad)
+    if t._capture is not None:
+        prev = _dispatch._mode[0]
+        _dispatch._mode[0] = "capture"
+        try:
+            return _like_self_real(kind, size, value, dt, dev, requires_grad)
+        finally:
+            _dispatch._mode[0] = prev
+    return _like_self_real(kind, size, value, dt, dev, requires_grad)
+
+
+def _like_self_real(kind, size, value, dt, dev, requires_grad):
+    if kind == "full":
+        return _finish(O.full(size, value, dtype=dt, device=dev), requires_grad)
+    return _finish(getattr(O, kind)(size, dtype=dt, device=dev), requires_grad)
+
+
+def _infer_dtype(data):
+    """torch's rule for Python data: any float -> default float, else int -> int64, bool -> bool."""
+    kinds = set()
+
+    def walk(x):
+        if isinstance(x, bool):
+            kinds.add("b")
+        elif isinstance(x, int):
+            kinds.add("i")
+        elif isinstance(x, float):
+            kinds.add("f")
+        elif isinstance(x, (list, tuple)):
+            for y in x:
+                walk(y)
+        elif hasattr(x, "_dkey"):
+            kinds.add({"b": "b", "i": "i", "f": "f"}[x.dtype._kind])
+        else:
+            raise TypeError(f"tensorplay.tensor: cannot build a tensor from {type(x).__name__}")
+    walk(data)
+    if "f" in kinds:
+        return _dtype.get_default_dtype()
+    if "i" in kinds:
+        return _dtype.int64
+    if "b" in kinds:
+        return _dtype.bool
+    return _dtype.get_default_dtype()
+
+
+def _shape_of(data):
+    shape = []
+    x = data
+    while isinstance(x, (list, tuple)):
+        shape.append(len(x))
+        if not x:
+            break
+        x = x[0]
+    return shape
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False):
+    """A new tensor copying ``data`` (nested lists/tuples of numbers, a numpy/CuPy array, or a
+    Tensor). dtype: given, or the array's own, or torch's rule for Python numbers (float ->
+    float32 by default, int -> int64, bool -> bool)."""
+    from ._backend import get_backend
+    from ._tensor import Tensor
+    dev = _dev(device)
+    if isinstance(data, Tensor):
+        out = data.detach().to(device=dev, dtype=dtype, copy=True)
+        return _finish(out, requires_grad)
+    native_like = hasattr(data, "dtype") and hasattr(data, "shape")
+    dt = _dtype.as_dtype(dtype) if dtype is not None else (
+        _dtype.as_dtype(str(data.dtype)) if native_like else _infer_dtype(data))
+    if _dispatch._mode[0] == "meta":
+        from .fake import make_fake
+        return _finish(make_fake(list(data.shape) if native_like else _shape_of(data), dt, dev),
+                       requires_grad)
+    be = get_backend(dev.type)
+    if native_like and hasattr(be, "from_other") and not type(data).__module__.startswith("numpy"):
+        arr = be.from_other(data, None, dev)
+        if dtype is not None:
+            arr = arr.astype(be.native_dtype(dt))
+    else:
+        arr = be.from_host(data, dt, dev)
+    return _finish(be.wrap(arr, dev), requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None):
+    """Like ``tensor`` but shares memory with a Tensor or a cpu numpy array when it can."""
+    from ._tensor import Tensor
+    if isinstance(data, Tensor):
+        return data.to(device=device, dtype=dtype)
+    if type(data).__module__ == "numpy" and (device is None or _dev(device).type == "cpu") and \
+            dtype is None:
+        return from_numpy(data)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def from_numpy(arr):
+    """A cpu tensor sharing memory with numpy array ``arr`` (writes are visible both ways)."""
+    from ._backend import get_backend
+    be = get_backend("cpu")
+    if not arr.flags.c_contiguous:
+        return from_dlpack(arr)
+    return be.wrap(arr, _CPU)
+
+
+def from_dlpack(obj):
+    """Zero-copy import of a DLPack-capable array (numpy, CuPy, torch, ...) as a tensor.
+
+    Contiguous inputs share memory; a non-contiguous producer array is copied once. Raises ``DeviceUnavailableError`` when
+    the producer's device has no installed plugin.
+    """
+    from ._backend import get_backend
+    dev_type, dev_id = obj.__dlpack_device__() if hasattr(obj, "__dlpack_device__") else (1, 0)
+    if dev_type in (1, 3):      # kDLCPU, kDLCUDAHost
+        dev = _CPU
+    elif dev_type in (2, 13):  # kDLCUDA, kDLCUDAManaged
+        dev = Device("cuda", int(dev_id))
+    else:
+        raise RuntimeError(f"from_dlpack: unsupported DLPack device type {dev_type}")
+    be = get_backend(dev.type)
+    arr = be.from_dlpack(obj)
+    if arr.flags.c_contiguous:
+        return be.wrap(arr, dev)
+    # keep the producer's strides: root = the smallest contiguous span covering the view
+    item = arr.dtype.itemsize
+    strides = tuple(s // item for s in arr.strides)
+    # our storages are contiguous roots; a strided producer array is copied (documented)
+    return be.wrap(arr, dev)
+
+
+def manual_seed(seed: int):
+    """Seed every loaded device's generator (and those loaded later) with ``seed``."""
+    from . import _backend
+    _backend._SEED[0] = int(seed)
+    for b in _backend.loaded_backends().values():
+        b.manual_seed(int(seed))
+
+
+def cat(tensors, dim=0):
+    """Concatenate along ``dim`` (same as ``torch.cat``)."""
+    return O.cat(list(tensors), dim)
+
+
+def stack(tensors, dim=0):
+    """Stack along a new dimension ``dim`` (same as ``torch.stack``)."""
+    return O.stack(list(tensors), dim)
+
+
+def where(condition, input, other):
+    """Elementwise ``input if condition else other`` with broadcasting (same as ``torch.where``)."""
+    return O.where(condition, input, other)
+

@@ -1,0 +1,1 @@
+"""Reference array kernels, written once against an array-API namespace ``xp``."""

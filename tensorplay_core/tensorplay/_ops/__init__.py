@@ -1,0 +1,10 @@
+"""Built-in operators (namespace ``tp``): schema + fake rule + backward formula side by side.
+
+Importing this package defines every built-in op; array kernels are attached per device by
+``install_backend`` when a device plugin's backend is first used.
+"""
+
+from ._define import BUILTINS, defop, install_backend, ops
+from . import elementwise, reduction, linalg, nn, shape, views, copy, creation, indexing  # noqa: F401
+
+__all__ = ["BUILTINS", "defop", "install_backend", "ops"]

@@ -1,0 +1,141 @@
+"""How a built-in op is declared: schema + fake (shape) rule + backward formula, side by side.
+
+``defop`` creates the registry record (namespace ``tp``) and its generated call path. Array
+kernels come later, from device plugins: when a backend loads, ``install_backend`` generates for
+each op an *adapter* that unwraps tensor arguments to native arrays, calls the backend's kernel
+(the reference kernel from ``tensorplay/_kernels/xp.py`` bound to its ``xp``), and wraps results.
+Ops whose implementation is device-independent core code (views, composites) pass ``default=``.
+"""
+
+from __future__ import annotations
+
+from .. import _dispatch, _registry
+from .._schema import FunctionSchema
+
+BUILTINS: dict[str, _registry.CustomOpDef] = {}
+
+
+class _Ns:
+    """Attribute access to the built-in ops: ``ops.add`` is the ``tp::add`` record."""
+
+    def __getattr__(self, name):
+        try:
+            return BUILTINS[name]
+        except KeyError:
+            raise AttributeError(f"no built-in op tp::{name}") from None
+
+
+ops = _Ns()
+
+
+def defop(schema: str, *, meta=None, backward=None, setup=None, default=None, kernel=None,
+          scalar_ok=(), differentiable=True):
+    """Declare built-in op ``tp::<name>`` from its schema.
+
+    ``meta(*args)`` returns fake outputs (shape/dtype/strides); ``setup(ctx, inputs, output)`` +
+    ``backward(ctx, *grads)`` give the formula (tensorplay ops only, so it runs on every device);
+    ``default`` is a device-independent implementation (views, composites); ``kernel`` names the
+    array kernel (default: the op name); ``scalar_ok`` lists Tensor parameters that also take
+    Python numbers.
+    """
+    sch = FunctionSchema.parse(schema if "::" in schema.split("(")[0] else "tp::" + schema)
+    mutated = tuple(a.name for a in sch.arguments if a.is_write)
+    op = _registry.CustomOpDef(sch.qualname, sch, mutates_args=mutated, builtin=True,
+                               source="tensorplay._ops")
+    op._meta_default = meta
+    op._kernel_name = kernel or sch.qualname.split("::")[1].split(".")[0]
+    op._scalar_ok = tuple(scalar_ok)
+    op._has_array_kernel = default is None
+    if backward is not None:
+        op._backward, op._setup_context = backward, setup
+    elif not differentiable:
+        op._backward = None
+    _dispatch.make_call(op, scalar_ok=scalar_ok)
+    _registry.register_op(op)
+    if default is not None:
+        op._add_kernel("default", default)
+    BUILTINS[sch.qualname.split("::")[1]] = op
+    return op
+
+
+def install_backend(backend) -> None:
+    """Bind every built-in op's array kernel for ``backend.device_type`` (on first device use)."""
+    kernels = backend.kernels()
+    for name, op in BUILTINS.items():
+        if not op._has_array_kernel:
+            continue
+        k = kernels.get(op._kernel_name)
+        if k is None:
+            continue
+        op._add_kernel(backend.device_type, make_adapter(op, k, backend), owner=None)
+
+
+def make_adapter(op, kernel, backend):
+    """Generate ``adapter(<op params>)``: tensors -> native arrays -> kernel -> tensors."""
+    sch = op.schema
+    params, args = [], []
+    first_tensor = None
+    device_param = None
+    kw = False
+    ns = {}
+    for i, a in enumerate(sch.arguments):
+        n = _dispatch._pyname(a.name)
+        if a.kwarg_only and not kw:
+            params.append("*")
+            kw = True
+        if a.default is not _dispatch._no_default():
+            ns[f"__d{i}"] = a.default
+            params.append(f"{n}=__d{i}")
+        else:
+            params.append(n)
+        kind = a.kind
+        if a.name in op._scalar_ok:
+            args.append(f"({n}._data if {n}.__class__ is __T else {n})")
+            if first_tensor is None:
+                first_tensor = None
+        elif kind == "tensor":
+            args.append(f"{n}._data")
+            if first_tensor is None:
+                first_tensor = n
+        elif kind == "optional_tensor":
+            args.append(f"({n}._data if {n} is not None else None)")
+        elif kind == "tensor_list":
+            args.append(f"[__x._data if __x is not None else None for __x in {n}]")
+            if first_tensor is None:
+                first_tensor = f"{n}[0]"
+        else:
+            if kind == "device" and device_param is None:
+                device_param = n
+            args.append(n)
+        if a.kwarg_only:
+            args[-1] = f"{a.name}={args[-1]}"
+    if first_tensor is not None:
+        dev = f"{first_tensor}._device"
+    elif device_param is not None:
+        dev = f"__D({device_param})"
+    else:
+        dev = "__D('cpu')"
+    call = f"__k({', '.join(args)})"
+    lines = [f"def adapter({', '.join(params)}):", f"    __dev = {dev}"]
+    guard = getattr(backend, "device_guard", None)
+    ind = "    "
+    if guard is not None:
+        lines.append("    with __guard(__dev):")
+        ind = "        "
+    mutated = [a for a in sch.arguments if a.is_write]
+    if mutated:
+        m = _dispatch._pyname(mutated[0].name)
+        lines.append(f"{ind}{call}")
+        lines.append(f"{ind}{m}._storage.version += 1")
+        lines.append(f"{ind}return {m}")
+    elif len(sch.returns) == 1 and not sch.returns[0].type.endswith("[]"):
+        lines.append(f"{ind}return __wrap({call}, __dev)")
+    elif len(sch.returns) == 1:
+        lines.append(f"{ind}return [__wrap(__r, __dev) for __r in {call}]")
+    else:
+        lines.append(f"{ind}return tuple(__wrap(__r, __dev) for __r in {call})")
+    from .._device import Device
+    from .._tensor import Tensor
+    ns.update(__k=kernel, __wrap=backend.wrap, __T=Tensor, __D=Device, __guard=guard)
+    exec(compile("\n".join(lines), f"<tensorplay kernel {op.name}.{backend.device_type}>", "exec"), ns)
+    return ns["adapter"]

@@ -1,0 +1,190 @@
+"""Elementwise built-in ops: arithmetic, comparisons, math functions, ``where``.
+
+Each op: schema, fake rule (broadcast shape + torch dtype promotion, contiguous strides) and
+backward formula written with tensorplay ops (so it runs on every device).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ._define import defop, ops as O
+from ._shapes import binary_meta, is_tensor, unary_meta
+
+
+def _red(g, x):
+    """Gradient ``g`` reduced to the shape of input ``x`` (undo broadcasting); None for scalars."""
+    if not is_tensor(x):
+        return None
+    if tuple(g.shape) != tuple(x.shape):
+        g = g.sum_to_size(x.shape)
+    if g.dtype is not x.dtype and x.dtype.is_floating_point:
+        g = O.to_dtype(g, x.dtype)
+    return g
+
+
+def _save_inputs(ctx, inputs, output):
+    ctx.save_for_backward(*[x if is_tensor(x) else None for x in inputs[:2]])
+    ctx.scalars = [None if is_tensor(x) else x for x in inputs[:2]]
+
+
+def _save_out(ctx, inputs, output):
+    ctx.save_for_backward(output)
+
+
+def _save_in_out(ctx, inputs, output):
+    ctx.save_for_backward(inputs[0], output)
+
+
+def _val(ctx, i):
+    t = ctx.saved_tensors[i]
+    return t if t is not None else ctx.scalars[i]
+
+
+# -- binary arithmetic --------------------------------------------------------------------------
+def _add_bw(ctx, g):
+    a, b = _val(ctx, 0), _val(ctx, 1)
+    return _red(g, a), _red(g, b)
+
+
+def _sub_bw(ctx, g):
+    a, b = _val(ctx, 0), _val(ctx, 1)
+    return _red(g, a), (_red(O.neg(g), b) if is_tensor(b) else None)
+
+
+def _rsub_bw(ctx, g):
+    a = _val(ctx, 0)
+    return _red(O.neg(g), a), None
+
+
+def _mul_bw(ctx, g):
+    a, b = _val(ctx, 0), _val(ctx, 1)
+    ga = _red(O.mul(g, b), a) if ctx.needs_input_grad[0] else None
+    gb = _red(O.mul(g, a), b) if len(ctx.needs_input_grad) > 1 and ctx.needs_input_grad[1] else None
+    return ga, gb
+
+
+def _div_bw(ctx, g):
+    a, b = _val(ctx, 0), _val(ctx, 1)
+    ga = _red(O.div(g, b), a)
+    gb = _red(O.neg(O.div(O.mul(g, a), O.mul(b, b))), b) if is_tensor(b) else None
+    return ga, gb
+
+
+def _rdiv_bw(ctx, g):   # s / a
+    a, s = _val(ctx, 0), _val(ctx, 1)
+    return _red(O.neg(O.div(O.mul(g, s), O.mul(a, a))), a), None
+
+
+def _pow_save(ctx, inputs, output):
+    _save_inputs(ctx, inputs, output)
+    ctx.out = output
+
+
+def _pow_bw(ctx, g):
+    a, e = _val(ctx, 0), _val(ctx, 1)
+    if is_tensor(e):
+        ga = _red(O.mul(g, O.mul(e, O.pow(a, O.sub(e, 1)))), a)
+        gb = _red(O.mul(g, O.mul(ctx.out, O.log(a))), e) if ctx.needs_input_grad[1] else None
+        return ga, gb
+    if e == 0:
+        return O.mul(g, 0.0), None
+    return _red(O.mul(g, O.mul(O.pow(a, e - 1), float(e))), a), None
+
+
+def _rpow_bw(ctx, g):   # s ** a
+    a, s = _val(ctx, 0), _val(ctx, 1)
+    return _red(O.mul(g, O.mul(ctx.out, math.log(s))), a), None
+
+
+_B = "(Tensor self, Tensor other) -> Tensor"
+defop("add" + _B, meta=binary_meta(), setup=_save_inputs, backward=_add_bw, scalar_ok=("other",))
+defop("sub" + _B, meta=binary_meta(), setup=_save_inputs, backward=_sub_bw, scalar_ok=("other",))
+defop("rsub" + _B, meta=binary_meta(), setup=_save_inputs, backward=_rsub_bw, scalar_ok=("other",))
+defop("mul" + _B, meta=binary_meta(), setup=_save_inputs, backward=_mul_bw, scalar_ok=("other",))
+defop("div" + _B, meta=binary_meta("float"), setup=_save_inputs, backward=_div_bw,
+      scalar_ok=("other",))
+defop("rdiv" + _B, meta=binary_meta("float"), setup=_save_inputs, backward=_rdiv_bw,
+      scalar_ok=("other",))
+defop("pow" + _B, meta=binary_meta(), setup=_pow_save, backward=_pow_bw, scalar_ok=("other",))
+defop("rpow" + _B, meta=binary_meta(), setup=_pow_save, backward=_rpow_bw, scalar_ok=("other",))
+
+
+def _minmax_bw(pick_gt: bool):
+    def bw(ctx, g):
+        a, b = _val(ctx, 0), _val(ctx, 1)
+        if is_tensor(b):
+            win = O.gt(a, b) if pick_gt else O.lt(a, b)
+            tie = O.eq(a, b)
+            wa = O.add(O.to_dtype(win, g.dtype), O.mul(O.to_dtype(tie, g.dtype), 0.5))
+            return _red(O.mul(g, wa), a), _red(O.mul(g, O.rsub(wa, 1.0)), b)
+        win = O.ge(a, b) if pick_gt else O.le(a, b)
+        return _red(O.mul(g, O.to_dtype(win, g.dtype)), a), None
+    return bw
+
+
+defop("maximum" + _B, meta=binary_meta(), setup=_save_inputs, backward=_minmax_bw(True),
+      scalar_ok=("other",))
+defop("minimum" + _B, meta=binary_meta(), setup=_save_inputs, backward=_minmax_bw(False),
+      scalar_ok=("other",))
+
+for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
+    defop(_name + _B, meta=binary_meta("bool"), scalar_ok=("other",), differentiable=False)
+for _name in ("logical_and", "logical_or"):
+    defop(_name + _B, meta=binary_meta("bool"), scalar_ok=("other",), differentiable=False)
+defop("logical_not(Tensor self) -> Tensor", meta=unary_meta("bool"), differentiable=False)
+defop("sign(Tensor self) -> Tensor", meta=unary_meta(), differentiable=False)
+
+# -- unary math -------------------------------------------------------------------------------
+_U = "(Tensor self) -> Tensor"
+defop("neg" + _U, meta=unary_meta(), backward=lambda ctx, g: O.neg(g))
+defop("exp" + _U, meta=unary_meta("float"), setup=_save_out,
+      backward=lambda ctx, g: O.mul(g, ctx.saved_tensors[0]))
+defop("log" + _U, meta=unary_meta("float"), setup=lambda c, i, o: c.save_for_backward(i[0]),
+      backward=lambda ctx, g: O.div(g, ctx.saved_tensors[0]))
+defop("sqrt" + _U, meta=unary_meta("float"), setup=_save_out,
+      backward=lambda ctx, g: O.div(g, O.mul(ctx.saved_tensors[0], 2.0)))
+defop("rsqrt" + _U, meta=unary_meta("float"), setup=_save_out,
+      backward=lambda ctx, g: O.mul(O.mul(g, O.pow(ctx.saved_tensors[0], 3)), -0.5))
+defop("tanh" + _U, meta=unary_meta("float"), setup=_save_out,
+      backward=lambda ctx, g: O.mul(g, O.rsub(O.mul(ctx.saved_tensors[0], ctx.saved_tensors[0]), 1.0)))
+defop("sigmoid" + _U, meta=unary_meta("float"), setup=_save_out,
+      backward=lambda ctx, g: O.mul(g, O.mul(ctx.saved_tensors[0], O.rsub(ctx.saved_tensors[0], 1.0))))
+defop("relu" + _U, meta=unary_meta(), setup=_save_out,
+      backward=lambda ctx, g: O.where(O.gt(ctx.saved_tensors[0], 0), g, O.mul(g, 0.0)))
+defop("abs" + _U, meta=unary_meta(), setup=lambda c, i, o: c.save_for_backward(i[0]),
+      backward=lambda ctx, g: O.mul(g, O.sign(ctx.saved_tensors[0])))
+defop("sin" + _U, meta=unary_meta("float"), setup=lambda c, i, o: c.save_for_backward(i[0]),
+      backward=lambda ctx, g: O.mul(g, O.cos(ctx.saved_tensors[0])))
+defop("cos" + _U, meta=unary_meta("float"), setup=lambda c, i, o: c.save_for_backward(i[0]),
+      backward=lambda ctx, g: O.neg(O.mul(g, O.sin(ctx.saved_tensors[0]))))
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+defop("erf" + _U, meta=unary_meta("float"), setup=lambda c, i, o: c.save_for_backward(i[0]),
+      backward=lambda ctx, g: O.mul(g, O.mul(O.exp(O.neg(O.mul(ctx.saved_tensors[0],
+                                                                ctx.saved_tensors[0]))),
+                                             _TWO_OVER_SQRT_PI)))
+
+
+# -- where --------------------------------------------------------------------------------------
+def _where_meta(cond, a, b):
+    from ._shapes import broadcast_shapes, out_like, result_dtype, shape_of, first_tensor
+    shape = broadcast_shapes(cond.shape, shape_of(a), shape_of(b), api="where")
+    return out_like(shape, result_dtype(a, b) if (is_tensor(a) or is_tensor(b)) else
+                    first_tensor(a, b, cond).dtype, first_tensor(a, b, cond))
+
+
+def _where_setup(ctx, inputs, output):
+    ctx.save_for_backward(inputs[0])
+    ctx.shapes = [x if is_tensor(x) else None for x in inputs[1:]]
+
+
+def _where_bw(ctx, g):
+    cond, = ctx.saved_tensors
+    a, b = ctx.shapes
+    zero = O.mul(g, 0.0)
+    return (None, _red(O.where(cond, g, zero), a) if a is not None else None,
+            _red(O.where(cond, zero, g), b) if b is not None else None)
+
+
+defop("where(Tensor condition, Tensor self, Tensor other) -> Tensor", meta=_where_meta,
+      setup=_where_setup, backward=_where_bw, scalar_ok=("self", "other"))

@@ -1,0 +1,179 @@
+"""``tensor[index]`` and ``tensor[index] = value`` (torch semantics).
+
+Basic indices (ints, slices, ``None``, ``...``) decompose into the view ops ``select``,
+``slice`` and ``unsqueeze``, so results alias the input. One integer tensor/list index gathers
+along its dimension (``index``; a copy), and a bool mask selects elements (``masked_select``;
+a copy whose size depends on the data, so it has no fake rule).
+"""
+
+from __future__ import annotations
+
+from .. import _dtype
+from ..errors import DispatchError
+from ._define import defop, ops as O
+from ._shapes import out_like, wrap_dim
+
+
+def _is_tensor(x):
+    return hasattr(x, "_dkey")
+
+
+def _normalize(index):
+    if not isinstance(index, tuple):
+        index = (index,)
+    return index
+
+
+def _split(x, index):
+    """Apply the basic part of ``index`` as views; return (view, [(dim, tensor_index)])."""
+    from .._factories import tensor as _tensor
+    index = _normalize(index)
+    n_ell = sum(1 for i in index if i is Ellipsis)
+    if n_ell > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    consumed = sum(1 for i in index if i is not None and i is not Ellipsis and
+                   not (isinstance(i, bool)))
+    if consumed > x.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {x.ndim}")
+    out = x
+    dim = 0
+    advanced = []
+    for i in index:
+        if i is Ellipsis:
+            dim += x.ndim - consumed
+        elif i is None:
+            out = O.unsqueeze(out, dim)
+            dim += 1
+        elif isinstance(i, bool):
+            raise IndexError("bool scalar indices are not supported")
+        elif isinstance(i, int) or (hasattr(i, "__index__") and not _is_tensor(i)
+                                    and not isinstance(i, (list, tuple))):
+            out = O.select(out, dim, int(i))
+        elif isinstance(i, slice):
+            if i.step is not None and i.step <= 0:
+                raise ValueError("step must be greater than zero")
+            out = O.slice(out, dim, i.start, i.stop, i.step or 1)
+            dim += 1
+        elif _is_tensor(i) or isinstance(i, (list, tuple)):
+            t = i if _is_tensor(i) else _tensor(i, device=x.device)
+            if t.dtype is _dtype.bool:
+                advanced.append((dim, t))
+                dim += t.ndim
+            elif t.ndim == 0 and not t.dtype.is_floating_point and t._data is not None:
+                out = O.select(out, dim, int(t.item()))
+            else:
+                if t.dtype.is_floating_point:
+                    raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+                advanced.append((dim, t))
+                dim += 1
+        else:
+            raise IndexError(f"unsupported index of type {type(i).__name__}: {i!r}")
+    return out, advanced
+
+
+def getitem(x, index):
+    out, advanced = _split(x, index)
+    if not advanced:
+        return out
+    if len(advanced) > 1:
+        raise IndexError("tensorplay supports one tensor index per indexing expression; "
+                         "index in two steps")
+    dim, idx = advanced[0]
+    if idx.dtype is _dtype.bool:
+        if dim != 0 or idx.ndim != out.ndim:
+            out = O.reshape(out, list(out.shape[:dim]) + [-1] + list(out.shape[dim + idx.ndim:])) \
+                if idx.ndim == out.ndim - dim else out
+        if idx.ndim == out.ndim and dim == 0:
+            return O.masked_select(out, idx)
+        raise IndexError("bool mask indices must cover the leading dimensions of the tensor")
+    return O.index(out, dim, idx)
+
+
+def setitem(x, index, value):
+    out, advanced = _split(x, index)
+    if not advanced:
+        if _is_tensor(value):
+            O.copy_(out, value)
+        else:
+            O.fill_(out, value)
+        if out._storage is x._storage and out is not x:
+            pass
+        return
+    if len(advanced) > 1:
+        raise IndexError("tensorplay supports one tensor index per assignment")
+    dim, idx = advanced[0]
+    if idx.dtype is _dtype.bool:
+        if dim != 0 or idx.ndim != out.ndim:
+            raise IndexError("bool mask assignment needs a mask of the tensor's full shape")
+        O.masked_fill_(out, idx, value)
+    else:
+        O.index_put_(out, dim, idx, value)
+    if out._storage is x._storage:
+        x._storage.version  # same storage: the in-place op bumped the shared counter
+
+
+def _index_meta(x, dim, index):
+    d = wrap_dim(dim, x.ndim, "index: ")
+    return out_like(tuple(x.shape[:d]) + tuple(index.shape) + tuple(x.shape[d + 1:]), x.dtype, x)
+
+
+def _index_setup(ctx, inputs, output):
+    ctx.shape = inputs[0].shape
+    ctx.dim = inputs[1]
+    ctx.save_for_backward(inputs[2])
+
+
+def _index_bw(ctx, g):
+    idx, = ctx.saved_tensors
+    z = g.new_zeros(ctx.shape)
+    return O.index_add(z, ctx.dim, idx, g), None, None
+
+
+defop("index(Tensor self, SymInt dim, Tensor index) -> Tensor", meta=_index_meta,
+      setup=_index_setup, backward=_index_bw)
+
+
+def _index_add_meta(x, dim, index, source):
+    return out_like(x.shape, x.dtype, x)
+
+
+def _index_add_setup(ctx, inputs, output):
+    ctx.dim = inputs[1]
+    ctx.save_for_backward(inputs[2])
+
+
+def _index_add_bw(ctx, g):
+    idx, = ctx.saved_tensors
+    return g, None, None, O.index(g, ctx.dim, idx)
+
+
+defop("index_add(Tensor self, SymInt dim, Tensor index, Tensor source) -> Tensor",
+      meta=_index_add_meta, setup=_index_add_setup, backward=_index_add_bw)
+
+
+def _data_dependent(x, mask):
+    raise DispatchError("masked_select: the output size depends on the mask's values, so it has "
+                        "no fake rule; use where() to keep shapes static under FakeTensorMode or "
+                        "tensorplay.compile")
+
+
+def _ms_setup(ctx, inputs, output):
+    ctx.shape = inputs[0].shape
+    ctx.save_for_backward(inputs[1])
+
+
+def _ms_bw(ctx, g):
+    mask, = ctx.saved_tensors
+    z = g.new_zeros(ctx.shape)
+    O.masked_scatter_(z, mask, g)
+    return z, None
+
+
+defop("masked_select(Tensor self, Tensor mask) -> Tensor", meta=_data_dependent, setup=_ms_setup,
+      backward=_ms_bw)
+defop("masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)",
+      meta=lambda x, m, s: x, differentiable=False)
+defop("masked_fill_(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)",
+      meta=lambda x, m, v: x, differentiable=False, scalar_ok=("value",))
+defop("index_put_(Tensor(a!) self, SymInt dim, Tensor index, Tensor values) -> Tensor(a!)",
+      meta=lambda x, d, i, v: x, differentiable=False, scalar_ok=("values",))

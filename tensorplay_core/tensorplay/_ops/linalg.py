@@ -1,0 +1,46 @@
+"""``matmul`` (numpy/torch semantics for 1-D, 2-D and batched operands)."""
+
+from __future__ import annotations
+
+from ._define import defop, ops as O
+from ._shapes import broadcast_shapes, out_like, result_dtype
+
+
+def _matmul_meta(a, b):
+    if a.ndim == 0 or b.ndim == 0:
+        raise RuntimeError("matmul: both arguments need at least 1 dimension")
+    sa = a.shape if a.ndim > 1 else (1,) + tuple(a.shape)
+    sb = b.shape if b.ndim > 1 else tuple(b.shape) + (1,)
+    if sa[-1] != sb[-2]:
+        raise RuntimeError(f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be "
+                           f"multiplied ({sa[-2]}x{sa[-1]} and {sb[-2]}x{sb[-1]})")
+    batch = broadcast_shapes(sa[:-2], sb[:-2], api="matmul")
+    shape = batch + ((sa[-2],) if a.ndim > 1 else ()) + ((sb[-1],) if b.ndim > 1 else ())
+    return out_like(shape, result_dtype(a, b), a)
+
+
+def _matmul_setup(ctx, inputs, output):
+    ctx.save_for_backward(inputs[0], inputs[1])
+
+
+def _matmul_bw(ctx, g):
+    a, b = ctx.saved_tensors
+    a2 = a if a.ndim > 1 else O.unsqueeze(a, 0)
+    b2 = b if b.ndim > 1 else O.unsqueeze(b, -1)
+    g2 = g
+    if a.ndim == 1:
+        g2 = O.unsqueeze(g2, -2 if b.ndim > 1 else 0)
+    if b.ndim == 1:
+        g2 = O.unsqueeze(g2, -1)
+    ga = gb = None
+    if ctx.needs_input_grad[0]:
+        ga = O.matmul(g2, O.transpose(b2, -1, -2)).sum_to_size(a2.shape)
+        ga = O.reshape(ga, list(a.shape))
+    if ctx.needs_input_grad[1]:
+        gb = O.matmul(O.transpose(a2, -1, -2), g2).sum_to_size(b2.shape)
+        gb = O.reshape(gb, list(b.shape))
+    return ga, gb
+
+
+defop("matmul(Tensor self, Tensor other) -> Tensor", meta=_matmul_meta, setup=_matmul_setup,
+      backward=_matmul_bw)

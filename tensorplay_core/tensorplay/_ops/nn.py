@@ -1,0 +1,32 @@
+"""``softmax`` and ``log_softmax`` along a dimension (numerically stable, torch semantics)."""
+
+from __future__ import annotations
+
+from ._define import defop, ops as O
+from ._shapes import float_dtype, out_like, wrap_dim
+
+
+def _sm_meta(x, dim):
+    wrap_dim(dim, x.ndim, "softmax: ")
+    return out_like(x.shape, float_dtype(x.dtype), x)
+
+
+def _sm_setup(ctx, inputs, output):
+    ctx.dim = inputs[1]
+    ctx.save_for_backward(output)
+
+
+def _softmax_bw(ctx, g):
+    y, = ctx.saved_tensors
+    return O.mul(y, O.sub(g, O.sum(O.mul(g, y), [ctx.dim], True))), None
+
+
+def _log_softmax_bw(ctx, g):
+    y, = ctx.saved_tensors
+    return O.sub(g, O.mul(O.exp(y), O.sum(g, [ctx.dim], True))), None
+
+
+defop("softmax(Tensor self, SymInt dim) -> Tensor", meta=_sm_meta, setup=_sm_setup,
+      backward=_softmax_bw)
+defop("log_softmax(Tensor self, SymInt dim) -> Tensor", meta=_sm_meta, setup=_sm_setup,
+      backward=_log_softmax_bw)

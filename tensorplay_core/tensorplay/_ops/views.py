@@ -1,0 +1,299 @@
+"""View ops: results share storage with their input (torch's view semantics).
+
+Every view's ``(shape, stride, storage_offset)`` is computed here, once, by torch's rules; the
+same function serves real tensors (the backend materializes it with ``as_strided``) and fake
+ones. So fake strides always equal real strides.
+"""
+
+from __future__ import annotations
+
+from .._backend import contiguous_strides
+from ..errors import DispatchError
+from ._define import defop, ops as O
+from ._shapes import wrap_dim
+
+
+def make_view(base, shape, stride, offset):
+    """A tensor over ``base``'s storage with the given metadata (elements)."""
+    from .._tensor import Tensor
+    shape, stride = tuple(shape), tuple(stride)
+    t = Tensor.__new__(Tensor)
+    if base._data is None:
+        t._init_fake(base._storage, shape, stride, offset, base._dtype, base._device)
+        if base._bkey != "meta":
+            t._bkey = base._bkey
+            t._refresh_key()
+    else:
+        data = base._backend.as_strided(base._storage.root, shape, stride, offset)
+        t._init_real(base._storage, data, shape, stride, offset, base._dtype, base._device,
+                     base._backend)
+    t._base = base._base if base._base is not None else base
+    return t
+
+
+def infer_size(shape, numel, api="view"):
+    shape = list(shape)
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise RuntimeError(f"{api}: only one dimension can be inferred")
+    known = 1
+    for s in shape:
+        if s != -1:
+            if s < 0:
+                raise RuntimeError(f"{api}: invalid shape dimension {s}")
+            known *= s
+    if neg:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"{api}: shape {shape} is invalid for input of size {numel}")
+        shape[neg[0]] = numel // known
+    elif known != numel:
+        raise RuntimeError(f"{api}: shape {shape} is invalid for input of size {numel}")
+    return tuple(shape)
+
+
+def compute_stride(old_shape, old_stride, new_shape):
+    """torch's ``computeStride``: strides viewing ``old`` as ``new`` without copying, or None."""
+    if not old_shape:
+        return tuple(1 for _ in new_shape)
+    numel = 1
+    for s in old_shape:
+        numel *= s
+    if numel == 0:
+        return contiguous_strides(new_shape) if tuple(old_shape) != tuple(new_shape) else tuple(old_stride)
+    new_stride = [0] * len(new_shape)
+    view_d = len(new_shape) - 1
+    chunk_base_stride = old_stride[-1]
+    tensor_numel = 1
+    view_numel = 1
+    for tensor_d in range(len(old_shape) - 1, -1, -1):
+        tensor_numel *= old_shape[tensor_d]
+        if tensor_d == 0 or (old_shape[tensor_d - 1] != 1 and
+                             old_stride[tensor_d - 1] != tensor_numel * chunk_base_stride):
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
+                new_stride[view_d] = view_numel * chunk_base_stride
+                view_numel *= new_shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if tensor_d > 0:
+                chunk_base_stride = old_stride[tensor_d - 1]
+                tensor_numel = 1
+                view_numel = 1
+    if view_d != -1:
+        return None
+    return tuple(new_stride)
+
+
+def _view(x, size):
+    shape = infer_size(size, x.numel(), "view")
+    st = compute_stride(x.shape, x.stride(), shape)
+    if st is None:
+        raise RuntimeError(
+            f"view: size {list(size)} is not compatible with input tensor's size {tuple(x.shape)} "
+            f"and stride {x.stride()} (at least one dimension spans across two contiguous "
+            f"subspaces). Use .reshape(...) instead.")
+    return make_view(x, shape, st, x.storage_offset())
+
+
+def _reshape(x, shape):
+    shp = infer_size(shape, x.numel(), "reshape")
+    st = compute_stride(x.shape, x.stride(), shp)
+    if st is None:
+        c = O.clone(x)
+        return make_view(c, shp, contiguous_strides(shp), 0)
+    return make_view(x, shp, st, x.storage_offset())
+
+
+def _shape_bw(ctx, g):
+    return O.reshape(g, list(ctx.shape)), None
+
+
+def _save_shape(ctx, inputs, output):
+    ctx.shape = inputs[0].shape
+
+
+defop("view(Tensor(a) self, SymInt[] size) -> Tensor(a)", default=_view, meta=_view,
+      setup=_save_shape, backward=_shape_bw)
+defop("reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)", default=_reshape, meta=_reshape,
+      setup=_save_shape, backward=_shape_bw)
+
+
+def _permute(x, dims):
+    nd = x.ndim
+    ds = [wrap_dim(d, nd, "permute: ") for d in dims]
+    if sorted(ds) != list(range(nd)):
+        raise RuntimeError(f"permute: dims {list(dims)} are not a permutation of {nd} dimensions")
+    return make_view(x, [x.shape[d] for d in ds], [x.stride()[d] for d in ds], x.storage_offset())
+
+
+def _permute_bw(ctx, g):
+    nd = len(ctx.dims)
+    ds = [wrap_dim(d, nd) for d in ctx.dims]
+    inv = [0] * nd
+    for i, d in enumerate(ds):
+        inv[d] = i
+    return O.permute(g, inv), None
+
+
+defop("permute(Tensor(a) self, SymInt[] dims) -> Tensor(a)", default=_permute, meta=_permute,
+      setup=lambda c, i, o: setattr(c, "dims", i[1]), backward=_permute_bw)
+
+
+def _transpose(x, dim0, dim1):
+    nd = x.ndim
+    if nd == 0:
+        return make_view(x, (), (), x.storage_offset())
+    a, b = wrap_dim(dim0, nd, "transpose: "), wrap_dim(dim1, nd, "transpose: ")
+    perm = list(range(nd))
+    perm[a], perm[b] = perm[b], perm[a]
+    return _permute(x, perm)
+
+
+defop("transpose(Tensor(a) self, SymInt dim0, SymInt dim1) -> Tensor(a)", default=_transpose,
+      meta=_transpose, setup=lambda c, i, o: setattr(c, "d", (i[1], i[2])),
+      backward=lambda ctx, g: (O.transpose(g, *ctx.d), None, None))
+
+
+def _expand(x, size):
+    size = list(size)
+    nd = len(size)
+    if nd < x.ndim:
+        raise RuntimeError(f"expand: the number of sizes provided ({nd}) must be greater or equal "
+                           f"to the number of dimensions in the tensor ({x.ndim})")
+    shape, stride = [], []
+    lead = nd - x.ndim
+    for i, s in enumerate(size):
+        if i < lead:
+            if s < 0:
+                raise RuntimeError(f"expand: -1 not allowed in leading, non-existing dimension {i}")
+            shape.append(s)
+            stride.append(0)
+            continue
+        cur, st = x.shape[i - lead], x.stride()[i - lead]
+        if s == -1:
+            s = cur
+        if cur == s:
+            shape.append(s)
+            stride.append(st)
+        elif cur == 1:
+            shape.append(s)
+            stride.append(0)
+        else:
+            raise RuntimeError(f"expand: the expanded size of the tensor ({s}) must match the "
+                               f"existing size ({cur}) at non-singleton dimension {i}. Target "
+                               f"sizes: {size}. Tensor sizes: {list(x.shape)}")
+    return make_view(x, shape, stride, x.storage_offset())
+
+
+defop("expand(Tensor(a) self, SymInt[] size) -> Tensor(a)", default=_expand, meta=_expand,
+      setup=_save_shape, backward=lambda ctx, g: (g.sum_to_size(ctx.shape), None))
+
+
+def _unsqueeze(x, dim):
+    d = wrap_dim(dim, x.ndim + 1, "unsqueeze: ")
+    shape, stride = list(x.shape), list(x.stride())
+    st = shape[d] * stride[d] if d < x.ndim else 1
+    shape.insert(d, 1)
+    stride.insert(d, st)
+    return make_view(x, shape, stride, x.storage_offset())
+
+
+defop("unsqueeze(Tensor(a) self, SymInt dim) -> Tensor(a)", default=_unsqueeze, meta=_unsqueeze,
+      setup=_save_shape, backward=_shape_bw)
+
+
+def _squeeze(x, dim=None):
+    nd = x.ndim
+    if dim is None:
+        ds = {i for i, s in enumerate(x.shape) if s == 1}
+    else:
+        ds = {wrap_dim(d, nd, "squeeze: ") for d in dim} if nd else set()
+        ds = {d for d in ds if x.shape[d] == 1}
+    return make_view(x, [s for i, s in enumerate(x.shape) if i not in ds],
+                     [s for i, s in enumerate(x.stride()) if i not in ds], x.storage_offset())
+
+
+defop("squeeze(Tensor(a) self, SymInt[]? dim=None) -> Tensor(a)", default=_squeeze, meta=_squeeze,
+      setup=_save_shape, backward=_shape_bw)
+
+
+def _slice(x, dim=0, start=None, end=None, step=1):
+    d = wrap_dim(dim, x.ndim, "slice: ")
+    n = x.shape[d]
+    if step <= 0:
+        raise ValueError("slice: step must be positive (torch does not support negative steps)")
+    start, end, _ = slice(start, end, step).indices(n)
+    length = max(0, (end - start + step - 1) // step)
+    shape, stride = list(x.shape), list(x.stride())
+    shape[d] = length
+    stride[d] = stride[d] * step
+    off = x.storage_offset() + (start * x.stride()[d] if length else 0)
+    return make_view(x, shape, stride, off)
+
+
+def _slice_setup(ctx, inputs, output):
+    ctx.shape = inputs[0].shape
+    ctx.args = inputs[1:]
+
+
+def _slice_bw(ctx, g):
+    z = g.new_zeros(ctx.shape)
+    _slice(z, *ctx.args).copy_(g)
+    return (z,) + (None,) * len(ctx.args)
+
+
+defop("slice(Tensor(a) self, SymInt dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) "
+      "-> Tensor(a)", default=_slice, meta=_slice, setup=_slice_setup, backward=_slice_bw)
+
+
+def _narrow(x, dim, start, length):
+    d = wrap_dim(dim, x.ndim, "narrow: ")
+    n = x.shape[d]
+    if start < 0:
+        start += n
+    if not (0 <= start <= n and 0 <= length <= n - start):
+        raise IndexError(f"narrow: start ({start}) + length ({length}) exceeds dimension size ({n})")
+    return _slice(x, d, start, start + length, 1)
+
+
+defop("narrow(Tensor(a) self, SymInt dim, SymInt start, SymInt length) -> Tensor(a)",
+      default=_narrow, meta=_narrow, setup=_slice_setup,
+      backward=lambda ctx, g: _narrow_bw(ctx, g))
+
+
+def _narrow_bw(ctx, g):
+    z = g.new_zeros(ctx.shape)
+    _narrow(z, *ctx.args).copy_(g)
+    return (z, None, None, None)
+
+
+def _select(x, dim, index):
+    d = wrap_dim(dim, x.ndim, "select: ")
+    n = x.shape[d]
+    if not -n <= index < n:
+        raise IndexError(f"index {index} is out of bounds for dimension {d} with size {n}")
+    if index < 0:
+        index += n
+    shape, stride = list(x.shape), list(x.stride())
+    off = x.storage_offset() + index * stride[d]
+    del shape[d], stride[d]
+    return make_view(x, shape, stride, off)
+
+
+def _select_bw(ctx, g):
+    z = g.new_zeros(ctx.shape)
+    _select(z, *ctx.args).copy_(g)
+    return (z, None, None)
+
+
+defop("select(Tensor(a) self, SymInt dim, SymInt index) -> Tensor(a)", default=_select,
+      meta=_select, setup=_slice_setup, backward=_select_bw)
+
+
+def _alias_check(x):
+    if x._data is None and x._bkey == "meta" and x.device.type != "meta":
+        return
+    return
+
+
+__all__ = ["make_view", "compute_stride", "infer_size", "DispatchError"]

@@ -1,0 +1,493 @@
+"""The operator registry: ONE record (``CustomOpDef``) per operator.
+
+A record holds the schema, the kernels by device type, the device-agnostic kernel, the fake
+kernel, the autograd formula, where the op was defined, and its version. Whenever any of those
+change, the record rebuilds its *dispatch table* (dispatch key -> callable) once; the per-call path
+(``_dispatch``) is then a plain dict lookup. Dispatch keys are strings:
+
+========== ==========================================================================
+key        meaning
+========== ==========================================================================
+``cpu``..  a concrete device type: enabled concrete kernel, else the device-agnostic one
+``meta``   fake (metadata-only) tensors: the fake kernel
+``autograd`` some input requires grad: the autograd wrapper, which redispatches below itself
+``capture`` ``tensorplay.compile`` is recording: the op becomes a graph node
+========== ==========================================================================
+
+Registrations return handles (``RegistrationHandle``) whose ``destroy()`` undoes them; ``Library``
+objects collect handles so that closing the library undoes its registrations.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import threading
+
+from . import _dispatch
+from .errors import DispatchError
+
+__all__ = ["CustomOpDef", "OpDef", "lookup", "all_ops", "RegistrationHandle", "DEFAULT"]
+
+DEFAULT = "default"   # the device-agnostic slot (CompositeExplicitAutograd / CompositeImplicitAutograd)
+
+_lock = threading.RLock()   # registrations from several threads; calls never take it
+_OPS: dict[str, "CustomOpDef"] = {}
+_KNOWN_DEVICE_TYPES: set[str] = {"cpu", "cuda"}
+
+_COMPOSITE = {"compositeexplicitautograd", "compositeimplicitautograd", "default",
+              "compositeexplicitautogradnonfunctional"}
+
+
+def normalize_device_type(d, api: str) -> str:
+    """Map every accepted device spelling to a dispatch key (SPEC §3 "Device spellings").
+
+    ``"cpu"``/``"CPU"``/``Device("cpu")`` -> ``"cpu"``; ``"cuda:1"`` -> ``"cuda"``; ``None``,
+    ``"default"`` and the Composite* spellings -> ``"default"``. Raises ``ValueError`` otherwise.
+    """
+    if d is None:
+        return DEFAULT
+    if isinstance(d, str):
+        low = d.strip().lower()
+        if low in _COMPOSITE:
+            return DEFAULT
+        t = low.partition(":")[0]
+        if t == "meta":
+            raise ValueError(f"{api}: 'meta' is not a kernel device; use register_fake() for "
+                             f"fake/meta kernels")
+        if not t.isidentifier():
+            raise ValueError(f"{api}: {d!r} is not a device type; expected 'cpu', 'cuda', "
+                             f"'default' or a Composite* dispatch key")
+        return sys.intern(t)
+    t = getattr(d, "type", None)
+    if isinstance(t, str):
+        return normalize_device_type(t, api)
+    raise ValueError(f"{api}: {d!r} is not a device type; expected a string such as 'cpu' or 'cuda'")
+
+
+def normalize_device_types(types, api: str) -> tuple[str, ...]:
+    """A device spelling or an iterable of them -> tuple of dispatch keys; None/empty -> ('default',)."""
+    if types is None or isinstance(types, str) or hasattr(types, "type"):
+        return (normalize_device_type(types, api),)
+    out = tuple(dict.fromkeys(normalize_device_type(t, api) for t in types))
+    return out or (DEFAULT,)
+
+
+def _where(fn) -> str:
+    try:
+        code = fn.__code__
+        return f"{getattr(fn, '__qualname__', fn)} at {code.co_filename}:{code.co_firstlineno}"
+    except AttributeError:
+        return repr(fn)
+
+
+class RegistrationHandle:
+    """Returned by registrations; ``destroy()`` undoes exactly that registration (idempotent)."""
+
+    __slots__ = ("_undo", "_done")
+
+    def __init__(self, undo):
+        self._undo = undo
+        self._done = False
+
+    def destroy(self) -> None:
+        if not self._done:
+            self._done = True
+            self._undo()
+
+
+class _Table(dict):
+    """Dispatch table; unknown device keys resolve to the device-agnostic kernel or raise."""
+
+    __slots__ = ("op",)
+
+    def __missing__(self, key):
+        return self.op._missing_kernel(key)
+
+
+class CustomOpDef:
+    """One operator: schema, kernels by device, fake kernel, autograd formula, source, version.
+
+    Created by ``tensorplay.library.custom_op`` / ``define`` / ``triton_op`` (and for the built-in
+    ``tp::`` ops by the core). Calling it dispatches on its tensor arguments' device (or on a
+    ``device`` parameter when it has no tensor arguments) -- same model as ``torch.library``'s
+    ``CustomOpDef``.
+
+    Attributes: ``name`` (``"ns::op"``), ``namespace``, ``schema`` (``FunctionSchema``),
+    ``mutates_args`` (tuple of parameter names), ``device_types`` (the advertisement given at
+    definition), ``tags``, ``version`` (bumped on redefinition), ``is_triton``.
+    """
+
+    # per-op subclass sets __call__ (generated by _dispatch.make_call)
+
+    def __init__(self, qualname: str, schema, *, mutates_args=(), device_types=(), tags=(),
+                 source=None, builtin=False, is_triton=False):
+        ns, _, name = qualname.partition("::")
+        self.name = qualname
+        self.namespace = ns
+        self._opname = name
+        self.schema = schema
+        self.mutates_args = tuple(mutates_args)
+        self.device_types = tuple(device_types)
+        self.tags = tuple(tags)
+        self.source = source          # "module" string of the defining module, or None
+        self.plugin = None            # distribution name when defined by a plugin
+        self.version = 0
+        self.is_builtin = builtin
+        self.is_triton = is_triton
+        self._kernels: dict[str, list] = {}   # key -> stack of (fn, owner, priority); top wins
+        self._disabled: dict[str, int] = {}
+        self._fake = None
+        self._fake_owner = None
+        self._backward = None
+        self._setup_context = None
+        self._autograd_owner = None
+        self._lazy: dict[str, object] = {}
+        self.table = _Table()
+        self.table.op = self
+        self._capture_kernel = None
+        self._autograd_kernel = None
+        self._meta_default = None    # built-ins: their fake rule lives here
+        self._param_names = tuple(a.name for a in schema.arguments)
+        self._py_signature = None
+
+    # -- introspection ---------------------------------------------------------------------
+    @property
+    def _qualname(self):
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"<tensorplay op {self.name}: {self.schema.signature_str()}>"
+
+    @property
+    def kernels(self) -> dict:
+        """Registered kernels by dispatch key (``"cpu"``, ``"cuda"``, ``"default"``)."""
+        return {k: v[-1][0] for k, v in self._kernels.items() if v}
+
+    def kernel_owner(self, key: str):
+        stack = self._kernels.get(key)
+        return stack[-1][1] if stack else None
+
+    # -- registration ----------------------------------------------------------------------
+    def _add_kernel(self, key: str, fn, owner=None, priority: int = 0) -> RegistrationHandle:
+        """Low-level: push ``fn`` for ``key``. Two *different* owners (plugins) for one key is an
+        error naming both unless priorities differ (SPEC §1 "Conflicts"); the same owner replaces."""
+        with _lock:
+            stack = self._kernels.setdefault(key, [])
+            if stack:
+                top_fn, top_owner, top_prio = stack[-1]
+                if owner is not None and top_owner is not None and owner != top_owner and \
+                        priority == top_prio:
+                    raise DispatchError(
+                        f"register_kernel({self.name!r}, {key!r}): conflict: kernel from "
+                        f"{_owner_str(owner)} and kernel from {_owner_str(top_owner)} both claim "
+                        f"({self.name}, {key}). Uninstall one of them, or declare a priority in "
+                        f"one plugin (higher wins).")
+                if owner == top_owner:
+                    stack.pop()
+            entry = (fn, owner, priority)
+            stack.append(entry)
+            stack.sort(key=lambda e: e[2])   # stable: highest priority last (= active)
+            if key not in ("default",):
+                _KNOWN_DEVICE_TYPES.add(key)
+            self._rebuild()
+
+        def undo():
+            with _lock:
+                st = self._kernels.get(key, [])
+                if entry in st:
+                    st.remove(entry)
+                self._rebuild()
+        return _record(RegistrationHandle(undo))
+
+    def _set_fake(self, fn, owner=None) -> RegistrationHandle:
+        with _lock:
+            prev = (self._fake, self._fake_owner)
+            self._fake, self._fake_owner = fn, owner
+            self._rebuild()
+
+        def undo():
+            with _lock:
+                if self._fake is fn:
+                    self._fake, self._fake_owner = prev
+                    self._rebuild()
+        return _record(RegistrationHandle(undo))
+
+    def _set_autograd(self, backward, setup_context, owner=None) -> RegistrationHandle:
+        with _lock:
+            prev = (self._backward, self._setup_context, self._autograd_owner)
+            self._backward, self._setup_context, self._autograd_owner = backward, setup_context, owner
+            self._rebuild()
+
+        def undo():
+            with _lock:
+                if self._backward is backward:
+                    self._backward, self._setup_context, self._autograd_owner = prev
+                    self._rebuild()
+        return _record(RegistrationHandle(undo))
+
+    def _add_lazy(self, key: str, target: str, owner) -> RegistrationHandle:
+        """A kernel named by entry-point metadata ``"pkg.mod:fn"``, imported on its first call."""
+        op = self
+
+        def lazy_kernel(*args, **kwargs):
+            import importlib
+            mod, _, attr = target.partition(":")
+            try:
+                fn = importlib.import_module(mod)
+                for part in attr.split("."):
+                    fn = getattr(fn, part)
+            except Exception as e:
+                raise DispatchError(
+                    f"{op._api()}: the {key} kernel {target!r} declared by plugin {owner} could "
+                    f"not be imported: {type(e).__name__}: {e}") from e
+            with _lock:
+                if op._lazy.get(key) is lazy_kernel:
+                    del op._lazy[key]
+                    op._add_kernel(key, fn, owner, _plugin_priority(owner))
+            return fn(*args, **kwargs)
+
+        lazy_kernel._tensorplay_lazy_target = target
+        with _lock:
+            self._lazy[key] = lazy_kernel
+            _KNOWN_DEVICE_TYPES.add(key)
+            self._rebuild()
+
+        def undo():
+            with _lock:
+                if self._lazy.get(key) is lazy_kernel:
+                    del self._lazy[key]
+                    self._rebuild()
+        return _record(RegistrationHandle(undo))
+
+    def _rebuild(self) -> None:
+        """Recompute the dispatch table from the registrations (never on the call path)."""
+        t = _Table()
+        t.op = self
+        default = self._active(DEFAULT)
+        for key in list(self._kernels) + list(self._lazy):
+            if key == DEFAULT:
+                continue
+            k = self._active(key)
+            if k is not None:
+                t[key] = k
+            elif default is not None:
+                t[key] = default
+        if default is not None:
+            t[DEFAULT] = default
+        t["meta"] = _dispatch.make_fake_entry(self)
+        t["autograd"] = _dispatch.make_autograd_entry(self)
+        t["capture"] = _dispatch.make_capture_entry(self)
+        # swap contents in place: generated __call__ functions hold this very dict
+        self.table.clear()
+        self.table.update(t)
+
+    def _active(self, key: str):
+        if self._disabled.get(key):
+            return None
+        stack = self._kernels.get(key)
+        if stack:
+            return stack[-1][0]
+        lazy = self._lazy.get(key)
+        if lazy is not None:
+            return lazy
+        return None
+
+    def _missing_kernel(self, key):
+        if key == DEFAULT:
+            return self._raise_missing(key)
+        from . import _backend
+        if key not in _backend._LOADED and key != "meta":
+            # first use of a device: load its backend (binds built-in kernels), then retry
+            _backend.get_backend(key)
+            if key in self.table:
+                return self.table[key]
+        default = self._active(DEFAULT)
+        if default is not None:
+            return default
+        return self._raise_missing(key)
+
+    def _raise_missing(self, key):
+        from . import plugins as _plugins
+        registered = sorted(k for k in self._kernels if self._kernels[k]) + sorted(self._lazy)
+        if key == "default":
+            raise LookupError(f"{self.name}: no device-agnostic kernel registered")
+        hint = _plugins.device_hint(key)
+        disabled = " (a kernel is registered but disabled by set_kernel_enabled)" \
+            if self._kernels.get(key) and self._disabled.get(key) else ""
+        raise DispatchError(
+            f"{self._api()}: no kernel for device '{key}'{disabled} (registered: "
+            f"{', '.join(registered) or 'none'}). {hint}Register one with "
+            f"{self._opname}.register_kernel({key!r}) or tensorplay.library.impl("
+            f"{self.name!r}, {key!r}, fn).")
+
+    def _api(self) -> str:
+        return f"custom_op({self.name!r})" if not self.is_builtin else self.name
+
+    # -- public API (same names and semantics as torch.library's CustomOpDef) ----------------
+    def register_kernel(self, device_types, fn=None, /, *, _owner=None, _priority=0, _lib=None):
+        """Register ``fn`` as the kernel of this op for ``device_types``.
+
+        ``device_types``: ``"cpu"``, ``"cuda"``, a list of them, or ``None``/``"default"``/a
+        Composite* spelling for the device-agnostic slot. Usable as a decorator when ``fn`` is
+        omitted. ``fn`` must accept the op's parameters (checked now; ``ValueError`` naming the
+        missing parameter otherwise). Re-registering for the same device replaces the kernel.
+        Returns ``fn`` (decorator form) -- the registration handle is kept on ``fn`` only when a
+        ``Library`` records it. Same as ``torch.library.CustomOpDef.register_kernel``.
+        """
+        keys = normalize_device_types(device_types, f"{self.name}.register_kernel")
+
+        def inner(f):
+            _check_binds(self, f, "kernel", "register_kernel")
+            handles = []
+            try:
+                for key in keys:
+                    owner = _owner or _current_owner()
+                    handles.append(self._add_kernel(key, f, owner,
+                                                    _priority or _plugin_priority(owner)))
+            except BaseException:
+                for h in handles:
+                    h.destroy()
+                raise
+            if _lib is not None:
+                _lib._handles.extend(handles)
+            return f
+        return inner if fn is None else inner(fn)
+
+    def register_fake(self, fn=None, /, *, _lib=None, _owner=None):
+        """Register the fake (meta) kernel: given fake tensors, return fake outputs with the right
+        shape, dtype, device and strides (tensors have no data). Same as
+        ``torch.library.register_fake``. Decorator or direct call; the signature must accept the
+        op's parameters (``ValueError`` otherwise, CASES C10)."""
+        def inner(f):
+            _check_binds(self, f, "fake kernel", "register_fake")
+            h = self._set_fake(f, _owner or _current_owner())
+            if _lib is not None:
+                _lib._handles.append(h)
+            return f
+        return inner if fn is None else inner(fn)
+
+    def register_autograd(self, backward, /, *, setup_context=None, _lib=None, _owner=None):
+        """Register an explicit backward formula (same as ``torch.library.register_autograd``).
+
+        ``setup_context(ctx, inputs, output)`` saves what backward needs (``ctx.save_for_backward``);
+        ``backward(ctx, *grads)`` returns one gradient per op input (``None`` for non-differentiable
+        ones). Without a formula, a kernel written with tensorplay ops is differentiated through its
+        body (CompositeImplicitAutograd semantics). ``ValueError`` when ``backward`` or
+        ``setup_context`` is not callable or ``setup_context`` cannot take ``(ctx, inputs, output)``.
+        """
+        api = f"register_autograd({self.name!r})"
+        if not callable(backward):
+            raise ValueError(f"{api}: backward must be callable, got {backward!r}")
+        if setup_context is not None:
+            if not callable(setup_context):
+                raise ValueError(f"{api}: setup_context must be callable, got {setup_context!r}")
+            try:
+                inspect.signature(setup_context).bind(None, (), None)
+            except TypeError:
+                raise ValueError(f"{api}: setup_context {_where(setup_context)} must take "
+                                 f"(ctx, inputs, output)") from None
+            except ValueError:
+                pass
+        if self.mutates_args and not self.is_builtin:
+            raise ValueError(f"{api}: an op that mutates its inputs ({', '.join(self.mutates_args)}) "
+                             f"cannot have an autograd formula (same rule as torch.library)")
+        h = self._set_autograd(backward, setup_context, _owner or _current_owner())
+        if _lib is not None:
+            _lib._handles.append(h)
+        return backward
+
+    def set_kernel_enabled(self, device_type, enabled: bool = True):
+        """Disable or re-enable the concrete kernel for ``device_type`` (context manager).
+
+        A disabled kernel counts as absent: calls fall back to the device-agnostic kernel and
+        ``get_kernel`` raises ``LookupError``. Nests and restores on exit. Same as
+        ``torch.library.CustomOpDef.set_kernel_enabled``.
+        """
+        key = normalize_device_type(device_type, f"{self.name}.set_kernel_enabled")
+        return _KernelEnabled(self, key, enabled)
+
+    # functional alias used by torch users
+    def _opoverload(self):
+        return self
+
+
+OpDef = CustomOpDef
+
+
+def _owner_str(owner) -> str:
+    return f"plugin {owner!r}" if isinstance(owner, str) else repr(owner)
+
+
+class _KernelEnabled:
+    def __init__(self, op, key, enabled):
+        self.op, self.key, self.enabled = op, key, enabled
+        with _lock:
+            self.prev = op._disabled.get(key, 0)
+            op._disabled[key] = 0 if enabled else self.prev + 1
+            op._rebuild()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        with _lock:
+            self.op._disabled[self.key] = self.prev
+            self.op._rebuild()
+        return False
+
+
+# The plugin manager sets this while a plugin's hook runs, so registrations record their owner,
+# and keeps every handle made meanwhile in _undo_log so a failing plugin is rolled back whole.
+_owner_stack: list = []
+_undo_log: list = []
+
+
+def _record(h: RegistrationHandle) -> RegistrationHandle:
+    if _owner_stack:
+        _undo_log.append(h)
+    return h
+
+
+def _current_owner():
+    return _owner_stack[-1] if _owner_stack else None
+
+
+def _plugin_priority(owner) -> int:
+    from .plugins import manager
+    return manager.priority_of(owner)
+
+
+def _check_binds(op, fn, what: str, api: str) -> None:
+    if not callable(fn):
+        raise ValueError(f"{api}({op.name!r}): expected a callable {what}, got {fn!r}")
+    from ._schema import bind_check
+    bind_check(fn, op.schema, what=what, api=f"{api}({op.name!r})")
+
+
+def lookup(qualname: str) -> CustomOpDef:
+    """The op registered as ``qualname`` (``"ns::op"``); ``LookupError`` naming it otherwise."""
+    op = _OPS.get(qualname)
+    if op is None:
+        raise LookupError(f"no operator named {qualname!r} is registered (known namespaces: "
+                          f"{', '.join(sorted({o.namespace for o in _OPS.values()})) or 'none'})")
+    return op
+
+
+def all_ops() -> list:
+    """Every registered op, sorted by name."""
+    return [_OPS[k] for k in sorted(_OPS)]
+
+
+def register_op(op: CustomOpDef, *, replace_ok_from=None) -> CustomOpDef:
+    """Insert ``op`` into the registry (the call path of ``custom_op``/``define``)."""
+    with _lock:
+        _OPS[op.name] = op
+        op._rebuild()
+    return op
+
+
+def unregister_op(op: CustomOpDef) -> None:
+    with _lock:
+        if _OPS.get(op.name) is op:
+            del _OPS[op.name]

@@ -1,0 +1,786 @@
+"""``Tensor``: storage handle + view metadata + autograd fields; methods forward to ops.
+
+Names and semantics follow ``torch.Tensor``. A tensor is ``(storage, shape, stride,
+storage_offset, dtype, device)``; views share ``storage`` (so aliasing and ``_version`` are
+observable, as in torch). Real tensors keep ``_data``, the backend's native array for exactly
+this view; fake tensors (``FakeTensorMode``, the ``meta`` device) have ``_data = None``.
+
+Dispatch reads two attributes: ``_bkey`` (the backend key: the device type, or ``"meta"`` for
+fake tensors) and ``_dkey`` (``"autograd"`` when ``requires_grad``, ``"capture"`` while
+``tensorplay.compile`` records, else ``_bkey``).
+"""
+
+from __future__ import annotations
+
+import operator
+
+from . import _dtype
+from ._device import Device
+from .autograd import grad_mode as _gm
+
+_O = None   # the built-in op namespace (tensorplay._ops.ops), bound when _ops imports
+
+_CPU = Device("cpu")
+
+
+class Tensor:
+    """A multi-dimensional array on a device, with autograd (same surface as ``torch.Tensor``).
+
+    Create tensors with ``tensorplay.tensor``/``zeros``/``randn``/... rather than this class.
+    Attributes: ``shape`` (tuple of ints), ``dtype``, ``device``, ``ndim``, ``requires_grad``,
+    ``grad``, ``grad_fn``, ``is_leaf``, ``_version``.
+    """
+
+    __slots__ = ("_storage", "_data", "_shape", "_stride", "_offset", "_dtype", "_device",
+                 "_dkey", "_bkey", "_requires_grad", "grad", "grad_fn", "_output_nr", "_accum",
+                 "_backend", "_base", "_retains_grad", "_capture", "__weakref__")
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("tensorplay.Tensor cannot be constructed directly; use "
+                        "tensorplay.tensor(data), tensorplay.empty(shape) or another factory")
+
+    # -- construction helpers (internal) ------------------------------------------------------
+    def _init_real(self, storage, data, shape, stride, offset, dtype, device, backend):
+        self._storage = storage
+        self._data = data
+        self._shape = shape
+        self._stride = stride
+        self._offset = offset
+        self._dtype = dtype
+        self._device = device
+        self._backend = backend
+        t = device.type
+        self._dkey = t
+        self._bkey = t
+        self._requires_grad = False
+        self.grad = None
+        self.grad_fn = None
+        self._output_nr = 0
+        self._accum = None
+        self._base = None
+        self._retains_grad = False
+        self._capture = None
+
+    def _init_fake(self, storage, shape, stride, offset, dtype, device):
+        from ._backend import META
+        self._init_real(storage, None, tuple(shape), tuple(stride), offset, dtype, device, META)
+        self._dkey = "meta"
+        self._bkey = "meta"
+
+    # -- metadata -----------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple:
+        """Sizes of each dimension (a tuple of ints, like ``torch.Size``)."""
+        return self._shape
+
+    def size(self, dim=None):
+        """``shape``, or the size of dimension ``dim`` (negative indices count from the end)."""
+        if dim is None:
+            return self._shape
+        return self._shape[_wrap_dim(dim, len(self._shape))]
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    def dim(self) -> int:
+        return len(self._shape)
+
+    def numel(self) -> int:
+        n = 1
+        for s in self._shape:
+            n *= s
+        return n
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self._dtype.itemsize
+
+    def stride(self, dim=None):
+        """Strides in elements (a tuple), or the stride of ``dim``."""
+        if dim is None:
+            return self._stride
+        return self._stride[_wrap_dim(dim, len(self._shape))]
+
+    def storage_offset(self) -> int:
+        """Offset in elements of this view's first element within its storage."""
+        return self._offset
+
+    def is_contiguous(self) -> bool:
+        """True when the layout is row-major dense (size-1 dimensions may have any stride)."""
+        expected = 1
+        for s, st in zip(reversed(self._shape), reversed(self._stride)):
+            if s == 1:
+                continue
+            if st != expected:
+                return False
+            expected *= s
+        return True
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._device.type == "cuda"
+
+    @property
+    def is_meta(self) -> bool:
+        return self._device.type == "meta"
+
+    @property
+    def is_fake(self) -> bool:
+        """True for fake (metadata-only) tensors, including ``meta`` tensors."""
+        return self._data is None
+
+    def is_floating_point(self) -> bool:
+        return self._dtype.is_floating_point
+
+    @property
+    def _version(self) -> int:
+        """Version counter shared with every view of the same storage; bumped by mutation."""
+        return self._storage.version
+
+    def data_ptr(self) -> int:
+        """Address of the first element (an int); 0 for fake tensors."""
+        if self._data is None:
+            return 0
+        return self._backend.data_ptr(self._data)
+
+    def untyped_storage(self):
+        return self._storage
+
+    # -- autograd fields ------------------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        value = bool(value)
+        if value and not (self._dtype.is_floating_point):
+            raise RuntimeError(f"only floating point tensors can require gradients (got {self._dtype})")
+        if not value and self.grad_fn is not None:
+            raise RuntimeError("requires_grad can only be changed on leaf tensors; use .detach()")
+        self._requires_grad = value
+        self._refresh_key()
+
+    def requires_grad_(self, requires_grad: bool = True):
+        self.requires_grad = requires_grad
+        return self
+
+    def _refresh_key(self):
+        if self._capture is not None:
+            self._dkey = "capture"
+        else:
+            self._dkey = "autograd" if self._requires_grad else self._bkey
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    def _set_grad_fn(self, node, nr: int):
+        self.grad_fn = node
+        self._output_nr = nr
+        self._requires_grad = True
+        self._refresh_key()
+
+    def _grad_accumulator(self):
+        if self._accum is None:
+            from .autograd.graph import AccumulateGrad
+            self._accum = AccumulateGrad(self)
+        return self._accum
+
+    def retain_grad(self):
+        self._retains_grad = True
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate gradients of this tensor into the leaves (same as ``torch.Tensor.backward``)."""
+        from .autograd.api import backward
+        backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
+
+    def detach(self):
+        """A tensor sharing storage with this one, cut from the graph."""
+        t = Tensor.__new__(Tensor)
+        t._init_real(self._storage, self._data, self._shape, self._stride, self._offset,
+                     self._dtype, self._device, self._backend)
+        t._bkey = self._bkey
+        t._dkey = self._bkey
+        return t
+
+    def detach_(self):
+        self.grad_fn = None
+        self._requires_grad = False
+        self._refresh_key()
+        return self
+
+    @property
+    def data(self):
+        return self.detach()
+
+    # -- conversion -----------------------------------------------------------------------------
+    def numpy(self, *, force: bool = False):
+        """The values as a numpy array sharing memory (cpu tensors only; ``force`` copies others)."""
+        self._need_data("numpy")
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        if self._device.type != "cpu":
+            if not force:
+                raise TypeError(f"can't convert {self._device} tensor to numpy; use .cpu() first")
+            return self._backend.to_host(self._data)
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.detach().numpy(force=True)
+        return a if dtype is None else a.astype(dtype)
+
+    def tolist(self):
+        """Nested Python lists of Python scalars."""
+        self._need_data("tolist")
+        return self._data.tolist()
+
+    def item(self):
+        """The single value as a Python scalar; ``RuntimeError`` unless ``numel() == 1``."""
+        self._need_data("item")
+        if self.numel() != 1:
+            raise RuntimeError(f"item(): a Tensor with {self.numel()} elements cannot be "
+                               f"converted to a Python scalar")
+        return self._data.reshape(()).item() if self._data.ndim else self._data.item()
+
+    def _need_data(self, what):
+        if self._data is None:
+            if self._capture is not None:
+                from .errors import DispatchError
+                raise DispatchError(
+                    f"Tensor.{what}(): the value of a tensor is not known while tensorplay.compile "
+                    f"captures a graph (data-dependent Python code). Move this out of the compiled "
+                    f"function or compute it with tensor ops.")
+            raise RuntimeError(f"Tensor.{what}(): fake/meta tensors have no data")
+
+    def __dlpack__(self, *args, **kwargs):
+        self._need_data("__dlpack__")
+        return self._data.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        self._need_data("__dlpack_device__")
+        return self._data.__dlpack_device__()
+
+    def __bool__(self):
+        return bool(self.item())
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self._dtype.is_floating_point:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __len__(self):
+        if not self._shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._shape[0]
+
+    def __iter__(self):
+        if not self._shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._shape[0]))
+
+    def __hash__(self):
+        return id(self)
+
+    def __repr__(self) -> str:
+        extra = []
+        if self._device.type != "cpu" or self._data is None:
+            extra.append(f"device='{self._device}'")
+        if self._dtype is not _dtype.float32 and self._dtype is not _dtype.int64:
+            extra.append(f"dtype={self._dtype}")
+        if self.grad_fn is not None:
+            extra.append(f"grad_fn=<{self.grad_fn.name}>")
+        elif self._requires_grad:
+            extra.append("requires_grad=True")
+        if self._data is None:
+            kind = "fake" if self._device.type != "meta" else "meta"
+            return f"{kind}_tensor(size={tuple(self._shape)}, " + ", ".join(extra) + ")"
+        vals = repr(self._backend.to_host(self._data).tolist()) if self.numel() <= 64 else \
+            f"<{self.numel()} values>"
+        return "tensor(" + ", ".join([vals] + extra) + ")"
+
+    # -- device / dtype moves --------------------------------------------------------------------
+    def to(self, *args, **kwargs):
+        """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)``; ``copy=True`` forces
+        a copy. Returns ``self`` when nothing changes (torch semantics). Differentiable."""
+        device = kwargs.pop("device", None)
+        dtype = kwargs.pop("dtype", None)
+        copy = kwargs.pop("copy", False)
+        kwargs.pop("non_blocking", None)
+        if kwargs:
+            raise TypeError(f"Tensor.to: unexpected arguments {sorted(kwargs)}")
+        for a in args:
+            if isinstance(a, Tensor):
+                device, dtype = a.device, a.dtype
+            elif isinstance(a, _dtype.DType):
+                dtype = a
+            elif a is not None:
+                try:
+                    dtype = _dtype.as_dtype(a) if not isinstance(a, (str, Device, int)) or \
+                        (isinstance(a, str) and a in _dtype._BY_NAME) else dtype
+                    if isinstance(a, (str, Device, int)) and not (isinstance(a, str) and
+                                                                   a in _dtype._BY_NAME):
+                        device = Device(a)
+                except TypeError:
+                    device = Device(a)
+        out = self
+        if dtype is not None and _dtype.as_dtype(dtype) is not self._dtype:
+            out = _O.to_dtype(out, _dtype.as_dtype(dtype))
+        if device is not None:
+            device = Device(device)
+            if device.type == "cuda" and device.index is None:
+                device = Device("cuda", 0)
+            if device is not out._device:
+                out = _O.to_device(out, device)
+        if copy and out is self:
+            out = self.clone()
+        return out
+
+    def cpu(self):
+        return self.to(_CPU)
+
+    def cuda(self, device=None):
+        return self.to(Device("cuda", device if isinstance(device, int) else
+                              (Device(device).index or 0) if device is not None else 0))
+
+    def type_as(self, other):
+        return self.to(other.dtype)
+
+    def float(self):
+        return self.to(_dtype.float32)
+
+    def double(self):
+        return self.to(_dtype.float64)
+
+    def half(self):
+        return self.to(_dtype.float16)
+
+    def long(self):
+        return self.to(_dtype.int64)
+
+    def int(self):
+        return self.to(_dtype.int32)
+
+    def bool(self):
+        return self.to(_dtype.bool)
+
+    # -- new tensors like this one ----------------------------------------------------------------
+    def new_empty(self, size, *, dtype=None, device=None, requires_grad=False):
+        """Uninitialised tensor of ``size`` with this tensor's dtype/device (fake if this is fake)."""
+        from . import _factories
+        return _factories._like_self(self, "empty", size, None, dtype, device, requires_grad)
+
+    def new_zeros(self, size, *, dtype=None, device=None, requires_grad=False):
+        from . import _factories
+        return _factories._like_self(self, "full", size, 0, dtype, device, requires_grad)
+
+    def new_ones(self, size, *, dtype=None, device=None, requires_grad=False):
+        from . import _factories
+        return _factories._like_self(self, "full", size, 1, dtype, device, requires_grad)
+
+    def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+        from . import _factories
+        return _factories._like_self(self, "full", size, fill_value, dtype, device, requires_grad)
+
+    def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
+        from . import _factories
+        return _factories.tensor(data, dtype=dtype or self._dtype, device=device or self._device,
+                                 requires_grad=requires_grad)
+
+    # -- ops ----------------------------------------------------------------------------------------
+    def clone(self):
+        return _O.clone(self)
+
+    def contiguous(self):
+        return self if self.is_contiguous() else _O.clone(self)
+
+    def copy_(self, src):
+        return _O.copy_(self, src)
+
+    def fill_(self, value):
+        return _O.fill_(self, value)
+
+    def zero_(self):
+        return _O.fill_(self, 0)
+
+    def add_(self, other, *, alpha=1):
+        return _O.add_(self, other if alpha == 1 else other * alpha)
+
+    def sub_(self, other, *, alpha=1):
+        return _O.add_(self, -other if alpha == 1 else other * -alpha)
+
+    def mul_(self, other):
+        return _O.mul_(self, other)
+
+    def div_(self, other):
+        return _O.mul_(self, 1.0 / other) if isinstance(other, (int, float)) else \
+            _O.copy_(self, _O.div(self, other))
+
+    def clamp_(self, min=None, max=None):
+        return _O.copy_(self, self.clamp(min, max))
+
+    def relu_(self):
+        return _O.copy_(self, _O.relu(self))
+
+    def __add__(self, other):
+        return _O.add(self, other)
+
+    def __radd__(self, other):
+        return _O.add(self, other)
+
+    def __iadd__(self, other):
+        return _O.add_(self, other)
+
+    def __sub__(self, other):
+        return _O.sub(self, other)
+
+    def __rsub__(self, other):
+        return _O.rsub(self, other)
+
+    def __isub__(self, other):
+        return _O.add_(self, -other)
+
+    def __mul__(self, other):
+        return _O.mul(self, other)
+
+    def __rmul__(self, other):
+        return _O.mul(self, other)
+
+    def __imul__(self, other):
+        return _O.mul_(self, other)
+
+    def __truediv__(self, other):
+        return _O.div(self, other)
+
+    def __rtruediv__(self, other):
+        return _O.rdiv(self, other)
+
+    def __itruediv__(self, other):
+        return self.div_(other)
+
+    def __pow__(self, other):
+        return _O.pow(self, other)
+
+    def __rpow__(self, other):
+        return _O.rpow(self, other)
+
+    def __neg__(self):
+        return _O.neg(self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return _O.abs(self)
+
+    def __matmul__(self, other):
+        return _O.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return _O.matmul(other, self)
+
+    def __eq__(self, other):
+        return _O.eq(self, other)
+
+    def __ne__(self, other):
+        return _O.ne(self, other)
+
+    def __lt__(self, other):
+        return _O.lt(self, other)
+
+    def __le__(self, other):
+        return _O.le(self, other)
+
+    def __gt__(self, other):
+        return _O.gt(self, other)
+
+    def __ge__(self, other):
+        return _O.ge(self, other)
+
+    def __and__(self, other):
+        return _O.logical_and(self, other)
+
+    def __or__(self, other):
+        return _O.logical_or(self, other)
+
+    def __invert__(self):
+        return _O.logical_not(self)
+
+    def __getitem__(self, index):
+        from ._ops import indexing
+        return indexing.getitem(self, index)
+
+    def __setitem__(self, index, value):
+        from ._ops import indexing
+        indexing.setitem(self, index, value)
+
+    def add(self, other, *, alpha=1):
+        return _O.add(self, other if alpha == 1 else other * alpha)
+
+    def sub(self, other, *, alpha=1):
+        return _O.sub(self, other if alpha == 1 else other * alpha)
+
+    def mul(self, other):
+        return _O.mul(self, other)
+
+    def div(self, other):
+        return _O.div(self, other)
+
+    def pow(self, exponent):
+        return _O.pow(self, exponent)
+
+    def matmul(self, other):
+        return _O.matmul(self, other)
+
+    def exp(self):
+        return _O.exp(self)
+
+    def log(self):
+        return _O.log(self)
+
+    def sqrt(self):
+        return _O.sqrt(self)
+
+    def rsqrt(self):
+        return _O.rsqrt(self)
+
+    def tanh(self):
+        return _O.tanh(self)
+
+    def sigmoid(self):
+        return _O.sigmoid(self)
+
+    def relu(self):
+        return _O.relu(self)
+
+    def abs(self):
+        return _O.abs(self)
+
+    def neg(self):
+        return _O.neg(self)
+
+    def sin(self):
+        return _O.sin(self)
+
+    def cos(self):
+        return _O.cos(self)
+
+    def erf(self):
+        return _O.erf(self)
+
+    def square(self):
+        return _O.mul(self, self)
+
+    def maximum(self, other):
+        return _O.maximum(self, other)
+
+    def minimum(self, other):
+        return _O.minimum(self, other)
+
+    def clamp(self, min=None, max=None):
+        out = self
+        if min is not None:
+            out = _O.maximum(out, min)
+        if max is not None:
+            out = _O.minimum(out, max)
+        return out
+
+    clip = clamp
+
+    def where(self, condition, other):
+        return _O.where(condition, self, other)
+
+    def sum(self, dim=None, keepdim=False, *, dtype=None):
+        return _O.sum(self, _dims(dim), keepdim, dtype=dtype)
+
+    def mean(self, dim=None, keepdim=False, *, dtype=None):
+        return _O.mean(self, _dims(dim), keepdim, dtype=dtype)
+
+    def amax(self, dim=None, keepdim=False):
+        return _O.amax(self, _dims(dim) or [], keepdim)
+
+    def amin(self, dim=None, keepdim=False):
+        return _O.amin(self, _dims(dim) or [], keepdim)
+
+    def max(self, dim=None, keepdim=False):
+        if dim is None:
+            return _O.amax(self, [], False)
+        from ._ops.reduction import max_with_indices
+        return max_with_indices(self, dim, keepdim)
+
+    def min(self, dim=None, keepdim=False):
+        if dim is None:
+            return _O.amin(self, [], False)
+        return (-(-self).max(dim, keepdim)[0], (-self).max(dim, keepdim)[1])
+
+    def argmax(self, dim=None, keepdim=False):
+        return _O.argmax(self, dim, keepdim)
+
+    def var(self, dim=None, keepdim=False, *, correction=1, unbiased=None):
+        if unbiased is not None:
+            correction = 1 if unbiased else 0
+        mu = self.mean(dim, keepdim=True)
+        d = self - mu
+        n = self.numel() if dim is None else _prod(self._shape[_wrap_dim(x, self.ndim)]
+                                                   for x in _dims(dim))
+        return (d * d).sum(dim, keepdim) / max(n - correction, 1)
+
+    def std(self, dim=None, keepdim=False, *, correction=1, unbiased=None):
+        return self.var(dim, keepdim, correction=correction, unbiased=unbiased).sqrt()
+
+    def norm(self, p=2, dim=None, keepdim=False):
+        if p != 2:
+            return (self.abs() ** p).sum(dim, keepdim) ** (1.0 / p)
+        return (self * self).sum(dim, keepdim).sqrt()
+
+    def softmax(self, dim):
+        return _O.softmax(self, dim)
+
+    def log_softmax(self, dim):
+        return _O.log_softmax(self, dim)
+
+    # views
+    def view(self, *shape):
+        return _O.view(self, _shape_arg(shape))
+
+    def reshape(self, *shape):
+        return _O.reshape(self, _shape_arg(shape))
+
+    def view_as(self, other):
+        return _O.view(self, list(other.shape))
+
+    def reshape_as(self, other):
+        return _O.reshape(self, list(other.shape))
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        if self.ndim == 0:
+            return _O.reshape(self, [1])
+        s = _wrap_dim(start_dim, self.ndim)
+        e = _wrap_dim(end_dim, self.ndim)
+        shape = list(self._shape[:s]) + [_prod(self._shape[s:e + 1])] + list(self._shape[e + 1:])
+        return _O.reshape(self, shape)
+
+    def permute(self, *dims):
+        return _O.permute(self, _shape_arg(dims))
+
+    def transpose(self, dim0, dim1):
+        return _O.transpose(self, dim0, dim1)
+
+    swapaxes = transpose
+
+    def t(self):
+        if self.ndim > 2:
+            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, got {self.ndim}")
+        return self if self.ndim < 2 else _O.transpose(self, 0, 1)
+
+    @property
+    def T(self):
+        return _O.permute(self, list(range(self.ndim))[::-1])
+
+    @property
+    def mT(self):
+        return _O.transpose(self, -2, -1)
+
+    def expand(self, *sizes):
+        return _O.expand(self, _shape_arg(sizes))
+
+    def expand_as(self, other):
+        return _O.expand(self, list(other.shape))
+
+    def broadcast_to(self, shape):
+        return _O.expand(self, list(shape))
+
+    def unsqueeze(self, dim):
+        return _O.unsqueeze(self, dim)
+
+    def squeeze(self, dim=None):
+        return _O.squeeze(self, _dims(dim) if dim is not None else None)
+
+    def unflatten(self, dim, sizes):
+        d = _wrap_dim(dim, self.ndim)
+        sizes = list(sizes)
+        if -1 in sizes:
+            known = _prod(s for s in sizes if s != -1)
+            sizes[sizes.index(-1)] = self._shape[d] // max(known, 1)
+        return _O.view(self, list(self._shape[:d]) + sizes + list(self._shape[d + 1:]))
+
+    def chunk(self, chunks, dim=0):
+        d = _wrap_dim(dim, self.ndim)
+        size = -(-self._shape[d] // chunks)
+        return self.split(size, d)
+
+    def split(self, split_size, dim=0):
+        d = _wrap_dim(dim, self.ndim)
+        n = self._shape[d]
+        sizes = [split_size] * (n // split_size) + ([n % split_size] if n % split_size else []) \
+            if isinstance(split_size, int) else list(split_size)
+        out, start = [], 0
+        for s in sizes:
+            out.append(_O.narrow(self, d, start, s))
+            start += s
+        return tuple(out)
+
+    def narrow(self, dim, start, length):
+        return _O.narrow(self, dim, start, length)
+
+    def sum_to_size(self, *size):
+        """Sum broadcast dimensions away so the result has ``size`` (used by backward formulas)."""
+        size = tuple(_shape_arg(size))
+        if tuple(self._shape) == size:
+            return self
+        lead = self.ndim - len(size)
+        dims = list(range(lead)) + [lead + i for i, s in enumerate(size)
+                                    if s == 1 and self._shape[lead + i] != 1]
+        out = _O.sum(self, dims, True) if dims else self
+        if lead:
+            out = _O.reshape(out, list(size))
+        return out
+
+
+Tensor.__array_priority__ = 1000
+
+
+def _prod(xs):
+    n = 1
+    for x in xs:
+        n *= x
+    return n
+
+
+def _wrap_dim(dim, ndim):
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         f"but got {dim})")
+    return dim + n if dim < 0 else dim
+
+
+def _dims(dim):
+    if dim is None:
+        return None
+    if isinstance(dim, int):
+        return [dim]
+    return list(dim)
+
+
+def _shape_arg(shape):
+    if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
+        return [operator.index(s) for s in shape[0]]
+    return [operator.index(s) for s in shape]

@@ -1,0 +1,70 @@
+"""``tensorplay.autograd.backward`` and ``tensorplay.autograd.grad`` (torch semantics)."""
+
+from __future__ import annotations
+
+from .graph import edge_of, run_backward
+
+
+def _as_list(x):
+    if x is None:
+        return None
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def _roots(tensors, grad_tensors, api):
+    from .. import _factories
+    roots, grads = [], []
+    gl = _as_list(grad_tensors) or [None] * len(tensors)
+    if len(gl) != len(tensors):
+        raise RuntimeError(f"{api}: got {len(tensors)} tensors but {len(gl)} gradients")
+    for t, g in zip(tensors, gl):
+        if not t.requires_grad:
+            raise RuntimeError(
+                f"{api}: element 0 of tensors does not require grad and does not have a grad_fn "
+                f"(shape {tuple(t.shape)}). Set requires_grad=True on an input first.")
+        if g is None:
+            if t.numel() != 1:
+                raise RuntimeError(f"{api}: grad can be implicitly created only for scalar "
+                                   f"outputs; got shape {tuple(t.shape)}. Pass a gradient.")
+            g = _factories.ones_like(t)
+        roots.append(edge_of(t))
+        grads.append(g)
+    return roots, grads
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate d(tensors)/d(leaves) into each leaf's ``.grad`` (same as ``torch.autograd.backward``).
+
+    ``tensors``: a Tensor or sequence; ``grad_tensors``: matching gradients (may be omitted for
+    one-element outputs). Raises ``RuntimeError`` when a tensor does not require grad or a
+    non-scalar output has no gradient given.
+    """
+    tensors = _as_list(tensors)
+    roots, grads = _roots(tensors, grad_tensors, "backward")
+    keep = create_graph if retain_graph is None else retain_graph
+    if inputs is not None:
+        ins = _as_list(inputs)
+        gs = run_backward(roots, grads, keep_graph=keep, create_graph=create_graph, inputs=ins,
+                          allow_unused=True)
+        from . import grad_mode
+        with grad_mode.no_grad():
+            for t, g in zip(ins, gs):
+                if g is not None:
+                    t.grad = g if t.grad is None else t.grad + g
+        return None
+    run_backward(roots, grads, keep_graph=keep, create_graph=create_graph)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=False):
+    """Return d(outputs)/d(inputs) without touching ``.grad`` (same as ``torch.autograd.grad``).
+
+    Returns a tuple with one gradient per input; ``None`` for unused inputs when
+    ``allow_unused=True``, otherwise an unused input raises ``RuntimeError``.
+    """
+    outs = _as_list(outputs)
+    ins = _as_list(inputs)
+    roots, grads = _roots(outs, grad_outputs, "autograd.grad")
+    keep = create_graph if retain_graph is None else retain_graph
+    return run_backward(roots, grads, keep_graph=keep, create_graph=create_graph, inputs=ins,
+                        allow_unused=allow_unused)

@@ -1,0 +1,43 @@
+"""The small exception tree of TensorPlay.
+
+::
+
+    Exception
+    ├── ValueError
+    │   └── SchemaError            malformed schema string / unsupported annotation
+    ├── RuntimeError
+    │   ├── DispatchError          no kernel for a device, mixed devices, ...
+    │   ├── OpCheckError           opcheck found failures (carries ``.failures``)
+    │   ├── PluginError            a plugin failed to load / conflicts (carries the record)
+    │   └── DeviceUnavailableError a device's plugin is installed but the device cannot be used
+    └── LookupError                get_kernel with nothing usable (plain LookupError)
+
+Every message starts with the API that raised it, says what is wrong, what was expected or
+available, and how to fix it (DESIGN.md, "Error messages").
+"""
+
+from __future__ import annotations
+
+
+class SchemaError(ValueError):
+    """A schema string could not be parsed, or a Python signature cannot be expressed as a schema."""
+
+
+class DispatchError(RuntimeError):
+    """A call could not be routed to a kernel (no kernel for the device, mixed devices, ...)."""
+
+
+class OpCheckError(RuntimeError):
+    """``opcheck`` found failures; ``.failures`` maps test name to the failure description."""
+
+    def __init__(self, message: str, failures: dict[str, str] | None = None):
+        super().__init__(message)
+        self.failures = dict(failures or {})
+
+
+class PluginError(RuntimeError):
+    """A plugin failed to load, declared an incompatible API, or conflicts with another plugin."""
+
+
+class DeviceUnavailableError(RuntimeError):
+    """A device type is known but cannot be used here (plugin missing, failed, or no hardware)."""

@@ -1,0 +1,65 @@
+"""Fake (metadata-only) tensors: ``FakeTensorMode`` and the ``meta`` device.
+
+A fake tensor has shape, dtype, device, strides and storage offset, and no data (``_data is
+None``); ops on it run their fake rule (``register_fake`` for custom ops, the shape rule beside
+each built-in op) through the ``meta`` dispatch key. Same idea as ``torch._subclasses.FakeTensorMode``
+and ``device="meta"``: a fake tensor keeps the device it pretends to be on; a meta tensor is on
+device ``meta``.
+"""
+
+from __future__ import annotations
+
+from . import _dispatch
+from ._backend import Storage, contiguous_strides
+from ._device import Device
+
+__all__ = ["FakeTensorMode", "make_fake", "from_real", "in_fake_mode"]
+
+
+def make_fake(shape, dtype, device, stride=None, *, storage=None, offset: int = 0):
+    """A fake tensor of ``shape``/``dtype`` on ``device`` with ``stride`` (default: contiguous).
+
+    ``storage`` shares an existing fake storage (views); otherwise a new one sized to fit.
+    """
+    from ._tensor import Tensor
+    shape = tuple(int(s) for s in shape)
+    stride = contiguous_strides(shape) if stride is None else tuple(stride)
+    if storage is None:
+        span = 1 + sum((s - 1) * st for s, st in zip(shape, stride)) if all(shape) else 0
+        storage = Storage(None, (span + offset) * dtype.itemsize, None)
+    t = Tensor.__new__(Tensor)
+    t._init_fake(storage, shape, stride, offset, dtype, Device(device))
+    return t
+
+
+def from_real(t):
+    """A fake tensor with exactly ``t``'s metadata (a fresh fake storage; requires_grad kept)."""
+    f = make_fake(t.shape, t.dtype, t.device, t.stride(), offset=t.storage_offset())
+    if t.requires_grad:
+        f.requires_grad_(True)
+    return f
+
+
+class FakeTensorMode:
+    """Context manager: factories make fake tensors; ``from_tensor(t)`` converts real ones.
+
+    Inside the block, ``tensorplay.empty/zeros/randn/...`` and custom ops with no tensor inputs
+    produce fake tensors; ops on fake tensors run their fake rules. Errors: an op without a fake
+    rule raises ``DispatchError`` pointing to ``register_fake``.
+    """
+
+    def __enter__(self):
+        self._prev = _dispatch._mode[0]
+        _dispatch._mode[0] = "meta"
+        return self
+
+    def __exit__(self, *exc):
+        _dispatch._mode[0] = self._prev
+        return False
+
+    def from_tensor(self, t):
+        return from_real(t)
+
+
+def in_fake_mode() -> bool:
+    return _dispatch._mode[0] == "meta"
