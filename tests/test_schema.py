@@ -647,7 +647,7 @@ def python_functions(draw):
         if i == star:
             params.append("*")
             if draw(st.booleans()):
-                params[-1] = "*args"
+                params[-1] = "*_args"   # '_' prefix: never one of the drawn names
         ann, stype, defaults = draw(st.sampled_from(_PY_TYPES))
         src = name + (f": {ann}" if ann else "")
         default = None
@@ -665,7 +665,7 @@ def python_functions(draw):
         if stype.startswith("Tensor"):
             tensors.append(name)
     if draw(st.booleans()):
-        params.append("**kw")
+        params.append("**_kw")
     ret_ann, ret_type = draw(st.sampled_from(_PY_RETURNS))
     src = (("from __future__ import annotations\n" if future else "")
            + f"def fn({', '.join(params)})" + (f" -> {ret_ann}" if ret_ann else "") + ": ...\n")

@@ -105,10 +105,9 @@ def is_tensor(obj) -> "builtins.bool":
     return isinstance(obj, Tensor)
 
 
-def compile(fn=None, *, dynamic=None, fullgraph=False):  # noqa: A001
-    """Capture ``fn`` into a graph of op calls and run it through dispatch (SPEC §4)."""
-    from .compile import compile as _compile
-    return _compile(fn, dynamic=dynamic, fullgraph=fullgraph)
+# imported eagerly: a lazy ``from .compile import ...`` would rebind ``tensorplay.compile`` to the
+# submodule. Capture + cache + execution (SPEC §4); core-only imports.
+from .compile import compile  # noqa: E402,A001
 
 
 import builtins  # noqa: E402

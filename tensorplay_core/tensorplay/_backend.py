@@ -59,6 +59,9 @@ def contiguous_strides_cached(shape) -> tuple:
     return r
 
 
+_TENSOR_CLS: list = [None]   # tensorplay.Tensor, once imported
+
+
 class ArrayBackend:
     """Backend for a NumPy-like array module. Subclasses set ``device_type``, ``np`` and ``xp``.
 
@@ -92,8 +95,9 @@ class ArrayBackend:
             try:
                 r = self.np.dtype(dt.name)
             except TypeError:
-                raise TypeError(f"{self.device_type}: dtype {dt} is not supported by "
-                                f"{self.np.__name__}") from None
+                raise TypeError(f"{self.device_type}: dtype {dt} is not supported by this "
+                                f"device's backend ({self.np.__name__} has no {dt.name}); use "
+                                f"float16 or float32 on '{self.device_type}'") from None
             self._native_cache[dt] = r
         return r
 
@@ -108,7 +112,10 @@ class ArrayBackend:
     # -- tensors ----------------------------------------------------------------------------
     def wrap(self, arr, device):
         """Tensor owning ``arr`` (made contiguous if it is not; numpy scalars become 0-d)."""
-        from ._tensor import Tensor
+        Tensor = _TENSOR_CLS[0]
+        if Tensor is None:   # bound once: an import statement here costs ~0.3 µs per kernel call
+            from ._tensor import Tensor
+            _TENSOR_CLS[0] = Tensor
         np = self.np
         if not isinstance(arr, np.ndarray):
             arr = np.asarray(arr)
@@ -118,6 +125,27 @@ class ArrayBackend:
         shape = arr.shape
         t._init_real(Storage(arr, arr.nbytes, self), arr, shape,
                      contiguous_strides_cached(shape), 0, self.dtype_of(arr), device, self)
+        return t
+
+    def wrap_shared(self, arr, device):
+        """Tensor sharing ``arr``'s memory, keeping its strides (``from_numpy``/``from_dlpack``).
+
+        The storage root becomes a 1-D array over the span ``arr`` covers, so views and
+        in-place writes reach the producer's memory. Arrays with negative or non-element-aligned
+        strides cannot be described that way and are copied (``wrap``).
+        """
+        from ._tensor import Tensor
+        item = arr.dtype.itemsize
+        if arr.flags.c_contiguous or arr.size == 0:
+            return self.wrap(arr, device)
+        if any(st < 0 or st % item for st in arr.strides):
+            return self.wrap(arr, device)
+        stride = tuple(st // item for st in arr.strides)
+        span = 1 + sum((s - 1) * st for s, st in zip(arr.shape, stride))
+        root = self.np.lib.stride_tricks.as_strided(arr, shape=(span,), strides=(item,))
+        t = Tensor.__new__(Tensor)
+        t._init_real(Storage(root, span * item, self), arr, tuple(arr.shape), stride, 0,
+                     self.dtype_of(arr), device, self)
         return t
 
     def as_strided(self, root, shape, stride, offset):

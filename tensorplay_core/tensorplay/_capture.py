@@ -1,9 +1,606 @@
-"""Graph capture for ``tensorplay.compile`` (placeholder until the compile issue lands)."""
+"""Graph capture for ``tensorplay.compile``: the graph IR and the tracer.
+
+``tensorplay.compile`` runs the user's function once on *capture tensors*: fake tensors (shape,
+dtype, device, strides, no data) whose ``_capture`` slot holds the graph ``Value`` they stand for,
+so their dispatch key is ``"capture"``. Every operator call on them therefore lands in
+``record_call`` (the ``capture`` entry of each op's dispatch table), which
+
+* computes the output metadata with the op's fake entry (``op.table["meta"]``: the registered
+  fake for custom ops, the shape rule for built-ins) on plain fake copies of the arguments --
+  a custom op's body is never run, it becomes one *opaque* node;
+* appends a ``Node`` to the graph and returns new capture tensors for the outputs.
+
+Factories called with no tensor argument reach ``record_call`` too: while capturing,
+``_dispatch._mode[0]`` is ``"capture"``. Data-dependent Python (``.item()``, ``bool(t)``,
+``.tolist()``) raises (``Tensor._need_data``). Reading a size as a Python value (``x.shape[0]``,
+``x.size(1)``, ``x.numel()``, iterating a shape...) marks the graph *size dependent*: sizes of
+capture tensors are ``SizeTuple`` objects that report element reads (their length, the rank, is
+guarded anyway and reading it is free).
+
+The graph is plain data (``Graph``, ``Node``, ``Value``); ``tensorplay.compile`` caches it under
+guards, plans fusion (``_fusion``) and generates the Python function that replays it through
+normal dispatch.
+"""
 
 from __future__ import annotations
 
-from .errors import DispatchError
+from . import _dispatch
+from .autograd import grad_mode as _gm
+from .errors import CompileError, DispatchError
+from ._tensor import Tensor
+
+__all__ = ["Value", "Node", "Graph", "CaptureTensor", "SizeTuple", "record_call", "capture",
+           "active"]
+
+# The capture in progress (innermost last). Capture is not re-entrant: a compiled function
+# called while another one captures is inlined (see compile.py).
+_ACTIVE: list = []
+
+
+def active():
+    """The ``_Capture`` in progress, or None."""
+    return _ACTIVE[-1] if _ACTIVE else None
+
+
+# ---------------------------------------------------------------------------------------------
+# IR
+
+class Value:
+    """One value of the graph: a graph input, a node output, or a constant tensor.
+
+    ``kind`` is ``"input"``, ``"node"`` or ``"const"``; ``fake`` a fake tensor with the value's
+    metadata at capture time; ``const`` the real tensor of a ``"const"`` value (a tensor the
+    function closes over); ``requires_grad`` as seen during capture.
+    """
+
+    __slots__ = ("id", "kind", "fake", "const", "requires_grad", "graph", "name")
+
+    def __init__(self, graph, kind, fake, const=None, requires_grad=False):
+        self.graph = graph
+        self.kind = kind
+        self.fake = fake
+        self.const = const
+        self.requires_grad = requires_grad
+        if kind == "const":
+            self.id = len(graph.consts)
+            self.name = f"%c{self.id}"
+            graph.consts.append(self)
+        else:
+            self.id = graph._next_id
+            graph._next_id += 1
+            self.name = f"%{self.id}"
+
+    def __repr__(self):
+        return self.name
+
+    def describe(self) -> str:
+        f = self.fake
+        return f"{_short_dtype(f.dtype)}[{', '.join(map(str, f._shape))}] {f.device}" + \
+            (" requires_grad" if self.requires_grad else "")
+
+
+class Node:
+    """One call in the graph.
+
+    ``kind``: ``"op"`` (an operator call: ``op(*args, **kwargs)``), ``"requires_grad_"``,
+    ``"detach"``, ``"detach_"``, ``"retain_grad"`` (tensor methods that change autograd state
+    without an op). ``args``/``kwargs`` hold ``Value`` objects where tensors were passed (also
+    inside lists/tuples) and plain Python values otherwise. ``result`` is the structure the call
+    returned with ``Value``s for tensors; ``outputs`` the new values it produced. ``grad_enabled``
+    is the grad mode the call ran under; ``version`` the op's version at capture.
+    """
+
+    __slots__ = ("index", "kind", "op", "args", "kwargs", "result", "outputs", "grad_enabled",
+                 "version", "fused")
+
+    def __init__(self, index, kind, op, args, kwargs, grad_enabled):
+        self.index = index
+        self.kind = kind
+        self.op = op
+        self.args = args
+        self.kwargs = kwargs
+        self.result = None
+        self.outputs = []
+        self.grad_enabled = grad_enabled
+        self.version = getattr(op, "version", None)
+        self.fused = None      # fusion group number, set by _fusion.plan
+
+    @property
+    def is_barrier(self) -> bool:
+        """True for calls that mutate an argument (declared ``mutates_args``): nothing is fused
+        or moved across them."""
+        return self.kind == "op" and bool(self.op.mutates_args) or self.kind == "detach_"
+
+    @property
+    def target(self) -> str:
+        return self.op.name if self.kind == "op" else f"Tensor.{self.kind}"
+
+    def inputs(self) -> list:
+        """Every ``Value`` read by the call (in argument order)."""
+        out = []
+        _collect_values(self.args, out)
+        _collect_values(tuple(self.kwargs.values()), out)
+        return out
+
+    def format(self) -> str:
+        args = [_fmt(a) for a in self.args] + [f"{k}={_fmt(v)}" for k, v in self.kwargs.items()]
+        call = f"{self.target}({', '.join(args)})"
+        res = self.result
+        if res is None:
+            line = call
+        elif isinstance(res, Value):
+            line = f"{res.name} = {call}"
+        else:
+            line = f"{_fmt(res)} = {call}"
+        notes = []
+        if self.kind == "op" and not self.op.is_builtin:
+            notes.append("opaque" + (" triton_op" if getattr(self.op, "is_triton", False) else ""))
+        if self.is_barrier and self.kind == "op":
+            notes.append(f"barrier: mutates {', '.join(self.op.mutates_args)}")
+        if self.fused is not None:
+            notes.append(f"fused group {self.fused}")
+        if not self.grad_enabled:
+            notes.append("no_grad")
+        return line + (f"  # {'; '.join(notes)}" if notes else "")
+
+
+class Graph:
+    """A captured function: inputs, nodes in program order, output structure.
+
+    ``str(graph)`` prints a header with the inputs, one line per node
+    (``%3 = tp::mul(%1, %2)``) and the return line. ``size_dependent`` is True when the captured
+    code read a size as a Python value (the graph is then guarded on exact sizes).
+    """
+
+    def __init__(self, name: str = "fn"):
+        self.name = name
+        self.inputs: list = []
+        self.nodes: list = []
+        self.consts: list = []
+        self.output = None
+        self.size_dependent = False
+        self.entry_grad = _gm._enabled[0]   # grad mode when the capture started
+        self._next_id = 0
+        self.groups: list = []      # fusion groups (see _fusion.plan)
+
+    def custom_ops(self) -> list:
+        """(op, version) of each distinct non-built-in op called by the graph."""
+        seen = {}
+        for n in self.nodes:
+            if n.kind == "op" and not n.op.is_builtin:
+                seen.setdefault(id(n.op), (n.op, n.version))
+        return list(seen.values())
+
+    def __str__(self) -> str:
+        head = ", ".join(f"{v.name}: {v.describe()}" for v in self.inputs)
+        lines = [f"graph {self.name}({head}):"]
+        for c in self.consts:
+            lines.append(f"    {c.name} = constant {c.describe()}")
+        for n in self.nodes:
+            lines.append("    " + n.format())
+        lines.append(f"    return {_fmt(self.output)}")
+        lines.append(f"    # sizes: {'guarded (the code reads sizes)' if self.size_dependent else 'dynamic'}"
+                     f"; {len(self.nodes)} nodes, {len(self.groups)} fused groups")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def _short_dtype(dt) -> str:
+    n = dt.name
+    return {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16",
+            "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8",
+            "bool": "b8"}.get(n, n)
+
+
+def _fmt(x) -> str:
+    if isinstance(x, Value):
+        return x.name
+    if isinstance(x, list):
+        return "[" + ", ".join(_fmt(v) for v in x) + "]"
+    if isinstance(x, tuple):
+        return "(" + ", ".join(_fmt(v) for v in x) + ("," if len(x) == 1 else "") + ")"
+    if isinstance(x, dict):
+        return "{" + ", ".join(f"{k!r}: {_fmt(v)}" for k, v in x.items()) + "}"
+    return repr(x)
+
+
+def _collect_values(x, out):
+    if isinstance(x, Value):
+        out.append(x)
+    elif isinstance(x, (list, tuple)):
+        for v in x:
+            _collect_values(v, out)
+    elif isinstance(x, dict):
+        for v in x.values():
+            _collect_values(v, out)
+
+
+# ---------------------------------------------------------------------------------------------
+# capture tensors
+
+def _mark_size_read():
+    c = active()
+    if c is not None:
+        c.graph.size_dependent = True
+
+
+class SizeTuple(tuple):
+    """The sizes (or strides) of a capture tensor: a tuple that reports element reads.
+
+    ``len()`` (the rank, which is guarded) does not count as a read; indexing, iteration,
+    comparison, hashing and printing do, and make the captured graph size dependent.
+    """
+
+    __slots__ = ()
+
+    def __getitem__(self, i):
+        _mark_size_read()
+        return tuple.__getitem__(self, i)
+
+    def __iter__(self):
+        _mark_size_read()
+        return tuple.__iter__(self)
+
+    def __reversed__(self):
+        _mark_size_read()
+        return reversed(tuple(tuple.__iter__(self)))
+
+    def __contains__(self, x):
+        _mark_size_read()
+        return tuple.__contains__(self, x)
+
+    def __eq__(self, other):
+        _mark_size_read()
+        return tuple.__eq__(self, other)
+
+    def __ne__(self, other):
+        _mark_size_read()
+        return tuple.__ne__(self, other)
+
+    def __lt__(self, other):
+        _mark_size_read()
+        return tuple.__lt__(self, other)
+
+    def __le__(self, other):
+        _mark_size_read()
+        return tuple.__le__(self, other)
+
+    def __gt__(self, other):
+        _mark_size_read()
+        return tuple.__gt__(self, other)
+
+    def __ge__(self, other):
+        _mark_size_read()
+        return tuple.__ge__(self, other)
+
+    def __hash__(self):
+        _mark_size_read()
+        return tuple.__hash__(self)
+
+    def __add__(self, other):
+        _mark_size_read()
+        return tuple.__add__(self, other)
+
+    def __radd__(self, other):
+        _mark_size_read()
+        return tuple(other) + tuple(tuple.__iter__(self))
+
+    def __mul__(self, n):
+        _mark_size_read()
+        return tuple.__mul__(self, n)
+
+    __rmul__ = __mul__
+
+    def count(self, x):
+        _mark_size_read()
+        return tuple.count(self, x)
+
+    def index(self, *a):
+        _mark_size_read()
+        return tuple.index(self, *a)
+
+    def __repr__(self):
+        _mark_size_read()
+        return tuple.__repr__(self)
+
+    __str__ = __repr__
+
+    def __reduce__(self):
+        _mark_size_read()
+        return (tuple, (tuple(tuple.__iter__(self)),))
+
+
+class CaptureTensor(Tensor):
+    """A fake tensor standing for graph value ``_capture`` while ``tensorplay.compile`` captures.
+
+    Ops on it are recorded (dispatch key ``"capture"``); autograd-state methods
+    (``requires_grad_``, ``detach``, ``retain_grad``) are recorded as graph nodes too; reading its
+    values raises; reading its sizes makes the graph size dependent.
+    """
+
+    __slots__ = ()
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value) -> None:
+        value = bool(value)
+        if value and not self._dtype.is_floating_point:
+            raise RuntimeError(f"only floating point tensors can require gradients (got {self._dtype})")
+        _record_method(self, "requires_grad_", (value,))
+        self._requires_grad = value
+        self._capture.requires_grad = value
+
+    def requires_grad_(self, requires_grad: bool = True):
+        self.requires_grad = requires_grad
+        return self
+
+    def detach(self):
+        return _record_method(self, "detach", (), new_output=True)
+
+    @property
+    def data(self):
+        return self.detach()
+
+    def detach_(self):
+        _record_method(self, "detach_", ())
+        self._requires_grad = False
+        self._capture.requires_grad = False
+        return self
+
+    def retain_grad(self):
+        _record_method(self, "retain_grad", ())
+
+    def backward(self, *args, **kwargs):
+        raise CompileError(
+            "tensorplay.compile: Tensor.backward() was called inside the compiled function. "
+            "Return the loss from the compiled function and call .backward() on the result "
+            "(gradients flow through compiled graphs).")
+
+    def is_contiguous(self) -> bool:
+        # contiguity of the inputs is guarded, so reading it does not make the graph size dependent
+        shape, stride = tuple(tuple.__iter__(self._shape)), tuple(tuple.__iter__(self._stride))
+        expected = 1
+        for s, st in zip(reversed(shape), reversed(stride)):
+            if s == 1:
+                continue
+            if st != expected:
+                return False
+            expected *= s
+        return True
+
+    def __repr__(self) -> str:
+        v = self._capture
+        return (f"capture_tensor({v.name if v is not None else '?'}, rank={len(self._shape)}, "
+                f"dtype={self._dtype}, device='{self._device}')")
+
+
+def _new_capture_tensor(value, fake):
+    """A capture tensor for ``value`` with ``fake``'s metadata, sharing its fake storage."""
+    t = CaptureTensor.__new__(CaptureTensor)
+    t._init_fake(fake._storage, tuple(fake._shape), tuple(fake._stride), fake._offset,
+                 fake._dtype, fake._device)
+    t._shape = SizeTuple(tuple(fake._shape))
+    t._stride = SizeTuple(tuple(fake._stride))
+    t._requires_grad = value.requires_grad
+    t._capture = value
+    t._refresh_key()
+    return t
+
+
+def _plain_fake(t, storages: dict):
+    """A plain fake tensor with ``t``'s metadata (views of one storage keep sharing one)."""
+    from .fake import make_fake
+    shape = tuple(tuple.__iter__(t._shape))
+    stride = tuple(tuple.__iter__(t._stride))
+    st = storages.get(id(t._storage))
+    f = make_fake(shape, t._dtype, t._device, stride, storage=st, offset=t._offset)
+    if st is None:
+        storages[id(t._storage)] = f._storage
+    return f
+
+
+# ---------------------------------------------------------------------------------------------
+# the capture itself
+
+class _Capture:
+    def __init__(self, graph: Graph, fn_name: str):
+        self.graph = graph
+        self.fn_name = fn_name
+        self.storages: dict = {}      # id(real storage) -> fake storage (constants)
+        self.const_of: dict = {}      # id(real tensor) -> const Value
+        self.keep: list = []          # real constants kept alive while capturing
+
+    def api(self) -> str:
+        return f"tensorplay.compile({self.fn_name})"
+
+    def add_node(self, kind, op, args, kwargs) -> Node:
+        n = Node(len(self.graph.nodes), kind, op, args, kwargs, _gm._enabled[0])
+        self.graph.nodes.append(n)
+        return n
+
+    def value_of(self, x, op_name: str):
+        """Graph value for tensor argument ``x`` (a capture tensor or a real constant)."""
+        v = x._capture
+        if v is not None:
+            if v.graph is not self.graph:
+                raise CompileError(
+                    f"{self.api()}: {op_name} got a tensor captured by another compiled function "
+                    f"(or by an earlier capture). Do not keep tensors from inside a compiled "
+                    f"function in globals; pass them as arguments.")
+            return v
+        if x._data is None:
+            raise CompileError(
+                f"{self.api()}: {op_name} got a fake/meta tensor (shape {tuple(x._shape)}) that "
+                f"is not part of the captured graph. Compiled functions take real tensors; "
+                f"create fake tensors outside of them.")
+        c = self.const_of.get(id(x))
+        if c is None:
+            c = Value(self.graph, "const", _plain_fake(x, self.storages), const=x,
+                      requires_grad=x._requires_grad)
+            self.const_of[id(x)] = c
+            self.keep.append(x)
+        return c
+
+
+def capture(fn, args_template, leaves, *, name="fn"):
+    """Run ``fn`` on capture tensors standing for ``leaves`` and return the ``Graph``.
+
+    ``args_template`` rebuilds ``(args, kwargs)`` from a list of leaf replacements
+    (``compile._Spec.rebuild``). Capture tensors keep each input's sizes, strides, storage
+    offset, dtype, device and ``requires_grad``; inputs sharing a storage share a fake storage.
+    """
+    from .fake import make_fake
+    graph = Graph(name)
+    ctx = _Capture(graph, name)
+    storages: dict = {}
+    ctensors = []
+    for t in leaves:
+        st = storages.get(id(t._storage))
+        f = make_fake(t._shape, t._dtype, t._device, t._stride, storage=st, offset=t._offset)
+        if st is None:
+            storages[id(t._storage)] = f._storage
+        v = Value(graph, "input", f, requires_grad=t._requires_grad)
+        graph.inputs.append(v)
+        ctensors.append(_new_capture_tensor(v, f))
+    args, kwargs = args_template(ctensors)
+    _ACTIVE.append(ctx)
+    prev_mode = _dispatch._mode[0]
+    prev_grad = _gm._enabled[0]
+    _dispatch._mode[0] = "capture"
+    try:
+        out = fn(*args, **kwargs)
+        graph.output = _output_structure(ctx, out)
+    finally:
+        _dispatch._mode[0] = prev_mode
+        _gm._enabled[0] = prev_grad
+        _ACTIVE.pop()
+    return graph
+
+
+def _output_structure(ctx, out):
+    if isinstance(out, Tensor):
+        return ctx.value_of(out, "the return value")
+    if isinstance(out, (list, tuple)) and type(out) in (list, tuple):
+        r = [_output_structure(ctx, x) for x in out]
+        return r if type(out) is list else tuple(r)
+    if isinstance(out, tuple) and hasattr(out, "_fields"):   # namedtuple
+        return type(out)(*[_output_structure(ctx, x) for x in out])
+    if type(out) is dict:
+        return {k: _output_structure(ctx, v) for k, v in out.items()}
+    return out
+
+
+def _record_method(t, kind, extra, new_output=False):
+    ctx = active()
+    if ctx is None:
+        raise CompileError(_leak_msg(f"Tensor.{kind}"))
+    v = ctx.value_of(t, f"Tensor.{kind}")
+    n = ctx.add_node(kind, None, (v,) + tuple(extra), {})
+    if not new_output:
+        n.result = None
+        return None
+    out = Value(ctx.graph, "node", v.fake, requires_grad=False)
+    n.outputs = [out]
+    n.result = out
+    return _new_capture_tensor(out, v.fake)
+
+
+def _leak_msg(what):
+    return (f"{what}: a tensor from inside a tensorplay.compile capture was used after the capture "
+            f"ended (kept in a global or a closure?). Pass tensors in and return them instead.")
 
 
 def record_call(op, args, kwargs):
-    raise DispatchError("tensorplay.compile capture is not available yet")
+    """The ``capture`` entry of every op: record ``op(*args, **kwargs)`` as a graph node.
+
+    Output metadata comes from the op's fake entry run on plain fake copies of the arguments
+    (custom-op bodies are never run: opaque nodes). Returns capture tensors for the outputs; an
+    output the fake kernel returns as one of its (fake) inputs -- an in-place op returning
+    ``self`` -- is the corresponding capture tensor itself.
+
+    Raises ``CompileError`` when the fake entry fails (a custom op without a fake kernel and with
+    only device-specific kernels: the error names the op and ``register_fake``).
+    """
+    ctx = active()
+    if ctx is None:
+        raise CompileError(_leak_msg(op.name))
+    fake_of: dict = {}     # id(fake arg) -> capture tensor / real tensor passed
+    vals_rg = [False]
+
+    def conv(x):
+        if isinstance(x, Tensor):
+            v = ctx.value_of(x, op.name)
+            if v.requires_grad:
+                vals_rg[0] = True
+            if v.kind == "const":
+                fake_of[id(v.fake)] = x
+            else:
+                fake_of[id(v.fake)] = x
+            return v
+        if isinstance(x, (list, tuple)) and type(x) in (list, tuple):
+            r = [conv(y) for y in x]
+            return r if type(x) is list else tuple(r)
+        return x
+
+    gargs = tuple(conv(a) for a in args)
+    gkwargs = {k: conv(v) for k, v in kwargs.items()}
+    fargs = tuple(_to_fake(a) for a in gargs)
+    fkwargs = {k: _to_fake(v) for k, v in gkwargs.items()}
+    prev_mode = _dispatch._mode[0]
+    _dispatch._mode[0] = "meta"
+    try:
+        fout = op.table["meta"](*fargs, **fkwargs)
+    except CompileError:
+        raise
+    except DispatchError as e:
+        raise CompileError(f"{ctx.api()}: cannot capture a call of {op.name}: {e}") from e
+    except Exception as e:
+        hint = "" if op.is_builtin else (
+            f" The fake kernel of {op.name} failed on fake tensors; fix it (it must only use "
+            f"metadata: shapes, dtypes, devices) and check it with tensorplay.library.opcheck.")
+        raise CompileError(f"{ctx.api()}: computing the output metadata of {op.name} failed: "
+                           f"{type(e).__name__}: {e}.{hint}") from e
+    finally:
+        _dispatch._mode[0] = prev_mode
+    node = ctx.add_node("op", op, gargs, gkwargs)
+    differentiable = not (op.is_builtin and op._backward is None)
+    out_rg = vals_rg[0] and _gm._enabled[0] and differentiable
+    by_fake = {id(_to_fake(v)): v for v in node.inputs()}
+
+    def wrap(f):
+        if isinstance(f, Tensor):
+            same = fake_of.get(id(f))
+            if same is not None:     # the op returned one of its inputs (in-place ops)
+                return by_fake[id(f)], same
+            if f._data is not None or f._capture is not None:
+                raise CompileError(
+                    f"{ctx.api()}: the fake kernel of {op.name} returned a real tensor; fake "
+                    f"kernels must return fake tensors (e.g. x.new_empty(shape)). Check it with "
+                    f"tensorplay.library.opcheck.")
+            v = Value(ctx.graph, "node", f, requires_grad=out_rg and f._dtype.is_floating_point)
+            node.outputs.append(v)
+            return v, _new_capture_tensor(v, f)
+        if isinstance(f, (list, tuple)) and type(f) in (list, tuple):
+            pairs = [wrap(y) for y in f]
+            vs = [p[0] for p in pairs]
+            ts = [p[1] for p in pairs]
+            return (vs, ts) if type(f) is list else (tuple(vs), tuple(ts))
+        return f, f
+
+    res, ret = wrap(fout)
+    node.result = res
+    return ret
+
+
+def _to_fake(x):
+    if isinstance(x, Value):
+        return x.fake
+    if isinstance(x, list):
+        return [_to_fake(y) for y in x]
+    if isinstance(x, tuple):
+        return tuple(_to_fake(y) for y in x)
+    return x

@@ -25,8 +25,14 @@ _KIND_TENSOR, _KIND_OPT, _KIND_LIST, _KIND_DEVICE = "tensor", "optional_tensor",
 
 
 def _tensor_type():
-    from ._tensor import Tensor
-    return Tensor
+    T = _T_CACHE[0]
+    if T is None:
+        from ._tensor import Tensor
+        T = _T_CACHE[0] = Tensor
+    return T
+
+
+_T_CACHE: list = [None]   # the Tensor class, once imported (no import machinery per call)
 
 
 def flat_tensors(args, kwargs=None) -> list:
@@ -60,8 +66,8 @@ def resolve_key(op, tensors, device=None) -> str:
     devs = {}
     for t in tensors:
         d = t._device
-        if d.type == "meta" or t._bkey == "meta":
-            continue
+        if t._bkey == "meta" and d.type != "meta":
+            continue   # a fake tensor standing for a real device (FakeTensorMode) joins anything
         devs.setdefault(str(d), t)
     if len(devs) > 1:
         real = [k for k, t in devs.items() if not (t._device.type == "cpu" and t.ndim == 0)]
@@ -94,22 +100,34 @@ def backend_key(tensors) -> str:
 
 
 def _device_key(op, device) -> str:
+    """Dispatch key of a call without tensors: the type of its ``device`` argument.
+
+    Raises ``TypeError`` naming the parameter when the value is not a device (a
+    ``tensorplay.device``, a string such as ``"cpu"``/``"cuda:1"``, or a CUDA index).
+    """
     from ._device import Device
     try:
         return Device(device).type
     except (TypeError, ValueError) as e:
-        raise DispatchError(f"{op._api()}: bad device argument {device!r}: {e}") from None
+        pname = next((a.name for a in op.schema.arguments if a.kind == _KIND_DEVICE), "device")
+        raise TypeError(f"{op._api()}: argument '{pname}' must be a device such as "
+                        f"tensorplay.device('cpu') or 'cuda:0', got {type(device).__name__} "
+                        f"({device!r:.60}): {e}") from None
 
 
-def bad_arguments(op, values: dict):
-    """Called when an argument of a tensor parameter has no ``_dkey``: say which and what."""
+def bad_arguments(op, values: dict, exc=None):
+    """Off the fast path: reading the device of the arguments failed (``exc``, an
+    ``AttributeError``/``TypeError``). Raise ``TypeError`` naming the first argument whose value
+    does not fit its schema type (``Tensor``, ``Tensor?``, ``Tensor[]``); if every argument fits,
+    re-raise ``exc`` (e.g. the ``TypeError`` of a bad ``device`` argument)."""
     T = _tensor_type()
+    scalar_ok = getattr(op, "_scalar_ok", ())
     for a in op.schema.arguments:
         v = values.get(a.name)
         kind = a.kind
         ok = True
         if kind == _KIND_TENSOR:
-            ok = isinstance(v, T) or (getattr(a, "_scalar_ok", False) and isinstance(v, (int, float)))
+            ok = isinstance(v, T) or (a.name in scalar_ok and isinstance(v, (int, float, bool)))
         elif kind == _KIND_OPT:
             ok = v is None or isinstance(v, T)
         elif kind == _KIND_LIST:
@@ -118,6 +136,8 @@ def bad_arguments(op, values: dict):
         if not ok:
             raise TypeError(f"{op._api()}: argument '{a.name}' must be {a.type}, got "
                             f"{type(v).__name__} ({v!r:.60})")
+    if exc is not None:
+        raise exc
     raise TypeError(f"{op._api()}: could not dispatch arguments {values!r:.200}")
 
 
@@ -131,7 +151,9 @@ def make_call(op, scalar_ok=()) -> None:
     params, call_args, ns, names = [], [], {}, []
     kw_started = False
     tensor_params = []   # (pyname, kind)
+    none_ok = set()      # lists whose elements may be None
     device_param = None
+    named_device = None
     mutated = []
     for i, a in enumerate(sch.arguments):
         n = _pyname(a.name)
@@ -150,46 +172,58 @@ def make_call(op, scalar_ok=()) -> None:
             kind = "scalar_ok"
         if kind in (_KIND_TENSOR, _KIND_OPT, _KIND_LIST, "scalar_ok"):
             tensor_params.append((n, kind))
+            if kind == _KIND_LIST and a.type.startswith("Tensor?"):
+                none_ok.add(n)          # Tensor?[]: None elements allowed
         elif kind == _KIND_DEVICE and device_param is None:
             device_param = n
+        elif a.name == "device" and a.kind == "other" and named_device is None:
+            named_device = n    # SPEC §3: "a parameter named device" (e.g. typed str)
         if a.is_write:
             mutated.append((n, kind))
+    if device_param is None:
+        device_param = named_device
     sig = ", ".join(["__op"] + params)
     call = ", ".join(call_args)
     allvals = "{" + ", ".join(f"{a!r}: {n}" for a, n in names) + "}"
     tens = "[" + ", ".join(n for n, _ in tensor_params) + "]"
     lines = [f"def __call__({sig}):"]
     first_required = next((n for n, k in tensor_params if k == _KIND_TENSOR), None)
-    body = []
+    body = []   # the key lives in "__k": a parameter may be called "k"
     if first_required is not None:
-        body.append(f"k = {first_required}._dkey")
+        body.append(f"__k = {first_required}._dkey")
         start = "k"
     else:
-        body.append("k = None")
+        body.append("__k = None")
     for n, kind in tensor_params:
         if n == first_required:
             continue
         if kind == _KIND_TENSOR:
-            body.append(f"if {n}._dkey is not k: k = __slow(__op, {allvals})")
+            body.append(f"if {n}._dkey is not __k: __k = __slow(__op, {allvals})")
         elif kind == "scalar_ok":
             body.append(f"if {n}.__class__ is not __T:\n"
-                        f"        if {n}.__class__ not in __scalars: k = __slow(__op, {allvals})\n"
-                        f"    elif {n}._dkey is not k: k = __slow(__op, {allvals})")
+                        f"        if {n}.__class__ not in __scalars: __k = __slow(__op, {allvals})\n"
+                        f"    elif {n}._dkey is not __k: __k = __slow(__op, {allvals})")
         elif kind == _KIND_OPT:
-            body.append(f"if {n} is not None and {n}._dkey is not k: k = __slow(__op, {allvals})")
+            body.append(f"if {n} is not None and {n}._dkey is not __k: __k = __slow(__op, {allvals})")
         else:
+            skip_none = "__t is not None and " if n in none_ok else ""
             body.append(f"for __t in {n}:\n"
-                        f"        if __t is not None and __t._dkey is not k: k = __slow(__op, {allvals}); break")
+                        f"        if {skip_none}__t._dkey is not __k: __k = __slow(__op, {allvals}); break")
     if first_required is None:
         dev = device_param if device_param is not None else "None"
-        body.append(f"if k is None: k = __slow(__op, {allvals}, {dev})")
+        if device_param is not None:
+            # factories: a Device argument gives its type at once (same result as _device_key)
+            body.append(f"if __k is None: __k = __mode[0] or ({dev}.type if {dev}.__class__ is __Dev "
+                        f"else __slow(__op, {allvals}, {dev}))")
+        else:
+            body.append(f"if __k is None: __k = __slow(__op, {allvals}, {dev})")
     lines.append("    try:")
     lines.extend("        " + b.replace("\n", "\n    ") for b in body)
-    lines.append("    except AttributeError:")
-    lines.append(f"        __bad(__op, {allvals})")
+    lines.append("    except (AttributeError, TypeError) as __e:")
+    lines.append(f"        __bad(__op, {allvals}, __e)")
     if mutated and not op.is_builtin:
         # eager execution trusts mutates_args; we only keep _version honest (bookkeeping, no check)
-        lines.append(f"    __r = __table[k]({call})")
+        lines.append(f"    __r = __table[__k]({call})")
         for n, kind in mutated:
             if kind == _KIND_TENSOR:
                 lines.append(f"    {n}._storage.version += 1")
@@ -199,13 +233,16 @@ def make_call(op, scalar_ok=()) -> None:
                 lines.append(f"    for __t in {n}:\n        if __t is not None: __t._storage.version += 1")
         lines.append("    return __r")
     else:
-        lines.append(f"    return __table[k]({call})")
+        lines.append(f"    return __table[__k]({call})")
     src = "\n".join(lines)
+    from ._device import Device
     ns.update(__table=op.table, __slow=_slow_key, __bad=bad_arguments, __T=_tensor_type(),
+              __mode=_mode, __Dev=Device,
               __scalars=(int, float, bool))
     exec(compile(src, f"<tensorplay dispatch {op.name}>", "exec"), ns)
     fn = ns["__call__"]
     fn.__doc__ = op.__doc__
+    fn.__qualname__ = op.name   # "ns::op() missing 1 required positional argument: 'x'"
     cls = type(_class_name(op), (type(op) if type(op).__dict__.get("_generated") is None
                                  else type(op).__mro__[1],), {"__call__": fn, "_generated": True,
                                                                "_call_source": src})

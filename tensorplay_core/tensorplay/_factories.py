@@ -229,16 +229,18 @@ def from_numpy(arr):
     """A cpu tensor sharing memory with numpy array ``arr`` (writes are visible both ways)."""
     from ._backend import get_backend
     be = get_backend("cpu")
-    if not arr.flags.c_contiguous:
-        return from_dlpack(arr)
-    return be.wrap(arr, _CPU)
+    if type(arr).__module__ != "numpy" or not hasattr(arr, "strides"):
+        raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(arr).__name__}; use "
+                        f"tensorplay.tensor(data) for other data")
+    return be.wrap_shared(arr, _CPU)
 
 
 def from_dlpack(obj):
     """Zero-copy import of a DLPack-capable array (numpy, CuPy, torch, ...) as a tensor.
 
-    Contiguous inputs share memory; a non-contiguous producer array is copied once. Raises ``DeviceUnavailableError`` when
-    the producer's device has no installed plugin.
+    The result shares memory with the producer, strides included (arrays with negative strides
+    are copied once). Raises ``DeviceUnavailableError`` when the producer's device has no
+    installed plugin, ``RuntimeError`` for a DLPack device type TensorPlay does not know.
     """
     from ._backend import get_backend
     dev_type, dev_id = obj.__dlpack_device__() if hasattr(obj, "__dlpack_device__") else (1, 0)
@@ -249,14 +251,7 @@ def from_dlpack(obj):
     else:
         raise RuntimeError(f"from_dlpack: unsupported DLPack device type {dev_type}")
     be = get_backend(dev.type)
-    arr = be.from_dlpack(obj)
-    if arr.flags.c_contiguous:
-        return be.wrap(arr, dev)
-    # keep the producer's strides: root = the smallest contiguous span covering the view
-    item = arr.dtype.itemsize
-    strides = tuple(s // item for s in arr.strides)
-    # our storages are contiguous roots; a strided producer array is copied (documented)
-    return be.wrap(arr, dev)
+    return be.wrap_shared(be.from_dlpack(obj), dev)
 
 
 def manual_seed(seed: int):

@@ -16,6 +16,7 @@ import operator
 
 from . import _dtype
 from ._device import Device
+from .autograd import api as _autograd_api
 from .autograd import grad_mode as _gm
 
 _O = None   # the built-in op namespace (tensorplay._ops.ops), bound when _ops imports
@@ -33,7 +34,7 @@ class Tensor:
 
     __slots__ = ("_storage", "_data", "_shape", "_stride", "_offset", "_dtype", "_device",
                  "_dkey", "_bkey", "_requires_grad", "grad", "grad_fn", "_output_nr", "_accum",
-                 "_backend", "_base", "_retains_grad", "_capture", "__weakref__")
+                 "_backend", "_base", "_retains_grad", "_capture", "_vver", "__weakref__")
 
     def __init__(self, *args, **kwargs):
         raise TypeError("tensorplay.Tensor cannot be constructed directly; use "
@@ -58,6 +59,7 @@ class Tensor:
         self._output_nr = 0
         self._accum = None
         self._base = None
+        self._vver = 0
         self._retains_grad = False
         self._capture = None
 
@@ -148,12 +150,24 @@ class Tensor:
         return self._storage.version
 
     def data_ptr(self) -> int:
-        """Address of the first element (an int); 0 for fake tensors."""
+        """Address of the first element (an int); 0 for fake tensors. Raises ``DispatchError`` on
+        a tensor being captured by ``tensorplay.compile`` (e.g. a raw Triton ``kernel[grid](...)``
+        launch outside a ``triton_op``)."""
         if self._data is None:
+            if self._capture is not None:
+                from .errors import DispatchError
+                raise DispatchError(
+                    "Tensor.data_ptr(): a tensor being captured by tensorplay.compile has no memory "
+                    "(a raw Triton kernel[grid](...) launch outside a triton_op?). Capture cannot "
+                    "trace into Triton launches: launch through tensorplay.library.wrap_triton "
+                    "inside a @tensorplay.library.triton_op, which compile records as one opaque "
+                    "node.")
             return 0
         return self._backend.data_ptr(self._data)
 
     def untyped_storage(self):
+        if self._capture is not None:   # Triton's interpreter copies tensors through this
+            self.data_ptr()
         return self._storage
 
     # -- autograd fields ------------------------------------------------------------------------
@@ -202,8 +216,8 @@ class Tensor:
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate gradients of this tensor into the leaves (same as ``torch.Tensor.backward``)."""
-        from .autograd.api import backward
-        backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
+        _autograd_api.backward(self, gradient, retain_graph=retain_graph,
+                               create_graph=create_graph, inputs=inputs)
 
     def detach(self):
         """A tensor sharing storage with this one, cut from the graph."""
@@ -382,24 +396,32 @@ class Tensor:
         return self.to(_dtype.bool)
 
     # -- new tensors like this one ----------------------------------------------------------------
-    def new_empty(self, size, *, dtype=None, device=None, requires_grad=False):
-        """Uninitialised tensor of ``size`` with this tensor's dtype/device (fake if this is fake)."""
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+        """Uninitialised tensor of ``size`` (ints or one sequence) with this tensor's dtype and
+        device unless given (fake if this tensor is fake), as ``torch.Tensor.new_empty``."""
         from . import _factories
-        return _factories._like_self(self, "empty", size, None, dtype, device, requires_grad)
+        return _factories._like_self(self, "empty", _shape_arg(size), None, dtype, device,
+                                     requires_grad)
 
-    def new_zeros(self, size, *, dtype=None, device=None, requires_grad=False):
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+        """Zeros of ``size`` with this tensor's dtype and device unless given."""
         from . import _factories
-        return _factories._like_self(self, "full", size, 0, dtype, device, requires_grad)
+        return _factories._like_self(self, "full", _shape_arg(size), 0, dtype, device,
+                                     requires_grad)
 
-    def new_ones(self, size, *, dtype=None, device=None, requires_grad=False):
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+        """Ones of ``size`` with this tensor's dtype and device unless given."""
         from . import _factories
-        return _factories._like_self(self, "full", size, 1, dtype, device, requires_grad)
+        return _factories._like_self(self, "full", _shape_arg(size), 1, dtype, device,
+                                     requires_grad)
 
     def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+        """``fill_value`` everywhere, shape ``size``, this tensor's dtype and device unless given."""
         from . import _factories
         return _factories._like_self(self, "full", size, fill_value, dtype, device, requires_grad)
 
     def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
+        """A copy of ``data`` with this tensor's dtype and device unless given."""
         from . import _factories
         return _factories.tensor(data, dtype=dtype or self._dtype, device=device or self._device,
                                  requires_grad=requires_grad)
@@ -432,6 +454,14 @@ class Tensor:
     def div_(self, other):
         return _O.mul_(self, 1.0 / other) if isinstance(other, (int, float)) else \
             _O.copy_(self, _O.div(self, other))
+
+    def masked_fill_(self, mask, value):
+        """Write ``value`` (number or 0-dim tensor) where ``mask`` (bool, broadcastable) is True."""
+        return _O.masked_fill_(self, mask, value)
+
+    def masked_fill(self, mask, value):
+        """Out-of-place ``masked_fill_`` (differentiable in ``self`` and a tensor ``value``)."""
+        return _O.masked_fill_(_O.clone(self), mask, value)
 
     def clamp_(self, min=None, max=None):
         return _O.copy_(self, self.clamp(min, max))

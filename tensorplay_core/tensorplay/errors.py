@@ -9,7 +9,8 @@
     │   ├── DispatchError          no kernel for a device, mixed devices, ...
     │   ├── OpCheckError           opcheck found failures (carries ``.failures``)
     │   ├── PluginError            a plugin failed to load / conflicts (carries the record)
-    │   └── DeviceUnavailableError a device's plugin is installed but the device cannot be used
+    │   ├── DeviceUnavailableError a device's plugin is installed but the device cannot be used
+    │   └── CompileError           tensorplay.compile cannot capture/run a function (or a fake lies)
     └── LookupError                get_kernel with nothing usable (plain LookupError)
 
 Every message starts with the API that raised it, says what is wrong, what was expected or
@@ -41,3 +42,8 @@ class PluginError(RuntimeError):
 
 class DeviceUnavailableError(RuntimeError):
     """A device type is known but cannot be used here (plugin missing, failed, or no hardware)."""
+
+
+class CompileError(RuntimeError):
+    """``tensorplay.compile`` could not capture or run a function (data-dependent code, a missing
+    or wrong fake kernel, a tensor leaked out of a capture)."""

@@ -20,23 +20,36 @@ Example::
 from __future__ import annotations
 
 import inspect
-import threading
+import re
 
 from . import _dispatch, _registry
-from ._registry import CustomOpDef, normalize_device_types
+from ._registry import CustomOpDef, RegistrationHandle, normalize_device_types
 from ._schema import (FunctionSchema, check_schema_matches_mutates, infer_schema,
-                      normalize_mutates_args, parse_qualname, schema_from_function)
+                      normalize_mutates_args, schema_from_function)
 from .errors import SchemaError
 
 __all__ = ["custom_op", "triton_op", "wrap_triton", "CustomOpDef", "Library", "define", "impl",
            "register_kernel", "register_fake", "register_autograd", "get_kernel", "infer_schema",
            "opcheck", "fallthrough_kernel"]
 
-_define_lock = threading.RLock()
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _check_name(name, api: str) -> None:
+    """``ValueError`` unless ``name`` is ``"namespace::op"`` (SPEC §3: identifiers, one ``::``)."""
+    if isinstance(name, str) and _NAME_RE.fullmatch(name):
+        return
+    extra = ""
+    if isinstance(name, str) and re.fullmatch(r"\w+::\w+\.\w+", name):
+        extra = " Overload names ('.overload') are not supported: give each variant its own name."
+    raise ValueError(
+        f"{api}: {name!r} is not a valid operator name; expected 'namespace::name' where both "
+        f"parts are Python identifiers joined by exactly one '::', e.g. 'mylib::add'.{extra}")
 
 
 def _site(fn) -> tuple[str | None, str]:
-    """(module, "file:line") of the code defining an op."""
+    """(module, "file:line") of the code defining an op: ``fn``'s, else the first caller frame
+    outside this module."""
     if fn is not None:
         code = getattr(fn, "__code__", None)
         where = f"{code.co_filename}:{code.co_firstlineno}" if code else repr(fn)
@@ -44,7 +57,7 @@ def _site(fn) -> tuple[str | None, str]:
     frame = inspect.currentframe()
     try:
         f = frame.f_back
-        while f is not None and f.f_globals.get("__name__", "").startswith("tensorplay.library"):
+        while f is not None and f.f_globals.get("__name__", "") == __name__:
             f = f.f_back
         if f is None:
             return None, "?"
@@ -53,27 +66,44 @@ def _site(fn) -> tuple[str | None, str]:
         del frame
 
 
-def _new_op(qualname, schema, mutates, device_types, tags, module, where, api, is_triton=False):
-    """Create and register the record, replacing a same-module definition (version + 1)."""
-    with _define_lock:
+def _new_op(qualname, schema, mutates, keys, tags, module, where, api, *, is_triton=False,
+            kernel=None, device_types=None, doc_fn=None):
+    """Create, fill and register one op record, all or nothing.
+
+    Everything that can fail (a conflicting definition, an undispatchable device kernel, a kernel
+    that cannot bind the schema) is checked before the name is published in the registry, so a
+    failed definition leaves the previous state untouched. A definition from the module that made
+    the existing op replaces it with ``version + 1`` (compiled graphs check versions); from
+    anywhere else it is a ``ValueError`` naming both sites (SPEC §3).
+    """
+    with _registry._lock:
         old = _registry._OPS.get(qualname)
         version = 0
         if old is not None:
             if old.is_builtin:
-                raise ValueError(f"{api}: {qualname!r} is a built-in operator and cannot be redefined")
+                raise ValueError(f"{api}: {qualname!r} is a built-in operator and cannot be "
+                                 f"redefined; pick a name in your own namespace")
             if old.source != module:
                 raise ValueError(
                     f"{api}: operator {qualname!r} is already defined at {old._where} (module "
                     f"{old.source}); this definition at {where} (module {module}) conflicts. "
                     f"Pick another name, or redefine it from the same module.")
             version = old.version + 1
-        op = CustomOpDef(qualname, schema, mutates_args=mutates, device_types=device_types,
+        _registry.check_dispatchable(schema, keys, api)
+        op = CustomOpDef(qualname, schema, mutates_args=mutates,
+                         device_types=keys if device_types is None else device_types,
                          tags=tags, source=module, is_triton=is_triton)
         op._where = where
         op.version = version
         op.plugin = _registry._current_owner()
-        _check_dispatchable(op, device_types, api)
+        if doc_fn is not None:
+            op.__doc__ = doc_fn.__doc__
+            op.__wrapped__ = doc_fn
+            op._fn = doc_fn
         _dispatch.make_call(op)
+        if kernel is not None:
+            # checks the signature (CASES C10) before anything becomes visible
+            op.register_kernel(keys, kernel, _owner=op.plugin)
         if old is not None:
             old._replaced_by = op
         _registry.register_op(op)
@@ -83,59 +113,90 @@ def _new_op(qualname, schema, mutates, device_types, tags, module, where, api, i
         return op
 
 
-def _check_dispatchable(op, device_types, api):
-    kinds = {a.kind for a in op.schema.arguments}
-    has_tensor = kinds & {"tensor", "optional_tensor", "tensor_list"}
-    if not has_tensor and "device" not in kinds and any(d != "default" for d in device_types):
-        raise ValueError(
-            f"{api}: operator {op.name!r} has a device-specific kernel ({', '.join(device_types)}) "
-            f"but no tensor arguments and no 'device' parameter, so a call cannot choose a device. "
-            f"Add a parameter `device: tensorplay.device`, or register a device-agnostic kernel.")
+def _parse_schema(text, api: str) -> FunctionSchema:
+    """``FunctionSchema.parse`` with the error re-worded to start with ``api``."""
+    if not isinstance(text, str):
+        raise TypeError(f"{api}: schema must be a str such as '(Tensor x) -> Tensor', got "
+                        f"{type(text).__name__}")
+    try:
+        return FunctionSchema.parse(text)
+    except SchemaError as e:
+        raise SchemaError(f"{api}: bad schema: {e}") from None
 
 
-def _parse_given_schema(name, schema, api):
-    text = schema.strip()
-    if "(" not in text:
-        raise SchemaError(f"{api}: schema {schema!r} has no argument list")
-    head = text[:text.index("(")].strip()
-    sch = FunctionSchema.parse(text if head else name + text)
-    if head and sch.qualname != name:
-        raise ValueError(f"{api}: schema names {sch.qualname!r} but the op is {name!r}")
-    return sch if head else sch
+def _parse_given_schema(name, schema, api) -> FunctionSchema:
+    """A ``schema=`` given to ``custom_op``/``triton_op``: with or without the name; a name, if
+    present, must be ``name``. Returns the schema named ``name``."""
+    sch = _parse_schema(schema, api)
+    if sch.qualname and sch.qualname != name:
+        raise ValueError(f"{api}: schema {schema!r} names the operator {sch.qualname!r} but the "
+                         f"op is {name!r}; drop the name from the schema or make them agree")
+    return sch.with_name(name)
+
+
+def _tags(tags, api):
+    if isinstance(tags, str):
+        return (tags,)
+    try:
+        return tuple(tags)
+    except TypeError:
+        raise TypeError(f"{api}: tags must be a tag or a sequence of tags, got {tags!r}") from None
 
 
 def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None, tags=(),
               _is_triton=False):
     """Define operator ``name`` (``"ns::op"``) from a Python function; decorator or direct call.
 
-    Arguments (same as ``torch.library.custom_op``; the owner's documentation wins where it speaks):
+    Same as ``torch.library.custom_op`` (the owner's documentation in ``shared/seeds`` wins where
+    it speaks)::
 
-    * ``name`` -- ``"namespace::op"``: identifiers joined by exactly one ``::``
-      (``ValueError`` naming the rule otherwise).
-    * ``fn`` -- the kernel; omit to use the return value as a decorator.
-    * ``mutates_args`` -- required: names of parameters the kernel writes, or ``"unknown"`` (every
-      tensor parameter). Any other bare string, unknown names, or non-tensor names:
-      ``ValueError``. Eager calls trust it (no per-call check); ``opcheck`` verifies it;
-      ``tensorplay.compile`` treats calls with mutated arguments as barriers.
-    * ``device_types`` -- ``"cpu"``, ``"cuda"``, a list, or ``None``: ``fn`` becomes the kernel of
-      each (``None``: the device-agnostic slot). An advertisement: calls pick from whatever is
-      registered later too.
-    * ``schema`` -- optional schema string (with or without the name), kept for introspection and
-      ``opcheck``; must agree with ``mutates_args`` (``ValueError``). Otherwise inferred from
-      ``fn``'s annotations (``infer_schema`` rules).
+        @tensorplay.library.custom_op("mylib::weighted_sum", mutates_args=())
+        def weighted_sum(x, weight):
+            return (x * weight).sum()
 
-    Returns a callable ``CustomOpDef``. Ops with no tensor arguments dispatch on a parameter named
-    ``device``; such an op with a device-specific kernel and no ``device`` parameter is refused.
-    Redefining a name from the same module replaces the op (its ``version`` goes up so compiled
-    graphs are rebuilt); from another module it is a ``ValueError`` naming both sites.
+        op = tensorplay.library.custom_op("mylib::op", my_fn, mutates_args=())  # positional fn
+
+    Arguments:
+
+    * ``name`` -- ``"namespace::op"``: Python identifiers joined by exactly one ``::``.
+    * ``fn`` -- the kernel; omit it to get a decorator.
+    * ``mutates_args`` -- required: the names of the parameters the kernel writes, or
+      ``"unknown"`` (every tensor parameter). Eager calls trust it (no per-call check, for speed);
+      ``opcheck`` verifies it; ``tensorplay.compile`` treats calls with mutated args as barriers.
+    * ``device_types`` -- ``"cpu"``, ``"cuda"`` (any case), a list of them, or ``None``/empty/
+      ``"default"``/``CompositeExplicitAutograd``/``CompositeImplicitAutograd`` for the
+      device-agnostic slot: ``fn`` becomes the kernel of each. An advertisement: calls pick from
+      whatever is registered (``register_kernel`` adds more).
+    * ``schema`` -- optional schema string, ``"(Tensor x) -> Tensor"`` or with the name
+      ``"ns::op(Tensor x) -> Tensor"``, kept exactly for introspection and ``opcheck``; it must
+      agree with ``mutates_args``. Without it the schema is inferred from ``fn``'s annotations
+      (``infer_schema`` rules; unannotated parameters are tensors).
+    * ``tags`` -- kept on ``op.tags``.
+
+    Returns a callable ``CustomOpDef``. Calls dispatch on the device of the tensor arguments
+    (positional, keyword, lists, optionals); ops with no tensor arguments dispatch on their
+    ``device`` parameter.
+
+    Raises (nothing is registered when any is raised):
+
+    * ``ValueError`` -- bad ``name``; ``mutates_args`` a bare string other than ``"unknown"``,
+      naming unknown or non-tensor parameters, or disagreeing with ``schema``; ``schema`` naming
+      another op; a schema that is malformed (``SchemaError``) or cannot be inferred; an unknown
+      device spelling; a device-specific kernel on an op with no tensor arguments and no ``device``
+      parameter (CASES C06); ``fn`` unable to take the op's parameters (CASES C10); ``name``
+      already defined by another module (message names both sites) or a built-in.
+    * ``TypeError`` -- ``fn`` is not callable; ``device_types`` is not a spelling or an iterable.
+
+    Redefining ``name`` from the module that defined it replaces the op; the new record's
+    ``version`` is one higher, so graphs compiled against the old definition are rebuilt.
     """
     api = f"{'triton_op' if _is_triton else 'custom_op'}({name!r})"
-    try:
-        parse_qualname(name, api=api)
-    except SchemaError as e:
-        raise ValueError(str(e)) from None
-    if isinstance(fn, str) or (fn is not None and not callable(fn)):
-        raise TypeError(f"{api}: fn must be a function, got {fn!r}")
+    _check_name(name, api)
+    if fn is not None and not callable(fn):
+        raise TypeError(f"{api}: fn must be a function, got {fn!r}; to use custom_op as a "
+                        f"decorator, omit fn")
+    keys = normalize_device_types(device_types, api)
+    tags = _tags(tags, api)
 
     def inner(f):
         if not callable(f):
@@ -143,23 +204,13 @@ def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None,
         if schema is not None:
             sch = _parse_given_schema(name, schema, api)
             mutates = normalize_mutates_args(mutates_args, sch, api=api)
-            check_schema_matches_mutates(sch, mutates, api)
-            sch = sch.with_name(name) if not sch.name else sch
+            check_schema_matches_mutates(sch, mutates_args, api)
         else:
             mutates = normalize_mutates_args(mutates_args, f, api=api)
             sch = schema_from_function(f, mutates_args=mutates, op_name=name, api=api)
-        keys = normalize_device_types(device_types, api)
         module, where = _site(f)
-        op = _new_op(name, sch, mutates, keys, tuple(tags), module, where, api, _is_triton)
-        try:
-            op.register_kernel(keys, f, _owner=op.plugin)
-        except BaseException:
-            _registry.unregister_op(op)
-            raise
-        op.__doc__ = f.__doc__
-        op.__wrapped__ = f
-        op._fn = f
-        return op
+        return _new_op(name, sch, mutates, keys, tags, module, where, api, is_triton=_is_triton,
+                       kernel=f, doc_fn=f)
 
     return inner if fn is None else inner(fn)
 
@@ -167,161 +218,259 @@ def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None,
 def triton_op(name, fn=None, /, *, mutates_args, schema=None):
     """Define an op whose kernels launch Triton kernels through ``wrap_triton``.
 
-    Same as ``custom_op`` (device-agnostic kernel; ``schema`` honoured exactly), flagged
-    ``is_triton``: ``tensorplay.compile`` keeps it as one opaque node. Unless ``register_fake``
-    gives one, its fake kernel is its own body run on fake tensors with the Triton launches skipped,
-    so a well-written ``triton_op`` needs no separate fake (same as ``torch.library.triton_op``).
-    The kernels must only mutate arguments listed in ``mutates_args``.
+    Same arguments and errors as ``custom_op`` (``fn`` is the device-agnostic kernel) and same as
+    ``torch.library.triton_op``. ``schema`` is honoured exactly (CASES C12), e.g.
+    ``schema="(Tensor x, bool want) -> (Tensor, Tensor?)"`` on an unannotated function. The op is
+    flagged ``op.is_triton``: ``tensorplay.compile`` keeps it as one opaque node and never traces
+    into the launches. Unless ``register_fake`` gives one, its fake kernel is its own body run on
+    fake tensors with the launches skipped (the runtime comes from the ``tensorplay-triton``
+    plugin). The kernels must only mutate arguments listed in ``mutates_args``.
     """
     def inner(f):
-        op = custom_op(name, f, mutates_args=mutates_args, schema=schema, _is_triton=True)
-        return op
+        return custom_op(name, f, mutates_args=mutates_args, schema=schema, _is_triton=True)
+    if fn is not None and not callable(fn):
+        raise TypeError(f"triton_op({name!r}): fn must be a function, got {fn!r}")
     return inner if fn is None else inner(fn)
 
 
-def wrap_triton(kernel):
-    """Mark a Triton kernel (``@triton.jit`` / ``@triton.autotune`` result, or any grid-indexable
-    launcher) as launchable inside a ``triton_op``: ``wrap_triton(k)[grid](*args, **kw)``.
-    Idempotent. Needs the ``tensorplay-triton`` plugin (``ImportError`` with the fix otherwise)."""
-    try:
-        from tensorplay_triton import wrap_triton as _wt
-    except ImportError as e:
-        raise ImportError("wrap_triton needs the tensorplay-triton plugin: pip install "
-                          "tensorplay-triton (and triton)") from e
-    return _wt(kernel)
+def wrap_triton(kernel, /, **options):
+    """Mark a Triton kernel as launchable from within a ``triton_op``: ``wrap_triton(k)[grid](*args)``.
+
+    Accepts a ``triton.runtime.jit.JITFunction`` (the ``@triton.jit`` result), an autotuned kernel,
+    or any grid-indexable launcher; idempotent on wrappers. ``grid`` is a tuple or a function of the
+    meta-parameters. Same as ``torch.library.wrap_triton``; the runtime lives in the
+    ``tensorplay-triton`` plugin, and ``options`` (e.g. ``strided=``) are passed to its
+    ``wrap_triton``. Raises ``ImportError`` with the install command when that plugin is missing,
+    and whatever the plugin raises for a kernel it cannot wrap (``TypeError``).
+    """
+    _wt = wrap_triton.__dict__.get("_impl")   # cached: op bodies call this on every launch
+    if _wt is None:
+        try:
+            from tensorplay_triton import wrap_triton as _wt
+        except ImportError as e:
+            raise ImportError("wrap_triton: needs the tensorplay-triton plugin; install it with "
+                              "pip install tensorplay-triton (and triton)") from e
+        wrap_triton._impl = _wt
+    return _wt(kernel, **options)
 
 
 def _resolve(op, api):
+    """A ``CustomOpDef`` from an op object or a qualified name; ``LookupError``/``TypeError``."""
     if isinstance(op, CustomOpDef):
         return op
     if isinstance(op, str):
         try:
             return _registry.lookup(op)
         except LookupError as e:
-            from .plugins import op_failure_hint
-            hint = op_failure_hint(op)
-            raise LookupError(f"{api}: {e}" + (f"; {hint}" if hint else "")) from None
+            from .plugins import manager as _pm
+            hint, rec = _pm.op_failure_hint(op), _pm.op_failure(op)
+            raise LookupError(f"{api}: {e}" + (f"; {hint}" if hint else
+                                                "; define it first (custom_op or define)")) \
+                from (rec.error if rec is not None else None)   # the failed plugin's error
     raise TypeError(f"{api}: expected a CustomOpDef or a qualified name 'ns::op', got {op!r}")
 
 
-def define(qualname, schema=None, *, lib=None, tags=()):
-    """Create operator ``qualname`` from a schema if absent (same as ``torch.library.define``).
+def _check_lib(lib, api, ns=None, *, defining=False):
+    """``lib`` must be an open ``Library`` (of namespace ``ns`` and able to define, if asked)."""
+    if lib is None:
+        return
+    if not isinstance(lib, Library):
+        raise TypeError(f"{api}: lib must be a tensorplay.library.Library, got {lib!r}")
+    lib._check_open(api)
+    if ns is not None and ns != lib.ns:
+        raise ValueError(f"{api}: operator namespace {ns!r} does not match the namespace of "
+                         f"Library({lib.ns!r}, {lib.kind!r}); use a Library({ns!r}, ...) for it")
+    if defining and lib.kind == "IMPL":
+        raise ValueError(f"{api}: Library({lib.ns!r}, 'IMPL') cannot define operators; use "
+                         f"Library({lib.ns!r}, 'DEF') or Library({lib.ns!r}, 'FRAGMENT')")
 
-    ``qualname`` may be ``"ns::op"`` with ``schema="(Tensor x) -> Tensor"``, or a full
-    ``"ns::op(Tensor x) -> Tensor"`` with ``schema`` omitted. Mutated arguments come from the alias
-    annotations (``Tensor(a!)``). Returns the ``CustomOpDef`` (existing one if the same schema is
-    already defined). Kernels are attached with ``impl``/``register_kernel``. ``lib`` records the
-    definition so ``lib._destroy()`` removes it. Raises ``SchemaError`` (``ValueError``) for a bad
-    schema and ``ValueError`` when the name exists with a different schema from another module.
+
+def define(qualname, schema=None, *, lib=None, tags=()):
+    """Create operator ``qualname`` from a schema string if it is absent (same as
+    ``torch.library.define``).
+
+    ``qualname`` is ``"ns::op"`` with ``schema="(Tensor x) -> Tensor"``, or the full
+    ``"ns::op(Tensor x) -> Tensor"`` with ``schema`` omitted (the owner's documentation). Written
+    arguments (``Tensor(a!)``) become ``op.mutates_args``. The op has no kernel yet: attach them
+    with ``impl``, ``register_kernel`` or ``Library(ns, "IMPL").impl``; a call before that raises
+    ``DispatchError`` listing what is registered. With ``lib``, closing that library removes the op.
+
+    Returns the ``CustomOpDef``; defining the same name with the same schema again returns the
+    existing op. A different schema from the module that defined it replaces it (``version + 1``).
+
+    Raises ``ValueError`` for a bad name, no schema, a schema given twice or naming another op,
+    a malformed schema (``SchemaError``), a name defined by another module (naming both sites),
+    or a ``lib`` of another namespace / of kind ``"IMPL"``; ``TypeError`` for non-string arguments.
     """
     api = f"define({qualname!r})"
+    if not isinstance(qualname, str):
+        raise TypeError(f"{api}: qualname must be a str such as 'mylib::op', got "
+                        f"{type(qualname).__name__}")
     if schema is None:
         if "(" not in qualname:
             raise ValueError(f"{api}: give a schema, either as the second argument or pasted into "
                              f"qualname: 'ns::op(Tensor x) -> Tensor'")
-        sch = FunctionSchema.parse(qualname)
+        sch = _parse_schema(qualname, api)
+        if not sch.name:
+            raise ValueError(f"{api}: the schema has no operator name; write 'ns::op(...) -> ...'")
     else:
-        sch = FunctionSchema.parse(qualname + schema if "(" not in qualname else qualname)
-        if "(" in schema and schema.strip()[0] != "(":
-            sch = FunctionSchema.parse(schema)
-    try:
-        parse_qualname(sch.qualname, api=api)
-    except SchemaError as e:
-        raise ValueError(str(e)) from None
-    existing = _registry._OPS.get(sch.qualname)
+        if "(" in qualname:
+            raise ValueError(f"{api}: the schema is given twice (in qualname and as schema=); "
+                             f"pass qualname='ns::op' with schema='(...) -> ...'")
+        _check_name(qualname, api)
+        sch = _parse_schema(schema, api)
+        if sch.qualname and sch.qualname != qualname:
+            raise ValueError(f"{api}: schema {schema!r} names {sch.qualname!r}, not {qualname!r}")
+        sch = sch.with_name(qualname) if not sch.overload_name else sch
+    _check_name(sch.qualname, api)
+    _check_lib(lib, api, sch.namespace, defining=True)
+    tags = _tags(tags, api)
     module, where = _site(None)
-    if existing is not None and str(existing.schema) == str(sch):
-        return existing
-    op = _new_op(sch.qualname, sch, sch.mutated_args, ("default",), tuple(tags), module, where, api)
+    with _registry._lock:
+        existing = _registry._OPS.get(sch.qualname)
+        if existing is not None and existing.schema == sch and not existing.is_builtin:
+            return existing
+        op = _new_op(sch.qualname, sch, sch.mutated_args, (), tags, module, where, api)
     if lib is not None:
-        lib._handles.append(_registry.RegistrationHandle(lambda: _registry.unregister_op(op)))
+        lib._handles.append(RegistrationHandle(lambda: _registry.unregister_op(op)))
         lib._ops.append(op.name)
     return op
 
 
 def impl(qualname, types, func=None, /, *, lib=None):
-    """Attach ``func`` as the kernel of op ``qualname`` for ``types`` (same as
-    ``torch.library.impl``): concrete devices (``"cpu"``, ``"CUDA"``) or composite spellings
-    (``CompositeExplicitAutograd``/``CompositeImplicitAutograd`` -> the device-agnostic slot).
-    Decorator when ``func`` is omitted. ``LookupError`` when the op does not exist."""
-    op = _resolve(qualname, f"impl({qualname!r})")
-    return op.register_kernel(types, func, _lib=lib) if func is not None else \
-        op.register_kernel(types, _lib=lib)
+    """Attach ``func`` as the kernel of op ``qualname`` (``"ns::op"`` or a ``CustomOpDef``) for
+    ``types`` (same as ``torch.library.impl``); decorator when ``func`` is omitted.
+
+    ``types``: concrete devices (``"cpu"``, ``"CUDA"``, a list) or composite spellings
+    (``"CompositeExplicitAutograd"``/``"CompositeImplicitAutograd"``/``"default"``/``None``: the
+    device-agnostic slot). ``func`` must take the op's parameters. With ``lib`` the registration is
+    undone when the library closes. Returns ``func``.
+
+    Raises ``LookupError`` when the op does not exist, ``ValueError`` for a bad device spelling,
+    a ``func`` that cannot bind the schema, or a device kernel on an op that cannot dispatch to it.
+    """
+    api = f"impl({qualname!r})"
+    op = _resolve(qualname, api)
+    _check_lib(lib, api, op.namespace)
+    return op.register_kernel(types, func, _lib=lib)
 
 
 def register_kernel(op, device_types, func=None, /, *, lib=None):
-    """Register a kernel of ``op`` (a ``CustomOpDef`` or ``"ns::op"``) for ``device_types``;
-    ``None``/empty/composite spellings mean the device-agnostic slot. Direct or decorator form."""
-    o = _resolve(op, f"register_kernel({op!r})")
-    return o.register_kernel(device_types, func, _lib=lib) if func is not None else \
-        o.register_kernel(device_types, _lib=lib)
+    """Register ``func`` as the kernel of ``op`` (a ``CustomOpDef`` or ``"ns::op"``) for
+    ``device_types``; ``None``/empty iterable/composite spellings mean the device-agnostic slot.
+    Usable directly or as a decorator (same as ``torch.library.register_kernel``); returns ``func``.
+
+    A kernel for a concrete device wins over the device-agnostic one for calls on that device.
+    Raises ``LookupError`` for an unknown op name, ``ValueError`` for a bad spelling or a ``func``
+    whose signature cannot take the op's parameters (CASES C10), ``TypeError`` for a bad ``op``.
+    """
+    api = f"register_kernel({op!r})"
+    o = _resolve(op, api)
+    _check_lib(lib, api, o.namespace)
+    return o.register_kernel(device_types, func, _lib=lib)
 
 
 def register_fake(op, func=None, /, *, lib=None, _stacklevel=1):
-    """Register the fake kernel of ``op`` (``CustomOpDef`` or name); direct or decorator form.
-    Same as ``torch.library.register_fake``; the signature is checked now (CASES C10)."""
-    o = _resolve(op, f"register_fake({op!r})")
-    return o.register_fake(func, _lib=lib) if func is not None else o.register_fake(_lib=lib)
+    """Register the fake (meta) kernel of ``op`` (a ``CustomOpDef`` or ``"ns::op"``); directly or
+    as a decorator (same as ``torch.library.register_fake``). Returns ``func``.
+
+    The fake kernel receives fake tensors (shape, dtype, device, strides; no data) and returns fake
+    outputs with the metadata the real kernel would produce. Raises ``LookupError`` for an unknown
+    op, ``ValueError`` when ``func``'s signature cannot take the op's parameters (checked at
+    registration, naming the missing parameter: CASES C10).
+    """
+    api = f"register_fake({op!r})"
+    o = _resolve(op, api)
+    _check_lib(lib, api, o.namespace)
+    return o.register_fake(func, _lib=lib)
 
 
-def register_autograd(op, backward, /, *, setup_context=None, lib=None):
-    """Register the backward formula of ``op`` (same as ``torch.library.register_autograd``)."""
-    o = _resolve(op, f"register_autograd({op!r})")
+def register_autograd(op, backward=None, /, *, setup_context=None, lib=None):
+    """Register the backward formula of ``op`` (a ``CustomOpDef`` or ``"ns::op"``); same as
+    ``torch.library.register_autograd``.
+
+    ``setup_context(ctx, inputs, output)`` saves what ``backward(ctx, *grads)`` needs; backward
+    returns one gradient per op input (``None`` for non-differentiable ones). Without a formula a
+    kernel written with tensorplay ops is differentiated through its body. Raises ``LookupError``
+    for an unknown op, ``ValueError`` when ``backward``/``setup_context`` is not callable or has
+    the wrong signature, or the op mutates its inputs (same rule as torch). Returns ``backward``;
+    with ``backward`` omitted, a decorator (SPEC §3: "directly or as decorators").
+    """
+    api = f"register_autograd({op!r})"
+    o = _resolve(op, api)
+    _check_lib(lib, api, o.namespace)
     return o.register_autograd(backward, setup_context=setup_context, _lib=lib)
 
 
 def get_kernel(op, dispatch_key):
-    """The kernel registered for exactly ``dispatch_key`` (``"cpu"``, ``"cuda"``, ``"default"``
-    or a composite spelling). A concrete key does not fall back to the device-agnostic slot (ask
-    ``"default"`` for that). Raises ``LookupError`` when nothing usable is registered; a kernel
-    disabled by ``set_kernel_enabled`` counts as absent (the owner's documentation)."""
+    """The kernel registered for exactly ``dispatch_key`` (the owner's documentation).
+
+    ``op``: a ``CustomOpDef`` or ``"ns::op"``. ``dispatch_key``: ``"cpu"``, ``"cuda"`` (any case),
+    ``"default"`` or a composite spelling (the device-agnostic slot). A concrete key does not fall
+    back to the device-agnostic kernel: ask ``"default"`` for that. Raises ``LookupError`` when
+    nothing usable is registered for the key -- a kernel disabled by ``set_kernel_enabled`` counts
+    as absent -- or the op does not exist; ``ValueError`` for an unknown spelling.
+    """
     o = _resolve(op, f"get_kernel({op!r})")
-    key = _registry.normalize_device_type(dispatch_key, f"get_kernel({o.name!r})")
+    api = f"get_kernel({o.name!r}, {dispatch_key!r})"
+    key = _registry.normalize_device_type(dispatch_key, api)
     k = o._active(key)
     if k is None:
-        state = "disabled" if o._kernels.get(key) and o._disabled.get(key) else "registered"
-        raise LookupError(
-            f"get_kernel({o.name!r}, {dispatch_key!r}): no kernel {state} for {key!r} "
-            f"(registered: {', '.join(sorted(o.kernels)) or 'none'})")
+        registered = ", ".join(sorted(o.kernels)) or "none"
+        if o._kernels.get(key) and o._disabled.get(key):
+            raise LookupError(f"{api}: the {key!r} kernel is disabled by set_kernel_enabled "
+                              f"(registered: {registered}); re-enable it to get it")
+        fix = "" if key == "default" else " (a concrete key never falls back to 'default')"
+        raise LookupError(f"{api}: no kernel registered for {key!r}{fix} (registered: "
+                          f"{registered})")
     return k
 
 
-def fallthrough_kernel(*args, **kwargs):  # pragma: no cover - torch compatibility name
-    raise NotImplementedError("fallthrough kernels are not supported by tensorplay")
+def fallthrough_kernel(*args, **kwargs):
+    """Placeholder with torch's name; passing it to ``Library.impl`` raises ``ValueError``
+    (tensorplay has no fallthrough keys). Calling it raises ``NotImplementedError``."""
+    raise NotImplementedError("fallthrough_kernel: fallthrough kernels are not supported by "
+                              "tensorplay; register a real kernel")
 
 
 def opcheck(op, args, kwargs=None, *, test_utils="DEFAULT", raise_exception=True, atol=None,
             rtol=None):
-    """Check that ``op`` is registered correctly (see ``tensorplay.testing.opcheck``)."""
+    """Check that ``op`` is registered correctly on one sample; see
+    ``tensorplay.testing.opcheck.opcheck`` (SPEC §3, same idea as ``torch.library.opcheck``).
+
+    Returns ``{test name: failure}`` (empty: all passed); with ``raise_exception`` a failure raises
+    ``OpCheckError`` carrying that mapping. The caller's tensors are never mutated.
+    """
     from .testing.opcheck import opcheck as _opcheck
     return _opcheck(op, args, kwargs, test_utils=test_utils, raise_exception=raise_exception,
                     atol=atol, rtol=rtol)
 
 
 class Library:
-    """A scope of registrations in a namespace (same as ``torch.library.Library``).
+    """A scope of registrations in one namespace (same as ``torch.library.Library``).
 
-    ``kind``: ``"DEF"`` (defines ops; one live DEF library per namespace), ``"FRAGMENT"``
-    (defines more ops in a namespace), ``"IMPL"`` (only attaches kernels). ``define(schema)`` and
-    ``impl(op_name, fn, dispatch_key)`` register; ``_destroy()`` (also on ``with`` exit) undoes
-    every registration made through it. Raises ``ValueError`` for an unknown kind, a second DEF
-    library, or ``define`` on an IMPL library.
+    ``kind``: ``"DEF"`` (defines ops; at most one open DEF library per namespace), ``"FRAGMENT"``
+    (defines more ops in a namespace), ``"IMPL"`` (only attaches kernels). ``dispatch_key`` is the
+    default key of ``impl``. Every registration made through the library (``define``, ``impl``,
+    and the module-level functions given ``lib=``) is undone by ``_destroy()`` (alias ``close()``,
+    also on ``with`` exit), newest first.
+
+    Raises ``ValueError`` for an unknown kind, a namespace that is not an identifier, or a second
+    open DEF library of a namespace (naming where the first was created); a closed library refuses
+    further registrations (``RuntimeError``).
     """
 
     _live_defs: dict = {}
 
     def __init__(self, ns: str, kind: str, dispatch_key: str = ""):
         if kind not in ("DEF", "FRAGMENT", "IMPL"):
-            raise ValueError(f"Library({ns!r}, {kind!r}): kind must be 'DEF', 'FRAGMENT' or 'IMPL'")
+            raise ValueError(f"Library({ns!r}, {kind!r}): kind must be 'DEF', 'FRAGMENT' or "
+                             f"'IMPL'")
         if not isinstance(ns, str) or not ns.isidentifier():
-            raise ValueError(f"Library({ns!r}): namespace must be an identifier")
-        if kind == "DEF":
-            other = Library._live_defs.get(ns)
-            if other is not None:
-                raise ValueError(
-                    f"Library({ns!r}, 'DEF'): namespace {ns!r} already has a DEF library (created "
-                    f"at {other._where}); use kind='FRAGMENT' to add ops to it")
-            Library._live_defs[ns] = self
+            raise ValueError(f"Library({ns!r}, {kind!r}): the namespace must be a Python "
+                             f"identifier such as 'mylib'")
+        if dispatch_key:
+            _registry.normalize_device_type(dispatch_key, f"Library({ns!r}, {kind!r})")
         self.ns = ns
         self.kind = kind
         self.dispatch_key = dispatch_key
@@ -329,40 +478,89 @@ class Library:
         self._ops: list = []
         self._where = _site(None)[1]
         self._closed = False
+        if kind == "DEF":
+            with _registry._lock:
+                other = Library._live_defs.get(ns)
+                if other is not None:
+                    raise ValueError(
+                        f"Library({ns!r}, 'DEF'): namespace {ns!r} already has a DEF library "
+                        f"(created at {other._where}); use kind='FRAGMENT' to add ops to it, or "
+                        f"close the other one first")
+                Library._live_defs[ns] = self
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"Library({self.ns!r}, {self.kind!r}) [{state}]"
+
+    def _check_open(self, api: str) -> None:
+        if self._closed:
+            raise RuntimeError(f"{api}: {self!r} was closed; create a new Library to register")
 
     def define(self, schema: str, alias_analysis: str = "", *, tags=()):
-        """Define ``ns::<name>`` from ``"name(Tensor x) -> Tensor"``; returns the qualified name."""
-        if self.kind == "IMPL":
-            raise ValueError(f"Library({self.ns!r}, 'IMPL'): cannot define ops; use 'DEF' or 'FRAGMENT'")
-        text = schema if "::" in schema.split("(")[0] else f"{self.ns}::{schema}"
+        """Define ``<ns>::<name>`` from ``"name(Tensor x) -> Tensor"`` (a name already carrying
+        this namespace is accepted) and return the qualified name, as torch does.
+
+        Raises ``ValueError`` on an IMPL library, for another namespace, or a malformed schema
+        (``SchemaError``); ``RuntimeError`` when the library is closed. See ``define``.
+        """
+        api = f"Library({self.ns!r}, {self.kind!r}).define"
+        self._check_open(api)
+        if not isinstance(schema, str):
+            raise TypeError(f"{api}: schema must be a str such as 'op(Tensor x) -> Tensor'")
+        head = schema.split("(")[0]
+        text = schema if "::" in head else f"{self.ns}::{schema.lstrip()}"
         op = define(text, lib=self, tags=tags)
         return op.name
 
     def impl(self, op_name, fn, dispatch_key: str = "", *, with_keyset: bool = False):
-        """Attach ``fn`` as the kernel of ``op_name`` (``"op"`` in this namespace, or
-        ``"ns::op"``) for ``dispatch_key`` (default: the library's key, else device-agnostic)."""
+        """Attach ``fn`` as the kernel of ``op_name`` (``"op"`` in this namespace, ``"ns::op"`` or
+        a ``CustomOpDef``) for ``dispatch_key`` (default: the library's key, else the
+        device-agnostic slot). ``"Meta"`` registers the fake kernel; autograd keys are refused
+        (use ``register_autograd``). Undone when the library closes.
+
+        Raises ``LookupError`` for an unknown op, ``ValueError`` for an op of another namespace
+        (same rule as torch), a bad key, ``fallthrough_kernel``, ``with_keyset=True`` or a ``fn``
+        that cannot take the op's parameters; ``RuntimeError`` when the library is closed.
+        """
+        api = f"Library({self.ns!r}, {self.kind!r}).impl"
+        self._check_open(api)
+        if with_keyset:
+            raise ValueError(f"{api}: with_keyset=True is not supported (tensorplay kernels do "
+                             f"not receive a dispatch key set)")
+        if fn is fallthrough_kernel:
+            raise ValueError(f"{api}: fallthrough kernels are not supported by tensorplay")
         if isinstance(op_name, CustomOpDef):
             name = op_name.name
-        else:
+        elif isinstance(op_name, str):
             name = op_name if "::" in op_name else f"{self.ns}::{op_name}"
-        op = _resolve(name, f"Library({self.ns!r}).impl")
+        else:
+            raise TypeError(f"{api}: op_name must be a str or a CustomOpDef, got {op_name!r}")
+        op = _resolve(name, api)
+        if op.namespace != self.ns:
+            raise ValueError(f"{api}: operator {op.name!r} is not in namespace {self.ns!r}; use "
+                             f"Library({op.namespace!r}, 'IMPL') for it")
         key = dispatch_key or self.dispatch_key or "default"
-        if key.lower() in ("meta",):
+        low = key.lower() if isinstance(key, str) else ""
+        if low == "meta":
             op.register_fake(fn, _lib=self)
             return
-        if key.lower() == "autograd":
-            raise ValueError("Library.impl: use register_autograd for autograd formulas")
+        if low.startswith("autograd"):
+            raise ValueError(f"{api}: {key!r} is not a kernel key; register autograd formulas "
+                             f"with register_autograd({op.name!r}, backward, setup_context=...)")
         op.register_kernel(key, fn, _lib=self)
 
     def _destroy(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        for h in reversed(self._handles):
-            h.destroy()
-        self._handles.clear()
-        if Library._live_defs.get(self.ns) is self:
-            del Library._live_defs[self.ns]
+        """Undo every registration made through this library, newest first (idempotent)."""
+        with _registry._lock:
+            if self._closed:
+                return
+            self._closed = True
+            handles, self._handles = self._handles, []
+            for h in reversed(handles):
+                h.destroy()
+            self._ops.clear()
+            if Library._live_defs.get(self.ns) is self:
+                del Library._live_defs[self.ns]
 
     close = _destroy
 

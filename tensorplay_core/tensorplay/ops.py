@@ -6,6 +6,10 @@ from . import _registry
 
 
 class _Namespace:
+    """``tensorplay.ops.<ns>``: the ops of one namespace as attributes (live view of the registry,
+    like ``torch.ops.<ns>``). A missing op is an ``AttributeError`` naming it (and the plugin that
+    failed to provide it, if any)."""
+
     def __init__(self, ns: str):
         self._ns = ns
 
@@ -14,7 +18,11 @@ class _Namespace:
             raise AttributeError(name)
         op = _registry._OPS.get(f"{self._ns}::{name}")
         if op is None:
-            raise AttributeError(f"tensorplay.ops.{self._ns} has no operator {name!r}")
+            from .plugins import manager as _pm
+            rec = _pm.op_failure(f"{self._ns}::{name}")   # a plugin that failed to provide it?
+            hint = f"; {_pm.op_failure_hint(f'{self._ns}::{name}')}" if rec is not None else ""
+            raise AttributeError(f"tensorplay.ops.{self._ns} has no operator {name!r}{hint}") \
+                from (rec.error if rec is not None else None)
         return op
 
     def __dir__(self):
@@ -26,10 +34,12 @@ class _Namespace:
 
 
 def __getattr__(ns: str):
+    """``tensorplay.ops.<ns>``: any identifier gives a namespace view (it may be empty)."""
     if ns.startswith("__"):
         raise AttributeError(ns)
     return _Namespace(ns)
 
 
 def __dir__():
+    """The namespaces that have at least one registered op."""
     return sorted({op.namespace for op in _registry._OPS.values()})

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 
 from .. import _dtype
+from .._ops import _shapes
 
 
 def bind(xp, be) -> dict:
@@ -27,60 +28,77 @@ def bind(xp, be) -> dict:
     def _fl(a):
         return a if a.dtype.kind == "f" else xp.astype(a, _deflt())
 
-    def _prep(a, b):
-        # torch promotion where numpy differs: python float with int/bool array -> default float;
-        # int array with float array -> the float array's dtype.
-        if isinstance(b, float):
-            if a.dtype.kind != "f":
-                a = xp.astype(a, _deflt())
+    dt_of = be.dtype_of
+    rdt = _shapes.binary_result_dtype
+    wrapped = _shapes._wrapped_dtype
+    _small_int = {}
+
+    def _int_scalar(b, t):
+        # NumPy 2 refuses a Python int outside the array dtype's range; torch wraps it around
+        r = _small_int.get(t)
+        if r is None:
+            info = be.np.iinfo(nd(t))
+            r = _small_int[t] = (int(info.min), int(info.max))
+        if r[0] <= b <= r[1]:
+            return b
+        return xp.astype(xp.asarray(b, dtype=nd(_dtype.int64)), nd(t))
+
+    def _prep(a, b, floating=False):
+        """Cast ``a`` (array) and ``b`` (array or Python scalar) to torch's result dtype (the
+        same rule as the fake rules: ``_ops._shapes.binary_result_dtype``). Python scalars stay
+        scalars (NumPy 2 treats them as weak, like torch's wrapped numbers)."""
+        da = dt_of(a)
+        if isinstance(b, (int, float)):
+            t = rdt(da, 2 if a.ndim else 1, wrapped(b), 0)
+            if floating and not t.is_floating_point:
+                t = _dtype.get_default_dtype()
+            if t is not da:
+                a = xp.astype(a, nd(t))
+            if b.__class__ is int and t._kind == "i" and t is not _dtype.int64:
+                b = _int_scalar(b, t)
             return a, b
-        if isinstance(b, bool) or isinstance(b, int):
-            if a.dtype.kind == "b" and not isinstance(b, bool):
-                a = xp.astype(a, nd(_dtype.int64))
-            return a, b
-        ka, kb = a.dtype.kind, b.dtype.kind
-        if ka != kb:
-            if ka == "f" and kb != "f":
-                b = xp.astype(b, a.dtype)
-            elif kb == "f" and ka != "f":
-                a = xp.astype(a, b.dtype)
-        elif ka == "f" and a.dtype != b.dtype and (a.ndim == 0) != (b.ndim == 0):
-            # a 0-dim float tensor does not change a dimensioned one's dtype (torch)
-            if a.ndim == 0:
-                a = xp.astype(a, b.dtype)
-            else:
-                b = xp.astype(b, a.dtype)
+        db = dt_of(b)
+        t = rdt(da, 2 if a.ndim else 1, db, 2 if b.ndim else 1)
+        if floating and not t.is_floating_point:
+            t = _dtype.get_default_dtype()
+        if t is not da:
+            a = xp.astype(a, nd(t))
+        if t is not db:
+            b = xp.astype(b, nd(t))
         return a, b
 
     def add(a, b):
         a, b = _prep(a, b)
-        if a.dtype.kind == "b" and not isinstance(b, (int, float)):
+        if a.dtype.kind == "b":
             return xp.logical_or(a, b)
         return xp.add(a, b)
 
     def sub(a, b):
         a, b = _prep(a, b)
+        if a.dtype.kind == "b":
+            raise RuntimeError("sub: subtraction with two bool tensors is not supported; use "
+                               "logical_xor or cast to an integer dtype first (same as torch)")
         return xp.subtract(a, b)
 
     def rsub(a, b):
         a, b = _prep(a, b)
+        if a.dtype.kind == "b":
+            raise RuntimeError("rsub: subtraction with two bool tensors is not supported; cast "
+                               "to an integer dtype first (same as torch)")
         return xp.subtract(b, a)
 
     def mul(a, b):
         a, b = _prep(a, b)
-        if a.dtype.kind == "b" and not isinstance(b, (int, float)):
+        if a.dtype.kind == "b":
             return xp.logical_and(a, b)
         return xp.multiply(a, b)
 
     def div(a, b):
-        a = _fl(a)
-        if not isinstance(b, (int, float)):
-            b = _fl(b)
-        a, b = _prep(a, b)
+        a, b = _prep(a, b, True)
         return xp.divide(a, b)
 
     def rdiv(a, b):
-        a = _fl(a)
+        a, b = _prep(a, b, True)
         return xp.divide(b, a)
 
     def pow(a, b):
@@ -109,36 +127,56 @@ def bind(xp, be) -> dict:
             return f(a, b)
         return k
 
+    def _as_bool(x):
+        if isinstance(x, (int, float)):
+            return bool(x)
+        return x if x.dtype.kind == "b" else xp.astype(x, xp.bool)
+
     def logical_and(a, b):
-        return xp.logical_and(xp.astype(a, xp.bool), b if isinstance(b, (int, float)) and
-                              not isinstance(b, bool) and False else
-                              (xp.astype(b, xp.bool) if not isinstance(b, (int, float)) else bool(b)))
+        return xp.logical_and(_as_bool(a), _as_bool(b))
 
     def logical_or(a, b):
-        return xp.logical_or(xp.astype(a, xp.bool),
-                             xp.astype(b, xp.bool) if not isinstance(b, (int, float)) else bool(b))
+        return xp.logical_or(_as_bool(a), _as_bool(b))
 
     def logical_not(a):
-        return xp.logical_not(xp.astype(a, xp.bool))
+        return xp.logical_not(_as_bool(a))
 
     def where(c, a, b):
-        if not hasattr(a, "dtype"):
-            if not hasattr(b, "dtype"):
-                dt = _deflt() if isinstance(a, float) or isinstance(b, float) else nd(_dtype.int64)
-                a = xp.asarray(a, dtype=dt)
-            else:
-                b, a = _prep(b, a)
-                a = xp.asarray(a, dtype=b.dtype)
-        if not hasattr(b, "dtype"):
-            a, b = _prep(a, b)
-            b = xp.asarray(b, dtype=a.dtype)
-        a, b = _prep(a, b)
-        return xp.where(xp.astype(c, xp.bool), a, b)
+        ta, tb = hasattr(a, "dtype"), hasattr(b, "dtype")
+        t = rdt(dt_of(a) if ta else wrapped(a), (2 if a.ndim else 1) if ta else 0,
+                dt_of(b) if tb else wrapped(b), (2 if b.ndim else 1) if tb else 0)
+        n = nd(t)
+        a = (a if a.dtype == n else xp.astype(a, n)) if ta else xp.asarray(a, dtype=n)
+        b = (b if b.dtype == n else xp.astype(b, n)) if tb else xp.asarray(b, dtype=n)
+        return xp.where(_as_bool(c), a, b)
+
+    _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+    _SQRT_PI = math.sqrt(math.pi)
+
+    def _erf64(x):
+        # |x| < 2.5: Maclaurin series; else erfc's continued fraction. |err| < 2e-14 (the
+        # array API has no erf; float64 needs more than the float32 approximation)
+        a = xp.abs(x)
+        small = a < 2.5
+        xs = xp.where(small, x, xp.zeros_like(x))
+        z = -xs * xs
+        p = xp.ones_like(xs)
+        s = xs
+        for n in range(1, 48):
+            p = p * z / n
+            s = s + p * xs / (2 * n + 1)
+        xl = xp.where(small, xp.full_like(x, 3.0), xp.minimum(a, xp.full_like(x, 30.0)))
+        f = xl
+        for k in range(60, 0, -1):
+            f = xl + (k / 2) / f
+        large = xp.sign(x) * (1.0 - xp.exp(-xl * xl) / (_SQRT_PI * f))
+        return xp.where(small, s * _TWO_OVER_SQRT_PI, large)
 
     def _erf(x):
-        # Abramowitz & Stegun 7.1.26 refined with one Newton-free correction: |err| < 1.5e-7,
-        # enough for float32; the array API has no erf.
         x = _fl(x)
+        if x.dtype.itemsize >= 8:
+            return _erf64(x)
+        # Abramowitz & Stegun 7.1.26: |err| < 1.5e-7, enough for float32/float16
         s = xp.sign(x)
         a = xp.abs(x)
         t = 1.0 / (1.0 + 0.3275911 * a)
@@ -168,6 +206,10 @@ def bind(xp, be) -> dict:
     def mean(x, dim=None, keepdim=False, *, dtype=None):
         if dtype is not None:
             x = xp.astype(x, nd(dtype))
+        elif x.dtype.kind not in "f":
+            raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be a "
+                               f"floating point dtype, got {dt_of(x)}; pass dtype= or convert "
+                               f"with .float() first")
         axis = None if not dim else tuple(dim)
         return xp.mean(x, axis=axis, keepdims=keepdim)
 
@@ -200,14 +242,18 @@ def bind(xp, be) -> dict:
 
     def cat(ts, dim=0):
         ts = [t for t in ts if not (t.ndim == 1 and t.shape[0] == 0)] or ts
-        dt = ts[0].dtype
+        dt = dt_of(ts[0])
         for t in ts[1:]:
-            if t.dtype != dt:
-                dt = nd(_dtype.promote_types(be.dtype_of(t), be.dtype_of(ts[0])))
-        return xp.concat([xp.astype(t, dt) for t in ts], axis=dim)
+            dt = _dtype.promote_types(dt, dt_of(t))
+        n = nd(dt)
+        return xp.concat([t if t.dtype == n else xp.astype(t, n) for t in ts], axis=dim)
 
     def stack(ts, dim=0):
-        return xp.stack(ts, axis=dim)
+        dt = dt_of(ts[0])
+        for t in ts[1:]:
+            dt = _dtype.promote_types(dt, dt_of(t))
+        n = nd(dt)
+        return xp.stack([t if t.dtype == n else xp.astype(t, n) for t in ts], axis=dim)
 
     def clone(x):
         return xp.asarray(x, copy=True)
@@ -221,11 +267,20 @@ def bind(xp, be) -> dict:
     def fill_(dst, value):
         be.assign(dst, value)
 
+    _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2}
+
+    def _inplace_result(api, dst, r):
+        # torch: an in-place result may not be of a higher category than the tensor it writes
+        if _KIND_RANK[r.dtype.kind] > _KIND_RANK[dst.dtype.kind]:
+            raise RuntimeError(f"{api}: result type {dt_of(r)} can't be cast to the desired "
+                               f"output type {dt_of(dst)}; use the out-of-place op instead")
+        be.assign(dst, r)
+
     def add_(dst, other):
-        be.assign(dst, add(dst, other))
+        _inplace_result("add_", dst, add(dst, other))
 
     def mul_(dst, other):
-        be.assign(dst, mul(dst, other))
+        _inplace_result("mul_", dst, mul(dst, other))
 
     def index(x, dim, idx):
         flat = xp.reshape(idx, (-1,))

@@ -42,6 +42,8 @@ def defop(schema: str, *, meta=None, backward=None, setup=None, default=None, ke
     mutated = tuple(a.name for a in sch.arguments if a.is_write)
     op = _registry.CustomOpDef(sch.qualname, sch, mutates_args=mutated, builtin=True,
                                source="tensorplay._ops")
+    if meta is not None and mutated:
+        meta = _bumping(meta)
     op._meta_default = meta
     op._kernel_name = kernel or sch.qualname.split("::")[1].split(".")[0]
     op._scalar_ok = tuple(scalar_ok)
@@ -56,6 +58,16 @@ def defop(schema: str, *, meta=None, backward=None, setup=None, default=None, ke
         op._add_kernel("default", default)
     BUILTINS[sch.qualname.split("::")[1]] = op
     return op
+
+
+def _bumping(meta):
+    """Fake rule of an in-place op: also bump the written fake tensor's version (as real runs do)."""
+    def inplace_meta(*args, **kwargs):
+        out = meta(*args, **kwargs)
+        out._storage.version += 1
+        return out
+    inplace_meta.__wrapped__ = meta
+    return inplace_meta
 
 
 def install_backend(backend) -> None:
@@ -118,10 +130,45 @@ def make_adapter(op, kernel, backend):
     call = f"__k({', '.join(args)})"
     lines = [f"def adapter({', '.join(params)}):", f"    __dev = {dev}"]
     guard = getattr(backend, "device_guard", None)
+    align = getattr(backend, "align_device", None) if guard is not None else None
+    if align is not None:
+        # Backends with several devices of one type (cuda:0, cuda:1) share a dispatch key, so the
+        # fast path cannot see an index mismatch: every tensor argument must be on __dev (one
+        # `is` test each); __align moves a 0-dim cpu tensor there or raises naming both. When the
+        # first tensor is such a cpu scalar, the first tensor of this backend's type decides.
+        ns.update(__align=align, __api=op.name, __bt=backend.device_type,
+                  __pick=lambda ts: next((t._device for t in ts if t.__class__ is Tensor and
+                                          t._device.type == backend.device_type), ts[0]._device))
+        tens = [_dispatch._pyname(a.name) if a.kind != "tensor_list" else
+                f"*{_dispatch._pyname(a.name)}" for a in sch.arguments
+                if a.kind in ("tensor", "optional_tensor", "tensor_list") or a.name in op._scalar_ok]
+        if first_tensor is not None:
+            lines.append(f"    if __dev.type != __bt: __dev = __pick([{', '.join(tens)}])")
+        for a in sch.arguments:
+            n = _dispatch._pyname(a.name)
+            fix = f"{n} = __align({n}, __dev, __api)"
+            if a.name in op._scalar_ok:
+                lines.append(f"    if {n}.__class__ is __T and {n}._device is not __dev: {fix}")
+            elif a.kind == "tensor":
+                lines.append(f"    if {n}._device is not __dev: {fix}")
+            elif a.kind == "optional_tensor":
+                lines.append(f"    if {n} is not None and {n}._device is not __dev: {fix}")
+            elif a.kind == "tensor_list":
+                lines.append(f"    if any(__x is not None and __x._device is not __dev for __x in {n}): "
+                             f"{n} = [__x if __x is None or __x._device is __dev else "
+                             f"__align(__x, __dev, __api) for __x in {n}]")
     ind = "    "
     if guard is not None:
         lines.append("    with __guard(__dev):")
         ind = "        "
+    # try/except is free on Python 3.11+ unless raised: a kernel's ValueError/TypeError (numpy's
+    # "operands could not be broadcast", ...) is re-explained by the op's fake rule
+    allvals = "{" + ", ".join(f"{a.name!r}: {_dispatch._pyname(a.name)}"
+                              for a in sch.arguments) + "}"
+    lines.append(f"{ind}try:")
+    exc = (f"{ind}except (ValueError, TypeError, AttributeError) as __e:\n"
+           f"{ind}    __kerr(__op, __e, {allvals})")
+    ind += "    "
     mutated = [a for a in sch.arguments if a.is_write]
     if mutated:
         m = _dispatch._pyname(mutated[0].name)
@@ -134,8 +181,50 @@ def make_adapter(op, kernel, backend):
         lines.append(f"{ind}return [__wrap(__r, __dev) for __r in {call}]")
     else:
         lines.append(f"{ind}return tuple(__wrap(__r, __dev) for __r in {call})")
+    lines.append(exc)
     from .._device import Device
     from .._tensor import Tensor
-    ns.update(__k=kernel, __wrap=backend.wrap, __T=Tensor, __D=Device, __guard=guard)
+    ns.update(__k=kernel, __wrap=backend.wrap, __T=Tensor, __D=Device, __guard=guard,
+              __op=op, __kerr=kernel_error)
     exec(compile("\n".join(lines), f"<tensorplay kernel {op.name}.{backend.device_type}>", "exec"), ns)
     return ns["adapter"]
+
+
+def kernel_error(op, err, values):
+    """A kernel raised ``err`` (numpy's ValueError/TypeError): raise the op's own error instead.
+
+    Runs the op's fake rule on fake copies of the arguments, which raises torch's message
+    (shape mismatch, bad dim, ...) naming the op; otherwise re-raises ``err``'s type with the
+    op's name in front of its message.
+    """
+    from .._tensor import Tensor
+    for a in op.schema.arguments:
+        v = values[a.name]
+        if a.kind == "tensor" and not isinstance(v, Tensor) and not (
+                a.name in op._scalar_ok and isinstance(v, (int, float))):
+            what = "Tensor or a Python number" if a.name in op._scalar_ok else "Tensor"
+            raise TypeError(f"{op.name}: argument '{a.name}' must be a {what}, got "
+                            f"{type(v).__name__} ({v!r:.60})") from None
+    meta = op._meta_default
+    if meta is not None:
+        from ..fake import from_real
+
+        def fk(v):
+            if hasattr(v, "_dkey"):
+                return from_real(v.detach())
+            if isinstance(v, (list, tuple)):
+                return [fk(x) for x in v]
+            return v
+        pos = [fk(values[a.name]) for a in op.schema.arguments if not a.kwarg_only]
+        kw = {a.name: fk(values[a.name]) for a in op.schema.arguments if a.kwarg_only}
+        try:
+            meta(*pos, **kw)
+        except (RuntimeError, IndexError, ValueError, TypeError) as e:
+            raise e.with_traceback(None) from None
+    if str(err).startswith(op.name):
+        raise err
+    try:
+        new = type(err)(f"{op.name}: {err}")
+    except Exception:  # noqa: BLE001 - an exception type with an unusual constructor
+        raise err from None
+    raise new from err

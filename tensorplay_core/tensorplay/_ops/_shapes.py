@@ -35,25 +35,61 @@ def is_tensor(x) -> bool:
     return hasattr(x, "_dkey")
 
 
+def _wrapped_dtype(x):
+    """Dtype a Python scalar takes part in promotion with (torch's "wrapped number" rule)."""
+    if isinstance(x, bool):
+        return _dtype.bool
+    if isinstance(x, int):
+        return _dtype.int64
+    if isinstance(x, float):
+        return _dtype.get_default_dtype()
+    raise TypeError(f"unsupported scalar operand {x!r} of type {type(x).__name__}; expected a "
+                    f"Tensor, bool, int or float")
+
+
+def _combine(higher, lower):
+    """torch's ``combine_categories``: ``lower`` only counts when it is of a higher category."""
+    if higher is None:
+        return lower
+    if lower is None or higher.is_floating_point:
+        return higher
+    if higher is _dtype.bool or lower.is_floating_point:
+        return _dtype.promote_types(higher, lower)
+    return higher
+
+
+def binary_result_dtype(da, a_kind, db, b_kind):
+    """Result dtype of ``a <op> b`` (torch's ``result_type``), from dtypes and operand kinds.
+
+    ``a_kind``/``b_kind``: 2 = tensor with dimensions, 1 = 0-dim tensor, 0 = Python scalar (its
+    dtype as given by ``_wrapped_dtype``). Dimensioned tensors decide the dtype unless a 0-dim
+    tensor or scalar is of a higher category (bool < integer < floating); e.g. int32 tensor +
+    2.5 -> float32 (default dtype), int8 tensor + 0-dim int64 tensor -> int8, float16 +
+    float32 (both dimensioned) -> float32. Cached: kernels call this on the per-call path.
+    """
+    key = (da, a_kind, db, b_kind)
+    r = _RESULT_CACHE.get(key)
+    if r is not None:
+        return r
+    states = {2: None, 1: None, 0: None}
+    for d, k in ((da, a_kind), (db, b_kind)):
+        states[k] = d if states[k] is None else _dtype.promote_types(states[k], d)
+    r = _combine(states[2], _combine(states[1], states[0]))
+    _RESULT_CACHE[key] = r
+    return r
+
+
+_RESULT_CACHE: dict = {}
+
+
 def result_dtype(a, b):
     """torch's promotion for ``a <op> b`` where either may be a Python scalar."""
     ta, tb = is_tensor(a), is_tensor(b)
-    if ta and tb:
-        # 0-dim tensors do not lift the category of dimensioned ones (torch rule), simplified:
-        if a.ndim == 0 and b.ndim > 0 and _cat(a.dtype) <= _cat(b.dtype):
-            return b.dtype
-        if b.ndim == 0 and a.ndim > 0 and _cat(b.dtype) <= _cat(a.dtype):
-            return a.dtype
-        return _dtype.promote_types(a.dtype, b.dtype)
-    if ta:
-        return _dtype.result_type_scalar(a.dtype, b)
-    if tb:
-        return _dtype.result_type_scalar(b.dtype, a)
-    raise TypeError("at least one operand must be a tensor")
-
-
-def _cat(d):
-    return 2 if d.is_floating_point else (0 if d is _dtype.bool else 1)
+    if not (ta or tb):
+        raise TypeError("at least one operand must be a tensor")
+    da, ka = (a.dtype, 2 if a.ndim else 1) if ta else (_wrapped_dtype(a), 0)
+    db, kb = (b.dtype, 2 if b.ndim else 1) if tb else (_wrapped_dtype(b), 0)
+    return binary_result_dtype(da, ka, db, kb)
 
 
 def shape_of(x) -> tuple:
@@ -76,10 +112,10 @@ def first_tensor(*xs):
     raise TypeError("expected a tensor argument")
 
 
-def binary_meta(kind: str = "same"):
+def binary_meta(kind: str = "same", api: str = "broadcast"):
     """Fake rule of a broadcasting binary op. ``kind``: same / float / bool (comparisons)."""
     def meta(a, b):
-        shape = broadcast_shapes(shape_of(a), shape_of(b))
+        shape = broadcast_shapes(shape_of(a), shape_of(b), api=api)
         if kind == "bool":
             dt = _dtype.bool
         else:

@@ -4,9 +4,8 @@
 from __future__ import annotations
 
 from .._device import Device
-from ..errors import DispatchError
 from ._define import defop, ops as O
-from ._shapes import broadcast_shapes, is_tensor, out_like
+from ._shapes import broadcast_shapes, is_tensor, out_like, result_dtype
 
 
 def _clone_meta(x):
@@ -61,6 +60,7 @@ defop("to_device(Tensor self, Device device) -> Tensor", default=_to_device, met
 
 
 def _inplace_meta(self, other):
+    """Fake rule of ``copy_``/``fill_``: ``self``, after checking ``other`` broadcasts to it."""
     if is_tensor(other):
         shape = broadcast_shapes(self.shape, other.shape, api="in-place op")
         if tuple(shape) != tuple(self.shape):
@@ -86,35 +86,85 @@ def _copy_bw(ctx, g):
     return O.mul(g, 0.0), gs
 
 
-def _copy_cross_device(self, src):
-    raise DispatchError("copy_: internal")
-
-
 defop("copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)", meta=_inplace_meta, setup=_copy_setup,
       backward=_copy_bw, scalar_ok=("src",))
+def _fill_setup(ctx, inputs, output):
+    v = inputs[1]
+    ctx.value = (v.shape, v.dtype) if is_tensor(v) else None
+
+
+def _fill_bw(ctx, g):
+    gv = None
+    if ctx.value is not None and ctx.needs_input_grad[1]:
+        shape, dtype = ctx.value
+        gv = O.reshape(O.sum(g), list(shape))
+        if gv.dtype is not dtype:
+            gv = O.to_dtype(gv, dtype)
+    return O.mul(g, 0.0), gv
+
+
 defop("fill_(Tensor(a!) self, Tensor value) -> Tensor(a!)", meta=_inplace_meta,
-      backward=lambda ctx, g: (O.mul(g, 0.0), None), scalar_ok=("value",))
+      setup=_fill_setup, backward=_fill_bw, scalar_ok=("value",))
+
+
+def _grad_for(g, shape, dtype):
+    """``g`` summed down to ``shape`` and cast to ``dtype`` (the gradient of a broadcast input)."""
+    g = g.sum_to_size(shape)
+    if g.dtype is not dtype and dtype.is_floating_point:
+        g = O.to_dtype(g, dtype)
+    return g
+
+
+_RANK = {"b": 0, "i": 1, "f": 2}
+
+
+def _arith_inplace_meta(api):
+    def meta(self, other):
+        _inplace_meta(self, other)
+        r = result_dtype(self, other)
+        if _RANK[r._kind] > _RANK[self.dtype._kind]:
+            raise RuntimeError(f"{api}: result type {r} can't be cast to the desired output type "
+                               f"{self.dtype}; use the out-of-place op instead")
+        return self
+    return meta
 
 
 def _add_setup(ctx, inputs, output):
     o = inputs[1]
-    ctx.other = o.shape if is_tensor(o) else None
+    ctx.other = (o.shape, o.dtype) if is_tensor(o) else None
 
 
-defop("add_(Tensor(a!) self, Tensor other) -> Tensor(a!)", meta=_inplace_meta, setup=_add_setup,
-      backward=lambda ctx, g: (g, g.sum_to_size(ctx.other) if ctx.other is not None else None),
+defop("add_(Tensor(a!) self, Tensor other) -> Tensor(a!)", meta=_arith_inplace_meta("add_"),
+      setup=_add_setup,
+      backward=lambda ctx, g: (g, _grad_for(g, *ctx.other) if ctx.other is not None else None),
       scalar_ok=("other",))
 
 
 def _mul_setup(ctx, inputs, output):
-    o = inputs[1]
-    if is_tensor(o) and o.requires_grad:
-        raise RuntimeError("mul_: in-place multiplication by a tensor that requires grad is not "
-                           "differentiable in tensorplay; use out = x * y instead")
-    ctx.other = o
+    # runs before the write (in-place autograd entry): keep the original self only when the
+    # gradient of ``other`` needs it (torch saves ``original_self`` the same way)
+    x, o = inputs[0], inputs[1]
+    if is_tensor(o):
+        keep = len(ctx.needs_input_grad) > 1 and ctx.needs_input_grad[1]
+        ctx.save_for_backward(o, x.detach().clone() if keep else None)
+        ctx.scalar = None
+    else:
+        ctx.save_for_backward(None, None)
+        ctx.scalar = o
 
 
-defop("mul_(Tensor(a!) self, Tensor other) -> Tensor(a!)", meta=_inplace_meta, setup=_mul_setup,
-      backward=lambda ctx, g: (O.mul(g, ctx.other), None), scalar_ok=("other",))
+def _mul_bw(ctx, g):
+    o, x0 = ctx.saved_tensors
+    if o is None:
+        return O.mul(g, ctx.scalar), None
+    ga = O.mul(g, o) if ctx.needs_input_grad[0] else None
+    if ga is not None and ga.dtype is not g.dtype:
+        ga = O.to_dtype(ga, g.dtype)
+    gb = _grad_for(O.mul(g, x0), o.shape, o.dtype) if x0 is not None else None
+    return ga, gb
+
+
+defop("mul_(Tensor(a!) self, Tensor other) -> Tensor(a!)", meta=_arith_inplace_meta("mul_"),
+      setup=_mul_setup, backward=_mul_bw, scalar_ok=("other",))
 
 __all__ = ["Device"]

@@ -52,9 +52,9 @@ def _sub_bw(ctx, g):
     return _red(g, a), (_red(O.neg(g), b) if is_tensor(b) else None)
 
 
-def _rsub_bw(ctx, g):
-    a = _val(ctx, 0)
-    return _red(O.neg(g), a), None
+def _rsub_bw(ctx, g):   # other - self
+    a, b = _val(ctx, 0), _val(ctx, 1)
+    return _red(O.neg(g), a), _red(g, b)
 
 
 def _mul_bw(ctx, g):
@@ -98,16 +98,22 @@ def _rpow_bw(ctx, g):   # s ** a
 
 
 _B = "(Tensor self, Tensor other) -> Tensor"
-defop("add" + _B, meta=binary_meta(), setup=_save_inputs, backward=_add_bw, scalar_ok=("other",))
-defop("sub" + _B, meta=binary_meta(), setup=_save_inputs, backward=_sub_bw, scalar_ok=("other",))
-defop("rsub" + _B, meta=binary_meta(), setup=_save_inputs, backward=_rsub_bw, scalar_ok=("other",))
-defop("mul" + _B, meta=binary_meta(), setup=_save_inputs, backward=_mul_bw, scalar_ok=("other",))
-defop("div" + _B, meta=binary_meta("float"), setup=_save_inputs, backward=_div_bw,
+defop("add" + _B, meta=binary_meta("same", "add"),
+      setup=_save_inputs, backward=_add_bw, scalar_ok=("other",))
+defop("sub" + _B, meta=binary_meta("same", "sub"),
+      setup=_save_inputs, backward=_sub_bw, scalar_ok=("other",))
+defop("rsub" + _B, meta=binary_meta("same", "rsub"),
+      setup=_save_inputs, backward=_rsub_bw, scalar_ok=("other",))
+defop("mul" + _B, meta=binary_meta("same", "mul"),
+      setup=_save_inputs, backward=_mul_bw, scalar_ok=("other",))
+defop("div" + _B, meta=binary_meta("float", "div"), setup=_save_inputs, backward=_div_bw,
       scalar_ok=("other",))
-defop("rdiv" + _B, meta=binary_meta("float"), setup=_save_inputs, backward=_rdiv_bw,
+defop("rdiv" + _B, meta=binary_meta("float", "rdiv"), setup=_save_inputs, backward=_rdiv_bw,
       scalar_ok=("other",))
-defop("pow" + _B, meta=binary_meta(), setup=_pow_save, backward=_pow_bw, scalar_ok=("other",))
-defop("rpow" + _B, meta=binary_meta(), setup=_pow_save, backward=_rpow_bw, scalar_ok=("other",))
+defop("pow" + _B, meta=binary_meta("same", "pow"),
+      setup=_pow_save, backward=_pow_bw, scalar_ok=("other",))
+defop("rpow" + _B, meta=binary_meta("same", "rpow"),
+      setup=_pow_save, backward=_rpow_bw, scalar_ok=("other",))
 
 
 def _minmax_bw(pick_gt: bool):
@@ -123,17 +129,19 @@ def _minmax_bw(pick_gt: bool):
     return bw
 
 
-defop("maximum" + _B, meta=binary_meta(), setup=_save_inputs, backward=_minmax_bw(True),
+defop("maximum" + _B, meta=binary_meta("same", "maximum"),
+      setup=_save_inputs, backward=_minmax_bw(True),
       scalar_ok=("other",))
-defop("minimum" + _B, meta=binary_meta(), setup=_save_inputs, backward=_minmax_bw(False),
+defop("minimum" + _B, meta=binary_meta("same", "minimum"),
+      setup=_save_inputs, backward=_minmax_bw(False),
       scalar_ok=("other",))
 
 for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
-    defop(_name + _B, meta=binary_meta("bool"), scalar_ok=("other",), differentiable=False)
+    defop(_name + _B, meta=binary_meta("bool", _name), scalar_ok=("other",), differentiable=False)
 for _name in ("logical_and", "logical_or"):
-    defop(_name + _B, meta=binary_meta("bool"), scalar_ok=("other",), differentiable=False)
+    defop(_name + _B, meta=binary_meta("bool", _name), scalar_ok=("other",), differentiable=False)
 defop("logical_not(Tensor self) -> Tensor", meta=unary_meta("bool"), differentiable=False)
-defop("sign(Tensor self) -> Tensor", meta=unary_meta(), differentiable=False)
+defop("sign(Tensor self) -> Tensor", meta=unary_meta(), backward=lambda ctx, g: O.mul(g, 0.0))
 
 # -- unary math -------------------------------------------------------------------------------
 _U = "(Tensor self) -> Tensor"
@@ -168,9 +176,13 @@ defop("erf" + _U, meta=unary_meta("float"), setup=lambda c, i, o: c.save_for_bac
 # -- where --------------------------------------------------------------------------------------
 def _where_meta(cond, a, b):
     from ._shapes import broadcast_shapes, out_like, result_dtype, shape_of, first_tensor
+    from ._shapes import _wrapped_dtype, binary_result_dtype
     shape = broadcast_shapes(cond.shape, shape_of(a), shape_of(b), api="where")
-    return out_like(shape, result_dtype(a, b) if (is_tensor(a) or is_tensor(b)) else
-                    first_tensor(a, b, cond).dtype, first_tensor(a, b, cond))
+    if is_tensor(a) or is_tensor(b):
+        dt = result_dtype(a, b)
+    else:
+        dt = binary_result_dtype(_wrapped_dtype(a), 0, _wrapped_dtype(b), 0)
+    return out_like(shape, dt, first_tensor(a, b, cond))
 
 
 def _where_setup(ctx, inputs, output):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from .. import _dtype
 from ..errors import DispatchError
 from ._define import defop, ops as O
-from ._shapes import out_like, wrap_dim
+from ._shapes import is_tensor, out_like, wrap_dim
 
 
 def _is_tensor(x):
@@ -171,9 +171,69 @@ def _ms_bw(ctx, g):
 
 defop("masked_select(Tensor self, Tensor mask) -> Tensor", meta=_data_dependent, setup=_ms_setup,
       backward=_ms_bw)
+def _meta_self(x, *rest):
+    return x
+
+
+def _mask_setup(ctx, inputs, output):
+    # in-place autograd entry: runs before the write
+    ctx.save_for_backward(inputs[1])
+    v = inputs[2]
+    ctx.src = (v.shape, v.dtype) if is_tensor(v) else None
+
+
+def _cast(g, dtype):
+    return O.to_dtype(g, dtype) if g.dtype is not dtype and dtype.is_floating_point else g
+
+
+def _masked_scatter_bw(ctx, g):
+    mask, = ctx.saved_tensors
+    gself = O.where(mask, O.mul(g, 0.0), g)
+    gsrc = None
+    if ctx.src is not None and ctx.needs_input_grad[2]:
+        shape, dtype = ctx.src
+        n = 1
+        for s in shape:
+            n *= s
+        picked = O.masked_select(g, mask)
+        pad = n - picked.shape[0]
+        if pad:
+            picked = O.cat([picked, g.new_zeros((pad,))], 0)
+        gsrc = _cast(O.reshape(picked, list(shape)), dtype)
+    return gself, None, gsrc
+
+
+def _masked_fill_bw(ctx, g):
+    mask, = ctx.saved_tensors
+    gself = O.where(mask, O.mul(g, 0.0), g)
+    gval = None
+    if ctx.src is not None and ctx.needs_input_grad[2]:
+        shape, dtype = ctx.src
+        gval = _cast(O.reshape(O.sum(O.where(mask, g, O.mul(g, 0.0))), list(shape)), dtype)
+    return gself, None, gval
+
+
+def _index_put_setup(ctx, inputs, output):
+    ctx.dim = inputs[1]
+    ctx.save_for_backward(inputs[2])
+    v = inputs[3]
+    ctx.src = (v.shape, v.dtype) if is_tensor(v) else None
+
+
+def _index_put_bw(ctx, g):
+    idx, = ctx.saved_tensors
+    gself = O.clone(g)
+    O.index_put_(gself, ctx.dim, idx, 0.0)
+    gval = None
+    if ctx.src is not None and ctx.needs_input_grad[3]:
+        shape, dtype = ctx.src
+        gval = _cast(O.index(g, ctx.dim, idx).sum_to_size(shape), dtype)
+    return gself, None, None, gval
+
+
 defop("masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)",
-      meta=lambda x, m, s: x, differentiable=False)
+      meta=_meta_self, setup=_mask_setup, backward=_masked_scatter_bw)
 defop("masked_fill_(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)",
-      meta=lambda x, m, v: x, differentiable=False, scalar_ok=("value",))
+      meta=_meta_self, setup=_mask_setup, backward=_masked_fill_bw, scalar_ok=("value",))
 defop("index_put_(Tensor(a!) self, SymInt dim, Tensor index, Tensor values) -> Tensor(a!)",
-      meta=lambda x, d, i, v: x, differentiable=False, scalar_ok=("values",))
+      meta=_meta_self, setup=_index_put_setup, backward=_index_put_bw, scalar_ok=("values",))

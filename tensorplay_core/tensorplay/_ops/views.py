@@ -28,6 +28,7 @@ def make_view(base, shape, stride, offset):
         t._init_real(base._storage, data, shape, stride, offset, base._dtype, base._device,
                      base._backend)
     t._base = base._base if base._base is not None else base
+    t._vver = base._storage.version
     return t
 
 
@@ -99,8 +100,10 @@ def _reshape(x, shape):
     shp = infer_size(shape, x.numel(), "reshape")
     st = compute_stride(x.shape, x.stride(), shp)
     if st is None:
-        c = O.clone(x)
-        return make_view(c, shp, contiguous_strides(shp), 0)
+        # not expressible as a view: a fresh tensor (torch copies too); it is nobody's view
+        t = make_view(O.clone(x), shp, contiguous_strides(shp), 0)
+        t._base = None
+        return t
     return make_view(x, shp, st, x.storage_offset())
 
 

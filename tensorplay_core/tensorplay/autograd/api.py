@@ -11,8 +11,10 @@ def _as_list(x):
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
 
+_FACTORIES: list = [None]   # tensorplay._factories, once imported (no import per call)
+
+
 def _roots(tensors, grad_tensors, api):
-    from .. import _factories
     roots, grads = [], []
     gl = _as_list(grad_tensors) or [None] * len(tensors)
     if len(gl) != len(tensors):
@@ -26,7 +28,11 @@ def _roots(tensors, grad_tensors, api):
             if t.numel() != 1:
                 raise RuntimeError(f"{api}: grad can be implicitly created only for scalar "
                                    f"outputs; got shape {tuple(t.shape)}. Pass a gradient.")
-            g = _factories.ones_like(t)
+            f = _FACTORIES[0]
+            if f is None:
+                from .. import _factories as f
+                _FACTORIES[0] = f
+            g = f.ones_like(t)
         roots.append(edge_of(t))
         grads.append(g)
     return roots, grads

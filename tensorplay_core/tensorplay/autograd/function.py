@@ -70,10 +70,14 @@ class FunctionNode(Node):
         self._out_meta = out_meta     # per output: (shape, dtype, device) to materialize zeros
 
     def apply(self, grads):
-        from .. import _factories
         if self.ctx.materialize_grads:
-            grads = tuple(g if g is not None else _factories.zeros(m[0], dtype=m[1], device=m[2])
-                          for g, m in zip(grads, self._out_meta))
+            for g in grads:
+                if g is None:   # only then: zeros for the missing gradients
+                    from .. import _factories
+                    grads = tuple(g if g is not None else
+                                  _factories.zeros(m[0], dtype=m[1], device=m[2])
+                                  for g, m in zip(grads, self._out_meta))
+                    break
         res = self.fn(self.ctx, *grads)
         if not isinstance(res, tuple):
             # a bare gradient, or a list that is the gradient of a single Tensor[] input
@@ -119,9 +123,10 @@ def _structure_and_edges(values, T):
     return structure, tuple(edges), tuple(needs)
 
 
-def attach(name, backward, ctx, values, output, T):
-    """Record a FunctionNode for ``output`` (a Tensor or tuple/list of Tensors)."""
-    structure, edges, needs = _structure_and_edges(values, T)
+def attach(name, backward, ctx, values, output, T, se=None):
+    """Record a FunctionNode for ``output`` (a Tensor or tuple/list of Tensors).
+    ``se``: ``_structure_and_edges(values, T)`` when the caller has it already."""
+    structure, edges, needs = se if se is not None else _structure_and_edges(values, T)
     ctx.needs_input_grad = needs
     if not any(needs):
         return output
@@ -143,8 +148,12 @@ def make_op_autograd(op):
     backward = op._backward
     setup = op._setup_context
     names = op._param_names
-    positional = [a.name for a in op.schema.arguments if not a.kwarg_only]
     name = f"{op.name}Backward"
+    if op.is_builtin and op.mutates_args:
+        return _make_inplace_autograd(op)
+    fast = _generated_entry(op, name, backward, setup)   # same behaviour, exact signature
+    if fast is not None:
+        return fast
 
     def autograd_entry(*args, **kwargs):
         tensors = _dispatch.flat_tensors(args, kwargs)
@@ -171,6 +180,237 @@ def make_op_autograd(op):
 
 
 _missing = object()
+
+
+def _record(name, opname, backward, setup, values, out):
+    """After the kernel ran below autograd: make the ctx, run ``setup``, attach the node."""
+    se = _structure_and_edges(values, _T[0])
+    ctx = FunctionCtx()
+    ctx._op_name = opname
+    if setup is not None:
+        ctx.needs_input_grad = se[2]
+        setup(ctx, values, out)
+    return attach(name, backward, ctx, values, out, _T[0], se)
+
+
+_T: list = [None]   # tensorplay.Tensor, bound by _generated_entry
+
+
+def _generated_entry(op, name, backward, setup):
+    """``autograd_entry`` generated with the op's own signature (like ``_dispatch.make_call``):
+    the interpreter binds the arguments, the backend key of a one-tensor op is read off the
+    tensor, and grad mode is switched with a flag write instead of a context manager. Same
+    results as the generic entry below; ``None`` for ops without tensor parameters."""
+    from .. import _dispatch
+    from .._tensor import Tensor
+    _T[0] = Tensor
+    params, call, names, tensor_names = [], [], [], []
+    ns = {}
+    kw = False
+    no_default = _dispatch._no_default()
+    for i, a in enumerate(op.schema.arguments):
+        n = _dispatch._pyname(a.name)
+        names.append(n)
+        if a.kwarg_only and not kw:
+            params.append("*")
+            kw = True
+        if a.default is not no_default:
+            ns[f"__d{i}"] = a.default
+            params.append(f"{n}=__d{i}")
+        else:
+            params.append(n)
+        call.append(f"{a.name}={n}" if a.kwarg_only else n)
+        if a.kind in (_dispatch._KIND_TENSOR, _dispatch._KIND_OPT, _dispatch._KIND_LIST):
+            tensor_names.append((n, a.kind))
+    if not tensor_names or not all(n.isidentifier() for n in names):
+        return None
+    scalar_ok = set(getattr(op, "_scalar_ok", ()) or ())
+    call_s = ", ".join(call)
+    vals = "(" + "".join(f"{n}, " for n in names) + ")"
+    if len(tensor_names) == 1 and tensor_names[0][1] == _dispatch._KIND_TENSOR and \
+            op.schema.arguments[[a.name for a in op.schema.arguments].index(
+                next(a.name for a in op.schema.arguments
+                     if _dispatch._pyname(a.name) == tensor_names[0][0]))].name not in scalar_ok:
+        bkey = f"{tensor_names[0][0]}._bkey"
+    else:
+        bkey = f"__bk(__flat({vals}))"
+    lines = [f"def autograd_entry({', '.join(params)}):",
+             f"    __bkey = {bkey}"]
+    if backward is None:
+        if op.is_builtin:   # no formula, built-in: run below autograd with grad off
+            lines += ["    if not __en[0]:", f"        return __table[__bkey]({call_s})",
+                      "    __en[0] = False", "    try:", f"        return __table[__bkey]({call_s})",
+                      "    finally:", "        __en[0] = True"]
+        else:               # CompositeImplicitAutograd: the body's own ops record the graph
+            lines += [f"    return __table[__bkey]({call_s})"]
+    else:
+        lines += ["    if not __en[0]:", f"        return __table[__bkey]({call_s})",
+                  "    __en[0] = False", "    try:", f"        __out = __table[__bkey]({call_s})",
+                  "    finally:", "        __en[0] = True",
+                  f"    return __rec(__name, __opname, __bw, __setup, {vals}, __out)"]
+    ns.update(__en=_gm._enabled, __table=op.table, __bk=_dispatch.backend_key,
+              __flat=_dispatch.flat_tensors, __rec=_record, __name=name, __opname=op.name,
+              __bw=backward, __setup=setup)
+    src = "\n".join(lines)
+    exec(compile(src, f"<tensorplay autograd {op.name}>", "exec"), ns)
+    fn = ns["autograd_entry"]
+    fn._source = src
+    return fn
+
+
+def check_inplace(api, t):
+    """torch's checks before an in-place op records autograd history on ``t``."""
+    if t._requires_grad and t.grad_fn is None:
+        raise RuntimeError(
+            f"{api}: a leaf Variable that requires grad is being used in an in-place operation. "
+            f"Update parameters inside `with tensorplay.no_grad():`, or write to a copy "
+            f"(x = x.clone()) instead.")
+    b = t._base
+    if b is not None and b._requires_grad and b.grad_fn is None:
+        raise RuntimeError(
+            f"{api}: a view of a leaf Variable that requires grad is being used in an in-place "
+            f"operation. Clone the leaf first (y = x.clone()) and modify views of the clone, or "
+            f"do it inside `with tensorplay.no_grad():`.")
+
+
+def _make_inplace_autograd(op):
+    """``autograd`` entry of a built-in op that writes its first argument (``copy_``, ``add_`` ...).
+
+    Like torch: refuses to modify a leaf that requires grad (or a view of one); the formula's
+    ``setup`` runs *before* the write (so it may save the original value); the written tensor's
+    history is rebased onto the new node. When the written tensor is a view, the base's history
+    is rebased instead (torch's ``CopySlices``) and the view becomes an ``AsStridedBackward`` of
+    the base, so gradients through the base and through every view see the write.
+    """
+    from .. import _dispatch
+    from .._tensor import Tensor
+    table = op.table
+    backward = op._backward
+    setup = op._setup_context
+    names = op._param_names
+    name = f"{op.name}Backward"
+    api = op.name
+
+    def inplace_entry(*args, **kwargs):
+        tensors = _dispatch.flat_tensors(args, kwargs)
+        bkey = _dispatch.backend_key(tensors)
+        if not _gm._enabled[0]:
+            return table[bkey](*args, **kwargs)
+        values = list(args) + [kwargs.get(n, _missing) for n in names[len(args):]]
+        self_ = values[0]
+        check_inplace(api, self_)
+        structure, edges, needs = _structure_and_edges(values, Tensor)
+        if not any(needs):
+            return table[bkey](*args, **kwargs)
+        if backward is None:
+            raise RuntimeError(
+                f"{api}: this in-place op has no backward formula, so it cannot write tensors "
+                f"that are part of an autograd graph. Run it under tensorplay.no_grad() or on "
+                f"detached tensors.")
+        ctx = FunctionCtx()
+        ctx._op_name = api
+        ctx.needs_input_grad = needs
+        if setup is not None:
+            setup(ctx, tuple(values), self_)
+        base = self_._base
+        view_geom = (self_._shape, self_._stride, self_._offset)
+        base_edge = edge_of(base) if base is not None else None
+        with _gm.no_grad():
+            out = table[bkey](*args, **kwargs)
+        meta = ((self_._shape, self_._dtype, self_._device),)
+        if base is None:
+            self_._set_grad_fn(FunctionNode(name, backward, ctx, edges, structure, meta), 0)
+            return out
+        inner = FunctionNode(name, backward, ctx, edges, structure, meta)
+        base_geom = (base._shape, base._stride, base._offset)
+        numel = base._storage.nbytes // base._dtype.itemsize
+        node = CopySlices(inner, base_geom, view_geom, numel, (base_edge,) + edges[1:],
+                          ((base._shape, base._dtype, base._device),))
+        base._set_grad_fn(node, 0)
+        self_._set_grad_fn(AsStridedBackward(base_geom, view_geom, numel, ((node, 0),),
+                                             meta), 0)
+        self_._vver = self_._storage.version
+        return out
+
+    return inplace_entry
+
+
+def _scratch(g, numel, geom):
+    """A zero gradient buffer laid out like the storage, and its view with ``geom``."""
+    from .._ops.views import make_view
+    flat = g.new_zeros((numel,))
+    return flat, make_view(flat, *geom)
+
+
+class CopySlices(Node):
+    """Backward of an in-place op on a view, recorded on the view's base (torch's CopySlices).
+
+    Given the gradient of the base after the write, the gradient of the base before the write is
+    the same except inside the view's region, where it is the op's gradient for its ``self``;
+    the op's gradients for its other inputs flow to them unchanged.
+    """
+
+    __slots__ = ("inner", "base_geom", "view_geom", "numel", "name")
+
+    def __init__(self, inner, base_geom, view_geom, numel, edges, out_meta):
+        self.inner = inner
+        self.base_geom = base_geom
+        self.view_geom = view_geom
+        self.numel = numel
+        self.next_edges = edges
+        self._out_meta = out_meta
+        self.name = "CopySlices"
+
+    def apply(self, grads):
+        from .._ops.views import make_view
+        g = grads[0]
+        flat, gbase = _scratch(g, self.numel, self.base_geom)
+        gbase.copy_(g)
+        region = make_view(flat, *self.view_geom)
+        res = self.inner.apply((region.clone(),))
+        if res[0] is None:
+            region.fill_(0)
+        else:
+            region.copy_(res[0])
+        return (gbase,) + tuple(res[1:])
+
+    def release(self):
+        self.inner.release()
+
+
+class AsStridedBackward(Node):
+    """Backward of a view of a base, rebuilt after the base's history changed in place."""
+
+    __slots__ = ("base_geom", "view_geom", "numel", "name")
+
+    def __init__(self, base_geom, view_geom, numel, edges, out_meta):
+        self.base_geom = base_geom
+        self.view_geom = view_geom
+        self.numel = numel
+        self.next_edges = edges
+        self._out_meta = out_meta
+        self.name = "AsStridedBackward"
+
+    def apply(self, grads):
+        from .._ops.views import make_view
+        g = grads[0]
+        flat, region = _scratch(g, self.numel, self.view_geom)
+        region.copy_(g)
+        return (make_view(flat, *self.base_geom),)
+
+
+def regenerate_view_grad_fn(t):
+    """Point view ``t``'s history at its base's current history (after an in-place write to
+    the base or another view of it changed that history); called lazily by ``edge_of``."""
+    base = t._base
+    t._vver = t._storage.version
+    if base.grad_fn is None:
+        return
+    numel = base._storage.nbytes // base._dtype.itemsize
+    t.grad_fn = AsStridedBackward((base._shape, base._stride, base._offset),
+                                  (t._shape, t._stride, t._offset), numel, (edge_of(base),),
+                                  ((t._shape, t._dtype, t._device),))
+    t._output_nr = 0
 
 
 class FunctionMeta(type):

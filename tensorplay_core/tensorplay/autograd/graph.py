@@ -9,6 +9,8 @@ into ``.grad`` of leaves (``backward``) or returns them (``grad``).
 
 from __future__ import annotations
 
+import sys
+
 from . import grad_mode as _gm
 
 
@@ -62,10 +64,48 @@ class AccumulateGrad(Node):
         return ()
 
 
+    def accumulate(self, g, owned=False):
+        """``apply((g,))``; ``owned``: no one else holds ``g``, so when it is a plain dense
+        tensor on storage of its own, ``.grad`` takes it without the defensive copy."""
+        if owned and self.variable.grad is None and g.__class__ is _TENSOR[0] and \
+                g._shape == self.variable._shape and _exclusive(g):
+            v = self.variable
+            v.grad = g if not (g._requires_grad or g.grad_fn is not None or g._capture is not None
+                               or g._accum is not None) else g.detach()
+            return ()
+        return self.apply((g,))
+
+
+_TENSOR: list = [None]   # tensorplay.Tensor, once imported
+
+
+def _getrefcount(x):
+    return sys.getrefcount(x) - 1   # minus this call's own argument
+
+
+def _exclusive(g) -> bool:
+    """``g`` is dense, covers its whole storage, and nothing else references that storage
+    or its array (refcounts: the storage is held by ``g`` alone; the array by ``g._data`` and,
+    when it is the root, by the storage)."""
+    st = g._storage
+    data = g._data
+    if data is None or g._offset != 0 or g._base is not None or g._retains_grad or \
+            g.grad is not None or not g.is_contiguous() or \
+            st.nbytes != g.numel() * g._dtype.itemsize:
+        return False
+    # sys.getrefcount also counts its argument and our local name: storage -> g._storage +
+    # st + arg; data -> g._data (+ st.root when it is the root array) + data + arg
+    return sys.getrefcount(st) <= 3 and \
+        sys.getrefcount(data) <= (4 if st.root is data else 3)
+
+
 def edge_of(t):
     """The edge a gradient for tensor ``t`` flows into, or ``None`` if it needs none."""
-    if not t.requires_grad:
+    if not t._requires_grad:
         return None
+    if t._base is not None and t._vver != t._storage.version and t._base._requires_grad:
+        from .function import regenerate_view_grad_fn
+        regenerate_view_grad_fn(t)
     fn = t.grad_fn
     if fn is not None:
         return (fn, t._output_nr)
@@ -99,7 +139,10 @@ def run_backward(roots, grad_roots, *, keep_graph=False, create_graph=False, inp
     With ``inputs`` (a list of tensors), returns their gradients instead of accumulating into
     leaves (``autograd.grad``); otherwise accumulates into ``.grad`` of every reachable leaf.
     """
-    from .._tensor import Tensor
+    Tensor = _TENSOR[0]
+    if Tensor is None:
+        from .._tensor import Tensor
+        _TENSOR[0] = Tensor
 
     capture = {}
     if inputs is not None:
@@ -132,7 +175,12 @@ def run_backward(roots, grad_roots, *, keep_graph=False, create_graph=False, inp
             n_out = max(slot) + 1 if slot else 1
             if isinstance(node, AccumulateGrad):
                 if accumulate:
-                    node.apply((slot.get(0),))
+                    g = slot.pop(0, None)
+                    # only this frame holds g (local + call argument): the leaf may own it as is
+                    # instead of a copy (torch's AccumulateGrad "steals" such gradients too)
+                    owned = not create_graph and g is not None and _getrefcount(g) <= 2
+                    node.accumulate(g, owned)
+                    del g
                 continue
             grads = tuple(slot.get(i) for i in range(max(n_out, _num_outputs(node))))
             if all(g is None for g in grads):
@@ -151,6 +199,7 @@ def run_backward(roots, grad_roots, *, keep_graph=False, create_graph=False, inp
                 deps[nxt] -= 1
                 if deps[nxt] == 0:
                     ready.append(nxt)
+            in_grads = g = grads = None   # the pending slots hold the gradients now
     if inputs is not None:
         out = []
         for i, t in enumerate(inputs):

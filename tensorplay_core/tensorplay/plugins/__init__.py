@@ -1,14 +1,27 @@
-"""The plugin platform: hook specifications and the manager (see ``hookspecs`` for the contract).
+"""The plugin platform: hook specifications (``hookspecs``) and the manager (``manager``).
 
-``tensorplay.plugins.list()`` returns one dict per installed plugin.
+Data for tools and users (plain dicts and lists, no printing):
+
+* ``tensorplay.plugins.list()`` -- one dict per installed plugin: distribution, version, status
+  (loaded / failed / blocked / incompatible), devices, ops, kernels, error;
+* ``tensorplay.plugins.ops_table()`` -- one dict per op: schema, devices with kernels, the plugin
+  that defined it and the source of each kernel;
+* ``tensorplay.plugins.API_VERSION`` -- the plugin contract version (plugins declare
+  ``TENSORPLAY_API_VERSION``).
+
+Environment controls (read at ``import tensorplay``): ``TENSORPLAY_PLUGINS``,
+``TENSORPLAY_DISABLE_PLUGINS``, ``TENSORPLAY_STRICT_PLUGINS=1``, ``TENSORPLAY_TRACE_PLUGINS=1``;
+see ``tensorplay.plugins.manager``.
 """
 
 from .hookspecs import API_VERSION, DeviceSpec, SampleInput, hookimpl, hookspec
-from .manager import (available_devices, device_hint, device_status, list_plugins, load_all,
-                      load_backend, op_failure_hint, records, sample_inputs)
+from .manager import (PluginRecord, PluginWarning, available_devices, device_hint, device_status,
+                      get_plugin, list_plugins, load_all, load_backend, op_failure_hint,
+                      ops_table, plugin_label, plugin_ops, records, sample_inputs)
 
 list = list_plugins  # noqa: A001 - ``tensorplay.plugins.list()`` as in SPEC §1
 
 __all__ = ["API_VERSION", "DeviceSpec", "SampleInput", "hookimpl", "hookspec", "list",
-           "list_plugins", "records", "sample_inputs", "load_all", "load_backend", "device_hint",
-           "device_status", "available_devices", "op_failure_hint"]
+           "list_plugins", "ops_table", "records", "get_plugin", "plugin_ops", "plugin_label",
+           "sample_inputs", "load_all", "load_backend", "device_hint", "device_status",
+           "available_devices", "op_failure_hint", "PluginRecord", "PluginWarning"]

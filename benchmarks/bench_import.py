@@ -1,0 +1,177 @@
+"""``import tensorplay`` with every plugin installed, against ``python -c pass``, in one run.
+
+What it measures (fresh interpreter per sample, the three commands interleaved so that drifts
+of the machine hit all of them alike):
+
+* ``python -c pass`` -- the interpreter alone (site, .pth files: the floor of any import);
+* ``python -c "import tensorplay"`` with ``TENSORPLAY_PLUGINS=""`` -- the core, no plugin loaded
+  (the entry-point scan still runs);
+* ``python -c "import tensorplay"`` -- the core with every installed plugin loaded.
+
+It prints medians (IQR), the ratio all-plugins / ``pass`` (ratio of medians, and the median of
+per-round ratios), the plugins' share, and a breakdown measured inside one interpreter (scan,
+plugin loading per plugin). It also shows that numpy, cupy, triton (and torch) are *not*
+imported by ``import tensorplay``.
+
+"Every plugin": the distributions of this repository (``plugins/*/``, ``examples/``). One that
+is not pip-installed is made visible for the run only, through a throw-away ``*.dist-info`` on a
+temporary ``PYTHONPATH`` entry (its source directory goes on the path too); the JSON says which
+were installed and which were provided that way.
+
+Usage: ``python benchmarks/bench_import.py [-n ROUNDS]``; results in
+``benchmarks/results/import.json``. ``TENSORPLAY_BENCH_QUICK=1`` runs 7 rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+from _harness import QUICK, machine_info, print_table, summary, write_json  # noqa: E402
+
+HEAVY = ("numpy", "cupy", "triton", "torch", "array_api_compat")
+
+PROBE = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import tensorplay
+t1 = time.perf_counter()
+m = tensorplay.plugins.manager
+print(json.dumps({
+    "import_ms": (t1 - t0) * 1e3,
+    "scan_ms": m._S.scan_seconds * 1e3,
+    "scan_count": m._S.scan_count,
+    "plugins_ms": m._S.load_seconds * 1e3,
+    "plugins": [{k: p[k] for k in ("distribution", "version", "status", "load_ms", "error")}
+                for p in tensorplay.plugins.list()],
+    "heavy_imported": {h: h in sys.modules for h in %r},
+}))
+""" % (HEAVY,)
+
+
+def _pyproject_plugins():
+    """(distribution, version, source dir, {group: {name: value}}) for the repo's plugins."""
+    try:
+        import tomllib
+    except ImportError:  # pragma: no cover - Python < 3.11
+        return []
+    out = []
+    dirs = [os.path.join(REPO, "plugins", d) for d in sorted(os.listdir(os.path.join(REPO, "plugins")))]
+    dirs.append(os.path.join(REPO, "examples"))
+    for d in dirs:
+        pp = os.path.join(d, "pyproject.toml")
+        if not os.path.exists(pp):
+            continue
+        with open(pp, "rb") as f:
+            proj = tomllib.load(f).get("project", {})
+        eps = {g: dict(v) for g, v in proj.get("entry-points", {}).items()
+               if g.startswith("tensorplay.")}
+        if eps:
+            out.append((proj["name"], proj.get("version", "0"), d, eps))
+    return out
+
+
+def _installed(dist: str) -> bool:
+    from importlib.metadata import PackageNotFoundError, distribution
+    try:
+        distribution(dist)
+        return True
+    except PackageNotFoundError:
+        return False
+
+
+def prepare_env(tmp: str) -> tuple[dict, list]:
+    """Environment for the runs, and how each repo plugin is made visible."""
+    extra, how = [], []
+    for dist, version, src, eps in _pyproject_plugins():
+        if _installed(dist):
+            how.append({"distribution": dist, "how": "installed"})
+            continue
+        info = os.path.join(tmp, f"{dist.replace('-', '_')}-{version}.dist-info")
+        os.makedirs(info, exist_ok=True)
+        with open(os.path.join(info, "METADATA"), "w") as f:
+            f.write(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
+        with open(os.path.join(info, "entry_points.txt"), "w") as f:
+            for group, entries in eps.items():
+                f.write(f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in entries.items()))
+        extra.append(src)
+        how.append({"distribution": dist, "how": "throw-away dist-info for this run"})
+    env = dict(os.environ)
+    for k in ("TENSORPLAY_PLUGINS", "TENSORPLAY_DISABLE_PLUGINS", "TENSORPLAY_STRICT_PLUGINS",
+              "TENSORPLAY_TRACE_PLUGINS"):
+        env.pop(k, None)
+    if extra:
+        env["PYTHONPATH"] = os.pathsep.join([tmp] + extra + [p for p in
+                                                            [env.get("PYTHONPATH")] if p])
+    return env, how
+
+
+def _run(code: str, env: dict) -> float:
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("-n", "--rounds", type=int, default=7 if QUICK else 31)
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        env, how = prepare_env(tmp)
+        core_env = dict(env, TENSORPLAY_PLUGINS="")
+        probe = json.loads(subprocess.run([sys.executable, "-c", PROBE], env=env, check=True,
+                                          capture_output=True, text=True).stdout)
+        for _ in range(2):                           # warm the OS file cache
+            _run("pass", env), _run("import tensorplay", env)
+        runs = {"pass": [], "core": [], "all": []}
+        for _ in range(args.rounds):
+            runs["pass"].append(_run("pass", env))
+            runs["core"].append(_run("import tensorplay", core_env))
+            runs["all"].append(_run("import tensorplay", env))
+    s = {k: summary(v, 1e3) for k, v in runs.items()}
+    ratio = s["all"]["median"] / s["pass"]["median"]
+    per_round = statistics.median(a / p for a, p in zip(runs["all"], runs["pass"]))
+    plugin_cost = statistics.median(a - c for a, c in zip(runs["all"], runs["core"])) * 1e3
+    fmt = lambda x: f"{x['median']:.1f} ms (IQR {x['iqr']:.1f})"  # noqa: E731
+    print_table(f"import time, fresh interpreter, median of {args.rounds} interleaved rounds",
+                ["command", "wall time"],
+                [["python -c pass", fmt(s["pass"])],
+                 ["import tensorplay (TENSORPLAY_PLUGINS='': no plugin loaded)", fmt(s["core"])],
+                 ["import tensorplay (all plugins)", fmt(s["all"])]])
+    print(f"\nratio import tensorplay (all plugins) / python -c pass: {ratio:.2f}x "
+          f"(median of per-round ratios {per_round:.2f}x)")
+    print(f"cost of loading the plugins (paired, all - none): {plugin_cost:.1f} ms")
+    print(f"\ninside one interpreter: import {probe['import_ms']:.1f} ms, of which entry-point "
+          f"scan {probe['scan_ms']:.1f} ms (scans: {probe['scan_count']}), loading the plugins "
+          f"{probe['plugins_ms'] - probe['scan_ms']:.1f} ms")
+    print_table("plugins", ["distribution", "version", "status", "load ms", "visible as"],
+                [[p["distribution"], p["version"], p["status"], f"{p['load_ms']:.2f}",
+                  next((h["how"] for h in how if h["distribution"] == p["distribution"]),
+                       "installed (not in this repo)")] for p in probe["plugins"]])
+    heavy = probe["heavy_imported"]
+    print("\nimported by `import tensorplay`: " + ", ".join(
+        f"{k}={'YES' if v else 'no'}" for k, v in heavy.items()))
+    data = {"rounds": args.rounds, "ms": s, "ratio_all_over_pass": ratio,
+            "ratio_per_round_median": per_round, "plugin_cost_ms": plugin_cost,
+            "probe": probe, "plugins_visible_as": how, "machine": machine_info()}
+    path = write_json("import", data)
+    print(f"\nwrote {os.path.relpath(path, REPO)}")
+    if any(heavy[k] for k in ("numpy", "cupy", "triton", "torch")):
+        print("FAIL: import tensorplay imported an array library", file=sys.stderr)
+        raise SystemExit(1)
+    return data
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,193 @@
+"""The ``example::`` ops: device-agnostic kernels written with tensorplay ops, each with a fake
+kernel and sample inputs. Imported by the plugin's ``tensorplay_register_ops`` hook.
+
+The kernels only use tensorplay ops, so they run on every device that has a plugin (cpu via
+NumPy, cuda via CuPy) and are differentiable without a formula (CompositeImplicitAutograd);
+``rms_norm`` registers an explicit formula anyway, the way a production op saves memory and time.
+"""
+
+from __future__ import annotations
+
+import math
+
+import tensorplay
+from tensorplay import library
+from tensorplay.plugins import SampleInput
+
+from ._samples import register_samples
+
+__all__ = ["weighted_sum", "rms_norm", "gelu", "softmax_cross_entropy", "add_relu_"]
+
+Tensor = tensorplay.Tensor
+
+
+# -- weighted_sum: the owner's documentation example, verbatim (namespace "example") ------------
+
+@tensorplay.library.custom_op("example::weighted_sum", mutates_args=())
+def weighted_sum(x, weight):
+    return (x * weight).sum()
+
+
+@weighted_sum.register_fake
+def _(x, weight):
+    # a 0-d result of the promoted dtype (broadcasting is checked by the real kernel)
+    return x.new_empty((), dtype=tensorplay.promote_types(x.dtype, weight.dtype))
+
+
+@register_samples("example::weighted_sum")
+def _weighted_sum_samples(device):
+    r = tensorplay.randn
+    return [
+        SampleInput((r(32, 64, device=device), r(64, device=device)), name="32x64, weight (64,)"),
+        SampleInput((r(512, 1024, device=device), r(512, 1024, device=device)),
+                    name="512x1024, elementwise weight"),
+        SampleInput((r(1024, 4096, device=device), r(4096, device=device)),
+                    name="1024x4096, weight (4096,)"),
+    ]
+
+
+# -- rms_norm: explicit autograd formula ---------------------------------------------------------
+
+@library.custom_op("example::rms_norm", mutates_args=())
+def rms_norm(x: Tensor, weight: Tensor, eps: float = 1e-6) -> Tensor:
+    """RMS normalisation over the last dimension: ``x / sqrt(mean(x**2, -1) + eps) * weight``.
+
+    ``x``: (..., H) floating; ``weight``: (H,) same dtype and device; result: like ``x``.
+    """
+    r = tensorplay.rsqrt((x * x).mean(-1, keepdim=True) + eps)
+    return x * r * weight
+
+
+@rms_norm.register_fake
+def _(x, weight, eps=1e-6):
+    if weight.shape != x.shape[-1:]:
+        raise ValueError(f"example::rms_norm: weight must have shape {tuple(x.shape[-1:])} (the "
+                         f"last dimension of x), got {tuple(weight.shape)}")
+    return x.new_empty(x.shape, dtype=tensorplay.promote_types(x.dtype, weight.dtype))
+
+
+def _rms_norm_setup(ctx, inputs, output):
+    x, weight, eps = inputs
+    ctx.save_for_backward(x, weight)
+    ctx.eps = eps
+
+
+def _rms_norm_backward(ctx, grad):
+    # y = w * x * r with r = (mean(x^2) + eps)^-1/2 over the last dim (size H):
+    #   dx = r * (g w) - x * r^3 * mean((g w) * x)     dw = sum over rows of g * x * r
+    x, weight = ctx.saved_tensors
+    r = tensorplay.rsqrt((x * x).mean(-1, keepdim=True) + ctx.eps)
+    gw = grad * weight
+    dx = gw * r - x * (r * r * r) * (gw * x).mean(-1, keepdim=True)
+    dw = (grad * x * r).reshape(-1, x.shape[-1]).sum(0)
+    return dx, dw, None
+
+
+rms_norm.register_autograd(_rms_norm_backward, setup_context=_rms_norm_setup)
+
+
+@register_samples("example::rms_norm")
+def _rms_norm_samples(device):
+    r = tensorplay.randn
+    return [
+        SampleInput((r(32, 64, device=device), r(64, device=device)), name="32x64"),
+        SampleInput((r(1024, 4096, device=device), r(4096, device=device)),
+                    {"eps": 1e-5}, name="1024x4096, eps=1e-5"),
+        SampleInput((r(4, 128, 768, device=device), r(768, device=device)), name="4x128x768"),
+        SampleInput((r(64, 256, device=device, dtype=tensorplay.float64),
+                     r(256, device=device, dtype=tensorplay.float64)), name="64x256 float64"),
+    ]
+
+
+# -- gelu: composite (autograd from its tensorplay ops) -------------------------------------------
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+@library.custom_op("example::gelu", mutates_args=())
+def gelu(x: Tensor) -> Tensor:
+    """GELU, tanh approximation: ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`` (same as
+    ``torch.nn.functional.gelu(x, approximate="tanh")``). Any shape, floating dtype."""
+    inner = _SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)
+    return 0.5 * x * (1.0 + tensorplay.tanh(inner))
+
+
+@gelu.register_fake
+def _(x):
+    # elementwise ops produce contiguous results whatever the input layout
+    return x.new_empty(x.shape)
+
+
+@register_samples("example::gelu")
+def _gelu_samples(device):
+    r = tensorplay.randn
+    return [
+        SampleInput((r(32, 64, device=device),), name="32x64"),
+        SampleInput((r(256, 4096, device=device),), name="256x4096"),
+        SampleInput((r(1024, 512, device=device).t(),), name="512x1024 transposed view"),
+    ]
+
+
+# -- softmax_cross_entropy ---------------------------------------------------------------------
+
+@library.custom_op("example::softmax_cross_entropy", mutates_args=())
+def softmax_cross_entropy(logits: Tensor, target: Tensor) -> Tensor:
+    """Mean cross-entropy of ``logits`` (N, C) floating against class indices ``target`` (N,)
+    int64 in ``[0, C)``; returns a 0-d tensor (same as ``torch.nn.functional.cross_entropy``
+    with ``reduction="mean"``). Differentiable in ``logits``."""
+    logp = tensorplay.log_softmax(logits, -1)
+    classes = tensorplay.arange(logits.shape[-1], device=logits.device)
+    onehot = (target.unsqueeze(-1) == classes).to(logp.dtype)
+    return -(onehot * logp).sum(-1).mean()
+
+
+@softmax_cross_entropy.register_fake
+def _(logits, target):
+    if logits.ndim != 2 or target.shape != logits.shape[:1]:
+        raise ValueError(f"example::softmax_cross_entropy: expected logits (N, C) and target "
+                         f"(N,), got {tuple(logits.shape)} and {tuple(target.shape)}")
+    if target.dtype is not tensorplay.int64:
+        raise TypeError(f"example::softmax_cross_entropy: target must be int64 class indices, "
+                        f"got {target.dtype}")
+    return logits.new_empty(())
+
+
+def _targets(n, c, device):
+    return (tensorplay.rand(n, device=device) * c).to(tensorplay.int64).clamp(0, c - 1)
+
+
+@register_samples("example::softmax_cross_entropy")
+def _sce_samples(device):
+    r = tensorplay.randn
+    return [
+        SampleInput((r(32, 10, device=device), _targets(32, 10, device)), name="32x10"),
+        SampleInput((r(256, 1000, device=device), _targets(256, 1000, device)), name="256x1000"),
+        SampleInput((r(1024, 128, device=device) * 4, _targets(1024, 128, device)),
+                    name="1024x128, wide logits"),
+    ]
+
+
+# -- add_relu_: a mutating op ---------------------------------------------------------------------
+
+@library.custom_op("example::add_relu_", mutates_args=("x",))
+def add_relu_(x: Tensor, y: Tensor) -> None:
+    """In place: ``x = relu(x + y)``; ``y`` broadcasts to ``x``'s shape. Returns None. ``x`` is
+    declared mutated, so ``tensorplay.compile`` treats calls as barriers and ``x._version`` is
+    bumped on every call."""
+    x.add_(y)
+    x.relu_()
+
+
+@add_relu_.register_fake
+def _(x, y):
+    return None
+
+
+@register_samples("example::add_relu_")
+def _add_relu_samples(device):
+    r = tensorplay.randn
+    return [
+        SampleInput((r(32, 64, device=device), r(64, device=device)), name="32x64 + (64,)"),
+        SampleInput((r(1024, 1024, device=device), r(1024, 1024, device=device)),
+                    name="1024x1024 + 1024x1024"),
+    ]

@@ -1,0 +1,102 @@
+"""TensorPlay device plugin ``cuda`` (CuPy): tensors on ``cuda`` / ``cuda:N``.
+
+This module holds the hook implementations and a few helpers for kernel authors. Importing it
+imports neither CuPy nor numpy: ``backend.py`` does, when a cuda tensor is first asked for.
+On a machine without a usable GPU the plugin still loads; the device then reports itself
+unavailable with CuPy's reason (``tensorplay.plugins.device_status("cuda")``), and creating a
+cuda tensor raises ``tensorplay.errors.DeviceUnavailableError``.
+
+Helpers for writing ``cuda`` kernels of custom ops (each imports CuPy on first call)::
+
+    import tensorplay_cuda
+
+    @my_op.register_kernel("cuda")
+    def _(x):
+        with tensorplay_cuda.device_of(x):          # run on x's own GPU (cuda:N)
+            arr = tensorplay_cuda.as_cupy(x)         # zero-copy cupy view of exactly this tensor
+            return tensorplay_cuda.from_cupy(arr * 2)  # tensor on the array's device
+"""
+
+from __future__ import annotations
+
+from tensorplay.plugins import DeviceSpec, hookimpl
+
+TENSORPLAY_API_VERSION = 1
+
+__all__ = ["as_cupy", "from_cupy", "device_of", "is_available", "device_count"]
+
+
+@hookimpl
+def tensorplay_devices():
+    """The ``cuda`` device type; its backend (``backend.CUDABackend``) is imported on first use."""
+    return [DeviceSpec("cuda", "tensorplay_cuda.backend:CUDABackend")]
+
+
+def _backend():
+    from tensorplay import _backend as core_backend
+    return core_backend.get_backend("cuda")
+
+
+def is_available() -> tuple[bool, str]:
+    """``(usable, reason)`` for the cuda device: CuPy importable and at least one GPU usable.
+
+    Never raises and never allocates GPU memory; ``reason`` is CuPy's own message when not usable.
+    """
+    from .backend import CUDABackend
+    return CUDABackend().is_available()
+
+
+def device_count() -> int:
+    """Number of visible CUDA GPUs (0 when CuPy or a usable driver is missing). Never raises."""
+    from .backend import CUDABackend
+    b = CUDABackend()
+    ok, _ = b.is_available()
+    return b.device_count() if ok else 0
+
+
+def as_cupy(t):
+    """The ``cupy.ndarray`` holding exactly tensor ``t``'s view (zero-copy, shares memory).
+
+    ``t`` must be a real (not fake) tensor on a cuda device; writes through the array are
+    visible in ``t`` (bump nothing: declare the mutation in the op's ``mutates_args``).
+    Raises ``TypeError`` for anything else, naming the device and the fix.
+    """
+    dev = getattr(t, "device", None)
+    if dev is None or not hasattr(t, "_dkey"):
+        raise TypeError(f"tensorplay_cuda.as_cupy: expected a tensorplay.Tensor, got "
+                        f"{type(t).__name__}")
+    if dev.type != "cuda":
+        raise TypeError(f"tensorplay_cuda.as_cupy: tensor is on {dev}, not a cuda device; move it "
+                        f"with t.to('cuda') (or t.cuda(i)) first")
+    if t._data is None:
+        raise TypeError("tensorplay_cuda.as_cupy: fake/meta tensors have no data; a fake kernel "
+                        "must build its outputs with tensor ops (x.new_empty(...)), not CuPy")
+    return t._data
+
+
+def from_cupy(arr):
+    """A tensor on ``cuda:N`` (N = the array's device) owning CuPy array ``arr``.
+
+    Zero-copy when ``arr`` is C-contiguous (the tensor and the array share memory); a
+    non-contiguous array is copied once into a contiguous one on its own device.
+    """
+    from tensorplay import Device
+    b = _backend()
+    if not isinstance(arr, b.np.ndarray):
+        raise TypeError(f"tensorplay_cuda.from_cupy: expected a cupy.ndarray, got "
+                        f"{type(arr).__name__}; use tensorplay.tensor(data, device='cuda') for "
+                        f"host data")
+    dev = Device("cuda", arr.device.id)
+    with b.device_guard(dev):
+        return b.wrap(arr, dev)
+
+
+def device_of(t):
+    """Context manager making ``t``'s GPU CuPy's current device (``cupy.cuda.Device(index)``),
+    so kernels and allocations inside run on the tensor's own device."""
+    dev = getattr(t, "device", t)
+    from tensorplay import Device
+    dev = Device(dev)
+    if dev.type != "cuda":
+        raise TypeError(f"tensorplay_cuda.device_of: {dev} is not a cuda device")
+    return _backend().device_guard(dev)

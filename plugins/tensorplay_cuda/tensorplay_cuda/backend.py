@@ -1,0 +1,256 @@
+"""The cuda backend: CuPy arrays as storage, one backend object for every ``cuda:N`` device.
+
+The built-in kernels are the core's reference kernels (``tensorplay/_kernels/xp.py``) bound to
+CuPy's array-API namespace (``array_api_compat.cupy``): the same code that runs on numpy for the
+cpu device, not a second copy. What differs between numpy and CuPy lives here: strided views over
+device memory, host and cross-device transfers, DLPack, random numbers, scatter-add
+(``cupyx.scatter_add``), availability and device selection.
+
+Device and stream rules:
+
+* Every built-in kernel runs inside ``device_guard(tensor.device)`` (the generated adapter wraps
+  it), i.e. ``cupy.cuda.Device(index)``: work and allocations happen on the tensor's own GPU,
+  and the caller's current device is restored afterwards.
+* Work is issued on CuPy's *current stream* of that device (``cupy.cuda.Stream(...)`` used as a
+  context manager is respected), exactly as plain CuPy code would be.
+* A copy between two GPUs is ordered with events: the destination stream waits for the source
+  stream before copying, and the source stream waits for the copy before it may reuse memory.
+  Copies to the host synchronize the source stream (``cupy.asnumpy``).
+* ``"cuda"`` without an index means ``cuda:0`` (the core's choice for ``.to("cuda")`` and
+  factories).
+
+Importing this module imports CuPy but never touches the GPU; ``is_available`` answers
+``(False, CuPy's reason)`` on a machine without a usable GPU and never raises.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from tensorplay._backend import ArrayBackend
+from tensorplay._device import Device
+from tensorplay.errors import DeviceUnavailableError, DispatchError
+
+try:
+    import array_api_compat.cupy as _xp_cupy
+    import cupy
+    import cupyx
+    import numpy
+    _IMPORT_ERROR: BaseException | None = None
+except Exception as _e:  # noqa: BLE001 - any import failure makes the device unavailable
+    cupy = cupyx = _xp_cupy = numpy = None
+    _IMPORT_ERROR = _e
+
+_FIX = ("tensorplay-cuda needs CuPy for CUDA 13 (pip install cupy-cuda13x) and an NVIDIA GPU "
+        "whose driver supports it; use device='cpu' meanwhile")
+
+
+class CUDABackend(ArrayBackend):
+    """Backend of device type ``cuda`` over CuPy; serves every index ``cuda:0`` .. ``cuda:N-1``.
+
+    ``np`` is ``cupy`` and ``xp`` is ``array_api_compat.cupy``; kernels take and return
+    ``cupy.ndarray`` objects living on the device of their tensor arguments.
+    """
+
+    device_type = "cuda"
+    np = cupy
+    xp = _xp_cupy
+
+    def __init__(self):
+        super().__init__()
+        self._count = None          # visible GPUs, known once is_available() said yes
+        self._seed = None
+        self._rngs: dict = {}       # device index -> cupy.random.RandomState
+        self._lock = threading.Lock()
+
+    # -- availability ---------------------------------------------------------------------------
+    def is_available(self) -> tuple[bool, str]:
+        """``(usable, reason)``: CuPy imports and sees at least one GPU. Never raises; does not
+        create a CUDA context or allocate memory (asks only for the device count)."""
+        if _IMPORT_ERROR is not None:
+            return False, (f"CuPy could not be imported ({type(_IMPORT_ERROR).__name__}: "
+                           f"{_IMPORT_ERROR}); {_FIX}")
+        try:
+            n = cupy.cuda.runtime.getDeviceCount()
+        except Exception as e:  # noqa: BLE001 - CUDARuntimeError: no driver / too old / no GPU
+            return False, (f"CuPy {cupy.__version__} cannot use CUDA here ({type(e).__name__}: "
+                           f"{e}); {_FIX}")
+        if n < 1:
+            return False, f"CuPy {cupy.__version__} found no CUDA GPU (device count 0); {_FIX}"
+        self._count = n
+        return True, ""
+
+    def device_count(self) -> int:
+        """Number of visible GPUs (0 when unavailable). Never raises."""
+        if self._count is None:
+            ok, _ = self.is_available()
+            if not ok:
+                return 0
+        return self._count
+
+    def synchronize(self, device=None) -> None:
+        """Wait for all work on ``device`` (a ``Device``, index or ``None`` = every GPU)."""
+        if device is None:
+            for i in range(self.device_count()):
+                cupy.cuda.Device(i).synchronize()
+            return
+        cupy.cuda.Device(self._index(Device(device) if not isinstance(device, int)
+                                     else Device("cuda", device))).synchronize()
+
+    def _index(self, device) -> int:
+        i = device.index
+        if i is None:
+            return 0
+        n = self._count if self._count is not None else self.device_count()
+        if i >= n:
+            raise DeviceUnavailableError(
+                f"device '{device}' is not available: this machine has {n} CUDA device(s) "
+                f"(cuda:0..cuda:{n - 1}); pick one of those, or set CUDA_VISIBLE_DEVICES")
+        return i
+
+    def device_guard(self, device):
+        """Context manager running the enclosed CuPy work on ``device``'s GPU
+        (``cupy.cuda.Device(index)``; restores the previous current device on exit)."""
+        i = device.index
+        if i is None or i >= self._count:
+            i = self._index(device)
+        return cupy.cuda.Device(i)
+
+    def align_device(self, t, device, api: str):
+        """Called by the generated adapter when a tensor argument ``t`` is not on ``device`` (the
+        first tensor argument's). A 0-dim cpu tensor is copied to ``device`` (torch lets cpu
+        scalars join any device); anything else is a ``DispatchError`` naming both devices."""
+        if t._device.type == "cpu" and not t._shape:
+            with self.device_guard(device):
+                return self.wrap(cupy.asarray(t._backend.to_host(t._data)), device)
+        raise DispatchError(
+            f"{api}: expected all tensors on one device, found tensors on {device} and "
+            f"{t._device}. Move them with .to({str(device)!r}) first.")
+
+    # -- tensors --------------------------------------------------------------------------------
+    def wrap(self, arr, device):
+        """Tensor on ``device`` owning CuPy array ``arr`` (made contiguous on its device if not)."""
+        if device.index is None:
+            device = Device("cuda", arr.device.id if isinstance(arr, cupy.ndarray) else 0)
+        return ArrayBackend.wrap(self, arr, device)
+
+    def as_strided(self, root, shape, stride, offset):
+        """CuPy view of ``root``'s memory: ``shape``/``stride``/``offset`` in elements."""
+        item = root.dtype.itemsize
+        if root.size == 0 or 0 in shape:
+            with root.device:
+                return cupy.empty(shape, dtype=root.dtype)
+        return cupy.ndarray(tuple(shape), root.dtype, memptr=root.data + offset * item,
+                            strides=tuple(s * item for s in stride))
+
+    def data_ptr(self, arr) -> int:
+        """Device address of ``arr``'s first element (an int)."""
+        return int(arr.data.ptr)
+
+    def from_host(self, obj, dtype, device):
+        """CuPy array on ``device`` from nested lists, Python scalars or a numpy array (a copy)."""
+        nd = self.native_dtype(dtype) if dtype is not None else None
+        if numpy is not None and isinstance(obj, numpy.ndarray) and not obj.flags.c_contiguous:
+            obj = numpy.ascontiguousarray(obj)
+        with self.device_guard(device):
+            return cupy.array(obj, dtype=nd, copy=True)
+
+    def to_host(self, arr):
+        """numpy copy of ``arr`` (synchronizes the array's device's current stream)."""
+        with arr.device:
+            return cupy.asnumpy(arr)
+
+    def from_other(self, arr, src_backend, device):
+        """Native array on ``device`` with the values of ``arr`` from another device/backend.
+
+        * ``arr`` a numpy array (cpu) -> host-to-device copy on ``device``;
+        * ``arr`` a CuPy array on ``cuda:i`` -> a copy on ``cuda:j`` (event-ordered peer copy when
+          i != j, a plain copy when i == j);
+        * anything else exporting DLPack or ``__cuda_array_interface__`` (another library's GPU
+          array) is imported zero-copy and then copied as above;
+        * other backends go through the host (``src_backend.to_host``).
+        """
+        if isinstance(arr, cupy.ndarray):
+            return self._copy_to(arr, self._index(device))
+        if isinstance(arr, numpy.ndarray):
+            return self.from_host(arr, None, device)
+        if hasattr(arr, "__cuda_array_interface__") or (
+                hasattr(arr, "__dlpack_device__") and arr.__dlpack_device__()[0] in (2, 13)):
+            return self._copy_to(self.from_dlpack(arr), self._index(device))
+        if src_backend is not None and src_backend is not self:
+            return self.from_host(src_backend.to_host(arr), None, device)
+        return self.from_host(numpy.asarray(arr), None, device)
+
+    def _copy_to(self, arr, dst: int):
+        src = arr.device.id
+        if src == dst:
+            with cupy.cuda.Device(dst):
+                return cupy.array(arr, copy=True, order="C")
+        with cupy.cuda.Device(src):
+            a = cupy.ascontiguousarray(arr)
+            src_stream = cupy.cuda.get_current_stream()
+            ready = src_stream.record()
+        with cupy.cuda.Device(dst):
+            dst_stream = cupy.cuda.get_current_stream()
+            dst_stream.wait_event(ready)
+            out = cupy.empty(a.shape, dtype=a.dtype)
+            if a.nbytes:
+                out.data.copy_from_device_async(a.data, a.nbytes, dst_stream)
+            done = dst_stream.record()
+        with cupy.cuda.Device(src):
+            # `a` may be freed and its memory reused by later work on the source stream: make
+            # that work wait for the copy.
+            src_stream.wait_event(done)
+        return out
+
+    def from_dlpack(self, obj):
+        """Zero-copy CuPy array from a DLPack producer on a cuda device (on its own device)."""
+        dev = obj.__dlpack_device__() if hasattr(obj, "__dlpack_device__") else None
+        if dev is not None and dev[0] in (2, 13):
+            with cupy.cuda.Device(int(dev[1])):
+                return cupy.from_dlpack(obj)
+        return cupy.from_dlpack(obj)
+
+    # -- random numbers -------------------------------------------------------------------------
+    def manual_seed(self, seed: int) -> None:
+        """Seed every GPU's generator with ``seed`` (same sequence on each device, like torch)."""
+        with self._lock:
+            self._seed = int(seed)
+            self._rngs.clear()
+
+    def _rng(self, device):
+        i = self._index(device)
+        r = self._rngs.get(i)
+        if r is None:
+            with self._lock, cupy.cuda.Device(i):
+                r = self._rngs.get(i)
+                if r is None:
+                    r = cupy.random.RandomState(self._seed)
+                    self._rngs[i] = r
+        return r
+
+    def _sample(self, method, shape, dtype, device):
+        nd = self.native_dtype(dtype)
+        rng = self._rng(device)
+        with self.device_guard(device):
+            if nd == numpy.float32 or nd == numpy.float64:
+                return getattr(rng, method)(size=shape, dtype=nd)
+            return getattr(rng, method)(size=shape, dtype=numpy.float32).astype(nd)
+
+    def rand(self, shape, dtype, device):
+        """Uniform [0, 1) samples on ``device`` from its generator."""
+        return self._sample("random_sample", shape, dtype, device)
+
+    def randn(self, shape, dtype, device):
+        """Standard normal samples on ``device`` from its generator."""
+        return self._sample("standard_normal", shape, dtype, device)
+
+    # -- writes the array API lacks ---------------------------------------------------------------
+    def scatter_add(self, out, dim, idx, src) -> None:
+        """``out.index_add_(dim, idx, src)`` with ``cupyx.scatter_add`` (atomic adds; repeated
+        indices accumulate, as ``numpy.add.at``)."""
+        flat = idx.reshape(-1)
+        src = src.reshape(tuple(out.shape[:dim]) + (flat.shape[0],) + tuple(out.shape[dim + 1:]))
+        if src.dtype != out.dtype:
+            src = src.astype(out.dtype)
+        cupyx.scatter_add(cupy.moveaxis(out, dim, 0), flat, cupy.moveaxis(src, dim, 0))

@@ -1,0 +1,342 @@
+"""``wrap_triton``: launch Triton kernels on tensorplay tensors (cuda: compiled, cpu: interpreter).
+
+``wrap_triton(kernel)[grid](*args, **kwargs)``:
+
+* tensorplay ``Tensor`` arguments are adapted (``_adapters``): on cuda a pointer object, on cpu --
+  or on cuda with an interpreted kernel -- the torch-tensor look-alike Triton's interpreter copies
+  through. Triton sees only a base pointer, so every tensor must be contiguous unless its parameter
+  is listed in ``strided`` (same rule on every device, so an op behaves the same everywhere);
+* NumPy scalars become Python ``int``/``float`` (Triton refuses NumPy scalars);
+* the launch happens on the tensors' device (``cupy.cuda.Device``) and CuPy's current stream, through
+  the CuPy-backed Triton driver (``_driver.install_cuda_driver``), so PyTorch is never needed;
+* fake tensors (``FakeTensorMode``, ``meta``; ``t._data is None``) skip the launch: that is how a
+  ``triton_op`` body doubles as its own fake kernel;
+* tensors being captured by ``tensorplay.compile`` (``t._capture`` set) raise: a Triton launch cannot
+  be traced and must sit inside a ``triton_op``, which capture records as one opaque node.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tensorplay._backend import _CONTIG_CACHE
+from tensorplay._backend import contiguous_strides_cached as _contig_strides
+from tensorplay._tensor import Tensor
+
+from . import _adapters, _driver
+
+__all__ = ["wrap_triton", "TritonKernelWrapper", "TritonLaunchError"]
+
+_NP_GENERIC = np.generic
+_CACHE: dict = {}                    # id(kernel) -> wrapper (the wrapper keeps the kernel alive)
+_DRIVER = [None]                     # the installed CupyCudaDriver
+_cupy_mod = [None]
+
+
+def _is_contig(t) -> bool:
+    """Slow path of the contiguity check (shape not in the core's stride cache, or size-1 dims)."""
+    if t._stride == _contig_strides(t._shape):
+        return True
+    return t.is_contiguous()
+
+
+class TritonLaunchError(RuntimeError):
+    """A ``wrap_triton`` launch was refused (bad argument, device, layout, or capture)."""
+
+
+def _cupy():
+    cp = _cupy_mod[0]
+    if cp is None:
+        import cupy as cp
+        _cupy_mod[0] = cp
+    return cp
+
+
+def _triton_classes():
+    from triton.runtime.autotuner import Autotuner
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction, KernelInterface
+    return JITFunction, InterpretedFunction, Autotuner, KernelInterface
+
+
+def _chain(kernel):
+    """The kernel and the kernels it wraps (``Autotuner.fn``, ``Heuristics.fn``...)."""
+    out = [kernel]
+    k = kernel
+    for _ in range(16):
+        nxt = getattr(k, "fn", None)
+        if nxt is None or not hasattr(nxt, "__getitem__") or nxt is k:
+            break
+        out.append(nxt)
+        k = nxt
+    return out
+
+
+def _kernel_name(kernel) -> str:
+    for k in _chain(kernel):
+        fn = getattr(k, "fn", None)
+        name = getattr(fn, "__name__", None) or getattr(k, "__name__", None)
+        if name:
+            return name
+    return type(kernel).__name__
+
+
+class TritonKernelWrapper:
+    """A Triton kernel made launchable on tensorplay tensors (the result of ``wrap_triton``).
+
+    ``wrapper[grid](*args, **kwargs)`` launches; ``grid`` is a tuple of up to three ints or a
+    function of the meta-parameters (a dict of the bound arguments and constexprs) returning one.
+    ``wrapper.kernel`` is the original kernel, ``wrapper.interpreted`` tells whether it was decorated
+    under ``TRITON_INTERPRET=1``, ``wrapper.arg_names`` lists its parameters.
+    """
+
+    __slots__ = ("kernel", "name", "interpreted", "arg_names", "strided", "_run", "_ki",
+                 "__weakref__")
+
+    def __init__(self, kernel, strided=()):
+        JITFunction, InterpretedFunction, Autotuner, KernelInterface = _triton_classes()
+        self.kernel = kernel
+        self.name = _kernel_name(kernel)
+        chain = _chain(kernel)
+        inner = chain[-1]
+        if isinstance(inner, InterpretedFunction):
+            self.interpreted = True
+        elif isinstance(inner, JITFunction):
+            self.interpreted = False
+        else:
+            self.interpreted = None          # a custom launcher: adapt by device only
+        names = getattr(inner, "arg_names", None)
+        self.arg_names = tuple(names) if names else ()
+        unknown = [s for s in strided if s not in self.arg_names] if self.arg_names else []
+        if unknown:
+            raise ValueError(f"wrap_triton({self.name}): strided names {unknown} are not parameters "
+                             f"of the kernel ({', '.join(self.arg_names)})")
+        self.strided = frozenset(strided)
+        self._ki = isinstance(kernel, KernelInterface)
+        self._run = kernel.run if self._ki else None
+        if self.interpreted:
+            # Autotuning an interpreted kernel: time it on the host (there is no device to time).
+            for k in chain:
+                if isinstance(k, Autotuner) and k._do_bench is None and "do_bench" not in k.__dict__:
+                    k.__dict__["do_bench"] = _driver.host_do_bench
+
+    def __repr__(self) -> str:
+        mode = {True: "interpreted", False: "compiled", None: "launcher"}[self.interpreted]
+        return f"<wrap_triton {self.name} ({mode})>"
+
+    @property
+    def fn(self):
+        """The wrapped kernel (``torch.library.wrap_triton`` users reach for ``.fn``)."""
+        return self.kernel
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            return self._launch(grid, args, kwargs)
+        return launch
+
+    def run(self, *args, grid, warmup=False, **kwargs):
+        """Same as ``self[grid](*args, **kwargs)`` (Triton's ``KernelInterface.run`` spelling)."""
+        if warmup:
+            return self.kernel.run(*args, grid=grid, warmup=True, **kwargs)
+        return self._launch(grid, args, kwargs)
+
+    # -- the launch path ---------------------------------------------------------------------
+    def _launch(self, grid, args, kwargs):
+        # One pass: the first tensor decides the mode (device, compiled/interpreted, fake);
+        # every tensor is checked against it and adapted; NumPy scalars become Python scalars.
+        args = list(args)
+        dev = None
+        make = None
+        strided = self.strided
+        for i, a in enumerate(args):
+            c = a.__class__
+            if c is int or c is float or c is bool:
+                continue
+            if isinstance(a, Tensor):              # CaptureTensor is a subclass
+                if dev is None:
+                    if a._data is None or a._capture is not None:
+                        return self._no_launch(args, kwargs)
+                    dev = a._device
+                    make = self._adapter_for(dev)
+                elif a._device is not dev or a._data is None:
+                    self._bad_tensor(a, i, None, dev)
+                if a._stride != _CONTIG_CACHE.get(a._shape) and not _is_contig(a) and \
+                        not (strided and self._pname(i) in strided):
+                    self._non_contiguous(a, self._pname(i))
+                args[i] = make(a)
+            elif isinstance(a, _NP_GENERIC):
+                args[i] = a.item()
+        if kwargs:
+            for k, a in kwargs.items():
+                c = a.__class__
+                if c is int or c is float or c is bool:
+                    continue
+                if isinstance(a, Tensor):
+                    if dev is None:
+                        if a._data is None or a._capture is not None:
+                            return self._no_launch(args, kwargs)
+                        dev = a._device
+                        make = self._adapter_for(dev)
+                    elif a._device is not dev or a._data is None:
+                        self._bad_tensor(a, None, k, dev)
+                    if a._stride != _CONTIG_CACHE.get(a._shape) and not _is_contig(a) and \
+                            k not in strided:
+                        self._non_contiguous(a, k)
+                    kwargs[k] = make(a)
+                elif isinstance(a, _NP_GENERIC):
+                    kwargs[k] = a.item()
+        if make is _adapters.CudaArg:
+            return self._call_cuda(grid, args, kwargs, dev)
+        if dev is not None and callable(grid) and self.interpreted is not None:
+            grid = self._interpreter_grid(grid, args, kwargs)
+        return self._call(grid, args, kwargs, dev)
+
+    def _adapter_for(self, dev):
+        t = dev.type
+        if t == "cuda":
+            return _adapters.CudaInterpArg if self.interpreted else _adapters.CudaArg
+        if t == "cpu":
+            if self.interpreted is False:
+                raise TritonLaunchError(self._cpu_compiled_msg())
+            return _adapters.HostArg
+        raise TritonLaunchError(
+            f"wrap_triton({self.name}): tensors on device '{dev}' cannot be handed to Triton; "
+            f"use cuda tensors (compiled kernels) or cpu tensors (TRITON_INTERPRET=1)")
+
+    def _interpreter_grid(self, grid, args, kwargs):
+        """Triton's interpreter hands a grid function its arguments already converted to
+        interpreter tensors (a scalar becomes a 1-element array, which ``int()`` refuses under
+        NumPy 2); give the function the launch's own values instead, as compiled launches do."""
+        given = dict(zip(self.arg_names, args))
+        given.update(kwargs)
+
+        def interpreter_grid(meta):
+            m = dict(meta)
+            for k, v in given.items():
+                if k in m:
+                    m[k] = v
+            return grid(m)
+        return interpreter_grid
+
+    def _call(self, grid, args, kwargs, dev):
+        if self._ki:
+            if self.interpreted is False:
+                _ensure_driver()
+            return self._run(*args, grid=grid, warmup=False, **kwargs)
+        return self.kernel[grid](*args, **kwargs)
+
+    def _call_cuda(self, grid, args, kwargs, dev):
+        drv = _DRIVER[0]
+        if drv is None or _active_driver() is not drv:
+            drv = _ensure_driver()
+        idx = dev.index or 0
+        if drv._runtime.getDevice() != idx:
+            with _cupy().cuda.Device(idx):
+                return self._call(grid, args, kwargs, dev)
+        if self._ki:
+            return self._run(*args, grid=grid, warmup=False, **kwargs)
+        return self.kernel[grid](*args, **kwargs)
+
+    # -- fake / capture ----------------------------------------------------------------------
+    def _no_launch(self, args, kwargs):
+        tensors = [a for a in list(args) + list(kwargs.values()) if isinstance(a, Tensor)]
+        if any(t._capture is not None for t in tensors):
+            raise TritonLaunchError(
+                f"wrap_triton({self.name}): a Triton kernel was launched on tensors that "
+                f"tensorplay.compile is capturing, outside a triton_op. Capture cannot trace into a "
+                f"Triton launch: move the launch into a function decorated with "
+                f"@tensorplay.library.triton_op(...), which compile records as one opaque node.")
+        real = [t for t in tensors if t._data is not None]
+        if real:
+            raise TritonLaunchError(
+                f"wrap_triton({self.name}): fake and real tensors mixed in one launch; run the "
+                f"op entirely under FakeTensorMode or entirely on real tensors")
+        return None   # fake tensors: the launch is skipped (a triton_op body as its fake kernel)
+
+    # -- errors ------------------------------------------------------------------------------
+    def _pname(self, i) -> str:
+        return self.arg_names[i] if i < len(self.arg_names) else f"#{i}"
+
+    def _bad_tensor(self, t, i, k, dev):
+        name = k if k is not None else self._pname(i)
+        if t._data is None or t._capture is not None:
+            raise TritonLaunchError(
+                f"wrap_triton({self.name}): argument '{name}' is a fake/captured tensor while other "
+                f"arguments are real; pass tensors of one kind")
+        raise TritonLaunchError(
+            f"wrap_triton({self.name}): argument '{name}' is on {t._device} but earlier tensor "
+            f"arguments are on {dev}; a kernel launches on one device. Move it with "
+            f".to('{dev}').")
+
+    def _non_contiguous(self, t, name):
+        raise TritonLaunchError(
+            f"wrap_triton({self.name}): argument '{name}' is a non-contiguous {t._device} tensor "
+            f"(shape {tuple(t.shape)}, stride {tuple(t.stride())}); Triton receives only its base "
+            f"pointer. Pass {name}.contiguous(), or pass its strides to the kernel and wrap it with "
+            f"tensorplay_triton.wrap_triton(kernel, strided=[{name!r}]).")
+
+    def _cpu_compiled_msg(self) -> str:
+        return (f"wrap_triton({self.name}): got cpu tensors, but the kernel was compiled for the "
+                f"GPU. Triton runs kernels on cpu tensors only through its interpreter, chosen when "
+                f"the kernel is decorated: set TRITON_INTERPRET=1 in the environment before the "
+                f"module defining '{self.name}' is imported (or move the tensors to cuda).")
+
+
+_DCFG = [None]
+
+
+def _active_driver():
+    cfg = _DCFG[0]
+    if cfg is None:
+        from triton.runtime import driver as cfg
+        _DCFG[0] = cfg
+    return cfg._active
+
+
+def _ensure_driver():
+    drv = _DRIVER[0]
+    if drv is None or _active_driver() is not drv:
+        drv = _driver.install_cuda_driver()
+        _DRIVER[0] = drv
+    return drv
+
+
+_CONTAINERS = (str, bytes, list, tuple, dict, set, frozenset)
+
+
+def wrap_triton(kernel, *, strided=()):
+    """Make a Triton kernel launchable on tensorplay tensors: ``wrap_triton(k)[grid](*args)``.
+
+    ``kernel``: a ``@triton.jit`` function (``JITFunction``, or ``InterpretedFunction`` under
+    ``TRITON_INTERPRET=1``), an ``@triton.autotune``/``@triton.heuristics`` kernel, or any
+    grid-indexable launcher. Idempotent: a wrapper is returned as is, and wrapping the same kernel
+    again returns the same wrapper (cheap to call inside an op body on every call).
+
+    ``strided``: names of pointer parameters that may receive non-contiguous cuda tensors (the
+    kernel then takes their strides as arguments); other cuda tensors must be contiguous.
+
+    Inside a ``tensorplay.library.triton_op`` this is the only way kernels should be launched: the
+    launch is skipped on fake tensors (so the op body is its own fake kernel) and refused on tensors
+    being captured by ``tensorplay.compile`` outside an op. Same as ``torch.library.wrap_triton``,
+    except that tensors must be tensorplay tensors and no PyTorch is involved.
+
+    Raises ``TypeError`` for something that is not a kernel (naming it and the fix).
+    """
+    if isinstance(kernel, TritonKernelWrapper):
+        if strided and frozenset(strided) != kernel.strided:
+            return TritonKernelWrapper(kernel.kernel, tuple(strided))
+        return kernel
+    if not strided:
+        w = _CACHE.get(id(kernel))
+        if w is not None and w.kernel is kernel:
+            return w
+    if isinstance(kernel, _CONTAINERS) or not hasattr(type(kernel), "__getitem__"):
+        what = getattr(kernel, "__name__", None) or type(kernel).__name__
+        hint = (" (a plain Python function: decorate it with @triton.jit)"
+                if callable(kernel) else "")
+        raise TypeError(f"wrap_triton: expected a Triton kernel (@triton.jit / @triton.autotune "
+                        f"result) or a grid-indexable launcher, got {what!r}{hint}")
+    w = TritonKernelWrapper(kernel, tuple(strided))
+    if not strided:
+        _CACHE[id(kernel)] = w
+    return w

@@ -1,0 +1,305 @@
+"""Elementwise fusion for ``tensorplay.compile``.
+
+``plan(graph)`` finds *chains*: maximal runs of consecutive graph nodes that are elementwise
+built-in ops (``tp::add``, ``tp::mul``, ``tp::exp``, ``tp::where``...), with one tensor output
+each, all on one device, under one grad mode. Only consecutive nodes are grouped, so nothing is
+ever moved: a barrier (an op with mutated arguments) or any other node ends a chain. Each chain
+becomes an ``ElementwiseExpr`` -- the description handed to a backend's fuser.
+
+At run time a chain runs fused only when no input requires grad under grad mode (autograd needs
+the per-op nodes) and every input is a real tensor; otherwise its nodes run one by one through
+dispatch, exactly as eager.
+
+Backend protocol (optional): ``backend.fuse_elementwise(expr) -> callable | None``. The callable
+takes the native arrays of ``expr``'s inputs (in order) and returns a list of native arrays, one
+per ``expr.outputs`` entry, equal to running the steps one by one; returning None declines (the
+generic fuser below is used then). A CUDA backend can build one ``cupy.ElementwiseKernel`` per
+expression from ``expr.steps``; without one, a CuPy-based backend gets ``cupy_fuser`` (one
+``cupy.ElementwiseKernel`` per chain of same-dtype floating arithmetic).
+
+Generic fuser (any backend built on ``ArrayBackend``): evaluates the chain with the backend's own
+reference kernels (``backend.kernels()``, so results are the eager ones bit for bit) in *one pass
+over memory* on NumPy: inputs are processed in cache-sized blocks, intermediates never leave the
+cache and each output is written once. Non-contiguous or broadcast inputs fall back to whole-array
+evaluation (still one Python function, no dispatch, no Tensor objects).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["ElementwiseExpr", "Step", "plan", "FusedChain", "generic_fuser", "cupy_fuser",
+           "FUSIBLE", "BLOCK"]
+
+# built-in ops whose kernels are elementwise (output element i depends on input elements i)
+FUSIBLE = frozenset({
+    "add", "sub", "rsub", "mul", "div", "rdiv", "pow", "rpow", "maximum", "minimum",
+    "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "sign",
+    "neg", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "abs", "sin", "cos", "erf",
+    "where", "to_dtype",
+})
+
+BLOCK = 1 << 16      # elements per block of the generic cpu fuser (256 KiB of float32)
+_MIN_BLOCKED = 1 << 16
+
+
+@dataclass(frozen=True)
+class Step:
+    """One elementwise op of a chain: ``op`` is the built-in op's kernel name (``"mul"``);
+    ``args`` are ``("in", i)`` (input ``i`` of the chain), ``("step", j)`` (result of step
+    ``j``) or ``("const", value)`` (a Python scalar or dtype)."""
+
+    op: str
+    args: tuple
+
+
+@dataclass
+class ElementwiseExpr:
+    """A fusible chain: ``n_inputs`` tensor inputs, ``steps`` in order, ``outputs`` (step indices
+    whose results leave the chain), ``dtypes`` (tensorplay dtype of each step's result at
+    capture), ``device`` (a ``tensorplay.device``)."""
+
+    n_inputs: int
+    steps: tuple
+    outputs: tuple
+    dtypes: tuple
+    device: object
+
+    def __str__(self):
+        names = [f"in{i}" for i in range(self.n_inputs)]
+        lines = []
+        for j, s in enumerate(self.steps):
+            a = ", ".join(names[x[1]] if x[0] == "in" else f"t{x[1]}" if x[0] == "step"
+                          else repr(x[1]) for x in s.args)
+            lines.append(f"t{j} = {s.op}({a})")
+        return "; ".join(lines) + f" -> {', '.join(f't{o}' for o in self.outputs)}"
+
+
+@dataclass
+class FusedChain:
+    """A planned chain: graph nodes (consecutive), its input values and output values."""
+
+    number: int
+    nodes: list
+    inputs: list            # graph Values read from outside the chain
+    outputs: list           # graph Values used after the chain
+    expr: ElementwiseExpr
+    _compiled: dict = field(default_factory=dict)   # backend -> callable | None
+
+
+def _fusible(node) -> bool:
+    from ._capture import Value
+    if node.kind != "op" or not node.op.is_builtin or node.op.mutates_args:
+        return False
+    if node.op._opname not in FUSIBLE or node.kwargs:
+        return False
+    if len(node.outputs) != 1 or node.result is not node.outputs[0]:
+        return False
+    dev = node.outputs[0].fake.device
+    for a in node.args:
+        if isinstance(a, Value):
+            if a.fake.device != dev:
+                return False
+        elif isinstance(a, (list, tuple, dict)):
+            return False
+    return True
+
+
+def plan(graph) -> list:
+    """Group consecutive fusible nodes of ``graph`` into chains (2 nodes or more); sets
+    ``node.fused`` and returns the ``FusedChain`` list (also stored as ``graph.groups``)."""
+    from ._capture import Value
+    runs, cur = [], []
+    for n in graph.nodes:
+        if _fusible(n) and (not cur or (cur[0].grad_enabled == n.grad_enabled and
+                                        cur[0].outputs[0].fake.device ==
+                                        n.outputs[0].fake.device)):
+            cur.append(n)
+            continue
+        if len(cur) > 1:
+            runs.append(cur)
+        cur = [n] if _fusible(n) else []
+    if len(cur) > 1:
+        runs.append(cur)
+    # uses of each value after a given node index (and by the graph output)
+    last_use: dict = {}
+    for n in graph.nodes:
+        for v in n.inputs():
+            last_use[id(v)] = max(last_use.get(id(v), -1), n.index)
+    out_vals: list = []
+    _collect(graph.output, out_vals)
+    for v in out_vals:
+        last_use[id(v)] = len(graph.nodes) + 1
+    chains = []
+    for run in runs:
+        produced = {id(n.outputs[0]): j for j, n in enumerate(run)}
+        inputs, in_idx, steps, dtypes = [], {}, [], []
+        for n in run:
+            args = []
+            for a in n.args:
+                if isinstance(a, Value):
+                    if id(a) in produced and produced[id(a)] < len(steps):
+                        args.append(("step", produced[id(a)]))
+                    else:
+                        if id(a) not in in_idx:
+                            in_idx[id(a)] = len(inputs)
+                            inputs.append(a)
+                        args.append(("in", in_idx[id(a)]))
+                else:
+                    args.append(("const", a))
+            steps.append(Step(n.op._kernel_name, tuple(args)))
+            dtypes.append(n.outputs[0].fake.dtype)
+        end = run[-1].index
+        outs = [j for j, n in enumerate(run) if last_use.get(id(n.outputs[0]), -1) > end]
+        if not outs:
+            outs = [len(run) - 1]
+        expr = ElementwiseExpr(len(inputs), tuple(steps), tuple(outs), tuple(dtypes),
+                               run[0].outputs[0].fake.device)
+        ch = FusedChain(len(chains), run, inputs, [run[j].outputs[0] for j in outs], expr)
+        for n in run:
+            n.fused = ch.number
+        chains.append(ch)
+    graph.groups = chains
+    return chains
+
+
+def _collect(x, out):
+    from ._capture import _collect_values
+    _collect_values(x, out)
+
+
+def get_fused(chain: FusedChain, backend):
+    """The callable running ``chain`` on ``backend``'s native arrays, or None (no fuser)."""
+    fn = chain._compiled.get(backend, False)
+    if fn is False:
+        fn = None
+        custom = getattr(backend, "fuse_elementwise", None)
+        if custom is not None:
+            fn = custom(chain.expr)
+        if fn is None and getattr(getattr(backend, "np", None), "__name__", "") == "cupy":
+            fn = cupy_fuser(chain.expr, backend)
+        if fn is None:
+            fn = generic_fuser(chain.expr, backend)
+        chain._compiled[backend] = fn
+    return fn
+
+
+def generic_fuser(expr: ElementwiseExpr, backend):
+    """Fuser for ``ArrayBackend``s: the backend's reference kernels, blocked on NumPy.
+
+    Returns ``run(arrays) -> list of arrays`` or None when the backend has no kernels for one of
+    the steps.
+    """
+    kernels_of = getattr(backend, "kernels", None)
+    np = getattr(backend, "np", None)
+    if kernels_of is None or np is None:
+        return None
+    table = kernels_of()
+    ks = [table.get(s.op) for s in expr.steps]
+    if any(k is None for k in ks):
+        return None
+    blocked_ok = getattr(np, "__name__", "") == "numpy"
+    steps = [(k, s.args) for k, s in zip(ks, expr.steps)]
+    outputs = expr.outputs
+
+    def evaluate(env):
+        tmp = []
+        for k, args in steps:
+            tmp.append(k(*[env[a[1]] if a[0] == "in" else tmp[a[1]] if a[0] == "step" else a[1]
+                           for a in args]))
+        return [tmp[o] for o in outputs]
+
+    def run(arrays):
+        if blocked_ok:
+            shape = None
+            n = 0
+            ok = True
+            for a in arrays:
+                if a.ndim == 0:
+                    continue
+                if shape is None:
+                    shape = a.shape
+                    n = a.size
+                if a.shape != shape or not a.flags.c_contiguous:
+                    ok = False
+                    break
+            if ok and shape is not None and n >= _MIN_BLOCKED:
+                return _blocked(arrays, shape, n)
+        return [np.asarray(r) for r in evaluate(arrays)]
+
+    def _blocked(arrays, shape, n):
+        flats = [a.reshape(-1) if a.ndim else a for a in arrays]
+        first = evaluate([f[:BLOCK] if f.ndim else f for f in flats])
+        outs = [np.empty(n, dtype=r.dtype) for r in first]
+        if any(r.shape != (min(BLOCK, n),) for r in first):
+            return [np.asarray(r) for r in evaluate(arrays)]    # not elementwise after all
+        for o, r in zip(outs, first):
+            o[:BLOCK] = r
+        for s in range(BLOCK, n, BLOCK):
+            e = s + BLOCK
+            res = evaluate([f[s:e] if f.ndim else f for f in flats])
+            for o, r in zip(outs, res):
+                o[s:e] = r
+        return [o.reshape(shape) for o in outs]
+
+    return run
+
+
+# C expressions of the kernels the CuPy fuser can emit, written to compute exactly what the
+# reference kernels (``_kernels/xp.py``) compute for same-dtype floating inputs.
+_C_OPS = {
+    "add": "{0} + {1}", "sub": "{0} - {1}", "rsub": "{1} - {0}", "mul": "{0} * {1}",
+    "div": "{0} / {1}", "rdiv": "{1} / {0}", "pow": "pow({0}, {1})", "rpow": "pow({1}, {0})",
+    "maximum": "(({0} != {0}) ? {0} : (({1} != {1}) ? {1} : (({0} > {1}) ? {0} : {1})))",
+    "minimum": "(({0} != {0}) ? {0} : (({1} != {1}) ? {1} : (({0} < {1}) ? {0} : {1})))",
+    "neg": "-{0}", "exp": "exp({0})", "log": "log({0})", "sqrt": "sqrt({0})",
+    "tanh": "tanh({0})", "sin": "sin({0})", "cos": "cos({0})", "abs": "abs({0})",
+    "relu": "(({0} > (T)0) ? {0} : (T)0)",
+    "sigmoid": "((T)1 / ((T)1 + exp(-{0})))",
+    "rsqrt": "((T)1 / sqrt({0}))",
+}
+
+
+def cupy_fuser(expr: ElementwiseExpr, backend):
+    """One ``cupy.ElementwiseKernel`` for ``expr`` (CUDA), or None when the chain is not
+    same-dtype float32/float64 arithmetic of the ops in ``_C_OPS`` (the generic fuser runs it
+    then). Compiled with ``--fmad=false`` so results match the unfused ops exactly."""
+    import math
+    cp = backend.np
+    dts = {d.name for d in expr.dtypes}
+    if len(dts) != 1 or next(iter(dts)) not in ("float32", "float64"):
+        return None
+    dt_name = next(iter(dts))
+    lines = []
+    for j, st in enumerate(expr.steps):
+        pat = _C_OPS.get(st.op)
+        if pat is None:
+            return None
+        ops = []
+        for kind, v in st.args:
+            if kind == "in":
+                ops.append(f"in{v}")
+            elif kind == "step":
+                ops.append(f"t{v}")
+            else:
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or \
+                        not math.isfinite(float(v)):
+                    return None
+                ops.append(f"((T)({float(v)!r}))")
+        lines.append(f"T t{j} = {pat.format(*ops)};")
+    for k, o in enumerate(expr.outputs):
+        lines.append(f"out{k} = t{o};")
+    in_params = ", ".join(f"T in{i}" for i in range(expr.n_inputs))
+    out_params = ", ".join(f"T out{k}" for k in range(len(expr.outputs)))
+    kernel = cp.ElementwiseKernel(in_params, out_params, "\n".join(lines), "tensorplay_fused",
+                                  return_tuple=True, options=("--fmad=false",))
+    want = cp.dtype(dt_name)
+    fallback = generic_fuser(expr, backend)
+
+    def run(arrays):
+        if any(a.dtype != want for a in arrays) or fallback is None:
+            return fallback(arrays) if fallback is not None else None
+        return list(kernel(*arrays))
+
+    run.kernel = kernel
+    return run

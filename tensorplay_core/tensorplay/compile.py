@@ -1,0 +1,544 @@
+"""``tensorplay.compile``: capture a function into a graph, cache it under guards, run it.
+
+``compiled = tensorplay.compile(fn)`` (or ``@tensorplay.compile``) returns a callable. A call
+
+1. computes the *guard key* of its arguments: for every tensor its dtype, device, rank, which
+   sizes are 0 or 1 (torch's 0/1 specialization), contiguity and ``requires_grad``; every
+   non-tensor argument by value (by identity when unhashable); the structure of lists, tuples
+   and dicts; the grad mode;
+2. looks for a cached graph under that key whose other guards hold: exact sizes when the
+   captured code read a size as a Python value (or ``dynamic=False``), and the ``version`` and
+   registry identity of every custom op it calls (a redefined op -- CASES C11 -- invalidates it);
+3. on a miss, captures ``fn`` (``tensorplay._capture``): custom ops become opaque nodes whose
+   fake kernels give the output metadata, built-in ops are recorded with their shape rules;
+4. runs the graph: a generated Python function calls every node through normal dispatch (so
+   autograd and every device work, and gradients equal eager), in program order, with chains of
+   elementwise built-in ops fused (``tensorplay._fusion``) when no input needs grad. Ops with
+   mutated arguments are barriers: nothing is fused or moved across them.
+
+The first run of a graph for each set of input sizes also checks that every custom op's real
+outputs have the shape, dtype, device and strides its fake kernel promised (the graph was built
+from them); a mismatch raises ``CompileError`` naming the op and suggesting ``opcheck``.
+
+Same idea as ``torch.compile`` (PyTorch 2.9) with a much simpler tracer: there are no graph
+breaks -- data-dependent Python in the function (``.item()``, ``bool(t)``, ``.tolist()``) raises
+a clear error, so every capture is a full graph (``fullgraph`` is accepted for compatibility).
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+
+from . import _capture, _dispatch, _fusion, _registry
+from ._tensor import Tensor
+from .autograd import grad_mode as _gm
+from .errors import CompileError
+
+__all__ = ["compile", "CompiledFunction", "CompileError"]
+
+_MAX_CACHE = 64          # graphs kept per compiled function
+_MAX_VALIDATED = 256     # size signatures remembered as validated per graph
+
+
+def compile(fn=None, *, dynamic=None, fullgraph=False):  # noqa: A001
+    """Compile ``fn`` (a function of tensors) into a cached graph of operator calls.
+
+    Arguments:
+
+    * ``fn`` -- any Python function taking tensors (also inside lists, tuples, dicts) and other
+      values, returning tensors (or structures of them, or constants). Omit it to use
+      ``tensorplay.compile(...)`` as a decorator with options.
+    * ``dynamic`` -- ``None``/``True``: sizes are dynamic (a graph is reused for other sizes)
+      unless the captured code reads a size as a Python value; ``False``: every graph is guarded
+      on exact sizes.
+    * ``fullgraph`` -- accepted for ``torch.compile`` compatibility; captures are always full
+      graphs (there are no graph breaks).
+
+    Returns a ``CompiledFunction``: call it like ``fn``; ``.graph`` is the graph of the last call
+    (``print(compiled.graph)``: one node per line), ``.captures`` counts captures, ``.cache_size``
+    the graphs kept.
+
+    Raises (at call time) ``CompileError`` for a custom op without a usable fake kernel, a fake
+    kernel that disagrees with the real kernel, or a tensor leaked out of a capture; the
+    ``DispatchError`` of ``Tensor.item()`` & co. for data-dependent Python.
+
+    Example::
+
+        @tensorplay.compile
+        def f(x, y):
+            return (x * y + 1.0).relu()
+
+        f(tensorplay.randn(8), tensorplay.randn(8))
+        print(f.graph)
+    """
+    if dynamic not in (None, True, False):
+        raise TypeError(f"tensorplay.compile: dynamic must be None, True or False, got {dynamic!r}")
+    if fn is None:
+        return functools.partial(compile, dynamic=dynamic, fullgraph=fullgraph)
+    if isinstance(fn, CompiledFunction):
+        return fn
+    if not callable(fn):
+        raise TypeError(f"tensorplay.compile: expected a function to compile, got {fn!r}")
+    return CompiledFunction(fn, dynamic=dynamic, fullgraph=fullgraph)
+
+
+class CompiledFunction:
+    """The result of ``tensorplay.compile(fn)``: call it like ``fn``.
+
+    Attributes: ``fn`` (the original function), ``graph`` (the ``Graph`` used by the last call,
+    None before the first call), ``captures`` (how many times ``fn`` was captured),
+    ``cache_size`` (graphs currently cached), ``dynamic``.
+    """
+
+    def __init__(self, fn, *, dynamic=None, fullgraph=False):
+        self.fn = fn
+        self.dynamic = dynamic
+        self.fullgraph = fullgraph
+        self.captures = 0
+        self._cache: dict = {}
+        self._last = None
+        functools.update_wrapper(self, fn)
+
+    @property
+    def graph(self):
+        """The graph run by the most recent call (None before the first call)."""
+        return self._last.graph if self._last is not None else None
+
+    @property
+    def cache_size(self) -> int:
+        return sum(len(v) for v in self._cache.values())
+
+    def reset(self) -> None:
+        """Drop every cached graph (the next call captures again)."""
+        self._cache.clear()
+        self._last = None
+
+    def __repr__(self):
+        return f"<tensorplay.compile({getattr(self.fn, '__qualname__', self.fn)!r}), " \
+               f"{self.cache_size} graph(s)>"
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self.__call__, obj)
+
+    def __call__(self, *args, **kwargs):
+        if _capture._ACTIVE:
+            # called while another function is being captured: inline it into that capture
+            return self.fn(*args, **kwargs)
+        leaves: list = []
+        spec = _flatten((args, kwargs), leaves)
+        tkeys = []
+        sizes = []
+        for t in leaves:
+            shape = t._shape
+            sizes.append(shape)
+            tkeys.append((t._dtype, t._device, t._bkey, tuple(s if s < 2 else -1 for s in shape),
+                          t._requires_grad, t.is_contiguous()))
+        try:
+            key = (spec, tuple(tkeys), _gm._enabled[0])
+            hash(key)
+        except TypeError:
+            key = (_spec_id(spec), tuple(tkeys), _gm._enabled[0])
+        sizes = tuple(sizes)
+        entry = None
+        entries = self._cache.get(key)
+        if entries:
+            for e in entries:
+                if e.exact_sizes is not None and e.exact_sizes != sizes:
+                    continue
+                if not e.ops_valid() or not e.refs_valid():
+                    entries.remove(e)
+                    break
+                entry = e
+                break
+        if entry is None:
+            entry = self._capture(spec, leaves, sizes)
+            entries = self._cache.setdefault(key, [])
+            entries.insert(0, entry)
+            if self.cache_size > _MAX_CACHE:
+                for k, es in list(self._cache.items()):
+                    if es is not entries or len(es) > 1:
+                        es.pop()
+                        if not es:
+                            del self._cache[k]
+                        break
+        self._last = entry
+        if sizes in entry.validated:
+            return entry.run(leaves)
+        out = entry.run_checked(leaves)
+        if len(entry.validated) < _MAX_VALIDATED:
+            entry.validated.add(sizes)
+        return out
+
+    def _capture(self, spec, leaves, sizes):
+        name = getattr(self.fn, "__name__", None) or type(self.fn).__name__
+
+        def rebuild(ctensors):
+            it = iter(ctensors)
+            return _unflatten(spec, it)
+
+        graph = _capture.capture(self.fn, rebuild, leaves, name=name)
+        self.captures += 1
+        _fusion.plan(graph)
+        exact = sizes if (graph.size_dependent or self.dynamic is False) else None
+        return _Entry(graph, exact, _tensor_refs(self.fn, graph))
+
+
+class _Entry:
+    """A cached graph with its guards and generated runners."""
+
+    def __init__(self, graph, exact_sizes, refs=()):
+        self.graph = graph
+        self.exact_sizes = exact_sizes
+        self.refs = refs
+        self.ops = [(op, v) for op, v in graph.custom_ops()]
+        self.validated: set = set()
+        self.run, self.source = _generate(graph, checked=False)
+        self.run_checked, self.source_checked = _generate(graph, checked=True)
+
+    def refs_valid(self) -> bool:
+        """The tensors the graph holds as constants are still the ones ``fn`` refers to."""
+        for container, key, obj in self.refs:
+            try:
+                cur = container.cell_contents if key is None else container.get(key)
+            except ValueError:       # an emptied closure cell
+                return False
+            if cur is not obj:
+                return False
+        return True
+
+    def ops_valid(self) -> bool:
+        ops = _registry._OPS
+        for op, v in self.ops:
+            if op.version != v or ops.get(op.name) is not op:
+                return False
+        return True
+
+
+def _tensor_refs(fn, graph) -> list:
+    """Where ``fn`` finds the tensors that ``graph`` holds as constants: closure cells and
+    module globals (``(cell, None, tensor)`` / ``(globals, name, tensor)``). Rebinding one of them
+    invalidates the graph (a guard, as torch.compile guards on globals)."""
+    if not graph.consts:
+        return []
+    wanted = {id(c.const) for c in graph.consts}
+    code = getattr(fn, "__code__", None)
+    refs = []
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            v = cell.cell_contents
+        except ValueError:
+            continue
+        if isinstance(v, Tensor) and id(v) in wanted:
+            refs.append((cell, None, v))
+    g = getattr(fn, "__globals__", None)
+    if g is not None and code is not None:
+        for name in code.co_names:
+            v = g.get(name)
+            if isinstance(v, Tensor) and id(v) in wanted:
+                refs.append((g, name, v))
+    return refs
+
+
+# ---------------------------------------------------------------------------------------------
+# argument structure
+
+_LEAF = "T"
+
+
+def _flatten(obj, leaves):
+    """A hashable description of ``obj``'s structure with tensors replaced by ``_LEAF`` (the
+    tensors are appended to ``leaves``); other values are kept as themselves."""
+    if isinstance(obj, Tensor):
+        leaves.append(obj)
+        return _LEAF
+    t = type(obj)
+    if t is tuple or t is list:
+        return (t, tuple(_flatten(x, leaves) for x in obj))
+    if t is dict:
+        return (dict, tuple(obj.keys()), tuple(_flatten(v, leaves) for v in obj.values()))
+    return ("c", obj)
+
+
+def _spec_id(spec):
+    """Hashable stand-in for a spec holding unhashable constants: those by identity."""
+    if spec == _LEAF:
+        return spec
+    if spec[0] == "c":
+        try:
+            hash(spec[1])
+            return spec
+        except TypeError:
+            return ("id", id(spec[1]), type(spec[1]))
+    if spec[0] is dict:
+        return (dict, spec[1], tuple(_spec_id(s) for s in spec[2]))
+    return (spec[0], tuple(_spec_id(s) for s in spec[1]))
+
+
+def _unflatten(spec, it):
+    if isinstance(spec, str):
+        return next(it)
+    if spec[0] == "c":
+        return spec[1]
+    if spec[0] is dict:
+        return dict(zip(spec[1], (_unflatten(s, it) for s in spec[2])))
+    items = [_unflatten(s, it) for s in spec[1]]
+    return tuple(items) if spec[0] is tuple else items
+
+
+# ---------------------------------------------------------------------------------------------
+# code generation: one Python function per graph
+
+def _generate(graph, *, checked: bool):
+    """Generate ``run(leaves)`` replaying ``graph`` through dispatch; returns (fn, source).
+
+    ``checked`` adds, after each custom-op node, a comparison of the real outputs with the
+    metadata its fake kernel gives for the real inputs.
+    """
+    from ._capture import Value
+    ns: dict = {"__gm": _gm._enabled, "__CompileError": CompileError}
+    consts: dict = {}
+
+    def const(x):
+        k = f"__k{len(consts)}"
+        consts[k] = x
+        return k
+
+    def ref(x):
+        if isinstance(x, Value):
+            if x.kind == "const":
+                ns[_cname(x)] = x.const
+                return _cname(x)
+            return f"v{x.id}"
+        if isinstance(x, list):
+            return "[" + ", ".join(ref(y) for y in x) + "]"
+        if isinstance(x, tuple):
+            return "(" + "".join(ref(y) + ", " for y in x) + ")"
+        if isinstance(x, dict):
+            return "{" + ", ".join(f"{k!r}: {ref(v)}" for k, v in x.items()) + "}"
+        if x is None or isinstance(x, (bool, int)) and not isinstance(x, bool) and abs(x) < 2**53:
+            return repr(x)
+        return const(x)
+
+    body = []
+    if graph.inputs:
+        names = ", ".join(f"v{v.id}" for v in graph.inputs)
+        body.append(f"{names}, = __leaves")
+    entry_mode = graph.entry_grad
+    manage_grad = any(n.grad_enabled != entry_mode for n in graph.nodes)
+    chains = {ch.nodes[0].index: ch for ch in graph.groups}
+    skip_until = -1
+    for n in graph.nodes:
+        if n.index <= skip_until:
+            continue
+        if manage_grad and n.grad_enabled != entry_mode:
+            body.append(f"__gm[0] = {n.grad_enabled}")
+            entry_mode = n.grad_enabled
+        ch = chains.get(n.index)
+        if ch is not None:
+            body.extend(_gen_chain(ch, ns, ref))
+            skip_until = ch.nodes[-1].index
+            continue
+        body.extend(_gen_node(n, ns, ref, checked))
+    body.append(f"return {ref(graph.output)}")
+    lines = ["def run(__leaves):"]
+    if manage_grad:
+        lines.append("    __entry = __gm[0]")
+        lines.append("    try:")
+        lines.extend("        " + b for b in body)
+        lines.append("    finally:")
+        lines.append("        __gm[0] = __entry")
+    else:
+        lines.extend("    " + b for b in body)
+    src = "\n".join(lines)
+    ns.update(consts)
+    ns["__check"] = _check_against_fake
+    exec(builtins_compile(src, f"<tensorplay.compile {graph.name}>", "exec"), ns)
+    return ns["run"], src
+
+
+builtins_compile = builtins.compile
+
+
+def _cname(v):
+    return f"c{v.id}"
+
+
+def _assign(res, ref) -> str:
+    """Left-hand side for a node result structure ('' when nothing new is bound)."""
+    from ._capture import Value
+    if isinstance(res, Value):
+        return f"v{res.id}"
+    if isinstance(res, (list, tuple)) and res and all(isinstance(r, Value) for r in res):
+        return "(" + "".join(f"v{r.id}, " for r in res) + ")"
+    return ""
+
+
+def _gen_node(n, ns, ref, checked):
+    from ._capture import Value
+    if n.kind != "op":
+        v = ref(n.args[0])
+        if n.kind == "requires_grad_":
+            return [f"{v}.requires_grad_({n.args[1]!r})"]
+        if n.kind == "detach":
+            return [f"v{n.outputs[0].id} = {v}.detach()"]
+        return [f"{v}.{n.kind}()"]
+    opname = f"op{n.index}"
+    ns[opname] = n.op
+    args = [ref(a) for a in n.args] + [f"{k}={ref(v)}" for k, v in n.kwargs.items()]
+    call = f"{opname}({', '.join(args)})"
+    lhs = _assign(n.result, ref)
+    out = []
+    check = checked and not n.op.is_builtin
+    if check:
+        # fake metadata of the real inputs, computed before the call (mutation cannot change it)
+        out.append(f"__fk = __check.expected(op{n.index}, ({''.join(a + ', ' for a in args[:len(n.args)])}), "
+                   f"{{{', '.join(f'{k!r}: {ref(v)}' for k, v in n.kwargs.items())}}})")
+    if lhs:
+        out.append(f"{lhs} = __r = {call}")
+    else:
+        out.append(f"__r = {call}")
+    if not lhs and n.result is not None and not isinstance(n.result, Value):
+        # nested result structures: bind each value by its path
+        for path, v in _paths(n.result):
+            out.append(f"v{v.id} = __r{path}")
+    if check:
+        out.append(f"__check(op{n.index}, __fk, __r)")
+    return out
+
+
+def _paths(x, prefix=""):
+    from ._capture import Value
+    if isinstance(x, Value):
+        yield prefix, x
+    elif isinstance(x, (list, tuple)):
+        for i, y in enumerate(x):
+            yield from _paths(y, f"{prefix}[{i}]")
+
+
+def _gen_chain(ch, ns, ref):
+    """A fused chain: fused when nothing needs grad and the backend fuses, else node by node."""
+    k = f"chain{ch.number}"
+    ns[k] = _ChainRunner(ch)
+    ins = ", ".join(ref(v) for v in ch.inputs)
+    outs = "".join(f"v{v.id}, " for v in ch.outputs)
+    return [f"({outs}) = {k}({ins})"]
+
+
+class _ChainRunner:
+    """Runs one fused chain on real tensors (see ``_fusion``)."""
+
+    def __init__(self, chain):
+        self.chain = chain
+        self.unfused = _gen_unfused(chain)
+
+    def __call__(self, *tensors):
+        if _gm._enabled[0]:
+            for t in tensors:
+                if t._requires_grad:
+                    return self.unfused(*tensors)
+        t0 = tensors[0]
+        if t0._data is None or _dispatch._mode[0] is not None:
+            return self.unfused(*tensors)
+        dev = t0._device
+        be = t0._backend
+        for t in tensors:
+            if t._device is not dev or t._data is None:
+                return self.unfused(*tensors)
+        fn = _fusion.get_fused(self.chain, be)
+        if fn is None:
+            return self.unfused(*tensors)
+        arrays = fn([t._data for t in tensors])
+        wrap = be.wrap
+        return tuple(wrap(a, dev) for a in arrays)
+
+
+def _gen_unfused(ch):
+    from ._capture import Value
+    ns: dict = {}
+    idx = {id(v): f"a{i}" for i, v in enumerate(ch.inputs)}
+
+    def ref(x):
+        if isinstance(x, Value):
+            return idx.get(id(x), f"v{x.id}")
+        k = f"__k{len(ns)}"
+        ns[k] = x
+        return k
+
+    lines = [f"def unfused({', '.join(idx[id(v)] for v in ch.inputs)}):"]
+    for n in ch.nodes:
+        ns[f"op{n.index}"] = n.op
+        lines.append(f"    v{n.outputs[0].id} = op{n.index}({', '.join(ref(a) for a in n.args)})")
+    lines.append(f"    return ({''.join(f'v{v.id}, ' for v in ch.outputs)})")
+    exec(builtins_compile("\n".join(lines), f"<tensorplay.compile chain {ch.number}>", "exec"), ns)
+    return ns["unfused"]
+
+
+# ---------------------------------------------------------------------------------------------
+# run-time check of fake kernels (CASES C13)
+
+class _FakeCheck:
+    """Compares a custom op's real outputs with what its fake kernel promises for the same
+    inputs (shape, dtype, device, strides of dimensions larger than 1)."""
+
+    @staticmethod
+    def expected(op, args, kwargs):
+        from .fake import make_fake
+
+        def fk(x):
+            if isinstance(x, Tensor):
+                return make_fake(x._shape, x._dtype, x._device, x._stride, offset=x._offset)
+            if isinstance(x, (list, tuple)) and type(x) in (list, tuple):
+                return type(x)(fk(y) for y in x)
+            return x
+        prev = _dispatch._mode[0]
+        _dispatch._mode[0] = "meta"
+        try:
+            return op.table["meta"](*[fk(a) for a in args], **{k: fk(v) for k, v in kwargs.items()})
+        except Exception as e:
+            raise CompileError(
+                f"tensorplay.compile: the fake kernel of {op.name} failed on the inputs of this "
+                f"call ({type(e).__name__}: {e}). Fix it and check the op with "
+                f"tensorplay.library.opcheck({op.name!r}, args).") from e
+        finally:
+            _dispatch._mode[0] = prev
+
+    def __call__(self, op, fake, real):
+        fl, rl = [], []
+        _tensors(fake, fl)
+        _tensors(real, rl)
+        if len(fl) != len(rl):
+            self._fail(op, f"it returned {len(rl)} tensor(s) but its fake kernel returns "
+                           f"{len(fl)}")
+        for i, (f, r) in enumerate(zip(fl, rl)):
+            fs, rs = tuple(f._shape), tuple(r._shape)
+            if fs != rs or f._dtype is not r._dtype or f._device != r._device:
+                self._fail(op, f"output {i} is {_desc(r)} but its fake kernel promised {_desc(f)}")
+            if any(a != b for a, b, s in zip(f._stride, r._stride, rs) if s > 1):
+                self._fail(op, f"output {i} has strides {tuple(r._stride)} but its fake kernel "
+                               f"promised {tuple(f._stride)} (shape {rs})")
+
+    @staticmethod
+    def _fail(op, what):
+        raise CompileError(
+            f"tensorplay.compile: custom op {op.name!r} does not match its fake kernel: {what}. "
+            f"The compiled graph was built from the fake kernel's metadata, so its results cannot "
+            f"be trusted. Fix the fake kernel (@{op._opname}.register_fake) and check the op "
+            f"with tensorplay.library.opcheck({op.name!r}, sample_args).")
+
+
+_check_against_fake = _FakeCheck()
+
+
+def _tensors(x, out):
+    if isinstance(x, Tensor):
+        out.append(x)
+    elif isinstance(x, (list, tuple)):
+        for y in x:
+            _tensors(y, out)
+
+
+def _desc(t) -> str:
+    return f"shape {tuple(t._shape)}, dtype {t._dtype}, device {t._device}, strides {tuple(t._stride)}"

@@ -1,0 +1,273 @@
+"""opcheck's ``test_aot_dispatch_dynamic``: does ``tensorplay.compile`` reproduce eager?
+
+``check(op, args, kwargs)`` compiles ``lambda *a, **k: op(*a, **k)``, runs it and the op eagerly
+on separate clones of the sample, and compares outputs, inputs after the call (mutations) and
+input gradients. Then, when the op's fake rule is shape-generic, it does the same on a second
+input shape -- the leading dimension of every tensor whose leading size equals the first
+tensor's grows by one -- and requires that the cached graph is reused (no second capture).
+Same idea as ``torch.library.opcheck``'s ``test_aot_dispatch_dynamic``.
+"""
+
+from __future__ import annotations
+
+__all__ = ["check"]
+
+
+def check(op, args, kwargs=None, *, atol=None, rtol=None):
+    """Compare compiled and eager execution of ``op`` on one sample; None when they agree.
+
+    Arguments: ``op`` (a ``CustomOpDef`` or ``"ns::op"``), ``args``/``kwargs`` (one sample call;
+    never mutated: every run uses clones keeping strides and ``requires_grad``), ``atol``/``rtol``
+    (value tolerances; default per dtype as ``tensorplay.testing.assert_close``).
+
+    Returns a failure message naming the op (what differed, and how to fix it), or None.
+    Gradients are compared for floating inputs that require grad in the sample and are not
+    mutated by the op. The second-shape run is skipped when the op's fake kernel or eager kernel
+    rejects the grown shapes (the op is not shape-generic).
+    """
+    from .. import compile as _compile
+    from .._registry import CustomOpDef, lookup
+
+    if not isinstance(op, CustomOpDef):
+        op = lookup(op)
+    kwargs = dict(kwargs or {})
+    args = tuple(args)
+    name = op.name
+
+    def fn(*a, **k):
+        return op(*a, **k)
+
+    compiled = _compile(fn)
+    msg = _compare(op, compiled, args, kwargs, atol, rtol, "the sample")
+    if msg is not None:
+        return f"{name}: {msg}"
+    captures = compiled.captures
+    grown = _grow(args, kwargs)
+    if grown is None:
+        return None
+    gargs, gkwargs = grown
+    if not _shape_generic(op, gargs, gkwargs):
+        return None
+    msg = _compare(op, compiled, gargs, gkwargs, atol, rtol, "a second input shape")
+    if msg is not None:
+        return f"{name}: {msg}"
+    if compiled.captures != captures:
+        return (f"{name}: the compiled graph was captured again for a second input shape "
+                f"(leading dimension changed); a shape-generic op must not make the graph size "
+                f"dependent. Make sure its fake kernel does not read sizes into Python values "
+                f"that end up in the graph.")
+    return None
+
+
+# ----------------------------------------------------------------------------------------------
+
+def _T():
+    from .._tensor import Tensor
+    return Tensor
+
+
+def _clone(t):
+    """A detached copy with ``t``'s shape, strides, storage offset, dtype, device and
+    ``requires_grad`` (a new storage)."""
+    from .. import _factories
+    from .._ops.views import make_view
+    from ..autograd.grad_mode import no_grad
+    with no_grad():
+        src = t.detach()
+        if src.is_contiguous() and src.storage_offset() == 0:
+            c = src.clone()
+        else:
+            span = 1 + sum((s - 1) * st for s, st in zip(src.shape, src.stride())) \
+                if all(src.shape) else 0
+            flat = _factories.empty(src.storage_offset() + span, dtype=src.dtype, device=src.device)
+            c = make_view(flat, src.shape, src.stride(), src.storage_offset())
+            c._base = None
+            c.copy_(src)
+    if t.requires_grad:
+        c.requires_grad_(True)
+    return c
+
+
+def _map(x, fn):
+    T = _T()
+    if isinstance(x, T):
+        return fn(x)
+    if isinstance(x, list):
+        return [_map(y, fn) for y in x]
+    if isinstance(x, tuple):
+        return tuple(_map(y, fn) for y in x)
+    if isinstance(x, dict):
+        return {k: _map(v, fn) for k, v in x.items()}
+    return x
+
+
+def _leaves(x, out):
+    T = _T()
+    if isinstance(x, T):
+        out.append(x)
+    elif isinstance(x, (list, tuple)):
+        for y in x:
+            _leaves(y, out)
+    elif isinstance(x, dict):
+        for y in x.values():
+            _leaves(y, out)
+    return out
+
+
+def _mutated_names(op):
+    return set(op.mutates_args)
+
+
+def _grad_inputs(op, args, kwargs):
+    """Tensors of the call that should receive gradients: floating, requires_grad, not mutated."""
+    mutated = _mutated_names(op)
+    names = [a.name for a in op.schema.arguments]
+    bound = dict(zip(names, args))
+    bound.update(kwargs)
+    out = []
+    for n, v in bound.items():
+        if n in mutated:
+            continue
+        for t in _leaves(v, []):
+            if t.requires_grad and t.dtype.is_floating_point and t.grad_fn is None:
+                out.append(t)
+    return out
+
+
+def _run(op, runner, args, kwargs):
+    """Run ``runner`` on clones; returns (outputs, inputs after the call, input grads)."""
+    a = _map(args, _clone)
+    k = _map(kwargs, _clone)
+    mutated = _mutated_names(op)
+    if mutated:    # a mutated input cannot require grad (its values are overwritten)
+        names = [x.name for x in op.schema.arguments]
+        for n, v in list(zip(names, a)) + list(k.items()):
+            if n in mutated:
+                for t in _leaves(v, []):
+                    if t.requires_grad:
+                        t.requires_grad_(False)
+    grads_of = _grad_inputs(op, a, k)
+    out = runner(*a, **k)
+    grads = None
+    outs = _leaves(out, [])
+    diff = [o for o in outs if o.requires_grad and o.dtype.is_floating_point]
+    if grads_of and diff:
+        from ..autograd import api as _api
+        loss = None
+        for o in diff:
+            term = (o * _weights(o)).sum()
+            loss = term if loss is None else loss + term
+        gs = _api.grad(loss, grads_of, allow_unused=True)
+        grads = list(gs)
+    return out, _leaves((a, k), []), grads
+
+
+def _weights(o):
+    """Deterministic, non-uniform cotangent of ``o``'s shape (catches wrong gradients)."""
+    from .. import _factories
+    from ..autograd.grad_mode import no_grad
+    with no_grad():
+        n = o.numel()
+        w = _factories.arange(n, dtype=o.dtype, device=o.device).sin() + 1.5
+        return w.reshape(list(o.shape)) if o.ndim else w.reshape([])
+
+
+def _close(a, b, atol, rtol) -> str | None:
+    from .assertions import assert_close
+    try:
+        assert_close(a, b, atol=atol, rtol=rtol)
+    except AssertionError as e:
+        return str(e)
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
+    return None
+
+
+def _compare(op, compiled, args, kwargs, atol, rtol, which) -> str | None:
+    try:
+        e_out, e_in, e_grads = _run(op, op, args, kwargs)
+    except Exception as e:
+        return f"the eager call on {which} raised {type(e).__name__}: {e}"
+    try:
+        c_out, c_in, c_grads = _run(op, compiled, args, kwargs)
+    except Exception as e:
+        return (f"tensorplay.compile of a function calling the op failed on {which}: "
+                f"{type(e).__name__}: {e}")
+    eo, co = _leaves(e_out, []), _leaves(c_out, [])
+    if len(eo) != len(co):
+        return f"compiled call returned {len(co)} tensor(s), eager {len(eo)} on {which}"
+    for i, (x, y) in enumerate(zip(eo, co)):
+        if tuple(x.shape) != tuple(y.shape) or x.dtype is not y.dtype:
+            return (f"output {i} on {which}: compiled gave shape {tuple(y.shape)} {y.dtype}, "
+                    f"eager {tuple(x.shape)} {x.dtype}")
+        m = _close(y.detach(), x.detach(), atol, rtol)
+        if m:
+            return f"output {i} on {which} differs between compiled and eager: {m}"
+    for i, (x, y) in enumerate(zip(e_in, c_in)):
+        m = _close(y.detach(), x.detach(), atol, rtol)
+        if m:
+            return (f"input tensor {i} after the call on {which} differs between compiled and "
+                    f"eager (mutation): {m}")
+    if (e_grads is None) != (c_grads is None):
+        return (f"gradients on {which}: eager {'has' if e_grads is not None else 'has no'} "
+                f"gradients, compiled {'has' if c_grads is not None else 'has no'}")
+    if e_grads is not None:
+        for i, (x, y) in enumerate(zip(e_grads, c_grads)):
+            if (x is None) != (y is None):
+                return (f"gradient of input {i} on {which}: eager "
+                        f"{'None' if x is None else 'a tensor'}, compiled "
+                        f"{'None' if y is None else 'a tensor'}")
+            if x is not None:
+                m = _close(y, x, atol, rtol)
+                if m:
+                    return f"gradient of input {i} on {which} differs between compiled and eager: {m}"
+    return None
+
+
+def _grow(args, kwargs):
+    """The sample with the leading dimension grown by one on every tensor whose leading size
+    equals the first tensor's (values: the original ones plus a copy of the first row, so index
+    tensors stay valid). None when there is no tensor with a leading dimension."""
+    from .. import _factories
+    from ..autograd.grad_mode import no_grad
+    first = next((t for t in _leaves((args, kwargs), []) if t.ndim >= 1), None)
+    if first is None:
+        return None
+    lead = first.shape[0]
+    if lead == 0:
+        return None
+
+    def grow(t):
+        if t.ndim >= 1 and t.shape[0] == lead:
+            with no_grad():
+                g = _factories.cat([t.detach(), t.detach()[:1]], 0)
+                if not t.is_contiguous():
+                    # keep the memory order of the dimensions (a transposed view stays one), so
+                    # the second run differs from the first by sizes only
+                    st = t.stride()
+                    order = sorted(range(t.ndim), key=lambda d: -st[d])
+                    inv = [order.index(d) for d in range(t.ndim)]
+                    g = g.permute(order).clone().permute(inv)
+            if t.requires_grad:
+                g.requires_grad_(True)
+            return g
+        return t
+    return _map(args, grow), _map(kwargs, grow)
+
+
+def _shape_generic(op, args, kwargs) -> bool:
+    """True when the op's fake kernel accepts the grown inputs (on fake copies)."""
+    from .. import _dispatch
+    from ..fake import make_fake
+
+    def fk(t):
+        return make_fake(t.shape, t.dtype, t.device, t.stride(), offset=t.storage_offset())
+    prev = _dispatch._mode[0]
+    _dispatch._mode[0] = "meta"
+    try:
+        op.table["meta"](*_map(args, fk), **_map(kwargs, fk))
+    except Exception:
+        return False
+    finally:
+        _dispatch._mode[0] = prev
+    return True

@@ -1,0 +1,235 @@
+"""opcheck per plugin: run ``tensorplay.library.opcheck`` over every op a plugin ships, on every
+sample its plugins provide, on every available device.
+
+Three ways in, all built on :func:`check_plugin`:
+
+* Python: ``results = tensorplay.testing.check_plugin("tensorplay-example-ops")``;
+* an op pack's own pytest suite, one line (one test per op and device)::
+
+      from tensorplay.testing import opcheck_plugin_tests
+      test_opcheck = opcheck_plugin_tests("tensorplay-example-ops")
+
+* pytest option (the ``pytest11`` plugin): ``pytest --tensorplay-check=tensorplay-example-ops``.
+
+Which ops belong to a plugin: those it defined (checked on every available device that has a
+kernel, the device-agnostic kernel counting for all), those it registered kernels for (checked
+on just those devices), and for a device plugin the built-in ``tp::`` ops on its devices.
+Samples come from every plugin's ``tensorplay_sample_inputs`` hook.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass, field
+
+__all__ = ["PluginCheckResult", "CheckCase", "plugin_check_cases", "check_plugin",
+           "summarize", "opcheck_plugin_tests"]
+
+
+@dataclass
+class PluginCheckResult:
+    """The outcome of ``opcheck`` for one (op, device, sample).
+
+    ``status``: ``"passed"``, ``"failed"`` (``failures`` maps opcheck test name to message),
+    ``"error"`` (the samples or the check could not run; ``message`` says why) or ``"skipped"``
+    (no sample inputs for this op on this device). ``seconds`` is the wall time.
+    """
+
+    plugin: str
+    op: str
+    device: str
+    sample: str
+    status: str
+    failures: dict = field(default_factory=dict)
+    message: str = ""
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """True for ``passed`` and ``skipped``."""
+        return self.status in ("passed", "skipped")
+
+    def describe(self) -> str:
+        """One human-readable paragraph (used by the pytest helpers)."""
+        head = f"{self.op} on {self.device} [{self.sample or '-'}]: {self.status}"
+        if self.failures:
+            return head + "\n" + "\n".join(f"  {k}: {v}" for k, v in self.failures.items())
+        return head + (f": {self.message}" if self.message else "")
+
+
+@dataclass(frozen=True)
+class CheckCase:
+    """One (op, device) pair of a plugin: the unit of ``opcheck_plugin_tests``."""
+
+    plugin: str
+    op: str
+    device: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.op}-{self.device}"
+
+
+def _devices_for(op, devs, requested):
+    """Device types to check ``op`` on: ``devs`` (None: every available device with a kernel,
+    the device-agnostic kernel counting for all), limited to ``requested``."""
+    from ..plugins import manager
+    from .._device import Device
+    available = manager.available_devices()
+    if devs is None:
+        has_default = bool(op._kernels.get("default"))
+        devs = [d for d in available if has_default or op._kernels.get(d)
+                or (op.is_builtin and getattr(op, "_has_array_kernel", False))]
+    else:
+        devs = [d for d in devs if d in available]
+    if requested is not None:
+        want = Device(requested)
+        devs = [str(want) for d in devs if d == want.type]
+    return devs
+
+
+def plugin_check_cases(name: str, device=None, ops=None) -> list[CheckCase]:
+    """The (op, device) pairs :func:`check_plugin` would check for plugin ``name``.
+
+    ``device``: ``None`` (every available device) or one device (``"cpu"``, ``"cuda:1"``); an
+    explicitly requested device that is not available raises ``DeviceUnavailableError``.
+    ``ops``: optional iterable of qualnames to keep. Raises ``PluginError`` (chained to the
+    recorded load error, with the fix) when the plugin failed, is blocked or is not installed.
+    """
+    from ..plugins import manager
+    from ..errors import DeviceUnavailableError
+    from .._device import Device
+    rec = manager.get_plugin(name)
+    if device is not None:
+        ok, why = manager.device_status(Device(device).type)
+        if not ok:
+            raise DeviceUnavailableError(f"check_plugin({name!r}, device={str(device)!r}): {why}")
+    keep = None if ops is None else set(ops)
+    cases = []
+    for op, devs in manager.plugin_ops(name):
+        if keep is not None and op.name not in keep:
+            continue
+        for d in _devices_for(op, devs, device):
+            cases.append(CheckCase(rec.dist, op.name, d))
+    return cases
+
+
+def run_case(case: CheckCase, *, test_utils="DEFAULT", atol=None, rtol=None) -> list:
+    """Run ``opcheck`` for every sample of ``case``; one ``PluginCheckResult`` per sample (a
+    single ``skipped``/``error`` result when there are no samples or they cannot be made)."""
+    from .. import _registry
+    from ..library import opcheck
+    from ..plugins import manager
+    op = _registry.lookup(case.op)
+    t0 = time.perf_counter()
+    try:
+        samples = manager.sample_inputs(op, case.device)
+    except Exception as e:
+        return [PluginCheckResult(case.plugin, case.op, case.device, "", "error",
+                                  message=f"sample inputs could not be made: "
+                                          f"{type(e).__name__}: {e}",
+                                  seconds=time.perf_counter() - t0)]
+    if not samples:
+        return [PluginCheckResult(case.plugin, case.op, case.device, "", "skipped",
+                                  message=f"no sample inputs: implement the "
+                                          f"tensorplay_sample_inputs hook in {case.plugin} for "
+                                          f"{case.op} on {case.device}")]
+    out = []
+    for i, s in enumerate(samples):
+        label = s.name or f"sample{i}"
+        t0 = time.perf_counter()
+        try:
+            failures = opcheck(op, s.args, s.kwargs, test_utils=test_utils,
+                               raise_exception=False, atol=atol, rtol=rtol)
+            status, msg = ("failed" if failures else "passed"), ""
+        except Exception as e:
+            failures = {}
+            status = "error"
+            msg = f"opcheck raised {type(e).__name__}: {e}\n" + "".join(
+                traceback.format_exception(type(e), e, e.__traceback__, limit=-3))
+        out.append(PluginCheckResult(case.plugin, case.op, case.device, label, status,
+                                     dict(failures), msg, time.perf_counter() - t0))
+    return out
+
+
+def check_plugin(name: str, device=None, *, ops=None, test_utils="DEFAULT", atol=None,
+                 rtol=None, progress=None) -> list[PluginCheckResult]:
+    """Run ``opcheck`` over all of plugin ``name``'s ops x samples x available devices.
+
+    Arguments:
+
+    * ``name`` -- distribution or entry-point name (``"tensorplay-example-ops"``, ``"example_ops"``).
+    * ``device`` -- ``None`` for every available device, or one (``"cpu"``, ``"cuda:1"``).
+    * ``ops`` -- optional qualnames to restrict to; ``test_utils``/``atol``/``rtol`` are passed
+      to ``tensorplay.library.opcheck``.
+    * ``progress`` -- optional callable receiving each ``PluginCheckResult`` as it completes.
+
+    Returns one ``PluginCheckResult`` per (op, device, sample); ``summarize`` counts them. Never
+    raises for a failing op. Raises ``PluginError`` when the plugin is not installed, failed to
+    load (its recorded error chained, with the fix) or is blocked, and
+    ``DeviceUnavailableError`` when an explicitly requested device is not available.
+
+    Example::
+
+        >>> res = tensorplay.testing.check_plugin("tensorplay-example-ops", device="cpu")
+        >>> tensorplay.testing.summarize(res)
+        {'passed': 14, 'failed': 0, 'error': 0, 'skipped': 0}
+    """
+    results = []
+    for case in plugin_check_cases(name, device, ops):
+        for r in run_case(case, test_utils=test_utils, atol=atol, rtol=rtol):
+            results.append(r)
+            if progress is not None:
+                progress(r)
+    return results
+
+
+def summarize(results) -> dict:
+    """Counts by status: ``{"passed": n, "failed": n, "error": n, "skipped": n}``."""
+    out = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
+    for r in results:
+        out[r.status] = out.get(r.status, 0) + 1
+    return out
+
+
+def opcheck_plugin_tests(name: str, device=None, *, ops=None, test_utils="DEFAULT", atol=None,
+                         rtol=None, skip_without_samples: bool = True):
+    """A pytest test function running ``opcheck`` on plugin ``name``: one test per (op, device),
+    each over every sample. Assign it to a ``test_*`` name in an op pack's test module::
+
+        from tensorplay.testing import opcheck_plugin_tests
+        test_opcheck = opcheck_plugin_tests("tensorplay-example-ops")
+
+    A case fails with every failing sample's opcheck messages; a case without samples is skipped
+    (or fails with ``skip_without_samples=False``). If the plugin is missing, failed or blocked,
+    the single generated test fails with that error (never silently passes). Needs pytest.
+    """
+    import pytest
+
+    try:
+        cases = plugin_check_cases(name, device, ops)
+        setup_error = None
+    except Exception as e:   # reported by the generated test, not at collection
+        cases, setup_error = [], e
+    if setup_error is not None or not cases:
+        def test_plugin_opcheck_setup():
+            if setup_error is not None:
+                raise setup_error
+            pytest.fail(f"opcheck_plugin_tests({name!r}): plugin has no ops to check on "
+                        f"{device or 'any available device'}")
+        return test_plugin_opcheck_setup
+
+    @pytest.mark.parametrize("case", cases, ids=[c.id for c in cases])
+    def test_plugin_opcheck(case):
+        results = run_case(case, test_utils=test_utils, atol=atol, rtol=rtol)
+        bad = [r for r in results if r.status in ("failed", "error")]
+        if bad:
+            pytest.fail("\n".join(r.describe() for r in bad), pytrace=False)
+        if all(r.status == "skipped" for r in results):
+            if skip_without_samples:
+                pytest.skip(results[0].message)
+            pytest.fail(results[0].message, pytrace=False)
+
+    test_plugin_opcheck.__doc__ = f"opcheck over the ops of plugin {name}"
+    return test_plugin_opcheck

@@ -1,0 +1,61 @@
+"""Shared test set-up: a report header naming the installed plugins and devices, and fixtures for
+tests that need the cpu device or a throw-away plugin on ``PYTHONPATH``."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+
+def pytest_report_header(config):
+    try:
+        import tensorplay
+        plugins = ", ".join(f"{r['dist']} {r['version']} ({r['status']})"
+                            for r in tensorplay.plugins.list_plugins()) or "none"
+        return [f"tensorplay {tensorplay.__version__}; plugins: {plugins}"]
+    except Exception as e:   # the header must never break collection
+        return [f"tensorplay: import failed: {type(e).__name__}: {e}"]
+
+
+@pytest.fixture
+def cpu():
+    """The cpu device; skips the test when no cpu plugin is installed (core-only runs)."""
+    import tensorplay
+    ok, why = tensorplay.plugins.device_status("cpu")
+    if not ok:
+        pytest.skip(f"cpu device unavailable: {why}")
+    return tensorplay.device("cpu")
+
+
+def make_plugin_dist(root: Path, dist: str, module: str, source: str, version: str = "0.1",
+                     entry_name: str | None = None) -> Path:
+    """Write an installed-looking plugin into ``root``: ``module.py`` with ``source`` and a
+    ``.dist-info`` whose entry point (group ``tensorplay.plugins``) names it. Put ``root`` on
+    ``PYTHONPATH`` of a subprocess and ``import tensorplay`` discovers it like a pip install."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / f"{module}.py").write_text(textwrap.dedent(source))
+    info = root / f"{dist.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(exist_ok=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
+    (info / "entry_points.txt").write_text(
+        f"[tensorplay.plugins]\n{entry_name or module} = {module}\n")
+    return root
+
+
+@pytest.fixture
+def plugin_env(tmp_path):
+    """``(make, env)``: ``make(dist, module, source)`` writes a plugin under ``tmp_path``; ``env``
+    is a copy of ``os.environ`` with ``tmp_path`` first on ``PYTHONPATH``."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path)] + [p for p in [env.get("PYTHONPATH")] if p])
+
+    def make(dist, module, source, **kw):
+        return make_plugin_dist(tmp_path, dist, module, source, **kw)
+    return make, env
+
+
+PY = sys.executable

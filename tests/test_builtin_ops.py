@@ -1,0 +1,432 @@
+"""Built-in ``tp::`` operators: gradients agree with finite differences (every differentiable op),
+fake rules reproduce the real outputs' metadata (every op), and dtype promotion follows torch.
+
+Both parametrizations run over ``tensorplay._ops.BUILTINS``: a new built-in op without an entry in
+``SAMPLES`` (and, if differentiable, a gradcheck sample) fails ``test_tables_cover_every_builtin``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensorplay as tp
+from tensorplay import fake
+from tensorplay._ops import BUILTINS, ops as O
+
+F64 = tp.float64
+
+
+class S:
+    """One sample call: ``args``/``kwargs`` of the op. ``grad=False`` keeps it out of gradcheck
+    (e.g. integer-only samples); ``fake=False`` keeps it out of the fake-metadata comparison."""
+
+    def __init__(self, *args, grad=True, fake=True, **kwargs):
+        self.args, self.kwargs, self.grad, self.fake = args, kwargs, grad, fake
+
+
+def _rng():
+    return np.random.default_rng(1234)
+
+
+def T(rng, *shape, lo=-1.0, hi=1.0, dtype=F64):
+    return tp.tensor(rng.uniform(lo, hi, shape), dtype=dtype)
+
+
+def NZ(rng, *shape, dtype=F64):
+    """Values bounded away from 0 (for relu/abs kinks): |x| in [0.2, 1]."""
+    v = rng.uniform(0.2, 1.0, shape) * rng.choice([-1.0, 1.0], shape)
+    return tp.tensor(v, dtype=dtype)
+
+
+def POS(rng, *shape, dtype=F64):
+    return T(rng, *shape, lo=0.5, hi=2.0, dtype=dtype)
+
+
+def DISTINCT(rng, *shape, dtype=F64):
+    """A permutation of well-separated values (no ties for max/min)."""
+    n = int(np.prod(shape)) if shape else 1
+    v = rng.permutation(n).astype(np.float64) * 0.37 - 1.0
+    return tp.tensor(v.reshape(shape), dtype=dtype)
+
+
+def MASK(rng, *shape):
+    return tp.tensor(rng.uniform(size=shape) > 0.5)
+
+
+def IDX(values):
+    return tp.tensor(values, dtype=tp.int64)
+
+
+def _binary(make_a=T, make_b=T):
+    def build(r):
+        return [S(make_a(r, 3, 1), make_b(r, 4)),          # broadcasting both ways
+                S(make_a(r, 2, 3), make_b(r)),             # 0-dim tensor operand
+                S(make_a(r, 2, 3), 2.5),                   # Python scalar
+                S(IDX([[1, 2], [3, 4]]), IDX([2, 3]), grad=False)]
+    return build
+
+
+def _unary(make=T):
+    return lambda r: [S(make(r, 2, 3)), S(make(r)), S(make(r, 4, dtype=tp.float32), grad=False)]
+
+
+def _inplace(make_other=T):
+    return lambda r: [S(T(r, 2, 3), make_other(r, 3)), S(T(r, 2, 3), make_other(r, 2, 1)),
+                      S(T(r, 2, 3), 1.5)]
+
+
+SAMPLES = {
+    "add": _binary(), "sub": _binary(), "rsub": _binary(), "mul": _binary(),
+    "div": _binary(make_b=POS), "rdiv": lambda r: [S(POS(r, 2, 3), 2.5), S(POS(r, 3), 3)],
+    "pow": lambda r: [S(POS(r, 3, 1), T(r, 4)), S(POS(r, 2, 3), 3), S(POS(r, 2, 3), 2.5),
+                      S(T(r, 2, 3), 2), S(POS(r, 2, 2), 0),
+                      S(IDX([1, 2, 3]), 2, grad=False)],
+    "rpow": lambda r: [S(T(r, 2, 3), 2.0), S(T(r, 3), 3), S(IDX([1, 2]), 2, grad=False)],
+    "maximum": _binary(DISTINCT, lambda r, *s: DISTINCT(r, *s) + 0.1),
+    "minimum": _binary(DISTINCT, lambda r, *s: DISTINCT(r, *s) + 0.1),
+    "neg": _unary(), "exp": _unary(), "log": _unary(POS), "sqrt": _unary(POS),
+    "rsqrt": _unary(POS), "tanh": _unary(), "sigmoid": _unary(), "relu": _unary(NZ),
+    "abs": _unary(NZ), "sin": _unary(), "cos": _unary(), "erf": _unary(), "sign": _unary(NZ),
+    "where": lambda r: [S(MASK(r, 2, 3), T(r, 2, 3), T(r, 3)), S(MASK(r, 3), T(r, 2, 3), 0.0),
+                        S(MASK(r, 2, 3), 1.0, T(r, 2, 1)), S(MASK(r, 2), 1, 0, grad=False)],
+    "sum": lambda r: [S(T(r, 2, 3)), S(T(r, 2, 3), [1]), S(T(r, 2, 3, 2), [0, 2], True),
+                      S(T(r, 2, 3), [-1], dtype=F64), S(IDX([1, 2]), grad=False)],
+    "mean": lambda r: [S(T(r, 2, 3)), S(T(r, 2, 3), [0]), S(T(r, 2, 3, 2), [1], True)],
+    "amax": lambda r: [S(DISTINCT(r, 2, 3)), S(DISTINCT(r, 2, 3), [1]),
+                       S(DISTINCT(r, 2, 3, 2), [0, 2], True)],
+    "amin": lambda r: [S(DISTINCT(r, 2, 3)), S(DISTINCT(r, 2, 3), [1]),
+                       S(DISTINCT(r, 2, 3, 2), [0], True)],
+    "argmax": lambda r: [S(DISTINCT(r, 2, 3)), S(DISTINCT(r, 2, 3), 1),
+                         S(DISTINCT(r, 2, 3), 0, True)],
+    "matmul": lambda r: [S(T(r, 2, 3), T(r, 3, 4)), S(T(r, 3), T(r, 3, 2)), S(T(r, 2, 3), T(r, 3)),
+                         S(T(r, 3), T(r, 3)), S(T(r, 2, 2, 3), T(r, 3, 2)),
+                         S(T(r, 2, 3), T(r, 2, 3, 2))],
+    "softmax": lambda r: [S(T(r, 2, 3), 1), S(T(r, 2, 3), 0), S(T(r, 4), -1)],
+    "log_softmax": lambda r: [S(T(r, 2, 3), 1), S(T(r, 2, 3), 0)],
+    "cat": lambda r: [S([T(r, 2, 3), T(r, 2, 1)], 1), S([T(r, 1, 3), T(r, 2, 3)]),
+                      S([T(r, 2), T(r, 3), T(r, 1)], -1)],
+    "stack": lambda r: [S([T(r, 2, 3), T(r, 2, 3)], 1), S([T(r, 3), T(r, 3), T(r, 3)])],
+    "view": lambda r: [S(T(r, 2, 3), [3, 2]), S(T(r, 2, 3), [-1]), S(T(r, 6), [2, 1, 3])],
+    "reshape": lambda r: [S(T(r, 2, 3), [3, 2]), S(O.transpose(T(r, 2, 3), 0, 1), [6])],
+    "permute": lambda r: [S(T(r, 2, 3, 4), [2, 0, 1]), S(T(r, 2, 3), [1, 0])],
+    "transpose": lambda r: [S(T(r, 2, 3), 0, 1), S(T(r, 2, 3, 4), -1, 0)],
+    "expand": lambda r: [S(T(r, 3, 1), [3, 4]), S(T(r, 3), [2, 3]), S(T(r, 1, 3), [2, -1, 3])],
+    "unsqueeze": lambda r: [S(T(r, 2, 3), 0), S(T(r, 2, 3), -1), S(T(r, 2, 3), 1)],
+    "squeeze": lambda r: [S(T(r, 2, 1, 3)), S(T(r, 2, 1, 3), [1]), S(T(r, 1, 3), [0, 1])],
+    "slice": lambda r: [S(T(r, 4, 3), 0, 1, 3), S(T(r, 4, 5), 1, 0, None, 2),
+                        S(T(r, 4, 3), 0, -2)],
+    "narrow": lambda r: [S(T(r, 4, 3), 0, 1, 2), S(T(r, 4, 3), 1, 2, 1)],
+    "select": lambda r: [S(T(r, 4, 3), 0, 1), S(T(r, 4, 3), 1, -1)],
+    "clone": lambda r: [S(T(r, 2, 3)), S(O.transpose(T(r, 2, 3), 0, 1))],
+    "to_dtype": lambda r: [S(T(r, 2, 3), F64), S(T(r, 2, 3), tp.float32, grad=False),
+                           S(T(r, 3), tp.int32, grad=False)],
+    "to_device": lambda r: [S(T(r, 2, 3), tp.device("cpu"))],
+    "copy_": lambda r: [S(T(r, 2, 3), T(r, 3)), S(T(r, 2, 3), T(r, 2, 3)), S(T(r, 2, 3), 0.5)],
+    "fill_": lambda r: [S(T(r, 2, 3), T(r)), S(T(r, 2, 3), 1.5)],
+    "add_": _inplace(), "mul_": _inplace(),
+    "index": lambda r: [S(T(r, 4, 3), 0, IDX([0, 2, 2])), S(T(r, 4, 3), 1, IDX([[0, 1], [2, 0]]))],
+    "index_add": lambda r: [S(T(r, 4, 3), 0, IDX([0, 2, 2]), T(r, 3, 3)),
+                            S(T(r, 4, 3), 1, IDX([1]), T(r, 4, 1))],
+    "masked_select": lambda r: [S(T(r, 2, 3), MASK(r, 2, 3), fake=False),
+                                S(T(r, 2, 3), MASK(r, 3), fake=False)],
+    "masked_scatter_": lambda r: [S(T(r, 2, 3), MASK(r, 2, 3), T(r, 2, 3)),
+                                  S(T(r, 2, 3), MASK(r, 2, 3), T(r, 8))],
+    "masked_fill_": lambda r: [S(T(r, 2, 3), MASK(r, 2, 3), T(r)), S(T(r, 2, 3), MASK(r, 3), 0.5)],
+    "index_put_": lambda r: [S(T(r, 4, 3), 0, IDX([0, 2]), T(r, 2, 3)),
+                             S(T(r, 4, 3), 1, IDX([1]), 0.5), S(T(r, 4, 3), 0, IDX([3]), T(r, 3))],
+    "eq": _binary(), "ne": _binary(), "lt": _binary(), "le": _binary(), "gt": _binary(),
+    "ge": _binary(), "logical_and": _binary(), "logical_or": _binary(),
+    "logical_not": lambda r: [S(T(r, 2, 3)), S(MASK(r, 3))],
+    "empty": lambda r: [S([2, 3], dtype=tp.float32, device=tp.device("cpu"))],
+    "full": lambda r: [S([2, 3], 1.5, dtype=F64, device=tp.device("cpu")),
+                       S([4], 7, dtype=tp.int16, device=tp.device("cpu"))],
+    "arange": lambda r: [S(0, 5, 1, dtype=tp.int64, device=tp.device("cpu")),
+                         S(0.0, 1.0, 0.3, dtype=tp.float32, device=tp.device("cpu")),
+                         S(5, 0, -2, dtype=tp.int32, device=tp.device("cpu"))],
+    "rand": lambda r: [S([2, 3], dtype=tp.float32, device=tp.device("cpu"))],
+    "randn": lambda r: [S([3], dtype=F64, device=tp.device("cpu"))],
+}
+
+# Differentiable ops whose gradient is structurally zero or undefined at the samples still get
+# a gradcheck (sign: zero everywhere). Ops listed here have no backward by design.
+NOT_DIFFERENTIABLE = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
+                      "logical_not", "argmax", "empty", "full", "arange", "rand", "randn"}
+
+
+def _differentiable():
+    return sorted(n for n, op in BUILTINS.items() if op._backward is not None)
+
+
+def test_tables_cover_every_builtin():
+    missing = sorted(set(BUILTINS) - set(SAMPLES))
+    assert not missing, f"add sample inputs to SAMPLES for new built-in ops: {missing}"
+    stale = sorted(set(SAMPLES) - set(BUILTINS))
+    assert not stale, f"SAMPLES names ops that do not exist: {stale}"
+    diff = set(_differentiable())
+    assert diff | NOT_DIFFERENTIABLE == set(BUILTINS)
+    assert not diff & NOT_DIFFERENTIABLE, "an op listed as non-differentiable has a formula"
+    no_grad_sample = [n for n in diff if not any(s.grad for s in SAMPLES[n](_rng()))]
+    assert not no_grad_sample, f"differentiable ops without a gradcheck sample: {no_grad_sample}"
+
+
+# -- gradcheck --------------------------------------------------------------------------------
+def _leaves_and_rebuild(args, kwargs):
+    """Floating tensors among args (also inside lists) -> leaves; and a function that rebuilds
+    the arguments from new leaf values."""
+    slots = []
+    for i, a in enumerate(args):
+        if isinstance(a, tp.Tensor) and a.dtype.is_floating_point:
+            slots.append((i, None))
+        elif isinstance(a, list):
+            slots.extend((i, j) for j, x in enumerate(a)
+                         if isinstance(x, tp.Tensor) and x.dtype.is_floating_point)
+    leaves = tuple((args[i] if j is None else args[i][j]).detach().clone().requires_grad_(True)
+                   for i, j in slots)
+
+    def rebuild(vals):
+        out = [list(a) if isinstance(a, list) else a for a in args]
+        for (i, j), v in zip(slots, vals):
+            if j is None:
+                out[i] = v
+            else:
+                out[i][j] = v
+        return out, dict(kwargs)
+    return leaves, rebuild
+
+
+@pytest.mark.parametrize("name", _differentiable())
+def test_gradcheck(name):
+    op = BUILTINS[name]
+    samples = [s for s in SAMPLES[name](_rng()) if s.grad]
+    assert samples
+    for s in samples:
+        leaves, rebuild = _leaves_and_rebuild(s.args, s.kwargs)
+        assert leaves, f"{name}: sample has no floating tensor input"
+        assert all(x.dtype is F64 for x in leaves)
+
+        def fn(*vals):
+            args, kwargs = rebuild(vals)
+            if op.mutates_args:          # never write a leaf: write a differentiable copy
+                args[0] = O.clone(args[0])
+            return op(*args, **kwargs)
+
+        assert tp.autograd.gradcheck(fn, leaves, eps=1e-6, atol=1e-6, rtol=1e-4), name
+
+
+def test_gradcheck_catches_a_wrong_formula():
+    """gradcheck itself can fail: a Function with a deliberately wrong backward is reported."""
+    class Bad(tp.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return g * x          # should be 2 * x
+
+    x = tp.tensor([0.5, -1.0, 2.0], dtype=F64, requires_grad=True)
+    with pytest.raises(RuntimeError, match="Jacobian mismatch"):
+        tp.autograd.gradcheck(Bad.apply, (x,))
+    assert tp.autograd.gradcheck(Bad.apply, (x,), raise_exception=False) is False
+
+
+# -- fake rules == real metadata ----------------------------------------------------------------
+def _meta(x):
+    if isinstance(x, (tuple, list)):
+        return [_meta(y) for y in x]
+    return (tuple(x.shape), x.dtype, str(x.device), tuple(x.stride()), x.storage_offset())
+
+
+def _to_fake(x):
+    if isinstance(x, tp.Tensor):
+        return fake.from_real(x)
+    if isinstance(x, list):
+        return [_to_fake(y) for y in x]
+    return x
+
+
+def _fake_samples():
+    out = []
+    for name in sorted(BUILTINS):
+        for i, s in enumerate(SAMPLES[name](_rng())):
+            out.append(pytest.param(name, i, id=f"{name}-{i}"))
+    return out
+
+
+@pytest.mark.parametrize("name,i", _fake_samples())
+def test_fake_rule_matches_real(name, i):
+    op = BUILTINS[name]
+    s = SAMPLES[name](_rng())[i]
+    fargs = [_to_fake(a) for a in s.args]
+    fkw = {k: _to_fake(v) for k, v in s.kwargs.items()}
+    if not s.fake:
+        with pytest.raises(tp.errors.DispatchError, match=name):
+            with fake.FakeTensorMode():
+                op(*fargs, **fkw)
+        return
+    with fake.FakeTensorMode():
+        f = op(*fargs, **fkw)
+    r = op(*s.args, **s.kwargs)
+    assert _meta(f) == _meta(r), f"{name}: fake {_meta(f)} != real {_meta(r)}"
+    for t in (f if isinstance(f, (list, tuple)) else [f]):
+        assert t.is_fake
+
+
+# -- dtype promotion (torch's result_type) ------------------------------------------------------
+def _z(dtype, shape=(2,)):
+    return tp.zeros(*shape, dtype=dtype) + (1 if dtype is not tp.bool else True)
+
+
+PROMOTION = [
+    # (a, b, expected dtype of a + b) -- values are torch's
+    (lambda: _z(tp.int64), lambda: 1.5, tp.float32),
+    (lambda: _z(tp.int32), lambda: 2, tp.int32),
+    (lambda: _z(tp.bool), lambda: 2, tp.int64),
+    (lambda: _z(tp.bool), lambda: 2.0, tp.float32),
+    (lambda: _z(tp.bool), lambda: _z(tp.bool), tp.bool),
+    (lambda: _z(tp.float16), lambda: _z(tp.float32), tp.float32),
+    (lambda: _z(tp.float16), lambda: 2.5, tp.float16),
+    (lambda: _z(tp.uint8), lambda: _z(tp.int8), tp.int16),
+    (lambda: _z(tp.int8), lambda: _z(tp.int64, ()), tp.int8),          # 0-dim: same category
+    (lambda: _z(tp.float32), lambda: _z(tp.float64, ()), tp.float32),
+    (lambda: _z(tp.int32), lambda: _z(tp.float64, ()), tp.float64),    # 0-dim: higher category
+    (lambda: _z(tp.float64, ()), lambda: _z(tp.float16, ()), tp.float64),
+    (lambda: _z(tp.int16), lambda: _z(tp.float16), tp.float16),
+]
+
+
+@pytest.mark.parametrize("i", range(len(PROMOTION)))
+def test_promotion_add(i):
+    a, b, want = PROMOTION[i][0](), PROMOTION[i][1](), PROMOTION[i][2]
+    assert (a + b).dtype is want
+    assert (b + a).dtype is want
+    with fake.FakeTensorMode():
+        fa = _to_fake(a)
+        fb = _to_fake(b)
+        assert (fa + fb).dtype is want
+
+
+def test_division_and_float_functions_promote_ints_to_float32():
+    a, b = tp.tensor([1, 2]), tp.tensor([2, 4])
+    q = a / b
+    assert q.dtype is tp.float32 and q.tolist() == [0.5, 0.5]
+    assert (1 / a).dtype is tp.float32 and (a / 2).dtype is tp.float32
+    assert (tp.zeros(2, dtype=tp.int32) / tp.tensor(2.0, dtype=F64)).dtype is F64
+    for f in (tp.exp, tp.log, tp.sqrt, tp.tanh, tp.sigmoid, tp.sin):
+        assert f(a).dtype is tp.float32
+    assert tp.relu(a).dtype is tp.int64 and tp.abs(a).dtype is tp.int64
+    assert (a ** 0.5).dtype is tp.float32 and (2 ** a).dtype is tp.int64
+
+
+def test_comparisons_and_logical_ops_give_bool():
+    a = tp.tensor([1, 2, 3])
+    for r in (a < 2, a <= 2, a > 2.5, a >= 2, a == 2, a != 2, 2 < a, (a > 1) & (a < 3),
+              (a > 2) | (a < 2), ~(a > 1)):
+        assert r.dtype is tp.bool
+    assert ((a > 1) & (a < 3)).tolist() == [False, True, False]
+    assert (2.5 < a).tolist() == [False, False, True]
+
+
+def test_python_int_out_of_range_wraps_like_torch():
+    u = tp.tensor([0, 10], dtype=tp.uint8)
+    assert (u - 1).dtype is tp.uint8
+    assert (u - 1).tolist() == [255, 9]
+    assert (u + 256).tolist() == [0, 10]
+
+
+def test_bool_subtraction_is_refused():
+    a = tp.tensor([True, False])
+    with pytest.raises(RuntimeError, match="bool"):
+        a - a
+
+
+def test_inplace_refuses_result_of_higher_category():
+    x = tp.tensor([1, 2])
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        x.add_(1.5)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        x.mul_(tp.tensor([0.5, 0.5]))
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        with fake.FakeTensorMode():
+            fake.from_real(x).add_(1.5)
+    assert x.tolist() == [1, 2]
+    y = tp.tensor([1.0, 2.0])
+    y.add_(tp.tensor([1, 1]))            # int into float: fine
+    assert y.tolist() == [2.0, 3.0]
+
+
+def test_mean_of_integers_is_an_error_on_real_and_fake():
+    x = tp.tensor([1, 2])
+    with pytest.raises(RuntimeError, match="mean"):
+        x.mean()
+    with pytest.raises(RuntimeError, match="mean"):
+        fake.from_real(x).mean()
+    assert x.mean(dtype=F64).item() == 1.5
+
+
+def test_where_with_two_scalars_follows_python_number_rules():
+    c = tp.tensor([True, False])
+    assert tp.where(c, 1.0, 0.0).dtype is tp.float32
+    assert tp.where(c, 1, 0).dtype is tp.int64
+    assert tp.where(c, 1, 0).tolist() == [1, 0]
+    with fake.FakeTensorMode():
+        assert tp.where(fake.from_real(c), 1.0, 0.0).dtype is tp.float32
+
+
+def test_cat_and_stack_promote_all_inputs():
+    ts = [tp.zeros(2, dtype=tp.int8), tp.zeros(2, dtype=tp.int64), tp.zeros(2, dtype=tp.uint8)]
+    assert tp.cat(ts).dtype is tp.int64
+    assert tp.stack(ts).dtype is tp.int64
+    assert tp.stack([tp.zeros(2, dtype=tp.int64), tp.zeros(2)]).dtype is tp.float32
+
+
+# -- values against numpy -----------------------------------------------------------------------
+def test_values_match_numpy():
+    rng = _rng()
+    a = rng.standard_normal((3, 4))
+    b = rng.standard_normal((4,))
+    ta, tb = tp.tensor(a), tp.tensor(b)
+    np.testing.assert_allclose((ta + tb).numpy(), a + b)
+    np.testing.assert_allclose((ta * tb - tb / 3).numpy(), a * b - b / 3)
+    np.testing.assert_allclose((ta @ tb).numpy(), a @ b)
+    np.testing.assert_allclose(ta.exp().numpy(), np.exp(a))
+    np.testing.assert_allclose(ta.tanh().numpy(), np.tanh(a))
+    np.testing.assert_allclose(ta.sigmoid().numpy(), 1 / (1 + np.exp(-a)))
+    np.testing.assert_allclose(ta.relu().numpy(), np.maximum(a, 0))
+    np.testing.assert_allclose(ta.abs().sqrt().numpy(), np.sqrt(np.abs(a)))
+    np.testing.assert_allclose(ta.abs().log().numpy(), np.log(np.abs(a)))
+    np.testing.assert_allclose((ta.abs() ** tb).numpy(), np.abs(a) ** b)
+    np.testing.assert_allclose(ta.sum(1).numpy(), a.sum(1))
+    np.testing.assert_allclose(ta.mean(0, keepdim=True).numpy(), a.mean(0, keepdims=True))
+    np.testing.assert_allclose(ta.amax(1).numpy(), a.max(1))
+    e = np.exp(a - a.max(1, keepdims=True))
+    np.testing.assert_allclose(ta.softmax(1).numpy(), e / e.sum(1, keepdims=True))
+    np.testing.assert_allclose(tp.where(ta > 0, ta, tb).numpy(), np.where(a > 0, a, b))
+    np.testing.assert_allclose(tp.cat([ta, ta], 0).numpy(), np.concatenate([a, a], 0))
+    np.testing.assert_allclose(tp.stack([tb, tb], 1).numpy(), np.stack([b, b], 1))
+
+
+def test_erf_is_accurate_in_float64():
+    import math
+    xs = [-3.0, -1.2, -0.3, 0.0, 1e-3, 0.5, 1.0, 2.2, 4.0]
+    got = tp.tensor(xs, dtype=F64).erf().tolist()
+    for x, g in zip(xs, got):
+        assert abs(g - math.erf(x)) < 1e-12, (x, g, math.erf(x))
+    f32 = tp.tensor(xs).erf()
+    assert f32.dtype is tp.float32
+    assert max(abs(g - math.erf(x)) for x, g in zip(xs, f32.tolist())) < 1e-6
+
+
+def test_errors_name_the_op_and_argument():
+    x = tp.ones(2, 3)
+    with pytest.raises(RuntimeError, match="matmul.*cannot be multiplied"):
+        x @ x
+    with pytest.raises(RuntimeError, match="size of tensor a"):
+        x + tp.ones(4)
+    with pytest.raises(TypeError, match="argument 'other'"):
+        O.add(x, "nope")
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        x.sum(5)

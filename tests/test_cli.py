@@ -1,0 +1,263 @@
+"""The ``tensorplay`` command: ``plugins``, ``ops`` and ``check`` (SPEC §5), in a subprocess (the
+way users run it) and in-process through ``main()``."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tensorplay
+from tensorplay.cli import main
+
+NO_AOT = "test_schema,test_autograd_registration,test_faketensor"
+EXAMPLE_OPS = ("example::weighted_sum", "example::rms_norm", "example::gelu",
+               "example::softmax_cross_entropy", "example::add_relu_")
+
+
+def run_cli(*args, env=None, timeout=120):
+    """``python -m tensorplay.cli ARGS`` (same code as the console script)."""
+    return subprocess.run([sys.executable, "-m", "tensorplay.cli", *args], capture_output=True,
+                          text=True, env=env, timeout=timeout)
+
+
+def _console_script():
+    exe = Path(sys.executable).parent / ("tensorplay.exe" if os.name == "nt" else "tensorplay")
+    return str(exe) if exe.exists() else shutil.which("tensorplay")
+
+
+# ---------------------------------------------------------------------------- check, subprocess
+
+def test_console_script_check_passes_on_the_example_pack(tmp_path):
+    exe = _console_script()
+    assert exe, "the `tensorplay` console script is not installed (pip install -e .)"
+    out = tmp_path / "res.json"
+    p = subprocess.run([exe, "check", "--plugin", "example_ops", "--test-utils", NO_AOT,
+                        "--json", str(out)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    for name in EXAMPLE_OPS:
+        assert name in p.stdout
+    # progress on stderr, one line per (op, device)
+    assert "[1/" in p.stderr and "sample(s) ok" in p.stderr
+    res = json.loads(out.read_text())
+    assert res["ok"] and res["failures"] == [] and res["samples_checked"] >= 10
+    rows = {r["op"]: r for r in res["rows"]}
+    assert set(rows) >= set(EXAMPLE_OPS) and all(r["device"] == "cpu" for r in rows.values())
+    assert rows["example::gelu"]["checks"]["test_autograd_registration"] == "pass"
+    assert rows["example::add_relu_"]["checks"]["test_autograd_registration"] == "skip"
+    assert rows["example::add_relu_"]["checks"]["test_aot_dispatch_dynamic"] is None
+    header = next(line for line in p.stdout.splitlines() if line.startswith("plugin"))
+    for col in ("op", "device", "schema", "autograd", "fake", "aot", "time (ms)"):
+        assert col in header
+
+
+def test_full_check_exit_code_agrees_with_its_results(tmp_path):
+    out = tmp_path / "res.json"
+    p = run_cli("check", "--json", str(out))
+    res = json.loads(out.read_text())
+    assert p.returncode == (0 if res["ok"] else 1), p.stdout
+    assert {r["op"] for r in res["rows"]} >= set(EXAMPLE_OPS)
+    try:
+        import tensorplay.testing.aot  # noqa: F401
+    except ImportError:
+        # the compile check must report itself as not available, never as passed
+        assert p.returncode == 1
+        assert "not available" in p.stdout
+        assert all(r["checks"]["test_aot_dispatch_dynamic"] in ("fail", None) for r in res["rows"])
+
+
+BROKEN_PACK = '''
+    import pluggy
+    hookimpl = pluggy.HookimplMarker("tensorplay")
+
+    @hookimpl
+    def tensorplay_register_ops(registrar):
+        import tensorplay as tp
+        from tensorplay import library as lib
+
+        @lib.custom_op("broken::leaky", mutates_args=())
+        def leaky(x: tp.Tensor) -> tp.Tensor:
+            return x[1:]                      # aliases its input (C07)
+
+        @leaky.register_fake
+        def _(x):
+            return x.new_empty((x.shape[0] - 1,) + tuple(x.shape[1:]))
+
+        @lib.custom_op("broken::fine", mutates_args=())
+        def fine(x: tp.Tensor) -> tp.Tensor:
+            return x * 2
+
+        @fine.register_fake
+        def _(x):
+            return x.new_empty(x.shape)
+
+    @hookimpl
+    def tensorplay_sample_inputs(op, device):
+        import tensorplay as tp
+        if op.name in ("broken::leaky", "broken::fine"):
+            return [((tp.randn(8, 4, device=device),), {})]
+        return None
+'''
+
+
+def test_a_failing_op_pack_makes_check_exit_1(plugin_env):
+    make, env = plugin_env
+    make("broken-pack", "broken_pack", BROKEN_PACK)
+    p = run_cli("check", "--plugin", "broken-pack", "--test-utils", NO_AOT, env=env)
+    assert p.returncode == 1, p.stdout + p.stderr
+    lines = p.stdout.splitlines()
+    leaky = next(line for line in lines if "broken::leaky" in line and "cpu" in line)
+    assert "FAIL" in leaky
+    fine = next(line for line in lines if "broken::fine" in line and "cpu" in line)
+    assert "FAIL" not in fine and "PASS" in fine
+    assert "output 0 is a view of / shares storage with input 'x'" in p.stdout
+    # only the good op: passes
+    p2 = run_cli("check", "--plugin", "broken_pack", "broken::fine", "--test-utils", NO_AOT,
+                 env=env)
+    assert p2.returncode == 0, p2.stdout + p2.stderr
+
+
+def test_a_plugin_that_fails_to_load_fails_check_and_shows_in_plugins(plugin_env):
+    make, env = plugin_env
+    make("exploding-pack", "exploding_pack", "raise ImportError('needs libfoo 3')\n")
+    p = run_cli("plugins", env=env)
+    assert p.returncode == 0
+    row = next(line for line in p.stdout.splitlines() if line.startswith("exploding-pack"))
+    assert "failed" in row and "needs libfoo 3" in row
+    c = run_cli("check", "--plugin", "exploding-pack", env=env)
+    assert c.returncode == 1
+    assert "exploding-pack" in c.stdout and "needs libfoo 3" in c.stdout
+
+
+def test_nothing_checked_is_exit_1_with_a_clear_message():
+    # --plugins cpu: the example pack is not loaded, so no op is left to check
+    p = run_cli("--plugins", "cpu", "check")
+    assert p.returncode == 1
+    assert "nothing was checked" in p.stderr and "no installed plugin ships operators" in p.stderr
+
+
+def test_disable_plugins_and_strict_flags_reach_the_loader():
+    p = run_cli("--disable-plugins", "example_ops", "plugins", "--json")
+    assert p.returncode == 0, p.stderr
+    recs = {r["dist"]: r for r in json.loads(p.stdout)}
+    assert recs["tensorplay-example-ops"]["status"] == "blocked"
+    assert recs["tensorplay-cpu"]["status"] == "loaded"
+    p = run_cli("plugins", "--strict", "--json")
+    assert p.returncode == 0
+    assert all(r["status"] == "loaded" for r in json.loads(p.stdout))
+
+
+def test_strict_turns_a_broken_plugin_into_an_error(plugin_env):
+    make, env = plugin_env
+    make("exploding-pack", "exploding_pack", "raise ImportError('needs libfoo 3')\n")
+    p = run_cli("--strict", "plugins", env=env)
+    assert p.returncode != 0
+    assert "PluginError" in p.stderr and "exploding-pack" in p.stderr
+
+
+# ---------------------------------------------------------------------------- plugins / ops
+
+def test_plugins_table_subprocess():
+    p = run_cli("plugins")
+    assert p.returncode == 0, p.stderr
+    head = p.stdout.splitlines()[1]
+    for col in ("distribution", "version", "status", "devices", "ops", "kernels", "error"):
+        assert col in head
+    cpu = next(line for line in p.stdout.splitlines() if line.startswith("tensorplay-cpu "))
+    assert tensorplay.__version__ in cpu and "loaded" in cpu and "cpu (available)" in cpu
+    ex = next(line for line in p.stdout.splitlines() if line.startswith("tensorplay-example-ops"))
+    n = len(tensorplay.plugins.records()[[r.dist for r in tensorplay.plugins.records()].index(
+        "tensorplay-example-ops")].ops)
+    assert n >= len(EXAMPLE_OPS) and "loaded" in ex and f"{n}: example::" in ex
+
+
+def test_plugins_json_matches_the_api(capsys):
+    assert main(["plugins", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    api = tensorplay.plugins.list()
+    assert [r["dist"] for r in got] == [r["dist"] for r in api]
+    ex = next(r for r in got if r["dist"] == "tensorplay-example-ops")
+    assert set(ex["ops"]) >= set(EXAMPLE_OPS)
+    assert next(r for r in got if r["dist"] == "tensorplay-cpu")["device_status"] == {
+        "cpu": "available"}
+
+
+def test_ops_lists_schema_kernels_and_plugin(capsys):
+    assert main(["ops", "--namespace", "example"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("example::rms_norm "))
+    assert "(Tensor x, Tensor weight, float eps=1e-06) -> Tensor" in line
+    assert "any device" in line and "tensorplay-example-ops" in line and "yes" in line
+    assert "tp::" not in out
+
+
+def test_ops_all_includes_builtins_with_device_kernels():
+    p = run_cli("ops", "--json")
+    assert p.returncode == 0
+    ops = {o["name"]: o for o in json.loads(p.stdout)}
+    assert "cpu" in ops["tp::add"]["kernels"] and ops["tp::add"]["plugin"].startswith("tensorplay")
+    assert ops["example::add_relu_"]["mutates_args"] == ["x"]
+
+
+# ---------------------------------------------------------------------------- check, in-process
+
+def test_main_check_single_op_in_process(capsys, tmp_path):
+    out = tmp_path / "r.json"
+    rc = main(["check", "gelu", "--device", "cpu", "--test-utils", "test_faketensor", "-q",
+               "--json", str(out)])
+    cap = capsys.readouterr()
+    assert rc == 0, cap.out
+    assert cap.err == ""               # --quiet: no progress lines
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["op"] for r in rows] == ["example::gelu"]
+    assert rows[0]["checks"]["test_faketensor"] == "pass"
+    assert rows[0]["checks"]["test_schema"] is None
+
+
+def test_main_usage_errors(capsys):
+    assert main(["check", "no_such_op"]) == 1
+    assert "no plugin op named 'no_such_op'" in capsys.readouterr().err
+    assert main(["check", "--plugin", "nope"]) == 1
+    assert "no installed plugin named nope" in capsys.readouterr().err
+    assert main(["check", "--device", "npu"]) == 1
+    assert "device 'npu' is not available" in capsys.readouterr().err
+    assert main(["check", "--test-utils", "test_bogus"]) == 2
+    assert main([]) == 2
+    assert main(["--help"]) == 0
+
+
+# ---------------------------------------------------------------------------- README and CI
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _readme_commands():
+    text = (ROOT / "README.md").read_text()
+    blocks = text.split("```bash\n")[1:]
+    return [b.split("```")[0].strip() for b in blocks]
+
+
+def test_readme_has_exactly_two_setup_commands_and_ci_runs_the_test_one():
+    cmds = _readme_commands()
+    assert len(cmds) == 2 and all("\n" not in c for c in cmds), cmds
+    install, test = cmds
+    assert install.startswith("python3 -m venv") and install.endswith("tensorplay check")
+    assert test.startswith("python3 -m venv") and test.endswith("pytest -q tests")
+    ci = ROOT / ".ci" / "run"
+    assert os.access(ci, os.X_OK), ".ci/run must be executable"
+    lines = [line.strip() for line in ci.read_text().splitlines()]
+    assert test in lines, ".ci/run must run exactly the README's test command"
+    assert '"$rc" -eq 5' in ci.read_text()      # "no tests collected" is a failure
+
+
+def test_readme_example_runs():
+    text = (ROOT / "README.md").read_text()
+    code = text.split("```python\n")[1].split("```")[0]
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip().splitlines()[-1] == "{}"

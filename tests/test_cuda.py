@@ -1,0 +1,539 @@
+"""The cuda device plugin (``tensorplay-cuda``, CuPy).
+
+Tests without the ``cuda`` marker run everywhere (they check the plugin on a machine without a
+usable GPU, forcing that state with ``CUDA_VISIBLE_DEVICES=""`` in a subprocess where a GPU
+exists). Tests marked ``cuda`` need a GPU and are skipped, with CuPy's reason, when the plugin
+reports the device unavailable; tests marked ``cuda`` that need two GPUs skip on one.
+Element-wise agreement of every built-in op with cpu is in ``tests/test_conformance.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import tensorplay as tp
+from tensorplay import library
+from tensorplay.errors import DeviceUnavailableError, DispatchError
+from tensorplay.testing import assert_close
+
+CUDA_OK, CUDA_WHY = tp.plugins.device_status("cuda")
+N_GPUS = 0
+if CUDA_OK:
+    import tensorplay_cuda
+    N_GPUS = tensorplay_cuda.device_count()
+
+needs_cuda = pytest.mark.skipif(not CUDA_OK, reason=f"no usable CUDA device: {CUDA_WHY}")
+needs_2 = pytest.mark.skipif(N_GPUS < 2, reason=f"needs 2 CUDA GPUs, this machine has {N_GPUS}")
+gpu = [pytest.mark.cuda, needs_cuda]
+
+PY = sys.executable
+
+
+def _run(code: str, **env_overrides):
+    env = dict(os.environ)
+    env.update(env_overrides)
+    r = subprocess.run([PY, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                       env=env, timeout=300)
+    assert r.returncode == 0, f"subprocess failed:\n{r.stdout}\n{r.stderr}"
+    return r.stdout
+
+
+def _cupy():
+    import cupy
+    return cupy
+
+
+# ================================================================================================
+# Everywhere (no GPU needed)
+# ================================================================================================
+
+def test_plugin_is_installed_and_loaded():
+    rec = [r for r in tp.plugins.list() if r["dist"] == "tensorplay-cuda"]
+    assert rec, "tensorplay-cuda is not installed (pip install -e plugins/tensorplay_cuda)"
+    assert rec[0]["status"] == "loaded" and rec[0]["devices"] == ["cuda"], rec[0]
+    from importlib.metadata import entry_points
+    eps = [e for e in entry_points(group="tensorplay.plugins") if e.name == "cuda"]
+    assert eps and eps[0].value == "tensorplay_cuda"
+
+
+def test_importing_tensorplay_and_the_plugin_imports_no_cupy():
+    out = _run("""
+        import sys
+        import tensorplay, tensorplay_cuda
+        import tensorplay_example_ops.cuda_ops
+        print(sorted(m for m in ('cupy', 'cupyx', 'numpy', 'triton') if m in sys.modules))
+        print([r['status'] for r in tensorplay.plugins.list() if r['dist'] == 'tensorplay-cuda'])
+    """)
+    lines = out.strip().splitlines()
+    assert lines[0] == "[]", f"imported at `import tensorplay`: {lines[0]}"
+    assert lines[1] == "['loaded']"
+
+
+def test_without_a_usable_gpu_cuda_reports_unavailable_with_cupys_reason():
+    # CUDA_VISIBLE_DEVICES="" hides every GPU, so this runs the no-GPU path on any machine
+    out = _run("""
+        import json, subprocess, sys
+        import tensorplay as tp
+        from tensorplay.errors import DeviceUnavailableError
+        import tensorplay_cuda
+        res = {}
+        res['status'] = tp.plugins.device_status('cuda')
+        res['plugin'] = tensorplay_cuda.is_available()
+        res['count'] = tensorplay_cuda.device_count()
+        try:
+            tp.zeros(1, device='cuda')
+            res['zeros'] = 'no error'
+        except DeviceUnavailableError as e:
+            res['zeros'] = 'DeviceUnavailableError: ' + str(e)
+        try:
+            tp.ones(2, 2).to('cuda')
+            res['to'] = 'no error'
+        except DeviceUnavailableError as e:
+            res['to'] = 'DeviceUnavailableError: ' + str(e)
+        with tp.fake.FakeTensorMode():
+            f = tp.zeros(2, 3, device='cuda')
+            res['fake'] = [str(f.device), list(f.shape), (f + 1).device.type]
+        res['cpu'] = (tp.ones(3) * 2).tolist()
+        cli = subprocess.run([sys.executable, '-m', 'tensorplay.cli', 'plugins'],
+                             capture_output=True, text=True)
+        res['cli'] = cli.stdout + cli.stderr
+        res['cli_rc'] = cli.returncode
+        print(json.dumps(res))
+    """, CUDA_VISIBLE_DEVICES="")
+    res = json.loads(out.strip().splitlines()[-1])
+    ok, why = res["status"]
+    assert ok is False and "CuPy" in why and "cuda" in why, why
+    assert res["plugin"][0] is False and "CuPy" in res["plugin"][1]
+    assert res["count"] == 0
+    for key in ("zeros", "to"):
+        msg = res[key]
+        assert msg.startswith("DeviceUnavailableError: device 'cuda' is not available"), msg
+        assert "cupy-cuda13x" in msg and "device='cpu'" in msg, msg   # says how to fix it
+    assert res["fake"] == ["cuda:0", [2, 3], "cuda"]
+    assert res["cpu"] == [2.0, 2.0, 2.0]
+    assert res["cli_rc"] == 0, res["cli"]
+    assert "tensorplay-cuda" in res["cli"] and "cuda (unavailable)" in res["cli"], res["cli"]
+    assert "CuPy" in res["cli"], res["cli"]
+
+
+def test_is_available_never_raises_and_agrees_with_device_status():
+    import tensorplay_cuda
+    ok, why = tensorplay_cuda.is_available()
+    assert isinstance(ok, bool) and isinstance(why, str)
+    assert ok == CUDA_OK
+    assert (why == "") == ok
+    assert (tensorplay_cuda.device_count() >= 1) == ok
+
+
+def test_as_cupy_refuses_non_cuda_tensors_naming_the_fix():
+    import tensorplay_cuda
+    with pytest.raises(TypeError, match=r"tensor is on cpu, not a cuda device; move it"):
+        tensorplay_cuda.as_cupy(tp.ones(2))
+    with pytest.raises(TypeError, match="expected a tensorplay.Tensor"):
+        tensorplay_cuda.as_cupy(np.ones(2))
+    with pytest.raises(TypeError, match="fake/meta tensors have no data"):
+        tensorplay_cuda.as_cupy(tp.fake.make_fake([2], tp.float32, tp.device("cuda", 0)))
+    with pytest.raises(TypeError, match="cpu is not a cuda device"):
+        tensorplay_cuda.device_of(tp.ones(1))
+
+
+def test_example_pack_registers_cupy_kernels_for_cuda():
+    import tensorplay_example_ops as ex
+    from tensorplay_example_ops import cuda_ops
+    assert "cuda_ops" not in ex.OPTIONAL_ERRORS, ex.OPTIONAL_ERRORS
+    assert library.get_kernel("example::bias_gelu", "cuda") is cuda_ops._bias_gelu_cuda
+    assert library.get_kernel("example::rms_norm", "cuda") is cuda_ops._rms_norm_cuda
+    # the cpu path is the device-agnostic kernel (tensorplay ops)
+    assert library.get_kernel("example::bias_gelu", "default") is not None
+    with pytest.raises(LookupError):
+        library.get_kernel("example::bias_gelu", "cpu")
+
+
+def _gelu_ref(u):
+    return 0.5 * u * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (u + 0.044715 * u ** 3)))
+
+
+def test_example_bias_gelu_on_cpu_values_gradients_and_opcheck():
+    from tensorplay_example_ops.cuda_ops import bias_gelu
+    x = tp.randn(4, 8, dtype=tp.float64)
+    b = tp.randn(8, dtype=tp.float64)
+    y = bias_gelu(x, b)
+    assert_close(y, tp.tensor(_gelu_ref(x.numpy() + b.numpy())))
+    xg, bg = x.clone().requires_grad_(), b.clone().requires_grad_()
+    assert tp.autograd.gradcheck(bias_gelu, (xg, bg), eps=1e-6, atol=1e-6, rtol=1e-4)
+    assert library.opcheck(bias_gelu, (tp.randn(4, 8), tp.randn(8)),
+                           test_utils=("test_schema", "test_autograd_registration",
+                                       "test_faketensor")) == {}
+    with pytest.raises(ValueError, match="do not broadcast"):
+        with tp.fake.FakeTensorMode():
+            bias_gelu(tp.empty(4, 8), tp.empty(5))
+
+
+# ================================================================================================
+# On a GPU
+# ================================================================================================
+
+CUDA0 = tp.device("cuda", 0)
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_factories_make_cupy_backed_tensors_on_cuda0():
+    cupy = _cupy()
+    cases = [tp.zeros(2, 3, device="cuda"), tp.ones(4, device="cuda:0", dtype=tp.int32),
+             tp.full((2,), 7.5, device="cuda"), tp.arange(5, device="cuda"),
+             tp.empty(3, device="cuda"), tp.rand(3, device="cuda"), tp.randn(2, 2, device="cuda"),
+             tp.tensor([[1, 2], [3, 4]], device="cuda"), tp.zeros_like(tp.ones(2, device="cuda"))]
+    for t in cases:
+        assert t.device == CUDA0 and t.device == tp.device("cuda", 0) and t.is_cuda
+        assert isinstance(t._data, cupy.ndarray) and t._data.device.id == 0
+    assert cases[0].tolist() == [[0.0] * 3] * 2
+    assert cases[1].dtype is tp.int32 and cases[1].tolist() == [1] * 4
+    assert cases[3].tolist() == [0, 1, 2, 3, 4] and cases[3].dtype is tp.int64
+    assert cases[7].sum().item() == 10
+    assert "device='cuda:0'" in repr(cases[0])
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_device_moves_and_spellings():
+    x = tp.arange(6, dtype=tp.float32).reshape(2, 3)
+    for y in (x.to("cuda"), x.cuda(), x.cuda(0), x.to(tp.device("cuda", 0)), x.to("CUDA:0"),
+              x.to(device="cuda"), x.to("cuda", tp.float64)):
+        assert y.device == CUDA0
+        assert y.cpu().tolist() == x.tolist()
+    g = x.to("cuda")
+    assert g.to("cuda") is g and g.to("cuda:0") is g
+    back = g.to("cpu")
+    assert back.device == tp.device("cpu") and back.tolist() == x.tolist()
+    assert back.data_ptr() != x.data_ptr()
+    with pytest.raises(TypeError, match=r"can't convert cuda:0 tensor to numpy; use .cpu\(\)"):
+        g.numpy()
+    np.testing.assert_array_equal(np.asarray(g), x.numpy())
+    assert g[1, 2].item() == 5.0 and isinstance(g[1, 2].item(), float)
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_a_missing_gpu_index_is_a_clear_error():
+    bad = f"cuda:{N_GPUS}"
+    with pytest.raises(DeviceUnavailableError, match=rf"'{bad}' is not available: this machine "
+                                                     rf"has {N_GPUS} CUDA device"):
+        tp.zeros(1, device=bad)
+    with pytest.raises(DeviceUnavailableError, match="CUDA_VISIBLE_DEVICES"):
+        tp.ones(1).to(bad)
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_views_alias_device_memory_and_bump_versions():
+    x = tp.arange(12, dtype=tp.float32, device="cuda").reshape(3, 4)
+    v = x[1:, ::2]
+    assert v.storage_offset() == 4 and v.stride() == (4, 2)
+    assert v.data_ptr() == x.data_ptr() + 4 * 4
+    before = x._version
+    v.fill_(-1.0)
+    assert x._version > before
+    assert x.cpu().tolist() == [[0, 1, 2, 3], [-1, 5, -1, 7], [-1, 9, -1, 11]]
+    t = x.t()
+    assert not t.is_contiguous() and t.data_ptr() == x.data_ptr()
+    c = t.contiguous()
+    assert c.is_contiguous() and c.cpu().tolist() == x.cpu().t().tolist()
+    x[0] = 100.0
+    assert t[0, 0].item() == 100.0   # writes through the base are seen by views
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_dlpack_both_ways_is_zero_copy():
+    cupy = _cupy()
+    c = cupy.arange(6, dtype=cupy.float32).reshape(2, 3)
+    t = tp.from_dlpack(c)
+    assert t.device == CUDA0 and t.data_ptr() == c.data.ptr
+    c[0, 0] = 42
+    assert t[0, 0].item() == 42.0
+    back = cupy.from_dlpack(t)
+    assert back.data.ptr == t.data_ptr()
+    back[1, 2] = -5
+    assert t[1, 2].item() == -5.0
+    tv = t.t()                           # a strided view exports its strides
+    cv = cupy.from_dlpack(tv)
+    assert cv.shape == (3, 2) and cv.data.ptr == t.data_ptr()
+    assert cupy.asnumpy(cv).tolist() == t.cpu().t().tolist()
+    # tensor() copies
+    u = tp.tensor(c, device="cuda")
+    c[0, 1] = 99
+    assert u[0, 1].item() == 1.0
+    # tensorplay_cuda helpers
+    import tensorplay_cuda
+    assert tensorplay_cuda.as_cupy(t) is t._data
+    w = tensorplay_cuda.from_cupy(c)
+    assert w.device == CUDA0 and w.data_ptr() == c.data.ptr
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_mixed_devices_cpu_scalars_join_cuda_other_cpu_tensors_refused():
+    g = tp.ones(3, device="cuda")
+    s = tp.tensor(2.0)                   # a 0-dim cpu tensor may join any device (torch)
+    for r in (g * s, s * g, g + s, tp.where(g > 0, g, s)):
+        assert r.device == CUDA0
+    assert (s * g).cpu().tolist() == [2.0] * 3
+    with pytest.raises(DispatchError, match=r"expected all tensors on one device.*cpu.*cuda"):
+        g + tp.ones(3)
+
+
+def _spin_kernel():
+    cupy = _cupy()
+    return cupy.RawKernel(r"""
+    extern "C" __global__ void spin_then_write(float* x, long long cycles, float v, int n) {
+        long long start = clock64();
+        while (clock64() - start < cycles) { }
+        for (int i = 0; i < n; ++i) x[i] = v;
+    }""", "spin_then_write")
+
+
+SPIN_CYCLES = 400_000_000   # ~0.2 s at 2 GHz
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_ops_and_transfers_run_on_cupys_current_stream():
+    cupy = _cupy()
+    spin = _spin_kernel()
+    x = tp.zeros(8, device="cuda")
+    arr = x._data
+    s = cupy.cuda.Stream(non_blocking=True)
+    # control: plain CuPy on another stream does NOT wait for the spinning kernel on `s`
+    with s:
+        spin((1,), (1,), (arr, np.int64(SPIN_CYCLES), np.float32(5.0), np.int32(8)))
+    early = cupy.asnumpy(arr + 1)           # null stream, no ordering with s
+    s.synchronize()
+    assert early.tolist() == [1.0] * 8, "could not establish the race (spin too short?)"
+    x.zero_()
+    cupy.cuda.Device(0).synchronize()
+    # tensorplay work inside `with s:` is queued behind the spinning writer on s
+    with s:
+        spin((1,), (1,), (arr, np.int64(SPIN_CYCLES), np.float32(5.0), np.int32(8)))
+        y = x + 1
+        z = (x * 2).sum()
+        h = x.cpu()                          # device-to-host on s (waits for it)
+    assert h.tolist() == [5.0] * 8
+    s.synchronize()
+    assert y.cpu().tolist() == [6.0] * 8
+    assert z.item() == 80.0
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_ops_leave_cupys_current_device_alone():
+    cupy = _cupy()
+    x = tp.ones(4, device="cuda:0")
+    with cupy.cuda.Device(N_GPUS - 1):
+        y = x * 3
+        assert cupy.cuda.runtime.getDevice() == N_GPUS - 1
+    assert y.device == CUDA0 and y._data.device.id == 0
+    assert y.cpu().tolist() == [3.0] * 4
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_autograd_on_cuda_matches_cpu():
+    xs = np.random.default_rng(0).standard_normal((5, 4))
+    ws = np.random.default_rng(1).standard_normal((4, 3))
+    grads = {}
+    for dev in ("cpu", "cuda"):
+        x = tp.tensor(xs, device=dev, requires_grad=True)
+        w = tp.tensor(ws, device=dev, requires_grad=True)
+        loss = tp.softmax((x @ w).tanh(), -1)[:, 0].sum() + x[tp.tensor([0, 0, 3], device=dev)].sum()
+        loss.backward()
+        assert x.grad.device == x.device and w.grad.device == w.device
+        grads[dev] = (x.grad.cpu(), w.grad.cpu())
+    for a, b in zip(grads["cuda"], grads["cpu"]):
+        assert_close(a, b, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_fake_tensors_from_cuda_tensors():
+    x = tp.randn(3, 4, device="cuda")
+    f = tp.fake.from_real(x)
+    assert f.is_fake and f.device == CUDA0
+    with tp.fake.FakeTensorMode():
+        y = (f @ f.t()).relu()
+    assert y.device == CUDA0 and tuple(y.shape) == (3, 3) and y.is_fake
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_manual_seed_makes_cuda_random_reproducible():
+    tp.manual_seed(1234)
+    a = tp.randn(1000, device="cuda")
+    r = tp.rand(1000, device="cuda", dtype=tp.float64)
+    tp.manual_seed(1234)
+    b = tp.randn(1000, device="cuda")
+    assert a.cpu().tolist() == b.cpu().tolist()
+    v = r.cpu().numpy()
+    assert ((v >= 0) & (v < 1)).all() and 0.4 < v.mean() < 0.6
+    assert abs(a.mean().item()) < 0.15 and 0.85 < a.std().item() < 1.15
+    h = tp.rand(64, device="cuda", dtype=tp.float16)
+    assert h.dtype is tp.float16
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_index_add_accumulates_repeated_indices_like_cpu():
+    from tensorplay._ops import ops as O
+    idx = [0, 2, 2, 2, 1, 0]
+    src = np.arange(18, dtype=np.float32).reshape(6, 3)
+    want = O.index_add(tp.zeros(3, 3), 0, tp.tensor(idx), tp.tensor(src))
+    got = O.index_add(tp.zeros(3, 3, device="cuda"), 0, tp.tensor(idx, device="cuda"),
+                      tp.tensor(src, device="cuda"))
+    assert got.device == CUDA0
+    assert got.cpu().tolist() == want.tolist()
+
+
+# -- the example pack's CuPy kernels ----------------------------------------------------------------
+
+# the compile check (test_aot_dispatch_dynamic) runs in the `tensorplay check` test below
+_EAGER_CHECKS = ("test_schema", "test_autograd_registration", "test_faketensor")
+
+@pytest.mark.cuda
+@needs_cuda
+def test_bias_gelu_elementwise_kernel_matches_cpu_and_has_gradients():
+    from tensorplay_example_ops.cuda_ops import bias_gelu
+    x = tp.randn(64, 128, dtype=tp.float64)
+    b = tp.randn(128, dtype=tp.float64)
+    y = bias_gelu(x.cuda(), b.cuda())
+    assert y.device == CUDA0 and y.dtype is tp.float64
+    assert_close(y.cpu(), bias_gelu(x, b), rtol=1e-12, atol=1e-12)
+    # float32, a transposed (strided) input, a (H, 1) bias: ElementwiseKernel broadcasting
+    xs = tp.randn(32, 16).cuda().t()
+    bs = tp.randn(16, 1).cuda()
+    assert_close(bias_gelu(xs, bs).cpu(), bias_gelu(xs.cpu(), bs.cpu()), rtol=1e-5, atol=1e-6)
+    h = bias_gelu(tp.randn(8, 8, device="cuda", dtype=tp.float16), tp.zeros(8, device="cuda",
+                                                                         dtype=tp.float16))
+    assert h.dtype is tp.float16
+    xg = tp.randn(6, 5, dtype=tp.float64, device="cuda", requires_grad=True)
+    bg = tp.randn(5, dtype=tp.float64, device="cuda", requires_grad=True)
+    assert tp.autograd.gradcheck(bias_gelu, (xg, bg), eps=1e-6, atol=1e-6, rtol=1e-4)
+    failures = library.opcheck(bias_gelu, (tp.randn(32, 64, device="cuda"),
+                                           tp.randn(64, device="cuda")), raise_exception=False,
+                               test_utils=_EAGER_CHECKS)
+    assert failures == {}, failures
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_rms_norm_raw_kernel_matches_cpu():
+    from tensorplay_example_ops import cuda_kernels
+    from tensorplay_example_ops.ops import rms_norm
+    for dtype, tol in ((tp.float32, dict(rtol=1e-5, atol=1e-6)),
+                       (tp.float64, dict(rtol=1e-12, atol=1e-12))):
+        x = tp.randn(4, 33, 300, dtype=dtype)      # H not a multiple of the block size
+        w = tp.randn(300, dtype=dtype)
+        y = rms_norm(x.cuda(), w.cuda(), 1e-5)
+        assert y.device == CUDA0 and y.dtype is dtype and y.is_contiguous()
+        assert_close(y.cpu(), rms_norm(x, w, 1e-5), **tol)
+    assert set(cuda_kernels._rms_kernels) >= {np.dtype("float32"), np.dtype("float64")}
+    xg = tp.randn(3, 7, dtype=tp.float64, device="cuda", requires_grad=True)
+    wg = tp.randn(7, dtype=tp.float64, device="cuda", requires_grad=True)
+    assert tp.autograd.gradcheck(rms_norm, (xg, wg), eps=1e-6, atol=1e-6, rtol=1e-4)
+    failures = library.opcheck(rms_norm, (tp.randn(16, 64, device="cuda"),
+                                          tp.randn(64, device="cuda")), raise_exception=False,
+                               test_utils=_EAGER_CHECKS)
+    assert failures == {}, failures
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_tensorplay_check_passes_for_the_example_pack_on_cuda(tmp_path):
+    out = tmp_path / "check.json"
+    r = subprocess.run([PY, "-m", "tensorplay.cli", "check", "--plugin", "tensorplay-example-ops",
+                        "--device", "cuda", "--json", str(out), "-q"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    text = out.read_text()
+    assert "example::bias_gelu" in text and "cuda" in text
+
+
+# -- two GPUs ------------------------------------------------------------------------------------------
+
+CUDA1 = tp.device("cuda", 1)
+
+
+@pytest.mark.cuda
+@needs_cuda
+@needs_2
+def test_tensors_on_cuda0_and_cuda1():
+    cupy = _cupy()
+    x0 = tp.arange(6, dtype=tp.float32, device="cuda:0").reshape(2, 3)
+    x1 = x0.cuda(1)
+    assert x1.device == CUDA1 and x1._data.device.id == 1
+    y1 = (x1 * 2 + 1).sum(0)
+    assert y1.device == CUDA1 and y1._data.device.id == 1
+    assert y1.cpu().tolist() == [7.0, 11.0, 15.0]
+    z = tp.zeros(3, device="cuda:1")
+    assert z._data.device.id == 1
+    with pytest.raises(DispatchError, match=r"found tensors on cuda:0 and cuda:1|cuda:1 and cuda:0"):
+        x0 + x1
+    with pytest.raises(DispatchError, match="expected all tensors on one device"):
+        tp.cat([x1, x0])
+    back = x1.to("cuda:0")
+    assert back.device == CUDA0 and back.cpu().tolist() == x0.cpu().tolist()
+    with cupy.cuda.Device(1):
+        arr = cupy.ones(4, dtype=cupy.float32)
+    t = tp.from_dlpack(arr)
+    assert t.device == CUDA1
+    s1 = tp.tensor(3.0) * t              # cpu scalar joins cuda:1
+    assert s1.device == CUDA1 and s1.cpu().tolist() == [3.0] * 4
+    with cupy.cuda.Device(0):            # a cuda:1 computation from device 0 stays on cuda:1
+        r = (t + 1).exp()
+        assert cupy.cuda.runtime.getDevice() == 0
+    assert r._data.device.id == 1
+
+
+@pytest.mark.cuda
+@needs_cuda
+@needs_2
+def test_autograd_and_custom_ops_on_cuda1():
+    from tensorplay_example_ops.cuda_ops import bias_gelu
+    from tensorplay_example_ops.ops import rms_norm
+    x = tp.randn(4, 6, dtype=tp.float64, device="cuda:1", requires_grad=True)
+    b = tp.randn(6, dtype=tp.float64, device="cuda:1", requires_grad=True)
+    y = rms_norm(bias_gelu(x, b), b)
+    assert y.device == CUDA1 and y._data.device.id == 1
+    y.sum().backward()
+    assert x.grad.device == CUDA1 and b.grad.device == CUDA1
+    xc = x.detach().cpu().requires_grad_()
+    bc = b.detach().cpu().requires_grad_()
+    rms_norm(bias_gelu(xc, bc), bc).sum().backward()
+    assert_close(x.grad.cpu(), xc.grad, rtol=1e-10, atol=1e-12)
+    assert_close(b.grad.cpu(), bc.grad, rtol=1e-10, atol=1e-12)
+    with pytest.raises(RuntimeError, match="expected all tensors on one device"):
+        bias_gelu(x.detach(), b.detach().cuda(0))
+
+
+@pytest.mark.cuda
+@needs_cuda
+@needs_2
+def test_copy_between_gpus_waits_for_pending_work_on_the_source():
+    cupy = _cupy()
+    spin = _spin_kernel()
+    x = tp.zeros(8, device="cuda:0")
+    with cupy.cuda.Device(0):
+        spin((1,), (1,), (x._data, np.int64(SPIN_CYCLES), np.float32(5.0), np.int32(8)))
+    y = x.to("cuda:1")                   # must be ordered after the writer on cuda:0's stream
+    assert y.device == CUDA1
+    assert y.cpu().tolist() == [5.0] * 8
+    with cupy.cuda.Device(1):
+        spin((1,), (1,), (y._data, np.int64(SPIN_CYCLES), np.float32(7.0), np.int32(8)))
+    z = y.cuda(0)
+    assert z.cpu().tolist() == [7.0] * 8

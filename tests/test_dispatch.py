@@ -1,0 +1,323 @@
+"""Dispatch rules (SPEC §3, ARCHITECTURE "_dispatch.py"): device from every tensor argument, mixed
+devices, ops without tensors, bad argument types, the generated call path.
+
+A second real device is simulated with ``sim`` tensors: cpu tensors whose ``device`` says
+``sim`` (the cpu backend still holds the data), and kernels registered for ``"sim"``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import types
+
+import pytest
+
+import tensorplay as tp
+import tensorplay.library as lib
+from tensorplay import _dispatch, _registry
+from tensorplay._tensor import Tensor
+from tensorplay.errors import DispatchError
+from tensorplay.fake import FakeTensorMode, make_fake
+
+_count = itertools.count()
+
+
+@pytest.fixture
+def ns():
+    name = f"tdsp{next(_count)}"
+    yield name
+    with _registry._lock:
+        for k in [k for k in _registry._OPS if k.partition("::")[0] == name]:
+            del _registry._OPS[k]
+
+
+def on(t: Tensor, device: str) -> Tensor:
+    """``t``'s data presented as a tensor on ``device`` (a simulated second device type)."""
+    s = Tensor.__new__(Tensor)
+    s._init_real(t._storage, t._data, t._shape, t._stride, t._offset, t._dtype,
+                 tp.device(device), t._backend)
+    return s
+
+
+def _tagged(tag):
+    """A kernel that returns which kernel ran (the 1-element tensor [tag])."""
+    def kernel(*args, **kwargs):
+        return tp.tensor([float(tag)])
+    return kernel
+
+
+@pytest.fixture
+def op4(ns):
+    """``(Tensor x, Tensor[] ys, Tensor? z=None, *, Tensor? w=None) -> Tensor`` with cpu=1, sim=2,
+    default=3 kernels."""
+    op = lib.define(f"{ns}::f(Tensor x, Tensor[] ys, Tensor? z=None, *, Tensor? w=None) -> Tensor")
+    op.register_kernel("cpu", _tagged(1))
+    op.register_kernel("sim", _tagged(2))
+    op.register_kernel(None, _tagged(3))
+    return op
+
+
+def which(out) -> int:
+    return int(out.tolist()[0])
+
+
+# ============================================================== device from every tensor argument
+class TestDeviceFromArguments:
+    def test_first_positional_tensor(self, op4):
+        assert which(op4(tp.ones(2), [])) == 1
+        assert which(op4(on(tp.ones(2), "sim"), [])) == 2
+
+    def test_keyword_tensor(self, op4):
+        assert which(op4(x=on(tp.ones(2), "sim"), ys=[])) == 2
+
+    @pytest.mark.parametrize("where", ["ys", "z", "w"])
+    def test_every_other_tensor_argument_is_checked(self, op4, where):
+        a, b = tp.ones(2), on(tp.ones(2), "sim")
+        kw = {"x": a, "ys": [a, a], "z": a, "w": a}
+        kw[where] = [a, b] if where == "ys" else b
+        with pytest.raises(DispatchError) as ei:
+            op4(**kw)
+        msg = str(ei.value)
+        assert msg.startswith(f"custom_op('{op4.name}'): expected all tensors on one device, "
+                              f"found tensors on cpu, sim")
+        assert "Move them with .to(device)" in msg
+
+    def test_all_on_one_device_agree(self, op4):
+        s = on(tp.ones(2), "sim")
+        assert which(op4(s, [s, s], s, w=s)) == 2
+        assert which(op4(s, [s, None] if False else [s], None, w=None)) == 2
+
+    def test_device_without_concrete_kernel_uses_default_slot(self, op4):
+        s = on(tp.ones(2), "sim2")
+        assert which(op4(s, [])) == 3
+
+    def test_zero_dim_cpu_tensor_joins_another_device(self, op4):
+        s = on(tp.ones(2), "sim")
+        assert which(op4(s, [tp.tensor(1.0)])) == 2
+        assert which(op4(tp.tensor(1.0), [s])) == 2     # the device tensor decides
+
+    def test_different_indices_of_one_type_are_mixed(self, op4):
+        with pytest.raises(DispatchError, match=r"found tensors on sim:0, sim:1"):
+            op4(on(tp.ones(2), "sim:0"), [on(tp.ones(2), "sim:1")])
+
+    def test_meta_tensor_with_real_tensor_is_mixed(self, op4):
+        m = tp.empty(2, device="meta")
+        with pytest.raises(DispatchError, match=r"found tensors on cpu, meta"):
+            op4(tp.ones(2), [m])
+
+    def test_fake_tensors_dispatch_to_fake_kernel(self, op4):
+        seen = []
+
+        @op4.register_fake
+        def _(x, ys, z=None, *, w=None):
+            seen.append((x.device, len(ys)))
+            return x.new_empty(x.shape)
+
+        with FakeTensorMode() as mode:
+            fx = mode.from_tensor(tp.ones(2))
+            out = op4(fx, [fx], w=fx)
+        assert out._data is None and out.shape == (2,) and seen == [(tp.device("cpu"), 1)]
+        m = make_fake((3,), tp.float32, "meta")
+        assert op4(m, [m]).device == tp.device("meta")
+
+    def test_autograd_inputs_redispatch_to_device_kernel(self, ns):
+        @lib.custom_op(f"{ns}::sq", mutates_args=())
+        def sq(x: tp.Tensor) -> tp.Tensor:
+            return x * x
+
+        seen = []
+
+        @sq.register_kernel("cpu")
+        def _(x):
+            seen.append("cpu")
+            return x * x
+
+        x = tp.tensor([3.0], requires_grad=True)
+        y = sq(x)
+        assert seen == ["cpu"] and y.requires_grad
+        y.sum().backward()
+        assert x.grad.tolist() == [6.0]
+
+
+# ============================================================== resolve_key (the slow path)
+class _Stub:
+    """Just what resolve_key reads from a tensor."""
+
+    def __init__(self, dev: str, ndim: int = 1):
+        self._device = tp.device(dev)
+        self._dkey = self._bkey = self._device.type
+        self.ndim = ndim
+
+
+class TestResolveKey:
+    @pytest.fixture
+    def op(self, ns):
+        return lib.define(f"{ns}::f(Tensor x, Tensor y) -> Tensor")
+
+    def test_mixed_devices_error_names_both(self, op):
+        with pytest.raises(DispatchError, match=rf"^custom_op\('{op.name}'\): expected all tensors "
+                                                r"on one device, found tensors on cpu, cuda"):
+            _dispatch.resolve_key(op, [_Stub("cpu"), _Stub("cuda")])
+        with pytest.raises(DispatchError, match=r"found tensors on cuda:0, cuda:1"):
+            _dispatch.resolve_key(op, [_Stub("cuda:0"), _Stub("cuda:1")])
+
+    def test_cpu_scalar_joins(self, op):
+        assert _dispatch.resolve_key(op, [_Stub("cpu", 0), _Stub("cuda")]) == "cuda"
+        assert _dispatch.resolve_key(op, [_Stub("cuda"), _Stub("cpu", 0)]) == "cuda"
+
+    def test_priorities(self, op):
+        a, b = _Stub("cpu"), _Stub("cpu")
+        b._dkey = "autograd"
+        assert _dispatch.resolve_key(op, [a, b]) == "autograd"
+        b._dkey = "capture"
+        assert _dispatch.resolve_key(op, [a, b]) == "capture"
+
+    def test_no_tensors_uses_device_or_mode(self, op):
+        assert _dispatch.resolve_key(op, [], None) == "default"
+        assert _dispatch.resolve_key(op, [], tp.device("cuda", 1)) == "cuda"
+        assert _dispatch.resolve_key(op, [], "cpu") == "cpu"
+        with FakeTensorMode():
+            assert _dispatch.resolve_key(op, [], "cpu") == "meta"
+
+
+# ============================================================== ops without tensor arguments
+class TestNoTensorOps:
+    def test_dispatch_on_device_parameter(self, ns):
+        @lib.custom_op(f"{ns}::fac", mutates_args=(), device_types="cpu")
+        def fac(n: int, device: tp.device = "cpu") -> tp.Tensor:
+            return tp.full((n,), 1.0)
+
+        fac.register_kernel("sim", lambda n, device="cpu": tp.full((n,), 2.0))
+        assert fac(2).tolist() == [1.0, 1.0]                       # the default value
+        assert fac(1, tp.device("cpu")).tolist() == [1.0]
+        assert fac(1, "sim").tolist() == [2.0]
+        assert fac(1, device=tp.device("sim", 3)).tolist() == [2.0]
+        with pytest.raises(DispatchError, match=rf"^custom_op\('{ns}::fac'\): no kernel for device "
+                                                r"'cuda' \(registered: cpu, sim\)"):
+            fac(1, "cuda")
+
+    def test_device_parameter_of_wrong_type_is_type_error_naming_it(self, ns):
+        @lib.custom_op(f"{ns}::fac", mutates_args=(), device_types="cpu")
+        def fac(n: int, dev: tp.device) -> tp.Tensor:
+            return tp.zeros(n)
+
+        for bad in (3.5, object(), [1]):
+            with pytest.raises(TypeError, match=rf"^custom_op\('{ns}::fac'\): argument 'dev' must "
+                                                r"be a device"):
+                fac(1, bad)
+
+    def test_fake_mode_routes_factories_to_fake_kernel(self, ns):
+        @lib.custom_op(f"{ns}::fac", mutates_args=(), device_types="cpu")
+        def fac(n: int, device: tp.device) -> tp.Tensor:
+            return tp.zeros(n)
+
+        @fac.register_fake
+        def _(n, device):
+            return tp.empty(n)
+
+        with FakeTensorMode():
+            out = fac(4, "cpu")
+        assert out._data is None and out.shape == (4,)
+
+    def test_no_device_parameter_uses_default_slot(self, ns):
+        op = lib.custom_op(f"{ns}::f", lambda n: tp.zeros(n), mutates_args=(),
+                           schema="(SymInt n) -> Tensor")
+        assert op(3).shape == (3,)
+        op2 = lib.define(f"{ns}::g(SymInt n) -> Tensor")
+        with pytest.raises(DispatchError, match=r"no device-agnostic kernel registered.*cannot "
+                                                r"pick a device"):
+            op2(3)
+
+    def test_all_optional_tensors_none_dispatch_on_default(self, ns):
+        op = lib.define(f"{ns}::f(Tensor? x=None) -> Tensor")
+        op.register_kernel(None, lambda x=None: tp.zeros(1) if x is None else x)
+        assert op().tolist() == [0.0]
+        assert op(tp.ones(1)).tolist() == [1.0]
+
+
+# ============================================================== bad argument types
+class TestBadArguments:
+    @pytest.mark.parametrize("kwargs, name, typ", [
+        (dict(x=3, ys=[]), "x", "Tensor"),
+        (dict(x="a", ys=[]), "x", "Tensor"),
+        (dict(x=None, ys=[]), "x", "Tensor"),
+        (dict(ys=3), "ys", r"Tensor\[\]"),
+        (dict(ys=[1.0]), "ys", r"Tensor\[\]"),
+        (dict(ys=[None]), "ys", r"Tensor\[\]"),
+        (dict(ys=[], z="s"), "z", r"Tensor\?"),
+        (dict(ys=[], w=3), "w", r"Tensor\?"),
+    ])
+    def test_type_error_names_the_argument(self, op4, kwargs, name, typ):
+        kwargs.setdefault("x", tp.ones(1))
+        with pytest.raises(TypeError, match=rf"^custom_op\('{op4.name}'\): argument '{name}' must "
+                                            rf"be {typ}, got "):
+            op4(**kwargs)
+
+    def test_missing_and_unknown_arguments_name_the_op(self, op4):
+        with pytest.raises(TypeError, match=rf"^{op4.name}\(\) missing 1 required positional "
+                                            r"argument: 'ys'"):
+            op4(tp.ones(1))
+        with pytest.raises(TypeError, match=rf"^{op4.name}\(\) got an unexpected keyword argument 'q'"):
+            op4(tp.ones(1), [], q=1)
+        with pytest.raises(TypeError, match=rf"{op4.name}\(\) takes from 3 to 4 positional"):
+            op4(tp.ones(1), [], None, None)          # w is keyword-only
+
+    def test_list_of_optional_tensors_accepts_none(self, ns):
+        op = lib.define(f"{ns}::f(Tensor x, Tensor?[] ys) -> Tensor")
+        op.register_kernel(None, lambda x, ys: tp.tensor([float(len(ys))]))
+        assert op(tp.ones(1), [None, tp.ones(1)]).tolist() == [2.0]
+        with pytest.raises(TypeError, match=r"argument 'ys' must be Tensor\?\[\]"):
+            op(tp.ones(1), [3])
+
+
+# ============================================================== the generated call path
+class TestGeneratedCall:
+    def test_call_has_the_op_signature(self, op4):
+        sig = inspect.signature(type(op4).__call__)
+        assert list(sig.parameters) == ["__op", "x", "ys", "z", "w"]
+        assert sig.parameters["w"].kind is inspect.Parameter.KEYWORD_ONLY
+        assert sig.parameters["z"].default is None
+
+    def test_fast_path_is_a_plain_lookup(self, op4):
+        src = type(op4)._call_source
+        assert "__table[k](x, ys, z, w=w)" in src
+        for slow in ("lock", "hook", "import", "isinstance", "inspect"):
+            assert slow not in src
+
+    def test_table_is_the_same_dict_forever(self, ns):
+        op = lib.define(f"{ns}::f(Tensor x) -> Tensor")
+        table = op.table
+        h = lib.Library(ns, "IMPL")
+        h.impl("f", lambda x: x, "cpu")
+        op.register_fake(lambda x: x)
+        with op.set_kernel_enabled("cpu", False):
+            assert op.table is table
+        h._destroy()
+        assert op.table is table and "cpu" not in table and "meta" in table
+
+    def test_keyword_parameter_names_are_renamed_safely(self, ns):
+        op = lib.define(f"{ns}::f(Tensor self, SymInt lambda_=1) -> Tensor")
+        op.register_kernel(None, lambda self, lambda_=1: self * lambda_)
+        assert op(tp.ones(1), 3).tolist() == [3.0]
+
+    def test_mutated_arguments_bump_versions(self, ns):
+        @lib.custom_op(f"{ns}::fill", mutates_args=("out", "outs"))
+        def fill(x: tp.Tensor, out: tp.Tensor, outs: list[tp.Tensor]) -> None:
+            out.copy_(x)
+
+        x, o, a, b = tp.ones(2), tp.zeros(2), tp.zeros(1), tp.zeros(1)
+        vx, vo, va = x._version, o._version, a._version
+        fill(x, o, [a, b])
+        assert o._version > vo and a._version > va and b._version > 0
+        assert x._version == vx             # inputs not declared mutated are not touched
+        assert o.tolist() == [1.0, 1.0]
+
+    def test_redefinition_gets_its_own_call(self, ns):
+        op1 = lib.custom_op(f"{ns}::f", lambda x: x + 1, mutates_args=())
+        op2 = lib.custom_op(f"{ns}::f", lambda x, y: x + y, mutates_args=(),
+                            schema="(Tensor x, Tensor y) -> Tensor")
+        assert type(op1) is not type(op2)
+        assert op1(tp.zeros(1)).tolist() == [1.0]
+        assert op2(tp.ones(1), tp.ones(1)).tolist() == [2.0]
+        assert isinstance(type(op2).__call__, types.FunctionType)

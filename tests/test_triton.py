@@ -1,0 +1,693 @@
+"""Tests of the Triton plugin (``tensorplay-triton``): ``wrap_triton``, ``triton_op`` and the example
+pack's Triton ops.
+
+Two modes, chosen by ``TENSORPLAY_TRITON_TEST_MODE`` when this module is imported:
+
+* ``interpret`` (default; CI): ``TRITON_INTERPRET=1`` is set *before any kernel is decorated*, so
+  every kernel runs through Triton's interpreter, on cpu tensors (and, on a GPU machine, on cuda
+  tensors through host copies). The ``test_compiled_*`` tests are skipped here: on a GPU machine
+  ``test_cuda_compiled_suite`` runs them in a subprocess in ``compiled`` mode.
+* ``compiled`` (that subprocess): kernels compile for the GPU and launch through the CuPy-backed
+  Triton driver; only the ``test_compiled_*`` tests run.
+
+``TENSORPLAY_BLOCK_TORCH=1`` makes ``import torch`` fail in the test process (set it on a machine
+where torch is installed: everything here must work without it).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+MODE = os.environ.get("TENSORPLAY_TRITON_TEST_MODE", "interpret")
+if MODE not in ("interpret", "compiled"):
+    raise RuntimeError(f"TENSORPLAY_TRITON_TEST_MODE must be 'interpret' or 'compiled', got {MODE!r}")
+if MODE == "interpret":
+    os.environ["TRITON_INTERPRET"] = "1"          # before any @triton.jit runs (see docstring)
+else:
+    os.environ.pop("TRITON_INTERPRET", None)
+
+if os.environ.get("TENSORPLAY_BLOCK_TORCH") == "1":
+    from tensorplay_triton import _torchblock
+    if not _torchblock.is_installed():
+        _torchblock.install()
+
+import pytest  # noqa: E402
+
+triton = pytest.importorskip("triton", reason="triton is not installed (pip install tensorplay-triton)")
+pytest.importorskip("tensorplay_triton", reason="tensorplay-triton is not installed")
+np = pytest.importorskip("numpy")
+
+import triton.language as tl  # noqa: E402
+
+import tensorplay  # noqa: E402
+import tensorplay_triton  # noqa: E402
+from tensorplay import library  # noqa: E402
+from tensorplay.fake import FakeTensorMode  # noqa: E402
+from tensorplay_triton import TritonLaunchError, wrap_triton  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+BLOCK_TORCH_DIR = ROOT / "plugins" / "tensorplay_triton" / "tools" / "block_torch"
+
+interpret_only = pytest.mark.skipif(
+    MODE != "interpret", reason="interpreter-mode test (this process runs compiled kernels)")
+compiled_only = pytest.mark.skipif(
+    MODE != "compiled",
+    reason="compiled-kernel test: run by test_cuda_compiled_suite in a subprocess with "
+           "TENSORPLAY_TRITON_TEST_MODE=compiled")
+
+
+def _cuda_ok():
+    ok, why = tensorplay.plugins.device_status("cuda")
+    return ok, why
+
+
+def _need_cuda():
+    ok, why = _cuda_ok()
+    if not ok:
+        pytest.skip(f"cuda unavailable: {why}")
+
+
+def _cpu():
+    ok, why = tensorplay.plugins.device_status("cpu")
+    if not ok:
+        pytest.skip(f"cpu device unavailable: {why}")
+    return "cpu"
+
+
+def _host(t):
+    return t.detach().cpu().numpy()
+
+
+# -- kernels (decorated now: interpreted or compiled according to MODE) -------------------------
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) + tl.load(y_ptr + offs, mask=m), mask=m)
+
+
+@triton.jit
+def axpy_kernel(x_ptr, out_ptr, alpha, n, BLOCK: tl.constexpr, SQUARE: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    if SQUARE:
+        x = x * x
+    tl.store(out_ptr + offs, alpha * x, mask=m)
+
+
+@triton.jit
+def strided_copy_kernel(x_ptr, out_ptr, s0, s1, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    c = tl.arange(0, BLOCK)
+    m = c < n_cols
+    v = tl.load(x_ptr + row * s0 + c * s1, mask=m)
+    tl.store(out_ptr + row * n_cols + c, v, mask=m)
+
+
+_HOOK_CALLS: list = []
+
+
+def _pre_hook(nargs, reset_only=False):
+    _HOOK_CALLS.append(("pre", type(nargs["out_ptr"]).__name__))
+
+
+def _post_hook(nargs, exception):
+    _HOOK_CALLS.append(("post", exception))
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128})],
+                 key=["n"], reset_to_zero=["out_ptr"])
+@triton.jit
+def accumulate_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """out += x: without reset_to_zero the benchmark runs of autotuning would accumulate."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.atomic_add(out_ptr + offs, tl.load(x_ptr + offs, mask=m), mask=m)
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 64})],
+                 key=["n"], pre_hook=_pre_hook, post_hook=_post_hook)
+@triton.jit
+def hooked_copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m), mask=m)
+
+
+@triton.heuristics(values={"BLOCK": lambda args: triton.next_power_of_2(args["n"])})
+@triton.jit
+def heuristic_neg_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, -tl.load(x_ptr + offs, mask=m), mask=m)
+
+
+def _grid1(n, block):
+    return ((n + block - 1) // block,)
+
+
+# -- ops defined by the tests --------------------------------------------------------------------
+
+_BODY_CALLS = {"n": 0, "kinds": []}
+
+
+@library.triton_op("tritontest::add", mutates_args=(),
+                   schema="(Tensor x, Tensor y) -> Tensor")
+def tt_add(x, y):
+    _BODY_CALLS["n"] += 1
+    _BODY_CALLS["kinds"].append("capture" if x._capture is not None else
+                                "fake" if x.is_fake else "real")
+    out = tensorplay.empty_like(x)
+    n = x.numel()
+    wrap_triton(add_kernel)[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, y, out, n, BLOCK=64)
+    return out
+
+
+@library.triton_op("tritontest::scale_", mutates_args=("x",))
+def tt_scale_(x: tensorplay.Tensor, alpha: float) -> None:
+    n = x.numel()
+    library.wrap_triton(axpy_kernel)[_grid1(n, 64)](x, x, alpha, n, BLOCK=64, SQUARE=False)
+
+
+def _example_ops():
+    mod = pytest.importorskip("tensorplay_example_ops.triton_ops",
+                              reason="the example pack (tensorplay-example-ops) is not installed")
+    if not mod.AVAILABLE:
+        pytest.skip(f"example triton ops unavailable: {mod.UNAVAILABLE_REASON}")
+    return mod
+
+
+# ================================================================================================
+# Plugin, import cost, wrap_triton basics (any mode)
+
+def test_plugin_loaded_and_import_is_light():
+    code = ("import sys, tensorplay\n"
+            "recs = {r['dist']: r for r in tensorplay.plugins.list()}\n"
+            "r = recs['tensorplay-triton']\n"
+            "assert r['status'] == 'loaded', r\n"
+            "heavy = [m for m in ('triton', 'numpy', 'cupy', 'torch') if m in sys.modules]\n"
+            "print('HEAVY', heavy)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "HEAVY []" in p.stdout, p.stdout
+
+
+def test_torch_blocked_when_asked():
+    if os.environ.get("TENSORPLAY_BLOCK_TORCH") != "1":
+        pytest.skip("TENSORPLAY_BLOCK_TORCH is not set (nothing to prove on this run)")
+    from tensorplay_triton import _torchblock
+    assert _torchblock.is_installed()
+    with pytest.raises(ImportError, match="blocked"):
+        import torch  # noqa: F401
+    assert "torch" not in sys.modules
+
+
+def test_wrap_triton_is_idempotent_and_cached():
+    w = wrap_triton(add_kernel)
+    assert wrap_triton(w) is w
+    assert wrap_triton(add_kernel) is w
+    assert library.wrap_triton(add_kernel) is w
+    assert library.wrap_triton(w) is w
+    assert w.kernel is add_kernel and w.fn is add_kernel
+    assert w.arg_names == ("x_ptr", "y_ptr", "out_ptr", "n", "BLOCK")
+    assert w.interpreted is (MODE == "interpret")
+    assert "add_kernel" in repr(w)
+    a = wrap_triton(accumulate_kernel)
+    assert a.name == "accumulate_kernel" and a.interpreted is (MODE == "interpret")
+    s = wrap_triton(strided_copy_kernel, strided=["x_ptr"])
+    assert s is not wrap_triton(strided_copy_kernel) and s.strided == {"x_ptr"}
+
+
+def test_wrap_triton_rejects_non_kernels():
+    def plain(x):
+        return x
+    with pytest.raises(TypeError, match="decorate it with @triton.jit"):
+        wrap_triton(plain)
+    with pytest.raises(TypeError, match="Triton kernel"):
+        wrap_triton([add_kernel])
+    with pytest.raises(ValueError, match="not parameters"):
+        wrap_triton(add_kernel, strided=["nope"])
+
+
+def test_wrap_triton_accepts_any_grid_indexable_launcher():
+    seen = []
+
+    class Launcher:
+        def __getitem__(self, grid):
+            def go(*args, **kwargs):
+                seen.append((grid, args, kwargs))
+                return "launched"
+            return go
+
+    w = wrap_triton(Launcher())
+    assert w.interpreted is None
+    assert w[(3,)](1, np.int64(7), s=np.float32(0.5)) == "launched"
+    grid, args, kwargs = seen[0]
+    assert grid == (3,) and args == (1, 7) and type(args[1]) is int
+    assert kwargs == {"s": 0.5} and type(kwargs["s"]) is float
+
+
+# ================================================================================================
+# Interpreter mode: real Triton kernels on cpu tensors
+
+@interpret_only
+def test_tuple_and_callable_grid_on_cpu():
+    _cpu()
+    x, y = tensorplay.randn(1000), tensorplay.randn(1000)
+    out = tensorplay.empty(1000)
+    wrap_triton(add_kernel)[(16,)](x, y, out, 1000, BLOCK=64)
+    np.testing.assert_allclose(_host(out), _host(x) + _host(y), rtol=1e-6)
+    out2 = tensorplay.zeros(1000)
+    grid_args = {}
+
+    def grid(meta):
+        grid_args.update(meta)
+        return (triton.cdiv(meta["n"], meta["BLOCK"]),)
+    wrap_triton(add_kernel)[grid](x, y, out2, 1000, BLOCK=128)
+    np.testing.assert_allclose(_host(out2), _host(x) + _host(y), rtol=1e-6)
+    assert grid_args["n"] == 1000 and grid_args["BLOCK"] == 128
+
+
+@interpret_only
+def test_constexpr_branches_kwargs_and_numpy_scalars_on_cpu():
+    _cpu()
+    x = tensorplay.randn(100)
+    out = tensorplay.empty(100)
+    k = wrap_triton(axpy_kernel)
+    k[(2,)](x, out, np.float32(2.5), np.int64(100), BLOCK=64, SQUARE=True)
+    np.testing.assert_allclose(_host(out), 2.5 * _host(x) ** 2, rtol=1e-6)
+    k[(2,)](x_ptr=x, out_ptr=out, alpha=-1.0, n=100, BLOCK=64, SQUARE=False)
+    np.testing.assert_allclose(_host(out), -_host(x), rtol=1e-6)
+
+
+@interpret_only
+def test_offset_views_and_strided_opt_in_on_cpu():
+    _cpu()
+    base = tensorplay.randn(10, 16)
+    x = base[2:]                                   # contiguous view with a storage offset
+    out = tensorplay.empty(8 * 16)
+    wrap_triton(axpy_kernel)[(2,)](x, out, 1.0, 128, BLOCK=64, SQUARE=False)
+    np.testing.assert_allclose(_host(out), _host(base)[2:].reshape(-1))
+    t = base.t()                                   # (16, 10), non-contiguous
+    with pytest.raises(TritonLaunchError, match=r"'x_ptr' is a non-contiguous cpu tensor.*strided="):
+        wrap_triton(strided_copy_kernel)[(16,)](t, out, 1, 16, 10, BLOCK=16)
+    out2 = tensorplay.empty(16, 10)
+    wrap_triton(strided_copy_kernel, strided=["x_ptr"])[(16,)](t, out2, t.stride(0), t.stride(1),
+                                                               10, BLOCK=16)
+    np.testing.assert_array_equal(_host(out2), _host(base).T)
+
+
+@interpret_only
+def test_autotune_reset_to_zero_and_cache_on_cpu():
+    _cpu()
+    x = tensorplay.randn(300)
+    out = tensorplay.zeros(300)
+    k = wrap_triton(accumulate_kernel)
+    k[lambda m: (triton.cdiv(300, m["BLOCK"]),)](x, out, 300)
+    # the autotuner ran every config several times; reset_to_zero zeroed `out` before each run
+    np.testing.assert_allclose(_host(out), _host(x), rtol=1e-6)
+    assert accumulate_kernel.best_config.kwargs["BLOCK"] in (64, 128)
+    assert any(300 in key for key in accumulate_kernel.cache)
+    # cached: a second launch runs once (accumulates exactly once more)
+    k[lambda m: (triton.cdiv(300, m["BLOCK"]),)](x, out, 300)
+    np.testing.assert_allclose(_host(out), 2 * _host(x), rtol=1e-6)
+
+
+@interpret_only
+def test_autotune_user_pre_post_hooks_on_cpu():
+    _cpu()
+    _HOOK_CALLS.clear()
+    x = tensorplay.randn(100)
+    out = tensorplay.empty(100)
+    wrap_triton(hooked_copy_kernel)[lambda m: (triton.cdiv(100, m["BLOCK"]),)](x, out, 100)
+    np.testing.assert_array_equal(_host(out), _host(x))
+    pres = [c for c in _HOOK_CALLS if c[0] == "pre"]
+    posts = [c for c in _HOOK_CALLS if c[0] == "post"]
+    assert pres and posts and all(e is None for _, e in posts)
+    assert {name for _, name in pres} == {"HostArg"}   # hooks see the adapted tensors
+
+
+@interpret_only
+def test_heuristics_kernel_on_cpu():
+    _cpu()
+    x = tensorplay.randn(37)
+    out = tensorplay.empty(37)
+    wrap_triton(heuristic_neg_kernel)[(1,)](x, out, 37)
+    np.testing.assert_array_equal(_host(out), -_host(x))
+
+
+@interpret_only
+def test_fake_tensors_skip_the_launch():
+    _cpu()
+    x = tensorplay.randn(64)
+    with FakeTensorMode() as m:
+        fx = m.from_tensor(x)
+        fo = tensorplay.empty(64)
+        # a real launch would fail: fake tensors have no memory for the interpreter to copy
+        assert wrap_triton(add_kernel)[(1,)](fx, fx, fo, 64, BLOCK=64) is None
+        with pytest.raises(TritonLaunchError, match="fake and real tensors mixed"):
+            wrap_triton(add_kernel)[(1,)](fx, x, fo, 64, BLOCK=64)
+    meta = tensorplay.empty(64, device="meta")
+    assert wrap_triton(add_kernel)[(1,)](meta, meta, meta, 64, BLOCK=64) is None
+
+
+@interpret_only
+def test_compiled_kernel_given_cpu_tensors_says_how_to_fix():
+    _cpu()
+    from triton.runtime.jit import JITFunction
+
+    def gpu_only(x_ptr, n, BLOCK: tl.constexpr):
+        pass
+    k = JITFunction(gpu_only)           # what @triton.jit returns without TRITON_INTERPRET
+    x = tensorplay.zeros(4)
+    with pytest.raises(TritonLaunchError, match="TRITON_INTERPRET=1.*gpu_only"):
+        wrap_triton(k)[(1,)](x, 4, BLOCK=4)
+
+
+@interpret_only
+def test_triton_op_runs_schema_and_fake_from_body_on_cpu():
+    _cpu()
+    assert tt_add.is_triton
+    assert str(tt_add.schema) == "tritontest::add(Tensor x, Tensor y) -> Tensor"
+    x, y = tensorplay.randn(200), tensorplay.randn(200)
+    np.testing.assert_allclose(_host(tt_add(x, y)), _host(x) + _host(y), rtol=1e-6)
+    before = _BODY_CALLS["n"]
+    with FakeTensorMode() as m:
+        f = tt_add(m.from_tensor(x), m.from_tensor(y))
+    assert f.is_fake and f.shape == (200,) and f.dtype == x.dtype
+    assert _BODY_CALLS["n"] == before + 1         # the body is the fake kernel
+    assert library.opcheck(tt_add, (x, y), test_utils=("test_schema", "test_faketensor")) == {}
+
+
+@interpret_only
+def test_triton_op_mutating_declared_arg_on_cpu():
+    _cpu()
+    x = tensorplay.randn(100)
+    ref = _host(x).copy()
+    v = x._version
+    tt_scale_(x, 3.0)
+    np.testing.assert_allclose(_host(x), 3 * ref, rtol=1e-6)
+    assert x._version == v + 1
+    assert library.opcheck(tt_scale_, (tensorplay.randn(50), 2.0),
+                           test_utils=("test_schema", "test_faketensor")) == {}
+
+
+@interpret_only
+def test_compile_triton_op_is_one_opaque_node_and_raw_launch_errors():
+    _cpu()
+    x, y = tensorplay.randn(8, 8), tensorplay.randn(8, 8)
+
+    def f(a, b):
+        return tt_add(a, b) * 2
+
+    cf = tensorplay.compile(f)
+    _BODY_CALLS["kinds"].clear()
+    r = cf(x, y)
+    np.testing.assert_allclose(_host(r), 2 * (_host(x) + _host(y)), rtol=1e-6)
+    lines = [ln for ln in str(cf.graph).splitlines() if "tritontest::add" in ln]
+    assert len(lines) == 1 and "opaque triton_op" in lines[0], str(cf.graph)
+    # capture never ran the body on capture tensors (opaque node); it ran as the fake kernel on
+    # plain fake tensors (no launch), and once for real when the graph executed
+    kinds = _BODY_CALLS["kinds"]
+    assert "capture" not in kinds and kinds.count("real") == 1 and "fake" in kinds, kinds
+
+    def raw(a, b):
+        out = tensorplay.empty_like(a)
+        add_kernel[(1,)](a, b, out, 64, BLOCK=64)        # raw launch, no triton_op
+        return out
+
+    with pytest.raises(Exception, match="triton_op"):
+        tensorplay.compile(raw)(x, y)
+
+    def wrapped_outside_op(a, b):
+        out = tensorplay.empty_like(a)
+        wrap_triton(add_kernel)[(1,)](a, b, out, 64, BLOCK=64)
+        return out
+
+    with pytest.raises(TritonLaunchError, match="outside a triton_op"):
+        tensorplay.compile(wrapped_outside_op)(x, y)
+
+
+# -- the example pack's Triton ops on cpu (interpreter) ----------------------------------------------
+
+@interpret_only
+def test_example_triton_ops_values_on_cpu():
+    _cpu()
+    mod = _example_ops()
+    E = tensorplay.ops.example
+    x, y = tensorplay.randn(16, 48), tensorplay.randn(16, 48)
+    ref = np.maximum((_host(x) + _host(y)) * 0.5, 0)
+    np.testing.assert_allclose(_host(E.fused_add_mul_relu(x, y, 0.5)), ref, rtol=1e-6)
+    out = tensorplay.empty(16, 48)
+    v = out._version
+    assert E.fused_add_mul_relu_out(x, y, 0.5, out) is None
+    np.testing.assert_allclose(_host(out), ref, rtol=1e-6)
+    assert out._version == v + 1
+    s = _host(E.softmax_rows(x))
+    e = np.exp(_host(x) - _host(x).max(-1, keepdims=True))
+    np.testing.assert_allclose(s, e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-7)
+    assert mod.kernels_interpreted()
+    with pytest.raises(ValueError, match="same shape"):
+        E.fused_add_mul_relu(x, tensorplay.randn(3))
+
+
+@interpret_only
+def test_example_triton_ops_gradcheck_on_cpu():
+    _cpu()
+    _example_ops()
+    E = tensorplay.ops.example
+    x = tensorplay.randn(4, 9, dtype=tensorplay.float64).requires_grad_()
+    assert tensorplay.autograd.gradcheck(lambda a: E.softmax_rows(a), (x,))
+    a = tensorplay.randn(30, dtype=tensorplay.float64).requires_grad_()
+    b = tensorplay.randn(30, dtype=tensorplay.float64).requires_grad_()
+    assert tensorplay.autograd.gradcheck(lambda p, q: E.fused_add_mul_relu(p, q, 1.5), (a, b))
+
+
+@interpret_only
+@pytest.mark.parametrize("opname", ["fused_add_mul_relu", "fused_add_mul_relu_out", "softmax_rows"])
+def test_example_triton_ops_opcheck_on_cpu(opname):
+    _cpu()
+    _example_ops()
+    op = getattr(tensorplay.ops.example, opname)
+    samples = tensorplay.plugins.sample_inputs(op, tensorplay.device("cpu"))
+    assert samples, f"no cpu samples for {opname}"
+    for s in samples:
+        assert library.opcheck(op, s.args, s.kwargs) == {}, s.name
+
+
+@interpret_only
+def test_tensorplay_check_cli_on_cpu():
+    _cpu()
+    _example_ops()
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    p = subprocess.run([sys.executable, "-m", "tensorplay.cli", "check", "--device", "cpu",
+                        "example::fused_add_mul_relu", "example::fused_add_mul_relu_out",
+                        "example::softmax_rows"], capture_output=True, text=True, env=env,
+                       timeout=600)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out
+    for name in ("fused_add_mul_relu ", "fused_add_mul_relu_out", "softmax_rows"):
+        assert name in out
+
+
+# -- cuda tensors handed to interpreted kernels (GPU machine, interpreter mode) ----------------------
+
+@pytest.mark.cuda
+@pytest.mark.triton
+@interpret_only
+def test_cuda_tensors_through_the_interpreter():
+    _need_cuda()
+    x = tensorplay.randn(300, device="cuda")
+    y = tensorplay.randn(300, device="cuda")
+    out = tensorplay.zeros(300, device="cuda")
+    wrap_triton(add_kernel)[(5,)](x, y, out, 300, BLOCK=64)
+    np.testing.assert_allclose(_host(out), _host(x) + _host(y), rtol=1e-6)
+    _example_ops()
+    s = tensorplay.ops.example.softmax_rows(x.reshape(10, 30))
+    np.testing.assert_allclose(_host(s).sum(-1), np.ones(10), rtol=1e-5)
+
+
+@pytest.mark.cuda
+@pytest.mark.triton
+@interpret_only
+def test_cuda_compiled_suite():
+    """Runs the ``test_compiled_*`` tests in a subprocess with compiled kernels and torch blocked."""
+    _need_cuda()
+    env = dict(os.environ)
+    env.pop("TRITON_INTERPRET", None)
+    env["TENSORPLAY_TRITON_TEST_MODE"] = "compiled"
+    env["TENSORPLAY_BLOCK_TORCH"] = "1"
+    env["PYTHONPATH"] = os.pathsep.join([str(BLOCK_TORCH_DIR)] +
+                                        [q for q in [env.get("PYTHONPATH")] if q])
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+                        str(Path(__file__)), "-k", "test_compiled_"],
+                       capture_output=True, text=True, env=env, timeout=900, cwd=str(ROOT))
+    out = p.stdout + p.stderr
+    print(out[-6000:])
+    assert p.returncode == 0, out[-6000:]
+    assert " passed" in out and " failed" not in out, out[-3000:]
+
+
+# ================================================================================================
+# Compiled mode (GPU machine, subprocess): the CuPy driver, streams, devices, autotune, example ops
+
+def _cupy():
+    return pytest.importorskip("cupy")
+
+
+@compiled_only
+def test_compiled_driver_is_cupy_and_torch_absent():
+    _need_cuda()
+    x = tensorplay.ones(10, device="cuda")
+    out = tensorplay.empty(10, device="cuda")
+    wrap_triton(add_kernel)[(1,)](x, x, out, 10, BLOCK=16)
+    from triton.runtime import driver
+    assert type(driver.active).__name__ == "CupyCudaDriver"
+    assert "torch" not in sys.modules
+    if os.environ.get("TENSORPLAY_BLOCK_TORCH") == "1":
+        with pytest.raises(ImportError):
+            import torch  # noqa: F401
+    np.testing.assert_array_equal(_host(out), np.full(10, 2.0, np.float32))
+
+
+@compiled_only
+def test_compiled_grids_offsets_and_dtypes():
+    _need_cuda()
+    for dt in (tensorplay.float32, tensorplay.float16, tensorplay.int32):
+        x = tensorplay.arange(5000, device="cuda").to(dt)
+        y = tensorplay.ones(5000, device="cuda", dtype=dt)
+        out = tensorplay.empty(5000, device="cuda", dtype=dt)
+        wrap_triton(add_kernel)[lambda m: (triton.cdiv(5000, m["BLOCK"]),)](x, y, out, 5000,
+                                                                             BLOCK=256)
+        np.testing.assert_allclose(_host(out).astype(np.float64),
+                                   _host(x).astype(np.float64) + 1, rtol=1e-3)
+    base = tensorplay.randn(10, 64, device="cuda")
+    view = base[3:]                                        # offset view
+    out = tensorplay.empty(7 * 64, device="cuda")
+    wrap_triton(axpy_kernel)[(7,)](view, out, 2.0, 7 * 64, BLOCK=64, SQUARE=False)
+    np.testing.assert_allclose(_host(out), 2 * _host(base)[3:].reshape(-1), rtol=1e-6)
+
+
+@compiled_only
+def test_compiled_launches_on_cupys_current_stream():
+    _need_cuda()
+    cp = _cupy()
+    seen = []
+    knobs = triton.knobs.runtime
+    prev = knobs.launch_enter_hook
+    knobs.launch_enter_hook = lambda md: seen.append(md.get()["stream"])
+    try:
+        x = tensorplay.randn(1 << 16, device="cuda")
+        out = tensorplay.empty(1 << 16, device="cuda")
+        s = cp.cuda.Stream(non_blocking=True)
+        x_ready = cp.cuda.get_current_stream().record()
+        with s:
+            s.wait_event(x_ready)
+            wrap_triton(axpy_kernel)[(64,)](x, out, 3.0, 1 << 16, BLOCK=1024, SQUARE=False)
+        s.synchronize()
+        wrap_triton(axpy_kernel)[(64,)](x, out, 3.0, 1 << 16, BLOCK=1024, SQUARE=False)
+    finally:
+        knobs.launch_enter_hook = prev
+    assert seen[0] == s.ptr and seen[0] != 0
+    assert seen[1] == cp.cuda.get_current_stream().ptr
+    np.testing.assert_allclose(_host(out), 3 * _host(x), rtol=1e-6)
+
+
+@compiled_only
+def test_compiled_errors_name_argument_device_and_fix():
+    _need_cuda()
+    x = tensorplay.randn(4, 8, device="cuda")
+    out = tensorplay.empty(32, device="cuda")
+    with pytest.raises(TritonLaunchError, match=r"'x_ptr' is a non-contiguous cuda:0 tensor"):
+        wrap_triton(axpy_kernel)[(1,)](x.t(), out, 1.0, 32, BLOCK=32, SQUARE=False)
+    with pytest.raises(TritonLaunchError, match=r"'out_ptr' is on cpu.*Move it"):
+        wrap_triton(axpy_kernel)[(1,)](x, tensorplay.empty(32), 1.0, 32, BLOCK=32, SQUARE=False)
+    with pytest.raises(TritonLaunchError, match="TRITON_INTERPRET=1"):
+        wrap_triton(axpy_kernel)[(1,)](tensorplay.randn(32), tensorplay.empty(32), 1.0, 32,
+                                       BLOCK=32, SQUARE=False)
+    t = x.t()
+    out2 = tensorplay.empty(8, 4, device="cuda")
+    wrap_triton(strided_copy_kernel, strided=["x_ptr"])[(8,)](t, out2, t.stride(0), t.stride(1),
+                                                              4, BLOCK=4)
+    np.testing.assert_array_equal(_host(out2), _host(x).T)
+
+
+@compiled_only
+def test_compiled_autotune_hooks_reset_to_zero_and_do_bench():
+    _need_cuda()
+    x = tensorplay.randn(5000, device="cuda")
+    out = tensorplay.zeros(5000, device="cuda")
+    wrap_triton(accumulate_kernel)[lambda m: (triton.cdiv(5000, m["BLOCK"]),)](x, out, 5000)
+    np.testing.assert_allclose(_host(out), _host(x), rtol=1e-5)
+    assert len(accumulate_kernel.configs_timings) == 2
+    assert all(t[0] > 0 for t in accumulate_kernel.configs_timings.values())
+    _HOOK_CALLS.clear()
+    o2 = tensorplay.empty(5000, device="cuda")
+    wrap_triton(hooked_copy_kernel)[lambda m: (triton.cdiv(5000, m["BLOCK"]),)](x, o2, 5000)
+    np.testing.assert_array_equal(_host(o2), _host(x))
+    assert {n for k, n in _HOOK_CALLS if k == "pre"} == {"CudaArg"}
+    ms = triton.testing.do_bench(
+        lambda: wrap_triton(add_kernel)[(20,)](x, x, o2, 5000, BLOCK=256), warmup=5, rep=20)
+    assert 0 < ms < 100
+
+
+@compiled_only
+def test_compiled_heuristics_and_triton_op_on_cuda():
+    _need_cuda()
+    x = tensorplay.randn(37, device="cuda")
+    out = tensorplay.empty(37, device="cuda")
+    wrap_triton(heuristic_neg_kernel)[(1,)](x, out, 37)
+    np.testing.assert_array_equal(_host(out), -_host(x))
+    y = tensorplay.randn(37, device="cuda")
+    np.testing.assert_allclose(_host(tt_add(x, y)), _host(x) + _host(y), rtol=1e-6)
+    assert library.opcheck(tt_add, (x, y)) == {}
+
+
+@compiled_only
+def test_compiled_second_gpu_when_present():
+    _need_cuda()
+    cp = _cupy()
+    if cp.cuda.runtime.getDeviceCount() < 2:
+        pytest.skip("only one GPU: the cross-device launch needs cuda:1")
+    x = tensorplay.randn(100, device="cuda:1")
+    out = tensorplay.empty(100, device="cuda:1")
+    with cp.cuda.Device(0):
+        wrap_triton(axpy_kernel)[(1,)](x, out, 2.0, 100, BLOCK=128, SQUARE=False)
+    np.testing.assert_allclose(_host(out), 2 * _host(x), rtol=1e-6)
+
+
+@compiled_only
+def test_compiled_example_ops_values_and_grads_on_cuda():
+    _need_cuda()
+    mod = _example_ops()
+    E = tensorplay.ops.example
+    x = tensorplay.randn(256, 1000, device="cuda")
+    y = tensorplay.randn(256, 1000, device="cuda")
+    ref = np.maximum((_host(x) + _host(y)) * 0.5, 0)
+    np.testing.assert_allclose(_host(E.fused_add_mul_relu(x, y, 0.5)), ref, rtol=1e-6)
+    s = _host(E.softmax_rows(x))
+    e = np.exp(_host(x) - _host(x).max(-1, keepdims=True))
+    np.testing.assert_allclose(s, e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-7)
+    assert not mod.kernels_interpreted()
+    xr = x.detach().requires_grad_()
+    (E.softmax_rows(xr) * tensorplay.arange(1000, device="cuda")).sum().backward()
+    assert xr.grad is not None and xr.grad.shape == x.shape
+
+
+@compiled_only
+@pytest.mark.parametrize("opname", ["fused_add_mul_relu", "fused_add_mul_relu_out", "softmax_rows"])
+def test_compiled_example_ops_opcheck_on_cuda(opname):
+    _need_cuda()
+    _example_ops()
+    op = getattr(tensorplay.ops.example, opname)
+    samples = tensorplay.plugins.sample_inputs(op, tensorplay.device("cuda"))
+    assert samples
+    assert not tensorplay.plugins.sample_inputs(op, tensorplay.device("cpu"))  # compiled: no cpu
+    for s in samples:
+        assert library.opcheck(op, s.args, s.kwargs) == {}, s.name
