@@ -1,6 +1,6 @@
 """nox sessions (``pip install nox``, then ``nox -s NAME``; ``nox -l`` lists them).
 
-* ``tests`` -- core + cpu plugin + example pack, the whole test suite (same as ``.ci/run``).
+* ``tests`` -- core + cpu/cuda/triton plugins + example pack, the whole suite (as ``.ci/run``).
 * ``core_without_numpy`` -- the core alone: proves ``import tensorplay`` imports no numpy (nor
   cupy/triton/torch), that schemas, registration and fake tensors work without a device plugin,
   and that creating a real tensor then fails with a message naming the plugin to install.
@@ -16,7 +16,8 @@ nox.options.sessions = ["tests", "core_without_numpy", "lint"]
 nox.options.reuse_existing_virtualenvs = True
 
 PYTHONS = ["3.10", "3.11", "3.12"]
-LOCAL = ["-e", ".", "-e", "plugins/tensorplay_cpu", "-e", "examples"]
+LOCAL = ["-e", ".", "-e", "plugins/tensorplay_cpu", "-e", "plugins/tensorplay_cuda", "-e",
+         "plugins/tensorplay_triton", "-e", "examples"]
 
 # A script, not a pytest module: the test dependencies (hypothesis, numpy via pytest plugins...)
 # must not be installed in this session, so the proof runs on the bare core.
@@ -69,9 +70,12 @@ def core_without_numpy(session):
     session.run("tensorplay", "plugins")
 
 
-@nox.session(python=PYTHONS[-1])
+@nox.session(python="3.11")   # the torch==2.13.0 CPU wheel on this disk is built for 3.11
 def bench(session):
     """Benchmarks (see benchmarks/): per-call overhead and the other figures."""
+    # PyTorch is the reference measured in the same run: installed into this session's venv
+    # only (the CPU wheel; pip takes it from the local disk), never a dependency of the project.
+    session.install("torch==2.13.0")
     session.install(*LOCAL)
     session.run("python", "benchmarks/run_all.py", *session.posargs)
 

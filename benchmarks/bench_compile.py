@@ -3,23 +3,26 @@
 The chain (``mul, add, mul, sub, relu, add, mul, tanh``) runs eagerly (8 dispatches, 8 full-size
 temporaries) and compiled (one fused chain: on cpu the generic fuser's single blocked pass, on
 cuda whatever fuser the CUDA backend offers). Both are timed in the same run, on the same inputs,
-after warm-up; the result is checked equal first. Prints the figures and the ratio
-eager/compiled (> 1: compiled is faster) and writes them as JSON.
+after warm-up, interleaved (each repeat times eager then compiled, so both see the same machine
+state); the result is checked equal first. Prints the medians (IQR) and the ratio
+eager/compiled (> 1: compiled is faster) and writes them to
+``benchmarks/results/compile_<device>.json`` (and ``--json PATH`` if given).
 
 Usage::
 
-    python benchmarks/bench_compile.py [--device cpu|cuda] [--log2n 24] [--repeat 15]
-                                       [--json benchmarks/bench_compile.<device>.json]
+    python benchmarks/bench_compile.py [--device cpu|cuda] [--log2n 24] [--repeat 15] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import platform
-import statistics
+import os
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _harness as H
 
 
 def chain(x, y):
@@ -39,15 +42,20 @@ def _sync(device):
     _backend.get_backend(device.split(":")[0]).synchronize()
 
 
-def _time(fn, args, device, repeat):
-    ts = []
+def _once(fn, args, device):
+    _sync(device)
+    t0 = time.perf_counter()
+    fn(*args)
+    _sync(device)
+    return time.perf_counter() - t0
+
+
+def _paired(a, b, args, device, repeat):
+    ta, tb = [], []
     for _ in range(repeat):
-        _sync(device)
-        t0 = time.perf_counter()
-        fn(*args)
-        _sync(device)
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts), min(ts)
+        ta.append(_once(a, args, device))
+        tb.append(_once(b, args, device))
+    return ta, tb
 
 
 def main(argv=None) -> dict:
@@ -55,8 +63,7 @@ def main(argv=None) -> dict:
     p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     p.add_argument("--log2n", type=int, default=24, help="log2 of the element count (24)")
     p.add_argument("--repeat", type=int, default=15, help="timed runs of each (median kept)")
-    p.add_argument("--json", default=None, help="output path (default "
-                   "benchmarks/bench_compile.<device>.json next to this script)")
+    p.add_argument("--json", default=None, help="also write the JSON here")
     a = p.parse_args(argv)
 
     import tensorplay as tp
@@ -74,38 +81,32 @@ def main(argv=None) -> dict:
     for _ in range(2):             # warm-up (allocator, caches, kernel compilation)
         chain(x, y)
         compiled(x, y)
-    eager_med, eager_min = _time(chain, (x, y), a.device, a.repeat)
-    comp_med, comp_min = _time(compiled, (x, y), a.device, a.repeat)
+    te, tc = _paired(chain, compiled, (x, y), a.device, a.repeat)
+    eager, comp = H.summary(te, 1e3), H.summary(tc, 1e3)
     res = {
         "benchmark": "compile_elementwise_chain",
         "device": a.device,
         "elements": n,
         "dtype": "float32",
         "ops_in_chain": 8,
-        "fused_groups": fused,
+        "fused_chains": fused,
         "captures": compiled.captures,
-        "eager_ms_median": eager_med * 1e3,
-        "eager_ms_min": eager_min * 1e3,
-        "compiled_ms_median": comp_med * 1e3,
-        "compiled_ms_min": comp_min * 1e3,
-        "ratio_eager_over_compiled": eager_med / comp_med,
+        "eager_ms": eager,
+        "compiled_ms": comp,
+        "ratio_eager_over_compiled": eager["median"] / comp["median"],
         "repeat": a.repeat,
-        "python": sys.version.split()[0],
-        "machine": platform.machine(),
-        "tensorplay": tp.__version__,
     }
-    print(f"chain of 8 elementwise ops, {n} float32 elements on {a.device}")
-    print(f"  eager    : {res['eager_ms_median']:9.2f} ms (median of {a.repeat}, min "
-          f"{res['eager_ms_min']:.2f})")
-    print(f"  compiled : {res['compiled_ms_median']:9.2f} ms (median of {a.repeat}, min "
-          f"{res['compiled_ms_min']:.2f}; {fused} fused chain)")
+    print(f"chain of 8 elementwise ops, {n} float32 elements on {a.device} "
+          f"(median of {a.repeat} interleaved runs)")
+    print(f"  eager    : {H.fmt(eager, 'ms')}")
+    print(f"  compiled : {H.fmt(comp, 'ms')}  ({fused} fused chain)")
     print(f"  ratio eager/compiled: {res['ratio_eager_over_compiled']:.2f}x")
-    import os
-    path = a.json or os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                  f"bench_compile.{a.device.split(':')[0]}.json")
-    with open(path, "w") as f:
-        json.dump(res, f, indent=2)
+    path = H.write_json(f"compile_{a.device.split(':')[0]}", res)
     print(f"  written to {path}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(dict(res, machine=H.machine_info()), f, indent=2, default=str)
+        print(f"  and to {a.json}")
     return res
 
 

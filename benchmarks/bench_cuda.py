@@ -29,7 +29,6 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import _harness as H  # noqa: E402
-
 import tensorplay as tp  # noqa: E402
 
 

@@ -37,7 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-from _harness import QUICK, machine_info, print_table, summary, write_json  # noqa: E402
+from _harness import QUICK, machine_info, print_table, summary, write_json
 
 HEAVY = ("numpy", "cupy", "triton", "torch", "array_api_compat")
 
@@ -56,7 +56,7 @@ print(json.dumps({
                 for p in tensorplay.plugins.list()],
     "heavy_imported": {h: h in sys.modules for h in %r},
 }))
-""" % (HEAVY,)
+""".replace("%r", repr(HEAVY))
 
 
 def _pyproject_plugins():
@@ -102,8 +102,7 @@ def prepare_env(tmp: str) -> tuple[dict, list]:
         with open(os.path.join(info, "METADATA"), "w") as f:
             f.write(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
         with open(os.path.join(info, "entry_points.txt"), "w") as f:
-            for group, entries in eps.items():
-                f.write(f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in entries.items()))
+            f.writelines(f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in entries.items()) for group, entries in eps.items())
         extra.append(src)
         how.append({"distribution": dist, "how": "throw-away dist-info for this run"})
     env = dict(os.environ)
@@ -143,7 +142,7 @@ def main(argv=None) -> dict:
     ratio = s["all"]["median"] / s["pass"]["median"]
     per_round = statistics.median(a / p for a, p in zip(runs["all"], runs["pass"]))
     plugin_cost = statistics.median(a - c for a, c in zip(runs["all"], runs["core"])) * 1e3
-    fmt = lambda x: f"{x['median']:.1f} ms (IQR {x['iqr']:.1f})"  # noqa: E731
+    fmt = lambda x: f"{x['median']:.1f} ms (IQR {x['iqr']:.1f})"
     print_table(f"import time, fresh interpreter, median of {args.rounds} interleaved rounds",
                 ["command", "wall time"],
                 [["python -c pass", fmt(s["pass"])],

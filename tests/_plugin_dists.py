@@ -119,7 +119,7 @@ class PluginEnv:
         given)."""
         e = dict(os.environ)
         for k in ("TENSORPLAY_PLUGINS", "TENSORPLAY_DISABLE_PLUGINS", "TENSORPLAY_STRICT_PLUGINS",
-                  "TENSORPLAY_TRACE_PLUGINS"):
+                  "TENSORPLAY_TRACE_PLUGINS", "TENSORPLAY_PLUGIN_SCAN"):
             e.pop(k, None)
         e["PYTHONPATH"] = os.pathsep.join([self.root] + [p for p in
                                                          [os.environ.get("PYTHONPATH")] if p])
@@ -129,7 +129,8 @@ class PluginEnv:
             else:
                 e[k] = v
         p = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(code)], env=e,
-                           capture_output=True, text=True, timeout=timeout, cwd=self.root)
+                           capture_output=True, text=True, timeout=timeout, cwd=self.root,
+                           check=False)
         return Result(p.returncode, p.stdout, p.stderr)
 
 

@@ -314,3 +314,35 @@ def test_composite_gradients_of_common_expressions():
     assert gradcheck(lambda w, b: ((x @ w + b).relu() ** 2).mean(), (w, b))
     assert gradcheck(lambda w: (x @ w).log_softmax(-1).sum(0), (w,))
     assert gradcheck(lambda w: tp.where(w > 0, w.exp(), -w).amax(1), (w,))
+
+
+def test_retain_grad_keeps_non_leaf_gradients():
+    x = _t([1.0, 2.0], requires_grad=True)
+    y = x * 3
+    y.retain_grad()
+    assert y.retains_grad and not x.retains_grad
+    (y * y).sum().backward()
+    assert y.grad.tolist() == [6.0, 12.0] and x.grad.tolist() == [18.0, 36.0]
+    z = x * 2
+    (z * 1).sum().backward()
+    assert z.grad is None, "without retain_grad a non-leaf keeps no gradient"
+    with pytest.raises(RuntimeError, match="retain_grad"):
+        _t([1.0]).retain_grad()
+
+
+def test_function_returning_its_input_aliases_it():
+    class Ident(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = _t([1.0, 2.0], requires_grad=True)
+    y = Ident.apply(x)
+    assert x.is_leaf and x.grad_fn is None, "the input's history is untouched"
+    assert y is not x and y._storage is x._storage and y.grad_fn is not None
+    y.sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0]

@@ -83,6 +83,13 @@ SAMPLES = {
                       S(T(r, 2, 3), 2), S(POS(r, 2, 2), 0),
                       S(IDX([1, 2, 3]), 2, grad=False)],
     "rpow": lambda r: [S(T(r, 2, 3), 2.0), S(T(r, 3), 3), S(IDX([1, 2]), 2, grad=False)],
+    "floor_divide": lambda r: [S(T(r, 3, 1), POS(r, 4)), S(T(r, 2, 3), 0.7),
+                               S(IDX([[7, -7], [5, 0]]), IDX([2, 3]), grad=False),
+                               S(IDX([7, -7]), 3, grad=False)],
+    "remainder": lambda r: [S(T(r, 3, 1, lo=0.1, hi=0.9), T(r, 4, lo=1.0, hi=1.5)),
+                            S(T(r, 2, 3, lo=-0.9, hi=-0.1), T(r, 3, lo=1.0, hi=1.5)),
+                            S(T(r, 2, 3, lo=0.1, hi=0.9), 1.0),
+                            S(IDX([7, -7]), IDX([3, 3]), grad=False)],
     "maximum": _binary(DISTINCT, lambda r, *s: DISTINCT(r, *s) + 0.1),
     "minimum": _binary(DISTINCT, lambda r, *s: DISTINCT(r, *s) + 0.1),
     "neg": _unary(), "exp": _unary(), "log": _unary(POS), "sqrt": _unary(POS),
@@ -319,6 +326,20 @@ def test_division_and_float_functions_promote_ints_to_float32():
         assert f(a).dtype is tp.float32
     assert tp.relu(a).dtype is tp.int64 and tp.abs(a).dtype is tp.int64
     assert (a ** 0.5).dtype is tp.float32 and (2 ** a).dtype is tp.int64
+
+
+def test_floor_division_and_remainder_follow_python_signs():
+    x = tp.tensor([7, -7, 5])
+    assert (x // 2).tolist() == [3, -4, 2] and (x % 3).tolist() == [1, 2, 2]
+    assert (17 // x).tolist() == [2, -3, 3] and (17 % x).tolist() == [3, -4, 2]
+    assert (x // 2).dtype is tp.int64 and (x // 2.0).dtype is tp.float32
+    f = tp.tensor([7.5, -7.5])
+    assert (f // 2).tolist() == [3.0, -4.0] and (f % 2).tolist() == [1.5, 0.5]
+    assert (7.5 % tp.tensor([2, -2])).tolist() == [1.5, -0.5]
+    with pytest.raises(ZeroDivisionError, match="floor_divide"):
+        x // 0
+    with pytest.raises(ZeroDivisionError, match="remainder"):
+        x % tp.tensor([1, 0, 1])
 
 
 def test_comparisons_and_logical_ops_give_bool():

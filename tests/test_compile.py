@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import pytest
-
 import tensorplay as tp
 from tensorplay import _fusion
 from tensorplay.errors import CompileError, DispatchError
@@ -323,6 +322,21 @@ def test_example_pack_ops_compiled_equal_eager_with_gradients():
     assert checked >= 8
 
 
+def test_triton_op_is_one_opaque_node():
+    op = tp._registry._OPS.get("example::fused_add_mul_relu")
+    if op is None or not op.is_triton:
+        pytest.skip("the example pack's triton ops need triton and tensorplay-triton")
+    cpu = tp.device("cpu")
+    samples = tp.plugins.sample_inputs(op, cpu)
+    if not samples:
+        pytest.skip("no cpu samples for the triton op on this machine (kernels compiled for a GPU)")
+    x, y = samples[0].args[:2]
+    f = tp.compile(lambda x, y: op(x, y, 0.5) * 2.0)
+    assert_close(f(x, y), op(x, y, 0.5) * 2.0)
+    assert [n.target for n in f.graph.nodes] == ["example::fused_add_mul_relu", "tp::mul"]
+    assert "opaque triton_op" in str(f.graph).splitlines()[1]
+
+
 # ------------------------------------------------------------------------------ mutation barriers
 
 def test_barriers_keep_program_order_and_split_fusion():
@@ -401,7 +415,7 @@ def test_elementwise_chain_is_fused_into_one_kernel_and_equals_eager(monkeypatch
 def test_fusion_is_off_when_an_input_needs_grad(monkeypatch):
     calls = []
     monkeypatch.setattr(_fusion, "get_fused", lambda ch, be: calls.append(ch))
-    f = lambda x: (x * 2.0 + 1.0).exp()   # noqa: E731
+    f = lambda x: (x * 2.0 + 1.0).exp()
     cf = tp.compile(f)
     xe, xc = _x(8, rg=True), _x(8, rg=True)
     cf(xc).sum().backward()
@@ -540,6 +554,25 @@ def test_rebinding_a_closed_over_or_global_tensor_recaptures():
     assert f.captures == 3
 
 
+def test_sizes_0_and_1_are_specialised_like_torch():
+    f = tp.compile(lambda x, y: x + y)
+    f(_x(4, 3), _x(4, 3))
+    f(_x(7, 3), _x(7, 3))
+    assert f.captures == 1
+    f(_x(1, 3), _x(4, 3))          # broadcasting now decided by a size-1 dimension
+    assert f.captures == 2
+
+
+def test_bad_arguments_to_compile():
+    with pytest.raises(TypeError, match="expected a function"):
+        tp.compile(3)
+    with pytest.raises(TypeError, match="dynamic"):
+        tp.compile(lambda x: x, dynamic="yes")
+    f = tp.compile(lambda x: x * 2, fullgraph=True)
+    assert tp.compile(f) is f
+    assert_close(f(_x(2)), _x(2) * 2)
+
+
 # ------------------------------------------------------------------------------ cuda
 
 _CUDA_OK, _CUDA_WHY = tp.plugins.device_status("cuda")
@@ -561,10 +594,35 @@ def test_cuda_chain_is_one_cupy_kernel_equal_to_eager_and_gradients_flow():
     assert_close(out, ref, rtol=0, atol=0)
     ch = cf.graph.groups[0]
     fused = _fusion.get_fused(ch, _backend.get_backend("cuda"))
-    assert hasattr(fused, "kernel") and len(ch.nodes) == 8
+    assert hasattr(fused, "kernel") and len(ch.nodes) == 9
+    # a chain the CuPy kernel does not cover (bool values): the generic fuser, still == eager
+    g = tp.compile(lambda x, y: tp.where((x * 2.0) > y, x.exp(), y.abs() + 1.0))
+    assert_close(g(x, y), tp.where((x * 2.0) > y, x.exp(), y.abs() + 1.0))
+    assert len(g.graph.groups) == 1
+    assert not hasattr(_fusion.get_fused(g.graph.groups[0], _backend.get_backend("cuda")),
+                       "kernel")
     xg, yg = x.detach().requires_grad_(True), y.detach().requires_grad_(True)
     cf(xg, yg).sum().backward()
     xe, ye = x.detach().requires_grad_(True), y.detach().requires_grad_(True)
     f(xe, ye).sum().backward()
     assert_close(xg.grad, xe.grad)
     assert_close(yg.grad, ye.grad)
+
+
+def test_compiled_method_recaptures_when_a_tensor_attribute_is_rebound():
+    class Lin:
+        def __init__(self):
+            self.w = _x(3, seed=1)
+
+        @tp.compile
+        def forward(self, x):
+            return x * self.w
+
+    m = Lin()
+    x = _x(3, seed=2)
+    assert_close(m.forward(x), x * m.w)
+    m.w = _x(3, seed=3)
+    assert_close(m.forward(x), x * m.w)
+    m.w.mul_(2.0)                       # in-place updates need no recapture
+    assert_close(m.forward(x), x * m.w)
+    assert Lin.forward.captures == 2

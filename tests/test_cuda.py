@@ -17,17 +17,23 @@ import textwrap
 
 import numpy as np
 import pytest
-
 import tensorplay as tp
 from tensorplay import library
 from tensorplay.errors import DeviceUnavailableError, DispatchError
 from tensorplay.testing import assert_close
 
-CUDA_OK, CUDA_WHY = tp.plugins.device_status("cuda")
-N_GPUS = 0
-if CUDA_OK:
+try:
     import tensorplay_cuda
-    N_GPUS = tensorplay_cuda.device_count()
+except ImportError as e:     # the plugin is a separate distribution
+    pytest.skip(f"tensorplay-cuda is not installed ({e}); pip install -e plugins/tensorplay_cuda",
+                allow_module_level=True)
+
+if any(r["dist"] == "tensorplay-cuda" and r["status"] == "blocked" for r in tp.plugins.list()):
+    pytest.skip("tensorplay-cuda is blocked by TENSORPLAY_PLUGINS/TENSORPLAY_DISABLE_PLUGINS",
+                allow_module_level=True)
+
+CUDA_OK, CUDA_WHY = tp.plugins.device_status("cuda")
+N_GPUS = tensorplay_cuda.device_count() if CUDA_OK else 0
 
 needs_cuda = pytest.mark.skipif(not CUDA_OK, reason=f"no usable CUDA device: {CUDA_WHY}")
 needs_2 = pytest.mark.skipif(N_GPUS < 2, reason=f"needs 2 CUDA GPUs, this machine has {N_GPUS}")
@@ -130,6 +136,25 @@ def test_is_available_never_raises_and_agrees_with_device_status():
     assert ok == CUDA_OK
     assert (why == "") == ok
     assert (tensorplay_cuda.device_count() >= 1) == ok
+
+
+def test_builtin_kernels_are_the_reference_kernels_bound_to_cupy():
+    """Not a second copy: every cuda kernel is the same code object as the cpu one, closed over
+    CuPy's array-API namespace instead of NumPy's (binding needs no GPU)."""
+    import array_api_compat.cupy as xp_cupy
+    from tensorplay_cpu.backend import CPUBackend
+    from tensorplay_cuda.backend import CUDABackend
+    cu, cpu = CUDABackend(), CPUBackend()
+    assert cu.xp is xp_cupy and cu.np.__name__ == "cupy"
+    kc, kn = cu.kernels(), cpu.kernels()
+    assert set(kc) == set(kn) and len(kc) > 40
+    for name, k in kc.items():
+        code = getattr(k, "__code__", None)
+        if code is None:            # a bare namespace function (e.g. xp.negative): CuPy's own
+            assert type(k).__module__.startswith("cupy"), (name, type(k))
+            continue
+        assert code is kn[name].__code__, name
+        assert code.co_filename.endswith("xp.py"), (name, code.co_filename)
 
 
 def test_as_cupy_refuses_non_cuda_tensors_naming_the_fix():
@@ -300,7 +325,19 @@ def _spin_kernel():
     }""", "spin_then_write")
 
 
-SPIN_CYCLES = 400_000_000   # ~0.2 s at 2 GHz
+SPIN_CYCLES = 1_000_000_000   # ~0.5 s at 2 GHz
+
+
+def _warm_streams(cupy, streams, work):
+    """Compile every kernel ``work`` uses and leave free blocks in each stream's memory pool, so
+    that nothing timed afterwards compiles or calls cudaMalloc (either blocks the host until
+    pending GPU work ends, which would hide a wrong stream)."""
+    for st in streams:
+        with st:
+            keep = [cupy.empty(64, dtype=cupy.float32) for _ in range(32)]
+            work()
+            del keep
+    cupy.cuda.Device().synchronize()
 
 
 @pytest.mark.cuda
@@ -311,12 +348,19 @@ def test_ops_and_transfers_run_on_cupys_current_stream():
     x = tp.zeros(8, device="cuda")
     arr = x._data
     s = cupy.cuda.Stream(non_blocking=True)
-    # control: plain CuPy on another stream does NOT wait for the spinning kernel on `s`
+
+    def work():
+        return x + 1, (x * 2).sum(), x.cpu(), cupy.asnumpy(arr + 1)
+
+    spin((1,), (1,), (arr, np.int64(1), np.float32(0.0), np.int32(8)))
+    _warm_streams(cupy, (s, cupy.cuda.Stream.null), work)
+    # control: plain CuPy on another stream does NOT wait for the spinning writer on `s`
     with s:
         spin((1,), (1,), (arr, np.int64(SPIN_CYCLES), np.float32(5.0), np.int32(8)))
-    early = cupy.asnumpy(arr + 1)           # null stream, no ordering with s
+    early = cupy.asnumpy(arr + 1)           # null stream: no ordering with s
+    busy = not s.done
     s.synchronize()
-    assert early.tolist() == [1.0] * 8, "could not establish the race (spin too short?)"
+    assert busy and early.tolist() == [1.0] * 8, "could not establish the race"
     x.zero_()
     cupy.cuda.Device(0).synchronize()
     # tensorplay work inside `with s:` is queued behind the spinning writer on s
@@ -324,7 +368,9 @@ def test_ops_and_transfers_run_on_cupys_current_stream():
         spin((1,), (1,), (arr, np.int64(SPIN_CYCLES), np.float32(5.0), np.int32(8)))
         y = x + 1
         z = (x * 2).sum()
+        pending = not s.done
         h = x.cpu()                          # device-to-host on s (waits for it)
+    assert pending
     assert h.tolist() == [5.0] * 8
     s.synchronize()
     assert y.cpu().tolist() == [6.0] * 8
@@ -528,6 +574,14 @@ def test_copy_between_gpus_waits_for_pending_work_on_the_source():
     cupy = _cupy()
     spin = _spin_kernel()
     x = tp.zeros(8, device="cuda:0")
+    for d in (0, 1):                     # compile, enable peer access, fill the pools first
+        with cupy.cuda.Device(d):
+            spin((1,), (1,), (cupy.zeros(8, dtype=cupy.float32), np.int64(1), np.float32(0.0),
+                              np.int32(8)))
+    for _ in range(4):
+        x.to("cuda:1").to("cuda:0").cpu()
+    for d in (0, 1):
+        cupy.cuda.Device(d).synchronize()
     with cupy.cuda.Device(0):
         spin((1,), (1,), (x._data, np.int64(SPIN_CYCLES), np.float32(5.0), np.int32(8)))
     y = x.to("cuda:1")                   # must be ordered after the writer on cuda:0's stream

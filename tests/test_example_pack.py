@@ -185,7 +185,7 @@ def test_samples_are_deterministic():
 
 def test_every_sample_passes_opcheck_on_cpu_quickly():
     cpu = tp.device("cpu")
-    t0 = time.perf_counter()
+    t0 = time.process_time()     # CPU time: robust to other processes sharing the machine
     n = 0
     for name in _rec().ops:
         op = tp._registry.lookup(name)
@@ -197,7 +197,7 @@ def test_every_sample_passes_opcheck_on_cpu_quickly():
             assert not bad, (name, s.name, bad)
             n += 1
     assert n >= 12
-    assert time.perf_counter() - t0 < 20
+    assert time.process_time() - t0 < 20
 
 
 def test_every_sample_passes_the_compile_check_when_available():

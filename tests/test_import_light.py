@@ -115,7 +115,7 @@ def test_no_plugin_installed_error_says_what_to_install():
     code = ("import importlib.metadata as _md\n"
             "_md.entry_points = lambda *a, **k: _md.EntryPoints(())\n") + \
         textwrap.dedent(_NO_PLUGIN_WORK)
-    r = _run(code)
+    r = _run(code, TENSORPLAY_PLUGIN_SCAN="importlib")   # scan through the patched importlib.metadata
     _check_no_plugin_result(r)
     assert "pip install tensorplay-cpu" in r["error"][1]
 

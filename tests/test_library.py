@@ -12,10 +12,13 @@ import re
 import types
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import tensorplay as tp
 import tensorplay.library as lib
 from tensorplay import _registry
+from tensorplay._schema import FunctionSchema
 from tensorplay.errors import DispatchError, SchemaError
 from tensorplay.fake import FakeTensorMode
 from tensorplay.library import CustomOpDef, Library
@@ -353,6 +356,25 @@ class TestRegisterKernel:
         assert op(tp.zeros(1)).tolist() == [2.0]
         assert len(op.kernels) == 1
 
+    def test_undo_removes_a_resolved_lazy_stand_in(self, ns):
+        op = lib.define(f"{ns}::f(Tensor x) -> Tensor")
+
+        def stand_in(x):
+            raise AssertionError("replaced before any call")
+
+        def real(x):
+            return x + 7
+
+        h = op._add_kernel("cpu", stand_in, "some-plugin", 0)
+        with _registry._lock:       # what the plugin manager does once it imported the kernel
+            stack = op._kernels["cpu"]
+            stack[0] = (real, "some-plugin", 0)
+            stand_in._tensorplay_resolved = stack[0]
+            op._rebuild()
+        assert op(tp.zeros(1)).tolist() == [7.0]
+        h.destroy()                 # rolling the plugin back removes the real kernel too
+        assert op.kernels == {}
+
     def test_signature_checked_at_registration(self, ns):
         op = lib.define(f"{ns}::f(Tensor x, *, SymInt n=1) -> Tensor")
         with pytest.raises(ValueError, match=rf"^register_kernel\('{ns}::f'\): the kernel .* cannot "
@@ -410,7 +432,7 @@ class TestRegisterFake:
                                              r"cannot take parameter 'n'"):
             op.register_fake(lambda x: x)
         with pytest.raises(ValueError, match=r"expected a callable fake kernel"):
-            op.register_fake(None or 7)
+            op.register_fake(7)
 
     def test_without_fake_composite_kernel_runs_on_fake_tensors(self, ns):
         op = lib.custom_op(f"{ns}::f", lambda x: x * 2, mutates_args=())
@@ -713,6 +735,28 @@ class TestModuleLevelRegistration:
         assert op._fake is fk2
         assert op(tp.empty(1, device="meta")).shape == (8,)
 
+    def test_register_autograd_as_decorator(self, ns):
+        @lib.custom_op(f"{ns}::sq", mutates_args=())
+        def sq(x: tp.Tensor) -> tp.Tensor:
+            return x * x
+
+        @lib.register_autograd(f"{ns}::sq", setup_context=lambda ctx, inputs, output: None)
+        def _(ctx, g):
+            return g * 0 + 5
+
+        assert sq._backward is _
+        x = tp.tensor([1.0], requires_grad=True)
+        sq(x).sum().backward()
+        assert x.grad.tolist() == [5.0]
+
+        @sq.register_autograd
+        def bw2(ctx, g):
+            return g * 0 + 9
+
+        x = tp.tensor([1.0], requires_grad=True)
+        sq(x).sum().backward()
+        assert x.grad.tolist() == [9.0]
+
     def test_register_autograd_by_name(self, ns):
         @lib.custom_op(f"{ns}::sq", mutates_args=())
         def sq(x: tp.Tensor) -> tp.Tensor:
@@ -792,6 +836,10 @@ class TestLibrary:
         L.impl("f", lambda x: x + 3)
         assert set(op.kernels) == {"cpu"}
         L._destroy()
+        M = Library(ns, "IMPL", "Meta")
+        M.impl("f", lambda x: x.new_empty((4,)))
+        assert op(tp.empty(1, device="meta")).shape == (4,)
+        M._destroy()
         with pytest.raises(ValueError, match=r"'nope!' is not a device type"):
             Library(ns, "IMPL", "nope!")
 
@@ -888,3 +936,25 @@ class TestOpsNamespace:
             space.g
         with pytest.raises(AttributeError):
             space.__wrapped__
+
+
+# =============================================================================== properties
+
+_FRAGMENTS = ["(", ")", "Tensor", "Tensor(a!)", "x", "y", ",", "->", "*", "=", "None", "?", "[]",
+              "SymInt", "float", "1", "'s'", "::", "ns", " ", "()"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(_FRAGMENTS), max_size=10).map("".join))
+def test_property_custom_op_schema_strings_only_raise_value_errors(text):
+    """Any schema text either defines the op or raises a ValueError (SchemaError for malformed
+    text) starting with the API name -- and a refused one registers nothing."""
+    name = "tlibprop::f"
+    try:
+        op = lib.custom_op(name, lambda *args, **kwargs: None, mutates_args="unknown", schema=text)
+    except ValueError as e:
+        assert str(e).startswith(f"custom_op({name!r}): ")
+        assert name not in _registry._OPS
+    else:
+        assert op.schema == FunctionSchema.parse(str(op.schema))
+        _cleanup("tlibprop")

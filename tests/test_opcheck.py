@@ -403,3 +403,17 @@ def test_aot_check_is_delegated_with_clones_and_tolerances(monkeypatch):
     msg = lib.opcheck(ints, (tp.arange(3),), test_utils="DEFAULT",
                       raise_exception=False)["test_aot_dispatch_dynamic"]
     assert "oc_ag::ints" in msg and "differ" in msg
+
+
+# ---------------------------------------------------------------------------- built-in ops
+
+@pytest.mark.parametrize("name,make", [
+    ("add", lambda: (tp.randn(4, 3), tp.randn(3))),
+    ("matmul", lambda: (tp.randn(4, 3), tp.randn(3, 5))),
+    ("softmax", lambda: (tp.randn(4, 3), 1)),
+    ("transpose", lambda: (tp.randn(4, 3), 0, 1)),      # Tensor(a) -> Tensor(a): declared view
+    ("add_", lambda: (tp.randn(4, 3), tp.randn(4, 3))),  # Tensor(a!) -> Tensor(a!)
+])
+def test_builtin_ops_pass_and_schema_declared_aliases_are_allowed(name, make):
+    op = getattr(tp.ops.tp, name)
+    assert lib.opcheck(op, make(), test_utils=NO_AOT, raise_exception=False) == {}

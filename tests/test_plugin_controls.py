@@ -7,7 +7,6 @@ throw-away plugin distributions on a temporary path."""
 from __future__ import annotations
 
 import pytest
-
 from _plugin_dists import BROKEN_IMPORT, GOOD, PluginEnv
 
 LAZY = '''

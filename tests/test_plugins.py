@@ -15,7 +15,6 @@ import subprocess
 import sys
 
 import pytest
-
 from _plugin_dists import BROKEN_IMPORT, GOOD, PluginEnv
 
 CORE = pathlib.Path(__file__).resolve().parents[1] / "tensorplay_core" / "tensorplay"
@@ -29,7 +28,8 @@ def env(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # one scan, cheap import
 
-def test_entry_points_scanned_once_per_process(env):
+@pytest.mark.parametrize("mode, importlib_calls", [(None, 0), ("importlib", 1)])
+def test_entry_points_scanned_once_per_process(env, mode, importlib_calls):
     env.dist("tensorplay-goodpack", plugins={"goodpack": "goodpack"}, modules={"goodpack": GOOD})
     r = env.run('''
         import importlib.metadata as md, pluggy
@@ -50,10 +50,12 @@ def test_entry_points_scanned_once_per_process(env):
         check_plugin("tensorplay-goodpack", test_utils=["test_schema"])
         tensorplay.plugins.get_plugin("goodpack")
         result({"calls": len(calls),
-                "scan_count": tensorplay.plugins.manager._S.scan_count})
-    ''')
-    # one scan, by the fast reader of *.dist-info (importlib.metadata's scan is not used)
-    assert r.data == {"calls": 0, "scan_count": 1}, r.stderr
+                "scan_count": tensorplay.plugins.manager._S.scan_count,
+                "good": tensorplay.plugins.get_plugin("goodpack").status})
+    ''', TENSORPLAY_PLUGIN_SCAN=mode)
+    # one scan: by the fast reader of *.dist-info (importlib.metadata's scan is not used), or
+    # by one importlib.metadata.entry_points() call with TENSORPLAY_PLUGIN_SCAN=importlib
+    assert r.data == {"calls": importlib_calls, "scan_count": 1, "good": "loaded"}, r.stderr
 
 
 def test_fast_scan_finds_what_importlib_metadata_finds(env, tmp_path_factory):
@@ -377,6 +379,12 @@ from tensorplay.plugins import hookimpl
 def tensorplay_devices():
     return ["cpu"]
 ''', ["hook tensorplay_devices returned 'cpu'", "DeviceSpec"]),
+    ('''
+from tensorplay.plugins import hookimpl
+@hookimpl(wrapper=True)
+def tensorplay_register_ops(registrar):
+    yield
+''', ["hook tensorplay_register_ops is declared as a wrapper", "plain @hookimpl"]),
 ])
 def test_invalid_hook_implementations_are_reported_naming_plugin_and_hook(env, source, expected):
     env.dist("tensorplay-sloppy", "0.1", plugins={"sloppy": "sloppy"}, modules={"sloppy": source})
@@ -675,7 +683,7 @@ def _pytest(env, *args):
     p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                         "-o", "addopts=", "--rootdir", env.root, *args],
                        cwd=env.root, capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "PYTHONPATH": env.root})
+                       env={**os.environ, "PYTHONPATH": env.root}, check=False)
     return p.returncode, p.stdout + p.stderr
 
 
@@ -711,3 +719,34 @@ def test_pytest_option_and_fixture_run_opcheck(env):
     assert "tensorplay-check[checkpack]::checkns::nosamples-cpu SKIPPED" in out
     rc, out = _pytest(env, "test_fixture.py", "--tensorplay-check=not-installed", "-k", "check")
     assert rc == 1 and "no tensorplay plugin named 'not-installed'" in out, out
+
+
+def test_check_plugin_reports_ops_without_an_available_device(env):
+    env.dist("tensorplay-npu", "0.2", plugins={"npu": "npu"}, modules={"npu": '''
+import tensorplay
+from tensorplay.plugins import hookimpl, DeviceSpec
+
+class Backend:
+    def __init__(self):
+        raise RuntimeError("no NPU driver found")
+
+@hookimpl
+def tensorplay_devices():
+    return [DeviceSpec("npu", "npu:Backend")]
+
+@hookimpl
+def tensorplay_register_ops(registrar):
+    tensorplay.library.custom_op("npuns::op", lambda x: x + 1, mutates_args=(),
+                                 device_types="npu", schema="(Tensor x) -> Tensor")
+'''})
+    d = env.run('''
+        import tensorplay
+        from tensorplay.testing import check_plugin
+        res = check_plugin("npu", ops=["npuns::op"])
+        result({"rows": [[r.op, r.device, r.status, r.message] for r in res],
+                "explicit": raises(check_plugin, "npu", device="npu")})
+    ''').data
+    ((op, dev, status, msg),) = d["rows"]
+    assert (op, dev, status) == ("npuns::op", "npu", "skipped")
+    assert "no NPU driver found" in msg and "tensorplay-npu 0.2" in msg
+    assert d["explicit"][0] == "DeviceUnavailableError" and "no NPU driver found" in d["explicit"][1]

@@ -217,6 +217,27 @@ def test_concurrent_definitions_of_one_name_from_two_modules_resolve_to_one_owne
         _cleanup(prefix)
 
 
+def test_one_def_library_per_namespace_under_contention(fast_switching):
+    """8 threads open a DEF library for the same namespace at once: exactly one gets it; after it
+    closes, each round again exactly one."""
+    prefix = "tthr_f"
+    for _ in range(10):
+        got, refused = [], []
+
+        def worker():
+            try:
+                got.append(lib.Library(prefix, "DEF"))
+            except ValueError as e:
+                assert "already has a DEF library" in str(e)
+                refused.append(e)
+
+        assert _run([worker] * N_THREADS) == []
+        assert len(got) == 1 and len(refused) == N_THREADS - 1
+        got[0].define("f(Tensor x) -> Tensor")
+        got[0]._destroy()
+        assert "tthr_f::f" not in _registry._OPS and prefix not in lib.Library._live_defs
+
+
 def test_dispatch_error_is_not_raised_spuriously_for_missing_device_keys():
     """Sanity check of the helper used above: an op without a kernel for a device still errors."""
     op = lib.define("tthr_d::f(Tensor x) -> Tensor")

@@ -317,6 +317,20 @@ def test_tensor_subclass_and_unannotated_none_default():
     assert infer_schema(f, mutates_args=("bias",)) == "(Tensor x, Tensor(a!)? bias=None) -> Tensor"
 
 
+def test_unannotated_non_tensor_default_suggests_an_annotation():
+    def f(x, scale=1.0): ...
+
+    with pytest.raises(SchemaError, match=r"parameter 'scale' .* default value 1.0 does not fit "
+                                          r"type Tensor; a parameter without annotation is a "
+                                          r"Tensor, so annotate it, e.g. `scale: float = 1.0`"):
+        infer_schema(f, mutates_args=())
+
+    def g(x, scale: float = "a"): ...
+
+    with pytest.raises(SchemaError, match=r"default value 'a' does not fit type float$"):
+        infer_schema(g, mutates_args=())
+
+
 def test_kwonly_varargs_and_defaults():
     def f(x, *args, n: int = 3, eps: float = 1e-5, tag: str = 'say "hi"', ks: list[int] = [1, 2],  # noqa: B006
           flag: bool = True, **kwargs) -> None: ...

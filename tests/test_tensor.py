@@ -71,6 +71,7 @@ def test_bfloat16_on_cpu_is_a_clear_error():
 
 
 def test_full_arange_rand_and_like():
+    tp.manual_seed(0)
     assert tp.full((2,), 3).dtype is tp.int64 and tp.full((2,), 3.0).dtype is tp.float32
     assert tp.full((2,), True).dtype is tp.bool
     assert tp.arange(5).tolist() == [0, 1, 2, 3, 4] and tp.arange(5).dtype is tp.int64
@@ -158,6 +159,8 @@ def test_conversions():
     with pytest.raises(RuntimeError, match="2 elements"):
         x.item()
     assert float(tp.tensor(2.0)) == 2.0 and int(tp.tensor(3)) == 3 and bool(tp.tensor(True))
+    with pytest.raises(RuntimeError, match="ambiguous"):
+        bool(tp.tensor([1, 2]))
     assert isinstance(x.numpy(), np.ndarray)
     with pytest.raises(RuntimeError, match="requires grad"):
         tp.ones(2, requires_grad=True).numpy()
@@ -256,6 +259,8 @@ def test_comparison_operators():
     assert (2 > x).tolist() == [True, False, False] and (2 == x).tolist() == [False, True, False]
     assert (x == tp.tensor([1, 0, 3])).tolist() == [True, False, True]
     assert hash(x) == hash(x) and len({x, x}) == 1
+    assert (x == None) is False and (x != None) is True  # noqa: E711 - torch's answer
+    assert x in [None, "a", x] and [None, x].index(x) == 1
 
 
 def test_reductions():

@@ -34,19 +34,18 @@ if os.environ.get("TENSORPLAY_BLOCK_TORCH") == "1":
     if not _torchblock.is_installed():
         _torchblock.install()
 
-import pytest  # noqa: E402
+import pytest
 
 triton = pytest.importorskip("triton", reason="triton is not installed (pip install tensorplay-triton)")
 pytest.importorskip("tensorplay_triton", reason="tensorplay-triton is not installed")
 np = pytest.importorskip("numpy")
 
-import triton.language as tl  # noqa: E402
-
-import tensorplay  # noqa: E402
-import tensorplay_triton  # noqa: E402
-from tensorplay import library  # noqa: E402
-from tensorplay.fake import FakeTensorMode  # noqa: E402
-from tensorplay_triton import TritonLaunchError, wrap_triton  # noqa: E402
+import tensorplay
+import tensorplay_triton
+import triton.language as tl
+from tensorplay import library
+from tensorplay.fake import FakeTensorMode
+from tensorplay_triton import TritonLaunchError, wrap_triton
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCK_TORCH_DIR = ROOT / "plugins" / "tensorplay_triton" / "tools" / "block_torch"
@@ -193,7 +192,7 @@ def test_plugin_loaded_and_import_is_light():
             "assert r['status'] == 'loaded', r\n"
             "heavy = [m for m in ('triton', 'numpy', 'cupy', 'torch') if m in sys.modules]\n"
             "print('HEAVY', heavy)\n")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert p.returncode == 0, p.stderr
     assert "HEAVY []" in p.stdout, p.stdout
 
@@ -358,7 +357,7 @@ def test_fake_tensors_skip_the_launch():
 
 
 @interpret_only
-def test_compiled_kernel_given_cpu_tensors_says_how_to_fix():
+def test_gpu_kernel_given_cpu_tensors_says_how_to_fix():
     _cpu()
     from triton.runtime.jit import JITFunction
 
@@ -489,11 +488,44 @@ def test_tensorplay_check_cli_on_cpu():
     p = subprocess.run([sys.executable, "-m", "tensorplay.cli", "check", "--device", "cpu",
                         "example::fused_add_mul_relu", "example::fused_add_mul_relu_out",
                         "example::softmax_rows"], capture_output=True, text=True, env=env,
-                       timeout=600)
+                       timeout=600, check=False)
     out = p.stdout + p.stderr
     assert p.returncode == 0, out
     for name in ("fused_add_mul_relu ", "fused_add_mul_relu_out", "softmax_rows"):
         assert name in out
+
+
+@interpret_only
+def test_example_kernels_compile_for_sm90_ahead_of_time():
+    """CI has no GPU: compile the example pack's kernels for an H100/H200 target (sm_90) anyway,
+    in a subprocess without TRITON_INTERPRET, so compile errors in compiled mode are caught here."""
+    _example_ops()
+    code = """
+import importlib, os
+os.environ.pop("TRITON_INTERPRET", None)
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+tk = importlib.import_module("tensorplay_example_ops.triton_kernels")
+tgt = GPUTarget("cuda", 90, 32)
+fused = tk.fused_add_mul_relu_kernel
+for dt in ("*fp32", "*fp16", "*bf16", "*fp64"):
+    sig = {"x_ptr": dt, "y_ptr": dt, "out_ptr": dt, "scale": "fp32", "n_elements": "i32",
+           "BLOCK_SIZE": "constexpr"}
+    triton.compile(ASTSource(fused, sig, constexprs={"BLOCK_SIZE": 1024}), target=tgt)
+    sig = {"out_ptr": dt, "in_ptr": dt, "in_row_stride": "i32", "out_row_stride": "i32",
+           "n_cols": "i32", "BLOCK_SIZE": "constexpr"}
+    k = triton.compile(ASTSource(tk.softmax_rows_kernel, sig, constexprs={"BLOCK_SIZE": 4096}),
+                       target=tgt)
+    assert "ptx" in k.asm
+print("AOT-OK")
+"""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=600, check=False)
+    if p.returncode != 0 and ("ptxas" in p.stderr and "not found" in p.stderr):
+        pytest.skip(f"no ptxas to compile with: {p.stderr[-300:]}")
+    assert p.returncode == 0 and "AOT-OK" in p.stdout, p.stderr[-3000:]
 
 
 # -- cuda tensors handed to interpreted kernels (GPU machine, interpreter mode) ----------------------
@@ -525,9 +557,10 @@ def test_cuda_compiled_suite():
     env["TENSORPLAY_BLOCK_TORCH"] = "1"
     env["PYTHONPATH"] = os.pathsep.join([str(BLOCK_TORCH_DIR)] +
                                         [q for q in [env.get("PYTHONPATH")] if q])
-    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider",
                         str(Path(__file__)), "-k", "test_compiled_"],
-                       capture_output=True, text=True, env=env, timeout=900, cwd=str(ROOT))
+                       capture_output=True, text=True, env=env, timeout=900, cwd=str(ROOT),
+                       check=False)
     out = p.stdout + p.stderr
     print(out[-6000:])
     assert p.returncode == 0, out[-6000:]
@@ -575,28 +608,51 @@ def test_compiled_grids_offsets_and_dtypes():
 
 
 @compiled_only
-def test_compiled_launches_on_cupys_current_stream():
+@pytest.mark.parametrize("fast", [True, False], ids=["direct-launch", "JITFunction.run"])
+def test_compiled_launches_on_cupys_current_stream(fast):
     _need_cuda()
     cp = _cupy()
+    from tensorplay_triton import _wrap
+    drv = tensorplay_triton.install_driver()
+    asked = []
+    real = type(drv).get_current_stream
+
+    def spy(device=None):
+        ptr = real(drv, device)
+        asked.append(ptr)
+        return ptr
     seen = []
-    knobs = triton.knobs.runtime
-    prev = knobs.launch_enter_hook
-    knobs.launch_enter_hook = lambda md: seen.append(md.get()["stream"])
+    chain = triton.knobs.runtime.launch_enter_hook      # a HookChain in Triton 3.6
+
+    def hook(md):
+        seen.append(md.get()["stream"])
+    prev_fast = _wrap._FAST[0]
+    _wrap._FAST[0] = fast
+    drv.get_current_stream = spy
     try:
         x = tensorplay.randn(1 << 16, device="cuda")
         out = tensorplay.empty(1 << 16, device="cuda")
+        k = wrap_triton(axpy_kernel)
+        k[(64,)](x, out, 1.0, 1 << 16, BLOCK=1024, SQUARE=False)       # compile outside the stream
         s = cp.cuda.Stream(non_blocking=True)
         x_ready = cp.cuda.get_current_stream().record()
+        asked.clear()
         with s:
             s.wait_event(x_ready)
-            wrap_triton(axpy_kernel)[(64,)](x, out, 3.0, 1 << 16, BLOCK=1024, SQUARE=False)
+            k[(64,)](x, out, 3.0, 1 << 16, BLOCK=1024, SQUARE=False)
+        assert asked and set(asked) == {s.ptr} and s.ptr != 0, (asked, s.ptr)
         s.synchronize()
-        wrap_triton(axpy_kernel)[(64,)](x, out, 3.0, 1 << 16, BLOCK=1024, SQUARE=False)
+        np.testing.assert_allclose(_host(out), 3 * _host(x), rtol=1e-6)
+        chain.add(hook)                    # a launch hook set: Triton's own path reports the stream
+        with s:
+            k[(64,)](x, out, 2.0, 1 << 16, BLOCK=1024, SQUARE=False)
+        s.synchronize()
     finally:
-        knobs.launch_enter_hook = prev
-    assert seen[0] == s.ptr and seen[0] != 0
-    assert seen[1] == cp.cuda.get_current_stream().ptr
-    np.testing.assert_allclose(_host(out), 3 * _host(x), rtol=1e-6)
+        chain.remove(hook)
+        del drv.get_current_stream
+        _wrap._FAST[0] = prev_fast
+    assert seen == [s.ptr]
+    np.testing.assert_allclose(_host(out), 2 * _host(x), rtol=1e-6)
 
 
 @compiled_only
@@ -646,7 +702,9 @@ def test_compiled_heuristics_and_triton_op_on_cuda():
     np.testing.assert_array_equal(_host(out), -_host(x))
     y = tensorplay.randn(37, device="cuda")
     np.testing.assert_allclose(_host(tt_add(x, y)), _host(x) + _host(y), rtol=1e-6)
-    assert library.opcheck(tt_add, (x, y)) == {}
+    # no autograd formula and a Triton launch: the graph is broken, and opcheck says so
+    res = library.opcheck(tt_add, (x, y), raise_exception=False)
+    assert set(res) == {"test_autograd_registration"}, res
 
 
 @compiled_only

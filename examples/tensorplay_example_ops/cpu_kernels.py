@@ -17,7 +17,6 @@ op's explicit ``register_autograd`` formula, so a NumPy kernel is fine for it.
 from __future__ import annotations
 
 import numpy as np
-
 import tensorplay
 
 __all__ = ["rms_norm"]

@@ -14,7 +14,9 @@ from __future__ import annotations
 import cupy
 import numpy
 
-__all__ = ["bias_gelu", "rms_norm", "RMS_BLOCK"]
+__all__ = ["RMS_BLOCK", "bias_gelu", "rms_norm"]
+
+_F16, _F32 = numpy.dtype(numpy.float16), numpy.dtype(numpy.float32)
 
 # 0.5 u (1 + tanh(sqrt(2/pi) (u + 0.044715 u^3))), u = x + b
 _bias_gelu_kernel = cupy.ElementwiseKernel(
@@ -31,8 +33,8 @@ def bias_gelu(x, b, dtype):
     """GELU(x + b) as a new C-contiguous array of ``dtype`` with the broadcast shape of ``x`` and
     ``b``. float16 inputs are computed in float32 and rounded once at the end."""
     dtype = numpy.dtype(dtype)
-    work = numpy.dtype(numpy.float32) if dtype == numpy.float16 else dtype
-    shape = numpy.broadcast_shapes(x.shape, b.shape)
+    work = _F32 if dtype == _F16 else dtype
+    shape = x.shape if x.shape == b.shape else numpy.broadcast_shapes(x.shape, b.shape)
     out = cupy.empty(shape, dtype=work)
     _bias_gelu_kernel(x.astype(work, copy=False), b.astype(work, copy=False), out)
     return out if work == dtype else out.astype(dtype)

@@ -45,18 +45,34 @@ def _broadcast(a, b, api):
     return tuple(reversed(out))
 
 
-def _same_cuda_device(api, *tensors):
-    dev = tensors[0].device
-    for t in tensors[1:]:
-        if t.device != dev:
-            raise RuntimeError(f"{api}: expected all tensors on one device, found {dev} and "
-                               f"{t.device}; move them with .to({str(dev)!r}) first")
-    return dev
+def _same_cuda_device(api, a, b):
+    if a.device is not b.device:        # devices are interned
+        raise RuntimeError(f"{api}: expected all tensors on one device, found {a.device} and "
+                           f"{b.device}; move them with .to({str(a.device)!r}) first")
+
+
+_MODS: list = []
+
+
+def _cuda():
+    """``(tensorplay_cuda, cuda_kernels)``, imported on the first cuda call (CuPy comes with)."""
+    if not _MODS:
+        import tensorplay_cuda
+
+        from . import cuda_kernels
+        _MODS[:] = [tensorplay_cuda, cuda_kernels]
+    return _MODS
+
+
+_NATIVE: dict = {}
 
 
 def _native(dtype):
-    import numpy
-    return numpy.dtype(dtype.name)
+    n = _NATIVE.get(dtype)
+    if n is None:
+        import numpy
+        n = _NATIVE[dtype] = numpy.dtype(dtype.name)
+    return n
 
 
 # -- bias_gelu -------------------------------------------------------------------------------------
@@ -85,17 +101,15 @@ def _(x, bias):
 
 @bias_gelu.register_kernel("cuda")
 def _bias_gelu_cuda(x, bias):
-    import tensorplay_cuda
-    from . import cuda_kernels
+    tc, ck = _cuda()
     _same_cuda_device("example::bias_gelu", x, bias)
-    if not (x.dtype.is_floating_point and bias.dtype.is_floating_point):
-        raise TypeError(f"example::bias_gelu: x and bias must be floating, got {x.dtype} and "
-                        f"{bias.dtype}")
-    dt = tensorplay.promote_types(x.dtype, bias.dtype)
-    with tensorplay_cuda.device_of(x):
-        out = cuda_kernels.bias_gelu(tensorplay_cuda.as_cupy(x), tensorplay_cuda.as_cupy(bias),
-                                     _native(dt))
-        return tensorplay_cuda.from_cupy(out)
+    dx, db = x.dtype, bias.dtype
+    if not (dx.is_floating_point and db.is_floating_point):
+        raise TypeError(f"example::bias_gelu: x and bias must be floating, got {dx} and {db}")
+    dt = dx if dx is db else tensorplay.promote_types(dx, db)
+    with tc.device_of(x):
+        out = ck.bias_gelu(tc.as_cupy(x), tc.as_cupy(bias), _native(dt))
+        return tc.from_cupy(out)
 
 
 def _bias_gelu_setup(ctx, inputs, output):
@@ -141,14 +155,12 @@ def _bias_gelu_samples(device):
 
 @rms_norm.register_kernel("cuda")
 def _rms_norm_cuda(x, weight, eps=1e-6):
-    import tensorplay_cuda
-    from . import cuda_kernels
+    tc, ck = _cuda()
     _same_cuda_device("example::rms_norm", x, weight)
     if weight.shape != x.shape[-1:]:
         raise ValueError(f"example::rms_norm: weight must have shape {tuple(x.shape[-1:])} (the "
                          f"last dimension of x), got {tuple(weight.shape)}")
     dt = tensorplay.promote_types(x.dtype, weight.dtype)
-    with tensorplay_cuda.device_of(x):
-        out = cuda_kernels.rms_norm(tensorplay_cuda.as_cupy(x), tensorplay_cuda.as_cupy(weight),
-                                    float(eps), _native(dt))
-        return tensorplay_cuda.from_cupy(out)
+    with tc.device_of(x):
+        out = ck.rms_norm(tc.as_cupy(x), tc.as_cupy(weight), float(eps), _native(dt))
+        return tc.from_cupy(out)

@@ -14,12 +14,6 @@ import triton.language as tl
 __all__ = ["fused_add_mul_relu_kernel", "softmax_rows_kernel"]
 
 
-@triton.autotune(
-    configs=[triton.Config({"BLOCK_SIZE": 256}, num_warps=2),
-             triton.Config({"BLOCK_SIZE": 1024}, num_warps=4),
-             triton.Config({"BLOCK_SIZE": 4096}, num_warps=8)],
-    key=["n_elements"],
-)
 @triton.jit
 def fused_add_mul_relu_kernel(x_ptr, y_ptr, out_ptr, scale, n_elements,
                               BLOCK_SIZE: tl.constexpr):

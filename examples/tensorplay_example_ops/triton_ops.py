@@ -9,7 +9,7 @@ not otherwise).
 ============================================ =====================================================
 op                                           what
 ============================================ =====================================================
-``fused_add_mul_relu(x, y, scale=1.0)``      ``relu((x + y) * scale)`` in one autotuned kernel;
+``fused_add_mul_relu(x, y, scale=1.0)``      ``relu((x + y) * scale)`` in one kernel;
                                              explicit autograd formula
 ``fused_add_mul_relu_out(x, y, scale, out)`` the same written into ``out`` (declared mutated,
                                              ``mutates_args=("out",)``), returns nothing
@@ -133,12 +133,14 @@ def _contig(t):
     return t if t.is_contiguous() else t.contiguous()
 
 
+_BLOCK = 1024     # elements per program of the fused kernel
+
+
 def _launch_fused(x, y, scale, out):
     n = x.numel()
     if n == 0:
         return
-    _kernels().fused[lambda meta: ((n + meta["BLOCK_SIZE"] - 1) // meta["BLOCK_SIZE"],)](
-        x, y, out, float(scale), n)
+    _kernels().fused[((n + _BLOCK - 1) // _BLOCK,)](x, y, out, float(scale), n, BLOCK_SIZE=_BLOCK)
 
 
 if AVAILABLE:
@@ -146,7 +148,7 @@ if AVAILABLE:
 
     @library.triton_op("example::fused_add_mul_relu", mutates_args=())
     def fused_add_mul_relu(x: Tensor, y: Tensor, scale: float = 1.0) -> Tensor:
-        """``relu((x + y) * scale)`` in one Triton kernel (autotuned block size).
+        """``relu((x + y) * scale)`` in one Triton kernel (1024 elements per program).
 
         ``x`` and ``y``: same shape, same floating dtype, one device. Returns a new contiguous
         tensor. Differentiable (explicit formula).

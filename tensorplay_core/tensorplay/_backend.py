@@ -119,7 +119,7 @@ class ArrayBackend:
         np = self.np
         if not isinstance(arr, np.ndarray):
             arr = np.asarray(arr)
-        if not arr.flags.c_contiguous:
+        if not arr.flags["C_CONTIGUOUS"]:     # item access: half the cost of .c_contiguous
             arr = np.ascontiguousarray(arr)
         t = Tensor.__new__(Tensor)
         shape = arr.shape

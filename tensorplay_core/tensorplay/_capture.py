@@ -25,12 +25,20 @@ normal dispatch.
 from __future__ import annotations
 
 from . import _dispatch
+from ._tensor import Tensor
 from .autograd import grad_mode as _gm
 from .errors import CompileError, DispatchError
-from ._tensor import Tensor
 
-__all__ = ["Value", "Node", "Graph", "CaptureTensor", "SizeTuple", "record_call", "capture",
-           "active"]
+__all__ = [
+    "CaptureTensor",
+    "Graph",
+    "Node",
+    "SizeTuple",
+    "Value",
+    "active",
+    "capture",
+    "record_call",
+]
 
 # The capture in progress (innermost last). Capture is not re-entrant: a compiled function
 # called while another one captures is inlined (see compile.py).
@@ -53,7 +61,7 @@ class Value:
     function closes over); ``requires_grad`` as seen during capture.
     """
 
-    __slots__ = ("id", "kind", "fake", "const", "requires_grad", "graph", "name")
+    __slots__ = ("const", "fake", "graph", "id", "kind", "name", "requires_grad")
 
     def __init__(self, graph, kind, fake, const=None, requires_grad=False):
         self.graph = graph
@@ -90,8 +98,18 @@ class Node:
     is the grad mode the call ran under; ``version`` the op's version at capture.
     """
 
-    __slots__ = ("index", "kind", "op", "args", "kwargs", "result", "outputs", "grad_enabled",
-                 "version", "fused")
+    __slots__ = (
+        "args",
+        "fused",
+        "grad_enabled",
+        "index",
+        "kind",
+        "kwargs",
+        "op",
+        "outputs",
+        "result",
+        "version",
+    )
 
     def __init__(self, index, kind, op, args, kwargs, grad_enabled):
         self.index = index
@@ -536,10 +554,7 @@ def record_call(op, args, kwargs):
             v = ctx.value_of(x, op.name)
             if v.requires_grad:
                 vals_rg[0] = True
-            if v.kind == "const":
-                fake_of[id(v.fake)] = x
-            else:
-                fake_of[id(v.fake)] = x
+            fake_of[id(v.fake)] = x      # the capture tensor (or real constant) passed
             return v
         if isinstance(x, (list, tuple)) and type(x) in (list, tuple):
             r = [conv(y) for y in x]

@@ -63,15 +63,18 @@ def resolve_key(op, tensors, device=None) -> str:
     keys = {t._dkey for t in tensors}
     if "capture" in keys:
         return "capture"
+    # str(device) -> a tensor on it that decides (None: only 0-dim cpu tensors there, which may
+    # join any device, as in torch). Fake tensors count with the device they stand for.
     devs = {}
     for t in tensors:
         d = t._device
-        if t._bkey == "meta" and d.type != "meta":
-            continue   # a fake tensor standing for a real device (FakeTensorMode) joins anything
-        devs.setdefault(str(d), t)
+        s = str(d)
+        scalar = d.type == "cpu" and t.ndim == 0
+        if devs.get(s) is None:
+            devs[s] = None if scalar else t
     if len(devs) > 1:
-        real = [k for k, t in devs.items() if not (t._device.type == "cpu" and t.ndim == 0)]
-        if len(set(real)) > 1 or not real:
+        real = [t for t in devs.values() if t is not None]
+        if len(real) != 1:
             names = ", ".join(sorted(devs))
             raise DispatchError(
                 f"{op._api()}: expected all tensors on one device, found tensors on {names}. "
@@ -81,9 +84,7 @@ def resolve_key(op, tensors, device=None) -> str:
     if "meta" in keys:
         return "meta"
     if len(devs) > 1:   # cpu scalar + device tensor: the device tensor decides
-        for k, t in devs.items():
-            if not (t._device.type == "cpu" and t.ndim == 0):
-                return t._bkey
+        return real[0]._bkey
     return tensors[0]._bkey
 
 
@@ -141,6 +142,17 @@ def bad_arguments(op, values: dict, exc=None):
     raise TypeError(f"{op._api()}: could not dispatch arguments {values!r:.200}")
 
 
+def call_arg(a, pyname: str) -> str:
+    """Source text passing schema argument ``a`` (held in local ``pyname``) to a kernel:
+    positionally, or by keyword for keyword-only arguments (``**{'from': from_}`` when the name is
+    a Python keyword, since ``from=...`` is not valid syntax)."""
+    if not a.kwarg_only:
+        return pyname
+    if keyword.iskeyword(a.name):
+        return f"**{{{a.name!r}: {pyname}}}"
+    return f"{a.name}={pyname}"
+
+
 def _pyname(name: str) -> str:
     return name + "_" if keyword.iskeyword(name) or name.startswith("__") else name
 
@@ -166,7 +178,7 @@ def make_call(op, scalar_ok=()) -> None:
             params.append(f"{n}=__d{i}")
         else:
             params.append(n)
-        call_args.append(f"{a.name}={n}" if a.kwarg_only else n)
+        call_args.append(call_arg(a, n))
         kind = a.kind
         if a.name in scalar_ok:
             kind = "scalar_ok"

@@ -28,8 +28,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["ElementwiseExpr", "Step", "plan", "FusedChain", "generic_fuser", "cupy_fuser",
-           "FUSIBLE", "BLOCK"]
+__all__ = [
+    "BLOCK",
+    "FUSIBLE",
+    "ElementwiseExpr",
+    "FusedChain",
+    "Step",
+    "cupy_fuser",
+    "generic_fuser",
+    "plan",
+]
 
 # built-in ops whose kernels are elementwise (output element i depends on input elements i)
 FUSIBLE = frozenset({

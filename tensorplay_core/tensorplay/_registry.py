@@ -220,7 +220,10 @@ class CustomOpDef:
         def undo():
             with _lock:
                 st = self._kernels.get(key, [])
-                st[:] = [e for e in st if e is not entry]
+                # a lazy stand-in (entry-point kernel) is replaced in the stack by the entry of
+                # the real kernel once imported; undoing the registration removes that one too
+                resolved = getattr(fn, "_tensorplay_resolved", None)
+                st[:] = [e for e in st if e is not entry and e is not resolved]
                 self._rebuild()
         return _record(RegistrationHandle(undo))
 

@@ -946,7 +946,14 @@ def _infer_params(fn, api: str) -> tuple[list[tuple[str, str, Any, bool]], inspe
                     f"{_type_repr(ann)}{hint}") from None
         default = NO_DEFAULT if p.default is p.empty else p.default
         what = f"{api}: parameter {p.name!r} of {_fn_site(fn)}"
-        default = _convert_default(_type_info(type_text), default, what)
+        try:
+            default = _convert_default(_type_info(type_text), default, what)
+        except SchemaError as e:
+            if p.annotation is not p.empty:
+                raise
+            raise SchemaError(
+                f"{e}; a parameter without annotation is a Tensor, so annotate it, e.g. "
+                f"`{p.name}: {type(p.default).__name__} = {_safe_repr(p.default)}`") from None
         out.append((p.name, type_text, default, p.kind == p.KEYWORD_ONLY))
     return out, sig
 

@@ -83,20 +83,25 @@ class Tensor:
 
     @property
     def dtype(self):
+        """Element type (a ``tensorplay.dtype`` such as ``tensorplay.float32``)."""
         return self._dtype
 
     @property
     def device(self) -> Device:
+        """The device the data lives on (``device(type='cpu')``, ``cuda:0``, ``meta``)."""
         return self._device
 
     @property
     def ndim(self) -> int:
+        """Number of dimensions (``len(shape)``)."""
         return len(self._shape)
 
     def dim(self) -> int:
+        """Number of dimensions, as ``torch.Tensor.dim``."""
         return len(self._shape)
 
     def numel(self) -> int:
+        """Number of elements (product of ``shape``; 1 for a 0-dim tensor)."""
         n = 1
         for s in self._shape:
             n *= s
@@ -105,6 +110,7 @@ class Tensor:
     nelement = numel
 
     def element_size(self) -> int:
+        """Bytes per element."""
         return self._dtype.itemsize
 
     def stride(self, dim=None):
@@ -130,10 +136,12 @@ class Tensor:
 
     @property
     def is_cuda(self) -> bool:
+        """True for tensors on a ``cuda`` device."""
         return self._device.type == "cuda"
 
     @property
     def is_meta(self) -> bool:
+        """True for tensors on the ``meta`` device."""
         return self._device.type == "meta"
 
     @property
@@ -142,6 +150,7 @@ class Tensor:
         return self._data is None
 
     def is_floating_point(self) -> bool:
+        """True for float16/bfloat16/float32/float64 tensors."""
         return self._dtype.is_floating_point
 
     @property
@@ -166,6 +175,7 @@ class Tensor:
         return self._backend.data_ptr(self._data)
 
     def untyped_storage(self):
+        """The ``Storage`` shared by this tensor and all its views."""
         if self._capture is not None:   # Triton's interpreter copies tensors through this
             self.data_ptr()
         return self._storage
@@ -173,6 +183,8 @@ class Tensor:
     # -- autograd fields ------------------------------------------------------------------------
     @property
     def requires_grad(self) -> bool:
+        """Whether operations on this tensor are recorded for autograd. Only floating
+        tensors may require grad (``RuntimeError`` otherwise); only leaves may be switched off."""
         return self._requires_grad
 
     @requires_grad.setter
@@ -186,6 +198,7 @@ class Tensor:
         self._refresh_key()
 
     def requires_grad_(self, requires_grad: bool = True):
+        """Set ``requires_grad`` in place and return ``self`` (same as torch)."""
         self.requires_grad = requires_grad
         return self
 
@@ -197,6 +210,7 @@ class Tensor:
 
     @property
     def is_leaf(self) -> bool:
+        """True when the tensor was not produced by a recorded operation (``grad_fn is None``)."""
         return self.grad_fn is None
 
     def _set_grad_fn(self, node, nr: int):
@@ -212,7 +226,23 @@ class Tensor:
         return self._accum
 
     def retain_grad(self):
+        """Keep this non-leaf tensor's gradient in ``.grad`` during ``backward`` (leaves always
+        keep theirs), as ``torch.Tensor.retain_grad``. ``RuntimeError`` if it does not require
+        grad."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         self._retains_grad = True
+        node = self.grad_fn
+        if node is not None:
+            import weakref
+            if getattr(node, "_retained", None) is None:
+                node._retained = {}
+            node._retained[self._output_nr] = weakref.ref(self)
+
+    @property
+    def retains_grad(self) -> bool:
+        """True for non-leaf tensors on which ``retain_grad()`` was called."""
+        return self._retains_grad and self.grad_fn is not None
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate gradients of this tensor into the leaves (same as ``torch.Tensor.backward``)."""
@@ -229,6 +259,7 @@ class Tensor:
         return t
 
     def detach_(self):
+        """Cut this tensor from the graph in place (it becomes a leaf) and return it."""
         self.grad_fn = None
         self._requires_grad = False
         self._refresh_key()
@@ -236,6 +267,7 @@ class Tensor:
 
     @property
     def data(self):
+        """A detached alias (shares storage, no history), as ``torch.Tensor.data``."""
         return self.detach()
 
     # -- conversion -----------------------------------------------------------------------------
@@ -287,6 +319,9 @@ class Tensor:
         return self._data.__dlpack_device__()
 
     def __bool__(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"Boolean value of Tensor with {self.numel()} values is "
+                               f"ambiguous; reduce it first (e.g. (t > 0).sum() > 0) or index one element")
         return bool(self.item())
 
     def __float__(self):
@@ -368,31 +403,40 @@ class Tensor:
         return out
 
     def cpu(self):
+        """This tensor on the cpu (``self`` when it already is there)."""
         return self.to(_CPU)
 
     def cuda(self, device=None):
+        """This tensor on ``cuda:device`` (index 0 by default); needs the tensorplay-cuda plugin."""
         return self.to(Device("cuda", device if isinstance(device, int) else
                               (Device(device).index or 0) if device is not None else 0))
 
     def type_as(self, other):
+        """This tensor converted to ``other``'s dtype."""
         return self.to(other.dtype)
 
     def float(self):
+        """``self.to(tensorplay.float32)``."""
         return self.to(_dtype.float32)
 
     def double(self):
+        """``self.to(tensorplay.float64)``."""
         return self.to(_dtype.float64)
 
     def half(self):
+        """``self.to(tensorplay.float16)``."""
         return self.to(_dtype.float16)
 
     def long(self):
+        """``self.to(tensorplay.int64)``."""
         return self.to(_dtype.int64)
 
     def int(self):
+        """``self.to(tensorplay.int32)``."""
         return self.to(_dtype.int32)
 
     def bool(self):
+        """``self.to(tensorplay.bool)``."""
         return self.to(_dtype.bool)
 
     # -- new tensors like this one ----------------------------------------------------------------
@@ -428,30 +472,39 @@ class Tensor:
 
     # -- ops ----------------------------------------------------------------------------------------
     def clone(self):
+        """A copy with its own (contiguous) storage; differentiable."""
         return _O.clone(self)
 
     def contiguous(self):
+        """``self`` if row-major dense, else a contiguous copy (same as torch)."""
         return self if self.is_contiguous() else _O.clone(self)
 
     def copy_(self, src):
+        """Copy ``src`` (broadcast, cast to this dtype/device) into this tensor; returns ``self``."""
         return _O.copy_(self, src)
 
     def fill_(self, value):
+        """Set every element to ``value`` (a number or 0-dim tensor); returns ``self``."""
         return _O.fill_(self, value)
 
     def zero_(self):
+        """Set every element to zero; returns ``self``."""
         return _O.fill_(self, 0)
 
     def add_(self, other, *, alpha=1):
+        """``self += alpha * other`` in place; the result may not need a higher dtype category."""
         return _O.add_(self, other if alpha == 1 else other * alpha)
 
     def sub_(self, other, *, alpha=1):
+        """``self -= alpha * other`` in place."""
         return _O.add_(self, -other if alpha == 1 else other * -alpha)
 
     def mul_(self, other):
+        """``self *= other`` in place; the result may not need a higher dtype category."""
         return _O.mul_(self, other)
 
     def div_(self, other):
+        """``self /= other`` in place (floating tensors only, as in torch)."""
         return _O.mul_(self, 1.0 / other) if isinstance(other, (int, float)) else \
             _O.copy_(self, _O.div(self, other))
 
@@ -464,9 +517,11 @@ class Tensor:
         return _O.masked_fill_(_O.clone(self), mask, value)
 
     def clamp_(self, min=None, max=None):
+        """In-place ``clamp``."""
         return _O.copy_(self, self.clamp(min, max))
 
     def relu_(self):
+        """In-place ``relu``."""
         return _O.copy_(self, _O.relu(self))
 
     def __add__(self, other):
@@ -505,6 +560,30 @@ class Tensor:
     def __itruediv__(self, other):
         return self.div_(other)
 
+    def __floordiv__(self, other):
+        return _O.floor_divide(self, other)
+
+    def __rfloordiv__(self, other):
+        s = self._scalar_tensor(other)
+        return NotImplemented if s is NotImplemented else _O.floor_divide(s, self)
+
+    def __mod__(self, other):
+        return _O.remainder(self, other)
+
+    def __rmod__(self, other):
+        s = self._scalar_tensor(other)
+        return NotImplemented if s is NotImplemented else _O.remainder(s, self)
+
+    def _scalar_tensor(self, value):
+        """A 0-dim tensor for a Python number on this tensor's device (fake/captured alike);
+        0-dim tensors take part in promotion exactly like Python numbers do."""
+        from . import _factories
+        if not isinstance(value, (int, float)):
+            return NotImplemented
+        dt = _dtype.bool if isinstance(value, bool) else _dtype.int64 if isinstance(
+            value, int) else _dtype.get_default_dtype()
+        return _factories._like_self(self, "full", [], value, dt, None, False)
+
     def __pow__(self, other):
         return _O.pow(self, other)
 
@@ -527,9 +606,13 @@ class Tensor:
         return _O.matmul(other, self)
 
     def __eq__(self, other):
+        if other.__class__ is not Tensor and not isinstance(other, (Tensor, int, float)):
+            return NotImplemented     # `t == None` is False, as in torch (identity fallback)
         return _O.eq(self, other)
 
     def __ne__(self, other):
+        if other.__class__ is not Tensor and not isinstance(other, (Tensor, int, float)):
+            return NotImplemented
         return _O.ne(self, other)
 
     def __lt__(self, other):
@@ -562,69 +645,99 @@ class Tensor:
         indexing.setitem(self, index, value)
 
     def add(self, other, *, alpha=1):
+        """``self + alpha * other`` with broadcasting and torch's dtype promotion."""
         return _O.add(self, other if alpha == 1 else other * alpha)
 
     def sub(self, other, *, alpha=1):
+        """``self - alpha * other``."""
         return _O.sub(self, other if alpha == 1 else other * alpha)
 
     def mul(self, other):
+        """``self * other``."""
         return _O.mul(self, other)
 
     def div(self, other):
+        """True division ``self / other`` (integer inputs give the default float dtype)."""
         return _O.div(self, other)
 
+    def floor_divide(self, other):
+        """``self // other``: floor of the quotient (Python's sign convention)."""
+        return _O.floor_divide(self, other)
+
+    def remainder(self, other):
+        """``self % other``: the remainder with the sign of ``other`` (Python's)."""
+        return _O.remainder(self, other)
+
     def pow(self, exponent):
+        """``self ** exponent`` (tensor or number)."""
         return _O.pow(self, exponent)
 
     def matmul(self, other):
+        """Matrix product with numpy/torch semantics for 1-D, 2-D and batched operands."""
         return _O.matmul(self, other)
 
     def exp(self):
+        """Elementwise ``e ** x`` (integer inputs give the default float dtype)."""
         return _O.exp(self)
 
     def log(self):
+        """Elementwise natural logarithm."""
         return _O.log(self)
 
     def sqrt(self):
+        """Elementwise square root."""
         return _O.sqrt(self)
 
     def rsqrt(self):
+        """Elementwise ``1 / sqrt(x)``."""
         return _O.rsqrt(self)
 
     def tanh(self):
+        """Elementwise hyperbolic tangent."""
         return _O.tanh(self)
 
     def sigmoid(self):
+        """Elementwise logistic function ``1 / (1 + exp(-x))``."""
         return _O.sigmoid(self)
 
     def relu(self):
+        """Elementwise ``max(x, 0)`` (keeps the dtype)."""
         return _O.relu(self)
 
     def abs(self):
+        """Elementwise absolute value (keeps the dtype)."""
         return _O.abs(self)
 
     def neg(self):
+        """Elementwise negation."""
         return _O.neg(self)
 
     def sin(self):
+        """Elementwise sine."""
         return _O.sin(self)
 
     def cos(self):
+        """Elementwise cosine."""
         return _O.cos(self)
 
     def erf(self):
+        """Elementwise Gauss error function."""
         return _O.erf(self)
 
     def square(self):
+        """``self * self``."""
         return _O.mul(self, self)
 
     def maximum(self, other):
+        """Elementwise maximum with broadcasting (ties split the gradient evenly)."""
         return _O.maximum(self, other)
 
     def minimum(self, other):
+        """Elementwise minimum with broadcasting."""
         return _O.minimum(self, other)
 
     def clamp(self, min=None, max=None):
+        """Limit values to ``[min, max]`` (either bound may be None)."""
         out = self
         if min is not None:
             out = _O.maximum(out, min)
@@ -635,35 +748,44 @@ class Tensor:
     clip = clamp
 
     def where(self, condition, other):
+        """``condition ? self : other`` elementwise, as ``torch.Tensor.where``."""
         return _O.where(condition, self, other)
 
     def sum(self, dim=None, keepdim=False, *, dtype=None):
+        """Sum over ``dim`` (int, sequence, or all when None); ints and bools sum to int64."""
         return _O.sum(self, _dims(dim), keepdim, dtype=dtype)
 
     def mean(self, dim=None, keepdim=False, *, dtype=None):
+        """Mean over ``dim``; floating inputs (or ``dtype=``) only, as ``torch.mean``."""
         return _O.mean(self, _dims(dim), keepdim, dtype=dtype)
 
     def amax(self, dim=None, keepdim=False):
+        """Maximum over ``dim`` (all dims when None); the gradient is split among ties."""
         return _O.amax(self, _dims(dim) or [], keepdim)
 
     def amin(self, dim=None, keepdim=False):
+        """Minimum over ``dim`` (all dims when None)."""
         return _O.amin(self, _dims(dim) or [], keepdim)
 
     def max(self, dim=None, keepdim=False):
+        """Maximum of all elements, or ``(values, indices)`` along ``dim``."""
         if dim is None:
             return _O.amax(self, [], False)
         from ._ops.reduction import max_with_indices
         return max_with_indices(self, dim, keepdim)
 
     def min(self, dim=None, keepdim=False):
+        """Minimum of all elements, or ``(values, indices)`` along ``dim``."""
         if dim is None:
             return _O.amin(self, [], False)
         return (-(-self).max(dim, keepdim)[0], (-self).max(dim, keepdim)[1])
 
     def argmax(self, dim=None, keepdim=False):
+        """Index of the maximum (of the flattened tensor when ``dim`` is None)."""
         return _O.argmax(self, dim, keepdim)
 
     def var(self, dim=None, keepdim=False, *, correction=1, unbiased=None):
+        """Variance over ``dim`` with Bessel's ``correction`` (1 by default)."""
         if unbiased is not None:
             correction = 1 if unbiased else 0
         mu = self.mean(dim, keepdim=True)
@@ -673,33 +795,43 @@ class Tensor:
         return (d * d).sum(dim, keepdim) / max(n - correction, 1)
 
     def std(self, dim=None, keepdim=False, *, correction=1, unbiased=None):
+        """Standard deviation over ``dim`` (``sqrt(var)``)."""
         return self.var(dim, keepdim, correction=correction, unbiased=unbiased).sqrt()
 
     def norm(self, p=2, dim=None, keepdim=False):
+        """The ``p``-norm over ``dim`` (2 by default)."""
         if p != 2:
             return (self.abs() ** p).sum(dim, keepdim) ** (1.0 / p)
         return (self * self).sum(dim, keepdim).sqrt()
 
     def softmax(self, dim):
+        """Softmax along ``dim`` (numerically stable)."""
         return _O.softmax(self, dim)
 
     def log_softmax(self, dim):
+        """Log-softmax along ``dim`` (numerically stable)."""
         return _O.log_softmax(self, dim)
 
     # views
     def view(self, *shape):
+        """A view with a new shape (one dim may be -1); ``RuntimeError`` suggesting ``reshape``
+        when the strides do not allow it."""
         return _O.view(self, _shape_arg(shape))
 
     def reshape(self, *shape):
+        """A view with the new shape when the strides allow it, else a copy (torch's rule)."""
         return _O.reshape(self, _shape_arg(shape))
 
     def view_as(self, other):
+        """``self.view(other.shape)``."""
         return _O.view(self, list(other.shape))
 
     def reshape_as(self, other):
+        """``self.reshape(other.shape)``."""
         return _O.reshape(self, list(other.shape))
 
     def flatten(self, start_dim=0, end_dim=-1):
+        """Merge dims ``start_dim..end_dim`` into one (a view when possible)."""
         if self.ndim == 0:
             return _O.reshape(self, [1])
         s = _wrap_dim(start_dim, self.ndim)
@@ -708,42 +840,53 @@ class Tensor:
         return _O.reshape(self, shape)
 
     def permute(self, *dims):
+        """A view with the dimensions reordered."""
         return _O.permute(self, _shape_arg(dims))
 
     def transpose(self, dim0, dim1):
+        """A view with ``dim0`` and ``dim1`` swapped."""
         return _O.transpose(self, dim0, dim1)
 
     swapaxes = transpose
 
     def t(self):
+        """Transpose of a tensor with at most 2 dims (a view)."""
         if self.ndim > 2:
             raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, got {self.ndim}")
         return self if self.ndim < 2 else _O.transpose(self, 0, 1)
 
     @property
     def T(self):
+        """All dimensions reversed (a view)."""
         return _O.permute(self, list(range(self.ndim))[::-1])
 
     @property
     def mT(self):
+        """The last two dimensions swapped (a view)."""
         return _O.transpose(self, -2, -1)
 
     def expand(self, *sizes):
+        """A view broadcasting size-1 dims to ``sizes`` (stride 0; -1 keeps a size)."""
         return _O.expand(self, _shape_arg(sizes))
 
     def expand_as(self, other):
+        """``self.expand(other.shape)``."""
         return _O.expand(self, list(other.shape))
 
     def broadcast_to(self, shape):
+        """``self.expand(shape)``."""
         return _O.expand(self, list(shape))
 
     def unsqueeze(self, dim):
+        """A view with a size-1 dimension inserted at ``dim``."""
         return _O.unsqueeze(self, dim)
 
     def squeeze(self, dim=None):
+        """A view without size-1 dims (all of them, or those in ``dim``)."""
         return _O.squeeze(self, _dims(dim) if dim is not None else None)
 
     def unflatten(self, dim, sizes):
+        """A view splitting ``dim`` into ``sizes`` (one may be -1)."""
         d = _wrap_dim(dim, self.ndim)
         sizes = list(sizes)
         if -1 in sizes:
@@ -752,11 +895,13 @@ class Tensor:
         return _O.view(self, list(self._shape[:d]) + sizes + list(self._shape[d + 1:]))
 
     def chunk(self, chunks, dim=0):
+        """Split into ``chunks`` views along ``dim`` (the last may be smaller)."""
         d = _wrap_dim(dim, self.ndim)
         size = -(-self._shape[d] // chunks)
         return self.split(size, d)
 
     def split(self, split_size, dim=0):
+        """Split into views of ``split_size`` (int or list of sizes) along ``dim``."""
         d = _wrap_dim(dim, self.ndim)
         n = self._shape[d]
         sizes = [split_size] * (n // split_size) + ([n % split_size] if n % split_size else []) \
@@ -768,6 +913,7 @@ class Tensor:
         return tuple(out)
 
     def narrow(self, dim, start, length):
+        """A view of ``length`` elements of ``dim`` from ``start``."""
         return _O.narrow(self, dim, start, length)
 
     def sum_to_size(self, *size):

@@ -402,6 +402,14 @@ def _cmd_check(args) -> int:
         print("\nFailures:")
         for f in plugin_failures + failures:
             print(f"- {f}")
+    if not args.device:
+        # installed device types that could not be used here: say so, so a green run on cpu is
+        # not mistaken for a run on every device
+        installed = {d for r in plugins.list_plugins() if r["status"] == "loaded"
+                     for d in r["devices"]}
+        for d in sorted(installed - set(devices)):
+            ok, why = plugins.device_status(d)
+            unchecked.append(f"device {d}: not available here ({why})")
     if unchecked:
         print("\nNot checked:")
         for u in unchecked:

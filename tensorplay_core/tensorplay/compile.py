@@ -23,6 +23,9 @@ from them); a mismatch raises ``CompileError`` naming the op and suggesting ``op
 Same idea as ``torch.compile`` (PyTorch 2.9) with a much simpler tracer: there are no graph
 breaks -- data-dependent Python in the function (``.item()``, ``bool(t)``, ``.tolist()``) raises
 a clear error, so every capture is a full graph (``fullgraph`` is accepted for compatibility).
+Tensors the function reaches through closures, module globals or attributes of its non-tensor
+arguments are graph constants used by reference (in-place updates are seen); rebinding one
+recaptures. Capturing is not thread-safe: capture a function from one thread at a time.
 """
 
 from __future__ import annotations
@@ -35,13 +38,13 @@ from ._tensor import Tensor
 from .autograd import grad_mode as _gm
 from .errors import CompileError
 
-__all__ = ["compile", "CompiledFunction", "CompileError"]
+__all__ = ["CompileError", "CompiledFunction", "compile"]
 
 _MAX_CACHE = 64          # graphs kept per compiled function
 _MAX_VALIDATED = 256     # size signatures remembered as validated per graph
 
 
-def compile(fn=None, *, dynamic=None, fullgraph=False):  # noqa: A001
+def compile(fn=None, *, dynamic=None, fullgraph=False):
     """Compile ``fn`` (a function of tensors) into a cached graph of operator calls.
 
     Arguments:
@@ -107,6 +110,7 @@ class CompiledFunction:
 
     @property
     def cache_size(self) -> int:
+        """Number of graphs currently cached (over every guard key)."""
         return sum(len(v) for v in self._cache.values())
 
     def reset(self) -> None:
@@ -127,13 +131,19 @@ class CompiledFunction:
         if _capture._ACTIVE:
             # called while another function is being captured: inline it into that capture
             return self.fn(*args, **kwargs)
-        leaves: list = []
-        spec = _flatten((args, kwargs), leaves)
+        if not kwargs and all(a.__class__ is Tensor for a in args):
+            leaves = list(args)           # the common case: positional tensors only
+            spec = ("fast", len(args))
+        else:
+            leaves = []
+            spec = _flatten((args, kwargs), leaves)
         tkeys = []
         sizes = []
+        layout = []
         for t in leaves:
             shape = t._shape
             sizes.append(shape)
+            layout.append(t._stride)
             tkeys.append((t._dtype, t._device, t._bkey, tuple(s if s < 2 else -1 for s in shape),
                           t._requires_grad, t.is_contiguous()))
         try:
@@ -141,12 +151,12 @@ class CompiledFunction:
             hash(key)
         except TypeError:
             key = (_spec_id(spec), tuple(tkeys), _gm._enabled[0])
-        sizes = tuple(sizes)
+        sig = (tuple(sizes), tuple(layout))
         entry = None
         entries = self._cache.get(key)
         if entries:
             for e in entries:
-                if e.exact_sizes is not None and e.exact_sizes != sizes:
+                if e.exact_sizes is not None and e.exact_sizes != sig:
                     continue
                 if not e.ops_valid() or not e.refs_valid():
                     entries.remove(e)
@@ -154,7 +164,7 @@ class CompiledFunction:
                 entry = e
                 break
         if entry is None:
-            entry = self._capture(spec, leaves, sizes)
+            entry = self._capture(spec, leaves, sig)
             entries = self._cache.setdefault(key, [])
             entries.insert(0, entry)
             if self.cache_size > _MAX_CACHE:
@@ -165,25 +175,29 @@ class CompiledFunction:
                             del self._cache[k]
                         break
         self._last = entry
-        if sizes in entry.validated:
+        if not entry.ops:                # no custom op: nothing to validate
+            return entry.run(leaves)
+        if sig in entry.validated:
             return entry.run(leaves)
         out = entry.run_checked(leaves)
         if len(entry.validated) < _MAX_VALIDATED:
-            entry.validated.add(sizes)
+            entry.validated.add(sig)
         return out
 
-    def _capture(self, spec, leaves, sizes):
+    def _capture(self, spec, leaves, sig):
         name = getattr(self.fn, "__name__", None) or type(self.fn).__name__
 
         def rebuild(ctensors):
-            it = iter(ctensors)
-            return _unflatten(spec, it)
+            if spec[0] == "fast":
+                return tuple(ctensors), {}
+            return _unflatten(spec, iter(ctensors))
 
         graph = _capture.capture(self.fn, rebuild, leaves, name=name)
         self.captures += 1
         _fusion.plan(graph)
-        exact = sizes if (graph.size_dependent or self.dynamic is False) else None
-        return _Entry(graph, exact, _tensor_refs(self.fn, graph))
+        # size-dependent code: guard on exact sizes and strides
+        exact = sig if (graph.size_dependent or self.dynamic is False) else None
+        return _Entry(graph, exact, _tensor_refs(self.fn, graph, spec))
 
 
 class _Entry:
@@ -217,10 +231,11 @@ class _Entry:
         return True
 
 
-def _tensor_refs(fn, graph) -> list:
-    """Where ``fn`` finds the tensors that ``graph`` holds as constants: closure cells and
-    module globals (``(cell, None, tensor)`` / ``(globals, name, tensor)``). Rebinding one of them
-    invalidates the graph (a guard, as torch.compile guards on globals)."""
+def _tensor_refs(fn, graph, spec=None) -> list:
+    """Where ``fn`` finds the tensors that ``graph`` holds as constants: closure cells, module
+    globals and attributes of non-tensor arguments (``(cell, None, tensor)`` / ``(dict, name,
+    tensor)``; e.g. ``self.weight`` of a compiled method). Rebinding one of them invalidates the
+    graph (a guard, as torch.compile guards on globals and attributes)."""
     if not graph.consts:
         return []
     wanted = {id(c.const) for c in graph.consts}
@@ -239,7 +254,31 @@ def _tensor_refs(fn, graph) -> list:
             v = g.get(name)
             if isinstance(v, Tensor) and id(v) in wanted:
                 refs.append((g, name, v))
+    objs: list = []
+    _spec_objects(spec, objs)
+    for o in objs:
+        d = getattr(o, "__dict__", None)
+        if isinstance(d, dict):
+            for name, v in d.items():
+                if isinstance(v, Tensor) and id(v) in wanted:
+                    refs.append((d, name, v))
     return refs
+
+
+def _spec_objects(spec, out) -> None:
+    """Non-tensor argument values (objects) held in a ``_flatten`` spec."""
+    if not isinstance(spec, tuple) or not spec:
+        return
+    if spec[0] == "c":
+        if not isinstance(spec[1], (int, float, str, bytes, bool, type(None))):
+            out.append(spec[1])
+        return
+    if spec[0] == "fast":
+        return
+    for part in spec[1:]:
+        if isinstance(part, tuple):
+            for s in part:
+                _spec_objects(s, out)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -355,7 +394,7 @@ def _generate(graph, *, checked: bool):
     src = "\n".join(lines)
     ns.update(consts)
     ns["__check"] = _check_against_fake
-    exec(builtins_compile(src, f"<tensorplay.compile {graph.name}>", "exec"), ns)
+    exec(builtins_compile(src, f"<tensorplay.compile {graph.name}>", "exec"), ns)  # noqa: S102 - codegen
     return ns["run"], src
 
 
@@ -472,7 +511,8 @@ def _gen_unfused(ch):
         ns[f"op{n.index}"] = n.op
         lines.append(f"    v{n.outputs[0].id} = op{n.index}({', '.join(ref(a) for a in n.args)})")
     lines.append(f"    return ({''.join(f'v{v.id}, ' for v in ch.outputs)})")
-    exec(builtins_compile("\n".join(lines), f"<tensorplay.compile chain {ch.number}>", "exec"), ns)
+    exec(builtins_compile("\n".join(lines), f"<tensorplay.compile chain {ch.number}>", "exec"),  # noqa: S102
+         ns)
     return ns["unfused"]
 
 

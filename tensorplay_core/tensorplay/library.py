@@ -458,6 +458,18 @@ class Library:
     Raises ``ValueError`` for an unknown kind, a namespace that is not an identifier, or a second
     open DEF library of a namespace (naming where the first was created); a closed library refuses
     further registrations (``RuntimeError``).
+
+    Where we differ from torch: a library is *not* closed when it is garbage-collected (torch
+    registers a finalizer, so ``Library("ns", "IMPL").impl(...)`` on a temporary silently undoes
+    itself); registrations stay until ``_destroy()``/``close()``/``with`` exit.
+
+    Example::
+
+        with tensorplay.library.Library("mylib", "FRAGMENT") as L:
+            L.define("twice(Tensor x) -> Tensor")
+            L.impl("twice", lambda x: x * 2, "CompositeExplicitAutograd")
+            tensorplay.ops.mylib.twice(tensorplay.ones(2))   # tensor([2.0, 2.0])
+        # here mylib::twice no longer exists
     """
 
     _live_defs: dict = {}
@@ -469,7 +481,7 @@ class Library:
         if not isinstance(ns, str) or not ns.isidentifier():
             raise ValueError(f"Library({ns!r}, {kind!r}): the namespace must be a Python "
                              f"identifier such as 'mylib'")
-        if dispatch_key:
+        if dispatch_key and str(dispatch_key).lower() != "meta":   # Meta: impl registers fakes
             _registry.normalize_device_type(dispatch_key, f"Library({ns!r}, {kind!r})")
         self.ns = ns
         self.kind = kind
@@ -499,6 +511,8 @@ class Library:
     def define(self, schema: str, alias_analysis: str = "", *, tags=()):
         """Define ``<ns>::<name>`` from ``"name(Tensor x) -> Tensor"`` (a name already carrying
         this namespace is accepted) and return the qualified name, as torch does.
+        ``alias_analysis`` is accepted for torch compatibility and ignored (aliasing comes from
+        the schema's annotations); ``tags`` are kept on the op.
 
         Raises ``ValueError`` on an IMPL library, for another namespace, or a malformed schema
         (``SchemaError``); ``RuntimeError`` when the library is closed. See ``define``.

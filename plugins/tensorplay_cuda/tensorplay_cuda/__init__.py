@@ -19,11 +19,13 @@ Helpers for writing ``cuda`` kernels of custom ops (each imports CuPy on first c
 
 from __future__ import annotations
 
+from tensorplay import _backend as _core_backend
+from tensorplay._device import Device as _Device
 from tensorplay.plugins import DeviceSpec, hookimpl
 
 TENSORPLAY_API_VERSION = 1
 
-__all__ = ["as_cupy", "from_cupy", "device_of", "is_available", "device_count"]
+__all__ = ["as_cupy", "device_count", "device_of", "from_cupy", "is_available"]
 
 
 @hookimpl
@@ -33,8 +35,8 @@ def tensorplay_devices():
 
 
 def _backend():
-    from tensorplay import _backend as core_backend
-    return core_backend.get_backend("cuda")
+    b = _core_backend._LOADED.get("cuda")
+    return b if b is not None else _core_backend.get_backend("cuda")
 
 
 def is_available() -> tuple[bool, str]:
@@ -61,17 +63,19 @@ def as_cupy(t):
     visible in ``t`` (bump nothing: declare the mutation in the op's ``mutates_args``).
     Raises ``TypeError`` for anything else, naming the device and the fix.
     """
-    dev = getattr(t, "device", None)
-    if dev is None or not hasattr(t, "_dkey"):
+    try:
+        dev = t._device
+        data = t._data
+    except AttributeError:
         raise TypeError(f"tensorplay_cuda.as_cupy: expected a tensorplay.Tensor, got "
-                        f"{type(t).__name__}")
+                        f"{type(t).__name__}") from None
+    if dev.type == "cuda" and data is not None:
+        return data
     if dev.type != "cuda":
         raise TypeError(f"tensorplay_cuda.as_cupy: tensor is on {dev}, not a cuda device; move it "
                         f"with t.to('cuda') (or t.cuda(i)) first")
-    if t._data is None:
-        raise TypeError("tensorplay_cuda.as_cupy: fake/meta tensors have no data; a fake kernel "
-                        "must build its outputs with tensor ops (x.new_empty(...)), not CuPy")
-    return t._data
+    raise TypeError("tensorplay_cuda.as_cupy: fake/meta tensors have no data; a fake kernel "
+                    "must build its outputs with tensor ops (x.new_empty(...)), not CuPy")
 
 
 def from_cupy(arr):
@@ -80,23 +84,24 @@ def from_cupy(arr):
     Zero-copy when ``arr`` is C-contiguous (the tensor and the array share memory); a
     non-contiguous array is copied once into a contiguous one on its own device.
     """
-    from tensorplay import Device
     b = _backend()
     if not isinstance(arr, b.np.ndarray):
         raise TypeError(f"tensorplay_cuda.from_cupy: expected a cupy.ndarray, got "
                         f"{type(arr).__name__}; use tensorplay.tensor(data, device='cuda') for "
                         f"host data")
-    dev = Device("cuda", arr.device.id)
-    with b.device_guard(dev):
+    dev = _Device("cuda", arr.data.device_id)
+    if arr.flags.c_contiguous:
+        return b.wrap(arr, dev)
+    with b.device_guard(dev):            # the contiguous copy is made on the array's device
         return b.wrap(arr, dev)
 
 
 def device_of(t):
     """Context manager making ``t``'s GPU CuPy's current device (``cupy.cuda.Device(index)``),
     so kernels and allocations inside run on the tensor's own device."""
-    dev = getattr(t, "device", t)
-    from tensorplay import Device
-    dev = Device(dev)
+    dev = getattr(t, "_device", None)
+    if dev is None:
+        dev = _Device(t)
     if dev.type != "cuda":
         raise TypeError(f"tensorplay_cuda.device_of: {dev} is not a cuda device")
     return _backend().device_guard(dev)

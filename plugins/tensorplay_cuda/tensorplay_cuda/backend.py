@@ -4,7 +4,7 @@ The built-in kernels are the core's reference kernels (``tensorplay/_kernels/xp.
 CuPy's array-API namespace (``array_api_compat.cupy``): the same code that runs on numpy for the
 cpu device, not a second copy. What differs between numpy and CuPy lives here: strided views over
 device memory, host and cross-device transfers, DLPack, random numbers, scatter-add
-(``cupyx.scatter_add``), availability and device selection.
+(``cupy.add.at``), availability and device selection.
 
 Device and stream rules:
 
@@ -25,6 +25,7 @@ Importing this module imports CuPy but never touches the GPU; ``is_available`` a
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 from tensorplay._backend import ArrayBackend
@@ -34,12 +35,13 @@ from tensorplay.errors import DeviceUnavailableError, DispatchError
 try:
     import array_api_compat.cupy as _xp_cupy
     import cupy
-    import cupyx
     import numpy
     _IMPORT_ERROR: BaseException | None = None
 except Exception as _e:  # noqa: BLE001 - any import failure makes the device unavailable
-    cupy = cupyx = _xp_cupy = numpy = None
+    cupy = _xp_cupy = numpy = None
     _IMPORT_ERROR = _e
+
+_NOOP = contextlib.nullcontext()
 
 _FIX = ("tensorplay-cuda needs CuPy for CUDA 13 (pip install cupy-cuda13x) and an NVIDIA GPU "
         "whose driver supports it; use device='cpu' meanwhile")
@@ -110,10 +112,19 @@ class CUDABackend(ArrayBackend):
 
     def device_guard(self, device):
         """Context manager running the enclosed CuPy work on ``device``'s GPU
-        (``cupy.cuda.Device(index)``; restores the previous current device on exit)."""
+        (``cupy.cuda.Device(index)``; restores the previous current device on exit).
+
+        When that GPU already is CuPy's current device (always so on a one-GPU machine) the
+        switch would be a no-op, and a shared no-op context is returned instead (cheaper on the
+        per-op path). Raises ``DeviceUnavailableError`` for an index this machine lacks.
+        """
         i = device.index
-        if i is None or i >= self._count:
+        n = self._count
+        if i is None or n is None or i >= n:
             i = self._index(device)
+            n = self._count
+        if n == 1 or cupy.cuda.runtime.getDevice() == i:
+            return _NOOP
         return cupy.cuda.Device(i)
 
     def align_device(self, t, device, api: str):
@@ -247,10 +258,10 @@ class CUDABackend(ArrayBackend):
 
     # -- writes the array API lacks ---------------------------------------------------------------
     def scatter_add(self, out, dim, idx, src) -> None:
-        """``out.index_add_(dim, idx, src)`` with ``cupyx.scatter_add`` (atomic adds; repeated
-        indices accumulate, as ``numpy.add.at``)."""
+        """``out.index_add_(dim, idx, src)`` with ``cupy.add.at`` (atomic adds; repeated indices
+        accumulate, as ``numpy.add.at``); ``src`` is cast to ``out``'s dtype first."""
         flat = idx.reshape(-1)
         src = src.reshape(tuple(out.shape[:dim]) + (flat.shape[0],) + tuple(out.shape[dim + 1:]))
         if src.dtype != out.dtype:
             src = src.astype(out.dtype)
-        cupyx.scatter_add(cupy.moveaxis(out, dim, 0), flat, cupy.moveaxis(src, dim, 0))
+        cupy.add.at(cupy.moveaxis(out, dim, 0), flat, cupy.moveaxis(src, dim, 0))

@@ -27,8 +27,14 @@ from tensorplay.plugins import hookimpl
 
 TENSORPLAY_API_VERSION = 1
 
-__all__ = ["wrap_triton", "install_driver", "interpreter_enabled", "TritonKernelWrapper",
-           "TritonLaunchError", "block_torch"]
+__all__ = [
+    "TritonKernelWrapper",
+    "TritonLaunchError",
+    "block_torch",
+    "install_driver",
+    "interpreter_enabled",
+    "wrap_triton",
+]
 
 
 def wrap_triton(kernel, *, strided=()):
@@ -53,8 +59,8 @@ def install_driver():
     ``triton.testing.do_bench``, or ahead-of-time ``warmup``; ``wrap_triton`` installs it itself.
     Returns the driver. Raises ``RuntimeError`` naming the fix when CuPy is missing.
     """
-    from ._driver import install_cuda_driver
     from . import _wrap
+    from ._driver import install_cuda_driver
     drv = install_cuda_driver()
     _wrap._DRIVER[0] = drv
     return drv
@@ -81,4 +87,4 @@ def __getattr__(name):
 @hookimpl
 def tensorplay_register_ops(registrar):
     """The plugin defines no ops of its own: it provides ``wrap_triton`` (SPEC §1)."""
-    return None
+    return

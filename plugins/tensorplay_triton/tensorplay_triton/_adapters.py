@@ -21,7 +21,6 @@ from __future__ import annotations
 import numpy as np
 
 
-
 class _AutotuneMethods:
     """``zero_``/``clone``/``copy_`` used by ``reset_to_zero`` and ``restore_value``."""
 
@@ -64,7 +63,7 @@ class _AutotuneMethods:
 class CudaArg(_AutotuneMethods):
     """A contiguous cuda tensor as a Triton pointer argument."""
 
-    __slots__ = ("tensor", "dtype", "_ptr")
+    __slots__ = ("_ptr", "dtype", "tensor")
 
     def __init__(self, t):
         self.tensor = t
@@ -87,7 +86,7 @@ def _np_ptr(a) -> int:
 class HostStorage:
     """A NumPy array as the "untyped storage" the interpreter copies through."""
 
-    __slots__ = ("array", "_ptr")
+    __slots__ = ("_ptr", "array")
 
     def __init__(self, array):
         self.array = array
@@ -108,7 +107,7 @@ class HostStorage:
 class HostArg:
     """torch-tensor look-alike over host memory, as Triton's interpreter needs it."""
 
-    __slots__ = ("tensor", "dtype", "_storage", "_offset", "_size", "_stride", "_item")
+    __slots__ = ("_item", "_offset", "_size", "_storage", "_stride", "dtype", "tensor")
 
     def __init__(self, t=None, storage=None):
         self.tensor = t

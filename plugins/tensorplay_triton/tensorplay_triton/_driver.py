@@ -94,7 +94,7 @@ def _make_driver_class():
         initialiser, which imports torch, is not run.
         """
 
-        def __init__(self):   # noqa: D401 - deliberately not calling CudaDriver.__init__
+        def __init__(self):
             self.utils = CudaUtils()
             self.launcher_cls = CudaLauncher
             cp = _cupy()
@@ -199,7 +199,7 @@ def _install_allocator() -> None:
             return self.mem.ptr
 
     def alloc(size: int, alignment: int, stream):
-        return _Buf(cp.cuda.alloc(max(int(size), 1)))   # CuPy's pool aligns to 512 B
+        return _Buf(cp.cuda.alloc(max(size, 1)))   # CuPy's pool aligns to 512 B
 
     _allocation.set_allocator(alloc)
 
@@ -218,7 +218,7 @@ def host_do_bench(fn, quantiles=None, return_mode="mean", reps: int = 3, **_):
         times.append((time.perf_counter() - t0) * 1e3)
     if quantiles is not None:
         s = sorted(times)
-        out = [s[min(len(s) - 1, int(round(q * (len(s) - 1))))] for q in quantiles]
+        out = [s[min(len(s) - 1, round(q * (len(s) - 1)))] for q in quantiles]
         return out[0] if len(out) == 1 else out
     if return_mode == "min":
         return min(times)

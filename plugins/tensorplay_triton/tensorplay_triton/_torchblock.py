@@ -23,7 +23,6 @@ class TorchBlocker:
         if top in _BLOCKED:
             raise ImportError(f"import of {fullname!r} blocked by tensorplay (TENSORPLAY_BLOCK_TORCH=1)"
                               f": tensorplay must run without PyTorch", name=fullname)
-        return None
 
     def find_module(self, fullname, path=None):   # pragma: no cover - old protocol
         return None

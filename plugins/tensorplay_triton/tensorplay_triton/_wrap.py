@@ -17,15 +17,16 @@
 
 from __future__ import annotations
 
-import numpy as np
+import os
 
+import numpy as np
 from tensorplay._backend import _CONTIG_CACHE
 from tensorplay._backend import contiguous_strides_cached as _contig_strides
 from tensorplay._tensor import Tensor
 
 from . import _adapters, _driver
 
-__all__ = ["wrap_triton", "TritonKernelWrapper", "TritonLaunchError"]
+__all__ = ["TritonKernelWrapper", "TritonLaunchError", "wrap_triton"]
 
 _NP_GENERIC = np.generic
 _CACHE: dict = {}                    # id(kernel) -> wrapper (the wrapper keeps the kernel alive)
@@ -90,8 +91,17 @@ class TritonKernelWrapper:
     under ``TRITON_INTERPRET=1``, ``wrapper.arg_names`` lists its parameters.
     """
 
-    __slots__ = ("kernel", "name", "interpreted", "arg_names", "strided", "_run", "_ki",
-                 "__weakref__")
+    __slots__ = (
+        "__weakref__",
+        "_fast",
+        "_ki",
+        "_run",
+        "arg_names",
+        "interpreted",
+        "kernel",
+        "name",
+        "strided",
+    )
 
     def __init__(self, kernel, strided=()):
         JITFunction, InterpretedFunction, Autotuner, KernelInterface = _triton_classes()
@@ -114,6 +124,8 @@ class TritonKernelWrapper:
         self.strided = frozenset(strided)
         self._ki = isinstance(kernel, KernelInterface)
         self._run = kernel.run if self._ki else None
+        # the direct launch path (see _fast_launch) serves plain compiled @triton.jit kernels
+        self._fast = type(kernel) is JITFunction
         if self.interpreted:
             # Autotuning an interpreted kernel: time it on the host (there is no device to time).
             for k in chain:
@@ -233,9 +245,40 @@ class TritonKernelWrapper:
         if drv._runtime.getDevice() != idx:
             with _cupy().cuda.Device(idx):
                 return self._call(grid, args, kwargs, dev)
+        if self._fast and _FAST[0]:
+            return self._fast_launch(grid, args, kwargs, idx, drv)
         if self._ki:
             return self._run(*args, grid=grid, warmup=False, **kwargs)
         return self.kernel[grid](*args, **kwargs)
+
+    def _fast_launch(self, grid, args, kwargs, idx, drv):
+        """Launch an already-compiled kernel with the steps of ``JITFunction.run`` (Triton 3.6)
+        that a launch from here needs: Triton's own binder and kernel cache pick the kernel, so
+        the specialization is Triton's; skipped are only what is provably empty (pre-run hooks,
+        launch enter/exit hooks, checked global values) and the device query (the launcher has
+        just made ``idx`` current). Anything else -- first call (compile), hooks, async compile --
+        goes through ``JITFunction.run`` itself. ``TENSORPLAY_TRITON_FASTPATH=0`` disables it."""
+        jf = self.kernel
+        k = _knobs()
+        rt = k.runtime
+        enter, exit_ = rt.launch_enter_hook, rt.launch_exit_hook
+        if jf.pre_run_hooks or jf.used_global_vals or _hooked(enter) or _hooked(exit_):
+            return jf.run(*args, grid=grid, warmup=False, **kwargs)
+        kernel_cache, key_cache, _target, _backend, binder = jf.device_caches[idx]
+        kwargs["debug"] = kwargs.get("debug", jf.debug) or rt.debug
+        kwargs["instrumentation_mode"] = k.compilation.instrumentation_mode
+        bound_args, specialization, options = binder(*args, **kwargs)
+        kernel = kernel_cache.get(_cache_key()(key_cache, specialization, options))
+        if kernel is None or hasattr(kernel, "result"):
+            return jf.run(*args, grid=grid, warmup=False, **kwargs)
+        if callable(grid):
+            grid = grid(bound_args)
+        n = len(grid)
+        run = kernel.run                     # loads the module on first use (sets .function)
+        run(grid[0], grid[1] if n > 1 else 1, grid[2] if n > 2 else 1,
+            drv.get_current_stream(idx), kernel.function, kernel.packed_metadata, None, None, None,
+            *bound_args.values())
+        return kernel
 
     # -- fake / capture ----------------------------------------------------------------------
     def _no_launch(self, args, kwargs):
@@ -251,7 +294,7 @@ class TritonKernelWrapper:
             raise TritonLaunchError(
                 f"wrap_triton({self.name}): fake and real tensors mixed in one launch; run the "
                 f"op entirely under FakeTensorMode or entirely on real tensors")
-        return None   # fake tensors: the launch is skipped (a triton_op body as its fake kernel)
+        # fake tensors: the launch is skipped (a triton_op body as its fake kernel)
 
     # -- errors ------------------------------------------------------------------------------
     def _pname(self, i) -> str:
@@ -283,6 +326,32 @@ class TritonKernelWrapper:
 
 
 _DCFG = [None]
+_FAST = [os.environ.get("TENSORPLAY_TRITON_FASTPATH", "1") != "0"]
+_TRITON = {}
+
+
+def _knobs():
+    k = _TRITON.get("knobs")
+    if k is None:
+        from triton import knobs as k
+        _TRITON["knobs"] = k
+    return k
+
+
+def _cache_key():
+    f = _TRITON.get("key")
+    if f is None:
+        from triton.runtime.jit import compute_cache_key as f
+        _TRITON["key"] = f
+    return f
+
+
+def _hooked(chain) -> bool:
+    """True when a launch hook is set (Triton 3.6 keeps an empty ``HookChain`` otherwise)."""
+    if chain is None:
+        return False
+    calls = getattr(chain, "calls", None)
+    return True if calls is None else bool(calls)
 
 
 def _active_driver():

@@ -101,6 +101,20 @@ def bind(xp, be) -> dict:
         a, b = _prep(a, b, True)
         return xp.divide(b, a)
 
+    def floor_divide(a, b):
+        a, b = _prep(a, b)
+        if a.dtype.kind in "iu" and (not hasattr(b, "dtype") and b == 0 or
+                                     hasattr(b, "dtype") and not xp.all(b != 0)):
+            raise ZeroDivisionError("floor_divide: integer division by zero")
+        return xp.floor_divide(a, b)
+
+    def remainder(a, b):
+        a, b = _prep(a, b)
+        if a.dtype.kind in "iu" and (not hasattr(b, "dtype") and b == 0 or
+                                     hasattr(b, "dtype") and not xp.all(b != 0)):
+            raise ZeroDivisionError("remainder: integer division by zero")
+        return xp.remainder(a, b)
+
     def pow(a, b):
         a, b = _prep(a, b)
         return xp.pow(a, b)
@@ -327,6 +341,7 @@ def bind(xp, be) -> dict:
 
     kernels = dict(
         add=add, sub=sub, rsub=rsub, mul=mul, div=div, rdiv=rdiv, pow=pow, rpow=rpow,
+        floor_divide=floor_divide, remainder=remainder,
         maximum=maximum, minimum=minimum,
         eq=_cmp(xp.equal), ne=_cmp(xp.not_equal), lt=_cmp(xp.less), le=_cmp(xp.less_equal),
         gt=_cmp(xp.greater), ge=_cmp(xp.greater_equal),

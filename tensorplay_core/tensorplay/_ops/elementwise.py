@@ -116,6 +116,25 @@ defop("rpow" + _B, meta=binary_meta("same", "rpow"),
       setup=_pow_save, backward=_rpow_bw, scalar_ok=("other",))
 
 
+def _zero_bw(ctx, g):
+    a, b = _val(ctx, 0), _val(ctx, 1)
+    return _red(O.mul(g, 0.0), a), (_red(O.mul(g, 0.0), b) if is_tensor(b) else None)
+
+
+def _remainder_bw(ctx, g):   # self - floor(self / other) * other
+    a, b = _val(ctx, 0), _val(ctx, 1)
+    gb = None
+    if is_tensor(b) and ctx.needs_input_grad[1]:
+        gb = _red(O.neg(O.mul(g, O.floor_divide(a, b))), b)
+    return _red(g, a), gb
+
+
+defop("floor_divide" + _B, meta=binary_meta("same", "floor_divide"),
+      setup=_save_inputs, backward=_zero_bw, scalar_ok=("other",))
+defop("remainder" + _B, meta=binary_meta("same", "remainder"),
+      setup=_save_inputs, backward=_remainder_bw, scalar_ok=("other",))
+
+
 def _minmax_bw(pick_gt: bool):
     def bw(ctx, g):
         a, b = _val(ctx, 0), _val(ctx, 1)

@@ -96,8 +96,6 @@ def setitem(x, index, value):
             O.copy_(out, value)
         else:
             O.fill_(out, value)
-        if out._storage is x._storage and out is not x:
-            pass
         return
     if len(advanced) > 1:
         raise IndexError("tensorplay supports one tensor index per assignment")
@@ -108,8 +106,6 @@ def setitem(x, index, value):
         O.masked_fill_(out, idx, value)
     else:
         O.index_put_(out, dim, idx, value)
-    if out._storage is x._storage:
-        x._storage.version  # same storage: the in-place op bumped the shared counter
 
 
 def _index_meta(x, dim, index):

@@ -8,7 +8,6 @@ ones. So fake strides always equal real strides.
 from __future__ import annotations
 
 from .._backend import contiguous_strides
-from ..errors import DispatchError
 from ._define import defop, ops as O
 from ._shapes import wrap_dim
 
@@ -293,10 +292,4 @@ defop("select(Tensor(a) self, SymInt dim, SymInt index) -> Tensor(a)", default=_
       meta=_select, setup=_slice_setup, backward=_select_bw)
 
 
-def _alias_check(x):
-    if x._data is None and x._bkey == "meta" and x.device.type != "meta":
-        return
-    return
-
-
-__all__ = ["make_view", "compute_stride", "infer_size", "DispatchError"]
+__all__ = ["make_view", "compute_stride", "infer_size"]

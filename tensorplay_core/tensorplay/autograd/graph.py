@@ -18,7 +18,7 @@ class Node:
     """A backward function. ``next_edges[i]`` is ``(node, nr)`` or ``None`` for input ``i``;
     ``apply(grads)`` maps output gradients (one per forward output) to input gradients."""
 
-    __slots__ = ("next_edges", "__weakref__", "_out_meta")
+    __slots__ = ("next_edges", "__weakref__", "_out_meta", "_retained")
 
     name = "Node"
 
@@ -79,24 +79,50 @@ class AccumulateGrad(Node):
 _TENSOR: list = [None]   # tensorplay.Tensor, once imported
 
 
+class _GradOffCtx:
+    """``set_grad_enabled(False)`` without an object per use (reentrant: a stack of modes)."""
+
+    __slots__ = ("_prev",)
+
+    def __init__(self):
+        self._prev = []
+
+    def __enter__(self):
+        en = _gm._enabled
+        self._prev.append(en[0])
+        en[0] = False
+
+    def __exit__(self, *exc):
+        _gm._enabled[0] = self._prev.pop()
+        return False
+
+
+_GRAD_OFF = _GradOffCtx()
+
+
+def _contiguous_strides(shape):
+    from .._backend import contiguous_strides_cached
+    global _contiguous_strides
+    _contiguous_strides = contiguous_strides_cached
+    return contiguous_strides_cached(shape)
+
+
 def _getrefcount(x):
     return sys.getrefcount(x) - 1   # minus this call's own argument
 
 
 def _exclusive(g) -> bool:
-    """``g`` is dense, covers its whole storage, and nothing else references that storage
-    or its array (refcounts: the storage is held by ``g`` alone; the array by ``g._data`` and,
-    when it is the root, by the storage)."""
+    """``g`` is a dense tensor whose array is its whole storage, and nothing else references
+    that storage or that array (so ``.grad`` may take it without a copy)."""
     st = g._storage
     data = g._data
-    if data is None or g._offset != 0 or g._base is not None or g._retains_grad or \
-            g.grad is not None or not g.is_contiguous() or \
-            st.nbytes != g.numel() * g._dtype.itemsize:
+    if data is None or st.root is not data or g._offset != 0 or g._base is not None or \
+            g._retains_grad or g.grad is not None or \
+            g._stride != _contiguous_strides(g._shape):
         return False
     # sys.getrefcount also counts its argument and our local name: storage -> g._storage +
-    # st + arg; data -> g._data (+ st.root when it is the root array) + data + arg
-    return sys.getrefcount(st) <= 3 and \
-        sys.getrefcount(data) <= (4 if st.root is data else 3)
+    # st + arg; array -> g._data + st.root + data + arg
+    return sys.getrefcount(st) <= 3 and sys.getrefcount(data) <= 4
 
 
 def edge_of(t):
@@ -115,20 +141,19 @@ def edge_of(t):
 def _topo(roots):
     """Nodes reachable from ``roots`` with, for each, how many edges point at it."""
     deps: dict = {}
-    seen = set()
+    seen = set()   # nodes hash by identity
     stack = [r for r in roots if r is not None]
-    order = []
     while stack:
         n = stack.pop()
-        if id(n) in seen:
+        if n in seen:
             continue
-        seen.add(id(n))
-        order.append(n)
+        seen.add(n)
         for e in n.next_edges:
             if e is not None:
-                deps[e[0]] = deps.get(e[0], 0) + 1
-                if id(e[0]) not in seen:
-                    stack.append(e[0])
+                nxt = e[0]
+                deps[nxt] = deps.get(nxt, 0) + 1
+                if nxt not in seen:
+                    stack.append(nxt)
     return deps
 
 
@@ -161,8 +186,11 @@ def run_backward(roots, grad_roots, *, keep_graph=False, create_graph=False, inp
             continue
         slot = pending.setdefault(e[0], {})
         slot[e[1]] = g if e[1] not in slot else slot[e[1]] + g
-    ready = [n for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0]
-    with _gm.set_grad_enabled(create_graph):
+    if len(root_nodes) == 1:   # one root (y.backward()): no dedup needed
+        ready = root_nodes if deps.get(root_nodes[0], 0) == 0 else []
+    else:
+        ready = [n for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0]
+    with (_GRAD_OFF if not create_graph else _gm.set_grad_enabled(True)):
         while ready:
             node = ready.pop()
             slot = pending.pop(node, {})
@@ -172,7 +200,6 @@ def run_backward(roots, grad_roots, *, keep_graph=False, create_graph=False, inp
                         capture[i] = g if i not in capture else capture[i] + g
                 if isinstance(node, AccumulateGrad):
                     continue
-            n_out = max(slot) + 1 if slot else 1
             if isinstance(node, AccumulateGrad):
                 if accumulate:
                     g = slot.pop(0, None)
@@ -182,11 +209,22 @@ def run_backward(roots, grad_roots, *, keep_graph=False, create_graph=False, inp
                     node.accumulate(g, owned)
                     del g
                 continue
-            grads = tuple(slot.get(i) for i in range(max(n_out, _num_outputs(node))))
-            if all(g is None for g in grads):
-                in_grads = (None,) * len(node.next_edges)
+            m = getattr(node, "_out_meta", None)   # _num_outputs(node), inlined
+            n_all = len(m) if m else 1
+            if slot:
+                n_out = max(slot) + 1
+                if n_out > n_all:
+                    n_all = n_out
+            grads = (slot.get(0),) if n_all == 1 else tuple(slot.get(i) for i in range(n_all))
+            retained = getattr(node, "_retained", None)
+            if retained is not None:
+                _keep_retained(retained, grads)
+            for g in grads:
+                if g is not None:
+                    in_grads = node.apply(grads)
+                    break
             else:
-                in_grads = node.apply(grads)
+                in_grads = (None,) * len(node.next_edges)
             if not keep_graph:
                 _release(node)
             for e, g in zip(node.next_edges, in_grads):
@@ -213,6 +251,16 @@ def run_backward(roots, grad_roots, *, keep_graph=False, create_graph=False, inp
             out.append(g)
         return tuple(out)
     return None
+
+
+def _keep_retained(retained, grads):
+    """``Tensor.retain_grad``: accumulate a non-leaf's incoming gradient into its ``.grad``."""
+    for nr, ref in list(retained.items()):
+        t = ref()
+        if t is None or nr >= len(grads) or grads[nr] is None or t.grad_fn is None:
+            continue
+        g = grads[nr].detach()
+        t.grad = g.clone() if t.grad is None else t.grad + g
 
 
 def _num_outputs(node) -> int:

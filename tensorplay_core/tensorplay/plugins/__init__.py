@@ -15,13 +15,46 @@ see ``tensorplay.plugins.manager``.
 """
 
 from .hookspecs import API_VERSION, DeviceSpec, SampleInput, hookimpl, hookspec
-from .manager import (PluginRecord, PluginWarning, available_devices, device_hint, device_status,
-                      get_plugin, list_plugins, load_all, load_backend, op_failure_hint,
-                      ops_table, plugin_label, plugin_ops, records, sample_inputs)
+from .manager import (
+                      PluginRecord,
+                      PluginWarning,
+                      available_devices,
+                      device_hint,
+                      device_status,
+                      get_plugin,
+                      list_plugins,
+                      load_all,
+                      load_backend,
+                      op_failure_hint,
+                      ops_table,
+                      plugin_label,
+                      plugin_ops,
+                      records,
+                      sample_inputs,
+)
 
-list = list_plugins  # noqa: A001 - ``tensorplay.plugins.list()`` as in SPEC §1
+list = list_plugins
 
-__all__ = ["API_VERSION", "DeviceSpec", "SampleInput", "hookimpl", "hookspec", "list",
-           "list_plugins", "ops_table", "records", "get_plugin", "plugin_ops", "plugin_label",
-           "sample_inputs", "load_all", "load_backend", "device_hint", "device_status",
-           "available_devices", "op_failure_hint", "PluginRecord", "PluginWarning"]
+__all__ = [
+                      "API_VERSION",
+                      "DeviceSpec",
+                      "PluginRecord",
+                      "PluginWarning",
+                      "SampleInput",
+                      "available_devices",
+                      "device_hint",
+                      "device_status",
+                      "get_plugin",
+                      "hookimpl",
+                      "hookspec",
+                      "list",
+                      "list_plugins",
+                      "load_all",
+                      "load_backend",
+                      "op_failure_hint",
+                      "ops_table",
+                      "plugin_label",
+                      "plugin_ops",
+                      "records",
+                      "sample_inputs",
+]

@@ -5,16 +5,31 @@ A plugin is a module named by an entry point in the group ``tensorplay.plugins``
     [project.entry-points."tensorplay.plugins"]
     cpu = "tensorplay_cpu"
 
-Its hook implementations are checked against these specifications when it registers (pluggy
-validates argument names then, not at first call). Hooks wire plugins up at import time and when
-tools ask for samples; they are never on the per-op call path.
+Kernels may also be named in metadata, group ``tensorplay.kernels``, as
+``"ns::op.device" = "package.module:function"``: the function's module is imported on the op's
+first call on that device (``tensorplay.library.get_kernel`` returns a stand-in without importing
+it). The op must be defined by then (by any plugin, or the same one)::
 
-Module-level declarations a plugin may make:
+    [project.entry-points."tensorplay.kernels"]
+    "mylib::op.cuda" = "mypack.cuda_kernels:op"
 
-* ``TENSORPLAY_API_VERSION = 1`` -- the contract version it was written for (checked: a plugin
-  declaring another major version is skipped with a warning);
-* ``TENSORPLAY_PRIORITY = 0`` -- kernels it registers win over an equal (op, device) kernel from a
-  plugin with a lower priority (equal priorities from two plugins are a conflict error).
+Hook implementations are checked against these specifications when the plugin registers, not at
+first call: a ``@hookimpl`` must name one of the hooks below and take a subset of its arguments,
+by name (pluggy's rule); a function named like a hook but not marked is reported; wrappers are
+refused. Hooks wire plugins up at import time and when tools ask for samples; they are never on
+the per-op call path. Each plugin's hooks are called on their own, so one plugin's failure never
+reaches another; everything a plugin registers (while its module is imported, in its hooks, and
+from its kernel entry points) is undone if any of it fails.
+
+Module-level declarations a plugin may make (before it registers anything):
+
+* ``TENSORPLAY_API_VERSION = 1`` -- the contract version it was written for. A plugin whose
+  declaration has another major number than ``API_VERSION`` is skipped (status
+  ``incompatible``) with a warning, or an error under ``TENSORPLAY_STRICT_PLUGINS=1``;
+* ``TENSORPLAY_PRIORITY = 0`` -- its kernels (and devices) win over those of a plugin with a lower
+  priority for the same (op, device); two plugins with equal priorities claiming the same
+  (op, device) or the same device type is a conflict: the later one fails to load, with an error
+  naming both distributions.
 """
 
 from __future__ import annotations

@@ -236,12 +236,14 @@ def _scan():
     Returns ``(plugin entry points, kernel entry points)``. Counted in ``_S.scan_count`` so tests
     can prove it runs once. Uses ``_fast_scan`` (reads only ``*.dist-info``/``*.egg-info``
     directories on ``sys.path``, never imports ``importlib.metadata``) when the interpreter has
-    nothing else that can provide distributions; ``importlib.metadata.entry_points()`` otherwise.
+    nothing else that can provide distributions; ``importlib.metadata.entry_points()`` otherwise,
+    or always with ``TENSORPLAY_PLUGIN_SCAN=importlib`` (escape hatch; also lets tests fake the
+    installed distributions by patching ``importlib.metadata.entry_points``).
     """
     if _S.scan is None:
         t0 = time.perf_counter()
         _S.scan_count += 1
-        found = _fast_scan()
+        found = None if os.environ.get("TENSORPLAY_PLUGIN_SCAN") == "importlib" else _fast_scan()
         if found is None:
             found = _importlib_scan()
         _S.scan = found
@@ -297,7 +299,7 @@ class _EntryPoint:
     """``name = value`` of ``group``, same ``load()`` rule as ``importlib.metadata.EntryPoint``
     (``"pkg.mod"`` or ``"pkg.mod:attr.attr"``)."""
 
-    __slots__ = ("name", "value", "group", "dist")
+    __slots__ = ("dist", "group", "name", "value")
 
     def __init__(self, name, value, group, dist):
         self.name, self.value, self.group, self.dist = name, value, group, dist
@@ -381,7 +383,7 @@ def _dist_of(ep) -> tuple[str, str]:
         return ep.name, "?"
     try:
         name = dist.metadata["Name"] or ep.name
-    except Exception:  # pragma: no cover - unreadable metadata
+    except Exception:  # noqa: BLE001  # pragma: no cover - unreadable metadata
         name = ep.name
     return name, dist.version or "?"
 
@@ -477,7 +479,7 @@ def _load_one(rec: PluginRecord, loader, strict: bool) -> None:
                 f"tensorplay {_core_version()} provides plugin API version {API_VERSION}. "
                 f"Install a release of {rec.dist} written for API {API_VERSION} "
                 f"(pip install -U {rec.dist}), or a tensorplay matching the plugin.")
-            _warn_or_raise(rec, f"tensorplay: skipped plugin {rec.label}: {rec.error}", strict)
+            _warn_or_raise(rec, f"tensorplay: plugin skipped (incompatible): {rec.error}", strict)
             return
         rec.priority = _int_attr(mod, "TENSORPLAY_PRIORITY", rec)
         _validate_module(mod, rec)
@@ -504,7 +506,9 @@ def _load_one(rec: PluginRecord, loader, strict: bool) -> None:
         rec.handles = _registry._undo_log[mark:]
         del _registry._undo_log[mark:]
         rec.status = "loaded"
-    except (Exception, SystemExit) as e:   # isolation: never break `import tensorplay`
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - isolation: never break the import
+        if rec.status == "incompatible":     # strict mode: already rolled back and reported
+            raise
         rec.attempted_ops |= set(_registry._OPS) - ops_before
         if registered:
             pm.unregister(name=rec.key)
@@ -552,6 +556,12 @@ def _validate_module(mod, rec: PluginRecord) -> None:
                     f"plugin {rec.label}: function {attr} has the name of a hook but is not "
                     f"marked as one; decorate it with @tensorplay.plugins.hookimpl")
             continue
+        opts = getattr(fn, "tensorplay_impl", None) or {}
+        if isinstance(opts, dict) and (opts.get("wrapper") or opts.get("hookwrapper")):
+            raise PluginError(
+                f"plugin {rec.label}: hook {attr} is declared as a wrapper; tensorplay calls each "
+                f"plugin's hooks on their own (isolation), so wrappers are not supported. Use a "
+                f"plain @hookimpl.")
         if attr not in _HOOK_NAMES:
             close = [h for h in _HOOK_NAMES if _similar(h, attr)]
             raise PluginError(
@@ -613,7 +623,7 @@ def _rollback(rec: PluginRecord, mark: int, ops_before: set) -> None:
     for h in reversed(handles):
         try:
             h.destroy()
-        except Exception:  # pragma: no cover - best effort; each undo is idempotent
+        except Exception:  # noqa: BLE001,S110  # pragma: no cover - best effort, idempotent undo
             pass
     for name in set(_registry._OPS) - ops_before:
         op = _registry._OPS[name]
@@ -685,7 +695,7 @@ def _install_kernel_eps(rec: PluginRecord, eps, strict: bool) -> None:
             rec.kernel_eps.append((qual, key, ep.value))
         rec.handles += _registry._undo_log[mark:]
         del _registry._undo_log[mark:]
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - isolation: the plugin fails, nothing else
         rec.kernel_eps = []
         _plugin_manager()
         if rec.module is not None and _S.pm.is_registered(rec.module):
@@ -734,6 +744,7 @@ def _import_lazy(op, key, ep_name, target, rec, stand_in):
         for i, (f, owner, prio) in enumerate(stack):
             if f is stand_in:
                 stack[i] = (fn, owner, prio)
+                stand_in._tensorplay_resolved = stack[i]   # undoing the stand-in removes this
                 op._rebuild()
                 break
     return fn
@@ -993,7 +1004,7 @@ def device_status(device_type: str) -> tuple[bool, str]:
     try:
         _backend.get_backend(device_type)
         return True, ""
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - documented: never raises
         return False, str(e)
 
 

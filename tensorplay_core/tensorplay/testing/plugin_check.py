@@ -23,8 +23,14 @@ import time
 import traceback
 from dataclasses import dataclass, field
 
-__all__ = ["PluginCheckResult", "CheckCase", "plugin_check_cases", "check_plugin",
-           "summarize", "opcheck_plugin_tests"]
+__all__ = [
+    "CheckCase",
+    "PluginCheckResult",
+    "check_plugin",
+    "opcheck_plugin_tests",
+    "plugin_check_cases",
+    "summarize",
+]
 
 
 @dataclass
@@ -74,8 +80,8 @@ class CheckCase:
 def _devices_for(op, devs, requested):
     """Device types to check ``op`` on: ``devs`` (None: every available device with a kernel,
     the device-agnostic kernel counting for all), limited to ``requested``."""
-    from ..plugins import manager
     from .._device import Device
+    from ..plugins import manager
     available = manager.available_devices()
     if devs is None:
         has_default = bool(op._kernels.get("default"))
@@ -97,22 +103,31 @@ def plugin_check_cases(name: str, device=None, ops=None) -> list[CheckCase]:
     ``ops``: optional iterable of qualnames to keep. Raises ``PluginError`` (chained to the
     recorded load error, with the fix) when the plugin failed, is blocked or is not installed.
     """
-    from ..plugins import manager
-    from ..errors import DeviceUnavailableError
     from .._device import Device
+    from ..errors import DeviceUnavailableError
+    from ..plugins import manager
     rec = manager.get_plugin(name)
     if device is not None:
         ok, why = manager.device_status(Device(device).type)
         if not ok:
             raise DeviceUnavailableError(f"check_plugin({name!r}, device={str(device)!r}): {why}")
+    return _cases(rec, name, device, ops)[0]
+
+
+def _cases(rec, name, device, ops):
+    """(cases, ops left without any available device: [(op name, wanted device types)])."""
+    from ..plugins import manager
     keep = None if ops is None else set(ops)
-    cases = []
+    cases, unchecked = [], []
     for op, devs in manager.plugin_ops(name):
         if keep is not None and op.name not in keep:
             continue
-        for d in _devices_for(op, devs, device):
+        chosen = _devices_for(op, devs, device)
+        if not chosen and device is None:
+            unchecked.append((op.name, devs or sorted(k for k in op._kernels if k != "default")))
+        for d in chosen:
             cases.append(CheckCase(rec.dist, op.name, d))
-    return cases
+    return cases, unchecked
 
 
 def run_case(case: CheckCase, *, test_utils="DEFAULT", atol=None, rtol=None) -> list:
@@ -125,7 +140,7 @@ def run_case(case: CheckCase, *, test_utils="DEFAULT", atol=None, rtol=None) -> 
     t0 = time.perf_counter()
     try:
         samples = manager.sample_inputs(op, case.device)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - reported as this case's error
         return [PluginCheckResult(case.plugin, case.op, case.device, "", "error",
                                   message=f"sample inputs could not be made: "
                                           f"{type(e).__name__}: {e}",
@@ -143,7 +158,7 @@ def run_case(case: CheckCase, *, test_utils="DEFAULT", atol=None, rtol=None) -> 
             failures = opcheck(op, s.args, s.kwargs, test_utils=test_utils,
                                raise_exception=False, atol=atol, rtol=rtol)
             status, msg = ("failed" if failures else "passed"), ""
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - an op that breaks opcheck is an error result
             failures = {}
             status = "error"
             msg = f"opcheck raised {type(e).__name__}: {e}\n" + "".join(
@@ -176,8 +191,19 @@ def check_plugin(name: str, device=None, *, ops=None, test_utils="DEFAULT", atol
         >>> tensorplay.testing.summarize(res)
         {'passed': 14, 'failed': 0, 'error': 0, 'skipped': 0}
     """
+    from ..plugins import manager
+    cases = plugin_check_cases(name, device, ops)
     results = []
-    for case in plugin_check_cases(name, device, ops):
+    # ops with no available device (e.g. a cuda-only plugin on a machine without a GPU): say so
+    for op_name, wanted in _cases(manager.get_plugin(name), name, device, ops)[1]:
+        why = "; ".join(f"{d}: {manager.device_status(d)[1] or 'no kernel'}" for d in wanted)
+        r = PluginCheckResult(manager.get_plugin(name).dist, op_name, ",".join(wanted) or "-",
+                              "", "skipped", message=f"no available device with a kernel "
+                                                     f"for this op ({why or 'none'})")
+        results.append(r)
+        if progress is not None:
+            progress(r)
+    for case in cases:
         for r in run_case(case, test_utils=test_utils, atol=atol, rtol=rtol):
             results.append(r)
             if progress is not None:
@@ -210,7 +236,7 @@ def opcheck_plugin_tests(name: str, device=None, *, ops=None, test_utils="DEFAUL
     try:
         cases = plugin_check_cases(name, device, ops)
         setup_error = None
-    except Exception as e:   # reported by the generated test, not at collection
+    except Exception as e:  # noqa: BLE001 - reported by the generated test, not at collection
         cases, setup_error = [], e
     if setup_error is not None or not cases:
         def test_plugin_opcheck_setup():

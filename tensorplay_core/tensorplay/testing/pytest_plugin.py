@@ -89,14 +89,14 @@ def pytest_collection_modifyitems(session, config, items):
     for name in names:
         try:
             cases, err = plugin_check_cases(name, device), None
-        except Exception as e:   # reported as a failing item, never dropped
+        except Exception as e:  # noqa: BLE001 - reported as a failing item, never dropped
             cases, err = [], e
         if err is not None or not cases:
-            specs = [dict(name="setup", plugin=name, setup_error=err or AssertionError(
+            specs = [{"name": "setup", "plugin": name, "setup_error": err or AssertionError(
                 f"--tensorplay-check={name}: the plugin has no ops to check on "
-                f"{device or 'any available device'}"))]
+                f"{device or 'any available device'}")}]
         else:
-            specs = [dict(name=case.id, case=case, plugin=name) for case in cases]
+            specs = [{"name": case.id, "case": case, "plugin": name} for case in cases]
         coll = TensorPlayCheckCollector.from_parent(session, name=f"tensorplay-check[{name}]",
                                                     items_spec=specs)
         for node in coll.collect():

@@ -13,6 +13,5 @@ if os.environ.get("TENSORPLAY_BLOCK_TORCH") == "1":
             if fullname.partition(".")[0] in ("torch", "torchvision", "torchaudio"):
                 raise ImportError(f"import of {fullname!r} blocked by tensorplay "
                                   f"(TENSORPLAY_BLOCK_TORCH=1)", name=fullname)
-            return None
 
     sys.meta_path.insert(0, _TorchBlocker())

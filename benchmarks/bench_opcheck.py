@@ -1,0 +1,180 @@
+"""``opcheck`` time per example op (issue 8, item 5), and one op checked by both libraries.
+
+* Every op that an installed op pack ships (non-built-in ops registered by a plugin, e.g. the
+  example pack ``tensorplay-example-ops``), on every sample its plugin provides through the
+  ``tensorplay_sample_inputs`` hook (``tensorplay.plugins.sample_inputs``), on the cpu device:
+  wall time of ``tensorplay.library.opcheck(op, args, kwargs)`` with all four checks, summed over
+  the op's samples -- median and IQR over repeated runs -- plus the time of each check alone.
+* Reference in the same run: the benchmark op ``x * 3.0`` with ``register_autograd`` and a fake
+  kernel, defined in both libraries, checked on the same (8, 16) float32 input by
+  ``tensorplay.library.opcheck`` and ``torch.library.opcheck``.
+
+Whatever is missing (the example pack, the sample-inputs hook, opcheck itself, torch) is
+reported as "not available" with the reason; no figure is ever made up.
+Writes ``benchmarks/results/opcheck.json``.
+"""
+
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import _harness as H  # noqa: E402
+
+import tensorplay as tp  # noqa: E402
+
+TESTS = ("test_schema", "test_autograd_registration", "test_faketensor",
+         "test_aot_dispatch_dynamic")
+
+
+def _repeat():
+    return 3 if H.QUICK else 9
+
+
+def _time(fn, repeat):
+    """Seconds per call of ``fn`` (one call per run: opcheck takes milliseconds)."""
+    fn()   # warm-up: first-use imports and compilation caches
+    out = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def _pack_ops():
+    from tensorplay import _registry
+    return [op for op in _registry.all_ops()
+            if not op.is_builtin and getattr(op, "plugin", None)]
+
+
+def pack(repeat) -> dict:
+    try:
+        from tensorplay.library import opcheck
+        from tensorplay.plugins import sample_inputs
+    except Exception as e:
+        return {"status": f"not available: {type(e).__name__}: {e}"}
+    ops = _pack_ops()
+    if not ops:
+        return {"status": "not available: no op pack is installed (pip install -e examples)"}
+    dev = tp.device("cpu")
+    res = {"status": "ok", "device": "cpu", "ops": {}}
+    for op in ops:
+        entry = {"plugin": op.plugin}
+        res["ops"][op.name] = entry
+        try:
+            samples = sample_inputs(op, dev)
+        except Exception as e:
+            entry["status"] = f"not available: sample_inputs raised {type(e).__name__}: {e}"
+            continue
+        if not samples:
+            entry["status"] = "not available: its plugin provides no sample inputs"
+            continue
+        entry["samples"] = len(samples)
+        failures = {}
+        for s in samples:
+            f = opcheck(op, s.args, s.kwargs, raise_exception=False)
+            failures.update({f"{s.name or '?'}:{k}": v for k, v in f.items()})
+        if failures:   # report, but still time it: the checks ran
+            entry["failures"] = {k: str(v)[:300] for k, v in failures.items()}
+
+        def run_all(tests="DEFAULT"):
+            for s in samples:
+                opcheck(op, s.args, s.kwargs, test_utils=tests, raise_exception=False)
+
+        entry["all_ms"] = H.summary(_time(run_all, repeat), 1e3)
+        entry["per_test_ms"] = {t: H.summary(_time(lambda t=t: run_all((t,)), repeat), 1e3)
+                                for t in TESTS}
+        entry["status"] = "ok" if not failures else "checks failed"
+    return res
+
+
+def _tp_ref_op():
+    from tensorplay.library import custom_op
+
+    def body(x: tp.Tensor) -> tp.Tensor:
+        return x * 3.0
+
+    op = custom_op("tpbench::opcheck_scale", body, mutates_args=())
+    op.register_fake(lambda x: x.new_empty(x.shape))
+    op.register_autograd(lambda ctx, g: g * 3.0)
+    return op
+
+
+def _torch_ref_op(torch):
+    def body(x: torch.Tensor) -> torch.Tensor:
+        return x * 3.0
+
+    op = torch.library.custom_op("tpbench::opcheck_scale", body, mutates_args=())
+    op.register_fake(lambda x: torch.empty_like(x))
+    op.register_autograd(lambda ctx, g: g * 3.0)
+    return op
+
+
+def reference(repeat) -> dict:
+    out = {}
+    try:
+        from tensorplay.library import opcheck
+        op = _tp_ref_op()
+        x = tp.randn(8, 16)
+        fails = opcheck(op, (x,), raise_exception=False)
+        out["tensorplay_ms"] = H.summary(
+            _time(lambda: opcheck(op, (x,), raise_exception=False), repeat), 1e3)
+        out["tensorplay_failures"] = {k: str(v)[:300] for k, v in fails.items()}
+    except Exception as e:
+        out["tensorplay_ms"] = None
+        out["tensorplay_status"] = f"not available: {type(e).__name__}: {e}"
+    torch, why = H.try_import_torch()
+    if torch is None:
+        out["torch_ms"] = None
+        out["torch_status"] = f"not available: {why}"
+    else:
+        torch.set_num_threads(1)
+        op = _torch_ref_op(torch)
+        x = torch.randn(8, 16)
+        out["torch_ms"] = H.summary(_time(lambda: torch.library.opcheck(op, (x,)), repeat), 1e3)
+    a, b = out.get("torch_ms"), out.get("tensorplay_ms")
+    out["ratio_torch_over_tensorplay"] = a["median"] / b["median"] if a and b else None
+    return out
+
+
+def report(res) -> None:
+    p = res["pack"]
+    if p["status"] != "ok":
+        H.print_table("opcheck per example op", ["op", "status"], [["(all)", p["status"]]])
+    else:
+        rows = []
+        for name, e in p["ops"].items():
+            if "all_ms" not in e:
+                rows.append([name, e.get("status"), "", "", "", "", "", ""])
+                continue
+            pt = e["per_test_ms"]
+            rows.append([name, e["samples"], H.fmt(e["all_ms"], "ms")]
+                        + [f"{pt[t]['median']:.2f}" for t in TESTS]
+                        + [e["status"] if e["status"] == "ok" else
+                           f"{e['status']}: {', '.join(sorted(e['failures']))[:80]}"])
+        H.print_table("opcheck per example op, cpu (all samples, all four checks; ms)",
+                      ["op", "samples", "opcheck (median, IQR)", "schema", "autograd", "fake",
+                       "aot", "status"], rows)
+    r = res["reference"]
+    rr = r.get("ratio_torch_over_tensorplay")
+    H.print_table("opcheck of the same op (x * 3.0, autograd + fake, one (8, 16) input)",
+                  ["library", "opcheck time", "note"],
+                  [["tensorplay", H.fmt(r.get("tensorplay_ms"), "ms"),
+                    r.get("tensorplay_status") or ("failures: " + ", ".join(r["tensorplay_failures"])
+                                                   if r.get("tensorplay_failures") else "passes")],
+                   ["torch 2.x", H.fmt(r.get("torch_ms"), "ms"), r.get("torch_status", "")],
+                   ["torch / tensorplay", f"{rr:.1f}x" if rr else "n/a", ""]])
+
+
+def main():
+    repeat = _repeat()
+    res = {"repeat": repeat, "pack": pack(repeat), "reference": reference(repeat)}
+    report(res)
+    print(f"\nwrote {H.write_json('opcheck', res)}")
+    return res
+
+
+if __name__ == "__main__":
+    main()
