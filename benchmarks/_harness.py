@@ -85,8 +85,10 @@ def paired(stmts: dict, glb, *, repeat=None, target_s=None) -> dict:
     Every repeat times each statement once, in the given order, so that statements compared
     with each other saw the same machine state.
     """
-    repeat = repeat or (5 if QUICK else 21)
-    target_s = target_s or (0.02 if QUICK else 0.05)
+    # many short runs: on a shared machine a short run is more often left uninterrupted, so the
+    # median of many short runs drifts less than that of a few long ones
+    repeat = repeat or (9 if QUICK else 41)
+    target_s = target_s or (0.005 if QUICK else 0.01)
     timers = {k: _timer(s, "pass", glb) for k, s in stmts.items()}
     # calibration doubles as warm-up (caches, specialisation of the interpreter)
     loops = {k: calibrate(t, target_s) for k, t in timers.items()}

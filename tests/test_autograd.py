@@ -346,3 +346,25 @@ def test_function_returning_its_input_aliases_it():
     assert y is not x and y._storage is x._storage and y.grad_fn is not None
     y.sum().backward()
     assert x.grad.tolist() == [2.0, 2.0]
+
+
+def test_function_mark_dirty_rebases_the_modified_input():
+    class MulTwo_(Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    a = _t([1.0, 3.0], requires_grad=True)
+    y = a * 1
+    out = MulTwo_.apply(y)
+    assert out is y and "MulTwo_" in y.grad_fn.name
+    (y * y).sum().backward()
+    assert a.grad.tolist() == [8.0, 24.0]        # d/da (2a)^2 = 8a
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        MulTwo_.apply(_t([1.0], requires_grad=True))

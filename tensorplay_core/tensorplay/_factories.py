@@ -104,22 +104,27 @@ def empty_like(t, *, dtype=None, device=None, requires_grad=False):
 
 
 def zeros_like(t, *, dtype=None, device=None, requires_grad=False):
+    """Zeros with ``t``'s shape, dtype and device unless given (fake if ``t`` is fake)."""
     return _like_self(t, "full", t.shape, 0, dtype, device, requires_grad)
 
 
 def ones_like(t, *, dtype=None, device=None, requires_grad=False):
+    """Ones with ``t``'s shape, dtype and device unless given (fake if ``t`` is fake)."""
     return _like_self(t, "full", t.shape, 1, dtype, device, requires_grad)
 
 
 def full_like(t, fill_value, *, dtype=None, device=None, requires_grad=False):
+    """``fill_value`` with ``t``'s shape, dtype and device unless given."""
     return _like_self(t, "full", t.shape, fill_value, dtype, device, requires_grad)
 
 
 def rand_like(t, *, dtype=None, device=None, requires_grad=False):
+    """Uniform [0, 1) samples shaped like ``t`` (its dtype and device unless given)."""
     return _like_self(t, "rand", t.shape, None, dtype, device, requires_grad)
 
 
 def randn_like(t, *, dtype=None, device=None, requires_grad=False):
+    """Standard normal samples shaped like ``t`` (its dtype and device unless given)."""
     return _like_self(t, "randn", t.shape, None, dtype, device, requires_grad)
 
 

@@ -240,7 +240,7 @@ class CustomOpDef:
                 self.__dict__[attr + "_base"] = tuple(getattr(self, f) for f in fields)
             entry = tuple(values)
             regs.append(entry)
-            for f, v in zip(fields, entry):
+            for f, v in zip(fields, entry, strict=True):
                 setattr(self, f, v)
             self._rebuild()
 
@@ -248,7 +248,7 @@ class CustomOpDef:
             with _lock:
                 regs[:] = [e for e in regs if e is not entry]
                 top = regs[-1] if regs else self.__dict__[attr + "_base"]
-                for f, v in zip(fields, top):
+                for f, v in zip(fields, top, strict=True):
                     setattr(self, f, v)
                 self._rebuild()
         return _record(RegistrationHandle(undo))

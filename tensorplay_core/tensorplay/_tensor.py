@@ -321,7 +321,8 @@ class Tensor:
     def __bool__(self):
         if self.numel() != 1:
             raise RuntimeError(f"Boolean value of Tensor with {self.numel()} values is "
-                               f"ambiguous; reduce it first (e.g. (t > 0).sum() > 0) or index one element")
+                               f"ambiguous; reduce it first (e.g. (t > 0).sum() > 0) or index "
+                               f"one element")
         return bool(self.item())
 
     def __float__(self):
@@ -460,7 +461,7 @@ class Tensor:
                                      requires_grad)
 
     def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
-        """``fill_value`` everywhere, shape ``size``, this tensor's dtype and device unless given."""
+        """``fill_value`` everywhere, shape ``size``, this tensor's dtype/device unless given."""
         from . import _factories
         return _factories._like_self(self, "full", size, fill_value, dtype, device, requires_grad)
 
@@ -480,7 +481,7 @@ class Tensor:
         return self if self.is_contiguous() else _O.clone(self)
 
     def copy_(self, src):
-        """Copy ``src`` (broadcast, cast to this dtype/device) into this tensor; returns ``self``."""
+        """Copy ``src`` (broadcast, cast to this dtype/device) into ``self``; returns ``self``."""
         return _O.copy_(self, src)
 
     def fill_(self, value):

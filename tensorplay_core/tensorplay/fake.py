@@ -58,8 +58,10 @@ class FakeTensorMode:
         return False
 
     def from_tensor(self, t):
+        """A fake tensor with ``t``'s metadata (``fake.from_real``), as torch's ``from_tensor``."""
         return from_real(t)
 
 
 def in_fake_mode() -> bool:
+    """True inside a ``FakeTensorMode`` block."""
     return _dispatch._mode[0] == "meta"

@@ -33,6 +33,8 @@ class FunctionCtx:
         self._op_name = "Function"
 
     def save_for_backward(self, *tensors):
+        """Keep ``tensors`` (or None) for ``backward``; their versions are recorded so that an
+        in-place change before backward is reported by ``saved_tensors``."""
         self._saved = tensors
         self._saved_versions = tuple(t._version if t is not None else None for t in tensors)
 
@@ -47,13 +49,17 @@ class FunctionCtx:
         return self._saved
 
     def mark_non_differentiable(self, *tensors):
+        """Outputs that get no gradient history (e.g. integer indices), as in torch."""
         self._non_diff.update(id(t) for t in tensors)
 
     def set_materialize_grads(self, value: bool):
+        """With False, ``backward`` receives None (not zeros) for outputs without a gradient."""
         self.materialize_grads = bool(value)
 
     def mark_dirty(self, *tensors):
-        pass
+        """Declare inputs that ``forward`` modified in place (and returns): their history is
+        rebased onto this node, as in torch. Refused for leaves that require grad."""
+        self._dirty = tensors
 
 
 class FunctionNode(Node):
@@ -419,12 +425,12 @@ def regenerate_view_grad_fn(t):
     t._output_nr = 0
 
 
-def _alias_returned_inputs(out, args, T):
+def _alias_returned_inputs(out, args, T, dirty=()):
     """A ``forward`` that returns one of its inputs gets a fresh alias (a view sharing storage)
     as the output, so recording history never rewrites the input's own ``grad_fn`` (torch
     does the same)."""
     def fix(o):
-        if isinstance(o, T) and any(o is a for a in args):
+        if isinstance(o, T) and any(o is a for a in args) and not any(o is d for d in dirty):
             from .._ops.views import make_view
             return make_view(o, o._shape, o._stride, o._offset)
         return o
@@ -461,6 +467,9 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **kwargs):
+        """Run ``forward`` without recording, then record one node whose backward is
+        ``cls.backward`` when grad mode is on and a tensor argument requires grad. An output
+        that is one of the inputs is returned as a fresh alias (torch does the same)."""
         from .._tensor import Tensor
         ctx = FunctionCtx()
         ctx._op_name = cls.__name__
@@ -483,6 +492,9 @@ class Function:
             fn(ctx, args, out)
         if not _gm._enabled[0]:
             return out
-        out = _alias_returned_inputs(out, args, Tensor)
+        dirty = getattr(ctx, "_dirty", ())
+        for t in dirty:
+            check_inplace(f"{cls.__name__}.apply", t)
+        out = _alias_returned_inputs(out, args, Tensor, dirty)
         return attach(f"{cls.__name__}Backward", lambda c, *g: cls.backward(c, *g), ctx,
                       args, out, Tensor)
