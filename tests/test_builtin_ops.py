@@ -98,14 +98,16 @@ SAMPLES = {
     "where": lambda r: [S(MASK(r, 2, 3), T(r, 2, 3), T(r, 3)), S(MASK(r, 3), T(r, 2, 3), 0.0),
                         S(MASK(r, 2, 3), 1.0, T(r, 2, 1)), S(MASK(r, 2), 1, 0, grad=False)],
     "sum": lambda r: [S(T(r, 2, 3)), S(T(r, 2, 3), [1]), S(T(r, 2, 3, 2), [0, 2], True),
-                      S(T(r, 2, 3), [-1], dtype=F64), S(IDX([1, 2]), grad=False)],
-    "mean": lambda r: [S(T(r, 2, 3)), S(T(r, 2, 3), [0]), S(T(r, 2, 3, 2), [1], True)],
+                      S(T(r, 2, 3), [-1], dtype=F64), S(IDX([1, 2]), grad=False),
+                      S(T(r), [0])],                       # 0-dim: dim 0 / -1 allowed
+    "mean": lambda r: [S(T(r, 2, 3)), S(T(r, 2, 3), [0]), S(T(r, 2, 3, 2), [1], True),
+                       S(T(r), [-1], True)],
     "amax": lambda r: [S(DISTINCT(r, 2, 3)), S(DISTINCT(r, 2, 3), [1]),
-                       S(DISTINCT(r, 2, 3, 2), [0, 2], True)],
+                       S(DISTINCT(r, 2, 3, 2), [0, 2], True), S(DISTINCT(r), [0])],
     "amin": lambda r: [S(DISTINCT(r, 2, 3)), S(DISTINCT(r, 2, 3), [1]),
                        S(DISTINCT(r, 2, 3, 2), [0], True)],
     "argmax": lambda r: [S(DISTINCT(r, 2, 3)), S(DISTINCT(r, 2, 3), 1),
-                         S(DISTINCT(r, 2, 3), 0, True)],
+                         S(DISTINCT(r, 2, 3), 0, True), S(DISTINCT(r), 0)],
     "matmul": lambda r: [S(T(r, 2, 3), T(r, 3, 4)), S(T(r, 3), T(r, 3, 2)), S(T(r, 2, 3), T(r, 3)),
                          S(T(r, 3), T(r, 3)), S(T(r, 2, 2, 3), T(r, 3, 2)),
                          S(T(r, 2, 3), T(r, 2, 3, 2))],
@@ -221,6 +223,23 @@ def test_gradcheck(name):
         assert tp.autograd.gradcheck(fn, leaves, eps=1e-6, atol=1e-6, rtol=1e-4), name
 
 
+@pytest.mark.parametrize("name", _differentiable())
+def test_gradgradcheck(name):
+    """Backward formulas are themselves differentiable (create_graph=True / double backward)."""
+    op = BUILTINS[name]
+    samples = [s for s in SAMPLES[name](_rng()) if s.grad][:2]
+    for s in samples:
+        leaves, rebuild = _leaves_and_rebuild(s.args, s.kwargs)
+
+        def fn(*vals):
+            args, kwargs = rebuild(vals)
+            if op.mutates_args:
+                args[0] = O.clone(args[0])
+            return op(*args, **kwargs)
+
+        assert tp.autograd.gradgradcheck(fn, leaves, eps=1e-6, atol=1e-5, rtol=1e-4), name
+
+
 def test_gradcheck_catches_a_wrong_formula():
     """gradcheck itself can fail: a Function with a deliberately wrong backward is reported."""
     class Bad(tp.autograd.Function):
@@ -238,6 +257,21 @@ def test_gradcheck_catches_a_wrong_formula():
     with pytest.raises(RuntimeError, match="Jacobian mismatch"):
         tp.autograd.gradcheck(Bad.apply, (x,))
     assert tp.autograd.gradcheck(Bad.apply, (x,), raise_exception=False) is False
+
+    class FirstOrderOnly(tp.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return g * 2 * x.detach()      # right value, but cut from the graph
+
+    assert tp.autograd.gradcheck(FirstOrderOnly.apply, (x,))
+    with pytest.raises(RuntimeError, match="Jacobian mismatch"):
+        tp.autograd.gradgradcheck(FirstOrderOnly.apply, (x,))
 
 
 # -- fake rules == real metadata ----------------------------------------------------------------

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 
 import tensorplay
 from tensorplay.cli import main
@@ -216,6 +218,17 @@ def test_main_check_single_op_in_process(capsys, tmp_path):
     assert [r["op"] for r in rows] == ["example::gelu"]
     assert rows[0]["checks"]["test_faketensor"] == "pass"
     assert rows[0]["checks"]["test_schema"] is None
+
+
+def test_rich_table_when_rich_is_importable_and_forced(monkeypatch, capsys):
+    pytest.importorskip("rich")
+    monkeypatch.setenv("TENSORPLAY_CLI_RICH", "1")
+    assert main(["ops", "-n", "example"]) == 0
+    out = capsys.readouterr().out
+    assert "example::rms_norm" in out and "\u2503" in out      # rich's heavy box border
+    monkeypatch.setenv("TENSORPLAY_CLI_RICH", "0")
+    assert main(["ops", "-n", "example"]) == 0
+    assert "\u2503" not in capsys.readouterr().out
 
 
 def test_main_usage_errors(capsys):

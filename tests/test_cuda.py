@@ -37,13 +37,13 @@ N_GPUS = tensorplay_cuda.device_count() if CUDA_OK else 0
 
 needs_cuda = pytest.mark.skipif(not CUDA_OK, reason=f"no usable CUDA device: {CUDA_WHY}")
 needs_2 = pytest.mark.skipif(N_GPUS < 2, reason=f"needs 2 CUDA GPUs, this machine has {N_GPUS}")
-gpu = [pytest.mark.cuda, needs_cuda]
 
 PY = sys.executable
 
 
-def _run(code: str, **env_overrides):
-    env = dict(os.environ)
+def _run(code: str, env=None, **env_overrides):
+    """Run ``code`` in a fresh interpreter (``env`` or a copy of ours, updated); its stdout."""
+    env = dict(os.environ if env is None else env)
     env.update(env_overrides)
     r = subprocess.run([PY, "-c", textwrap.dedent(code)], capture_output=True, text=True,
                        env=env, timeout=300)
@@ -181,6 +181,82 @@ def test_example_pack_registers_cupy_kernels_for_cuda():
         library.get_kernel("example::bias_gelu", "cpu")
 
 
+_FAKEGPU = """
+import contextlib
+import numpy as np
+from tensorplay.errors import DispatchError
+from tensorplay.plugins import DeviceSpec, hookimpl
+from tensorplay_cpu.backend import CPUBackend
+
+TENSORPLAY_API_VERSION = 1
+GUARDED = []
+
+
+class FakeGPUBackend(CPUBackend):
+    # numpy storage, but several indexed devices of one type, like cuda:0 / cuda:1
+    device_type = "fakegpu"
+
+    def device_guard(self, device):
+        GUARDED.append(str(device))
+        return contextlib.nullcontext()
+
+    def align_device(self, t, device, api):
+        if t._device.type == "cpu" and not t._shape:
+            return self.wrap(np.array(t._data), device)
+        raise DispatchError(f"{api}: expected all tensors on one device, found tensors on "
+                            f"{device} and {t._device}")
+
+    def from_other(self, arr, src, device):
+        return np.array(arr, copy=True)
+
+
+@hookimpl
+def tensorplay_devices():
+    return [DeviceSpec("fakegpu", "fakegpu_plugin:FakeGPUBackend")]
+"""
+
+
+def test_multi_device_backends_get_index_checks_in_the_generated_adapters(plugin_env):
+    """The adapter generator's rule for backends with indexed devices (what tensorplay-cuda
+    relies on), checked on any machine with a numpy-backed two-device plugin: both tensors must
+    be on one index, a 0-dim cpu tensor joins (also as the first argument), kernels run under
+    ``device_guard`` of the tensors' device."""
+    make, env = plugin_env
+    make("fakegpu-plugin", "fakegpu_plugin", _FAKEGPU)
+    out = _run("""
+        import json
+        import tensorplay as tp
+        import fakegpu_plugin as fg
+        from tensorplay.errors import DispatchError
+        d0, d1 = tp.device("fakegpu", 0), tp.device("fakegpu", 1)
+        a = tp.ones(3).to(d0)
+        b = tp.ones(3).to(d1)
+        res = {"same": str((b + b).device), "scalar": str((b * tp.tensor(2.0)).device),
+               "scalar_first": str((tp.tensor(2.0) * b).device),
+               "scalar_vals": (tp.tensor(2.0) * b).cpu().tolist(),
+               "cat": str(tp.cat([b, b]).device)}
+        for name, fn in (("mixed", lambda: a + b), ("mixed_list", lambda: tp.cat([b, a])),
+                         ("cpu_tensor", lambda: b + tp.ones(3))):
+            try:
+                fn()
+                res[name] = "no error"
+            except DispatchError as e:
+                res[name] = str(e)
+        fg.GUARDED.clear()
+        b.exp()
+        res["guarded"] = fg.GUARDED
+        print(json.dumps(res))
+    """, env)
+    res = json.loads(out.strip().splitlines()[-1])
+    assert res["same"] == res["scalar"] == res["scalar_first"] == res["cat"] == "fakegpu:1"
+    assert res["scalar_vals"] == [2.0, 2.0, 2.0]
+    assert "tp::add: expected all tensors on one device" in res["mixed"]
+    assert "fakegpu:0" in res["mixed"] and "fakegpu:1" in res["mixed"]
+    assert "tp::cat: expected all tensors on one device" in res["mixed_list"]
+    assert "expected all tensors on one device" in res["cpu_tensor"], res["cpu_tensor"]
+    assert res["guarded"] == ["fakegpu:1"]
+
+
 def _gelu_ref(u):
     return 0.5 * u * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (u + 0.044715 * u ** 3)))
 
@@ -292,6 +368,13 @@ def test_dlpack_both_ways_is_zero_copy():
     cv = cupy.from_dlpack(tv)
     assert cv.shape == (3, 2) and cv.data.ptr == t.data_ptr()
     assert cupy.asnumpy(cv).tolist() == t.cpu().t().tolist()
+    # a strided producer array is imported without a copy, keeping its strides
+    ct = c.T
+    st = tp.from_dlpack(ct)
+    assert st.shape == (3, 2) and st.data_ptr() == c.data.ptr and not st.is_contiguous()
+    assert st.cpu().tolist() == cupy.asnumpy(ct).tolist()
+    c[1, 0] = 17
+    assert st[0, 1].item() == 17.0
     # tensor() copies
     u = tp.tensor(c, device="cuda")
     c[0, 1] = 99
@@ -525,7 +608,7 @@ def test_tensors_on_cuda0_and_cuda1():
     assert x1.device == CUDA1 and x1._data.device.id == 1
     y1 = (x1 * 2 + 1).sum(0)
     assert y1.device == CUDA1 and y1._data.device.id == 1
-    assert y1.cpu().tolist() == [7.0, 11.0, 15.0]
+    assert y1.cpu().tolist() == [8.0, 12.0, 16.0]      # [[1, 3, 5], [7, 9, 11]] summed
     z = tp.zeros(3, device="cuda:1")
     assert z._data.device.id == 1
     with pytest.raises(DispatchError, match=r"found tensors on cuda:0 and cuda:1|cuda:1 and cuda:0"):
@@ -549,9 +632,38 @@ def test_tensors_on_cuda0_and_cuda1():
 @pytest.mark.cuda
 @needs_cuda
 @needs_2
+def test_backend_allocations_land_on_the_requested_gpu_whatever_is_current():
+    # core code may call these directly (autograd's seed gradient does), outside any adapter
+    from tensorplay._backend import get_backend
+    cupy = _cupy()
+    be = get_backend("cuda")
+    with cupy.cuda.Device(0):
+        arrs = [be.full((3,), 1, tp.float32, CUDA1), be.empty((2,), tp.float64, CUDA1),
+                be.arange(0, 4, 1, tp.int64, CUDA1), be.rand((2,), tp.float32, CUDA1),
+                be.randn((2,), tp.float32, CUDA1), be.from_host([1.0, 2.0], tp.float32, CUDA1)]
+        assert cupy.cuda.runtime.getDevice() == 0
+    assert [a.device.id for a in arrs] == [1] * len(arrs)
+    with cupy.cuda.Device(1):
+        assert be.full((1,), 0, tp.float32, CUDA0).device.id == 0
+
+
+@pytest.mark.cuda
+@needs_cuda
+@needs_2
 def test_autograd_and_custom_ops_on_cuda1():
+    import warnings
+
+    from cupy._util import PerformanceWarning
     from tensorplay_example_ops.cuda_ops import bias_gelu
     from tensorplay_example_ops.ops import rms_norm
+    with warnings.catch_warnings():
+        # CuPy warns when a kernel reads an array living on another GPU than the current one
+        # (it then enables peer access silently): every kernel must run where its data lives
+        warnings.simplefilter("error", PerformanceWarning)
+        _autograd_and_custom_ops_on_cuda1(bias_gelu, rms_norm)
+
+
+def _autograd_and_custom_ops_on_cuda1(bias_gelu, rms_norm):
     x = tp.randn(4, 6, dtype=tp.float64, device="cuda:1", requires_grad=True)
     b = tp.randn(6, dtype=tp.float64, device="cuda:1", requires_grad=True)
     y = rms_norm(bias_gelu(x, b), b)

@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 import pytest
-from _plugin_dists import BROKEN_IMPORT, GOOD, PluginEnv
+from _plugin_dists import _PYCACHE, BROKEN_IMPORT, GOOD, PluginEnv
 
 CORE = pathlib.Path(__file__).resolve().parents[1] / "tensorplay_core" / "tensorplay"
 
@@ -683,7 +683,8 @@ def _pytest(env, *args):
     p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                         "-o", "addopts=", "--rootdir", env.root, *args],
                        cwd=env.root, capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "PYTHONPATH": env.root}, check=False)
+                       env={**os.environ, "PYTHONPATH": env.root,
+                            "PYTHONPYCACHEPREFIX": _PYCACHE}, check=False)
     return p.returncode, p.stdout + p.stderr
 
 

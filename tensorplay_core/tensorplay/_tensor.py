@@ -381,6 +381,8 @@ class Tensor:
                 device, dtype = a.device, a.dtype
             elif isinstance(a, _dtype.DType):
                 dtype = a
+            elif isinstance(a, type):      # float, numpy.float64, ...
+                dtype = _dtype.as_dtype(a if a in (float, int, bool) else a.__name__)
             elif a is not None:
                 try:
                     dtype = _dtype.as_dtype(a) if not isinstance(a, (str, Device, int)) or \

@@ -17,12 +17,14 @@ Global options ``--plugins LIST``, ``--disable-plugins LIST`` and ``--strict`` s
 are discovered when ``tensorplay`` is imported, which has already happened by the time this module
 runs, so with any of them the command re-runs itself in a fresh interpreter with that environment.
 
-Tables use ``rich`` when it is importable and plain text otherwise (rich is not a dependency).
+Tables use ``rich`` on a terminal when it is importable, plain text otherwise (rich is not a
+dependency; ``TENSORPLAY_CLI_RICH=1``/``0`` forces either).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -135,13 +137,23 @@ def main(argv=None) -> int:
 # ----------------------------------------------------------------------------------------------
 # output helpers
 
+def _use_rich(out) -> bool:
+    """rich tables on a terminal when rich is importable; plain text when piped (greppable,
+    stable for scripts and tests). ``TENSORPLAY_CLI_RICH=1``/``0`` forces either."""
+    force = os.environ.get("TENSORPLAY_CLI_RICH")
+    if force == "0":
+        return False
+    if force != "1" and not (hasattr(out, "isatty") and out.isatty()):
+        return False
+    return importlib.util.find_spec("rich") is not None
+
+
 def _print_table(title, headers, rows, out=None) -> None:
     out = out or sys.stdout
-    try:
+    Console = None
+    if _use_rich(out):
         from rich.console import Console
         from rich.table import Table
-    except ImportError:
-        Console = None
     if Console is not None:
         t = Table(title=title)
         for h in headers:
@@ -232,6 +244,8 @@ def _op_info(op) -> dict:
     keys = sorted(set(k for k, v in op._kernels.items() if v) | set(op._lazy))
     kernels = [("any device" if k == "default" else k) + (" (lazy)" if k in op._lazy and
                                                           not op._kernels.get(k) else "")
+               # entry-point kernels not imported yet are stand-ins in the stack (plugin manager)
+               + (" (lazy)" if hasattr(op.kernels.get(k), "_tensorplay_lazy_target") else "")
                for k in keys]
     if op.is_builtin:
         plugin = "tensorplay (built-in)"

@@ -11,6 +11,8 @@ Device and stream rules:
 * Every built-in kernel runs inside ``device_guard(tensor.device)`` (the generated adapter wraps
   it), i.e. ``cupy.cuda.Device(index)``: work and allocations happen on the tensor's own GPU,
   and the caller's current device is restored afterwards.
+* Backend methods that allocate take the device and allocate there whoever calls them
+  (``empty``/``full``/``arange``/``rand``/``randn``/``from_host``), even outside an adapter.
 * Work is issued on CuPy's *current stream* of that device (``cupy.cuda.Stream(...)`` used as a
   context manager is respected), exactly as plain CuPy code would be.
 * A copy between two GPUs is ordered with events: the destination stream waits for the source
@@ -140,10 +142,18 @@ class CUDABackend(ArrayBackend):
 
     # -- tensors --------------------------------------------------------------------------------
     def wrap(self, arr, device):
-        """Tensor on ``device`` owning CuPy array ``arr`` (made contiguous on its device if not)."""
+        """Tensor on ``device`` owning CuPy array ``arr`` (copied to a contiguous array on the
+        current device if it is not contiguous: callers run under ``device_guard(device)``).
+        ``cuda`` without an index takes the array's own device."""
         if device.index is None:
             device = Device("cuda", arr.device.id if isinstance(arr, cupy.ndarray) else 0)
         return ArrayBackend.wrap(self, arr, device)
+
+    def wrap_shared(self, arr, device):
+        """Tensor sharing CuPy array ``arr``'s memory (``from_dlpack``); the copy made for a
+        layout a storage cannot describe (negative strides) is made on ``arr``'s own GPU."""
+        with self.device_guard(device):
+            return ArrayBackend.wrap_shared(self, arr, device)
 
     def as_strided(self, root, shape, stride, offset):
         """CuPy view of ``root``'s memory: ``shape``/``stride``/``offset`` in elements."""
@@ -153,6 +163,24 @@ class CUDABackend(ArrayBackend):
                 return cupy.empty(shape, dtype=root.dtype)
         return cupy.ndarray(tuple(shape), root.dtype, memptr=root.data + offset * item,
                             strides=tuple(s * item for s in stride))
+
+    # Allocations take their device: they must land there whoever calls them (the generated
+    # adapters already run under device_guard; core code such as autograd's seed gradient calls
+    # these directly, and on cuda:1 with cuda:0 current would otherwise allocate on cuda:0).
+    def empty(self, shape, dtype, device):
+        """Uninitialised array of ``shape`` on ``device``'s GPU."""
+        with self.device_guard(device):
+            return cupy.empty(shape, dtype=self.native_dtype(dtype))
+
+    def full(self, shape, value, dtype, device):
+        """Array of ``shape`` filled with ``value`` on ``device``'s GPU."""
+        with self.device_guard(device):
+            return cupy.full(shape, value, dtype=self.native_dtype(dtype))
+
+    def arange(self, start, end, step, dtype, device):
+        """``[start, end)`` by ``step`` on ``device``'s GPU."""
+        with self.device_guard(device):
+            return cupy.arange(start, end, step, dtype=self.native_dtype(dtype))
 
     def data_ptr(self, arr) -> int:
         """Device address of ``arr``'s first element (an int)."""

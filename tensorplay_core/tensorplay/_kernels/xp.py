@@ -210,7 +210,7 @@ def bind(xp, be) -> dict:
         return xp.astype(1.0 / xp.sqrt(x), x.dtype)
 
     def _sum(x, dim=None, keepdim=False, *, dtype=None):
-        axis = None if not dim else tuple(dim)
+        axis = None if not dim or not x.ndim else tuple(dim)   # 0-dim: dim 0/-1 allowed
         if dtype is not None:
             return xp.sum(x, axis=axis, keepdims=keepdim, dtype=nd(dtype))
         if x.dtype.kind in "biu":
@@ -224,20 +224,20 @@ def bind(xp, be) -> dict:
             raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be a "
                                f"floating point dtype, got {dt_of(x)}; pass dtype= or convert "
                                f"with .float() first")
-        axis = None if not dim else tuple(dim)
+        axis = None if not dim or not x.ndim else tuple(dim)
         return xp.mean(x, axis=axis, keepdims=keepdim)
 
     def amax(x, dim=(), keepdim=False):
-        return xp.max(x, axis=tuple(dim) if dim else None, keepdims=keepdim)
+        return xp.max(x, axis=tuple(dim) if dim and x.ndim else None, keepdims=keepdim)
 
     def amin(x, dim=(), keepdim=False):
-        return xp.min(x, axis=tuple(dim) if dim else None, keepdims=keepdim)
+        return xp.min(x, axis=tuple(dim) if dim and x.ndim else None, keepdims=keepdim)
 
     def argmax(x, dim=None, keepdim=False):
         if dim is None:
             r = xp.argmax(xp.reshape(x, (-1,)))
             return xp.reshape(r, (1,) * x.ndim) if keepdim else r
-        return xp.argmax(x, axis=dim, keepdims=keepdim)
+        return xp.argmax(x, axis=dim if x.ndim else None, keepdims=keepdim)
 
     def matmul(a, b):
         a, b = _prep(a, b)

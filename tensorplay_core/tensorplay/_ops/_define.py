@@ -136,8 +136,9 @@ def make_adapter(op, kernel, backend):
         # fast path cannot see an index mismatch: every tensor argument must be on __dev (one
         # `is` test each); __align moves a 0-dim cpu tensor there or raises naming both. When the
         # first tensor is such a cpu scalar, the first tensor of this backend's type decides.
+        from .._tensor import Tensor as _Tns
         ns.update(__align=align, __api=op.name, __bt=backend.device_type,
-                  __pick=lambda ts: next((t._device for t in ts if t.__class__ is Tensor and
+                  __pick=lambda ts: next((t._device for t in ts if t.__class__ is _Tns and
                                           t._device.type == backend.device_type), ts[0]._device))
         tens = [_dispatch._pyname(a.name) if a.kind != "tensor_list" else
                 f"*{_dispatch._pyname(a.name)}" for a in sch.arguments

@@ -146,7 +146,8 @@ def _mul_setup(ctx, inputs, output):
     x, o = inputs[0], inputs[1]
     if is_tensor(o):
         keep = len(ctx.needs_input_grad) > 1 and ctx.needs_input_grad[1]
-        ctx.save_for_backward(o, x.detach().clone() if keep else None)
+        # a clone with history (not detached): double backward differentiates through it
+        ctx.save_for_backward(o, O.clone(x) if keep else None)
         ctx.scalar = None
     else:
         ctx.save_for_backward(None, None)

@@ -47,7 +47,8 @@ def _mean_bw(ctx, g):
     n = 1
     _, dset = reduce_shape(ctx.shape, ctx.dims, ctx.keepdim)
     for d in dset:
-        n *= ctx.shape[d]
+        if d < len(ctx.shape):      # a 0-dim input "reduces" its dim 0 over one element
+            n *= ctx.shape[d]
     return O.div(_expand_back(g, ctx.shape, ctx.dims, ctx.keepdim), float(max(n, 1))), None, None
 
 

@@ -258,11 +258,40 @@ def _generated_entry(op, name, backward, setup):
     else:
         lines += ["    if not __en[0]:", f"        return __table[__bkey]({call_s})",
                   "    __en[0] = False", "    try:", f"        __out = __table[__bkey]({call_s})",
-                  "    finally:", "        __en[0] = True",
-                  f"    return __rec(__name, __opname, __bw, __setup, {vals}, __out)"]
+                  "    finally:", "        __en[0] = True"]
+        args = op.schema.arguments
+        plain = all((a.kind == _dispatch._KIND_TENSOR and a.name not in scalar_ok) or
+                    (a.kind not in (_dispatch._KIND_TENSOR, _dispatch._KIND_OPT,
+                                    _dispatch._KIND_LIST) and not a.type.endswith("[]"))
+                    for a in args)
+        if plain:
+            # _record inlined: every tensor parameter is one Tensor, the others are scalars, so
+            # _structure_and_edges' result is known in shape: ["t" | None per parameter]
+            tens = [n for n, a in zip(names, args) if a.kind == _dispatch._KIND_TENSOR]
+            lines += [f"    __e{j} = __edge({n})" for j, n in enumerate(tens)]
+            needs, struct, j = [], [], 0
+            for a in args:
+                if a.kind == _dispatch._KIND_TENSOR:
+                    needs.append(f"__e{j} is not None")
+                    struct.append("'t'")
+                    j += 1
+                else:
+                    needs.append("False")
+                    struct.append("None")
+            edges = "(" + "".join(f"__e{j}, " for j in range(len(tens))) + ")"
+            lines += [f"    __needs = ({', '.join(needs)},)", "    __ctx = __Ctx()",
+                      "    __ctx._op_name = __opname"]
+            if setup is not None:
+                lines += ["    __ctx.needs_input_grad = __needs",
+                          f"    __setup(__ctx, {vals}, __out)"]
+            lines += [f"    return __attach(__name, __bw, __ctx, {vals}, __out, __T, "
+                      f"([{', '.join(struct)}], {edges}, __needs))"]
+        else:
+            lines += [f"    return __rec(__name, __opname, __bw, __setup, {vals}, __out)"]
     ns.update(__en=_gm._enabled, __table=op.table, __bk=_dispatch.backend_key,
               __flat=_dispatch.flat_tensors, __rec=_record, __name=name, __opname=op.name,
-              __bw=backward, __setup=setup)
+              __bw=backward, __setup=setup, __edge=edge_of, __Ctx=FunctionCtx, __attach=attach,
+              __T=Tensor)
     src = "\n".join(lines)
     exec(compile(src, f"<tensorplay autograd {op.name}>", "exec"), ns)
     fn = ns["autograd_entry"]
@@ -347,11 +376,17 @@ def _make_inplace_autograd(op):
     return inplace_entry
 
 
-def _scratch(g, numel, geom):
-    """A zero gradient buffer laid out like the storage, and its view with ``geom``."""
+def _scratch_view(flat, geom):
+    """View ``geom`` of the gradient buffer ``flat``; when ``flat`` carries history (a
+    ``create_graph=True`` backward wrote graph tensors into it) the view follows that history,
+    so double backward sees through the buffer."""
     from .._ops.views import make_view
-    flat = g.new_zeros((numel,))
-    return flat, make_view(flat, *geom)
+    v = make_view(flat, *geom)
+    if flat._requires_grad and _gm._enabled[0]:
+        v._requires_grad = True
+        regenerate_view_grad_fn(v)
+        v._refresh_key()
+    return v
 
 
 class CopySlices(Node):
@@ -374,17 +409,16 @@ class CopySlices(Node):
         self.name = "CopySlices"
 
     def apply(self, grads):
-        from .._ops.views import make_view
         g = grads[0]
-        flat, gbase = _scratch(g, self.numel, self.base_geom)
-        gbase.copy_(g)
-        region = make_view(flat, *self.view_geom)
-        res = self.inner.apply((region.clone(),))
+        flat = g.new_zeros((self.numel,))
+        _scratch_view(flat, self.base_geom).copy_(g)
+        res = self.inner.apply((_scratch_view(flat, self.view_geom).clone(),))
+        region = _scratch_view(flat, self.view_geom)
         if res[0] is None:
             region.fill_(0)
         else:
             region.copy_(res[0])
-        return (gbase,) + tuple(res[1:])
+        return (_scratch_view(flat, self.base_geom),) + tuple(res[1:])
 
     def release(self):
         self.inner.release()
@@ -404,11 +438,10 @@ class AsStridedBackward(Node):
         self.name = "AsStridedBackward"
 
     def apply(self, grads):
-        from .._ops.views import make_view
         g = grads[0]
-        flat, region = _scratch(g, self.numel, self.view_geom)
-        region.copy_(g)
-        return (make_view(flat, *self.base_geom),)
+        flat = g.new_zeros((self.numel,))
+        _scratch_view(flat, self.view_geom).copy_(g)
+        return (_scratch_view(flat, self.base_geom),)
 
 
 def regenerate_view_grad_fn(t):

@@ -8,10 +8,17 @@ def gradcheck(fn, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float 
     """Check the gradients of ``fn`` at ``inputs`` against finite differences.
 
     ``inputs``: a tuple of arguments; floating Tensors with ``requires_grad=True`` are checked
-    (use float64 for tight tolerances, as with ``torch.autograd.gradcheck``). Each output element
-    is perturbed through a vector-Jacobian product per output element. Returns True when every
-    entry agrees within ``atol + rtol * |numerical|``; otherwise raises ``RuntimeError`` naming the
-    input, the output and the worst entry (or returns False when ``raise_exception=False``).
+    (use float64 for tight tolerances, as with ``torch.autograd.gradcheck``). The analytical
+    Jacobian is built one row per output element (one ``autograd.grad`` each) and compared with
+    central differences ``(f(x + eps) - f(x - eps)) / 2 eps``, one input element at a time.
+    Returns True when every entry agrees within ``atol + rtol * |numerical|``; otherwise raises
+    ``RuntimeError`` naming the output, the input and the entry (or returns False when
+    ``raise_exception=False``). ``ValueError`` when no input requires grad.
+
+    Example::
+
+        x = tensorplay.randn(3, dtype=tensorplay.float64, requires_grad=True)
+        assert tensorplay.autograd.gradcheck(lambda t: (t * t).sum(), (x,))
     """
     from .._tensor import Tensor
     from .api import grad as _grad
@@ -66,3 +73,59 @@ def gradcheck(fn, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float 
                             raise RuntimeError(msg)
                         return False
     return True
+
+
+def gradgradcheck(fn, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: float = 1e-5,
+                  rtol: float = 1e-3, raise_exception: bool = True, seed: int = 0) -> bool:
+    """Check second derivatives of ``fn`` (same as ``torch.autograd.gradgradcheck``).
+
+    Runs ``gradcheck`` on ``(inputs, grad_outputs) -> autograd.grad(fn(inputs), inputs,
+    grad_outputs, create_graph=True)``, so the backward formulas themselves must be
+    differentiable. ``grad_outputs`` default to fixed pseudo-random float64 tensors (``seed``)
+    shaped like ``fn``'s floating outputs. Raises/returns as ``gradcheck``.
+    """
+    import random
+
+    from .. import _factories
+    from .._tensor import Tensor
+    from .api import grad as _grad
+    from .grad_mode import enable_grad
+    if not isinstance(inputs, tuple):
+        inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    mask = [isinstance(x, Tensor) and x.requires_grad for x in inputs]
+    if not any(mask):
+        raise ValueError("gradgradcheck: no input requires grad; set requires_grad=True on the "
+                         "floating inputs to check")
+
+    def floating_outputs(out):
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        return [o for o in outs if isinstance(o, Tensor) and o.dtype.is_floating_point]
+
+    with enable_grad():
+        outs = floating_outputs(fn(*inputs))
+    if grad_outputs is None:
+        rnd = random.Random(seed)
+        grad_outputs = tuple(
+            _factories.tensor([rnd.uniform(-1.0, 1.0) for _ in range(o.numel())],
+                              dtype=o.dtype, device=o.device).reshape(list(o.shape))
+            .requires_grad_(True) for o in outs)
+    grad_outputs = tuple(grad_outputs)
+    n = len(inputs)
+
+    def first_grad(*args):
+        with enable_grad():
+            ins = [x.detach().requires_grad_(True) if m and not x.requires_grad else x
+                   for x, m in zip(args[:n], mask)]
+            gos = list(args[n:])
+            os_ = floating_outputs(fn(*ins))
+            keep = [i for i, o in enumerate(os_) if o.requires_grad]
+            diff = [x for x, m in zip(ins, mask) if m]
+            if not keep:
+                return tuple(_factories.zeros_like(x) for x in diff)
+            gs = _grad([os_[i] for i in keep], diff, [gos[i] for i in keep],
+                       create_graph=True, allow_unused=True)
+            return tuple(g if g is not None else _factories.zeros_like(x)
+                         for g, x in zip(gs, diff))
+
+    return gradcheck(first_grad, tuple(inputs) + grad_outputs, eps=eps, atol=atol, rtol=rtol,
+                     raise_exception=raise_exception)

@@ -244,10 +244,13 @@ def _scan():
         t0 = time.perf_counter()
         _S.scan_count += 1
         found = None if os.environ.get("TENSORPLAY_PLUGIN_SCAN") == "importlib" else _fast_scan()
+        how = "dist-info reader"
         if found is None:
-            found = _importlib_scan()
+            found, how = _importlib_scan(), "importlib.metadata"
         _S.scan = found
         _S.scan_seconds = time.perf_counter() - t0
+        _trace("scan (%s): %d plugin and %d kernel entry points in %.2f ms", how,
+               len(found[0]), len(found[1]), _S.scan_seconds * 1e3)
     return _S.scan
 
 
@@ -506,7 +509,7 @@ def _load_one(rec: PluginRecord, loader, strict: bool) -> None:
         rec.handles = _registry._undo_log[mark:]
         del _registry._undo_log[mark:]
         rec.status = "loaded"
-    except (Exception, SystemExit) as e:  # noqa: BLE001 - isolation: never break the import
+    except (Exception, SystemExit) as e:   # isolation: never break `import tensorplay`
         if rec.status == "incompatible":     # strict mode: already rolled back and reported
             raise
         rec.attempted_ops |= set(_registry._OPS) - ops_before
@@ -693,6 +696,8 @@ def _install_kernel_eps(rec: PluginRecord, eps, strict: bool) -> None:
             wrapper = _lazy_kernel(op, key, ep.name, ep.value, rec)
             op._add_kernel(key, wrapper, rec.dist, rec.priority)
             rec.kernel_eps.append((qual, key, ep.value))
+            _trace("kernel entry point %s = %s of %s registered (imported on first call)",
+                   ep.name, ep.value, rec.label)
         rec.handles += _registry._undo_log[mark:]
         del _registry._undo_log[mark:]
     except Exception as e:  # noqa: BLE001 - isolation: the plugin fails, nothing else
