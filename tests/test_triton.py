@@ -52,10 +52,15 @@ BLOCK_TORCH_DIR = ROOT / "plugins" / "tensorplay_triton" / "tools" / "block_torc
 
 interpret_only = pytest.mark.skipif(
     MODE != "interpret", reason="interpreter-mode test (this process runs compiled kernels)")
-compiled_only = pytest.mark.skipif(
+_compiled_mode = pytest.mark.skipif(
     MODE != "compiled",
     reason="compiled-kernel test: run by test_cuda_compiled_suite in a subprocess with "
            "TENSORPLAY_TRITON_TEST_MODE=compiled")
+
+
+def compiled_only(fn):
+    """GPU test with compiled kernels: marked ``cuda`` and ``triton``; runs in compiled mode only."""
+    return pytest.mark.cuda(pytest.mark.triton(_compiled_mode(fn)))
 
 
 def _cuda_ok():
@@ -137,6 +142,16 @@ def hooked_copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m), mask=m)
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128})],
+                 key=["n"], restore_value=["out_ptr"])
+@triton.jit
+def accumulate_restore_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """out += x, autotuned with restore_value: benchmark runs must leave ``out`` as it was."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.atomic_add(out_ptr + offs, tl.load(x_ptr + offs, mask=m), mask=m)
 
 
 @triton.heuristics(values={"BLOCK": lambda args: triton.next_power_of_2(args["n"])})
@@ -316,6 +331,17 @@ def test_autotune_reset_to_zero_and_cache_on_cpu():
     # cached: a second launch runs once (accumulates exactly once more)
     k[lambda m: (triton.cdiv(300, m["BLOCK"]),)](x, out, 300)
     np.testing.assert_allclose(_host(out), 2 * _host(x), rtol=1e-6)
+
+
+@interpret_only
+def test_autotune_restore_value_on_cpu():
+    _cpu()
+    x = tensorplay.randn(200)
+    out = tensorplay.full((200,), 5.0)
+    wrap_triton(accumulate_restore_kernel)[lambda m: (triton.cdiv(200, m["BLOCK"]),)](x, out, 200)
+    # every benchmark run was undone (clone + copy_ on the adapters); only the real run counts
+    np.testing.assert_allclose(_host(out), 5.0 + _host(x), rtol=1e-6)
+    assert len(accumulate_restore_kernel.configs_timings) == 2
 
 
 @interpret_only
