@@ -557,6 +557,10 @@ def lookup(qualname: str) -> CustomOpDef:
     """The op registered as ``qualname`` (``"ns::op"``); ``LookupError`` naming it otherwise."""
     op = _OPS.get(qualname)
     if op is None:
+        from .plugins import manager   # a plugin imported before tensorplay may still be pending
+        manager.finish_deferred()
+        op = _OPS.get(qualname)
+    if op is None:
         raise LookupError(f"no operator named {qualname!r} is registered (known namespaces: "
                           f"{', '.join(sorted({o.namespace for o in _OPS.values()})) or 'none'})")
     return op

@@ -19,6 +19,9 @@ class _Namespace:
         op = _registry._OPS.get(f"{self._ns}::{name}")
         if op is None:
             from .plugins import manager as _pm
+            _pm.finish_deferred()   # a plugin imported before tensorplay may still be pending
+            op = _registry._OPS.get(f"{self._ns}::{name}")
+        if op is None:
             rec = _pm.op_failure(f"{self._ns}::{name}")   # a plugin that failed to provide it?
             hint = f"; {_pm.op_failure_hint(f'{self._ns}::{name}')}" if rec is not None else ""
             raise AttributeError(f"tensorplay.ops.{self._ns} has no operator {name!r}{hint}") \

@@ -130,6 +130,7 @@ class _State:
         self.loaded = False
         self.lock = threading.RLock()
         self.scan = None                        # cached (plugin eps, kernel eps)
+        self.deferred: list = []                # plugins whose module was mid-import
         self.scan_count = 0
         self.trace = False
         self.logger = None
@@ -434,6 +435,15 @@ def load_all(entry_points=None, kernel_entry_points=None) -> None:
                 rec.attempted_ops |= {e.name.rpartition(".")[0] for e in kernel_eps.get(dname, ())}
                 _trace("blocked %s (%s) before import", rec.label, rec.value)
                 continue
+            modname = ep.value.partition(":")[0]
+            m = sys.modules.get(modname)
+            if m is not None and getattr(getattr(m, "__spec__", None), "_initializing", False):
+                # The user imported the plugin module first and it is importing tensorplay:
+                # its hooks are not defined yet. Finish it once its own import has completed.
+                rec.status = "pending"
+                _S.deferred.append((rec, ep.load, strict, kernel_eps.pop(dname, None)))
+                _trace("deferred %s: its module is still being imported", rec.label)
+                continue
             new.append(rec)
             _load_one(rec, ep.load, strict)
 
@@ -456,6 +466,24 @@ def load_all(entry_points=None, kernel_entry_points=None) -> None:
             if eps and rec.status == "loaded":
                 _install_kernel_eps(rec, eps, strict)
         _S.load_seconds += time.perf_counter() - t_start
+
+
+def finish_deferred() -> None:
+    """Load plugins whose module was mid-import when ``tensorplay`` loaded (``import
+    tensorplay_cpu`` before ``import tensorplay``). Called where plugin results are needed
+    (backends, records, op lookups that miss); a no-op once nothing is pending."""
+    if not _S.deferred:
+        return
+    with _S.lock:
+        pending, _S.deferred = _S.deferred, []
+        for rec, loader, strict, keps in pending:
+            m = sys.modules.get(rec.value.partition(":")[0])
+            if m is not None and getattr(getattr(m, "__spec__", None), "_initializing", False):
+                _S.deferred.append((rec, loader, strict, keps))
+                continue
+            _load_one(rec, loader, strict)
+            if keps and rec.status == "loaded":
+                _install_kernel_eps(rec, keps, strict)
 
 
 def _load_one(rec: PluginRecord, loader, strict: bool) -> None:
@@ -763,6 +791,7 @@ def load_backend(device_type: str):
 
     Raises ``DeviceUnavailableError`` naming the device and the fix; when the plugin that would
     provide it failed to load, its recorded exception is chained (``__cause__``)."""
+    finish_deferred()
     cands = sorted(_S.devices.get(device_type, []), key=lambda e: -e[0])
     if not cands:
         rec = _failed_provider(device_type)
@@ -804,6 +833,7 @@ def _failed_provider(device_type: str):
 def device_hint(device_type: str) -> str:
     """A sentence telling the user how to get ``device_type``: the recorded failure of the
     plugin that provides it (with the fix), the control that blocks it, or what to install."""
+    finish_deferred()
     rec = _failed_provider(device_type)
     if rec is not None:
         if rec.status == "blocked":
@@ -825,6 +855,7 @@ def op_failure(qualname: str):
     """The failed (or incompatible/blocked) plugin record that likely provides op ``qualname``:
     one that had defined it, or a namespace of it, before failing; else one whose entry point,
     module or distribution is named like the namespace. ``None`` when there is none."""
+    finish_deferred()
     ns = qualname.partition("::")[0].lower()
     bad = [r for r in _S.records.values() if r.status in ("failed", "incompatible", "blocked")]
     for rec in bad:
@@ -859,6 +890,7 @@ def op_failure_hint(qualname: str) -> str | None:
 
 def records() -> list:
     """Every ``PluginRecord`` (loaded, failed, blocked, incompatible), in load order."""
+    finish_deferred()
     return list(_S.records.values())
 
 
@@ -884,6 +916,7 @@ def list_plugins() -> list[dict]:
         >>> [p["distribution"] for p in tensorplay.plugins.list() if p["status"] == "loaded"]
         ['tensorplay-cpu', 'tensorplay-example-ops']
     """
+    finish_deferred()
     return [r.as_dict() for r in _S.records.values()]
 
 
@@ -897,6 +930,7 @@ def ops_table(namespace: str | None = None) -> list[dict]:
     built-ins, ``None`` for user code), ``module`` (defining module), ``builtin``, ``has_fake``,
     ``has_autograd``. ``namespace`` restricts to one namespace.
     """
+    finish_deferred()
     out = []
     provided = sorted(_S.devices)
     for op in _registry.all_ops():
@@ -965,6 +999,7 @@ def sample_inputs(op, device) -> list:
 
     Each plugin is called on its own; results are normalized to ``SampleInput``. A hook that
     raises or returns something else raises ``PluginError`` naming the plugin and the op."""
+    finish_deferred()
     from .._device import Device
     device = Device(device)
     out = []
