@@ -170,5 +170,5 @@ def try_import_torch():
     try:
         import torch
         return torch, None
-    except Exception as e:   # not installed in this environment: report, never fake
+    except Exception as e:  # noqa: BLE001 - any import failure means: no reference, say why
         return None, f"torch not importable ({type(e).__name__}: {e})"

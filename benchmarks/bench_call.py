@@ -26,10 +26,9 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import _harness as H  # noqa: E402
-
-import tensorplay as tp  # noqa: E402
-from tensorplay.library import custom_op  # noqa: E402
+import _harness as H
+import tensorplay as tp
+from tensorplay.library import custom_op
 
 TARGET_NOGRAD_US = 1.0
 TARGET_GRAD_US = 4.0
@@ -65,7 +64,7 @@ tp_op14 = custom_op("tpbench::op14", tp_body14, mutates_args=())
 
 def _torch_ops(torch):
     """The same three ops defined with ``torch.library.custom_op``."""
-    Tensor = torch.Tensor  # noqa: N806 - annotations are evaluated eagerly (no __future__)
+    Tensor = torch.Tensor
 
     def t_body(x: Tensor) -> Tensor:
         return x * 3.0
@@ -88,17 +87,18 @@ def _torch_ops(torch):
     for op in (t_scale, t_scale_ag):
         op.register_fake(lambda x: torch.empty_like(x))
     t_op14.register_fake(lambda a, *rest: torch.empty_like(a))
-    return dict(t_body=t_body, t_body_ag=t_body_ag, t_bwd=t_bwd, t_body14=t_body14,
-                t_scale=t_scale, t_scale_ag=t_scale_ag, t_op14=t_op14,
-                t_ops_scale=torch.ops.tpbench.scale.default)
+    return {"t_body": t_body, "t_body_ag": t_body_ag, "t_bwd": t_bwd, "t_body14": t_body14,
+            "t_scale": t_scale, "t_scale_ag": t_scale_ag, "t_op14": t_op14,
+            "t_ops_scale": torch.ops.tpbench.scale.default}
 
 
 ARGS14 = "{a}, {a}2, {a}3, {a}4, [1, 2], [0.5, 1.5], 2.0, 1.0, 0.5, True, False, 3, 4, 5"
 
 
 def _setup(torch):
-    g = dict(tp=tp, tp_body=tp_body, tp_body_ag=tp_body_ag, tp_bwd=tp_bwd, tp_body14=tp_body14,
-             tp_scale=tp_scale, tp_scale_ag=tp_scale_ag, tp_op14=tp_op14)
+    g = {"tp": tp, "tp_body": tp_body, "tp_body_ag": tp_body_ag, "tp_bwd": tp_bwd,
+         "tp_body14": tp_body14, "tp_scale": tp_scale, "tp_scale_ag": tp_scale_ag,
+         "tp_op14": tp_op14}
     g["x"] = tp.tensor([1.0])
     g["x2"], g["x3"], g["x4"] = tp.tensor([2.0]), tp.tensor([3.0]), tp.tensor([4.0])
     g["xg"] = tp.tensor([1.0], requires_grad=True)

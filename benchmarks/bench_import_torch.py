@@ -18,7 +18,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import _harness as H  # noqa: E402
+import _harness as H
 
 CMDS = {"python -c pass": "pass",
         "import tensorplay": "import tensorplay",
@@ -43,8 +43,8 @@ def main(argv=None):
     import tensorplay
     plugins = [p.get("name") if isinstance(p, dict) else str(p) for p in tensorplay.plugins.list()]
     env_heavy = subprocess.run(
-        [sys.executable, "-c", "import sys, tensorplay; print(','.join(m for m in ('numpy', "
-         "'cupy', 'triton', 'torch') if m in sys.modules))"],
+        [sys.executable, "-c", ("import sys, tensorplay; print(','.join(m for m in ('numpy', "
+                                "'cupy', 'triton', 'torch') if m in sys.modules))")],
         check=True, capture_output=True, text=True).stdout.strip()
     for code in cmds.values():   # warm the file-system cache
         _once(code)

@@ -161,7 +161,6 @@ class CustomOpDef:
         self._backward = None
         self._setup_context = None
         self._autograd_owner = None
-        self._lazy: dict[str, object] = {}
         self.table = _Table()
         self.table.op = self
         self._capture_kernel = None
@@ -261,46 +260,12 @@ class CustomOpDef:
                                   ("_backward", "_setup_context", "_autograd_owner"),
                                   (backward, setup_context, owner))
 
-    def _add_lazy(self, key: str, target: str, owner) -> RegistrationHandle:
-        """A kernel named by entry-point metadata ``"pkg.mod:fn"``, imported on its first call."""
-        op = self
-
-        def lazy_kernel(*args, **kwargs):
-            import importlib
-            mod, _, attr = target.partition(":")
-            try:
-                fn = importlib.import_module(mod)
-                for part in attr.split("."):
-                    fn = getattr(fn, part)
-            except Exception as e:
-                raise DispatchError(
-                    f"{op._api()}: the {key} kernel {target!r} declared by plugin {owner} could "
-                    f"not be imported: {type(e).__name__}: {e}") from e
-            with _lock:
-                if op._lazy.get(key) is lazy_kernel:
-                    del op._lazy[key]
-                    op._add_kernel(key, fn, owner, _plugin_priority(owner))
-            return fn(*args, **kwargs)
-
-        lazy_kernel._tensorplay_lazy_target = target
-        with _lock:
-            self._lazy[key] = lazy_kernel
-            _KNOWN_DEVICE_TYPES.add(key)
-            self._rebuild()
-
-        def undo():
-            with _lock:
-                if self._lazy.get(key) is lazy_kernel:
-                    del self._lazy[key]
-                    self._rebuild()
-        return _record(RegistrationHandle(undo))
-
     def _rebuild(self) -> None:
         """Recompute the dispatch table from the registrations (never on the call path)."""
         t = _Table()
         t.op = self
         default = self._active(DEFAULT)
-        for key in list(self._kernels) + list(self._lazy):
+        for key in list(self._kernels):
             if key == DEFAULT:
                 continue
             k = self._active(key)
@@ -327,9 +292,6 @@ class CustomOpDef:
         stack = self._kernels.get(key)
         if stack:
             return stack[-1][0]
-        lazy = self._lazy.get(key)
-        if lazy is not None:
-            return lazy
         return None
 
     def _missing_kernel(self, key):
@@ -357,7 +319,7 @@ class CustomOpDef:
 
     def _raise_missing(self, key):
         from . import plugins as _plugins
-        registered = sorted(k for k in self._kernels if self._kernels[k]) + sorted(self._lazy)
+        registered = sorted(k for k in self._kernels if self._kernels[k])
         if key == DEFAULT:
             raise DispatchError(
                 f"{self._api()}: no device-agnostic kernel registered, and a call without tensor "

@@ -241,9 +241,8 @@ def _cmd_plugins(args) -> int:
 # tensorplay ops
 
 def _op_info(op) -> dict:
-    keys = sorted(set(k for k, v in op._kernels.items() if v) | set(op._lazy))
-    kernels = [("any device" if k == "default" else k) + (" (lazy)" if k in op._lazy and
-                                                          not op._kernels.get(k) else "")
+    keys = sorted(k for k, v in op._kernels.items() if v)
+    kernels = [("any device" if k == "default" else k)
                # entry-point kernels not imported yet are stand-ins in the stack (plugin manager)
                + (" (lazy)" if hasattr(op.kernels.get(k), "_tensorplay_lazy_target") else "")
                for k in keys]

@@ -86,6 +86,9 @@ class FunctionNode(Node):
                                   for g, m in zip(grads, self._out_meta))
                     break
         res = self.fn(self.ctx, *grads)
+        structure = self.structure
+        if len(structure) == 1 and structure[0] == "t" and not isinstance(res, (tuple, list)):
+            return (res,)   # one tensor input, a bare gradient: what the general path gives
         if not isinstance(res, tuple):
             # a bare gradient, or a list that is the gradient of a single Tensor[] input
             res = (res,) if not isinstance(res, list) or len(self.structure) == 1 else tuple(res)

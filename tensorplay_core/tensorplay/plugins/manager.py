@@ -943,8 +943,6 @@ def ops_table(namespace: str | None = None) -> list[dict]:
             fn, owner, _ = stack[-1]
             kernels[key] = {"source": owner if owner else ("core" if op.is_builtin else "user"),
                             "lazy": hasattr(fn, "_tensorplay_lazy_target")}
-        for key in getattr(op, "_lazy", {}):
-            kernels.setdefault(key, {"source": op.plugin or "user", "lazy": True})
         if op.is_builtin and getattr(op, "_has_array_kernel", False):
             for d in provided:
                 kernels.setdefault(d, {"source": _provider_dist(d), "lazy": True})
