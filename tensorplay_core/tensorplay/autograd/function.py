@@ -287,8 +287,9 @@ def _generated_entry(op, name, backward, setup):
             if setup is not None:
                 lines += ["    __ctx.needs_input_grad = __needs",
                           f"    __setup(__ctx, {vals}, __out)"]
-            lines += [f"    return __attach(__name, __bw, __ctx, {vals}, __out, __T, "
-                      f"([{', '.join(struct)}], {edges}, __needs))"]
+            ret = (f"    return __attach(__name, __bw, __ctx, {vals}, __out, __T, "
+                   f"([{', '.join(struct)}], {edges}, __needs))")
+            lines.append(ret)
         else:
             lines += [f"    return __rec(__name, __opname, __bw, __setup, {vals}, __out)"]
     ns.update(__en=_gm._enabled, __table=op.table, __bk=_dispatch.backend_key,
@@ -296,7 +297,7 @@ def _generated_entry(op, name, backward, setup):
               __bw=backward, __setup=setup, __edge=edge_of, __Ctx=FunctionCtx, __attach=attach,
               __T=Tensor)
     src = "\n".join(lines)
-    exec(compile(src, f"<tensorplay autograd {op.name}>", "exec"), ns)
+    exec(compile(src, f"<tensorplay autograd {op.name}>", "exec"), ns)  # noqa: S102 - code from the schema
     fn = ns["autograd_entry"]
     fn._source = src
     return fn

@@ -213,7 +213,7 @@ def run_backward(roots, grad_roots, *, keep_graph=False, create_graph=False, inp
             n_all = len(m) if m else 1
             if slot:
                 n_out = max(slot) + 1
-                if n_out > n_all:
+                if n_out > n_all:  # noqa: PLR1730 - no max() call per node
                     n_all = n_out
             grads = (slot.get(0),) if n_all == 1 else tuple(slot.get(i) for i in range(n_all))
             retained = getattr(node, "_retained", None)

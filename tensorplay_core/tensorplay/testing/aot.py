@@ -67,25 +67,10 @@ def _T():
 
 
 def _clone(t):
-    """A detached copy with ``t``'s shape, strides, storage offset, dtype, device and
-    ``requires_grad`` (a new storage)."""
-    from .. import _factories
-    from .._ops.views import make_view
-    from ..autograd.grad_mode import no_grad
-    with no_grad():
-        src = t.detach()
-        if src.is_contiguous() and src.storage_offset() == 0:
-            c = src.clone()
-        else:
-            span = 1 + sum((s - 1) * st for s, st in zip(src.shape, src.stride())) \
-                if all(src.shape) else 0
-            flat = _factories.empty(src.storage_offset() + span, dtype=src.dtype, device=src.device)
-            c = make_view(flat, src.shape, src.stride(), src.storage_offset())
-            c._base = None
-            c.copy_(src)
-    if t.requires_grad:
-        c.requires_grad_(True)
-    return c
+    """A detached copy keeping shape, strides, storage offset, dtype, device and requires_grad
+    (one implementation, shared with opcheck)."""
+    from .opcheck import _clone_tensor
+    return _clone_tensor(t)
 
 
 def _map(x, fn):
