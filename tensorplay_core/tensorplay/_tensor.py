@@ -15,6 +15,7 @@ from __future__ import annotations
 import operator
 
 from . import _dtype
+from ._backend import _CONTIG_CACHE as _CONTIG
 from ._device import Device
 from .autograd import api as _autograd_api
 from .autograd import grad_mode as _gm
@@ -125,6 +126,10 @@ class Tensor:
 
     def is_contiguous(self) -> bool:
         """True when the layout is row-major dense (size-1 dimensions may have any stride)."""
+        if self._stride is _CONTIG.get(self._shape):
+            # fresh results share the cached row-major stride tuple: identity says it (fast path,
+            # used by kernels that check layouts on every call)
+            return True
         expected = 1
         for s, st in zip(reversed(self._shape), reversed(self._stride)):
             if s == 1:
