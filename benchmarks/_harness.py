@@ -133,7 +133,12 @@ def machine_info() -> dict:
                     break
     except OSError:
         pass
+    try:
+        load = [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        load = None
     info = {"cpu": cpu, "nproc": os.cpu_count(), "python": platform.python_version(),
+            "loadavg_1_5_15min": load,
             "implementation": platform.python_implementation(), "platform": platform.platform(),
             "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     for mod in ("tensorplay", "torch", "numpy"):

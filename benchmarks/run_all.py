@@ -58,6 +58,10 @@ def main(argv=None) -> int:
     print(f"machine: {info['cpu']}, {info['nproc']} cpu, Python {info['python']} "
           f"({info['platform']})")
     print(f"torch (reference only): {torch.__version__ if torch else why}")
+    load = info.get("loadavg_1_5_15min")
+    if load and load[0] > 0.5 * (info["nproc"] or 1):
+        print(f"WARNING: load average {load[0]} on {info['nproc']} cpu: other work shares the "
+              f"machine; medians will wander (see the 'fastest runs' figures and the IQRs)")
     os.makedirs(H.RESULTS, exist_ok=True)
     rows, scripts = [], {}
     failed = False

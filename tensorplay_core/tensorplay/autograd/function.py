@@ -242,11 +242,15 @@ def _generated_entry(op, name, backward, setup):
     scalar_ok = set(getattr(op, "_scalar_ok", ()) or ())
     call_s = ", ".join(call)
     vals = "(" + "".join(f"{n}, " for n in names) + ")"
-    if len(tensor_names) == 1 and tensor_names[0][1] == _dispatch._KIND_TENSOR and \
-            op.schema.arguments[[a.name for a in op.schema.arguments].index(
-                next(a.name for a in op.schema.arguments
-                     if _dispatch._pyname(a.name) == tensor_names[0][0]))].name not in scalar_ok:
-        bkey = f"{tensor_names[0][0]}._bkey"
+    kinds = {n: (a.kind, a.name in scalar_ok) for n, a in zip(names, op.schema.arguments)}
+    required = [n for n, _ in tensor_names if kinds[n] == (_dispatch._KIND_TENSOR, False)]
+    maybe = [n for n, _ in tensor_names if kinds[n] == (_dispatch._KIND_TENSOR, True)]
+    if len(required) == 1 and len(required) + len(maybe) == len(tensor_names):
+        # one Tensor parameter (plus scalar_ok ones holding numbers): backend_key([x]) is x._bkey
+        bkey = f"{required[0]}._bkey"
+        if maybe:
+            cond = " and ".join(f"{n}.__class__ is not __T" for n in maybe)
+            bkey = f"{bkey} if {cond} else __bk(__flat({vals}))"
     else:
         bkey = f"__bk(__flat({vals}))"
     lines = [f"def autograd_entry({', '.join(params)}):",
