@@ -14,6 +14,7 @@ import argparse
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -25,10 +26,20 @@ CMDS = {"python -c pass": "pass",
         "import torch": "import torch"}
 
 
-def _once(code: str) -> float:
+def _once(code: str, env=None) -> float:
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([sys.executable, "-c", code], check=True, stdout=subprocess.DEVNULL, env=env)
     return time.perf_counter() - t0
+
+
+def _env(tmp: str) -> dict:
+    """What users get: bytecode cached (a sandbox may set PYTHONDONTWRITEBYTECODE=1, which would
+    recompile tensorplay's editable sources on every run while torch's site-packages have their
+    .pyc from installation); the cache goes to a temporary folder, not the tree."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = os.path.join(tmp, "pycache")
+    return env
 
 
 def main(argv=None):
@@ -46,12 +57,14 @@ def main(argv=None):
         [sys.executable, "-c", ("import sys, tensorplay; print(','.join(m for m in ('numpy', "
                                 "'cupy', 'triton', 'torch') if m in sys.modules))")],
         check=True, capture_output=True, text=True).stdout.strip()
-    for code in cmds.values():   # warm the file-system cache
-        _once(code)
-    raw = {k: [] for k in cmds}
-    for _ in range(a.rounds):
-        for k, code in cmds.items():
-            raw[k].append(_once(code))
+    with tempfile.TemporaryDirectory() as tmp:
+        env = _env(tmp)
+        for code in cmds.values():   # warm the file-system and bytecode caches
+            _once(code, env)
+        raw = {k: [] for k in cmds}
+        for _ in range(a.rounds):
+            for k, code in cmds.items():
+                raw[k].append(_once(code, env))
     floor = raw["python -c pass"]
     res = {"rounds": a.rounds, "plugins": plugins, "heavy_modules_imported_by_tensorplay":
            env_heavy.split(",") if env_heavy else [], "torch_status": why or "ok",

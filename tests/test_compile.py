@@ -626,3 +626,142 @@ def test_compiled_method_recaptures_when_a_tensor_attribute_is_rebound():
     m.w.mul_(2.0)                       # in-place updates need no recapture
     assert_close(m.forward(x), x * m.w)
     assert Lin.forward.captures == 2
+
+
+# ------------------------------------------------------------------------------ guards on Python values
+
+G_SCALE = 2.0
+G_LIST = [2.0, 3.0]
+G_DICT = {"k": 2.0}
+G_CONST = 4.0          # never rebound: must not cause recaptures
+G_OBJ = None
+
+
+def test_global_scalar_is_guarded_and_a_changed_value_recaptures():
+    global G_SCALE
+    G_SCALE = 2.0
+    try:
+        f = tp.compile(lambda x: x * G_SCALE)
+        assert_close(f(tp.ones(2)), tp.full((2,), 2.0))
+        G_SCALE = 5.0
+        assert_close(f(tp.ones(2)), tp.full((2,), 5.0))   # was stale [2.0] before the guard
+        assert f.captures == 2
+        G_SCALE = 2.0                                     # the first graph is still cached
+        assert_close(f(tp.ones(2)), tp.full((2,), 2.0))
+        assert f.captures == 2
+        G_SCALE = 2                                       # int vs float: other result dtype
+        out = f(tp.ones(2, dtype=tp.int64))
+        assert out.dtype is tp.int64 and f.captures == 3
+        G_SCALE = 2.0
+        assert f(tp.ones(2, dtype=tp.int64)).dtype is tp.float32 and f.captures == 4
+    finally:
+        G_SCALE = 2.0
+
+
+def test_closure_scalar_is_guarded():
+    s = 3.0
+    f = tp.compile(lambda x: x * s)
+    assert_close(f(tp.ones(2)), tp.full((2,), 3.0))
+    s = 4.0
+    assert_close(f(tp.ones(2)), tp.full((2,), 4.0))
+    assert f.captures == 2
+    f(tp.ones(2))
+    assert f.captures == 2
+
+
+def test_global_list_element_and_dict_item_are_guarded_by_value():
+    G_LIST[:] = [2.0, 3.0]
+    G_DICT["k"] = 2.0
+    try:
+        f = tp.compile(lambda x: x * G_LIST[0] + G_DICT["k"])
+        assert_close(f(tp.ones(2)), tp.full((2,), 4.0))
+        G_LIST[0] = 7.0
+        assert_close(f(tp.ones(2)), tp.full((2,), 9.0))
+        G_DICT["k"] = -1.0
+        assert_close(f(tp.ones(2)), tp.full((2,), 6.0))
+        assert f.captures == 3
+        f(tp.ones(2))
+        assert f.captures == 3
+    finally:
+        G_LIST[:] = [2.0, 3.0]
+        G_DICT["k"] = 2.0
+
+
+def test_unchanged_module_constant_keeps_the_cache_hit():
+    f = tp.compile(lambda x: (x * G_CONST).relu() + tp.ones(1))
+    x = _x(5)
+    for _ in range(5):
+        assert_close(f(x), (x * G_CONST).relu() + 1.0)
+    assert f.captures == 1 and f.cache_size == 1
+    assert "G_CONST" in f._last.guard_source
+
+
+def test_function_without_python_values_has_no_guard():
+    f = tp.compile(lambda x: x * 2.0)
+    f(_x(3))
+    assert f._last.guard is None
+
+
+def test_values_read_by_a_helper_and_attributes_are_guarded():
+    class Cfg:
+        pass
+
+    global G_OBJ
+    G_OBJ = Cfg()
+    G_OBJ.k = 2.0
+
+    def helper(x):
+        return x * G_OBJ.k
+
+    try:
+        f = tp.compile(lambda x: helper(x) + 1.0)
+        assert_close(f(tp.ones(2)), tp.full((2,), 3.0))
+        G_OBJ.k = 3.0                     # attribute of a global object
+        assert_close(f(tp.ones(2)), tp.full((2,), 4.0))
+        assert f.captures == 2
+    finally:
+        G_OBJ = None
+
+
+def test_scalar_attribute_of_a_compiled_method_is_guarded():
+    class M:
+        def __init__(self):
+            self.k = 2.0
+
+        @tp.compile
+        def forward(self, x):
+            return x * self.k
+
+    m = M()
+    assert_close(m.forward(tp.ones(2)), tp.full((2,), 2.0))
+    m.k = 6.0
+    assert_close(m.forward(tp.ones(2)), tp.full((2,), 6.0))
+    assert M.forward.captures == 2
+
+
+def test_values_the_function_itself_rewrites_are_not_guarded():
+    log = []
+
+    @tp.compile
+    def f(x):
+        log.append(1)                     # a Python side effect of the capture only
+        return x + 1
+
+    f(_x(3))
+    f(_x(3))
+    f(_x(3))
+    assert f.captures == 1 and log == [1]
+
+
+def test_values_read_by_an_inlined_compiled_function_are_guarded():
+    global G_SCALE
+    G_SCALE = 2.0
+    try:
+        inner = tp.compile(lambda x: x * G_SCALE)
+        outer = tp.compile(lambda x: inner(x) + 1.0)
+        assert_close(outer(tp.ones(2)), tp.full((2,), 3.0))
+        G_SCALE = 4.0
+        assert_close(outer(tp.ones(2)), tp.full((2,), 5.0))
+        assert outer.captures == 2 and inner.captures == 0
+    finally:
+        G_SCALE = 2.0

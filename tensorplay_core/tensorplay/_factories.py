@@ -82,16 +82,27 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
                    requires_grad)
 
 
+def _random_dtype(api, dtype):
+    """``dtype`` (default: the default float) for rand/randn; torch refuses non-float dtypes
+    ("check_uniform_bounds" / "normal_kernel_cpu" not implemented for 'Long')."""
+    dt = _dtype.as_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
+    if not dt.is_floating_point:
+        raise RuntimeError(f"{api}(): random samples need a floating point dtype, got {dt} "
+                           f"(torch refuses it too); use dtype=tensorplay.float32 (or float64) "
+                           f"and convert the result if you need integers")
+    return dt
+
+
 def rand(*size, dtype=None, device=None, requires_grad=False):
     """Uniform [0, 1) samples of ``size`` from the device's generator (see ``manual_seed``)."""
-    return _finish(O.rand(_size(size), dtype=_dtype.as_dtype(dtype) if dtype else
-                          _dtype.get_default_dtype(), device=_dev(device)), requires_grad)
+    return _finish(O.rand(_size(size), dtype=_random_dtype("rand", dtype),
+                          device=_dev(device)), requires_grad)
 
 
 def randn(*size, dtype=None, device=None, requires_grad=False):
     """Standard normal samples of ``size`` from the device's generator (see ``manual_seed``)."""
-    return _finish(O.randn(_size(size), dtype=_dtype.as_dtype(dtype) if dtype else
-                           _dtype.get_default_dtype(), device=_dev(device)), requires_grad)
+    return _finish(O.randn(_size(size), dtype=_random_dtype("randn", dtype),
+                           device=_dev(device)), requires_grad)
 
 
 def _like(fn, t, *args, dtype=None, device=None, requires_grad=False):
@@ -132,6 +143,8 @@ def _like_self(t, kind, size, value, dtype, device, requires_grad):
     """A new tensor shaped ``size``; fake when ``t`` is fake (so fake kernels can use
     ``x.new_empty`` / ``empty_like``), a capture node when ``t`` is being captured."""
     dt = _dtype.as_dtype(dtype) if dtype is not None else t.dtype
+    if kind in ("rand", "randn"):
+        _random_dtype(f"{kind}_like", dt)
     dev = _dev(device) if device is not None else t.device
     size = _size((size,)) if isinstance(size, (list, tuple)) else [operator.index(size)]
     if t._data is None and t._capture is None:
@@ -207,6 +220,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False):
         _dtype.as_dtype(str(data.dtype)) if native_like else _infer_dtype(data))
     if _dispatch._mode[0] == "meta":
         from .fake import make_fake
+        if not native_like:
+            _check_ragged(data)
         return _finish(make_fake(list(data.shape) if native_like else _shape_of(data), dt, dev),
                        requires_grad)
     be = get_backend(dev.type)
@@ -215,8 +230,36 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False):
         if dtype is not None:
             arr = arr.astype(be.native_dtype(dt))
     else:
-        arr = be.from_host(data, dt, dev)
+        try:
+            arr = be.from_host(data, dt, dev)
+        except ValueError:
+            if not native_like:
+                _check_ragged(data)   # raises torch's kind of message for ragged nesting
+            raise
     return _finish(be.wrap(arr, dev), requires_grad)
+
+
+def _check_ragged(data):
+    """Raise ``ValueError`` when nested lists/tuples ``data`` are ragged (torch: "expected
+    sequence of length 2 at dim 1 (got 1)"); called on the error path of ``tensor``."""
+    shape = _shape_of(data)
+
+    def walk(x, d, path):
+        seq = isinstance(x, (list, tuple))
+        if d == len(shape):
+            if seq:
+                raise ValueError(f"tensorplay.tensor: ragged nested sequence: element {path} is "
+                                 f"a sequence at dim {d} but its siblings are numbers")
+            return
+        if not seq:
+            raise ValueError(f"tensorplay.tensor: ragged nested sequence: expected a sequence of "
+                             f"length {shape[d]} at dim {d} (got {type(x).__name__} at {path})")
+        if len(x) != shape[d]:
+            raise ValueError(f"tensorplay.tensor: ragged nested sequence: expected sequence of "
+                             f"length {shape[d]} at dim {d} (got {len(x)} at {path})")
+        for i, y in enumerate(x):
+            walk(y, d + 1, f"{path}[{i}]")
+    walk(data, 0, "data")
 
 
 def as_tensor(data, dtype=None, device=None):
@@ -269,12 +312,18 @@ def manual_seed(seed: int):
 
 def cat(tensors, dim=0):
     """Concatenate along ``dim`` (same as ``torch.cat``)."""
-    return O.cat(list(tensors), dim)
+    tensors = list(tensors)
+    if not tensors:   # nothing to dispatch on: torch's error rather than a DispatchError
+        raise RuntimeError("cat(): expected a non-empty list of Tensors")
+    return O.cat(tensors, dim)
 
 
 def stack(tensors, dim=0):
     """Stack along a new dimension ``dim`` (same as ``torch.stack``)."""
-    return O.stack(list(tensors), dim)
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    return O.stack(tensors, dim)
 
 
 def where(condition, input, other):

@@ -33,7 +33,24 @@ DEFAULT = "default"   # the device-agnostic slot (CompositeExplicitAutograd / Co
 
 _lock = threading.RLock()   # registrations from several threads; calls never take it
 _OPS: dict[str, "CustomOpDef"] = {}
-_KNOWN_DEVICE_TYPES: set[str] = {"cpu", "cuda"}
+from ._device import KNOWN_DEVICE_TYPES as _KNOWN_DEVICE_TYPES  # noqa: E402 (one shared set)
+
+RESERVED_NAMESPACE = "tp"   # built-in operators: provided by the core and device plugins only
+
+
+def reserved_error(api: str, what: str) -> ValueError:
+    """The ``ValueError`` for a user-facing registration touching the built-in namespace."""
+    return ValueError(
+        f"{api}: {what} is reserved: built-in operators ('{RESERVED_NAMESPACE}::') and their "
+        f"kernels, fake rules and autograd formulas are provided by the tensorplay core and the "
+        f"device plugins, and cannot be defined or overridden through tensorplay.library. "
+        f"Define your own operator in your own namespace instead (e.g. 'mylib::op').")
+
+
+def check_not_builtin(op, api: str) -> None:
+    """Refuse a user registration on a built-in op (registration time only)."""
+    if op.is_builtin or op.namespace == RESERVED_NAMESPACE:
+        raise reserved_error(api, f"{op.name!r} is a built-in operator; it")
 
 _COMPOSITE = {"compositeexplicitautograd", "compositeimplicitautograd", "default",
               "compositeexplicitautogradnonfunctional"}
@@ -43,7 +60,10 @@ def normalize_device_type(d, api: str) -> str:
     """Map every accepted device spelling to a dispatch key (SPEC §3 "Device spellings").
 
     ``"cpu"``/``"CPU"``/``Device("cpu")`` -> ``"cpu"``; ``"cuda:1"`` -> ``"cuda"``; ``None``,
-    ``"default"`` and the Composite* spellings -> ``"default"``. Raises ``ValueError`` otherwise.
+    ``"default"`` and the Composite* spellings -> ``"default"``. Raises ``ValueError`` otherwise:
+    for ``meta``, a non-identifier, or an unknown type (``"CUPA"``, ``"Bogus"``, ``"gpu"``;
+    message lists the accepted spellings and the closest: ``_device.unknown_device_type``).
+    Registration time only; the dispatch tables hold the resulting keys.
     """
     if d is None:
         return DEFAULT
@@ -58,6 +78,13 @@ def normalize_device_type(d, api: str) -> str:
         if not t.isidentifier():
             raise ValueError(f"{api}: {d!r} is not a device type; expected 'cpu', 'cuda', "
                              f"'default' or a Composite* dispatch key")
+        if t not in _KNOWN_DEVICE_TYPES:   # registration time only (never on the call path)
+            from ._device import unknown_device_type
+            err = unknown_device_type(t, d, api, what="device type or dispatch key",
+                                      extra=("default", "CompositeExplicitAutograd",
+                                             "CompositeImplicitAutograd"))
+            if err is not None:
+                raise err
         return sys.intern(t)
     t = getattr(d, "type", None)
     if isinstance(t, str):
@@ -353,6 +380,7 @@ class CustomOpDef:
         ``torch.library.CustomOpDef.register_kernel``.
         """
         api = f"register_kernel({self.name!r})"
+        check_not_builtin(self, api)
         keys = normalize_device_types(device_types, api)
         if not self.is_builtin:
             check_dispatchable(self.schema, keys, api)
@@ -378,7 +406,10 @@ class CustomOpDef:
         """Register the fake (meta) kernel: given fake tensors, return fake outputs with the right
         shape, dtype, device and strides (tensors have no data). Same as
         ``torch.library.register_fake``. Decorator or direct call; the signature must accept the
-        op's parameters (``ValueError`` otherwise, CASES C10)."""
+        op's parameters (``ValueError`` otherwise, CASES C10). Built-in ``tp::`` ops refuse it
+        (``ValueError``: their fake rules come from the core, as torch refuses aten ops)."""
+        check_not_builtin(self, f"register_fake({self.name!r})")
+
         def inner(f):
             _check_binds(self, f, "fake kernel", "register_fake")
             h = self._set_fake(f, _owner or _current_owner())
@@ -401,6 +432,7 @@ class CustomOpDef:
         rule as torch: a mutating op cannot have a formula).
         """
         api = f"register_autograd({self.name!r})"
+        check_not_builtin(self, api)
         if self.mutates_args and not self.is_builtin:
             raise ValueError(f"{api}: an op that mutates its inputs ({', '.join(self.mutates_args)}) "
                              f"cannot have an autograd formula (same rule as torch.library)")
@@ -437,6 +469,7 @@ class CustomOpDef:
             with op.set_kernel_enabled("cpu", False):
                 op(x)   # runs the device-agnostic kernel
         """
+        check_not_builtin(self, f"set_kernel_enabled({self.name!r})")
         key = normalize_device_type(device_type, f"set_kernel_enabled({self.name!r})")
         return _KernelEnabled(self, key, enabled)
 

@@ -279,7 +279,9 @@ class Tensor:
     def numpy(self, *, force: bool = False):
         """The values as a numpy array sharing memory (cpu tensors only; ``force`` copies others)."""
         self._need_data("numpy")
-        if self._requires_grad and not force:
+        # torch refuses only while grad mode is on: under no_grad (and inside a kernel that runs
+        # below autograd, e.g. a custom op with register_autograd) .numpy() is allowed
+        if self._requires_grad and not force and _gm._enabled[0]:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
         if self._device.type != "cpu":

@@ -204,6 +204,19 @@ def _wrap_names(names, width=60) -> str:
 # ----------------------------------------------------------------------------------------------
 # tensorplay plugins
 
+def _kernels_cell(r: dict, status=None) -> str:
+    """The ``kernels`` column: kernels the plugin registered, plus the built-in ``tp::`` kernels
+    a device plugin provides through its backend ("62 built-in (cpu)"; "(cuda, lazy until first
+    use)" while its backend is not loaded)."""
+    lines = [str(len(r["kernels"]))] if r["kernels"] or not r.get("builtin_kernels") else []
+    for d, b in (r.get("builtin_kernels") or {}).items():
+        state = ")" if not b["lazy"] else (", lazy until first use)"
+                                           if (status or {}).get(d, "available") == "available"
+                                           else ", bound once the device is available)")
+        lines.append(f"{b['count']} built-in ({d}{state}")
+    return "\n".join(lines)
+
+
 def _cmd_plugins(args) -> int:
     from tensorplay import plugins
     recs = plugins.list_plugins()
@@ -223,11 +236,17 @@ def _cmd_plugins(args) -> int:
               "pip install tensorplay-cpu to get the cpu device")
         return 0
     rows = []
+    recs = plugins.list_plugins()     # again: checking the devices bound their built-in kernels
+    per_dist: dict = {}
+    for r in recs:
+        per_dist[r["dist"]] = per_dist.get(r["dist"], 0) + 1
     for r in recs:
         devs = "\n".join(f"{d} ({'available' if status[d] == 'available' else 'unavailable'})"
                          for d in r["devices"]) or "-"
         ops = f"{len(r['ops'])}" + (f": {_wrap_names(r['ops'])}" if r["ops"] else "")
-        rows.append([r["dist"], r["version"], r["status"], devs, ops, len(r["kernels"]),
+        # a distribution with several entry points: one row each, told apart by the entry point
+        dist = r["dist"] if per_dist[r["dist"]] == 1 else f"{r['dist']} [{r['name']}]"
+        rows.append([dist, r["version"], r["status"], devs, ops, _kernels_cell(r, status),
                      r["error"] or ""])
     _print_table("TensorPlay plugins", ["distribution", "version", "status", "devices", "ops",
                                         "kernels", "error"], rows)

@@ -8,7 +8,9 @@
    and dicts; the grad mode;
 2. looks for a cached graph under that key whose other guards hold: exact sizes when the
    captured code read a size as a Python value (or ``dynamic=False``), and the ``version`` and
-   registry identity of every custom op it calls (a redefined op -- CASES C11 -- invalidates it);
+   registry identity of every custom op it calls (a redefined op -- CASES C11 -- invalidates it),
+   and the Python values the function read from globals, closure cells and attributes (see
+   ``compile``'s docstring: a changed ``SCALE`` global misses and recaptures);
 3. on a miss, captures ``fn`` (``tensorplay._capture``): custom ops become opaque nodes whose
    fake kernels give the output metadata, built-in ops are recorded with their shape rules;
 4. runs the graph: a generated Python function calls every node through normal dispatch (so
@@ -61,6 +63,38 @@ def compile(fn=None, *, dynamic=None, fullgraph=False):
     Returns a ``CompiledFunction``: call it like ``fn``; ``.graph`` is the graph of the last call
     (``print(compiled.graph)``: one node per line), ``.captures`` counts captures, ``.cache_size``
     the graphs kept.
+
+    Python values the function reads (guards). A capture bakes the non-tensor values the code
+    reads into the graph (``x * SCALE`` records the number), so each graph is guarded on them,
+    like ``torch.compile`` guards on globals and closures; a changed value looks for another
+    cached graph and otherwise recaptures (each distinct value gets its own graph, up to the cache
+    limit of 64 graphs). Guarded, checked on every call by one generated function (about 60 ns
+    per scalar, 150 ns per small flat list):
+
+    * where: the module globals the function's code names (``co_names``, also of lambdas,
+      comprehensions and inner functions in it), its closure cells, the same for plain helper
+      functions and compiled functions reached through those (two levels deep, not
+      ``tensorplay``'s own), and the
+      attributes named in the code of objects held there and of non-tensor arguments
+      (``self.scale`` of a compiled method, ``cfg.k``, ``config_module.K``; the instance's,
+      module's or class's own ``__dict__`` only, not inherited class attributes);
+    * ``None``, ``bool``, ``int``, ``float``, ``complex``, ``str``, ``bytes``: by type and value
+      (``2`` and ``2.0`` are different);
+    * ``tuple``, ``list``, ``dict``, ``set``, ``frozenset`` (nested) of at most 64 elements: by a
+      value snapshot, so ``K[0] = 5.0`` on a global list is seen; elements that are not scalars
+      or containers are compared by identity;
+    * top-level globals and closure cells holding anything else (functions, modules, classes,
+      custom ops, arbitrary objects, containers larger than 64 elements): by identity only --
+      rebinding the name recaptures, but state mutated *inside* such an object (other than its
+      scalar attributes named in the code, see above) is NOT seen: pass such values as arguments
+      or call ``compiled.reset()``. Values reached any other way (``getattr`` with a computed
+      name, ``obj.a.b`` deeper than one attribute, functions called through objects, custom-op
+      bodies, which are opaque) are not guarded either.
+
+    Tensors held in globals, closures or attributes of arguments are graph constants used by
+    reference: in-place updates are seen, rebinding recaptures. A value the function itself
+    changes while it is captured (a Python side effect such as appending to a log list) is not
+    guarded: compiled graphs do not replay Python side effects.
 
     Raises (at call time) ``CompileError`` for a custom op without a usable fake kernel, a fake
     kernel that disagrees with the real kernel, or a tensor leaked out of a capture; the
@@ -161,6 +195,8 @@ class CompiledFunction:
                 if not e.ops_valid() or not e.refs_valid():
                     entries.remove(e)
                     break
+                if e.guard is not None and not e.guard():
+                    continue             # captured under other global/closure values
                 entry = e
                 break
         if entry is None:
@@ -192,21 +228,27 @@ class CompiledFunction:
                 return tuple(ctensors), {}
             return _unflatten(spec, iter(ctensors))
 
+        # the Python values fn reads (globals, closure cells, attributes), before the capture
+        sources = _value_sources(self.fn, spec)
+        before = [_snapshot(_read(s)) for s in sources]
         graph = _capture.capture(self.fn, rebuild, leaves, name=name)
         self.captures += 1
         _fusion.plan(graph)
         # size-dependent code: guard on exact sizes and strides
         exact = sig if (graph.size_dependent or self.dynamic is False) else None
-        return _Entry(graph, exact, _tensor_refs(self.fn, graph, spec))
+        return _Entry(graph, exact, _tensor_refs(self.fn, graph, spec),
+                      _value_guard(sources, before, graph))
 
 
 class _Entry:
     """A cached graph with its guards and generated runners."""
 
-    def __init__(self, graph, exact_sizes, refs=()):
+    def __init__(self, graph, exact_sizes, refs=(), guard=None):
         self.graph = graph
         self.exact_sizes = exact_sizes
         self.refs = refs
+        self.guard = guard           # () -> bool over globals/closure values, None: nothing read
+        self.guard_source = getattr(guard, "source", None)
         self.ops = [(op, v) for op, v in graph.custom_ops()]
         self.validated: set = set()
         self.run, self.source = _generate(graph, checked=False)
@@ -279,6 +321,289 @@ def _spec_objects(spec, out) -> None:
         if isinstance(part, tuple):
             for s in part:
                 _spec_objects(s, out)
+
+
+# ---------------------------------------------------------------------------------------------
+# guards on the Python values the function reads (globals, closure cells, attributes)
+#
+# A capture bakes every non-tensor Python value the function reads into the graph (``x * SCALE``
+# records the float). At capture, ``_value_sources`` lists where the function can read such
+# values; ``_value_guard`` snapshots them and generates ``guard()``, a straight-line function
+# comparing the current values with the snapshot (run on every cache lookup; a miss looks at
+# the next cached graph, then recaptures). Snapshot kinds:
+#   "s": exact None/bool/int/float/complex/str/bytes: same object, or same type and ==;
+#   "f": tuple/list/dict/set/frozenset (nested) with at most _FREEZE_BUDGET elements: a frozen
+#        copy (type + value of every scalar, identity of anything else) compared each call;
+#   "i": anything else (functions, modules, classes, custom ops, objects, tensors, too-large
+#        containers): identity only -- mutating such an object in place is NOT seen.
+
+_SCALAR_TYPES = frozenset((type(None), bool, int, float, complex, str, bytes))
+_CONTAINER_TYPES = frozenset((tuple, list, dict, set, frozenset))
+_IMMUTABLE_TYPES = frozenset((tuple, frozenset))
+_FREEZE_BUDGET = 64      # scalars + containers snapshotted by value per guarded value
+_HELPER_DEPTH = 2        # plain functions reached through globals/closures whose reads count too
+_MISSING = object()
+
+
+class _Unfreezable(Exception):
+    pass
+
+
+def _freeze(v, budget, keep):
+    """Comparable copy of a container of scalars (identity, by id, of anything else: ``keep``
+    holds those objects alive so an id cannot be reused)."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _Unfreezable
+    t = v.__class__
+    if t in _SCALAR_TYPES:
+        return (t, v)
+    if t is tuple or t is list:
+        return (t, tuple([_freeze(x, budget, keep) for x in v]))
+    if t is dict:
+        return (t, tuple([(_freeze(k, budget, keep), _freeze(x, budget, keep))
+                          for k, x in v.items()]))
+    if t is set or t is frozenset:
+        return (t, frozenset([_freeze(x, budget, keep) for x in v]))
+    if keep is not None:
+        keep.append(v)
+    return ("id", id(v))
+
+
+def _freeze_now(v):
+    return _freeze(v, [_FREEZE_BUDGET], None)
+
+
+def _deep_immutable(v) -> bool:
+    t = v.__class__
+    if t in _SCALAR_TYPES:
+        return True
+    if t in _IMMUTABLE_TYPES:
+        return all(_deep_immutable(x) for x in v)
+    return False
+
+
+def _flat(v) -> bool:
+    """A list, tuple or dict (keys and values) of scalars only, within the budget."""
+    t = v.__class__
+    if t is dict:
+        return len(v) <= _FREEZE_BUDGET and all(e.__class__ in _SCALAR_TYPES for e in v) and \
+            all(e.__class__ in _SCALAR_TYPES for e in v.values())
+    return (t is list or t is tuple) and len(v) <= _FREEZE_BUDGET and \
+        all(e.__class__ in _SCALAR_TYPES for e in v)
+
+
+def _snapshot(v):
+    """(kind, object, frozen, keep) of a value read by the function; None when absent."""
+    if v is _MISSING:
+        return None
+    t = v.__class__
+    if t in _SCALAR_TYPES:
+        return ("s", v, None, None)
+    if t in _CONTAINER_TYPES:
+        keep: list = []
+        try:
+            return ("f", v, _freeze(v, [_FREEZE_BUDGET], keep), keep)
+        except (_Unfreezable, RecursionError, TypeError):
+            pass
+    return ("i", v, None, None)
+
+
+def _same_snapshot(a, b) -> bool:
+    if a is None or b is None:
+        return a is b
+    if a[0] != b[0]:
+        return False
+    if a[0] == "s":
+        return a[1] is b[1] or (a[1].__class__ is b[1].__class__ and a[1] == b[1])
+    if a[0] == "f":
+        return a[2] == b[2]
+    return a[1] is b[1]
+
+
+def _read(source):
+    kind, container, name = source[:3]
+    if kind == "c":
+        try:
+            return container.cell_contents
+        except ValueError:
+            return _MISSING
+    return container.get(name, _MISSING)     # a dict or mappingproxy, name a str
+
+
+def _code_names(code, out=None) -> set:
+    """Names a code object (and the code objects nested in it: lambdas, comprehensions, inner
+    functions) looks up as globals or attributes."""
+    out = set() if out is None else out
+    out.update(code.co_names)
+    for c in code.co_consts:
+        if hasattr(c, "co_names"):
+            _code_names(c, out)
+    return out
+
+
+def _value_sources(fn, spec=None) -> list:
+    """Where ``fn`` reads Python values: ``("g", globals, name, top)`` for the globals its code
+    names, ``("c", cell, None, top)`` for its closure cells, ``("a", obj.__dict__, name, False)``
+    for attributes named in its code of the objects found there and of its non-tensor
+    arguments; plain helper functions reached that way are followed (``_HELPER_DEPTH``)."""
+    out: list = []
+    seen: set = set()
+    selves = []
+    for _ in range(4):                    # bound methods, partials, callable objects
+        if isinstance(fn, functools.partial):
+            fn = fn.func
+        elif hasattr(fn, "__func__") and hasattr(fn, "__self__"):
+            selves.append(fn.__self__)
+            fn = fn.__func__
+        elif not hasattr(fn, "__code__") and callable(fn) \
+                and hasattr(getattr(type(fn), "__call__", None), "__code__"):
+            selves.append(fn)
+            fn = type(fn).__call__
+        else:
+            break
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return out
+    names = _code_names(code)
+    _fn_sources(fn, names, out, seen, 0)
+    objs: list = list(selves)
+    _spec_objects(spec, objs)
+    for o in objs:
+        _attr_sources(o, names, out, seen)
+    return out
+
+
+def _fn_sources(fn, names, out, seen, depth) -> None:
+    code = fn.__code__
+    if ("code", id(code)) in seen:
+        return
+    seen.add(("code", id(code)))
+    found = []
+    g = getattr(fn, "__globals__", None)
+    if isinstance(g, dict):
+        for n in sorted(names):
+            v = g.get(n, _MISSING)
+            if v is not _MISSING and (id(g), n) not in seen:
+                seen.add((id(g), n))
+                out.append(("g", g, n, True))
+                found.append(v)
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            v = cell.cell_contents
+        except ValueError:
+            continue
+        if id(cell) not in seen:
+            seen.add(id(cell))
+            out.append(("c", cell, None, True))
+            found.append(v)
+    for v in found:
+        if isinstance(v, CompiledFunction):      # inlined into this capture: its reads count
+            v = v.fn
+        t = v.__class__
+        if t in _SCALAR_TYPES or t in _CONTAINER_TYPES or isinstance(v, Tensor):
+            continue
+        if t is _FunctionType:
+            mod = getattr(v, "__module__", None) or ""
+            if depth < _HELPER_DEPTH and mod != "tensorplay" and not mod.startswith("tensorplay."):
+                _fn_sources(v, _code_names(v.__code__), out, seen, depth + 1)
+            continue
+        _attr_sources(v, names, out, seen)
+
+
+def _attr_sources(obj, names, out, seen) -> None:
+    """Attributes of ``obj`` (its ``__dict__``, a module's namespace, a class's) that the code
+    names."""
+    try:
+        d = obj.__dict__
+    except Exception:  # noqa: BLE001 - arbitrary user objects (proxies with __getattr__ ...)
+        return
+    if not isinstance(d, (dict, _MappingProxy)):
+        return
+    for n in sorted(names):
+        if n in d and (id(d), n) not in seen:
+            seen.add((id(d), n))
+            out.append(("a", d, n, False))
+
+
+def _value_guard(sources, before, graph):
+    """Generate ``guard()`` for the values in ``sources`` that the capture read unchanged
+    (values the function itself rewrote while capturing are not guarded: the graph does not
+    replay Python side effects). None when there is nothing to guard."""
+    if not sources:
+        return None
+    consts = {id(c.const) for c in graph.consts}   # tensors already guarded by _Entry.refs
+    ns: dict = {"__miss": _MISSING, "__freeze": _freeze_now}
+    names: dict = {}
+    lines = []
+
+    def cname(container):
+        k = names.get(id(container))
+        if k is None:
+            k = names[id(container)] = f"__d{len(names)}"
+            ns[k] = container
+        return k
+
+    for s, b in zip(sources, before):
+        if b is None:
+            continue
+        kind, container, name, top = s
+        a = _snapshot(_read(s))
+        if not _same_snapshot(a, b):
+            continue
+        mode, obj = a[0], a[1]
+        if mode == "i" and (not top and not isinstance(obj, Tensor) or
+                            isinstance(obj, Tensor) and id(obj) in consts):
+            continue
+        acc = f"{cname(container)}.cell_contents" if kind == "c" else \
+            f"{cname(container)}.get({name!r}, __miss)"
+        k = len(lines)
+        ns[f"__o{k}"] = obj
+        if mode == "s":
+            ns[f"__t{k}"] = obj.__class__
+            lines.append(f"v = {acc}\n"
+                         f"if v is not __o{k} and (v.__class__ is not __t{k} or v != __o{k}): "
+                         f"return False")
+        elif mode == "f" and _flat(obj):
+            # flat list/tuple/dict of scalars: element types, then one C-level ==
+            t = obj.__class__
+            ns[f"__t{k}"] = t
+            items = obj.values() if t is dict else obj
+            ns[f"__ty{k}"] = [e.__class__ for e in items]
+            check = f"v.__class__ is not __t{k} or [*map(type, {'v.values()' if t is dict else 'v'})]" \
+                    f" != __ty{k}"
+            if t is dict:
+                ns[f"__tk{k}"] = [e.__class__ for e in obj]
+                ns[f"__kl{k}"] = list(obj)        # key order too (iteration order)
+                check += f" or [*v] != __kl{k} or [*map(type, v)] != __tk{k}"
+            if t is tuple:
+                lines.append(f"v = {acc}\nif v is not __o{k} and ({check} or v != __o{k}): "
+                             f"return False")
+            else:
+                ns[f"__o{k}"] = t(obj)            # a copy: the live object is what changes
+                lines.append(f"v = {acc}\nif {check} or v != __o{k}: return False")
+        elif mode == "f":
+            ns[f"__f{k}"] = a[2]
+            ns[f"__keep{k}"] = a[3]
+            if _deep_immutable(obj):
+                lines.append(f"v = {acc}\nif v is not __o{k} and __freeze(v) != __f{k}: return False")
+            else:
+                lines.append(f"if __freeze({acc}) != __f{k}: return False")
+        else:
+            lines.append(f"if {acc} is not __o{k}: return False")
+    if not lines:
+        return None
+    body = "\n".join(lines).replace("\n", "\n        ")
+    src = f"def guard():\n    try:\n        {body}\n    except Exception:\n        return False\n" \
+          f"    return True"
+    exec(builtins.compile(src, f"<tensorplay.compile guards {graph.name}>", "exec"), ns)  # noqa: S102
+    guard = ns["guard"]
+    guard.source = src
+    return guard
+
+
+_FunctionType = type(_value_guard)
+_MappingProxy = type(type.__dict__)
 
 
 # ---------------------------------------------------------------------------------------------

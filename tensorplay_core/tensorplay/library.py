@@ -82,13 +82,18 @@ def _new_op(qualname, schema, mutates, keys, tags, module, where, api, *, is_tri
         if old is not None:
             if old.is_builtin:
                 raise ValueError(f"{api}: {qualname!r} is a built-in operator and cannot be "
-                                 f"redefined; pick a name in your own namespace")
+                                 f"redefined: built-in operators are provided by the tensorplay "
+                                 f"core and the device plugins; pick a name in your own "
+                                 f"namespace")
             if old.source != module:
                 raise ValueError(
                     f"{api}: operator {qualname!r} is already defined at {old._where} (module "
                     f"{old.source}); this definition at {where} (module {module}) conflicts. "
                     f"Pick another name, or redefine it from the same module.")
             version = old.version + 1
+        if qualname.partition("::")[0] == _registry.RESERVED_NAMESPACE:
+            raise _registry.reserved_error(api, f"the namespace {_registry.RESERVED_NAMESPACE!r} "
+                                                f"(operator {qualname!r})")
         _registry.check_dispatchable(schema, keys, api)
         op = CustomOpDef(qualname, schema, mutates_args=mutates,
                          device_types=keys if device_types is None else device_types,
@@ -455,7 +460,8 @@ class Library:
     and the module-level functions given ``lib=``) is undone by ``_destroy()`` (alias ``close()``,
     also on ``with`` exit), newest first.
 
-    Raises ``ValueError`` for an unknown kind, a namespace that is not an identifier, or a second
+    Raises ``ValueError`` for an unknown kind, a namespace that is not an identifier, the
+    reserved namespace ``"tp"`` (built-ins come from the core and device plugins), or a second
     open DEF library of a namespace (naming where the first was created); a closed library refuses
     further registrations (``RuntimeError``).
 
@@ -481,6 +487,9 @@ class Library:
         if not isinstance(ns, str) or not ns.isidentifier():
             raise ValueError(f"Library({ns!r}, {kind!r}): the namespace must be a Python "
                              f"identifier such as 'mylib'")
+        if ns == _registry.RESERVED_NAMESPACE:
+            raise _registry.reserved_error(f"Library({ns!r}, {kind!r})",
+                                           f"the namespace {ns!r}")
         if dispatch_key and str(dispatch_key).lower() != "meta":   # Meta: impl registers fakes
             _registry.normalize_device_type(dispatch_key, f"Library({ns!r}, {kind!r})")
         self.ns = ns

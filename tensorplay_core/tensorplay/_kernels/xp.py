@@ -243,13 +243,21 @@ def bind(xp, be) -> dict:
         a, b = _prep(a, b)
         return xp.matmul(a, b)
 
+    def _need_float(x, api):
+        # torch: "softmax_lastdim_kernel_impl" not implemented for 'Long' (no int -> float here)
+        if x.dtype.kind in "biu":
+            raise RuntimeError(f"{api}(): expected a floating point input, got {dt_of(x)} "
+                               f"(not implemented for integer/bool tensors, as in torch); "
+                               f"convert it first, e.g. x.float().{api}(dim)")
+        return _fl(x)
+
     def softmax(x, dim):
-        x = _fl(x)
+        x = _need_float(x, "softmax")
         e = xp.exp(x - xp.max(x, axis=dim, keepdims=True))
         return e / xp.sum(e, axis=dim, keepdims=True)
 
     def log_softmax(x, dim):
-        x = _fl(x)
+        x = _need_float(x, "log_softmax")
         m = xp.max(x, axis=dim, keepdims=True)
         z = x - m
         return z - xp.log(xp.sum(xp.exp(z), axis=dim, keepdims=True))

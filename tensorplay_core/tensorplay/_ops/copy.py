@@ -34,8 +34,8 @@ defop("to_dtype(Tensor self, ScalarType dtype) -> Tensor", meta=_to_dtype_meta,
 def _to_device(x, device):
     """Copy ``x`` to ``device`` through the host (numpy) or DLPack; device-independent core code."""
     from .. import _backend
-    if x._data is None:
-        return _to_device_meta(x, device)
+    if x._data is None or device.type == "meta":
+        return _to_device_meta(x, device)   # to "meta": no data to copy (torch gives a meta tensor)
     dst = _backend.get_backend(device.type)
     src = x._backend
     arr = x._data
@@ -47,6 +47,8 @@ def _to_device(x, device):
 
 
 def _to_device_meta(x, device):
+    if x._device.type == "meta" and device.type != "meta":
+        raise NotImplementedError("Cannot copy out of meta tensor; no data!")   # torch's error
     from ..fake import make_fake
     return make_fake(x.shape, x.dtype, device)
 

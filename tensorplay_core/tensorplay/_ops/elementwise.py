@@ -28,6 +28,33 @@ def _save_inputs(ctx, inputs, output):
     ctx.scalars = [None if is_tensor(x) else x for x in inputs[:2]]
 
 
+class _Meta:
+    """Shape/dtype of a tensor input whose values the backward does not need (``_red`` reads
+    only these): like torch's AddBackward/MulBackward-with-a-scalar, nothing is saved, so such a
+    graph may be backpropagated again and in-place changes of the input are not an error."""
+
+    __slots__ = ("shape", "dtype")
+    _dkey = None   # is_tensor(): it stands for a tensor input
+
+    def __init__(self, x):
+        self.shape = x._shape
+        self.dtype = x._dtype
+
+
+def _save_meta(ctx, inputs, output):
+    ctx.vals = [_Meta(x) if is_tensor(x) else x for x in inputs[:2]]
+
+
+def _save_mul(ctx, inputs, output):
+    """mul/div: the tensors when both are tensors; only ``self``'s shape/dtype with a scalar."""
+    a, b = inputs[0], inputs[1]
+    if is_tensor(b):
+        _save_inputs(ctx, inputs, output)
+        ctx.vals = None
+    else:
+        ctx.vals = (_Meta(a), b)
+
+
 def _save_out(ctx, inputs, output):
     ctx.save_for_backward(output)
 
@@ -43,29 +70,31 @@ def _val(ctx, i):
 
 # -- binary arithmetic --------------------------------------------------------------------------
 def _add_bw(ctx, g):
-    a, b = _val(ctx, 0), _val(ctx, 1)
+    a, b = ctx.vals
     return _red(g, a), _red(g, b)
 
 
 def _sub_bw(ctx, g):
-    a, b = _val(ctx, 0), _val(ctx, 1)
+    a, b = ctx.vals
     return _red(g, a), (_red(O.neg(g), b) if is_tensor(b) else None)
 
 
 def _rsub_bw(ctx, g):   # other - self
-    a, b = _val(ctx, 0), _val(ctx, 1)
+    a, b = ctx.vals
     return _red(O.neg(g), a), _red(g, b)
 
 
 def _mul_bw(ctx, g):
-    a, b = _val(ctx, 0), _val(ctx, 1)
+    v = ctx.vals
+    a, b = v if v is not None else (_val(ctx, 0), _val(ctx, 1))
     ga = _red(O.mul(g, b), a) if ctx.needs_input_grad[0] else None
     gb = _red(O.mul(g, a), b) if len(ctx.needs_input_grad) > 1 and ctx.needs_input_grad[1] else None
     return ga, gb
 
 
 def _div_bw(ctx, g):
-    a, b = _val(ctx, 0), _val(ctx, 1)
+    v = ctx.vals
+    a, b = v if v is not None else (_val(ctx, 0), _val(ctx, 1))
     ga = _red(O.div(g, b), a)
     gb = _red(O.neg(O.div(O.mul(g, a), O.mul(b, b))), b) if is_tensor(b) else None
     return ga, gb
@@ -77,15 +106,18 @@ def _rdiv_bw(ctx, g):   # s / a
 
 
 def _pow_save(ctx, inputs, output):
-    _save_inputs(ctx, inputs, output)
-    ctx.out = output
+    # the output is saved too (through save_for_backward, so a second backward after it was
+    # freed raises torch's error and an in-place change of it is detected)
+    ctx.save_for_backward(*[x if is_tensor(x) else None for x in inputs[:2]], output)
+    ctx.scalars = [None if is_tensor(x) else x for x in inputs[:2]]
 
 
 def _pow_bw(ctx, g):
     a, e = _val(ctx, 0), _val(ctx, 1)
     if is_tensor(e):
         ga = _red(O.mul(g, O.mul(e, O.pow(a, O.sub(e, 1)))), a)
-        gb = _red(O.mul(g, O.mul(ctx.out, O.log(a))), e) if ctx.needs_input_grad[1] else None
+        gb = (_red(O.mul(g, O.mul(ctx.saved_tensors[2], O.log(a))), e)
+              if ctx.needs_input_grad[1] else None)
         return ga, gb
     if e == 0:
         return O.mul(g, 0.0), None
@@ -94,19 +126,19 @@ def _pow_bw(ctx, g):
 
 def _rpow_bw(ctx, g):   # s ** a
     a, s = _val(ctx, 0), _val(ctx, 1)
-    return _red(O.mul(g, O.mul(ctx.out, math.log(s))), a), None
+    return _red(O.mul(g, O.mul(ctx.saved_tensors[2], math.log(s))), a), None
 
 
 _B = "(Tensor self, Tensor other) -> Tensor"
 defop("add" + _B, meta=binary_meta("same", "add"),
-      setup=_save_inputs, backward=_add_bw, scalar_ok=("other",))
+      setup=_save_meta, backward=_add_bw, scalar_ok=("other",))
 defop("sub" + _B, meta=binary_meta("same", "sub"),
-      setup=_save_inputs, backward=_sub_bw, scalar_ok=("other",))
+      setup=_save_meta, backward=_sub_bw, scalar_ok=("other",))
 defop("rsub" + _B, meta=binary_meta("same", "rsub"),
-      setup=_save_inputs, backward=_rsub_bw, scalar_ok=("other",))
+      setup=_save_meta, backward=_rsub_bw, scalar_ok=("other",))
 defop("mul" + _B, meta=binary_meta("same", "mul"),
-      setup=_save_inputs, backward=_mul_bw, scalar_ok=("other",))
-defop("div" + _B, meta=binary_meta("float", "div"), setup=_save_inputs, backward=_div_bw,
+      setup=_save_mul, backward=_mul_bw, scalar_ok=("other",))
+defop("div" + _B, meta=binary_meta("float", "div"), setup=_save_mul, backward=_div_bw,
       scalar_ok=("other",))
 defop("rdiv" + _B, meta=binary_meta("float", "rdiv"), setup=_save_inputs, backward=_rdiv_bw,
       scalar_ok=("other",))
@@ -164,7 +196,16 @@ defop("sign(Tensor self) -> Tensor", meta=unary_meta(), backward=lambda ctx, g: 
 
 # -- unary math -------------------------------------------------------------------------------
 _U = "(Tensor self) -> Tensor"
-defop("neg" + _U, meta=unary_meta(), backward=lambda ctx, g: O.neg(g))
+def _neg_meta(x):
+    # also the error path of the array kernel (kernel_error runs the fake rule): torch's message
+    if x.dtype.name == "bool":
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you "
+                           "are trying to invert a mask, use the `~` or `logical_not()` operator "
+                           "instead.")
+    return unary_meta()(x)
+
+
+defop("neg" + _U, meta=_neg_meta, backward=lambda ctx, g: O.neg(g))
 defop("exp" + _U, meta=unary_meta("float"), setup=_save_out,
       backward=lambda ctx, g: O.mul(g, ctx.saved_tensors[0]))
 defop("log" + _U, meta=unary_meta("float"), setup=lambda c, i, o: c.save_for_backward(i[0]),

@@ -8,6 +8,10 @@ from ._shapes import float_dtype, out_like, wrap_dim
 
 def _sm_meta(x, dim):
     wrap_dim(dim, x.ndim, "softmax: ")
+    if not x.dtype.is_floating_point:   # same check as the array kernel (torch refuses too)
+        raise RuntimeError(f"softmax(): expected a floating point input, got {x.dtype} (not "
+                           f"implemented for integer/bool tensors, as in torch); convert it "
+                           f"first, e.g. x.float().softmax(dim)")
     return out_like(x.shape, float_dtype(x.dtype), x)
 
 

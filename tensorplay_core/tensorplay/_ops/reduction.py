@@ -52,9 +52,21 @@ def _mean_bw(ctx, g):
     return O.div(_expand_back(g, ctx.shape, ctx.dims, ctx.keepdim), float(max(n, 1))), None, None
 
 
-def _ext_meta(x, dim=(), keepdim=False):
-    shape, _ = reduce_shape(x.shape, dim, keepdim)
+def _ext_meta(x, dim=(), keepdim=False, api="amax"):
+    shape, dset = reduce_shape(x.shape, dim, keepdim)
+    if x.numel() == 0:   # also the error path of the array kernel: torch's messages
+        if not dim:
+            raise RuntimeError(f"{api}(): Expected reduction dim to be specified for "
+                               f"input.numel() == 0. Specify the reduction dim with the 'dim' "
+                               f"argument.")
+        for d in sorted(dset):
+            if x.shape[d] == 0:
+                raise RuntimeError(f"{api}(): Expected reduction dim {d} to have non-zero size.")
     return out_like(shape, x.dtype, x)
+
+
+def _amin_meta(x, dim=(), keepdim=False):
+    return _ext_meta(x, dim, keepdim, "amin")
 
 
 def _ext_setup(ctx, inputs, output):
@@ -76,7 +88,7 @@ defop("mean(Tensor self, SymInt[]? dim=None, bool keepdim=False, *, ScalarType? 
       meta=_mean_meta, setup=_red_setup, backward=_mean_bw)
 defop("amax(Tensor self, SymInt[] dim=[], bool keepdim=False) -> Tensor", meta=_ext_meta,
       setup=_ext_setup, backward=_ext_bw)
-defop("amin(Tensor self, SymInt[] dim=[], bool keepdim=False) -> Tensor", meta=_ext_meta,
+defop("amin(Tensor self, SymInt[] dim=[], bool keepdim=False) -> Tensor", meta=_amin_meta,
       setup=_ext_setup, backward=_ext_bw)
 
 

@@ -15,6 +15,14 @@ from . import grad_mode as _gm
 from .graph import Node, edge_of
 
 
+_FREED_MSG = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you "
+    "call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward "
+    "through the graph a second time or if you need to access saved tensors after calling "
+    "backward.")
+
+
 class FunctionCtx:
     """The ``ctx`` of ``setup_context``/``backward`` (same surface as torch's).
 
@@ -38,8 +46,20 @@ class FunctionCtx:
         self._saved = tensors
         self._saved_versions = tuple(t._version if t is not None else None for t in tensors)
 
+    _released = False   # set by release() (class default: no per-ctx cost on the hot path)
+
+    def release(self):
+        """Free the saved tensors (the engine calls this after the node ran without
+        ``retain_graph``); a later ``saved_tensors`` raises torch's "backward through the graph
+        a second time" error. A ctx that saved nothing stays usable (torch does the same)."""
+        if self._saved:
+            self._released = True
+        self._saved = ()
+
     @property
     def saved_tensors(self):
+        if self._released:
+            raise RuntimeError(_FREED_MSG)
         for i, (t, v) in enumerate(zip(self._saved, self._saved_versions)):
             if t is not None and t._version != v:
                 raise RuntimeError(
@@ -110,7 +130,7 @@ class FunctionNode(Node):
         return tuple(out)
 
     def release(self):
-        self.ctx._saved = ()
+        self.ctx.release()
 
 
 def _structure_and_edges(values, T):
@@ -165,6 +185,12 @@ def make_op_autograd(op):
     name = f"{op.name}Backward"
     if op.is_builtin and op.mutates_args:
         return _make_inplace_autograd(op)
+    if backward is not None and not op.is_builtin:
+        backward = _count_checked(
+            backward, len(op.schema.arguments),
+            lambda n, got: f"{op.name}: the backward formula registered with register_autograd "
+                           f"returned an incorrect number of gradients (expected {n}, got {got}): "
+                           f"return one gradient (or None) per input of the op, in schema order")
     fast = _generated_entry(op, name, backward, setup)   # same behaviour, exact signature
     if fast is not None:
         return fast
@@ -194,6 +220,19 @@ def make_op_autograd(op):
 
 
 _missing = object()
+
+
+def _count_checked(backward, n, message):
+    """``backward`` that raises ``RuntimeError(message(n, got))`` when it returns fewer than
+    ``n`` gradients (torch's check for autograd.Function; more are accepted only when the
+    extra ones are None, which ``FunctionNode.apply`` checks)."""
+    def checked_backward(ctx, *grads):
+        res = backward(ctx, *grads)
+        got = len(res) if isinstance(res, tuple) or (isinstance(res, list) and n != 1) else 1
+        if got < n:
+            raise RuntimeError(message(n, got))
+        return res
+    return checked_backward
 
 
 def _record(name, opname, backward, setup, values, out):
@@ -537,5 +576,8 @@ class Function:
         for t in dirty:
             check_inplace(f"{cls.__name__}.apply", t)
         out = _alias_returned_inputs(out, args, Tensor, dirty)
-        return attach(f"{cls.__name__}Backward", lambda c, *g: cls.backward(c, *g), ctx,
-                      args, out, Tensor)
+        name = f"{cls.__name__}Backward"
+        return attach(name, _count_checked(
+            lambda c, *g: cls.backward(c, *g), len(args),
+            lambda n, got: f"function {name} returned an incorrect number of gradients "
+                           f"(expected {n}, got {got})"), ctx, args, out, Tensor)

@@ -107,14 +107,36 @@ class PluginRecord:
                     out.append((op.name, key))
         return sorted(out)
 
+    @property
+    def builtin_kernels(self) -> dict:
+        """``{device: (count, lazy)}``: the built-in ``tp::`` kernels this device plugin provides
+        through its backend. Bound when the device is first used (``lazy`` True until then, and
+        ``count`` the built-ins with an array kernel); after that, the kernels actually bound."""
+        from .. import _backend
+        builtins = [op for op in _registry._OPS.values()
+                    if op.is_builtin and getattr(op, "_has_array_kernel", False)]
+        out = {}
+        for d in self.devices:
+            if _provider_dist(d) != self.dist:      # another plugin provides d (priority)
+                continue
+            if d in getattr(_backend, "_LOADED", {}):
+                out[d] = (sum(1 for op in builtins if op._kernels.get(d)), False)
+            else:
+                out[d] = (len(builtins), True)
+        return out
+
     def as_dict(self) -> dict:
         """Plain data: ``name``, ``distribution`` (alias ``dist``), ``version``, ``status``,
         ``devices``, ``ops``, ``kernels`` (``"ns::op.device"`` strings), ``lazy_kernels``
         (``"ns::op.device" -> "pkg.mod:fn"``), ``priority``, ``api_version``, ``module`` and
-        ``error`` (``"Type: message"`` or ``None``)."""
+        ``error`` (``"Type: message"`` or ``None``); ``builtin_kernels`` (device ->
+        ``{"count", "lazy"}``: built-in ``tp::`` kernels a device plugin provides through its
+        backend, see ``PluginRecord.builtin_kernels``)."""
         return {"name": self.name, "distribution": self.dist, "dist": self.dist,
                 "version": self.version, "status": self.status, "devices": list(self.devices),
                 "ops": list(self.ops), "kernels": [f"{o}.{d}" for o, d in self.kernels],
+                "builtin_kernels": {d: {"count": n, "lazy": lazy}
+                                    for d, (n, lazy) in self.builtin_kernels.items()},
                 "lazy_kernels": {f"{o}.{d}": t for o, d, t in self.kernel_eps},
                 "priority": self.priority, "api_version": self.api_version,
                 "load_ms": round(self.load_seconds * 1e3, 3),
@@ -422,6 +444,9 @@ def load_all(entry_points=None, kernel_entry_points=None) -> None:
         new = []
         for ep in sorted(entry_points, key=lambda e: (_dist_of(e)[0].lower(), e.name)):
             dname, ver = _dist_of(ep)
+            if "::" in ep.name:
+                _misplaced_kernel_ep(ep, dname, ver, strict)
+                continue
             key = dname if dname not in _S.records or _S.records[dname].value == ep.value \
                 else f"{dname}:{ep.name}"
             old = _S.records.get(key)
@@ -460,12 +485,53 @@ def load_all(entry_points=None, kernel_entry_points=None) -> None:
                 rec.status = "loaded"
                 new.append(rec)
 
+        # an allow-list typo would silently load nothing; a block-list may name plugins that are
+        # not installed (blocking ahead of time is legitimate), so it is not checked
+        _warn_unknown_names(allow, "TENSORPLAY_PLUGINS")
+
         # phase 2: kernels named in metadata (after every plugin defined its ops)
         for rec in new:
             eps = kernel_eps.pop(rec.dist, None)
             if eps and rec.status == "loaded":
                 _install_kernel_eps(rec, eps, strict)
         _S.load_seconds += time.perf_counter() - t_start
+
+
+def _misplaced_kernel_ep(ep, dname: str, ver: str, strict: bool) -> None:
+    """A kernel entry point (``"ns::op.device" = "pkg.mod:fn"``) declared in group
+    ``tensorplay.plugins`` instead of ``tensorplay.kernels``: skipped (never imported) with one
+    ``PluginWarning`` saying where it belongs (``PluginError`` with TENSORPLAY_STRICT_PLUGINS=1)."""
+    msg = (f"tensorplay: distribution {dname} {ver} declares the kernel entry point "
+           f"{ep.name!r} = {ep.value!r} in group {GROUP!r}; kernels named \"ns::op.device\" "
+           f"belong in group {KERNEL_GROUP!r} (imported on first call). It was skipped: move "
+           f"it to [project.entry-points.\"{KERNEL_GROUP}\"] in the pyproject.toml of {dname} "
+           f"and reinstall.")
+    _trace("%s", msg)
+    if strict:
+        raise PluginError(msg + " (TENSORPLAY_STRICT_PLUGINS=1 makes this an error)")
+    warnings.warn(msg, PluginWarning, stacklevel=4)
+
+
+def _warn_unknown_names(names, var: str) -> None:
+    """One ``PluginWarning`` for names in control ``var`` that match no installed plugin (a typo
+    would otherwise silently load nothing, or block nothing), listing the installed ones."""
+    if not names:
+        return
+    recs = list(_S.records.values())
+    known = {_norm(n) for r in recs for n in (r.name, r.dist, r.key) if n}
+    unknown = sorted(n for n in names if n not in known)
+    if not unknown:
+        return
+    installed = ", ".join(sorted({f"{r.dist} (entry point {r.name!r})" if r.value else r.dist
+                                  for r in recs})) or "none"
+    import difflib
+    close = [m for n in unknown for m in difflib.get_close_matches(n, sorted(known), n=1)]
+    warnings.warn(
+        f"tensorplay: {var} names {', '.join(map(repr, unknown))}, which "
+        f"{'matches' if len(unknown) == 1 else 'match'} no installed plugin (installed: "
+        f"{installed})" + (f"; did you mean {', '.join(map(repr, close))}?" if close else ".")
+        + " Names are entry-point or distribution names, case and -/_/. insensitive.",
+        PluginWarning, stacklevel=4)
 
 
 def finish_deferred() -> None:
@@ -719,6 +785,10 @@ def _install_kernel_eps(rec: PluginRecord, eps, strict: bool) -> None:
                     f"plugin {rec.label}: kernel entry point {ep.name!r} names operator {qual!r}, "
                     f"which no loaded plugin or module defines. Define the op in the plugin "
                     f"module, or fix the entry point name.") from None
+            if op.is_builtin or op.namespace == _registry.RESERVED_NAMESPACE:
+                raise PluginError(f"plugin {rec.label}: kernel entry point {ep.name!r}: "
+                                  + str(_registry.reserved_error(
+                                      "", f"{op.name!r} is a built-in operator; it")).lstrip(": "))
             key = _registry.normalize_device_type(dev, f"plugin {rec.label}: entry point "
                                                   f"{ep.name!r}")
             wrapper = _lazy_kernel(op, key, ep.name, ep.value, rec)
