@@ -273,3 +273,16 @@ def test_readme_example_runs():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip().splitlines()[-1] == "{}"
+
+
+def test_plugins_table_shows_builtin_kernels_of_device_plugins():
+    """tensorplay-cpu provides the built-in kernels of device cpu through its backend: the
+    kernels column says how many, instead of 0 (user-tester report)."""
+    p = run_cli("plugins")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    i = next(k for k, line in enumerate(lines) if line.startswith("tensorplay-cpu "))
+    n = len(tensorplay.plugins.get_plugin("tensorplay-cpu").kernels)
+    assert n == 0 and " built-in (cpu)" in lines[i]
+    count = int(lines[i].split(" built-in (cpu)")[0].split()[-1])
+    assert count >= 50

@@ -751,3 +751,86 @@ def tensorplay_register_ops(registrar):
     assert (op, dev, status) == ("npuns::op", "npu", "skipped")
     assert "no NPU driver found" in msg and "tensorplay-npu 0.2" in msg
     assert d["explicit"][0] == "DeviceUnavailableError" and "no NPU driver found" in d["explicit"][1]
+
+
+# ---------------------------------------------------------------------------------------------
+# plugin UX (user-tester defects r4/r5): unknown allow-list names, misplaced kernel entry points,
+# kernel entry points on built-ins, the plugins table
+
+def test_allow_list_name_matching_no_plugin_warns_naming_it_and_the_installed(env):
+    env.dist("tensorplay-goodpack", plugins={"goodpack": "goodpack"}, modules={"goodpack": GOOD})
+    d = env.run('''
+        import tensorplay
+        result({"warnings": plugin_warnings(),
+                "status": {p["distribution"]: p["status"] for p in tensorplay.plugins.list()}})
+    ''', TENSORPLAY_PLUGINS="bogus,goodpak").data
+    (w,) = [w for w in d["warnings"] if "TENSORPLAY_PLUGINS" in w]
+    assert "'bogus', 'goodpak'" in w and "match no installed plugin" in w
+    assert "tensorplay-goodpack (entry point 'goodpack')" in w and "did you mean 'goodpack'" in w
+    assert d["status"]["tensorplay-goodpack"] == "blocked"
+    d = env.run('''
+        import tensorplay
+        result({"warnings": plugin_warnings()})
+    ''', TENSORPLAY_PLUGINS="goodpack,tensorplay-cpu").data
+    assert d["warnings"] == []
+
+
+def test_kernel_entry_point_in_plugins_group_warns_to_move_it(env):
+    env.dist("tensorplay-goodpack", plugins={"goodpack": "goodpack",
+                                             "goodns::double.cpu": "goodpack:double_cpu"},
+             modules={"goodpack": GOOD + "\ndef double_cpu(x):\n    return x * 2\n"})
+    d = env.run('''
+        import tensorplay
+        result({"warnings": plugin_warnings(),
+                "status": {p["name"]: p["status"] for p in tensorplay.plugins.list()}})
+    ''').data
+    (w,) = d["warnings"]
+    assert "'goodns::double.cpu' = 'goodpack:double_cpu'" in w
+    assert "group 'tensorplay.plugins'" in w and "belong in group 'tensorplay.kernels'" in w
+    assert 'move it to [project.entry-points."tensorplay.kernels"]' in w
+    assert "already registered" not in w
+    assert d["status"] == {**{k: v for k, v in d["status"].items() if k != "goodpack"},
+                           "goodpack": "loaded"}
+
+
+def test_kernel_entry_point_on_a_builtin_op_fails_its_plugin(env):
+    env.dist("tensorplay-hijack", plugins={"hijack": "hijack"},
+             kernels={"tp::mul.cpu": "hijack:mul"},
+             modules={"hijack": "def mul(a, b):\n    return 'hijacked'\n"})
+    d = env.run('''
+        import tensorplay as tp
+        result({"warnings": plugin_warnings(), "mul": (tp.ones(1) * tp.ones(1)).tolist(),
+                "status": tp.plugins.get_plugin("hijack").status})
+    ''').data
+    assert d["mul"] == [1.0] and d["status"] == "failed"
+    (w,) = d["warnings"]
+    assert "'tp::mul' is a built-in operator" in w and "provided by the tensorplay core" in w
+
+
+def test_two_entry_points_of_one_distribution_are_told_apart(env):
+    two = GOOD.replace("goodns::double", "twons::double")
+    env.dist("tensorplay-twopack", plugins={"first": "twopack_a", "second": "twopack_b"},
+             modules={"twopack_a": GOOD, "twopack_b": two})
+    r = env.run('''
+        import tensorplay
+        from tensorplay.cli import main
+        main(["plugins"])
+    ''')
+    rows = [line for line in r.stdout.splitlines() if line.startswith("tensorplay-twopack")]
+    assert len(rows) == 2, r.stdout + r.stderr
+    assert rows[0].startswith("tensorplay-twopack [first] ")
+    assert rows[1].startswith("tensorplay-twopack [second] ")
+
+
+def test_device_plugin_shows_its_builtin_kernels():
+    import tensorplay
+    cpu = tensorplay.plugins.get_plugin("tensorplay-cpu")
+    n_builtin = sum(1 for op in tensorplay._registry.all_ops()
+                    if op.is_builtin and op._has_array_kernel)
+    tensorplay.zeros(1)                                    # the cpu backend is loaded now
+    count, lazy = cpu.builtin_kernels["cpu"]
+    assert not lazy and 0 < count <= n_builtin
+    d = next(p for p in tensorplay.plugins.list() if p["dist"] == "tensorplay-cpu")
+    assert d["builtin_kernels"] == {"cpu": {"count": count, "lazy": False}}
+    assert next(p for p in tensorplay.plugins.list()
+                if p["dist"] == "tensorplay-example-ops")["builtin_kernels"] == {}

@@ -65,7 +65,7 @@ def unknown_device_type(t: str, spelling, api: str, *, extra=(), what="device ty
     close = difflib.get_close_matches(t, vocab, n=1, cutoff=0.6)
     if s == s.lower() and not foreign and not close:
         return None
-    suggest = _FOREIGN_DEVICE_TYPES.get(t) or (close[0] if close else None)
+    suggest = _FOREIGN_DEVICE_TYPES[t] if foreign else (close[0] if close else None)
     accepted = ", ".join(repr(k) for k in accepted_device_types(meta=not extra)) + \
         ("".join(f", {e!r}" for e in extra) if extra else "")
     why = (" (no installed plugin provides it)" if foreign else "")

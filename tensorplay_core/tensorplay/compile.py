@@ -456,10 +456,9 @@ def _value_sources(fn, spec=None) -> list:
         elif hasattr(fn, "__func__") and hasattr(fn, "__self__"):
             selves.append(fn.__self__)
             fn = fn.__func__
-        elif not hasattr(fn, "__code__") and callable(fn) \
-                and hasattr(getattr(type(fn), "__call__", None), "__code__"):
-            selves.append(fn)
-            fn = type(fn).__call__
+        elif not hasattr(fn, "__code__") and hasattr(_class_call(fn), "__code__"):
+            selves.append(fn)                     # a callable object: its class's __call__
+            fn = _class_call(fn)
         else:
             break
     code = getattr(fn, "__code__", None)
@@ -472,6 +471,13 @@ def _value_sources(fn, spec=None) -> list:
     for o in objs:
         _attr_sources(o, names, out, seen)
     return out
+
+
+def _class_call(obj):
+    for c in type(obj).__mro__:
+        if "__call__" in c.__dict__:
+            return c.__dict__["__call__"]
+    return None
 
 
 def _fn_sources(fn, names, out, seen, depth) -> None:

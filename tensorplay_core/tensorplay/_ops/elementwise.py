@@ -247,7 +247,7 @@ def _where_meta(cond, a, b):
 
 def _where_setup(ctx, inputs, output):
     ctx.save_for_backward(inputs[0])
-    ctx.shapes = [x if is_tensor(x) else None for x in inputs[1:]]
+    ctx.shapes = [_Meta(x) if is_tensor(x) else None for x in inputs[1:]]   # not the tensors
 
 
 def _where_bw(ctx, g):

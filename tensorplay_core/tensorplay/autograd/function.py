@@ -116,8 +116,8 @@ class FunctionNode(Node):
             res = tuple(res) + (None,) * (len(self.structure) - len(res))
         if len(res) > len(self.structure) and any(r is not None for r in res[len(self.structure):]):
             raise RuntimeError(
-                f"{self.name}: backward returned {len(res)} gradients but the forward has "
-                f"{len(self.structure)} inputs")
+                f"function {self.name} returned an incorrect number of gradients (expected "
+                f"{len(self.structure)}, got {len(res)})")
         out = []
         for s, g in zip(self.structure, res):
             if s is None:
