@@ -38,7 +38,8 @@ def test_console_script_check_passes_on_the_example_pack(tmp_path):
     exe = _console_script()
     assert exe, "the `tensorplay` console script is not installed (pip install -e .)"
     out = tmp_path / "res.json"
-    p = subprocess.run([exe, "check", "--plugin", "example_ops", "--test-utils", NO_AOT,
+    p = subprocess.run([exe, "check", "--plugin", "example_ops", "--device", "cpu",
+                        "--test-utils", NO_AOT,
                         "--json", str(out)], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
     for name in EXAMPLE_OPS:

@@ -611,7 +611,7 @@ def test_tensors_on_cuda0_and_cuda1():
     assert y1.cpu().tolist() == [8.0, 12.0, 16.0]      # [[1, 3, 5], [7, 9, 11]] summed
     z = tp.zeros(3, device="cuda:1")
     assert z._data.device.id == 1
-    with pytest.raises(DispatchError, match=r"found tensors on cuda:0 and cuda:1|cuda:1 and cuda:0"):
+    with pytest.raises(DispatchError, match=r"found tensors on cuda:0(,| and) cuda:1"):
         x0 + x1
     with pytest.raises(DispatchError, match="expected all tensors on one device"):
         tp.cat([x1, x0])

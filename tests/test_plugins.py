@@ -652,7 +652,7 @@ def test_check_plugin_runs_opcheck_over_ops_and_samples(env):
         import tensorplay
         from tensorplay.testing import check_plugin, summarize_checks
         seen = []
-        res = check_plugin("checkpack", test_utils=["test_schema", "test_faketensor"],
+        res = check_plugin("checkpack", "cpu", test_utils=["test_schema", "test_faketensor"],
                            progress=seen.append)
         result({"rows": [[r.op, r.device, r.sample, r.status, sorted(r.failures)] for r in res],
                 "progress": len(seen), "summary": summarize_checks(res),
@@ -683,7 +683,10 @@ def _pytest(env, *args):
     p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                         "-o", "addopts=", "--rootdir", env.root, *args],
                        cwd=env.root, capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "PYTHONPATH": env.root,
+                       env={**os.environ,
+                            # keep the caller's path (site dirs of the machine running the suite)
+                            "PYTHONPATH": os.pathsep.join(
+                                [env.root] + [p for p in [os.environ.get("PYTHONPATH")] if p]),
                             "PYTHONPYCACHEPREFIX": _PYCACHE}, check=False)
     return p.returncode, p.stdout + p.stderr
 
@@ -693,7 +696,7 @@ def test_one_line_opcheck_in_an_op_pack_test_suite(env):
              modules={"checkpack": CHECKPACK})
     with open(os.path.join(env.root, "test_pack.py"), "w") as f:
         f.write('from tensorplay.testing import opcheck_plugin_tests\n'
-                'test_ops = opcheck_plugin_tests("tensorplay-checkpack", '
+                'test_ops = opcheck_plugin_tests("tensorplay-checkpack", "cpu", '
                 'test_utils=["test_schema", "test_faketensor"])\n')
     rc, out = _pytest(env, "test_pack.py", "-rs")
     assert rc == 1, out

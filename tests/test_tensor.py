@@ -61,6 +61,11 @@ def test_factories_for_every_dtype(dt):
 
 
 def test_bfloat16_on_cpu_is_a_clear_error():
+    try:   # numpy knows bfloat16 only when ml_dtypes registered it (e.g. jax installed)
+        np.dtype("bfloat16")
+        pytest.skip("this numpy supports bfloat16 (ml_dtypes is loaded), so the cpu backend has it")
+    except TypeError:
+        pass
     for make in (lambda: tp.zeros(2, dtype=tp.bfloat16), lambda: tp.tensor([1.0], dtype=tp.bfloat16),
                  lambda: tp.ones(2).to(tp.bfloat16)):
         with pytest.raises(TypeError, match="bfloat16.*float16 or float32"):
@@ -181,8 +186,9 @@ def test_to_and_cpu():
     assert c is not x and c._storage is not x._storage
     assert x.double().dtype is tp.float64 and x.half().dtype is tp.float16
     assert x.long().dtype is tp.int64 and x.int().dtype is tp.int32 and x.bool().dtype is tp.bool
-    with pytest.raises(Exception, match="cuda"):
-        x.to("cuda")
+    if not tp.plugins.device_status("cuda")[0]:   # on a GPU machine the move simply works
+        with pytest.raises(Exception, match="cuda"):
+            x.to("cuda")
 
 
 def test_clone_detach_contiguous():
