@@ -101,18 +101,20 @@ def bind(xp, be) -> dict:
         a, b = _prep(a, b, True)
         return xp.divide(b, a)
 
-    def floor_divide(a, b):
-        a, b = _prep(a, b)
+    def _int_divisor_check(a, b, name):
+        # integer division by zero: torch raises, numpy would warn and return garbage
         if a.dtype.kind in "iu" and (not hasattr(b, "dtype") and b == 0 or
                                      hasattr(b, "dtype") and not xp.all(b != 0)):
-            raise ZeroDivisionError("floor_divide: integer division by zero")
+            raise ZeroDivisionError(f"{name}: integer division by zero")
+
+    def floor_divide(a, b):
+        a, b = _prep(a, b)
+        _int_divisor_check(a, b, "floor_divide")
         return xp.floor_divide(a, b)
 
     def remainder(a, b):
         a, b = _prep(a, b)
-        if a.dtype.kind in "iu" and (not hasattr(b, "dtype") and b == 0 or
-                                     hasattr(b, "dtype") and not xp.all(b != 0)):
-            raise ZeroDivisionError("remainder: integer division by zero")
+        _int_divisor_check(a, b, "remainder")
         return xp.remainder(a, b)
 
     def pow(a, b):
