@@ -13,13 +13,22 @@ The non-device entries of the table (``meta``, ``autograd``, ``capture``) are bu
 from __future__ import annotations
 
 import keyword
+import threading
 
-from .autograd import grad_mode as _gm
 from .errors import DispatchError
 
-# Mode stack for calls that have no tensor argument (factories): FakeTensorMode / capture push
-# their key here. Read by the generated code with one index.
-_mode: list = [None]
+
+class _ModeState(threading.local):
+    """The dispatch mode of the calling thread for calls that have no tensor argument
+    (factories): ``"meta"`` inside ``FakeTensorMode``, ``"capture"`` while ``tensorplay.compile``
+    captures, else None. Per thread, as in torch: a new thread starts with no mode. Read by the
+    generated code with one attribute lookup."""
+
+    def __init__(self):
+        self.mode = None
+
+
+_state = _ModeState()
 
 _KIND_TENSOR, _KIND_OPT, _KIND_LIST, _KIND_DEVICE = "tensor", "optional_tensor", "tensor_list", "device"
 
@@ -55,11 +64,12 @@ def resolve_key(op, tensors, device=None) -> str:
     (0-dim cpu tensors may join any device, as in torch).
     """
     if not tensors:
+        mode = _state.mode
         if device is None:
-            if _mode[0] is not None:
-                return _mode[0]
+            if mode is not None:
+                return mode
             return "default"
-        return _mode[0] or _device_key(op, device)
+        return mode or _device_key(op, device)
     keys = {t._dkey for t in tensors}
     if "capture" in keys:
         return "capture"
@@ -225,7 +235,7 @@ def make_call(op, scalar_ok=()) -> None:
         dev = device_param if device_param is not None else "None"
         if device_param is not None:
             # factories: a Device argument gives its type at once (same result as _device_key)
-            body.append(f"if __k is None: __k = __mode[0] or ({dev}.type if {dev}.__class__ is __Dev "
+            body.append(f"if __k is None: __k = __mst.mode or ({dev}.type if {dev}.__class__ is __Dev "
                         f"else __slow(__op, {allvals}, {dev}))")
         else:
             body.append(f"if __k is None: __k = __slow(__op, {allvals}, {dev})")
@@ -249,7 +259,7 @@ def make_call(op, scalar_ok=()) -> None:
     src = "\n".join(lines)
     from ._device import Device
     ns.update(__table=op.table, __slow=_slow_key, __bad=bad_arguments, __T=_tensor_type(),
-              __mode=_mode, __Dev=Device,
+              __mst=_state, __Dev=Device,
               __scalars=(int, float, bool))
     exec(compile(src, f"<tensorplay dispatch {op.name}>", "exec"), ns)
     fn = ns["__call__"]

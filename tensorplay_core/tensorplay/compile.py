@@ -162,7 +162,7 @@ class CompiledFunction:
         return functools.partial(self.__call__, obj)
 
     def __call__(self, *args, **kwargs):
-        if _capture._ACTIVE:
+        if _capture._state.active:
             # called while another function is being captured: inline it into that capture
             return self.fn(*args, **kwargs)
         if not kwargs and all(a.__class__ is Tensor for a in args):
@@ -181,10 +181,10 @@ class CompiledFunction:
             tkeys.append((t._dtype, t._device, t._bkey, tuple(s if s < 2 else -1 for s in shape),
                           t._requires_grad, t.is_contiguous()))
         try:
-            key = (spec, tuple(tkeys), _gm._enabled[0])
+            key = (spec, tuple(tkeys), _gm._state.enabled)
             hash(key)
         except TypeError:
-            key = (_spec_id(spec), tuple(tkeys), _gm._enabled[0])
+            key = (_spec_id(spec), tuple(tkeys), _gm._state.enabled)
         sig = (tuple(sizes), tuple(layout))
         entry = None
         entries = self._cache.get(key)
@@ -668,7 +668,7 @@ def _generate(graph, *, checked: bool):
     metadata its fake kernel gives for the real inputs.
     """
     from ._capture import Value
-    ns: dict = {"__gm": _gm._enabled, "__CompileError": CompileError}
+    ns: dict = {"__gm": _gm._state, "__CompileError": CompileError}
     consts: dict = {}
 
     def const(x):
@@ -704,7 +704,7 @@ def _generate(graph, *, checked: bool):
         if n.index <= skip_until:
             continue
         if manage_grad and n.grad_enabled != entry_mode:
-            body.append(f"__gm[0] = {n.grad_enabled}")
+            body.append(f"__gm.enabled = {bool(n.grad_enabled)}")
             entry_mode = n.grad_enabled
         ch = chains.get(n.index)
         if ch is not None:
@@ -715,11 +715,11 @@ def _generate(graph, *, checked: bool):
     body.append(f"return {ref(graph.output)}")
     lines = ["def run(__leaves):"]
     if manage_grad:
-        lines.append("    __entry = __gm[0]")
+        lines.append("    __entry = __gm.enabled")
         lines.append("    try:")
         lines.extend("        " + b for b in body)
         lines.append("    finally:")
-        lines.append("        __gm[0] = __entry")
+        lines.append("        __gm.enabled = __entry")
     else:
         lines.extend("    " + b for b in body)
     src = "\n".join(lines)
@@ -805,12 +805,12 @@ class _ChainRunner:
         self.unfused = _gen_unfused(chain)
 
     def __call__(self, *tensors):
-        if _gm._enabled[0]:
+        if _gm._state.enabled:
             for t in tensors:
                 if t._requires_grad:
                     return self.unfused(*tensors)
         t0 = tensors[0]
-        if t0._data is None or _dispatch._mode[0] is not None:
+        if t0._data is None or _dispatch._state.mode is not None:
             return self.unfused(*tensors)
         dev = t0._device
         be = t0._backend
@@ -864,8 +864,9 @@ class _FakeCheck:
             if isinstance(x, (list, tuple)) and type(x) in (list, tuple):
                 return type(x)(fk(y) for y in x)
             return x
-        prev = _dispatch._mode[0]
-        _dispatch._mode[0] = "meta"
+        mst = _dispatch._state
+        prev = mst.mode
+        mst.mode = "meta"
         try:
             return op.table["meta"](*[fk(a) for a in args], **{k: fk(v) for k, v in kwargs.items()})
         except Exception as e:
@@ -874,7 +875,7 @@ class _FakeCheck:
                 f"call ({type(e).__name__}: {e}). Fix it and check the op with "
                 f"tensorplay.library.opcheck({op.name!r}, args).") from e
         finally:
-            _dispatch._mode[0] = prev
+            mst.mode = prev
 
     def __call__(self, op, fake, real):
         fl, rl = [], []

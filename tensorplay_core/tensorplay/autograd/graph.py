@@ -10,6 +10,7 @@ into ``.grad`` of leaves (``backward``) or returns them (``grad``).
 from __future__ import annotations
 
 import sys
+import threading
 
 from . import grad_mode as _gm
 
@@ -79,21 +80,20 @@ class AccumulateGrad(Node):
 _TENSOR: list = [None]   # tensorplay.Tensor, once imported
 
 
-class _GradOffCtx:
-    """``set_grad_enabled(False)`` without an object per use (reentrant: a stack of modes)."""
-
-    __slots__ = ("_prev",)
+class _GradOffCtx(threading.local):
+    """``set_grad_enabled(False)`` without an object per use (reentrant: a stack of modes).
+    Thread-local like the flag it saves: each thread has its own stack."""
 
     def __init__(self):
         self._prev = []
 
     def __enter__(self):
-        en = _gm._enabled
-        self._prev.append(en[0])
-        en[0] = False
+        g = _gm._state.__dict__     # this thread's flag dict: one thread-local lookup
+        self._prev.append(g["enabled"])
+        g["enabled"] = False
 
     def __exit__(self, *exc):
-        _gm._enabled[0] = self._prev.pop()
+        _gm._state.enabled = self._prev.pop()
         return False
 
 
