@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import keyword
 
 from . import _capture, _dispatch, _fusion, _registry
 from ._tensor import Tensor
@@ -561,9 +562,12 @@ def _value_guard(sources, before, graph):
         if mode == "i" and (not top and not isinstance(obj, Tensor) or
                             isinstance(obj, Tensor) and id(obj) in consts):
             continue
-        acc = f"{cname(container)}.cell_contents" if kind == "c" else \
-            f"{cname(container)}.get({name!r}, __miss)"
         k = len(lines)
+        ns[f"__n{k}"] = name        # the key is data bound by name, never pasted as text
+        acc = f"{cname(container)}.cell_contents" if kind == "c" else \
+            f"{cname(container)}.get(__n{k}, __miss)"
+        # a readable note of what is guarded, only when it cannot be anything but a name
+        note = f"  # {name}" if type(name) is str and name.isidentifier() else ""
         ns[f"__o{k}"] = obj
         if mode == "s":
             ns[f"__t{k}"] = obj.__class__
@@ -597,6 +601,8 @@ def _value_guard(sources, before, graph):
                 lines.append(f"if __freeze({acc}) != __f{k}: return False")
         else:
             lines.append(f"if {acc} is not __o{k}: return False")
+        if k < len(lines):
+            lines[k] += note
     if not lines:
         return None
     body = "\n".join(lines).replace("\n", "\n        ")
@@ -682,13 +688,19 @@ def _generate(graph, *, checked: bool):
                 ns[_cname(x)] = x.const
                 return _cname(x)
             return f"v{x.id}"
-        if isinstance(x, list):
+        # Values reach the source only as names bound in ``ns`` (data, never text): only None
+        # and exact small ints are written as literals, since their repr is known. Dict keys,
+        # enums, NaN, user objects with any repr are constants looked up by name.
+        t = type(x)
+        if t is list:
             return "[" + ", ".join(ref(y) for y in x) + "]"
-        if isinstance(x, tuple):
+        if t is tuple:
             return "(" + "".join(ref(y) + ", " for y in x) + ")"
-        if isinstance(x, dict):
-            return "{" + ", ".join(f"{k!r}: {ref(v)}" for k, v in x.items()) + "}"
-        if x is None or isinstance(x, (bool, int)) and not isinstance(x, bool) and abs(x) < 2**53:
+        if isinstance(x, tuple) and hasattr(x, "_fields"):     # a namedtuple result
+            return f"{const(t)}._make((" + "".join(ref(y) + ", " for y in x) + "))"
+        if t is dict:
+            return "{" + ", ".join(f"{const(k)}: {ref(v)}" for k, v in x.items()) + "}"
+        if x is None or t is int and abs(x) < 2**53:
             return repr(x)
         return const(x)
 
@@ -751,13 +763,13 @@ def _gen_node(n, ns, ref, checked):
     if n.kind != "op":
         v = ref(n.args[0])
         if n.kind == "requires_grad_":
-            return [f"{v}.requires_grad_({n.args[1]!r})"]
+            return [f"{v}.requires_grad_({ref(n.args[1])})"]
         if n.kind == "detach":
             return [f"v{n.outputs[0].id} = {v}.detach()"]
         return [f"{v}.{n.kind}()"]
     opname = f"op{n.index}"
     ns[opname] = n.op
-    args = [ref(a) for a in n.args] + [f"{k}={ref(v)}" for k, v in n.kwargs.items()]
+    args = [ref(a) for a in n.args] + [_kwarg(k, ref(v), ref) for k, v in n.kwargs.items()]
     call = f"{opname}({', '.join(args)})"
     lhs = _assign(n.result, ref)
     out = []
@@ -765,7 +777,7 @@ def _gen_node(n, ns, ref, checked):
     if check:
         # fake metadata of the real inputs, computed before the call (mutation cannot change it)
         out.append(f"__fk = __check.expected(op{n.index}, ({''.join(a + ', ' for a in args[:len(n.args)])}), "
-                   f"{{{', '.join(f'{k!r}: {ref(v)}' for k, v in n.kwargs.items())}}})")
+                   f"{{{', '.join(f'{ref(k)}: {ref(v)}' for k, v in n.kwargs.items())}}})")
     if lhs:
         out.append(f"{lhs} = __r = {call}")
     else:
@@ -777,6 +789,15 @@ def _gen_node(n, ns, ref, checked):
     if check:
         out.append(f"__check(op{n.index}, __fk, __r)")
     return out
+
+
+def _kwarg(name, value_src, ref) -> str:
+    """Keyword argument ``name=value`` in generated source. A name that is a plain identifier
+    is syntax the schema already allows; any other (a Python keyword such as ``from``, a
+    non-identifier) is passed as data: ``**{<bound name>: value}``."""
+    if type(name) is str and name.isidentifier() and not keyword.iskeyword(name):
+        return f"{name}={value_src}"
+    return f"**{{{ref(name)}: {value_src}}}"
 
 
 def _paths(x, prefix=""):

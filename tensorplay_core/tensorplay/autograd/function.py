@@ -261,8 +261,9 @@ def _generated_entry(op, name, backward, setup):
     ns = {}
     kw = False
     no_default = _dispatch._no_default()
+    pynames = _dispatch.py_names(op.schema.arguments)   # collision-free ("from" vs "from_")
     for i, a in enumerate(op.schema.arguments):
-        n = _dispatch._pyname(a.name)
+        n = pynames[i]
         names.append(n)
         if a.kwarg_only and not kw:
             params.append("*")
@@ -276,8 +277,11 @@ def _generated_entry(op, name, backward, setup):
         if a.kind in (_dispatch._KIND_TENSOR, _dispatch._KIND_OPT, _dispatch._KIND_LIST):
             tensor_names.append((n, a.kind))
     if not tensor_names or not all(n.isidentifier() for n in names) or any(
-            a.kwarg_only and _dispatch._pyname(a.name) != a.name for a in op.schema.arguments):
-        return None   # (a keyword-only "from"/"__x" arrives by its schema name: generic entry)
+            a.kwarg_only and n != a.name for n, a in zip(pynames, op.schema.arguments)) or \
+            _dispatch.has_default_gap(op.schema.arguments):
+        # (a keyword-only "from"/"__x" arrives by its schema name; "(Tensor? x=None, Tensor y)"
+        # has no Python signature: generic entry)
+        return None
     scalar_ok = set(getattr(op, "_scalar_ok", ()) or ())
     call_s = ", ".join(call)
     vals = "(" + "".join(f"{n}, " for n in names) + ")"
