@@ -101,3 +101,38 @@ def test_string_default_with_quotes_and_newlines_through_define():
     op = library.define('tc_codegen::s(Tensor x, str s="a\\"b\\n\') + 1 #") -> Tensor')
     op.register_kernel(None, lambda x, s: x * 0.0 + len(s))
     assert op(tp.ones(1)).tolist() == [float(len('a"b\n\') + 1 #'))]
+
+
+class _FakeCupy:
+    """Stands in for CuPy: records the C source a fused kernel would compile."""
+
+    __name__ = "cupy"
+
+    def __init__(self):
+        self.sources = []
+
+    def dtype(self, name):
+        return name
+
+    def ElementwiseKernel(self, in_params, out_params, body, name, **kw):  # noqa: N802 - CuPy's name
+        self.sources.append(body)
+        return lambda *a: a
+
+
+class _Float(float):
+    def __repr__(self):
+        return _CODE
+
+
+@pytest.mark.parametrize("const, fused", [(2.5, True), (_Float(2.5), True), (Level.HIGH, True),
+                                          (10**400, False), (float("nan"), False)])
+def test_cuda_fuser_writes_constants_only_as_float_literals(const, fused):
+    from tensorplay import _fusion
+    cp = _FakeCupy()
+    backend = type("B", (), {"np": cp, "kernels": lambda self: {}})()
+    expr = _fusion.ElementwiseExpr(1, (_fusion.Step("mul", (("in", 0), ("const", const))),),
+                                   (0,), (tp.float32,), tp.device("cpu"))
+    fn = _fusion.cupy_fuser(expr, backend)
+    assert (fn is not None) == fused
+    if fused:
+        assert cp.sources == [f"T t0 = in0 * ((T)({float(const)!r}));\nout0 = t0;"]

@@ -479,3 +479,65 @@ class TestArgumentTypes:
         with pytest.raises(TypeError, match=rf"{ns}::one\(\) missing 1 required positional "
                                             r"argument: 'x'"):
             op()
+
+
+# ============================================================== writes through overlapping memory
+_OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers to a "
+            "single memory location. Please clone() the tensor before performing the operation.")
+
+
+class TestOverlappingWrites:
+    """Writing an expanded tensor (a stride-0 dimension of size > 1) is refused, as in torch."""
+
+    @pytest.mark.parametrize("name, write", [
+        ("add_", lambda e: e.add_(1.0)), ("add_", lambda e: e.sub_(1.0)),   # sub_ is add_
+        ("mul_", lambda e: e.mul_(2.0)), ("mul_", lambda e: e.div_(2.0)),   # div_ is mul_
+        ("copy_", lambda e: e.copy_(tp.ones(2, 3))), ("fill_", lambda e: e.fill_(1.0)),
+        ("fill_", lambda e: e.zero_()),
+    ])
+    def test_builtin_in_place_ops(self, name, write):
+        base = tp.zeros(3)
+        e = base.expand(2, 3)
+        with pytest.raises(RuntimeError, match=rf"tp::{name}: argument 'self' .*"
+                                               + re.escape(_OVERLAP)):
+            write(e)
+        assert base.tolist() == [0.0, 0.0, 0.0] and base._version == 0   # nothing written
+
+    def test_custom_op_declaring_mutation(self, ns):
+        @lib.custom_op(f"{ns}::bump_", mutates_args=("x", "ys"))
+        def bump_(x: tp.Tensor, ys: list[tp.Tensor]) -> None:
+            x.add_(1.0)
+            for y in ys:
+                y.add_(1.0)
+
+        ok = tp.zeros(2)
+        with pytest.raises(RuntimeError, match=rf"{ns}::bump_: argument 'x' \(shape \(4, 2\), "
+                                               r"stride \(0, 1\)\): unsupported operation"):
+            bump_(ok.expand(4, 2), [])
+        with pytest.raises(RuntimeError, match=rf"{ns}::bump_: argument 'ys'"):
+            bump_(tp.zeros(2), [tp.zeros(2), tp.zeros(1).expand(2)])
+        assert ok.tolist() == [0.0, 0.0]
+
+    def test_other_layouts_and_size_one_broadcasts_are_written(self, ns):
+        @lib.custom_op(f"{ns}::inc_", mutates_args=("x",))
+        def inc_(x: tp.Tensor) -> None:
+            x.add_(1.0)
+
+        t = tp.zeros(3, 4)
+        inc_(t.transpose(0, 1))
+        inc_(t[:, 1:3])
+        one = tp.zeros(1)
+        inc_(one.expand(1))                     # stride 0 on a size-1 dimension: one element
+        one.expand(1, 1).add_(1.0)
+        assert t[0].tolist() == [1.0, 2.0, 2.0, 1.0] and one.tolist() == [2.0]
+
+    def test_reading_an_expanded_tensor_is_fine(self, ns):
+        @lib.custom_op(f"{ns}::into_", mutates_args=("out",))
+        def into_(x: tp.Tensor, out: tp.Tensor) -> None:
+            out.copy_(x)
+
+        out = tp.zeros(2, 3)
+        into_(tp.ones(3).expand(2, 3), out)
+        assert out.tolist() == [[1.0] * 3] * 2
+        out.add_(tp.ones(3).expand(2, 3))
+        assert out.tolist() == [[2.0] * 3] * 2

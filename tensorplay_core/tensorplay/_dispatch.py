@@ -314,6 +314,7 @@ def make_call(op, scalar_ok=()) -> None:
     tensor_params = []   # (pyname, kind)
     none_ok = set()      # lists whose elements may be None
     list_opt = set()     # lists that may be None
+    overlap = []         # written tensor arguments: refused when expanded (stride 0, size > 1)
     device_param = None
     named_device = None
     mutated = []
@@ -367,6 +368,7 @@ def make_call(op, scalar_ok=()) -> None:
                 checks.append(c)
         if a.is_write:
             mutated.append((n, kind))
+            overlap.append((i, n, kind))
     if device_param is None:
         device_param = named_device
     if renamed_kw:
@@ -423,6 +425,17 @@ def make_call(op, scalar_ok=()) -> None:
     lines.extend("        " + b.replace("\n", "\n    ") for b in body)
     lines.append("    except (AttributeError, TypeError) as __e:")
     lines.append(f"        __bad(__op, {allvals}, __e)")
+    # writes through overlapping memory (an expanded tensor) are refused, as torch does: one
+    # C-level scan of the strides per written argument; calls that write nothing pay nothing.
+    # tuple.__contains__ itself: a capture tensor's strides would count the scan as a size read
+    for i, n, kind in overlap:
+        if kind == _KIND_TENSOR:
+            lines.append(f"    if __has({n}._stride, 0): __overlap(__op, {i}, {n})")
+        elif kind == _KIND_OPT:
+            lines.append(f"    if {n} is not None and __has({n}._stride, 0): __overlap(__op, {i}, {n})")
+        elif kind == _KIND_LIST:
+            lines.append(f"    for __t in {n} or ():\n"
+                         f"        if __t is not None and __has(__t._stride, 0): __overlap(__op, {i}, __t)")
     if mutated and not op.is_builtin:
         # eager execution trusts mutates_args; we only keep _version honest (bookkeeping, no check)
         lines.append(f"    __r = __table[__k]({call})")
@@ -442,7 +455,8 @@ def make_call(op, scalar_ok=()) -> None:
               __mst=_state, __Dev=Device, __scalars=(int, float, bool), __unset=_UNSET,
               __missing=_missing, __chk=check_arg, __vals=_values, __kwarg=_take_kwarg,
               __extra=_extra_kwargs, __c_int=int, __c_float=float, __c_bool=bool, __c_str=str,
-              __c_list=list, __c_tuple=tuple)
+              __c_list=list, __c_tuple=tuple, __overlap=check_overlap,
+              __has=tuple.__contains__)
     exec(compile(src, f"<tensorplay dispatch {op.name}>", "exec"), ns)  # noqa: S102 - names only
     fn = ns["__call__"]
     fn.__doc__ = op.__doc__
@@ -458,6 +472,19 @@ def make_call(op, scalar_ok=()) -> None:
 def _signature(fn):
     import inspect
     return inspect.signature(fn)
+
+
+def check_overlap(op, i: int, t) -> None:
+    """Refuse to write argument ``i`` of ``op`` when ``t`` has a dimension of stride 0 and size
+    greater than 1 (an ``expand``ed tensor: several elements share one memory location), with
+    torch's message; raises ``RuntimeError`` naming the op and the argument."""
+    if any(st == 0 and sz > 1 for sz, st in zip(tuple(tuple.__iter__(t._shape)),
+                                                tuple(tuple.__iter__(t._stride)))):
+        name = op.schema.arguments[i].name
+        raise RuntimeError(
+            f"{op.name}: argument '{name}' (shape {tuple(t._shape)}, stride {tuple(t._stride)}): "
+            f"unsupported operation: more than one element of the written-to tensor refers to a "
+            f"single memory location. Please clone() the tensor before performing the operation.")
 
 
 def _values(names, vals) -> dict:
