@@ -19,6 +19,7 @@ class _GradState(threading.local):
 
     def __init__(self):
         self.enabled = True
+        self.saved = []      # the engine's grad-off stack (autograd.graph._GRAD_OFF)
 
 
 _state = _GradState()
@@ -50,8 +51,9 @@ class _GradModeCtx:
     mode = True
 
     def __enter__(self):
-        self.prev = _state.enabled
-        _state.enabled = self.mode
+        g = _state.__dict__          # this thread's flags: one thread-local lookup
+        self.prev = g["enabled"]
+        g["enabled"] = self.mode
         return self
 
     def __exit__(self, *exc):

@@ -10,7 +10,6 @@ into ``.grad`` of leaves (``backward``) or returns them (``grad``).
 from __future__ import annotations
 
 import sys
-import threading
 
 from . import grad_mode as _gm
 
@@ -80,20 +79,20 @@ class AccumulateGrad(Node):
 _TENSOR: list = [None]   # tensorplay.Tensor, once imported
 
 
-class _GradOffCtx(threading.local):
+class _GradOffCtx:
     """``set_grad_enabled(False)`` without an object per use (reentrant: a stack of modes).
-    Thread-local like the flag it saves: each thread has its own stack."""
+    The saved modes live in the calling thread's grad state, like the flag itself."""
 
-    def __init__(self):
-        self._prev = []
+    __slots__ = ()
 
     def __enter__(self):
-        g = _gm._state.__dict__     # this thread's flag dict: one thread-local lookup
-        self._prev.append(g["enabled"])
+        g = _gm._state.__dict__     # this thread's flags: one thread-local lookup
+        g["saved"].append(g["enabled"])
         g["enabled"] = False
 
     def __exit__(self, *exc):
-        _gm._state.enabled = self._prev.pop()
+        g = _gm._state.__dict__
+        g["enabled"] = g["saved"].pop()
         return False
 
 
