@@ -12,6 +12,10 @@ The schema language is the subset of PyTorch's JIT function-schema language that
 * alias annotations on tensor types only: ``Tensor(a)`` (aliases ``a``) and ``Tensor(a!)``
   (writes ``a``), also ``Tensor(a!)[]`` and ``Tensor(a!)?``;
 * a bare ``*`` starts the keyword-only arguments;
+* as in torch, a positional argument without a default may follow one with a default
+  (``(Tensor? x=None, Tensor y)``): the op still takes ``y`` positionally or by keyword, and a call
+  that leaves it out raises ``TypeError`` naming it. Argument names that are Python keywords
+  (``from``, ``class``) are passed by keyword as ``**{"class": v}``;
 * returns: ``()``, one type, or a parenthesised tuple whose entries may be named.
 
 Canonical printing (what ``str(FunctionSchema)`` produces and what :func:`infer_schema` returns)::
