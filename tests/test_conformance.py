@@ -118,7 +118,8 @@ except Exception as e:  # noqa: BLE001 - reported by test_builtin_table_availabl
 else:
     _TABLE_ERROR = None
 
-_NONDETERMINISTIC = {"empty": "uninitialised memory", "rand": "random", "randn": "random"}
+_NONDETERMINISTIC = {"empty": "uninitialised memory", "rand": "random", "randn": "random",
+                     "randint": "random"}
 
 
 def test_builtin_table_available():
@@ -149,6 +150,9 @@ def test_builtin_op_matches_cpu(device_type, name, i):
     if name in ("rand",):
         v = got.cpu().numpy()
         assert ((v >= 0) & (v < 1)).all()
+    if name == "randint":
+        v = got.cpu().numpy()
+        assert ((v >= s_dev.args[0]) & (v < s_dev.args[1])).all()
 
 
 def _grad_cases():
