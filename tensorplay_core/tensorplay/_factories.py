@@ -122,7 +122,11 @@ def randint(*args, size=None, low=None, high=None, dtype=None, device=None,
     if high is None or size is None:
         raise TypeError("randint() missing required arguments: 'high' and 'size' "
                         "(randint(high, size) or randint(low, high, size))")
-    return _finish(O.randint(operator.index(low or 0), operator.index(high), _size((size,)),
+    low, high = operator.index(low or 0), operator.index(high)
+    if not low < high:
+        raise RuntimeError(f"randint(): random_ expects 'from' to be less than 'to', but got "
+                           f"from={low} >= to={high}")
+    return _finish(O.randint(low, high, _size((size,)),
                              dtype=_dtype.as_dtype(dtype) if dtype is not None else _dtype.int64,
                              device=_dev(device)), requires_grad)
 

@@ -357,21 +357,20 @@ class Tensor:
         return id(self)
 
     def __repr__(self) -> str:
-        extra = []
-        if self._device.type != "cpu" or self._data is None:
-            extra.append(f"device='{self._device}'")
-        if self._dtype is not _dtype.float32 and self._dtype is not _dtype.int64:
-            extra.append(f"dtype={self._dtype}")
-        if self.grad_fn is not None:
-            extra.append(f"grad_fn=<{self.grad_fn.name}>")
-        elif self._requires_grad:
-            extra.append("requires_grad=True")
+        """torch's layout and precision: ``tensor([1.0000, 2.5000])``, ``dtype=`` unless the
+        default float, int64 or bool, tensors over 1000 elements summarised with ``...``."""
         if self._data is None:
+            extra = [f"device='{self._device}'"]
+            if self._dtype is not _dtype.float32 and self._dtype is not _dtype.int64:
+                extra.append(f"dtype={self._dtype}")
+            if self.grad_fn is not None:
+                extra.append(f"grad_fn=<{self.grad_fn.name}>")
+            elif self._requires_grad:
+                extra.append("requires_grad=True")
             kind = "fake" if self._device.type != "meta" else "meta"
             return f"{kind}_tensor(size={tuple(self._shape)}, " + ", ".join(extra) + ")"
-        vals = repr(self._backend.to_host(self._data).tolist()) if self.numel() <= 64 else \
-            f"<{self.numel()} values>"
-        return "tensor(" + ", ".join([vals] + extra) + ")"
+        from ._format import tensor_repr
+        return tensor_repr(self)
 
     # -- device / dtype moves --------------------------------------------------------------------
     def to(self, *args, **kwargs):
