@@ -30,7 +30,7 @@ def test_relu_propagates_nan(dt):
 def test_relu_nan_in_a_compiled_chain():
     # the compiled path fuses elementwise chains; the fused kernel must keep NaN too
     f = tp.compile(lambda x: (x * 1.0 + 0.0).relu() * 2.0)
-    x = tp.tensor([NAN, -1.0, 3.0] * 700)      # large enough for the blocked fuser
+    x = tp.tensor([NAN, -1.0, 3.0] * 23000)    # over 65536 elements: the blocked cpu fuser
     out = f(x).tolist()
     assert math.isnan(out[0]) and out[1] == 0.0 and out[2] == 6.0
 
@@ -129,6 +129,9 @@ _SILENT = {
     "softmax_inf": lambda: tp.softmax(tp.tensor([math.inf, 1.0]), 0),
     "float16_overflow": lambda: tp.tensor([60000.0], dtype=tp.float16) * 10,
     "cast_nan_to_int": lambda: tp.tensor([NAN]).to(tp.int32),
+    "compiled_fused_chain": lambda: tp.compile(lambda x: (x / 0 - x / 0).sqrt() + 1)(
+        tp.zeros(70000)),
+    "backward_of_sqrt_at_zero": lambda: tp.zeros(2, requires_grad=True).sqrt().sum().backward(),
 }
 
 
@@ -160,3 +163,10 @@ def test_quiet_kernels_do_not_change_the_callers_numpy_state():
         warnings.simplefilter("error")
         with pytest.raises(RuntimeWarning):     # the user's own numpy code still warns
             np.array([1.0]) / 0
+
+
+def test_tensor_from_out_of_range_python_floats_is_silent():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert tp.tensor([1e300, -1e300], dtype=tp.float32).tolist() == [math.inf, -math.inf]
+        assert tp.tensor([1e10], dtype=tp.float16).tolist() == [math.inf]

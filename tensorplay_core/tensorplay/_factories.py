@@ -293,12 +293,28 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False):
             arr = arr.astype(be.native_dtype(dt))
     else:
         try:
-            arr = be.from_host(data, dt, dev)
+            q = _quiet_hooks(be)
+            if q is None:
+                arr = be.from_host(data, dt, dev)
+            else:   # values out of the dtype's range become inf silently, as in torch
+                tok = q[0](q[2])
+                try:
+                    arr = be.from_host(data, dt, dev)
+                finally:
+                    q[1](tok)
         except ValueError:
             if not native_like:
                 _check_ragged(data)   # raises torch's kind of message for ragged nesting
             raise
     return _finish(be.wrap(arr, dev), requires_grad)
+
+
+def _quiet_hooks(be):
+    """``(set, reset, state)`` silencing the backend's floating point warnings (the same hooks
+    its built-in kernels run under, see ``_kernels/xp.py``), or None."""
+    kernels = getattr(be, "kernels", None)
+    k = kernels().get("clone") if kernels is not None else None
+    return getattr(k, "_tp_quiet", None)
 
 
 def _check_ragged(data):
