@@ -170,3 +170,20 @@ def test_tensor_from_out_of_range_python_floats_is_silent():
         warnings.simplefilter("error")
         assert tp.tensor([1e300, -1e300], dtype=tp.float32).tolist() == [math.inf, -math.inf]
         assert tp.tensor([1e10], dtype=tp.float16).tolist() == [math.inf]
+
+
+@pytest.mark.cuda
+def test_relu_nan_on_cuda_eager_and_fused():
+    ok, why = tp.plugins.device_status("cuda")
+    if not ok:
+        pytest.skip(f"cuda unavailable: {why}")
+    x = tp.tensor([NAN, -1.0, 3.0] * 1000, device="cuda")
+    assert math.isnan(x.relu().cpu().tolist()[0])
+    for dt in (tp.float32, tp.float64):     # the CuPy fuser's C expression keeps NaN too
+        f = tp.compile(lambda t: (t * 1.0 + 0.0).relu() * 2.0)
+        out = f(x.to(dt)).cpu().tolist()
+        assert math.isnan(out[0]) and out[1] == 0.0 and out[2] == 6.0
+    e = tp.zeros(2, 0, device="cuda")
+    with pytest.raises(IndexError, match=r"argmax\(\): Expected reduction dim 1"):
+        e.argmax(1)
+    assert tp.softmax(e, 1).shape == (2, 0)
