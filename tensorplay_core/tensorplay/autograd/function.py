@@ -186,8 +186,9 @@ def make_op_autograd(op):
     if op.is_builtin and op.mutates_args:
         return _make_inplace_autograd(op)
     if backward is not None and not op.is_builtin:
+        setup = _torch_setup_form(op, setup)
         backward = _count_checked(
-            backward, len(op.schema.arguments),
+            backward, _needed_gradients(op),
             lambda n, got: f"{op.name}: the backward formula registered with register_autograd "
                            f"returned an incorrect number of gradients (expected {n}, got {got}): "
                            f"return one gradient (or None) per input of the op, in schema order")
@@ -204,7 +205,10 @@ def make_op_autograd(op):
             if backward is None and op.is_builtin:
                 with _gm.no_grad():
                     return table[bkey](*args, **kwargs)
-            return table[bkey](*args, **kwargs)
+            out = table[bkey](*args, **kwargs)
+            if backward is None:
+                return no_formula_outputs(op.name, out, list(args) + list(kwargs.values()))
+            return out
         with _gm.no_grad():
             out = table[bkey](*args, **kwargs)
         values = list(args) + [kwargs.get(n, _missing) for n in names[len(args):]]
@@ -233,6 +237,117 @@ def _count_checked(backward, n, message):
             raise RuntimeError(message(n, got))
         return res
     return checked_backward
+
+
+def _needed_gradients(op) -> int:
+    """How many gradients a registered formula must return at least: one per argument, but
+    trailing keyword-only non-tensor arguments may be left out (torch's ``register_autograd``
+    asks for gradients of the positional inputs only)."""
+    from .. import _dispatch
+    args = op.schema.arguments
+    n = len(args)
+    while n and args[n - 1].kwarg_only and args[n - 1].kind not in (
+            _dispatch._KIND_TENSOR, _dispatch._KIND_OPT, _dispatch._KIND_LIST):
+        n -= 1
+    return n
+
+
+def setup_context_form(setup) -> int:
+    """3 for ``setup_context(ctx, inputs, output)``, 4 for torch's
+    ``setup_context(ctx, inputs, keyword_only_inputs, output)``, 0 when it takes neither."""
+    import inspect
+    try:
+        sig = inspect.signature(setup)
+    except (TypeError, ValueError):
+        return 3   # a builtin or C callable: no signature to read, call it the classic way
+    for n, probe in ((3, (None, (), None)), (4, (None, (), {}, None))):
+        try:
+            sig.bind(*probe)
+            return n
+        except TypeError:
+            pass
+    return 0
+
+
+def _torch_setup_form(op, setup):
+    """``setup`` called as ``setup(ctx, inputs, output)``: torch's four-argument form gets the
+    positional inputs as ``inputs`` and the keyword-only ones (defaults filled in) as the dict
+    ``keyword_only_inputs``, as ``torch.library.register_autograd`` passes them."""
+    if setup is None or setup_context_form(setup) != 4:
+        return setup
+    args = op.schema.arguments
+    npos = sum(1 for a in args if not a.kwarg_only)
+    kw = tuple((i, a.name) for i, a in enumerate(args) if a.kwarg_only)
+
+    def setup_context(ctx, inputs, output):
+        return setup(ctx, tuple(inputs[:npos]), {n: inputs[i] for i, n in kw}, output)
+    setup_context.__wrapped__ = setup
+    return setup_context
+
+
+class NoFormulaBackward(Node):
+    """Node of an output that a kernel without a registered formula produced without autograd
+    history while an input required grad (it left the graph: ``.numpy()``, a raw kernel launch
+    into a fresh tensor). Its gradient is unknown, so backward through it raises, as torch does
+    for an op with no autograd kernel."""
+
+    __slots__ = ("name", "op_name")
+
+    def __init__(self, op_name, edges, out_meta):
+        self.op_name = op_name
+        self.name = f"{op_name}NotDifferentiable"
+        self.next_edges = edges
+        self._out_meta = out_meta
+        self._retained = None
+
+    def apply(self, grads):
+        which = ", ".join(str(i) for i, g in enumerate(grads) if g is not None)
+        raise RuntimeError(
+            f"{self.op_name}: trying to backprop through output {which}, which the kernel "
+            f"returned without autograd history although an input requires grad: the kernel "
+            f"breaks the autograd graph (.numpy(), .detach(), a raw kernel launch into a fresh "
+            f"tensor) and the op has no backward formula (autograd kernel was not registered to "
+            f"the Autograd key(s) but we are trying to backprop through it). Register one with "
+            f"tensorplay.library.register_autograd({self.op_name!r}, backward, "
+            f"setup_context=...); or compute the kernel with tensorplay ops; or, if the op is "
+            f"not differentiable on purpose, register a formula whose setup_context calls "
+            f"ctx.mark_non_differentiable on the outputs (or whose backward returns None).")
+
+
+def no_formula_outputs(op_name, out, values):
+    """After a kernel without a formula ran with grad mode on: give each floating output that
+    has no history a ``NoFormulaBackward`` node when a tensor among ``values`` requires grad
+    (the eager safety net against silently missing gradients). Returns ``out``."""
+    T = _T[0]
+    if T is None:
+        from .._tensor import Tensor as T
+        _T[0] = T
+    if out.__class__ is T or isinstance(out, T):
+        outs = (out,)
+    elif isinstance(out, (tuple, list)):
+        outs = out
+    else:
+        return out
+    bad = [i for i, o in enumerate(outs) if isinstance(o, T) and not o._requires_grad and
+           o._dtype.is_floating_point and o._data is not None]
+    if not bad or not _gm.is_grad_enabled():
+        return out
+    inputs, edges = [], []
+    for v in values:
+        for t in (v if isinstance(v, (list, tuple)) else (v,)):
+            if isinstance(t, T):
+                inputs.append(t)
+                edges.append(edge_of(t))
+    if all(e is None for e in edges):
+        return out
+    meta = tuple((o._shape, o._dtype, o._device) if isinstance(o, T) else ((), None, None)
+                 for o in outs)
+    node = NoFormulaBackward(op_name, tuple(edges), meta)
+    for i in bad:
+        o = outs[i]
+        if not any(o is t for t in inputs):   # an input returned as is keeps its own state
+            o._set_grad_fn(node, i)
+    return out
 
 
 def _record(name, opname, backward, setup, values, out):
@@ -299,8 +414,13 @@ def _generated_entry(op, name, backward, setup):
             lines += ["    if not __en[0]:", f"        return __table[__bkey]({call_s})",
                       "    __en[0] = False", "    try:", f"        return __table[__bkey]({call_s})",
                       "    finally:", "        __en[0] = True"]
-        else:               # CompositeImplicitAutograd: the body's own ops record the graph
-            lines += [f"    return __table[__bkey]({call_s})"]
+        else:
+            # CompositeImplicitAutograd: the body's own ops record the graph. An output without
+            # history (the kernel left the graph) gets a node that raises in backward.
+            lines += [f"    __out = __table[__bkey]({call_s})",
+                      "    if __out.__class__ is __T and __out._requires_grad:",
+                      "        return __out",
+                      f"    return __nf(__opname, __out, {vals})"]
     else:
         lines += ["    if not __en[0]:", f"        return __table[__bkey]({call_s})",
                   "    __en[0] = False", "    try:", f"        __out = __table[__bkey]({call_s})",
@@ -338,7 +458,7 @@ def _generated_entry(op, name, backward, setup):
     ns.update(__en=_gm._enabled, __table=op.table, __bk=_dispatch.backend_key,
               __flat=_dispatch.flat_tensors, __rec=_record, __name=name, __opname=op.name,
               __bw=backward, __setup=setup, __edge=edge_of, __Ctx=FunctionCtx, __attach=attach,
-              __T=Tensor)
+              __T=Tensor, __nf=no_formula_outputs)
     src = "\n".join(lines)
     exec(compile(src, f"<tensorplay autograd {op.name}>", "exec"), ns)  # noqa: S102 - code from the schema
     fn = ns["autograd_entry"]
