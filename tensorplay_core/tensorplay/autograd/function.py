@@ -32,13 +32,14 @@ class FunctionCtx:
     ``set_materialize_grads``; any other attribute can be stored freely.
     """
 
-    def __init__(self):
-        self._saved = ()
-        self._saved_versions = ()
-        self.needs_input_grad = ()
-        self._non_diff = set()
-        self.materialize_grads = True
-        self._op_name = "Function"
+    # Defaults live on the class: a ctx is made per recorded call, and an empty __init__ costs
+    # nothing (the instance gets only what setup_context/backward set).
+    _saved = ()
+    _saved_versions = ()
+    needs_input_grad = ()
+    _non_diff = frozenset()     # ids of outputs marked non-differentiable
+    materialize_grads = True
+    _op_name = "Function"
 
     def save_for_backward(self, *tensors):
         """Keep ``tensors`` (or None) for ``backward``; their versions are recorded so that an
@@ -70,7 +71,7 @@ class FunctionCtx:
 
     def mark_non_differentiable(self, *tensors):
         """Outputs that get no gradient history (e.g. integer indices), as in torch."""
-        self._non_diff.update(id(t) for t in tensors)
+        self._non_diff = self._non_diff.union(id(t) for t in tensors)
 
     def set_materialize_grads(self, value: bool):
         """With False, ``backward`` receives None (not zeros) for outputs without a gradient."""
@@ -97,7 +98,8 @@ class FunctionNode(Node):
         self._retained = None         # set: the engine's getattr on an unset slot costs 0.2 µs
 
     def apply(self, grads):
-        if self.ctx.materialize_grads:
+        ctx = self.ctx
+        if ctx.materialize_grads and (len(grads) > 1 or grads[0] is None):
             for g in grads:
                 if g is None:   # only then: zeros for the missing gradients
                     from .. import _factories
@@ -105,9 +107,16 @@ class FunctionNode(Node):
                                   _factories.zeros(m[0], dtype=m[1], device=m[2])
                                   for g, m in zip(grads, self._out_meta))
                     break
-        res = self.fn(self.ctx, *grads)
+        res = self.fn(ctx, *grads)
         structure = self.structure
-        if len(structure) == 1 and structure[0] == "t" and not isinstance(res, (tuple, list)):
+        if res.__class__ is tuple:
+            if len(res) == len(structure):
+                for s in structure:
+                    if s != "t":
+                        break
+                else:
+                    return res   # one gradient per tensor input: already the engine's shape
+        elif len(structure) == 1 and structure[0] == "t" and not isinstance(res, list):
             return (res,)   # one tensor input, a bare gradient: what the general path gives
         if not isinstance(res, tuple):
             # a bare gradient, or a list that is the gradient of a single Tensor[] input
@@ -168,9 +177,15 @@ def attach(name, backward, ctx, values, output, T, se=None):
         meta = tuple((o._shape, o._dtype, o._device) if isinstance(o, T) else ((), None, None)
                      for o in outs)
     node = FunctionNode(name, backward, ctx, edges, structure, meta)
+    non_diff = ctx._non_diff
     for i, o in enumerate(outs):
-        if isinstance(o, T) and o._dtype.is_floating_point and id(o) not in ctx._non_diff:
-            o._set_grad_fn(node, i)
+        if isinstance(o, T) and o._dtype.is_floating_point and (not non_diff or
+                                                               id(o) not in non_diff):
+            # Tensor._set_grad_fn, inlined (one call less per recorded op)
+            o.grad_fn = node
+            o._output_nr = i
+            o._requires_grad = True
+            o._dkey = "autograd" if o._capture is None else "capture"
     return output
 
 
@@ -426,25 +441,35 @@ def _generated_entry(op, name, backward, setup):
                   "    __en[0] = False", "    try:", f"        __out = __table[__bkey]({call_s})",
                   "    finally:", "        __en[0] = True"]
         args = op.schema.arguments
-        plain = all((a.kind == _dispatch._KIND_TENSOR and a.name not in scalar_ok) or
-                    (a.kind not in (_dispatch._KIND_TENSOR, _dispatch._KIND_OPT,
-                                    _dispatch._KIND_LIST) and not a.type.endswith("[]"))
+        plain = all(a.kind == _dispatch._KIND_TENSOR or
+                    (a.kind not in (_dispatch._KIND_OPT, _dispatch._KIND_LIST) and
+                     not a.type.endswith("[]"))
                     for a in args)
         if plain:
-            # _record inlined: every tensor parameter is one Tensor, the others are scalars, so
-            # _structure_and_edges' result is known in shape: ["t" | None per parameter]
-            tens = [n for n, a in zip(names, args) if a.kind == _dispatch._KIND_TENSOR]
-            lines += [f"    __e{j} = __edge({n})" for j, n in enumerate(tens)]
+            # _record inlined: every tensor parameter is one Tensor (or, where the op takes a
+            # Scalar too, a number), the others are scalars, so _structure_and_edges' result is
+            # known in shape: ["t" | None per parameter]
+            tens = [(n, a.name in scalar_ok) for n, a in zip(names, args)
+                    if a.kind == _dispatch._KIND_TENSOR]
+            edge_parts = []
+            for j, (n, maybe_scalar) in enumerate(tens):
+                if maybe_scalar:
+                    lines += [f"    __t{j} = isinstance({n}, __T)",
+                              f"    __e{j} = __edge({n}) if __t{j} else None"]
+                    edge_parts.append(f"((__e{j},) if __t{j} else ())")
+                else:
+                    lines.append(f"    __e{j} = __edge({n})")
+                    edge_parts.append(f"(__e{j},)")
             needs, struct, j = [], [], 0
             for a in args:
                 if a.kind == _dispatch._KIND_TENSOR:
                     needs.append(f"__e{j} is not None")
-                    struct.append("'t'")
+                    struct.append(f"('t' if __t{j} else None)" if tens[j][1] else "'t'")
                     j += 1
                 else:
                     needs.append("False")
                     struct.append("None")
-            edges = "(" + "".join(f"__e{j}, " for j in range(len(tens))) + ")"
+            edges = " + ".join(edge_parts) if edge_parts else "()"
             lines += [f"    __needs = ({', '.join(needs)},)", "    __ctx = __Ctx()",
                       "    __ctx._op_name = __opname"]
             if setup is not None:
