@@ -414,12 +414,15 @@ def _generated_entry(op, name, backward, setup):
     kinds = {n: (a.kind, a.name in scalar_ok) for n, a in zip(names, op.schema.arguments)}
     required = [n for n, _ in tensor_names if kinds[n] == (_dispatch._KIND_TENSOR, False)]
     maybe = [n for n, _ in tensor_names if kinds[n] == (_dispatch._KIND_TENSOR, True)]
-    if len(required) == 1 and len(required) + len(maybe) == len(tensor_names):
-        # one Tensor parameter (plus scalar_ok ones holding numbers): backend_key([x]) is x._bkey
-        bkey = f"{required[0]}._bkey"
-        if maybe:
-            cond = " and ".join(f"{n}.__class__ is not __T" for n in maybe)
-            bkey = f"{bkey} if {cond} else __bk(__flat({vals}))"
+    if required and len(required) + len(maybe) == len(tensor_names):
+        # Tensor parameters (plus scalar_ok ones holding numbers) that all have one backend key
+        # k: backend_key(...) is k
+        first = required[0]
+        bkey = f"{first}._bkey"
+        conds = [f"{n}._bkey is {first}._bkey" for n in required[1:]] + [
+            f"({n}.__class__ is not __T or {n}._bkey is {first}._bkey)" for n in maybe]
+        if conds:
+            bkey = f"{bkey} if {' and '.join(conds)} else __bk(__flat({vals}))"
     else:
         bkey = f"__bk(__flat({vals}))"
     lines = [f"def autograd_entry({', '.join(params)}):",

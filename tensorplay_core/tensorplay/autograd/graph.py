@@ -162,7 +162,17 @@ def backward_root(node, nr, g, keep_graph=False):
     if _TENSOR[0] is None:
         from .._tensor import Tensor
         _TENSOR[0] = Tensor
-    deps = _topo((node,))
+    deps: dict = {}   # _topo((node,)), inlined: one root, so no root bookkeeping
+    stack = [node]
+    while stack:
+        for e in stack.pop().next_edges:
+            if e is not None:
+                nxt = e[0]
+                if nxt in deps:
+                    deps[nxt] += 1
+                else:
+                    deps[nxt] = 1
+                    stack.append(nxt)
     pending = {node: {nr: g}}
     del g
     with _GRAD_OFF:
