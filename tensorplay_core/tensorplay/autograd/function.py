@@ -139,7 +139,10 @@ class FunctionNode(Node):
         return tuple(out)
 
     def release(self):
-        self.ctx.release()
+        ctx = self.ctx   # FunctionCtx.release, inlined (once per node in every backward)
+        if ctx._saved:
+            ctx._released = True
+            ctx._saved = ()
 
 
 def _structure_and_edges(values, T):
@@ -474,19 +477,35 @@ def _generated_entry(op, name, backward, setup):
                     struct.append("None")
             edges = " + ".join(edge_parts) if edge_parts else "()"
             lines += [f"    __needs = ({', '.join(needs)},)", "    __ctx = __Ctx()",
-                      "    __ctx._op_name = __opname"]
+                      "    __ctx._op_name = __opname", "    __ctx.needs_input_grad = __needs"]
             if setup is not None:
-                lines += ["    __ctx.needs_input_grad = __needs",
-                          f"    __setup(__ctx, {vals}, __out)"]
+                lines += [f"    __setup(__ctx, {vals}, __out)"]
             ret = (f"    return __attach(__name, __bw, __ctx, {vals}, __out, __T, "
                    f"([{', '.join(struct)}], {edges}, __needs))")
-            lines.append(ret)
+            rets = op.schema.returns
+            if len(rets) == 1 and rets[0].type == "Tensor" and rets[0].alias is None:
+                # attach inlined for the common case: one floating Tensor output, nothing marked
+                # non-differentiable (anything else takes attach as written)
+                any_need = " or ".join(needs) if needs else "False"
+                lines += [f"    if not ({any_need}):",
+                          "        return __out",
+                          "    if __out.__class__ is not __T or not __out._dtype.is_floating_point"
+                          " or __ctx._non_diff:",
+                          ret.replace("    return", "        return", 1),
+                          f"    __out.grad_fn = __FN(__name, __bw, __ctx, {edges}, "
+                          f"[{', '.join(struct)}], ((__out._shape, __out._dtype, __out._device),))",
+                          "    __out._output_nr = 0",
+                          "    __out._requires_grad = True",
+                          "    __out._dkey = __ag if __out._capture is None else 'capture'",
+                          "    return __out"]
+            else:
+                lines.append(ret)
         else:
             lines += [f"    return __rec(__name, __opname, __bw, __setup, {vals}, __out)"]
     ns.update(__en=_gm._enabled, __table=op.table, __bk=_dispatch.backend_key,
               __flat=_dispatch.flat_tensors, __rec=_record, __name=name, __opname=op.name,
               __bw=backward, __setup=setup, __edge=edge_of, __Ctx=FunctionCtx, __attach=attach,
-              __T=Tensor, __nf=no_formula_outputs)
+              __T=Tensor, __nf=no_formula_outputs, __FN=FunctionNode, __ag="autograd")
     src = "\n".join(lines)
     exec(compile(src, f"<tensorplay autograd {op.name}>", "exec"), ns)  # noqa: S102 - code from the schema
     fn = ns["autograd_entry"]

@@ -28,6 +28,10 @@ class Node:
     def name_(self):
         return self.name
 
+    def release(self):
+        """Free what the node saved for backward (the engine calls it unless the graph is
+        retained); nothing to free by default."""
+
     def __repr__(self) -> str:
         return f"<{self.name}>"
 
@@ -215,7 +219,7 @@ def _walk(ready, pending, deps, keep_graph, create_graph):
             in_grads = node.apply(grads)
             grads = None
             if not keep_graph:
-                _release(node)
+                node.release()
             for e, g in zip(node.next_edges, in_grads):
                 if e is None:
                     continue
@@ -234,7 +238,7 @@ def _walk(ready, pending, deps, keep_graph, create_graph):
             in_grads = g = None   # the pending slots hold the gradients now
         else:
             if not keep_graph:
-                _release(node)
+                node.release()
             for e in node.next_edges:
                 if e is not None:
                     nxt = e[0]
