@@ -71,12 +71,17 @@ class AccumulateGrad(Node):
     def accumulate(self, g, owned=False):
         """``apply((g,))``; ``owned``: no one else holds ``g``, so when it is a plain dense
         tensor on storage of its own, ``.grad`` takes it without the defensive copy."""
-        if owned and self.variable.grad is None and g.__class__ is _TENSOR[0] and \
-                g._shape == self.variable._shape and _exclusive(g):
-            v = self.variable
-            v.grad = g if not (g._requires_grad or g.grad_fn is not None or g._capture is not None
-                               or g._accum is not None) else g.detach()
-            return ()
+        v = self.variable
+        if v.grad is None and g.__class__ is _TENSOR[0] and g._shape == v._shape:
+            if owned and _exclusive(g):
+                v.grad = g if not (g._requires_grad or g.grad_fn is not None or
+                                   g._capture is not None or g._accum is not None) else g.detach()
+                return ()
+            if not _gm.is_grad_enabled():
+                # shared with another leaf (add's backward hands one gradient to both inputs):
+                # apply()'s copy, without its no_grad block and detach (grad mode is off here)
+                v.grad = g.clone()
+                return ()
         return self.apply((g,))
 
 
