@@ -430,12 +430,14 @@ class CustomOpDef:
 
         ``setup_context(ctx, inputs, output)`` saves what backward needs (``ctx.save_for_backward``);
         ``backward(ctx, *grads)`` returns one gradient per op input (``None`` for non-differentiable
-        ones). Without a formula, a kernel written with tensorplay ops is differentiated through its
+        ones). torch's ``setup_context(ctx, inputs, keyword_only_inputs, output)`` works too:
+        ``inputs`` are then the positional inputs, ``keyword_only_inputs`` a dict of the others,
+        and ``backward`` may leave out gradients for trailing keyword-only non-tensor arguments. Without a formula, a kernel written with tensorplay ops is differentiated through its
         body (CompositeImplicitAutograd semantics). With ``backward`` omitted it is a decorator
         (SPEC §3: "directly or as decorators"). Returns ``backward``.
 
         Raises ``ValueError`` when ``backward`` or ``setup_context`` is not callable,
-        ``setup_context`` cannot take ``(ctx, inputs, output)``, or the op mutates its inputs (same
+        ``setup_context`` takes neither form, or the op mutates its inputs (same
         rule as torch: a mutating op cannot have a formula).
         """
         api = f"register_autograd({self.name!r})"
@@ -451,13 +453,11 @@ class CustomOpDef:
         if setup_context is not None:
             if not callable(setup_context):
                 raise ValueError(f"{api}: setup_context must be callable, got {setup_context!r}")
-            try:
-                inspect.signature(setup_context).bind(None, (), None)
-            except TypeError:
+            from .autograd.function import setup_context_form
+            if not setup_context_form(setup_context):   # torch's 4-argument form too
                 raise ValueError(f"{api}: setup_context {_where(setup_context)} must take "
-                                 f"(ctx, inputs, output)") from None
-            except ValueError:
-                pass
+                                 f"(ctx, inputs, output) or (ctx, inputs, keyword_only_inputs, "
+                                 f"output)")
         h = self._set_autograd(backward, setup_context, _owner or _current_owner())
         if _lib is not None:
             _lib._handles.append(h)
