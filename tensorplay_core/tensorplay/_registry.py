@@ -228,16 +228,40 @@ class CustomOpDef:
         error naming both unless priorities differ (SPEC §1 "Conflicts"); the same owner replaces."""
         with _lock:
             stack = self._kernels.setdefault(key, [])
+            op_owner = self.plugin
+            if owner is not None and op_owner is not None and owner != op_owner and \
+                    not self.is_builtin:
+                # A plugin adding a kernel to another plugin's op: refused when the op's owner
+                # provides (or names in its metadata) a kernel for this device, unless it
+                # declares a higher priority. Checked against the owner's declaration, not the
+                # stack alone, so the outcome does not depend on which plugin loads first.
+                from .plugins import manager
+                covered = any(e[1] == op_owner for e in stack) or \
+                    manager.declared_kernel_owner(self.name, key) == op_owner
+                owner_prio = _plugin_priority(op_owner)
+                if covered and priority <= owner_prio:
+                    err = DispatchError(
+                        f"register_kernel({self.name!r}, {key!r}): {_owner_str(owner)} tried to "
+                        f"register a {key!r} kernel for {self.name}, which {_owner_str(op_owner)} "
+                        f"defines and provides the {key!r} kernel of (priority {owner_prio}); "
+                        f"the op's owner keeps its kernel. Fix: "
+                        f"{manager.kernel_conflict_fix(owner, op_owner)}")
+                    err.fix = manager.kernel_conflict_fix(owner, op_owner)
+                    raise err
             if stack:
                 top_fn, top_owner, top_prio = stack[-1]
                 if owner is not None and top_owner is not None and owner != top_owner and \
-                        priority == top_prio:
-                    raise DispatchError(
+                        priority == top_prio and owner != op_owner:
+                    err = DispatchError(
                         f"register_kernel({self.name!r}, {key!r}): conflict: kernel from "
                         f"{_owner_str(owner)} and kernel from {_owner_str(top_owner)} both claim "
                         f"({self.name}, {key}). Uninstall one of them, or declare "
                         f"TENSORPLAY_PRIORITY = 1 in the module of the one that should win "
                         f"(higher wins).")
+                    err.fix = (f"uninstall one of them, or declare TENSORPLAY_PRIORITY = "
+                               f"{priority + 1} in the plugin module of the one that should win "
+                               f"(higher wins).")
+                    raise err
             # The same owner replaces: the new entry goes on top and the one it shadows stays
             # below, so undoing the new registration (a closed Library, a plugin rolled back)
             # brings the previous kernel back, like torch's dispatcher. Re-registering the very
@@ -245,7 +269,9 @@ class CustomOpDef:
             stack[:] = [e for e in stack if not (e[0] is fn and e[1] == owner)]
             entry = (fn, owner, priority)
             stack.append(entry)
-            stack.sort(key=lambda e: e[2])   # stable: highest priority last (= active)
+            # stable: highest priority last (= active); at equal priority the op's owner beats
+            # another plugin's kernel registered before it
+            stack.sort(key=lambda e: (e[2], not (e[1] is not None and e[1] != op_owner)))
             if key not in ("default",):
                 _KNOWN_DEVICE_TYPES.add(key)
             self._rebuild()
@@ -590,15 +616,27 @@ def register_op(op: CustomOpDef, *, replace_ok_from=None) -> CustomOpDef:
 
 
 def unregister_op(op: CustomOpDef) -> None:
-    """Remove ``op`` from the registry, restoring the definition it replaced (if any)."""
+    """Remove ``op`` from the registry, restoring the definition it replaced (if any).
+
+    Undos may come in any order: an op removed while it is not the current definition is cut out
+    of the chain of replaced definitions, so it can never come back later."""
     with _lock:
-        if _OPS.get(op.name) is op:
-            prev = getattr(op, "_previous", None)
+        cur = _OPS.get(op.name)
+        prev = getattr(op, "_previous", None)
+        if cur is op:
             if prev is not None:
                 _OPS[op.name] = prev
                 prev._replaced_by = None
             else:
                 del _OPS[op.name]
+        else:
+            o = cur
+            while o is not None:
+                if getattr(o, "_previous", None) is op:
+                    o._previous = prev
+                    break
+                o = getattr(o, "_previous", None)
+        op._previous = None
 
 
 def check_dispatchable(schema, keys, api: str) -> None:

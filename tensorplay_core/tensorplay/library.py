@@ -26,7 +26,7 @@ from . import _dispatch, _registry
 from ._registry import CustomOpDef, RegistrationHandle, normalize_device_types
 from ._schema import (FunctionSchema, check_schema_matches_mutates, infer_schema,
                       normalize_mutates_args, schema_from_function)
-from .errors import SchemaError
+from .errors import AlreadyDefinedError, SchemaError
 
 __all__ = ["custom_op", "triton_op", "wrap_triton", "CustomOpDef", "Library", "define", "impl",
            "register_kernel", "register_fake", "register_autograd", "get_kernel", "infer_schema",
@@ -67,14 +67,16 @@ def _site(fn) -> tuple[str | None, str]:
 
 
 def _new_op(qualname, schema, mutates, keys, tags, module, where, api, *, is_triton=False,
-            kernel=None, device_types=None, doc_fn=None):
+            kernel=None, device_types=None, doc_fn=None, defined_by="define"):
     """Create, fill and register one op record, all or nothing.
 
     Everything that can fail (a conflicting definition, an undispatchable device kernel, a kernel
     that cannot bind the schema) is checked before the name is published in the registry, so a
-    failed definition leaves the previous state untouched. A definition from the module that made
-    the existing op replaces it with ``version + 1`` (compiled graphs check versions); from
-    anywhere else it is a ``ValueError`` naming both sites (SPEC §3).
+    failed definition leaves the previous state untouched. Each name is defined once, as in
+    torch.library: a second definition is an ``AlreadyDefinedError`` (a ``RuntimeError``) naming
+    where the first came from. The one exception: ``custom_op`` (``defined_by`` ``"custom_op"``
+    or ``"triton_op"``) over a ``custom_op`` from the same module replaces it with ``version + 1``
+    (edit-and-rerun in a notebook; compiled graphs check versions).
     """
     with _registry._lock:
         old = _registry._OPS.get(qualname)
@@ -85,8 +87,19 @@ def _new_op(qualname, schema, mutates, keys, tags, module, where, api, *, is_tri
                                  f"redefined: built-in operators are provided by the tensorplay "
                                  f"core and the device plugins; pick a name in your own "
                                  f"namespace")
+            old_by = getattr(old, "_defined_by", "define")
+            from_custom_op = old_by in ("custom_op", "triton_op")
+            if not (from_custom_op and defined_by in ("custom_op", "triton_op")):
+                how = (f"close that Library first" if old_by.startswith("Library(") else
+                       f"redefine it with {old_by} from module {old.source}" if from_custom_op
+                       else "it cannot be redefined while it exists")
+                raise AlreadyDefinedError(
+                    f"{api}: operator {qualname!r} is already defined at {old._where} (by "
+                    f"{old_by}, module {old.source}); this definition at {where} (module "
+                    f"{module}) conflicts. Each operator is defined once (same rule as "
+                    f"torch.library): pick another name, or {how}.")
             if old.source != module:
-                raise ValueError(
+                raise AlreadyDefinedError(
                     f"{api}: operator {qualname!r} is already defined at {old._where} (module "
                     f"{old.source}); this definition at {where} (module {module}) conflicts. "
                     f"Pick another name, or redefine it from the same module.")
@@ -99,6 +112,7 @@ def _new_op(qualname, schema, mutates, keys, tags, module, where, api, *, is_tri
                          device_types=keys if device_types is None else device_types,
                          tags=tags, source=module, is_triton=is_triton)
         op._where = where
+        op._defined_by = defined_by
         op.version = version
         op.plugin = _registry._current_owner()
         if doc_fn is not None:
@@ -192,8 +206,11 @@ def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None,
       already defined by another module (message names both sites) or a built-in.
     * ``TypeError`` -- ``fn`` is not callable; ``device_types`` is not a spelling or an iterable.
 
-    Redefining ``name`` from the module that defined it replaces the op; the new record's
-    ``version`` is one higher, so graphs compiled against the old definition are rebuilt.
+    Redefining ``name`` with ``custom_op`` from the module whose ``custom_op`` defined it
+    replaces the op; the new record's ``version`` is one higher, so graphs compiled against the
+    old definition are rebuilt. Any other second definition (over an op made by ``define`` or a
+    ``Library``, or from another module) raises ``AlreadyDefinedError`` (a ``RuntimeError``, and
+    a ``ValueError`` for older code) naming where the first came from.
     """
     api = f"{'triton_op' if _is_triton else 'custom_op'}({name!r})"
     _check_name(name, api)
@@ -215,7 +232,8 @@ def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None,
             sch = schema_from_function(f, mutates_args=mutates, op_name=name, api=api)
         module, where = _site(f)
         return _new_op(name, sch, mutates, keys, tags, module, where, api, is_triton=_is_triton,
-                       kernel=f, doc_fn=f)
+                       kernel=f, doc_fn=f,
+                       defined_by="triton_op" if _is_triton else "custom_op")
 
     return inner if fn is None else inner(fn)
 
@@ -300,12 +318,14 @@ def define(qualname, schema=None, *, lib=None, tags=()):
     with ``impl``, ``register_kernel`` or ``Library(ns, "IMPL").impl``; a call before that raises
     ``DispatchError`` listing what is registered. With ``lib``, closing that library removes the op.
 
-    Returns the ``CustomOpDef``; defining the same name with the same schema again returns the
-    existing op. A different schema from the module that defined it replaces it (``version + 1``).
+    Returns the ``CustomOpDef``. Each operator is defined once, as in torch.library: defining a
+    name that exists (through ``define``, a ``Library``, or ``custom_op``) raises
+    ``AlreadyDefinedError`` (a ``RuntimeError``) naming where the first definition came from;
+    close the ``Library`` that defined it first to define it again.
 
     Raises ``ValueError`` for a bad name, no schema, a schema given twice or naming another op,
-    a malformed schema (``SchemaError``), a name defined by another module (naming both sites),
-    or a ``lib`` of another namespace / of kind ``"IMPL"``; ``TypeError`` for non-string arguments.
+    a malformed schema (``SchemaError``), or a ``lib`` of another namespace / of kind ``"IMPL"``;
+    ``TypeError`` for non-string arguments.
     """
     api = f"define({qualname!r})"
     if not isinstance(qualname, str):
@@ -332,10 +352,8 @@ def define(qualname, schema=None, *, lib=None, tags=()):
     tags = _tags(tags, api)
     module, where = _site(None)
     with _registry._lock:
-        existing = _registry._OPS.get(sch.qualname)
-        if existing is not None and existing.schema == sch and not existing.is_builtin:
-            return existing
-        op = _new_op(sch.qualname, sch, sch.mutated_args, (), tags, module, where, api)
+        op = _new_op(sch.qualname, sch, sch.mutated_args, (), tags, module, where, api,
+                     defined_by="define" if lib is None else f"Library({lib.ns!r}, {lib.kind!r})")
     if lib is not None:
         lib._handles.append(RegistrationHandle(lambda: _registry.unregister_op(op)))
         lib._ops.append(op.name)
@@ -460,10 +478,12 @@ class Library:
     and the module-level functions given ``lib=``) is undone by ``_destroy()`` (alias ``close()``,
     also on ``with`` exit), newest first.
 
-    Raises ``ValueError`` for an unknown kind, a namespace that is not an identifier, the
-    reserved namespace ``"tp"`` (built-ins come from the core and device plugins), or a second
-    open DEF library of a namespace (naming where the first was created); a closed library refuses
-    further registrations (``RuntimeError``).
+    Raises ``ValueError`` for an unknown kind, a namespace that is not an identifier, or the
+    reserved namespace ``"tp"`` (built-ins come from the core and device plugins);
+    ``AlreadyDefinedError`` (a ``RuntimeError`` as in torch, also a ``ValueError``) for a second
+    open DEF library of a namespace, naming where the first was created; a closed library refuses
+    further registrations (``RuntimeError``). A library opened by a plugin that then fails to load
+    is closed by the plugin's rollback.
 
     Where we differ from torch: a library is *not* closed when it is garbage-collected (torch
     registers a finalizer, so ``Library("ns", "IMPL").impl(...)`` on a temporary silently undoes
@@ -503,11 +523,14 @@ class Library:
             with _registry._lock:
                 other = Library._live_defs.get(ns)
                 if other is not None:
-                    raise ValueError(
+                    raise AlreadyDefinedError(
                         f"Library({ns!r}, 'DEF'): namespace {ns!r} already has a DEF library "
                         f"(created at {other._where}); use kind='FRAGMENT' to add ops to it, or "
                         f"close the other one first")
                 Library._live_defs[ns] = self
+        # opened while a plugin loads: if that plugin fails, its rollback closes this library
+        # (releasing the namespace and everything registered through it)
+        _registry._record(RegistrationHandle(self._destroy))
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
