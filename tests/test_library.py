@@ -1044,3 +1044,19 @@ class TestOneDefinition:
         assert _registry._OPS[f"{ns}::f"] is op2
         _registry.unregister_op(op2)
         assert f"{ns}::f" not in _registry._OPS
+
+
+# =========================================================== torch habits (issue 12)
+@pytest.mark.parametrize("make, expected", [
+    (dict, ()), (set, ()), (frozenset, ()), (list, ()), (lambda: {"x"}, ("x",)),
+    (lambda: {"x": None}, ("x",)), (lambda: (n for n in ["x"]), ("x",)),
+    (lambda: iter(["x"]), ("x",)), (lambda: dict.fromkeys(["x"]).keys(), ("x",)),
+], ids=["{}", "set()", "frozenset()", "[]", "{'x'}", "{'x': None}", "genexpr", "iter", "keys"])
+@pytest.mark.parametrize("with_schema", [False, True])
+def test_mutates_args_takes_any_iterable_of_names_as_torch(ns, make, expected, with_schema):
+    mutates = make()
+    schema = ("(Tensor(a!) x) -> Tensor" if expected else "(Tensor x) -> Tensor") \
+        if with_schema else None
+    op = lib.custom_op(f"{ns}::f", lambda x: x + 1, mutates_args=mutates, schema=schema)
+    assert op.mutates_args == expected
+    assert op(tp.zeros(1)).tolist() == [1.0]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Iterable
 
 from . import _dispatch, _registry
 from ._registry import CustomOpDef, RegistrationHandle, normalize_device_types
@@ -179,8 +180,9 @@ def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None,
 
     * ``name`` -- ``"namespace::op"``: Python identifiers joined by exactly one ``::``.
     * ``fn`` -- the kernel; omit it to get a decorator.
-    * ``mutates_args`` -- required: the names of the parameters the kernel writes, or
-      ``"unknown"`` (every tensor parameter). Eager calls trust it (no per-call check, for speed);
+    * ``mutates_args`` -- required: the names of the parameters the kernel writes (any iterable
+      of names: a tuple, list, set, ``{}``, a dict's keys), or ``"unknown"`` (every tensor
+      parameter). Eager calls trust it (no per-call check, for speed);
       ``opcheck`` verifies it; ``tensorplay.compile`` treats calls with mutated args as barriers.
     * ``device_types`` -- ``"cpu"``, ``"cuda"`` (any case), a list of them, or ``None``/empty/
       ``"default"``/``CompositeExplicitAutograd``/``CompositeImplicitAutograd`` for the
@@ -219,6 +221,10 @@ def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None,
                         f"decorator, omit fn")
     keys = normalize_device_types(device_types, api)
     tags = _tags(tags, api)
+    if not isinstance(mutates_args, str) and isinstance(mutates_args, Iterable):
+        # any iterable of names, as torch accepts (torch's own tests write ``{}``); taken once,
+        # so a generator is not exhausted by the first of the checks below
+        mutates_args = tuple(mutates_args)
 
     def inner(f):
         if not callable(f):
