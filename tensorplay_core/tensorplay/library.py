@@ -22,12 +22,22 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Callable, ParamSpec, TypeVar, overload
 
 from . import _dispatch, _registry
 from ._registry import CustomOpDef, RegistrationHandle, normalize_device_types
 from ._schema import (FunctionSchema, check_schema_matches_mutates, infer_schema,
                       normalize_mutates_args, schema_from_function)
 from .errors import AlreadyDefinedError, SchemaError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ._registry import DeviceTypes
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = ["custom_op", "triton_op", "wrap_triton", "CustomOpDef", "Library", "define", "impl",
            "register_kernel", "register_fake", "register_autograd", "get_kernel", "infer_schema",
@@ -163,8 +173,19 @@ def _tags(tags, api):
         raise TypeError(f"{api}: tags must be a tag or a sequence of tags, got {tags!r}") from None
 
 
-def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None, tags=(),
-              _is_triton=False):
+@overload
+def custom_op(name: str, fn: None = None, /, *, mutates_args: str | Iterable[str],
+              device_types: DeviceTypes = None, schema: str | None = None,
+              tags: Any = ()) -> Callable[[Callable[_P, _R]], CustomOpDef[_P, _R]]: ...
+
+
+@overload
+def custom_op(name: str, fn: Callable[_P, _R], /, *, mutates_args: str | Iterable[str],
+              device_types: DeviceTypes = None, schema: str | None = None,
+              tags: Any = ()) -> CustomOpDef[_P, _R]: ...
+
+
+def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None, tags=()):
     """Define operator ``name`` (``"ns::op"``) from a Python function; decorator or direct call.
 
     Same as ``torch.library.custom_op`` (the owner's documentation in ``shared/seeds`` wins where
@@ -208,12 +229,22 @@ def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None,
       already defined by another module (message names both sites) or a built-in.
     * ``TypeError`` -- ``fn`` is not callable; ``device_types`` is not a spelling or an iterable.
 
+    Typing: the op is a ``CustomOpDef[P, R]`` carrying ``fn``'s parameters and return type, so
+    type checkers check calls of the op as calls of ``fn``.
+
     Redefining ``name`` with ``custom_op`` from the module whose ``custom_op`` defined it
     replaces the op; the new record's ``version`` is one higher, so graphs compiled against the
     old definition are rebuilt. Any other second definition (over an op made by ``define`` or a
     ``Library``, or from another module) raises ``AlreadyDefinedError`` (a ``RuntimeError``, and
     a ``ValueError`` for older code) naming where the first came from.
     """
+    return _custom_op(name, fn, mutates_args=mutates_args, device_types=device_types,
+                      schema=schema, tags=tags, is_triton=False)
+
+
+def _custom_op(name, fn, *, mutates_args, device_types, schema, tags, is_triton):
+    """``custom_op``/``triton_op`` (``is_triton``): see ``custom_op``."""
+    _is_triton = is_triton
     api = f"{'triton_op' if _is_triton else 'custom_op'}({name!r})"
     _check_name(name, api)
     if fn is not None and not callable(fn):
@@ -244,6 +275,16 @@ def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None,
     return inner if fn is None else inner(fn)
 
 
+@overload
+def triton_op(name: str, fn: None = None, /, *, mutates_args: str | Iterable[str],
+              schema: str | None = None) -> Callable[[Callable[_P, _R]], CustomOpDef[_P, _R]]: ...
+
+
+@overload
+def triton_op(name: str, fn: Callable[_P, _R], /, *, mutates_args: str | Iterable[str],
+              schema: str | None = None) -> CustomOpDef[_P, _R]: ...
+
+
 def triton_op(name, fn=None, /, *, mutates_args, schema=None):
     """Define an op whose kernels launch Triton kernels through ``wrap_triton``.
 
@@ -256,13 +297,14 @@ def triton_op(name, fn=None, /, *, mutates_args, schema=None):
     plugin). The kernels must only mutate arguments listed in ``mutates_args``.
     """
     def inner(f):
-        return custom_op(name, f, mutates_args=mutates_args, schema=schema, _is_triton=True)
+        return _custom_op(name, f, mutates_args=mutates_args, device_types=None, schema=schema,
+                          tags=(), is_triton=True)
     if fn is not None and not callable(fn):
         raise TypeError(f"triton_op({name!r}): fn must be a function, got {fn!r}")
     return inner if fn is None else inner(fn)
 
 
-def wrap_triton(kernel, /, **options):
+def wrap_triton(kernel: Any, /, **options: Any) -> Any:
     """Mark a Triton kernel as launchable from within a ``triton_op``: ``wrap_triton(k)[grid](*args)``.
 
     Accepts a ``triton.runtime.jit.JITFunction`` (the ``@triton.jit`` result), an autotuned kernel,
@@ -314,7 +356,8 @@ def _check_lib(lib, api, ns=None, *, defining=False):
                          f"Library({lib.ns!r}, 'DEF') or Library({lib.ns!r}, 'FRAGMENT')")
 
 
-def define(qualname, schema=None, *, lib=None, tags=()):
+def define(qualname: str, schema: str | None = None, *, lib: Library | None = None,
+           tags: Any = ()) -> CustomOpDef[..., Any]:
     """Create operator ``qualname`` from a schema string if it is absent (same as
     ``torch.library.define``).
 
@@ -366,6 +409,16 @@ def define(qualname, schema=None, *, lib=None, tags=()):
     return op
 
 
+@overload
+def impl(qualname: str | CustomOpDef[..., Any], types: DeviceTypes, func: None = None, /, *,
+         lib: Library | None = None) -> Callable[[_F], _F]: ...
+
+
+@overload
+def impl(qualname: str | CustomOpDef[..., Any], types: DeviceTypes, func: _F, /, *,
+         lib: Library | None = None) -> _F: ...
+
+
 def impl(qualname, types, func=None, /, *, lib=None):
     """Attach ``func`` as the kernel of op ``qualname`` (``"ns::op"`` or a ``CustomOpDef``) for
     ``types`` (same as ``torch.library.impl``); decorator when ``func`` is omitted.
@@ -384,6 +437,16 @@ def impl(qualname, types, func=None, /, *, lib=None):
     return op.register_kernel(types, func, _lib=lib)
 
 
+@overload
+def register_kernel(op: str | CustomOpDef[..., Any], device_types: DeviceTypes, func: None = None,
+                    /, *, lib: Library | None = None) -> Callable[[_F], _F]: ...
+
+
+@overload
+def register_kernel(op: str | CustomOpDef[..., Any], device_types: DeviceTypes, func: _F, /, *,
+                    lib: Library | None = None) -> _F: ...
+
+
 def register_kernel(op, device_types, func=None, /, *, lib=None):
     """Register ``func`` as the kernel of ``op`` (a ``CustomOpDef`` or ``"ns::op"``) for
     ``device_types``; ``None``/empty iterable/composite spellings mean the device-agnostic slot.
@@ -399,6 +462,16 @@ def register_kernel(op, device_types, func=None, /, *, lib=None):
     return o.register_kernel(device_types, func, _lib=lib)
 
 
+@overload
+def register_fake(op: str | CustomOpDef[..., Any], func: None = None, /, *,
+                  lib: Library | None = None, _stacklevel: int = 1) -> Callable[[_F], _F]: ...
+
+
+@overload
+def register_fake(op: str | CustomOpDef[..., Any], func: _F, /, *, lib: Library | None = None,
+                  _stacklevel: int = 1) -> _F: ...
+
+
 def register_fake(op, func=None, /, *, lib=None, _stacklevel=1):
     """Register the fake (meta) kernel of ``op`` (a ``CustomOpDef`` or ``"ns::op"``); directly or
     as a decorator (same as ``torch.library.register_fake``). Returns ``func``.
@@ -412,6 +485,18 @@ def register_fake(op, func=None, /, *, lib=None, _stacklevel=1):
     o = _resolve(op, api)
     _check_lib(lib, api, o.namespace)
     return o.register_fake(func, _lib=lib)
+
+
+@overload
+def register_autograd(op: str | CustomOpDef[..., Any], backward: None = None, /, *,
+                      setup_context: Callable[..., Any] | None = None,
+                      lib: Library | None = None) -> Callable[[_F], _F]: ...
+
+
+@overload
+def register_autograd(op: str | CustomOpDef[..., Any], backward: _F, /, *,
+                      setup_context: Callable[..., Any] | None = None,
+                      lib: Library | None = None) -> _F: ...
 
 
 def register_autograd(op, backward=None, /, *, setup_context=None, lib=None):
@@ -431,7 +516,7 @@ def register_autograd(op, backward=None, /, *, setup_context=None, lib=None):
     return o.register_autograd(backward, setup_context=setup_context, _lib=lib)
 
 
-def get_kernel(op, dispatch_key):
+def get_kernel(op: str | CustomOpDef[..., Any], dispatch_key: str) -> Callable[..., Any]:
     """The kernel registered for exactly ``dispatch_key`` (the owner's documentation).
 
     ``op``: a ``CustomOpDef`` or ``"ns::op"``. ``dispatch_key``: ``"cpu"``, ``"cuda"`` (any case),
@@ -462,8 +547,10 @@ def fallthrough_kernel(*args, **kwargs):
                               "tensorplay; register a real kernel")
 
 
-def opcheck(op, args, kwargs=None, *, test_utils="DEFAULT", raise_exception=True, atol=None,
-            rtol=None):
+def opcheck(op: str | CustomOpDef[..., Any], args: tuple[Any, ...],
+            kwargs: dict[str, Any] | None = None, *, test_utils: str | Sequence[str] = "DEFAULT",
+            raise_exception: bool = True, atol: float | None = None,
+            rtol: float | None = None) -> dict[str, Any]:
     """Check that ``op`` is registered correctly on one sample; see
     ``tensorplay.testing.opcheck.opcheck`` (SPEC §3, same idea as ``torch.library.opcheck``).
 
@@ -506,7 +593,7 @@ class Library:
 
     _live_defs: dict = {}
 
-    def __init__(self, ns: str, kind: str, dispatch_key: str = ""):
+    def __init__(self, ns: str, kind: str, dispatch_key: str = "") -> None:
         if kind not in ("DEF", "FRAGMENT", "IMPL"):
             raise ValueError(f"Library({ns!r}, {kind!r}): kind must be 'DEF', 'FRAGMENT' or "
                              f"'IMPL'")
@@ -546,7 +633,7 @@ class Library:
         if self._closed:
             raise RuntimeError(f"{api}: {self!r} was closed; create a new Library to register")
 
-    def define(self, schema: str, alias_analysis: str = "", *, tags=()):
+    def define(self, schema: str, alias_analysis: str = "", *, tags: Any = ()) -> str:
         """Define ``<ns>::<name>`` from ``"name(Tensor x) -> Tensor"`` (a name already carrying
         this namespace is accepted) and return the qualified name, as torch does.
         ``alias_analysis`` is accepted for torch compatibility and ignored (aliasing comes from
@@ -564,7 +651,8 @@ class Library:
         op = define(text, lib=self, tags=tags)
         return op.name
 
-    def impl(self, op_name, fn, dispatch_key: str = "", *, with_keyset: bool = False):
+    def impl(self, op_name: str | CustomOpDef[..., Any], fn: Callable[..., Any],
+             dispatch_key: str = "", *, with_keyset: bool = False) -> None:
         """Attach ``fn`` as the kernel of ``op_name`` (``"op"`` in this namespace, ``"ns::op"`` or
         a ``CustomOpDef``) for ``dispatch_key`` (default: the library's key, else the
         device-agnostic slot). ``"Meta"`` registers the fake kernel; autograd keys are refused
@@ -616,9 +704,9 @@ class Library:
 
     close = _destroy
 
-    def __enter__(self):
+    def __enter__(self) -> Library:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> bool:
         self._destroy()
         return False
