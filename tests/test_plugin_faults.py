@@ -304,3 +304,13 @@ def test_strict_plugins_unknown_spelling_is_a_clear_error(env):
     assert r.rc != 0
     assert "TENSORPLAY_STRICT_PLUGINS" in r.stderr and "'maybe'" in r.stderr
     assert "1, true, yes, on" in r.stderr
+
+
+@pytest.mark.parametrize("value, traced", [("false", False), ("off", False), ("0", False),
+                                           ("yes", True), ("1", True)])
+def test_trace_plugins_spellings(env, value, traced):
+    env.dist("tensorplay-goodpack", plugins={"goodpack": "goodpack"},
+             modules={"goodpack": "import tensorplay\n"})
+    r = env.run("import tensorplay; result('imported')", TENSORPLAY_TRACE_PLUGINS=value)
+    assert r.data == "imported"
+    assert ("tensorplay.plugins: import tensorplay-goodpack" in r.stderr) is traced, r.stderr

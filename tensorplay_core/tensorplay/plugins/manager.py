@@ -10,8 +10,15 @@
   (a blocked module is never executed); ``TENSORPLAY_STRICT_PLUGINS=1`` turns any load failure
   into a ``PluginError`` raised by ``import tensorplay``; ``TENSORPLAY_TRACE_PLUGINS=1`` logs
   every plugin import, hook call and lazy-kernel import to the ``tensorplay.plugins`` logger
-  (stderr unless logging is configured). Names match the entry-point name or the distribution
+  (stderr unless logging is configured). The two switches read ``1``/``true``/``yes``/``on`` as
+  on and unset/empty/``0``/``false``/``no``/``off`` as off (any case); any other value is a
+  ``PluginError`` naming the variable. Names match the entry-point name or the distribution
   name (case, ``-``/``_``/``.`` insensitive).
+* **Load order does not matter.** Plugins load in distribution-name order, and a plugin whose
+  hook looks up an op not defined yet loads the remaining plugins first; a plugin module the
+  user imported before ``tensorplay`` is finished later and the ops its import defined are
+  attributed to it. Two distributions naming the same plugin module: the second fails with an
+  error naming both (and how to skip just that one).
 * **Isolation.** Each plugin loads atomically: its module import, its hooks and its kernel entry
   points either all succeed, or everything it registered is undone (ops, kernels, fakes,
   formulas, devices) and the plugin is recorded as ``failed`` with its exception. One
@@ -21,9 +28,14 @@
   name a known hook and only its arguments; functions named like a hook but not marked with
   ``@hookimpl`` are reported; ``TENSORPLAY_API_VERSION`` must match ``API_VERSION``'s major number
   (otherwise the plugin is skipped as ``incompatible``).
-* **Conflicts.** Two plugins registering a kernel for the same (op, device), or providing the
-  same device type, fail the later one with an error naming both, unless their
-  ``TENSORPLAY_PRIORITY`` differ (higher wins).
+* **Conflicts.** An op belongs to the plugin that defined it. Another plugin registering a
+  kernel for a device the owner provides (registered, or named in its ``tensorplay.kernels``
+  metadata) fails with an error naming both and the fix, unless it declares a higher
+  ``TENSORPLAY_PRIORITY`` than the owner (then it wins); whatever the load order, the owner keeps
+  its ops. Two other plugins registering a kernel for the same (op, device), or two plugins
+  providing the same device type, fail the later one with an error naming both, unless their
+  ``TENSORPLAY_PRIORITY`` differ (higher wins). Everything a failed plugin registered is undone,
+  including the ``Library`` objects it opened (their namespaces are free again).
 
 Hooks run at load time and when tools ask for samples; nothing here is on the per-op call path.
 """
@@ -446,7 +458,7 @@ def load_all(entry_points=None, kernel_entry_points=None) -> None:
             return
         _S.loaded = True
         t_start = time.perf_counter()
-        _S.trace = os.environ.get("TENSORPLAY_TRACE_PLUGINS", "") not in ("", "0")
+        _S.trace = _env_flag("TENSORPLAY_TRACE_PLUGINS")
         if entry_points is None:
             entry_points, kernel_entry_points = _scan()
         allow = _env_list("TENSORPLAY_PLUGINS")
