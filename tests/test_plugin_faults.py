@@ -314,3 +314,28 @@ def test_trace_plugins_spellings(env, value, traced):
     r = env.run("import tensorplay; result('imported')", TENSORPLAY_TRACE_PLUGINS=value)
     assert r.data == "imported"
     assert ("tensorplay.plugins: import tensorplay-goodpack" in r.stderr) is traced, r.stderr
+
+
+def test_plugin_failing_after_loading_the_owner_on_demand_leaves_the_owner_whole(env):
+    """The first plugin (by name) uses another pack's op, which loads that pack on demand, then
+    fails: only its own registrations are undone."""
+    env.dist("b-owner", plugins={"ownerpack": "ownerpack"}, modules={"ownerpack": OWNER_HOOK})
+    env.dist("a-user", plugins={"userpack": "userpack"}, modules={"userpack": '''
+import tensorplay
+from tensorplay.plugins import hookimpl
+@hookimpl
+def tensorplay_register_ops(registrar):
+    tensorplay.library.register_kernel("ownerns::op", "cuda", lambda x: x)
+    tensorplay.library.define("userns::g(Tensor x) -> Tensor")
+    raise RuntimeError("late failure")
+'''})
+    r = env.run(LIST + '''
+out["cuda"] = "cuda" in tp.ops.ownerns.op.kernels
+out["userns"] = hasattr(tp.ops, "userns") and "g" in dir(tp.ops.userns)
+result(out)
+''')
+    owner, user = _pl(r.data, "b-owner"), _pl(r.data, "a-user")
+    assert owner["status"] == "loaded" and owner["ops"] == ["ownerns::op", "ownerns::op2"]
+    assert owner["kernels"] == ["ownerns::op.cpu", "ownerns::op2.cpu"]
+    assert user["status"] == "failed" and "late failure" in user["error"]
+    assert r.data["cuda"] is False and r.data["userns"] is False
