@@ -199,7 +199,7 @@ from tensorplay.testing import check_plugin
 res = check_plugin("tensorplay-toppack", test_utils=["test_schema"])
 result({"status": rec["status"], "ops": rec["ops"], "kernels": rec["kernels"],
         "plugin_ops": [o.name for o, _ in ops], "table": [t["plugin"] for t in
-        tp.plugins.ops_table("toppack")], "checked": len(res) if hasattr(res, "__len__") else res})
+        tp.plugins.ops_table("toppack")], "checked": sorted({c.op for c in res})})
 ''')
     assert r.rc == 0, r.stderr[-2000:]
     d = r.data
@@ -207,6 +207,7 @@ result({"status": rec["status"], "ops": rec["ops"], "kernels": rec["kernels"],
     assert d["kernels"] == ["toppack::twice.cpu"], d
     assert d["plugin_ops"] == ["toppack::twice"]
     assert d["table"] == ["tensorplay-toppack"]
+    assert d["checked"] == ["toppack::twice"], d     # the plugin check finds its op
 
 
 # ---------------------------------------------------------------------------------------------
@@ -339,3 +340,21 @@ result(out)
     assert owner["kernels"] == ["ownerns::op.cpu", "ownerns::op2.cpu"]
     assert user["status"] == "failed" and "late failure" in user["error"]
     assert r.data["cuda"] is False and r.data["userns"] is False
+
+
+@pytest.mark.parametrize("owner_dist, intruder_dist", [("a-owner", "b-intruder"),
+                                                        ("b-owner", "a-intruder")])
+def test_kernel_entry_point_on_another_packs_op_is_refused(env, owner_dist, intruder_dist):
+    env.dist(owner_dist, plugins={"ownerpack": "ownerpack"},
+             kernels={"ownerns::op.cpu": "ownerpack:op_cpu"}, modules={"ownerpack": OWNER_EP})
+    env.dist(intruder_dist, kernels={"ownerns::op.cpu": "intrkern:op_cpu"},
+             modules={"intrkern": "def op_cpu(x):\n    return x * 100\n"})
+    r = env.run(LIST + '''
+out["call"] = tp.ops.ownerns.op(tp.ones(2)).tolist()
+result(out)
+''')
+    assert _pl(r.data, owner_dist)["status"] == "loaded"
+    assert r.data["call"] == [2.0, 2.0]
+    intr = _pl(r.data, intruder_dist)
+    assert intr["status"] == "failed", intr
+    assert f"plugin {owner_dist} 1.0" in intr["error"] and "TENSORPLAY_PRIORITY" in intr["error"]

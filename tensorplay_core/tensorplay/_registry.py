@@ -258,7 +258,7 @@ class CustomOpDef(Generic[_P, _R]):
                 # stack alone, so the outcome does not depend on which plugin loads first.
                 from .plugins import manager
                 covered = any(e[1] == op_owner for e in stack) or \
-                    manager.declared_kernel_owner(self.name, key) == op_owner
+                    op_owner in manager.declared_kernel_dists(self.name, key)
                 owner_prio = _plugin_priority(op_owner)
                 if covered and priority <= owner_prio:
                     err = DispatchError(

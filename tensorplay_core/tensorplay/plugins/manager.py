@@ -166,7 +166,7 @@ class _State:
         self.scan = None                        # cached (plugin eps, kernel eps)
         self.deferred: list = []                # plugins whose module was mid-import
         self.todo: list = []                    # (record, loader, strict) queued by load_all
-        self.declared: dict = {}                # (op, device) -> dist naming it in metadata
+        self.declared: dict = {}                # (op, device) -> {dists naming it in metadata}
         self.scan_count = 0
         self.trace = False
         self.logger = None
@@ -510,7 +510,8 @@ def load_all(entry_points=None, kernel_entry_points=None) -> None:
         for dname, eps in kernel_eps.items():
             for e in eps:
                 qual, _, dev = e.name.rpartition(".")
-                _S.declared.setdefault((qual, dev.strip().lower().partition(":")[0]), dname)
+                _S.declared.setdefault((qual, dev.strip().lower().partition(":")[0]),
+                                       set()).add(dname)
         _load_todo()
 
         # distributions that only declare kernels
@@ -878,10 +879,10 @@ def kernel_conflict_fix(intruder, op_owner) -> str:
             f"TENSORPLAY_DISABLE_PLUGINS={disable}.")
 
 
-def declared_kernel_owner(qualname: str, key: str):
-    """The distribution whose ``tensorplay.kernels`` metadata names a kernel for
-    (``qualname``, ``key``), or ``None``."""
-    return _S.declared.get((qualname, key))
+def declared_kernel_dists(qualname: str, key: str) -> set:
+    """The distributions whose ``tensorplay.kernels`` metadata names a kernel for
+    (``qualname``, ``key``)."""
+    return _S.declared.get((qualname, key), set())
 
 
 def _warn_or_raise(rec, msg, strict, cause=None) -> None:
