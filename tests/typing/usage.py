@@ -67,6 +67,25 @@ library.register_fake("typing_usage::scale", lambda x, n: x.new_empty(x.shape))
 library.register_autograd("typing_usage::scale", lambda ctx, g: (g, None))
 
 
+# ---- triton_op: same typing as custom_op (the body runs as is when it launches nothing) -------
+@library.triton_op("typing_usage::tri", mutates_args=())
+def tri(x: tp.Tensor) -> tp.Tensor:
+    return x * 1.0
+
+
+assert_type(tri(x), tp.Tensor)
+tri2 = library.triton_op("typing_usage::tri2", lambda t: t, mutates_args=(),
+                         schema="(Tensor t) -> Tensor")
+
+
+@library.register_fake("typing_usage::tri")
+def _tri_fake(x: tp.Tensor) -> tp.Tensor:
+    return x.new_empty(x.shape)
+
+
+assert_type(_tri_fake(x), tp.Tensor)   # decorators return the function itself
+
+
 # ---- mutates_args: any iterable of names, as in torch ----------------------------------------
 @library.custom_op("typing_usage::add_", mutates_args={"x"})
 def add_(x: tp.Tensor, y: tp.Tensor) -> None:
