@@ -1060,3 +1060,18 @@ def test_mutates_args_takes_any_iterable_of_names_as_torch(ns, make, expected, w
     op = lib.custom_op(f"{ns}::f", lambda x: x + 1, mutates_args=mutates, schema=schema)
     assert op.mutates_args == expected
     assert op(tp.zeros(1)).tolist() == [1.0]
+
+
+def test_kernel_stack_is_a_typed_read_only_view(ns):
+    op = lib.custom_op(f"{ns}::f", lambda x: x + 1, mutates_args=(), device_types="cpu")
+    first = op.kernel_stack("cpu")
+    assert len(first) == 1 and first[0].owner is None and first[0].priority == 0
+    with Library(ns, "IMPL") as L:
+        def k2(x):
+            return x + 2
+        L.impl("f", k2, "cpu")
+        stack = op.kernel_stack("cpu")
+        assert [e.fn for e in stack][-1] is k2 and stack[0] == first[0]
+        fn, owner, prio = stack[-1]            # unpacks like the plain tuple it is
+        assert (fn, owner, prio) == (k2, None, 0)
+    assert op.kernel_stack("cpu") == first and op.kernel_stack("cuda") == ()

@@ -23,7 +23,7 @@ from __future__ import annotations
 import inspect
 import sys
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Generic, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Callable, Generic, NamedTuple, ParamSpec, TypeVar, overload
 
 from . import _dispatch
 from .errors import DispatchError
@@ -42,7 +42,8 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 _F = TypeVar("_F", bound=Callable[..., Any])
 
-__all__ = ["CustomOpDef", "OpDef", "lookup", "all_ops", "RegistrationHandle", "DEFAULT"]
+__all__ = ["CustomOpDef", "OpDef", "Kernel", "lookup", "all_ops", "RegistrationHandle",
+           "DEFAULT"]
 
 DEFAULT = "default"   # the device-agnostic slot (CompositeExplicitAutograd / CompositeImplicitAutograd)
 
@@ -131,6 +132,20 @@ def _where(fn) -> str:
         return f"{getattr(fn, '__qualname__', fn)} at {code.co_filename}:{code.co_firstlineno}"
     except AttributeError:
         return repr(fn)
+
+
+class Kernel(NamedTuple):
+    """One entry of an op's kernel stack for a dispatch key (same idea as torch's ``Kernel``).
+
+    ``fn``: the callable; ``owner``: the plugin distribution that registered it, or ``None`` for
+    user code and the core; ``priority``: its owner's ``TENSORPLAY_PRIORITY``. The active kernel
+    is the last entry (highest priority; at equal priority the newest, except that the op's own
+    plugin beats another plugin). A plain tuple underneath, so ``fn, owner, priority = entry``
+    works."""
+
+    fn: Callable[..., Any]
+    owner: str | None
+    priority: int
 
 
 class RegistrationHandle:
@@ -237,6 +252,12 @@ class CustomOpDef(Generic[_P, _R]):
         """Registered kernels by dispatch key (``"cpu"``, ``"cuda"``, ``"default"``)."""
         return {k: v[-1][0] for k, v in self._kernels.items() if v}
 
+    def kernel_stack(self, key: str) -> tuple[Kernel, ...]:
+        """The kernels registered for dispatch key ``key`` (``"cpu"``, ``"cuda"``,
+        ``"default"``), lowest first; the last one is active (unless disabled by
+        ``set_kernel_enabled``). Read-only view for tools."""
+        return tuple(Kernel(*e) for e in self._kernels.get(key, ()))
+
     def kernel_owner(self, key: str):
         """The owner (plugin distribution name, or None for user code) of the active kernel for
         dispatch key ``key``; None when there is none."""
@@ -288,7 +309,7 @@ class CustomOpDef(Generic[_P, _R]):
             # brings the previous kernel back, like torch's dispatcher. Re-registering the very
             # same function moves it instead of stacking a duplicate.
             stack[:] = [e for e in stack if not (e[0] is fn and e[1] == owner)]
-            entry = (fn, owner, priority)
+            entry = Kernel(fn, owner, priority)
             stack.append(entry)
             # stable: highest priority last (= active); at equal priority the op's owner beats
             # another plugin's kernel registered before it

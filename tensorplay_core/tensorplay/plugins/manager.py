@@ -707,7 +707,7 @@ def _adopt(rec: PluginRecord) -> None:
             for stack in op._kernels.values():
                 for i, (fn, owner, prio) in enumerate(stack):
                     if owner is None and mine(getattr(fn, "__module__", None)):
-                        stack[i] = (fn, rec.dist, prio)
+                        stack[i] = _registry.Kernel(fn, rec.dist, prio)
             if op._fake_owner is None and op._fake is not None:
                 op._fake_owner = rec.dist
             _trace("adopted %s for %s (defined while its module was imported first)",
@@ -978,7 +978,7 @@ def _import_lazy(op, key, ep_name, target, rec, stand_in):
         stack = op._kernels.get(key, [])
         for i, (f, owner, prio) in enumerate(stack):
             if f is stand_in:
-                stack[i] = (fn, owner, prio)
+                stack[i] = _registry.Kernel(fn, owner, prio)
                 stand_in._tensorplay_resolved = stack[i]   # undoing the stand-in removes this
                 op._rebuild()
                 break
