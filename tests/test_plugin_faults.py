@@ -358,3 +358,42 @@ result(out)
     intr = _pl(r.data, intruder_dist)
     assert intr["status"] == "failed", intr
     assert f"plugin {owner_dist} 1.0" in intr["error"] and "TENSORPLAY_PRIORITY" in intr["error"]
+
+
+def _cross(mine, other):
+    return f'''
+import tensorplay
+from tensorplay.plugins import hookimpl
+@hookimpl
+def tensorplay_register_ops(registrar):
+    tensorplay.library.define("{mine}::f(Tensor x) -> Tensor")
+    tensorplay.library.impl("{other}::f", "cuda", lambda x: x)
+'''
+
+
+def test_packs_using_each_others_ops_load_in_any_order_and_a_failed_one_leaves_nothing(env):
+    env.dist("a-pack", plugins={"apack": "apack"}, modules={"apack": _cross("ans", "bns")})
+    env.dist("b-pack", plugins={"bpack": "bpack"}, modules={"bpack": _cross("bns", "ans")})
+    env.dist("c-fragment", plugins={"cpack": "cpack"}, modules={"cpack": '''
+import tensorplay
+from tensorplay.plugins import hookimpl
+@hookimpl
+def tensorplay_register_ops(registrar):
+    F = tensorplay.library.Library("zns", "FRAGMENT")
+    F.define("g(Tensor x) -> Tensor")
+    tensorplay.library.register_fake("ans::f", lambda x: x)
+    I = tensorplay.library.Library("ans", "IMPL")
+    I.impl("f", lambda x: x, "cpu")
+    raise ValueError("boom")
+'''})
+    r = env.run(LIST + '''
+op = tp.ops.ans.f
+out.update(ans_kernels=sorted(op.kernels), fake=op._fake is not None,
+           zns=sorted(o["name"] for o in tp.plugins.ops_table("zns")))
+result(out)
+''')
+    a, b, c = (_pl(r.data, d) for d in ("a-pack", "b-pack", "c-fragment"))
+    assert (a["status"], a["ops"], a["kernels"]) == ("loaded", ["ans::f"], ["bns::f.cuda"])
+    assert (b["status"], b["ops"], b["kernels"]) == ("loaded", ["bns::f"], ["ans::f.cuda"])
+    assert c["status"] == "failed" and c["error"] == "ValueError: boom"
+    assert r.data["ans_kernels"] == ["cuda"] and r.data["fake"] is False and r.data["zns"] == []
