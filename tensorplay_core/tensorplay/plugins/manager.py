@@ -840,9 +840,11 @@ def _fail(rec: PluginRecord, e: BaseException, strict: bool) -> None:
     rec.status = "failed"
     rec.error = e
     where = f" ({rec.value})" if rec.value else ""
-    msg = (f"tensorplay: plugin {rec.label}{where} failed to load: {type(e).__name__}: {e}. "
-           f"Its devices and ops are unavailable; everything else works. Fix: "
-           f"{_fix_hint(rec)}")
+    text, fix = str(e).rstrip().rstrip("."), _fix_hint(rec)
+    # an error that carries its own fix (a conflict) already says it: do not repeat it
+    tail = "" if fix.rstrip(".") in text else f" Fix: {fix}"
+    msg = (f"tensorplay: plugin {rec.label}{where} failed to load: {type(e).__name__}: {text}. "
+           f"Its devices and ops are unavailable; everything else works.{tail}")
     _warn_or_raise(rec, msg, strict, e)
 
 
