@@ -104,8 +104,9 @@ def enable(backend) -> None:
         if getattr(backend, "_lowp_enabled", False):
             return
         backend._lowp_enabled = True
-        if backend._kernels is not None:
-            backend._kernels = wrap_kernels(backend._kernels, backend)
+        # the backend's kernels() builds the table again, now through wrap_kernels (a backend
+        # may layer its own fast paths over it, so the rebuild is its job, not a wrap here)
+        backend._kernels = None
         from .. import _backend
         if _backend._LOADED.get(backend.device_type) is backend:
             from .. import _ops
