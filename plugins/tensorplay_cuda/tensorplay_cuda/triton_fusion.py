@@ -96,6 +96,16 @@ def _tanh(x):
     small = x * (1.0 + x2 * (-1.0 / 3.0 + x2 * (2.0 / 15.0 + x2 * (-17.0 / 315.0 +
                  x2 * (62.0 / 2835.0)))))
     return tl.where(a < 0.25, small, tl.where(x < 0, -big, big))
+
+
+@triton.jit
+def _to_bf16(x):
+    # float32 -> bfloat16, round to nearest even (NaN stays NaN), spelled out in integer ops so
+    # the GPU and Triton's interpreter (which truncates) round alike
+    u = x.to(tl.uint32, bitcast=True)
+    r = u + 0x7FFF + ((u >> 16) & 1)
+    r = tl.where(x != x, u | 0x400000, r)
+    return (r >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
 '''
 
 _lock = threading.Lock()
@@ -274,9 +284,16 @@ def generate(expr, in_dtypes, modes, ndim, wide, interp):
         if cat == "cast" and R.name == "bool":
             e = f"({e} != 0)"
         if cat in ("arith", "where", "cast"):
-            # scalar-only steps give scalars; broadcast so stores and reductions see a block
-            e = f"({e}).to({TL[R.name]})"
+            # round to the step's dtype; float32 -> float16/bfloat16 rounds to nearest even, as
+            # eager does (said explicitly: Triton's interpreter would truncate otherwise)
+            src_f32 = (cat != "cast" and _opmath(R) is not R) or \
+                (cat == "cast" and ops[0][2] is _dtype.float32)
+            if src_f32 and R.name == "bfloat16":
+                e = f"_to_bf16(({e}).to(tl.float32))"
+            else:
+                e = f"({e}).to({TL[R.name]})"
         body.append(f"    t{j} = {e}")
+        # scalar-only steps give scalars; broadcast so stores and reductions see a block
         if all(o[0] == "const" or (o[0] == "in" and modes[o[1]] == "s") or
                (o[0] == "step" and _scalar_step(plan, o[1], modes)) for o in ops):
             body.append(f"    t{j} = tl.broadcast_to(t{j}, [BLOCK])")
@@ -368,6 +385,8 @@ class TritonChain:
         ndim = len(out_shape) if "b" in modes else 0
         wide = n >= 2 ** 31 - BLOCK
         interp = interpreting()
+        if interp and np.__name__ != "numpy":
+            return None     # interpreted kernels on GPU memory would round-trip the host: decline
         key = (tuple(in_dtypes), tuple(modes), ndim, wide, interp)
         k = self._kernel(key, in_dtypes, modes, ndim, wide, interp)
         if k is None:
