@@ -30,7 +30,8 @@ from __future__ import annotations
 import contextlib
 import threading
 
-from tensorplay._backend import ArrayBackend, Storage, _TENSOR_CLS, contiguous_strides_cached
+from tensorplay._backend import (_CONTIG_CACHE, _TENSOR_CLS, ArrayBackend, Storage,
+                                 contiguous_strides_cached)
 from tensorplay._device import Device
 from tensorplay._kernels import lowp
 from tensorplay.errors import DeviceUnavailableError, DispatchError
@@ -233,8 +234,15 @@ class CUDABackend(ArrayBackend):
             return ArrayBackend.wrap(self, arr, device)
         t = Tensor.__new__(Tensor)
         shape = arr.shape
-        t._init_real(Storage(arr, arr.nbytes, self), arr, shape,
-                     contiguous_strides_cached(shape), 0, self.dtype_of(arr), device, self)
+        nd = arr.dtype
+        dt = self._dtype_cache.get(nd)
+        if dt is None:
+            dt = self.dtype_of(arr)
+        st = _CONTIG_CACHE.get(shape)
+        if st is None:
+            st = contiguous_strides_cached(shape)
+        t._init_real(Storage(arr, arr.size * nd.itemsize, self), arr, shape, st, 0, dt, device,
+                     self)
         return t
 
     def wrap_shared(self, arr, device):

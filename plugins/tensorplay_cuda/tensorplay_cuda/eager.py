@@ -1,6 +1,13 @@
-"""Eager built-in elementwise ops on large cuda tensors through generated Triton kernels.
+"""Eager built-in elementwise ops on cuda: two fast paths in front of the reference kernels.
 
-CuPy's generic elementwise kernels reach about half of the copy bandwidth on an H200; a Triton
+* **Host cost** (any size): when the operands need no promotion -- floating arrays of one dtype,
+  or a floating array and a Python ``int``/``float`` (CuPy follows NEP 50: the scalar is weak,
+  as torch's wrapped numbers) -- the CuPy ufunc is called directly, skipping the reference
+  kernel's dtype resolution (two ``dtype_of`` look-ups and the promotion rule per call). The
+  result is the one the reference kernel computes (same ufunc, same dtypes). ``relu`` is one
+  ``cupy.ElementwiseKernel`` instead of the reference's ``where(x > 0, x, zeros_like(x))`` (three
+  launches), with the same semantics (NaN -> 0).
+* **Bandwidth** (large arrays): CuPy's generic elementwise kernels reach about half of the copy bandwidth on an H200; a Triton
 kernel with plain masked block loads reaches it. ``accelerate`` puts, in front of each
 elementwise built-in kernel, a size test: arrays of at least ``THRESHOLD`` elements run as a
 one-step chain of ``triton_fusion`` (the same generator and table as ``tensorplay.compile``'s
@@ -8,8 +15,8 @@ fused chains: each kernel is written once), smaller ones keep the CuPy kernel, w
 per call is lower than a Triton launch's. Whatever the generator declines (bool arithmetic,
 ``pow``, unknown dtypes) runs on CuPy as before.
 
-Only when tensorplay-triton (and Triton) is installed; ``TENSORPLAY_CUDA_EAGER_TRITON=0``
-switches the path off.
+The Triton path only when tensorplay-triton (and Triton) is installed;
+``TENSORPLAY_CUDA_EAGER_TRITON=0`` switches it off.
 """
 
 from __future__ import annotations
@@ -43,18 +50,45 @@ def triton_available() -> bool:
     return r
 
 
+# op -> (CuPy ufunc name, operands swapped)
+_UFUNC = {"add": ("add", False), "sub": ("subtract", False), "rsub": ("subtract", True),
+          "mul": ("multiply", False), "div": ("true_divide", False), "rdiv": ("true_divide", True),
+          "maximum": ("maximum", False), "minimum": ("minimum", False),
+          "eq": ("equal", False), "ne": ("not_equal", False), "lt": ("less", False),
+          "le": ("less_equal", False), "gt": ("greater", False), "ge": ("greater_equal", False),
+          "neg": ("negative", False), "abs": ("absolute", False), "exp": ("exp", False),
+          "log": ("log", False), "sqrt": ("sqrt", False), "sin": ("sin", False),
+          "cos": ("cos", False), "tanh": ("tanh", False)}
+
+
 def accelerate(kernels: dict, backend) -> dict:
-    """``kernels`` with the large-array Triton path in front of each elementwise op."""
-    if not triton_available() or os.environ.get("TENSORPLAY_CUDA_EAGER_TRITON", "1") == "0":
-        return kernels
+    """``kernels`` with the direct-ufunc path and (Triton installed) the large-array path in
+    front of each elementwise op."""
+    big = triton_available() and os.environ.get("TENSORPLAY_CUDA_EAGER_TRITON", "1") != "0"
     out = dict(kernels)
+    np = backend.np
     for name in BINARY:
         if name in out:
-            out[name] = _binary(name, out[name], backend)
+            uf, swap = _UFUNC[name]
+            out[name] = _binary(name, out[name], backend, getattr(np, uf), swap, big)
     for name in UNARY:
         if name in out:
-            out[name] = _unary(name, out[name], backend)
+            if name == "relu":
+                uf = _relu_kernel(np) if hasattr(np, "ElementwiseKernel") else None
+            elif name in _UFUNC:
+                uf = getattr(np, _UFUNC[name][0])
+            else:
+                uf = None
+            out[name] = _unary(name, out[name], backend, uf, big)
     return out
+
+
+def _relu_kernel(np):
+    ek = np.ElementwiseKernel("T x", "T y", "y = x > (T)0 ? x : (T)0", "tensorplay_relu")
+
+    def relu(a):
+        return ek(a)
+    return relu
 
 
 _CHAINS: dict = {}
@@ -75,14 +109,16 @@ def _chain(op, n_in, const_type, R, backend):
     return ch
 
 
-def _binary(op, k, backend):
+def _binary(op, k, backend, uf, swap, big):
     nd = backend.np.ndarray
     dt_of = backend.dtype_of
     rdt = _shapes.binary_result_dtype
     wrapped = _shapes._wrapped_dtype
 
     def kernel(a, b):
-        if a.__class__ is nd and a.size >= THRESHOLD:
+        if a.__class__ is not nd:
+            return k(a, b)
+        if big and a.size >= THRESHOLD:
             da = dt_of(a)
             if b.__class__ is nd:
                 R = rdt(da, 2, dt_of(b), 2 if b.ndim else 1)
@@ -99,23 +135,32 @@ def _binary(op, k, backend):
             r = _chain(op, len(args), ct, R, backend).run(args, consts)
             if r is not None:
                 return r[0]
+        d = a.dtype
+        if d.kind == "f":
+            bc = b.__class__
+            if (bc is nd and b.dtype is d) or bc is float or bc is int:
+                return uf(b, a) if swap else uf(a, b)
         return k(a, b)
     kernel.__wrapped__ = k
     return kernel
 
 
-def _unary(op, k, backend):
+def _unary(op, k, backend, uf, big):
     nd = backend.np.ndarray
     dt_of = backend.dtype_of
 
     def kernel(a):
-        if a.__class__ is nd and a.size >= THRESHOLD:
+        if a.__class__ is not nd:
+            return k(a)
+        if big and a.size >= THRESHOLD:
             R = dt_of(a)
             if op in _FLOAT_RESULT and not R.is_floating_point:
                 R = _dtype.get_default_dtype()
             r = _chain(op, 1, None, R, backend).run([a])
             if r is not None:
                 return r[0]
+        if uf is not None and a.dtype.kind == "f":
+            return uf(a)
         return k(a)
     kernel.__wrapped__ = k
     return kernel
