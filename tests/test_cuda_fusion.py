@@ -365,3 +365,27 @@ def test_generated_kernels_compile_for_the_h200_with_16_byte_accesses():
     assert r.returncode == 0, r.stderr[-4000:]
     assert "ld.global.v4.b32" in r.stdout and "st.global.v4.b32" in r.stdout, r.stdout
     assert r.stdout.strip().endswith("ok")
+
+
+def test_direct_ufunc_path_gives_the_reference_results_and_dtypes(monkeypatch):
+    """The per-call fast path (operands needing no promotion go straight to the ufunc) agrees
+    with the reference kernels on values and dtypes, and leaves every other case to them."""
+    be = _backend.get_backend("cpu")
+    monkeypatch.setattr(eager, "THRESHOLD", 1 << 62)          # small-array path only
+    ref = be.kernels()
+    acc = eager.accelerate(ref, be)
+    rng = np.random.default_rng(1)
+    f16 = rng.standard_normal(9).astype(np.float16)
+    f32 = rng.standard_normal(9).astype(np.float32)
+    i32 = np.arange(9, dtype=np.int32)
+    for name in sorted(eager.BINARY):
+        for a, b in [(f32, f32), (f16, 3), (f16, 2.5), (f32, f16), (i32, 2.5), (i32, i32),
+                     (f32, np.float32(2.0)), (f32, True)]:
+            got, want = acc[name](a, b), ref[name](a, b)
+            assert got.dtype == want.dtype, (name, a.dtype, type(b))
+            np.testing.assert_array_equal(got, want, err_msg=f"{name} {a.dtype} {type(b)}")
+    for name in sorted(eager.UNARY):
+        for a in (f32, f16, i32):
+            got, want = acc[name](a), ref[name](a)
+            assert got.dtype == want.dtype, (name, a.dtype)
+            np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"{name} {a.dtype}")
