@@ -24,7 +24,7 @@ import inspect
 import sys
 import threading
 
-from . import _dispatch
+from . import _backend, _dispatch
 from .errors import DispatchError
 
 __all__ = ["CustomOpDef", "OpDef", "lookup", "all_ops", "RegistrationHandle", "DEFAULT"]
@@ -304,6 +304,10 @@ class CustomOpDef:
                 continue
             k = self._active(key)
             if k is not None:
+                # a device backend may bind a custom op's kernel to the tensors' device (cuda:N)
+                be = _backend._LOADED.get(key) if not self.is_builtin else None
+                if be is not None and hasattr(be, "guard_kernel"):
+                    k = be.guard_kernel(self, k)
                 t[key] = k
             elif default is not None:
                 t[key] = default

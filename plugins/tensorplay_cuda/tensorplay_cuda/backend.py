@@ -135,6 +135,47 @@ class CUDABackend(ArrayBackend):
             return _NOOP
         return cupy.cuda.Device(i)
 
+    def guard_kernel(self, op, fn):
+        """The kernel the dispatcher binds for custom op ``op`` on ``cuda`` (called when the op's
+        dispatch table is built, never per call).
+
+        With one visible GPU there is no other device to switch to: ``fn`` itself (no cost).
+        With several, a wrapper that finds the cuda tensor arguments (also inside lists and
+        keyword arguments), refuses a call mixing ``cuda:i`` and ``cuda:j`` with a
+        ``DispatchError`` naming both, and runs ``fn`` with the tensors' GPU current
+        (``device_guard``), like the built-in ops and ``wrap_triton`` launches.
+        """
+        if self.device_count() < 2:
+            return fn
+        guard = self.device_guard
+        name = op.name
+
+        def device_of(args, kwargs):
+            dev = None
+            for a in (*args, *kwargs.values()):
+                items = a if a.__class__ in (list, tuple) else (a,)
+                for t in items:
+                    d = getattr(t, "_device", None)
+                    if d is None or d.type != "cuda" or getattr(t, "_dkey", None) is None:
+                        continue
+                    if dev is None:
+                        dev = d
+                    elif (d.index or 0) != (dev.index or 0):
+                        raise DispatchError(
+                            f"{name}: expected all tensors on one device, found tensors on "
+                            f"{dev} and {d}. Move them with .to({str(dev)!r}) first.")
+            return dev
+
+        def guarded(*args, **kwargs):
+            dev = device_of(args, kwargs)
+            if dev is None:
+                return fn(*args, **kwargs)
+            with guard(dev):
+                return fn(*args, **kwargs)
+        guarded.__wrapped__ = fn
+        guarded.__name__ = getattr(fn, "__name__", "kernel")
+        return guarded
+
     def align_device(self, t, device, api: str):
         """Called by the generated adapter when a tensor argument ``t`` is not on ``device`` (the
         first tensor argument's). A 0-dim cpu tensor is copied to ``device`` (torch lets cpu
