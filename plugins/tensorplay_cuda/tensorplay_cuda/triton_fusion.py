@@ -364,7 +364,15 @@ class TritonChain:
     def run(self, arrays, consts=None):
         """Outputs of the chain for ``arrays`` (list), or None when this call's dtypes or layout
         are outside the generator (the caller falls back). ``consts`` overrides the chain's
-        constant values (same order and types), as the eager path does."""
+        constant values (same order and types), as the eager path does. On cuda, outputs are
+        allocated and the kernel launched on the first input's GPU."""
+        np = self.backend.np
+        if np.__name__ != "numpy" and arrays:
+            with np.cuda.Device(arrays[0].device.id):
+                return self._run(arrays, consts)
+        return self._run(arrays, consts)
+
+    def _run(self, arrays, consts):
         be = self.backend
         expr = self.expr
         np = be.np
