@@ -346,6 +346,21 @@ e = ElementwiseExpr(2, (Step("mul", (("in", 0), ("in", 1))), Step("add", (("step
                         Step("tanh", (("step", 1),)), Step("sum", (("step", 2),))), (3,), (bf,) * 4, None)
 types = {"in0": "*bf16", "in1": "*fp32", "acc": "*fp32", "fconst": "*fp64", "BLOCK": "constexpr"}
 compile_(e, [bf, tp.float32], ["c", "b"], 2, lambda a: types.get(a, "i32"))
+f16, b_ = tp.float16, tp.bool
+e = ElementwiseExpr(2, (Step("gt", (("in", 0), ("in", 1))), Step("logical_not", (("step", 0),)),
+                        Step("where", (("step", 1), ("in", 0), ("const", -1.5))),
+                        Step("to_dtype", (("step", 2), ("const", f16))), Step("sigmoid", (("step", 3),)),
+                        Step("amax", (("step", 4),))), (5,), (b_, b_, f32, f16, f16, f16), None)
+types = {"in0": "*fp32", "in1": "*fp64", "acc": "*fp16", "fconst": "*fp64", "BLOCK": "constexpr"}
+try:
+    compile_(e, [f32, tp.float64], ["c", "s"], 0, lambda a: types.get(a, "i32"))
+    raise SystemExit("amax over float16 should be declined")
+except Exception as ex:
+    assert type(ex).__name__ == "Unsupported", ex
+e = ElementwiseExpr(2, e.steps[:5], (1, 4), (b_, b_, f32, f16, f16), None)
+types = {"in0": "*fp32", "in1": "*fp64", "out0": "*i1", "out1": "*fp16", "fconst": "*fp64",
+         "BLOCK": "constexpr"}
+compile_(e, [f32, tp.float64], ["c", "s"], 0, lambda a: types.get(a, "i32"))
 print("ok")
 '''
 
