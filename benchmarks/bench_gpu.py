@@ -262,6 +262,9 @@ def main(argv=None) -> int:
                        f"{data['tensorplay.compile (fused)']['share_of_copy'] >= 0.95}")
     verdict.append(f"tp.add within 1.5 µs of cupy.add: {net_add <= 1.5}")
     verdict.append(f"custom op within 0.2 µs of its body: {net_op <= 0.2}")
+    if eager._FAILED:
+        verdict.append(f"WARNING: generated Triton kernels failed, CuPy fallback was measured: "
+                       f"{eager._FAILED[0]!r}")
     print("\n" + "; ".join(verdict))
     print(f"total {time.perf_counter() - t_start:.1f} s")
     print(f"wrote {H.write_json('gpu', data)}")

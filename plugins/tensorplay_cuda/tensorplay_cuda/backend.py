@@ -245,7 +245,7 @@ class CUDABackend(ArrayBackend):
 
         def run(arrays):
             if tc is not None:
-                r = tc.run(arrays)
+                r = _eager.run_chain(tc, arrays)
                 if r is not None:
                     return r
             if cf is not None:

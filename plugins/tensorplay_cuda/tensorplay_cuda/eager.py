@@ -38,6 +38,31 @@ _FLOAT_RESULT = frozenset({"div", "rdiv", "exp", "log", "sqrt", "rsqrt", "sin", 
 _BOOL_RESULT = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
 
 _AVAILABLE = [None]
+_FAILED: list = []          # the first Triton failure (the path is then off for the process)
+
+
+def _failed(e) -> None:
+    """A generated kernel failed to compile or launch: warn once, then use CuPy from now on."""
+    if not _FAILED:
+        _FAILED.append(e)
+        import warnings
+        warnings.warn(f"tensorplay-cuda: generated Triton kernels failed ({type(e).__name__}: "
+                      f"{e}); elementwise ops and compiled chains fall back to CuPy kernels",
+                      RuntimeWarning, stacklevel=3)
+
+
+def run_chain(ch, args, consts=None):
+    """``ch.run(args, consts)``, or None after a failure (see ``_failed``)."""
+    if _FAILED:
+        return None
+    from .triton_fusion import ShapeMismatch
+    try:
+        return ch.run(args, consts)
+    except ShapeMismatch:
+        return None                  # the user's error: the reference kernel raises it properly
+    except Exception as e:  # noqa: BLE001 - any compiler/driver error: fall back, said once
+        _failed(e)
+        return None
 
 
 def triton_available() -> bool:
@@ -132,7 +157,7 @@ def _binary(op, k, backend, uf, swap, big):
                 R = _dtype.bool
             elif op in _FLOAT_RESULT and not R.is_floating_point:
                 R = _dtype.get_default_dtype()
-            r = _chain(op, len(args), ct, R, backend).run(args, consts)
+            r = run_chain(_chain(op, len(args), ct, R, backend), args, consts)
             if r is not None:
                 return r[0]
         d = a.dtype
@@ -156,7 +181,7 @@ def _unary(op, k, backend, uf, big):
             R = dt_of(a)
             if op in _FLOAT_RESULT and not R.is_floating_point:
                 R = _dtype.get_default_dtype()
-            r = _chain(op, 1, None, R, backend).run([a])
+            r = run_chain(_chain(op, 1, None, R, backend), [a])
             if r is not None:
                 return r[0]
         if uf is not None and a.dtype.kind == "f":

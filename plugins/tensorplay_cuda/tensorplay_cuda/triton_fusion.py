@@ -129,6 +129,10 @@ class Unsupported(Exception):
     """The chain (or this call's dtypes) is outside what the generator handles."""
 
 
+class ShapeMismatch(ValueError):
+    """The inputs do not broadcast (the caller's fallback raises the op's own error)."""
+
+
 def _plan_operands(expr, in_dtypes, in_0d):
     """Per step: (category, template, operand list, compute dtypes); raises Unsupported."""
     step_dt = list(expr.dtypes)
@@ -497,7 +501,8 @@ def _broadcast(shapes):
             if out[off + i] == 1:
                 out[off + i] = d
             elif d != 1 and d != out[off + i]:
-                raise ValueError(f"operands could not be broadcast together with shapes {shapes}")
+                raise ShapeMismatch(f"operands could not be broadcast together with shapes "
+                                    f"{shapes}")
     return tuple(out)
 
 
