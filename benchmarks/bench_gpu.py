@@ -166,6 +166,19 @@ def main(argv=None) -> int:
     check("tp compile", cf(x, y))
     add_row("tensorplay.compile (fused)", gpu_ms(cupy, lambda: cf(x, y), it, rep),
             note="one Triton kernel" if eager.triton_available() else "CuPy ElementwiseKernel")
+    if eager.triton_available():
+        # the generated kernels' block shape: default 1024 elements / 4 warps (plain masked
+        # loads reached the copy rate in the hand-written kernel); one wider variant for the record
+        from tensorplay_cuda import triton_fusion as TF
+        saved_b, saved_w = TF.BLOCK, TF.NUM_WARPS
+        TF.BLOCK, TF.NUM_WARPS = 4096, 8
+        try:
+            add_row("tensorplay eager, Triton BLOCK 4096 / 8 warps",
+                    gpu_ms(cupy, lambda: chain(x, y), it, rep))
+            add_row("tensorplay.compile, Triton BLOCK 4096 / 8 warps",
+                    gpu_ms(cupy, lambda: cf(x, y), it, rep))
+        finally:
+            TF.BLOCK, TF.NUM_WARPS = saved_b, saved_w
     from tensorplay._fusion import ElementwiseExpr, Step
     from tensorplay_cuda.cupy_fusion import cupy_fuser
     steps = (Step("mul", (("in", 0), ("in", 1))), Step("add", (("step", 0), ("const", 1.0))),
