@@ -158,7 +158,8 @@ def test_builtin_kernels_are_the_reference_kernels_bound_to_cupy():
         if code is None:            # a bare namespace function (e.g. xp.negative): CuPy's own
             assert type(k).__module__.startswith("cupy"), (name, type(k))
             continue
-        assert code is kn[name].__code__, name
+        # the cpu kernels are wrapped once to silence NumPy's floating point warnings
+        assert code is getattr(kn[name], "__wrapped__", kn[name]).__code__, name
         assert code.co_filename.endswith("xp.py"), (name, code.co_filename)
 
 

@@ -179,7 +179,9 @@ def test_to_and_cpu():
     assert x.to(dtype=tp.float16).dtype is tp.float16
     assert x.to(tp.zeros(1, dtype=tp.float64)).dtype is tp.float64
     assert x.to(np.float64).dtype is tp.float64 and x.to(np.int16).dtype is tp.int16
-    assert x.to(float).dtype is tp.float32 and x.to(int).dtype is tp.int64
+    # Python's float is float64 (as torch: dtype=float means torch.float64)
+    assert x.to(float).dtype is tp.float64 and x.to(int).dtype is tp.int64
+    assert x.to(bool).dtype is tp.bool and tp.zeros(2, dtype=float).dtype is tp.float64
     c = x.to(tp.float32, copy=True)
     assert c is not x and c._storage is not x._storage
     assert x.double().dtype is tp.float64 and x.half().dtype is tp.float16

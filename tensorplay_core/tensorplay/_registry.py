@@ -488,6 +488,12 @@ class CustomOpDef:
     def _opoverload(self):
         return self
 
+    @property
+    def default(self):
+        """The op itself: ``tensorplay.ops.ns.op.default`` resolves as torch's overload packet
+        (``torch.ops.ns.op.default``) does."""
+        return self
+
 
 OpDef = CustomOpDef
 
