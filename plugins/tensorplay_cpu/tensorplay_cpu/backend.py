@@ -1,8 +1,9 @@
 """The cpu backend: NumPy arrays as storage; built-in kernels are the core's reference kernels
 bound to NumPy's array-API namespace.
 
-The namespace is NumPy's own main namespace on NumPy >= 2.1 (it carries every array-API function
-the reference kernels use: ``astype``, ``concat``, ``pow``, ``permute_dims`` ...), so the first cpu
+The namespace is NumPy's own main namespace on NumPy >= 2.1 (it carries nearly every array-API
+function the reference kernels use: ``astype``, ``concat``, ``pow``, ``permute_dims`` ...; the
+two whose signatures differ, ``sort``/``argsort`` with ``descending``, are added), so the first cpu
 op imports nothing but numpy. ``array_api_compat.numpy`` is imported only on an older NumPy, where
 it supplies the missing names (it pulls in ``numpy.testing``, ``unittest`` and ``numpy.f2py``:
 about 0.3 s on a cold start).
@@ -14,6 +15,8 @@ float32 and round the result back (``tensorplay._kernels.lowp``), as torch does 
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 
 from tensorplay._backend import ArrayBackend
@@ -21,11 +24,31 @@ from tensorplay._kernels import lowp
 
 
 def _namespace():
-    # NumPy 2.1+ is array-API compliant for all the reference kernels use (np.astype came in 2.1)
-    if all(hasattr(np, n) for n in ("astype", "concat", "pow", "permute_dims", "bool")):
-        return np
-    import array_api_compat.numpy as xp_numpy    # old NumPy: the compat layer fills the gaps
-    return xp_numpy
+    """NumPy's own namespace with the array-API signatures it lacks added (``sort``/``argsort``
+    take ``descending``/``stable``), as a module object: attribute look-ups stay dict look-ups.
+    On NumPy < 2.1 (no ``np.astype``), array-api-compat's namespace instead."""
+    if not all(hasattr(np, n) for n in ("astype", "concat", "pow", "permute_dims", "bool")):
+        import array_api_compat.numpy as xp_numpy    # old NumPy: the compat layer fills the gaps
+        return xp_numpy
+    ns = types.ModuleType("tensorplay_cpu.xp", "NumPy's namespace, array-API signatures")
+    ns.__dict__.update({k: v for k, v in np.__dict__.items() if not k.startswith("__")})
+
+    def argsort(x, /, *, axis=-1, descending=False, stable=True):
+        kind = "stable" if stable else None
+        if not descending:
+            return np.argsort(x, axis=axis, kind=kind)
+        # NumPy has no descending sort: sort the flipped array and map the indices back, which
+        # keeps equal elements in their original order (a stable descending sort)
+        res = np.flip(np.argsort(np.flip(x, axis=axis), axis=axis, kind=kind), axis=axis)
+        return (x.shape[axis] - 1) - res
+
+    def sort(x, /, *, axis=-1, descending=False, stable=True):
+        kind = "stable" if stable else None
+        r = np.sort(x, axis=axis, kind=kind)
+        return np.flip(r, axis=axis) if descending else r
+
+    ns.argsort, ns.sort = argsort, sort
+    return ns
 
 
 def bfloat16_dtype(device_type: str):

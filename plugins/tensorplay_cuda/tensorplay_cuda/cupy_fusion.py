@@ -17,7 +17,7 @@ C_OPS = {
     "minimum": "(({0} != {0}) ? {0} : (({1} != {1}) ? {1} : (({0} < {1}) ? {0} : {1})))",
     "neg": "-{0}", "exp": "exp({0})", "log": "log({0})", "sqrt": "sqrt({0})",
     "tanh": "tanh({0})", "sin": "sin({0})", "cos": "cos({0})", "abs": "abs({0})",
-    "relu": "(({0} > (T)0) ? {0} : (T)0)",
+    "relu": "(({0} <= (T)0) ? (T)0 : {0})",          # NaN passes through, as in torch
     "sigmoid": "((T)1 / ((T)1 + exp(-{0})))",
     "rsqrt": "((T)1 / sqrt({0}))",
 }

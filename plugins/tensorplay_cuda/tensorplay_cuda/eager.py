@@ -6,7 +6,7 @@
   kernel's dtype resolution (two ``dtype_of`` look-ups and the promotion rule per call). The
   result is the one the reference kernel computes (same ufunc, same dtypes). ``relu`` is one
   ``cupy.ElementwiseKernel`` instead of the reference's ``where(x > 0, x, zeros_like(x))`` (three
-  launches), with the same semantics (NaN -> 0).
+  launches), with the same semantics (NaN passes through, as in torch).
 * **Bandwidth** (large arrays): CuPy's generic elementwise kernels reach about half of the copy bandwidth on an H200; a Triton
 kernel with plain masked block loads reaches it. ``accelerate`` puts, in front of each
 elementwise built-in kernel, a size test: arrays of at least ``THRESHOLD`` elements run as a
@@ -109,7 +109,7 @@ def accelerate(kernels: dict, backend) -> dict:
 
 
 def _relu_kernel(np):
-    ek = np.ElementwiseKernel("T x", "T y", "y = x > (T)0 ? x : (T)0", "tensorplay_relu")
+    ek = np.ElementwiseKernel("T x", "T y", "y = x <= (T)0 ? (T)0 : x", "tensorplay_relu")
 
     def relu(a):
         return ek(a)

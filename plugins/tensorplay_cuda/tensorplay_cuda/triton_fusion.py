@@ -64,7 +64,7 @@ OPS = {
     "sin": ("arith", "tl.sin({0})"), "cos": ("arith", "tl.cos({0})"),
     "erf": ("arith", "tl.erf({0})"), "tanh": ("arith", "_tanh({0})"),
     "sigmoid": ("arith", "1.0 / (1.0 + tl.exp(-{0}))"),
-    "relu": ("arith", "tl.where({0} > 0, {0}, 0)"),
+    "relu": ("arith", "tl.where({0} <= 0, 0, {0})"),          # NaN passes through
     "sign": ("arith", "tl.where({0} != {0}, {0}, tl.where({0} > 0, 1, tl.where({0} < 0, -1, 0)))"),
     "eq": ("cmp", "{0} == {1}"), "ne": ("cmp", "{0} != {1}"), "lt": ("cmp", "{0} < {1}"),
     "le": ("cmp", "{0} <= {1}"), "gt": ("cmp", "{0} > {1}"), "ge": ("cmp", "{0} >= {1}"),

@@ -27,7 +27,8 @@ COMPUTE = frozenset({
     "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
     "logical_not", "sign", "neg", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "abs",
     "sin", "cos", "erf", "where", "sum", "mean", "amax", "amin", "argmax", "matmul", "softmax",
-    "log_softmax", "index_add",
+    "log_softmax", "index_add", "isnan", "isinf", "isfinite", "floor", "ceil", "round", "all",
+    "any", "prod", "cumsum", "max_dim", "min_dim", "sort", "argsort", "argmin", "scatter_add",
 })
 
 
@@ -59,8 +60,12 @@ def wrap_kernels(kernels: dict, backend) -> dict:
                 if back:
                     kw = dict(kw, dtype=_dtype.float32)
             r = k(*[a.astype(F32) if getattr(a, "dtype", None) == BF else a for a in args], **kw)
-            if back and getattr(r, "dtype", None) == F32:
-                r = r.astype(BF)
+            if back:
+                if getattr(r, "dtype", None) == F32:
+                    r = r.astype(BF)
+                elif r.__class__ in (tuple, list):        # (values, indices) of max/min/sort
+                    r = r.__class__(x.astype(BF) if getattr(x, "dtype", None) == F32 else x
+                                    for x in r)
             return r
         kernel.__wrapped__ = k
         return kernel
