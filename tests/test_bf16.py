@@ -257,3 +257,41 @@ def test_dlpack_bf16_on_cpu_is_refused_by_numpy_with_a_clear_error():
     a = x.numpy()
     a[0] = 5
     assert x[0].item() == 5.0
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+def test_rounding_predicates_scans_and_sorts(dev):
+    bf = tp.bfloat16
+    x = tp.tensor([1.5, -2.5, 0.25, 3.75, float("nan"), -0.75], dtype=bf, device=dev)
+    T = tp.ops.tp
+    assert T.floor(x).dtype is bf and T.floor(x).tolist()[:4] == [1.0, -3.0, 0.0, 3.0]
+    assert T.ceil(x).tolist()[:4] == [2.0, -2.0, 1.0, 4.0]
+    assert T.round(x).tolist()[:4] == [2.0, -2.0, 0.0, 4.0]
+    assert T.isnan(x).tolist() == [False, False, False, False, True, False]
+    assert T.isfinite(x).tolist()[4] is False
+    y = x[:4]
+    p = T.prod(y)
+    assert p.dtype is bf and abs(p.item() - (1.5 * -2.5 * 0.25 * 3.75)) < 0.02
+    c = T.cumsum(tp.ones(1000, dtype=bf, device=dev), 0)
+    assert c.dtype is bf and c[-1].item() == 1000.0 and c[299].item() == 300.0   # float32 scan
+    v, i = T.sort(y, 0, True)
+    assert v.dtype is bf and v.tolist() == [3.75, 1.5, 0.25, -2.5] and i.tolist() == [3, 0, 2, 1]
+    assert T.argsort(y).tolist() == [1, 2, 0, 3] and T.argmin(y).item() == 1
+    assert T.any(y > 3).item() is True and T.all(y > -3).item() is True
+
+
+def test_cpu_namespace_sort_matches_the_array_api():
+    """The cpu backend's NumPy namespace adds the array-API ``argsort``/``sort`` (descending,
+    stable): same results as array-api-compat's, ties kept in order."""
+    xp_ref = pytest.importorskip("array_api_compat.numpy")
+    from tensorplay_cpu.backend import CPUBackend
+    xp = CPUBackend.xp
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 4, size=(5, 7))
+    for axis in (0, 1, -1):
+        for desc in (False, True):
+            np.testing.assert_array_equal(
+                xp.argsort(a, axis=axis, descending=desc, stable=True),
+                xp_ref.argsort(a, axis=axis, descending=desc, stable=True))
+            np.testing.assert_array_equal(xp.sort(a, axis=axis, descending=desc),
+                                          xp_ref.sort(a, axis=axis, descending=desc))
