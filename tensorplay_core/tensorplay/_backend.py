@@ -254,6 +254,11 @@ def get_backend(device_type: str):
         _LOADED[device_type] = b
         from . import _ops
         _ops.install_backend(b)
+        if hasattr(b, "guard_kernel"):       # custom ops registered before the backend loaded
+            from . import _registry
+            for op in _registry.all_ops():
+                if not op.is_builtin and device_type in op._kernels:
+                    op._rebuild()
         return b
 
 

@@ -25,7 +25,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Generic, NamedTuple, ParamSpec, TypeVar, overload
 
-from . import _dispatch
+from . import _backend, _dispatch
 from .errors import DispatchError
 
 if TYPE_CHECKING:
@@ -372,6 +372,10 @@ class CustomOpDef(Generic[_P, _R]):
                 continue
             k = self._active(key)
             if k is not None:
+                # a device backend may bind a custom op's kernel to the tensors' device (cuda:N)
+                be = _backend._LOADED.get(key) if not self.is_builtin else None
+                if be is not None and hasattr(be, "guard_kernel"):
+                    k = be.guard_kernel(self, k)
                 t[key] = k
             elif default is not None:
                 t[key] = default
