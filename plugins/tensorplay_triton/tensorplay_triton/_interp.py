@@ -1,0 +1,280 @@
+"""Triton's interpreter, chosen per launch: every launch on cpu tensors runs here.
+
+Triton picks its interpreter when a kernel is *decorated* (``TRITON_INTERPRET=1`` at that moment
+gives an ``InterpretedFunction``, otherwise a ``JITFunction``), and Triton's own helpers (``tl.sum``,
+``tl.max``, ... in ``triton.language.standard``) are decorated when ``triton`` is first imported.
+A process therefore had to decide once, before importing triton. Here the decision is per launch:
+
+* ``interpreted(jf)`` gives the ``InterpretedFunction`` of a ``JITFunction`` (built once, cached);
+* ``launch(call, kernels)`` runs ``call()`` inside an *interpreter scope*, during which (and only
+  then; everything is restored afterwards, so compiled launches are unaffected):
+
+  - a ``@triton.jit`` function called from inside an interpreted kernel (Triton's helpers or the
+    user's) is interpreted too, and the ``triton.language`` patches its call installs are undone
+    when it returns (Triton's own ``InterpretedFunction.__call__`` leaves them in place, which
+    would break later compiled launches in the same process);
+  - the inner ``JITFunction`` of an ``@triton.autotune`` / ``@triton.heuristics`` chain runs
+    interpreted, and autotuning times the configurations on the host clock;
+  - **NumPy >= 2.4**: an interpreted scalar is a 1-element array, and NumPy 2.4 refuses ``int()`` on
+    arrays with ``ndim > 0``, so a loop bounded by a scalar argument (``range(0, N, BLOCK)``,
+    ``tl.range(...)``) failed (Triton issue 9171, fixed upstream after 3.6). ``__index__`` of an
+    interpreted tensor reads its single element instead (``.item()``), which every NumPy accepts;
+  - float scalar arguments become ``fp32`` interpreted tensors, as compiled kernels type them, so
+    ``eps.to(tl.float32)`` and friends work (Triton hands them to interpreted kernels as Python
+    floats);
+  - ``triton.language.extra.libdevice`` functions (``rsqrt``, ``tanh``, ``exp2``, ``pow``, ...) are
+    evaluated with NumPy (Triton's interpreter returns ``None`` for them: Triton issue 8825); a
+    libdevice function without a NumPy equivalent raises ``NotImplementedError`` naming it.
+
+Interpreted launches are serialised by a lock: Triton's interpreter patches the global
+``triton.language`` module while a kernel runs, so two interpreted kernels cannot run at once.
+These are Triton internals: the versions tested are pinned in ``pyproject.toml``.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import threading
+
+import numpy as np
+
+from . import _driver
+
+_lock = threading.RLock()
+_INTERP: dict = {}          # id(JITFunction) -> (JITFunction, InterpretedFunction)
+_T: dict = {}               # lazily imported Triton pieces
+
+
+def _triton():
+    t = _T.get("interp")
+    if t is None:
+        import triton.language as tl
+        from triton.runtime import interpreter as t
+        from triton.runtime.jit import JITFunction
+        _T["tl"] = tl
+        _T["jit"] = JITFunction
+        _T["interp"] = t
+    return t
+
+
+def interpreted(jf):
+    """The ``InterpretedFunction`` running ``jf.fn`` (``jf`` a ``JITFunction``), cached per kernel."""
+    e = _INTERP.get(id(jf))
+    if e is not None and e[0] is jf:
+        return e[1]
+    interp = _triton()
+    f = interp.InterpretedFunction(jf.fn)
+    f.pre_run_hooks = list(getattr(jf, "pre_run_hooks", ()))
+    _INTERP[id(jf)] = (jf, f)
+    return f
+
+
+# -- the scope ---------------------------------------------------------------------------------
+
+class _Patches:
+    """Attributes set for the scope and restored, in reverse order, when it ends."""
+
+    __slots__ = ("_undo",)
+
+    def __init__(self):
+        self._undo = []
+
+    def set(self, obj, name, value):
+        had = name in obj.__dict__ if not isinstance(obj, type) else name in vars(obj)
+        self._undo.append((obj, name, had, getattr(obj, name, None) if had else None))
+        setattr(obj, name, value)
+
+    def restore(self):
+        while self._undo:
+            obj, name, had, old = self._undo.pop()
+            if had:
+                setattr(obj, name, old)
+            else:
+                try:
+                    delattr(obj, name)
+                except AttributeError:
+                    pass
+
+
+def _nested_call(self, *args, **kwargs):
+    """``JITFunction.__call__`` / ``InterpretedFunction.__call__`` inside an interpreted kernel."""
+    interp = _T["interp"]
+    f = self if isinstance(self, interp.InterpretedFunction) else interpreted(self)
+    scope = interp._patch_lang(f.fn)
+    try:
+        return f.rewrite()(*args, **kwargs)
+    except interp.InterpreterError:
+        raise
+    except Exception as e:
+        raise interp.InterpreterError(repr(e)) from e
+    finally:
+        if scope is not None:
+            scope.restore()
+
+
+def _index(self):
+    # the fix for NumPy >= 2.4: a scalar is a 1-element array; read the element itself
+    return int(self.handle.data.reshape(-1)[0].item())
+
+
+def _scalar_cvt(orig):
+    interp, tl = _T["interp"], _T["tl"]
+
+    def cvt(arg):
+        if arg.__class__ is float:
+            return tl.tensor(interp.TensorHandle(np.array([arg], dtype=np.float32), tl.float32),
+                             tl.float32)
+        return orig(arg)
+    return cvt
+
+
+def _patch_tensor_fn(orig):
+    def patch_lang_tensor(tensor, scope):
+        orig(tensor, scope)
+        scope.set_attr(tensor, "__index__", _index)
+    return patch_lang_tensor
+
+
+def launch(call, chain=()):
+    """Run ``call()`` (an interpreted launch) inside the interpreter scope (see module doc).
+
+    ``chain``: the kernel objects of the launch (``Autotuner``/``Heuristics`` wrappers and the inner
+    ``JITFunction``); a ``JITFunction`` reached through a wrapper runs interpreted for this launch.
+    """
+    interp = _triton()
+    JITFunction = _T["jit"]
+    with _lock:
+        p = _Patches()
+        try:
+            p.set(JITFunction, "__call__", _nested_call)
+            p.set(interp.InterpretedFunction, "__call__", _nested_call)
+            p.set(interp, "_implicit_cvt", _scalar_cvt(interp._implicit_cvt))
+            p.set(interp, "_patch_lang_tensor", _patch_tensor_fn(interp._patch_lang_tensor))
+            _patch_libdevice(p)
+            for k in chain[:-1] if len(chain) > 1 else ():
+                if hasattr(k, "configs") and hasattr(k, "_do_bench") and k._do_bench is None:
+                    p.set(k, "do_bench", _driver.host_do_bench)     # autotune on the host clock
+            inner = chain[-1] if chain else None
+            if len(chain) > 1 and isinstance(inner, JITFunction):
+                p.set(inner, "run", interpreted(inner).run)
+            return call()
+        finally:
+            p.restore()
+
+
+# -- libdevice under the interpreter -----------------------------------------------------------
+
+def _erf(x):
+    return np.vectorize(math.erf, otypes=[x.dtype])(x) if x.size else x.copy()
+
+
+def _round_away(x):
+    return np.where(x >= 0, np.floor(x + 0.5), np.ceil(x - 0.5))
+
+
+_UNARY = {
+    "rsqrt": lambda x: 1 / np.sqrt(x), "sqrt": np.sqrt, "sqrt_rn": np.sqrt, "exp": np.exp,
+    "exp2": np.exp2, "exp10": lambda x: np.power(x.dtype.type(10), x), "expm1": np.expm1,
+    "log": np.log, "log2": np.log2, "log10": np.log10, "log1p": np.log1p, "sin": np.sin,
+    "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
+    "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "asinh": np.arcsinh, "acosh": np.arccosh,
+    "atanh": np.arctanh, "erf": _erf, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
+    "rint": np.rint, "nearbyint": np.rint, "round": _round_away, "abs": np.abs, "fabs": np.abs,
+    "rcp_rn": lambda x: 1 / x, "fast_expf": np.exp, "fast_logf": np.log, "fast_log2f": np.log2,
+    "fast_exp10f": lambda x: np.power(x.dtype.type(10), x), "fast_tanf": np.tan,
+    "fast_sinf": np.sin, "fast_cosf": np.cos, "fast_log10f": np.log10, "saturatef":
+    lambda x: np.clip(x, 0, 1), "cbrt": np.cbrt, "rcbrt": lambda x: 1 / np.cbrt(x),
+    "signbit": lambda x: np.signbit(x).astype(np.int32), "isnan": lambda x: np.isnan(x).astype(np.int32),
+    "isinf": lambda x: np.isinf(x).astype(np.int32),
+    "finitef": lambda x: np.isfinite(x).astype(np.int32),
+    "isfinited": lambda x: np.isfinite(x).astype(np.int32),
+}
+_BINARY = {
+    "pow": np.power, "powf": np.power, "fast_powf": np.power, "atan2": np.arctan2,
+    "fmod": np.fmod, "fmin": np.fmin, "fmax": np.fmax, "hypot": np.hypot, "copysign": np.copysign,
+    "div_rn": np.divide, "fast_dividef": np.divide, "remainder": np.remainder,
+    "nextafter": np.nextafter, "fdim": lambda a, b: np.maximum(a - b, 0),
+}
+_TERNARY = {"fma": lambda a, b, c: a * b + c, "fma_rn": lambda a, b, c: a * b + c}
+_LIBDEVICE_MODULES = ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice")
+
+
+def _as_interp_tensor(a):
+    interp, tl = _T["interp"], _T["tl"]
+    if isinstance(a, tl.constexpr):
+        a = a.value
+    if isinstance(a, tl.tensor):
+        return a
+    if isinstance(a, bool) or not isinstance(a, (int, float)):
+        raise TypeError(f"libdevice: expected a tensor or a number, got {type(a).__name__}")
+    if isinstance(a, float):
+        return tl.tensor(interp.TensorHandle(np.array([a], dtype=np.float32), tl.float32), tl.float32)
+    return tl.tensor(interp.TensorHandle(np.array([a], dtype=np.int32), tl.int32), tl.int32)
+
+
+def _from_numpy(out, block):
+    """An interpreted tensor holding ``out`` (a NumPy array); a block tensor if ``block``."""
+    interp, tl = _T["interp"], _T["tl"]
+    sty = {"int32": tl.int32, "float16": tl.float16, "float32": tl.float32,
+           "float64": tl.float64}[out.dtype.name]
+    ty = tl.block_type(sty, list(out.shape)) if block else sty
+    return tl.tensor(interp.TensorHandle(out, sty), ty)
+
+
+def _make_elementwise(name, fn, arity):
+    def libdevice_fn(*args, _semantic=None, **kwargs):
+        if kwargs:
+            args = args + tuple(kwargs.values())
+        if len(args) != arity:
+            raise TypeError(f"libdevice.{name} takes {arity} argument(s), got {len(args)}")
+        ts = [_as_interp_tensor(a) for a in args]
+        block = any(t.type.is_block() for t in ts)
+        datas = [t.handle.data for t in ts]
+        ft = np.result_type(*[d.dtype for d in datas])
+        if ft.kind != "f":
+            ft = np.dtype(np.float32)
+        if block:
+            datas = np.broadcast_arrays(*datas)
+        with np.errstate(all="ignore"):
+            out = np.asarray(fn(*[d.astype(ft, copy=False) for d in datas]))
+        if out.dtype != np.int32:
+            out = out.astype(ft, copy=False)
+        return _from_numpy(np.ascontiguousarray(out), block)
+    libdevice_fn.__name__ = name
+    return libdevice_fn
+
+
+def _unsupported(name):
+    def libdevice_fn(*args, _semantic=None, **kwargs):
+        raise NotImplementedError(
+            f"libdevice.{name} has no NumPy equivalent in tensorplay-triton's interpreter path: the "
+            f"kernel runs compiled on cuda tensors, or rewrite it with triton.language functions")
+    libdevice_fn.__name__ = name
+    return libdevice_fn
+
+
+_LIBDEVICE_IMPL: dict = {}
+
+
+def _libdevice_impl():
+    if not _LIBDEVICE_IMPL:
+        for table, arity in ((_UNARY, 1), (_BINARY, 2), (_TERNARY, 3)):
+            for name, fn in table.items():
+                _LIBDEVICE_IMPL[name] = _make_elementwise(name, fn, arity)
+    return _LIBDEVICE_IMPL
+
+
+def _patch_libdevice(p: _Patches):
+    mods = [sys.modules.get(m) for m in _LIBDEVICE_MODULES]
+    if not any(mods):
+        return
+    impl = _libdevice_impl()
+    for mod in mods:
+        if mod is None:
+            continue
+        for name, val in list(vars(mod).items()):
+            if name.startswith("_") or not callable(val) or isinstance(val, type) or \
+                    getattr(val, "__module__", None) not in _LIBDEVICE_MODULES:
+                continue
+            p.set(mod, name, impl.get(name) or _unsupported(name))
