@@ -3,10 +3,10 @@ pack's Triton ops.
 
 Two modes, chosen by ``TENSORPLAY_TRITON_TEST_MODE`` when this module is imported:
 
-* ``interpret`` (default; CI): ``TRITON_INTERPRET=1`` is set *before any kernel is decorated*, so
-  every kernel runs through Triton's interpreter, on cpu tensors (and, on a GPU machine, on cuda
-  tensors through host copies). The ``test_compiled_*`` tests are skipped here: on a GPU machine
-  ``test_cuda_compiled_suite`` runs them in a subprocess in ``compiled`` mode.
+* ``interpret`` (default; CI): no environment variable is set (``TRITON_INTERPRET`` is removed if
+  present): kernels are plain ``@triton.jit`` kernels and ``wrap_triton`` runs them through Triton's
+  interpreter because the tensors are on cpu. The ``test_compiled_*`` tests are skipped here: on a
+  GPU machine ``test_cuda_compiled_suite`` runs them in a subprocess in ``compiled`` mode.
 * ``compiled`` (that subprocess): kernels compile for the GPU and launch through the CuPy-backed
   Triton driver; only the ``test_compiled_*`` tests run.
 
@@ -24,10 +24,7 @@ from pathlib import Path
 MODE = os.environ.get("TENSORPLAY_TRITON_TEST_MODE", "interpret")
 if MODE not in ("interpret", "compiled"):
     raise RuntimeError(f"TENSORPLAY_TRITON_TEST_MODE must be 'interpret' or 'compiled', got {MODE!r}")
-if MODE == "interpret":
-    os.environ["TRITON_INTERPRET"] = "1"          # before any @triton.jit runs (see docstring)
-else:
-    os.environ.pop("TRITON_INTERPRET", None)
+os.environ.pop("TRITON_INTERPRET", None)   # the mode is chosen per launch, from the device
 
 if os.environ.get("TENSORPLAY_BLOCK_TORCH") == "1":
     from tensorplay_triton import _torchblock
@@ -230,10 +227,10 @@ def test_wrap_triton_is_idempotent_and_cached():
     assert library.wrap_triton(w) is w
     assert w.kernel is add_kernel and w.fn is add_kernel
     assert w.arg_names == ("x_ptr", "y_ptr", "out_ptr", "n", "BLOCK")
-    assert w.interpreted is (MODE == "interpret")
+    assert w.interpreted is False          # a @triton.jit kernel: compiled on cuda, interpreted on cpu
     assert "add_kernel" in repr(w)
     a = wrap_triton(accumulate_kernel)
-    assert a.name == "accumulate_kernel" and a.interpreted is (MODE == "interpret")
+    assert a.name == "accumulate_kernel" and a.interpreted is False
     s = wrap_triton(strided_copy_kernel, strided=["x_ptr"])
     assert s is not wrap_triton(strided_copy_kernel) and s.strided == {"x_ptr"}
 
@@ -383,16 +380,14 @@ def test_fake_tensors_skip_the_launch():
 
 
 @interpret_only
-def test_gpu_kernel_given_cpu_tensors_says_how_to_fix():
+def test_compiled_kernel_given_cpu_tensors_is_interpreted():
     _cpu()
     from triton.runtime.jit import JITFunction
-
-    def gpu_only(x_ptr, n, BLOCK: tl.constexpr):
-        pass
-    k = JITFunction(gpu_only)           # what @triton.jit returns without TRITON_INTERPRET
-    x = tensorplay.zeros(4)
-    with pytest.raises(TritonLaunchError, match="TRITON_INTERPRET=1.*gpu_only"):
-        wrap_triton(k)[(1,)](x, 4, BLOCK=4)
+    assert type(add_kernel) is JITFunction      # decorated with no TRITON_INTERPRET
+    x = tensorplay.randn(50)
+    out = tensorplay.empty(50)
+    wrap_triton(add_kernel)[(1,)](x, x, out, 50, BLOCK=64)
+    np.testing.assert_allclose(_host(out), 2 * _host(x), rtol=1e-6)
 
 
 @interpret_only
@@ -442,9 +437,12 @@ def test_compile_triton_op_is_one_opaque_node_and_raw_launch_errors():
     kinds = _BODY_CALLS["kinds"]
     assert "capture" not in kinds and kinds.count("real") == 1 and "fake" in kinds, kinds
 
+    from triton.runtime.interpreter import InterpretedFunction
+    interp_add = InterpretedFunction(add_kernel.fn)      # a raw launch that reaches the tensors
+
     def raw(a, b):
         out = tensorplay.empty_like(a)
-        add_kernel[(1,)](a, b, out, 64, BLOCK=64)        # raw launch, no triton_op
+        interp_add[(1,)](a, b, out, 64, BLOCK=64)        # raw launch, no triton_op
         return out
 
     with pytest.raises(Exception, match="triton_op"):
@@ -510,7 +508,8 @@ def test_example_triton_ops_opcheck_on_cpu(opname):
 def test_tensorplay_check_cli_on_cpu():
     _cpu()
     _example_ops()
-    env = dict(os.environ, TRITON_INTERPRET="1")
+    env = dict(os.environ)
+    env.pop("TRITON_INTERPRET", None)
     p = subprocess.run([sys.executable, "-m", "tensorplay.cli", "check", "--device", "cpu",
                         "example::fused_add_mul_relu", "example::fused_add_mul_relu_out",
                         "example::softmax_rows"], capture_output=True, text=True, env=env,
@@ -561,10 +560,12 @@ print("AOT-OK")
 @interpret_only
 def test_cuda_tensors_through_the_interpreter():
     _need_cuda()
+    from triton.runtime.interpreter import InterpretedFunction
+    interp_add = InterpretedFunction(add_kernel.fn)     # what @triton.jit gives under TRITON_INTERPRET=1
     x = tensorplay.randn(300, device="cuda")
     y = tensorplay.randn(300, device="cuda")
     out = tensorplay.zeros(300, device="cuda")
-    wrap_triton(add_kernel)[(5,)](x, y, out, 300, BLOCK=64)
+    wrap_triton(interp_add)[(5,)](x, y, out, 300, BLOCK=64)
     np.testing.assert_allclose(_host(out), _host(x) + _host(y), rtol=1e-6)
     _example_ops()
     s = tensorplay.ops.example.softmax_rows(x.reshape(10, 30))

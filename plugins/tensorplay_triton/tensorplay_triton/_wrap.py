@@ -210,9 +210,11 @@ class TritonKernelWrapper:
                     kwargs[k] = a.item()
         if make is _adapters.CudaArg:
             return self._call_cuda(grid, args, kwargs, dev)
-        if make is _user_tensor:               # a custom launcher: the user's tensors, no Triton
+        if self.interpreted is None:           # a custom launcher: the user's tensors, no Triton
             return self.kernel[grid](*args, **kwargs)
-        if dev is not None and callable(grid):
+        if dev is None and not self.interpreted:      # no tensor at all: Triton decides
+            return self._call(grid, args, kwargs, dev)
+        if callable(grid):
             grid = self._interpreter_grid(grid, args, kwargs)
         return self._call_interpreted(grid, args, kwargs)
 
