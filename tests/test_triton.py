@@ -776,3 +776,219 @@ def test_compiled_example_ops_opcheck_on_cuda(opname):
     assert not tensorplay.plugins.sample_inputs(op, tensorplay.device("cpu"))  # compiled: no cpu
     for s in samples:
         assert library.opcheck(op, s.args, s.kwargs) == {}, s.name
+
+
+# ================================================================================================
+# Issue: real public kernels on cpu (no TRITON_INTERPRET), on every supported Triton
+
+@triton.jit
+def _row_sum_loop_kernel(x_ptr, out_ptr, n_cols, eps, BLOCK: tl.constexpr):
+    """A loop bounded by a scalar argument (range and tl.range), a helper (tl.sum), eps.to()."""
+    row = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for off in range(0, n_cols, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols, other=0.).to(tl.float32)
+    for off in tl.range(0, n_cols, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        acc += 0.0 * tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols, other=0.)
+    tl.store(out_ptr + row, tl.sum(acc, axis=0) + eps.to(tl.float32))
+
+
+@interpret_only
+def test_scalar_loop_bound_on_every_numpy():
+    """Triton issue 9171: under NumPy >= 2.4 the interpreter's ``int()`` of a 1-element array
+    failed for ``range(0, n_cols, BLOCK)``. Fixed in the plugin's interpreter path."""
+    _cpu()
+    x = tensorplay.randn(3, 50)
+    out = tensorplay.empty(3)
+    wrap_triton(_row_sum_loop_kernel)[(3,)](x, out, 50, 0.25, BLOCK=16)
+    np.testing.assert_allclose(_host(out), _host(x).sum(-1) + 0.25, rtol=1e-5, atol=1e-5)
+
+
+@interpret_only
+def test_interpreted_launch_leaves_triton_language_untouched():
+    """Interpreted launches patch triton.language while they run; compiled kernels later in the
+    same process need the originals back (helpers called inside kernels included)."""
+    _cpu()
+    import triton.language.core as tlc
+    import triton.language.standard as tls
+    before = {m.__name__: dict(vars(m)) for m in (tl, tlc, tls, tl.math)}
+    tensor_before = dict(vars(tl.tensor))
+    test_scalar_loop_bound_on_every_numpy()
+    for m in (tl, tlc, tls, tl.math):
+        changed = [k for k, v in vars(m).items() if before[m.__name__].get(k, object()) is not v]
+        assert not changed, (m.__name__, changed[:5])
+    assert {k for k, v in vars(tl.tensor).items() if tensor_before.get(k) is not v} == set()
+    from triton.runtime.jit import JITFunction
+    with pytest.raises(RuntimeError, match="outside of the scope of a kernel"):
+        tls.sum(1)                  # a @triton.jit helper called outside a kernel: Triton's error
+
+
+def _run_script(tmp_path, code, env):
+    script = tmp_path / "script.py"          # a file: Triton reads kernels' source
+    script.write_text(code)
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env,
+                          timeout=300, check=False)
+
+
+def test_mode_follows_the_device_whatever_the_import_order(tmp_path):
+    """``import triton`` first, no TRITON_INTERPRET: a cpu launch runs through the interpreter,
+    helpers included, and the example pack's ops work on cpu (nothing sets the variable)."""
+    code = ("import os, triton, triton.language as tl\n"
+            "import numpy as np, tensorplay\n"
+            "from tensorplay.library import wrap_triton\n"
+            "@triton.jit\n"
+            "def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
+            "    offs = tl.arange(0, BLOCK)\n"
+            "    x = tl.load(x_ptr + offs, mask=offs < n, other=-float('inf'))\n"
+            "    tl.store(out_ptr, tl.max(x, axis=0) + tl.sum(tl.where(offs < n, x, 0.), axis=0))\n"
+            "x = tensorplay.randn(10); o = tensorplay.empty(1)\n"
+            "wrap_triton(k)[(1,)](x, o, 10, BLOCK=16)\n"
+            "h = x.numpy(); assert np.allclose(o.numpy()[0], h.max() + h.sum(), atol=1e-5)\n"
+            "s = tensorplay.ops.example.softmax_rows(tensorplay.randn(4, 7))\n"
+            "assert np.allclose(s.numpy().sum(-1), 1, atol=1e-5)\n"
+            "assert 'TRITON_INTERPRET' not in os.environ\n"
+            "print('OK', type(k).__name__)\n")
+    env = dict(os.environ)
+    env.pop("TRITON_INTERPRET", None)
+    p = _run_script(tmp_path, code, env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "OK JITFunction" in p.stdout
+
+
+@interpret_only
+def test_raw_launch_on_tensorplay_tensors_names_wrap_triton():
+    _cpu()
+    from triton.runtime.interpreter import InterpretedFunction
+    raw = InterpretedFunction(add_kernel.fn)           # @triton.jit under TRITON_INTERPRET=1
+    x = tensorplay.randn(8)
+    with pytest.raises(TypeError, match=r"wrap_triton\(kernel\)\[grid\]"):
+        raw[(1,)](x, x, tensorplay.empty(8), 8, BLOCK=8)
+
+
+@interpret_only
+def test_custom_launcher_gets_the_users_tensors_in_a_triton_op():
+    _cpu()
+    seen = []
+
+    class PyLauncher:
+        """A launcher written in Python: computes with the tensors it is given."""
+
+        def __getitem__(self, grid):
+            def go(x, y, out, n):
+                seen.append((type(x), type(out)))
+                out.copy_(x * 2 + y)
+            return go
+
+    launcher = PyLauncher()
+
+    @library.triton_op("tritontest::py_launcher", mutates_args=())
+    def py_op(x: tensorplay.Tensor, y: tensorplay.Tensor) -> tensorplay.Tensor:
+        out = tensorplay.empty_like(x)
+        wrap_triton(launcher)[(1,)](x, y, out, x.numel())
+        return out
+
+    x, y = tensorplay.randn(5), tensorplay.randn(5)
+    np.testing.assert_allclose(_host(py_op(x, y)), 2 * _host(x) + _host(y), rtol=1e-6)
+    assert seen and all(a is tensorplay.Tensor and b is tensorplay.Tensor for a, b in seen)
+    xt = tensorplay.randn(4, 3).t()                   # launchers see views as they are
+    out = tensorplay.empty(3, 4)
+    wrap_triton(launcher)[(1,)](xt, xt, out, 12)
+    np.testing.assert_allclose(_host(out), 3 * _host(xt), rtol=1e-6)
+
+
+_FAKE_TORCH = """
+import os, sys
+with open(os.environ["FAKE_TORCH_LOG"], "a") as f:
+    f.write("imported\\n")
+raise ImportError("fake torch (records its import)")
+"""
+
+
+def _fake_torch_env(tmp_path):
+    pkg = tmp_path / "fake" / "torch"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(_FAKE_TORCH)
+    log = tmp_path / "torch.log"
+    env = dict(os.environ, FAKE_TORCH_LOG=str(log),
+               PYTHONPATH=os.pathsep.join([str(tmp_path / "fake")] +
+                                          [q for q in [os.environ.get("PYTHONPATH")] if q]))
+    env.pop("TRITON_INTERPRET", None)
+    return env, log
+
+
+def test_launch_does_not_import_torch_even_when_installed(tmp_path):
+    env, log = _fake_torch_env(tmp_path)
+    # control: Triton's own argument specialisation does import an installed torch
+    ctrl = ("import triton.runtime.jit as j\n"
+            "class P:\n    dtype = 'float32'\n    def data_ptr(self): return 0\n"
+            "j.mangle_type(P())\n")
+    p = subprocess.run([sys.executable, "-c", ctrl], capture_output=True, text=True, env=env,
+                       timeout=300, check=False)
+    assert p.returncode == 0, p.stderr
+    triton_imports_torch = log.exists() and "imported" in log.read_text()
+    if log.exists():
+        log.unlink()
+    code = ("import sys, tensorplay, triton, triton.language as tl\n"
+            "from tensorplay.library import wrap_triton\n"
+            "@triton.jit\n"
+            "def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
+            "    offs = tl.arange(0, BLOCK)\n"
+            "    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)\n"
+            "x = tensorplay.randn(8); o = tensorplay.empty(8)\n"
+            "wrap_triton(k)[(1,)](x, o, 8, BLOCK=8)\n"
+            "wrap_triton(k)[(1,)](x, o, 8, BLOCK=8)\n"
+            "assert 'torch' not in sys.modules\n"
+            "print('OK')\n")
+    p = _run_script(tmp_path, code, env)
+    assert p.returncode == 0 and "OK" in p.stdout, p.stdout + p.stderr
+    assert not log.exists(), f"torch was imported by a launch (control: Triton imports it: " \
+                             f"{triton_imports_torch})"
+
+
+from triton.language.extra import libdevice  # noqa: E402
+
+
+@triton.jit
+def _libdevice_kernel(x_ptr, out_ptr, n, scale, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=1.0)
+    s = scale.to(tl.float32)
+    y = libdevice.rsqrt(x) + libdevice.tanh(x) + libdevice.exp2(x * s) + libdevice.pow(x, 2.0)
+    y = y + libdevice.fma(x, s, 1.0) + libdevice.erf(x) + libdevice.atan2(x, s)
+    tl.store(out_ptr + offs, y, mask=m)
+
+
+@triton.jit
+def _libdevice_missing_kernel(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, libdevice.j0(tl.load(x_ptr + offs)))
+
+
+@interpret_only
+def test_float_scalars_and_libdevice_in_interpreted_kernels():
+    """Triton issue 8825: libdevice functions returned None under the interpreter; float scalar
+    arguments were Python floats without ``.to``."""
+    _cpu()
+    import math
+    h = np.random.default_rng(0).random(20).astype(np.float32) + 0.5
+    x = tensorplay.tensor(h)
+    out = tensorplay.empty(20)
+    wrap_triton(_libdevice_kernel)[(1,)](x, out, 20, 0.75, BLOCK=32)
+    erf = np.vectorize(math.erf)(h)
+    ref = 1 / np.sqrt(h) + np.tanh(h) + np.exp2(h * 0.75) + h ** 2 + (h * 0.75 + 1) + erf + \
+        np.arctan2(h, np.float32(0.75))
+    np.testing.assert_allclose(_host(out), ref, rtol=1e-5)
+    with pytest.raises(Exception, match="libdevice.j0"):
+        wrap_triton(_libdevice_missing_kernel)[(1,)](tensorplay.ones(4), BLOCK=4)
+
+
+def test_strided_wrappers_are_cached():
+    a = wrap_triton(strided_copy_kernel, strided=["x_ptr"])
+    assert wrap_triton(strided_copy_kernel, strided=["x_ptr"]) is a
+    assert wrap_triton(strided_copy_kernel, strided=("x_ptr",)) is a
+    assert library.wrap_triton(strided_copy_kernel, strided=["x_ptr"]) is a
+    assert wrap_triton(strided_copy_kernel) is not a
+    assert wrap_triton(a) is a and wrap_triton(a, strided=["x_ptr"]) is a

@@ -197,6 +197,28 @@ _BINARY = {
     "nextafter": np.nextafter, "fdim": lambda a, b: np.maximum(a - b, 0),
 }
 _TERNARY = {"fma": lambda a, b, c: a * b + c, "fma_rn": lambda a, b, c: a * b + c}
+
+
+def _vec(f):
+    return lambda x: np.vectorize(f, otypes=[x.dtype])(x) if x.size else x.copy()
+
+
+_UNARY.update({
+    "fast_tanhf": np.tanh, "sinpi": lambda x: np.sin(np.pi * x), "cospi": lambda x: np.cos(np.pi * x),
+    "erfc": _vec(math.erfc), "lgamma": _vec(math.lgamma), "tgamma": _vec(math.gamma),
+    "normcdf": lambda x: 0.5 * (1 + _erf(x / np.sqrt(x.dtype.type(2)))),
+})
+_BINARY.update({"rhypot": lambda a, b: 1 / np.hypot(a, b)})
+# Rounding-mode variants (_rn/_rz/_rd/_ru) are evaluated with NumPy's round-to-nearest: the
+# interpreter checks a kernel's logic, not last-bit rounding.
+for _m in ("rn", "rz", "rd", "ru"):
+    _UNARY.setdefault(f"sqrt_{_m}", np.sqrt)
+    _UNARY.setdefault(f"rcp_{_m}", lambda x: 1 / x)
+    _BINARY.setdefault(f"div_{_m}", np.divide)
+    _BINARY[f"add_{_m}"] = np.add
+    _BINARY[f"sub_{_m}"] = np.subtract
+    _BINARY[f"mul_{_m}"] = np.multiply
+    _TERNARY[f"fma_{_m}"] = lambda a, b, c: a * b + c
 _LIBDEVICE_MODULES = ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice")
 
 
