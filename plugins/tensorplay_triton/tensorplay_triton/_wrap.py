@@ -278,7 +278,7 @@ class TritonKernelWrapper:
         return self.kernel[grid](*args, **kwargs)
 
     def _fast_launch(self, grid, args, kwargs, idx, drv):
-        """Launch an already-compiled kernel with the steps of ``JITFunction.run`` (Triton 3.6)
+        """Launch an already-compiled kernel with the steps of ``JITFunction.run`` (Triton 3.6-3.9)
         that a launch from here needs: Triton's own binder and kernel cache pick the kernel, so
         the specialization is Triton's; skipped are only what is provably empty (pre-run hooks,
         launch enter/exit hooks, checked global values) and the device query (the launcher has
@@ -288,11 +288,15 @@ class TritonKernelWrapper:
         k = _knobs()
         rt = k.runtime
         enter, exit_ = rt.launch_enter_hook, rt.launch_exit_hook
-        if jf.pre_run_hooks or jf.used_global_vals or _hooked(enter) or _hooked(exit_):
+        if jf.pre_run_hooks or jf.used_global_vals or _hooked(enter) or _hooked(exit_) or \
+                getattr(rt, "add_stages_inspection_hook", None) is not None:
             return jf.run(*args, grid=grid, warmup=False, **kwargs)
         kernel_cache, key_cache, _target, _backend, binder = jf.device_caches[idx]
+        comp = k.compilation
         kwargs["debug"] = kwargs.get("debug", jf.debug) or rt.debug
-        kwargs["instrumentation_mode"] = k.compilation.instrumentation_mode
+        kwargs["instrumentation_mode"] = comp.instrumentation_mode
+        if _FPSAN[0]:                        # Triton >= 3.9 passes this option to the binder too
+            kwargs["fpsan_homomorphic_casts"] = comp.fpsan_homomorphic_casts
         bound_args, specialization, options = binder(*args, **kwargs)
         kernel = kernel_cache.get(_cache_key()(key_cache, specialization, options))
         if kernel is None or hasattr(kernel, "result"):
@@ -351,11 +355,15 @@ _FAST = [os.environ.get("TENSORPLAY_TRITON_FASTPATH", "1") != "0"]
 _TRITON = {}
 
 
+_FPSAN = [False]
+
+
 def _knobs():
     k = _TRITON.get("knobs")
     if k is None:
         from triton import knobs as k
         _TRITON["knobs"] = k
+        _FPSAN[0] = hasattr(k.compilation, "fpsan_homomorphic_casts")
     return k
 
 
