@@ -72,6 +72,9 @@ def interpreted(jf):
 
 # -- the scope ---------------------------------------------------------------------------------
 
+_CALL = object()
+
+
 class _Patches:
     """Attributes set for the scope and restored, in reverse order, when it ends."""
 
@@ -85,10 +88,16 @@ class _Patches:
         self._undo.append((obj, name, had, getattr(obj, name, None) if had else None))
         setattr(obj, name, value)
 
+    def undo(self, fn, arg):
+        """Call ``fn(arg)`` at restore time (in reverse order with the other patches)."""
+        self._undo.append((fn, arg, None, _CALL))
+
     def restore(self):
         while self._undo:
             obj, name, had, old = self._undo.pop()
-            if had:
+            if old is _CALL:
+                obj(name)
+            elif had:
                 setattr(obj, name, old)
             else:
                 try:
@@ -287,16 +296,23 @@ def _libdevice_impl():
     return _LIBDEVICE_IMPL
 
 
+_LD_SWAP: dict = {}          # id(module) -> (module, originals, replacements): built once
+
+
 def _patch_libdevice(p: _Patches):
-    mods = [sys.modules.get(m) for m in _LIBDEVICE_MODULES]
-    if not any(mods):
-        return
-    impl = _libdevice_impl()
-    for mod in mods:
+    """Swap every public libdevice function for its NumPy version (two ``dict.update`` calls per
+    launch: the tables are built once per module)."""
+    for mname in _LIBDEVICE_MODULES:
+        mod = sys.modules.get(mname)
         if mod is None:
             continue
-        for name, val in list(vars(mod).items()):
-            if name.startswith("_") or not callable(val) or isinstance(val, type) or \
-                    getattr(val, "__module__", None) not in _LIBDEVICE_MODULES:
-                continue
-            p.set(mod, name, impl.get(name) or _unsupported(name))
+        e = _LD_SWAP.get(id(mod))
+        if e is None or e[0] is not mod:
+            impl = _libdevice_impl()
+            orig = {name: val for name, val in vars(mod).items()
+                    if not name.startswith("_") and callable(val) and not isinstance(val, type)
+                    and getattr(val, "__module__", None) in _LIBDEVICE_MODULES}
+            repl = {name: impl.get(name) or _unsupported(name) for name in orig}
+            e = _LD_SWAP[id(mod)] = (mod, orig, repl)
+        mod.__dict__.update(e[2])
+        p.undo(mod.__dict__.update, e[1])
