@@ -2,9 +2,10 @@
 
 ``wrap_triton(kernel)[grid](*args, **kwargs)``:
 
-* tensorplay ``Tensor`` arguments are adapted (``_adapters``): on cuda a pointer object, on cpu --
-  or on cuda with an interpreted kernel -- the torch-tensor look-alike Triton's interpreter copies
-  through. Triton sees only a base pointer, so every tensor must be contiguous unless its parameter
+* tensorplay ``Tensor`` arguments go to compiled cuda kernels as they are (a ``Tensor`` answers
+  ``data_ptr()`` and ``dtype``, all Triton's compiled path asks); for Triton's interpreter (cpu, or
+  cuda with a kernel decorated under ``TRITON_INTERPRET=1``) they are adapted (``_adapters``) into
+  the torch-tensor look-alike it copies through; custom launchers get them unchanged. Triton sees only a base pointer, so every tensor must be contiguous unless its parameter
   is listed in ``strided`` (same rule on every device, so an op behaves the same everywhere);
 * NumPy scalars become Python ``int``/``float`` (Triton refuses NumPy scalars);
 * the launch happens on the tensors' device (``cupy.cuda.Device``) and CuPy's current stream, through
@@ -166,8 +167,11 @@ class TritonKernelWrapper:
     # -- the launch path ---------------------------------------------------------------------
     def _launch(self, grid, args, kwargs):
         # One pass: the first tensor decides the mode (device, compiled/interpreted, fake);
-        # every tensor is checked against it and adapted; NumPy scalars become Python scalars.
-        args = list(args)
+        # every tensor is checked against it and, for Triton's interpreter only, adapted; NumPy
+        # scalars become Python scalars. The argument tuple is copied only when something changes.
+        # Compiled cuda launches and custom launchers get the tensors themselves: a tensorplay
+        # Tensor already answers what Triton's compiled path asks (data_ptr(), dtype).
+        out = None
         dev = None
         make = None
         strided = self.strided
@@ -183,12 +187,21 @@ class TritonKernelWrapper:
                     make = self._adapter_for(dev)
                 elif a._device is not dev or a._data is None:
                     self._bad_tensor(a, i, None, dev)
-                if a._stride != _CONTIG_CACHE.get(a._shape) and make is not _user_tensor and \
-                        not _is_contig(a) and not (strided and self._pname(i) in strided):
+                if make is _user_tensor:
+                    continue
+                if a._stride != _CONTIG_CACHE.get(a._shape) and not _is_contig(a) and \
+                        not (strided and self._pname(i) in strided):
                     self._non_contiguous(a, self._pname(i))
-                args[i] = make(a)
+                if make is not _as_is:
+                    if out is None:
+                        out = list(args)
+                    out[i] = make(a)
             elif isinstance(a, _NP_GENERIC):
-                args[i] = a.item()
+                if out is None:
+                    out = list(args)
+                out[i] = a.item()
+        if out is not None:
+            args = out
         if kwargs:
             for k, a in kwargs.items():
                 c = a.__class__
@@ -202,13 +215,16 @@ class TritonKernelWrapper:
                         make = self._adapter_for(dev)
                     elif a._device is not dev or a._data is None:
                         self._bad_tensor(a, None, k, dev)
-                    if a._stride != _CONTIG_CACHE.get(a._shape) and make is not _user_tensor and \
-                            not _is_contig(a) and k not in strided:
+                    if make is _user_tensor:
+                        continue
+                    if a._stride != _CONTIG_CACHE.get(a._shape) and not _is_contig(a) and \
+                            k not in strided:
                         self._non_contiguous(a, k)
-                    kwargs[k] = make(a)
+                    if make is not _as_is:
+                        kwargs[k] = make(a)
                 elif isinstance(a, _NP_GENERIC):
                     kwargs[k] = a.item()
-        if make is _adapters.CudaArg:
+        if make is _as_is:
             return self._call_cuda(grid, args, kwargs, dev)
         if self.interpreted is None:           # a custom launcher: the user's tensors, no Triton
             return self.kernel[grid](*args, **kwargs)
@@ -223,7 +239,7 @@ class TritonKernelWrapper:
             return _user_tensor
         t = dev.type
         if t == "cuda":
-            return _adapters.CudaInterpArg if self.interpreted else _adapters.CudaArg
+            return _adapters.CudaInterpArg if self.interpreted else _as_is
         if t == "cpu":
             return _adapters.HostArg
         raise TritonLaunchError(
@@ -404,6 +420,11 @@ _CONTAINERS = (str, bytes, list, tuple, dict, set, frozenset)
 
 def _user_tensor(t):
     """Custom launchers receive the user's tensors unchanged (adapters are for Triton kernels)."""
+    return t
+
+
+def _as_is(t):
+    """Compiled cuda launches: the tensor itself (``data_ptr()``, ``dtype``), contiguity checked."""
     return t
 
 
