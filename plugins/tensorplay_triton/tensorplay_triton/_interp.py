@@ -14,7 +14,8 @@ A process therefore had to decide once, before importing triton. Here the decisi
     when it returns (Triton's own ``InterpretedFunction.__call__`` leaves them in place, which
     would break later compiled launches in the same process);
   - the inner ``JITFunction`` of an ``@triton.autotune`` / ``@triton.heuristics`` chain runs
-    interpreted, and autotuning times the configurations on the host clock;
+    interpreted, and autotuning times the configurations on the host clock, keeping its choices
+    apart from those made on the GPU;
   - **NumPy >= 2.4**: an interpreted scalar is a 1-element array, and NumPy 2.4 refuses ``int()`` on
     arrays with ``ndim > 0``, so a loop bounded by a scalar argument (``range(0, N, BLOCK)``,
     ``tl.range(...)``) failed (Triton issue 9171, fixed upstream after 3.6). ``__index__`` of an
@@ -44,6 +45,7 @@ from . import _driver
 _lock = threading.RLock()
 _INTERP: dict = {}          # id(JITFunction) -> (JITFunction, InterpretedFunction)
 _T: dict = {}               # lazily imported Triton pieces
+_HOST_CACHE: dict = {}      # id(Autotuner) -> (Autotuner, its configs chosen on the host)
 
 
 def _triton():
@@ -162,8 +164,16 @@ def launch(call, chain=()):
             p.set(interp, "_patch_lang_tensor", _patch_tensor_fn(interp._patch_lang_tensor))
             _patch_libdevice(p)
             for k in chain[:-1] if len(chain) > 1 else ():
-                if hasattr(k, "configs") and hasattr(k, "_do_bench") and k._do_bench is None:
-                    p.set(k, "do_bench", _driver.host_do_bench)     # autotune on the host clock
+                if hasattr(k, "configs") and isinstance(getattr(k, "cache", None), dict):
+                    # autotune on the host clock, into a cache of its own: Triton keys the choice
+                    # by argument values and dtypes, not device, and a config timed by the
+                    # interpreter says nothing about the GPU (and vice versa)
+                    if getattr(k, "_do_bench", 0) is None:
+                        p.set(k, "do_bench", _driver.host_do_bench)
+                    e = _HOST_CACHE.get(id(k))
+                    if e is None or e[0] is not k:
+                        e = _HOST_CACHE[id(k)] = (k, {})
+                    p.set(k, "cache", e[1])
             inner = chain[-1] if chain else None
             if len(chain) > 1 and isinstance(inner, JITFunction):
                 p.set(inner, "run", interpreted(inner).run)
