@@ -821,7 +821,6 @@ def test_interpreted_launch_leaves_triton_language_untouched():
         changed = [k for k, v in vars(m).items() if before[m.__name__].get(k, object()) is not v]
         assert not changed, (m.__name__, changed[:5])
     assert {k for k, v in vars(tl.tensor).items() if tensor_before.get(k) is not v} == set()
-    from triton.runtime.jit import JITFunction
     with pytest.raises(RuntimeError, match="outside of the scope of a kernel"):
         tls.sum(1)                  # a @triton.jit helper called outside a kernel: Triton's error
 
@@ -948,7 +947,7 @@ def test_launch_does_not_import_torch_even_when_installed(tmp_path):
                              f"{triton_imports_torch})"
 
 
-from triton.language.extra import libdevice  # noqa: E402
+from triton.language.extra import libdevice
 
 
 @triton.jit

@@ -457,13 +457,14 @@ def _no_torch_import():
     if "torch" in sys.modules:
         return
     from triton.runtime import jit
+
     from ._torchblock import TorchBlocker
     blocker = TorchBlocker()
     sys.meta_path.insert(0, blocker)
     try:
         try:
             jit.mangle_type(_SpecArg())
-        except Exception:                     # noqa: BLE001 - priming only; the launch will tell
+        except Exception:  # noqa: BLE001, S110 - priming only; the launch itself will report
             pass
     finally:
         sys.meta_path.remove(blocker)
