@@ -18,7 +18,8 @@ A process therefore had to decide once, before importing triton. Here the decisi
     apart from those made on the GPU;
   - **NumPy >= 2.4**: an interpreted scalar is a 1-element array, and NumPy 2.4 refuses ``int()`` on
     arrays with ``ndim > 0``, so a loop bounded by a scalar argument (``range(0, N, BLOCK)``,
-    ``tl.range(...)``) failed (Triton issue 9171, fixed upstream after 3.6). ``__index__`` of an
+    ``tl.range(...)``) failed (Triton issue 9171; upstream fixed ``__index__`` in PR 9172, after 3.6,
+    by squeezing the array before ``int()``). Here, equivalently, ``__index__`` of an
     interpreted tensor reads its single element instead (``.item()``), which every NumPy accepts;
   - float scalar arguments become ``fp32`` interpreted tensors, as compiled kernels type them, so
     ``eps.to(tl.float32)`` and friends work (Triton hands them to interpreted kernels as Python
