@@ -68,6 +68,7 @@ def install_driver():
     """
     from . import _wrap
     from ._driver import install_cuda_driver
+    _wrap._no_torch_import()         # before any launch: Triton's specialisation would import torch
     drv = install_cuda_driver()
     _wrap._DRIVER[0] = drv
     return drv

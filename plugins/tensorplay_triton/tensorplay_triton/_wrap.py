@@ -282,7 +282,6 @@ class TritonKernelWrapper:
         drv = _DRIVER[0]
         if drv is None or _active_driver() is not drv:
             drv = _ensure_driver()
-            _no_torch_import()
         idx = dev.index or 0
         if drv._runtime.getDevice() != idx:
             with _cupy().cuda.Device(idx):
@@ -410,6 +409,7 @@ def _active_driver():
 def _ensure_driver():
     drv = _DRIVER[0]
     if drv is None or _active_driver() is not drv:
+        _no_torch_import()
         drv = _driver.install_cuda_driver()
         _DRIVER[0] = drv
     return drv
