@@ -326,6 +326,15 @@ class Argument:
         _check_alias(info, self.alias, self.is_write, what)
         object.__setattr__(self, "default", _convert_default(info, self.default, what))
 
+    def __eq__(self, other):
+        # Compared as field tuples (as dataclasses did before Python 3.13, which compares field
+        # by field): a nan default, always the ``math.nan`` object, then equals itself.
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return ((self.name, self.type, self.default, self.kwarg_only, self.alias, self.is_write)
+                == (other.name, other.type, other.default, other.kwarg_only, other.alias,
+                    other.is_write))
+
     @property
     def has_default(self) -> bool:
         """True when the argument has a default value."""
