@@ -12,7 +12,7 @@
   process). A compiled kernel given cpu tensors raises an error saying so. Interpreted kernels also
   accept cuda tensors (their memory round-trips through the host).
 
-Importing this module is cheap: it imports neither triton, numpy nor cupy (SPEC §1); they are
+Importing this module is cheap: it imports neither triton, numpy nor cupy; they are
 imported on the first ``wrap_triton`` call.
 
 Tested with Triton 3.6 (pinned in ``pyproject.toml``): the driver and the interpreter adapters use
@@ -86,5 +86,5 @@ def __getattr__(name):
 
 @hookimpl
 def tensorplay_register_ops(registrar):
-    """The plugin defines no ops of its own: it provides ``wrap_triton`` (SPEC §1)."""
+    """The plugin defines no ops of its own: it provides ``wrap_triton``."""
     return
