@@ -135,7 +135,7 @@ def wheels(session):
         session.run("python", "-m", "build", "--outdir", dist, d)
     session.log("built: " + " ".join(sorted(os.listdir(dist))))
     venv = os.path.join(tmp, "venv")
-    session.run(sys.executable, "-m", "venv", "--clear", venv, external=True)
+    session.run("python", "-m", "venv", "--clear", venv)     # this session's Python
     py = os.path.join(venv, "bin", "python")
     tp_exe = os.path.join(venv, "bin", "tensorplay")
     # A plugin alone pulls the core release it pins, from --find-links (PyPI's tensorplay 1.x is

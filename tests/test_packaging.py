@@ -10,7 +10,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from _plugin_dists import _PYCACHE, BROKEN_IMPORT, PluginEnv
 
 try:
