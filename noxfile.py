@@ -127,7 +127,7 @@ def wheels(session):
     the plugins resolve our core (not PyPI's unrelated ``tensorplay``), ``tensorplay check``
     passes, and the suite from the core's sdist passes against the installed wheels."""
     session.install("build")
-    tmp = session.create_tmp()
+    tmp = os.path.abspath(session.create_tmp())     # absolute: the suite runs from elsewhere
     for old in ("dist", "sdist"):
         shutil.rmtree(os.path.join(tmp, old), ignore_errors=True)
     dist = os.path.join(tmp, "dist")
