@@ -33,3 +33,25 @@ def test_guide_snippets_run(guide, cpu, tmp_path):
     p = subprocess.run([sys.executable, "-c", _code(path)], capture_output=True, text=True,
                        timeout=300, cwd=tmp_path, env=env, check=False)
     assert p.returncode == 0 and "GUIDE-OK" in p.stdout, p.stdout + p.stderr
+
+
+def test_docstrings_cite_no_internal_documents():
+    """Docstrings are the API reference: they state the rule, never an internal document."""
+    import ast
+    import re
+    root = Path(__file__).resolve().parents[1]
+    dirs = [root / "tensorplay_core", *sorted((root / "plugins").glob("tensorplay_*"))]
+    if not dirs[0].is_dir():
+        pytest.skip("source tree not here")
+    bad_re = re.compile(r"\bSPEC\b|SPEC\.md|\bCASES\b|shared/seeds|owner's documentation")
+    bad = []
+    for d in dirs:
+        for path in d.rglob("*.py"):
+            tree = ast.parse(path.read_text(), str(path))
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                                     ast.AsyncFunctionDef)):
+                    doc = ast.get_docstring(node) or ""
+                    if bad_re.search(doc):
+                        bad.append(f"{path.relative_to(root)}:{getattr(node, 'lineno', 1)}")
+    assert bad == [], bad
