@@ -293,7 +293,7 @@ def define(qualname, schema=None, *, lib=None, tags=()):
     ``torch.library.define``).
 
     ``qualname`` is ``"ns::op"`` with ``schema="(Tensor x) -> Tensor"``, or the full
-    ``"ns::op(Tensor x) -> Tensor"`` with ``schema`` omitted (the owner's documentation). Written
+    ``"ns::op(Tensor x) -> Tensor"`` with ``schema`` omitted. Written
     arguments (``Tensor(a!)``) become ``op.mutates_args``. The op has no kernel yet: attach them
     with ``impl``, ``register_kernel`` or ``Library(ns, "IMPL").impl``; a call before that raises
     ``DispatchError`` listing what is registered. With ``lib``, closing that library removes the op.
@@ -406,7 +406,7 @@ def register_autograd(op, backward=None, /, *, setup_context=None, lib=None):
 
 
 def get_kernel(op, dispatch_key):
-    """The kernel registered for exactly ``dispatch_key`` (the owner's documentation).
+    """The kernel registered for exactly ``dispatch_key``.
 
     ``op``: a ``CustomOpDef`` or ``"ns::op"``. ``dispatch_key``: ``"cpu"``, ``"cuda"`` (any case),
     ``"default"`` or a composite spelling (the device-agnostic slot). A concrete key does not fall
