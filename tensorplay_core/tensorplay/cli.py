@@ -6,7 +6,7 @@
     tensorplay ops [--namespace NS]          # every op: schema, devices with kernels, plugin
     tensorplay check [--plugin NAME] [--device D] [OP ...] [--json PATH]
 
-``check`` is the main job (SPEC §5): ``opcheck`` over every op each installed plugin ships, with
+``check`` is the main job: ``opcheck`` over every op each installed plugin ships, with
 the sample inputs the plugin provides (hook ``tensorplay_sample_inputs``), on every available
 device; progress on stderr, a summary table and the failure messages on stdout. Exit status 0 when
 everything checked passed, 1 on any failure, on a plugin that failed to load, or when nothing at

@@ -19,7 +19,7 @@
 * A raw ``kernel[grid](...)`` launch on tensorplay tensors is not supported: use ``wrap_triton``
   (interpreted raw launches raise a ``TypeError`` saying so).
 
-Importing this module is cheap: it imports neither triton, numpy nor cupy (SPEC §1); they are
+Importing this module is cheap: it imports neither triton, numpy nor cupy; they are
 imported on the first ``wrap_triton`` call.
 
 Tested with Triton 3.6.0, 3.7.0, 3.7.1, 3.8.0 and 3.9.0 (pinned in ``pyproject.toml``; ``nox -s
@@ -96,5 +96,5 @@ def __getattr__(name):
 
 @hookimpl
 def tensorplay_register_ops(registrar):
-    """The plugin defines no ops of its own: it provides ``wrap_triton`` (SPEC §1)."""
+    """The plugin defines no ops of its own: it provides ``wrap_triton``."""
     return

@@ -1,4 +1,4 @@
-"""``opcheck``: check that an operator is registered correctly (SPEC §3, same idea as
+"""``opcheck``: check that an operator is registered correctly (same idea as
 ``torch.library.opcheck``).
 
 Four checks, each run on *clones* of the sample inputs (the caller's tensors are never touched):
@@ -73,8 +73,8 @@ def opcheck(op, args, kwargs=None, *, test_utils="DEFAULT", raise_exception=True
       ``tensorplay.testing.assert_close``), passed to the compile check.
 
     Returns ``{test_name: message}`` for the failed checks; empty means every check passed. Every
-    message names the op and says how to fix the problem. Semantics follow SPEC §3 (the owner's
-    documentation) and ``torch.library.opcheck``; where torch checks through dispatcher
+    message names the op and says how to fix the problem. Semantics follow
+    ``torch.library.opcheck``; where torch checks through dispatcher
     internals, these checks observe storages, version counters and fake tensors directly.
 
     Example::
