@@ -9,8 +9,9 @@ import pytest
 import tensorplay as tp
 from tensorplay import library as lib
 from tensorplay.plugins import SampleInput
-from tensorplay.testing.opcheck import describe_kernel, run_checks
-from tensorplay.testing.plugin_check import derive_zero_size
+from tensorplay.testing import opcheck as _opcheck
+from tensorplay.testing import plugin_check as _plugin_check
+from tensorplay.testing.opcheck import run_checks
 
 from _plugin_dists import BROKEN_IMPORT, PluginEnv
 
@@ -316,7 +317,7 @@ def test_the_default_kernel_hidden_behind_a_device_kernel_is_checked_and_named()
     assert st == "fail" and "kernel default: test_check_trust:two_kernels (user code)" in msg
     # the device kernel is back after the check
     assert np.allclose(two_kernels(x.t()).numpy(), x.t().numpy() + 1.0)
-    assert describe_kernel(two_kernels, "cpu").startswith("cpu: test_check_trust:_two_kernels")
+    assert _opcheck.describe_kernel(two_kernels, "cpu").startswith("cpu: test_check_trust:_two_kernels")
     with pytest.raises(ValueError, match="no such kernel"):
         run_checks(double, (x,), kernel="cpu")
 
@@ -335,12 +336,12 @@ def _(x):
 
 def test_a_zero_size_sample_is_derived_when_the_fake_accepts_it():
     s = [SampleInput((tp.randn(4, 3), tp.randn(3)), name="4x3")]
-    z = derive_zero_size(layer_norm, s)
+    z = _plugin_check.derive_zero_size(layer_norm, s)
     assert z is not None and tuple(z.args[0].shape) == (0, 3) and tuple(z.args[1].shape) == (3,)
     assert z.name == "derived: leading dim 0 (from 4x3)"
-    assert derive_zero_size(no_empty, [SampleInput((tp.randn(4, 3),), name="a")]) is None
+    assert _plugin_check.derive_zero_size(no_empty, [SampleInput((tp.randn(4, 3),), name="a")]) is None
     # a pack that ships an empty sample: nothing derived
-    assert derive_zero_size(double, [SampleInput((tp.randn(0, 3),), name="e")]) is None
+    assert _plugin_check.derive_zero_size(double, [SampleInput((tp.randn(0, 3),), name="e")]) is None
 
 
 def test_opcheck_of_an_op_whose_plugin_failed_names_plugin_error_and_fix(tmp_path):
