@@ -294,3 +294,78 @@ def test_plugins_table_shows_builtin_kernels_of_device_plugins():
     assert n == 0 and " built-in (cpu)" in lines[i]
     count = int(lines[i].split(" built-in (cpu)")[0].split()[-1])
     assert count >= 50
+
+
+# ---------------------------------------------------------------------------- good citizens
+
+def test_version():
+    p = run_cli("--version")
+    assert p.returncode == 0 and p.stdout.strip() == f"tensorplay {tensorplay.__version__}"
+
+
+def test_output_into_a_closed_pipe_ends_quietly():
+    # `tensorplay ops | head -1`: the reader goes away after one line
+    p = subprocess.Popen([sys.executable, "-m", "tensorplay.cli", "ops"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    first = p.stdout.readline()
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    rc = p.wait(timeout=60)
+    assert first and "BrokenPipeError" not in err and "Traceback" not in err, err
+    assert rc == 0
+
+
+@pytest.mark.parametrize("cmd", [["plugins"], ["ops", "-n", "example"],
+                                 ["check", "gelu", "--device", "cpu", "--test-utils",
+                                  "test_schema"]], ids=["plugins", "ops", "check"])
+def test_json_dash_writes_json_to_stdout_for_every_command(cmd):
+    p = run_cli(*cmd, "--json", "-")
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)           # stdout is JSON and nothing else
+    assert data
+    if cmd[0] == "check":
+        assert data["ok"] and {r["op"] for r in data["rows"]} == {"example::gelu"}
+        assert "op / kernel" in p.stderr  # the human tables go to stderr
+
+
+def test_a_plugins_name_that_matches_nothing_is_a_usage_error():
+    p = run_cli("--plugins", "tensorplay-cpu,no-such-pack", "plugins")
+    assert p.returncode == 2
+    assert "no-such-pack" in p.stderr and "tensorplay-cpu" in p.stderr
+    p = run_cli("plugins", "--disable-plugins", "nope")
+    assert p.returncode == 2 and "nope" in p.stderr
+
+
+def test_plugin_and_plugins_confusion_gets_a_hint():
+    # `--plugin` on a command that has only `--plugins`: never silently taken as an abbreviation
+    p = run_cli("plugins", "--plugin", "tensorplay-cpu")
+    assert p.returncode == 2 and "--plugins" in p.stderr and "hint" in p.stderr
+    # `check --plugins X`: loads only X (valid), but says what --plugin does
+    p = run_cli("check", "--plugins", "tensorplay-cpu,tensorplay-example-ops", "gelu",
+                "--test-utils", "test_schema", "-q")
+    assert "--plugin NAME" in p.stderr and p.returncode == 0, p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("cmd", [["plugins"], ["ops"],
+                                 ["check", "--plugin", "example_ops", "--device", "cpu",
+                                  "--test-utils", "test_schema", "-q"]],
+                         ids=["plugins", "ops", "check"])
+def test_tables_fit_80_columns(cmd):
+    p = run_cli(*cmd, columns=80)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    # the tables (failure messages and notes are prose, greppable on one line)
+    table = [line for line in lines if not line.startswith(("- ", "device "))]
+    assert max(len(line) for line in table) <= 80, max(table, key=len)
+
+
+def test_check_plugin_of_a_device_plugin_finds_the_builtin_cases():
+    from tensorplay.testing.plugin_check import plugin_check_cases
+    p = run_cli("check", "--plugin", "tensorplay-cpu", "--device", "cpu", "-q", "--json", "-")
+    data = json.loads(p.stdout)
+    cases = plugin_check_cases("tensorplay-cpu", "cpu")
+    assert len(cases) >= 50
+    assert {(r["op"], r["device"]) for r in data["rows"]} == {(c.op, c.device) for c in cases}
+    # the CLI and check_plugin are one engine: same verdicts
+    if not data["samples_checked"]:
+        assert p.returncode == 1 and "nothing was checked" in p.stderr
