@@ -239,10 +239,15 @@ def _print_table(title, headers, rows, out=None) -> None:
             t.add_column(h, overflow="fold")
         for r in rows:
             t.add_row(*[str(c) for c in r])
-        Console(file=out, width=width).print(t)
+        Console(file=out, width=width or 80).print(t)
         return
     sep = "  "
     cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
+    natural = _fit_widths(cells, None, len(sep))
+    if width is not None and sum(natural) + len(sep) * (len(natural) - 1) > width:
+        # narrow terminal: drop columns that are empty in every row first
+        keep = [i for i in range(len(headers)) if any(row[i].strip() for row in cells[1:])]
+        cells = [[row[i] for i in keep] for row in cells]
     widths = _fit_widths(cells, width, len(sep))
     cells = [[_wrap_cell(c, w) for c, w in zip(row, widths)] for row in cells]
     if title:
@@ -260,18 +265,22 @@ def _print_table(title, headers, rows, out=None) -> None:
 
 
 def _fit_widths(cells, width, sep) -> list:
-    """Column widths whose sum (with separators) is at most ``width``: the widest column gives
-    up one character at a time, never below its header's longest word (or 6)."""
+    """Column widths whose sum (with separators) is at most ``width`` (None: natural widths).
+    The column with the most room above its floor (its header's longest word, or 12 for a long
+    column) gives up one character at a time; then the floors themselves give way."""
     n = len(cells[0])
     widths = [max(len(line) for row in cells for line in row[i].splitlines() or [""])
               for i in range(n)]
-    floor = [max(3, max(len(w) for w in cells[0][i].split() or [""])) for i in range(n)]
+    if width is None:
+        return widths
+    head = [max(3, max(len(w) for w in cells[0][i].split() or [""])) for i in range(n)]
     budget = width - sep * (n - 1)
-    while sum(widths) > budget:
-        i = max(range(n), key=lambda j: widths[j] - floor[j])
-        if widths[i] <= floor[i]:
-            break
-        widths[i] -= 1
+    for floor in ([max(h, min(w, 12)) for h, w in zip(head, widths)], head):
+        while sum(widths) > budget:
+            i = max(range(n), key=lambda j: widths[j] - floor[j])
+            if widths[i] <= floor[i]:
+                break
+            widths[i] -= 1
     return widths
 
 
@@ -295,8 +304,9 @@ def _wrap_cell(text: str, width: int) -> str:
     return "\n".join(out)
 
 
-def _term_width(out=None) -> int:
-    """The terminal's width when ``out`` is a terminal, else 80 (``COLUMNS`` overrides)."""
+def _term_width(out=None):
+    """The width tables must fit: ``COLUMNS`` when set, else the terminal's width when ``out``
+    is a terminal; ``None`` (no limit: one line per row, greppable) when piped."""
     env = os.environ.get("COLUMNS")
     if env and env.isdigit():
         return max(int(env), 40)
@@ -305,7 +315,7 @@ def _term_width(out=None) -> int:
             return os.get_terminal_size(out.fileno()).columns
     except (OSError, ValueError):
         pass
-    return 80
+    return None
 
 
 def _wrap_names(names, width=60) -> str:
@@ -373,8 +383,9 @@ def _cmd_plugins(args) -> int:
                                         "kernels", "error"], rows)
     for d, s in status.items():
         if s != "available":
-            print(textwrap.fill(f"device {d}: {s}", width=_term_width(sys.stdout),
-                                subsequent_indent="  "))
+            line = f"device {d}: {s}"
+            w = _term_width(sys.stdout)
+            print(textwrap.fill(line, width=w, subsequent_indent="  ") if w else line)
     return 0
 
 

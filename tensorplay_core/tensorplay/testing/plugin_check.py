@@ -88,8 +88,14 @@ class CheckCase:
 
     @property
     def id(self) -> str:
-        k = f"-{self.kernel}" if self.kernel and self.kernel != self.device.partition(":")[0] \
-            else ""
+        """``op-device``; ``op-device-default`` for the device-agnostic kernel of an op that
+        also has a kernel of its own on that device (two cases there)."""
+        k = ""
+        if self.kernel == "default":
+            from .._registry import _OPS
+            op = _OPS.get(self.op)
+            if op is not None and op._active(self.device.partition(":")[0]) is not None:
+                k = "-default"
         return f"{self.op}-{self.device}{k}"
 
 
