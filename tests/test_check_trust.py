@@ -356,3 +356,29 @@ result(raises(opcheck, "brokenns::op", (tp.randn(3),)))
     assert kind == "LookupError"
     assert "brokenns::op" in msg and "brokenpkg" in msg and "libbroken.so" in msg
     assert "Fix:" in msg and cause == "ImportError"
+
+
+@lib.custom_op("trust::raising_backward", mutates_args=(), device_types="cpu")
+def raising_backward(x: Tensor) -> Tensor:
+    return tp.from_numpy(np.tanh(x.detach().numpy()))
+
+
+@raising_backward.register_fake
+def _(x):
+    return x.new_empty(x.shape)
+
+
+def _raise(ctx, g):
+    # what the eager safety net's node does for a kernel that left the graph
+    raise RuntimeError("trust::raising_backward: this op has no derivative formula; register "
+                       "one with register_autograd")
+
+
+raising_backward.register_autograd(_raise)
+
+
+def test_a_backward_that_raises_fails_the_autograd_check_with_its_message():
+    res = run_checks(raising_backward, (tp.randn(3, 4),), test_utils="test_autograd_registration")
+    st, msg = status(res, "test_autograd_registration")
+    assert st == "fail" and "backward raised RuntimeError" in msg
+    assert "no derivative formula" in msg and "trust::raising_backward" in msg

@@ -2,23 +2,37 @@
 
 ::
 
-    tensorplay plugins                       # every plugin: version, status, devices, ops, kernels
-    tensorplay ops [--namespace NS]          # every op: schema, devices with kernels, plugin
-    tensorplay check [--plugin NAME] [--device D] [OP ...] [--json PATH]
+    tensorplay --version
+    tensorplay plugins [--json [PATH]]       # every plugin: version, status, devices, ops, kernels
+    tensorplay ops [--namespace NS] [--json [PATH]]   # every op: schema, kernels, plugin
+    tensorplay check [--plugin NAME] [--device D] [OP ...] [--json [PATH]]
 
-``check`` is the main job (SPEC §5): ``opcheck`` over every op each installed plugin ships, with
-the sample inputs the plugin provides (hook ``tensorplay_sample_inputs``), on every available
-device; progress on stderr, a summary table and the failure messages on stdout. Exit status 0 when
-everything checked passed, 1 on any failure, on a plugin that failed to load, or when nothing at
-all was checked; 2 for a usage error.
+``check`` is the main job: ``opcheck`` (schema, autograd, layouts, fake, compile) over every op
+each installed op pack ships, with the sample inputs the plugins provide (hook
+``tensorplay_sample_inputs``) plus a derived empty-batch sample, on every available device, for
+every registered kernel -- one table row per kernel, naming it (dispatch key,
+``module:function``) under the plugin that registered it. ``--plugin tensorplay-cpu`` checks a
+device plugin's built-in ops. The engine is ``tensorplay.testing.plugin_check`` (the same as
+``check_plugin`` and the pytest helpers); this module parses arguments and renders. Progress on
+stderr, tables and failure messages on stdout. Exit status 0 when everything checked passed, 1
+on any failure, on a plugin that failed to load, or when nothing at all was checked; 2 for a
+usage error.
+
+``--json PATH`` writes the results as JSON to PATH; ``--json -`` (or ``--json`` alone) writes
+JSON to stdout, and for ``check`` the human output goes to stderr. Output into a closed pipe
+(``tensorplay ops | head -1``) ends quietly.
 
 Global options ``--plugins LIST``, ``--disable-plugins LIST`` and ``--strict`` set
-``TENSORPLAY_PLUGINS``, ``TENSORPLAY_DISABLE_PLUGINS`` and ``TENSORPLAY_STRICT_PLUGINS=1``. Plugins
-are discovered when ``tensorplay`` is imported, which has already happened by the time this module
-runs, so with any of them the command re-runs itself in a fresh interpreter with that environment.
+``TENSORPLAY_PLUGINS``, ``TENSORPLAY_DISABLE_PLUGINS`` and ``TENSORPLAY_STRICT_PLUGINS=1`` (a name
+that matches no installed plugin is a usage error). Not to be confused with ``check --plugin
+NAME``, which chooses whose ops are checked. Plugins are discovered when ``tensorplay`` is
+imported, which has already happened by the time this module runs, so with any of them the
+command re-runs itself in a fresh interpreter with that environment.
 
-Tables use ``rich`` on a terminal when it is importable, plain text otherwise (rich is not a
-dependency; ``TENSORPLAY_CLI_RICH=1``/``0`` forces either).
+Tables fit the terminal (``COLUMNS`` or the terminal's width: long cells are wrapped); piped
+without ``COLUMNS`` each row stays on one line (greppable). They use ``rich`` on a terminal when
+it is importable, plain text otherwise (rich is not a dependency; ``TENSORPLAY_CLI_RICH=1``/``0``
+forces either).
 """
 
 from __future__ import annotations
