@@ -207,8 +207,10 @@ def test_check_plugin_passes_every_check_with_one_case_per_kernel():
     for r in res:
         assert r.kernel and r.checks.get("test_layouts") in ("pass", "skip"), r
     assert any(r.checks.get("test_layouts") == "pass" for r in res)
-    assert {r.kernel.split(":")[0] for r in res if r.op == "example::rms_norm"} == \
-        {"cpu", "default"}
+    assert {r.kernel for r in res if r.op == "example::rms_norm"} == {
+        # the kernel named in entry-point metadata, and the one defined with the op
+        "cpu: tensorplay_example_ops.cpu_kernels:rms_norm (plugin tensorplay-example-ops)",
+        "default: tensorplay_example_ops.ops:rms_norm (plugin tensorplay-example-ops)"}
 
 
 def test_samples_are_deterministic():

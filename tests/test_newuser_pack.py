@@ -26,10 +26,9 @@ import tensorplay as tp
 
 def scale_add_cpu(x, y, alpha=1.0):
     # reads numel() elements from the data pointer: ignores strides
-    xn = x.detach().numpy()
-    flat = np.lib.stride_tricks.as_strided(xn, shape=(xn.size,), strides=(xn.itemsize,))
-    return tp.from_numpy(np.ascontiguousarray(alpha * flat.reshape(xn.shape)
-                                              + y.detach().numpy()))
+    from newuser_pack.numpy_ops import _raw_read
+    flat = _raw_read(x.detach().numpy())
+    return tp.from_numpy(np.ascontiguousarray(alpha * flat + y.detach().numpy()))
 '''
 
 

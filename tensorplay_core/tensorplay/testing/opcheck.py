@@ -17,8 +17,10 @@ Four checks, each run on *clones* of the sample inputs (the caller's tensors are
   autograd graph fails (stricter than torch on purpose).
 * ``test_layouts`` -- each sample re-run with the same values in other memory layouts
   (contiguous, transposed, with a storage offset, a padded slice, expanded where the op only
-  reads the input) gives the contiguous result. Catches kernels that ignore strides (read
-  ``numel()`` elements from the data pointer). Not in torch's opcheck.
+  reads the input) gives the contiguous result (values compared with the per-dtype tolerances;
+  mutated inputs compared too). Catches kernels that ignore strides (read ``numel()`` elements
+  from the data pointer). An op that raises for a layout (an explicit refusal such as "out must
+  be contiguous") is not failed for it. Not in torch's opcheck.
 * ``test_faketensor`` -- the fake kernel (run under ``FakeTensorMode`` on fake copies of the
   inputs) reproduces the real outputs' count, shape, dtype, device, strides and storage offset.
 * ``test_aot_dispatch_dynamic`` -- delegated to ``tensorplay.testing.aot.check`` (capture +

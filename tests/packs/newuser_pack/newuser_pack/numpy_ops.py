@@ -19,6 +19,20 @@ Tensor = tp.Tensor
 FAULT = os.environ.get("NEWUSER_FAULT", "")
 
 
+def _raw_read(a):
+    """numel() elements read in memory order from the first element's address (what a naive
+    raw kernel does), staying inside the allocation (zeros past its end)."""
+    import numpy as np
+    root = a
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    off = (a.__array_interface__["data"][0] - root.__array_interface__["data"][0]) // a.itemsize
+    flat = root.reshape(-1).view(a.dtype)[off:off + a.size]
+    if flat.size < a.size:
+        flat = np.concatenate([flat, np.zeros(a.size - flat.size, a.dtype)])
+    return flat.reshape(a.shape)
+
+
 def _np(t):
     return t.detach().numpy()
 
@@ -78,8 +92,7 @@ def _softmax_np(x, scale):
     xn = _np(x)
     if FAULT == "strides":
         # reads numel() elements from the data pointer, as a raw kernel written naively does
-        xn = np.lib.stride_tricks.as_strided(xn, shape=(xn.size,), strides=(xn.itemsize,)) \
-            .reshape(xn.shape)
+        xn = _raw_read(xn)
     z = xn * scale
     if FAULT == "zero_size":
         z = z - z.max()                              # a global max: no identity on empty input
