@@ -85,3 +85,21 @@ def lint(session):
     """ruff over the repository (configuration in pyproject.toml, if any)."""
     session.install("ruff")
     session.run("ruff", "check", ".", *session.posargs)
+
+
+# Triton releases tensorplay-triton supports (its pyproject pins exactly this range): the plugin uses
+# Triton internals (driver, launcher, interpreter), so each release runs the interpreter tests.
+TRITON_VERSIONS = ["3.6.0", "3.7.0", "3.7.1", "3.8.0", "3.9.0"]
+
+
+@nox.session(python="3.11")
+@nox.parametrize("triton", TRITON_VERSIONS)
+def triton_versions(session, triton):
+    """tensorplay-triton's tests (interpreter on cpu, no TRITON_INTERPRET) on one Triton release."""
+    session.install("-e", ".[test]", "-e", "plugins/tensorplay_cpu", "-e", "plugins/tensorplay_triton",
+                    "-e", "examples")
+    session.install(f"triton=={triton}")
+    session.run("python", "-c", "import triton, numpy; print('triton', triton.__version__, "
+                "'numpy', numpy.__version__)")
+    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_triton.py",
+                "tests/test_triton_tutorials.py", *session.posargs)
