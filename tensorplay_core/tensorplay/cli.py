@@ -459,7 +459,7 @@ def _short_kernel(desc: str) -> str:
 
 
 def _cmd_check(args) -> int:
-    from tensorplay import _registry, plugins
+    from tensorplay import plugins
     from tensorplay.errors import PluginError
     from tensorplay.testing.opcheck import ALL_TESTS
     from tensorplay.testing.plugin_check import check_plugin

@@ -156,7 +156,6 @@ def run_checks(op, args, kwargs=None, *, test_utils="DEFAULT", atol=None,
 # which kernel runs
 
 def _sample_device(args, kwargs):
-    T = _T()
     found = []
     _map_tensors((args, tuple(kwargs.values())), lambda t: found.append(t) or t)
     big = [t for t in found if t.ndim > 0] or found
@@ -646,7 +645,7 @@ def _test_layouts(op, args, kwargs, atol, rtol):
     if not any(t.numel() > 0 and t.ndim > 0 for _, t, _ in named):
         raise _Skip("no tensor input with elements: every layout is the same")
 
-    def laid(kind, only_read):
+    def laid(kind):
         """The sample with every eligible tensor in layout ``kind`` -> (args, kwargs, labels)."""
         changed = []
 
@@ -698,7 +697,7 @@ def _test_layouts(op, args, kwargs, atol, rtol):
         raise _Fail(f"calling the op on contiguous copies of the sample raised "
                     f"{type(e).__name__}: {e}") from e
     for kind in _layouts.LAYOUT_KINDS:
-        a, k, changed = laid(kind, kind == "expanded")
+        a, k, changed = laid(kind)
         if not changed:
             continue
         if kind == "expanded":
