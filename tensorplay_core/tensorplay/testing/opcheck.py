@@ -606,10 +606,14 @@ def _test_autograd(op, args, kwargs, atol, rtol):
         try:
             grads = _api.grad(roots, [t for _, t in diff], seeds, allow_unused=True)
         except Exception as e:
-            raise _Fail(f"backward raised {type(e).__name__}: {e}. Check the backward formula "
-                        f"(register_autograd) or the kernel's differentiable ops; a kernel that "
-                        f"leaves the autograd graph needs a formula registered with "
-                        f"register_autograd") from e
+            why = str(e).rstrip(". ")
+            # the eager safety net's own error (a kernel that left the graph) already says
+            # what to do; other errors get the advice
+            advice = "" if "register_autograd" in why else (
+                ". Check the backward formula (register_autograd) or the kernel's "
+                "differentiable ops; a kernel that leaves the autograd graph needs a formula "
+                "registered with register_autograd")
+            raise _Fail(f"backward raised {type(e).__name__}: {why}{advice}") from e
     problems = []
     for (label, t), g in zip(diff, grads):
         if g is None:
