@@ -14,16 +14,9 @@ import os
 import subprocess
 import sys
 
-# Same two modes as test_triton.py: Triton's own library functions (tl.sum...) are interpreted
-# or compiled according to TRITON_INTERPRET when triton is first imported, so one process runs
-# one mode. "interpret" (default, CI): the generated kernels run on NumPy arrays; "compiled"
-# (a subprocess started by test_cuda_compiled_fusion_suite on a GPU machine): only the cuda tests.
-MODE = os.environ.get("TENSORPLAY_TRITON_TEST_MODE", "interpret")
-if MODE == "interpret":
-    os.environ["TRITON_INTERPRET"] = "1"
-else:
-    os.environ.pop("TRITON_INTERPRET", None)
-
+# No TRITON_INTERPRET anywhere: as everywhere in tensorplay-triton, the arrays pick the mode per
+# launch (NumPy: Triton's interpreter through wrap_triton; CuPy: the compiled kernel), so the
+# interpreter tests and the GPU tests run in one process, in any order with test_triton.py.
 import pytest  # noqa: E402
 
 np = pytest.importorskip("numpy")
@@ -39,18 +32,11 @@ from tensorplay_cuda.triton_fusion import TritonChain, generate  # noqa: E402
 
 CUDA_OK, CUDA_WHY = tp.plugins.device_status("cuda")
 needs_cuda = pytest.mark.skipif(not CUDA_OK, reason=f"no usable CUDA device: {CUDA_WHY}")
-compiled_mode = pytest.mark.skipif(
-    MODE != "compiled", reason="compiled-kernel test: run by test_cuda_compiled_fusion_suite in a "
-                               "subprocess with TENSORPLAY_TRITON_TEST_MODE=compiled")
-interpret_mode = pytest.mark.skipif(MODE != "interpret", reason="interpreter-mode test")
 
 
 @pytest.fixture
-def interp(monkeypatch):
-    """Generated kernels are decorated when first needed: with this set they are interpreted."""
-    if MODE != "interpret":
-        pytest.skip("interpreter-mode test (this process runs compiled kernels)")
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
+def interp():
+    """The cpu backend: its NumPy arrays run the generated kernels through Triton's interpreter."""
     return _backend.get_backend("cpu")
 
 
@@ -241,28 +227,13 @@ def test_cupy_fuser_keeps_constants_out_of_the_source():
 # on the GPU (compiled kernels, CuPy driver)
 
 @pytest.fixture
-def compiled(monkeypatch):
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+def compiled():
+    """The cuda backend: its CuPy arrays launch the compiled kernels."""
     return _backend.get_backend("cuda")
 
 
 @pytest.mark.cuda
 @needs_cuda
-@interpret_mode
-def test_cuda_compiled_fusion_suite():
-    """Runs this file's compiled-kernel tests in a fresh process (TRITON_INTERPRET unset)."""
-    env = dict(os.environ, TENSORPLAY_TRITON_TEST_MODE="compiled")
-    env.pop("TRITON_INTERPRET", None)
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
-                        __file__, "-k", "cuda and not compiled_fusion_suite"],
-                       capture_output=True, text=True, env=env, timeout=900)
-    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
-    assert " passed" in r.stdout and " failed" not in r.stdout, r.stdout[-3000:]
-
-
-@pytest.mark.cuda
-@needs_cuda
-@compiled_mode
 def test_cuda_compile_uses_one_triton_kernel_and_matches_eager(compiled):
     def f(x, y):
         a = x * y + 1.0
@@ -281,7 +252,6 @@ def test_cuda_compile_uses_one_triton_kernel_and_matches_eager(compiled):
 
 @pytest.mark.cuda
 @needs_cuda
-@compiled_mode
 @pytest.mark.parametrize("dt", ["float32", "float16", "bfloat16", "float64"])
 def test_cuda_chain_broadcast_scalars_dtypes_and_reduction(compiled, dt):
     if dt == "bfloat16":
@@ -304,7 +274,6 @@ def test_cuda_chain_broadcast_scalars_dtypes_and_reduction(compiled, dt):
 
 @pytest.mark.cuda
 @needs_cuda
-@compiled_mode
 def test_cuda_eager_large_ops_take_the_triton_path_and_match(compiled, monkeypatch):
     monkeypatch.setattr(eager, "THRESHOLD", 1 << 10)
     tp.manual_seed(2)
@@ -365,7 +334,6 @@ print("ok")
 '''
 
 
-@interpret_mode
 def test_generated_kernels_compile_for_the_h200_with_16_byte_accesses():
     """Ahead-of-time compile (sm_90, no GPU needed) of the 8-op chain and of a bf16 broadcast
     chain ending in a sum: catches code the interpreter accepts but the compiler would not, and

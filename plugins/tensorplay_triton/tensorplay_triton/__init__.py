@@ -40,6 +40,7 @@ __all__ = [
     "block_torch",
     "install_driver",
     "interpreter_enabled",
+    "jit",
     "wrap_triton",
 ]
 
@@ -57,6 +58,14 @@ def wrap_triton(kernel, *, strided=()):
 
 
 _WT = [None]
+
+
+def jit(fn=None, **options):
+    """Same as ``triton.jit`` but always a ``JITFunction`` (``TRITON_INTERPRET`` ignored), so that
+    ``wrap_triton`` picks interpreter or compiler per launch from the tensors' device; for kernels
+    generated at run time. See ``tensorplay_triton._interp.jit``."""
+    from ._interp import jit as j
+    return j(fn, **options)
 
 
 def install_driver():
