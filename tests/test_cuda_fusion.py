@@ -372,3 +372,145 @@ def test_direct_ufunc_path_gives_the_reference_results_and_dtypes(monkeypatch):
             got, want = acc[name](a), ref[name](a)
             assert got.dtype == want.dtype, (name, a.dtype)
             np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"{name} {a.dtype}")
+
+
+# ------------------------------------------------------------------------------------------------
+# one interpreter path: the fuser's cpu launches and plain triton_ops share one process
+
+_ONE_PROCESS = r'''
+import os, sys, types
+import numpy as np
+import tensorplay as tp
+from tensorplay import _backend, library
+from tensorplay._fusion import ElementwiseExpr, Step
+from tensorplay_cuda.triton_fusion import TritonChain
+
+FIRST = sys.argv[1]
+MODS = ("triton.language", "triton.language.core", "triton.language.standard",
+        "triton.language.math")
+
+
+def snapshot():
+    snap = {m: dict(vars(sys.modules[m])) for m in MODS if m in sys.modules}
+    snap["tensor"] = dict(vars(sys.modules["triton.language"].tensor))
+    return snap
+
+
+def leaks(before):
+    """Attributes of triton.language replaced or added since ``before`` (a newly imported
+    submodule excepted: an import, not a patch), and interpreter functions left anywhere there."""
+    old = before["tensor"]
+    out = ["tensor." + k for k, v in vars(sys.modules["triton.language"].tensor).items()
+           if old.get(k, leaks) is not v and not (k == "__annotations__" and v == {})]
+    for name, old in before.items():
+        if name == "tensor":
+            continue
+        m = sys.modules[name]
+        for k, v in vars(m).items():
+            if old.get(k, leaks) is v:
+                continue
+            if k not in old and isinstance(v, types.ModuleType) and \
+                    sys.modules.get(name + "." + k) is v:
+                continue
+            out.append(name + "." + k)
+        for k, v in vars(m).items():
+            if getattr(v, "__module__", None) in ("triton.runtime.interpreter",
+                                                  "tensorplay_triton._interp"):
+                out.append(name + "." + k + " (interpreter)")
+    return out
+
+
+def helpers_ok():
+    from triton.runtime.jit import JITFunction
+    import triton.language.standard as tls
+    assert isinstance(tls.sum, JITFunction) and isinstance(tls.max, JITFunction), type(tls.sum)
+    try:
+        tls.sum(1)
+    except RuntimeError as e:
+        assert "outside of the scope of a kernel" in str(e), e
+    else:
+        raise AssertionError("tl.sum outside a kernel did not raise")
+
+
+def fusion():
+    x = np.linspace(-2, 2, 300, dtype=np.float32)
+    y = np.linspace(1, 3, 300, dtype=np.float32)
+    f32 = tp.float32
+    steps = (Step("mul", (("in", 0), ("in", 1))), Step("tanh", (("step", 0),)),
+             Step("sum", (("step", 1),)))
+    e = ElementwiseExpr(2, steps, (2,), (f32,) * 3, tp.device("cpu"))
+    got = TritonChain(e, _backend.get_backend("cpu")).run([x, y])
+    want = np.tanh(x.astype(np.float64) * y).sum()
+    assert abs(float(got[0]) - want) < 1e-3, (got, want)
+
+
+DEFINED = []
+
+
+def op():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def sum_max(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs, mask=offs < n, other=0.)
+        tl.store(out_ptr, tl.sum(x, axis=0) + tl.max(tl.where(offs < n, x, -float("inf")), axis=0))
+
+    if not DEFINED:
+        DEFINED.append(1)
+
+        @library.triton_op("fusionreg::sum_max", mutates_args=())
+        def sum_max_op(x: tp.Tensor) -> tp.Tensor:
+            out = tp.empty(1)
+            library.wrap_triton(sum_max)[(1,)](x, out, x.numel(), BLOCK=16)
+            return out
+    x = tp.randn(10)
+    got = tp.ops.fusionreg.sum_max(x).numpy()[0]
+    h = x.numpy()
+    assert abs(got - (h.sum() + h.max())) < 1e-5, (got, h)
+
+
+steps = [fusion, op] if FIRST == "fusion" else [op, fusion]
+import triton.language, triton.language.standard   # noqa: E401  (the snapshot needs them)
+before = snapshot()
+for step in steps + steps:
+    step()
+    assert leaks(before) == [], (step.__name__, leaks(before))
+    helpers_ok()
+assert "TRITON_INTERPRET" not in os.environ
+print("ok")
+'''
+
+
+@pytest.mark.parametrize("first", ["fusion", "op"])
+def test_fused_kernels_and_triton_ops_share_one_interpreter_path(tmp_path, first):
+    """In one fresh process, in either order: the fuser's generated kernel (tanh helper, tl.sum
+    reduction) on NumPy arrays, then a plain ``triton_op`` using ``tl.sum``/``tl.max`` on cpu
+    tensors, twice. Every launch leaves ``triton.language`` as it was (no leaked patch, no
+    interpreter global) and Triton's helpers stay ``JITFunction``s (compiled kernels need them):
+    the fuser used to set ``TRITON_INTERPRET`` and decorate under it."""
+    script = tmp_path / "one_process.py"          # a file: Triton reads kernels' source
+    script.write_text(_ONE_PROCESS)
+    env = dict(os.environ)
+    env.pop("TRITON_INTERPRET", None)
+    r = subprocess.run([sys.executable, str(script), first], capture_output=True, text=True,
+                       env=env, timeout=300, check=False)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-3000:] + r.stderr[-4000:]
+
+
+def test_generated_kernels_are_jit_functions_whatever_triton_interpret_says(monkeypatch):
+    """Kernels are built as ``JITFunction``s even with ``TRITON_INTERPRET=1`` set when they are
+    generated: the arrays pick interpreter or compiler per launch, not the environment."""
+    from triton.runtime.jit import JITFunction
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    src, name, _, _ = generate(_expr(CHAIN8, 2, [tp.float32] * 8), [tp.float32] * 2, ["c", "c"],
+                               0, False)
+    k = triton_fusion._build(src, name)
+    assert type(k) is JITFunction
+    assert type(k.fn.__globals__["_tanh"]) is JITFunction
+    x, y = tp.randn(50), tp.randn(50)
+    got = TritonChain(_expr(CHAIN8, 2, [tp.float32] * 8), _backend.get_backend("cpu")).run(
+        [x.numpy(), y.numpy()])
+    np.testing.assert_allclose(got[0], _eager(CHAIN8, (7,), [x, y])[0].numpy(), rtol=2e-6,
+                               atol=2e-6)
