@@ -23,6 +23,11 @@ Cases, all on the same preallocated cuda tensors:
 
 PyTorch is made unimportable first (``--allow-torch`` to skip): Triton would otherwise import it at
 the first launch, and the point is that nothing here needs it.
+
+``--host`` (also what runs on a machine without a GPU): the plugin's own per-call host path, with
+Triton out of the picture -- a ``triton_op`` whose body launches a no-op grid-indexable launcher
+through ``wrap_triton`` vs calling that launcher directly (dispatch + ``wrap_triton`` argument pass),
+and ``wrap_triton(k, strided=[...])`` vs ``wrap_triton(k)`` look-ups (both cached).
 """
 
 from __future__ import annotations
@@ -42,7 +47,69 @@ def _parse():
     p.add_argument("--rounds", type=int, default=15, help="interleaved rounds (median reported)")
     p.add_argument("--json", default=None, help="also write the results as JSON here")
     p.add_argument("--allow-torch", action="store_true", help="do not block `import torch`")
+    p.add_argument("--host", action="store_true",
+                   help="measure the plugin's host path only (no GPU needed)")
     return p.parse_args()
+
+
+def host_path(args) -> int:
+    """Per-call host cost of the plugin itself (no Triton launch), on cpu tensors."""
+    import tensorplay
+    import triton
+    import triton.language as tl
+    from tensorplay import library
+
+    class NoopLauncher:
+        def __getitem__(self, grid):
+            def go(*a, **k):
+                return None
+            return go
+
+    launcher = NoopLauncher()
+
+    @library.triton_op("bench::noop_launch", mutates_args=("out",),
+                       schema="(Tensor x, Tensor y, float scale, Tensor(a!) out) -> ()")
+    def noop_op(x, y, scale, out):
+        library.wrap_triton(launcher)[(1,)](x, y, out, scale, x.numel())
+
+    @triton.jit
+    def strided_kernel(x_ptr, out_ptr, s0, s1, n, BLOCK: tl.constexpr):
+        pass
+
+    x, y, out = tensorplay.randn(64), tensorplay.randn(64), tensorplay.empty(64)
+    w = library.wrap_triton(launcher)
+    cases = [
+        ("raw launcher[grid](...)", lambda: launcher[(1,)](x, y, out, 1.5, 64)),
+        ("wrap_triton(launcher)[grid](...)", lambda: library.wrap_triton(launcher)[(1,)](
+            x, y, out, 1.5, 64)),
+        ("wrapper[grid](...) (wrapper held)", lambda: w[(1,)](x, y, out, 1.5, 64)),
+        ("triton_op call (dispatch + body + wrap_triton)", lambda: noop_op(x, y, 1.5, out)),
+        ("wrap_triton(k) look-up", lambda: library.wrap_triton(strided_kernel)),
+        ("wrap_triton(k, strided=[...]) look-up",
+         lambda: library.wrap_triton(strided_kernel, strided=["x_ptr"])),
+    ]
+    it = max(1000, args.iters)
+    for _, fn in cases:
+        for _ in range(200):
+            fn()
+    times = {name: [] for name, _ in cases}
+    for _ in range(args.rounds):
+        for name, fn in cases:
+            t0 = time.perf_counter()
+            for _ in range(it):
+                fn()
+            times[name].append((time.perf_counter() - t0) / it * 1e6)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"bench_triton --host: plugin host path per call, {it} calls x {args.rounds} rounds "
+          f"(median), triton {triton.__version__}, torch imported: {'torch' in sys.modules}")
+    for k, _ in cases:
+        print(f"{k:48s} {med[k]:9.2f} us")
+    print(f"plugin + dispatch cost per triton_op call: "
+          f"{med['triton_op call (dispatch + body + wrap_triton)'] - med['raw launcher[grid](...)']:.2f} us")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"mode": "host", "median_us": med, "all_us": times}, f, indent=1)
+    return 0
 
 
 def main() -> int:
@@ -53,10 +120,13 @@ def main() -> int:
         tensorplay_triton.block_torch()
 
     import tensorplay
+    if args.host:
+        return host_path(args)
     ok, why = tensorplay.plugins.device_status("cuda")
     if not ok:
-        print(f"bench_triton: needs a CUDA GPU with tensorplay-cuda: {why}", file=sys.stderr)
-        return 2
+        print(f"bench_triton: no CUDA GPU ({why}); measuring the plugin's host path only",
+              file=sys.stderr)
+        return host_path(args)
 
     import cupy as cp
     import numpy as np
@@ -73,8 +143,8 @@ def main() -> int:
     E = tensorplay.ops.example
     K = triton_ops._kernels()
     if K.interpreted:
-        print("bench_triton: kernels are interpreted (TRITON_INTERPRET); nothing to measure",
-              file=sys.stderr)
+        print("bench_triton: kernels were decorated under TRITON_INTERPRET (interpreted on every "
+              "device); nothing to measure", file=sys.stderr)
         return 2
     kern = K.module.fused_add_mul_relu_kernel
     from tensorplay_triton import _wrap

@@ -368,3 +368,79 @@ def test_function_mark_dirty_rebases_the_modified_input():
     assert a.grad.tolist() == [8.0, 24.0]        # d/da (2a)^2 = 8a
     with pytest.raises(RuntimeError, match="leaf Variable"):
         MulTwo_.apply(_t([1.0], requires_grad=True))
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "matmul"])
+def test_mixed_requires_grad_arguments(op):
+    """A weight that requires grad with an input that does not, in either order: the node is
+    recorded and only the weight gets a gradient (the call takes the common path)."""
+    f = getattr(tp, op)
+    shape = (2, 2)
+    wv = np.array([[1.0, 2.0], [3.0, 4.0]])
+    cv = np.array([[0.5, -1.0], [2.0, 0.25]])
+    for weight_first in (True, False):
+        w = tp.tensor(wv.tolist(), dtype=F64, requires_grad=True)
+        c = tp.tensor(cv.tolist(), dtype=F64)
+        y = f(w, c) if weight_first else f(c, w)
+        assert y.requires_grad and y.grad_fn is not None
+        y.sum().backward()
+        assert c.grad is None and w.grad.shape == shape
+        eps = 1e-6
+        num = np.zeros(shape)
+        npf = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+               "matmul": np.matmul}[op]
+        for idx in np.ndindex(*shape):
+            d = np.zeros(shape)
+            d[idx] = eps
+            hi = npf(wv + d, cv) if weight_first else npf(cv, wv + d)
+            lo = npf(wv - d, cv) if weight_first else npf(cv, wv - d)
+            num[idx] = (hi.sum() - lo.sum()) / (2 * eps)
+        assert np.allclose(w.grad.numpy(), num, atol=1e-5), (op, weight_first)
+        with tp.no_grad():
+            assert not (f(w, c) if weight_first else f(c, w)).requires_grad
+
+
+def test_mixed_devices_still_refused_with_requires_grad():
+    w = tp.ones(3, requires_grad=True)
+    m = tp.empty(3, device="meta")
+    with pytest.raises(Exception, match="device"):
+        tp.add(w, m)
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (1, 1)])
+def test_implicit_seed_of_one_element_roots(shape):
+    x = tp.ones(shape, dtype=F64, requires_grad=True)
+    y = (x * 3.0).sum() if shape == () else x * 3.0
+    y.backward(retain_graph=True)
+    y.backward()
+    assert x.grad.shape == shape and x.grad.tolist() == (np.full(shape, 6.0)).tolist()
+    z = x.exp().sum()
+    z.backward()
+    with pytest.raises(RuntimeError, match="second time"):
+        z.backward()     # the fast path frees the graph too
+
+
+def test_backward_of_a_view_root_and_a_leaf_root():
+    x = _t([1.0, 2.0], requires_grad=True)
+    y = x * 5.0
+    y[1].backward()          # a one-element view: its history goes through the base
+    assert x.grad.tolist() == [0.0, 5.0]
+    s = _t([4.0], requires_grad=True)
+    s.backward()             # a leaf root: its own gradient is the seed
+    assert s.grad.tolist() == [1.0]
+
+
+def test_gradient_shared_by_two_leaves_is_not_aliased():
+    x = _t([1.0], requires_grad=True)
+    w = _t([2.0], requires_grad=True)
+    tp.add(x, w).backward()          # add's backward hands the same gradient to both inputs
+    assert x.grad.tolist() == [1.0] and w.grad.tolist() == [1.0]
+    with tp.no_grad():
+        x.grad.mul_(10.0)
+    assert w.grad.tolist() == [1.0], "each leaf owns its .grad"
+    seeds = []
+    for _ in range(2):
+        x.grad = None
+        (x * 1.0).backward()
+        seeds.append(x.grad)
+    assert seeds[0] is not seeds[1] and seeds[0].tolist() == [1.0]

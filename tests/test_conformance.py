@@ -118,7 +118,8 @@ except Exception as e:  # noqa: BLE001 - reported by test_builtin_table_availabl
 else:
     _TABLE_ERROR = None
 
-_NONDETERMINISTIC = {"empty": "uninitialised memory", "rand": "random", "randn": "random"}
+_NONDETERMINISTIC = {"empty": "uninitialised memory", "rand": "random", "randn": "random",
+                     "randint": "random"}
 
 
 def test_builtin_table_available():
@@ -149,6 +150,9 @@ def test_builtin_op_matches_cpu(device_type, name, i):
     if name in ("rand",):
         v = got.cpu().numpy()
         assert ((v >= 0) & (v < 1)).all()
+    if name == "randint":
+        v = got.cpu().numpy()
+        assert ((v >= s_dev.args[0]) & (v < s_dev.args[1])).all()
 
 
 def _grad_cases():
@@ -319,6 +323,19 @@ CASES = {
                       a.astype(np.float16)) if m is np else
         (a.to(tp.int32), a.double(), (a > 0).float(), a.half()),
         lambda: (_r(3, 4, lo=-5, hi=5),), None),
+    "torch_habits": (
+        lambda m, a, idx: (a.sort(1).values, a.argsort(0), a.max(1).values, a.max(1).indices,
+                           a.min(0).indices, a.cumsum(1), a.prod(0), (a > 0).all(1),
+                           (a > 1).any(0), a.gather(1, idx), a.round(), a.floor(), a.ceil(),
+                           a.argmin(), a.isfinite(), tp.eye(3, 4, device=a.device),
+                           tp.linspace(-1, 1, 5, device=a.device)),
+        lambda: (_r(4, 5, dtype=np.float64), np.array([[0, 4], [1, 1], [3, 2], [0, 0]])),
+        lambda m, a, idx: (np.sort(a, 1), np.argsort(a, 0, kind="stable"), a.max(1), a.argmax(1),
+                           a.argmin(0), np.cumsum(a, 1), a.prod(0), (a > 0).all(1),
+                           (a > 1).any(0), np.take_along_axis(a, idx, 1), np.round(a),
+                           np.floor(a), np.ceil(a), a.argmin(), np.isfinite(a),
+                           np.eye(3, 4, dtype=np.float32),
+                           np.linspace(-1, 1, 5).astype(np.float32))),
     "pow_family": (
         lambda m, a: (abs(a) ** 1.5, 2.0 ** a, a ** 2, m.maximum(a, 0.25) if m is np
                       else a.maximum(tp.full_like(a, 0.25))),

@@ -618,11 +618,15 @@ class TestDefine:
         op2 = lib.define(f"{ns}::g", f"{ns}::g(Tensor x) -> Tensor")   # named schema is fine
         assert str(op2.schema) == f"{ns}::g(Tensor x) -> Tensor"
 
-    def test_same_schema_again_returns_existing_different_replaces(self, ns):
+    @pytest.mark.parametrize("second", ["(Tensor x) -> Tensor", "(Tensor x, Tensor y) -> Tensor"])
+    def test_second_definition_is_refused_as_torch_does(self, ns, second):
         op = lib.define(f"{ns}::f(Tensor x) -> Tensor")
-        assert lib.define(f"{ns}::f", "(Tensor x) -> Tensor") is op
-        op2 = lib.define(f"{ns}::f(Tensor x, Tensor y) -> Tensor")
-        assert op2 is not op and op2.version == 1
+        op.register_kernel("cpu", lambda x: x + 1)
+        with pytest.raises(RuntimeError, match=rf"^define\('{ns}::f'\): operator '{ns}::f' is "
+                                               r"already defined at .*test_library.py:\d+ \(by "
+                                               r"define, module test_library\)"):
+            lib.define(f"{ns}::f", second)
+        assert _registry._OPS[f"{ns}::f"] is op and op(tp.zeros(1)).tolist() == [1.0]
 
     def test_another_module_conflicts(self, ns):
         lib.define(f"{ns}::f(Tensor x) -> Tensor")
@@ -808,7 +812,7 @@ class TestLibrary:
 
     def test_one_def_per_namespace_until_closed(self, ns):
         L = Library(ns, "DEF")
-        with pytest.raises(ValueError, match=rf"^Library\('{ns}', 'DEF'\): namespace '{ns}' already "
+        with pytest.raises(RuntimeError, match=rf"^Library\('{ns}', 'DEF'\): namespace '{ns}' already "
                                              r"has a DEF library \(created at .*test_library.py:\d+\); "
                                              r"use kind='FRAGMENT'"):
             Library(ns, "DEF")
@@ -962,3 +966,112 @@ def test_property_custom_op_schema_strings_only_raise_value_errors(text):
     else:
         assert op.schema == FunctionSchema.parse(str(op.schema))
         _cleanup("tlibprop")
+
+
+# ======================================================= one definition per name (issue 11, 12)
+class TestOneDefinition:
+    """``define`` never silently replaces an op (torch raises ``RuntimeError``); only ``custom_op``
+    re-run from the module of the ``custom_op`` that made it replaces it."""
+
+    def test_second_def_library_raises_runtime_error_as_torch(self, ns):
+        L = Library(ns, "DEF")
+        try:
+            with pytest.raises(RuntimeError, match=rf"namespace '{ns}' already has a DEF library"):
+                Library(ns, "DEF")
+            with pytest.raises(ValueError):   # the type earlier releases raised still catches it
+                Library(ns, "DEF")
+        finally:
+            L.close()
+
+    def test_fragment_cannot_redefine_an_op_of_a_def_library(self, ns):
+        L = Library(ns, "DEF")
+        F = Library(ns, "FRAGMENT")
+        try:
+            L.define("f(Tensor x) -> Tensor")
+            L.impl("f", lambda x: x * 2, "cpu")
+            with pytest.raises(RuntimeError, match=rf"operator '{ns}::f' is already defined at "
+                                                   rf".*test_library.py:\d+ \(by Library\('{ns}', "
+                                                   r"'DEF'\).*close that Library first"):
+                F.define("f(Tensor x, Tensor y) -> Tensor")
+            assert tp.ops.__getattr__(ns).f(tp.ones(1)).tolist() == [2.0]   # kernels kept
+        finally:
+            L.close()
+            F.close()
+        assert f"{ns}::f" not in _registry._OPS
+
+    def test_def_library_defining_a_name_twice(self, ns):
+        with Library(ns, "DEF") as L:
+            L.define("f(Tensor x) -> Tensor")
+            with pytest.raises(RuntimeError, match="already defined"):
+                L.define("f(Tensor x) -> Tensor")
+            with pytest.raises(RuntimeError, match="already defined"):
+                L.define("f(Tensor x, *, int n=1) -> Tensor")
+
+    def test_define_over_a_custom_op_is_refused(self, ns):
+        op = lib.custom_op(f"{ns}::f", lambda x: x + 3, mutates_args=())
+        with pytest.raises(RuntimeError, match=rf"already defined at .* \(by custom_op, module "
+                                               rf"{__name__}\).*redefine it with custom_op"):
+            lib.define(f"{ns}::f(Tensor x) -> Tensor")
+        with Library(ns, "FRAGMENT") as F:
+            with pytest.raises(RuntimeError, match="already defined"):
+                F.define("f(Tensor x) -> Tensor")
+        assert _registry._OPS[f"{ns}::f"] is op and op(tp.zeros(1)).tolist() == [3.0]
+
+    def test_custom_op_over_a_defined_op_is_refused(self, ns):
+        op = lib.define(f"{ns}::f(Tensor x) -> Tensor")
+        with pytest.raises(RuntimeError, match=r"\(by define, module"):
+            lib.custom_op(f"{ns}::f", lambda x: x, mutates_args=())
+        assert _registry._OPS[f"{ns}::f"] is op
+
+    @pytest.mark.parametrize("order", ["def-first", "fragment-first"])
+    def test_closing_libraries_in_any_order_never_resurrects_an_op(self, ns, order):
+        L = Library(ns, "DEF")
+        F = Library(ns, "FRAGMENT")
+        L.define("f(Tensor x) -> Tensor")
+        with pytest.raises(RuntimeError):
+            F.define("f(Tensor x, Tensor y) -> Tensor")
+        F.define("g(Tensor x) -> Tensor")
+        for lib_ in ((L, F) if order == "def-first" else (F, L)):
+            lib_.close()
+        assert f"{ns}::f" not in _registry._OPS and f"{ns}::g" not in _registry._OPS
+        with pytest.raises(AttributeError):
+            tp.ops.__getattr__(ns).f
+
+    def test_replaced_custom_op_undone_out_of_order_does_not_come_back(self, ns):
+        op1 = lib.custom_op(f"{ns}::f", lambda x: x + 1, mutates_args=())
+        op2 = lib.custom_op(f"{ns}::f", lambda x: x + 2, mutates_args=())
+        _registry.unregister_op(op1)          # the older definition goes first (a rollback)
+        assert _registry._OPS[f"{ns}::f"] is op2
+        _registry.unregister_op(op2)
+        assert f"{ns}::f" not in _registry._OPS
+
+
+# =========================================================== torch habits (issue 12)
+@pytest.mark.parametrize("make, expected", [
+    (dict, ()), (set, ()), (frozenset, ()), (list, ()), (lambda: {"x"}, ("x",)),
+    (lambda: {"x": None}, ("x",)), (lambda: (n for n in ["x"]), ("x",)),
+    (lambda: iter(["x"]), ("x",)), (lambda: dict.fromkeys(["x"]).keys(), ("x",)),
+], ids=["{}", "set()", "frozenset()", "[]", "{'x'}", "{'x': None}", "genexpr", "iter", "keys"])
+@pytest.mark.parametrize("with_schema", [False, True])
+def test_mutates_args_takes_any_iterable_of_names_as_torch(ns, make, expected, with_schema):
+    mutates = make()
+    schema = ("(Tensor(a!) x) -> Tensor" if expected else "(Tensor x) -> Tensor") \
+        if with_schema else None
+    op = lib.custom_op(f"{ns}::f", lambda x: x + 1, mutates_args=mutates, schema=schema)
+    assert op.mutates_args == expected
+    assert op(tp.zeros(1)).tolist() == [1.0]
+
+
+def test_kernel_stack_is_a_typed_read_only_view(ns):
+    op = lib.custom_op(f"{ns}::f", lambda x: x + 1, mutates_args=(), device_types="cpu")
+    first = op.kernel_stack("cpu")
+    assert len(first) == 1 and first[0].owner is None and first[0].priority == 0
+    with Library(ns, "IMPL") as L:
+        def k2(x):
+            return x + 2
+        L.impl("f", k2, "cpu")
+        stack = op.kernel_stack("cpu")
+        assert [e.fn for e in stack][-1] is k2 and stack[0] == first[0]
+        fn, owner, prio = stack[-1]            # unpacks like the plain tuple it is
+        assert (fn, owner, prio) == (k2, None, 0)
+    assert op.kernel_stack("cpu") == first and op.kernel_stack("cuda") == ()

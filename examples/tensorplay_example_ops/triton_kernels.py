@@ -1,9 +1,9 @@
 """Triton kernels of the example pack (``@triton.jit``). Imports triton: loaded lazily by
 ``triton_ops`` on the first call of a Triton op, never by ``import tensorplay``.
 
-Whether these kernels are compiled (cuda) or interpreted (cpu tensors) is decided when this module
-is imported: with ``TRITON_INTERPRET=1`` in the environment at that moment, Triton's interpreter runs
-them (on cpu tensors, and on cuda tensors through host copies); otherwise they compile for the GPU.
+Compiled or interpreted is decided per launch by ``tensorplay-triton`` from the tensors' device:
+cpu tensors run through Triton's interpreter, cuda tensors run compiled (no environment variable
+needed).
 """
 
 from __future__ import annotations

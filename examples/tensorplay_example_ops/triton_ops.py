@@ -21,15 +21,12 @@ None registers a fake kernel: a ``triton_op``'s body run on fake tensors (launch
 ``wrap_triton``) is its fake kernel, and ``tensorplay check`` verifies that it matches the real
 outputs (``test_faketensor``).
 
-Where the kernels run (decided once, when ``triton_kernels`` is first imported):
+Where the kernels run -- per call, from the tensors' device (``tensorplay-triton``'s rule), with no
+environment variable needed and whatever was imported first:
 
-* ``TRITON_INTERPRET=1`` in the environment: Triton's interpreter runs them, on cpu tensors (and on
-  cuda tensors, through host copies);
-* otherwise, on a machine whose cuda device is available: compiled for the GPU; cpu tensors then
-  get a clear error, and the sample provider offers no cpu samples (``tensorplay check`` shows cpu
-  as not applicable);
-* otherwise (no usable GPU, e.g. CI): the interpreter -- ``TRITON_INTERPRET=1`` is set for the rest
-  of the process, since compiled kernels could not run anyway.
+* cpu tensors: Triton's interpreter (so CI machines without a GPU run and check these ops);
+* cuda tensors: the compiled kernels (unless ``TRITON_INTERPRET=1`` was set when
+  ``triton_kernels`` was imported: then they are interpreted there too, through host copies).
 """
 
 from __future__ import annotations
@@ -71,24 +68,17 @@ def _truthy(v) -> bool:
     return (v or "").strip().lower() in ("1", "true", "on", "yes")
 
 
-def _gpu_usable() -> bool:
-    try:
-        ok, _ = tensorplay.plugins.device_status("cuda")
-    except Exception:   # noqa: BLE001 - any failure means "no GPU"
-        return False
-    return ok
-
-
 def _will_interpret() -> bool:
-    """Whether the kernels are (or, once imported, will be) run by Triton's interpreter."""
+    """Whether the kernels were (or, once imported, will be) decorated for the interpreter only."""
     if _K:
         return _K[0].interpreted
-    return _truthy(os.environ.get("TRITON_INTERPRET")) or not _gpu_usable()
+    return _truthy(os.environ.get("TRITON_INTERPRET"))
 
 
-def kernels_interpreted() -> bool:
-    """True when the Triton kernels of this pack run through Triton's interpreter."""
-    return _will_interpret()
+def kernels_interpreted(device="cpu") -> bool:
+    """True when the Triton kernels of this pack run through Triton's interpreter on ``device``
+    (``"cpu"``: always; ``"cuda"``: only if ``TRITON_INTERPRET=1`` was set when they were loaded)."""
+    return tensorplay.device(device).type == "cpu" or _will_interpret()
 
 
 class _Kernels:
@@ -107,11 +97,6 @@ def _kernels() -> _Kernels:
     with _lock:
         if _K:
             return _K[0]
-        if not _truthy(os.environ.get("TRITON_INTERPRET")) and not _gpu_usable():
-            # No usable GPU: the interpreter is the only way to run the kernels. Triton reads the
-            # variable when kernels are decorated and again while they run, so it stays set for
-            # this process (compiled kernels could not launch here anyway).
-            os.environ["TRITON_INTERPRET"] = "1"
         from . import triton_kernels as tk
         k = _Kernels(tk, interpreted=None)
         k.interpreted = bool(k.fused.interpreted)
@@ -224,7 +209,7 @@ if AVAILABLE:
     # -- sample inputs (small when interpreted: ~0.7 ms per program instance) -------------------
 
     def _wanted(device) -> bool:
-        return not (tensorplay.device(device).type == "cpu" and not _will_interpret())
+        return tensorplay.device(device).type in ("cpu", "cuda")
 
     def _big(device) -> bool:
         return tensorplay.device(device).type == "cuda" and not _will_interpret()

@@ -21,12 +21,13 @@ from ._ops import ops as _O
 _t._O = _O
 half, float, double, long, int, short = float16, float32, float64, int64, int32, int16  # noqa: A001
 
-from ._factories import (arange, as_tensor, cat, empty, empty_like, from_dlpack, from_numpy,  # noqa: E402
-                         full, full_like, manual_seed, ones, ones_like, rand, rand_like, randn,
-                         randn_like, stack, tensor, where, zeros, zeros_like)
+from ._factories import (arange, as_tensor, cat, empty, empty_like, eye, from_dlpack,  # noqa: E402
+                         from_numpy, full, full_like, linspace, manual_seed, ones, ones_like,
+                         rand, rand_like, randint, randn, randn_like, stack, tensor, where,
+                         zeros, zeros_like)
 from . import autograd  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
-from . import fake, library, ops  # noqa: E402
+from . import fake, library, ops, return_types  # noqa: E402
 from . import plugins  # noqa: E402
 
 
@@ -60,6 +61,76 @@ def amax(input, dim=(), keepdim=False):
 
 def amin(input, dim=(), keepdim=False):
     return input.amin(dim, keepdim)
+
+
+isnan, isinf, isfinite, floor, ceil = _O.isnan, _O.isinf, _O.isfinite, _O.floor, _O.ceil
+
+
+def round(input, *, decimals=0):  # noqa: A001
+    """Round to ``decimals`` places, halves to even (same as ``torch.round``)."""
+    return _O.round(input, decimals=decimals)
+
+
+def prod(input, dim=None, keepdim=False, *, dtype=None):
+    """Product over ``dim`` (all elements when None); ints and bools give int64 (``torch.prod``)."""
+    return input.prod(dim, keepdim, dtype=dtype)
+
+
+def cumsum(input, dim, *, dtype=None):
+    """Cumulative sum along ``dim`` (same as ``torch.cumsum``)."""
+    return input.cumsum(dim, dtype=dtype)
+
+
+def all(input, dim=None, keepdim=False):  # noqa: A001
+    """True where every element (over ``dim``, or all) is non-zero (same as ``torch.all``)."""
+    return input.all(dim, keepdim)
+
+
+def any(input, dim=None, keepdim=False):  # noqa: A001
+    """True where some element (over ``dim``, or all) is non-zero (same as ``torch.any``)."""
+    return input.any(dim, keepdim)
+
+
+def max(input, dim=None, keepdim=False):  # noqa: A001
+    """``max(input)``: the largest element; ``max(input, dim, keepdim=False)``: the named tuple
+    ``(values, indices)``; ``max(input, other)``: the elementwise maximum (as ``torch.max``)."""
+    return input.max(dim, keepdim)
+
+
+def min(input, dim=None, keepdim=False):  # noqa: A001
+    """``min(input)``, ``min(input, dim)`` -> ``(values, indices)``, ``min(input, other)`` (as
+    ``torch.min``)."""
+    return input.min(dim, keepdim)
+
+
+def argmax(input, dim=None, keepdim=False):
+    """Index of the maximum (of the flattened input when ``dim`` is None), as ``torch.argmax``."""
+    return _O.argmax(input, dim, keepdim)
+
+
+def argmin(input, dim=None, keepdim=False):
+    """Index of the minimum (of the flattened input when ``dim`` is None), as ``torch.argmin``."""
+    return _O.argmin(input, dim, keepdim)
+
+
+def sort(input, dim=-1, descending=False, *, stable=False):
+    """``(values, indices)`` sorted along ``dim`` (same as ``torch.sort``)."""
+    return input.sort(dim, descending, stable=stable)
+
+
+def argsort(input, dim=-1, descending=False, *, stable=False):
+    """Indices sorting ``input`` along ``dim`` (same as ``torch.argsort``)."""
+    return input.argsort(dim, descending, stable=stable)
+
+
+def gather(input, dim, index, *, sparse_grad=False):
+    """Values of ``input`` at ``index`` along ``dim`` (same as ``torch.gather``)."""
+    return _O.gather(input, dim, index, sparse_grad=sparse_grad)
+
+
+def scatter_add(input, dim, index, src):
+    """``input`` with ``src`` added at ``index`` along ``dim`` (same as ``torch.scatter_add``)."""
+    return _O.scatter_add(input, dim, index, src)
 
 
 def softmax(input, dim):
@@ -118,12 +189,14 @@ __all__ = [
     "short", "get_default_dtype", "set_default_dtype", "promote_types",
     "tensor", "as_tensor", "from_numpy", "from_dlpack", "empty", "zeros", "ones", "full", "arange",
     "rand", "randn", "empty_like", "zeros_like", "ones_like", "full_like", "rand_like",
-    "randn_like", "manual_seed", "cat", "stack", "where",
+    "randn_like", "manual_seed", "cat", "stack", "where", "eye", "linspace", "randint",
     "add", "sub", "mul", "div", "pow", "neg", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid",
     "relu", "abs", "sin", "cos", "erf", "maximum", "minimum", "matmul", "eq", "ne", "lt", "le",
     "gt", "ge", "clone", "logical_and", "logical_or", "logical_not", "sum", "mean", "amax",
     "amin", "softmax", "log_softmax", "reshape", "permute", "transpose", "unsqueeze", "squeeze",
-    "clamp", "allclose", "is_tensor", "compile",
+    "clamp", "allclose", "is_tensor", "compile", "isnan", "isinf", "isfinite", "floor", "ceil",
+    "round", "prod", "cumsum", "all", "any", "max", "min", "argmax", "argmin", "sort",
+    "argsort", "gather", "scatter_add", "return_types",
     "autograd", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
     "fake", "library", "ops", "plugins", "errors",
 ]

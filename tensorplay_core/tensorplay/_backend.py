@@ -35,6 +35,13 @@ class Storage:
         self.version = 0
         self.backend = backend
 
+    def data_ptr(self):
+        """Refused: only Triton's interpreter asks a storage for its address, on a raw launch."""
+        raise TypeError(
+            "a tensorplay tensor was handed to a Triton kernel directly (kernel[grid](...)): launch "
+            "it with tensorplay.library.wrap_triton(kernel)[grid](...) inside a triton_op, which "
+            "runs cpu tensors through Triton's interpreter and cuda tensors compiled")
+
 
 def contiguous_strides(shape) -> tuple:
     """Row-major strides in elements for ``shape`` (torch's rule: size-1 dims get the stride they
@@ -254,6 +261,11 @@ def get_backend(device_type: str):
         _LOADED[device_type] = b
         from . import _ops
         _ops.install_backend(b)
+        if hasattr(b, "guard_kernel"):       # custom ops registered before the backend loaded
+            from . import _registry
+            for op in _registry.all_ops():
+                if not op.is_builtin and device_type in op._kernels:
+                    op._rebuild()
         return b
 
 

@@ -69,6 +69,11 @@ def unknown_device_type(t: str, spelling, api: str, *, extra=(), what="device ty
     accepted = ", ".join(repr(k) for k in accepted_device_types(meta=not extra)) + \
         ("".join(f", {e!r}" for e in extra) if extra else "")
     why = (" (no installed plugin provides it)" if foreign else "")
+    if foreign:   # a plugin that should provide it may have failed: name it and its error
+        import sys
+        note = getattr(sys.modules.get("tensorplay.plugins.manager"), "failed_device_note",
+                       lambda _t: None)(t)
+        why = f" ({note})" if note else why
     return ValueError(f"{api}: unknown {what} {spelling!r}{why}; accepted: {accepted} (any case)"
                       + (f". Did you mean {suggest!r}?" if suggest else ""))
 

@@ -397,15 +397,22 @@ def make_call(op, scalar_ok=()) -> None:
         body.append(f"__k = {first_required}._dkey")
     else:
         body.append("__k = None")
+    # keys that differ only because one of two tensors on the same device requires grad (a
+    # weight and an input): "autograd", as resolve_key would say, without the slow path
+    mixed = (f"__ag if {{n}}._device is {first_required}._device and {{n}}._bkey is "
+             f"{first_required}._bkey and (__k is __ag and {{n}}._dkey is {{n}}._bkey or "
+             f"{{n}}._dkey is __ag and __k is {first_required}._bkey) else ")
     for n, kind in tensor_params:
         if n == first_required:
             continue
         if kind == _KIND_TENSOR:
-            body.append(f"if {n}._dkey is not __k: __k = __slow(__op, {allvals})")
+            body.append(f"if {n}._dkey is not __k: __k = {mixed.format(n=n)}__slow(__op, {allvals})")
         elif kind == "scalar_ok":
+            slow = (f"{mixed.format(n=n)}__slow(__op, {allvals})" if first_required is not None
+                    else f"__slow(__op, {allvals})")
             body.append(f"if {n}.__class__ is not __T:\n"
                         f"        if {n}.__class__ not in __scalars: __k = __slow(__op, {allvals})\n"
-                        f"    elif {n}._dkey is not __k: __k = __slow(__op, {allvals})")
+                        f"    elif {n}._dkey is not __k: __k = {slow}")
         elif kind == _KIND_OPT:
             body.append(f"if {n} is not None and {n}._dkey is not __k: __k = __slow(__op, {allvals})")
         else:
@@ -452,11 +459,11 @@ def make_call(op, scalar_ok=()) -> None:
     src = "\n".join(lines)
     from ._device import Device
     ns.update(__op=op, __table=op.table, __slow=_slow_key, __bad=bad_arguments, __T=_tensor_type(),
-              __mst=_state, __Dev=Device, __scalars=(int, float, bool), __unset=_UNSET,
-              __missing=_missing, __chk=check_arg, __vals=_values, __kwarg=_take_kwarg,
-              __extra=_extra_kwargs, __c_int=int, __c_float=float, __c_bool=bool, __c_str=str,
-              __c_list=list, __c_tuple=tuple, __overlap=check_overlap,
-              __has=tuple.__contains__)
+              __mst=_state, __Dev=Device, __ag="autograd", __scalars=(int, float, bool),
+              __unset=_UNSET, __missing=_missing, __chk=check_arg, __vals=_values,
+              __kwarg=_take_kwarg, __extra=_extra_kwargs, __c_int=int, __c_float=float,
+              __c_bool=bool, __c_str=str, __c_list=list, __c_tuple=tuple,
+              __overlap=check_overlap, __has=tuple.__contains__)
     exec(compile(src, f"<tensorplay dispatch {op.name}>", "exec"), ns)  # noqa: S102 - names only
     fn = ns["__call__"]
     fn.__doc__ = op.__doc__

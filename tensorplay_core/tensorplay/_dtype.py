@@ -81,12 +81,13 @@ def set_default_dtype(d: DType) -> None:
 
 
 def as_dtype(x) -> DType:
-    """Turn ``x`` (a DType, a name such as ``"float32"``, or a backend dtype such as
-    ``numpy.dtype('float32')``) into a DType. Raises ``TypeError`` naming ``x`` otherwise."""
+    """Turn ``x`` (a DType, a name such as ``"float32"``, a backend dtype such as
+    ``numpy.dtype('float32')``, or Python's ``float``/``int``/``bool`` meaning float64/int64/bool
+    as in torch) into a DType. Raises ``TypeError`` naming ``x`` otherwise."""
     if isinstance(x, DType):
         return x
-    if x is float:
-        return _default[0]
+    if x is float:      # Python's float is a double: torch maps it to float64 too
+        return float64
     if x is int:
         return int64
     if x is _builtin_bool:

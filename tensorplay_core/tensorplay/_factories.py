@@ -16,7 +16,8 @@ from ._ops import ops as O
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "empty", "zeros", "ones", "full",
            "arange", "rand", "randn", "empty_like", "zeros_like", "ones_like", "full_like",
-           "rand_like", "randn_like", "manual_seed", "cat", "stack", "where"]
+           "rand_like", "randn_like", "manual_seed", "cat", "stack", "where", "eye", "linspace",
+           "randint"]
 
 _CPU = Device("cpu")
 
@@ -82,6 +83,54 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
                    requires_grad)
 
 
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
+    """2-D tensor with ones on the diagonal: ``n`` rows, ``m`` columns (``n`` when None);
+    default float dtype unless ``dtype`` (same as ``torch.eye``)."""
+    n = operator.index(n)
+    m = n if m is None else operator.index(m)
+    return _finish(O.eye(n, m, dtype=_dtype.as_dtype(dtype) if dtype is not None else
+                         _dtype.get_default_dtype(), device=_dev(device)), requires_grad)
+
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive (default float dtype
+    unless ``dtype``), computed as torch does (both ends exact). ``RuntimeError`` for negative
+    ``steps``."""
+    return _finish(O.linspace(start, end, operator.index(steps),
+                              dtype=_dtype.as_dtype(dtype) if dtype is not None else
+                              _dtype.get_default_dtype(), device=_dev(device)), requires_grad)
+
+
+def randint(*args, size=None, low=None, high=None, dtype=None, device=None,
+            requires_grad=False):
+    """Uniform random integers in ``[low, high)`` of shape ``size``: ``randint(high, size)`` or
+    ``randint(low, high, size)`` (keywords work too), int64 unless ``dtype``, from the device's
+    generator (``manual_seed``), as ``torch.randint``. ``RuntimeError`` unless ``low < high``."""
+    args = list(args)
+    if size is None and args and isinstance(args[-1], (list, tuple)):
+        size = args.pop()
+    if len(args) == 2:
+        low, high = args
+    elif len(args) == 1:
+        if high is None:
+            high = args[0]
+        else:
+            low = args[0]
+    elif args:
+        raise TypeError(f"randint() takes (high, size) or (low, high, size), got {len(args) + 1}"
+                        f" positional arguments")
+    if high is None or size is None:
+        raise TypeError("randint() missing required arguments: 'high' and 'size' "
+                        "(randint(high, size) or randint(low, high, size))")
+    low, high = operator.index(low or 0), operator.index(high)
+    if not low < high:
+        raise RuntimeError(f"randint(): random_ expects 'from' to be less than 'to', but got "
+                           f"from={low} >= to={high}")
+    return _finish(O.randint(low, high, _size((size,)),
+                             dtype=_dtype.as_dtype(dtype) if dtype is not None else _dtype.int64,
+                             device=_dev(device)), requires_grad)
+
+
 def _random_dtype(api, dtype):
     """``dtype`` (default: the default float) for rand/randn; torch refuses non-float dtypes
     ("check_uniform_bounds" / "normal_kernel_cpu" not implemented for 'Long')."""
@@ -111,32 +160,45 @@ def _like(fn, t, *args, dtype=None, device=None, requires_grad=False):
 
 def empty_like(t, *, dtype=None, device=None, requires_grad=False):
     """``empty`` with ``t``'s shape, dtype and device (fake if ``t`` is fake)."""
+    _need_tensor(t, "empty_like")
     return _like_self(t, "empty", t.shape, None, dtype, device, requires_grad)
 
 
 def zeros_like(t, *, dtype=None, device=None, requires_grad=False):
     """Zeros with ``t``'s shape, dtype and device unless given (fake if ``t`` is fake)."""
+    _need_tensor(t, "zeros_like")
     return _like_self(t, "full", t.shape, 0, dtype, device, requires_grad)
 
 
 def ones_like(t, *, dtype=None, device=None, requires_grad=False):
     """Ones with ``t``'s shape, dtype and device unless given (fake if ``t`` is fake)."""
+    _need_tensor(t, "ones_like")
     return _like_self(t, "full", t.shape, 1, dtype, device, requires_grad)
 
 
 def full_like(t, fill_value, *, dtype=None, device=None, requires_grad=False):
     """``fill_value`` with ``t``'s shape, dtype and device unless given."""
+    _need_tensor(t, "full_like")
     return _like_self(t, "full", t.shape, fill_value, dtype, device, requires_grad)
 
 
 def rand_like(t, *, dtype=None, device=None, requires_grad=False):
     """Uniform [0, 1) samples shaped like ``t`` (its dtype and device unless given)."""
+    _need_tensor(t, "rand_like")
     return _like_self(t, "rand", t.shape, None, dtype, device, requires_grad)
 
 
 def randn_like(t, *, dtype=None, device=None, requires_grad=False):
     """Standard normal samples shaped like ``t`` (its dtype and device unless given)."""
+    _need_tensor(t, "randn_like")
     return _like_self(t, "randn", t.shape, None, dtype, device, requires_grad)
+
+
+def _need_tensor(t, api):
+    """``TypeError`` in torch's words when the ``input`` of a ``*_like`` factory is no Tensor."""
+    if not hasattr(t, "_dkey"):
+        raise TypeError(f"{api}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(t).__name__}")
 
 
 def _like_self(t, kind, size, value, dtype, device, requires_grad):
@@ -232,12 +294,28 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False):
             arr = arr.astype(be.native_dtype(dt))
     else:
         try:
-            arr = be.from_host(data, dt, dev)
+            q = _quiet_hooks(be)
+            if q is None:
+                arr = be.from_host(data, dt, dev)
+            else:   # values out of the dtype's range become inf silently, as in torch
+                tok = q[0](q[2])
+                try:
+                    arr = be.from_host(data, dt, dev)
+                finally:
+                    q[1](tok)
         except ValueError:
             if not native_like:
                 _check_ragged(data)   # raises torch's kind of message for ragged nesting
             raise
     return _finish(be.wrap(arr, dev), requires_grad)
+
+
+def _quiet_hooks(be):
+    """``(set, reset, state)`` silencing the backend's floating point warnings (the same hooks
+    its built-in kernels run under, see ``_kernels/xp.py``), or None."""
+    kernels = getattr(be, "kernels", None)
+    k = kernels().get("clone") if kernels is not None else None
+    return getattr(k, "_tp_quiet", None)
 
 
 def _check_ragged(data):

@@ -357,21 +357,20 @@ class Tensor:
         return id(self)
 
     def __repr__(self) -> str:
-        extra = []
-        if self._device.type != "cpu" or self._data is None:
-            extra.append(f"device='{self._device}'")
-        if self._dtype is not _dtype.float32 and self._dtype is not _dtype.int64:
-            extra.append(f"dtype={self._dtype}")
-        if self.grad_fn is not None:
-            extra.append(f"grad_fn=<{self.grad_fn.name}>")
-        elif self._requires_grad:
-            extra.append("requires_grad=True")
+        """torch's layout and precision: ``tensor([1.0000, 2.5000])``, ``dtype=`` unless the
+        default float, int64 or bool, tensors over 1000 elements summarised with ``...``."""
         if self._data is None:
+            extra = [f"device='{self._device}'"]
+            if self._dtype is not _dtype.float32 and self._dtype is not _dtype.int64:
+                extra.append(f"dtype={self._dtype}")
+            if self.grad_fn is not None:
+                extra.append(f"grad_fn=<{self.grad_fn.name}>")
+            elif self._requires_grad:
+                extra.append("requires_grad=True")
             kind = "fake" if self._device.type != "meta" else "meta"
             return f"{kind}_tensor(size={tuple(self._shape)}, " + ", ".join(extra) + ")"
-        vals = repr(self._backend.to_host(self._data).tolist()) if self.numel() <= 64 else \
-            f"<{self.numel()} values>"
-        return "tensor(" + ", ".join([vals] + extra) + ")"
+        from ._format import tensor_repr
+        return tensor_repr(self)
 
     # -- device / dtype moves --------------------------------------------------------------------
     def to(self, *args, **kwargs):
@@ -763,11 +762,13 @@ class Tensor:
 
     def sum(self, dim=None, keepdim=False, *, dtype=None):
         """Sum over ``dim`` (int, sequence, or all when None); ints and bools sum to int64."""
-        return _O.sum(self, _dims(dim), keepdim, dtype=dtype)
+        return _O.sum(self, _dims(dim), keepdim,
+                      dtype=_dtype.as_dtype(dtype) if dtype is not None else None)
 
     def mean(self, dim=None, keepdim=False, *, dtype=None):
         """Mean over ``dim``; floating inputs (or ``dtype=``) only, as ``torch.mean``."""
-        return _O.mean(self, _dims(dim), keepdim, dtype=dtype)
+        return _O.mean(self, _dims(dim), keepdim,
+                       dtype=_dtype.as_dtype(dtype) if dtype is not None else None)
 
     def amax(self, dim=None, keepdim=False):
         """Maximum over ``dim`` (all dims when None); the gradient is split among ties."""
@@ -778,21 +779,97 @@ class Tensor:
         return _O.amin(self, _dims(dim) or [], keepdim)
 
     def max(self, dim=None, keepdim=False):
-        """Maximum of all elements, or ``(values, indices)`` along ``dim``."""
+        """Maximum of all elements (a 0-dim tensor), or along ``dim`` the named tuple
+        ``(values, indices)`` (``tensorplay.return_types.max``), as ``torch.Tensor.max``; with a
+        Tensor ``dim`` (``x.max(other)``), the elementwise maximum. The gradient of the values
+        goes to the selected index. Empty inputs: torch's ``RuntimeError``/``IndexError``."""
         if dim is None:
             return _O.amax(self, [], False)
-        from ._ops.reduction import max_with_indices
-        return max_with_indices(self, dim, keepdim)
+        if isinstance(dim, Tensor):
+            return _O.maximum(self, dim)
+        from . import return_types
+        return return_types.max(*_O.max(self, dim, keepdim))
 
     def min(self, dim=None, keepdim=False):
-        """Minimum of all elements, or ``(values, indices)`` along ``dim``."""
+        """Minimum of all elements, or ``(values, indices)`` along ``dim``
+        (``tensorplay.return_types.min``), as ``torch.Tensor.min``; see ``max``."""
         if dim is None:
             return _O.amin(self, [], False)
-        return (-(-self).max(dim, keepdim)[0], (-self).max(dim, keepdim)[1])
+        if isinstance(dim, Tensor):
+            return _O.minimum(self, dim)
+        from . import return_types
+        return return_types.min(*_O.min(self, dim, keepdim))
 
     def argmax(self, dim=None, keepdim=False):
-        """Index of the maximum (of the flattened tensor when ``dim`` is None)."""
+        """Index of the maximum (of the flattened tensor when ``dim`` is None); int64."""
         return _O.argmax(self, dim, keepdim)
+
+    def argmin(self, dim=None, keepdim=False):
+        """Index of the minimum (of the flattened tensor when ``dim`` is None); int64."""
+        return _O.argmin(self, dim, keepdim)
+
+    def all(self, dim=None, keepdim=False):
+        """True where every element (over ``dim``, or all) is non-zero; a bool tensor."""
+        return _O.all(self, _dims(dim), keepdim)
+
+    def any(self, dim=None, keepdim=False):
+        """True where some element (over ``dim``, or all) is non-zero; a bool tensor."""
+        return _O.any(self, _dims(dim), keepdim)
+
+    def prod(self, dim=None, keepdim=False, *, dtype=None):
+        """Product over ``dim`` (an int, or all elements when None); ints and bools give int64.
+        The gradient is exact with zeros among the inputs (as torch)."""
+        return _O.prod(self, _dims(dim), keepdim,
+                       dtype=_dtype.as_dtype(dtype) if dtype is not None else None)
+
+    def cumsum(self, dim, *, dtype=None):
+        """Cumulative sum along ``dim``; ints and bools give int64 (as ``torch.cumsum``)."""
+        return _O.cumsum(self, dim, dtype=_dtype.as_dtype(dtype) if dtype is not None else None)
+
+    def sort(self, dim=-1, descending=False, *, stable=False):
+        """``(values, indices)`` sorted along ``dim`` (``tensorplay.return_types.sort``); NaN
+        sorts as the largest value; equal values keep their order (always stable)."""
+        from . import return_types
+        return return_types.sort(*_O.sort(self, dim, descending, stable=stable))
+
+    def argsort(self, dim=-1, descending=False, *, stable=False):
+        """The indices that sort ``self`` along ``dim`` (int64), as ``torch.argsort``."""
+        return _O.argsort(self, dim, descending, stable=stable)
+
+    def gather(self, dim, index, *, sparse_grad=False):
+        """``out[i][j] = self[index[i][j]][j]`` for ``dim=0`` (and so on), as ``torch.gather``:
+        ``index`` is int64 with ``self``'s number of dims; ``RuntimeError`` for an index out of
+        range."""
+        return _O.gather(self, dim, index, sparse_grad=sparse_grad)
+
+    def scatter_add(self, dim, index, src):
+        """A copy of ``self`` with ``src`` added at ``index`` along ``dim`` (as
+        ``torch.scatter_add``; repeated indices accumulate)."""
+        return _O.scatter_add(self, dim, index, src)
+
+    def isnan(self):
+        """Bool tensor: True where the element is NaN."""
+        return _O.isnan(self)
+
+    def isinf(self):
+        """Bool tensor: True where the element is +inf or -inf."""
+        return _O.isinf(self)
+
+    def isfinite(self):
+        """Bool tensor: True where the element is neither NaN nor infinite."""
+        return _O.isfinite(self)
+
+    def floor(self):
+        """Elementwise floor (integer tensors are returned unchanged, as a copy)."""
+        return _O.floor(self)
+
+    def ceil(self):
+        """Elementwise ceiling (integer tensors are returned unchanged, as a copy)."""
+        return _O.ceil(self)
+
+    def round(self, *, decimals=0):
+        """Round to ``decimals`` places, halves to even (as ``torch.round``)."""
+        return _O.round(self, decimals=decimals)
 
     def var(self, dim=None, keepdim=False, *, correction=1, unbiased=None):
         """Variance over ``dim`` with Bessel's ``correction`` (1 by default)."""

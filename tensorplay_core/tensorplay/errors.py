@@ -6,6 +6,8 @@
     ├── ValueError
     │   └── SchemaError            malformed schema string / unsupported annotation
     ├── RuntimeError
+    │   ├── AlreadyDefinedError    an operator (or a namespace's DEF library) defined twice
+    │   │                          (also a ValueError, the type earlier releases raised)
     │   ├── DispatchError          no kernel for a device, mixed devices, ...
     │   ├── OpCheckError           opcheck found failures (carries ``.failures``)
     │   ├── PluginError            a plugin failed to load / conflicts (carries the record)
@@ -22,6 +24,12 @@ from __future__ import annotations
 
 class SchemaError(ValueError):
     """A schema string could not be parsed, or a Python signature cannot be expressed as a schema."""
+
+
+class AlreadyDefinedError(RuntimeError, ValueError):
+    """An operator, or the DEF library of a namespace, is defined a second time while the first is
+    alive (same rule and type as torch.library: ``RuntimeError``). Also a ``ValueError``, the type
+    earlier tensorplay releases raised, so existing ``except ValueError`` code keeps working."""
 
 
 class DispatchError(RuntimeError):

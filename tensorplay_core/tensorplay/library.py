@@ -2,9 +2,8 @@
 
 Entry points: ``custom_op``, ``triton_op``, ``define``, ``impl``, ``register_kernel``,
 ``register_fake``, ``register_autograd``, ``get_kernel``, ``infer_schema``, ``opcheck``,
-``wrap_triton``, ``Library`` and ``CustomOpDef``. Where the owner's documentation
-(``shared/seeds``) or SPEC.md speaks, it wins; elsewhere behaviour follows torch.library
-(PyTorch 2.9), and docstrings say where we differ.
+``wrap_triton``, ``Library`` and ``CustomOpDef``. Behaviour follows torch.library
+(PyTorch 2.9); docstrings say where we differ.
 
 Example::
 
@@ -21,12 +20,23 @@ from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Callable, ParamSpec, TypeVar, overload
 
 from . import _dispatch, _registry
 from ._registry import CustomOpDef, RegistrationHandle, normalize_device_types
 from ._schema import (FunctionSchema, check_schema_matches_mutates, infer_schema,
                       normalize_mutates_args, schema_from_function)
-from .errors import SchemaError
+from .errors import AlreadyDefinedError, SchemaError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ._registry import DeviceTypes
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = ["custom_op", "triton_op", "wrap_triton", "CustomOpDef", "Library", "define", "impl",
            "register_kernel", "register_fake", "register_autograd", "get_kernel", "infer_schema",
@@ -36,7 +46,7 @@ _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _check_name(name, api: str) -> None:
-    """``ValueError`` unless ``name`` is ``"namespace::op"`` (SPEC §3: identifiers, one ``::``)."""
+    """``ValueError`` unless ``name`` is ``"namespace::op"`` (two identifiers joined by one ``::``)."""
     if isinstance(name, str) and _NAME_RE.fullmatch(name):
         return
     extra = ""
@@ -67,14 +77,16 @@ def _site(fn) -> tuple[str | None, str]:
 
 
 def _new_op(qualname, schema, mutates, keys, tags, module, where, api, *, is_triton=False,
-            kernel=None, device_types=None, doc_fn=None):
+            kernel=None, device_types=None, doc_fn=None, defined_by="define"):
     """Create, fill and register one op record, all or nothing.
 
     Everything that can fail (a conflicting definition, an undispatchable device kernel, a kernel
     that cannot bind the schema) is checked before the name is published in the registry, so a
-    failed definition leaves the previous state untouched. A definition from the module that made
-    the existing op replaces it with ``version + 1`` (compiled graphs check versions); from
-    anywhere else it is a ``ValueError`` naming both sites (SPEC §3).
+    failed definition leaves the previous state untouched. Each name is defined once, as in
+    torch.library: a second definition is an ``AlreadyDefinedError`` (a ``RuntimeError``) naming
+    where the first came from. The one exception: ``custom_op`` (``defined_by`` ``"custom_op"``
+    or ``"triton_op"``) over a ``custom_op`` from the same module replaces it with ``version + 1``
+    (edit-and-rerun in a notebook; compiled graphs check versions).
     """
     with _registry._lock:
         old = _registry._OPS.get(qualname)
@@ -85,8 +97,19 @@ def _new_op(qualname, schema, mutates, keys, tags, module, where, api, *, is_tri
                                  f"redefined: built-in operators are provided by the tensorplay "
                                  f"core and the device plugins; pick a name in your own "
                                  f"namespace")
+            old_by = getattr(old, "_defined_by", "define")
+            from_custom_op = old_by in ("custom_op", "triton_op")
+            if not (from_custom_op and defined_by in ("custom_op", "triton_op")):
+                how = (f"close that Library first" if old_by.startswith("Library(") else
+                       f"redefine it with {old_by} from module {old.source}" if from_custom_op
+                       else "it cannot be redefined while it exists")
+                raise AlreadyDefinedError(
+                    f"{api}: operator {qualname!r} is already defined at {old._where} (by "
+                    f"{old_by}, module {old.source}); this definition at {where} (module "
+                    f"{module}) conflicts. Each operator is defined once (same rule as "
+                    f"torch.library): pick another name, or {how}.")
             if old.source != module:
-                raise ValueError(
+                raise AlreadyDefinedError(
                     f"{api}: operator {qualname!r} is already defined at {old._where} (module "
                     f"{old.source}); this definition at {where} (module {module}) conflicts. "
                     f"Pick another name, or redefine it from the same module.")
@@ -99,6 +122,7 @@ def _new_op(qualname, schema, mutates, keys, tags, module, where, api, *, is_tri
                          device_types=keys if device_types is None else device_types,
                          tags=tags, source=module, is_triton=is_triton)
         op._where = where
+        op._defined_by = defined_by
         op.version = version
         op.plugin = _registry._current_owner()
         if doc_fn is not None:
@@ -148,12 +172,22 @@ def _tags(tags, api):
         raise TypeError(f"{api}: tags must be a tag or a sequence of tags, got {tags!r}") from None
 
 
-def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None, tags=(),
-              _is_triton=False):
+@overload
+def custom_op(name: str, fn: None = None, /, *, mutates_args: str | Iterable[str],
+              device_types: DeviceTypes = None, schema: str | None = None,
+              tags: Any = ()) -> Callable[[Callable[_P, _R]], CustomOpDef[_P, _R]]: ...
+
+
+@overload
+def custom_op(name: str, fn: Callable[_P, _R], /, *, mutates_args: str | Iterable[str],
+              device_types: DeviceTypes = None, schema: str | None = None,
+              tags: Any = ()) -> CustomOpDef[_P, _R]: ...
+
+
+def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None, tags=()):
     """Define operator ``name`` (``"ns::op"``) from a Python function; decorator or direct call.
 
-    Same as ``torch.library.custom_op`` (the owner's documentation in ``shared/seeds`` wins where
-    it speaks)::
+    Same as ``torch.library.custom_op``::
 
         @tensorplay.library.custom_op("mylib::weighted_sum", mutates_args=())
         def weighted_sum(x, weight):
@@ -165,8 +199,9 @@ def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None,
 
     * ``name`` -- ``"namespace::op"``: Python identifiers joined by exactly one ``::``.
     * ``fn`` -- the kernel; omit it to get a decorator.
-    * ``mutates_args`` -- required: the names of the parameters the kernel writes, or
-      ``"unknown"`` (every tensor parameter). Eager calls trust it (no per-call check, for speed);
+    * ``mutates_args`` -- required: the names of the parameters the kernel writes (any iterable
+      of names: a tuple, list, set, ``{}``, a dict's keys), or ``"unknown"`` (every tensor
+      parameter). Eager calls trust it (no per-call check, for speed);
       ``opcheck`` verifies it; ``tensorplay.compile`` treats calls with mutated args as barriers.
     * ``device_types`` -- ``"cpu"``, ``"cuda"`` (any case), a list of them, or ``None``/empty/
       ``"default"``/``CompositeExplicitAutograd``/``CompositeImplicitAutograd`` for the
@@ -188,13 +223,26 @@ def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None,
       naming unknown or non-tensor parameters, or disagreeing with ``schema``; ``schema`` naming
       another op; a schema that is malformed (``SchemaError``) or cannot be inferred; an unknown
       device spelling; a device-specific kernel on an op with no tensor arguments and no ``device``
-      parameter (CASES C06); ``fn`` unable to take the op's parameters (CASES C10); ``name``
+      parameter; ``fn`` unable to take the op's parameters; ``name``
       already defined by another module (message names both sites) or a built-in.
     * ``TypeError`` -- ``fn`` is not callable; ``device_types`` is not a spelling or an iterable.
 
-    Redefining ``name`` from the module that defined it replaces the op; the new record's
-    ``version`` is one higher, so graphs compiled against the old definition are rebuilt.
+    Typing: the op is a ``CustomOpDef[P, R]`` carrying ``fn``'s parameters and return type, so
+    type checkers check calls of the op as calls of ``fn``.
+
+    Redefining ``name`` with ``custom_op`` from the module whose ``custom_op`` defined it
+    replaces the op; the new record's ``version`` is one higher, so graphs compiled against the
+    old definition are rebuilt. Any other second definition (over an op made by ``define`` or a
+    ``Library``, or from another module) raises ``AlreadyDefinedError`` (a ``RuntimeError``, and
+    a ``ValueError`` for older code) naming where the first came from.
     """
+    return _custom_op(name, fn, mutates_args=mutates_args, device_types=device_types,
+                      schema=schema, tags=tags, is_triton=False)
+
+
+def _custom_op(name, fn, *, mutates_args, device_types, schema, tags, is_triton):
+    """``custom_op``/``triton_op`` (``is_triton``): see ``custom_op``."""
+    _is_triton = is_triton
     api = f"{'triton_op' if _is_triton else 'custom_op'}({name!r})"
     _check_name(name, api)
     if fn is not None and not callable(fn):
@@ -202,6 +250,10 @@ def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None,
                         f"decorator, omit fn")
     keys = normalize_device_types(device_types, api)
     tags = _tags(tags, api)
+    if not isinstance(mutates_args, str) and isinstance(mutates_args, Iterable):
+        # any iterable of names, as torch accepts (torch's own tests write ``{}``); taken once,
+        # so a generator is not exhausted by the first of the checks below
+        mutates_args = tuple(mutates_args)
 
     def inner(f):
         if not callable(f):
@@ -215,16 +267,27 @@ def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None,
             sch = schema_from_function(f, mutates_args=mutates, op_name=name, api=api)
         module, where = _site(f)
         return _new_op(name, sch, mutates, keys, tags, module, where, api, is_triton=_is_triton,
-                       kernel=f, doc_fn=f)
+                       kernel=f, doc_fn=f,
+                       defined_by="triton_op" if _is_triton else "custom_op")
 
     return inner if fn is None else inner(fn)
+
+
+@overload
+def triton_op(name: str, fn: None = None, /, *, mutates_args: str | Iterable[str],
+              schema: str | None = None) -> Callable[[Callable[_P, _R]], CustomOpDef[_P, _R]]: ...
+
+
+@overload
+def triton_op(name: str, fn: Callable[_P, _R], /, *, mutates_args: str | Iterable[str],
+              schema: str | None = None) -> CustomOpDef[_P, _R]: ...
 
 
 def triton_op(name, fn=None, /, *, mutates_args, schema=None):
     """Define an op whose kernels launch Triton kernels through ``wrap_triton``.
 
     Same arguments and errors as ``custom_op`` (``fn`` is the device-agnostic kernel) and same as
-    ``torch.library.triton_op``. ``schema`` is honoured exactly (CASES C12), e.g.
+    ``torch.library.triton_op``. ``schema`` is honoured exactly, e.g.
     ``schema="(Tensor x, bool want) -> (Tensor, Tensor?)"`` on an unannotated function. The op is
     flagged ``op.is_triton``: ``tensorplay.compile`` keeps it as one opaque node and never traces
     into the launches. Unless ``register_fake`` gives one, its fake kernel is its own body run on
@@ -232,13 +295,14 @@ def triton_op(name, fn=None, /, *, mutates_args, schema=None):
     plugin). The kernels must only mutate arguments listed in ``mutates_args``.
     """
     def inner(f):
-        return custom_op(name, f, mutates_args=mutates_args, schema=schema, _is_triton=True)
+        return _custom_op(name, f, mutates_args=mutates_args, device_types=None, schema=schema,
+                          tags=(), is_triton=True)
     if fn is not None and not callable(fn):
         raise TypeError(f"triton_op({name!r}): fn must be a function, got {fn!r}")
     return inner if fn is None else inner(fn)
 
 
-def wrap_triton(kernel, /, **options):
+def wrap_triton(kernel: Any, /, **options: Any) -> Any:
     """Mark a Triton kernel as launchable from within a ``triton_op``: ``wrap_triton(k)[grid](*args)``.
 
     Accepts a ``triton.runtime.jit.JITFunction`` (the ``@triton.jit`` result), an autotuned kernel,
@@ -290,22 +354,25 @@ def _check_lib(lib, api, ns=None, *, defining=False):
                          f"Library({lib.ns!r}, 'DEF') or Library({lib.ns!r}, 'FRAGMENT')")
 
 
-def define(qualname, schema=None, *, lib=None, tags=()):
+def define(qualname: str, schema: str | None = None, *, lib: Library | None = None,
+           tags: Any = ()) -> CustomOpDef[..., Any]:
     """Create operator ``qualname`` from a schema string if it is absent (same as
     ``torch.library.define``).
 
     ``qualname`` is ``"ns::op"`` with ``schema="(Tensor x) -> Tensor"``, or the full
-    ``"ns::op(Tensor x) -> Tensor"`` with ``schema`` omitted (the owner's documentation). Written
+    ``"ns::op(Tensor x) -> Tensor"`` with ``schema`` omitted. Written
     arguments (``Tensor(a!)``) become ``op.mutates_args``. The op has no kernel yet: attach them
     with ``impl``, ``register_kernel`` or ``Library(ns, "IMPL").impl``; a call before that raises
     ``DispatchError`` listing what is registered. With ``lib``, closing that library removes the op.
 
-    Returns the ``CustomOpDef``; defining the same name with the same schema again returns the
-    existing op. A different schema from the module that defined it replaces it (``version + 1``).
+    Returns the ``CustomOpDef``. Each operator is defined once, as in torch.library: defining a
+    name that exists (through ``define``, a ``Library``, or ``custom_op``) raises
+    ``AlreadyDefinedError`` (a ``RuntimeError``) naming where the first definition came from;
+    close the ``Library`` that defined it first to define it again.
 
     Raises ``ValueError`` for a bad name, no schema, a schema given twice or naming another op,
-    a malformed schema (``SchemaError``), a name defined by another module (naming both sites),
-    or a ``lib`` of another namespace / of kind ``"IMPL"``; ``TypeError`` for non-string arguments.
+    a malformed schema (``SchemaError``), or a ``lib`` of another namespace / of kind ``"IMPL"``;
+    ``TypeError`` for non-string arguments.
     """
     api = f"define({qualname!r})"
     if not isinstance(qualname, str):
@@ -332,14 +399,22 @@ def define(qualname, schema=None, *, lib=None, tags=()):
     tags = _tags(tags, api)
     module, where = _site(None)
     with _registry._lock:
-        existing = _registry._OPS.get(sch.qualname)
-        if existing is not None and existing.schema == sch and not existing.is_builtin:
-            return existing
-        op = _new_op(sch.qualname, sch, sch.mutated_args, (), tags, module, where, api)
+        op = _new_op(sch.qualname, sch, sch.mutated_args, (), tags, module, where, api,
+                     defined_by="define" if lib is None else f"Library({lib.ns!r}, {lib.kind!r})")
     if lib is not None:
         lib._handles.append(RegistrationHandle(lambda: _registry.unregister_op(op)))
         lib._ops.append(op.name)
     return op
+
+
+@overload
+def impl(qualname: str | CustomOpDef[..., Any], types: DeviceTypes, func: None = None, /, *,
+         lib: Library | None = None) -> Callable[[_F], _F]: ...
+
+
+@overload
+def impl(qualname: str | CustomOpDef[..., Any], types: DeviceTypes, func: _F, /, *,
+         lib: Library | None = None) -> _F: ...
 
 
 def impl(qualname, types, func=None, /, *, lib=None):
@@ -360,6 +435,16 @@ def impl(qualname, types, func=None, /, *, lib=None):
     return op.register_kernel(types, func, _lib=lib)
 
 
+@overload
+def register_kernel(op: str | CustomOpDef[..., Any], device_types: DeviceTypes, func: None = None,
+                    /, *, lib: Library | None = None) -> Callable[[_F], _F]: ...
+
+
+@overload
+def register_kernel(op: str | CustomOpDef[..., Any], device_types: DeviceTypes, func: _F, /, *,
+                    lib: Library | None = None) -> _F: ...
+
+
 def register_kernel(op, device_types, func=None, /, *, lib=None):
     """Register ``func`` as the kernel of ``op`` (a ``CustomOpDef`` or ``"ns::op"``) for
     ``device_types``; ``None``/empty iterable/composite spellings mean the device-agnostic slot.
@@ -367,12 +452,22 @@ def register_kernel(op, device_types, func=None, /, *, lib=None):
 
     A kernel for a concrete device wins over the device-agnostic one for calls on that device.
     Raises ``LookupError`` for an unknown op name, ``ValueError`` for a bad spelling or a ``func``
-    whose signature cannot take the op's parameters (CASES C10), ``TypeError`` for a bad ``op``.
+    whose signature cannot take the op's parameters, ``TypeError`` for a bad ``op``.
     """
     api = f"register_kernel({op!r})"
     o = _resolve(op, api)
     _check_lib(lib, api, o.namespace)
     return o.register_kernel(device_types, func, _lib=lib)
+
+
+@overload
+def register_fake(op: str | CustomOpDef[..., Any], func: None = None, /, *,
+                  lib: Library | None = None, _stacklevel: int = 1) -> Callable[[_F], _F]: ...
+
+
+@overload
+def register_fake(op: str | CustomOpDef[..., Any], func: _F, /, *, lib: Library | None = None,
+                  _stacklevel: int = 1) -> _F: ...
 
 
 def register_fake(op, func=None, /, *, lib=None, _stacklevel=1):
@@ -382,12 +477,24 @@ def register_fake(op, func=None, /, *, lib=None, _stacklevel=1):
     The fake kernel receives fake tensors (shape, dtype, device, strides; no data) and returns fake
     outputs with the metadata the real kernel would produce. Raises ``LookupError`` for an unknown
     op, ``ValueError`` when ``func``'s signature cannot take the op's parameters (checked at
-    registration, naming the missing parameter: CASES C10).
+    registration, naming the missing parameter).
     """
     api = f"register_fake({op!r})"
     o = _resolve(op, api)
     _check_lib(lib, api, o.namespace)
     return o.register_fake(func, _lib=lib)
+
+
+@overload
+def register_autograd(op: str | CustomOpDef[..., Any], backward: None = None, /, *,
+                      setup_context: Callable[..., Any] | None = None,
+                      lib: Library | None = None) -> Callable[[_F], _F]: ...
+
+
+@overload
+def register_autograd(op: str | CustomOpDef[..., Any], backward: _F, /, *,
+                      setup_context: Callable[..., Any] | None = None,
+                      lib: Library | None = None) -> _F: ...
 
 
 def register_autograd(op, backward=None, /, *, setup_context=None, lib=None):
@@ -399,7 +506,7 @@ def register_autograd(op, backward=None, /, *, setup_context=None, lib=None):
     kernel written with tensorplay ops is differentiated through its body. Raises ``LookupError``
     for an unknown op, ``ValueError`` when ``backward``/``setup_context`` is not callable or has
     the wrong signature, or the op mutates its inputs (same rule as torch). Returns ``backward``;
-    with ``backward`` omitted, a decorator (SPEC §3: "directly or as decorators").
+    with ``backward`` omitted, a decorator.
     """
     api = f"register_autograd({op!r})"
     o = _resolve(op, api)
@@ -407,8 +514,8 @@ def register_autograd(op, backward=None, /, *, setup_context=None, lib=None):
     return o.register_autograd(backward, setup_context=setup_context, _lib=lib)
 
 
-def get_kernel(op, dispatch_key):
-    """The kernel registered for exactly ``dispatch_key`` (the owner's documentation).
+def get_kernel(op: str | CustomOpDef[..., Any], dispatch_key: str) -> Callable[..., Any]:
+    """The kernel registered for exactly ``dispatch_key``.
 
     ``op``: a ``CustomOpDef`` or ``"ns::op"``. ``dispatch_key``: ``"cpu"``, ``"cuda"`` (any case),
     ``"default"`` or a composite spelling (the device-agnostic slot). A concrete key does not fall
@@ -438,10 +545,12 @@ def fallthrough_kernel(*args, **kwargs):
                               "tensorplay; register a real kernel")
 
 
-def opcheck(op, args, kwargs=None, *, test_utils="DEFAULT", raise_exception=True, atol=None,
-            rtol=None):
+def opcheck(op: str | CustomOpDef[..., Any], args: tuple[Any, ...],
+            kwargs: dict[str, Any] | None = None, *, test_utils: str | Sequence[str] = "DEFAULT",
+            raise_exception: bool = True, atol: float | None = None,
+            rtol: float | None = None) -> dict[str, Any]:
     """Check that ``op`` is registered correctly on one sample; see
-    ``tensorplay.testing.opcheck.opcheck`` (SPEC §3, same idea as ``torch.library.opcheck``).
+    ``tensorplay.testing.opcheck.opcheck`` (same idea as ``torch.library.opcheck``).
 
     Returns ``{test name: failure}`` (empty: all passed); with ``raise_exception`` a failure raises
     ``OpCheckError`` carrying that mapping. The caller's tensors are never mutated.
@@ -460,10 +569,12 @@ class Library:
     and the module-level functions given ``lib=``) is undone by ``_destroy()`` (alias ``close()``,
     also on ``with`` exit), newest first.
 
-    Raises ``ValueError`` for an unknown kind, a namespace that is not an identifier, the
-    reserved namespace ``"tp"`` (built-ins come from the core and device plugins), or a second
-    open DEF library of a namespace (naming where the first was created); a closed library refuses
-    further registrations (``RuntimeError``).
+    Raises ``ValueError`` for an unknown kind, a namespace that is not an identifier, or the
+    reserved namespace ``"tp"`` (built-ins come from the core and device plugins);
+    ``AlreadyDefinedError`` (a ``RuntimeError`` as in torch, also a ``ValueError``) for a second
+    open DEF library of a namespace, naming where the first was created; a closed library refuses
+    further registrations (``RuntimeError``). A library opened by a plugin that then fails to load
+    is closed by the plugin's rollback.
 
     Where we differ from torch: a library is *not* closed when it is garbage-collected (torch
     registers a finalizer, so ``Library("ns", "IMPL").impl(...)`` on a temporary silently undoes
@@ -480,7 +591,7 @@ class Library:
 
     _live_defs: dict = {}
 
-    def __init__(self, ns: str, kind: str, dispatch_key: str = ""):
+    def __init__(self, ns: str, kind: str, dispatch_key: str = "") -> None:
         if kind not in ("DEF", "FRAGMENT", "IMPL"):
             raise ValueError(f"Library({ns!r}, {kind!r}): kind must be 'DEF', 'FRAGMENT' or "
                              f"'IMPL'")
@@ -503,11 +614,14 @@ class Library:
             with _registry._lock:
                 other = Library._live_defs.get(ns)
                 if other is not None:
-                    raise ValueError(
+                    raise AlreadyDefinedError(
                         f"Library({ns!r}, 'DEF'): namespace {ns!r} already has a DEF library "
                         f"(created at {other._where}); use kind='FRAGMENT' to add ops to it, or "
                         f"close the other one first")
                 Library._live_defs[ns] = self
+        # opened while a plugin loads: if that plugin fails, its rollback closes this library
+        # (releasing the namespace and everything registered through it)
+        _registry._record(RegistrationHandle(self._destroy))
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
@@ -517,7 +631,7 @@ class Library:
         if self._closed:
             raise RuntimeError(f"{api}: {self!r} was closed; create a new Library to register")
 
-    def define(self, schema: str, alias_analysis: str = "", *, tags=()):
+    def define(self, schema: str, alias_analysis: str = "", *, tags: Any = ()) -> str:
         """Define ``<ns>::<name>`` from ``"name(Tensor x) -> Tensor"`` (a name already carrying
         this namespace is accepted) and return the qualified name, as torch does.
         ``alias_analysis`` is accepted for torch compatibility and ignored (aliasing comes from
@@ -535,7 +649,8 @@ class Library:
         op = define(text, lib=self, tags=tags)
         return op.name
 
-    def impl(self, op_name, fn, dispatch_key: str = "", *, with_keyset: bool = False):
+    def impl(self, op_name: str | CustomOpDef[..., Any], fn: Callable[..., Any],
+             dispatch_key: str = "", *, with_keyset: bool = False) -> None:
         """Attach ``fn`` as the kernel of ``op_name`` (``"op"`` in this namespace, ``"ns::op"`` or
         a ``CustomOpDef``) for ``dispatch_key`` (default: the library's key, else the
         device-agnostic slot). ``"Meta"`` registers the fake kernel; autograd keys are refused
@@ -587,9 +702,9 @@ class Library:
 
     close = _destroy
 
-    def __enter__(self):
+    def __enter__(self) -> Library:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> bool:
         self._destroy()
         return False

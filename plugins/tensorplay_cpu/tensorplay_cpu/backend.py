@@ -1,22 +1,102 @@
 """The cpu backend: NumPy arrays as storage; built-in kernels are the core's reference kernels
-bound to NumPy's array-API namespace (array-api-compat)."""
+bound to NumPy's array-API namespace.
+
+The namespace is NumPy's own main namespace on NumPy >= 2.1 (it carries nearly every array-API
+function the reference kernels use: ``astype``, ``concat``, ``pow``, ``permute_dims`` ...; the
+two whose signatures differ, ``sort``/``argsort`` with ``descending``, are added), so the first cpu
+op imports nothing but numpy. ``array_api_compat.numpy`` is imported only on an older NumPy, where
+it supplies the missing names (it pulls in ``numpy.testing``, ``unittest`` and ``numpy.f2py``:
+about 0.3 s on a cold start).
+
+``bfloat16`` tensors are NumPy arrays of ``ml_dtypes.bfloat16`` (imported on first bf16 use, not
+before). NumPy has no bf16 arithmetic of its own, so built-in ops compute on bf16 inputs in
+float32 and round the result back (``tensorplay._kernels.lowp``), as torch does on cpu.
+"""
 
 from __future__ import annotations
 
-import array_api_compat.numpy as xp_numpy
+import types
+
 import numpy as np
 
 from tensorplay._backend import ArrayBackend
+from tensorplay._kernels import lowp
+
+
+def _namespace():
+    """NumPy's own namespace with the array-API signatures it lacks added (``sort``/``argsort``
+    take ``descending``/``stable``), as a module object: attribute look-ups stay dict look-ups.
+    On NumPy < 2.1 (no ``np.astype``), array-api-compat's namespace instead."""
+    if not all(hasattr(np, n) for n in ("astype", "concat", "pow", "permute_dims", "bool")):
+        import array_api_compat.numpy as xp_numpy    # old NumPy: the compat layer fills the gaps
+        return xp_numpy
+    ns = types.ModuleType("tensorplay_cpu.xp", "NumPy's namespace, array-API signatures")
+    ns.__dict__.update({k: v for k, v in np.__dict__.items() if not k.startswith("__")})
+
+    def argsort(x, /, *, axis=-1, descending=False, stable=True):
+        kind = "stable" if stable else None
+        if not descending:
+            return np.argsort(x, axis=axis, kind=kind)
+        # NumPy has no descending sort: sort the flipped array and map the indices back, which
+        # keeps equal elements in their original order (a stable descending sort)
+        res = np.flip(np.argsort(np.flip(x, axis=axis), axis=axis, kind=kind), axis=axis)
+        return (x.shape[axis] - 1) - res
+
+    def sort(x, /, *, axis=-1, descending=False, stable=True):
+        kind = "stable" if stable else None
+        r = np.sort(x, axis=axis, kind=kind)
+        return np.flip(r, axis=axis) if descending else r
+
+    ns.argsort, ns.sort = argsort, sort
+    return ns
+
+
+def bfloat16_dtype(device_type: str):
+    """``numpy.dtype(ml_dtypes.bfloat16)``; raises ``TypeError`` naming the fix without it."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise TypeError(f"{device_type}: bfloat16 needs the ml_dtypes package (pip install "
+                        f"ml_dtypes); use float16 or float32 meanwhile") from None
+    return np.dtype(ml_dtypes.bfloat16)
 
 
 class CPUBackend(ArrayBackend):
     device_type = "cpu"
     np = np
-    xp = xp_numpy
+    xp = _namespace()
+
+    _lowp_enabled = False      # set by tensorplay._kernels.lowp.enable on first bf16 use
 
     def __init__(self):
         super().__init__()
         self._rng = np.random.default_rng()
+
+    def native_dtype(self, dt):
+        r = self._native_cache.get(dt)
+        if r is None:
+            if dt.name == "bfloat16":
+                r = self._native_cache[dt] = bfloat16_dtype(self.device_type)
+                lowp.enable(self)
+                return r
+            return ArrayBackend.native_dtype(self, dt)
+        return r
+
+    def dtype_of(self, arr):
+        nd = arr.dtype
+        r = self._dtype_cache.get(nd)
+        if r is None:
+            r = ArrayBackend.dtype_of(self, arr)
+            if r.name == "bfloat16":            # a bf16 array from outside (from_numpy)
+                lowp.enable(self)
+        return r
+
+    def kernels(self) -> dict:
+        if self._kernels is None:
+            from tensorplay._kernels import xp as ref
+            k = ref.bind(self.xp, self)
+            self._kernels = lowp.wrap_kernels(k, self) if self._lowp_enabled else k
+        return self._kernels
 
     def as_strided(self, root, shape, stride, offset):
         item = root.dtype.itemsize
@@ -29,16 +109,22 @@ class CPUBackend(ArrayBackend):
         return arr.__array_interface__["data"][0]
 
     def from_host(self, obj, dtype, device):
-        if dtype is not None and dtype.name == "bfloat16":
-            raise TypeError("cpu: bfloat16 is not supported by numpy; use float16 or float32")
-        return np.array(obj, dtype=self.native_dtype(dtype) if dtype is not None else None,
-                        copy=True)
+        nd = self.native_dtype(dtype) if dtype is not None else None
+        return np.array(obj, dtype=nd, copy=True)
 
     def to_host(self, arr):
         return arr
 
     def from_dlpack(self, obj):
-        return np.from_dlpack(obj)
+        arr = np.from_dlpack(obj)
+        if not arr.flags.writeable:
+            # NumPy 1.x marks every DLPack import read-only (DLPack < 1.0 had no flag for it): a
+            # NumPy array, or a cpu tensor (whose data is one), is shared as itself instead.
+            from tensorplay import Tensor
+            src = obj._data if isinstance(obj, Tensor) else obj
+            if isinstance(src, np.ndarray) and src.flags.writeable:
+                return src
+        return arr
 
     def manual_seed(self, seed: int) -> None:
         self._rng = np.random.default_rng(seed)

@@ -30,9 +30,13 @@ from __future__ import annotations
 import contextlib
 import threading
 
-from tensorplay._backend import ArrayBackend
+from tensorplay._backend import (_CONTIG_CACHE, _TENSOR_CLS, ArrayBackend, Storage,
+                                 contiguous_strides_cached)
 from tensorplay._device import Device
+from tensorplay._kernels import lowp
 from tensorplay.errors import DeviceUnavailableError, DispatchError
+
+from . import eager as _eager
 
 try:
     import array_api_compat.cupy as _xp_cupy
@@ -44,9 +48,11 @@ except Exception as _e:  # noqa: BLE001 - any import failure makes the device un
     _IMPORT_ERROR = _e
 
 _NOOP = contextlib.nullcontext()
+_ndarray = cupy.ndarray if cupy is not None else None
 
-_FIX = ("tensorplay-cuda needs CuPy for CUDA 13 (pip install cupy-cuda13x) and an NVIDIA GPU "
-        "whose driver supports it; use device='cpu' meanwhile")
+_FIX = ("tensorplay-cuda needs one CuPy matching the driver's CUDA version (pip install "
+        "'tensorplay-cuda[cuda13]' for cupy-cuda13x, or '[cuda12]' for cupy-cuda12x) and an "
+        "NVIDIA GPU; use device='cpu' meanwhile")
 
 
 class CUDABackend(ArrayBackend):
@@ -59,6 +65,7 @@ class CUDABackend(ArrayBackend):
     device_type = "cuda"
     np = cupy
     xp = _xp_cupy
+    _lowp_enabled = False      # set by tensorplay._kernels.lowp.enable on first bf16 use
 
     def __init__(self):
         super().__init__()
@@ -71,6 +78,10 @@ class CUDABackend(ArrayBackend):
     def is_available(self) -> tuple[bool, str]:
         """``(usable, reason)``: CuPy imports and sees at least one GPU. Never raises; does not
         create a CUDA context or allocate memory (asks only for the device count)."""
+        from ._cupy_install import installed_problem
+        problem = installed_problem()       # none or several CuPy wheels: say so, not CuPy's noise
+        if problem is not None:
+            return False, f"{problem}; use device='cpu' meanwhile"
         if _IMPORT_ERROR is not None:
             return False, (f"CuPy could not be imported ({type(_IMPORT_ERROR).__name__}: "
                            f"{_IMPORT_ERROR}); {_FIX}")
@@ -129,6 +140,47 @@ class CUDABackend(ArrayBackend):
             return _NOOP
         return cupy.cuda.Device(i)
 
+    def guard_kernel(self, op, fn):
+        """The kernel the dispatcher binds for custom op ``op`` on ``cuda`` (called when the op's
+        dispatch table is built, never per call).
+
+        With one visible GPU there is no other device to switch to: ``fn`` itself (no cost).
+        With several, a wrapper that finds the cuda tensor arguments (also inside lists and
+        keyword arguments), refuses a call mixing ``cuda:i`` and ``cuda:j`` with a
+        ``DispatchError`` naming both, and runs ``fn`` with the tensors' GPU current
+        (``device_guard``), like the built-in ops and ``wrap_triton`` launches.
+        """
+        if self.device_count() < 2:
+            return fn
+        guard = self.device_guard
+        name = op.name
+
+        def device_of(args, kwargs):
+            dev = None
+            for a in (*args, *kwargs.values()):
+                items = a if a.__class__ in (list, tuple) else (a,)
+                for t in items:
+                    d = getattr(t, "_device", None)
+                    if d is None or d.type != "cuda" or getattr(t, "_dkey", None) is None:
+                        continue
+                    if dev is None:
+                        dev = d
+                    elif (d.index or 0) != (dev.index or 0):
+                        raise DispatchError(
+                            f"{name}: expected all tensors on one device, found tensors on "
+                            f"{dev} and {d}. Move them with .to({str(dev)!r}) first.")
+            return dev
+
+        def guarded(*args, **kwargs):
+            dev = device_of(args, kwargs)
+            if dev is None:
+                return fn(*args, **kwargs)
+            with guard(dev):
+                return fn(*args, **kwargs)
+        guarded.__wrapped__ = fn
+        guarded.__name__ = getattr(fn, "__name__", "kernel")
+        return guarded
+
     def align_device(self, t, device, api: str):
         """Called by the generated adapter when a tensor argument ``t`` is not on ``device`` (the
         first tensor argument's). A 0-dim cpu tensor is copied to ``device`` (torch lets cpu
@@ -140,14 +192,104 @@ class CUDABackend(ArrayBackend):
             f"{api}: expected all tensors on one device, found tensors on {device} and "
             f"{t._device}. Move them with .to({str(device)!r}) first.")
 
+    # -- dtypes ---------------------------------------------------------------------------------
+    def native_dtype(self, dt):
+        """CuPy dtype of tensorplay dtype ``dt``; bfloat16 is ``ml_dtypes.bfloat16`` (CuPy 14
+        computes on it; imported on first use). Raises ``TypeError`` naming the fix."""
+        r = self._native_cache.get(dt)
+        if r is None:
+            if dt.name == "bfloat16":
+                try:
+                    import ml_dtypes
+                except ImportError:
+                    raise TypeError("cuda: bfloat16 needs the ml_dtypes package (pip install "
+                                    "ml_dtypes); use float16 or float32 meanwhile") from None
+                r = self._native_cache[dt] = numpy.dtype(ml_dtypes.bfloat16)
+                lowp.enable(self)
+                return r
+            return ArrayBackend.native_dtype(self, dt)
+        return r
+
+    def dtype_of(self, arr):
+        nd = arr.dtype
+        r = self._dtype_cache.get(nd)
+        if r is None:
+            r = ArrayBackend.dtype_of(self, arr)
+            if r.name == "bfloat16":            # a bf16 array from outside (from_dlpack)
+                lowp.enable(self)
+        return r
+
+    def kernels(self) -> dict:
+        """The reference kernels on CuPy, bf16-correct once bf16 is in use (float32 opmath),
+        with the elementwise ops' large-tensor path on generated Triton kernels (``eager``)."""
+        if self._kernels is None:
+            from tensorplay._kernels import xp as ref
+            k = ref.bind(self.xp, self)
+            if self._lowp_enabled:
+                k = lowp.wrap_kernels(k, self)
+            self._kernels = _eager.accelerate(k, self)
+        return self._kernels
+
+    def fuse_elementwise(self, expr):
+        """``tensorplay.compile``'s fuser on cuda: one generated Triton kernel per chain when
+        tensorplay-triton is installed (``triton_fusion``), else one ``cupy.ElementwiseKernel``
+        (``cupy_fusion``); per call, whatever the Triton generator declines (dtypes, layout) runs
+        on the CuPy fuser, and what that declines on the reference kernels (generic fuser)."""
+        from tensorplay._fusion import generic_fuser
+
+        from .cupy_fusion import cupy_fuser
+        tc = None
+        if _eager.triton_available():
+            from .triton_fusion import TritonChain, Unsupported
+            try:
+                tc = TritonChain(expr, self)
+            except Unsupported:
+                tc = None
+        cf = cupy_fuser(expr, self)
+        gf = generic_fuser(expr, self)
+
+        def run(arrays):
+            if tc is not None:
+                r = _eager.run_chain(tc, arrays)
+                if r is not None:
+                    return r
+            if cf is not None:
+                return cf(arrays)
+            return gf(arrays)
+        run.triton = tc
+        run.cupy = cf
+        return run
+
     # -- tensors --------------------------------------------------------------------------------
     def wrap(self, arr, device):
         """Tensor on ``device`` owning CuPy array ``arr`` (copied to a contiguous array on the
         current device if it is not contiguous: callers run under ``device_guard(device)``).
-        ``cuda`` without an index takes the array's own device."""
+        ``cuda`` without an index takes the array's own device.
+
+        The per-op path: CuPy's ``_c_contiguous`` attribute instead of ``flags`` (which builds
+        an object per call), and no generic checks."""
+        if arr.__class__ is not _ndarray:
+            if not isinstance(arr, cupy.ndarray):
+                arr = cupy.asarray(arr)
         if device.index is None:
-            device = Device("cuda", arr.device.id if isinstance(arr, cupy.ndarray) else 0)
-        return ArrayBackend.wrap(self, arr, device)
+            device = Device("cuda", arr.device.id)
+        if not arr._c_contiguous:
+            arr = cupy.ascontiguousarray(arr)
+        Tensor = _TENSOR_CLS[0]
+        if Tensor is None:
+            return ArrayBackend.wrap(self, arr, device)
+        t = Tensor.__new__(Tensor)
+        shape = arr.shape
+        nd = arr.dtype
+        dt = self._dtype_cache.get(nd)
+        if dt is None:
+            dt = self.dtype_of(arr)
+        st = _CONTIG_CACHE.get(shape)
+        if st is None:
+            st = contiguous_strides_cached(shape)
+        t._init_real(Storage(arr, arr.size * nd.itemsize, self), arr, shape, st, 0, dt, device,
+                     self)
+        return t
 
     def wrap_shared(self, arr, device):
         """Tensor sharing CuPy array ``arr``'s memory (``from_dlpack``); the copy made for a

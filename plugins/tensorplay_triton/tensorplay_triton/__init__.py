@@ -3,20 +3,30 @@
 * ``wrap_triton(kernel)[grid](*args, **kwargs)`` launches a ``@triton.jit`` / ``@triton.autotune``
   kernel on tensorplay tensors (``tensorplay.library.wrap_triton`` forwards here); use it inside
   ``tensorplay.library.triton_op`` bodies.
+* **The rule: the tensors' device picks the mode, per launch.** cpu tensors always run through
+  Triton's interpreter; cuda tensors always run the compiled kernel. Whatever was imported first,
+  and with no environment variable: a plain ``@triton.jit`` kernel serves both devices, Triton's
+  helpers called inside kernels (``tl.sum``, ``tl.max``, ...) included. (A kernel decorated while
+  ``TRITON_INTERPRET=1`` was set is an ``InterpretedFunction``, which has no compiled form: it is
+  interpreted on both devices, cuda memory round-tripping through the host.)
 * **cuda**: compiled kernels launch on the tensors' device and CuPy's current stream through a
   CuPy-backed Triton driver (``install_driver()``; installed automatically before the first launch).
-  PyTorch need not be importable.
-* **cpu**: kernels run through Triton's interpreter. The interpreter is chosen when a kernel is
-  *decorated*, so ``TRITON_INTERPRET=1`` must be in the environment before the module that defines
-  the kernels is imported (e.g. at the top of ``conftest.py``, or in the environment of the
-  process). A compiled kernel given cpu tensors raises an error saying so. Interpreted kernels also
-  accept cuda tensors (their memory round-trips through the host).
+  PyTorch need not be importable, and a launch never imports it even when it is installed.
+* **cpu**: Triton's interpreter, made to accept what compiled kernels accept: loops bounded by scalar
+  arguments on NumPy >= 2.4, float scalars as ``fp32`` (``eps.to(tl.float32)``), and the
+  ``triton.language.extra.libdevice`` math functions (evaluated with NumPy).
+* ``jit(fn)``: ``triton.jit`` that always gives a ``JITFunction`` (``TRITON_INTERPRET`` ignored), for
+  kernels generated at run time (tensorplay-cuda's fuser): ``wrap_triton`` then interprets them on
+  cpu and compiles them on cuda, like any ``@triton.jit`` kernel decorated without the variable.
+* Custom grid-indexable launchers are handed the user's tensors unchanged.
+* A raw ``kernel[grid](...)`` launch on tensorplay tensors is not supported: use ``wrap_triton``
+  (interpreted raw launches raise a ``TypeError`` saying so).
 
-Importing this module is cheap: it imports neither triton, numpy nor cupy (SPEC §1); they are
+Importing this module is cheap: it imports neither triton, numpy nor cupy; they are
 imported on the first ``wrap_triton`` call.
 
-Tested with Triton 3.6 (pinned in ``pyproject.toml``): the driver and the interpreter adapters use
-Triton internals.
+Tested with Triton 3.6.0, 3.7.0, 3.7.1, 3.8.0 and 3.9.0 (pinned in ``pyproject.toml``; ``nox -s
+triton_versions``): the driver and the interpreter path use Triton internals.
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ __all__ = [
     "block_torch",
     "install_driver",
     "interpreter_enabled",
+    "jit",
     "wrap_triton",
 ]
 
@@ -52,6 +63,14 @@ def wrap_triton(kernel, *, strided=()):
 _WT = [None]
 
 
+def jit(fn=None, **options):
+    """Same as ``triton.jit`` but always a ``JITFunction`` (``TRITON_INTERPRET`` ignored), so that
+    ``wrap_triton`` picks interpreter or compiler per launch from the tensors' device; for kernels
+    generated at run time. See ``tensorplay_triton._interp.jit``."""
+    from ._interp import jit as j
+    return j(fn, **options)
+
+
 def install_driver():
     """Install the CuPy-backed Triton CUDA driver now (``triton.runtime.driver.set_active``).
 
@@ -61,13 +80,16 @@ def install_driver():
     """
     from . import _wrap
     from ._driver import install_cuda_driver
+    _wrap._no_torch_import()         # before any launch: Triton's specialisation would import torch
     drv = install_cuda_driver()
     _wrap._DRIVER[0] = drv
     return drv
 
 
 def interpreter_enabled() -> bool:
-    """True when ``TRITON_INTERPRET`` is set now, i.e. kernels decorated from now on are interpreted."""
+    """True when ``TRITON_INTERPRET`` is set now, i.e. kernels decorated from now on are
+    ``InterpretedFunction``s (interpreted on every device). Not needed to run kernels on cpu:
+    ``wrap_triton`` interprets every cpu launch anyway."""
     return os.environ.get("TRITON_INTERPRET", "").strip().lower() in ("1", "true", "on", "yes")
 
 
@@ -86,5 +108,5 @@ def __getattr__(name):
 
 @hookimpl
 def tensorplay_register_ops(registrar):
-    """The plugin defines no ops of its own: it provides ``wrap_triton`` (SPEC §1)."""
+    """The plugin defines no ops of its own: it provides ``wrap_triton``."""
     return

@@ -2,9 +2,10 @@
 
 ``wrap_triton(kernel)[grid](*args, **kwargs)``:
 
-* tensorplay ``Tensor`` arguments are adapted (``_adapters``): on cuda a pointer object, on cpu --
-  or on cuda with an interpreted kernel -- the torch-tensor look-alike Triton's interpreter copies
-  through. Triton sees only a base pointer, so every tensor must be contiguous unless its parameter
+* tensorplay ``Tensor`` arguments go to compiled cuda kernels as they are (a ``Tensor`` answers
+  ``data_ptr()`` and ``dtype``, all Triton's compiled path asks); for Triton's interpreter (cpu, or
+  cuda with a kernel decorated under ``TRITON_INTERPRET=1``) they are adapted (``_adapters``) into
+  the torch-tensor look-alike it copies through; custom launchers get them unchanged. Triton sees only a base pointer, so every tensor must be contiguous unless its parameter
   is listed in ``strided`` (same rule on every device, so an op behaves the same everywhere);
 * NumPy scalars become Python ``int``/``float`` (Triton refuses NumPy scalars);
 * the launch happens on the tensors' device (``cupy.cuda.Device``) and CuPy's current stream, through
@@ -24,12 +25,12 @@ from tensorplay._backend import _CONTIG_CACHE
 from tensorplay._backend import contiguous_strides_cached as _contig_strides
 from tensorplay._tensor import Tensor
 
-from . import _adapters, _driver
+from . import _adapters, _driver, _interp
 
 __all__ = ["TritonKernelWrapper", "TritonLaunchError", "wrap_triton"]
 
 _NP_GENERIC = np.generic
-_CACHE: dict = {}                    # id(kernel) -> wrapper (the wrapper keeps the kernel alive)
+_CACHE: dict = {}   # id(kernel) or (id(kernel), strided names) -> (kernel, wrapper); keeps kernel alive
 _DRIVER = [None]                     # the installed CupyCudaDriver
 _cupy_mod = [None]
 
@@ -87,12 +88,22 @@ class TritonKernelWrapper:
 
     ``wrapper[grid](*args, **kwargs)`` launches; ``grid`` is a tuple of up to three ints or a
     function of the meta-parameters (a dict of the bound arguments and constexprs) returning one.
-    ``wrapper.kernel`` is the original kernel, ``wrapper.interpreted`` tells whether it was decorated
-    under ``TRITON_INTERPRET=1``, ``wrapper.arg_names`` lists its parameters.
+
+    Interpreted or compiled is decided per launch, from the tensors' device: cpu tensors always run
+    through Triton's interpreter, cuda tensors always run the compiled kernel -- whatever was
+    imported when, with no environment variable needed. (A kernel decorated while
+    ``TRITON_INTERPRET=1`` was set is an ``InterpretedFunction`` with no compiled form: it is
+    interpreted on both devices, cuda memory round-tripping through the host.)
+
+    ``wrapper.kernel`` is the original kernel; ``wrapper.interpreted`` is ``True`` for a kernel
+    decorated under ``TRITON_INTERPRET=1``, ``False`` for a ``@triton.jit`` kernel (compiled on cuda,
+    interpreted on cpu), ``None`` for a custom launcher (given the user's tensors as they are);
+    ``wrapper.arg_names`` lists its parameters.
     """
 
     __slots__ = (
         "__weakref__",
+        "_chain",
         "_fast",
         "_ki",
         "_run",
@@ -122,6 +133,7 @@ class TritonKernelWrapper:
             raise ValueError(f"wrap_triton({self.name}): strided names {unknown} are not parameters "
                              f"of the kernel ({', '.join(self.arg_names)})")
         self.strided = frozenset(strided)
+        self._chain = tuple(chain)
         self._ki = isinstance(kernel, KernelInterface)
         self._run = kernel.run if self._ki else None
         # the direct launch path (see _fast_launch) serves plain compiled @triton.jit kernels
@@ -155,8 +167,11 @@ class TritonKernelWrapper:
     # -- the launch path ---------------------------------------------------------------------
     def _launch(self, grid, args, kwargs):
         # One pass: the first tensor decides the mode (device, compiled/interpreted, fake);
-        # every tensor is checked against it and adapted; NumPy scalars become Python scalars.
-        args = list(args)
+        # every tensor is checked against it and, for Triton's interpreter only, adapted; NumPy
+        # scalars become Python scalars. The argument tuple is copied only when something changes.
+        # Compiled cuda launches and custom launchers get the tensors themselves: a tensorplay
+        # Tensor already answers what Triton's compiled path asks (data_ptr(), dtype).
+        out = None
         dev = None
         make = None
         strided = self.strided
@@ -172,12 +187,21 @@ class TritonKernelWrapper:
                     make = self._adapter_for(dev)
                 elif a._device is not dev or a._data is None:
                     self._bad_tensor(a, i, None, dev)
+                if make is _user_tensor:
+                    continue
                 if a._stride != _CONTIG_CACHE.get(a._shape) and not _is_contig(a) and \
                         not (strided and self._pname(i) in strided):
                     self._non_contiguous(a, self._pname(i))
-                args[i] = make(a)
+                if make is not _as_is:
+                    if out is None:
+                        out = list(args)
+                    out[i] = make(a)
             elif isinstance(a, _NP_GENERIC):
-                args[i] = a.item()
+                if out is None:
+                    out = list(args)
+                out[i] = a.item()
+        if out is not None:
+            args = out
         if kwargs:
             for k, a in kwargs.items():
                 c = a.__class__
@@ -191,29 +215,36 @@ class TritonKernelWrapper:
                         make = self._adapter_for(dev)
                     elif a._device is not dev or a._data is None:
                         self._bad_tensor(a, None, k, dev)
+                    if make is _user_tensor:
+                        continue
                     if a._stride != _CONTIG_CACHE.get(a._shape) and not _is_contig(a) and \
                             k not in strided:
                         self._non_contiguous(a, k)
-                    kwargs[k] = make(a)
+                    if make is not _as_is:
+                        kwargs[k] = make(a)
                 elif isinstance(a, _NP_GENERIC):
                     kwargs[k] = a.item()
-        if make is _adapters.CudaArg:
+        if make is _as_is:
             return self._call_cuda(grid, args, kwargs, dev)
-        if dev is not None and callable(grid) and self.interpreted is not None:
+        if self.interpreted is None:           # a custom launcher: the user's tensors, no Triton
+            return self.kernel[grid](*args, **kwargs)
+        if dev is None and not self.interpreted:      # no tensor at all: Triton decides
+            return self._call(grid, args, kwargs, dev)
+        if callable(grid):
             grid = self._interpreter_grid(grid, args, kwargs)
-        return self._call(grid, args, kwargs, dev)
+        return self._call_interpreted(grid, args, kwargs)
 
     def _adapter_for(self, dev):
+        if self.interpreted is None:
+            return _user_tensor
         t = dev.type
         if t == "cuda":
-            return _adapters.CudaInterpArg if self.interpreted else _adapters.CudaArg
+            return _adapters.CudaInterpArg if self.interpreted else _as_is
         if t == "cpu":
-            if self.interpreted is False:
-                raise TritonLaunchError(self._cpu_compiled_msg())
             return _adapters.HostArg
         raise TritonLaunchError(
             f"wrap_triton({self.name}): tensors on device '{dev}' cannot be handed to Triton; "
-            f"use cuda tensors (compiled kernels) or cpu tensors (TRITON_INTERPRET=1)")
+            f"use cuda tensors (compiled kernels) or cpu tensors (Triton's interpreter)")
 
     def _interpreter_grid(self, grid, args, kwargs):
         """Triton's interpreter hands a grid function its arguments already converted to
@@ -237,6 +268,16 @@ class TritonKernelWrapper:
             return self._run(*args, grid=grid, warmup=False, **kwargs)
         return self.kernel[grid](*args, **kwargs)
 
+    def _call_interpreted(self, grid, args, kwargs):
+        """Triton's interpreter, whatever the kernel was decorated as (see ``_interp``)."""
+        _no_torch_import()
+        k = self.kernel
+        if len(self._chain) == 1 and self.interpreted is False:      # a plain @triton.jit
+            run = _interp.interpreted(k).run
+        else:
+            run = self._run
+        return _interp.launch(lambda: run(*args, grid=grid, warmup=False, **kwargs), self._chain)
+
     def _call_cuda(self, grid, args, kwargs, dev):
         drv = _DRIVER[0]
         if drv is None or _active_driver() is not drv:
@@ -252,7 +293,7 @@ class TritonKernelWrapper:
         return self.kernel[grid](*args, **kwargs)
 
     def _fast_launch(self, grid, args, kwargs, idx, drv):
-        """Launch an already-compiled kernel with the steps of ``JITFunction.run`` (Triton 3.6)
+        """Launch an already-compiled kernel with the steps of ``JITFunction.run`` (Triton 3.6-3.9)
         that a launch from here needs: Triton's own binder and kernel cache pick the kernel, so
         the specialization is Triton's; skipped are only what is provably empty (pre-run hooks,
         launch enter/exit hooks, checked global values) and the device query (the launcher has
@@ -262,11 +303,15 @@ class TritonKernelWrapper:
         k = _knobs()
         rt = k.runtime
         enter, exit_ = rt.launch_enter_hook, rt.launch_exit_hook
-        if jf.pre_run_hooks or jf.used_global_vals or _hooked(enter) or _hooked(exit_):
+        if jf.pre_run_hooks or jf.used_global_vals or _hooked(enter) or _hooked(exit_) or \
+                getattr(rt, "add_stages_inspection_hook", None) is not None:
             return jf.run(*args, grid=grid, warmup=False, **kwargs)
         kernel_cache, key_cache, _target, _backend, binder = jf.device_caches[idx]
+        comp = k.compilation
         kwargs["debug"] = kwargs.get("debug", jf.debug) or rt.debug
-        kwargs["instrumentation_mode"] = k.compilation.instrumentation_mode
+        kwargs["instrumentation_mode"] = comp.instrumentation_mode
+        if _FPSAN[0]:                        # Triton >= 3.9 passes this option to the binder too
+            kwargs["fpsan_homomorphic_casts"] = comp.fpsan_homomorphic_casts
         bound_args, specialization, options = binder(*args, **kwargs)
         kernel = kernel_cache.get(_cache_key()(key_cache, specialization, options))
         if kernel is None or hasattr(kernel, "result"):
@@ -318,11 +363,6 @@ class TritonKernelWrapper:
             f"pointer. Pass {name}.contiguous(), or pass its strides to the kernel and wrap it with "
             f"tensorplay_triton.wrap_triton(kernel, strided=[{name!r}]).")
 
-    def _cpu_compiled_msg(self) -> str:
-        return (f"wrap_triton({self.name}): got cpu tensors, but the kernel was compiled for the "
-                f"GPU. Triton runs kernels on cpu tensors only through its interpreter, chosen when "
-                f"the kernel is decorated: set TRITON_INTERPRET=1 in the environment before the "
-                f"module defining '{self.name}' is imported (or move the tensors to cuda).")
 
 
 _DCFG = [None]
@@ -330,11 +370,15 @@ _FAST = [os.environ.get("TENSORPLAY_TRITON_FASTPATH", "1") != "0"]
 _TRITON = {}
 
 
+_FPSAN = [False]
+
+
 def _knobs():
     k = _TRITON.get("knobs")
     if k is None:
         from triton import knobs as k
         _TRITON["knobs"] = k
+        _FPSAN[0] = hasattr(k.compilation, "fpsan_homomorphic_casts")
     return k
 
 
@@ -365,12 +409,65 @@ def _active_driver():
 def _ensure_driver():
     drv = _DRIVER[0]
     if drv is None or _active_driver() is not drv:
+        _no_torch_import()
         drv = _driver.install_cuda_driver()
         _DRIVER[0] = drv
     return drv
 
 
 _CONTAINERS = (str, bytes, list, tuple, dict, set, frozenset)
+
+
+def _user_tensor(t):
+    """Custom launchers receive the user's tensors unchanged (adapters are for Triton kernels)."""
+    return t
+
+
+def _as_is(t):
+    """Compiled cuda launches: the tensor itself (``data_ptr()``, ``dtype``), contiguity checked."""
+    return t
+
+
+_PRIMED = [False]
+
+
+class _SpecArg:
+    """A pointer-like argument for priming Triton's native argument specialisation."""
+
+    dtype = "float32"
+
+    def data_ptr(self) -> int:
+        return 0
+
+
+def _no_torch_import():
+    """Keep Triton's argument specialisation from importing torch at the first launch.
+
+    Triton's native specialisation (``native_specialize_impl``, 3.6) imports torch the first time
+    it sees a pointer argument, whenever torch is installed (1-4 s, and torch then sits in
+    ``sys.modules``). It remembers a failed import: so, unless torch is already imported (then the
+    user uses it and nothing is lost), the first specialisation runs once here with ``import
+    torch`` refused. Torch tensors launched later through Triton directly still work (as generic
+    ``data_ptr`` objects).
+    """
+    if _PRIMED[0]:
+        return
+    _PRIMED[0] = True
+    import sys
+    if "torch" in sys.modules:
+        return
+    from triton.runtime import jit
+
+    from ._torchblock import TorchBlocker
+    blocker = TorchBlocker()
+    sys.meta_path.insert(0, blocker)
+    try:
+        try:
+            jit.mangle_type(_SpecArg())
+        except Exception:  # noqa: BLE001, S110 - priming only; the launch itself will report
+            pass
+    finally:
+        sys.meta_path.remove(blocker)
 
 
 def wrap_triton(kernel, *, strided=()):
@@ -391,14 +488,20 @@ def wrap_triton(kernel, *, strided=()):
 
     Raises ``TypeError`` for something that is not a kernel (naming it and the fix).
     """
+    # One dict look-up serves both forms: (kernel, strided names) calls are cached like plain ones.
+    if strided:
+        key = (id(kernel), strided if strided.__class__ is tuple else tuple(strided))
+    else:
+        key = id(kernel)
+    e = _CACHE.get(key)
+    if e is not None and e[0] is kernel:
+        return e[1]
     if isinstance(kernel, TritonKernelWrapper):
+        w = kernel
         if strided and frozenset(strided) != kernel.strided:
-            return TritonKernelWrapper(kernel.kernel, tuple(strided))
-        return kernel
-    if not strided:
-        w = _CACHE.get(id(kernel))
-        if w is not None and w.kernel is kernel:
-            return w
+            w = TritonKernelWrapper(kernel.kernel, tuple(strided))
+        _CACHE[key] = (kernel, w)
+        return w
     if isinstance(kernel, _CONTAINERS) or not hasattr(type(kernel), "__getitem__"):
         what = getattr(kernel, "__name__", None) or type(kernel).__name__
         hint = (" (a plain Python function: decorate it with @triton.jit)"
@@ -406,6 +509,5 @@ def wrap_triton(kernel, *, strided=()):
         raise TypeError(f"wrap_triton: expected a Triton kernel (@triton.jit / @triton.autotune "
                         f"result) or a grid-indexable launcher, got {what!r}{hint}")
     w = TritonKernelWrapper(kernel, tuple(strided))
-    if not strided:
-        _CACHE[id(kernel)] = w
+    _CACHE[key] = (kernel, w)
     return w

@@ -205,7 +205,8 @@ def bind(xp, be) -> dict:
         return xp.astype(1.0 / (1.0 + xp.exp(-x)), x.dtype)
 
     def relu(x):
-        return xp.where(x > 0, x, xp.zeros_like(x))
+        # `x <= 0` is False for NaN, so NaN passes through (torch's clamp_min(0) semantics)
+        return xp.where(x <= 0, xp.zeros_like(x), x)
 
     def rsqrt(x):
         x = _fl(x)
@@ -227,22 +228,36 @@ def bind(xp, be) -> dict:
                                f"floating point dtype, got {dt_of(x)}; pass dtype= or convert "
                                f"with .float() first")
         axis = None if not dim or not x.ndim else tuple(dim)
+        if x.size == 0:   # NaN like torch, without NumPy's "Mean of empty slice" warning
+            return xp.sum(x, axis=axis, keepdims=keepdim) * math.nan
         return xp.mean(x, axis=axis, keepdims=keepdim)
 
     def amax(x, dim=(), keepdim=False):
+        if x.size == 0:   # the fake rule's check: torch's error on every device
+            _shapes.check_nonempty_reduction(x.shape, dim, "amax")
         return xp.max(x, axis=tuple(dim) if dim and x.ndim else None, keepdims=keepdim)
 
     def amin(x, dim=(), keepdim=False):
+        if x.size == 0:
+            _shapes.check_nonempty_reduction(x.shape, dim, "amin")
         return xp.min(x, axis=tuple(dim) if dim and x.ndim else None, keepdims=keepdim)
 
-    def argmax(x, dim=None, keepdim=False):
-        if dim is None:
-            r = xp.argmax(xp.reshape(x, (-1,)))
-            return xp.reshape(r, (1,) * x.ndim) if keepdim else r
-        return xp.argmax(x, axis=dim if x.ndim else None, keepdims=keepdim)
+    def _arg_ext(f, api):
+        def k(x, dim=None, keepdim=False):
+            if x.size == 0:
+                _shapes.check_nonempty_reduction(x.shape, () if dim is None else (dim,), api, True)
+            if dim is None:
+                r = f(xp.reshape(x, (-1,)))
+                return xp.reshape(r, (1,) * x.ndim) if keepdim else r
+            return f(x, axis=dim if x.ndim else None, keepdims=keepdim)
+        return k
+
+    argmax = _arg_ext(xp.argmax, "argmax")
+    argmin = _arg_ext(xp.argmin, "argmin")
 
     def matmul(a, b):
-        a, b = _prep(a, b)
+        if a.dtype != b.dtype:   # torch does not promote here: its message, from the fake rule's check
+            _shapes.check_same_dtype(dt_of(a), dt_of(b))
         return xp.matmul(a, b)
 
     def _need_float(x, api):
@@ -255,11 +270,15 @@ def bind(xp, be) -> dict:
 
     def softmax(x, dim):
         x = _need_float(x, "softmax")
+        if x.size == 0:   # torch: an empty result (no reduction over a 0-size dim)
+            return xp.empty(x.shape, dtype=x.dtype)
         e = xp.exp(x - xp.max(x, axis=dim, keepdims=True))
         return e / xp.sum(e, axis=dim, keepdims=True)
 
     def log_softmax(x, dim):
         x = _need_float(x, "log_softmax")
+        if x.size == 0:
+            return xp.empty(x.shape, dtype=x.dtype)
         m = xp.max(x, axis=dim, keepdims=True)
         z = x - m
         return z - xp.log(xp.sum(xp.exp(z), axis=dim, keepdims=True))
@@ -349,6 +368,147 @@ def bind(xp, be) -> dict:
     def sign(x):
         return xp.sign(x)
 
+    # -- torch habits: classification, rounding, bool/prod/cumulative reductions ----------------
+    def _axis(x, dim):
+        return None if not dim or not x.ndim else tuple(dim)
+
+    def all_(x, dim=None, keepdim=False):
+        return xp.all(_as_bool(x), axis=_axis(x, dim), keepdims=keepdim)
+
+    def any_(x, dim=None, keepdim=False):
+        return xp.any(_as_bool(x), axis=_axis(x, dim), keepdims=keepdim)
+
+    def prod(x, dim=None, keepdim=False, *, dtype=None):
+        t = nd(dtype) if dtype is not None else (
+            nd(_dtype.int64) if x.dtype.kind in "biu" else x.dtype)
+        return xp.prod(x, axis=_axis(x, dim), keepdims=keepdim, dtype=t)
+
+    _cumulative_sum = getattr(xp, "cumulative_sum", None)
+
+    def cumsum(x, dim, *, dtype=None):
+        t = nd(dtype) if dtype is not None else (
+            nd(_dtype.int64) if x.dtype.kind in "biu" else x.dtype)
+        if x.ndim == 0:
+            return xp.astype(x, t, copy=True)
+        d = _shapes.wrap_dim(dim, x.ndim)
+        if _cumulative_sum is not None:
+            return _cumulative_sum(x, axis=d, dtype=t)
+        return be.np.cumsum(x, axis=d, dtype=t)
+
+    def _unchanged_ints(f):
+        def k(x):
+            return f(x) if x.dtype.kind == "f" else xp.asarray(x, copy=True)
+        return k
+
+    def round_(x, *, decimals=0):
+        if x.dtype.kind != "f":
+            return xp.asarray(x, copy=True)
+        if decimals == 0:
+            return xp.round(x)   # half to even, as torch
+        if decimals > 0:
+            s = 10.0 ** decimals
+            return xp.astype(xp.round(x * s) / s, x.dtype)
+        s = 10.0 ** -decimals
+        return xp.astype(xp.round(x / s) * s, x.dtype)
+
+    # -- values and indices ---------------------------------------------------------------------
+    _take_along = getattr(xp, "take_along_axis", None) or be.np.take_along_axis
+
+    def _minmax_dim(arg, api):
+        def k(x, dim, keepdim=False):
+            if x.size == 0:
+                _shapes.check_nonempty_reduction(x.shape, (dim,), api)
+            if x.ndim == 0:
+                _shapes.wrap_dim(dim, 0)
+                return xp.asarray(x, copy=True), xp.zeros((), dtype=nd(_dtype.int64))
+            d = _shapes.wrap_dim(dim, x.ndim)
+            idx = arg(x, axis=d, keepdims=True)
+            vals = _take_along(x, idx, axis=d)
+            if not keepdim:
+                vals, idx = xp.squeeze(vals, axis=d), xp.squeeze(idx, axis=d)
+            return vals, xp.astype(idx, nd(_dtype.int64))
+        return k
+
+    def argsort(x, dim=-1, descending=False, *, stable=False):
+        if x.ndim == 0:
+            return xp.zeros((), dtype=nd(_dtype.int64))
+        d = _shapes.wrap_dim(dim, x.ndim)
+        # always stable: equal values keep their order on every device (torch's stable=True
+        # result, which is also a valid stable=False result)
+        return xp.astype(xp.argsort(x, axis=d, descending=descending, stable=True),
+                         nd(_dtype.int64))
+
+    def sort(x, dim=-1, descending=False, *, stable=False):
+        idx = argsort(x, dim, descending)
+        if x.ndim == 0:
+            return xp.asarray(x, copy=True), idx
+        return _take_along(x, idx, axis=_shapes.wrap_dim(dim, x.ndim)), idx
+
+    def _index_bounds(api, idx, n, dim):
+        if idx.size:
+            lo, hi = int(xp.min(idx)), int(xp.max(idx))
+            if lo < 0 or hi >= n:
+                bad = lo if lo < 0 else hi
+                raise RuntimeError(f"{api}(): index {bad} is out of bounds for dimension {dim} "
+                                   f"with size {n}")
+
+    def gather(x, dim, idx, *, sparse_grad=False):
+        if x.ndim == 0:
+            x = xp.reshape(x, (1,))
+            return xp.reshape(gather(x, 0, xp.reshape(idx, (-1,))), idx.shape)
+        d = _shapes.wrap_dim(dim, x.ndim)
+        _index_bounds("gather", idx, x.shape[d], d)
+        if idx.ndim != x.ndim:
+            raise RuntimeError("gather(): Index tensor must have the same number of dimensions "
+                               "as input tensor")
+        sl = tuple(slice(None) if k == d else slice(0, idx.shape[k]) for k in range(x.ndim))
+        return _take_along(x[sl], idx, axis=d)
+
+    def scatter_add(x, dim, idx, src):
+        shape = x.shape
+        if x.ndim == 0:
+            return xp.reshape(scatter_add(xp.reshape(x, (1,)), 0, xp.reshape(idx, (-1,)),
+                                          xp.reshape(src, (-1,))), ())
+        d = _shapes.wrap_dim(dim, x.ndim)
+        _index_bounds("scatter_add", idx, shape[d], d)
+        ish = idx.shape
+        strides = [1] * x.ndim
+        for k in range(x.ndim - 2, -1, -1):
+            strides[k] = strides[k + 1] * shape[k + 1]
+        i64 = nd(_dtype.int64)
+        lin = xp.astype(idx, i64) * strides[d]
+        for k in range(x.ndim):
+            if k != d:
+                ar = xp.arange(ish[k], dtype=i64) * strides[k]
+                lin = lin + xp.reshape(ar, tuple(ish[k] if j == k else 1 for j in range(x.ndim)))
+        src = src[tuple(slice(0, n) for n in ish)]
+        if src.dtype != x.dtype:
+            src = xp.astype(src, x.dtype)
+        out = xp.asarray(xp.reshape(x, (-1,)), copy=True)
+        be.scatter_add(out, 0, xp.reshape(lin, (-1,)), xp.reshape(src, (-1,)))
+        return xp.reshape(out, shape)
+
+    # -- factories --------------------------------------------------------------------------------
+    def eye(n, m, *, dtype, device):
+        return xp.eye(n, m, dtype=nd(dtype))
+
+    def linspace(start, end, steps, *, dtype, device):
+        t = nd(dtype)
+        if steps == 1:
+            return xp.astype(xp.asarray([start], dtype=nd(_dtype.float64)), t)
+        # torch's symmetric rule: the first half steps up from start, the second half down
+        # from end, so both ends are exact
+        f64 = nd(_dtype.float64)
+        i = xp.arange(steps, dtype=f64)
+        step = (end - start) / (steps - 1) if steps > 1 else 0.0
+        v = xp.where(i < steps // 2, start + step * i, end - step * (steps - 1 - i))
+        return xp.astype(v, t)
+
+    def randint(low, high, size, *, dtype, device):
+        u = be.rand(tuple(size), _dtype.float64, device)
+        v = xp.minimum(xp.floor(u * float(high - low)), float(high - low - 1)) + float(low)
+        return xp.astype(v, nd(dtype))
+
     kernels = dict(
         add=add, sub=sub, rsub=rsub, mul=mul, div=div, rdiv=rdiv, pow=pow, rpow=rpow,
         floor_divide=floor_divide, remainder=remainder,
@@ -360,14 +520,65 @@ def bind(xp, be) -> dict:
         sqrt=lambda x: xp.sqrt(_fl(x)), rsqrt=rsqrt, tanh=lambda x: xp.tanh(_fl(x)),
         sigmoid=sigmoid, relu=relu, abs=xp.abs, sin=lambda x: xp.sin(_fl(x)),
         cos=lambda x: xp.cos(_fl(x)), erf=_erf, where=where,
-        sum=_sum, mean=mean, amax=amax, amin=amin, argmax=argmax, matmul=matmul,
+        sum=_sum, mean=mean, amax=amax, amin=amin, argmax=argmax, argmin=argmin, matmul=matmul,
         softmax=softmax, log_softmax=log_softmax, cat=cat, stack=stack, clone=clone,
         to_dtype=to_dtype, copy_=copy_, fill_=fill_, add_=add_, mul_=mul_,
         index=index, index_add=index_add, index_put_=index_put_, masked_select=masked_select,
         masked_scatter_=masked_scatter_, masked_fill_=masked_fill_,
         empty=empty, full=full, arange=arange, rand=rand, randn=randn,
+        isnan=xp.isnan, isinf=xp.isinf, isfinite=xp.isfinite,
+        floor=_unchanged_ints(xp.floor), ceil=_unchanged_ints(xp.ceil), round=round_,
+        all=all_, any=any_, prod=prod, cumsum=cumsum,
+        max_dim=_minmax_dim(xp.argmax, "max"), min_dim=_minmax_dim(xp.argmin, "min"),
+        sort=sort, argsort=argsort, gather=gather, scatter_add=scatter_add,
+        eye=eye, linspace=linspace, randint=randint,
     )
-    return kernels
+    return _quiet(kernels, be)
+
+
+def _quiet(kernels: dict, be) -> dict:
+    """The kernels made silent about floating point exceptions (x/0, sqrt(-1), log(0), overflow),
+    as torch is: NumPy would warn (``RuntimeWarning``) and raise under ``filterwarnings=error``.
+
+    Done once here, where every path to a kernel passes (the generated adapters and the
+    elementwise fuser both call these): each kernel runs with NumPy's error state set to
+    "ignore" for its own duration only (a context variable: the caller's and other threads'
+    NumPy settings are untouched). NumPy 2 gives the state as a ready object, so the per-call cost
+    is two context-variable writes (about 0.13 us), which the adapters inline; other NumPy
+    versions use ``numpy.errstate``. Backends whose
+    module is not NumPy (CuPy: GPU arithmetic raises no such warnings) get the kernels as they are.
+    """
+    np_mod = getattr(be, "np", None)
+    if getattr(np_mod, "__name__", "") != "numpy":
+        return kernels
+    try:   # NumPy >= 2: the state errstate would install, made once
+        from numpy._core._ufunc_config import _extobj_contextvar
+        from numpy._core.umath import _make_extobj
+        state = _make_extobj(all="ignore")
+        set_, reset = _extobj_contextvar.set, _extobj_contextvar.reset
+    except (ImportError, AttributeError, TypeError):
+        errstate = np_mod.errstate
+
+        def wrap(k):
+            def quiet(*args, **kwargs):
+                with errstate(all="ignore"):
+                    return k(*args, **kwargs)
+            quiet.__wrapped__ = k
+            return quiet
+    else:
+        def wrap(k):
+            def quiet(*args, **kwargs):
+                token = set_(state)
+                try:
+                    return k(*args, **kwargs)
+                finally:
+                    reset(token)
+            quiet.__wrapped__ = k
+            # the generated adapters (_ops/_define.make_adapter) inline these two writes around
+            # the unwrapped kernel instead of calling through this wrapper (one frame less)
+            quiet._tp_quiet = (set_, reset, state)
+            return quiet
+    return {name: wrap(k) for name, k in kernels.items()}
 
 
 __all__ = ["bind", "math"]

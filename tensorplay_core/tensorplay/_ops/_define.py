@@ -166,9 +166,18 @@ def make_adapter(op, kernel, backend):
     # "operands could not be broadcast", ...) is re-explained by the op's fake rule
     allvals = "{" + ", ".join(f"{a.name!r}: {_dispatch._pyname(a.name)}"
                               for a in sch.arguments) + "}"
+    quiet = getattr(kernel, "_tp_quiet", None)
+    if quiet is not None:
+        # the kernel's quiet wrapper (NumPy floating point errors ignored for the call, see
+        # _kernels/xp._quiet) inlined: the same two context-variable writes, one frame less
+        kernel = kernel.__wrapped__
+        ns.update(__qset=quiet[0], __qreset=quiet[1], __qstate=quiet[2])
+        lines.append(f"{ind}__tok = __qset(__qstate)")
     lines.append(f"{ind}try:")
     exc = (f"{ind}except (ValueError, TypeError, AttributeError) as __e:\n"
            f"{ind}    __kerr(__op, __e, {allvals})")
+    if quiet is not None:
+        exc += f"\n{ind}finally:\n{ind}    __qreset(__tok)"
     ind += "    "
     mutated = [a for a in sch.arguments if a.is_write]
     if mutated:

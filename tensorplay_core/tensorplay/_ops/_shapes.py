@@ -137,6 +137,44 @@ def unary_meta(kind: str = "same"):
     return meta
 
 
+# the C type names torch prints in its dtype mismatch message
+_C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+            "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
+            "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
+
+
+def check_same_dtype(da, db) -> None:
+    """matmul does not promote (torch): operands of different dtypes are a ``RuntimeError``.
+    Shared by the fake rule and the array kernel."""
+    if da is not db:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                           f"{_C_NAMES.get(da.name, da.name)} != {_C_NAMES.get(db.name, db.name)}"
+                           f" (matmul does not promote; convert one operand, e.g. "
+                           f"a.to(b.dtype) @ b)")
+
+
+def check_nonempty_reduction(shape, dims, api: str, arg: bool = False) -> None:
+    """torch's check for reductions without an identity (``amax``, ``argmax``, ``max(dim)`` ...)
+    on an empty input: no ``dims`` given -> ``RuntimeError`` (``IndexError`` for ``argmax``/
+    ``argmin``, ``arg=True``, as torch); else ``IndexError`` naming the first reduced dimension
+    of size 0. Shared by the fake rules and the array kernels, so every
+    device raises the same error before any work runs."""
+    n = 1
+    for s in shape:
+        n *= s
+    if n:
+        return
+    if not dims:
+        if arg:
+            raise IndexError(f"{api}(): Expected reduction dim to be specified for "
+                             f"input.numel() == 0.")
+        raise RuntimeError(f"{api}(): Expected reduction dim to be specified for input.numel() "
+                           f"== 0. Specify the reduction dim with the 'dim' argument.")
+    for d in sorted({wrap_dim(d, len(shape), f"{api}(): ") for d in dims}):
+        if shape[d] == 0:
+            raise IndexError(f"{api}(): Expected reduction dim {d} to have non-zero size.")
+
+
 def reduce_shape(shape, dims, keepdim):
     nd = len(shape)
     if not dims:

@@ -31,3 +31,30 @@ defop("rand(SymInt[] size, *, ScalarType dtype, Device device) -> Tensor", meta=
       differentiable=False)
 defop("randn(SymInt[] size, *, ScalarType dtype, Device device) -> Tensor", meta=_empty_meta,
       differentiable=False)
+
+
+def _eye_meta(n, m, *, dtype, device):
+    if n < 0 or m < 0:
+        raise RuntimeError(f"eye(): n and m must be non-negative, got n={n}, m={m}")
+    return make_fake((n, m), dtype, device)
+
+
+def _linspace_meta(start, end, steps, *, dtype, device):
+    if steps < 0:
+        raise RuntimeError(f"linspace(): number of steps must be non-negative, got {steps}")
+    return make_fake((steps,), dtype, device)
+
+
+def _randint_meta(low, high, size, *, dtype, device):
+    if not low < high:
+        raise RuntimeError(f"randint(): random_ expects 'from' to be less than 'to', but got "
+                           f"from={low} >= to={high}")
+    return make_fake(tuple(size), dtype, device)
+
+
+defop("eye(SymInt n, SymInt m, *, ScalarType dtype, Device device) -> Tensor", meta=_eye_meta,
+      differentiable=False)
+defop("linspace(Scalar start, Scalar end, SymInt steps, *, ScalarType dtype, Device device) -> "
+      "Tensor", meta=_linspace_meta, differentiable=False)
+defop("randint(SymInt low, SymInt high, SymInt[] size, *, ScalarType dtype, Device device) -> "
+      "Tensor", meta=_randint_meta, differentiable=False)

@@ -218,8 +218,9 @@ defop("tanh" + _U, meta=unary_meta("float"), setup=_save_out,
       backward=lambda ctx, g: O.mul(g, O.rsub(O.mul(ctx.saved_tensors[0], ctx.saved_tensors[0]), 1.0)))
 defop("sigmoid" + _U, meta=unary_meta("float"), setup=_save_out,
       backward=lambda ctx, g: O.mul(g, O.mul(ctx.saved_tensors[0], O.rsub(ctx.saved_tensors[0], 1.0))))
+# torch's threshold_backward: zero where the output is <= 0, else the gradient (NaN passes)
 defop("relu" + _U, meta=unary_meta(), setup=_save_out,
-      backward=lambda ctx, g: O.where(O.gt(ctx.saved_tensors[0], 0), g, O.mul(g, 0.0)))
+      backward=lambda ctx, g: O.where(O.le(ctx.saved_tensors[0], 0), O.mul(g, 0.0), g))
 defop("abs" + _U, meta=unary_meta(), setup=lambda c, i, o: c.save_for_backward(i[0]),
       backward=lambda ctx, g: O.mul(g, O.sign(ctx.saved_tensors[0])))
 defop("sin" + _U, meta=unary_meta("float"), setup=lambda c, i, o: c.save_for_backward(i[0]),
@@ -260,3 +261,18 @@ def _where_bw(ctx, g):
 
 defop("where(Tensor condition, Tensor self, Tensor other) -> Tensor", meta=_where_meta,
       setup=_where_setup, backward=_where_bw, scalar_ok=("self", "other"))
+
+
+# -- classification and rounding ------------------------------------------------------------------
+for _name in ("isnan", "isinf", "isfinite"):
+    defop(_name + _U, meta=unary_meta("bool"), differentiable=False)
+
+
+def _zero_grad(ctx, g):   # floor/ceil/round: piecewise constant (torch: zeros_like(grad))
+    return O.mul(g, 0.0)
+
+
+defop("floor" + _U, meta=unary_meta(), backward=_zero_grad)
+defop("ceil" + _U, meta=unary_meta(), backward=_zero_grad)
+defop("round(Tensor self, *, int decimals=0) -> Tensor", meta=lambda x, *, decimals=0: unary_meta()(x),
+      backward=lambda ctx, g: (O.mul(g, 0.0), None))

@@ -233,3 +233,72 @@ defop("masked_fill_(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)",
       meta=_meta_self, setup=_mask_setup, backward=_masked_fill_bw, scalar_ok=("value",))
 defop("index_put_(Tensor(a!) self, SymInt dim, Tensor index, Tensor values) -> Tensor(a!)",
       meta=_meta_self, setup=_index_put_setup, backward=_index_put_bw, scalar_ok=("values",))
+
+
+# -- gather / scatter_add (torch.gather, torch.scatter_add) ----------------------------------------
+def _check_gather_shapes(api, x, dim, index, src=None):
+    d = wrap_dim(dim, x.ndim, f"{api}(): ")
+    if index.dtype is not _dtype.int64:
+        raise RuntimeError(f"{api}(): Expected dtype int64 for index, got {index.dtype}")
+    if index.ndim != x.ndim and not (index.ndim <= 1 and x.ndim <= 1):
+        raise RuntimeError(f"{api}(): Index tensor must have the same number of dimensions as "
+                           f"input tensor ({index.ndim} vs {x.ndim})")
+    for k in range(index.ndim):
+        if k != d and index.shape[k] > x.shape[k]:
+            raise RuntimeError(f"{api}(): Size does not match at dimension {k} expected index "
+                               f"{list(index.shape)} to be no larger than self "
+                               f"{list(x.shape)} apart from dimension {d}")
+        if src is not None and index.shape[k] > src.shape[k]:
+            raise RuntimeError(f"{api}(): Expected index {list(index.shape)} to be no larger "
+                               f"than src {list(src.shape)} in every dimension")
+    return d
+
+
+def _gather_meta(x, dim, index, *, sparse_grad=False):
+    _check_gather_shapes("gather", x, dim, index)
+    return out_like(index.shape, x.dtype, x)
+
+
+def _gather_setup(ctx, inputs, output):
+    ctx.shape, ctx.dim = inputs[0].shape, inputs[1]
+    ctx.save_for_backward(inputs[2])
+
+
+def _gather_bw(ctx, g):
+    index, = ctx.saved_tensors
+    return O.scatter_add(g.new_zeros(list(ctx.shape)), ctx.dim, index, g), None, None, None
+
+
+defop("gather(Tensor self, SymInt dim, Tensor index, *, bool sparse_grad=False) -> Tensor",
+      meta=_gather_meta, setup=_gather_setup, backward=_gather_bw)
+
+
+def _scatter_add_meta(x, dim, index, src):
+    _check_gather_shapes("scatter_add", x, dim, index, src)
+    return out_like(x.shape, x.dtype, x)
+
+
+def _scatter_add_setup(ctx, inputs, output):
+    ctx.dim = inputs[1]
+    ctx.src_shape = tuple(inputs[3].shape)
+    ctx.save_for_backward(inputs[2])
+
+
+def _scatter_add_bw(ctx, g):
+    index, = ctx.saved_tensors
+    gsrc = None
+    if ctx.needs_input_grad[3]:
+        gsrc = O.gather(g, ctx.dim, index)
+        if tuple(gsrc.shape) != ctx.src_shape:
+            # src may be larger than index: only its leading index-shaped block was read
+            full = g.new_zeros(list(ctx.src_shape))
+            block = full
+            for k, n in enumerate(index.shape):
+                block = O.narrow(block, k, 0, n)
+            O.copy_(block, gsrc)
+            gsrc = full
+    return g, None, None, gsrc
+
+
+defop("scatter_add(Tensor self, SymInt dim, Tensor index, Tensor src) -> Tensor",
+      meta=_scatter_add_meta, setup=_scatter_add_setup, backward=_scatter_add_bw)

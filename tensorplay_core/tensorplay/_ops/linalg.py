@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ._define import defop, ops as O
-from ._shapes import broadcast_shapes, out_like, result_dtype
+from ._shapes import broadcast_shapes, check_same_dtype, out_like
 
 
 def _matmul_meta(a, b):
@@ -14,9 +14,10 @@ def _matmul_meta(a, b):
     if sa[-1] != sb[-2]:
         raise RuntimeError(f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be "
                            f"multiplied ({sa[-2]}x{sa[-1]} and {sb[-2]}x{sb[-1]})")
+    check_same_dtype(a.dtype, b.dtype)
     batch = broadcast_shapes(sa[:-2], sb[:-2], api="matmul")
     shape = batch + ((sa[-2],) if a.ndim > 1 else ()) + ((sb[-1],) if b.ndim > 1 else ())
-    return out_like(shape, result_dtype(a, b), a)
+    return out_like(shape, a.dtype, a)
 
 
 def _matmul_setup(ctx, inputs, output):

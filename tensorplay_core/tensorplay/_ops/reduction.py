@@ -1,11 +1,12 @@
-"""Reductions: ``sum``, ``mean``, ``amax``, ``amin``, ``argmax`` (torch semantics; empty dim list
-means every dimension)."""
+"""Reductions: ``sum``, ``mean``, ``prod``, ``amax``, ``amin``, ``argmax``, ``argmin``, ``all``,
+``any``, ``cumsum``, and the value+index ops ``max``/``min`` along a dim and ``sort``/``argsort``
+(torch semantics; an empty or absent dim list means every dimension)."""
 
 from __future__ import annotations
 
 from .. import _dtype
 from ._define import defop, ops as O
-from ._shapes import out_like, reduce_shape, wrap_dim
+from ._shapes import check_nonempty_reduction, out_like, reduce_shape, wrap_dim
 
 
 def _sum_meta(x, dim=None, keepdim=False, *, dtype=None):
@@ -54,14 +55,7 @@ def _mean_bw(ctx, g):
 
 def _ext_meta(x, dim=(), keepdim=False, api="amax"):
     shape, dset = reduce_shape(x.shape, dim, keepdim)
-    if x.numel() == 0:   # also the error path of the array kernel: torch's messages
-        if not dim:
-            raise RuntimeError(f"{api}(): Expected reduction dim to be specified for "
-                               f"input.numel() == 0. Specify the reduction dim with the 'dim' "
-                               f"argument.")
-        for d in sorted(dset):
-            if x.shape[d] == 0:
-                raise RuntimeError(f"{api}(): Expected reduction dim {d} to have non-zero size.")
+    check_nonempty_reduction(x.shape, dim, api)   # the array kernels run the same check
     return out_like(shape, x.dtype, x)
 
 
@@ -92,19 +86,142 @@ defop("amin(Tensor self, SymInt[] dim=[], bool keepdim=False) -> Tensor", meta=_
       setup=_ext_setup, backward=_ext_bw)
 
 
-def _argmax_meta(x, dim=None, keepdim=False):
-    shape, _ = reduce_shape(x.shape, None if dim is None else [dim], keepdim)
-    if dim is None and not keepdim:
-        shape = ()
-    return out_like(shape, _dtype.int64, x)
+def _arg_meta(api):
+    def meta(x, dim=None, keepdim=False):
+        shape, _ = reduce_shape(x.shape, None if dim is None else [dim], keepdim)
+        if dim is None and not keepdim:
+            shape = ()
+        check_nonempty_reduction(x.shape, () if dim is None else (dim,), api, True)
+        return out_like(shape, _dtype.int64, x)
+    return meta
 
 
-defop("argmax(Tensor self, SymInt? dim=None, bool keepdim=False) -> Tensor", meta=_argmax_meta,
+defop("argmax(Tensor self, SymInt? dim=None, bool keepdim=False) -> Tensor",
+      meta=_arg_meta("argmax"), differentiable=False)
+defop("argmin(Tensor self, SymInt? dim=None, bool keepdim=False) -> Tensor",
+      meta=_arg_meta("argmin"), differentiable=False)
+
+
+
+
+# -- boolean reductions ---------------------------------------------------------------------------
+def _bool_red_meta(x, dim=None, keepdim=False):
+    shape, _ = reduce_shape(x.shape, dim, keepdim)
+    return out_like(shape, _dtype.bool, x)
+
+
+defop("all(Tensor self, SymInt[]? dim=None, bool keepdim=False) -> Tensor", meta=_bool_red_meta,
+      differentiable=False)
+defop("any(Tensor self, SymInt[]? dim=None, bool keepdim=False) -> Tensor", meta=_bool_red_meta,
       differentiable=False)
 
 
-def max_with_indices(x, dim, keepdim=False):
-    """``(values, indices)`` of the maximum along ``dim`` (same as ``torch.max(x, dim)``)."""
-    values = O.amax(x, [dim], keepdim)
-    idx = O.argmax(x, dim, keepdim)
-    return values, idx
+# -- prod -----------------------------------------------------------------------------------------
+def _prod_setup(ctx, inputs, output):
+    _red_setup(ctx, inputs, output)
+    ctx.save_for_backward(inputs[0])
+
+
+def _prod_bw(ctx, g):
+    # d prod / d x_i = product of the others, exact with zeros (as torch): no zero -> p / x;
+    # one zero -> the product of the non-zeros at the zero, 0 elsewhere; more zeros -> 0
+    x, = ctx.saved_tensors
+    dims = list(ctx.dims or [])
+    zero = O.eq(x, 0)
+    nz = O.sum(zero, dims, True)
+    x1 = O.where(zero, 1.0, x)
+    p1 = O.prod(x1, dims, True)
+    one_zero = O.where(zero, p1, 0.0)
+    grad = O.where(O.eq(nz, 0), O.div(p1, x1), O.where(O.eq(nz, 1), one_zero, 0.0))
+    return O.mul(_expand_back(g, ctx.shape, ctx.dims, ctx.keepdim), grad), None, None
+
+
+defop("prod(Tensor self, SymInt[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> "
+      "Tensor", meta=_sum_meta, setup=_prod_setup, backward=_prod_bw)
+
+
+# -- cumsum ---------------------------------------------------------------------------------------
+def _cumsum_meta(x, dim, *, dtype=None):
+    wrap_dim(dim, x.ndim, "cumsum(): ")
+    dt = dtype or (x.dtype if x.dtype.is_floating_point else _dtype.int64)
+    return out_like(x.shape, dt, x)
+
+
+def _cumsum_setup(ctx, inputs, output):
+    ctx.dim = inputs[1]
+    ctx.dtype = inputs[0].dtype
+
+
+def _cumsum_bw(ctx, g):
+    # the reversed cumulative sum: total - cumsum(g) + g
+    r = O.add(O.sub(O.sum(g, [ctx.dim], True), O.cumsum(g, ctx.dim)), g)
+    return (r if r.dtype is ctx.dtype else O.to_dtype(r, ctx.dtype)), None, None
+
+
+defop("cumsum(Tensor self, SymInt dim, *, ScalarType? dtype=None) -> Tensor", meta=_cumsum_meta,
+      setup=_cumsum_setup, backward=_cumsum_bw)
+
+
+# -- values + indices: max(dim), min(dim), sort ---------------------------------------------------
+def _select_back(g, shape, dim, idx, keepdim):
+    """Gradient of a value-selecting reduction: ``g`` put at ``idx`` along ``dim`` (torch's
+    value_selecting_reduction_backward), zeros elsewhere."""
+    nd = len(shape)
+    if not nd:
+        return g
+    d = wrap_dim(dim, nd)
+    if not keepdim:
+        g = O.unsqueeze(g, d)
+        idx = O.unsqueeze(idx, d)
+    return O.scatter_add(g.new_zeros(list(shape)), d, idx, g)
+
+
+def _minmax_dim_meta(api):
+    def meta(x, dim, keepdim=False):
+        shape, _ = reduce_shape(x.shape, [dim], keepdim)
+        check_nonempty_reduction(x.shape, (dim,), api)
+        return out_like(shape, x.dtype, x), out_like(shape, _dtype.int64, x)
+    return meta
+
+
+def _minmax_dim_setup(ctx, inputs, output):
+    ctx.shape, ctx.dim = inputs[0].shape, inputs[1]
+    ctx.keepdim = inputs[2] if len(inputs) > 2 else False
+    ctx.save_for_backward(output[1])
+
+
+def _minmax_dim_bw(ctx, g, _gi=None):
+    idx, = ctx.saved_tensors
+    return _select_back(g, ctx.shape, ctx.dim, idx, ctx.keepdim), None, None
+
+
+defop("max(Tensor self, SymInt dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
+      meta=_minmax_dim_meta("max"), setup=_minmax_dim_setup, backward=_minmax_dim_bw,
+      kernel="max_dim")
+defop("min(Tensor self, SymInt dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
+      meta=_minmax_dim_meta("min"), setup=_minmax_dim_setup, backward=_minmax_dim_bw,
+      kernel="min_dim")
+
+
+def _sort_meta(x, dim=-1, descending=False, *, stable=False):
+    wrap_dim(dim, x.ndim, "sort(): ")
+    return out_like(x.shape, x.dtype, x), out_like(x.shape, _dtype.int64, x)
+
+
+def _sort_setup(ctx, inputs, output):
+    ctx.shape, ctx.dim, ctx.keepdim = inputs[0].shape, inputs[1] if len(inputs) > 1 else -1, True
+    ctx.save_for_backward(output[1])
+
+
+defop("sort(Tensor self, SymInt dim=-1, bool descending=False, *, bool stable=False) -> "
+      "(Tensor values, Tensor indices)", meta=_sort_meta, setup=_sort_setup,
+      backward=lambda ctx, g, _gi=None: (_minmax_dim_bw(ctx, g)[0], None, None, None))
+
+
+def _argsort_meta(x, dim=-1, descending=False, *, stable=False):
+    wrap_dim(dim, x.ndim, "argsort(): ")
+    return out_like(x.shape, _dtype.int64, x)
+
+
+defop("argsort(Tensor self, SymInt dim=-1, bool descending=False, *, bool stable=False) -> Tensor",
+      meta=_argsort_meta, differentiable=False)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .graph import edge_of, run_backward
+from .graph import backward_root, edge_of, run_backward
 
 
 def _as_list(x):
@@ -45,6 +45,9 @@ def _ones_seed(t):
     return f.ones_like(t)
 
 
+_ONE_ELEMENT = frozenset({(), (1,), (1, 1)})   # shapes whose implicit seed is ones (fast path)
+
+
 def _roots(tensors, grad_tensors, api):
     roots, grads = [], []
     gl = _as_list(grad_tensors) or [None] * len(tensors)
@@ -72,6 +75,13 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     one-element outputs). Raises ``RuntimeError`` when a tensor does not require grad or a
     non-scalar output has no gradient given.
     """
+    if grad_tensors is None and inputs is None and not create_graph:
+        fn = getattr(tensors, "grad_fn", None)
+        if fn is not None and tensors._base is None and tensors._shape in _ONE_ELEMENT:
+            # y.backward() of a one-element non-leaf (the training-loop case): the implicit
+            # seed goes straight to the engine, which hands it on without a copy
+            backward_root(fn, tensors._output_nr, _ones_seed(tensors), bool(retain_graph))
+            return None
     tensors = _as_list(tensors)
     roots, grads = _roots(tensors, grad_tensors, "backward")
     keep = create_graph if retain_graph is None else retain_graph

@@ -32,13 +32,14 @@ class FunctionCtx:
     ``set_materialize_grads``; any other attribute can be stored freely.
     """
 
-    def __init__(self):
-        self._saved = ()
-        self._saved_versions = ()
-        self.needs_input_grad = ()
-        self._non_diff = set()
-        self.materialize_grads = True
-        self._op_name = "Function"
+    # Defaults live on the class: a ctx is made per recorded call, and an empty __init__ costs
+    # nothing (the instance gets only what setup_context/backward set).
+    _saved = ()
+    _saved_versions = ()
+    needs_input_grad = ()
+    _non_diff = frozenset()     # ids of outputs marked non-differentiable
+    materialize_grads = True
+    _op_name = "Function"
 
     def save_for_backward(self, *tensors):
         """Keep ``tensors`` (or None) for ``backward``; their versions are recorded so that an
@@ -70,7 +71,7 @@ class FunctionCtx:
 
     def mark_non_differentiable(self, *tensors):
         """Outputs that get no gradient history (e.g. integer indices), as in torch."""
-        self._non_diff.update(id(t) for t in tensors)
+        self._non_diff = self._non_diff.union(id(t) for t in tensors)
 
     def set_materialize_grads(self, value: bool):
         """With False, ``backward`` receives None (not zeros) for outputs without a gradient."""
@@ -97,7 +98,8 @@ class FunctionNode(Node):
         self._retained = None         # set: the engine's getattr on an unset slot costs 0.2 µs
 
     def apply(self, grads):
-        if self.ctx.materialize_grads:
+        ctx = self.ctx
+        if ctx.materialize_grads and (len(grads) > 1 or grads[0] is None):
             for g in grads:
                 if g is None:   # only then: zeros for the missing gradients
                     from .. import _factories
@@ -105,9 +107,16 @@ class FunctionNode(Node):
                                   _factories.zeros(m[0], dtype=m[1], device=m[2])
                                   for g, m in zip(grads, self._out_meta))
                     break
-        res = self.fn(self.ctx, *grads)
+        res = self.fn(ctx, *grads)
         structure = self.structure
-        if len(structure) == 1 and structure[0] == "t" and not isinstance(res, (tuple, list)):
+        if res.__class__ is tuple:
+            if len(res) == len(structure):
+                for s in structure:
+                    if s != "t":
+                        break
+                else:
+                    return res   # one gradient per tensor input: already the engine's shape
+        elif len(structure) == 1 and structure[0] == "t" and not isinstance(res, list):
             return (res,)   # one tensor input, a bare gradient: what the general path gives
         if not isinstance(res, tuple):
             # a bare gradient, or a list that is the gradient of a single Tensor[] input
@@ -130,7 +139,10 @@ class FunctionNode(Node):
         return tuple(out)
 
     def release(self):
-        self.ctx.release()
+        ctx = self.ctx   # FunctionCtx.release, inlined (once per node in every backward)
+        if ctx._saved:
+            ctx._released = True
+            ctx._saved = ()
 
 
 def _structure_and_edges(values, T):
@@ -168,9 +180,15 @@ def attach(name, backward, ctx, values, output, T, se=None):
         meta = tuple((o._shape, o._dtype, o._device) if isinstance(o, T) else ((), None, None)
                      for o in outs)
     node = FunctionNode(name, backward, ctx, edges, structure, meta)
+    non_diff = ctx._non_diff
     for i, o in enumerate(outs):
-        if isinstance(o, T) and o._dtype.is_floating_point and id(o) not in ctx._non_diff:
-            o._set_grad_fn(node, i)
+        if isinstance(o, T) and o._dtype.is_floating_point and (not non_diff or
+                                                               id(o) not in non_diff):
+            # Tensor._set_grad_fn, inlined (one call less per recorded op)
+            o.grad_fn = node
+            o._output_nr = i
+            o._requires_grad = True
+            o._dkey = "autograd" if o._capture is None else "capture"
     return output
 
 
@@ -186,8 +204,9 @@ def make_op_autograd(op):
     if op.is_builtin and op.mutates_args:
         return _make_inplace_autograd(op)
     if backward is not None and not op.is_builtin:
+        setup = _torch_setup_form(op, setup)
         backward = _count_checked(
-            backward, len(op.schema.arguments),
+            backward, _needed_gradients(op),
             lambda n, got: f"{op.name}: the backward formula registered with register_autograd "
                            f"returned an incorrect number of gradients (expected {n}, got {got}): "
                            f"return one gradient (or None) per input of the op, in schema order")
@@ -204,7 +223,10 @@ def make_op_autograd(op):
             if backward is None and op.is_builtin:
                 with _gm.no_grad():
                     return table[bkey](*args, **kwargs)
-            return table[bkey](*args, **kwargs)
+            out = table[bkey](*args, **kwargs)
+            if backward is None:
+                return no_formula_outputs(op.name, out, list(args) + list(kwargs.values()))
+            return out
         with _gm.no_grad():
             out = table[bkey](*args, **kwargs)
         values = list(args) + [kwargs.get(n, _missing) for n in names[len(args):]]
@@ -233,6 +255,117 @@ def _count_checked(backward, n, message):
             raise RuntimeError(message(n, got))
         return res
     return checked_backward
+
+
+def _needed_gradients(op) -> int:
+    """How many gradients a registered formula must return at least: one per argument, but
+    trailing keyword-only non-tensor arguments may be left out (torch's ``register_autograd``
+    asks for gradients of the positional inputs only)."""
+    from .. import _dispatch
+    args = op.schema.arguments
+    n = len(args)
+    while n and args[n - 1].kwarg_only and args[n - 1].kind not in (
+            _dispatch._KIND_TENSOR, _dispatch._KIND_OPT, _dispatch._KIND_LIST):
+        n -= 1
+    return n
+
+
+def setup_context_form(setup) -> int:
+    """3 for ``setup_context(ctx, inputs, output)``, 4 for torch's
+    ``setup_context(ctx, inputs, keyword_only_inputs, output)``, 0 when it takes neither."""
+    import inspect
+    try:
+        sig = inspect.signature(setup)
+    except (TypeError, ValueError):
+        return 3   # a builtin or C callable: no signature to read, call it the classic way
+    for n, probe in ((3, (None, (), None)), (4, (None, (), {}, None))):
+        try:
+            sig.bind(*probe)
+            return n
+        except TypeError:
+            pass
+    return 0
+
+
+def _torch_setup_form(op, setup):
+    """``setup`` called as ``setup(ctx, inputs, output)``: torch's four-argument form gets the
+    positional inputs as ``inputs`` and the keyword-only ones (defaults filled in) as the dict
+    ``keyword_only_inputs``, as ``torch.library.register_autograd`` passes them."""
+    if setup is None or setup_context_form(setup) != 4:
+        return setup
+    args = op.schema.arguments
+    npos = sum(1 for a in args if not a.kwarg_only)
+    kw = tuple((i, a.name) for i, a in enumerate(args) if a.kwarg_only)
+
+    def setup_context(ctx, inputs, output):
+        return setup(ctx, tuple(inputs[:npos]), {n: inputs[i] for i, n in kw}, output)
+    setup_context.__wrapped__ = setup
+    return setup_context
+
+
+class NoFormulaBackward(Node):
+    """Node of an output that a kernel without a registered formula produced without autograd
+    history while an input required grad (it left the graph: ``.numpy()``, a raw kernel launch
+    into a fresh tensor). Its gradient is unknown, so backward through it raises, as torch does
+    for an op with no autograd kernel."""
+
+    __slots__ = ("name", "op_name")
+
+    def __init__(self, op_name, edges, out_meta):
+        self.op_name = op_name
+        self.name = f"{op_name}NotDifferentiable"
+        self.next_edges = edges
+        self._out_meta = out_meta
+        self._retained = None
+
+    def apply(self, grads):
+        which = ", ".join(str(i) for i, g in enumerate(grads) if g is not None)
+        raise RuntimeError(
+            f"{self.op_name}: trying to backprop through output {which}, which the kernel "
+            f"returned without autograd history although an input requires grad: the kernel "
+            f"breaks the autograd graph (.numpy(), .detach(), a raw kernel launch into a fresh "
+            f"tensor) and the op has no backward formula (autograd kernel was not registered to "
+            f"the Autograd key(s) but we are trying to backprop through it). Register one with "
+            f"tensorplay.library.register_autograd({self.op_name!r}, backward, "
+            f"setup_context=...); or compute the kernel with tensorplay ops; or, if the op is "
+            f"not differentiable on purpose, register a formula whose setup_context calls "
+            f"ctx.mark_non_differentiable on the outputs (or whose backward returns None).")
+
+
+def no_formula_outputs(op_name, out, values):
+    """After a kernel without a formula ran with grad mode on: give each floating output that
+    has no history a ``NoFormulaBackward`` node when a tensor among ``values`` requires grad
+    (the eager safety net against silently missing gradients). Returns ``out``."""
+    T = _T[0]
+    if T is None:
+        from .._tensor import Tensor as T
+        _T[0] = T
+    if out.__class__ is T or isinstance(out, T):
+        outs = (out,)
+    elif isinstance(out, (tuple, list)):
+        outs = out
+    else:
+        return out
+    bad = [i for i, o in enumerate(outs) if isinstance(o, T) and not o._requires_grad and
+           o._dtype.is_floating_point and o._data is not None]
+    if not bad or not _gm.is_grad_enabled():
+        return out
+    inputs, edges = [], []
+    for v in values:
+        for t in (v if isinstance(v, (list, tuple)) else (v,)):
+            if isinstance(t, T):
+                inputs.append(t)
+                edges.append(edge_of(t))
+    if all(e is None for e in edges):
+        return out
+    meta = tuple((o._shape, o._dtype, o._device) if isinstance(o, T) else ((), None, None)
+                 for o in outs)
+    node = NoFormulaBackward(op_name, tuple(edges), meta)
+    for i in bad:
+        o = outs[i]
+        if not any(o is t for t in inputs):   # an input returned as is keeps its own state
+            o._set_grad_fn(node, i)
+    return out
 
 
 def _record(name, opname, backward, setup, values, out):
@@ -288,12 +421,15 @@ def _generated_entry(op, name, backward, setup):
     kinds = {n: (a.kind, a.name in scalar_ok) for n, a in zip(names, op.schema.arguments)}
     required = [n for n, _ in tensor_names if kinds[n] == (_dispatch._KIND_TENSOR, False)]
     maybe = [n for n, _ in tensor_names if kinds[n] == (_dispatch._KIND_TENSOR, True)]
-    if len(required) == 1 and len(required) + len(maybe) == len(tensor_names):
-        # one Tensor parameter (plus scalar_ok ones holding numbers): backend_key([x]) is x._bkey
-        bkey = f"{required[0]}._bkey"
-        if maybe:
-            cond = " and ".join(f"{n}.__class__ is not __T" for n in maybe)
-            bkey = f"{bkey} if {cond} else __bk(__flat({vals}))"
+    if required and len(required) + len(maybe) == len(tensor_names):
+        # Tensor parameters (plus scalar_ok ones holding numbers) that all have one backend key
+        # k: backend_key(...) is k
+        first = required[0]
+        bkey = f"{first}._bkey"
+        conds = [f"{n}._bkey is {first}._bkey" for n in required[1:]] + [
+            f"({n}.__class__ is not __T or {n}._bkey is {first}._bkey)" for n in maybe]
+        if conds:
+            bkey = f"{bkey} if {' and '.join(conds)} else __bk(__flat({vals}))"
     else:
         bkey = f"__bk(__flat({vals}))"
     lines = [f"def autograd_entry({', '.join(params)}):",
@@ -304,8 +440,13 @@ def _generated_entry(op, name, backward, setup):
                       f"        return __table[__bkey]({call_s})",
                       "    __g['enabled'] = False", "    try:", f"        return __table[__bkey]({call_s})",
                       "    finally:", "        __g['enabled'] = True"]
-        else:               # CompositeImplicitAutograd: the body's own ops record the graph
-            lines += [f"    return __table[__bkey]({call_s})"]
+        else:
+            # CompositeImplicitAutograd: the body's own ops record the graph. An output without
+            # history (the kernel left the graph) gets a node that raises in backward.
+            lines += [f"    __out = __table[__bkey]({call_s})",
+                      "    if __out.__class__ is __T and __out._requires_grad:",
+                      "        return __out",
+                      f"    return __nf(__opname, __out, {vals})"]
     else:
         # grad mode is per thread: __g is this thread's dict of the flag (one lookup, then plain
         # dict reads/writes, half the cost of three thread-local attribute accesses)
@@ -314,39 +455,65 @@ def _generated_entry(op, name, backward, setup):
                   "    __g['enabled'] = False", "    try:", f"        __out = __table[__bkey]({call_s})",
                   "    finally:", "        __g['enabled'] = True"]
         args = op.schema.arguments
-        plain = all((a.kind == _dispatch._KIND_TENSOR and a.name not in scalar_ok) or
-                    (a.kind not in (_dispatch._KIND_TENSOR, _dispatch._KIND_OPT,
-                                    _dispatch._KIND_LIST) and not a.type.endswith("[]"))
+        plain = all(a.kind == _dispatch._KIND_TENSOR or
+                    (a.kind not in (_dispatch._KIND_OPT, _dispatch._KIND_LIST) and
+                     not a.type.endswith("[]"))
                     for a in args)
         if plain:
-            # _record inlined: every tensor parameter is one Tensor, the others are scalars, so
-            # _structure_and_edges' result is known in shape: ["t" | None per parameter]
-            tens = [n for n, a in zip(names, args) if a.kind == _dispatch._KIND_TENSOR]
-            lines += [f"    __e{j} = __edge({n})" for j, n in enumerate(tens)]
+            # _record inlined: every tensor parameter is one Tensor (or, where the op takes a
+            # Scalar too, a number), the others are scalars, so _structure_and_edges' result is
+            # known in shape: ["t" | None per parameter]
+            tens = [(n, a.name in scalar_ok) for n, a in zip(names, args)
+                    if a.kind == _dispatch._KIND_TENSOR]
+            edge_parts = []
+            for j, (n, maybe_scalar) in enumerate(tens):
+                if maybe_scalar:
+                    lines += [f"    __t{j} = isinstance({n}, __T)",
+                              f"    __e{j} = __edge({n}) if __t{j} else None"]
+                    edge_parts.append(f"((__e{j},) if __t{j} else ())")
+                else:
+                    lines.append(f"    __e{j} = __edge({n})")
+                    edge_parts.append(f"(__e{j},)")
             needs, struct, j = [], [], 0
             for a in args:
                 if a.kind == _dispatch._KIND_TENSOR:
                     needs.append(f"__e{j} is not None")
-                    struct.append("'t'")
+                    struct.append(f"('t' if __t{j} else None)" if tens[j][1] else "'t'")
                     j += 1
                 else:
                     needs.append("False")
                     struct.append("None")
-            edges = "(" + "".join(f"__e{j}, " for j in range(len(tens))) + ")"
+            edges = " + ".join(edge_parts) if edge_parts else "()"
             lines += [f"    __needs = ({', '.join(needs)},)", "    __ctx = __Ctx()",
-                      "    __ctx._op_name = __opname"]
+                      "    __ctx._op_name = __opname", "    __ctx.needs_input_grad = __needs"]
             if setup is not None:
-                lines += ["    __ctx.needs_input_grad = __needs",
-                          f"    __setup(__ctx, {vals}, __out)"]
+                lines += [f"    __setup(__ctx, {vals}, __out)"]
             ret = (f"    return __attach(__name, __bw, __ctx, {vals}, __out, __T, "
                    f"([{', '.join(struct)}], {edges}, __needs))")
-            lines.append(ret)
+            rets = op.schema.returns
+            if len(rets) == 1 and rets[0].type == "Tensor" and rets[0].alias is None:
+                # attach inlined for the common case: one floating Tensor output, nothing marked
+                # non-differentiable (anything else takes attach as written)
+                any_need = " or ".join(needs) if needs else "False"
+                lines += [f"    if not ({any_need}):",
+                          "        return __out",
+                          "    if __out.__class__ is not __T or not __out._dtype.is_floating_point"
+                          " or __ctx._non_diff:",
+                          ret.replace("    return", "        return", 1),
+                          f"    __out.grad_fn = __FN(__name, __bw, __ctx, {edges}, "
+                          f"[{', '.join(struct)}], ((__out._shape, __out._dtype, __out._device),))",
+                          "    __out._output_nr = 0",
+                          "    __out._requires_grad = True",
+                          "    __out._dkey = __ag if __out._capture is None else 'capture'",
+                          "    return __out"]
+            else:
+                lines.append(ret)
         else:
             lines += [f"    return __rec(__name, __opname, __bw, __setup, {vals}, __out)"]
     ns.update(__en=_gm._state, __table=op.table, __bk=_dispatch.backend_key,
               __flat=_dispatch.flat_tensors, __rec=_record, __name=name, __opname=op.name,
               __bw=backward, __setup=setup, __edge=edge_of, __Ctx=FunctionCtx, __attach=attach,
-              __T=Tensor)
+              __T=Tensor, __nf=no_formula_outputs, __FN=FunctionNode, __ag="autograd")
     src = "\n".join(lines)
     exec(compile(src, f"<tensorplay autograd {op.name}>", "exec"), ns)  # noqa: S102 - code from the schema
     fn = ns["autograd_entry"]

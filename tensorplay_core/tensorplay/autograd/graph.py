@@ -28,6 +28,10 @@ class Node:
     def name_(self):
         return self.name
 
+    def release(self):
+        """Free what the node saved for backward (the engine calls it unless the graph is
+        retained); nothing to free by default."""
+
     def __repr__(self) -> str:
         return f"<{self.name}>"
 
@@ -67,12 +71,17 @@ class AccumulateGrad(Node):
     def accumulate(self, g, owned=False):
         """``apply((g,))``; ``owned``: no one else holds ``g``, so when it is a plain dense
         tensor on storage of its own, ``.grad`` takes it without the defensive copy."""
-        if owned and self.variable.grad is None and g.__class__ is _TENSOR[0] and \
-                g._shape == self.variable._shape and _exclusive(g):
-            v = self.variable
-            v.grad = g if not (g._requires_grad or g.grad_fn is not None or g._capture is not None
-                               or g._accum is not None) else g.detach()
-            return ()
+        v = self.variable
+        if v.grad is None and g.__class__ is _TENSOR[0] and g._shape == v._shape:
+            if owned and _exclusive(g):
+                v.grad = g if not (g._requires_grad or g.grad_fn is not None or
+                                   g._capture is not None or g._accum is not None) else g.detach()
+                return ()
+            if not _gm.is_grad_enabled():
+                # shared with another leaf (add's backward hands one gradient to both inputs):
+                # apply()'s copy, without its no_grad block and detach (grad mode is off here)
+                v.grad = g.clone()
+                return ()
         return self.apply((g,))
 
 
@@ -140,20 +149,107 @@ def edge_of(t):
 def _topo(roots):
     """Nodes reachable from ``roots`` with, for each, how many edges point at it."""
     deps: dict = {}
-    seen = set()   # nodes hash by identity
-    stack = [r for r in roots if r is not None]
+    stack = list(dict.fromkeys(r for r in roots if r is not None))
+    roots_seen = set(stack)   # nodes hash by identity
     while stack:
-        n = stack.pop()
-        if n in seen:
-            continue
-        seen.add(n)
-        for e in n.next_edges:
+        for e in stack.pop().next_edges:
             if e is not None:
                 nxt = e[0]
-                deps[nxt] = deps.get(nxt, 0) + 1
-                if nxt not in seen:
-                    stack.append(nxt)
+                if nxt in deps:
+                    deps[nxt] += 1
+                else:   # first edge into nxt: walk it once (unless it is a root, walked already)
+                    deps[nxt] = 1
+                    if nxt not in roots_seen:
+                        stack.append(nxt)
     return deps
+
+
+def backward_root(node, nr, g, keep_graph=False):
+    """``Tensor.backward()`` of one root: ``run_backward([(node, nr)], [g], keep_graph=...)``.
+    ``g`` is handed over (no one else holds it), so a leaf may own it as its ``.grad``."""
+    if _TENSOR[0] is None:
+        from .._tensor import Tensor
+        _TENSOR[0] = Tensor
+    deps: dict = {}   # _topo((node,)), inlined: one root, so no root bookkeeping
+    stack = [node]
+    while stack:
+        for e in stack.pop().next_edges:
+            if e is not None:
+                nxt = e[0]
+                if nxt in deps:
+                    deps[nxt] += 1
+                else:
+                    deps[nxt] = 1
+                    stack.append(nxt)
+    pending = {node: {nr: g}}
+    del g
+    with _GRAD_OFF:
+        _walk([node] if node not in deps else [], pending, deps, keep_graph, False)
+
+
+def _walk(ready, pending, deps, keep_graph, create_graph):
+    """The engine loop of ``backward``: run each node once all its consumers ran, summing the
+    gradients that meet, and accumulate into the leaves' ``.grad``."""
+    AG = AccumulateGrad
+    refcount = sys.getrefcount
+    while ready:
+        node = ready.pop()
+        slot = pending.pop(node, None)
+        if node.__class__ is AG:
+            if slot:
+                g = slot.pop(0, None)
+                if g is not None:
+                    # only this frame holds g (local + call argument): the leaf may own it as
+                    # is instead of a copy (torch's AccumulateGrad "steals" such gradients too)
+                    # (counted before the call: as an argument on the stack g counts once more)
+                    owned = not create_graph and refcount(g) <= 2
+                    node.accumulate(g, owned)
+                    g = None
+            continue
+        if slot:   # entries are never None: at least one gradient reached this node
+            m = getattr(node, "_out_meta", None)
+            if (m is None or len(m) == 1) and len(slot) == 1 and 0 in slot:
+                grads = (slot[0],)
+            else:
+                n_all = len(m) if m else 1
+                n_out = max(slot) + 1
+                if n_out > n_all:  # noqa: PLR1730 - no max() call per node
+                    n_all = n_out
+                grads = tuple(slot.get(i) for i in range(n_all))
+            slot = None
+            retained = getattr(node, "_retained", None)
+            if retained is not None:
+                _keep_retained(retained, grads)
+            in_grads = node.apply(grads)
+            grads = None
+            if not keep_graph:
+                node.release()
+            for e, g in zip(node.next_edges, in_grads):
+                if e is None:
+                    continue
+                nxt = e[0]
+                if g is not None:
+                    s = pending.get(nxt)
+                    if s is None:
+                        pending[nxt] = {e[1]: g}
+                    else:
+                        nr = e[1]
+                        s[nr] = g if nr not in s else s[nr] + g
+                c = deps[nxt] - 1
+                deps[nxt] = c
+                if not c:
+                    ready.append(nxt)
+            in_grads = g = None   # the pending slots hold the gradients now
+        else:
+            if not keep_graph:
+                node.release()
+            for e in node.next_edges:
+                if e is not None:
+                    nxt = e[0]
+                    c = deps[nxt] - 1
+                    deps[nxt] = c
+                    if not c:
+                        ready.append(nxt)
 
 
 def run_backward(roots, grad_roots, *, keep_graph=False, create_graph=False, inputs=None,
@@ -189,6 +285,11 @@ def run_backward(roots, grad_roots, *, keep_graph=False, create_graph=False, inp
         ready = root_nodes if deps.get(root_nodes[0], 0) == 0 else []
     else:
         ready = [n for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0]
+    if inputs is None and accumulate:
+        grad_roots = g = slot = None   # only pending holds the root gradients now
+        with (_GRAD_OFF if not create_graph else _gm.set_grad_enabled(True)):
+            _walk(ready, pending, deps, keep_graph, create_graph)
+        return None
     with (_GRAD_OFF if not create_graph else _gm.set_grad_enabled(True)):
         while ready:
             node = ready.pop()

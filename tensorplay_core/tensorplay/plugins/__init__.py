@@ -10,7 +10,8 @@ Data for tools and users (plain dicts and lists, no printing):
   ``TENSORPLAY_API_VERSION``).
 
 Environment controls (read at ``import tensorplay``): ``TENSORPLAY_PLUGINS``,
-``TENSORPLAY_DISABLE_PLUGINS``, ``TENSORPLAY_STRICT_PLUGINS=1``, ``TENSORPLAY_TRACE_PLUGINS=1``;
+``TENSORPLAY_DISABLE_PLUGINS``, ``TENSORPLAY_STRICT_PLUGINS=1``, ``TENSORPLAY_TRACE_PLUGINS=1``
+(``1``/``true``/``yes``/``on`` or ``0``/``false``/``no``/``off``);
 see ``tensorplay.plugins.manager``.
 """
 

@@ -29,7 +29,11 @@ Module-level declarations a plugin may make (before it registers anything):
 * ``TENSORPLAY_PRIORITY = 0`` -- its kernels (and devices) win over those of a plugin with a lower
   priority for the same (op, device); two plugins with equal priorities claiming the same
   (op, device) or the same device type is a conflict: the later one fails to load, with an error
-  naming both distributions.
+  naming both distributions. An op belongs to the plugin that defined it: another plugin may add
+  kernels for devices the owner does not provide, but replacing the owner's kernel for a device
+  (registered, or named in its ``tensorplay.kernels`` metadata) needs a priority higher than the
+  owner's; otherwise that other plugin fails to load, whatever the load order, and the owner
+  keeps its ops.
 """
 
 from __future__ import annotations

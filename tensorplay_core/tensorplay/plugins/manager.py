@@ -10,8 +10,15 @@
   (a blocked module is never executed); ``TENSORPLAY_STRICT_PLUGINS=1`` turns any load failure
   into a ``PluginError`` raised by ``import tensorplay``; ``TENSORPLAY_TRACE_PLUGINS=1`` logs
   every plugin import, hook call and lazy-kernel import to the ``tensorplay.plugins`` logger
-  (stderr unless logging is configured). Names match the entry-point name or the distribution
+  (stderr unless logging is configured). The two switches read ``1``/``true``/``yes``/``on`` as
+  on and unset/empty/``0``/``false``/``no``/``off`` as off (any case); any other value is a
+  ``PluginError`` naming the variable. Names match the entry-point name or the distribution
   name (case, ``-``/``_``/``.`` insensitive).
+* **Load order does not matter.** Plugins load in distribution-name order, and a plugin whose
+  hook looks up an op not defined yet loads the remaining plugins first; a plugin module the
+  user imported before ``tensorplay`` is finished later and the ops its import defined are
+  attributed to it. Two distributions naming the same plugin module: the second fails with an
+  error naming both (and how to skip just that one).
 * **Isolation.** Each plugin loads atomically: its module import, its hooks and its kernel entry
   points either all succeed, or everything it registered is undone (ops, kernels, fakes,
   formulas, devices) and the plugin is recorded as ``failed`` with its exception. One
@@ -21,9 +28,14 @@
   name a known hook and only its arguments; functions named like a hook but not marked with
   ``@hookimpl`` are reported; ``TENSORPLAY_API_VERSION`` must match ``API_VERSION``'s major number
   (otherwise the plugin is skipped as ``incompatible``).
-* **Conflicts.** Two plugins registering a kernel for the same (op, device), or providing the
-  same device type, fail the later one with an error naming both, unless their
-  ``TENSORPLAY_PRIORITY`` differ (higher wins).
+* **Conflicts.** An op belongs to the plugin that defined it. Another plugin registering a
+  kernel for a device the owner provides (registered, or named in its ``tensorplay.kernels``
+  metadata) fails with an error naming both and the fix, unless it declares a higher
+  ``TENSORPLAY_PRIORITY`` than the owner (then it wins); whatever the load order, the owner keeps
+  its ops. Two other plugins registering a kernel for the same (op, device), or two plugins
+  providing the same device type, fail the later one with an error naming both, unless their
+  ``TENSORPLAY_PRIORITY`` differ (higher wins). Everything a failed plugin registered is undone,
+  including the ``Library`` objects it opened (their namespaces are free again).
 
 Hooks run at load time and when tools ask for samples; nothing here is on the per-op call path.
 """
@@ -153,6 +165,8 @@ class _State:
         self.lock = threading.RLock()
         self.scan = None                        # cached (plugin eps, kernel eps)
         self.deferred: list = []                # plugins whose module was mid-import
+        self.todo: list = []                    # (record, loader, strict) queued by load_all
+        self.declared: dict = {}                # (op, device) -> {dists naming it in metadata}
         self.scan_count = 0
         self.trace = False
         self.logger = None
@@ -189,6 +203,24 @@ def _env_list(name):
     if v is None:
         return None
     return {_norm(x) for x in v.split(",") if x.strip()}
+
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("", "0", "false", "no", "off")
+
+
+def _env_flag(name: str) -> bool:
+    """A boolean control: ``1``/``true``/``yes``/``on`` (any case) is on, unset/empty/``0``/
+    ``false``/``no``/``off`` is off; anything else is a ``PluginError`` naming the variable (a
+    typo must not silently pick either meaning)."""
+    raw = os.environ.get(name, "")
+    v = raw.strip().lower()
+    if v in _TRUE:
+        return True
+    if v in _FALSE:
+        return False
+    raise PluginError(f"{name}={raw!r} is not a boolean; use one of 1, true, yes, on (enable) or "
+                      f"0, false, no, off (disable), or unset it.")
 
 
 def _matches(names, rec) -> bool:
@@ -426,12 +458,12 @@ def load_all(entry_points=None, kernel_entry_points=None) -> None:
             return
         _S.loaded = True
         t_start = time.perf_counter()
-        _S.trace = os.environ.get("TENSORPLAY_TRACE_PLUGINS", "") not in ("", "0")
+        _S.trace = _env_flag("TENSORPLAY_TRACE_PLUGINS")
         if entry_points is None:
             entry_points, kernel_entry_points = _scan()
         allow = _env_list("TENSORPLAY_PLUGINS")
         block = _env_list("TENSORPLAY_DISABLE_PLUGINS") or set()
-        strict = os.environ.get("TENSORPLAY_STRICT_PLUGINS", "") not in ("", "0")
+        strict = _env_flag("TENSORPLAY_STRICT_PLUGINS")
 
         # kernel entry points, grouped by distribution
         kernel_eps: dict[str, list] = {}
@@ -470,7 +502,17 @@ def load_all(entry_points=None, kernel_entry_points=None) -> None:
                 _trace("deferred %s: its module is still being imported", rec.label)
                 continue
             new.append(rec)
-            _load_one(rec, ep.load, strict)
+            _S.todo.append((rec, ep.load, strict))
+        # Load in name order; a plugin whose hook looks up an op that is not defined yet loads
+        # the remaining plugins first (``finish_deferred`` from ``_registry.lookup``), so the
+        # outcome does not depend on which distribution sorts first.
+        _S.declared = {}
+        for dname, eps in kernel_eps.items():
+            for e in eps:
+                qual, _, dev = e.name.rpartition(".")
+                _S.declared.setdefault((qual, dev.strip().lower().partition(":")[0]),
+                                       set()).add(dname)
+        _load_todo()
 
         # distributions that only declare kernels
         for dname in sorted(kernel_eps):
@@ -534,10 +576,22 @@ def _warn_unknown_names(names, var: str) -> None:
         PluginWarning, stacklevel=4)
 
 
+def _load_todo() -> None:
+    """Load the plugins queued by ``load_all`` not loaded yet (in order; re-entrant: a plugin's
+    hook can trigger the load of the ones after it)."""
+    while _S.todo:
+        rec, loader, strict = _S.todo.pop(0)
+        _load_one(rec, loader, strict)
+
+
 def finish_deferred() -> None:
     """Load plugins whose module was mid-import when ``tensorplay`` loaded (``import
-    tensorplay_cpu`` before ``import tensorplay``). Called where plugin results are needed
-    (backends, records, op lookups that miss); a no-op once nothing is pending."""
+    tensorplay_cpu`` before ``import tensorplay``), and, while plugins are loading, the ones
+    queued after the current one. Called where plugin results are needed (backends, records,
+    op lookups that miss); a no-op once nothing is pending."""
+    if _S.todo:
+        with _S.lock:
+            _load_todo()
     if not _S.deferred:
         return
     with _S.lock:
@@ -547,6 +601,7 @@ def finish_deferred() -> None:
             if m is not None and getattr(getattr(m, "__spec__", None), "_initializing", False):
                 _S.deferred.append((rec, loader, strict, keps))
                 continue
+            _adopt(rec)
             _load_one(rec, loader, strict)
             if keps and rec.status == "loaded":
                 _install_kernel_eps(rec, keps, strict)
@@ -564,8 +619,19 @@ def _load_one(rec: PluginRecord, loader, strict: bool) -> None:
         _trace("import %s (%s)", rec.label, rec.value)
         mod = loader()
         _trace("imported %s in %.2f ms", rec.label, (time.perf_counter() - t0) * 1e3)
+        for other in _S.records.values():
+            if other is not rec and other.module is mod and other.status == "loaded":
+                err = PluginError(
+                    f"plugin {rec.label} and plugin {other.label} both name module "
+                    f"{getattr(mod, '__name__', rec.value)!r} as their plugin (entry points "
+                    f"{rec.name!r} and {other.name!r} in group {GROUP!r}); {other.label} loaded "
+                    f"it first, so {rec.label} was skipped. One of the two distributions is a "
+                    f"duplicate or a stale install.")
+                err.fix = (f"uninstall the one you do not want (pip uninstall {rec.dist}), or "
+                           f"skip just this one with TENSORPLAY_DISABLE_PLUGINS={rec.dist}.")
+                raise err
         rec.module = mod
-        rec.attempted_ops |= set(_registry._OPS) - ops_before
+        rec.attempted_ops |= _own_ops(rec)
         ver = getattr(mod, "TENSORPLAY_API_VERSION", API_VERSION)
         rec.api_version = ver
         if not _api_compatible(ver):
@@ -598,15 +664,15 @@ def _load_one(rec: PluginRecord, loader, strict: bool) -> None:
         reg = Registrar(rec)
         for impl in _impls_of(mod, "tensorplay_register_ops"):
             _call_impl(rec, impl, "tensorplay_register_ops", registrar=reg)
-            rec.attempted_ops |= set(_registry._OPS) - ops_before
-        rec.ops = sorted(set(_registry._OPS) - ops_before)
+            rec.attempted_ops |= _own_ops(rec)
+        rec.ops = sorted(_own_ops(rec))
         rec.handles = _registry._undo_log[mark:]
         del _registry._undo_log[mark:]
         rec.status = "loaded"
     except (Exception, SystemExit) as e:   # isolation: never break `import tensorplay`
         if rec.status == "incompatible":     # strict mode: already rolled back and reported
             raise
-        rec.attempted_ops |= set(_registry._OPS) - ops_before
+        rec.attempted_ops |= _own_ops(rec)
         if registered:
             pm.unregister(name=rec.key)
         _rollback(rec, mark, ops_before)
@@ -614,6 +680,38 @@ def _load_one(rec: PluginRecord, loader, strict: bool) -> None:
     finally:
         _registry._owner_stack.pop()
         rec.load_seconds += time.perf_counter() - t0
+
+
+def _own_ops(rec: PluginRecord) -> set:
+    """Qualnames of the registered ops defined by ``rec`` (whatever the load order: ops a plugin's
+    hook defines while another plugin loads on demand belong to that other plugin)."""
+    return {n for n, o in _registry._OPS.items() if o.plugin == rec.dist and not o.is_builtin}
+
+
+def _adopt(rec: PluginRecord) -> None:
+    """Attribute to ``rec`` what its module registered while it was imported before tensorplay
+    had loaded (``import plugin`` first: no owner was set then): ops defined in the module or its
+    package, and their kernels from there."""
+    modname = rec.value.partition(":")[0].strip()
+    if not modname:
+        return
+
+    def mine(m) -> bool:
+        return isinstance(m, str) and (m == modname or m.startswith(modname + "."))
+
+    with _registry._lock:
+        for op in list(_registry._OPS.values()):
+            if op.is_builtin or op.plugin is not None or not mine(op.source):
+                continue
+            op.plugin = rec.dist
+            for stack in op._kernels.values():
+                for i, (fn, owner, prio) in enumerate(stack):
+                    if owner is None and mine(getattr(fn, "__module__", None)):
+                        stack[i] = _registry.Kernel(fn, rec.dist, prio)
+            if op._fake_owner is None and op._fake is not None:
+                op._fake_owner = rec.dist
+            _trace("adopted %s for %s (defined while its module was imported first)",
+                   op.name, rec.label)
 
 
 def _api_compatible(ver) -> bool:
@@ -726,7 +824,7 @@ def _rollback(rec: PluginRecord, mark: int, ops_before: set) -> None:
         op = _registry._OPS[name]
         if op.plugin == rec.dist:
             _registry.unregister_op(op)
-    for name in rec.ops:
+    for name in set(rec.ops) | _own_ops(rec):
         op = _registry._OPS.get(name)
         if op is not None and op.plugin == rec.dist:
             _registry.unregister_op(op)
@@ -742,15 +840,51 @@ def _fail(rec: PluginRecord, e: BaseException, strict: bool) -> None:
     rec.status = "failed"
     rec.error = e
     where = f" ({rec.value})" if rec.value else ""
-    msg = (f"tensorplay: plugin {rec.label}{where} failed to load: {type(e).__name__}: {e}. "
-           f"Its devices and ops are unavailable; everything else works. Fix: "
-           f"{_fix_hint(rec)}")
+    text, fix = str(e).rstrip().rstrip("."), _fix_hint(rec)
+    # an error that carries its own fix (a conflict) already says it: do not repeat it
+    tail = "" if fix.rstrip(".") in text else f" Fix: {fix}"
+    msg = (f"tensorplay: plugin {rec.label}{where} failed to load: {type(e).__name__}: {text}. "
+           f"Its devices and ops are unavailable; everything else works.{tail}")
     _warn_or_raise(rec, msg, strict, e)
 
 
 def _fix_hint(rec: PluginRecord) -> str:
+    """The fix for ``rec``'s failure: the one its error carries (``.fix``, e.g. a conflict), else
+    upgrading it; and how to disable just this plugin."""
+    fix = getattr(rec.error, "fix", None)
+    if fix:
+        return fix
     return (f"upgrade or reinstall it (pip install -U {rec.dist}), or disable it with "
-            f"TENSORPLAY_DISABLE_PLUGINS={rec.name}.")
+            f"TENSORPLAY_DISABLE_PLUGINS={_disable_name(rec)}.")
+
+
+def _disable_name(rec: PluginRecord) -> str:
+    """The name to put in ``TENSORPLAY_DISABLE_PLUGINS`` that blocks ``rec`` and nothing else:
+    its entry-point name, unless another installed plugin shares it (then its distribution)."""
+    for name in (rec.name, rec.dist):
+        n = _norm(name)
+        if not any(n in (_norm(o.name), _norm(o.dist)) for o in _S.records.values()
+                   if o is not rec):
+            return name
+    return rec.dist
+
+
+def kernel_conflict_fix(intruder, op_owner) -> str:
+    """The fix sentence of a refused kernel registration of plugin ``intruder`` on an op owned by
+    plugin ``op_owner`` (both distribution names)."""
+    prio = priority_of(op_owner)
+    rec = _by_dist(intruder)
+    disable = _disable_name(rec) if rec is not None else intruder
+    return (f"if {intruder} is meant to replace that kernel, declare TENSORPLAY_PRIORITY = "
+            f"{prio + 1} (higher than {op_owner}'s {prio}) in its plugin module; otherwise drop "
+            f"the registration from {intruder}, or disable it with "
+            f"TENSORPLAY_DISABLE_PLUGINS={disable}.")
+
+
+def declared_kernel_dists(qualname: str, key: str) -> set:
+    """The distributions whose ``tensorplay.kernels`` metadata names a kernel for
+    (``qualname``, ``key``)."""
+    return _S.declared.get((qualname, key), set())
 
 
 def _warn_or_raise(rec, msg, strict, cause=None) -> None:
@@ -846,7 +980,7 @@ def _import_lazy(op, key, ep_name, target, rec, stand_in):
         stack = op._kernels.get(key, [])
         for i, (f, owner, prio) in enumerate(stack):
             if f is stand_in:
-                stack[i] = (fn, owner, prio)
+                stack[i] = _registry.Kernel(fn, owner, prio)
                 stand_in._tensorplay_resolved = stack[i]   # undoing the stand-in removes this
                 op._rebuild()
                 break
@@ -898,6 +1032,17 @@ def _failed_provider(device_type: str):
         if device_type in _words(rec.name) | _words(rec.dist) | _words(rec.value):
             return rec
     return None
+
+
+def failed_device_note(device_type: str):
+    """``"plugin X, which provides it, failed to load: Error: msg. Fix: ..."`` (or "is blocked")
+    when an installed plugin that provides ``device_type`` did not load; ``None`` otherwise. Used
+    by ``tensorplay.device`` for device types it does not know."""
+    rec = _failed_provider(device_type)
+    if rec is None:
+        return None
+    return device_hint(device_type).strip().rstrip(".")[0].lower() + \
+        device_hint(device_type).strip().rstrip(".")[1:]
 
 
 def device_hint(device_type: str) -> str:
@@ -968,6 +1113,7 @@ def get_plugin(name: str) -> PluginRecord:
     """The record of plugin ``name`` (entry-point or distribution name, spelling-insensitive).
 
     Raises ``PluginError`` listing the installed plugins when there is none."""
+    finish_deferred()
     n = _norm(name)
     for rec in _S.records.values():
         if n in (_norm(rec.name), _norm(rec.dist), _norm(rec.key)):
@@ -1038,6 +1184,10 @@ def plugin_ops(name: str) -> list:
     devices), and for a device plugin the built-in ops on its devices. Raises ``PluginError``
     (chained to the recorded error) when the plugin failed, is blocked or is not installed."""
     rec = get_plugin(name)
+    if rec.status == "pending":
+        raise PluginError(f"plugin {rec.label} is still being imported (its module "
+                          f"{rec.value!r} has not finished executing); ask again once that "
+                          f"import has completed.")
     if rec.status != "loaded":
         raise PluginError(
             f"plugin {rec.label} is {rec.status}"

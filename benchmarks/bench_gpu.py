@@ -1,0 +1,288 @@
+"""GPU figures side by side, in one run (one table): the 8-op elementwise chain of
+``bench_compile.py`` on 2^26 float32 through every engine at hand, the device-to-device copy
+bandwidth each one reaches a share of, per-call host time on 1 element, and a bfloat16 line.
+
+Rows of the chain table (GPU time per chain from CUDA events around ``--iters`` calls; median of
+``--repeat``; "share of copy" = (bytes the chain must move: 2 inputs read + 1 output written) /
+time, over the D2D copy rate measured in the same run):
+
+* tensorplay eager, 8 built-in ops (large tensors run the generated Triton kernels of
+  ``tensorplay_cuda.eager``), and the same with that path off (CuPy kernels);
+* ``tensorplay.compile`` (one fused group: one generated Triton kernel), and the CuPy
+  ``ElementwiseKernel`` fuser it falls back to without Triton;
+* CuPy eager, ``cupy.fuse``; torch eager and ``torch.compile`` where torch is importable;
+* one hand-written Triton kernel for the chain (BLOCK 1024, plain masked loads) via ``wrap_triton``;
+* ``cudaMemcpyAsync`` device to device (the ceiling).
+
+Per call on 1 element (host µs, paired medians): ``tp.add`` vs ``cupy.add`` vs ``torch.add``; a
+custom op whose cuda kernel is ``from_cupy(as_cupy(x) + 1.0)`` vs calling that kernel directly.
+
+Usage (on a GPU machine): ``python benchmarks/bench_gpu.py [--no-torch-compile] [--elements N]``;
+``TENSORPLAY_BENCH_QUICK=1`` for a short run. Writes ``benchmarks/results/gpu.json``. Exits 2 when
+cuda is unavailable. Never sets ``TRITON_INTERPRET``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import _harness as H  # noqa: E402
+import tensorplay as tp  # noqa: E402
+
+
+def chain(x, y):
+    """The 8 ops of bench_compile.py (tensorplay and torch tensors)."""
+    a = x * y
+    a = a + 1.0
+    a = a * 0.5
+    a = a - y
+    a = a.relu()
+    a = a + x
+    a = a * 2.0
+    return a.tanh()
+
+
+def chain_cupy(x, y):
+    """The same 8 ops on CuPy arrays (also what ``cupy.fuse`` compiles)."""
+    import cupy
+    a = x * y
+    a = a + 1.0
+    a = a * 0.5
+    a = a - y
+    a = cupy.maximum(a, 0)
+    a = a + x
+    a = a * 2.0
+    return cupy.tanh(a)
+
+
+def gpu_ms(cupy, fn, iters, repeat):
+    """Median ms per call of ``fn`` (CUDA events on CuPy's current stream around ``iters`` calls)."""
+    fn()
+    fn()
+    cupy.cuda.Device().synchronize()
+    out = []
+    for _ in range(repeat):
+        s, e = cupy.cuda.Event(), cupy.cuda.Event()
+        s.record()
+        for _ in range(iters):
+            fn()
+        e.record()
+        e.synchronize()
+        out.append(cupy.cuda.get_elapsed_time(s, e) / iters)
+    return statistics.median(out)
+
+
+def _hand_triton():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def chain_kernel(x_ptr, y_ptr, o_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        x = tl.load(x_ptr + offs, mask=m)
+        y = tl.load(y_ptr + offs, mask=m)
+        a = (x * y + 1.0) * 0.5 - y
+        a = tl.where(a > 0, a, 0.0)
+        a = (a + x) * 2.0
+        t = tl.exp(-2.0 * tl.abs(a))
+        r = (1.0 - t) / (1.0 + t)
+        tl.store(o_ptr + offs, tl.where(a < 0, -r, r), mask=m)
+    return triton, chain_kernel
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--elements", type=int, default=1 << 26)
+    ap.add_argument("--no-torch-compile", action="store_true",
+                    help="skip torch.compile (its first compile takes 10-40 s)")
+    ap.add_argument("--iters", type=int, default=5 if H.QUICK else 20)
+    ap.add_argument("--repeat", type=int, default=3 if H.QUICK else 7)
+    args = ap.parse_args(argv)
+    ok, why = tp.plugins.device_status("cuda")
+    if not ok:
+        print(f"bench_gpu: cuda unavailable: {why}", file=sys.stderr)
+        return 2
+    os.environ.pop("TRITON_INTERPRET", None)
+    t_start = time.perf_counter()
+    import cupy
+    from tensorplay import _backend
+    from tensorplay_cuda import eager
+
+    be = _backend.get_backend("cuda")
+    torch, torch_why = H.try_import_torch()
+    n = args.elements
+    it, rep = args.iters, args.repeat
+    props = cupy.cuda.runtime.getDeviceProperties(0)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    print(f"device: {name}; CuPy {cupy.__version__}; elements {n}; torch: "
+          f"{torch.__version__ if torch else torch_why}")
+
+    rows, data = [], {"elements": n, "device": name}
+    tp.manual_seed(0)
+    x, y = tp.randn(n, device="cuda"), tp.randn(n, device="cuda")
+    xa, ya = x._data, y._data
+    dst = cupy.empty_like(xa)
+
+    def copy():
+        dst.data.copy_from_device_async(xa.data, xa.nbytes)
+
+    copy_ms = gpu_ms(cupy, copy, it, rep)
+    copy_gbs = 2 * xa.nbytes / copy_ms / 1e6
+    data["copy_GB_per_s"] = copy_gbs
+
+    def add_row(label, ms, itemsize=4, note=""):
+        gbs = 3 * n * itemsize / ms / 1e6
+        rows.append([label, f"{ms:.3f}", f"{gbs:.0f}", f"{gbs / copy_gbs:.2f}", note])
+        data[label] = {"ms": ms, "GB_per_s": gbs, "share_of_copy": gbs / copy_gbs}
+
+    ref = chain_cupy(xa, ya)
+    tol = dict(rtol=1e-4, atol=1e-4)
+
+    def check(label, out):
+        o = out._data if hasattr(out, "_data") else out
+        if torch is not None and isinstance(out, torch.Tensor):
+            o = cupy.from_dlpack(out)
+        if not bool(cupy.allclose(o, ref, **tol)):
+            print(f"WARNING: {label} disagrees with CuPy's chain", file=sys.stderr)
+
+    # tensorplay eager: Triton path (default), then CuPy kernels only
+    check("tp eager", chain(x, y))
+    add_row("tensorplay eager (8 ops)", gpu_ms(cupy, lambda: chain(x, y), it, rep),
+            note="large ops: generated Triton kernels" if eager.triton_available() else "CuPy")
+    saved = eager.THRESHOLD
+    eager.THRESHOLD = 1 << 62
+    try:
+        add_row("tensorplay eager, CuPy kernels", gpu_ms(cupy, lambda: chain(x, y), it, rep))
+    finally:
+        eager.THRESHOLD = saved
+    cf = tp.compile(chain)
+    check("tp compile", cf(x, y))
+    add_row("tensorplay.compile (fused)", gpu_ms(cupy, lambda: cf(x, y), it, rep),
+            note="one Triton kernel" if eager.triton_available() else "CuPy ElementwiseKernel")
+    if eager.triton_available():
+        # the generated kernels' block shape: default 1024 elements / 4 warps (plain masked
+        # loads reached the copy rate in the hand-written kernel); one wider variant for the record
+        from tensorplay_cuda import triton_fusion as TF
+        saved_b, saved_w = TF.BLOCK, TF.NUM_WARPS
+        TF.BLOCK, TF.NUM_WARPS = 4096, 8
+        try:
+            add_row("tensorplay eager, Triton BLOCK 4096 / 8 warps",
+                    gpu_ms(cupy, lambda: chain(x, y), it, rep))
+            add_row("tensorplay.compile, Triton BLOCK 4096 / 8 warps",
+                    gpu_ms(cupy, lambda: cf(x, y), it, rep))
+        finally:
+            TF.BLOCK, TF.NUM_WARPS = saved_b, saved_w
+    from tensorplay._fusion import ElementwiseExpr, Step
+    from tensorplay_cuda.cupy_fusion import cupy_fuser
+    steps = (Step("mul", (("in", 0), ("in", 1))), Step("add", (("step", 0), ("const", 1.0))),
+             Step("mul", (("step", 1), ("const", 0.5))), Step("sub", (("step", 2), ("in", 1))),
+             Step("relu", (("step", 3),)), Step("add", (("step", 4), ("in", 0))),
+             Step("mul", (("step", 5), ("const", 2.0))), Step("tanh", (("step", 6),)))
+    expr = ElementwiseExpr(2, steps, (7,), (tp.float32,) * 8, x.device)
+    cfu = cupy_fuser(expr, be)
+    check("cupy fuser", cfu([xa, ya])[0])
+    add_row("CuPy ElementwiseKernel fuser (fallback)", gpu_ms(cupy, lambda: cfu([xa, ya]), it, rep))
+    add_row("CuPy eager (8 ops)", gpu_ms(cupy, lambda: chain_cupy(xa, ya), it, rep))
+    fused = cupy.fuse(chain_cupy)
+    check("cupy.fuse", fused(xa, ya))
+    add_row("cupy.fuse", gpu_ms(cupy, lambda: fused(xa, ya), it, rep))
+    if torch is not None:
+        xt, yt = torch.from_dlpack(xa), torch.from_dlpack(ya)
+        check("torch eager", chain(xt, yt))
+        add_row("torch eager (8 ops)", gpu_ms(cupy, lambda: chain(xt, yt), it, rep))
+        if not args.no_torch_compile:
+            tc = torch.compile(chain)
+            t0 = time.perf_counter()
+            check("torch.compile", tc(xt, yt))
+            add_row("torch.compile", gpu_ms(cupy, lambda: tc(xt, yt), it, rep),
+                    note=f"first call {time.perf_counter() - t0:.1f} s")
+    if eager.triton_available():
+        triton, kern = _hand_triton()
+        from tensorplay_triton import wrap_triton
+        out = tp.empty_like(x)
+        launch = wrap_triton(kern)[(triton.cdiv(n, 1024),)]
+        launch(x, y, out, n, BLOCK=1024)
+        check("hand triton", out)
+        add_row("hand-written Triton kernel (BLOCK 1024)",
+                gpu_ms(cupy, lambda: launch(x, y, out, n, BLOCK=1024), it, rep))
+    rows.append(["D2D copy (cudaMemcpyAsync)", f"{copy_ms:.3f}", f"{copy_gbs:.0f}", "1.00",
+                 "bytes read + written"])
+
+    # bf16 line
+    try:
+        xb, yb = x.to(tp.bfloat16), y.to(tp.bfloat16)
+        add_row("bf16: tensorplay eager (8 ops)", gpu_ms(cupy, lambda: chain(xb, yb), it, rep), 2)
+        cfb = tp.compile(chain)
+        add_row("bf16: tensorplay.compile", gpu_ms(cupy, lambda: cfb(xb, yb), it, rep), 2)
+        if torch is not None:
+            xtb, ytb = xt.to(torch.bfloat16), yt.to(torch.bfloat16)
+            add_row("bf16: torch eager (8 ops)", gpu_ms(cupy, lambda: chain(xtb, ytb), it, rep), 2)
+            if not args.no_torch_compile:
+                tcb = torch.compile(chain)
+                add_row("bf16: torch.compile", gpu_ms(cupy, lambda: tcb(xtb, ytb), it, rep), 2)
+    except Exception as e:  # noqa: BLE001 - report, keep the rest of the table
+        rows.append(["bf16", "FAILED", "", "", f"{type(e).__name__}: {e}"[:100]])
+
+    # per-call host time on 1 element
+    x1, y1 = tp.ones(1, device="cuda"), tp.ones(1, device="cuda")
+    a1, b1 = x1._data, y1._data
+    import tensorplay_cuda
+    from tensorplay import library
+
+    @library.custom_op("benchgpu::plus1", mutates_args=(), device_types="cuda")
+    def plus1(t: tp.Tensor) -> tp.Tensor:
+        return tensorplay_cuda.from_cupy(tensorplay_cuda.as_cupy(t) + 1.0)
+    body = library.get_kernel(plus1, "cuda")
+    plus1(x1)
+    g = dict(add=tp.add, cupy=cupy, x1=x1, y1=y1, a1=a1, b1=b1, plus1=plus1, body=body)
+    stmts = {"tp.add": "add(x1, y1)", "cupy.add": "cupy.add(a1, b1)",
+             "custom op": "plus1(x1)", "its body": "body(x1)"}
+    if torch is not None:
+        g.update(torch=torch, t1=torch.ones(1, device="cuda"), u1=torch.ones(1, device="cuda"))
+        stmts["torch.add"] = "torch.add(t1, u1)"
+    t = H.paired(stmts, g)
+    cupy.cuda.Device().synchronize()
+    host = {k: statistics.median(v) * 1e6 for k, v in t.items()}
+    data["host_us"] = host
+    net_add = statistics.median(H.diff(t["tp.add"], t["cupy.add"])) * 1e6
+    net_op = statistics.median(H.diff(t["custom op"], t["its body"])) * 1e6
+    for k, v in host.items():
+        rows.append([f"host per call, 1 element: {k}", "", "", "", f"{v:.2f} µs"])
+    rows.append(["host: tp.add - cupy.add (paired)", "", "", "", f"{net_add:+.2f} µs (goal <= 1.5)"])
+    rows.append(["host: custom op - its body (paired)", "", "", "",
+                 f"{net_op:+.2f} µs (goal <= 0.2)"])
+    data["net_add_us"], data["net_custom_op_us"] = net_add, net_op
+
+    H.print_table(f"8-op chain on {n} elements ({name}): GPU ms per chain (median of {rep} x "
+                  f"{it} calls); bf16 rows move 2-byte elements; host rows: µs per call",
+                  ["engine", "ms", "GB/s (3 arrays)", "share of copy", "note"], rows)
+    te = data.get("tensorplay eager (8 ops)", {}).get("ms")
+    tc_ = data.get("tensorplay.compile (fused)", {}).get("ms")
+    verdict = []
+    if "torch eager (8 ops)" in data and te:
+        verdict.append(f"eager <= torch eager: {te <= data['torch eager (8 ops)']['ms']}")
+    if "torch.compile" in data and tc_:
+        verdict.append(f"compiled < torch.compile: {tc_ < data['torch.compile']['ms']}")
+    if tc_:
+        verdict.append(f"compiled >= 95% of copy: "
+                       f"{data['tensorplay.compile (fused)']['share_of_copy'] >= 0.95}")
+    verdict.append(f"tp.add within 1.5 µs of cupy.add: {net_add <= 1.5}")
+    verdict.append(f"custom op within 0.2 µs of its body: {net_op <= 0.2}")
+    if eager._FAILED:
+        verdict.append(f"WARNING: generated Triton kernels failed, CuPy fallback was measured: "
+                       f"{eager._FAILED[0]!r}")
+    print("\n" + "; ".join(verdict))
+    print(f"total {time.perf_counter() - t_start:.1f} s")
+    print(f"wrote {H.write_json('gpu', data)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

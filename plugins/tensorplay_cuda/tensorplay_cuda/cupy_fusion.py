@@ -1,0 +1,71 @@
+"""The CuPy fuser: one ``cupy.ElementwiseKernel`` per fused chain of same-dtype float32/float64
+arithmetic. The cuda backend's ``fuse_elementwise`` uses it when Triton (tensorplay-triton) is
+not installed, or for a chain the Triton generator declines."""
+
+from __future__ import annotations
+
+import math
+
+from tensorplay._fusion import generic_fuser
+
+# C expressions of the kernels this fuser can emit, written to compute exactly what the reference
+# kernels (``tensorplay/_kernels/xp.py``) compute for same-dtype floating inputs.
+C_OPS = {
+    "add": "{0} + {1}", "sub": "{0} - {1}", "rsub": "{1} - {0}", "mul": "{0} * {1}",
+    "div": "{0} / {1}", "rdiv": "{1} / {0}", "pow": "pow({0}, {1})", "rpow": "pow({1}, {0})",
+    "maximum": "(({0} != {0}) ? {0} : (({1} != {1}) ? {1} : (({0} > {1}) ? {0} : {1})))",
+    "minimum": "(({0} != {0}) ? {0} : (({1} != {1}) ? {1} : (({0} < {1}) ? {0} : {1})))",
+    "neg": "-{0}", "exp": "exp({0})", "log": "log({0})", "sqrt": "sqrt({0})",
+    "tanh": "tanh({0})", "sin": "sin({0})", "cos": "cos({0})", "abs": "abs({0})",
+    "relu": "(({0} <= (T)0) ? (T)0 : {0})",          # NaN passes through, as in torch
+    "sigmoid": "((T)1 / ((T)1 + exp(-{0})))",
+    "rsqrt": "((T)1 / sqrt({0}))",
+}
+
+
+def cupy_fuser(expr, backend):
+    """One ``cupy.ElementwiseKernel`` for ``expr``, or None when the chain is not same-dtype
+    float32/float64 arithmetic of the ops in ``C_OPS``. Compiled with ``--fmad=false`` so results
+    match the unfused ops exactly. Scalars are kernel arguments (``T c0``...), not source text."""
+    cp = backend.np
+    dts = {d.name for d in expr.dtypes}
+    if len(dts) != 1 or next(iter(dts)) not in ("float32", "float64"):
+        return None
+    dt_name = next(iter(dts))
+    lines = []
+    consts = []
+    for j, st in enumerate(expr.steps):
+        pat = C_OPS.get(st.op)
+        if pat is None:
+            return None
+        ops = []
+        for kind, v in st.args:
+            if kind == "in":
+                ops.append(f"in{v}")
+            elif kind == "step":
+                ops.append(f"t{v}")
+            else:
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or \
+                        not math.isfinite(float(v)):
+                    return None
+                ops.append(f"c{len(consts)}")
+                consts.append(float(v))
+        lines.append(f"T t{j} = {pat.format(*ops)};")
+    for k, o in enumerate(expr.outputs):
+        lines.append(f"out{k} = t{o};")
+    in_params = ", ".join([f"T in{i}" for i in range(expr.n_inputs)] +
+                          [f"T c{i}" for i in range(len(consts))])
+    out_params = ", ".join(f"T out{k}" for k in range(len(expr.outputs)))
+    kernel = cp.ElementwiseKernel(in_params, out_params, "\n".join(lines), "tensorplay_fused",
+                                  return_tuple=True, options=("--fmad=false",))
+    want = cp.dtype(dt_name)
+    cvals = [want.type(c) for c in consts]
+    fallback = generic_fuser(expr, backend)
+
+    def run(arrays):
+        if any(a.dtype != want for a in arrays):
+            return fallback(arrays) if fallback is not None else None
+        return list(kernel(*arrays, *cvals))
+
+    run.kernel = kernel
+    return run

@@ -1,0 +1,191 @@
+"""Eager built-in elementwise ops on cuda: two fast paths in front of the reference kernels.
+
+* **Host cost** (any size): when the operands need no promotion -- floating arrays of one dtype,
+  or a floating array and a Python ``int``/``float`` (CuPy follows NEP 50: the scalar is weak,
+  as torch's wrapped numbers) -- the CuPy ufunc is called directly, skipping the reference
+  kernel's dtype resolution (two ``dtype_of`` look-ups and the promotion rule per call). The
+  result is the one the reference kernel computes (same ufunc, same dtypes). ``relu`` is one
+  ``cupy.ElementwiseKernel`` instead of the reference's ``where(x > 0, x, zeros_like(x))`` (three
+  launches), with the same semantics (NaN passes through, as in torch).
+* **Bandwidth** (large arrays): CuPy's generic elementwise kernels reach about half of the copy bandwidth on an H200; a Triton
+kernel with plain masked block loads reaches it. ``accelerate`` puts, in front of each
+elementwise built-in kernel, a size test: arrays of at least ``THRESHOLD`` elements run as a
+one-step chain of ``triton_fusion`` (the same generator and table as ``tensorplay.compile``'s
+fused chains: each kernel is written once), smaller ones keep the CuPy kernel, whose host cost
+per call is lower than a Triton launch's. Whatever the generator declines (bool arithmetic,
+``pow``, unknown dtypes) runs on CuPy as before.
+
+The Triton path only when tensorplay-triton (and Triton) is installed;
+``TENSORPLAY_CUDA_EAGER_TRITON=0`` switches it off.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+from tensorplay import _dtype
+from tensorplay._ops import _shapes
+
+THRESHOLD = 1 << 22          # elements; below, CuPy's lower launch cost wins
+
+BINARY = frozenset({"add", "sub", "rsub", "mul", "div", "rdiv", "maximum", "minimum",
+                    "eq", "ne", "lt", "le", "gt", "ge"})
+UNARY = frozenset({"neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh",
+                   "sigmoid", "relu"})
+_FLOAT_RESULT = frozenset({"div", "rdiv", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh",
+                           "sigmoid"})
+_BOOL_RESULT = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
+
+_AVAILABLE = [None]
+_FAILED: list = []          # the first Triton failure (the path is then off for the process)
+
+
+def _failed(e) -> None:
+    """A generated kernel failed to compile or launch: warn once, then use CuPy from now on."""
+    if not _FAILED:
+        _FAILED.append(e)
+        import warnings
+        warnings.warn(f"tensorplay-cuda: generated Triton kernels failed ({type(e).__name__}: "
+                      f"{e}); elementwise ops and compiled chains fall back to CuPy kernels",
+                      RuntimeWarning, stacklevel=3)
+
+
+def run_chain(ch, args, consts=None):
+    """``ch.run(args, consts)``, or None after a failure (see ``_failed``)."""
+    if _FAILED:
+        return None
+    from .triton_fusion import ShapeMismatch
+    try:
+        return ch.run(args, consts)
+    except ShapeMismatch:
+        return None                  # the user's error: the reference kernel raises it properly
+    except Exception as e:  # noqa: BLE001 - any compiler/driver error: fall back, said once
+        _failed(e)
+        return None
+
+
+def triton_available() -> bool:
+    """tensorplay-triton and Triton importable (checked once, without importing them)."""
+    r = _AVAILABLE[0]
+    if r is None:
+        r = (importlib.util.find_spec("triton") is not None and
+             importlib.util.find_spec("tensorplay_triton") is not None)
+        _AVAILABLE[0] = r
+    return r
+
+
+# op -> (CuPy ufunc name, operands swapped)
+_UFUNC = {"add": ("add", False), "sub": ("subtract", False), "rsub": ("subtract", True),
+          "mul": ("multiply", False), "div": ("true_divide", False), "rdiv": ("true_divide", True),
+          "maximum": ("maximum", False), "minimum": ("minimum", False),
+          "eq": ("equal", False), "ne": ("not_equal", False), "lt": ("less", False),
+          "le": ("less_equal", False), "gt": ("greater", False), "ge": ("greater_equal", False),
+          "neg": ("negative", False), "abs": ("absolute", False), "exp": ("exp", False),
+          "log": ("log", False), "sqrt": ("sqrt", False), "sin": ("sin", False),
+          "cos": ("cos", False), "tanh": ("tanh", False)}
+
+
+def accelerate(kernels: dict, backend) -> dict:
+    """``kernels`` with the direct-ufunc path and (Triton installed) the large-array path in
+    front of each elementwise op."""
+    big = triton_available() and os.environ.get("TENSORPLAY_CUDA_EAGER_TRITON", "1") != "0"
+    out = dict(kernels)
+    np = backend.np
+    for name in BINARY:
+        if name in out:
+            uf, swap = _UFUNC[name]
+            out[name] = _binary(name, out[name], backend, getattr(np, uf), swap, big)
+    for name in UNARY:
+        if name in out:
+            if name == "relu":
+                uf = _relu_kernel(np) if hasattr(np, "ElementwiseKernel") else None
+            elif name in _UFUNC:
+                uf = getattr(np, _UFUNC[name][0])
+            else:
+                uf = None
+            out[name] = _unary(name, out[name], backend, uf, big)
+    return out
+
+
+def _relu_kernel(np):
+    ek = np.ElementwiseKernel("T x", "T y", "y = x <= (T)0 ? (T)0 : x", "tensorplay_relu")
+
+    def relu(a):
+        return ek(a)
+    return relu
+
+
+_CHAINS: dict = {}
+
+
+def _chain(op, n_in, const_type, R, backend):
+    key = (op, n_in, const_type, R)
+    ch = _CHAINS.get(key)
+    if ch is None:
+        from tensorplay._fusion import ElementwiseExpr, Step
+
+        from .triton_fusion import TritonChain
+        args = tuple(("in", i) for i in range(n_in))
+        if const_type is not None:
+            args += (("const", const_type(1)),)
+        expr = ElementwiseExpr(n_in, (Step(op, args),), (0,), (R,), None)
+        ch = _CHAINS[key] = TritonChain(expr, backend)
+    return ch
+
+
+def _binary(op, k, backend, uf, swap, big):
+    nd = backend.np.ndarray
+    dt_of = backend.dtype_of
+    rdt = _shapes.binary_result_dtype
+    wrapped = _shapes._wrapped_dtype
+
+    def kernel(a, b):
+        if a.__class__ is not nd:
+            return k(a, b)
+        if big and a.size >= THRESHOLD:
+            da = dt_of(a)
+            if b.__class__ is nd:
+                R = rdt(da, 2, dt_of(b), 2 if b.ndim else 1)
+                ct, args, consts = None, [a, b], None
+            elif b.__class__ in (float, int):
+                R = rdt(da, 2, wrapped(b), 0)
+                ct, args, consts = b.__class__, [a], [b]
+            else:
+                return k(a, b)
+            if op in _BOOL_RESULT:
+                R = _dtype.bool
+            elif op in _FLOAT_RESULT and not R.is_floating_point:
+                R = _dtype.get_default_dtype()
+            r = run_chain(_chain(op, len(args), ct, R, backend), args, consts)
+            if r is not None:
+                return r[0]
+        d = a.dtype
+        if d.kind == "f":
+            bc = b.__class__
+            if (bc is nd and b.dtype is d) or bc is float or bc is int:
+                return uf(b, a) if swap else uf(a, b)
+        return k(a, b)
+    kernel.__wrapped__ = k
+    return kernel
+
+
+def _unary(op, k, backend, uf, big):
+    nd = backend.np.ndarray
+    dt_of = backend.dtype_of
+
+    def kernel(a):
+        if a.__class__ is not nd:
+            return k(a)
+        if big and a.size >= THRESHOLD:
+            R = dt_of(a)
+            if op in _FLOAT_RESULT and not R.is_floating_point:
+                R = _dtype.get_default_dtype()
+            r = run_chain(_chain(op, 1, None, R, backend), [a])
+            if r is not None:
+                return r[0]
+        if uf is not None and a.dtype.kind == "f":
+            return uf(a)
+        return k(a)
+    kernel.__wrapped__ = k
+    return kernel

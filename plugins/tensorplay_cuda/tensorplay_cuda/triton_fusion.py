@@ -1,0 +1,584 @@
+"""One Triton kernel per fused elementwise chain (``tensorplay.compile`` on cuda), generated from
+one table of Triton expressions; the same generator makes the eager built-ins' large-tensor
+kernels (a chain of one step).
+
+``TritonChain(expr)`` is the callable the cuda backend's ``fuse_elementwise`` returns: it takes the
+chain's input arrays (CuPy on cuda; NumPy arrays run the very same kernel through Triton's
+interpreter, which is how CI checks the generated code without a GPU) and returns one array per
+``expr.outputs`` entry, with the dtypes and shapes the eager ops give.
+
+The arrays pick the mode, per launch, as everywhere in tensorplay-triton: kernels are always built
+as ``JITFunction`` (``tensorplay_triton.jit``, whatever ``TRITON_INTERPRET`` says), NumPy arrays
+launch through ``tensorplay_triton.wrap_triton`` -- the one interpreter path, which restores
+everything Triton's interpreter patches in ``triton.language`` -- and CuPy arrays launch the
+compiled kernel. Nothing here reads or sets ``TRITON_INTERPRET``.
+
+What the generated kernel does (one program per ``BLOCK`` output elements, flat index):
+
+* inputs are loaded in one of three modes chosen per call: ``c`` (contiguous, the output's shape:
+  ``ptr + offs``), ``s`` (one element, broadcast: a single load) and ``b`` (anything else:
+  broadcast and/or strided; the flat index is split over the output's dims and dotted with the
+  input's strides, 0 on broadcast dims). Sizes and strides are kernel arguments;
+* Python scalars of the chain are kernel arguments too: floats in a small float64 array (so a
+  float64 chain keeps full precision; Triton would pass a Python float as fp32), ints and bools as
+  integer arguments. Values never become source text, so a new constant never recompiles;
+* each step computes as the eager kernel does: operands are cast to the step's compute type
+  (float32 for float16/bfloat16 results -- torch's "opmath" -- else the result dtype; the
+  promoted operand dtype for comparisons), and the result is rounded to the step's dtype before
+  the next step uses it;
+* a chain may end with a full ``sum``/``amax``/``amin`` reduction of its last value (``Step`` with
+  op ``"sum"`` etc. and one argument): each program reduces its block in float32 (amax/amin in the
+  value's type) and combines into a one-element accumulator with an atomic.
+
+Kernels are cached per (chain, input dtypes and modes, ndim, index width): one kernel serves
+both devices.
+Unsupported chains (``pow``, integer ``div`` by zero semantics aside, bool arithmetic, unknown
+ops or dtypes) make ``TritonChain.supports(...)`` false; the caller then falls back to the CuPy
+fuser. Launches on cuda go through tensorplay-triton's CuPy-backed driver (no PyTorch), on the
+arrays' device and CuPy's current stream.
+"""
+
+from __future__ import annotations
+
+import itertools
+import linecache
+import math
+import threading
+
+from tensorplay import _dtype
+from tensorplay._ops import _shapes
+
+BLOCK = 1024
+NUM_WARPS = 4
+
+# one table, written once: op -> (category, Triton expression over operands {0}, {1}, {2})
+#   "arith": operands in the step's compute type, result rounded to the step's dtype
+#   "cmp":   operands in their promoted dtype, result bool
+#   "logic": operands tested against zero, result bool
+#   "where": {0} is the condition, {1}/{2} in the compute type
+#   "cast":  to_dtype
+OPS = {
+    "add": ("arith", "{0} + {1}"), "sub": ("arith", "{0} - {1}"), "rsub": ("arith", "{1} - {0}"),
+    "mul": ("arith", "{0} * {1}"), "div": ("arith", "{0} / {1}"), "rdiv": ("arith", "{1} / {0}"),
+    "maximum": ("arith", "tl.where({0} != {0}, {0}, tl.where({1} != {1}, {1}, "
+                         "tl.where({0} > {1}, {0}, {1})))"),
+    "minimum": ("arith", "tl.where({0} != {0}, {0}, tl.where({1} != {1}, {1}, "
+                         "tl.where({0} < {1}, {0}, {1})))"),
+    "neg": ("arith", "-{0}"), "abs": ("arith", "tl.abs({0})"),
+    "exp": ("arith", "tl.exp({0})"), "log": ("arith", "tl.log({0})"),
+    "sqrt": ("arith", "tl.sqrt({0})"), "rsqrt": ("arith", "tl.rsqrt({0})"),
+    "sin": ("arith", "tl.sin({0})"), "cos": ("arith", "tl.cos({0})"),
+    "erf": ("arith", "tl.erf({0})"), "tanh": ("arith", "_tanh({0})"),
+    "sigmoid": ("arith", "1.0 / (1.0 + tl.exp(-{0}))"),
+    "relu": ("arith", "tl.where({0} <= 0, 0, {0})"),          # NaN passes through
+    "sign": ("arith", "tl.where({0} != {0}, {0}, tl.where({0} > 0, 1, tl.where({0} < 0, -1, 0)))"),
+    "eq": ("cmp", "{0} == {1}"), "ne": ("cmp", "{0} != {1}"), "lt": ("cmp", "{0} < {1}"),
+    "le": ("cmp", "{0} <= {1}"), "gt": ("cmp", "{0} > {1}"), "ge": ("cmp", "{0} >= {1}"),
+    "logical_and": ("logic", "{0} & {1}"), "logical_or": ("logic", "{0} | {1}"),
+    "logical_not": ("logic", "{0} == 0"),
+    "where": ("where", "tl.where({0}, {1}, {2})"),
+    "to_dtype": ("cast", "{0}"),
+}
+FLOAT_ONLY = frozenset({"exp", "log", "sqrt", "rsqrt", "sin", "cos", "erf", "tanh", "sigmoid"})
+REDUCTIONS = {"sum": "tl.sum", "amax": "tl.max", "amin": "tl.min"}
+
+TL = {"float16": "tl.float16", "bfloat16": "tl.bfloat16", "float32": "tl.float32",
+      "float64": "tl.float64", "int8": "tl.int8", "uint8": "tl.uint8", "int16": "tl.int16",
+      "int32": "tl.int32", "int64": "tl.int64", "bool": "tl.int1"}
+
+# tanh from exp only (libdevice.tanh is not available in Triton's interpreter, and the same code
+# must run in both): odd polynomial near 0 (no cancellation), (1 - e^-2|x|) / (1 + e^-2|x|) else.
+# (``_jit`` is ``tensorplay_triton.jit``: a ``JITFunction`` whatever ``TRITON_INTERPRET`` says)
+_PRELUDE = '''
+import triton.language as tl
+
+
+@_jit
+def _tanh(x):
+    a = tl.abs(x)
+    t = tl.exp(-2.0 * a)
+    big = (1.0 - t) / (1.0 + t)
+    x2 = x * x
+    small = x * (1.0 + x2 * (-1.0 / 3.0 + x2 * (2.0 / 15.0 + x2 * (-17.0 / 315.0 +
+                 x2 * (62.0 / 2835.0)))))
+    return tl.where(a < 0.25, small, tl.where(x < 0, -big, big))
+
+
+@_jit
+def _to_bf16(x):
+    # float32 -> bfloat16, round to nearest even (NaN stays NaN), spelled out in integer ops so
+    # the GPU and Triton's interpreter (which truncates) round alike
+    u = x.to(tl.uint32, bitcast=True)
+    r = u + 0x7FFF + ((u >> 16) & 1)
+    r = tl.where(x != x, u | 0x400000, r)
+    return (r >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
+'''
+
+_lock = threading.Lock()
+_KERNELS: dict = {}
+_counter = itertools.count()
+
+
+def _opmath(d):
+    return _dtype.float32 if d.name in ("float16", "bfloat16") else d
+
+
+def _wrapped(v):
+    return _shapes._wrapped_dtype(v)
+
+
+class Unsupported(Exception):
+    """The chain (or this call's dtypes) is outside what the generator handles."""
+
+
+class ShapeMismatch(ValueError):
+    """The inputs do not broadcast (the caller's fallback raises the op's own error)."""
+
+
+def _plan_operands(expr, in_dtypes, in_0d):
+    """Per step: (category, template, operand list, compute dtypes); raises Unsupported."""
+    step_dt = list(expr.dtypes)
+    step_0d = []
+    plan = []
+    for j, st in enumerate(expr.steps):
+        if st.op in REDUCTIONS:
+            if j != len(expr.steps) - 1 or len(st.args) != 1 or st.args[0][0] != "step":
+                raise Unsupported(f"reduction {st.op} not at the end of the chain")
+            plan.append(("reduce", st.op, st.args[0][1]))
+            step_0d.append(True)
+            continue
+        ent = OPS.get(st.op)
+        if ent is None:
+            raise Unsupported(f"op {st.op}")
+        cat, tmpl = ent
+        R = step_dt[j]
+        if R.name not in TL:
+            raise Unsupported(f"dtype {R}")
+        ops = []          # (kind, index or value, dtype, rank-kind)
+        for kind, v in st.args:
+            if kind == "in":
+                ops.append(("in", v, in_dtypes[v], 1 if in_0d[v] else 2))
+            elif kind == "step":
+                if plan[v][0] == "reduce":
+                    raise Unsupported("a reduction feeding another step")
+                ops.append(("step", v, step_dt[v], 1 if step_0d[v] else 2))
+            else:
+                if cat == "cast" and not isinstance(v, (bool, int, float)):
+                    continue                     # to_dtype's dtype argument: in R already
+                if not isinstance(v, (bool, int, float)):
+                    raise Unsupported(f"constant {type(v).__name__}")
+                if isinstance(v, float) and not math.isfinite(v):
+                    pass                         # inf/nan are fine as float64 arguments
+                ops.append(("const", v, _wrapped(v), 0))
+        tens = [o for o in ops if o[0] != "const"]
+        step_0d.append(all(o[3] == 1 for o in tens) if tens else True)
+        if cat == "arith":
+            if R.name == "bool":
+                raise Unsupported("bool arithmetic")
+            if st.op in FLOAT_ONLY and not R.is_floating_point:
+                raise Unsupported(f"{st.op} on {R}")
+            cts = [_opmath(R)] * len(ops)
+        elif cat == "cmp":
+            if len(ops) != 2:
+                raise Unsupported(st.op)
+            p = _shapes.binary_result_dtype(ops[0][2], ops[0][3], ops[1][2], ops[1][3])
+            cts = [_opmath(p)] * 2
+        elif cat == "logic":
+            cts = [None] * len(ops)
+        elif cat == "where":
+            if len(ops) != 3:
+                raise Unsupported("where")
+            cts = [None, _opmath(R), _opmath(R)]
+        else:   # cast
+            if len(ops) != 1:
+                raise Unsupported("to_dtype")
+            cts = [None]
+        plan.append((cat, tmpl, ops, cts, R))
+    return plan
+
+
+def generate(expr, in_dtypes, modes, ndim, wide, interp=False):
+    """Triton source of the chain for these input dtypes/modes; returns (source, kernel name,
+    list of float-constant values in order, list of int-constant values in order). ``interp`` is
+    ignored (kept for callers): the same source runs interpreted and compiled."""
+    in_0d = [m == "s" for m in modes]
+    plan = _plan_operands(expr, in_dtypes, in_0d)
+    name = f"tp_chain_{next(_counter)}"
+    n_in = expr.n_inputs
+    reduce_step = plan[-1] if plan and plan[-1][0] == "reduce" else None
+    outs = [] if reduce_step is not None else list(expr.outputs)
+    params = [f"in{i}" for i in range(n_in)]
+    params += [f"out{k}" for k in range(len(outs))]
+    if reduce_step is not None:
+        params.append("acc")
+    params += ["fconst", "N"]
+    iconsts, fconsts = [], []
+    body = []
+    body.append("    pid = tl.program_id(0)" + (".to(tl.int64)" if wide else ""))
+    body.append("    offs = pid * BLOCK + tl.arange(0, BLOCK)")
+    body.append("    mask = offs < N")
+    if any(m == "b" for m in modes):
+        params += [f"size{d}" for d in range(ndim)]
+        # split the flat output index over the output's dims once, shared by every "b" input
+        body.append("    rem = offs")
+        for d in range(ndim - 1, -1, -1):
+            body.append(f"    i{d} = rem % size{d}")
+            if d:
+                body.append(f"    rem = rem // size{d}")
+    for i, m in enumerate(modes):
+        if m == "c":
+            body.append(f"    x{i} = tl.load(in{i} + offs, mask=mask)")
+        elif m == "s":
+            body.append(f"    x{i} = tl.load(in{i})")
+        else:
+            params += [f"st{i}_{d}" for d in range(ndim)]
+            idx = " + ".join(f"i{d} * st{i}_{d}" for d in range(ndim))
+            body.append(f"    x{i} = tl.load(in{i} + ({idx}), mask=mask)")
+    const_names = []
+
+    def operand(o, ct):
+        kind, v, dt, _ = o
+        if kind == "in":
+            e = f"x{v}"
+        elif kind == "step":
+            e = f"t{v}"
+        else:
+            if isinstance(v, float):
+                e = f"tl.load(fconst + {len(fconsts)})"
+                fconsts.append(float(v))
+            else:
+                nm = f"k{len(iconsts)}"
+                iconsts.append(int(v))
+                const_names.append(nm)
+                e = nm
+            if ct is None:
+                return e
+            return f"({e}).to({TL[ct.name]})"
+        if ct is None:
+            return e
+        if dt is ct:
+            return e
+        return f"{e}.to({TL[ct.name]})"
+
+    for j, p in enumerate(plan):
+        if p[0] == "reduce":
+            _, op, src = p
+            R = expr.dtypes[j]
+            v = f"t{src}"
+            srcdt = expr.dtypes[src]
+            if op == "sum":
+                acc_t = "tl.float64" if R.name == "float64" else (
+                    "tl.float32" if R.is_floating_point else "tl.int64")
+                body.append(f"    r = tl.sum(tl.where(mask, {v}.to({acc_t}), 0), axis=0)")
+                body.append("    tl.atomic_add(acc, r)")
+            else:
+                if not srcdt.is_floating_point or srcdt.name in ("float16", "bfloat16"):
+                    raise Unsupported(f"{op} over {srcdt}")
+                fill = "-float('inf')" if op == "amax" else "float('inf')"
+                fn = REDUCTIONS[op]
+                body.append(f"    r = {fn}(tl.where(mask, {v}, {fill}), axis=0)")
+                body.append(f"    tl.atomic_{'max' if op == 'amax' else 'min'}(acc, r)")
+            continue
+        cat, tmpl, ops, cts, R = p
+        if cat == "logic":
+            args = [f"({operand(o, None)} != 0)" for o in ops]
+        elif cat == "where":
+            args = [f"({operand(ops[0], None)} != 0)"] + [operand(o, c) for o, c in
+                                                         zip(ops[1:], cts[1:])]
+        else:
+            args = [operand(o, c) for o, c in zip(ops, cts)]
+        e = tmpl.format(*args)
+        if cat == "cast" and R.name == "bool":
+            e = f"({e} != 0)"
+        if cat in ("arith", "where", "cast"):
+            # round to the step's dtype; float32 -> float16/bfloat16 rounds to nearest even, as
+            # eager does (said explicitly: Triton's interpreter would truncate otherwise)
+            src_f32 = (cat != "cast" and _opmath(R) is not R) or \
+                (cat == "cast" and ops[0][2] is _dtype.float32)
+            if src_f32 and R.name == "bfloat16":
+                e = f"_to_bf16(({e}).to(tl.float32))"
+            else:
+                e = f"({e}).to({TL[R.name]})"
+        body.append(f"    t{j} = {e}")
+        # scalar-only steps give scalars; broadcast so stores and reductions see a block
+        if all(o[0] == "const" or (o[0] == "in" and modes[o[1]] == "s") or
+               (o[0] == "step" and _scalar_step(plan, o[1], modes)) for o in ops):
+            body.append(f"    t{j} = tl.broadcast_to(t{j}, [BLOCK])")
+    for k, o in enumerate(outs):
+        body.append(f"    tl.store(out{k} + offs, t{o}, mask=mask)")
+    params += const_names
+    params.append("BLOCK: tl.constexpr")
+    dns = ", ".join(repr(n) for n in const_names +
+                    [p for p in params if p.startswith(("size", "st"))])
+    deco = f"@_jit(do_not_specialize=[{dns}])"
+    src = _PRELUDE + f"\n\n{deco}\ndef {name}({', '.join(params)}):\n" + "\n".join(body) + "\n"
+    return src, name, fconsts, iconsts
+
+
+def _scalar_step(plan, j, modes):
+    p = plan[j]
+    if p[0] == "reduce":
+        return False
+    for o in p[2]:
+        if o[0] == "in" and modes[o[1]] != "s":
+            return False
+        if o[0] == "step" and not _scalar_step(plan, o[1], modes):
+            return False
+    return True
+
+
+def _build(src, name):
+    fn = f"<tensorplay-fused {name}>"
+    # Triton reads a kernel's source back (inspect.getsource): register it with linecache
+    linecache.cache[fn] = (len(src), None, src.splitlines(True), fn)
+    from tensorplay_triton import jit
+    ns: dict = {"__name__": f"tensorplay_cuda._fused.{name}", "_jit": jit}
+    exec(compile(src, fn, "exec"), ns)
+    return ns[name]
+
+
+class TritonChain:
+    """Runs one ``ElementwiseExpr`` as one Triton kernel. ``run(arrays) -> list of arrays``."""
+
+    def __init__(self, expr, backend):
+        self.expr = expr
+        self.backend = backend
+        self._structure = _structure(expr)
+        # fail early (at compile time, not per call) on ops the table lacks
+        for st in expr.steps:
+            if st.op not in OPS and st.op not in REDUCTIONS:
+                raise Unsupported(f"op {st.op}")
+
+    def _kernel(self, key, in_dtypes, modes, ndim, wide):
+        """(kernel, source) for this call signature, or None when unsupported (cached either way;
+        kernels are shared by every chain of the same structure, whatever its constant values)."""
+        full = (self._structure, key)
+        k = _KERNELS.get(full, False)
+        if k is False:
+            with _lock:
+                k = _KERNELS.get(full, False)
+                if k is False:
+                    try:
+                        src, name, _, _ = generate(self.expr, in_dtypes, modes, ndim, wide)
+                        k = (_build(src, name), src)
+                    except Unsupported:
+                        k = None
+                    _KERNELS[full] = k
+        return k
+
+    def __call__(self, arrays):
+        return self.run(arrays)
+
+    def run(self, arrays, consts=None):
+        """Outputs of the chain for ``arrays`` (list), or None when this call's dtypes or layout
+        are outside the generator (the caller falls back). ``consts`` overrides the chain's
+        constant values (same order and types), as the eager path does. On cuda, outputs are
+        allocated and the kernel launched on the first input's GPU."""
+        np = self.backend.np
+        if np.__name__ != "numpy" and arrays:
+            with np.cuda.Device(arrays[0].device.id):
+                return self._run(arrays, consts)
+        return self._run(arrays, consts)
+
+    def _run(self, arrays, consts):
+        be = self.backend
+        expr = self.expr
+        np = be.np
+        shapes = [tuple(a.shape) for a in arrays]
+        out_shape = _broadcast(shapes)
+        n = 1
+        for s in out_shape:
+            n *= s
+        in_dtypes = [be.dtype_of(a) for a in arrays]
+        modes = []
+        for a, s in zip(arrays, shapes):
+            if a.size == 1:
+                modes.append("s")
+            elif s == out_shape and a.flags.c_contiguous:
+                modes.append("c")
+            else:
+                modes.append("b")
+        ndim = len(out_shape) if "b" in modes else 0
+        wide = n >= 2 ** 31 - BLOCK
+        if np.__name__ != "numpy" and not _helpers_compile():
+            return None     # Triton's tl.sum & co. cannot compile in this process: decline
+        key = (tuple(in_dtypes), tuple(modes), ndim, wide)
+        k = self._kernel(key, in_dtypes, modes, ndim, wide)
+        if k is None:
+            return None                       # this call's dtypes/layout: caller falls back
+        kern = k[0]
+        fconsts, iconsts = self._consts(consts)
+        reduce_op = expr.steps[-1].op if expr.steps[-1].op in REDUCTIONS else None
+        nd = be.native_dtype
+        if reduce_op is None:
+            outs = [np.empty(out_shape, dtype=nd(expr.dtypes[o])) for o in expr.outputs]
+        else:
+            outs = []
+            R = expr.dtypes[-1]
+            acc_dt = (_dtype.float64 if R.name == "float64" else _dtype.float32) \
+                if R.is_floating_point else _dtype.int64
+            if reduce_op == "sum":
+                acc = np.zeros((), dtype=nd(acc_dt))
+            else:
+                src_dt = expr.dtypes[expr.steps[-1].args[0][1]]
+                acc_dt = src_dt
+                acc = np.full((), -math.inf if reduce_op == "amax" else math.inf,
+                              dtype=nd(src_dt))
+        if n == 0:
+            if reduce_op is not None:
+                return [acc.astype(nd(expr.dtypes[-1]))]
+            return outs
+        extra = []
+        if ndim:
+            extra += list(out_shape)
+            for a, m in zip(arrays, modes):
+                if m == "b":
+                    extra += _bstrides(a, out_shape)
+        fc = self._fconst_array(fconsts, arrays)
+        args = list(arrays) + outs + ([acc] if reduce_op is not None else []) + [fc, n] + \
+            extra + iconsts
+        grid = ((n + BLOCK - 1) // BLOCK,)
+        if np.__name__ == "numpy":
+            _launch_interpreted(kern, grid, args, len(arrays))
+        else:
+            _launch_cuda(kern, grid, args, arrays)
+        if reduce_op is not None:
+            return [acc.astype(nd(expr.dtypes[-1]))]
+        return outs
+
+    def _consts(self, override=None):
+        f, i = [], []
+        if override is not None:
+            for v in override:
+                (f if isinstance(v, float) else i).append(v if isinstance(v, float) else int(v))
+            return f, i
+        for st in self.expr.steps:
+            cat = OPS.get(st.op, ("reduce",))[0]
+            for kind, v in st.args:
+                if kind != "const":
+                    continue
+                if cat == "cast" and not isinstance(v, (bool, int, float)):
+                    continue
+                if isinstance(v, float):
+                    f.append(v)
+                else:
+                    i.append(int(v))
+        return f, i
+
+    _fc_cache: dict
+
+    def _fconst_array(self, fconsts, arrays):
+        np = self.backend.np
+        key = (np.__name__, tuple(fconsts) or (0.0,),
+               getattr(getattr(arrays[0], "device", None), "id", 0) if arrays else 0)
+        cache = self.__dict__.setdefault("_fc_cache", {})
+        a = cache.get(key)
+        if a is None:
+            a = np.asarray(list(fconsts) or [0.0], dtype=np.float64)
+            if len(cache) > 64:
+                cache.clear()
+            cache[key] = a
+        return a
+
+
+def _structure(expr):
+    """The chain without its constant values (they are kernel arguments, not code)."""
+    steps = []
+    for st in expr.steps:
+        args = []
+        for kind, v in st.args:
+            if kind == "const" and isinstance(v, (bool, int, float)):
+                args.append((kind, type(v).__name__))
+            else:
+                args.append((kind, v))
+        steps.append((st.op, tuple(args)))
+    return (expr.n_inputs, tuple(steps), tuple(expr.outputs), tuple(expr.dtypes))
+
+
+def _broadcast(shapes):
+    nd = max((len(s) for s in shapes), default=0)
+    out = [1] * nd
+    for s in shapes:
+        off = nd - len(s)
+        for i, d in enumerate(s):
+            if out[off + i] == 1:
+                out[off + i] = d
+            elif d != 1 and d != out[off + i]:
+                raise ShapeMismatch(f"operands could not be broadcast together with shapes "
+                                    f"{shapes}")
+    return tuple(out)
+
+
+def _bstrides(a, out_shape):
+    """Element strides of ``a`` broadcast to ``out_shape`` (0 on broadcast dims)."""
+    item = a.dtype.itemsize
+    nd = len(out_shape)
+    st = [0] * nd
+    off = nd - a.ndim
+    for i, (s, b) in enumerate(zip(a.shape, a.strides)):
+        st[off + i] = 0 if s == 1 else b // item
+    return st
+
+
+class _Ptr:
+    """A CuPy array as a Triton pointer argument: ``data_ptr()`` and a dtype whose ``str`` ends in
+    the Triton type name (NumPy/CuPy dtypes do: ``float32``, ``bfloat16``...)."""
+
+    __slots__ = ("_p", "dtype")
+
+    def __init__(self, a):
+        self._p = int(a.data.ptr)
+        self.dtype = a.dtype
+
+    def data_ptr(self) -> int:
+        return self._p
+
+
+_DRIVER = [None]
+_HELPERS_COMPILE: list = []
+
+
+def _helpers_compile() -> bool:
+    """Whether Triton's own ``@triton.jit`` helpers (``tl.sum``, ``tl.max``...) are
+    ``JITFunction``s: false when ``triton`` was first imported under ``TRITON_INTERPRET=1`` (they
+    are then ``InterpretedFunction``s, which a compiled kernel cannot call)."""
+    if not _HELPERS_COMPILE:
+        from triton.language import standard
+        from triton.runtime.jit import JITFunction
+        _HELPERS_COMPILE.append(isinstance(standard.sum, JITFunction))
+    return _HELPERS_COMPILE[0]
+
+
+def _launch_cuda(kern, grid, args, arrays):
+    if _DRIVER[0] is None:
+        import tensorplay_triton
+        _DRIVER[0] = tensorplay_triton.install_driver()
+    import cupy
+    dev = arrays[0].device.id if arrays else cupy.cuda.runtime.getDevice()
+    conv = [(_Ptr(a) if isinstance(a, cupy.ndarray) else a) for a in args]
+    with cupy.cuda.Device(dev):
+        kern[grid](*conv, BLOCK=BLOCK, num_warps=NUM_WARPS)
+
+
+_WRAPPED: dict = {}         # id(kernel) -> (kernel, its wrap_triton launcher)
+
+
+def _launch_interpreted(kern, grid, args, n_in):
+    """NumPy arrays through Triton's interpreter, via tensorplay-triton's public ``wrap_triton``
+    (tensors over the arrays' memory; inputs may be strided views): the one way a Triton kernel
+    runs on cpu, which undoes every patch Triton's interpreter makes to ``triton.language``."""
+    import numpy
+    import tensorplay as tp
+    conv = []
+    for a in args:
+        if isinstance(a, numpy.ndarray):
+            if a.ndim == 0:
+                a = a.reshape(1)
+            conv.append(tp.from_numpy(a))
+        else:
+            conv.append(a)
+    e = _WRAPPED.get(id(kern))
+    if e is None or e[0] is not kern:
+        from tensorplay_triton import wrap_triton
+        e = _WRAPPED[id(kern)] = (kern, wrap_triton(kern, strided=[f"in{i}" for i in range(n_in)]))
+    e[1][grid](*conv, BLOCK=BLOCK)

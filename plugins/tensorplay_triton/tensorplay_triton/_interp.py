@@ -1,0 +1,416 @@
+"""Triton's interpreter, chosen per launch: every launch on cpu tensors runs here.
+
+Triton picks its interpreter when a kernel is *decorated* (``TRITON_INTERPRET=1`` at that moment
+gives an ``InterpretedFunction``, otherwise a ``JITFunction``), and Triton's own helpers (``tl.sum``,
+``tl.max``, ... in ``triton.language.standard``) are decorated when ``triton`` is first imported.
+A process therefore had to decide once, before importing triton. Here the decision is per launch:
+
+* ``interpreted(jf)`` gives the ``InterpretedFunction`` of a ``JITFunction`` (built once, cached);
+* ``launch(call, kernels)`` runs ``call()`` inside an *interpreter scope*, during which (and only
+  then; everything is restored afterwards, so compiled launches are unaffected):
+
+  - a ``@triton.jit`` function called from inside an interpreted kernel (Triton's helpers or the
+    user's) is interpreted too, and the ``triton.language`` patches its call installs are undone
+    when it returns (Triton's own ``InterpretedFunction.__call__`` leaves them in place, which
+    would break later compiled launches in the same process);
+  - the names Triton's interpreter copies into the module globals of every function it rewrites
+    (all of ``triton.runtime.interpreter``'s globals that module lacks: ``triton.language.standard``
+    for ``tl.sum``, the user's kernel module, ...; the rewritten code needs some of them) are there
+    only during the scope: put back when it starts, removed when it ends;
+  - Triton's patch scope records ``getattr(obj, name)``, so restoring an *inherited* attribute
+    (``tl.tensor.__repr__``) would copy it onto the class; here it records what the object itself
+    holds, so a restore deletes what the patch added;
+  - the inner ``JITFunction`` of an ``@triton.autotune`` / ``@triton.heuristics`` chain runs
+    interpreted, and autotuning times the configurations on the host clock, keeping its choices
+    apart from those made on the GPU;
+  - **NumPy >= 2.4**: an interpreted scalar is a 1-element array, and NumPy 2.4 refuses ``int()`` on
+    arrays with ``ndim > 0``, so a loop bounded by a scalar argument (``range(0, N, BLOCK)``,
+    ``tl.range(...)``) failed (Triton issue 9171; upstream fixed ``__index__`` in PR 9172, after 3.6,
+    by squeezing the array before ``int()``). Here, equivalently, ``__index__`` of an
+    interpreted tensor reads its single element instead (``.item()``), which every NumPy accepts;
+  - float scalar arguments become ``fp32`` interpreted tensors, as compiled kernels type them, so
+    ``eps.to(tl.float32)`` and friends work (Triton hands them to interpreted kernels as Python
+    floats);
+  - ``triton.language.extra.libdevice`` functions (``rsqrt``, ``tanh``, ``exp2``, ``pow``, ...) are
+    evaluated with NumPy (Triton's interpreter returns ``None`` for them: Triton issue 8825); a
+    libdevice function without a NumPy equivalent raises ``NotImplementedError`` naming it.
+
+Interpreted launches are serialised by a lock: Triton's interpreter patches the global
+``triton.language`` module while a kernel runs, so two interpreted kernels cannot run at once.
+These are Triton internals: the versions tested are pinned in ``pyproject.toml``.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import threading
+
+import numpy as np
+
+from . import _driver
+
+_lock = threading.RLock()
+_INTERP: dict = {}          # id(JITFunction) -> (JITFunction, InterpretedFunction)
+_T: dict = {}               # lazily imported Triton pieces
+_HOST_CACHE: dict = {}      # id(Autotuner) -> (Autotuner, its configs chosen on the host)
+
+
+def _triton():
+    t = _T.get("interp")
+    if t is None:
+        import triton.language as tl
+        from triton.runtime import interpreter as t
+        from triton.runtime.jit import JITFunction
+        _T["tl"] = tl
+        _T["jit"] = JITFunction
+        _T["interp"] = t
+    return t
+
+
+def interpreted(jf):
+    """The ``InterpretedFunction`` running ``jf.fn`` (``jf`` a ``JITFunction``), cached per kernel."""
+    e = _INTERP.get(id(jf))
+    if e is not None and e[0] is jf:
+        return e[1]
+    interp = _triton()
+    f = interp.InterpretedFunction(jf.fn)
+    f.pre_run_hooks = list(getattr(jf, "pre_run_hooks", ()))
+    _INTERP[id(jf)] = (jf, f)
+    return f
+
+
+def jit(fn=None, **options):
+    """Same as ``triton.jit``, except the result is always a ``JITFunction``, whatever
+    ``TRITON_INTERPRET`` says when it is decorated: ``wrap_triton`` then interprets it on cpu tensors
+    and compiles it on cuda tensors (``triton.jit`` under ``TRITON_INTERPRET=1`` gives an
+    ``InterpretedFunction``, which has no compiled form). ``options``: ``triton.jit``'s keywords
+    (``do_not_specialize``, ``debug``, ``noinline``, ...). For kernels generated at run time, so the
+    process environment cannot change what they are."""
+    _triton()
+    JITFunction = _T["jit"]
+
+    def decorator(f):
+        return JITFunction(f, **options)
+    return decorator if fn is None else decorator(fn)
+
+
+# -- the scope ---------------------------------------------------------------------------------
+
+_CALL = object()
+
+
+class _Patches:
+    """Attributes set for the scope and restored, in reverse order, when it ends."""
+
+    __slots__ = ("_undo",)
+
+    def __init__(self):
+        self._undo = []
+
+    def set(self, obj, name, value):
+        had = name in obj.__dict__ if not isinstance(obj, type) else name in vars(obj)
+        self._undo.append((obj, name, had, getattr(obj, name, None) if had else None))
+        setattr(obj, name, value)
+
+    def undo(self, fn, arg):
+        """Call ``fn(arg)`` at restore time (in reverse order with the other patches)."""
+        self._undo.append((fn, arg, None, _CALL))
+
+    def restore(self):
+        while self._undo:
+            obj, name, had, old = self._undo.pop()
+            if old is _CALL:
+                obj(name)
+            elif had:
+                setattr(obj, name, old)
+            else:
+                try:
+                    delattr(obj, name)
+                except AttributeError:
+                    pass
+
+
+def _nested_call(self, *args, **kwargs):
+    """``JITFunction.__call__`` / ``InterpretedFunction.__call__`` inside an interpreted kernel."""
+    interp = _T["interp"]
+    f = self if isinstance(self, interp.InterpretedFunction) else interpreted(self)
+    scope = interp._patch_lang(f.fn)
+    try:
+        return f.rewrite()(*args, **kwargs)
+    except interp.InterpreterError:
+        raise
+    except Exception as e:
+        raise interp.InterpreterError(repr(e)) from e
+    finally:
+        if scope is not None:
+            scope.restore()
+
+
+def _index(self):
+    # the fix for NumPy >= 2.4: a scalar is a 1-element array; read the element itself
+    return int(self.handle.data.reshape(-1)[0].item())
+
+
+def _scalar_cvt(orig):
+    interp, tl = _T["interp"], _T["tl"]
+
+    def cvt(arg):
+        if arg.__class__ is float:
+            return tl.tensor(interp.TensorHandle(np.array([arg], dtype=np.float32), tl.float32),
+                             tl.float32)
+        return orig(arg)
+    return cvt
+
+
+def _patch_tensor_fn(orig):
+    def patch_lang_tensor(tensor, scope):
+        orig(tensor, scope)
+        scope.set_attr(tensor, "__index__", _index)
+    return patch_lang_tensor
+
+
+_INJECTED: dict = {}        # id(globals) -> (globals, {name: value}): what Triton's rewriter added
+_DEPTH = [0]                # nesting of interpreter scopes (the outermost one adds/removes names)
+
+
+def _track_injections(orig):
+    """``FunctionRewriter._compile_and_exec`` recording the names it adds to the function's
+    module globals (Triton adds every interpreter global the module lacks, and never removes it)."""
+    interp = _T["interp"]
+
+    def _compile_and_exec(self, transformed_ast):
+        g = self.fn.__globals__
+        added = {k: v for k, v in vars(interp).items() if k not in g}
+        try:
+            return orig(self, transformed_ast)
+        finally:
+            added = {k: v for k, v in added.items() if g.get(k, _CALL) is v}
+            if added:
+                e = _INJECTED.get(id(g))
+                if e is None or e[0] is not g:
+                    e = _INJECTED[id(g)] = (g, {})
+                e[1].update(added)
+    return _compile_and_exec
+
+
+def _lang_set_attr(self, obj, name, value):
+    """``_LangPatchScope.set_attr`` recording the object's own attribute (not an inherited one)."""
+    own = getattr(obj, "__dict__", None)
+    if own is None:
+        original = getattr(obj, name, _T["interp"]._MISSING)
+    else:
+        original = own[name] if name in own else _T["interp"]._MISSING
+    self._changes.append((obj, name, original))
+    setattr(obj, name, value)
+
+
+def _add_injected(_=None):
+    for g, names in _INJECTED.values():
+        for k, v in names.items():
+            if k not in g:
+                g[k] = v
+
+
+def _remove_injected(_=None):
+    # only what is still the injected object: a name the module has since bound is its own
+    for g, names in _INJECTED.values():
+        for k, v in names.items():
+            if g.get(k, _CALL) is v:
+                del g[k]
+
+
+def launch(call, chain=()):
+    """Run ``call()`` (an interpreted launch) inside the interpreter scope (see module doc).
+
+    ``chain``: the kernel objects of the launch (``Autotuner``/``Heuristics`` wrappers and the inner
+    ``JITFunction``); a ``JITFunction`` reached through a wrapper runs interpreted for this launch.
+    """
+    interp = _triton()
+    JITFunction = _T["jit"]
+    with _lock:
+        p = _Patches()
+        try:
+            if _DEPTH[0] == 0:
+                _add_injected()
+                p.undo(_remove_injected, None)
+            _DEPTH[0] += 1
+            p.undo(_leave, None)
+            rw = getattr(interp, "FunctionRewriter", None)
+            if rw is not None and hasattr(rw, "_compile_and_exec"):
+                p.set(rw, "_compile_and_exec", _track_injections(rw._compile_and_exec))
+            sc = getattr(interp, "_LangPatchScope", None)
+            if sc is not None and hasattr(interp, "_MISSING") and hasattr(sc, "set_attr"):
+                p.set(sc, "set_attr", _lang_set_attr)
+            p.set(JITFunction, "__call__", _nested_call)
+            p.set(interp.InterpretedFunction, "__call__", _nested_call)
+            p.set(interp, "_implicit_cvt", _scalar_cvt(interp._implicit_cvt))
+            p.set(interp, "_patch_lang_tensor", _patch_tensor_fn(interp._patch_lang_tensor))
+            _patch_libdevice(p)
+            for k in chain[:-1] if len(chain) > 1 else ():
+                if hasattr(k, "configs") and isinstance(getattr(k, "cache", None), dict):
+                    # autotune on the host clock, into a cache of its own: Triton keys the choice
+                    # by argument values and dtypes, not device, and a config timed by the
+                    # interpreter says nothing about the GPU (and vice versa)
+                    if getattr(k, "_do_bench", 0) is None:
+                        p.set(k, "do_bench", _driver.host_do_bench)
+                    e = _HOST_CACHE.get(id(k))
+                    if e is None or e[0] is not k:
+                        e = _HOST_CACHE[id(k)] = (k, {})
+                    p.set(k, "cache", e[1])
+            inner = chain[-1] if chain else None
+            if len(chain) > 1 and isinstance(inner, JITFunction):
+                p.set(inner, "run", interpreted(inner).run)
+            return call()
+        finally:
+            p.restore()
+
+
+def _leave(_):
+    _DEPTH[0] -= 1
+
+
+# -- libdevice under the interpreter -----------------------------------------------------------
+
+def _erf(x):
+    return np.vectorize(math.erf, otypes=[x.dtype])(x) if x.size else x.copy()
+
+
+def _round_away(x):
+    return np.where(x >= 0, np.floor(x + 0.5), np.ceil(x - 0.5))
+
+
+_UNARY = {
+    "rsqrt": lambda x: 1 / np.sqrt(x), "sqrt": np.sqrt, "sqrt_rn": np.sqrt, "exp": np.exp,
+    "exp2": np.exp2, "exp10": lambda x: np.power(x.dtype.type(10), x), "expm1": np.expm1,
+    "log": np.log, "log2": np.log2, "log10": np.log10, "log1p": np.log1p, "sin": np.sin,
+    "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
+    "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "asinh": np.arcsinh, "acosh": np.arccosh,
+    "atanh": np.arctanh, "erf": _erf, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
+    "rint": np.rint, "nearbyint": np.rint, "round": _round_away, "abs": np.abs, "fabs": np.abs,
+    "rcp_rn": lambda x: 1 / x, "fast_expf": np.exp, "fast_logf": np.log, "fast_log2f": np.log2,
+    "fast_exp10f": lambda x: np.power(x.dtype.type(10), x), "fast_tanf": np.tan,
+    "fast_sinf": np.sin, "fast_cosf": np.cos, "fast_log10f": np.log10, "saturatef":
+    lambda x: np.clip(x, 0, 1), "cbrt": np.cbrt, "rcbrt": lambda x: 1 / np.cbrt(x),
+    "signbit": lambda x: np.signbit(x).astype(np.int32), "isnan": lambda x: np.isnan(x).astype(np.int32),
+    "isinf": lambda x: np.isinf(x).astype(np.int32),
+    "finitef": lambda x: np.isfinite(x).astype(np.int32),
+    "isfinited": lambda x: np.isfinite(x).astype(np.int32),
+}
+_BINARY = {
+    "pow": np.power, "powf": np.power, "fast_powf": np.power, "atan2": np.arctan2,
+    "fmod": np.fmod, "fmin": np.fmin, "fmax": np.fmax, "hypot": np.hypot, "copysign": np.copysign,
+    "div_rn": np.divide, "fast_dividef": np.divide, "remainder": np.remainder,
+    "nextafter": np.nextafter, "fdim": lambda a, b: np.maximum(a - b, 0),
+}
+_TERNARY = {"fma": lambda a, b, c: a * b + c, "fma_rn": lambda a, b, c: a * b + c}
+
+
+def _vec(f):
+    return lambda x: np.vectorize(f, otypes=[x.dtype])(x) if x.size else x.copy()
+
+
+_UNARY.update({
+    "fast_tanhf": np.tanh, "sinpi": lambda x: np.sin(np.pi * x), "cospi": lambda x: np.cos(np.pi * x),
+    "erfc": _vec(math.erfc), "lgamma": _vec(math.lgamma), "tgamma": _vec(math.gamma),
+    "normcdf": lambda x: 0.5 * (1 + _erf(x / np.sqrt(x.dtype.type(2)))),
+})
+_BINARY.update({"rhypot": lambda a, b: 1 / np.hypot(a, b)})
+# Rounding-mode variants (_rn/_rz/_rd/_ru) are evaluated with NumPy's round-to-nearest: the
+# interpreter checks a kernel's logic, not last-bit rounding.
+for _m in ("rn", "rz", "rd", "ru"):
+    _UNARY.setdefault(f"sqrt_{_m}", np.sqrt)
+    _UNARY.setdefault(f"rcp_{_m}", lambda x: 1 / x)
+    _BINARY.setdefault(f"div_{_m}", np.divide)
+    _BINARY[f"add_{_m}"] = np.add
+    _BINARY[f"sub_{_m}"] = np.subtract
+    _BINARY[f"mul_{_m}"] = np.multiply
+    _TERNARY[f"fma_{_m}"] = lambda a, b, c: a * b + c
+_LIBDEVICE_MODULES = ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice")
+
+
+def _as_interp_tensor(a):
+    interp, tl = _T["interp"], _T["tl"]
+    if isinstance(a, tl.constexpr):
+        a = a.value
+    if isinstance(a, tl.tensor):
+        return a
+    if isinstance(a, bool) or not isinstance(a, (int, float)):
+        raise TypeError(f"libdevice: expected a tensor or a number, got {type(a).__name__}")
+    if isinstance(a, float):
+        return tl.tensor(interp.TensorHandle(np.array([a], dtype=np.float32), tl.float32), tl.float32)
+    return tl.tensor(interp.TensorHandle(np.array([a], dtype=np.int32), tl.int32), tl.int32)
+
+
+def _from_numpy(out, block):
+    """An interpreted tensor holding ``out`` (a NumPy array); a block tensor if ``block``."""
+    interp, tl = _T["interp"], _T["tl"]
+    sty = {"int32": tl.int32, "float16": tl.float16, "float32": tl.float32,
+           "float64": tl.float64}[out.dtype.name]
+    ty = tl.block_type(sty, list(out.shape)) if block else sty
+    return tl.tensor(interp.TensorHandle(out, sty), ty)
+
+
+def _make_elementwise(name, fn, arity):
+    def libdevice_fn(*args, _semantic=None, **kwargs):
+        if kwargs:
+            args = args + tuple(kwargs.values())
+        if len(args) != arity:
+            raise TypeError(f"libdevice.{name} takes {arity} argument(s), got {len(args)}")
+        ts = [_as_interp_tensor(a) for a in args]
+        block = any(t.type.is_block() for t in ts)
+        datas = [t.handle.data for t in ts]
+        ft = np.result_type(*[d.dtype for d in datas])
+        if ft.kind != "f":
+            ft = np.dtype(np.float32)
+        if block:
+            datas = np.broadcast_arrays(*datas)
+        with np.errstate(all="ignore"):
+            out = np.asarray(fn(*[d.astype(ft, copy=False) for d in datas]))
+        if out.dtype != np.int32:
+            out = out.astype(ft, copy=False)
+        return _from_numpy(np.ascontiguousarray(out), block)
+    libdevice_fn.__name__ = name
+    return libdevice_fn
+
+
+def _unsupported(name):
+    def libdevice_fn(*args, _semantic=None, **kwargs):
+        raise NotImplementedError(
+            f"libdevice.{name} has no NumPy equivalent in tensorplay-triton's interpreter path: the "
+            f"kernel runs compiled on cuda tensors, or rewrite it with triton.language functions")
+    libdevice_fn.__name__ = name
+    return libdevice_fn
+
+
+_LIBDEVICE_IMPL: dict = {}
+
+
+def _libdevice_impl():
+    if not _LIBDEVICE_IMPL:
+        for table, arity in ((_UNARY, 1), (_BINARY, 2), (_TERNARY, 3)):
+            for name, fn in table.items():
+                _LIBDEVICE_IMPL[name] = _make_elementwise(name, fn, arity)
+    return _LIBDEVICE_IMPL
+
+
+_LD_SWAP: dict = {}          # id(module) -> (module, originals, replacements): built once
+
+
+def _patch_libdevice(p: _Patches):
+    """Swap every public libdevice function for its NumPy version (two ``dict.update`` calls per
+    launch: the tables are built once per module)."""
+    for mname in _LIBDEVICE_MODULES:
+        mod = sys.modules.get(mname)
+        if mod is None:
+            continue
+        e = _LD_SWAP.get(id(mod))
+        if e is None or e[0] is not mod:
+            impl = _libdevice_impl()
+            orig = {name: val for name, val in vars(mod).items()
+                    if not name.startswith("_") and callable(val) and not isinstance(val, type)
+                    and getattr(val, "__module__", None) in _LIBDEVICE_MODULES}
+            repl = {name: impl.get(name) or _unsupported(name) for name in orig}
+            e = _LD_SWAP[id(mod)] = (mod, orig, repl)
+        mod.__dict__.update(e[2])
+        p.undo(mod.__dict__.update, e[1])

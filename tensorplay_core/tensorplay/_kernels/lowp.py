@@ -1,0 +1,118 @@
+"""bfloat16 for array backends whose bf16 is a storage type only (NumPy + ml_dtypes, CuPy).
+
+NumPy knows ``bfloat16`` through ``ml_dtypes`` as a structured-kind (``'V'``) dtype: the reference
+kernels' ``dtype.kind == 'f'`` tests do not see it as floating, ``bf16 + 2.5`` promotes to float32
+and ``sum`` accumulates in bf16. torch computes every bf16 op in float32 ("opmath") and rounds the
+result once; ``wrap_kernels`` does exactly that around the reference kernels: bf16 array arguments
+are cast to float32, the float32 kernel runs, and a floating float32 result is rounded back to
+bf16 when torch's promotion would give bf16 (every floating tensor argument that decides the
+result dtype is bf16). Reductions therefore accumulate in float32; ``sum(x, dtype=...)`` keeps an
+explicitly asked dtype.
+
+Nothing here imports an array library: a backend calls ``enable(backend)`` the first time a bf16
+dtype or array reaches it, so programs that never use bf16 pay nothing per call.
+"""
+
+from __future__ import annotations
+
+import threading
+
+_lock = threading.Lock()
+
+# ops computed in float32 for bf16 inputs: arithmetic, math, comparisons, reductions, matmul,
+# softmax, scatter-add. Data movement (copy, cat, index, where's selection, to_dtype) needs no
+# arithmetic and runs on bf16 directly.
+COMPUTE = frozenset({
+    "add", "sub", "rsub", "mul", "div", "rdiv", "pow", "rpow", "floor_divide", "remainder",
+    "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
+    "logical_not", "sign", "neg", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "abs",
+    "sin", "cos", "erf", "where", "sum", "mean", "amax", "amin", "argmax", "matmul", "softmax",
+    "log_softmax", "index_add", "isnan", "isinf", "isfinite", "floor", "ceil", "round", "all",
+    "any", "prod", "cumsum", "max_dim", "min_dim", "sort", "argsort", "argmin", "scatter_add",
+})
+
+
+def wrap_kernels(kernels: dict, backend) -> dict:
+    """``kernels`` with each op of ``COMPUTE`` (and ``add_``/``mul_``) made bf16-correct."""
+    from .. import _dtype
+    BF = backend.native_dtype(_dtype.bfloat16)
+    F32 = backend.native_dtype(_dtype.float32)
+    out = dict(kernels)
+
+    def opmath(k):
+        def kernel(*args, **kw):
+            bf = False
+            for a in args:
+                if getattr(a, "dtype", None) == BF:
+                    bf = True
+                    break
+            if not bf:
+                return k(*args, **kw)
+            # does a non-bf16 floating tensor take part in the result dtype? (torch: dimensioned
+            # tensors decide over 0-dim ones within a category)
+            floats = [a for a in args if hasattr(a, "dtype") and
+                      (a.dtype == BF or a.dtype.kind == "f")]
+            deciders = [a for a in floats if a.ndim] or floats
+            back = all(a.dtype == BF for a in deciders)
+            asked = kw.get("dtype")
+            if asked is not None:
+                back = asked is _dtype.bfloat16
+                if back:
+                    kw = dict(kw, dtype=_dtype.float32)
+            r = k(*[a.astype(F32) if getattr(a, "dtype", None) == BF else a for a in args], **kw)
+            if back:
+                if getattr(r, "dtype", None) == F32:
+                    r = r.astype(BF)
+                elif r.__class__ in (tuple, list):        # (values, indices) of max/min/sort
+                    r = r.__class__(x.astype(BF) if getattr(x, "dtype", None) == F32 else x
+                                    for x in r)
+            return r
+        kernel.__wrapped__ = k
+        return kernel
+
+    for name in COMPUTE:
+        if name in out:
+            out[name] = opmath(out[name])
+
+    def inplace(name, compute):
+        orig = out.get(name)
+        if orig is None or compute is None:
+            return
+
+        def kernel(dst, other):
+            if dst.dtype == BF:
+                r = compute(dst, other)              # float32 math, rounded to bf16 when bf16
+                if getattr(r, "dtype", None) is not None and r.dtype.kind in "biu":
+                    return orig(dst, other)
+                backend.assign(dst, r)
+                return None
+            if getattr(other, "dtype", None) == BF:
+                other = other.astype(F32)
+            return orig(dst, other)
+        kernel.__wrapped__ = orig
+        out[name] = kernel
+
+    inplace("add_", out.get("add"))
+    inplace("mul_", out.get("mul"))
+    return out
+
+
+def enable(backend) -> None:
+    """Switch ``backend``'s built-in kernels to the bf16-correct ones (once; thread-safe).
+
+    Re-binds the built-in ops' kernels for the backend's device when the backend is already
+    installed, so ops called after the first bf16 tensor exists see bf16 correctly.
+    """
+    if getattr(backend, "_lowp_enabled", False):
+        return
+    with _lock:
+        if getattr(backend, "_lowp_enabled", False):
+            return
+        backend._lowp_enabled = True
+        # the backend's kernels() builds the table again, now through wrap_kernels (a backend
+        # may layer its own fast paths over it, so the rebuild is its job, not a wrap here)
+        backend._kernels = None
+        from .. import _backend
+        if _backend._LOADED.get(backend.device_type) is backend:
+            from .. import _ops
+            _ops.install_backend(backend)

@@ -1,0 +1,516 @@
+"""The cuda backend's fuser (``fuse_elementwise``): one generated Triton kernel per fused chain
+(``tensorplay_cuda.triton_fusion``), the CuPy ``ElementwiseKernel`` fuser as fallback, and the
+eager large-tensor path built from the same generator (``tensorplay_cuda.eager``).
+
+Without a GPU the generated kernels run through Triton's interpreter on NumPy arrays (the same
+source the GPU compiles), checked against the eager cpu ops. ``@pytest.mark.cuda`` tests run the
+compiled kernels on the GPU and compare with eager cuda results.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+
+# No TRITON_INTERPRET anywhere: as everywhere in tensorplay-triton, the arrays pick the mode per
+# launch (NumPy: Triton's interpreter through wrap_triton; CuPy: the compiled kernel), so the
+# interpreter tests and the GPU tests run in one process, in any order with test_triton.py.
+import pytest  # noqa: E402
+
+np = pytest.importorskip("numpy")
+pytest.importorskip("triton", reason="triton is not installed")
+pytest.importorskip("tensorplay_triton", reason="tensorplay-triton is not installed")
+tensorplay_cuda = pytest.importorskip("tensorplay_cuda")
+
+import tensorplay as tp  # noqa: E402
+from tensorplay import _backend  # noqa: E402
+from tensorplay._fusion import ElementwiseExpr, Step  # noqa: E402
+from tensorplay_cuda import eager, triton_fusion  # noqa: E402
+from tensorplay_cuda.triton_fusion import TritonChain, generate  # noqa: E402
+
+CUDA_OK, CUDA_WHY = tp.plugins.device_status("cuda")
+needs_cuda = pytest.mark.skipif(not CUDA_OK, reason=f"no usable CUDA device: {CUDA_WHY}")
+
+
+@pytest.fixture
+def interp():
+    """The cpu backend: its NumPy arrays run the generated kernels through Triton's interpreter."""
+    return _backend.get_backend("cpu")
+
+
+def _expr(steps, n_in, dtypes, outputs=None):
+    return ElementwiseExpr(n_in, tuple(steps), tuple(outputs or (len(steps) - 1,)), tuple(dtypes),
+                           tp.device("cpu"))
+
+
+def _eager(steps, outputs, ins):
+    """The chain run op by op with tensorplay's eager cpu ops (the reference)."""
+    vals = []
+    for st in steps:
+        args = [ins[v] if k == "in" else vals[v] if k == "step" else v for k, v in st.args]
+        vals.append(getattr(tp.ops.tp, st.op)(*args) if st.op != "to_dtype" else args[0].to(args[1]))
+    return [vals[o] for o in outputs]
+
+
+def _check(steps, ins, dtypes=None, outputs=None, rtol=1e-6, atol=1e-6, backend=None):
+    outputs = outputs or (len(steps) - 1,)
+    want = _eager(steps, outputs, ins)
+    dtypes = dtypes or [w.dtype for w in _eager(steps, range(len(steps)), ins)]
+    be = backend or _backend.get_backend("cpu")
+    got = TritonChain(_expr(steps, len(ins), dtypes, outputs), be).run([t.numpy() for t in ins])
+    assert got is not None, "the generator declined a chain it should handle"
+    for g, w in zip(got, want):
+        assert g.shape == tuple(w.shape) and be.dtype_of(g) is w.dtype, (g.shape, g.dtype, w)
+        np.testing.assert_allclose(g.astype(np.float64), w.to(tp.float64).numpy()
+                                   if w.dtype.is_floating_point else w.numpy(),
+                                   rtol=rtol, atol=atol)
+    return got
+
+
+CHAIN8 = [Step("mul", (("in", 0), ("in", 1))), Step("add", (("step", 0), ("const", 1.0))),
+          Step("mul", (("step", 1), ("const", 0.5))), Step("sub", (("step", 2), ("in", 1))),
+          Step("relu", (("step", 3),)), Step("add", (("step", 4), ("in", 0))),
+          Step("mul", (("step", 5), ("const", 2.0))), Step("tanh", (("step", 6),))]
+
+
+def test_the_8_op_chain_matches_eager(interp):
+    tp.manual_seed(0)
+    x, y = tp.randn(3000), tp.randn(3000)
+    _check(CHAIN8, [x, y], rtol=2e-6, atol=2e-6)
+
+
+def test_broadcasting_strided_and_one_element_inputs(interp):
+    tp.manual_seed(1)
+    a = tp.randn(4, 1, 3)                       # broadcast over dim 1
+    b = tp.randn(3, 5).t()                      # (5, 3), non-contiguous
+    c = tp.randn(1)                             # one element: loaded once
+    steps = [Step("mul", (("in", 0), ("in", 1))), Step("add", (("step", 0), ("in", 2))),
+             Step("maximum", (("step", 1), ("in", 1)))]
+    got = _check(steps, [a, b, c])
+    assert got[0].shape == (4, 5, 3)
+
+
+def test_python_scalars_are_arguments_not_source(interp):
+    tp.manual_seed(2)
+    x = tp.randn(257, dtype=tp.float64)
+    mk = lambda c, k: [Step("mul", (("in", 0), ("const", c))),     # noqa: E731
+                       Step("add", (("step", 0), ("const", k))), Step("rsub", (("step", 1), ("const", 3)))]
+    before = len(triton_fusion._KERNELS)
+    _check(mk(0.1234567890123, 7), [x], rtol=1e-15, atol=1e-15)   # float64: full precision
+    after_first = len(triton_fusion._KERNELS)
+    _check(mk(-9.87654321, 11), [x], rtol=1e-15, atol=1e-15)      # new values: same kernel
+    assert len(triton_fusion._KERNELS) == after_first == before + 1
+    src = generate(_expr(mk(0.1234567890123, 7), 1, [tp.float64] * 3), [tp.float64], ["c"], 0,
+                   False, True)[0]
+    assert "0.1234567890123" not in src and "7" not in src.split("def tp_chain")[1].split("):")[0]
+
+
+@pytest.mark.parametrize("da,db", [("float16", "float32"), ("int32", "float32"),
+                                   ("bfloat16", "bfloat16"), ("int64", "int32")])
+def test_mixed_dtypes_follow_torch_promotion(interp, da, db):
+    pytest.importorskip("ml_dtypes") if "bfloat16" in (da, db) else None
+    tp.manual_seed(3)
+    a = (tp.randn(300) * 4).to(getattr(tp, da))
+    b = (tp.randn(300) * 4).to(getattr(tp, db))
+    steps = [Step("add", (("in", 0), ("in", 1))), Step("mul", (("step", 0), ("in", 0))),
+             Step("sub", (("step", 1), ("const", 2)))]
+    tol = 1e-2 if "bfloat16" in (da, db) else 1e-3 if "float16" in (da, db) else 1e-6
+    _check(steps, [a, b], rtol=tol, atol=tol)
+
+
+def test_comparisons_where_logical_and_casts(interp):
+    tp.manual_seed(4)
+    x, y = tp.randn(500), tp.randn(500).to(tp.float64)
+    steps = [Step("gt", (("in", 0), ("in", 1))), Step("lt", (("in", 0), ("const", 0.5))),
+             Step("logical_and", (("step", 0), ("step", 1))),
+             Step("where", (("step", 2), ("in", 0), ("const", -1.0))),
+             Step("to_dtype", (("step", 3), ("const", tp.float16))), Step("exp", (("step", 4),)),
+             Step("sigmoid", (("step", 5),))]
+    _check(steps, [x, y], rtol=2e-3, atol=2e-3)
+
+
+def test_intermediate_outputs_and_unary_math(interp):
+    tp.manual_seed(5)
+    x = tp.rand(400) + 0.1
+    steps = [Step("sqrt", (("in", 0),)), Step("log", (("step", 0),)), Step("neg", (("step", 1),)),
+             Step("rsqrt", (("in", 0),)), Step("abs", (("step", 2),)), Step("sin", (("step", 4),)),
+             Step("cos", (("step", 5),)), Step("erf", (("step", 6),)), Step("sign", (("step", 2),))]
+    _check(steps, [x], outputs=(1, 3, 7, 8), rtol=2e-6, atol=2e-6)
+
+
+def test_tanh_is_accurate_near_zero_and_for_large_values(interp):
+    x = tp.tensor([0.0, 1e-6, -1e-4, 0.2, -0.25, 0.3, 1.0, -3.0, 20.0, -80.0])
+    got = _check([Step("tanh", (("in", 0),))], [x], rtol=3e-7, atol=0)
+    assert got[0][0] == 0.0
+
+
+@pytest.mark.parametrize("red", ["sum", "amax", "amin"])
+def test_a_reduction_at_the_end_of_a_chain(interp, red):
+    tp.manual_seed(6)
+    x, y = tp.randn(5000), tp.randn(5000)
+    steps = [Step("mul", (("in", 0), ("in", 1))), Step("add", (("step", 0), ("const", 0.25)))]
+    want = getattr(tp.ops.tp, red)(tp.ops.tp.add(tp.ops.tp.mul(x, y), 0.25))
+    expr = _expr(steps + [Step(red, (("step", 1),))], 2, [tp.float32] * 3)
+    got = TritonChain(expr, _backend.get_backend("cpu")).run([x.numpy(), y.numpy()])
+    assert got[0].shape == () and got[0].dtype == np.float32
+    np.testing.assert_allclose(float(got[0]), want.item(), rtol=1e-5, atol=1e-4)
+
+
+def test_declined_chains_fall_back(interp):
+    x = tp.ones(4, dtype=tp.bool)
+    expr = _expr([Step("add", (("in", 0), ("in", 0)))], 1, [tp.bool])   # bool add = logical or
+    assert TritonChain(expr, _backend.get_backend("cpu")).run([x.numpy()]) is None
+    with pytest.raises(triton_fusion.Unsupported):
+        TritonChain(_expr([Step("pow", (("in", 0), ("const", 2.0)))], 1, [tp.float32]),
+                    _backend.get_backend("cpu"))
+
+
+def test_compile_runs_one_generated_kernel_per_chain_end_to_end(interp, monkeypatch):
+    """tensorplay.compile's planner -> backend.fuse_elementwise protocol -> one generated kernel
+    per fused group (here the cpu backend borrows the cuda backend's Triton fuser)."""
+    be = _backend.get_backend("cpu")
+    calls = []
+
+    def fuse(expr):
+        ch = TritonChain(expr, be)
+
+        def run(arrays):
+            calls.append(expr)
+            return ch.run(arrays)
+        return run
+    monkeypatch.setattr(be, "fuse_elementwise", fuse, raising=False)
+
+    def f(x, y):
+        a = x * y + 1.0
+        a = (a * 0.5 - y).relu()
+        return ((a + x) * 2.0).tanh()
+    tp.manual_seed(7)
+    x, y = tp.randn(64, 33), tp.randn(33)                   # broadcasting
+    cf = tp.compile(f)
+    got = cf(x, y)
+    np.testing.assert_allclose(got.numpy(), f(x, y).numpy(), rtol=2e-6, atol=2e-6)
+    assert len(calls) == 1 and len(calls[0].steps) == 8
+
+
+def test_eager_large_tensor_path_matches_the_reference_kernels(interp, monkeypatch):
+    """The eager path (``eager.accelerate``) on NumPy arrays through the interpreter, threshold
+    lowered: same values and dtypes as the reference kernels it stands in front of."""
+    be = _backend.get_backend("cpu")
+    monkeypatch.setattr(eager, "THRESHOLD", 16)
+    ref = be.kernels()
+    acc = eager.accelerate(ref, be)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(100).astype(np.float32)
+    b = rng.standard_normal(100).astype(np.float32)
+    i = np.arange(100, dtype=np.int32)
+    for name, args in [("add", (a, b)), ("mul", (a, 2.5)), ("rsub", (a, 3)), ("div", (i, 7)),
+                       ("gt", (a, b)), ("maximum", (a, b)), ("exp", (a,)), ("tanh", (a,)),
+                       ("relu", (a,)), ("sqrt", (np.abs(a),)), ("neg", (i,))]:
+        got, want = acc[name](*args), ref[name](*args)
+        assert got.dtype == want.dtype, name
+        np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6, err_msg=name)
+
+
+def test_cupy_fuser_keeps_constants_out_of_the_source():
+    """The fallback fuser (no Triton): constants are kernel arguments (building the kernel object
+    needs no GPU; it compiles on first call)."""
+    from tensorplay_cuda.backend import CUDABackend
+    from tensorplay_cuda.cupy_fusion import cupy_fuser
+    expr = _expr(CHAIN8, 2, [tp.float32] * 8)
+    run = cupy_fuser(expr, CUDABackend())
+    assert run is not None and "0.5" not in run.kernel.operation and "c1" in run.kernel.operation
+
+
+# ------------------------------------------------------------------------------------------------
+# on the GPU (compiled kernels, CuPy driver)
+
+@pytest.fixture
+def compiled():
+    """The cuda backend: its CuPy arrays launch the compiled kernels."""
+    return _backend.get_backend("cuda")
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_cuda_compile_uses_one_triton_kernel_and_matches_eager(compiled):
+    def f(x, y):
+        a = x * y + 1.0
+        a = (a * 0.5 - y).relu()
+        return ((a + x) * 2.0).tanh()
+    tp.manual_seed(0)
+    x, y = tp.randn(1 << 20, device="cuda"), tp.randn(1 << 20, device="cuda")
+    got = tp.compile(f)(x, y)
+    want = f(x, y)
+    np.testing.assert_allclose(got.cpu().numpy(), want.cpu().numpy(), rtol=1e-5, atol=1e-5)
+    expr = _expr(CHAIN8, 2, [tp.float32] * 8)
+    run = compiled.fuse_elementwise(expr)
+    assert run.triton is not None and not eager._FAILED, eager._FAILED
+    assert run.triton.run([x._data, y._data]) is not None
+
+
+@pytest.mark.cuda
+@needs_cuda
+@pytest.mark.parametrize("dt", ["float32", "float16", "bfloat16", "float64"])
+def test_cuda_chain_broadcast_scalars_dtypes_and_reduction(compiled, dt):
+    if dt == "bfloat16":
+        pytest.importorskip("ml_dtypes")
+    tp.manual_seed(1)
+    d = getattr(tp, dt)
+    a = tp.randn(64, 1, 33, device="cuda").to(d)
+    b = tp.randn(33, 40, device="cuda").t()
+    steps = [Step("mul", (("in", 0), ("in", 1))), Step("add", (("step", 0), ("const", 0.5))),
+             Step("tanh", (("step", 1),))]
+    want = tp.ops.tp.tanh(tp.ops.tp.add(tp.ops.tp.mul(a, b), 0.5))
+    dts = [tp.promote_types(d, tp.float32)] * 3
+    got = TritonChain(_expr(steps, 2, dts), compiled).run([a._data, b._data])
+    tol = {"float32": 1e-5, "float64": 1e-12, "float16": 2e-3, "bfloat16": 2e-2}[dt]
+    np.testing.assert_allclose(_host(got[0]), want.float().cpu().numpy(), rtol=tol, atol=tol)
+    red = TritonChain(_expr(steps + [Step("sum", (("step", 2),))], 2, dts + [dts[-1]]),
+                      compiled).run([a._data, b._data])
+    assert math.isclose(float(_host(red[0])), want.sum().item(), rel_tol=1e-3, abs_tol=1e-2)
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_cuda_eager_large_ops_take_the_triton_path_and_match(compiled, monkeypatch):
+    monkeypatch.setattr(eager, "THRESHOLD", 1 << 10)
+    tp.manual_seed(2)
+    x = tp.randn(1 << 12, device="cuda")
+    k = compiled.kernels()["add"]
+    r = k(x._data, 1.5)
+    np.testing.assert_allclose(_host(r), x.cpu().numpy() + 1.5, rtol=1e-6)
+    assert len(eager._CHAINS) >= 1 and not eager._FAILED, eager._FAILED
+
+
+def _host(a):
+    import cupy
+    return cupy.asnumpy(a).astype(np.float64) if a.dtype.kind == "V" else cupy.asnumpy(a)
+
+
+_AOT = r'''
+import re, sys
+import tensorplay as tp
+from tensorplay._fusion import ElementwiseExpr, Step
+from tensorplay_cuda.triton_fusion import generate, _build
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+CHAIN8 = %s
+f32 = tp.float32
+def compile_(expr, in_dtypes, modes, ndim, sig_of, attrs=None):
+    src, name, _, _ = generate(expr, in_dtypes, modes, ndim, False, False)
+    fn = _build(src, name)
+    sig = {a: sig_of(a) for a in fn.arg_names}
+    return triton.compile(ASTSource(fn, sig, constexprs={"BLOCK": 1024}, attrs=attrs or {}),
+                          target=GPUTarget("cuda", 90, 32), options={"num_warps": 4}).asm["ptx"]
+e = ElementwiseExpr(2, tuple(CHAIN8), (7,), (f32,) * 8, None)
+ptx = compile_(e, [f32, f32], ["c", "c"], 0,
+               lambda a: {"fconst": "*fp64", "N": "i32", "BLOCK": "constexpr"}.get(a, "*fp32"),
+               {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 4)})
+print(sorted(set(re.findall(r"(?:ld|st)\.global[.\w]*", ptx))))
+bf = tp.bfloat16
+e = ElementwiseExpr(2, (Step("mul", (("in", 0), ("in", 1))), Step("add", (("step", 0), ("const", 1))),
+                        Step("tanh", (("step", 1),)), Step("sum", (("step", 2),))), (3,), (bf,) * 4, None)
+types = {"in0": "*bf16", "in1": "*fp32", "acc": "*fp32", "fconst": "*fp64", "BLOCK": "constexpr"}
+compile_(e, [bf, tp.float32], ["c", "b"], 2, lambda a: types.get(a, "i32"))
+f16, b_ = tp.float16, tp.bool
+e = ElementwiseExpr(2, (Step("gt", (("in", 0), ("in", 1))), Step("logical_not", (("step", 0),)),
+                        Step("where", (("step", 1), ("in", 0), ("const", -1.5))),
+                        Step("to_dtype", (("step", 2), ("const", f16))), Step("sigmoid", (("step", 3),)),
+                        Step("amax", (("step", 4),))), (5,), (b_, b_, f32, f16, f16, f16), None)
+types = {"in0": "*fp32", "in1": "*fp64", "acc": "*fp16", "fconst": "*fp64", "BLOCK": "constexpr"}
+try:
+    compile_(e, [f32, tp.float64], ["c", "s"], 0, lambda a: types.get(a, "i32"))
+    raise SystemExit("amax over float16 should be declined")
+except Exception as ex:
+    assert type(ex).__name__ == "Unsupported", ex
+e = ElementwiseExpr(2, e.steps[:5], (1, 4), (b_, b_, f32, f16, f16), None)
+types = {"in0": "*fp32", "in1": "*fp64", "out0": "*i1", "out1": "*fp16", "fconst": "*fp64",
+         "BLOCK": "constexpr"}
+compile_(e, [f32, tp.float64], ["c", "s"], 0, lambda a: types.get(a, "i32"))
+print("ok")
+'''
+
+
+def test_generated_kernels_compile_for_the_h200_with_16_byte_accesses():
+    """Ahead-of-time compile (sm_90, no GPU needed) of the 8-op chain and of a bf16 broadcast
+    chain ending in a sum: catches code the interpreter accepts but the compiler would not, and
+    shows the float32 chain's loads and stores are 16-byte vectors (ld/st.global.v4)."""
+    code = _AOT % repr(CHAIN8).replace("Step(op=", "Step(").replace(", args=", ", ")
+    env = dict(os.environ)
+    env.pop("TRITON_INTERPRET", None)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=300)
+    if r.returncode and "ptxas" in r.stderr and "not found" in r.stderr.lower():
+        pytest.skip("Triton's bundled ptxas is missing on this machine")
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert "ld.global.v4.b32" in r.stdout and "st.global.v4.b32" in r.stdout, r.stdout
+    assert r.stdout.strip().endswith("ok")
+
+
+def test_direct_ufunc_path_gives_the_reference_results_and_dtypes(monkeypatch):
+    """The per-call fast path (operands needing no promotion go straight to the ufunc) agrees
+    with the reference kernels on values and dtypes, and leaves every other case to them."""
+    be = _backend.get_backend("cpu")
+    monkeypatch.setattr(eager, "THRESHOLD", 1 << 62)          # small-array path only
+    ref = be.kernels()
+    acc = eager.accelerate(ref, be)
+    rng = np.random.default_rng(1)
+    f16 = rng.standard_normal(9).astype(np.float16)
+    f32 = rng.standard_normal(9).astype(np.float32)
+    i32 = np.arange(9, dtype=np.int32)
+    for name in sorted(eager.BINARY):
+        for a, b in [(f32, f32), (f16, 3), (f16, 2.5), (f32, f16), (i32, 2.5), (i32, i32),
+                     (f32, np.float32(2.0)), (f32, True)]:
+            got, want = acc[name](a, b), ref[name](a, b)
+            assert got.dtype == want.dtype, (name, a.dtype, type(b))
+            np.testing.assert_array_equal(got, want, err_msg=f"{name} {a.dtype} {type(b)}")
+    for name in sorted(eager.UNARY):
+        for a in (f32, f16, i32):
+            got, want = acc[name](a), ref[name](a)
+            assert got.dtype == want.dtype, (name, a.dtype)
+            np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"{name} {a.dtype}")
+
+
+# ------------------------------------------------------------------------------------------------
+# one interpreter path: the fuser's cpu launches and plain triton_ops share one process
+
+_ONE_PROCESS = r'''
+import os, sys, types
+import numpy as np
+import tensorplay as tp
+from tensorplay import _backend, library
+from tensorplay._fusion import ElementwiseExpr, Step
+from tensorplay_cuda.triton_fusion import TritonChain
+
+FIRST = sys.argv[1]
+MODS = ("triton.language", "triton.language.core", "triton.language.standard",
+        "triton.language.math")
+
+
+def snapshot():
+    snap = {m: dict(vars(sys.modules[m])) for m in MODS if m in sys.modules}
+    snap["tensor"] = dict(vars(sys.modules["triton.language"].tensor))
+    return snap
+
+
+def leaks(before):
+    """Attributes of triton.language replaced or added since ``before`` (a newly imported
+    submodule excepted: an import, not a patch), and interpreter functions left anywhere there."""
+    old = before["tensor"]
+    out = ["tensor." + k for k, v in vars(sys.modules["triton.language"].tensor).items()
+           if old.get(k, leaks) is not v and not (k == "__annotations__" and v == {})]
+    for name, old in before.items():
+        if name == "tensor":
+            continue
+        m = sys.modules[name]
+        for k, v in vars(m).items():
+            if old.get(k, leaks) is v:
+                continue
+            if k not in old and isinstance(v, types.ModuleType) and \
+                    sys.modules.get(name + "." + k) is v:
+                continue
+            out.append(name + "." + k)
+        for k, v in vars(m).items():
+            if getattr(v, "__module__", None) in ("triton.runtime.interpreter",
+                                                  "tensorplay_triton._interp"):
+                out.append(name + "." + k + " (interpreter)")
+    return out
+
+
+def helpers_ok():
+    from triton.runtime.jit import JITFunction
+    import triton.language.standard as tls
+    assert isinstance(tls.sum, JITFunction) and isinstance(tls.max, JITFunction), type(tls.sum)
+    try:
+        tls.sum(1)
+    except RuntimeError as e:
+        assert "outside of the scope of a kernel" in str(e), e
+    else:
+        raise AssertionError("tl.sum outside a kernel did not raise")
+
+
+def fusion():
+    x = np.linspace(-2, 2, 300, dtype=np.float32)
+    y = np.linspace(1, 3, 300, dtype=np.float32)
+    f32 = tp.float32
+    steps = (Step("mul", (("in", 0), ("in", 1))), Step("tanh", (("step", 0),)),
+             Step("sum", (("step", 1),)))
+    e = ElementwiseExpr(2, steps, (2,), (f32,) * 3, tp.device("cpu"))
+    got = TritonChain(e, _backend.get_backend("cpu")).run([x, y])
+    want = np.tanh(x.astype(np.float64) * y).sum()
+    assert abs(float(got[0]) - want) < 1e-3, (got, want)
+
+
+DEFINED = []
+
+
+def op():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def sum_max(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs, mask=offs < n, other=0.)
+        tl.store(out_ptr, tl.sum(x, axis=0) + tl.max(tl.where(offs < n, x, -float("inf")), axis=0))
+
+    if not DEFINED:
+        DEFINED.append(1)
+
+        @library.triton_op("fusionreg::sum_max", mutates_args=())
+        def sum_max_op(x: tp.Tensor) -> tp.Tensor:
+            out = tp.empty(1)
+            library.wrap_triton(sum_max)[(1,)](x, out, x.numel(), BLOCK=16)
+            return out
+    x = tp.randn(10)
+    got = tp.ops.fusionreg.sum_max(x).numpy()[0]
+    h = x.numpy()
+    assert abs(got - (h.sum() + h.max())) < 1e-5, (got, h)
+
+
+steps = [fusion, op] if FIRST == "fusion" else [op, fusion]
+import triton.language, triton.language.standard   # noqa: E401  (the snapshot needs them)
+before = snapshot()
+for step in steps + steps:
+    step()
+    assert leaks(before) == [], (step.__name__, leaks(before))
+    helpers_ok()
+assert "TRITON_INTERPRET" not in os.environ
+print("ok")
+'''
+
+
+@pytest.mark.parametrize("first", ["fusion", "op"])
+def test_fused_kernels_and_triton_ops_share_one_interpreter_path(tmp_path, first):
+    """In one fresh process, in either order: the fuser's generated kernel (tanh helper, tl.sum
+    reduction) on NumPy arrays, then a plain ``triton_op`` using ``tl.sum``/``tl.max`` on cpu
+    tensors, twice. Every launch leaves ``triton.language`` as it was (no leaked patch, no
+    interpreter global) and Triton's helpers stay ``JITFunction``s (compiled kernels need them):
+    the fuser used to set ``TRITON_INTERPRET`` and decorate under it."""
+    script = tmp_path / "one_process.py"          # a file: Triton reads kernels' source
+    script.write_text(_ONE_PROCESS)
+    env = dict(os.environ)
+    env.pop("TRITON_INTERPRET", None)
+    r = subprocess.run([sys.executable, str(script), first], capture_output=True, text=True,
+                       env=env, timeout=300, check=False)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-3000:] + r.stderr[-4000:]
+
+
+def test_generated_kernels_are_jit_functions_whatever_triton_interpret_says(monkeypatch):
+    """Kernels are built as ``JITFunction``s even with ``TRITON_INTERPRET=1`` set when they are
+    generated: the arrays pick interpreter or compiler per launch, not the environment."""
+    from triton.runtime.jit import JITFunction
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    src, name, _, _ = generate(_expr(CHAIN8, 2, [tp.float32] * 8), [tp.float32] * 2, ["c", "c"],
+                               0, False)
+    k = triton_fusion._build(src, name)
+    assert type(k) is JITFunction
+    assert type(k.fn.__globals__["_tanh"]) is JITFunction
+    x, y = tp.randn(50), tp.randn(50)
+    got = TritonChain(_expr(CHAIN8, 2, [tp.float32] * 8), _backend.get_backend("cpu")).run(
+        [x.numpy(), y.numpy()])
+    np.testing.assert_allclose(got[0], _eager(CHAIN8, (7,), [x, y])[0].numpy(), rtol=2e-6,
+                               atol=2e-6)

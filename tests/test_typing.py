@@ -1,0 +1,94 @@
+"""The public API type-checks (issue 12, "Types that check"): mypy and pyright report 0 errors on
+``tests/typing/usage.py``, and they do check it -- calls that disagree with an op's parameters or
+return type are reported (an op made by ``custom_op`` carries its function's signature).
+
+Each checker runs in a subprocess; a checker that is not installed skips its test with the
+reason (``pip install -e ".[test]"`` installs both; pyright's ``nodejs`` extra supplies the
+Node.js it runs on, so no download is needed).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+USAGE = ROOT / "tests" / "typing" / "usage.py"
+CORE = ROOT / "tensorplay_core" / "tensorplay"
+
+BAD = '''
+from __future__ import annotations
+import tensorplay as tp
+from tensorplay import library
+
+@library.custom_op("typing_bad::weighted_sum", mutates_args=())
+def weighted_sum(x: tp.Tensor, w: float) -> tp.Tensor:
+    return x * w
+
+x = tp.ones(2)
+a = weighted_sum(x, "two")           # line 11: str for float
+b = weighted_sum(x)                  # line 12: missing w
+c: int = weighted_sum(x, 1.0)        # line 13: returns a Tensor
+d = weighted_sum(x, 1.0, scale=2)    # line 14: no such parameter
+'''
+BAD_LINES = {11, 12, 13, 14}
+
+
+def _need(module: str) -> None:
+    if importlib.util.find_spec(module) is None:
+        pytest.skip(f"{module} is not installed (pip install -e '.[test]' installs it)")
+
+
+def _mypy(path) -> tuple[int, str]:
+    _need("mypy")
+    cache = os.path.join(tempfile.gettempdir(), f"tensorplay-mypy-cache-{os.getuid()}")
+    p = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", cache,
+                        "--no-error-summary", "--hide-error-context", str(path)],
+                       capture_output=True, text=True, cwd=ROOT, timeout=600, check=False)
+    return p.returncode, p.stdout + p.stderr
+
+
+def _pyright(path) -> tuple[int, str]:
+    _need("pyright")
+    env = dict(os.environ, PYRIGHT_PYTHON_IGNORE_WARNINGS="1")   # no version check online
+    p = subprocess.run([sys.executable, "-m", "pyright", "--pythonpath", sys.executable,
+                        str(path)], capture_output=True, text=True, cwd=ROOT, env=env,
+                       timeout=600, check=False)
+    return p.returncode, p.stdout + p.stderr
+
+
+def _error_lines(output: str, path) -> set[int]:
+    name = re.escape(pathlib.Path(path).name)
+    return {int(m.group(1)) for m in re.finditer(rf"{name}:(\d+):(?:\d+)?:? *(?:- )?error", output)}
+
+
+def test_py_typed_markers_ship():
+    assert (CORE / "py.typed").is_file()
+    for pkg in ("plugins/tensorplay_cpu/tensorplay_cpu", "plugins/tensorplay_cuda/tensorplay_cuda",
+                "plugins/tensorplay_triton/tensorplay_triton",
+                "examples/tensorplay_example_ops"):
+        assert (ROOT / pkg / "py.typed").is_file(), pkg
+
+
+@pytest.mark.parametrize("checker", [_mypy, _pyright], ids=["mypy", "pyright"])
+def test_usage_file_type_checks_clean(checker):
+    rc, out = checker(USAGE)
+    assert rc == 0, out
+    assert " error" not in out.replace("0 errors", ""), out
+
+
+@pytest.mark.parametrize("checker", [_mypy, _pyright], ids=["mypy", "pyright"])
+def test_checkers_see_the_ops_real_signature(checker, tmp_path):
+    bad = tmp_path / "bad_usage.py"
+    bad.write_text(BAD)
+    rc, out = checker(bad)
+    assert rc != 0, out
+    assert _error_lines(out, bad) == BAD_LINES, out
+    assert "not callable" not in out, out
