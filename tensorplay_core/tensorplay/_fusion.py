@@ -13,15 +13,16 @@ dispatch, exactly as eager.
 Backend protocol (optional): ``backend.fuse_elementwise(expr) -> callable | None``. The callable
 takes the native arrays of ``expr``'s inputs (in order) and returns a list of native arrays, one
 per ``expr.outputs`` entry, equal to running the steps one by one; returning None declines (the
-generic fuser below is used then). A CUDA backend can build one ``cupy.ElementwiseKernel`` per
-expression from ``expr.steps``; without one, a CuPy-based backend gets ``cupy_fuser`` (one
-``cupy.ElementwiseKernel`` per chain of same-dtype floating arithmetic).
+generic fuser below is used then). Backends own their fusers: the cpu plugin generates one
+single-pass blocked NumPy function per chain (``tensorplay_cpu.fusion``), the cuda plugin one
+Triton or ``cupy.ElementwiseKernel`` kernel (``tensorplay_cuda.triton_fusion``/``cupy_fusion``).
 
-Generic fuser (any backend built on ``ArrayBackend``): evaluates the chain with the backend's own
-reference kernels (``backend.kernels()``, so results are the eager ones bit for bit) in *one pass
-over memory* on NumPy: inputs are processed in cache-sized blocks, intermediates never leave the
-cache and each output is written once. Non-contiguous or broadcast inputs fall back to whole-array
-evaluation (still one Python function, no dispatch, no Tensor objects).
+Generic fuser (any backend built on ``ArrayBackend``; also the fallback of the backends' own
+fusers): evaluates the chain with the backend's own reference kernels (``backend.kernels()``, so
+results are the eager ones bit for bit), on NumPy in cache-sized blocks (each block allocates its
+temporaries; the cpu plugin's fuser writes into reused block buffers instead). Non-contiguous or
+broadcast inputs fall back to whole-array evaluation (still one Python function, no dispatch, no
+Tensor objects).
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ __all__ = [
     "ElementwiseExpr",
     "FusedChain",
     "Step",
-    "cupy_fuser",
     "generic_fuser",
     "plan",
 ]
@@ -184,8 +184,6 @@ def get_fused(chain: FusedChain, backend):
         custom = getattr(backend, "fuse_elementwise", None)
         if custom is not None:
             fn = custom(chain.expr)
-        if fn is None and getattr(getattr(backend, "np", None), "__name__", "") == "cupy":
-            fn = cupy_fuser(chain.expr, backend)
         if fn is None:
             fn = generic_fuser(chain.expr, backend)
         chain._compiled[backend] = fn
@@ -250,71 +248,4 @@ def generic_fuser(expr: ElementwiseExpr, backend):
                 o[s:e] = r
         return [o.reshape(shape) for o in outs]
 
-    return run
-
-
-# C expressions of the kernels the CuPy fuser can emit, written to compute exactly what the
-# reference kernels (``_kernels/xp.py``) compute for same-dtype floating inputs.
-_C_OPS = {
-    "add": "{0} + {1}", "sub": "{0} - {1}", "rsub": "{1} - {0}", "mul": "{0} * {1}",
-    "div": "{0} / {1}", "rdiv": "{1} / {0}", "pow": "pow({0}, {1})", "rpow": "pow({1}, {0})",
-    "maximum": "(({0} != {0}) ? {0} : (({1} != {1}) ? {1} : (({0} > {1}) ? {0} : {1})))",
-    "minimum": "(({0} != {0}) ? {0} : (({1} != {1}) ? {1} : (({0} < {1}) ? {0} : {1})))",
-    "neg": "-{0}", "exp": "exp({0})", "log": "log({0})", "sqrt": "sqrt({0})",
-    "tanh": "tanh({0})", "sin": "sin({0})", "cos": "cos({0})", "abs": "abs({0})",
-    "relu": "(({0} > (T)0) ? {0} : (T)0)",
-    "sigmoid": "((T)1 / ((T)1 + exp(-{0})))",
-    "rsqrt": "((T)1 / sqrt({0}))",
-}
-
-
-def cupy_fuser(expr: ElementwiseExpr, backend):
-    """One ``cupy.ElementwiseKernel`` for ``expr`` (CUDA), or None when the chain is not
-    same-dtype float32/float64 arithmetic of the ops in ``_C_OPS`` (the generic fuser runs it
-    then). Compiled with ``--fmad=false`` so results match the unfused ops exactly."""
-    import math
-    cp = backend.np
-    dts = {d.name for d in expr.dtypes}
-    if len(dts) != 1 or next(iter(dts)) not in ("float32", "float64"):
-        return None
-    dt_name = next(iter(dts))
-    lines = []
-    for j, st in enumerate(expr.steps):
-        pat = _C_OPS.get(st.op)
-        if pat is None:
-            return None
-        ops = []
-        for kind, v in st.args:
-            if kind == "in":
-                ops.append(f"in{v}")
-            elif kind == "step":
-                ops.append(f"t{v}")
-            else:
-                # a constant reaches the C source only as the repr of an exact finite float
-                # (a canonical literal, never the value's own repr); anything else: no fusion
-                if isinstance(v, bool) or not isinstance(v, (int, float)):
-                    return None
-                try:
-                    f = float(v)
-                except OverflowError:        # an int too large for a float
-                    return None
-                if not math.isfinite(f):
-                    return None
-                ops.append(f"((T)({f!r}))")
-        lines.append(f"T t{j} = {pat.format(*ops)};")
-    for k, o in enumerate(expr.outputs):
-        lines.append(f"out{k} = t{o};")
-    in_params = ", ".join(f"T in{i}" for i in range(expr.n_inputs))
-    out_params = ", ".join(f"T out{k}" for k in range(len(expr.outputs)))
-    kernel = cp.ElementwiseKernel(in_params, out_params, "\n".join(lines), "tensorplay_fused",
-                                  return_tuple=True, options=("--fmad=false",))
-    want = cp.dtype(dt_name)
-    fallback = generic_fuser(expr, backend)
-
-    def run(arrays):
-        if any(a.dtype != want for a in arrays) or fallback is None:
-            return fallback(arrays) if fallback is not None else None
-        return list(kernel(*arrays))
-
-    run.kernel = kernel
     return run

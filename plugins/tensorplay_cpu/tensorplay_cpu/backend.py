@@ -134,3 +134,9 @@ class CPUBackend(ArrayBackend):
 
     def randn(self, shape, dtype, device):
         return self._rng.standard_normal(shape, dtype=np.float64).astype(self.native_dtype(dtype))
+
+    def fuse_elementwise(self, expr):
+        """``tensorplay.compile``'s fuser protocol: one single-pass blocked function per fused
+        chain of elementwise ops, equal to eager bit for bit (see ``tensorplay_cpu.fusion``)."""
+        from .fusion import fuse
+        return fuse(expr, self)

@@ -1,0 +1,330 @@
+"""The cpu backend's elementwise fuser (``CPUBackend.fuse_elementwise``) for ``tensorplay.compile``.
+
+A fused chain (``tensorplay._fusion.ElementwiseExpr``) becomes one generated Python function that
+makes a *single pass over memory*: the inputs are walked in blocks of ``BLOCK`` elements (sized so
+that a block of every live value stays in the L2 cache), each step is one NumPy ufunc call writing
+into a preallocated block buffer (``out=``; buffers are reused as soon as their value is dead), and
+each output element is written once, straight into the output array. Eager mode, by contrast,
+allocates and walks a full-size temporary per op.
+
+Results are the eager ones bit for bit: a step runs as a ufunc only where the reference kernel
+(``tensorplay/_kernels/xp.py``) calls that same ufunc on operands of the same dtype (same-dtype
+float16/32/64 arithmetic, comparisons, boolean logic; Python scalars are converted to the
+operands' dtype first, as NumPy's weak-scalar rule does). ``relu`` (``where(x <= 0, 0, x)`` in
+eager) runs as ``maximum(x, 0) + 0``, equal for every value including ``-0.0`` and NaN (a
+signalling-NaN input comes out quieted, the only difference). Any other step (mixed dtypes,
+``where``, ``erf``, casts...) calls the reference kernel on the block, so it is exact by
+construction.
+
+Variants are generated per input signature (dtypes, which inputs are 0-d) on first use. Inputs of
+different shapes (broadcasting, other than 0-d scalars) and steps whose value would not have the
+full shape go to the core's generic fuser; non-contiguous inputs run the same code over the whole
+arrays (no blocks).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tensorplay._fusion import generic_fuser
+
+BLOCK = 1 << 16          # elements per block: 256 KiB of float32 per live value (L2: >= 1 MiB)
+MIN_BLOCKED = 1 << 15    # below this, one block over the whole arrays
+
+_FLOATS = frozenset({np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)})
+_BOOL = np.dtype(bool)
+
+# op -> (ufunc names, operand order, kind); kind: "arith" (operands and result of one float
+# dtype), "cmp" (float operands of one dtype, bool result), "logic" (bool operands and result)
+_BINARY = {
+    "add": ("add", False), "sub": ("subtract", False), "rsub": ("subtract", True),
+    "mul": ("multiply", False), "div": ("divide", False), "rdiv": ("divide", True),
+    "pow": ("power", False), "rpow": ("power", True),
+    "maximum": ("maximum", False), "minimum": ("minimum", False),
+}
+_CMP = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater",
+        "ge": "greater_equal"}
+_LOGIC = {"logical_and": "logical_and", "logical_or": "logical_or", "logical_not": "logical_not"}
+_UNARY = {"neg": "negative", "exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh",
+          "sin": "sin", "cos": "cos", "abs": "absolute", "sign": "sign"}
+# composites: the reference kernel's own sequence of ufuncs ("x" is the operand / running value)
+_COMPOSITE = {
+    # where(x <= 0, 0, x): maximum gives NaN for NaN and +-0 for +-0; adding +0 turns -0 into +0
+    "relu": (("maximum", "x", 0), ("add", "x", 0)),
+    "sigmoid": (("negative", "x"), ("exp", "x"), ("add", "x", 1), ("divide", 1, "x")),  # 1/(1+e^-x)
+    "rsqrt": (("sqrt", "x"), ("divide", 1, "x")),
+}
+
+
+def fuse(expr, backend):
+    """``backend.fuse_elementwise`` for the cpu backend: a callable ``run(arrays) -> [arrays]``
+    equal to running ``expr``'s steps one by one with the reference kernels, or None when the
+    backend has no reference kernel for a step."""
+    generic = generic_fuser(expr, backend)
+    if generic is None:
+        return None
+    return _Fused(expr, backend, generic)
+
+
+class _Fused:
+    def __init__(self, expr, backend, generic):
+        self.expr = expr
+        self.backend = backend
+        self.generic = generic
+        self.variants: dict = {}
+        self.kernels = backend.kernels()
+        self.dtypes = [np.dtype(backend.native_dtype(d)) for d in expr.dtypes]
+
+    def __call__(self, arrays):
+        key = tuple((a.dtype, a.ndim == 0) for a in arrays)
+        fn = self.variants.get(key)
+        if fn is None:
+            fn = self.variants[key] = _generate(self, key) or self.generic
+        return fn(arrays)
+
+
+def _const(v, dt):
+    """``v`` as a NumPy scalar of ``dt`` when that is what NumPy's weak-scalar rule gives the
+    reference kernel, else None (the step then calls the reference kernel)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or dt not in _FLOATS:
+        return None
+    with np.errstate(over="ignore"):
+        c = dt.type(v)
+    if isinstance(v, int) and int(c) != v:        # an int not exact in dt: rounding may differ
+        return None
+    if isinstance(v, float) and math.isfinite(v) and not math.isfinite(float(c)):
+        return None                                # overflows dt
+    return c
+
+
+def _generate(fz, key):
+    """Source of one variant (input signature ``key``), compiled; None: the generic fuser."""
+    expr = fz.expr
+    in_dt = [k[0] for k in key]
+    scalar_in = [k[1] for k in key]
+    steps = expr.steps
+    ns = {"np": np, "__empty": np.empty, "__errstate": np.errstate, "__generic": fz.generic}
+    consts: dict = {}
+
+    def const(c):
+        name = f"c{len(consts)}"
+        consts[name] = c
+        ns[name] = c
+        return name
+
+    # which values have the full shape (depend on a non-0-d input); a step that does not would
+    # have its own shape: generic fuser
+    full = []
+    for s in steps:
+        f = any((a[0] == "in" and not scalar_in[a[1]]) or (a[0] == "step" and full[a[1]])
+                for a in s.args)
+        full.append(f)
+    if not all(full):
+        return None
+
+    def dt_of(a):
+        return in_dt[a[1]] if a[0] == "in" else fz.dtypes[a[1]] if a[0] == "step" else None
+
+    # plan each step: a list of ufunc calls, or None (reference kernel)
+    plans = []
+    for j, s in enumerate(steps):
+        plans.append(_plan_step(s, fz.dtypes[j], dt_of, const))
+    if all(p is None for p in plans):
+        return None
+
+    # liveness: last step reading each step's value
+    last = {}
+    for j, s in enumerate(steps):
+        for a in s.args:
+            if a[0] == "step":
+                last[a[1]] = j
+    outputs = list(expr.outputs)
+    out_of = {o: k for k, o in enumerate(outputs)}
+    # buffers: one per live value at a time, per dtype; a buffer read by a reference kernel is
+    # never reused (its result may be a view of it)
+    free: dict = {}
+    nbuf = 0
+    buf_dt = []
+    loc = {}               # step -> expression naming its value in the loop body
+    body = []
+    pinned = set()
+    for j, s in enumerate(steps):
+        args = []
+        for a in s.args:
+            if a[0] == "in":
+                args.append(f"x{a[1]}")
+            elif a[0] == "step":
+                args.append(loc[a[1]])
+            else:
+                args.append(None)
+        # buffers whose value dies at this step (may be written by it: ufuncs allow out=in)
+        dying = [a[1] for a in s.args if a[0] == "step" and last.get(a[1]) == j]
+        plan = plans[j]
+        if plan is None:
+            for a in s.args:
+                if a[0] == "step" and loc[a[1]].startswith("b"):
+                    pinned.add(loc[a[1]])
+            cargs = ", ".join(args[i] if a[0] != "const" else const(a[1])
+                              for i, a in enumerate(s.args))
+            ns[f"k{j}"] = fz.kernels[s.op]
+            if j in out_of:
+                k = out_of[j]
+                body.append(f"r = k{j}({cargs})")
+                body.append(f"if r.dtype != d{k} or r.shape != o{k}[__sl].shape: raise __Decline")
+                body.append(f"o{k}[__sl] = r")
+                loc[j] = f"o{k}[__sl]"
+            else:
+                ns[f"dt{j}"] = fz.dtypes[j]
+                body.append(f"t{j} = k{j}({cargs})")
+                body.append(f"if t{j}.dtype != dt{j}: raise __Decline")
+                loc[j] = f"t{j}"
+        else:
+            for d in dying:
+                b = loc[d]
+                if b.startswith("b") and b not in pinned:
+                    free.setdefault(fz.dtypes[d], []).append(b)
+            if j in out_of:
+                k = out_of[j]
+                dst = f"v{k}"
+                body.append(f"v{k} = o{k}[__sl]")
+            else:
+                lst = free.get(fz.dtypes[j])
+                if lst:
+                    dst = lst.pop()
+                else:
+                    dst = f"b{nbuf}"
+                    nbuf += 1
+                    buf_dt.append(fz.dtypes[j])
+            operand = args
+            for call in plan:
+                fn, opnds = call[0], call[1:]
+                src = []
+                for o in opnds:
+                    if isinstance(o, int) and not isinstance(o, bool):   # operand index
+                        src.append(operand[o])
+                    elif o == "x":
+                        src.append(dst)
+                    else:                       # a constant's name
+                        src.append(o)
+                ns[f"__{fn}"] = getattr(np, fn)
+                body.append(f"__{fn}({', '.join(src)}, out={dst})")
+            loc[j] = dst
+        # a reference-kernel value dying here frees nothing (not a buffer)
+    for k, o in enumerate(outputs):
+        ns[f"d{k}"] = fz.dtypes[o]
+    ins = [f"a{i}" for i in range(expr.n_inputs)]
+    full_ins = [i for i in range(expr.n_inputs) if not scalar_in[i]]
+    L = ["def fused(arrays):",
+         f"    {', '.join(ins)}, = arrays",
+         f"    shape = a{full_ins[0]}.shape"]
+    same = " and ".join(f"a{i}.shape == shape" for i in full_ins[1:]) or "True"
+    L.append(f"    if not ({same}):")
+    L.append("        return __generic(arrays)")
+    contig = " and ".join(f"a{i}.flags.c_contiguous" for i in full_ins)
+    L.append(f"    n = a{full_ins[0]}.size")
+    L.append(f"    if {contig} and n >= {MIN_BLOCKED}:")
+    L.append(f"        return __run([a.reshape(-1) if a.ndim else a for a in arrays], n, "
+             f"{BLOCK}, shape, True)")
+    L.append("    return __run(arrays, n, n, shape, False)")
+    R = ["def __run(arrays, n, B, shape, flat):",
+         f"    {', '.join(ins)}, = arrays"]
+    for k in range(len(outputs)):
+        R.append(f"    o{k} = __empty(n if flat else shape, d{k})")
+    for b, d in enumerate(buf_dt):
+        ns[f"bd{b}"] = d
+        R.append(f"    B{b} = __empty(B if flat else shape, bd{b})")
+    R.append("    try:")
+    R.append("        with __errstate(all='ignore'):")
+    R.append("            for s in range(0, n, B) if n else (0,):")
+    R.append("                if flat:")
+    R.append("                    e = s + B")
+    R.append("                    __sl = slice(s, e)")
+    R.append("                    m = min(B, n - s)")
+    for b in range(len(buf_dt)):
+        R.append(f"                    b{b} = B{b} if m == B else B{b}[:m]")
+    for i in full_ins:
+        R.append(f"                    x{i} = a{i}[__sl]")
+    R.append("                else:")
+    R.append("                    __sl = Ellipsis")
+    for b in range(len(buf_dt)):
+        R.append(f"                    b{b} = B{b}")
+    for i in full_ins:
+        R.append(f"                    x{i} = a{i}")
+    for i in range(expr.n_inputs):
+        if scalar_in[i]:
+            R.append(f"                x{i} = a{i}")
+    for line in body:
+        R.append("                " + line)
+    R.append("    except __Decline:")
+    R.append("        return __generic([a.reshape(shape) if a.ndim else a for a in arrays])")
+    R.append("    return [" + "".join(f"o{k}.reshape(shape), " for k in range(len(outputs))) + "]")
+    src = "\n".join(L + R)
+    ns["__Decline"] = _Decline
+    exec(compile(src, f"<tensorplay cpu fused chain: {expr}>", "exec"), ns)   # noqa: S102
+    fused = ns["fused"]
+    fused.source = src
+    return fused
+
+
+class _Decline(Exception):
+    """A reference kernel's result is not what the chain's fake metadata promised."""
+
+
+def _plan_step(s, dt, dt_of, const):
+    """The ufunc calls computing step ``s`` exactly as its reference kernel does (operands by
+    index, ``"x"`` for the step's own running value, constants by name), or None."""
+    op = s.op
+    args = s.args
+
+    def operands_dt(want):
+        """operand list: ints for tensors of dtype ``want``, const names for scalars."""
+        r = []
+        for i, a in enumerate(args):
+            if a[0] == "const":
+                c = _const(a[1], want)
+                if c is None:
+                    return None
+                r.append(const(c))
+            elif dt_of(a) != want:
+                return None
+            else:
+                r.append(i)
+        return r
+
+    if op in _BINARY or op in _UNARY or op in _COMPOSITE:
+        if dt not in _FLOATS:
+            return None
+        ops = operands_dt(dt)
+        if ops is None:
+            return None
+        if op in _UNARY:
+            return [(_UNARY[op], ops[0])]
+        if op in _COMPOSITE:
+            seq = []
+            for k, call in enumerate(_COMPOSITE[op]):
+                opnds = []
+                for o in call[1:]:
+                    if o == "x":
+                        opnds.append(ops[0] if k == 0 else "x")
+                    else:
+                        opnds.append(const(dt.type(o)))
+                seq.append((call[0], *opnds))
+            return seq
+        fn, rev = _BINARY[op]
+        a, b = ops
+        return [(fn, b, a) if rev else (fn, a, b)]
+    if op in _CMP:
+        if dt != _BOOL:
+            return None
+        tens = [dt_of(a) for a in args if a[0] != "const"]
+        if not tens or tens[0] not in _FLOATS:
+            return None
+        ops = operands_dt(tens[0])
+        return None if ops is None else [(_CMP[op], *ops)]
+    if op in _LOGIC:
+        if dt != _BOOL or any(a[0] == "const" or dt_of(a) != _BOOL for a in args):
+            return None
+        return [(_LOGIC[op], *range(len(args)))]
+    return None
