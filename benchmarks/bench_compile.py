@@ -1,16 +1,30 @@
-"""Eager vs ``tensorplay.compile`` on a chain of 8 elementwise ops (2**24 float32 elements).
+"""Eager vs ``tensorplay.compile`` on a chain of 8 elementwise ops (2**22 float32 elements), side
+by side with NumPy eager, torch eager and ``torch.compile`` in the same run; and the capture cost.
 
-The chain (``mul, add, mul, sub, relu, add, mul, tanh``) runs eagerly (8 dispatches, 8 full-size
-temporaries) and compiled (one fused chain: on cpu the generic fuser's single blocked pass, on
-cuda whatever fuser the CUDA backend offers). Both are timed in the same run, on the same inputs,
-after warm-up, interleaved (each repeat times eager then compiled, so both see the same machine
-state); the result is checked equal first. Prints the medians (IQR) and the ratio
-eager/compiled (> 1: compiled is faster) and writes them to
-``benchmarks/results/compile_<device>.json`` (and ``--json PATH`` if given).
+The chain (``mul, add, mul, sub, relu, add, mul, tanh``) runs
+
+* eagerly in tensorplay (8 dispatches, 8 full-size temporaries);
+* compiled (one fused chain: on cpu the cpu plugin's single-pass blocked NumPy function, on cuda
+  whatever fuser the CUDA backend offers);
+* in NumPy as a NumPy user writes it (``np.maximum(a, 0)`` for relu; cpu only);
+* in torch eager and ``torch.compile`` (inductor; cpu only, ``--torch-threads`` threads, 1 by
+  default so every column is single-threaded) when torch is importable.
+
+All columns are timed interleaved (each repeat times every column once, so they see the same
+machine state), after warm-up, on the same input values. Before timing, the compiled result is
+checked *bit for bit* against eager on cpu (allclose on cuda). Prints medians (IQR), the ratio
+eager/compiled (> 1: compiled is faster) and the ratio of each reference to compiled.
+
+Capture cost: the first call of ``tensorplay.compile`` on chains of 8, 32 and 128 elementwise ops
+(capture + fusion planning + code generation + the backend fuser's build), in µs per op: linear
+when the per-op figure stays flat as the chain grows.
+
+Results go to ``benchmarks/results/compile_<device>.json`` (and ``--json PATH`` if given).
 
 Usage::
 
-    python benchmarks/bench_compile.py [--device cpu|cuda] [--log2n 24] [--repeat 15] [--json PATH]
+    python benchmarks/bench_compile.py [--device cpu|cuda] [--log2n 22] [--repeat 21]
+                                       [--torch-threads 1] [--json PATH]
 """
 
 from __future__ import annotations
@@ -26,7 +40,7 @@ import _harness as H
 
 
 def chain(x, y):
-    """8 elementwise ops."""
+    """8 elementwise ops (tensorplay and torch tensors alike)."""
     a = x * y
     a = a + 1.0
     a = a * 0.5
@@ -37,52 +51,119 @@ def chain(x, y):
     return a.tanh()
 
 
+def numpy_chain(np):
+    def f(x, y):
+        a = x * y
+        a = a + 1.0
+        a = a * 0.5
+        a = a - y
+        a = np.maximum(a, 0)
+        a = a + x
+        a = a * 2.0
+        return np.tanh(a)
+    return f
+
+
+def _long_chain(length):
+    def f(x):
+        a = x
+        for i in range(length // 2):
+            a = a * 1.0001
+            a = a + (0.5 if i % 2 else -0.25)
+        return a
+    return f
+
+
 def _sync(device):
     from tensorplay import _backend
     _backend.get_backend(device.split(":")[0]).synchronize()
 
 
-def _once(fn, args, device):
-    _sync(device)
-    t0 = time.perf_counter()
-    fn(*args)
-    _sync(device)
-    return time.perf_counter() - t0
-
-
-def _paired(a, b, args, device, repeat):
-    ta, tb = [], []
+def _columns(cols, device, repeat):
+    times = {k: [] for k in cols}
     for _ in range(repeat):
-        ta.append(_once(a, args, device))
-        tb.append(_once(b, args, device))
-    return ta, tb
+        for k, (fn, args, sync) in cols.items():
+            if sync:
+                _sync(device)
+            t0 = time.perf_counter()
+            fn(*args)
+            if sync:
+                _sync(device)
+            times[k].append(time.perf_counter() - t0)
+    return times
+
+
+def capture_cost(tp, device, lengths=(8, 32, 128), rounds=5):
+    """µs per op of the first call of ``tensorplay.compile`` (median of ``rounds``)."""
+    x = tp.randn(16, device=device)
+    out = {}
+    for n in lengths:
+        ts = []
+        for _ in range(rounds):
+            c = tp.compile(_long_chain(n))
+            t0 = time.perf_counter()
+            c(x)
+            ts.append(time.perf_counter() - t0)
+        ts.sort()
+        out[n] = ts[len(ts) // 2] * 1e6 / n
+    return out
 
 
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
-    p.add_argument("--log2n", type=int, default=24, help="log2 of the element count (24)")
-    p.add_argument("--repeat", type=int, default=15, help="timed runs of each (median kept)")
+    p.add_argument("--log2n", type=int, default=22, help="log2 of the element count (22)")
+    p.add_argument("--repeat", type=int, default=7 if H.QUICK else 21,
+                   help="timed runs of each column (median kept)")
+    p.add_argument("--torch-threads", type=int, default=1, help="torch's intra-op threads (1)")
+    p.add_argument("--no-torch", action="store_true", help="leave torch out")
     p.add_argument("--json", default=None, help="also write the JSON here")
     a = p.parse_args(argv)
 
+    import numpy as np
     import tensorplay as tp
     tp.manual_seed(0)
     n = 1 << a.log2n
+    cpu = a.device.split(":")[0] == "cpu"
     x = tp.randn(n, device=a.device)
     y = tp.randn(n, device=a.device)
     compiled = tp.compile(chain)
 
     expected = chain(x, y)
     got = compiled(x, y)
-    if not tp.allclose(got, expected, rtol=1e-6, atol=1e-6):
+    if cpu:
+        if not np.array_equal(got.numpy().view(np.uint32), expected.numpy().view(np.uint32)):
+            raise SystemExit("bench_compile: compiled result differs from eager (bits); not timing")
+    elif not tp.allclose(got, expected, rtol=1e-6, atol=1e-6):
         raise SystemExit("bench_compile: compiled result differs from eager; not timing")
     fused = len(compiled.graph.groups)
+    cols = {"tensorplay eager": (chain, (x, y), True),
+            "tensorplay.compile": (compiled, (x, y), True)}
+    notes = {}
+    torch = None
+    if cpu:
+        xn, yn = x.numpy(), y.numpy()
+        cols["NumPy eager"] = (numpy_chain(np), (xn, yn), False)
+        if not a.no_torch:
+            torch, why = H.try_import_torch()
+            if torch is None:
+                notes["torch"] = why
+            else:
+                torch.set_num_threads(a.torch_threads)
+                xt, yt = torch.from_numpy(xn.copy()), torch.from_numpy(yn.copy())
+                tc = torch.compile(chain)
+                ref = tc(xt, yt)
+                diff = float((ref - torch.from_numpy(expected.numpy())).abs().max())
+                notes["torch.compile max |diff| vs tensorplay eager"] = diff
+                cols["torch eager"] = (chain, (xt, yt), False)
+                cols["torch.compile"] = (tc, (xt, yt), False)
     for _ in range(2):             # warm-up (allocator, caches, kernel compilation)
-        chain(x, y)
-        compiled(x, y)
-    te, tc = _paired(chain, compiled, (x, y), a.device, a.repeat)
-    eager, comp = H.summary(te, 1e3), H.summary(tc, 1e3)
+        for fn, args, _s in cols.values():
+            fn(*args)
+    times = _columns(cols, a.device, a.repeat)
+    stats = {k: H.summary(v, 1e3) for k, v in times.items()}
+    comp = stats["tensorplay.compile"]["median"]
+    cap = capture_cost(tp, a.device)
     res = {
         "benchmark": "compile_elementwise_chain",
         "device": a.device,
@@ -91,22 +172,35 @@ def main(argv=None) -> dict:
         "ops_in_chain": 8,
         "fused_chains": fused,
         "captures": compiled.captures,
-        "eager_ms": eager,
-        "compiled_ms": comp,
-        "ratio_eager_over_compiled": eager["median"] / comp["median"],
+        "ms": stats,
+        "eager_ms": stats["tensorplay eager"],
+        "compiled_ms": stats["tensorplay.compile"],
+        "ratio_eager_over_compiled": stats["tensorplay eager"]["median"] / comp,
+        "ratio_over_compiled": {k: s["median"] / comp for k, s in stats.items()},
+        "capture_us_per_op": cap,
+        "torch_threads": a.torch_threads if torch is not None else None,
+        "bit_equal_to_eager": cpu,
+        "notes": notes,
         "repeat": a.repeat,
     }
     print(f"chain of 8 elementwise ops, {n} float32 elements on {a.device} "
-          f"(median of {a.repeat} interleaved runs)")
-    print(f"  eager    : {H.fmt(eager, 'ms')}")
-    print(f"  compiled : {H.fmt(comp, 'ms')}  ({fused} fused chain)")
-    print(f"  ratio eager/compiled: {res['ratio_eager_over_compiled']:.2f}x")
+          f"(median of {a.repeat} interleaved runs; torch threads: "
+          f"{a.torch_threads if torch is not None else 'n/a'})")
+    H.print_table("8-op elementwise chain", ["column", "time", "÷ tensorplay.compile"],
+                  [[k, H.fmt(s, "ms"), f"{s['median'] / comp:.2f}x"] for k, s in stats.items()])
+    print(f"\ncompiled: {fused} fused chain; result "
+          f"{'bit-equal to eager' if cpu else 'allclose to eager'}")
+    print(f"ratio eager/compiled: {res['ratio_eager_over_compiled']:.2f}x")
+    for k, v in notes.items():
+        print(f"{k}: {v}")
+    print("capture cost (first call: capture + plan + codegen + fuser build), µs per op: " +
+          ", ".join(f"{k} ops {v:.0f}" for k, v in cap.items()))
     path = H.write_json(f"compile_{a.device.split(':')[0]}", res)
-    print(f"  written to {path}")
+    print(f"written to {path}")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(dict(res, machine=H.machine_info()), f, indent=2, default=str)
-        print(f"  and to {a.json}")
+        print(f"and to {a.json}")
     return res
 
 
