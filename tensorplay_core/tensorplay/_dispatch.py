@@ -561,9 +561,25 @@ def make_fake_entry(op):
 
 
 def make_autograd_entry(op):
-    """``autograd`` entry: redispatch below autograd, recording a graph node when needed."""
+    """``autograd`` entry: redispatch below autograd, recording a graph node when needed.
+
+    A built-in op's entry is generated on its first call under autograd (a stand-in until then
+    replaces itself in the table): importing tensorplay and loading a backend rebuild every
+    built-in's table, and most programs use few ops with gradients. Custom ops build theirs at
+    registration, where a bad ``register_autograd`` is reported."""
     from .autograd import function as _fn
-    return _fn.make_op_autograd(op)
+    if not op.is_builtin:
+        return _fn.make_op_autograd(op)
+    real = None
+
+    def lazy_autograd(*args, **kwargs):
+        nonlocal real
+        if real is None:
+            real = _fn.make_op_autograd(op)
+        if op.table.get("autograd") is lazy_autograd:
+            op.table["autograd"] = real
+        return real(*args, **kwargs)
+    return lazy_autograd
 
 
 def make_capture_entry(op):

@@ -70,7 +70,16 @@ class CPUBackend(ArrayBackend):
 
     def __init__(self):
         super().__init__()
-        self._rng = np.random.default_rng()
+        self._rng_ = None
+
+    @property
+    def _rng(self):
+        # made on first use: numpy.random is a lazy submodule of NumPy 2 whose import (~10 ms)
+        # the first cpu op should not pay unless it draws random numbers
+        r = self._rng_
+        if r is None:
+            r = self._rng_ = np.random.default_rng()
+        return r
 
     def native_dtype(self, dt):
         r = self._native_cache.get(dt)
@@ -127,7 +136,7 @@ class CPUBackend(ArrayBackend):
         return arr
 
     def manual_seed(self, seed: int) -> None:
-        self._rng = np.random.default_rng(seed)
+        self._rng_ = np.random.default_rng(seed)
 
     def rand(self, shape, dtype, device):
         return self._rng.random(shape, dtype=np.float64).astype(self.native_dtype(dtype))

@@ -71,7 +71,9 @@ def _bumping(meta):
 
 
 def install_backend(backend) -> None:
-    """Bind every built-in op's array kernel for ``backend.device_type`` (on first device use)."""
+    """Bind every built-in op's array kernel for ``backend.device_type`` (on first device use).
+    Each op's adapter is generated on that op's first call on the device (``_lazy_adapter``), so
+    loading a backend costs no code generation for the ops a program never calls."""
     kernels = backend.kernels()
     for name, op in BUILTINS.items():
         if not op._has_array_kernel:
@@ -79,7 +81,27 @@ def install_backend(backend) -> None:
         k = kernels.get(op._kernel_name)
         if k is None:
             continue
-        op._add_kernel(backend.device_type, make_adapter(op, k, backend), owner=None)
+        op._add_kernel(backend.device_type, _lazy_adapter(op, k, backend), owner=None)
+
+
+def _lazy_adapter(op, kernel, backend):
+    """A stand-in for ``make_adapter(op, kernel, backend)``: its first call generates the adapter
+    and puts it in the op's dispatch table in its own place, so later calls reach the adapter
+    directly (the per-call path is the eager one's). It stays the registered kernel (undo handles
+    and kernel stacks see one entry); after a table rebuild its next call puts the adapter back."""
+    key = backend.device_type
+    real = None
+
+    def lazy_adapter(*args, **kwargs):
+        nonlocal real
+        if real is None:
+            real = make_adapter(op, kernel, backend)
+        table = op.table
+        if table.get(key) is lazy_adapter:     # only while this stand-in is the active kernel
+            table[key] = real
+        return real(*args, **kwargs)
+
+    return lazy_adapter
 
 
 def make_adapter(op, kernel, backend):
