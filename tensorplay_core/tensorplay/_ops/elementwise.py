@@ -16,9 +16,9 @@ def _red(g, x):
     """Gradient ``g`` reduced to the shape of input ``x`` (undo broadcasting); None for scalars."""
     if not is_tensor(x):
         return None
-    if tuple(g.shape) != tuple(x.shape):
+    if g._shape != tuple(x.shape):
         g = g.sum_to_size(x.shape)
-    if g.dtype is not x.dtype and x.dtype.is_floating_point:
+    if g._dtype is not x.dtype and x.dtype.is_floating_point:
         g = O.to_dtype(g, x.dtype)
     return g
 
@@ -220,7 +220,10 @@ defop("sigmoid" + _U, meta=unary_meta("float"), setup=_save_out,
       backward=lambda ctx, g: O.mul(g, O.mul(ctx.saved_tensors[0], O.rsub(ctx.saved_tensors[0], 1.0))))
 # torch's threshold_backward: zero where the output is <= 0, else the gradient (NaN passes)
 defop("relu" + _U, meta=unary_meta(), setup=_save_out,
-      backward=lambda ctx, g: O.where(O.le(ctx.saved_tensors[0], 0), O.mul(g, 0.0), g))
+      # torch's threshold_backward: g where the output is not <= 0 (a relu output is >= 0 or
+      # NaN: `!= 0` says it; NaN outputs pass g), else 0. A product with the mask, not `where`:
+      # NumPy's where on a random mask is ~15x slower than a multiply
+      backward=lambda ctx, g: O.mul(g, O.ne(ctx.saved_tensors[0], 0)))
 defop("abs" + _U, meta=unary_meta(), setup=lambda c, i, o: c.save_for_backward(i[0]),
       backward=lambda ctx, g: O.mul(g, O.sign(ctx.saved_tensors[0])))
 defop("sin" + _U, meta=unary_meta("float"), setup=lambda c, i, o: c.save_for_backward(i[0]),
