@@ -86,7 +86,15 @@ def _rsub_bw(ctx, g):   # other - self
 
 def _mul_bw(ctx, g):
     v = ctx.vals
-    a, b = v if v is not None else (_val(ctx, 0), _val(ctx, 1))
+    if v is not None:
+        # tensor * number: only the tensor's gradient, g * number (reduced/cast when g's shape
+        # or dtype differs from the tensor's)
+        a, b = v
+        ga = O.mul(g, b)
+        if ga._shape != a.shape or (ga._dtype is not a.dtype and a.dtype.is_floating_point):
+            ga = _red(ga, a)
+        return ga, None
+    a, b = _val(ctx, 0), _val(ctx, 1)
     ga = _red(O.mul(g, b), a) if ctx.needs_input_grad[0] else None
     gb = _red(O.mul(g, a), b) if len(ctx.needs_input_grad) > 1 and ctx.needs_input_grad[1] else None
     return ga, gb

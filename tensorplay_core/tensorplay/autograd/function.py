@@ -83,6 +83,9 @@ class FunctionCtx:
         self._dirty = tensors
 
 
+_T_NONE = ["t", None]   # structure of a (Tensor, Scalar) call: apply's fast path compares to it
+
+
 class FunctionNode(Node):
     """Graph node that calls a Python backward ``fn(ctx, *grads)``."""
 
@@ -116,6 +119,10 @@ class FunctionNode(Node):
                         break
                 else:
                     return res   # one gradient per tensor input: already the engine's shape
+                if structure == _T_NONE:
+                    # a tensor and a number (x * 3.0): the number's slot has no edge (what the
+                    # general path below gives, without its loop)
+                    return (res[0],)
         elif len(structure) == 1 and structure[0] == "t" and not isinstance(res, list):
             return (res,)   # one tensor input, a bare gradient: what the general path gives
         if not isinstance(res, tuple):

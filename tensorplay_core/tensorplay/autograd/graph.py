@@ -171,6 +171,30 @@ def backward_root(node, nr, g, keep_graph=False):
     if _TENSOR[0] is None:
         from .._tensor import Tensor
         _TENSOR[0] = Tensor
+    edges = node.next_edges
+    if len(edges) == 1 and node.__class__ is not AccumulateGrad:
+        e = edges[0]
+        if e is not None and e[0].__class__ is AccumulateGrad and e[1] == 0:
+            # one node whose one input is a leaf (y = f(x); y.backward()): _walk's steps for
+            # this graph, without its bookkeeping (dependency counts, pending slots)
+            ret = node._retained
+            grads = (g,) if nr == 0 else tuple(g if i == nr else None for i in range(nr + 1))
+            del g
+            with _GRAD_OFF:
+                if ret is not None:
+                    _keep_retained(ret, grads)
+                in_grads = node.apply(grads)
+                grads = None
+                if not keep_graph:
+                    node.release()
+                ig = in_grads[0]
+                in_grads = None
+                if ig is not None:
+                    # only this frame holds ig: the leaf may own it (see _walk; counted before
+                    # the call, where ig on the stack would count once more)
+                    owned = sys.getrefcount(ig) <= 2
+                    e[0].accumulate(ig, owned)
+            return
     deps: dict = {}   # _topo((node,)), inlined: one root, so no root bookkeeping
     stack = [node]
     while stack:
