@@ -23,9 +23,14 @@ def _red(g, x):
     return g
 
 
+_NO_SCALARS = (None, None)
+
+
 def _save_inputs(ctx, inputs, output):
-    ctx.save_for_backward(*[x if is_tensor(x) else None for x in inputs[:2]])
-    ctx.scalars = [None if is_tensor(x) else x for x in inputs[:2]]
+    a, b = inputs[0], inputs[1]
+    ta, tb = is_tensor(a), is_tensor(b)
+    ctx.save_for_backward(a if ta else None, b if tb else None)
+    ctx.scalars = _NO_SCALARS if ta and tb else (None if ta else a, None if tb else b)
 
 
 class _Meta:

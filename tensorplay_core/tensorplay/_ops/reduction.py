@@ -32,7 +32,8 @@ def _red_setup(ctx, inputs, output):
 
 
 def _expand_back(g, shape, dims, keepdim):
-    if not keepdim and len(shape):
+    if not keepdim and len(shape) and g._shape:
+        # (a 0-dim g, the gradient of a full reduction, expands to any shape as it is)
         nd = len(shape)
         ds = sorted(wrap_dim(d, nd) for d in dims) if dims else list(range(nd))
         for d in ds:

@@ -45,7 +45,16 @@ class FunctionCtx:
         """Keep ``tensors`` (or None) for ``backward``; their versions are recorded so that an
         in-place change before backward is reported by ``saved_tensors``."""
         self._saved = tensors
-        self._saved_versions = tuple(t._version if t is not None else None for t in tensors)
+        n = len(tensors)
+        if n == 2:   # the common counts without a generator (recorded on every op call)
+            a, b = tensors
+            self._saved_versions = (a._version if a is not None else None,
+                                    b._version if b is not None else None)
+        elif n == 1:
+            a = tensors[0]
+            self._saved_versions = (a._version if a is not None else None,)
+        else:
+            self._saved_versions = tuple(t._version if t is not None else None for t in tensors)
 
     _released = False   # set by release() (class default: no per-ctx cost on the hot path)
 
