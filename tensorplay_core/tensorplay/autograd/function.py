@@ -563,8 +563,11 @@ def _make_inplace_autograd(op):
     api = op.name
 
     def inplace_entry(*args, **kwargs):
-        tensors = _dispatch.flat_tensors(args, kwargs)
-        bkey = _dispatch.backend_key(tensors)
+        if len(args) == 2 and not kwargs and args[1].__class__ is Tensor and \
+                args[0]._bkey is args[1]._bkey:
+            bkey = args[0]._bkey   # one backend (an optimizer's p.add_(update)): no flattening
+        else:
+            bkey = _dispatch.backend_key(_dispatch.flat_tensors(args, kwargs))
         if not _gm._enabled[0]:
             return table[bkey](*args, **kwargs)
         values = list(args) + [kwargs.get(n, _missing) for n in names[len(args):]]
