@@ -234,6 +234,13 @@ def run() -> dict:
             res[f"ratio_b{b}"] = (res["raw_us"][f"tensorplay_b{b}"]["median"] /
                                   res["raw_us"][f"torch_b{b}"]["median"])
             res["targets"][f"batch{b}_not_slower_than_torch"] = H.us(r)["median"] <= 0
+    res["headline"] = [
+        {"figure": f"MLP training step, batch {b} (µs)",
+         "tensorplay": round(res["raw_us"][f"tensorplay_b{b}"]["median"], 1),
+         "torch": (round(res["raw_us"][f"torch_b{b}"]["median"], 1) if torch is not None
+                   else None),
+         "numpy": round(res["raw_us"][f"numpy_b{b}"]["median"], 1),
+         "goal": "<= torch (issue 14 goal 1)"} for b in BATCHES]
     return res
 
 
