@@ -158,10 +158,16 @@ def _transpose(x, dim0, dim1):
     nd = x.ndim
     if nd == 0:
         return make_view(x, (), (), x.storage_offset())
-    a, b = wrap_dim(dim0, nd, "transpose: "), wrap_dim(dim1, nd, "transpose: ")
-    perm = list(range(nd))
-    perm[a], perm[b] = perm[b], perm[a]
-    return _permute(x, perm)
+    a = dim0 if 0 <= dim0 < nd else wrap_dim(dim0, nd, "transpose: ")
+    b = dim1 if 0 <= dim1 < nd else wrap_dim(dim1, nd, "transpose: ")
+    # two dims swapped: the view directly (no permutation list to build and check), from the
+    # native swapaxes when there is data
+    shape, stride = list(x._shape), list(x._stride)
+    shape[a], shape[b] = shape[b], shape[a]
+    stride[a], stride[b] = stride[b], stride[a]
+    data = x._data
+    return make_view(x, shape, stride, x._offset,
+                     data.swapaxes(a, b) if data is not None else None)
 
 
 defop("transpose(Tensor(a) self, SymInt dim0, SymInt dim1) -> Tensor(a)", default=_transpose,
