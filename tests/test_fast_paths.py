@@ -205,3 +205,25 @@ def test_one_node_backward_frees_saved_tensors_and_reports_reuse():
     z.backward()
     np.testing.assert_allclose(_np(x.grad), 2 * np.array([1.0, 2.0]) + 2 * np.exp([1.0, 2.0]),
                                rtol=1e-6)
+
+
+def test_two_leaf_backward_shares_no_gradient_memory():
+    x = tp.tensor([1.0, 2.0], requires_grad=True)
+    w = tp.tensor([3.0, 4.0], requires_grad=True)
+    tp.add(x, w).sum().backward()
+    (x + w)[1].backward()
+    assert x.grad.tolist() == [1.0, 2.0] and w.grad.tolist() == [1.0, 2.0]
+    x.grad = w.grad = None
+    s = tp.tensor([1.0], requires_grad=True)
+    t = tp.tensor([5.0], requires_grad=True)
+    tp.add(s, t).backward()
+    s.grad.add_(1.0)                                    # each leaf owns its gradient
+    assert s.grad.tolist() == [2.0] and t.grad.tolist() == [1.0]
+    c = tp.tensor([3.0])
+    tp.add(t, c).backward()                             # a weight and an input
+    assert t.grad.tolist() == [2.0] and c.grad is None
+    q = tp.tensor([2.0], requires_grad=True)
+    (q * q).backward()                                  # both inputs the same leaf: summed
+    assert q.grad.tolist() == [4.0]
+    (q * t).backward()
+    assert q.grad.tolist() == [9.0] and t.grad.tolist() == [4.0]
