@@ -7,13 +7,15 @@ Spellings (same as ``torch.device``): ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"me
 
 from __future__ import annotations
 
+from . import _devices
+
 __all__ = ["Device", "device"]
 
 _CACHE: dict = {}
 
 # Device types the core knows without asking the plugins (plugins add theirs through DeviceSpec;
-# ``_registry`` adds every key a kernel is installed for). Shared with ``_registry``.
-KNOWN_DEVICE_TYPES: set = {"cpu", "cuda"}
+# ``_registry`` adds every key a kernel is installed for): the one set kept by ``_devices``.
+KNOWN_DEVICE_TYPES: set = _devices.KNOWN_TYPES
 
 # Device names of other frameworks that tensorplay does not provide unless a plugin does: a
 # spelling of one of these is a mistake, not a new device (value: what to suggest instead).
@@ -27,10 +29,7 @@ _FOREIGN_DEVICE_TYPES = {"gpu": "cuda", "cu": "cuda", "nvidia": "cuda", "rocm": 
 
 def plugin_device_types() -> set:
     """Device types provided by loaded plugins (``DeviceSpec``s); empty before plugins load."""
-    import sys
-    m = sys.modules.get("tensorplay.plugins.manager")
-    s = getattr(m, "_S", None)
-    return set(getattr(s, "devices", ()) or ())
+    return _devices.provided_types()
 
 
 def accepted_device_types(*, meta: bool = False) -> list:
@@ -70,9 +69,7 @@ def unknown_device_type(t: str, spelling, api: str, *, extra=(), what="device ty
         ("".join(f", {e!r}" for e in extra) if extra else "")
     why = (" (no installed plugin provides it)" if foreign else "")
     if foreign:   # a plugin that should provide it may have failed: name it and its error
-        import sys
-        note = getattr(sys.modules.get("tensorplay.plugins.manager"), "failed_device_note",
-                       lambda _t: None)(t)
+        note = _devices.failed_device_note(t)
         why = f" ({note})" if note else why
     return ValueError(f"{api}: unknown {what} {spelling!r}{why}; accepted: {accepted} (any case)"
                       + (f". Did you mean {suggest!r}?" if suggest else ""))

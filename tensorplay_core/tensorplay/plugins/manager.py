@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 
 import pluggy
 
-from .. import _registry
+from .. import _devices, _registry
 from ..errors import DeviceUnavailableError, DispatchError, PluginError
 from . import hookspecs
 from .hookspecs import API_VERSION, DeviceSpec, SampleInput
@@ -62,7 +62,7 @@ GROUP = "tensorplay.plugins"
 KERNEL_GROUP = "tensorplay.kernels"
 
 # which distribution to suggest for a device type nobody provides
-KNOWN_DEVICE_DISTS = {"cpu": "tensorplay-cpu", "cuda": "tensorplay-cuda"}
+KNOWN_DEVICE_DISTS = _devices.KNOWN_DEVICE_DISTS
 
 _HOOK_NAMES = ("tensorplay_devices", "tensorplay_register_ops", "tensorplay_sample_inputs")
 
@@ -107,6 +107,11 @@ class PluginRecord:
     def label(self) -> str:
         """``"dist version"``, as used in every message."""
         return f"{self.dist} {self.version}"
+
+    @property
+    def fix(self) -> str:
+        """How to fix this plugin's failure (the sentence after ``Fix:`` in messages)."""
+        return _fix_hint(self)
 
     @property
     def kernels(self) -> list:
@@ -160,7 +165,8 @@ class _State:
     def __init__(self):
         self.pm = None
         self.records: dict[str, PluginRecord] = {}
-        self.devices: dict[str, list] = {}     # device type -> [(priority, DeviceSpec, record)]
+        # device type -> [(priority, DeviceSpec, record)]: the table kept by _devices
+        self.devices: dict[str, list] = _devices.providers
         self.loaded = False
         self.lock = threading.RLock()
         self.scan = None                        # cached (plugin eps, kernel eps)
@@ -527,6 +533,7 @@ def load_all(entry_points=None, kernel_entry_points=None) -> None:
                 rec.status = "loaded"
                 new.append(rec)
 
+        _sync_unavailable()   # blocked plugins, and records replaced by this load
         # an allow-list typo would silently load nothing; a block-list may name plugins that are
         # not installed (blocking ahead of time is legitimate), so it is not checked
         _warn_unknown_names(allow, "TENSORPLAY_PLUGINS")
@@ -612,7 +619,7 @@ def _load_one(rec: PluginRecord, loader, strict: bool) -> None:
     pm = _plugin_manager()
     mark = len(_registry._undo_log)
     ops_before = set(_registry._OPS)
-    _registry._owner_stack.append(rec.dist)
+    _registry._owner_stack.append(_PluginOwner(rec))
     registered = False
     t0 = time.perf_counter()
     try:
@@ -642,6 +649,7 @@ def _load_one(rec: PluginRecord, loader, strict: bool) -> None:
                 f"tensorplay {_core_version()} provides plugin API version {API_VERSION}. "
                 f"Install a release of {rec.dist} written for API {API_VERSION} "
                 f"(pip install -U {rec.dist}), or a tensorplay matching the plugin.")
+            _sync_unavailable()
             _warn_or_raise(rec, f"tensorplay: plugin skipped (incompatible): {rec.error}", strict)
             return
         rec.priority = _int_attr(mod, "TENSORPLAY_PRIORITY", rec)
@@ -839,6 +847,7 @@ def _rollback(rec: PluginRecord, mark: int, ops_before: set) -> None:
 def _fail(rec: PluginRecord, e: BaseException, strict: bool) -> None:
     rec.status = "failed"
     rec.error = e
+    _sync_unavailable()
     where = f" ({rec.value})" if rec.value else ""
     text, fix = str(e).rstrip().rstrip("."), _fix_hint(rec)
     # an error that carries its own fix (a conflict) already says it: do not repeat it
@@ -903,7 +912,7 @@ def _install_kernel_eps(rec: PluginRecord, eps, strict: bool) -> None:
     call. Part of the plugin's atomic load: an invalid or conflicting entry fails the plugin."""
     mark = len(_registry._undo_log)
     ops_before = set(_registry._OPS)
-    _registry._owner_stack.append(rec.dist)
+    _registry._owner_stack.append(_PluginOwner(rec))
     try:
         for ep in sorted(eps, key=lambda e: e.name):
             qual, dot, dev = ep.name.rpartition(".")
@@ -1022,48 +1031,30 @@ def _words(s: str) -> set:
 
 
 def _failed_provider(device_type: str):
-    """The failed/incompatible/blocked plugin that likely provides ``device_type``: one that
-    announced it before failing, else one whose name contains it as a word."""
-    bad = [r for r in _S.records.values() if r.status in ("failed", "incompatible", "blocked")]
-    for rec in bad:
-        if device_type in rec.attempted_devices:
-            return rec
-    for rec in bad:
-        if device_type in _words(rec.name) | _words(rec.dist) | _words(rec.value):
-            return rec
-    return None
+    """The failed/incompatible/blocked plugin that likely provides ``device_type``
+    (``_devices.failed_provider``)."""
+    return _devices.failed_provider(device_type)
 
 
 def failed_device_note(device_type: str):
     """``"plugin X, which provides it, failed to load: Error: msg. Fix: ..."`` (or "is blocked")
-    when an installed plugin that provides ``device_type`` did not load; ``None`` otherwise. Used
-    by ``tensorplay.device`` for device types it does not know."""
-    rec = _failed_provider(device_type)
-    if rec is None:
-        return None
-    return device_hint(device_type).strip().rstrip(".")[0].lower() + \
-        device_hint(device_type).strip().rstrip(".")[1:]
+    when an installed plugin that provides ``device_type`` did not load; ``None`` otherwise."""
+    finish_deferred()
+    return _devices.failed_device_note(device_type)
 
 
 def device_hint(device_type: str) -> str:
     """A sentence telling the user how to get ``device_type``: the recorded failure of the
     plugin that provides it (with the fix), the control that blocks it, or what to install."""
     finish_deferred()
-    rec = _failed_provider(device_type)
-    if rec is not None:
-        if rec.status == "blocked":
-            return (f"Plugin {rec.label}, which provides it, is installed but blocked by "
-                    f"TENSORPLAY_PLUGINS/TENSORPLAY_DISABLE_PLUGINS; remove it from the block-list "
-                    f"(or add it to the allow-list) before importing tensorplay. ")
-        return (f"Plugin {rec.label}, which provides it, failed to load: "
-                f"{type(rec.error).__name__}: {rec.error}. Fix: {_fix_hint(rec)} ")
-    if device_type in _S.devices:
-        return ""
-    dist = KNOWN_DEVICE_DISTS.get(device_type)
-    if dist:
-        return f"Install {dist} (pip install {dist}). "
-    return (f"No installed plugin provides device '{device_type}' (devices: "
-            f"{', '.join(sorted(_S.devices)) or 'none'}). ")
+    return _devices.device_hint(device_type)
+
+
+def _sync_unavailable() -> None:
+    """Tell ``_devices`` which plugins did not load (in load order), after a status change."""
+    bad = {k: r for k, r in _S.records.items() if r.status in ("failed", "incompatible", "blocked")}
+    _devices.unavailable.clear()
+    _devices.unavailable.update(bad)
 
 
 def op_failure(qualname: str):
@@ -1174,8 +1165,8 @@ def ops_table(namespace: str | None = None) -> list[dict]:
 
 
 def _provider_dist(device_type: str) -> str:
-    cands = sorted(_S.devices.get(device_type, []), key=lambda e: -e[0])
-    return cands[0][2].dist if cands else "?"
+    p = _devices.provider(device_type)
+    return p[2].dist if p is not None else "?"
 
 
 def plugin_ops(name: str) -> list:
@@ -1278,3 +1269,75 @@ def priority_of(owner) -> int:
         v = getattr(mod, "TENSORPLAY_PRIORITY", 0)
         return v if isinstance(v, int) and not isinstance(v, bool) else 0
     return rec.priority
+
+
+# ---------------------------------------------------------------------------------------------
+# what the registry needs from the manager travels with the registration (owners) or reaches the
+# manager as events it subscribed to (conflict checks, op lookups that miss)
+
+class _PluginOwner(_registry.Owner):
+    """The owner pushed while plugin ``rec`` loads; its priority is read when asked (the module
+    may still be importing, with ``TENSORPLAY_PRIORITY`` already declared)."""
+
+    __slots__ = ("record",)
+
+    def __init__(self, rec: PluginRecord):
+        super().__init__(rec.dist)
+        self.record = rec
+
+    @property
+    def priority(self) -> int:
+        return priority_of(self.name)
+
+
+def _owner_str(owner) -> str:
+    if isinstance(owner, str):   # a plugin distribution: "plugin tensorplay-x 1.2"
+        return f"plugin {plugin_label(owner)}"
+    return repr(owner)
+
+
+def _check_kernel_conflict(op, key: str, entry, stack) -> None:
+    """Refuse (``DispatchError`` naming both plugins, with ``.fix``) a kernel registration of one
+    plugin that conflicts with another plugin's (module docstring, "Conflicts"). Subscribed to
+    ``_registry.kernel_checks``: runs before the kernel is pushed on ``op``'s stack for ``key``."""
+    owner, priority = entry.owner, entry.priority
+    op_owner = op.plugin
+    if owner is not None and op_owner is not None and owner != op_owner and not op.is_builtin:
+        # A plugin adding a kernel to another plugin's op: refused when the op's owner provides
+        # (or names in its metadata) a kernel for this device, unless it declares a higher
+        # priority. Checked against the owner's declaration, not the stack alone, so the
+        # outcome does not depend on which plugin loads first.
+        covered = any(e[1] == op_owner for e in stack) or \
+            op_owner in declared_kernel_dists(op.name, key)
+        owner_prio = priority_of(op_owner)
+        if covered and priority <= owner_prio:
+            fix = kernel_conflict_fix(owner, op_owner)
+            err = DispatchError(
+                f"register_kernel({op.name!r}, {key!r}): {_owner_str(owner)} tried to "
+                f"register a {key!r} kernel for {op.name}, which {_owner_str(op_owner)} "
+                f"defines and provides the {key!r} kernel of (priority {owner_prio}); "
+                f"the op's owner keeps its kernel. Fix: {fix}")
+            err.fix = fix
+            raise err
+    if stack:
+        top_fn, top_owner, top_prio = stack[-1]
+        if owner is not None and top_owner is not None and owner != top_owner and \
+                priority == top_prio and owner != op_owner:
+            err = DispatchError(
+                f"register_kernel({op.name!r}, {key!r}): conflict: kernel from "
+                f"{_owner_str(owner)} and kernel from {_owner_str(top_owner)} both claim "
+                f"({op.name}, {key}). Uninstall one of them, or declare "
+                f"TENSORPLAY_PRIORITY = 1 in the module of the one that should win "
+                f"(higher wins).")
+            err.fix = (f"uninstall one of them, or declare TENSORPLAY_PRIORITY = "
+                       f"{priority + 1} in the plugin module of the one that should win "
+                       f"(higher wins).")
+            raise err
+
+
+def _on_lookup_miss(qualname: str) -> None:
+    finish_deferred()   # a plugin imported before tensorplay may still be pending
+
+
+_registry.kernel_checks.append(_check_kernel_conflict)
+_registry.lookup_misses.append(_on_lookup_miss)
