@@ -1,9 +1,15 @@
-"""Which device types exist, which plugin provides each, and why one is missing.
+"""Which device types exist, which plugin provides each, which backends are loaded, and why a
+device is missing.
 
 The one table of device *availability* (``_device`` turns spellings into ``Device`` values):
 
 * ``KNOWN_TYPES``: the device types the core knows without asking the plugins (``cpu``,
-  ``cuda``) plus every dispatch key a kernel was registered for (``_registry`` adds them);
+  ``cuda``) plus every dispatch key a kernel was registered for (``_registry`` adds them); the
+  vocabulary for spellings: ``accepted_device_types``, ``unknown_device_type`` (the refusal of
+  an unknown or foreign spelling, with the closest accepted one);
+* ``loaded``: device type -> loaded backend; ``load(t)`` returns it, announcing a device's
+  first use to the loader the backend layer subscribed (``_backend.get_backend``: imports the
+  provider's backend, binds the built-in kernels);
 * ``providers``: device type -> ``[(priority, DeviceSpec, plugin record)]``, the plugins that
   provide it (the highest priority wins);
 * ``unavailable``: the plugins that did not load (``failed``, ``incompatible``, ``blocked``), in
@@ -23,8 +29,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["KNOWN_TYPES", "KNOWN_DEVICE_DISTS", "providers", "unavailable", "provided_types",
-           "provider", "failed_provider", "device_hint", "failed_device_note"]
+__all__ = ["KNOWN_TYPES", "KNOWN_DEVICE_DISTS", "providers", "unavailable", "loaded", "loaders",
+           "load", "provided_types", "provider", "failed_provider", "device_hint",
+           "failed_device_note", "accepted_device_types", "unknown_device_type"]
 
 # Device types the core knows without asking the plugins; ``_registry`` adds every key a kernel
 # is registered for (an op pack may register kernels for a device whose plugin loads later).
@@ -38,6 +45,25 @@ providers: dict[str, list] = {}
 
 # plugin record key -> record of a plugin that did not load, in load order (plugin manager)
 unavailable: dict[str, object] = {}
+
+# device type -> loaded backend instance (filled by the loader below)
+loaded: dict = {}
+
+# who loads a backend on a device's first use: ``_backend.get_backend``, subscribed when the
+# backend layer is imported (always before the first tensor exists)
+loaders: list = []
+
+
+def load(device_type: str):
+    """The loaded backend of ``device_type``; on first use, the subscribed loader imports it
+    (``DeviceUnavailableError`` naming the device and the fix when it cannot)."""
+    b = loaded.get(device_type)
+    if b is not None:
+        return b
+    if not loaders:   # pragma: no cover - tensorplay's own import subscribes _backend first
+        raise RuntimeError(f"device '{device_type}': no backend loader is subscribed yet "
+                           f"(import tensorplay first)")
+    return loaders[-1](device_type)
 
 
 def provided_types() -> set:
@@ -101,3 +127,61 @@ def failed_device_note(device_type: str):
         return None
     hint = device_hint(device_type).strip().rstrip(".")
     return hint[0].lower() + hint[1:]
+
+
+# Device names of other frameworks that tensorplay does not provide unless a plugin does: a
+# spelling of one of these is a mistake, not a new device (value: what to suggest instead).
+_FOREIGN_DEVICE_TYPES = {"gpu": "cuda", "cu": "cuda", "nvidia": "cuda", "rocm": "cuda",
+                         "hip": "cuda", "tpu": None, "xpu": None, "mps": None, "npu": None,
+                         "hpu": None, "ipu": None, "xla": None, "mtia": None, "maia": None,
+                         "vulkan": None, "opengl": None, "opencl": None, "mkldnn": None,
+                         "ideep": None, "fpga": None, "ort": None, "ve": None, "lazy": None,
+                         "privateuseone": None, "host": "cpu", "numpy": "cpu", "cupy": "cuda"}
+
+
+def plugin_device_types() -> set:
+    """Device types provided by loaded plugins (``DeviceSpec``s); empty before plugins load."""
+    return provided_types()
+
+
+def accepted_device_types(*, meta: bool = False) -> list:
+    """Every known device type, sorted: ``cpu``, ``cuda``, plugin devices, types kernels are
+    registered for, and ``meta`` when ``meta``."""
+    out = KNOWN_TYPES | plugin_device_types()
+    if meta:
+        out = out | {"meta"}
+    return sorted(out)
+
+
+def unknown_device_type(t: str, spelling, api: str, *, extra=(), what="device type"):
+    """``ValueError`` (to raise) for device type ``t`` (lower-cased, from ``spelling``), or
+    ``None`` when it is acceptable. Registration-time only (never on the call path).
+
+    Known types (``accepted_device_types``, ``extra``) pass. Refused, with the accepted spellings
+    and the closest one (difflib): a spelling with capitals that is no known key in any case
+    (``"CUPA"``, ``"Bogus"``: dispatch-key style), a near-miss of a known key (``"cdua"``), or a
+    device of another framework no plugin provides (``"gpu"``, ``"tpu"``). Any other lower-case
+    identifier is accepted as an out-of-tree device type: an op pack may register kernels for a
+    device whose plugin loads after it, and tests simulate devices this way.
+    """
+    known = accepted_device_types(meta=True)
+    if t in known or t in extra:
+        return None
+    s = str(spelling).strip().partition(":")[0]
+    foreign = t in _FOREIGN_DEVICE_TYPES
+    import difflib
+    # near-misses of the core's and the plugins' types only (out-of-tree types such as a
+    # simulated "sim" are no reference: "sim2" is another device, not a typo of it)
+    vocab = sorted({"cpu", "cuda", "meta"} | plugin_device_types()) + list(extra)
+    close = difflib.get_close_matches(t, vocab, n=1, cutoff=0.6)
+    if s == s.lower() and not foreign and not close:
+        return None
+    suggest = _FOREIGN_DEVICE_TYPES[t] if foreign else (close[0] if close else None)
+    accepted = ", ".join(repr(k) for k in accepted_device_types(meta=not extra)) + \
+        ("".join(f", {e!r}" for e in extra) if extra else "")
+    why = (" (no installed plugin provides it)" if foreign else "")
+    if foreign:   # a plugin that should provide it may have failed: name it and its error
+        note = failed_device_note(t)
+        why = f" ({note})" if note else why
+    return ValueError(f"{api}: unknown {what} {spelling!r}{why}; accepted: {accepted} (any case)"
+                      + (f". Did you mean {suggest!r}?" if suggest else ""))

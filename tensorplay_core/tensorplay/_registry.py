@@ -25,7 +25,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Generic, NamedTuple, ParamSpec, TypeVar, overload
 
-from . import _backend, _devices, _dispatch
+from . import _devices, _dispatch
 from .errors import DispatchError
 
 if TYPE_CHECKING:
@@ -345,7 +345,7 @@ class CustomOpDef(Generic[_P, _R]):
             k = self._active(key)
             if k is not None:
                 # a device backend may bind a custom op's kernel to the tensors' device (cuda:N)
-                be = _backend._LOADED.get(key) if not self.is_builtin else None
+                be = _devices.loaded.get(key) if not self.is_builtin else None
                 if be is not None and hasattr(be, "guard_kernel"):
                     k = be.guard_kernel(self, k)
                 t[key] = k
@@ -375,11 +375,10 @@ class CustomOpDef(Generic[_P, _R]):
     def _missing_kernel(self, key):
         if key == DEFAULT:
             return self._raise_missing(key)
-        from . import _backend
-        if key not in _backend._LOADED and key != "meta":
+        if key not in _devices.loaded and key != "meta":
             # first use of a device: load its backend (binds built-in kernels), then retry
             try:
-                _backend.get_backend(key)
+                _devices.load(key)
             except Exception:   # noqa: BLE001 - device unusable: the op's own error says more
                 if self.is_builtin:
                     raise

@@ -221,9 +221,8 @@ def available_devices() -> list[str]:
 
 def device_status(device_type: str) -> tuple[bool, str]:
     """``(usable, reason)`` for ``device_type``; loads its backend; never raises."""
-    from .. import _backend
     try:
-        _backend.get_backend(device_type)
+        _devices.load(device_type)
         return True, ""
     except Exception as e:  # noqa: BLE001 - documented: never raises
         return False, str(e)

@@ -80,14 +80,13 @@ class PluginRecord:
         """``{device: (count, lazy)}``: the built-in ``tp::`` kernels this device plugin provides
         through its backend. Bound when the device is first used (``lazy`` True until then, and
         ``count`` the built-ins with an array kernel); after that, the kernels actually bound."""
-        from .. import _backend
         builtins = [op for op in _registry._OPS.values()
                     if op.is_builtin and getattr(op, "_has_array_kernel", False)]
         out = {}
         for d in self.devices:
             if _provider_dist(d) != self.dist:      # another plugin provides d (priority)
                 continue
-            if d in getattr(_backend, "_LOADED", {}):
+            if d in _devices.loaded:
                 out[d] = (sum(1 for op in builtins if op._kernels.get(d)), False)
             else:
                 out[d] = (len(builtins), True)
