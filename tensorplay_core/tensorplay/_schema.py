@@ -12,6 +12,10 @@ The schema language is the subset of PyTorch's JIT function-schema language that
 * alias annotations on tensor types only: ``Tensor(a)`` (aliases ``a``) and ``Tensor(a!)``
   (writes ``a``), also ``Tensor(a!)[]`` and ``Tensor(a!)?``;
 * a bare ``*`` starts the keyword-only arguments;
+* as in torch, a positional argument without a default may follow one with a default
+  (``(Tensor? x=None, Tensor y)``): the op still takes ``y`` positionally or by keyword, and a call
+  that leaves it out raises ``TypeError`` naming it. Argument names that are Python keywords
+  (``from``, ``class``) are passed by keyword as ``**{"class": v}``;
 * returns: ``()``, one type, or a parenthesised tuple whose entries may be named.
 
 Canonical printing (what ``str(FunctionSchema)`` produces and what :func:`infer_schema` returns)::
@@ -73,7 +77,7 @@ class _NoDefault:
 #: Sentinel for :attr:`Argument.default` when the argument has no default value.
 NO_DEFAULT = _NoDefault()
 
-#: The base types the schema language knows (SPEC §3; the ``torch.library`` subset).
+#: The base types the schema language knows (the ``torch.library`` subset).
 BASE_TYPES = frozenset({
     "Tensor", "SymInt", "int", "float", "bool", "str", "Scalar", "ScalarType", "Device",
     "Layout", "MemoryFormat",
@@ -219,7 +223,11 @@ def _convert_scalar(base: str, v: Any, optional: bool, what: str) -> Any:
             return int(v)
     elif base == "float":
         if isinstance(v, (int, float)) and not isinstance(v, bool):
-            v = float(v)
+            try:
+                v = float(v)
+            except OverflowError:
+                raise SchemaError(f"{what}: default value {_safe_repr(v)} is too large for a "
+                                  f"float") from None
             return math.nan if v != v else v
     elif base == "bool":
         if isinstance(v, bool):
@@ -326,6 +334,15 @@ class Argument:
         _check_alias(info, self.alias, self.is_write, what)
         object.__setattr__(self, "default", _convert_default(info, self.default, what))
 
+    def __eq__(self, other):
+        # Compared as field tuples (as dataclasses did before Python 3.13, which compares field
+        # by field): a nan default, always the ``math.nan`` object, then equals itself.
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return ((self.name, self.type, self.default, self.kwarg_only, self.alias, self.is_write)
+                == (other.name, other.type, other.default, other.kwarg_only, other.alias,
+                    other.is_write))
+
     @property
     def has_default(self) -> bool:
         """True when the argument has a default value."""
@@ -380,7 +397,7 @@ def parse_qualname(qualname: str, *, api: str = "FunctionSchema") -> tuple[str, 
     """Split ``"ns::op"`` / ``"ns::op.overload"`` into ``(ns, op, overload)`` (overload ``""``).
 
     Raises :class:`SchemaError` (a ``ValueError``) unless ``qualname`` is identifiers joined by
-    exactly one ``::`` and at most one ``.`` (the torch.library naming rule, SPEC §3).
+    exactly one ``::`` and at most one ``.`` (the torch.library naming rule).
     """
     if isinstance(qualname, str):
         m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)::([A-Za-z_][A-Za-z0-9_]*)"
@@ -598,6 +615,7 @@ class _Parser:
     def arguments(self) -> list[Argument]:
         self.expect("(")
         args: list[Argument] = []
+        names: set[str] = set()
         if self.accept(")"):
             return args
         kw = False
@@ -613,8 +631,9 @@ class _Parser:
                 info, alias, write = self.type_()
                 name_pos = self.pos
                 name = self.ident("an argument name")
-                if any(a.name == name for a in args):
+                if name in names:       # a set: parsing stays linear in the argument count
                     self.fail(f"argument name {name!r} appears twice", name_pos)
+                names.add(name)
                 default: Any = NO_DEFAULT
                 if self.accept("="):
                     default = self.default()
@@ -673,7 +692,10 @@ class _Parser:
             self.pos = m.end()
             s = m.group(0)
             if re.fullmatch(r"-?\d+", s):
-                return int(s)
+                try:
+                    return int(s)
+                except ValueError:      # over Python's int-string limit (4300 digits)
+                    self.fail(f"integer literal of {len(s)} digits is too long", i)
             v = float(s)
             return math.nan if v != v else v
         m = _IDENT_RE.match(t, i)
@@ -1018,7 +1040,7 @@ def normalize_mutates_args(mutates_args, params, api: str = "custom_op") -> tupl
     ``params`` describes the op's parameters: a :class:`FunctionSchema`, the Python function
     (its parameters are typed as :func:`infer_schema` does), a mapping ``{name: type text or
     is_tensor bool}``, or an iterable of names (all taken as tensors). ``"unknown"`` means every
-    tensor-like parameter (SPEC §3, CASES C01).
+    tensor-like parameter.
 
     Raises ``ValueError`` (message starting with ``api``) when ``mutates_args`` is a string other
     than ``"unknown"``, is not a collection of strings, names a parameter that does not exist, or
@@ -1059,7 +1081,7 @@ def normalize_mutates_args(mutates_args, params, api: str = "custom_op") -> tupl
 
 def schema_from_function(fn, *, mutates_args, op_name: str | None = None,
                          api: str = "infer_schema") -> FunctionSchema:
-    """Infer a :class:`FunctionSchema` from ``fn``'s annotations (SPEC §3; same rules as
+    """Infer a :class:`FunctionSchema` from ``fn``'s annotations (same rules as
     ``torch.library.infer_schema``, except that a missing return annotation means ``Tensor`` and a
     parameter without annotation defaulting to ``None`` is ``Tensor?``).
 
@@ -1088,7 +1110,7 @@ def schema_from_function(fn, *, mutates_args, op_name: str | None = None,
 
 
 def infer_schema(fn, /, *, mutates_args, op_name: str | None = None) -> str:
-    """The schema string of ``fn`` (same as ``torch.library.infer_schema``; SPEC §3).
+    """The schema string of ``fn`` (same as ``torch.library.infer_schema``).
 
     Example::
 
@@ -1111,7 +1133,7 @@ def infer_schema(fn, /, *, mutates_args, op_name: str | None = None) -> str:
 
 def check_schema_matches_mutates(schema: FunctionSchema, mutates_args, api: str) -> None:
     """Raise ``ValueError`` when ``schema``'s written arguments (``Tensor(a!)``) differ from
-    ``mutates_args`` (SPEC §3: a given schema "must agree with mutates_args").
+    ``mutates_args`` (a given schema must agree with ``mutates_args``).
 
     ``mutates_args`` may be ``"unknown"`` (every tensor argument). The message starts with ``api``
     and names the arguments on each side of the disagreement.
@@ -1134,13 +1156,13 @@ def check_schema_matches_mutates(schema: FunctionSchema, mutates_args, api: str)
 
 def bind_check(fn, schema: FunctionSchema, what: str, api: str) -> None:
     """Raise ``ValueError`` unless ``fn`` can be called as the op calls kernels: the schema's
-    positional arguments positionally and its keyword-only arguments by keyword (SPEC §3: "a
-    registered function whose signature cannot bind the op's parameters is rejected").
+    positional arguments positionally and its keyword-only arguments by keyword (a
+    registered function whose signature cannot bind the op's parameters is rejected).
 
     The message names the missing or extra parameter, the function (qualname and file:line) and
     the op's signature, e.g. ``register_fake("t10::f"): the fake kernel _ at f.py:12 cannot take
     parameter 'n' of (Tensor x, SymInt n) -> Tensor; give it the same parameters as the op``
-    (CASES C10). Functions whose signature cannot be read are accepted.
+    Functions whose signature cannot be read are accepted.
     """
     try:
         sig = inspect.signature(fn)

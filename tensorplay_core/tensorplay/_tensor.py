@@ -281,7 +281,7 @@ class Tensor:
         self._need_data("numpy")
         # torch refuses only while grad mode is on: under no_grad (and inside a kernel that runs
         # below autograd, e.g. a custom op with register_autograd) .numpy() is allowed
-        if self._requires_grad and not force and _gm._enabled[0]:
+        if self._requires_grad and not force and _gm._state.enabled:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
         if self._device.type != "cpu":

@@ -89,20 +89,19 @@ _TENSOR: list = [None]   # tensorplay.Tensor, once imported
 
 
 class _GradOffCtx:
-    """``set_grad_enabled(False)`` without an object per use (reentrant: a stack of modes)."""
+    """``set_grad_enabled(False)`` without an object per use (reentrant: a stack of modes).
+    The saved modes live in the calling thread's grad state, like the flag itself."""
 
-    __slots__ = ("_prev",)
-
-    def __init__(self):
-        self._prev = []
+    __slots__ = ()
 
     def __enter__(self):
-        en = _gm._enabled
-        self._prev.append(en[0])
-        en[0] = False
+        g = _gm._state.__dict__     # this thread's flags: one thread-local lookup
+        g["saved"].append(g["enabled"])
+        g["enabled"] = False
 
     def __exit__(self, *exc):
-        _gm._enabled[0] = self._prev.pop()
+        g = _gm._state.__dict__
+        g["enabled"] = g["saved"].pop()
         return False
 
 

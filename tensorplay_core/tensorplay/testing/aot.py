@@ -226,15 +226,14 @@ def _grow(args, kwargs):
 
     def grow(t):
         if t.ndim >= 1 and t.shape[0] == lead:
+            from ._layouts import build, strides_like
             with no_grad():
-                g = _factories.cat([t.detach(), t.detach()[:1]], 0)
-                if not t.is_contiguous():
-                    # keep the memory order of the dimensions (a transposed view stays one), so
-                    # the second run differs from the first by sizes only
-                    st = t.stride()
-                    order = sorted(range(t.ndim), key=lambda d: -st[d])
-                    inv = [order.index(d) for d in range(t.ndim)]
-                    g = g.permute(order).clone().permute(inv)
+                vals = _factories.cat([t.detach(), t.detach()[:1]], 0)
+                # the same layout kind as the sample (memory order, inner step, padding,
+                # storage offset, expanded dimensions): the second run differs from the first by
+                # sizes only, so the compile guards see the same contiguity facts
+                g = build(vals, strides_like(tuple(t.shape), t.stride(), tuple(vals.shape)),
+                          t.storage_offset())
             if t.requires_grad:
                 g.requires_grad_(True)
             return g
@@ -249,12 +248,13 @@ def _shape_generic(op, args, kwargs) -> bool:
 
     def fk(t):
         return make_fake(t.shape, t.dtype, t.device, t.stride(), offset=t.storage_offset())
-    prev = _dispatch._mode[0]
-    _dispatch._mode[0] = "meta"
+    mst = _dispatch._state
+    prev = mst.mode
+    mst.mode = "meta"
     try:
         op.table["meta"](*_map(args, fk), **_map(kwargs, fk))
     except Exception:  # noqa: BLE001 - the fake rejects the shapes: not shape-generic
         return False
     finally:
-        _dispatch._mode[0] = prev
+        mst.mode = prev
     return True
