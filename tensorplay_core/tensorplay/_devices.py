@@ -29,9 +29,22 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["KNOWN_TYPES", "KNOWN_DEVICE_DISTS", "providers", "unavailable", "loaded", "loaders",
-           "load", "provided_types", "provider", "failed_provider", "device_hint",
-           "failed_device_note", "accepted_device_types", "unknown_device_type"]
+__all__ = [
+    "KNOWN_DEVICE_DISTS",
+    "KNOWN_TYPES",
+    "accepted_device_types",
+    "device_hint",
+    "failed_device_note",
+    "failed_provider",
+    "load",
+    "loaded",
+    "loaders",
+    "provided_types",
+    "provider",
+    "providers",
+    "unavailable",
+    "unknown_device_type",
+]
 
 # Device types the core knows without asking the plugins; ``_registry`` adds every key a kernel
 # is registered for (an op pack may register kernels for a device whose plugin loads later).
