@@ -74,9 +74,9 @@ from .records import (
 )
 from .state import (
                       _S,  # noqa: F401  (private: read by tests and benchmarks/bench_import.py)
-                      _provider_dist,  # noqa: F401  (private: read by testing/opcheck)
                       PluginRecord,
                       PluginWarning,
+                      _provider_dist,  # noqa: F401  (private: read by testing/opcheck)
                       plugin_label,
                       priority_of,
 )
