@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import threading
 
-from . import _dtype
+from . import _devices, _dtype
 from .errors import DeviceUnavailableError
 
-_LOADED: dict = {}          # device type -> backend instance
+_LOADED: dict = _devices.loaded   # device type -> backend instance (the table of _devices)
 _SEED = [None]              # last manual_seed, applied to backends loaded later
 _lock = threading.RLock()
 
@@ -295,6 +295,9 @@ def get_backend(device_type: str):
                 if not op.is_builtin and device_type in op._kernels:
                     op._rebuild()
         return b
+
+
+_devices.loaders.append(get_backend)   # _devices.load(t): a device's first use loads it here
 
 
 def loaded_backends() -> dict:
