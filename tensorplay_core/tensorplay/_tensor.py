@@ -1005,12 +1005,19 @@ class Tensor:
 
     def sum_to_size(self, *size):
         """Sum broadcast dimensions away so the result has ``size`` (used by backward formulas)."""
+        if len(size) == 1 and size[0].__class__ is tuple and size[0] == self._shape:
+            return self   # backward formulas' common case, before any parsing
         size = tuple(_shape_arg(size))
-        if tuple(self._shape) == size:
+        shape = self._shape
+        if shape == size:
             return self
-        lead = self.ndim - len(size)
-        dims = list(range(lead)) + [lead + i for i, s in enumerate(size)
-                                    if s == 1 and self._shape[lead + i] != 1]
+        lead = len(shape) - len(size)
+        inner = [lead + i for i, s in enumerate(size) if s == 1 and shape[lead + i] != 1]
+        if lead and not inner:
+            # only leading dims to drop (a bias gradient): one sum without keepdim gives the
+            # shape, and a tensor of its own (no reshape view for .grad to copy)
+            return _O.sum(self, list(range(lead)), False)
+        dims = list(range(lead)) + inner
         out = _O.sum(self, dims, True) if dims else self
         if lead:
             out = _O.reshape(out, list(size))

@@ -45,7 +45,16 @@ class FunctionCtx:
         """Keep ``tensors`` (or None) for ``backward``; their versions are recorded so that an
         in-place change before backward is reported by ``saved_tensors``."""
         self._saved = tensors
-        self._saved_versions = tuple(t._version if t is not None else None for t in tensors)
+        n = len(tensors)
+        if n == 2:   # the common counts without a generator (recorded on every op call)
+            a, b = tensors
+            self._saved_versions = (a._version if a is not None else None,
+                                    b._version if b is not None else None)
+        elif n == 1:
+            a = tensors[0]
+            self._saved_versions = (a._version if a is not None else None,)
+        else:
+            self._saved_versions = tuple(t._version if t is not None else None for t in tensors)
 
     _released = False   # set by release() (class default: no per-ctx cost on the hot path)
 
@@ -83,6 +92,9 @@ class FunctionCtx:
         self._dirty = tensors
 
 
+_T_NONE = ["t", None]   # structure of a (Tensor, Scalar) call: apply's fast path compares to it
+
+
 class FunctionNode(Node):
     """Graph node that calls a Python backward ``fn(ctx, *grads)``."""
 
@@ -116,6 +128,10 @@ class FunctionNode(Node):
                         break
                 else:
                     return res   # one gradient per tensor input: already the engine's shape
+                if structure == _T_NONE:
+                    # a tensor and a number (x * 3.0): the number's slot has no edge (what the
+                    # general path below gives, without its loop)
+                    return (res[0],)
         elif len(structure) == 1 and structure[0] == "t" and not isinstance(res, list):
             return (res,)   # one tensor input, a bare gradient: what the general path gives
         if not isinstance(res, tuple):
@@ -555,8 +571,11 @@ def _make_inplace_autograd(op):
     api = op.name
 
     def inplace_entry(*args, **kwargs):
-        tensors = _dispatch.flat_tensors(args, kwargs)
-        bkey = _dispatch.backend_key(tensors)
+        if len(args) == 2 and not kwargs and args[1].__class__ is Tensor and \
+                args[0]._bkey is args[1]._bkey:
+            bkey = args[0]._bkey   # one backend (an optimizer's p.add_(update)): no flattening
+        else:
+            bkey = _dispatch.backend_key(_dispatch.flat_tensors(args, kwargs))
         if not _gm._state.enabled:
             return table[bkey](*args, **kwargs)
         values = list(args) + [kwargs.get(n, _missing) for n in names[len(args):]]
