@@ -10,11 +10,11 @@ allocates and walks a full-size temporary per op.
 Results are the eager ones bit for bit: a step runs as a ufunc only where the reference kernel
 (``tensorplay/_kernels/xp.py``) calls that same ufunc on operands of the same dtype (same-dtype
 float16/32/64 arithmetic, comparisons, boolean logic; Python scalars are converted to the
-operands' dtype first, as NumPy's weak-scalar rule does). ``relu`` (``where(x <= 0, 0, x)`` in
-eager) runs as ``maximum(x, 0) + 0``, equal for every value including ``-0.0`` and NaN (a
-signalling-NaN input comes out quieted, the only difference). Any other step (mixed dtypes,
-``where``, ``erf``, casts...) calls the reference kernel on the block, so it is exact by
-construction.
+operands' dtype first, as NumPy's weak-scalar rule does; ``relu``, ``sigmoid`` and ``rsqrt`` as
+the reference kernel's own sequence of ufuncs). Any other step (mixed dtypes, ``where``, ``erf``,
+casts...) calls the reference kernel on the block, so it is exact by construction. The tests
+(``tests/test_cpu_fusion.py``) compare bits with eager on NaN, +-inf, -0.0 and subnormals, so a
+change of a reference kernel that this table does not follow fails them.
 
 Variants are generated per input signature (dtypes, which inputs are 0-d) on first use. Inputs of
 different shapes (broadcasting, other than 0-d scalars) and steps whose value would not have the
@@ -51,8 +51,7 @@ _UNARY = {"neg": "negative", "exp": "exp", "log": "log", "sqrt": "sqrt", "tanh":
           "sin": "sin", "cos": "cos", "abs": "absolute", "sign": "sign"}
 # composites: the reference kernel's own sequence of ufuncs ("x" is the operand / running value)
 _COMPOSITE = {
-    # where(x <= 0, 0, x): maximum gives NaN for NaN and +-0 for +-0; adding +0 turns -0 into +0
-    "relu": (("maximum", "x", 0), ("add", "x", 0)),
+    "relu": (("maximum", "x", 0),),             # the reference kernel's maximum(x, 0)
     "sigmoid": (("negative", "x"), ("exp", "x"), ("add", "x", 1), ("divide", 1, "x")),  # 1/(1+e^-x)
     "rsqrt": (("sqrt", "x"), ("divide", 1, "x")),
 }
