@@ -183,6 +183,22 @@ def main(argv=None) -> dict:
         "notes": notes,
         "repeat": a.repeat,
     }
+    med = {k: round(v["median"], 2) for k, v in stats.items()}
+    res["headline"] = [
+        {"figure": f"8-op elementwise chain, 2^{a.log2n} float32 on {a.device}: eager (ms)",
+         "tensorplay": med["tensorplay eager"], "torch": med.get("torch eager"),
+         "numpy": med.get("NumPy eager"), "goal": ""},
+        {"figure": "same chain, tensorplay.compile / torch.compile (ms)",
+         "tensorplay": med["tensorplay.compile"], "torch": med.get("torch.compile"),
+         "numpy": None,
+         "goal": ">= 2x faster than eager and faster than NumPy eager (issue 14 goal 3): " +
+                 ("met" if med["tensorplay eager"] >= 2 * med["tensorplay.compile"] and
+                  med.get("NumPy eager", float("inf")) > med["tensorplay.compile"] else "NOT met")},
+        {"figure": f"tensorplay.compile capture cost of a 128-op chain, µs per op (8 ops: "
+                   f"{cap[8]:.0f})",
+         "tensorplay": round(cap[128], 1), "torch": None, "numpy": None,
+         "goal": "linear in the chain length"},
+    ]
     print(f"chain of 8 elementwise ops, {n} float32 elements on {a.device} "
           f"(median of {a.repeat} interleaved runs; torch threads: "
           f"{a.torch_threads if torch is not None else 'n/a'})")
