@@ -73,6 +73,7 @@ class _Fused:
         self.backend = backend
         self.generic = generic
         self.variants: dict = {}
+        self.seen: set = set()
         self.kernels = backend.kernels()
         self.dtypes = [np.dtype(backend.native_dtype(d)) for d in expr.dtypes]
 
@@ -80,6 +81,12 @@ class _Fused:
         key = tuple((a.dtype, a.ndim == 0) for a in arrays)
         fn = self.variants.get(key)
         if fn is None:
+            # generating costs ~50 µs per step (compiling the source): paid at once for arrays
+            # worth blocking, else from the second call of a signature on (a chain run once on
+            # small arrays -- a capture, a test -- keeps compile's capture cost where it was)
+            if key not in self.seen and not any(a.size >= MIN_BLOCKED for a in arrays):
+                self.seen.add(key)
+                return self.generic(arrays)
             fn = self.variants[key] = _generate(self, key) or self.generic
         return fn(arrays)
 
