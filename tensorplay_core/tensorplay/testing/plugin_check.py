@@ -15,7 +15,10 @@ Which ops belong to a plugin: those it defined (checked on every available devic
 kernel, the device-agnostic kernel counting for all), those it registered kernels for (checked
 on just those devices), and for a device plugin the built-in ``tp::`` ops on its devices.
 Samples come from every plugin's ``tensorplay_sample_inputs`` hook, plus one derived with a
-leading dimension of 0 when none has one and the op's fake kernel accepts it.
+leading dimension of 0 when none has one and the op's fake kernel accepts it. A sample may carry
+``skip_checks`` (``{check name: reason}``): those checks are reported as skipped with the reason
+for it (the fake check of an op whose output shape depends on its input values). The built-in
+ops' samples come from ``tensorplay.testing.builtin_samples`` through the device plugins' hooks.
 
 Every registered kernel is checked, one case each: on a device, the device's own kernel (eager
 or named in ``tensorplay.kernels`` entry-point metadata) and the device-agnostic kernel, which a
@@ -168,7 +171,8 @@ def run_case(case: CheckCase, *, test_utils="DEFAULT", atol=None, rtol=None) -> 
     made). Each result names the kernel that ran and the plugin that registered it."""
     from .. import _registry
     from ..plugins import manager
-    from .opcheck import _dispatched_key, describe_kernel, run_checks
+    from .opcheck import CheckResult, _dispatched_key, _select as _selected, describe_kernel, \
+        run_checks
     op = _registry.lookup(case.op)
     dtype_ = case.device.partition(":")[0]
     key = case.kernel or (dtype_ if op.is_builtin else _dispatched_key(op, dtype_))
@@ -201,8 +205,16 @@ def run_case(case: CheckCase, *, test_utils="DEFAULT", atol=None, rtol=None) -> 
                 # NumPy's "mean of empty slice" & co on 0-size samples: the op's result (NaN,
                 # as torch gives) is what is checked, the warning is noise here
                 warnings.filterwarnings("ignore", category=RuntimeWarning, module="numpy")
-                res = run_checks(op, s.args, s.kwargs, test_utils=test_utils, atol=atol,
-                                 rtol=rtol, kernel=None if op.is_builtin else key)
+                # checks a sample declares not applicable (``skip_checks``: name -> reason,
+                # e.g. the fake check of a data-dependent op) are reported as skipped
+                skip = dict(getattr(s, "skip_checks", None) or {})
+                tests = [t for t in _selected(test_utils) if t not in skip]
+                res = run_checks(op, s.args, s.kwargs, test_utils=tests, atol=atol,
+                                 rtol=rtol, kernel=None if op.is_builtin else key) if tests else {}
+                for t in _selected(test_utils):
+                    if t in skip:
+                        res[t] = CheckResult(t, "skip", skip[t])
+                res = {t: res[t] for t in _selected(test_utils)}
             failures = {k: r.message for k, r in res.items() if r.status == "fail"}
             checks = {k: r.status for k, r in res.items()}
             status, msg = ("failed" if failures else "passed"), ""
