@@ -13,7 +13,8 @@ Three ways in, all built on :func:`check_plugin`:
 
 Which ops belong to a plugin: those it defined (checked on every available device that has a
 kernel, the device-agnostic kernel counting for all), those it registered kernels for (checked
-on just those devices), and for a device plugin the built-in ``tp::`` ops on its devices.
+on just those devices), and for a device plugin the built-in ``tp::`` ops on its devices (those
+with its array kernels, and the core's device-agnostic ones such as views, which run there too).
 Samples come from every plugin's ``tensorplay_sample_inputs`` hook, plus one derived with a
 leading dimension of 0 when none has one and the op's fake kernel accepts it. A sample may carry
 ``skip_checks`` (``{check name: reason}``): those checks are reported as skipped with the reason
@@ -146,7 +147,16 @@ def _cases(rec, name, device, ops):
     from ..plugins import manager
     keep = None if ops is None else set(ops)
     cases, unchecked = [], []
-    for op, devs in manager.plugin_ops(name):
+    pairs = list(manager.plugin_ops(name))
+    if rec.devices:
+        # a device plugin: the core's device-agnostic built-ins (views) run on its devices too
+        from .._registry import all_ops
+        have = {op.name for op, _ in pairs}
+        pairs += [(op, sorted(rec.devices)) for op in all_ops()
+                  if op.is_builtin and not getattr(op, "_has_array_kernel", True)
+                  and op.name not in have]
+        pairs.sort(key=lambda p: p[0].name)
+    for op, devs in pairs:
         if keep is not None and op.name not in keep:
             continue
         chosen = _devices_for(op, devs, device)
@@ -177,6 +187,8 @@ def run_case(case: CheckCase, *, test_utils="DEFAULT", atol=None, rtol=None) -> 
     dtype_ = case.device.partition(":")[0]
     key = case.kernel or (dtype_ if op.is_builtin else _dispatched_key(op, dtype_))
     kdesc = describe_kernel(op, key, dtype_)
+    if op.is_builtin and not getattr(op, "_has_array_kernel", True):
+        kdesc = f"{dtype_}: built-in, device-agnostic (tensorplay core)"
     owner = None if op.is_builtin else op.kernel_owner(key)
     plugin = owner if isinstance(owner, str) else case.plugin
     t0 = time.perf_counter()
