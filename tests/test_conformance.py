@@ -24,7 +24,7 @@ import tensorplay as tp
 from tensorplay._ops import BUILTINS
 from tensorplay._ops import ops as O
 from tensorplay.testing import assert_close, builtin_samples
-from tensorplay.testing.aot import NONDETERMINISTIC_TAGS
+from tensorplay.testing.opcheck import NONDETERMINISTIC_TAGS
 
 # -- devices ---------------------------------------------------------------------------------------
 
