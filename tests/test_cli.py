@@ -378,7 +378,7 @@ def test_check_plugin_tensorplay_cpu_passes_over_every_builtin_op():
     from tensorplay.testing import builtin_samples
     exe = _console_script()
     p = subprocess.run([exe, "check", "--plugin", "tensorplay-cpu", "-q", "--json", "-"],
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=300, check=False)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     data = json.loads(p.stdout)
     assert data["ok"] and data["failures"] == []

@@ -15,7 +15,9 @@ API::
     samples("add", device="cpu")          # [BuiltinSample(args, kwargs, grad, fake), ...]
     sample_inputs(op, device)             # hook form: [SampleInput], None when not a built-in
     NOT_DIFFERENTIABLE                    # built-ins with no backward formula, by design
-    NONDETERMINISTIC                      # built-ins whose values are random / uninitialised
+
+Random and uninitialised outputs (``rand``, ``empty``, ...) are marked on the ops themselves, with
+torch's tags (``op.tags``: ``"nondeterministic_seeded"``/``"nondeterministic_bitwise"``).
 """
 
 from __future__ import annotations
@@ -23,8 +25,14 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-__all__ = ["BuiltinSample", "NONDETERMINISTIC", "NOT_DIFFERENTIABLE", "SAMPLES", "names",
-           "sample_inputs", "samples"]
+__all__ = [
+    "NOT_DIFFERENTIABLE",
+    "SAMPLES",
+    "BuiltinSample",
+    "names",
+    "sample_inputs",
+    "samples",
+]
 
 #: Built-in ops with no backward formula by design (comparisons, predicates, index results,
 #: factories). Every other built-in has a formula and at least one sample with ``grad=True``.
@@ -32,10 +40,6 @@ NOT_DIFFERENTIABLE = frozenset({
     "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "argmax",
     "empty", "full", "arange", "rand", "randn", "argmin", "all", "any", "isnan", "isinf",
     "isfinite", "argsort", "eye", "linspace", "randint"})
-
-#: Built-in ops whose output values are not a function of the inputs (compare metadata only).
-NONDETERMINISTIC = {"empty": "uninitialised memory", "rand": "random", "randn": "random",
-                    "randint": "random"}
 
 DEFAULT_SEED = 1234
 
@@ -298,7 +302,7 @@ def samples(name: str, device="cpu", *, seed: int = DEFAULT_SEED) -> list:
     """The samples of built-in op ``name`` (``"add"`` or ``"tp::add"``) as ``BuiltinSample``s,
     every tensor (and every ``device=`` argument) on ``device``. Deterministic: the same ``seed``
     gives the same values on every device. Raises ``KeyError`` for an op with no entry."""
-    short = name[4:] if name.startswith("tp::") else name
+    short = name.removeprefix("tp::")
     try:
         build = SAMPLES[short]
     except KeyError:

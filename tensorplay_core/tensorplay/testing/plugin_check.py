@@ -181,8 +181,8 @@ def run_case(case: CheckCase, *, test_utils="DEFAULT", atol=None, rtol=None) -> 
     made). Each result names the kernel that ran and the plugin that registered it."""
     from .. import _registry
     from ..plugins import manager
-    from .opcheck import CheckResult, _dispatched_key, _select as _selected, describe_kernel, \
-        run_checks
+    from .opcheck import CheckResult, _dispatched_key, describe_kernel, run_checks
+    from .opcheck import _select as _selected
     op = _registry.lookup(case.op)
     dtype_ = case.device.partition(":")[0]
     key = case.kernel or (dtype_ if op.is_builtin else _dispatched_key(op, dtype_))
