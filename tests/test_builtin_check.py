@@ -131,3 +131,20 @@ def test_cuda_plugin_answers_for_builtins_on_cuda():
     res = check_plugin("tensorplay-cuda", "cuda:0", ops=["tp::add", "tp::transpose"])
     assert {r.op for r in res} == {"tp::add", "tp::transpose"}
     assert all(r.status == "passed" for r in res), [r.describe() for r in res]
+
+
+def test_views_are_checked_under_the_device_plugin_and_selectable_by_name(cpu):
+    """The core's device-agnostic built-ins (views) run on every device: a device plugin's check
+    covers them, and the command finds them by name (one selection: the engine's)."""
+    from tensorplay.testing.plugin_check import plugin_check_cases, plugin_ops
+    names = {op.name for op, _ in plugin_ops("tensorplay-cpu")}
+    assert names == {f"tp::{n}" for n in BUILTINS}
+    assert {c.op for c in plugin_check_cases("tensorplay-cpu", "cpu")} == names
+    p = subprocess.run([sys.executable, "-m", "tensorplay.cli", "check", "--plugin",
+                        "tensorplay-cpu", "tp::transpose", "view", "-q", "--json", "-"],
+                       capture_output=True, text=True, timeout=300, check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+    rows = json.loads(p.stdout)["rows"]
+    assert sorted(r["op"] for r in rows) == ["tp::transpose", "tp::view"]
+    assert all("device-agnostic" in r["kernel"] and r["checks"]["test_layouts"] == "pass"
+               for r in rows)

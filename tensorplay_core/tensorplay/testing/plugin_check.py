@@ -41,6 +41,7 @@ __all__ = [
     "check_plugin",
     "opcheck_plugin_tests",
     "plugin_check_cases",
+    "plugin_ops",
     "summarize",
 ]
 
@@ -142,21 +143,31 @@ def plugin_check_cases(name: str, device=None, ops=None) -> list[CheckCase]:
     return _cases(rec, name, device, ops)[0]
 
 
-def _cases(rec, name, device, ops):
-    """(cases, ops left without any available device: [(op name, wanted device types)])."""
+def plugin_ops(name: str) -> list:
+    """``[(op, device types or None)]``: every op :func:`check_plugin` checks for plugin
+    ``name`` (``None``: every available device with a kernel), sorted by name; the same
+    selection on every device. For a device plugin, the built-in ``tp::`` ops on its device
+    types: those with its array kernels and the core's device-agnostic ones (views), which run
+    there too. Raises ``PluginError`` as :func:`plugin_check_cases`."""
+    from .._registry import all_ops
     from ..plugins import manager
-    keep = None if ops is None else set(ops)
-    cases, unchecked = [], []
+    rec = manager.get_plugin(name)
     pairs = list(manager.plugin_ops(name))
     if rec.devices:
-        # a device plugin: the core's device-agnostic built-ins (views) run on its devices too
-        from .._registry import all_ops
         have = {op.name for op, _ in pairs}
         pairs += [(op, sorted(rec.devices)) for op in all_ops()
                   if op.is_builtin and not getattr(op, "_has_array_kernel", True)
                   and op.name not in have]
         pairs.sort(key=lambda p: p[0].name)
-    for op, devs in pairs:
+    return pairs
+
+
+def _cases(rec, name, device, ops):
+    """(cases, ops left without any available device: [(op name, wanted device types)])."""
+    from ..plugins import manager
+    keep = None if ops is None else set(ops)
+    cases, unchecked = [], []
+    for op, devs in plugin_ops(name):
         if keep is not None and op.name not in keep:
             continue
         chosen = _devices_for(op, devs, device)
