@@ -164,7 +164,6 @@ def plugin_ops(name: str) -> list:
 
 def _cases(rec, name, device, ops):
     """(cases, ops left without any available device: [(op name, wanted device types)])."""
-    from ..plugins import manager
     keep = None if ops is None else set(ops)
     cases, unchecked = [], []
     for op, devs in plugin_ops(name):
