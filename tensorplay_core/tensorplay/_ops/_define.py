@@ -29,19 +29,20 @@ ops = _Ns()
 
 
 def defop(schema: str, *, meta=None, backward=None, setup=None, default=None, kernel=None,
-          scalar_ok=(), differentiable=True):
+          scalar_ok=(), differentiable=True, tags=()):
     """Declare built-in op ``tp::<name>`` from its schema.
 
     ``meta(*args)`` returns fake outputs (shape/dtype/strides); ``setup(ctx, inputs, output)`` +
     ``backward(ctx, *grads)`` give the formula (tensorplay ops only, so it runs on every device);
     ``default`` is a device-independent implementation (views, composites); ``kernel`` names the
     array kernel (default: the op name); ``scalar_ok`` lists Tensor parameters that also take
-    Python numbers.
+    Python numbers. ``tags``: torch's operator tags (``"nondeterministic_seeded"``: random
+    values, compared by metadata only in checks).
     """
     sch = FunctionSchema.parse(schema if "::" in schema.split("(")[0] else "tp::" + schema)
     mutated = tuple(a.name for a in sch.arguments if a.is_write)
     op = _registry.CustomOpDef(sch.qualname, sch, mutates_args=mutated, builtin=True,
-                               source="tensorplay._ops")
+                               source="tensorplay._ops", tags=tags)
     if meta is not None and mutated:
         meta = _bumping(meta)
     op._meta_default = meta
