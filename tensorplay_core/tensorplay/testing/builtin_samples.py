@@ -65,7 +65,14 @@ class _Gen:
     """Small tensors on one device from one seeded stream (``random.Random``)."""
 
     def __init__(self, device, seed):
-        import tensorplay as tp
+        # The pieces of the public API the samples use, imported from their own modules (this
+        # package sits below the package root in the layer contract).
+        from types import SimpleNamespace
+
+        from .. import _device, _dtype, _factories
+        tp = SimpleNamespace(device=_device.device, tensor=_factories.tensor,
+                             zeros=_factories.zeros, **{n: getattr(_dtype, n) for n in (
+                                 "float32", "float64", "int16", "int32", "int64", "bool")})
         self.tp = tp
         self.device = tp.device(device)
         self.rng = random.Random(seed)
