@@ -99,14 +99,45 @@ def _tanh(x):
 
 
 @triton.jit
+def _tanh_f64(x):
+    # float64 (the polynomial above is float32-accurate only: 2e-9 off at 0.25):
+    # tanh|x| = -m / (2 + m) with m = expm1(-2|x|), expm1 by Kahan's exp/log trick (no expm1 in
+    # tl): (u - 1) * y / log(u), u = exp(y), exact for u == 1. |x| >= 22 gives 1 (the float64 tanh).
+    a = tl.abs(x)
+    y = -2.0 * tl.where(a < 22.0, a, 22.0)
+    u = tl.exp(y)
+    um1 = u - 1.0
+    lu = tl.log(u)
+    m = tl.where(um1 == 0.0, y, um1 * (y / tl.where(lu == 0.0, 1.0, lu)))
+    r = -m / (2.0 + m)
+    return tl.where(x != x, x, tl.where(x < 0, -r, r))
+'''
+
+# float64 spellings where the default one is float32-accurate only
+F64_OPS = {"tanh": "_tanh_f64({0})"}
+
+# float32 -> bfloat16, round to nearest even, NaN stays NaN (what eager's rounding does).
+# Compiled: Triton's own conversion, which rounds to nearest even (one cvt.rn.bf16x2.f32 per two
+# values on sm_90). Interpreted: spelled out in integer ops, because Triton's interpreter
+# truncates. The integer version costs ~10 instructions per value and step: on the GPU it made a
+# bf16 chain compute-bound (0.38 of copy bandwidth on an H200), hence two spellings of one rule.
+_TO_BF16 = {
+    False: '''
+
+@triton.jit
 def _to_bf16(x):
-    # float32 -> bfloat16, round to nearest even (NaN stays NaN), spelled out in integer ops so
-    # the GPU and Triton's interpreter (which truncates) round alike
+    return x.to(tl.bfloat16)
+''',
+    True: '''
+
+@triton.jit
+def _to_bf16(x):
     u = x.to(tl.uint32, bitcast=True)
     r = u + 0x7FFF + ((u >> 16) & 1)
     r = tl.where(x != x, u | 0x400000, r)
     return (r >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
-'''
+'''}
+
 
 _lock = threading.Lock()
 _KERNELS: dict = {}
@@ -152,6 +183,8 @@ def _plan_operands(expr, in_dtypes, in_0d):
         R = step_dt[j]
         if R.name not in TL:
             raise Unsupported(f"dtype {R}")
+        if R.name == "float64":
+            tmpl = F64_OPS.get(st.op, tmpl)
         ops = []          # (kind, index or value, dtype, rank-kind)
         for kind, v in st.args:
             if kind == "in":
@@ -308,7 +341,7 @@ def generate(expr, in_dtypes, modes, ndim, wide, interp):
     dns = ", ".join(repr(n) for n in const_names +
                     [p for p in params if p.startswith(("size", "st"))])
     deco = f"@triton.jit(do_not_specialize=[{dns}])"
-    src = _PRELUDE + f"\n\n{deco}\ndef {name}({', '.join(params)}):\n" + "\n".join(body) + "\n"
+    src = _PRELUDE + _TO_BF16[bool(interp)] + f"\n\n{deco}\ndef {name}({', '.join(params)}):\n" + "\n".join(body) + "\n"
     return src, name, fconsts, iconsts
 
 
