@@ -237,7 +237,18 @@ class CUDABackend(ArrayBackend):
         """``tensorplay.compile``'s fuser on cuda: one generated Triton kernel per chain when
         tensorplay-triton is installed (``triton_fusion``), else one ``cupy.ElementwiseKernel``
         (``cupy_fusion``); per call, whatever the Triton generator declines (dtypes, layout) runs
-        on the CuPy fuser, and what that declines on the reference kernels (generic fuser)."""
+        on the CuPy fuser, and what that declines on the reference kernels (generic fuser).
+
+        Returns ``run(arrays) -> list of arrays`` with these attributes:
+
+        * ``engine``: the fuser chosen for the chain when it was fused -- ``"triton"`` (one
+          generated Triton kernel), ``"cupy"`` (one CuPy ``ElementwiseKernel``) or ``"generic"``
+          (the reference kernels op by op, no single kernel);
+        * ``last_engine``: the one that ran the most recent call (``None`` before the first):
+          differs from ``engine`` when that call fell back (dtypes or layout the Triton
+          generator declines, a Triton compile/launch failure);
+        * ``triton`` (the ``TritonChain`` or None) and ``cupy`` (the CuPy fuser or None).
+        """
         from tensorplay._fusion import generic_fuser
 
         from .cupy_fusion import cupy_fuser
@@ -255,10 +266,15 @@ class CUDABackend(ArrayBackend):
             if tc is not None:
                 r = _eager.run_chain(tc, arrays)
                 if r is not None:
+                    run.last_engine = "triton"
                     return r
             if cf is not None:
+                run.last_engine = "cupy"
                 return cf(arrays)
+            run.last_engine = "generic"
             return gf(arrays)
+        run.engine = "triton" if tc is not None else "cupy" if cf is not None else "generic"
+        run.last_engine = None
         run.triton = tc
         run.cupy = cf
         return run
