@@ -1,21 +1,38 @@
 """nox sessions (``pip install nox``, then ``nox -s NAME``; ``nox -l`` lists them).
 
-* ``tests`` -- core + cpu/cuda/triton plugins + example pack, the whole suite (as ``.ci/run``).
+* ``tests`` -- core + cpu/cuda/triton plugins + example pack, the whole suite, once per supported
+  Python (``tests-3.10`` ... ``tests-3.13``; ``.ci/run`` runs the README's command instead).
+* ``minimums`` -- the whole suite on Python 3.10 with every direct dependency at its declared
+  minimum (``>=X`` installed as ``==X``): proves the lower bounds in the pyproject files.
+* ``wheels`` -- builds the sdist and wheel of all five distributions, installs the wheels
+  (non-editable) into a fresh venv, runs ``tensorplay check`` there, then the test suite taken
+  from the core's sdist against those installed wheels.
+* ``docs`` -- the documentation site (``mkdocs build --strict``: any warning fails).
 * ``core_without_numpy`` -- the core alone: proves ``import tensorplay`` imports no numpy (nor
   cupy/triton/torch), that schemas, registration and fake tensors work without a device plugin,
   and that creating a real tensor then fails with a message naming the plugin to install.
 * ``bench`` -- ``python benchmarks/run_all.py`` (figures and ratios measured in the same run).
 * ``lint`` -- ruff over the repository.
+
+Interpreters are found as ``pythonX.Y`` on ``PATH``; with pyenv, make them all visible with e.g.
+``PYENV_VERSION=3.11.7:3.10.13:3.12.1:3.13.0`` (``.ci/run`` does this).
 """
 
 from __future__ import annotations
 
+import glob
+import os
+import re
+import shutil
+import sys
+import tarfile
+
 import nox
 
-nox.options.sessions = ["tests", "core_without_numpy", "lint"]
+nox.options.sessions = ["tests", "minimums", "wheels", "docs", "core_without_numpy", "lint"]
 nox.options.reuse_existing_virtualenvs = True
 
-PYTHONS = ["3.10", "3.11", "3.12"]
+PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
 LOCAL = ["-e", ".", "-e", "plugins/tensorplay_cpu", "-e", "plugins/tensorplay_cuda", "-e",
          "plugins/tensorplay_triton", "-e", "examples"]
 
@@ -57,6 +74,102 @@ def tests(session):
     """The whole suite on core + cpu + example pack."""
     session.install("-e", ".[test]", *LOCAL[2:])
     session.run("python", "-m", "pytest", "-q", "tests", *session.posargs)
+
+
+DIST_DIRS = [".", "plugins/tensorplay_cpu", "plugins/tensorplay_cuda", "plugins/tensorplay_triton",
+             "examples"]
+
+
+def _requirements(path):
+    """Every requirement string of a pyproject file: dependencies and every extra."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:                                   # nox runs on 3.10: pytest's own dependency
+        import tomli as tomllib
+    with open(os.path.join(path, "pyproject.toml"), "rb") as f:
+        proj = tomllib.load(f)["project"]
+    reqs = list(proj.get("dependencies", []))
+    for extra in proj.get("optional-dependencies", {}).values():
+        reqs += extra
+    return reqs
+
+
+def _minimum_pins():
+    """``name==X`` for each direct dependency declared ``name>=X`` (all five distributions; our
+    own pinned distributions and CuPy, which needs a GPU to matter, left out)."""
+    pins = {}
+    for d in DIST_DIRS:
+        for req in _requirements(d):
+            m = re.fullmatch(r"\s*([A-Za-z0-9_.-]+)\s*>=\s*([^,;\s]+)\s*(?:,\s*<[^;]*)?", req)
+            if not m or m.group(1).startswith(("tensorplay", "cupy")):
+                continue
+            name, low = m.group(1).lower(), m.group(2)
+            pins[name] = max(pins.get(name, low), low, key=lambda v: [int(x) for x in
+                                                                       re.findall(r"\d+", v)])
+    return [f"{n}=={v}" for n, v in sorted(pins.items())]
+
+
+@nox.session(python=PYTHONS[0])
+def minimums(session):
+    """The whole suite with every direct dependency at its declared minimum version."""
+    pins = _minimum_pins()
+    session.log("declared minimums: " + " ".join(pins))
+    session.install(*pins)
+    session.install("--no-deps", *LOCAL)
+    session.run("python", "-m", "pip", "check")
+    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests",
+                *session.posargs)
+
+
+@nox.session(python=PYTHONS[-2])
+def wheels(session):
+    """Built sdists and wheels of all five distributions, installed non-editable in a fresh venv:
+    the plugins resolve our core (not PyPI's unrelated ``tensorplay``), ``tensorplay check``
+    passes, and the suite from the core's sdist passes against the installed wheels."""
+    session.install("build")
+    tmp = os.path.abspath(session.create_tmp())     # absolute: the suite runs from elsewhere
+    for old in ("dist", "sdist"):
+        shutil.rmtree(os.path.join(tmp, old), ignore_errors=True)
+    dist = os.path.join(tmp, "dist")
+    for d in DIST_DIRS:
+        session.run("python", "-m", "build", "--outdir", dist, d)
+    session.log("built: " + " ".join(sorted(os.listdir(dist))))
+    venv = os.path.join(tmp, "venv")
+    session.run("python", "-m", "venv", "--clear", venv)     # this session's Python
+    py = os.path.join(venv, "bin", "python")
+    tp_exe = os.path.join(venv, "bin", "tensorplay")
+    # A plugin alone pulls the core release it pins, from --find-links (PyPI's tensorplay 1.x is
+    # an unrelated project)
+    session.run(py, "-m", "pip", "install", "-q", "--find-links", dist, "tensorplay-cpu",
+                external=True)
+    session.run(py, "-c", "import importlib.metadata as m, tensorplay, tensorplay_cpu; "
+                "v = m.version('tensorplay'); assert v == tensorplay.__version__ == "
+                "m.version('tensorplay-cpu'), v; assert 'site-packages' in tensorplay.__file__; "
+                "print('resolved tensorplay', v)", external=True)
+    session.run(py, "-m", "pip", "install", "-q", "--find-links", dist, "tensorplay[all,test]",
+                "tensorplay-example-ops", external=True)
+    session.run(py, "-m", "pip", "check", external=True)
+    session.run(py, "-c", "import importlib.resources as r; "
+                "assert r.files('tensorplay').joinpath('py.typed').is_file(), 'py.typed missing'",
+                external=True)
+    session.run(tp_exe, "check", external=True)
+    sdist = glob.glob(os.path.join(dist, "tensorplay-[0-9]*.tar.gz"))[0]
+    src = os.path.join(tmp, "sdist")
+    with tarfile.open(sdist) as tar:
+        tar.extractall(src, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+    (top,) = os.listdir(src)
+    with session.chdir(os.path.join(src, top)):
+        session.run(py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests",
+                    *session.posargs, external=True)
+
+
+@nox.session(python=PYTHONS[-2])
+def docs(session):
+    """The documentation site; any mkdocs/mkdocstrings warning is an error."""
+    session.install("-r", "docs/requirements.txt")
+    session.install("-e", ".", "-e", "plugins/tensorplay_cpu")
+    session.run("mkdocs", "build", "--strict", "--site-dir", os.path.join(session.create_tmp(),
+                                                                          "site"))
 
 
 @nox.session(python=PYTHONS[-1])

@@ -21,8 +21,13 @@ EXAMPLE_OPS = ("example::weighted_sum", "example::rms_norm", "example::gelu",
                "example::softmax_cross_entropy", "example::add_relu_")
 
 
-def run_cli(*args, env=None, timeout=120):
-    """``python -m tensorplay.cli ARGS`` (same code as the console script)."""
+def run_cli(*args, env=None, timeout=120, columns=None):
+    """``python -m tensorplay.cli ARGS`` (same code as the console script). ``columns``: the
+    terminal width the tables fit (``COLUMNS``; default: none set, i.e. 80 when piped)."""
+    env = dict(os.environ if env is None else env)
+    env.pop("COLUMNS", None)
+    if columns is not None:
+        env["COLUMNS"] = str(columns)
     return subprocess.run([sys.executable, "-m", "tensorplay.cli", *args], capture_output=True,
                           text=True, env=env, timeout=timeout)
 
@@ -44,8 +49,8 @@ def test_console_script_check_passes_on_the_example_pack(tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     for name in EXAMPLE_OPS:
         assert name in p.stdout
-    # progress on stderr, one line per (op, device)
-    assert "[1/" in p.stderr and "sample(s) ok" in p.stderr
+    # progress on stderr, one line per (op, device, kernel, sample)
+    assert "[1] " in p.stderr and "]: ok (" in p.stderr
     res = json.loads(out.read_text())
     assert res["ok"] and res["failures"] == [] and res["samples_checked"] >= 10
     rows = {r["op"]: r for r in res["rows"]}
@@ -53,9 +58,10 @@ def test_console_script_check_passes_on_the_example_pack(tmp_path):
     assert rows["example::gelu"]["checks"]["test_autograd_registration"] == "pass"
     assert rows["example::add_relu_"]["checks"]["test_autograd_registration"] == "skip"
     assert rows["example::add_relu_"]["checks"]["test_aot_dispatch_dynamic"] is None
-    header = next(line for line in p.stdout.splitlines() if line.startswith("plugin"))
-    for col in ("op", "device", "schema", "autograd", "fake", "aot", "time (ms)"):
+    header = next(line for line in p.stdout.splitlines() if line.startswith("op / kernel"))
+    for col in ("samples", "schema", "autograd", "layouts", "fake", "aot"):
         assert col in header
+    assert "tensorplay check: tensorplay-example-ops on cpu" in p.stdout
 
 
 def test_full_check_exit_code_agrees_with_its_results(tmp_path):
@@ -113,10 +119,10 @@ def test_a_failing_op_pack_makes_check_exit_1(plugin_env):
     p = run_cli("check", "--plugin", "broken-pack", "--test-utils", NO_AOT, env=env)
     assert p.returncode == 1, p.stdout + p.stderr
     lines = p.stdout.splitlines()
-    leaky = next(line for line in lines if "broken::leaky" in line and "cpu" in line)
+    leaky = next(line for line in lines if line.startswith("broken::leaky"))
     assert "FAIL" in leaky
-    fine = next(line for line in lines if "broken::fine" in line and "cpu" in line)
-    assert "FAIL" not in fine and "PASS" in fine
+    fine = next(line for line in lines if line.startswith("broken::fine"))
+    assert "FAIL" not in fine and "ok" in fine
     assert "output 0 is a view of / shares storage with input 'x'" in p.stdout
     # only the good op: passes
     p2 = run_cli("check", "--plugin", "broken_pack", "broken::fine", "--test-utils", NO_AOT,
@@ -127,7 +133,7 @@ def test_a_failing_op_pack_makes_check_exit_1(plugin_env):
 def test_a_plugin_that_fails_to_load_fails_check_and_shows_in_plugins(plugin_env):
     make, env = plugin_env
     make("exploding-pack", "exploding_pack", "raise ImportError('needs libfoo 3')\n")
-    p = run_cli("plugins", env=env)
+    p = run_cli("plugins", env=env, columns=250)
     assert p.returncode == 0
     row = next(line for line in p.stdout.splitlines() if line.startswith("exploding-pack"))
     assert "failed" in row and "needs libfoo 3" in row
@@ -165,7 +171,7 @@ def test_strict_turns_a_broken_plugin_into_an_error(plugin_env):
 # ---------------------------------------------------------------------------- plugins / ops
 
 def test_plugins_table_subprocess():
-    p = run_cli("plugins")
+    p = run_cli("plugins", columns=250)
     assert p.returncode == 0, p.stderr
     head = p.stdout.splitlines()[1]
     for col in ("distribution", "version", "status", "devices", "ops", "kernels", "error"):
@@ -189,7 +195,8 @@ def test_plugins_json_matches_the_api(capsys):
         "cpu": "available"}
 
 
-def test_ops_lists_schema_kernels_and_plugin(capsys):
+def test_ops_lists_schema_kernels_and_plugin(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")
     assert main(["ops", "--namespace", "example"]) == 0
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("example::rms_norm "))
@@ -279,7 +286,7 @@ def test_readme_example_runs():
 def test_plugins_table_shows_builtin_kernels_of_device_plugins():
     """tensorplay-cpu provides the built-in kernels of device cpu through its backend: the
     kernels column says how many, instead of 0 (user-tester report)."""
-    p = run_cli("plugins")
+    p = run_cli("plugins", columns=250)
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     i = next(k for k, line in enumerate(lines) if line.startswith("tensorplay-cpu "))
@@ -287,3 +294,78 @@ def test_plugins_table_shows_builtin_kernels_of_device_plugins():
     assert n == 0 and " built-in (cpu)" in lines[i]
     count = int(lines[i].split(" built-in (cpu)")[0].split()[-1])
     assert count >= 50
+
+
+# ---------------------------------------------------------------------------- good citizens
+
+def test_version():
+    p = run_cli("--version")
+    assert p.returncode == 0 and p.stdout.strip() == f"tensorplay {tensorplay.__version__}"
+
+
+def test_output_into_a_closed_pipe_ends_quietly():
+    # `tensorplay ops | head -1`: the reader goes away after one line
+    p = subprocess.Popen([sys.executable, "-m", "tensorplay.cli", "ops"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    first = p.stdout.readline()
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    rc = p.wait(timeout=60)
+    assert first and "BrokenPipeError" not in err and "Traceback" not in err, err
+    assert rc == 0
+
+
+@pytest.mark.parametrize("cmd", [["plugins"], ["ops", "-n", "example"],
+                                 ["check", "gelu", "--device", "cpu", "--test-utils",
+                                  "test_schema"]], ids=["plugins", "ops", "check"])
+def test_json_dash_writes_json_to_stdout_for_every_command(cmd):
+    p = run_cli(*cmd, "--json", "-")
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)           # stdout is JSON and nothing else
+    assert data
+    if cmd[0] == "check":
+        assert data["ok"] and {r["op"] for r in data["rows"]} == {"example::gelu"}
+        assert "op / kernel" in p.stderr  # the human tables go to stderr
+
+
+def test_a_plugins_name_that_matches_nothing_is_a_usage_error():
+    p = run_cli("--plugins", "tensorplay-cpu,no-such-pack", "plugins")
+    assert p.returncode == 2
+    assert "no-such-pack" in p.stderr and "tensorplay-cpu" in p.stderr
+    p = run_cli("plugins", "--disable-plugins", "nope")
+    assert p.returncode == 2 and "nope" in p.stderr
+
+
+def test_plugin_and_plugins_confusion_gets_a_hint():
+    # `--plugin` on a command that has only `--plugins`: never silently taken as an abbreviation
+    p = run_cli("plugins", "--plugin", "tensorplay-cpu")
+    assert p.returncode == 2 and "--plugins" in p.stderr and "hint" in p.stderr
+    # `check --plugins X`: loads only X (valid), but says what --plugin does
+    p = run_cli("check", "--plugins", "tensorplay-cpu,tensorplay-example-ops", "gelu",
+                "--test-utils", "test_schema", "-q")
+    assert "--plugin NAME" in p.stderr and p.returncode == 0, p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("cmd", [["plugins"], ["ops"],
+                                 ["check", "--plugin", "example_ops", "--device", "cpu",
+                                  "--test-utils", "test_schema", "-q"]],
+                         ids=["plugins", "ops", "check"])
+def test_tables_fit_80_columns(cmd):
+    p = run_cli(*cmd, columns=80)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    # the tables (failure messages and notes are prose, greppable on one line)
+    table = [line for line in lines if not line.startswith(("- ", "device "))]
+    assert max(len(line) for line in table) <= 80, max(table, key=len)
+
+
+def test_check_plugin_of_a_device_plugin_finds_the_builtin_cases():
+    from tensorplay.testing.plugin_check import plugin_check_cases
+    p = run_cli("check", "--plugin", "tensorplay-cpu", "--device", "cpu", "-q", "--json", "-")
+    data = json.loads(p.stdout)
+    cases = plugin_check_cases("tensorplay-cpu", "cpu")
+    assert len(cases) >= 50
+    assert {(r["op"], r["device"]) for r in data["rows"]} == {(c.op, c.device) for c in cases}
+    # the CLI and check_plugin are one engine: same verdicts
+    if not data["samples_checked"]:
+        assert p.returncode == 1 and "nothing was checked" in p.stderr

@@ -141,6 +141,7 @@ def test_is_available_never_raises_and_agrees_with_device_status():
 def test_builtin_kernels_are_the_reference_kernels_bound_to_cupy():
     """Not a second copy: every cuda kernel is the same code object as the cpu one, closed over
     CuPy's array-API namespace instead of NumPy's (binding needs no GPU)."""
+    pytest.importorskip("cupy", reason="CuPy is not installed (tensorplay-cuda[cuda12|cuda13])")
     import array_api_compat.cupy as xp_cupy
     from tensorplay_cpu.backend import CPUBackend
     from tensorplay_cuda.backend import CUDABackend

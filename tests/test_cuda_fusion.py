@@ -14,16 +14,9 @@ import os
 import subprocess
 import sys
 
-# Same two modes as test_triton.py: Triton's own library functions (tl.sum...) are interpreted
-# or compiled according to TRITON_INTERPRET when triton is first imported, so one process runs
-# one mode. "interpret" (default, CI): the generated kernels run on NumPy arrays; "compiled"
-# (a subprocess started by test_cuda_compiled_fusion_suite on a GPU machine): only the cuda tests.
-MODE = os.environ.get("TENSORPLAY_TRITON_TEST_MODE", "interpret")
-if MODE == "interpret":
-    os.environ["TRITON_INTERPRET"] = "1"
-else:
-    os.environ.pop("TRITON_INTERPRET", None)
-
+# No TRITON_INTERPRET anywhere: as everywhere in tensorplay-triton, the arrays pick the mode per
+# launch (NumPy: Triton's interpreter through wrap_triton; CuPy: the compiled kernel), so the
+# interpreter tests and the GPU tests run in one process, in any order with test_triton.py.
 import pytest  # noqa: E402
 
 np = pytest.importorskip("numpy")
@@ -39,18 +32,11 @@ from tensorplay_cuda.triton_fusion import TritonChain, generate  # noqa: E402
 
 CUDA_OK, CUDA_WHY = tp.plugins.device_status("cuda")
 needs_cuda = pytest.mark.skipif(not CUDA_OK, reason=f"no usable CUDA device: {CUDA_WHY}")
-compiled_mode = pytest.mark.skipif(
-    MODE != "compiled", reason="compiled-kernel test: run by test_cuda_compiled_fusion_suite in a "
-                               "subprocess with TENSORPLAY_TRITON_TEST_MODE=compiled")
-interpret_mode = pytest.mark.skipif(MODE != "interpret", reason="interpreter-mode test")
 
 
 @pytest.fixture
-def interp(monkeypatch):
-    """Generated kernels are decorated when first needed: with this set they are interpreted."""
-    if MODE != "interpret":
-        pytest.skip("interpreter-mode test (this process runs compiled kernels)")
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
+def interp():
+    """The cpu backend: its NumPy arrays run the generated kernels through Triton's interpreter."""
     return _backend.get_backend("cpu")
 
 
@@ -323,28 +309,13 @@ def test_cupy_fuser_keeps_constants_out_of_the_source():
 # on the GPU (compiled kernels, CuPy driver)
 
 @pytest.fixture
-def compiled(monkeypatch):
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+def compiled():
+    """The cuda backend: its CuPy arrays launch the compiled kernels."""
     return _backend.get_backend("cuda")
 
 
 @pytest.mark.cuda
 @needs_cuda
-@interpret_mode
-def test_cuda_compiled_fusion_suite():
-    """Runs this file's compiled-kernel tests in a fresh process (TRITON_INTERPRET unset)."""
-    env = dict(os.environ, TENSORPLAY_TRITON_TEST_MODE="compiled")
-    env.pop("TRITON_INTERPRET", None)
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
-                        __file__, "-k", "cuda and not compiled_fusion_suite"],
-                       capture_output=True, text=True, env=env, timeout=900)
-    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
-    assert " passed" in r.stdout and " failed" not in r.stdout, r.stdout[-3000:]
-
-
-@pytest.mark.cuda
-@needs_cuda
-@compiled_mode
 def test_cuda_compile_uses_one_triton_kernel_and_matches_eager(compiled):
     def f(x, y):
         a = x * y + 1.0
@@ -363,7 +334,6 @@ def test_cuda_compile_uses_one_triton_kernel_and_matches_eager(compiled):
 
 @pytest.mark.cuda
 @needs_cuda
-@compiled_mode
 @pytest.mark.parametrize("dt", ["float32", "float16", "bfloat16", "float64"])
 def test_cuda_chain_broadcast_scalars_dtypes_and_reduction(compiled, dt):
     if dt == "bfloat16":
@@ -388,7 +358,6 @@ def test_cuda_chain_broadcast_scalars_dtypes_and_reduction(compiled, dt):
 
 @pytest.mark.cuda
 @needs_cuda
-@compiled_mode
 def test_cuda_eager_large_ops_take_the_triton_path_and_match(compiled, monkeypatch):
     monkeypatch.setattr(eager, "THRESHOLD", 1 << 10)
     tp.manual_seed(2)
@@ -401,7 +370,6 @@ def test_cuda_eager_large_ops_take_the_triton_path_and_match(compiled, monkeypat
 
 @pytest.mark.cuda
 @needs_cuda
-@compiled_mode
 @pytest.mark.parametrize("da,db", MIXED)
 def test_cuda_eager_mixed_dtypes_compute_in_the_promoted_dtype(compiled, monkeypatch, da, db):
     """Eager built-ins on mixed cuda dtypes, small tensors (CuPy) and the large-tensor path
@@ -463,7 +431,6 @@ print("ok")
 '''
 
 
-@interpret_mode
 def test_generated_kernels_compile_for_the_h200_with_16_byte_accesses():
     """Ahead-of-time compile (sm_90, no GPU needed) of the 8-op chain and of a bf16 broadcast
     chain ending in a sum: catches code the interpreter accepts but the compiler would not, and
@@ -505,7 +472,6 @@ print(count(f32), count(bf16), "cvt.rn.bf16" in bf16, "bfe.u32" in bf16, "__nv_e
 '''
 
 
-@interpret_mode
 def test_bf16_chain_rounds_with_the_hardware_conversion_on_the_gpu():
     """The compiled bf16 chain rounds each step with the GPU's float32 -> bfloat16 conversion
     (round to nearest even, as eager), not the integer emulation the interpreter needs: that
@@ -547,3 +513,145 @@ def test_direct_ufunc_path_gives_the_reference_results_and_dtypes(monkeypatch):
             got, want = acc[name](a), ref[name](a)
             assert got.dtype == want.dtype, (name, a.dtype)
             np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"{name} {a.dtype}")
+
+
+# ------------------------------------------------------------------------------------------------
+# one interpreter path: the fuser's cpu launches and plain triton_ops share one process
+
+_ONE_PROCESS = r'''
+import os, sys, types
+import numpy as np
+import tensorplay as tp
+from tensorplay import _backend, library
+from tensorplay._fusion import ElementwiseExpr, Step
+from tensorplay_cuda.triton_fusion import TritonChain
+
+FIRST = sys.argv[1]
+MODS = ("triton.language", "triton.language.core", "triton.language.standard",
+        "triton.language.math")
+
+
+def snapshot():
+    snap = {m: dict(vars(sys.modules[m])) for m in MODS if m in sys.modules}
+    snap["tensor"] = dict(vars(sys.modules["triton.language"].tensor))
+    return snap
+
+
+def leaks(before):
+    """Attributes of triton.language replaced or added since ``before`` (a newly imported
+    submodule excepted: an import, not a patch), and interpreter functions left anywhere there."""
+    old = before["tensor"]
+    out = ["tensor." + k for k, v in vars(sys.modules["triton.language"].tensor).items()
+           if old.get(k, leaks) is not v and not (k == "__annotations__" and v == {})]
+    for name, old in before.items():
+        if name == "tensor":
+            continue
+        m = sys.modules[name]
+        for k, v in vars(m).items():
+            if old.get(k, leaks) is v:
+                continue
+            if k not in old and isinstance(v, types.ModuleType) and \
+                    sys.modules.get(name + "." + k) is v:
+                continue
+            out.append(name + "." + k)
+        for k, v in vars(m).items():
+            if getattr(v, "__module__", None) in ("triton.runtime.interpreter",
+                                                  "tensorplay_triton._interp"):
+                out.append(name + "." + k + " (interpreter)")
+    return out
+
+
+def helpers_ok():
+    from triton.runtime.jit import JITFunction
+    import triton.language.standard as tls
+    assert isinstance(tls.sum, JITFunction) and isinstance(tls.max, JITFunction), type(tls.sum)
+    try:
+        tls.sum(1)
+    except RuntimeError as e:
+        assert "outside of the scope of a kernel" in str(e), e
+    else:
+        raise AssertionError("tl.sum outside a kernel did not raise")
+
+
+def fusion():
+    x = np.linspace(-2, 2, 300, dtype=np.float32)
+    y = np.linspace(1, 3, 300, dtype=np.float32)
+    f32 = tp.float32
+    steps = (Step("mul", (("in", 0), ("in", 1))), Step("tanh", (("step", 0),)),
+             Step("sum", (("step", 1),)))
+    e = ElementwiseExpr(2, steps, (2,), (f32,) * 3, tp.device("cpu"))
+    got = TritonChain(e, _backend.get_backend("cpu")).run([x, y])
+    want = np.tanh(x.astype(np.float64) * y).sum()
+    assert abs(float(got[0]) - want) < 1e-3, (got, want)
+
+
+DEFINED = []
+
+
+def op():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def sum_max(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs, mask=offs < n, other=0.)
+        tl.store(out_ptr, tl.sum(x, axis=0) + tl.max(tl.where(offs < n, x, -float("inf")), axis=0))
+
+    if not DEFINED:
+        DEFINED.append(1)
+
+        @library.triton_op("fusionreg::sum_max", mutates_args=())
+        def sum_max_op(x: tp.Tensor) -> tp.Tensor:
+            out = tp.empty(1)
+            library.wrap_triton(sum_max)[(1,)](x, out, x.numel(), BLOCK=16)
+            return out
+    x = tp.randn(10)
+    got = tp.ops.fusionreg.sum_max(x).numpy()[0]
+    h = x.numpy()
+    assert abs(got - (h.sum() + h.max())) < 1e-5, (got, h)
+
+
+steps = [fusion, op] if FIRST == "fusion" else [op, fusion]
+import triton.language, triton.language.standard   # noqa: E401  (the snapshot needs them)
+before = snapshot()
+for step in steps + steps:
+    step()
+    assert leaks(before) == [], (step.__name__, leaks(before))
+    helpers_ok()
+assert "TRITON_INTERPRET" not in os.environ
+print("ok")
+'''
+
+
+@pytest.mark.parametrize("first", ["fusion", "op"])
+def test_fused_kernels_and_triton_ops_share_one_interpreter_path(tmp_path, first):
+    """In one fresh process, in either order: the fuser's generated kernel (tanh helper, tl.sum
+    reduction) on NumPy arrays, then a plain ``triton_op`` using ``tl.sum``/``tl.max`` on cpu
+    tensors, twice. Every launch leaves ``triton.language`` as it was (no leaked patch, no
+    interpreter global) and Triton's helpers stay ``JITFunction``s (compiled kernels need them):
+    the fuser used to set ``TRITON_INTERPRET`` and decorate under it."""
+    script = tmp_path / "one_process.py"          # a file: Triton reads kernels' source
+    script.write_text(_ONE_PROCESS)
+    env = dict(os.environ)
+    env.pop("TRITON_INTERPRET", None)
+    r = subprocess.run([sys.executable, str(script), first], capture_output=True, text=True,
+                       env=env, timeout=300, check=False)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-3000:] + r.stderr[-4000:]
+
+
+def test_generated_kernels_are_jit_functions_whatever_triton_interpret_says(monkeypatch):
+    """Kernels are built as ``JITFunction``s even with ``TRITON_INTERPRET=1`` set when they are
+    generated: the arrays pick interpreter or compiler per launch, not the environment."""
+    from triton.runtime.jit import JITFunction
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    src, name, _, _ = generate(_expr(CHAIN8, 2, [tp.float32] * 8), [tp.float32] * 2, ["c", "c"],
+                               0, False)
+    k = triton_fusion._build(src, name)
+    assert type(k) is JITFunction
+    assert type(k.fn.__globals__["_tanh"]) is JITFunction
+    x, y = tp.randn(50), tp.randn(50)
+    got = TritonChain(_expr(CHAIN8, 2, [tp.float32] * 8), _backend.get_backend("cpu")).run(
+        [x.numpy(), y.numpy()])
+    np.testing.assert_allclose(got[0], _eager(CHAIN8, (7,), [x, y])[0].numpy(), rtol=2e-6,
+                               atol=2e-6)

@@ -68,7 +68,8 @@ def test_importing_the_pack_first_is_cheap_and_loads_correctly():
 
 def test_ops_module_imports_no_numpy_at_import():
     src = importlib.util.find_spec("tensorplay_example_ops.ops").origin
-    text = open(src).read()
+    with open(src) as fh:
+        text = fh.read()
     assert "import numpy" not in text and "from numpy" not in text
 
 
@@ -169,11 +170,47 @@ def test_samples_have_realistic_shapes():
     for n in CORE_OPS:
         samples = tp.plugins.sample_inputs(getattr(tp.ops.example, n), cpu)
         assert samples, f"example::{n} has no sample inputs"
+        samples = [s for s in samples if s.args[0].numel()]     # the empty batch aside
         rows = [s.args[0].numel() // s.args[0].shape[-1] for s in samples]   # leading dims
         hidden = [s.args[0].shape[-1] for s in samples]
         assert max(rows) >= 256 and min(rows) >= 32 and max(rows) <= 1024, (n, rows)
         assert all(64 <= h <= 4096 for h in hidden) or n == "softmax_cross_entropy", (n, hidden)
         assert all(s.name for s in samples)
+
+
+def test_every_op_ships_an_empty_and_a_non_contiguous_sample():
+    cpu = tp.device("cpu")
+    for name in _rec().ops:
+        op = tp._registry.lookup(name)
+        if op.is_triton:
+            continue     # the Triton ops' samples belong to triton_ops (derived 0-size there)
+        samples = tp.plugins.sample_inputs(op, cpu)
+        tensors = [t for s in samples for t in list(s.args) + list(s.kwargs.values())
+                   if isinstance(t, tp.Tensor)]
+        assert any(t.ndim and t.shape[0] == 0 for t in tensors), f"{name}: no 0-size sample"
+        assert any(not t.is_contiguous() for t in tensors), f"{name}: no non-contiguous sample"
+
+
+def test_check_plugin_passes_every_check_with_one_case_per_kernel():
+    from tensorplay.testing import check_plugin, summarize_checks
+    from tensorplay.testing.plugin_check import plugin_check_cases
+    cases = plugin_check_cases("tensorplay-example-ops", "cpu")
+    kernels = {(c.op, c.kernel) for c in cases}
+    # rms_norm: its NumPy cpu kernel (entry-point metadata) and the device-agnostic one
+    assert {("example::rms_norm", "cpu"), ("example::rms_norm", "default")} <= kernels
+    res = check_plugin("tensorplay-example-ops", "cpu", ops=[f"example::{n}" for n in CORE_OPS],
+                       test_utils=["test_schema", "test_autograd_registration", "test_layouts",
+                                   "test_faketensor"])
+    bad = [r.describe() for r in res if not r.ok]
+    assert not bad, "\n".join(bad)
+    assert summarize_checks(res)["passed"] >= 20
+    for r in res:
+        assert r.kernel and r.checks.get("test_layouts") in ("pass", "skip"), r
+    assert any(r.checks.get("test_layouts") == "pass" for r in res)
+    assert {r.kernel for r in res if r.op == "example::rms_norm"} == {
+        # the kernel named in entry-point metadata, and the one defined with the op
+        "cpu: tensorplay_example_ops.cpu_kernels:rms_norm (plugin tensorplay-example-ops)",
+        "default: tensorplay_example_ops.ops:rms_norm (plugin tensorplay-example-ops)"}
 
 
 def test_samples_are_deterministic():
@@ -183,6 +220,10 @@ def test_samples_are_deterministic():
     assert np.array_equal(a, b)
 
 
+# the empty-batch sample of softmax_cross_entropy: the mean of no rows is NaN (as in torch);
+# NumPy, under the built-in mean, warns about it
+@pytest.mark.filterwarnings("ignore:Mean of empty slice:RuntimeWarning",
+                            "ignore:invalid value encountered:RuntimeWarning")
 def test_every_sample_passes_opcheck_on_cpu_quickly():
     cpu = tp.device("cpu")
     t0 = time.process_time()     # CPU time: robust to other processes sharing the machine

@@ -299,10 +299,12 @@ def test_dropped_gradient_names_the_argument():
     assert "input 'x'" not in msg
 
 
-def test_formula_returning_none_is_a_dropped_gradient():
-    msg = check(formula_drops, (tp.randn(3, 4), tp.randn(3, 4)),
-                tests=["test_autograd_registration"])["test_autograd_registration"]
-    assert "oc_ag::formula_drops" in msg and "input 'w'" in msg and "dropped" in msg
+def test_formula_returning_none_is_a_declaration_not_a_dropped_gradient():
+    # register_autograd's contract (and torch's opcheck): an explicit None from a registered
+    # formula says "no gradient for this input" (a rotary table, class weights, a mask)
+    res = run_checks(formula_drops, (tp.randn(3, 4), tp.randn(3, 4)),
+                     test_utils="test_autograd_registration")
+    assert res["test_autograd_registration"].status == "pass", res
 
 
 def test_formula_with_wrong_gradient_shape():
@@ -336,7 +338,8 @@ def test_callers_tensors_are_never_modified():
     x_vals, out_vals = x.numpy().copy(), out.numpy().copy()
     vx, vo = x._version, out._version
     _SEEN.clear()
-    failures = check(strides_seen, (x, out), tests=ALL_TESTS[:3])
+    failures = check(strides_seen, (x, out),
+                     tests=["test_schema", "test_autograd_registration", "test_faketensor"])
     assert "test_schema" in failures       # the undeclared write was seen on a clone...
     assert np.array_equal(x.numpy(), x_vals) and np.array_equal(out.numpy(), out_vals)
     assert (x._version, out._version) == (vx, vo)      # ...and never on the caller's tensors

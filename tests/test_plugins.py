@@ -663,7 +663,9 @@ def test_check_plugin_runs_opcheck_over_ops_and_samples(env):
     assert ["checkns::badfake", "cpu", "ones3", "failed", ["test_faketensor"]] in rows
     assert ["checkns::badfake", "cpu", "tensorplay-checkpack#1", "failed", ["test_faketensor"]] in rows
     assert ["checkns::nosamples", "cpu", "", "skipped", []] in rows
-    assert d["summary"] == {"passed": 2, "failed": 2, "error": 0, "skipped": 1}
+    # plus the empty-batch sample check_plugin derives (leading dim 0) for each op
+    assert ["checkns::good", "cpu", "derived: leading dim 0 (from ones3)", "passed", []] in rows
+    assert d["summary"] == {"passed": 3, "failed": 3, "error": 0, "skipped": 1}
     assert d["progress"] == len(rows)
     assert d["cuda"][0] == "DeviceUnavailableError"
 

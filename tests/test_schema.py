@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _CORE = os.path.join(os.path.dirname(_HERE), "tensorplay_core")
-if _CORE not in sys.path:
-    sys.path.insert(0, _CORE)
+if _CORE not in sys.path and importlib.util.find_spec("tensorplay") is None:
+    sys.path.insert(0, _CORE)   # not installed: test the source tree (never shadow an install)
 
 try:  # the real package once its __init__ works (a namespace package before that)
     import tensorplay as tp

@@ -140,8 +140,14 @@ def test_dlpack_round_trip_with_numpy():
     x = tp.arange(6, dtype=tp.float64).reshape(2, 3)
     a = np.from_dlpack(x)
     assert a.shape == (2, 3) and a.dtype == np.float64
-    a[0, 0] = 42.0
-    assert x[0, 0].item() == 42.0, "np.from_dlpack(tensor) shares memory"
+    # NumPy < 2 marks every DLPack import read-only (the protocol had no read-only flag before
+    # DLPack 1.0); NumPy >= 2 keeps a writable producer writable.
+    assert a.flags.writeable == (np.lib.NumpyVersion(np.__version__) >= "2.0.0")
+    x.add_(1.0)
+    assert a[1, 2] == 6.0, "np.from_dlpack(tensor) shares memory"
+    if a.flags.writeable:
+        a[0, 0] = 42.0
+        assert x[0, 0].item() == 42.0, "np.from_dlpack(tensor) shares memory both ways"
     b = np.arange(4, dtype=np.int32)
     t = tp.from_dlpack(b)
     assert t.dtype is tp.int32 and t.tolist() == [0, 1, 2, 3]

@@ -807,22 +807,81 @@ def test_scalar_loop_bound_on_every_numpy():
     np.testing.assert_allclose(_host(out), _host(x).sum(-1) + 0.25, rtol=1e-5, atol=1e-5)
 
 
+def _lang_modules():
+    import triton.language.core as tlc
+    import triton.language.standard as tls
+    return (tl, tlc, tls, tl.math)
+
+
+def _lang_snapshot():
+    return {m.__name__: dict(vars(m)) for m in _lang_modules()}, dict(vars(tl.tensor))
+
+
+def _lang_patches(snapshot):
+    """What an interpreted launch left in ``triton.language`` since ``snapshot``: attributes
+    replaced or added, except a submodule imported meanwhile (``import triton.runtime.interpreter``
+    binds ``triton.language.semantic`` on first use: an import, not a patch), plus any attribute
+    that is one of the interpreter's patch functions whatever the snapshot says."""
+    mods, tensor_before = snapshot
+    out = []
+    for m in _lang_modules():
+        before = mods[m.__name__]
+        for k, v in vars(m).items():
+            if before.get(k, _MISSING) is v:
+                continue
+            if k not in before and type(v) is type(sys) and sys.modules.get(f"{m.__name__}.{k}") is v:
+                continue
+            out.append(f"{m.__name__}.{k}")
+    # (a class's empty __annotations__ is made by Python on first read, e.g. inspect.getmembers)
+    out += [f"tensor.{k}" for k, v in vars(tl.tensor).items() if tensor_before.get(k, _MISSING) is not v
+            and not (k == "__annotations__" and k not in tensor_before and v == {})]
+    for m in _lang_modules() + (tl.tensor,):
+        for k, v in vars(m).items():
+            if getattr(v, "__module__", None) in ("triton.runtime.interpreter", "tensorplay_triton._interp"):
+                out.append(f"{getattr(m, '__name__', m)}.{k} (an interpreter patch)")
+    return out
+
+
+_MISSING = object()
+
+
+def _assert_helpers_are_jit_functions():
+    """Triton's own helpers must be ``JITFunction``s (compiled kernels call them; outside a kernel
+    they raise Triton's error): they are not when ``triton`` was first imported while
+    ``TRITON_INTERPRET=1`` was set, e.g. by a test module setting it at import."""
+    from triton.runtime.jit import JITFunction
+    tls = _lang_modules()[2]
+    for name in ("sum", "max", "min", "softmax"):
+        assert isinstance(getattr(tls, name), JITFunction), (
+            f"triton.language.standard.{name} is a {type(getattr(tls, name)).__name__}: triton was "
+            f"first imported under TRITON_INTERPRET=1 in this process")
+    with pytest.raises(RuntimeError, match="outside of the scope of a kernel"):
+        tls.sum(1)                  # a @triton.jit helper called outside a kernel: Triton's error
+
+
 @interpret_only
 def test_interpreted_launch_leaves_triton_language_untouched():
     """Interpreted launches patch triton.language while they run; compiled kernels later in the
     same process need the originals back (helpers called inside kernels included)."""
     _cpu()
-    import triton.language.core as tlc
-    import triton.language.standard as tls
-    before = {m.__name__: dict(vars(m)) for m in (tl, tlc, tls, tl.math)}
-    tensor_before = dict(vars(tl.tensor))
+    snap = _lang_snapshot()
     test_scalar_loop_bound_on_every_numpy()
-    for m in (tl, tlc, tls, tl.math):
-        changed = [k for k, v in vars(m).items() if before[m.__name__].get(k, object()) is not v]
-        assert not changed, (m.__name__, changed[:5])
-    assert {k for k, v in vars(tl.tensor).items() if tensor_before.get(k) is not v} == set()
-    with pytest.raises(RuntimeError, match="outside of the scope of a kernel"):
-        tls.sum(1)                  # a @triton.jit helper called outside a kernel: Triton's error
+    assert _lang_patches(snap) == []
+    _assert_helpers_are_jit_functions()
+    assert _lang_patches(snap) == []
+
+
+def test_lang_patch_check_sees_a_leaked_patch_but_not_a_submodule_import(monkeypatch):
+    """The check above can fail: a leaked patch (a replaced helper, an interpreter function left
+    on ``tl.tensor``) is reported; a newly bound submodule is not."""
+    import types
+    snap = _lang_snapshot()
+    monkeypatch.setattr(tl, "zeros", lambda *a, **k: None)
+    monkeypatch.setattr(tl.tensor, "__index__", lambda self: 0, raising=False)
+    fake_sub = types.ModuleType("triton.language._tp_probe")
+    monkeypatch.setitem(sys.modules, "triton.language._tp_probe", fake_sub)
+    monkeypatch.setattr(tl, "_tp_probe", fake_sub, raising=False)
+    assert _lang_patches(snap) == ["triton.language.zeros", "tensor.__index__"]
 
 
 def _run_script(tmp_path, code, env):

@@ -148,6 +148,7 @@ def _bias_gelu_samples(device):
         SampleInput((r(8, 16, 32, device=device, dtype=tensorplay.float64),
                      r(16, 1, device=device, dtype=tensorplay.float64)),
                     name="8x16x32 float64 + (16, 1)"),
+        SampleInput((r(0, 64, device=device), r(64, device=device)), name="0x64 + (64,)"),
     ]
 
 

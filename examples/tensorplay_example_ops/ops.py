@@ -43,6 +43,9 @@ def _weighted_sum_samples(device):
                     name="512x1024, elementwise weight"),
         SampleInput((r(1024, 4096, device=device), r(4096, device=device)),
                     name="1024x4096, weight (4096,)"),
+        SampleInput((r(64, 32, device=device).t(), r(64, device=device)),
+                    name="32x64 transposed view, weight (64,)"),
+        SampleInput((r(0, 64, device=device), r(64, device=device)), name="0x64 (empty batch)"),
     ]
 
 
@@ -96,6 +99,9 @@ def _rms_norm_samples(device):
         SampleInput((r(4, 128, 768, device=device), r(768, device=device)), name="4x128x768"),
         SampleInput((r(64, 256, device=device, dtype=tensorplay.float64),
                      r(256, device=device, dtype=tensorplay.float64)), name="64x256 float64"),
+        SampleInput((r(32, 96, device=device)[:, :64], r(64, device=device)),
+                    name="32x64 column slice of 32x96"),
+        SampleInput((r(0, 64, device=device), r(64, device=device)), name="0x64 (empty batch)"),
     ]
 
 
@@ -125,6 +131,7 @@ def _gelu_samples(device):
         SampleInput((r(32, 64, device=device),), name="32x64"),
         SampleInput((r(256, 4096, device=device),), name="256x4096"),
         SampleInput((r(1024, 512, device=device).t(),), name="512x1024 transposed view"),
+        SampleInput((r(0, 64, device=device),), name="0x64 (empty batch)"),
     ]
 
 
@@ -164,6 +171,10 @@ def _sce_samples(device):
         SampleInput((r(256, 1000, device=device), _targets(256, 1000, device)), name="256x1000"),
         SampleInput((r(1024, 128, device=device) * 4, _targets(1024, 128, device)),
                     name="1024x128, wide logits"),
+        SampleInput((r(10, 32, device=device).t(), _targets(32, 10, device)),
+                    name="32x10 transposed logits"),
+        # an empty batch: the mean of no rows is NaN, as in torch
+        SampleInput((r(0, 10, device=device), _targets(0, 10, device)), name="0x10 (empty batch)"),
     ]
 
 
@@ -190,4 +201,7 @@ def _add_relu_samples(device):
         SampleInput((r(32, 64, device=device), r(64, device=device)), name="32x64 + (64,)"),
         SampleInput((r(1024, 1024, device=device), r(1024, 1024, device=device)),
                     name="1024x1024 + 1024x1024"),
+        SampleInput((r(64, 32, device=device).t(), r(64, device=device)),
+                    name="32x64 transposed x + (64,)"),
+        SampleInput((r(0, 64, device=device), r(64, device=device)), name="0x64 + (64,)"),
     ]

@@ -73,7 +73,7 @@ _COMPOSITE = {"compositeexplicitautograd", "compositeimplicitautograd", "default
 
 
 def normalize_device_type(d, api: str) -> str:
-    """Map every accepted device spelling to a dispatch key (SPEC §3 "Device spellings").
+    """Map every accepted device spelling to a dispatch key.
 
     ``"cpu"``/``"CPU"``/``Device("cpu")`` -> ``"cpu"``; ``"cuda:1"`` -> ``"cuda"``; ``None``,
     ``"default"`` and the Composite* spellings -> ``"default"``. Raises ``ValueError`` otherwise:
@@ -111,7 +111,7 @@ def normalize_device_type(d, api: str) -> str:
 def normalize_device_types(types, api: str) -> tuple[str, ...]:
     """A device spelling or an iterable of them -> tuple of dispatch keys (duplicates removed).
 
-    ``None`` or an empty iterable -> ``("default",)`` (SPEC §3 "Device spellings"). Raises
+    ``None`` or an empty iterable -> ``("default",)``. Raises
     ``ValueError`` for an unknown spelling (:func:`normalize_device_type`) and ``TypeError`` when
     ``types`` is neither a spelling nor an iterable of them (e.g. ``3``).
     """
@@ -267,7 +267,7 @@ class CustomOpDef(Generic[_P, _R]):
     # -- registration ----------------------------------------------------------------------
     def _add_kernel(self, key: str, fn, owner=None, priority: int = 0) -> RegistrationHandle:
         """Low-level: push ``fn`` for ``key``. Two *different* owners (plugins) for one key is an
-        error naming both unless priorities differ (SPEC §1 "Conflicts"); the same owner replaces."""
+        error naming both unless priorities differ; the same owner replaces."""
         with _lock:
             stack = self._kernels.setdefault(key, [])
             op_owner = self.plugin
@@ -500,7 +500,7 @@ class CustomOpDef(Generic[_P, _R]):
         """Register the fake (meta) kernel: given fake tensors, return fake outputs with the right
         shape, dtype, device and strides (tensors have no data). Same as
         ``torch.library.register_fake``. Decorator or direct call; the signature must accept the
-        op's parameters (``ValueError`` otherwise, CASES C10). Built-in ``tp::`` ops refuse it
+        op's parameters (``ValueError`` otherwise, naming the missing parameter). Built-in ``tp::`` ops refuse it
         (``ValueError``: their fake rules come from the core, as torch refuses aten ops)."""
         check_not_builtin(self, f"register_fake({self.name!r})")
 
@@ -531,7 +531,7 @@ class CustomOpDef(Generic[_P, _R]):
         ``inputs`` are then the positional inputs, ``keyword_only_inputs`` a dict of the others,
         and ``backward`` may leave out gradients for trailing keyword-only non-tensor arguments. Without a formula, a kernel written with tensorplay ops is differentiated through its
         body (CompositeImplicitAutograd semantics). With ``backward`` omitted it is a decorator
-        (SPEC §3: "directly or as decorators"). Returns ``backward``.
+        (directly or as a decorator). Returns ``backward``.
 
         Raises ``ValueError`` when ``backward`` or ``setup_context`` is not callable,
         ``setup_context`` takes neither form, or the op mutates its inputs (same
@@ -564,7 +564,7 @@ class CustomOpDef(Generic[_P, _R]):
         """Disable or re-enable the concrete kernel for ``device_type`` inside a ``with`` block.
 
         ``device_type``: any device spelling (``"cpu"``, ``"CUDA"``, ``tensorplay.device``). While
-        disabled, the kernel counts as absent (SPEC §3): calls on that device fall back to the
+        disabled, the kernel counts as absent: calls on that device fall back to the
         device-agnostic kernel (``DispatchError`` saying it is disabled when there is none) and
         ``get_kernel`` raises ``LookupError``. The change is made on ``__enter__`` and the state
         found then is restored on ``__exit__`` (also on an exception), so blocks nest. Same as
@@ -719,9 +719,9 @@ def unregister_op(op: CustomOpDef) -> None:
 def check_dispatchable(schema, keys, api: str) -> None:
     """Refuse a device-specific kernel on an op that no call could route to a device.
 
-    An op with no tensor parameters dispatches on its parameter of type ``Device`` (SPEC §3); with
+    An op with no tensor parameters dispatches on its parameter of type ``Device``; with
     neither, only the device-agnostic slot is reachable, so a kernel for a concrete device
-    (``keys`` other than ``"default"``) is a ``ValueError`` (CASES C06).
+    (``keys`` other than ``"default"``) is a ``ValueError``.
     """
     kinds = {a.kind for a in schema.arguments}
     if kinds & {"tensor", "optional_tensor", "tensor_list", "device"} or \

@@ -73,7 +73,7 @@ class _NoDefault:
 #: Sentinel for :attr:`Argument.default` when the argument has no default value.
 NO_DEFAULT = _NoDefault()
 
-#: The base types the schema language knows (SPEC §3; the ``torch.library`` subset).
+#: The base types the schema language knows (the ``torch.library`` subset).
 BASE_TYPES = frozenset({
     "Tensor", "SymInt", "int", "float", "bool", "str", "Scalar", "ScalarType", "Device",
     "Layout", "MemoryFormat",
@@ -326,6 +326,15 @@ class Argument:
         _check_alias(info, self.alias, self.is_write, what)
         object.__setattr__(self, "default", _convert_default(info, self.default, what))
 
+    def __eq__(self, other):
+        # Compared as field tuples (as dataclasses did before Python 3.13, which compares field
+        # by field): a nan default, always the ``math.nan`` object, then equals itself.
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return ((self.name, self.type, self.default, self.kwarg_only, self.alias, self.is_write)
+                == (other.name, other.type, other.default, other.kwarg_only, other.alias,
+                    other.is_write))
+
     @property
     def has_default(self) -> bool:
         """True when the argument has a default value."""
@@ -380,7 +389,7 @@ def parse_qualname(qualname: str, *, api: str = "FunctionSchema") -> tuple[str, 
     """Split ``"ns::op"`` / ``"ns::op.overload"`` into ``(ns, op, overload)`` (overload ``""``).
 
     Raises :class:`SchemaError` (a ``ValueError``) unless ``qualname`` is identifiers joined by
-    exactly one ``::`` and at most one ``.`` (the torch.library naming rule, SPEC §3).
+    exactly one ``::`` and at most one ``.`` (the torch.library naming rule).
     """
     if isinstance(qualname, str):
         m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)::([A-Za-z_][A-Za-z0-9_]*)"
@@ -1018,7 +1027,7 @@ def normalize_mutates_args(mutates_args, params, api: str = "custom_op") -> tupl
     ``params`` describes the op's parameters: a :class:`FunctionSchema`, the Python function
     (its parameters are typed as :func:`infer_schema` does), a mapping ``{name: type text or
     is_tensor bool}``, or an iterable of names (all taken as tensors). ``"unknown"`` means every
-    tensor-like parameter (SPEC §3, CASES C01).
+    tensor-like parameter.
 
     Raises ``ValueError`` (message starting with ``api``) when ``mutates_args`` is a string other
     than ``"unknown"``, is not a collection of strings, names a parameter that does not exist, or
@@ -1059,7 +1068,7 @@ def normalize_mutates_args(mutates_args, params, api: str = "custom_op") -> tupl
 
 def schema_from_function(fn, *, mutates_args, op_name: str | None = None,
                          api: str = "infer_schema") -> FunctionSchema:
-    """Infer a :class:`FunctionSchema` from ``fn``'s annotations (SPEC §3; same rules as
+    """Infer a :class:`FunctionSchema` from ``fn``'s annotations (same rules as
     ``torch.library.infer_schema``, except that a missing return annotation means ``Tensor`` and a
     parameter without annotation defaulting to ``None`` is ``Tensor?``).
 
@@ -1088,7 +1097,7 @@ def schema_from_function(fn, *, mutates_args, op_name: str | None = None,
 
 
 def infer_schema(fn, /, *, mutates_args, op_name: str | None = None) -> str:
-    """The schema string of ``fn`` (same as ``torch.library.infer_schema``; SPEC §3).
+    """The schema string of ``fn`` (same as ``torch.library.infer_schema``).
 
     Example::
 
@@ -1111,7 +1120,7 @@ def infer_schema(fn, /, *, mutates_args, op_name: str | None = None) -> str:
 
 def check_schema_matches_mutates(schema: FunctionSchema, mutates_args, api: str) -> None:
     """Raise ``ValueError`` when ``schema``'s written arguments (``Tensor(a!)``) differ from
-    ``mutates_args`` (SPEC §3: a given schema "must agree with mutates_args").
+    ``mutates_args`` (a given schema must agree with ``mutates_args``).
 
     ``mutates_args`` may be ``"unknown"`` (every tensor argument). The message starts with ``api``
     and names the arguments on each side of the disagreement.
@@ -1134,13 +1143,13 @@ def check_schema_matches_mutates(schema: FunctionSchema, mutates_args, api: str)
 
 def bind_check(fn, schema: FunctionSchema, what: str, api: str) -> None:
     """Raise ``ValueError`` unless ``fn`` can be called as the op calls kernels: the schema's
-    positional arguments positionally and its keyword-only arguments by keyword (SPEC §3: "a
-    registered function whose signature cannot bind the op's parameters is rejected").
+    positional arguments positionally and its keyword-only arguments by keyword (a
+    registered function whose signature cannot bind the op's parameters is rejected).
 
     The message names the missing or extra parameter, the function (qualname and file:line) and
     the op's signature, e.g. ``register_fake("t10::f"): the fake kernel _ at f.py:12 cannot take
     parameter 'n' of (Tensor x, SymInt n) -> Tensor; give it the same parameters as the op``
-    (CASES C10). Functions whose signature cannot be read are accepted.
+    Functions whose signature cannot be read are accepted.
     """
     try:
         sig = inspect.signature(fn)

@@ -2,23 +2,37 @@
 
 ::
 
-    tensorplay plugins                       # every plugin: version, status, devices, ops, kernels
-    tensorplay ops [--namespace NS]          # every op: schema, devices with kernels, plugin
-    tensorplay check [--plugin NAME] [--device D] [OP ...] [--json PATH]
+    tensorplay --version
+    tensorplay plugins [--json [PATH]]       # every plugin: version, status, devices, ops, kernels
+    tensorplay ops [--namespace NS] [--json [PATH]]   # every op: schema, kernels, plugin
+    tensorplay check [--plugin NAME] [--device D] [OP ...] [--json [PATH]]
 
-``check`` is the main job (SPEC §5): ``opcheck`` over every op each installed plugin ships, with
-the sample inputs the plugin provides (hook ``tensorplay_sample_inputs``), on every available
-device; progress on stderr, a summary table and the failure messages on stdout. Exit status 0 when
-everything checked passed, 1 on any failure, on a plugin that failed to load, or when nothing at
-all was checked; 2 for a usage error.
+``check`` is the main job: ``opcheck`` (schema, autograd, layouts, fake, compile) over every op
+each installed op pack ships, with the sample inputs the plugins provide (hook
+``tensorplay_sample_inputs``) plus a derived empty-batch sample, on every available device, for
+every registered kernel -- one table row per kernel, naming it (dispatch key,
+``module:function``) under the plugin that registered it. ``--plugin tensorplay-cpu`` checks a
+device plugin's built-in ops. The engine is ``tensorplay.testing.plugin_check`` (the same as
+``check_plugin`` and the pytest helpers); this module parses arguments and renders. Progress on
+stderr, tables and failure messages on stdout. Exit status 0 when everything checked passed, 1
+on any failure, on a plugin that failed to load, or when nothing at all was checked; 2 for a
+usage error.
+
+``--json PATH`` writes the results as JSON to PATH; ``--json -`` (or ``--json`` alone) writes
+JSON to stdout, and for ``check`` the human output goes to stderr. Output into a closed pipe
+(``tensorplay ops | head -1``) ends quietly.
 
 Global options ``--plugins LIST``, ``--disable-plugins LIST`` and ``--strict`` set
-``TENSORPLAY_PLUGINS``, ``TENSORPLAY_DISABLE_PLUGINS`` and ``TENSORPLAY_STRICT_PLUGINS=1``. Plugins
-are discovered when ``tensorplay`` is imported, which has already happened by the time this module
-runs, so with any of them the command re-runs itself in a fresh interpreter with that environment.
+``TENSORPLAY_PLUGINS``, ``TENSORPLAY_DISABLE_PLUGINS`` and ``TENSORPLAY_STRICT_PLUGINS=1`` (a name
+that matches no installed plugin is a usage error). Not to be confused with ``check --plugin
+NAME``, which chooses whose ops are checked. Plugins are discovered when ``tensorplay`` is
+imported, which has already happened by the time this module runs, so with any of them the
+command re-runs itself in a fresh interpreter with that environment.
 
-Tables use ``rich`` on a terminal when it is importable, plain text otherwise (rich is not a
-dependency; ``TENSORPLAY_CLI_RICH=1``/``0`` forces either).
+Tables fit the terminal (``COLUMNS`` or the terminal's width: long cells are wrapped); piped
+without ``COLUMNS`` each row stays on one line (greppable). They use ``rich`` on a terminal when
+it is importable, plain text otherwise (rich is not a dependency; ``TENSORPLAY_CLI_RICH=1``/``0``
+forces either).
 """
 
 from __future__ import annotations
@@ -29,20 +43,31 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 import time
 
 __all__ = ["main"]
 
 _CHECK_COLUMNS = (("test_schema", "schema"), ("test_autograd_registration", "autograd"),
-                  ("test_faketensor", "fake"), ("test_aot_dispatch_dynamic", "aot"))
-_MARK = {"pass": "PASS", "fail": "FAIL", "skip": "N/A", None: "-"}
+                  ("test_layouts", "layouts"), ("test_faketensor", "fake"),
+                  ("test_aot_dispatch_dynamic", "aot"))
+_MARK = {"pass": "ok", "fail": "FAIL", "skip": "n/a", None: "-"}
 
 
 # ----------------------------------------------------------------------------------------------
 # argument parsing
 
+def _version() -> str:
+    try:
+        import tensorplay
+        return tensorplay.__version__
+    except Exception:   # noqa: BLE001 - --version must work even with a broken install
+        from importlib.metadata import version
+        return version("tensorplay")
+
+
 def _parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     g = common.add_argument_group("plugin selection (environment controls)")
     g.add_argument("--plugins", default=argparse.SUPPRESS, metavar="LIST",
                    help="comma list of plugins to load, by entry-point or distribution name "
@@ -52,32 +77,44 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--strict", action="store_true", default=argparse.SUPPRESS,
                    help="a plugin that fails to load is an error (TENSORPLAY_STRICT_PLUGINS=1)")
 
+    # allow_abbrev=False: "--plugin" must never silently mean "--plugins" (two different things)
     p = argparse.ArgumentParser(
-        prog="tensorplay", parents=[common],
+        prog="tensorplay", parents=[common], allow_abbrev=False,
         description="TensorPlay operator platform: list plugins and ops, check op packs.")
+    p.add_argument("--version", action="version", version=f"tensorplay {_version()}")
     sub = p.add_subparsers(dest="command", metavar="{plugins,ops,check}")
 
-    sp = sub.add_parser("plugins", parents=[common], help="list installed plugins")
-    sp.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    sp = sub.add_parser("plugins", parents=[common], allow_abbrev=False,
+                        help="list installed plugins")
+    sp.add_argument("--json", nargs="?", const="-", default=None, metavar="PATH",
+                    dest="json_path", help="JSON instead of a table, to PATH ('-' or no "
+                                           "PATH: stdout)")
 
-    so = sub.add_parser("ops", parents=[common], help="list registered operators")
+    so = sub.add_parser("ops", parents=[common], allow_abbrev=False,
+                        help="list registered operators")
     so.add_argument("--namespace", "-n", action="append", metavar="NS",
                     help="only ops in this namespace (repeatable)")
-    so.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    so.add_argument("--json", nargs="?", const="-", default=None, metavar="PATH",
+                    dest="json_path", help="JSON instead of a table, to PATH ('-' or no "
+                                           "PATH: stdout)")
 
-    sc = sub.add_parser("check", parents=[common],
+    sc = sub.add_parser("check", parents=[common], allow_abbrev=False,
                         help="run opcheck on every plugin op over its sample inputs")
     sc.add_argument("ops", nargs="*", metavar="OP",
                     help="only these ops ('ns::op' or the bare op name)")
     sc.add_argument("--plugin", action="append", metavar="NAME",
-                    help="only ops of this plugin (entry-point or distribution name; repeatable)")
+                    help="only ops of this plugin (entry-point or distribution name; repeatable;"
+                         " a device plugin such as tensorplay-cpu: its built-in ops). Not "
+                         "--plugins, which chooses the plugins that are loaded")
     sc.add_argument("--device", action="append", metavar="D",
                     help="only this device type, e.g. cpu or cuda (repeatable)")
     sc.add_argument("--test-utils", default="DEFAULT", metavar="NAMES",
                     help="comma list of checks (default: all): test_schema, "
-                         "test_autograd_registration, test_faketensor, test_aot_dispatch_dynamic")
-    sc.add_argument("--json", metavar="PATH", dest="json_path",
-                    help="also write the results as JSON to PATH")
+                         "test_autograd_registration, test_layouts, test_faketensor, "
+                         "test_aot_dispatch_dynamic")
+    sc.add_argument("--json", nargs="?", const="-", default=None, metavar="PATH",
+                    dest="json_path", help="also write the results as JSON to PATH ('-' or no "
+                                           "PATH: JSON on stdout, the tables on stderr)")
     sc.add_argument("--atol", type=float, default=None, help="absolute tolerance override")
     sc.add_argument("--rtol", type=float, default=None, help="relative tolerance override")
     sc.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
@@ -105,18 +142,46 @@ def _strip_env_flags(argv: list) -> list:
 
 def main(argv=None) -> int:
     """Run the ``tensorplay`` command with ``argv`` (default ``sys.argv[1:]``); return the exit
-    status (0 ok, 1 failures / nothing checked, 2 usage error). See the module docstring."""
+    status (0 ok, 1 failures / nothing checked, 2 usage error). See the module docstring.
+    Output into a closed pipe (``tensorplay ops | head -1``) ends the command quietly."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # the reader went away: stop quietly, and keep the interpreter's final flush of stdout
+        # from raising again (the recipe of the Python documentation, "signal" module notes)
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        return 0
+
+
+_HINT_PLUGIN = ("hint: --plugin NAME (check) picks the plugin whose ops are checked; --plugins "
+                "LIST (any command) picks the plugins that are loaded at all")
+
+
+def _main(argv) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = _parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:       # argparse exits on --help / bad usage; return the code instead
-        return int(e.code or 0)
+        code = int(e.code or 0)
+        if code and any(a == "--plugin" or a.startswith("--plugin=") for a in argv):
+            _err(_HINT_PLUGIN)
+        return code
     env = {}
     for attr, var in _ENV_FLAGS.items():
         if hasattr(args, attr):
             env[var] = "1" if attr == "strict" else getattr(args, attr)
     if env:
+        bad = _unknown_plugin_names(args)
+        if bad:
+            return 2
+        if args.command == "check" and getattr(args, "plugins", None) and not args.plugin:
+            _err(f"note: --plugins {args.plugins} only chooses which plugins are loaded; every "
+                 f"loaded op pack is checked. {_HINT_PLUGIN}")
         # plugins were discovered when `tensorplay` was imported (before this function could run):
         # apply the controls by running the same command in a fresh interpreter.
         child_env = dict(os.environ)
@@ -134,6 +199,31 @@ def main(argv=None) -> int:
     return _cmd_check(args)
 
 
+def _unknown_plugin_names(args) -> list:
+    """Names in ``--plugins``/``--disable-plugins`` that match no installed plugin (error on
+    stderr, with the installed names). A typo there would otherwise load nothing or block
+    nothing without a word."""
+    from tensorplay.plugins import manager
+    recs = manager.records()
+    known = set()
+    for r in recs:
+        known.update({_norm(r.name), _norm(r.dist), _norm(getattr(r, "key", r.name))})
+    bad = []
+    for flag in ("plugins", "disable_plugins"):
+        value = getattr(args, flag, None)
+        if not value:
+            continue
+        for name in (n.strip() for n in value.split(",")):
+            if name and _norm(name) not in known:
+                bad.append(name)
+                installed = ", ".join(sorted({f"{r.dist} ({r.name})" for r in recs})) or "none"
+                _err(f"tensorplay: --{flag.replace('_', '-')}: no installed plugin named "
+                     f"{name!r} (installed: {installed})")
+                if flag == "plugins" and getattr(args, "command", None) == "check":
+                    _err(_HINT_PLUGIN)
+    return bad
+
+
 # ----------------------------------------------------------------------------------------------
 # output helpers
 
@@ -149,7 +239,10 @@ def _use_rich(out) -> bool:
 
 
 def _print_table(title, headers, rows, out=None) -> None:
+    """A table on ``out`` (stdout) that fits the terminal (80 columns when it is not one): the
+    widest columns are wrapped, at ``.``/``:``/``,``/space boundaries where possible."""
     out = out or sys.stdout
+    width = _term_width(out)
     Console = None
     if _use_rich(out):
         from rich.console import Console
@@ -157,17 +250,22 @@ def _print_table(title, headers, rows, out=None) -> None:
     if Console is not None:
         t = Table(title=title)
         for h in headers:
-            t.add_column(h)
+            t.add_column(h, overflow="fold")
         for r in rows:
             t.add_row(*[str(c) for c in r])
-        Console(file=out, width=max(100, _term_width())).print(t)
+        Console(file=out, width=width or 80).print(t)
         return
+    sep = "  "
     cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
-    widths = [max(len(line) for row in cells for line in row[i].splitlines() or [""])
-              for i in range(len(headers))]
+    natural = _fit_widths(cells, None, len(sep))
+    if width is not None and sum(natural) + len(sep) * (len(natural) - 1) > width:
+        # narrow terminal: drop columns that are empty in every row first
+        keep = [i for i in range(len(headers)) if any(row[i].strip() for row in cells[1:])]
+        cells = [[row[i] for i in keep] for row in cells]
+    widths = _fit_widths(cells, width, len(sep))
+    cells = [[_wrap_cell(c, w) for c, w in zip(row, widths)] for row in cells]
     if title:
         print(title, file=out)
-    sep = "  "
 
     def emit(row):
         lines = [c.splitlines() or [""] for c in row]
@@ -180,11 +278,58 @@ def _print_table(title, headers, rows, out=None) -> None:
         emit(row)
 
 
-def _term_width() -> int:
+def _fit_widths(cells, width, sep) -> list:
+    """Column widths whose sum (with separators) is at most ``width`` (None: natural widths).
+    The column with the most room above its floor (its header's longest word, or 12 for a long
+    column) gives up one character at a time; then the floors themselves give way."""
+    n = len(cells[0])
+    widths = [max(len(line) for row in cells for line in row[i].splitlines() or [""])
+              for i in range(n)]
+    if width is None:
+        return widths
+    head = [max(3, max(len(w) for w in cells[0][i].split() or [""])) for i in range(n)]
+    budget = width - sep * (n - 1)
+    for floor in ([max(h, min(w, 12)) for h, w in zip(head, widths)], head):
+        while sum(widths) > budget:
+            i = max(range(n), key=lambda j: widths[j] - floor[j])
+            if widths[i] <= floor[i]:
+                break
+            widths[i] -= 1
+    return widths
+
+
+def _wrap_cell(text: str, width: int) -> str:
+    """``text`` wrapped to ``width``; continuation lines keep the line's indent."""
+    out = []
+    for line in text.splitlines() or [""]:
+        indent = line[:len(line) - len(line.lstrip())] if len(line) - len(line.lstrip()) < \
+            width // 2 else ""
+        first = True
+        while len(line) > width:
+            lo = len(indent) + 1 if not first else len(indent) + 1
+            cut = line.rfind(" ", lo, width)     # words first, then inside names
+            if cut < width // 2:
+                cut = max([cut] + [line.rfind(ch, lo, width) for ch in ".:,_-"])
+            cut = width if cut <= 0 else cut + 1      # keep the separator on the first line
+            out.append(line[:cut].rstrip())
+            line = indent + line[cut:].lstrip()
+            first = False
+        out.append(line)
+    return "\n".join(out)
+
+
+def _term_width(out=None):
+    """The width tables must fit: ``COLUMNS`` when set, else the terminal's width when ``out``
+    is a terminal; ``None`` (no limit: one line per row, greppable) when piped."""
+    env = os.environ.get("COLUMNS")
+    if env and env.isdigit():
+        return max(int(env), 40)
     try:
-        return os.get_terminal_size().columns
-    except OSError:
-        return 160
+        if out is not None and hasattr(out, "isatty") and out.isatty():
+            return os.get_terminal_size(out.fileno()).columns
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 def _wrap_names(names, width=60) -> str:
@@ -226,10 +371,10 @@ def _cmd_plugins(args) -> int:
             if d not in status:
                 ok, why = plugins.device_status(d)
                 status[d] = "available" if ok else f"unavailable: {why}"
-    if args.json:
+    if args.json_path:
         for r in recs:
             r["device_status"] = {d: status[d] for d in r["devices"]}
-        print(json.dumps(recs, indent=2))
+        _write_json(recs, args.json_path)
         return 0
     if not recs:
         print("no tensorplay plugins installed (entry-point group 'tensorplay.plugins'); "
@@ -252,7 +397,9 @@ def _cmd_plugins(args) -> int:
                                         "kernels", "error"], rows)
     for d, s in status.items():
         if s != "available":
-            print(f"device {d}: {s}")
+            line = f"device {d}: {s}"
+            w = _term_width(sys.stdout)
+            print(textwrap.fill(line, width=w, subsequent_indent="  ") if w else line)
     return 0
 
 
@@ -282,8 +429,8 @@ def _cmd_ops(args) -> int:
     if args.namespace:
         ops = [o for o in ops if o.namespace in args.namespace]
     infos = [_op_info(o) for o in ops]
-    if args.json:
-        print(json.dumps(infos, indent=2))
+    if args.json_path:
+        _write_json(infos, args.json_path)
         return 0
     if not infos:
         print("no operators registered" + (f" in namespace(s) {', '.join(args.namespace)}"
@@ -298,37 +445,48 @@ def _cmd_ops(args) -> int:
 
 
 # ----------------------------------------------------------------------------------------------
-# tensorplay check
+# tensorplay check: argument handling and rendering only; the engine is
+# tensorplay.testing.plugin_check (the same one check_plugin / the pytest helpers use)
 
 def _norm(name: str) -> str:
     return name.strip().lower().replace("_", "-")
 
 
-def _has_kernel(op, dev: str) -> bool:
-    return op._active(dev) is not None or op._active("default") is not None
+def _short_kernel(desc: str) -> str:
+    """``"cpu: pkg.mod:fn (plugin dist)"`` -> ``"cpu: pkg.mod:fn"`` (the plugin is the row's
+    group); kept whole in JSON and in failure messages."""
+    return desc.rsplit(" (", 1)[0] if desc.endswith(")") else desc
 
 
 def _cmd_check(args) -> int:
-    import tensorplay
-    from tensorplay import _registry, plugins
-    from tensorplay.testing.opcheck import ALL_TESTS, run_checks
+    from tensorplay import plugins
+    from tensorplay.errors import PluginError
+    from tensorplay.testing.opcheck import ALL_TESTS
+    from tensorplay.testing.plugin_check import check_plugin
 
     tests = [t.strip() for t in args.test_utils.split(",") if t.strip()] \
         if args.test_utils != "DEFAULT" else ["DEFAULT"]
     bad = [t for t in tests if t != "DEFAULT" and t not in ALL_TESTS]
     if bad:
-        print(f"tensorplay check: unknown check(s) {', '.join(bad)}; valid: "
-              f"{', '.join(ALL_TESTS)}", file=sys.stderr)
+        _err(f"tensorplay check: unknown check(s) {', '.join(bad)}; valid: "
+             f"{', '.join(ALL_TESTS)}")
         return 2
     recs = plugins.records()
+    plugin_failures = []
     if args.plugin:
-        want = {_norm(p) for p in args.plugin}
-        recs = [r for r in recs if {_norm(r.name), _norm(r.dist)} & want]
-        if not recs:
-            names = ", ".join(f"{r.dist} ({r.name})" for r in plugins.records()) or "none"
-            print(f"tensorplay check: no installed plugin named {', '.join(args.plugin)} "
-                  f"(installed: {names})", file=sys.stderr)
-            return 1
+        chosen = []
+        for want in args.plugin:
+            hit = [r for r in recs if _norm(want) in (_norm(r.name), _norm(r.dist))]
+            if not hit:
+                names = ", ".join(f"{r.dist} ({r.name})" for r in recs) or "none"
+                _err(f"tensorplay check: no installed plugin named {want} (installed: {names})")
+                return 1
+            chosen.extend(h for h in hit if h not in chosen)
+        recs = chosen
+    else:
+        # every op pack: plugins that define ops or register kernels (a device plugin's built-in
+        # ops are checked when it is named with --plugin)
+        recs = [r for r in recs if r.status != "loaded" or r.ops or r.kernels]
 
     devices = plugins.available_devices()
     if args.device:
@@ -337,16 +495,46 @@ def _cmd_check(args) -> int:
             t = d.partition(":")[0].lower()
             if t not in devices:
                 ok, why = plugins.device_status(t)
-                print(f"tensorplay check: device {d!r} is not available: "
-                      f"{why or 'no plugin provides it'} (available: "
-                      f"{', '.join(devices) or 'none'})", file=sys.stderr)
+                _err(f"tensorplay check: device {d!r} is not available: "
+                     f"{why or 'no plugin provides it'} (available: "
+                     f"{', '.join(devices) or 'none'})")
                 return 1
             chosen.append(d)
         devices = chosen
 
-    # (plugin record, op) pairs to check
-    plugin_failures = []
-    targets = []
+    ops_filter = None
+    if args.ops:
+        known = {}
+        for r in recs:
+            if r.status == "loaded":
+                try:
+                    for op, _ in plugins.plugin_ops(r.dist):
+                        known.setdefault(op.name, op)
+                except PluginError:
+                    pass
+        ops_filter = []
+        for want in args.ops:
+            hits = [n for n, o in known.items() if want in (n, o._opname)]
+            if not hits:
+                avail = ", ".join(sorted(known)) or "none"
+                _err(f"tensorplay check: no plugin op named {want!r} (plugin ops: {avail})")
+                return 1
+            ops_filter.extend(h for h in hits if h not in ops_filter)
+
+    results = []
+    n_jobs = [0]
+
+    def progress(r):
+        n_jobs[0] += 1
+        if args.quiet:
+            return
+        verdict = {"passed": "ok", "failed": "FAIL", "error": "ERROR",
+                   "skipped": "N/A"}[r.status]
+        extra = f": {r.message.splitlines()[0]}" if r.status == "skipped" and r.message else ""
+        _err(f"[{n_jobs[0]}] {r.op} on {r.device} ({_short_kernel(r.kernel) or '-'}) "
+             f"[{r.sample or '-'}]: {verdict}{extra} ({r.seconds * 1e3:.0f} ms)")
+
+    t_all = time.perf_counter()
     for r in recs:
         if r.status in ("failed", "incompatible"):
             plugin_failures.append(f"plugin {r.dist} {r.version} ({r.name}) {r.status}: "
@@ -354,125 +542,120 @@ def _cmd_check(args) -> int:
             continue
         if r.status != "loaded":
             continue
-        for name in r.ops:
-            op = _registry._OPS.get(name)
-            if op is not None:
-                targets.append((r, op))
-    if args.ops:
-        picked = []
-        for want in args.ops:
-            hits = [(r, o) for r, o in targets if want in (o.name, o._opname)]
-            if not hits:
-                avail = ", ".join(o.name for _, o in targets) or "none"
-                print(f"tensorplay check: no plugin op named {want!r} (plugin ops: {avail})",
-                      file=sys.stderr)
-                return 1
-            picked.extend(h for h in hits if h not in picked)
-        targets = picked
-
-    rows, failures, unchecked = [], [], []
-    grouped = {}   # (op, device, message) -> sample labels: one line per distinct failure
-    n_checked = 0
-    jobs = [(r, o, d) for r, o in targets for d in devices]
-    t_all = time.perf_counter()
-    for i, (rec, op, dev) in enumerate(jobs, 1):
-        row = {"plugin": rec.dist, "op": op.name, "device": dev, "samples": 0,
-               "checks": {t: None for t, _ in _CHECK_COLUMNS}, "ms": 0.0, "note": ""}
-        rows.append(row)
-        prefix = f"[{i}/{len(jobs)}] {op.name} on {dev}"
-        if not _has_kernel(op, dev.partition(":")[0]):
-            row["note"] = f"no kernel for {dev}"
-            unchecked.append(f"{op.name} on {dev}: no kernel for this device")
-            _progress(args, f"{prefix}: N/A (no kernel for {dev})")
-            continue
-        t0 = time.perf_counter()
-        try:
-            samples = plugins.sample_inputs(op, tensorplay.device(dev))
-        except Exception as e:
-            msg = (f"{op.name} on {dev}: the sample-input hook of plugin {rec.dist} raised "
-                   f"{type(e).__name__}: {e}")
-            failures.append(msg)
-            row["note"] = "sample inputs raised"
-            row["checks"] = {t: "fail" for t, _ in _CHECK_COLUMNS}
-            _progress(args, f"{prefix}: FAIL (sample inputs raised)")
-            continue
-        row["samples"] = len(samples)
-        if not samples:
-            row["note"] = "no sample inputs"
-            unchecked.append(f"{op.name} on {dev}: plugin {rec.dist} provides no sample inputs "
-                             f"(implement the tensorplay_sample_inputs hook)")
-            _progress(args, f"{prefix}: N/A (no sample inputs)")
-            continue
-        for k, s in enumerate(samples):
-            label = s.name or f"sample {k}"
-            res = run_checks(op, s.args, s.kwargs, test_utils=tests, atol=args.atol,
-                             rtol=args.rtol)
-            n_checked += 1
-            for t, r in res.items():
-                cur = row["checks"].get(t)
-                if r.status == "fail":
-                    row["checks"][t] = "fail"
-                    grouped.setdefault((op.name, dev, r.message), []).append(label)
-                elif r.status == "pass" and cur != "fail":
-                    row["checks"][t] = "pass"
-                elif r.status == "skip" and cur is None:
-                    row["checks"][t] = "skip"
-        row["ms"] = (time.perf_counter() - t0) * 1e3
-        verdict = "FAIL" if "fail" in row["checks"].values() else "ok"
-        _progress(args, f"{prefix}: {len(samples)} sample(s) {verdict} ({row['ms']:.0f} ms)")
+        for dev in (devices if args.device else [None]):
+            try:
+                results.extend(check_plugin(r.dist, dev, ops=ops_filter, test_utils=tests,
+                                            atol=args.atol, rtol=args.rtol, progress=progress))
+            except PluginError as e:
+                plugin_failures.append(str(e))
     total_ms = (time.perf_counter() - t_all) * 1e3
-    for (name, dev, msg), labels in grouped.items():
-        failures.append(f"{name} on {dev} [{'; '.join(labels)}]: {msg}")
-
-    if rows:
-        _print_table("tensorplay check", ["plugin", "op", "device", "samples"]
-                     + [c for _, c in _CHECK_COLUMNS] + ["time (ms)"],
-                     [[r["plugin"], r["op"], r["device"], r["samples"] or r["note"] or "0"]
-                      + [_MARK[r["checks"][t]] for t, _ in _CHECK_COLUMNS]
-                      + [f"{r['ms']:.1f}"] for r in rows])
-    if plugin_failures or failures:
-        print("\nFailures:")
-        for f in plugin_failures + failures:
-            print(f"- {f}")
+    rows, failures, unchecked = _rows(results)
+    n_checked = sum(1 for x in results if x.status in ("passed", "failed"))
     if not args.device:
-        # installed device types that could not be used here: say so, so a green run on cpu is
-        # not mistaken for a run on every device
-        installed = {d for r in plugins.list_plugins() if r["status"] == "loaded"
-                     for d in r["devices"]}
+        installed = {d for x in plugins.list_plugins() if x["status"] == "loaded"
+                     for d in x["devices"]}
         for d in sorted(installed - set(devices)):
             ok, why = plugins.device_status(d)
             unchecked.append(f"device {d}: not available here ({why})")
+    out = sys.stderr if args.json_path == "-" else sys.stdout
+    for plugin in dict.fromkeys(r["plugin"] for r in rows):
+        mine = [r for r in rows if r["plugin"] == plugin]
+        devs = sorted({r["device"] for r in mine})
+        one = len(devs) == 1
+        # one row per kernel: the op, and under it the kernel that ran (dispatch key,
+        # module:function); the device is in the title when there is only one
+        _print_table(f"tensorplay check: {plugin}" + (f" on {devs[0]}" if one else ""),
+                     ["op / kernel"] + ([] if one else ["device"]) + ["samples"]
+                     + [c for _, c in _CHECK_COLUMNS],
+                     [[f"{r['op']}\n  {_short_kernel(r['kernel']) or '-'}"]
+                      + ([] if one else [r["device"]])
+                      + [r["samples"] or r["note"] or "0"]
+                      + [_MARK[r["checks"][t]] for t, _ in _CHECK_COLUMNS]
+                      for r in mine], out=out)
+        print("", file=out)
+    if plugin_failures or failures:
+        print("Failures:", file=out)
+        for f in plugin_failures + failures:
+            print(f"- {f}", file=out)
     if unchecked:
-        print("\nNot checked:")
+        print("\nNot checked:", file=out)
         for u in unchecked:
-            print(f"- {u}")
+            print(f"- {u}", file=out)
     nothing = n_checked == 0
     if nothing:
         why = []
         if not devices:
             why.append("no device is available (pip install tensorplay-cpu)")
-        if not targets:
+        if not results:
             why.append("no installed plugin ships operators" + (
                 " matching the filters" if (args.plugin or args.ops) else
                 " (pip install an op pack, e.g. tensorplay-example-ops)"))
         elif devices:
             why.append("no op had a kernel and sample inputs on the selected devices")
-        print(f"\ntensorplay check: nothing was checked: {'; '.join(why)}.", file=sys.stderr)
+        _err(f"\ntensorplay check: nothing was checked: {'; '.join(why)}.")
     n_fail = len(plugin_failures) + len(failures)
-    print(f"\n{n_checked} sample(s) of {len({o.name for _, o in targets})} op(s) on "
-          f"{', '.join(devices) or 'no device'}: {n_fail} failure(s) in {total_ms:.0f} ms")
+    n_ops = len({x.op for x in results})
+    print(f"\n{n_checked} sample(s) of {n_ops} op(s), {len(rows)} kernel row(s) on "
+          f"{', '.join(devices) or 'no device'}: {n_fail} failure(s) in {total_ms:.0f} ms",
+          file=out)
     if args.json_path:
-        with open(args.json_path, "w") as fh:
-            json.dump({"ok": not (n_fail or nothing), "samples_checked": n_checked,
-                       "devices": devices, "rows": rows,
-                       "failures": plugin_failures + failures, "not_checked": unchecked},
-                      fh, indent=2)
+        _write_json({"ok": not (n_fail or nothing), "samples_checked": n_checked,
+                     "devices": devices, "rows": rows,
+                     "failures": plugin_failures + failures, "not_checked": unchecked},
+                    args.json_path)
     return 1 if (n_fail or nothing) else 0
 
 
-def _progress(args, line: str) -> None:
-    if not args.quiet:
-        print(line, file=sys.stderr, flush=True)
+def _rows(results):
+    """One table row per (plugin, op, device, kernel) from ``PluginCheckResult``s, the failure
+    lines (one per distinct message, naming its samples) and what could not be checked."""
+    rows, grouped, unchecked = {}, {}, []
+    for x in results:
+        key = (x.plugin, x.op, x.device, x.kernel)
+        row = rows.get(key)
+        if row is None:
+            row = rows[key] = {"plugin": x.plugin, "op": x.op, "device": x.device,
+                               "kernel": x.kernel, "samples": 0,
+                               "checks": {t: None for t, _ in _CHECK_COLUMNS}, "ms": 0.0,
+                               "note": ""}
+        row["ms"] += x.seconds * 1e3
+        if x.status == "skipped":
+            row["note"] = "no samples" if "sample" in x.message else "not checked"
+            unchecked.append(f"{x.op} on {x.device}: {x.message}")
+            continue
+        if x.status == "error":
+            row["note"] = "error"
+            row["checks"] = {t: "fail" for t, _ in _CHECK_COLUMNS}
+            grouped.setdefault((x.op, x.device, x.kernel, x.message.splitlines()[0]),
+                               []).append(x.sample or "-")
+            continue
+        row["samples"] += 1
+        for t, st in x.checks.items():
+            cur = row["checks"].get(t)
+            if st == "fail":
+                row["checks"][t] = "fail"
+            elif st == "pass" and cur != "fail":
+                row["checks"][t] = "pass"
+            elif st == "skip" and cur is None:
+                row["checks"][t] = "skip"
+        for t, msg in x.failures.items():
+            grouped.setdefault((x.op, x.device, x.kernel, msg), []).append(x.sample or "-")
+    failures = [f"{op} on {dev} [{'; '.join(labels)}]: {msg}"
+                for (op, dev, _k, msg), labels in grouped.items()]
+    return list(rows.values()), failures, unchecked
+
+
+def _err(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _write_json(data, path) -> None:
+    """``path`` ``"-"``: stdout; else the file."""
+    if path == "-":
+        print(json.dumps(data, indent=2))
+    else:
+        with open(path, "w") as fh:
+            json.dump(data, fh, indent=2)
 
 
 if __name__ == "__main__":

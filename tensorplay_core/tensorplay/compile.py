@@ -8,7 +8,7 @@
    and dicts; the grad mode;
 2. looks for a cached graph under that key whose other guards hold: exact sizes when the
    captured code read a size as a Python value (or ``dynamic=False``), and the ``version`` and
-   registry identity of every custom op it calls (a redefined op -- CASES C11 -- invalidates it),
+   registry identity of every custom op it calls (a redefined op invalidates it),
    and the Python values the function read from globals, closure cells and attributes (see
    ``compile``'s docstring: a changed ``SCALE`` global misses and recaptures);
 3. on a miss, captures ``fn`` (``tensorplay._capture``): custom ops become opaque nodes whose

@@ -2,9 +2,8 @@
 
 Entry points: ``custom_op``, ``triton_op``, ``define``, ``impl``, ``register_kernel``,
 ``register_fake``, ``register_autograd``, ``get_kernel``, ``infer_schema``, ``opcheck``,
-``wrap_triton``, ``Library`` and ``CustomOpDef``. Where the owner's documentation
-(``shared/seeds``) or SPEC.md speaks, it wins; elsewhere behaviour follows torch.library
-(PyTorch 2.9), and docstrings say where we differ.
+``wrap_triton``, ``Library`` and ``CustomOpDef``. Behaviour follows torch.library
+(PyTorch 2.9); docstrings say where we differ.
 
 Example::
 
@@ -47,7 +46,7 @@ _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _check_name(name, api: str) -> None:
-    """``ValueError`` unless ``name`` is ``"namespace::op"`` (SPEC §3: identifiers, one ``::``)."""
+    """``ValueError`` unless ``name`` is ``"namespace::op"`` (two identifiers joined by one ``::``)."""
     if isinstance(name, str) and _NAME_RE.fullmatch(name):
         return
     extra = ""
@@ -188,8 +187,7 @@ def custom_op(name: str, fn: Callable[_P, _R], /, *, mutates_args: str | Iterabl
 def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None, tags=()):
     """Define operator ``name`` (``"ns::op"``) from a Python function; decorator or direct call.
 
-    Same as ``torch.library.custom_op`` (the owner's documentation in ``shared/seeds`` wins where
-    it speaks)::
+    Same as ``torch.library.custom_op``::
 
         @tensorplay.library.custom_op("mylib::weighted_sum", mutates_args=())
         def weighted_sum(x, weight):
@@ -225,7 +223,7 @@ def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None,
       naming unknown or non-tensor parameters, or disagreeing with ``schema``; ``schema`` naming
       another op; a schema that is malformed (``SchemaError``) or cannot be inferred; an unknown
       device spelling; a device-specific kernel on an op with no tensor arguments and no ``device``
-      parameter (CASES C06); ``fn`` unable to take the op's parameters (CASES C10); ``name``
+      parameter; ``fn`` unable to take the op's parameters; ``name``
       already defined by another module (message names both sites) or a built-in.
     * ``TypeError`` -- ``fn`` is not callable; ``device_types`` is not a spelling or an iterable.
 
@@ -289,7 +287,7 @@ def triton_op(name, fn=None, /, *, mutates_args, schema=None):
     """Define an op whose kernels launch Triton kernels through ``wrap_triton``.
 
     Same arguments and errors as ``custom_op`` (``fn`` is the device-agnostic kernel) and same as
-    ``torch.library.triton_op``. ``schema`` is honoured exactly (CASES C12), e.g.
+    ``torch.library.triton_op``. ``schema`` is honoured exactly, e.g.
     ``schema="(Tensor x, bool want) -> (Tensor, Tensor?)"`` on an unannotated function. The op is
     flagged ``op.is_triton``: ``tensorplay.compile`` keeps it as one opaque node and never traces
     into the launches. Unless ``register_fake`` gives one, its fake kernel is its own body run on
@@ -362,7 +360,7 @@ def define(qualname: str, schema: str | None = None, *, lib: Library | None = No
     ``torch.library.define``).
 
     ``qualname`` is ``"ns::op"`` with ``schema="(Tensor x) -> Tensor"``, or the full
-    ``"ns::op(Tensor x) -> Tensor"`` with ``schema`` omitted (the owner's documentation). Written
+    ``"ns::op(Tensor x) -> Tensor"`` with ``schema`` omitted. Written
     arguments (``Tensor(a!)``) become ``op.mutates_args``. The op has no kernel yet: attach them
     with ``impl``, ``register_kernel`` or ``Library(ns, "IMPL").impl``; a call before that raises
     ``DispatchError`` listing what is registered. With ``lib``, closing that library removes the op.
@@ -454,7 +452,7 @@ def register_kernel(op, device_types, func=None, /, *, lib=None):
 
     A kernel for a concrete device wins over the device-agnostic one for calls on that device.
     Raises ``LookupError`` for an unknown op name, ``ValueError`` for a bad spelling or a ``func``
-    whose signature cannot take the op's parameters (CASES C10), ``TypeError`` for a bad ``op``.
+    whose signature cannot take the op's parameters, ``TypeError`` for a bad ``op``.
     """
     api = f"register_kernel({op!r})"
     o = _resolve(op, api)
@@ -479,7 +477,7 @@ def register_fake(op, func=None, /, *, lib=None, _stacklevel=1):
     The fake kernel receives fake tensors (shape, dtype, device, strides; no data) and returns fake
     outputs with the metadata the real kernel would produce. Raises ``LookupError`` for an unknown
     op, ``ValueError`` when ``func``'s signature cannot take the op's parameters (checked at
-    registration, naming the missing parameter: CASES C10).
+    registration, naming the missing parameter).
     """
     api = f"register_fake({op!r})"
     o = _resolve(op, api)
@@ -508,7 +506,7 @@ def register_autograd(op, backward=None, /, *, setup_context=None, lib=None):
     kernel written with tensorplay ops is differentiated through its body. Raises ``LookupError``
     for an unknown op, ``ValueError`` when ``backward``/``setup_context`` is not callable or has
     the wrong signature, or the op mutates its inputs (same rule as torch). Returns ``backward``;
-    with ``backward`` omitted, a decorator (SPEC §3: "directly or as decorators").
+    with ``backward`` omitted, a decorator.
     """
     api = f"register_autograd({op!r})"
     o = _resolve(op, api)
@@ -517,7 +515,7 @@ def register_autograd(op, backward=None, /, *, setup_context=None, lib=None):
 
 
 def get_kernel(op: str | CustomOpDef[..., Any], dispatch_key: str) -> Callable[..., Any]:
-    """The kernel registered for exactly ``dispatch_key`` (the owner's documentation).
+    """The kernel registered for exactly ``dispatch_key``.
 
     ``op``: a ``CustomOpDef`` or ``"ns::op"``. ``dispatch_key``: ``"cpu"``, ``"cuda"`` (any case),
     ``"default"`` or a composite spelling (the device-agnostic slot). A concrete key does not fall
@@ -552,7 +550,7 @@ def opcheck(op: str | CustomOpDef[..., Any], args: tuple[Any, ...],
             raise_exception: bool = True, atol: float | None = None,
             rtol: float | None = None) -> dict[str, Any]:
     """Check that ``op`` is registered correctly on one sample; see
-    ``tensorplay.testing.opcheck.opcheck`` (SPEC §3, same idea as ``torch.library.opcheck``).
+    ``tensorplay.testing.opcheck.opcheck`` (same idea as ``torch.library.opcheck``).
 
     Returns ``{test name: failure}`` (empty: all passed); with ``raise_exception`` a failure raises
     ``OpCheckError`` carrying that mapping. The caller's tensors are never mutated.

@@ -116,7 +116,15 @@ class CPUBackend(ArrayBackend):
         return arr
 
     def from_dlpack(self, obj):
-        return np.from_dlpack(obj)
+        arr = np.from_dlpack(obj)
+        if not arr.flags.writeable:
+            # NumPy 1.x marks every DLPack import read-only (DLPack < 1.0 had no flag for it): a
+            # NumPy array, or a cpu tensor (whose data is one), is shared as itself instead.
+            from tensorplay import Tensor
+            src = obj._data if isinstance(obj, Tensor) else obj
+            if isinstance(src, np.ndarray) and src.flags.writeable:
+                return src
+        return arr
 
     def manual_seed(self, seed: int) -> None:
         self._rng = np.random.default_rng(seed)

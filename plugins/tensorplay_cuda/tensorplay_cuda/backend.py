@@ -51,8 +51,9 @@ _NOOP = contextlib.nullcontext()
 _new = object.__new__
 _ndarray = cupy.ndarray if cupy is not None else None
 
-_FIX = ("tensorplay-cuda needs CuPy for CUDA 13 (pip install cupy-cuda13x) and an NVIDIA GPU "
-        "whose driver supports it; use device='cpu' meanwhile")
+_FIX = ("tensorplay-cuda needs one CuPy matching the driver's CUDA version (pip install "
+        "'tensorplay-cuda[cuda13]' for cupy-cuda13x, or '[cuda12]' for cupy-cuda12x) and an "
+        "NVIDIA GPU; use device='cpu' meanwhile")
 
 
 class CUDABackend(ArrayBackend):
@@ -78,6 +79,10 @@ class CUDABackend(ArrayBackend):
     def is_available(self) -> tuple[bool, str]:
         """``(usable, reason)``: CuPy imports and sees at least one GPU. Never raises; does not
         create a CUDA context or allocate memory (asks only for the device count)."""
+        from ._cupy_install import installed_problem
+        problem = installed_problem()       # none or several CuPy wheels: say so, not CuPy's noise
+        if problem is not None:
+            return False, f"{problem}; use device='cpu' meanwhile"
         if _IMPORT_ERROR is not None:
             return False, (f"CuPy could not be imported ({type(_IMPORT_ERROR).__name__}: "
                            f"{_IMPORT_ERROR}); {_FIX}")

@@ -7,6 +7,12 @@ chain's input arrays (CuPy on cuda; NumPy arrays run the very same kernel throug
 interpreter, which is how CI checks the generated code without a GPU) and returns one array per
 ``expr.outputs`` entry, with the dtypes and shapes the eager ops give.
 
+The arrays pick the mode, per launch, as everywhere in tensorplay-triton: kernels are always built
+as ``JITFunction`` (``tensorplay_triton.jit``, whatever ``TRITON_INTERPRET`` says), NumPy arrays
+launch through ``tensorplay_triton.wrap_triton`` -- the one interpreter path, which restores
+everything Triton's interpreter patches in ``triton.language`` -- and CuPy arrays launch the
+compiled kernel. Nothing here reads or sets ``TRITON_INTERPRET``.
+
 What the generated kernel does (one program per ``BLOCK`` output elements, flat index):
 
 * inputs are loaded in one of three modes chosen per call: ``c`` (contiguous, the output's shape:
@@ -24,7 +30,9 @@ What the generated kernel does (one program per ``BLOCK`` output elements, flat 
   op ``"sum"`` etc. and one argument): each program reduces its block in float32 (amax/amin in the
   value's type) and combines into a one-element accumulator with an atomic.
 
-Kernels are cached per (chain, input dtypes and modes, ndim, index width, interpreter or not).
+Kernels are cached per (chain, input dtypes and modes, ndim, index width): one kernel serves
+both devices, except where a step rounds to bfloat16 (rounded by the GPU's conversion when
+compiled, spelled out in integer ops when interpreted: ``_TO_BF16``).
 Unsupported chains (``pow``, integer ``div`` by zero semantics aside, bool arithmetic, unknown
 ops or dtypes) make ``TritonChain.supports(...)`` false; the caller then falls back to the CuPy
 fuser. Launches on cuda go through tensorplay-triton's CuPy-backed driver (no PyTorch), on the
@@ -36,7 +44,6 @@ from __future__ import annotations
 import itertools
 import linecache
 import math
-import os
 import threading
 
 from tensorplay import _dtype
@@ -82,12 +89,12 @@ TL = {"float16": "tl.float16", "bfloat16": "tl.bfloat16", "float32": "tl.float32
 
 # tanh from exp only (libdevice.tanh is not available in Triton's interpreter, and the same code
 # must run in both): odd polynomial near 0 (no cancellation), (1 - e^-2|x|) / (1 + e^-2|x|) else.
+# (``_jit`` is ``tensorplay_triton.jit``: a ``JITFunction`` whatever ``TRITON_INTERPRET`` says)
 _PRELUDE = '''
-import triton
 import triton.language as tl
 
 
-@triton.jit
+@_jit
 def _tanh(x):
     a = tl.abs(x)
     t = tl.exp(-2.0 * a)
@@ -98,7 +105,7 @@ def _tanh(x):
     return tl.where(a < 0.25, small, tl.where(x < 0, -big, big))
 
 
-@triton.jit
+@_jit
 def _tanh_f64(x):
     # float64 (the polynomial above is float32-accurate only: 2e-9 off at 0.25):
     # tanh|x| = -m / (2 + m) with m = expm1(-2|x|), expm1 by Kahan's exp/log trick (no expm1 in
@@ -124,13 +131,13 @@ F64_OPS = {"tanh": "_tanh_f64({0})"}
 _TO_BF16 = {
     False: '''
 
-@triton.jit
+@_jit
 def _to_bf16(x):
     return x.to(tl.bfloat16)
 ''',
     True: '''
 
-@triton.jit
+@_jit
 def _to_bf16(x):
     u = x.to(tl.uint32, bitcast=True)
     r = u + 0x7FFF + ((u >> 16) & 1)
@@ -142,10 +149,6 @@ def _to_bf16(x):
 _lock = threading.Lock()
 _KERNELS: dict = {}
 _counter = itertools.count()
-
-
-def interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "").strip().lower() in ("1", "true", "on", "yes")
 
 
 def _opmath(d):
@@ -228,9 +231,11 @@ def _plan_operands(expr, in_dtypes, in_0d):
     return plan
 
 
-def generate(expr, in_dtypes, modes, ndim, wide, interp):
+def generate(expr, in_dtypes, modes, ndim, wide, interp=False):
     """Triton source of the chain for these input dtypes/modes; returns (source, kernel name,
-    list of float-constant values in order, list of int-constant values in order)."""
+    list of float-constant values in order, list of int-constant values in order). ``interp``
+    (the kernel will run in Triton's interpreter) changes only how a float32 value is rounded to
+    bfloat16 (``_TO_BF16``); every other line is the same source interpreted and compiled."""
     in_0d = [m == "s" for m in modes]
     plan = _plan_operands(expr, in_dtypes, in_0d)
     name = f"tp_chain_{next(_counter)}"
@@ -340,8 +345,9 @@ def generate(expr, in_dtypes, modes, ndim, wide, interp):
     params.append("BLOCK: tl.constexpr")
     dns = ", ".join(repr(n) for n in const_names +
                     [p for p in params if p.startswith(("size", "st"))])
-    deco = f"@triton.jit(do_not_specialize=[{dns}])"
-    src = _PRELUDE + _TO_BF16[bool(interp)] + f"\n\n{deco}\ndef {name}({', '.join(params)}):\n" + "\n".join(body) + "\n"
+    deco = f"@_jit(do_not_specialize=[{dns}])"
+    src = (_PRELUDE + _TO_BF16[bool(interp)] + f"\n\n{deco}\ndef {name}({', '.join(params)}):\n" +
+           "\n".join(body) + "\n")
     return src, name, fconsts, iconsts
 
 
@@ -361,7 +367,8 @@ def _build(src, name):
     fn = f"<tensorplay-fused {name}>"
     # Triton reads a kernel's source back (inspect.getsource): register it with linecache
     linecache.cache[fn] = (len(src), None, src.splitlines(True), fn)
-    ns: dict = {"__name__": f"tensorplay_cuda._fused.{name}"}
+    from tensorplay_triton import jit
+    ns: dict = {"__name__": f"tensorplay_cuda._fused.{name}", "_jit": jit}
     exec(compile(src, fn, "exec"), ns)
     return ns[name]
 
@@ -373,12 +380,13 @@ class TritonChain:
         self.expr = expr
         self.backend = backend
         self._structure = _structure(expr)
+        self._bf16 = any(d is not None and d.name == "bfloat16" for d in expr.dtypes)
         # fail early (at compile time, not per call) on ops the table lacks
         for st in expr.steps:
             if st.op not in OPS and st.op not in REDUCTIONS:
                 raise Unsupported(f"op {st.op}")
 
-    def _kernel(self, key, in_dtypes, modes, ndim, wide, interp):
+    def _kernel(self, key, in_dtypes, modes, ndim, wide, interp=False):
         """(kernel, source) for this call signature, or None when unsupported (cached either way;
         kernels are shared by every chain of the same structure, whatever its constant values)."""
         full = (self._structure, key)
@@ -388,7 +396,8 @@ class TritonChain:
                 k = _KERNELS.get(full, False)
                 if k is False:
                     try:
-                        src, name, _, _ = generate(self.expr, in_dtypes, modes, ndim, wide, interp)
+                        src, name, _, _ = generate(self.expr, in_dtypes, modes, ndim, wide,
+                                                   interp)
                         k = (_build(src, name), src)
                     except Unsupported:
                         k = None
@@ -429,9 +438,10 @@ class TritonChain:
                 modes.append("b")
         ndim = len(out_shape) if "b" in modes else 0
         wide = n >= 2 ** 31 - BLOCK
-        interp = interpreting()
-        if interp and np.__name__ != "numpy":
-            return None     # interpreted kernels on GPU memory would round-trip the host: decline
+        if np.__name__ != "numpy" and not _helpers_compile():
+            return None     # Triton's tl.sum & co. cannot compile in this process: decline
+        # bf16 rounding is spelled per mode (_TO_BF16): only such chains get a kernel per mode
+        interp = self._bf16 and np.__name__ == "numpy"
         key = (tuple(in_dtypes), tuple(modes), ndim, wide, interp)
         k = self._kernel(key, in_dtypes, modes, ndim, wide, interp)
         if k is None:
@@ -565,6 +575,18 @@ class _Ptr:
 
 
 _DRIVER = [None]
+_HELPERS_COMPILE: list = []
+
+
+def _helpers_compile() -> bool:
+    """Whether Triton's own ``@triton.jit`` helpers (``tl.sum``, ``tl.max``...) are
+    ``JITFunction``s: false when ``triton`` was first imported under ``TRITON_INTERPRET=1`` (they
+    are then ``InterpretedFunction``s, which a compiled kernel cannot call)."""
+    if not _HELPERS_COMPILE:
+        from triton.language import standard
+        from triton.runtime.jit import JITFunction
+        _HELPERS_COMPILE.append(isinstance(standard.sum, JITFunction))
+    return _HELPERS_COMPILE[0]
 
 
 def _launch_cuda(kern, grid, args, arrays):
@@ -578,12 +600,15 @@ def _launch_cuda(kern, grid, args, arrays):
         kern[grid](*conv, BLOCK=BLOCK, num_warps=NUM_WARPS)
 
 
+_WRAPPED: dict = {}         # id(kernel) -> (kernel, its wrap_triton launcher)
+
+
 def _launch_interpreted(kern, grid, args, n_in):
     """NumPy arrays through Triton's interpreter, via tensorplay-triton's public ``wrap_triton``
-    (tensors over the arrays' memory; inputs may be strided views)."""
+    (tensors over the arrays' memory; inputs may be strided views): the one way a Triton kernel
+    runs on cpu, which undoes every patch Triton's interpreter makes to ``triton.language``."""
     import numpy
     import tensorplay as tp
-    from tensorplay_triton import wrap_triton
     conv = []
     for a in args:
         if isinstance(a, numpy.ndarray):
@@ -592,5 +617,8 @@ def _launch_interpreted(kern, grid, args, n_in):
             conv.append(tp.from_numpy(a))
         else:
             conv.append(a)
-    names = [f"in{i}" for i in range(n_in)]
-    wrap_triton(kern, strided=names)[grid](*conv, BLOCK=BLOCK)
+    e = _WRAPPED.get(id(kern))
+    if e is None or e[0] is not kern:
+        from tensorplay_triton import wrap_triton
+        e = _WRAPPED[id(kern)] = (kern, wrap_triton(kern, strided=[f"in{i}" for i in range(n_in)]))
+    e[1][grid](*conv, BLOCK=BLOCK)

@@ -15,11 +15,14 @@
 * **cpu**: Triton's interpreter, made to accept what compiled kernels accept: loops bounded by scalar
   arguments on NumPy >= 2.4, float scalars as ``fp32`` (``eps.to(tl.float32)``), and the
   ``triton.language.extra.libdevice`` math functions (evaluated with NumPy).
+* ``jit(fn)``: ``triton.jit`` that always gives a ``JITFunction`` (``TRITON_INTERPRET`` ignored), for
+  kernels generated at run time (tensorplay-cuda's fuser): ``wrap_triton`` then interprets them on
+  cpu and compiles them on cuda, like any ``@triton.jit`` kernel decorated without the variable.
 * Custom grid-indexable launchers are handed the user's tensors unchanged.
 * A raw ``kernel[grid](...)`` launch on tensorplay tensors is not supported: use ``wrap_triton``
   (interpreted raw launches raise a ``TypeError`` saying so).
 
-Importing this module is cheap: it imports neither triton, numpy nor cupy (SPEC §1); they are
+Importing this module is cheap: it imports neither triton, numpy nor cupy; they are
 imported on the first ``wrap_triton`` call.
 
 Tested with Triton 3.6.0, 3.7.0, 3.7.1, 3.8.0 and 3.9.0 (pinned in ``pyproject.toml``; ``nox -s
@@ -40,6 +43,7 @@ __all__ = [
     "block_torch",
     "install_driver",
     "interpreter_enabled",
+    "jit",
     "wrap_triton",
 ]
 
@@ -57,6 +61,14 @@ def wrap_triton(kernel, *, strided=()):
 
 
 _WT = [None]
+
+
+def jit(fn=None, **options):
+    """Same as ``triton.jit`` but always a ``JITFunction`` (``TRITON_INTERPRET`` ignored), so that
+    ``wrap_triton`` picks interpreter or compiler per launch from the tensors' device; for kernels
+    generated at run time. See ``tensorplay_triton._interp.jit``."""
+    from ._interp import jit as j
+    return j(fn, **options)
 
 
 def install_driver():
@@ -96,5 +108,5 @@ def __getattr__(name):
 
 @hookimpl
 def tensorplay_register_ops(registrar):
-    """The plugin defines no ops of its own: it provides ``wrap_triton`` (SPEC §1)."""
+    """The plugin defines no ops of its own: it provides ``wrap_triton``."""
     return

@@ -13,6 +13,13 @@ A process therefore had to decide once, before importing triton. Here the decisi
     user's) is interpreted too, and the ``triton.language`` patches its call installs are undone
     when it returns (Triton's own ``InterpretedFunction.__call__`` leaves them in place, which
     would break later compiled launches in the same process);
+  - the names Triton's interpreter copies into the module globals of every function it rewrites
+    (all of ``triton.runtime.interpreter``'s globals that module lacks: ``triton.language.standard``
+    for ``tl.sum``, the user's kernel module, ...; the rewritten code needs some of them) are there
+    only during the scope: put back when it starts, removed when it ends;
+  - Triton's patch scope records ``getattr(obj, name)``, so restoring an *inherited* attribute
+    (``tl.tensor.__repr__``) would copy it onto the class; here it records what the object itself
+    holds, so a restore deletes what the patch added;
   - the inner ``JITFunction`` of an ``@triton.autotune`` / ``@triton.heuristics`` chain runs
     interpreted, and autotuning times the configurations on the host clock, keeping its choices
     apart from those made on the GPU;
@@ -71,6 +78,21 @@ def interpreted(jf):
     f.pre_run_hooks = list(getattr(jf, "pre_run_hooks", ()))
     _INTERP[id(jf)] = (jf, f)
     return f
+
+
+def jit(fn=None, **options):
+    """Same as ``triton.jit``, except the result is always a ``JITFunction``, whatever
+    ``TRITON_INTERPRET`` says when it is decorated: ``wrap_triton`` then interprets it on cpu tensors
+    and compiles it on cuda tensors (``triton.jit`` under ``TRITON_INTERPRET=1`` gives an
+    ``InterpretedFunction``, which has no compiled form). ``options``: ``triton.jit``'s keywords
+    (``do_not_specialize``, ``debug``, ``noinline``, ...). For kernels generated at run time, so the
+    process environment cannot change what they are."""
+    _triton()
+    JITFunction = _T["jit"]
+
+    def decorator(f):
+        return JITFunction(f, **options)
+    return decorator if fn is None else decorator(fn)
 
 
 # -- the scope ---------------------------------------------------------------------------------
@@ -148,6 +170,56 @@ def _patch_tensor_fn(orig):
     return patch_lang_tensor
 
 
+_INJECTED: dict = {}        # id(globals) -> (globals, {name: value}): what Triton's rewriter added
+_DEPTH = [0]                # nesting of interpreter scopes (the outermost one adds/removes names)
+
+
+def _track_injections(orig):
+    """``FunctionRewriter._compile_and_exec`` recording the names it adds to the function's
+    module globals (Triton adds every interpreter global the module lacks, and never removes it)."""
+    interp = _T["interp"]
+
+    def _compile_and_exec(self, transformed_ast):
+        g = self.fn.__globals__
+        added = {k: v for k, v in vars(interp).items() if k not in g}
+        try:
+            return orig(self, transformed_ast)
+        finally:
+            added = {k: v for k, v in added.items() if g.get(k, _CALL) is v}
+            if added:
+                e = _INJECTED.get(id(g))
+                if e is None or e[0] is not g:
+                    e = _INJECTED[id(g)] = (g, {})
+                e[1].update(added)
+    return _compile_and_exec
+
+
+def _lang_set_attr(self, obj, name, value):
+    """``_LangPatchScope.set_attr`` recording the object's own attribute (not an inherited one)."""
+    own = getattr(obj, "__dict__", None)
+    if own is None:
+        original = getattr(obj, name, _T["interp"]._MISSING)
+    else:
+        original = own[name] if name in own else _T["interp"]._MISSING
+    self._changes.append((obj, name, original))
+    setattr(obj, name, value)
+
+
+def _add_injected(_=None):
+    for g, names in _INJECTED.values():
+        for k, v in names.items():
+            if k not in g:
+                g[k] = v
+
+
+def _remove_injected(_=None):
+    # only what is still the injected object: a name the module has since bound is its own
+    for g, names in _INJECTED.values():
+        for k, v in names.items():
+            if g.get(k, _CALL) is v:
+                del g[k]
+
+
 def launch(call, chain=()):
     """Run ``call()`` (an interpreted launch) inside the interpreter scope (see module doc).
 
@@ -159,6 +231,17 @@ def launch(call, chain=()):
     with _lock:
         p = _Patches()
         try:
+            if _DEPTH[0] == 0:
+                _add_injected()
+                p.undo(_remove_injected, None)
+            _DEPTH[0] += 1
+            p.undo(_leave, None)
+            rw = getattr(interp, "FunctionRewriter", None)
+            if rw is not None and hasattr(rw, "_compile_and_exec"):
+                p.set(rw, "_compile_and_exec", _track_injections(rw._compile_and_exec))
+            sc = getattr(interp, "_LangPatchScope", None)
+            if sc is not None and hasattr(interp, "_MISSING") and hasattr(sc, "set_attr"):
+                p.set(sc, "set_attr", _lang_set_attr)
             p.set(JITFunction, "__call__", _nested_call)
             p.set(interp.InterpretedFunction, "__call__", _nested_call)
             p.set(interp, "_implicit_cvt", _scalar_cvt(interp._implicit_cvt))
@@ -181,6 +264,10 @@ def launch(call, chain=()):
             return call()
         finally:
             p.restore()
+
+
+def _leave(_):
+    _DEPTH[0] -= 1
 
 
 # -- libdevice under the interpreter -----------------------------------------------------------

@@ -226,15 +226,14 @@ def _grow(args, kwargs):
 
     def grow(t):
         if t.ndim >= 1 and t.shape[0] == lead:
+            from ._layouts import build, strides_like
             with no_grad():
-                g = _factories.cat([t.detach(), t.detach()[:1]], 0)
-                if not t.is_contiguous():
-                    # keep the memory order of the dimensions (a transposed view stays one), so
-                    # the second run differs from the first by sizes only
-                    st = t.stride()
-                    order = sorted(range(t.ndim), key=lambda d: -st[d])
-                    inv = [order.index(d) for d in range(t.ndim)]
-                    g = g.permute(order).clone().permute(inv)
+                vals = _factories.cat([t.detach(), t.detach()[:1]], 0)
+                # the same layout kind as the sample (memory order, inner step, padding,
+                # storage offset, expanded dimensions): the second run differs from the first by
+                # sizes only, so the compile guards see the same contiguity facts
+                g = build(vals, strides_like(tuple(t.shape), t.stride(), tuple(vals.shape)),
+                          t.storage_offset())
             if t.requires_grad:
                 g.requires_grad_(True)
             return g

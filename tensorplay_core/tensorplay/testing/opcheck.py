@@ -1,14 +1,26 @@
-"""``opcheck``: check that an operator is registered correctly (SPEC §3, same idea as
+"""``opcheck``: check that an operator is registered correctly (same idea as
 ``torch.library.opcheck``).
 
 Four checks, each run on *clones* of the sample inputs (the caller's tensors are never touched):
 
 * ``test_schema`` -- inputs not declared mutated keep their values, shape, strides, storage
-  offset and version; no output aliases an input's storage or another output's storage; the
-  returned value has the structure the schema declares. Declared mutation is trusted.
+  offset and version; no output overlaps the memory (address range) of an input or of another
+  output, whichever library made it; the returned value has the structure the schema declares.
+  Declared mutation is trusted.
 * ``test_autograd_registration`` -- with every floating, non-mutated input requiring grad, each
   floating output requires grad and a backward pass brings a gradient of the right shape to every
   such input. A missing ``register_autograd`` formula is legal (CompositeImplicitAutograd).
+  Exempt, as in torch: integer/bool outputs, outputs the registered formula marks
+  non-differentiable (``ctx.mark_non_differentiable``), and inputs for which the registered
+  formula returns ``None`` (a declaration). An op that is not differentiable on purpose (a
+  quantiser, a rounding op) says so with such a formula; without one, a kernel that leaves the
+  autograd graph fails (stricter than torch on purpose).
+* ``test_layouts`` -- each sample re-run with the same values in other memory layouts
+  (contiguous, transposed, with a storage offset, a padded slice, expanded where the op only
+  reads the input) gives the contiguous result (values compared with the per-dtype tolerances;
+  mutated inputs compared too). Catches kernels that ignore strides (read ``numel()`` elements
+  from the data pointer). An op that raises for a layout (an explicit refusal such as "out must
+  be contiguous") is not failed for it. Not in torch's opcheck.
 * ``test_faketensor`` -- the fake kernel (run under ``FakeTensorMode`` on fake copies of the
   inputs) reproduces the real outputs' count, shape, dtype, device, strides and storage offset.
 * ``test_aot_dispatch_dynamic`` -- delegated to ``tensorplay.testing.aot.check`` (capture +
@@ -23,9 +35,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-__all__ = ["opcheck", "run_checks", "CheckResult", "ALL_TESTS", "DEFAULT_TESTS"]
+__all__ = ["opcheck", "run_checks", "CheckResult", "ALL_TESTS", "DEFAULT_TESTS",
+           "describe_kernel", "kernel_keys"]
 
-ALL_TESTS = ("test_schema", "test_autograd_registration", "test_faketensor",
+ALL_TESTS = ("test_schema", "test_autograd_registration", "test_layouts", "test_faketensor",
              "test_aot_dispatch_dynamic")
 DEFAULT_TESTS = ALL_TESTS
 
@@ -64,17 +77,20 @@ def opcheck(op, args, kwargs=None, *, test_utils="DEFAULT", raise_exception=True
     * ``args``/``kwargs`` -- one sample call, ``op(*args, **kwargs)``, with real tensors on any
       device. They are cloned for every check (tensors inside lists too, strides and
       ``requires_grad`` kept); the caller's tensors are never mutated.
-    * ``test_utils`` -- ``"DEFAULT"`` (all four checks), one check name, or an iterable of names
-      from ``test_schema``, ``test_autograd_registration``, ``test_faketensor``,
-      ``test_aot_dispatch_dynamic``. Unknown names: ``ValueError`` listing the valid ones.
+    * ``test_utils`` -- ``"DEFAULT"`` (all five checks), one check name, or an iterable of names
+      from ``test_schema``, ``test_autograd_registration``, ``test_layouts``,
+      ``test_faketensor``, ``test_aot_dispatch_dynamic``. Unknown names: ``ValueError`` listing
+      the valid ones.
     * ``raise_exception`` -- when True (default) any failure raises
       ``tensorplay.errors.OpCheckError`` (a ``RuntimeError``) whose ``.failures`` is the mapping.
     * ``atol``/``rtol`` -- tolerances for value comparisons (default: per dtype, as
       ``tensorplay.testing.assert_close``), passed to the compile check.
 
     Returns ``{test_name: message}`` for the failed checks; empty means every check passed. Every
-    message names the op and says how to fix the problem. Semantics follow SPEC §3 (the owner's
-    documentation) and ``torch.library.opcheck``; where torch checks through dispatcher
+    message names the op, the kernel that ran (dispatch key, ``module:function``, plugin) and
+    says how to fix the problem. An unknown ``"ns::op"`` raises ``LookupError``; when the plugin
+    that provides it failed to load, the message names the plugin, its error and the fix. Semantics follow
+    ``torch.library.opcheck``; where torch checks through dispatcher
     internals, these checks observe storages, version counters and fake tensors directly.
 
     Example::
@@ -94,33 +110,141 @@ def opcheck(op, args, kwargs=None, *, test_utils="DEFAULT", raise_exception=True
 
 
 def run_checks(op, args, kwargs=None, *, test_utils="DEFAULT", atol=None,
-               rtol=None) -> dict[str, CheckResult]:
+               rtol=None, kernel=None) -> dict[str, CheckResult]:
     """Like ``opcheck`` but returns a ``CheckResult`` per selected check (pass/fail/skip + time).
 
+    ``kernel``: which registered kernel to check -- ``None`` (the one a call on the sample's
+    device dispatches to), the sample's device type (its device kernel) or ``"default"`` (the
+    device-agnostic kernel, even when a device kernel would normally win: the device kernel is
+    disabled with ``set_kernel_enabled`` for the duration). ``kernel_keys(op, device)`` lists
+    the keys that have a kernel.
+
     Never raises for a failing op (a kernel that raises is a failed check); raises ``ValueError``
-    for unknown ``test_utils`` names and ``TypeError``/``LookupError`` for an ``op`` that is not an
-    operator.
+    for unknown ``test_utils`` names or a ``kernel`` that is not registered for the sample's
+    device, and ``TypeError``/``LookupError`` for an ``op`` that is not an operator.
     """
     o = _resolve(op)
     tests = _select(test_utils)
     args = tuple(args) if isinstance(args, (list, tuple)) else (args,)
     kwargs = dict(kwargs or {})
+    dev = _sample_device(args, kwargs)
+    key = kernel if kernel is not None else _dispatched_key(o, dev)
+    if kernel is not None and kernel not in kernel_keys(o, dev):
+        raise ValueError(f"run_checks({o.name!r}, kernel={kernel!r}): no such kernel for device "
+                         f"{dev} (kernels: {', '.join(kernel_keys(o, dev)) or 'none'})")
+    where = f" [kernel {describe_kernel(o, key, dev)}]"
     out = {}
-    for name in tests:
-        t0 = time.perf_counter()
-        try:
-            _CHECKS[name](o, args, kwargs, atol, rtol)
-            res = CheckResult(name, "pass")
-        except _Skip as e:
-            res = CheckResult(name, "skip", str(e))
-        except _Fail as e:
-            res = CheckResult(name, "fail", f"opcheck({o.name!r}) {name}: {e}")
-        except Exception as e:   # a bug in a check (or in the core) is still reported, never passed
-            res = CheckResult(name, "fail", f"opcheck({o.name!r}) {name}: the check itself raised "
-                                            f"{type(e).__name__}: {e}")
-        res.seconds = time.perf_counter() - t0
-        out[name] = res
+    with _forcing(o, key, dev):
+        for name in tests:
+            t0 = time.perf_counter()
+            try:
+                _CHECKS[name](o, args, kwargs, atol, rtol)
+                res = CheckResult(name, "pass")
+            except _Skip as e:
+                res = CheckResult(name, "skip", str(e))
+            except _Fail as e:
+                res = CheckResult(name, "fail", f"opcheck({o.name!r}) {name}{where}: {e}")
+            except Exception as e:   # a bug in a check (or the core) is still reported, never passed
+                res = CheckResult(name, "fail", f"opcheck({o.name!r}) {name}{where}: the check "
+                                                f"itself raised {type(e).__name__}: {e}")
+            res.seconds = time.perf_counter() - t0
+            out[name] = res
     return out
+
+
+# ----------------------------------------------------------------------------------------------
+# which kernel runs
+
+def _sample_device(args, kwargs):
+    found = []
+    _map_tensors((args, tuple(kwargs.values())), lambda t: found.append(t) or t)
+    big = [t for t in found if t.ndim > 0] or found
+    if big:
+        return big[0].device.type
+    d = kwargs.get("device")
+    if d is not None:
+        from .._device import Device
+        return Device(d).type
+    return "default"
+
+
+def kernel_keys(op, device_type) -> list:
+    """Dispatch keys of ``op`` that have an enabled kernel usable on ``device_type``: the
+    device's own kernel (``device_type``), then the device-agnostic one (``"default"``). A
+    built-in ``tp::`` op answers ``[device_type]`` (its kernels come from the device plugin)."""
+    if op.is_builtin:
+        return [device_type]
+    keys = []
+    if device_type != "default" and op._active(device_type) is not None:
+        keys.append(device_type)
+    if op._active("default") is not None:
+        keys.append("default")
+    return keys
+
+
+def _dispatched_key(op, device_type):
+    keys = kernel_keys(op, device_type)
+    return keys[0] if keys else device_type
+
+
+def _kernel_fn(op, key):
+    stack = op._kernels.get(key)
+    if not stack:
+        return None, None
+    fn, owner, _ = stack[-1]
+    return fn, owner
+
+
+def describe_kernel(op, key, device_type=None) -> str:
+    """Who runs ``op`` for dispatch key ``key``: ``"cpu: pkg.mod:fn (plugin tensorplay-x)"``,
+    ``"default: pkg.mod:fn (user code)"``; a kernel named in entry-point metadata and not
+    imported yet is shown by that ``module:function``; built-in ops by their device plugin."""
+    if op.is_builtin:
+        from ..plugins import manager
+        try:
+            dist = manager._provider_dist(key)
+        except Exception:   # noqa: BLE001 - description only
+            dist = "?"
+        return f"{key}: built-in (plugin {dist})"
+    fn, owner = _kernel_fn(op, key)
+    if fn is None:
+        return f"{key}: none registered"
+    lazy = getattr(fn, "_tensorplay_lazy_target", None)
+    if lazy is not None:
+        target = str(lazy) if isinstance(lazy, str) else _fn_name(lazy)
+    else:
+        target = _fn_name(fn)
+    who = f"plugin {owner}" if isinstance(owner, str) else \
+        (f"plugin {op.plugin}" if op.plugin and owner is None else "user code")
+    return f"{key}: {target} ({who})"
+
+
+def _fn_name(fn) -> str:
+    inner = getattr(fn, "__wrapped__", None) or fn
+    mod = getattr(inner, "__module__", None) or "?"
+    name = getattr(inner, "__qualname__", None) or getattr(inner, "__name__", None) or repr(inner)
+    return f"{mod}:{name}"
+
+
+class _forcing:
+    """Run the checks on kernel ``key``: for ``"default"``, the device's own kernel is disabled
+    (``set_kernel_enabled``) while they run, so the device-agnostic kernel is what dispatch picks."""
+
+    def __init__(self, op, key, device_type):
+        self.cm = None
+        if (key == "default" and not op.is_builtin and device_type != "default"
+                and op._active(device_type) is not None):
+            self.cm = op.set_kernel_enabled(device_type, False)
+
+    def __enter__(self):
+        if self.cm is not None:
+            self.cm.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self.cm is not None:
+            self.cm.__exit__(*exc)
+        return False
 
 
 # ----------------------------------------------------------------------------------------------
@@ -134,6 +258,17 @@ def _resolve(op):
         try:
             return lookup(op)
         except LookupError as e:
+            # the op call's own rule: when the plugin that provides it failed to load, say which
+            # plugin, its error and the fix (its exception chained)
+            from ..plugins import manager
+            hint = rec = None
+            try:
+                rec = manager.op_failure(op)
+                hint = manager.op_failure_hint(op)
+            except Exception:   # noqa: BLE001 - the lookup error below still stands
+                pass
+            if hint:
+                raise LookupError(f"opcheck: {e}; {hint}") from getattr(rec, "error", None)
             raise LookupError(f"opcheck: {e}") from None
     raise TypeError(f"opcheck: expected a CustomOpDef (e.g. a tensorplay.library.custom_op "
                     f"result) or a qualified name 'ns::op', got {op!r}")
@@ -325,7 +460,7 @@ def _test_schema(op, args, kwargs, atol, rtol):
     before = [(t.shape, t.stride(), t.storage_offset(), t._version) for _, t, _ in inputs]
     out = _call(op, a, k, "on cloned sample inputs")
     problems = []
-    # 1. undeclared mutation (declared mutation is trusted: SPEC §3)
+    # 1. undeclared mutation (declared mutation is trusted, as in eager calls)
     for (label, t, pname), (shape, stride, off, ver), (_, s, _) in zip(
             inputs, before, _named_tensors(op, snap_a, snap_k)):
         if pname in mutated:
@@ -346,32 +481,67 @@ def _test_schema(op, args, kwargs, atol, rtol):
                 f"input '{label}' was modified although it is not declared mutated "
                 f"({'; '.join(what)}). Declare it with mutates_args=({pname!r},) (schema "
                 f"Tensor(a!) {pname}), or write to a copy instead")
-    # 2. aliasing: outputs must be fresh storages (same rule as torch.library.custom_op)
-    in_storages = {}
-    for label, t, pname in inputs:
-        in_storages.setdefault(id(t._storage), (label, pname))
+    # 2. aliasing: outputs must be fresh memory (same rule as torch.library.custom_op). Memory
+    # ranges are compared, not storage objects: an output made by another array library over an
+    # input's memory (tp.from_numpy(np.ravel(x.numpy()))) has a storage of its own.
+    in_ranges = [(label, pname, t, _mem_range(t)) for label, t, pname in inputs]
     allowed = _declared_return_aliases(op)
-    seen_out = {}
+    seen_out = []
     for label, v in _flat_outputs(out):
         if not isinstance(v, T):
             continue
-        hit = in_storages.get(id(v._storage))
-        if hit is not None and (label, hit[1]) not in allowed:
-            kind = "is" if any(v is t for _, t, _ in inputs) else "is a view of / shares storage with"
-            problems.append(
-                f"output {label} {kind} input '{hit[0]}' (same storage): outputs of a custom op "
-                f"must not alias its inputs. Return a copy instead (e.g. `return x.clone()`)")
-        prev = seen_out.get(id(v._storage))
-        if prev is not None:
-            problems.append(
-                f"output {label} shares storage with output {prev} (same tensor or a view of "
-                f"it): each output must be a fresh tensor. Return a copy (e.g. `.clone()`)")
+        rng = _mem_range(v)
+        for ilabel, pname, t, irng in in_ranges:
+            if (label, pname) in allowed:
+                continue
+            if v._storage is t._storage or _overlap(rng, irng):
+                kind = "is" if v is t else (
+                    "is a view of / shares storage with" if v._storage is t._storage else
+                    "shares memory with (overlapping addresses, e.g. a NumPy/CuPy view of it "
+                    "wrapped again)")
+                problems.append(
+                    f"output {label} {kind} input '{ilabel}': outputs of a custom op must not "
+                    f"alias its inputs. Return a copy instead (e.g. `return x.clone()`, or "
+                    f"np.array(..., copy=True) before wrapping)")
+                break
+        for plabel, pv, prng in seen_out:
+            if pv._storage is v._storage or _overlap(rng, prng):
+                how = ("shares storage with output {} (same tensor or a view of it)"
+                       if pv._storage is v._storage else
+                       "shares memory with output {} (overlapping addresses)").format(plabel)
+                problems.append(
+                    f"output {label} {how}: each output must be a fresh tensor. Return a copy "
+                    f"(e.g. `.clone()`)")
+                break
         else:
-            seen_out[id(v._storage)] = label
+            seen_out.append((label, v, rng))
     # 3. the returned structure matches the schema
     problems.extend(_check_return_structure(op, out))
     if problems:
         raise _Fail("; ".join(problems))
+
+
+def _mem_range(t):
+    """``(device, first byte, end byte)`` of the memory ``t`` can address; None when it has no
+    elements or no memory (fake)."""
+    if t._data is None or t.numel() == 0:
+        return None
+    try:
+        ptr = t.data_ptr()
+    except Exception:   # noqa: BLE001 - a backend without addresses: storage identity only
+        return None
+    item = t.element_size()
+    lo = hi = 0
+    for size, st in zip(t.shape, t.stride()):
+        if st >= 0:
+            hi += (size - 1) * st
+        else:
+            lo += (size - 1) * st
+    return (str(t.device), ptr + lo * item, ptr + (hi + 1) * item)
+
+
+def _overlap(a, b) -> bool:
+    return a is not None and b is not None and a[0] == b[0] and a[1] < b[2] and b[1] < a[2]
 
 
 def _declared_return_aliases(op) -> set:
@@ -416,26 +586,44 @@ def _test_autograd(op, args, kwargs, atol, rtol):
                 if isinstance(v, T) and v.dtype.is_floating_point]
         if not outs:
             raise _Skip("no floating-point tensor outputs")
+        # A registered formula is the op's declaration: outputs it marks non-differentiable
+        # (ctx.mark_non_differentiable: they come back with requires_grad=False) and inputs it
+        # returns None for get no gradient, as in torch. Without a formula, an output that does
+        # not require grad means the kernel left the graph.
+        formula = op._backward is not None
         broken = [label for label, v in outs if not v.requires_grad]
-        if broken:
+        if broken and not formula:
             raise _Fail(
                 f"output {', '.join(broken)} does not require grad although the inputs "
-                f"({', '.join(lbl for lbl, _ in diff)}) do: the {_GRAPH_HINT}")
-        roots = [v for _, v in outs]
+                f"({', '.join(lbl for lbl, _ in diff)}) do: the {_GRAPH_HINT}. If the op is not "
+                f"differentiable on purpose, say so with a formula: register_autograd with a "
+                f"setup_context that calls ctx.mark_non_differentiable(*outputs), or a backward "
+                f"returning None for every input")
+        roots = [v for _, v in outs if v.requires_grad]
+        if not roots:
+            return    # every output declared non-differentiable by the formula
         seeds = [_factories.ones_like(v) for v in roots]
         try:
             grads = _api.grad(roots, [t for _, t in diff], seeds, allow_unused=True)
         except Exception as e:
-            raise _Fail(f"backward raised {type(e).__name__}: {e}. Check the backward formula "
-                        f"(register_autograd) or the kernel's differentiable ops") from e
+            why = str(e).rstrip(". ")
+            # the eager safety net's own error (a kernel that left the graph) already says
+            # what to do; other errors get the advice
+            advice = "" if "register_autograd" in why else (
+                ". Check the backward formula (register_autograd) or the kernel's "
+                "differentiable ops; a kernel that leaves the autograd graph needs a formula "
+                "registered with register_autograd")
+            raise _Fail(f"backward raised {type(e).__name__}: {why}{advice}") from e
     problems = []
     for (label, t), g in zip(diff, grads):
         if g is None:
+            if formula:
+                continue    # an explicit None from the registered formula: a declaration
             problems.append(
                 f"no gradient reached input '{label}' (dropped gradient): the output does not "
-                f"depend on it through tensorplay ops, or the backward formula returns None for "
-                f"it. Keep the computation on tensorplay ops (no .numpy()/.detach()/.item()), "
-                f"or return its gradient from the formula registered with register_autograd")
+                f"depend on it through tensorplay ops. Keep the computation on tensorplay ops "
+                f"(no .numpy()/.detach()/.item()), or register a formula with register_autograd "
+                f"(returning None for it declares that it gets no gradient)")
         elif tuple(g.shape) != tuple(t.shape):
             problems.append(f"the gradient of input '{label}' has shape {tuple(g.shape)} but the "
                             f"input has shape {tuple(t.shape)}; the backward formula must return "
@@ -446,6 +634,115 @@ def _test_autograd(op, args, kwargs, atol, rtol):
                             f"on {t.device}")
     if problems:
         raise _Fail("; ".join(problems))
+
+
+# ----------------------------------------------------------------------------------------------
+# test_layouts
+
+def _test_layouts(op, args, kwargs, atol, rtol):
+    from . import _layouts
+    from .assertions import assert_close
+    from ..autograd.grad_mode import no_grad
+    T = _T()
+    mutated = _mutated(op)
+    named = _named_tensors(op, args, kwargs)
+    if not any(t.numel() > 0 and t.ndim > 0 for _, t, _ in named):
+        raise _Skip("no tensor input with elements: every layout is the same")
+
+    def laid(kind):
+        """The sample with every eligible tensor in layout ``kind`` -> (args, kwargs, labels)."""
+        changed = []
+
+        def f(t, label, pname):
+            if kind == "expanded" and pname in mutated:
+                return _layouts.build(t, _layouts.contiguous_strides(tuple(t.shape))), False
+            return _layouts.relayout(t, kind)
+        vals = dict(_named_values(op, args, kwargs))
+        out = {}
+        for name, v in vals.items():
+            if isinstance(v, T):
+                nt, ch = f(v, name, name)
+                if ch:
+                    changed.append(name)
+                out[name] = nt
+            elif isinstance(v, (list, tuple)) and any(isinstance(x, T) for x in v):
+                items = []
+                for i, x in enumerate(v):
+                    if isinstance(x, T):
+                        nt, ch = f(x, f"{name}[{i}]", name)
+                        if ch:
+                            changed.append(f"{name}[{i}]")
+                        items.append(nt)
+                    else:
+                        items.append(x)
+                out[name] = type(v)(items)
+            else:
+                out[name] = v
+        names = [n for n, _ in _named_values(op, args, kwargs)]
+        npos = len(args)
+        a = tuple(out[n] for n in names[:npos])
+        k = {n: out[n] for n in names[npos:]}
+        return a, k, changed
+
+    def contiguous_of(a, k):
+        f = (lambda t: _layouts.build(t, _layouts.contiguous_strides(tuple(t.shape))))
+        return (tuple(_map_tensors(v, f) for v in a), {n: _map_tensors(v, f) for n, v in k.items()})
+
+    def run(a, k):
+        with no_grad():
+            out = op(*a, **k)
+        return out, [t for _, t, p in _named_tensors(op, a, k) if p in mutated]
+
+    problems, refused, ran = [], [], 0
+    ref_a, ref_k = contiguous_of(args, kwargs)
+    try:
+        ref = run(ref_a, ref_k)
+    except Exception as e:
+        raise _Fail(f"calling the op on contiguous copies of the sample raised "
+                    f"{type(e).__name__}: {e}") from e
+    for kind in _layouts.LAYOUT_KINDS:
+        a, k, changed = laid(kind)
+        if not changed:
+            continue
+        if kind == "expanded":
+            # other values (the first row repeated): their own contiguous reference
+            ra, rk = contiguous_of(a, k)
+            try:
+                want = run(ra, rk)
+            except Exception:   # noqa: BLE001 - these values are not valid for the op: skip kind
+                continue
+        else:
+            want = ref
+        try:
+            got = run(a, k)
+        except Exception as e:   # noqa: BLE001 - an explicit refusal is not a wrong result
+            refused.append(f"{kind} ({type(e).__name__}: {str(e).splitlines()[0][:120]})")
+            continue
+        ran += 1
+        wl, gl = _flat_outputs(want[0]), _flat_outputs(got[0])
+        bad = []
+        for (label, w), (_, g) in zip(wl, gl):
+            if isinstance(w, T) and isinstance(g, T):
+                try:
+                    assert_close(g.detach(), w.detach(), atol=atol, rtol=rtol)
+                except AssertionError as e:
+                    bad.append(f"output {label}: {str(e).splitlines()[0]}")
+        for i, (w, g) in enumerate(zip(want[1], got[1])):
+            try:
+                assert_close(g.detach(), w.detach(), atol=atol, rtol=rtol)
+            except AssertionError as e:
+                bad.append(f"mutated input {i}: {str(e).splitlines()[0]}")
+        if bad:
+            problems.append(f"with {kind} inputs ({', '.join(changed)}) the result differs from "
+                            f"the contiguous one: {'; '.join(bad)}")
+    if problems:
+        raise _Fail("; ".join(problems) + ". The kernel ignores strides or the storage offset "
+                    "(e.g. it reads numel() elements from the data pointer): read inputs "
+                    "through their strides (x.numpy() is a strided view), or make them "
+                    "contiguous first (x = x.contiguous())")
+    if not ran:
+        raise _Skip("no other layout applies to these inputs" if not refused else
+                    f"the op refuses every other layout: {'; '.join(refused)}")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -536,6 +833,7 @@ def _test_aot(op, args, kwargs, atol, rtol):
 _CHECKS = {
     "test_schema": _test_schema,
     "test_autograd_registration": _test_autograd,
+    "test_layouts": _test_layouts,
     "test_faketensor": _test_faketensor,
     "test_aot_dispatch_dynamic": _test_aot,
 }

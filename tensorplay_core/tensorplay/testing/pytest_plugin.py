@@ -1,4 +1,5 @@
-"""pytest plugin of TensorPlay (entry point ``pytest11``: ``tensorplay``).
+"""pytest plugin of TensorPlay: the implementation behind the entry module ``_tensorplay_pytest``
+(entry point ``pytest11``: ``tensorplay``), which imports this module only when used.
 
 What it offers an op pack's test suite:
 
@@ -10,24 +11,14 @@ What it offers an op pack's test suite:
 * the one-liner for a test module: ``test_ops = tensorplay.testing.opcheck_plugin_tests("my-pack")``
   (no option needed).
 
-Nothing here runs unless asked: the option's items are added only when the option is given,
-and ``tensorplay.testing.plugin_check`` is imported only then.
+Nothing runs unless asked: in a pytest run that uses neither the option nor the fixture,
+neither this module nor ``tensorplay`` is imported at all (so a broken TensorPlay plugin cannot
+disturb unrelated test suites, even under ``-W error``).
 """
 
 from __future__ import annotations
 
 import pytest
-
-
-def pytest_addoption(parser):
-    """``--tensorplay-check=PLUGIN`` (repeatable) and ``--tensorplay-check-device=DEVICE``."""
-    group = parser.getgroup("tensorplay", "TensorPlay operator checks")
-    group.addoption("--tensorplay-check", action="append", default=[], metavar="PLUGIN",
-                    help="run opcheck over every op and sample of this tensorplay plugin "
-                         "(distribution or entry-point name); repeatable")
-    group.addoption("--tensorplay-check-device", default=None, metavar="DEVICE",
-                    help="only check on this device (cpu, cuda, cuda:1); default: every "
-                         "available device")
 
 
 class TensorPlayCheckItem(pytest.Item):
@@ -79,7 +70,7 @@ class _CheckFailed(AssertionError):
     pass
 
 
-def pytest_collection_modifyitems(session, config, items):
+def add_check_items(session, config, items):
     """Append the ``--tensorplay-check`` items (nothing when the option is not given)."""
     names = config.getoption("tensorplay_check") or []
     if not names:
@@ -103,16 +94,13 @@ def pytest_collection_modifyitems(session, config, items):
             items.append(node)
 
 
-@pytest.fixture
-def tensorplay_check():
-    """A function ``check(plugin, device=None, **opcheck_options)`` that runs
-    ``tensorplay.testing.check_plugin`` and fails the test listing every failing (op, device,
-    sample); returns the results when all passed (skips are allowed)."""
-    def check(plugin, device=None, **kwargs):
-        from .plugin_check import check_plugin
-        results = check_plugin(plugin, device, **kwargs)
-        bad = [r for r in results if r.status in ("failed", "error")]
-        if bad:
-            pytest.fail("\n".join(r.describe() for r in bad), pytrace=False)
-        return results
-    return check
+def run_check(plugin, device=None, **kwargs):
+    """The ``tensorplay_check`` fixture's function: ``tensorplay.testing.check_plugin`` over every
+    op and sample of ``plugin``; fails the test listing every failing (op, device, sample) and
+    returns the results when all passed (skips are allowed)."""
+    from .plugin_check import check_plugin
+    results = check_plugin(plugin, device, **kwargs)
+    bad = [r for r in results if r.status in ("failed", "error")]
+    if bad:
+        pytest.fail("\n".join(r.describe() for r in bad), pytrace=False)
+    return results

@@ -1,0 +1,44 @@
+"""Entry module of TensorPlay's pytest plugin (entry point ``pytest11``: ``tensorplay``).
+
+pytest imports this module in *every* run of an environment where TensorPlay is installed, so it
+imports nothing of TensorPlay: ``import tensorplay`` loads every installed TensorPlay plugin, and
+one broken plugin would then warn (or, under ``-W error`` / ``filterwarnings = error``, fail) in
+test suites that never use TensorPlay. The option's items and the fixture import
+``tensorplay.testing`` only when they are used; the implementation lives in
+``tensorplay.testing.pytest_plugin``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+def pytest_addoption(parser):
+    """``--tensorplay-check=PLUGIN`` (repeatable) and ``--tensorplay-check-device=DEVICE``."""
+    group = parser.getgroup("tensorplay", "TensorPlay operator checks")
+    group.addoption("--tensorplay-check", action="append", default=[], metavar="PLUGIN",
+                    help="run opcheck over every op and sample of this tensorplay plugin "
+                         "(distribution or entry-point name); repeatable")
+    group.addoption("--tensorplay-check-device", default=None, metavar="DEVICE",
+                    help="only check on this device (cpu, cuda, cuda:1); default: every "
+                         "available device")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Append the ``--tensorplay-check`` items; without the option, imports nothing."""
+    if not config.getoption("tensorplay_check"):
+        return
+    from tensorplay.testing.pytest_plugin import add_check_items
+    add_check_items(session, config, items)
+
+
+@pytest.fixture
+def tensorplay_check():
+    """A function ``check(plugin, device=None, **opcheck_options)`` that runs
+    ``tensorplay.testing.check_plugin`` over every op and sample of ``plugin`` (distribution or
+    entry-point name) and fails the test listing every failing (op, device, sample); returns the
+    results when all passed (skips are allowed). TensorPlay is imported on the first call."""
+    def check(plugin, device=None, **kwargs):
+        from tensorplay.testing.pytest_plugin import run_check
+        return run_check(plugin, device, **kwargs)
+    return check

@@ -1,0 +1,109 @@
+"""Tensors with the same values in another memory layout (used by opcheck's ``test_layouts`` and
+by the second-shape run of ``test_aot_dispatch_dynamic``).
+
+A layout is ``(strides, storage offset)`` over a fresh storage. The builders here make new
+storages, copy the values in, and never touch the source tensor.
+"""
+
+from __future__ import annotations
+
+__all__ = ["build", "contiguous_strides", "order_strides", "strides_like", "LAYOUT_KINDS",
+           "relayout"]
+
+# the layouts test_layouts tries, besides the contiguous reference
+LAYOUT_KINDS = ("transposed", "storage offset", "padded slice", "expanded")
+
+
+def contiguous_strides(shape) -> tuple:
+    st, acc = [], 1
+    for s in reversed(tuple(shape)):
+        st.append(acc)
+        acc *= max(int(s), 1)
+    return tuple(reversed(st))
+
+
+def order_strides(shape, order, pad=0, step=1) -> tuple:
+    """Strides of a dense-ish layout of ``shape`` whose dimensions are stored in ``order``
+    (innermost first): innermost stride ``step``, every outer dimension padded by ``pad``
+    elements (a row of a padded buffer sliced to the logical size)."""
+    st = [0] * len(shape)
+    prev = None
+    for d in order:
+        st[d] = step if prev is None else st[prev] * max(int(shape[prev]), 1) + pad
+        prev = d
+    return tuple(st)
+
+
+def strides_like(shape, stride, new_shape) -> tuple:
+    """Strides for ``new_shape`` with the layout kind of (``shape``, ``stride``): same memory
+    order of the dimensions, same inner step and the same padding after each dimension (a
+    column slice stays a column slice, a transposed view stays transposed). Stride-0
+    (expanded) dimensions keep stride 0."""
+    dims = [d for d in range(len(shape)) if stride[d] != 0]
+    order = sorted(dims, key=lambda d: (stride[d], shape[d]))     # innermost first
+    new = list(stride)
+    prev = None
+    for d in order:
+        if prev is None:
+            new[d] = stride[d]
+        else:
+            pad = max(stride[d] - stride[prev] * max(int(shape[prev]), 1), 0)
+            new[d] = new[prev] * max(int(new_shape[prev]), 1) + pad
+        prev = d
+    return tuple(new)
+
+
+def build(values, stride, offset=0):
+    """A tensor with ``values``' shape, dtype, device and values, laid out with ``stride`` and
+    ``offset`` over a fresh storage (detached, ``requires_grad=False``). Stride-0 dimensions are
+    made by expanding (the values must be constant along them: index 0 is used)."""
+    from .. import _factories
+    from .._ops.views import make_view
+    from ..autograd.grad_mode import no_grad
+    with no_grad():
+        src = values.detach()
+        shape = tuple(src.shape)
+        zero = [d for d, s in enumerate(stride) if s == 0 and shape[d] != 1]
+        if zero:
+            for d in zero:
+                src = src.narrow(d, 0, 1)
+        bshape = tuple(src.shape)
+        bstride = tuple(1 if d in zero else s for d, s in enumerate(stride))
+        span = 1 + sum((s - 1) * st for s, st in zip(bshape, bstride)) if all(bshape) else 0
+        flat = _factories.empty(offset + span, dtype=src.dtype, device=src.device)
+        c = make_view(flat, bshape, bstride, offset)
+        c._base = None
+        if span:
+            c.copy_(src)
+        c._storage.version = 0
+        if zero:
+            c = c.expand(*shape)
+    return c
+
+
+def relayout(t, kind):
+    """``(tensor, changed)``: ``t``'s values (for ``"expanded"``: its first row repeated along
+    the leading dimension) in layout ``kind`` of :data:`LAYOUT_KINDS` or ``"contiguous"``.
+    ``changed`` is False when the kind does not apply to ``t`` (e.g. transposing a 1-d tensor)."""
+    shape = tuple(t.shape)
+    n = len(shape)
+    inner_first = list(range(n - 1, -1, -1))
+    if kind == "contiguous" or n == 0 or t.numel() == 0:
+        return build(t, contiguous_strides(shape)), kind == "contiguous"
+    if kind == "transposed":
+        big = [d for d in range(n) if shape[d] > 1]
+        if len(big) < 2:
+            return build(t, contiguous_strides(shape)), False
+        return build(t, order_strides(shape, list(range(n)))), True     # dim 0 innermost
+    if kind == "storage offset":
+        return build(t, contiguous_strides(shape), offset=3), True
+    if kind == "padded slice":
+        if n == 1:     # a 1-d slice of a wider buffer: every other element
+            return build(t, order_strides(shape, inner_first, step=2)), True
+        return build(t, order_strides(shape, inner_first, pad=3)), True
+    if kind == "expanded":
+        if shape[0] < 2:
+            return build(t, contiguous_strides(shape)), False
+        vals = t.detach()[:1].expand(*shape)
+        return build(vals, (0,) + contiguous_strides(shape)[1:]), True
+    raise ValueError(f"unknown layout kind {kind!r}")

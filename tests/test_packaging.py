@@ -1,0 +1,188 @@
+"""Packaging: distributions that resolve together, metadata, and a pytest plugin that stays out
+of unrelated test runs. (Built wheels and sdists are installed and tested by ``nox -s wheels``.)"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from _plugin_dists import _PYCACHE, BROKEN_IMPORT, PluginEnv
+
+try:
+    import tomllib
+except ModuleNotFoundError:      # Python 3.10: pytest depends on tomli there
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+DISTS = {"tensorplay": ROOT, "tensorplay-cpu": ROOT / "plugins" / "tensorplay_cpu",
+         "tensorplay-cuda": ROOT / "plugins" / "tensorplay_cuda",
+         "tensorplay-triton": ROOT / "plugins" / "tensorplay_triton",
+         "tensorplay-example-ops": ROOT / "examples"}
+
+
+def _project(name):
+    path = DISTS[name] / "pyproject.toml"
+    if not path.exists():
+        pytest.skip(f"{path} is not here (tests run from an installed copy)")
+    with open(path, "rb") as f:
+        return tomllib.load(f)["project"]
+
+
+def _core_version():
+    return _project("tensorplay")["version"]
+
+
+def test_core_version_is_the_package_version():
+    import tensorplay
+    assert tensorplay.__version__ == _core_version()
+
+
+@pytest.mark.parametrize("name", [n for n in DISTS if n != "tensorplay"])
+def test_every_plugin_pins_the_core_release_it_was_built_with(name):
+    """PyPI has an unrelated ``tensorplay``: an unpinned dependency resolves to it."""
+    proj = _project(name)
+    core = [d for d in proj["dependencies"] if d.split("=")[0].split(">")[0].split("<")[0]
+            .strip() == "tensorplay"]
+    assert core == [f"tensorplay=={_core_version()}"], proj["dependencies"]
+    if name != "tensorplay-example-ops":
+        assert proj["version"] == _core_version()
+
+
+def test_core_extras_name_the_pinned_plugins():
+    v = _core_version()
+    extras = _project("tensorplay")["optional-dependencies"]
+    assert extras["cpu"] == [f"tensorplay-cpu=={v}"]
+    assert extras["cuda"] == [f"tensorplay-cuda=={v}"]
+    assert extras["triton"] == [f"tensorplay-triton=={v}"]
+    assert sorted(extras["all"]) == sorted(
+        f"tensorplay-{p}=={v}" for p in ("cpu", "cuda", "triton"))
+    assert extras["cuda12"] == [f"tensorplay-cuda[cuda12]=={v}"]
+    assert extras["cuda13"] == [f"tensorplay-cuda[cuda13]=={v}"]
+
+
+def test_cuda_plugin_offers_cuda12_and_cuda13_without_forcing_one():
+    proj = _project("tensorplay-cuda")
+    assert not [d for d in proj["dependencies"] if d.startswith("cupy")], proj["dependencies"]
+    extras = proj["optional-dependencies"]
+    assert [d.split(">")[0] for d in extras["cuda12"]] == ["cupy-cuda12x"]
+    assert [d.split(">")[0] for d in extras["cuda13"]] == ["cupy-cuda13x"]
+
+
+@pytest.mark.parametrize("name", list(DISTS))
+def test_metadata_license_readme_classifiers(name):
+    proj = _project(name)
+    assert proj["license"] == "MIT" and proj["license-files"] == ["LICENSE"]
+    lic = (DISTS[name] / "LICENSE").read_text()
+    assert lic == (ROOT / "LICENSE").read_text() and "TensorPlay contributors" in lic
+    assert (DISTS[name] / proj["readme"]).is_file()
+    assert "Programming Language :: Python :: 3.13" in proj["classifiers"]
+    assert proj["requires-python"] == ">=3.10"
+
+
+def test_core_ships_py_typed():
+    import tensorplay
+    assert (Path(tensorplay.__file__).parent / "py.typed").is_file()
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        cfg = tomllib.load(f)
+    assert "py.typed" in cfg["tool"]["setuptools"]["package-data"]["tensorplay"]
+
+
+def test_sdist_manifest_ships_the_test_support_files():
+    """setuptools puts ``tests/test*.py`` in the sdist by itself, but not ``conftest.py`` nor
+    the helper modules: without them the tests of an sdist do not even collect."""
+    manifest = (ROOT / "MANIFEST.in").read_text().split("\n")
+    assert "graft tests" in manifest
+    helpers = [p.name for p in (ROOT / "tests").glob("*.py") if not p.name.startswith("test_")]
+    assert "conftest.py" in helpers and "_plugin_dists.py" in helpers
+
+
+# ---- the pytest plugin stays out of unrelated runs -----------------------------------------
+
+UNRELATED = '''
+import sys
+
+def test_tensorplay_not_imported(request):
+    assert request.config.pluginmanager.hasplugin("tensorplay")     # the entry module is loaded
+    assert not [m for m in sys.modules if m == "tensorplay" or m.startswith("tensorplay")], \\
+        sorted(m for m in sys.modules if m.startswith("tensorplay"))
+
+def test_plain():
+    assert 1 + 1 == 2
+'''
+
+
+def _pytest(root, *args):
+    env = {**os.environ, "PYTHONPYCACHEPREFIX": _PYCACHE,
+           "PYTHONPATH": os.pathsep.join([root] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
+    env.pop("PYTEST_ADDOPTS", None)
+    p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o",
+                        "addopts=", "--rootdir", root, *args], cwd=root, capture_output=True,
+                       text=True, timeout=300, env=env, check=False)
+    return p.returncode, p.stdout + p.stderr
+
+
+def test_pytest_plugin_imports_nothing_in_an_unrelated_strict_run(tmp_path):
+    """A broken TensorPlay plugin is installed; an unrelated suite run with ``-W error`` passes,
+    and neither tensorplay nor any TensorPlay plugin is imported."""
+    env = PluginEnv(tmp_path)
+    env.dist("tensorplay-brokenpack", plugins={"brokenpack": "brokenpack"},
+             modules={"brokenpack": BROKEN_IMPORT})
+    (tmp_path / "test_unrelated.py").write_text(textwrap.dedent(UNRELATED))
+    rc, out = _pytest(env.root, "-W", "error", "-q", "test_unrelated.py")
+    assert rc == 0 and "2 passed" in out, out
+    assert env.executed() == [], "a TensorPlay plugin module ran in an unrelated pytest run"
+    # the control: the broken plugin is live, so importing tensorplay under -W error fails
+    (tmp_path / "test_uses_tensorplay.py").write_text("def test_it():\n    import tensorplay\n")
+    rc, out = _pytest(env.root, "-W", "error", "-q", "test_uses_tensorplay.py")
+    assert rc == 1 and "tensorplay-brokenpack" in out, out
+
+
+def test_pytest_plugin_options_show_without_importing_tensorplay(tmp_path):
+    (tmp_path / "conftest.py").write_text(
+        "import sys\n"
+        "def pytest_unconfigure(config):\n"
+        "    print('TENSORPLAY-IMPORTED', 'tensorplay' in sys.modules)\n")
+    rc, out = _pytest(str(tmp_path), "--help")
+    assert rc == 0 and "--tensorplay-check=PLUGIN" in out and "--tensorplay-check-device" in out
+    assert "TENSORPLAY-IMPORTED False" in out, out
+
+
+# ---- tensorplay-cuda says which CuPy is wrong --------------------------------------------------
+
+def _dists(tmp_path, *names):
+    from importlib import metadata
+    env = PluginEnv(tmp_path)
+    for name, version in names:
+        env.dist(name, version)
+    return env, list(metadata.distributions(path=[env.root]))
+
+
+def test_cuda_plugin_reports_missing_and_conflicting_cupy(tmp_path):
+    pytest.importorskip("tensorplay_cuda")
+    from tensorplay_cuda._cupy_install import install_problem
+    _, none = _dists(tmp_path / "a", ("numpy", "2.0"))
+    msg = install_problem(none)
+    assert "no CuPy is installed" in msg and "tensorplay-cuda[cuda12]" in msg \
+        and "tensorplay-cuda[cuda13]" in msg
+    _, one = _dists(tmp_path / "b", ("cupy-cuda13x", "14.2.0"))
+    assert install_problem(one) is None
+    _, two = _dists(tmp_path / "c", ("cupy-cuda12x", "13.6.0"), ("cupy_cuda13x", "14.2.0"))
+    msg = install_problem(two)
+    assert "conflicting CuPy" in msg and "cupy-cuda12x 13.6.0" in msg and "14.2.0" in msg
+    assert "pip uninstall -y cupy-cuda12x cupy_cuda13x" in msg
+
+
+def test_cuda_device_status_names_conflicting_cupy(tmp_path):
+    pytest.importorskip("tensorplay_cuda")
+    env, _ = _dists(tmp_path, ("cupy-cuda12x", "13.6.0"), ("cupy", "14.0.0"))
+    d = env.run('''
+        import tensorplay
+        result(tensorplay.plugins.device_status("cuda"))
+    ''').data
+    assert d[0] is False
+    assert "conflicting CuPy" in d[1] and "cupy-cuda12x 13.6.0" in d[1] and "cupy 14.0.0" in d[1]
+    assert "device='cpu'" in d[1]
