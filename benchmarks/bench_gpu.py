@@ -192,6 +192,12 @@ def main(argv=None) -> int:
                     gpu_ms(cupy, lambda: chain(x, y), it, rep))
             add_row("tensorplay.compile, Triton BLOCK 4096 / 8 warps",
                     gpu_ms(cupy, lambda: cf(x, y), it, rep))
+            xb, yb = x.to(tp.bfloat16), y.to(tp.bfloat16)
+            cfb = tp.compile(chain)
+            for blk, w in ((2048, 4), (2048, 8), (4096, 8)):
+                TF.BLOCK, TF.NUM_WARPS = blk, w
+                add_row(f"bf16: tensorplay.compile, Triton BLOCK {blk} / {w} warps",
+                        gpu_ms(cupy, lambda: cfb(xb, yb), it, rep), 2)
         finally:
             TF.BLOCK, TF.NUM_WARPS = saved_b, saved_w
     from tensorplay._fusion import ElementwiseExpr, Step

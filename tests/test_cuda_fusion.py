@@ -295,6 +295,18 @@ def test_eager_large_tensor_path_on_mixed_dtypes(interp, monkeypatch, da, db):
                                atol=1e-13 if got.dtype == np.float64 else 2e-6)
 
 
+def test_eager_chains_are_kept_per_backend():
+    """The eager path's one-step chains are cached per backend: a chain built for the cpu backend
+    (its NumPy arrays run in Triton's interpreter) is never handed CuPy arrays. The GPU run showed
+    it: after the interpreter tests, cuda's large ops ran interpreted and failed."""
+    from tensorplay_cuda.backend import CUDABackend
+    cpu, gpu = _backend.get_backend("cpu"), CUDABackend()
+    a = eager._chain("add", 2, None, tp.float32, cpu)
+    b = eager._chain("add", 2, None, tp.float32, gpu)
+    assert a is not b and a.backend is cpu and b.backend is gpu
+    assert eager._chain("add", 2, None, tp.float32, cpu) is a
+
+
 def test_cupy_fuser_keeps_constants_out_of_the_source():
     """The fallback fuser (no Triton): constants are kernel arguments (building the kernel object
     needs no GPU; it compiles on first call)."""

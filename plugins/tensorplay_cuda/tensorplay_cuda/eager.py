@@ -120,7 +120,9 @@ _CHAINS: dict = {}
 
 
 def _chain(op, n_in, const_type, R, backend):
-    key = (op, n_in, const_type, R)
+    # the backend is part of the key: a chain launches by its backend's arrays (cpu: Triton's
+    # interpreter; cuda: compiled), and one process may use both
+    key = (op, n_in, const_type, R, backend)
     ch = _CHAINS.get(key)
     if ch is None:
         from tensorplay._fusion import ElementwiseExpr, Step
