@@ -185,7 +185,7 @@ def main(argv=None) -> int:
         # the generated kernels' block shape: default 1024 elements / 4 warps (plain masked
         # loads reached the copy rate in the hand-written kernel); one wider variant for the record
         from tensorplay_cuda import triton_fusion as TF
-        saved_b, saved_w = TF.BLOCK, TF.NUM_WARPS
+        saved_b, saved_w, saved_n = TF.BLOCK, TF.NUM_WARPS, TF.BLOCK_NARROW
         TF.BLOCK, TF.NUM_WARPS = 4096, 8
         try:
             add_row("tensorplay eager, Triton BLOCK 4096 / 8 warps",
@@ -194,12 +194,12 @@ def main(argv=None) -> int:
                     gpu_ms(cupy, lambda: cf(x, y), it, rep))
             xb, yb = x.to(tp.bfloat16), y.to(tp.bfloat16)
             cfb = tp.compile(chain)
-            for blk, w in ((2048, 4), (2048, 8), (4096, 8)):
-                TF.BLOCK, TF.NUM_WARPS = blk, w
+            for blk, w in ((1024, 4), (4096, 8)):       # the default is 2048 / 4 (BLOCK_NARROW)
+                TF.BLOCK_NARROW, TF.NUM_WARPS = blk, w
                 add_row(f"bf16: tensorplay.compile, Triton BLOCK {blk} / {w} warps",
                         gpu_ms(cupy, lambda: cfb(xb, yb), it, rep), 2)
         finally:
-            TF.BLOCK, TF.NUM_WARPS = saved_b, saved_w
+            TF.BLOCK, TF.NUM_WARPS, TF.BLOCK_NARROW = saved_b, saved_w, saved_n
     from tensorplay._fusion import ElementwiseExpr, Step
     from tensorplay_cuda.cupy_fusion import cupy_fuser
     steps = (Step("mul", (("in", 0), ("in", 1))), Step("add", (("step", 0), ("const", 1.0))),
