@@ -51,6 +51,11 @@ CASES = {
     "add_both": ("tp.add(x, w).backward(); x.grad = None; w.grad = None", "tp.add(x0, w0)"),
     "add_mixed": ("tp.add(w, c).backward(); w.grad = None", "tp.add(w0, c)"),
 }
+# NumPy by hand: the same plain math on NumPy arrays (no autograd at all): the floor
+NUMPY_CASES = {
+    "builtin_mul": "na * 3.0; nseed * 3.0",
+    "add_both": "na + nw",
+}
 TORCH_CASES = {
     "builtin_mul": ("(tx * 3.0).backward(); tx.grad = None", "tx0 * 3.0; tseed * 3.0"),
     "add_both": ("torch.add(tx, tw).backward(); tx.grad = None; tw.grad = None",
@@ -66,6 +71,13 @@ def _setup(torch):
     g["c"] = tp.tensor([3.0])
     g["x0"], g["w0"] = g["x"].detach(), g["w"].detach()
     g["seed"] = tp.ones_like(g["x0"])
+    try:
+        import numpy as np
+    except ImportError:
+        np = None
+    if np is not None:
+        g["na"], g["nw"] = np.array([1.0], np.float32), np.array([2.0], np.float32)
+        g["nseed"] = np.ones(1, np.float32)
     if torch is not None:
         g["torch"] = torch
         g["tx"] = torch.tensor([1.0], requires_grad=True)
@@ -105,17 +117,44 @@ def run() -> dict:
     if torch is not None:
         for name, (op, direct) in TORCH_CASES.items():
             stmts[f"torch_{name}"], stmts[f"torch_{name}_direct"] = op, direct
+    if "na" in g:
+        for name, st in NUMPY_CASES.items():
+            stmts[f"numpy_{name}"] = st
     raw = H.paired(stmts, g)
     res = {"torch_missing": why, "raw_us": {k: H.us(v) for k, v in raw.items()}, "net_us": {}}
     for k in list(stmts):
-        if not k.endswith("_direct"):
+        if not k.endswith("_direct") and not k.startswith("numpy_"):
             res["net_us"][k] = H.us(H.diff(raw[k], raw[k + "_direct"]))
     res["targets"] = {
         f"{k}_net_le_{TARGET_NET_US:g}us": res["net_us"][f"tp_{k}"]["median"] <= TARGET_NET_US
         for k in CASES}
     res["targets"]["mixed_not_slower_than_both"] = (
         res["raw_us"]["tp_add_mixed"]["median"] <= res["raw_us"]["tp_add_both"]["median"])
+    res["headline"] = _headline(res)
     return res
+
+
+def _headline(res) -> list:
+    """Rows for ``run_all.py``'s summary: figure, tensorplay, torch, numpy, goal."""
+    raw, net = res["raw_us"], res["net_us"]
+
+    def f(d, k):
+        v = d.get(k)
+        return None if v is None else round(v["median"], 2)
+    return [
+        {"figure": "x * 3.0 forward+backward, 1 element, net of the plain math (µs)",
+         "tensorplay": f(net, "tp_builtin_mul"), "torch": f(net, "torch_builtin_mul"),
+         "numpy": None, "goal": f"<= {TARGET_NET_US:g} (issue 14 goal 2)"},
+        {"figure": "x * 3.0 forward+backward, 1 element, total (µs; numpy: the plain math)",
+         "tensorplay": f(raw, "tp_builtin_mul"), "torch": f(raw, "torch_builtin_mul"),
+         "numpy": f(raw, "numpy_builtin_mul"), "goal": ""},
+        {"figure": "custom op (register_autograd) forward+backward, net (µs)",
+         "tensorplay": f(net, "tp_custom"), "torch": None, "numpy": None,
+         "goal": f"<= {TARGET_NET_US:g} (issue 14 goal 2)"},
+        {"figure": "tp.add(w, c) (only w requires grad) forward+backward, total (µs)",
+         "tensorplay": f(raw, "tp_add_mixed"), "torch": f(raw, "torch_add_mixed"),
+         "numpy": f(raw, "numpy_add_both"), "goal": "<= both requiring grad"},
+    ]
 
 
 def report(res) -> None:
@@ -127,8 +166,10 @@ def report(res) -> None:
         t = f"torch_{name}"
         rows.append([name, H.fmt(raw.get(f"tp_{name}")), H.fmt(raw.get(f"tp_{name}_direct")),
                      H.fmt(net.get(f"tp_{name}")), H.fmt(raw.get(t)), H.fmt(net.get(t))])
+        rows[-1].append(H.fmt(raw.get(f"numpy_{name}")))
     H.print_table("Forward + backward, 1 element (median of paired runs, IQR in brackets)",
-                  ["case", "tensorplay", "plain math", "tp net", "torch", "torch net"], rows)
+                  ["case", "tensorplay", "plain math", "tp net", "torch", "torch net",
+                   "numpy by hand (plain math)"], rows)
     rows = [[k, {True: "holds", False: "MISSED"}[v]] for k, v in res["targets"].items()]
     H.print_table("Targets (issue 14, goal 2)", ["target", "verdict"], rows)
 

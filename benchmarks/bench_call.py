@@ -185,6 +185,18 @@ def run() -> dict:
                                            "torch": ("torch_op14", "torch_direct14"),
                                            "torch_1arg": ("torch_op1", "torch_direct1")})
     _verdicts(res)
+    n = res["cases"]["nograd"]["net_us"]
+    gr = res["cases"]["grad"]["net_us"]
+    res["headline"] = [
+        {"figure": "custom op call, no grad, 1 element, net of its body (µs)",
+         "tensorplay": round(n["tensorplay"]["median"], 2),
+         "torch": round(n["torch"]["median"], 2) if "torch" in n else None, "numpy": None,
+         "goal": "<= 0.4 (issue 14 goal 5)"},
+        {"figure": "custom op forward+backward, 1 element, net (µs)",
+         "tensorplay": round(gr["tensorplay"]["median"], 2),
+         "torch": round(gr["torch"]["median"], 2) if "torch" in gr else None, "numpy": None,
+         "goal": "<= 5 (issue 14 goal 2)"},
+    ]
     return res
 
 

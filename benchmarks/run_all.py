@@ -44,6 +44,25 @@ def _new_json(before: dict) -> list:
     return sorted(p for p, t in _mtimes().items() if before.get(p) != t)
 
 
+def _print_headline(scripts: dict) -> None:
+    """One table of every script's headline figures (the ``headline`` rows of its JSON:
+    tensorplay, torch and NumPy measured in that script's one process)."""
+    rows = []
+
+    def cell(v):
+        return "n/a" if v is None else f"{v:g}"
+    for name, info in scripts.items():
+        for data in info["results"].values():
+            for h in data.get("headline", ()) if isinstance(data, dict) else ():
+                rows.append([h.get("figure", "?"), cell(h.get("tensorplay")),
+                             cell(h.get("torch")), cell(h.get("numpy")), h.get("goal", ""),
+                             name])
+    if rows:
+        H.print_table("Headline figures (each row from one process; n/a: not measured or "
+                      "not importable)", ["figure", "tensorplay", "torch", "numpy", "goal",
+                                          "script"], rows)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer repeats (TENSORPLAY_BENCH_QUICK=1)")
@@ -90,6 +109,7 @@ def main(argv=None) -> int:
         scripts[name] = {"status": status, "seconds": round(dt, 1), "results": data}
         rows.append([name, status, f"{dt:.0f}", ", ".join(os.path.basename(f) for f in files)])
     H.print_table("run_all summary", ["script", "status", "seconds", "JSON written"], rows)
+    _print_headline(scripts)
     path = H.write_json("summary", {"machine": info, "quick": a.quick, "scripts": scripts})
     print(f"\nwrote {path}")
     return 1 if failed else 0

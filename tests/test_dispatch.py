@@ -287,7 +287,9 @@ class TestBadArguments:
             op4(tp.ones(1))
         with pytest.raises(TypeError, match=rf"^{op4.name}\(\) got an unexpected keyword argument 'q'"):
             op4(tp.ones(1), [], q=1)
-        with pytest.raises(TypeError, match=rf"{op4.name}\(\) takes from 3 to 4 positional"):
+        # arity counts the caller's arguments (x, ys, z), not a hidden self
+        with pytest.raises(TypeError, match=rf"{op4.name}\(\) takes from 2 to 3 positional "
+                                            r"arguments but 4 were given"):
             op4(tp.ones(1), [], None, None)          # w is keyword-only
 
     def test_list_of_optional_tensors_accepts_none(self, ns):
@@ -302,7 +304,8 @@ class TestBadArguments:
 class TestGeneratedCall:
     def test_call_has_the_op_signature(self, op4):
         sig = inspect.signature(type(op4).__call__)
-        assert list(sig.parameters) == ["__op", "x", "ys", "z", "w"]
+        assert list(sig.parameters) == ["x", "ys", "z", "w"]
+        assert list(inspect.signature(op4).parameters) == ["x", "ys", "z", "w"]
         assert sig.parameters["w"].kind is inspect.Parameter.KEYWORD_ONLY
         assert sig.parameters["z"].default is None
 
@@ -413,3 +416,128 @@ def test_real_cuda_dispatch_rules(ns, cuda_ok):
     x = tp.tensor([1.0, 2.0], device="cuda", requires_grad=True)
     sq(x).sum().backward()
     assert x.grad.device.type == "cuda" and x.grad.cpu().tolist() == [2.0, 4.0]
+
+
+# ============================================================== non-tensor argument types
+class TestArgumentTypes:
+    """Non-tensor arguments are checked at call time with torch's message."""
+
+    @pytest.fixture
+    def typed(self, ns):
+        @lib.custom_op(f"{ns}::typed", mutates_args=())
+        def typed(x: tp.Tensor, n: int, s: float, b: bool, sizes: list[int],
+                  name: str = "a", o: int | None = None, ws: list[float] | None = None) -> tp.Tensor:
+            return x * 1.0
+        return typed
+
+    def test_accepted_values(self, typed):
+        x = tp.ones(1)
+        for call in [lambda: typed(x, 1, 2, True, [1, 2]),            # float takes an int
+                     lambda: typed(x, 1, 2.5, False, (3,), "b", 4, [1, 2.5]),
+                     lambda: typed(x, 1, 2.0, True, [], o=None, ws=None)]:
+            assert call().tolist() == [1.0]
+
+    @pytest.mark.parametrize("args, kwargs, expected, arg, found", [
+        ((1.5, 2.0, True, []), {}, "int", "n", "float"),
+        ((True, 2.0, True, []), {}, "int", "n", "bool"),
+        ((1, "2", True, []), {}, "float", "s", "str"),
+        ((1, 2.0, 1, []), {}, "bool", "b", "int"),
+        ((1, 2.0, True, 3), {}, "int[]", "sizes", "int"),
+        ((1, 2.0, True, [1, 2.5]), {}, "int[]", "sizes", "list"),
+        ((1, 2.0, True, [True]), {}, "int[]", "sizes", "list"),
+        ((1, 2.0, True, []), {"name": 3}, "str", "name", "int"),
+        ((1, 2.0, True, []), {"o": 1.0}, "int?", "o", "float"),
+        ((1, 2.0, True, []), {"ws": ["a"]}, "float[]?", "ws", "list"),
+        ((None, 2.0, True, []), {}, "int", "n", "NoneType"),
+    ])
+    def test_refused_with_torchs_message(self, typed, args, kwargs, expected, arg, found):
+        msg = (f"Expected a value of type '{expected}' for argument '{arg}' but instead found "
+               f"type '{found}'.")
+        with pytest.raises(TypeError, match=re.escape(msg)):
+            typed(tp.ones(1), *args, **kwargs)
+
+    def test_numpy_scalars_fit_their_kind(self, typed):
+        np = pytest.importorskip("numpy")
+        assert typed(tp.ones(1), np.int64(1), np.float32(2), np.bool_(True),
+                     [np.int32(1)]).tolist() == [1.0]
+        with pytest.raises(TypeError, match="type 'int' for argument 'n'"):
+            typed(tp.ones(1), np.float64(1.0), 2.0, True, [])
+
+    def test_checked_on_the_autograd_path_too(self, typed):
+        with pytest.raises(TypeError, match="argument 'n'"):
+            typed(tp.ones(1, requires_grad=True), 1.5, 2.0, True, [])
+
+    def test_arity_errors_count_the_callers_arguments(self, typed, ns):
+        with pytest.raises(TypeError, match=r"takes from 5 to 8 positional arguments but 9 were "
+                                            r"given"):
+            typed(tp.ones(1), 1, 2.0, True, [], "a", None, None, 0)
+        op = lib.define(f"{ns}::one(Tensor x) -> Tensor")
+        op.register_kernel(None, lambda x: x)
+        with pytest.raises(TypeError, match=rf"{ns}::one\(\) takes 1 positional argument but 2 "
+                                            r"were given"):
+            op(tp.ones(1), tp.ones(1))
+        with pytest.raises(TypeError, match=rf"{ns}::one\(\) missing 1 required positional "
+                                            r"argument: 'x'"):
+            op()
+
+
+# ============================================================== writes through overlapping memory
+_OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers to a "
+            "single memory location. Please clone() the tensor before performing the operation.")
+
+
+class TestOverlappingWrites:
+    """Writing an expanded tensor (a stride-0 dimension of size > 1) is refused, as in torch."""
+
+    @pytest.mark.parametrize("name, write", [
+        ("add_", lambda e: e.add_(1.0)), ("add_", lambda e: e.sub_(1.0)),   # sub_ is add_
+        ("mul_", lambda e: e.mul_(2.0)), ("mul_", lambda e: e.div_(2.0)),   # div_ is mul_
+        ("copy_", lambda e: e.copy_(tp.ones(2, 3))), ("fill_", lambda e: e.fill_(1.0)),
+        ("fill_", lambda e: e.zero_()),
+    ])
+    def test_builtin_in_place_ops(self, name, write):
+        base = tp.zeros(3)
+        e = base.expand(2, 3)
+        with pytest.raises(RuntimeError, match=rf"tp::{name}: argument 'self' .*"
+                                               + re.escape(_OVERLAP)):
+            write(e)
+        assert base.tolist() == [0.0, 0.0, 0.0] and base._version == 0   # nothing written
+
+    def test_custom_op_declaring_mutation(self, ns):
+        @lib.custom_op(f"{ns}::bump_", mutates_args=("x", "ys"))
+        def bump_(x: tp.Tensor, ys: list[tp.Tensor]) -> None:
+            x.add_(1.0)
+            for y in ys:
+                y.add_(1.0)
+
+        ok = tp.zeros(2)
+        with pytest.raises(RuntimeError, match=rf"{ns}::bump_: argument 'x' \(shape \(4, 2\), "
+                                               r"stride \(0, 1\)\): unsupported operation"):
+            bump_(ok.expand(4, 2), [])
+        with pytest.raises(RuntimeError, match=rf"{ns}::bump_: argument 'ys'"):
+            bump_(tp.zeros(2), [tp.zeros(2), tp.zeros(1).expand(2)])
+        assert ok.tolist() == [0.0, 0.0]
+
+    def test_other_layouts_and_size_one_broadcasts_are_written(self, ns):
+        @lib.custom_op(f"{ns}::inc_", mutates_args=("x",))
+        def inc_(x: tp.Tensor) -> None:
+            x.add_(1.0)
+
+        t = tp.zeros(3, 4)
+        inc_(t.transpose(0, 1))
+        inc_(t[:, 1:3])
+        one = tp.zeros(1)
+        inc_(one.expand(1))                     # stride 0 on a size-1 dimension: one element
+        one.expand(1, 1).add_(1.0)
+        assert t[0].tolist() == [1.0, 2.0, 2.0, 1.0] and one.tolist() == [2.0]
+
+    def test_reading_an_expanded_tensor_is_fine(self, ns):
+        @lib.custom_op(f"{ns}::into_", mutates_args=("out",))
+        def into_(x: tp.Tensor, out: tp.Tensor) -> None:
+            out.copy_(x)
+
+        out = tp.zeros(2, 3)
+        into_(tp.ones(3).expand(2, 3), out)
+        assert out.tolist() == [[1.0] * 3] * 2
+        out.add_(tp.ones(3).expand(2, 3))
+        assert out.tolist() == [[2.0] * 3] * 2

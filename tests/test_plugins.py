@@ -66,7 +66,7 @@ def test_fast_scan_finds_what_importlib_metadata_finds(env, tmp_path_factory):
     shadow.dist("Tensorplay_Other.Pack", "0.1", plugins={"other": "otherpack"})
     r = env.run('''
         import importlib.metadata as md
-        import tensorplay.plugins.manager as m
+        import tensorplay.plugins.discovery as m
         def norm(eps):
             return sorted([e.group, e.name, e.value, e.dist.metadata["Name"], e.dist.version]
                           for e in eps)
@@ -104,20 +104,22 @@ def test_zip_on_sys_path_falls_back_to_importlib_metadata(env):
     assert d["ops"] == ["zipns::op"] and d["scans"] == 1
 
 
-def test_only_manager_scans_entry_points():
-    """Static guard: nothing else in the core reads entry points or uses pluggy's scanner."""
+def test_only_discovery_scans_entry_points():
+    """Static guard: nothing but the plugin discovery module reads entry points, and nothing uses
+    pluggy's scanner."""
+    scanner = CORE / "plugins" / "discovery.py"
     offenders = []
     for path in CORE.rglob("*.py"):
         text = path.read_text()
-        if "load_setuptools_entrypoints" in text and path.name != "manager.py":
+        if "load_setuptools_entrypoints" in text and path != scanner:
             offenders.append(str(path))
-        if "entry_points(" in text and path.name != "manager.py":
+        if "entry_points(" in text and path != scanner:
             offenders.append(str(path))
-    manager = (CORE / "plugins" / "manager.py").read_text()
-    calls = [n for n in ast.walk(ast.parse(manager)) if isinstance(n, ast.Call)
+    discovery = scanner.read_text()
+    calls = [n for n in ast.walk(ast.parse(discovery)) if isinstance(n, ast.Call)
              and getattr(n.func, "id", getattr(n.func, "attr", None)) == "entry_points"]
     assert offenders == [] and len(calls) == 1          # in _importlib_scan, the fallback
-    assert "load_setuptools_entrypoints(" not in manager
+    assert "load_setuptools_entrypoints(" not in discovery
 
 
 def test_import_with_all_plugins_imports_no_array_library(env):

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import threading
 
-from . import _dtype
+from . import _devices, _dtype
 from .errors import DeviceUnavailableError
 
-_LOADED: dict = {}          # device type -> backend instance
+_LOADED: dict = _devices.loaded   # device type -> backend instance (the table of _devices)
 _SEED = [None]              # last manual_seed, applied to backends loaded later
 _lock = threading.RLock()
 
@@ -128,10 +128,38 @@ class ArrayBackend:
             arr = np.asarray(arr)
         if not arr.flags["C_CONTIGUOUS"]:     # item access: half the cost of .c_contiguous
             arr = np.ascontiguousarray(arr)
+        # Tensor._init_real inlined (one frame less on every kernel result), with the cached
+        # stride tuple and dtype looked up in place
         t = Tensor.__new__(Tensor)
         shape = arr.shape
-        t._init_real(Storage(arr, arr.nbytes, self), arr, shape,
-                     contiguous_strides_cached(shape), 0, self.dtype_of(arr), device, self)
+        st = Storage.__new__(Storage)
+        st.root = arr
+        st.nbytes = arr.nbytes
+        st.version = 0
+        st.backend = self
+        t._storage = st
+        t._data = arr
+        t._shape = shape
+        stride = _CONTIG_CACHE.get(shape)
+        t._stride = stride if stride is not None else contiguous_strides_cached(shape)
+        t._offset = 0
+        nd = arr.dtype
+        dt = self._dtype_cache.get(nd)
+        t._dtype = dt if dt is not None else self.dtype_of(arr)
+        t._device = device
+        t._backend = self
+        k = device.type
+        t._dkey = k
+        t._bkey = k
+        t._requires_grad = False
+        t.grad = None
+        t.grad_fn = None
+        t._output_nr = 0
+        t._accum = None
+        t._base = None
+        t._vver = 0
+        t._retains_grad = False
+        t._capture = None
         return t
 
     def wrap_shared(self, arr, device):
@@ -267,6 +295,9 @@ def get_backend(device_type: str):
                 if not op.is_builtin and device_type in op._kernels:
                     op._rebuild()
         return b
+
+
+_devices.loaders.append(get_backend)   # _devices.load(t): a device's first use loads it here
 
 
 def loaded_backends() -> dict:

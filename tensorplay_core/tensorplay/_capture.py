@@ -11,7 +11,7 @@ so their dispatch key is ``"capture"``. Every operator call on them therefore la
 * appends a ``Node`` to the graph and returns new capture tensors for the outputs.
 
 Factories called with no tensor argument reach ``record_call`` too: while capturing,
-``_dispatch._mode[0]`` is ``"capture"``. Data-dependent Python (``.item()``, ``bool(t)``,
+``_dispatch._state.mode`` is ``"capture"`` (in the capturing thread only). Data-dependent Python (``.item()``, ``bool(t)``,
 ``.tolist()``) raises (``Tensor._need_data``). Reading a size as a Python value (``x.shape[0]``,
 ``x.size(1)``, ``x.numel()``, iterating a shape...) marks the graph *size dependent*: sizes of
 capture tensors are ``SizeTuple`` objects that report element reads (their length, the rank, is
@@ -23,6 +23,8 @@ normal dispatch.
 """
 
 from __future__ import annotations
+
+import threading
 
 from . import _dispatch
 from ._tensor import Tensor
@@ -40,14 +42,22 @@ __all__ = [
     "record_call",
 ]
 
-# The capture in progress (innermost last). Capture is not re-entrant: a compiled function
-# called while another one captures is inlined (see compile.py).
-_ACTIVE: list = []
+class _CaptureState(threading.local):
+    """The captures in progress in the calling thread (innermost last): capture is per thread,
+    another thread keeps running eagerly. Capture is not re-entrant: a compiled function called
+    while another one captures is inlined (see compile.py)."""
+
+    def __init__(self):
+        self.active: list = []
+
+
+_state = _CaptureState()
 
 
 def active():
-    """The ``_Capture`` in progress, or None."""
-    return _ACTIVE[-1] if _ACTIVE else None
+    """The ``_Capture`` in progress in the calling thread, or None."""
+    a = _state.active
+    return a[-1] if a else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -177,7 +187,7 @@ class Graph:
         self.consts: list = []
         self.output = None
         self.size_dependent = False
-        self.entry_grad = _gm._enabled[0]   # grad mode when the capture started
+        self.entry_grad = _gm._state.enabled   # grad mode when the capture started
         self._next_id = 0
         self.groups: list = []      # fusion groups (see _fusion.plan)
 
@@ -436,7 +446,7 @@ class _Capture:
         return f"tensorplay.compile({self.fn_name})"
 
     def add_node(self, kind, op, args, kwargs) -> Node:
-        n = Node(len(self.graph.nodes), kind, op, args, kwargs, _gm._enabled[0])
+        n = Node(len(self.graph.nodes), kind, op, args, kwargs, _gm._state.enabled)
         self.graph.nodes.append(n)
         return n
 
@@ -485,17 +495,19 @@ def capture(fn, args_template, leaves, *, name="fn"):
         graph.inputs.append(v)
         ctensors.append(_new_capture_tensor(v, f))
     args, kwargs = args_template(ctensors)
-    _ACTIVE.append(ctx)
-    prev_mode = _dispatch._mode[0]
-    prev_grad = _gm._enabled[0]
-    _dispatch._mode[0] = "capture"
+    stack = _state.active
+    stack.append(ctx)
+    mst, gst = _dispatch._state, _gm._state
+    prev_mode = mst.mode
+    prev_grad = gst.enabled
+    mst.mode = "capture"
     try:
         out = fn(*args, **kwargs)
         graph.output = _output_structure(ctx, out)
     finally:
-        _dispatch._mode[0] = prev_mode
-        _gm._enabled[0] = prev_grad
-        _ACTIVE.pop()
+        mst.mode = prev_mode
+        gst.enabled = prev_grad
+        stack.pop()
     return graph
 
 
@@ -565,8 +577,9 @@ def record_call(op, args, kwargs):
     gkwargs = {k: conv(v) for k, v in kwargs.items()}
     fargs = tuple(_to_fake(a) for a in gargs)
     fkwargs = {k: _to_fake(v) for k, v in gkwargs.items()}
-    prev_mode = _dispatch._mode[0]
-    _dispatch._mode[0] = "meta"
+    mst = _dispatch._state
+    prev_mode = mst.mode
+    mst.mode = "meta"
     try:
         fout = op.table["meta"](*fargs, **fkwargs)
     except CompileError:
@@ -580,10 +593,10 @@ def record_call(op, args, kwargs):
         raise CompileError(f"{ctx.api()}: computing the output metadata of {op.name} failed: "
                            f"{type(e).__name__}: {e}.{hint}") from e
     finally:
-        _dispatch._mode[0] = prev_mode
+        mst.mode = prev_mode
     node = ctx.add_node("op", op, gargs, gkwargs)
     differentiable = not (op.is_builtin and op._backward is None)
-    out_rg = vals_rg[0] and _gm._enabled[0] and differentiable
+    out_rg = vals_rg[0] and _gm._state.enabled and differentiable
     by_fake = {id(_to_fake(v)): v for v in node.inputs()}
 
     def wrap(f):

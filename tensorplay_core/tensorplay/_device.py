@@ -7,76 +7,20 @@ Spellings (same as ``torch.device``): ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"me
 
 from __future__ import annotations
 
+from . import _devices
+
+# The vocabulary of device types (known, foreign, accepted) and the refusal of an unknown
+# spelling live in ``_devices``; these names stay importable from here.
+from ._devices import _FOREIGN_DEVICE_TYPES, accepted_device_types, plugin_device_types  # noqa: F401
+from ._devices import unknown_device_type
+
 __all__ = ["Device", "device"]
 
 _CACHE: dict = {}
 
 # Device types the core knows without asking the plugins (plugins add theirs through DeviceSpec;
-# ``_registry`` adds every key a kernel is installed for). Shared with ``_registry``.
-KNOWN_DEVICE_TYPES: set = {"cpu", "cuda"}
-
-# Device names of other frameworks that tensorplay does not provide unless a plugin does: a
-# spelling of one of these is a mistake, not a new device (value: what to suggest instead).
-_FOREIGN_DEVICE_TYPES = {"gpu": "cuda", "cu": "cuda", "nvidia": "cuda", "rocm": "cuda",
-                         "hip": "cuda", "tpu": None, "xpu": None, "mps": None, "npu": None,
-                         "hpu": None, "ipu": None, "xla": None, "mtia": None, "maia": None,
-                         "vulkan": None, "opengl": None, "opencl": None, "mkldnn": None,
-                         "ideep": None, "fpga": None, "ort": None, "ve": None, "lazy": None,
-                         "privateuseone": None, "host": "cpu", "numpy": "cpu", "cupy": "cuda"}
-
-
-def plugin_device_types() -> set:
-    """Device types provided by loaded plugins (``DeviceSpec``s); empty before plugins load."""
-    import sys
-    m = sys.modules.get("tensorplay.plugins.manager")
-    s = getattr(m, "_S", None)
-    return set(getattr(s, "devices", ()) or ())
-
-
-def accepted_device_types(*, meta: bool = False) -> list:
-    """Every known device type, sorted: ``cpu``, ``cuda``, plugin devices, types kernels are
-    registered for, and ``meta`` when ``meta``."""
-    out = KNOWN_DEVICE_TYPES | plugin_device_types()
-    if meta:
-        out = out | {"meta"}
-    return sorted(out)
-
-
-def unknown_device_type(t: str, spelling, api: str, *, extra=(), what="device type"):
-    """``ValueError`` (to raise) for device type ``t`` (lower-cased, from ``spelling``), or
-    ``None`` when it is acceptable. Registration-time only (never on the call path).
-
-    Known types (``accepted_device_types``, ``extra``) pass. Refused, with the accepted spellings
-    and the closest one (difflib): a spelling with capitals that is no known key in any case
-    (``"CUPA"``, ``"Bogus"``: dispatch-key style), a near-miss of a known key (``"cdua"``), or a
-    device of another framework no plugin provides (``"gpu"``, ``"tpu"``). Any other lower-case
-    identifier is accepted as an out-of-tree device type: an op pack may register kernels for a
-    device whose plugin loads after it, and tests simulate devices this way.
-    """
-    known = accepted_device_types(meta=True)
-    if t in known or t in extra:
-        return None
-    s = str(spelling).strip().partition(":")[0]
-    foreign = t in _FOREIGN_DEVICE_TYPES
-    import difflib
-    # near-misses of the core's and the plugins' types only (out-of-tree types such as a
-    # simulated "sim" are no reference: "sim2" is another device, not a typo of it)
-    vocab = sorted({"cpu", "cuda", "meta"} | plugin_device_types()) + list(extra)
-    close = difflib.get_close_matches(t, vocab, n=1, cutoff=0.6)
-    if s == s.lower() and not foreign and not close:
-        return None
-    suggest = _FOREIGN_DEVICE_TYPES[t] if foreign else (close[0] if close else None)
-    accepted = ", ".join(repr(k) for k in accepted_device_types(meta=not extra)) + \
-        ("".join(f", {e!r}" for e in extra) if extra else "")
-    why = (" (no installed plugin provides it)" if foreign else "")
-    if foreign:   # a plugin that should provide it may have failed: name it and its error
-        import sys
-        note = getattr(sys.modules.get("tensorplay.plugins.manager"), "failed_device_note",
-                       lambda _t: None)(t)
-        why = f" ({note})" if note else why
-    return ValueError(f"{api}: unknown {what} {spelling!r}{why}; accepted: {accepted} (any case)"
-                      + (f". Did you mean {suggest!r}?" if suggest else ""))
-
+# ``_registry`` adds every key a kernel is installed for): the one set kept by ``_devices``.
+KNOWN_DEVICE_TYPES: set = _devices.KNOWN_TYPES
 
 class Device:
     """A device: ``type`` (``"cpu"``, ``"cuda"``, ``"meta"``, or a plugin's type) and ``index``

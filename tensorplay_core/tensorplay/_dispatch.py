@@ -13,13 +13,22 @@ The non-device entries of the table (``meta``, ``autograd``, ``capture``) are bu
 from __future__ import annotations
 
 import keyword
+import threading
 
-from .autograd import grad_mode as _gm
 from .errors import DispatchError
 
-# Mode stack for calls that have no tensor argument (factories): FakeTensorMode / capture push
-# their key here. Read by the generated code with one index.
-_mode: list = [None]
+
+class _ModeState(threading.local):
+    """The dispatch mode of the calling thread for calls that have no tensor argument
+    (factories): ``"meta"`` inside ``FakeTensorMode``, ``"capture"`` while ``tensorplay.compile``
+    captures, else None. Per thread, as in torch: a new thread starts with no mode. Read by the
+    generated code with one attribute lookup."""
+
+    def __init__(self):
+        self.mode = None
+
+
+_state = _ModeState()
 
 _KIND_TENSOR, _KIND_OPT, _KIND_LIST, _KIND_DEVICE = "tensor", "optional_tensor", "tensor_list", "device"
 
@@ -55,11 +64,12 @@ def resolve_key(op, tensors, device=None) -> str:
     (0-dim cpu tensors may join any device, as in torch).
     """
     if not tensors:
+        mode = _state.mode
         if device is None:
-            if _mode[0] is not None:
-                return _mode[0]
+            if mode is not None:
+                return mode
             return "default"
-        return _mode[0] or _device_key(op, device)
+        return mode or _device_key(op, device)
     keys = {t._dkey for t in tensors}
     if "capture" in keys:
         return "capture"
@@ -132,7 +142,7 @@ def bad_arguments(op, values: dict, exc=None):
         elif kind == _KIND_OPT:
             ok = v is None or isinstance(v, T)
         elif kind == _KIND_LIST:
-            ok = isinstance(v, (list, tuple)) and all(
+            ok = (v is None and a.type.endswith("?")) or isinstance(v, (list, tuple)) and all(
                 isinstance(x, T) or (x is None and a.type.startswith("Tensor?")) for x in v)
         if not ok:
             raise TypeError(f"{op._api()}: argument '{a.name}' must be {a.type}, got "
@@ -145,7 +155,8 @@ def bad_arguments(op, values: dict, exc=None):
 def call_arg(a, pyname: str) -> str:
     """Source text passing schema argument ``a`` (held in local ``pyname``) to a kernel:
     positionally, or by keyword for keyword-only arguments (``**{'from': from_}`` when the name is
-    a Python keyword, since ``from=...`` is not valid syntax)."""
+    a Python keyword, since ``from=...`` is not valid syntax). Schema names are identifiers
+    (``[A-Za-z_][A-Za-z0-9_]*``, checked by ``Argument``), so their repr is a plain literal."""
     if not a.kwarg_only:
         return pyname
     if keyword.iskeyword(a.name):
@@ -157,25 +168,184 @@ def _pyname(name: str) -> str:
     return name + "_" if keyword.iskeyword(name) or name.startswith("__") else name
 
 
+def py_names(arguments) -> list:
+    """The Python parameter name of each schema argument in generated code: the schema name,
+    or for a Python keyword (``from``) or a ``__`` name (which could clash with the generated
+    code's own ``__`` locals) the name plus ``_`` -- plus more ``_`` until it differs from every
+    other argument's name (``(Tensor from, Tensor from_)`` gets ``from__`` and ``from_``)."""
+    taken = {a.name for a in arguments}
+    out = []
+    for a in arguments:
+        n = a.name
+        if keyword.iskeyword(n) or n.startswith("__"):
+            n += "_"
+            while n in taken:
+                n += "_"
+            taken.add(n)
+        out.append(n)
+    return out
+
+
+def has_default_gap(arguments) -> bool:
+    """True when a positional argument without a default follows one with a default
+    (``(Tensor? x=None, Tensor y)``: valid schema, not a valid Python signature as is)."""
+    seen = False
+    for a in arguments:
+        if a.kwarg_only:
+            break
+        if a.default is not _no_default():
+            seen = True
+        elif seen:
+            return True
+    return False
+
+
+class _Unset:
+    """Default of a generated parameter that the caller must still supply (a positional
+    argument after one with a default, a renamed keyword-only argument)."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<required>"
+
+
+_UNSET = _Unset()
+
+# schema base type -> (exact classes taken without a check, torch's type name)
+_CHECKED = {"SymInt": ((int,), "int"), "int": ((int,), "int"), "float": ((float, int), "float"),
+            "bool": ((bool,), "bool"), "str": ((str,), "str"),
+            "Scalar": ((float, int), "number")}
+
+
+def _accepts(base: str, v) -> bool:
+    """Whether ``v`` fits the non-tensor schema type ``base`` (torch's rules: ``int`` refuses
+    bools and floats, ``float`` takes ints but not strings, ``bool`` only bools)."""
+    t = type(v)
+    if base in ("SymInt", "int"):
+        # ints and integer-like objects (numpy integers: __index__); floats have no __index__
+        return t is not bool and not _np_bool(t) and hasattr(t, "__index__")
+    if base == "float":
+        return t is not str and (hasattr(t, "__float__") or hasattr(t, "__index__"))
+    if base == "bool":
+        return t is bool or _np_bool(t)
+    if base == "str":
+        return isinstance(v, str)
+    if base == "Scalar":
+        return t is not str and (hasattr(t, "__float__") or hasattr(t, "__index__") or
+                                 hasattr(t, "__complex__"))
+    return True
+
+
+def _np_bool(t) -> bool:
+    return t.__module__ == "numpy" and t.__name__ in ("bool_", "bool")
+
+
+def _type_name(a) -> str:
+    return a.type.replace("SymInt", "int")
+
+
+def check_arg(op, i: int, v) -> None:
+    """Off the fast path: argument ``i`` of ``op`` (a non-tensor schema type) does not have the
+    exact expected class. Return when it fits anyway (an int subclass, a numpy scalar, ``None``
+    for an optional type, a tuple for a list); else raise ``TypeError`` with torch's message:
+    ``Expected a value of type 'int' for argument 'n' but instead found type 'float'.``"""
+    from ._schema import _type_info
+    a = op.schema.arguments[i]
+    info = _type_info(a.type)
+    ok = True
+    if v is None:
+        ok = info.accepts_none
+    elif info.is_list:
+        if isinstance(v, (list, tuple)):
+            ok = all((x is None and info.elem_optional) or (x is not None and _accepts(info.base, x))
+                     for x in v)
+        else:
+            # "int[2] stride=1" broadcasts a single int, as in torch; "int[]" refuses a scalar
+            ok = info.size is not None and info.base in ("SymInt", "int") and _accepts(info.base, v)
+    else:
+        ok = _accepts(info.base, v)
+    if not ok:
+        raise TypeError(f"{op._api()}: Expected a value of type '{_type_name(a)}' for argument "
+                        f"'{a.name}' but instead found type '{type(v).__name__}'.")
+
+
+def _missing(op, name: str):
+    raise TypeError(f"{op.name}() missing 1 required argument: '{name}'")
+
+
+def _check_source(a, i: int, n: str):
+    """Generated check of non-tensor argument ``a`` (local ``n``): class comparisons only (per
+    element for lists) on the fast path; ``check_arg`` decides the rest (and raises)."""
+    from ._schema import _type_info
+    info = _type_info(a.type)
+    exact = _CHECKED.get(info.base)
+    if exact is None:
+        return None
+    cond = " and ".join(f"{{e}}.__class__ is not __c_{c.__name__}" for c in exact[0])
+    if info.is_list:
+        elem = cond.format(e="__x")
+        head = f"{n}.__class__ is not __c_list and {n}.__class__ is not __c_tuple"
+        items = n
+        if info.list_optional:
+            head = f"{n} is not None and {head}"
+            items = f"{n} if {n} is not None else ()"
+        return (f"if {head}: __chk(__op, {i}, {n})\n"
+                f"else:\n"
+                f"    for __x in {items}:\n"
+                f"        if {elem}: __chk(__op, {i}, {n}); break")
+    c = cond.format(e=n)
+    if info.accepts_none:
+        c = f"{n} is not None and {c}"
+    return f"if {c}: __chk(__op, {i}, {n})"
+
+
 def make_call(op, scalar_ok=()) -> None:
-    """Generate ``op.__call__`` with the op's signature and install it on a per-op subclass."""
+    """Generate ``op.__call__`` with the op's signature and install it on a per-op subclass.
+
+    The generated function takes exactly the schema's parameters (the op itself is bound in its
+    namespace, not a parameter, so arity errors count the caller's arguments). Schema names are
+    the only text taken from the schema; every value (defaults, the op, the table) is bound by
+    name in the function's namespace.
+    """
     sch = op.schema
     params, call_args, ns, names = [], [], {}, []
     kw_started = False
     tensor_params = []   # (pyname, kind)
     none_ok = set()      # lists whose elements may be None
+    list_opt = set()     # lists that may be None
+    overlap = []         # written tensor arguments: refused when expanded (stride 0, size > 1)
     device_param = None
     named_device = None
     mutated = []
+    checks = []          # non-tensor argument checks (custom ops)
+    required = []        # parameters given the _UNSET default that the caller must supply
+    renamed_kw = []      # (index, schema name, pyname) of keyword-only args under another name
+    seen_default = False
+    pynames = py_names(sch.arguments)
     for i, a in enumerate(sch.arguments):
-        n = _pyname(a.name)
+        n = pynames[i]
         names.append((a.name, n))
         if a.kwarg_only and not kw_started:
             params.append("*")
             kw_started = True
-        if a.default is not _no_default():
+        has_default = a.default is not _no_default()
+        if a.kwarg_only and n != a.name:
+            # a keyword-only "class"/"__x": callers pass **{"class": v} (as in torch) or class_=v
+            renamed_kw.append((i, a.name, n))
+            params.append(f"{n}=__unset")
+            if has_default:
+                ns[f"__d{i}"] = a.default
+            else:
+                required.append((i, a.name, n))
+        elif has_default:
             ns[f"__d{i}"] = a.default
             params.append(f"{n}=__d{i}")
+            seen_default = seen_default or not a.kwarg_only
+        elif seen_default and not a.kwarg_only:
+            # (Tensor? x=None, Tensor y): accepted by torch's parser; Python needs a default here
+            params.append(f"{n}=__unset")
+            required.append((i, a.name, n))
         else:
             params.append(n)
         call_args.append(call_arg(a, n))
@@ -186,24 +356,45 @@ def make_call(op, scalar_ok=()) -> None:
             tensor_params.append((n, kind))
             if kind == _KIND_LIST and a.type.startswith("Tensor?"):
                 none_ok.add(n)          # Tensor?[]: None elements allowed
+            if kind == _KIND_LIST and a.type.endswith("?"):
+                list_opt.add(n)         # Tensor[]?: the list may be None
         elif kind == _KIND_DEVICE and device_param is None:
             device_param = n
         elif a.name == "device" and a.kind == "other" and named_device is None:
             named_device = n    # SPEC §3: "a parameter named device" (e.g. typed str)
+        if kind == "other" and not op.is_builtin:
+            c = _check_source(a, i, n)
+            if c is not None:
+                checks.append(c)
         if a.is_write:
             mutated.append((n, kind))
+            overlap.append((i, n, kind))
     if device_param is None:
         device_param = named_device
-    sig = ", ".join(["__op"] + params)
+    if renamed_kw:
+        params.append("**__kw")
+    sig = ", ".join(params)
     call = ", ".join(call_args)
-    allvals = "{" + ", ".join(f"{a!r}: {n}" for a, n in names) + "}"
-    tens = "[" + ", ".join(n for n, _ in tensor_params) + "]"
+    ns["__names"] = tuple(a.name for a in sch.arguments)
+    allvals = "__vals(__names, (" + "".join(f"{n}, " for _, n in names) + "))"
     lines = [f"def __call__({sig}):"]
+    if renamed_kw:
+        lines.append("    if __kw:")
+        for i, name, n in renamed_kw:
+            ns[f"__n{i}"] = name
+            lines.append(f"        if __n{i} in __kw: {n} = __kwarg(__op, __kw, __n{i}, {n})")
+        lines.append("        if __kw: __extra(__op, __kw)")
+        for i, name, n in renamed_kw:
+            if sch.arguments[i].default is not _no_default():
+                lines.append(f"    if {n} is __unset: {n} = __d{i}")
+    for i, name, n in required:
+        ns[f"__n{i}"] = name
+        lines.append(f"    if {n} is __unset: __missing(__op, __n{i})")
+    lines.extend("    " + c.replace("\n", "\n    ") for c in checks)
     first_required = next((n for n, k in tensor_params if k == _KIND_TENSOR), None)
     body = []   # the key lives in "__k": a parameter may be called "k"
     if first_required is not None:
         body.append(f"__k = {first_required}._dkey")
-        start = "k"
     else:
         body.append("__k = None")
     # keys that differ only because one of two tensors on the same device requires grad (a
@@ -226,13 +417,14 @@ def make_call(op, scalar_ok=()) -> None:
             body.append(f"if {n} is not None and {n}._dkey is not __k: __k = __slow(__op, {allvals})")
         else:
             skip_none = "__t is not None and " if n in none_ok else ""
-            body.append(f"for __t in {n}:\n"
+            items = f"({n} or ())" if n in list_opt else n    # Tensor[]?: None is no tensors
+            body.append(f"for __t in {items}:\n"
                         f"        if {skip_none}__t._dkey is not __k: __k = __slow(__op, {allvals}); break")
     if first_required is None:
         dev = device_param if device_param is not None else "None"
         if device_param is not None:
             # factories: a Device argument gives its type at once (same result as _device_key)
-            body.append(f"if __k is None: __k = __mode[0] or ({dev}.type if {dev}.__class__ is __Dev "
+            body.append(f"if __k is None: __k = __mst.mode or ({dev}.type if {dev}.__class__ is __Dev "
                         f"else __slow(__op, {allvals}, {dev}))")
         else:
             body.append(f"if __k is None: __k = __slow(__op, {allvals}, {dev})")
@@ -240,6 +432,17 @@ def make_call(op, scalar_ok=()) -> None:
     lines.extend("        " + b.replace("\n", "\n    ") for b in body)
     lines.append("    except (AttributeError, TypeError) as __e:")
     lines.append(f"        __bad(__op, {allvals}, __e)")
+    # writes through overlapping memory (an expanded tensor) are refused, as torch does: one
+    # C-level scan of the strides per written argument; calls that write nothing pay nothing.
+    # tuple.__contains__ itself: a capture tensor's strides would count the scan as a size read
+    for i, n, kind in overlap:
+        if kind == _KIND_TENSOR:
+            lines.append(f"    if __has({n}._stride, 0): __overlap(__op, {i}, {n})")
+        elif kind == _KIND_OPT:
+            lines.append(f"    if {n} is not None and __has({n}._stride, 0): __overlap(__op, {i}, {n})")
+        elif kind == _KIND_LIST:
+            lines.append(f"    for __t in {n} or ():\n"
+                         f"        if __t is not None and __has(__t._stride, 0): __overlap(__op, {i}, __t)")
     if mutated and not op.is_builtin:
         # eager execution trusts mutates_args; we only keep _version honest (bookkeeping, no check)
         lines.append(f"    __r = __table[__k]({call})")
@@ -249,23 +452,63 @@ def make_call(op, scalar_ok=()) -> None:
             elif kind == _KIND_OPT:
                 lines.append(f"    if {n} is not None: {n}._storage.version += 1")
             elif kind == _KIND_LIST:
-                lines.append(f"    for __t in {n}:\n        if __t is not None: __t._storage.version += 1")
+                lines.append(f"    for __t in {n} or ():\n        if __t is not None: __t._storage.version += 1")
         lines.append("    return __r")
     else:
         lines.append(f"    return __table[__k]({call})")
     src = "\n".join(lines)
     from ._device import Device
-    ns.update(__table=op.table, __slow=_slow_key, __bad=bad_arguments, __T=_tensor_type(),
-              __mode=_mode, __Dev=Device, __ag="autograd",
-              __scalars=(int, float, bool))
-    exec(compile(src, f"<tensorplay dispatch {op.name}>", "exec"), ns)
+    ns.update(__op=op, __table=op.table, __slow=_slow_key, __bad=bad_arguments, __T=_tensor_type(),
+              __mst=_state, __Dev=Device, __ag="autograd", __scalars=(int, float, bool),
+              __unset=_UNSET, __missing=_missing, __chk=check_arg, __vals=_values,
+              __kwarg=_take_kwarg, __extra=_extra_kwargs, __c_int=int, __c_float=float,
+              __c_bool=bool, __c_str=str, __c_list=list, __c_tuple=tuple,
+              __overlap=check_overlap, __has=tuple.__contains__)
+    exec(compile(src, f"<tensorplay dispatch {op.name}>", "exec"), ns)  # noqa: S102 - names only
     fn = ns["__call__"]
     fn.__doc__ = op.__doc__
     fn.__qualname__ = op.name   # "ns::op() missing 1 required positional argument: 'x'"
     cls = type(_class_name(op), (type(op) if type(op).__dict__.get("_generated") is None
-                                 else type(op).__mro__[1],), {"__call__": fn, "_generated": True,
-                                                               "_call_source": src})
+                                 else type(op).__mro__[1],),
+               {"__call__": staticmethod(fn), "_generated": True, "_call_source": src,
+                # inspect.signature(op): the caller's parameters (no hidden self)
+                "__signature__": property(lambda self: _signature(fn))})
     op.__class__ = cls
+
+
+def _signature(fn):
+    import inspect
+    return inspect.signature(fn)
+
+
+def check_overlap(op, i: int, t) -> None:
+    """Refuse to write argument ``i`` of ``op`` when ``t`` has a dimension of stride 0 and size
+    greater than 1 (an ``expand``ed tensor: several elements share one memory location), with
+    torch's message; raises ``RuntimeError`` naming the op and the argument."""
+    if any(st == 0 and sz > 1 for sz, st in zip(tuple(tuple.__iter__(t._shape)),
+                                                tuple(tuple.__iter__(t._stride)))):
+        name = op.schema.arguments[i].name
+        raise RuntimeError(
+            f"{op.name}: argument '{name}' (shape {tuple(t._shape)}, stride {tuple(t._stride)}): "
+            f"unsupported operation: more than one element of the written-to tensor refers to a "
+            f"single memory location. Please clone() the tensor before performing the operation.")
+
+
+def _values(names, vals) -> dict:
+    return dict(zip(names, vals))
+
+
+def _take_kwarg(op, kw: dict, name: str, current):
+    """``**{"class": v}`` for the keyword-only argument ``class`` (held as ``class_``)."""
+    v = kw.pop(name)
+    if current is not _UNSET:
+        raise TypeError(f"{op.name}() got multiple values for argument '{name}'")
+    return v
+
+
+def _extra_kwargs(op, kw: dict):
+    name = next(iter(kw))
+    raise TypeError(f"{op.name}() got an unexpected keyword argument '{name}'")
 
 
 def _class_name(op) -> str:

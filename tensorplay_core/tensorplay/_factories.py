@@ -213,12 +213,13 @@ def _like_self(t, kind, size, value, dtype, device, requires_grad):
         from .fake import make_fake
         return _finish(make_fake(size, dt, dev), requires_grad)
     if t._capture is not None:
-        prev = _dispatch._mode[0]
-        _dispatch._mode[0] = "capture"
+        mst = _dispatch._state
+        prev = mst.mode
+        mst.mode = "capture"
         try:
             return _like_self_real(kind, size, value, dt, dev, requires_grad)
         finally:
-            _dispatch._mode[0] = prev
+            mst.mode = prev
     return _like_self_real(kind, size, value, dt, dev, requires_grad)
 
 
@@ -280,7 +281,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False):
     native_like = hasattr(data, "dtype") and hasattr(data, "shape")
     dt = _dtype.as_dtype(dtype) if dtype is not None else (
         _dtype.as_dtype(str(data.dtype)) if native_like else _infer_dtype(data))
-    if _dispatch._mode[0] == "meta":
+    if _dispatch._state.mode == "meta":
         from .fake import make_fake
         if not native_like:
             _check_ragged(data)

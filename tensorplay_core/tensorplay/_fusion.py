@@ -290,10 +290,17 @@ def cupy_fuser(expr: ElementwiseExpr, backend):
             elif kind == "step":
                 ops.append(f"t{v}")
             else:
-                if isinstance(v, bool) or not isinstance(v, (int, float)) or \
-                        not math.isfinite(float(v)):
+                # a constant reaches the C source only as the repr of an exact finite float
+                # (a canonical literal, never the value's own repr); anything else: no fusion
+                if isinstance(v, bool) or not isinstance(v, (int, float)):
                     return None
-                ops.append(f"((T)({float(v)!r}))")
+                try:
+                    f = float(v)
+                except OverflowError:        # an int too large for a float
+                    return None
+                if not math.isfinite(f):
+                    return None
+                ops.append(f"((T)({f!r}))")
         lines.append(f"T t{j} = {pat.format(*ops)};")
     for k, o in enumerate(expr.outputs):
         lines.append(f"out{k} = t{o};")

@@ -25,7 +25,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Generic, NamedTuple, ParamSpec, TypeVar, overload
 
-from . import _backend, _dispatch
+from . import _devices, _dispatch
 from .errors import DispatchError
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ DEFAULT = "default"   # the device-agnostic slot (CompositeExplicitAutograd / Co
 
 _lock = threading.RLock()   # registrations from several threads; calls never take it
 _OPS: dict[str, "CustomOpDef"] = {}
-from ._device import KNOWN_DEVICE_TYPES as _KNOWN_DEVICE_TYPES  # noqa: E402 (one shared set)
+_KNOWN_DEVICE_TYPES = _devices.KNOWN_TYPES   # one shared set
 
 RESERVED_NAMESPACE = "tp"   # built-in operators: provided by the core and device plugins only
 
@@ -266,50 +266,22 @@ class CustomOpDef(Generic[_P, _R]):
 
     # -- registration ----------------------------------------------------------------------
     def _add_kernel(self, key: str, fn, owner=None, priority: int = 0) -> RegistrationHandle:
-        """Low-level: push ``fn`` for ``key``. Two *different* owners (plugins) for one key is an
-        error naming both unless priorities differ; the same owner replaces."""
+        """Low-level: push ``fn`` for ``key``, owned by ``owner`` at ``priority``. The observers in
+        ``kernel_checks`` may refuse it first (the plugin manager refuses two plugins claiming one
+        key at one priority, naming both); the same owner replaces."""
         with _lock:
             stack = self._kernels.setdefault(key, [])
             op_owner = self.plugin
-            if owner is not None and op_owner is not None and owner != op_owner and \
-                    not self.is_builtin:
-                # A plugin adding a kernel to another plugin's op: refused when the op's owner
-                # provides (or names in its metadata) a kernel for this device, unless it
-                # declares a higher priority. Checked against the owner's declaration, not the
-                # stack alone, so the outcome does not depend on which plugin loads first.
-                from .plugins import manager
-                covered = any(e[1] == op_owner for e in stack) or \
-                    op_owner in manager.declared_kernel_dists(self.name, key)
-                owner_prio = _plugin_priority(op_owner)
-                if covered and priority <= owner_prio:
-                    err = DispatchError(
-                        f"register_kernel({self.name!r}, {key!r}): {_owner_str(owner)} tried to "
-                        f"register a {key!r} kernel for {self.name}, which {_owner_str(op_owner)} "
-                        f"defines and provides the {key!r} kernel of (priority {owner_prio}); "
-                        f"the op's owner keeps its kernel. Fix: "
-                        f"{manager.kernel_conflict_fix(owner, op_owner)}")
-                    err.fix = manager.kernel_conflict_fix(owner, op_owner)
-                    raise err
-            if stack:
-                top_fn, top_owner, top_prio = stack[-1]
-                if owner is not None and top_owner is not None and owner != top_owner and \
-                        priority == top_prio and owner != op_owner:
-                    err = DispatchError(
-                        f"register_kernel({self.name!r}, {key!r}): conflict: kernel from "
-                        f"{_owner_str(owner)} and kernel from {_owner_str(top_owner)} both claim "
-                        f"({self.name}, {key}). Uninstall one of them, or declare "
-                        f"TENSORPLAY_PRIORITY = 1 in the module of the one that should win "
-                        f"(higher wins).")
-                    err.fix = (f"uninstall one of them, or declare TENSORPLAY_PRIORITY = "
-                               f"{priority + 1} in the plugin module of the one that should win "
-                               f"(higher wins).")
-                    raise err
+            entry = Kernel(fn, owner, priority)
+            # whoever sets owners (the plugin manager) checks conflicts between them: an observer
+            # raises to refuse the registration, before anything changes
+            for check in kernel_checks:
+                check(self, key, entry, tuple(stack))
             # The same owner replaces: the new entry goes on top and the one it shadows stays
             # below, so undoing the new registration (a closed Library, a plugin rolled back)
             # brings the previous kernel back, like torch's dispatcher. Re-registering the very
             # same function moves it instead of stacking a duplicate.
             stack[:] = [e for e in stack if not (e[0] is fn and e[1] == owner)]
-            entry = Kernel(fn, owner, priority)
             stack.append(entry)
             # stable: highest priority last (= active); at equal priority the op's owner beats
             # another plugin's kernel registered before it
@@ -373,7 +345,7 @@ class CustomOpDef(Generic[_P, _R]):
             k = self._active(key)
             if k is not None:
                 # a device backend may bind a custom op's kernel to the tensors' device (cuda:N)
-                be = _backend._LOADED.get(key) if not self.is_builtin else None
+                be = _devices.loaded.get(key) if not self.is_builtin else None
                 if be is not None and hasattr(be, "guard_kernel"):
                     k = be.guard_kernel(self, k)
                 t[key] = k
@@ -403,11 +375,10 @@ class CustomOpDef(Generic[_P, _R]):
     def _missing_kernel(self, key):
         if key == DEFAULT:
             return self._raise_missing(key)
-        from . import _backend
-        if key not in _backend._LOADED and key != "meta":
+        if key not in _devices.loaded and key != "meta":
             # first use of a device: load its backend (binds built-in kernels), then retry
             try:
-                _backend.get_backend(key)
+                _devices.load(key)
             except Exception:   # noqa: BLE001 - device unusable: the op's own error says more
                 if self.is_builtin:
                     raise
@@ -424,7 +395,6 @@ class CustomOpDef(Generic[_P, _R]):
         return self._raise_missing(key)
 
     def _raise_missing(self, key):
-        from . import plugins as _plugins
         registered = sorted(k for k in self._kernels if self._kernels[k])
         if key == DEFAULT:
             raise DispatchError(
@@ -433,7 +403,7 @@ class CustomOpDef(Generic[_P, _R]):
                 f"{', '.join(registered) or 'none'}). Register one with "
                 f"{self._opname}.register_kernel(None) or tensorplay.library.impl({self.name!r}, "
                 f"'CompositeExplicitAutograd', fn).")
-        hint = _plugins.device_hint(key)
+        hint = _devices.device_hint(key)
         disabled = " (a kernel is registered but disabled by set_kernel_enabled)" \
             if self._kernels.get(key) and self._disabled.get(key) else ""
         raise DispatchError(
@@ -479,7 +449,7 @@ class CustomOpDef(Generic[_P, _R]):
                 for key in keys:
                     owner = _owner or _current_owner()
                     handles.append(self._add_kernel(key, f, owner,
-                                                    _priority or _plugin_priority(owner)))
+                                                    _priority or _owner_priority(owner)))
             except BaseException:
                 for h in handles:
                     h.destroy()
@@ -591,13 +561,6 @@ class CustomOpDef(Generic[_P, _R]):
 OpDef = CustomOpDef
 
 
-def _owner_str(owner) -> str:
-    if isinstance(owner, str):   # a plugin distribution: "plugin tensorplay-x 1.2"
-        from .plugins.manager import plugin_label
-        return f"plugin {plugin_label(owner)}"
-    return repr(owner)
-
-
 class _KernelEnabled:
     """Context manager returned by ``CustomOpDef.set_kernel_enabled``.
 
@@ -630,10 +593,38 @@ class _KernelEnabled:
         return False
 
 
-# The plugin manager sets this while a plugin's hook runs, so registrations record their owner,
-# and keeps every handle made meanwhile in _undo_log so a failing plugin is rolled back whole.
+# Owners. Whoever runs third-party code that registers (the plugin manager, while a plugin's
+# module and hooks run) pushes an ``Owner`` here, so registrations record who made them and at
+# which priority, and keeps every handle made meanwhile in _undo_log so a failing plugin is rolled
+# back whole. The registry never asks anyone about owners: what it needs travels with them.
 _owner_stack: list = []
 _undo_log: list = []
+
+# Observers (subscribed by the layers above; called at registration time only, never per call):
+# ``kernel_checks``: ``check(op, key, new Kernel, current stack)`` before a kernel is pushed; it
+# raises to refuse the registration (the plugin manager's conflict rules).
+# ``lookup_misses``: ``observer(qualname)`` when ``lookup`` finds no op; an observer may define it
+# (the plugin manager finishes loading plugins still pending) and ``lookup`` looks again.
+kernel_checks: list = []
+lookup_misses: list = []
+
+
+class Owner:
+    """Who registers: ``name`` (a plugin distribution name, recorded in each ``Kernel``) and
+    ``priority`` (its ``TENSORPLAY_PRIORITY``; a subclass may compute it, e.g. from a plugin
+    module that is still being imported). Pushed on ``_owner_stack`` by the plugin manager."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    @property
+    def priority(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return f"<tensorplay owner {self.name}>"
 
 
 def _record(h: RegistrationHandle) -> RegistrationHandle:
@@ -643,12 +634,16 @@ def _record(h: RegistrationHandle) -> RegistrationHandle:
 
 
 def _current_owner():
-    return _owner_stack[-1] if _owner_stack else None
+    """The name of the owner registering now (a plugin distribution), ``None`` for user code."""
+    return _owner_stack[-1].name if _owner_stack else None
 
 
-def _plugin_priority(owner) -> int:
-    from .plugins import manager
-    return manager.priority_of(owner)
+def _owner_priority(name) -> int:
+    """The priority of owner ``name`` when it is registering now (innermost first), else 0."""
+    for o in reversed(_owner_stack):
+        if o.name == name:
+            return o.priority
+    return 0
 
 
 def _check_binds(op, fn, what: str, api: str) -> None:
@@ -662,8 +657,8 @@ def lookup(qualname: str) -> CustomOpDef:
     """The op registered as ``qualname`` (``"ns::op"``); ``LookupError`` naming it otherwise."""
     op = _OPS.get(qualname)
     if op is None:
-        from .plugins import manager   # a plugin imported before tensorplay may still be pending
-        manager.finish_deferred()
+        for observer in lookup_misses:   # e.g. a plugin imported before tensorplay still pending
+            observer(qualname)
         op = _OPS.get(qualname)
     if op is None:
         raise LookupError(f"no operator named {qualname!r} is registered (known namespaces: "

@@ -12,6 +12,10 @@ The schema language is the subset of PyTorch's JIT function-schema language that
 * alias annotations on tensor types only: ``Tensor(a)`` (aliases ``a``) and ``Tensor(a!)``
   (writes ``a``), also ``Tensor(a!)[]`` and ``Tensor(a!)?``;
 * a bare ``*`` starts the keyword-only arguments;
+* as in torch, a positional argument without a default may follow one with a default
+  (``(Tensor? x=None, Tensor y)``): the op still takes ``y`` positionally or by keyword, and a call
+  that leaves it out raises ``TypeError`` naming it. Argument names that are Python keywords
+  (``from``, ``class``) are passed by keyword as ``**{"class": v}``;
 * returns: ``()``, one type, or a parenthesised tuple whose entries may be named.
 
 Canonical printing (what ``str(FunctionSchema)`` produces and what :func:`infer_schema` returns)::
@@ -219,7 +223,11 @@ def _convert_scalar(base: str, v: Any, optional: bool, what: str) -> Any:
             return int(v)
     elif base == "float":
         if isinstance(v, (int, float)) and not isinstance(v, bool):
-            v = float(v)
+            try:
+                v = float(v)
+            except OverflowError:
+                raise SchemaError(f"{what}: default value {_safe_repr(v)} is too large for a "
+                                  f"float") from None
             return math.nan if v != v else v
     elif base == "bool":
         if isinstance(v, bool):
@@ -607,6 +615,7 @@ class _Parser:
     def arguments(self) -> list[Argument]:
         self.expect("(")
         args: list[Argument] = []
+        names: set[str] = set()
         if self.accept(")"):
             return args
         kw = False
@@ -622,8 +631,9 @@ class _Parser:
                 info, alias, write = self.type_()
                 name_pos = self.pos
                 name = self.ident("an argument name")
-                if any(a.name == name for a in args):
+                if name in names:       # a set: parsing stays linear in the argument count
                     self.fail(f"argument name {name!r} appears twice", name_pos)
+                names.add(name)
                 default: Any = NO_DEFAULT
                 if self.accept("="):
                     default = self.default()
@@ -682,7 +692,10 @@ class _Parser:
             self.pos = m.end()
             s = m.group(0)
             if re.fullmatch(r"-?\d+", s):
-                return int(s)
+                try:
+                    return int(s)
+                except ValueError:      # over Python's int-string limit (4300 digits)
+                    self.fail(f"integer literal of {len(s)} digits is too long", i)
             v = float(s)
             return math.nan if v != v else v
         m = _IDENT_RE.match(t, i)

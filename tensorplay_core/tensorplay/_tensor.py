@@ -281,7 +281,7 @@ class Tensor:
         self._need_data("numpy")
         # torch refuses only while grad mode is on: under no_grad (and inside a kernel that runs
         # below autograd, e.g. a custom op with register_autograd) .numpy() is allowed
-        if self._requires_grad and not force and _gm._enabled[0]:
+        if self._requires_grad and not force and _gm._state.enabled:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
         if self._device.type != "cpu":
@@ -1005,12 +1005,19 @@ class Tensor:
 
     def sum_to_size(self, *size):
         """Sum broadcast dimensions away so the result has ``size`` (used by backward formulas)."""
+        if len(size) == 1 and size[0].__class__ is tuple and size[0] == self._shape:
+            return self   # backward formulas' common case, before any parsing
         size = tuple(_shape_arg(size))
-        if tuple(self._shape) == size:
+        shape = self._shape
+        if shape == size:
             return self
-        lead = self.ndim - len(size)
-        dims = list(range(lead)) + [lead + i for i, s in enumerate(size)
-                                    if s == 1 and self._shape[lead + i] != 1]
+        lead = len(shape) - len(size)
+        inner = [lead + i for i, s in enumerate(size) if s == 1 and shape[lead + i] != 1]
+        if lead and not inner:
+            # only leading dims to drop (a bias gradient): one sum without keepdim gives the
+            # shape, and a tensor of its own (no reshape view for .grad to copy)
+            return _O.sum(self, list(range(lead)), False)
+        dims = list(range(lead)) + inner
         out = _O.sum(self, dims, True) if dims else self
         if lead:
             out = _O.reshape(out, list(size))

@@ -249,8 +249,8 @@ def _print_table(title, headers, rows, out=None) -> None:
         from rich.table import Table
     if Console is not None:
         t = Table(title=title)
-        for h in headers:
-            t.add_column(h, overflow="fold")
+        for i, h in enumerate(headers):   # the first column (a name) stays whole: greppable
+            t.add_column(h, overflow="fold", no_wrap=(i == 0))
         for r in rows:
             t.add_row(*[str(c) for c in r])
         Console(file=out, width=width or 80).print(t)

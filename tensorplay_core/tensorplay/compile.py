@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import keyword
 
 from . import _capture, _dispatch, _fusion, _registry
 from ._tensor import Tensor
@@ -162,7 +163,7 @@ class CompiledFunction:
         return functools.partial(self.__call__, obj)
 
     def __call__(self, *args, **kwargs):
-        if _capture._ACTIVE:
+        if _capture._state.active:
             # called while another function is being captured: inline it into that capture
             return self.fn(*args, **kwargs)
         if not kwargs and all(a.__class__ is Tensor for a in args):
@@ -181,10 +182,10 @@ class CompiledFunction:
             tkeys.append((t._dtype, t._device, t._bkey, tuple(s if s < 2 else -1 for s in shape),
                           t._requires_grad, t.is_contiguous()))
         try:
-            key = (spec, tuple(tkeys), _gm._enabled[0])
+            key = (spec, tuple(tkeys), _gm._state.enabled)
             hash(key)
         except TypeError:
-            key = (_spec_id(spec), tuple(tkeys), _gm._enabled[0])
+            key = (_spec_id(spec), tuple(tkeys), _gm._state.enabled)
         sig = (tuple(sizes), tuple(layout))
         entry = None
         entries = self._cache.get(key)
@@ -561,9 +562,12 @@ def _value_guard(sources, before, graph):
         if mode == "i" and (not top and not isinstance(obj, Tensor) or
                             isinstance(obj, Tensor) and id(obj) in consts):
             continue
-        acc = f"{cname(container)}.cell_contents" if kind == "c" else \
-            f"{cname(container)}.get({name!r}, __miss)"
         k = len(lines)
+        ns[f"__n{k}"] = name        # the key is data bound by name, never pasted as text
+        acc = f"{cname(container)}.cell_contents" if kind == "c" else \
+            f"{cname(container)}.get(__n{k}, __miss)"
+        # a readable note of what is guarded, only when it cannot be anything but a name
+        note = f"  # {name}" if type(name) is str and name.isidentifier() else ""
         ns[f"__o{k}"] = obj
         if mode == "s":
             ns[f"__t{k}"] = obj.__class__
@@ -597,6 +601,8 @@ def _value_guard(sources, before, graph):
                 lines.append(f"if __freeze({acc}) != __f{k}: return False")
         else:
             lines.append(f"if {acc} is not __o{k}: return False")
+        if k < len(lines):
+            lines[k] += note
     if not lines:
         return None
     body = "\n".join(lines).replace("\n", "\n        ")
@@ -668,7 +674,7 @@ def _generate(graph, *, checked: bool):
     metadata its fake kernel gives for the real inputs.
     """
     from ._capture import Value
-    ns: dict = {"__gm": _gm._enabled, "__CompileError": CompileError}
+    ns: dict = {"__gm": _gm._state, "__CompileError": CompileError}
     consts: dict = {}
 
     def const(x):
@@ -682,13 +688,19 @@ def _generate(graph, *, checked: bool):
                 ns[_cname(x)] = x.const
                 return _cname(x)
             return f"v{x.id}"
-        if isinstance(x, list):
+        # Values reach the source only as names bound in ``ns`` (data, never text): only None
+        # and exact small ints are written as literals, since their repr is known. Dict keys,
+        # enums, NaN, user objects with any repr are constants looked up by name.
+        t = type(x)
+        if t is list:
             return "[" + ", ".join(ref(y) for y in x) + "]"
-        if isinstance(x, tuple):
+        if t is tuple:
             return "(" + "".join(ref(y) + ", " for y in x) + ")"
-        if isinstance(x, dict):
-            return "{" + ", ".join(f"{k!r}: {ref(v)}" for k, v in x.items()) + "}"
-        if x is None or isinstance(x, (bool, int)) and not isinstance(x, bool) and abs(x) < 2**53:
+        if isinstance(x, tuple) and hasattr(x, "_fields"):     # a namedtuple result
+            return f"{const(t)}._make((" + "".join(ref(y) + ", " for y in x) + "))"
+        if t is dict:
+            return "{" + ", ".join(f"{const(k)}: {ref(v)}" for k, v in x.items()) + "}"
+        if x is None or t is int and abs(x) < 2**53:
             return repr(x)
         return const(x)
 
@@ -704,7 +716,7 @@ def _generate(graph, *, checked: bool):
         if n.index <= skip_until:
             continue
         if manage_grad and n.grad_enabled != entry_mode:
-            body.append(f"__gm[0] = {n.grad_enabled}")
+            body.append(f"__gm.enabled = {bool(n.grad_enabled)}")
             entry_mode = n.grad_enabled
         ch = chains.get(n.index)
         if ch is not None:
@@ -715,11 +727,11 @@ def _generate(graph, *, checked: bool):
     body.append(f"return {ref(graph.output)}")
     lines = ["def run(__leaves):"]
     if manage_grad:
-        lines.append("    __entry = __gm[0]")
+        lines.append("    __entry = __gm.enabled")
         lines.append("    try:")
         lines.extend("        " + b for b in body)
         lines.append("    finally:")
-        lines.append("        __gm[0] = __entry")
+        lines.append("        __gm.enabled = __entry")
     else:
         lines.extend("    " + b for b in body)
     src = "\n".join(lines)
@@ -751,13 +763,13 @@ def _gen_node(n, ns, ref, checked):
     if n.kind != "op":
         v = ref(n.args[0])
         if n.kind == "requires_grad_":
-            return [f"{v}.requires_grad_({n.args[1]!r})"]
+            return [f"{v}.requires_grad_({ref(n.args[1])})"]
         if n.kind == "detach":
             return [f"v{n.outputs[0].id} = {v}.detach()"]
         return [f"{v}.{n.kind}()"]
     opname = f"op{n.index}"
     ns[opname] = n.op
-    args = [ref(a) for a in n.args] + [f"{k}={ref(v)}" for k, v in n.kwargs.items()]
+    args = [ref(a) for a in n.args] + [_kwarg(k, ref(v), ref) for k, v in n.kwargs.items()]
     call = f"{opname}({', '.join(args)})"
     lhs = _assign(n.result, ref)
     out = []
@@ -765,7 +777,7 @@ def _gen_node(n, ns, ref, checked):
     if check:
         # fake metadata of the real inputs, computed before the call (mutation cannot change it)
         out.append(f"__fk = __check.expected(op{n.index}, ({''.join(a + ', ' for a in args[:len(n.args)])}), "
-                   f"{{{', '.join(f'{k!r}: {ref(v)}' for k, v in n.kwargs.items())}}})")
+                   f"{{{', '.join(f'{ref(k)}: {ref(v)}' for k, v in n.kwargs.items())}}})")
     if lhs:
         out.append(f"{lhs} = __r = {call}")
     else:
@@ -777,6 +789,15 @@ def _gen_node(n, ns, ref, checked):
     if check:
         out.append(f"__check(op{n.index}, __fk, __r)")
     return out
+
+
+def _kwarg(name, value_src, ref) -> str:
+    """Keyword argument ``name=value`` in generated source. A name that is a plain identifier
+    is syntax the schema already allows; any other (a Python keyword such as ``from``, a
+    non-identifier) is passed as data: ``**{<bound name>: value}``."""
+    if type(name) is str and name.isidentifier() and not keyword.iskeyword(name):
+        return f"{name}={value_src}"
+    return f"**{{{ref(name)}: {value_src}}}"
 
 
 def _paths(x, prefix=""):
@@ -805,12 +826,12 @@ class _ChainRunner:
         self.unfused = _gen_unfused(chain)
 
     def __call__(self, *tensors):
-        if _gm._enabled[0]:
+        if _gm._state.enabled:
             for t in tensors:
                 if t._requires_grad:
                     return self.unfused(*tensors)
         t0 = tensors[0]
-        if t0._data is None or _dispatch._mode[0] is not None:
+        if t0._data is None or _dispatch._state.mode is not None:
             return self.unfused(*tensors)
         dev = t0._device
         be = t0._backend
@@ -864,8 +885,9 @@ class _FakeCheck:
             if isinstance(x, (list, tuple)) and type(x) in (list, tuple):
                 return type(x)(fk(y) for y in x)
             return x
-        prev = _dispatch._mode[0]
-        _dispatch._mode[0] = "meta"
+        mst = _dispatch._state
+        prev = mst.mode
+        mst.mode = "meta"
         try:
             return op.table["meta"](*[fk(a) for a in args], **{k: fk(v) for k, v in kwargs.items()})
         except Exception as e:
@@ -874,7 +896,7 @@ class _FakeCheck:
                 f"call ({type(e).__name__}: {e}). Fix it and check the op with "
                 f"tensorplay.library.opcheck({op.name!r}, args).") from e
         finally:
-            _dispatch._mode[0] = prev
+            mst.mode = prev
 
     def __call__(self, op, fake, real):
         fl, rl = [], []

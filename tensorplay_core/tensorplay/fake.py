@@ -43,18 +43,20 @@ def from_real(t):
 class FakeTensorMode:
     """Context manager: factories make fake tensors; ``from_tensor(t)`` converts real ones.
 
-    Inside the block, ``tensorplay.empty/zeros/randn/...`` and custom ops with no tensor inputs
+    The mode is per thread (as in torch): inside the block, in the thread that entered it,
+    ``tensorplay.empty/zeros/randn/...`` and custom ops with no tensor inputs
     produce fake tensors; ops on fake tensors run their fake rules. Errors: an op without a fake
     rule raises ``DispatchError`` pointing to ``register_fake``.
     """
 
     def __enter__(self):
-        self._prev = _dispatch._mode[0]
-        _dispatch._mode[0] = "meta"
+        st = _dispatch._state     # per thread: other threads keep making real tensors
+        self._prev = st.mode
+        st.mode = "meta"
         return self
 
     def __exit__(self, *exc):
-        _dispatch._mode[0] = self._prev
+        _dispatch._state.mode = self._prev
         return False
 
     def from_tensor(self, t):
@@ -63,5 +65,5 @@ class FakeTensorMode:
 
 
 def in_fake_mode() -> bool:
-    """True inside a ``FakeTensorMode`` block."""
-    return _dispatch._mode[0] == "meta"
+    """True inside a ``FakeTensorMode`` block of the calling thread."""
+    return _dispatch._state.mode == "meta"

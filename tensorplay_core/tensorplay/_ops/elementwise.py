@@ -16,16 +16,21 @@ def _red(g, x):
     """Gradient ``g`` reduced to the shape of input ``x`` (undo broadcasting); None for scalars."""
     if not is_tensor(x):
         return None
-    if tuple(g.shape) != tuple(x.shape):
+    if g._shape != tuple(x.shape):
         g = g.sum_to_size(x.shape)
-    if g.dtype is not x.dtype and x.dtype.is_floating_point:
+    if g._dtype is not x.dtype and x.dtype.is_floating_point:
         g = O.to_dtype(g, x.dtype)
     return g
 
 
+_NO_SCALARS = (None, None)
+
+
 def _save_inputs(ctx, inputs, output):
-    ctx.save_for_backward(*[x if is_tensor(x) else None for x in inputs[:2]])
-    ctx.scalars = [None if is_tensor(x) else x for x in inputs[:2]]
+    a, b = inputs[0], inputs[1]
+    ta, tb = is_tensor(a), is_tensor(b)
+    ctx.save_for_backward(a if ta else None, b if tb else None)
+    ctx.scalars = _NO_SCALARS if ta and tb else (None if ta else a, None if tb else b)
 
 
 class _Meta:
@@ -86,7 +91,15 @@ def _rsub_bw(ctx, g):   # other - self
 
 def _mul_bw(ctx, g):
     v = ctx.vals
-    a, b = v if v is not None else (_val(ctx, 0), _val(ctx, 1))
+    if v is not None:
+        # tensor * number: only the tensor's gradient, g * number (reduced/cast when g's shape
+        # or dtype differs from the tensor's)
+        a, b = v
+        ga = O.mul(g, b)
+        if ga._shape != a.shape or (ga._dtype is not a.dtype and a.dtype.is_floating_point):
+            ga = _red(ga, a)
+        return ga, None
+    a, b = _val(ctx, 0), _val(ctx, 1)
     ga = _red(O.mul(g, b), a) if ctx.needs_input_grad[0] else None
     gb = _red(O.mul(g, a), b) if len(ctx.needs_input_grad) > 1 and ctx.needs_input_grad[1] else None
     return ga, gb
@@ -220,7 +233,10 @@ defop("sigmoid" + _U, meta=unary_meta("float"), setup=_save_out,
       backward=lambda ctx, g: O.mul(g, O.mul(ctx.saved_tensors[0], O.rsub(ctx.saved_tensors[0], 1.0))))
 # torch's threshold_backward: zero where the output is <= 0, else the gradient (NaN passes)
 defop("relu" + _U, meta=unary_meta(), setup=_save_out,
-      backward=lambda ctx, g: O.where(O.le(ctx.saved_tensors[0], 0), O.mul(g, 0.0), g))
+      # torch's threshold_backward: g where the output is not <= 0 (a relu output is >= 0 or
+      # NaN: `!= 0` says it; NaN outputs pass g), else 0. A product with the mask, not `where`:
+      # NumPy's where on a random mask is ~15x slower than a multiply
+      backward=lambda ctx, g: O.mul(g, O.ne(ctx.saved_tensors[0], 0)))
 defop("abs" + _U, meta=unary_meta(), setup=lambda c, i, o: c.save_for_backward(i[0]),
       backward=lambda ctx, g: O.mul(g, O.sign(ctx.saved_tensors[0])))
 defop("sin" + _U, meta=unary_meta("float"), setup=lambda c, i, o: c.save_for_backward(i[0]),

@@ -26,6 +26,12 @@ def _matmul_setup(ctx, inputs, output):
 
 def _matmul_bw(ctx, g):
     a, b = ctx.saved_tensors
+    if a._data is not None and len(a._shape) == 2 and len(b._shape) == 2:
+        # the common case (2-D @ 2-D): gradients already have the inputs' shapes, no
+        # sum_to_size/reshape (which would hand .grad a view that it then copies)
+        need = ctx.needs_input_grad
+        return (O.matmul(g, O.transpose(b, 0, 1)) if need[0] else None,
+                O.matmul(O.transpose(a, 0, 1), g) if need[1] else None)
     a2 = a if a.ndim > 1 else O.unsqueeze(a, 0)
     b2 = b if b.ndim > 1 else O.unsqueeze(b, -1)
     g2 = g

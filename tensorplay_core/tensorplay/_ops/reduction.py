@@ -32,7 +32,8 @@ def _red_setup(ctx, inputs, output):
 
 
 def _expand_back(g, shape, dims, keepdim):
-    if not keepdim and len(shape):
+    if not keepdim and len(shape) and g._shape:
+        # (a 0-dim g, the gradient of a full reduction, expands to any shape as it is)
         nd = len(shape)
         ds = sorted(wrap_dim(d, nd) for d in dims) if dims else list(range(nd))
         for d in ds:
@@ -41,7 +42,10 @@ def _expand_back(g, shape, dims, keepdim):
 
 
 def _sum_bw(ctx, g):
-    return _expand_back(g, ctx.shape, ctx.dims, ctx.keepdim).to(ctx.dtype), None, None
+    r = _expand_back(g, ctx.shape, ctx.dims, ctx.keepdim)
+    # cast only when needed (an int input summed to int64 has no gradient anyway); not
+    # Tensor.to, whose argument parsing costs more than the expand itself
+    return (r if r._dtype is ctx.dtype else r.to(ctx.dtype)), None, None
 
 
 def _mean_bw(ctx, g):

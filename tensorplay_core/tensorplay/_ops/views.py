@@ -12,9 +12,17 @@ from ._define import defop, ops as O
 from ._shapes import wrap_dim
 
 
-def make_view(base, shape, stride, offset):
-    """A tensor over ``base``'s storage with the given metadata (elements)."""
-    from .._tensor import Tensor
+_TENSOR: list = [None]   # tensorplay.Tensor, bound on first use (no import statement per view)
+
+
+def make_view(base, shape, stride, offset, data=None):
+    """A tensor over ``base``'s storage with the given metadata (elements). ``data``: the native
+    array of exactly that view when the caller has it from a cheaper native view op (a
+    transpose); else the backend materializes it from the storage root."""
+    Tensor = _TENSOR[0]
+    if Tensor is None:
+        from .._tensor import Tensor
+        _TENSOR[0] = Tensor
     shape, stride = tuple(shape), tuple(stride)
     t = Tensor.__new__(Tensor)
     if base._data is None:
@@ -23,7 +31,8 @@ def make_view(base, shape, stride, offset):
             t._bkey = base._bkey
             t._refresh_key()
     else:
-        data = base._backend.as_strided(base._storage.root, shape, stride, offset)
+        if data is None:
+            data = base._backend.as_strided(base._storage.root, shape, stride, offset)
         t._init_real(base._storage, data, shape, stride, offset, base._dtype, base._device,
                      base._backend)
     t._base = base._base if base._base is not None else base
@@ -125,7 +134,11 @@ def _permute(x, dims):
     ds = [wrap_dim(d, nd, "permute: ") for d in dims]
     if sorted(ds) != list(range(nd)):
         raise RuntimeError(f"permute: dims {list(dims)} are not a permutation of {nd} dimensions")
-    return make_view(x, [x.shape[d] for d in ds], [x.stride()[d] for d in ds], x.storage_offset())
+    shape, stride = x._shape, x._stride
+    data = x._data
+    # the native transpose is that very view (NumPy, CuPy), cheaper than as_strided
+    return make_view(x, [shape[d] for d in ds], [stride[d] for d in ds], x._offset,
+                     data.transpose(ds) if data is not None else None)
 
 
 def _permute_bw(ctx, g):
@@ -145,10 +158,16 @@ def _transpose(x, dim0, dim1):
     nd = x.ndim
     if nd == 0:
         return make_view(x, (), (), x.storage_offset())
-    a, b = wrap_dim(dim0, nd, "transpose: "), wrap_dim(dim1, nd, "transpose: ")
-    perm = list(range(nd))
-    perm[a], perm[b] = perm[b], perm[a]
-    return _permute(x, perm)
+    a = dim0 if 0 <= dim0 < nd else wrap_dim(dim0, nd, "transpose: ")
+    b = dim1 if 0 <= dim1 < nd else wrap_dim(dim1, nd, "transpose: ")
+    # two dims swapped: the view directly (no permutation list to build and check), from the
+    # native swapaxes when there is data
+    shape, stride = list(x._shape), list(x._stride)
+    shape[a], shape[b] = shape[b], shape[a]
+    stride[a], stride[b] = stride[b], stride[a]
+    data = x._data
+    return make_view(x, shape, stride, x._offset,
+                     data.swapaxes(a, b) if data is not None else None)
 
 
 defop("transpose(Tensor(a) self, SymInt dim0, SymInt dim1) -> Tensor(a)", default=_transpose,

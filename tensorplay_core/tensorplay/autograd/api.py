@@ -12,7 +12,7 @@ def _as_list(x):
 
 
 _FACTORIES: list = [None]   # tensorplay._factories, once imported (no import per call)
-_MODE: list = [None]        # tensorplay._dispatch._mode, once imported
+_MODE: list = [None]        # tensorplay._dispatch._state (per-thread mode), once imported
 _CPU_SEEDS: dict = {}       # (shape, dtype) -> read-only numpy array of ones
 
 
@@ -23,9 +23,9 @@ def _ones_seed(t):
     if t._data is not None and t._capture is None:
         mode = _MODE[0]
         if mode is None:
-            from .._dispatch import _mode as mode
+            from .._dispatch import _state as mode
             _MODE[0] = mode
-        if mode[0] is None:
+        if mode.mode is None:
             b = t._backend
             if t._device.type != "cpu":
                 return b.wrap(b.full(t._shape, 1, t._dtype, t._device), t._device)

@@ -45,7 +45,16 @@ class FunctionCtx:
         """Keep ``tensors`` (or None) for ``backward``; their versions are recorded so that an
         in-place change before backward is reported by ``saved_tensors``."""
         self._saved = tensors
-        self._saved_versions = tuple(t._version if t is not None else None for t in tensors)
+        n = len(tensors)
+        if n == 2:   # the common counts without a generator (recorded on every op call)
+            a, b = tensors
+            self._saved_versions = (a._version if a is not None else None,
+                                    b._version if b is not None else None)
+        elif n == 1:
+            a = tensors[0]
+            self._saved_versions = (a._version if a is not None else None,)
+        else:
+            self._saved_versions = tuple(t._version if t is not None else None for t in tensors)
 
     _released = False   # set by release() (class default: no per-ctx cost on the hot path)
 
@@ -83,6 +92,9 @@ class FunctionCtx:
         self._dirty = tensors
 
 
+_T_NONE = ["t", None]   # structure of a (Tensor, Scalar) call: apply's fast path compares to it
+
+
 class FunctionNode(Node):
     """Graph node that calls a Python backward ``fn(ctx, *grads)``."""
 
@@ -116,6 +128,10 @@ class FunctionNode(Node):
                         break
                 else:
                     return res   # one gradient per tensor input: already the engine's shape
+                if structure == _T_NONE:
+                    # a tensor and a number (x * 3.0): the number's slot has no edge (what the
+                    # general path below gives, without its loop)
+                    return (res[0],)
         elif len(structure) == 1 and structure[0] == "t" and not isinstance(res, list):
             return (res,)   # one tensor input, a bare gradient: what the general path gives
         if not isinstance(res, tuple):
@@ -217,7 +233,7 @@ def make_op_autograd(op):
     def autograd_entry(*args, **kwargs):
         tensors = _dispatch.flat_tensors(args, kwargs)
         bkey = _dispatch.backend_key(tensors)
-        if not _gm._enabled[0] or backward is None:
+        if not _gm._state.enabled or backward is None:
             # no grad: straight below autograd. No formula: CompositeImplicitAutograd -- the
             # kernel's own tensorplay ops record the graph.
             if backward is None and op.is_builtin:
@@ -394,8 +410,9 @@ def _generated_entry(op, name, backward, setup):
     ns = {}
     kw = False
     no_default = _dispatch._no_default()
+    pynames = _dispatch.py_names(op.schema.arguments)   # collision-free ("from" vs "from_")
     for i, a in enumerate(op.schema.arguments):
-        n = _dispatch._pyname(a.name)
+        n = pynames[i]
         names.append(n)
         if a.kwarg_only and not kw:
             params.append("*")
@@ -409,8 +426,11 @@ def _generated_entry(op, name, backward, setup):
         if a.kind in (_dispatch._KIND_TENSOR, _dispatch._KIND_OPT, _dispatch._KIND_LIST):
             tensor_names.append((n, a.kind))
     if not tensor_names or not all(n.isidentifier() for n in names) or any(
-            a.kwarg_only and _dispatch._pyname(a.name) != a.name for a in op.schema.arguments):
-        return None   # (a keyword-only "from"/"__x" arrives by its schema name: generic entry)
+            a.kwarg_only and n != a.name for n, a in zip(pynames, op.schema.arguments)) or \
+            _dispatch.has_default_gap(op.schema.arguments):
+        # (a keyword-only "from"/"__x" arrives by its schema name; "(Tensor? x=None, Tensor y)"
+        # has no Python signature: generic entry)
+        return None
     scalar_ok = set(getattr(op, "_scalar_ok", ()) or ())
     call_s = ", ".join(call)
     vals = "(" + "".join(f"{n}, " for n in names) + ")"
@@ -432,9 +452,10 @@ def _generated_entry(op, name, backward, setup):
              f"    __bkey = {bkey}"]
     if backward is None:
         if op.is_builtin:   # no formula, built-in: run below autograd with grad off
-            lines += ["    if not __en[0]:", f"        return __table[__bkey]({call_s})",
-                      "    __en[0] = False", "    try:", f"        return __table[__bkey]({call_s})",
-                      "    finally:", "        __en[0] = True"]
+            lines += ["    __g = __en.__dict__", "    if not __g['enabled']:",
+                      f"        return __table[__bkey]({call_s})",
+                      "    __g['enabled'] = False", "    try:", f"        return __table[__bkey]({call_s})",
+                      "    finally:", "        __g['enabled'] = True"]
         else:
             # CompositeImplicitAutograd: the body's own ops record the graph. An output without
             # history (the kernel left the graph) gets a node that raises in backward.
@@ -443,9 +464,12 @@ def _generated_entry(op, name, backward, setup):
                       "        return __out",
                       f"    return __nf(__opname, __out, {vals})"]
     else:
-        lines += ["    if not __en[0]:", f"        return __table[__bkey]({call_s})",
-                  "    __en[0] = False", "    try:", f"        __out = __table[__bkey]({call_s})",
-                  "    finally:", "        __en[0] = True"]
+        # grad mode is per thread: __g is this thread's dict of the flag (one lookup, then plain
+        # dict reads/writes, half the cost of three thread-local attribute accesses)
+        lines += ["    __g = __en.__dict__", "    if not __g['enabled']:",
+                  f"        return __table[__bkey]({call_s})",
+                  "    __g['enabled'] = False", "    try:", f"        __out = __table[__bkey]({call_s})",
+                  "    finally:", "        __g['enabled'] = True"]
         args = op.schema.arguments
         plain = all(a.kind == _dispatch._KIND_TENSOR or
                     (a.kind not in (_dispatch._KIND_OPT, _dispatch._KIND_LIST) and
@@ -502,7 +526,7 @@ def _generated_entry(op, name, backward, setup):
                 lines.append(ret)
         else:
             lines += [f"    return __rec(__name, __opname, __bw, __setup, {vals}, __out)"]
-    ns.update(__en=_gm._enabled, __table=op.table, __bk=_dispatch.backend_key,
+    ns.update(__en=_gm._state, __table=op.table, __bk=_dispatch.backend_key,
               __flat=_dispatch.flat_tensors, __rec=_record, __name=name, __opname=op.name,
               __bw=backward, __setup=setup, __edge=edge_of, __Ctx=FunctionCtx, __attach=attach,
               __T=Tensor, __nf=no_formula_outputs, __FN=FunctionNode, __ag="autograd")
@@ -547,9 +571,12 @@ def _make_inplace_autograd(op):
     api = op.name
 
     def inplace_entry(*args, **kwargs):
-        tensors = _dispatch.flat_tensors(args, kwargs)
-        bkey = _dispatch.backend_key(tensors)
-        if not _gm._enabled[0]:
+        if len(args) == 2 and not kwargs and args[1].__class__ is Tensor and \
+                args[0]._bkey is args[1]._bkey:
+            bkey = args[0]._bkey   # one backend (an optimizer's p.add_(update)): no flattening
+        else:
+            bkey = _dispatch.backend_key(_dispatch.flat_tensors(args, kwargs))
+        if not _gm._state.enabled:
             return table[bkey](*args, **kwargs)
         values = list(args) + [kwargs.get(n, _missing) for n in names[len(args):]]
         self_ = values[0]
@@ -596,7 +623,7 @@ def _scratch_view(flat, geom):
     so double backward sees through the buffer."""
     from .._ops.views import make_view
     v = make_view(flat, *geom)
-    if flat._requires_grad and _gm._enabled[0]:
+    if flat._requires_grad and _gm._state.enabled:
         v._requires_grad = True
         regenerate_view_grad_fn(v)
         v._refresh_key()
@@ -737,7 +764,7 @@ class Function:
         if setup is not None:
             fn = setup.__func__ if isinstance(setup, (staticmethod, classmethod)) else setup
             fn(ctx, args, out)
-        if not _gm._enabled[0]:
+        if not _gm._state.enabled:
             return out
         dirty = getattr(ctx, "_dirty", ())
         for t in dirty:

@@ -1,33 +1,49 @@
 """Grad mode: ``no_grad``, ``enable_grad``, ``set_grad_enabled``, ``is_grad_enabled``.
 
-The flag is a one-element list read directly by the dispatcher (one index, no call) -- the
-per-call path is sacred.
+Grad mode is per thread, as in torch: each thread starts with grad enabled, and entering
+``no_grad`` in one thread (or running a backward there) never changes what another thread sees.
+The flag is the attribute ``_state.enabled`` of a ``threading.local``: the dispatcher and the
+autograd entries read it with one C-level attribute lookup (no call) -- the per-call path is
+sacred.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 
-_enabled = [True]
+
+class _GradState(threading.local):
+    """Per-thread grad flag; ``__init__`` runs once in each thread that reads it, so every new
+    thread starts with grad enabled (torch semantics)."""
+
+    def __init__(self):
+        self.enabled = True
+        self.saved = []      # the engine's grad-off stack (autograd.graph._GRAD_OFF)
+
+
+_state = _GradState()
 
 
 def is_grad_enabled() -> bool:
-    """True when operations on tensors with ``requires_grad`` record a graph (torch semantics)."""
-    return _enabled[0]
+    """True when operations on tensors with ``requires_grad`` record a graph in the calling
+    thread (same as ``torch.is_grad_enabled``; grad mode is thread-local)."""
+    return _state.enabled
 
 
 class set_grad_enabled:
-    """Context manager / function setting grad mode (same as ``torch.set_grad_enabled``)."""
+    """Context manager / function setting grad mode for the calling thread (same as
+    ``torch.set_grad_enabled``)."""
 
     def __init__(self, mode: bool):
-        self.prev = _enabled[0]
-        _enabled[0] = bool(mode)
+        self.prev = _state.enabled
+        _state.enabled = bool(mode)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        _enabled[0] = self.prev
+        _state.enabled = self.prev
         return False
 
 
@@ -35,12 +51,13 @@ class _GradModeCtx:
     mode = True
 
     def __enter__(self):
-        self.prev = _enabled[0]
-        _enabled[0] = self.mode
+        g = _state.__dict__          # this thread's flags: one thread-local lookup
+        self.prev = g["enabled"]
+        g["enabled"] = self.mode
         return self
 
     def __exit__(self, *exc):
-        _enabled[0] = self.prev
+        _state.enabled = self.prev
         return False
 
     def __call__(self, fn):
@@ -52,10 +69,12 @@ class _GradModeCtx:
 
 
 class no_grad(_GradModeCtx):
-    """Disable graph recording inside the block or decorated function (same as ``torch.no_grad``)."""
+    """Disable graph recording in the calling thread inside the block or decorated function
+    (same as ``torch.no_grad``; other threads are not affected)."""
     mode = False
 
 
 class enable_grad(_GradModeCtx):
-    """Enable graph recording inside the block or decorated function (same as ``torch.enable_grad``)."""
+    """Enable graph recording in the calling thread inside the block or decorated function
+    (same as ``torch.enable_grad``; other threads are not affected)."""
     mode = True

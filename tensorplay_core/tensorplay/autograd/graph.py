@@ -89,20 +89,19 @@ _TENSOR: list = [None]   # tensorplay.Tensor, once imported
 
 
 class _GradOffCtx:
-    """``set_grad_enabled(False)`` without an object per use (reentrant: a stack of modes)."""
+    """``set_grad_enabled(False)`` without an object per use (reentrant: a stack of modes).
+    The saved modes live in the calling thread's grad state, like the flag itself."""
 
-    __slots__ = ("_prev",)
-
-    def __init__(self):
-        self._prev = []
+    __slots__ = ()
 
     def __enter__(self):
-        en = _gm._enabled
-        self._prev.append(en[0])
-        en[0] = False
+        g = _gm._state.__dict__     # this thread's flags: one thread-local lookup
+        g["saved"].append(g["enabled"])
+        g["enabled"] = False
 
     def __exit__(self, *exc):
-        _gm._enabled[0] = self._prev.pop()
+        g = _gm._state.__dict__
+        g["enabled"] = g["saved"].pop()
         return False
 
 
@@ -165,12 +164,68 @@ def _topo(roots):
     return deps
 
 
+def _leaf_edges(edges, n) -> bool:
+    """``edges`` (``n`` of them, 1 or 2) lead to distinct leaves' AccumulateGrad nodes (or
+    nowhere)."""
+    e0 = edges[0]
+    if e0 is not None and (e0[0].__class__ is not AccumulateGrad or e0[1] != 0):
+        return False
+    if n == 1:
+        return e0 is not None
+    e1 = edges[1]
+    if e1 is None:
+        return e0 is not None
+    return e1[0].__class__ is AccumulateGrad and e1[1] == 0 and (e0 is None or e0[0] is not e1[0])
+
+
 def backward_root(node, nr, g, keep_graph=False):
     """``Tensor.backward()`` of one root: ``run_backward([(node, nr)], [g], keep_graph=...)``.
     ``g`` is handed over (no one else holds it), so a leaf may own it as its ``.grad``."""
     if _TENSOR[0] is None:
         from .._tensor import Tensor
         _TENSOR[0] = Tensor
+    edges = node.next_edges
+    n = len(edges)
+    if (n == 1 or n == 2) and node.__class__ is not AccumulateGrad and _leaf_edges(edges, n):
+        # one node whose inputs are distinct leaves (y = f(x) or f(x, w); y.backward()):
+        # _walk's steps for this graph, without its bookkeeping (dependency counts, pending
+        # slots)
+        ret = node._retained
+        grads = (g,) if nr == 0 else tuple(g if i == nr else None for i in range(nr + 1))
+        del g
+        with _GRAD_OFF:
+            if ret is not None:
+                _keep_retained(ret, grads)
+            in_grads = node.apply(grads)
+            grads = None
+            if not keep_graph:
+                node.release()
+            if n == 1:
+                ig = in_grads[0]
+                in_grads = None
+                if ig is not None:
+                    # only this frame holds ig: the leaf may own it (see _walk; counted before
+                    # the call, where ig on the stack would count once more)
+                    owned = sys.getrefcount(ig) <= 2
+                    edges[0][0].accumulate(ig, owned)
+                return
+            g0, g1 = in_grads if len(in_grads) == 2 else (tuple(in_grads) + (None, None))[:2]
+            in_grads = None
+            e0, e1 = edges
+            if e0 is None:
+                g0 = None   # a gradient nobody takes: dropped first, so the other may be owned
+            if e1 is None:
+                g1 = None
+            if g0 is not None:
+                # a gradient given to both leaves (add's) is copied by the first, owned by the
+                # second
+                owned = sys.getrefcount(g0) <= 2
+                e0[0].accumulate(g0, owned)
+                g0 = None
+            if g1 is not None:
+                owned = sys.getrefcount(g1) <= 2
+                e1[0].accumulate(g1, owned)
+        return
     deps: dict = {}   # _topo((node,)), inlined: one root, so no root bookkeeping
     stack = [node]
     while stack:

@@ -12,27 +12,25 @@ Data for tools and users (plain dicts and lists, no printing):
 Environment controls (read at ``import tensorplay``): ``TENSORPLAY_PLUGINS``,
 ``TENSORPLAY_DISABLE_PLUGINS``, ``TENSORPLAY_STRICT_PLUGINS=1``, ``TENSORPLAY_TRACE_PLUGINS=1``
 (``1``/``true``/``yes``/``on`` or ``0``/``false``/``no``/``off``);
-see ``tensorplay.plugins.manager``.
+see ``tensorplay.plugins.manager`` (overview) and ``tensorplay.plugins.discovery``.
 """
 
+from . import manager  # noqa: F401  (tensorplay.plugins.manager: the overview, old import path)
 from .hookspecs import API_VERSION, DeviceSpec, SampleInput, hookimpl, hookspec
-from .manager import (
-                      PluginRecord,
-                      PluginWarning,
+from .loading import load_all, load_backend
+from .records import (
                       available_devices,
                       device_hint,
                       device_status,
                       get_plugin,
                       list_plugins,
-                      load_all,
-                      load_backend,
                       op_failure_hint,
                       ops_table,
-                      plugin_label,
                       plugin_ops,
                       records,
                       sample_inputs,
 )
+from .state import PluginRecord, PluginWarning, plugin_label
 
 list = list_plugins
 

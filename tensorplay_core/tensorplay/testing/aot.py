@@ -248,12 +248,13 @@ def _shape_generic(op, args, kwargs) -> bool:
 
     def fk(t):
         return make_fake(t.shape, t.dtype, t.device, t.stride(), offset=t.storage_offset())
-    prev = _dispatch._mode[0]
-    _dispatch._mode[0] = "meta"
+    mst = _dispatch._state
+    prev = mst.mode
+    mst.mode = "meta"
     try:
         op.table["meta"](*_map(args, fk), **_map(kwargs, fk))
     except Exception:  # noqa: BLE001 - the fake rejects the shapes: not shape-generic
         return False
     finally:
-        _dispatch._mode[0] = prev
+        mst.mode = prev
     return True

@@ -308,6 +308,10 @@ def _clone_tensor(t, requires_grad=None):
                     f"(shape {tuple(t.shape)}); opcheck makes its own fake copies")
     with no_grad():
         src = t.detach()
+        # expanded dimensions (stride 0, size > 1) cannot be written: copy one slice, re-expand
+        zero = [d for d, (n, st) in enumerate(zip(src.shape, src.stride())) if st == 0 and n > 1]
+        for d in zero:
+            src = src.narrow(d, 0, 1)
         if src.is_contiguous() and src.storage_offset() == 0:
             c = src.clone()
         else:
@@ -322,6 +326,8 @@ def _clone_tensor(t, requires_grad=None):
             c._base = None
             c.copy_(src)
             c._storage.version = 0
+        if zero:
+            c = c.expand(*t.shape)
     if (t.requires_grad if requires_grad is None else requires_grad) and c.dtype.is_floating_point:
         c.requires_grad_(True)
     return c

@@ -1,0 +1,273 @@
+"""One MLP training step, tensorplay vs torch vs NumPy by hand, same process, same run.
+
+The model (issue 14, goal 1): input 256 -> ``matmul + bias`` -> ``relu`` -> a custom layer norm
+(an op defined with ``custom_op`` + ``register_autograd``, weight and bias) -> ``matmul + bias``
+-> 10 classes; loss: softmax cross-entropy written with built-in ops
+(``-(log_softmax(logits, -1) * onehot).sum() / batch``); then ``loss.backward()``, an SGD step
+(``p.sub_(p.grad, alpha=lr)`` under ``no_grad``) and ``zero_grad`` (``p.grad = None``, torch's
+default ``set_to_none``). float32, single thread, batch 1 and 64.
+
+* tensorplay and torch run the *same* ops: the layer norm is a ``custom_op`` with
+  ``register_autograd`` in both (``tensorplay.library`` / ``torch.library``), its body and
+  formula written with each library's own ops;
+* NumPy by hand: the same forward and the hand-derived backward on NumPy arrays (no autograd):
+  a floor for what the math costs with NumPy kernels.
+
+Every step is checked once against the NumPy step (loss and updated weights) before timing.
+Figures: median (IQR) of interleaved runs (``_harness.paired``), µs per step.
+
+Run: ``python benchmarks/bench_train.py`` (``TENSORPLAY_BENCH_QUICK=1`` for a short run).
+Writes ``benchmarks/results/train.json``.
+"""
+
+import os
+import sys
+
+# single thread for every library (NumPy's BLAS reads these when it loads; torch is set below)
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import _harness as H
+import tensorplay as tp
+from tensorplay.library import custom_op
+
+D_IN, HIDDEN, CLASSES = 256, 256, 10
+LR = 0.01
+EPS = 1e-5
+BATCHES = (1, 64)
+
+
+# ---------------------------------------------------------------------------------------------
+# tensorplay model
+
+def tp_layer_norm_body(x: tp.Tensor, w: tp.Tensor, b: tp.Tensor) -> tp.Tensor:
+    mu = x.mean(-1, keepdim=True)
+    xc = x - mu
+    r = tp.rsqrt((xc * xc).mean(-1, keepdim=True) + EPS)
+    return xc * r * w + b
+
+
+def _tp_ln_setup(ctx, inputs, output):
+    x, w, _ = inputs
+    ctx.save_for_backward(x, w)
+
+
+def _tp_ln_backward(ctx, g):
+    x, w = ctx.saved_tensors
+    mu = x.mean(-1, keepdim=True)
+    xc = x - mu
+    r = tp.rsqrt((xc * xc).mean(-1, keepdim=True) + EPS)
+    xh = xc * r
+    gx = g * w
+    dx = r * (gx - gx.mean(-1, keepdim=True) - xh * (gx * xh).mean(-1, keepdim=True))
+    return dx, (g * xh).sum(0), g.sum(0)
+
+
+tp_layer_norm = custom_op("tpbench_train::layer_norm", tp_layer_norm_body, mutates_args=())
+tp_layer_norm.register_autograd(_tp_ln_backward, setup_context=_tp_ln_setup)
+
+
+def tp_model(params, x, onehot):
+    w1, b1, g, beta, w2, b2 = params
+    h = tp_layer_norm(tp.relu(x @ w1 + b1), g, beta)
+    logits = h @ w2 + b2
+    return -(tp.log_softmax(logits, -1) * onehot).sum() / x.shape[0]
+
+
+def tp_step(params, x, onehot):
+    loss = tp_model(params, x, onehot)
+    loss.backward()
+    with tp.no_grad():
+        for p in params:
+            p.sub_(p.grad, alpha=LR)
+    for p in params:
+        p.grad = None
+    return loss
+
+
+# ---------------------------------------------------------------------------------------------
+# torch model: the same ops
+
+def _torch_defs(torch):
+    Tensor = torch.Tensor
+
+    def t_layer_norm_body(x: Tensor, w: Tensor, b: Tensor) -> Tensor:
+        mu = x.mean(-1, keepdim=True)
+        xc = x - mu
+        r = torch.rsqrt((xc * xc).mean(-1, keepdim=True) + EPS)
+        return xc * r * w + b
+
+    def setup(ctx, inputs, output):
+        x, w, _ = inputs
+        ctx.save_for_backward(x, w)
+
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        mu = x.mean(-1, keepdim=True)
+        xc = x - mu
+        r = torch.rsqrt((xc * xc).mean(-1, keepdim=True) + EPS)
+        xh = xc * r
+        gx = g * w
+        dx = r * (gx - gx.mean(-1, keepdim=True) - xh * (gx * xh).mean(-1, keepdim=True))
+        return dx, (g * xh).sum(0), g.sum(0)
+
+    ln = torch.library.custom_op("tpbench_train::layer_norm", t_layer_norm_body, mutates_args=())
+    ln.register_fake(lambda x, w, b: torch.empty_like(x))
+    ln.register_autograd(backward, setup_context=setup)
+
+    def t_step(params, x, onehot):
+        w1, b1, g, beta, w2, b2 = params
+        h = ln(torch.relu(x @ w1 + b1), g, beta)
+        logits = h @ w2 + b2
+        loss = -(torch.log_softmax(logits, -1) * onehot).sum() / x.shape[0]
+        loss.backward()
+        with torch.no_grad():
+            for p in params:
+                p.sub_(p.grad, alpha=LR)
+        for p in params:
+            p.grad = None
+        return loss
+
+    return t_step
+
+
+# ---------------------------------------------------------------------------------------------
+# NumPy by hand: forward, hand-derived backward, SGD
+
+def np_step(np, params, x, onehot):
+    w1, b1, g, beta, w2, b2 = params
+    n = x.shape[0]
+    z1 = x @ w1 + b1
+    a = np.maximum(z1, 0)
+    mu = a.mean(-1, keepdims=True)
+    xc = a - mu
+    r = 1.0 / np.sqrt((xc * xc).mean(-1, keepdims=True) + EPS)
+    xh = xc * r
+    h = xh * g + beta
+    logits = h @ w2 + b2
+    m = logits.max(-1, keepdims=True)
+    e = np.exp(logits - m)
+    s = e.sum(-1, keepdims=True)
+    logp = logits - m - np.log(s)
+    loss = -(logp * onehot).sum() / n
+    # backward
+    dlogits = (e / s - onehot) / n
+    dw2 = h.T @ dlogits
+    db2 = dlogits.sum(0)
+    dh = dlogits @ w2.T
+    dg = (dh * xh).sum(0)
+    dbeta = dh.sum(0)
+    gx = dh * g
+    da = r * (gx - gx.mean(-1, keepdims=True) - xh * (gx * xh).mean(-1, keepdims=True))
+    dz1 = da * (z1 > 0)
+    dw1 = x.T @ dz1
+    db1 = dz1.sum(0)
+    for p, d in zip(params, (dw1, db1, dg, dbeta, dw2, db2)):
+        p -= LR * d
+    return loss
+
+
+# ---------------------------------------------------------------------------------------------
+
+def _init(np, batch):
+    rng = np.random.default_rng(batch)
+    f = np.float32
+    params = [rng.standard_normal((D_IN, HIDDEN)).astype(f) * f(0.05),
+              rng.standard_normal(HIDDEN).astype(f) * f(0.05),
+              np.ones(HIDDEN, f), np.zeros(HIDDEN, f),
+              rng.standard_normal((HIDDEN, CLASSES)).astype(f) * f(0.05),
+              np.zeros(CLASSES, f)]
+    x = rng.standard_normal((batch, D_IN)).astype(f)
+    onehot = np.zeros((batch, CLASSES), f)
+    onehot[np.arange(batch), rng.integers(0, CLASSES, batch)] = 1
+    return params, x, onehot
+
+
+def _check(np, torch, t_step, batch):
+    """Each library's step gives NumPy's loss and updated weights (we time the right work)."""
+    params, x, oh = _init(np, batch)
+    ref = [p.copy() for p in params]
+    ref_loss = np_step(np, ref, x, oh)
+    tps = [tp.tensor(p, requires_grad=True) for p in params]
+    loss = tp_step(tps, tp.tensor(x), tp.tensor(oh))
+    assert abs(loss.item() - ref_loss) < 1e-4 * max(1.0, abs(ref_loss)), (loss.item(), ref_loss)
+    for a, b in zip(tps, ref):
+        assert np.allclose(a.detach().numpy(), b, atol=1e-5, rtol=1e-4)
+        assert a.grad is None
+    if torch is not None:
+        tts = [torch.tensor(p, requires_grad=True) for p in params]
+        loss = t_step(tts, torch.tensor(x), torch.tensor(oh))
+        assert abs(loss.item() - ref_loss) < 1e-4 * max(1.0, abs(ref_loss))
+        for a, b in zip(tts, ref):
+            assert np.allclose(a.detach().numpy(), b, atol=1e-5, rtol=1e-4)
+
+
+def run() -> dict:
+    import numpy as np
+    torch, why = H.try_import_torch()
+    t_step = None
+    if torch is not None:
+        torch.set_num_threads(1)
+        t_step = _torch_defs(torch)
+    g = {"tp_step": tp_step, "np_step": np_step, "t_step": t_step, "np": np}
+    stmts = {}
+    for b in BATCHES:
+        _check(np, torch, t_step, b)
+        params, x, oh = _init(np, b)
+        g[f"tp_p{b}"] = [tp.tensor(p, requires_grad=True) for p in params]
+        g[f"tp_x{b}"], g[f"tp_oh{b}"] = tp.tensor(x), tp.tensor(oh)
+        g[f"np_p{b}"] = [p.copy() for p in params]
+        g[f"np_x{b}"], g[f"np_oh{b}"] = x, oh
+        stmts[f"tensorplay_b{b}"] = f"tp_step(tp_p{b}, tp_x{b}, tp_oh{b})"
+        stmts[f"numpy_b{b}"] = f"np_step(np, np_p{b}, np_x{b}, np_oh{b})"
+        if torch is not None:
+            g[f"t_p{b}"] = [torch.tensor(p, requires_grad=True) for p in params]
+            g[f"t_x{b}"], g[f"t_oh{b}"] = torch.tensor(x), torch.tensor(oh)
+            stmts[f"torch_b{b}"] = f"t_step(t_p{b}, t_x{b}, t_oh{b})"
+    raw = H.paired(stmts, g, repeat=9 if H.QUICK else 31, target_s=0.01 if H.QUICK else 0.03)
+    res = {"torch_missing": why, "raw_us": {k: H.us(v) for k, v in raw.items()}, "targets": {}}
+    for b in BATCHES:
+        if torch is not None:
+            r = H.diff(raw[f"tensorplay_b{b}"], raw[f"torch_b{b}"])
+            res[f"ratio_b{b}"] = (res["raw_us"][f"tensorplay_b{b}"]["median"] /
+                                  res["raw_us"][f"torch_b{b}"]["median"])
+            res["targets"][f"batch{b}_not_slower_than_torch"] = H.us(r)["median"] <= 0
+    res["headline"] = [
+        {"figure": f"MLP training step, batch {b} (µs)",
+         "tensorplay": round(res["raw_us"][f"tensorplay_b{b}"]["median"], 1),
+         "torch": (round(res["raw_us"][f"torch_b{b}"]["median"], 1) if torch is not None
+                   else None),
+         "numpy": round(res["raw_us"][f"numpy_b{b}"]["median"], 1),
+         "goal": "<= torch (issue 14 goal 1)"} for b in BATCHES]
+    return res
+
+
+def report(res) -> None:
+    if res["torch_missing"]:
+        print(f"\nNOTE: {res['torch_missing']}: torch columns are n/a")
+    raw = res["raw_us"]
+    rows = []
+    for b in BATCHES:
+        r = res.get(f"ratio_b{b}")
+        rows.append([f"batch {b}", H.fmt(raw[f"tensorplay_b{b}"], digits=1),
+                     H.fmt(raw.get(f"torch_b{b}"), digits=1),
+                     H.fmt(raw[f"numpy_b{b}"], digits=1), f"{r:.2f}x" if r else "n/a"])
+    H.print_table("MLP training step (256 -> 256 -> layer norm -> 10, SGD), µs per step, "
+                  "median (IQR)", ["batch", "tensorplay", "torch", "numpy by hand",
+                                   "tensorplay / torch"], rows)
+    rows = [[k, {True: "holds", False: "MISSED"}[v]] for k, v in res["targets"].items()]
+    if rows:
+        H.print_table("Targets (issue 14, goal 1)", ["target", "verdict"], rows)
+
+
+def main():
+    res = run()
+    report(res)
+    path = H.write_json("train", res)
+    print(f"\nwrote {path}")
+
+
+if __name__ == "__main__":
+    main()

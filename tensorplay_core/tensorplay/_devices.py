@@ -1,0 +1,200 @@
+"""Which device types exist, which plugin provides each, which backends are loaded, and why a
+device is missing.
+
+The one table of device *availability* (``_device`` turns spellings into ``Device`` values):
+
+* ``KNOWN_TYPES``: the device types the core knows without asking the plugins (``cpu``,
+  ``cuda``) plus every dispatch key a kernel was registered for (``_registry`` adds them); the
+  vocabulary for spellings: ``accepted_device_types``, ``unknown_device_type`` (the refusal of
+  an unknown or foreign spelling, with the closest accepted one);
+* ``loaded``: device type -> loaded backend; ``load(t)`` returns it, announcing a device's
+  first use to the loader the backend layer subscribed (``_backend.get_backend``: imports the
+  provider's backend, binds the built-in kernels);
+* ``providers``: device type -> ``[(priority, DeviceSpec, plugin record)]``, the plugins that
+  provide it (the highest priority wins);
+* ``unavailable``: the plugins that did not load (``failed``, ``incompatible``, ``blocked``), in
+  load order, so a request for their device re-raises their recorded error with its fix (JAX's
+  ``_backend_errors`` habit).
+
+Written by the plugin manager (``tensorplay.plugins``), which sits above and pushes what it
+learns down here; read by ``_device`` (messages for unknown spellings) and ``_registry`` (the
+"no kernel for device" message). Nothing here imports another tensorplay module, so every layer
+may ask it. Registration and error time only: never on the per-call path.
+
+A *plugin record* here is any object with ``name``, ``dist``, ``value``, ``label``, ``status``,
+``error``, ``attempted_devices`` and ``fix`` (``tensorplay.plugins.PluginRecord``).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "KNOWN_DEVICE_DISTS",
+    "KNOWN_TYPES",
+    "accepted_device_types",
+    "device_hint",
+    "failed_device_note",
+    "failed_provider",
+    "load",
+    "loaded",
+    "loaders",
+    "provided_types",
+    "provider",
+    "providers",
+    "unavailable",
+    "unknown_device_type",
+]
+
+# Device types the core knows without asking the plugins; ``_registry`` adds every key a kernel
+# is registered for (an op pack may register kernels for a device whose plugin loads later).
+KNOWN_TYPES: set = {"cpu", "cuda"}
+
+# which distribution to suggest for a device type nobody provides
+KNOWN_DEVICE_DISTS = {"cpu": "tensorplay-cpu", "cuda": "tensorplay-cuda"}
+
+# device type -> [(priority, DeviceSpec, plugin record)], written by the plugin manager
+providers: dict[str, list] = {}
+
+# plugin record key -> record of a plugin that did not load, in load order (plugin manager)
+unavailable: dict[str, object] = {}
+
+# device type -> loaded backend instance (filled by the loader below)
+loaded: dict = {}
+
+# who loads a backend on a device's first use: ``_backend.get_backend``, subscribed when the
+# backend layer is imported (always before the first tensor exists)
+loaders: list = []
+
+
+def load(device_type: str):
+    """The loaded backend of ``device_type``; on first use, the subscribed loader imports it
+    (``DeviceUnavailableError`` naming the device and the fix when it cannot)."""
+    b = loaded.get(device_type)
+    if b is not None:
+        return b
+    if not loaders:   # pragma: no cover - tensorplay's own import subscribes _backend first
+        raise RuntimeError(f"device '{device_type}': no backend loader is subscribed yet "
+                           f"(import tensorplay first)")
+    return loaders[-1](device_type)
+
+
+def provided_types() -> set:
+    """Device types provided by loaded plugins (``DeviceSpec``); empty before plugins load."""
+    return set(providers)
+
+
+def provider(device_type: str):
+    """``(priority, DeviceSpec, record)`` of the plugin that provides ``device_type`` (highest
+    priority), or ``None``."""
+    cands = providers.get(device_type)
+    if not cands:
+        return None
+    return max(cands, key=lambda e: e[0])
+
+
+def _words(s: str) -> set:
+    return set(re.split(r"[-_.:]+", s.lower()))
+
+
+def failed_provider(device_type: str):
+    """The plugin that did not load (failed, incompatible, blocked) and likely provides
+    ``device_type``: one that announced it before failing, else one whose name contains it as a
+    word. ``None`` when there is none."""
+    bad = list(unavailable.values())
+    for rec in bad:
+        if device_type in rec.attempted_devices:
+            return rec
+    for rec in bad:
+        if device_type in _words(rec.name) | _words(rec.dist) | _words(rec.value):
+            return rec
+    return None
+
+
+def device_hint(device_type: str) -> str:
+    """A sentence telling the user how to get ``device_type``: the recorded failure of the plugin
+    that provides it (with the fix), the control that blocks it, or what to install; ``""`` when
+    a plugin provides it."""
+    rec = failed_provider(device_type)
+    if rec is not None:
+        if rec.status == "blocked":
+            return (f"Plugin {rec.label}, which provides it, is installed but blocked by "
+                    f"TENSORPLAY_PLUGINS/TENSORPLAY_DISABLE_PLUGINS; remove it from the block-list "
+                    f"(or add it to the allow-list) before importing tensorplay. ")
+        return (f"Plugin {rec.label}, which provides it, failed to load: "
+                f"{type(rec.error).__name__}: {rec.error}. Fix: {rec.fix} ")
+    if device_type in providers:
+        return ""
+    dist = KNOWN_DEVICE_DISTS.get(device_type)
+    if dist:
+        return f"Install {dist} (pip install {dist}). "
+    return (f"No installed plugin provides device '{device_type}' (devices: "
+            f"{', '.join(sorted(providers)) or 'none'}). ")
+
+
+def failed_device_note(device_type: str):
+    """``"plugin X, which provides it, failed to load: Error: msg. Fix: ..."`` (or "is blocked")
+    when an installed plugin that provides ``device_type`` did not load; ``None`` otherwise. Used
+    by ``tensorplay.device`` for device types it does not know."""
+    if failed_provider(device_type) is None:
+        return None
+    hint = device_hint(device_type).strip().rstrip(".")
+    return hint[0].lower() + hint[1:]
+
+
+# Device names of other frameworks that tensorplay does not provide unless a plugin does: a
+# spelling of one of these is a mistake, not a new device (value: what to suggest instead).
+_FOREIGN_DEVICE_TYPES = {"gpu": "cuda", "cu": "cuda", "nvidia": "cuda", "rocm": "cuda",
+                         "hip": "cuda", "tpu": None, "xpu": None, "mps": None, "npu": None,
+                         "hpu": None, "ipu": None, "xla": None, "mtia": None, "maia": None,
+                         "vulkan": None, "opengl": None, "opencl": None, "mkldnn": None,
+                         "ideep": None, "fpga": None, "ort": None, "ve": None, "lazy": None,
+                         "privateuseone": None, "host": "cpu", "numpy": "cpu", "cupy": "cuda"}
+
+
+def plugin_device_types() -> set:
+    """Device types provided by loaded plugins (``DeviceSpec``s); empty before plugins load."""
+    return provided_types()
+
+
+def accepted_device_types(*, meta: bool = False) -> list:
+    """Every known device type, sorted: ``cpu``, ``cuda``, plugin devices, types kernels are
+    registered for, and ``meta`` when ``meta``."""
+    out = KNOWN_TYPES | plugin_device_types()
+    if meta:
+        out = out | {"meta"}
+    return sorted(out)
+
+
+def unknown_device_type(t: str, spelling, api: str, *, extra=(), what="device type"):
+    """``ValueError`` (to raise) for device type ``t`` (lower-cased, from ``spelling``), or
+    ``None`` when it is acceptable. Registration-time only (never on the call path).
+
+    Known types (``accepted_device_types``, ``extra``) pass. Refused, with the accepted spellings
+    and the closest one (difflib): a spelling with capitals that is no known key in any case
+    (``"CUPA"``, ``"Bogus"``: dispatch-key style), a near-miss of a known key (``"cdua"``), or a
+    device of another framework no plugin provides (``"gpu"``, ``"tpu"``). Any other lower-case
+    identifier is accepted as an out-of-tree device type: an op pack may register kernels for a
+    device whose plugin loads after it, and tests simulate devices this way.
+    """
+    known = accepted_device_types(meta=True)
+    if t in known or t in extra:
+        return None
+    s = str(spelling).strip().partition(":")[0]
+    foreign = t in _FOREIGN_DEVICE_TYPES
+    import difflib
+    # near-misses of the core's and the plugins' types only (out-of-tree types such as a
+    # simulated "sim" are no reference: "sim2" is another device, not a typo of it)
+    vocab = sorted({"cpu", "cuda", "meta"} | plugin_device_types()) + list(extra)
+    close = difflib.get_close_matches(t, vocab, n=1, cutoff=0.6)
+    if s == s.lower() and not foreign and not close:
+        return None
+    suggest = _FOREIGN_DEVICE_TYPES[t] if foreign else (close[0] if close else None)
+    accepted = ", ".join(repr(k) for k in accepted_device_types(meta=not extra)) + \
+        ("".join(f", {e!r}" for e in extra) if extra else "")
+    why = (" (no installed plugin provides it)" if foreign else "")
+    if foreign:   # a plugin that should provide it may have failed: name it and its error
+        note = failed_device_note(t)
+        why = f" ({note})" if note else why
+    return ValueError(f"{api}: unknown {what} {spelling!r}{why}; accepted: {accepted} (any case)"
+                      + (f". Did you mean {suggest!r}?" if suggest else ""))

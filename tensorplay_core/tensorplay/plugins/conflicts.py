@@ -1,0 +1,95 @@
+"""Ownership and conflicts: who registered a kernel, and which of two plugins keeps it.
+
+While a plugin loads, ``loading`` pushes a ``_PluginOwner`` on the registry's owner stack, so
+every registration records its plugin and priority. The registry does not know the rules
+between owners: ``_check_kernel_conflict`` is subscribed to ``_registry.kernel_checks`` and
+refuses, before anything changes, a kernel that another plugin's op owner or another plugin at
+the same priority already claims (errors name both plugins and carry ``.fix``).
+"""
+
+from __future__ import annotations
+
+from .. import _registry
+from ..errors import DispatchError
+from .state import _S, PluginRecord, _by_dist, _disable_name, plugin_label, priority_of
+
+
+class _PluginOwner(_registry.Owner):
+    """The owner pushed while plugin ``rec`` loads; its priority is read when asked (the module
+    may still be importing, with ``TENSORPLAY_PRIORITY`` already declared)."""
+
+    __slots__ = ("record",)
+
+    def __init__(self, rec: PluginRecord):
+        super().__init__(rec.dist)
+        self.record = rec
+
+    @property
+    def priority(self) -> int:
+        return priority_of(self.name)
+
+
+def _owner_str(owner) -> str:
+    if isinstance(owner, str):   # a plugin distribution: "plugin tensorplay-x 1.2"
+        return f"plugin {plugin_label(owner)}"
+    return repr(owner)
+
+
+def _check_kernel_conflict(op, key: str, entry, stack) -> None:
+    """Refuse (``DispatchError`` naming both plugins, with ``.fix``) a kernel registration of one
+    plugin that conflicts with another plugin's (module docstring, "Conflicts"). Subscribed to
+    ``_registry.kernel_checks``: runs before the kernel is pushed on ``op``'s stack for ``key``."""
+    owner, priority = entry.owner, entry.priority
+    op_owner = op.plugin
+    if owner is not None and op_owner is not None and owner != op_owner and not op.is_builtin:
+        # A plugin adding a kernel to another plugin's op: refused when the op's owner provides
+        # (or names in its metadata) a kernel for this device, unless it declares a higher
+        # priority. Checked against the owner's declaration, not the stack alone, so the
+        # outcome does not depend on which plugin loads first.
+        covered = any(e[1] == op_owner for e in stack) or \
+            op_owner in declared_kernel_dists(op.name, key)
+        owner_prio = priority_of(op_owner)
+        if covered and priority <= owner_prio:
+            fix = kernel_conflict_fix(owner, op_owner)
+            err = DispatchError(
+                f"register_kernel({op.name!r}, {key!r}): {_owner_str(owner)} tried to "
+                f"register a {key!r} kernel for {op.name}, which {_owner_str(op_owner)} "
+                f"defines and provides the {key!r} kernel of (priority {owner_prio}); "
+                f"the op's owner keeps its kernel. Fix: {fix}")
+            err.fix = fix
+            raise err
+    if stack:
+        _, top_owner, top_prio = stack[-1]
+        if owner is not None and top_owner is not None and owner != top_owner and \
+                priority == top_prio and owner != op_owner:
+            err = DispatchError(
+                f"register_kernel({op.name!r}, {key!r}): conflict: kernel from "
+                f"{_owner_str(owner)} and kernel from {_owner_str(top_owner)} both claim "
+                f"({op.name}, {key}). Uninstall one of them, or declare "
+                f"TENSORPLAY_PRIORITY = 1 in the module of the one that should win "
+                f"(higher wins).")
+            err.fix = (f"uninstall one of them, or declare TENSORPLAY_PRIORITY = "
+                       f"{priority + 1} in the plugin module of the one that should win "
+                       f"(higher wins).")
+            raise err
+
+
+def kernel_conflict_fix(intruder, op_owner) -> str:
+    """The fix sentence of a refused kernel registration of plugin ``intruder`` on an op owned by
+    plugin ``op_owner`` (both distribution names)."""
+    prio = priority_of(op_owner)
+    rec = _by_dist(intruder)
+    disable = _disable_name(rec) if rec is not None else intruder
+    return (f"if {intruder} is meant to replace that kernel, declare TENSORPLAY_PRIORITY = "
+            f"{prio + 1} (higher than {op_owner}'s {prio}) in its plugin module; otherwise drop "
+            f"the registration from {intruder}, or disable it with "
+            f"TENSORPLAY_DISABLE_PLUGINS={disable}.")
+
+
+def declared_kernel_dists(qualname: str, key: str) -> set:
+    """The distributions whose ``tensorplay.kernels`` metadata names a kernel for
+    (``qualname``, ``key``)."""
+    return _S.declared.get((qualname, key), set())
+
+
+_registry.kernel_checks.append(_check_kernel_conflict)

@@ -1,0 +1,92 @@
+"""Lazy kernels: ``tensorplay.kernels`` entry points (``"ns::op.device" = "pkg.mod:fn"``).
+
+Each named kernel is registered as a stand-in that imports its target on first call, checks it
+against the op's schema and replaces itself in the op's kernel stack (later calls go straight to
+the real kernel). Registering them is part of the plugin's atomic load (``loading``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+
+from .. import _registry
+from ..errors import DispatchError, PluginError
+from .discovery import KERNEL_GROUP, _trace
+from .state import PluginRecord
+
+
+def register_kernel_eps(rec: PluginRecord, eps) -> None:
+    """Register ``"ns::op.device" = "pkg.mod:fn"`` entry points of plugin ``rec`` as stand-in
+    kernels imported on first call. Raises ``PluginError`` for an invalid entry (malformed,
+    unknown op, built-in op) and ``DispatchError`` for a conflicting one; the caller
+    (``loading``) undoes what was registered and records the failure."""
+    for ep in sorted(eps, key=lambda e: e.name):
+        qual, dot, dev = ep.name.rpartition(".")
+        if not dot or "::" not in qual or ":" not in ep.value:
+            raise PluginError(
+                f"plugin {rec.label}: kernel entry point {ep.name!r} = {ep.value!r} in group "
+                f"{KERNEL_GROUP!r} is malformed; expected \"ns::op.device\" = "
+                f"\"package.module:function\"")
+        try:
+            op = _registry.lookup(qual)
+        except LookupError:
+            raise PluginError(
+                f"plugin {rec.label}: kernel entry point {ep.name!r} names operator {qual!r}, "
+                f"which no loaded plugin or module defines. Define the op in the plugin "
+                f"module, or fix the entry point name.") from None
+        if op.is_builtin or op.namespace == _registry.RESERVED_NAMESPACE:
+            raise PluginError(f"plugin {rec.label}: kernel entry point {ep.name!r}: "
+                              + str(_registry.reserved_error(
+                                  "", f"{op.name!r} is a built-in operator; it")).lstrip(": "))
+        key = _registry.normalize_device_type(dev, f"plugin {rec.label}: entry point "
+                                              f"{ep.name!r}")
+        wrapper = _lazy_kernel(op, key, ep.name, ep.value, rec)
+        op._add_kernel(key, wrapper, rec.dist, rec.priority)
+        rec.kernel_eps.append((qual, key, ep.value))
+        _trace("kernel entry point %s = %s of %s registered (imported on first call)",
+               ep.name, ep.value, rec.label)
+
+
+def _lazy_kernel(op, key: str, ep_name: str, target: str, rec: PluginRecord):
+    """A stand-in kernel that imports ``target`` on its first call, checks it against the op's
+    schema, puts it in its own place in the op's kernel stack, and calls it. Later calls go
+    straight to the real kernel (the dispatch table is rebuilt)."""
+
+    def lazy_kernel(*args, **kwargs):
+        fn = _import_lazy(op, key, ep_name, target, rec, lazy_kernel)
+        return fn(*args, **kwargs)
+
+    lazy_kernel.__name__ = f"lazy[{target}]"
+    lazy_kernel.__qualname__ = lazy_kernel.__name__
+    lazy_kernel._tensorplay_lazy_target = target
+    lazy_kernel._tensorplay_plugin = rec.dist
+    return lazy_kernel
+
+
+def _import_lazy(op, key, ep_name, target, rec, stand_in):
+    mod_name, _, attr = target.partition(":")
+    t0 = time.perf_counter()
+    try:
+        fn = importlib.import_module(mod_name)
+        for part in attr.split("."):
+            fn = getattr(fn, part)
+        _registry._check_binds(op, fn, "kernel", f"entry point {ep_name!r}")
+    except Exception as e:
+        _trace("lazy kernel %s = %s of %s failed: %s", ep_name, target, rec.label, e)
+        raise DispatchError(
+            f"{op._api()}: the {key} kernel {target!r} declared by plugin {rec.label} (entry point "
+            f"{ep_name!r} in group {KERNEL_GROUP!r}) could not be loaded: {type(e).__name__}: {e}. "
+            f"Fix: reinstall {rec.dist} (pip install --force-reinstall {rec.dist}), or correct "
+            f"that entry point.") from e
+    _trace("lazy kernel %s = %s of %s imported in %.2f ms", ep_name, target, rec.label,
+           (time.perf_counter() - t0) * 1e3)
+    with _registry._lock:
+        stack = op._kernels.get(key, [])
+        for i, (f, owner, prio) in enumerate(stack):
+            if f is stand_in:
+                stack[i] = _registry.Kernel(fn, owner, prio)
+                stand_in._tensorplay_resolved = stack[i]   # undoing the stand-in removes this
+                op._rebuild()
+                break
+    return fn

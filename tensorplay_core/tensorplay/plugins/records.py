@@ -1,0 +1,228 @@
+"""Records for tools and users: ``tensorplay.plugins.list()``, ``get_plugin``, ``ops_table``,
+what a plugin ships (``plugin_ops``), samples, device status, and the hints naming a plugin that
+should have provided a device or an op and why it did not (its recorded error and the fix).
+
+Every answer first finishes loading plugins still pending (``loading.finish_deferred``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .. import _devices, _registry
+from ..errors import PluginError
+from .hookspecs import SampleInput
+from .loading import _call_impl, _impls_of, finish_deferred
+from .state import _S, PluginRecord, _fix_hint, _norm, _provider_dist
+
+
+def _words(s: str) -> set:
+    return set(re.split(r"[-_.:]+", s.lower()))
+
+
+def _failed_provider(device_type: str):
+    """The failed/incompatible/blocked plugin that likely provides ``device_type``
+    (``_devices.failed_provider``)."""
+    return _devices.failed_provider(device_type)
+
+
+def failed_device_note(device_type: str):
+    """``"plugin X, which provides it, failed to load: Error: msg. Fix: ..."`` (or "is blocked")
+    when an installed plugin that provides ``device_type`` did not load; ``None`` otherwise."""
+    finish_deferred()
+    return _devices.failed_device_note(device_type)
+
+
+def device_hint(device_type: str) -> str:
+    """A sentence telling the user how to get ``device_type``: the recorded failure of the
+    plugin that provides it (with the fix), the control that blocks it, or what to install."""
+    finish_deferred()
+    return _devices.device_hint(device_type)
+
+
+def op_failure(qualname: str):
+    """The failed (or incompatible/blocked) plugin record that likely provides op ``qualname``:
+    one that had defined it, or a namespace of it, before failing; else one whose entry point,
+    module or distribution is named like the namespace. ``None`` when there is none."""
+    finish_deferred()
+    ns = qualname.partition("::")[0].lower()
+    bad = [r for r in _S.records.values() if r.status in ("failed", "incompatible", "blocked")]
+    for rec in bad:
+        if qualname in rec.attempted_ops:
+            return rec
+    for rec in bad:
+        if ns in {o.partition("::")[0].lower() for o in rec.attempted_ops}:
+            return rec
+    for rec in bad:
+        names = {rec.name.lower(), rec.value.split(":")[0].split(".")[0].lower(),
+                 _norm(rec.dist).replace("-", "_")}
+        if ns in names or ns in _words(rec.dist) or ns in _words(rec.name):
+            return rec
+    return None
+
+
+def op_failure_hint(qualname: str) -> str | None:
+    """A sentence naming the plugin that should have provided op ``qualname`` and why it did
+    not (its recorded error and the fix), or ``None``."""
+    rec = op_failure(qualname)
+    if rec is None:
+        return None
+    if rec.status == "blocked":
+        return (f"plugin {rec.label}, which may provide it, is blocked by TENSORPLAY_PLUGINS/"
+                f"TENSORPLAY_DISABLE_PLUGINS")
+    return (f"plugin {rec.label}, which provides it, failed to load: "
+            f"{type(rec.error).__name__}: {rec.error}. Fix: {_fix_hint(rec)}")
+
+
+def records() -> list:
+    """Every ``PluginRecord`` (loaded, failed, blocked, incompatible), in load order."""
+    finish_deferred()
+    return list(_S.records.values())
+
+
+def get_plugin(name: str) -> PluginRecord:
+    """The record of plugin ``name`` (entry-point or distribution name, spelling-insensitive).
+
+    Raises ``PluginError`` listing the installed plugins when there is none."""
+    finish_deferred()
+    n = _norm(name)
+    for rec in _S.records.values():
+        if n in (_norm(rec.name), _norm(rec.dist), _norm(rec.key)):
+            return rec
+    raise PluginError(f"no tensorplay plugin named {name!r} is installed (installed: "
+                      f"{', '.join(sorted(r.dist for r in _S.records.values())) or 'none'}). "
+                      f"Install it with pip, or check `tensorplay plugins`.")
+
+
+def list_plugins() -> list[dict]:
+    """Every installed plugin as plain data (``PluginRecord.as_dict``): distribution, version,
+    status (loaded / failed / blocked / incompatible), devices, ops, kernels, error.
+
+    Example::
+
+        >>> [p["distribution"] for p in tensorplay.plugins.list() if p["status"] == "loaded"]
+        ['tensorplay-cpu', 'tensorplay-example-ops']
+    """
+    finish_deferred()
+    return [r.as_dict() for r in _S.records.values()]
+
+
+def ops_table(namespace: str | None = None) -> list[dict]:
+    """Every registered op as plain data, sorted by name (``tensorplay ops``).
+
+    Each dict: ``name``, ``schema`` (string), ``devices`` (dispatch keys that have a kernel:
+    registered, named in entry-point metadata, or -- for built-in ``tp::`` ops -- bound when a
+    provided device is first used), ``kernels`` (key -> ``{"source": distribution or "core" or
+    "user", "lazy": bool}``), ``plugin`` (distribution that defined it, ``"tensorplay"`` for
+    built-ins, ``None`` for user code), ``module`` (defining module), ``builtin``, ``has_fake``,
+    ``has_autograd``. ``namespace`` restricts to one namespace.
+    """
+    finish_deferred()
+    out = []
+    provided = sorted(_S.devices)
+    for op in _registry.all_ops():
+        if namespace is not None and op.namespace != namespace:
+            continue
+        kernels = {}
+        for key, stack in op._kernels.items():
+            if not stack:
+                continue
+            fn, owner, _ = stack[-1]
+            kernels[key] = {"source": owner if owner else ("core" if op.is_builtin else "user"),
+                            "lazy": hasattr(fn, "_tensorplay_lazy_target")}
+        if op.is_builtin and getattr(op, "_has_array_kernel", False):
+            for d in provided:
+                kernels.setdefault(d, {"source": _provider_dist(d), "lazy": True})
+        out.append({
+            "name": op.name, "schema": str(op.schema), "devices": sorted(kernels),
+            "kernels": kernels,
+            "plugin": "tensorplay" if op.is_builtin else op.plugin,
+            "module": op.source, "builtin": op.is_builtin,
+            "has_fake": op._fake is not None or op._meta_default is not None,
+            "has_autograd": op._backward is not None,
+        })
+    return out
+
+
+def plugin_ops(name: str) -> list:
+    """``(op, device types or None)`` for everything plugin ``name`` ships: ops it defined
+    (``None``: check on every device with a kernel), ops it registered kernels for (just those
+    devices), and for a device plugin the built-in ops on its devices. Raises ``PluginError``
+    (chained to the recorded error) when the plugin failed, is blocked or is not installed."""
+    rec = get_plugin(name)
+    if rec.status == "pending":
+        raise PluginError(f"plugin {rec.label} is still being imported (its module "
+                          f"{rec.value!r} has not finished executing); ask again once that "
+                          f"import has completed.")
+    if rec.status != "loaded":
+        raise PluginError(
+            f"plugin {rec.label} is {rec.status}"
+            + (f": {type(rec.error).__name__}: {rec.error}. Fix: {_fix_hint(rec)}"
+               if rec.error is not None else
+               "; remove it from TENSORPLAY_DISABLE_PLUGINS / add it to TENSORPLAY_PLUGINS.")) \
+            from rec.error
+    out: dict[str, set | None] = {}
+    for q in rec.ops:
+        if q in _registry._OPS:
+            out[q] = None
+    for q, key in rec.kernels:
+        if out.get(q, ()) is not None:
+            out.setdefault(q, set()).add(key)
+    if rec.devices:
+        for op in _registry.all_ops():
+            if op.is_builtin and getattr(op, "_has_array_kernel", False) and op.name not in out:
+                out[op.name] = set(rec.devices)
+    return [(_registry._OPS[q], None if d is None else sorted(d)) for q, d in sorted(out.items())]
+
+
+def sample_inputs(op, device) -> list:
+    """Samples for ``op`` on ``device`` from every loaded plugin's ``tensorplay_sample_inputs``.
+
+    Each plugin is called on its own; results are normalized to ``SampleInput``. A hook that
+    raises or returns something else raises ``PluginError`` naming the plugin and the op."""
+    finish_deferred()
+    from .._device import Device
+    device = Device(device)
+    out = []
+    for rec in list(_S.records.values()):
+        if rec.status != "loaded" or rec.module is None:
+            continue
+        for impl in _impls_of(rec.module, "tensorplay_sample_inputs"):
+            try:
+                res = _call_impl(rec, impl, "tensorplay_sample_inputs", op=op, device=device)
+            except Exception as e:
+                raise PluginError(
+                    f"plugin {rec.label}: hook tensorplay_sample_inputs(op={op.name}, "
+                    f"device={device}) raised {type(e).__name__}: {e}. Fix the hook in "
+                    f"{rec.value}.") from e
+            if res is None:
+                continue
+            try:
+                items = list(res)
+            except TypeError:
+                raise PluginError(f"plugin {rec.label}: hook tensorplay_sample_inputs returned "
+                                  f"{res!r}; expected a list of SampleInput or None") from None
+            for i, s in enumerate(items):
+                if isinstance(s, SampleInput):
+                    out.append(s if s.name else SampleInput(s.args, s.kwargs, f"{rec.dist}#{i}"))
+                elif isinstance(s, tuple) and len(s) == 2 and isinstance(s[1], dict):
+                    out.append(SampleInput(tuple(s[0]), dict(s[1]), f"{rec.dist}#{i}"))
+                elif isinstance(s, (tuple, list)):
+                    out.append(SampleInput(tuple(s), {}, f"{rec.dist}#{i}"))
+                else:
+                    out.append(SampleInput((s,), {}, f"{rec.dist}#{i}"))
+    return out
+
+
+def available_devices() -> list[str]:
+    """Device types whose backend loads and reports itself available (loads backends)."""
+    return [d for d in sorted(_S.devices) if device_status(d)[0]]
+
+
+def device_status(device_type: str) -> tuple[bool, str]:
+    """``(usable, reason)`` for ``device_type``; loads its backend; never raises."""
+    try:
+        _devices.load(device_type)
+        return True, ""
+    except Exception as e:  # noqa: BLE001 - documented: never raises
+        return False, str(e)

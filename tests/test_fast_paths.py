@@ -1,0 +1,229 @@
+"""The fast paths of the training step give the same results as the general ones.
+
+Each fast path (issue 14: kernels' common dtype case, reductions through array methods, in-place
+add_/mul_ without a temporary, k=1 matmul through BLAS, relu through maximum and a mask product,
+2-D matmul and bias gradients without views, the one-node backward) is checked against NumPy or
+against the general path it shortcuts, with its neighbours (NaN, -0.0, float16, views, ints,
+multi-output nodes, retained graphs).
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import tensorplay as tp
+
+
+def _np(t):
+    return t.detach().numpy()
+
+
+# -- kernels ----------------------------------------------------------------------------------
+
+def test_binary_dtype_fast_path_keeps_torch_promotion():
+    f16 = tp.tensor([1.0, 2.0], dtype=tp.float16)
+    assert (f16 * 3.0).dtype is tp.float16          # float array, Python float: array wins
+    assert (f16 + 2).dtype is tp.float16
+    i = tp.tensor([1, 2])
+    assert (i * 2.5).dtype is tp.float32              # int array, Python float: default float
+    assert (i / i).dtype is tp.float32                # same dtype, true division: float
+    assert (i + i).dtype is tp.int64
+    b = tp.tensor([True, False])
+    assert (b + b).dtype is tp.bool and (b + b).tolist() == [True, False]
+    assert (tp.tensor([1.0]) * tp.tensor([2.0], dtype=tp.float64)).dtype is tp.float64
+
+
+def test_mean_matches_numpy_all_dtypes_and_dims():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    x = tp.tensor(a)
+    np.testing.assert_allclose(_np(x.mean()), a.mean(), rtol=1e-6)
+    np.testing.assert_allclose(_np(x.mean(-1, keepdim=True)), a.mean(-1, keepdims=True), rtol=1e-6)
+    np.testing.assert_allclose(_np(x.mean((0, 2))), a.mean((0, 2)), rtol=1e-6)
+    h = tp.tensor(a, dtype=tp.float16)
+    m = h.mean(1)
+    assert m.dtype is tp.float16
+    np.testing.assert_allclose(_np(m).astype(np.float32),
+                               a.astype(np.float16).astype(np.float32).mean(1), rtol=2e-3)
+    s = tp.tensor(2.5).mean()
+    assert s.shape == () and s.item() == 2.5
+    assert math.isnan(tp.tensor([], dtype=tp.float32).mean().item())
+
+
+def test_sum_amax_softmax_match_numpy():
+    a = np.random.default_rng(1).standard_normal((4, 6)).astype(np.float32)
+    x = tp.tensor(a)
+    np.testing.assert_allclose(_np(x.sum(0)), a.sum(0), rtol=1e-6)
+    assert x.sum().shape == ()
+    assert tp.tensor([1, 2, 3], dtype=tp.int32).sum().dtype is tp.int64
+    np.testing.assert_allclose(_np(x.amax(1)), a.max(1))
+    e = np.exp(a - a.max(1, keepdims=True))
+    np.testing.assert_allclose(_np(tp.softmax(x, 1)), e / e.sum(1, keepdims=True), rtol=1e-6)
+    np.testing.assert_allclose(_np(tp.log_softmax(x, 1)),
+                               np.log(e / e.sum(1, keepdims=True)), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("m,n", [(256, 256), (64, 100), (3, 4)])
+def test_outer_product_matmul_exact(m, n):
+    rng = np.random.default_rng(m)
+    a = rng.standard_normal((m, 1)).astype(np.float32)
+    b = rng.standard_normal((1, n)).astype(np.float32)
+    r = tp.tensor(a) @ tp.tensor(b)
+    assert r.shape == (m, n) and r.dtype is tp.float32 and r.is_contiguous()
+    np.testing.assert_array_equal(_np(r), a * b)      # one product per element: exact
+
+
+def test_inplace_add_mul_write_through_views_and_refuse_promotion():
+    base = tp.zeros(3, 4)
+    col = base[:, 1]                                   # a non-contiguous view
+    col.add_(tp.tensor([1.0, 2.0, 3.0]))
+    col.mul_(2.0)
+    assert base[:, 1].tolist() == [2.0, 4.0, 6.0] and base.sum().item() == 12.0
+    v0 = base._version
+    base.add_(1)
+    assert base._version > v0
+    i = tp.tensor([1, 2])
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        i.add_(0.5)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        i.mul_(tp.tensor([1.5, 2.0]))
+    assert i.tolist() == [1, 2]
+    h = tp.tensor([1.0, 2.0], dtype=tp.float16)
+    h.add_(tp.tensor([1.0, 1.0]))                      # float32 other into float16: allowed
+    assert h.dtype is tp.float16 and h.tolist() == [2.0, 3.0]
+    p = tp.tensor([1.0, 2.0], requires_grad=True)
+    with tp.no_grad():
+        p.sub_(tp.tensor([10.0, 10.0]), alpha=0.1)
+    assert p.tolist() == pytest.approx([0.0, 1.0]) and p.grad_fn is None
+
+
+def test_kernel_results_have_every_tensor_field():
+    y = tp.tensor([1.0, 2.0]) * 2.0
+    for name in tp.Tensor.__slots__:
+        if name != "__weakref__":
+            getattr(y, name)                           # unset slot: AttributeError
+    assert y.is_contiguous() and y._version == 0 and y.grad is None and y.is_leaf
+
+
+# -- backward formulas ------------------------------------------------------------------------
+
+def test_relu_forward_and_backward_like_torch():
+    x = tp.tensor([-1.0, -0.0, 0.0, 2.0, float("nan")], requires_grad=True)
+    y = x.relu()
+    r = _np(y)
+    assert r[:4].tolist() == [0.0, 0.0, 0.0, 2.0] and not np.signbit(r[:4]).any()
+    assert math.isnan(r[4])
+    y.sum().backward()
+    assert x.grad.tolist()[:4] == [0.0, 0.0, 0.0, 1.0]
+    assert x.grad.tolist()[4] == 1.0                   # NaN output passes the gradient (torch)
+    assert x.grad.dtype is tp.float32
+    assert tp.tensor([-3, 4], dtype=tp.int8).relu().tolist() == [0, 4]
+
+
+def test_linear_layer_gradients_batch_one_and_many():
+    rng = np.random.default_rng(3)
+    for batch in (1, 5):
+        a = rng.standard_normal((batch, 7)).astype(np.float32)
+        w = rng.standard_normal((7, 3)).astype(np.float32)
+        bias = rng.standard_normal(3).astype(np.float32)
+        x, W, B = tp.tensor(a), tp.tensor(w, requires_grad=True), tp.tensor(bias, requires_grad=True)
+        (x @ W + B).sum().backward()
+        np.testing.assert_allclose(_np(W.grad), a.T @ np.ones((batch, 3), np.float32), rtol=1e-6)
+        np.testing.assert_allclose(_np(B.grad), np.full(3, batch, np.float32))
+        assert W.grad.shape == (7, 3) and B.grad.shape == (3,)
+        assert W.grad.is_contiguous() and B.grad.is_contiguous()
+        # .grad owns its memory: writing it changes nothing else
+        W.grad.zero_()
+        assert W.tolist() == w.tolist()
+
+
+def test_matmul_gradients_batched_and_vector_still_reduce():
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    w = rng.standard_normal((4, 5)).astype(np.float32)
+    A, W = tp.tensor(a, requires_grad=True), tp.tensor(w, requires_grad=True)
+    (A @ W).sum().backward()
+    np.testing.assert_allclose(_np(W.grad), a.reshape(-1, 4).T @ np.ones((6, 5), np.float32),
+                               rtol=1e-5)
+    v = tp.tensor(w[:, 0], requires_grad=True)
+    (W.detach() @ tp.tensor(np.ones(5, np.float32)) @ v).backward()
+    np.testing.assert_allclose(_np(v.grad), w.sum(1), rtol=1e-5)
+
+
+def test_sum_to_size_shapes():
+    g = tp.ones(2, 3, 4)
+    assert g.sum_to_size((3, 4)).tolist() == (np.ones((3, 4)) * 2).tolist()
+    assert g.sum_to_size(3, 1).tolist() == [[8.0]] * 3
+    assert g.sum_to_size((2, 3, 4)) is g
+    assert g.sum_to_size(1, 3, 1).shape == (1, 3, 1)
+
+
+# -- the one-node backward --------------------------------------------------------------------
+
+def test_one_node_backward_accumulates_and_owns_its_gradient():
+    x = tp.tensor([1.0, 2.0], requires_grad=True)
+    (x * 3.0).sum().backward()
+    y = (x * 3.0)[0]
+    y.backward()
+    assert x.grad.tolist() == [6.0, 3.0]
+    x.grad = None
+    z = x * 3.0
+    z.retain_grad()
+    z.backward(tp.ones(2), retain_graph=True)
+    z.backward(tp.ones(2))
+    assert x.grad.tolist() == [6.0, 6.0] and z.grad.tolist() == [2.0, 2.0]
+    x.grad = None
+    s = tp.tensor([2.0], requires_grad=True)
+    out = s * 4.0
+    out.backward()
+    g = s.grad
+    g.mul_(0)                                          # the leaf's own gradient, not shared
+    (s * 4.0).backward()
+    assert s.grad.tolist() == [4.0]
+
+
+def test_one_node_backward_of_a_second_output():
+    x = tp.tensor([[1.0, 5.0], [7.0, 2.0]], requires_grad=True)
+    vals, idx = x.max(1)
+    vals.sum().backward()
+    assert x.grad.tolist() == [[0.0, 1.0], [1.0, 0.0]]
+    x.grad = None
+    vals, _ = x.max(1)
+    vals[1].backward()
+    assert x.grad.tolist() == [[0.0, 0.0], [1.0, 0.0]]
+
+
+def test_one_node_backward_frees_saved_tensors_and_reports_reuse():
+    x = tp.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * x).sum()
+    y.backward()
+    with pytest.raises(RuntimeError, match="second time"):
+        y.backward()
+    z = x.exp().sum()
+    z.backward(retain_graph=True)
+    z.backward()
+    np.testing.assert_allclose(_np(x.grad), 2 * np.array([1.0, 2.0]) + 2 * np.exp([1.0, 2.0]),
+                               rtol=1e-6)
+
+
+def test_two_leaf_backward_shares_no_gradient_memory():
+    x = tp.tensor([1.0, 2.0], requires_grad=True)
+    w = tp.tensor([3.0, 4.0], requires_grad=True)
+    tp.add(x, w).sum().backward()
+    (x + w)[1].backward()
+    assert x.grad.tolist() == [1.0, 2.0] and w.grad.tolist() == [1.0, 2.0]
+    x.grad = w.grad = None
+    s = tp.tensor([1.0], requires_grad=True)
+    t = tp.tensor([5.0], requires_grad=True)
+    tp.add(s, t).backward()
+    s.grad.add_(1.0)                                    # each leaf owns its gradient
+    assert s.grad.tolist() == [2.0] and t.grad.tolist() == [1.0]
+    c = tp.tensor([3.0])
+    tp.add(t, c).backward()                             # a weight and an input
+    assert t.grad.tolist() == [2.0] and c.grad is None
+    q = tp.tensor([2.0], requires_grad=True)
+    (q * q).backward()                                  # both inputs the same leaf: summed
+    assert q.grad.tolist() == [4.0]
+    (q * t).backward()
+    assert q.grad.tolist() == [9.0] and t.grad.tolist() == [4.0]
