@@ -135,6 +135,8 @@ def make_adapter(op, kernel, backend):
     lines = [f"def adapter({', '.join(params)}):", f"    __dev = {dev}"]
     guard = getattr(backend, "device_guard", None)
     align = getattr(backend, "align_device", None) if guard is not None else None
+    if guard is not None and not getattr(backend, "device_guard_needed", lambda: True)():
+        guard = None    # one device of this type in the process: no switch, no `with` per call
     if align is not None:
         # Backends with several devices of one type (cuda:0, cuda:1) share a dispatch key, so the
         # fast path cannot see an index mismatch: every tensor argument must be on __dev (one
