@@ -78,6 +78,21 @@ def gpu_ms(cupy, fn, iters, repeat):
     return statistics.median(out)
 
 
+_ENGINE_NOTE = {"triton": "one Triton kernel", "cupy": "one CuPy ElementwiseKernel",
+                "generic": "op by op (no fused kernel)"}
+
+
+def engine_note(cf, be) -> str:
+    """What ran the compiled chain's last call (the fused callable's ``last_engine``)."""
+    from tensorplay import _fusion
+    groups = cf.graph.groups if cf.graph is not None else []
+    if len(groups) != 1:
+        return f"{len(groups)} fused groups"
+    fused = _fusion.get_fused(groups[0], be)
+    e = getattr(fused, "last_engine", None)
+    return _ENGINE_NOTE.get(e, str(e))
+
+
 def _hand_triton():
     import triton
     import triton.language as tl
@@ -165,20 +180,26 @@ def main(argv=None) -> int:
     cf = tp.compile(chain)
     check("tp compile", cf(x, y))
     add_row("tensorplay.compile (fused)", gpu_ms(cupy, lambda: cf(x, y), it, rep),
-            note="one Triton kernel" if eager.triton_available() else "CuPy ElementwiseKernel")
+            note=engine_note(cf, be))
     if eager.triton_available():
         # the generated kernels' block shape: default 1024 elements / 4 warps (plain masked
         # loads reached the copy rate in the hand-written kernel); one wider variant for the record
         from tensorplay_cuda import triton_fusion as TF
-        saved_b, saved_w = TF.BLOCK, TF.NUM_WARPS
+        saved_b, saved_w, saved_n = TF.BLOCK, TF.NUM_WARPS, TF.BLOCK_NARROW
         TF.BLOCK, TF.NUM_WARPS = 4096, 8
         try:
             add_row("tensorplay eager, Triton BLOCK 4096 / 8 warps",
                     gpu_ms(cupy, lambda: chain(x, y), it, rep))
             add_row("tensorplay.compile, Triton BLOCK 4096 / 8 warps",
                     gpu_ms(cupy, lambda: cf(x, y), it, rep))
+            xb, yb = x.to(tp.bfloat16), y.to(tp.bfloat16)
+            cfb = tp.compile(chain)
+            for blk, w in ((1024, 4), (4096, 8)):       # the default is 2048 / 4 (BLOCK_NARROW)
+                TF.BLOCK_NARROW, TF.NUM_WARPS = blk, w
+                add_row(f"bf16: tensorplay.compile, Triton BLOCK {blk} / {w} warps",
+                        gpu_ms(cupy, lambda: cfb(xb, yb), it, rep), 2)
         finally:
-            TF.BLOCK, TF.NUM_WARPS = saved_b, saved_w
+            TF.BLOCK, TF.NUM_WARPS, TF.BLOCK_NARROW = saved_b, saved_w, saved_n
     from tensorplay._fusion import ElementwiseExpr, Step
     from tensorplay_cuda.cupy_fusion import cupy_fuser
     steps = (Step("mul", (("in", 0), ("in", 1))), Step("add", (("step", 0), ("const", 1.0))),
@@ -218,9 +239,16 @@ def main(argv=None) -> int:
     # bf16 line
     try:
         xb, yb = x.to(tp.bfloat16), y.to(tp.bfloat16)
+        eb = chain(xb, yb)
         add_row("bf16: tensorplay eager (8 ops)", gpu_ms(cupy, lambda: chain(xb, yb), it, rep), 2)
         cfb = tp.compile(chain)
-        add_row("bf16: tensorplay.compile", gpu_ms(cupy, lambda: cfb(xb, yb), it, rep), 2)
+        ob = cfb(xb, yb)
+        # the fused kernel rounds each step to bf16 as eager does: equal up to rare 1-ulp ties
+        d = (ob.float() - eb.float()).abs()._data
+        if not bool(cupy.all(d <= 2e-2 * (1 + cupy.abs(eb.float()._data)))):
+            print("WARNING: bf16 compile disagrees with bf16 eager", file=sys.stderr)
+        add_row("bf16: tensorplay.compile", gpu_ms(cupy, lambda: cfb(xb, yb), it, rep), 2,
+                note=engine_note(cfb, be))
         if torch is not None:
             xtb, ytb = xt.to(torch.bfloat16), yt.to(torch.bfloat16)
             add_row("bf16: torch eager (8 ops)", gpu_ms(cupy, lambda: chain(xtb, ytb), it, rep), 2)

@@ -369,3 +369,28 @@ def test_check_plugin_of_a_device_plugin_finds_the_builtin_cases():
     # the CLI and check_plugin are one engine: same verdicts
     if not data["samples_checked"]:
         assert p.returncode == 1 and "nothing was checked" in p.stderr
+
+
+def test_check_plugin_tensorplay_cpu_passes_over_every_builtin_op():
+    """`tensorplay check --plugin tensorplay-cpu`: the cpu plugin hands the core's built-in
+    samples to the engine; every built-in op is checked with every default check and passes."""
+    from tensorplay._ops import BUILTINS
+    from tensorplay.testing import builtin_samples
+    exe = _console_script()
+    p = subprocess.run([exe, "check", "--plugin", "tensorplay-cpu", "-q", "--json", "-"],
+                       capture_output=True, text=True, timeout=300, check=False)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    data = json.loads(p.stdout)
+    assert data["ok"] and data["failures"] == []
+    n_table = sum(len(builtin_samples.samples(n)) for n in BUILTINS)
+    assert data["samples_checked"] >= n_table >= 300
+    rows = {r["op"]: r for r in data["rows"]}
+    assert set(rows) == {f"tp::{n}" for n in BUILTINS}
+    for r in rows.values():
+        assert r["device"] == "cpu" and r["samples"] >= 1, r
+        assert set(r["checks"]) == {"test_schema", "test_autograd_registration", "test_layouts",
+                                    "test_faketensor", "test_aot_dispatch_dynamic"}, r
+        assert "fail" not in r["checks"].values(), r
+    assert rows["tp::add"]["checks"]["test_layouts"] == "pass"
+    assert rows["tp::matmul"]["checks"]["test_autograd_registration"] == "pass"
+    assert "nothing was checked" not in p.stderr

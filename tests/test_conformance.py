@@ -1,8 +1,8 @@
 """Conformance: the same operator tests run on every installed device type, checked against cpu.
 
-* ``test_builtin_op_matches_cpu`` -- every sample of every built-in op (the table
-  ``SAMPLES`` of ``tests/test_builtin_ops.py``, which must cover every ``tp::`` op) is run on the
-  cpu and again with its tensors moved to the device under test; results must agree in values,
+* ``test_builtin_op_matches_cpu`` -- every sample of every built-in op (the core's table
+  ``tensorplay.testing.builtin_samples``, which must cover every ``tp::`` op) is run on the
+  cpu and again made on the device under test; results must agree in values,
   shape, dtype, strides and storage offset, and live on that device. In-place ops are compared
   on the mutated tensor too.
 * ``test_builtin_backward_matches_cpu`` -- the same samples' gradients (float64) agree with cpu.
@@ -23,7 +23,8 @@ import pytest
 import tensorplay as tp
 from tensorplay._ops import BUILTINS
 from tensorplay._ops import ops as O
-from tensorplay.testing import assert_close
+from tensorplay.testing import assert_close, builtin_samples
+from tensorplay.testing.opcheck import NONDETERMINISTIC_TAGS
 
 # -- devices ---------------------------------------------------------------------------------------
 
@@ -110,26 +111,46 @@ def _same(got, want, dev, what, values=True):
 
 # -- every built-in op, every sample -----------------------------------------------------------------
 
-try:
-    import test_builtin_ops as _bt  # tests/ is on sys.path under pytest's default import mode
-    _SAMPLES, _rng, _NOT_DIFF = _bt.SAMPLES, _bt._rng, _bt.NOT_DIFFERENTIABLE
-except Exception as e:  # noqa: BLE001 - reported by test_builtin_table_available
-    _SAMPLES, _rng, _NOT_DIFF, _TABLE_ERROR = {}, None, set(), e
-else:
-    _TABLE_ERROR = None
+# the core's sample table: the same calls the device plugins hand to `tensorplay check`
+_NOT_DIFF = builtin_samples.NOT_DIFFERENTIABLE
 
-_NONDETERMINISTIC = {"empty": "uninitialised memory", "rand": "random", "randn": "random",
-                     "randint": "random"}
+
+def _samples(name, dev=_CPU):
+    """The samples of ``tp::name`` made directly on ``dev`` (same seed: the same values as on
+    cpu, so the cpu run is the reference)."""
+    return builtin_samples.samples(name, dev)
+
+
+def _random(op) -> bool:
+    """Random or uninitialised outputs (torch's tags): compared by metadata, not values."""
+    return bool(NONDETERMINISTIC_TAGS.intersection(op.tags))
 
 
 def test_builtin_table_available():
     """The conformance run relies on the built-in sample table; it must cover every op."""
-    assert _TABLE_ERROR is None, f"cannot import tests/test_builtin_ops.SAMPLES: {_TABLE_ERROR!r}"
-    assert set(_SAMPLES) == set(BUILTINS), sorted(set(BUILTINS) ^ set(_SAMPLES))
+    assert set(builtin_samples.names()) == set(BUILTINS), \
+        sorted(set(BUILTINS) ^ set(builtin_samples.names()))
+
+
+def test_samples_are_made_on_the_requested_device_with_the_same_values():
+    """Every tensor (and ``device=`` argument) of a sample lives on the device asked for, and
+    the same seed gives the same values (Python's generator, then tensorplay.tensor: the device
+    only decides where they are stored)."""
+    for name in builtin_samples.names():
+        a, b = _samples(name), _samples(name)
+        for s, t in zip(a, b):
+            for x, y in zip(list(s.args) + list(s.kwargs.values()),
+                            list(t.args) + list(t.kwargs.values())):
+                for u, v in zip(x if isinstance(x, list) else [x], y if isinstance(y, list) else [y]):
+                    if isinstance(u, tp.Tensor):
+                        assert u.device == _CPU
+                        assert str(u.tolist()) == str(v.tolist()), name    # NaN-safe
+                    elif isinstance(u, tp.device):
+                        assert u == _CPU
 
 
 def _builtin_cases():
-    return [(n, i) for n in sorted(_SAMPLES) for i in range(len(_SAMPLES[n](_rng())))]
+    return [(n, i) for n in builtin_samples.names() for i in range(len(_samples(n)))]
 
 
 @pytest.mark.parametrize("device_type", _params(include_cpu=False))
@@ -137,13 +158,12 @@ def _builtin_cases():
 def test_builtin_op_matches_cpu(device_type, name, i):
     dev = _need(device_type)
     op = BUILTINS[name]
-    s_cpu = _SAMPLES[name](_rng())[i]
-    s_dev = _SAMPLES[name](_rng())[i]
-    args = [_move(a, dev) for a in s_dev.args]
-    kwargs = {k: _move(v, dev) for k, v in s_dev.kwargs.items()}
+    s_cpu = _samples(name)[i]
+    s_dev = _samples(name, dev)[i]
+    args, kwargs = list(s_dev.args), s_dev.kwargs
     want = op(*s_cpu.args, **s_cpu.kwargs)
     got = op(*args, **kwargs)
-    values = name not in _NONDETERMINISTIC
+    values = not _random(op)
     _same(got, want, dev, f"tp::{name} sample {i} on {dev}", values=values)
     if op.mutates_args:
         _same(args[0], s_cpu.args[0], dev, f"tp::{name} sample {i}: mutated input on {dev}")
@@ -157,10 +177,10 @@ def test_builtin_op_matches_cpu(device_type, name, i):
 
 def _grad_cases():
     out = []
-    for n in sorted(_SAMPLES):
+    for n in builtin_samples.names():
         if n in _NOT_DIFF or BUILTINS[n]._backward is None:
             continue
-        for i, s in enumerate(_SAMPLES[n](_rng())):
+        for i, s in enumerate(_samples(n)):
             if s.grad:
                 out.append((n, i))
     return out
@@ -205,8 +225,8 @@ def _grads(op, s, dev):
 def test_builtin_backward_matches_cpu(device_type, name, i):
     dev = _need(device_type)
     op = BUILTINS[name]
-    want = _grads(op, _SAMPLES[name](_rng())[i], _CPU)
-    got = _grads(op, _SAMPLES[name](_rng())[i], dev)
+    want = _grads(op, _samples(name)[i], _CPU)
+    got = _grads(op, _samples(name)[i], dev)
     assert len(got) == len(want)
     for k, (g, w) in enumerate(zip(got, want)):
         assert (g is None) == (w is None), f"tp::{name} sample {i}: gradient {k} presence differs"

@@ -767,3 +767,65 @@ def test_custom_op_kernel_runs_with_its_tensors_gpu_current_and_refuses_mixed_gp
     def kernel(x):
         return x
     assert be.guard_kernel(probe, kernel) is kernel
+
+
+# ================================================================================================
+# The per-op host path (no GPU needed: host-backed CuPy arrays, kernels never launched)
+# ================================================================================================
+
+def test_cuda_wrap_sets_every_tensor_field_as_init_real_does():
+    """``CUDABackend.wrap`` inlines ``Tensor._init_real`` and ``Storage`` on the per-op path: the
+    tensor it builds must equal field by field (every slot) the one ``_init_real`` builds, with
+    the dispatch keys being the device's own string (the dispatcher compares keys by ``is``)."""
+    _cupy()
+    from tensorplay._backend import Storage
+    from tensorplay._tensor import Tensor
+    from tensorplay_cuda.backend import CUDABackend
+    be = CUDABackend()
+    be._count = 2
+    d1 = tp.device("cuda:1")
+    be.wrap(_host_backed_cupy_array(1), d1)            # the first call fills the caches
+    arr = _host_backed_cupy_array(1)
+    t = be.wrap(arr, d1)
+    ref = Tensor.__new__(Tensor)
+    ref._init_real(Storage(arr, arr.nbytes, be), arr, tuple(arr.shape), (1,), 0, tp.float32, d1,
+                   be)
+    slots = [s for s in Tensor.__slots__ if s != "__weakref__"]
+    for name in slots:
+        got, want = getattr(t, name), getattr(ref, name)     # AttributeError: a field left unset
+        if name == "_storage":
+            for f in (s for s in Storage.__slots__ if s != "__weakref__"):
+                assert getattr(got, f) == getattr(want, f) if f != "root" else got.root is arr, f
+        elif name == "_data":
+            assert got is arr
+        else:
+            assert got == want and type(got) is type(want), (name, got, want)
+    assert t._dkey is d1.type and t._bkey is d1.type
+    # anything else (non-contiguous, no index) takes the general path and still works
+    t2 = be.wrap(arr, tp.device("cuda"))
+    assert t2.device == tp.device("cuda:1") and t2._dkey == "cuda"
+
+
+@pytest.mark.parametrize("n_gpus", [1, 2])
+def test_builtin_adapters_enter_the_device_guard_only_with_several_gpus(monkeypatch, n_gpus):
+    """With one visible GPU there is no device to switch to: the generated adapters of the
+    built-in ops call the kernel without entering ``device_guard`` (a per-call cost); with
+    several they enter it with the tensors' device."""
+    import contextlib
+
+    _cupy()
+    from tensorplay._ops import _define
+    from tensorplay_cuda.backend import CUDABackend
+    be = CUDABackend()
+    be._count = n_gpus
+    entered = []
+    monkeypatch.setattr(be, "device_guard",
+                        lambda dev: entered.append(str(dev)) or contextlib.nullcontext())
+    out = _host_backed_cupy_array(0)
+    adapter = _define.make_adapter(tp.ops.tp.add, lambda a, b: out, be)
+    x = be.wrap(_host_backed_cupy_array(0), CUDA0)
+    y = be.wrap(_host_backed_cupy_array(0), CUDA0)
+    r = adapter(x, y)
+    assert r._data is out and r.device == CUDA0
+    assert entered == ([] if n_gpus == 1 else ["cuda:0"])
+    assert be.device_guard_needed() is (n_gpus > 1)

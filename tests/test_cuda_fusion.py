@@ -144,6 +144,12 @@ def test_tanh_is_accurate_near_zero_and_for_large_values(interp):
     x = tp.tensor([0.0, 1e-6, -1e-4, 0.2, -0.25, 0.3, 1.0, -3.0, 20.0, -80.0])
     got = _check([Step("tanh", (("in", 0),))], [x], rtol=3e-7, atol=0)
     assert got[0][0] == 0.0
+    # float64 keeps float64 precision over the whole range (near 0 included)
+    x64 = tp.cat([x.to(tp.float64), tp.linspace(-1.0, 1.0, 401, dtype=tp.float64),
+                  tp.tensor([1e-300, -5e-9, 0.18221784, 21.9, 22.0, 400.0, -800.0, float("nan"),
+                             float("inf"), -float("inf")], dtype=tp.float64)])
+    got = _check([Step("tanh", (("in", 0),))], [x64], rtol=2e-15, atol=0)
+    np.testing.assert_allclose(got[0], np.tanh(x64.numpy()), rtol=2e-15, atol=0)
 
 
 @pytest.mark.parametrize("red", ["sum", "amax", "amin"])
@@ -213,6 +219,94 @@ def test_eager_large_tensor_path_matches_the_reference_kernels(interp, monkeypat
         np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6, err_msg=name)
 
 
+# (a dtype, b dtype): the result dtype is torch's promotion; float64 with float32 computes in float64
+MIXED = [("float64", "float32"), ("float32", "float64"), ("float16", "float32"),
+         ("bfloat16", "float32"), ("int32", "float32"), ("int64", "float64"), ("float16", "bfloat16")]
+
+
+def _mixed_reference(a, b, R):
+    """tanh(a * b + 0.5) op by op in NumPy: each step computed in R's opmath (float32 for
+    float16/bfloat16, else R) and rounded to R."""
+    import ml_dtypes  # noqa: F401 - numpy needs it to know bfloat16
+    nr = np.dtype(ml_dtypes.bfloat16) if R.name == "bfloat16" else np.dtype(R.name)
+    op = np.dtype(np.float32) if R.name in ("float16", "bfloat16") else nr
+    m = (a.astype(op) * b.astype(op)).astype(nr)
+    m = (m.astype(op) + op.type(0.5)).astype(nr)
+    return np.tanh(m.astype(op)).astype(nr)
+
+
+def _mixed_pair(da, db, device):
+    pytest.importorskip("ml_dtypes") if "bfloat16" in (da, db) else None
+    tp.manual_seed(11)
+    a = (tp.randn(6, 1, 33, device=device) * 3).to(getattr(tp, da))
+    b = (tp.randn(33, 40, device=device) * 3).to(getattr(tp, db)).t()     # strided
+    return a, b
+
+
+def _check_mixed_eager(a, b, got):
+    R = tp.promote_types(a.dtype, b.dtype)
+    assert got.dtype is R, (a.dtype, b.dtype, got.dtype)
+    an, bn = _np_of(a), _np_of(b)
+    want = _mixed_reference(an, bn, R)
+    g = _np_of(got).astype(np.float64)
+    w = want.astype(np.float64)
+    if R is tp.float64:
+        # float64 precision, not float32's (~3e-8 here)
+        np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-13)
+    else:
+        tol = {"float32": 2e-6, "float16": 2e-3, "bfloat16": 1.6e-2}[R.name]
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
+
+
+def _np_of(t):
+    import ml_dtypes
+    t = t.cpu()
+    if t.dtype is tp.bfloat16:
+        return t.to(tp.float32).numpy().astype(ml_dtypes.bfloat16)
+    return t.numpy()
+
+
+@pytest.mark.parametrize("da,db", MIXED)
+def test_eager_mixed_dtypes_compute_in_the_promoted_dtype_on_cpu(da, db):
+    """Eager built-ins on mixed dtypes (cpu): result dtype = torch's promotion, values computed in
+    that dtype (float64 * float32 keeps float64 precision)."""
+    a, b = _mixed_pair(da, db, "cpu")
+    _check_mixed_eager(a, b, tp.ops.tp.tanh(tp.ops.tp.add(tp.ops.tp.mul(a, b), 0.5)))
+
+
+@pytest.mark.parametrize("da,db", [("float64", "float32"), ("float16", "float32"),
+                                   ("int32", "float32")])
+def test_eager_large_tensor_path_on_mixed_dtypes(interp, monkeypatch, da, db):
+    """The eager generated-kernel path (threshold lowered, interpreter on NumPy) on mixed dtypes:
+    same dtype and precision as the reference kernels."""
+    be = _backend.get_backend("cpu")
+    monkeypatch.setattr(eager, "THRESHOLD", 16)
+    ref = be.kernels()
+    acc = eager.accelerate(ref, be)
+    a, b = _mixed_pair(da, db, "cpu")
+    an, bn = np.ascontiguousarray(np.broadcast_to(a.numpy(), (6, 40, 33))), \
+        np.ascontiguousarray(b.numpy())
+    got, want = acc["mul"](an, bn), ref["mul"](an, bn)
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-15 if got.dtype == np.float64 else 1e-6)
+    got2 = acc["tanh"](acc["add"](got, 0.5))
+    want2 = _mixed_reference(an, bn, tp.promote_types(a.dtype, b.dtype))
+    np.testing.assert_allclose(got2, want2, rtol=1e-13 if got.dtype == np.float64 else 2e-6,
+                               atol=1e-13 if got.dtype == np.float64 else 2e-6)
+
+
+def test_eager_chains_are_kept_per_backend():
+    """The eager path's one-step chains are cached per backend: a chain built for the cpu backend
+    (its NumPy arrays run in Triton's interpreter) is never handed CuPy arrays. The GPU run showed
+    it: after the interpreter tests, cuda's large ops ran interpreted and failed."""
+    from tensorplay_cuda.backend import CUDABackend
+    cpu, gpu = _backend.get_backend("cpu"), CUDABackend()
+    a = eager._chain("add", 2, None, tp.float32, cpu)
+    b = eager._chain("add", 2, None, tp.float32, gpu)
+    assert a is not b and a.backend is cpu and b.backend is gpu
+    assert eager._chain("add", 2, None, tp.float32, cpu) is a
+
+
 def test_cupy_fuser_keeps_constants_out_of_the_source():
     """The fallback fuser (no Triton): constants are kernel arguments (building the kernel object
     needs no GPU; it compiles on first call)."""
@@ -266,7 +360,9 @@ def test_cuda_chain_broadcast_scalars_dtypes_and_reduction(compiled, dt):
     dts = [tp.promote_types(d, tp.float32)] * 3
     got = TritonChain(_expr(steps, 2, dts), compiled).run([a._data, b._data])
     tol = {"float32": 1e-5, "float64": 1e-12, "float16": 2e-3, "bfloat16": 2e-2}[dt]
-    np.testing.assert_allclose(_host(got[0]), want.float().cpu().numpy(), rtol=tol, atol=tol)
+    # float64 * float32 is float64, computed in float64 (eager and kernel): compare in float64
+    assert compiled.dtype_of(got[0]) is want.dtype is dts[-1]
+    np.testing.assert_allclose(_host(got[0]), want.to(tp.float64).cpu().numpy(), rtol=tol, atol=tol)
     red = TritonChain(_expr(steps + [Step("sum", (("step", 2),))], 2, dts + [dts[-1]]),
                       compiled).run([a._data, b._data])
     assert math.isclose(float(_host(red[0])), want.sum().item(), rel_tol=1e-3, abs_tol=1e-2)
@@ -282,6 +378,19 @@ def test_cuda_eager_large_ops_take_the_triton_path_and_match(compiled, monkeypat
     r = k(x._data, 1.5)
     np.testing.assert_allclose(_host(r), x.cpu().numpy() + 1.5, rtol=1e-6)
     assert len(eager._CHAINS) >= 1 and not eager._FAILED, eager._FAILED
+
+
+@pytest.mark.cuda
+@needs_cuda
+@pytest.mark.parametrize("da,db", MIXED)
+def test_cuda_eager_mixed_dtypes_compute_in_the_promoted_dtype(compiled, monkeypatch, da, db):
+    """Eager built-ins on mixed cuda dtypes, small tensors (CuPy) and the large-tensor path
+    (generated kernels, threshold lowered): torch's result dtype, computed in it."""
+    a, b = _mixed_pair(da, db, "cuda")
+    _check_mixed_eager(a, b, tp.ops.tp.tanh(tp.ops.tp.add(tp.ops.tp.mul(a, b), 0.5)))
+    monkeypatch.setattr(eager, "THRESHOLD", 16)
+    _check_mixed_eager(a, b, tp.ops.tp.tanh(tp.ops.tp.add(tp.ops.tp.mul(a, b), 0.5)))
+    assert not eager._FAILED, eager._FAILED
 
 
 def _host(a):
@@ -348,6 +457,50 @@ def test_generated_kernels_compile_for_the_h200_with_16_byte_accesses():
     assert r.returncode == 0, r.stderr[-4000:]
     assert "ld.global.v4.b32" in r.stdout and "st.global.v4.b32" in r.stdout, r.stdout
     assert r.stdout.strip().endswith("ok")
+
+
+_AOT_BF16 = r'''
+import re
+import tensorplay as tp
+from tensorplay._fusion import ElementwiseExpr, Step
+from tensorplay_cuda.triton_fusion import generate, _build
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+CHAIN8 = %s
+def ptx_of(dt, ty):
+    e = ElementwiseExpr(2, tuple(CHAIN8), (7,), (dt,) * 8, None)
+    src, name, _, _ = generate(e, [dt, dt], ["c", "c"], 0, False, False)
+    fn = _build(src, name)
+    sig = {a: {"fconst": "*fp64", "N": "i32", "BLOCK": "constexpr"}.get(a, ty) for a in fn.arg_names}
+    return triton.compile(ASTSource(fn, sig, constexprs={"BLOCK": 1024},
+                                    attrs={(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 4)}),
+                          target=GPUTarget("cuda", 90, 32), options={"num_warps": 4}).asm["ptx"]
+def count(ptx):
+    return sum(1 for l in ptx.splitlines() if re.match(r"\s+[a-z]", l) and
+               not l.strip().startswith(("//", ".")))
+f32, bf16, f64 = ptx_of(tp.float32, "*fp32"), ptx_of(tp.bfloat16, "*bf16"), ptx_of(tp.float64, "*fp64")
+print(count(f32), count(bf16), "cvt.rn.bf16" in bf16, "bfe.u32" in bf16, "__nv_exp" in f64 or "ex2" in f64)
+'''
+
+
+def test_bf16_chain_rounds_with_the_hardware_conversion_on_the_gpu():
+    """The compiled bf16 chain rounds each step with the GPU's float32 -> bfloat16 conversion
+    (round to nearest even, as eager), not the integer emulation the interpreter needs: that
+    emulation tripled the instruction count and left a bf16 chain compute-bound (0.38 of copy
+    bandwidth on an H200). Ahead-of-time compile for sm_90, no GPU needed. Also compiles float64."""
+    code = _AOT_BF16 % repr(CHAIN8).replace("Step(op=", "Step(").replace(", args=", ", ")
+    env = dict(os.environ)
+    env.pop("TRITON_INTERPRET", None)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=300)
+    if r.returncode and "ptxas" in r.stderr and "not found" in r.stderr.lower():
+        pytest.skip("Triton's bundled ptxas is missing on this machine")
+    assert r.returncode == 0, r.stderr[-4000:]
+    n32, nbf, hw_cvt, int_rounding, _ = r.stdout.split()
+    assert hw_cvt == "True" and int_rounding == "False", r.stdout
+    # same element count per thread: bf16 may add the conversions, not 3x the work (was 762 vs 250)
+    assert int(nbf) <= 1.4 * int(n32), r.stdout
 
 
 def test_direct_ufunc_path_gives_the_reference_results_and_dtypes(monkeypatch):

@@ -462,7 +462,7 @@ def _cmd_check(args) -> int:
     from tensorplay import plugins
     from tensorplay.errors import PluginError
     from tensorplay.testing.opcheck import ALL_TESTS
-    from tensorplay.testing.plugin_check import check_plugin
+    from tensorplay.testing.plugin_check import check_plugin, plugin_ops
 
     tests = [t.strip() for t in args.test_utils.split(",") if t.strip()] \
         if args.test_utils != "DEFAULT" else ["DEFAULT"]
@@ -508,7 +508,7 @@ def _cmd_check(args) -> int:
         for r in recs:
             if r.status == "loaded":
                 try:
-                    for op, _ in plugins.plugin_ops(r.dist):
+                    for op, _ in plugin_ops(r.dist):    # the engine's selection
                         known.setdefault(op.name, op)
                 except PluginError:
                     pass

@@ -34,6 +34,17 @@ def tensorplay_devices():
     return [DeviceSpec("cuda", "tensorplay_cuda.backend:CUDABackend")]
 
 
+@hookimpl
+def tensorplay_sample_inputs(op, device):
+    """Samples of the built-in ``tp::`` ops on ``device`` (a cuda device; the core's table,
+    ``tensorplay.testing.builtin_samples``), so ``tensorplay check --plugin tensorplay-cuda``
+    runs ``opcheck`` over this plugin's kernels of them; ``None`` for any other op or device."""
+    if device.type != "cuda":
+        return None
+    from tensorplay.testing.builtin_samples import sample_inputs
+    return sample_inputs(op, device)
+
+
 def _backend():
     b = _core_backend._LOADED.get("cuda")
     return b if b is not None else _core_backend.get_backend("cuda")

@@ -48,6 +48,7 @@ except Exception as _e:  # noqa: BLE001 - any import failure makes the device un
     _IMPORT_ERROR = _e
 
 _NOOP = contextlib.nullcontext()
+_new = object.__new__
 _ndarray = cupy.ndarray if cupy is not None else None
 
 _FIX = ("tensorplay-cuda needs one CuPy matching the driver's CUDA version (pip install "
@@ -139,6 +140,13 @@ class CUDABackend(ArrayBackend):
         if n == 1 or cupy.cuda.runtime.getDevice() == i:
             return _NOOP
         return cupy.cuda.Device(i)
+
+    def device_guard_needed(self) -> bool:
+        """Whether the built-in ops' generated adapters must enter ``device_guard`` per call:
+        only with several visible GPUs (asked when the adapters are generated, on first cuda
+        use; the visible GPUs do not change within a process). With one there is nothing to
+        switch to, and the adapters skip the ``with`` (a per-call cost on every op)."""
+        return self.device_count() > 1
 
     def guard_kernel(self, op, fn):
         """The kernel the dispatcher binds for custom op ``op`` on ``cuda`` (called when the op's
@@ -234,7 +242,18 @@ class CUDABackend(ArrayBackend):
         """``tensorplay.compile``'s fuser on cuda: one generated Triton kernel per chain when
         tensorplay-triton is installed (``triton_fusion``), else one ``cupy.ElementwiseKernel``
         (``cupy_fusion``); per call, whatever the Triton generator declines (dtypes, layout) runs
-        on the CuPy fuser, and what that declines on the reference kernels (generic fuser)."""
+        on the CuPy fuser, and what that declines on the reference kernels (generic fuser).
+
+        Returns ``run(arrays) -> list of arrays`` with these attributes:
+
+        * ``engine``: the fuser chosen for the chain when it was fused -- ``"triton"`` (one
+          generated Triton kernel), ``"cupy"`` (one CuPy ``ElementwiseKernel``) or ``"generic"``
+          (the reference kernels op by op, no single kernel);
+        * ``last_engine``: the one that ran the most recent call (``None`` before the first):
+          differs from ``engine`` when that call fell back (dtypes or layout the Triton
+          generator declines, a Triton compile/launch failure);
+        * ``triton`` (the ``TritonChain`` or None) and ``cupy`` (the CuPy fuser or None).
+        """
         from tensorplay._fusion import generic_fuser
 
         from .cupy_fusion import cupy_fuser
@@ -252,10 +271,15 @@ class CUDABackend(ArrayBackend):
             if tc is not None:
                 r = _eager.run_chain(tc, arrays)
                 if r is not None:
+                    run.last_engine = "triton"
                     return r
             if cf is not None:
+                run.last_engine = "cupy"
                 return cf(arrays)
+            run.last_engine = "generic"
             return gf(arrays)
+        run.engine = "triton" if tc is not None else "cupy" if cf is not None else "generic"
+        run.last_engine = None
         run.triton = tc
         run.cupy = cf
         return run
@@ -266,8 +290,48 @@ class CUDABackend(ArrayBackend):
         current device if it is not contiguous: callers run under ``device_guard(device)``).
         ``cuda`` without an index takes the array's own device.
 
-        The per-op path: CuPy's ``_c_contiguous`` attribute instead of ``flags`` (which builds
-        an object per call), and no generic checks."""
+        The per-op path (every built-in's result): one test for the common case (a contiguous
+        ``cupy.ndarray``, an indexed device, dtype and shape seen before), CuPy's
+        ``_c_contiguous``/``nbytes`` instead of ``flags`` (which builds an object per call), and
+        ``Storage`` and ``Tensor._init_real`` inlined (two frames less per op, as the core's own
+        ``ArrayBackend.wrap``; tests/test_cuda.py checks the fields match ``_init_real``'s).
+        Anything else takes ``_wrap_slow``."""
+        if arr.__class__ is _ndarray and arr._c_contiguous and device.index is not None:
+            Tensor = _TENSOR_CLS[0]
+            shape = arr.shape
+            dt = self._dtype_cache.get(arr.dtype)
+            st = _CONTIG_CACHE.get(shape)
+            if dt is not None and st is not None and Tensor is not None:
+                s = _new(Storage)
+                s.root = arr
+                s.nbytes = arr.nbytes
+                s.version = 0
+                s.backend = self
+                t = _new(Tensor)
+                t._storage = s
+                t._data = arr
+                t._shape = shape
+                t._stride = st
+                t._offset = 0
+                t._dtype = dt
+                t._device = device
+                t._backend = self
+                k = device.type         # the device's own string: dispatch compares keys by `is`
+                t._dkey = k
+                t._bkey = k
+                t._requires_grad = False
+                t.grad = None
+                t.grad_fn = None
+                t._output_nr = 0
+                t._accum = None
+                t._base = None
+                t._vver = 0
+                t._retains_grad = False
+                t._capture = None
+                return t
+        return self._wrap_slow(arr, device)
+
+    def _wrap_slow(self, arr, device):
         if arr.__class__ is not _ndarray:
             if not isinstance(arr, cupy.ndarray):
                 arr = cupy.asarray(arr)

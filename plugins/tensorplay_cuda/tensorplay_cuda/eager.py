@@ -120,7 +120,9 @@ _CHAINS: dict = {}
 
 
 def _chain(op, n_in, const_type, R, backend):
-    key = (op, n_in, const_type, R)
+    # the backend is part of the key: a chain launches by its backend's arrays (cpu: Triton's
+    # interpreter; cuda: compiled), and one process may use both
+    key = (op, n_in, const_type, R, backend)
     ch = _CHAINS.get(key)
     if ch is None:
         from tensorplay._fusion import ElementwiseExpr, Step
@@ -140,32 +142,52 @@ def _binary(op, k, backend, uf, swap, big):
     rdt = _shapes.binary_result_dtype
     wrapped = _shapes._wrapped_dtype
 
-    def kernel(a, b):
-        if a.__class__ is not nd:
+    def large(a, b):
+        """The generated-kernel path, or None (the caller then runs the CuPy paths)."""
+        da = dt_of(a)
+        if b.__class__ is nd:
+            R = rdt(da, 2, dt_of(b), 2 if b.ndim else 1)
+            ct, args, consts = None, [a, b], None
+        elif b.__class__ in (float, int):
+            R = rdt(da, 2, wrapped(b), 0)
+            ct, args, consts = b.__class__, [a], [b]
+        else:
+            return None
+        if op in _BOOL_RESULT:
+            R = _dtype.bool
+        elif op in _FLOAT_RESULT and not R.is_floating_point:
+            R = _dtype.get_default_dtype()
+        r = run_chain(_chain(op, len(args), ct, R, backend), args, consts)
+        return None if r is None else r[0]
+
+    # the per-call path: small floating arrays of one dtype (or with a Python scalar) go straight
+    # to the ufunc; tests ordered by frequency, the operand swap chosen here, not per call
+    if swap:
+        def kernel(a, b):
+            if a.__class__ is nd:
+                if big and a.size >= THRESHOLD:
+                    r = large(a, b)
+                    if r is not None:
+                        return r
+                d = a.dtype
+                if d.kind == "f":
+                    bc = b.__class__
+                    if bc is float or bc is int or (bc is nd and b.dtype is d):
+                        return uf(b, a)
             return k(a, b)
-        if big and a.size >= THRESHOLD:
-            da = dt_of(a)
-            if b.__class__ is nd:
-                R = rdt(da, 2, dt_of(b), 2 if b.ndim else 1)
-                ct, args, consts = None, [a, b], None
-            elif b.__class__ in (float, int):
-                R = rdt(da, 2, wrapped(b), 0)
-                ct, args, consts = b.__class__, [a], [b]
-            else:
-                return k(a, b)
-            if op in _BOOL_RESULT:
-                R = _dtype.bool
-            elif op in _FLOAT_RESULT and not R.is_floating_point:
-                R = _dtype.get_default_dtype()
-            r = run_chain(_chain(op, len(args), ct, R, backend), args, consts)
-            if r is not None:
-                return r[0]
-        d = a.dtype
-        if d.kind == "f":
-            bc = b.__class__
-            if (bc is nd and b.dtype is d) or bc is float or bc is int:
-                return uf(b, a) if swap else uf(a, b)
-        return k(a, b)
+    else:
+        def kernel(a, b):
+            if a.__class__ is nd:
+                if big and a.size >= THRESHOLD:
+                    r = large(a, b)
+                    if r is not None:
+                        return r
+                d = a.dtype
+                if d.kind == "f":
+                    bc = b.__class__
+                    if (bc is nd and b.dtype is d) or bc is float or bc is int:
+                        return uf(a, b)
+            return k(a, b)
     kernel.__wrapped__ = k
     return kernel
 

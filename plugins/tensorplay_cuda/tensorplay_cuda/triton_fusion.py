@@ -31,7 +31,8 @@ What the generated kernel does (one program per ``BLOCK`` output elements, flat 
   value's type) and combines into a one-element accumulator with an atomic.
 
 Kernels are cached per (chain, input dtypes and modes, ndim, index width): one kernel serves
-both devices.
+both devices, except where a step rounds to bfloat16 (rounded by the GPU's conversion when
+compiled, spelled out in integer ops when interpreted: ``_TO_BF16``).
 Unsupported chains (``pow``, integer ``div`` by zero semantics aside, bool arithmetic, unknown
 ops or dtypes) make ``TritonChain.supports(...)`` false; the caller then falls back to the CuPy
 fuser. Launches on cuda go through tensorplay-triton's CuPy-backed driver (no PyTorch), on the
@@ -50,6 +51,10 @@ from tensorplay._ops import _shapes
 
 BLOCK = 1024
 NUM_WARPS = 4
+# Calls whose arrays all have 2-byte elements (float16/bfloat16) take twice the elements per
+# program: the same 32 bytes per thread and array as float32 at BLOCK. On an H200 the bf16 8-op
+# chain went from 0.84 to 0.95 of copy bandwidth (1024 -> 2048, 4 warps; 8 warps was slower).
+BLOCK_NARROW = 2048
 
 # one table, written once: op -> (category, Triton expression over operands {0}, {1}, {2})
 #   "arith": operands in the step's compute type, result rounded to the step's dtype
@@ -105,14 +110,45 @@ def _tanh(x):
 
 
 @_jit
+def _tanh_f64(x):
+    # float64 (the polynomial above is float32-accurate only: 2e-9 off at 0.25):
+    # tanh|x| = -m / (2 + m) with m = expm1(-2|x|), expm1 by Kahan's exp/log trick (no expm1 in
+    # tl): (u - 1) * y / log(u), u = exp(y), exact for u == 1. |x| >= 22 gives 1 (the float64 tanh).
+    a = tl.abs(x)
+    y = -2.0 * tl.where(a < 22.0, a, 22.0)
+    u = tl.exp(y)
+    um1 = u - 1.0
+    lu = tl.log(u)
+    m = tl.where(um1 == 0.0, y, um1 * (y / tl.where(lu == 0.0, 1.0, lu)))
+    r = -m / (2.0 + m)
+    return tl.where(x != x, x, tl.where(x < 0, -r, r))
+'''
+
+# float64 spellings where the default one is float32-accurate only
+F64_OPS = {"tanh": "_tanh_f64({0})"}
+
+# float32 -> bfloat16, round to nearest even, NaN stays NaN (what eager's rounding does).
+# Compiled: Triton's own conversion, which rounds to nearest even (one cvt.rn.bf16x2.f32 per two
+# values on sm_90). Interpreted: spelled out in integer ops, because Triton's interpreter
+# truncates. The integer version costs ~10 instructions per value and step: on the GPU it made a
+# bf16 chain compute-bound (0.38 of copy bandwidth on an H200), hence two spellings of one rule.
+_TO_BF16 = {
+    False: '''
+
+@_jit
 def _to_bf16(x):
-    # float32 -> bfloat16, round to nearest even (NaN stays NaN), spelled out in integer ops so
-    # the GPU and Triton's interpreter (which truncates) round alike
+    return x.to(tl.bfloat16)
+''',
+    True: '''
+
+@_jit
+def _to_bf16(x):
     u = x.to(tl.uint32, bitcast=True)
     r = u + 0x7FFF + ((u >> 16) & 1)
     r = tl.where(x != x, u | 0x400000, r)
     return (r >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
-'''
+'''}
+
 
 _lock = threading.Lock()
 _KERNELS: dict = {}
@@ -154,6 +190,8 @@ def _plan_operands(expr, in_dtypes, in_0d):
         R = step_dt[j]
         if R.name not in TL:
             raise Unsupported(f"dtype {R}")
+        if R.name == "float64":
+            tmpl = F64_OPS.get(st.op, tmpl)
         ops = []          # (kind, index or value, dtype, rank-kind)
         for kind, v in st.args:
             if kind == "in":
@@ -199,8 +237,9 @@ def _plan_operands(expr, in_dtypes, in_0d):
 
 def generate(expr, in_dtypes, modes, ndim, wide, interp=False):
     """Triton source of the chain for these input dtypes/modes; returns (source, kernel name,
-    list of float-constant values in order, list of int-constant values in order). ``interp`` is
-    ignored (kept for callers): the same source runs interpreted and compiled."""
+    list of float-constant values in order, list of int-constant values in order). ``interp``
+    (the kernel will run in Triton's interpreter) changes only how a float32 value is rounded to
+    bfloat16 (``_TO_BF16``); every other line is the same source interpreted and compiled."""
     in_0d = [m == "s" for m in modes]
     plan = _plan_operands(expr, in_dtypes, in_0d)
     name = f"tp_chain_{next(_counter)}"
@@ -311,7 +350,8 @@ def generate(expr, in_dtypes, modes, ndim, wide, interp=False):
     dns = ", ".join(repr(n) for n in const_names +
                     [p for p in params if p.startswith(("size", "st"))])
     deco = f"@_jit(do_not_specialize=[{dns}])"
-    src = _PRELUDE + f"\n\n{deco}\ndef {name}({', '.join(params)}):\n" + "\n".join(body) + "\n"
+    src = (_PRELUDE + _TO_BF16[bool(interp)] + f"\n\n{deco}\ndef {name}({', '.join(params)}):\n" +
+           "\n".join(body) + "\n")
     return src, name, fconsts, iconsts
 
 
@@ -344,12 +384,13 @@ class TritonChain:
         self.expr = expr
         self.backend = backend
         self._structure = _structure(expr)
+        self._bf16 = any(d is not None and d.name == "bfloat16" for d in expr.dtypes)
         # fail early (at compile time, not per call) on ops the table lacks
         for st in expr.steps:
             if st.op not in OPS and st.op not in REDUCTIONS:
                 raise Unsupported(f"op {st.op}")
 
-    def _kernel(self, key, in_dtypes, modes, ndim, wide):
+    def _kernel(self, key, in_dtypes, modes, ndim, wide, interp=False):
         """(kernel, source) for this call signature, or None when unsupported (cached either way;
         kernels are shared by every chain of the same structure, whatever its constant values)."""
         full = (self._structure, key)
@@ -359,7 +400,8 @@ class TritonChain:
                 k = _KERNELS.get(full, False)
                 if k is False:
                     try:
-                        src, name, _, _ = generate(self.expr, in_dtypes, modes, ndim, wide)
+                        src, name, _, _ = generate(self.expr, in_dtypes, modes, ndim, wide,
+                                                   interp)
                         k = (_build(src, name), src)
                     except Unsupported:
                         k = None
@@ -399,11 +441,13 @@ class TritonChain:
             else:
                 modes.append("b")
         ndim = len(out_shape) if "b" in modes else 0
-        wide = n >= 2 ** 31 - BLOCK
+        wide = n >= 2 ** 31 - max(BLOCK, BLOCK_NARROW)
         if np.__name__ != "numpy" and not _helpers_compile():
             return None     # Triton's tl.sum & co. cannot compile in this process: decline
-        key = (tuple(in_dtypes), tuple(modes), ndim, wide)
-        k = self._kernel(key, in_dtypes, modes, ndim, wide)
+        # bf16 rounding is spelled per mode (_TO_BF16): only such chains get a kernel per mode
+        interp = self._bf16 and np.__name__ == "numpy"
+        key = (tuple(in_dtypes), tuple(modes), ndim, wide, interp)
+        k = self._kernel(key, in_dtypes, modes, ndim, wide, interp)
         if k is None:
             return None                       # this call's dtypes/layout: caller falls back
         kern = k[0]
@@ -437,11 +481,14 @@ class TritonChain:
         fc = self._fconst_array(fconsts, arrays)
         args = list(arrays) + outs + ([acc] if reduce_op is not None else []) + [fc, n] + \
             extra + iconsts
-        grid = ((n + BLOCK - 1) // BLOCK,)
+        blk = BLOCK
+        if all(a.dtype.itemsize <= 2 for a in arrays) and all(o.dtype.itemsize <= 2 for o in outs):
+            blk = BLOCK_NARROW
+        grid = ((n + blk - 1) // blk,)
         if np.__name__ == "numpy":
-            _launch_interpreted(kern, grid, args, len(arrays))
+            _launch_interpreted(kern, grid, args, len(arrays), blk)
         else:
-            _launch_cuda(kern, grid, args, arrays)
+            _launch_cuda(kern, grid, args, arrays, blk)
         if reduce_op is not None:
             return [acc.astype(nd(expr.dtypes[-1]))]
         return outs
@@ -549,7 +596,7 @@ def _helpers_compile() -> bool:
     return _HELPERS_COMPILE[0]
 
 
-def _launch_cuda(kern, grid, args, arrays):
+def _launch_cuda(kern, grid, args, arrays, blk=None):
     if _DRIVER[0] is None:
         import tensorplay_triton
         _DRIVER[0] = tensorplay_triton.install_driver()
@@ -557,13 +604,13 @@ def _launch_cuda(kern, grid, args, arrays):
     dev = arrays[0].device.id if arrays else cupy.cuda.runtime.getDevice()
     conv = [(_Ptr(a) if isinstance(a, cupy.ndarray) else a) for a in args]
     with cupy.cuda.Device(dev):
-        kern[grid](*conv, BLOCK=BLOCK, num_warps=NUM_WARPS)
+        kern[grid](*conv, BLOCK=blk or BLOCK, num_warps=NUM_WARPS)
 
 
 _WRAPPED: dict = {}         # id(kernel) -> (kernel, its wrap_triton launcher)
 
 
-def _launch_interpreted(kern, grid, args, n_in):
+def _launch_interpreted(kern, grid, args, n_in, blk=None):
     """NumPy arrays through Triton's interpreter, via tensorplay-triton's public ``wrap_triton``
     (tensors over the arrays' memory; inputs may be strided views): the one way a Triton kernel
     runs on cpu, which undoes every patch Triton's interpreter makes to ``triton.language``."""
@@ -581,4 +628,4 @@ def _launch_interpreted(kern, grid, args, n_in):
     if e is None or e[0] is not kern:
         from tensorplay_triton import wrap_triton
         e = _WRAPPED[id(kern)] = (kern, wrap_triton(kern, strided=[f"in{i}" for i in range(n_in)]))
-    e[1][grid](*conv, BLOCK=BLOCK)
+    e[1][grid](*conv, BLOCK=blk or BLOCK)

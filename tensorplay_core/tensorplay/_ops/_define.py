@@ -29,19 +29,20 @@ ops = _Ns()
 
 
 def defop(schema: str, *, meta=None, backward=None, setup=None, default=None, kernel=None,
-          scalar_ok=(), differentiable=True):
+          scalar_ok=(), differentiable=True, tags=()):
     """Declare built-in op ``tp::<name>`` from its schema.
 
     ``meta(*args)`` returns fake outputs (shape/dtype/strides); ``setup(ctx, inputs, output)`` +
     ``backward(ctx, *grads)`` give the formula (tensorplay ops only, so it runs on every device);
     ``default`` is a device-independent implementation (views, composites); ``kernel`` names the
     array kernel (default: the op name); ``scalar_ok`` lists Tensor parameters that also take
-    Python numbers.
+    Python numbers. ``tags``: torch's operator tags (``"nondeterministic_seeded"``: random
+    values, compared by metadata only in checks).
     """
     sch = FunctionSchema.parse(schema if "::" in schema.split("(")[0] else "tp::" + schema)
     mutated = tuple(a.name for a in sch.arguments if a.is_write)
     op = _registry.CustomOpDef(sch.qualname, sch, mutates_args=mutated, builtin=True,
-                               source="tensorplay._ops")
+                               source="tensorplay._ops", tags=tags)
     if meta is not None and mutated:
         meta = _bumping(meta)
     op._meta_default = meta
@@ -156,6 +157,8 @@ def make_adapter(op, kernel, backend):
     lines = [f"def adapter({', '.join(params)}):", f"    __dev = {dev}"]
     guard = getattr(backend, "device_guard", None)
     align = getattr(backend, "align_device", None) if guard is not None else None
+    if guard is not None and not getattr(backend, "device_guard_needed", lambda: True)():
+        guard = None    # one device of this type in the process: no switch, no `with` per call
     if align is not None:
         # Backends with several devices of one type (cuda:0, cuda:1) share a dispatch key, so the
         # fast path cannot see an index mismatch: every tensor argument must be on __dev (one

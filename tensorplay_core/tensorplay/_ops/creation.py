@@ -22,15 +22,15 @@ def _arange_meta(start, end, step, *, dtype, device):
 
 
 defop("empty(SymInt[] size, *, ScalarType dtype, Device device) -> Tensor", meta=_empty_meta,
-      differentiable=False)
+      differentiable=False, tags=("nondeterministic_bitwise",))   # uninitialised memory
 defop("full(SymInt[] size, Scalar fill_value, *, ScalarType dtype, Device device) -> Tensor",
       meta=_full_meta, differentiable=False)
 defop("arange(Scalar start, Scalar end, Scalar step, *, ScalarType dtype, Device device) -> Tensor",
       meta=_arange_meta, differentiable=False)
 defop("rand(SymInt[] size, *, ScalarType dtype, Device device) -> Tensor", meta=_empty_meta,
-      differentiable=False)
+      differentiable=False, tags=("nondeterministic_seeded",))
 defop("randn(SymInt[] size, *, ScalarType dtype, Device device) -> Tensor", meta=_empty_meta,
-      differentiable=False)
+      differentiable=False, tags=("nondeterministic_seeded",))
 
 
 def _eye_meta(n, m, *, dtype, device):
@@ -57,4 +57,4 @@ defop("eye(SymInt n, SymInt m, *, ScalarType dtype, Device device) -> Tensor", m
 defop("linspace(Scalar start, Scalar end, SymInt steps, *, ScalarType dtype, Device device) -> "
       "Tensor", meta=_linspace_meta, differentiable=False)
 defop("randint(SymInt low, SymInt high, SymInt[] size, *, ScalarType dtype, Device device) -> "
-      "Tensor", meta=_randint_meta, differentiable=False)
+      "Tensor", meta=_randint_meta, differentiable=False, tags=("nondeterministic_seeded",))

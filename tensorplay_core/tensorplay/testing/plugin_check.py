@@ -13,9 +13,13 @@ Three ways in, all built on :func:`check_plugin`:
 
 Which ops belong to a plugin: those it defined (checked on every available device that has a
 kernel, the device-agnostic kernel counting for all), those it registered kernels for (checked
-on just those devices), and for a device plugin the built-in ``tp::`` ops on its devices.
+on just those devices), and for a device plugin the built-in ``tp::`` ops on its devices (those
+with its array kernels, and the core's device-agnostic ones such as views, which run there too).
 Samples come from every plugin's ``tensorplay_sample_inputs`` hook, plus one derived with a
-leading dimension of 0 when none has one and the op's fake kernel accepts it.
+leading dimension of 0 when none has one and the op's fake kernel accepts it. A sample may carry
+``skip_checks`` (``{check name: reason}``): those checks are reported as skipped with the reason
+for it (the fake check of an op whose output shape depends on its input values). The built-in
+ops' samples come from ``tensorplay.testing.builtin_samples`` through the device plugins' hooks.
 
 Every registered kernel is checked, one case each: on a device, the device's own kernel (eager
 or named in ``tensorplay.kernels`` entry-point metadata) and the device-agnostic kernel, which a
@@ -37,6 +41,7 @@ __all__ = [
     "check_plugin",
     "opcheck_plugin_tests",
     "plugin_check_cases",
+    "plugin_ops",
     "summarize",
 ]
 
@@ -138,12 +143,30 @@ def plugin_check_cases(name: str, device=None, ops=None) -> list[CheckCase]:
     return _cases(rec, name, device, ops)[0]
 
 
+def plugin_ops(name: str) -> list:
+    """``[(op, device types or None)]``: every op :func:`check_plugin` checks for plugin
+    ``name`` (``None``: every available device with a kernel), sorted by name; the same
+    selection on every device. For a device plugin, the built-in ``tp::`` ops on its device
+    types: those with its array kernels and the core's device-agnostic ones (views), which run
+    there too. Raises ``PluginError`` as :func:`plugin_check_cases`."""
+    from .._registry import all_ops
+    from ..plugins import manager
+    rec = manager.get_plugin(name)
+    pairs = list(manager.plugin_ops(name))
+    if rec.devices:
+        have = {op.name for op, _ in pairs}
+        pairs += [(op, sorted(rec.devices)) for op in all_ops()
+                  if op.is_builtin and not getattr(op, "_has_array_kernel", True)
+                  and op.name not in have]
+        pairs.sort(key=lambda p: p[0].name)
+    return pairs
+
+
 def _cases(rec, name, device, ops):
     """(cases, ops left without any available device: [(op name, wanted device types)])."""
-    from ..plugins import manager
     keep = None if ops is None else set(ops)
     cases, unchecked = [], []
-    for op, devs in manager.plugin_ops(name):
+    for op, devs in plugin_ops(name):
         if keep is not None and op.name not in keep:
             continue
         chosen = _devices_for(op, devs, device)
@@ -168,11 +191,14 @@ def run_case(case: CheckCase, *, test_utils="DEFAULT", atol=None, rtol=None) -> 
     made). Each result names the kernel that ran and the plugin that registered it."""
     from .. import _registry
     from ..plugins import manager
-    from .opcheck import _dispatched_key, describe_kernel, run_checks
+    from .opcheck import CheckResult, _dispatched_key, describe_kernel, run_checks
+    from .opcheck import _select as _selected
     op = _registry.lookup(case.op)
     dtype_ = case.device.partition(":")[0]
     key = case.kernel or (dtype_ if op.is_builtin else _dispatched_key(op, dtype_))
     kdesc = describe_kernel(op, key, dtype_)
+    if op.is_builtin and not getattr(op, "_has_array_kernel", True):
+        kdesc = f"{dtype_}: built-in, device-agnostic (tensorplay core)"
     owner = None if op.is_builtin else op.kernel_owner(key)
     plugin = owner if isinstance(owner, str) else case.plugin
     t0 = time.perf_counter()
@@ -201,8 +227,16 @@ def run_case(case: CheckCase, *, test_utils="DEFAULT", atol=None, rtol=None) -> 
                 # NumPy's "mean of empty slice" & co on 0-size samples: the op's result (NaN,
                 # as torch gives) is what is checked, the warning is noise here
                 warnings.filterwarnings("ignore", category=RuntimeWarning, module="numpy")
-                res = run_checks(op, s.args, s.kwargs, test_utils=test_utils, atol=atol,
-                                 rtol=rtol, kernel=None if op.is_builtin else key)
+                # checks a sample declares not applicable (``skip_checks``: name -> reason,
+                # e.g. the fake check of a data-dependent op) are reported as skipped
+                skip = dict(getattr(s, "skip_checks", None) or {})
+                tests = [t for t in _selected(test_utils) if t not in skip]
+                res = run_checks(op, s.args, s.kwargs, test_utils=tests, atol=atol,
+                                 rtol=rtol, kernel=None if op.is_builtin else key) if tests else {}
+                for t in _selected(test_utils):
+                    if t in skip:
+                        res[t] = CheckResult(t, "skip", skip[t])
+                res = {t: res[t] for t in _selected(test_utils)}
             failures = {k: r.message for k, r in res.items() if r.status == "fail"}
             checks = {k: r.status for k, r in res.items()}
             status, msg = ("failed" if failures else "passed"), ""

@@ -1,0 +1,75 @@
+"""Host cost of a built-in op on a 1-element cuda tensor, tensorplay's side only, with the CuPy
+call stubbed: runs on any machine with CuPy installed, GPU or not (no kernel is launched).
+
+The tensors are ``cupy.ndarray`` objects over host memory (``UnownedMemory``; never touched by a
+kernel), ``cupy.add`` is replaced by a function returning a preallocated array before the cuda
+backend binds its kernels, and the backend is told one GPU is visible. Then, interleaved, minimum
+over ``--rounds`` rounds of 20000 calls each (minimums: the machine may be shared):
+
+* ``tp.add`` (dispatch -> generated adapter -> eager kernel -> ``backend.wrap``) minus the stub;
+* the adapter alone, the eager kernel alone (minus the stub), ``backend.wrap`` alone, and one
+  ``device_guard`` ``with`` block (what the adapters skip with one GPU).
+
+On an H200 host this stubbed figure was about half to two thirds of the paired
+``tp.add - cupy.add`` that ``bench_gpu.py`` measures with real launches.
+
+Usage: ``python benchmarks/bench_cuda_host.py [--rounds N]``. Prints one line of µs figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import timeit
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=25)
+    args = ap.parse_args(argv)
+    import numpy as np
+    try:
+        import cupy
+    except ImportError as e:
+        print(f"bench_cuda_host: needs CuPy installed ({e})")
+        return 2
+    keep = []
+
+    def host_backed(n=1):
+        h = np.zeros(n + 16, np.float32)
+        keep.append(h)
+        mem = cupy.cuda.UnownedMemory(h.ctypes.data, h.nbytes, h, device_id=0)
+        return cupy.ndarray((n,), np.float32, memptr=cupy.cuda.MemoryPointer(mem, 0))
+
+    res_arr = host_backed()
+
+    def stub(a, b):
+        return res_arr
+
+    cupy.add = stub                                   # before the cuda kernels bind it
+    from tensorplay_cuda import backend as B
+    B.CUDABackend.is_available = lambda self: (setattr(self, "_count", 1) or (True, ""))
+    import tensorplay as tp
+    from tensorplay import _backend
+    be = _backend.get_backend("cuda")
+    dev = tp.device("cuda", 0)
+    x, y = be.wrap(host_backed(), dev), be.wrap(host_backed(), dev)
+    add = tp.add
+    assert add(x, y)._data is res_arr
+    g = dict(add=add, x=x, y=y, a=x._data, b=y._data, stub=stub, k=be.kernels()["add"],
+             adapter=tp.ops.tp.add.table["cuda"], wrap=be.wrap, r=res_arr, d=x._device,
+             guard=B.CUDABackend.device_guard.__get__(be))
+    stmts = {"stub": "stub(a, b)", "tp.add": "add(x, y)", "adapter": "adapter(x, y)",
+             "kernel": "k(a, b)", "wrap": "wrap(r, d)", "guard": "with guard(d): pass"}
+    out = {n: [] for n in stmts}
+    for _ in range(args.rounds):
+        for n, s in stmts.items():
+            out[n].append(min(timeit.repeat(s, globals=g, number=20000, repeat=1)) / 20000 * 1e6)
+    m = {n: min(v) for n, v in out.items()}
+    net = {"tp.add", "adapter", "kernel"}
+    print("  ".join(f"{n} {v - (m['stub'] if n in net else 0):.3f}" for n, v in m.items()),
+          " (µs per call, minimum; tp.add/adapter/kernel net of the stubbed CuPy call)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,347 @@
+"""Sample inputs for every built-in ``tp::`` operator, on any device.
+
+One table, used by the device plugins' ``tensorplay_sample_inputs`` hooks (so that
+``tensorplay check --plugin tensorplay-cpu`` runs ``opcheck`` over the built-in ops with the
+device's kernels) and by the core's own tests (gradcheck, fake rules, conformance across
+devices). Each entry covers the op's cases that matter: broadcasting both ways, 0-dim tensors,
+Python scalars, integer and bool inputs, non-contiguous views, negative dims, keyword arguments.
+
+Values are made with Python's ``random.Random(seed)`` and ``tensorplay.tensor(..., device=...)``
+(no NumPy), so the same ``seed`` gives bit-identical samples on every device: a sample made on
+``cuda`` holds exactly the values of the one made on ``cpu``.
+
+API::
+
+    samples("add", device="cpu")          # [BuiltinSample(args, kwargs, grad, fake), ...]
+    sample_inputs(op, device)             # hook form: [SampleInput], None when not a built-in
+    NOT_DIFFERENTIABLE                    # built-ins with no backward formula, by design
+
+Random and uninitialised outputs (``rand``, ``empty``, ...) are marked on the ops themselves, with
+torch's tags (``op.tags``: ``"nondeterministic_seeded"``/``"nondeterministic_bitwise"``).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+__all__ = [
+    "NOT_DIFFERENTIABLE",
+    "SAMPLES",
+    "BuiltinSample",
+    "names",
+    "sample_inputs",
+    "samples",
+]
+
+#: Built-in ops with no backward formula by design (comparisons, predicates, index results,
+#: factories). Every other built-in has a formula and at least one sample with ``grad=True``.
+NOT_DIFFERENTIABLE = frozenset({
+    "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "argmax",
+    "empty", "full", "arange", "rand", "randn", "argmin", "all", "any", "isnan", "isinf",
+    "isfinite", "argsort", "eye", "linspace", "randint"})
+
+DEFAULT_SEED = 1234
+
+
+@dataclass
+class BuiltinSample:
+    """One call ``op(*args, **kwargs)``. ``grad=False``: not a gradcheck sample (integer-only
+    inputs, a point where the op is not differentiable); ``fake=False``: the output's shape
+    depends on the input's values (``masked_select``), so the fake kernel refuses it."""
+
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+    grad: bool = True
+    fake: bool = True
+    name: str = ""
+
+
+def S(*args, grad=True, fake=True, **kwargs):
+    return BuiltinSample(args, kwargs, grad, fake)
+
+
+class _Gen:
+    """Small tensors on one device from one seeded stream (``random.Random``)."""
+
+    def __init__(self, device, seed):
+        # The pieces of the public API the samples use, imported from their own modules (this
+        # package sits below the package root in the layer contract).
+        from types import SimpleNamespace
+
+        from .. import _device, _dtype, _factories
+        tp = SimpleNamespace(device=_device.device, tensor=_factories.tensor,
+                             zeros=_factories.zeros, **{n: getattr(_dtype, n) for n in (
+                                 "float32", "float64", "int16", "int32", "int64", "bool")})
+        self.tp = tp
+        self.device = tp.device(device)
+        self.rng = random.Random(seed)
+        self.f64 = tp.float64
+
+    def _make(self, flat, shape, dtype):
+        def nest(vals, dims):
+            if not dims:
+                return vals[0]
+            step = len(vals) // dims[0] if dims[0] else 0
+            return [nest(vals[i * step:(i + 1) * step], dims[1:]) for i in range(dims[0])]
+        if shape and not flat:     # 0 elements: nested lists cannot carry the shape
+            return self.tp.zeros(list(shape), dtype=dtype, device=self.device)
+        data = nest(flat, list(shape)) if shape else flat[0]
+        return self.tp.tensor(data, dtype=dtype, device=self.device)
+
+    @staticmethod
+    def _numel(shape):
+        n = 1
+        for s in shape:
+            n *= s
+        return n
+
+    def T(self, *shape, lo=-1.0, hi=1.0, dtype=None):
+        """Uniform values in [lo, hi) (float64 unless ``dtype``)."""
+        vals = [self.rng.uniform(lo, hi) for _ in range(self._numel(shape))]
+        return self._make(vals, shape, dtype or self.f64)
+
+    def NZ(self, *shape, dtype=None):
+        """Values bounded away from 0 (for relu/abs/sign kinks): |x| in [0.2, 1]."""
+        vals = [self.rng.uniform(0.2, 1.0) * self.rng.choice((-1.0, 1.0))
+                for _ in range(self._numel(shape))]
+        return self._make(vals, shape, dtype or self.f64)
+
+    def POS(self, *shape, dtype=None):
+        return self.T(*shape, lo=0.5, hi=2.0, dtype=dtype)
+
+    def DISTINCT(self, *shape, dtype=None):
+        """A permutation of well-separated values (no ties for max/min/sort)."""
+        n = self._numel(shape)
+        perm = list(range(n))
+        self.rng.shuffle(perm)
+        return self._make([p * 0.37 - 1.0 for p in perm], shape, dtype or self.f64)
+
+    def DISTINCT_UP(self, *shape):
+        return self.DISTINCT(*shape) + 0.1
+
+    def MASK(self, *shape):
+        return self._make([self.rng.random() > 0.5 for _ in range(self._numel(shape))], shape,
+                          self.tp.bool)
+
+    def IDX(self, values):
+        return self.tp.tensor(values, dtype=self.tp.int64, device=self.device)
+
+    def V(self, values, dtype=None):
+        """Fixed values (special points: NaN, inf, zeros, ties)."""
+        return self.tp.tensor(values, dtype=dtype, device=self.device)
+
+
+def _binary(a="T", b="T"):
+    def build(g):
+        ma, mb = getattr(g, a), getattr(g, b)
+        return [S(ma(3, 1), mb(4)),                   # broadcasting both ways
+                S(ma(2, 3), mb()),                    # 0-dim tensor operand
+                S(ma(2, 3), 2.5),                     # Python scalar
+                S(g.IDX([[1, 2], [3, 4]]), g.IDX([2, 3]), grad=False)]
+    return build
+
+
+def _unary(make="T"):
+    def build(g):
+        m = getattr(g, make)
+        return [S(m(2, 3)), S(m()), S(m(4, dtype=g.tp.float32), grad=False)]
+    return build
+
+
+def _inplace(g):
+    return [S(g.T(2, 3), g.T(3)), S(g.T(2, 3), g.T(2, 1)), S(g.T(2, 3), 1.5)]
+
+
+def _reduce_max_min(g):
+    return [S(g.DISTINCT(2, 3)), S(g.DISTINCT(2, 3), [1]), S(g.DISTINCT(2, 3, 2), [0, 2], True)]
+
+
+# name -> builder(g) -> [BuiltinSample]; g makes tensors on the requested device
+SAMPLES = {
+    "add": _binary(), "sub": _binary(), "rsub": _binary(), "mul": _binary(),
+    "div": _binary(b="POS"),
+    "rdiv": lambda g: [S(g.POS(2, 3), 2.5), S(g.POS(3), 3)],
+    "pow": lambda g: [S(g.POS(3, 1), g.T(4)), S(g.POS(2, 3), 3), S(g.POS(2, 3), 2.5),
+                      S(g.T(2, 3), 2), S(g.POS(2, 2), 0), S(g.IDX([1, 2, 3]), 2, grad=False)],
+    "rpow": lambda g: [S(g.T(2, 3), 2.0), S(g.T(3), 3), S(g.IDX([1, 2]), 2, grad=False)],
+    "floor_divide": lambda g: [S(g.T(3, 1), g.POS(4)), S(g.T(2, 3), 0.7),
+                               S(g.IDX([[7, -7], [5, 0]]), g.IDX([2, 3]), grad=False),
+                               S(g.IDX([7, -7]), 3, grad=False)],
+    "remainder": lambda g: [S(g.T(3, 1, lo=0.1, hi=0.9), g.T(4, lo=1.0, hi=1.5)),
+                            S(g.T(2, 3, lo=-0.9, hi=-0.1), g.T(3, lo=1.0, hi=1.5)),
+                            S(g.T(2, 3, lo=0.1, hi=0.9), 1.0),
+                            S(g.IDX([7, -7]), g.IDX([3, 3]), grad=False)],
+    "maximum": _binary("DISTINCT", "DISTINCT_UP"),
+    "minimum": _binary("DISTINCT", "DISTINCT_UP"),
+    "neg": _unary(), "exp": _unary(), "log": _unary("POS"), "sqrt": _unary("POS"),
+    "rsqrt": _unary("POS"), "tanh": _unary(), "sigmoid": _unary(), "relu": _unary("NZ"),
+    "abs": _unary("NZ"), "sin": _unary(), "cos": _unary(), "erf": _unary(), "sign": _unary("NZ"),
+    "where": lambda g: [S(g.MASK(2, 3), g.T(2, 3), g.T(3)), S(g.MASK(3), g.T(2, 3), 0.0),
+                        S(g.MASK(2, 3), 1.0, g.T(2, 1)), S(g.MASK(2), 1, 0, grad=False)],
+    "sum": lambda g: [S(g.T(2, 3)), S(g.T(2, 3), [1]), S(g.T(2, 3, 2), [0, 2], True),
+                      S(g.T(2, 3), [-1], dtype=g.f64), S(g.IDX([1, 2]), grad=False),
+                      S(g.T(), [0])],                       # 0-dim: dim 0 / -1 allowed
+    "mean": lambda g: [S(g.T(2, 3)), S(g.T(2, 3), [0]), S(g.T(2, 3, 2), [1], True),
+                       S(g.T(), [-1], True)],
+    "amax": lambda g: _reduce_max_min(g) + [S(g.DISTINCT(), [0])],
+    "amin": _reduce_max_min,
+    "argmax": lambda g: [S(g.DISTINCT(2, 3)), S(g.DISTINCT(2, 3), 1),
+                         S(g.DISTINCT(2, 3), 0, True), S(g.DISTINCT(), 0)],
+    "argmin": lambda g: [S(g.DISTINCT(2, 3)), S(g.DISTINCT(2, 3), 1),
+                         S(g.DISTINCT(2, 3), 0, True), S(g.DISTINCT(), 0)],
+    "matmul": lambda g: [S(g.T(2, 3), g.T(3, 4)), S(g.T(3), g.T(3, 2)), S(g.T(2, 3), g.T(3)),
+                         S(g.T(3), g.T(3)), S(g.T(2, 2, 3), g.T(3, 2)),
+                         S(g.T(2, 3), g.T(2, 3, 2))],
+    "softmax": lambda g: [S(g.T(2, 3), 1), S(g.T(2, 3), 0), S(g.T(4), -1)],
+    "log_softmax": lambda g: [S(g.T(2, 3), 1), S(g.T(2, 3), 0)],
+    "cat": lambda g: [S([g.T(2, 3), g.T(2, 1)], 1), S([g.T(1, 3), g.T(2, 3)]),
+                      S([g.T(2), g.T(3), g.T(1)], -1)],
+    "stack": lambda g: [S([g.T(2, 3), g.T(2, 3)], 1), S([g.T(3), g.T(3), g.T(3)])],
+    "view": lambda g: [S(g.T(2, 3), [3, 2]), S(g.T(2, 3), [-1]), S(g.T(6), [2, 1, 3])],
+    "reshape": lambda g: [S(g.T(2, 3), [3, 2]), S(g.T(2, 3).transpose(0, 1), [6])],
+    "permute": lambda g: [S(g.T(2, 3, 4), [2, 0, 1]), S(g.T(2, 3), [1, 0])],
+    "transpose": lambda g: [S(g.T(2, 3), 0, 1), S(g.T(2, 3, 4), -1, 0)],
+    "expand": lambda g: [S(g.T(3, 1), [3, 4]), S(g.T(3), [2, 3]), S(g.T(1, 3), [2, -1, 3])],
+    "unsqueeze": lambda g: [S(g.T(2, 3), 0), S(g.T(2, 3), -1), S(g.T(2, 3), 1)],
+    "squeeze": lambda g: [S(g.T(2, 1, 3)), S(g.T(2, 1, 3), [1]), S(g.T(1, 3), [0, 1])],
+    "slice": lambda g: [S(g.T(4, 3), 0, 1, 3), S(g.T(4, 5), 1, 0, None, 2), S(g.T(4, 3), 0, -2)],
+    "narrow": lambda g: [S(g.T(4, 3), 0, 1, 2), S(g.T(4, 3), 1, 2, 1)],
+    "select": lambda g: [S(g.T(4, 3), 0, 1), S(g.T(4, 3), 1, -1)],
+    "clone": lambda g: [S(g.T(2, 3)), S(g.T(2, 3).transpose(0, 1))],
+    "to_dtype": lambda g: [S(g.T(2, 3), g.f64), S(g.T(2, 3), g.tp.float32, grad=False),
+                           S(g.T(3), g.tp.int32, grad=False)],
+    "to_device": lambda g: [S(g.T(2, 3), g.device)],
+    "copy_": lambda g: [S(g.T(2, 3), g.T(3)), S(g.T(2, 3), g.T(2, 3)), S(g.T(2, 3), 0.5)],
+    "fill_": lambda g: [S(g.T(2, 3), g.T()), S(g.T(2, 3), 1.5)],
+    "add_": _inplace, "mul_": _inplace,
+    # index ops: the empty batch is explicit (a derived one would keep out-of-range indices)
+    "index": lambda g: [S(g.T(4, 3), 0, g.IDX([0, 2, 2])),
+                        S(g.T(4, 3), 1, g.IDX([[0, 1], [2, 0]])),
+                        S(g.T(0, 3), 1, g.IDX([2, 0]))],
+    "index_add": lambda g: [S(g.T(4, 3), 0, g.IDX([0, 2, 2]), g.T(3, 3)),
+                            S(g.T(4, 3), 1, g.IDX([1]), g.T(4, 1)),
+                            S(g.T(0, 3), 1, g.IDX([1]), g.T(0, 1))],
+    "masked_select": lambda g: [S(g.T(2, 3), g.MASK(2, 3), fake=False),
+                                S(g.T(2, 3), g.MASK(3), fake=False)],
+    "masked_scatter_": lambda g: [S(g.T(2, 3), g.MASK(2, 3), g.T(2, 3)),
+                                  S(g.T(2, 3), g.MASK(2, 3), g.T(8))],
+    "masked_fill_": lambda g: [S(g.T(2, 3), g.MASK(2, 3), g.T()),
+                               S(g.T(2, 3), g.MASK(3), 0.5)],
+    "index_put_": lambda g: [S(g.T(4, 3), 0, g.IDX([0, 2]), g.T(2, 3)),
+                             S(g.T(4, 3), 1, g.IDX([1]), 0.5),
+                             S(g.T(4, 3), 0, g.IDX([3]), g.T(3)),
+                             S(g.T(0, 3), 1, g.IDX([1]), 0.5)],
+    "eq": _binary(), "ne": _binary(), "lt": _binary(), "le": _binary(), "gt": _binary(),
+    "ge": _binary(), "logical_and": _binary(), "logical_or": _binary(),
+    "logical_not": lambda g: [S(g.T(2, 3)), S(g.MASK(3))],
+    "empty": lambda g: [S([2, 3], dtype=g.tp.float32, device=g.device)],
+    "full": lambda g: [S([2, 3], 1.5, dtype=g.f64, device=g.device),
+                       S([4], 7, dtype=g.tp.int16, device=g.device)],
+    "arange": lambda g: [S(0, 5, 1, dtype=g.tp.int64, device=g.device),
+                         S(0.0, 1.0, 0.3, dtype=g.tp.float32, device=g.device),
+                         S(5, 0, -2, dtype=g.tp.int32, device=g.device)],
+    "rand": lambda g: [S([2, 3], dtype=g.tp.float32, device=g.device)],
+    "randn": lambda g: [S([3], dtype=g.f64, device=g.device)],
+    "randint": lambda g: [S(0, 10, [2, 3], dtype=g.tp.int64, device=g.device),
+                          S(-5, 5, [7], dtype=g.tp.int32, device=g.device)],
+    "eye": lambda g: [S(3, 3, dtype=g.tp.float32, device=g.device),
+                      S(2, 4, dtype=g.tp.int64, device=g.device),
+                      S(0, 2, dtype=g.f64, device=g.device)],
+    "linspace": lambda g: [S(0.0, 1.0, 5, dtype=g.tp.float32, device=g.device),
+                           S(-2, 3, 7, dtype=g.f64, device=g.device),
+                           S(1.0, 1.0, 1, dtype=g.tp.float32, device=g.device),
+                           S(0, 10, 4, dtype=g.tp.int64, device=g.device),
+                           S(0.0, 1.0, 0, dtype=g.tp.float32, device=g.device)],
+    "all": lambda g: [S(g.MASK(2, 3)), S(g.MASK(2, 3), [1]), S(g.T(2, 3), [0], True),
+                      S(g.IDX([[1, 0], [2, 3]]), [-1])],
+    "any": lambda g: [S(g.MASK(2, 3)), S(g.MASK(2, 3), [1]), S(g.T(2, 3), [0], True),
+                      S(g.IDX([[0, 0], [2, 0]]), [-1])],
+    "isnan": lambda g: [S(g.V([float("nan"), 1.0, float("inf")])), S(g.T(2, 3)),
+                        S(g.IDX([1, 2]))],
+    "isinf": lambda g: [S(g.V([float("nan"), -float("inf"), float("inf"), 0.0])),
+                        S(g.IDX([1, 2]))],
+    "isfinite": lambda g: [S(g.V([float("nan"), -float("inf"), 2.0])), S(g.T(2, 3)),
+                           S(g.IDX([1]))],
+    "floor": lambda g: [S(g.T(2, 3, lo=-3, hi=3)), S(g.T()), S(g.IDX([1, -2]), grad=False)],
+    "ceil": lambda g: [S(g.T(2, 3, lo=-3, hi=3)), S(g.T()), S(g.IDX([1, -2]), grad=False)],
+    "round": lambda g: [S(g.T(2, 3, lo=-3, hi=3)),
+                        S(g.V([0.5, 1.5, 2.5, -0.5, 1.26, -2.74], g.f64), grad=False),
+                        S(g.T(4, lo=-3, hi=3), decimals=2), S(g.IDX([7, -3]), grad=False)],
+    "prod": lambda g: [S(g.T(2, 3)), S(g.T(2, 3), [1]), S(g.T(2, 3), [0], True),
+                       S(g.V([[0.0, 2.0, 3.0], [0.0, 0.0, 1.5]], g.f64), [1]),
+                       S(g.V([0.5, 0.0, -2.0], g.f64)),
+                       S(g.IDX([[1, 2], [3, 4]]), [0], grad=False),
+                       S(g.T(2, 3), [-1], dtype=g.f64)],
+    "cumsum": lambda g: [S(g.T(2, 3), 1), S(g.T(2, 3), 0), S(g.T(), 0),
+                         S(g.IDX([[1, 2], [3, 4]]), -1, grad=False),
+                         S(g.MASK(5), 0, grad=False), S(g.T(3), 0, dtype=g.f64)],
+    "max": lambda g: [S(g.DISTINCT(2, 3), 1), S(g.DISTINCT(2, 3), 0, True),
+                      S(g.DISTINCT(4), -1), S(g.DISTINCT(), 0),
+                      S(g.IDX([[3, 1], [2, 9]]), 1, grad=False)],
+    "min": lambda g: [S(g.DISTINCT(2, 3), 1), S(g.DISTINCT(2, 3), 0, True),
+                      S(g.DISTINCT(4), -1), S(g.IDX([[3, 1], [2, 9]]), 1, grad=False)],
+    "sort": lambda g: [S(g.DISTINCT(2, 3)), S(g.DISTINCT(2, 3), 0, True),
+                       S(g.DISTINCT(5), -1, False, stable=True), S(g.DISTINCT(), 0),
+                       S(g.IDX([[3, 1, 3], [2, 2, 0]]), 1, grad=False),
+                       S(g.V([2.0, float("nan"), -1.0, 2.0]), grad=False)],
+    "argsort": lambda g: [S(g.DISTINCT(2, 3)), S(g.DISTINCT(2, 3), 0, True),
+                          S(g.IDX([3, 1, 3, 1, 0]), stable=True),
+                          S(g.IDX([3, 1, 3, 1]), 0, True)],
+    "gather": lambda g: [S(g.T(3, 4), 1, g.IDX([[0, 3, 3], [1, 1, 0], [2, 0, 1]])),
+                         S(g.T(3, 4), 0, g.IDX([[2, 0, 1, 2]])),
+                         S(g.T(4), 0, g.IDX([3, 3, 0])),
+                         S(g.IDX([[1, 2], [3, 4]]), 1, g.IDX([[1], [0]]), grad=False)],
+    "scatter_add": lambda g: [S(g.T(3, 4), 1, g.IDX([[0, 3, 3], [1, 1, 0]]), g.T(2, 3)),
+                              S(g.T(3, 4), 0, g.IDX([[2, 0, 2, 2]]), g.T(2, 4)),
+                              S(g.T(4), 0, g.IDX([3, 3, 0]), g.T(3)),
+                              S(g.IDX([[1, 2], [3, 4]]), 1, g.IDX([[1], [0]]),
+                                g.IDX([[5], [6]]), grad=False)],
+}
+
+
+def names() -> list:
+    """The built-in op names (without ``tp::``) that have samples, sorted."""
+    return sorted(SAMPLES)
+
+
+def samples(name: str, device="cpu", *, seed: int = DEFAULT_SEED) -> list:
+    """The samples of built-in op ``name`` (``"add"`` or ``"tp::add"``) as ``BuiltinSample``s,
+    every tensor (and every ``device=`` argument) on ``device``. Deterministic: the same ``seed``
+    gives the same values on every device. Raises ``KeyError`` for an op with no entry."""
+    short = name.removeprefix("tp::")
+    try:
+        build = SAMPLES[short]
+    except KeyError:
+        raise KeyError(f"builtin_samples: no samples for built-in op {name!r} (known: "
+                       f"{', '.join(sorted(SAMPLES))})") from None
+    out = build(_Gen(device, seed))
+    for i, s in enumerate(out):
+        s.name = f"tp::{short}#{i}"
+    return out
+
+
+_DATA_DEPENDENT = ("the output shape depends on the input values (data-dependent output), so "
+                   "the op has no fake rule and cannot be captured, by design")
+
+
+def sample_inputs(op, device, *, seed: int = DEFAULT_SEED):
+    """The ``tensorplay_sample_inputs`` hook's answer for built-in ops: ``SampleInput``s of
+    ``op`` on ``device``, or ``None`` when ``op`` is not a built-in ``tp::`` op with samples.
+
+    A sample whose output shape depends on the input values (``fake=False``: ``masked_select``)
+    carries ``skip_checks``: ``{check name: reason}`` for ``test_faketensor`` and
+    ``test_aot_dispatch_dynamic``, which ``tensorplay.testing.check_plugin`` reports as skipped
+    with that reason (every other check runs)."""
+    from ..plugins import SampleInput
+    name = getattr(op, "name", op)
+    if not isinstance(name, str) or not name.startswith("tp::") or name[4:] not in SAMPLES:
+        return None
+    out = []
+    for s in samples(name, device, seed=seed):
+        si = SampleInput(tuple(s.args), dict(s.kwargs), s.name)
+        if not s.fake:
+            si.skip_checks = {"test_faketensor": _DATA_DEPENDENT,
+                              "test_aot_dispatch_dynamic": _DATA_DEPENDENT}
+        out.append(si)
+    return out
