@@ -153,9 +153,6 @@ def test_cuda_fuser_passes_constants_as_kernel_arguments_never_as_source(const, 
         assert type(got[1]) is numpy.float32
 
 
-@pytest.mark.xfail(strict=True, raises=OverflowError,
-                   reason="tensorplay_cuda.cupy_fusion calls float(v) unguarded: an int constant "
-                          "too large for a float raises instead of declining (owner: cuda plugin)")
 def test_cuda_fuser_declines_an_int_too_large_for_a_float():
     cp, fn = _cuda_fuse(10**400)
     assert fn is None and cp.sources == []

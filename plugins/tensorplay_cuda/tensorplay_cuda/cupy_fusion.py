@@ -45,11 +45,16 @@ def cupy_fuser(expr, backend):
             elif kind == "step":
                 ops.append(f"t{v}")
             else:
-                if isinstance(v, bool) or not isinstance(v, (int, float)) or \
-                        not math.isfinite(float(v)):
+                if isinstance(v, bool) or not isinstance(v, (int, float)):
+                    return None
+                try:
+                    c = float(v)          # an int beyond float range: decline, never raise
+                except OverflowError:
+                    return None
+                if not math.isfinite(c):
                     return None
                 ops.append(f"c{len(consts)}")
-                consts.append(float(v))
+                consts.append(c)
         lines.append(f"T t{j} = {pat.format(*ops)};")
     for k, o in enumerate(expr.outputs):
         lines.append(f"out{k} = t{o};")
