@@ -552,6 +552,28 @@ def bind(xp, be) -> dict:
         v = xp.minimum(xp.floor(u * float(high - low)), float(high - low - 1)) + float(low)
         return xp.astype(v, nd(dtype))
 
+    # -- fused formula kernels (not ops: ``_ops._define.fused`` calls them in backward formulas
+    # when no graph is recorded). Each runs the same array steps as the op-by-op formula, so
+    # the values are equal; one kernel call instead of several op calls.
+    def _log_softmax_backward(g, y, dim):   # g - exp(y) * sum(g, dim)
+        return xp.subtract(g, xp.multiply(xp.exp(y), g.sum(axis=(dim,), keepdims=True)))
+
+    def _softmax_backward(g, y, dim):       # y * (g - sum(g * y, dim))
+        return xp.multiply(y, xp.subtract(g, xp.multiply(g, y).sum(axis=(dim,), keepdims=True)))
+
+    def _threshold_backward(g, y):          # relu: g * (y != 0)
+        return xp.multiply(g, xp.not_equal(y, 0))
+
+    def _add_scaled_(dst, other, alpha):    # dst += other * alpha (add_/sub_ with alpha)
+        dst += xp.multiply(other, alpha)
+
+    # floating array with an array of its dtype or a Python number: these kernels are exactly
+    # the ufunc there (_prep changes nothing); the generated adapters call it directly
+    add._tp_float_ufunc = xp.add
+    sub._tp_float_ufunc = xp.subtract
+    mul._tp_float_ufunc = xp.multiply
+    div._tp_float_ufunc = xp.divide
+
     kernels = dict(
         add=add, sub=sub, rsub=rsub, mul=mul, div=div, rdiv=rdiv, pow=pow, rpow=rpow,
         floor_divide=floor_divide, remainder=remainder,
@@ -575,6 +597,8 @@ def bind(xp, be) -> dict:
         max_dim=_minmax_dim(xp.argmax, "max"), min_dim=_minmax_dim(xp.argmin, "min"),
         sort=sort, argsort=argsort, gather=gather, scatter_add=scatter_add,
         eye=eye, linspace=linspace, randint=randint,
+        _log_softmax_backward=_log_softmax_backward, _softmax_backward=_softmax_backward,
+        _threshold_backward=_threshold_backward, _add_scaled_=_add_scaled_,
     )
     return _quiet(kernels, be)
 

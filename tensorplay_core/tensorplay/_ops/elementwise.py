@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from ._define import defop, ops as O
+from ._define import defop, fused, ops as O
 from ._shapes import binary_meta, is_tensor, unary_meta
 
 
@@ -231,12 +231,17 @@ defop("tanh" + _U, meta=unary_meta("float"), setup=_save_out,
       backward=lambda ctx, g: O.mul(g, O.rsub(O.mul(ctx.saved_tensors[0], ctx.saved_tensors[0]), 1.0)))
 defop("sigmoid" + _U, meta=unary_meta("float"), setup=_save_out,
       backward=lambda ctx, g: O.mul(g, O.mul(ctx.saved_tensors[0], O.rsub(ctx.saved_tensors[0], 1.0))))
+def _relu_bw(g, y):
+    r = fused("_threshold_backward", g, y)   # one kernel call instead of two ops
+    return r if r is not None else O.mul(g, O.ne(y, 0))
+
+
 # torch's threshold_backward: zero where the output is <= 0, else the gradient (NaN passes)
 defop("relu" + _U, meta=unary_meta(), setup=_save_out,
       # torch's threshold_backward: g where the output is not <= 0 (a relu output is >= 0 or
       # NaN: `!= 0` says it; NaN outputs pass g), else 0. A product with the mask, not `where`:
       # NumPy's where on a random mask is ~15x slower than a multiply
-      backward=lambda ctx, g: O.mul(g, O.ne(ctx.saved_tensors[0], 0)))
+      backward=lambda ctx, g: _relu_bw(g, ctx.saved_tensors[0]))
 defop("abs" + _U, meta=unary_meta(), setup=lambda c, i, o: c.save_for_backward(i[0]),
       backward=lambda ctx, g: O.mul(g, O.sign(ctx.saved_tensors[0])))
 defop("sin" + _U, meta=unary_meta("float"), setup=lambda c, i, o: c.save_for_backward(i[0]),
