@@ -355,3 +355,28 @@ def test_scaled_add_neighbours_take_the_general_path():
     y.sub_(w, alpha=3.0)
     y.sum().backward()
     assert w.grad.tolist() == [-2.0, -2.0]
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 64, 80), (5, 3, 4), (64, 1, 70)])
+@pytest.mark.parametrize("need", ["both", "a", "b"])
+def test_fused_matmul_backward_equals_the_op_by_op_formula(m, k, n, need):
+    """2-D matmul's gradients by one kernel call (g @ b.T, a.T @ g, through the matmul kernel,
+    the batch-of-one outer product included) equal the transpose-and-matmul ops bit for bit."""
+    rng = np.random.default_rng(11)
+    a0 = rng.standard_normal((m, k)).astype(np.float32)
+    b0 = rng.standard_normal((k, n)).astype(np.float32)
+    w = tp.tensor(rng.standard_normal((m, n)).astype(np.float32))
+
+    def grads(create_graph):
+        a = tp.tensor(a0, requires_grad=need in ("both", "a"))
+        b = tp.tensor(b0, requires_grad=need in ("both", "b"))
+        leaves = [t for t in (a, b) if t.requires_grad]
+        return [_np(g) for g in tp.autograd.grad(((a @ b) * w).sum(), leaves,
+                                                 create_graph=create_graph)]
+    fused, composite = grads(False), grads(True)
+    assert len(fused) == (2 if need == "both" else 1)
+    for f, c in zip(fused, composite):
+        assert f.dtype == np.float32 and np.array_equal(f, c)
+    ref = {"a": _np(w) @ b0.T, "b": a0.T @ _np(w)}
+    for f, which in zip(fused, ["a", "b"] if need == "both" else [need]):
+        np.testing.assert_allclose(f, ref[which], rtol=1e-5, atol=1e-5)

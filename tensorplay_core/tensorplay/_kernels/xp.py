@@ -564,6 +564,9 @@ def bind(xp, be) -> dict:
     def _threshold_backward(g, y):          # relu: g * (y != 0)
         return xp.multiply(g, xp.not_equal(y, 0))
 
+    def _matmul_backward(g, a, b, need_a, need_b):   # 2-D: (g @ b.T, a.T @ g)
+        return (matmul(g, b.T) if need_a else None), (matmul(a.T, g) if need_b else None)
+
     def _add_scaled_(dst, other, alpha):    # dst += other * alpha (add_/sub_ with alpha)
         dst += xp.multiply(other, alpha)
 
@@ -599,6 +602,7 @@ def bind(xp, be) -> dict:
         eye=eye, linspace=linspace, randint=randint,
         _log_softmax_backward=_log_softmax_backward, _softmax_backward=_softmax_backward,
         _threshold_backward=_threshold_backward, _add_scaled_=_add_scaled_,
+        _matmul_backward=_matmul_backward,
     )
     return _quiet(kernels, be)
 

@@ -84,7 +84,10 @@ def fused(name, ref, *tensors, args=()):
     k = be.kernels().get(name)
     if k is None:
         return None
-    return be.wrap(k(ref._data, *[t._data for t in tensors], *args), dev)
+    r = k(ref._data, *[t._data for t in tensors], *args)
+    if r.__class__ is tuple:   # several gradients (None where not needed)
+        return tuple(be.wrap(x, dev) if x is not None else None for x in r)
+    return be.wrap(r, dev)
 
 
 def _bumping(meta):
