@@ -380,3 +380,45 @@ def test_fused_matmul_backward_equals_the_op_by_op_formula(m, k, n, need):
     ref = {"a": _np(w) @ b0.T, "b": a0.T @ _np(w)}
     for f, which in zip(fused, ["a", "b"] if need == "both" else [need]):
         np.testing.assert_allclose(f, ref[which], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_last_axis_sums_through_blas_match_numpy(dtype):
+    """sum/mean over the last axis of float32/float64 rows run as a product with ones (one BLAS
+    call): NumPy's values within rounding, every shape and keepdim, NaN/inf propagated; other
+    axes, dtypes and long rows keep NumPy's reduction."""
+    rng = np.random.default_rng(9)
+    tol = dict(rtol=2e-6, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-13, atol=1e-13)
+    for shape in [(64, 256), (1, 256), (3, 4, 5), (7,), (2, 1), (5, 4097)]:
+        a = rng.standard_normal(shape).astype(dtype)
+        x = tp.tensor(a)
+        for keep in (False, True):
+            s, m = x.sum(-1, keepdim=keep), x.mean(-1, keepdim=keep)
+            assert s.shape == a.sum(-1, keepdims=keep).shape == m.shape
+            assert s.dtype is m.dtype is x.dtype
+            np.testing.assert_allclose(_np(s), a.sum(-1, keepdims=keep), **tol)
+            np.testing.assert_allclose(_np(m), a.mean(-1, keepdims=keep), **tol)
+        np.testing.assert_allclose(_np(x.sum(len(shape) - 1)), a.sum(-1), **tol)
+    a = np.array([[1.0, np.nan, 2.0], [np.inf, 1.0, 2.0], [np.inf, -np.inf, 0.0]], dtype)
+    with np.errstate(invalid="ignore"):
+        ref = a.sum(-1)
+    assert np.array_equal(_np(tp.tensor(a).sum(-1)), ref, equal_nan=True)
+    # a view with strides (a column slice) and a transposed tensor
+    b = rng.standard_normal((6, 8)).astype(dtype)
+    np.testing.assert_allclose(_np(tp.tensor(b)[:, 2:5].sum(-1)), b[:, 2:5].sum(-1), **tol)
+    np.testing.assert_allclose(_np(tp.tensor(b).t().mean(-1)), b.T.mean(-1), **tol)
+    # the gradient of a mean over rows is unchanged
+    w = tp.tensor(b, requires_grad=True)
+    w.mean(-1).sum().backward()
+    assert np.array_equal(_np(w.grad), np.full(b.shape, 1 / 8, dtype))
+
+
+def test_sums_outside_the_blas_case_are_numpy_s():
+    a = np.arange(12, dtype=np.int32).reshape(3, 4)
+    assert tp.tensor(a).sum(-1).tolist() == a.sum(-1).tolist()
+    h = np.linspace(-1, 1, 12).astype(np.float16).reshape(3, 4)
+    assert tp.tensor(h).sum(-1).dtype is tp.float16
+    assert np.array_equal(_np(tp.tensor(h).sum(-1)), h.sum(-1))
+    f = np.linspace(-1, 1, 12).astype(np.float32).reshape(3, 4)
+    assert np.array_equal(_np(tp.tensor(f).sum(0)), f.sum(0))            # other axes: NumPy's
+    assert tp.tensor(np.zeros((2, 0), np.float32)).sum(-1).tolist() == [0.0, 0.0]

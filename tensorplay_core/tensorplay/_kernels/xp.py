@@ -223,6 +223,34 @@ def bind(xp, be) -> dict:
         x = _fl(x)
         return xp.astype(1.0 / xp.sqrt(x), x.dtype)
 
+    # Sums over the last axis of a float32/float64 NumPy array (layer norms, softmax rows,
+    # mean(-1)) as a matrix-vector product with a vector of ones: one BLAS call, ~3x faster than
+    # NumPy's reduction on (64, 256) rows (whose per-row loop overhead dominates), with the
+    # accuracy of BLAS's multi-lane accumulation (as torch's vectorized sum). Rows longer than
+    # _ROW_MAX keep NumPy's pairwise summation.
+    _row_blas = getattr(be.np, "__name__", "") == "numpy"
+    _ROW_MAX = 4096
+    _f32, _f64 = nd(_dtype.float32), nd(_dtype.float64)
+    _ones_rows = {_f32: {}, _f64: {}}
+
+    def _rows_sum(x, axis, keepdim):
+        dt = x.dtype
+        if _row_blas and (dt is _f32 or dt is _f64) and axis is not None and len(axis) == 1:
+            nd_ = x.ndim
+            d = axis[0]
+            n = x.shape[-1] if nd_ else 0
+            if (d == -1 or d == nd_ - 1) and 1 < n <= _ROW_MAX and x.size:
+                cache = _ones_rows[dt]
+                one = cache.get(n)
+                if one is None:
+                    one = cache[n] = xp.ones(n, dtype=dt)
+                    one.flags.writeable = False
+                r = x @ one      # NumPy's own ndarray: .reshape is its method (no wrapper)
+                if keepdim:
+                    return r.reshape(x.shape[:-1] + (1,))
+                return r if nd_ > 1 else xp.asarray(r)
+        return x.sum(axis=axis, keepdims=keepdim)
+
     def _sum(x, dim=None, keepdim=False, *, dtype=None):
         axis = None if not dim or not x.ndim else tuple(dim)   # 0-dim: dim 0/-1 allowed
         # the array's own method (NumPy, CuPy): the array-api-compat wrapper costs ~1 us more
@@ -230,7 +258,7 @@ def bind(xp, be) -> dict:
             return x.sum(axis=axis, keepdims=keepdim, dtype=nd(dtype))
         if x.dtype.kind in "biu":
             return x.sum(axis=axis, keepdims=keepdim, dtype=nd(_dtype.int64))
-        return x.sum(axis=axis, keepdims=keepdim)
+        return _rows_sum(x, axis, keepdim)
 
     def mean(x, dim=None, keepdim=False, *, dtype=None):
         if dtype is not None:
@@ -254,7 +282,7 @@ def bind(xp, be) -> dict:
         if x.dtype.itemsize < 4:
             return xp.astype(x.sum(axis=axis, keepdims=keepdim, dtype=nd(_dtype.float32)) / n,
                              x.dtype)
-        return x.sum(axis=axis, keepdims=keepdim) / n
+        return _rows_sum(x, axis, keepdim) / n
 
     def amax(x, dim=(), keepdim=False):
         if x.size == 0:   # the fake rule's check: torch's error on every device
@@ -556,10 +584,10 @@ def bind(xp, be) -> dict:
     # when no graph is recorded). Each runs the same array steps as the op-by-op formula, so
     # the values are equal; one kernel call instead of several op calls.
     def _log_softmax_backward(g, y, dim):   # g - exp(y) * sum(g, dim)
-        return xp.subtract(g, xp.multiply(xp.exp(y), g.sum(axis=(dim,), keepdims=True)))
+        return xp.subtract(g, xp.multiply(xp.exp(y), _sum(g, (dim,), True)))
 
     def _softmax_backward(g, y, dim):       # y * (g - sum(g * y, dim))
-        return xp.multiply(y, xp.subtract(g, xp.multiply(g, y).sum(axis=(dim,), keepdims=True)))
+        return xp.multiply(y, xp.subtract(g, _sum(xp.multiply(g, y), (dim,), True)))
 
     def _threshold_backward(g, y):          # relu: g * (y != 0)
         return xp.multiply(g, xp.not_equal(y, 0))
