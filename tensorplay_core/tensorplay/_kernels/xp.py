@@ -239,7 +239,8 @@ def bind(xp, be) -> dict:
             nd_ = x.ndim
             d = axis[0]
             n = x.shape[-1] if nd_ else 0
-            if (d == -1 or d == nd_ - 1) and 1 < n <= _ROW_MAX and x.size:
+            # from ~16 rows of 256 on (fewer: NumPy's reduction is as fast, and the branch costs)
+            if (d == -1 or d == nd_ - 1) and 1 < n <= _ROW_MAX and x.size >= 4096:
                 cache = _ones_rows[dt]
                 one = cache.get(n)
                 if one is None:
