@@ -221,7 +221,9 @@ def bind(xp, be) -> dict:
 
     def rsqrt(x):
         x = _fl(x)
-        return xp.astype(1.0 / xp.sqrt(x), x.dtype)
+        r = 1.0 / xp.sqrt(x)
+        # a Python float keeps a floating array's dtype: no cast (xp.astype copies always)
+        return r if r.dtype == x.dtype else xp.astype(r, x.dtype)
 
     # Sums over the last axis of a float32/float64 NumPy array (layer norms, softmax rows,
     # mean(-1)) as a matrix-vector product with a vector of ones: one BLAS call, ~3x faster than
