@@ -423,3 +423,16 @@ def test_sums_outside_the_blas_case_are_numpy_s():
     f = np.linspace(-1, 1, 12).astype(np.float32).reshape(3, 4)
     assert np.array_equal(_np(tp.tensor(f).sum(0)), f.sum(0))            # other axes: NumPy's
     assert tp.tensor(np.zeros((2, 0), np.float32)).sum(-1).tolist() == [0.0, 0.0]
+
+
+def test_bias_gradient_of_a_broadcast_add_equals_sum_to_size():
+    rng = np.random.default_rng(13)
+    h0 = rng.standard_normal((5, 3, 4)).astype(np.float32)
+    for bshape in [(4,), (3, 4), (1, 4), (3, 1), ()]:
+        b0 = rng.standard_normal(bshape).astype(np.float32)
+        h, b = tp.tensor(h0, requires_grad=True), tp.tensor(b0, requires_grad=True)
+        w = tp.tensor(rng.standard_normal((5, 3, 4)).astype(np.float32))
+        ((h + b) * w).sum().backward()
+        assert b.grad.shape == b.shape and b.grad.dtype is tp.float32
+        assert np.array_equal(_np(b.grad), _np(w.sum_to_size(bshape)))
+        assert np.array_equal(_np(h.grad), _np(w))

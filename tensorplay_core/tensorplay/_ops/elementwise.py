@@ -16,8 +16,14 @@ def _red(g, x):
     """Gradient ``g`` reduced to the shape of input ``x`` (undo broadcasting); None for scalars."""
     if not is_tensor(x):
         return None
-    if g._shape != tuple(x.shape):
-        g = g.sum_to_size(x.shape)
+    xs = x.shape
+    if g._shape != xs:
+        lead = len(g._shape) - len(xs)
+        if lead > 0 and g._shape[lead:] == xs:
+            # only leading dims to drop (a bias): sum_to_size's own result, without parsing
+            g = O.sum(g, list(range(lead)), False)
+        else:
+            g = g.sum_to_size(xs)
     if g._dtype is not x.dtype and x.dtype.is_floating_point:
         g = O.to_dtype(g, x.dtype)
     return g
