@@ -105,7 +105,9 @@ def _mul_bw(ctx, g):
         if ga._shape != a.shape or (ga._dtype is not a.dtype and a.dtype.is_floating_point):
             ga = _red(ga, a)
         return ga, None
-    a, b = _val(ctx, 0), _val(ctx, 1)
+    st = ctx.saved_tensors   # once (each read checks the saved versions)
+    a = st[0] if st[0] is not None else ctx.scalars[0]
+    b = st[1] if st[1] is not None else ctx.scalars[1]
     ga = _red(O.mul(g, b), a) if ctx.needs_input_grad[0] else None
     gb = _red(O.mul(g, a), b) if len(ctx.needs_input_grad) > 1 and ctx.needs_input_grad[1] else None
     return ga, gb
