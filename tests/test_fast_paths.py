@@ -227,3 +227,212 @@ def test_two_leaf_backward_shares_no_gradient_memory():
     assert q.grad.tolist() == [4.0]
     (q * t).backward()
     assert q.grad.tolist() == [9.0] and t.grad.tolist() == [4.0]
+
+
+# -- issue 14, second round: adapter fast path, fused backward kernels, scaled in-place add --------
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
+def test_adapter_ufunc_fast_path_equals_numpy_and_keeps_promotion(op):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((4, 5)).astype(np.float32)
+    b = rng.standard_normal((4, 5)).astype(np.float32) + 3.0
+    uf = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}[op]
+    f = getattr(tp, op) if hasattr(tp, op) else getattr(tp.Tensor, op)
+    x, y = tp.tensor(a), tp.tensor(b)
+    for other, ref in ((y, uf(a, b)), (2.5, uf(a, np.float32(2.5))), (3, uf(a, np.float32(3))),
+                       (tp.tensor(b[0]), uf(a, b[0]))):      # broadcasting row
+        r = f(x, other)
+        assert r.dtype is tp.float32 and np.array_equal(_np(r), ref, equal_nan=True)
+    # the neighbours take the kernel's promotion, not the fast path
+    assert f(x, tp.tensor(b, dtype=tp.float64)).dtype is tp.float64
+    assert f(tp.tensor([1, 2]), 2.5).dtype is tp.float32
+    assert f(tp.tensor([1.0, 2.0], dtype=tp.float16), 2.0).dtype is tp.float16
+    assert f(tp.tensor([4, 2]), tp.tensor([2, 1])).dtype is (tp.float32 if op == "div" else tp.int64)
+    # NaN and division by zero stay silent (the quiet error state covers the fast path too)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = f(tp.tensor([0.0, float("nan")]), 0.0)
+    with np.errstate(all="ignore"):
+        ref = uf(np.array([0.0, np.nan], np.float32), np.float32(0.0))
+    assert np.array_equal(_np(r), ref, equal_nan=True)
+
+
+def _grads_fused_and_composite(fn, a):
+    """``fn``'s input gradient by a plain backward (fused kernels) and with create_graph=True
+    (grad mode on inside the formula: the op-by-op path)."""
+    x = tp.tensor(a, requires_grad=True)
+    w = tp.tensor(np.linspace(-1, 2, a.size).reshape(a.shape).astype(a.dtype))
+    (fn(x) * w).sum().backward()
+    fused = _np(x.grad)
+    x2 = tp.tensor(a, requires_grad=True)
+    g, = tp.autograd.grad((fn(x2) * w).sum(), [x2], create_graph=True)
+    return fused, _np(g)
+
+
+@pytest.mark.parametrize("name", ["log_softmax", "softmax", "relu"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fused_backward_kernels_equal_the_op_by_op_formula(name, dtype):
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((3, 7)).astype(dtype)
+    a[0, 0] = 0.0
+    a[1, 1] = -0.0
+    fn = {"log_softmax": lambda t: tp.log_softmax(t, -1), "softmax": lambda t: tp.softmax(t, 0),
+          "relu": tp.relu}[name]
+    fused, composite = _grads_fused_and_composite(fn, a)
+    assert fused.dtype == dtype
+    assert np.array_equal(fused, composite)      # same array steps: bit for bit
+    # against NumPy by hand
+    w = np.linspace(-1, 2, a.size).reshape(a.shape).astype(dtype)
+    if name == "relu":
+        ref = w * (np.maximum(a, 0) != 0)
+    elif name == "log_softmax":
+        z = a - a.max(-1, keepdims=True)
+        y = z - np.log(np.exp(z).sum(-1, keepdims=True))
+        ref = w - np.exp(y) * w.sum(-1, keepdims=True)
+    else:
+        e = np.exp(a - a.max(0, keepdims=True))
+        y = e / e.sum(0, keepdims=True)
+        ref = y * (w - (w * y).sum(0, keepdims=True))
+    np.testing.assert_allclose(fused, ref, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
+
+
+def test_fused_backward_keeps_nan_and_double_backward():
+    x = tp.tensor([[float("nan"), 1.0, -2.0]], requires_grad=True)
+    tp.relu(x).sum().backward()
+    assert _np(x.grad).tolist() == [[1.0, 1.0, 0.0]]    # a NaN output passes g (torch)
+    # create_graph: the formula records ops, so a second derivative exists
+    x = tp.tensor([[0.5, 1.0, -2.0]], requires_grad=True)
+    g, = tp.autograd.grad(tp.log_softmax(x, -1)[0, 0], [x], create_graph=True)
+    assert g.requires_grad
+    g.sum().backward()
+    assert x.grad is not None and np.all(np.isfinite(_np(x.grad)))
+    # float16: the op-by-op path (no fused kernel below float32)
+    h = tp.tensor([[0.5, 1.0, -2.0]], dtype=tp.float16, requires_grad=True)
+    tp.log_softmax(h, -1).sum().backward()
+    assert h.grad.dtype is tp.float16
+
+
+@pytest.mark.parametrize("alpha", [0.01, 1, 2, -0.5])
+def test_sub_add_with_alpha_in_one_pass_equal_the_general_path(alpha):
+    rng = np.random.default_rng(7)
+    p0 = rng.standard_normal((8, 6)).astype(np.float32)
+    g0 = rng.standard_normal((8, 6)).astype(np.float32)
+    p, g = tp.tensor(p0, requires_grad=True), tp.tensor(g0)
+    v = p._version
+    with tp.no_grad():
+        r = p.sub_(g, alpha=alpha)
+    assert r is p and p._version == v + 1 and p.requires_grad and p.grad_fn is None
+    assert np.array_equal(_np(p), p0 + g0 * np.float32(-alpha) if alpha != 1 else p0 + (-g0))
+    q = tp.tensor(p0)
+    q.add_(g, alpha=alpha)
+    assert np.array_equal(_np(q), p0 + g0 * np.float32(alpha) if alpha != 1 else p0 + g0)
+    # a view is written through to its base
+    base = tp.tensor(p0.copy())
+    row = base[2]
+    row.sub_(tp.tensor(g0[2]), alpha=alpha)
+    assert np.array_equal(_np(base)[2], p0[2] + g0[2] * np.float32(-alpha) if alpha != 1
+                          else p0[2] + (-g0[2]))
+
+
+def test_scaled_add_neighbours_take_the_general_path():
+    p = tp.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        p.sub_(tp.tensor([1.0, 1.0]), alpha=0.5)           # grad mode on: torch's error
+    x = tp.tensor([1.0, 2.0])
+    x.sub_(tp.tensor([1.0, 1.0], dtype=tp.float64), alpha=0.5)   # another dtype: promotion rules
+    assert x.dtype is tp.float32 and x.tolist() == [0.5, 1.5]
+    x.add_(tp.tensor([2.0]), alpha=2)                       # broadcasting
+    assert x.tolist() == [4.5, 5.5]
+    with pytest.raises(RuntimeError, match="memory location"):
+        tp.tensor([1.0]).expand(3).sub_(tp.ones(3), alpha=2)
+    i = tp.tensor([1, 2])
+    with pytest.raises(RuntimeError):
+        i.add_(tp.tensor([1.0, 1.0]), alpha=2)             # int <- float: refused, as torch
+    # a graph through the in-place op (grad mode on, non-leaf): recorded, gradient alpha * g
+    w = tp.tensor([1.0, 2.0], requires_grad=True)
+    y = w * 1.0
+    y.sub_(w, alpha=3.0)
+    y.sum().backward()
+    assert w.grad.tolist() == [-2.0, -2.0]
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 64, 80), (5, 3, 4), (64, 1, 70)])
+@pytest.mark.parametrize("need", ["both", "a", "b"])
+def test_fused_matmul_backward_equals_the_op_by_op_formula(m, k, n, need):
+    """2-D matmul's gradients by one kernel call (g @ b.T, a.T @ g, through the matmul kernel,
+    the batch-of-one outer product included) equal the transpose-and-matmul ops bit for bit."""
+    rng = np.random.default_rng(11)
+    a0 = rng.standard_normal((m, k)).astype(np.float32)
+    b0 = rng.standard_normal((k, n)).astype(np.float32)
+    w = tp.tensor(rng.standard_normal((m, n)).astype(np.float32))
+
+    def grads(create_graph):
+        a = tp.tensor(a0, requires_grad=need in ("both", "a"))
+        b = tp.tensor(b0, requires_grad=need in ("both", "b"))
+        leaves = [t for t in (a, b) if t.requires_grad]
+        return [_np(g) for g in tp.autograd.grad(((a @ b) * w).sum(), leaves,
+                                                 create_graph=create_graph)]
+    fused, composite = grads(False), grads(True)
+    assert len(fused) == (2 if need == "both" else 1)
+    for f, c in zip(fused, composite):
+        assert f.dtype == np.float32 and np.array_equal(f, c)
+    ref = {"a": _np(w) @ b0.T, "b": a0.T @ _np(w)}
+    for f, which in zip(fused, ["a", "b"] if need == "both" else [need]):
+        np.testing.assert_allclose(f, ref[which], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_last_axis_sums_through_blas_match_numpy(dtype):
+    """sum/mean over the last axis of float32/float64 rows run as a product with ones (one BLAS
+    call): NumPy's values within rounding, every shape and keepdim, NaN/inf propagated; other
+    axes, dtypes and long rows keep NumPy's reduction."""
+    rng = np.random.default_rng(9)
+    tol = dict(rtol=2e-6, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-13, atol=1e-13)
+    for shape in [(64, 256), (1, 256), (3, 4, 5), (7,), (2, 1), (5, 4097), (4096,), (2, 64, 40)]:
+        a = rng.standard_normal(shape).astype(dtype)
+        x = tp.tensor(a)
+        for keep in (False, True):
+            s, m = x.sum(-1, keepdim=keep), x.mean(-1, keepdim=keep)
+            assert s.shape == a.sum(-1, keepdims=keep).shape == m.shape
+            assert s.dtype is m.dtype is x.dtype
+            np.testing.assert_allclose(_np(s), a.sum(-1, keepdims=keep), **tol)
+            np.testing.assert_allclose(_np(m), a.mean(-1, keepdims=keep), **tol)
+        np.testing.assert_allclose(_np(x.sum(len(shape) - 1)), a.sum(-1), **tol)
+    a = np.ones((2048, 3), dtype)
+    a[0, 1], a[1, 0], a[2, :2] = np.nan, np.inf, (np.inf, -np.inf)
+    with np.errstate(invalid="ignore"):
+        ref = a.sum(-1)
+    assert np.array_equal(_np(tp.tensor(a).sum(-1)), ref, equal_nan=True)
+    # a view with strides (a column slice) and a transposed tensor
+    b = rng.standard_normal((64, 80)).astype(dtype)
+    np.testing.assert_allclose(_np(tp.tensor(b)[:, 2:75].sum(-1)), b[:, 2:75].sum(-1), **tol)
+    np.testing.assert_allclose(_np(tp.tensor(b).t().mean(-1)), b.T.mean(-1), **tol)
+    # the gradient of a mean over rows is unchanged
+    w = tp.tensor(b, requires_grad=True)
+    w.mean(-1).sum().backward()
+    assert np.array_equal(_np(w.grad), np.full(b.shape, 1 / 80, dtype))
+
+
+def test_sums_outside_the_blas_case_are_numpy_s():
+    a = np.arange(12, dtype=np.int32).reshape(3, 4)
+    assert tp.tensor(a).sum(-1).tolist() == a.sum(-1).tolist()
+    h = np.linspace(-1, 1, 12).astype(np.float16).reshape(3, 4)
+    assert tp.tensor(h).sum(-1).dtype is tp.float16
+    assert np.array_equal(_np(tp.tensor(h).sum(-1)), h.sum(-1))
+    f = np.linspace(-1, 1, 12).astype(np.float32).reshape(3, 4)
+    assert np.array_equal(_np(tp.tensor(f).sum(0)), f.sum(0))            # other axes: NumPy's
+    assert tp.tensor(np.zeros((2, 0), np.float32)).sum(-1).tolist() == [0.0, 0.0]
+
+
+def test_bias_gradient_of_a_broadcast_add_equals_sum_to_size():
+    rng = np.random.default_rng(13)
+    h0 = rng.standard_normal((5, 3, 4)).astype(np.float32)
+    for bshape in [(4,), (3, 4), (1, 4), (3, 1), ()]:
+        b0 = rng.standard_normal(bshape).astype(np.float32)
+        h, b = tp.tensor(h0, requires_grad=True), tp.tensor(b0, requires_grad=True)
+        w = tp.tensor(rng.standard_normal((5, 3, 4)).astype(np.float32))
+        ((h + b) * w).sum().backward()
+        assert b.grad.shape == b.shape and b.grad.dtype is tp.float32
+        assert np.array_equal(_np(b.grad), _np(w.sum_to_size(bshape)))
+        assert np.array_equal(_np(h.grad), _np(w))

@@ -67,6 +67,7 @@ def contiguous_strides_cached(shape) -> tuple:
 
 
 _TENSOR_CLS: list = [None]   # tensorplay.Tensor, once imported
+_new = object.__new__
 
 
 class ArrayBackend:
@@ -124,15 +125,15 @@ class ArrayBackend:
             from ._tensor import Tensor
             _TENSOR_CLS[0] = Tensor
         np = self.np
-        if not isinstance(arr, np.ndarray):
+        if arr.__class__ is not np.ndarray:   # a scalar, or a subclass: a plain array
             arr = np.asarray(arr)
-        if not arr.flags["C_CONTIGUOUS"]:     # item access: half the cost of .c_contiguous
+        if not arr.flags.c_contiguous:
             arr = np.ascontiguousarray(arr)
         # Tensor._init_real inlined (one frame less on every kernel result), with the cached
-        # stride tuple and dtype looked up in place
-        t = Tensor.__new__(Tensor)
+        # stride tuple and dtype looked up in place; object.__new__ bound once (no lookup)
+        t = _new(Tensor)
         shape = arr.shape
-        st = Storage.__new__(Storage)
+        st = _new(Storage)
         st.root = arr
         st.nbytes = arr.nbytes
         st.version = 0

@@ -25,6 +25,30 @@ _O = None   # the built-in op namespace (tensorplay._ops.ops), bound when _ops i
 _CPU = Device("cpu")
 
 
+def _scaled_add_(dst, other, alpha) -> bool:
+    """``dst += other * alpha`` with one kernel call (an optimizer step under ``no_grad``:
+    ``p.sub_(p.grad, alpha=lr)``) when nothing is recorded and both are real floating tensors of
+    one dtype, shape and device; the same array steps as ``add_(dst, other * alpha)``, so the
+    same values. False: the caller takes the op-by-op path (which also raises the errors)."""
+    if alpha.__class__ is not float and alpha.__class__ is not int:
+        return False
+    if _gm._state.enabled and (dst._requires_grad or other._requires_grad):
+        return False
+    dt = dst._dtype
+    if other._dtype is not dt or dt._kind != "f" or dt.itemsize < 4 or \
+            other._shape != dst._shape or other._bkey is not dst._bkey or \
+            dst._capture is not None or other._capture is not None or dst._data is None or \
+            0 in dst._stride or (other._device is not dst._device and other._device != dst._device):
+        return False
+    be = dst._backend
+    k = be.kernels().get("_add_scaled_")
+    if k is None:
+        return False
+    k(dst._data, other._data, alpha)
+    dst._storage.version += 1
+    return True
+
+
 class Tensor:
     """A multi-dimensional array on a device, with autograd (same surface as ``torch.Tensor``).
 
@@ -502,10 +526,14 @@ class Tensor:
 
     def add_(self, other, *, alpha=1):
         """``self += alpha * other`` in place; the result may not need a higher dtype category."""
+        if alpha != 1 and other.__class__ is Tensor and _scaled_add_(self, other, alpha):
+            return self
         return _O.add_(self, other if alpha == 1 else other * alpha)
 
     def sub_(self, other, *, alpha=1):
         """``self -= alpha * other`` in place."""
+        if other.__class__ is Tensor and _scaled_add_(self, other, -alpha):
+            return self
         return _O.add_(self, -other if alpha == 1 else other * -alpha)
 
     def mul_(self, other):

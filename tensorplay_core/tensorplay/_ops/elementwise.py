@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from ._define import defop, ops as O
+from ._define import defop, fused, ops as O
 from ._shapes import binary_meta, is_tensor, unary_meta
 
 
@@ -16,8 +16,14 @@ def _red(g, x):
     """Gradient ``g`` reduced to the shape of input ``x`` (undo broadcasting); None for scalars."""
     if not is_tensor(x):
         return None
-    if g._shape != tuple(x.shape):
-        g = g.sum_to_size(x.shape)
+    xs = x.shape
+    if g._shape != xs:
+        lead = len(g._shape) - len(xs)
+        if lead > 0 and g._shape[lead:] == xs:
+            # only leading dims to drop (a bias): sum_to_size's own result, without parsing
+            g = O.sum(g, list(range(lead)), False)
+        else:
+            g = g.sum_to_size(xs)
     if g._dtype is not x.dtype and x.dtype.is_floating_point:
         g = O.to_dtype(g, x.dtype)
     return g
@@ -99,7 +105,9 @@ def _mul_bw(ctx, g):
         if ga._shape != a.shape or (ga._dtype is not a.dtype and a.dtype.is_floating_point):
             ga = _red(ga, a)
         return ga, None
-    a, b = _val(ctx, 0), _val(ctx, 1)
+    st = ctx.saved_tensors   # once (each read checks the saved versions)
+    a = st[0] if st[0] is not None else ctx.scalars[0]
+    b = st[1] if st[1] is not None else ctx.scalars[1]
     ga = _red(O.mul(g, b), a) if ctx.needs_input_grad[0] else None
     gb = _red(O.mul(g, a), b) if len(ctx.needs_input_grad) > 1 and ctx.needs_input_grad[1] else None
     return ga, gb
@@ -231,12 +239,17 @@ defop("tanh" + _U, meta=unary_meta("float"), setup=_save_out,
       backward=lambda ctx, g: O.mul(g, O.rsub(O.mul(ctx.saved_tensors[0], ctx.saved_tensors[0]), 1.0)))
 defop("sigmoid" + _U, meta=unary_meta("float"), setup=_save_out,
       backward=lambda ctx, g: O.mul(g, O.mul(ctx.saved_tensors[0], O.rsub(ctx.saved_tensors[0], 1.0))))
+def _relu_bw(g, y):
+    r = fused("_threshold_backward", g, y)   # one kernel call instead of two ops
+    return r if r is not None else O.mul(g, O.ne(y, 0))
+
+
 # torch's threshold_backward: zero where the output is <= 0, else the gradient (NaN passes)
 defop("relu" + _U, meta=unary_meta(), setup=_save_out,
       # torch's threshold_backward: g where the output is not <= 0 (a relu output is >= 0 or
       # NaN: `!= 0` says it; NaN outputs pass g), else 0. A product with the mask, not `where`:
       # NumPy's where on a random mask is ~15x slower than a multiply
-      backward=lambda ctx, g: O.mul(g, O.ne(ctx.saved_tensors[0], 0)))
+      backward=lambda ctx, g: _relu_bw(g, ctx.saved_tensors[0]))
 defop("abs" + _U, meta=unary_meta(), setup=lambda c, i, o: c.save_for_backward(i[0]),
       backward=lambda ctx, g: O.mul(g, O.sign(ctx.saved_tensors[0])))
 defop("sin" + _U, meta=unary_meta("float"), setup=lambda c, i, o: c.save_for_backward(i[0]),

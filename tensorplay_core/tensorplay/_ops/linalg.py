@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._define import defop, ops as O
+from ._define import defop, fused, ops as O
 from ._shapes import broadcast_shapes, check_same_dtype, out_like
 
 
@@ -30,6 +30,9 @@ def _matmul_bw(ctx, g):
         # the common case (2-D @ 2-D): gradients already have the inputs' shapes, no
         # sum_to_size/reshape (which would hand .grad a view that it then copies)
         need = ctx.needs_input_grad
+        r = fused("_matmul_backward", g, a, b, args=(need[0], need[1]))   # no transpose ops
+        if r is not None:
+            return r
         return (O.matmul(g, O.transpose(b, 0, 1)) if need[0] else None,
                 O.matmul(O.transpose(a, 0, 1), g) if need[1] else None)
     a2 = a if a.ndim > 1 else O.unsqueeze(a, 0)

@@ -111,7 +111,9 @@ class FunctionNode(Node):
 
     def apply(self, grads):
         ctx = self.ctx
-        if ctx.materialize_grads and (len(grads) > 1 or grads[0] is None):
+        # (the flag read only when a gradient may be missing: one output with its gradient is
+        # the common case)
+        if (len(grads) > 1 or grads[0] is None) and ctx.materialize_grads:
             for g in grads:
                 if g is None:   # only then: zeros for the missing gradients
                     from .. import _factories
