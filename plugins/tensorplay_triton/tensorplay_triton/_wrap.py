@@ -319,10 +319,20 @@ class TritonKernelWrapper:
         if callable(grid):
             grid = grid(bound_args)
         n = len(grid)
+        # Pointers go to the launcher as ints: Triton's launcher then neither calls data_ptr()
+        # again nor asks the driver to validate each address (cuPointerGetAttribute, one driver
+        # call per pointer) -- both already known here (a cuda tensor, its CuPy array's address).
+        vals = list(bound_args.values())
+        for j, v in enumerate(vals):
+            c = v.__class__
+            if c is int or c is float or c is bool or v is None:
+                continue
+            if isinstance(v, Tensor):
+                vals[j] = v._data.data.ptr
         run = kernel.run                     # loads the module on first use (sets .function)
         run(grid[0], grid[1] if n > 1 else 1, grid[2] if n > 2 else 1,
             drv.get_current_stream(idx), kernel.function, kernel.packed_metadata, None, None, None,
-            *bound_args.values())
+            *vals)
         return kernel
 
     # -- fake / capture ----------------------------------------------------------------------
