@@ -26,11 +26,11 @@ from tensorplay._backend import contiguous_strides_cached as _contig_strides
 from tensorplay._tensor import Tensor
 
 from . import _adapters, _driver, _interp
+from . import _WRAPPERS as _CACHE   # id(kernel) or (id(kernel), strided) -> (kernel, wrapper)
 
 __all__ = ["TritonKernelWrapper", "TritonLaunchError", "wrap_triton"]
 
 _NP_GENERIC = np.generic
-_CACHE: dict = {}   # id(kernel) or (id(kernel), strided names) -> (kernel, wrapper); keeps kernel alive
 _DRIVER = [None]                     # the installed CupyCudaDriver
 _cupy_mod = [None]
 
