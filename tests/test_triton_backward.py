@@ -148,3 +148,17 @@ def test_opcheck(K):
                            test_utils=no_grad) == {}
     assert library.opcheck(K.layer_norm_backward, (f(4, 24), f(4, 24), f(24), mean, rstd),
                            test_utils=no_grad) == {}
+
+
+def test_bench_gpu_backward_self_check_on_cpu():
+    """The GPU benchmark's own correctness checks and table, run through the interpreter."""
+    import subprocess
+    script = _PATH.parent / "bench_gpu_backward.py"
+    r = subprocess.run([sys.executable, str(script), "--device", "cpu", "--m", "34", "--n", "40",
+                        "--iters", "1", "--rounds", "1"], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    rows = [ln.split() for ln in r.stdout.splitlines() if ln.startswith(("RMSNorm", "LayerNorm"))]
+    assert [(a, b) for a, b, *_ in rows] == [
+        ("RMSNorm", "fwd"), ("RMSNorm", "fwd+bwd"), ("RMSNorm", "bwd"),
+        ("LayerNorm", "fwd"), ("LayerNorm", "fwd+bwd"), ("LayerNorm", "bwd")]
