@@ -186,6 +186,9 @@ def rms_norm_backward(dy: Tensor, x: Tensor, w: Tensor, rstd: Tensor) -> tuple[T
 
 def _rms_setup(ctx, inputs, output):
     x, w, _eps = inputs
+    # rstd's gradient is never used: no zeros are made for it (as torch's Function, which
+    # returns y only, makes none)
+    ctx.set_materialize_grads(False)
     ctx.save_for_backward(x, w, output[1])
 
 
@@ -230,6 +233,7 @@ def layer_norm_backward(dy: Tensor, x: Tensor, w: Tensor, mean: Tensor,
 
 def _ln_setup(ctx, inputs, output):
     x, w, _b, _eps = inputs
+    ctx.set_materialize_grads(False)     # mean's and rstd's gradients are never used
     _, mean, rstd = output
     ctx.save_for_backward(x, w, mean, rstd)
 

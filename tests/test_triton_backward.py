@@ -162,3 +162,61 @@ def test_bench_gpu_backward_self_check_on_cpu():
     assert [(a, b) for a, b, *_ in rows] == [
         ("RMSNorm", "fwd"), ("RMSNorm", "fwd+bwd"), ("RMSNorm", "bwd"),
         ("LayerNorm", "fwd"), ("LayerNorm", "fwd+bwd"), ("LayerNorm", "bwd")]
+
+
+# -- the engine hands a formula's gradient to .grad without a copy when nothing else holds it ----
+# (a formula's ``dx.reshape(x.shape)`` is a view of a fresh tensor: torch's AccumulateGrad steals
+# it; copying it cost a full read and write of the gradient per backward on cuda)
+
+def _op_returning(name, make):
+    @library.custom_op(f"bwk_test::{name}", mutates_args=())
+    def op(x: tensorplay.Tensor) -> tensorplay.Tensor:
+        return x * 2.0
+
+    def bw(ctx, g):
+        return make(g)
+    op.register_autograd(bw)
+    return op
+
+
+def test_grad_takes_a_reshaped_fresh_gradient_without_copy():
+    seen = {}
+
+    def make(g):
+        d = (g * 2.0).reshape(-1).reshape(g.shape)     # views of a fresh tensor
+        seen["ptr"] = d.data_ptr()
+        return d
+    op = _op_returning("reshaped", make)
+    x = tensorplay.randn(4, 6).requires_grad_()
+    op(x).backward(tensorplay.ones(4, 6))
+    assert x.grad.data_ptr() == seen["ptr"]
+    assert x.grad.grad_fn is None and not x.grad.requires_grad
+    np.testing.assert_allclose(_np(x.grad), np.full((4, 6), 2.0, np.float32))
+    op(x).backward(tensorplay.ones(4, 6))                 # accumulates on top
+    np.testing.assert_allclose(_np(x.grad), np.full((4, 6), 4.0, np.float32))
+
+
+def test_grad_copies_a_view_whose_base_is_held_elsewhere():
+    keep = {}
+
+    def make(g):
+        base = g * 2.0
+        keep["base"] = base
+        return base.reshape(g.shape)
+    op = _op_returning("held", make)
+    x = tensorplay.randn(3, 5).requires_grad_()
+    op(x).backward(tensorplay.ones(3, 5))
+    assert x.grad.data_ptr() != keep["base"].data_ptr()
+    keep["base"].mul_(0.0)                                # must not reach x.grad
+    np.testing.assert_allclose(_np(x.grad), np.full((3, 5), 2.0, np.float32))
+
+
+def test_grad_copies_a_view_of_part_of_a_storage():
+    def make(g):
+        big = tensorplay.ones(2 * g.numel()) * 2.0
+        return big[: g.numel()].reshape(g.shape)
+    op = _op_returning("partial", make)
+    x = tensorplay.randn(2, 3).requires_grad_()
+    op(x).backward(tensorplay.ones(2, 3))
+    np.testing.assert_allclose(_np(x.grad), np.full((2, 3), 2.0, np.float32))
+    assert x.grad.is_contiguous() and x.grad.storage_offset() == 0
