@@ -330,6 +330,14 @@ class TritonKernelWrapper:
             if isinstance(v, Tensor):
                 vals[j] = v._data.data.ptr
         run = kernel.run                     # loads the module on first use (sets .function)
+        if _LAUNCH_DIRECT[0] and run.__class__ is drv.launcher_cls and \
+                not run.global_scratch_size and not run.profile_scratch_size:
+            # Triton 3.6's CudaLauncher.__call__ without its Python frame: with no scratch
+            # memory to allocate it passes exactly this to the compiled launch function
+            run.launch(grid[0], grid[1] if n > 1 else 1, grid[2] if n > 2 else 1,
+                       drv.get_current_stream(idx), kernel.function, run.launch_cooperative_grid,
+                       run.launch_pdl, None, None, kernel.packed_metadata, None, None, None, *vals)
+            return kernel
         run(grid[0], grid[1] if n > 1 else 1, grid[2] if n > 2 else 1,
             drv.get_current_stream(idx), kernel.function, kernel.packed_metadata, None, None, None,
             *vals)
@@ -381,14 +389,21 @@ _TRITON = {}
 
 
 _FPSAN = [False]
+# Triton releases whose CudaLauncher.__call__ the direct launch reproduces (read in their source:
+# (grid, stream, function, cooperative, pdl, global scratch, profile scratch, metadata, launch
+# metadata, hooks, args)); others go through CudaLauncher.__call__.
+_DIRECT_LAUNCH_VERSIONS = ("3.6.0",)
+_LAUNCH_DIRECT = [False]
 
 
 def _knobs():
     k = _TRITON.get("knobs")
     if k is None:
+        import triton
         from triton import knobs as k
         _TRITON["knobs"] = k
         _FPSAN[0] = hasattr(k.compilation, "fpsan_homomorphic_casts")
+        _LAUNCH_DIRECT[0] = triton.__version__ in _DIRECT_LAUNCH_VERSIONS
     return k
 
 
