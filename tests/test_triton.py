@@ -1053,3 +1053,82 @@ def test_strided_wrappers_are_cached():
     assert library.wrap_triton(strided_copy_kernel, strided=["x_ptr"]) is a
     assert wrap_triton(strided_copy_kernel) is not a
     assert wrap_triton(a) is a and wrap_triton(a, strided=["x_ptr"]) is a
+
+
+# -- the direct launch path (compiled cuda kernels), with Triton's driver and launcher mocked -----
+# CI has no GPU: Triton's own binder and kernel cache run for real (sm_90 target), the compiled
+# kernel is a stand-in that records what the launcher would receive.
+
+def test_direct_launch_hands_int_pointers_to_the_launcher(monkeypatch):
+    import types
+
+    from tensorplay._tensor import Tensor
+    from tensorplay_triton import _wrap
+    from triton.backends.compiler import GPUTarget
+    from triton.runtime import driver as tdriver
+
+    @triton.jit
+    def k(x_ptr, y_ptr, out_ptr, scale, n, BLOCK_SIZE: tl.constexpr):
+        pass
+
+    launched = []
+
+    class Launcher:                       # Triton 3.6's CudaLauncher attributes
+        global_scratch_size = profile_scratch_size = 0
+        launch_cooperative_grid = launch_pdl = False
+
+        def launch(self, *a):
+            launched.append(("direct", a))
+
+        def __call__(self, *a):
+            launched.append(("call", a))
+
+    class Drv:
+        launcher_cls = Launcher
+
+        def get_current_target(self):
+            return GPUTarget("cuda", 90, 32)
+
+        def get_current_device(self):
+            return 0
+
+        def get_current_stream(self, device=None):
+            return 77
+
+    class Compiled:
+        function, packed_metadata = 5, (4, 1, 0)
+        run = Launcher()
+
+    saved = tdriver._active
+    tdriver.set_active(Drv())
+    try:
+        xs = [tensorplay.randn(64) for _ in range(3)]
+        for i, t in enumerate(xs):        # stand-ins for cuda tensors: CuPy's .data.ptr
+            t._data = types.SimpleNamespace(data=types.SimpleNamespace(ptr=4096 * (i + 1)))
+        monkeypatch.setattr(Tensor, "data_ptr", lambda s: s._data.data.ptr)
+        w = _wrap.wrap_triton(k)
+        knobs = _wrap._knobs()
+        opts = {"BLOCK_SIZE": 1024, "debug": False,
+                "instrumentation_mode": knobs.compilation.instrumentation_mode}
+        if _wrap._FPSAN[0]:
+            opts["fpsan_homomorphic_casts"] = knobs.compilation.fpsan_homomorphic_casts
+        kc, kk, _t, _b, binder = k.device_caches[0]
+        _, spec, options = binder(*xs, 1.5, 64, **opts)
+        kc[_wrap._cache_key()(kk, spec, options)] = Compiled()
+        for direct in (False, True):
+            monkeypatch.setattr(_wrap, "_LAUNCH_DIRECT", [direct])
+            launched.clear()
+            assert isinstance(w._fast_launch((3,), (*xs, 1.5, 64), {"BLOCK_SIZE": 1024}, 0, Drv()),
+                              Compiled)
+            how, a = launched[0]
+            assert how == ("direct" if direct else "call")
+            if direct:     # what CudaLauncher.__call__ (3.6) passes to the compiled launch function
+                assert a[:12] == (3, 1, 1, 77, 5, False, False, None, None, (4, 1, 0), None, None)
+                a = a[13:]
+            else:
+                assert a[:9] == (3, 1, 1, 77, 5, (4, 1, 0), None, None, None)
+                a = a[9:]
+            assert a[:5] == (4096, 8192, 12288, 1.5, 64)     # pointers as ints
+            assert all(type(v) is int for v in a[:3])
+    finally:
+        tdriver._active = saved

@@ -53,6 +53,12 @@ def wrap_triton(kernel, *, strided=()):
 
     See ``tensorplay_triton._wrap.wrap_triton`` (imported on first use, with triton).
     """
+    if not strided:
+        # the wrapper cache is read here first: op bodies call this on every launch, and one
+        # Python frame less is a measurable share of a triton_op call
+        e = _WRAPPERS.get(id(kernel))
+        if e is not None and e[0] is kernel:
+            return e[1]
     wt = _WT[0]
     if wt is None:
         from ._wrap import wrap_triton as wt
@@ -61,6 +67,7 @@ def wrap_triton(kernel, *, strided=()):
 
 
 _WT = [None]
+_WRAPPERS: dict = {}    # id(kernel) or (id(kernel), strided) -> (kernel, wrapper); filled by _wrap
 
 
 def jit(fn=None, **options):

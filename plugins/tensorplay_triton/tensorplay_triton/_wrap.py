@@ -26,11 +26,11 @@ from tensorplay._backend import contiguous_strides_cached as _contig_strides
 from tensorplay._tensor import Tensor
 
 from . import _adapters, _driver, _interp
+from . import _WRAPPERS as _CACHE   # id(kernel) or (id(kernel), strided) -> (kernel, wrapper)
 
 __all__ = ["TritonKernelWrapper", "TritonLaunchError", "wrap_triton"]
 
 _NP_GENERIC = np.generic
-_CACHE: dict = {}   # id(kernel) or (id(kernel), strided names) -> (kernel, wrapper); keeps kernel alive
 _DRIVER = [None]                     # the installed CupyCudaDriver
 _cupy_mod = [None]
 
@@ -319,10 +319,28 @@ class TritonKernelWrapper:
         if callable(grid):
             grid = grid(bound_args)
         n = len(grid)
+        # Pointers go to the launcher as ints: Triton's launcher then neither calls data_ptr()
+        # again nor asks the driver to validate each address (cuPointerGetAttribute, one driver
+        # call per pointer) -- both already known here (a cuda tensor, its CuPy array's address).
+        vals = list(bound_args.values())
+        for j, v in enumerate(vals):
+            c = v.__class__
+            if c is int or c is float or c is bool or v is None:
+                continue
+            if isinstance(v, Tensor):
+                vals[j] = v._data.data.ptr
         run = kernel.run                     # loads the module on first use (sets .function)
+        if _LAUNCH_DIRECT[0] and run.__class__ is drv.launcher_cls and \
+                not run.global_scratch_size and not run.profile_scratch_size:
+            # Triton 3.6's CudaLauncher.__call__ without its Python frame: with no scratch
+            # memory to allocate it passes exactly this to the compiled launch function
+            run.launch(grid[0], grid[1] if n > 1 else 1, grid[2] if n > 2 else 1,
+                       drv.get_current_stream(idx), kernel.function, run.launch_cooperative_grid,
+                       run.launch_pdl, None, None, kernel.packed_metadata, None, None, None, *vals)
+            return kernel
         run(grid[0], grid[1] if n > 1 else 1, grid[2] if n > 2 else 1,
             drv.get_current_stream(idx), kernel.function, kernel.packed_metadata, None, None, None,
-            *bound_args.values())
+            *vals)
         return kernel
 
     # -- fake / capture ----------------------------------------------------------------------
@@ -371,14 +389,21 @@ _TRITON = {}
 
 
 _FPSAN = [False]
+# Triton releases whose CudaLauncher.__call__ the direct launch reproduces (read in their source:
+# (grid, stream, function, cooperative, pdl, global scratch, profile scratch, metadata, launch
+# metadata, hooks, args)); others go through CudaLauncher.__call__.
+_DIRECT_LAUNCH_VERSIONS = ("3.6.0",)
+_LAUNCH_DIRECT = [False]
 
 
 def _knobs():
     k = _TRITON.get("knobs")
     if k is None:
+        import triton
         from triton import knobs as k
         _TRITON["knobs"] = k
         _FPSAN[0] = hasattr(k.compilation, "fpsan_homomorphic_casts")
+        _LAUNCH_DIRECT[0] = triton.__version__ in _DIRECT_LAUNCH_VERSIONS
     return k
 
 

@@ -74,8 +74,8 @@ class AccumulateGrad(Node):
         v = self.variable
         if v.grad is None and g.__class__ is _TENSOR[0] and g._shape == v._shape:
             if owned and _exclusive(g):
-                v.grad = g if not (g._requires_grad or g.grad_fn is not None or
-                                   g._capture is not None or g._accum is not None) else g.detach()
+                v.grad = g if not (g._requires_grad or g.grad_fn is not None or g._base is not None
+                                   or g._capture is not None or g._accum is not None) else g.detach()
                 return ()
             if not _gm.is_grad_enabled():
                 # shared with another leaf (add's backward hands one gradient to both inputs):
@@ -124,13 +124,35 @@ def _exclusive(g) -> bool:
     that storage or that array (so ``.grad`` may take it without a copy)."""
     st = g._storage
     data = g._data
-    if data is None or st.root is not data or g._offset != 0 or g._base is not None or \
-            g._retains_grad or g.grad is not None or \
+    if data is None or g._offset != 0 or g._retains_grad or g.grad is not None or \
             g._stride != _contiguous_strides(g._shape):
+        return False
+    if g._base is not None:
+        return _exclusive_view(g, st, data)
+    if st.root is not data:
         return False
     # sys.getrefcount also counts its argument and our local name: storage -> g._storage +
     # st + arg; array -> g._data + st.root + data + arg
     return sys.getrefcount(st) <= 3 and sys.getrefcount(data) <= 4
+
+
+def _exclusive_view(g, st, data) -> bool:
+    """``g`` is a dense view of all of a fresh tensor (a formula's ``dx.reshape(x.shape)``), and
+    only ``g`` holds that tensor, its storage and its array: ``.grad`` may take it (torch's
+    AccumulateGrad steals such a gradient too) instead of copying all of it."""
+    base = g._base
+    root = st.root
+    if base._base is not None or base._data is not root or base._offset != 0 or \
+            base._retains_grad or base.grad is not None or base.numel() != g.numel() or \
+            base._stride != _contiguous_strides(base._shape):
+        return False
+    # (the caller's locals st and data count too) base -> g._base + base + arg; storage ->
+    # base._storage + g._storage + 2 locals + arg; g's array -> g._data + 2 locals + arg; the
+    # root array -> base._data + st.root + root + arg, and the view array's own reference to it
+    # when the backend keeps one (numpy, CuPy)
+    held = 5 if getattr(data, "base", None) is root else 4
+    return (sys.getrefcount(base) <= 3 and sys.getrefcount(st) <= 5 and
+            sys.getrefcount(data) <= 4 and sys.getrefcount(root) <= held)
 
 
 def edge_of(t):
