@@ -52,8 +52,10 @@ def _run(code: str, env=None, **env_overrides):
 
 
 def _cupy():
-    import cupy
-    return cupy
+    """CuPy itself (tests that build kernels or arrays need it, not a GPU); without CuPy installed
+    (tensorplay-cuda without its cuda12/cuda13 extra) they skip, saying so."""
+    return pytest.importorskip("cupy", reason="CuPy is not installed (tensorplay-cuda[cuda13] "
+                               "or [cuda12] installs it)")
 
 
 # ================================================================================================

@@ -310,6 +310,7 @@ def test_eager_chains_are_kept_per_backend():
 def test_cupy_fuser_keeps_constants_out_of_the_source():
     """The fallback fuser (no Triton): constants are kernel arguments (building the kernel object
     needs no GPU; it compiles on first call)."""
+    pytest.importorskip("cupy", reason="CuPy is not installed (tensorplay-cuda[cuda13] or [cuda12])")
     from tensorplay_cuda.backend import CUDABackend
     from tensorplay_cuda.cupy_fusion import cupy_fuser
     expr = _expr(CHAIN8, 2, [tp.float32] * 8)
