@@ -1,0 +1,175 @@
+"""Defects a fresh user hit (numpy ops in opcheck, named-tuple results of composite ops,
+redefined ops, plugin sample hooks, CLI messages, torch habits): each has a test here that
+failed before its fix, plus tests of the neighbouring cases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensorplay as tp
+from tensorplay import library as lib
+from tensorplay.errors import OpCheckError
+from tensorplay.testing.opcheck import run_checks
+
+Tensor = tp.Tensor
+
+
+# ------------------------------------------------------------- 1a. Tensor.numpy() and grad mode
+
+def test_numpy_on_a_leaf_requiring_grad_works_under_no_grad():
+    x = tp.randn(3, requires_grad=True)
+    with tp.no_grad():
+        a = x.numpy()
+    assert a.shape == (3,)
+    assert np.shares_memory(a, x.detach().numpy())
+
+
+def test_numpy_on_a_tensor_requiring_grad_raises_with_grad_enabled():
+    x = tp.randn(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="requires grad"):
+        x.numpy()
+    assert x.detach().numpy().shape == (3,)
+    assert x.numpy(force=True).shape == (3,)
+
+
+def test_numpy_on_a_tensor_not_requiring_grad_works_with_grad_enabled():
+    assert tp.ones(2).numpy().tolist() == [1.0, 1.0]
+
+
+# ------------------------------------ 1b. opcheck of numpy ops without floating outputs / formula
+
+@lib.custom_op("fix_na::argmax", mutates_args=())
+def np_argmax(x: Tensor) -> Tensor:
+    return tp.from_numpy(np.asarray(np.argmax(x.numpy(), axis=-1)))
+
+
+@np_argmax.register_fake
+def _(x):
+    return x.new_empty(x.shape[:-1], dtype=tp.int64)
+
+
+@lib.custom_op("fix_na::argmax_positive", mutates_args=())
+def np_argmax_positive(x: Tensor) -> tuple[Tensor, Tensor]:
+    a = x.numpy()
+    return tp.from_numpy(np.asarray(np.argmax(a, axis=-1))), tp.from_numpy(a > 0)
+
+
+@np_argmax_positive.register_fake
+def _(x):
+    return x.new_empty(x.shape[:-1], dtype=tp.int64), x.new_empty(x.shape, dtype=tp.bool)
+
+
+@lib.custom_op("fix_na::square", mutates_args=())
+def np_square(x: Tensor) -> Tensor:
+    return tp.from_numpy(np.square(x.numpy()))
+
+
+@np_square.register_fake
+def _(x):
+    return tp.empty_like(x)
+
+
+@lib.custom_op("fix_na::square_ok", mutates_args=())
+def np_square_ok(x: Tensor) -> Tensor:
+    return tp.from_numpy(np.square(x.detach().numpy()))
+
+
+@np_square_ok.register_fake
+def _(x):
+    return tp.empty_like(x)
+
+
+np_square_ok.register_autograd(lambda ctx, g: g * 2 * ctx.x,
+                               setup_context=lambda ctx, inputs, out: setattr(ctx, "x", inputs[0]))
+
+
+def test_opcheck_passes_a_numpy_op_with_only_integer_outputs():
+    assert lib.opcheck(np_argmax, (tp.randn(3, 4),)) == {}
+    res = run_checks(np_argmax, (tp.randn(3, 4),), test_utils="test_autograd_registration")
+    r = res["test_autograd_registration"]
+    assert r.status == "skip" and "no floating-point tensor outputs" in r.message
+
+
+def test_opcheck_passes_a_numpy_op_with_integer_and_bool_outputs():
+    assert lib.opcheck(np_argmax_positive, (tp.randn(3, 4),)) == {}
+
+
+def test_opcheck_of_a_numpy_op_with_floating_output_and_no_formula_fails_with_the_fix():
+    with pytest.raises(OpCheckError) as ei:
+        lib.opcheck(np_square, (tp.randn(5),))
+    msg = ei.value.failures["test_autograd_registration"]
+    assert set(ei.value.failures) == {"test_autograd_registration"}
+    assert "fix_na::square" in msg and "leaves the autograd graph" in msg
+    assert "register_autograd" in msg and "detach" in msg
+    assert "mark_non_differentiable" in msg
+
+
+def test_opcheck_passes_a_numpy_op_with_a_formula_that_detaches():
+    assert lib.opcheck(np_square_ok, (tp.randn(5),)) == {}
+
+
+def test_cli_check_reports_an_integer_numpy_op_as_not_applicable():
+    res = run_checks(np_argmax, (tp.randn(2, 3),))
+    assert all(r.status in ("pass", "skip") for r in res.values()), res
+
+
+# ------------------------------------------- 2. composite ops returning named tuples / sequences
+
+@lib.custom_op("fix_nt::max0", mutates_args=())
+def max0(x: Tensor) -> tuple[Tensor, Tensor]:
+    return x.max(dim=0)
+
+
+@lib.custom_op("fix_nt::minmax", mutates_args=())
+def minmax(x: Tensor) -> list[Tensor]:
+    return [x.min(dim=0).values, x.max(dim=0).values]
+
+
+@lib.custom_op("fix_nt::plain_tuple", mutates_args=())
+def plain_tuple(x: Tensor) -> tuple[Tensor, Tensor]:
+    v, i = x.max(dim=1)
+    return v, i
+
+
+def test_compile_of_a_composite_op_returning_a_named_tuple():
+    x = tp.randn(3, 2)
+    eager = max0(x)
+    got = tp.compile(lambda t: max0(t))(x)
+    assert type(got) is type(eager)
+    assert got.values.tolist() == eager.values.tolist()
+    assert got.indices.tolist() == eager.indices.tolist()
+    assert got.indices.dtype == tp.int64
+
+
+def test_compile_uses_the_named_tuple_fields_inside_the_function():
+    x = tp.randn(4, 3)
+    f = tp.compile(lambda t: max0(t).values * 2 + max0(t).indices)
+    assert tp.allclose(f(x), max0(x).values * 2 + max0(x).indices)
+
+
+def test_opcheck_passes_composite_ops_returning_named_tuples_lists_tuples():
+    for op in (max0, minmax, plain_tuple):
+        assert lib.opcheck(op, (tp.randn(3, 2),)) == {}, op.name
+
+
+def test_compile_of_a_composite_op_returning_a_list():
+    x = tp.randn(3, 2)
+    got = tp.compile(lambda t: minmax(t))(x)
+    assert [g.tolist() for g in got] == [e.tolist() for e in minmax(x)]
+
+
+def test_compile_of_a_composite_named_tuple_op_backward():
+    x = tp.randn(3, 2, requires_grad=True)
+    f = tp.compile(lambda t: max0(t).values.sum())
+    f(x).backward()
+    x2 = x.detach().clone().requires_grad_(True)
+    max0(x2).values.sum().backward()
+    assert tp.allclose(x.grad, x2.grad)
+
+
+def test_compile_error_names_a_fake_tensor_made_outside():
+    from tensorplay.errors import CompileError
+    fake = tp.empty(2, device="meta")
+    with pytest.raises(CompileError, match="fake/meta tensor"):
+        tp.compile(lambda t: t + fake)(tp.ones(2))
