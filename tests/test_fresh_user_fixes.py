@@ -173,3 +173,56 @@ def test_compile_error_names_a_fake_tensor_made_outside():
     fake = tp.empty(2, device="meta")
     with pytest.raises(CompileError, match="fake/meta tensor"):
         tp.compile(lambda t: t + fake)(tp.ones(2))
+
+
+# ------------------------------------------------------- 3. the old handle of a redefined op
+
+def _define(name, k):
+    @lib.custom_op(name, mutates_args=())
+    def f(x: Tensor) -> Tensor:
+        return x + k
+    return f
+
+
+def test_old_handle_of_a_redefined_op_runs_the_current_definition():
+    d1 = _define("fix_redef::dup", 1)
+    assert d1(tp.zeros(1)).tolist() == [1.0]
+    d2 = _define("fix_redef::dup", 100)
+    assert d1(tp.zeros(1)).tolist() == [100.0]
+    assert d2(tp.zeros(1)).tolist() == [100.0]
+    assert tp.ops.fix_redef.dup(tp.zeros(1)).tolist() == [100.0]
+    d3 = _define("fix_redef::dup", 1000)
+    assert d1(tp.zeros(1)).tolist() == [1000.0] == d2(tp.zeros(1)).tolist()
+    assert d3.version == 2
+
+
+def test_old_handle_of_a_redefined_op_in_compile_and_autograd():
+    d1 = _define("fix_redef::dup2", 1)
+    _define("fix_redef::dup2", 5)
+    assert tp.compile(lambda t: d1(t) * 2)(tp.zeros(2)).tolist() == [10.0, 10.0]
+    x = tp.ones(2, requires_grad=True)
+    d1(x).sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0]
+
+
+def test_registering_on_the_old_handle_of_a_redefined_op_raises():
+    d1 = _define("fix_redef::dup3", 1)
+    d2 = _define("fix_redef::dup3", 2)
+    with pytest.raises(RuntimeError, match=r"fix_redef::dup3.*redefined") as ei:
+        d1.register_fake(lambda x: tp.empty_like(x))
+    assert "new handle" in str(ei.value)
+    with pytest.raises(RuntimeError, match="redefined"):
+        d1.register_autograd(lambda ctx, g: g)
+    with pytest.raises(RuntimeError, match="redefined"):
+        d1.register_kernel("cpu", lambda x: x)
+    d2.register_fake(lambda x: tp.empty_like(x))     # the live handle still registers
+
+
+def test_undoing_a_redefinition_gives_the_old_handle_its_own_kernel_back():
+    from tensorplay import _registry
+    d1 = _define("fix_redef::dup4", 1)
+    d2 = _define("fix_redef::dup4", 2)
+    _registry.unregister_op(d2)
+    assert tp.ops.fix_redef.dup4 is d1
+    assert d1(tp.zeros(1)).tolist() == [1.0]
+    d1.register_fake(lambda x: tp.empty_like(x))
