@@ -197,11 +197,14 @@ def sample_inputs(op, device) -> list:
                     f"{rec.value}.") from e
             if res is None:
                 continue
-            try:
-                items = list(res)
-            except TypeError:
-                raise PluginError(f"plugin {rec.label}: hook tensorplay_sample_inputs returned "
-                                  f"{res!r}; expected a list of SampleInput or None") from None
+            # a list/tuple only: anything else iterable (a Tensor iterates its rows) would
+            # silently become bogus samples
+            if not isinstance(res, (list, tuple)):
+                raise PluginError(
+                    f"plugin {rec.label}: hook tensorplay_sample_inputs(op={op.name}, "
+                    f"device={device}) returned a {type(res).__module__}.{type(res).__qualname__}"
+                    f"; expected None or a list of SampleInput. Fix the hook in {rec.value}.")
+            items = list(res)
             for i, s in enumerate(items):
                 if isinstance(s, SampleInput):
                     out.append(s if s.name else SampleInput(s.args, s.kwargs, f"{rec.dist}#{i}"))
