@@ -70,3 +70,31 @@ def test_sample_hook_returning_a_tuple_of_samples_still_works(env):
         result([[r.op, r.sample, r.status] for r in res])
     ''').data
     assert ["thook::dbl", "a", "passed"] in d
+
+
+# ----------------------------------------------------------- 5. README agrees with the table
+
+def _cli(*args, env=None):
+    import os
+    import subprocess
+    import sys
+    e = dict(os.environ if env is None else env)
+    e.pop("COLUMNS", None)
+    return subprocess.run([sys.executable, "-m", "tensorplay.cli", *args], capture_output=True,
+                          text=True, env=e, timeout=120)
+
+
+def test_readme_names_the_marks_the_check_table_prints():
+    import pathlib
+    import re
+    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    sentence = readme[readme.index("`check` prints progress"):][:400]
+    p = _cli("check", "--plugin", "tensorplay-example-ops", "example::add_relu_",
+             "--test-utils", "test_schema,test_autograd_registration")
+    assert p.returncode == 0, p.stdout + p.stderr
+    row = next(line for line in p.stdout.splitlines() if line.startswith("example::add_relu_"))
+    marks = row.split()[2:]
+    assert marks == ["ok", "n/a", "-", "-", "-"], row
+    for m in set(marks) | {"FAIL"}:
+        assert f"`{m}`" in sentence, (m, sentence)
+    assert not re.search(r"PASS|N/A", sentence)
