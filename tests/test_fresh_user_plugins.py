@@ -98,3 +98,68 @@ def test_readme_names_the_marks_the_check_table_prints():
     for m in set(marks) | {"FAIL"}:
         assert f"`{m}`" in sentence, (m, sentence)
     assert not re.search(r"PASS|N/A", sentence)
+
+
+# ----------------------------------------------------------------------------- 6. CLI messages
+
+def test_check_unknown_device_says_it_once():
+    p = _cli("check", "--device", "tpu")
+    assert p.returncode == 1
+    err = p.stderr.strip()
+    assert err.count("is not available") == 1, err
+    assert "  " not in err and ".." not in err
+    assert "'tpu'" in err and "cpu" in err
+
+
+def test_ops_with_an_unknown_namespace_is_a_usage_error():
+    p = _cli("ops", "-n", "nonexist")
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "nonexist" in p.stderr and "example" in p.stderr
+    p = _cli("ops", "-n", "example", "-n", "nonexist")
+    assert p.returncode == 2 and "nonexist" in p.stderr and "example," in p.stderr
+    p = _cli("ops", "-n", "example")
+    assert p.returncode == 0 and "example::gelu" in p.stdout
+
+
+BROKEN_KERNEL_EP = '''
+import tensorplay
+from tensorplay.plugins import hookimpl
+
+@hookimpl
+def tensorplay_register_ops(registrar):
+    @tensorplay.library.custom_op("myops::affine", mutates_args=())
+    def affine(x: tensorplay.Tensor) -> tensorplay.Tensor:
+        return x * 2
+
+def k(x):
+    return x
+'''
+
+
+def test_a_plugin_that_failed_to_load_is_named_by_check_and_lookups(env):
+    env.dist("my-ops", plugins={"my_ops": "my_ops"}, kernels={"myops::nope.cpu": "my_ops:k"},
+             modules={"my_ops": BROKEN_KERNEL_EP})
+    d = env.run('''
+        import io, contextlib, warnings
+        warnings.simplefilter("ignore")
+        import tensorplay
+        from tensorplay.cli import main
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            rc = main(["check", "--plugin", "my_ops", "myops::affine"])
+        msgs = []
+        for f in (lambda: tensorplay.library.opcheck("myops::affine", (tensorplay.ones(2),)),
+                  lambda: tensorplay.ops.myops.affine):
+            try:
+                f()
+            except Exception as e:
+                msgs.append(str(e))
+        result({"rc": rc, "err": err.getvalue(), "msgs": msgs})
+    ''').data
+    assert d["rc"] == 1
+    assert "no plugin op named 'myops::affine'" in d["err"]
+    assert "my-ops" in d["err"] and "failed" in d["err"] and "myops::nope" in d["err"]
+    assert len(d["msgs"]) == 2
+    for m in [d["err"]] + d["msgs"]:
+        assert ".." not in m, m
+    assert all("Fix:" in m and "failed to load" in m for m in d["msgs"])

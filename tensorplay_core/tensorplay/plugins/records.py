@@ -71,7 +71,7 @@ def op_failure_hint(qualname: str) -> str | None:
         return (f"plugin {rec.label}, which may provide it, is blocked by TENSORPLAY_PLUGINS/"
                 f"TENSORPLAY_DISABLE_PLUGINS")
     return (f"plugin {rec.label}, which provides it, failed to load: "
-            f"{type(rec.error).__name__}: {rec.error}. Fix: {_fix_hint(rec)}")
+            f"{type(rec.error).__name__}: {str(rec.error).rstrip().rstrip('.')}. Fix: {_fix_hint(rec)}")
 
 
 def records() -> list:
@@ -157,7 +157,7 @@ def plugin_ops(name: str) -> list:
     if rec.status != "loaded":
         raise PluginError(
             f"plugin {rec.label} is {rec.status}"
-            + (f": {type(rec.error).__name__}: {rec.error}. Fix: {_fix_hint(rec)}"
+            + (f": {type(rec.error).__name__}: {str(rec.error).rstrip().rstrip('.')}. Fix: {_fix_hint(rec)}"
                if rec.error is not None else
                "; remove it from TENSORPLAY_DISABLE_PLUGINS / add it to TENSORPLAY_PLUGINS.")) \
             from rec.error
