@@ -226,3 +226,39 @@ def test_undoing_a_redefinition_gives_the_old_handle_its_own_kernel_back():
     assert tp.ops.fix_redef.dup4 is d1
     assert d1(tp.zeros(1)).tolist() == [1.0]
     d1.register_fake(lambda x: tp.empty_like(x))
+
+
+# ------------------------------------------------------------- 7a. strings are not dtypes
+
+@pytest.mark.parametrize("make", [
+    lambda: tp.ones(2, dtype="float32"), lambda: tp.zeros(2, dtype="int64"),
+    lambda: tp.empty(2, dtype="float64"), lambda: tp.full((2,), 1.0, dtype="float32"),
+    lambda: tp.arange(3, dtype="int32"), lambda: tp.tensor([1.0], dtype="float64"),
+    lambda: tp.randn(2, dtype="float32"), lambda: tp.ones_like(tp.ones(2), dtype="float64"),
+    lambda: tp.ones(2).to("float64"), lambda: tp.ones(2).to(dtype="float16"),
+    lambda: tp.ones(2).to("cpu", "float64"), lambda: tp.ones(2).sum(dtype="float64"),
+    lambda: tp.set_default_dtype("float64"),
+])
+def test_a_string_dtype_is_a_type_error_as_in_torch(make):
+    with pytest.raises(TypeError, match=r"not the string '\w+'.*tensorplay\.\w+"):
+        make()
+    assert tp.get_default_dtype() is tp.float32
+
+
+def test_real_dtypes_and_device_strings_still_work():
+    assert tp.ones(2, dtype=tp.float64).dtype is tp.float64
+    assert tp.ones(2, dtype=float).dtype is tp.float64
+    assert tp.ones(2, dtype=np.dtype("int32")).dtype is tp.int32
+    assert tp.ones(2).to(np.float64).dtype is tp.float64
+    assert tp.ones(2).to("cpu").device.type == "cpu"
+    assert tp.tensor(np.ones(2, dtype=np.float16)).dtype is tp.float16
+    with pytest.raises(TypeError, match="cannot interpret"):
+        tp.ones(2, dtype=object())
+
+
+def test_schema_dtype_defaults_by_name_still_parse():
+    @lib.custom_op("fix_dt::cast", mutates_args=(),
+                   schema="(Tensor x, ScalarType dtype=float64) -> Tensor")
+    def cast(x, dtype=tp.float64):
+        return x.to(dtype)
+    assert cast(tp.ones(2)).dtype is tp.float64

@@ -388,13 +388,14 @@ class Tensor:
             elif isinstance(a, _dtype.DType):
                 dtype = a
             elif isinstance(a, type):      # float, numpy.float64, ...
-                dtype = _dtype.as_dtype(a if a in (float, int, bool) else a.__name__)
+                dtype = _dtype.as_dtype(a) if a in (float, int, bool) else \
+                    _dtype.from_name(a.__name__, a)
+            elif isinstance(a, str) and a in _dtype._BY_NAME:
+                _dtype.as_dtype(a)      # a dtype's name is not a dtype (torch): TypeError
             elif a is not None:
                 try:
-                    dtype = _dtype.as_dtype(a) if not isinstance(a, (str, Device, int)) or \
-                        (isinstance(a, str) and a in _dtype._BY_NAME) else dtype
-                    if isinstance(a, (str, Device, int)) and not (isinstance(a, str) and
-                                                                   a in _dtype._BY_NAME):
+                    dtype = _dtype.as_dtype(a) if not isinstance(a, (str, Device, int)) else dtype
+                    if isinstance(a, (str, Device, int)):
                         device = Device(a)
                 except TypeError:
                     device = Device(a)
