@@ -262,3 +262,39 @@ def test_schema_dtype_defaults_by_name_still_parse():
     def cast(x, dtype=tp.float64):
         return x.to(dtype)
     assert cast(tp.ones(2)).dtype is tp.float64
+
+
+# ------------------------------------------------------------------ 7b. tensorplay.inference_mode
+
+def test_inference_mode_as_context_manager_and_decorators():
+    x = tp.ones(2, requires_grad=True)
+    with tp.inference_mode():
+        assert not tp.is_grad_enabled()
+        assert not (x * 2).requires_grad
+    assert tp.is_grad_enabled() and (x * 2).requires_grad
+
+    @tp.inference_mode()
+    def f(t):
+        return t * 2, tp.is_grad_enabled()
+
+    @tp.inference_mode
+    def g(t):
+        return t * 3, tp.is_grad_enabled()
+    for fn in (f, g):
+        y, enabled = fn(x)
+        assert not enabled and not y.requires_grad
+    assert g.__name__ == "g" and tp.is_grad_enabled()
+
+
+def test_inference_mode_false_leaves_grad_mode_and_restores_on_error():
+    x = tp.ones(2, requires_grad=True)
+    with tp.inference_mode(False):
+        assert tp.is_grad_enabled() and (x * 2).requires_grad
+    with tp.no_grad():
+        with tp.inference_mode(False):
+            assert not tp.is_grad_enabled()
+    with pytest.raises(ValueError):
+        with tp.inference_mode():
+            raise ValueError
+    assert tp.is_grad_enabled()
+    assert "inference_mode" in tp.__all__

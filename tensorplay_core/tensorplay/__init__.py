@@ -27,6 +27,7 @@ from ._factories import (arange, as_tensor, cat, empty, empty_like, eye, from_dl
                          zeros, zeros_like)
 from . import autograd  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
+from .autograd.grad_mode import inference_mode  # noqa: E402
 from . import fake, library, ops, return_types  # noqa: E402
 from . import plugins  # noqa: E402
 
@@ -197,7 +198,7 @@ __all__ = [
     "clamp", "allclose", "is_tensor", "compile", "isnan", "isinf", "isfinite", "floor", "ceil",
     "round", "prod", "cumsum", "all", "any", "max", "min", "argmax", "argmin", "sort",
     "argsort", "gather", "scatter_add", "return_types",
-    "autograd", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+    "autograd", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
     "fake", "library", "ops", "plugins", "errors",
 ]
 
