@@ -298,3 +298,52 @@ def test_inference_mode_false_leaves_grad_mode_and_restores_on_error():
             raise ValueError
     assert tp.is_grad_enabled()
     assert "inference_mode" in tp.__all__
+
+
+# ------------------------------------------------------------------------- 7c. topk
+
+def test_topk_values_indices_as_torch():
+    x = tp.tensor([[3.0, 1.0, 2.0, 7.0], [0.0, 5.0, 4.0, -1.0]])
+    r = x.topk(2)
+    assert type(r) is tp.return_types.topk
+    assert r.values.tolist() == [[7.0, 3.0], [5.0, 4.0]]
+    assert r.indices.tolist() == [[3, 0], [1, 2]] and r.indices.dtype is tp.int64
+    v, i = tp.topk(x, 1, dim=0, largest=False)
+    assert v.tolist() == [[0.0, 1.0, 2.0, -1.0]] and i.tolist() == [[1, 0, 0, 1]]
+    assert tp.topk(x, 0).values.shape == (2, 0)
+    assert tp.tensor([4, 9, 1]).topk(2).values.tolist() == [9, 4]
+    s = tp.tensor(2.5).topk(1)
+    assert s.values.item() == 2.5 and s.indices.item() == 0
+
+
+def test_topk_matches_numpy_and_counts_nan_largest():
+    a = np.random.default_rng(0).standard_normal((4, 7))
+    r = tp.tensor(a).topk(3, dim=1)
+    assert np.allclose(r.values.numpy(), -np.sort(-a, axis=1)[:, :3])
+    n = tp.tensor([1.0, float("nan"), 3.0]).topk(2)
+    assert np.isnan(n.values.tolist()[0]) and n.values.tolist()[1] == 3.0
+    assert n.indices.tolist() == [1, 2]
+
+
+def test_topk_out_of_range_k_eager_and_fake():
+    with pytest.raises(RuntimeError, match="selected index k out of range"):
+        tp.ones(3).topk(4)
+    with pytest.raises(RuntimeError, match="selected index k out of range"):
+        tp.ones(3).topk(-1)
+    with pytest.raises(RuntimeError, match="selected index k out of range"):
+        tp.ones(2, 3, device="meta").topk(3, dim=0)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        tp.ones(2, 3).topk(1, dim=2)
+    m = tp.ones(2, 5, device="meta").topk(2)
+    assert m.values.shape == (2, 2) and m.indices.dtype is tp.int64
+
+
+def test_topk_backward_and_compile_and_opcheck():
+    x = tp.tensor([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]], requires_grad=True)
+    (x.topk(2).values * tp.tensor([1.0, 10.0])).sum().backward()
+    assert x.grad.tolist() == [[1.0, 0.0, 10.0], [0.0, 1.0, 10.0]]
+    y = tp.randn(3, 4)
+    got = tp.compile(lambda t: t.topk(2, dim=0))(y)
+    assert type(got) is tp.return_types.topk
+    assert got.values.tolist() == y.topk(2, dim=0).values.tolist()
+    assert lib.opcheck(tp.ops.tp.topk, (tp.randn(3, 4), 2)) == {}

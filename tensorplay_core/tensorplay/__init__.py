@@ -119,6 +119,12 @@ def sort(input, dim=-1, descending=False, *, stable=False):
     return input.sort(dim, descending, stable=stable)
 
 
+def topk(input, k, dim=-1, largest=True, sorted=True):   # noqa: A002 - torch's names
+    """``(values, indices)`` of the ``k`` largest (or smallest) elements along ``dim`` (same as
+    ``torch.topk``; see ``Tensor.topk``)."""
+    return input.topk(k, dim, largest, sorted)
+
+
 def argsort(input, dim=-1, descending=False, *, stable=False):
     """Indices sorting ``input`` along ``dim`` (same as ``torch.argsort``)."""
     return input.argsort(dim, descending, stable=stable)
@@ -197,7 +203,7 @@ __all__ = [
     "amin", "softmax", "log_softmax", "reshape", "permute", "transpose", "unsqueeze", "squeeze",
     "clamp", "allclose", "is_tensor", "compile", "isnan", "isinf", "isfinite", "floor", "ceil",
     "round", "prod", "cumsum", "all", "any", "max", "min", "argmax", "argmin", "sort",
-    "argsort", "gather", "scatter_add", "return_types",
+    "argsort", "topk", "gather", "scatter_add", "return_types",
     "autograd", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
     "fake", "library", "ops", "plugins", "errors",
 ]

@@ -833,6 +833,14 @@ class Tensor:
         from . import return_types
         return return_types.sort(*_O.sort(self, dim, descending, stable=stable))
 
+    def topk(self, k, dim=-1, largest=True, sorted=True):   # noqa: A002 - torch's name
+        """``(values, indices)`` of the ``k`` largest (``largest=False``: smallest) elements
+        along ``dim`` (``tensorplay.return_types.topk``; indices int64), as ``torch.topk``.
+        Results come sorted (largest first; smallest first with ``largest=False``); NaN counts
+        as the largest value. ``RuntimeError`` unless ``0 <= k <= size of dim``."""
+        from . import return_types
+        return return_types.topk(*_O.topk(self, k, dim, largest, sorted))
+
     def argsort(self, dim=-1, descending=False, *, stable=False):
         """The indices that sort ``self`` along ``dim`` (int64), as ``torch.argsort``."""
         return _O.argsort(self, dim, descending, stable=stable)
