@@ -551,7 +551,7 @@ def _cmd_check(args) -> int:
         if args.quiet:
             return
         verdict = {"passed": "ok", "failed": "FAIL", "error": "ERROR",
-                   "skipped": "N/A"}[r.status]
+                   "skipped": "n/a"}[r.status]
         extra = f": {r.message.splitlines()[0]}" if r.status == "skipped" and r.message else ""
         _err(f"[{n_jobs[0]}] {r.op} on {r.device} ({_short_kernel(r.kernel) or '-'}) "
              f"[{r.sample or '-'}]: {verdict}{extra} ({r.seconds * 1e3:.0f} ms)")
