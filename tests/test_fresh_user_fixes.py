@@ -347,3 +347,20 @@ def test_topk_backward_and_compile_and_opcheck():
     assert type(got) is tp.return_types.topk
     assert got.values.tolist() == y.topk(2, dim=0).values.tolist()
     assert lib.opcheck(tp.ops.tp.topk, (tp.randn(3, 4), 2)) == {}
+
+
+@lib.custom_op("fix_nt::dict_fake", mutates_args=())
+def dict_fake(x: Tensor) -> Tensor:
+    return x * 2
+
+
+@dict_fake.register_fake
+def _(x):
+    return {"a": x.new_empty(x.shape)}     # wrong on purpose: not what the schema declares
+
+
+def test_compile_error_names_the_op_whose_output_the_capture_could_not_follow():
+    from tensorplay.errors import CompileError
+    for fn in (lambda t: dict_fake(t)["a"], lambda t: dict_fake(t)["a"] + 1):
+        with pytest.raises(CompileError, match=r"fix_nt::dict_fake returned inside a dict"):
+            tp.compile(fn)(tp.ones(2))

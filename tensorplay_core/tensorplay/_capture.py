@@ -463,12 +463,19 @@ class _Capture:
             return v
         if x._data is None:
             origin = self.escaped.get(id(x))
+            if origin is None and self.escaped:
+                # not that very tensor, but one computed from it (ops on untracked fakes
+                # give untracked fakes): the escaped output is still the cause
+                origin = next(iter(self.escaped.values()))
+                how = "that was computed from what"
+            else:
+                how = "that"
             if origin is not None:
                 raise CompileError(
-                    f"{self.api()}: {op_name} got a fake tensor (shape {tuple(x._shape)}) that "
-                    f"{origin[0]} returned inside a {origin[1]}, which the capture cannot "
-                    f"follow. A custom op must return a Tensor, or a tuple/list of Tensors, as "
-                    f"its schema declares.")
+                    f"{self.api()}: {op_name} got a fake tensor (shape {tuple(x._shape)}) "
+                    f"{how} {origin[0]} returned inside a {origin[1]}, which the capture "
+                    f"cannot follow. A custom op (and its fake kernel) must return a Tensor, "
+                    f"or a tuple/list of Tensors, as its schema declares.")
             raise CompileError(
                 f"{self.api()}: {op_name} got a fake/meta tensor (shape {tuple(x._shape)}) that "
                 f"is not part of the captured graph. Compiled functions take real tensors; "
