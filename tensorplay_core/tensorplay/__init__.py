@@ -27,6 +27,7 @@ from ._factories import (arange, as_tensor, cat, empty, empty_like, eye, from_dl
                          zeros, zeros_like)
 from . import autograd  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
+from .autograd.grad_mode import inference_mode  # noqa: E402
 from . import fake, library, ops, return_types  # noqa: E402
 from . import plugins  # noqa: E402
 
@@ -118,6 +119,12 @@ def sort(input, dim=-1, descending=False, *, stable=False):
     return input.sort(dim, descending, stable=stable)
 
 
+def topk(input, k, dim=-1, largest=True, sorted=True):   # noqa: A002 - torch's names
+    """``(values, indices)`` of the ``k`` largest (or smallest) elements along ``dim`` (same as
+    ``torch.topk``; see ``Tensor.topk``)."""
+    return input.topk(k, dim, largest, sorted)
+
+
 def argsort(input, dim=-1, descending=False, *, stable=False):
     """Indices sorting ``input`` along ``dim`` (same as ``torch.argsort``)."""
     return input.argsort(dim, descending, stable=stable)
@@ -196,8 +203,8 @@ __all__ = [
     "amin", "softmax", "log_softmax", "reshape", "permute", "transpose", "unsqueeze", "squeeze",
     "clamp", "allclose", "is_tensor", "compile", "isnan", "isinf", "isfinite", "floor", "ceil",
     "round", "prod", "cumsum", "all", "any", "max", "min", "argmax", "argmin", "sort",
-    "argsort", "gather", "scatter_add", "return_types",
-    "autograd", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+    "argsort", "topk", "gather", "scatter_add", "return_types",
+    "autograd", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
     "fake", "library", "ops", "plugins", "errors",
 ]
 

@@ -113,7 +113,7 @@ class ArrayBackend:
         nd = arr.dtype
         r = self._dtype_cache.get(nd)
         if r is None:
-            r = _dtype.as_dtype(nd.name)
+            r = _dtype.from_name(nd.name, nd)
             self._dtype_cache[nd] = r
         return r
 

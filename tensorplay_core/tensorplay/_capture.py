@@ -441,6 +441,7 @@ class _Capture:
         self.storages: dict = {}      # id(real storage) -> fake storage (constants)
         self.const_of: dict = {}      # id(real tensor) -> const Value
         self.keep: list = []          # real constants kept alive while capturing
+        self.escaped: dict = {}       # id(fake) -> (op name, container) the capture can't walk
 
     def api(self) -> str:
         return f"tensorplay.compile({self.fn_name})"
@@ -461,6 +462,20 @@ class _Capture:
                     f"function in globals; pass them as arguments.")
             return v
         if x._data is None:
+            origin = self.escaped.get(id(x))
+            if origin is None and self.escaped:
+                # not that very tensor, but one computed from it (ops on untracked fakes
+                # give untracked fakes): the escaped output is still the cause
+                origin = next(iter(self.escaped.values()))
+                how = "that was computed from what"
+            else:
+                how = "that"
+            if origin is not None:
+                raise CompileError(
+                    f"{self.api()}: {op_name} got a fake tensor (shape {tuple(x._shape)}) "
+                    f"{how} {origin[0]} returned inside a {origin[1]}, which the capture "
+                    f"cannot follow. A custom op (and its fake kernel) must return a Tensor, "
+                    f"or a tuple/list of Tensors, as its schema declares.")
             raise CompileError(
                 f"{self.api()}: {op_name} got a fake/meta tensor (shape {tuple(x._shape)}) that "
                 f"is not part of the captured graph. Compiled functions take real tensors; "
@@ -612,16 +627,42 @@ def record_call(op, args, kwargs):
             v = Value(ctx.graph, "node", f, requires_grad=out_rg and f._dtype.is_floating_point)
             node.outputs.append(v)
             return v, _new_capture_tensor(v, f)
-        if isinstance(f, (list, tuple)) and type(f) in (list, tuple):
+        if isinstance(f, (list, tuple)):
+            # lists, tuples and named tuples (a composite body returning x.max(dim=0) gives a
+            # tensorplay.return_types.max): the graph keeps plain sequences of values, the
+            # function being captured gets the same container type back
             pairs = [wrap(y) for y in f]
             vs = [p[0] for p in pairs]
             ts = [p[1] for p in pairs]
-            return (vs, ts) if type(f) is list else (tuple(vs), tuple(ts))
+            if isinstance(f, list):
+                return vs, ts
+            if hasattr(f, "_fields"):
+                return tuple(vs), type(f)(*ts)
+            return tuple(vs), tuple(ts)
+        _note_escapes(ctx, f, op.name)
         return f, f
 
     res, ret = wrap(fout)
     node.result = res
     return ret
+
+
+def _note_escapes(ctx, x, op_name):
+    """Remember fake tensors an op's fake run returned inside a structure the capture does not
+    walk (not a Tensor, list or tuple): if one reaches the graph later, the error names the op."""
+    seen = 0
+    todo = [x]
+    while todo and seen < 1000:
+        y = todo.pop()
+        seen += 1
+        if isinstance(y, Tensor):
+            if y._data is None and y._capture is None:
+                ctx.escaped[id(y)] = (op_name, type(x).__name__)
+                ctx.keep.append(y)
+        elif isinstance(y, dict):
+            todo.extend(y.values())
+        elif isinstance(y, (list, tuple, set, frozenset)):
+            todo.extend(y)
 
 
 def _to_fake(x):

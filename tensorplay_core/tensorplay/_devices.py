@@ -122,7 +122,7 @@ def device_hint(device_type: str) -> str:
                     f"TENSORPLAY_PLUGINS/TENSORPLAY_DISABLE_PLUGINS; remove it from the block-list "
                     f"(or add it to the allow-list) before importing tensorplay. ")
         return (f"Plugin {rec.label}, which provides it, failed to load: "
-                f"{type(rec.error).__name__}: {rec.error}. Fix: {rec.fix} ")
+                f"{type(rec.error).__name__}: {str(rec.error).rstrip().rstrip('.')}. Fix: {rec.fix} ")
     if device_type in providers:
         return ""
     dist = KNOWN_DEVICE_DISTS.get(device_type)

@@ -81,9 +81,11 @@ def set_default_dtype(d: DType) -> None:
 
 
 def as_dtype(x) -> DType:
-    """Turn ``x`` (a DType, a name such as ``"float32"``, a backend dtype such as
-    ``numpy.dtype('float32')``, or Python's ``float``/``int``/``bool`` meaning float64/int64/bool
-    as in torch) into a DType. Raises ``TypeError`` naming ``x`` otherwise."""
+    """Turn a ``dtype=`` argument into a DType: a DType, a backend dtype such as
+    ``numpy.dtype('float32')``, or Python's ``float``/``int``/``bool`` meaning
+    float64/int64/bool as in torch. A string (``"float32"``) is refused with ``TypeError``, as
+    torch refuses it (write ``tensorplay.float32``); ``TypeError`` naming ``x`` for anything
+    else. (Internal code that holds a dtype's name uses ``from_name``.)"""
     if isinstance(x, DType):
         return x
     if x is float:      # Python's float is a double: torch maps it to float64 too
@@ -92,13 +94,22 @@ def as_dtype(x) -> DType:
         return int64
     if x is _builtin_bool:
         return bool
-    name = x if isinstance(x, str) else getattr(x, "name", None) or str(x)
+    if isinstance(x, str):
+        good = f"tensorplay.{x}" if x in _BY_NAME else "tensorplay.float32"
+        raise TypeError(
+            f"tensorplay: dtype must be a tensorplay.dtype such as {good}, not the string "
+            f"{x!r} (strings are not dtypes, as in torch); write dtype={good}")
+    return from_name(getattr(x, "name", None) or str(x), x)
+
+
+def from_name(name: str, shown=None) -> DType:
+    """The DType named ``name`` (``"float32"``, ``"bfloat16"``, ...); ``TypeError`` otherwise."""
     try:
         return _BY_NAME[name]
     except (KeyError, TypeError):
         raise TypeError(
-            f"tensorplay.dtype: cannot interpret {x!r} as a dtype; expected one of "
-            f"{sorted(k for k in _BY_NAME)}") from None
+            f"tensorplay.dtype: cannot interpret {name if shown is None else shown!r} as a "
+            f"dtype; expected one of {sorted(k for k in _BY_NAME)}") from None
 
 
 def _category(d: DType) -> int:

@@ -280,7 +280,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False):
         return _finish(out, requires_grad)
     native_like = hasattr(data, "dtype") and hasattr(data, "shape")
     dt = _dtype.as_dtype(dtype) if dtype is not None else (
-        _dtype.as_dtype(str(data.dtype)) if native_like else _infer_dtype(data))
+        _dtype.as_dtype(data.dtype) if native_like else _infer_dtype(data))
     if _dispatch._state.mode == "meta":
         from .fake import make_fake
         if not native_like:

@@ -64,9 +64,41 @@ def reserved_error(api: str, what: str) -> ValueError:
 
 
 def check_not_builtin(op, api: str) -> None:
-    """Refuse a user registration on a built-in op (registration time only)."""
+    """Refuse a user registration on a built-in op, or on a handle whose op was redefined
+    (registration time only)."""
     if op.is_builtin or op.namespace == RESERVED_NAMESPACE:
         raise reserved_error(api, f"{op.name!r} is a built-in operator; it")
+    new = getattr(op, "_replaced_by", None)
+    if new is not None:
+        raise RuntimeError(
+            f"{api}: this handle is a replaced definition of {op.name!r} (from "
+            f"{getattr(op, '_where', '?')}); the op was redefined at "
+            f"{getattr(new, '_where', '?')}. Calls of this handle run the current definition, "
+            f"but registrations must go to it: use the new handle, or tensorplay.ops."
+            f"{op.namespace}.{op._opname}, or tensorplay.library.register_*({op.name!r}, ...).")
+
+
+def forward_replaced(old, new) -> None:
+    """``old`` was redefined as ``new`` (``custom_op`` from the same module): calls of the old
+    handle run the current definition, as ``tensorplay.ops.ns.op`` does. The old record gets a
+    class whose ``__call__`` forwards to ``new`` (definition time only: the live op's generated
+    call path is untouched); ``restore_replaced`` undoes it when ``new`` is unregistered."""
+    old._replaced_by = new
+    live = type(old)
+    old._live_class = live
+
+    def __call__(self, *args, **kwargs):
+        return self._replaced_by(*args, **kwargs)
+    old.__class__ = type(live.__name__, (live,), {"__call__": __call__, "_forwarding": True})
+
+
+def restore_replaced(op) -> None:
+    """``op`` is the current definition again: its own generated call path comes back."""
+    op._replaced_by = None
+    live = getattr(op, "_live_class", None)
+    if live is not None:
+        op.__class__ = live
+        op._live_class = None
 
 _COMPOSITE = {"compositeexplicitautograd", "compositeimplicitautograd", "default",
               "compositeexplicitautogradnonfunctional"}
@@ -698,7 +730,7 @@ def unregister_op(op: CustomOpDef) -> None:
         if cur is op:
             if prev is not None:
                 _OPS[op.name] = prev
-                prev._replaced_by = None
+                restore_replaced(prev)
             else:
                 del _OPS[op.name]
         else:

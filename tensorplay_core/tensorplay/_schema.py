@@ -241,7 +241,7 @@ def _convert_scalar(base: str, v: Any, optional: bool, what: str) -> Any:
     elif base == "ScalarType":
         if isinstance(v, (_dtype.DType, _Bare)) or _is_dtype_like(v):
             try:
-                return _dtype.as_dtype(str(v) if isinstance(v, _Bare) else v)
+                return _dtype.from_name(str(v)) if isinstance(v, _Bare) else _dtype.as_dtype(v)
             except TypeError:
                 raise SchemaError(f"{what}: {str(v)!r} is not a dtype name "
                                   f"(float16, float32, int64, ...)") from None

@@ -412,13 +412,14 @@ class Tensor:
             elif isinstance(a, _dtype.DType):
                 dtype = a
             elif isinstance(a, type):      # float, numpy.float64, ...
-                dtype = _dtype.as_dtype(a if a in (float, int, bool) else a.__name__)
+                dtype = _dtype.as_dtype(a) if a in (float, int, bool) else \
+                    _dtype.from_name(a.__name__, a)
+            elif isinstance(a, str) and a in _dtype._BY_NAME:
+                _dtype.as_dtype(a)      # a dtype's name is not a dtype (torch): TypeError
             elif a is not None:
                 try:
-                    dtype = _dtype.as_dtype(a) if not isinstance(a, (str, Device, int)) or \
-                        (isinstance(a, str) and a in _dtype._BY_NAME) else dtype
-                    if isinstance(a, (str, Device, int)) and not (isinstance(a, str) and
-                                                                   a in _dtype._BY_NAME):
+                    dtype = _dtype.as_dtype(a) if not isinstance(a, (str, Device, int)) else dtype
+                    if isinstance(a, (str, Device, int)):
                         device = Device(a)
                 except TypeError:
                     device = Device(a)
@@ -859,6 +860,14 @@ class Tensor:
         sorts as the largest value; equal values keep their order (always stable)."""
         from . import return_types
         return return_types.sort(*_O.sort(self, dim, descending, stable=stable))
+
+    def topk(self, k, dim=-1, largest=True, sorted=True):   # noqa: A002 - torch's name
+        """``(values, indices)`` of the ``k`` largest (``largest=False``: smallest) elements
+        along ``dim`` (``tensorplay.return_types.topk``; indices int64), as ``torch.topk``.
+        Results come sorted (largest first; smallest first with ``largest=False``); NaN counts
+        as the largest value. ``RuntimeError`` unless ``0 <= k <= size of dim``."""
+        from . import return_types
+        return return_types.topk(*_O.topk(self, k, dim, largest, sorted))
 
     def argsort(self, dim=-1, descending=False, *, stable=False):
         """The indices that sort ``self`` along ``dim`` (int64), as ``torch.argsort``."""

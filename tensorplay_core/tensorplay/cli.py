@@ -428,6 +428,17 @@ def _cmd_ops(args) -> int:
     ops = _registry.all_ops()
     if args.namespace:
         ops = [o for o in ops if o.namespace in args.namespace]
+    if args.namespace:
+        # a namespace nothing is registered in is a mistake (a typo, a plugin that did not
+        # load): a usage error, exit 2 as for --plugins naming no installed plugin
+        have = {o.namespace for o in ops}
+        missing = [n for n in dict.fromkeys(args.namespace) if n not in have]
+        if missing:
+            known = sorted({o.namespace for o in _registry.all_ops()})
+            _err(f"tensorplay ops: no operators registered in namespace(s) "
+                 f"{', '.join(missing)} (namespaces: {', '.join(known) or 'none'}); check the "
+                 f"spelling, or `tensorplay plugins` for a plugin that failed to load")
+            return 2
     infos = [_op_info(o) for o in ops]
     if args.json_path:
         _write_json(infos, args.json_path)
@@ -495,9 +506,13 @@ def _cmd_check(args) -> int:
             t = d.partition(":")[0].lower()
             if t not in devices:
                 ok, why = plugins.device_status(t)
-                _err(f"tensorplay check: device {d!r} is not available: "
-                     f"{why or 'no plugin provides it'} (available: "
-                     f"{', '.join(devices) or 'none'})")
+                # the reason is a whole sentence that already names the device ("device 'tpu'
+                # is not available. No installed plugin provides ..."): say it once
+                why = " ".join((why or "").split()).rstrip(".")
+                if not why.startswith("device "):
+                    why = f"device {d!r} is not available: {why or 'no plugin provides it'}"
+                _err(f"tensorplay check: {why}. Available here: "
+                     f"{', '.join(devices) or 'none'}.")
                 return 1
             chosen.append(d)
         devices = chosen
@@ -517,7 +532,14 @@ def _cmd_check(args) -> int:
             hits = [n for n, o in known.items() if want in (n, o._opname)]
             if not hits:
                 avail = ", ".join(sorted(known)) or "none"
-                _err(f"tensorplay check: no plugin op named {want!r} (plugin ops: {avail})")
+                # a plugin that failed to load has no ops: its error is the real answer
+                broken = [f"plugin {r.dist} {r.version} ({r.name}) {r.status}: "
+                          f"{type(r.error).__name__}: {str(r.error).rstrip().rstrip('.')}"
+                          for r in recs if r.status != "loaded" and r.error is not None]
+                note = (f"; {'; '.join(broken)}. Fix the plugin so that it loads, then check "
+                        f"again") if broken else ""
+                _err(f"tensorplay check: no plugin op named {want!r} (plugin ops: {avail})"
+                     f"{note}")
                 return 1
             ops_filter.extend(h for h in hits if h not in ops_filter)
 
@@ -529,7 +551,7 @@ def _cmd_check(args) -> int:
         if args.quiet:
             return
         verdict = {"passed": "ok", "failed": "FAIL", "error": "ERROR",
-                   "skipped": "N/A"}[r.status]
+                   "skipped": "n/a"}[r.status]
         extra = f": {r.message.splitlines()[0]}" if r.status == "skipped" and r.message else ""
         _err(f"[{n_jobs[0]}] {r.op} on {r.device} ({_short_kernel(r.kernel) or '-'}) "
              f"[{r.sample or '-'}]: {verdict}{extra} ({r.seconds * 1e3:.0f} ms)")

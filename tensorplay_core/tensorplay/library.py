@@ -133,9 +133,9 @@ def _new_op(qualname, schema, mutates, keys, tags, module, where, api, *, is_tri
         if kernel is not None:
             # checks the signature (CASES C10) before anything becomes visible
             op.register_kernel(keys, kernel, _owner=op.plugin)
-        if old is not None:
-            old._replaced_by = op
         _registry.register_op(op)
+        if old is not None:
+            _registry.forward_replaced(old, op)
         if _registry._owner_stack:
             _registry._undo_log.append(_registry.RegistrationHandle(
                 lambda: _registry.unregister_op(op)))
@@ -232,7 +232,11 @@ def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None,
 
     Redefining ``name`` with ``custom_op`` from the module whose ``custom_op`` defined it
     replaces the op; the new record's ``version`` is one higher, so graphs compiled against the
-    old definition are rebuilt. Any other second definition (over an op made by ``define`` or a
+    old definition are rebuilt. The old handle (the ``CustomOpDef`` the first definition
+    returned) is not a separate op: calling it runs the current definition, exactly as
+    ``tensorplay.ops.ns.op`` does (an op is its name, as in torch), and registering on it
+    (``register_fake``/``register_autograd``/``register_kernel``) raises ``RuntimeError`` naming
+    the op and where it was redefined (register on the new handle). Any other second definition (over an op made by ``define`` or a
     ``Library``, or from another module) raises ``AlreadyDefinedError`` (a ``RuntimeError``, and
     a ``ValueError`` for older code) naming where the first came from.
     """

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-__all__ = ["max", "min", "sort"]
+__all__ = ["max", "min", "sort", "topk"]
 
 max = namedtuple("max", ["values", "indices"])  # noqa: A001
 min = namedtuple("min", ["values", "indices"])  # noqa: A001
 sort = namedtuple("sort", ["values", "indices"])
-for _t in (max, min, sort):
+topk = namedtuple("topk", ["values", "indices"])
+for _t in (max, min, sort, topk):
     _t.__module__ = __name__
     _t.__qualname__ = _t.__name__
 del _t

@@ -635,6 +635,7 @@ def bind(xp, be) -> dict:
         _threshold_backward=_threshold_backward, _add_scaled_=_add_scaled_,
         _matmul_backward=_matmul_backward,
     )
+    kernels["topk"] = _topk(xp, be)
     return _quiet(kernels, be)
 
 
@@ -681,6 +682,28 @@ def _quiet(kernels: dict, be) -> dict:
             quiet._tp_quiet = (set_, reset, state)
             return quiet
     return {name: wrap(k) for name, k in kernels.items()}
+
+
+def _topk(xp, be):
+    """The ``topk`` kernel on ``xp``: a stable sort along the dim (descending for ``largest``:
+    NaN first, as torch counts NaN the largest), the first ``k`` positions, their values."""
+    take_along = getattr(xp, "take_along_axis", None) or be.np.take_along_axis
+    i64 = be.native_dtype(_dtype.int64)
+
+    def topk(x, k, dim=-1, largest=True, sorted=True):   # noqa: A002 - torch's name
+        n = x.shape[_shapes.wrap_dim(dim, x.ndim)] if x.ndim else 1
+        if k < 0 or k > n:      # the fake rule's check (_ops/sorting_topk.py), for eager calls
+            raise RuntimeError(f"topk(): selected index k out of range (k={k}, size of dim "
+                               f"{dim} is {n})")
+        if x.ndim == 0:
+            return xp.asarray(x, copy=True), xp.zeros((), dtype=i64)
+        d = _shapes.wrap_dim(dim, x.ndim)
+        order = xp.argsort(x, axis=d, descending=bool(largest), stable=True)
+        sl = [slice(None)] * x.ndim
+        sl[d] = slice(0, k)
+        idx = order[tuple(sl)]
+        return take_along(x, idx, axis=d), xp.astype(idx, i64)
+    return topk
 
 
 __all__ = ["bind", "math"]

@@ -6,5 +6,6 @@ Importing this package defines every built-in op; array kernels are attached per
 
 from ._define import BUILTINS, defop, install_backend, ops
 from . import elementwise, reduction, linalg, nn, shape, views, copy, creation, indexing  # noqa: F401
+from . import sorting_topk  # noqa: F401
 
 __all__ = ["BUILTINS", "defop", "install_backend", "ops"]

@@ -1,4 +1,5 @@
-"""Grad mode: ``no_grad``, ``enable_grad``, ``set_grad_enabled``, ``is_grad_enabled``.
+"""Grad mode: ``no_grad``, ``enable_grad``, ``set_grad_enabled``, ``is_grad_enabled``,
+``inference_mode``.
 
 Grad mode is per thread, as in torch: each thread starts with grad enabled, and entering
 ``no_grad`` in one thread (or running a backward there) never changes what another thread sees.
@@ -78,3 +79,37 @@ class enable_grad(_GradModeCtx):
     """Enable graph recording in the calling thread inside the block or decorated function
     (same as ``torch.enable_grad``; other threads are not affected)."""
     mode = True
+
+
+class inference_mode(_GradModeCtx):
+    """``inference_mode(mode=True)``: for tensorplay, the same as ``no_grad`` -- inside the block
+    or decorated function no graph is recorded in the calling thread. Usable as a context
+    manager (``with tensorplay.inference_mode():``) and as a decorator, with or without
+    parentheses (``@tensorplay.inference_mode`` / ``@tensorplay.inference_mode()``), like
+    ``torch.inference_mode``. ``mode=False`` leaves grad mode as it is. Tensors made inside are
+    ordinary tensors: torch's extra restrictions on "inference tensors" (no version counter, no
+    use in autograd afterwards) are not modelled, so code written for torch runs unchanged."""
+
+    def __new__(cls, mode=True):
+        if callable(mode) and not isinstance(mode, bool):   # bare @inference_mode
+            return cls()(mode)
+        return super().__new__(cls)
+
+    def __init__(self, mode: bool = True):
+        self._inference = bool(mode)
+
+    def __enter__(self):
+        g = _state.__dict__
+        self.prev = g["enabled"]
+        if self._inference:
+            g["enabled"] = False
+        return self
+
+    def __call__(self, fn):
+        mode = self._inference
+
+        @functools.wraps(fn)
+        def wrapper(*a, **k):
+            with inference_mode(mode):
+                return fn(*a, **k)
+        return wrapper

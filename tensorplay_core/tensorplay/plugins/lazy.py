@@ -76,7 +76,8 @@ def _import_lazy(op, key, ep_name, target, rec, stand_in):
         _trace("lazy kernel %s = %s of %s failed: %s", ep_name, target, rec.label, e)
         raise DispatchError(
             f"{op._api()}: the {key} kernel {target!r} declared by plugin {rec.label} (entry point "
-            f"{ep_name!r} in group {KERNEL_GROUP!r}) could not be loaded: {type(e).__name__}: {e}. "
+            f"{ep_name!r} in group {KERNEL_GROUP!r}) could not be loaded: {type(e).__name__}: "
+            f"{str(e).rstrip().rstrip('.')}. "
             f"Fix: reinstall {rec.dist} (pip install --force-reinstall {rec.dist}), or correct "
             f"that entry point.") from e
     _trace("lazy kernel %s = %s of %s imported in %.2f ms", ep_name, target, rec.label,

@@ -71,7 +71,7 @@ def op_failure_hint(qualname: str) -> str | None:
         return (f"plugin {rec.label}, which may provide it, is blocked by TENSORPLAY_PLUGINS/"
                 f"TENSORPLAY_DISABLE_PLUGINS")
     return (f"plugin {rec.label}, which provides it, failed to load: "
-            f"{type(rec.error).__name__}: {rec.error}. Fix: {_fix_hint(rec)}")
+            f"{type(rec.error).__name__}: {str(rec.error).rstrip().rstrip('.')}. Fix: {_fix_hint(rec)}")
 
 
 def records() -> list:
@@ -157,7 +157,7 @@ def plugin_ops(name: str) -> list:
     if rec.status != "loaded":
         raise PluginError(
             f"plugin {rec.label} is {rec.status}"
-            + (f": {type(rec.error).__name__}: {rec.error}. Fix: {_fix_hint(rec)}"
+            + (f": {type(rec.error).__name__}: {str(rec.error).rstrip().rstrip('.')}. Fix: {_fix_hint(rec)}"
                if rec.error is not None else
                "; remove it from TENSORPLAY_DISABLE_PLUGINS / add it to TENSORPLAY_PLUGINS.")) \
             from rec.error
@@ -197,11 +197,14 @@ def sample_inputs(op, device) -> list:
                     f"{rec.value}.") from e
             if res is None:
                 continue
-            try:
-                items = list(res)
-            except TypeError:
-                raise PluginError(f"plugin {rec.label}: hook tensorplay_sample_inputs returned "
-                                  f"{res!r}; expected a list of SampleInput or None") from None
+            # a list/tuple only: anything else iterable (a Tensor iterates its rows) would
+            # silently become bogus samples
+            if not isinstance(res, (list, tuple)):
+                raise PluginError(
+                    f"plugin {rec.label}: hook tensorplay_sample_inputs(op={op.name}, "
+                    f"device={device}) returned a {type(res).__module__}.{type(res).__qualname__}"
+                    f"; expected None or a list of SampleInput. Fix the hook in {rec.value}.")
+            items = list(res)
             for i, s in enumerate(items):
                 if isinstance(s, SampleInput):
                     out.append(s if s.name else SampleInput(s.args, s.kwargs, f"{rec.dist}#{i}"))

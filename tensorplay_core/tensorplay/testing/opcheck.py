@@ -571,7 +571,7 @@ _GRAPH_HINT = ("kernel breaks the autograd graph (e.g. computes with numpy / .nu
 
 def _test_autograd(op, args, kwargs, atol, rtol):
     from ..autograd import api as _api
-    from ..autograd.grad_mode import enable_grad
+    from ..autograd.grad_mode import enable_grad, no_grad
     from .. import _factories
     T = _T()
     if _mutated(op):
@@ -581,12 +581,41 @@ def _test_autograd(op, args, kwargs, atol, rtol):
     diff = [(label, t) for label, t, _ in _named_tensors(op, a, k) if t.dtype.is_floating_point]
     if not diff:
         raise _Skip("no floating-point tensor inputs")
+    # The plain run (no input requires grad, grad mode off) says which outputs exist: an op none
+    # of whose outputs is floating has nothing differentiable (integer/bool outputs are exempt),
+    # so a kernel reading its inputs with .numpy() is correct and the check does not apply.
+    plain_ok = False
+    try:
+        pa, pk = _clone_inputs(args, kwargs, requires_grad=False)
+        with no_grad():
+            plain = op(*pa, **pk)
+        plain_ok = True
+    except Exception:   # noqa: BLE001 - the run with grad below reports the failure
+        pass
+    if plain_ok and not any(isinstance(v, T) and v.dtype.is_floating_point
+                            for _, v in _flat_outputs(plain)):
+        raise _Skip("no floating-point tensor outputs (from the plain run): nothing is "
+                    "differentiable, integer/bool outputs are exempt")
     for _, t in diff:
         t.requires_grad_(True)
     with enable_grad():
         try:
             out = op(*a, **k)
         except Exception as e:
+            if plain_ok:
+                # it runs without grad and fails only because its inputs require grad
+                raise _Fail(
+                    f"the kernel leaves the autograd graph: it runs on the sample without grad, "
+                    f"but with inputs that require grad ({', '.join(lbl for lbl, _ in diff)}) "
+                    f"it raised {type(e).__name__}: {str(e).rstrip('.')}. A kernel that calls "
+                    f".numpy()/.tolist()/.item() on such inputs breaks the autograd graph unless "
+                    f"the op has a backward formula. Fix: "
+                    f"register one with {op._opname}"
+                    f".register_autograd(backward, setup_context=...) and read the inputs "
+                    f"with x.detach().numpy() inside the kernel (or compute with tensorplay "
+                    f"ops); if the op is not differentiable, mark its outputs "
+                    f"non-differentiable (register_autograd with a setup_context calling "
+                    f"ctx.mark_non_differentiable(*outputs))") from e
             raise _Fail(f"calling the op with inputs that require grad raised "
                         f"{type(e).__name__}: {str(e).rstrip('.')}. (A kernel that calls "
                         f".numpy()/.tolist()/.item() on its inputs or detaches them breaks the "
