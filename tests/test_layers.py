@@ -35,7 +35,7 @@ def _run(cwd: Path, pythonpath: Path | None = None) -> subprocess.CompletedProce
     env = dict(os.environ)
     if pythonpath is not None:   # the copy shadows the installed (editable) tensorplay
         env["PYTHONPATH"] = os.pathsep.join([str(pythonpath), env.get("PYTHONPATH", "")])
-    return subprocess.run([_lint_imports(), "--no-cache", "--no-logo", "pyproject.toml"],
+    return subprocess.run([_lint_imports(), "--no-cache", "--no-logo", "--config", "pyproject.toml"],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=300,
                           check=False)
 
