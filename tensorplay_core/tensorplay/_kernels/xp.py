@@ -619,10 +619,11 @@ def bind(xp, be) -> dict:
 
     # floating array with an array of its dtype or a Python number: these kernels are exactly
     # the ufunc there (_prep changes nothing); the generated adapters call it directly
-    add._tp_float_ufunc = xp.add
-    sub._tp_float_ufunc = xp.subtract
-    mul._tp_float_ufunc = xp.multiply
-    div._tp_float_ufunc = xp.divide
+    if not _legacy:   # NumPy < 2: a 0-dim array with a Python number needs _prep (see _weak)
+        add._tp_float_ufunc = xp.add
+        sub._tp_float_ufunc = xp.subtract
+        mul._tp_float_ufunc = xp.multiply
+        div._tp_float_ufunc = xp.divide
 
     kernels = dict(
         add=add, sub=sub, rsub=rsub, mul=mul, div=div, rdiv=rdiv, pow=pow, rpow=rpow,
@@ -676,27 +677,31 @@ def _quiet(kernels: dict, be) -> dict:
         state = _make_extobj(all="ignore")
         set_, reset = _extobj_contextvar.set, _extobj_contextvar.reset
     except (ImportError, AttributeError, TypeError):
+        # NumPy < 2: an errstate entered and left by hand (its settings are thread-local there),
+        # the same (set, reset, state) shape, so tensor() and the adapters silence it too
         errstate = np_mod.errstate
+        state = {"all": "ignore"}
 
-        def wrap(k):
-            def quiet(*args, **kwargs):
-                with errstate(all="ignore"):
-                    return k(*args, **kwargs)
-            quiet.__wrapped__ = k
-            return quiet
-    else:
-        def wrap(k):
-            def quiet(*args, **kwargs):
-                token = set_(state)
-                try:
-                    return k(*args, **kwargs)
-                finally:
-                    reset(token)
-            quiet.__wrapped__ = k
-            # the generated adapters (_ops/_define.make_adapter) inline these two writes around
-            # the unwrapped kernel instead of calling through this wrapper (one frame less)
-            quiet._tp_quiet = (set_, reset, state)
-            return quiet
+        def set_(st):
+            cm = errstate(**st)
+            cm.__enter__()
+            return cm
+
+        def reset(cm):
+            cm.__exit__(None, None, None)
+
+    def wrap(k):
+        def quiet(*args, **kwargs):
+            token = set_(state)
+            try:
+                return k(*args, **kwargs)
+            finally:
+                reset(token)
+        quiet.__wrapped__ = k
+        # the generated adapters (_ops/_define.make_adapter) inline these two writes around
+        # the unwrapped kernel instead of calling through this wrapper (one frame less)
+        quiet._tp_quiet = (set_, reset, state)
+        return quiet
     return {name: wrap(k) for name, k in kernels.items()}
 
 
