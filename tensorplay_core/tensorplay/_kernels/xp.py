@@ -230,7 +230,7 @@ def bind(xp, be) -> dict:
             return xp.where(x <= 0, xp.zeros_like(x), x)
         # maximum propagates NaN (torch's clamp_min(0) semantics) and gives +0 for -0.0; a
         # `where` on a random sign mask is ~15x slower on NumPy (branch mispredictions)
-        return xp.maximum(x, _weak(0, x))
+        return xp.maximum(x, _weak(0, x) if _legacy else 0)
 
     def rsqrt(x):
         x = _fl(x)
@@ -286,7 +286,7 @@ def bind(xp, be) -> dict:
         axis = None if not dim or not x.ndim else tuple(dim)
         if x.size == 0:   # NaN like torch, without NumPy's "Mean of empty slice" warning
             r = xp.sum(x, axis=axis, keepdims=keepdim)
-            return r * _weak(math.nan, r)
+            return r * (_weak(math.nan, r) if _legacy else math.nan)
         # sum / count, as numpy.mean computes it (float16 sums in float32), without its
         # Python-level bookkeeping (~2 us per call)
         if axis is None:
@@ -301,7 +301,7 @@ def bind(xp, be) -> dict:
                              x.dtype)
         r = _rows_sum(x, axis, keepdim) / n
         # a NumPy scalar (axis=None) or 0-dim sum over an int is float64 on NumPy < 2
-        return r if r.dtype == x.dtype else xp.astype(r, x.dtype)
+        return xp.astype(r, x.dtype) if _legacy and r.dtype != x.dtype else r
 
     def amax(x, dim=(), keepdim=False):
         if x.size == 0:   # the fake rule's check: torch's error on every device
