@@ -32,6 +32,19 @@ def bind(xp, be) -> dict:
     rdt = _shapes.binary_result_dtype
     wrapped = _shapes._wrapped_dtype
     _small_int = {}
+    # NumPy < 2 (no NEP 50) treats a 0-dim array like a scalar: with a Python number both are
+    # promoted by category to the default dtype (0-dim float32 * 2.5 -> float64). There the
+    # number becomes a 0-dim array of the operand's dtype first, so results do not depend on the
+    # NumPy version; NumPy >= 2 and CuPy keep Python numbers weak, as torch does.
+    _np_mod = be.np
+    _legacy = (getattr(_np_mod, "__name__", "") == "numpy"
+               and int(_np_mod.__version__.split(".")[0]) < 2)
+
+    def _weak(b, a):
+        """``b`` (Python number) as NumPy >= 2 combines it with the array ``a``."""
+        if _legacy and not a.ndim:
+            return xp.asarray(b, dtype=a.dtype)
+        return b
 
     def _int_scalar(b, t):
         # NumPy 2 refuses a Python int outside the array dtype's range; torch wraps it around
@@ -52,7 +65,7 @@ def bind(xp, be) -> dict:
         bc = b.__class__
         if bc is float or bc is int:
             if a.dtype.kind == "f":
-                return a, b
+                return a, (_weak(b, a) if _legacy else b)
         elif a.dtype is getattr(b, "dtype", None) and (not floating or a.dtype.kind == "f"):
             return a, b
         da = dt_of(a)
@@ -64,7 +77,7 @@ def bind(xp, be) -> dict:
                 a = xp.astype(a, nd(t))
             if b.__class__ is int and t._kind == "i" and t is not _dtype.int64:
                 b = _int_scalar(b, t)
-            return a, b
+            return a, (_weak(b, a) if _legacy and b.__class__ in (int, float) else b)
         db = dt_of(b)
         t = rdt(da, 2 if a.ndim else 1, db, 2 if b.ndim else 1)
         if floating and not t.is_floating_point:
@@ -217,7 +230,7 @@ def bind(xp, be) -> dict:
             return xp.where(x <= 0, xp.zeros_like(x), x)
         # maximum propagates NaN (torch's clamp_min(0) semantics) and gives +0 for -0.0; a
         # `where` on a random sign mask is ~15x slower on NumPy (branch mispredictions)
-        return xp.maximum(x, 0)
+        return xp.maximum(x, _weak(0, x) if _legacy else 0)
 
     def rsqrt(x):
         x = _fl(x)
@@ -272,7 +285,8 @@ def bind(xp, be) -> dict:
                                f"with .float() first")
         axis = None if not dim or not x.ndim else tuple(dim)
         if x.size == 0:   # NaN like torch, without NumPy's "Mean of empty slice" warning
-            return xp.sum(x, axis=axis, keepdims=keepdim) * math.nan
+            r = xp.sum(x, axis=axis, keepdims=keepdim)
+            return r * (_weak(math.nan, r) if _legacy else math.nan)
         # sum / count, as numpy.mean computes it (float16 sums in float32), without its
         # Python-level bookkeeping (~2 us per call)
         if axis is None:
@@ -285,7 +299,9 @@ def bind(xp, be) -> dict:
         if x.dtype.itemsize < 4:
             return xp.astype(x.sum(axis=axis, keepdims=keepdim, dtype=nd(_dtype.float32)) / n,
                              x.dtype)
-        return _rows_sum(x, axis, keepdim) / n
+        r = _rows_sum(x, axis, keepdim) / n
+        # a NumPy scalar (axis=None) or 0-dim sum over an int is float64 on NumPy < 2
+        return xp.astype(r, x.dtype) if _legacy and r.dtype != x.dtype else r
 
     def amax(x, dim=(), keepdim=False):
         if x.size == 0:   # the fake rule's check: torch's error on every device
@@ -603,10 +619,11 @@ def bind(xp, be) -> dict:
 
     # floating array with an array of its dtype or a Python number: these kernels are exactly
     # the ufunc there (_prep changes nothing); the generated adapters call it directly
-    add._tp_float_ufunc = xp.add
-    sub._tp_float_ufunc = xp.subtract
-    mul._tp_float_ufunc = xp.multiply
-    div._tp_float_ufunc = xp.divide
+    if not _legacy:   # NumPy < 2: a 0-dim array with a Python number needs _prep (see _weak)
+        add._tp_float_ufunc = xp.add
+        sub._tp_float_ufunc = xp.subtract
+        mul._tp_float_ufunc = xp.multiply
+        div._tp_float_ufunc = xp.divide
 
     kernels = dict(
         add=add, sub=sub, rsub=rsub, mul=mul, div=div, rdiv=rdiv, pow=pow, rpow=rpow,
@@ -660,27 +677,31 @@ def _quiet(kernels: dict, be) -> dict:
         state = _make_extobj(all="ignore")
         set_, reset = _extobj_contextvar.set, _extobj_contextvar.reset
     except (ImportError, AttributeError, TypeError):
+        # NumPy < 2: an errstate entered and left by hand (its settings are thread-local there),
+        # the same (set, reset, state) shape, so tensor() and the adapters silence it too
         errstate = np_mod.errstate
+        state = {"all": "ignore"}
 
-        def wrap(k):
-            def quiet(*args, **kwargs):
-                with errstate(all="ignore"):
-                    return k(*args, **kwargs)
-            quiet.__wrapped__ = k
-            return quiet
-    else:
-        def wrap(k):
-            def quiet(*args, **kwargs):
-                token = set_(state)
-                try:
-                    return k(*args, **kwargs)
-                finally:
-                    reset(token)
-            quiet.__wrapped__ = k
-            # the generated adapters (_ops/_define.make_adapter) inline these two writes around
-            # the unwrapped kernel instead of calling through this wrapper (one frame less)
-            quiet._tp_quiet = (set_, reset, state)
-            return quiet
+        def set_(st):
+            cm = errstate(**st)
+            cm.__enter__()
+            return cm
+
+        def reset(cm):
+            cm.__exit__(None, None, None)
+
+    def wrap(k):
+        def quiet(*args, **kwargs):
+            token = set_(state)
+            try:
+                return k(*args, **kwargs)
+            finally:
+                reset(token)
+        quiet.__wrapped__ = k
+        # the generated adapters (_ops/_define.make_adapter) inline these two writes around
+        # the unwrapped kernel instead of calling through this wrapper (one frame less)
+        quiet._tp_quiet = (set_, reset, state)
+        return quiet
     return {name: wrap(k) for name, k in kernels.items()}
 
 

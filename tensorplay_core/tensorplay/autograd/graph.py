@@ -128,7 +128,7 @@ def _exclusive(g) -> bool:
             g._stride != _contiguous_strides(g._shape):
         return False
     if g._base is not None:
-        return _exclusive_view(g, st, data)
+        return _exclusive_view(g)
     if st.root is not data:
         return False
     # sys.getrefcount also counts its argument and our local name: storage -> g._storage +
@@ -136,10 +136,14 @@ def _exclusive(g) -> bool:
     return sys.getrefcount(st) <= 3 and sys.getrefcount(data) <= 4
 
 
-def _exclusive_view(g, st, data) -> bool:
+def _exclusive_view(g) -> bool:
     """``g`` is a dense view of all of a fresh tensor (a formula's ``dx.reshape(x.shape)``), and
     only ``g`` holds that tensor, its storage and its array: ``.grad`` may take it (torch's
     AccumulateGrad steals such a gradient too) instead of copying all of it."""
+    # st and data read here, not passed in: Python < 3.11 keeps a call's arguments on the
+    # caller's stack too (one reference more each), so the counts below would depend on it
+    st = g._storage
+    data = g._data
     base = g._base
     root = st.root
     if base._base is not None or base._data is not root or base._offset != 0 or \
