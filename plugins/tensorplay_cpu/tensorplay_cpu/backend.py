@@ -51,17 +51,7 @@ def _namespace():
     return ns
 
 
-def bfloat16_dtype(device_type: str):
-    """``numpy.dtype(ml_dtypes.bfloat16)``; raises ``TypeError`` naming the fix without it."""
-    try:
-        import ml_dtypes
-    except ImportError:
-        raise TypeError(f"{device_type}: bfloat16 needs the ml_dtypes package (pip install "
-                        f"ml_dtypes); use float16 or float32 meanwhile") from None
-    return np.dtype(ml_dtypes.bfloat16)
-
-
-class CPUBackend(ArrayBackend):
+class CPUBackend(lowp.Bfloat16Dtypes, ArrayBackend):
     device_type = "cpu"
     np = np
     xp = _namespace()
@@ -79,25 +69,6 @@ class CPUBackend(ArrayBackend):
         r = self._rng_
         if r is None:
             r = self._rng_ = np.random.default_rng()
-        return r
-
-    def native_dtype(self, dt):
-        r = self._native_cache.get(dt)
-        if r is None:
-            if dt.name == "bfloat16":
-                r = self._native_cache[dt] = bfloat16_dtype(self.device_type)
-                lowp.enable(self)
-                return r
-            return ArrayBackend.native_dtype(self, dt)
-        return r
-
-    def dtype_of(self, arr):
-        nd = arr.dtype
-        r = self._dtype_cache.get(nd)
-        if r is None:
-            r = ArrayBackend.dtype_of(self, arr)
-            if r.name == "bfloat16":            # a bf16 array from outside (from_numpy)
-                lowp.enable(self)
         return r
 
     def kernels(self) -> dict:

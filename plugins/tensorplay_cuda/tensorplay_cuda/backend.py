@@ -56,7 +56,7 @@ _FIX = ("tensorplay-cuda needs one CuPy matching the driver's CUDA version (pip 
         "NVIDIA GPU; use device='cpu' meanwhile")
 
 
-class CUDABackend(ArrayBackend):
+class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
     """Backend of device type ``cuda`` over CuPy; serves every index ``cuda:0`` .. ``cuda:N-1``.
 
     ``np`` is ``cupy`` and ``xp`` is ``array_api_compat.cupy``; kernels take and return
@@ -201,32 +201,6 @@ class CUDABackend(ArrayBackend):
             f"{t._device}. Move them with .to({str(device)!r}) first.")
 
     # -- dtypes ---------------------------------------------------------------------------------
-    def native_dtype(self, dt):
-        """CuPy dtype of tensorplay dtype ``dt``; bfloat16 is ``ml_dtypes.bfloat16`` (CuPy 14
-        computes on it; imported on first use). Raises ``TypeError`` naming the fix."""
-        r = self._native_cache.get(dt)
-        if r is None:
-            if dt.name == "bfloat16":
-                try:
-                    import ml_dtypes
-                except ImportError:
-                    raise TypeError("cuda: bfloat16 needs the ml_dtypes package (pip install "
-                                    "ml_dtypes); use float16 or float32 meanwhile") from None
-                r = self._native_cache[dt] = numpy.dtype(ml_dtypes.bfloat16)
-                lowp.enable(self)
-                return r
-            return ArrayBackend.native_dtype(self, dt)
-        return r
-
-    def dtype_of(self, arr):
-        nd = arr.dtype
-        r = self._dtype_cache.get(nd)
-        if r is None:
-            r = ArrayBackend.dtype_of(self, arr)
-            if r.name == "bfloat16":            # a bf16 array from outside (from_dlpack)
-                lowp.enable(self)
-        return r
-
     def kernels(self) -> dict:
         """The reference kernels on CuPy, bf16-correct once bf16 is in use (float32 opmath),
         with the elementwise ops' large-tensor path on generated Triton kernels (``eager``)."""

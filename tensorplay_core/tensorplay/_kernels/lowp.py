@@ -116,3 +116,36 @@ def enable(backend) -> None:
         if _backend._LOADED.get(backend.device_type) is backend:
             from .. import _ops
             _ops.install_backend(backend)
+
+
+class Bfloat16Dtypes:
+    """Mixin for the NumPy-like backends (cpu: NumPy, cuda: CuPy) that store ``tensorplay.bfloat16``
+    as ``ml_dtypes.bfloat16`` arrays: the dtype mapping in both directions, switching the backend
+    to the bf16-correct kernels (``enable``) on its first bf16 tensor, whether the tensor was made
+    here or came from outside (``from_numpy``, DLPack). Put it before ``ArrayBackend`` in the
+    bases. Raises ``TypeError`` naming the fix when ml_dtypes is not installed."""
+
+    def native_dtype(self, dt):
+        r = self._native_cache.get(dt)
+        if r is None:
+            if dt.name == "bfloat16":
+                try:
+                    import ml_dtypes
+                except ImportError:
+                    raise TypeError(f"{self.device_type}: bfloat16 needs the ml_dtypes package "
+                                    f"(pip install ml_dtypes); use float16 or float32 "
+                                    f"meanwhile") from None
+                import numpy      # the dtype object both NumPy and CuPy arrays take
+                r = self._native_cache[dt] = numpy.dtype(ml_dtypes.bfloat16)
+                enable(self)
+                return r
+            return super().native_dtype(dt)
+        return r
+
+    def dtype_of(self, arr):
+        r = self._dtype_cache.get(arr.dtype)
+        if r is None:
+            r = super().dtype_of(arr)
+            if r.name == "bfloat16":            # a bf16 array from outside
+                enable(self)
+        return r
