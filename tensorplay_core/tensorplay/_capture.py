@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import threading
 
-from . import _dispatch
+from . import _dispatch, _registry
 from ._tensor import Tensor
 from .autograd import grad_mode as _gm
 from .errors import CompileError, DispatchError
@@ -673,3 +673,13 @@ def _to_fake(x):
     if isinstance(x, tuple):
         return tuple(_to_fake(y) for y in x)
     return x
+
+
+def make_capture_entry(op):
+    """``capture`` entry: record the call as a graph node (``tensorplay.compile``)."""
+    def capture(*args, **kwargs):
+        return record_call(op, args, kwargs)
+    return capture
+
+
+_registry.add_entry_builder("capture", make_capture_entry)

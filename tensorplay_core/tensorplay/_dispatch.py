@@ -7,7 +7,8 @@ dispatch table. Only when keys differ (mixed devices, autograd, fake, capture) d
 fast path for ``resolve_key``. No hook calls, no validation the contract says is trusted
 (``mutates_args`` is trusted in eager mode; ``opcheck`` verifies it).
 
-The non-device entries of the table (``meta``, ``autograd``, ``capture``) are built here too.
+The non-device entries of the table (``meta``, ``autograd``, ``capture``) are built by the layers
+that own them (``fake``, ``autograd.function``, ``_capture``), subscribed to the registry.
 """
 
 from __future__ import annotations
@@ -534,57 +535,3 @@ def _slow_key(op, values: dict, device=None):
 def _no_default():
     from ._schema import NO_DEFAULT
     return NO_DEFAULT
-
-
-# ---------------------------------------------------------------------------------------------
-# Non-device table entries.
-
-def make_fake_entry(op):
-    """``meta`` entry: the registered fake kernel; else the built-in shape rule; else the
-    device-agnostic kernel run on fake tensors (CompositeImplicitAutograd ops need no fake);
-    else an error pointing to ``register_fake``."""
-    if op._fake is not None:
-        return op._fake
-    if op._meta_default is not None:
-        return op._meta_default
-    default = op._active("default")
-    if default is not None:
-        return default
-
-    def no_fake(*args, **kwargs):
-        raise DispatchError(
-            f"{op._api()}: no fake kernel registered, so it cannot run on fake/meta tensors or be "
-            f"captured by tensorplay.compile. Add one with @{op._opname}.register_fake (or "
-            f"tensorplay.library.register_fake({op.name!r})) returning empty tensors of the "
-            f"output shapes.")
-    return no_fake
-
-
-def make_autograd_entry(op):
-    """``autograd`` entry: redispatch below autograd, recording a graph node when needed.
-
-    A built-in op's entry is generated on its first call under autograd (a stand-in until then
-    replaces itself in the table): importing tensorplay and loading a backend rebuild every
-    built-in's table, and most programs use few ops with gradients. Custom ops build theirs at
-    registration, where a bad ``register_autograd`` is reported."""
-    from .autograd import function as _fn
-    if not op.is_builtin:
-        return _fn.make_op_autograd(op)
-    real = None
-
-    def lazy_autograd(*args, **kwargs):
-        nonlocal real
-        if real is None:
-            real = _fn.make_op_autograd(op)
-        if op.table.get("autograd") is lazy_autograd:
-            op.table["autograd"] = real
-        return real(*args, **kwargs)
-    return lazy_autograd
-
-
-def make_capture_entry(op):
-    """``capture`` entry: record the call as a graph node (``tensorplay.compile``)."""
-    def capture(*args, **kwargs):
-        from . import _capture
-        return _capture.record_call(op, args, kwargs)
-    return capture

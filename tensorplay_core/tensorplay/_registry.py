@@ -25,7 +25,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Generic, NamedTuple, ParamSpec, TypeVar, overload
 
-from . import _devices, _dispatch
+from . import _devices
 from .errors import DispatchError
 
 if TYPE_CHECKING:
@@ -385,9 +385,8 @@ class CustomOpDef(Generic[_P, _R]):
                 t[key] = default
         if default is not None:
             t[DEFAULT] = default
-        t["meta"] = _dispatch.make_fake_entry(self)
-        t["autograd"] = _dispatch.make_autograd_entry(self)
-        t["capture"] = _dispatch.make_capture_entry(self)
+        for key, build in entry_builders.items():   # meta / autograd / capture (see below)
+            t[key] = build(self)
         # Update in place: generated __call__ functions hold this very dict. Never clear() first:
         # a call on another thread between clear() and update() would find no kernel. One
         # C-level update (str keys: atomic under the GIL), then drop keys no longer registered.
@@ -552,7 +551,6 @@ class CustomOpDef(Generic[_P, _R]):
         if setup_context is not None:
             if not callable(setup_context):
                 raise ValueError(f"{api}: setup_context must be callable, got {setup_context!r}")
-            from .autograd.function import setup_context_form
             if not setup_context_form(setup_context):   # torch's 4-argument form too
                 raise ValueError(f"{api}: setup_context {_where(setup_context)} must take "
                                  f"(ctx, inputs, output) or (ctx, inputs, keyword_only_inputs, "
@@ -639,6 +637,36 @@ _undo_log: list = []
 # (the plugin manager finishes loading plugins still pending) and ``lookup`` looks again.
 kernel_checks: list = []
 lookup_misses: list = []
+
+# Entry builders of the non-device dispatch keys: ``build(op)`` -> the callable for that key in
+# ``op.table``, called by every ``_rebuild``. The layers that own those keys subscribe at import
+# (``fake``: ``meta``; ``autograd.function``: ``autograd``; ``_capture``: ``capture``) through
+# ``add_entry_builder``, which also fills the key of every op defined before it subscribed.
+entry_builders: dict = {}
+
+
+def add_entry_builder(key: str, build) -> None:
+    """Subscribe ``build(op)`` as the builder of dispatch key ``key`` (registration time only)."""
+    with _lock:
+        entry_builders[key] = build
+        for op in list(_OPS.values()):
+            op.table[key] = build(op)
+
+
+def setup_context_form(setup) -> int:
+    """3 for ``setup_context(ctx, inputs, output)``, 4 for torch's
+    ``setup_context(ctx, inputs, keyword_only_inputs, output)``, 0 when it takes neither."""
+    try:
+        sig = inspect.signature(setup)
+    except (TypeError, ValueError):
+        return 3   # a builtin or C callable: no signature to read, call it the classic way
+    for n, probe in ((3, (None, (), None)), (4, (None, (), {}, None))):
+        try:
+            sig.bind(*probe)
+            return n
+        except TypeError:
+            pass
+    return 0
 
 
 class Owner:

@@ -9,9 +9,10 @@ device ``meta``.
 
 from __future__ import annotations
 
-from . import _dispatch
+from . import _dispatch, _registry
 from ._backend import Storage, contiguous_strides
 from ._device import Device
+from .errors import DispatchError
 
 __all__ = ["FakeTensorMode", "make_fake", "from_real", "in_fake_mode"]
 
@@ -67,3 +68,27 @@ class FakeTensorMode:
 def in_fake_mode() -> bool:
     """True inside a ``FakeTensorMode`` block of the calling thread."""
     return _dispatch._state.mode == "meta"
+
+
+def make_fake_entry(op):
+    """``meta`` entry: the registered fake kernel; else the built-in shape rule; else the
+    device-agnostic kernel run on fake tensors (CompositeImplicitAutograd ops need no fake);
+    else an error pointing to ``register_fake``."""
+    if op._fake is not None:
+        return op._fake
+    if op._meta_default is not None:
+        return op._meta_default
+    default = op._active("default")
+    if default is not None:
+        return default
+
+    def no_fake(*args, **kwargs):
+        raise DispatchError(
+            f"{op._api()}: no fake kernel registered, so it cannot run on fake/meta tensors or be "
+            f"captured by tensorplay.compile. Add one with @{op._opname}.register_fake (or "
+            f"tensorplay.library.register_fake({op.name!r})) returning empty tensors of the "
+            f"output shapes.")
+    return no_fake
+
+
+_registry.add_entry_builder("meta", make_fake_entry)

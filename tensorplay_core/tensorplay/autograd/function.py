@@ -11,6 +11,8 @@ Two ways an op becomes differentiable (same model as torch.library):
 
 from __future__ import annotations
 
+from .. import _registry
+from .._registry import setup_context_form  # noqa: F401 - the rule lives in the registry
 from . import grad_mode as _gm
 from .graph import Node, edge_of
 
@@ -286,23 +288,6 @@ def _needed_gradients(op) -> int:
             _dispatch._KIND_TENSOR, _dispatch._KIND_OPT, _dispatch._KIND_LIST):
         n -= 1
     return n
-
-
-def setup_context_form(setup) -> int:
-    """3 for ``setup_context(ctx, inputs, output)``, 4 for torch's
-    ``setup_context(ctx, inputs, keyword_only_inputs, output)``, 0 when it takes neither."""
-    import inspect
-    try:
-        sig = inspect.signature(setup)
-    except (TypeError, ValueError):
-        return 3   # a builtin or C callable: no signature to read, call it the classic way
-    for n, probe in ((3, (None, (), None)), (4, (None, (), {}, None))):
-        try:
-            sig.bind(*probe)
-            return n
-        except TypeError:
-            pass
-    return 0
 
 
 def _torch_setup_form(op, setup):
@@ -777,3 +762,27 @@ class Function:
             lambda c, *g: cls.backward(c, *g), len(args),
             lambda n, got: f"function {name} returned an incorrect number of gradients "
                            f"(expected {n}, got {got})"), ctx, args, out, Tensor)
+
+
+def make_autograd_entry(op):
+    """``autograd`` entry: redispatch below autograd, recording a graph node when needed.
+
+    A built-in op's entry is generated on its first call under autograd (a stand-in until then
+    replaces itself in the table): importing tensorplay and loading a backend rebuild every
+    built-in's table, and most programs use few ops with gradients. Custom ops build theirs at
+    registration, where a bad ``register_autograd`` is reported."""
+    if not op.is_builtin:
+        return make_op_autograd(op)
+    real = None
+
+    def lazy_autograd(*args, **kwargs):
+        nonlocal real
+        if real is None:
+            real = make_op_autograd(op)
+        if op.table.get("autograd") is lazy_autograd:
+            op.table["autograd"] = real
+        return real(*args, **kwargs)
+    return lazy_autograd
+
+
+_registry.add_entry_builder("autograd", make_autograd_entry)
