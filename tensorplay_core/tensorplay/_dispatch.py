@@ -13,9 +13,10 @@ that own them (``fake``, ``autograd.function``, ``_capture``), subscribed to the
 
 from __future__ import annotations
 
-import keyword
 import threading
 
+from . import _codegen
+from ._schema import NO_DEFAULT
 from .errors import DispatchError
 
 
@@ -153,54 +154,6 @@ def bad_arguments(op, values: dict, exc=None):
     raise TypeError(f"{op._api()}: could not dispatch arguments {values!r:.200}")
 
 
-def call_arg(a, pyname: str) -> str:
-    """Source text passing schema argument ``a`` (held in local ``pyname``) to a kernel:
-    positionally, or by keyword for keyword-only arguments (``**{'from': from_}`` when the name is
-    a Python keyword, since ``from=...`` is not valid syntax). Schema names are identifiers
-    (``[A-Za-z_][A-Za-z0-9_]*``, checked by ``Argument``), so their repr is a plain literal."""
-    if not a.kwarg_only:
-        return pyname
-    if keyword.iskeyword(a.name):
-        return f"**{{{a.name!r}: {pyname}}}"
-    return f"{a.name}={pyname}"
-
-
-def _pyname(name: str) -> str:
-    return name + "_" if keyword.iskeyword(name) or name.startswith("__") else name
-
-
-def py_names(arguments) -> list:
-    """The Python parameter name of each schema argument in generated code: the schema name,
-    or for a Python keyword (``from``) or a ``__`` name (which could clash with the generated
-    code's own ``__`` locals) the name plus ``_`` -- plus more ``_`` until it differs from every
-    other argument's name (``(Tensor from, Tensor from_)`` gets ``from__`` and ``from_``)."""
-    taken = {a.name for a in arguments}
-    out = []
-    for a in arguments:
-        n = a.name
-        if keyword.iskeyword(n) or n.startswith("__"):
-            n += "_"
-            while n in taken:
-                n += "_"
-            taken.add(n)
-        out.append(n)
-    return out
-
-
-def has_default_gap(arguments) -> bool:
-    """True when a positional argument without a default follows one with a default
-    (``(Tensor? x=None, Tensor y)``: valid schema, not a valid Python signature as is)."""
-    seen = False
-    for a in arguments:
-        if a.kwarg_only:
-            break
-        if a.default is not _no_default():
-            seen = True
-        elif seen:
-            return True
-    return False
-
-
 class _Unset:
     """Default of a generated parameter that the caller must still supply (a positional
     argument after one with a default, a renamed keyword-only argument)."""
@@ -310,8 +263,7 @@ def make_call(op, scalar_ok=()) -> None:
     name in the function's namespace.
     """
     sch = op.schema
-    params, call_args, ns, names = [], [], {}, []
-    kw_started = False
+    call_args, ns, names = [], {}, []
     tensor_params = []   # (pyname, kind)
     none_ok = set()      # lists whose elements may be None
     list_opt = set()     # lists that may be None
@@ -320,36 +272,16 @@ def make_call(op, scalar_ok=()) -> None:
     named_device = None
     mutated = []
     checks = []          # non-tensor argument checks (custom ops)
-    required = []        # parameters given the _UNSET default that the caller must supply
-    renamed_kw = []      # (index, schema name, pyname) of keyword-only args under another name
-    seen_default = False
-    pynames = py_names(sch.arguments)
+    pynames = _codegen.py_names(sch.arguments)
+    # required: parameters given the _UNSET default that the caller must supply ((Tensor? x=None,
+    # Tensor y): accepted by torch's parser; Python needs a default there); renamed_kw: keyword-
+    # only args under another name (a keyword-only "class"/"__x": callers pass **{"class": v}, as
+    # in torch, or class_=v)
+    params, required, renamed_kw = _codegen.signature(sch.arguments, pynames, ns)
     for i, a in enumerate(sch.arguments):
         n = pynames[i]
         names.append((a.name, n))
-        if a.kwarg_only and not kw_started:
-            params.append("*")
-            kw_started = True
-        has_default = a.default is not _no_default()
-        if a.kwarg_only and n != a.name:
-            # a keyword-only "class"/"__x": callers pass **{"class": v} (as in torch) or class_=v
-            renamed_kw.append((i, a.name, n))
-            params.append(f"{n}=__unset")
-            if has_default:
-                ns[f"__d{i}"] = a.default
-            else:
-                required.append((i, a.name, n))
-        elif has_default:
-            ns[f"__d{i}"] = a.default
-            params.append(f"{n}=__d{i}")
-            seen_default = seen_default or not a.kwarg_only
-        elif seen_default and not a.kwarg_only:
-            # (Tensor? x=None, Tensor y): accepted by torch's parser; Python needs a default here
-            params.append(f"{n}=__unset")
-            required.append((i, a.name, n))
-        else:
-            params.append(n)
-        call_args.append(call_arg(a, n))
+        call_args.append(_codegen.call_arg(a, n))
         kind = a.kind
         if a.name in scalar_ok:
             kind = "scalar_ok"
@@ -386,7 +318,7 @@ def make_call(op, scalar_ok=()) -> None:
             lines.append(f"        if __n{i} in __kw: {n} = __kwarg(__op, __kw, __n{i}, {n})")
         lines.append("        if __kw: __extra(__op, __kw)")
         for i, name, n in renamed_kw:
-            if sch.arguments[i].default is not _no_default():
+            if sch.arguments[i].default is not NO_DEFAULT:
                 lines.append(f"    if {n} is __unset: {n} = __d{i}")
     for i, name, n in required:
         ns[f"__n{i}"] = name
@@ -465,8 +397,7 @@ def make_call(op, scalar_ok=()) -> None:
               __kwarg=_take_kwarg, __extra=_extra_kwargs, __c_int=int, __c_float=float,
               __c_bool=bool, __c_str=str, __c_list=list, __c_tuple=tuple,
               __overlap=check_overlap, __has=tuple.__contains__)
-    exec(compile(src, f"<tensorplay dispatch {op.name}>", "exec"), ns)  # noqa: S102 - names only
-    fn = ns["__call__"]
+    fn = _codegen.function(src, ns, "__call__", f"<tensorplay dispatch {op.name}>")
     fn.__doc__ = op.__doc__
     fn.__qualname__ = op.name   # "ns::op() missing 1 required positional argument: 'x'"
     cls = type(_class_name(op), (type(op) if type(op).__dict__.get("_generated") is None
@@ -530,8 +461,3 @@ def _slow_key(op, values: dict, device=None):
                     not isinstance(values.get(a.name), (int, float)):
                 bad_arguments(op, values)
     return resolve_key(op, tensors, device)
-
-
-def _no_default():
-    from ._schema import NO_DEFAULT
-    return NO_DEFAULT

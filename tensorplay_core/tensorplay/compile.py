@@ -32,11 +32,9 @@ recaptures. Capturing is not thread-safe: capture a function from one thread at 
 
 from __future__ import annotations
 
-import builtins
 import functools
-import keyword
 
-from . import _capture, _dispatch, _fusion, _registry
+from . import _capture, _codegen, _dispatch, _fusion, _registry
 from ._tensor import Tensor
 from .autograd import grad_mode as _gm
 from .errors import CompileError
@@ -608,8 +606,7 @@ def _value_guard(sources, before, graph):
     body = "\n".join(lines).replace("\n", "\n        ")
     src = f"def guard():\n    try:\n        {body}\n    except Exception:\n        return False\n" \
           f"    return True"
-    exec(builtins.compile(src, f"<tensorplay.compile guards {graph.name}>", "exec"), ns)  # noqa: S102
-    guard = ns["guard"]
+    guard = _codegen.function(src, ns, "guard", f"<tensorplay.compile guards {graph.name}>")
     guard.source = src
     return guard
 
@@ -700,8 +697,9 @@ def _generate(graph, *, checked: bool):
             return f"{const(t)}._make((" + "".join(ref(y) + ", " for y in x) + "))"
         if t is dict:
             return "{" + ", ".join(f"{const(k)}: {ref(v)}" for k, v in x.items()) + "}"
-        if x is None or t is int and abs(x) < 2**53:
-            return repr(x)
+        lit = _codegen.literal(x)
+        if lit is not None:
+            return lit
         return const(x)
 
     body = []
@@ -737,11 +735,7 @@ def _generate(graph, *, checked: bool):
     src = "\n".join(lines)
     ns.update(consts)
     ns["__check"] = _check_against_fake
-    exec(builtins_compile(src, f"<tensorplay.compile {graph.name}>", "exec"), ns)  # noqa: S102 - codegen
-    return ns["run"], src
-
-
-builtins_compile = builtins.compile
+    return _codegen.function(src, ns, "run", f"<tensorplay.compile {graph.name}>"), src
 
 
 def _cname(v):
@@ -769,7 +763,8 @@ def _gen_node(n, ns, ref, checked):
         return [f"{v}.{n.kind}()"]
     opname = f"op{n.index}"
     ns[opname] = n.op
-    args = [ref(a) for a in n.args] + [_kwarg(k, ref(v), ref) for k, v in n.kwargs.items()]
+    args = [ref(a) for a in n.args] + [_codegen.keyword_arg(k, ref(v), ref)
+                                       for k, v in n.kwargs.items()]
     call = f"{opname}({', '.join(args)})"
     lhs = _assign(n.result, ref)
     out = []
@@ -789,15 +784,6 @@ def _gen_node(n, ns, ref, checked):
     if check:
         out.append(f"__check(op{n.index}, __fk, __r)")
     return out
-
-
-def _kwarg(name, value_src, ref) -> str:
-    """Keyword argument ``name=value`` in generated source. A name that is a plain identifier
-    is syntax the schema already allows; any other (a Python keyword such as ``from``, a
-    non-identifier) is passed as data: ``**{<bound name>: value}``."""
-    if type(name) is str and name.isidentifier() and not keyword.iskeyword(name):
-        return f"{name}={value_src}"
-    return f"**{{{ref(name)}: {value_src}}}"
 
 
 def _paths(x, prefix=""):
@@ -863,9 +849,7 @@ def _gen_unfused(ch):
         ns[f"op{n.index}"] = n.op
         lines.append(f"    v{n.outputs[0].id} = op{n.index}({', '.join(ref(a) for a in n.args)})")
     lines.append(f"    return ({''.join(f'v{v.id}, ' for v in ch.outputs)})")
-    exec(builtins_compile("\n".join(lines), f"<tensorplay.compile chain {ch.number}>", "exec"),  # noqa: S102
-         ns)
-    return ns["unfused"]
+    return _codegen.function("\n".join(lines), ns, "unfused", f"<tensorplay.compile chain {ch.number}>")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ Ops whose implementation is device-independent core code (views, composites) pas
 
 from __future__ import annotations
 
-from .. import _dispatch, _registry
+from .. import _codegen, _dispatch, _registry
 from .._schema import FunctionSchema
 from ..autograd.grad_mode import _state as _gm_state
 
@@ -138,21 +138,14 @@ def _lazy_adapter(op, kernel, backend):
 def make_adapter(op, kernel, backend):
     """Generate ``adapter(<op params>)``: tensors -> native arrays -> kernel -> tensors."""
     sch = op.schema
-    params, args = [], []
+    args = []
     first_tensor = None
     device_param = None
-    kw = False
     ns = {}
+    pn = _codegen.py_names(sch.arguments)
+    params = _codegen.signature(sch.arguments, pn, ns)[0]   # built-in schemas: no gaps
     for i, a in enumerate(sch.arguments):
-        n = _dispatch._pyname(a.name)
-        if a.kwarg_only and not kw:
-            params.append("*")
-            kw = True
-        if a.default is not _dispatch._no_default():
-            ns[f"__d{i}"] = a.default
-            params.append(f"{n}=__d{i}")
-        else:
-            params.append(n)
+        n = pn[i]
         kind = a.kind
         if a.name in op._scalar_ok:
             args.append(f"({n}._data if {n}.__class__ is __T else {n})")
@@ -172,8 +165,7 @@ def make_adapter(op, kernel, backend):
             if kind == "device" and device_param is None:
                 device_param = n
             args.append(n)
-        if a.kwarg_only:
-            args[-1] = f"{a.name}={args[-1]}"
+        args[-1] = _codegen.call_arg(a, n, args[-1])
     if first_tensor is not None:
         dev = f"{first_tensor}._device"
     elif device_param is not None:
@@ -195,13 +187,11 @@ def make_adapter(op, kernel, backend):
         ns.update(__align=align, __api=op.name, __bt=backend.device_type,
                   __pick=lambda ts: next((t._device for t in ts if t.__class__ is _Tns and
                                           t._device.type == backend.device_type), ts[0]._device))
-        tens = [_dispatch._pyname(a.name) if a.kind != "tensor_list" else
-                f"*{_dispatch._pyname(a.name)}" for a in sch.arguments
+        tens = [n if a.kind != "tensor_list" else f"*{n}" for n, a in zip(pn, sch.arguments)
                 if a.kind in ("tensor", "optional_tensor", "tensor_list") or a.name in op._scalar_ok]
         if first_tensor is not None:
             lines.append(f"    if __dev.type != __bt: __dev = __pick([{', '.join(tens)}])")
-        for a in sch.arguments:
-            n = _dispatch._pyname(a.name)
+        for n, a in zip(pn, sch.arguments):
             fix = f"{n} = __align({n}, __dev, __api)"
             if a.name in op._scalar_ok:
                 lines.append(f"    if {n}.__class__ is __T and {n}._device is not __dev: {fix}")
@@ -219,8 +209,7 @@ def make_adapter(op, kernel, backend):
         ind = "        "
     # try/except is free on Python 3.11+ unless raised: a kernel's ValueError/TypeError (numpy's
     # "operands could not be broadcast", ...) is re-explained by the op's fake rule
-    allvals = "{" + ", ".join(f"{a.name!r}: {_dispatch._pyname(a.name)}"
-                              for a in sch.arguments) + "}"
+    allvals = "{" + ", ".join(f"{a.name!r}: {n}" for n, a in zip(pn, sch.arguments)) + "}"
     quiet = getattr(kernel, "_tp_quiet", None)
     if quiet is not None:
         # the kernel's quiet wrapper (NumPy floating point errors ignored for the call, see
@@ -237,7 +226,7 @@ def make_adapter(op, kernel, backend):
         # the kernel's own fast case, without its frame and promotion step: a floating tensor
         # with a tensor of the same dtype or a Python number is exactly ``ufunc(a, b)`` there
         # (see _kernels/xp: add, sub, mul, div), ~0.4 us less per call
-        s_, o_ = _dispatch._pyname(args_[0].name), _dispatch._pyname(args_[1].name)
+        s_, o_ = pn[0], pn[1]
         ns["__f"] = fast
         i2 = ind + "    "
         lines += [f"{i2}if {o_}.__class__ is __T:",
@@ -253,7 +242,7 @@ def make_adapter(op, kernel, backend):
     ind += "    "
     mutated = [a for a in sch.arguments if a.is_write]
     if mutated:
-        m = _dispatch._pyname(mutated[0].name)
+        m = pn[sch.arguments.index(mutated[0])]
         lines.append(f"{ind}{call}")
         lines.append(f"{ind}{m}._storage.version += 1")
         lines.append(f"{ind}return {m}")
@@ -268,8 +257,8 @@ def make_adapter(op, kernel, backend):
     from .._tensor import Tensor
     ns.update(__k=kernel, __wrap=backend.wrap, __T=Tensor, __D=Device, __guard=guard,
               __op=op, __kerr=kernel_error)
-    exec(compile("\n".join(lines), f"<tensorplay kernel {op.name}.{backend.device_type}>", "exec"), ns)
-    return ns["adapter"]
+    return _codegen.function("\n".join(lines), ns, "adapter",
+                             f"<tensorplay kernel {op.name}.{backend.device_type}>")
 
 
 def kernel_error(op, err, values):

@@ -11,7 +11,7 @@ Two ways an op becomes differentiable (same model as torch.library):
 
 from __future__ import annotations
 
-from .. import _registry
+from .. import _codegen, _registry
 from .._registry import setup_context_form  # noqa: F401 - the rule lives in the registry
 from . import grad_mode as _gm
 from .graph import Node, edge_of
@@ -393,34 +393,21 @@ def _generated_entry(op, name, backward, setup):
     from .. import _dispatch
     from .._tensor import Tensor
     _T[0] = Tensor
-    params, call, names, tensor_names = [], [], [], []
+    call, tensor_names = [], []
     ns = {}
-    kw = False
-    no_default = _dispatch._no_default()
-    pynames = _dispatch.py_names(op.schema.arguments)   # collision-free ("from" vs "from_")
-    for i, a in enumerate(op.schema.arguments):
-        n = pynames[i]
-        names.append(n)
-        if a.kwarg_only and not kw:
-            params.append("*")
-            kw = True
-        if a.default is not no_default:
-            ns[f"__d{i}"] = a.default
-            params.append(f"{n}=__d{i}")
-        else:
-            params.append(n)
-        call.append(_dispatch.call_arg(a, n))
+    names = _codegen.py_names(op.schema.arguments)   # collision-free ("from" vs "from_")
+    params, gaps, renamed = _codegen.signature(op.schema.arguments, names, ns)
+    for n, a in zip(names, op.schema.arguments):
+        call.append(_codegen.call_arg(a, n))
         if a.kind in (_dispatch._KIND_TENSOR, _dispatch._KIND_OPT, _dispatch._KIND_LIST):
             tensor_names.append((n, a.kind))
-    if not tensor_names or not all(n.isidentifier() for n in names) or any(
-            a.kwarg_only and n != a.name for n, a in zip(pynames, op.schema.arguments)) or \
-            _dispatch.has_default_gap(op.schema.arguments):
+    if not tensor_names or gaps or renamed:
         # (a keyword-only "from"/"__x" arrives by its schema name; "(Tensor? x=None, Tensor y)"
         # has no Python signature: generic entry)
         return None
     scalar_ok = set(getattr(op, "_scalar_ok", ()) or ())
     call_s = ", ".join(call)
-    vals = "(" + "".join(f"{n}, " for n in names) + ")"
+    vals = _codegen.values(names)
     kinds = {n: (a.kind, a.name in scalar_ok) for n, a in zip(names, op.schema.arguments)}
     required = [n for n, _ in tensor_names if kinds[n] == (_dispatch._KIND_TENSOR, False)]
     maybe = [n for n, _ in tensor_names if kinds[n] == (_dispatch._KIND_TENSOR, True)]
@@ -518,8 +505,7 @@ def _generated_entry(op, name, backward, setup):
               __bw=backward, __setup=setup, __edge=edge_of, __Ctx=FunctionCtx, __attach=attach,
               __T=Tensor, __nf=no_formula_outputs, __FN=FunctionNode, __ag="autograd")
     src = "\n".join(lines)
-    exec(compile(src, f"<tensorplay autograd {op.name}>", "exec"), ns)  # noqa: S102 - code from the schema
-    fn = ns["autograd_entry"]
+    fn = _codegen.function(src, ns, "autograd_entry", f"<tensorplay autograd {op.name}>")
     fn._source = src
     return fn
 
