@@ -145,13 +145,50 @@ def promote_types(a: DType, b: DType) -> DType:
     return r
 
 
-def result_type_scalar(t: DType, scalar) -> DType:
-    """Dtype of ``tensor <op> python_scalar`` (torch rule: a scalar only lifts the category:
-    int tensor with a float scalar gives the default float dtype; bool tensor with an int gives int64)."""
-    if isinstance(scalar, _builtin_bool):
-        return t
-    if isinstance(scalar, int):
-        return int64 if t._kind == "b" else t
-    if isinstance(scalar, float):
-        return t if t._kind == "f" else _default[0]
-    raise TypeError(f"unsupported scalar operand {scalar!r} of type {type(scalar).__name__}")
+def wrapped_dtype(x) -> DType:
+    """Dtype a Python scalar takes part in promotion with (torch's "wrapped number" rule): bool
+    -> ``bool``, int -> ``int64``, float -> the default dtype. ``TypeError`` for anything else."""
+    if isinstance(x, _builtin_bool):
+        return bool
+    if isinstance(x, int):
+        return int64
+    if isinstance(x, float):
+        return _default[0]
+    raise TypeError(f"unsupported scalar operand {x!r} of type {type(x).__name__}; expected a "
+                    f"Tensor, bool, int or float")
+
+
+def _combine(higher, lower):
+    """torch's ``combine_categories``: ``lower`` only counts when it is of a higher category."""
+    if higher is None:
+        return lower
+    if lower is None or higher._kind == "f":
+        return higher
+    if higher is bool or lower._kind == "f":
+        return promote_types(higher, lower)
+    return higher
+
+
+_RESULT_CACHE: dict = {}
+
+
+def result_type(da: DType, a_kind: int, db: DType, b_kind: int) -> DType:
+    """Result dtype of ``a <op> b`` (torch's ``result_type``), from dtypes and operand kinds.
+
+    ``a_kind``/``b_kind``: 2 = tensor with dimensions, 1 = 0-dim tensor, 0 = Python scalar (its
+    dtype as given by ``wrapped_dtype``). Dimensioned tensors decide the dtype unless a 0-dim
+    tensor or scalar is of a higher category (bool < integer < floating); e.g. int32 tensor +
+    2.5 -> float32 (default dtype), int8 tensor + 0-dim int64 tensor -> int8, float16 +
+    float32 (both dimensioned) -> float32. Cached: kernels call this on the per-call path (the
+    default dtype is part of the key through the scalar's dtype).
+    """
+    key = (da, a_kind, db, b_kind)
+    r = _RESULT_CACHE.get(key)
+    if r is not None:
+        return r
+    states = {2: None, 1: None, 0: None}
+    for d, k in ((da, a_kind), (db, b_kind)):
+        states[k] = d if states[k] is None else promote_types(states[k], d)
+    r = _combine(states[2], _combine(states[1], states[0]))
+    _RESULT_CACHE[key] = r
+    return r

@@ -29,8 +29,8 @@ def bind(xp, be) -> dict:
         return a if a.dtype.kind == "f" else xp.astype(a, _deflt())
 
     dt_of = be.dtype_of
-    rdt = _shapes.binary_result_dtype
-    wrapped = _shapes._wrapped_dtype
+    rdt = _dtype.result_type
+    wrapped = _dtype.wrapped_dtype
     _small_int = {}
     # NumPy < 2 (no NEP 50) treats a 0-dim array like a scalar: with a Python number both are
     # promoted by category to the default dtype (0-dim float32 * 2.5 -> float64). There the
@@ -58,7 +58,7 @@ def bind(xp, be) -> dict:
 
     def _prep(a, b, floating=False):
         """Cast ``a`` (array) and ``b`` (array or Python scalar) to torch's result dtype (the
-        same rule as the fake rules: ``_ops._shapes.binary_result_dtype``). Python scalars stay
+        same rule as the fake rules: ``_dtype.result_type``). Python scalars stay
         scalars (NumPy 2 treats them as weak, like torch's wrapped numbers)."""
         # the common cases first, without the promotion table: a floating array with a Python
         # number (the number is weak: the array's dtype wins), two arrays of one dtype

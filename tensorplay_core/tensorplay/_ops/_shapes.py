@@ -35,55 +35,14 @@ def is_tensor(x) -> bool:
     return hasattr(x, "_dkey")
 
 
-def _wrapped_dtype(x):
-    """Dtype a Python scalar takes part in promotion with (torch's "wrapped number" rule)."""
-    if isinstance(x, bool):
-        return _dtype.bool
-    if isinstance(x, int):
-        return _dtype.int64
-    if isinstance(x, float):
-        return _dtype.get_default_dtype()
-    raise TypeError(f"unsupported scalar operand {x!r} of type {type(x).__name__}; expected a "
-                    f"Tensor, bool, int or float")
-
-
-def _combine(higher, lower):
-    """torch's ``combine_categories``: ``lower`` only counts when it is of a higher category."""
-    if higher is None:
-        return lower
-    if lower is None or higher.is_floating_point:
-        return higher
-    if higher is _dtype.bool or lower.is_floating_point:
-        return _dtype.promote_types(higher, lower)
-    return higher
-
-
-def binary_result_dtype(da, a_kind, db, b_kind):
-    """Result dtype of ``a <op> b`` (torch's ``result_type``), from dtypes and operand kinds.
-
-    ``a_kind``/``b_kind``: 2 = tensor with dimensions, 1 = 0-dim tensor, 0 = Python scalar (its
-    dtype as given by ``_wrapped_dtype``). Dimensioned tensors decide the dtype unless a 0-dim
-    tensor or scalar is of a higher category (bool < integer < floating); e.g. int32 tensor +
-    2.5 -> float32 (default dtype), int8 tensor + 0-dim int64 tensor -> int8, float16 +
-    float32 (both dimensioned) -> float32. Cached: kernels call this on the per-call path.
-    """
-    key = (da, a_kind, db, b_kind)
-    r = _RESULT_CACHE.get(key)
-    if r is not None:
-        return r
-    states = {2: None, 1: None, 0: None}
-    for d, k in ((da, a_kind), (db, b_kind)):
-        states[k] = d if states[k] is None else _dtype.promote_types(states[k], d)
-    r = _combine(states[2], _combine(states[1], states[0]))
-    _RESULT_CACHE[key] = r
-    return r
-
-
-_RESULT_CACHE: dict = {}
+# Promotion lives in _dtype; these names stay for the fake rules and the plugins that use them.
+_wrapped_dtype = _dtype.wrapped_dtype
+binary_result_dtype = _dtype.result_type
 
 
 def result_dtype(a, b):
-    """torch's promotion for ``a <op> b`` where either may be a Python scalar."""
+    """torch's promotion for ``a <op> b`` where either may be a Python scalar
+    (``_dtype.result_type`` on the operands' dtypes and kinds)."""
     ta, tb = is_tensor(a), is_tensor(b)
     if not (ta or tb):
         raise TypeError("at least one operand must be a tensor")

@@ -266,7 +266,7 @@ defop("erf" + _U, meta=unary_meta("float"), setup=lambda c, i, o: c.save_for_bac
 # -- where --------------------------------------------------------------------------------------
 def _where_meta(cond, a, b):
     from ._shapes import broadcast_shapes, out_like, result_dtype, shape_of, first_tensor
-    from ._shapes import _wrapped_dtype, binary_result_dtype
+    from .._dtype import result_type as binary_result_dtype, wrapped_dtype as _wrapped_dtype
     shape = broadcast_shapes(cond.shape, shape_of(a), shape_of(b), api="where")
     if is_tensor(a) or is_tensor(b):
         dt = result_dtype(a, b)
