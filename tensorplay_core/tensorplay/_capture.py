@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import threading
 
-from . import _dispatch, _registry
+from . import _dispatch, _pytree, _registry
 from ._tensor import Tensor
 from .autograd import grad_mode as _gm
 from .errors import CompileError, DispatchError
@@ -234,14 +234,7 @@ def _fmt(x) -> str:
 
 
 def _collect_values(x, out):
-    if isinstance(x, Value):
-        out.append(x)
-    elif isinstance(x, (list, tuple)):
-        for v in x:
-            _collect_values(v, out)
-    elif isinstance(x, dict):
-        for v in x.values():
-            _collect_values(v, out)
+    _pytree.tree_leaves(x, Value, out)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -527,16 +520,7 @@ def capture(fn, args_template, leaves, *, name="fn"):
 
 
 def _output_structure(ctx, out):
-    if isinstance(out, Tensor):
-        return ctx.value_of(out, "the return value")
-    if isinstance(out, (list, tuple)) and type(out) in (list, tuple):
-        r = [_output_structure(ctx, x) for x in out]
-        return r if type(out) is list else tuple(r)
-    if isinstance(out, tuple) and hasattr(out, "_fields"):   # namedtuple
-        return type(out)(*[_output_structure(ctx, x) for x in out])
-    if type(out) is dict:
-        return {k: _output_structure(ctx, v) for k, v in out.items()}
-    return out
+    return _pytree.tree_map(lambda t: ctx.value_of(t, "the return value"), out, Tensor)
 
 
 def _record_method(t, kind, extra, new_output=False):
@@ -577,19 +561,14 @@ def record_call(op, args, kwargs):
     vals_rg = [False]
 
     def conv(x):
-        if isinstance(x, Tensor):
-            v = ctx.value_of(x, op.name)
-            if v.requires_grad:
-                vals_rg[0] = True
-            fake_of[id(v.fake)] = x      # the capture tensor (or real constant) passed
-            return v
-        if isinstance(x, (list, tuple)) and type(x) in (list, tuple):
-            r = [conv(y) for y in x]
-            return r if type(x) is list else tuple(r)
-        return x
+        v = ctx.value_of(x, op.name)
+        if v.requires_grad:
+            vals_rg[0] = True
+        fake_of[id(v.fake)] = x      # the capture tensor (or real constant) passed
+        return v
 
-    gargs = tuple(conv(a) for a in args)
-    gkwargs = {k: conv(v) for k, v in kwargs.items()}
+    gargs = _pytree.tree_map(conv, tuple(args), Tensor)
+    gkwargs = _pytree.tree_map(conv, kwargs, Tensor)
     fargs = tuple(_to_fake(a) for a in gargs)
     fkwargs = {k: _to_fake(v) for k, v in gkwargs.items()}
     mst = _dispatch._state
@@ -666,13 +645,11 @@ def _note_escapes(ctx, x, op_name):
 
 
 def _to_fake(x):
-    if isinstance(x, Value):
-        return x.fake
-    if isinstance(x, list):
-        return [_to_fake(y) for y in x]
-    if isinstance(x, tuple):
-        return tuple(_to_fake(y) for y in x)
-    return x
+    return _pytree.tree_map(_fake_of, x, Value)
+
+
+def _fake_of(v):
+    return v.fake
 
 
 def make_capture_entry(op):

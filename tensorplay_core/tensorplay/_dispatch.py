@@ -448,13 +448,8 @@ def _class_name(op) -> str:
 
 
 def _slow_key(op, values: dict, device=None):
-    tensors = []
+    tensors = flat_tensors(tuple(values.values()))
     T = _tensor_type()
-    for v in values.values():
-        if isinstance(v, T):
-            tensors.append(v)
-        elif isinstance(v, (list, tuple)):
-            tensors.extend(x for x in v if isinstance(x, T))
     if not tensors:
         for a in op.schema.arguments:
             if a.kind == _KIND_TENSOR and not isinstance(values.get(a.name), T) and \

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import functools
 
-from . import _capture, _codegen, _dispatch, _fusion, _registry
+from . import _capture, _codegen, _dispatch, _fusion, _pytree, _registry
 from ._tensor import Tensor
 from .autograd import grad_mode as _gm
 from .errors import CompileError
@@ -169,7 +169,7 @@ class CompiledFunction:
             spec = ("fast", len(args))
         else:
             leaves = []
-            spec = _flatten((args, kwargs), leaves)
+            spec = _pytree.tree_flatten((args, kwargs), Tensor, leaves)[1]
         tkeys = []
         sizes = []
         layout = []
@@ -183,7 +183,7 @@ class CompiledFunction:
             key = (spec, tuple(tkeys), _gm._state.enabled)
             hash(key)
         except TypeError:
-            key = (_spec_id(spec), tuple(tkeys), _gm._state.enabled)
+            key = (_pytree.spec_key(spec), tuple(tkeys), _gm._state.enabled)
         sig = (tuple(sizes), tuple(layout))
         entry = None
         entries = self._cache.get(key)
@@ -225,7 +225,7 @@ class CompiledFunction:
         def rebuild(ctensors):
             if spec[0] == "fast":
                 return tuple(ctensors), {}
-            return _unflatten(spec, iter(ctensors))
+            return _pytree.tree_unflatten(spec, ctensors)
 
         # the Python values fn reads (globals, closure cells, attributes), before the capture
         sources = _value_sources(self.fn, spec)
@@ -307,7 +307,7 @@ def _tensor_refs(fn, graph, spec=None) -> list:
 
 
 def _spec_objects(spec, out) -> None:
-    """Non-tensor argument values (objects) held in a ``_flatten`` spec."""
+    """Non-tensor argument values (objects) held in a ``_pytree`` spec."""
     if not isinstance(spec, tuple) or not spec:
         return
     if spec[0] == "c":
@@ -616,52 +616,6 @@ _MappingProxy = type(type.__dict__)
 
 
 # ---------------------------------------------------------------------------------------------
-# argument structure
-
-_LEAF = "T"
-
-
-def _flatten(obj, leaves):
-    """A hashable description of ``obj``'s structure with tensors replaced by ``_LEAF`` (the
-    tensors are appended to ``leaves``); other values are kept as themselves."""
-    if isinstance(obj, Tensor):
-        leaves.append(obj)
-        return _LEAF
-    t = type(obj)
-    if t is tuple or t is list:
-        return (t, tuple(_flatten(x, leaves) for x in obj))
-    if t is dict:
-        return (dict, tuple(obj.keys()), tuple(_flatten(v, leaves) for v in obj.values()))
-    return ("c", obj)
-
-
-def _spec_id(spec):
-    """Hashable stand-in for a spec holding unhashable constants: those by identity."""
-    if spec == _LEAF:
-        return spec
-    if spec[0] == "c":
-        try:
-            hash(spec[1])
-            return spec
-        except TypeError:
-            return ("id", id(spec[1]), type(spec[1]))
-    if spec[0] is dict:
-        return (dict, spec[1], tuple(_spec_id(s) for s in spec[2]))
-    return (spec[0], tuple(_spec_id(s) for s in spec[1]))
-
-
-def _unflatten(spec, it):
-    if isinstance(spec, str):
-        return next(it)
-    if spec[0] == "c":
-        return spec[1]
-    if spec[0] is dict:
-        return dict(zip(spec[1], (_unflatten(s, it) for s in spec[2])))
-    items = [_unflatten(s, it) for s in spec[1]]
-    return tuple(items) if spec[0] is tuple else items
-
-
-# ---------------------------------------------------------------------------------------------
 # code generation: one Python function per graph
 
 def _generate(graph, *, checked: bool):
@@ -864,16 +818,13 @@ class _FakeCheck:
         from .fake import make_fake
 
         def fk(x):
-            if isinstance(x, Tensor):
-                return make_fake(x._shape, x._dtype, x._device, x._stride, offset=x._offset)
-            if isinstance(x, (list, tuple)) and type(x) in (list, tuple):
-                return type(x)(fk(y) for y in x)
-            return x
+            return make_fake(x._shape, x._dtype, x._device, x._stride, offset=x._offset)
         mst = _dispatch._state
         prev = mst.mode
         mst.mode = "meta"
         try:
-            return op.table["meta"](*[fk(a) for a in args], **{k: fk(v) for k, v in kwargs.items()})
+            return op.table["meta"](*_pytree.tree_map(fk, list(args), Tensor),
+                                    **_pytree.tree_map(fk, kwargs, Tensor))
         except Exception as e:
             raise CompileError(
                 f"tensorplay.compile: the fake kernel of {op.name} failed on the inputs of this "
@@ -883,9 +834,8 @@ class _FakeCheck:
             mst.mode = prev
 
     def __call__(self, op, fake, real):
-        fl, rl = [], []
-        _tensors(fake, fl)
-        _tensors(real, rl)
+        fl = _pytree.tree_leaves(fake, Tensor)
+        rl = _pytree.tree_leaves(real, Tensor)
         if len(fl) != len(rl):
             self._fail(op, f"it returned {len(rl)} tensor(s) but its fake kernel returns "
                            f"{len(fl)}")
@@ -907,14 +857,6 @@ class _FakeCheck:
 
 
 _check_against_fake = _FakeCheck()
-
-
-def _tensors(x, out):
-    if isinstance(x, Tensor):
-        out.append(x)
-    elif isinstance(x, (list, tuple)):
-        for y in x:
-            _tensors(y, out)
 
 
 def _desc(t) -> str:

@@ -9,7 +9,7 @@ Ops whose implementation is device-independent core code (views, composites) pas
 
 from __future__ import annotations
 
-from .. import _codegen, _dispatch, _registry
+from .. import _codegen, _dispatch, _pytree, _registry
 from .._schema import FunctionSchema
 from ..autograd.grad_mode import _state as _gm_state
 
@@ -281,11 +281,7 @@ def kernel_error(op, err, values):
         from ..fake import from_real
 
         def fk(v):
-            if hasattr(v, "_dkey"):
-                return from_real(v.detach())
-            if isinstance(v, (list, tuple)):
-                return [fk(x) for x in v]
-            return v
+            return _pytree.tree_map(lambda t: from_real(t.detach()), v, Tensor)
         pos = [fk(values[a.name]) for a in op.schema.arguments if not a.kwarg_only]
         kw = {a.name: fk(values[a.name]) for a in op.schema.arguments if a.kwarg_only}
         try:

@@ -353,12 +353,9 @@ def no_formula_outputs(op_name, out, values):
            o._dtype.is_floating_point and o._data is not None]
     if not bad or not _gm.is_grad_enabled():
         return out
-    inputs, edges = [], []
-    for v in values:
-        for t in (v if isinstance(v, (list, tuple)) else (v,)):
-            if isinstance(t, T):
-                inputs.append(t)
-                edges.append(edge_of(t))
+    from .. import _dispatch
+    inputs = _dispatch.flat_tensors(values)
+    edges = [edge_of(t) for t in inputs]
     if all(e is None for e in edges):
         return out
     meta = tuple((o._shape, o._dtype, o._device) if isinstance(o, T) else ((), None, None)

@@ -10,6 +10,8 @@ Same idea as ``torch.library.opcheck``'s ``test_aot_dispatch_dynamic``.
 
 from __future__ import annotations
 
+from .. import _pytree
+
 __all__ = ["check"]
 
 
@@ -76,29 +78,11 @@ def _clone(t):
 
 
 def _map(x, fn):
-    T = _T()
-    if isinstance(x, T):
-        return fn(x)
-    if isinstance(x, list):
-        return [_map(y, fn) for y in x]
-    if isinstance(x, tuple):
-        return tuple(_map(y, fn) for y in x)
-    if isinstance(x, dict):
-        return {k: _map(v, fn) for k, v in x.items()}
-    return x
+    return _pytree.tree_map(fn, x, _T())
 
 
 def _leaves(x, out):
-    T = _T()
-    if isinstance(x, T):
-        out.append(x)
-    elif isinstance(x, (list, tuple)):
-        for y in x:
-            _leaves(y, out)
-    elif isinstance(x, dict):
-        for y in x.values():
-            _leaves(y, out)
-    return out
+    return _pytree.tree_leaves(x, _T(), out)
 
 
 def _mutated_names(op):

@@ -338,13 +338,9 @@ def _clone_tensor(t, requires_grad=None):
 
 
 def _map_tensors(value, fn):
-    """Apply ``fn`` to every tensor in ``value`` (a tensor, or a list/tuple, nested)."""
-    T = _T()
-    if isinstance(value, T):
-        return fn(value)
-    if isinstance(value, (list, tuple)):
-        return type(value)(_map_tensors(v, fn) for v in value)
-    return value
+    """Apply ``fn`` to every tensor in ``value`` (a tensor, or a list/tuple/dict, nested)."""
+    from .. import _pytree
+    return _pytree.tree_map(fn, value, _T())
 
 
 def _clone_inputs(args, kwargs, requires_grad=None):
