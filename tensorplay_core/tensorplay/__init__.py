@@ -32,11 +32,6 @@ from . import fake, library, ops, return_types  # noqa: E402
 from . import plugins  # noqa: E402
 
 
-def _builtin(name):
-    op = getattr(_O, name)
-    return op
-
-
 add, sub, mul, div = _O.add, _O.sub, _O.mul, _O.div
 pow, neg, exp, log, sqrt, rsqrt = _O.pow, _O.neg, _O.exp, _O.log, _O.sqrt, _O.rsqrt  # noqa: A001
 tanh, sigmoid, relu, abs, sin, cos, erf = _O.tanh, _O.sigmoid, _O.relu, _O.abs, _O.sin, _O.cos, _O.erf  # noqa: A001

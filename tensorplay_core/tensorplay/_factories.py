@@ -154,10 +154,6 @@ def randn(*size, dtype=None, device=None, requires_grad=False):
                            device=_dev(device)), requires_grad)
 
 
-def _like(fn, t, *args, dtype=None, device=None, requires_grad=False):
-    return fn(*args, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
-
-
 def empty_like(t, *, dtype=None, device=None, requires_grad=False):
     """``empty`` with ``t``'s shape, dtype and device (fake if ``t`` is fake)."""
     _need_tensor(t, "empty_like")

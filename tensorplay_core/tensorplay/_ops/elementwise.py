@@ -70,10 +70,6 @@ def _save_out(ctx, inputs, output):
     ctx.save_for_backward(output)
 
 
-def _save_in_out(ctx, inputs, output):
-    ctx.save_for_backward(inputs[0], output)
-
-
 def _val(ctx, i):
     t = ctx.saved_tensors[i]
     return t if t is not None else ctx.scalars[i]

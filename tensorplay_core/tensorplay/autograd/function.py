@@ -12,7 +12,7 @@ Two ways an op becomes differentiable (same model as torch.library):
 from __future__ import annotations
 
 from .. import _codegen, _registry
-from .._registry import setup_context_form  # noqa: F401 - the rule lives in the registry
+from .._registry import setup_context_form
 from . import grad_mode as _gm
 from .graph import Node, edge_of
 
@@ -503,7 +503,6 @@ def _generated_entry(op, name, backward, setup):
               __T=Tensor, __nf=no_formula_outputs, __FN=FunctionNode, __ag="autograd")
     src = "\n".join(lines)
     fn = _codegen.function(src, ns, "autograd_entry", f"<tensorplay autograd {op.name}>")
-    fn._source = src
     return fn
 
 
@@ -685,10 +684,6 @@ def _alias_returned_inputs(out, args, T, dirty=()):
     if isinstance(out, list):
         return [fix(o) for o in out]
     return out
-
-
-class FunctionMeta(type):
-    pass
 
 
 class Function:

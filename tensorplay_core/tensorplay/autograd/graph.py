@@ -391,7 +391,7 @@ def run_backward(roots, grad_roots, *, keep_graph=False, create_graph=False, inp
                     node.accumulate(g, owned)
                     del g
                 continue
-            m = getattr(node, "_out_meta", None)   # _num_outputs(node), inlined
+            m = getattr(node, "_out_meta", None)   # the node's number of outputs
             n_all = len(m) if m else 1
             if slot:
                 n_out = max(slot) + 1
@@ -443,11 +443,6 @@ def _keep_retained(retained, grads):
             continue
         g = grads[nr].detach()
         t.grad = g.clone() if t.grad is None else t.grad + g
-
-
-def _num_outputs(node) -> int:
-    m = getattr(node, "_out_meta", None)
-    return len(m) if m else 1
 
 
 def _release(node):
