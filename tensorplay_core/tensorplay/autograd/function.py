@@ -212,17 +212,28 @@ def attach(name, backward, ctx, values, output, T, se=None):
     return output
 
 
-def make_op_autograd(op):
-    """Build the ``autograd`` table entry of ``op`` (see module docstring)."""
-    from .. import _dispatch
-    from .._tensor import Tensor
-    table = op.table
+class AutogradInfo:
+    """What recording autograd history needs to know about a differentiable callable (the narrow
+    protocol of torch's ``make_autograd_impl``): ``name`` of its graph node
+    (``"ns::opBackward"``), ``op_name`` (named in ``ctx`` errors), ``backward(ctx, *grads)``
+    (None: no formula) and ``setup(ctx, inputs, output)`` (None: nothing to save). Built once
+    per op (``op_autograd_info``) or per ``Function.apply`` call (``Function._autograd_info``)."""
+
+    __slots__ = ("name", "op_name", "backward", "setup")
+
+    def __init__(self, name, op_name, backward, setup):
+        self.name = name
+        self.op_name = op_name
+        self.backward = backward
+        self.setup = setup
+
+
+def op_autograd_info(op) -> AutogradInfo:
+    """``op``'s formula as an ``AutogradInfo``. A custom op's formula is held to torch's rules:
+    its four-argument ``setup_context`` gets the keyword-only inputs as a dict, and its backward
+    must return a gradient per input (``RuntimeError`` naming the op otherwise)."""
     backward = op._backward
     setup = op._setup_context
-    names = op._param_names
-    name = f"{op.name}Backward"
-    if op.is_builtin and op.mutates_args:
-        return _make_inplace_autograd(op)
     if backward is not None and not op.is_builtin:
         setup = _torch_setup_form(op, setup)
         backward = _count_checked(
@@ -230,9 +241,25 @@ def make_op_autograd(op):
             lambda n, got: f"{op.name}: the backward formula registered with register_autograd "
                            f"returned an incorrect number of gradients (expected {n}, got {got}): "
                            f"return one gradient (or None) per input of the op, in schema order")
-    fast = _generated_entry(op, name, backward, setup)   # same behaviour, exact signature
+    return AutogradInfo(f"{op.name}Backward", op.name, backward, setup)
+
+
+def make_op_autograd(op):
+    """Build the ``autograd`` table entry of ``op`` (see module docstring) from its
+    ``AutogradInfo``: the in-place entry for built-in ops that write an argument, else the entry
+    generated with the op's signature, else the generic entry below (same behaviour)."""
+    from .. import _dispatch
+    from .._tensor import Tensor
+    info = op_autograd_info(op)
+    if op.is_builtin and op.mutates_args:
+        return _make_inplace_autograd(op, info)
+    fast = _generated_entry(op, info)   # same behaviour, exact signature
     if fast is not None:
         return fast
+    _T[0] = Tensor
+    table = op.table
+    backward = info.backward
+    names = op._param_names
 
     def autograd_entry(*args, **kwargs):
         tensors = _dispatch.flat_tensors(args, kwargs)
@@ -251,12 +278,7 @@ def make_op_autograd(op):
             out = table[bkey](*args, **kwargs)
         values = list(args) + [kwargs.get(n, _missing) for n in names[len(args):]]
         values = [v for v in values if v is not _missing] if len(values) != len(names) else values
-        ctx = FunctionCtx()
-        ctx._op_name = op.name
-        if setup is not None:
-            ctx.needs_input_grad = _structure_and_edges(values, Tensor)[2]
-            setup(ctx, tuple(values), out)
-        return attach(name, backward, ctx, values, out, Tensor)
+        return _record(info, tuple(values), out)
 
     return autograd_entry
 
@@ -368,21 +390,22 @@ def no_formula_outputs(op_name, out, values):
     return out
 
 
-def _record(name, opname, backward, setup, values, out):
-    """After the kernel ran below autograd: make the ctx, run ``setup``, attach the node."""
+def _record(info, values, out):
+    """The one recording step of an op's autograd entry, after its kernel ran below autograd on
+    the inputs ``values`` (a tuple): make the ctx, run ``info.setup``, attach the node."""
     se = _structure_and_edges(values, _T[0])
     ctx = FunctionCtx()
-    ctx._op_name = opname
-    if setup is not None:
+    ctx._op_name = info.op_name
+    if info.setup is not None:
         ctx.needs_input_grad = se[2]
-        setup(ctx, values, out)
-    return attach(name, backward, ctx, values, out, _T[0], se)
+        info.setup(ctx, values, out)
+    return attach(info.name, info.backward, ctx, values, out, _T[0], se)
 
 
 _T: list = [None]   # tensorplay.Tensor, bound by _generated_entry
 
 
-def _generated_entry(op, name, backward, setup):
+def _generated_entry(op, info):
     """``autograd_entry`` generated with the op's own signature (like ``_dispatch.make_call``):
     the interpreter binds the arguments, the backend key of a one-tensor op is read off the
     tensor, and grad mode is switched with a flag write instead of a context manager. Same
@@ -390,6 +413,7 @@ def _generated_entry(op, name, backward, setup):
     from .. import _dispatch
     from .._tensor import Tensor
     _T[0] = Tensor
+    name, backward, setup = info.name, info.backward, info.setup
     call, tensor_names = [], []
     ns = {}
     names = _codegen.py_names(op.schema.arguments)   # collision-free ("from" vs "from_")
@@ -496,9 +520,9 @@ def _generated_entry(op, name, backward, setup):
             else:
                 lines.append(ret)
         else:
-            lines += [f"    return __rec(__name, __opname, __bw, __setup, {vals}, __out)"]
+            lines += [f"    return __rec(__info, {vals}, __out)"]
     ns.update(__en=_gm._state, __table=op.table, __bk=_dispatch.backend_key,
-              __flat=_dispatch.flat_tensors, __rec=_record, __name=name, __opname=op.name,
+              __flat=_dispatch.flat_tensors, __rec=_record, __info=info, __name=name, __opname=op.name,
               __bw=backward, __setup=setup, __edge=edge_of, __Ctx=FunctionCtx, __attach=attach,
               __T=Tensor, __nf=no_formula_outputs, __FN=FunctionNode, __ag="autograd")
     src = "\n".join(lines)
@@ -521,7 +545,7 @@ def check_inplace(api, t):
             f"do it inside `with tensorplay.no_grad():`.")
 
 
-def _make_inplace_autograd(op):
+def _make_inplace_autograd(op, info):
     """``autograd`` entry of a built-in op that writes its first argument (``copy_``, ``add_`` ...).
 
     Like torch: refuses to modify a leaf that requires grad (or a view of one); the formula's
@@ -533,11 +557,8 @@ def _make_inplace_autograd(op):
     from .. import _dispatch
     from .._tensor import Tensor
     table = op.table
-    backward = op._backward
-    setup = op._setup_context
+    backward, setup, name, api = info.backward, info.setup, info.name, info.op_name
     names = op._param_names
-    name = f"{op.name}Backward"
-    api = op.name
 
     def inplace_entry(*args, **kwargs):
         if len(args) == 2 and not kwargs and args[1].__class__ is Tensor and \
@@ -705,13 +726,10 @@ class Function:
     setup_context = None
 
     @classmethod
-    def apply(cls, *args, **kwargs):
-        """Run ``forward`` without recording, then record one node whose backward is
-        ``cls.backward`` when grad mode is on and a tensor argument requires grad. An output
-        that is one of the inputs is returned as a fresh alias (torch does the same)."""
-        from .._tensor import Tensor
-        ctx = FunctionCtx()
-        ctx._op_name = cls.__name__
+    def _autograd_info(cls) -> AutogradInfo:
+        """The class as an ``AutogradInfo``: node ``<Class>Backward``, ``backward`` checked to
+        return a gradient per argument, ``setup_context`` when a class up to ``Function``
+        defines one (then ``forward`` takes no ctx)."""
         setup = cls.__dict__.get("setup_context")
         if setup is None:
             for base in cls.__mro__[1:]:
@@ -720,6 +738,22 @@ class Function:
                 if base.__dict__.get("setup_context") is not None:
                     setup = base.__dict__["setup_context"]
                     break
+        if setup is not None and isinstance(setup, (staticmethod, classmethod)):
+            setup = setup.__func__
+        name = f"{cls.__name__}Backward"
+        return AutogradInfo(name, cls.__name__, (
+            lambda c, *g: cls.backward(c, *g)), setup)
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        """Run ``forward`` without recording, then record one node whose backward is
+        ``cls.backward`` when grad mode is on and a tensor argument requires grad. An output
+        that is one of the inputs is returned as a fresh alias (torch does the same)."""
+        from .._tensor import Tensor
+        info = cls._autograd_info()
+        ctx = FunctionCtx()
+        ctx._op_name = info.op_name
+        setup = info.setup
         with _gm.no_grad():
             if setup is not None:
                 out = cls.forward(*args, **kwargs)
@@ -727,17 +761,16 @@ class Function:
                 out = cls.forward(ctx, *args, **kwargs)
         ctx.needs_input_grad = _structure_and_edges(args, Tensor)[2]
         if setup is not None:
-            fn = setup.__func__ if isinstance(setup, (staticmethod, classmethod)) else setup
-            fn(ctx, args, out)
+            setup(ctx, args, out)
         if not _gm._state.enabled:
             return out
         dirty = getattr(ctx, "_dirty", ())
         for t in dirty:
             check_inplace(f"{cls.__name__}.apply", t)
         out = _alias_returned_inputs(out, args, Tensor, dirty)
-        name = f"{cls.__name__}Backward"
+        name = info.name
         return attach(name, _count_checked(
-            lambda c, *g: cls.backward(c, *g), len(args),
+            info.backward, len(args),
             lambda n, got: f"function {name} returned an incorrect number of gradients "
                            f"(expected {n}, got {got})"), ctx, args, out, Tensor)
 
