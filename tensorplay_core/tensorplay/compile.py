@@ -626,12 +626,8 @@ def _generate(graph, *, checked: bool):
     """
     from ._capture import Value
     ns: dict = {"__gm": _gm._state, "__CompileError": CompileError}
-    consts: dict = {}
-
     def const(x):
-        k = f"__k{len(consts)}"
-        consts[k] = x
-        return k
+        return _codegen.bind(ns, x)
 
     def ref(x):
         if isinstance(x, Value):
@@ -687,7 +683,6 @@ def _generate(graph, *, checked: bool):
     else:
         lines.extend("    " + b for b in body)
     src = "\n".join(lines)
-    ns.update(consts)
     ns["__check"] = _check_against_fake
     return _codegen.function(src, ns, "run", f"<tensorplay.compile {graph.name}>"), src
 
@@ -794,9 +789,7 @@ def _gen_unfused(ch):
     def ref(x):
         if isinstance(x, Value):
             return idx.get(id(x), f"v{x.id}")
-        k = f"__k{len(ns)}"
-        ns[k] = x
-        return k
+        return _codegen.bind(ns, x)
 
     lines = [f"def unfused({', '.join(idx[id(v)] for v in ch.inputs)}):"]
     for n in ch.nodes:
