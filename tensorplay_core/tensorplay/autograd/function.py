@@ -11,7 +11,7 @@ Two ways an op becomes differentiable (same model as torch.library):
 
 from __future__ import annotations
 
-from .. import _codegen, _registry
+from .. import _codegen, _pytree, _registry
 from .._registry import setup_context_form
 from . import grad_mode as _gm
 from .graph import Node, edge_of
@@ -694,17 +694,11 @@ def _alias_returned_inputs(out, args, T, dirty=()):
     as the output, so recording history never rewrites the input's own ``grad_fn`` (torch
     does the same)."""
     def fix(o):
-        if isinstance(o, T) and any(o is a for a in args) and not any(o is d for d in dirty):
+        if any(o is a for a in args) and not any(o is d for d in dirty):
             from .._ops.views import make_view
             return make_view(o, o._shape, o._stride, o._offset)
         return o
-    if isinstance(out, T):
-        return fix(out)
-    if isinstance(out, tuple):
-        return tuple(fix(o) for o in out)
-    if isinstance(out, list):
-        return [fix(o) for o in out]
-    return out
+    return _pytree.tree_map(fix, out, T)
 
 
 class Function:
