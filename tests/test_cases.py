@@ -194,7 +194,7 @@ def test_c10_fake_that_cannot_take_parameters_is_refused_naming_it():
     with pytest.raises(ValueError, match=r"^register_fake\('cases_t10::f'\): the fake kernel \S*bad "
                                          r"at test_cases\.py:\d+ cannot take parameter 'n'"):
         f.register_fake(bad)
-    assert f._fake is None
+    assert f.fake_impl is None
     with pytest.raises(ValueError, match=r"cannot take parameter 'n'"):
         lib.register_fake("cases_t10::f", bad)
     with pytest.raises(ValueError, match=r"^register_kernel\('cases_t10::f'\).*cannot take "

@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 import tensorplay as tp
 import tensorplay.library as lib
 from tensorplay import _registry
+from tensorplay._registry import Kernel
+from tensorplay._registry import _source_of as _src
 from tensorplay._schema import FunctionSchema
 from tensorplay.errors import DispatchError, SchemaError
 from tensorplay.fake import FakeTensorMode
@@ -366,11 +368,8 @@ class TestRegisterKernel:
             return x + 7
 
         h = op._add_kernel("cpu", stand_in, "some-plugin", 0)
-        with _registry._lock:       # what the plugin manager does once it imported the kernel
-            stack = op._kernels["cpu"]
-            stack[0] = (real, "some-plugin", 0)
-            stand_in._tensorplay_resolved = stack[0]
-            op._rebuild()
+        h.replace(real)             # what the plugin manager does once it imported the kernel
+        assert op.kernel_stack("cpu") == (Kernel(real, "some-plugin", 0, _src(real)),)
         assert op(tp.zeros(1)).tolist() == [7.0]
         h.destroy()                 # rolling the plugin back removes the real kernel too
         assert op.kernels == {}
@@ -406,7 +405,7 @@ class TestRegisterFake:
             calls.append(x.shape)
             return x.new_empty((x.shape[1], x.shape[0]))
 
-        assert f._fake is _
+        assert f.fake_impl is _
         with FakeTensorMode() as m:
             out = f(m.from_tensor(tp.ones(2, 3)))
         assert out.shape == (3, 2) and calls == [(2, 3)] and out._data is None
@@ -485,7 +484,7 @@ class TestRegisterAutograd:
             sq.register_autograd(lambda ctx, g: g, setup_context="nope")
         with pytest.raises(ValueError, match=api + r"setup_context .* must take \(ctx, inputs, output\)"):
             sq.register_autograd(lambda ctx, g: g, setup_context=lambda ctx: None)
-        assert sq._backward is None
+        assert sq.backward_fn is None
 
     def test_mutating_op_is_refused(self, ns):
         @lib.custom_op(f"{ns}::bump", mutates_args=("x",))
@@ -497,7 +496,7 @@ class TestRegisterAutograd:
             with pytest.raises(ValueError, match=rf"^register_autograd\('{ns}::bump'\): an op that "
                                                  r"mutates its inputs \(x\) cannot have an autograd"):
                 register()
-        assert bump._backward is None
+        assert bump.backward_fn is None
 
 
 class TestSetKernelEnabled:
@@ -531,7 +530,7 @@ class TestSetKernelEnabled:
                 assert op(x).tolist() == [1.0]
             assert op(x).tolist() == [100.0]
         assert op(x).tolist() == [1.0]
-        assert not op._disabled.get("cpu")
+        assert op.is_kernel_enabled("cpu")
 
     def test_restored_on_exception_and_only_applied_when_entered(self, ns):
         op = self._op(ns)
@@ -736,7 +735,7 @@ class TestModuleLevelRegistration:
         def fk2(x):
             return x.new_empty((8,))
 
-        assert op._fake is fk2
+        assert op.fake_impl is fk2
         assert op(tp.empty(1, device="meta")).shape == (8,)
 
     def test_register_autograd_as_decorator(self, ns):
@@ -748,7 +747,7 @@ class TestModuleLevelRegistration:
         def _(ctx, g):
             return g * 0 + 5
 
-        assert sq._backward is _
+        assert sq.backward_fn is _
         x = tp.tensor([1.0], requires_grad=True)
         sq(x).sum().backward()
         assert x.grad.tolist() == [5.0]
@@ -781,9 +780,9 @@ class TestModuleLevelRegistration:
         lib.register_kernel(sq, "cpu", lambda x: x, lib=L)
         lib.register_fake(sq, lambda x: x.new_empty(()), lib=L)
         lib.register_autograd(sq, lambda ctx, g: g, lib=L)
-        assert "cpu" in sq.kernels and sq._fake is not None and sq._backward is not None
+        assert "cpu" in sq.kernels and sq.fake_impl is not None and sq.backward_fn is not None
         L._destroy()
-        assert "cpu" not in sq.kernels and sq._fake is None and sq._backward is None
+        assert "cpu" not in sq.kernels and sq.fake_impl is None and sq.backward_fn is None
         x = tp.tensor([3.0], requires_grad=True)
         sq(x).sum().backward()
         assert x.grad.tolist() == [6.0]
@@ -801,7 +800,7 @@ class TestLibrary:
         ops_ns = tp.ops.__getattr__(ns)
         assert ops_ns.foo(tp.ones(1)).tolist() == [5.0]
         assert ops_ns.bar(tp.ones(1)).tolist() == [0.0]
-        assert ops_ns.foo._fake is not None
+        assert ops_ns.foo.fake_impl is not None
         assert sorted(dir(ops_ns)) == ["bar", "foo"]
         L._destroy()
         assert f"{ns}::foo" not in _registry._OPS and f"{ns}::bar" not in _registry._OPS
@@ -908,24 +907,24 @@ class TestLibrary:
         lib.register_fake(op, fake_c, lib=lb)
         lib.register_kernel(op, "cpu", lambda x: x + 1, lib=la)
         lib.register_kernel(op, "cpu", lambda x: x + 2, lib=lb)
-        assert op._fake is fake_c and op(tp.zeros(1)).tolist() == [2.0]
+        assert op.fake_impl is fake_c and op(tp.zeros(1)).tolist() == [2.0]
         la._destroy()                      # the older one goes first: the newest stays active
-        assert op._fake is fake_c and op(tp.zeros(1)).tolist() == [2.0]
+        assert op.fake_impl is fake_c and op(tp.zeros(1)).tolist() == [2.0]
         lb._destroy()                      # then the one registered before both comes back
-        assert op._fake is fake_a and op.kernels == {}
+        assert op.fake_impl is fake_a and op.kernels == {}
         assert op(tp.empty(5, device="meta")).shape == (1,)
 
     def test_builtin_formula_restored_after_library_override(self):
-        add = _registry._OPS["tp::add"]
-        before = add._backward
+        add = _registry.lookup("tp::add")
+        before = add.backward_fn
         # the public APIs refuse built-ins (the 'tp' namespace is reserved: see
         # tests/test_reserved_namespace.py); the core's own stacking still restores the formula
         with pytest.raises(ValueError, match=r"'tp::add' is a built-in operator"):
             lib.register_autograd(add, lambda ctx, g: (g, g))
         h = add._set_autograd(lambda ctx, g: (g, g), None)
-        assert add._backward is not before
+        assert add.backward_fn is not before
         h.destroy()
-        assert add._backward is before
+        assert add.backward_fn is before
 
     def test_fallthrough_kernel_itself(self):
         with pytest.raises(NotImplementedError, match=r"^fallthrough_kernel: "):
@@ -1072,6 +1071,7 @@ def test_kernel_stack_is_a_typed_read_only_view(ns):
         L.impl("f", k2, "cpu")
         stack = op.kernel_stack("cpu")
         assert [e.fn for e in stack][-1] is k2 and stack[0] == first[0]
-        fn, owner, prio = stack[-1]            # unpacks like the plain tuple it is
+        fn, owner, prio, source = stack[-1]    # unpacks like the plain tuple it is
         assert (fn, owner, prio) == (k2, None, 0)
+        assert source == f"{__name__}:test_kernel_stack_is_a_typed_read_only_view.<locals>.k2"
     assert op.kernel_stack("cpu") == first and op.kernel_stack("cuda") == ()

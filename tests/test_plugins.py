@@ -833,7 +833,7 @@ def test_device_plugin_shows_its_builtin_kernels():
     import tensorplay
     cpu = tensorplay.plugins.get_plugin("tensorplay-cpu")
     n_builtin = sum(1 for op in tensorplay._registry.all_ops()
-                    if op.is_builtin and op._has_array_kernel)
+                    if op.is_builtin and op.has_array_kernel)
     tensorplay.zeros(1)                                    # the cpu backend is loaded now
     count, lazy = cpu.builtin_kernels["cpu"]
     assert not lazy and 0 < count <= n_builtin

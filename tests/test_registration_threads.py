@@ -85,7 +85,7 @@ def test_eight_threads_define_register_and_call(fast_switching):
         for i in range(N_THREADS):                         # nothing lost
             for r in range(ROUNDS):
                 op = _registry._OPS[f"{prefix}{i}::op{r}"]
-                assert set(op.kernels) == {"cpu", "default"} and op._fake is not None
+                assert set(op.kernels) == {"cpu", "default"} and op.fake_impl is not None
                 assert op(x).tolist() == [1.0 + 1000 * (i + 1) + r] * 3
                 assert _registry._OPS[f"{prefix}{i}::d{r}"](x, 3).tolist() == [3.0] * 3
     finally:

@@ -29,9 +29,9 @@ def ns():
 
 
 def _state(name):
-    op = _registry._OPS[name]
-    return ({k: list(v) for k, v in op._kernels.items()}, op._fake, op._backward,
-            dict(op._disabled), dict(op.table))
+    op = _registry.lookup(name)
+    return (op.kernel_stacks(), op.fake_impl, op.backward_fn,
+            {k: op.is_kernel_enabled(k) for k in op.kernel_stacks()}, dict(op.table))
 
 
 # ------------------------------------------------------------------------------- reserved ns

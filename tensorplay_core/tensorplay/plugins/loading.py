@@ -282,7 +282,7 @@ def _load_one(rec: PluginRecord, loader, strict: bool) -> None:
 def _own_ops(rec: PluginRecord) -> set:
     """Qualnames of the registered ops defined by ``rec`` (whatever the load order: ops a plugin's
     hook defines while another plugin loads on demand belong to that other plugin)."""
-    return {n for n, o in _registry._OPS.items() if o.plugin == rec.dist and not o.is_builtin}
+    return {n for n, o in _registry._OPS.items() if o.owner == rec.dist and not o.is_builtin}
 
 
 def _adopt(rec: PluginRecord) -> None:
@@ -298,15 +298,9 @@ def _adopt(rec: PluginRecord) -> None:
 
     with _registry._lock:
         for op in list(_registry._OPS.values()):
-            if op.is_builtin or op.plugin is not None or not mine(op.source):
+            if op.is_builtin or op.owner is not None or not mine(op.source):
                 continue
-            op.plugin = rec.dist
-            for stack in op._kernels.values():
-                for i, (fn, owner, prio) in enumerate(stack):
-                    if owner is None and mine(getattr(fn, "__module__", None)):
-                        stack[i] = _registry.Kernel(fn, rec.dist, prio)
-            if op._fake_owner is None and op._fake is not None:
-                op._fake_owner = rec.dist
+            op.adopt(rec.dist, lambda fn: mine(getattr(fn, "__module__", None)))
             _trace("adopted %s for %s (defined while its module was imported first)",
                    op.name, rec.label)
 
@@ -419,11 +413,11 @@ def _rollback(rec: PluginRecord, mark: int, ops_before: set) -> None:
             pass
     for name in set(_registry._OPS) - ops_before:
         op = _registry._OPS[name]
-        if op.plugin == rec.dist:
+        if op.owner == rec.dist:
             _registry.unregister_op(op)
     for name in set(rec.ops) | _own_ops(rec):
         op = _registry._OPS.get(name)
-        if op is not None and op.plugin == rec.dist:
+        if op is not None and op.owner == rec.dist:
             _registry.unregister_op(op)
     for d in rec.devices:
         _S.devices[d] = [e for e in _S.devices.get(d, []) if e[2] is not rec]
