@@ -44,7 +44,7 @@ _R = TypeVar("_R")
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = ["CustomOpDef", "OpDef", "Kernel", "lookup", "all_ops", "RegistrationHandle",
-           "KernelHandle", "DEFAULT"]
+           "KernelHandle", "DEFAULT", "registered"]
 
 DEFAULT = "default"   # the device-agnostic slot (CompositeExplicitAutograd / CompositeImplicitAutograd)
 
@@ -849,6 +849,12 @@ def lookup(qualname: str) -> CustomOpDef:
         raise LookupError(f"no operator named {qualname!r} is registered (known namespaces: "
                           f"{', '.join(sorted({o.namespace for o in _OPS.values()})) or 'none'})")
     return op
+
+
+def registered(qualname: str) -> CustomOpDef | None:
+    """The op registered as ``qualname`` now, or ``None`` (unlike ``lookup``, never asks the
+    ``lookup_misses`` observers to load anything)."""
+    return _OPS.get(qualname)
 
 
 def all_ops() -> list:
