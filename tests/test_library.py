@@ -804,7 +804,8 @@ class TestLibrary:
         assert ops_ns.foo.fake_impl is not None
         assert sorted(dir(ops_ns)) == ["bar", "foo"]
         L._destroy()
-        assert _registry.registered(f"{ns}::foo") is None and _registry.registered(f"{ns}::bar") is None
+        assert _registry.registered(f"{ns}::foo") is None
+        assert _registry.registered(f"{ns}::bar") is None
         with pytest.raises(AttributeError, match=rf"tensorplay.ops.{ns} has no operator 'foo'"):
             ops_ns.foo
         L._destroy()   # idempotent

@@ -66,7 +66,8 @@ def test_definition_fields_are_public(ns):
         """Doc of f."""
         return x + 1
 
-    assert f.defined_by == "custom_op" and f.where.endswith(f":{f.__wrapped__.__code__.co_firstlineno}")
+    line = f.__wrapped__.__code__.co_firstlineno
+    assert f.defined_by == "custom_op" and f.where.endswith(f":{line}")
     assert f.opname == "f" and f.namespace == ns and f.owner is None and f.plugin is None
     assert f.__doc__ == "Doc of f." and f(tp.zeros(1)).tolist() == [1.0]
     d = lib.define(f"{ns}::g(Tensor x) -> Tensor")

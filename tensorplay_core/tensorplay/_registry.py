@@ -23,6 +23,7 @@ from __future__ import annotations
 import inspect
 import sys
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Generic, NamedTuple, ParamSpec, TypeVar, overload
 
@@ -487,7 +488,7 @@ class CustomOpDef(Generic[_P, _R]):
             if key not in ("default",):
                 _KNOWN_DEVICE_TYPES.add(key)
             self._rebuild()
-        return _record(handle)
+        return record(handle)
 
     def _set_fake(self, fn, owner=None) -> KernelHandle:
         """Push a fake kernel; the newest remaining registration is active."""
@@ -495,7 +496,7 @@ class CustomOpDef(Generic[_P, _R]):
             h = KernelHandle(self, self._fake_regs, Kernel(fn, owner, 0, _source_of(fn)))
             self._fake_regs.append(h)
             self._refresh()
-        return _record(h)
+        return record(h)
 
     def _set_autograd(self, backward, setup_context, owner=None) -> KernelHandle:
         """Push a backward formula; the newest remaining registration is active, else the
@@ -507,7 +508,7 @@ class CustomOpDef(Generic[_P, _R]):
                              Kernel(backward, owner, 0, _source_of(backward)), setup_context)
             self._autograd_regs.append(h)
             self._refresh()
-        return _record(h)
+        return record(h)
 
     def adopt(self, owner: str, claims: Callable[[Any], bool]) -> None:
         """Attribute the op to plugin ``owner``, and with it the registrations made without an
@@ -632,11 +633,11 @@ class CustomOpDef(Generic[_P, _R]):
             check_dispatchable(self.schema, keys, api)
 
         def inner(f):
-            _check_binds(self, f, "kernel", "register_kernel")
+            check_binds(self, f, "kernel", "register_kernel")
             handles = []
             try:
                 for key in keys:
-                    owner = _owner or _current_owner()
+                    owner = _owner or current_owner()
                     handles.append(self._add_kernel(key, f, owner,
                                                     _priority or _owner_priority(owner)))
             except BaseException:
@@ -664,8 +665,8 @@ class CustomOpDef(Generic[_P, _R]):
         check_not_builtin(self, f"register_fake({self.name!r})")
 
         def inner(f):
-            _check_binds(self, f, "fake kernel", "register_fake")
-            h = self._set_fake(f, _owner or _current_owner())
+            check_binds(self, f, "fake kernel", "register_fake")
+            h = self._set_fake(f, _owner or current_owner())
             if _lib is not None:
                 _lib._handles.append(h)
             return f
@@ -714,7 +715,7 @@ class CustomOpDef(Generic[_P, _R]):
                 raise ValueError(f"{api}: setup_context {_where(setup_context)} must take "
                                  f"(ctx, inputs, output) or (ctx, inputs, keyword_only_inputs, "
                                  f"output)")
-        h = self._set_autograd(backward, setup_context, _owner or _current_owner())
+        h = self._set_autograd(backward, setup_context, _owner or current_owner())
         if _lib is not None:
             _lib._handles.append(h)
         return backward
@@ -779,11 +780,10 @@ class _KernelEnabled:
 
 
 # Owners. Whoever runs third-party code that registers (the plugin manager, while a plugin's
-# module and hooks run) pushes an ``Owner`` here, so registrations record who made them and at
-# which priority, and keeps every handle made meanwhile in _undo_log so a failing plugin is rolled
-# back whole. The registry never asks anyone about owners: what it needs travels with them.
-_owner_stack: list = []
-_undo_log: list = []
+# module and hooks run) enters ``registering_as(owner)``, so registrations record who made them
+# and at which priority, and the handles made meanwhile are collected so a failing plugin is
+# rolled back whole. The registry never asks anyone about owners: what it needs travels with them.
+_owner_stack: list = []    # [(Owner, [handles made while it is the innermost owner])]
 
 # Observers (subscribed by the layers above; called at registration time only, never per call):
 # ``kernel_checks``: ``check(op, key, new Kernel, current stack)`` before a kernel is pushed; it
@@ -797,7 +797,8 @@ lookup_misses: list = []
 class Owner:
     """Who registers: ``name`` (a plugin distribution name, recorded in each ``Kernel``) and
     ``priority`` (its ``TENSORPLAY_PRIORITY``; a subclass may compute it, e.g. from a plugin
-    module that is still being imported). Pushed on ``_owner_stack`` by the plugin manager."""
+    module that is still being imported). Entered with ``registering_as`` by the plugin
+    manager."""
 
     __slots__ = ("name",)
 
@@ -812,26 +813,44 @@ class Owner:
         return f"<tensorplay owner {self.name}>"
 
 
-def _record(h: RegistrationHandle) -> RegistrationHandle:
+@contextmanager
+def registering_as(owner: Owner):
+    """Inside the block, registrations record ``owner`` (its name and priority in each
+    ``Kernel``; ops it defines get ``op.owner``). Yields the list collecting the handle of every
+    registration made meanwhile (``record``), oldest first, so the caller can destroy them all
+    when the owner's code fails. Nests: the innermost owner collects. Registration time only."""
+    made: list = []
+    _owner_stack.append((owner, made))
+    try:
+        yield made
+    finally:
+        _owner_stack.pop()
+
+
+def record(h: RegistrationHandle) -> RegistrationHandle:
+    """Give ``h`` to the innermost ``registering_as`` block (if any), so a failed load undoes it;
+    returns ``h``."""
     if _owner_stack:
-        _undo_log.append(h)
+        _owner_stack[-1][1].append(h)
     return h
 
 
-def _current_owner():
+def current_owner():
     """The name of the owner registering now (a plugin distribution), ``None`` for user code."""
-    return _owner_stack[-1].name if _owner_stack else None
+    return _owner_stack[-1][0].name if _owner_stack else None
 
 
 def _owner_priority(name) -> int:
     """The priority of owner ``name`` when it is registering now (innermost first), else 0."""
-    for o in reversed(_owner_stack):
+    for o, _ in reversed(_owner_stack):
         if o.name == name:
             return o.priority
     return 0
 
 
-def _check_binds(op, fn, what: str, api: str) -> None:
+def check_binds(op, fn, what: str, api: str) -> None:
+    """Refuse (``ValueError`` naming ``api``, the op and the parameter) a ``fn`` that is not
+    callable or cannot take the op's parameters. Registration time only."""
     if not callable(fn):
         raise ValueError(f"{api}({op.name!r}): expected a callable {what}, got {fn!r}")
     from ._schema import bind_check

@@ -89,7 +89,7 @@ def _new_op(qualname, schema, mutates, keys, tags, module, where, api, *, is_tri
     (edit-and-rerun in a notebook; compiled graphs check versions).
     """
     with _registry._lock:
-        old = _registry._OPS.get(qualname)
+        old = _registry.registered(qualname)
         version = 0
         if old is not None:
             if old.is_builtin:
@@ -121,7 +121,7 @@ def _new_op(qualname, schema, mutates, keys, tags, module, where, api, *, is_tri
         op = CustomOpDef(qualname, schema, mutates_args=mutates,
                          device_types=keys if device_types is None else device_types,
                          tags=tags, source=module, is_triton=is_triton, where=where,
-                         defined_by=defined_by, owner=_registry._current_owner(),
+                         defined_by=defined_by, owner=_registry.current_owner(),
                          version=version)
         if doc_fn is not None:
             op.__wrapped__ = doc_fn
@@ -135,9 +135,7 @@ def _new_op(qualname, schema, mutates, keys, tags, module, where, api, *, is_tri
         _registry.register_op(op)
         if old is not None:
             _registry.forward_replaced(old, op)
-        if _registry._owner_stack:
-            _registry._undo_log.append(_registry.RegistrationHandle(
-                lambda: _registry.unregister_op(op)))
+        _registry.record(_registry.RegistrationHandle(lambda: _registry.unregister_op(op)))
         return op
 
 
@@ -624,7 +622,7 @@ class Library:
                 Library._live_defs[ns] = self
         # opened while a plugin loads: if that plugin fails, its rollback closes this library
         # (releasing the namespace and everything registered through it)
-        _registry._record(RegistrationHandle(self._destroy))
+        _registry.record(RegistrationHandle(self._destroy))
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"

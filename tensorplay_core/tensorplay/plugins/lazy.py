@@ -73,11 +73,12 @@ def _import_lazy(op, key, ep_name, target, rec, handle):
         fn = importlib.import_module(mod_name)
         for part in attr.split("."):
             fn = getattr(fn, part)
-        _registry._check_binds(op, fn, "kernel", f"entry point {ep_name!r}")
+        _registry.check_binds(op, fn, "kernel", f"entry point {ep_name!r}")
     except Exception as e:
         _trace("lazy kernel %s = %s of %s failed: %s", ep_name, target, rec.label, e)
         raise DispatchError(
-            f"custom_op({op.name!r}): the {key} kernel {target!r} declared by plugin {rec.label} (entry point "
+            f"custom_op({op.name!r}): the {key} kernel {target!r} declared by plugin {rec.label} "
+            f"(entry point "
             f"{ep_name!r} in group {KERNEL_GROUP!r}) could not be loaded: {type(e).__name__}: "
             f"{str(e).rstrip().rstrip('.')}. "
             f"Fix: reinstall {rec.dist} (pip install --force-reinstall {rec.dist}), or correct "

@@ -161,16 +161,17 @@ def plugin_ops(name: str) -> list:
             from rec.error
     out: dict[str, set | None] = {}
     for q in rec.ops:
-        if q in _registry._OPS:
+        if _registry.registered(q) is not None:
             out[q] = None
     for q, key in rec.kernels:
         if out.get(q, ()) is not None:
             out.setdefault(q, set()).add(key)
     if rec.devices:
         for op in _registry.all_ops():
-            if op.is_builtin and getattr(op, "_has_array_kernel", False) and op.name not in out:
+            if op.is_builtin and op.has_array_kernel and op.name not in out:
                 out[op.name] = set(rec.devices)
-    return [(_registry._OPS[q], None if d is None else sorted(d)) for q, d in sorted(out.items())]
+    return [(_registry.registered(q), None if d is None else sorted(d))
+            for q, d in sorted(out.items())]
 
 
 def sample_inputs(op, device) -> list:

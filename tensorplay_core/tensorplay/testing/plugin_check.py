@@ -159,7 +159,7 @@ def plugin_ops(name: str) -> list:
     if rec.devices:
         have = {op.name for op, _ in pairs}
         pairs += [(op, sorted(rec.devices)) for op in all_ops()
-                  if op.is_builtin and not getattr(op, "_has_array_kernel", True)
+                  if op.is_builtin and not op.has_array_kernel
                   and op.name not in have]
         pairs.sort(key=lambda p: p[0].name)
     return pairs
@@ -174,7 +174,8 @@ def _cases(rec, name, device, ops):
             continue
         chosen = _devices_for(op, devs, device)
         if not chosen and device is None:
-            unchecked.append((op.name, devs or sorted(k for k in op.kernel_stacks() if k != "default")))
+            unchecked.append((op.name, devs or sorted(k for k in op.kernel_stacks()
+                                                      if k != "default")))
         for d in chosen:
             if op.is_builtin:
                 cases.append(CheckCase(rec.dist, op.name, d, ""))
@@ -200,7 +201,7 @@ def run_case(case: CheckCase, *, test_utils="DEFAULT", atol=None, rtol=None) -> 
     dtype_ = case.device.partition(":")[0]
     key = case.kernel or (dtype_ if op.is_builtin else _dispatched_key(op, dtype_))
     kdesc = describe_kernel(op, key, dtype_)
-    if op.is_builtin and not getattr(op, "_has_array_kernel", True):
+    if op.is_builtin and not op.has_array_kernel:
         kdesc = f"{dtype_}: built-in, device-agnostic (tensorplay core)"
     owner = None if op.is_builtin else op.kernel_owner(key)
     plugin = owner if isinstance(owner, str) else case.plugin
