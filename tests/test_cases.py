@@ -25,10 +25,9 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 @pytest.fixture(autouse=True)
 def _clean_registry():
     yield
-    with _registry._lock:
-        while left := [op for op in _registry.all_ops() if op.name.startswith("cases_")]:
-            for op in left:     # a redefinition gives back the one it replaced
-                _registry.unregister_op(op)
+    while left := [op for op in _registry.all_ops() if op.name.startswith("cases_")]:
+        for op in left:     # a redefinition gives back the one it replaced
+            _registry.unregister_op(op)
 
 
 # ------------------------------------------------------------------------------------------- C01

@@ -29,10 +29,9 @@ _count = itertools.count()
 
 
 def _cleanup(prefix: str) -> None:
-    with _registry._lock:
-        while left := [op for op in _registry.all_ops() if op.namespace == prefix]:
-            for op in left:     # a redefinition gives back the one it replaced
-                _registry.unregister_op(op)
+    while left := [op for op in _registry.all_ops() if op.namespace == prefix]:
+        for op in left:     # a redefinition gives back the one it replaced
+            _registry.unregister_op(op)
     live = Library._live_defs.get(prefix)
     if live is not None:
         live._destroy()
@@ -256,7 +255,7 @@ class TestCustomOp:
         assert getattr(tp.ops.__getattr__(ns), "f") is op2
         assert _registry.lookup(f"{ns}::f") is op2
         assert op2(tp.zeros(1)).tolist() == [2.0]
-        assert op1._replaced_by is op2
+        assert op1(tp.zeros(1)).tolist() == [2.0]     # the old handle runs the current one
         op3 = lib.custom_op(f"{ns}::f", v1, mutates_args=("x",))
         assert op3.version == 2 and op3.mutates_args == ("x",)
 

@@ -30,10 +30,9 @@ def fast_switching():
 
 
 def _cleanup(prefix):
-    with _registry._lock:
-        while left := [op for op in _registry.all_ops() if op.name.startswith(prefix)]:
-            for op in left:     # a redefinition gives back the one it replaced
-                _registry.unregister_op(op)
+    while left := [op for op in _registry.all_ops() if op.name.startswith(prefix)]:
+        for op in left:     # a redefinition gives back the one it replaced
+            _registry.unregister_op(op)
     for ns in [ns for ns in lib.Library._live_defs if ns.startswith(prefix)]:
         lib.Library._live_defs[ns]._destroy()
 
