@@ -206,3 +206,12 @@ def test_builtin_read_api():
     assert add.has_array_kernel and add.defined_by == "core" and add.owner is None
     with pytest.raises(AttributeError):
         add.extra = 1
+
+
+def test_replace_after_destroy_does_not_come_back(ns):
+    """A lazy kernel imported after its plugin was rolled back stays out of the stack."""
+    op = lib.define(f"{ns}::f(Tensor x) -> Tensor")
+    h = op._add_kernel("cpu", _k1, "p", 0)
+    h.destroy()
+    h.replace(_k2)
+    assert op.kernel_stacks() == {} and op.table.get("cpu") is None

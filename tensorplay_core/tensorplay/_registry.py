@@ -224,19 +224,26 @@ class KernelHandle(RegistrationHandle):
     __slots__ = ("op", "stack", "kernel", "setup_context")
 
     def __init__(self, op, stack: list, kernel: Kernel, setup_context=None):
-        super().__init__(self._remove)
+        super().__init__(None)
         self.op, self.stack, self.kernel, self.setup_context = op, stack, kernel, setup_context
 
-    def _remove(self) -> None:
+    def destroy(self) -> None:
+        """Take this entry out of its stack (the next one down becomes active) and rebuild the
+        op's dispatch table; calling it again does nothing."""
         with _lock:
-            self.stack[:] = [e for e in self.stack if e is not self]
-            self.op._refresh()
+            if not self._done:
+                self._done = True
+                self.stack[:] = [e for e in self.stack if e is not self]
+                self.op._refresh()
 
     def replace(self, fn, source: str | None = None) -> None:
         """Put ``fn`` in place of this entry's function, keeping its owner, priority and place
         (a kernel named in plugin metadata once its module is imported). ``destroy()`` then
-        removes ``fn``. Registration time only."""
+        removes ``fn``; after ``destroy()`` it does nothing (the entry is gone). Registration
+        time only."""
         with _lock:
+            if self._done:
+                return
             self.kernel = self.kernel._replace(fn=fn, source=source or _source_of(fn))
             self.op._refresh()
 
@@ -397,7 +404,8 @@ class CustomOpDef(Generic[_P, _R]):
 
     def kernel_stacks(self) -> dict[str, tuple[Kernel, ...]]:
         """``{dispatch key: kernel_stack(key)}`` for every key with a registered kernel."""
-        return {k: tuple(e.kernel for e in v) for k, v in self._kernels.items() if v}
+        with _lock:   # a consistent snapshot while other threads register
+            return {k: tuple(e.kernel for e in v) for k, v in self._kernels.items() if v}
 
     def kernel_owner(self, key: str):
         """The owner (plugin distribution name, or None for user code) of the active kernel for

@@ -85,6 +85,5 @@ def _import_lazy(op, key, ep_name, target, rec, handle):
             f"that entry point.") from e
     _trace("lazy kernel %s = %s of %s imported in %.2f ms", ep_name, target, rec.label,
            (time.perf_counter() - t0) * 1e3)
-    if not handle._done:          # a plugin rolled back meanwhile keeps its kernel out
-        handle.replace(fn, source=target)
+    handle.replace(fn, source=target)   # no-op when the plugin was rolled back meanwhile
     return fn
