@@ -97,11 +97,8 @@ class CheckCase:
         also has a kernel of its own on that device (two cases there)."""
         k = ""
         if self.kernel == "default":
-            from .._registry import lookup
-            try:
-                op = lookup(self.op)
-            except LookupError:
-                op = None
+            from .._registry import registered
+            op = registered(self.op)
             if op is not None and op.active_kernel(self.device.partition(":")[0]) is not None:
                 k = "-default"
         return f"{self.op}-{self.device}{k}"
