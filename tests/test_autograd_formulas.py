@@ -19,9 +19,9 @@ _count = itertools.count()
 
 def _drop_namespace(prefix: str) -> None:
     from tensorplay import _registry   # ops defined by custom_op have no Library to close
-    with _registry._lock:
-        for k in [k for k in _registry._OPS if k.partition("::")[0] == prefix]:
-            del _registry._OPS[k]
+    while left := [op for op in _registry.all_ops() if op.namespace == prefix]:
+        for op in left:     # a redefinition gives back the one it replaced
+            _registry.unregister_op(op)
 
 
 @pytest.fixture

@@ -310,7 +310,7 @@ def test_compiled_function_called_inside_another_is_inlined():
 
 def test_example_pack_ops_compiled_equal_eager_with_gradients():
     ops = [op for op in tp._registry.all_ops() if op.namespace == "example"
-           and (op._active("cpu") is not None or op._active("default") is not None)]
+           and (op.active_kernel("cpu") is not None or op.active_kernel("default") is not None)]
     if not ops:
         pytest.skip("the example op pack (tensorplay-example-ops) is not installed")
     cpu = tp.device("cpu")

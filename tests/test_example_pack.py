@@ -36,11 +36,11 @@ def test_discovered_through_its_entry_point_and_attributed():
         op = getattr(tp.ops.example, n)
         assert op.plugin == "tensorplay-example-ops"
         assert getattr(pack, n) is op               # module attribute = the registered op
-        assert op._fake is not None, f"example::{n} has no fake kernel"
+        assert op.fake_impl is not None, f"example::{n} has no fake kernel"
 
 
 def test_explicit_formula_and_declared_mutation():
-    assert tp.ops.example.rms_norm._backward is not None
+    assert tp.ops.example.rms_norm.has_autograd
     assert tp.ops.example.add_relu_.mutates_args == ("x",)
     assert "Tensor(a!) x" in str(tp.ops.example.add_relu_.schema)
 
@@ -230,7 +230,7 @@ def test_every_sample_passes_opcheck_on_cpu_quickly():
     n = 0
     for name in _rec().ops:
         op = tp._registry.lookup(name)
-        if op._active("cpu") is None and op._active("default") is None:
+        if op.active_kernel("cpu") is None and op.active_kernel("default") is None:
             continue
         for s in tp.plugins.sample_inputs(op, cpu):
             res = run_checks(op, s.args, s.kwargs, test_utils=NO_AOT)

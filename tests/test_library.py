@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 import tensorplay as tp
 import tensorplay.library as lib
 from tensorplay import _registry
+from tensorplay._registry import Kernel
+from tensorplay._registry import _source_of as _src
 from tensorplay._schema import FunctionSchema
 from tensorplay.errors import DispatchError, SchemaError
 from tensorplay.fake import FakeTensorMode
@@ -27,9 +29,9 @@ _count = itertools.count()
 
 
 def _cleanup(prefix: str) -> None:
-    with _registry._lock:
-        for k in [k for k in _registry._OPS if k.partition("::")[0] == prefix]:
-            del _registry._OPS[k]
+    while left := [op for op in _registry.all_ops() if op.namespace == prefix]:
+        for op in left:     # a redefinition gives back the one it replaced
+            _registry.unregister_op(op)
     live = Library._live_defs.get(prefix)
     if live is not None:
         live._destroy()
@@ -93,7 +95,7 @@ class TestCustomOp:
         msg = str(ei.value)
         assert msg.startswith(f"custom_op({bad!r}): {bad!r} is not a valid operator name")
         assert "exactly one '::'" in msg and "identifiers" in msg
-        assert bad not in _registry._OPS
+        assert _registry.registered(bad) is None
 
     def test_overload_names_are_refused_with_a_hint(self, ns):
         with pytest.raises(ValueError, match=r"Overload names .* are not supported"):
@@ -107,7 +109,7 @@ class TestCustomOp:
         deco = lib.custom_op(f"{ns}::f", mutates_args=())
         with pytest.raises(TypeError, match=r"expected a function to decorate, got 3"):
             deco(3)
-        assert f"{ns}::f" not in _registry._OPS
+        assert _registry.registered(f"{ns}::f") is None
 
     def test_mutates_args_is_required(self, ns):
         with pytest.raises(TypeError, match="mutates_args"):
@@ -128,7 +130,7 @@ class TestCustomOp:
 
         with pytest.raises(ValueError, match=rf"^custom_op\('{ns}::f'\): {msg}"):
             lib.custom_op(f"{ns}::f", f, mutates_args=value)
-        assert f"{ns}::f" not in _registry._OPS
+        assert _registry.registered(f"{ns}::f") is None
 
     def test_mutates_args_accepts_any_collection_and_orders_by_parameter(self, ns):
         def f(a, b, c) -> None:
@@ -163,14 +165,14 @@ class TestCustomOp:
         with pytest.raises(ValueError, match=rf"^custom_op\('{ns}::f'\): schema .* names the "
                                              rf"operator '{ns}::g' but the op is '{ns}::f'"):
             lib.custom_op(f"{ns}::f", lambda x: x, mutates_args=(), schema=f"{ns}::g(Tensor x) -> Tensor")
-        assert f"{ns}::f" not in _registry._OPS
+        assert _registry.registered(f"{ns}::f") is None
 
     @pytest.mark.parametrize("bad", ["Tensor x", "(Tensr x) -> Tensor", "(Tensor x)", "(Tensor x) -> Tensor junk"])
     def test_malformed_schema_is_schema_error_starting_with_api(self, ns, bad):
         with pytest.raises(SchemaError, match=rf"^custom_op\('{ns}::f'\): bad schema: "
                                               rf"FunctionSchema.parse: .* at position \d+"):
             lib.custom_op(f"{ns}::f", lambda x: x, mutates_args=(), schema=bad)
-        assert f"{ns}::f" not in _registry._OPS
+        assert _registry.registered(f"{ns}::f") is None
 
     def test_schema_must_be_a_string(self, ns):
         with pytest.raises(TypeError, match=r"schema must be a str"):
@@ -188,7 +190,7 @@ class TestCustomOp:
             lib.custom_op(f"{ns}::f", body, mutates_args=(), schema="(Tensor(a!) x, Tensor y) -> ()")
         with pytest.raises(ValueError, match=r"disagrees with mutates_args='unknown'"):
             lib.custom_op(f"{ns}::f", body, mutates_args="unknown", schema="(Tensor(a!) x, Tensor y) -> ()")
-        assert f"{ns}::f" not in _registry._OPS
+        assert _registry.registered(f"{ns}::f") is None
         op = lib.custom_op(f"{ns}::f", body, mutates_args="unknown",
                            schema="(Tensor(a!) x, Tensor(b!) y) -> ()")
         assert op.mutates_args == ("x", "y")
@@ -224,7 +226,7 @@ class TestCustomOp:
     def test_bad_device_types_leave_no_op(self, ns, spelling, exc, msg):
         with pytest.raises(exc, match=rf"^custom_op\('{ns}::f'\): {msg}"):
             lib.custom_op(f"{ns}::f", lambda x: x, mutates_args=(), device_types=spelling)
-        assert f"{ns}::f" not in _registry._OPS
+        assert _registry.registered(f"{ns}::f") is None
         with pytest.raises(AttributeError):
             getattr(tp.ops.__getattr__(ns), "f")
 
@@ -253,7 +255,7 @@ class TestCustomOp:
         assert getattr(tp.ops.__getattr__(ns), "f") is op2
         assert _registry.lookup(f"{ns}::f") is op2
         assert op2(tp.zeros(1)).tolist() == [2.0]
-        assert op1._replaced_by is op2
+        assert op1(tp.zeros(1)).tolist() == [2.0]     # the old handle runs the current one
         op3 = lib.custom_op(f"{ns}::f", v1, mutates_args=("x",))
         assert op3.version == 2 and op3.mutates_args == ("x",)
 
@@ -267,13 +269,13 @@ class TestCustomOp:
         assert "test_library.py:" in msg and f"(module {__name__})" in msg
         assert "/virtual/someone_elses_ops.py:1 (module someone_elses_ops)" in msg
         assert "redefine it from the same module" in msg
-        assert _registry._OPS[f"{ns}::f"].version == 0
+        assert _registry.lookup(f"{ns}::f").version == 0
 
     def test_builtin_cannot_be_redefined(self):
         with pytest.raises(ValueError, match=r"^custom_op\('tp::add'\): 'tp::add' is a built-in "
                                              r"operator and cannot be redefined"):
             lib.custom_op("tp::add", lambda x, y: x, mutates_args=())
-        assert _registry._OPS["tp::add"].is_builtin
+        assert _registry.lookup("tp::add").is_builtin
 
     def test_failed_redefinition_keeps_previous_definition(self, ns):
         op1 = lib.custom_op(f"{ns}::f", lambda x: x + 1, mutates_args=(), device_types="cpu")
@@ -283,7 +285,7 @@ class TestCustomOp:
             lib.custom_op(f"{ns}::f", lambda: None, mutates_args=(), schema="(Tensor x) -> Tensor")
         with pytest.raises(ValueError, match="not parameters"):
             lib.custom_op(f"{ns}::f", lambda x: x, mutates_args=("y",))
-        assert _registry._OPS[f"{ns}::f"] is op1 and op1.version == 0
+        assert _registry.lookup(f"{ns}::f") is op1 and op1.version == 0
         assert op1(tp.zeros(1)).tolist() == [1.0]
 
 
@@ -366,11 +368,8 @@ class TestRegisterKernel:
             return x + 7
 
         h = op._add_kernel("cpu", stand_in, "some-plugin", 0)
-        with _registry._lock:       # what the plugin manager does once it imported the kernel
-            stack = op._kernels["cpu"]
-            stack[0] = (real, "some-plugin", 0)
-            stand_in._tensorplay_resolved = stack[0]
-            op._rebuild()
+        h.replace(real)             # what the plugin manager does once it imported the kernel
+        assert op.kernel_stack("cpu") == (Kernel(real, "some-plugin", 0, _src(real)),)
         assert op(tp.zeros(1)).tolist() == [7.0]
         h.destroy()                 # rolling the plugin back removes the real kernel too
         assert op.kernels == {}
@@ -406,7 +405,7 @@ class TestRegisterFake:
             calls.append(x.shape)
             return x.new_empty((x.shape[1], x.shape[0]))
 
-        assert f._fake is _
+        assert f.fake_impl is _
         with FakeTensorMode() as m:
             out = f(m.from_tensor(tp.ones(2, 3)))
         assert out.shape == (3, 2) and calls == [(2, 3)] and out._data is None
@@ -485,7 +484,7 @@ class TestRegisterAutograd:
             sq.register_autograd(lambda ctx, g: g, setup_context="nope")
         with pytest.raises(ValueError, match=api + r"setup_context .* must take \(ctx, inputs, output\)"):
             sq.register_autograd(lambda ctx, g: g, setup_context=lambda ctx: None)
-        assert sq._backward is None
+        assert sq.backward_fn is None
 
     def test_mutating_op_is_refused(self, ns):
         @lib.custom_op(f"{ns}::bump", mutates_args=("x",))
@@ -497,7 +496,7 @@ class TestRegisterAutograd:
             with pytest.raises(ValueError, match=rf"^register_autograd\('{ns}::bump'\): an op that "
                                                  r"mutates its inputs \(x\) cannot have an autograd"):
                 register()
-        assert bump._backward is None
+        assert bump.backward_fn is None
 
 
 class TestSetKernelEnabled:
@@ -531,7 +530,7 @@ class TestSetKernelEnabled:
                 assert op(x).tolist() == [1.0]
             assert op(x).tolist() == [100.0]
         assert op(x).tolist() == [1.0]
-        assert not op._disabled.get("cpu")
+        assert op.is_kernel_enabled("cpu")
 
     def test_restored_on_exception_and_only_applied_when_entered(self, ns):
         op = self._op(ns)
@@ -626,7 +625,7 @@ class TestDefine:
                                                r"already defined at .*test_library.py:\d+ \(by "
                                                r"define, module test_library\)"):
             lib.define(f"{ns}::f", second)
-        assert _registry._OPS[f"{ns}::f"] is op and op(tp.zeros(1)).tolist() == [1.0]
+        assert _registry.lookup(f"{ns}::f") is op and op(tp.zeros(1)).tolist() == [1.0]
 
     def test_another_module_conflicts(self, ns):
         lib.define(f"{ns}::f(Tensor x) -> Tensor")
@@ -652,15 +651,15 @@ class TestDefine:
         args = tuple(a.replace("X", ns) if isinstance(a, str) else a for a in args)
         with pytest.raises(exc, match=rf"^define\({re.escape(repr(args[0]))}\): .*{msg.replace('X', ns)}"):
             lib.define(*args)
-        assert f"{ns}::f" not in _registry._OPS
+        assert _registry.registered(f"{ns}::f") is None
 
     def test_lib_records_and_checks(self, ns):
         with Library(ns, "FRAGMENT") as L:
             op = lib.define(f"{ns}::f(Tensor x) -> Tensor", lib=L)
-            assert f"{ns}::f" in _registry._OPS and L._ops == [op.name]
+            assert _registry.registered(f"{ns}::f") is not None and L._ops == [op.name]
             with pytest.raises(ValueError, match=r"operator namespace 'other' does not match"):
                 lib.define("other::f(Tensor x) -> Tensor", lib=L)
-        assert f"{ns}::f" not in _registry._OPS
+        assert _registry.registered(f"{ns}::f") is None
         with pytest.raises(RuntimeError, match=r"was closed; create a new Library"):
             lib.define(f"{ns}::g(Tensor x) -> Tensor", lib=L)
         impl_lib = Library(ns, "IMPL")
@@ -668,7 +667,7 @@ class TestDefine:
             lib.define(f"{ns}::g(Tensor x) -> Tensor", lib=impl_lib)
         with pytest.raises(TypeError, match=r"lib must be a tensorplay.library.Library"):
             lib.define(f"{ns}::g(Tensor x) -> Tensor", lib="mylib")
-        assert f"{ns}::g" not in _registry._OPS
+        assert _registry.registered(f"{ns}::g") is None
 
 
 class TestImpl:
@@ -736,7 +735,7 @@ class TestModuleLevelRegistration:
         def fk2(x):
             return x.new_empty((8,))
 
-        assert op._fake is fk2
+        assert op.fake_impl is fk2
         assert op(tp.empty(1, device="meta")).shape == (8,)
 
     def test_register_autograd_as_decorator(self, ns):
@@ -748,7 +747,7 @@ class TestModuleLevelRegistration:
         def _(ctx, g):
             return g * 0 + 5
 
-        assert sq._backward is _
+        assert sq.backward_fn is _
         x = tp.tensor([1.0], requires_grad=True)
         sq(x).sum().backward()
         assert x.grad.tolist() == [5.0]
@@ -781,9 +780,9 @@ class TestModuleLevelRegistration:
         lib.register_kernel(sq, "cpu", lambda x: x, lib=L)
         lib.register_fake(sq, lambda x: x.new_empty(()), lib=L)
         lib.register_autograd(sq, lambda ctx, g: g, lib=L)
-        assert "cpu" in sq.kernels and sq._fake is not None and sq._backward is not None
+        assert "cpu" in sq.kernels and sq.fake_impl is not None and sq.backward_fn is not None
         L._destroy()
-        assert "cpu" not in sq.kernels and sq._fake is None and sq._backward is None
+        assert "cpu" not in sq.kernels and sq.fake_impl is None and sq.backward_fn is None
         x = tp.tensor([3.0], requires_grad=True)
         sq(x).sum().backward()
         assert x.grad.tolist() == [6.0]
@@ -801,10 +800,11 @@ class TestLibrary:
         ops_ns = tp.ops.__getattr__(ns)
         assert ops_ns.foo(tp.ones(1)).tolist() == [5.0]
         assert ops_ns.bar(tp.ones(1)).tolist() == [0.0]
-        assert ops_ns.foo._fake is not None
+        assert ops_ns.foo.fake_impl is not None
         assert sorted(dir(ops_ns)) == ["bar", "foo"]
         L._destroy()
-        assert f"{ns}::foo" not in _registry._OPS and f"{ns}::bar" not in _registry._OPS
+        assert _registry.registered(f"{ns}::foo") is None
+        assert _registry.registered(f"{ns}::bar") is None
         with pytest.raises(AttributeError, match=rf"tensorplay.ops.{ns} has no operator 'foo'"):
             ops_ns.foo
         L._destroy()   # idempotent
@@ -832,7 +832,7 @@ class TestLibrary:
             impl_lib.impl("f", lambda x: x + 2, "cpu")        # replaces while open
             assert op(tp.zeros(1)).tolist() == [2.0]
         assert op(tp.zeros(1)).tolist() == [1.0]              # the earlier kernel is back
-        assert f"{ns}::f" in _registry._OPS
+        assert _registry.registered(f"{ns}::f") is not None
 
     def test_library_dispatch_key_is_impl_default(self, ns):
         op = lib.define(f"{ns}::f(Tensor x) -> Tensor")
@@ -908,24 +908,24 @@ class TestLibrary:
         lib.register_fake(op, fake_c, lib=lb)
         lib.register_kernel(op, "cpu", lambda x: x + 1, lib=la)
         lib.register_kernel(op, "cpu", lambda x: x + 2, lib=lb)
-        assert op._fake is fake_c and op(tp.zeros(1)).tolist() == [2.0]
+        assert op.fake_impl is fake_c and op(tp.zeros(1)).tolist() == [2.0]
         la._destroy()                      # the older one goes first: the newest stays active
-        assert op._fake is fake_c and op(tp.zeros(1)).tolist() == [2.0]
+        assert op.fake_impl is fake_c and op(tp.zeros(1)).tolist() == [2.0]
         lb._destroy()                      # then the one registered before both comes back
-        assert op._fake is fake_a and op.kernels == {}
+        assert op.fake_impl is fake_a and op.kernels == {}
         assert op(tp.empty(5, device="meta")).shape == (1,)
 
     def test_builtin_formula_restored_after_library_override(self):
-        add = _registry._OPS["tp::add"]
-        before = add._backward
+        add = _registry.lookup("tp::add")
+        before = add.backward_fn
         # the public APIs refuse built-ins (the 'tp' namespace is reserved: see
         # tests/test_reserved_namespace.py); the core's own stacking still restores the formula
         with pytest.raises(ValueError, match=r"'tp::add' is a built-in operator"):
             lib.register_autograd(add, lambda ctx, g: (g, g))
         h = add._set_autograd(lambda ctx, g: (g, g), None)
-        assert add._backward is not before
+        assert add.backward_fn is not before
         h.destroy()
-        assert add._backward is before
+        assert add.backward_fn is before
 
     def test_fallthrough_kernel_itself(self):
         with pytest.raises(NotImplementedError, match=r"^fallthrough_kernel: "):
@@ -939,7 +939,7 @@ class TestOpsNamespace:
         space = getattr(tp.ops, ns)
         assert space.f is op and "f" in dir(space) and ns in dir(tp.ops)
         assert repr(space) == f"<tensorplay.ops.{ns}>"
-        assert tp.ops.tp.add is _registry._OPS["tp::add"]
+        assert tp.ops.tp.add is _registry.lookup("tp::add")
         with pytest.raises(AttributeError, match=rf"^tensorplay.ops.{ns} has no operator 'g'"):
             space.g
         with pytest.raises(AttributeError):
@@ -962,7 +962,7 @@ def test_property_custom_op_schema_strings_only_raise_value_errors(text):
         op = lib.custom_op(name, lambda *args, **kwargs: None, mutates_args="unknown", schema=text)
     except ValueError as e:
         assert str(e).startswith(f"custom_op({name!r}): ")
-        assert name not in _registry._OPS
+        assert _registry.registered(name) is None
     else:
         assert op.schema == FunctionSchema.parse(str(op.schema))
         _cleanup("tlibprop")
@@ -997,7 +997,7 @@ class TestOneDefinition:
         finally:
             L.close()
             F.close()
-        assert f"{ns}::f" not in _registry._OPS
+        assert _registry.registered(f"{ns}::f") is None
 
     def test_def_library_defining_a_name_twice(self, ns):
         with Library(ns, "DEF") as L:
@@ -1015,13 +1015,13 @@ class TestOneDefinition:
         with Library(ns, "FRAGMENT") as F:
             with pytest.raises(RuntimeError, match="already defined"):
                 F.define("f(Tensor x) -> Tensor")
-        assert _registry._OPS[f"{ns}::f"] is op and op(tp.zeros(1)).tolist() == [3.0]
+        assert _registry.lookup(f"{ns}::f") is op and op(tp.zeros(1)).tolist() == [3.0]
 
     def test_custom_op_over_a_defined_op_is_refused(self, ns):
         op = lib.define(f"{ns}::f(Tensor x) -> Tensor")
         with pytest.raises(RuntimeError, match=r"\(by define, module"):
             lib.custom_op(f"{ns}::f", lambda x: x, mutates_args=())
-        assert _registry._OPS[f"{ns}::f"] is op
+        assert _registry.lookup(f"{ns}::f") is op
 
     @pytest.mark.parametrize("order", ["def-first", "fragment-first"])
     def test_closing_libraries_in_any_order_never_resurrects_an_op(self, ns, order):
@@ -1033,7 +1033,7 @@ class TestOneDefinition:
         F.define("g(Tensor x) -> Tensor")
         for lib_ in ((L, F) if order == "def-first" else (F, L)):
             lib_.close()
-        assert f"{ns}::f" not in _registry._OPS and f"{ns}::g" not in _registry._OPS
+        assert _registry.registered(f"{ns}::f") is None and _registry.registered(f"{ns}::g") is None
         with pytest.raises(AttributeError):
             tp.ops.__getattr__(ns).f
 
@@ -1041,9 +1041,9 @@ class TestOneDefinition:
         op1 = lib.custom_op(f"{ns}::f", lambda x: x + 1, mutates_args=())
         op2 = lib.custom_op(f"{ns}::f", lambda x: x + 2, mutates_args=())
         _registry.unregister_op(op1)          # the older definition goes first (a rollback)
-        assert _registry._OPS[f"{ns}::f"] is op2
+        assert _registry.lookup(f"{ns}::f") is op2
         _registry.unregister_op(op2)
-        assert f"{ns}::f" not in _registry._OPS
+        assert _registry.registered(f"{ns}::f") is None
 
 
 # =========================================================== torch habits (issue 12)
@@ -1072,6 +1072,7 @@ def test_kernel_stack_is_a_typed_read_only_view(ns):
         L.impl("f", k2, "cpu")
         stack = op.kernel_stack("cpu")
         assert [e.fn for e in stack][-1] is k2 and stack[0] == first[0]
-        fn, owner, prio = stack[-1]            # unpacks like the plain tuple it is
+        fn, owner, prio, source = stack[-1]    # unpacks like the plain tuple it is
         assert (fn, owner, prio) == (k2, None, 0)
+        assert source == f"{__name__}:test_kernel_stack_is_a_typed_read_only_view.<locals>.k2"
     assert op.kernel_stack("cpu") == first and op.kernel_stack("cuda") == ()

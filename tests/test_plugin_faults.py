@@ -388,7 +388,7 @@ def tensorplay_register_ops(registrar):
 '''})
     r = env.run(LIST + '''
 op = tp.ops.ans.f
-out.update(ans_kernels=sorted(op.kernels), fake=op._fake is not None,
+out.update(ans_kernels=sorted(op.kernels), fake=op.fake_impl is not None,
            zns=sorted(o["name"] for o in tp.plugins.ops_table("zns")))
 result(out)
 ''')

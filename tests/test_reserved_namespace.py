@@ -22,16 +22,16 @@ RESERVED = r"reserved: built-in operators \('tp::'\) .* provided by the tensorpl
 def ns():
     name = f"trsv{next(_count)}"
     yield name
-    with _registry._lock:
-        for k in [k for k in _registry._OPS if k.partition("::")[0] == name]:
-            del _registry._OPS[k]
-        Library._live_defs.pop(name, None)
+    while left := [op for op in _registry.all_ops() if op.namespace == name]:
+        for op in left:     # a redefinition gives back the one it replaced
+            _registry.unregister_op(op)
+    Library._live_defs.pop(name, None)
 
 
 def _state(name):
-    op = _registry._OPS[name]
-    return ({k: list(v) for k, v in op._kernels.items()}, op._fake, op._backward,
-            dict(op._disabled), dict(op.table))
+    op = _registry.lookup(name)
+    return (op.kernel_stacks(), op.fake_impl, op.backward_fn,
+            {k: op.is_kernel_enabled(k) for k in op.kernel_stacks()}, dict(op.table))
 
 
 # ------------------------------------------------------------------------------- reserved ns
@@ -83,7 +83,7 @@ def test_new_ops_in_tp_namespace_refused(call):
     with pytest.raises(ValueError, match=r"the namespace 'tp' \(operator 'tp::evil'\) is "
                                          + RESERVED):
         call()
-    assert "tp::evil" not in _registry._OPS
+    assert _registry.registered("tp::evil") is None
 
 
 def test_redefining_builtin_names_the_core():
@@ -98,7 +98,7 @@ def test_core_install_path_still_works_and_get_kernel_reads_builtins(cpu):
     """``install_backend`` -> ``op._add_kernel`` (the core's path) is not affected; reading is."""
     from tensorplay import _backend
     from tensorplay._ops import _define
-    op = _registry._OPS["tp::mul"]
+    op = _registry.lookup("tp::mul")
     _define.install_backend(_backend.get_backend("cpu"))
     assert (tp.ones(2) * 3).tolist() == [3.0, 3.0]
     assert lib.get_kernel("tp::mul", "cpu") is op.kernels["cpu"]
@@ -143,7 +143,7 @@ def test_custom_op_device_types_gpu_refused(ns):
                                          r"dispatch key 'gpu' \(no installed plugin provides it\); "
                                          r"accepted: .*Did you mean 'cuda'\?$"):
         lib.custom_op(f"{ns}::bar", lambda x: x.clone(), mutates_args=(), device_types="gpu")
-    assert f"{ns}::bar" not in _registry._OPS
+    assert _registry.registered(f"{ns}::bar") is None
 
 
 @pytest.mark.parametrize("spelling", ["cpu", "CPU", "cuda", "CUDA", "cuda:1", "default",
@@ -154,8 +154,8 @@ def test_known_spellings_still_accepted(ns, spelling):
 
 
 def test_plugin_provided_device_type_accepted(ns, monkeypatch):
-    from tensorplay.plugins import manager
-    monkeypatch.setitem(manager._S.devices, "npx", [])
+    from tensorplay import _devices     # the table of plugin-provided device types
+    monkeypatch.setitem(_devices.providers, "npx", [])
     op = lib.define(f"{ns}::f(Tensor x) -> Tensor")
     op.register_kernel("NPX", lambda x: x)
     assert "npx" in op.kernels

@@ -403,6 +403,7 @@ def make_call(op, scalar_ok=()) -> None:
     cls = type(_class_name(op), (type(op) if type(op).__dict__.get("_generated") is None
                                  else type(op).__mro__[1],),
                {"__call__": staticmethod(fn), "_generated": True, "_call_source": src,
+                "__slots__": (),   # the record is slotted: same layout, so __class__ can change
                 # inspect.signature(op): the caller's parameters (no hidden self)
                 "__signature__": property(lambda self: _signature(fn))})
     op.__class__ = cls

@@ -23,6 +23,8 @@ from __future__ import annotations
 import inspect
 import sys
 import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Generic, NamedTuple, ParamSpec, TypeVar, overload
 
 from . import _devices
@@ -43,7 +45,7 @@ _R = TypeVar("_R")
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = ["CustomOpDef", "OpDef", "Kernel", "lookup", "all_ops", "RegistrationHandle",
-           "DEFAULT"]
+           "KernelHandle", "DEFAULT", "registered"]
 
 DEFAULT = "default"   # the device-agnostic slot (CompositeExplicitAutograd / CompositeImplicitAutograd)
 
@@ -68,12 +70,12 @@ def check_not_builtin(op, api: str) -> None:
     (registration time only)."""
     if op.is_builtin or op.namespace == RESERVED_NAMESPACE:
         raise reserved_error(api, f"{op.name!r} is a built-in operator; it")
-    new = getattr(op, "_replaced_by", None)
+    new = op._replaced_by
     if new is not None:
         raise RuntimeError(
             f"{api}: this handle is a replaced definition of {op.name!r} (from "
-            f"{getattr(op, '_where', '?')}); the op was redefined at "
-            f"{getattr(new, '_where', '?')}. Calls of this handle run the current definition, "
+            f"{op.where}); the op was redefined at "
+            f"{new.where}. Calls of this handle run the current definition, "
             f"but registrations must go to it: use the new handle, or tensorplay.ops."
             f"{op.namespace}.{op._opname}, or tensorplay.library.register_*({op.name!r}, ...).")
 
@@ -89,13 +91,15 @@ def forward_replaced(old, new) -> None:
 
     def __call__(self, *args, **kwargs):
         return self._replaced_by(*args, **kwargs)
-    old.__class__ = type(live.__name__, (live,), {"__call__": __call__, "_forwarding": True})
+    # no __slots__ of its own would add a __dict__ (a different layout: no __class__ change)
+    old.__class__ = type(live.__name__, (live,), {"__call__": __call__, "__slots__": (),
+                                                   "__doc__": live.__doc__})
 
 
 def restore_replaced(op) -> None:
     """``op`` is the current definition again: its own generated call path comes back."""
     op._replaced_by = None
-    live = getattr(op, "_live_class", None)
+    live = op._live_class
     if live is not None:
         op.__class__ = live
         op._live_class = None
@@ -167,21 +171,32 @@ def _where(fn) -> str:
 
 
 class Kernel(NamedTuple):
-    """One entry of an op's kernel stack for a dispatch key (same idea as torch's ``Kernel``).
+    """One registration in an op's stacks (same idea as torch's ``_library`` ``Kernel``).
 
-    ``fn``: the callable; ``owner``: the plugin distribution that registered it, or ``None`` for
-    user code and the core; ``priority``: its owner's ``TENSORPLAY_PRIORITY``. The active kernel
-    is the last entry (highest priority; at equal priority the newest, except that the op's own
-    plugin beats another plugin). A plain tuple underneath, so ``fn, owner, priority = entry``
-    works."""
+    ``fn``: the callable (a kernel, a fake kernel, or a backward formula); ``owner``: the plugin
+    distribution that registered it, or ``None`` for user code and the core; ``priority``: its
+    owner's ``TENSORPLAY_PRIORITY`` (0 for user code); ``source``: where ``fn`` is defined,
+    ``"module:qualname"`` (``"package.module:function"`` for a kernel named in entry-point
+    metadata). Immutable; a plain tuple underneath, so ``fn, owner, priority, source = k`` works.
+    In a kernel stack the active kernel is the last entry (highest priority; at equal priority
+    the newest, except that the op's own plugin beats another plugin)."""
 
     fn: Callable[..., Any]
     owner: str | None
     priority: int
+    source: str
+
+
+def _source_of(fn) -> str:
+    """``"module:qualname"`` of ``fn`` (its ``repr`` when it has neither, e.g. a ``partial``)."""
+    mod = getattr(fn, "__module__", None)
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    return f"{mod}:{name}" if mod and name else repr(fn)
 
 
 class RegistrationHandle:
-    """Returned by registrations; ``destroy()`` undoes exactly that registration (idempotent)."""
+    """Returned by registrations; ``destroy()`` undoes exactly that registration (idempotent).
+    Same role as torch's ``_library.utils.RegistrationHandle``."""
 
     __slots__ = ("_undo", "_done")
 
@@ -197,6 +212,46 @@ class RegistrationHandle:
             self._undo()
 
 
+class KernelHandle(RegistrationHandle):
+    """The handle of one entry in an op's stacks: a kernel for a dispatch key, a fake kernel or
+    an autograd formula. The stack holds the handles themselves, so ``destroy()`` takes out
+    exactly this entry wherever it sits now (other registrations undone before or after, in any
+    order, leave it alone) and rebuilds the op's dispatch table.
+
+    ``kernel``: the entry's ``Kernel``; ``setup_context``: the formula's ``setup_context`` (autograd
+    entries only, else ``None``)."""
+
+    __slots__ = ("op", "stack", "kernel", "setup_context")
+
+    def __init__(self, op, stack: list, kernel: Kernel, setup_context=None):
+        super().__init__(None)
+        self.op, self.stack, self.kernel, self.setup_context = op, stack, kernel, setup_context
+
+    def destroy(self) -> None:
+        """Take this entry out of its stack (the next one down becomes active) and rebuild the
+        op's dispatch table; calling it again does nothing."""
+        with _lock:
+            if not self._done:
+                self._done = True
+                self.stack[:] = [e for e in self.stack if e is not self]
+                self.op._refresh()
+
+    def replace(self, fn, source: str | None = None) -> None:
+        """Put ``fn`` in place of this entry's function, keeping its owner, priority and place
+        (a kernel named in plugin metadata once its module is imported). ``destroy()`` then
+        removes ``fn``; after ``destroy()`` it does nothing (the entry is gone). Registration
+        time only."""
+        with _lock:
+            if self._done:
+                return
+            self.kernel = self.kernel._replace(fn=fn, source=source or _source_of(fn))
+            self.op._refresh()
+
+    def __repr__(self) -> str:
+        k = self.kernel
+        return f"<registration of {k.source} on {self.op.name} (owner {k.owner})>"
+
+
 class _Table(dict):
     """Dispatch table; unknown device keys resolve to the device-agnostic kernel or raise."""
 
@@ -206,6 +261,7 @@ class _Table(dict):
         return self.op._missing_kernel(key)
 
 
+@dataclass(slots=True, eq=False, repr=False, init=False)
 class CustomOpDef(Generic[_P, _R]):
     """One operator: schema, kernels by device, fake kernel, autograd formula, source, version.
 
@@ -214,9 +270,12 @@ class CustomOpDef(Generic[_P, _R]):
     ``device`` parameter when it has no tensor arguments) -- same model as ``torch.library``'s
     ``CustomOpDef``.
 
-    Attributes: ``name`` (``"ns::op"``), ``namespace``, ``schema`` (``FunctionSchema``),
-    ``mutates_args`` (tuple of parameter names), ``device_types`` (the advertisement given at
-    definition), ``tags``, ``version`` (bumped on redefinition), ``is_triton``, ``kernels``.
+    A declared record: every field is listed below (slots: no attribute can be added). Read it
+    through the public fields and the read API (``kernels``, ``kernel_stack``, ``kernel_stacks``,
+    ``active_kernel``, ``is_kernel_enabled``, ``fake_impl``, ``has_fake``, ``backward_fn``,
+    ``setup_context_fn``, ``has_autograd``, ``owner``); change it only through the registration
+    methods, which return ``RegistrationHandle``s. The ``_`` fields are the registry's own state
+    and what the layers building dispatch entries read once per rebuild.
 
     Calling ``op(*args, **kwargs)`` takes the op's schema signature. The device comes from every
     tensor argument (positional, keyword, lists, optionals); the enabled concrete kernel of that
@@ -233,6 +292,44 @@ class CustomOpDef(Generic[_P, _R]):
     signature (pinned by tests/test_dispatch.py, relied on by ``compile``), i.e. not zero-cost.
     """
 
+    # -- identity, fixed at definition ------------------------------------------------------
+    name: str                     # "ns::op"
+    namespace: str                # "ns"
+    _opname: str                  # "op" (read through ``opname``)
+    schema: Any                   # FunctionSchema
+    mutates_args: tuple           # names of the parameters the op writes
+    device_types: tuple           # the device advertisement given at definition
+    tags: tuple                   # torch's operator tags ("pointwise", "nondeterministic_seeded")
+    source: str | None            # the defining module, or None
+    where: str                    # "file:line" of the definition ("?" when unknown)
+    defined_by: str               # "custom_op" / "triton_op" / "define" / "Library(...)" / "core"
+    is_builtin: bool              # a tp:: op provided by the core
+    is_triton: bool               # made by triton_op (an opaque node for tensorplay.compile)
+    owner: str | None             # plugin distribution that defined it; None for user code/core
+    version: int                  # bumped when custom_op redefines the name
+    __wrapped__: Callable[..., Any]   # the function custom_op made the op from (unset otherwise)
+    # -- registrations: stacks of KernelHandle, newest/highest last --------------------------
+    _kernels: dict                # dispatch key -> [KernelHandle]
+    _disabled: dict               # dispatch key -> 1 while set_kernel_enabled(key, False) holds
+    _fake_regs: list              # [KernelHandle] of register_fake
+    _autograd_regs: list          # [KernelHandle] of register_autograd (with setup_context)
+    _autograd_base: tuple | None  # (backward, setup) found before the first register_autograd
+    # -- the active values the dispatch-entry builders read (kept by _refresh) --------------
+    _fake: Callable[..., Any] | None            # active registered fake kernel
+    _backward: Callable[..., Any] | None        # active backward formula
+    _setup_context: Callable[..., Any] | None   # its setup_context
+    _param_names: tuple                         # schema parameter names, in order
+    table: _Table                 # dispatch key -> callable; the same dict object forever
+    # -- built-in ops only (set by the op layer's defop) -------------------------------------
+    _meta_default: Callable[..., Any] | None    # the built-in fake rule
+    _kernel_name: str | None      # name of the array kernel in _kernels.xp
+    _scalar_ok: tuple             # Tensor parameters that also take Python numbers
+    _has_array_kernel: bool       # bound per device from the backend's array kernels
+    # -- redefinition (custom_op from the same module) ---------------------------------------
+    _previous: CustomOpDef | None     # the definition this one replaced (restored on undo)
+    _replaced_by: CustomOpDef | None  # set while this definition is replaced: calls forward
+    _live_class: type | None          # this op's own generated class while it forwards
+
     # per-op subclass sets __call__ (generated by _dispatch.make_call, with the op's own
     # parameters); type checkers see the decorated function's signature instead (ParamSpec), so
     # ``weighted_sum(x, w)`` is checked against ``weighted_sum``'s parameters and return type.
@@ -242,7 +339,8 @@ class CustomOpDef(Generic[_P, _R]):
         def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R: ...
 
     def __init__(self, qualname: str, schema, *, mutates_args=(), device_types=(), tags=(),
-                 source=None, builtin=False, is_triton=False):
+                 source=None, builtin=False, is_triton=False, where="?", defined_by=None,
+                 owner=None, version=0):
         ns, _, name = qualname.partition("::")
         self.name = qualname
         self.namespace = ns
@@ -251,120 +349,196 @@ class CustomOpDef(Generic[_P, _R]):
         self.mutates_args = tuple(mutates_args)
         self.device_types = tuple(device_types)
         self.tags = tuple(tags)
-        self.source = source          # "module" string of the defining module, or None
-        self.plugin = None            # distribution name when defined by a plugin
-        self.version = 0
+        self.source = source
+        self.where = where
+        self.defined_by = defined_by or ("core" if builtin else "define")
         self.is_builtin = builtin
         self.is_triton = is_triton
-        self._kernels: dict[str, list] = {}   # key -> stack of (fn, owner, priority); top wins
-        self._disabled: dict[str, int] = {}
+        self.owner = owner
+        self.version = version
+        self._kernels = {}
+        self._disabled = {}
+        self._fake_regs = []
+        self._autograd_regs = []
+        self._autograd_base = None
         self._fake = None
-        self._fake_owner = None
         self._backward = None
         self._setup_context = None
-        self._autograd_owner = None
+        self._param_names = tuple(a.name for a in schema.arguments)
         self.table = _Table()
         self.table.op = self
-        self._capture_kernel = None
-        self._autograd_kernel = None
-        self._meta_default = None    # built-ins: their fake rule lives here
-        self._param_names = tuple(a.name for a in schema.arguments)
-        self._py_signature = None
-
-    # -- introspection ---------------------------------------------------------------------
-    @property
-    def _qualname(self):
-        return self.name
+        self._meta_default = None
+        self._kernel_name = None
+        self._scalar_ok = ()
+        self._has_array_kernel = False
+        self._previous = None
+        self._replaced_by = None
+        self._live_class = None
 
     def __repr__(self) -> str:
         return f"<tensorplay op {self.name}: {self.schema.signature_str()}>"
 
+    # -- read API (tools: the CLI, opcheck, plugin checks, the plugin platform) -------------
+    @property
+    def opname(self) -> str:
+        """The op's name without its namespace (``"op"`` for ``"ns::op"``)."""
+        return self._opname
+
+    @property
+    def plugin(self) -> str | None:
+        """Same as ``owner``: the plugin distribution that defined the op (``None`` for user
+        code and the core)."""
+        return self.owner
+
     @property
     def kernels(self) -> dict:
-        """Registered kernels by dispatch key (``"cpu"``, ``"cuda"``, ``"default"``)."""
-        return {k: v[-1][0] for k, v in self._kernels.items() if v}
+        """Registered kernels by dispatch key (``"cpu"``, ``"cuda"``, ``"default"``): the top of
+        each key's stack (disabled ones included; see ``active_kernel``)."""
+        return {k: v[-1].kernel.fn for k, v in self._kernels.items() if v}
 
     def kernel_stack(self, key: str) -> tuple[Kernel, ...]:
         """The kernels registered for dispatch key ``key`` (``"cpu"``, ``"cuda"``,
         ``"default"``), lowest first; the last one is active (unless disabled by
-        ``set_kernel_enabled``). Read-only view for tools."""
-        return tuple(Kernel(*e) for e in self._kernels.get(key, ()))
+        ``set_kernel_enabled``). A read-only snapshot; ``()`` when none."""
+        return tuple(e.kernel for e in self._kernels.get(key, ()))
+
+    def kernel_stacks(self) -> dict[str, tuple[Kernel, ...]]:
+        """``{dispatch key: kernel_stack(key)}`` for every key with a registered kernel."""
+        with _lock:   # a consistent snapshot while other threads register
+            return {k: tuple(e.kernel for e in v) for k, v in self._kernels.items() if v}
 
     def kernel_owner(self, key: str):
         """The owner (plugin distribution name, or None for user code) of the active kernel for
         dispatch key ``key``; None when there is none."""
         stack = self._kernels.get(key)
-        return stack[-1][1] if stack else None
+        return stack[-1].kernel.owner if stack else None
+
+    def active_kernel(self, key: str):
+        """The kernel a call with dispatch key ``key`` runs when registered for exactly that key:
+        the top of its stack, or ``None`` when there is none or it is disabled by
+        ``set_kernel_enabled`` (no fallback to ``"default"``: ask for it)."""
+        if self._disabled.get(key):
+            return None
+        stack = self._kernels.get(key)
+        return stack[-1].kernel.fn if stack else None
+
+    _active = active_kernel   # the name the dispatch layer reads
+
+    def is_kernel_enabled(self, key: str) -> bool:
+        """False while ``set_kernel_enabled(key, False)`` is in force for dispatch key ``key``."""
+        return not self._disabled.get(key)
+
+    @property
+    def fake_impl(self):
+        """The active fake kernel registered with ``register_fake`` (``None`` when none; a
+        built-in op's fake rule is not one: see ``has_fake``)."""
+        return self._fake
+
+    @property
+    def fake_kernel(self) -> Kernel | None:
+        """The active ``register_fake`` registration as a ``Kernel`` (who registered it, where
+        it is defined), or ``None``."""
+        return self._fake_regs[-1].kernel if self._fake_regs else None
+
+    @property
+    def has_fake(self) -> bool:
+        """Whether fake tensors have a rule of the op's own: a registered fake kernel, or a
+        built-in op's shape rule (a device-agnostic kernel may still serve them)."""
+        return self._fake is not None or self._meta_default is not None
+
+    @property
+    def backward_fn(self):
+        """The active backward formula (``register_autograd``, or a built-in op's), or None."""
+        return self._backward
+
+    @property
+    def setup_context_fn(self):
+        """The ``setup_context`` paired with ``backward_fn`` (may be None)."""
+        return self._setup_context
+
+    @property
+    def has_array_kernel(self) -> bool:
+        """A built-in op whose device kernels come from each backend's array kernels (bound when
+        the device is first used); False for custom ops and device-agnostic built-ins."""
+        return self._has_array_kernel
+
+    @property
+    def has_autograd(self) -> bool:
+        """Whether the op has an explicit backward formula (else a kernel written with
+        tensorplay ops is differentiated through its body)."""
+        return self._backward is not None
 
     # -- registration ----------------------------------------------------------------------
-    def _add_kernel(self, key: str, fn, owner=None, priority: int = 0) -> RegistrationHandle:
+    def _add_kernel(self, key: str, fn, owner=None, priority: int = 0,
+                    source: str | None = None) -> KernelHandle:
         """Low-level: push ``fn`` for ``key``, owned by ``owner`` at ``priority``. The observers in
         ``kernel_checks`` may refuse it first (the plugin manager refuses two plugins claiming one
-        key at one priority, naming both); the same owner replaces."""
+        key at one priority, naming both)."""
         with _lock:
             stack = self._kernels.setdefault(key, [])
-            op_owner = self.plugin
-            entry = Kernel(fn, owner, priority)
+            op_owner = self.owner
+            entry = Kernel(fn, owner, priority, source or _source_of(fn))
             # whoever sets owners (the plugin manager) checks conflicts between them: an observer
             # raises to refuse the registration, before anything changes
+            current = tuple(e.kernel for e in stack)
             for check in kernel_checks:
-                check(self, key, entry, tuple(stack))
-            # The same owner replaces: the new entry goes on top and the one it shadows stays
-            # below, so undoing the new registration (a closed Library, a plugin rolled back)
-            # brings the previous kernel back, like torch's dispatcher. Re-registering the very
-            # same function moves it instead of stacking a duplicate.
-            stack[:] = [e for e in stack if not (e[0] is fn and e[1] == owner)]
-            stack.append(entry)
+                check(self, key, entry, current)
+            # The new entry goes on top and the ones it shadows stay below, so undoing it (a
+            # closed Library, a plugin rolled back) brings the previous kernel back, like torch's
+            # dispatcher. Each registration is its own entry, even of the same function: undoing
+            # one never takes away another's.
+            handle = KernelHandle(self, stack, entry)
+            stack.append(handle)
             # stable: highest priority last (= active); at equal priority the op's owner beats
             # another plugin's kernel registered before it
-            stack.sort(key=lambda e: (e[2], not (e[1] is not None and e[1] != op_owner)))
+            stack.sort(key=lambda e: (e.kernel.priority, not (e.kernel.owner is not None
+                                                              and e.kernel.owner != op_owner)))
             if key not in ("default",):
                 _KNOWN_DEVICE_TYPES.add(key)
             self._rebuild()
+        return record(handle)
 
-        def undo():
-            with _lock:
-                st = self._kernels.get(key, [])
-                # a lazy stand-in (entry-point kernel) is replaced in the stack by the entry of
-                # the real kernel once imported; undoing the registration removes that one too
-                resolved = getattr(fn, "_tensorplay_resolved", None)
-                st[:] = [e for e in st if e is not entry and e is not resolved]
-                self._rebuild()
-        return _record(RegistrationHandle(undo))
-
-    def _push_setting(self, attr: str, fields: tuple, values: tuple) -> RegistrationHandle:
-        """Register one fake kernel / autograd formula (``values`` for the attributes ``fields``).
-
-        Registrations stack: the newest is active, and undoing any one of them (in any order)
-        leaves the newest remaining one active, or the value found before the first registration
-        (a built-in's formula) when none remains.
-        """
+    def _set_fake(self, fn, owner=None) -> KernelHandle:
+        """Push a fake kernel; the newest remaining registration is active."""
         with _lock:
-            regs = self.__dict__.setdefault(attr, [])
-            if not regs:
-                self.__dict__[attr + "_base"] = tuple(getattr(self, f) for f in fields)
-            entry = tuple(values)
-            regs.append(entry)
-            for f, v in zip(fields, entry, strict=True):
-                setattr(self, f, v)
-            self._rebuild()
+            h = KernelHandle(self, self._fake_regs, Kernel(fn, owner, 0, _source_of(fn)))
+            self._fake_regs.append(h)
+            self._refresh()
+        return record(h)
 
-        def undo():
-            with _lock:
-                regs[:] = [e for e in regs if e is not entry]
-                top = regs[-1] if regs else self.__dict__[attr + "_base"]
-                for f, v in zip(fields, top, strict=True):
-                    setattr(self, f, v)
-                self._rebuild()
-        return _record(RegistrationHandle(undo))
+    def _set_autograd(self, backward, setup_context, owner=None) -> KernelHandle:
+        """Push a backward formula; the newest remaining registration is active, else the
+        formula found before the first one (a built-in op's)."""
+        with _lock:
+            if self._autograd_base is None:
+                self._autograd_base = (self._backward, self._setup_context)
+            h = KernelHandle(self, self._autograd_regs,
+                             Kernel(backward, owner, 0, _source_of(backward)), setup_context)
+            self._autograd_regs.append(h)
+            self._refresh()
+        return record(h)
 
-    def _set_fake(self, fn, owner=None) -> RegistrationHandle:
-        return self._push_setting("_fake_regs", ("_fake", "_fake_owner"), (fn, owner))
+    def adopt(self, owner: str, claims: Callable[[Any], bool]) -> None:
+        """Attribute the op to plugin ``owner``, and with it the registrations made without an
+        owner whose function ``claims(fn)`` accepts (a plugin module imported before the plugin
+        platform ran: no owner was set then). Registration time only."""
+        with _lock:
+            self.owner = owner
+            for stack in (*self._kernels.values(), self._fake_regs, self._autograd_regs):
+                for e in stack:
+                    if e.kernel.owner is None and claims(e.kernel.fn):
+                        e.kernel = e.kernel._replace(owner=owner)
 
-    def _set_autograd(self, backward, setup_context, owner=None) -> RegistrationHandle:
-        return self._push_setting("_autograd_regs",
-                                  ("_backward", "_setup_context", "_autograd_owner"),
-                                  (backward, setup_context, owner))
+    def _refresh(self) -> None:
+        """Recompute the active fake kernel and formula from their stacks, then the table."""
+        self._fake = self._fake_regs[-1].kernel.fn if self._fake_regs else None
+        if self._autograd_regs:
+            top = self._autograd_regs[-1]
+            self._backward, self._setup_context = top.kernel.fn, top.setup_context
+        elif self._autograd_base is not None:     # the last one undone: back to the base
+            self._backward, self._setup_context = self._autograd_base
+            self._autograd_base = None
+        self._rebuild()
 
     def _rebuild(self) -> None:
         """Recompute the dispatch table from the registrations (never on the call path)."""
@@ -394,14 +568,6 @@ class CustomOpDef(Generic[_P, _R]):
         table.update(t)
         for key in [k for k in table if k not in t]:
             table.pop(key, None)
-
-    def _active(self, key: str):
-        if self._disabled.get(key):
-            return None
-        stack = self._kernels.get(key)
-        if stack:
-            return stack[-1][0]
-        return None
 
     def _missing_kernel(self, key):
         if key == DEFAULT:
@@ -474,11 +640,11 @@ class CustomOpDef(Generic[_P, _R]):
             check_dispatchable(self.schema, keys, api)
 
         def inner(f):
-            _check_binds(self, f, "kernel", "register_kernel")
+            check_binds(self, f, "kernel", "register_kernel")
             handles = []
             try:
                 for key in keys:
-                    owner = _owner or _current_owner()
+                    owner = _owner or current_owner()
                     handles.append(self._add_kernel(key, f, owner,
                                                     _priority or _owner_priority(owner)))
             except BaseException:
@@ -506,8 +672,8 @@ class CustomOpDef(Generic[_P, _R]):
         check_not_builtin(self, f"register_fake({self.name!r})")
 
         def inner(f):
-            _check_binds(self, f, "fake kernel", "register_fake")
-            h = self._set_fake(f, _owner or _current_owner())
+            check_binds(self, f, "fake kernel", "register_fake")
+            h = self._set_fake(f, _owner or current_owner())
             if _lib is not None:
                 _lib._handles.append(h)
             return f
@@ -555,7 +721,7 @@ class CustomOpDef(Generic[_P, _R]):
                 raise ValueError(f"{api}: setup_context {_where(setup_context)} must take "
                                  f"(ctx, inputs, output) or (ctx, inputs, keyword_only_inputs, "
                                  f"output)")
-        h = self._set_autograd(backward, setup_context, _owner or _current_owner())
+        h = self._set_autograd(backward, setup_context, _owner or current_owner())
         if _lib is not None:
             _lib._handles.append(h)
         return backward
@@ -576,10 +742,6 @@ class CustomOpDef(Generic[_P, _R]):
         check_not_builtin(self, f"set_kernel_enabled({self.name!r})")
         key = normalize_device_type(device_type, f"set_kernel_enabled({self.name!r})")
         return _KernelEnabled(self, key, enabled)
-
-    # functional alias used by torch users
-    def _opoverload(self):
-        return self
 
     @property
     def default(self):
@@ -624,11 +786,10 @@ class _KernelEnabled:
 
 
 # Owners. Whoever runs third-party code that registers (the plugin manager, while a plugin's
-# module and hooks run) pushes an ``Owner`` here, so registrations record who made them and at
-# which priority, and keeps every handle made meanwhile in _undo_log so a failing plugin is rolled
-# back whole. The registry never asks anyone about owners: what it needs travels with them.
-_owner_stack: list = []
-_undo_log: list = []
+# module and hooks run) enters ``registering_as(owner)``, so registrations record who made them
+# and at which priority, and the handles made meanwhile are collected so a failing plugin is
+# rolled back whole. The registry never asks anyone about owners: what it needs travels with them.
+_owner_stack: list = []    # [(Owner, [handles made while it is the innermost owner])]
 
 # Observers (subscribed by the layers above; called at registration time only, never per call):
 # ``kernel_checks``: ``check(op, key, new Kernel, current stack)`` before a kernel is pushed; it
@@ -672,7 +833,8 @@ def setup_context_form(setup) -> int:
 class Owner:
     """Who registers: ``name`` (a plugin distribution name, recorded in each ``Kernel``) and
     ``priority`` (its ``TENSORPLAY_PRIORITY``; a subclass may compute it, e.g. from a plugin
-    module that is still being imported). Pushed on ``_owner_stack`` by the plugin manager."""
+    module that is still being imported). Entered with ``registering_as`` by the plugin
+    manager."""
 
     __slots__ = ("name",)
 
@@ -687,26 +849,44 @@ class Owner:
         return f"<tensorplay owner {self.name}>"
 
 
-def _record(h: RegistrationHandle) -> RegistrationHandle:
+@contextmanager
+def registering_as(owner: Owner):
+    """Inside the block, registrations record ``owner`` (its name and priority in each
+    ``Kernel``; ops it defines get ``op.owner``). Yields the list collecting the handle of every
+    registration made meanwhile (``record``), oldest first, so the caller can destroy them all
+    when the owner's code fails. Nests: the innermost owner collects. Registration time only."""
+    made: list = []
+    _owner_stack.append((owner, made))
+    try:
+        yield made
+    finally:
+        _owner_stack.pop()
+
+
+def record(h: RegistrationHandle) -> RegistrationHandle:
+    """Give ``h`` to the innermost ``registering_as`` block (if any), so a failed load undoes it;
+    returns ``h``."""
     if _owner_stack:
-        _undo_log.append(h)
+        _owner_stack[-1][1].append(h)
     return h
 
 
-def _current_owner():
+def current_owner():
     """The name of the owner registering now (a plugin distribution), ``None`` for user code."""
-    return _owner_stack[-1].name if _owner_stack else None
+    return _owner_stack[-1][0].name if _owner_stack else None
 
 
 def _owner_priority(name) -> int:
     """The priority of owner ``name`` when it is registering now (innermost first), else 0."""
-    for o in reversed(_owner_stack):
+    for o, _ in reversed(_owner_stack):
         if o.name == name:
             return o.priority
     return 0
 
 
-def _check_binds(op, fn, what: str, api: str) -> None:
+def check_binds(op, fn, what: str, api: str) -> None:
+    """Refuse (``ValueError`` naming ``api``, the op and the parameter) a ``fn`` that is not
+    callable or cannot take the op's parameters. Registration time only."""
     if not callable(fn):
         raise ValueError(f"{api}({op.name!r}): expected a callable {what}, got {fn!r}")
     from ._schema import bind_check
@@ -724,6 +904,12 @@ def lookup(qualname: str) -> CustomOpDef:
         raise LookupError(f"no operator named {qualname!r} is registered (known namespaces: "
                           f"{', '.join(sorted({o.namespace for o in _OPS.values()})) or 'none'})")
     return op
+
+
+def registered(qualname: str) -> CustomOpDef | None:
+    """The op registered as ``qualname`` now, or ``None`` (unlike ``lookup``, never asks the
+    ``lookup_misses`` observers to load anything)."""
+    return _OPS.get(qualname)
 
 
 def all_ops() -> list:
@@ -754,7 +940,7 @@ def unregister_op(op: CustomOpDef) -> None:
     of the chain of replaced definitions, so it can never come back later."""
     with _lock:
         cur = _OPS.get(op.name)
-        prev = getattr(op, "_previous", None)
+        prev = op._previous
         if cur is op:
             if prev is not None:
                 _OPS[op.name] = prev
@@ -764,10 +950,10 @@ def unregister_op(op: CustomOpDef) -> None:
         else:
             o = cur
             while o is not None:
-                if getattr(o, "_previous", None) is op:
+                if o._previous is op:
                     o._previous = prev
                     break
-                o = getattr(o, "_previous", None)
+                o = o._previous
         op._previous = None
 
 

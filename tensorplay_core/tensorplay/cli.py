@@ -407,7 +407,7 @@ def _cmd_plugins(args) -> int:
 # tensorplay ops
 
 def _op_info(op) -> dict:
-    keys = sorted(k for k, v in op._kernels.items() if v)
+    keys = sorted(op.kernel_stacks())
     kernels = [("any device" if k == "default" else k)
                # entry-point kernels not imported yet are stand-ins in the stack (plugin manager)
                + (" (lazy)" if hasattr(op.kernels.get(k), "_tensorplay_lazy_target") else "")
@@ -415,10 +415,10 @@ def _op_info(op) -> dict:
     if op.is_builtin:
         plugin = "tensorplay (built-in)"
     else:
-        plugin = op.plugin or (op.source or "?")
+        plugin = op.owner or (op.source or "?")
     return {"name": op.name, "schema": op.schema.signature_str(), "kernels": kernels,
-            "fake": op._fake is not None or op._meta_default is not None,
-            "autograd_formula": op._backward is not None, "plugin": plugin,
+            "fake": op.has_fake,
+            "autograd_formula": op.has_autograd, "plugin": plugin,
             "mutates_args": list(op.mutates_args)}
 
 
@@ -529,7 +529,7 @@ def _cmd_check(args) -> int:
                     pass
         ops_filter = []
         for want in args.ops:
-            hits = [n for n, o in known.items() if want in (n, o._opname)]
+            hits = [n for n, o in known.items() if want in (n, o.opname)]
             if not hits:
                 avail = ", ".join(sorted(known)) or "none"
                 # a plugin that failed to load has no ops: its error is the real answer

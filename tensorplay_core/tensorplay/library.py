@@ -89,7 +89,7 @@ def _new_op(qualname, schema, mutates, keys, tags, module, where, api, *, is_tri
     (edit-and-rerun in a notebook; compiled graphs check versions).
     """
     with _registry._lock:
-        old = _registry._OPS.get(qualname)
+        old = _registry.registered(qualname)
         version = 0
         if old is not None:
             if old.is_builtin:
@@ -97,20 +97,20 @@ def _new_op(qualname, schema, mutates, keys, tags, module, where, api, *, is_tri
                                  f"redefined: built-in operators are provided by the tensorplay "
                                  f"core and the device plugins; pick a name in your own "
                                  f"namespace")
-            old_by = getattr(old, "_defined_by", "define")
+            old_by = old.defined_by
             from_custom_op = old_by in ("custom_op", "triton_op")
             if not (from_custom_op and defined_by in ("custom_op", "triton_op")):
                 how = (f"close that Library first" if old_by.startswith("Library(") else
                        f"redefine it with {old_by} from module {old.source}" if from_custom_op
                        else "it cannot be redefined while it exists")
                 raise AlreadyDefinedError(
-                    f"{api}: operator {qualname!r} is already defined at {old._where} (by "
+                    f"{api}: operator {qualname!r} is already defined at {old.where} (by "
                     f"{old_by}, module {old.source}); this definition at {where} (module "
                     f"{module}) conflicts. Each operator is defined once (same rule as "
                     f"torch.library): pick another name, or {how}.")
             if old.source != module:
                 raise AlreadyDefinedError(
-                    f"{api}: operator {qualname!r} is already defined at {old._where} (module "
+                    f"{api}: operator {qualname!r} is already defined at {old.where} (module "
                     f"{old.source}); this definition at {where} (module {module}) conflicts. "
                     f"Pick another name, or redefine it from the same module.")
             version = old.version + 1
@@ -120,25 +120,22 @@ def _new_op(qualname, schema, mutates, keys, tags, module, where, api, *, is_tri
         _registry.check_dispatchable(schema, keys, api)
         op = CustomOpDef(qualname, schema, mutates_args=mutates,
                          device_types=keys if device_types is None else device_types,
-                         tags=tags, source=module, is_triton=is_triton)
-        op._where = where
-        op._defined_by = defined_by
-        op.version = version
-        op.plugin = _registry._current_owner()
+                         tags=tags, source=module, is_triton=is_triton, where=where,
+                         defined_by=defined_by, owner=_registry.current_owner(),
+                         version=version)
         if doc_fn is not None:
-            op.__doc__ = doc_fn.__doc__
             op.__wrapped__ = doc_fn
-            op._fn = doc_fn
         _dispatch.make_call(op)
+        if doc_fn is not None:
+            # the record has no per-instance __doc__ (slots); make_call gave it a class of its own
+            type(op).__doc__ = doc_fn.__doc__
         if kernel is not None:
             # checks the signature (CASES C10) before anything becomes visible
-            op.register_kernel(keys, kernel, _owner=op.plugin)
+            op.register_kernel(keys, kernel, _owner=op.owner)
         _registry.register_op(op)
         if old is not None:
             _registry.forward_replaced(old, op)
-        if _registry._owner_stack:
-            _registry._undo_log.append(_registry.RegistrationHandle(
-                lambda: _registry.unregister_op(op)))
+        _registry.record(_registry.RegistrationHandle(lambda: _registry.unregister_op(op)))
         return op
 
 
@@ -530,10 +527,10 @@ def get_kernel(op: str | CustomOpDef[..., Any], dispatch_key: str) -> Callable[.
     o = _resolve(op, f"get_kernel({op!r})")
     api = f"get_kernel({o.name!r}, {dispatch_key!r})"
     key = _registry.normalize_device_type(dispatch_key, api)
-    k = o._active(key)
+    k = o.active_kernel(key)
     if k is None:
         registered = ", ".join(sorted(o.kernels)) or "none"
-        if o._kernels.get(key) and o._disabled.get(key):
+        if o.kernel_stack(key) and not o.is_kernel_enabled(key):
             raise LookupError(f"{api}: the {key!r} kernel is disabled by set_kernel_enabled "
                               f"(registered: {registered}); re-enable it to get it")
         fix = "" if key == "default" else " (a concrete key never falls back to 'default')"
@@ -625,7 +622,7 @@ class Library:
                 Library._live_defs[ns] = self
         # opened while a plugin loads: if that plugin fails, its rollback closes this library
         # (releasing the namespace and everything registered through it)
-        _registry._record(RegistrationHandle(self._destroy))
+        _registry.record(RegistrationHandle(self._destroy))
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"

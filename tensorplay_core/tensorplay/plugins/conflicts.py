@@ -40,13 +40,13 @@ def _check_kernel_conflict(op, key: str, entry, stack) -> None:
     plugin that conflicts with another plugin's (module docstring, "Conflicts"). Subscribed to
     ``_registry.kernel_checks``: runs before the kernel is pushed on ``op``'s stack for ``key``."""
     owner, priority = entry.owner, entry.priority
-    op_owner = op.plugin
+    op_owner = op.owner
     if owner is not None and op_owner is not None and owner != op_owner and not op.is_builtin:
         # A plugin adding a kernel to another plugin's op: refused when the op's owner provides
         # (or names in its metadata) a kernel for this device, unless it declares a higher
         # priority. Checked against the owner's declaration, not the stack alone, so the
         # outcome does not depend on which plugin loads first.
-        covered = any(e[1] == op_owner for e in stack) or \
+        covered = any(e.owner == op_owner for e in stack) or \
             op_owner in declared_kernel_dists(op.name, key)
         owner_prio = priority_of(op_owner)
         if covered and priority <= owner_prio:
@@ -59,7 +59,7 @@ def _check_kernel_conflict(op, key: str, entry, stack) -> None:
             err.fix = fix
             raise err
     if stack:
-        _, top_owner, top_prio = stack[-1]
+        top_owner, top_prio = stack[-1].owner, stack[-1].priority
         if owner is not None and top_owner is not None and owner != top_owner and \
                 priority == top_prio and owner != op_owner:
             err = DispatchError(

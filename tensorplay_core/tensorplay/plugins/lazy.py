@@ -41,20 +41,22 @@ def register_kernel_eps(rec: PluginRecord, eps) -> None:
                                   "", f"{op.name!r} is a built-in operator; it")).lstrip(": "))
         key = _registry.normalize_device_type(dev, f"plugin {rec.label}: entry point "
                                               f"{ep.name!r}")
-        wrapper = _lazy_kernel(op, key, ep.name, ep.value, rec)
-        op._add_kernel(key, wrapper, rec.dist, rec.priority)
+        handle = []
+        wrapper = _lazy_kernel(op, key, ep.name, ep.value, rec, handle)
+        handle.append(op._add_kernel(key, wrapper, rec.dist, rec.priority, source=ep.value))
         rec.kernel_eps.append((qual, key, ep.value))
         _trace("kernel entry point %s = %s of %s registered (imported on first call)",
                ep.name, ep.value, rec.label)
 
 
-def _lazy_kernel(op, key: str, ep_name: str, target: str, rec: PluginRecord):
+def _lazy_kernel(op, key: str, ep_name: str, target: str, rec: PluginRecord, handle: list):
     """A stand-in kernel that imports ``target`` on its first call, checks it against the op's
-    schema, puts it in its own place in the op's kernel stack, and calls it. Later calls go
+    schema, puts it in its own place in the op's kernel stack (``handle[0]``: the stand-in's
+    registration, so undoing it removes the real kernel), and calls it. Later calls go
     straight to the real kernel (the dispatch table is rebuilt)."""
 
     def lazy_kernel(*args, **kwargs):
-        fn = _import_lazy(op, key, ep_name, target, rec, lazy_kernel)
+        fn = _import_lazy(op, key, ep_name, target, rec, handle[0])
         return fn(*args, **kwargs)
 
     lazy_kernel.__name__ = f"lazy[{target}]"
@@ -64,30 +66,24 @@ def _lazy_kernel(op, key: str, ep_name: str, target: str, rec: PluginRecord):
     return lazy_kernel
 
 
-def _import_lazy(op, key, ep_name, target, rec, stand_in):
+def _import_lazy(op, key, ep_name, target, rec, handle):
     mod_name, _, attr = target.partition(":")
     t0 = time.perf_counter()
     try:
         fn = importlib.import_module(mod_name)
         for part in attr.split("."):
             fn = getattr(fn, part)
-        _registry._check_binds(op, fn, "kernel", f"entry point {ep_name!r}")
+        _registry.check_binds(op, fn, "kernel", f"entry point {ep_name!r}")
     except Exception as e:
         _trace("lazy kernel %s = %s of %s failed: %s", ep_name, target, rec.label, e)
         raise DispatchError(
-            f"{op._api()}: the {key} kernel {target!r} declared by plugin {rec.label} (entry point "
+            f"custom_op({op.name!r}): the {key} kernel {target!r} declared by plugin {rec.label} "
+            f"(entry point "
             f"{ep_name!r} in group {KERNEL_GROUP!r}) could not be loaded: {type(e).__name__}: "
             f"{str(e).rstrip().rstrip('.')}. "
             f"Fix: reinstall {rec.dist} (pip install --force-reinstall {rec.dist}), or correct "
             f"that entry point.") from e
     _trace("lazy kernel %s = %s of %s imported in %.2f ms", ep_name, target, rec.label,
            (time.perf_counter() - t0) * 1e3)
-    with _registry._lock:
-        stack = op._kernels.get(key, [])
-        for i, (f, owner, prio) in enumerate(stack):
-            if f is stand_in:
-                stack[i] = _registry.Kernel(fn, owner, prio)
-                stand_in._tensorplay_resolved = stack[i]   # undoing the stand-in removes this
-                op._rebuild()
-                break
+    handle.replace(fn, source=target)   # no-op when the plugin was rolled back meanwhile
     return fn

@@ -206,83 +206,82 @@ def finish_deferred() -> None:
 def _load_one(rec: PluginRecord, loader, strict: bool) -> None:
     """Import one plugin and run its hooks, atomically (rollback + record on failure)."""
     pm = _plugin_manager()
-    mark = len(_registry._undo_log)
-    ops_before = set(_registry._OPS)
-    _registry._owner_stack.append(_PluginOwner(rec))
+    ops_before = {o.name for o in _registry.all_ops()}
     registered = False
     t0 = time.perf_counter()
-    try:
-        _trace("import %s (%s)", rec.label, rec.value)
-        mod = loader()
-        _trace("imported %s in %.2f ms", rec.label, (time.perf_counter() - t0) * 1e3)
-        for other in _S.records.values():
-            if other is not rec and other.module is mod and other.status == "loaded":
-                err = PluginError(
-                    f"plugin {rec.label} and plugin {other.label} both name module "
-                    f"{getattr(mod, '__name__', rec.value)!r} as their plugin (entry points "
-                    f"{rec.name!r} and {other.name!r} in group {GROUP!r}); {other.label} loaded "
-                    f"it first, so {rec.label} was skipped. One of the two distributions is a "
-                    f"duplicate or a stale install.")
-                err.fix = (f"uninstall the one you do not want (pip uninstall {rec.dist}), or "
-                           f"skip just this one with TENSORPLAY_DISABLE_PLUGINS={rec.dist}.")
-                raise err
-        rec.module = mod
-        rec.attempted_ops |= _own_ops(rec)
-        ver = getattr(mod, "TENSORPLAY_API_VERSION", API_VERSION)
-        rec.api_version = ver
-        if not _api_compatible(ver):
-            _rollback(rec, mark, ops_before)
-            rec.status = "incompatible"
-            rec.error = PluginError(
-                f"plugin {rec.label} declares TENSORPLAY_API_VERSION = {ver!r}, but this "
-                f"tensorplay {_core_version()} provides plugin API version {API_VERSION}. "
-                f"Install a release of {rec.dist} written for API {API_VERSION} "
-                f"(pip install -U {rec.dist}), or a tensorplay matching the plugin.")
-            _sync_unavailable()
-            _warn_or_raise(rec, f"tensorplay: plugin skipped (incompatible): {rec.error}", strict)
-            return
-        rec.priority = _int_attr(mod, "TENSORPLAY_PRIORITY", rec)
-        _validate_module(mod, rec)
+    with _registry.registering_as(_PluginOwner(rec)) as made:
         try:
-            pm.register(mod, name=rec.key)
-        except pluggy.PluginValidationError as e:   # backstop: pluggy's own checks
-            raise PluginError(f"plugin {rec.label}: pluggy rejected its hook implementations: "
-                              f"{e}. Fix them to match tensorplay.plugins.hookspecs.") from e
-        registered = True
-        for impl in _impls_of(mod, "tensorplay_devices"):
-            specs = _call_impl(rec, impl, "tensorplay_devices") or ()
-            for spec in specs:
-                if not isinstance(spec, DeviceSpec):
-                    raise PluginError(
-                        f"plugin {rec.label}: hook tensorplay_devices returned {spec!r}; "
-                        f"expected tensorplay.plugins.DeviceSpec objects")
-                rec.attempted_devices.add(spec.type)
-                _add_device(rec, spec)
-        reg = Registrar(rec)
-        for impl in _impls_of(mod, "tensorplay_register_ops"):
-            _call_impl(rec, impl, "tensorplay_register_ops", registrar=reg)
+            _trace("import %s (%s)", rec.label, rec.value)
+            mod = loader()
+            _trace("imported %s in %.2f ms", rec.label, (time.perf_counter() - t0) * 1e3)
+            for other in _S.records.values():
+                if other is not rec and other.module is mod and other.status == "loaded":
+                    err = PluginError(
+                        f"plugin {rec.label} and plugin {other.label} both name module "
+                        f"{getattr(mod, '__name__', rec.value)!r} as their plugin (entry points "
+                        f"{rec.name!r} and {other.name!r} in group {GROUP!r}); {other.label} "
+                        f"loaded it first, so {rec.label} was skipped. One of the two "
+                        f"distributions is a duplicate or a stale install.")
+                    err.fix = (f"uninstall the one you do not want (pip uninstall {rec.dist}), or "
+                               f"skip just this one with TENSORPLAY_DISABLE_PLUGINS={rec.dist}.")
+                    raise err
+            rec.module = mod
             rec.attempted_ops |= _own_ops(rec)
-        rec.ops = sorted(_own_ops(rec))
-        rec.handles = _registry._undo_log[mark:]
-        del _registry._undo_log[mark:]
-        rec.status = "loaded"
-    except (Exception, SystemExit) as e:   # isolation: never break `import tensorplay`
-        if rec.status == "incompatible":     # strict mode: already rolled back and reported
-            raise
-        rec.attempted_ops |= _own_ops(rec)
-        if registered:
-            pm.unregister(name=rec.key)
-        _rollback(rec, mark, ops_before)
-        _fail(rec, e, strict)
-    finally:
-        _registry._owner_stack.pop()
-        rec.load_seconds += time.perf_counter() - t0
+            ver = getattr(mod, "TENSORPLAY_API_VERSION", API_VERSION)
+            rec.api_version = ver
+            if not _api_compatible(ver):
+                _rollback(rec, made, ops_before)
+                rec.status = "incompatible"
+                rec.error = PluginError(
+                    f"plugin {rec.label} declares TENSORPLAY_API_VERSION = {ver!r}, but this "
+                    f"tensorplay {_core_version()} provides plugin API version {API_VERSION}. "
+                    f"Install a release of {rec.dist} written for API {API_VERSION} "
+                    f"(pip install -U {rec.dist}), or a tensorplay matching the plugin.")
+                _sync_unavailable()
+                _warn_or_raise(rec, f"tensorplay: plugin skipped (incompatible): {rec.error}",
+                               strict)
+                return
+            rec.priority = _int_attr(mod, "TENSORPLAY_PRIORITY", rec)
+            _validate_module(mod, rec)
+            try:
+                pm.register(mod, name=rec.key)
+            except pluggy.PluginValidationError as e:   # backstop: pluggy's own checks
+                raise PluginError(f"plugin {rec.label}: pluggy rejected its hook implementations: "
+                                  f"{e}. Fix them to match tensorplay.plugins.hookspecs.") from e
+            registered = True
+            for impl in _impls_of(mod, "tensorplay_devices"):
+                specs = _call_impl(rec, impl, "tensorplay_devices") or ()
+                for spec in specs:
+                    if not isinstance(spec, DeviceSpec):
+                        raise PluginError(
+                            f"plugin {rec.label}: hook tensorplay_devices returned {spec!r}; "
+                            f"expected tensorplay.plugins.DeviceSpec objects")
+                    rec.attempted_devices.add(spec.type)
+                    _add_device(rec, spec)
+            reg = Registrar(rec)
+            for impl in _impls_of(mod, "tensorplay_register_ops"):
+                _call_impl(rec, impl, "tensorplay_register_ops", registrar=reg)
+                rec.attempted_ops |= _own_ops(rec)
+            rec.ops = sorted(_own_ops(rec))
+            rec.handles = made[:]
+            made.clear()
+            rec.status = "loaded"
+        except (Exception, SystemExit) as e:   # isolation: never break `import tensorplay`
+            if rec.status == "incompatible":     # strict mode: already rolled back and reported
+                raise
+            rec.attempted_ops |= _own_ops(rec)
+            if registered:
+                pm.unregister(name=rec.key)
+            _rollback(rec, made, ops_before)
+            _fail(rec, e, strict)
+        finally:
+            rec.load_seconds += time.perf_counter() - t0
 
 
 def _own_ops(rec: PluginRecord) -> set:
     """Qualnames of the registered ops defined by ``rec`` (whatever the load order: ops a plugin's
     hook defines while another plugin loads on demand belong to that other plugin)."""
-    return {n for n, o in _registry._OPS.items() if o.plugin == rec.dist and not o.is_builtin}
+    return {o.name for o in _registry.all_ops() if o.owner == rec.dist and not o.is_builtin}
 
 
 def _adopt(rec: PluginRecord) -> None:
@@ -297,16 +296,10 @@ def _adopt(rec: PluginRecord) -> None:
         return isinstance(m, str) and (m == modname or m.startswith(modname + "."))
 
     with _registry._lock:
-        for op in list(_registry._OPS.values()):
-            if op.is_builtin or op.plugin is not None or not mine(op.source):
+        for op in _registry.all_ops():
+            if op.is_builtin or op.owner is not None or not mine(op.source):
                 continue
-            op.plugin = rec.dist
-            for stack in op._kernels.values():
-                for i, (fn, owner, prio) in enumerate(stack):
-                    if owner is None and mine(getattr(fn, "__module__", None)):
-                        stack[i] = _registry.Kernel(fn, rec.dist, prio)
-            if op._fake_owner is None and op._fake is not None:
-                op._fake_owner = rec.dist
+            op.adopt(rec.dist, lambda fn: mine(getattr(fn, "__module__", None)))
             _trace("adopted %s for %s (defined while its module was imported first)",
                    op.name, rec.label)
 
@@ -406,24 +399,23 @@ def _add_device(rec: PluginRecord, spec: DeviceSpec) -> None:
         rec.devices.append(spec.type)
 
 
-def _rollback(rec: PluginRecord, mark: int, ops_before: set) -> None:
-    """Undo everything ``rec`` registered since ``mark`` (and its recorded handles)."""
-    log_ = _registry._undo_log
-    handles = rec.handles + log_[mark:]
-    del log_[mark:]
+def _rollback(rec: PluginRecord, made: list, ops_before: set) -> None:
+    """Undo everything ``rec`` registered: the handles ``made`` in its ``registering_as`` block
+    (emptied) and the ones it kept from earlier steps."""
+    handles = rec.handles + made[:]
+    made.clear()
     rec.handles = []
     for h in reversed(handles):
         try:
             h.destroy()
         except Exception:  # noqa: BLE001,S110  # pragma: no cover - best effort, idempotent undo
             pass
-    for name in set(_registry._OPS) - ops_before:
-        op = _registry._OPS[name]
-        if op.plugin == rec.dist:
+    for op in _registry.all_ops():
+        if op.name not in ops_before and op.owner == rec.dist:
             _registry.unregister_op(op)
     for name in set(rec.ops) | _own_ops(rec):
-        op = _registry._OPS.get(name)
-        if op is not None and op.plugin == rec.dist:
+        op = _registry.registered(name)
+        if op is not None and op.owner == rec.dist:
             _registry.unregister_op(op)
     for d in rec.devices:
         _S.devices[d] = [e for e in _S.devices.get(d, []) if e[2] is not rec]
@@ -495,22 +487,19 @@ def _on_lookup_miss(qualname: str) -> None:
 def _install_kernel_eps(rec: PluginRecord, eps, strict: bool) -> None:
     """Register the plugin's ``tensorplay.kernels`` entry points (``lazy.register_kernel_eps``) as
     part of its atomic load: an invalid or conflicting entry fails the plugin, undoing it all."""
-    mark = len(_registry._undo_log)
-    ops_before = set(_registry._OPS)
-    _registry._owner_stack.append(_PluginOwner(rec))
-    try:
-        lazy.register_kernel_eps(rec, eps)
-        rec.handles += _registry._undo_log[mark:]
-        del _registry._undo_log[mark:]
-    except Exception as e:  # noqa: BLE001 - isolation: the plugin fails, nothing else
-        rec.kernel_eps = []
-        _plugin_manager()
-        if rec.module is not None and _S.pm.is_registered(rec.module):
-            _S.pm.unregister(rec.module)
-        _rollback(rec, mark, ops_before)
-        _fail(rec, e, strict)
-    finally:
-        _registry._owner_stack.pop()
+    ops_before = {o.name for o in _registry.all_ops()}
+    with _registry.registering_as(_PluginOwner(rec)) as made:
+        try:
+            lazy.register_kernel_eps(rec, eps)
+            rec.handles += made
+            made.clear()
+        except Exception as e:  # noqa: BLE001 - isolation: the plugin fails, nothing else
+            rec.kernel_eps = []
+            _plugin_manager()
+            if rec.module is not None and _S.pm.is_registered(rec.module):
+                _S.pm.unregister(rec.module)
+            _rollback(rec, made, ops_before)
+            _fail(rec, e, strict)
 
 
 _registry.lookup_misses.append(_on_lookup_miss)

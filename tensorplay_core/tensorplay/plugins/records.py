@@ -124,22 +124,20 @@ def ops_table(namespace: str | None = None) -> list[dict]:
         if namespace is not None and op.namespace != namespace:
             continue
         kernels = {}
-        for key, stack in op._kernels.items():
-            if not stack:
-                continue
-            fn, owner, _ = stack[-1]
+        for key, stack in op.kernel_stacks().items():
+            fn, owner = stack[-1].fn, stack[-1].owner
             kernels[key] = {"source": owner if owner else ("core" if op.is_builtin else "user"),
                             "lazy": hasattr(fn, "_tensorplay_lazy_target")}
-        if op.is_builtin and getattr(op, "_has_array_kernel", False):
+        if op.is_builtin and op.has_array_kernel:
             for d in provided:
                 kernels.setdefault(d, {"source": _provider_dist(d), "lazy": True})
         out.append({
             "name": op.name, "schema": str(op.schema), "devices": sorted(kernels),
             "kernels": kernels,
-            "plugin": "tensorplay" if op.is_builtin else op.plugin,
+            "plugin": "tensorplay" if op.is_builtin else op.owner,
             "module": op.source, "builtin": op.is_builtin,
-            "has_fake": op._fake is not None or op._meta_default is not None,
-            "has_autograd": op._backward is not None,
+            "has_fake": op.has_fake,
+            "has_autograd": op.has_autograd,
         })
     return out
 
@@ -163,16 +161,17 @@ def plugin_ops(name: str) -> list:
             from rec.error
     out: dict[str, set | None] = {}
     for q in rec.ops:
-        if q in _registry._OPS:
+        if _registry.registered(q) is not None:
             out[q] = None
     for q, key in rec.kernels:
         if out.get(q, ()) is not None:
             out.setdefault(q, set()).add(key)
     if rec.devices:
         for op in _registry.all_ops():
-            if op.is_builtin and getattr(op, "_has_array_kernel", False) and op.name not in out:
+            if op.is_builtin and op.has_array_kernel and op.name not in out:
                 out[op.name] = set(rec.devices)
-    return [(_registry._OPS[q], None if d is None else sorted(d)) for q, d in sorted(out.items())]
+    return [(_registry.registered(q), None if d is None else sorted(d))
+            for q, d in sorted(out.items())]
 
 
 def sample_inputs(op, device) -> list:

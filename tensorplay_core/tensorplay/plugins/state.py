@@ -69,9 +69,9 @@ class PluginRecord:
         """``(op qualname, dispatch key)`` for every kernel this plugin has registered now
         (including kernels from its entry-point metadata not yet imported)."""
         out = []
-        for op in _registry._OPS.values():
-            for key, stack in op._kernels.items():
-                if any(e[1] == self.dist for e in stack):
+        for op in _registry.all_ops():
+            for key, stack in op.kernel_stacks().items():
+                if any(e.owner == self.dist for e in stack):
                     out.append((op.name, key))
         return sorted(out)
 
@@ -80,14 +80,14 @@ class PluginRecord:
         """``{device: (count, lazy)}``: the built-in ``tp::`` kernels this device plugin provides
         through its backend. Bound when the device is first used (``lazy`` True until then, and
         ``count`` the built-ins with an array kernel); after that, the kernels actually bound."""
-        builtins = [op for op in _registry._OPS.values()
-                    if op.is_builtin and getattr(op, "_has_array_kernel", False)]
+        builtins = [op for op in _registry.all_ops()
+                    if op.is_builtin and op.has_array_kernel]
         out = {}
         for d in self.devices:
             if _provider_dist(d) != self.dist:      # another plugin provides d (priority)
                 continue
             if d in _devices.loaded:
-                out[d] = (sum(1 for op in builtins if op._kernels.get(d)), False)
+                out[d] = (sum(1 for op in builtins if op.kernel_stack(d)), False)
             else:
                 out[d] = (len(builtins), True)
         return out

@@ -179,9 +179,9 @@ def kernel_keys(op, device_type) -> list:
     if op.is_builtin:
         return [device_type]
     keys = []
-    if device_type != "default" and op._active(device_type) is not None:
+    if device_type != "default" and op.active_kernel(device_type) is not None:
         keys.append(device_type)
-    if op._active("default") is not None:
+    if op.active_kernel("default") is not None:
         keys.append("default")
     return keys
 
@@ -192,11 +192,10 @@ def _dispatched_key(op, device_type):
 
 
 def _kernel_fn(op, key):
-    stack = op._kernels.get(key)
+    stack = op.kernel_stack(key)
     if not stack:
         return None, None
-    fn, owner, _ = stack[-1]
-    return fn, owner
+    return stack[-1].fn, stack[-1].owner
 
 
 def describe_kernel(op, key, device_type=None) -> str:
@@ -219,7 +218,7 @@ def describe_kernel(op, key, device_type=None) -> str:
     else:
         target = _fn_name(fn)
     who = f"plugin {owner}" if isinstance(owner, str) else \
-        (f"plugin {op.plugin}" if op.plugin and owner is None else "user code")
+        (f"plugin {op.owner}" if op.owner and owner is None else "user code")
     return f"{key}: {target} ({who})"
 
 
@@ -237,7 +236,7 @@ class _forcing:
     def __init__(self, op, key, device_type):
         self.cm = None
         if (key == "default" and not op.is_builtin and device_type != "default"
-                and op._active(device_type) is not None):
+                and op.active_kernel(device_type) is not None):
             self.cm = op.set_kernel_enabled(device_type, False)
 
     def __enter__(self):
@@ -606,7 +605,7 @@ def _test_autograd(op, args, kwargs, atol, rtol):
                     f"it raised {type(e).__name__}: {str(e).rstrip('.')}. A kernel that calls "
                     f".numpy()/.tolist()/.item() on such inputs breaks the autograd graph unless "
                     f"the op has a backward formula. Fix: "
-                    f"register one with {op._opname}"
+                    f"register one with {op.opname}"
                     f".register_autograd(backward, setup_context=...) and read the inputs "
                     f"with x.detach().numpy() inside the kernel (or compute with tensorplay "
                     f"ops); if the op is not differentiable, mark its outputs "
@@ -625,7 +624,7 @@ def _test_autograd(op, args, kwargs, atol, rtol):
         # (ctx.mark_non_differentiable: they come back with requires_grad=False) and inputs it
         # returns None for get no gradient, as in torch. Without a formula, an output that does
         # not require grad means the kernel left the graph.
-        formula = op._backward is not None
+        formula = op.has_autograd
         broken = [label for label, v in outs if not v.requires_grad]
         if broken and not formula:
             raise _Fail(
@@ -843,8 +842,8 @@ def _same_strides(r, f) -> bool:
 
 
 def _fake_hint(op) -> str:
-    n = op._opname
-    if op._fake is None and not op.is_builtin:
+    n = op.opname
+    if op.fake_impl is None and not op.is_builtin:
         return (f"No fake kernel is registered for {op.name}; add one with @{n}.register_fake "
                 f"(or tensorplay.library.register_fake({op.name!r})) returning empty tensors with "
                 f"the real outputs' shapes, dtypes and strides (e.g. x.new_empty(shape)).")

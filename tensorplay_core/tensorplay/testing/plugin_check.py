@@ -97,9 +97,9 @@ class CheckCase:
         also has a kernel of its own on that device (two cases there)."""
         k = ""
         if self.kernel == "default":
-            from .._registry import _OPS
-            op = _OPS.get(self.op)
-            if op is not None and op._active(self.device.partition(":")[0]) is not None:
+            from .._registry import registered
+            op = registered(self.op)
+            if op is not None and op.active_kernel(self.device.partition(":")[0]) is not None:
                 k = "-default"
         return f"{self.op}-{self.device}{k}"
 
@@ -113,9 +113,9 @@ def _devices_for(op, devs, requested):
     if devs is not None and "default" in devs:
         devs = None    # a device-agnostic kernel: every available device
     if devs is None:
-        has_default = bool(op._kernels.get("default"))
-        devs = [d for d in available if has_default or op._kernels.get(d)
-                or (op.is_builtin and getattr(op, "_has_array_kernel", False))]
+        has_default = bool(op.kernel_stack("default"))
+        devs = [d for d in available if has_default or op.kernel_stack(d)
+                or (op.is_builtin and op.has_array_kernel)]
     else:
         devs = [d for d in devs if d in available]
     if requested is not None:
@@ -156,7 +156,7 @@ def plugin_ops(name: str) -> list:
     if rec.devices:
         have = {op.name for op, _ in pairs}
         pairs += [(op, sorted(rec.devices)) for op in all_ops()
-                  if op.is_builtin and not getattr(op, "_has_array_kernel", True)
+                  if op.is_builtin and not op.has_array_kernel
                   and op.name not in have]
         pairs.sort(key=lambda p: p[0].name)
     return pairs
@@ -171,14 +171,15 @@ def _cases(rec, name, device, ops):
             continue
         chosen = _devices_for(op, devs, device)
         if not chosen and device is None:
-            unchecked.append((op.name, devs or sorted(k for k in op._kernels if k != "default")))
+            unchecked.append((op.name, devs or sorted(k for k in op.kernel_stacks()
+                                                      if k != "default")))
         for d in chosen:
             if op.is_builtin:
                 cases.append(CheckCase(rec.dist, op.name, d, ""))
                 continue
             from .opcheck import kernel_keys
             for key in kernel_keys(op, d.partition(":")[0]):
-                if devs is not None and op.plugin != rec.dist and \
+                if devs is not None and op.owner != rec.dist and \
                         op.kernel_owner(key) != rec.dist:
                     continue   # another plugin's kernel on an op this plugin added kernels to
                 cases.append(CheckCase(rec.dist, op.name, d, key))
@@ -197,7 +198,7 @@ def run_case(case: CheckCase, *, test_utils="DEFAULT", atol=None, rtol=None) -> 
     dtype_ = case.device.partition(":")[0]
     key = case.kernel or (dtype_ if op.is_builtin else _dispatched_key(op, dtype_))
     kdesc = describe_kernel(op, key, dtype_)
-    if op.is_builtin and not getattr(op, "_has_array_kernel", True):
+    if op.is_builtin and not op.has_array_kernel:
         kdesc = f"{dtype_}: built-in, device-agnostic (tensorplay core)"
     owner = None if op.is_builtin else op.kernel_owner(key)
     plugin = owner if isinstance(owner, str) else case.plugin
