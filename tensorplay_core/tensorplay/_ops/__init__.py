@@ -1,11 +1,18 @@
 """Built-in operators (namespace ``tp``): schema + fake rule + backward formula side by side.
 
 Importing this package defines every built-in op; array kernels are attached per device by
-``install_backend`` when a device plugin's backend is first used.
+``install_backend`` when a device plugin's backend is first used (``_devices`` announces it).
 """
 
+from .. import _backend, _devices
+from .._kernels import xp as _reference
 from ._define import BUILTINS, defop, install_backend, ops
 from . import elementwise, reduction, linalg, nn, shape, views, copy, creation, indexing  # noqa: F401
 from . import sorting_topk  # noqa: F401
+
+# told by _devices when a backend loads (lower layers never import this package): bind the
+# built-in kernels; ArrayBackend.kernels() binds the reference kernels through this binder
+_backend.reference_kernels.append(_reference.bind)
+_devices.on_load.append(install_backend)
 
 __all__ = ["BUILTINS", "defop", "install_backend", "ops"]
