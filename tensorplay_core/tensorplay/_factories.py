@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import operator
 
-from . import _devices, _dispatch, _dtype
+from . import _devices, _dispatch, _dtype, _tensor
 from ._backend import get_backend
 from ._device import Device
 from ._ops import ops as O
@@ -391,6 +391,10 @@ def _seed_loaded(backend) -> None:
 
 
 _devices.on_load.append(_seed_loaded)
+
+# Tensor.new_empty/new_zeros/new_ones/new_full/new_tensor and Python-number operands forward here
+_tensor._like_self = _like_self
+_tensor._new_tensor = tensor
 
 
 def cat(tensors, dim=0):
