@@ -15,7 +15,9 @@ must define and which are optional (with the default the core assumes). Subclass
 * ``loaded()``: the backends loaded so far;
 * ``register(backend)``: make ``backend`` the backend of its device type without a plugin (a
   test backend: ``tensorplay.testing.backend.MockBackend``); undone by the returned handle;
-* ``missing_members(obj)``: the required and optional members ``obj`` lacks.
+* ``missing_members(obj)``: the required and optional members ``obj`` lacks;
+* ``ElementwiseExpr``, ``Step``: what ``Backend.fuse_elementwise`` is handed (a chain of
+  elementwise built-in ops found by ``tensorplay.compile``).
 
 Loading is registration time, never per call: what the built-in ops need (their kernels) is
 bound once, when the backend is announced, by the op layer that subscribed to the announcement.
@@ -33,6 +35,7 @@ import threading
 
 from . import _devices, plugins
 from ._backend import OPTIONAL, REQUIRED, ArrayBackend, Backend, missing_members
+from ._fusion import ElementwiseExpr, Step
 from ._registry import RegistrationHandle
 from .errors import DeviceUnavailableError
 
