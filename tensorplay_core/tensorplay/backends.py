@@ -35,7 +35,8 @@ import threading
 
 from . import _devices, plugins
 from ._backend import OPTIONAL, REQUIRED, ArrayBackend, Backend, missing_members
-from ._fusion import ElementwiseExpr, Step
+from ._device import Device
+from ._fusion import ElementwiseExpr, Step  # noqa: F401 - public: fuse_elementwise's argument
 from ._registry import RegistrationHandle
 from .errors import DeviceUnavailableError
 
@@ -69,7 +70,6 @@ def get(device_type: str) -> Backend:
 
 
 def _device_type(d) -> str:
-    from ._device import Device
     return Device(d).type
 
 
