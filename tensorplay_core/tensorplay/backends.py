@@ -36,7 +36,7 @@ import threading
 from . import _devices, plugins
 from ._backend import OPTIONAL, REQUIRED, ArrayBackend, Backend, missing_members
 from ._device import Device
-from ._fusion import ElementwiseExpr, Step  # noqa: F401 - public: fuse_elementwise's argument
+from ._fusion import ElementwiseExpr, Step
 from ._registry import RegistrationHandle
 from .errors import DeviceUnavailableError
 
@@ -45,6 +45,8 @@ __all__ = [
     "REQUIRED",
     "ArrayBackend",
     "Backend",
+    "ElementwiseExpr",
+    "Step",
     "get",
     "loaded",
     "missing_members",
