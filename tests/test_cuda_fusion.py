@@ -172,30 +172,33 @@ def test_declined_chains_fall_back(interp):
                     tp.backends.get("cpu"))
 
 
-def test_compile_runs_one_generated_kernel_per_chain_end_to_end(interp, monkeypatch):
+def test_compile_runs_one_generated_kernel_per_chain_end_to_end(interp):
     """tensorplay.compile's planner -> backend.fuse_elementwise protocol -> one generated kernel
-    per fused group (here the cpu backend borrows the cuda backend's Triton fuser)."""
-    be = tp.backends.get("cpu")
+    per fused group (here the shipped test backend, MockBackend, borrows the cuda backend's
+    Triton fuser)."""
+    from tensorplay.testing.backend import MockBackend
     calls = []
 
-    def fuse(expr):
-        ch = TritonChain(expr, be)
+    class TritonFusing(MockBackend):
+        def fuse_elementwise(self, expr):
+            ch = TritonChain(expr, self)
 
-        def run(arrays):
-            calls.append(expr)
-            return ch.run(arrays)
-        return run
-    monkeypatch.setattr(be, "fuse_elementwise", fuse, raising=False)
+            def run(arrays):
+                calls.append(expr)
+                return ch.run(arrays)
+            return run
 
     def f(x, y):
         a = x * y + 1.0
         a = (a * 0.5 - y).relu()
         return ((a + x) * 2.0).tanh()
     tp.manual_seed(7)
-    x, y = tp.randn(64, 33), tp.randn(33)                   # broadcasting
-    cf = tp.compile(f)
-    got = cf(x, y)
-    np.testing.assert_allclose(got.numpy(), f(x, y).numpy(), rtol=2e-6, atol=2e-6)
+    with TritonFusing("mocktriton"):
+        x, y = tp.randn(64, 33).to("mocktriton"), tp.randn(33).to("mocktriton")  # broadcasting
+        cf = tp.compile(f)
+        got = cf(x, y)
+        np.testing.assert_allclose(got.cpu().numpy(), f(x, y).cpu().numpy(), rtol=2e-6,
+                                   atol=2e-6)
     assert len(calls) == 1 and len(calls[0].steps) == 8
 
 
