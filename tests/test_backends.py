@@ -138,6 +138,8 @@ def test_register_refuses_bad_backends():
         device_type = "halfreg"
     with pytest.raises(TypeError, match="lacks required member"):
         backends.register(Half())
+    with pytest.raises(TypeError, match="object has no device_type"):
+        backends.register(object())
     with pytest.raises(ValueError, match="lower-case identifier"):
         backends.register(MockBackend("Bad-Name"))
     if "cpu" in backends.loaded():
@@ -258,3 +260,18 @@ def test_compile_uses_a_backends_own_fuser(cpu):
         x = tp.ones(4, device="mockfuse")
         assert tp.testing.allclose(f(x), (x * 2 + 1).exp())
     assert chains and chains[0][:2] == ["mul", "add"]
+
+
+def test_the_core_never_probes_backend_attributes():
+    """Optional features are declared on ``Backend`` with their defaults, so the core calls them
+    directly: no ``getattr``/``hasattr`` on a backend object anywhere in the core."""
+    import pathlib
+    import re
+    root = pathlib.Path(tp.__file__).parent
+    probe = re.compile(r"\b(getattr|hasattr)\(\s*(self\._backend|_backend|backend|be|dst|src_backend)"
+                       r"\s*,")
+    found = [f"{p.relative_to(root)}:{i}: {line.strip()}"
+             for p in sorted(root.rglob("*.py"))
+             for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             if probe.search(line)]
+    assert found == []

@@ -143,7 +143,11 @@ def register(backend: Backend) -> RegistrationHandle:
     Raises ``ValueError`` when a backend of that type is already loaded (``cpu`` included) or the
     type is not an identifier, ``TypeError`` when ``backend`` lacks members of ``Backend``.
     """
-    t = getattr(backend, "device_type", None)
+    try:
+        t = backend.device_type
+    except AttributeError:
+        raise TypeError(f"tensorplay.backends.register: {type(backend).__qualname__} has no "
+                        f"device_type (required member of tensorplay.backends.Backend)") from None
     if not isinstance(t, str) or not t.isidentifier() or t != t.lower() or t == "meta":
         raise ValueError(f"tensorplay.backends.register: device_type must be a lower-case "
                          f"identifier other than 'meta', got {t!r}")
