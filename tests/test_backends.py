@@ -116,12 +116,15 @@ def test_a_backend_lacking_required_members_fails_naming_plugin_members_and_fix(
             except tp.errors.DeviceUnavailableError as e:
                 print("ERR", e)
         print("cpu still works:", (tp.ones(2) + 1).tolist())
+        print("status:", tp.plugins.device_status("halfdev")[0], "cpu" in tp.plugins.available_devices(),
+              "halfdev" in tp.plugins.available_devices())
         print("loaded:", sorted(tp.backends.loaded()))
     ''')
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                        timeout=120)
     assert r.returncode == 0, r.stderr
-    half, nodef, cpu_line, loaded = r.stdout.strip().splitlines()[-4:]
+    half, nodef, cpu_line, status, loaded = r.stdout.strip().splitlines()[-5:]
+    assert status == "status: False True False"
     assert half.startswith("ERR device 'halfdev': plugin tensorplay-halfdev"), half
     assert "halfplug:HalfBackend" in half
     assert "lacks required member(s)" in half and "wrap" in half and "as_strided" in half, half
