@@ -1,7 +1,7 @@
 """Built-in ``tp::`` operators: gradients agree with finite differences (every differentiable op),
 fake rules reproduce the real outputs' metadata (every op), and dtype promotion follows torch.
 
-Both parametrizations run over ``tensorplay._ops.BUILTINS``: a new built-in op without an entry in
+Both parametrizations run over the built-in ops (``tensorplay.ops.tp``): a new built-in op without an entry in
 the core's sample table ``tensorplay.testing.builtin_samples`` (and, if differentiable, a gradcheck
 sample) fails ``test_tables_cover_every_builtin``.
 """
@@ -13,10 +13,13 @@ import pytest
 
 import tensorplay as tp
 from tensorplay import fake
-from tensorplay._ops import BUILTINS, ops as O
 from tensorplay.testing import builtin_samples
 
 F64 = tp.float64
+
+# every built-in op (namespace ``tp``), by name: the public spelling of the op table
+BUILTINS = {n: getattr(tp.ops.tp, n) for n in dir(tp.ops.tp)}
+O = tp.ops.tp
 
 
 # The sample table is the core's (tensorplay.testing.builtin_samples): the same samples feed the

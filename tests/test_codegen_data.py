@@ -129,12 +129,12 @@ class _Float(float):
 def _cuda_fuse(const):
     """The cuda plugin's CuPy fuser (the backend side of compile's fusion protocol) on a one-step
     chain ``in0 * const``, with a stand-in CuPy."""
-    from tensorplay import _fusion
+    from tensorplay.backends import ElementwiseExpr, Step
     from tensorplay_cuda.cupy_fusion import cupy_fuser
     cp = _FakeCupy()
     backend = type("B", (), {"np": cp, "kernels": lambda self: {}})()
-    expr = _fusion.ElementwiseExpr(1, (_fusion.Step("mul", (("in", 0), ("const", const))),),
-                                   (0,), (tp.float32,), tp.device("cpu"))
+    expr = ElementwiseExpr(1, (Step("mul", (("in", 0), ("const", const))),),
+                           (0,), (tp.float32,), tp.device("cpu"))
     return cp, cupy_fuser(expr, backend)
 
 

@@ -21,10 +21,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import tensorplay as tp
-from tensorplay._ops import BUILTINS
-from tensorplay._ops import ops as O
 from tensorplay.testing import assert_close, builtin_samples
 from tensorplay.testing.opcheck import NONDETERMINISTIC_TAGS
+
+# every built-in op (namespace ``tp``), by name: the public spelling of the op table
+BUILTINS = {n: getattr(tp.ops.tp, n) for n in dir(tp.ops.tp)}
+O = tp.ops.tp
 
 # -- devices ---------------------------------------------------------------------------------------
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import tensorplay as tp
-from tensorplay import _backend, _fusion
 
 pytestmark = pytest.mark.usefixtures("cpu")
 
@@ -44,7 +43,10 @@ def _special(n, dtype):
 
 
 def _fused_callable(cf):
-    be = _backend.get_backend("cpu")
+    """The fused callables compile chose for ``cf``'s chains on cpu (compile's own record: which
+    fuser ran is not part of any public result, hence the private module)."""
+    from tensorplay import _fusion
+    be = tp.backends.get("cpu")
     return [_fusion.get_fused(ch, be) for ch in cf.graph.groups]
 
 

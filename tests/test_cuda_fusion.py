@@ -25,8 +25,7 @@ pytest.importorskip("tensorplay_triton", reason="tensorplay-triton is not instal
 tensorplay_cuda = pytest.importorskip("tensorplay_cuda")
 
 import tensorplay as tp  # noqa: E402
-from tensorplay import _backend  # noqa: E402
-from tensorplay._fusion import ElementwiseExpr, Step  # noqa: E402
+from tensorplay.backends import ElementwiseExpr, Step  # noqa: E402
 from tensorplay_cuda import eager, triton_fusion  # noqa: E402
 from tensorplay_cuda.triton_fusion import TritonChain, generate  # noqa: E402
 
@@ -37,7 +36,7 @@ needs_cuda = pytest.mark.skipif(not CUDA_OK, reason=f"no usable CUDA device: {CU
 @pytest.fixture
 def interp():
     """The cpu backend: its NumPy arrays run the generated kernels through Triton's interpreter."""
-    return _backend.get_backend("cpu")
+    return tp.backends.get("cpu")
 
 
 def _expr(steps, n_in, dtypes, outputs=None):
@@ -58,7 +57,7 @@ def _check(steps, ins, dtypes=None, outputs=None, rtol=1e-6, atol=1e-6, backend=
     outputs = outputs or (len(steps) - 1,)
     want = _eager(steps, outputs, ins)
     dtypes = dtypes or [w.dtype for w in _eager(steps, range(len(steps)), ins)]
-    be = backend or _backend.get_backend("cpu")
+    be = backend or tp.backends.get("cpu")
     got = TritonChain(_expr(steps, len(ins), dtypes, outputs), be).run([t.numpy() for t in ins])
     assert got is not None, "the generator declined a chain it should handle"
     for g, w in zip(got, want):
@@ -159,7 +158,7 @@ def test_a_reduction_at_the_end_of_a_chain(interp, red):
     steps = [Step("mul", (("in", 0), ("in", 1))), Step("add", (("step", 0), ("const", 0.25)))]
     want = getattr(tp.ops.tp, red)(tp.ops.tp.add(tp.ops.tp.mul(x, y), 0.25))
     expr = _expr(steps + [Step(red, (("step", 1),))], 2, [tp.float32] * 3)
-    got = TritonChain(expr, _backend.get_backend("cpu")).run([x.numpy(), y.numpy()])
+    got = TritonChain(expr, tp.backends.get("cpu")).run([x.numpy(), y.numpy()])
     assert got[0].shape == () and got[0].dtype == np.float32
     np.testing.assert_allclose(float(got[0]), want.item(), rtol=1e-5, atol=1e-4)
 
@@ -167,43 +166,46 @@ def test_a_reduction_at_the_end_of_a_chain(interp, red):
 def test_declined_chains_fall_back(interp):
     x = tp.ones(4, dtype=tp.bool)
     expr = _expr([Step("add", (("in", 0), ("in", 0)))], 1, [tp.bool])   # bool add = logical or
-    assert TritonChain(expr, _backend.get_backend("cpu")).run([x.numpy()]) is None
+    assert TritonChain(expr, tp.backends.get("cpu")).run([x.numpy()]) is None
     with pytest.raises(triton_fusion.Unsupported):
         TritonChain(_expr([Step("pow", (("in", 0), ("const", 2.0)))], 1, [tp.float32]),
-                    _backend.get_backend("cpu"))
+                    tp.backends.get("cpu"))
 
 
-def test_compile_runs_one_generated_kernel_per_chain_end_to_end(interp, monkeypatch):
+def test_compile_runs_one_generated_kernel_per_chain_end_to_end(interp):
     """tensorplay.compile's planner -> backend.fuse_elementwise protocol -> one generated kernel
-    per fused group (here the cpu backend borrows the cuda backend's Triton fuser)."""
-    be = _backend.get_backend("cpu")
+    per fused group (here the shipped test backend, MockBackend, borrows the cuda backend's
+    Triton fuser)."""
+    from tensorplay.testing.backend import MockBackend
     calls = []
 
-    def fuse(expr):
-        ch = TritonChain(expr, be)
+    class TritonFusing(MockBackend):
+        def fuse_elementwise(self, expr):
+            ch = TritonChain(expr, self)
 
-        def run(arrays):
-            calls.append(expr)
-            return ch.run(arrays)
-        return run
-    monkeypatch.setattr(be, "fuse_elementwise", fuse, raising=False)
+            def run(arrays):
+                calls.append(expr)
+                return ch.run(arrays)
+            return run
 
     def f(x, y):
         a = x * y + 1.0
         a = (a * 0.5 - y).relu()
         return ((a + x) * 2.0).tanh()
     tp.manual_seed(7)
-    x, y = tp.randn(64, 33), tp.randn(33)                   # broadcasting
-    cf = tp.compile(f)
-    got = cf(x, y)
-    np.testing.assert_allclose(got.numpy(), f(x, y).numpy(), rtol=2e-6, atol=2e-6)
+    with TritonFusing("mocktriton"):
+        x, y = tp.randn(64, 33).to("mocktriton"), tp.randn(33).to("mocktriton")  # broadcasting
+        cf = tp.compile(f)
+        got = cf(x, y)
+        np.testing.assert_allclose(got.cpu().numpy(), f(x, y).cpu().numpy(), rtol=2e-6,
+                                   atol=2e-6)
     assert len(calls) == 1 and len(calls[0].steps) == 8
 
 
 def test_eager_large_tensor_path_matches_the_reference_kernels(interp, monkeypatch):
     """The eager path (``eager.accelerate``) on NumPy arrays through the interpreter, threshold
     lowered: same values and dtypes as the reference kernels it stands in front of."""
-    be = _backend.get_backend("cpu")
+    be = tp.backends.get("cpu")
     monkeypatch.setattr(eager, "THRESHOLD", 16)
     ref = be.kernels()
     acc = eager.accelerate(ref, be)
@@ -279,7 +281,7 @@ def test_eager_mixed_dtypes_compute_in_the_promoted_dtype_on_cpu(da, db):
 def test_eager_large_tensor_path_on_mixed_dtypes(interp, monkeypatch, da, db):
     """The eager generated-kernel path (threshold lowered, interpreter on NumPy) on mixed dtypes:
     same dtype and precision as the reference kernels."""
-    be = _backend.get_backend("cpu")
+    be = tp.backends.get("cpu")
     monkeypatch.setattr(eager, "THRESHOLD", 16)
     ref = be.kernels()
     acc = eager.accelerate(ref, be)
@@ -300,7 +302,7 @@ def test_eager_chains_are_kept_per_backend():
     (its NumPy arrays run in Triton's interpreter) is never handed CuPy arrays. The GPU run showed
     it: after the interpreter tests, cuda's large ops ran interpreted and failed."""
     from tensorplay_cuda.backend import CUDABackend
-    cpu, gpu = _backend.get_backend("cpu"), CUDABackend()
+    cpu, gpu = tp.backends.get("cpu"), CUDABackend()
     a = eager._chain("add", 2, None, tp.float32, cpu)
     b = eager._chain("add", 2, None, tp.float32, gpu)
     assert a is not b and a.backend is cpu and b.backend is gpu
@@ -324,7 +326,7 @@ def test_cupy_fuser_keeps_constants_out_of_the_source():
 @pytest.fixture
 def compiled():
     """The cuda backend: its CuPy arrays launch the compiled kernels."""
-    return _backend.get_backend("cuda")
+    return tp.backends.get("cuda")
 
 
 @pytest.mark.cuda
@@ -402,7 +404,7 @@ def _host(a):
 _AOT = r'''
 import re, sys
 import tensorplay as tp
-from tensorplay._fusion import ElementwiseExpr, Step
+from tensorplay.backends import ElementwiseExpr, Step
 from tensorplay_cuda.triton_fusion import generate, _build
 import triton
 from triton.backends.compiler import GPUTarget
@@ -463,7 +465,7 @@ def test_generated_kernels_compile_for_the_h200_with_16_byte_accesses():
 _AOT_BF16 = r'''
 import re
 import tensorplay as tp
-from tensorplay._fusion import ElementwiseExpr, Step
+from tensorplay.backends import ElementwiseExpr, Step
 from tensorplay_cuda.triton_fusion import generate, _build
 import triton
 from triton.backends.compiler import GPUTarget
@@ -507,7 +509,7 @@ def test_bf16_chain_rounds_with_the_hardware_conversion_on_the_gpu():
 def test_direct_ufunc_path_gives_the_reference_results_and_dtypes(monkeypatch):
     """The per-call fast path (operands needing no promotion go straight to the ufunc) agrees
     with the reference kernels on values and dtypes, and leaves every other case to them."""
-    be = _backend.get_backend("cpu")
+    be = tp.backends.get("cpu")
     monkeypatch.setattr(eager, "THRESHOLD", 1 << 62)          # small-array path only
     ref = be.kernels()
     acc = eager.accelerate(ref, be)
@@ -535,8 +537,8 @@ _ONE_PROCESS = r'''
 import os, sys, types
 import numpy as np
 import tensorplay as tp
-from tensorplay import _backend, library
-from tensorplay._fusion import ElementwiseExpr, Step
+from tensorplay import library
+from tensorplay.backends import ElementwiseExpr, Step
 from tensorplay_cuda.triton_fusion import TritonChain
 
 FIRST = sys.argv[1]
@@ -593,7 +595,7 @@ def fusion():
     steps = (Step("mul", (("in", 0), ("in", 1))), Step("tanh", (("step", 0),)),
              Step("sum", (("step", 1),)))
     e = ElementwiseExpr(2, steps, (2,), (f32,) * 3, tp.device("cpu"))
-    got = TritonChain(e, _backend.get_backend("cpu")).run([x, y])
+    got = TritonChain(e, tp.backends.get("cpu")).run([x, y])
     want = np.tanh(x.astype(np.float64) * y).sum()
     assert abs(float(got[0]) - want) < 1e-3, (got, want)
 
@@ -664,7 +666,7 @@ def test_generated_kernels_are_jit_functions_whatever_triton_interpret_says(monk
     assert type(k) is JITFunction
     assert type(k.fn.__globals__["_tanh"]) is JITFunction
     x, y = tp.randn(50), tp.randn(50)
-    got = TritonChain(_expr(CHAIN8, 2, [tp.float32] * 8), _backend.get_backend("cpu")).run(
+    got = TritonChain(_expr(CHAIN8, 2, [tp.float32] * 8), tp.backends.get("cpu")).run(
         [x.numpy(), y.numpy()])
     np.testing.assert_allclose(got[0], _eager(CHAIN8, (7,), [x, y])[0].numpy(), rtol=2e-6,
                                atol=2e-6)

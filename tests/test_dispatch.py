@@ -1,8 +1,9 @@
 """Dispatch rules (SPEC §3, ARCHITECTURE "_dispatch.py"): device from every tensor argument, mixed
 devices, ops without tensors, bad argument types, the generated call path.
 
-A second real device is simulated with ``sim`` tensors: cpu tensors whose ``device`` says
-``sim`` (the cpu backend still holds the data), and kernels registered for ``"sim"``.
+A second real device is simulated with the shipped test backend
+(``tensorplay.testing.backend.MockBackend``): device types ``sim`` (two indices) and ``sim2``,
+NumPy-backed, registered for this module, with kernels registered for ``"sim"``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 import tensorplay as tp
 import tensorplay.library as lib
 from tensorplay import _dispatch, _registry
-from tensorplay._tensor import Tensor
+from tensorplay import Tensor
 from tensorplay.errors import DispatchError
 from tensorplay.fake import FakeTensorMode, make_fake
 
@@ -33,12 +34,18 @@ def ns():
             del _registry._OPS[k]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def sim_devices():
+    """The simulated devices ``sim`` (``sim:0``, ``sim:1``) and ``sim2`` for this module."""
+    pytest.importorskip("numpy")
+    from tensorplay.testing.backend import MockBackend
+    with MockBackend("sim", device_count=2), MockBackend("sim2"):
+        yield
+
+
 def on(t: Tensor, device: str) -> Tensor:
-    """``t``'s data presented as a tensor on ``device`` (a simulated second device type)."""
-    s = Tensor.__new__(Tensor)
-    s._init_real(t._storage, t._data, t._shape, t._stride, t._offset, t._dtype,
-                 tp.device(device), t._backend)
-    return s
+    """``t`` copied to ``device`` (a simulated second device type)."""
+    return t.to(device)
 
 
 def _tagged(tag):
@@ -149,6 +156,9 @@ class TestDeviceFromArguments:
 
 
 # ============================================================== resolve_key (the slow path)
+# Unit tests of _dispatch's own slow-path rule (kept private on purpose: the stubs reach key
+# combinations, such as fake tensors standing for an absent cuda device, that no public call on
+# this machine can build); the same rules through public calls are in TestDeviceFromArguments.
 class _Stub:
     """Just what resolve_key reads from a tensor."""
 
@@ -384,9 +394,8 @@ class TestGeneratedCall:
 # ============================================================== a real second device (GPU machines)
 @pytest.fixture
 def cuda_ok():
-    from tensorplay import _backend
     try:
-        _backend.get_backend("cuda")
+        tp.backends.get("cuda")
     except Exception as e:  # noqa: BLE001 - any reason the device is unusable: skip with it
         pytest.skip(f"no usable CUDA device: {type(e).__name__}: {e}")
 

@@ -9,7 +9,6 @@ import math
 import os
 import re
 import sys
-import types
 import typing
 from typing import Annotated, List, Optional, Sequence, Tuple, Union
 
@@ -22,29 +21,16 @@ _CORE = os.path.join(os.path.dirname(_HERE), "tensorplay_core")
 if _CORE not in sys.path and importlib.util.find_spec("tensorplay") is None:
     sys.path.insert(0, _CORE)   # not installed: test the source tree (never shadow an install)
 
-try:  # the real package once its __init__ works (a namespace package before that)
-    import tensorplay as tp
-except Exception:  # noqa: BLE001 - pragma: no cover - a half-written __init__: load modules only
-    _pkg = types.ModuleType("tensorplay")
-    _pkg.__path__ = [os.path.join(_CORE, "tensorplay")]
-    sys.modules["tensorplay"] = _pkg
-    tp = _pkg
-
-from tensorplay import _device, _dtype  # noqa: E402
+import tensorplay as tp  # noqa: E402
+# The schema parser/printer's own unit tests: FunctionSchema, Argument and the helpers below are
+# the private _schema module's API (the public spelling is tensorplay.library.infer_schema and
+# the schema strings custom_op/define take, tested through them in test_library.py).
 from tensorplay._schema import (  # noqa: E402
     NO_DEFAULT, Argument, FunctionSchema, Return, bind_check, check_schema_matches_mutates,
     infer_schema, normalize_mutates_args, parse_qualname, schema_from_function)
 from tensorplay.errors import SchemaError  # noqa: E402
 
-if not hasattr(tp, "Tensor"):  # pragma: no cover - until tensorplay/__init__.py exports Tensor
-    class Tensor:  # stand-in for tensorplay.Tensor: matched by class name + tensorplay module
-        pass
-
-    Tensor.__module__ = "tensorplay._tensor"
-    tp = types.SimpleNamespace(Tensor=Tensor, device=_device.device, dtype=_dtype.dtype,
-                               float16=_dtype.float16, float32=_dtype.float32)
-else:
-    Tensor = tp.Tensor
+Tensor = tp.Tensor
 
 parse = FunctionSchema.parse
 
@@ -101,8 +87,8 @@ def test_fields_of_full_schema():
     assert a["out"].default is NO_DEFAULT and not a["out"].has_default
     assert a["out2"].type == "Tensor?" and a["out2"].alias == "b" and a["out2"].default is None
     assert a["out2"].kwarg_only and a["ws"].kwarg_only and a["ws"].type == "float[]"
-    assert a["dt"].default is _dtype.float16 and a["dt"].type == "ScalarType"
-    assert isinstance(a["dev"].default, _device.Device) and a["dev"].default is _device.Device("cpu")
+    assert a["dt"].default is tp.float16 and a["dt"].type == "ScalarType"
+    assert isinstance(a["dev"].default, tp.device) and a["dev"].default is tp.device("cpu")
     assert a["mode"].default == "mean" and a["flag"].default is False
     assert s.mutated_args == ("out", "out2")
     assert s.returns == (Return("Tensor"), Return("Tensor[]"))
@@ -272,10 +258,10 @@ def test_c05_device_and_dtype_defaults():
     assert infer_schema(f, mutates_args=()) == \
         '(Tensor x, Device dev="cpu", ScalarType out_dtype=float16) -> Tensor'
     s = schema_from_function(f, mutates_args=())
-    assert s.arguments[2].default is _dtype.float16
-    assert s.arguments[1].default is _device.Device("cpu")
+    assert s.arguments[2].default is tp.float16
+    assert s.arguments[1].default is tp.device("cpu")
 
-    def g(dev: tp.device = _device.Device("cuda", 1)): ...
+    def g(dev: tp.device = tp.device("cuda", 1)): ...
     assert infer_schema(g, mutates_args=()) == '(Device dev="cuda:1") -> Tensor'
 
 
@@ -298,8 +284,8 @@ def test_alias_letters_in_parameter_order():
     (typing.Optional[Optional[int]], "SymInt?"), (List[int], "SymInt[]"), (list[bool], "bool[]"),
     (Sequence[float], "float[]"), (collections.abc.Sequence[int], "SymInt[]"),
     (list[Optional[Tensor]], "Tensor?[]"), (Optional[list[Tensor]], "Tensor[]?"),
-    (Annotated[int, "meta"], "SymInt"), (_dtype.DType, "ScalarType"), (_device.Device, "Device"),
-    (Optional[_device.Device], "Device?"), (Tensor, "Tensor"), ("int", "SymInt"),
+    (Annotated[int, "meta"], "SymInt"), (tp.dtype, "ScalarType"), (tp.device, "Device"),
+    (Optional[tp.device], "Device?"), (Tensor, "Tensor"), ("int", "SymInt"),
     ("list[Tensor]", "Tensor[]"), (list["Tensor"], "Tensor[]"), (int | None, "SymInt?"),
 ])
 def test_annotation_mapping(ann, expected):

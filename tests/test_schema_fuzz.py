@@ -23,6 +23,8 @@ from hypothesis import strategies as st
 
 import tensorplay as tp
 from tensorplay import library
+# _type_info / FunctionSchema: the private schema module's own units (the grammar itself), fuzzed
+# here; the public side (library.define/custom_op/infer_schema) is fuzzed beside them
 from tensorplay._schema import FunctionSchema, _type_info
 from tensorplay.errors import SchemaError
 

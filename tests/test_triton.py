@@ -1062,7 +1062,7 @@ def test_strided_wrappers_are_cached():
 def test_direct_launch_hands_int_pointers_to_the_launcher(monkeypatch):
     import types
 
-    from tensorplay._tensor import Tensor
+    from tensorplay import Tensor
     from tensorplay_triton import _wrap
     from triton.backends.compiler import GPUTarget
     from triton.runtime import driver as tdriver

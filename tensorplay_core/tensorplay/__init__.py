@@ -30,6 +30,7 @@ from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  #
 from .autograd.grad_mode import inference_mode  # noqa: E402
 from . import fake, library, ops, return_types  # noqa: E402
 from . import plugins  # noqa: E402
+from . import backends  # noqa: E402  (subscribes the backend loader: before any tensor exists)
 
 
 add, sub, mul, div = _O.add, _O.sub, _O.mul, _O.div
@@ -200,7 +201,7 @@ __all__ = [
     "round", "prod", "cumsum", "all", "any", "max", "min", "argmax", "argmin", "sort",
     "argsort", "topk", "gather", "scatter_add", "return_types",
     "autograd", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
-    "fake", "library", "ops", "plugins", "errors",
+    "fake", "library", "ops", "plugins", "errors", "backends",
 ]
 
 plugins.load_all()

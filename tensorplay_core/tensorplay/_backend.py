@@ -1,27 +1,256 @@
 """The backend protocol: what a device plugin supplies so tensors can live on its device.
 
-A backend is one small object per device type (httpx's habit: one protocol, and the ``meta``
-device as the data-free implementation for tests). ``ArrayBackend`` implements it for any
-NumPy-like module (numpy, cupy): a plugin subclass sets ``np`` (the module) and ``xp`` (its
-array-API namespace) and overrides the handful of places where the modules differ
-(``as_strided``, ``data_ptr``, host transfer, random numbers, availability).
+``Backend`` is the contract (httpx's habit: one small protocol, and a fake implementation shipped
+for tests, ``tensorplay.testing.backend.MockBackend``); it is public as
+``tensorplay.backends.Backend``. ``ArrayBackend`` implements it for any NumPy-like module (numpy,
+cupy): a plugin subclass sets ``np`` (the module) and ``xp`` (its array-API namespace) and
+overrides the handful of places where the modules differ (``as_strided``, ``data_ptr``, host
+transfer, random numbers, availability).
 
 Storage model (same as torch): a tensor is a view ``(shape, stride, storage_offset)`` in
 elements over a ``Storage`` whose ``root`` is a contiguous native array. View metadata is
 computed by the core (one rule for real and fake tensors); the backend only materializes it
 with ``as_strided``.
+
+Loading is not done here: ``get_backend`` asks ``_devices.load``, whose loader the top of the
+package subscribed (``tensorplay.backends``: imports the providing plugin's backend and checks it
+against ``Backend``); the layers above bind their kernels when ``_devices`` announces the load.
 """
 
 from __future__ import annotations
 
 import threading
+from typing import Any, Callable, ClassVar, Protocol, runtime_checkable
 
-from . import _devices, _dtype
-from .errors import DeviceUnavailableError
+from . import _devices, _dtype, _registry
 
 _LOADED: dict = _devices.loaded   # device type -> backend instance (the table of _devices)
-_SEED = [None]              # last manual_seed, applied to backends loaded later
 _lock = threading.RLock()
+
+# The reference kernels (``_kernels.xp.bind(xp, backend) -> {name: kernel}``) live in the op layer
+# above: it puts ``bind`` here when it is imported (always before a backend loads), so
+# ``ArrayBackend.kernels`` needs no upward import.
+reference_kernels: list = []
+
+
+class _NoGuard:
+    """The shared do-nothing context of ``Backend.device_guard``'s default."""
+
+    __slots__ = ()
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+_NOGUARD = _NoGuard()
+
+# The members a backend must define itself (no default below), and the optional ones (a default
+# below: a backend subclassing ``Backend`` or ``ArrayBackend`` inherits it). ``tensorplay.backends``
+# checks a plugin's backend against these when it loads.
+REQUIRED = ("device_type", "native_dtype", "dtype_of", "wrap", "as_strided", "empty", "full",
+            "arange", "from_host", "to_host", "assign", "scatter_add", "index_put",
+            "masked_select", "masked_scatter")
+OPTIONAL = ("np", "is_available", "device_count", "synchronize", "device_guard",
+            "device_guard_needed", "align_device", "guard_kernel", "kernels", "wrap_shared",
+            "from_other", "from_dlpack", "data_ptr", "manual_seed", "rand", "randn",
+            "fuse_elementwise")
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """What a device plugin's backend provides: one object per device type, made by the plugin's
+    ``DeviceSpec("type", "module:Class")`` on the device's first use.
+
+    Arrays: every method takes and returns the backend's *native* arrays (numpy/cupy arrays, or
+    whatever the device stores); ``wrap`` turns one into a ``tensorplay.Tensor``. Shapes and
+    strides are tuples of ints in elements; ``dtype`` arguments are ``tensorplay.dtype`` values;
+    ``device`` arguments are ``tensorplay.device`` values of this backend's type (with an index,
+    or ``None`` index meaning the default device).
+
+    **Required** (no default; the loader refuses a backend lacking one, naming the plugin and the
+    member): ``device_type``, ``native_dtype``, ``dtype_of``, ``wrap``, ``as_strided``,
+    ``empty``, ``full``, ``arange``, ``from_host``, ``to_host``, ``assign``, ``scatter_add``,
+    ``index_put``, ``masked_select``, ``masked_scatter``. ``ArrayBackend`` provides all of them
+    but ``as_strided`` for a NumPy-like module.
+
+    **Optional** (the default below is what the core assumes when a backend does not override
+    it): ``is_available`` (always available), ``device_count`` (1), ``synchronize`` (nothing to
+    wait for), ``device_guard`` / ``device_guard_needed`` (no device switch), ``align_device``
+    (``None``: no per-argument device check), ``guard_kernel`` (custom kernels bound as they
+    are), ``kernels`` (no built-in kernels: built-in ops raise "no kernel"), ``wrap_shared``
+    (``wrap``), ``from_other`` (through the host), ``from_dlpack`` / ``data_ptr`` / ``rand`` /
+    ``randn`` (``NotImplementedError`` naming the device), ``manual_seed`` (nothing to seed),
+    ``fuse_elementwise`` (``None``: ``tensorplay.compile`` uses its generic fuser), ``np``
+    (``None``: no NumPy-like module).
+
+    A backend gets the defaults by subclassing ``Backend`` (or ``ArrayBackend``); a backend that
+    only matches the protocol structurally must define the optional members too. Nothing here is
+    called per op except ``wrap``, ``as_strided`` and the array writes, from the kernels' adapters.
+    """
+
+    device_type: ClassVar[str]
+    np: Any = None
+
+    # -- required ---------------------------------------------------------------------------
+    def native_dtype(self, dt):
+        """The native dtype of ``tensorplay`` dtype ``dt``; ``TypeError`` naming the device when
+        the device cannot store it."""
+        ...
+
+    def dtype_of(self, arr):
+        """The ``tensorplay.dtype`` of native array ``arr``."""
+        ...
+
+    def wrap(self, arr, device):
+        """A new ``Tensor`` on ``device`` owning native array ``arr`` (its own contiguous
+        storage; a scalar becomes a 0-dim tensor)."""
+        ...
+
+    def as_strided(self, root, shape, stride, offset):
+        """A native view of contiguous array ``root``'s memory with ``shape``, ``stride`` and
+        ``offset`` in elements (writes through it reach ``root``)."""
+        ...
+
+    def empty(self, shape, dtype, device):
+        """An uninitialised native array."""
+        ...
+
+    def full(self, shape, value, dtype, device):
+        """A native array filled with ``value``."""
+        ...
+
+    def arange(self, start, end, step, dtype, device):
+        """``start, start + step, ...`` below ``end`` (same rule as ``torch.arange``)."""
+        ...
+
+    def from_host(self, obj, dtype, device):
+        """A native array copying ``obj`` (nested lists, a scalar or a NumPy array), of
+        ``dtype`` when given, else the dtype NumPy infers."""
+        ...
+
+    def to_host(self, arr):
+        """A NumPy array with ``arr``'s values (may be ``arr`` itself on a host device)."""
+        ...
+
+    def assign(self, dst, src) -> None:
+        """``dst[...] = src`` (broadcasting; ``dst`` is a view into storage)."""
+        ...
+
+    def scatter_add(self, out, dim, idx, src) -> None:
+        """``out.index_add_(dim, idx, src)`` in place."""
+        ...
+
+    def index_put(self, x, dim, idx, values) -> None:
+        """``x[(slice(None),) * dim + (idx,)] = values`` in place."""
+        ...
+
+    def masked_select(self, x, mask):
+        """The 1-D array of ``x``'s elements where ``mask`` (broadcast to ``x``) is true."""
+        ...
+
+    def masked_scatter(self, x, mask, src) -> None:
+        """Write ``src``'s leading elements into ``x`` where ``mask`` is true, in place."""
+        ...
+
+    # -- optional, with the defaults the core relies on ---------------------------------------
+    def is_available(self) -> tuple[bool, str]:
+        """``(usable, reason)``; the reason is shown in ``DeviceUnavailableError`` when the
+        device is first used. Never raises. Default: ``(True, "")``."""
+        return True, ""
+
+    def device_count(self) -> int:
+        """How many devices of this type exist (``device:0 .. device:N-1``). Default: 1."""
+        return 1
+
+    def synchronize(self, device=None) -> None:
+        """Wait for queued work on ``device`` (``None``: every device). Default: nothing."""
+        return None
+
+    def device_guard(self, device):
+        """A context manager making ``device`` (with its index) current for the work inside
+        (``DeviceUnavailableError`` for an index the machine lacks). Default: a shared no-op."""
+        return _NOGUARD
+
+    def device_guard_needed(self) -> bool:
+        """Whether the built-in ops' adapters must enter ``device_guard`` on every call (asked
+        once, when an op's adapter is generated). Default: ``False``."""
+        return False
+
+    # ``align_device(t, device, api) -> Tensor``: when set, the built-in ops' adapters check that
+    # every tensor argument is on the first one's ``device`` and call it for one that is not: it
+    # returns the tensor moved there (torch lets a 0-dim cpu tensor join any device) or raises
+    # ``DispatchError`` naming both devices (``api`` is the op's name). Default ``None``: no
+    # check (every tensor of this type is on the one device).
+    align_device: Callable | None = None
+
+    def guard_kernel(self, op, fn):
+        """The callable the dispatcher binds for custom op ``op``'s kernel ``fn`` on this device
+        (a backend with several devices wraps it to switch device, refusing mixed indices).
+        Called when the op's table is built, never per call. Default: ``fn``."""
+        return fn
+
+    def kernels(self) -> dict:
+        """Built-in op kernel name -> array kernel (native arrays in, native arrays out), bound
+        when the backend loads. Default: none (``ArrayBackend``: the reference kernels bound to
+        its ``xp``)."""
+        return {}
+
+    def wrap_shared(self, arr, device):
+        """A tensor sharing ``arr``'s memory and strides (``from_numpy``, ``from_dlpack``).
+        Default: ``wrap(arr, device)`` (a copy when ``arr`` is not contiguous)."""
+        return self.wrap(arr, device)
+
+    def from_other(self, arr, src_backend, device):
+        """A native array on ``device`` with the values of ``arr`` from ``src_backend`` (another
+        device's backend, or ``None`` for a foreign array). Default: through the host
+        (``src_backend.to_host``, then ``from_host``)."""
+        host = src_backend.to_host(arr) if src_backend is not None else arr
+        return self.from_host(host, None, device)
+
+    def from_dlpack(self, obj):
+        """A native array sharing the memory of DLPack producer ``obj``. Default: refused."""
+        raise NotImplementedError(f"device '{self.device_type}': its backend does not import "
+                                  f"DLPack arrays; copy with tensorplay.tensor(...) instead")
+
+    def data_ptr(self, arr) -> int:
+        """The address of ``arr``'s first element. Default: refused."""
+        raise NotImplementedError(f"device '{self.device_type}': its backend does not expose "
+                                  f"memory addresses (Tensor.data_ptr)")
+
+    def manual_seed(self, seed: int) -> None:
+        """Seed this device's random generator (``tensorplay.manual_seed``). Default: nothing."""
+        return None
+
+    def rand(self, shape, dtype, device):
+        """Uniform samples in [0, 1). Default: refused."""
+        raise NotImplementedError(f"device '{self.device_type}': its backend has no random "
+                                  f"number generator (rand); create on cpu and .to() it")
+
+    def randn(self, shape, dtype, device):
+        """Standard normal samples. Default: refused."""
+        raise NotImplementedError(f"device '{self.device_type}': its backend has no random "
+                                  f"number generator (randn); create on cpu and .to() it")
+
+    def fuse_elementwise(self, expr):
+        """``tensorplay.compile``'s fuser: ``run(arrays) -> list of arrays`` computing an
+        elementwise chain in one pass, or ``None`` to use the generic fuser. Default: ``None``."""
+        return None
+
+
+_STUBS = {m: vars(Backend)[m] for m in REQUIRED if m in vars(Backend)}
+
+
+def missing_members(obj) -> tuple[list, list]:
+    """``(required, optional)``: the ``Backend`` members ``obj`` lacks (empty lists when it
+    conforms)."""
+    cls = type(obj)
+    # a required method still resolving to the protocol's own stub was never implemented
+    return ([m for m in REQUIRED if not hasattr(obj, m) or
+             (m in _STUBS and getattr(cls, m, None) is _STUBS[m])],
+            [m for m in OPTIONAL if not hasattr(obj, m)])
 
 
 class Storage:
@@ -70,8 +299,9 @@ _TENSOR_CLS: list = [None]   # tensorplay.Tensor, once imported
 _new = object.__new__
 
 
-class ArrayBackend:
-    """Backend for a NumPy-like array module. Subclasses set ``device_type``, ``np`` and ``xp``.
+class ArrayBackend(Backend):
+    """``Backend`` for a NumPy-like array module. Subclasses set ``device_type``, ``np`` and
+    ``xp`` and implement ``as_strided`` (and the optional members their device needs).
 
     Methods take and return *native* arrays; ``wrap`` turns a kernel result into a Tensor.
     """
@@ -84,17 +314,6 @@ class ArrayBackend:
         self._dtype_cache = {}
         self._native_cache = {}
         self._kernels = None
-
-    # -- availability -----------------------------------------------------------------------
-    def is_available(self) -> tuple[bool, str]:
-        """(usable, reason). Never raises."""
-        return True, ""
-
-    def device_count(self) -> int:
-        return 1
-
-    def synchronize(self, device=None) -> None:
-        pass
 
     # -- dtypes -----------------------------------------------------------------------------
     def native_dtype(self, dt):
@@ -184,12 +403,8 @@ class ArrayBackend:
                      self.dtype_of(arr), device, self)
         return t
 
-    def as_strided(self, root, shape, stride, offset):
-        """Native view of ``root``'s memory with ``shape``/``stride``/``offset`` in elements."""
-        raise NotImplementedError
-
-    def data_ptr(self, arr) -> int:
-        raise NotImplementedError
+    # as_strided: each subclass's own (NumPy and CuPy build strided views differently); left
+    # to the protocol's stub, so the load-time check names a subclass that forgot it
 
     def empty(self, shape, dtype, device):
         return self.np.empty(shape, dtype=self.native_dtype(dtype))
@@ -211,15 +426,6 @@ class ArrayBackend:
 
     def from_dlpack(self, obj):
         return self.np.from_dlpack(obj)
-
-    def manual_seed(self, seed: int) -> None:
-        raise NotImplementedError
-
-    def rand(self, shape, dtype, device):
-        raise NotImplementedError
-
-    def randn(self, shape, dtype, device):
-        raise NotImplementedError
 
     # -- the few writes the array API lacks --------------------------------------------------
     def assign(self, dst, src) -> None:
@@ -247,8 +453,7 @@ class ArrayBackend:
     def kernels(self) -> dict:
         """Built-in op name -> array kernel. Default: the reference kernels bound to ``xp``."""
         if self._kernels is None:
-            from ._kernels import xp as ref
-            self._kernels = ref.bind(self.xp, self)
+            self._kernels = reference_kernels[0](self.xp, self)
         return self._kernels
 
 
@@ -265,7 +470,8 @@ META = MetaBackend()
 
 
 def get_backend(device_type: str):
-    """The loaded backend of ``device_type``, importing its plugin's backend on first use.
+    """The loaded backend of ``device_type``, importing its plugin's backend on first use (through
+    the loader ``tensorplay.backends`` subscribed to ``_devices``; ``"meta"``: ``META``).
 
     Raises ``DeviceUnavailableError`` naming the device, what is installed, and the fix
     (``pip install tensorplay-<device>``, or the plugin's recorded load error).
@@ -275,30 +481,22 @@ def get_backend(device_type: str):
         return b
     if device_type == "meta":
         return META
-    with _lock:
-        b = _LOADED.get(device_type)
-        if b is not None:
-            return b
-        from . import plugins
-        b = plugins.load_backend(device_type)
-        ok, why = b.is_available()
-        if not ok:
-            raise DeviceUnavailableError(
-                f"device '{device_type}' is not available: {why}")
-        if _SEED[0] is not None:
-            b.manual_seed(_SEED[0])
-        _LOADED[device_type] = b
-        from . import _ops
-        _ops.install_backend(b)
-        if hasattr(b, "guard_kernel"):       # custom ops registered before the backend loaded
-            from . import _registry
-            for op in _registry.all_ops():
-                if not op.is_builtin and device_type in op._kernels:
-                    op._rebuild()
-        return b
+    return _devices.load(device_type)
 
 
-_devices.loaders.append(get_backend)   # _devices.load(t): a device's first use loads it here
+def _bind_custom_kernels(backend):
+    """``on_load`` subscriber: custom ops registered for this device before its backend loaded
+    get their kernels bound through ``backend.guard_kernel`` (their tables are rebuilt); undone
+    by rebuilding them again once the backend is gone."""
+    def rebuild():
+        for op in _registry.all_ops():
+            if not op.is_builtin and backend.device_type in op._kernels:
+                op._rebuild()
+    rebuild()
+    return rebuild
+
+
+_devices.on_load.append(_bind_custom_kernels)
 
 
 def loaded_backends() -> dict:

@@ -7,9 +7,11 @@ The one table of device *availability* (``_device`` turns spellings into ``Devic
   ``cuda``) plus every dispatch key a kernel was registered for (``_registry`` adds them); the
   vocabulary for spellings: ``accepted_device_types``, ``unknown_device_type`` (the refusal of
   an unknown or foreign spelling, with the closest accepted one);
-* ``loaded``: device type -> loaded backend; ``load(t)`` returns it, announcing a device's
-  first use to the loader the backend layer subscribed (``_backend.get_backend``: imports the
-  provider's backend, binds the built-in kernels);
+* ``loaded``: device type -> loaded backend; ``load(t)`` returns it, asking the loader subscribed
+  from the top (``tensorplay.backends``: imports the provider's backend) on a device's first use;
+  ``add_loaded(backend)`` records a backend and announces it to the ``on_load`` subscribers (the
+  op layer binds the built-in kernels, the backend layer re-binds custom ops, ``manual_seed``
+  seeds it); ``remove_loaded(t)`` undoes that (a test backend leaving);
 * ``providers``: device type -> ``[(priority, DeviceSpec, plugin record)]``, the plugins that
   provide it (the highest priority wins);
 * ``unavailable``: the plugins that did not load (``failed``, ``incompatible``, ``blocked``), in
@@ -33,15 +35,18 @@ __all__ = [
     "KNOWN_DEVICE_DISTS",
     "KNOWN_TYPES",
     "accepted_device_types",
+    "add_loaded",
     "device_hint",
     "failed_device_note",
     "failed_provider",
     "load",
     "loaded",
     "loaders",
+    "on_load",
     "provided_types",
     "provider",
     "providers",
+    "remove_loaded",
     "unavailable",
     "unknown_device_type",
 ]
@@ -62,9 +67,20 @@ unavailable: dict[str, object] = {}
 # device type -> loaded backend instance (filled by the loader below)
 loaded: dict = {}
 
-# who loads a backend on a device's first use: ``_backend.get_backend``, subscribed when the
-# backend layer is imported (always before the first tensor exists)
+# who loads a backend on a device's first use: ``tensorplay.backends`` (the explicit lookup at the
+# top, as tinygrad's ``Device[...]``) subscribes its loader when it is imported, which the package
+# root does before any tensor can exist. ``loader(device_type)`` imports the providing plugin's
+# backend, checks it and calls ``add_loaded``; it returns the backend.
 loaders: list = []
+
+# told once per loaded backend, in subscription order: ``subscriber(backend)`` (registration time
+# only, never per call). It may return an undo callable, run by ``remove_loaded``. Subscribed by
+# the layers above: ``_ops`` (binds the built-in kernels), ``_backend`` (binds custom ops' kernels
+# through ``guard_kernel``), ``_factories`` (applies the last ``manual_seed``).
+on_load: list = []
+
+# device type -> undo callables returned by the on_load subscribers for its backend
+_undo: dict = {}
 
 
 def load(device_type: str):
@@ -73,10 +89,35 @@ def load(device_type: str):
     b = loaded.get(device_type)
     if b is not None:
         return b
-    if not loaders:   # pragma: no cover - tensorplay's own import subscribes _backend first
+    if not loaders:   # pragma: no cover - tensorplay's own import subscribes the loader first
         raise RuntimeError(f"device '{device_type}': no backend loader is subscribed yet "
                            f"(import tensorplay first)")
     return loaders[-1](device_type)
+
+
+def add_loaded(backend) -> None:
+    """Record ``backend`` as the loaded backend of ``backend.device_type`` and announce it to the
+    ``on_load`` subscribers. When a subscriber raises, what the earlier ones did is undone, the
+    backend is forgotten, and the error propagates."""
+    t = backend.device_type
+    loaded[t] = backend
+    undos = _undo[t] = []
+    try:
+        for sub in list(on_load):
+            u = sub(backend)
+            if u is not None:
+                undos.append(u)
+    except BaseException:
+        remove_loaded(t)
+        raise
+
+
+def remove_loaded(device_type: str) -> None:
+    """Forget the loaded backend of ``device_type`` and run the undo callables its ``on_load``
+    subscribers returned (latest first): its built-in kernels are unbound. No-op when none."""
+    loaded.pop(device_type, None)
+    for u in reversed(_undo.pop(device_type, [])):
+        u()
 
 
 def provided_types() -> set:

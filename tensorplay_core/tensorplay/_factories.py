@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import operator
 
-from . import _dispatch, _dtype
+from . import _devices, _dispatch, _dtype, _tensor
+from ._backend import get_backend
 from ._device import Device
 from ._ops import ops as O
 
@@ -268,7 +269,6 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False):
     """A new tensor copying ``data`` (nested lists/tuples of numbers, a numpy/CuPy array, or a
     Tensor). dtype: given, or the array's own, or torch's rule for Python numbers (float ->
     float32 by default, int -> int64, bool -> bool)."""
-    from ._backend import get_backend
     from ._tensor import Tensor
     dev = _dev(device)
     if isinstance(data, Tensor):
@@ -284,7 +284,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False):
         return _finish(make_fake(list(data.shape) if native_like else _shape_of(data), dt, dev),
                        requires_grad)
     be = get_backend(dev.type)
-    if native_like and hasattr(be, "from_other") and not type(data).__module__.startswith("numpy"):
+    if native_like and not type(data).__module__.startswith("numpy"):
+        # another library's array (CuPy, DLPack producers): the backend copies it its own way
         arr = be.from_other(data, None, dev)
         if dtype is not None:
             arr = arr.astype(be.native_dtype(dt))
@@ -309,9 +310,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False):
 def _quiet_hooks(be):
     """``(set, reset, state)`` silencing the backend's floating point warnings (the same hooks
     its built-in kernels run under, see ``_kernels/xp.py``), or None."""
-    kernels = getattr(be, "kernels", None)
-    k = kernels().get("clone") if kernels is not None else None
-    return getattr(k, "_tp_quiet", None)
+    return getattr(be.kernels().get("clone"), "_tp_quiet", None)
 
 
 def _check_ragged(data):
@@ -350,7 +349,6 @@ def as_tensor(data, dtype=None, device=None):
 
 def from_numpy(arr):
     """A cpu tensor sharing memory with numpy array ``arr`` (writes are visible both ways)."""
-    from ._backend import get_backend
     be = get_backend("cpu")
     if type(arr).__module__ != "numpy" or not hasattr(arr, "strides"):
         raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(arr).__name__}; use "
@@ -365,7 +363,6 @@ def from_dlpack(obj):
     are copied once). Raises ``DeviceUnavailableError`` when the producer's device has no
     installed plugin, ``RuntimeError`` for a DLPack device type TensorPlay does not know.
     """
-    from ._backend import get_backend
     dev_type, dev_id = obj.__dlpack_device__() if hasattr(obj, "__dlpack_device__") else (1, 0)
     if dev_type in (1, 3):      # kDLCPU, kDLCUDAHost
         dev = _CPU
@@ -377,12 +374,27 @@ def from_dlpack(obj):
     return be.wrap_shared(be.from_dlpack(obj), dev)
 
 
+_SEED = [None]   # the last manual_seed, applied to backends loaded later
+
+
 def manual_seed(seed: int):
     """Seed every loaded device's generator (and those loaded later) with ``seed``."""
-    from . import _backend
-    _backend._SEED[0] = int(seed)
-    for b in _backend.loaded_backends().values():
+    _SEED[0] = int(seed)
+    for b in list(_devices.loaded.values()):
         b.manual_seed(int(seed))
+
+
+def _seed_loaded(backend) -> None:
+    """``_devices.on_load`` subscriber: a backend loaded after ``manual_seed`` gets the seed."""
+    if _SEED[0] is not None:
+        backend.manual_seed(_SEED[0])
+
+
+_devices.on_load.append(_seed_loaded)
+
+# Tensor.new_empty/new_zeros/new_ones/new_full/new_tensor and Python-number operands forward here
+_tensor._like_self = _like_self
+_tensor._new_tensor = tensor
 
 
 def cat(tensors, dim=0):

@@ -181,9 +181,7 @@ def get_fused(chain: FusedChain, backend):
     fn = chain._compiled.get(backend, False)
     if fn is False:
         fn = None
-        custom = getattr(backend, "fuse_elementwise", None)
-        if custom is not None:
-            fn = custom(chain.expr)
+        fn = backend.fuse_elementwise(chain.expr)
         if fn is None:
             fn = generic_fuser(chain.expr, backend)
         chain._compiled[backend] = fn
@@ -196,11 +194,10 @@ def generic_fuser(expr: ElementwiseExpr, backend):
     Returns ``run(arrays) -> list of arrays`` or None when the backend has no kernels for one of
     the steps.
     """
-    kernels_of = getattr(backend, "kernels", None)
-    np = getattr(backend, "np", None)
-    if kernels_of is None or np is None:
+    np = backend.np
+    if np is None:
         return None
-    table = kernels_of()
+    table = backend.kernels()
     ks = [table.get(s.op) for s in expr.steps]
     if any(k is None for k in ks):
         return None

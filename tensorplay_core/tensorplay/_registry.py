@@ -552,7 +552,7 @@ class CustomOpDef(Generic[_P, _R]):
             if k is not None:
                 # a device backend may bind a custom op's kernel to the tensors' device (cuda:N)
                 be = _devices.loaded.get(key) if not self.is_builtin else None
-                if be is not None and hasattr(be, "guard_kernel"):
+                if be is not None:
                     k = be.guard_kernel(self, k)
                 t[key] = k
             elif default is not None:

@@ -17,10 +17,18 @@ import operator
 from . import _dtype
 from ._backend import _CONTIG_CACHE as _CONTIG
 from ._device import Device
-from .autograd import api as _autograd_api
-from .autograd import grad_mode as _gm
 
-_O = None   # the built-in op namespace (tensorplay._ops.ops), bound when _ops imports
+# What Tensor methods forward to lives in the layers above; each of them binds its part here when
+# it is imported (the package root imports them all before any tensor exists), so this module
+# imports nothing above its layer (lint-imports, tests/test_layers.py):
+_O = None                # the built-in op namespace, tensorplay._ops.ops (the package root)
+_getitem = None          # indexing: _ops.indexing.getitem / setitem (set by _ops)
+_setitem = None
+_like_self = None        # _factories._like_self / tensor (set by _factories): new_* methods
+_new_tensor = None
+_backward = None         # autograd.api.backward (set by autograd)
+_AccumulateGrad = None   # autograd.graph.AccumulateGrad (set by autograd)
+_grad_state = None       # autograd.grad_mode._state: .enabled is grad mode (set by autograd)
 
 _CPU = Device("cpu")
 
@@ -32,7 +40,7 @@ def _scaled_add_(dst, other, alpha) -> bool:
     same values. False: the caller takes the op-by-op path (which also raises the errors)."""
     if alpha.__class__ is not float and alpha.__class__ is not int:
         return False
-    if _gm._state.enabled and (dst._requires_grad or other._requires_grad):
+    if _grad_state.enabled and (dst._requires_grad or other._requires_grad):
         return False
     dt = dst._dtype
     if other._dtype is not dt or dt._kind != "f" or dt.itemsize < 4 or \
@@ -250,8 +258,7 @@ class Tensor:
 
     def _grad_accumulator(self):
         if self._accum is None:
-            from .autograd.graph import AccumulateGrad
-            self._accum = AccumulateGrad(self)
+            self._accum = _AccumulateGrad(self)
         return self._accum
 
     def retain_grad(self):
@@ -275,7 +282,7 @@ class Tensor:
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate gradients of this tensor into the leaves (same as ``torch.Tensor.backward``)."""
-        _autograd_api.backward(self, gradient, retain_graph=retain_graph,
+        _backward(self, gradient, retain_graph=retain_graph,
                                create_graph=create_graph, inputs=inputs)
 
     def detach(self):
@@ -305,7 +312,7 @@ class Tensor:
         self._need_data("numpy")
         # torch refuses only while grad mode is on: under no_grad (and inside a kernel that runs
         # below autograd, e.g. a custom op with register_autograd) .numpy() is allowed
-        if self._requires_grad and not force and _gm._state.enabled:
+        if self._requires_grad and not force and _grad_state.enabled:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
         if self._device.type != "cpu":
@@ -477,31 +484,26 @@ class Tensor:
     def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
         """Uninitialised tensor of ``size`` (ints or one sequence) with this tensor's dtype and
         device unless given (fake if this tensor is fake), as ``torch.Tensor.new_empty``."""
-        from . import _factories
-        return _factories._like_self(self, "empty", _shape_arg(size), None, dtype, device,
+        return _like_self(self, "empty", _shape_arg(size), None, dtype, device,
                                      requires_grad)
 
     def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
         """Zeros of ``size`` with this tensor's dtype and device unless given."""
-        from . import _factories
-        return _factories._like_self(self, "full", _shape_arg(size), 0, dtype, device,
+        return _like_self(self, "full", _shape_arg(size), 0, dtype, device,
                                      requires_grad)
 
     def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
         """Ones of ``size`` with this tensor's dtype and device unless given."""
-        from . import _factories
-        return _factories._like_self(self, "full", _shape_arg(size), 1, dtype, device,
+        return _like_self(self, "full", _shape_arg(size), 1, dtype, device,
                                      requires_grad)
 
     def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
         """``fill_value`` everywhere, shape ``size``, this tensor's dtype/device unless given."""
-        from . import _factories
-        return _factories._like_self(self, "full", size, fill_value, dtype, device, requires_grad)
+        return _like_self(self, "full", size, fill_value, dtype, device, requires_grad)
 
     def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
         """A copy of ``data`` with this tensor's dtype and device unless given."""
-        from . import _factories
-        return _factories.tensor(data, dtype=dtype or self._dtype, device=device or self._device,
+        return _new_tensor(data, dtype=dtype or self._dtype, device=device or self._device,
                                  requires_grad=requires_grad)
 
     # -- ops ----------------------------------------------------------------------------------------
@@ -615,12 +617,11 @@ class Tensor:
     def _scalar_tensor(self, value):
         """A 0-dim tensor for a Python number on this tensor's device (fake/captured alike);
         0-dim tensors take part in promotion exactly like Python numbers do."""
-        from . import _factories
         if not isinstance(value, (int, float)):
             return NotImplemented
         dt = _dtype.bool if isinstance(value, bool) else _dtype.int64 if isinstance(
             value, int) else _dtype.get_default_dtype()
-        return _factories._like_self(self, "full", [], value, dt, None, False)
+        return _like_self(self, "full", [], value, dt, None, False)
 
     def __pow__(self, other):
         return _O.pow(self, other)
@@ -675,12 +676,10 @@ class Tensor:
         return _O.logical_not(self)
 
     def __getitem__(self, index):
-        from ._ops import indexing
-        return indexing.getitem(self, index)
+        return _getitem(self, index)
 
     def __setitem__(self, index, value):
-        from ._ops import indexing
-        indexing.setitem(self, index, value)
+        _setitem(self, index, value)
 
     def add(self, other, *, alpha=1):
         """``self + alpha * other`` with broadcasting and torch's dtype promotion."""

@@ -19,8 +19,8 @@ import types
 
 import numpy as np
 
-from tensorplay._backend import ArrayBackend
 from tensorplay._kernels import lowp
+from tensorplay.backends import ArrayBackend
 
 
 def _namespace():
@@ -52,6 +52,12 @@ def _namespace():
 
 
 class CPUBackend(lowp.Bfloat16Dtypes, ArrayBackend):
+    """The ``tensorplay.backends.Backend`` of device ``cpu`` (through ``ArrayBackend``): NumPy
+    arrays. Optional members it defines: ``as_strided`` over NumPy buffers, ``data_ptr``,
+    ``from_dlpack``, random numbers (``manual_seed``, ``rand``, ``randn``) and
+    ``fuse_elementwise`` (``tensorplay_cpu.fusion``); the others keep the protocol's defaults
+    (one device, no device guard, copies through the host)."""
+
     device_type = "cpu"
     np = np
     xp = _namespace()

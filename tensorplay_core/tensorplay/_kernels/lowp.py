@@ -103,10 +103,10 @@ def enable(backend) -> None:
     Re-binds the built-in ops' kernels for the backend's device when the backend is already
     installed, so ops called after the first bf16 tensor exists see bf16 correctly.
     """
-    if getattr(backend, "_lowp_enabled", False):
+    if backend._lowp_enabled:
         return
     with _lock:
-        if getattr(backend, "_lowp_enabled", False):
+        if backend._lowp_enabled:
             return
         backend._lowp_enabled = True
         # the backend's kernels() builds the table again, now through wrap_kernels (a backend
@@ -124,6 +124,8 @@ class Bfloat16Dtypes:
     to the bf16-correct kernels (``enable``) on its first bf16 tensor, whether the tensor was made
     here or came from outside (``from_numpy``, DLPack). Put it before ``ArrayBackend`` in the
     bases. Raises ``TypeError`` naming the fix when ml_dtypes is not installed."""
+
+    _lowp_enabled = False      # set by ``enable`` on the first bf16 tensor
 
     def native_dtype(self, dt):
         r = self._native_cache.get(dt)

@@ -668,7 +668,7 @@ def _quiet(kernels: dict, be) -> dict:
     versions use ``numpy.errstate``. Backends whose
     module is not NumPy (CuPy: GPU arithmetic raises no such warnings) get the kernels as they are.
     """
-    np_mod = getattr(be, "np", None)
+    np_mod = be.np     # Backend.np: the NumPy-like module, None when there is none
     if getattr(np_mod, "__name__", "") != "numpy":
         return kernels
     try:   # NumPy >= 2: the state errstate would install, made once

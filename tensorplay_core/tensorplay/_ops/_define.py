@@ -101,18 +101,26 @@ def _bumping(meta):
     return inplace_meta
 
 
-def install_backend(backend) -> None:
+def install_backend(backend):
     """Bind every built-in op's array kernel for ``backend.device_type`` (on first device use).
     Each op's adapter is generated on that op's first call on the device (``_lazy_adapter``), so
-    loading a backend costs no code generation for the ops a program never calls."""
+    loading a backend costs no code generation for the ops a program never calls. Returns a
+    callable unbinding them (a test backend leaving)."""
     kernels = backend.kernels()
+    handles = []
     for name, op in BUILTINS.items():
         if not op._has_array_kernel:
             continue
         k = kernels.get(op._kernel_name)
         if k is None:
             continue
-        op._add_kernel(backend.device_type, _lazy_adapter(op, k, backend), owner=None)
+        handles.append(op._add_kernel(backend.device_type, _lazy_adapter(op, k, backend),
+                                      owner=None))
+
+    def uninstall():
+        for h in reversed(handles):
+            h.destroy()
+    return uninstall
 
 
 def _lazy_adapter(op, kernel, backend):
@@ -174,10 +182,10 @@ def make_adapter(op, kernel, backend):
         dev = "__D('cpu')"
     call = f"__k({', '.join(args)})"
     lines = [f"def adapter({', '.join(params)}):", f"    __dev = {dev}"]
-    guard = getattr(backend, "device_guard", None)
-    align = getattr(backend, "align_device", None) if guard is not None else None
-    if guard is not None and not getattr(backend, "device_guard_needed", lambda: True)():
-        guard = None    # one device of this type in the process: no switch, no `with` per call
+    # optional Backend features, declared with their defaults (tensorplay.backends.Backend)
+    align = backend.align_device
+    guard = backend.device_guard if backend.device_guard_needed() else None
+    # (one device of this type in the process: no switch, no `with` per call)
     if align is not None:
         # Backends with several devices of one type (cuda:0, cuda:1) share a dispatch key, so the
         # fast path cannot see an index mismatch: every tensor argument must be on __dev (one

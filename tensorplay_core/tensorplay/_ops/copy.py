@@ -39,11 +39,7 @@ def _to_device(x, device):
     dst = _backend.get_backend(device.type)
     src = x._backend
     arr = x._data
-    if hasattr(dst, "from_other"):
-        native = dst.from_other(arr, src, device)
-    else:
-        native = dst.from_host(src.to_host(arr), None, device)
-    return dst.wrap(native, device)
+    return dst.wrap(dst.from_other(arr, src, device), device)
 
 
 def _to_device_meta(x, device):

@@ -1,0 +1,278 @@
+"""``MockBackend``: an in-memory device backend for tests (httpx's ``MockTransport`` habit).
+
+Tests of dispatch, device guards, multi-device refusals or storage sharing need a device whose
+behaviour they can see, without building tensors through private constructors. ``MockBackend``
+is a complete ``tensorplay.backends.Backend`` over NumPy arrays, registered as its own device
+type for the duration of a ``with`` block, that can pretend to have several device indices and
+records what the core asked of it::
+
+    import tensorplay as tp
+    from tensorplay.testing.backend import MockBackend
+
+    with MockBackend("mock", device_count=2) as be:
+        a = tp.ones(3, device="mock:1")        # built-in ops run the reference kernels
+        b = (a * 2).exp()
+        assert b.device == tp.device("mock", 1)
+        assert be.allocations[0].device == tp.device("mock", 1)
+        tp.ones(3, device="mock:0") + a        # DispatchError: tensors on mock:0 and mock:1
+
+Importing this module imports no array library; NumPy is imported when a ``MockBackend`` is made.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from .. import backends as _backends
+from .._device import Device
+from ..errors import DeviceUnavailableError, DispatchError
+
+__all__ = ["Allocation", "MockBackend"]
+
+
+class Allocation(NamedTuple):
+    """One array the backend was asked to create: ``method`` (``"empty"``, ``"full"``,
+    ``"arange"``, ``"from_host"``, ``"from_other"``, ``"rand"``, ``"randn"``), ``shape`` (tuple of
+    ints), ``dtype`` (``tensorplay.dtype``, or ``None`` when inferred from the data) and
+    ``device`` (``tensorplay.device``)."""
+
+    method: str
+    shape: tuple
+    dtype: object
+    device: object
+
+
+class _Guard:
+    """``MockBackend.device_guard``'s context: makes the index current, restores it on exit."""
+
+    __slots__ = ("be", "index", "prev")
+
+    def __init__(self, be, index):
+        self.be, self.index, self.prev = be, index, None
+
+    def __enter__(self):
+        self.prev = self.be.current
+        if self.index != self.prev:
+            self.be.switches.append(Device(self.be.device_type, self.index))
+            self.be.current = self.index
+
+    def __exit__(self, *exc):
+        if self.be.current != self.prev:
+            self.be.switches.append(Device(self.be.device_type, self.prev))
+            self.be.current = self.prev
+        return False
+
+
+class MockBackend(_backends.ArrayBackend):
+    """A ``Backend`` over NumPy arrays, registered as device type ``device_type`` while a ``with``
+    block (or ``register()`` .. ``unregister()``) lasts.
+
+    Arguments:
+        device_type: the device type it provides (a lower-case identifier other than the types
+            already loaded, such as ``"cpu"``; default ``"mock"``). Tensors on it are
+            ``tensorplay.device(device_type, i)`` for ``i`` in ``range(device_count)``.
+        device_count: how many device indices it pretends to have (default 1). With two or
+            more, built-in ops run under ``device_guard`` (recorded in ``switches``), every
+            tensor argument must be on the first one's index (``DispatchError`` naming both
+            devices otherwise; a 0-dim cpu tensor is copied over, as torch does), and custom
+            ops' kernels get the same check (``guard_kernel``). An index beyond it raises
+            ``DeviceUnavailableError`` when a tensor is made there.
+
+    Data: NumPy arrays of every dtype NumPy has (``bfloat16`` is refused with ``TypeError``);
+    built-in ops run the core's reference kernels, so results equal the cpu device's.
+
+    Records (cleared by ``reset()``):
+        ``allocations``: ``Allocation`` per array made by the backend API (factories, copies in);
+        ``syncs``: the ``device`` argument of each ``synchronize`` call (``None`` = all);
+        ``switches``: each device made current by ``device_guard`` (and the one restored);
+        ``wraps``: the device of each kernel result wrapped into a tensor;
+        ``calls``: every recorded method name, in call order.
+    ``current`` is the index currently selected (0 at start).
+
+    Raises ``ValueError`` on entering when ``device_type`` is already loaded or invalid (see
+    ``tensorplay.backends.register``) and ``ImportError`` when NumPy is not installed.
+    """
+
+    def __init__(self, device_type: str = "mock", *, device_count: int = 1):
+        import numpy
+        super().__init__()
+        if not isinstance(device_count, int) or device_count < 1:
+            raise ValueError(f"MockBackend: device_count must be an int >= 1, got "
+                             f"{device_count!r}")
+        self.device_type = device_type
+        self.np = numpy
+        self.xp = _namespace(numpy)
+        self._count = device_count
+        self._rng = numpy.random.default_rng(0)
+        self._handle = None
+        if device_count < 2:   # one device: nothing to align (as tensorplay-cpu)
+            self.align_device = None
+        self.reset()
+
+    def reset(self) -> None:
+        """Clear the records (``allocations``, ``syncs``, ``switches``, ``wraps``, ``calls``)."""
+        self.allocations: list = []
+        self.syncs: list = []
+        self.switches: list = []
+        self.wraps: list = []
+        self.calls: list = []
+        self.current = 0
+
+    # -- registration ----------------------------------------------------------------------
+    def register(self) -> MockBackend:
+        """Make this the backend of ``device_type`` (built-in kernels bound); see the class."""
+        if self._handle is None:
+            self._handle = _backends.register(self)
+        return self
+
+    def unregister(self) -> None:
+        """Forget it again: its built-in kernels are unbound and its tensors become unusable for
+        ops (their device has no backend any more). Idempotent."""
+        if self._handle is not None:
+            self._handle.destroy()
+            self._handle = None
+
+    def __enter__(self) -> MockBackend:
+        return self.register()
+
+    def __exit__(self, *exc) -> bool:
+        self.unregister()
+        return False
+
+    # -- devices ---------------------------------------------------------------------------
+    def device_count(self) -> int:
+        return self._count
+
+    def _index(self, device) -> int:
+        i = device.index if isinstance(device, Device) else device
+        i = 0 if i is None else i
+        if i >= self._count:
+            raise DeviceUnavailableError(
+                f"device '{self.device_type}:{i}' is not available: this MockBackend has "
+                f"{self._count} device(s) ({self.device_type}:0..{self.device_type}:"
+                f"{self._count - 1}); pass device_count= to MockBackend for more")
+        return i
+
+    def synchronize(self, device=None) -> None:
+        self.calls.append("synchronize")
+        self.syncs.append(device)
+
+    def device_guard(self, device):
+        self.calls.append("device_guard")
+        return _Guard(self, self._index(device))
+
+    def device_guard_needed(self) -> bool:
+        return self._count > 1
+
+    def align_device(self, t, device, api: str):
+        self.calls.append("align_device")
+        if t._device.type == "cpu" and not t._shape:
+            return self.wrap(self.from_other(t._data, t._backend, device), device)
+        raise DispatchError(f"{api}: expected all tensors on one device, found tensors on "
+                            f"{device} and {t._device}. Move them with .to({str(device)!r}) "
+                            f"first.")
+
+    def guard_kernel(self, op, fn):
+        if self._count < 2:
+            return fn
+        be, name, dt = self, op.name, self.device_type
+
+        def guarded(*args, **kwargs):
+            dev = None
+            for a in (*args, *kwargs.values()):
+                for t in (a if a.__class__ in (list, tuple) else (a,)):
+                    d = getattr(t, "device", None)
+                    if not isinstance(d, Device) or d.type != dt:
+                        continue
+                    if dev is None:
+                        dev = d
+                    elif (d.index or 0) != (dev.index or 0):
+                        raise DispatchError(
+                            f"{name}: expected all tensors on one device, found tensors on "
+                            f"{dev} and {d}. Move them with .to({str(dev)!r}) first.")
+            if dev is None:
+                return fn(*args, **kwargs)
+            with be.device_guard(dev):
+                return fn(*args, **kwargs)
+        guarded.__wrapped__ = fn
+        return guarded
+
+    # -- arrays ----------------------------------------------------------------------------
+    def _alloc(self, method, shape, dtype, device):
+        self._index(device)
+        self.calls.append(method)
+        self.allocations.append(Allocation(method, tuple(shape), dtype, device))
+
+    def wrap(self, arr, device):
+        self.calls.append("wrap")
+        self.wraps.append(device)
+        return super().wrap(arr, device)
+
+    def as_strided(self, root, shape, stride, offset):
+        np = self.np
+        item = root.dtype.itemsize
+        if 0 in shape or root.size == 0:
+            return np.empty(shape, dtype=root.dtype)
+        return np.ndarray(shape, dtype=root.dtype, buffer=root, offset=offset * item,
+                          strides=tuple(s * item for s in stride))
+
+    def data_ptr(self, arr) -> int:
+        return arr.__array_interface__["data"][0]
+
+    def empty(self, shape, dtype, device):
+        self._alloc("empty", shape, dtype, device)
+        return super().empty(shape, dtype, device)
+
+    def full(self, shape, value, dtype, device):
+        self._alloc("full", shape, dtype, device)
+        return super().full(shape, value, dtype, device)
+
+    def arange(self, start, end, step, dtype, device):
+        out = super().arange(start, end, step, dtype, device)
+        self._alloc("arange", out.shape, dtype, device)
+        return out
+
+    def from_host(self, obj, dtype, device):
+        out = super().from_host(obj, dtype, device)
+        self._alloc("from_host", out.shape, dtype, device)
+        return out
+
+    def from_other(self, arr, src_backend, device):
+        host = src_backend.to_host(arr) if src_backend is not None else arr
+        out = self.np.array(host, copy=True)
+        self._alloc("from_other", out.shape, None, device)
+        return out
+
+    def to_host(self, arr):
+        self.calls.append("to_host")
+        return arr
+
+    def from_dlpack(self, obj):
+        self.calls.append("from_dlpack")
+        return self.np.from_dlpack(obj)
+
+    def manual_seed(self, seed: int) -> None:
+        self.calls.append("manual_seed")
+        self._rng = self.np.random.default_rng(seed)
+
+    def rand(self, shape, dtype, device):
+        self._alloc("rand", shape, dtype, device)
+        return self._rng.random(shape).astype(self.native_dtype(dtype))
+
+    def randn(self, shape, dtype, device):
+        self._alloc("randn", shape, dtype, device)
+        return self._rng.standard_normal(shape).astype(self.native_dtype(dtype))
+
+    def __repr__(self) -> str:
+        state = "registered" if self._handle is not None else "not registered"
+        return f"<MockBackend {self.device_type!r} devices={self._count} ({state})>"
+
+
+def _namespace(numpy):
+    """The array-API namespace the reference kernels run on: the cpu plugin's (NumPy with the
+    array-API ``sort``/``argsort`` signatures) when it is installed, else array-api-compat's."""
+    try:
+        return _backends.get("cpu").xp
+    except Exception:   # noqa: BLE001 - no cpu plugin: the compat namespace does the same
+        import array_api_compat.numpy as xp
+        return xp
