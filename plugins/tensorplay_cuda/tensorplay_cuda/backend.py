@@ -56,6 +56,21 @@ _FIX = ("tensorplay-cuda needs one CuPy matching the driver's CUDA version (pip 
         "NVIDIA GPU; use device='cpu' meanwhile")
 
 
+class RootStorage(Storage):
+    """The ``Storage`` of a tensor that owns a whole CuPy array (every result ``wrap`` makes):
+    ``nbytes`` is the root array's, read when asked (views of a base, rarely) instead of computed
+    on every op. Allocated with ``RootStorage()`` and filled field by field (no ``__init__``
+    frame: the cheapest allocation on the per-op path); otherwise a ``Storage``."""
+
+    __slots__ = ()
+    __init__ = object.__init__
+
+    @property
+    def nbytes(self) -> int:
+        """Size of the root array in bytes."""
+        return self.root.nbytes
+
+
 class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
     """Backend of device type ``cuda`` over CuPy; serves every index ``cuda:0`` .. ``cuda:N-1``.
 
@@ -266,8 +281,9 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
 
         The per-op path (every built-in's result): one test for the common case (a contiguous
         ``cupy.ndarray``, an indexed device, dtype and shape seen before), CuPy's
-        ``_c_contiguous``/``nbytes`` instead of ``flags`` (which builds an object per call), and
-        ``Storage`` and ``Tensor._init_real`` inlined (two frames less per op, as the core's own
+        ``_c_contiguous`` instead of ``flags`` (which builds an object per call), a
+        ``RootStorage`` (no byte count computed per call), and ``Storage`` and
+        ``Tensor._init_real`` inlined (two frames less per op, as the core's own
         ``ArrayBackend.wrap``; tests/test_cuda.py checks the fields match ``_init_real``'s).
         Anything else takes ``_wrap_slow``."""
         if arr.__class__ is _ndarray and arr._c_contiguous and device.index is not None:
@@ -276,9 +292,8 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
             dt = self._dtype_cache.get(arr.dtype)
             st = _CONTIG_CACHE.get(shape)
             if dt is not None and st is not None and Tensor is not None:
-                s = _new(Storage)
+                s = RootStorage()
                 s.root = arr
-                s.nbytes = arr.nbytes
                 s.version = 0
                 s.backend = self
                 t = _new(Tensor)
@@ -304,6 +319,49 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
                 t._capture = None
                 return t
         return self._wrap_slow(arr, device)
+
+    def wrap_like(self, arr, like):
+        """``wrap(arr, like.device)`` for a result known to have ``like``'s shape and dtype: an
+        elementwise ufunc of tensor ``like`` with a tensor of the same shape and dtype or with a
+        Python number (the built-in ops' generated adapters call it on their fast path).
+
+        When ``arr`` is a C-contiguous ``cupy.ndarray`` and ``like`` is contiguous (its strides
+        the cached row-major tuple) on an indexed device, the tensor takes ``like``'s shape,
+        strides, dtype and device as they are: no CuPy shape tuple, dtype look-up or stride
+        look-up per call (the fields are the ones ``wrap`` would set; tests/test_cuda.py checks
+        it). Anything else is ``wrap(arr, like.device)``."""
+        device = like._device
+        if arr.__class__ is _ndarray and arr._c_contiguous and device.index is not None:
+            shape = like._shape
+            st = like._stride
+            if st is _CONTIG_CACHE.get(shape):
+                s = RootStorage()
+                s.root = arr
+                s.version = 0
+                s.backend = self
+                t = _new(_TENSOR_CLS[0])
+                t._storage = s
+                t._data = arr
+                t._shape = shape
+                t._stride = st
+                t._offset = 0
+                t._dtype = like._dtype
+                t._device = device
+                t._backend = self
+                k = device.type
+                t._dkey = k
+                t._bkey = k
+                t._requires_grad = False
+                t.grad = None
+                t.grad_fn = None
+                t._output_nr = 0
+                t._accum = None
+                t._base = None
+                t._vver = 0
+                t._retains_grad = False
+                t._capture = None
+                return t
+        return self.wrap(arr, device)
 
     def _wrap_slow(self, arr, device):
         if arr.__class__ is not _ndarray:
