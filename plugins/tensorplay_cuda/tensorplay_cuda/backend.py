@@ -81,6 +81,8 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
     device_type = "cuda"
     np = cupy
     xp = _xp_cupy
+    # the generated adapters build the results of the inline ufunc case with it (no `wrap` call)
+    root_storage = RootStorage
     _lowp_enabled = False      # set by tensorplay._kernels.lowp.enable on first bf16 use
 
     def __init__(self):
@@ -319,49 +321,6 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
                 t._capture = None
                 return t
         return self._wrap_slow(arr, device)
-
-    def wrap_like(self, arr, like):
-        """``wrap(arr, like.device)`` for a result known to have ``like``'s shape and dtype: an
-        elementwise ufunc of tensor ``like`` with a tensor of the same shape and dtype or with a
-        Python number (the built-in ops' generated adapters call it on their fast path).
-
-        When ``arr`` is a C-contiguous ``cupy.ndarray`` and ``like`` is contiguous (its strides
-        the cached row-major tuple) on an indexed device, the tensor takes ``like``'s shape,
-        strides, dtype and device as they are: no CuPy shape tuple, dtype look-up or stride
-        look-up per call (the fields are the ones ``wrap`` would set; tests/test_cuda.py checks
-        it). Anything else is ``wrap(arr, like.device)``."""
-        device = like._device
-        if arr.__class__ is _ndarray and arr._c_contiguous and device.index is not None:
-            shape = like._shape
-            st = like._stride
-            if st is _CONTIG_CACHE.get(shape):
-                s = RootStorage()
-                s.root = arr
-                s.version = 0
-                s.backend = self
-                t = _new(_TENSOR_CLS[0])
-                t._storage = s
-                t._data = arr
-                t._shape = shape
-                t._stride = st
-                t._offset = 0
-                t._dtype = like._dtype
-                t._device = device
-                t._backend = self
-                k = device.type
-                t._dkey = k
-                t._bkey = k
-                t._requires_grad = False
-                t.grad = None
-                t.grad_fn = None
-                t._output_nr = 0
-                t._accum = None
-                t._base = None
-                t._vver = 0
-                t._retains_grad = False
-                t._capture = None
-                return t
-        return self.wrap(arr, device)
 
     def _wrap_slow(self, arr, device):
         if arr.__class__ is not _ndarray:

@@ -193,7 +193,9 @@ def make_adapter(op, kernel, backend):
     exc = ("except (ValueError, TypeError, AttributeError) as __e:\n"
            f"    __kerr(__op, __e, {allvals})")
     quiet = getattr(kernel, "_tp_quiet", None)
-    early = guard is None and quiet is None and getattr(backend, "wrap_like", None) is not None
+    # a backend that names its `root_storage` gets results built inline, and (one device of its
+    # type, no quiet wrapper) the inline ufunc case ahead of the device bookkeeping
+    early = guard is None and quiet is None and getattr(backend, "root_storage", None) is not None
     fast = _float_ufunc_lines(op, kernel if quiet is None else kernel.__wrapped__, backend, ns,
                               early)
     if fast and early:
@@ -277,15 +279,23 @@ def make_adapter(op, kernel, backend):
 
 def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
     """Source lines (unindented) of the adapter's inline ufunc case, or [] when ``op``/``kernel``
-    have none: the kernel's own fast case without its frame and promotion step. A kernel with
-    ``_tp_float_ufunc`` says: a floating tensor with a tensor of the same dtype or a Python number
-    is exactly that ufunc of the arrays (see _kernels/xp: add, sub, mul, div;
+    have none: the kernel's own fast case without its frame and promotion step.
+
+    A kernel with ``_tp_float_ufunc`` says: a floating tensor with a tensor of the same dtype or
+    a Python number is exactly that ufunc of the arrays (see _kernels/xp: add, sub, mul, div;
     tensorplay_cuda.eager), and the result has the tensor's dtype (and its shape when the
     operands' shapes are equal). It may narrow the case: ``_tp_float_dtypes`` (the dtypes where
     that holds, default every floating one), ``_tp_float_max`` (arrays of at least that many
-    elements take the kernel's own large-array path). A backend with ``wrap_like`` then builds
-    the result from the operand's metadata instead of reading the array's. ``early``: the lines
-    run before the operands are aligned to one device (they test that themselves)."""
+    elements take the kernel's own large-array path).
+
+    A backend with ``root_storage`` (a ``Storage`` class made with no arguments, its byte size
+    that of its root array) gets the result tensor built here, without ``wrap``'s frame or its
+    reads of the array's shape and dtype, when the result is one of the backend's arrays and the
+    operands are row-major dense (their strides the cached row-major tuple, the same tuple for
+    both: the result is then dense too): shape, strides, dtype and device are the operand's.
+    Anything else goes through ``wrap``. ``early``: the lines run before the operands are
+    aligned to one device, so they test that themselves.
+    """
     fast = getattr(kernel, "_tp_float_ufunc", None)
     args_ = op.schema.arguments
     if fast is None or len(args_) != 2 or args_[0].kind != "tensor" or \
@@ -304,24 +314,48 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
     if fmax is not None:
         ns["__fmax"] = fmax
         isf += f" and {s_}._data.size < __fmax"
-    like = getattr(backend, "wrap_like", None)
-    if like is None:
-        return [f"if {o_}.__class__ is __T:",
-                f"    if {s_}._dtype is {o_}._dtype and {isf}:",
-                f"        return __wrap(__f({s_}._data, {o_}._data), __dev)",
-                f"elif ({o_}.__class__ is float or {o_}.__class__ is int) and {isf}:",
-                f"    return __wrap(__f({s_}._data, {o_}), __dev)"]
-    ns["__like"] = like
     same = f" and {o_}._device is {s_}._device" if early else ""
     dev = f"{s_}._device" if early else "__dev"
+    rs = getattr(backend, "root_storage", None)
+    if rs is None:
+        return [f"if {o_}.__class__ is __T:",
+                f"    if {s_}._dtype is {o_}._dtype{same} and {isf}:",
+                f"        return __wrap(__f({s_}._data, {o_}._data), {dev})",
+                f"elif ({o_}.__class__ is float or {o_}.__class__ is int) and {isf}:",
+                f"    return __wrap(__f({s_}._data, {o_}), {dev})"]
+    from .._backend import _CONTIG_CACHE
+    from .._tensor import FRESH_FIELDS
+    ns.update(__RS=rs, __nd=backend.np.ndarray, __C=_CONTIG_CACHE, __be=backend,
+              __new=object.__new__)
+    # Tensor._init_real inlined, with the operand's metadata
+    built = [f"if __r.__class__ is __nd and {s_}._stride is __C.get({s_}._shape) and "
+             f"{s_}._device.index is not None:",
+             "    __st = __RS()",
+             "    __st.root = __r",
+             "    __st.version = 0",
+             "    __st.backend = __be",
+             "    __t = __new(__T)",
+             "    __t._storage = __st",
+             "    __t._data = __r",
+             f"    __t._shape = {s_}._shape",
+             f"    __t._stride = {s_}._stride",
+             "    __t._offset = 0",
+             f"    __t._dtype = {s_}._dtype",
+             f"    __d = __t._device = {s_}._device",
+             "    __t._backend = __be",
+             "    __t._dkey = __t._bkey = __d.type",
+             *(f"    __t.{f} = {v!r}" for f, v in FRESH_FIELDS),
+             "    return __t"]
     return [f"if {o_}.__class__ is __T:",
             f"    if {s_}._dtype is {o_}._dtype{same} and {isf}:",
-            f"        if {s_}._shape == {o_}._shape:",
-            f"            return __like(__f({s_}._data, {o_}._data), {s_})",
-            f"        return __wrap(__f({s_}._data, {o_}._data), {dev})",
+            f"        __r = __f({s_}._data, {o_}._data)",
+            f"        if {s_}._shape == {o_}._shape and {s_}._stride is {o_}._stride:",
+            *("            " + x for x in built),
+            f"        return __wrap(__r, {dev})",
             f"elif ({o_}.__class__ is float or {o_}.__class__ is int) and {isf}:",
-            f"    return __like(__f({s_}._data, {o_}), {s_})"]
-
+            f"    __r = __f({s_}._data, {o_})",
+            *("    " + x for x in built),
+            f"    return __wrap(__r, {dev})"]
 
 def kernel_error(op, err, values):
     """A kernel raised ``err`` (numpy's ValueError/TypeError): raise the op's own error instead.
