@@ -285,3 +285,70 @@ def test_only_row_major_operands_of_one_layout_get_the_inline_result(monkeypatch
     adapter(t, x)
     adapter(t, 2.0)
     assert wrapped == [out, out, out]
+
+
+def _two_fake_gpus(monkeypatch):
+    """A backend seeing two GPUs, CuPy's current device and ``cupy.cuda.Device`` switches
+    simulated: returns ``(backend, current, switches)``."""
+    from tensorplay import _backend as core_backend
+    be = _backend(2)
+    current, switches = [0], []
+
+    class FakeDevice:                                 # cupy.cuda.Device(i) as a context manager
+        def __init__(self, i):
+            self.i = i
+
+        def __enter__(self):
+            switches.append(self.i)
+            self.prev = current[0]
+            current[0] = self.i
+
+        def __exit__(self, *exc):
+            current[0] = self.prev
+
+    monkeypatch.setattr(cupy.cuda.runtime, "getDevice", lambda: current[0])
+    monkeypatch.setattr(cupy.cuda, "Device", FakeDevice)
+    monkeypatch.setitem(core_backend._LOADED, "cuda", be)
+    return be, current, switches
+
+
+@pytest.mark.parametrize("kind", ["one tensor", "tensor list"])
+def test_custom_op_kernels_switch_gpus_only_when_the_tensors_gpu_is_not_current(monkeypatch, kind):
+    from tensorplay import library
+    be, current, switches = _two_fake_gpus(monkeypatch)
+    seen = []
+    if kind == "one tensor":
+        @library.custom_op(f"hostpath::one_{id(be)}", mutates_args=(), device_types="cuda")
+        def op(x: tp.Tensor, scale: float = 1.0) -> tp.Tensor:
+            seen.append(current[0])
+            return x
+        call = op
+    else:
+        @library.custom_op(f"hostpath::lst_{id(be)}", mutates_args=(), device_types="cuda")
+        def op(xs: list[tp.Tensor], scale: float = 1.0) -> tp.Tensor:
+            seen.append(current[0])
+            return xs[0]
+
+        def call(x, **kw):
+            return op([x], **kw)
+    kernel = library.get_kernel(op, "cuda")
+    guarded = be.guard_kernel(op, kernel)
+    assert guarded is not kernel and guarded.__wrapped__ is kernel
+    x0 = be.wrap(_arr((2,)), tp.device("cuda", 0))
+    x1 = be.wrap(_arr((2,), device_id=1), tp.device("cuda", 1))
+    assert call(x0) is x0 and call(x1, scale=2.0) is x1
+    assert seen == [0, 1] and switches == [1] and current[0] == 0     # cuda:0 was current
+    current[0] = 1
+    assert call(x1) is x1 and switches == [1] and seen[-1] == 1        # already current
+    # keyword arguments reach the wrapper too (a direct call of the bound kernel)
+    current[0] = 0
+    if kind == "one tensor":
+        assert guarded(x=x1) is x1
+    else:
+        assert guarded(xs=[x1]) is x1
+    assert switches == [1, 1] and seen[-1] == 1
+    assert guarded(x0) is x0 if kind == "one tensor" else guarded([x0]) is x0
+    assert switches == [1, 1]
+    if kind == "tensor list":
+        with pytest.raises(DispatchError, match=r"hostpath::lst.*cuda:0.*cuda:1"):
+            op([x0, x1])
