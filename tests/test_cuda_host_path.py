@@ -352,3 +352,49 @@ def test_custom_op_kernels_switch_gpus_only_when_the_tensors_gpu_is_not_current(
     if kind == "tensor list":
         with pytest.raises(DispatchError, match=r"hostpath::lst.*cuda:0.*cuda:1"):
             op([x0, x1])
+
+
+@pytest.mark.parametrize("op", ["exp", "neg", "relu"])
+def test_unary_ops_take_the_inline_case_on_floating_tensors_only(monkeypatch, op):
+    be = _backend()
+    dev = tp.device("cuda", 0)
+    wrapped = []
+    real_wrap = be.wrap
+    monkeypatch.setattr(be, "wrap", lambda arr, d: wrapped.append(arr) or real_wrap(arr, d))
+    out = _arr((2, 3))
+    calls = []
+
+    def ufunc(a):
+        calls.append("ufunc")
+        return out
+
+    def reference(a):
+        calls.append("reference")
+        return out
+    kernel = eager._unary(op, reference, be, ufunc, False)
+    assert kernel._tp_float_ufunc is ufunc and tp.bfloat16 not in kernel._tp_float_dtypes
+    adapter = _define.make_adapter(getattr(tp.ops.tp, op), kernel, be)
+    x = real_wrap(_arr((2, 3)), dev)
+    r = adapter(x)
+    assert calls == ["ufunc"] and wrapped == []
+    _same_tensor(r, real_wrap(out, dev))
+    # an integer tensor (exp's result is floating), a bf16 one: the reference kernel
+    adapter(real_wrap(_arr((2, 3), np.int32), dev))
+    if _has_bf16():
+        adapter(real_wrap(_arr((2, 3), np.dtype("bfloat16")), dev))
+    assert calls[1:] == ["reference"] * (2 if _has_bf16() else 1)
+    # a non-row-major operand: the ufunc, then wrap reads the result
+    t = Tensor.__new__(Tensor)
+    a = _arr((3, 2))
+    t._init_real(Storage(a, a.nbytes, be), a, (2, 3), (1, 2), 0, tp.float32, dev, be)
+    calls.clear()
+    wrapped.clear()
+    adapter(t)
+    assert calls == ["ufunc"] and wrapped == [out]
+
+
+def test_unary_kernels_without_a_ufunc_declare_no_inline_case():
+    be = _backend()
+    for op in ("rsqrt", "sigmoid"):
+        k = eager._unary(op, lambda a: a, be, None, True)
+        assert not hasattr(k, "_tp_float_ufunc"), op

@@ -225,4 +225,10 @@ def _unary(op, k, backend, uf, big):
             return uf(a)
         return k(a)
     kernel.__wrapped__ = k
+    if uf is not None:
+        # the ufunc case above, for the generated adapter to take inline (as in _binary): on a
+        # floating array these ufuncs keep its dtype and shape
+        kernel._tp_float_ufunc = uf
+        kernel._tp_float_dtypes = _native_float_dtypes()
+        kernel._tp_float_max = THRESHOLD if big else None
     return kernel

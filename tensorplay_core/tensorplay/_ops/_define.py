@@ -282,9 +282,10 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
     have none: the kernel's own fast case without its frame and promotion step.
 
     A kernel with ``_tp_float_ufunc`` says: a floating tensor with a tensor of the same dtype or
-    a Python number is exactly that ufunc of the arrays (see _kernels/xp: add, sub, mul, div;
-    tensorplay_cuda.eager), and the result has the tensor's dtype (and its shape when the
-    operands' shapes are equal). It may narrow the case: ``_tp_float_dtypes`` (the dtypes where
+    a Python number (a binary op), or a floating tensor alone (a unary op), is exactly that ufunc
+    of the arrays (see _kernels/xp: add, sub, mul, div; tensorplay_cuda.eager), and the result
+    has the tensor's dtype (and its shape when the operands' shapes are equal). It may narrow the
+    case: ``_tp_float_dtypes`` (the dtypes where
     that holds, default every floating one), ``_tp_float_max`` (arrays of at least that many
     elements take the kernel's own large-array path).
 
@@ -298,11 +299,15 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
     """
     fast = getattr(kernel, "_tp_float_ufunc", None)
     args_ = op.schema.arguments
-    if fast is None or len(args_) != 2 or args_[0].kind != "tensor" or \
-            args_[1].name not in op._scalar_ok or args_[1].kwarg_only or \
-            any(a.is_write for a in args_) or len(op.schema.returns) != 1:
+    if fast is None or not args_ or len(args_) > 2 or args_[0].kind != "tensor" or \
+            any(a.is_write for a in args_) or len(op.schema.returns) != 1 or \
+            op.schema.returns[0].type != "Tensor":
         return []
-    s_, o_ = _dispatch._pyname(args_[0].name), _dispatch._pyname(args_[1].name)
+    unary = len(args_) == 1
+    if not unary and (args_[1].name not in op._scalar_ok or args_[1].kwarg_only):
+        return []
+    s_ = _dispatch._pyname(args_[0].name)
+    o_ = None if unary else _dispatch._pyname(args_[1].name)
     ns["__f"] = fast
     fd = getattr(kernel, "_tp_float_dtypes", None)
     if fd is not None:
@@ -317,6 +322,9 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
     same = f" and {o_}._device is {s_}._device" if early else ""
     dev = f"{s_}._device" if early else "__dev"
     rs = getattr(backend, "root_storage", None)
+    if rs is None and unary:
+        return [f"if {isf}:",
+                f"    return __wrap(__f({s_}._data), {dev})"]
     if rs is None:
         return [f"if {o_}.__class__ is __T:",
                 f"    if {s_}._dtype is {o_}._dtype{same} and {isf}:",
@@ -346,6 +354,11 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
              "    __t._dkey = __t._bkey = __d.type",
              *(f"    __t.{f} = {v!r}" for f, v in FRESH_FIELDS),
              "    return __t"]
+    if unary:
+        return [f"if {isf}:",
+                f"    __r = __f({s_}._data)",
+                *("    " + x for x in built),
+                f"    return __wrap(__r, {dev})"]
     return [f"if {o_}.__class__ is __T:",
             f"    if {s_}._dtype is {o_}._dtype{same} and {isf}:",
             f"        __r = __f({s_}._data, {o_}._data)",
