@@ -285,9 +285,9 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
     a Python number (a binary op), or a floating tensor alone (a unary op), is exactly that ufunc
     of the arrays (see _kernels/xp: add, sub, mul, div; tensorplay_cuda.eager), and the result
     has the tensor's dtype (and its shape when the operands' shapes are equal). It may narrow the
-    case: ``_tp_float_dtypes`` (the dtypes where
-    that holds, default every floating one), ``_tp_float_max`` (arrays of at least that many
-    elements take the kernel's own large-array path).
+    case: ``_tp_float_dtypes`` (the dtypes where that holds, default every floating one),
+    ``_tp_float_max`` (arrays of at least that many elements take the kernel's own large-array
+    path).
 
     A backend with ``root_storage`` (a ``Storage`` class made with no arguments, its byte size
     that of its root array) gets the result tensor built here, without ``wrap``'s frame or its
