@@ -6,12 +6,16 @@ kernel), ``cupy.add`` is replaced by a function returning a preallocated array b
 backend binds its kernels, and the backend is told one GPU is visible. Then, interleaved, minimum
 over ``--rounds`` rounds of 20000 calls each (minimums: the machine may be shared):
 
-* ``tp.add`` (dispatch -> generated adapter -> eager kernel -> ``backend.wrap``) minus the stub;
-* the adapter alone, the eager kernel alone (minus the stub), ``backend.wrap`` alone, and one
-  ``device_guard`` ``with`` block (what the adapters skip with one GPU);
+* ``tp.add`` minus the stub: dispatch -> the generated adapter, which on floating operands of
+  one dtype calls the ufunc itself and builds the result tensor from the operand's metadata
+  (other cases: -> eager kernel -> ``backend.wrap``);
+* the adapter alone (minus the stub), the eager kernel alone (minus the stub), ``backend.wrap``
+  alone (every other op's result), and one ``device_guard`` ``with`` block (what the adapters
+  skip with one GPU);
 * ``custom op``: a ``library.custom_op`` on cuda whose body is ``from_cupy(cupy.add(as_cupy(t),
   1.0))`` (the stub again) called through the op, minus the same body called directly (what
-  ``bench_gpu.py`` pairs as "custom op - its body"); ``body`` is that body net of the stub.
+  ``bench_gpu.py`` pairs as "custom op - its body": minimum through the op minus minimum of the
+  body); ``body`` is that body net of the stub.
 
 On an H200 host this stubbed figure was about half to two thirds of the paired
 ``tp.add - cupy.add`` that ``bench_gpu.py`` measures with real launches.
