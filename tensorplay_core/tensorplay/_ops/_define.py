@@ -336,8 +336,7 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
     ns.update(__RS=rs, __nd=backend.np.ndarray, __C=_CONTIG_CACHE, __be=backend,
               __new=object.__new__)
     # Tensor._init_real inlined, with the operand's metadata
-    built = [f"if __r.__class__ is __nd and {s_}._stride is __C.get({s_}._shape) and "
-             f"{s_}._device.index is not None:",
+    built = [f"if __r.__class__ is __nd and {s_}._stride is __C.get({s_}._shape):",
              "    __st = __RS()",
              "    __st.root = __r",
              "    __st.version = 0",
