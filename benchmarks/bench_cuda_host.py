@@ -6,19 +6,30 @@ kernel), ``cupy.add`` is replaced by a function returning a preallocated array b
 backend binds its kernels, and the backend is told one GPU is visible. Then, interleaved, minimum
 over ``--rounds`` rounds of 20000 calls each (minimums: the machine may be shared):
 
-* ``tp.add`` (dispatch -> generated adapter -> eager kernel -> ``backend.wrap``) minus the stub;
-* the adapter alone, the eager kernel alone (minus the stub), ``backend.wrap`` alone, and one
-  ``device_guard`` ``with`` block (what the adapters skip with one GPU).
+* ``tp.add`` minus the stub: dispatch -> the generated adapter, which on floating operands of
+  one dtype calls the ufunc itself and builds the result tensor from the operand's metadata
+  (other cases: -> eager kernel -> ``backend.wrap``);
+* the adapter alone (minus the stub), the eager kernel alone (minus the stub), ``backend.wrap``
+  alone (every other op's result), and one ``device_guard`` ``with`` block (what the adapters
+  skip with one GPU);
+* ``custom op``: a ``library.custom_op`` on cuda whose body is ``from_cupy(cupy.add(as_cupy(t),
+  1.0))`` (the stub again) called through the op, minus the same body called directly (what
+  ``bench_gpu.py`` pairs as "custom op - its body": minimum through the op minus minimum of the
+  body); ``body`` is that body net of the stub.
 
 On an H200 host this stubbed figure was about half to two thirds of the paired
 ``tp.add - cupy.add`` that ``bench_gpu.py`` measures with real launches.
 
 Usage: ``python benchmarks/bench_cuda_host.py [--rounds N]``. Prints one line of µs figures.
+``TENSORPLAY_BENCH_CPU_TIME=1`` times with the process's CPU clock (a machine shared with other
+work then does not add the time spent waiting for a core; for comparisons, as ``_harness``).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import time
 import timeit
 
 
@@ -55,19 +66,33 @@ def main(argv=None) -> int:
     x, y = be.wrap(host_backed(), dev), be.wrap(host_backed(), dev)
     add = tp.add
     assert add(x, y)._data is res_arr
+    import tensorplay_cuda
+    from tensorplay import library
+
+    def plus1(t):
+        return tensorplay_cuda.from_cupy(cupy.add(tensorplay_cuda.as_cupy(t), 1.0))
+    plus1.__annotations__ = {"t": tp.Tensor, "return": tp.Tensor}   # tp is local to main()
+    plus1 = library.custom_op("benchcudahost::plus1", plus1, mutates_args=(),
+                              device_types="cuda")
+    body = library.get_kernel(plus1, "cuda")
+    assert plus1(x)._data is res_arr
     g = dict(add=add, x=x, y=y, a=x._data, b=y._data, stub=stub, k=be.kernels()["add"],
              adapter=tp.ops.tp.add.table["cuda"], wrap=be.wrap, r=res_arr, d=x._device,
-             guard=B.CUDABackend.device_guard.__get__(be))
+             guard=B.CUDABackend.device_guard.__get__(be), plus1=plus1, body=body)
     stmts = {"stub": "stub(a, b)", "tp.add": "add(x, y)", "adapter": "adapter(x, y)",
-             "kernel": "k(a, b)", "wrap": "wrap(r, d)", "guard": "with guard(d): pass"}
+             "kernel": "k(a, b)", "wrap": "wrap(r, d)", "guard": "with guard(d): pass",
+             "body": "body(x)", "custom op": "plus1(x)"}
+    timer = time.process_time if os.environ.get("TENSORPLAY_BENCH_CPU_TIME") else time.perf_counter
     out = {n: [] for n in stmts}
     for _ in range(args.rounds):
         for n, s in stmts.items():
-            out[n].append(min(timeit.repeat(s, globals=g, number=20000, repeat=1)) / 20000 * 1e6)
+            out[n].append(timeit.Timer(s, globals=g, timer=timer).timeit(20000) / 20000 * 1e6)
     m = {n: min(v) for n, v in out.items()}
-    net = {"tp.add", "adapter", "kernel"}
+    m["custom op"] -= m["body"]     # its overhead: minimum through the op - minimum of the body
+    net = {"tp.add", "adapter", "kernel", "body"}
     print("  ".join(f"{n} {v - (m['stub'] if n in net else 0):.3f}" for n, v in m.items()),
-          " (µs per call, minimum; tp.add/adapter/kernel net of the stubbed CuPy call)")
+          " (µs per call, minimum; tp.add/adapter/kernel/body net of the stubbed CuPy call, "
+          "custom op net of its body)")
     return 0
 
 

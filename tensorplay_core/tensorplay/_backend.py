@@ -56,7 +56,7 @@ REQUIRED = ("device_type", "native_dtype", "dtype_of", "wrap", "as_strided", "em
 OPTIONAL = ("np", "is_available", "device_count", "synchronize", "device_guard",
             "device_guard_needed", "align_device", "guard_kernel", "kernels", "wrap_shared",
             "from_other", "from_dlpack", "data_ptr", "manual_seed", "rand", "randn",
-            "fuse_elementwise")
+            "fuse_elementwise", "root_storage")
 
 
 @runtime_checkable
@@ -84,7 +84,9 @@ class Backend(Protocol):
     (``wrap``), ``from_other`` (through the host), ``from_dlpack`` / ``data_ptr`` / ``rand`` /
     ``randn`` (``NotImplementedError`` naming the device), ``manual_seed`` (nothing to seed),
     ``fuse_elementwise`` (``None``: ``tensorplay.compile`` uses its generic fuser), ``np``
-    (``None``: no NumPy-like module).
+    (``None``: no NumPy-like module), ``root_storage`` (``None``: results are built by ``wrap``;
+    a ``Storage`` subclass made with no arguments whose byte size is its root array's lets the
+    built-in ops' adapters build a row-major result tensor inline, one frame less per op).
 
     A backend gets the defaults by subclassing ``Backend`` (or ``ArrayBackend``); a backend that
     only matches the protocol structurally must define the optional members too. Nothing here is
@@ -185,6 +187,11 @@ class Backend(Protocol):
     # ``DispatchError`` naming both devices (``api`` is the op's name). Default ``None``: no
     # check (every tensor of this type is on the one device).
     align_device: Callable | None = None
+
+    # ``root_storage``: a ``Storage`` class constructible with no arguments (fields ``root``,
+    # ``version``, ``backend`` set after; ``nbytes`` read from ``root``). When set, the adapters
+    # of elementwise built-ins build a fresh row-major result inline instead of calling ``wrap``.
+    root_storage: Any = None
 
     def guard_kernel(self, op, fn):
         """The callable the dispatcher binds for custom op ``op``'s kernel ``fn`` on this device

@@ -32,6 +32,13 @@ _grad_state = None       # autograd.grad_mode._state: .enabled is grad mode (set
 
 _CPU = Device("cpu")
 
+# The autograd, view and capture fields of a tensor fresh from a kernel (not a view, not recorded,
+# not captured), as ``Tensor._init_real`` sets them; code generated to build result tensors
+# without a call (the built-in ops' adapters, ``_ops._define``) takes them from here.
+FRESH_FIELDS = (("_requires_grad", False), ("grad", None), ("grad_fn", None), ("_output_nr", 0),
+                ("_accum", None), ("_base", None), ("_vver", 0), ("_retains_grad", False),
+                ("_capture", None))
+
 
 def _scaled_add_(dst, other, alpha) -> bool:
     """``dst += other * alpha`` with one kernel call (an optimizer step under ``no_grad``:

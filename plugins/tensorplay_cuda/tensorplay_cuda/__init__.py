@@ -95,16 +95,27 @@ def from_cupy(arr):
     Zero-copy when ``arr`` is C-contiguous (the tensor and the array share memory); a
     non-contiguous array is copied once into a contiguous one on its own device.
     """
-    b = _backend()
-    if not isinstance(arr, b.np.ndarray):
+    b = _core_backend._LOADED.get("cuda")
+    if b is None:
+        b = _backend()
+    nd = b.np.ndarray
+    if arr.__class__ is not nd and not isinstance(arr, nd):
         raise TypeError(f"tensorplay_cuda.from_cupy: expected a cupy.ndarray, got "
                         f"{type(arr).__name__}; use tensorplay.tensor(data, device='cuda') for "
                         f"host data")
-    dev = _Device("cuda", arr.data.device_id)
-    if arr.flags.c_contiguous:
+    # a custom op's kernel calls this on every result: the device looked up by index (not
+    # parsed), CuPy's `_c_contiguous` rather than `flags` (an object built per read)
+    i = arr.data.device_id
+    dev = _CUDA_DEVICES.get(i)
+    if dev is None:
+        dev = _CUDA_DEVICES[i] = _Device("cuda", i)
+    if arr._c_contiguous:
         return b.wrap(arr, dev)
     with b.device_guard(dev):            # the contiguous copy is made on the array's device
         return b.wrap(arr, dev)
+
+
+_CUDA_DEVICES: dict = {}     # device index -> Device("cuda", index) (interned: the same objects)
 
 
 def device_of(t):

@@ -56,6 +56,21 @@ _FIX = ("tensorplay-cuda needs one CuPy matching the driver's CUDA version (pip 
         "NVIDIA GPU; use device='cpu' meanwhile")
 
 
+class RootStorage(Storage):
+    """The ``Storage`` of a tensor that owns a whole CuPy array (every result ``wrap`` makes):
+    ``nbytes`` is the root array's, read when asked (views of a base, rarely) instead of computed
+    on every op. Allocated with ``RootStorage()`` and filled field by field (no ``__init__``
+    frame: the cheapest allocation on the per-op path); otherwise a ``Storage``."""
+
+    __slots__ = ()
+    __init__ = object.__init__
+
+    @property
+    def nbytes(self) -> int:
+        """Size of the root array in bytes."""
+        return self.root.nbytes
+
+
 class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
     """Backend of device type ``cuda`` over CuPy; serves every index ``cuda:0`` .. ``cuda:N-1``.
 
@@ -66,6 +81,8 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
     device_type = "cuda"
     np = cupy
     xp = _xp_cupy
+    # the generated adapters build the results of the inline ufunc case with it (no `wrap` call)
+    root_storage = RootStorage
     _lowp_enabled = False      # set by tensorplay._kernels.lowp.enable on first bf16 use
 
     def __init__(self):
@@ -153,38 +170,82 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
         dispatch table is built, never per call).
 
         With one visible GPU there is no other device to switch to: ``fn`` itself (no cost).
-        With several, a wrapper that finds the cuda tensor arguments (also inside lists and
-        keyword arguments), refuses a call mixing ``cuda:i`` and ``cuda:j`` with a
-        ``DispatchError`` naming both, and runs ``fn`` with the tensors' GPU current
-        (``device_guard``), like the built-in ops and ``wrap_triton`` launches.
+        With several, a wrapper that finds the cuda tensor arguments (the schema's tensor
+        parameters, also inside lists, passed by position or keyword), refuses a call mixing
+        ``cuda:i`` and ``cuda:j`` with a ``DispatchError`` naming both, and runs ``fn`` with the
+        tensors' GPU current, like the built-in ops and ``wrap_triton`` launches: directly when
+        that GPU already is CuPy's current device, else inside ``cupy.cuda.Device(i)``.
         """
         if self.device_count() < 2:
             return fn
-        guard = self.device_guard
         name = op.name
+        args_ = getattr(getattr(op, "schema", None), "arguments", None)
+        if args_ is None:       # no schema to read: look at every argument
+            pos, names = None, None
+        else:
+            tensorish = ("tensor", "optional_tensor", "tensor_list")
+            pos = tuple(i for i, a in enumerate(args_) if a.kind in tensorish and not a.kwarg_only)
+            names = frozenset(a.name for a in args_ if a.kind in tensorish)
+
+        def see(a, dev):
+            """``dev``, or the device of ``a`` (a tensor, or a list of them) if it is the first
+            cuda one seen; refuses another GPU than ``dev``."""
+            for t in (a if a.__class__ is list or a.__class__ is tuple else (a,)):
+                d = getattr(t, "_device", None)
+                if d is None or d.type != "cuda" or getattr(t, "_dkey", None) is None:
+                    continue
+                if dev is None:
+                    dev = d
+                elif (d.index or 0) != (dev.index or 0):
+                    raise DispatchError(
+                        f"{name}: expected all tensors on one device, found tensors on "
+                        f"{dev} and {d}. Move them with .to({str(dev)!r}) first.")
+            return dev
 
         def device_of(args, kwargs):
             dev = None
-            for a in (*args, *kwargs.values()):
-                items = a if a.__class__ in (list, tuple) else (a,)
-                for t in items:
-                    d = getattr(t, "_device", None)
-                    if d is None or d.type != "cuda" or getattr(t, "_dkey", None) is None:
-                        continue
-                    if dev is None:
-                        dev = d
-                    elif (d.index or 0) != (dev.index or 0):
-                        raise DispatchError(
-                            f"{name}: expected all tensors on one device, found tensors on "
-                            f"{dev} and {d}. Move them with .to({str(dev)!r}) first.")
+            if pos is None:
+                for a in (*args, *kwargs.values()):
+                    dev = see(a, dev)
+                return dev
+            n = len(args)
+            for i in pos:
+                if i < n:
+                    dev = see(args[i], dev)
+            if kwargs:
+                for k in kwargs:
+                    if k in names:
+                        dev = see(kwargs[k], dev)
             return dev
 
         def guarded(*args, **kwargs):
             dev = device_of(args, kwargs)
             if dev is None:
                 return fn(*args, **kwargs)
-            with guard(dev):
+            i = dev.index
+            if i is None or i >= self._count:
+                i = self._index(dev)
+            if cupy.cuda.runtime.getDevice() == i:     # already current: nothing to switch
                 return fn(*args, **kwargs)
+            with cupy.cuda.Device(i):
+                return fn(*args, **kwargs)
+
+        if pos == (0,) and len(names) == 1 and args_[0].kind == "tensor":
+            # one Tensor parameter, the first (most custom ops): read it, no scan, no call
+            first = args_[0].name
+
+            def guarded(*args, **kwargs):  # noqa: F811 - the one-tensor case of the above
+                t = args[0] if args else kwargs.get(first)
+                d = getattr(t, "_device", None)
+                if d is None or d.type != "cuda" or getattr(t, "_dkey", None) is None:
+                    return fn(*args, **kwargs)
+                i = d.index
+                if i is None or i >= self._count:
+                    i = self._index(d)
+                if cupy.cuda.runtime.getDevice() == i:
+                    return fn(*args, **kwargs)
+                with cupy.cuda.Device(i):
+                    return fn(*args, **kwargs)
         guarded.__wrapped__ = fn
         guarded.__name__ = getattr(fn, "__name__", "kernel")
         return guarded
@@ -266,8 +327,9 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
 
         The per-op path (every built-in's result): one test for the common case (a contiguous
         ``cupy.ndarray``, an indexed device, dtype and shape seen before), CuPy's
-        ``_c_contiguous``/``nbytes`` instead of ``flags`` (which builds an object per call), and
-        ``Storage`` and ``Tensor._init_real`` inlined (two frames less per op, as the core's own
+        ``_c_contiguous`` instead of ``flags`` (which builds an object per call), a
+        ``RootStorage`` (no byte count computed per call), and ``Storage`` and
+        ``Tensor._init_real`` inlined (two frames less per op, as the core's own
         ``ArrayBackend.wrap``; tests/test_cuda.py checks the fields match ``_init_real``'s).
         Anything else takes ``_wrap_slow``."""
         if arr.__class__ is _ndarray and arr._c_contiguous and device.index is not None:
@@ -276,9 +338,8 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
             dt = self._dtype_cache.get(arr.dtype)
             st = _CONTIG_CACHE.get(shape)
             if dt is not None and st is not None and Tensor is not None:
-                s = _new(Storage)
+                s = RootStorage()
                 s.root = arr
-                s.nbytes = arr.nbytes
                 s.version = 0
                 s.backend = self
                 t = _new(Tensor)

@@ -36,6 +36,9 @@ UNARY = frozenset({"neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "t
 _FLOAT_RESULT = frozenset({"div", "rdiv", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh",
                            "sigmoid"})
 _BOOL_RESULT = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
+# binary ops whose result, on floating operands of one dtype (or one and a Python number), has
+# that dtype and the operands' broadcast shape: the adapters' inline ufunc case (_binary)
+_SAME_DTYPE = frozenset({"add", "sub", "mul", "div", "maximum", "minimum"})
 
 _AVAILABLE = [None]
 _FAILED: list = []          # the first Triton failure (the path is then off for the process)
@@ -189,7 +192,19 @@ def _binary(op, k, backend, uf, swap, big):
                         return uf(a, b)
             return k(a, b)
     kernel.__wrapped__ = k
+    if not swap and op in _SAME_DTYPE:
+        # the ufunc case above, for the generated adapter to take inline (no kernel frame; see
+        # tensorplay._ops._define.make_adapter): same operand tests, same size bound
+        kernel._tp_float_ufunc = uf
+        kernel._tp_float_dtypes = _native_float_dtypes()
+        kernel._tp_float_max = THRESHOLD if big else None
     return kernel
+
+
+def _native_float_dtypes():
+    """The tensorplay dtypes whose CuPy dtype has kind ``'f'`` (bfloat16's, from ml_dtypes, has
+    kind ``'V'``: it takes the reference kernels' float32 opmath path)."""
+    return frozenset((_dtype.float16, _dtype.float32, _dtype.float64))
 
 
 def _unary(op, k, backend, uf, big):
@@ -210,4 +225,10 @@ def _unary(op, k, backend, uf, big):
             return uf(a)
         return k(a)
     kernel.__wrapped__ = k
+    if uf is not None:
+        # the ufunc case above, for the generated adapter to take inline (as in _binary): on a
+        # floating array these ufuncs keep its dtype and shape
+        kernel._tp_float_ufunc = uf
+        kernel._tp_float_dtypes = _native_float_dtypes()
+        kernel._tp_float_max = THRESHOLD if big else None
     return kernel

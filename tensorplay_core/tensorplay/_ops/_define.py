@@ -181,11 +181,29 @@ def make_adapter(op, kernel, backend):
     else:
         dev = "__D('cpu')"
     call = f"__k({', '.join(args)})"
-    lines = [f"def adapter({', '.join(params)}):", f"    __dev = {dev}"]
+    lines = [f"def adapter({', '.join(params)}):"]
     # optional Backend features, declared with their defaults (tensorplay.backends.Backend)
     align = backend.align_device
     guard = backend.device_guard if backend.device_guard_needed() else None
     # (one device of this type in the process: no switch, no `with` per call)
+    allvals = "{" + ", ".join(f"{a.name!r}: {n}" for n, a in zip(pn, sch.arguments)) + "}"
+    # try/except is free on Python 3.11+ unless raised: a kernel's ValueError/TypeError (numpy's
+    # "operands could not be broadcast", ...) is re-explained by the op's fake rule
+    exc = ("except (ValueError, TypeError, AttributeError) as __e:\n"
+           f"    __kerr(__op, __e, {allvals})")
+    quiet = getattr(kernel, "_tp_quiet", None)
+    # a backend that names its `root_storage` gets results built inline, and (one device of its
+    # type, no quiet wrapper) the inline ufunc case ahead of the device bookkeeping
+    early = guard is None and quiet is None and backend.root_storage is not None
+    fast = _float_ufunc_lines(op, kernel if quiet is None else kernel.__wrapped__, backend, ns,
+                              early)
+    if fast and early:
+        # the inline ufunc case first, before any device bookkeeping: operands on one device
+        # need no aligning, and no guard is entered on this backend
+        lines += ["    try:", *("        " + x for x in fast),
+                  *("    " + x for x in exc.split("\n"))]
+        fast = []
+    lines.append(f"    __dev = {dev}")
     if align is not None:
         # Backends with several devices of one type (cuda:0, cuda:1) share a dispatch key, so the
         # fast path cannot see an index mismatch: every tensor argument must be on __dev (one
@@ -198,11 +216,19 @@ def make_adapter(op, kernel, backend):
         tens = [n if a.kind != "tensor_list" else f"*{n}" for n, a in zip(pn, sch.arguments)
                 if a.kind in ("tensor", "optional_tensor", "tensor_list") or a.name in op._scalar_ok]
         if first_tensor is not None:
-            lines.append(f"    if __dev.type != __bt: __dev = __pick([{', '.join(tens)}])")
+            # __dev is the first tensor's device: that tensor needs aligning only when __pick
+            # chose another device
+            lines += ["    if __dev.type != __bt:",
+                      f"        __dev = __pick([{', '.join(tens)}])"]
+            if "[" not in first_tensor:
+                lines.append(f"        if {first_tensor}._device is not __dev: "
+                             f"{first_tensor} = __align({first_tensor}, __dev, __api)")
         for n, a in zip(pn, sch.arguments):
             fix = f"{n} = __align({n}, __dev, __api)"
             if a.name in op._scalar_ok:
                 lines.append(f"    if {n}.__class__ is __T and {n}._device is not __dev: {fix}")
+            elif a.kind == "tensor" and n == first_tensor:
+                pass      # aligned above
             elif a.kind == "tensor":
                 lines.append(f"    if {n}._device is not __dev: {fix}")
             elif a.kind == "optional_tensor":
@@ -215,10 +241,6 @@ def make_adapter(op, kernel, backend):
     if guard is not None:
         lines.append("    with __guard(__dev):")
         ind = "        "
-    # try/except is free on Python 3.11+ unless raised: a kernel's ValueError/TypeError (numpy's
-    # "operands could not be broadcast", ...) is re-explained by the op's fake rule
-    allvals = "{" + ", ".join(f"{a.name!r}: {n}" for n, a in zip(pn, sch.arguments)) + "}"
-    quiet = getattr(kernel, "_tp_quiet", None)
     if quiet is not None:
         # the kernel's quiet wrapper (NumPy floating point errors ignored for the call, see
         # _kernels/xp._quiet) inlined: the same two context-variable writes, one frame less
@@ -226,25 +248,8 @@ def make_adapter(op, kernel, backend):
         ns.update(__qset=quiet[0], __qreset=quiet[1], __qstate=quiet[2])
         lines.append(f"{ind}__tok = __qset(__qstate)")
     lines.append(f"{ind}try:")
-    fast = getattr(kernel, "_tp_float_ufunc", None)
-    args_ = sch.arguments
-    if fast is not None and len(args_) == 2 and args_[0].kind == "tensor" and \
-            args_[1].name in op._scalar_ok and not args_[1].kwarg_only and \
-            not any(a.is_write for a in args_) and len(sch.returns) == 1:
-        # the kernel's own fast case, without its frame and promotion step: a floating tensor
-        # with a tensor of the same dtype or a Python number is exactly ``ufunc(a, b)`` there
-        # (see _kernels/xp: add, sub, mul, div), ~0.4 us less per call
-        s_, o_ = pn[0], pn[1]
-        ns["__f"] = fast
-        i2 = ind + "    "
-        lines += [f"{i2}if {o_}.__class__ is __T:",
-                  f"{i2}    if {s_}._dtype is {o_}._dtype and {s_}._dtype._kind == 'f':",
-                  f"{i2}        return __wrap(__f({s_}._data, {o_}._data), __dev)",
-                  f"{i2}elif ({o_}.__class__ is float or {o_}.__class__ is int) and "
-                  f"{s_}._dtype._kind == 'f':",
-                  f"{i2}    return __wrap(__f({s_}._data, {o_}), __dev)"]
-    exc = (f"{ind}except (ValueError, TypeError, AttributeError) as __e:\n"
-           f"{ind}    __kerr(__op, __e, {allvals})")
+    lines += [ind + "    " + x for x in fast]
+    exc = "\n".join(ind + x for x in exc.split("\n"))
     if quiet is not None:
         exc += f"\n{ind}finally:\n{ind}    __qreset(__tok)"
     ind += "    "
@@ -268,6 +273,99 @@ def make_adapter(op, kernel, backend):
     return _codegen.function("\n".join(lines), ns, "adapter",
                              f"<tensorplay kernel {op.name}.{backend.device_type}>")
 
+
+def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
+    """Source lines (unindented) of the adapter's inline ufunc case, or [] when ``op``/``kernel``
+    have none: the kernel's own fast case without its frame and promotion step.
+
+    A kernel with ``_tp_float_ufunc`` says: a floating tensor with a tensor of the same dtype or
+    a Python number (a binary op), or a floating tensor alone (a unary op), is exactly that ufunc
+    of the arrays (see _kernels/xp: add, sub, mul, div; tensorplay_cuda.eager), and the result
+    has the tensor's dtype (and its shape when the operands' shapes are equal). It may narrow the
+    case: ``_tp_float_dtypes`` (the dtypes where that holds, default every floating one),
+    ``_tp_float_max`` (arrays of at least that many elements take the kernel's own large-array
+    path).
+
+    A backend with ``root_storage`` (a ``Storage`` class made with no arguments, its byte size
+    that of its root array) gets the result tensor built here, without ``wrap``'s frame or its
+    reads of the array's shape and dtype, when the result is one of the backend's arrays and the
+    operands are row-major dense (their strides the cached row-major tuple, the same tuple for
+    both: the result is then dense too): shape, strides, dtype and device are the operand's.
+    Anything else goes through ``wrap``. ``early``: the lines run before the operands are
+    aligned to one device, so they test that themselves.
+    """
+    fast = getattr(kernel, "_tp_float_ufunc", None)
+    args_ = op.schema.arguments
+    if fast is None or not args_ or len(args_) > 2 or args_[0].kind != "tensor" or \
+            any(a.is_write for a in args_) or len(op.schema.returns) != 1 or \
+            op.schema.returns[0].type != "Tensor":
+        return []
+    unary = len(args_) == 1
+    if not unary and (args_[1].name not in op._scalar_ok or args_[1].kwarg_only):
+        return []
+    pn = _codegen.py_names(args_)
+    s_ = pn[0]
+    o_ = None if unary else pn[1]
+    ns["__f"] = fast
+    fd = getattr(kernel, "_tp_float_dtypes", None)
+    if fd is not None:
+        ns["__fd"] = frozenset(fd)
+        isf = f"{s_}._dtype in __fd"
+    else:
+        isf = f"{s_}._dtype._kind == 'f'"
+    fmax = getattr(kernel, "_tp_float_max", None)
+    if fmax is not None:
+        ns["__fmax"] = fmax
+        isf += f" and {s_}._data.size < __fmax"
+    same = f" and {o_}._device is {s_}._device" if early else ""
+    dev = f"{s_}._device" if early else "__dev"
+    rs = backend.root_storage
+    if rs is None and unary:
+        return [f"if {isf}:",
+                f"    return __wrap(__f({s_}._data), {dev})"]
+    if rs is None:
+        return [f"if {o_}.__class__ is __T:",
+                f"    if {s_}._dtype is {o_}._dtype{same} and {isf}:",
+                f"        return __wrap(__f({s_}._data, {o_}._data), {dev})",
+                f"elif ({o_}.__class__ is float or {o_}.__class__ is int) and {isf}:",
+                f"    return __wrap(__f({s_}._data, {o_}), {dev})"]
+    from .._backend import _CONTIG_CACHE
+    from .._tensor import FRESH_FIELDS
+    ns.update(__RS=rs, __nd=backend.np.ndarray, __C=_CONTIG_CACHE, __be=backend,
+              __new=object.__new__)
+    # Tensor._init_real inlined, with the operand's metadata
+    built = [f"if __r.__class__ is __nd and {s_}._stride is __C.get({s_}._shape):",
+             "    __st = __RS()",
+             "    __st.root = __r",
+             "    __st.version = 0",
+             "    __st.backend = __be",
+             "    __t = __new(__T)",
+             "    __t._storage = __st",
+             "    __t._data = __r",
+             f"    __t._shape = {s_}._shape",
+             f"    __t._stride = {s_}._stride",
+             "    __t._offset = 0",
+             f"    __t._dtype = {s_}._dtype",
+             f"    __d = __t._device = {s_}._device",
+             "    __t._backend = __be",
+             "    __t._dkey = __t._bkey = __d.type",
+             *(f"    __t.{f} = {v!r}" for f, v in FRESH_FIELDS),
+             "    return __t"]
+    if unary:
+        return [f"if {isf}:",
+                f"    __r = __f({s_}._data)",
+                *("    " + x for x in built),
+                f"    return __wrap(__r, {dev})"]
+    return [f"if {o_}.__class__ is __T:",
+            f"    if {s_}._dtype is {o_}._dtype{same} and {isf}:",
+            f"        __r = __f({s_}._data, {o_}._data)",
+            f"        if {s_}._shape == {o_}._shape and {s_}._stride is {o_}._stride:",
+            *("            " + x for x in built),
+            f"        return __wrap(__r, {dev})",
+            f"elif ({o_}.__class__ is float or {o_}.__class__ is int) and {isf}:",
+            f"    __r = __f({s_}._data, {o_})",
+            *("    " + x for x in built),
+            f"    return __wrap(__r, {dev})"]
 
 def kernel_error(op, err, values):
     """A kernel raised ``err`` (numpy's ValueError/TypeError): raise the op's own error instead.

@@ -1,0 +1,400 @@
+"""The per-call host path of built-in ops on cuda: the generated adapters' inline ufunc case,
+the result tensors they build without ``wrap``, ``RootStorage`` and ``from_cupy``.
+
+No GPU needed: the arrays are CuPy arrays over host memory (never touched by a kernel) and the
+ufunc is a recording stand-in, so these run in CI wherever CuPy is installed. What they pin down:
+the fast path builds exactly the tensor ``CUDABackend.wrap`` would build, takes the reference
+kernel wherever the eager kernel would (bf16, Python bools, large arrays), keeps the device rules
+(mixed GPUs refused, the guard entered with several GPUs) and the op's own error messages.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tensorplay as tp
+from tensorplay.errors import DispatchError
+
+try:
+    import tensorplay_cuda
+except ImportError as e:     # the plugin is a separate distribution
+    pytest.skip(f"tensorplay-cuda is not installed ({e})", allow_module_level=True)
+
+cupy = pytest.importorskip("cupy", reason="CuPy is not installed (tensorplay-cuda[cuda13] or "
+                                          "[cuda12] installs it)")
+
+from tensorplay._backend import Storage  # noqa: E402
+from tensorplay._ops import _define  # noqa: E402
+from tensorplay._tensor import FRESH_FIELDS, Tensor  # noqa: E402
+from tensorplay_cuda import eager  # noqa: E402
+from tensorplay_cuda.backend import CUDABackend, RootStorage  # noqa: E402
+
+_KEEP = []       # host buffers behind the arrays, alive for the session
+
+
+def _arr(shape=(4,), dtype=np.float32, device_id=0):
+    """A C-contiguous cupy.ndarray of ``shape``/``dtype`` over host memory claiming
+    ``cuda:device_id``."""
+    n = int(np.prod(shape)) if shape else 1
+    h = np.zeros(max(n, 1) * 8 + 16, np.uint8)
+    _KEEP.append(h)
+    mem = cupy.cuda.UnownedMemory(h.ctypes.data, h.nbytes, h, device_id=device_id)
+    return cupy.ndarray(shape, dtype, memptr=cupy.cuda.MemoryPointer(mem, 0))
+
+
+def _backend(n_gpus=1):
+    be = CUDABackend()
+    be._count = n_gpus
+    return be
+
+
+class _Recorder:
+    """The ufunc stand-in and the reference kernel: records calls, returns a preset array."""
+
+    def __init__(self, out):
+        self.out = out
+        self.calls = []
+
+    def ufunc(self, a, b):
+        self.calls.append(("ufunc", a, b))
+        return self.out
+
+    def reference(self, a, b):
+        self.calls.append(("reference", a, b))
+        return self.out
+
+
+def _adapter(be, rec, op="add", big=False):
+    """The generated cuda adapter of built-in ``op`` over the eager kernel of ``tensorplay_cuda``
+    (its ufunc and reference kernel replaced by the recorder)."""
+    kernel = eager._binary(op, rec.reference, be, rec.ufunc, False, big)
+    return _define.make_adapter(getattr(tp.ops.tp, op), kernel, be)
+
+
+def _same_tensor(got, want):
+    """Every slot of ``got`` equals ``want``'s (storage fields by value, arrays by identity)."""
+    for name in (s for s in Tensor.__slots__ if s != "__weakref__"):
+        g, w = getattr(got, name), getattr(want, name)    # AttributeError: a field left unset
+        if name == "_storage":
+            for f in (s for s in Storage.__slots__ if s != "__weakref__"):
+                if f == "root":
+                    assert g.root is w.root
+                else:
+                    assert getattr(g, f) == getattr(w, f), f
+        elif name == "_data":
+            assert g is w
+        else:
+            assert g == w and type(g) is type(w), (name, g, w)
+
+
+@pytest.mark.parametrize("shape", [(4,), (2, 3), (), (1,)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
+def test_inline_result_is_the_tensor_wrap_builds(shape, dtype):
+    be = _backend()
+    dev = tp.device("cuda", 0)
+    x, y = be.wrap(_arr(shape, dtype), dev), be.wrap(_arr(shape, dtype), dev)
+    out = _arr(shape, dtype)
+    rec = _Recorder(out)
+    adapter = _adapter(be, rec)
+    for other in (y, 2.5, 3):
+        rec.calls.clear()
+        r = adapter(x, other)
+        want_other = other._data if isinstance(other, Tensor) else other
+        assert [c[0] for c in rec.calls] == ["ufunc"]
+        assert rec.calls[0][1] is x._data and rec.calls[0][2] is want_other
+        _same_tensor(r, be.wrap(out, dev))
+        assert type(r._storage) is RootStorage and r._storage.nbytes == out.nbytes
+        assert r._dkey is dev.type and r._bkey is dev.type
+
+
+def test_inline_case_leaves_to_wrap_or_the_reference_kernel_what_it_cannot_vouch_for():
+    be = _backend()
+    dev = tp.device("cuda", 0)
+    x = be.wrap(_arr((2, 3)), dev)
+    # broadcasting: the ufunc runs, the result's metadata is read from the array (wrap)
+    out = _arr((2, 3))
+    rec = _Recorder(out)
+    adapter = _adapter(be, rec)
+    r = adapter(x, be.wrap(_arr((3,)), dev))
+    assert [c[0] for c in rec.calls] == ["ufunc"]
+    _same_tensor(r, be.wrap(out, dev))
+    # an operand whose strides are not the cached row-major tuple (a size-1 dimension with
+    # another stride, as a view has): wrap gives the result its own row-major strides
+    col = Tensor.__new__(Tensor)
+    a = _arr((4, 1))
+    col._init_real(RootStorage(), a, (4, 1), (4, 1), 0, tp.float32, dev, be)
+    col._storage.root, col._storage.version, col._storage.backend = a, 0, be
+    out41 = _arr((4, 1))
+    rec41 = _Recorder(out41)
+    ad41 = _adapter(be, rec41)
+    for other in (col, 1.5):
+        r = ad41(col, other)
+        assert r.stride() == (1, 1) and r._data is out41
+        _same_tensor(r, be.wrap(out41, dev))
+    # a Python bool, another dtype, bfloat16 (kind 'V' in CuPy: float32 opmath): the reference
+    rec.calls.clear()
+    adapter(x, True)
+    adapter(x, be.wrap(_arr((2, 3), np.float64), dev))
+    xb = be.wrap(_arr((2, 3), np.dtype("bfloat16") if _has_bf16() else np.float16), dev)
+    if xb.dtype is tp.bfloat16:
+        adapter(xb, 2.0)
+        adapter(xb, xb)
+        assert [c[0] for c in rec.calls] == ["reference"] * 4
+    else:
+        assert [c[0] for c in rec.calls] == ["reference"] * 2
+
+
+def _has_bf16():
+    try:
+        import ml_dtypes  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def test_eager_kernels_declare_the_inline_case_only_where_the_result_keeps_the_dtype():
+    be = _backend()
+    rec = _Recorder(None)
+    for op in ("add", "sub", "mul", "div", "maximum", "minimum"):
+        k = eager._binary(op, rec.reference, be, rec.ufunc, False, True)
+        assert k._tp_float_ufunc == rec.ufunc and k._tp_float_max == eager.THRESHOLD
+        assert tp.bfloat16 not in k._tp_float_dtypes and tp.float32 in k._tp_float_dtypes
+        assert eager._binary(op, rec.reference, be, rec.ufunc, False, False)._tp_float_max is None
+    for op, swap in (("eq", False), ("lt", False), ("rsub", True), ("rdiv", True)):
+        k = eager._binary(op, rec.reference, be, rec.ufunc, swap, True)
+        assert not hasattr(k, "_tp_float_ufunc"), op
+
+
+def test_arrays_at_the_size_bound_take_the_kernel():
+    """``_tp_float_max``: from that many elements on, the kernel (its large-array path) runs."""
+    be = _backend()
+    dev = tp.device("cuda", 0)
+    out = _arr((4,))
+    seen = []
+
+    def kernel(a, b):
+        seen.append("kernel")
+        return out
+
+    def ufunc(a, b):
+        seen.append("ufunc")
+        return out
+    kernel._tp_float_ufunc = ufunc
+    kernel._tp_float_dtypes = frozenset((tp.float32,))
+    kernel._tp_float_max = 4
+    adapter = _define.make_adapter(tp.ops.tp.add, kernel, be)
+    x4, x3 = be.wrap(_arr((4,)), dev), be.wrap(_arr((3,)), dev)
+    adapter(x4, x4)
+    adapter(x4, 1.0)
+    adapter(x3, 1.0)
+    assert seen == ["kernel", "kernel", "ufunc"]
+
+
+def test_tensors_on_two_gpus_are_refused_by_the_inline_case_too():
+    be = _backend(1)          # one GPU visible: the inline case runs before device bookkeeping
+    x = be.wrap(_arr((4,)), tp.device("cuda", 0))
+    y = be.wrap(_arr((4,), device_id=1), tp.device("cuda", 1))
+    rec = _Recorder(_arr((4,)))
+    adapter = _adapter(be, rec)
+    with pytest.raises(DispatchError, match=r"tp::add.*cuda:0.*cuda:1"):
+        adapter(x, y)
+    assert rec.calls == []
+
+
+def test_with_several_gpus_the_inline_case_runs_inside_the_device_guard(monkeypatch):
+    import contextlib
+    be = _backend(2)
+    entered = []
+    monkeypatch.setattr(be, "device_guard",
+                        lambda dev: entered.append(str(dev)) or contextlib.nullcontext())
+    d1 = tp.device("cuda", 1)
+    x, y = be.wrap(_arr((4,), device_id=1), d1), be.wrap(_arr((4,), device_id=1), d1)
+    out = _arr((4,), device_id=1)
+    rec = _Recorder(out)
+    adapter = _adapter(be, rec)
+    r = adapter(x, y)
+    r2 = adapter(x, 0.5)
+    assert entered == ["cuda:1", "cuda:1"] and [c[0] for c in rec.calls] == ["ufunc", "ufunc"]
+    _same_tensor(r, be.wrap(out, d1))
+    _same_tensor(r2, be.wrap(out, d1))
+
+
+def test_a_failing_ufunc_is_explained_by_the_op():
+    be = _backend()
+    dev = tp.device("cuda", 0)
+
+    def ufunc(a, b):
+        raise ValueError("operands could not be broadcast together with shapes (4,) (3,)")
+    kernel = eager._binary("add", ufunc, be, ufunc, False, False)
+    adapter = _define.make_adapter(tp.ops.tp.add, kernel, be)
+    x, y = be.wrap(_arr((4,)), dev), be.wrap(_arr((3,)), dev)
+    with pytest.raises(RuntimeError, match=r"size of tensor a \(4\) must match"):
+        adapter(x, y)
+
+
+def test_root_storage_is_a_storage_sized_by_its_root():
+    a = _arr((2, 3), np.float64)
+    s = RootStorage()
+    s.root, s.version, s.backend = a, 0, None
+    assert isinstance(s, Storage) and s.nbytes == a.nbytes == 48
+
+
+def test_fresh_fields_are_what_init_real_sets():
+    be = _backend()
+    a = _arr((2,))
+    t = Tensor.__new__(Tensor)
+    t._init_real(Storage(a, a.nbytes, be), a, (2,), (1,), 0, tp.float32, tp.device("cuda", 0), be)
+    for f, v in FRESH_FIELDS:
+        assert getattr(t, f) == v and type(getattr(t, f)) is type(v), f
+    explicit = {"_storage", "_data", "_shape", "_stride", "_offset", "_dtype", "_device",
+                "_backend", "_dkey", "_bkey"}
+    assert set(Tensor.__slots__) - {"__weakref__"} == explicit | {f for f, _ in FRESH_FIELDS}
+
+
+def test_from_cupy_makes_the_tensor_wrap_makes(monkeypatch):
+    from tensorplay import _backend as core_backend
+    be = _backend(2)
+    monkeypatch.setitem(core_backend._LOADED, "cuda", be)
+    for i in (0, 1):
+        a = _arr((2, 3), device_id=i)
+        t = tensorplay_cuda.from_cupy(a)
+        assert t.device is tp.device("cuda", i)
+        _same_tensor(t, be.wrap(a, tp.device("cuda", i)))
+    with pytest.raises(TypeError, match="expected a cupy.ndarray, got ndarray"):
+        tensorplay_cuda.from_cupy(np.zeros(2))
+
+
+def test_only_row_major_operands_of_one_layout_get_the_inline_result(monkeypatch):
+    """A same-shape operand with other strides (a transposed view) may give the ufunc a result
+    in another layout: that result goes through ``wrap``, which reads the array."""
+    be = _backend()
+    dev = tp.device("cuda", 0)
+    wrapped = []
+    real_wrap = be.wrap
+    monkeypatch.setattr(be, "wrap", lambda arr, d: wrapped.append(arr) or real_wrap(arr, d))
+    out = _arr((2, 2))
+    adapter = _adapter(be, _Recorder(out))
+    x, y = real_wrap(_arr((2, 2)), dev), real_wrap(_arr((2, 2)), dev)
+    t = Tensor.__new__(Tensor)
+    a = _arr((2, 2))
+    t._init_real(Storage(a, a.nbytes, be), a, (2, 2), (1, 2), 0, tp.float32, dev, be)
+    adapter(x, y)
+    adapter(x, 2.0)
+    assert wrapped == []
+    adapter(x, t)
+    adapter(t, x)
+    adapter(t, 2.0)
+    assert wrapped == [out, out, out]
+
+
+def _two_fake_gpus(monkeypatch):
+    """A backend seeing two GPUs, CuPy's current device and ``cupy.cuda.Device`` switches
+    simulated: returns ``(backend, current, switches)``."""
+    from tensorplay import _backend as core_backend
+    be = _backend(2)
+    current, switches = [0], []
+
+    class FakeDevice:                                 # cupy.cuda.Device(i) as a context manager
+        def __init__(self, i):
+            self.i = i
+
+        def __enter__(self):
+            switches.append(self.i)
+            self.prev = current[0]
+            current[0] = self.i
+
+        def __exit__(self, *exc):
+            current[0] = self.prev
+
+    monkeypatch.setattr(cupy.cuda.runtime, "getDevice", lambda: current[0])
+    monkeypatch.setattr(cupy.cuda, "Device", FakeDevice)
+    monkeypatch.setitem(core_backend._LOADED, "cuda", be)
+    return be, current, switches
+
+
+@pytest.mark.parametrize("kind", ["one tensor", "tensor list"])
+def test_custom_op_kernels_switch_gpus_only_when_the_tensors_gpu_is_not_current(monkeypatch, kind):
+    from tensorplay import library
+    be, current, switches = _two_fake_gpus(monkeypatch)
+    seen = []
+    if kind == "one tensor":
+        @library.custom_op(f"hostpath::one_{id(be)}", mutates_args=(), device_types="cuda")
+        def op(x: tp.Tensor, scale: float = 1.0) -> tp.Tensor:
+            seen.append(current[0])
+            return x
+        call = op
+    else:
+        @library.custom_op(f"hostpath::lst_{id(be)}", mutates_args=(), device_types="cuda")
+        def op(xs: list[tp.Tensor], scale: float = 1.0) -> tp.Tensor:
+            seen.append(current[0])
+            return xs[0]
+
+        def call(x, **kw):
+            return op([x], **kw)
+    kernel = library.get_kernel(op, "cuda")
+    guarded = be.guard_kernel(op, kernel)
+    assert guarded is not kernel and guarded.__wrapped__ is kernel
+    x0 = be.wrap(_arr((2,)), tp.device("cuda", 0))
+    x1 = be.wrap(_arr((2,), device_id=1), tp.device("cuda", 1))
+    assert call(x0) is x0 and call(x1, scale=2.0) is x1
+    assert seen == [0, 1] and switches == [1] and current[0] == 0     # cuda:0 was current
+    current[0] = 1
+    assert call(x1) is x1 and switches == [1] and seen[-1] == 1        # already current
+    # keyword arguments reach the wrapper too (a direct call of the bound kernel)
+    current[0] = 0
+    if kind == "one tensor":
+        assert guarded(x=x1) is x1
+    else:
+        assert guarded(xs=[x1]) is x1
+    assert switches == [1, 1] and seen[-1] == 1
+    assert guarded(x0) is x0 if kind == "one tensor" else guarded([x0]) is x0
+    assert switches == [1, 1]
+    if kind == "tensor list":
+        with pytest.raises(DispatchError, match=r"hostpath::lst.*cuda:0.*cuda:1"):
+            op([x0, x1])
+
+
+@pytest.mark.parametrize("op", ["exp", "neg", "relu"])
+def test_unary_ops_take_the_inline_case_on_floating_tensors_only(monkeypatch, op):
+    be = _backend()
+    dev = tp.device("cuda", 0)
+    wrapped = []
+    real_wrap = be.wrap
+    monkeypatch.setattr(be, "wrap", lambda arr, d: wrapped.append(arr) or real_wrap(arr, d))
+    out = _arr((2, 3))
+    calls = []
+
+    def ufunc(a):
+        calls.append("ufunc")
+        return out
+
+    def reference(a):
+        calls.append("reference")
+        return out
+    kernel = eager._unary(op, reference, be, ufunc, False)
+    assert kernel._tp_float_ufunc is ufunc and tp.bfloat16 not in kernel._tp_float_dtypes
+    adapter = _define.make_adapter(getattr(tp.ops.tp, op), kernel, be)
+    x = real_wrap(_arr((2, 3)), dev)
+    r = adapter(x)
+    assert calls == ["ufunc"] and wrapped == []
+    _same_tensor(r, real_wrap(out, dev))
+    # an integer tensor (exp's result is floating), a bf16 one: the reference kernel
+    adapter(real_wrap(_arr((2, 3), np.int32), dev))
+    if _has_bf16():
+        adapter(real_wrap(_arr((2, 3), np.dtype("bfloat16")), dev))
+    assert calls[1:] == ["reference"] * (2 if _has_bf16() else 1)
+    # a non-row-major operand: the ufunc, then wrap reads the result
+    t = Tensor.__new__(Tensor)
+    a = _arr((3, 2))
+    t._init_real(Storage(a, a.nbytes, be), a, (2, 3), (1, 2), 0, tp.float32, dev, be)
+    calls.clear()
+    wrapped.clear()
+    adapter(t)
+    assert calls == ["ufunc"] and wrapped == [out]
+
+
+def test_unary_kernels_without_a_ufunc_declare_no_inline_case():
+    be = _backend()
+    for op in ("rsqrt", "sigmoid"):
+        k = eager._unary(op, lambda a: a, be, None, True)
+        assert not hasattr(k, "_tp_float_ufunc"), op
