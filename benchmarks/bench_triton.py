@@ -181,25 +181,34 @@ def main() -> int:
     def tgrid(meta):
         return (triton.cdiv(n, meta["BLOCK_SIZE"]),)
 
-    # (name, fn, direct-launch path on?)
+    # (name, fn, launch path of wrap_triton: "cupy" = CuPy launch of compiled specialisations,
+    # "triton" = direct call of Triton's launcher, "off" = JITFunction.run)
     cases = [
         ("raw kernel[grid] (tensorplay tensors)",
-         lambda: kern[g](x, y, out, 1.5, n, BLOCK_SIZE=1024), True),
+         lambda: kern[g](x, y, out, 1.5, n, BLOCK_SIZE=1024), "cupy"),
         ("raw kernel[grid] (prebuilt pointers)",
-         lambda: kern[g](px, py, po, 1.5, n, BLOCK_SIZE=1024), True),
-        ("wrap_triton(k)[grid]", lambda: wk[g](x, y, out, 1.5, n, BLOCK_SIZE=1024), True),
-        ("triton_op out-variant", lambda: E.fused_add_mul_relu_out(x, y, 1.5, out), True),
+         lambda: kern[g](px, py, po, 1.5, n, BLOCK_SIZE=1024), "cupy"),
+        ("wrap_triton(k)[grid]", lambda: wk[g](x, y, out, 1.5, n, BLOCK_SIZE=1024), "cupy"),
+        ("wrap_triton(k)[grid], Triton's launcher",
+         lambda: wk[g](x, y, out, 1.5, n, BLOCK_SIZE=1024), "triton"),
+        ("triton_op out-variant", lambda: E.fused_add_mul_relu_out(x, y, 1.5, out), "cupy"),
+        ("triton_op out-variant, Triton's launcher",
+         lambda: E.fused_add_mul_relu_out(x, y, 1.5, out), "triton"),
         ("triton_op out-variant, direct launch off",
-         lambda: E.fused_add_mul_relu_out(x, y, 1.5, out), False),
-        ("triton_op functional (allocates out)", lambda: E.fused_add_mul_relu(x, y, 1.5), True),
-        ("autotuned: raw kernel[grid]", lambda: tuned_kernel[tgrid](x, y, out, 1.5, n), True),
-        ("autotuned: triton_op out-variant", lambda: tuned_out(x, y, 1.5, out), True),
+         lambda: E.fused_add_mul_relu_out(x, y, 1.5, out), "off"),
+        ("triton_op functional (allocates out)", lambda: E.fused_add_mul_relu(x, y, 1.5), "cupy"),
+        ("autotuned: raw kernel[grid]", lambda: tuned_kernel[tgrid](x, y, out, 1.5, n), "cupy"),
+        ("autotuned: triton_op out-variant", lambda: tuned_out(x, y, 1.5, out), "cupy"),
     ]
+
+    def set_path(mode):
+        _wrap._FAST[0] = mode != "off"
+        _wrap._CUPY_LAUNCH[0] = mode == "cupy"
 
     # warm-up: compile, autotune, first-launch costs; and a correctness check of each path
     ref = np.maximum((x.cpu().numpy() + y.cpu().numpy()) * 1.5, 0)
-    for name, fn, fast in cases:
-        _wrap._FAST[0] = fast
+    for name, fn, mode in cases:
+        set_path(mode)
         for _ in range(20):
             r = fn()
         cp.cuda.Device().synchronize()
@@ -211,8 +220,8 @@ def main() -> int:
     times = {name: [] for name, _, _ in cases}
     it = args.iters
     for _ in range(args.rounds):
-        for name, fn, fast in cases:
-            _wrap._FAST[0] = fast
+        for name, fn, mode in cases:
+            set_path(mode)
             cp.cuda.Device().synchronize()
             t0 = time.perf_counter()
             for _ in range(it):
@@ -220,7 +229,7 @@ def main() -> int:
             t1 = time.perf_counter()
             times[name].append((t1 - t0) / it * 1e6)
     cp.cuda.Device().synchronize()
-    _wrap._FAST[0] = True
+    set_path("cupy")
 
     med = {k: statistics.median(v) for k, v in times.items()}
     dev = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
@@ -233,16 +242,21 @@ def main() -> int:
     raw = med["raw kernel[grid] (tensorplay tensors)"]
     ratio = med["triton_op out-variant"] / raw
     ratio_off = med["triton_op out-variant, direct launch off"] / raw
+    ratio_tl = med["triton_op out-variant, Triton's launcher"] / raw
     ratio_tuned = med["autotuned: triton_op out-variant"] / med["autotuned: raw kernel[grid]"]
     print(f"RATIO triton_op call / raw kernel[grid] launch, same kernel and tensors: {ratio:.3f} "
           f"({'no slower than raw' if ratio <= 1.0 else 'slower than raw'})")
+    print(f"RATIO with Triton's launcher instead of CuPy's launch: {ratio_tl:.3f}")
     print(f"RATIO with the direct launch path off (JITFunction.run): {ratio_off:.3f}")
+    print("launch paths of the example kernel's specialisations:",
+          {k[-9:] if isinstance(k, tuple) else k: v for k, v in (wk._direct or {}).items()})
     print(f"RATIO autotuned kernel (Autotuner.run on both sides): {ratio_tuned:.3f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"n": n, "iters": it, "rounds": args.rounds, "device": dev,
                        "triton": triton.__version__, "median_us": med,
                        "all_us": times, "ratio": ratio, "ratio_direct_launch_off": ratio_off,
+                       "ratio_tritons_launcher": ratio_tl,
                        "ratio_autotuned": ratio_tuned}, f, indent=1)
     return 0
 
