@@ -113,10 +113,24 @@ def _tensors(n, ptrs=(4096, 8192, 12288)):
     return [_cuda_like(tensorplay.randn(n), p) for p in ptrs]
 
 
-def _ptr(c):
-    """The address a CuPy ``CIntptr`` parameter holds (its ``ptr`` points at the stored value)."""
+def _params(args):
+    """What each kernel parameter handed to the CuPy Function is: ("ptr", address) for a tensor's
+    (CuPy-like) memory pointer, ("int", value) for a CuPy ``CIntptr`` (a 64-bit integer; the
+    driver copies the parameter's size from it), (numpy type name, value), or None (null)."""
     import ctypes
-    return ctypes.c_uint64.from_address(c.ptr).value
+
+    from cupy.cuda.function import CIntptr
+    out = []
+    for a in args:
+        if a is None:
+            out.append(None)
+        elif isinstance(a, CIntptr):          # its .ptr is the address of the stored value
+            out.append(("int", ctypes.c_int64.from_address(a.ptr).value))
+        elif isinstance(a, np.generic):
+            out.append((type(a).__name__, a.item()))
+        else:
+            out.append(("ptr", a.ptr))
+    return out
 
 
 def test_int_feature_determines_tritons_int_specialisation():
@@ -152,10 +166,14 @@ def test_second_launch_of_a_specialisation_goes_through_cupy(rig):
     assert block == (32 * k.metadata.num_warps, 1, 1) == (128, 1, 1)
     assert shared == k.metadata.shared
     # the kernel's parameters: pointers, fp32 scale, i32 n, then the two null scratch pointers
-    assert [type(a).__name__ for a in args] == ["CIntptr"] * 3 + ["float32", "int32",
-                                                                   "NoneType", "NoneType"]
-    assert [_ptr(a) for a in args[:3]] == [4096, 8192, 12288]
-    assert args[3] == np.float32(0.25) and args[4] == 4000
+    assert _params(args) == [("ptr", 4096), ("ptr", 8192), ("ptr", 12288), ("float32", 0.25),
+                             ("int", 4000), None, None]
+    # the float32 of a float is remembered for the same object only; ints are passed as they come
+    w[(4,)](x, y, out, -0.0, -16, BLOCK_SIZE=1024)
+    w[(4,)](x, y, out, 0.0, 2**31 - 16, BLOCK_SIZE=1024)
+    p1, p2 = (_params(c[2]) for c in rig.rec.calls[-2:])
+    assert p1[3:5] == [("float32", -0.0), ("int", -16)] and str(p1[3][1]) == "-0.0"
+    assert p2[3:5] == [("float32", 0.0), ("int", 2**31 - 16)] and str(p2[3][1]) == "0.0"
     # a grid function gets every parameter by name, as from Triton's binder
     seen = []
 
@@ -200,7 +218,8 @@ def test_a_value_of_one_is_a_constexpr_and_not_passed(rig):
     w[(1,)](x, y, out, 1.5, 1, BLOCK_SIZE=1024)
     w[(1,)](x, y, out, 1.5, 1, BLOCK_SIZE=1024)
     (_, _, args, _), = rig.rec.calls
-    assert [type(a).__name__ for a in args] == ["CIntptr"] * 3 + ["float32", "NoneType", "NoneType"]
+    assert _params(args) == [("ptr", 4096), ("ptr", 8192), ("ptr", 12288), ("float32", 1.5), None,
+                             None]
 
 
 @direct_path
@@ -214,9 +233,7 @@ def test_bool_and_i64_parameters_and_defaults(rig):
     for _ in range(2):
         w[(1,)](x, True, 2**33, 64, BLOCK=64)
     (_, _, args, _), = rig.rec.calls
-    assert [type(a).__name__ for a in args] == ["CIntptr", "bool", "int64", "int32", "NoneType",
-                                                "NoneType"]
-    assert bool(args[1]) is True and args[2] == 2**33
+    assert _params(args) == [("ptr", 4096), ("int", 1), ("int", 2**33), ("int", 64), None, None]
 
 
 @direct_path

@@ -11,7 +11,8 @@ specialisation from every argument on every call.
 
 The kernel's parameters are what Triton's launcher passes to ``cuLaunchKernelEx``: the arguments
 whose type in the compiled signature is not ``constexpr``, in parameter order -- pointers as 64-bit
-addresses, ``i32``/``i64``/``u64``/``fp32``/``u1`` scalars as those C types -- then two trailing
+addresses (the tensors' CuPy ``MemoryPointer``), ``i32``/``i64``/``u64``/``fp32``/``u1`` scalars as
+those C types (see ``_SCALARS``) -- then two trailing
 pointers (global scratch, profile scratch), both null for kernels that need no scratch memory. The
 PTX of each kernel is read to confirm that count and those types before it is used.
 
@@ -24,6 +25,7 @@ arguments, other scalar types.
 from __future__ import annotations
 
 import re
+import sys
 
 import numpy as np
 
@@ -82,13 +84,19 @@ class Direct:
         return f"<CuPy launch of {self.kernel.name}: {self.source.strip()}>"
 
 
-# signature type -> (converter name, PTX parameter types it may have)
+# signature type -> (how the value is passed, PTX parameter types it may have). CuPy passes each
+# parameter as a pointer to its value and the driver copies as many bytes as the kernel's parameter
+# has: integers go as a CuPy ``CIntptr`` (a 64-bit integer; on a little-endian host its first 4
+# bytes or 1 byte are the i32 or i1 value), which is cheaper to make than a NumPy scalar; floats
+# as NumPy float32 (remembered for the last value seen, as kernels are often launched with the same
+# Python float object); u64 (values >= 2**63) as NumPy uint64.
+_LITTLE = sys.byteorder == "little"
 _SCALARS = {
-    "i32": ("I32", ("u32", "s32", "b32")),
-    "i64": ("I64", ("u64", "s64", "b64")),
+    "i32": ("I" if _LITTLE else "I32", ("u32", "s32", "b32")),
+    "i64": ("I", ("u64", "s64", "b64")),
     "u64": ("U64", ("u64", "b64")),
     "fp32": ("F32", ("f32", "b32")),
-    "u1": ("B1", ("u8", "s8", "b8")),
+    "u1": ("I" if _LITTLE else "B1", ("u8", "s8", "b8")),
 }
 _PTR_PTX = ("u64", "b64")
 _ENTRY = re.compile(r"\.entry\s+([\w$]+)\s*\(([^)]*)\)", re.S)
@@ -135,7 +143,7 @@ def make_direct(kernel, device_index: int, jf, nargs: int, kwargs, load=cupy_loa
     if not isinstance(sig, dict) or list(sig) != names:
         return TritonPath("signature does not name the kernel's parameters")
     defaults = {p.name: p.default for p in jf.params if p.has_default}
-    exprs, want, consts = [], [], {}
+    exprs, want, consts, body = [], [], {}, []
     for j, (name, ty) in enumerate(sig.items()):
         if ty == "constexpr":
             continue
@@ -151,11 +159,18 @@ def make_direct(kernel, device_index: int, jf, nargs: int, kwargs, load=cupy_loa
         else:
             return TritonPath(f"parameter {name!r} missing")
         if ty[0] == "*":
-            exprs.append(f"P({ref})")
+            exprs.append(ref)                 # the tensor's CuPy MemoryPointer: CuPy passes .ptr
             want.append(_PTR_PTX)
         elif ty in _SCALARS:
             conv, ptx_types = _SCALARS[ty]
-            exprs.append(f"{conv}({ref})")
+            if conv == "F32":                 # the last value's float32, if the same object again
+                consts[f"m{j}"] = [(None, None)]
+                body += [f"    s{j} = {ref}", f"    k{j} = m{j}[0]",
+                         f"    if k{j}[0] is not s{j}:",
+                         f"        k{j} = (s{j}, F32(s{j}))", f"        m{j}[0] = k{j}"]
+                exprs.append(f"k{j}[1]")
+            else:
+                exprs.append(f"{conv}({ref})")
             want.append(ptx_types)
         else:
             return TritonPath(f"parameter {name!r} has type {ty!r}")
@@ -167,11 +182,10 @@ def make_direct(kernel, device_index: int, jf, nargs: int, kwargs, load=cupy_loa
     from cupy.cuda.function import CIntptr
     module, function = load(bytes(asm["cubin"]), md.name, device_index)
     warp = getattr(md, "warp_size", 32) or 32
-    source = (f"def go(v, g0, g1, g2):\n"
-              f"    fn((g0, g1, g2), BLOCK, ({', '.join(exprs)},), SHARED)\n")
-    ns = {"fn": function, "BLOCK": (warp * md.num_warps, 1, 1), "SHARED": md.shared, "P": CIntptr,
-          "I32": np.int32, "I64": np.int64, "U64": np.uint64, "F32": np.float32, "B1": np.bool_}
-    for ref, value in consts.items():      # defaults of runtime parameters: converted once
-        ns[ref] = value
+    source = "\n".join(["def go(v, g0, g1, g2):", *body,
+                        f"    fn((g0, g1, g2), BLOCK, ({', '.join(exprs)},), SHARED)", ""])
+    ns = {"fn": function, "BLOCK": (warp * md.num_warps, 1, 1), "SHARED": md.shared, "I": CIntptr,
+          "I32": np.int32, "U64": np.uint64, "F32": np.float32, "B1": np.bool_}
+    ns.update(consts)
     exec(compile(source, f"<tensorplay_triton launch of {md.name}>", "exec"), ns)  # noqa: S102
     return Direct(kernel, ns["go"], module, function, source, (tuple(names), defaults))

@@ -163,7 +163,13 @@ class TritonKernelWrapper:
 
     def __getitem__(self, grid):
         def launch(*args, **kwargs):
-            return self._launch(grid, args, kwargs)
+            # _launch, inlined: one Python frame less per launch
+            d = self._direct
+            if d is not None and _FAST[0] and _CUPY_LAUNCH[0]:
+                r = self._direct_launch(d, grid, args, kwargs)
+                if r is not _MISS:
+                    return r
+            return self._launch_checked(grid, args, kwargs)
         return launch
 
     def run(self, *args, grid, warmup=False, **kwargs):
@@ -389,12 +395,12 @@ class TritonKernelWrapper:
                 if a._stride != _CONTIG_CACHE.get(a._shape) and not _is_contig(a) and \
                         not (strided and self._pname(i) in strided):
                     return _MISS
-                p = a._data.data.ptr
+                mp = a._data.data           # CuPy MemoryPointer: what the CuPy launch passes
                 if vals is None:
                     vals = list(args)
-                vals[i] = p
+                vals[i] = mp
                 app(a._dtype)
-                app(not p & 15)
+                app(not mp.ptr & 15)
             elif c is int:
                 app(1 if a == 1 else (-0x80000000 <= a <= 0x7FFFFFFF, a >= 0x8000000000000000,
                                       not a & 15))        # _cupylaunch.int_feature, inlined
