@@ -783,6 +783,14 @@ def test_compiled_autotune_hooks_reset_to_zero_and_do_bench():
     np.testing.assert_allclose(_host(out), _host(x), rtol=1e-5)
     assert len(accumulate_kernel.configs_timings) == 2
     assert all(t[0] > 0 for t in accumulate_kernel.configs_timings.values())
+    # the tuned config again (the inner kernel's CuPy launch once its specialisation is known)
+    for _ in range(3):
+        wrap_triton(accumulate_kernel)[lambda m: (triton.cdiv(5000, m["BLOCK"]),)](x, out, 5000)
+    np.testing.assert_allclose(_host(out), 4 * _host(x), rtol=1e-5, atol=1e-6)
+    from tensorplay_triton import _wrap
+    inner = wrap_triton(accumulate_kernel.fn)
+    if _wrap._CUPY_LAUNCH[0] and inner._direct is not None:
+        assert [type(e).__name__ for e in inner._direct.values()] == ["Direct"], inner._direct
     _HOOK_CALLS.clear()
     o2 = tensorplay.empty(5000, device="cuda")
     wrap_triton(hooked_copy_kernel)[lambda m: (triton.cdiv(5000, m["BLOCK"]),)](x, o2, 5000)

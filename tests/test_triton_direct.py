@@ -331,3 +331,36 @@ def test_example_out_variant_checks_keep_their_messages(case, exc, msg):
     assert x.dtype in (f32, i32)
     with pytest.raises(exc, match=msg):
         tensorplay.ops.example.fused_add_mul_relu_out(x, y, 1.5, out)
+
+
+@direct_path
+def test_autotuned_kernel_launches_its_chosen_config_through_cupy(rig):
+    """Once @triton.autotune has chosen a config for a key, launches with that key go to the inner
+    kernel's CuPy launch with the config's keywords, as Autotuner.run would pass them."""
+    rig.compiled["kernel"] = _fused_kernel()
+    inner = triton.JITFunction(fused.fn)
+    tuned = triton.autotune(configs=[triton.Config({"BLOCK_SIZE": 512}),
+                                     triton.Config({"BLOCK_SIZE": 1024}, num_warps=4)],
+                            key=["n"])(inner)
+    w = _wrap.wrap_triton(tuned)
+    x, y, out = _tensors(4096)
+    grid = lambda m: (triton.cdiv(m["n"], m["BLOCK_SIZE"]),)  # noqa: E731
+    assert w._tuned_launch(grid, (x, y, out, 1.5, 4096), {}) is _wrap._MISS   # not tuned yet
+    assert not rig.first
+    best = tuned.configs[1]
+    tuned.cache[(4096, "tensorplay.float32", "tensorplay.float32", "tensorplay.float32")] = best
+    for scale in (1.5, 2.5):
+        w[grid](x, y, out, scale, 4096)
+    (g, _, kw), = rig.first                   # the first launch: Triton, with the config's keywords
+    assert kw["BLOCK_SIZE"] == 1024 and kw["num_warps"] == 4
+    (grid_seen, block, params, _), = rig.rec.calls     # the second: CuPy
+    assert grid_seen == (4, 1, 1) and block == (128, 1, 1)
+    assert _params(params)[3] == ("float32", 2.5)
+    assert tuned.best_config is best
+    # a keyword the config also sets: Autotuner.run's own error, not a silent override
+    assert w._tuned_launch(grid, (x, y, out, 1.5, 4096), {"BLOCK_SIZE": 64}) is _wrap._MISS
+    best.pre_hook = lambda nargs: None        # a config pre-hook: Autotuner.run calls it
+    try:
+        assert w._tuned_launch(grid, (x, y, out, 1.5, 4096), {}) is _wrap._MISS
+    finally:
+        best.pre_hook = None

@@ -110,6 +110,7 @@ class TritonKernelWrapper:
         "_ki",
         "_run",
         "_runtime_names",
+        "_tuned",
         "arg_names",
         "interpreted",
         "kernel",
@@ -141,9 +142,15 @@ class TritonKernelWrapper:
         self._run = kernel.run if self._ki else None
         # the direct launch path (see _fast_launch) serves plain compiled @triton.jit kernels
         self._fast = type(kernel) is JITFunction
-        # the CuPy launch path (see _direct_launch): specialisation key -> _Direct entry (or
-        # _TRITON: this specialisation launches through Triton's launcher)
+        # the CuPy launch path (see _direct_launch): specialisation key -> _cupylaunch.Direct, or
+        # a _cupylaunch.TritonPath (this specialisation launches through Triton's launcher)
         self._direct = {} if self._fast and _direct_setup() else None
+        # an @triton.autotune kernel over a plain @triton.jit one: its tuned configs launch
+        # through the inner kernel's CuPy launch path (see _tuned_launch)
+        self._tuned = None
+        if type(kernel) is Autotuner and type(getattr(kernel, "fn", None)) is JITFunction and \
+                _direct_setup():
+            self._tuned = wrap_triton(kernel.fn)
         params = getattr(inner, "params", None) or ()
         self._runtime_names = frozenset(p.name for p in params if not p.is_constexpr)
         if self.interpreted:
@@ -169,6 +176,10 @@ class TritonKernelWrapper:
                 r = self._direct_launch(d, grid, args, kwargs)
                 if r is not _MISS:
                     return r
+            elif self._tuned is not None and _FAST[0] and _CUPY_LAUNCH[0]:
+                r = self._tuned_launch(grid, args, kwargs)
+                if r is not _MISS:
+                    return r
             return self._launch_checked(grid, args, kwargs)
         return launch
 
@@ -185,7 +196,45 @@ class TritonKernelWrapper:
             r = self._direct_launch(d, grid, args, kwargs)
             if r is not _MISS:
                 return r
+        elif self._tuned is not None and _FAST[0] and _CUPY_LAUNCH[0]:
+            r = self._tuned_launch(grid, args, kwargs)
+            if r is not _MISS:
+                return r
         return self._launch_checked(grid, args, kwargs)
+
+    def _tuned_launch(self, grid, args, kwargs):
+        """An autotuned kernel whose config for these arguments is already chosen: what
+        ``Autotuner.run`` (Triton 3.6) does then -- its cache key, ``best_config``, the config's
+        keyword arguments added -- with the inner kernel launched by ``_direct_launch``. Returns
+        ``_MISS`` (nothing launched) when Autotuner.run must run itself: no config chosen yet
+        (benchmarking), a config pre-hook, autotuning printouts, clashing keywords."""
+        at = self.kernel
+        if len(at.configs) > 1:
+            names = at.arg_names
+            all_args = {**dict(zip(names, args)), **kwargs}
+            _args = {k: v for (k, v) in all_args.items() if k in names}
+            key = [_args[k] for k in at.keys if k in _args]
+            for arg in _args.values():
+                if hasattr(arg, "dtype"):
+                    key.append(str(arg.dtype))
+            config = at.cache.get(tuple(key))
+            if config is None:
+                return _MISS
+        else:
+            config = at.configs[0]
+        if config.pre_hook is not None or _knobs().autotuning.print:
+            return _MISS
+        ckw = config.all_kwargs()
+        if kwargs:
+            for k in kwargs:
+                if k in ckw:
+                    return _MISS          # Autotuner.run raises: a keyword given twice
+            ckw = {**kwargs, **ckw}
+        inner = self._tuned
+        r = inner._direct_launch(inner._direct, grid, args, ckw)
+        if r is not _MISS:
+            at.best_config = config
+        return r
 
     def _launch_checked(self, grid, args, kwargs):
         # One pass: the first tensor decides the mode (device, compiled/interpreted, fake);
