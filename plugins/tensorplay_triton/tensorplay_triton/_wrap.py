@@ -207,7 +207,7 @@ class TritonKernelWrapper:
         ``Autotuner.run`` (Triton 3.6) does then -- its cache key, ``best_config``, the config's
         keyword arguments added -- with the inner kernel launched by ``_direct_launch``. Returns
         ``_MISS`` (nothing launched) when Autotuner.run must run itself: no config chosen yet
-        (benchmarking), a config pre-hook, autotuning printouts, clashing keywords."""
+        (benchmarking), a config pre-hook, clashing keywords."""
         at = self.kernel
         if len(at.configs) > 1:
             names = at.arg_names
@@ -222,8 +222,9 @@ class TritonKernelWrapper:
                 return _MISS
         else:
             config = at.configs[0]
-        if config.pre_hook is not None or _knobs().autotuning.print:
+        if config.pre_hook is not None:
             return _MISS
+        # (Autotuner.run prints a config only after benchmarking, which never happens here)
         ckw = config.all_kwargs()
         if kwargs:
             for k in kwargs:
