@@ -102,10 +102,11 @@ def rig(monkeypatch):
     monkeypatch.setattr(_wrap, "_FAST", [True])
     compiled = {}
 
-    def launch_checked(self, grid, args, kwargs):
+    def call_cuda(self, grid, args, kwargs, dev):     # Triton's launch of checked arguments
+        assert dev.type == "cuda"
         first.append((grid, args, dict(kwargs)))
         return compiled["kernel"]
-    monkeypatch.setattr(_wrap.TritonKernelWrapper, "_launch_checked", launch_checked)
+    monkeypatch.setattr(_wrap.TritonKernelWrapper, "_call_cuda", call_cuda)
     return types.SimpleNamespace(rec=rec, first=first, compiled=compiled)
 
 

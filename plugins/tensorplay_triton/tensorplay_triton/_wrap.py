@@ -423,8 +423,10 @@ class TritonKernelWrapper:
         features of ``_cupylaunch.int_feature``, scalar types, keyword constexprs and options, the
         knobs Triton folds into its options, the device). The first launch of a key goes through
         Triton (compile, cache, its launcher); later ones launch the same compiled kernel through
-        CuPy (``_cupylaunch``). Returns ``_MISS`` for anything else -- cpu or fake tensors, other
-        argument kinds, hooks set, another current device -- which then takes the checked path.
+        CuPy (``_cupylaunch``). Returns ``_MISS`` (nothing launched) for arguments it does not
+        check itself -- cpu or fake tensors, other argument kinds -- which then take the checked
+        path; checked launches that need Triton's own path (hooks set, another current device,
+        kernels CuPy cannot launch, empty grids) go to ``_call_cuda``.
         """
         dev = None
         vals = None
@@ -474,28 +476,30 @@ class TritonKernelWrapper:
         app(jf.debug)
         app(rt.debug)
         app(_COMP[0].instrumentation_mode)
+        # From here on the arguments are checked: whatever cannot launch through CuPy goes to
+        # _call_cuda, where _launch_checked would have sent it (its checks would pass the same).
         ent = d.get(tuple(feats))
         if ent is None:
             return self._direct_first(d, tuple(feats), grid, args, kwargs, dev)
         if ent.__class__ is not _Direct:
-            return _MISS
-        # what JITFunction.run does on every launch besides launching
+            return self._call_cuda(grid, args, kwargs, dev)
+        # what JITFunction.run does on every launch besides launching: hooks and globals need
+        # Triton's own path (it calls the hooks; it raises naming a changed global)
         if jf.pre_run_hooks:
-            return _MISS
+            return self._call_cuda(grid, args, kwargs, dev)
         h = rt.launch_enter_hook
         if h is not None and (h.__class__ is not _HOOKCHAIN[0] or h.calls):
-            return _MISS
+            return self._call_cuda(grid, args, kwargs, dev)
         h = rt.launch_exit_hook
         if h is not None and (h.__class__ is not _HOOKCHAIN[0] or h.calls):
-            return _MISS
+            return self._call_cuda(grid, args, kwargs, dev)
         ugv = jf.used_global_vals
         if ugv:
             for (name, _), (val, globs) in ugv.items():
                 if globs.get(name, _MISS) != val:
-                    return _MISS              # Triton's run raises naming the global
-        idx = dev.index or 0
-        if _GETDEV[0]() != idx:
-            return _MISS
+                    return self._call_cuda(grid, args, kwargs, dev)
+        if _GETDEV[0]() != (dev.index or 0):
+            return self._call_cuda(grid, args, kwargs, dev)      # it makes the device current
         if grid.__class__ is not tuple and callable(grid):
             grid = grid(ent.meta(args, kwargs))
         n = len(grid)
@@ -504,13 +508,13 @@ class TritonKernelWrapper:
         g2 = grid[2] if n > 2 else 1
         if not (0 < g0 <= 0x7FFFFFFF and 0 < g1 <= 0xFFFF and 0 < g2 <= 0xFFFF):
             # empty grids launch nothing, oversized ones fail: Triton's launcher says how
-            return self._launch_checked((g0, g1, g2), args, kwargs)
+            return self._call_cuda((g0, g1, g2), args, kwargs, dev)
         ent.go(args if vals is None else vals, g0, g1, g2)
         return ent.kernel
 
     def _direct_first(self, d, key, grid, args, kwargs, dev):
         """First launch of a specialisation: through Triton; then record how to launch it again."""
-        r = self._launch_checked(grid, args, kwargs)
+        r = self._call_cuda(grid, args, kwargs, dev)
         if _GETDEV[0] is None:
             _GETDEV[0] = _cupy().cuda.runtime.getDevice
         if len(d) < _MAX_DIRECT and key not in d:
