@@ -99,7 +99,7 @@ _SCALARS = {
     "u1": ("I" if _LITTLE else "B1", ("u8", "s8", "b8")),
 }
 _PTR_PTX = ("u64", "b64")
-_ENTRY = re.compile(r"\.entry\s+([\w$]+)\s*\(([^)]*)\)", re.S)
+_ENTRY = re.compile(r"\.entry\s+([\w$]+)\s*\(([^)]*)\)", re.DOTALL)
 _PARAM = re.compile(r"\.param\s+\.(\w+)")
 
 

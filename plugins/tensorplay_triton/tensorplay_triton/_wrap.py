@@ -25,9 +25,11 @@ from tensorplay._backend import _CONTIG_CACHE
 from tensorplay._backend import contiguous_strides_cached as _contig_strides
 from tensorplay._tensor import Tensor
 
+from . import (
+    _WRAPPERS as _CACHE,  # id(kernel) or (id(kernel), strided) -> (kernel, wrapper)
+)
 from . import _adapters, _cupylaunch, _driver, _interp
 from ._cupylaunch import Direct as _Direct
-from . import _WRAPPERS as _CACHE   # id(kernel) or (id(kernel), strided) -> (kernel, wrapper)
 
 __all__ = ["TritonKernelWrapper", "TritonLaunchError", "wrap_triton"]
 
