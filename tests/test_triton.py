@@ -636,8 +636,8 @@ def test_compiled_grids_offsets_and_dtypes():
 
 
 @compiled_only
-@pytest.mark.parametrize("fast", [True, False], ids=["direct-launch", "JITFunction.run"])
-def test_compiled_launches_on_cupys_current_stream(fast):
+@pytest.mark.parametrize("path", ["cupy", "direct-launch", "JITFunction.run"])
+def test_compiled_launches_on_cupys_current_stream(path):
     _need_cuda()
     cp = _cupy()
     from tensorplay_triton import _wrap
@@ -654,8 +654,9 @@ def test_compiled_launches_on_cupys_current_stream(fast):
 
     def hook(md):
         seen.append(md.get()["stream"])
-    prev_fast = _wrap._FAST[0]
-    _wrap._FAST[0] = fast
+    prev = _wrap._FAST[0], _wrap._CUPY_LAUNCH[0]
+    _wrap._FAST[0] = path != "JITFunction.run"
+    _wrap._CUPY_LAUNCH[0] = path == "cupy"
     drv.get_current_stream = spy
     try:
         x = tensorplay.randn(1 << 16, device="cuda")
@@ -665,10 +666,24 @@ def test_compiled_launches_on_cupys_current_stream(fast):
         s = cp.cuda.Stream(non_blocking=True)
         x_ready = cp.cuda.get_current_stream().record()
         asked.clear()
-        with s:
-            s.wait_event(x_ready)
-            k[(64,)](x, out, 3.0, 1 << 16, BLOCK=1024, SQUARE=False)
-        assert asked and set(asked) == {s.ptr} and s.ptr != 0, (asked, s.ptr)
+        if path == "cupy":
+            # the CuPy launch asks CuPy for the stream itself: prove where it went by capturing
+            # stream s into a graph -- a launch on another stream would run at once
+            cp.cuda.get_current_stream().synchronize()
+            with s:
+                s.wait_event(x_ready)
+                s.begin_capture()
+                k[(64,)](x, out, 3.0, 1 << 16, BLOCK=1024, SQUARE=False)
+                graph = s.end_capture()
+            s.synchronize()
+            np.testing.assert_allclose(_host(out), _host(x), rtol=1e-6)   # not run yet
+            graph.launch(s)
+            assert type(k._direct[next(iter(k._direct))]).__name__ == "Direct", k._direct
+        else:
+            with s:
+                s.wait_event(x_ready)
+                k[(64,)](x, out, 3.0, 1 << 16, BLOCK=1024, SQUARE=False)
+            assert asked and set(asked) == {s.ptr} and s.ptr != 0, (asked, s.ptr)
         s.synchronize()
         np.testing.assert_allclose(_host(out), 3 * _host(x), rtol=1e-6)
         chain.add(hook)                    # a launch hook set: Triton's own path reports the stream
@@ -678,9 +693,65 @@ def test_compiled_launches_on_cupys_current_stream(fast):
     finally:
         chain.remove(hook)
         del drv.get_current_stream
-        _wrap._FAST[0] = prev_fast
+        _wrap._FAST[0], _wrap._CUPY_LAUNCH[0] = prev
     assert seen == [s.ptr]
     np.testing.assert_allclose(_host(out), 2 * _host(x), rtol=1e-6)
+
+
+@triton.jit
+def mixed_args_kernel(x_ptr, out_ptr, alpha, n, flag, big, BLOCK: tl.constexpr):
+    """out = (x * alpha [+ 1 if flag]) for n + big - big elements: every scalar kind Triton passes."""
+    offs = tl.program_id(0) * BLOCK + tl.program_id(1) * n + tl.arange(0, BLOCK)
+    m = tl.arange(0, BLOCK) + tl.program_id(0) * BLOCK < n + big - big
+    x = tl.load(x_ptr + offs, mask=m).to(tl.float32) * alpha
+    if flag:
+        x = x + 1
+    tl.store(out_ptr + offs, x.to(out_ptr.dtype.element_ty), mask=m)
+
+
+@compiled_only
+def test_compiled_cupy_launch_matches_tritons_launch():
+    """Repeated launches (the second and later ones of a specialisation go through CuPy) give the
+    results Triton's launcher gives: dtypes, offset views (alignment), 2-D and function grids,
+    int/float/bool/i64 scalars, a value of 1 (a constexpr), another stream, an empty grid."""
+    _need_cuda()
+    cp = _cupy()
+    from tensorplay_triton import _wrap
+    w = wrap_triton(mixed_args_kernel)
+    s = cp.cuda.Stream(non_blocking=True)
+    cases = []
+    for dt in (tensorplay.float32, tensorplay.float16):
+        for off in (0, 3):                        # an offset of 3 elements: not 16-byte aligned
+            for flag in (True, False):
+                for n in (1000, 1, 1024):
+                    cases.append((dt, off, flag, n))
+    for dt, off, flag, n in cases:
+        base = tensorplay.randn(2 * n + off, device="cuda").to(dt)
+        x = base[off:]
+        for rep, alpha in enumerate((0.5, -2.0, 3.0)):
+            out = tensorplay.zeros(2 * n + off, device="cuda", dtype=dt)[off:]
+            grid = (lambda m: (triton.cdiv(m["n"], m["BLOCK"]), 2)) if rep == 1 else \
+                (triton.cdiv(n, 256), 2)
+            if rep == 2:
+                with s:
+                    w[grid](x, out, alpha, n, flag, 2**40, BLOCK=256)
+                s.synchronize()
+            else:
+                w[grid](x, out, alpha, n, flag, 2**40, BLOCK=256)
+            want = _host(x).astype(np.float32) * np.float32(alpha) + (1 if flag else 0)
+            # (the kernel may fuse x * alpha + 1 into one FMA: last-bit differences near 0)
+            np.testing.assert_allclose(_host(out).astype(np.float32), want,
+                                       rtol=2e-3 if dt is tensorplay.float16 else 1e-6,
+                                       atol=2e-3 if dt is tensorplay.float16 else 1e-6,
+                                       err_msg=f"{dt} offset {off} flag {flag} n {n} rep {rep}")
+    kinds = {type(e).__name__ for e in w._direct.values()}
+    if _wrap._CUPY_LAUNCH[0] and w._direct is not None:
+        assert kinds == {"Direct"}, w._direct
+    out = tensorplay.zeros(64, device="cuda")
+    x = tensorplay.ones(64, device="cuda")
+    for _ in range(2):
+        w[(0, 2)](x, out, 5.0, 32, False, 0, BLOCK=32)      # empty grid: nothing runs
+    assert float(_host(out).sum()) == 0.0
 
 
 @compiled_only
@@ -712,6 +783,14 @@ def test_compiled_autotune_hooks_reset_to_zero_and_do_bench():
     np.testing.assert_allclose(_host(out), _host(x), rtol=1e-5)
     assert len(accumulate_kernel.configs_timings) == 2
     assert all(t[0] > 0 for t in accumulate_kernel.configs_timings.values())
+    # the tuned config again (the inner kernel's CuPy launch once its specialisation is known)
+    for _ in range(3):
+        wrap_triton(accumulate_kernel)[lambda m: (triton.cdiv(5000, m["BLOCK"]),)](x, out, 5000)
+    np.testing.assert_allclose(_host(out), 4 * _host(x), rtol=1e-5, atol=1e-6)
+    from tensorplay_triton import _wrap
+    inner = wrap_triton(accumulate_kernel.fn)
+    if _wrap._CUPY_LAUNCH[0] and inner._direct is not None:
+        assert [type(e).__name__ for e in inner._direct.values()] == ["Direct"], inner._direct
     _HOOK_CALLS.clear()
     o2 = tensorplay.empty(5000, device="cuda")
     wrap_triton(hooked_copy_kernel)[lambda m: (triton.cdiv(5000, m["BLOCK"]),)](x, o2, 5000)

@@ -114,6 +114,17 @@ def _check_pair(api, x, y):
         raise TypeError(f"{api}: expected floating-point tensors, got {x.dtype}")
 
 
+def _check_out(api, x, y, out):
+    """The argument checks of an out-variant, in order, each with its message."""
+    _check_pair(api, x, y)
+    if out.shape != x.shape or out.dtype != x.dtype:
+        raise ValueError(f"{api}: out must have shape {tuple(x.shape)} and dtype {x.dtype}, "
+                         f"got {tuple(out.shape)} {out.dtype}")
+    if not out.is_contiguous():
+        raise ValueError(f"{api}: out must be contiguous (it is written through its base "
+                         f"pointer); pass a contiguous tensor")
+
+
 def _contig(t):
     return t if t.is_contiguous() else t.contiguous()
 
@@ -163,15 +174,18 @@ if AVAILABLE:
 
         ``out`` must have ``x``'s shape and dtype and be contiguous (Triton gets its base pointer).
         """
-        api = "example::fused_add_mul_relu_out"
-        _check_pair(api, x, y)
-        if out.shape != x.shape or out.dtype != x.dtype:
-            raise ValueError(f"{api}: out must have shape {tuple(x.shape)} and dtype {x.dtype}, "
-                             f"got {tuple(out.shape)} {out.dtype}")
-        if not out.is_contiguous():
-            raise ValueError(f"{api}: out must be contiguous (it is written through its base "
-                             f"pointer); pass a contiguous tensor")
-        _launch_fused(_contig(x), _contig(y), scale, out)
+        shape, dt = x.shape, x.dtype
+        # one combined test on the per-call path; the checks in order (and their messages) only
+        # when it fails
+        if y.shape != shape or out.shape != shape or y.dtype != dt or out.dtype != dt or \
+                not dt.is_floating_point or not out.is_contiguous():
+            _check_out("example::fused_add_mul_relu_out", x, y, out)
+        n = x.numel()
+        if n:
+            _kernels().fused[((n + _BLOCK - 1) // _BLOCK,)](
+                x if x.is_contiguous() else x.contiguous(),
+                y if y.is_contiguous() else y.contiguous(), out, float(scale), n,
+                BLOCK_SIZE=_BLOCK)
 
     # -- softmax_rows ---------------------------------------------------------------------------
 

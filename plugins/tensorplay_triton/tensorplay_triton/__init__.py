@@ -19,8 +19,10 @@
   kernels generated at run time (tensorplay-cuda's fuser): ``wrap_triton`` then interprets them on
   cpu and compiles them on cuda, like any ``@triton.jit`` kernel decorated without the variable.
 * Custom grid-indexable launchers are handed the user's tensors unchanged.
-* A raw ``kernel[grid](...)`` launch on tensorplay tensors is not supported: use ``wrap_triton``
-  (interpreted raw launches raise a ``TypeError`` saying so).
+* A raw ``kernel[grid](...)`` launch on tensorplay tensors is supported on cuda once the driver
+  is installed (``install_driver()``); on cpu tensors use ``wrap_triton``: a compiled kernel launched
+  raw on cpu tensors raises ``TritonLaunchError`` naming the kernel, the device and that fix
+  (``_rawguard``), and interpreted raw launches raise a ``TypeError`` saying so.
 
 Importing this module is cheap: it imports neither triton, numpy nor cupy; they are
 imported on the first ``wrap_triton`` call.
@@ -35,6 +37,8 @@ import os
 
 from tensorplay.plugins import hookimpl
 
+from . import _rawguard
+
 TENSORPLAY_API_VERSION = 1
 
 __all__ = [
@@ -46,6 +50,11 @@ __all__ = [
     "jit",
     "wrap_triton",
 ]
+
+
+# Raw launches Triton cannot make get an error naming the kernel, device and fix (no per-launch
+# cost: Triton's driver factory is wrapped once triton is imported; see _rawguard).
+_rawguard.install()
 
 
 def wrap_triton(kernel, *, strided=()):

@@ -25,8 +25,11 @@ from tensorplay._backend import _CONTIG_CACHE
 from tensorplay._backend import contiguous_strides_cached as _contig_strides
 from tensorplay._tensor import Tensor
 
-from . import _adapters, _driver, _interp
-from . import _WRAPPERS as _CACHE   # id(kernel) or (id(kernel), strided) -> (kernel, wrapper)
+from . import (
+    _WRAPPERS as _CACHE,  # id(kernel) or (id(kernel), strided) -> (kernel, wrapper)
+)
+from . import _adapters, _cupylaunch, _driver, _interp
+from ._cupylaunch import Direct as _Direct
 
 __all__ = ["TritonKernelWrapper", "TritonLaunchError", "wrap_triton"]
 
@@ -104,9 +107,12 @@ class TritonKernelWrapper:
     __slots__ = (
         "__weakref__",
         "_chain",
+        "_direct",
         "_fast",
         "_ki",
         "_run",
+        "_runtime_names",
+        "_tuned",
         "arg_names",
         "interpreted",
         "kernel",
@@ -138,6 +144,17 @@ class TritonKernelWrapper:
         self._run = kernel.run if self._ki else None
         # the direct launch path (see _fast_launch) serves plain compiled @triton.jit kernels
         self._fast = type(kernel) is JITFunction
+        # the CuPy launch path (see _direct_launch): specialisation key -> _cupylaunch.Direct, or
+        # a _cupylaunch.TritonPath (this specialisation launches through Triton's launcher)
+        self._direct = {} if self._fast and _direct_setup() else None
+        # an @triton.autotune kernel over a plain @triton.jit one: its tuned configs launch
+        # through the inner kernel's CuPy launch path (see _tuned_launch)
+        self._tuned = None
+        if type(kernel) is Autotuner and type(getattr(kernel, "fn", None)) is JITFunction and \
+                _direct_setup():
+            self._tuned = wrap_triton(kernel.fn)
+        params = getattr(inner, "params", None) or ()
+        self._runtime_names = frozenset(p.name for p in params if not p.is_constexpr)
         if self.interpreted:
             # Autotuning an interpreted kernel: time it on the host (there is no device to time).
             for k in chain:
@@ -155,7 +172,17 @@ class TritonKernelWrapper:
 
     def __getitem__(self, grid):
         def launch(*args, **kwargs):
-            return self._launch(grid, args, kwargs)
+            # _launch, inlined: one Python frame less per launch
+            d = self._direct
+            if d is not None and _FAST[0] and _CUPY_LAUNCH[0]:
+                r = self._direct_launch(d, grid, args, kwargs)
+                if r is not _MISS:
+                    return r
+            elif self._tuned is not None and _FAST[0] and _CUPY_LAUNCH[0]:
+                r = self._tuned_launch(grid, args, kwargs)
+                if r is not _MISS:
+                    return r
+            return self._launch_checked(grid, args, kwargs)
         return launch
 
     def run(self, *args, grid, warmup=False, **kwargs):
@@ -166,6 +193,53 @@ class TritonKernelWrapper:
 
     # -- the launch path ---------------------------------------------------------------------
     def _launch(self, grid, args, kwargs):
+        d = self._direct
+        if d is not None and _FAST[0] and _CUPY_LAUNCH[0]:
+            r = self._direct_launch(d, grid, args, kwargs)
+            if r is not _MISS:
+                return r
+        elif self._tuned is not None and _FAST[0] and _CUPY_LAUNCH[0]:
+            r = self._tuned_launch(grid, args, kwargs)
+            if r is not _MISS:
+                return r
+        return self._launch_checked(grid, args, kwargs)
+
+    def _tuned_launch(self, grid, args, kwargs):
+        """An autotuned kernel whose config for these arguments is already chosen: what
+        ``Autotuner.run`` (Triton 3.6) does then -- its cache key, ``best_config``, the config's
+        keyword arguments added -- with the inner kernel launched by ``_direct_launch``. Returns
+        ``_MISS`` (nothing launched) when Autotuner.run must run itself: no config chosen yet
+        (benchmarking), a config pre-hook, clashing keywords."""
+        at = self.kernel
+        if len(at.configs) > 1:
+            names = at.arg_names
+            all_args = {**dict(zip(names, args)), **kwargs}
+            _args = {k: v for (k, v) in all_args.items() if k in names}
+            key = [_args[k] for k in at.keys if k in _args]
+            for arg in _args.values():
+                if hasattr(arg, "dtype"):
+                    key.append(str(arg.dtype))
+            config = at.cache.get(tuple(key))
+            if config is None:
+                return _MISS
+        else:
+            config = at.configs[0]
+        if config.pre_hook is not None:
+            return _MISS
+        # (Autotuner.run prints a config only after benchmarking, which never happens here)
+        ckw = config.all_kwargs()
+        if kwargs:
+            for k in kwargs:
+                if k in ckw:
+                    return _MISS          # Autotuner.run raises: a keyword given twice
+            ckw = {**kwargs, **ckw}
+        inner = self._tuned
+        r = inner._direct_launch(inner._direct, grid, args, ckw)
+        if r is not _MISS:
+            at.best_config = config
+        return r
+
+    def _launch_checked(self, grid, args, kwargs):
         # One pass: the first tensor decides the mode (device, compiled/interpreted, fake);
         # every tensor is checked against it and, for Triton's interpreter only, adapted; NumPy
         # scalars become Python scalars. The argument tuple is copied only when something changes.
@@ -343,6 +417,117 @@ class TritonKernelWrapper:
             *vals)
         return kernel
 
+    def _direct_launch(self, d, grid, args, kwargs):
+        """Compiled cuda launches of a plain ``@triton.jit`` kernel, per specialisation.
+
+        One pass over the arguments checks them (as ``_launch_checked`` does) and derives a key
+        that determines Triton's specialisation (tensor dtype and 16-byte alignment, the int
+        features of ``_cupylaunch.int_feature``, scalar types, keyword constexprs and options, the
+        knobs Triton folds into its options, the device). The first launch of a key goes through
+        Triton (compile, cache, its launcher); later ones launch the same compiled kernel through
+        CuPy (``_cupylaunch``). Returns ``_MISS`` (nothing launched) for arguments it does not
+        check itself -- cpu or fake tensors, other argument kinds -- which then take the checked
+        path; checked launches that need Triton's own path (hooks set, another current device,
+        kernels CuPy cannot launch, empty grids) go to ``_call_cuda``.
+        """
+        dev = None
+        vals = None
+        feats = []
+        app = feats.append
+        strided = self.strided
+        for i, a in enumerate(args):
+            c = a.__class__
+            if c is Tensor:
+                if a._data is None or a._capture is not None:
+                    return _MISS
+                if dev is None:
+                    dev = a._device
+                    if dev.type != "cuda":
+                        return _MISS
+                elif a._device is not dev:
+                    return _MISS
+                if a._stride != _CONTIG_CACHE.get(a._shape) and not _is_contig(a) and \
+                        not (strided and self._pname(i) in strided):
+                    return _MISS
+                mp = a._data.data           # CuPy MemoryPointer: what the CuPy launch passes
+                if vals is None:
+                    vals = list(args)
+                vals[i] = mp
+                app(a._dtype)
+                app(not mp.ptr & 15)
+            elif c is int:
+                app(1 if a == 1 else (-0x80000000 <= a <= 0x7FFFFFFF, a >= 0x8000000000000000,
+                                      not a & 15))        # _cupylaunch.int_feature, inlined
+            elif c is float or c is bool or a is None:
+                app(c)
+            else:
+                return _MISS
+        if dev is None:
+            return _MISS
+        if kwargs:
+            rn = self._runtime_names
+            for k, v in kwargs.items():
+                c = v.__class__
+                if k in rn or not (c is int or c is bool or c is float or c is str or v is None):
+                    return _MISS
+            app(tuple(kwargs.items()))
+        jf = self.kernel
+        rt = _RT[0]
+        app(len(args))
+        app(dev.index)
+        app(jf.debug)
+        app(rt.debug)
+        app(_COMP[0].instrumentation_mode)
+        # From here on the arguments are checked: whatever cannot launch through CuPy goes to
+        # _call_cuda, where _launch_checked would have sent it (its checks would pass the same).
+        ent = d.get(tuple(feats))
+        if ent is None:
+            return self._direct_first(d, tuple(feats), grid, args, kwargs, dev)
+        if ent.__class__ is not _Direct:
+            return self._call_cuda(grid, args, kwargs, dev)
+        # what JITFunction.run does on every launch besides launching: hooks and globals need
+        # Triton's own path (it calls the hooks; it raises naming a changed global)
+        if jf.pre_run_hooks:
+            return self._call_cuda(grid, args, kwargs, dev)
+        h = rt.launch_enter_hook
+        if h is not None and (h.__class__ is not _HOOKCHAIN[0] or h.calls):
+            return self._call_cuda(grid, args, kwargs, dev)
+        h = rt.launch_exit_hook
+        if h is not None and (h.__class__ is not _HOOKCHAIN[0] or h.calls):
+            return self._call_cuda(grid, args, kwargs, dev)
+        ugv = jf.used_global_vals
+        if ugv:
+            for (name, _), (val, globs) in ugv.items():
+                if globs.get(name, _MISS) != val:
+                    return self._call_cuda(grid, args, kwargs, dev)
+        if _GETDEV[0]() != (dev.index or 0):
+            return self._call_cuda(grid, args, kwargs, dev)      # it makes the device current
+        if grid.__class__ is not tuple and callable(grid):
+            grid = grid(ent.meta(args, kwargs))
+        n = len(grid)
+        g0 = grid[0]
+        g1 = grid[1] if n > 1 else 1
+        g2 = grid[2] if n > 2 else 1
+        if not (0 < g0 <= 0x7FFFFFFF and 0 < g1 <= 0xFFFF and 0 < g2 <= 0xFFFF):
+            # empty grids launch nothing, oversized ones fail: Triton's launcher says how
+            return self._call_cuda((g0, g1, g2), args, kwargs, dev)
+        ent.go(args if vals is None else vals, g0, g1, g2)
+        return ent.kernel
+
+    def _direct_first(self, d, key, grid, args, kwargs, dev):
+        """First launch of a specialisation: through Triton; then record how to launch it again."""
+        r = self._call_cuda(grid, args, kwargs, dev)
+        if _GETDEV[0] is None:
+            _GETDEV[0] = _cupy().cuda.runtime.getDevice
+        if len(d) < _MAX_DIRECT and key not in d:
+            try:
+                ent = _cupylaunch.make_direct(r, dev.index or 0, self.kernel, len(args), kwargs,
+                                              _LOADER[0])
+            except Exception as e:  # noqa: BLE001 - Triton's launcher keeps working
+                ent = _cupylaunch.TritonPath(f"{type(e).__name__}: {e}")
+            d[key] = ent
+        return r
+
     # -- fake / capture ----------------------------------------------------------------------
     def _no_launch(self, args, kwargs):
         tensors = [a for a in list(args) + list(kwargs.values()) if isinstance(a, Tensor)]
@@ -385,6 +570,17 @@ class TritonKernelWrapper:
 
 _DCFG = [None]
 _FAST = [os.environ.get("TENSORPLAY_TRITON_FASTPATH", "1") != "0"]
+# The CuPy launch of compiled specialisations (_direct_launch): on for the Triton releases whose
+# launch convention was checked on a GPU (_cupylaunch.TESTED_VERSIONS);
+# TENSORPLAY_TRITON_CUPY_LAUNCH=0 keeps every launch on Triton's launcher.
+_CUPY_LAUNCH = [os.environ.get("TENSORPLAY_TRITON_CUPY_LAUNCH", "1") != "0"]
+_MISS = object()                     # _direct_launch: take the checked path
+_MAX_DIRECT = 256                    # specialisations remembered per kernel
+_RT = [None]                         # triton.knobs.runtime / .compilation, set by _direct_setup
+_COMP = [None]
+_HOOKCHAIN = [None]
+_GETDEV = [None]                     # cupy.cuda.runtime.getDevice, set by the first cuda launch
+_LOADER = [_cupylaunch.cupy_load]    # loads a cubin for the CuPy launch (tests put a recorder here)
 _TRITON = {}
 
 
@@ -405,6 +601,19 @@ def _knobs():
         _FPSAN[0] = hasattr(k.compilation, "fpsan_homomorphic_casts")
         _LAUNCH_DIRECT[0] = triton.__version__ in _DIRECT_LAUNCH_VERSIONS
     return k
+
+
+def _direct_setup() -> bool:
+    """Whether this Triton release gets the CuPy launch path; caches the knobs it reads."""
+    if _RT[0] is None:
+        import triton
+        k = _knobs()
+        if not triton.__version__.startswith(_cupylaunch.TESTED_VERSIONS):
+            return False
+        _HOOKCHAIN[0] = getattr(k, "HookChain", None) or type(k.runtime.launch_enter_hook)
+        _COMP[0] = k.compilation
+        _RT[0] = k.runtime
+    return True
 
 
 def _cache_key():
