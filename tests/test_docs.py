@@ -35,6 +35,28 @@ def test_guide_snippets_run(guide, cpu, tmp_path):
     assert p.returncode == 0 and "GUIDE-OK" in p.stdout, p.stdout + p.stderr
 
 
+def test_triton_guide_runs_without_the_interpreter_variable_and_its_kernels_compile_on_cuda(
+        cpu, tmp_path):
+    """The rule the guide teaches: the tensors' device picks interpreter or compiled per launch,
+    with no environment variable. Its snippets run on cpu with ``TRITON_INTERPRET`` unset, and its
+    kernel stays a ``JITFunction`` (a kernel decorated under ``TRITON_INTERPRET=1`` is an
+    ``InterpretedFunction``, which would be interpreted on cuda tensors too)."""
+    if importlib.util.find_spec("triton") is None or \
+            importlib.util.find_spec("tensorplay_triton") is None:
+        pytest.skip("triton and tensorplay-triton are not installed")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    code = _code(GUIDES / "triton.md") + (
+        "from triton.runtime.jit import JITFunction\n"
+        "assert type(add_kernel) is JITFunction, type(add_kernel)\n"
+        "print('COMPILABLE')\n")
+    script = tmp_path / "triton_guide.py"   # a file, as users write it (triton.jit reads source)
+    script.write_text(code)
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                       timeout=300, cwd=tmp_path, env=env, check=False)
+    assert p.returncode == 0 and "GUIDE-OK" in p.stdout and "COMPILABLE" in p.stdout, \
+        p.stdout + p.stderr
+
+
 def test_docstrings_cite_no_internal_documents():
     """Docstrings are the API reference: they state the rule, never an internal document."""
     import ast

@@ -47,7 +47,7 @@ hookimpl = pluggy.HookimplMarker("tensorplay")
 
 OPS = ("weighted_sum", "rms_norm", "gelu", "softmax_cross_entropy", "add_relu_")
 
-# Submodules other kernels live in; imported when present (issue 6: CuPy, issue 7: Triton).
+# Submodules other kernels live in (CuPy kernels, Triton kernels); imported when present.
 _OPTIONAL = ("cuda_ops", "triton_ops")
 
 # optional module name -> the exception its import raised (kept so it can be shown and re-raised)
