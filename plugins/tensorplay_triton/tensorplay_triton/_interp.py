@@ -34,6 +34,9 @@ A process therefore had to decide once, before importing triton. Here the decisi
   - ``triton.language.extra.libdevice`` functions (``rsqrt``, ``tanh``, ``exp2``, ``pow``, ...) are
     evaluated with NumPy (Triton's interpreter returns ``None`` for them: Triton issue 8825); a
     libdevice function without a NumPy equivalent raises ``NotImplementedError`` naming it.
+  - bfloat16 operands (stored by the interpreter as their 16-bit patterns, on which NumPy's
+    arithmetic, comparisons, math functions, dots and reductions would silently compute) are
+    computed in float32 and rounded back to bfloat16, as the GPU evaluates them.
 
 Interpreted launches are serialised by a lock: Triton's interpreter patches the global
 ``triton.language`` module while a kernel runs, so two interpreted kernels cannot run at once.
@@ -247,6 +250,7 @@ def launch(call, chain=()):
             p.set(interp, "_implicit_cvt", _scalar_cvt(interp._implicit_cvt))
             p.set(interp, "_patch_lang_tensor", _patch_tensor_fn(interp._patch_lang_tensor))
             _patch_libdevice(p)
+            _patch_bf16(p)
             for k in chain[:-1] if len(chain) > 1 else ():
                 if hasattr(k, "configs") and isinstance(getattr(k, "cache", None), dict):
                     # autotune on the host clock, into a cache of its own: Triton keys the choice
@@ -414,3 +418,155 @@ def _patch_libdevice(p: _Patches):
             e = _LD_SWAP[id(mod)] = (mod, orig, repl)
         mod.__dict__.update(e[2])
         p.undo(mod.__dict__.update, e[1])
+
+
+# -- bfloat16 under the interpreter ------------------------------------------------------------
+# Triton's interpreter stores bfloat16 as its uint16 bit pattern and runs NumPy's arithmetic,
+# comparisons, math functions, dots and reductions on that pattern (its documented limitation),
+# which gives silently wrong values where the compiled kernel is right. Inside the scope, these
+# builder operations compute bfloat16 operands in float32 and round the result back (RTNE, as
+# ml_dtypes does), the way the GPU evaluates bfloat16; loads, stores, selects and casts already
+# work on the bits and are left alone.
+
+_BF: list = []
+
+
+def _bf16():
+    """``(tl.bfloat16, numpy bfloat16 dtype)``, or ``None`` without ml_dtypes."""
+    if not _BF:
+        try:
+            import ml_dtypes
+            _BF.append((_T["tl"].bfloat16, np.dtype(ml_dtypes.bfloat16)))
+        except ImportError:
+            _BF.append(None)
+    return _BF[0]
+
+
+def _up(data, bf):
+    return data.view(bf).astype(np.float32)
+
+
+def _down(data, bf):
+    return np.asarray(data, dtype=np.float32).astype(bf).view(np.uint16)
+
+
+def _patch_bf16(p: _Patches):
+    e = _bf16()
+    if e is None:
+        return
+    tbf, bf = e
+    interp = _T["interp"]
+    B = interp.InterpreterBuilder
+    TH = interp.TensorHandle
+
+    def back(out, like):
+        """A handle of ``out`` computed in float32 for bf16 operands: floats rounded to bf16, other
+        results (comparisons) kept as the original builder keeps them."""
+        if out.dtype.kind == "f":
+            return TH(_down(out, bf), tbf)
+        return TH(out if out.dtype.itemsize <= 2 else out.astype(np.uint16), like)
+
+    orig_binary = B.binary_op
+
+    def binary_op(self, lhs, rhs, op):
+        if lhs.dtype.scalar != tbf or rhs.dtype.scalar != tbf:
+            return orig_binary(self, lhs, rhs, op)
+        with np.errstate(all="ignore"):
+            out = op(_up(lhs.data, bf), _up(rhs.data, bf))
+        return back(np.asarray(out), lhs.dtype.scalar)
+
+    orig_unary = B.unary_op
+
+    def unary_op(self, arg, op):
+        if arg.dtype.scalar != tbf:
+            return orig_unary(self, arg, op)
+        with np.errstate(all="ignore"):
+            return back(np.asarray(op(_up(arg.data, bf))), tbf)
+
+    orig_ternary = B.ternary_op
+
+    def ternary_op(self, lhs, rhs, other, op):
+        # np.where selects bits (exact); np.clip compares values
+        if op is np.where or other.dtype.scalar != tbf:
+            return orig_ternary(self, lhs, rhs, other, op)
+        return back(np.asarray(op(_up(lhs.data, bf), _up(rhs.data, bf), _up(other.data, bf))), tbf)
+
+    orig_fma = B.create_fma
+
+    def create_fma(self, x, y, z):
+        if z.dtype.scalar != tbf:
+            return orig_fma(self, x, y, z)
+        out = np.multiply(_up(x.data, bf), _up(y.data, bf), dtype=np.float64) + _up(z.data, bf)
+        return TH(_down(out, bf), tbf)
+
+    orig_dot = B.create_dot
+
+    def create_dot(self, a, b, d, *rest):
+        if a.dtype.scalar != tbf and b.dtype.scalar != tbf:
+            return orig_dot(self, a, b, d, *rest)
+        ad = _up(a.data, bf) if a.dtype.scalar == tbf else a.data
+        bd = _up(b.data, bf) if b.dtype.scalar == tbf else b.data
+        if d.dtype.scalar == tbf:
+            return TH(_down(np.matmul(ad, bd, dtype=np.float32) + _up(d.data, bf), bf), tbf)
+        return TH(np.matmul(ad, bd, dtype=d.data.dtype) + d.data, d.dtype.scalar)
+
+    def one_arg(name, fn):
+        orig = getattr(B, name, None)
+        if orig is None:
+            return
+
+        def f(self, arg):
+            if arg.dtype.scalar != tbf:
+                return orig(self, arg)
+            with np.errstate(all="ignore"):
+                return TH(_down(fn(_up(arg.data, bf)), bf), tbf)
+        p.set(B, name, f)
+
+    orig_cast = B.cast_impl
+    f32 = _T["tl"].float32
+
+    def cast_impl(self, src, dst_type):
+        # bf16 <-> fp32 is exact in Triton's own code; the other casts used the bit pattern
+        s, d = src.dtype.scalar, dst_type.scalar
+        if s == tbf and d != tbf and d != f32:
+            return TH(_up(src.data, bf).astype(interp._get_np_dtype(dst_type)), d)
+        if d == tbf and s != tbf and s != f32:
+            return TH(_down(src.data.astype(np.float32), bf), tbf)
+        return orig_cast(self, src, dst_type)
+
+    p.set(B, "cast_impl", cast_impl)
+    if not hasattr(B, "get_bf16"):   # Triton 3.6: a bf16 constant (``x * 2.0``) had no builder
+        p.set(B, "get_bf16", lambda self, value: TH(_down(np.array([value], np.float32), bf), tbf))
+    p.set(B, "binary_op", binary_op)
+    p.set(B, "unary_op", unary_op)
+    p.set(B, "ternary_op", ternary_op)
+    p.set(B, "create_fma", create_fma)
+    p.set(B, "create_dot", create_dot)
+    one_arg("create_rsqrt", lambda x: 1 / np.sqrt(x))
+    one_arg("create_erf", _erf)
+
+    R = getattr(interp, "ReduceOps", None)
+    if R is not None:
+        orig_sum, orig_mm = R.sum, R.min_max
+
+        def rsum(self, input):
+            if input.dtype != tbf:
+                return orig_sum(self, input)
+            s = np.sum(_up(input.handle.data, bf), axis=self.axis, keepdims=self.keep_dims)
+            return self.to_tensor(_down(s, bf) if np.ndim(s) else _down(np.asarray(s), bf)[()], input.dtype)
+
+        def min_max(self, input, val_reduce_op, idx_reduce_op=None):
+            x = input[0] if isinstance(input, tuple) else input
+            if x.dtype != tbf:
+                return orig_mm(self, input, val_reduce_op, idx_reduce_op)
+            xf = _up(x.handle.data, bf)
+            val = idx = None
+            if val_reduce_op:
+                val = self.to_tensor(_down(np.asarray(val_reduce_op(xf, axis=self.axis, keepdims=self.keep_dims)), bf), x.dtype)
+            if idx_reduce_op:
+                idx = self.to_tensor(idx_reduce_op(xf, axis=self.axis, keepdims=self.keep_dims), _T["tl"].int32)
+            if val is not None and idx is not None:
+                return val, idx
+            return val if val is not None else idx
+        p.set(R, "sum", rsum)
+        p.set(R, "min_max", min_max)
