@@ -450,10 +450,13 @@ def _down(data, bf):
     return np.asarray(data, dtype=np.float32).astype(bf).view(np.uint16)
 
 
-def _patch_bf16(p: _Patches):
+def _build_bf16() -> list:
+    """The ``(object, name, replacement)`` patches for bfloat16 (built once: the replacements close
+    over the original methods)."""
+    sets: list = []
     e = _bf16()
     if e is None:
-        return
+        return sets
     tbf, bf = e
     interp = _T["interp"]
     B = interp.InterpreterBuilder
@@ -520,7 +523,7 @@ def _patch_bf16(p: _Patches):
                 return orig(self, arg)
             with np.errstate(all="ignore"):
                 return TH(_down(fn(_up(arg.data, bf)), bf), tbf)
-        p.set(B, name, f)
+        sets.append((B, name, f))
 
     orig_cast = B.cast_impl
     f32 = _T["tl"].float32
@@ -534,14 +537,14 @@ def _patch_bf16(p: _Patches):
             return TH(_down(src.data.astype(np.float32), bf), tbf)
         return orig_cast(self, src, dst_type)
 
-    p.set(B, "cast_impl", cast_impl)
+    sets.append((B, "cast_impl", cast_impl))
     if not hasattr(B, "get_bf16"):   # Triton 3.6: a bf16 constant (``x * 2.0``) had no builder
-        p.set(B, "get_bf16", lambda self, value: TH(_down(np.array([value], np.float32), bf), tbf))
-    p.set(B, "binary_op", binary_op)
-    p.set(B, "unary_op", unary_op)
-    p.set(B, "ternary_op", ternary_op)
-    p.set(B, "create_fma", create_fma)
-    p.set(B, "create_dot", create_dot)
+        sets.append((B, "get_bf16", lambda self, value: TH(_down(np.array([value], np.float32), bf), tbf)))
+    sets.append((B, "binary_op", binary_op))
+    sets.append((B, "unary_op", unary_op))
+    sets.append((B, "ternary_op", ternary_op))
+    sets.append((B, "create_fma", create_fma))
+    sets.append((B, "create_dot", create_dot))
     one_arg("create_rsqrt", lambda x: 1 / np.sqrt(x))
     one_arg("create_erf", _erf)
 
@@ -568,5 +571,17 @@ def _patch_bf16(p: _Patches):
             if val is not None and idx is not None:
                 return val, idx
             return val if val is not None else idx
-        p.set(R, "sum", rsum)
-        p.set(R, "min_max", min_max)
+        sets.append((R, "sum", rsum))
+        sets.append((R, "min_max", min_max))
+    return sets
+
+
+_BF16_SETS: list = []
+
+
+def _patch_bf16(p: _Patches):
+    """Install the bfloat16 patches for the scope (built on the first interpreted launch)."""
+    if not _BF16_SETS:
+        _BF16_SETS.append(_build_bf16())
+    for obj, name, fn in _BF16_SETS[0]:
+        p.set(obj, name, fn)
