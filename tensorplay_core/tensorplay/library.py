@@ -88,7 +88,7 @@ def _new_op(qualname, schema, mutates, keys, tags, module, where, api, *, is_tri
     or ``"triton_op"``) over a ``custom_op`` from the same module replaces it with ``version + 1``
     (edit-and-rerun in a notebook; compiled graphs check versions).
     """
-    with _registry._lock:
+    with _registry.transaction():
         old = _registry.registered(qualname)
         version = 0
         if old is not None:
@@ -399,7 +399,7 @@ def define(qualname: str, schema: str | None = None, *, lib: Library | None = No
     _check_lib(lib, api, sch.namespace, defining=True)
     tags = _tags(tags, api)
     module, where = _site(None)
-    with _registry._lock:
+    with _registry.transaction():
         op = _new_op(sch.qualname, sch, sch.mutated_args, (), tags, module, where, api,
                      defined_by="define" if lib is None else f"Library({lib.ns!r}, {lib.kind!r})")
     if lib is not None:
@@ -612,7 +612,7 @@ class Library:
         self._where = _site(None)[1]
         self._closed = False
         if kind == "DEF":
-            with _registry._lock:
+            with _registry.transaction():
                 other = Library._live_defs.get(ns)
                 if other is not None:
                     raise AlreadyDefinedError(
@@ -690,7 +690,7 @@ class Library:
 
     def _destroy(self) -> None:
         """Undo every registration made through this library, newest first (idempotent)."""
-        with _registry._lock:
+        with _registry.transaction():
             if self._closed:
                 return
             self._closed = True

@@ -43,7 +43,8 @@ def register_kernel_eps(rec: PluginRecord, eps) -> None:
                                               f"{ep.name!r}")
         handle = []
         wrapper = _lazy_kernel(op, key, ep.name, ep.value, rec, handle)
-        handle.append(op._add_kernel(key, wrapper, rec.dist, rec.priority, source=ep.value))
+        handle.append(_registry.add_kernel(op, key, wrapper, rec.dist, rec.priority,
+                                          source=ep.value))
         rec.kernel_eps.append((qual, key, ep.value))
         _trace("kernel entry point %s = %s of %s registered (imported on first call)",
                ep.name, ep.value, rec.label)

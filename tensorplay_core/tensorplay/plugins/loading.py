@@ -295,7 +295,7 @@ def _adopt(rec: PluginRecord) -> None:
     def mine(m) -> bool:
         return isinstance(m, str) and (m == modname or m.startswith(modname + "."))
 
-    with _registry._lock:
+    with _registry.transaction():
         for op in _registry.all_ops():
             if op.is_builtin or op.owner is not None or not mine(op.source):
                 continue
