@@ -7,12 +7,11 @@ the real kernel). Registering them is part of the plugin's atomic load (``loadin
 
 from __future__ import annotations
 
-import importlib
 import time
 
 from .. import _registry
 from ..errors import DispatchError, PluginError
-from .discovery import KERNEL_GROUP, _trace
+from .discovery import KERNEL_GROUP, _trace, resolve
 from .state import PluginRecord
 
 
@@ -68,12 +67,9 @@ def _lazy_kernel(op, key: str, ep_name: str, target: str, rec: PluginRecord, han
 
 
 def _import_lazy(op, key, ep_name, target, rec, handle):
-    mod_name, _, attr = target.partition(":")
     t0 = time.perf_counter()
     try:
-        fn = importlib.import_module(mod_name)
-        for part in attr.split("."):
-            fn = getattr(fn, part)
+        fn = resolve(target)
         _registry.check_binds(op, fn, "kernel", f"entry point {ep_name!r}")
     except Exception as e:
         _trace("lazy kernel %s = %s of %s failed: %s", ep_name, target, rec.label, e)
