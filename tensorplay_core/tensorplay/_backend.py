@@ -502,7 +502,3 @@ def _bind_custom_kernels(backend):
 
 
 _devices.on_load.append(_bind_custom_kernels)
-
-
-def loaded_backends() -> dict:
-    return dict(_LOADED)

@@ -970,7 +970,7 @@ def rebuild_ops_with(key: str) -> None:
                 op._rebuild()
 
 
-def register_op(op: CustomOpDef, *, replace_ok_from=None) -> CustomOpDef:
+def register_op(op: CustomOpDef) -> CustomOpDef:
     """Insert ``op`` into the registry under ``op.name`` (the path of ``custom_op``/``define``).
 
     An op already registered under that name is remembered in ``op._previous``, so that
