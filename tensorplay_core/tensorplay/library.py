@@ -24,7 +24,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Callable, ParamSpec, TypeVar, overload
 
 from . import _dispatch, _registry
-from ._registry import CustomOpDef, RegistrationHandle, normalize_device_types
+from ._registry import (CustomOpDef, Kernel, KernelHandle, RegistrationHandle,
+                        normalize_device_types)
 from ._schema import (FunctionSchema, check_schema_matches_mutates, infer_schema,
                       normalize_mutates_args, schema_from_function)
 from .errors import AlreadyDefinedError, SchemaError
@@ -40,7 +41,7 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = ["custom_op", "triton_op", "wrap_triton", "CustomOpDef", "Library", "define", "impl",
            "register_kernel", "register_fake", "register_autograd", "get_kernel", "infer_schema",
-           "opcheck", "fallthrough_kernel"]
+           "opcheck", "fallthrough_kernel", "Kernel", "KernelHandle", "RegistrationHandle"]
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_]*")
 
