@@ -366,9 +366,11 @@ class TestRegisterKernel:
         def real(x):
             return x + 7
 
+        # private: the low-level push the plugin platform uses (no owner/priority in public)
         h = op._add_kernel("cpu", stand_in, "some-plugin", 0)
         h.replace(real)             # what the plugin manager does once it imported the kernel
-        assert op.kernel_stack("cpu") == (Kernel(real, "some-plugin", 0, f"{real.__module__}:{real.__qualname__}"),)
+        src = f"{real.__module__}:{real.__qualname__}"   # Kernel.source: "module:qualname"
+        assert op.kernel_stack("cpu") == (Kernel(real, "some-plugin", 0, src),)
         assert op(tp.zeros(1)).tolist() == [7.0]
         h.destroy()                 # rolling the plugin back removes the real kernel too
         assert op.kernels == {}
@@ -921,7 +923,7 @@ class TestLibrary:
         # tests/test_reserved_namespace.py); the core's own stacking still restores the formula
         with pytest.raises(ValueError, match=r"'tp::add' is a built-in operator"):
             lib.register_autograd(add, lambda ctx, g: (g, g))
-        h = add._set_autograd(lambda ctx, g: (g, g), None)
+        h = add._set_autograd(lambda ctx, g: (g, g), None)   # private: the core's own push
         assert add.backward_fn is not before
         h.destroy()
         assert add.backward_fn is before

@@ -1,5 +1,9 @@
 """The op record (``CustomOpDef``): a declared record with typed kernel stacks, registration
-handles that undo exactly their own entry, and a public read API for tools."""
+handles that undo exactly their own entry, and a public read API for tools.
+
+The low-level pushes ``op._add_kernel`` / ``_set_fake`` / ``_set_autograd`` used below are the
+registry's own units (the public ``register_*`` APIs take no owner or priority: those come from
+the plugin platform's ``registering_as``), tested here on purpose."""
 
 from __future__ import annotations
 

@@ -176,7 +176,7 @@ def test_rebuild_never_empties_the_live_table():
             op.register_fake(lambda x: x.new_empty(x.shape))
         with op.set_kernel_enabled("sim", False):
             pass
-        h = op._add_kernel("cpu", lambda x: x + 2)
+        h = op._add_kernel("cpu", lambda x: x + 2)   # private: the low-level push, raced
         h.destroy()
         assert states and all(states)
         assert op(tp.zeros(1)).tolist() == [1.0]
