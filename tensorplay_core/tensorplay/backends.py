@@ -13,6 +13,8 @@ must define and which are optional (with the default the core assumes). Subclass
 * ``get(device_type)``: the backend of a device type, loaded on first use (the explicit lookup
   at the top of the package, as tinygrad's ``Device[...]``);
 * ``loaded()``: the backends loaded so far;
+* ``Storage``: what a tensor and its views share (root array, byte size, version counter,
+  backend); a backend's ``root_storage`` is a subclass of it;
 * ``register(backend)``: make ``backend`` the backend of its device type without a plugin (a
   test backend: ``tensorplay.testing.backend.MockBackend``); undone by the returned handle;
 * ``missing_members(obj)``: the required and optional members ``obj`` lacks;
@@ -36,7 +38,7 @@ from __future__ import annotations
 import threading
 
 from . import _devices, plugins
-from ._backend import OPTIONAL, REQUIRED, ArrayBackend, Backend, missing_members
+from ._backend import OPTIONAL, REQUIRED, ArrayBackend, Backend, Storage, missing_members
 from ._device import Device
 from ._fusion import ElementwiseExpr, Step, generic_fuser
 from ._registry import RegistrationHandle
@@ -49,6 +51,7 @@ __all__ = [
     "Backend",
     "ElementwiseExpr",
     "Step",
+    "Storage",
     "generic_fuser",
     "get",
     "loaded",

@@ -30,11 +30,11 @@ from __future__ import annotations
 import contextlib
 import threading
 
-# the per-call helpers of the core's array backend (no public spelling: they are the inline
+# the per-call caches of the core's array backend (no public spelling: they are the inline
 # result-building path the adapters share with the core)
 from tensorplay import device as Device
-from tensorplay._backend import _CONTIG_CACHE, _TENSOR_CLS, Storage, contiguous_strides_cached
-from tensorplay.backends import ArrayBackend
+from tensorplay._backend import _CONTIG_CACHE, _TENSOR_CLS, contiguous_strides_cached
+from tensorplay.backends import ArrayBackend, Storage
 from tensorplay._kernels import lowp
 from tensorplay.errors import DeviceUnavailableError, DispatchError
 
