@@ -12,16 +12,14 @@ import pytest
 import tensorplay as tp
 from tensorplay import Tensor, library
 from tensorplay.autograd import gradcheck
+from tensorplay.testing import drop_ops
 
 F64 = tp.float64
 _count = itertools.count()
 
 
 def _drop_namespace(prefix: str) -> None:
-    from tensorplay import _registry   # ops defined by custom_op have no Library to close
-    while left := [op for op in _registry.all_ops() if op.namespace == prefix]:
-        for op in left:     # a redefinition gives back the one it replaced
-            _registry.unregister_op(op)
+    drop_ops(prefix)   # ops defined by custom_op have no Library to close
 
 
 @pytest.fixture

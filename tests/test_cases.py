@@ -16,18 +16,22 @@ import pytest
 
 import tensorplay as tp
 import tensorplay.library as lib
-from tensorplay import _registry
 from tensorplay.errors import DispatchError, SchemaError
+from tensorplay.testing import drop_ops
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _op(qualname):
+    """The op registered as ``qualname``, through the public ``tensorplay.ops``; None if none."""
+    ns, _, name = qualname.partition("::")
+    return getattr(getattr(tp.ops, ns), name, None)
 
 
 @pytest.fixture(autouse=True)
 def _clean_registry():
     yield
-    while left := [op for op in _registry.all_ops() if op.name.startswith("cases_")]:
-        for op in left:     # a redefinition gives back the one it replaced
-            _registry.unregister_op(op)
+    drop_ops("cases_", prefix=True)
 
 
 # ------------------------------------------------------------------------------------------- C01
@@ -49,7 +53,7 @@ def test_c01_any_other_bare_string_is_refused(bad):
     with pytest.raises(ValueError, match=r"^custom_op\('cases_t1::g'\): mutates_args must be a "
                                          r"collection of parameter names or 'unknown'"):
         lib.custom_op("cases_t1::g", f, mutates_args=bad)
-    assert _registry.registered("cases_t1::g") is None
+    assert _op("cases_t1::g") is None
 
 
 def test_c01_unknown_covers_optional_and_list_tensors_only():
@@ -99,7 +103,7 @@ def test_c04_tuple_of_ints_suggests_list_of_int():
         lib.infer_schema(f, mutates_args=())
     with pytest.raises(ValueError, match=r"^custom_op\('cases_t4::f'\): parameter 'size'.*list\[int\]"):
         lib.custom_op("cases_t4::f", f, mutates_args=())
-    assert _registry.registered("cases_t4::f") is None
+    assert _op("cases_t4::f") is None
 
 
 def test_c04_tuple_with_optional_tensor_suggests_list_of_optional():
@@ -156,7 +160,7 @@ def test_c06_device_kernel_without_tensors_or_device_parameter_is_refused():
     with pytest.raises(ValueError, match=r"^custom_op\('cases_t6::nodev'\): a kernel for device "
                                          r"'cpu' cannot be reached.*'device' parameter"):
         lib.custom_op("cases_t6::nodev", nodev, mutates_args=(), device_types="cpu")
-    assert _registry.registered("cases_t6::nodev") is None
+    assert _op("cases_t6::nodev") is None
     # the same fault through register_kernel later
     op = lib.custom_op("cases_t6::nodev", nodev, mutates_args=())
     with pytest.raises(ValueError, match=r"^register_kernel\('cases_t6::nodev'\): a kernel for "
@@ -219,7 +223,7 @@ def test_c10_custom_op_body_that_cannot_take_given_schema_leaves_no_op():
 
     with pytest.raises(ValueError, match=r"cannot take parameter 'n'"):
         lib.custom_op("cases_t10::g", body, mutates_args=(), schema="(Tensor x, SymInt n) -> Tensor")
-    assert _registry.registered("cases_t10::g") is None
+    assert _op("cases_t10::g") is None
 
 
 # ------------------------------------------------------------------------------------------- C12
@@ -242,7 +246,7 @@ def test_c12_triton_op_decorator_and_schema_must_agree_with_mutates_args():
         @lib.triton_op("cases_t12::g", mutates_args=("x",), schema="(Tensor x) -> Tensor")
         def g(x):
             return x
-    assert _registry.registered("cases_t12::g") is None
+    assert _op("cases_t12::g") is None
 
     @lib.triton_op("cases_t12::g", mutates_args=("x",), schema="(Tensor(a!) x) -> ()")
     def g2(x):

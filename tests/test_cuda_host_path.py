@@ -23,6 +23,8 @@ except ImportError as e:     # the plugin is a separate distribution
 cupy = pytest.importorskip("cupy", reason="CuPy is not installed (tensorplay-cuda[cuda13] or "
                                           "[cuda12] installs it)")
 
+# private on purpose: these check the cuda plugin's inlined copies of the core's private
+# constructors (Storage, Tensor fields) and generated adapters, field by field
 from tensorplay._backend import Storage  # noqa: E402
 from tensorplay._ops import _define  # noqa: E402
 from tensorplay._tensor import FRESH_FIELDS, Tensor  # noqa: E402
@@ -252,6 +254,7 @@ def test_fresh_fields_are_what_init_real_sets():
 
 
 def test_from_cupy_makes_the_tensor_wrap_makes(monkeypatch):
+    # private: a simulated two-GPU backend put in place without the loader's on_load binding
     from tensorplay import _backend as core_backend
     be = _backend(2)
     monkeypatch.setitem(core_backend._LOADED, "cuda", be)
@@ -290,7 +293,7 @@ def test_only_row_major_operands_of_one_layout_get_the_inline_result(monkeypatch
 def _two_fake_gpus(monkeypatch):
     """A backend seeing two GPUs, CuPy's current device and ``cupy.cuda.Device`` switches
     simulated: returns ``(backend, current, switches)``."""
-    from tensorplay import _backend as core_backend
+    from tensorplay import _backend as core_backend   # private: as above
     be = _backend(2)
     current, switches = [0], []
 

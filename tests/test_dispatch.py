@@ -17,10 +17,11 @@ import pytest
 
 import tensorplay as tp
 import tensorplay.library as lib
-from tensorplay import _dispatch, _registry
+from tensorplay import _dispatch   # resolve_key's private unit tests (see below)
 from tensorplay import Tensor
 from tensorplay.errors import DispatchError
 from tensorplay.fake import FakeTensorMode, make_fake
+from tensorplay.testing import drop_ops
 
 _count = itertools.count()
 
@@ -29,9 +30,7 @@ _count = itertools.count()
 def ns():
     name = f"tdsp{next(_count)}"
     yield name
-    with _registry._lock:
-        for k in [k for k in _registry._OPS if k.partition("::")[0] == name]:
-            del _registry._OPS[k]
+    drop_ops(name)
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -219,6 +219,8 @@ def test_registering_on_the_old_handle_of_a_redefined_op_raises():
 
 
 def test_undoing_a_redefinition_gives_the_old_handle_its_own_kernel_back():
+    # private on purpose: unregister_op is the undo a plugin rollback runs on a redefinition;
+    # no public call undoes a custom_op redefinition alone
     from tensorplay import _registry
     d1 = _define("fix_redef::dup4", 1)
     d2 = _define("fix_redef::dup4", 2)

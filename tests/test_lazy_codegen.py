@@ -51,7 +51,7 @@ def test_stand_ins_put_the_generated_function_in_the_table_and_come_back_after_a
     assert (x - 1.0).tolist() == [0.0, 0.0, 0.0]
     first = op.table["cpu"]
     assert first.__name__ == "adapter"           # the generated adapter, called directly
-    op._rebuild()                                # a registration change rebuilds the table
+    op._rebuild()   # private on purpose: a registration change rebuilds the table (any change)
     assert op.table["cpu"].__name__ == "lazy_adapter"
     assert (x - 2.0).tolist() == [-1.0, -1.0, -1.0]
     assert op.table["cpu"] is first              # back on the first call, not generated again

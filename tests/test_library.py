@@ -17,24 +17,23 @@ from hypothesis import strategies as st
 
 import tensorplay as tp
 import tensorplay.library as lib
-from tensorplay import _registry
-from tensorplay._registry import Kernel
-from tensorplay._registry import _source_of as _src
-from tensorplay._schema import FunctionSchema
+from tensorplay import _registry   # unregister_op's own undo-order tests (TestRedefinition)
 from tensorplay.errors import DispatchError, SchemaError
 from tensorplay.fake import FakeTensorMode
-from tensorplay.library import CustomOpDef, Library
+from tensorplay.library import CustomOpDef, Kernel, Library
+from tensorplay.testing import drop_ops
 
 _count = itertools.count()
 
 
 def _cleanup(prefix: str) -> None:
-    while left := [op for op in _registry.all_ops() if op.namespace == prefix]:
-        for op in left:     # a redefinition gives back the one it replaced
-            _registry.unregister_op(op)
-    live = Library._live_defs.get(prefix)
-    if live is not None:
-        live._destroy()
+    drop_ops(prefix)   # its ops (redefinitions included) and its open DEF library
+
+
+def _op(qualname):
+    """The op registered as ``qualname``, through the public ``tensorplay.ops``; None if none."""
+    ns, _, name = qualname.partition("::")
+    return getattr(getattr(tp.ops, ns), name, None)
 
 
 @pytest.fixture
@@ -95,7 +94,7 @@ class TestCustomOp:
         msg = str(ei.value)
         assert msg.startswith(f"custom_op({bad!r}): {bad!r} is not a valid operator name")
         assert "exactly one '::'" in msg and "identifiers" in msg
-        assert _registry.registered(bad) is None
+        assert _op(bad) is None
 
     def test_overload_names_are_refused_with_a_hint(self, ns):
         with pytest.raises(ValueError, match=r"Overload names .* are not supported"):
@@ -109,7 +108,7 @@ class TestCustomOp:
         deco = lib.custom_op(f"{ns}::f", mutates_args=())
         with pytest.raises(TypeError, match=r"expected a function to decorate, got 3"):
             deco(3)
-        assert _registry.registered(f"{ns}::f") is None
+        assert _op(f"{ns}::f") is None
 
     def test_mutates_args_is_required(self, ns):
         with pytest.raises(TypeError, match="mutates_args"):
@@ -130,7 +129,7 @@ class TestCustomOp:
 
         with pytest.raises(ValueError, match=rf"^custom_op\('{ns}::f'\): {msg}"):
             lib.custom_op(f"{ns}::f", f, mutates_args=value)
-        assert _registry.registered(f"{ns}::f") is None
+        assert _op(f"{ns}::f") is None
 
     def test_mutates_args_accepts_any_collection_and_orders_by_parameter(self, ns):
         def f(a, b, c) -> None:
@@ -165,14 +164,14 @@ class TestCustomOp:
         with pytest.raises(ValueError, match=rf"^custom_op\('{ns}::f'\): schema .* names the "
                                              rf"operator '{ns}::g' but the op is '{ns}::f'"):
             lib.custom_op(f"{ns}::f", lambda x: x, mutates_args=(), schema=f"{ns}::g(Tensor x) -> Tensor")
-        assert _registry.registered(f"{ns}::f") is None
+        assert _op(f"{ns}::f") is None
 
     @pytest.mark.parametrize("bad", ["Tensor x", "(Tensr x) -> Tensor", "(Tensor x)", "(Tensor x) -> Tensor junk"])
     def test_malformed_schema_is_schema_error_starting_with_api(self, ns, bad):
         with pytest.raises(SchemaError, match=rf"^custom_op\('{ns}::f'\): bad schema: "
                                               rf"FunctionSchema.parse: .* at position \d+"):
             lib.custom_op(f"{ns}::f", lambda x: x, mutates_args=(), schema=bad)
-        assert _registry.registered(f"{ns}::f") is None
+        assert _op(f"{ns}::f") is None
 
     def test_schema_must_be_a_string(self, ns):
         with pytest.raises(TypeError, match=r"schema must be a str"):
@@ -190,7 +189,7 @@ class TestCustomOp:
             lib.custom_op(f"{ns}::f", body, mutates_args=(), schema="(Tensor(a!) x, Tensor y) -> ()")
         with pytest.raises(ValueError, match=r"disagrees with mutates_args='unknown'"):
             lib.custom_op(f"{ns}::f", body, mutates_args="unknown", schema="(Tensor(a!) x, Tensor y) -> ()")
-        assert _registry.registered(f"{ns}::f") is None
+        assert _op(f"{ns}::f") is None
         op = lib.custom_op(f"{ns}::f", body, mutates_args="unknown",
                            schema="(Tensor(a!) x, Tensor(b!) y) -> ()")
         assert op.mutates_args == ("x", "y")
@@ -226,7 +225,7 @@ class TestCustomOp:
     def test_bad_device_types_leave_no_op(self, ns, spelling, exc, msg):
         with pytest.raises(exc, match=rf"^custom_op\('{ns}::f'\): {msg}"):
             lib.custom_op(f"{ns}::f", lambda x: x, mutates_args=(), device_types=spelling)
-        assert _registry.registered(f"{ns}::f") is None
+        assert _op(f"{ns}::f") is None
         with pytest.raises(AttributeError):
             getattr(tp.ops.__getattr__(ns), "f")
 
@@ -253,7 +252,7 @@ class TestCustomOp:
         op2 = lib.custom_op(f"{ns}::f", v2, mutates_args=())
         assert op2 is not op1 and op2.version == op1.version + 1 == 1
         assert getattr(tp.ops.__getattr__(ns), "f") is op2
-        assert _registry.lookup(f"{ns}::f") is op2
+        assert _op(f"{ns}::f") is op2
         assert op2(tp.zeros(1)).tolist() == [2.0]
         assert op1(tp.zeros(1)).tolist() == [2.0]     # the old handle runs the current one
         op3 = lib.custom_op(f"{ns}::f", v1, mutates_args=("x",))
@@ -269,13 +268,13 @@ class TestCustomOp:
         assert "test_library.py:" in msg and f"(module {__name__})" in msg
         assert "/virtual/someone_elses_ops.py:1 (module someone_elses_ops)" in msg
         assert "redefine it from the same module" in msg
-        assert _registry.lookup(f"{ns}::f").version == 0
+        assert _op(f"{ns}::f").version == 0
 
     def test_builtin_cannot_be_redefined(self):
         with pytest.raises(ValueError, match=r"^custom_op\('tp::add'\): 'tp::add' is a built-in "
                                              r"operator and cannot be redefined"):
             lib.custom_op("tp::add", lambda x, y: x, mutates_args=())
-        assert _registry.lookup("tp::add").is_builtin
+        assert _op("tp::add").is_builtin
 
     def test_failed_redefinition_keeps_previous_definition(self, ns):
         op1 = lib.custom_op(f"{ns}::f", lambda x: x + 1, mutates_args=(), device_types="cpu")
@@ -285,7 +284,7 @@ class TestCustomOp:
             lib.custom_op(f"{ns}::f", lambda: None, mutates_args=(), schema="(Tensor x) -> Tensor")
         with pytest.raises(ValueError, match="not parameters"):
             lib.custom_op(f"{ns}::f", lambda x: x, mutates_args=("y",))
-        assert _registry.lookup(f"{ns}::f") is op1 and op1.version == 0
+        assert _op(f"{ns}::f") is op1 and op1.version == 0
         assert op1(tp.zeros(1)).tolist() == [1.0]
 
 
@@ -367,9 +366,11 @@ class TestRegisterKernel:
         def real(x):
             return x + 7
 
+        # private: the low-level push the plugin platform uses (no owner/priority in public)
         h = op._add_kernel("cpu", stand_in, "some-plugin", 0)
         h.replace(real)             # what the plugin manager does once it imported the kernel
-        assert op.kernel_stack("cpu") == (Kernel(real, "some-plugin", 0, _src(real)),)
+        src = f"{real.__module__}:{real.__qualname__}"   # Kernel.source: "module:qualname"
+        assert op.kernel_stack("cpu") == (Kernel(real, "some-plugin", 0, src),)
         assert op(tp.zeros(1)).tolist() == [7.0]
         h.destroy()                 # rolling the plugin back removes the real kernel too
         assert op.kernels == {}
@@ -625,7 +626,7 @@ class TestDefine:
                                                r"already defined at .*test_library.py:\d+ \(by "
                                                r"define, module test_library\)"):
             lib.define(f"{ns}::f", second)
-        assert _registry.lookup(f"{ns}::f") is op and op(tp.zeros(1)).tolist() == [1.0]
+        assert _op(f"{ns}::f") is op and op(tp.zeros(1)).tolist() == [1.0]
 
     def test_another_module_conflicts(self, ns):
         lib.define(f"{ns}::f(Tensor x) -> Tensor")
@@ -651,15 +652,15 @@ class TestDefine:
         args = tuple(a.replace("X", ns) if isinstance(a, str) else a for a in args)
         with pytest.raises(exc, match=rf"^define\({re.escape(repr(args[0]))}\): .*{msg.replace('X', ns)}"):
             lib.define(*args)
-        assert _registry.registered(f"{ns}::f") is None
+        assert _op(f"{ns}::f") is None
 
     def test_lib_records_and_checks(self, ns):
         with Library(ns, "FRAGMENT") as L:
             op = lib.define(f"{ns}::f(Tensor x) -> Tensor", lib=L)
-            assert _registry.registered(f"{ns}::f") is not None and L._ops == [op.name]
+            assert _op(f"{ns}::f") is not None and L._ops == [op.name]
             with pytest.raises(ValueError, match=r"operator namespace 'other' does not match"):
                 lib.define("other::f(Tensor x) -> Tensor", lib=L)
-        assert _registry.registered(f"{ns}::f") is None
+        assert _op(f"{ns}::f") is None
         with pytest.raises(RuntimeError, match=r"was closed; create a new Library"):
             lib.define(f"{ns}::g(Tensor x) -> Tensor", lib=L)
         impl_lib = Library(ns, "IMPL")
@@ -667,7 +668,7 @@ class TestDefine:
             lib.define(f"{ns}::g(Tensor x) -> Tensor", lib=impl_lib)
         with pytest.raises(TypeError, match=r"lib must be a tensorplay.library.Library"):
             lib.define(f"{ns}::g(Tensor x) -> Tensor", lib="mylib")
-        assert _registry.registered(f"{ns}::g") is None
+        assert _op(f"{ns}::g") is None
 
 
 class TestImpl:
@@ -803,8 +804,8 @@ class TestLibrary:
         assert ops_ns.foo.fake_impl is not None
         assert sorted(dir(ops_ns)) == ["bar", "foo"]
         L._destroy()
-        assert _registry.registered(f"{ns}::foo") is None
-        assert _registry.registered(f"{ns}::bar") is None
+        assert _op(f"{ns}::foo") is None
+        assert _op(f"{ns}::bar") is None
         with pytest.raises(AttributeError, match=rf"tensorplay.ops.{ns} has no operator 'foo'"):
             ops_ns.foo
         L._destroy()   # idempotent
@@ -832,7 +833,7 @@ class TestLibrary:
             impl_lib.impl("f", lambda x: x + 2, "cpu")        # replaces while open
             assert op(tp.zeros(1)).tolist() == [2.0]
         assert op(tp.zeros(1)).tolist() == [1.0]              # the earlier kernel is back
-        assert _registry.registered(f"{ns}::f") is not None
+        assert _op(f"{ns}::f") is not None
 
     def test_library_dispatch_key_is_impl_default(self, ns):
         op = lib.define(f"{ns}::f(Tensor x) -> Tensor")
@@ -916,13 +917,13 @@ class TestLibrary:
         assert op(tp.empty(5, device="meta")).shape == (1,)
 
     def test_builtin_formula_restored_after_library_override(self):
-        add = _registry.lookup("tp::add")
+        add = _op("tp::add")
         before = add.backward_fn
         # the public APIs refuse built-ins (the 'tp' namespace is reserved: see
         # tests/test_reserved_namespace.py); the core's own stacking still restores the formula
         with pytest.raises(ValueError, match=r"'tp::add' is a built-in operator"):
             lib.register_autograd(add, lambda ctx, g: (g, g))
-        h = add._set_autograd(lambda ctx, g: (g, g), None)
+        h = add._set_autograd(lambda ctx, g: (g, g), None)   # private: the core's own push
         assert add.backward_fn is not before
         h.destroy()
         assert add.backward_fn is before
@@ -939,7 +940,7 @@ class TestOpsNamespace:
         space = getattr(tp.ops, ns)
         assert space.f is op and "f" in dir(space) and ns in dir(tp.ops)
         assert repr(space) == f"<tensorplay.ops.{ns}>"
-        assert tp.ops.tp.add is _registry.lookup("tp::add")
+        assert tp.ops.tp.add is _op("tp::add")
         with pytest.raises(AttributeError, match=rf"^tensorplay.ops.{ns} has no operator 'g'"):
             space.g
         with pytest.raises(AttributeError):
@@ -962,9 +963,9 @@ def test_property_custom_op_schema_strings_only_raise_value_errors(text):
         op = lib.custom_op(name, lambda *args, **kwargs: None, mutates_args="unknown", schema=text)
     except ValueError as e:
         assert str(e).startswith(f"custom_op({name!r}): ")
-        assert _registry.registered(name) is None
+        assert _op(name) is None
     else:
-        assert op.schema == FunctionSchema.parse(str(op.schema))
+        assert op.schema == type(op.schema).parse(str(op.schema))
         _cleanup("tlibprop")
 
 
@@ -997,7 +998,7 @@ class TestOneDefinition:
         finally:
             L.close()
             F.close()
-        assert _registry.registered(f"{ns}::f") is None
+        assert _op(f"{ns}::f") is None
 
     def test_def_library_defining_a_name_twice(self, ns):
         with Library(ns, "DEF") as L:
@@ -1015,13 +1016,13 @@ class TestOneDefinition:
         with Library(ns, "FRAGMENT") as F:
             with pytest.raises(RuntimeError, match="already defined"):
                 F.define("f(Tensor x) -> Tensor")
-        assert _registry.lookup(f"{ns}::f") is op and op(tp.zeros(1)).tolist() == [3.0]
+        assert _op(f"{ns}::f") is op and op(tp.zeros(1)).tolist() == [3.0]
 
     def test_custom_op_over_a_defined_op_is_refused(self, ns):
         op = lib.define(f"{ns}::f(Tensor x) -> Tensor")
         with pytest.raises(RuntimeError, match=r"\(by define, module"):
             lib.custom_op(f"{ns}::f", lambda x: x, mutates_args=())
-        assert _registry.lookup(f"{ns}::f") is op
+        assert _op(f"{ns}::f") is op
 
     @pytest.mark.parametrize("order", ["def-first", "fragment-first"])
     def test_closing_libraries_in_any_order_never_resurrects_an_op(self, ns, order):
@@ -1033,7 +1034,7 @@ class TestOneDefinition:
         F.define("g(Tensor x) -> Tensor")
         for lib_ in ((L, F) if order == "def-first" else (F, L)):
             lib_.close()
-        assert _registry.registered(f"{ns}::f") is None and _registry.registered(f"{ns}::g") is None
+        assert _op(f"{ns}::f") is None and _op(f"{ns}::g") is None
         with pytest.raises(AttributeError):
             tp.ops.__getattr__(ns).f
 
@@ -1041,9 +1042,9 @@ class TestOneDefinition:
         op1 = lib.custom_op(f"{ns}::f", lambda x: x + 1, mutates_args=())
         op2 = lib.custom_op(f"{ns}::f", lambda x: x + 2, mutates_args=())
         _registry.unregister_op(op1)          # the older definition goes first (a rollback)
-        assert _registry.lookup(f"{ns}::f") is op2
+        assert _op(f"{ns}::f") is op2
         _registry.unregister_op(op2)
-        assert _registry.registered(f"{ns}::f") is None
+        assert _op(f"{ns}::f") is None
 
 
 # =========================================================== torch habits (issue 12)

@@ -1,5 +1,9 @@
 """The op record (``CustomOpDef``): a declared record with typed kernel stacks, registration
-handles that undo exactly their own entry, and a public read API for tools."""
+handles that undo exactly their own entry, and a public read API for tools.
+
+The low-level pushes ``op._add_kernel`` / ``_set_fake`` / ``_set_autograd`` used below are the
+registry's own units (the public ``register_*`` APIs take no owner or priority: those come from
+the plugin platform's ``registering_as``), tested here on purpose."""
 
 from __future__ import annotations
 
@@ -10,9 +14,8 @@ import pytest
 
 import tensorplay as tp
 import tensorplay.library as lib
-from tensorplay import _registry
-from tensorplay._registry import Kernel, KernelHandle, RegistrationHandle
-from tensorplay.library import Library
+from tensorplay.library import Kernel, KernelHandle, Library, RegistrationHandle
+from tensorplay.testing import drop_ops
 
 _COUNTER = itertools.count()
 
@@ -21,11 +24,7 @@ _COUNTER = itertools.count()
 def ns():
     name = f"rec{next(_COUNTER)}"
     yield name
-    left = True
-    while left:          # unregistering a redefinition restores the one it replaced
-        left = [op for op in _registry.all_ops() if op.namespace == name]
-        for op in left:
-            _registry.unregister_op(op)
+    drop_ops(name)
 
 
 def _k1(x):
@@ -201,7 +200,7 @@ def test_adopted_registrations_stay_undoable(ns):
 
 
 def test_builtin_read_api():
-    add = _registry.lookup("tp::add")
+    add = tp.ops.tp.add
     assert add.is_builtin and add.has_fake and add.has_autograd and add.fake_impl is None
     assert add.has_array_kernel and add.defined_by == "core" and add.owner is None
     with pytest.raises(AttributeError):

@@ -8,7 +8,7 @@ import collections
 
 import pytest
 import tensorplay as tp
-from tensorplay import _pytree
+from tensorplay import _pytree   # the private module's own unit tests (no public spelling)
 
 pytestmark = pytest.mark.usefixtures("cpu")
 

@@ -12,11 +12,17 @@ import pytest
 
 import tensorplay as tp
 import tensorplay.library as lib
-from tensorplay import _registry
 from tensorplay.errors import DispatchError
+from tensorplay.testing import drop_ops
 
 N_THREADS = 8
 ROUNDS = 40
+
+
+def _op(qualname):
+    """The op registered as ``qualname``, through the public ``tensorplay.ops``; None if none."""
+    ns, _, name = qualname.partition("::")
+    return getattr(getattr(tp.ops, ns), name, None)
 
 
 @pytest.fixture
@@ -30,11 +36,7 @@ def fast_switching():
 
 
 def _cleanup(prefix):
-    while left := [op for op in _registry.all_ops() if op.name.startswith(prefix)]:
-        for op in left:     # a redefinition gives back the one it replaced
-            _registry.unregister_op(op)
-    for ns in [ns for ns in lib.Library._live_defs if ns.startswith(prefix)]:
-        lib.Library._live_defs[ns]._destroy()
+    drop_ops(prefix, prefix=True)   # and their open DEF libraries
 
 
 def _run(workers):
@@ -71,7 +73,7 @@ def test_eight_threads_define_register_and_call(fast_switching):
                 op.register_kernel("cpu", lambda x, r=r, i=i: x + (1000 * (i + 1) + r))
                 op.register_fake(lambda x: x.new_empty(x.shape))
                 assert op(x).tolist() == [1.0 + 1000 * (i + 1) + r] * 3
-                other = _registry.registered(f"{prefix}{(i + 1) % N_THREADS}::op{r}")
+                other = _op(f"{prefix}{(i + 1) % N_THREADS}::op{r}")
                 if other is not None:          # call another thread's op mid-registration
                     other(x)
                 d = lib.define(f"{ns}::d{r}(Tensor x, SymInt n) -> Tensor")
@@ -84,10 +86,10 @@ def test_eight_threads_define_register_and_call(fast_switching):
         assert errors == []
         for i in range(N_THREADS):                         # nothing lost
             for r in range(ROUNDS):
-                op = _registry.lookup(f"{prefix}{i}::op{r}")
+                op = _op(f"{prefix}{i}::op{r}")
                 assert set(op.kernels) == {"cpu", "default"} and op.fake_impl is not None
                 assert op(x).tolist() == [1.0 + 1000 * (i + 1) + r] * 3
-                assert _registry.lookup(f"{prefix}{i}::d{r}")(x, 3).tolist() == [3.0] * 3
+                assert _op(f"{prefix}{i}::d{r}")(x, 3).tolist() == [3.0] * 3
     finally:
         _cleanup(prefix)
 
@@ -174,7 +176,7 @@ def test_rebuild_never_empties_the_live_table():
             op.register_fake(lambda x: x.new_empty(x.shape))
         with op.set_kernel_enabled("sim", False):
             pass
-        h = op._add_kernel("cpu", lambda x: x + 2)
+        h = op._add_kernel("cpu", lambda x: x + 2)   # private: the low-level push, raced
         h.destroy()
         assert states and all(states)
         assert op(tp.zeros(1)).tolist() == [1.0]
@@ -212,7 +214,7 @@ def test_concurrent_definitions_of_one_name_from_two_modules_resolve_to_one_owne
         for r in range(ROUNDS):
             winners = [i for i in range(N_THREADS) if outcomes[i][r] == "won"]
             assert len(winners) == 1
-            assert _registry.lookup(f"{prefix}::op{r}").source == f"racer{winners[0]}"
+            assert _op(f"{prefix}::op{r}").source == f"racer{winners[0]}"
     finally:
         _cleanup(prefix)
 
@@ -235,7 +237,7 @@ def test_one_def_library_per_namespace_under_contention(fast_switching):
         assert len(got) == 1 and len(refused) == N_THREADS - 1
         got[0].define("f(Tensor x) -> Tensor")
         got[0]._destroy()
-        assert _registry.registered("tthr_f::f") is None and prefix not in lib.Library._live_defs
+        assert _op("tthr_f::f") is None and prefix not in lib.Library._live_defs
 
 
 def test_dispatch_error_is_not_raised_spuriously_for_missing_device_keys():

@@ -9,27 +9,30 @@ import pytest
 
 import tensorplay as tp
 import tensorplay.library as lib
-from tensorplay import _registry
 from tensorplay.fake import FakeTensorMode
 from tensorplay.library import Library
+from tensorplay.testing import drop_ops
 
 _count = itertools.count()
 RESERVED = r"reserved: built-in operators \('tp::'\) .* provided by the tensorplay core and the " \
            r"device plugins"
 
 
+def _op(qualname):
+    """The op registered as ``qualname``, through the public ``tensorplay.ops``; None if none."""
+    ns, _, name = qualname.partition("::")
+    return getattr(getattr(tp.ops, ns), name, None)
+
+
 @pytest.fixture
 def ns():
     name = f"trsv{next(_count)}"
     yield name
-    while left := [op for op in _registry.all_ops() if op.namespace == name]:
-        for op in left:     # a redefinition gives back the one it replaced
-            _registry.unregister_op(op)
-    Library._live_defs.pop(name, None)
+    drop_ops(name)   # and its open DEF library
 
 
 def _state(name):
-    op = _registry.lookup(name)
+    op = _op(name)
     return (op.kernel_stacks(), op.fake_impl, op.backward_fn,
             {k: op.is_kernel_enabled(k) for k in op.kernel_stacks()}, dict(op.table))
 
@@ -83,7 +86,7 @@ def test_new_ops_in_tp_namespace_refused(call):
     with pytest.raises(ValueError, match=r"the namespace 'tp' \(operator 'tp::evil'\) is "
                                          + RESERVED):
         call()
-    assert _registry.registered("tp::evil") is None
+    assert _op("tp::evil") is None
 
 
 def test_redefining_builtin_names_the_core():
@@ -147,7 +150,7 @@ def test_custom_op_device_types_gpu_refused(ns):
                                          r"dispatch key 'gpu' \(no installed plugin provides it\); "
                                          r"accepted: .*Did you mean 'cuda'\?$"):
         lib.custom_op(f"{ns}::bar", lambda x: x.clone(), mutates_args=(), device_types="gpu")
-    assert _registry.registered(f"{ns}::bar") is None
+    assert _op(f"{ns}::bar") is None
 
 
 @pytest.mark.parametrize("spelling", ["cpu", "CPU", "cuda", "CUDA", "cuda:1", "default",
@@ -158,7 +161,9 @@ def test_known_spellings_still_accepted(ns, spelling):
 
 
 def test_plugin_provided_device_type_accepted(ns, monkeypatch):
-    from tensorplay import _devices     # the table of plugin-provided device types
+    # private on purpose: the table of plugin-provided device types (no public call declares a
+    # provider without installing a plugin)
+    from tensorplay import _devices
     monkeypatch.setitem(_devices.providers, "npx", [])
     op = lib.define(f"{ns}::f(Tensor x) -> Tensor")
     op.register_kernel("NPX", lambda x: x)

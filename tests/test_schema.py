@@ -93,9 +93,6 @@ def test_fields_of_full_schema():
     assert s.mutated_args == ("out", "out2")
     assert s.returns == (Return("Tensor"), Return("Tensor[]"))
     assert s.signature_str() == CANONICAL[0][len("ns::op.overload"):]
-    assert s.argument("ws") is a["ws"]
-    with pytest.raises(KeyError):
-        s.argument("nope")
 
 
 def test_with_name_and_names():

@@ -496,15 +496,9 @@ def _bind_custom_kernels(backend):
     get their kernels bound through ``backend.guard_kernel`` (their tables are rebuilt); undone
     by rebuilding them again once the backend is gone."""
     def rebuild():
-        for op in _registry.all_ops():
-            if not op.is_builtin and backend.device_type in op._kernels:
-                op._rebuild()
+        _registry.rebuild_ops_with(backend.device_type)
     rebuild()
     return rebuild
 
 
 _devices.on_load.append(_bind_custom_kernels)
-
-
-def loaded_backends() -> dict:
-    return dict(_LOADED)

@@ -589,7 +589,7 @@ def record_call(op, args, kwargs):
     finally:
         mst.mode = prev_mode
     node = ctx.add_node("op", op, gargs, gkwargs)
-    differentiable = not (op.is_builtin and op._backward is None)
+    differentiable = not (op.is_builtin and op.backward_fn is None)
     out_rg = vals_rg[0] and _gm._state.enabled and differentiable
     by_fake = {id(_to_fake(v)): v for v in node.inputs()}
 

@@ -89,7 +89,7 @@ def resolve_key(op, tensors, device=None) -> str:
         if len(real) != 1:
             names = ", ".join(sorted(devs))
             raise DispatchError(
-                f"{op._api()}: expected all tensors on one device, found tensors on {names}. "
+                f"{op.label}: expected all tensors on one device, found tensors on {names}. "
                 f"Move them with .to(device) first.")
     if "autograd" in keys:
         return "autograd"
@@ -123,7 +123,7 @@ def _device_key(op, device) -> str:
         return Device(device).type
     except (TypeError, ValueError) as e:
         pname = next((a.name for a in op.schema.arguments if a.kind == _KIND_DEVICE), "device")
-        raise TypeError(f"{op._api()}: argument '{pname}' must be a device such as "
+        raise TypeError(f"{op.label}: argument '{pname}' must be a device such as "
                         f"tensorplay.device('cpu') or 'cuda:0', got {type(device).__name__} "
                         f"({device!r:.60}): {e}") from None
 
@@ -147,11 +147,11 @@ def bad_arguments(op, values: dict, exc=None):
             ok = (v is None and a.type.endswith("?")) or isinstance(v, (list, tuple)) and all(
                 isinstance(x, T) or (x is None and a.type.startswith("Tensor?")) for x in v)
         if not ok:
-            raise TypeError(f"{op._api()}: argument '{a.name}' must be {a.type}, got "
+            raise TypeError(f"{op.label}: argument '{a.name}' must be {a.type}, got "
                             f"{type(v).__name__} ({v!r:.60})")
     if exc is not None:
         raise exc
-    raise TypeError(f"{op._api()}: could not dispatch arguments {values!r:.200}")
+    raise TypeError(f"{op.label}: could not dispatch arguments {values!r:.200}")
 
 
 class _Unset:
@@ -220,7 +220,7 @@ def check_arg(op, i: int, v) -> None:
     else:
         ok = _accepts(info.base, v)
     if not ok:
-        raise TypeError(f"{op._api()}: Expected a value of type '{_type_name(a)}' for argument "
+        raise TypeError(f"{op.label}: Expected a value of type '{_type_name(a)}' for argument "
                         f"'{a.name}' but instead found type '{type(v).__name__}'.")
 
 

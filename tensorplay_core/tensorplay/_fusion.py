@@ -99,7 +99,7 @@ def _fusible(node) -> bool:
     from ._capture import Value
     if node.kind != "op" or not node.op.is_builtin or node.op.mutates_args:
         return False
-    if node.op._opname not in FUSIBLE or node.kwargs:
+    if node.op.opname not in FUSIBLE or node.kwargs:
         return False
     if len(node.outputs) != 1 or node.result is not node.outputs[0]:
         return False
@@ -155,7 +155,7 @@ def plan(graph) -> list:
                         args.append(("in", in_idx[id(a)]))
                 else:
                     args.append(("const", a))
-            steps.append(Step(n.op._kernel_name, tuple(args)))
+            steps.append(Step(n.op.kernel_name, tuple(args)))
             dtypes.append(n.outputs[0].fake.dtype)
         end = run[-1].index
         outs = [j for j, n in enumerate(run) if last_use.get(id(n.outputs[0]), -1) > end]

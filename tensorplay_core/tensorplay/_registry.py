@@ -340,7 +340,11 @@ class CustomOpDef(Generic[_P, _R]):
 
     def __init__(self, qualname: str, schema, *, mutates_args=(), device_types=(), tags=(),
                  source=None, builtin=False, is_triton=False, where="?", defined_by=None,
-                 owner=None, version=0):
+                 owner=None, version=0, builtin_fake=None, kernel_name=None, scalar_ok=(),
+                 array_kernel=False, backward=None, setup_context=None):
+        # builtin_fake .. setup_context: a built-in op's declaration (the op layer's defop):
+        # its fake rule, array kernel name, Tensor parameters that take Python numbers, whether
+        # each backend binds an array kernel, and its backward formula
         ns, _, name = qualname.partition("::")
         self.name = qualname
         self.namespace = ns
@@ -362,15 +366,15 @@ class CustomOpDef(Generic[_P, _R]):
         self._autograd_regs = []
         self._autograd_base = None
         self._fake = None
-        self._backward = None
-        self._setup_context = None
+        self._backward = backward
+        self._setup_context = setup_context
         self._param_names = tuple(a.name for a in schema.arguments)
         self.table = _Table()
         self.table.op = self
-        self._meta_default = None
-        self._kernel_name = None
-        self._scalar_ok = ()
-        self._has_array_kernel = False
+        self._meta_default = builtin_fake
+        self._kernel_name = kernel_name
+        self._scalar_ok = tuple(scalar_ok)
+        self._has_array_kernel = array_kernel
         self._previous = None
         self._replaced_by = None
         self._live_class = None
@@ -422,7 +426,7 @@ class CustomOpDef(Generic[_P, _R]):
         stack = self._kernels.get(key)
         return stack[-1].kernel.fn if stack else None
 
-    _active = active_kernel   # the name the dispatch layer reads
+    _active = active_kernel   # the registry's own short name
 
     def is_kernel_enabled(self, key: str) -> bool:
         """False while ``set_kernel_enabled(key, False)`` is in force for dispatch key ``key``."""
@@ -455,6 +459,31 @@ class CustomOpDef(Generic[_P, _R]):
     def setup_context_fn(self):
         """The ``setup_context`` paired with ``backward_fn`` (may be None)."""
         return self._setup_context
+
+    @property
+    def builtin_fake(self):
+        """A built-in op's own fake (shape) rule, or ``None`` (custom ops: see ``fake_impl``)."""
+        return self._meta_default
+
+    @property
+    def kernel_name(self) -> str | None:
+        """A built-in op's array kernel name (in each backend's ``kernels()``), else ``None``."""
+        return self._kernel_name
+
+    @property
+    def scalar_ok(self) -> tuple:
+        """A built-in op's Tensor parameters that also take Python numbers (``()`` otherwise)."""
+        return self._scalar_ok
+
+    @property
+    def param_names(self) -> tuple:
+        """The schema's parameter names, in order."""
+        return self._param_names
+
+    @property
+    def label(self) -> str:
+        """How errors name the op: ``"custom_op('ns::op')"``, or the name of a built-in."""
+        return self._api()
 
     @property
     def has_array_kernel(self) -> bool:
@@ -917,7 +946,31 @@ def all_ops() -> list:
     return [_OPS[k] for k in sorted(_OPS)]
 
 
-def register_op(op: CustomOpDef, *, replace_ok_from=None) -> CustomOpDef:
+def transaction():
+    """The registry's lock (reentrant): ``with transaction():`` makes a check-then-register
+    sequence atomic against other threads registering. Registration time only: calls never
+    take it."""
+    return _lock
+
+
+def add_kernel(op: CustomOpDef, key: str, fn, owner=None, priority: int = 0,
+               source: str | None = None) -> KernelHandle:
+    """Push ``fn`` as ``op``'s kernel for dispatch key ``key`` without the public API's checks:
+    the core binding built-in kernels, and the plugin platform's lazy kernels. Returns the
+    undo handle (``kernel_checks`` observers may refuse it first)."""
+    return op._add_kernel(key, fn, owner, priority, source)
+
+
+def rebuild_ops_with(key: str) -> None:
+    """Rebuild the dispatch table of every custom op with a kernel registered for ``key`` (its
+    backend came or went, so ``guard_kernel`` binds differently)."""
+    with _lock:
+        for op in list(_OPS.values()):
+            if not op.is_builtin and key in op._kernels:
+                op._rebuild()
+
+
+def register_op(op: CustomOpDef) -> CustomOpDef:
     """Insert ``op`` into the registry under ``op.name`` (the path of ``custom_op``/``define``).
 
     An op already registered under that name is remembered in ``op._previous``, so that

@@ -527,13 +527,6 @@ class FunctionSchema:
         """Names of the arguments written by the op (``Tensor(a!)``), in order."""
         return tuple(a.name for a in self.arguments if a.is_write)
 
-    def argument(self, name: str) -> Argument:
-        """The argument called ``name``; raises ``KeyError`` if there is none."""
-        for a in self.arguments:
-            if a.name == name:
-                return a
-        raise KeyError(name)
-
 
 # --------------------------------------------------------------------------------------------
 # the parser

@@ -13,11 +13,15 @@ must define and which are optional (with the default the core assumes). Subclass
 * ``get(device_type)``: the backend of a device type, loaded on first use (the explicit lookup
   at the top of the package, as tinygrad's ``Device[...]``);
 * ``loaded()``: the backends loaded so far;
+* ``Storage``: what a tensor and its views share (root array, byte size, version counter,
+  backend); a backend's ``root_storage`` is a subclass of it;
 * ``register(backend)``: make ``backend`` the backend of its device type without a plugin (a
   test backend: ``tensorplay.testing.backend.MockBackend``); undone by the returned handle;
 * ``missing_members(obj)``: the required and optional members ``obj`` lacks;
 * ``ElementwiseExpr``, ``Step``: what ``Backend.fuse_elementwise`` is handed (a chain of
-  elementwise built-in ops found by ``tensorplay.compile``).
+  elementwise built-in ops found by ``tensorplay.compile``);
+* ``generic_fuser(expr, backend)``: the core's fuser for an ``ArrayBackend`` (its reference
+  kernels, blocked over the arrays), the fallback a backend's own ``fuse_elementwise`` may use.
 
 Loading is registration time, never per call: what the built-in ops need (their kernels) is
 bound once, when the backend is announced, by the op layer that subscribed to the announcement.
@@ -34,9 +38,9 @@ from __future__ import annotations
 import threading
 
 from . import _devices, plugins
-from ._backend import OPTIONAL, REQUIRED, ArrayBackend, Backend, missing_members
+from ._backend import OPTIONAL, REQUIRED, ArrayBackend, Backend, Storage, missing_members
 from ._device import Device
-from ._fusion import ElementwiseExpr, Step
+from ._fusion import ElementwiseExpr, Step, generic_fuser
 from ._registry import RegistrationHandle
 from .errors import DeviceUnavailableError
 
@@ -47,6 +51,8 @@ __all__ = [
     "Backend",
     "ElementwiseExpr",
     "Step",
+    "Storage",
+    "generic_fuser",
     "get",
     "loaded",
     "missing_members",

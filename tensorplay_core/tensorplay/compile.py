@@ -265,7 +265,7 @@ class _Entry:
         return True
 
     def ops_valid(self) -> bool:
-        ops = _registry._OPS
+        ops = _registry._OPS   # checked on every compiled call: the plain dict, no function call
         for op, v in self.ops:
             if op.version != v or ops.get(op.name) is not op:
                 return False
@@ -845,7 +845,7 @@ class _FakeCheck:
         raise CompileError(
             f"tensorplay.compile: custom op {op.name!r} does not match its fake kernel: {what}. "
             f"The compiled graph was built from the fake kernel's metadata, so its results cannot "
-            f"be trusted. Fix the fake kernel (@{op._opname}.register_fake) and check the op "
+            f"be trusted. Fix the fake kernel (@{op.opname}.register_fake) and check the op "
             f"with tensorplay.library.opcheck({op.name!r}, sample_args).")
 
 

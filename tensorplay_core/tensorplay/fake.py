@@ -74,18 +74,18 @@ def make_fake_entry(op):
     """``meta`` entry: the registered fake kernel; else the built-in shape rule; else the
     device-agnostic kernel run on fake tensors (CompositeImplicitAutograd ops need no fake);
     else an error pointing to ``register_fake``."""
-    if op._fake is not None:
-        return op._fake
-    if op._meta_default is not None:
-        return op._meta_default
-    default = op._active("default")
+    if op.fake_impl is not None:
+        return op.fake_impl
+    if op.builtin_fake is not None:
+        return op.builtin_fake
+    default = op.active_kernel("default")
     if default is not None:
         return default
 
     def no_fake(*args, **kwargs):
         raise DispatchError(
-            f"{op._api()}: no fake kernel registered, so it cannot run on fake/meta tensors or be "
-            f"captured by tensorplay.compile. Add one with @{op._opname}.register_fake (or "
+            f"{op.label}: no fake kernel registered, so it cannot run on fake/meta tensors or be "
+            f"captured by tensorplay.compile. Add one with @{op.opname}.register_fake (or "
             f"tensorplay.library.register_fake({op.name!r})) returning empty tensors of the "
             f"output shapes.")
     return no_fake

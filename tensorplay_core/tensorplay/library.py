@@ -24,7 +24,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Callable, ParamSpec, TypeVar, overload
 
 from . import _dispatch, _registry
-from ._registry import CustomOpDef, RegistrationHandle, normalize_device_types
+from ._registry import (CustomOpDef, Kernel, KernelHandle, RegistrationHandle,
+                        normalize_device_types)
 from ._schema import (FunctionSchema, check_schema_matches_mutates, infer_schema,
                       normalize_mutates_args, schema_from_function)
 from .errors import AlreadyDefinedError, SchemaError
@@ -40,7 +41,7 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = ["custom_op", "triton_op", "wrap_triton", "CustomOpDef", "Library", "define", "impl",
            "register_kernel", "register_fake", "register_autograd", "get_kernel", "infer_schema",
-           "opcheck", "fallthrough_kernel"]
+           "opcheck", "fallthrough_kernel", "Kernel", "KernelHandle", "RegistrationHandle"]
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_]*")
 
@@ -88,7 +89,7 @@ def _new_op(qualname, schema, mutates, keys, tags, module, where, api, *, is_tri
     or ``"triton_op"``) over a ``custom_op`` from the same module replaces it with ``version + 1``
     (edit-and-rerun in a notebook; compiled graphs check versions).
     """
-    with _registry._lock:
+    with _registry.transaction():
         old = _registry.registered(qualname)
         version = 0
         if old is not None:
@@ -399,7 +400,7 @@ def define(qualname: str, schema: str | None = None, *, lib: Library | None = No
     _check_lib(lib, api, sch.namespace, defining=True)
     tags = _tags(tags, api)
     module, where = _site(None)
-    with _registry._lock:
+    with _registry.transaction():
         op = _new_op(sch.qualname, sch, sch.mutated_args, (), tags, module, where, api,
                      defined_by="define" if lib is None else f"Library({lib.ns!r}, {lib.kind!r})")
     if lib is not None:
@@ -612,7 +613,7 @@ class Library:
         self._where = _site(None)[1]
         self._closed = False
         if kind == "DEF":
-            with _registry._lock:
+            with _registry.transaction():
                 other = Library._live_defs.get(ns)
                 if other is not None:
                     raise AlreadyDefinedError(
@@ -690,7 +691,7 @@ class Library:
 
     def _destroy(self) -> None:
         """Undo every registration made through this library, newest first (idempotent)."""
-        with _registry._lock:
+        with _registry.transaction():
             if self._closed:
                 return
             self._closed = True

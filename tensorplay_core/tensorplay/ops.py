@@ -16,11 +16,11 @@ class _Namespace:
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
-        op = _registry._OPS.get(f"{self._ns}::{name}")
+        op = _registry.registered(f"{self._ns}::{name}")
         if op is None:
             from .plugins import manager as _pm
             _pm.finish_deferred()   # a plugin imported before tensorplay may still be pending
-            op = _registry._OPS.get(f"{self._ns}::{name}")
+            op = _registry.registered(f"{self._ns}::{name}")
         if op is None:
             rec = _pm.op_failure(f"{self._ns}::{name}")   # a plugin that failed to provide it?
             hint = f"; {_pm.op_failure_hint(f'{self._ns}::{name}')}" if rec is not None else ""
@@ -30,7 +30,7 @@ class _Namespace:
 
     def __dir__(self):
         p = self._ns + "::"
-        return sorted(k[len(p):] for k in _registry._OPS if k.startswith(p))
+        return sorted(o.name[len(p):] for o in _registry.all_ops() if o.name.startswith(p))
 
     def __repr__(self):
         return f"<tensorplay.ops.{self._ns}>"
@@ -45,4 +45,4 @@ def __getattr__(ns: str):
 
 def __dir__():
     """The namespaces that have at least one registered op."""
-    return sorted({op.namespace for op in _registry._OPS.values()})
+    return sorted({op.namespace for op in _registry.all_ops()})

@@ -79,8 +79,7 @@ class CPUBackend(lowp.Bfloat16Dtypes, ArrayBackend):
 
     def kernels(self) -> dict:
         if self._kernels is None:
-            from tensorplay._kernels import xp as ref
-            k = ref.bind(self.xp, self)
+            k = super().kernels()   # the reference kernels bound to xp
             self._kernels = lowp.wrap_kernels(k, self) if self._lowp_enabled else k
         return self._kernels
 

@@ -1,6 +1,6 @@
 """The cpu backend's elementwise fuser (``CPUBackend.fuse_elementwise``) for ``tensorplay.compile``.
 
-A fused chain (``tensorplay._fusion.ElementwiseExpr``) becomes one generated Python function that
+A fused chain (``tensorplay.backends.ElementwiseExpr``) becomes one generated Python function that
 makes a *single pass over memory*: the inputs are walked in blocks of ``BLOCK`` elements (sized so
 that a block of every live value stays in the L2 cache), each step is one NumPy ufunc call writing
 into a preallocated block buffer (``out=``; buffers are reused as soon as their value is dead), and
@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from tensorplay._fusion import generic_fuser
+from tensorplay.backends import generic_fuser
 
 BLOCK = 1 << 16          # elements per block: 256 KiB of float32 per live value (L2: >= 1 MiB)
 MIN_BLOCKED = 1 << 15    # below this, one block over the whole arrays

@@ -19,8 +19,8 @@ Helpers for writing ``cuda`` kernels of custom ops (each imports CuPy on first c
 
 from __future__ import annotations
 
-from tensorplay import _backend as _core_backend
-from tensorplay._device import Device as _Device
+from tensorplay import backends as _backends
+from tensorplay import device as _Device
 from tensorplay.plugins import DeviceSpec, hookimpl
 
 TENSORPLAY_API_VERSION = 1
@@ -46,8 +46,7 @@ def tensorplay_sample_inputs(op, device):
 
 
 def _backend():
-    b = _core_backend._LOADED.get("cuda")
-    return b if b is not None else _core_backend.get_backend("cuda")
+    return _backends.get("cuda")   # the loaded backend (loaded on first use)
 
 
 def is_available() -> tuple[bool, str]:
@@ -95,9 +94,7 @@ def from_cupy(arr):
     Zero-copy when ``arr`` is C-contiguous (the tensor and the array share memory); a
     non-contiguous array is copied once into a contiguous one on its own device.
     """
-    b = _core_backend._LOADED.get("cuda")
-    if b is None:
-        b = _backend()
+    b = _backends.get("cuda")
     nd = b.np.ndarray
     if arr.__class__ is not nd and not isinstance(arr, nd):
         raise TypeError(f"tensorplay_cuda.from_cupy: expected a cupy.ndarray, got "

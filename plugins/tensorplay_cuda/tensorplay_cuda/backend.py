@@ -30,9 +30,11 @@ from __future__ import annotations
 import contextlib
 import threading
 
-from tensorplay._backend import (_CONTIG_CACHE, _TENSOR_CLS, ArrayBackend, Storage,
-                                 contiguous_strides_cached)
-from tensorplay._device import Device
+# the per-call caches of the core's array backend (no public spelling: they are the inline
+# result-building path the adapters share with the core)
+from tensorplay import device as Device
+from tensorplay._backend import _CONTIG_CACHE, _TENSOR_CLS, contiguous_strides_cached
+from tensorplay.backends import ArrayBackend, Storage
 from tensorplay._kernels import lowp
 from tensorplay.errors import DeviceUnavailableError, DispatchError
 
@@ -266,8 +268,7 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
         """The reference kernels on CuPy, bf16-correct once bf16 is in use (float32 opmath),
         with the elementwise ops' large-tensor path on generated Triton kernels (``eager``)."""
         if self._kernels is None:
-            from tensorplay._kernels import xp as ref
-            k = ref.bind(self.xp, self)
+            k = super().kernels()   # the reference kernels bound to xp
             if self._lowp_enabled:
                 k = lowp.wrap_kernels(k, self)
             self._kernels = _eager.accelerate(k, self)
@@ -289,7 +290,7 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
           generator declines, a Triton compile/launch failure);
         * ``triton`` (the ``TritonChain`` or None) and ``cupy`` (the CuPy fuser or None).
         """
-        from tensorplay._fusion import generic_fuser
+        from tensorplay.backends import generic_fuser
 
         from .cupy_fusion import cupy_fuser
         tc = None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from tensorplay._fusion import generic_fuser
+from tensorplay.backends import generic_fuser
 
 # C expressions of the kernels this fuser can emit, written to compute exactly what the reference
 # kernels (``tensorplay/_kernels/xp.py``) compute for same-dtype floating inputs.

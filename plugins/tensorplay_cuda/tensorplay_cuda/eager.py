@@ -25,7 +25,6 @@ import importlib.util
 import os
 
 from tensorplay import _dtype
-from tensorplay._ops import _shapes
 
 THRESHOLD = 1 << 22          # elements; below, CuPy's lower launch cost wins
 
@@ -128,7 +127,7 @@ def _chain(op, n_in, const_type, R, backend):
     key = (op, n_in, const_type, R, backend)
     ch = _CHAINS.get(key)
     if ch is None:
-        from tensorplay._fusion import ElementwiseExpr, Step
+        from tensorplay.backends import ElementwiseExpr, Step
 
         from .triton_fusion import TritonChain
         args = tuple(("in", i) for i in range(n_in))
@@ -142,8 +141,8 @@ def _chain(op, n_in, const_type, R, backend):
 def _binary(op, k, backend, uf, swap, big):
     nd = backend.np.ndarray
     dt_of = backend.dtype_of
-    rdt = _shapes.binary_result_dtype
-    wrapped = _shapes._wrapped_dtype
+    rdt = _dtype.result_type
+    wrapped = _dtype.wrapped_dtype
 
     def large(a, b):
         """The generated-kernel path, or None (the caller then runs the CuPy paths)."""

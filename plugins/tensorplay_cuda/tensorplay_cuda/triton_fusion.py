@@ -47,7 +47,6 @@ import math
 import threading
 
 from tensorplay import _dtype
-from tensorplay._ops import _shapes
 
 BLOCK = 1024
 NUM_WARPS = 4
@@ -160,7 +159,7 @@ def _opmath(d):
 
 
 def _wrapped(v):
-    return _shapes._wrapped_dtype(v)
+    return _dtype.wrapped_dtype(v)
 
 
 class Unsupported(Exception):
@@ -219,7 +218,7 @@ def _plan_operands(expr, in_dtypes, in_0d):
         elif cat == "cmp":
             if len(ops) != 2:
                 raise Unsupported(st.op)
-            p = _shapes.binary_result_dtype(ops[0][2], ops[0][3], ops[1][2], ops[1][3])
+            p = _dtype.result_type(ops[0][2], ops[0][3], ops[1][2], ops[1][3])
             cts = [_opmath(p)] * 2
         elif cat == "logic":
             cts = [None] * len(ops)

@@ -37,27 +37,24 @@ def defop(schema: str, *, meta=None, backward=None, setup=None, default=None, ke
     ``backward(ctx, *grads)`` give the formula (tensorplay ops only, so it runs on every device);
     ``default`` is a device-independent implementation (views, composites); ``kernel`` names the
     array kernel (default: the op name); ``scalar_ok`` lists Tensor parameters that also take
-    Python numbers. ``tags``: torch's operator tags (``"nondeterministic_seeded"``: random
+    Python numbers. ``differentiable=False`` says the op has no gradient (integer or random
+    outputs); like an op without ``backward`` it gets no formula. ``tags``: torch's operator tags (``"nondeterministic_seeded"``: random
     values, compared by metadata only in checks).
     """
     sch = FunctionSchema.parse(schema if "::" in schema.split("(")[0] else "tp::" + schema)
     mutated = tuple(a.name for a in sch.arguments if a.is_write)
-    op = _registry.CustomOpDef(sch.qualname, sch, mutates_args=mutated, builtin=True,
-                               source="tensorplay._ops", tags=tags)
     if meta is not None and mutated:
         meta = _bumping(meta)
-    op._meta_default = meta
-    op._kernel_name = kernel or sch.qualname.split("::")[1].split(".")[0]
-    op._scalar_ok = tuple(scalar_ok)
-    op._has_array_kernel = default is None
-    if backward is not None:
-        op._backward, op._setup_context = backward, setup
-    elif not differentiable:
-        op._backward = None
+    op = _registry.CustomOpDef(
+        sch.qualname, sch, mutates_args=mutated, builtin=True, source="tensorplay._ops",
+        tags=tags, builtin_fake=meta,
+        kernel_name=kernel or sch.qualname.split("::")[1].split(".")[0],
+        scalar_ok=scalar_ok, array_kernel=default is None,
+        backward=backward, setup_context=setup if backward is not None else None)
     _dispatch.make_call(op, scalar_ok=scalar_ok)
     _registry.register_op(op)
     if default is not None:
-        op._add_kernel("default", default)
+        _registry.add_kernel(op, "default", default)
     BUILTINS[sch.qualname.split("::")[1]] = op
     # an instance attribute too: `O.mul` in formulas and Tensor methods is then a plain
     # attribute read, not a __getattr__ call (~0.15 us on every built-in call through `ops`)
@@ -109,13 +106,13 @@ def install_backend(backend):
     kernels = backend.kernels()
     handles = []
     for name, op in BUILTINS.items():
-        if not op._has_array_kernel:
+        if not op.has_array_kernel:
             continue
-        k = kernels.get(op._kernel_name)
+        k = kernels.get(op.kernel_name)
         if k is None:
             continue
-        handles.append(op._add_kernel(backend.device_type, _lazy_adapter(op, k, backend),
-                                      owner=None))
+        handles.append(_registry.add_kernel(op, backend.device_type,
+                                            _lazy_adapter(op, k, backend)))
 
     def uninstall():
         for h in reversed(handles):
@@ -155,7 +152,7 @@ def make_adapter(op, kernel, backend):
     for i, a in enumerate(sch.arguments):
         n = pn[i]
         kind = a.kind
-        if a.name in op._scalar_ok:
+        if a.name in op.scalar_ok:
             args.append(f"({n}._data if {n}.__class__ is __T else {n})")
             if first_tensor is None:
                 first_tensor = None
@@ -214,7 +211,7 @@ def make_adapter(op, kernel, backend):
                   __pick=lambda ts: next((t._device for t in ts if t.__class__ is _Tns and
                                           t._device.type == backend.device_type), ts[0]._device))
         tens = [n if a.kind != "tensor_list" else f"*{n}" for n, a in zip(pn, sch.arguments)
-                if a.kind in ("tensor", "optional_tensor", "tensor_list") or a.name in op._scalar_ok]
+                if a.kind in ("tensor", "optional_tensor", "tensor_list") or a.name in op.scalar_ok]
         if first_tensor is not None:
             # __dev is the first tensor's device: that tensor needs aligning only when __pick
             # chose another device
@@ -225,7 +222,7 @@ def make_adapter(op, kernel, backend):
                              f"{first_tensor} = __align({first_tensor}, __dev, __api)")
         for n, a in zip(pn, sch.arguments):
             fix = f"{n} = __align({n}, __dev, __api)"
-            if a.name in op._scalar_ok:
+            if a.name in op.scalar_ok:
                 lines.append(f"    if {n}.__class__ is __T and {n}._device is not __dev: {fix}")
             elif a.kind == "tensor" and n == first_tensor:
                 pass      # aligned above
@@ -301,7 +298,7 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
             op.schema.returns[0].type != "Tensor":
         return []
     unary = len(args_) == 1
-    if not unary and (args_[1].name not in op._scalar_ok or args_[1].kwarg_only):
+    if not unary and (args_[1].name not in op.scalar_ok or args_[1].kwarg_only):
         return []
     pn = _codegen.py_names(args_)
     s_ = pn[0]
@@ -378,11 +375,11 @@ def kernel_error(op, err, values):
     for a in op.schema.arguments:
         v = values[a.name]
         if a.kind == "tensor" and not isinstance(v, Tensor) and not (
-                a.name in op._scalar_ok and isinstance(v, (int, float))):
-            what = "Tensor or a Python number" if a.name in op._scalar_ok else "Tensor"
+                a.name in op.scalar_ok and isinstance(v, (int, float))):
+            what = "Tensor or a Python number" if a.name in op.scalar_ok else "Tensor"
             raise TypeError(f"{op.name}: argument '{a.name}' must be a {what}, got "
                             f"{type(v).__name__} ({v!r:.60})") from None
-    meta = op._meta_default
+    meta = op.builtin_fake
     if meta is not None:
         from ..fake import from_real
 

@@ -35,20 +35,15 @@ def is_tensor(x) -> bool:
     return hasattr(x, "_dkey")
 
 
-# Promotion lives in _dtype; these names stay for the fake rules and the plugins that use them.
-_wrapped_dtype = _dtype.wrapped_dtype
-binary_result_dtype = _dtype.result_type
-
-
 def result_dtype(a, b):
     """torch's promotion for ``a <op> b`` where either may be a Python scalar
     (``_dtype.result_type`` on the operands' dtypes and kinds)."""
     ta, tb = is_tensor(a), is_tensor(b)
     if not (ta or tb):
         raise TypeError("at least one operand must be a tensor")
-    da, ka = (a.dtype, 2 if a.ndim else 1) if ta else (_wrapped_dtype(a), 0)
-    db, kb = (b.dtype, 2 if b.ndim else 1) if tb else (_wrapped_dtype(b), 0)
-    return binary_result_dtype(da, ka, db, kb)
+    da, ka = (a.dtype, 2 if a.ndim else 1) if ta else (_dtype.wrapped_dtype(a), 0)
+    db, kb = (b.dtype, 2 if b.ndim else 1) if tb else (_dtype.wrapped_dtype(b), 0)
+    return _dtype.result_type(da, ka, db, kb)
 
 
 def shape_of(x) -> tuple:

@@ -232,8 +232,8 @@ def op_autograd_info(op) -> AutogradInfo:
     """``op``'s formula as an ``AutogradInfo``. A custom op's formula is held to torch's rules:
     its four-argument ``setup_context`` gets the keyword-only inputs as a dict, and its backward
     must return a gradient per input (``RuntimeError`` naming the op otherwise)."""
-    backward = op._backward
-    setup = op._setup_context
+    backward = op.backward_fn
+    setup = op.setup_context_fn
     if backward is not None and not op.is_builtin:
         setup = _torch_setup_form(op, setup)
         backward = _count_checked(
@@ -259,7 +259,7 @@ def make_op_autograd(op):
     _T[0] = Tensor
     table = op.table
     backward = info.backward
-    names = op._param_names
+    names = op.param_names
 
     def autograd_entry(*args, **kwargs):
         tensors = _dispatch.flat_tensors(args, kwargs)
@@ -558,7 +558,7 @@ def _make_inplace_autograd(op, info):
     from .._tensor import Tensor
     table = op.table
     backward, setup, name, api = info.backward, info.setup, info.name, info.op_name
-    names = op._param_names
+    names = op.param_names
 
     def inplace_entry(*args, **kwargs):
         if len(args) == 2 and not kwargs and args[1].__class__ is Tensor and \

@@ -147,6 +147,19 @@ class _Dist:
         return self._read()["Version"]
 
 
+def resolve(value: str):
+    """The object an entry-point value names: ``"pkg.mod"`` (the module) or
+    ``"pkg.mod:attr.attr"`` (``importlib.import_module`` then an attribute walk; an
+    ``[extras]`` suffix is ignored), the rule of ``importlib.metadata.EntryPoint.load``. Raises
+    what the import or the walk raises (``ImportError``, ``AttributeError``...); callers add the
+    entry point, the plugin and the fix."""
+    mod_name, _, attr = value.partition(":")
+    obj = importlib.import_module(mod_name.strip())
+    for part in attr.split(".") if attr.strip() else ():
+        obj = getattr(obj, part.strip().split("[")[0].strip())
+    return obj
+
+
 class _EntryPoint:
     """``name = value`` of ``group``, same ``load()`` rule as ``importlib.metadata.EntryPoint``
     (``"pkg.mod"`` or ``"pkg.mod:attr.attr"``)."""
@@ -157,11 +170,7 @@ class _EntryPoint:
         self.name, self.value, self.group, self.dist = name, value, group, dist
 
     def load(self):
-        mod_name, _, attr = self.value.partition(":")
-        obj = importlib.import_module(mod_name.strip())
-        for part in attr.split(".") if attr.strip() else ():
-            obj = getattr(obj, part.strip().split("[")[0].strip())
-        return obj
+        return resolve(self.value)
 
     def __repr__(self) -> str:
         return f"EntryPoint(name={self.name!r}, value={self.value!r}, group={self.group!r})"

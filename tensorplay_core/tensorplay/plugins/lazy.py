@@ -7,12 +7,11 @@ the real kernel). Registering them is part of the plugin's atomic load (``loadin
 
 from __future__ import annotations
 
-import importlib
 import time
 
 from .. import _registry
 from ..errors import DispatchError, PluginError
-from .discovery import KERNEL_GROUP, _trace
+from .discovery import KERNEL_GROUP, _trace, resolve
 from .state import PluginRecord
 
 
@@ -43,7 +42,8 @@ def register_kernel_eps(rec: PluginRecord, eps) -> None:
                                               f"{ep.name!r}")
         handle = []
         wrapper = _lazy_kernel(op, key, ep.name, ep.value, rec, handle)
-        handle.append(op._add_kernel(key, wrapper, rec.dist, rec.priority, source=ep.value))
+        handle.append(_registry.add_kernel(op, key, wrapper, rec.dist, rec.priority,
+                                          source=ep.value))
         rec.kernel_eps.append((qual, key, ep.value))
         _trace("kernel entry point %s = %s of %s registered (imported on first call)",
                ep.name, ep.value, rec.label)
@@ -67,12 +67,9 @@ def _lazy_kernel(op, key: str, ep_name: str, target: str, rec: PluginRecord, han
 
 
 def _import_lazy(op, key, ep_name, target, rec, handle):
-    mod_name, _, attr = target.partition(":")
     t0 = time.perf_counter()
     try:
-        fn = importlib.import_module(mod_name)
-        for part in attr.split("."):
-            fn = getattr(fn, part)
+        fn = resolve(target)
         _registry.check_binds(op, fn, "kernel", f"entry point {ep_name!r}")
     except Exception as e:
         _trace("lazy kernel %s = %s of %s failed: %s", ep_name, target, rec.label, e)

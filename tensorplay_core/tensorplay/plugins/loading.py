@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
 import time
 import warnings
@@ -37,6 +36,7 @@ from .discovery import (
     _scan,
     _trace,
     _warn_unknown_names,
+    resolve,
 )
 from .hookspecs import API_VERSION, DeviceSpec
 from .state import _S, PluginRecord, PluginWarning, _by_dist, _fix_hint, _label_of
@@ -295,7 +295,7 @@ def _adopt(rec: PluginRecord) -> None:
     def mine(m) -> bool:
         return isinstance(m, str) and (m == modname or m.startswith(modname + "."))
 
-    with _registry._lock:
+    with _registry.transaction():
         for op in _registry.all_ops():
             if op.is_builtin or op.owner is not None or not mine(op.source):
                 continue
@@ -467,12 +467,8 @@ def load_backend(device_type: str):
             from (rec.error if rec is not None else None)
     _, spec, rec = cands[0]
     try:
-        mod_name, _, attr = spec.backend.partition(":")
         _trace("load backend %s of %s (device %s)", spec.backend, rec.label, device_type)
-        obj = importlib.import_module(mod_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-        return obj()
+        return resolve(spec.backend)()
     except Exception as e:
         raise DeviceUnavailableError(
             f"device '{device_type}': plugin {rec.label} could not load its backend "

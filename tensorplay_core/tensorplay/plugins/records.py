@@ -20,12 +20,6 @@ def _words(s: str) -> set:
     return set(re.split(r"[-_.:]+", s.lower()))
 
 
-def _failed_provider(device_type: str):
-    """The failed/incompatible/blocked plugin that likely provides ``device_type``
-    (``_devices.failed_provider``)."""
-    return _devices.failed_provider(device_type)
-
-
 def failed_device_note(device_type: str):
     """``"plugin X, which provides it, failed to load: Error: msg. Fix: ..."`` (or "is blocked")
     when an installed plugin that provides ``device_type`` did not load; ``None`` otherwise."""
