@@ -373,3 +373,30 @@ def test_register_names_a_class_passed_instead_of_an_instance():
 def test_mock_backend_refuses_device_counts_that_are_not_positive_ints(count):
     with pytest.raises((TypeError, ValueError), match="device_count"):
         MockBackend("mockcount", device_count=count)
+
+
+def test_wrap_native_builds_the_tensor_a_backend_returns(cpu):
+    """A backend whose wrap uses the public wrap_native (no private constructor) gives tensors
+    that work through the built-in ops; bad arguments are refused naming wrap_native."""
+    np = pytest.importorskip("numpy")
+
+    class NativeWrap(MockBackend):
+        def wrap(self, arr, device):
+            arr = np.ascontiguousarray(arr)
+            return backends.wrap_native(self, arr, shape=tuple(arr.shape),
+                                        dtype=self.dtype_of(arr), device=device,
+                                        nbytes=arr.nbytes)
+    with NativeWrap("nativewrap") as be:
+        t = tp.arange(6, dtype=tp.float32, device="nativewrap").reshape(2, 3)
+        assert t.device == tp.device("nativewrap") and t.dtype == tp.float32
+        assert t.stride() == (3, 1) and not t.requires_grad and t.grad_fn is None
+        assert ((t * 2).sum()).item() == 30.0
+        a = np.ones((2, 2), np.float32)
+        for kw, err in ((dict(dtype="float32"), TypeError), (dict(device="cpu"), TypeError),
+                        (dict(device=tp.device("cpu")), ValueError),
+                        (dict(shape=(2, -1)), ValueError)):
+            args = dict(shape=(2, 2), dtype=tp.float32, device=tp.device("nativewrap"),
+                        nbytes=a.nbytes)
+            args.update(kw)
+            with pytest.raises(err, match="wrap_native"):
+                backends.wrap_native(be, a, **args)

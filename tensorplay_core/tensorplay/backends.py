@@ -16,6 +16,8 @@ must define and which are optional (with the default the core assumes). Subclass
 * ``register(backend)``: make ``backend`` the backend of its device type without a plugin (a
   test backend: ``tensorplay.testing.backend.MockBackend``); undone by the returned handle;
 * ``missing_members(obj)``: the required and optional members ``obj`` lacks;
+* ``wrap_native(backend, arr, shape=, dtype=, device=, nbytes=)``: a new tensor owning a native
+  array (what ``Backend.wrap`` returns, for a backend whose arrays are not NumPy-like);
 * ``ElementwiseExpr``, ``Step``: what ``Backend.fuse_elementwise`` is handed (a chain of
   elementwise built-in ops found by ``tensorplay.compile``).
 
@@ -37,7 +39,7 @@ from __future__ import annotations
 import threading
 
 from . import _devices, plugins
-from ._backend import OPTIONAL, REQUIRED, ArrayBackend, Backend, missing_members
+from ._backend import OPTIONAL, REQUIRED, ArrayBackend, Backend, missing_members, wrap_native
 from ._device import Device
 from ._fusion import ElementwiseExpr, Step
 from ._registry import RegistrationHandle
@@ -54,6 +56,7 @@ __all__ = [
     "loaded",
     "missing_members",
     "register",
+    "wrap_native",
 ]
 
 _lock = threading.RLock()
