@@ -278,3 +278,125 @@ def test_the_core_never_probes_backend_attributes():
              for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
              if probe.search(line)]
     assert found == []
+
+
+_MISBEHAVING_PLUGIN = '''
+from tensorplay.plugins import DeviceSpec, hookimpl
+from tensorplay.testing.backend import MockBackend
+
+TENSORPLAY_API_VERSION = 1
+
+
+class Raising(MockBackend):
+    def __init__(self):
+        super().__init__("raisingdev")
+
+    def is_available(self):
+        raise RuntimeError("driver probe exploded")
+
+
+class BareBool(MockBackend):
+    def __init__(self):
+        super().__init__("boolavail")
+
+    def is_available(self):
+        return True
+
+
+class BadKernels(MockBackend):
+    def __init__(self):
+        super().__init__("badkernels")
+
+    def kernels(self):
+        raise RuntimeError("kernel table broken")
+
+
+class Mismatch(MockBackend):
+    def __init__(self):
+        super().__init__("somethingelse")
+
+
+@hookimpl
+def tensorplay_devices():
+    return [DeviceSpec("raisingdev", "misplug:Raising"), DeviceSpec("boolavail", "misplug:BareBool"),
+            DeviceSpec("badkernels", "misplug:BadKernels"),
+            DeviceSpec("mismatch", "misplug:Mismatch")]
+'''
+
+
+def test_a_misbehaving_backend_fails_naming_plugin_member_and_fix(plugin_env, cpu):
+    """A backend whose is_available() raises or returns a bare bool, whose kernels() raises, or
+    whose device_type differs from its DeviceSpec: DeviceUnavailableError naming the plugin's
+    backend, the member and the contract; nothing is left loaded; other devices keep working."""
+    pytest.importorskip("numpy")
+    make, env = plugin_env
+    make("tensorplay-misdev", "misplug", _MISBEHAVING_PLUGIN)
+    code = textwrap.dedent('''
+        import tensorplay as tp
+        for dev in ("raisingdev", "boolavail", "badkernels", "mismatch"):
+            for attempt in range(2):
+                try:
+                    tp.ones(2, device=dev)
+                    print("no error")
+                except tp.errors.DeviceUnavailableError as e:
+                    print("ERR", e)
+                except Exception as e:
+                    print("RAW", type(e).__name__, e)
+        print("cpu still works:", (tp.ones(2) + 1).tolist())
+        print("loaded:", sorted(tp.backends.loaded()))
+    ''')
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.strip().splitlines()[-10:]
+    raising, raising2, bare, bare2, kern, kern2, mism, mism2, cpu_line, loaded = lines
+    for line in lines[:8]:
+        assert line.startswith("ERR device '"), line
+        assert "plugin tensorplay-misdev" in line and "misplug:" in line, line
+    assert raising == raising2 and bare == bare2 and kern == kern2 and mism == mism2
+    assert "is_available() raised RuntimeError: driver probe exploded" in raising, raising
+    assert "(available, reason)" in raising and "never raise" in raising, raising
+    assert "is_available() returned True" in bare and "(available, reason)" in bare, bare
+    assert "kernels" in kern and "kernel table broken" in kern, kern
+    assert "device_type 'somethingelse'" in mism and "'mismatch'" in mism, mism
+    assert cpu_line == "cpu still works: [2.0, 2.0]"
+    for dev in ("raisingdev", "boolavail", "badkernels", "mismatch", "somethingelse"):
+        assert f"'{dev}'" not in loaded, loaded
+
+
+def test_register_names_a_class_passed_instead_of_an_instance():
+    with pytest.raises(TypeError, match=r"pass an instance.*MockBackend\(\)"):
+        backends.register(MockBackend)
+
+
+@pytest.mark.parametrize("count", [True, 0, 1.0, "2"])
+def test_mock_backend_refuses_device_counts_that_are_not_positive_ints(count):
+    with pytest.raises((TypeError, ValueError), match="device_count"):
+        MockBackend("mockcount", device_count=count)
+
+
+def test_wrap_native_builds_the_tensor_a_backend_returns(cpu):
+    """A backend whose wrap uses the public wrap_native (no private constructor) gives tensors
+    that work through the built-in ops; bad arguments are refused naming wrap_native."""
+    np = pytest.importorskip("numpy")
+
+    class NativeWrap(MockBackend):
+        def wrap(self, arr, device):
+            arr = np.ascontiguousarray(arr)
+            return backends.wrap_native(self, arr, shape=tuple(arr.shape),
+                                        dtype=self.dtype_of(arr), device=device,
+                                        nbytes=arr.nbytes)
+    with NativeWrap("nativewrap") as be:
+        t = tp.arange(6, dtype=tp.float32, device="nativewrap").reshape(2, 3)
+        assert t.device == tp.device("nativewrap") and t.dtype == tp.float32
+        assert t.stride() == (3, 1) and not t.requires_grad and t.grad_fn is None
+        assert ((t * 2).sum()).item() == 30.0
+        a = np.ones((2, 2), np.float32)
+        for kw, err in ((dict(dtype="float32"), TypeError), (dict(device="cpu"), TypeError),
+                        (dict(device=tp.device("cpu")), ValueError),
+                        (dict(shape=(2, -1)), ValueError)):
+            args = dict(shape=(2, 2), dtype=tp.float32, device=tp.device("nativewrap"),
+                        nbytes=a.nbytes)
+            args.update(kw)
+            with pytest.raises(err, match="wrap_native"):
+                backends.wrap_native(be, a, **args)

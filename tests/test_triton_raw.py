@@ -113,3 +113,25 @@ def test_real_raw_launch_either_import_order(first, tmp_path):
     assert p.returncode == 0, out
     assert out.startswith("TritonLaunchError k[grid](...)"), out
     assert "'x_ptr' is on cpu" in out and "wrap_triton(k)[grid](...)" in out, out
+
+
+@pytest.mark.parametrize("grid", ["a", None, 3, [1.5], [1, 2, 3, 4], [True]])
+def test_wrap_triton_names_a_grid_that_is_not_a_tuple_of_ints(grid):
+    """A grid that is neither a tuple nor a function: TypeError naming the kernel, the grid and
+    what a grid is (Triton itself says "can only concatenate str ..."); a list of ints works."""
+    triton = pytest.importorskip("triton")
+    tl = pytest.importorskip("triton.language")
+    import tensorplay as tp
+    from tensorplay.library import wrap_triton
+
+    @triton.jit
+    def grid_kernel(x, o, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        m = offs < n
+        tl.store(o + offs, tl.load(x + offs, mask=m) * 2, mask=m)
+    x, o = tp.arange(8.0), tp.empty(8)
+    with pytest.raises(TypeError, match=r"wrap_triton\(grid_kernel\)\[grid\]: grid must be a "
+                                        r"tuple of 1 to 3 ints"):
+        wrap_triton(grid_kernel)[grid](x, o, 8, BLOCK=8)
+    wrap_triton(grid_kernel)[[1]](x, o, 8, BLOCK=8)
+    assert o.tolist() == [2.0 * i for i in range(8)]

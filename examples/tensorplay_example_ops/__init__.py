@@ -7,7 +7,7 @@ Installing the distribution is all it takes: its entry point (group ``tensorplay
 ============================ ================================================================
 op                           what
 ============================ ================================================================
-``weighted_sum(x, weight)``  ``(x * weight).sum()`` -- the owner's documentation example
+``weighted_sum(x, weight)``  ``(x * weight).sum()`` -- the README's first example
 ``rms_norm(x, weight, eps)`` RMS normalisation over the last dim; explicit ``register_autograd``
 ``gelu(x)``                  GELU, tanh approximation (composite: autograd from its ops)
 ``softmax_cross_entropy``    mean cross-entropy of ``logits`` (N, C) against int64 ``target`` (N,)

@@ -21,7 +21,7 @@ __all__ = ["weighted_sum", "rms_norm", "gelu", "softmax_cross_entropy", "add_rel
 Tensor = tensorplay.Tensor
 
 
-# -- weighted_sum: the owner's documentation example, verbatim (namespace "example") ------------
+# -- weighted_sum: the README's first example, verbatim (namespace "example") ------------
 
 @tensorplay.library.custom_op("example::weighted_sum", mutates_args=())
 def weighted_sum(x, weight):

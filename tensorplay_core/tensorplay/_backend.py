@@ -108,7 +108,8 @@ class Backend(Protocol):
 
     def wrap(self, arr, device):
         """A new ``Tensor`` on ``device`` owning native array ``arr`` (its own contiguous
-        storage; a scalar becomes a 0-dim tensor)."""
+        storage; a scalar becomes a 0-dim tensor). Build it with
+        ``tensorplay.backends.wrap_native`` (``ArrayBackend`` does this for NumPy-like arrays)."""
         ...
 
     def as_strided(self, root, shape, stride, offset):
@@ -291,6 +292,38 @@ def contiguous_strides(shape) -> tuple:
 
 
 _CONTIG_CACHE: dict = {}
+
+
+def wrap_native(backend, arr, *, shape, dtype, device, nbytes: int):
+    """A new ``tensorplay.Tensor`` owning native array ``arr`` of ``backend``: the building block
+    of ``Backend.wrap`` for a backend whose arrays are not NumPy-like (``ArrayBackend.wrap``
+    does the same for NumPy-like ones).
+
+    ``arr`` must be dense and row-major (the tensor gets row-major strides); ``shape``: a tuple
+    of non-negative ints (elements); ``dtype``: a ``tensorplay.dtype``; ``device``: a
+    ``tensorplay.device`` of ``backend.device_type``; ``nbytes``: the array's size in bytes. The
+    tensor has its own storage (version 0), does not require grad and has no history.
+
+    Raises ``TypeError`` for a ``dtype``/``device`` of the wrong type, ``ValueError`` for a
+    ``shape`` that is not a tuple of non-negative ints or a device of another type."""
+    from ._device import Device
+    from ._dtype import dtype as _dt
+    from ._tensor import Tensor
+    if not isinstance(dtype, _dt):
+        raise TypeError(f"wrap_native: dtype must be a tensorplay.dtype, got {dtype!r}")
+    if not isinstance(device, Device):
+        raise TypeError(f"wrap_native: device must be a tensorplay.device, got {device!r}")
+    if device.type != backend.device_type:
+        raise ValueError(f"wrap_native: device {device} is not of the backend's type "
+                         f"'{backend.device_type}'")
+    shape = tuple(shape) if isinstance(shape, (list, tuple)) else shape
+    if not isinstance(shape, tuple) or not all(
+            isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
+        raise ValueError(f"wrap_native: shape must be a tuple of non-negative ints, got {shape!r}")
+    t = _new(Tensor)
+    t._init_real(Storage(arr, nbytes, backend), arr, shape, contiguous_strides_cached(shape), 0,
+                 dtype, device, backend)
+    return t
 
 
 def contiguous_strides_cached(shape) -> tuple:

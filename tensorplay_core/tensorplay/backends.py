@@ -18,6 +18,8 @@ must define and which are optional (with the default the core assumes). Subclass
 * ``register(backend)``: make ``backend`` the backend of its device type without a plugin (a
   test backend: ``tensorplay.testing.backend.MockBackend``); undone by the returned handle;
 * ``missing_members(obj)``: the required and optional members ``obj`` lacks;
+* ``wrap_native(backend, arr, shape=, dtype=, device=, nbytes=)``: a new tensor owning a native
+  array (what ``Backend.wrap`` returns, for a backend whose arrays are not NumPy-like);
 * ``ElementwiseExpr``, ``Step``: what ``Backend.fuse_elementwise`` is handed (a chain of
   elementwise built-in ops found by ``tensorplay.compile``);
 * ``generic_fuser(expr, backend)``: the core's fuser for an ``ArrayBackend`` (its reference
@@ -28,8 +30,11 @@ bound once, when the backend is announced, by the op layer that subscribed to th
 
 Errors: ``DeviceUnavailableError`` when no installed plugin provides the device (with the
 distribution to install, or the plugin's recorded load error and its fix), when the backend
-reports itself unavailable (``is_available()``), or when the plugin's backend lacks a required
-member of ``Backend`` (naming the plugin, the members and the fix). A failed device leaves every
+reports itself unavailable (``is_available()``), when the plugin's backend lacks a required
+member of ``Backend``, has another ``device_type`` than its ``DeviceSpec``, or misbehaves while
+loading (``is_available()`` raising or not returning ``(available, reason)``, ``kernels()``
+raising): each names the plugin, the backend, the member and the fix, and leaves nothing
+loaded. A failed device leaves every
 other device working.
 """
 
@@ -38,7 +43,8 @@ from __future__ import annotations
 import threading
 
 from . import _devices, plugins
-from ._backend import OPTIONAL, REQUIRED, ArrayBackend, Backend, Storage, missing_members
+from ._backend import (OPTIONAL, REQUIRED, ArrayBackend, Backend, Storage, missing_members,
+                       wrap_native)
 from ._device import Device
 from ._fusion import ElementwiseExpr, Step, generic_fuser
 from ._registry import RegistrationHandle
@@ -57,6 +63,7 @@ __all__ = [
     "loaded",
     "missing_members",
     "register",
+    "wrap_native",
 ]
 
 _lock = threading.RLock()
@@ -99,9 +106,6 @@ def _conformance_error(backend, device_type: str):
     required, optional = missing_members(backend)
     if not required and not optional:
         return None
-    rec, spec = _provider_label(device_type)
-    who = (f"plugin {rec.label}'s backend {spec.backend}" if rec is not None
-           else f"backend {type(backend).__module__}.{type(backend).__qualname__}")
     if required:
         what = (f"lacks required member(s) {', '.join(required)} of tensorplay.backends.Backend. "
                 f"Fix: implement them in {type(backend).__qualname__} (for a NumPy-like array "
@@ -111,9 +115,7 @@ def _conformance_error(backend, device_type: str):
         what = (f"lacks optional member(s) {', '.join(optional)} of tensorplay.backends.Backend "
                 f"and does not subclass it. Fix: subclass tensorplay.backends.Backend (or "
                 f"ArrayBackend) to inherit their defaults, or define them")
-    if rec is not None:
-        what += f"; then reinstall {rec.dist}"
-    return DeviceUnavailableError(f"device '{device_type}': {who} {what}.")
+    return _backend_error(device_type, backend, what)
 
 
 def _load(device_type: str):
@@ -128,11 +130,40 @@ def _load(device_type: str):
         err = _conformance_error(b, device_type)
         if err is not None:
             raise err
-        ok, why = b.is_available()
+        if b.device_type != device_type:
+            raise _backend_error(device_type, b, f"has device_type {b.device_type!r}, but the "
+                                 f"plugin declares it for device '{device_type}'. Fix: make "
+                                 f"the DeviceSpec's type and the backend's device_type the same")
+        try:
+            res = b.is_available()
+        except Exception as e:  # noqa: BLE001 - a plugin's probe: named, never raw
+            raise _backend_error(device_type, b, f"is_available() raised {type(e).__name__}: "
+                                 f"{e}; it must return (available, reason) and never raise "
+                                 f"(catch the driver's error and return (False, str(error)))"
+                                 ) from e
+        if not (isinstance(res, tuple) and len(res) == 2 and isinstance(res[0], bool)):
+            raise _backend_error(device_type, b, f"is_available() returned {res!r:.80}; it must "
+                                 f"return a tuple (available, reason), e.g. (True, '')")
+        ok, why = res
         if not ok:
             raise DeviceUnavailableError(f"device '{device_type}' is not available: {why}")
-        _devices.add_loaded(b)
+        try:
+            _devices.add_loaded(b)     # subscribers bind the built-in kernels (b.kernels())
+        except Exception as e:  # noqa: BLE001 - rolled back by add_loaded; named here
+            raise _backend_error(device_type, b, f"could not be set up: {type(e).__name__}: "
+                                 f"{e} (raised while binding its kernels: kernels(), "
+                                 f"guard_kernel())") from e
         return b
+
+
+def _backend_error(device_type: str, backend, what: str) -> DeviceUnavailableError:
+    """``DeviceUnavailableError`` naming the device, the plugin (and its distribution) and the
+    backend class, followed by ``what`` went wrong and its fix."""
+    rec, spec = _provider_label(device_type)
+    who = (f"plugin {rec.label}'s backend {spec.backend}" if rec is not None
+           else f"backend {type(backend).__module__}.{type(backend).__qualname__}")
+    tail = f"; then reinstall {rec.dist}" if rec is not None else ""
+    return DeviceUnavailableError(f"device '{device_type}': {who} {what}{tail}.")
 
 
 _devices.loaders.append(_load)
@@ -149,6 +180,9 @@ def register(backend: Backend) -> RegistrationHandle:
     Raises ``ValueError`` when a backend of that type is already loaded (``cpu`` included) or the
     type is not an identifier, ``TypeError`` when ``backend`` lacks members of ``Backend``.
     """
+    if isinstance(backend, type):
+        raise TypeError(f"tensorplay.backends.register: got the class {backend.__qualname__}; "
+                        f"pass an instance, e.g. register({backend.__qualname__}())")
     try:
         t = backend.device_type
     except AttributeError:

@@ -16,7 +16,7 @@
     └── LookupError                get_kernel with nothing usable (plain LookupError)
 
 Every message starts with the API that raised it, says what is wrong, what was expected or
-available, and how to fix it (DESIGN.md, "Error messages").
+available, and how to fix it.
 """
 
 from __future__ import annotations

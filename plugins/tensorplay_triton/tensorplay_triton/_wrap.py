@@ -171,6 +171,8 @@ class TritonKernelWrapper:
         return self.kernel
 
     def __getitem__(self, grid):
+        if grid.__class__ is not tuple and not callable(grid):
+            grid = self._grid_tuple(grid)
         def launch(*args, **kwargs):
             # _launch, inlined: one Python frame less per launch
             d = self._direct
@@ -184,6 +186,21 @@ class TritonKernelWrapper:
                     return r
             return self._launch_checked(grid, args, kwargs)
         return launch
+
+    def _grid_tuple(self, grid):
+        """``grid`` given as a list (or another sequence) of ints: the tuple Triton expects;
+        anything else: ``TypeError`` naming the kernel and what a grid is."""
+        try:
+            t = tuple(grid)
+            ok = 1 <= len(t) <= 3 and all(isinstance(g, int) and not isinstance(g, bool) for g in t)
+        except TypeError:
+            ok = False
+        if isinstance(grid, (str, bytes)) or not ok:
+            raise TypeError(f"wrap_triton({self.name})[grid]: grid must be a tuple "
+                            f"of 1 to 3 ints (programs along each axis) or a function of the "
+                            f"launch's meta-parameters returning one, e.g. "
+                            f"lambda meta: (triton.cdiv(n, meta['BLOCK']),); got {grid!r:.60}")
+        return t
 
     def run(self, *args, grid, warmup=False, **kwargs):
         """Same as ``self[grid](*args, **kwargs)`` (Triton's ``KernelInterface.run`` spelling)."""

@@ -96,7 +96,7 @@ class MockBackend(_backends.ArrayBackend):
     def __init__(self, device_type: str = "mock", *, device_count: int = 1):
         import numpy
         super().__init__()
-        if not isinstance(device_count, int) or device_count < 1:
+        if device_count.__class__ is not int or device_count < 1:
             raise ValueError(f"MockBackend: device_count must be an int >= 1, got "
                              f"{device_count!r}")
         self.device_type = device_type
