@@ -158,8 +158,8 @@ class Node:
             line = call
         elif isinstance(res, Value):
             line = f"{res.name} = {call}"
-        else:
-            line = f"{_fmt(res)} = {call}"
+        else:   # an unpacking target: a plain tuple even when the op returns a named tuple
+            line = f"{_fmt(tuple(res) if isinstance(res, tuple) else res)} = {call}"
         notes = []
         if self.kind == "op" and not self.op.is_builtin:
             notes.append("opaque" + (" triton_op" if getattr(self.op, "is_triton", False) else ""))
@@ -224,6 +224,11 @@ def _short_dtype(dt) -> str:
 def _fmt(x) -> str:
     if isinstance(x, Value):
         return x.name
+    if isinstance(x, tuple) and hasattr(type(x), "_fields"):
+        # a named tuple (``tensorplay.return_types.max``): printed as its repr is, by field
+        t = type(x)
+        return (f"{t.__module__}.{t.__qualname__}("
+                + ", ".join(f"{k}={_fmt(v)}" for k, v in zip(t._fields, x)) + ")")
     if isinstance(x, list):
         return "[" + ", ".join(_fmt(v) for v in x) + "]"
     if isinstance(x, tuple):
@@ -231,6 +236,20 @@ def _fmt(x) -> str:
     if isinstance(x, dict):
         return "{" + ", ".join(f"{k!r}: {_fmt(v)}" for k, v in x.items()) + "}"
     return repr(x)
+
+
+def _fake_failure_hint(op) -> str:
+    """The sentence after a failed fake run of custom op ``op``: the registered fake kernel
+    failed, or (no ``register_fake``) its own kernel was run as its fake and failed."""
+    if op.has_fake:
+        return (f" The fake kernel of {op.name} failed on fake tensors; fix it (it must only use "
+                f"metadata: shapes, dtypes, devices) and check it with "
+                f"tensorplay.library.opcheck.")
+    return (f" {op.name} has no fake kernel (no register_fake), so its kernel was run as its "
+            f"fake and failed on fake tensors (they have shapes, dtypes and devices but no "
+            f"data). Register one that only uses metadata: @tensorplay.library.register_fake("
+            f"{op.name!r}) (or @{op.opname}.register_fake on the custom_op), and check it with "
+            f"tensorplay.library.opcheck.")
 
 
 def _collect_values(x, out):
@@ -581,9 +600,7 @@ def record_call(op, args, kwargs):
     except DispatchError as e:
         raise CompileError(f"{ctx.api()}: cannot capture a call of {op.name}: {e}") from e
     except Exception as e:
-        hint = "" if op.is_builtin else (
-            f" The fake kernel of {op.name} failed on fake tensors; fix it (it must only use "
-            f"metadata: shapes, dtypes, devices) and check it with tensorplay.library.opcheck.")
+        hint = "" if op.is_builtin else _fake_failure_hint(op)
         raise CompileError(f"{ctx.api()}: computing the output metadata of {op.name} failed: "
                            f"{type(e).__name__}: {e}.{hint}") from e
     finally:

@@ -819,9 +819,15 @@ class _FakeCheck:
             return op.table["meta"](*_pytree.tree_map(fk, list(args), Tensor),
                                     **_pytree.tree_map(fk, kwargs, Tensor))
         except Exception as e:
+            which = f"the fake kernel of {op.name}" if op.is_builtin or op.has_fake else (
+                f"{op.name} has no fake kernel (no register_fake), so its kernel was run as its "
+                f"fake and it")
+            fix = "Fix it" if op.is_builtin or op.has_fake else (
+                f"Register a fake that only uses metadata (@tensorplay.library.register_fake("
+                f"{op.name!r}))")
             raise CompileError(
-                f"tensorplay.compile: the fake kernel of {op.name} failed on the inputs of this "
-                f"call ({type(e).__name__}: {e}). Fix it and check the op with "
+                f"tensorplay.compile: {which} failed on the inputs of this call "
+                f"({type(e).__name__}: {e}). {fix} and check the op with "
                 f"tensorplay.library.opcheck({op.name!r}, args).") from e
         finally:
             mst.mode = prev
