@@ -154,8 +154,9 @@ def failed_provider(device_type: str):
 
 def device_hint(device_type: str) -> str:
     """A sentence telling the user how to get ``device_type``: the recorded failure of the plugin
-    that provides it (with the fix), the control that blocks it, or what to install; ``""`` when
-    a plugin provides it."""
+    that provides it (with the fix), the control that blocks it, or what to install (and the
+    closest provided device when the name is near one); ``""`` when a plugin provides it. A
+    non-empty hint ends with one space (callers append the next sentence)."""
     rec = failed_provider(device_type)
     if rec is not None:
         if rec.status == "blocked":
@@ -169,8 +170,13 @@ def device_hint(device_type: str) -> str:
     dist = KNOWN_DEVICE_DISTS.get(device_type)
     if dist:
         return f"Install {dist} (pip install {dist}). "
+    import difflib
+    close = difflib.get_close_matches(device_type, sorted(set(providers) | set(KNOWN_DEVICE_DISTS)),
+                                      n=1, cutoff=0.6)
     return (f"No installed plugin provides device '{device_type}' (devices: "
-            f"{', '.join(sorted(providers)) or 'none'}). ")
+            f"{', '.join(sorted(providers)) or 'none'}); install the plugin that provides it "
+            f"(`tensorplay plugins` lists the installed plugins and their devices)."
+            + (f" Did you mean {close[0]!r}?" if close else "") + " ")
 
 
 def failed_device_note(device_type: str):

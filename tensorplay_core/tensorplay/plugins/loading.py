@@ -463,7 +463,8 @@ def load_backend(device_type: str):
     if not cands:
         rec = _devices.failed_provider(device_type)
         raise DeviceUnavailableError(
-            f"device '{device_type}' is not available. {_devices.device_hint(device_type)}") \
+            f"device '{device_type}' is not available. "
+            f"{_devices.device_hint(device_type).strip()}") \
             from (rec.error if rec is not None else None)
     _, spec, rec = cands[0]
     try:
