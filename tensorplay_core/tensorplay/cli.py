@@ -391,14 +391,19 @@ def _cmd_plugins(args) -> int:
         ops = f"{len(r['ops'])}" + (f": {_wrap_names(r['ops'])}" if r["ops"] else "")
         # a distribution with several entry points: one row each, told apart by the entry point
         dist = r["dist"] if per_dist[r["dist"]] == 1 else f"{r['dist']} [{r['name']}]"
-        rows.append([dist, r["version"], r["status"], devs, ops, _kernels_cell(r, status),
-                     r["error"] or ""])
+        note = r["error"] or ("warning: registered no hooks (see below)"
+                              if r.get("warnings") else "")
+        rows.append([dist, r["version"], r["status"], devs, ops, _kernels_cell(r, status), note])
     _print_table("TensorPlay plugins", ["distribution", "version", "status", "devices", "ops",
                                         "kernels", "error"], rows)
+    w = _term_width(sys.stdout)
     for d, s in status.items():
         if s != "available":
             line = f"device {d}: {s}"
-            w = _term_width(sys.stdout)
+            print(textwrap.fill(line, width=w, subsequent_indent="  ") if w else line)
+    for r in recs:     # a loaded plugin that did nothing: most likely a shadowed module
+        for msg in r.get("warnings") or ():
+            line = f"warning: {msg.removeprefix('tensorplay: ')}"
             print(textwrap.fill(line, width=w, subsequent_indent="  ") if w else line)
     return 0
 

@@ -120,6 +120,7 @@ def load_all(entry_points=None, kernel_entry_points=None) -> None:
             _S.records[key] = rec
             if (allow is not None and not _matches(allow, rec)) or _matches(block, rec):
                 rec.status = "blocked"
+                rec.blocked_by = _blocked_by(allow, block, rec)
                 # the ops its kernel metadata names: requests for them say it is blocked
                 rec.attempted_ops |= {e.name.rpartition(".")[0] for e in kernel_eps.get(dname, ())}
                 _trace("blocked %s (%s) before import", rec.label, rec.value)
@@ -154,6 +155,7 @@ def load_all(entry_points=None, kernel_entry_points=None) -> None:
                 _S.records[dname] = rec
                 if (allow is not None and not _matches(allow, rec)) or _matches(block, rec):
                     rec.status = "blocked"
+                    rec.blocked_by = _blocked_by(allow, block, rec)
                     rec.attempted_ops |= {e.name.rpartition(".")[0] for e in kernel_eps[dname]}
                     continue
                 rec.status = "loaded"
@@ -169,7 +171,47 @@ def load_all(entry_points=None, kernel_entry_points=None) -> None:
             eps = kernel_eps.pop(rec.dist, None)
             if eps and rec.status == "loaded":
                 _install_kernel_eps(rec, eps, strict)
+            if rec.status == "loaded" and rec.value:
+                _warn_if_hollow(rec)
         _S.load_seconds += time.perf_counter() - t_start
+
+
+def _blocked_by(allow, block, rec) -> str:
+    """Which control blocked ``rec``: the block-list wins when both do (naming it is the fix)."""
+    return "TENSORPLAY_DISABLE_PLUGINS" if _matches(block, rec) else "TENSORPLAY_PLUGINS"
+
+
+def _module_location(mod) -> str:
+    """The file (or, for a namespace package such as a bare directory, the directories) that
+    importing a plugin's entry point actually gave."""
+    f = getattr(mod, "__file__", None)
+    if f:
+        return str(f)
+    path = list(dict.fromkeys(str(p) for p in (getattr(mod, "__path__", None) or ())))
+    if path:
+        return (", ".join(str(p) for p in path)
+                + " (a directory without __init__.py: a namespace package)")
+    return "an unknown location (no __file__)"
+
+
+def _warn_if_hollow(rec: PluginRecord) -> None:
+    """A loaded plugin whose module implements no hook and defined no op or kernel: almost
+    always the wrong module (a same-named directory or file earlier on ``sys.path``, e.g. in
+    the working directory, shadowing the installed one). Loaded, but warned and recorded."""
+    mod = rec.module
+    if mod is None or _plugin_manager().get_hookcallers(mod) or rec.ops or rec.kernel_eps \
+            or rec.devices or rec.kernels:
+        return
+    name = rec.value.partition(":")[0]
+    msg = (f"tensorplay: plugin {rec.label} ({rec.name} = {rec.value}) registered no hooks: the "
+           f"module it imported, {name!r} from {_module_location(mod)}, implements no "
+           f"tensorplay_* hook and defines no op or kernel. If that is not the plugin's module, "
+           f"a same-named file or directory earlier on sys.path (e.g. in the working directory) "
+           f"shadows it: rename or remove that, or reinstall {rec.dist} (pip install "
+           f"--force-reinstall {rec.dist}).")
+    rec.warnings.append(msg)
+    _trace("%s", msg)
+    warnings.warn(msg, PluginWarning, stacklevel=3)
 
 
 def _load_todo() -> None:

@@ -32,7 +32,9 @@ class PluginRecord:
     ``devices``: device types it provides; ``ops``: qualnames it defined; ``kernel_eps``:
     ``(op, device, "pkg.mod:fn")`` named in its ``tensorplay.kernels`` metadata; ``error``: the
     exception that made it fail; ``priority``: its ``TENSORPLAY_PRIORITY``; ``api_version``:
-    its ``TENSORPLAY_API_VERSION``. ``attempted_devices``/``attempted_ops`` keep what a failed
+    its ``TENSORPLAY_API_VERSION``. ``warnings``: what is suspicious about a loaded plugin (its
+    module registered no hooks); ``blocked_by``: the environment variable that blocked it
+    (``TENSORPLAY_PLUGINS``, the allow-list, or ``TENSORPLAY_DISABLE_PLUGINS``). ``attempted_devices``/``attempted_ops`` keep what a failed
     plugin had announced before failing, so requests for them re-raise its error.
     """
 
@@ -53,6 +55,8 @@ class PluginRecord:
     load_seconds: float = 0.0
     attempted_devices: set = field(default_factory=set)
     attempted_ops: set = field(default_factory=set)
+    warnings: list = field(default_factory=list)     # loaded, but suspicious (no hooks)
+    blocked_by: str = ""     # the control that blocked it: TENSORPLAY_PLUGINS / _DISABLE_PLUGINS
 
     @property
     def label(self) -> str:
@@ -96,7 +100,8 @@ class PluginRecord:
         """Plain data: ``name``, ``distribution`` (alias ``dist``), ``version``, ``status``,
         ``devices``, ``ops``, ``kernels`` (``"ns::op.device"`` strings), ``lazy_kernels``
         (``"ns::op.device" -> "pkg.mod:fn"``), ``priority``, ``api_version``, ``module`` and
-        ``error`` (``"Type: message"`` or ``None``); ``builtin_kernels`` (device ->
+        ``error`` (``"Type: message"`` or ``None``), ``warnings`` (sentences), ``blocked_by``;
+        ``builtin_kernels`` (device ->
         ``{"count", "lazy"}``: built-in ``tp::`` kernels a device plugin provides through its
         backend, see ``PluginRecord.builtin_kernels``)."""
         return {"name": self.name, "distribution": self.dist, "dist": self.dist,
@@ -108,7 +113,8 @@ class PluginRecord:
                 "priority": self.priority, "api_version": self.api_version,
                 "load_ms": round(self.load_seconds * 1e3, 3),
                 "module": self.value or None,
-                "error": None if self.error is None else f"{type(self.error).__name__}: {self.error}"}
+                "error": None if self.error is None else f"{type(self.error).__name__}: {self.error}",
+                "warnings": list(self.warnings), "blocked_by": self.blocked_by or None}
 
 
 class _State:
