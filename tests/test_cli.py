@@ -146,7 +146,10 @@ def test_nothing_checked_is_exit_1_with_a_clear_message():
     # --plugins cpu: the example pack is not loaded, so no op is left to check
     p = run_cli("--plugins", "cpu", "check")
     assert p.returncode == 1
-    assert "nothing was checked" in p.stderr and "no installed plugin ships operators" in p.stderr
+    # ... and says which installed op pack was left out, and how to load it
+    assert "nothing was checked" in p.stderr and "no loaded plugin ships operators" in p.stderr
+    assert "tensorplay-example-ops" in p.stdout and "--plugins cpu,tensorplay-example-ops" \
+        in p.stdout
 
 
 def test_disable_plugins_and_strict_flags_reach_the_loader():

@@ -468,6 +468,47 @@ def _norm(name: str) -> str:
     return name.strip().lower().replace("_", "-")
 
 
+def _not_loaded(r) -> str:
+    """``"plugin X (name) was not loaded: <which control left it out>; <how to load it>"`` for
+    a blocked plugin record, in the command's own flags (``--plugins``/``--disable-plugins`` set
+    the environment variables this process was started with)."""
+    label = f"plugin {r.dist} {r.version} ({r.name}) was not loaded"
+    if getattr(r, "blocked_by", "") == "TENSORPLAY_DISABLE_PLUGINS":
+        block = os.environ.get("TENSORPLAY_DISABLE_PLUGINS", "")
+        rest = ",".join(n for n in (x.strip() for x in block.split(","))
+                        if n and _norm(n) not in (_norm(r.dist), _norm(r.name)))
+        return (f"{label}: --disable-plugins {block} (TENSORPLAY_DISABLE_PLUGINS, the plugins "
+                f"not to load) names it; " + (f"use --disable-plugins {rest}" if rest else
+                                              "drop --disable-plugins") + " to load it")
+    allow = os.environ.get("TENSORPLAY_PLUGINS", "")
+    with_it = ",".join([n for n in (x.strip() for x in allow.split(",")) if n] + [r.dist])
+    return (f"{label}: --plugins {allow or '(empty)'} (TENSORPLAY_PLUGINS, the allow-list of "
+            f"plugins to load) leaves it out; use --plugins {with_it} (or drop --plugins) to "
+            f"load it")
+
+
+def _provider(device_type: str):
+    """The distribution of the loaded plugin that provides ``device_type``, or None."""
+    from tensorplay import plugins
+    for r in plugins.records():
+        if r.status == "loaded" and device_type in r.devices:
+            return r.dist
+    return None
+
+
+def _unavailable_line(device_type: str, plugin, why: str) -> str:
+    """``"device cuda (plugin tensorplay-cuda) is unavailable: <reason, with its fix>."``: the
+    one line said for a device that cannot be checked (the reason without its own preamble)."""
+    why = " ".join((why or "").split())
+    for pre in (f"device '{device_type}' is not available: ",
+                f"device '{device_type}' is not available. ", f"device '{device_type}': "):
+        if why.startswith(pre):
+            why = why[len(pre):]
+            break
+    who = f" (plugin {plugin})" if plugin else ""
+    return f"device {device_type}{who} is unavailable: {why.rstrip('.') or 'no reason given'}."
+
+
 def _short_kernel(desc: str) -> str:
     """``"cpu: pkg.mod:fn (plugin dist)"`` -> ``"cpu: pkg.mod:fn"`` (the plugin is the row's
     group); kept whole in JSON and in failure messages."""
@@ -511,6 +552,11 @@ def _cmd_check(args) -> int:
             t = d.partition(":")[0].lower()
             if t not in devices:
                 ok, why = plugins.device_status(t)
+                prov = _provider(t)
+                if prov is not None:
+                    _err(f"tensorplay check: {_unavailable_line(t, prov, why)} Available here: "
+                         f"{', '.join(devices) or 'none'}.")
+                    return 1
                 # the reason is a whole sentence that already names the device ("device 'tpu'
                 # is not available. No installed plugin provides ..."): say it once
                 why = " ".join((why or "").split()).rstrip(".")
@@ -543,6 +589,9 @@ def _cmd_check(args) -> int:
                           for r in recs if r.status != "loaded" and r.error is not None]
                 note = (f"; {'; '.join(broken)}. Fix the plugin so that it loads, then check "
                         f"again") if broken else ""
+                # plugins the controls left out may be the ones that ship it
+                left_out = [_not_loaded(r) for r in recs if r.status == "blocked"]
+                note += f"; {'; '.join(left_out)}" if left_out else ""
                 _err(f"tensorplay check: no plugin op named {want!r} (plugin ops: {avail})"
                      f"{note}")
                 return 1
@@ -552,6 +601,8 @@ def _cmd_check(args) -> int:
     n_jobs = [0]
 
     def progress(r):
+        if r.device_unavailable:      # said once per device below, never once per op
+            return
         n_jobs[0] += 1
         if args.quiet:
             return
@@ -562,10 +613,15 @@ def _cmd_check(args) -> int:
              f"[{r.sample or '-'}]: {verdict}{extra} ({r.seconds * 1e3:.0f} ms)")
 
     t_all = time.perf_counter()
+    left_out = []
     for r in recs:
         if r.status in ("failed", "incompatible"):
             plugin_failures.append(f"plugin {r.dist} {r.version} ({r.name}) {r.status}: "
                                    f"{type(r.error).__name__}: {r.error}")
+            continue
+        if r.status == "blocked":
+            # asked for by name: not checking it is a failure; otherwise the user left it out
+            (plugin_failures if args.plugin else left_out).append(_not_loaded(r))
             continue
         if r.status != "loaded":
             continue
@@ -578,15 +634,31 @@ def _cmd_check(args) -> int:
     total_ms = (time.perf_counter() - t_all) * 1e3
     rows, failures, unchecked = _rows(results)
     n_checked = sum(1 for x in results if x.status in ("passed", "failed"))
+    # devices that cannot be checked here: one line each (plugin, reason and fix), however many
+    # ops have kernels for them; never counted as checked
+    unavailable = {}
+    for x in results:
+        if x.device_unavailable:
+            t = x.device.partition(":")[0]
+            u = unavailable.setdefault(t, {"plugin": _provider(t), "reason": x.message,
+                                           "ops": set()})
+            u["ops"].add(x.op)
     if not args.device:
         installed = {d for x in plugins.list_plugins() if x["status"] == "loaded"
                      for d in x["devices"]}
         for d in sorted(installed - set(devices)):
-            ok, why = plugins.device_status(d)
-            unchecked.append(f"device {d}: not available here ({why})")
+            if d not in unavailable:
+                unavailable[d] = {"plugin": _provider(d), "reason": plugins.device_status(d)[1],
+                                  "ops": set()}
+    for d, u in sorted(unavailable.items()):
+        n = len(u["ops"])
+        unchecked.insert(0, _unavailable_line(d, u["plugin"], u["reason"])
+                         + (f" Not checked there: {n} op(s)." if n else ""))
+    unchecked[len(unavailable):len(unavailable)] = left_out
     out = sys.stderr if args.json_path == "-" else sys.stdout
-    for plugin in dict.fromkeys(r["plugin"] for r in rows):
-        mine = [r for r in rows if r["plugin"] == plugin]
+    shown = [r for r in rows if r["note"] != "device unavailable"]
+    for plugin in dict.fromkeys(r["plugin"] for r in shown):
+        mine = [r for r in shown if r["plugin"] == plugin]
         devs = sorted({r["device"] for r in mine})
         one = len(devs) == 1
         # one row per kernel: the op, and under it the kernel that ran (dispatch key,
@@ -611,9 +683,19 @@ def _cmd_check(args) -> int:
     nothing = n_checked == 0
     if nothing:
         why = []
+        blocked = [r for r in recs if r.status == "blocked"]
         if not devices:
             why.append("no device is available (pip install tensorplay-cpu)")
-        if not results:
+        ran = [x for x in results if not x.device_unavailable]
+        if unavailable and results and not ran:
+            why.append("; ".join(f"device {d}" + (f" (plugin {u['plugin']})" if u["plugin"]
+                                                   else "") + " is unavailable (reason above)"
+                                 for d, u in sorted(unavailable.items()) if u["ops"]))
+        elif not results and blocked:
+            why.append(f"no loaded plugin ships operators; installed plugin(s) "
+                       f"{', '.join(r.dist for r in blocked)} were not loaded (see above for "
+                       f"how to load them)")
+        elif not results:
             why.append("no installed plugin ships operators" + (
                 " matching the filters" if (args.plugin or args.ops) else
                 " (pip install an op pack, e.g. tensorplay-example-ops)"))
@@ -622,12 +704,22 @@ def _cmd_check(args) -> int:
         _err(f"\ntensorplay check: nothing was checked: {'; '.join(why)}.")
     n_fail = len(plugin_failures) + len(failures)
     n_ops = len({x.op for x in results})
-    print(f"\n{n_checked} sample(s) of {n_ops} op(s), {len(rows)} kernel row(s) on "
-          f"{', '.join(devices) or 'no device'}: {n_fail} failure(s) in {total_ms:.0f} ms",
-          file=out)
+    # kernel rows counted on the device each belongs to (an unavailable one says so)
+    per_dev: dict = {}
+    for r in rows:
+        per_dev[r["device"]] = per_dev.get(r["device"], 0) + 1
+    where = ", ".join(f"{n} on {d}" + (" (unavailable: not checked)"
+                                       if d.partition(":")[0] in unavailable else "")
+                      for d, n in per_dev.items()) or \
+        f"0 on {', '.join(devices) or 'no device'}"
+    print(f"\n{n_checked} sample(s) of {n_ops} op(s), {len(rows)} kernel row(s): {where}; "
+          f"{n_fail} failure(s) in {total_ms:.0f} ms", file=out)
     if args.json_path:
         _write_json({"ok": not (n_fail or nothing), "samples_checked": n_checked,
                      "devices": devices, "rows": rows,
+                     "unavailable_devices": {d: {"plugin": u["plugin"], "reason": u["reason"],
+                                                 "ops": sorted(u["ops"])}
+                                             for d, u in sorted(unavailable.items())},
                      "failures": plugin_failures + failures, "not_checked": unchecked},
                     args.json_path)
     return 1 if (n_fail or nothing) else 0
@@ -646,6 +738,9 @@ def _rows(results):
                                "checks": {t: None for t, _ in _CHECK_COLUMNS}, "ms": 0.0,
                                "note": ""}
         row["ms"] += x.seconds * 1e3
+        if x.device_unavailable:     # said once per device by the caller
+            row["note"] = "device unavailable"
+            continue
         if x.status == "skipped":
             row["note"] = "no samples" if "sample" in x.message else "not checked"
             unchecked.append(f"{x.op} on {x.device}: {x.message}")

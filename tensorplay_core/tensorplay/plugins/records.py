@@ -62,10 +62,25 @@ def op_failure_hint(qualname: str) -> str | None:
     if rec is None:
         return None
     if rec.status == "blocked":
-        return (f"plugin {rec.label}, which may provide it, is blocked by TENSORPLAY_PLUGINS/"
-                f"TENSORPLAY_DISABLE_PLUGINS")
+        return f"plugin {rec.label}, which may provide it, {blocked_reason(rec)}"
     return (f"plugin {rec.label}, which provides it, failed to load: "
             f"{type(rec.error).__name__}: {str(rec.error).rstrip().rstrip('.')}. Fix: {_fix_hint(rec)}")
+
+
+def blocked_reason(rec) -> str:
+    """``"is blocked (not loaded): ..."``: which control blocked plugin ``rec`` and how to load it (the
+    allow-list ``TENSORPLAY_PLUGINS`` leaving it out, or ``TENSORPLAY_DISABLE_PLUGINS`` naming
+    it), read from the environment the plugins were loaded with."""
+    import os
+    if rec.blocked_by == "TENSORPLAY_DISABLE_PLUGINS":
+        return (f"is blocked (not loaded): TENSORPLAY_DISABLE_PLUGINS="
+                f"{os.environ.get('TENSORPLAY_DISABLE_PLUGINS', '')} (the block-list) names it; "
+                f"remove it from that list to load it.")
+    allow = os.environ.get("TENSORPLAY_PLUGINS", "")
+    with_it = ",".join([n for n in (x.strip() for x in allow.split(",")) if n] + [rec.dist])
+    return (f"is blocked (not loaded): TENSORPLAY_PLUGINS={allow} (the allow-list of plugins to load) "
+            f"leaves it out; add it (TENSORPLAY_PLUGINS={with_it}) or unset "
+            f"TENSORPLAY_PLUGINS to load every installed plugin.")
 
 
 def records() -> list:
@@ -147,6 +162,8 @@ def plugin_ops(name: str) -> list:
                           f"{rec.value!r} has not finished executing); ask again once that "
                           f"import has completed.")
     if rec.status != "loaded":
+        if rec.status == "blocked":
+            raise PluginError(f"plugin {rec.label} {blocked_reason(rec)}")
         raise PluginError(
             f"plugin {rec.label} is {rec.status}"
             + (f": {type(rec.error).__name__}: {str(rec.error).rstrip().rstrip('.')}. Fix: {_fix_hint(rec)}"

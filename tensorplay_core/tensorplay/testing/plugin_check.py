@@ -52,7 +52,9 @@ class PluginCheckResult:
 
     ``status``: ``"passed"``, ``"failed"`` (``failures`` maps opcheck test name to message),
     ``"error"`` (the samples or the check could not run; ``message`` says why) or ``"skipped"``
-    (no sample inputs for this op on this device). ``seconds`` is the wall time.
+    (no sample inputs for this op on this device, or ``device_unavailable``: the op's kernels
+    are for a device that is not available here, ``message`` saying why). ``seconds`` is the
+    wall time.
     """
 
     plugin: str
@@ -65,6 +67,8 @@ class PluginCheckResult:
     seconds: float = 0.0
     kernel: str = ""      # the kernel that ran: "cpu: pkg.mod:fn (plugin dist)"
     checks: dict = field(default_factory=dict)   # test name -> "pass" / "fail" / "skip"
+    # skipped because ``device`` is not available here (``message`` has the reason and fix)
+    device_unavailable: bool = False
 
     @property
     def ok(self) -> bool:
@@ -315,14 +319,24 @@ def check_plugin(name: str, device=None, *, ops=None, test_utils="DEFAULT", atol
     cases = plugin_check_cases(name, device, ops)
     results = []
     # ops with no available device (e.g. a cuda-only plugin on a machine without a GPU): say so
+    # one skipped result per device it has kernels for, each with that device's reason
+    status: dict = {}
     for op_name, wanted in _cases(manager.get_plugin(name), name, device, ops)[1]:
-        why = "; ".join(f"{d}: {manager.device_status(d)[1] or 'no kernel'}" for d in wanted)
-        r = PluginCheckResult(manager.get_plugin(name).dist, op_name, ",".join(wanted) or "-",
-                              "", "skipped", message=f"no available device with a kernel "
-                                                     f"for this op ({why or 'none'})")
-        results.append(r)
-        if progress is not None:
-            progress(r)
+        dist = manager.get_plugin(name).dist
+        found = []
+        for d in wanted:
+            if d not in status:
+                status[d] = manager.device_status(d)[1] or f"device '{d}' is not available"
+            found.append(PluginCheckResult(dist, op_name, d, "", "skipped",
+                                           message=status[d], device_unavailable=True))
+        if not found:
+            found.append(PluginCheckResult(dist, op_name, "-", "", "skipped",
+                                           message="no available device with a kernel for "
+                                                   "this op"))
+        for r in found:
+            results.append(r)
+            if progress is not None:
+                progress(r)
     for case in cases:
         for r in run_case(case, test_utils=test_utils, atol=atol, rtol=rtol):
             results.append(r)
