@@ -14,9 +14,18 @@ every registered kernel -- one table row per kernel, naming it (dispatch key,
 ``module:function``) under the plugin that registered it. ``--plugin tensorplay-cpu`` checks a
 device plugin's built-in ops. The engine is ``tensorplay.testing.plugin_check`` (the same as
 ``check_plugin`` and the pytest helpers); this module parses arguments and renders. Progress on
-stderr, tables and failure messages on stdout. Exit status 0 when everything checked passed, 1
-on any failure, on a plugin that failed to load, or when nothing at all was checked; 2 for a
-usage error.
+stderr, tables and failure messages on stdout. A device that cannot be used here (no GPU, no
+driver) is said once -- ``device cuda (plugin tensorplay-cuda) is unavailable: <reason and
+fix>`` -- under "Not checked", never once per op and never as passed; the summary counts the
+kernel rows per device. A plugin named with ``--plugin`` that ``--plugins``/``--disable-plugins``
+kept from loading is a failure that names the control and the flag that loads it. Exit status 0
+when everything checked passed, 1 on any failure, on a plugin that failed to load or was not
+loaded although named with ``--plugin``, or when nothing at all was checked (e.g. every op's
+device is unavailable here); 2 for a usage error.
+
+``tensorplay plugins`` also warns about a loaded plugin whose module registered no hooks (it
+names the file it imported: a same-named directory in the working directory shadows the real
+module).
 
 ``--json PATH`` writes the results as JSON to PATH; ``--json -`` (or ``--json`` alone) writes
 JSON to stdout, and for ``check`` the human output goes to stderr. Output into a closed pipe
