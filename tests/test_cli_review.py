@@ -12,7 +12,6 @@ import subprocess
 import sys
 
 import pytest
-
 import tensorplay as tp
 from _plugin_dists import PluginEnv
 
@@ -26,7 +25,7 @@ def run_cli(*args, cwd=None, env_extra=None):
         env.pop(k, None)
     env.update(env_extra or {})
     return subprocess.run([sys.executable, "-m", "tensorplay.cli", *args], capture_output=True,
-                          text=True, env=env, timeout=300, cwd=cwd)
+                          text=True, env=env, timeout=300, cwd=cwd, check=False)
 
 
 # ------------------------------------------------------------------ 1. an unavailable device
@@ -155,7 +154,7 @@ def test_plugin_module_with_no_hooks_is_warned_naming_the_file(tmp_path):
     assert any("registered no hooks" in x for x in d["pw"]), d
     e = dict(os.environ, PYTHONPATH=str(tmp_path))
     p = subprocess.run([sys.executable, "-m", "tensorplay.cli", "plugins"], cwd=tmp_path,
-                       capture_output=True, text=True, env=e, timeout=120)
+                       capture_output=True, text=True, env=e, timeout=120, check=False)
     assert p.returncode == 0, p.stderr
     assert "registered no hooks" in p.stdout and str(tmp_path / "hollow_plugin") in \
         p.stdout.replace("\n", "").replace(" ", "") or "hollow_plugin" in p.stdout, p.stdout
@@ -199,7 +198,7 @@ def test_compiled_graph_prints_named_tuple_output_by_field():
         return x.max(dim=1)
     f(tp.ones(3, 4))
     text = str(f.graph)
-    ret = [ln for ln in text.splitlines() if ln.strip().startswith("return")][0]
+    ret = next(ln for ln in text.splitlines() if ln.strip().startswith("return"))
     assert "values=" in ret and "indices=" in ret and "max(" in ret, text
 
 
@@ -237,3 +236,10 @@ def test_registered_fake_that_fails_is_still_called_the_fake():
     with pytest.raises(CompileError) as ei:
         f(tp.ones(3))
     assert "fake kernel of clireview::scale2" in str(ei.value)
+
+
+def test_check_device_none_of_the_plugins_kernels_are_for_says_which_it_has():
+    p = run_cli("check", "--plugin", "tensorplay-cuda", "--device", "cpu")
+    assert p.returncode == 1
+    assert "matching the filters" not in p.stderr
+    assert "tensorplay-cuda has kernels for cuda, none for cpu" in p.stderr, p.stderr

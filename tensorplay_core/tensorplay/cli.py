@@ -518,6 +518,23 @@ def _unavailable_line(device_type: str, plugin, why: str) -> str:
     return f"device {device_type}{who} is unavailable: {why.rstrip('.') or 'no reason given'}."
 
 
+def _devices_of(recs) -> dict:
+    """``{dist: device types}`` its ops have kernels for, for the loaded plugins in ``recs``
+    that ship ops (to say why ``--device`` left nothing to check)."""
+    from tensorplay.testing.plugin_check import plugin_ops
+    out = {}
+    for r in recs:
+        if r.status != "loaded":
+            continue
+        ds = set()
+        for op, devs in plugin_ops(r.dist):
+            ds |= set(devs) if devs is not None else {k for k in op.kernel_stacks()
+                                                       if k != "default"}
+        if ds:
+            out[r.dist] = sorted(ds)
+    return out
+
+
 def _short_kernel(desc: str) -> str:
     """``"cpu: pkg.mod:fn (plugin dist)"`` -> ``"cpu: pkg.mod:fn"`` (the plugin is the row's
     group); kept whole in JSON and in failure messages."""
@@ -704,6 +721,14 @@ def _cmd_check(args) -> int:
             why.append(f"no loaded plugin ships operators; installed plugin(s) "
                        f"{', '.join(r.dist for r in blocked)} were not loaded (see above for "
                        f"how to load them)")
+        elif not results and args.device and _devices_of(recs):
+            # --device picked a device none of the chosen plugins' ops has a kernel for
+            have = _devices_of(recs)
+            alt = " or ".join(f"--device {d}" for d in sorted({d for v in have.values()
+                                                               for d in v}))
+            why.append("; ".join(f"plugin {dist} has kernels for {', '.join(ds)}, none for "
+                                 f"{', '.join(args.device)}" for dist, ds in have.items())
+                       + f" (use {alt}, or drop --device)")
         elif not results:
             why.append("no installed plugin ships operators" + (
                 " matching the filters" if (args.plugin or args.ops) else

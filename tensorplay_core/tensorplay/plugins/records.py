@@ -68,9 +68,9 @@ def op_failure_hint(qualname: str) -> str | None:
 
 
 def blocked_reason(rec) -> str:
-    """``"is blocked (not loaded): ..."``: which control blocked plugin ``rec`` and how to load it (the
-    allow-list ``TENSORPLAY_PLUGINS`` leaving it out, or ``TENSORPLAY_DISABLE_PLUGINS`` naming
-    it), read from the environment the plugins were loaded with."""
+    """``"is blocked (not loaded): ..."``: which control blocked plugin ``rec`` and how to load
+    it (the allow-list ``TENSORPLAY_PLUGINS`` leaving it out, or ``TENSORPLAY_DISABLE_PLUGINS``
+    naming it), read from the environment the plugins were loaded with."""
     import os
     if rec.blocked_by == "TENSORPLAY_DISABLE_PLUGINS":
         return (f"is blocked (not loaded): TENSORPLAY_DISABLE_PLUGINS="
@@ -78,8 +78,8 @@ def blocked_reason(rec) -> str:
                 f"remove it from that list to load it.")
     allow = os.environ.get("TENSORPLAY_PLUGINS", "")
     with_it = ",".join([n for n in (x.strip() for x in allow.split(",")) if n] + [rec.dist])
-    return (f"is blocked (not loaded): TENSORPLAY_PLUGINS={allow} (the allow-list of plugins to load) "
-            f"leaves it out; add it (TENSORPLAY_PLUGINS={with_it}) or unset "
+    return (f"is blocked (not loaded): TENSORPLAY_PLUGINS={allow} (the allow-list of plugins "
+            f"to load) leaves it out; add it (TENSORPLAY_PLUGINS={with_it}) or unset "
             f"TENSORPLAY_PLUGINS to load every installed plugin.")
 
 

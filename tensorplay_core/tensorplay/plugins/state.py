@@ -34,8 +34,9 @@ class PluginRecord:
     exception that made it fail; ``priority``: its ``TENSORPLAY_PRIORITY``; ``api_version``:
     its ``TENSORPLAY_API_VERSION``. ``warnings``: what is suspicious about a loaded plugin (its
     module registered no hooks); ``blocked_by``: the environment variable that blocked it
-    (``TENSORPLAY_PLUGINS``, the allow-list, or ``TENSORPLAY_DISABLE_PLUGINS``). ``attempted_devices``/``attempted_ops`` keep what a failed
-    plugin had announced before failing, so requests for them re-raise its error.
+    (``TENSORPLAY_PLUGINS``, the allow-list, or ``TENSORPLAY_DISABLE_PLUGINS``).
+    ``attempted_devices``/``attempted_ops`` keep what a failed plugin had announced before
+    failing, so requests for them re-raise its error.
     """
 
     name: str
