@@ -400,3 +400,33 @@ def test_wrap_native_builds_the_tensor_a_backend_returns(cpu):
             args.update(kw)
             with pytest.raises(err, match="wrap_native"):
                 backends.wrap_native(be, a, **args)
+
+
+def test_device_finder_reads_the_schemas_tensor_parameters(cpu):
+    """backends.device_finder: the device of an op's tensor arguments of one device type, by
+    position, keyword or inside a list; None without one; two devices refused naming both."""
+    pytest.importorskip("numpy")
+    from tensorplay import library
+    from tensorplay.errors import DispatchError
+
+    @library.custom_op("finder::f", mutates_args=())
+    def f(x: tp.Tensor, ys: list[tp.Tensor], scale: float, *, z: tp.Tensor | None = None) -> tp.Tensor:
+        return x.clone()
+    try:
+        with MockBackend("finderdev", device_count=2):
+            find = backends.device_finder(f, "finderdev")
+            a = tp.ones(2, device="finderdev:1")
+            b = tp.ones(2, device="finderdev:0")
+            c = tp.ones(2)
+            assert find((a, [a], 1.0), {}) == tp.device("finderdev:1")
+            assert find((c, [c], 1.0), {"z": a}) == tp.device("finderdev:1")
+            assert find((c, [c], 1.0), {}) is None
+            with pytest.raises(DispatchError, match=r"finder::f: expected all tensors on one "
+                                                    r"device, found tensors on finderdev:1 and "
+                                                    r"finderdev:0"):
+                find((a, [c, b], 1.0), {})
+            with pytest.raises(DispatchError, match="finderdev:1 and finderdev:0"):
+                find((a, [], 1.0), {"z": b})
+    finally:
+        from tensorplay.testing import drop_ops
+        drop_ops("finder")

@@ -326,6 +326,57 @@ def wrap_native(backend, arr, *, shape, dtype, device, nbytes: int):
     return t
 
 
+def device_finder(op, device_type: str):
+    """``device_of(args, kwargs)`` for custom op ``op``'s kernel on a backend with several
+    devices of ``device_type`` (``cuda:0``, ``cuda:1``): the device of the tensor arguments of
+    that type (the schema's Tensor, Tensor? and Tensor[] parameters, by position or keyword;
+    every argument when ``op`` has no schema), or ``None`` when there is none. Used by
+    ``Backend.guard_kernel`` implementations, when the op's table is built (the returned
+    function runs per call).
+
+    Raises ``DispatchError`` naming the op and both devices when the arguments are on two
+    devices of that type (same rule as torch: "expected all tensors on one device")."""
+    from .errors import DispatchError
+    name = op.name
+    args_ = getattr(getattr(op, "schema", None), "arguments", None)
+    if args_ is None:
+        pos = names = None
+    else:
+        tensorish = ("tensor", "optional_tensor", "tensor_list")
+        pos = tuple(i for i, a in enumerate(args_) if a.kind in tensorish and not a.kwarg_only)
+        names = frozenset(a.name for a in args_ if a.kind in tensorish)
+
+    def see(a, dev):
+        for t in (a if a.__class__ is list or a.__class__ is tuple else (a,)):
+            d = getattr(t, "_device", None)
+            if d is None or d.type != device_type or getattr(t, "_dkey", None) is None:
+                continue
+            if dev is None:
+                dev = d
+            elif (d.index or 0) != (dev.index or 0):
+                raise DispatchError(
+                    f"{name}: expected all tensors on one device, found tensors on "
+                    f"{dev} and {d}. Move them with .to({str(dev)!r}) first.")
+        return dev
+
+    def device_of(args, kwargs):
+        dev = None
+        if pos is None:
+            for a in (*args, *kwargs.values()):
+                dev = see(a, dev)
+            return dev
+        n = len(args)
+        for i in pos:
+            if i < n:
+                dev = see(args[i], dev)
+        if kwargs:
+            for k in kwargs:
+                if k in names:
+                    dev = see(kwargs[k], dev)
+        return dev
+    return device_of
+
+
 def contiguous_strides_cached(shape) -> tuple:
     r = _CONTIG_CACHE.get(shape)
     if r is None:

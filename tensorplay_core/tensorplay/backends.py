@@ -18,6 +18,8 @@ must define and which are optional (with the default the core assumes). Subclass
 * ``register(backend)``: make ``backend`` the backend of its device type without a plugin (a
   test backend: ``tensorplay.testing.backend.MockBackend``); undone by the returned handle;
 * ``missing_members(obj)``: the required and optional members ``obj`` lacks;
+* ``device_finder(op, device_type)``: the device of a custom op's tensor arguments (refusing
+  two devices of one type), for ``Backend.guard_kernel`` on backends with several devices;
 * ``wrap_native(backend, arr, shape=, dtype=, device=, nbytes=)``: a new tensor owning a native
   array (what ``Backend.wrap`` returns, for a backend whose arrays are not NumPy-like);
 * ``ElementwiseExpr``, ``Step``: what ``Backend.fuse_elementwise`` is handed (a chain of
@@ -43,8 +45,8 @@ from __future__ import annotations
 import threading
 
 from . import _devices, plugins
-from ._backend import (OPTIONAL, REQUIRED, ArrayBackend, Backend, Storage, missing_members,
-                       wrap_native)
+from ._backend import (OPTIONAL, REQUIRED, ArrayBackend, Backend, Storage, device_finder,
+                       missing_members, wrap_native)
 from ._device import Device
 from ._fusion import ElementwiseExpr, Step, generic_fuser
 from ._registry import RegistrationHandle
@@ -58,6 +60,7 @@ __all__ = [
     "ElementwiseExpr",
     "Step",
     "Storage",
+    "device_finder",
     "generic_fuser",
     "get",
     "loaded",

@@ -34,7 +34,7 @@ import threading
 # result-building path the adapters share with the core)
 from tensorplay import device as Device
 from tensorplay._backend import _CONTIG_CACHE, _TENSOR_CLS, contiguous_strides_cached
-from tensorplay.backends import ArrayBackend, Storage
+from tensorplay.backends import ArrayBackend, Storage, device_finder
 from tensorplay._kernels import lowp
 from tensorplay.errors import DeviceUnavailableError, DispatchError
 
@@ -180,45 +180,8 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
         """
         if self.device_count() < 2:
             return fn
-        name = op.name
+        device_of = device_finder(op, "cuda")   # the op's cuda tensors' GPU; refuses two
         args_ = getattr(getattr(op, "schema", None), "arguments", None)
-        if args_ is None:       # no schema to read: look at every argument
-            pos, names = None, None
-        else:
-            tensorish = ("tensor", "optional_tensor", "tensor_list")
-            pos = tuple(i for i, a in enumerate(args_) if a.kind in tensorish and not a.kwarg_only)
-            names = frozenset(a.name for a in args_ if a.kind in tensorish)
-
-        def see(a, dev):
-            """``dev``, or the device of ``a`` (a tensor, or a list of them) if it is the first
-            cuda one seen; refuses another GPU than ``dev``."""
-            for t in (a if a.__class__ is list or a.__class__ is tuple else (a,)):
-                d = getattr(t, "_device", None)
-                if d is None or d.type != "cuda" or getattr(t, "_dkey", None) is None:
-                    continue
-                if dev is None:
-                    dev = d
-                elif (d.index or 0) != (dev.index or 0):
-                    raise DispatchError(
-                        f"{name}: expected all tensors on one device, found tensors on "
-                        f"{dev} and {d}. Move them with .to({str(dev)!r}) first.")
-            return dev
-
-        def device_of(args, kwargs):
-            dev = None
-            if pos is None:
-                for a in (*args, *kwargs.values()):
-                    dev = see(a, dev)
-                return dev
-            n = len(args)
-            for i in pos:
-                if i < n:
-                    dev = see(args[i], dev)
-            if kwargs:
-                for k in kwargs:
-                    if k in names:
-                        dev = see(kwargs[k], dev)
-            return dev
 
         def guarded(*args, **kwargs):
             dev = device_of(args, kwargs)
@@ -232,7 +195,9 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
             with cupy.cuda.Device(i):
                 return fn(*args, **kwargs)
 
-        if pos == (0,) and len(names) == 1 and args_[0].kind == "tensor":
+        tensorish = ("tensor", "optional_tensor", "tensor_list")
+        if args_ and args_[0].kind == "tensor" and not args_[0].kwarg_only and \
+                sum(a.kind in tensorish for a in args_) == 1:
             # one Tensor parameter, the first (most custom ops): read it, no scan, no call
             first = args_[0].name
 

@@ -175,21 +175,11 @@ class MockBackend(_backends.ArrayBackend):
     def guard_kernel(self, op, fn):
         if self._count < 2:
             return fn
-        be, name, dt = self, op.name, self.device_type
+        be = self
+        device_of = _backends.device_finder(op, self.device_type)
 
         def guarded(*args, **kwargs):
-            dev = None
-            for a in (*args, *kwargs.values()):
-                for t in (a if a.__class__ in (list, tuple) else (a,)):
-                    d = getattr(t, "device", None)
-                    if not isinstance(d, Device) or d.type != dt:
-                        continue
-                    if dev is None:
-                        dev = d
-                    elif (d.index or 0) != (dev.index or 0):
-                        raise DispatchError(
-                            f"{name}: expected all tensors on one device, found tensors on "
-                            f"{dev} and {d}. Move them with .to({str(dev)!r}) first.")
+            dev = device_of(args, kwargs)
             if dev is None:
                 return fn(*args, **kwargs)
             with be.device_guard(dev):
