@@ -174,7 +174,8 @@ def make_adapter(op, kernel, backend):
     if first_tensor is not None:
         dev = f"{first_tensor}._device"
     elif device_param is not None:
-        dev = f"__D({device_param})"
+        # a Device already (the factories canonicalise theirs): no constructor call per op
+        dev = f"{device_param} if {device_param}.__class__ is __D else __D({device_param})"
     else:
         dev = "__D('cpu')"
     call = f"__k({', '.join(args)})"
