@@ -148,3 +148,38 @@ def test_several_devices_take_the_given_index():
             assert z.device == tp.device("simf", 1)
             assert t.new_ones(3).device == tp.device("simf", 1)
         assert be.allocations
+
+
+@pytest.mark.parametrize("dt", [tp.float32, tp.bfloat16, tp.int64, tp.bool])
+def test_fresh_results_are_ordinary_tensors(dt):
+    """The allocation's result tensor (built without ``wrap`` on the common path) behaves as
+    every other: row-major strides, own storage, views write through, in-place ops count."""
+    for _ in range(2):   # the first call of a dtype may take wrap, the second the inline build
+        for t in (tp.empty(2, 3, dtype=dt), tp.zeros(2, 3, dtype=dt),
+                  tp.full((2, 3), 1, dtype=dt), tp.ones_like(tp.zeros(2, 3), dtype=dt)):
+            assert t.stride() == (3, 1) and t.storage_offset() == 0 and t.is_contiguous()
+            assert not t.requires_grad and t.grad_fn is None and t.is_leaf
+            v0 = t._version
+            t[0].fill_(1)
+            assert t._version > v0
+            assert t.to(tp.float32).numpy()[0].tolist() == [1, 1, 1]
+
+
+def test_backend_with_its_own_allocation_is_wrapped():
+    """A backend overriding ``empty``/``full`` (here returning Fortran-ordered arrays) gets its
+    results through its ``wrap`` (made row-major), not the core's inline build."""
+    class Fortran(MockBackend):
+        def empty(self, shape, dtype, device):
+            return self.np.empty(shape, dtype=self.native_dtype(dtype), order="F")
+
+        def full(self, shape, value, dtype, device):
+            return self.np.full(shape, value, dtype=self.native_dtype(dtype), order="F")
+
+    with Fortran("fortf"):
+        for _ in range(2):
+            t = tp.zeros(2, 3, device="fortf")
+            assert t.stride() == (3, 1)
+            e = tp.empty(2, 3, device="fortf")
+            assert e.stride() == (3, 1) and e.is_contiguous()
+            f = tp.full((2, 3), 4.0, device="fortf")
+            assert f.cpu().numpy().tolist() == [[4.0] * 3] * 2

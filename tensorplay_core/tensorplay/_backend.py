@@ -458,6 +458,9 @@ class ArrayBackend(Backend):
     # (_kernels/xp.py) call those directly for a backend that keeps them (a subclass overriding
     # either loses the mark and is called as usual)
     empty._tp_np_alloc = full._tp_np_alloc = True
+    # and they return a fresh row-major np.ndarray: the generated adapters of tp::empty/tp::full
+    # build the result tensor inline (_ops/_define._alloc_build_lines)
+    empty._tp_fresh_alloc = full._tp_fresh_alloc = True
 
     def arange(self, start, end, step, dtype, device):
         return self.np.arange(start, end, step, dtype=self.native_dtype(dtype))

@@ -68,7 +68,16 @@ def _finish(t, requires_grad):
 
 def empty(*size, dtype=None, device=None, requires_grad=False):
     """Uninitialised tensor of ``size`` (ints). ``dtype`` defaults to the default float dtype."""
-    t = O.empty(_size(size), dtype=_dt(dtype), device=_dev(device))
+    # _size/_dt/_dev inlined for the common spellings (one int; dtype/device None or canonical)
+    if len(size) == 1 and size[0].__class__ is int:
+        size = [size[0]]
+    else:
+        size = _size(size)
+    if dtype is None:
+        dtype = _default[0]
+    elif dtype.__class__ is not _DT:
+        dtype = _dtype.as_dtype(dtype)
+    t = O.empty(size, dtype=dtype, device=_CPU if device is None else _dev(device))
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -89,7 +98,15 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
     """Tensor of zeros of ``size`` (default float dtype unless ``dtype``)."""
-    t = O.full(_size(size), 0, dtype=_dt(dtype), device=_dev(device))
+    if len(size) == 1 and size[0].__class__ is int:
+        size = [size[0]]
+    else:
+        size = _size(size)
+    if dtype is None:
+        dtype = _default[0]
+    elif dtype.__class__ is not _DT:
+        dtype = _dtype.as_dtype(dtype)
+    t = O.full(size, 0, dtype=dtype, device=_CPU if device is None else _dev(device))
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -97,7 +114,15 @@ def zeros(*size, dtype=None, device=None, requires_grad=False):
 
 def ones(*size, dtype=None, device=None, requires_grad=False):
     """Tensor of ones of ``size`` (default float dtype unless ``dtype``)."""
-    t = O.full(_size(size), 1, dtype=_dt(dtype), device=_dev(device))
+    if len(size) == 1 and size[0].__class__ is int:
+        size = [size[0]]
+    else:
+        size = _size(size)
+    if dtype is None:
+        dtype = _default[0]
+    elif dtype.__class__ is not _DT:
+        dtype = _dtype.as_dtype(dtype)
+    t = O.full(size, 1, dtype=dtype, device=_CPU if device is None else _dev(device))
     if requires_grad:
         t.requires_grad_(True)
     return t

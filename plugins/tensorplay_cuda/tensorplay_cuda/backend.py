@@ -432,6 +432,10 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
         with self.device_guard(device):
             return cupy.full(shape, value, dtype=r)
 
+    # both return a fresh row-major cupy.ndarray: the core's generated adapters of tp::empty and
+    # tp::full build the result tensor inline (as `wrap` would, one frame less)
+    empty._tp_fresh_alloc = full._tp_fresh_alloc = True
+
     def arange(self, start, end, step, dtype, device):
         """``[start, end)`` by ``step`` on ``device``'s GPU."""
         with self.device_guard(device):
