@@ -183,3 +183,22 @@ def test_backend_with_its_own_allocation_is_wrapped():
             assert e.stride() == (3, 1) and e.is_contiguous()
             f = tp.full((2, 3), 4.0, device="fortf")
             assert f.cpu().numpy().tolist() == [[4.0] * 3] * 2
+
+
+@pytest.mark.parametrize("dt", [tp.float16, tp.float32, tp.float64, tp.int8, tp.int32,
+                                tp.int64, tp.uint8])
+@pytest.mark.parametrize("value", [0, 1, -1, 255, 300, 2**31, 2**63 - 1, 0.0, -0.0, 1.5, -2.7,
+                                   65520.0, 1e40, float("inf"), float("-inf"), float("nan"),
+                                   True, np.float32(2.5)])
+def test_full_matches_numpy_full(dt, value):
+    """``full``'s values and errors are NumPy's ``full`` of the native dtype, edge values too."""
+    nd = np.dtype(str(dt).split(".")[-1])
+    with np.errstate(all="ignore"):
+        try:
+            want = np.full((3,), value, nd)
+        except (OverflowError, ValueError, TypeError) as e:
+            with pytest.raises(type(e)):
+                tp.full((3,), value, dtype=dt)
+            return
+    got = tp.full((3,), value, dtype=dt).numpy()
+    assert got.dtype == nd and got.tobytes() == want.tobytes()

@@ -466,7 +466,17 @@ def bind(xp, be) -> dict:
                 # zeros/zeros_like/new_zeros: the same bytes as np.full(.., 0) in every dtype,
                 # about 4x cheaper (no fill loop through copyto)
                 return np_zeros(size, r if r is not None else ndt(dtype))
-            return np_full(size, fill_value, r if r is not None else ndt(dtype))
+            if r is None:
+                r = ndt(dtype)
+            c = fill_value.__class__
+            if c is float and r.kind == "f" or c is int and r.kind in "fiu":
+                # ones/full of a Python number into a float or integer dtype: ndarray.fill gives
+                # np.full's bytes and errors there (checked value by value, inf/nan/overflow
+                # included) without np.full's Python frame and copyto dispatch
+                a = np_empty(size, r)
+                a.fill(fill_value)
+                return a
+            return np_full(size, fill_value, r)
         return be_full(tuple(size), fill_value, dtype, device)
 
     def arange(start, end, step, *, dtype, device):
