@@ -71,6 +71,8 @@ def empty(*size, dtype=None, device=None, requires_grad=False):
     # _size/_dt/_dev inlined for the common spellings (one int; dtype/device None or canonical)
     if len(size) == 1 and size[0].__class__ is int:
         size = [size[0]]
+    elif len(size) == 1 and size[0].__class__ is tuple:
+        size = list(map(_index, size[0]))
     else:
         size = _size(size)
     if dtype is None:
@@ -100,6 +102,8 @@ def zeros(*size, dtype=None, device=None, requires_grad=False):
     """Tensor of zeros of ``size`` (default float dtype unless ``dtype``)."""
     if len(size) == 1 and size[0].__class__ is int:
         size = [size[0]]
+    elif len(size) == 1 and size[0].__class__ is tuple:
+        size = list(map(_index, size[0]))
     else:
         size = _size(size)
     if dtype is None:
@@ -116,6 +120,8 @@ def ones(*size, dtype=None, device=None, requires_grad=False):
     """Tensor of ones of ``size`` (default float dtype unless ``dtype``)."""
     if len(size) == 1 and size[0].__class__ is int:
         size = [size[0]]
+    elif len(size) == 1 and size[0].__class__ is tuple:
+        size = list(map(_index, size[0]))
     else:
         size = _size(size)
     if dtype is None:
@@ -265,7 +271,10 @@ def _like_self(t, kind, size, value, dtype, device, requires_grad):
     if kind == "rand" or kind == "randn":
         _random_dtype(f"{kind}_like", dt)
     dev = t._device if device is None else _dev(device)
-    size = _size((size,)) if isinstance(size, (list, tuple)) else [_index(size)]
+    if size is t._shape:        # *_like: the tensor's own shape, a tuple of ints already
+        size = list(size)
+    else:
+        size = _size((size,)) if isinstance(size, (list, tuple)) else [_index(size)]
     if t._capture is None:
         if t._data is None:
             from .fake import make_fake
