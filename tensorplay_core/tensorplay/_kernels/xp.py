@@ -469,10 +469,11 @@ def bind(xp, be) -> dict:
             if r is None:
                 r = ndt(dtype)
             c = fill_value.__class__
-            if c is float and r.kind == "f" or c is int and r.kind in "fiu":
-                # ones/full of a Python number into a float or integer dtype: ndarray.fill gives
-                # np.full's bytes and errors there (checked value by value, inf/nan/overflow
-                # included) without np.full's Python frame and copyto dispatch
+            if (c is float or c is int) and r.kind == "f":
+                # ones/full of a Python number into a float dtype: ndarray.fill gives np.full's
+                # bytes and errors there (checked value by value, inf/nan/overflow included, on
+                # NumPy 1.26 and 2) without np.full's Python frame and copyto dispatch. (Not
+                # integer dtypes: NumPy 1.x's fill warns or raises where np.full wraps.)
                 a = np_empty(size, r)
                 a.fill(fill_value)
                 return a
