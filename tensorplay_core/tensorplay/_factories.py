@@ -273,6 +273,8 @@ def _like_self(t, kind, size, value, dtype, device, requires_grad):
     dev = t._device if device is None else _dev(device)
     if size is t._shape:        # *_like: the tensor's own shape, a tuple of ints already
         size = list(size)
+    elif size.__class__ is list or size.__class__ is tuple:   # new_*: _size's work, inline
+        size = list(map(_index, size))
     else:
         size = _size((size,)) if isinstance(size, (list, tuple)) else [_index(size)]
     if t._capture is None:
