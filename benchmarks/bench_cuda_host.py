@@ -12,6 +12,9 @@ over ``--rounds`` rounds of 20000 calls each (minimums: the machine may be share
 * the adapter alone (minus the stub), the eager kernel alone (minus the stub), ``backend.wrap``
   alone (every other op's result), and one ``device_guard`` ``with`` block (what the adapters
   skip with one GPU);
+* the factories (``tp.empty``, ``empty_like``, ``zeros``, ``zeros_like``, ``new_empty``,
+  ``full_like``) on ``cuda:0`` with ``cupy.empty``/``cupy.full`` stubbed the same way (net of
+  the stub): dispatch -> adapter -> kernel -> backend allocation -> ``wrap``;
 * ``custom op``: a ``library.custom_op`` on cuda whose body is ``from_cupy(cupy.add(as_cupy(t),
   1.0))`` (the stub again) called through the op, minus the same body called directly (what
   ``bench_gpu.py`` pairs as "custom op - its body": minimum through the op minus minimum of the
@@ -57,6 +60,11 @@ def main(argv=None) -> int:
         return res_arr
 
     cupy.add = stub                                   # before the cuda kernels bind it
+
+    def stub_alloc(shape, *args, dtype=None):         # cupy.empty / cupy.full's stand-in
+        return res_arr
+
+    cupy.empty = cupy.full = stub_alloc
     from tensorplay_cuda import backend as B
     B.CUDABackend.is_available = lambda self: (setattr(self, "_count", 1) or (True, ""))
     import tensorplay as tp
@@ -76,12 +84,16 @@ def main(argv=None) -> int:
                               device_types="cuda")
     body = library.get_kernel(plus1, "cuda")
     assert plus1(x)._data is res_arr
-    g = dict(add=add, x=x, y=y, a=x._data, b=y._data, stub=stub, k=be.kernels()["add"],
+    assert tp.empty(1, device=dev)._data is res_arr and tp.zeros_like(x)._data is res_arr
+    g = dict(tp=tp, dt=tp.float32, sa=stub_alloc, sh=(1,), add=add, x=x, y=y, a=x._data, b=y._data, stub=stub, k=be.kernels()["add"],
              adapter=tp.ops.tp.add.table["cuda"], wrap=be.wrap, r=res_arr, d=x._device,
              guard=B.CUDABackend.device_guard.__get__(be), plus1=plus1, body=body)
     stmts = {"stub": "stub(a, b)", "tp.add": "add(x, y)", "adapter": "adapter(x, y)",
              "kernel": "k(a, b)", "wrap": "wrap(r, d)", "guard": "with guard(d): pass",
-             "body": "body(x)", "custom op": "plus1(x)"}
+             "body": "body(x)", "custom op": "plus1(x)", "alloc stub": "sa(sh, dtype=dt)",
+             "tp.empty": "tp.empty(sh, dtype=dt, device=d)", "empty_like": "tp.empty_like(x)",
+             "zeros": "tp.zeros(sh, device=d)", "zeros_like": "tp.zeros_like(x)",
+             "new_empty": "x.new_empty(sh)", "full_like": "tp.full_like(x, 2.0)"}
     timer = time.process_time if os.environ.get("TENSORPLAY_BENCH_CPU_TIME") else time.perf_counter
     out = {n: [] for n in stmts}
     for _ in range(args.rounds):
@@ -90,9 +102,11 @@ def main(argv=None) -> int:
     m = {n: min(v) for n, v in out.items()}
     m["custom op"] -= m["body"]     # its overhead: minimum through the op - minimum of the body
     net = {"tp.add", "adapter", "kernel", "body"}
-    print("  ".join(f"{n} {v - (m['stub'] if n in net else 0):.3f}" for n, v in m.items()),
+    alloc = {"tp.empty", "empty_like", "zeros", "zeros_like", "new_empty", "full_like"}
+    print("  ".join(f"{n} {v - (m['stub'] if n in net else m['alloc stub'] if n in alloc else 0):.3f}"
+                    for n, v in m.items() if n != "alloc stub"),
           " (µs per call, minimum; tp.add/adapter/kernel/body net of the stubbed CuPy call, "
-          "custom op net of its body)")
+          "custom op net of its body, factories net of the stubbed cupy.empty/full)")
     return 0
 
 

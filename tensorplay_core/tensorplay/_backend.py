@@ -498,10 +498,20 @@ class ArrayBackend(Backend):
     # to the protocol's stub, so the load-time check names a subclass that forgot it
 
     def empty(self, shape, dtype, device):
-        return self.np.empty(shape, dtype=self.native_dtype(dtype))
+        r = self._native_cache.get(dtype)
+        return self.np.empty(shape, dtype=r if r is not None else self.native_dtype(dtype))
 
     def full(self, shape, value, dtype, device):
-        return self.np.full(shape, value, dtype=self.native_dtype(dtype))
+        r = self._native_cache.get(dtype)
+        return self.np.full(shape, value, dtype=r if r is not None else self.native_dtype(dtype))
+
+    # these two are exactly np.empty/np.full of the cached native dtype: the built-in kernels
+    # (_kernels/xp.py) call those directly for a backend that keeps them (a subclass overriding
+    # either loses the mark and is called as usual)
+    empty._tp_np_alloc = full._tp_np_alloc = True
+    # and they return a fresh row-major np.ndarray: the generated adapters of tp::empty/tp::full
+    # build the result tensor inline (_ops/_define._alloc_build_lines)
+    empty._tp_fresh_alloc = full._tp_fresh_alloc = True
 
     def arange(self, start, end, step, dtype, device):
         return self.np.arange(start, end, step, dtype=self.native_dtype(dtype))

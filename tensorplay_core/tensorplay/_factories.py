@@ -21,21 +21,43 @@ __all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "empty", "zeros",
            "randint"]
 
 _CPU = Device("cpu")
+_DT = _dtype.DType
+_index = operator.index
+_default = _dtype._default   # [the default float dtype]: read per call, set_default_dtype writes it
+
+# The factories below run on every step of a program (outputs of ops, buffers), so each takes a
+# fast path when its arguments are already canonical: ``dtype`` None or a ``DType``, ``device``
+# None or an indexed ``Device`` (one class test each); anything else goes through ``as_dtype`` /
+# ``_dev`` as before, so errors and spellings ("cuda", numpy dtypes, Python types) are unchanged.
 
 
 def _dev(device):
     if device is None:
         return _CPU
+    if device.__class__ is Device and (device.index is not None or device.type != "cuda"):
+        return device
     d = Device(device)
     if d.type == "cuda" and d.index is None:
         return Device("cuda", 0)
     return d
 
 
+def _dt(dtype):
+    """``dtype=`` of a float factory: the default float dtype when None."""
+    if dtype is None:
+        return _default[0]
+    return dtype if dtype.__class__ is _DT else _dtype.as_dtype(dtype)
+
+
 def _size(size):
-    if len(size) == 1 and isinstance(size[0], (list, tuple)):
-        size = size[0]
-    return [operator.index(s) for s in size]
+    """``*size`` of a factory (ints, or one list/tuple of ints) as a list of ints."""
+    if len(size) == 1:
+        s = size[0]
+        if s.__class__ is int:
+            return [s]
+        if isinstance(s, (list, tuple)):
+            size = s
+    return list(map(_index, size))
 
 
 def _finish(t, requires_grad):
@@ -46,29 +68,70 @@ def _finish(t, requires_grad):
 
 def empty(*size, dtype=None, device=None, requires_grad=False):
     """Uninitialised tensor of ``size`` (ints). ``dtype`` defaults to the default float dtype."""
-    return _finish(O.empty(_size(size), dtype=_dtype.as_dtype(dtype) if dtype else
-                           _dtype.get_default_dtype(), device=_dev(device)), requires_grad)
+    # _size/_dt/_dev inlined for the common spellings (one int; dtype/device None or canonical)
+    if len(size) == 1 and size[0].__class__ is int:
+        size = [size[0]]
+    elif len(size) == 1 and size[0].__class__ is tuple:
+        size = list(map(_index, size[0]))
+    else:
+        size = _size(size)
+    if dtype is None:
+        dtype = _default[0]
+    elif dtype.__class__ is not _DT:
+        dtype = _dtype.as_dtype(dtype)
+    t = O.empty(size, dtype=dtype, device=_CPU if device is None else _dev(device))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     """Tensor of ``size`` filled with ``fill_value``; dtype inferred from the value as torch does."""
     if dtype is None:
         dtype = _dtype.bool if isinstance(fill_value, bool) else _dtype.int64 if isinstance(
-            fill_value, int) else _dtype.get_default_dtype()
-    return _finish(O.full(_size((size,)), fill_value, dtype=_dtype.as_dtype(dtype),
-                          device=_dev(device)), requires_grad)
+            fill_value, int) else _default[0]
+    elif dtype.__class__ is not _DT:
+        dtype = _dtype.as_dtype(dtype)
+    t = O.full(_size((size,)), fill_value, dtype=dtype, device=_dev(device))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
     """Tensor of zeros of ``size`` (default float dtype unless ``dtype``)."""
-    return _finish(O.full(_size(size), 0, dtype=_dtype.as_dtype(dtype) if dtype else
-                          _dtype.get_default_dtype(), device=_dev(device)), requires_grad)
+    if len(size) == 1 and size[0].__class__ is int:
+        size = [size[0]]
+    elif len(size) == 1 and size[0].__class__ is tuple:
+        size = list(map(_index, size[0]))
+    else:
+        size = _size(size)
+    if dtype is None:
+        dtype = _default[0]
+    elif dtype.__class__ is not _DT:
+        dtype = _dtype.as_dtype(dtype)
+    t = O.full(size, 0, dtype=dtype, device=_CPU if device is None else _dev(device))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False):
     """Tensor of ones of ``size`` (default float dtype unless ``dtype``)."""
-    return _finish(O.full(_size(size), 1, dtype=_dtype.as_dtype(dtype) if dtype else
-                          _dtype.get_default_dtype(), device=_dev(device)), requires_grad)
+    if len(size) == 1 and size[0].__class__ is int:
+        size = [size[0]]
+    elif len(size) == 1 and size[0].__class__ is tuple:
+        size = list(map(_index, size[0]))
+    else:
+        size = _size(size)
+    if dtype is None:
+        dtype = _default[0]
+    elif dtype.__class__ is not _DT:
+        dtype = _dtype.as_dtype(dtype)
+    t = O.full(size, 1, dtype=dtype, device=_CPU if device is None else _dev(device))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
@@ -201,23 +264,40 @@ def _need_tensor(t, api):
 def _like_self(t, kind, size, value, dtype, device, requires_grad):
     """A new tensor shaped ``size``; fake when ``t`` is fake (so fake kernels can use
     ``x.new_empty`` / ``empty_like``), a capture node when ``t`` is being captured."""
-    dt = _dtype.as_dtype(dtype) if dtype is not None else t.dtype
-    if kind in ("rand", "randn"):
+    if dtype is None:
+        dt = t._dtype
+    else:
+        dt = dtype if dtype.__class__ is _DT else _dtype.as_dtype(dtype)
+    if kind == "rand" or kind == "randn":
         _random_dtype(f"{kind}_like", dt)
-    dev = _dev(device) if device is not None else t.device
-    size = _size((size,)) if isinstance(size, (list, tuple)) else [operator.index(size)]
-    if t._data is None and t._capture is None:
-        from .fake import make_fake
-        return _finish(make_fake(size, dt, dev), requires_grad)
-    if t._capture is not None:
-        mst = _dispatch._state
-        prev = mst.mode
-        mst.mode = "capture"
-        try:
-            return _like_self_real(kind, size, value, dt, dev, requires_grad)
-        finally:
-            mst.mode = prev
-    return _like_self_real(kind, size, value, dt, dev, requires_grad)
+    dev = t._device if device is None else _dev(device)
+    if size is t._shape:        # *_like: the tensor's own shape, a tuple of ints already
+        size = list(size)
+    elif size.__class__ is list or size.__class__ is tuple:   # new_*: _size's work, inline
+        size = list(map(_index, size))
+    else:
+        size = _size((size,)) if isinstance(size, (list, tuple)) else [_index(size)]
+    if t._capture is None:
+        if t._data is None:
+            from .fake import make_fake
+            return _finish(make_fake(size, dt, dev), requires_grad)
+        # the common case: a real tensor, no capture (the op call dispatches as usual)
+        if kind == "full":
+            r = O.full(size, value, dtype=dt, device=dev)
+        elif kind == "empty":
+            r = O.empty(size, dtype=dt, device=dev)
+        else:
+            r = getattr(O, kind)(size, dtype=dt, device=dev)
+        if requires_grad:
+            r.requires_grad_(True)
+        return r
+    mst = _dispatch._state
+    prev = mst.mode
+    mst.mode = "capture"
+    try:
+        return _like_self_real(kind, size, value, dt, dev, requires_grad)
+    finally:
+        mst.mode = prev
 
 
 def _like_self_real(kind, size, value, dt, dev, requires_grad):

@@ -374,15 +374,32 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
     # Allocations take their device: they must land there whoever calls them (the generated
     # adapters already run under device_guard; core code such as autograd's seed gradient calls
     # these directly, and on cuda:1 with cuda:0 current would otherwise allocate on cuda:0).
+    # (empty/full are every factory's and many ops' allocation: with one visible GPU, cuda:0 is
+    # always current and device_guard would return its no-op, so the `with` is skipped there;
+    # the native dtype is read from the cache first, as native_dtype itself would)
     def empty(self, shape, dtype, device):
         """Uninitialised array of ``shape`` on ``device``'s GPU."""
+        r = self._native_cache.get(dtype)
+        if r is None:
+            r = self.native_dtype(dtype)
+        if self._count == 1 and device.index == 0:
+            return cupy.empty(shape, dtype=r)
         with self.device_guard(device):
-            return cupy.empty(shape, dtype=self.native_dtype(dtype))
+            return cupy.empty(shape, dtype=r)
 
     def full(self, shape, value, dtype, device):
         """Array of ``shape`` filled with ``value`` on ``device``'s GPU."""
+        r = self._native_cache.get(dtype)
+        if r is None:
+            r = self.native_dtype(dtype)
+        if self._count == 1 and device.index == 0:
+            return cupy.full(shape, value, dtype=r)
         with self.device_guard(device):
-            return cupy.full(shape, value, dtype=self.native_dtype(dtype))
+            return cupy.full(shape, value, dtype=r)
+
+    # both return a fresh row-major cupy.ndarray: the core's generated adapters of tp::empty and
+    # tp::full build the result tensor inline (as `wrap` would, one frame less)
+    empty._tp_fresh_alloc = full._tp_fresh_alloc = True
 
     def arange(self, start, end, step, dtype, device):
         """``[start, end)`` by ``step`` on ``device``'s GPU."""

@@ -174,7 +174,8 @@ def make_adapter(op, kernel, backend):
     if first_tensor is not None:
         dev = f"{first_tensor}._device"
     elif device_param is not None:
-        dev = f"__D({device_param})"
+        # a Device already (the factories canonicalise theirs): no constructor call per op
+        dev = f"{device_param} if {device_param}.__class__ is __D else __D({device_param})"
     else:
         dev = "__D('cpu')"
     call = f"__k({', '.join(args)})"
@@ -257,7 +258,13 @@ def make_adapter(op, kernel, backend):
         lines.append(f"{ind}{m}._storage.version += 1")
         lines.append(f"{ind}return {m}")
     elif len(sch.returns) == 1 and not sch.returns[0].type.endswith("[]"):
-        lines.append(f"{ind}return __wrap({call}, __dev)")
+        built = _alloc_build_lines(op, first_tensor, backend, ns)
+        if built:
+            lines.append(f"{ind}__r = {call}")
+            lines += [ind + x for x in built]
+            lines.append(f"{ind}return __wrap(__r, __dev)")
+        else:
+            lines.append(f"{ind}return __wrap({call}, __dev)")
     elif len(sch.returns) == 1:
         lines.append(f"{ind}return [__wrap(__r, __dev) for __r in {call}]")
     else:
@@ -269,6 +276,68 @@ def make_adapter(op, kernel, backend):
               __op=op, __kerr=kernel_error)
     return _codegen.function("\n".join(lines), ns, "adapter",
                              f"<tensorplay kernel {op.name}.{backend.device_type}>")
+
+
+# factory ops whose array kernel returns a fresh row-major array of the backend's array class
+# (empty: np.empty/cupy.empty; full: np.full/np.zeros/cupy.full), built inline by the adapter
+_ALLOC_KERNELS = frozenset({"empty", "full"})
+
+
+def _alloc_build_lines(op, first_tensor, backend, ns) -> list:
+    """Source lines (unindented, to put before ``return __wrap(__r, __dev)``) building the result
+    of allocation op ``op`` (``tp::empty``/``tp::full``: every factory and ``new_*``/``*_like``
+    call) inline, as the backend's own ``wrap`` would build it, without its frame and checks; or
+    [] when the backend's ``wrap`` is not known here.
+
+    The backend's ``empty``/``full`` must carry the ``_tp_fresh_alloc`` mark (they return a fresh
+    row-major array of ``backend.np.ndarray``: ``ArrayBackend``'s own, the cuda plugin's). Its
+    ``wrap`` must be known: ``ArrayBackend.wrap`` unchanged (a ``Storage`` with ``nbytes``), or a backend naming
+    ``root_storage`` (its ``Storage`` class made with no arguments; the result's device must
+    carry an index, as that backend's ``wrap`` requires for its own fast case). The result must
+    be the backend's array class with a shape whose row-major strides are cached and a dtype the
+    backend has seen; anything else falls through to ``wrap``."""
+    if op.kernel_name not in _ALLOC_KERNELS or first_tensor is not None or \
+            op.schema.returns[0].type != "Tensor":
+        return []
+    from .._backend import _CONTIG_CACHE, ArrayBackend, Storage
+    from .._tensor import FRESH_FIELDS
+    rs = backend.root_storage
+    if not isinstance(backend, ArrayBackend) or not (
+            getattr(type(backend).empty, "_tp_fresh_alloc", False) and
+            getattr(type(backend).full, "_tp_fresh_alloc", False)):
+        return []   # only allocations known to give a fresh row-major array of class `nd`
+    nd, cache = backend.np.ndarray, backend._dtype_cache
+    if rs is not None:
+        cond = " and __dev.index is not None"
+        st = ["__st = __RS()"]
+    elif type(backend).wrap is ArrayBackend.wrap:
+        cond = ""
+        st = ["__st = __new(__S)", "__st.nbytes = __r.nbytes"]
+    else:
+        return []
+    ns.update(__RS=rs, __S=Storage, __nd=nd, __C=_CONTIG_CACHE, __be=backend,
+              __new=object.__new__, __dtc=cache)
+    return ["if __r.__class__ is __nd:",
+            "    __s = __r.shape",
+            "    __sd = __C.get(__s)",
+            "    __dt = __dtc.get(__r.dtype)",
+            f"    if __sd is not None and __dt is not None{cond}:",
+            *("        " + x for x in st),
+            "        __st.root = __r",
+            "        __st.version = 0",
+            "        __st.backend = __be",
+            "        __t = __new(__T)",
+            "        __t._storage = __st",
+            "        __t._data = __r",
+            "        __t._shape = __s",
+            "        __t._stride = __sd",
+            "        __t._offset = 0",
+            "        __t._dtype = __dt",
+            "        __t._device = __dev",
+            "        __t._backend = __be",
+            "        __t._dkey = __t._bkey = __dev.type",
+            *(f"        __t.{f} = {v!r}" for f, v in FRESH_FIELDS),
+            "        return __t"]
 
 
 def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
