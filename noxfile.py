@@ -215,4 +215,5 @@ def triton_versions(session, triton):
     session.run("python", "-c", "import triton, numpy; print('triton', triton.__version__, "
                 "'numpy', numpy.__version__)")
     session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_triton.py",
-                "tests/test_triton_tutorials.py", *session.posargs)
+                "tests/test_triton_tutorials.py", "tests/test_triton_raw.py",
+                "tests/test_triton_direct.py", "tests/test_triton_bf16_interp.py", *session.posargs)
