@@ -14,6 +14,7 @@ from . import _devices, _dispatch, _dtype, _tensor
 from ._backend import get_backend
 from ._device import Device
 from ._ops import ops as O
+from ._ops._shapes import check_fill, scalar_value, size_ints
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "empty", "zeros", "ones", "full",
            "arange", "rand", "randn", "empty_like", "zeros_like", "ones_like", "full_like",
@@ -49,87 +50,137 @@ def _dt(dtype):
     return dtype if dtype.__class__ is _DT else _dtype.as_dtype(dtype)
 
 
-def _size(size):
-    """``*size`` of a factory (ints, or one list/tuple of ints) as a list of ints."""
+def _size(size, api="empty"):
+    """``*size`` of factory ``api`` (ints, or one list/tuple of ints) as a list of ints;
+    ``TypeError`` naming ``api`` and ``size`` for bools, floats, None, strings..."""
     if len(size) == 1:
         s = size[0]
         if s.__class__ is int:
             return [s]
         if isinstance(s, (list, tuple)):
             size = s
-    return list(map(_index, size))
+    return _ints(size, api)
 
 
-def _finish(t, requires_grad):
-    if requires_grad:
+def _ints(seq, api):
+    """``seq`` as a list when every element is a plain ``int`` (one class test each), else
+    ``size_ints``' conversion or its ``TypeError``."""
+    r = list(seq)
+    for s in r:
+        if s.__class__ is not int:
+            return size_ints(api, r)
+    return r
+
+
+def _sizes(size, kw, api):
+    """``*size`` or the ``size=`` keyword (torch takes either, not both)."""
+    if kw is None:
+        return size
+    if size:
+        raise TypeError(f"{api}(): got the size both positionally and as 'size='; pass one")
+    return (kw,)
+
+
+def _bad_grad(api, requires_grad):
+    raise TypeError(f"{api}(): argument 'requires_grad' must be bool, not "
+                    f"{type(requires_grad).__name__}")
+
+
+def _finish(t, requires_grad, api="factory"):
+    if requires_grad is not False:
+        if requires_grad is not True:
+            _bad_grad(api, requires_grad)
         t.requires_grad_(True)
     return t
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False):
+def empty(*sizes, size=None, dtype=None, device=None, requires_grad=False):
     """Uninitialised tensor of ``size`` (ints). ``dtype`` defaults to the default float dtype."""
     # _size/_dt/_dev inlined for the common spellings (one int; dtype/device None or canonical)
-    if len(size) == 1 and size[0].__class__ is int:
-        size = [size[0]]
-    elif len(size) == 1 and size[0].__class__ is tuple:
-        size = list(map(_index, size[0]))
+    if size is not None:
+        sizes = _sizes(sizes, size, "empty")
+    if len(sizes) == 1 and sizes[0].__class__ is int:
+        size = [sizes[0]]
+    elif len(sizes) == 1 and sizes[0].__class__ is tuple:
+        size = _ints(sizes[0], "empty")
     else:
-        size = _size(size)
+        size = _size(sizes, "empty")
     if dtype is None:
         dtype = _default[0]
     elif dtype.__class__ is not _DT:
         dtype = _dtype.as_dtype(dtype)
     t = O.empty(size, dtype=dtype, device=_CPU if device is None else _dev(device))
-    if requires_grad:
+    if requires_grad is not False:
+        if requires_grad is not True:
+            _bad_grad("empty", requires_grad)
         t.requires_grad_(True)
     return t
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
-    """Tensor of ``size`` filled with ``fill_value``; dtype inferred from the value as torch does."""
+    """Tensor of ``size`` filled with ``fill_value``; dtype inferred from the value as torch does
+    (bool -> bool, int -> int64, float -> the default float; numpy scalars as their Python
+    values). ``TypeError`` when ``fill_value`` is not a number, ``RuntimeError`` when ``dtype``
+    cannot hold it (nan/inf or out of range into an integer dtype, beyond float16's range...)."""
+    c = fill_value.__class__
+    if c is not float and c is not int and c is not bool:
+        fill_value = scalar_value("full", fill_value)
     if dtype is None:
         dtype = _dtype.bool if isinstance(fill_value, bool) else _dtype.int64 if isinstance(
             fill_value, int) else _default[0]
-    elif dtype.__class__ is not _DT:
-        dtype = _dtype.as_dtype(dtype)
-    t = O.full(_size((size,)), fill_value, dtype=dtype, device=_dev(device))
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
-
-
-def zeros(*size, dtype=None, device=None, requires_grad=False):
-    """Tensor of zeros of ``size`` (default float dtype unless ``dtype``)."""
-    if len(size) == 1 and size[0].__class__ is int:
-        size = [size[0]]
-    elif len(size) == 1 and size[0].__class__ is tuple:
-        size = list(map(_index, size[0]))
+        if dtype is _dtype.int64 and not -2**63 <= fill_value < 2**63:
+            fill_value = check_fill("full", fill_value, dtype)
+        elif dtype is not _dtype.bool and fill_value.__class__ is float and \
+                _default[0] is not _dtype.float64:
+            fill_value = check_fill("full", fill_value, dtype)
     else:
-        size = _size(size)
+        if dtype.__class__ is not _DT:
+            dtype = _dtype.as_dtype(dtype)
+        fill_value = check_fill("full", fill_value, dtype)
+    t = O.full(_size((size,), "full"), fill_value, dtype=dtype, device=_dev(device))
+    return _finish(t, requires_grad, "full")
+
+
+def zeros(*sizes, size=None, dtype=None, device=None, requires_grad=False):
+    """Tensor of zeros of ``size`` (default float dtype unless ``dtype``)."""
+    if size is not None:
+        sizes = _sizes(sizes, size, "zeros")
+    if len(sizes) == 1 and sizes[0].__class__ is int:
+        size = [sizes[0]]
+    elif len(sizes) == 1 and sizes[0].__class__ is tuple:
+        size = _ints(sizes[0], "zeros")
+    else:
+        size = _size(sizes, "zeros")
     if dtype is None:
         dtype = _default[0]
     elif dtype.__class__ is not _DT:
         dtype = _dtype.as_dtype(dtype)
     t = O.full(size, 0, dtype=dtype, device=_CPU if device is None else _dev(device))
-    if requires_grad:
+    if requires_grad is not False:
+        if requires_grad is not True:
+            _bad_grad("zeros", requires_grad)
         t.requires_grad_(True)
     return t
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False):
+def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False):
     """Tensor of ones of ``size`` (default float dtype unless ``dtype``)."""
-    if len(size) == 1 and size[0].__class__ is int:
-        size = [size[0]]
-    elif len(size) == 1 and size[0].__class__ is tuple:
-        size = list(map(_index, size[0]))
+    if size is not None:
+        sizes = _sizes(sizes, size, "ones")
+    if len(sizes) == 1 and sizes[0].__class__ is int:
+        size = [sizes[0]]
+    elif len(sizes) == 1 and sizes[0].__class__ is tuple:
+        size = _ints(sizes[0], "ones")
     else:
-        size = _size(size)
+        size = _size(sizes, "ones")
     if dtype is None:
         dtype = _default[0]
     elif dtype.__class__ is not _DT:
         dtype = _dtype.as_dtype(dtype)
     t = O.full(size, 1, dtype=dtype, device=_CPU if device is None else _dev(device))
-    if requires_grad:
+    if requires_grad is not False:
+        if requires_grad is not True:
+            _bad_grad("ones", requires_grad)
         t.requires_grad_(True)
     return t
 
@@ -206,52 +257,60 @@ def _random_dtype(api, dtype):
     return dt
 
 
-def rand(*size, dtype=None, device=None, requires_grad=False):
+def rand(*sizes, size=None, dtype=None, device=None, requires_grad=False):
     """Uniform [0, 1) samples of ``size`` from the device's generator (see ``manual_seed``)."""
-    return _finish(O.rand(_size(size), dtype=_random_dtype("rand", dtype),
-                          device=_dev(device)), requires_grad)
+    return _finish(O.rand(_size(_sizes(sizes, size, "rand"), "rand"), dtype=_random_dtype("rand", dtype),
+                          device=_dev(device)), requires_grad, "rand")
 
 
-def randn(*size, dtype=None, device=None, requires_grad=False):
+def randn(*sizes, size=None, dtype=None, device=None, requires_grad=False):
     """Standard normal samples of ``size`` from the device's generator (see ``manual_seed``)."""
-    return _finish(O.randn(_size(size), dtype=_random_dtype("randn", dtype),
-                           device=_dev(device)), requires_grad)
+    return _finish(O.randn(_size(_sizes(sizes, size, "randn"), "randn"), dtype=_random_dtype("randn", dtype),
+                           device=_dev(device)), requires_grad, "randn")
 
 
 def empty_like(t, *, dtype=None, device=None, requires_grad=False):
     """``empty`` with ``t``'s shape, dtype and device (fake if ``t`` is fake)."""
     _need_tensor(t, "empty_like")
-    return _like_self(t, "empty", t.shape, None, dtype, device, requires_grad)
+    return _like_self(t, "empty", t.shape, None, dtype, device, requires_grad,
+                      "empty_like")
 
 
 def zeros_like(t, *, dtype=None, device=None, requires_grad=False):
     """Zeros with ``t``'s shape, dtype and device unless given (fake if ``t`` is fake)."""
     _need_tensor(t, "zeros_like")
-    return _like_self(t, "full", t.shape, 0, dtype, device, requires_grad)
+    return _like_self(t, "full", t.shape, 0, dtype, device, requires_grad,
+                      "zeros_like")
 
 
 def ones_like(t, *, dtype=None, device=None, requires_grad=False):
     """Ones with ``t``'s shape, dtype and device unless given (fake if ``t`` is fake)."""
     _need_tensor(t, "ones_like")
-    return _like_self(t, "full", t.shape, 1, dtype, device, requires_grad)
+    return _like_self(t, "full", t.shape, 1, dtype, device, requires_grad,
+                      "ones_like")
 
 
 def full_like(t, fill_value, *, dtype=None, device=None, requires_grad=False):
     """``fill_value`` with ``t``'s shape, dtype and device unless given."""
     _need_tensor(t, "full_like")
-    return _like_self(t, "full", t.shape, fill_value, dtype, device, requires_grad)
+    dt = t._dtype if dtype is None else dtype if dtype.__class__ is _DT else \
+        _dtype.as_dtype(dtype)
+    return _like_self(t, "full", t.shape, check_fill("full_like", fill_value, dt), dt, device,
+                      requires_grad, "full_like")
 
 
 def rand_like(t, *, dtype=None, device=None, requires_grad=False):
     """Uniform [0, 1) samples shaped like ``t`` (its dtype and device unless given)."""
     _need_tensor(t, "rand_like")
-    return _like_self(t, "rand", t.shape, None, dtype, device, requires_grad)
+    return _like_self(t, "rand", t.shape, None, dtype, device, requires_grad,
+                      "rand_like")
 
 
 def randn_like(t, *, dtype=None, device=None, requires_grad=False):
     """Standard normal samples shaped like ``t`` (its dtype and device unless given)."""
     _need_tensor(t, "randn_like")
-    return _like_self(t, "randn", t.shape, None, dtype, device, requires_grad)
+    return _like_self(t, "randn", t.shape, None, dtype, device, requires_grad,
+                      "randn_like")
 
 
 def _need_tensor(t, api):
@@ -261,9 +320,10 @@ def _need_tensor(t, api):
                         f"{type(t).__name__}")
 
 
-def _like_self(t, kind, size, value, dtype, device, requires_grad):
+def _like_self(t, kind, size, value, dtype, device, requires_grad, api="new_empty"):
     """A new tensor shaped ``size``; fake when ``t`` is fake (so fake kernels can use
-    ``x.new_empty`` / ``empty_like``), a capture node when ``t`` is being captured."""
+    ``x.new_empty`` / ``empty_like``), a capture node when ``t`` is being captured. ``api``
+    names the caller in errors (sizes, ``requires_grad``)."""
     if dtype is None:
         dt = t._dtype
     else:
@@ -274,12 +334,16 @@ def _like_self(t, kind, size, value, dtype, device, requires_grad):
     if size is t._shape:        # *_like: the tensor's own shape, a tuple of ints already
         size = list(size)
     elif size.__class__ is list or size.__class__ is tuple:   # new_*: _size's work, inline
-        size = list(map(_index, size))
+        size = _ints(size, api)
     else:
-        size = _size((size,)) if isinstance(size, (list, tuple)) else [_index(size)]
+        size = _size((size,), api)
+    if requires_grad is not False and requires_grad is not True:
+        _bad_grad(api, requires_grad)
     if t._capture is None:
         if t._data is None:
             from .fake import make_fake
+            from ._ops._shapes import check_nonnegative
+            check_nonnegative(kind, size)     # as the real kernels: every mode refuses the same
             return _finish(make_fake(size, dt, dev), requires_grad)
         # the common case: a real tensor, no capture (the op call dispatches as usual)
         if kind == "full":
@@ -475,6 +539,7 @@ _devices.on_load.append(_seed_loaded)
 # Tensor.new_empty/new_zeros/new_ones/new_full/new_tensor and Python-number operands forward here
 _tensor._like_self = _like_self
 _tensor._new_tensor = tensor
+_tensor._check_fill = check_fill
 
 
 def cat(tensors, dim=0):

@@ -26,6 +26,7 @@ _getitem = None          # indexing: _ops.indexing.getitem / setitem (set by _op
 _setitem = None
 _like_self = None        # _factories._like_self / tensor (set by _factories): new_* methods
 _new_tensor = None
+_check_fill = None       # _ops._shapes.check_fill (set by _factories): new_full's value check
 _backward = None         # autograd.api.backward (set by autograd)
 _AccumulateGrad = None   # autograd.graph.AccumulateGrad (set by autograd)
 _grad_state = None       # autograd.grad_mode._state: .enabled is grad mode (set by autograd)
@@ -491,22 +492,25 @@ class Tensor:
     def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
         """Uninitialised tensor of ``size`` (ints or one sequence) with this tensor's dtype and
         device unless given (fake if this tensor is fake), as ``torch.Tensor.new_empty``."""
-        return _like_self(self, "empty", _shape_arg(size), None, dtype, device,
-                                     requires_grad)
+        return _like_self(self, "empty", _new_size(size, "new_empty"), None, dtype, device,
+                                     requires_grad, "new_empty")
 
     def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
         """Zeros of ``size`` with this tensor's dtype and device unless given."""
-        return _like_self(self, "full", _shape_arg(size), 0, dtype, device,
-                                     requires_grad)
+        return _like_self(self, "full", _new_size(size, "new_zeros"), 0, dtype, device,
+                                     requires_grad, "new_zeros")
 
     def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
         """Ones of ``size`` with this tensor's dtype and device unless given."""
-        return _like_self(self, "full", _shape_arg(size), 1, dtype, device,
-                                     requires_grad)
+        return _like_self(self, "full", _new_size(size, "new_ones"), 1, dtype, device,
+                                     requires_grad, "new_ones")
 
     def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
         """``fill_value`` everywhere, shape ``size``, this tensor's dtype/device unless given."""
-        return _like_self(self, "full", size, fill_value, dtype, device, requires_grad)
+        dt = self._dtype if dtype is None else dtype if dtype.__class__ is _dtype.DType else \
+            _dtype.as_dtype(dtype)
+        return _like_self(self, "full", size, _check_fill("new_full", fill_value, dt), dt,
+                          device, requires_grad, "new_full")
 
     def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
         """A copy of ``data`` with this tensor's dtype and device unless given."""
@@ -1091,6 +1095,17 @@ def _dims(dim):
     if isinstance(dim, int):
         return [dim]
     return list(dim)
+
+
+def _new_size(size, api):
+    """``*size`` of ``new_empty``/``new_zeros``/``new_ones``: ints or one list/tuple (checked by
+    ``_like_self``); torch requires it, so none at all is a ``TypeError``."""
+    if not size:
+        raise TypeError(f"{api}(): missing required argument 'size' (pass () for a 0-dim "
+                        f"tensor)")
+    if len(size) == 1 and isinstance(size[0], (list, tuple)):
+        return size[0]
+    return size
 
 
 def _shape_arg(shape):

@@ -138,3 +138,131 @@ def reduce_shape(shape, dims, keepdim):
     if keepdim:
         return tuple(1 if i in dset else s for i, s in enumerate(shape)), dset
     return tuple(s for i, s in enumerate(shape) if i not in dset), dset
+
+
+# --- creation ops: sizes and fill values (shared by the factories and the fake rules) ---------
+
+def check_nonnegative(op: str, size) -> None:
+    """``ValueError`` for a negative dimension in a creation op's ``size``: the same words the
+    array kernels raise (``tp::empty: negative dimensions are not allowed``), so meta, fake and
+    captured calls refuse what real ones refuse."""
+    for s in size:
+        if s < 0:
+            raise ValueError(f"tp::{op}: negative dimensions are not allowed (got size "
+                             f"{list(size)})")
+
+
+def size_ints(api: str, size) -> list:
+    """The ``size`` of factory ``api`` (a sequence) as a list of ints, as torch reads it:
+    ints and integer-like objects (``__index__``: numpy integers, 0-dim int tensors) are taken,
+    ``bool``/``float``/``None``/``str``... are a ``TypeError`` naming ``api`` and ``size``.
+    The per-call path only runs this when an element is not a plain ``int``."""
+    out = []
+    for i, s in enumerate(size):
+        c = s.__class__
+        if c is not int:
+            if c is _builtin_bool or c.__name__ == "bool_":     # numpy's bool too
+                raise TypeError(f"{api}(): argument 'size' must be tuple of ints, but found "
+                                f"element of type bool at pos {i}")
+            try:
+                s = s.__index__()
+            except (AttributeError, TypeError, ValueError, RuntimeError):
+                raise TypeError(f"{api}(): argument 'size' must be tuple of ints, but found "
+                                f"element of type {c.__name__} at pos {i}") from None
+        out.append(s)
+    return out
+
+
+_builtin_bool = bool
+
+# the range of each dtype a Python scalar is checked against (torch's ``checked_convert``):
+# (lowest, highest, is_integer); float64/bool take every number
+_F32_MAX = 3.4028234663852886e38
+_LIMITS = {
+    _dtype.float16: (-65504.0, 65504.0, False),
+    _dtype.bfloat16: (-3.3895313892515355e38, 3.3895313892515355e38, False),
+    _dtype.float32: (-_F32_MAX, _F32_MAX, False),
+    _dtype.int8: (-128, 127, True), _dtype.uint8: (0, 255, True),
+    _dtype.int16: (-32768, 32767, True), _dtype.int32: (-2**31, 2**31 - 1, True),
+    _dtype.int64: (-2**63, 2**63 - 1, True),
+}
+
+
+def _overflow(value, dtype):
+    return RuntimeError(f"value cannot be converted to type {dtype.name} without overflow "
+                        f"(got {value!r}); pick a dtype that holds it or a value in range")
+
+
+def scalar_value(api: str, value):
+    """``value`` as a Python ``bool``/``int``/``float`` when it is a number (numpy scalars and
+    other 0-dim array scalars are unwrapped with ``item()``), else ``TypeError`` naming ``api``
+    and ``fill_value`` (torch: "fill_value must be Number"). Tensors pass unchanged."""
+    c = value.__class__
+    if c is float or c is int or c is _builtin_bool:
+        return value
+    if hasattr(value, "_dkey"):       # a (0-dim) tensor: the kernels take it as they did
+        return value
+    if c is complex:
+        raise TypeError(f"{api}(): argument 'fill_value' is complex ({value!r}) but tensorplay "
+                        f"has no complex dtypes; pass a real number (e.g. value.real)")
+    if isinstance(value, (_builtin_bool, int, float)):   # subclasses: plain Python numbers
+        return _builtin_bool(value) if isinstance(value, _builtin_bool) else \
+            int(value) if isinstance(value, int) else float(value)
+    item = getattr(value, "item", None)
+    if item is not None and getattr(value, "ndim", None) == 0 and \
+            not isinstance(value, (str, bytes)):
+        v = item()
+        if v.__class__ in (float, int, _builtin_bool):
+            return v
+        if v.__class__ is complex:
+            return scalar_value(api, v)
+    raise TypeError(f"{api}(): argument 'fill_value' must be Number, not {c.__name__}")
+
+
+def check_fill(api: str, value, dtype):
+    """``value`` for a ``full`` of ``dtype``, checked once on the host as torch does: a
+    ``TypeError`` (naming ``api`` and ``fill_value``) for a non-number, ``RuntimeError`` ("value
+    cannot be converted to type int8 without overflow") when the dtype cannot hold it: nan/inf
+    or out-of-range into integers, finite values beyond float16/bfloat16/float32's range.
+    Negative ints into uint8 wrap (two's complement, as torch). Returns the Python scalar."""
+    c = value.__class__
+    if c is not float and c is not int and c is not _builtin_bool:
+        value = scalar_value(api, value)
+        c = value.__class__
+        if c is not float and c is not int and c is not _builtin_bool:
+            return value      # a tensor
+    lim = _LIMITS.get(dtype)
+    if lim is None or c is _builtin_bool:
+        if c is int and not -2**63 <= value < 2**63:     # float64/bool: beyond a C long
+            if dtype is _dtype.bool:
+                return value != 0
+            if not -2**63 <= value < 2**64:
+                raise _overflow(value, dtype)
+            return float(value)
+        return value
+    lo, hi, is_int = lim
+    if c is float:
+        if value - value != 0.0:              # nan or +-inf
+            if is_int:
+                raise _overflow(value, dtype)
+            return value
+        if is_int:
+            if not -9.3e18 < value < 9.3e18 or not lo <= int(value) <= hi:
+                raise _overflow(value, dtype)
+            return value
+        if not lo <= value <= hi:
+            raise _overflow(value, dtype)
+        return value
+    # a Python int
+    if is_int:
+        if lo <= value <= hi:
+            return value
+        if lo == 0 and -hi <= value < 0:      # uint8: -1 -> 255 as torch
+            return value & hi
+        raise _overflow(value, dtype)
+    if not -2**63 <= value < 2**64:            # beyond int64/uint64: torch cannot take it
+        raise _overflow(value, dtype)
+    f = float(value)
+    if not lo <= f <= hi:
+        raise _overflow(value, dtype)
+    return f

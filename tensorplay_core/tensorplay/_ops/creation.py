@@ -5,14 +5,25 @@ from __future__ import annotations
 
 from ..fake import make_fake
 from ._define import defop
+from ._shapes import check_fill, check_nonnegative
 
 
+# the fake rules refuse what the kernels refuse (negative sizes; a fill value the dtype cannot
+# hold), so meta tensors, FakeTensorMode and compile capture fail the same way as real calls
 def _full_meta(size, fill_value, *, dtype, device):
+    check_nonnegative("full", size)
+    check_fill("full", fill_value, dtype)
     return make_fake(tuple(size), dtype, device)
 
 
-def _empty_meta(size, *, dtype, device):
-    return make_fake(tuple(size), dtype, device)
+def _alloc_meta(op):
+    def meta(size, *, dtype, device):
+        check_nonnegative(op, size)
+        return make_fake(tuple(size), dtype, device)
+    return meta
+
+
+_empty_meta = _alloc_meta("empty")
 
 
 def _arange_meta(start, end, step, *, dtype, device):
@@ -27,9 +38,10 @@ defop("full(SymInt[] size, Scalar fill_value, *, ScalarType dtype, Device device
       meta=_full_meta, differentiable=False)
 defop("arange(Scalar start, Scalar end, Scalar step, *, ScalarType dtype, Device device) -> Tensor",
       meta=_arange_meta, differentiable=False)
-defop("rand(SymInt[] size, *, ScalarType dtype, Device device) -> Tensor", meta=_empty_meta,
+defop("rand(SymInt[] size, *, ScalarType dtype, Device device) -> Tensor", meta=_alloc_meta("rand"),
       differentiable=False, tags=("nondeterministic_seeded",))
-defop("randn(SymInt[] size, *, ScalarType dtype, Device device) -> Tensor", meta=_empty_meta,
+defop("randn(SymInt[] size, *, ScalarType dtype, Device device) -> Tensor",
+      meta=_alloc_meta("randn"),
       differentiable=False, tags=("nondeterministic_seeded",))
 
 
@@ -49,6 +61,7 @@ def _randint_meta(low, high, size, *, dtype, device):
     if not low < high:
         raise RuntimeError(f"randint(): random_ expects 'from' to be less than 'to', but got "
                            f"from={low} >= to={high}")
+    check_nonnegative("randint", size)
     return make_fake(tuple(size), dtype, device)
 
 
