@@ -125,17 +125,16 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     c = fill_value.__class__
     if c is not float and c is not int and c is not bool:
         fill_value = scalar_value("full", fill_value)
+        c = fill_value.__class__
     if dtype is None:
         dtype = _dtype.bool if isinstance(fill_value, bool) else _dtype.int64 if isinstance(
             fill_value, int) else _default[0]
-        if dtype is _dtype.int64 and not -2**63 <= fill_value < 2**63:
-            fill_value = check_fill("full", fill_value, dtype)
-        elif dtype is not _dtype.bool and fill_value.__class__ is float and \
-                _default[0] is not _dtype.float64:
-            fill_value = check_fill("full", fill_value, dtype)
-    else:
-        if dtype.__class__ is not _DT:
-            dtype = _dtype.as_dtype(dtype)
+    elif dtype.__class__ is not _DT:
+        dtype = _dtype.as_dtype(dtype)
+    # the range check (bools fit every dtype; tensors pass as before), skipped for the common
+    # case every float dtype holds: one chained compare
+    if (c is float or c is int) and not (-65504.0 <= fill_value <= 65504.0 and
+                                         dtype._kind == "f"):
         fill_value = check_fill("full", fill_value, dtype)
     t = O.full(_size((size,), "full"), fill_value, dtype=dtype, device=_dev(device))
     return _finish(t, requires_grad, "full")
@@ -295,8 +294,10 @@ def full_like(t, fill_value, *, dtype=None, device=None, requires_grad=False):
     _need_tensor(t, "full_like")
     dt = t._dtype if dtype is None else dtype if dtype.__class__ is _DT else \
         _dtype.as_dtype(dtype)
-    return _like_self(t, "full", t.shape, check_fill("full_like", fill_value, dt), dt, device,
-                      requires_grad, "full_like")
+    c = fill_value.__class__
+    if not ((c is float or c is int) and -65504.0 <= fill_value <= 65504.0 and dt._kind == "f"):
+        fill_value = check_fill("full_like", fill_value, dt)    # see full: the common case skips
+    return _like_self(t, "full", t.shape, fill_value, dt, device, requires_grad, "full_like")
 
 
 def rand_like(t, *, dtype=None, device=None, requires_grad=False):

@@ -509,8 +509,11 @@ class Tensor:
         """``fill_value`` everywhere, shape ``size``, this tensor's dtype/device unless given."""
         dt = self._dtype if dtype is None else dtype if dtype.__class__ is _dtype.DType else \
             _dtype.as_dtype(dtype)
-        return _like_self(self, "full", size, _check_fill("new_full", fill_value, dt), dt,
-                          device, requires_grad, "new_full")
+        c = fill_value.__class__
+        if not ((c is float or c is int) and -65504.0 <= fill_value <= 65504.0 and
+                dt._kind == "f"):          # the common case every float dtype holds skips it
+            fill_value = _check_fill("new_full", fill_value, dt)
+        return _like_self(self, "full", size, fill_value, dt, device, requires_grad, "new_full")
 
     def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
         """A copy of ``data`` with this tensor's dtype and device unless given."""
