@@ -228,6 +228,11 @@ def test_requires_grad_must_be_bool(rg):
         "zeros_like": lambda: tp.zeros_like(x, requires_grad=rg),
         "full_like": lambda: tp.full_like(x, 1.0, requires_grad=rg),
         "new_zeros": lambda: x.new_zeros(2, requires_grad=rg),
+        "new_full": lambda: x.new_full((2,), 1.0, requires_grad=rg),
+        "randn_like": lambda: tp.randn_like(x, requires_grad=rg),
+        "tensor": lambda: tp.tensor([1.0], requires_grad=rg),
+        "eye": lambda: tp.eye(2, requires_grad=rg),
+        "arange": lambda: tp.arange(2.0, requires_grad=rg),
     }
     for name, call in calls.items():
         with pytest.raises(TypeError, match=rf"{name}\(\): argument 'requires_grad' must be bool"):
@@ -253,3 +258,14 @@ def test_full_infers_dtype_from_numpy_scalars(value, dtype):
     assert t.tolist() == [value.item() if hasattr(value, "item") else value] * 2
     with FakeTensorMode():
         assert tp.full((2,), value).dtype is dtype
+
+
+def test_randint_size_checks_name_randint():
+    with pytest.raises(TypeError, match=r"randint\(\): argument 'size'"):
+        tp.randint(0, 5, (True, 2))
+    with pytest.raises(ValueError, match="tp::randint: negative dimensions"):
+        tp.randint(0, 5, (-1,), device="meta")
+    with FakeTensorMode():
+        with pytest.raises(ValueError, match="tp::randint: negative dimensions"):
+            tp.randint(0, 5, (2, -1))
+    assert tp.randint(0, 5, (2, 3)).shape == (2, 3)

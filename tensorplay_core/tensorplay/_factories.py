@@ -95,7 +95,10 @@ def _finish(t, requires_grad, api="factory"):
 
 
 def empty(*sizes, size=None, dtype=None, device=None, requires_grad=False):
-    """Uninitialised tensor of ``size`` (ints). ``dtype`` defaults to the default float dtype."""
+    """Uninitialised tensor of ``size`` (ints). ``dtype`` defaults to the default float dtype.
+    ``size``: ints, one list/tuple of ints, or the ``size=`` keyword (as torch). ``TypeError``
+    naming the factory for a bool/float/None... size or a non-bool ``requires_grad``;
+    ``ValueError`` for a negative size (on every device, meta and fake included)."""
     # _size/_dt/_dev inlined for the common spellings (one int; dtype/device None or canonical)
     if size is not None:
         sizes = _sizes(sizes, size, "empty")
@@ -141,7 +144,10 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
 
 
 def zeros(*sizes, size=None, dtype=None, device=None, requires_grad=False):
-    """Tensor of zeros of ``size`` (default float dtype unless ``dtype``)."""
+    """Tensor of zeros of ``size`` (default float dtype unless ``dtype``).
+    ``size``: ints, one list/tuple of ints, or the ``size=`` keyword (as torch). ``TypeError``
+    naming the factory for a bool/float/None... size or a non-bool ``requires_grad``;
+    ``ValueError`` for a negative size (on every device, meta and fake included)."""
     if size is not None:
         sizes = _sizes(sizes, size, "zeros")
     if len(sizes) == 1 and sizes[0].__class__ is int:
@@ -163,7 +169,10 @@ def zeros(*sizes, size=None, dtype=None, device=None, requires_grad=False):
 
 
 def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False):
-    """Tensor of ones of ``size`` (default float dtype unless ``dtype``)."""
+    """Tensor of ones of ``size`` (default float dtype unless ``dtype``).
+    ``size``: ints, one list/tuple of ints, or the ``size=`` keyword (as torch). ``TypeError``
+    naming the factory for a bool/float/None... size or a non-bool ``requires_grad``;
+    ``ValueError`` for a negative size (on every device, meta and fake included)."""
     if size is not None:
         sizes = _sizes(sizes, size, "ones")
     if len(sizes) == 1 and sizes[0].__class__ is int:
@@ -194,7 +203,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     if step == 0:
         raise RuntimeError("arange: step must be nonzero")
     return _finish(O.arange(start, end, step, dtype=_dtype.as_dtype(dtype), device=_dev(device)),
-                   requires_grad)
+                   requires_grad, "arange")
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
@@ -203,7 +212,7 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     n = operator.index(n)
     m = n if m is None else operator.index(m)
     return _finish(O.eye(n, m, dtype=_dtype.as_dtype(dtype) if dtype is not None else
-                         _dtype.get_default_dtype(), device=_dev(device)), requires_grad)
+                         _dtype.get_default_dtype(), device=_dev(device)), requires_grad, "eye")
 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
@@ -212,7 +221,8 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
     ``steps``."""
     return _finish(O.linspace(start, end, operator.index(steps),
                               dtype=_dtype.as_dtype(dtype) if dtype is not None else
-                              _dtype.get_default_dtype(), device=_dev(device)), requires_grad)
+                              _dtype.get_default_dtype(), device=_dev(device)), requires_grad,
+                   "linspace")
 
 
 def randint(*args, size=None, low=None, high=None, dtype=None, device=None,
@@ -240,9 +250,9 @@ def randint(*args, size=None, low=None, high=None, dtype=None, device=None,
     if not low < high:
         raise RuntimeError(f"randint(): random_ expects 'from' to be less than 'to', but got "
                            f"from={low} >= to={high}")
-    return _finish(O.randint(low, high, _size((size,)),
+    return _finish(O.randint(low, high, _size((size,), "randint"),
                              dtype=_dtype.as_dtype(dtype) if dtype is not None else _dtype.int64,
-                             device=_dev(device)), requires_grad)
+                             device=_dev(device)), requires_grad, "randint")
 
 
 def _random_dtype(api, dtype):
@@ -258,13 +268,15 @@ def _random_dtype(api, dtype):
 
 def rand(*sizes, size=None, dtype=None, device=None, requires_grad=False):
     """Uniform [0, 1) samples of ``size`` from the device's generator (see ``manual_seed``)."""
-    return _finish(O.rand(_size(_sizes(sizes, size, "rand"), "rand"), dtype=_random_dtype("rand", dtype),
+    size = _size(_sizes(sizes, size, "rand"), "rand")
+    return _finish(O.rand(size, dtype=_random_dtype("rand", dtype),
                           device=_dev(device)), requires_grad, "rand")
 
 
 def randn(*sizes, size=None, dtype=None, device=None, requires_grad=False):
     """Standard normal samples of ``size`` from the device's generator (see ``manual_seed``)."""
-    return _finish(O.randn(_size(_sizes(sizes, size, "randn"), "randn"), dtype=_random_dtype("randn", dtype),
+    size = _size(_sizes(sizes, size, "randn"), "randn")
+    return _finish(O.randn(size, dtype=_random_dtype("randn", dtype),
                            device=_dev(device)), requires_grad, "randn")
 
 
@@ -418,7 +430,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False):
     dev = _dev(device)
     if isinstance(data, Tensor):
         out = data.detach().to(device=dev, dtype=dtype, copy=True)
-        return _finish(out, requires_grad)
+        return _finish(out, requires_grad, "tensor")
     native_like = hasattr(data, "dtype") and hasattr(data, "shape")
     dt = _dtype.as_dtype(dtype) if dtype is not None else (
         _dtype.as_dtype(data.dtype) if native_like else _infer_dtype(data))
@@ -427,7 +439,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False):
         if not native_like:
             _check_ragged(data)
         return _finish(make_fake(list(data.shape) if native_like else _shape_of(data), dt, dev),
-                       requires_grad)
+                       requires_grad, "tensor")
     be = get_backend(dev.type)
     if native_like and not type(data).__module__.startswith("numpy"):
         # another library's array (CuPy, DLPack producers): the backend copies it its own way
@@ -449,7 +461,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False):
             if not native_like:
                 _check_ragged(data)   # raises torch's kind of message for ragged nesting
             raise
-    return _finish(be.wrap(arr, dev), requires_grad)
+    return _finish(be.wrap(arr, dev), requires_grad, "tensor")
 
 
 def _quiet_hooks(be):
