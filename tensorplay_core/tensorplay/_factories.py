@@ -105,7 +105,11 @@ def empty(*sizes, size=None, dtype=None, device=None, requires_grad=False):
     if len(sizes) == 1 and sizes[0].__class__ is int:
         size = [sizes[0]]
     elif len(sizes) == 1 and sizes[0].__class__ is tuple:
-        size = _ints(sizes[0], "empty")
+        size = list(sizes[0])
+        for s in size:     # _ints inlined: one class test per dimension
+            if s.__class__ is not int:
+                size = size_ints("empty", size)
+                break
     else:
         size = _size(sizes, "empty")
     if dtype is None:
@@ -153,7 +157,11 @@ def zeros(*sizes, size=None, dtype=None, device=None, requires_grad=False):
     if len(sizes) == 1 and sizes[0].__class__ is int:
         size = [sizes[0]]
     elif len(sizes) == 1 and sizes[0].__class__ is tuple:
-        size = _ints(sizes[0], "zeros")
+        size = list(sizes[0])
+        for s in size:     # _ints inlined: one class test per dimension
+            if s.__class__ is not int:
+                size = size_ints("zeros", size)
+                break
     else:
         size = _size(sizes, "zeros")
     if dtype is None:
@@ -178,7 +186,11 @@ def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False):
     if len(sizes) == 1 and sizes[0].__class__ is int:
         size = [sizes[0]]
     elif len(sizes) == 1 and sizes[0].__class__ is tuple:
-        size = _ints(sizes[0], "ones")
+        size = list(sizes[0])
+        for s in size:     # _ints inlined: one class test per dimension
+            if s.__class__ is not int:
+                size = size_ints("ones", size)
+                break
     else:
         size = _size(sizes, "ones")
     if dtype is None:
@@ -347,7 +359,11 @@ def _like_self(t, kind, size, value, dtype, device, requires_grad, api="new_empt
     if size is t._shape:        # *_like: the tensor's own shape, a tuple of ints already
         size = list(size)
     elif size.__class__ is list or size.__class__ is tuple:   # new_*: _size's work, inline
-        size = _ints(size, api)
+        size = list(size)
+        for s in size:
+            if s.__class__ is not int:
+                size = size_ints(api, size)
+                break
     else:
         size = _size((size,), api)
     if requires_grad is not False and requires_grad is not True:
