@@ -269,3 +269,18 @@ def test_randint_size_checks_name_randint():
         with pytest.raises(ValueError, match="tp::randint: negative dimensions"):
             tp.randint(0, 5, (2, -1))
     assert tp.randint(0, 5, (2, 3)).shape == (2, 3)
+
+
+@pytest.mark.parametrize("dtype,value,err", [
+    ("int8", 300, RuntimeError), ("int32", float("nan"), RuntimeError),
+    ("int64", float("inf"), RuntimeError), ("float16", 1e10, RuntimeError),
+    ("float32", "3", TypeError), ("float32", [1, 2], TypeError), ("int8", None, TypeError)])
+def test_fill_in_place_checks_the_value_as_full_does(dtype, value, err):
+    """Tensor.fill_ / zero_'s sibling: the same host check as full (torch: fill_ of an int8
+    tensor with 300 is "value cannot be converted to type int8 without overflow")."""
+    t = tp.zeros(3, dtype=getattr(tp, dtype))
+    with pytest.raises(err, match="fill_|overflow"):
+        t.fill_(value)
+    assert t.tolist() == [0, 0, 0]          # nothing written
+    t.fill_(5)
+    assert t.tolist() == [5, 5, 5]

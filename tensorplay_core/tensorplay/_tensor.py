@@ -534,7 +534,14 @@ class Tensor:
         return _O.copy_(self, src)
 
     def fill_(self, value):
-        """Set every element to ``value`` (a number or 0-dim tensor); returns ``self``."""
+        """Set every element to ``value`` (a number or 0-dim tensor); returns ``self``.
+
+        Raises ``TypeError`` for a value that is not a number or tensor and ``RuntimeError`` when
+        this tensor's dtype cannot hold it (nan/inf or out of range into integers, beyond the
+        range of float16/bfloat16/float32), checked once before anything is written (same rule
+        as torch)."""
+        if value.__class__ is not Tensor:
+            value = _check_fill("fill_", value, self._dtype)
         return _O.fill_(self, value)
 
     def zero_(self):
