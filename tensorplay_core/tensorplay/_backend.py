@@ -56,7 +56,7 @@ REQUIRED = ("device_type", "native_dtype", "dtype_of", "wrap", "as_strided", "em
 OPTIONAL = ("np", "is_available", "device_count", "synchronize", "device_guard",
             "device_guard_needed", "align_device", "guard_kernel", "kernels", "wrap_shared",
             "from_other", "from_dlpack", "data_ptr", "manual_seed", "rand", "randn",
-            "fuse_elementwise", "root_storage")
+            "fuse_elementwise", "root_storage", "indexed_devices", "current_index")
 
 
 @runtime_checkable
@@ -84,7 +84,9 @@ class Backend(Protocol):
     (``wrap``), ``from_other`` (through the host), ``from_dlpack`` / ``data_ptr`` / ``rand`` /
     ``randn`` (``NotImplementedError`` naming the device), ``manual_seed`` (nothing to seed),
     ``fuse_elementwise`` (``None``: ``tensorplay.compile`` uses its generic fuser), ``np``
-    (``None``: no NumPy-like module), ``root_storage`` (``None``: results are built by ``wrap``;
+    (``None``: no NumPy-like module), ``indexed_devices`` (``None``: indexed when there are several devices),
+    ``current_index`` (``None``: a bare type means index 0), ``root_storage`` (``None``: results
+    are built by ``wrap``;
     a ``Storage`` subclass made with no arguments whose byte size is its root array's lets the
     built-in ops' adapters build a row-major result tensor inline, one frame less per op).
 
@@ -167,6 +169,17 @@ class Backend(Protocol):
     def device_count(self) -> int:
         """How many devices of this type exist (``device:0 .. device:N-1``). Default: 1."""
         return 1
+
+    # ``indexed_devices``: whether a tensor's device of this type carries an index (``True``:
+    # ``"cuda"`` is ``cuda:0`` on a tensor, even with one GPU; ``False``: ``"cpu:0"`` is ``cpu``).
+    # Default ``None``: indexed when ``device_count() > 1``. Asked when a device is first
+    # canonicalised (``tensorplay.device``), never per call.
+    indexed_devices: bool | None = None
+
+    def current_index(self) -> int | None:
+        """The index a bare device type means on a new tensor of an indexed type (torch's
+        current device); asked per creation with a bare type. Default ``None``: index 0."""
+        return None
 
     def synchronize(self, device=None) -> None:
         """Wait for queued work on ``device`` (``None``: every device). Default: nothing."""
@@ -306,7 +319,7 @@ def wrap_native(backend, arr, *, shape, dtype, device, nbytes: int):
 
     Raises ``TypeError`` for a ``dtype``/``device`` of the wrong type, ``ValueError`` for a
     ``shape`` that is not a tuple of non-negative ints or a device of another type."""
-    from ._device import Device
+    from ._device import Device, canonical
     from ._dtype import dtype as _dt
     from ._tensor import Tensor
     if not isinstance(dtype, _dt):
@@ -316,6 +329,7 @@ def wrap_native(backend, arr, *, shape, dtype, device, nbytes: int):
     if device.type != backend.device_type:
         raise ValueError(f"wrap_native: device {device} is not of the backend's type "
                          f"'{backend.device_type}'")
+    device = canonical(device)   # the tensor's device: "cpu:0" is cpu, a bare "cuda" cuda:0
     shape = tuple(shape) if isinstance(shape, (list, tuple)) else shape
     if not isinstance(shape, tuple) or not all(
             isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
