@@ -85,3 +85,25 @@ def test_single_device_mock_type_drops_index():
     with MockBackend("mock1"):
         assert tp.ones(2, device="mock1:0").device is tp.device("mock1")
         assert (tp.ones(2, device="mock1:0") + tp.ones(2, device="mock1")).shape == (2,)
+
+
+def test_one_device_type_refuses_other_indices():
+    with pytest.raises(ValueError, match=r"cpu:1.*one device"):
+        tp.zeros(2, device="cpu:1")
+    with pytest.raises(ValueError, match=r"cpu:1.*one device"):
+        tp.ones(2).to("cpu:1")
+
+
+def test_bare_type_follows_the_current_device():
+    with MockBackend("mock", device_count=2) as be:
+        with be.device_guard(tp.device("mock", 1)):
+            assert tp.ones(2, device="mock").device is tp.device("mock:1")
+            assert tp.ones(2).to("mock").device is tp.device("mock:1")
+        assert tp.ones(2, device="mock").device is tp.device("mock:0")
+
+
+def test_rule_follows_the_backend_that_is_loaded():
+    with MockBackend("mockswap", device_count=2):
+        assert tp.ones(2, device="mockswap").device is tp.device("mockswap:0")
+    with MockBackend("mockswap"):
+        assert tp.ones(2, device="mockswap:0").device is tp.device("mockswap")
