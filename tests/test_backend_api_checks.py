@@ -42,7 +42,8 @@ def test_wrap_native_shape_mismatch():
 
 def test_wrap_native_dtype_mismatch():
     with pytest.raises(ValueError,
-                       match=r"wrap_native: dtype tensorplay.int32.*array.s dtype tensorplay.float32"):
+                       match=r"wrap_native: dtype tensorplay.int32.*"
+                             r"array.s dtype tensorplay.float32"):
         _wrap(np.zeros((2, 3), np.float32), (2, 3), dtype=tp.int32)
 
 

@@ -28,7 +28,8 @@ def test_cpu0_tensor_reports_cpu_and_mixes(dev):
     lambda d: tp.zeros(2, device=d), lambda d: tp.empty(2, device=d).fill_(1.0),
     lambda d: tp.full((2,), 1.0, device=d), lambda d: tp.zeros_like(tp.ones(2), device=d),
     lambda d: tp.ones(2).new_zeros(2, device=d), lambda d: tp.arange(2, device=d),
-    lambda d: tp.rand(2, device=d), lambda d: tp.ones(2).to(d), lambda d: tp.ones(2).to(d, copy=True),
+    lambda d: tp.rand(2, device=d), lambda d: tp.ones(2).to(d),
+    lambda d: tp.ones(2).to(d, copy=True),
 ])
 def test_cpu0_everywhere(factory):
     t = factory("cpu:0")

@@ -84,7 +84,8 @@ class Backend(Protocol):
     (``wrap``), ``from_other`` (through the host), ``from_dlpack`` / ``data_ptr`` / ``rand`` /
     ``randn`` (``NotImplementedError`` naming the device), ``manual_seed`` (nothing to seed),
     ``fuse_elementwise`` (``None``: ``tensorplay.compile`` uses its generic fuser), ``np``
-    (``None``: no NumPy-like module), ``indexed_devices`` (``None``: indexed when there are several devices),
+    (``None``: no NumPy-like module), ``indexed_devices`` (``None``: indexed when there are
+    several devices),
     ``current_index`` (``None``: a bare type means index 0), ``root_storage`` (``None``: results
     are built by ``wrap``;
     a ``Storage`` subclass made with no arguments whose byte size is its root array's lets the
