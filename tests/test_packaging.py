@@ -135,10 +135,11 @@ def test_pytest_plugin_imports_nothing_in_an_unrelated_strict_run(tmp_path):
     rc, out = _pytest(env.root, "-W", "error", "-q", "test_unrelated.py")
     assert rc == 0 and "2 passed" in out, out
     assert env.executed() == [], "a TensorPlay plugin module ran in an unrelated pytest run"
-    # the control: the broken plugin is live, so importing tensorplay under -W error fails
+    # the control: the broken plugin is live, so importing tensorplay under -W error reports it
+    # (on stderr: a plugin's fault never makes `import tensorplay` fail, even under -W error)
     (tmp_path / "test_uses_tensorplay.py").write_text("def test_it():\n    import tensorplay\n")
-    rc, out = _pytest(env.root, "-W", "error", "-q", "test_uses_tensorplay.py")
-    assert rc == 1 and "tensorplay-brokenpack" in out, out
+    rc, out = _pytest(env.root, "-W", "error", "-q", "-s", "test_uses_tensorplay.py")
+    assert rc == 0 and "tensorplay-brokenpack" in out and "PluginWarning" in out, out
 
 
 def test_pytest_plugin_options_show_without_importing_tensorplay(tmp_path):

@@ -56,7 +56,7 @@ REQUIRED = ("device_type", "native_dtype", "dtype_of", "wrap", "as_strided", "em
 OPTIONAL = ("np", "is_available", "device_count", "synchronize", "device_guard",
             "device_guard_needed", "align_device", "guard_kernel", "kernels", "wrap_shared",
             "from_other", "from_dlpack", "data_ptr", "manual_seed", "rand", "randn",
-            "fuse_elementwise", "root_storage")
+            "fuse_elementwise", "root_storage", "indexed_devices", "current_index")
 
 
 @runtime_checkable
@@ -84,7 +84,10 @@ class Backend(Protocol):
     (``wrap``), ``from_other`` (through the host), ``from_dlpack`` / ``data_ptr`` / ``rand`` /
     ``randn`` (``NotImplementedError`` naming the device), ``manual_seed`` (nothing to seed),
     ``fuse_elementwise`` (``None``: ``tensorplay.compile`` uses its generic fuser), ``np``
-    (``None``: no NumPy-like module), ``root_storage`` (``None``: results are built by ``wrap``;
+    (``None``: no NumPy-like module), ``indexed_devices`` (``None``: indexed when there are
+    several devices),
+    ``current_index`` (``None``: a bare type means index 0), ``root_storage`` (``None``: results
+    are built by ``wrap``;
     a ``Storage`` subclass made with no arguments whose byte size is its root array's lets the
     built-in ops' adapters build a row-major result tensor inline, one frame less per op).
 
@@ -167,6 +170,17 @@ class Backend(Protocol):
     def device_count(self) -> int:
         """How many devices of this type exist (``device:0 .. device:N-1``). Default: 1."""
         return 1
+
+    # ``indexed_devices``: whether a tensor's device of this type carries an index (``True``:
+    # ``"cuda"`` is ``cuda:0`` on a tensor, even with one GPU; ``False``: ``"cpu:0"`` is ``cpu``).
+    # Default ``None``: indexed when ``device_count() > 1``. Asked when a device is first
+    # canonicalised (``tensorplay.device``), never per call.
+    indexed_devices: bool | None = None
+
+    def current_index(self) -> int | None:
+        """The index a bare device type means on a new tensor of an indexed type (torch's
+        current device); asked per creation with a bare type. Default ``None``: index 0."""
+        return None
 
     def synchronize(self, device=None) -> None:
         """Wait for queued work on ``device`` (``None``: every device). Default: nothing."""
@@ -304,9 +318,14 @@ def wrap_native(backend, arr, *, shape, dtype, device, nbytes: int):
     ``tensorplay.device`` of ``backend.device_type``; ``nbytes``: the array's size in bytes. The
     tensor has its own storage (version 0), does not require grad and has no history.
 
+    The tensor's device is canonical (``tensorplay.device``'s rule: ``cpu:0`` is ``cpu``).
+
     Raises ``TypeError`` for a ``dtype``/``device`` of the wrong type, ``ValueError`` for a
-    ``shape`` that is not a tuple of non-negative ints or a device of another type."""
-    from ._device import Device
+    ``shape`` that is not a tuple of non-negative ints, a device of another type, an ``nbytes``
+    other than ``numel * dtype.itemsize``, and, where ``arr`` has ``.shape``/``.dtype``/
+    ``.strides``/``.nbytes`` (NumPy, CuPy and alike), a shape, dtype or byte size other than
+    the array's or an array that is not dense and row-major (all O(1))."""
+    from ._device import Device, canonical
     from ._dtype import dtype as _dt
     from ._tensor import Tensor
     if not isinstance(dtype, _dt):
@@ -316,14 +335,56 @@ def wrap_native(backend, arr, *, shape, dtype, device, nbytes: int):
     if device.type != backend.device_type:
         raise ValueError(f"wrap_native: device {device} is not of the backend's type "
                          f"'{backend.device_type}'")
+    device = canonical(device)   # the tensor's device: "cpu:0" is cpu, a bare "cuda" cuda:0
     shape = tuple(shape) if isinstance(shape, (list, tuple)) else shape
     if not isinstance(shape, tuple) or not all(
             isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
         raise ValueError(f"wrap_native: shape must be a tuple of non-negative ints, got {shape!r}")
+    _check_native(backend, arr, shape, dtype, nbytes)
     t = _new(Tensor)
     t._init_real(Storage(arr, nbytes, backend), arr, shape, contiguous_strides_cached(shape), 0,
                  dtype, device, backend)
     return t
+
+
+def _check_native(backend, arr, shape, dtype, nbytes) -> None:
+    """``wrap_native``'s O(1) checks that ``arr`` is what the caller says: ``nbytes`` is
+    ``numel * itemsize``; where the array tells (``.shape``, ``.dtype``, ``.strides`` in bytes,
+    ``.nbytes``: NumPy, CuPy and alike), that they match and that it is row-major. ``ValueError``
+    naming ``wrap_native`` and the mismatch: a wrong claim would let ops read past the array."""
+    numel = 1
+    for s in shape:
+        numel *= s
+    if nbytes.__class__ is not int or nbytes != numel * dtype.itemsize:
+        raise ValueError(f"wrap_native: nbytes={nbytes!r} does not match shape {shape} of "
+                         f"{dtype} ({numel} elements x {dtype.itemsize} bytes = "
+                         f"{numel * dtype.itemsize}); pass the array's size in bytes and its "
+                         f"own shape and dtype")
+    ashape = getattr(arr, "shape", None)
+    if ashape is None:
+        return          # the backend's array says nothing more (a handle, a buffer)
+    if tuple(ashape) != shape:
+        raise ValueError(f"wrap_native: shape {shape} does not match the array's shape "
+                         f"{tuple(ashape)}")
+    an = getattr(arr, "nbytes", None)
+    if an.__class__ is int and an != nbytes:
+        raise ValueError(f"wrap_native: nbytes={nbytes} does not match the array's nbytes {an}")
+    if getattr(arr, "dtype", None) is not None:
+        try:
+            adt = backend.dtype_of(arr)
+        except Exception:  # noqa: BLE001 - a dtype the backend cannot name: it cannot tell
+            adt = None
+        if adt is not None and adt is not dtype:
+            raise ValueError(f"wrap_native: dtype {dtype} does not match the array's dtype "
+                             f"{adt} ({arr.dtype}); pass dtype={adt}")
+    strides = getattr(arr, "strides", None)
+    if strides is not None and numel > 1:
+        want = contiguous_strides(shape)
+        item = dtype.itemsize
+        if any(n > 1 and st != w * item for n, st, w in zip(shape, strides, want)):
+            raise ValueError(f"wrap_native: the array is not dense and row-major (strides "
+                             f"{tuple(strides)} bytes, expected {tuple(w * item for w in want)} "
+                             f"for shape {shape}); copy it to a contiguous array first")
 
 
 def device_finder(op, device_type: str):
@@ -334,10 +395,18 @@ def device_finder(op, device_type: str):
     ``Backend.guard_kernel`` implementations, when the op's table is built (the returned
     function runs per call).
 
+    ``op``: a custom op, or its qualified name ``"ns::op"`` (looked up: ``LookupError`` when
+    none is registered); anything else is a ``TypeError``.
+
     Raises ``DispatchError`` naming the op and both devices when the arguments are on two
     devices of that type (same rule as torch: "expected all tensors on one device")."""
     from .errors import DispatchError
-    name = op.name
+    if isinstance(op, str):
+        op = _registry.lookup(op)   # "ns::op", as the library functions take it
+    name = getattr(op, "name", None)
+    if not isinstance(name, str):
+        raise TypeError(f"device_finder: op must be a custom op (or its qualified name "
+                        f"'ns::op'), got {op!r}")
     args_ = getattr(getattr(op, "schema", None), "arguments", None)
     if args_ is None:
         pos = names = None

@@ -14,7 +14,7 @@ from . import _devices
 from ._devices import _FOREIGN_DEVICE_TYPES, accepted_device_types, plugin_device_types  # noqa: F401
 from ._devices import unknown_device_type
 
-__all__ = ["Device", "device"]
+__all__ = ["Device", "canonical", "device"]
 
 _CACHE: dict = {}
 
@@ -33,7 +33,7 @@ class Device:
     first seen; later calls are one dict lookup.
     """
 
-    __slots__ = ("type", "index", "_str")
+    __slots__ = ("type", "index", "_str", "_canon")
 
     def __new__(cls, type_or_str="cpu", index: int | None = None):
         if isinstance(type_or_str, Device):
@@ -76,6 +76,7 @@ class Device:
             d.type = t
             d.index = i
             d._str = t if i is None else f"{t}:{i}"
+            d._canon = None      # the tensor device it stands for (``canonical``), once asked
             _CACHE[canon] = d
         _CACHE[key] = d
         return d
@@ -102,3 +103,50 @@ class Device:
 
 
 device = Device
+
+
+def canonical(device) -> Device:
+    """The device a tensor created on ``device`` reports (same rule as torch): on a device type
+    with one device (``cpu``, ``meta``, a single-device backend) the type alone, so ``cpu:0``
+    and ``cpu`` are one device; on a type whose backend has several devices (``cuda``, a
+    multi-device backend: ``indexed_devices``) the index, a bare type meaning the backend's
+    current index (``current_index()``; 0 when the backend has none or is not loaded).
+
+    ``device``: any spelling ``Device`` accepts. Raises ``ValueError`` for an index other than 0
+    on a one-device type (``"cpu:1"``). Every place that fixes a new tensor's device calls this
+    (factories, the generated adapters, ``.to``, ``wrap_native``, fake tensors); the answer is
+    kept on the ``Device`` (one attribute read per call) until a backend is loaded or removed.
+    """
+    d = device if device.__class__ is Device else Device(device)
+    c = d._canon
+    if c is not None:
+        return c
+    t = d.type
+    b = None if t in ("cpu", "meta") else _devices.loaded.get(t)
+    if _devices.is_indexed(t, b):
+        if d.index is not None:
+            c = d
+        else:
+            cur = b.current_index() if b is not None else None
+            if cur is not None:      # follows the backend's current device: not kept
+                return Device(t, cur)
+            c = Device(t, 0)
+    elif d.index is None:
+        c = d
+    elif d.index == 0:
+        c = Device(t)
+    else:
+        raise ValueError(f"device '{d}' does not exist: device type '{t}' has one device; use "
+                         f"'{t}' (or '{t}:0')")
+    d._canon = c
+    return c
+
+
+def _forget_canonical(_backend=None):
+    """A backend came or went: the index rule of its type may have changed (on_load)."""
+    for d in _CACHE.values():
+        d._canon = None
+    return _forget_canonical
+
+
+_devices.on_load.append(_forget_canonical)

@@ -120,6 +120,24 @@ def remove_loaded(device_type: str) -> None:
         u()
 
 
+# device types whose devices carry an index although their backend is not loaded yet (a fake
+# or meta-dispatched tensor on "cuda" is on cuda:0, as once the plugin loads)
+INDEXED_TYPES: set = {"cuda"}
+
+
+def is_indexed(device_type: str, backend=None) -> bool:
+    """Whether devices of ``device_type`` carry an index on tensors (several devices of that
+    type): the backend's ``indexed_devices`` when it says, else ``device_count() > 1``; without a
+    loaded backend, whether the type is in ``INDEXED_TYPES``. Creation time only (cached by
+    ``tensorplay.device``'s canonical rule)."""
+    if backend is None:
+        return device_type in INDEXED_TYPES
+    ind = backend.indexed_devices   # a Backend member (default None: count the devices)
+    if ind is not None:
+        return bool(ind)
+    return backend.device_count() > 1
+
+
 def provided_types() -> set:
     """Device types provided by loaded plugins (``DeviceSpec``); empty before plugins load."""
     return set(providers)

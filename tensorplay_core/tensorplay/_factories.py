@@ -22,6 +22,7 @@ __all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "empty", "zeros",
            "randint"]
 
 _CPU = Device("cpu")
+from ._device import canonical  # noqa: E402 - a tensor's device: cpu:0 is cpu, cuda is cuda:0
 _DT = _dtype.DType
 _index = operator.index
 _default = _dtype._default   # [the default float dtype]: read per call, set_default_dtype writes it
@@ -35,12 +36,11 @@ _default = _dtype._default   # [the default float dtype]: read per call, set_def
 def _dev(device):
     if device is None:
         return _CPU
-    if device.__class__ is Device and (device.index is not None or device.type != "cuda"):
-        return device
-    d = Device(device)
-    if d.type == "cuda" and d.index is None:
-        return Device("cuda", 0)
-    return d
+    if device.__class__ is Device:
+        c = device._canon
+        if c is not None:
+            return c
+    return canonical(device)
 
 
 def _dt(dtype):

@@ -17,6 +17,7 @@ import operator
 from . import _dtype
 from ._backend import _CONTIG_CACHE as _CONTIG
 from ._device import Device
+from ._device import canonical as _canonical_device
 
 # What Tensor methods forward to lives in the layers above; each of them binds its part here when
 # it is imported (the package root imports them all before any tensor exists), so this module
@@ -442,9 +443,7 @@ class Tensor:
         if dtype is not None and _dtype.as_dtype(dtype) is not self._dtype:
             out = _O.to_dtype(out, _dtype.as_dtype(dtype))
         if device is not None:
-            device = Device(device)
-            if device.type == "cuda" and device.index is None:
-                device = Device("cuda", 0)
+            device = _canonical_device(device)   # "cpu:0" is cpu, "cuda" is cuda:0
             if device is not out._device:
                 out = _O.to_device(out, device)
         if copy and out is self:

@@ -5,7 +5,7 @@
 1. computes the *guard key* of its arguments: for every tensor its dtype, device, rank, which
    sizes are 0 or 1 (torch's 0/1 specialization), contiguity and ``requires_grad``; every
    non-tensor argument by value (by identity when unhashable); the structure of lists, tuples
-   and dicts; the grad mode;
+   and dicts; the grad mode and the default dtype;
 2. looks for a cached graph under that key whose other guards hold: exact sizes when the
    captured code read a size as a Python value (or ``dynamic=False``), and the ``version`` and
    registry identity of every custom op it calls (a redefined op invalidates it),
@@ -34,10 +34,12 @@ from __future__ import annotations
 
 import functools
 
-from . import _capture, _codegen, _dispatch, _fusion, _pytree, _registry
+from . import _capture, _codegen, _dispatch, _dtype, _fusion, _pytree, _registry
 from ._tensor import Tensor
 from .autograd import grad_mode as _gm
 from .errors import CompileError
+
+_default_dtype = _dtype._default   # [the default float dtype]: part of every guard key
 
 __all__ = ["CompileError", "CompiledFunction", "compile"]
 
@@ -179,11 +181,13 @@ class CompiledFunction:
             layout.append(t._stride)
             tkeys.append((t._dtype, t._device, t._bkey, tuple(s if s < 2 else -1 for s in shape),
                           t._requires_grad, t.is_contiguous()))
+        # global state a graph bakes in (as torch.compile guards it): grad mode, and the
+        # default dtype (factories without dtype= record it)
         try:
-            key = (spec, tuple(tkeys), _gm._state.enabled)
+            key = (spec, tuple(tkeys), _gm._state.enabled, _default_dtype[0])
             hash(key)
         except TypeError:
-            key = (_pytree.spec_key(spec), tuple(tkeys), _gm._state.enabled)
+            key = (_pytree.spec_key(spec), tuple(tkeys), _gm._state.enabled, _default_dtype[0])
         sig = (tuple(sizes), tuple(layout))
         entry = None
         entries = self._cache.get(key)

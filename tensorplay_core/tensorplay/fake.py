@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from . import _dispatch, _registry
 from ._backend import Storage, contiguous_strides
-from ._device import Device
+from ._device import Device, canonical
 from .errors import DispatchError
 
 __all__ = ["FakeTensorMode", "make_fake", "from_real", "in_fake_mode"]
@@ -29,7 +29,7 @@ def make_fake(shape, dtype, device, stride=None, *, storage=None, offset: int = 
         span = 1 + sum((s - 1) * st for s, st in zip(shape, stride)) if all(shape) else 0
         storage = Storage(None, (span + offset) * dtype.itemsize, None)
     t = Tensor.__new__(Tensor)
-    t._init_fake(storage, shape, stride, offset, dtype, Device(device))
+    t._init_fake(storage, shape, stride, offset, dtype, canonical(Device(device)))
     return t
 
 

@@ -81,6 +81,9 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
     """
 
     device_type = "cuda"
+    # devices carry an index on tensors even with one GPU ("cuda" is cuda:0: the core's
+    # ``tensorplay.device`` canonical rule, which the factories, ``.to`` and adapters apply)
+    indexed_devices = True
     np = cupy
     xp = _xp_cupy
     # the generated adapters build the results of the inline ufunc case with it (no `wrap` call)

@@ -175,7 +175,9 @@ def make_adapter(op, kernel, backend):
         dev = f"{first_tensor}._device"
     elif device_param is not None:
         # a Device already (the factories canonicalise theirs): no constructor call per op
-        dev = f"{device_param} if {device_param}.__class__ is __D else __D({device_param})"
+        # (canonical: "cpu:0" is cpu, "cuda" is cuda:0; kept on the Device, one attribute read)
+        dev = (f"({device_param}._canon if {device_param}.__class__ is __D and "
+               f"{device_param}._canon is not None else __canon({device_param}))")
     else:
         dev = "__D('cpu')"
     call = f"__k({', '.join(args)})"
@@ -270,9 +272,10 @@ def make_adapter(op, kernel, backend):
     else:
         lines.append(f"{ind}return tuple(__wrap(__r, __dev) for __r in {call})")
     lines.append(exc)
-    from .._device import Device
+    from .._device import Device, canonical
     from .._tensor import Tensor
-    ns.update(__k=kernel, __wrap=backend.wrap, __T=Tensor, __D=Device, __guard=guard,
+    ns.update(__k=kernel, __wrap=backend.wrap, __T=Tensor, __D=Device, __canon=canonical,
+               __guard=guard,
               __op=op, __kerr=kernel_error)
     return _codegen.function("\n".join(lines), ns, "adapter",
                              f"<tensorplay kernel {op.name}.{backend.device_type}>")

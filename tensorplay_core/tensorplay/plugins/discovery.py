@@ -19,10 +19,10 @@ import os
 import re
 import sys
 import time
-import warnings
 
 from ..errors import PluginError
-from .state import _S, PluginWarning, _norm
+from .state import _S, _norm
+from .state import warn as _warn
 
 GROUP = "tensorplay.plugins"
 
@@ -261,7 +261,7 @@ def _misplaced_kernel_ep(ep, dname: str, ver: str, strict: bool) -> None:
     _trace("%s", msg)
     if strict:
         raise PluginError(msg + " (TENSORPLAY_STRICT_PLUGINS=1 makes this an error)")
-    warnings.warn(msg, PluginWarning, stacklevel=4)
+    _warn(msg, stacklevel=4)
 
 
 def _warn_unknown_names(names, var: str) -> None:
@@ -278,9 +278,9 @@ def _warn_unknown_names(names, var: str) -> None:
                                   for r in recs})) or "none"
     import difflib
     close = [m for n in unknown for m in difflib.get_close_matches(n, sorted(known), n=1)]
-    warnings.warn(
+    _warn(
         f"tensorplay: {var} names {', '.join(map(repr, unknown))}, which "
         f"{'matches' if len(unknown) == 1 else 'match'} no installed plugin (installed: "
         f"{installed})" + (f"; did you mean {', '.join(map(repr, close))}?" if close else ".")
         + " Names are entry-point or distribution names, case and -/_/. insensitive.",
-        PluginWarning, stacklevel=4)
+        stacklevel=4)

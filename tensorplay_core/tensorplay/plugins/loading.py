@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import sys
 import time
-import warnings
 
 import pluggy
 
@@ -39,7 +38,8 @@ from .discovery import (
     resolve,
 )
 from .hookspecs import API_VERSION, DeviceSpec
-from .state import _S, PluginRecord, PluginWarning, _by_dist, _fix_hint, _label_of
+from .state import _S, PluginRecord, _by_dist, _fix_hint, _label_of
+from .state import warn as _warn
 
 _HOOK_NAMES = ("tensorplay_devices", "tensorplay_register_ops", "tensorplay_sample_inputs")
 
@@ -211,7 +211,7 @@ def _warn_if_hollow(rec: PluginRecord) -> None:
            f"--force-reinstall {rec.dist}).")
     rec.warnings.append(msg)
     _trace("%s", msg)
-    warnings.warn(msg, PluginWarning, stacklevel=3)
+    _warn(msg, stacklevel=3)
 
 
 def _load_todo() -> None:
@@ -485,7 +485,7 @@ def _warn_or_raise(rec, msg, strict, cause=None) -> None:
     if strict:
         raise PluginError(msg + " (TENSORPLAY_STRICT_PLUGINS=1 makes this an error)") \
             from (cause or rec.error)
-    warnings.warn(msg, PluginWarning, stacklevel=4)
+    _warn(msg, stacklevel=4)
 
 
 def _sync_unavailable() -> None:

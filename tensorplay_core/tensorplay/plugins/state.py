@@ -19,7 +19,27 @@ __all__ = ["PluginRecord", "PluginWarning", "plugin_label", "priority_of"]
 
 
 class PluginWarning(RuntimeWarning):
-    """Warned once per plugin that failed to load or was skipped (``warnings`` filters apply)."""
+    """Warned once per plugin that failed to load or was skipped (``warnings`` filters apply,
+    except that an ``error`` filter never makes ``import tensorplay`` fail: see ``warn``)."""
+
+
+# PluginWarnings an ``error`` filter turned into exceptions: shown on stderr instead (``warn``)
+suppressed_warnings: list = []
+
+
+def warn(msg: str, stacklevel: int) -> None:
+    """Warn ``msg`` as a ``PluginWarning`` (``stacklevel`` as ``warnings.warn``'s, counted from
+    the caller). A plugin's fault must never break ``import tensorplay`` or a lazy device load:
+    when a warnings filter turns the warning into an exception (``python -W error``, pytest's
+    ``filterwarnings = error``), the exception is kept in ``suppressed_warnings`` and the message
+    is written to stderr instead; the plugin's record says what happened either way."""
+    import warnings
+    try:
+        warnings.warn(msg, PluginWarning, stacklevel=stacklevel + 1)
+    except PluginWarning as w:
+        suppressed_warnings.append(w)
+        print(f"tensorplay: PluginWarning (an 'error' warnings filter is set; a plugin's fault "
+              f"does not stop tensorplay, so it is shown here): {msg}", file=sys.stderr)
 
 
 @dataclass

@@ -143,6 +143,10 @@ class MockBackend(_backends.ArrayBackend):
     def device_count(self) -> int:
         return self._count
 
+    def current_index(self) -> int:
+        """The index a bare ``"mock"`` means on a new tensor (torch's current device)."""
+        return self.current
+
     def _index(self, device) -> int:
         i = device.index if isinstance(device, Device) else device
         i = 0 if i is None else i
