@@ -160,16 +160,14 @@ def device_hint(device_type: str) -> str:
     rec = failed_provider(device_type)
     if rec is not None:
         if rec.status == "blocked":
-            return (f"Plugin {rec.label}, which provides it, is installed but blocked by "
-                    f"TENSORPLAY_PLUGINS/TENSORPLAY_DISABLE_PLUGINS; remove it from the block-list "
-                    f"(or add it to the allow-list) before importing tensorplay. ")
+            return f"Plugin {rec.label}, which provides it, is installed but {_blocked_by(rec)} "
         return (f"Plugin {rec.label}, which provides it, failed to load: "
                 f"{type(rec.error).__name__}: {str(rec.error).rstrip().rstrip('.')}. Fix: {rec.fix} ")
     if device_type in providers:
         return ""
     dist = KNOWN_DEVICE_DISTS.get(device_type)
     if dist:
-        return f"Install {dist} (pip install {dist}). "
+        return _installed_but_silent(dist) or f"Install {dist} (pip install {dist}). "
     import difflib
     close = difflib.get_close_matches(device_type, sorted(set(providers) | set(KNOWN_DEVICE_DISTS)),
                                       n=1, cutoff=0.6)
@@ -177,6 +175,44 @@ def device_hint(device_type: str) -> str:
             f"{', '.join(sorted(providers)) or 'none'}); install the plugin that provides it "
             f"(`tensorplay plugins` lists the installed plugins and their devices)."
             + (f" Did you mean {close[0]!r}?" if close else "") + " ")
+
+
+def _blocked_by(rec) -> str:
+    """``"blocked: TENSORPLAY_DISABLE_PLUGINS=... names it; remove it ..."``: the control that kept
+    plugin ``rec`` from loading (read from the environment the plugins were loaded with; the
+    ``tensorplay`` command's ``--plugins``/``--disable-plugins`` set these variables)."""
+    import os
+    if getattr(rec, "blocked_by", "") == "TENSORPLAY_DISABLE_PLUGINS":
+        return (f"blocked: TENSORPLAY_DISABLE_PLUGINS="
+                f"{os.environ.get('TENSORPLAY_DISABLE_PLUGINS', '')} (--disable-plugins of the "
+                f"tensorplay command) names it; remove it from that list to load it.")
+    allow = os.environ.get("TENSORPLAY_PLUGINS", "")
+    with_it = ",".join([n for n in (x.strip() for x in allow.split(",")) if n] + [rec.dist])
+    return (f"blocked: TENSORPLAY_PLUGINS={allow} (--plugins of the tensorplay command, the "
+            f"allow-list of plugins to load) leaves it out; add it (TENSORPLAY_PLUGINS={with_it}) "
+            f"or unset it to load every installed plugin.")
+
+
+def _installed_but_silent(dist: str):
+    """For a device plugin ``dist`` that is installed but provided no device (its module was
+    shadowed by a same-named file or directory earlier on ``sys.path``, or it registered no
+    hooks): a sentence saying so with the fix; ``None`` when ``dist`` is not installed."""
+    import sys
+    from importlib import metadata
+    try:
+        metadata.distribution(dist)
+    except metadata.PackageNotFoundError:
+        return None
+    mod = sys.modules.get(dist.replace("-", "_"))
+    where = getattr(mod, "__file__", None) or ", ".join(getattr(mod, "__path__", None) or ())
+    if mod is not None and where:
+        return (f"{dist} is installed, but the module it imported, {mod.__name__!r}, came from "
+                f"{where}, which shadows the installed plugin and provides no device (a "
+                f"same-named file or directory earlier on sys.path, e.g. in the working "
+                f"directory): rename or remove that, or reinstall {dist} (pip install "
+                f"--force-reinstall {dist}). ")
+    return (f"{dist} is installed but registered no plugin hooks (`tensorplay plugins` shows "
+            f"its status); reinstall it (pip install --force-reinstall {dist}). ")
 
 
 def failed_device_note(device_type: str):

@@ -1,0 +1,111 @@
+"""Second review of the ``tensorplay`` command's messages and exit statuses: install advice comes
+from the plugin records (a blocked plugin names the control, a shadowed one says it is
+shadowed), never "pip install" for an installed plugin; an unknown name the user typed (plugin,
+op, device) is a usage error (exit 2) everywhere, as documented in ``check --help``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from tensorplay.cli import main
+
+
+def run_cli(*args, cwd=None, env_extra=None):
+    env = dict(os.environ)
+    env.pop("COLUMNS", None)
+    for k in ("TENSORPLAY_PLUGINS", "TENSORPLAY_DISABLE_PLUGINS", "TENSORPLAY_STRICT_PLUGINS"):
+        env.pop(k, None)
+    env.update(env_extra or {})
+    return subprocess.run([sys.executable, "-m", "tensorplay.cli", *args], capture_output=True,
+                          text=True, env=env, timeout=300, cwd=cwd, check=False)
+
+
+def run_py(code, cwd=None, env_extra=None):
+    env = dict(os.environ)
+    for k in ("TENSORPLAY_PLUGINS", "TENSORPLAY_DISABLE_PLUGINS", "TENSORPLAY_STRICT_PLUGINS"):
+        env.pop(k, None)
+    env.update(env_extra or {})
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          timeout=300, cwd=cwd, check=False)
+
+
+# ------------------------------------------------- 1. advice from the records, not "pip install"
+
+def test_check_with_cpu_left_out_by_plugins_names_the_flag_not_pip_install():
+    p = run_cli("--plugins", "tensorplay-example-ops", "check")
+    both = p.stdout + p.stderr
+    assert p.returncode == 1
+    assert "pip install tensorplay-cpu" not in both, both[-2000:]
+    tail = both[both.index("nothing was checked"):]
+    assert "tensorplay-cpu" in tail and "--plugins" in tail, tail
+
+
+def test_check_with_cpu_disabled_names_disable_plugins_once():
+    p = run_cli("--plugins", "tensorplay-cpu", "--disable-plugins", "tensorplay-cpu", "check")
+    both = p.stdout + p.stderr
+    assert p.returncode == 1
+    assert "pip install tensorplay-cpu" not in both, both[-2000:]
+    tail = both[both.index("nothing was checked"):]
+    assert "--disable-plugins" in tail, tail
+    # the blocked plugin is listed once under "Not checked"
+    notc = p.stdout[p.stdout.index("Not checked:"):] if "Not checked:" in p.stdout else ""
+    assert notc.count("plugin tensorplay-cpu ") <= 1, notc
+
+
+def test_device_hint_for_a_blocked_provider_names_the_control():
+    p = run_py("import tensorplay as tp\ntry:\n    tp.ones(2)\nexcept Exception as e:\n"
+               "    print(e)", env_extra={"TENSORPLAY_DISABLE_PLUGINS": "tensorplay-cpu"})
+    assert "TENSORPLAY_DISABLE_PLUGINS" in p.stdout, p.stdout + p.stderr
+    assert "pip install tensorplay-cpu" not in p.stdout
+    q = run_py("import tensorplay as tp\ntry:\n    tp.ones(2)\nexcept Exception as e:\n"
+               "    print(e)", env_extra={"TENSORPLAY_PLUGINS": "tensorplay-example-ops"})
+    assert "TENSORPLAY_PLUGINS" in q.stdout and "pip install tensorplay-cpu" not in q.stdout, \
+        q.stdout + q.stderr
+
+
+def test_shadowed_device_plugin_says_shadowed_not_install(tmp_path):
+    (tmp_path / "tensorplay_cpu").mkdir()
+    p = run_py("import warnings; warnings.simplefilter('ignore')\nimport tensorplay as tp\n"
+               "try:\n    tp.ones(2)\nexcept Exception as e:\n    print(e)", cwd=tmp_path)
+    out = p.stdout
+    assert "Install tensorplay-cpu" not in out and "pip install tensorplay-cpu)" not in out, out
+    assert "shadow" in out and str(tmp_path / "tensorplay_cpu") in out, out
+
+
+# ------------------------------------------------------- 3. exit statuses for unknown names
+
+@pytest.mark.parametrize("argv", [["check", "--plugin", "nosuchplugin"],
+                                  ["check", "nosuch::op"],
+                                  ["check", "--device", "tpu"],
+                                  ["ops", "-n", "nosuch"]])
+def test_unknown_names_are_usage_errors(argv, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "?." not in err, err
+
+
+def test_unknown_plugins_flag_is_a_usage_error():
+    assert run_cli("--plugins", "nosuch", "check").returncode == 2
+
+
+def test_unavailable_but_provided_device_is_a_failure_not_usage(capsys):
+    import tensorplay as tp
+    if tp.plugins.device_status("cuda")[0]:
+        pytest.skip("cuda is available here")
+    assert main(["check", "--device", "cuda"]) == 1
+
+
+def test_exit_statuses_documented_in_help_and_readme(capsys):
+    assert main(["check", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "exit status" in out.lower()
+    for code in ("0", "1", "2"):
+        assert f"{code}:" in out or f"{code} " in out
+    assert "unknown" in out and "--plugin" in out
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "README.md")).read()
+    readme = " ".join(readme.split())
+    assert "unknown plugin, op or device name" in readme
+    assert "unknown plugin, op or device name" in out
