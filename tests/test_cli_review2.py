@@ -109,3 +109,29 @@ def test_exit_statuses_documented_in_help_and_readme(capsys):
     readme = " ".join(readme.split())
     assert "unknown plugin, op or device name" in readme
     assert "unknown plugin, op or device name" in out
+
+
+# ------------------------------------------------------------ 4. plugins table and check scope
+
+def test_plugins_table_says_which_control_blocked_a_plugin():
+    p = run_cli("--plugins", "tensorplay-cpu", "plugins")
+    rows = [ln for ln in p.stdout.splitlines() if ln.startswith("tensorplay-triton")]
+    assert rows and "blocked" in rows[0], p.stdout
+    assert "--plugins" in rows[0] or "TENSORPLAY_PLUGINS" in rows[0], rows[0]
+    q = run_cli("--disable-plugins", "tensorplay-triton", "plugins")
+    rows = [ln for ln in q.stdout.splitlines() if ln.startswith("tensorplay-triton")]
+    assert "--disable-plugins" in rows[0] or "TENSORPLAY_DISABLE_PLUGINS" in rows[0], rows[0]
+
+
+def test_check_device_plugin_names_only_its_devices(capsys):
+    assert main(["check", "--plugin", "tensorplay-cpu", "-q", "--test-utils", "test_schema"]) \
+        == 0
+    out = capsys.readouterr().out
+    assert "device cuda" not in out, out[-2000:]
+
+
+def test_check_plugin_without_ops_says_it_ships_none(capsys):
+    assert main(["check", "--plugin", "tensorplay-triton"]) == 1
+    err = capsys.readouterr().err
+    assert "tensorplay-triton ships no operators" in err, err
+    assert "matching the filters" not in err

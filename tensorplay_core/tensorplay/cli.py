@@ -416,6 +416,8 @@ def _cmd_plugins(args) -> int:
         dist = r["dist"] if per_dist[r["dist"]] == 1 else f"{r['dist']} [{r['name']}]"
         note = r["error"] or ("warning: registered no hooks (see below)"
                               if r.get("warnings") else "")
+        if r["status"] == "blocked" and not note:
+            note = _blocked_cell(r)
         rows.append([dist, r["version"], r["status"], devs, ops, _kernels_cell(r, status), note])
     _print_table("TensorPlay plugins", ["distribution", "version", "status", "devices", "ops",
                                         "kernels", "error"], rows)
@@ -508,6 +510,16 @@ def _not_loaded(r) -> str:
     return (f"{label}: --plugins {allow or '(empty)'} (TENSORPLAY_PLUGINS, the allow-list of "
             f"plugins to load) leaves it out; use --plugins {with_it} (or drop --plugins) to "
             f"load it")
+
+
+def _blocked_cell(r: dict) -> str:
+    """The error cell of a blocked plugin in ``tensorplay plugins``: the control that blocked it
+    (the command's flag and the environment variable it sets)."""
+    from tensorplay import plugins
+    rec = plugins.get_plugin(r["dist"] if r.get("dist") else r["name"])
+    if getattr(rec, "blocked_by", "") == "TENSORPLAY_DISABLE_PLUGINS":
+        return "blocked by --disable-plugins (TENSORPLAY_DISABLE_PLUGINS) naming it"
+    return "blocked: not in --plugins (TENSORPLAY_PLUGINS, the allow-list)"
 
 
 def _no_device_reason(recs) -> str:
@@ -709,6 +721,10 @@ def _cmd_check(args) -> int:
     if not args.device:
         installed = {d for x in plugins.list_plugins() if x["status"] == "loaded"
                      for d in x["devices"]}
+        # only devices the selected plugins' ops have kernels for (a cpu plugin's check says
+        # nothing about cuda)
+        relevant = {d for ds in _devices_of(recs).values() for d in ds}
+        installed &= relevant
         for d in sorted(installed - set(devices)):
             if d not in unavailable:
                 unavailable[d] = {"plugin": _provider(d), "reason": plugins.device_status(d)[1],
@@ -766,6 +782,11 @@ def _cmd_check(args) -> int:
             why.append("; ".join(f"plugin {dist} has kernels for {', '.join(ds)}, none for "
                                  f"{', '.join(args.device)}" for dist, ds in have.items())
                        + f" (use {alt}, or drop --device)")
+        elif not results and args.plugin and not args.ops and not args.device and \
+                all(r.status == "loaded" for r in recs):
+            why.append("; ".join(f"{r.dist} ships no operators" for r in recs)
+                       + " (nothing to check; `tensorplay plugins` lists what each plugin "
+                         "provides)")
         elif not results:
             why.append("no installed plugin ships operators" + (
                 " matching the filters" if (args.plugin or args.ops) else
