@@ -135,3 +135,16 @@ def test_check_plugin_without_ops_says_it_ships_none(capsys):
     err = capsys.readouterr().err
     assert "tensorplay-triton ships no operators" in err, err
     assert "matching the filters" not in err
+
+
+# ------------------------------------------ 2. a shadowed op pack with kernel entry points
+
+def test_shadowed_op_pack_with_kernel_entry_points_says_shadowed(tmp_path):
+    (tmp_path / "tensorplay_example_ops").mkdir()
+    p = run_py("import warnings; warnings.simplefilter('ignore')\nimport tensorplay as tp\n"
+               "try:\n    tp.ops.example.gelu(tp.ones(2))\nexcept Exception as e:\n"
+               "    print(e)", cwd=tmp_path)
+    out = p.stdout
+    assert "shadows the installed package" in out, out
+    assert str(tmp_path / "tensorplay_example_ops") in out, out
+    assert "which no loaded plugin or module defines" not in out, out
