@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+import tensorplay as tp
 from tensorplay.cli import main
 
 
@@ -92,7 +93,6 @@ def test_unknown_plugins_flag_is_a_usage_error():
 
 
 def test_unavailable_but_provided_device_is_a_failure_not_usage(capsys):
-    import tensorplay as tp
     if tp.plugins.device_status("cuda")[0]:
         pytest.skip("cuda is available here")
     assert main(["check", "--device", "cuda"]) == 1
@@ -148,3 +148,33 @@ def test_shadowed_op_pack_with_kernel_entry_points_says_shadowed(tmp_path):
     assert "shadows the installed package" in out, out
     assert str(tmp_path / "tensorplay_example_ops") in out, out
     assert "which no loaded plugin or module defines" not in out, out
+
+
+# ---------------------------------------------------------------------------- 5. messages
+
+def test_compile_of_op_without_fake_whose_kernel_raises_says_the_kernel_raised():
+    from tensorplay import library
+    from tensorplay.errors import CompileError
+
+    @library.custom_op("cli2r::boom", mutates_args=())
+    def boom(x: tp.Tensor, k: int) -> tp.Tensor:
+        if k > 1:
+            raise ValueError(f"boom: k={k} too large")
+        return x * 2
+
+    with pytest.raises(CompileError) as ei:
+        tp.compile(lambda x: boom(x, 3) + 1)(tp.ones(2))
+    msg = str(ei.value)
+    assert "its kernel, run as its fake, raised ValueError" in msg, msg
+    assert "failed on fake tensors" not in msg and "register_fake" in msg  # "(no register_fake)"
+    assert "Register one" not in msg
+
+    # neighbour: a kernel that reads data still gets the register_fake advice
+    @library.custom_op("cli2r::reads", mutates_args=())
+    def reads(x: tp.Tensor) -> tp.Tensor:
+        return x * x.sum().item()
+
+    with pytest.raises(CompileError) as ei:
+        tp.compile(lambda x: reads(x) + 1)(tp.ones(2))
+    msg = str(ei.value)
+    assert "failed on fake tensors" in msg and "Register one" in msg, msg
