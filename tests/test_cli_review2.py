@@ -178,3 +178,40 @@ def test_compile_of_op_without_fake_whose_kernel_raises_says_the_kernel_raised()
         tp.compile(lambda x: reads(x) + 1)(tp.ones(2))
     msg = str(ei.value)
     assert "failed on fake tensors" in msg and "Register one" in msg, msg
+
+
+def _opcheck_msgs(op, args):
+    from tensorplay import library
+    res = library.opcheck(op, args, raise_exception=False)
+    return {k: v for k, v in res.items() if v != "SUCCESS"}
+
+
+def test_opcheck_messages_plain_floats_no_double_period_inplace_leaf():
+    from tensorplay import library
+
+    @library.custom_op("cli2r::nofake", mutates_args=(), device_types="cpu")
+    def nofake(x: tp.Tensor) -> tp.Tensor:
+        return tp.from_numpy(x.detach().numpy() * 2)
+
+    msgs = _opcheck_msgs(nofake, (tp.randn(3),))
+    assert ".." not in msgs["test_faketensor"], msgs["test_faketensor"]
+
+    @library.custom_op("cli2r::strides", mutates_args=(), device_types="cpu")
+    def strides(x: tp.Tensor) -> tp.Tensor:
+        flat = x.contiguous().view(-1) if x.is_contiguous() else x.t().contiguous().view(-1)
+        return flat.view(x.shape) * 1.0
+
+    @strides.register_fake
+    def _(x):
+        return tp.empty_like(x)
+
+    msg = _opcheck_msgs(strides, (tp.randn(3, 4),))["test_layouts"]
+    assert "np.float64" not in msg and "worst at index" in msg, msg
+
+    @library.custom_op("cli2r::sneaky", mutates_args=())
+    def sneaky(x: tp.Tensor) -> tp.Tensor:
+        x.add_(1)
+        return x.clone()
+
+    msg = _opcheck_msgs(sneaky, (tp.randn(3),))["test_autograd_registration"]
+    assert ".numpy()" not in msg and "in place" in msg and "mutates_args" in msg, msg
