@@ -215,3 +215,17 @@ def test_opcheck_messages_plain_floats_no_double_period_inplace_leaf():
 
     msg = _opcheck_msgs(sneaky, (tp.randn(3),))["test_autograd_registration"]
     assert ".numpy()" not in msg and "in place" in msg and "mutates_args" in msg, msg
+
+
+def test_tensor_of_an_unregistered_test_backend_says_it_was_unregistered():
+    from tensorplay.testing import MockBackend
+    with MockBackend(device_type="mockcli2"):
+        x = tp.ones(2, device="mockcli2")
+    with pytest.raises(Exception) as ei:
+        x + 1
+    msg = str(ei.value)
+    assert "unregistered" in msg and "MockBackend" in msg, msg
+    assert "install the plugin" not in msg
+    # neighbour: registered again, it works
+    with MockBackend(device_type="mockcli2"):
+        assert (tp.ones(2, device="mockcli2") + 1).tolist() == [2.0, 2.0]

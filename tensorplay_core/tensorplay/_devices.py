@@ -101,6 +101,7 @@ def add_loaded(backend) -> None:
     backend is forgotten, and the error propagates."""
     t = backend.device_type
     loaded[t] = backend
+    unregistered.pop(t, None)
     undos = _undo[t] = []
     try:
         for sub in list(on_load):
@@ -115,7 +116,9 @@ def add_loaded(backend) -> None:
 def remove_loaded(device_type: str) -> None:
     """Forget the loaded backend of ``device_type`` and run the undo callables its ``on_load``
     subscribers returned (latest first): its built-in kernels are unbound. No-op when none."""
-    loaded.pop(device_type, None)
+    gone = loaded.pop(device_type, None)
+    if gone is not None:
+        unregistered[device_type] = type(gone).__name__
     for u in reversed(_undo.pop(device_type, [])):
         u()
 
@@ -152,6 +155,15 @@ def failed_provider(device_type: str):
     return None
 
 
+# entry-point key -> record of a loaded plugin whose module registered no hooks (written by
+# the plugin manager): device_hint names it instead of "install"
+hollow: dict = {}
+
+# device type -> class name of a backend registered at run time and since unregistered (e.g.
+# a ``with MockBackend():`` block that ended): its tensors outlive it; device_hint says so
+unregistered: dict = {}
+
+
 def device_hint(device_type: str) -> str:
     """A sentence telling the user how to get ``device_type``: the recorded failure of the plugin
     that provides it (with the fix), the control that blocks it, or what to install (and the
@@ -165,9 +177,21 @@ def device_hint(device_type: str) -> str:
                 f"{type(rec.error).__name__}: {str(rec.error).rstrip().rstrip('.')}. Fix: {rec.fix} ")
     if device_type in providers:
         return ""
+    rec = _hollow_provider(device_type)
+    if rec is not None:
+        why = " ".join(rec.warnings[-1].split()) if rec.warnings else (
+            f"plugin {rec.label} registered no hooks")
+        why = why.removeprefix("tensorplay: ")
+        return (f"Plugin {rec.label}, which provides it, is installed but provided no device: "
+                f"{why[0].lower() + why[1:]} ")
+    if device_type in unregistered:
+        return (f"Its backend ({unregistered[device_type]}, registered with "
+                f"tensorplay.backends.register, e.g. by a `with MockBackend():` block) was "
+                f"unregistered, so tensors on device '{device_type}' can no longer run ops; "
+                f"register the backend again, or use the tensors inside its block. ")
     dist = KNOWN_DEVICE_DISTS.get(device_type)
     if dist:
-        return _installed_but_silent(dist) or f"Install {dist} (pip install {dist}). "
+        return f"Install {dist} (pip install {dist}). "
     import difflib
     close = difflib.get_close_matches(device_type, sorted(set(providers) | set(KNOWN_DEVICE_DISTS)),
                                       n=1, cutoff=0.6)
@@ -193,26 +217,16 @@ def _blocked_by(rec) -> str:
             f"or unset it to load every installed plugin.")
 
 
-def _installed_but_silent(dist: str):
-    """For a device plugin ``dist`` that is installed but provided no device (its module was
-    shadowed by a same-named file or directory earlier on ``sys.path``, or it registered no
-    hooks): a sentence saying so with the fix; ``None`` when ``dist`` is not installed."""
-    import sys
-    from importlib import metadata
-    try:
-        metadata.distribution(dist)
-    except metadata.PackageNotFoundError:
-        return None
-    mod = sys.modules.get(dist.replace("-", "_"))
-    where = getattr(mod, "__file__", None) or ", ".join(getattr(mod, "__path__", None) or ())
-    if mod is not None and where:
-        return (f"{dist} is installed, but the module it imported, {mod.__name__!r}, came from "
-                f"{where}, which shadows the installed plugin and provides no device (a "
-                f"same-named file or directory earlier on sys.path, e.g. in the working "
-                f"directory): rename or remove that, or reinstall {dist} (pip install "
-                f"--force-reinstall {dist}). ")
-    return (f"{dist} is installed but registered no plugin hooks (`tensorplay plugins` shows "
-            f"its status); reinstall it (pip install --force-reinstall {dist}). ")
+def _hollow_provider(device_type: str):
+    """The loaded plugin record whose module registered no hooks (``hollow``: almost always
+    shadowed by a same-named file or directory earlier on ``sys.path``) and that is named like
+    ``device_type`` (or, for a known device, is its distribution); ``None`` when there is none."""
+    dist = KNOWN_DEVICE_DISTS.get(device_type)
+    for rec in hollow.values():
+        if rec.status == "loaded" and (rec.dist == dist or device_type in _words(rec.name)
+                                       | _words(rec.dist) | _words(rec.value)):
+            return rec
+    return None
 
 
 def failed_device_note(device_type: str):
