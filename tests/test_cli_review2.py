@@ -229,3 +229,12 @@ def test_tensor_of_an_unregistered_test_backend_says_it_was_unregistered():
     # neighbour: registered again, it works
     with MockBackend(device_type="mockcli2"):
         assert (tp.ones(2, device="mockcli2") + 1).tolist() == [2.0, 2.0]
+
+
+def test_blocked_device_plugin_is_listed_once_under_not_checked():
+    p = run_cli("--disable-plugins", "tensorplay-cpu", "check")
+    notc = p.stdout[p.stdout.index("Not checked:"):]
+    lines = [ln for ln in notc.splitlines() if "tensorplay-cpu" in ln and ln.startswith("- ")]
+    assert len(lines) == 1, notc
+    assert "--disable-plugins" in lines[0] and "device cpu" in lines[0], lines[0]
+    assert "on cpu (unavailable: not checked)" in p.stdout

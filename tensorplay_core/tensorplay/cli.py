@@ -729,11 +729,24 @@ def _cmd_check(args) -> int:
             if d not in unavailable:
                 unavailable[d] = {"plugin": _provider(d), "reason": plugins.device_status(d)[1],
                                   "ops": set()}
-    for d, u in sorted(unavailable.items()):
+    # a device whose provider was left out by --plugins/--disable-plugins: said once, on that
+    # plugin's "was not loaded" line (with the flag that loads it), not twice
+    from tensorplay._devices import failed_provider
+    for d in list(unavailable):
+        rec = failed_provider(d) if unavailable[d]["plugin"] is None else None
+        if rec is not None and rec.status == "blocked":
+            mine = [i for i, line in enumerate(left_out) if line == _not_loaded(rec)]
+            if mine:
+                unavailable[d]["said"] = True
+                n = len(unavailable[d]["ops"])
+                left_out[mine[0]] += (f" (it provides device {d}, not checked"
+                                      + (f": {n} op(s)" if n else "") + ")")
+    for d, u in sorted((d, u) for d, u in unavailable.items() if not u.get("said")):
         n = len(u["ops"])
         unchecked.insert(0, _unavailable_line(d, u["plugin"], u["reason"])
                          + (f" Not checked there: {n} op(s)." if n else ""))
-    unchecked[len(unavailable):len(unavailable)] = left_out
+    n_said = sum(1 for u in unavailable.values() if not u.get("said"))
+    unchecked[n_said:n_said] = left_out
     out = sys.stderr if args.json_path == "-" else sys.stdout
     shown = [r for r in rows if r["note"] != "device unavailable"]
     for plugin in dict.fromkeys(r["plugin"] for r in shown):
