@@ -243,11 +243,11 @@ def test_rich_table_when_rich_is_importable_and_forced(monkeypatch, capsys):
 
 
 def test_main_usage_errors(capsys):
-    assert main(["check", "no_such_op"]) == 1
+    assert main(["check", "no_such_op"]) == 2
     assert "no plugin op named 'no_such_op'" in capsys.readouterr().err
-    assert main(["check", "--plugin", "nope"]) == 1
+    assert main(["check", "--plugin", "nope"]) == 2
     assert "no installed plugin named nope" in capsys.readouterr().err
-    assert main(["check", "--device", "npu"]) == 1
+    assert main(["check", "--device", "npu"]) == 2
     assert "device 'npu' is not available" in capsys.readouterr().err
     assert main(["check", "--test-utils", "test_bogus"]) == 2
     assert main([]) == 2

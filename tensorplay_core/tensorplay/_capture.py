@@ -238,9 +238,17 @@ def _fmt(x) -> str:
     return repr(x)
 
 
-def _fake_failure_hint(op) -> str:
+def _fake_failure_hint(op, err=None) -> str:
     """The sentence after a failed fake run of custom op ``op``: the registered fake kernel
-    failed, or (no ``register_fake``) its own kernel was run as its fake and failed."""
+    failed, or (no ``register_fake``) its own kernel was run as its fake and failed -- on fake
+    tensors (it read data), or with an ordinary error ``err`` that says nothing about fake
+    tensors (the kernel itself raised: suggesting a fake would be beside the point)."""
+    msg = str(err).lower() if err is not None else "fake"
+    if not op.has_fake and not any(w in msg for w in ("fake", "meta", "no data")):
+        return (f" {op.name} has no fake kernel (no register_fake), so its kernel, run as its "
+                f"fake, raised {type(err).__name__}: an error of the kernel itself, not about "
+                f"fake tensors (a call outside tensorplay.compile likely raises it too). Fix the "
+                f"kernel or its arguments.")
     if op.has_fake:
         return (f" The fake kernel of {op.name} failed on fake tensors; fix it (it must only use "
                 f"metadata: shapes, dtypes, devices) and check it with "
@@ -600,7 +608,7 @@ def record_call(op, args, kwargs):
     except DispatchError as e:
         raise CompileError(f"{ctx.api()}: cannot capture a call of {op.name}: {e}") from e
     except Exception as e:
-        hint = "" if op.is_builtin else _fake_failure_hint(op)
+        hint = "" if op.is_builtin else _fake_failure_hint(op, e)
         raise CompileError(f"{ctx.api()}: computing the output metadata of {op.name} failed: "
                            f"{type(e).__name__}: {e}.{hint}") from e
     finally:

@@ -101,6 +101,7 @@ def add_loaded(backend) -> None:
     backend is forgotten, and the error propagates."""
     t = backend.device_type
     loaded[t] = backend
+    unregistered.pop(t, None)
     undos = _undo[t] = []
     try:
         for sub in list(on_load):
@@ -115,7 +116,9 @@ def add_loaded(backend) -> None:
 def remove_loaded(device_type: str) -> None:
     """Forget the loaded backend of ``device_type`` and run the undo callables its ``on_load``
     subscribers returned (latest first): its built-in kernels are unbound. No-op when none."""
-    loaded.pop(device_type, None)
+    gone = loaded.pop(device_type, None)
+    if gone is not None:
+        unregistered[device_type] = type(gone).__name__
     for u in reversed(_undo.pop(device_type, [])):
         u()
 
@@ -170,6 +173,15 @@ def failed_provider(device_type: str):
     return None
 
 
+# entry-point key -> record of a loaded plugin whose module registered no hooks (written by
+# the plugin manager): device_hint names it instead of "install"
+hollow: dict = {}
+
+# device type -> class name of a backend registered at run time and since unregistered (e.g.
+# a ``with MockBackend():`` block that ended): its tensors outlive it; device_hint says so
+unregistered: dict = {}
+
+
 def device_hint(device_type: str) -> str:
     """A sentence telling the user how to get ``device_type``: the recorded failure of the plugin
     that provides it (with the fix), the control that blocks it, or what to install (and the
@@ -178,13 +190,23 @@ def device_hint(device_type: str) -> str:
     rec = failed_provider(device_type)
     if rec is not None:
         if rec.status == "blocked":
-            return (f"Plugin {rec.label}, which provides it, is installed but blocked by "
-                    f"TENSORPLAY_PLUGINS/TENSORPLAY_DISABLE_PLUGINS; remove it from the block-list "
-                    f"(or add it to the allow-list) before importing tensorplay. ")
+            return f"Plugin {rec.label}, which provides it, is installed but {_blocked_by(rec)} "
         return (f"Plugin {rec.label}, which provides it, failed to load: "
                 f"{type(rec.error).__name__}: {str(rec.error).rstrip().rstrip('.')}. Fix: {rec.fix} ")
     if device_type in providers:
         return ""
+    rec = _hollow_provider(device_type)
+    if rec is not None:
+        why = " ".join(rec.warnings[-1].split()) if rec.warnings else (
+            f"plugin {rec.label} registered no hooks")
+        why = why.removeprefix("tensorplay: ")
+        return (f"Plugin {rec.label}, which provides it, is installed but provided no device: "
+                f"{why[0].lower() + why[1:]} ")
+    if device_type in unregistered:
+        return (f"Its backend ({unregistered[device_type]}, registered with "
+                f"tensorplay.backends.register, e.g. by a `with MockBackend():` block) was "
+                f"unregistered, so tensors on device '{device_type}' can no longer run ops; "
+                f"register the backend again, or use the tensors inside its block. ")
     dist = KNOWN_DEVICE_DISTS.get(device_type)
     if dist:
         return f"Install {dist} (pip install {dist}). "
@@ -195,6 +217,34 @@ def device_hint(device_type: str) -> str:
             f"{', '.join(sorted(providers)) or 'none'}); install the plugin that provides it "
             f"(`tensorplay plugins` lists the installed plugins and their devices)."
             + (f" Did you mean {close[0]!r}?" if close else "") + " ")
+
+
+def _blocked_by(rec) -> str:
+    """``"blocked: TENSORPLAY_DISABLE_PLUGINS=... names it; remove it ..."``: the control that kept
+    plugin ``rec`` from loading (read from the environment the plugins were loaded with; the
+    ``tensorplay`` command's ``--plugins``/``--disable-plugins`` set these variables)."""
+    import os
+    if getattr(rec, "blocked_by", "") == "TENSORPLAY_DISABLE_PLUGINS":
+        return (f"blocked: TENSORPLAY_DISABLE_PLUGINS="
+                f"{os.environ.get('TENSORPLAY_DISABLE_PLUGINS', '')} (--disable-plugins of the "
+                f"tensorplay command) names it; remove it from that list to load it.")
+    allow = os.environ.get("TENSORPLAY_PLUGINS", "")
+    with_it = ",".join([n for n in (x.strip() for x in allow.split(",")) if n] + [rec.dist])
+    return (f"blocked: TENSORPLAY_PLUGINS={allow} (--plugins of the tensorplay command, the "
+            f"allow-list of plugins to load) leaves it out; add it (TENSORPLAY_PLUGINS={with_it}) "
+            f"or unset it to load every installed plugin.")
+
+
+def _hollow_provider(device_type: str):
+    """The loaded plugin record whose module registered no hooks (``hollow``: almost always
+    shadowed by a same-named file or directory earlier on ``sys.path``) and that is named like
+    ``device_type`` (or, for a known device, is its distribution); ``None`` when there is none."""
+    dist = KNOWN_DEVICE_DISTS.get(device_type)
+    for rec in hollow.values():
+        if rec.status == "loaded" and (rec.dist == dist or device_type in _words(rec.name)
+                                       | _words(rec.dist) | _words(rec.value)):
+            return rec
+    return None
 
 
 def failed_device_note(device_type: str):

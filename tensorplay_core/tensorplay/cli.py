@@ -21,7 +21,8 @@ kernel rows per device. A plugin named with ``--plugin`` that ``--plugins``/``--
 kept from loading is a failure that names the control and the flag that loads it. Exit status 0
 when everything checked passed, 1 on any failure, on a plugin that failed to load or was not
 loaded although named with ``--plugin``, or when nothing at all was checked (e.g. every op's
-device is unavailable here); 2 for a usage error.
+device is unavailable here); 2 for a usage error, including an unknown plugin, op or device
+name (``--plugin``, ``OP``, ``--device``, ``--plugins``).
 
 ``tensorplay plugins`` also warns about a loaded plugin whose module registered no hooks (it
 names the file it imported: a same-named directory in the working directory shadows the real
@@ -75,6 +76,17 @@ def _version() -> str:
         return version("tensorplay")
 
 
+# kept in agreement with README.md's paragraph on `tensorplay check`
+_CHECK_EXIT_STATUS = """\
+exit status:
+  0: everything checked passed
+  1: a check failed; a plugin failed to load, or was named with --plugin but kept from
+     loading by --plugins/--disable-plugins; or nothing was checked (e.g. every op's device is
+     unavailable here)
+  2: usage error: a bad option, or an unknown plugin, op or device name (--plugin, OP,
+     --device, --plugins, --disable-plugins, --test-utils)"""
+
+
 def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     g = common.add_argument_group("plugin selection (environment controls)")
@@ -108,7 +120,9 @@ def _parser() -> argparse.ArgumentParser:
                                            "PATH: stdout)")
 
     sc = sub.add_parser("check", parents=[common], allow_abbrev=False,
-                        help="run opcheck on every plugin op over its sample inputs")
+                        help="run opcheck on every plugin op over its sample inputs",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        epilog=_CHECK_EXIT_STATUS)
     sc.add_argument("ops", nargs="*", metavar="OP",
                     help="only these ops ('ns::op' or the bare op name)")
     sc.add_argument("--plugin", action="append", metavar="NAME",
@@ -402,6 +416,8 @@ def _cmd_plugins(args) -> int:
         dist = r["dist"] if per_dist[r["dist"]] == 1 else f"{r['dist']} [{r['name']}]"
         note = r["error"] or ("warning: registered no hooks (see below)"
                               if r.get("warnings") else "")
+        if r["status"] == "blocked" and not note:
+            note = _blocked_cell(r)
         rows.append([dist, r["version"], r["status"], devs, ops, _kernels_cell(r, status), note])
     _print_table("TensorPlay plugins", ["distribution", "version", "status", "devices", "ops",
                                         "kernels", "error"], rows)
@@ -496,6 +512,35 @@ def _not_loaded(r) -> str:
             f"load it")
 
 
+def _blocked_cell(r: dict) -> str:
+    """The error cell of a blocked plugin in ``tensorplay plugins``: the control that blocked it
+    (the command's flag and the environment variable it sets)."""
+    from tensorplay import plugins
+    rec = plugins.get_plugin(r["dist"] if r.get("dist") else r["name"])
+    if getattr(rec, "blocked_by", "") == "TENSORPLAY_DISABLE_PLUGINS":
+        return "blocked by --disable-plugins (TENSORPLAY_DISABLE_PLUGINS) naming it"
+    return "blocked: not in --plugins (TENSORPLAY_PLUGINS, the allow-list)"
+
+
+def _no_device_reason(recs) -> str:
+    """Why no device is available, from the plugin records: the cpu plugin blocked (by which
+    flag/control), failed (its error and fix) or shadowed; "pip install" only when it is not
+    installed at all."""
+    from tensorplay import plugins
+    for r in plugins.records():
+        if "cpu" in r.attempted_devices or _norm(r.dist) == "tensorplay-cpu":
+            if r.status == "blocked":
+                return f"no device is available: {_not_loaded(r)}"
+            break
+    hint = " ".join(plugins.device_hint("cpu").split()).rstrip(".")
+    return f"no device is available: device cpu: {hint or 'no plugin provides it'}"
+
+
+def _failed_note(device_type: str):
+    from tensorplay.plugins.records import failed_device_note
+    return failed_device_note(device_type)
+
+
 def _provider(device_type: str):
     """The distribution of the loaded plugin that provides ``device_type``, or None."""
     from tensorplay import plugins
@@ -563,7 +608,7 @@ def _cmd_check(args) -> int:
             if not hit:
                 names = ", ".join(f"{r.dist} ({r.name})" for r in recs) or "none"
                 _err(f"tensorplay check: no installed plugin named {want} (installed: {names})")
-                return 1
+                return 2      # an unknown name the user typed: a usage error
             chosen.extend(h for h in hit if h not in chosen)
         recs = chosen
     else:
@@ -588,9 +633,11 @@ def _cmd_check(args) -> int:
                 why = " ".join((why or "").split()).rstrip(".")
                 if not why.startswith("device "):
                     why = f"device {d!r} is not available: {why or 'no plugin provides it'}"
-                _err(f"tensorplay check: {why}. Available here: "
-                     f"{', '.join(devices) or 'none'}.")
-                return 1
+                _err(f"tensorplay check: {why}{'' if why.endswith(('?', '!')) else '.'} "
+                     f"Available here: {', '.join(devices) or 'none'}.")
+                # no plugin, loaded or not, provides it: an unknown name (usage error); one
+                # that failed to load or was blocked is a failure of this environment
+                return 1 if _failed_note(t) else 2
             chosen.append(d)
         devices = chosen
 
@@ -620,7 +667,9 @@ def _cmd_check(args) -> int:
                 note += f"; {'; '.join(left_out)}" if left_out else ""
                 _err(f"tensorplay check: no plugin op named {want!r} (plugin ops: {avail})"
                      f"{note}")
-                return 1
+                # unknown name: usage error (2); a plugin that failed to load or was left out
+                # (which may ship it): a failure of this environment (1)
+                return 1 if (broken or left_out) else 2
             ops_filter.extend(h for h in hits if h not in ops_filter)
 
     results = []
@@ -672,15 +721,32 @@ def _cmd_check(args) -> int:
     if not args.device:
         installed = {d for x in plugins.list_plugins() if x["status"] == "loaded"
                      for d in x["devices"]}
+        # only devices the selected plugins' ops have kernels for (a cpu plugin's check says
+        # nothing about cuda)
+        relevant = {d for ds in _devices_of(recs).values() for d in ds}
+        installed &= relevant
         for d in sorted(installed - set(devices)):
             if d not in unavailable:
                 unavailable[d] = {"plugin": _provider(d), "reason": plugins.device_status(d)[1],
                                   "ops": set()}
-    for d, u in sorted(unavailable.items()):
+    # a device whose provider was left out by --plugins/--disable-plugins: said once, on that
+    # plugin's "was not loaded" line (with the flag that loads it), not twice
+    from tensorplay._devices import failed_provider
+    for d in list(unavailable):
+        rec = failed_provider(d) if unavailable[d]["plugin"] is None else None
+        if rec is not None and rec.status == "blocked":
+            mine = [i for i, line in enumerate(left_out) if line == _not_loaded(rec)]
+            if mine:
+                unavailable[d]["said"] = True
+                n = len(unavailable[d]["ops"])
+                left_out[mine[0]] += (f" (it provides device {d}, not checked"
+                                      + (f": {n} op(s)" if n else "") + ")")
+    for d, u in sorted((d, u) for d, u in unavailable.items() if not u.get("said")):
         n = len(u["ops"])
         unchecked.insert(0, _unavailable_line(d, u["plugin"], u["reason"])
                          + (f" Not checked there: {n} op(s)." if n else ""))
-    unchecked[len(unavailable):len(unavailable)] = left_out
+    n_said = sum(1 for u in unavailable.values() if not u.get("said"))
+    unchecked[n_said:n_said] = left_out
     out = sys.stderr if args.json_path == "-" else sys.stdout
     shown = [r for r in rows if r["note"] != "device unavailable"]
     for plugin in dict.fromkeys(r["plugin"] for r in shown):
@@ -711,7 +777,7 @@ def _cmd_check(args) -> int:
         why = []
         blocked = [r for r in recs if r.status == "blocked"]
         if not devices:
-            why.append("no device is available (pip install tensorplay-cpu)")
+            why.append(_no_device_reason(recs))
         ran = [x for x in results if not x.device_unavailable]
         if unavailable and results and not ran:
             why.append("; ".join(f"device {d}" + (f" (plugin {u['plugin']})" if u["plugin"]
@@ -729,6 +795,11 @@ def _cmd_check(args) -> int:
             why.append("; ".join(f"plugin {dist} has kernels for {', '.join(ds)}, none for "
                                  f"{', '.join(args.device)}" for dist, ds in have.items())
                        + f" (use {alt}, or drop --device)")
+        elif not results and args.plugin and not args.ops and not args.device and \
+                all(r.status == "loaded" for r in recs):
+            why.append("; ".join(f"{r.dist} ships no operators" for r in recs)
+                       + " (nothing to check; `tensorplay plugins` lists what each plugin "
+                         "provides)")
         elif not results:
             why.append("no installed plugin ships operators" + (
                 " matching the filters" if (args.plugin or args.ops) else

@@ -30,6 +30,11 @@ def register_kernel_eps(rec: PluginRecord, eps) -> None:
         try:
             op = _registry.lookup(qual)
         except LookupError:
+            shadow = _shadowed(rec)
+            if shadow:
+                raise PluginError(
+                    f"plugin {rec.label}: kernel entry point {ep.name!r} names operator "
+                    f"{qual!r}, which the plugin's module should define, but {shadow}") from None
             raise PluginError(
                 f"plugin {rec.label}: kernel entry point {ep.name!r} names operator {qual!r}, "
                 f"which no loaded plugin or module defines. Define the op in the plugin "
@@ -47,6 +52,22 @@ def register_kernel_eps(rec: PluginRecord, eps) -> None:
         rec.kernel_eps.append((qual, key, ep.value))
         _trace("kernel entry point %s = %s of %s registered (imported on first call)",
                ep.name, ep.value, rec.label)
+
+
+def _shadowed(rec: PluginRecord):
+    """When the module plugin ``rec`` imported is hollow -- no ``tensorplay_*`` hook, no op --
+    almost always a same-named directory or file earlier on ``sys.path`` (e.g. the working
+    directory) shadowing the installed package: the sentence saying so, naming what was
+    imported, with the fix; else ``None``."""
+    mod = rec.module
+    if mod is None or rec.ops or any(n.startswith("tensorplay_") for n in vars(mod)):
+        return None
+    where = getattr(mod, "__file__", None) or ", ".join(
+        str(p) for p in (getattr(mod, "__path__", None) or ())) or "an unknown location"
+    return (f"the module it imported, {mod.__name__!r} from {where}, implements no tensorplay_* "
+            f"hook and defines no op: a same-named file or directory earlier on sys.path (e.g. "
+            f"in the working directory) shadows the installed package. Rename or remove that, "
+            f"or reinstall {rec.dist} (pip install --force-reinstall {rec.dist}).")
 
 
 def _lazy_kernel(op, key: str, ep_name: str, target: str, rec: PluginRecord, handle: list):

@@ -210,6 +210,7 @@ def _warn_if_hollow(rec: PluginRecord) -> None:
            f"shadows it: rename or remove that, or reinstall {rec.dist} (pip install "
            f"--force-reinstall {rec.dist}).")
     rec.warnings.append(msg)
+    _devices.hollow[rec.key] = rec     # device_hint: "installed but shadowed", not "install"
     _trace("%s", msg)
     _warn(msg, stacklevel=3)
 

@@ -48,4 +48,4 @@ def assert_close(actual, expected, *, rtol=None, atol=None, check_dtype=True, ms
         i = np.unravel_index(np.argmax(np.abs(x - y) * bad), x.shape) if x.ndim else ()
         raise AssertionError(
             f"{msg}values differ at {int(bad.sum())} of {x.size} positions; worst at index "
-            f"{tuple(int(j) for j in i)}: {x[i]!r} vs {y[i]!r} (rtol={r}, atol={a})")
+            f"{tuple(int(j) for j in i)}: {float(x[i])!r} vs {float(y[i])!r} (rtol={r}, atol={a})")

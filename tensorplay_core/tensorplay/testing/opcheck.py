@@ -597,6 +597,14 @@ def _test_autograd(op, args, kwargs, atol, rtol):
         try:
             out = op(*a, **k)
         except Exception as e:
+            if plain_ok and "in-place" in str(e) and "leaf" in str(e):
+                # an in-place write into a leaf input that requires grad: not a graph break
+                raise _Fail(
+                    f"the kernel writes in place into an input that requires grad "
+                    f"({', '.join(lbl for lbl, _ in diff)}): it raised {type(e).__name__}: "
+                    f"{str(e).rstrip('.')}. A custom op must not modify an input it does not "
+                    f"declare: write to a copy (x = x.clone()) inside the kernel, or declare "
+                    f"the input in mutates_args") from e
             if plain_ok:
                 # it runs without grad and fails only because its inputs require grad
                 raise _Fail(
@@ -799,7 +807,8 @@ def _test_faketensor(op, args, kwargs, atol, rtol):
         with _fake.FakeTensorMode():
             fout = op(*fa, **fk)
     except Exception as e:
-        raise _Fail(f"running the fake kernel raised {type(e).__name__}: {e}. {hint}") from e
+        raise _Fail(f"running the fake kernel raised {type(e).__name__}: "
+                    f"{str(e).rstrip().rstrip('.')}. {hint}") from e
     rl, fl = _flat_outputs(real), _flat_outputs(fout)
     if len(rl) != len(fl) or isinstance(real, (tuple, list)) != isinstance(fout, (tuple, list)):
         raise _Fail(f"the real kernel returned {_describe(real)} but the fake kernel returned "
