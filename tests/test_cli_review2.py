@@ -68,7 +68,10 @@ def test_device_hint_for_a_blocked_provider_names_the_control():
 
 
 def test_shadowed_device_plugin_says_shadowed_not_install(tmp_path):
+    # a regular package (with __init__.py) in the working directory shadows the installed one
+    # however it was installed (an empty directory shadows only editable installs)
     (tmp_path / "tensorplay_cpu").mkdir()
+    (tmp_path / "tensorplay_cpu" / "__init__.py").write_text("")
     p = run_py("import warnings; warnings.simplefilter('ignore')\nimport tensorplay as tp\n"
                "try:\n    tp.ones(2)\nexcept Exception as e:\n    print(e)", cwd=tmp_path)
     out = p.stdout
@@ -140,7 +143,10 @@ def test_check_plugin_without_ops_says_it_ships_none(capsys):
 # ------------------------------------------ 2. a shadowed op pack with kernel entry points
 
 def test_shadowed_op_pack_with_kernel_entry_points_says_shadowed(tmp_path):
+    # a regular package (with __init__.py) in the working directory shadows the installed one
+    # however it was installed (an empty directory shadows only editable installs)
     (tmp_path / "tensorplay_example_ops").mkdir()
+    (tmp_path / "tensorplay_example_ops" / "__init__.py").write_text("")
     p = run_py("import warnings; warnings.simplefilter('ignore')\nimport tensorplay as tp\n"
                "try:\n    tp.ops.example.gelu(tp.ones(2))\nexcept Exception as e:\n"
                "    print(e)", cwd=tmp_path)
