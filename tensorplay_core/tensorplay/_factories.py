@@ -147,33 +147,39 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     return _finish(t, requires_grad, "full")
 
 
-def zeros(*sizes, size=None, dtype=None, device=None, requires_grad=False):
-    """Tensor of zeros of ``size`` (default float dtype unless ``dtype``).
-    ``size``: ints, one list/tuple of ints, or the ``size=`` keyword (as torch). ``TypeError``
-    naming the factory for a bool/float/None... size or a non-bool ``requires_grad``;
-    ``ValueError`` for a negative size (on every device, meta and fake included)."""
+def _filled(api, value, sizes, size, dtype, device, requires_grad):
+    """``zeros`` / ``ones``: a tensor of ``sizes`` filled with ``value`` (the fast path: a size
+    that is one int or one tuple of ints, a dtype object, no grad costs one class test each)."""
     if size is not None:
-        sizes = _sizes(sizes, size, "zeros")
+        sizes = _sizes(sizes, size, api)
     if len(sizes) == 1 and sizes[0].__class__ is int:
         size = [sizes[0]]
     elif len(sizes) == 1 and sizes[0].__class__ is tuple:
         size = list(sizes[0])
         for s in size:     # _ints inlined: one class test per dimension
             if s.__class__ is not int:
-                size = size_ints("zeros", size)
+                size = size_ints(api, size)
                 break
     else:
-        size = _size(sizes, "zeros")
+        size = _size(sizes, api)
     if dtype is None:
         dtype = _default[0]
     elif dtype.__class__ is not _DT:
         dtype = _dtype.as_dtype(dtype)
-    t = O.full(size, 0, dtype=dtype, device=_CPU if device is None else _dev(device))
+    t = O.full(size, value, dtype=dtype, device=_CPU if device is None else _dev(device))
     if requires_grad is not False:
         if requires_grad is not True:
-            _bad_grad("zeros", requires_grad)
+            _bad_grad(api, requires_grad)
         t.requires_grad_(True)
     return t
+
+
+def zeros(*sizes, size=None, dtype=None, device=None, requires_grad=False):
+    """Tensor of zeros of ``size`` (default float dtype unless ``dtype``).
+    ``size``: ints, one list/tuple of ints, or the ``size=`` keyword (as torch). ``TypeError``
+    naming the factory for a bool/float/None... size or a non-bool ``requires_grad``;
+    ``ValueError`` for a negative size (on every device, meta and fake included)."""
+    return _filled("zeros", 0, sizes, size, dtype, device, requires_grad)
 
 
 def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False):
@@ -181,28 +187,7 @@ def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False):
     ``size``: ints, one list/tuple of ints, or the ``size=`` keyword (as torch). ``TypeError``
     naming the factory for a bool/float/None... size or a non-bool ``requires_grad``;
     ``ValueError`` for a negative size (on every device, meta and fake included)."""
-    if size is not None:
-        sizes = _sizes(sizes, size, "ones")
-    if len(sizes) == 1 and sizes[0].__class__ is int:
-        size = [sizes[0]]
-    elif len(sizes) == 1 and sizes[0].__class__ is tuple:
-        size = list(sizes[0])
-        for s in size:     # _ints inlined: one class test per dimension
-            if s.__class__ is not int:
-                size = size_ints("ones", size)
-                break
-    else:
-        size = _size(sizes, "ones")
-    if dtype is None:
-        dtype = _default[0]
-    elif dtype.__class__ is not _DT:
-        dtype = _dtype.as_dtype(dtype)
-    t = O.full(size, 1, dtype=dtype, device=_CPU if device is None else _dev(device))
-    if requires_grad is not False:
-        if requires_grad is not True:
-            _bad_grad("ones", requires_grad)
-        t.requires_grad_(True)
-    return t
+    return _filled("ones", 1, sizes, size, dtype, device, requires_grad)
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
