@@ -10,6 +10,8 @@ time, over the D2D copy rate measured in the same run):
   ``tensorplay_cuda.eager``), and the same with that path off (CuPy kernels);
 * ``tensorplay.compile`` (one fused group: one generated Triton kernel), and the CuPy
   ``ElementwiseKernel`` fuser it falls back to without Triton;
+* both again with every launch walking its blocks in order (the generated kernels alternate
+  direction from launch to launch, so each starts on what the previous one left in L2);
 * CuPy eager, ``cupy.fuse``; torch eager and ``torch.compile`` where torch is importable;
 * one hand-written Triton kernel for the chain (BLOCK 1024, plain masked loads) via ``wrap_triton``;
 * ``cudaMemcpyAsync`` device to device (the ceiling).
@@ -182,9 +184,20 @@ def main(argv=None) -> int:
     add_row("tensorplay.compile (fused)", gpu_ms(cupy, lambda: cf(x, y), it, rep),
             note=engine_note(cf, be))
     if eager.triton_available():
+        # the same kernels with every launch walking its blocks in order (no alternation: see
+        # tensorplay_cuda.triton_fusion._next_flip)
+        from tensorplay_cuda import triton_fusion as TF
+        saved_flip = TF._next_flip
+        TF._next_flip = lambda programs: 0
+        try:
+            add_row("tensorplay eager, blocks always in order",
+                    gpu_ms(cupy, lambda: chain(x, y), it, rep))
+            add_row("tensorplay.compile, blocks always in order",
+                    gpu_ms(cupy, lambda: cf(x, y), it, rep))
+        finally:
+            TF._next_flip = saved_flip
         # the generated kernels' block shape: default 1024 elements / 4 warps (plain masked
         # loads reached the copy rate in the hand-written kernel); one wider variant for the record
-        from tensorplay_cuda import triton_fusion as TF
         saved_b, saved_w, saved_n = TF.BLOCK, TF.NUM_WARPS, TF.BLOCK_NARROW
         TF.BLOCK, TF.NUM_WARPS = 4096, 8
         try:

@@ -163,6 +163,38 @@ def test_a_reduction_at_the_end_of_a_chain(interp, red):
     np.testing.assert_allclose(float(got[0]), want.item(), rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize("n", [1, 1024, 1025, 3 * 1024 + 5])
+def test_consecutive_launches_walk_their_blocks_in_opposite_directions(interp, monkeypatch, n):
+    """Each launch passes ``flip`` (0: block p by program p; programs - 1: block programs-1-p), in
+    turn, so a launch starts where the previous one ended (its last-written lines still in L2).
+    Both directions give the eager results for contiguous, broadcast, one-element and reduction
+    chains, whatever the partial last block; a launch with one program has nothing to reverse."""
+    flips = []
+    real = triton_fusion._launch_interpreted
+
+    def spy(kern, grid, args, n_in, blk=None):
+        flips.append((grid[0], args[kern.arg_names.index("flip")]))
+        return real(kern, grid, args, n_in, blk)
+    monkeypatch.setattr(triton_fusion, "_launch_interpreted", spy)
+    tp.manual_seed(11)
+    x, y = tp.randn(n), tp.randn(n)
+    row, one = tp.randn(1, n), tp.randn(1)
+    for _ in range(2):
+        _check(CHAIN8, [x, y], rtol=2e-6, atol=2e-6)
+        _check([Step("mul", (("in", 0), ("in", 1))), Step("add", (("step", 0), ("in", 2)))],
+               [tp.randn(2, 1), row, one])
+        want = tp.ops.tp.sum(tp.ops.tp.mul(x, y))
+        expr = _expr([Step("mul", (("in", 0), ("in", 1))), Step("sum", (("step", 0),))], 2,
+                     [tp.float32] * 2)
+        got = TritonChain(expr, tp.backends.get("cpu")).run([x.numpy(), y.numpy()])
+        np.testing.assert_allclose(float(got[0]), want.item(), rtol=1e-5, atol=1e-4)
+    assert len(flips) == 6 and all(f in (0, programs - 1) for programs, f in flips), flips
+    # launch i is reversed iff i has one parity (seen where there are two programs or more)
+    parity = {(i + (f > 0)) % 2 for i, (programs, f) in enumerate(flips) if programs > 1}
+    assert len(parity) == (0 if n == 1 else 1), flips
+    assert n <= 1024 or sum(f > 0 for _, f in flips) == 3, flips
+
+
 def test_declined_chains_fall_back(interp):
     x = tp.ones(4, dtype=tp.bool)
     expr = _expr([Step("add", (("in", 0), ("in", 0)))], 1, [tp.bool])   # bool add = logical or
@@ -419,9 +451,10 @@ def compile_(expr, in_dtypes, modes, ndim, sig_of, attrs=None):
                           target=GPUTarget("cuda", 90, 32), options={"num_warps": 4}).asm["ptx"]
 e = ElementwiseExpr(2, tuple(CHAIN8), (7,), (f32,) * 8, None)
 ptx = compile_(e, [f32, f32], ["c", "c"], 0,
-               lambda a: {"fconst": "*fp64", "N": "i32", "BLOCK": "constexpr"}.get(a, "*fp32"),
+               lambda a: {"fconst": "*fp64", "N": "i32", "flip": "i32",
+                          "BLOCK": "constexpr"}.get(a, "*fp32"),
                {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 4)})
-print(sorted(set(re.findall(r"(?:ld|st)\.global[.\w]*", ptx))))
+print(sorted(set(re.findall(r"(?:ld|st)\.global[.:\w]*", ptx))))
 bf = tp.bfloat16
 e = ElementwiseExpr(2, (Step("mul", (("in", 0), ("in", 1))), Step("add", (("step", 0), ("const", 1))),
                         Step("tanh", (("step", 1),)), Step("sum", (("step", 2),))), (3,), (bf,) * 4, None)
@@ -449,7 +482,8 @@ print("ok")
 def test_generated_kernels_compile_for_the_h200_with_16_byte_accesses():
     """Ahead-of-time compile (sm_90, no GPU needed) of the 8-op chain and of a bf16 broadcast
     chain ending in a sum: catches code the interpreter accepts but the compiler would not, and
-    shows the float32 chain's loads and stores are 16-byte vectors (ld/st.global.v4)."""
+    shows the float32 chain's loads and stores are 16-byte vectors (ld/st.global.v4), the loads
+    with the L2 evict_last policy."""
     code = _AOT % repr(CHAIN8).replace("Step(op=", "Step(").replace(", args=", ", ")
     env = dict(os.environ)
     env.pop("TRITON_INTERPRET", None)
@@ -458,7 +492,9 @@ def test_generated_kernels_compile_for_the_h200_with_16_byte_accesses():
     if r.returncode and "ptxas" in r.stderr and "not found" in r.stderr.lower():
         pytest.skip("Triton's bundled ptxas is missing on this machine")
     assert r.returncode == 0, r.stderr[-4000:]
-    assert "ld.global.v4.b32" in r.stdout and "st.global.v4.b32" in r.stdout, r.stdout
+    # loads: 16-byte vectors, kept in L2 (evict_last policy); stores: 16-byte vectors
+    assert "ld.global.L1::evict_last.L2::cache_hint.v4.b32" in r.stdout, r.stdout
+    assert "st.global.v4.b32" in r.stdout, r.stdout
     assert r.stdout.strip().endswith("ok")
 
 
@@ -475,7 +511,8 @@ def ptx_of(dt, ty):
     e = ElementwiseExpr(2, tuple(CHAIN8), (7,), (dt,) * 8, None)
     src, name, _, _ = generate(e, [dt, dt], ["c", "c"], 0, False, False)
     fn = _build(src, name)
-    sig = {a: {"fconst": "*fp64", "N": "i32", "BLOCK": "constexpr"}.get(a, ty) for a in fn.arg_names}
+    sig = {a: {"fconst": "*fp64", "N": "i32", "flip": "i32", "BLOCK": "constexpr"}.get(a, ty)
+           for a in fn.arg_names}
     return triton.compile(ASTSource(fn, sig, constexprs={"BLOCK": 1024},
                                     attrs={(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 4)}),
                           target=GPUTarget("cuda", 90, 32), options={"num_warps": 4}).asm["ptx"]

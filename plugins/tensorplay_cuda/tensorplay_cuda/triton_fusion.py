@@ -149,6 +149,23 @@ def _to_bf16(x):
 '''}
 
 
+# Loads keep their lines in cache (evict_last) and consecutive launches walk their blocks in
+# opposite directions (``flip``): a launch that starts where the previous one ended finds that
+# one's last-written lines (up to the L2's size: 50 MB on an H200) still in L2 instead of DRAM.
+# On an H200, 2^26 float32 elements: the eager 8-op chain 1.213 -> 1.190 ms (torch eager 1.213),
+# the fused chain 0.189 -> 0.181 ms (torch.compile 0.191); loads marked evict_first were slower.
+_LOAD_HINT = ', eviction_policy="evict_last"'
+_FLIP = [0]
+
+
+def _next_flip(programs: int) -> int:
+    """The ``flip`` argument of the next launch: 0 (blocks in order) and ``programs - 1``
+    (reverse order), alternately. Unlocked on purpose: threads racing on it only change which
+    direction a launch takes, and both directions compute the same result."""
+    f = _FLIP[0] = _FLIP[0] ^ 1
+    return programs - 1 if f else 0
+
+
 _lock = threading.Lock()
 _KERNELS: dict = {}
 _counter = itertools.count()
@@ -249,10 +266,13 @@ def generate(expr, in_dtypes, modes, ndim, wide, interp=False):
     params += [f"out{k}" for k in range(len(outs))]
     if reduce_step is not None:
         params.append("acc")
-    params += ["fconst", "N"]
+    params += ["fconst", "N", "flip"]
     iconsts, fconsts = [], []
     body = []
     body.append("    pid = tl.program_id(0)" + (".to(tl.int64)" if wide else ""))
+    # flip = 0: program p takes block p; flip = programs - 1: block flip - p (the launcher
+    # alternates, see _next_flip)
+    body.append("    pid = tl.abs(flip - pid)")
     body.append("    offs = pid * BLOCK + tl.arange(0, BLOCK)")
     body.append("    mask = offs < N")
     if any(m == "b" for m in modes):
@@ -265,13 +285,13 @@ def generate(expr, in_dtypes, modes, ndim, wide, interp=False):
                 body.append(f"    rem = rem // size{d}")
     for i, m in enumerate(modes):
         if m == "c":
-            body.append(f"    x{i} = tl.load(in{i} + offs, mask=mask)")
+            body.append(f"    x{i} = tl.load(in{i} + offs, mask=mask{_LOAD_HINT})")
         elif m == "s":
             body.append(f"    x{i} = tl.load(in{i})")
         else:
             params += [f"st{i}_{d}" for d in range(ndim)]
             idx = " + ".join(f"i{d} * st{i}_{d}" for d in range(ndim))
-            body.append(f"    x{i} = tl.load(in{i} + ({idx}), mask=mask)")
+            body.append(f"    x{i} = tl.load(in{i} + ({idx}), mask=mask{_LOAD_HINT})")
     const_names = []
 
     def operand(o, ct):
@@ -346,7 +366,7 @@ def generate(expr, in_dtypes, modes, ndim, wide, interp=False):
         body.append(f"    tl.store(out{k} + offs, t{o}, mask=mask)")
     params += const_names
     params.append("BLOCK: tl.constexpr")
-    dns = ", ".join(repr(n) for n in const_names +
+    dns = ", ".join(repr(n) for n in const_names + ["flip"] +
                     [p for p in params if p.startswith(("size", "st"))])
     deco = f"@_jit(do_not_specialize=[{dns}])"
     src = (_PRELUDE + _TO_BF16[bool(interp)] + f"\n\n{deco}\ndef {name}({', '.join(params)}):\n" +
@@ -478,12 +498,12 @@ class TritonChain:
                 if m == "b":
                     extra += _bstrides(a, out_shape)
         fc = self._fconst_array(fconsts, arrays)
-        args = list(arrays) + outs + ([acc] if reduce_op is not None else []) + [fc, n] + \
-            extra + iconsts
         blk = BLOCK
         if all(a.dtype.itemsize <= 2 for a in arrays) and all(o.dtype.itemsize <= 2 for o in outs):
             blk = BLOCK_NARROW
         grid = ((n + blk - 1) // blk,)
+        args = list(arrays) + outs + ([acc] if reduce_op is not None else []) + \
+            [fc, n, _next_flip(grid[0])] + extra + iconsts
         if np.__name__ == "numpy":
             _launch_interpreted(kern, grid, args, len(arrays), blk)
         else:
