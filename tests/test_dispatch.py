@@ -8,10 +8,14 @@ NumPy-backed, registered for this module, with kernels registered for ``"sim"``.
 
 from __future__ import annotations
 
+import copy
+import functools
 import inspect
 import itertools
+import pickle
 import re
 import types
+import warnings
 
 import pytest
 
@@ -312,17 +316,55 @@ class TestBadArguments:
 # ============================================================== the generated call path
 class TestGeneratedCall:
     def test_call_has_the_op_signature(self, op4):
-        sig = inspect.signature(type(op4).__call__)
+        sig = inspect.signature(op4)
         assert list(sig.parameters) == ["x", "ys", "z", "w"]
-        assert list(inspect.signature(op4).parameters) == ["x", "ys", "z", "w"]
+        assert list(inspect.signature(op4.func).parameters) == ["x", "ys", "z", "w"]
         assert sig.parameters["w"].kind is inspect.Parameter.KEYWORD_ONLY
         assert sig.parameters["z"].default is None
 
     def test_fast_path_is_a_plain_lookup(self, op4):
         src = type(op4)._call_source
-        assert re.search(r"return __table\[_*k\]\(x, ys, z, w=w\)$", src)
+        assert re.search(r"\n    try:\n        (__f) = __table\[_*k\]\n    except KeyError:\n"
+                         r"        \1 = None\n    if \1 is None:\n        \1 = __miss\(_*k\)\n"
+                         r"    return \1\(x, ys, z, w=w\)$", src), src
         for slow in ("lock", "hook", "import", "isinstance", "inspect"):
             assert slow not in src
+
+    def test_an_op_is_called_like_a_function(self, op4):
+        """The op is a functools.partial of its generated function (called through partial's C
+        call path, no per-call method lookup): ``op(*a) == op.func(*a)``, no bound arguments."""
+        assert isinstance(op4, functools.partial) and "__call__" not in type(op4).__dict__
+        assert op4.args == () and op4.keywords == {}
+        assert op4.func.__code__.co_filename.startswith("<tensorplay dispatch")
+
+    def test_an_op_is_not_a_method_and_copies_as_itself(self, ns):
+        op = lib.custom_op(f"{ns}::f", lambda x: x + 1, mutates_args=(),
+                           schema="(Tensor x) -> Tensor")
+
+        class Holder:
+            fn = op
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")          # partial warns here on Python 3.13
+            assert Holder().fn is op and Holder.fn is op
+            assert Holder().fn(tp.ones(1)).tolist() == [2.0]
+        assert copy.copy(op) is op and copy.deepcopy([op])[0] is op
+        assert pickle.loads(pickle.dumps(op)) is op
+        assert copy.deepcopy(tp.ops.tp.add) is tp.ops.tp.add
+
+    def test_a_key_missing_from_the_table_is_resolved_once_with_a_clean_error(self, ns):
+        """A plain-dict table: a device key not in it goes to ``op.entry`` (device-agnostic
+        fallback, then remembered in the table), and a missing kernel raises DispatchError
+        without a chained KeyError from the lookup."""
+        op = lib.define(f"{ns}::f(Tensor x) -> Tensor")
+        with pytest.raises(DispatchError, match="no device-agnostic kernel|no kernel") as ei:
+            op(tp.ones(1))
+        assert ei.value.__context__ is None and ei.value.__cause__ is None
+        op.register_kernel(None, lambda x: x + 1)
+        op.table.pop("cpu", None)
+        assert op(tp.ones(1)).tolist() == [2.0]
+        assert op.table["cpu"] is op.entry("cpu") is op.entry("default")
+        with pytest.raises(DispatchError):
+            lib.define(f"{ns}::g(Tensor x) -> Tensor").entry("cpu")
 
     def test_table_is_the_same_dict_forever(self, ns):
         op = lib.define(f"{ns}::f(Tensor x) -> Tensor")
@@ -385,7 +427,7 @@ class TestGeneratedCall:
                             schema="(Tensor x, Tensor y) -> Tensor")
         assert type(op1) is not type(op2)
         assert op2(tp.ones(1), tp.ones(1)).tolist() == [2.0]
-        assert isinstance(type(op2).__call__, types.FunctionType)
+        assert isinstance(op2.func, types.FunctionType) and op2.func is not op1.func
         # the old handle runs the current definition (its schema), never the dead one
         assert op1(tp.ones(1), tp.ones(1)).tolist() == [2.0]
 

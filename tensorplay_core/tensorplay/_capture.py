@@ -602,7 +602,7 @@ def record_call(op, args, kwargs):
     prev_mode = mst.mode
     mst.mode = "meta"
     try:
-        fout = op.table["meta"](*fargs, **fkwargs)
+        fout = op.entry("meta")(*fargs, **fkwargs)
     except CompileError:
         raise
     except DispatchError as e:

@@ -13,6 +13,7 @@ that own them (``fake``, ``autograd.function``, ``_capture``), subscribed to the
 
 from __future__ import annotations
 
+import functools
 import threading
 
 from . import _codegen
@@ -376,9 +377,15 @@ def make_call(op, scalar_ok=()) -> None:
         elif kind == _KIND_LIST:
             lines.append(f"    for __t in {n} or ():\n"
                          f"        if __t is not None and __has(__t._stride, 0): __overlap(__op, {i}, __t)")
+    # the table is a plain dict (fastest subscript); a key not in it yet goes to op.entry (first
+    # use of a device, a device-agnostic fallback, or the DispatchError), called outside the
+    # except clause so its errors are not shown as raised "during handling of" the KeyError
+    lookup = ["    try:", "        __f = __table[__k]", "    except KeyError:", "        __f = None",
+              "    if __f is None:", "        __f = __miss(__k)"]
     if mutated and not op.is_builtin:
         # eager execution trusts mutates_args; we only keep _version honest (bookkeeping, no check)
-        lines.append(f"    __r = __table[__k]({call})")
+        lines.extend(lookup)
+        lines.append(f"    __r = __f({call})")
         for n, kind in mutated:
             if kind == _KIND_TENSOR:
                 lines.append(f"    {n}._storage.version += 1")
@@ -388,10 +395,12 @@ def make_call(op, scalar_ok=()) -> None:
                 lines.append(f"    for __t in {n} or ():\n        if __t is not None: __t._storage.version += 1")
         lines.append("    return __r")
     else:
-        lines.append(f"    return __table[__k]({call})")
+        lines.extend(lookup)
+        lines.append(f"    return __f({call})")
     src = "\n".join(lines)
     from ._device import Device
-    ns.update(__op=op, __table=op.table, __slow=_slow_key, __bad=bad_arguments, __T=_tensor_type(),
+    ns.update(__op=op, __table=op.table, __miss=op.entry, __slow=_slow_key, __bad=bad_arguments,
+              __T=_tensor_type(),
               __mst=_state, __Dev=Device, __ag="autograd", __scalars=(int, float, bool),
               __unset=_UNSET, __missing=_missing, __chk=check_arg, __vals=_values,
               __kwarg=_take_kwarg, __extra=_extra_kwargs, __c_int=int, __c_float=float,
@@ -400,13 +409,16 @@ def make_call(op, scalar_ok=()) -> None:
     fn = _codegen.function(src, ns, "__call__", f"<tensorplay dispatch {op.name}>")
     fn.__doc__ = op.__doc__
     fn.__qualname__ = op.name   # "ns::op() missing 1 required positional argument: 'x'"
+    # no __call__ in the class: the op is called through functools.partial's C call path, which
+    # runs fn (see _registry.CustomOpDef)
     cls = type(_class_name(op), (type(op) if type(op).__dict__.get("_generated") is None
                                  else type(op).__mro__[1],),
-               {"__call__": staticmethod(fn), "_generated": True, "_call_source": src,
+               {"_generated": True, "_call_source": src,
                 "__slots__": (),   # the record is slotted: same layout, so __class__ can change
                 # inspect.signature(op): the caller's parameters (no hidden self)
                 "__signature__": property(lambda self: _signature(fn))})
     op.__class__ = cls
+    functools.partial.__setstate__(op, (fn, (), None, None))
 
 
 def _signature(fn):

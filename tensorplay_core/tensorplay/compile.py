@@ -820,7 +820,7 @@ class _FakeCheck:
         prev = mst.mode
         mst.mode = "meta"
         try:
-            return op.table["meta"](*_pytree.tree_map(fk, list(args), Tensor),
+            return op.entry("meta")(*_pytree.tree_map(fk, list(args), Tensor),
                                     **_pytree.tree_map(fk, kwargs, Tensor))
         except Exception as e:
             which = f"the fake kernel of {op.name}" if op.is_builtin or op.has_fake else (

@@ -257,7 +257,6 @@ def make_op_autograd(op):
     if fast is not None:
         return fast
     _T[0] = Tensor
-    table = op.table
     backward = info.backward
     names = op.param_names
 
@@ -269,13 +268,13 @@ def make_op_autograd(op):
             # kernel's own tensorplay ops record the graph.
             if backward is None and op.is_builtin:
                 with _gm.no_grad():
-                    return table[bkey](*args, **kwargs)
-            out = table[bkey](*args, **kwargs)
+                    return op.entry(bkey)(*args, **kwargs)
+            out = op.entry(bkey)(*args, **kwargs)
             if backward is None:
                 return no_formula_outputs(op.name, out, list(args) + list(kwargs.values()))
             return out
         with _gm.no_grad():
-            out = table[bkey](*args, **kwargs)
+            out = op.entry(bkey)(*args, **kwargs)
         values = list(args) + [kwargs.get(n, _missing) for n in names[len(args):]]
         values = [v for v in values if v is not _missing] if len(values) != len(names) else values
         return _record(info, tuple(values), out)
@@ -444,17 +443,20 @@ def _generated_entry(op, info):
     else:
         bkey = f"__bk(__flat({vals}))"
     lines = [f"def autograd_entry({', '.join(params)}):",
-             f"    __bkey = {bkey}"]
+             f"    __bkey = {bkey}",
+             # the table is a plain dict: a key not in it yet goes to op.entry (as _dispatch)
+             "    try:", "        __kern = __table[__bkey]", "    except KeyError:",
+             "        __kern = None", "    if __kern is None:", "        __kern = __miss(__bkey)"]
     if backward is None:
         if op.is_builtin:   # no formula, built-in: run below autograd with grad off
             lines += ["    __g = __en.__dict__", "    if not __g['enabled']:",
-                      f"        return __table[__bkey]({call_s})",
-                      "    __g['enabled'] = False", "    try:", f"        return __table[__bkey]({call_s})",
+                      f"        return __kern({call_s})",
+                      "    __g['enabled'] = False", "    try:", f"        return __kern({call_s})",
                       "    finally:", "        __g['enabled'] = True"]
         else:
             # CompositeImplicitAutograd: the body's own ops record the graph. An output without
             # history (the kernel left the graph) gets a node that raises in backward.
-            lines += [f"    __out = __table[__bkey]({call_s})",
+            lines += [f"    __out = __kern({call_s})",
                       "    if __out.__class__ is __T and __out._requires_grad:",
                       "        return __out",
                       f"    return __nf(__opname, __out, {vals})"]
@@ -462,8 +464,8 @@ def _generated_entry(op, info):
         # grad mode is per thread: __g is this thread's dict of the flag (one lookup, then plain
         # dict reads/writes, half the cost of three thread-local attribute accesses)
         lines += ["    __g = __en.__dict__", "    if not __g['enabled']:",
-                  f"        return __table[__bkey]({call_s})",
-                  "    __g['enabled'] = False", "    try:", f"        __out = __table[__bkey]({call_s})",
+                  f"        return __kern({call_s})",
+                  "    __g['enabled'] = False", "    try:", f"        __out = __kern({call_s})",
                   "    finally:", "        __g['enabled'] = True"]
         args = op.schema.arguments
         plain = all(a.kind == _dispatch._KIND_TENSOR or
@@ -521,7 +523,7 @@ def _generated_entry(op, info):
                 lines.append(ret)
         else:
             lines += [f"    return __rec(__info, {vals}, __out)"]
-    ns.update(__en=_gm._state, __table=op.table, __bk=_dispatch.backend_key,
+    ns.update(__en=_gm._state, __table=op.table, __miss=op.entry, __bk=_dispatch.backend_key,
               __flat=_dispatch.flat_tensors, __rec=_record, __info=info, __name=name, __opname=op.name,
               __bw=backward, __setup=setup, __edge=edge_of, __Ctx=FunctionCtx, __attach=attach,
               __T=Tensor, __nf=no_formula_outputs, __FN=FunctionNode, __ag="autograd")
@@ -556,7 +558,6 @@ def _make_inplace_autograd(op, info):
     """
     from .. import _dispatch
     from .._tensor import Tensor
-    table = op.table
     backward, setup, name, api = info.backward, info.setup, info.name, info.op_name
     names = op.param_names
 
@@ -567,13 +568,13 @@ def _make_inplace_autograd(op, info):
         else:
             bkey = _dispatch.backend_key(_dispatch.flat_tensors(args, kwargs))
         if not _gm._state.enabled:
-            return table[bkey](*args, **kwargs)
+            return op.entry(bkey)(*args, **kwargs)
         values = list(args) + [kwargs.get(n, _missing) for n in names[len(args):]]
         self_ = values[0]
         check_inplace(api, self_)
         structure, edges, needs = _structure_and_edges(values, Tensor)
         if not any(needs):
-            return table[bkey](*args, **kwargs)
+            return op.entry(bkey)(*args, **kwargs)
         if backward is None:
             raise RuntimeError(
                 f"{api}: this in-place op has no backward formula, so it cannot write tensors "
@@ -588,7 +589,7 @@ def _make_inplace_autograd(op, info):
         view_geom = (self_._shape, self_._stride, self_._offset)
         base_edge = edge_of(base) if base is not None else None
         with _gm.no_grad():
-            out = table[bkey](*args, **kwargs)
+            out = op.entry(bkey)(*args, **kwargs)
         meta = ((self_._shape, self_._dtype, self_._device),)
         if base is None:
             self_._set_grad_fn(FunctionNode(name, backward, ctx, edges, structure, meta), 0)

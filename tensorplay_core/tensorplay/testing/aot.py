@@ -242,7 +242,7 @@ def _shape_generic(op, args, kwargs) -> bool:
     prev = mst.mode
     mst.mode = "meta"
     try:
-        op.table["meta"](*_map(args, fk), **_map(kwargs, fk))
+        op.entry("meta")(*_map(args, fk), **_map(kwargs, fk))
     except Exception:  # noqa: BLE001 - the fake rejects the shapes: not shape-generic
         return False
     finally:
