@@ -167,13 +167,14 @@ def test_a_reduction_at_the_end_of_a_chain(interp, red):
 def test_consecutive_launches_walk_their_blocks_in_opposite_directions(interp, monkeypatch, n):
     """Each launch passes ``flip`` (0: block p by program p; programs - 1: block programs-1-p), in
     turn, so a launch starts where the previous one ended (its last-written lines still in L2).
-    Both directions give the eager results for contiguous, broadcast, one-element and reduction
-    chains, whatever the partial last block; a launch with one program has nothing to reverse."""
+    Both directions give the eager results for contiguous, broadcast and one-element chains,
+    whatever the partial last block; a launch with one program has nothing to reverse, and a
+    chain ending in a reduction always walks in order."""
     flips = []
     real = triton_fusion._launch_interpreted
 
     def spy(kern, grid, args, n_in, blk=None):
-        flips.append((grid[0], args[kern.arg_names.index("flip")]))
+        flips.append((grid[0], args[kern.arg_names.index("flip")], "acc" in kern.arg_names))
         return real(kern, grid, args, n_in, blk)
     monkeypatch.setattr(triton_fusion, "_launch_interpreted", spy)
     tp.manual_seed(11)
@@ -188,11 +189,27 @@ def test_consecutive_launches_walk_their_blocks_in_opposite_directions(interp, m
                      [tp.float32] * 2)
         got = TritonChain(expr, tp.backends.get("cpu")).run([x.numpy(), y.numpy()])
         np.testing.assert_allclose(float(got[0]), want.item(), rtol=1e-5, atol=1e-4)
-    assert len(flips) == 6 and all(f in (0, programs - 1) for programs, f in flips), flips
+    assert len(flips) == 6 and all(f in (0, programs - 1) for programs, f, _ in flips), flips
+    # reductions always walk in order (same bits every call); the other launches alternate:
     # launch i is reversed iff i has one parity (seen where there are two programs or more)
-    parity = {(i + (f > 0)) % 2 for i, (programs, f) in enumerate(flips) if programs > 1}
+    assert all(f == 0 for _, f, red in flips if red), flips
+    walks = [(programs, f) for programs, f, red in flips if not red]
+    parity = {(i + (f > 0)) % 2 for i, (programs, f) in enumerate(walks) if programs > 1}
     assert len(parity) == (0 if n == 1 else 1), flips
-    assert n <= 1024 or sum(f > 0 for _, f in flips) == 3, flips
+    assert n <= 1024 or sum(f > 0 for _, f in walks) == 2, flips
+
+
+@pytest.mark.parametrize("red", ["sum", "amax"])
+def test_a_reduction_chain_gives_the_same_bits_call_after_call(interp, red):
+    """Blocks add their partial results in launch order: a chain ending in a reduction always
+    walks its blocks in order (never alternates), so repeated calls agree bit for bit."""
+    tp.manual_seed(12)
+    x, y = tp.randn(8192) * 1000, tp.randn(8192)
+    expr = _expr([Step("mul", (("in", 0), ("in", 1))), Step(red, (("step", 0),))], 2,
+                 [tp.float32] * 2)
+    ch = TritonChain(expr, tp.backends.get("cpu"))
+    got = {float(ch.run([x.numpy(), y.numpy()])[0]) for _ in range(4)}
+    assert len(got) == 1, got
 
 
 def test_declined_chains_fall_back(interp):

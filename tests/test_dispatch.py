@@ -14,7 +14,9 @@ import inspect
 import itertools
 import pickle
 import re
+import traceback
 import types
+import typing
 import warnings
 
 import pytest
@@ -305,6 +307,32 @@ class TestBadArguments:
                                             r"arguments but 4 were given"):
             op4(tp.ones(1), [], None, None)          # w is keyword-only
 
+    @pytest.mark.parametrize("bad", [lambda x: [x, 3], lambda x: [3, x], lambda x: [x, x, "a"],
+                                     lambda x: [x, None]])
+    def test_every_element_of_a_tensor_list_is_checked(self, ns, bad):
+        """A Tensor[] argument (alone, or after another tensor) refuses a non-tensor element
+        wherever it is, naming the argument, with no chained AttributeError in the report."""
+        x = tp.ones(1)
+        only = lib.define(f"{ns}::only(Tensor[] xs) -> Tensor")
+        only.register_kernel(None, lambda xs: xs[0])
+        after = lib.define(f"{ns}::after(Tensor a, Tensor[] xs) -> Tensor")
+        after.register_kernel(None, lambda a, xs: a)
+        for call in (lambda: only(bad(x)), lambda: after(x, bad(x))):
+            with pytest.raises(TypeError, match=r"argument 'xs' must be Tensor\[\]") as ei:
+                call()
+            e = ei.value
+            assert e.__context__ is None or e.__suppress_context__, repr(e.__context__)
+        assert only([x, x]).tolist() == [1.0]
+
+    def test_a_non_tensor_argument_error_is_not_chained(self, ns):
+        one = lib.define(f"{ns}::one(Tensor x) -> Tensor")
+        one.register_kernel(None, lambda x: x)
+        with pytest.raises(TypeError, match="argument 'x' must be Tensor") as ei:
+            one(3)
+        assert ei.value.__suppress_context__ or ei.value.__context__ is None
+        assert "During handling" not in "".join(
+            traceback.format_exception(type(ei.value), ei.value, ei.value.__traceback__))
+
     def test_list_of_optional_tensors_accepts_none(self, ns):
         op = lib.define(f"{ns}::f(Tensor x, Tensor?[] ys) -> Tensor")
         op.register_kernel(None, lambda x, ys: tp.tensor([float(len(ys))]))
@@ -365,6 +393,48 @@ class TestGeneratedCall:
         assert op.table["cpu"] is op.entry("cpu") is op.entry("default")
         with pytest.raises(DispatchError):
             lib.define(f"{ns}::g(Tensor x) -> Tensor").entry("cpu")
+
+    def test_a_partial_of_an_op_keeps_the_op(self, ns):
+        """functools.partial flattens a partial without an instance dict into its function: an
+        op must stay the op inside one (it follows a redefinition, pickles by name)."""
+        src = "import tensorplay as tp\ndef f(x):\n    return x + {}\n"
+        mod = types.ModuleType(f"{ns}_mod")
+        exec(compile(src.format(1), f"/virtual/{ns}_mod.py", "exec"), mod.__dict__)
+        op = lib.custom_op(f"{ns}::f", mod.f, mutates_args=(), schema="(Tensor x) -> Tensor")
+        p = functools.partial(op)
+        assert p.func is op and functools.partial(tp.add).func is tp.add
+        exec(compile(src.format(100), f"/virtual/{ns}_mod.py", "exec"), mod.__dict__)
+        new = lib.custom_op(f"{ns}::f", mod.f, mutates_args=(), schema="(Tensor x) -> Tensor")
+        assert p(tp.ones(1)).tolist() == [101.0] == functools.partial(op)(tp.ones(1)).tolist()
+        assert tp.compile(lambda a: p(a))(tp.ones(1)).tolist() == [101.0]
+        # the old handle describes what it runs
+        assert inspect.signature(op) == inspect.signature(new)
+        q = pickle.loads(pickle.dumps(functools.partial(tp.add, other=2.0)))
+        assert q.func is tp.add and q(tp.ones(1)).tolist() == [3.0]
+
+    def test_an_op_is_no_method_descriptor_and_has_no_state_to_restore(self, op4):
+        import pydoc
+        assert not inspect.ismethoddescriptor(op4) and not inspect.isroutine(op4)
+        assert "CustomOpDef" in pydoc.render_doc(op4)       # the class page, not just the repr
+        with pytest.raises(TypeError, match="not restored from state"):
+            op4.__setstate__((print, (), None, None))
+        with pytest.raises(TypeError):
+            vars(op4)
+        from tensorplay._registry import CustomOpDef
+        assert typing.get_args(CustomOpDef[[int], int]) == ((int,), int)
+
+    def test_pickling_checks_the_name_is_still_that_op(self, ns):
+        with lib.Library(ns, "DEF") as L:
+            L.define("g(Tensor x) -> Tensor")
+            g = getattr(getattr(tp.ops, ns), "g")
+            blob = pickle.dumps(g)
+            assert pickle.loads(blob) is g
+        with pytest.raises(pickle.PicklingError, match="no longer registered"):
+            pickle.dumps(g)
+        with lib.Library(ns, "DEF") as L:
+            L.define("g(Tensor x, Tensor y) -> Tensor")
+            with pytest.raises(pickle.UnpicklingError, match=r"g\(Tensor x\) -> Tensor"):
+                pickle.loads(blob)
 
     def test_table_is_the_same_dict_forever(self, ns):
         op = lib.define(f"{ns}::f(Tensor x) -> Tensor")

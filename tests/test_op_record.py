@@ -50,8 +50,11 @@ def test_record_is_declared_no_attribute_can_be_added(ns):
     assert dataclasses.is_dataclass(op)
     names = {f.name for f in dataclasses.fields(op)}
     assert {"name", "schema", "owner", "version", "where", "defined_by", "table"} <= names
+    assert not hasattr(op, "__dict__")
     with pytest.raises(AttributeError, match="some_tool_field"):
         op.some_tool_field = 1
+    with pytest.raises(AttributeError, match="'__doc__' .* is read-only"):
+        op.__doc__ = "replaced"
     assert not hasattr(op, "some_tool_field")
     op.owner = "x"                      # a declared field is writable (by the registry)
     # fields that were written and never read are gone

@@ -13,10 +13,9 @@ that own them (``fake``, ``autograd.function``, ``_capture``), subscribed to the
 
 from __future__ import annotations
 
-import functools
 import threading
 
-from . import _codegen
+from . import _codegen, _registry
 from ._schema import NO_DEFAULT
 from .errors import DispatchError
 
@@ -148,8 +147,9 @@ def bad_arguments(op, values: dict, exc=None):
             ok = (v is None and a.type.endswith("?")) or isinstance(v, (list, tuple)) and all(
                 isinstance(x, T) or (x is None and a.type.startswith("Tensor?")) for x in v)
         if not ok:
+            # from None: the caller's failed read of a non-tensor's device is not news
             raise TypeError(f"{op.label}: argument '{a.name}' must be {a.type}, got "
-                            f"{type(v).__name__} ({v!r:.60})")
+                            f"{type(v).__name__} ({v!r:.60})") from None
     if exc is not None:
         raise exc
     raise TypeError(f"{op.label}: could not dispatch arguments {values!r:.200}")
@@ -415,10 +415,11 @@ def make_call(op, scalar_ok=()) -> None:
                                  else type(op).__mro__[1],),
                {"_generated": True, "_call_source": src,
                 "__slots__": (),   # the record is slotted: same layout, so __class__ can change
+                "__dict__": _registry.NO_INSTANCE_DICT,
                 # inspect.signature(op): the caller's parameters (no hidden self)
                 "__signature__": property(lambda self: _signature(fn))})
     op.__class__ = cls
-    functools.partial.__setstate__(op, (fn, (), None, None))
+    _registry.set_call(op, fn)
 
 
 def _signature(fn):
@@ -463,6 +464,14 @@ def _class_name(op) -> str:
 def _slow_key(op, values: dict, device=None):
     tensors = flat_tensors(tuple(values.values()))
     T = _tensor_type()
+    # the generated call stops reading a Tensor[] argument at its first element that needs this
+    # path: every element is checked here
+    for a in op.schema.arguments:
+        v = values.get(a.name)
+        if a.kind == _KIND_LIST and v is not None and not all(
+                x.__class__ is T or isinstance(x, T) or (x is None and a.type.startswith("Tensor?"))
+                for x in v):
+            bad_arguments(op, values)
     if not tensors:
         for a in op.schema.arguments:
             if a.kind == _KIND_TENSOR and not isinstance(values.get(a.name), T) and \

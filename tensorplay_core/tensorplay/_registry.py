@@ -92,9 +92,11 @@ def forward_replaced(old, new) -> None:
 
     def __call__(self, *args, **kwargs):
         return self._replaced_by(*args, **kwargs)
-    # no __slots__ of its own would add a __dict__ (a different layout: no __class__ change)
-    old.__class__ = type(live.__name__, (live,), {"__call__": __call__, "__slots__": (),
-                                                   "__doc__": live.__doc__})
+    # no __slots__ of its own would add a __dict__ (a different layout: no __class__ change);
+    # signature and doc are the definition the handle runs
+    old.__class__ = type(live.__name__, (live,), {
+        "__call__": __call__, "__slots__": (), "__doc__": type(new).__doc__,
+        "__signature__": property(lambda self: inspect.signature(self._replaced_by))})
 
 
 def restore_replaced(op) -> None:
@@ -269,6 +271,24 @@ def _no_call_path(*args, **kwargs):
     raise RuntimeError("this operator record has no call path yet (it is being defined)")
 
 
+def set_call(op, fn) -> None:
+    """Make calling ``op`` run ``fn`` (its generated dispatch function; definition time only).
+
+    The partial's instance dict is set (empty) because ``functools.partial(op, ...)`` flattens a
+    partial without one into ``partial(fn, ...)``, which would no longer be the op: it would
+    keep running ``fn`` after a redefinition. The per-op classes hide that dict again
+    (``NO_INSTANCE_DICT``)."""
+    functools.partial.__setstate__(op, (fn, (), None, {}))
+
+
+def _no_instance_dict(self):
+    raise AttributeError(f"{type(self).__name__!r} object has no attribute '__dict__'")
+
+
+# the per-op classes' ``__dict__`` (dataclass(slots=True) drops one declared in CustomOpDef's body)
+NO_INSTANCE_DICT = property(_no_instance_dict)
+
+
 @dataclass(slots=True, eq=False, repr=False, init=False)
 class CustomOpDef(_CallBase, Generic[_P, _R]):
     """One operator: schema, kernels by device, fake kernel, autograd formula, source, version.
@@ -278,7 +298,8 @@ class CustomOpDef(_CallBase, Generic[_P, _R]):
     ``device`` parameter when it has no tensor arguments) -- same model as ``torch.library``'s
     ``CustomOpDef``.
 
-    A declared record: every field is listed below (slots: no attribute can be added). Read it
+    A declared record: every field is listed below (setting any other attribute raises
+    ``AttributeError``; there is no ``__dict__``). Read it
     through the public fields and the read API (``kernels``, ``kernel_stack``, ``kernel_stacks``,
     ``active_kernel``, ``is_kernel_enabled``, ``fake_impl``, ``has_fake``, ``backward_fn``,
     ``setup_context_fn``, ``has_autograd``, ``owner``); change it only through the registration
@@ -295,14 +316,14 @@ class CustomOpDef(_CallBase, Generic[_P, _R]):
     An op is a ``functools.partial`` of its generated dispatch function (``func``; ``args`` and
     ``keywords`` are empty), so calling it costs what calling a function costs. It does not bind
     as a method: an op stored as a class attribute is the op itself on an instance, as in
-    Python 3.12. ``copy.copy``/``deepcopy`` return the op itself; it pickles by name.
+    Python 3.12. ``functools.partial(op, ...)`` holds the op itself (it follows a
+    redefinition). ``copy.copy``/``deepcopy`` return the op itself. It pickles by name and
+    schema: pickling an op that is no longer registered raises ``pickle.PicklingError``, and
+    loading one whose name is now registered with another schema raises
+    ``pickle.UnpicklingError`` naming both.
 
-    Known limitation: a call with the wrong number of arguments raises Python's own binding
-    ``TypeError``, which counts the op itself like any method's ``self``: for a one-parameter op,
-    ``op(x, y)`` says ``"ns::op() takes 2 positional arguments but 3 were given"``. The message
-    comes from the generated ``__call__(__op, <params>)`` before its body runs, so it cannot be
-    rewritten there; fixing it would need a wrapper on every call or a different ``__call__``
-    signature (pinned by tests/test_dispatch.py, relied on by ``compile``), i.e. not zero-cost.
+    A call with the wrong number of arguments raises Python's own binding ``TypeError`` naming
+    the op (``"ns::op() takes 1 positional argument but 2 were given"``).
     """
 
     # -- identity, fixed at definition ------------------------------------------------------
@@ -354,6 +375,9 @@ class CustomOpDef(_CallBase, Generic[_P, _R]):
     if TYPE_CHECKING:
         def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R: ...
 
+    # typing's subscription (CustomOpDef[P, R]), not partial's types.GenericAlias
+    __class_getitem__ = Generic.__dict__["__class_getitem__"]
+
     def __new__(cls, *args, **kwargs):
         # partial's constructor wants the function now; make_call sets the real one
         return functools.partial.__new__(cls, _no_call_path)
@@ -361,13 +385,22 @@ class CustomOpDef(_CallBase, Generic[_P, _R]):
     def __setattr__(self, name, value):
         # partial gives every instance a __dict__: refuse what the slots above do not declare
         if name not in _RECORD_ATTRS:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r} (an "
-                                 f"operator record declares its fields; see CustomOpDef)")
+            what = ("is read-only" if hasattr(type(self), name) else "cannot be added")
+            raise AttributeError(f"attribute {name!r} of operator record {self.name!r} {what} "
+                                 f"(an operator record declares its fields; register through "
+                                 f"its methods or tensorplay.library)")
         object.__setattr__(self, name, value)
 
-    def __get__(self, obj, objtype=None):
-        # not a method: partial binds as one from Python 3.14 (and warns in 3.13)
-        return self
+    if hasattr(functools.partial, "__get__"):
+        def __get__(self, obj, objtype=None):
+            # not a method: partial warns (3.13) or binds as one (3.14+) when it is a class
+            # attribute. Only defined there: on 3.12 and before, inspect would take a __get__
+            # as a method descriptor and help(op) would show just the repr.
+            return self
+
+    def __setstate__(self, state):
+        raise TypeError(f"operator record {self.name!r}: its call path is set at definition "
+                        f"and not restored from state (an op pickles by name)")
 
     def __copy__(self):
         return self
@@ -376,7 +409,15 @@ class CustomOpDef(_CallBase, Generic[_P, _R]):
         return self
 
     def __reduce__(self):
-        return (lookup, (self.name,))
+        live = self
+        while live._replaced_by is not None:    # a redefined handle runs (and pickles as) the new
+            live = live._replaced_by
+        if _OPS.get(live.name) is not live:
+            import pickle
+            raise pickle.PicklingError(f"operator {self.name!r} ({self.where}) is no longer "
+                                       f"registered: an op pickles by name, so only a "
+                                       f"registered one can be pickled")
+        return (_unpickle_op, (live.name, str(live.schema)))
 
     def __init__(self, qualname: str, schema, *, mutates_args=(), device_types=(), tags=(),
                  source=None, builtin=False, is_triton=False, where="?", defined_by=None,
@@ -827,6 +868,17 @@ class CustomOpDef(_CallBase, Generic[_P, _R]):
 
 
 OpDef = CustomOpDef
+
+
+def _unpickle_op(qualname: str, schema: str) -> CustomOpDef:
+    """The op a pickled op named: the one registered as ``qualname`` with the same schema."""
+    op = lookup(qualname)
+    if str(op.schema) != schema:
+        import pickle
+        raise pickle.UnpicklingError(f"operator {qualname!r} was pickled with schema {schema!r}, "
+                                     f"but {qualname!r} is now registered as {str(op.schema)!r} "
+                                     f"({op.where})")
+    return op
 
 
 # what CustomOpDef.__setattr__ lets through: its declared fields, and __class__ (the per-op

@@ -505,8 +505,11 @@ class TritonChain:
         if all(a.dtype.itemsize <= 2 for a in arrays) and all(o.dtype.itemsize <= 2 for o in outs):
             blk = BLOCK_NARROW
         grid = ((n + blk - 1) // blk,)
+        # a chain ending in a reduction adds its blocks' partial results in launch order: in
+        # order always, so that the same inputs give the same bits (in Triton's interpreter)
+        flip = 0 if reduce_op is not None else _next_flip(grid[0])
         args = list(arrays) + outs + ([acc] if reduce_op is not None else []) + \
-            [fc, n, _next_flip(grid[0])] + extra + iconsts
+            [fc, n, flip] + extra + iconsts
         if np.__name__ == "numpy":
             _launch_interpreted(kern, grid, args, len(arrays), blk)
         else:
