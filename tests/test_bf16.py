@@ -243,15 +243,43 @@ def test_dlpack_bf16_to_and_from_cupy():
     np.testing.assert_allclose(_f64(back), 2 * _f64(x), rtol=BF_TOL)
 
 
-def test_dlpack_bf16_on_cpu_is_refused_by_numpy_with_a_clear_error():
-    """NumPy cannot export or import bf16 through DLPack (its DLPack knows only int/uint/float/
-    complex); .numpy() shares memory instead."""
-    x = tp.ones(3, dtype=tp.bfloat16)
-    with pytest.raises((BufferError, TypeError, RuntimeError), match="(?i)dlpack|bfloat16"):
-        np.from_dlpack(x)
+def _numpy_dlpack_carries_bf16() -> bool:
+    """Whether this NumPy's own DLPack exchange carries ml_dtypes' bfloat16 (NumPy 2.5 does;
+    2.4 and 1.26 refuse it with a BufferError), probed on plain NumPy arrays."""
+    try:
+        np.from_dlpack(np.ones(2, dtype=ml_dtypes.bfloat16))
+    except (BufferError, TypeError, RuntimeError):
+        return False
+    return True
+
+
+def test_dlpack_bf16_on_cpu_follows_numpy():
+    """cpu bf16 tensors go through DLPack exactly as far as NumPy's DLPack goes: where NumPy
+    carries bfloat16, both directions share memory with the right values; where it does not,
+    both directions raise NumPy's clear error (and .numpy() / from_numpy share memory instead)."""
+    x = tp.tensor([1.0, 2.5, -3.0], dtype=tp.bfloat16)
+    b = np.array([0.5, 7.0, -1.25, 4.0], dtype=ml_dtypes.bfloat16)
+    if _numpy_dlpack_carries_bf16():
+        a = np.from_dlpack(x)
+        assert a.dtype == ml_dtypes.bfloat16 and a.astype(np.float32).tolist() == [1.0, 2.5, -3.0]
+        a[0] = 5
+        assert x[0].item() == 5.0                      # shared, not copied
+        t = tp.from_dlpack(b)
+        assert t.dtype is tp.bfloat16 and t.tolist() == [0.5, 7.0, -1.25, 4.0]
+        b[1] = 9
+        assert t[1].item() == 9.0
+    else:
+        for call in (lambda: np.from_dlpack(x), lambda: tp.from_dlpack(b)):
+            with pytest.raises((BufferError, TypeError, RuntimeError),
+                               match="(?i)dlpack|bfloat16"):
+                call()
     a = x.numpy()
-    a[0] = 5
-    assert x[0].item() == 5.0
+    a[1] = 6
+    assert x[1].item() == 6.0
+    t = tp.from_numpy(b)
+    assert t.dtype is tp.bfloat16
+    b[2] = 3
+    assert t[2].item() == 3.0
 
 
 @pytest.mark.parametrize("dev", DEVICES)
