@@ -19,9 +19,12 @@ time, over the D2D copy rate measured in the same run):
 Per call on 1 element (host µs; paired medians, median of three rounds): ``tp.add`` vs ``cupy.add``
 vs ``torch.add``; a custom op whose cuda kernel is ``from_cupy(as_cupy(x) + 1.0)`` vs calling that
 kernel directly, vs a plain Python function calling it (the floor of any Python-level call), and
-vs ``functools.partial`` of that function (the floor of any callable object, which an op is).
+vs ``functools.partial`` of that function (the floor of any callable object, which an op is);
+and a custom op whose kernel returns its input (no launch, no driver call) vs that kernel: the
+op's own dispatch cost, apart from what a CUDA launch behind it does to the host's caches.
 
-Usage (on a GPU machine): ``python benchmarks/bench_gpu.py [--no-torch-compile] [--elements N]``;
+Usage (on a GPU machine): ``python benchmarks/bench_gpu.py [--no-torch-compile] [--elements N]
+[--host-only]`` (``--host-only``: the per-call rows alone, a few seconds);
 ``TENSORPLAY_BENCH_QUICK=1`` for a short run. Writes ``benchmarks/results/gpu.json``. Exits 2 when
 cuda is unavailable. Never sets ``TRITON_INTERPRET``.
 """
@@ -116,6 +119,80 @@ def _hand_triton():
     return triton, chain_kernel
 
 
+def host_rows(cupy, torch, rows, data):
+    """Per-call host time on 1-element cuda tensors, paired medians (median of three rounds):
+    appends the table rows, fills ``data``, returns (tp.add - cupy.add, custom op - its body)
+    in µs."""
+    x1, y1 = tp.ones(1, device="cuda"), tp.ones(1, device="cuda")
+    a1, b1 = x1._data, y1._data
+    import tensorplay_cuda
+    from tensorplay import library
+
+    @library.custom_op("benchgpu::plus1", mutates_args=(), device_types="cuda")
+    def plus1(t: tp.Tensor) -> tp.Tensor:
+        return tensorplay_cuda.from_cupy(tensorplay_cuda.as_cupy(t) + 1.0)
+    body = library.get_kernel(plus1, "cuda")
+
+    @library.custom_op("benchgpu::same", mutates_args=(), device_types="cuda")
+    def same(t: tp.Tensor) -> tp.Tensor:
+        return t
+    same_body = library.get_kernel(same, "cuda")
+
+    def wrapper(t):          # the floor: what calling any Python function in front of it adds
+        return body(t)
+    # ... and any callable *object* in front of it (an op is one): CPython enters a new
+    # interpreter frame from C for it, where a Python-to-Python call stays in the same one
+    import functools
+    obj = functools.partial(wrapper)
+    plus1(x1)
+    g = dict(add=tp.add, cupy=cupy, x1=x1, y1=y1, a1=a1, b1=b1, plus1=plus1, body=body,
+             wrapper=wrapper, obj=obj, same=same, same_body=same_body)
+    stmts = {"tp.add": "add(x1, y1)", "cupy.add": "cupy.add(a1, b1)",
+             "custom op": "plus1(x1)", "its body": "body(x1)", "plain wrapper": "wrapper(x1)",
+             "partial(wrapper)": "obj(x1)", "no-launch op": "same(x1)",
+             "no-launch body": "same_body(x1)"}
+    if torch is not None:
+        g.update(torch=torch, t1=torch.ones(1, device="cuda"), u1=torch.ones(1, device="cuda"))
+        stmts["torch.add"] = "torch.add(t1, u1)"
+    # three rounds of paired runs, median of the rounds' paired medians: one round on this shared
+    # host moved by +-0.2 µs between runs
+    rounds = []
+    for _ in range(1 if H.QUICK else 3):
+        t = H.paired(stmts, g)
+        cupy.cuda.Device().synchronize()
+        rounds.append(t)
+
+    def net(a, b):
+        per = [statistics.median(H.diff(t[a], t[b])) * 1e6 for t in rounds]
+        return statistics.median(per), per
+    host = {k: statistics.median([statistics.median(t[k]) for t in rounds]) * 1e6 for k in stmts}
+    data["host_us"] = host
+    (net_add, per_add), (net_op, per_op) = net("tp.add", "cupy.add"), net("custom op", "its body")
+    net_wrap, per_wrap = net("plain wrapper", "its body")
+    net_obj, per_obj = net("partial(wrapper)", "its body")
+    for k, v in host.items():
+        rows.append([f"host per call, 1 element: {k}", "", "", "", f"{v:.2f} µs"])
+    fmt = lambda per: ", ".join(f"{v:+.2f}" for v in per)   # noqa: E731
+    rows.append(["host: tp.add - cupy.add (paired)", "", "", "",
+                 f"{net_add:+.2f} µs (goal <= 1.5; rounds {fmt(per_add)})"])
+    rows.append(["host: custom op - its body (paired)", "", "", "",
+                 f"{net_op:+.2f} µs (goal <= 0.2; rounds {fmt(per_op)})"])
+    rows.append(["host: plain Python wrapper - its body", "", "", "",
+                 f"{net_wrap:+.2f} µs (rounds {fmt(per_wrap)})"])
+    rows.append(["host: functools.partial(wrapper) - its body", "", "", "",
+                 f"{net_obj:+.2f} µs (rounds {fmt(per_obj)})"])
+    data["net_add_us"], data["net_custom_op_us"], data["net_wrapper_us"] = net_add, net_op, net_wrap
+    data["net_partial_wrapper_us"] = net_obj
+    # the op's own dispatch, with no GPU work behind it: an op whose cuda kernel returns its input
+    # (no launch, no driver call) against that kernel called directly
+    (net_disp, per_disp) = net("no-launch op", "no-launch body")
+    rows.append(["host: custom op - body, body launching nothing", "", "", "",
+                 f"{net_disp:+.2f} µs (rounds {fmt(per_disp)})"])
+    data["net_custom_op_no_launch_us"] = net_disp
+
+    return net_add, net_op
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--elements", type=int, default=1 << 26)
@@ -123,6 +200,8 @@ def main(argv=None) -> int:
                     help="skip torch.compile (its first compile takes 10-40 s)")
     ap.add_argument("--iters", type=int, default=5 if H.QUICK else 20)
     ap.add_argument("--repeat", type=int, default=3 if H.QUICK else 7)
+    ap.add_argument("--host-only", action="store_true",
+                    help="only the per-call host rows (seconds, no chain table)")
     args = ap.parse_args(argv)
     ok, why = tp.plugins.device_status("cuda")
     if not ok:
@@ -144,6 +223,14 @@ def main(argv=None) -> int:
           f"{torch.__version__ if torch else torch_why}")
 
     rows, data = [], {"elements": n, "device": name}
+    if args.host_only:
+        net_add, net_op = host_rows(cupy, torch, rows, data)
+        H.print_table("per-call host time on 1-element cuda tensors",
+                      ["engine", "ms", "GB/s (3 arrays)", "share of copy", "note"], rows)
+        print(f"\ntp.add within 1.5 µs of cupy.add: {net_add <= 1.5}; custom op within 0.2 µs "
+              f"of its body: {net_op <= 0.2}")
+        print(f"total {time.perf_counter() - t_start:.1f} s")
+        return 0
     tp.manual_seed(0)
     x, y = tp.randn(n, device="cuda"), tp.randn(n, device="cuda")
     xa, ya = x._data, y._data
@@ -273,61 +360,7 @@ def main(argv=None) -> int:
     except Exception as e:  # noqa: BLE001 - report, keep the rest of the table
         rows.append(["bf16", "FAILED", "", "", f"{type(e).__name__}: {e}"[:100]])
 
-    # per-call host time on 1 element
-    x1, y1 = tp.ones(1, device="cuda"), tp.ones(1, device="cuda")
-    a1, b1 = x1._data, y1._data
-    import tensorplay_cuda
-    from tensorplay import library
-
-    @library.custom_op("benchgpu::plus1", mutates_args=(), device_types="cuda")
-    def plus1(t: tp.Tensor) -> tp.Tensor:
-        return tensorplay_cuda.from_cupy(tensorplay_cuda.as_cupy(t) + 1.0)
-    body = library.get_kernel(plus1, "cuda")
-
-    def wrapper(t):          # the floor: what calling any Python function in front of it adds
-        return body(t)
-    # ... and any callable *object* in front of it (an op is one): CPython enters a new
-    # interpreter frame from C for it, where a Python-to-Python call stays in the same one
-    import functools
-    obj = functools.partial(wrapper)
-    plus1(x1)
-    g = dict(add=tp.add, cupy=cupy, x1=x1, y1=y1, a1=a1, b1=b1, plus1=plus1, body=body,
-             wrapper=wrapper, obj=obj)
-    stmts = {"tp.add": "add(x1, y1)", "cupy.add": "cupy.add(a1, b1)",
-             "custom op": "plus1(x1)", "its body": "body(x1)", "plain wrapper": "wrapper(x1)",
-             "partial(wrapper)": "obj(x1)"}
-    if torch is not None:
-        g.update(torch=torch, t1=torch.ones(1, device="cuda"), u1=torch.ones(1, device="cuda"))
-        stmts["torch.add"] = "torch.add(t1, u1)"
-    # three rounds of paired runs, median of the rounds' paired medians: one round on this shared
-    # host moved by +-0.2 µs between runs
-    rounds = []
-    for _ in range(1 if H.QUICK else 3):
-        t = H.paired(stmts, g)
-        cupy.cuda.Device().synchronize()
-        rounds.append(t)
-
-    def net(a, b):
-        per = [statistics.median(H.diff(t[a], t[b])) * 1e6 for t in rounds]
-        return statistics.median(per), per
-    host = {k: statistics.median([statistics.median(t[k]) for t in rounds]) * 1e6 for k in stmts}
-    data["host_us"] = host
-    (net_add, per_add), (net_op, per_op) = net("tp.add", "cupy.add"), net("custom op", "its body")
-    net_wrap, per_wrap = net("plain wrapper", "its body")
-    net_obj, per_obj = net("partial(wrapper)", "its body")
-    for k, v in host.items():
-        rows.append([f"host per call, 1 element: {k}", "", "", "", f"{v:.2f} µs"])
-    fmt = lambda per: ", ".join(f"{v:+.2f}" for v in per)   # noqa: E731
-    rows.append(["host: tp.add - cupy.add (paired)", "", "", "",
-                 f"{net_add:+.2f} µs (goal <= 1.5; rounds {fmt(per_add)})"])
-    rows.append(["host: custom op - its body (paired)", "", "", "",
-                 f"{net_op:+.2f} µs (goal <= 0.2; rounds {fmt(per_op)})"])
-    rows.append(["host: plain Python wrapper - its body", "", "", "",
-                 f"{net_wrap:+.2f} µs (rounds {fmt(per_wrap)})"])
-    rows.append(["host: functools.partial(wrapper) - its body", "", "", "",
-                 f"{net_obj:+.2f} µs (rounds {fmt(per_obj)})"])
-    data["net_add_us"], data["net_custom_op_us"], data["net_wrapper_us"] = net_add, net_op, net_wrap
-    data["net_partial_wrapper_us"] = net_obj
+    net_add, net_op = host_rows(cupy, torch, rows, data)
 
     H.print_table(f"8-op chain on {n} elements ({name}): GPU ms per chain (median of {rep} x "
                   f"{it} calls); bf16 rows move 2-byte elements; host rows: µs per call",
