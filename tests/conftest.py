@@ -1,9 +1,11 @@
-"""Shared test set-up: a report header naming the installed plugins and devices, and fixtures for
-tests that need the cpu device or a throw-away plugin on ``PYTHONPATH``."""
+"""Shared test set-up: a report header naming the installed plugins and devices, a collection
+check that every test id is the same in every process, and fixtures for tests that need the cpu
+device or a throw-away plugin on ``PYTHONPATH``."""
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -19,6 +21,22 @@ def pytest_report_header(config):
         return [f"tensorplay {tensorplay.__version__}; plugins: {plugins}"]
     except Exception as e:   # the header must never break collection
         return [f"tensorplay: import failed: {type(e).__name__}: {e}"]
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Refuse test ids that carry a memory address (a parametrize value whose repr is
+    ``<... at 0x...>``): they differ from process to process, and pytest-xdist then refuses to
+    run the suite at all ("Different tests were collected between gw0 and gw1")."""
+    bad = [item.nodeid for item in items if _ADDRESS.search(item.nodeid)]
+    if bad:
+        listed = "\n  ".join(bad[:10]) + ("\n  ..." if len(bad) > 10 else "")
+        raise pytest.UsageError(
+            f"{len(bad)} test id(s) carry a memory address, so they differ between processes "
+            f"(pytest-xdist workers would refuse the suite):\n  {listed}\nGive those "
+            f"parametrizations ids= that do not depend on object identity (e.g. the type's name).")
 
 
 @pytest.fixture
