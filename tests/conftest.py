@@ -1,5 +1,6 @@
-"""Shared test set-up: a report header naming the installed plugins and devices, a collection
-check that every test id is the same in every process, and fixtures for tests that need the cpu
+"""Shared test set-up: a report header naming the installed plugins and devices, the same
+terminal width (none) for every test, a collection check that every test id is the same in
+every process, and fixtures for tests that need the cpu
 device or a throw-away plugin on ``PYTHONPATH``."""
 
 from __future__ import annotations
@@ -22,6 +23,13 @@ def pytest_report_header(config):
     except Exception as e:   # the header must never break collection
         return [f"tensorplay: import failed: {type(e).__name__}: {e}"]
 
+
+# The CLI fits its tables to COLUMNS when it is set; tests that read its output (in this process
+# or in subprocesses, which inherit the environment) expect the unwrapped rows of a pipe.
+# pytest-xdist's workers run with COLUMNS=80 and a user's shell may export it: drop it here,
+# once, for the whole run. A test that wants a width sets it itself.
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 

@@ -1,7 +1,10 @@
-"""The suite's test ids are the same in every process: pytest-xdist workers each collect the
-suite and refuse to run when their ids differ (seen on the H200: ``Different tests were
-collected between gw8 and gw2``, from parametrize ids carrying ``object()``'s memory address).
-``tests/conftest.py`` turns such an id into a collection error naming the test and the fix."""
+"""The suite runs the same in every process, so that pytest-xdist can spread it (seen on the
+H200: ``Different tests were collected between gw8 and gw2``).
+
+* Test ids are the same in every process: parametrize ids carrying ``object()``'s memory address
+  differed. ``tests/conftest.py`` turns such an id into a collection error naming the test.
+* The terminal width is not inherited: xdist's workers run with ``COLUMNS=80``, and tests that
+  read the CLI's tables (in subprocesses) then found them wrapped. ``conftest.py`` drops it."""
 
 from __future__ import annotations
 
@@ -56,3 +59,13 @@ def test_this_suite_has_no_address_in_its_ids():
                        capture_output=True, text=True, timeout=300, cwd=TESTS.parent)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert " at 0x" not in r.stdout and "test_full_refuses_non_number_fill" in r.stdout
+
+
+def test_an_inherited_terminal_width_does_not_reach_the_tests():
+    """A CLI-table test run with ``COLUMNS=80`` in its environment (as in an xdist worker)."""
+    env = {**os.environ, "COLUMNS": "80", "LINES": "24"}
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        str(TESTS / "test_plugins.py") +
+                        "::test_two_entry_points_of_one_distribution_are_told_apart"],
+                       capture_output=True, text=True, timeout=300, cwd=TESTS.parent, env=env)
+    assert r.returncode == 0 and "1 passed" in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]
