@@ -1,4 +1,5 @@
-"""Shared test set-up: a report header naming the installed plugins and devices, the same
+"""Shared test set-up: ``TENSORPLAY_BLOCK_TORCH=1`` honoured for any selection of tests, a report
+header naming the installed plugins and devices (and the torch block), the same
 terminal width (none) for every test, a collection check that every test id is the same in
 every process, and fixtures for tests that need the cpu
 device or a throw-away plugin on ``PYTHONPATH``."""
@@ -19,10 +20,28 @@ def pytest_report_header(config):
         import tensorplay
         plugins = ", ".join(f"{r['dist']} {r['version']} ({r['status']})"
                             for r in tensorplay.plugins.list_plugins()) or "none"
-        return [f"tensorplay {tensorplay.__version__}; plugins: {plugins}"]
+        lines = [f"tensorplay {tensorplay.__version__}; plugins: {plugins}"]
     except Exception as e:   # the header must never break collection
-        return [f"tensorplay: import failed: {type(e).__name__}: {e}"]
+        lines = [f"tensorplay: import failed: {type(e).__name__}: {e}"]
+    if BLOCK_TORCH:
+        lines.append("torch: blocked (TENSORPLAY_BLOCK_TORCH=1): import torch fails in this process")
+    return lines
 
+
+# TENSORPLAY_BLOCK_TORCH=1 (GPU machines with torch installed, as a reference for benchmarks):
+# `import torch` fails in the test process from here on, whatever tests are selected, proving
+# that nothing -- tensorplay, its plugins, or Triton's launcher -- needs PyTorch.
+BLOCK_TORCH = os.environ.get("TENSORPLAY_BLOCK_TORCH") == "1"
+if BLOCK_TORCH:
+    try:
+        from tensorplay_triton import block_torch
+    except ImportError as e:
+        raise pytest.UsageError(
+            f"TENSORPLAY_BLOCK_TORCH=1: the blocker ships with tensorplay-triton, which is not "
+            f"importable ({e}); install plugins/tensorplay_triton, or put "
+            f"plugins/tensorplay_triton/tools/block_torch on PYTHONPATH and unset the variable "
+            f"for pytest") from e
+    block_torch()
 
 # The CLI fits its tables to COLUMNS when it is set; tests that read its output (in this process
 # or in subprocesses, which inherit the environment) expect the unwrapped rows of a pipe.

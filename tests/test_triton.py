@@ -26,10 +26,7 @@ if MODE not in ("interpret", "compiled"):
     raise RuntimeError(f"TENSORPLAY_TRITON_TEST_MODE must be 'interpret' or 'compiled', got {MODE!r}")
 os.environ.pop("TRITON_INTERPRET", None)   # the mode is chosen per launch, from the device
 
-if os.environ.get("TENSORPLAY_BLOCK_TORCH") == "1":
-    from tensorplay_triton import _torchblock
-    if not _torchblock.is_installed():
-        _torchblock.install()
+# TENSORPLAY_BLOCK_TORCH=1 is installed by tests/conftest.py, before any test module imports
 
 import pytest
 

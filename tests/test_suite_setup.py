@@ -1,10 +1,15 @@
-"""The suite runs the same in every process, so that pytest-xdist can spread it (seen on the
-H200: ``Different tests were collected between gw8 and gw2``).
+"""The suite's own set-up (``tests/conftest.py``).
+
+It runs the same in every process, so that pytest-xdist can spread it (seen on the H200:
+``Different tests were collected between gw8 and gw2``):
 
 * Test ids are the same in every process: parametrize ids carrying ``object()``'s memory address
   differed. ``tests/conftest.py`` turns such an id into a collection error naming the test.
 * The terminal width is not inherited: xdist's workers run with ``COLUMNS=80``, and tests that
-  read the CLI's tables (in subprocesses) then found them wrapped. ``conftest.py`` drops it."""
+  read the CLI's tables (in subprocesses) then found them wrapped. ``conftest.py`` drops it.
+
+And ``TENSORPLAY_BLOCK_TORCH=1`` makes ``import torch`` fail in the test process whichever tests
+are selected, and the report header says so."""
 
 from __future__ import annotations
 
@@ -13,6 +18,8 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import pytest
 
 TESTS = Path(__file__).resolve().parent
 
@@ -69,3 +76,27 @@ def test_an_inherited_terminal_width_does_not_reach_the_tests():
                         "::test_two_entry_points_of_one_distribution_are_told_apart"],
                        capture_output=True, text=True, timeout=300, cwd=TESTS.parent, env=env)
     assert r.returncode == 0 and "1 passed" in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]
+
+
+def test_block_torch_holds_for_any_selection_of_tests(tmp_path):
+    """``TENSORPLAY_BLOCK_TORCH=1`` blocks ``import torch`` whatever tests are selected (it used to
+    be installed by ``test_triton.py`` at its collection only: a GPU run of other files with the
+    variable set still had torch importable)."""
+    pytest.importorskip("tensorplay_triton", reason="the blocker ships with tensorplay-triton")
+    (tmp_path / "test_sample.py").write_text(textwrap.dedent("""
+        import sys
+        import pytest
+        def test_torch_is_blocked():
+            with pytest.raises(ImportError, match="blocked by tensorplay"):
+                import torch  # noqa: F401
+            assert "torch" not in sys.modules
+    """))
+    (tmp_path / "none.ini").write_text("[pytest]\n")
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=",   # not -q:
+         "--rootdir", str(tmp_path), "-c", str(tmp_path / "none.ini"), "--confcutdir",  # header
+         str(tmp_path), "-p", "conftest", str(tmp_path / "test_sample.py")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(TESTS), "TENSORPLAY_BLOCK_TORCH": "1"})
+    assert r.returncode == 0 and "1 passed" in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "torch: blocked" in r.stdout        # the report header says so
