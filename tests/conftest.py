@@ -1,7 +1,7 @@
 """Shared test set-up: ``TENSORPLAY_BLOCK_TORCH=1`` honoured for any selection of tests, a report
-header naming the installed plugins and devices (and the torch block), the same
-terminal width (none) for every test, a collection check that every test id is the same in
-every process, and fixtures for tests that need the cpu
+header naming the installed plugins and devices (and the torch block), the same terminal width
+(none) for every test, a collection error for test ids that carry a memory address (ids that
+differ between processes, which pytest-xdist refuses), and fixtures for tests that need the cpu
 device or a throw-away plugin on ``PYTHONPATH``."""
 
 from __future__ import annotations
@@ -31,8 +31,12 @@ def pytest_report_header(config):
 # TENSORPLAY_BLOCK_TORCH=1 (GPU machines with torch installed, as a reference for benchmarks):
 # `import torch` fails in the test process from here on, whatever tests are selected, proving
 # that nothing -- tensorplay, its plugins, or Triton's launcher -- needs PyTorch.
-BLOCK_TORCH = os.environ.get("TENSORPLAY_BLOCK_TORCH") == "1"
+_BLOCK = os.environ.get("TENSORPLAY_BLOCK_TORCH", "").strip().lower()
+if _BLOCK not in ("", "0", "false", "no", "off", "1", "true", "yes", "on"):
+    raise pytest.UsageError(f"TENSORPLAY_BLOCK_TORCH={_BLOCK!r}: use 1 (block import torch) or 0")
+BLOCK_TORCH = _BLOCK in ("1", "true", "yes", "on")
 if BLOCK_TORCH:
+    os.environ["TENSORPLAY_BLOCK_TORCH"] = "1"   # one spelling for the tests and subprocesses
     try:
         from tensorplay_triton import block_torch
     except ImportError as e:
@@ -46,7 +50,8 @@ if BLOCK_TORCH:
 # The CLI fits its tables to COLUMNS when it is set; tests that read its output (in this process
 # or in subprocesses, which inherit the environment) expect the unwrapped rows of a pipe.
 # pytest-xdist's workers run with COLUMNS=80 and a user's shell may export it: drop it here,
-# once, for the whole run. A test that wants a width sets it itself.
+# once, for the whole run (pytest's own report then uses the terminal's width, or 80 when
+# piped). A test that wants a width sets it itself.
 for _name in ("COLUMNS", "LINES"):
     os.environ.pop(_name, None)
 

@@ -403,7 +403,7 @@ def _assert_rounded_sums(got, a, *, mean=False):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_last_axis_sums_through_blas_match_numpy(dtype):
+def test_last_axis_sums_through_blas_are_correctly_rounded(dtype):
     """sum/mean over the last axis of float32/float64 rows run as a product with ones (one BLAS
     call): within the rounding bound of the exact sums (as NumPy's own values are), every shape
     and keepdim, NaN/inf propagated; other axes, dtypes and long rows keep NumPy's reduction."""
