@@ -29,15 +29,21 @@ def _pythonpath():
     return os.pathsep.join([str(TESTS)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
 
 
-def _collect(tmp_path, source):
+def _run_sample(tmp_path, source, *pytest_args, env=()):
+    """pytest run on one test file holding ``source``, with this suite's conftest as a plugin
+    (``-p conftest``) and none of the repository's settings."""
     (tmp_path / "test_sample.py").write_text(textwrap.dedent(source))
-    (tmp_path / "none.ini").write_text("[pytest]\n")      # not the repository's settings
+    (tmp_path / "none.ini").write_text("[pytest]\n")
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-         "-o", "addopts=", "--rootdir", str(tmp_path), "-c", str(tmp_path / "none.ini"),
-         "--confcutdir", str(tmp_path), "-p", "conftest", str(tmp_path / "test_sample.py")],
+        [sys.executable, "-m", "pytest", *pytest_args, "-p", "no:cacheprovider", "-o", "addopts=",
+         "--rootdir", str(tmp_path), "-c", str(tmp_path / "none.ini"), "--confcutdir",
+         str(tmp_path), "-p", "conftest", str(tmp_path / "test_sample.py")],
         capture_output=True, text=True, timeout=120, cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": _pythonpath()})
+        env={**os.environ, "PYTHONPATH": _pythonpath(), **dict(env)})
+
+
+def _collect(tmp_path, source):
+    return _run_sample(tmp_path, source, "--collect-only", "-q")
 
 
 def test_an_id_with_a_memory_address_is_a_collection_error(tmp_path):
@@ -89,20 +95,13 @@ def test_block_torch_holds_for_any_selection_of_tests(tmp_path):
     be installed by ``test_triton.py`` at its collection only: a GPU run of other files with the
     variable set still had torch importable)."""
     pytest.importorskip("tensorplay_triton", reason="the blocker ships with tensorplay-triton")
-    (tmp_path / "test_sample.py").write_text(textwrap.dedent("""
+    r = _run_sample(tmp_path, """
         import sys
         import pytest
         def test_torch_is_blocked():
             with pytest.raises(ImportError, match="blocked by tensorplay"):
                 import torch  # noqa: F401
             assert "torch" not in sys.modules
-    """))
-    (tmp_path / "none.ini").write_text("[pytest]\n")
-    r = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=",   # not -q:
-         "--rootdir", str(tmp_path), "-c", str(tmp_path / "none.ini"), "--confcutdir",  # header
-         str(tmp_path), "-p", "conftest", str(tmp_path / "test_sample.py")],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": _pythonpath(), "TENSORPLAY_BLOCK_TORCH": "1"})
+    """, env={"TENSORPLAY_BLOCK_TORCH": "1"})           # not -q: the report header is checked
     assert r.returncode == 0 and "1 passed" in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]
     assert "torch: blocked" in r.stdout        # the report header says so
