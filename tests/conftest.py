@@ -30,7 +30,9 @@ def pytest_report_header(config):
 
 # TENSORPLAY_BLOCK_TORCH=1 (GPU machines with torch installed, as a reference for benchmarks):
 # `import torch` fails in the test process from here on, whatever tests are selected, proving
-# that nothing -- tensorplay, its plugins, or Triton's launcher -- needs PyTorch.
+# that nothing -- tensorplay, its plugins, or Triton's launcher -- needs PyTorch. The spellings
+# are those of the plugin controls (TENSORPLAY_STRICT_PLUGINS: tensorplay/plugins/discovery.py's
+# private _env_flag, not imported here: the tests keep to public names).
 _BLOCK = os.environ.get("TENSORPLAY_BLOCK_TORCH", "").strip().lower()
 if _BLOCK not in ("", "0", "false", "no", "off", "1", "true", "yes", "on"):
     raise pytest.UsageError(f"TENSORPLAY_BLOCK_TORCH={_BLOCK!r}: use 1 (block import torch) or 0")
