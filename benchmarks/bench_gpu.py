@@ -16,7 +16,7 @@ time, over the D2D copy rate measured in the same run):
 * one hand-written Triton kernel for the chain (BLOCK 1024, plain masked loads) via ``wrap_triton``;
 * ``cudaMemcpyAsync`` device to device (the ceiling).
 
-Per call on 1 element (host µs; paired medians, median of three rounds): ``tp.add`` vs ``cupy.add``
+Per call on 1 element (host µs; paired medians, median of five rounds): ``tp.add`` vs ``cupy.add``
 vs ``torch.add``; a custom op whose cuda kernel is ``from_cupy(as_cupy(x) + 1.0)`` vs calling that
 kernel directly, vs a plain Python function calling it (the floor of any Python-level call), and
 vs ``functools.partial`` of that function (the floor of any callable object, which an op is);
@@ -120,7 +120,7 @@ def _hand_triton():
 
 
 def host_rows(cupy, torch, rows, data):
-    """Per-call host time on 1-element cuda tensors, paired medians (median of three rounds):
+    """Per-call host time on 1-element cuda tensors, paired medians (median of five rounds):
     appends the table rows, fills ``data``, returns (tp.add - cupy.add, custom op - its body)
     in µs."""
     x1, y1 = tp.ones(1, device="cuda"), tp.ones(1, device="cuda")
@@ -154,10 +154,10 @@ def host_rows(cupy, torch, rows, data):
     if torch is not None:
         g.update(torch=torch, t1=torch.ones(1, device="cuda"), u1=torch.ones(1, device="cuda"))
         stmts["torch.add"] = "torch.add(t1, u1)"
-    # three rounds of paired runs, median of the rounds' paired medians: one round on this shared
-    # host moved by +-0.2 µs between runs
+    # five rounds of paired runs, median of the rounds' paired medians: a round moves by
+    # +-0.3 µs on a shared host, and one round of a device run once came out 10 µs off
     rounds = []
-    for _ in range(1 if H.QUICK else 3):
+    for _ in range(1 if H.QUICK else 5):
         t = H.paired(stmts, g)
         cupy.cuda.Device().synchronize()
         rounds.append(t)
