@@ -56,6 +56,14 @@ if BLOCK_TORCH:
 # piped). A test that wants a width sets it itself.
 for _name in ("COLUMNS", "LINES"):
     os.environ.pop(_name, None)
+# A pytest run that a test starts (tests/test_packaging.py, test_suite_setup.py, ...) is a session
+# of its own, not one of xdist's workers, but it inherits the variables xdist sets in each worker
+# for user code. Plugins read them: pytest-benchmark 5.2.2-5.2.3 then warns at start-up that
+# xdist is active, which stops a `-W error` run. xdist itself does not read them back (it keeps
+# the worker's identity in config.workerinput), so they are dropped here, for every process the
+# tests start.
+for _name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+    os.environ.pop(_name, None)
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 

@@ -7,6 +7,10 @@ It runs the same in every process, so that pytest-xdist can spread it (seen on t
   differed. ``tests/conftest.py`` turns such an id into a collection error naming the test.
 * The terminal width is not inherited: xdist's workers run with ``COLUMNS=80``, and tests that
   read the CLI's tables (in subprocesses) then found them wrapped. ``conftest.py`` drops it.
+* A pytest run that a test starts is its own session, not an xdist worker: the workers'
+  ``PYTEST_XDIST_WORKER``/``_WORKER_COUNT``/``_TESTRUNUID`` are dropped. Inherited, they made
+  pytest-benchmark 5.2.2-5.2.3 (installed on the H200) warn that xdist was active in such a run,
+  and a ``-W error`` run then stopped with an internal error.
 
 And ``TENSORPLAY_BLOCK_TORCH=1`` makes ``import torch`` fail in the test process whichever tests
 are selected, and the report header says so."""
@@ -87,6 +91,24 @@ def test_an_inherited_terminal_width_does_not_reach_the_tests():
                         str(TESTS / "test_plugins.py") +
                         "::test_two_entry_points_of_one_distribution_are_told_apart"],
                        capture_output=True, text=True, timeout=300, cwd=TESTS.parent, env=env)
+    assert r.returncode == 0 and "1 passed" in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]
+
+
+def test_a_pytest_run_started_by_a_test_is_not_an_xdist_worker(tmp_path):
+    """The variables an xdist worker runs with, inherited (as a worker's subprocesses inherit
+    them), are gone in the test process and so in anything it starts."""
+    markers = {"PYTEST_XDIST_WORKER": "gw3", "PYTEST_XDIST_WORKER_COUNT": "12",
+               "PYTEST_XDIST_TESTRUNUID": "0123456789abcdef"}
+    r = _run_sample(tmp_path, f"""
+        import os
+        import subprocess
+        import sys
+        def test_no_worker_markers():
+            assert not {{k for k in os.environ if k in {sorted(markers)!r}}}
+            child = subprocess.run([sys.executable, "-c", "import os; print(sorted(os.environ))"],
+                                   capture_output=True, text=True, check=True).stdout
+            assert "PYTEST_XDIST" not in child
+    """, "-q", env=markers)
     assert r.returncode == 0 and "1 passed" in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]
 
 

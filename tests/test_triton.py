@@ -730,7 +730,12 @@ def test_compiled_cupy_launch_matches_tritons_launch():
             grid = (lambda m: (triton.cdiv(m["n"], m["BLOCK"]), 2)) if rep == 1 else \
                 (triton.cdiv(n, 256), 2)
             if rep == 2:
+                # x and out were just written on the current stream, and a non-blocking stream
+                # is not ordered after it: the side stream waits for them, as a user's must (seen
+                # on the H200 under load: the zero fill of `out` landed after the kernel)
+                ready = cp.cuda.get_current_stream().record()
                 with s:
+                    s.wait_event(ready)
                     w[grid](x, out, alpha, n, flag, 2**40, BLOCK=256)
                 s.synchronize()
             else:
