@@ -156,6 +156,10 @@ def host_rows(cupy, torch, rows, data):
         stmts["torch.add"] = "torch.add(t1, u1)"
     # five rounds of paired runs, median of the rounds' paired medians: a round moves by
     # +-0.3 µs on a shared host, and one round of a device run once came out 10 µs off
+    # ... after one whole round thrown away: on a freshly started machine the first round (about
+    # 3 s) ran 2-7x slow (cupy.add 22.7 µs, then 9.0 µs in every later round of the process)
+    H.paired(stmts, g)
+    cupy.cuda.Device().synchronize()
     rounds = []
     for _ in range(1 if H.QUICK else 5):
         t = H.paired(stmts, g)
