@@ -154,10 +154,9 @@ def host_rows(cupy, torch, rows, data):
     if torch is not None:
         g.update(torch=torch, t1=torch.ones(1, device="cuda"), u1=torch.ones(1, device="cuda"))
         stmts["torch.add"] = "torch.add(t1, u1)"
-    # five rounds of paired runs, median of the rounds' paired medians: a round moves by
-    # +-0.3 µs on a shared host, and one round of a device run once came out 10 µs off
-    # ... after one whole round thrown away: on a freshly started machine the first round (about
-    # 3 s) ran 2-7x slow (cupy.add 22.7 µs, then 9.0 µs in every later round of the process)
+    # one whole round thrown away first: on a freshly started machine the first ~3 s ran 2-7x
+    # slow (cupy.add 22.7 µs, then 9.0 µs in every later round of the process); then five rounds
+    # of paired runs, median of the rounds' paired medians (a round moves by +-0.3 µs)
     H.paired(stmts, g)
     cupy.cuda.Device().synchronize()
     rounds = []
