@@ -7,7 +7,8 @@ backend binds its kernels, and the backend is told one GPU is visible. Then, int
 over ``--rounds`` rounds of 20000 calls each (minimums: the machine may be shared):
 
 * ``tp.add`` minus the stub: dispatch -> the generated adapter, which on floating operands of
-  one dtype calls the ufunc itself and builds the result tensor from the operand's metadata
+  one dtype calls the ufunc itself (``TENSORPLAY_CUDA_EAGER_LAUNCH=0`` is set here: on a GPU,
+  same-shape dense operands take one lean launch of a generated kernel instead) and builds the result tensor from the operand's metadata
   (other cases: -> eager kernel -> ``backend.wrap``);
 * the adapter alone (minus the stub), the eager kernel alone (minus the stub), ``backend.wrap``
   alone (every other op's result), and one ``device_guard`` ``with`` block (what the adapters
@@ -60,6 +61,9 @@ def main(argv=None) -> int:
         return res_arr
 
     cupy.add = stub                                   # before the cuda kernels bind it
+    # the ufunc case: with a GPU, same-shape dense operands launch a generated kernel instead
+    # (tensorplay_cuda.eager._dense), which no stub stands in for; bench_gpu.py times that one
+    os.environ["TENSORPLAY_CUDA_EAGER_LAUNCH"] = "0"
 
     def stub_alloc(shape, *args, dtype=None):         # cupy.empty / cupy.full's stand-in
         return res_arr

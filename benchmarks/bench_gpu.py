@@ -17,7 +17,10 @@ time, over the D2D copy rate measured in the same run):
 * ``cudaMemcpyAsync`` device to device (the ceiling).
 
 Per call on 1 element (host µs; paired medians, median of five rounds): ``tp.add`` vs ``cupy.add``
-vs ``torch.add``; a custom op whose cuda kernel is ``from_cupy(as_cupy(x) + 1.0)`` vs calling that
+vs ``torch.add`` (``tp.add`` on same-shape dense operands is one launch of the generated kernel,
+``tensorplay_cuda.eager._dense``), ``tp.exp`` vs ``cupy.exp``, ``tp.mul(x, 2.0)`` vs
+``cupy.multiply`` (a Python number: the CuPy ufunc itself), ``tp.add`` vs ``cupy.add`` on
+bfloat16; a custom op whose cuda kernel is ``from_cupy(as_cupy(x) + 1.0)`` vs calling that
 kernel directly, vs a plain Python function calling it (the floor of any Python-level call), and
 vs ``functools.partial`` of that function (the floor of any callable object, which an op is);
 and a custom op whose kernel returns its input (no launch, no driver call) vs that kernel: the
@@ -146,14 +149,26 @@ def host_rows(cupy, torch, rows, data):
     obj = functools.partial(wrapper)
     plus1(x1)
     g = dict(add=tp.add, cupy=cupy, x1=x1, y1=y1, a1=a1, b1=b1, plus1=plus1, body=body,
-             wrapper=wrapper, obj=obj, same=same, same_body=same_body)
+             wrapper=wrapper, obj=obj, same=same, same_body=same_body, exp=tp.ops.tp.exp,
+             mul=tp.mul)
+    try:
+        xb, yb = x1.to(tp.bfloat16), y1.to(tp.bfloat16)
+        g.update(xb=xb, yb=yb, ab=xb._data, bb=yb._data)
+    except TypeError:                        # no ml_dtypes: no bfloat16 rows
+        pass
     stmts = {"tp.add": "add(x1, y1)", "cupy.add": "cupy.add(a1, b1)",
+             "tp.exp": "exp(x1)", "cupy.exp": "cupy.exp(a1)",
+             "tp.mul(x, 2.0)": "mul(x1, 2.0)", "cupy.multiply(a, 2.0)": "cupy.multiply(a1, 2.0)",
+             "tp.add bf16": "add(xb, yb)", "cupy.add bf16": "cupy.add(ab, bb)",
              "custom op": "plus1(x1)", "its body": "body(x1)", "plain wrapper": "wrapper(x1)",
              "partial(wrapper)": "obj(x1)", "no-launch op": "same(x1)",
              "no-launch body": "same_body(x1)"}
+    if "xb" not in g:
+        del stmts["tp.add bf16"], stmts["cupy.add bf16"]
     if torch is not None:
         g.update(torch=torch, t1=torch.ones(1, device="cuda"), u1=torch.ones(1, device="cuda"))
         stmts["torch.add"] = "torch.add(t1, u1)"
+        stmts["torch.exp"] = "torch.exp(t1)"
     # one whole round thrown away first: on a freshly started machine the first ~3 s ran 2-7x
     # slow (cupy.add 22.7 µs, then 9.0 µs in every later round of the process); then five rounds
     # of paired runs, median of the rounds' paired medians (a round moves by +-0.3 µs)
@@ -178,6 +193,23 @@ def host_rows(cupy, torch, rows, data):
     fmt = lambda per: ", ".join(f"{v:+.2f}" for v in per)   # noqa: E731
     rows.append(["host: tp.add - cupy.add (paired)", "", "", "",
                  f"{net_add:+.2f} µs (goal <= 1.5; rounds {fmt(per_add)})"])
+    net_exp, per_exp = net("tp.exp", "cupy.exp")
+    net_mul, per_mul = net("tp.mul(x, 2.0)", "cupy.multiply(a, 2.0)")
+    rows.append(["host: tp.exp - cupy.exp (paired)", "", "", "",
+                 f"{net_exp:+.2f} µs (rounds {fmt(per_exp)})"])
+    rows.append(["host: tp.mul(x, 2.0) - cupy.multiply (paired; a Python number: the ufunc)", "",
+                 "", "", f"{net_mul:+.2f} µs (rounds {fmt(per_mul)})"])
+    data["net_exp_us"], data["net_mul_scalar_us"] = net_exp, net_mul
+    if "tp.add bf16" in stmts:
+        net_b, per_b = net("tp.add bf16", "cupy.add bf16")
+        rows.append(["host: tp.add - cupy.add, bfloat16 (paired)", "", "", "",
+                     f"{net_b:+.2f} µs (rounds {fmt(per_b)})"])
+        data["net_add_bf16_us"] = net_b
+    if torch is not None:
+        net_t, per_t = net("tp.add", "torch.add")
+        rows.append(["host: tp.add - torch.add (paired)", "", "", "",
+                     f"{net_t:+.2f} µs (rounds {fmt(per_t)})"])
+        data["net_add_vs_torch_us"] = net_t
     rows.append(["host: custom op - its body (paired)", "", "", "",
                  f"{net_op:+.2f} µs (goal <= 0.2; rounds {fmt(per_op)})"])
     rows.append(["host: plain Python wrapper - its body", "", "", "",

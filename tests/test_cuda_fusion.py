@@ -139,6 +139,18 @@ def test_intermediate_outputs_and_unary_math(interp):
     _check(steps, [x], outputs=(1, 3, 7, 8), rtol=2e-6, atol=2e-6)
 
 
+@pytest.mark.parametrize("dt", ["float32", "float64", "float16"])
+def test_neg_flips_the_sign_of_zeros_and_keeps_integers_exact(interp, dt):
+    """neg is -x: -(+0.0) is -0.0 and -(-0.0) is +0.0 (as eager and torch); on integers the
+    exact negation (no float detour), down to int64's extremes."""
+    x = tp.tensor([0.0, -0.0, 1.5, -2.0, float("inf")]).to(getattr(tp, dt))
+    got = _check([Step("neg", (("in", 0),))], [x])[0]
+    np.testing.assert_array_equal(np.signbit(got), [True, False, True, False, True])
+    i = tp.tensor([0, 5, -7, 2**62 + 1, -(2**63) + 1])
+    got = _check([Step("neg", (("in", 0),))], [i])[0]
+    np.testing.assert_array_equal(got, [0, -5, 7, -(2**62 + 1), 2**63 - 1])
+
+
 def test_tanh_is_accurate_near_zero_and_for_large_values(interp):
     x = tp.tensor([0.0, 1e-6, -1e-4, 0.2, -0.25, 0.3, 1.0, -3.0, 20.0, -80.0])
     got = _check([Step("tanh", (("in", 0),))], [x], rtol=3e-7, atol=0)
@@ -724,3 +736,201 @@ def test_generated_kernels_are_jit_functions_whatever_triton_interpret_says(monk
         [x.numpy(), y.numpy()])
     np.testing.assert_allclose(got[0], _eager(CHAIN8, (7,), [x, y])[0].numpy(), rtol=2e-6,
                                atol=2e-6)
+
+
+# -- small arrays: the adapters' dense case launches the generated kernel with one driver call --
+
+_DENSE_BINARY = ("add", "sub", "mul", "div", "maximum", "minimum")
+_DENSE_UNARY = ("neg", "abs", "exp", "log", "sqrt", "sin", "cos", "tanh", "relu")
+# CuPy's ufunc as the reference; the generated kernels compute in float32 for float16 (as eager
+# does) and use Triton's math: a few float32 ulps on the transcendental ops and on division
+_DENSE_TOL = {"float16": 1e-3, "float32": 2e-6, "float64": 1e-12}
+
+
+def _dense_launches(compiled, op):
+    return compiled.kernels()[op]._tp_dense_ufunc.launches
+
+
+@pytest.mark.cuda
+@needs_cuda
+@pytest.mark.parametrize("dt", ["float16", "float32", "float64"])
+def test_small_dense_ops_launch_the_generated_kernel_and_match_cupy(compiled, dt):
+    """Every op with the dense case, on 1 to 5000 elements, offset views and 2-d shapes: one lean
+    launch of the op's generated kernel (recorded per dtype and device), CuPy's values."""
+    import cupy
+    tp.manual_seed(3)
+    d = getattr(tp, dt)
+    tol = _DENSE_TOL[dt]
+    for shape in [(1,), (3,), (1000,), (5000,), (7, 33), ()]:
+        x = tp.rand(shape, device="cuda").to(d) + 0.5
+        y = tp.rand(shape, device="cuda").to(d) - 0.25
+        for op in _DENSE_BINARY:
+            got = getattr(tp.ops.tp, op)(x, y)
+            want = getattr(cupy, eager._UFUNC[op][0])(x._data, y._data)
+            assert got.dtype is d and got.shape == x.shape and got.is_contiguous()
+            np.testing.assert_allclose(_host(got._data), _host(want), rtol=tol, atol=tol,
+                                       err_msg=f"{op} {dt} {shape}")
+        for op in _DENSE_UNARY:
+            got = getattr(tp.ops.tp, op)(x)
+            want = (cupy.maximum(x._data, 0) if op == "relu" else
+                    getattr(cupy, eager._UFUNC[op][0])(x._data))
+            np.testing.assert_allclose(_host(got._data), _host(want), rtol=tol, atol=tol,
+                                       err_msg=f"{op} {dt} {shape}")
+    dev = cupy.cuda.runtime.getDevice()
+    for op in _DENSE_BINARY + _DENSE_UNARY:
+        launch = _dense_launches(compiled, op).get((np.dtype(dt), dev))
+        assert launch is not None and launch.direct is not None, (op, eager._FAILED)
+    # an offset view is dense too: its address includes the offset
+    base = tp.arange(10, device="cuda").to(d)
+    v = base[3:]
+    np.testing.assert_array_equal(_host(tp.ops.tp.add(v, v)._data),
+                                  2 * np.arange(3, 10, dtype=dt))
+    assert not eager._FAILED, eager._FAILED
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_small_dense_ops_cover_empty_and_nan_and_inf(compiled):
+    import cupy
+    e = tp.empty(0, device="cuda")
+    assert tp.add(e, e).shape == (0,) and tp.ops.tp.exp(e).shape == (0,)
+    x = tp.tensor([float("nan"), float("inf"), -float("inf"), -0.0, 0.0, 1.0], device="cuda")
+    y = tp.tensor([1.0, float("nan"), 2.0, 0.0, -0.0, float("nan")], device="cuda")
+    for op in ("maximum", "minimum", "add", "div"):
+        got = _host(getattr(tp.ops.tp, op)(x, y)._data)
+        want = _host(getattr(cupy, eager._UFUNC[op][0])(x._data, y._data))
+        np.testing.assert_array_equal(got, want, err_msg=op)
+    # -(+0.0) is -0.0 (Triton's own unary minus, 0 - x, would give +0.0), NaN's sign flips too
+    neg, want = _host(tp.ops.tp.neg(x)._data), -_host(x._data)
+    np.testing.assert_array_equal(neg, want)
+    np.testing.assert_array_equal(np.signbit(neg), np.signbit(want))
+    np.testing.assert_array_equal(_host(tp.ops.tp.relu(x)._data), [np.nan, np.inf, 0, 0, 0, 1])
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_small_dense_ops_run_on_cupys_current_stream():
+    import cupy
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        x = tp.zeros(1000, device="cuda")
+        y = tp.ones(1000, device="cuda")
+        for _ in range(20):                 # each launch reads the last: stream order only
+            x = tp.add(x, y)
+        r = tp.ops.tp.exp(tp.mul(x, y))
+    s.synchronize()
+    np.testing.assert_allclose(_host(r._data), np.full(1000, np.exp(20.0), np.float32),
+                               rtol=1e-6)
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_small_dense_ops_from_many_threads_each_get_their_own_values():
+    """The launch packs its parameters into a per-thread block (the driver reads it with the GIL
+    released): threads launching at once never see each other's arguments."""
+    import threading
+
+    import cupy
+    errors = []
+
+    def work(i):
+        try:
+            x = tp.full((257,), float(i), device="cuda")
+            y = tp.full((257,), 1.0, device="cuda")
+            for j in range(100):
+                x = tp.add(x, y)
+            cupy.cuda.get_current_stream().synchronize()
+            got = _host(x._data)
+            if not (got == i + 100).all():
+                errors.append((i, got[:3]))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append((i, e))
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert errors == []
+
+
+_AOT_DENSE = r'''
+import re
+import tensorplay as tp
+from tensorplay.backends import ElementwiseExpr, Step
+from tensorplay_cuda.triton_fusion import generate, _build
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+TY = {"float16": "fp16", "float32": "fp32", "float64": "fp64"}
+for dt in (tp.float16, tp.float32, tp.float64):
+    for op, n_in in (("div", 2), ("sqrt", 1), ("add", 2), ("neg", 1)):
+        args = tuple(("in", i) for i in range(n_in))
+        e = ElementwiseExpr(n_in, (Step(op, args),), (0,), (dt,), None)
+        src, name, _, _ = generate(e, [dt] * n_in, ["c"] * n_in, 0, False, False, general=True)
+        assert "do_not_specialize_on_alignment" in src, src
+        fn = _build(src, name)
+        t = TY[dt.name]
+        sig = {a: {"fconst": "*fp64", "N": "i32", "flip": "i32", "BLOCK": "constexpr"}.get(
+            a, "*" + t) for a in fn.arg_names}
+        ptx = triton.compile(ASTSource(fn, sig, constexprs={"BLOCK": 1024}),
+                             target=GPUTarget("cuda", 90, 32), options={"num_warps": 4}).asm["ptx"]
+        ops = set(re.findall(r"\b(div|sqrt)\.(\w+)\.(f32|f64)", ptx))
+        print(op, dt.name, sorted(ops))
+        if op == "neg":    # a sign flip, not 0 - x (which makes -(+0.0) +0.0)
+            flip = r"\bxor\.b(16|32|64)\s+%\w+, %\w+, -(32768|2147483648|9223372036854775808);"
+            print("negation", dt.name, bool(re.search(flip, ptx)) and "sub.f" not in ptx)
+print("ok")
+'''
+
+
+def test_dense_kernels_compile_for_any_address_with_ieee_division_and_sqrt():
+    """The kernels the dense case launches (``generate(..., general=True)``), compiled ahead of
+    time for sm_90: no alignment assumed (any address, any element count), division and square
+    root rounded to nearest (div.rn / sqrt.rn, as torch's), never the approximate forms, and neg a
+    sign flip."""
+    env = dict(os.environ)
+    env.pop("TRITON_INTERPRET", None)
+    r = subprocess.run([sys.executable, "-c", _AOT_DENSE], capture_output=True, text=True,
+                       env=env, timeout=300)
+    if r.returncode and "ptxas" in r.stderr and "not found" in r.stderr.lower():
+        pytest.skip("Triton's bundled ptxas is missing on this machine")
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert r.stdout.strip().endswith("ok"), r.stdout
+    assert r.stdout.count("negation") == 3 and "negation" in r.stdout and \
+        all(ln.endswith("True") for ln in r.stdout.splitlines() if ln.startswith("negation")), \
+        r.stdout
+    seen = [ln for ln in r.stdout.splitlines() if ln.startswith(("div ", "sqrt "))]
+    assert len(seen) == 6, r.stdout
+    for ln in seen:
+        op, dt, found = ln.split(" ", 2)
+        width = "f64" if dt == "float64" else "f32"
+        assert found == str([(op, "rn", width)]), ln
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_small_bf16_ops_take_one_launch_and_round_float32_results(compiled):
+    """bfloat16 has no CuPy ufunc (the reference kernels compute in float32 over several
+    launches): dense same-shape operands take the same one-launch path, with the same values --
+    float32 math rounded once to bfloat16."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    import cupy
+    tp.manual_seed(4)
+    x = (tp.rand(37, 5, device="cuda") + 0.5).to(tp.bfloat16)
+    y = (tp.rand(37, 5, device="cuda") - 0.25).to(tp.bfloat16)
+    xf, yf = _host(x._data).astype(np.float32), _host(y._data).astype(np.float32)
+    bf = np.dtype(ml_dtypes.bfloat16)
+    ref = {"add": xf + yf, "sub": xf - yf, "mul": xf * yf, "div": xf / yf,
+           "maximum": np.maximum(xf, yf), "minimum": np.minimum(xf, yf), "neg": -xf,
+           "abs": np.abs(xf), "exp": np.exp(xf), "log": np.log(xf), "sqrt": np.sqrt(xf),
+           "sin": np.sin(xf), "cos": np.cos(xf), "tanh": np.tanh(xf), "relu": np.maximum(xf, 0)}
+    dev = cupy.cuda.runtime.getDevice()
+    for op, want in ref.items():
+        args = (x, y) if op in _DENSE_BINARY else (x,)
+        got = getattr(tp.ops.tp, op)(*args)
+        assert got.dtype is tp.bfloat16
+        np.testing.assert_allclose(_host(got._data), want.astype(bf).astype(np.float64),
+                                   rtol=8e-3, atol=1e-6, err_msg=op)
+        launch = _dense_launches(compiled, op).get((x._data.dtype, dev))
+        assert launch is not None and launch.direct is not None, (op, eager._FAILED)
+    assert not eager._FAILED, eager._FAILED

@@ -167,6 +167,118 @@ def test_eager_kernels_declare_the_inline_case_only_where_the_result_keeps_the_d
         assert not hasattr(k, "_tp_float_ufunc"), op
 
 
+class _DenseRecorder(_Recorder):
+    """Also the dense case's stand-in (``_tp_dense_ufunc``), returning the preset array."""
+
+    def dense(self, *arrays):
+        self.calls.append(("dense", *arrays))
+        return self.out
+
+    def unary(self, a):
+        self.calls.append(("ufunc", a))
+        return self.out
+
+
+def _dense_adapter(be, rec, op="add", fmax=None):
+    """A generated adapter over a kernel declaring the inline case and the dense case."""
+    unary = len(getattr(tp.ops.tp, op).schema.arguments) == 1
+
+    def kernel(*a):
+        rec.calls.append(("reference", *a))
+        return rec.out
+    kernel._tp_float_ufunc = rec.unary if unary else rec.ufunc
+    kernel._tp_float_dtypes = frozenset((tp.float16, tp.float32, tp.float64))
+    kernel._tp_float_max = fmax
+    kernel._tp_dense_ufunc = rec.dense
+    return _define.make_adapter(getattr(tp.ops.tp, op), kernel, be)
+
+
+@pytest.mark.parametrize("shape", [(4,), (2, 3), (), (1,), (0,)])
+def test_dense_operands_of_one_shape_take_the_dense_case(shape):
+    be = _backend()
+    dev = tp.device("cuda", 0)
+    x, y = be.wrap(_arr(shape), dev), be.wrap(_arr(shape), dev)
+    out = _arr(shape)
+    rec = _DenseRecorder(out)
+    for op in ("add", "mul"):
+        rec.calls.clear()
+        r = _dense_adapter(be, rec, op)(x, y)
+        assert rec.calls == [("dense", x._data, y._data)]
+        _same_tensor(r, be.wrap(out, dev))
+        assert type(r._storage) is RootStorage
+    rec.calls.clear()
+    r = _dense_adapter(be, rec, "exp")(x)
+    assert rec.calls == [("dense", x._data)]
+    _same_tensor(r, be.wrap(out, dev))
+
+
+def test_the_dense_case_is_only_for_what_it_vouches_for():
+    """Broadcast shapes, strided operands, a Python number, other dtypes, bfloat16 and arrays at
+    the size bound keep the ufunc or the kernel; only same-shape row-major operands go dense."""
+    be = _backend()
+    dev = tp.device("cuda", 0)
+    x = be.wrap(_arr((2, 3)), dev)
+    row = be.wrap(_arr((3,)), dev)
+    t = Tensor.__new__(Tensor)                       # (3, 2), strides (1, 3): not row-major
+    a = _arr((2, 3)).T
+    t._init_real(RootStorage(), a, (3, 2), (1, 3), 0, tp.float32, dev, be)
+    t._storage.root, t._storage.version, t._storage.backend = a, 0, be
+    out = _arr((2, 3))
+    rec = _DenseRecorder(out)
+    add, exp = _dense_adapter(be, rec), _dense_adapter(be, rec, "exp")
+    add(x, row)                                      # broadcast
+    add(t, t)                                        # one shape, strided
+    add(x, 2.0)                                      # a number
+    exp(t)                                           # unary, strided
+    assert [c[0] for c in rec.calls] == ["ufunc"] * 4
+    rec.calls.clear()
+    add(x, be.wrap(_arr((2, 3), np.float64), dev))   # dtypes differ: the reference kernel
+    assert [c[0] for c in rec.calls] == ["reference"]
+    rec.calls.clear()
+    big = _dense_adapter(be, rec, fmax=6)
+    big(x, x)                                        # 6 elements: the kernel's own path
+    assert [c[0] for c in rec.calls] == ["reference"]
+    if _has_bf16():
+        rec.calls.clear()
+        xb = be.wrap(_arr((2, 3), np.dtype("bfloat16")), dev)
+        add(xb, xb)
+        assert [c[0] for c in rec.calls] == ["reference"]
+
+
+def test_a_dense_result_that_is_not_a_backend_array_goes_through_wrap():
+    be = _backend()
+    dev = tp.device("cuda", 0)
+    x = be.wrap(_arr((2, 3)), dev)
+    rec = _DenseRecorder(None)
+    seen = []
+    rec.out = _arr((2, 3))
+
+    class Sub(cupy.ndarray):
+        pass
+    sub = rec.out.view(Sub)
+    rec.dense = lambda *a: seen.append(a) or sub
+    r = _dense_adapter(be, rec)(x, x)
+    assert len(seen) == 1 and r._data is not None and r.shape == (2, 3)
+    assert rec.calls == []
+
+
+def test_eager_kernels_declare_the_dense_case_with_the_large_path(monkeypatch):
+    """With the generated kernels (``big``), unless TENSORPLAY_CUDA_EAGER_LAUNCH=0 (``_DENSE``)."""
+    be = _backend()
+    rec = _Recorder(None)
+    for op in ("add", "sub", "mul", "div", "maximum", "minimum"):
+        assert callable(eager._binary(op, rec.reference, be, rec.ufunc, False, True)
+                        ._tp_dense_ufunc), op
+        assert not hasattr(eager._binary(op, rec.reference, be, rec.ufunc, False, False),
+                           "_tp_dense_ufunc"), op
+    assert callable(eager._unary("exp", rec.reference, be, cupy.exp, True)._tp_dense_ufunc)
+    assert not hasattr(eager._unary("exp", rec.reference, be, cupy.exp, False), "_tp_dense_ufunc")
+    monkeypatch.setattr(eager, "_DENSE", [False])
+    assert not hasattr(eager._binary("add", rec.reference, be, rec.ufunc, False, True),
+                       "_tp_dense_ufunc")
+    assert not hasattr(eager._unary("exp", rec.reference, be, cupy.exp, True), "_tp_dense_ufunc")
+
+
 def test_arrays_at_the_size_bound_take_the_kernel():
     """``_tp_float_max``: from that many elements on, the kernel (its large-array path) runs."""
     be = _backend()

@@ -76,19 +76,30 @@ def _cuda_like(t, ptr):
 
 
 class _Recorder:
-    """Stands in for the CuPy Function loaded from a kernel's cubin."""
+    """Stands in for CuPy's loading and launching (``_cupylaunch.CupyLaunch``): loads nothing and
+    records each launch, with a copy of the parameter block as the driver would read it."""
 
     def __init__(self):
         self.calls = []
         self.loads = []
+        self.blocks = []                                   # each launch's kernelParams address
+        self.current_stream = lambda: types.SimpleNamespace(ptr=0)
 
     def load(self, cubin, name, idx):
         assert isinstance(cubin, bytes) and cubin
         self.loads.append((name, idx))
+        return object(), 0x1000 + len(self.loads)         # (module, function address)
 
-        def function(grid, block, args, shared):
-            self.calls.append((grid, block, args, shared))
-        return object(), function
+    def launch(self, f, g0, g1, g2, b0, b1, b2, shared, stream, params, extra):
+        import ctypes
+        assert stream == 0 and extra == 0
+        slots = (ctypes.c_void_p * _cupylaunch.MAX_PARAMS).from_address(params)
+        raw = [ctypes.string_at(slots[i], 8) for i in range(_cupylaunch.MAX_PARAMS)]
+        self.blocks.append(params)
+        self.calls.append(((g0, g1, g2), (b0, b1, b2), (f, raw), shared))
+
+
+_KINDS: dict = {}           # function address -> the Direct's slot kinds (filled by the rig)
 
 
 @pytest.fixture
@@ -96,11 +107,19 @@ def rig(monkeypatch):
     """A wrapper whose first launch of a specialisation "compiles" to the given kernel."""
     rec = _Recorder()
     first = []
-    monkeypatch.setattr(_wrap, "_LOADER", [rec.load])
+    monkeypatch.setattr(_wrap, "_VIA", [rec])
     monkeypatch.setattr(_wrap, "_GETDEV", [lambda: 0])
     monkeypatch.setattr(_wrap, "_CUPY_LAUNCH", [True])
     monkeypatch.setattr(_wrap, "_FAST", [True])
     compiled = {}
+    make = _cupylaunch.make_direct
+
+    def make_direct(*a, **k):
+        d = make(*a, **k)
+        if isinstance(d, _cupylaunch.Direct):
+            _KINDS[d.function] = d.kinds
+        return d
+    monkeypatch.setattr(_cupylaunch, "make_direct", make_direct)
 
     def call_cuda(self, grid, args, kwargs, dev):     # Triton's launch of checked arguments
         assert dev.type == "cuda"
@@ -114,24 +133,35 @@ def _tensors(n, ptrs=(4096, 8192, 12288)):
     return [_cuda_like(tensorplay.randn(n), p) for p in ptrs]
 
 
-def _params(args):
-    """What each kernel parameter handed to the CuPy Function is: ("ptr", address) for a tensor's
-    (CuPy-like) memory pointer, ("int", value) for a CuPy ``CIntptr`` (a 64-bit integer; the
-    driver copies the parameter's size from it), (numpy type name, value), or None (null)."""
-    import ctypes
-
-    from cupy.cuda.function import CIntptr
+def _params(recorded):
+    """What each kernel parameter in a recorded launch's parameter block is: ("ptr", address),
+    ("int", value) for the integer kinds, ("float32", value), or None (a null pointer)."""
+    import struct
+    f, raw = recorded
     out = []
-    for a in args:
-        if a is None:
+    for kind, b in zip(_KINDS[f], raw):
+        if kind == "null":
+            assert b == bytes(8)
             out.append(None)
-        elif isinstance(a, CIntptr):          # its .ptr is the address of the stored value
-            out.append(("int", ctypes.c_int64.from_address(a.ptr).value))
-        elif isinstance(a, np.generic):
-            out.append((type(a).__name__, a.item()))
+        elif kind == "ptr":
+            out.append(("ptr", struct.unpack("=Q", b)[0]))
+        elif kind == "fp32":
+            out.append(("float32", struct.unpack("=f4x", b)[0]))
         else:
-            out.append(("ptr", a.ptr))
+            code = {"i32": "=i4x", "i64": "=q", "u64": "=Q", "u1": "=?7x"}[kind]
+            out.append(("int", int(struct.unpack(code, b)[0])))
     return out
+
+
+def _fused_compiled_once(rig):
+    """``wrap_triton(fused)`` with no remembered specialisations, launched once through Triton's
+    path (which "compiles" it) on three 4096-element tensors: ``(wrapper, x, y, out)``."""
+    rig.compiled["kernel"] = _fused_kernel()
+    w = _wrap.wrap_triton(fused)
+    w._direct.clear()
+    x, y, out = _tensors(4096)
+    w[(4,)](x, y, out, 1.5, 4096, BLOCK_SIZE=1024)
+    return w, x, y, out
 
 
 def test_int_feature_determines_tritons_int_specialisation():
@@ -188,12 +218,36 @@ def test_second_launch_of_a_specialisation_goes_through_cupy(rig):
 
 
 @direct_path
+def test_each_thread_packs_its_own_parameter_block(rig):
+    """CuPy's launchKernel releases the GIL while the driver reads the parameters: a block shared
+    between threads could be overwritten mid-launch, so every thread has its own."""
+    import threading
+    w, x, y, out = _fused_compiled_once(rig)                  # Triton's path: compiles
+    w[(4,)](x, y, out, 0.5, 4096, BLOCK_SIZE=1024)
+    t = threading.Thread(target=lambda: w[(4,)](x, y, out, 2.5, 4032, BLOCK_SIZE=1024))
+    t.start()
+    t.join()
+    w[(4,)](x, y, out, 3.5, 4096, BLOCK_SIZE=1024)
+    main1, other, main2 = rig.rec.blocks
+    assert main1 == main2 != other
+    assert [_params(c[2])[3:5] for c in rig.rec.calls] == [
+        [("float32", 0.5), ("int", 4096)], [("float32", 2.5), ("int", 4032)],
+        [("float32", 3.5), ("int", 4096)]]
+
+
+@direct_path
+def test_an_fp32_argument_out_of_float32_range_is_inf_as_in_tritons_launcher(rig):
+    w, x, y, out = _fused_compiled_once(rig)
+    with np.errstate(over="ignore"):
+        w[(4,)](x, y, out, 1e39, 4096, BLOCK_SIZE=1024)
+        w[(4,)](x, y, out, -1e300, 4096, BLOCK_SIZE=1024)
+    assert [_params(c[2])[3] for c in rig.rec.calls] == [("float32", float("inf")),
+                                                         ("float32", float("-inf"))]
+
+
+@direct_path
 def test_anything_that_changes_tritons_specialisation_is_a_new_entry(rig):
-    rig.compiled["kernel"] = _fused_kernel()
-    w = _wrap.wrap_triton(fused)
-    w._direct.clear()
-    x, y, out = _tensors(4096)
-    w[(4,)](x, y, out, 1.5, 4096, BLOCK_SIZE=1024)
+    w, x, y, out = _fused_compiled_once(rig)
     variants = [
         ((x, y, _cuda_like(tensorplay.randn(8), 12296), 1.5, 4096), {"BLOCK_SIZE": 1024}),  # align
         ((x, y, out, 1.5, 4095), {"BLOCK_SIZE": 1024}),                 # n no longer % 16
@@ -277,7 +331,7 @@ def test_launches_that_need_tritons_own_path_do_not_use_cupy(rig, monkeypatch):
 def test_make_direct_refuses_what_it_cannot_launch():
     k = _fused_kernel()
     rec = _Recorder()
-    ok = _cupylaunch.make_direct(k, 0, fused, 5, {"BLOCK_SIZE": 1024}, rec.load)
+    ok = _cupylaunch.make_direct(k, 0, fused, 5, {"BLOCK_SIZE": 1024}, rec)
     assert isinstance(ok, _cupylaunch.Direct)
 
     class Md:                                # the same metadata with one field changed
@@ -288,12 +342,12 @@ def test_make_direct_refuses_what_it_cannot_launch():
                    {"launch_pdl": True}, {"launch_cooperative_grid": True},
                    {"shared": 64 * 1024}):
         fake = types.SimpleNamespace(metadata=Md(**change), asm=k.asm, src=k.src)
-        r = _cupylaunch.make_direct(fake, 0, fused, 5, {"BLOCK_SIZE": 1024}, rec.load)
+        r = _cupylaunch.make_direct(fake, 0, fused, 5, {"BLOCK_SIZE": 1024}, rec)
         assert isinstance(r, _cupylaunch.TritonPath), change
     bad_ptx = dict(k.asm)
     bad_ptx["ptx"] = k.asm["ptx"].replace(".param .f32", ".param .f64")
     fake = types.SimpleNamespace(metadata=k.metadata, asm=bad_ptx, src=k.src)
-    r = _cupylaunch.make_direct(fake, 0, fused, 5, {"BLOCK_SIZE": 1024}, rec.load)
+    r = _cupylaunch.make_direct(fake, 0, fused, 5, {"BLOCK_SIZE": 1024}, rec)
     assert isinstance(r, _cupylaunch.TritonPath) and "PTX" in r.reason
     assert len(rec.loads) == 1               # only the launchable one was loaded
 

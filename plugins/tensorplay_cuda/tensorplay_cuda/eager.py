@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 
 from tensorplay import _dtype
 
@@ -162,6 +163,10 @@ def _binary(op, k, backend, uf, swap, big):
         r = run_chain(_chain(op, len(args), ct, R, backend), args, consts)
         return None if r is None else r[0]
 
+    dense = (_dense(op, 2, backend, uf) if big and _DENSE[0] and backend.np.__name__ == "cupy"
+             and not swap and op in _SAME_DTYPE else None)     # (a driver launch: CuPy only)
+    bf16 = _bf16_of(backend) if dense is not None else None
+
     # the per-call path: small floating arrays of one dtype (or with a Python scalar) go straight
     # to the ufunc; tests ordered by frequency, the operand swap chosen here, not per call
     if swap:
@@ -189,6 +194,10 @@ def _binary(op, k, backend, uf, swap, big):
                     bc = b.__class__
                     if (bc is nd and b.dtype is d) or bc is float or bc is int:
                         return uf(a, b)
+                elif d is bf16 and b.__class__ is nd and b.dtype is d and a.shape == b.shape \
+                        and a.flags.c_contiguous and b.flags.c_contiguous:
+                    # bfloat16 (no CuPy ufunc: the reference takes several float32 launches)
+                    return dense(a, b)
             return k(a, b)
     kernel.__wrapped__ = k
     if not swap and op in _SAME_DTYPE:
@@ -197,6 +206,8 @@ def _binary(op, k, backend, uf, swap, big):
         kernel._tp_float_ufunc = uf
         kernel._tp_float_dtypes = _native_float_dtypes()
         kernel._tp_float_max = THRESHOLD if big else None
+        if dense is not None:
+            kernel._tp_dense_ufunc = dense
     return kernel
 
 
@@ -206,9 +217,21 @@ def _native_float_dtypes():
     return frozenset((_dtype.float16, _dtype.float32, _dtype.float64))
 
 
+def _bf16_of(backend):
+    """The bfloat16 dtype object of the backend's arrays, or None while ml_dtypes is not imported
+    (no bf16 array exists then; the backend rebuilds its kernels on its first bf16 tensor).
+    Not ``backend.native_dtype``: that switches the backend to bf16 kernels as it is building
+    these."""
+    ml = sys.modules.get("ml_dtypes")
+    return None if ml is None else backend.np.dtype(ml.bfloat16)
+
+
 def _unary(op, k, backend, uf, big):
     nd = backend.np.ndarray
     dt_of = backend.dtype_of
+    dense = (_dense(op, 1, backend, uf) if uf is not None and big and _DENSE[0] and
+             backend.np.__name__ == "cupy" else None)
+    bf16 = _bf16_of(backend) if dense is not None else None
 
     def kernel(a):
         if a.__class__ is not nd:
@@ -220,8 +243,11 @@ def _unary(op, k, backend, uf, big):
             r = run_chain(_chain(op, 1, None, R, backend), [a])
             if r is not None:
                 return r[0]
-        if uf is not None and a.dtype.kind == "f":
+        d = a.dtype
+        if uf is not None and d.kind == "f":
             return uf(a)
+        if d is bf16 and a.flags.c_contiguous:
+            return dense(a)          # bfloat16: as in _binary
         return k(a)
     kernel.__wrapped__ = k
     if uf is not None:
@@ -230,4 +256,72 @@ def _unary(op, k, backend, uf, big):
         kernel._tp_float_ufunc = uf
         kernel._tp_float_dtypes = _native_float_dtypes()
         kernel._tp_float_max = THRESHOLD if big else None
+        if dense is not None:
+            kernel._tp_dense_ufunc = dense
     return kernel
+
+
+# TENSORPLAY_CUDA_EAGER_LAUNCH=0: small arrays keep CuPy's ufuncs (see _dense)
+_DENSE = [os.environ.get("TENSORPLAY_CUDA_EAGER_LAUNCH", "1") != "0"]
+
+
+def _dense(op, n_in, backend, uf):
+    """The adapters' dense case (``_tp_dense_ufunc``, see ``tensorplay._ops._define``): ``op`` on
+    CuPy arrays of one floating dtype and one shape, each row-major dense, below ``THRESHOLD``
+    elements, on the current device. Returns the result array, as ``uf`` (the CuPy ufunc) would.
+
+    Why: on an H200 host a 1-element ``cupy.add`` cost 14.4 µs, of which the allocation is 3.5 µs
+    and ``cuLaunchKernel`` about 5.6: the rest is the ufunc's own argument handling. Here the
+    op's generated Triton kernel (``triton_fusion``, the one large arrays run, compiled for every
+    element count and address) is launched with one driver call into a fresh ``cupy.ndarray``:
+    10.1 µs in the same run. The first call for a dtype on a device compiles through Triton; where
+    the kernel cannot be launched that way (another Triton release, a generator that declines the
+    dtype, a compile or launch failure) that dtype keeps the ufunc."""
+    nd = backend.np.ndarray
+    getdev = backend.np.cuda.runtime.getDevice
+    launches: dict = {}          # (dtype, device index) -> launch(*addresses, n), or None: the ufunc
+
+    def first(key, arrays):
+        if _FAILED:
+            launches[key] = None
+            return uf(*arrays)
+        from .triton_fusion import Unsupported
+        R = backend.dtype_of(arrays[0])
+        try:
+            out, launch = _chain(op, n_in, None, R, backend).dense_launcher(list(arrays))
+        except Unsupported:
+            out, launch = None, None
+        except Exception as e:  # noqa: BLE001 - any compiler/driver error: the ufunc, said once
+            _failed(e)
+            out, launch = None, None
+        launches[key] = launch
+        return uf(*arrays) if out is None else out
+
+    if n_in == 2:
+        def dense(a, b):
+            d = a.dtype
+            key = (d, getdev())
+            launch = launches.get(key, first)
+            if launch is None:
+                return uf(a, b)
+            n = a.size
+            if launch is first or not n:
+                return first(key, (a, b)) if n else uf(a, b)
+            r = nd(a.shape, d)
+            launch(a.data.ptr, b.data.ptr, r.data.ptr, n)
+            return r
+    else:
+        def dense(a):
+            d = a.dtype
+            key = (d, getdev())
+            launch = launches.get(key, first)
+            if launch is None:
+                return uf(a)
+            n = a.size
+            if launch is first or not n:
+                return first(key, (a,)) if n else uf(a)
+            r = nd(a.shape, d)
+            launch(a.data.ptr, r.data.ptr, n)
+            return r
+    dense.launches = launches
+    return dense

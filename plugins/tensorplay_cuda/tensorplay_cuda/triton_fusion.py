@@ -63,14 +63,17 @@ BLOCK_NARROW = 2048
 #   "cast":  to_dtype
 OPS = {
     "add": ("arith", "{0} + {1}"), "sub": ("arith", "{0} - {1}"), "rsub": ("arith", "{1} - {0}"),
-    "mul": ("arith", "{0} * {1}"), "div": ("arith", "{0} / {1}"), "rdiv": ("arith", "{1} / {0}"),
+    # IEEE division and square root, rounded to nearest (torch's; Triton's `/` and tl.sqrt on
+    # float32 are the approximate div.full / sqrt.approx instructions, up to 2 ulp off)
+    "mul": ("arith", "{0} * {1}"), "div": ("arith", "tl.math.div_rn({0}, {1})"),
+    "rdiv": ("arith", "tl.math.div_rn({1}, {0})"),
     "maximum": ("arith", "tl.where({0} != {0}, {0}, tl.where({1} != {1}, {1}, "
                          "tl.where({0} > {1}, {0}, {1})))"),
     "minimum": ("arith", "tl.where({0} != {0}, {0}, tl.where({1} != {1}, {1}, "
                          "tl.where({0} < {1}, {0}, {1})))"),
     "neg": ("arith", "-{0}"), "abs": ("arith", "tl.abs({0})"),
     "exp": ("arith", "tl.exp({0})"), "log": ("arith", "tl.log({0})"),
-    "sqrt": ("arith", "tl.sqrt({0})"), "rsqrt": ("arith", "tl.rsqrt({0})"),
+    "sqrt": ("arith", "tl.sqrt_rn({0})"), "rsqrt": ("arith", "tl.rsqrt({0})"),
     "sin": ("arith", "tl.sin({0})"), "cos": ("arith", "tl.cos({0})"),
     "erf": ("arith", "tl.erf({0})"), "tanh": ("arith", "_tanh({0})"),
     "sigmoid": ("arith", "1.0 / (1.0 + tl.exp(-{0}))"),
@@ -123,8 +126,15 @@ def _tanh_f64(x):
     return tl.where(x != x, x, tl.where(x < 0, -r, r))
 '''
 
-# float64 spellings where the default one is float32-accurate only
-F64_OPS = {"tanh": "_tanh_f64({0})"}
+# floating spellings where the default one is an integer's: Triton's unary minus is `0 - x`, which
+# gives +0.0 for -(+0.0) (a -0.0 literal is folded to +0.0 too); x * -1.0 compiles to a flip of the
+# sign bit (xor), -x for every value, NaN included, as eager's negative
+FLOAT_OPS = {"neg": "({0} * -1.0)"}
+
+# float64 spellings where the default one is float32-accurate or float32-only (div_rn and sqrt_rn
+# take float32; on float64 Triton's `/` and tl.sqrt are the IEEE div.rn.f64 / sqrt.rn.f64)
+F64_OPS = {"tanh": "_tanh_f64({0})", "div": "{0} / {1}", "rdiv": "{1} / {0}",
+           "sqrt": "tl.sqrt({0})"}
 
 # float32 -> bfloat16, round to nearest even, NaN stays NaN (what eager's rounding does).
 # Compiled: Triton's own conversion, which rounds to nearest even (one cvt.rn.bf16x2.f32 per two
@@ -209,6 +219,8 @@ def _plan_operands(expr, in_dtypes, in_0d):
         R = step_dt[j]
         if R.name not in TL:
             raise Unsupported(f"dtype {R}")
+        if R.is_floating_point:
+            tmpl = FLOAT_OPS.get(st.op, tmpl)
         if R.name == "float64":
             tmpl = F64_OPS.get(st.op, tmpl)
         ops = []          # (kind, index or value, dtype, rank-kind)
@@ -254,11 +266,14 @@ def _plan_operands(expr, in_dtypes, in_0d):
     return plan
 
 
-def generate(expr, in_dtypes, modes, ndim, wide, interp=False):
+def generate(expr, in_dtypes, modes, ndim, wide, interp=False, general=False):
     """Triton source of the chain for these input dtypes/modes; returns (source, kernel name,
     list of float-constant values in order, list of int-constant values in order). ``interp``
     (the kernel will run in Triton's interpreter) changes only how a float32 value is rounded to
-    bfloat16 (``_TO_BF16``); every other line is the same source interpreted and compiled."""
+    bfloat16 (``_TO_BF16``); every other line is the same source interpreted and compiled.
+    ``general``: the same source, decorated so that Triton compiles one kernel for every element
+    count and address (``N`` and the pointers not specialised: no ``N == 1`` constant, no 16-byte
+    alignment assumed), which ``TritonChain.dense_launcher`` launches without Triton's launcher."""
     in_0d = [m == "s" for m in modes]
     plan = _plan_operands(expr, in_dtypes, in_0d)
     name = f"tp_chain_{next(_counter)}"
@@ -369,9 +384,12 @@ def generate(expr, in_dtypes, modes, ndim, wide, interp=False):
         body.append(f"    tl.store(out{k} + offs, t{o}, mask=mask)")
     params += const_names
     params.append("BLOCK: tl.constexpr")
-    dns = ", ".join(repr(n) for n in const_names + ["flip"] +
+    dns = ", ".join(repr(n) for n in const_names + ["flip"] + (["N"] if general else []) +
                     [p for p in params if p.startswith(("size", "st"))])
     deco = f"@_jit(do_not_specialize=[{dns}])"
+    if general:
+        ptrs = ", ".join(repr(p) for p in params if p.startswith(("in", "out", "acc", "fconst")))
+        deco = f"@_jit(do_not_specialize=[{dns}], do_not_specialize_on_alignment=[{ptrs}])"
     src = (_PRELUDE + _TO_BF16[bool(interp)] + f"\n\n{deco}\ndef {name}({', '.join(params)}):\n" +
            "\n".join(body) + "\n")
     return src, name, fconsts, iconsts
@@ -412,10 +430,10 @@ class TritonChain:
             if st.op not in OPS and st.op not in REDUCTIONS:
                 raise Unsupported(f"op {st.op}")
 
-    def _kernel(self, key, in_dtypes, modes, ndim, wide, interp=False):
+    def _kernel(self, key, in_dtypes, modes, ndim, wide, interp=False, general=False):
         """(kernel, source) for this call signature, or None when unsupported (cached either way;
         kernels are shared by every chain of the same structure, whatever its constant values)."""
-        full = (self._structure, key)
+        full = (self._structure, key, general)
         k = _KERNELS.get(full, False)
         if k is False:
             with _lock:
@@ -423,7 +441,7 @@ class TritonChain:
                 if k is False:
                     try:
                         src, name, _, _ = generate(self.expr, in_dtypes, modes, ndim, wide,
-                                                   interp)
+                                                   interp, general)
                         k = (_build(src, name), src)
                     except Unsupported:
                         k = None
@@ -432,6 +450,62 @@ class TritonChain:
 
     def __call__(self, arrays):
         return self.run(arrays)
+
+    def dense_launcher(self, arrays):
+        """The chain on ``arrays`` -- CuPy arrays of one shape, each row-major dense, on the current
+        device, fewer than ``2**31 - BLOCK_NARROW`` elements; a chain of one output, no reduction
+        and no constants -- and how to run it again on such arrays of the same dtypes on this
+        device with one driver call: returns ``(output array, launch)``, ``launch(*addresses,
+        n)`` taking the inputs' and a fresh output's addresses and the element count (> 0).
+
+        The kernel is the chain's own generated source compiled for every element count and
+        address (``generate(..., general=True)``); its first launch goes through Triton (compile,
+        cache), later ones through ``tensorplay_triton``'s CuPy launch. ``launch`` is None when
+        this Triton release or the compiled kernel is not one that launch path takes (then the
+        output came from Triton's launcher, and the caller should keep its other path); the
+        output is None (nothing launched) when the generator declines these dtypes."""
+        be = self.backend
+        np = be.np
+        expr = self.expr
+        if len(expr.outputs) != 1 or expr.steps[-1].op in REDUCTIONS or any(
+                k == "const" for st in expr.steps for k, _ in st.args):
+            return None, None
+        in_dtypes = [be.dtype_of(a) for a in arrays]
+        modes = ("c",) * len(arrays)
+        k = self._kernel((tuple(in_dtypes), modes, 0, False, False), in_dtypes, modes, 0, False,
+                         general=True)
+        if k is None or not _helpers_compile():
+            return None, None
+        kern = k[0]
+        out = np.empty(arrays[0].shape, dtype=be.native_dtype(expr.dtypes[expr.outputs[0]]))
+        n = out.size
+        fc = self._fconst_array([], arrays)
+        blk = BLOCK_NARROW if all(a.dtype.itemsize <= 2 for a in [*arrays, out]) else BLOCK
+        if n == 0:
+            return out, None
+        args = [*arrays, out, fc, n, 0]
+        compiled = _launch_cuda(kern, ((n + blk - 1) // blk,), args, arrays, blk)
+        from tensorplay_triton import _cupylaunch, _wrap
+        if not _wrap._direct_setup():
+            return out, None                  # a Triton release that launch path was not checked on
+        idx = np.cuda.runtime.getDevice()
+        d = _cupylaunch.make_direct(compiled, idx, kern, len(args), {"BLOCK": blk})
+        if not isinstance(d, _cupylaunch.Direct):
+            return out, None
+        go, fcp = d.go, fc.data.ptr
+
+        if len(arrays) == 1:
+            def launch(p0, po, n):
+                go((p0, po, fcp, n, 0), (n + blk - 1) // blk, 1, 1)
+        elif len(arrays) == 2:
+            def launch(p0, p1, po, n):
+                go((p0, p1, po, fcp, n, 0), (n + blk - 1) // blk, 1, 1)
+        else:
+            def launch(*a):
+                go((*a[:-1], fcp, a[-1], 0), (a[-1] + blk - 1) // blk, 1, 1)
+        launch.direct = d                     # keeps the kernel's module and constants alive
+        launch.fconst = fc
+        return out, launch
 
     def run(self, arrays, consts=None):
         """Outputs of the chain for ``arrays`` (list), or None when this call's dtypes or layout
@@ -629,7 +703,7 @@ def _launch_cuda(kern, grid, args, arrays, blk=None):
     dev = arrays[0].device.id if arrays else cupy.cuda.runtime.getDevice()
     conv = [(_Ptr(a) if isinstance(a, cupy.ndarray) else a) for a in args]
     with cupy.cuda.Device(dev):
-        kern[grid](*conv, BLOCK=blk or BLOCK, num_warps=NUM_WARPS)
+        return kern[grid](*conv, BLOCK=blk or BLOCK, num_warps=NUM_WARPS)
 
 
 _WRAPPED: dict = {}         # id(kernel) -> (kernel, its wrap_triton launcher)

@@ -1,35 +1,41 @@
-"""Launching an already-compiled Triton kernel through CuPy (``cupy.cuda.function``).
+"""Launching an already-compiled Triton kernel through CuPy's driver bindings.
 
 Once Triton has compiled a kernel for one specialisation (and launched it once through its own
-launcher), ``wrap_triton`` launches that specialisation through CuPy's launch path: the kernel's
-cubin is loaded as a ``cupy.cuda.function.Module`` and its ``Function`` is called with the
-grid, ``num_warps * 32`` threads, the dynamic shared memory Triton reserved (``metadata.shared``)
-and the kernel's parameters, on CuPy's current stream. Triton's generated C launcher does more per
-call than such a launch needs (it parses launch hooks and metadata, and would call ``data_ptr()`` and
-``cuPointerGetAttribute`` on every pointer), and its caller ``JITFunction.run`` re-derives the
-specialisation from every argument on every call.
+launcher), ``wrap_triton`` and the cuda plugin's eager kernels launch that specialisation again
+with one ``cuLaunchKernel`` (CuPy's ``driver.launchKernel``): the kernel's cubin is loaded as a
+``cupy.cuda.function.Module``, and each launch packs the kernel's parameters into a per-thread
+parameter block and hands its function, the grid, ``num_warps * 32`` threads, the dynamic shared
+memory Triton reserved (``metadata.shared``), CuPy's current stream and that block to the driver.
+Triton's generated C launcher does more per call than such a launch needs (it parses launch hooks
+and metadata, and would call ``data_ptr()`` and ``cuPointerGetAttribute`` on every pointer), its
+caller ``JITFunction.run`` re-derives the specialisation from every argument on every call, and
+CuPy's own ``Function.__call__`` converts every argument to a CuPy ``CPointer`` first: on an H200
+host one launch cost 7.9 µs through ``Function.__call__`` and 6.0 µs packed here.
 
 The kernel's parameters are what Triton's launcher passes to ``cuLaunchKernelEx``: the arguments
 whose type in the compiled signature is not ``constexpr``, in parameter order -- pointers as 64-bit
-addresses (the tensors' CuPy ``MemoryPointer``), ``i32``/``i64``/``u64``/``fp32``/``u1`` scalars as
-those C types (see ``_SCALARS``) -- then two trailing
-pointers (global scratch, profile scratch), both null for kernels that need no scratch memory. The
-PTX of each kernel is read to confirm that count and those types before it is used.
+addresses (``go`` takes them as ``int``), ``i32``/``i64``/``u64``/``fp32``/``u1`` scalars as those C
+types (see ``_SCALARS``) -- then two trailing pointers (global scratch, profile scratch), both
+null for kernels that need no scratch memory. The PTX of each kernel is read to confirm that count
+and those types before it is used.
 
 Anything else stays on Triton's launcher (``TritonPath`` says why): Triton releases whose launch
 convention was not checked on a GPU, scratch memory, more than 48 KiB of shared memory, clusters
 (``num_ctas > 1``), cooperative or programmatic-dependent launches, tensor descriptors, tuple
-arguments, other scalar types.
+arguments, other scalar types, more than ``MAX_PARAMS`` parameters.
 """
 
 from __future__ import annotations
 
+import ctypes
 import re
-import sys
+import struct
+import threading
 
 import numpy as np
 
-__all__ = ["Direct", "TritonPath", "int_feature", "make_direct"]
+__all__ = ["CUPY", "CupyLaunch", "Direct", "MAX_PARAMS", "TritonPath", "int_feature",
+           "make_direct"]
 
 # Triton releases whose launch convention (parameters as above) was checked on a GPU.
 TESTED_VERSIONS = ("3.6.",)
@@ -60,17 +66,22 @@ class TritonPath:
 
 
 class Direct:
-    """A compiled specialisation launched through CuPy: ``go(values, g0, g1, g2)``."""
+    """A compiled specialisation launched through CuPy: ``go(values, g0, g1, g2)``, ``values`` the
+    kernel's positional arguments with each pointer as its address (an ``int``); the launch goes
+    to the current CuPy stream of the current device (which must be the one it was loaded on).
+    ``kinds``: what each slot of the parameter block holds (``"ptr"``, ``"i32"``, ``"i64"``,
+    ``"u64"``, ``"fp32"``, ``"u1"``, ``"null"``), in order."""
 
-    __slots__ = ("function", "go", "kernel", "module", "names_defaults", "source")
+    __slots__ = ("function", "go", "kernel", "kinds", "module", "names_defaults", "source")
 
-    def __init__(self, kernel, go, module, function, source, names_defaults):
+    def __init__(self, kernel, go, module, function, source, names_defaults, kinds=()):
         self.kernel = kernel
         self.go = go
         self.module = module                 # keeps the loaded module alive
-        self.function = function
+        self.function = function             # the CUfunction's address
         self.source = source
         self.names_defaults = names_defaults
+        self.kinds = kinds
 
     def meta(self, args, kwargs) -> dict:
         """The bound arguments Triton hands a grid function: every parameter by name."""
@@ -84,23 +95,64 @@ class Direct:
         return f"<CuPy launch of {self.kernel.name}: {self.source.strip()}>"
 
 
-# signature type -> (how the value is passed, PTX parameter types it may have). CuPy passes each
-# parameter as a pointer to its value and the driver copies as many bytes as the kernel's parameter
-# has: integers go as a CuPy ``CIntptr`` (a 64-bit integer; on a little-endian host its first 4
-# bytes or 1 byte are the i32 or i1 value), which is cheaper to make than a NumPy scalar; floats
-# as NumPy float32 (remembered for the last value seen, as kernels are often launched with the same
-# Python float object); u64 (values >= 2**63) as NumPy uint64.
-_LITTLE = sys.byteorder == "little"
+# signature type -> (its slot in the parameter block, PTX parameter types it may have). Every
+# parameter gets an 8-byte slot (the driver reads from each slot as many bytes as the kernel's
+# parameter has): a pointer or u64 as an unsigned 64-bit integer, i64 as a signed one, i32 as a
+# 4-byte int, fp32 as a 4-byte float (through NumPy's float32, which rounds out-of-range values to
+# inf as Triton's launcher does, where struct would refuse them), u1 as one byte.
 _SCALARS = {
-    "i32": ("I" if _LITTLE else "I32", ("u32", "s32", "b32")),
-    "i64": ("I", ("u64", "s64", "b64")),
-    "u64": ("U64", ("u64", "b64")),
-    "fp32": ("F32", ("f32", "b32")),
-    "u1": ("I" if _LITTLE else "B1", ("u8", "s8", "b8")),
+    "i32": ("i4x", ("u32", "s32", "b32")),
+    "i64": ("q", ("u64", "s64", "b64")),
+    "u64": ("Q", ("u64", "b64")),
+    "fp32": ("f4x", ("f32", "b32")),
+    "u1": ("?7x", ("u8", "s8", "b8")),
 }
 _PTR_PTX = ("u64", "b64")
 _ENTRY = re.compile(r"\.entry\s+([\w$]+)\s*\(([^)]*)\)", re.DOTALL)
 _PARAM = re.compile(r"\.param\s+\.(\w+)")
+
+MAX_PARAMS = 128          # kernels with more parameters keep Triton's launcher
+
+
+class _Block(threading.local):
+    """This thread's parameter block: ``MAX_PARAMS`` 8-byte slots and the array of their addresses
+    that ``cuLaunchKernel`` takes as ``kernelParams``. The driver has copied the parameters when the
+    call returns, so one block serves every launch of the thread; one per thread because CuPy's
+    ``launchKernel`` releases the GIL while the driver reads it."""
+
+    def __init__(self):
+        buf = ctypes.create_string_buffer(8 * MAX_PARAMS)
+        base = ctypes.addressof(buf)
+        slots = (ctypes.c_void_p * MAX_PARAMS)(*range(base, base + 8 * MAX_PARAMS, 8))
+        self.block = (buf, ctypes.addressof(slots), slots)
+
+
+class CupyLaunch:
+    """How a ``Direct`` loads and launches, through CuPy: ``load(cubin, name, device_index)`` gives
+    ``(module, function address)``; ``launch`` is ``cuLaunchKernel`` (CuPy's
+    ``driver.launchKernel``); ``current_stream()`` is CuPy's current stream (its ``.ptr``). Tests
+    put a recorder with the same three members in its place."""
+
+    def load(self, cubin: bytes, name: str, device_index: int):
+        import cupy
+        from cupy.cuda.function import Module
+        with cupy.cuda.Device(device_index):
+            module = Module()
+            module.load(cubin)
+            return module, module.get_function(name).ptr
+
+    @property
+    def launch(self):
+        from cupy_backends.cuda.api.driver import launchKernel
+        return launchKernel
+
+    @property
+    def current_stream(self):
+        import cupy
+        return cupy.cuda.get_current_stream
+
+
+CUPY = CupyLaunch()
 
 
 def ptx_params(ptx: str, name: str):
@@ -111,20 +163,10 @@ def ptx_params(ptx: str, name: str):
     return None
 
 
-def cupy_load(cubin: bytes, name: str, device_index: int):
-    """Load ``cubin`` on device ``device_index`` with CuPy: ``(module, function)``."""
-    import cupy
-    from cupy.cuda.function import Module
-    with cupy.cuda.Device(device_index):
-        module = Module()
-        module.load(cubin)
-        return module, module.get_function(name)
-
-
-def make_direct(kernel, device_index: int, jf, nargs: int, kwargs, load=cupy_load):
+def make_direct(kernel, device_index: int, jf, nargs: int, kwargs, via=CUPY):
     """A ``Direct`` launch for ``kernel`` (a Triton ``CompiledKernel`` Triton has just launched with
     ``nargs`` positional arguments and ``kwargs``), or a ``TritonPath`` saying why not.
-    ``load(cubin, name, device_index)`` gives ``(module, function)``."""
+    ``via``: how to load and launch (``CupyLaunch``)."""
     md = getattr(kernel, "metadata", None)
     asm = getattr(kernel, "asm", None)
     if md is None or asm is None or "cubin" not in asm or "ptx" not in asm:
@@ -143,7 +185,7 @@ def make_direct(kernel, device_index: int, jf, nargs: int, kwargs, load=cupy_loa
     if not isinstance(sig, dict) or list(sig) != names:
         return TritonPath("signature does not name the kernel's parameters")
     defaults = {p.name: p.default for p in jf.params if p.has_default}
-    exprs, want, consts, body = [], [], {}, []
+    exprs, want, kinds, fmt, consts, body = [], [], [], [], {}, []
     for j, (name, ty) in enumerate(sig.items()):
         if ty == "constexpr":
             continue
@@ -159,33 +201,47 @@ def make_direct(kernel, device_index: int, jf, nargs: int, kwargs, load=cupy_loa
         else:
             return TritonPath(f"parameter {name!r} missing")
         if ty[0] == "*":
-            exprs.append(ref)                 # the tensor's CuPy MemoryPointer: CuPy passes .ptr
+            exprs.append(ref)                 # the address, an int
             want.append(_PTR_PTX)
+            fmt.append("Q")
+            kinds.append("ptr")
         elif ty in _SCALARS:
-            conv, ptx_types = _SCALARS[ty]
-            if conv == "F32":                 # the last value's float32, if the same object again
+            slot, ptx_types = _SCALARS[ty]
+            if ty == "fp32":                  # the last value's float32, if the same object again
                 consts[f"m{j}"] = [(None, None)]
                 body += [f"    s{j} = {ref}", f"    k{j} = m{j}[0]",
                          f"    if k{j}[0] is not s{j}:",
                          f"        k{j} = (s{j}, F32(s{j}))", f"        m{j}[0] = k{j}"]
                 exprs.append(f"k{j}[1]")
             else:
-                exprs.append(f"{conv}({ref})")
+                exprs.append(ref)
             want.append(ptx_types)
+            fmt.append(slot)
+            kinds.append(ty)
         else:
             return TritonPath(f"parameter {name!r} has type {ty!r}")
-    exprs += ["None", "None"]                # global scratch, profile scratch: null
-    want += [_PTR_PTX, _PTR_PTX]
+    want += [_PTR_PTX, _PTR_PTX]             # global scratch, profile scratch: null
+    fmt.append("16x")
+    kinds += ["null", "null"]
+    if len(want) > MAX_PARAMS:
+        return TritonPath(f"{len(want)} kernel parameters (more than {MAX_PARAMS})")
     got = ptx_params(asm["ptx"], md.name)
     if got is None or len(got) != len(want) or any(g not in w for g, w in zip(got, want)):
         return TritonPath(f"PTX parameters {got} are not the expected {[w[0] for w in want]}")
-    from cupy.cuda.function import CIntptr
-    module, function = load(bytes(asm["cubin"]), md.name, device_index)
+    module, fptr = via.load(bytes(asm["cubin"]), md.name, device_index)
     warp = getattr(md, "warp_size", 32) or 32
+    # the values' own tuple for pack_into: "(a, b, )" (none, for a kernel without parameters)
     source = "\n".join(["def go(v, g0, g1, g2):", *body,
-                        f"    fn((g0, g1, g2), BLOCK, ({', '.join(exprs)},), SHARED)", ""])
-    ns = {"fn": function, "BLOCK": (warp * md.num_warps, 1, 1), "SHARED": md.shared, "I": CIntptr,
-          "I32": np.int32, "U64": np.uint64, "F32": np.float32, "B1": np.bool_}
+                        "    buf, params, _ = BLOCK_OF_THREAD.block",
+                        f"    PACK(buf, 0{''.join(', ' + e for e in exprs)})",
+                        f"    LAUNCH(FN, g0, g1, g2, THREADS, 1, 1, SHARED, STREAM().ptr, params, 0)",
+                        ""])
+    ns = {"FN": fptr, "THREADS": warp * md.num_warps, "SHARED": md.shared,
+          "PACK": struct.Struct("=" + "".join(fmt)).pack_into, "BLOCK_OF_THREAD": _BLOCK,
+          "LAUNCH": via.launch, "STREAM": via.current_stream, "F32": np.float32}
     ns.update(consts)
     exec(compile(source, f"<tensorplay_triton launch of {md.name}>", "exec"), ns)  # noqa: S102
-    return Direct(kernel, ns["go"], module, function, source, (tuple(names), defaults))
+    return Direct(kernel, ns["go"], module, fptr, source, (tuple(names), defaults), tuple(kinds))
+
+
+_BLOCK = _Block()

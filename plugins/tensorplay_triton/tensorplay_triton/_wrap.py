@@ -466,12 +466,12 @@ class TritonKernelWrapper:
                 if a._stride != _CONTIG_CACHE.get(a._shape) and not _is_contig(a) and \
                         not (strided and self._pname(i) in strided):
                     return _MISS
-                mp = a._data.data           # CuPy MemoryPointer: what the CuPy launch passes
+                p = a._data.data.ptr        # the address: what the CuPy launch packs
                 if vals is None:
                     vals = list(args)
-                vals[i] = mp
+                vals[i] = p
                 app(a._dtype)
-                app(not mp.ptr & 15)
+                app(not p & 15)
             elif c is int:
                 app(1 if a == 1 else (-0x80000000 <= a <= 0x7FFFFFFF, a >= 0x8000000000000000,
                                       not a & 15))        # _cupylaunch.int_feature, inlined
@@ -539,7 +539,7 @@ class TritonKernelWrapper:
         if len(d) < _MAX_DIRECT and key not in d:
             try:
                 ent = _cupylaunch.make_direct(r, dev.index or 0, self.kernel, len(args), kwargs,
-                                              _LOADER[0])
+                                              _VIA[0])
             except Exception as e:  # noqa: BLE001 - Triton's launcher keeps working
                 ent = _cupylaunch.TritonPath(f"{type(e).__name__}: {e}")
             d[key] = ent
@@ -597,7 +597,7 @@ _RT = [None]                         # triton.knobs.runtime / .compilation, set 
 _COMP = [None]
 _HOOKCHAIN = [None]
 _GETDEV = [None]                     # cupy.cuda.runtime.getDevice, set by the first cuda launch
-_LOADER = [_cupylaunch.cupy_load]    # loads a cubin for the CuPy launch (tests put a recorder here)
+_VIA = [_cupylaunch.CUPY]            # loads and launches for the CuPy path (tests put a recorder here)
 _TRITON = {}
 
 

@@ -362,6 +362,12 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
     both: the result is then dense too): shape, strides, dtype and device are the operand's.
     Anything else goes through ``wrap``. ``early``: the lines run before the operands are
     aligned to one device, so they test that themselves.
+
+    A kernel that also has ``_tp_dense_ufunc`` (on such a backend) says: on the arrays of
+    operands that are row-major dense with one shape (every operand, for a binary op: tensors,
+    not numbers), that callable computes what ``_tp_float_ufunc`` computes, returning a fresh
+    row-major array of the backend's class (tensorplay_cuda: one lean launch of a generated
+    kernel). The adapter calls it in that case, and the ufunc in every other one.
     """
     fast = getattr(kernel, "_tp_float_ufunc", None)
     args_ = op.schema.arguments
@@ -402,7 +408,11 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
     from .._tensor import FRESH_FIELDS
     ns.update(__RS=rs, __nd=backend.np.ndarray, __C=_CONTIG_CACHE, __be=backend,
               __new=object.__new__)
-    # Tensor._init_real inlined, with the operand's metadata
+    dense = getattr(kernel, "_tp_dense_ufunc", None)
+    if dense is not None:
+        ns["__fdense"] = dense
+    # Tensor._init_real inlined, with the operand's metadata (the operand known dense: the
+    # result of the dense case needs no stride test)
     built = [f"if __r.__class__ is __nd and {s_}._stride is __C.get({s_}._shape):",
              "    __st = __RS()",
              "    __st.root = __r",
@@ -420,16 +430,38 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
              "    __t._dkey = __t._bkey = __d.type",
              *(f"    __t.{f} = {v!r}" for f, v in FRESH_FIELDS),
              "    return __t"]
+    dense_built = ["if __r.__class__ is __nd:", *built[1:]]
+    if unary and dense is not None:
+        return [f"if {isf}:",
+                f"    if {s_}._stride is __C.get({s_}._shape):",
+                f"        __r = __fdense({s_}._data)",
+                *("        " + x for x in dense_built),
+                f"        return __wrap(__r, {dev})",
+                f"    __r = __f({s_}._data)",
+                *("    " + x for x in built),
+                f"    return __wrap(__r, {dev})"]
     if unary:
         return [f"if {isf}:",
                 f"    __r = __f({s_}._data)",
                 *("    " + x for x in built),
                 f"    return __wrap(__r, {dev})"]
+    if dense is not None:
+        pair = [f"        if {s_}._shape == {o_}._shape and {s_}._stride is {o_}._stride:",
+                f"            if {s_}._stride is __C.get({s_}._shape):",
+                f"                __r = __fdense({s_}._data, {o_}._data)",
+                *("                " + x for x in dense_built),
+                f"                return __wrap(__r, {dev})",
+                f"            __r = __f({s_}._data, {o_}._data)",
+                *("            " + x for x in built),
+                f"            return __wrap(__r, {dev})",
+                f"        __r = __f({s_}._data, {o_}._data)"]
+    else:
+        pair = [f"        __r = __f({s_}._data, {o_}._data)",
+                f"        if {s_}._shape == {o_}._shape and {s_}._stride is {o_}._stride:",
+                *("            " + x for x in built)]
     return [f"if {o_}.__class__ is __T:",
             f"    if {s_}._dtype is {o_}._dtype{same} and {isf}:",
-            f"        __r = __f({s_}._data, {o_}._data)",
-            f"        if {s_}._shape == {o_}._shape and {s_}._stride is {o_}._stride:",
-            *("            " + x for x in built),
+            *pair,
             f"        return __wrap(__r, {dev})",
             f"elif ({o_}.__class__ is float or {o_}.__class__ is int) and {isf}:",
             f"    __r = __f({s_}._data, {o_})",
