@@ -19,8 +19,7 @@ time, over the D2D copy rate measured in the same run):
 Per call on 1 element (host µs; paired medians, median of five rounds): ``tp.add`` vs ``cupy.add``
 vs ``torch.add`` (``tp.add`` on same-shape dense operands is one launch of the generated kernel,
 ``tensorplay_cuda.eager._dense``), ``tp.exp`` vs ``cupy.exp``, ``tp.mul(x, 2.0)`` vs
-``cupy.multiply`` (a Python number: the CuPy ufunc itself), ``tp.add`` vs ``cupy.add`` on
-bfloat16; a custom op whose cuda kernel is ``from_cupy(as_cupy(x) + 1.0)`` vs calling that
+``cupy.multiply`` (the number a kernel argument), ``tp.add`` vs ``cupy.add`` on bfloat16; a custom op whose cuda kernel is ``from_cupy(as_cupy(x) + 1.0)`` vs calling that
 kernel directly, vs a plain Python function calling it (the floor of any Python-level call), and
 vs ``functools.partial`` of that function (the floor of any callable object, which an op is);
 and a custom op whose kernel returns its input (no launch, no driver call) vs that kernel: the
@@ -197,8 +196,8 @@ def host_rows(cupy, torch, rows, data):
     net_mul, per_mul = net("tp.mul(x, 2.0)", "cupy.multiply(a, 2.0)")
     rows.append(["host: tp.exp - cupy.exp (paired)", "", "", "",
                  f"{net_exp:+.2f} µs (rounds {fmt(per_exp)})"])
-    rows.append(["host: tp.mul(x, 2.0) - cupy.multiply (paired; a Python number: the ufunc)", "",
-                 "", "", f"{net_mul:+.2f} µs (rounds {fmt(per_mul)})"])
+    rows.append(["host: tp.mul(x, 2.0) - cupy.multiply(a, 2.0) (paired)", "", "", "",
+                 f"{net_mul:+.2f} µs (rounds {fmt(per_mul)})"])
     data["net_exp_us"], data["net_mul_scalar_us"] = net_exp, net_mul
     if "tp.add bf16" in stmts:
         net_b, per_b = net("tp.add bf16", "cupy.add bf16")

@@ -770,6 +770,13 @@ def test_small_dense_ops_launch_the_generated_kernel_and_match_cupy(compiled, dt
             assert got.dtype is d and got.shape == x.shape and got.is_contiguous()
             np.testing.assert_allclose(_host(got._data), _host(want), rtol=tol, atol=tol,
                                        err_msg=f"{op} {dt} {shape}")
+        for op in _DENSE_BINARY:
+            for c in (2.5, -3, 1, 1e-3):
+                got = getattr(tp.ops.tp, op)(x, c)
+                want = getattr(cupy, eager._UFUNC[op][0])(x._data, c)
+                assert got.dtype is d
+                np.testing.assert_allclose(_host(got._data), _host(want), rtol=tol, atol=tol,
+                                           err_msg=f"{op} {dt} {shape} {c}")
         for op in _DENSE_UNARY:
             got = getattr(tp.ops.tp, op)(x)
             want = (cupy.maximum(x._data, 0) if op == "relu" else
@@ -780,6 +787,21 @@ def test_small_dense_ops_launch_the_generated_kernel_and_match_cupy(compiled, dt
     for op in _DENSE_BINARY + _DENSE_UNARY:
         launch = _dense_launches(compiled, op).get((np.dtype(dt), dev))
         assert launch is not None and launch.direct is not None, (op, eager._FAILED)
+    for op in _DENSE_BINARY:
+        # a float on float64 keeps the ufunc (float32 kernel arguments); an int is an argument
+        fl = _dense_launches(compiled, op).get((np.dtype(dt), dev, float))
+        assert (fl is None) if dt == "float64" else (fl is not None and fl.direct is not None)
+        il = _dense_launches(compiled, op).get((np.dtype(dt), dev, int))
+        assert il is not None and il.direct is not None, (op, dt)
+    # an int outside int32: the ufunc, CuPy's value
+    big = tp.ops.tp.add(x, 2**40)
+    np.testing.assert_allclose(_host(big._data), _host(cupy.add(x._data, 2**40)), rtol=tol)
+    # new values of a number compile nothing and copy nothing: they are kernel arguments
+    kernels = len(triton_fusion._KERNELS)
+    for c in (0.125, 7.0, -2.75, 11, -5):
+        np.testing.assert_allclose(_host(tp.mul(x, c)._data), _host(cupy.multiply(x._data, c)),
+                                   rtol=tol, atol=tol)
+    assert len(triton_fusion._KERNELS) == kernels
     # an offset view is dense too: its address includes the offset
     base = tp.arange(10, device="cuda").to(d)
     v = base[3:]
@@ -838,7 +860,7 @@ def test_small_dense_ops_from_many_threads_each_get_their_own_values():
             x = tp.full((257,), float(i), device="cuda")
             y = tp.full((257,), 1.0, device="cuda")
             for j in range(100):
-                x = tp.add(x, y)
+                x = tp.add(x, y) if j % 2 else tp.add(x, 1.0)     # a tensor, a number
             cupy.cuda.get_current_stream().synchronize()
             got = _host(x._data)
             if not (got == i + 100).all():
@@ -879,6 +901,26 @@ for dt in (tp.float16, tp.float32, tp.float64):
         if op == "neg":    # a sign flip, not 0 - x (which makes -(+0.0) +0.0)
             flip = r"\bxor\.b(16|32|64)\s+%\w+, %\w+, -(32768|2147483648|9223372036854775808);"
             print("negation", dt.name, bool(re.search(flip, ptx)) and "sub.f" not in ptx)
+    # a Python number: a kernel argument (float32 for a float, int32 for an int), never source
+    for c in (2.5, 3):
+        e = ElementwiseExpr(1, (Step("mul", (("in", 0), ("const", c))),), (0,), (dt,), None)
+        try:
+            src, name, fc, ic = generate(e, [dt], ["c"], 0, False, False, general=True)
+        except Exception as ex:
+            assert type(ex).__name__ == "Unsupported" and dt.name == "float64" and c == 2.5, ex
+            print("declined", dt.name, c)
+            continue
+        body = src[src.index(f"def {name}("):]
+        assert not re.search(r"(?<![\w.])" + re.escape(repr(c)) + r"(?![\w.])", body), body
+        fn = _build(src, name)
+        cname = "f0" if isinstance(c, float) else "k0"
+        assert fn.arg_names[-2:] == [cname, "BLOCK"], fn.arg_names
+        t = TY[dt.name]
+        sig = {a: {"fconst": "*fp64", "N": "i32", "flip": "i32", "BLOCK": "constexpr",
+                   "f0": "fp32", "k0": "i32"}.get(a, "*" + t) for a in fn.arg_names}
+        triton.compile(ASTSource(fn, sig, constexprs={"BLOCK": 1024}),
+                       target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+        print("scalar", dt.name, cname)
 print("ok")
 '''
 
@@ -886,8 +928,8 @@ print("ok")
 def test_dense_kernels_compile_for_any_address_with_ieee_division_and_sqrt():
     """The kernels the dense case launches (``generate(..., general=True)``), compiled ahead of
     time for sm_90: no alignment assumed (any address, any element count), division and square
-    root rounded to nearest (div.rn / sqrt.rn, as torch's), never the approximate forms, and neg a
-    sign flip."""
+    root rounded to nearest (div.rn / sqrt.rn, as torch's), never the approximate forms, neg a
+    sign flip, and a Python number a kernel argument (declined for a float on float64)."""
     env = dict(os.environ)
     env.pop("TRITON_INTERPRET", None)
     r = subprocess.run([sys.executable, "-c", _AOT_DENSE], capture_output=True, text=True,
@@ -899,6 +941,7 @@ def test_dense_kernels_compile_for_any_address_with_ieee_division_and_sqrt():
     assert r.stdout.count("negation") == 3 and "negation" in r.stdout and \
         all(ln.endswith("True") for ln in r.stdout.splitlines() if ln.startswith("negation")), \
         r.stdout
+    assert r.stdout.count("scalar ") == 5 and "declined float64 2.5" in r.stdout, r.stdout
     seen = [ln for ln in r.stdout.splitlines() if ln.startswith(("div ", "sqrt "))]
     assert len(seen) == 6, r.stdout
     for ln in seen:

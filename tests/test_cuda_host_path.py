@@ -210,6 +210,11 @@ def test_dense_operands_of_one_shape_take_the_dense_case(shape):
     r = _dense_adapter(be, rec, "exp")(x)
     assert rec.calls == [("dense", x._data)]
     _same_tensor(r, be.wrap(out, dev))
+    for number in (2.5, 3, -7):                      # a Python number, passed as is
+        rec.calls.clear()
+        r = _dense_adapter(be, rec, "mul")(x, number)
+        assert rec.calls == [("dense", x._data, number)]
+        _same_tensor(r, be.wrap(out, dev))
 
 
 def test_the_dense_case_is_only_for_what_it_vouches_for():
@@ -228,9 +233,12 @@ def test_the_dense_case_is_only_for_what_it_vouches_for():
     add, exp = _dense_adapter(be, rec), _dense_adapter(be, rec, "exp")
     add(x, row)                                      # broadcast
     add(t, t)                                        # one shape, strided
-    add(x, 2.0)                                      # a number
+    add(t, 2.0)                                      # a number with a strided tensor
     exp(t)                                           # unary, strided
     assert [c[0] for c in rec.calls] == ["ufunc"] * 4
+    rec.calls.clear()
+    add(x, True)                                     # a bool is not a number here: the kernel
+    assert [c[0] for c in rec.calls] == ["reference"]
     rec.calls.clear()
     add(x, be.wrap(_arr((2, 3), np.float64), dev))   # dtypes differ: the reference kernel
     assert [c[0] for c in rec.calls] == ["reference"]

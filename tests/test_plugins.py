@@ -36,7 +36,11 @@ def test_entry_points_scanned_once_per_process(env, mode, importlib_calls):
         calls = []
         real = md.entry_points
         def counting(*a, **k):
-            calls.append((a, k))
+            # tensorplay's calls only: a library imported on the way (Triton, when a cuda op runs
+            # a generated kernel) scans its own entry points at its import
+            import sys
+            if sys._getframe(1).f_globals.get("__name__", "").startswith("tensorplay"):
+                calls.append((a, k))
             return real(*a, **k)
         md.entry_points = counting
         def forbidden(*a, **k):

@@ -263,12 +263,14 @@ def _unary(op, k, backend, uf, big):
 
 # TENSORPLAY_CUDA_EAGER_LAUNCH=0: small arrays keep CuPy's ufuncs (see _dense)
 _DENSE = [os.environ.get("TENSORPLAY_CUDA_EAGER_LAUNCH", "1") != "0"]
+_NO_OPERAND = object()      # _dense's first(): a unary op's call
 
 
 def _dense(op, n_in, backend, uf):
     """The adapters' dense case (``_tp_dense_ufunc``, see ``tensorplay._ops._define``): ``op`` on
     CuPy arrays of one floating dtype and one shape, each row-major dense, below ``THRESHOLD``
-    elements, on the current device. Returns the result array, as ``uf`` (the CuPy ufunc) would.
+    elements, on the current device -- or, for a binary op, one such array and a Python ``float``
+    or ``int``. Returns the result array, as ``uf`` (the CuPy ufunc) would.
 
     Why: on an H200 host a 1-element ``cupy.add`` cost 14.4 µs, of which the allocation is 3.5 µs
     and ``cuLaunchKernel`` about 5.6: the rest is the ufunc's own argument handling. Here the
@@ -276,39 +278,65 @@ def _dense(op, n_in, backend, uf):
     element count and address) is launched with one driver call into a fresh ``cupy.ndarray``:
     10.1 µs in the same run. The first call for a dtype on a device compiles through Triton; where
     the kernel cannot be launched that way (another Triton release, a generator that declines the
-    dtype, a compile or launch failure) that dtype keeps the ufunc."""
+    dtype, a compile or launch failure) that dtype keeps the ufunc. A Python number is a kernel
+    argument -- a float as float32, as the float16/bfloat16/float32 steps compute with it (on
+    float64 arrays a float keeps the ufunc), an int within int32 (others keep the ufunc) --
+    so a new value never compiles or copies anything."""
     nd = backend.np.ndarray
     getdev = backend.np.cuda.runtime.getDevice
-    launches: dict = {}          # (dtype, device index) -> launch(*addresses, n), or None: the ufunc
+    # (dtype, device index[, the number's class]) -> launch(*addresses, n[, number]), or None: the
+    # ufunc for good
+    launches: dict = {}
 
-    def first(key, arrays):
+    def first(key, a, b=_NO_OPERAND):
+        """The first call for ``key``: compile and launch through Triton, remember the launch."""
         if _FAILED:
             launches[key] = None
-            return uf(*arrays)
+            return uf(a) if b is _NO_OPERAND else uf(a, b)
         from .triton_fusion import Unsupported
-        R = backend.dtype_of(arrays[0])
+        R = backend.dtype_of(a)
         try:
-            out, launch = _chain(op, n_in, None, R, backend).dense_launcher(list(arrays))
+            if b is _NO_OPERAND or b.__class__ is nd:
+                arrays = [a] if b is _NO_OPERAND else [a, b]
+                out, launch = _chain(op, n_in, None, R, backend).dense_launcher(arrays)
+            else:                                 # a Python number: a kernel argument
+                out, launch = _chain(op, 1, b.__class__, R, backend).dense_launcher([a], [b])
         except Unsupported:
             out, launch = None, None
         except Exception as e:  # noqa: BLE001 - any compiler/driver error: the ufunc, said once
             _failed(e)
             out, launch = None, None
         launches[key] = launch
-        return uf(*arrays) if out is None else out
+        if out is not None:
+            return out
+        return uf(a) if b is _NO_OPERAND else uf(a, b)
 
     if n_in == 2:
         def dense(a, b):
             d = a.dtype
-            key = (d, getdev())
+            if b.__class__ is nd:
+                key = (d, getdev())
+                launch = launches.get(key, first)
+                if launch is None:
+                    return uf(a, b)
+                n = a.size
+                if launch is first or not n:
+                    return first(key, a, b) if n else uf(a, b)
+                r = nd(a.shape, d)
+                launch(a.data.ptr, b.data.ptr, r.data.ptr, n)
+                return r
+            # a Python float or int (weak, as in torch: the result has a's dtype) as a kernel
+            # argument: float32 for the float32-computing dtypes, int32 range for ints
+            bc = b.__class__
+            key = (d, getdev(), bc)
             launch = launches.get(key, first)
-            if launch is None:
+            if launch is None or (bc is int and not -0x80000000 <= b <= 0x7FFFFFFF):
                 return uf(a, b)
             n = a.size
             if launch is first or not n:
-                return first(key, (a, b)) if n else uf(a, b)
+                return first(key, a, b) if n else uf(a, b)
             r = nd(a.shape, d)
-            launch(a.data.ptr, b.data.ptr, r.data.ptr, n)
+            launch(a.data.ptr, r.data.ptr, n, b)
             return r
     else:
         def dense(a):
@@ -319,7 +347,7 @@ def _dense(op, n_in, backend, uf):
                 return uf(a)
             n = a.size
             if launch is first or not n:
-                return first(key, (a,)) if n else uf(a)
+                return first(key, a) if n else uf(a)
             r = nd(a.shape, d)
             launch(a.data.ptr, r.data.ptr, n)
             return r

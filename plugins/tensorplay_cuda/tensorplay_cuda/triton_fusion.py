@@ -273,9 +273,17 @@ def generate(expr, in_dtypes, modes, ndim, wide, interp=False, general=False):
     bfloat16 (``_TO_BF16``); every other line is the same source interpreted and compiled.
     ``general``: the same source, decorated so that Triton compiles one kernel for every element
     count and address (``N`` and the pointers not specialised: no ``N == 1`` constant, no 16-byte
-    alignment assumed), which ``TritonChain.dense_launcher`` launches without Triton's launcher."""
+    alignment assumed), which ``TritonChain.dense_launcher`` launches without Triton's launcher;
+    float constants are then float32 kernel arguments ``f<i>`` after the int ones (a chain with
+    float64 steps and a float constant is ``Unsupported`` there)."""
     in_0d = [m == "s" for m in modes]
     plan = _plan_operands(expr, in_dtypes, in_0d)
+    if general and any(isinstance(v, float) for st in expr.steps for k, v in st.args
+                       if k == "const") and any(
+            d is not None and d.name == "float64" for d in [*expr.dtypes, *in_dtypes]):
+        # general kernels take float constants as float32 arguments (the value rounded as a
+        # float32 step computes with it); a float64 chain needs them in float64 (fconst)
+        raise Unsupported("a float constant in a float64 general kernel")
     name = f"tp_chain_{next(_counter)}"
     n_in = expr.n_inputs
     reduce_step = plan[-1] if plan and plan[-1][0] == "reduce" else None
@@ -319,7 +327,13 @@ def generate(expr, in_dtypes, modes, ndim, wide, interp=False, general=False):
         elif kind == "step":
             e = f"t{v}"
         else:
-            if isinstance(v, float):
+            if isinstance(v, float) and general:
+                # a float32 kernel argument (the step computes in float32: see below)
+                nm = f"f{len(fconsts)}"
+                fconsts.append(float(v))
+                const_names.append(nm)
+                e = nm
+            elif isinstance(v, float):
                 e = f"tl.load(fconst + {len(fconsts)})"
                 fconsts.append(float(v))
             else:
@@ -451,24 +465,31 @@ class TritonChain:
     def __call__(self, arrays):
         return self.run(arrays)
 
-    def dense_launcher(self, arrays):
+    def dense_launcher(self, arrays, consts=()):
         """The chain on ``arrays`` -- CuPy arrays of one shape, each row-major dense, on the current
-        device, fewer than ``2**31 - BLOCK_NARROW`` elements; a chain of one output, no reduction
-        and no constants -- and how to run it again on such arrays of the same dtypes on this
-        device with one driver call: returns ``(output array, launch)``, ``launch(*addresses,
-        n)`` taking the inputs' and a fresh output's addresses and the element count (> 0).
+        device, fewer than ``2**31 - BLOCK_NARROW`` elements; a chain of one output and no
+        reduction -- with its constants' values ``consts`` (Python numbers, in the order they
+        appear in the steps; ints within int32), and how to run it again on such arrays of the
+        same dtypes on this device with one driver call: returns ``(output array, launch)``,
+        ``launch(*addresses, n, *consts)`` taking the inputs' and a fresh output's addresses, the
+        element count (> 0) and the constants' values (of the same types).
 
-        The kernel is the chain's own generated source compiled for every element count and
-        address (``generate(..., general=True)``); its first launch goes through Triton (compile,
-        cache), later ones through ``tensorplay_triton``'s CuPy launch. ``launch`` is None when
-        this Triton release or the compiled kernel is not one that launch path takes (then the
-        output came from Triton's launcher, and the caller should keep its other path); the
-        output is None (nothing launched) when the generator declines these dtypes."""
+        The kernel is the chain's own generated source compiled for every element count, address
+        and constant value (``generate(..., general=True)``: float constants are float32
+        arguments, so a chain with float64 steps and a float constant is declined); its first
+        launch goes through Triton (compile, cache), later ones through ``tensorplay_triton``'s
+        CuPy launch. ``launch`` is None when this Triton release or the compiled kernel is not one
+        that launch path takes (then the output came from Triton's launcher, and the caller should
+        keep its other path); the output is None (nothing launched) when the generator declines
+        these dtypes or constants."""
         be = self.backend
         np = be.np
         expr = self.expr
-        if len(expr.outputs) != 1 or expr.steps[-1].op in REDUCTIONS or any(
-                k == "const" for st in expr.steps for k, _ in st.args):
+        consts = list(consts)
+        n_const = sum(k == "const" and isinstance(v, (bool, int, float))
+                      for st in expr.steps for k, v in st.args)
+        if len(expr.outputs) != 1 or expr.steps[-1].op in REDUCTIONS or n_const != len(consts) \
+                or any(c.__class__ is int and not -0x80000000 <= c <= 0x7FFFFFFF for c in consts):
             return None, None
         in_dtypes = [be.dtype_of(a) for a in arrays]
         modes = ("c",) * len(arrays)
@@ -483,7 +504,7 @@ class TritonChain:
         blk = BLOCK_NARROW if all(a.dtype.itemsize <= 2 for a in [*arrays, out]) else BLOCK
         if n == 0:
             return out, None
-        args = [*arrays, out, fc, n, 0]
+        args = [*arrays, out, fc, n, 0, *consts]
         compiled = _launch_cuda(kern, ((n + blk - 1) // blk,), args, arrays, blk)
         from tensorplay_triton import _cupylaunch, _wrap
         if not _wrap._direct_setup():
@@ -492,17 +513,21 @@ class TritonChain:
         d = _cupylaunch.make_direct(compiled, idx, kern, len(args), {"BLOCK": blk})
         if not isinstance(d, _cupylaunch.Direct):
             return out, None
-        go, fcp = d.go, fc.data.ptr
+        go, fcp, n_in = d.go, fc.data.ptr, len(arrays)
 
-        if len(arrays) == 1:
+        if n_in == 1 and not consts:
             def launch(p0, po, n):
                 go((p0, po, fcp, n, 0), (n + blk - 1) // blk, 1, 1)
-        elif len(arrays) == 2:
+        elif n_in == 2 and not consts:
             def launch(p0, p1, po, n):
                 go((p0, p1, po, fcp, n, 0), (n + blk - 1) // blk, 1, 1)
+        elif n_in == 1 and len(consts) == 1:
+            def launch(p0, po, n, c):
+                go((p0, po, fcp, n, 0, c), (n + blk - 1) // blk, 1, 1)
         else:
             def launch(*a):
-                go((*a[:-1], fcp, a[-1], 0), (a[-1] + blk - 1) // blk, 1, 1)
+                n = a[n_in + 1]
+                go((*a[:n_in + 1], fcp, n, 0, *a[n_in + 2:]), (n + blk - 1) // blk, 1, 1)
         launch.direct = d                     # keeps the kernel's module and constants alive
         launch.fconst = fc
         return out, launch

@@ -364,10 +364,11 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
     aligned to one device, so they test that themselves.
 
     A kernel that also has ``_tp_dense_ufunc`` (on such a backend) says: on the arrays of
-    operands that are row-major dense with one shape (every operand, for a binary op: tensors,
-    not numbers), that callable computes what ``_tp_float_ufunc`` computes, returning a fresh
-    row-major array of the backend's class (tensorplay_cuda: one lean launch of a generated
-    kernel). The adapter calls it in that case, and the ufunc in every other one.
+    operands that are row-major dense with one shape (for a binary op: two such tensors, or one
+    and a Python ``float``/``int``, passed as is), that callable computes what
+    ``_tp_float_ufunc`` computes, returning a fresh row-major array of the backend's class
+    (tensorplay_cuda: one lean launch of a generated kernel). The adapter calls it in those
+    cases, and the ufunc in every other one.
     """
     fast = getattr(kernel, "_tp_float_ufunc", None)
     args_ = op.schema.arguments
@@ -445,7 +446,12 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
                 f"    __r = __f({s_}._data)",
                 *("    " + x for x in built),
                 f"    return __wrap(__r, {dev})"]
+    scalar = []
     if dense is not None:
+        scalar = [f"    if {s_}._stride is __C.get({s_}._shape):",
+                  f"        __r = __fdense({s_}._data, {o_})",
+                  *("        " + x for x in dense_built),
+                  f"        return __wrap(__r, {dev})"]
         pair = [f"        if {s_}._shape == {o_}._shape and {s_}._stride is {o_}._stride:",
                 f"            if {s_}._stride is __C.get({s_}._shape):",
                 f"                __r = __fdense({s_}._data, {o_}._data)",
@@ -464,6 +470,7 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
             *pair,
             f"        return __wrap(__r, {dev})",
             f"elif ({o_}.__class__ is float or {o_}.__class__ is int) and {isf}:",
+            *scalar,
             f"    __r = __f({s_}._data, {o_})",
             *("    " + x for x in built),
             f"    return __wrap(__r, {dev})"]
