@@ -976,4 +976,12 @@ def test_small_bf16_ops_take_one_launch_and_round_float32_results(compiled):
                                    rtol=8e-3, atol=1e-6, err_msg=op)
         launch = _dense_launches(compiled, op).get((x._data.dtype, dev))
         assert launch is not None and launch.direct is not None, (op, eager._FAILED)
+    for c in (2.5, -3):                       # a Python number: a float32 kernel argument
+        for op, f in (("add", np.add), ("mul", np.multiply), ("div", np.divide)):
+            got = getattr(tp.ops.tp, op)(x, c)
+            assert got.dtype is tp.bfloat16
+            want = f(xf, np.float32(c)).astype(bf).astype(np.float64)
+            np.testing.assert_allclose(_host(got._data), want, rtol=8e-3, atol=1e-6,
+                                       err_msg=f"{op} {c}")
+            assert _dense_launches(compiled, op)[(x._data.dtype, dev, type(c))] is not None
     assert not eager._FAILED, eager._FAILED

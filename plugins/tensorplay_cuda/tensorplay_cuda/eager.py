@@ -194,10 +194,14 @@ def _binary(op, k, backend, uf, swap, big):
                     bc = b.__class__
                     if (bc is nd and b.dtype is d) or bc is float or bc is int:
                         return uf(a, b)
-                elif d is bf16 and b.__class__ is nd and b.dtype is d and a.shape == b.shape \
-                        and a.flags.c_contiguous and b.flags.c_contiguous:
-                    # bfloat16 (no CuPy ufunc: the reference takes several float32 launches)
-                    return dense(a, b)
+                elif d is bf16 and a.flags.c_contiguous:
+                    # bfloat16 has no CuPy ufunc (the reference takes several float32 launches):
+                    # the dense case's one launch, with a tensor of one shape or a number
+                    bc = b.__class__
+                    if bc is float or bc is int or (
+                            bc is nd and b.dtype is d and a.shape == b.shape and
+                            b.flags.c_contiguous):
+                        return dense(a, b)
             return k(a, b)
     kernel.__wrapped__ = k
     if not swap and op in _SAME_DTYPE:
