@@ -754,10 +754,11 @@ def _dense_launches(compiled, op):
 @pytest.mark.cuda
 @needs_cuda
 @pytest.mark.parametrize("dt", ["float16", "float32", "float64"])
-def test_small_dense_ops_launch_the_generated_kernel_and_match_cupy(compiled, dt):
+def test_small_dense_ops_launch_the_generated_kernel_and_match_cupy(compiled, dt, monkeypatch):
     """Every op with the dense case, on 1 to 5000 elements, offset views and 2-d shapes: one lean
     launch of the op's generated kernel (recorded per dtype and device), CuPy's values."""
     import cupy
+    monkeypatch.setattr(eager, "WARMUP_CALLS", 0)       # the launch from the first call on
     tp.manual_seed(3)
     d = getattr(tp, dt)
     tol = _DENSE_TOL[dt]
@@ -952,12 +953,13 @@ def test_dense_kernels_compile_for_any_address_with_ieee_division_and_sqrt():
 
 @pytest.mark.cuda
 @needs_cuda
-def test_small_bf16_ops_take_one_launch_and_round_float32_results(compiled):
+def test_small_bf16_ops_take_one_launch_and_round_float32_results(compiled, monkeypatch):
     """bfloat16 has no CuPy ufunc (the reference kernels compute in float32 over several
     launches): dense same-shape operands take the same one-launch path, with the same values --
     float32 math rounded once to bfloat16."""
     ml_dtypes = pytest.importorskip("ml_dtypes")
     import cupy
+    monkeypatch.setattr(eager, "WARMUP_CALLS", 0)
     tp.manual_seed(4)
     x = (tp.rand(37, 5, device="cuda") + 0.5).to(tp.bfloat16)
     y = (tp.rand(37, 5, device="cuda") - 0.25).to(tp.bfloat16)

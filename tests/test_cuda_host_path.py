@@ -287,6 +287,75 @@ def test_eager_kernels_declare_the_dense_case_with_the_large_path(monkeypatch):
     assert not hasattr(eager._unary("exp", rec.reference, be, cupy.exp, True), "_tp_dense_ufunc")
 
 
+def test_the_dense_case_runs_the_ufunc_until_a_key_is_called_often_then_one_launch(monkeypatch):
+    """``eager._dense``: the first WARMUP_CALLS calls per (dtype, device[, number class]) run the
+    ufunc, compiling nothing; the next asks the chain for its launch (once), and later calls
+    launch with the operands' addresses, the element count and the number. A chain that
+    declines, or a launch path that is unavailable, leaves that key on the ufunc for good."""
+    import types
+    calls, asked = [], []
+    out = _arr((4,))
+
+    def uf(*a):
+        calls.append(("ufunc", *a))
+        return out
+
+    def launch(*a):
+        calls.append(("launch", *a))
+
+    class Chain:
+        def __init__(self, key):
+            self.key = key
+
+        def dense_launcher(self, arrays, consts=()):
+            asked.append((self.key, [x is arrays[0] for x in arrays], list(consts)))
+            calls.append(("compiled",))
+            return out, (None if self.key[2] is int else launch)
+    monkeypatch.setattr(eager, "_chain", lambda op, n_in, ct, R, be: Chain((op, n_in, ct, R)))
+    monkeypatch.setattr(eager, "_FAILED", [])
+
+    class HostArray(cupy.ndarray):
+        """The backend's array class: allocates over host memory (no GPU here)."""
+
+        def __new__(cls, shape, dtype=np.float32):
+            m = _arr(shape, dtype)
+            return cupy.ndarray.__new__(cls, shape, dtype, memptr=m.data)
+    be = types.SimpleNamespace(
+        np=types.SimpleNamespace(ndarray=HostArray, cuda=types.SimpleNamespace(
+            runtime=types.SimpleNamespace(getDevice=lambda: 0))),
+        dtype_of=lambda a: tp.float32)
+    dense = eager._dense("add", 2, be, uf)
+    a, b = HostArray((4,)), HostArray((4,))
+    for _ in range(eager.WARMUP_CALLS):
+        assert dense(a, b) is out
+    assert [c[0] for c in calls] == ["ufunc"] * eager.WARMUP_CALLS and not asked
+    calls.clear()
+    assert dense(a, b) is out                       # compiles: the chain's own first launch
+    r = dense(a, b)                                 # then one launch into a fresh array
+    assert calls[0] == ("compiled",) and calls[1][0] == "launch"
+    assert calls[1][1:] == (a.data.ptr, b.data.ptr, r.data.ptr, 4)
+    assert r.__class__ is HostArray and r.shape == (4,) and r.dtype == np.float32
+    assert asked == [(("add", 2, None, tp.float32), [True, False], [])]
+    # a number: its own key (and warm-up), passed to the launch as is
+    calls.clear()
+    for _ in range(eager.WARMUP_CALLS + 2):
+        dense(a, 2.5)
+    assert [c[0] for c in calls] == ["ufunc"] * eager.WARMUP_CALLS + ["compiled", "launch"]
+    assert calls[-1][-2:] == (4, 2.5)
+    # an int whose launch the chain declined: the ufunc for good, asked once
+    calls.clear()
+    for _ in range(eager.WARMUP_CALLS + 3):
+        dense(a, 3)
+    assert [c[0] for c in calls] == ["ufunc"] * eager.WARMUP_CALLS + ["compiled", "ufunc",
+                                                                        "ufunc"]
+    assert sum(k[0][2] is int for k in asked) == 1
+    # an empty array never launches
+    calls.clear()
+    e = HostArray((0,))
+    dense(e, e)
+    assert [c[0] for c in calls] == ["ufunc"]
+
+
 def test_arrays_at_the_size_bound_take_the_kernel():
     """``_tp_float_max``: from that many elements on, the kernel (its large-array path) runs."""
     be = _backend()

@@ -268,6 +268,11 @@ def _unary(op, k, backend, uf, big):
 # TENSORPLAY_CUDA_EAGER_LAUNCH=0: small arrays keep CuPy's ufuncs (see _dense)
 _DENSE = [os.environ.get("TENSORPLAY_CUDA_EAGER_LAUNCH", "1") != "0"]
 _NO_OPERAND = object()      # _dense's first(): a unary op's call
+# calls of one (op, dtype, device[, number class]) that run the ufunc before the dense case
+# compiles: a short script never imports Triton or compiles a kernel for an op it calls a few
+# times (the first compile costs 0.3 s, the first in a process 2 s with Triton's import, on an
+# H200 host), a loop gets the one-launch path from its ninth call on
+WARMUP_CALLS = 8
 
 
 def _dense(op, n_in, backend, uf):
@@ -280,9 +285,10 @@ def _dense(op, n_in, backend, uf):
     and ``cuLaunchKernel`` about 5.6: the rest is the ufunc's own argument handling. Here the
     op's generated Triton kernel (``triton_fusion``, the one large arrays run, compiled for every
     element count and address) is launched with one driver call into a fresh ``cupy.ndarray``:
-    10.1 µs in the same run. The first call for a dtype on a device compiles through Triton; where
+    10.1 µs in the same run. The first launch for a dtype on a device compiles through Triton; where
     the kernel cannot be launched that way (another Triton release, a generator that declines the
-    dtype, a compile or launch failure) that dtype keeps the ufunc. A Python number is a kernel
+    dtype, a compile or launch failure) that dtype keeps the ufunc. The first ``WARMUP_CALLS``
+    calls of each key run the ufunc (no compile for what runs only a few times). A Python number is a kernel
     argument -- a float as float32, as the float16/bfloat16/float32 steps compute with it (on
     float64 arrays a float keeps the ufunc), an int within int32 (others keep the ufunc) --
     so a new value never compiles or copies anything."""
@@ -291,9 +297,15 @@ def _dense(op, n_in, backend, uf):
     # (dtype, device index[, the number's class]) -> launch(*addresses, n[, number]), or None: the
     # ufunc for good
     launches: dict = {}
+    seen: dict = {}              # key -> calls so far, while fewer than WARMUP_CALLS
 
     def first(key, a, b=_NO_OPERAND):
-        """The first call for ``key``: compile and launch through Triton, remember the launch."""
+        """A call for ``key`` before its launch is known: the ufunc for the first WARMUP_CALLS,
+        then compile and launch through Triton, and remember the launch."""
+        n = seen.get(key, 0)
+        if n < WARMUP_CALLS:
+            seen[key] = n + 1
+            return uf(a) if b is _NO_OPERAND else uf(a, b)
         if _FAILED:
             launches[key] = None
             return uf(a) if b is _NO_OPERAND else uf(a, b)
