@@ -356,6 +356,37 @@ def test_the_dense_case_runs_the_ufunc_until_a_key_is_called_often_then_one_laun
     assert [c[0] for c in calls] == ["ufunc"]
 
 
+def test_bf16_small_ops_run_the_reference_kernel_until_they_launch_never_the_ufunc(monkeypatch):
+    """CuPy's ufunc on bfloat16 arrays computes (and returns) float32: bf16 operands take the
+    dense case's launch once it exists, and the reference kernel (float32 math rounded to bf16)
+    before that -- never the ufunc."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    monkeypatch.setattr(cupy.cuda.runtime, "getDevice", lambda: 0)     # no GPU here
+    be = _backend()
+    bf = np.dtype(ml_dtypes.bfloat16)
+    out = _arr((4,), bf)
+    seen = []
+
+    def ref(*a):
+        seen.append("reference")
+        return out
+
+    def ufunc(*a):
+        seen.append("ufunc")
+        return out
+    add = eager._binary("add", ref, be, ufunc, False, True)
+    exp = eager._unary("exp", ref, be, ufunc, True)
+    a, b = _arr((4,), bf), _arr((4,), bf)
+    for _ in range(eager.WARMUP_CALLS):
+        assert add(a, b) is out and add(a, 2.0) is out and add(a, 3) is out and exp(a) is out
+    assert seen == ["reference"] * 4 * eager.WARMUP_CALLS
+    f32 = _arr((4,))
+    seen.clear()
+    add(f32, f32)
+    exp(f32)
+    assert seen == ["ufunc", "ufunc"]                 # float32: the ufunc, as before
+
+
 def test_arrays_at_the_size_bound_take_the_kernel():
     """``_tp_float_max``: from that many elements on, the kernel (its large-array path) runs."""
     be = _backend()

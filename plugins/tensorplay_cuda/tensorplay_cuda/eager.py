@@ -166,6 +166,9 @@ def _binary(op, k, backend, uf, swap, big):
     dense = (_dense(op, 2, backend, uf) if big and _DENSE[0] and backend.np.__name__ == "cupy"
              and not swap and op in _SAME_DTYPE else None)     # (a driver launch: CuPy only)
     bf16 = _bf16_of(backend) if dense is not None else None
+    # bfloat16's own: until (or unless) it launches, the reference kernel runs -- CuPy's ufunc on
+    # bf16 arrays would compute and return float32
+    dense_bf16 = _dense(op, 2, backend, k) if bf16 is not None else None
 
     # the per-call path: small floating arrays of one dtype (or with a Python scalar) go straight
     # to the ufunc; tests ordered by frequency, the operand swap chosen here, not per call
@@ -201,7 +204,7 @@ def _binary(op, k, backend, uf, swap, big):
                     if bc is float or bc is int or (
                             bc is nd and b.dtype is d and a.shape == b.shape and
                             b.flags.c_contiguous):
-                        return dense(a, b)
+                        return dense_bf16(a, b)
             return k(a, b)
     kernel.__wrapped__ = k
     if not swap and op in _SAME_DTYPE:
@@ -236,6 +239,7 @@ def _unary(op, k, backend, uf, big):
     dense = (_dense(op, 1, backend, uf) if uf is not None and big and _DENSE[0] and
              backend.np.__name__ == "cupy" else None)
     bf16 = _bf16_of(backend) if dense is not None else None
+    dense_bf16 = _dense(op, 1, backend, k) if bf16 is not None else None     # as in _binary
 
     def kernel(a):
         if a.__class__ is not nd:
@@ -251,7 +255,7 @@ def _unary(op, k, backend, uf, big):
         if uf is not None and d.kind == "f":
             return uf(a)
         if d is bf16 and a.flags.c_contiguous:
-            return dense(a)          # bfloat16: as in _binary
+            return dense_bf16(a)     # bfloat16: as in _binary
         return k(a)
     kernel.__wrapped__ = k
     if uf is not None:
@@ -275,7 +279,7 @@ _NO_OPERAND = object()      # _dense's first(): a unary op's call
 WARMUP_CALLS = 8
 
 
-def _dense(op, n_in, backend, uf):
+def _dense(op, n_in, backend, uf):   # uf: what runs until (or unless) the launch does
     """The adapters' dense case (``_tp_dense_ufunc``, see ``tensorplay._ops._define``): ``op`` on
     CuPy arrays of one floating dtype and one shape, each row-major dense, below ``THRESHOLD``
     elements, on the current device -- or, for a binary op, one such array and a Python ``float``
