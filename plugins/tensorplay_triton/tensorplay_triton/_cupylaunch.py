@@ -34,8 +34,15 @@ import threading
 
 import numpy as np
 
-__all__ = ["CUPY", "CupyLaunch", "Direct", "MAX_PARAMS", "TritonPath", "int_feature",
-           "make_direct"]
+__all__ = [
+    "CUPY",
+    "MAX_PARAMS",
+    "CupyLaunch",
+    "Direct",
+    "TritonPath",
+    "int_feature",
+    "make_direct",
+]
 
 # Triton releases whose launch convention (parameters as above) was checked on a GPU.
 TESTED_VERSIONS = ("3.6.",)
@@ -230,11 +237,12 @@ def make_direct(kernel, device_index: int, jf, nargs: int, kwargs, via=CUPY):
         return TritonPath(f"PTX parameters {got} are not the expected {[w[0] for w in want]}")
     module, fptr = via.load(bytes(asm["cubin"]), md.name, device_index)
     warp = getattr(md, "warp_size", 32) or 32
-    # the values' own tuple for pack_into: "(a, b, )" (none, for a kernel without parameters)
+    # go packs the values in parameter order (names made up here: v[j], c<j>, k<j>; no value is
+    # source text) into this thread's block, then launches
     source = "\n".join(["def go(v, g0, g1, g2):", *body,
                         "    buf, params, _ = BLOCK_OF_THREAD.block",
                         f"    PACK(buf, 0{''.join(', ' + e for e in exprs)})",
-                        f"    LAUNCH(FN, g0, g1, g2, THREADS, 1, 1, SHARED, STREAM().ptr, params, 0)",
+                        "    LAUNCH(FN, g0, g1, g2, THREADS, 1, 1, SHARED, STREAM().ptr, params, 0)",
                         ""])
     ns = {"FN": fptr, "THREADS": warp * md.num_warps, "SHARED": md.shared,
           "PACK": struct.Struct("=" + "".join(fmt)).pack_into, "BLOCK_OF_THREAD": _BLOCK,
