@@ -279,7 +279,7 @@ _NO_OPERAND = object()      # _dense's first(): a unary op's call
 WARMUP_CALLS = 8
 
 
-def _dense(op, n_in, backend, uf):   # uf: what runs until (or unless) the launch does
+def _dense(op, n_in, backend, uf):
     """The adapters' dense case (``_tp_dense_ufunc``, see ``tensorplay._ops._define``): ``op`` on
     CuPy arrays of one floating dtype and one shape, each row-major dense, below ``THRESHOLD``
     elements, on the current device -- or, for a binary op, one such array and a Python ``float``
@@ -289,13 +289,15 @@ def _dense(op, n_in, backend, uf):   # uf: what runs until (or unless) the launc
     and ``cuLaunchKernel`` about 5.6: the rest is the ufunc's own argument handling. Here the
     op's generated Triton kernel (``triton_fusion``, the one large arrays run, compiled for every
     element count and address) is launched with one driver call into a fresh ``cupy.ndarray``:
-    10.1 µs in the same run. The first launch for a dtype on a device compiles through Triton; where
-    the kernel cannot be launched that way (another Triton release, a generator that declines the
-    dtype, a compile or launch failure) that dtype keeps the ufunc. The first ``WARMUP_CALLS``
-    calls of each key run the ufunc (no compile for what runs only a few times). A Python number is a kernel
-    argument -- a float as float32, as the float16/bfloat16/float32 steps compute with it (on
-    float64 arrays a float keeps the ufunc), an int within int32 (others keep the ufunc) --
-    so a new value never compiles or copies anything."""
+    10.1 µs in the same run. The first launch for a dtype on a device compiles through Triton;
+    where the kernel cannot be launched that way (another Triton release, a generator that
+    declines the dtype, a compile or launch failure) that dtype keeps ``uf``. The first
+    ``WARMUP_CALLS`` calls of each key run ``uf`` too (no compile for what runs only a few
+    times). A Python number is a kernel argument -- a float as float32, as the
+    float16/bfloat16/float32 steps compute with it (on float64 arrays a float keeps ``uf``), an
+    int within int32 (others keep ``uf``) -- so a new value never compiles or copies anything.
+    ``uf``: the CuPy ufunc; for bfloat16 the reference kernel (CuPy's ufunc on bf16 arrays
+    computes and returns float32)."""
     nd = backend.np.ndarray
     getdev = backend.np.cuda.runtime.getDevice
     # (dtype, device index[, the number's class]) -> launch(*addresses, n[, number]), or None: the

@@ -242,7 +242,8 @@ def make_direct(kernel, device_index: int, jf, nargs: int, kwargs, via=CUPY):
     source = "\n".join(["def go(v, g0, g1, g2):", *body,
                         "    buf, params, _ = BLOCK_OF_THREAD.block",
                         f"    PACK(buf, 0{''.join(', ' + e for e in exprs)})",
-                        "    LAUNCH(FN, g0, g1, g2, THREADS, 1, 1, SHARED, STREAM().ptr, params, 0)",
+                        "    LAUNCH(FN, g0, g1, g2, THREADS, 1, 1, SHARED, STREAM().ptr, params,"
+                        " 0)",
                         ""])
     ns = {"FN": fptr, "THREADS": warp * md.num_warps, "SHARED": md.shared,
           "PACK": struct.Struct("=" + "".join(fmt)).pack_into, "BLOCK_OF_THREAD": _BLOCK,
