@@ -951,6 +951,183 @@ def test_dense_kernels_compile_for_any_address_with_ieee_division_and_sqrt():
         assert found == str([(op, "rn", width)]), ln
 
 
+def _f32_reference(op, arrays, c=None):
+    """``op`` in NumPy on the host copies of ``arrays`` (and number ``c``), in each dtype's
+    opmath (float32 for float16/bfloat16, as the kernels), rounded to the arrays' dtype."""
+    dt = arrays[0].dtype
+    hs = [_host(a).astype(np.float64 if dt == np.float64 else np.float32) for a in arrays]
+    if c is not None:
+        hs.append(hs[0].dtype.type(c))
+    f = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+         "maximum": np.maximum, "minimum": np.minimum, "neg": np.negative, "abs": np.abs,
+         "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "sin": np.sin, "cos": np.cos,
+         "tanh": np.tanh, "relu": lambda v: np.maximum(v, 0)}[op]
+    return f(*hs).astype(dt).astype(np.float64)
+
+
+_LARGE_TOL = {"float16": 1e-3, "bfloat16": 8e-3, "float32": 2e-6, "float64": 1e-12}
+
+
+@pytest.mark.cuda
+@needs_cuda
+@pytest.mark.parametrize("dt", ["float16", "bfloat16", "float32", "float64"])
+def test_large_dense_ops_take_one_aligned_launch_and_match(compiled, dt, monkeypatch):
+    """Large arrays (the size bound lowered), dense, 16-byte aligned, a multiple of 16 elements:
+    one packed launch of the op's vectorised kernel, recorded per dtype and device (a number:
+    per class), computing the op in its opmath. A misaligned view, a count that is not a
+    multiple of 16, a broadcast and a float on float64 take the chain's own path instead, with
+    the same values; launches alternate their blocks' direction from call to call."""
+    import cupy
+    if dt == "bfloat16":
+        pytest.importorskip("ml_dtypes")
+    monkeypatch.setattr(eager, "THRESHOLD", 1 << 12)
+    tp.manual_seed(5)
+    d = getattr(tp, dt)
+    tol = _LARGE_TOL[dt]
+    dev = cupy.cuda.runtime.getDevice()
+    base_x = (tp.rand(1 << 14, device="cuda") + 0.5).to(d)
+    base_y = (tp.rand(1 << 14, device="cuda") - 0.25).to(d)
+    cases = {"aligned": (base_x[:1 << 13], base_y[:1 << 13]),
+             "2-d": (base_x[:1 << 13].reshape(64, 128), base_y[:1 << 13].reshape(64, 128)),
+             "n % 16 != 0": (base_x[:(1 << 13) + 1], base_y[:(1 << 13) + 1]),
+             "misaligned": (base_x[1:(1 << 13) + 1], base_y[1:(1 << 13) + 1])}
+    for why, (x, y) in cases.items():
+        a, b = x._data, y._data
+        for op in _DENSE_BINARY:
+            k = compiled.kernels()[op]
+            for _ in range(3):                   # compile, then launches in both directions
+                got = k(a, b)
+            assert got.dtype == a.dtype and got.shape == a.shape
+            np.testing.assert_allclose(_host(got), _f32_reference(op, [a, b]), rtol=tol,
+                                       atol=tol, err_msg=f"{op} {dt} {why}")
+            for c in (2.5, -3):
+                got = k(a, c)
+                np.testing.assert_allclose(_host(got), _f32_reference(op, [a], c), rtol=tol,
+                                           atol=tol, err_msg=f"{op} {dt} {why} {c}")
+        for op in _DENSE_UNARY:
+            k = compiled.kernels()[op]
+            for _ in range(3):
+                got = k(a)
+            np.testing.assert_allclose(_host(got), _f32_reference(op, [a]), rtol=tol, atol=tol,
+                                       err_msg=f"{op} {dt} {why}")
+    # a broadcast second operand: the chain's path
+    a2, row = cases["2-d"][0]._data, base_y[:128]._data
+    np.testing.assert_allclose(_host(compiled.kernels()["add"](a2, row)),
+                               _f32_reference("add", [a2, row]), rtol=tol, atol=tol)
+    key = (base_x._data.dtype, dev)
+    for op in _DENSE_BINARY + _DENSE_UNARY:
+        e = compiled.kernels()[op].launch_large.launches.get(key)
+        assert e is not None and e[0].direct is not None, (op, eager._FAILED)
+    for op in _DENSE_BINARY:
+        launches = compiled.kernels()[op].launch_large.launches
+        fl = launches.get(key + (float,))
+        assert (fl is None) if dt == "float64" else fl[0].direct is not None, (op, dt)
+        assert launches[key + (int,)][0].direct is not None, (op, dt)
+    assert not eager._FAILED, eager._FAILED
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_large_ops_through_the_adapters_take_the_aligned_launch(compiled):
+    """At the real size bound, through ``tp.add`` and friends (the adapters' dense case):
+    2^22-element float32 and bfloat16 tensors take the aligned launch, with the values of the op;
+    misaligned views and other counts the chain's own path, with the same values."""
+    import cupy
+    pytest.importorskip("ml_dtypes")
+    tp.manual_seed(6)
+    n = eager.THRESHOLD
+    dev = cupy.cuda.runtime.getDevice()
+    for d, tol in ((tp.float32, 2e-6), (tp.bfloat16, 8e-3)):
+        x = (tp.rand(n, device="cuda") + 0.5).to(d)
+        y = (tp.rand(n, device="cuda") - 0.25).to(d)
+        a, b = x._data, y._data
+        for got, want in ((tp.mul(x, y), _f32_reference("mul", [a, b])),
+                          (tp.add(x, 1.5), _f32_reference("add", [a], 1.5)),
+                          (tp.ops.tp.tanh(x), _f32_reference("tanh", [a]))):
+            assert got.dtype is d and got.shape == (n,)
+            np.testing.assert_allclose(_host(got._data), want, rtol=tol, atol=tol)
+        for op, key in (("mul", (a.dtype, dev)), ("add", (a.dtype, dev, float)),
+                        ("tanh", (a.dtype, dev))):
+            assert compiled.kernels()[op].launch_large.launches[key] is not None, op
+        # what the aligned launch declines at that size takes the chain's own path: a view
+        # 2 bytes into its storage, one element more than a multiple of 16
+        base = (tp.rand(n + 17, device="cuda") + 0.5).to(d)
+        for v, w in ((base[1:n + 1], base[:n]), (base[:n + 1], base[1:n + 2])):
+            got = tp.mul(v, w)
+            assert got.shape == v.shape and got.is_contiguous()
+            np.testing.assert_allclose(_host(got._data),
+                                       _f32_reference("mul", [v._data, w._data]),
+                                       rtol=tol, atol=tol)
+    assert not eager._FAILED, eager._FAILED
+
+
+_AOT_ALIGNED = r'''
+import re
+import tensorplay as tp
+from tensorplay.backends import ElementwiseExpr, Step
+from tensorplay_cuda.triton_fusion import generate, _build
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+TY = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64"}
+for dt in (tp.float16, tp.bfloat16, tp.float32, tp.float64):
+    for c in (None, 0.5):
+        if c is None:
+            e = ElementwiseExpr(2, (Step("mul", (("in", 0), ("in", 1))),), (0,), (dt,), None)
+        elif dt.name == "float64":
+            continue
+        else:
+            e = ElementwiseExpr(1, (Step("mul", (("in", 0), ("const", c))),), (0,), (dt,), None)
+        n_in = e.n_inputs
+        for general in (True, "aligned"):
+            src, name, _, _ = generate(e, [dt] * n_in, ["c"] * n_in, 0, False, False,
+                                       general=general)
+            deco = src[src.index("@_jit("):src.index("def " + name)]
+            assert ("do_not_specialize_on_alignment" in deco) is (general is True), deco
+            assert ("'N'" in deco) is (general is True), deco
+            fn = _build(src, name)
+            t = TY[dt.name]
+            sig = {a: {"fconst": "*fp64", "N": "i32", "flip": "i32", "BLOCK": "constexpr",
+                       "f0": "fp32"}.get(a, "*" + t) for a in fn.arg_names}
+            # what Triton's launcher specialises for 16-byte aligned addresses and N % 16 == 0
+            attrs = {} if general is True else {
+                (i,): [["tt.divisibility", 16]] for i, a in enumerate(fn.arg_names)
+                if a[:2] in ("in", "ou", "fc") or a == "N"}
+            blk = 2048 if dt.itemsize == 2 else 1024
+            ptx = triton.compile(ASTSource(fn, sig, constexprs={"BLOCK": blk}, attrs=attrs),
+                                 target=GPUTarget("cuda", 90, 32),
+                                 options={"num_warps": 4}).asm["ptx"]
+            mem = sorted(set(re.findall(r"\b((?:ld|st)\.global)[.\w:]*?\.(v[24])\.", ptx)))
+            print("vector", dt.name, c, general, mem)
+print("ok")
+'''
+
+
+def test_large_kernels_compile_vectorised_for_aligned_operands():
+    """The kernels the large-array launch takes (``generate(..., general="aligned")``), compiled
+    ahead of time for sm_90 as Triton specialises them for 16-byte aligned addresses and
+    ``N % 16 == 0``: every load and store is a 128-bit vector access (``.v4``/``.v2``), as the
+    copy bandwidth needs; the any-address kernels of small arrays have none. A number is a
+    float32 argument in both."""
+    env = dict(os.environ)
+    env.pop("TRITON_INTERPRET", None)
+    r = subprocess.run([sys.executable, "-c", _AOT_ALIGNED], capture_output=True, text=True,
+                       env=env, timeout=300)
+    if r.returncode and "ptxas" in r.stderr and "not found" in r.stderr.lower():
+        pytest.skip("Triton's bundled ptxas is missing on this machine")
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert r.stdout.strip().endswith("ok"), r.stdout
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("vector ")]
+    assert len(lines) == 14, r.stdout
+    for ln in lines:
+        _, dt, _c, general, found = ln.split(" ", 4)
+        if general == "True":
+            assert found == "[]", ln
+        else:
+            v = "v2" if dt == "float64" else "v4"
+            assert found == str([("ld.global", v), ("st.global", v)]), ln
+
+
 @pytest.mark.cuda
 @needs_cuda
 def test_small_bf16_ops_take_one_launch_and_round_float32_results(compiled, monkeypatch):

@@ -179,8 +179,9 @@ class _DenseRecorder(_Recorder):
         return self.out
 
 
-def _dense_adapter(be, rec, op="add", fmax=None):
-    """A generated adapter over a kernel declaring the inline case and the dense case."""
+def _dense_adapter(be, rec, op="add", fmax=None, dense_dtypes=None):
+    """A generated adapter over a kernel declaring the inline case and the dense case (and the
+    dense case's own dtypes, when given)."""
     unary = len(getattr(tp.ops.tp, op).schema.arguments) == 1
 
     def kernel(*a):
@@ -190,6 +191,8 @@ def _dense_adapter(be, rec, op="add", fmax=None):
     kernel._tp_float_dtypes = frozenset((tp.float16, tp.float32, tp.float64))
     kernel._tp_float_max = fmax
     kernel._tp_dense_ufunc = rec.dense
+    if dense_dtypes is not None:
+        kernel._tp_dense_dtypes = dense_dtypes
     return _define.make_adapter(getattr(tp.ops.tp, op), kernel, be)
 
 
@@ -218,8 +221,9 @@ def test_dense_operands_of_one_shape_take_the_dense_case(shape):
 
 
 def test_the_dense_case_is_only_for_what_it_vouches_for():
-    """Broadcast shapes, strided operands, a Python number, other dtypes, bfloat16 and arrays at
-    the size bound keep the ufunc or the kernel; only same-shape row-major operands go dense."""
+    """Broadcast shapes, strided operands, a Python number, other dtypes and bfloat16 (unless the
+    kernel names it) keep the ufunc or the kernel; only same-shape row-major operands go dense,
+    at any size: the size bound is the ufunc case's."""
     be = _backend()
     dev = tp.device("cuda", 0)
     x = be.wrap(_arr((2, 3)), dev)
@@ -243,14 +247,37 @@ def test_the_dense_case_is_only_for_what_it_vouches_for():
     add(x, be.wrap(_arr((2, 3), np.float64), dev))   # dtypes differ: the reference kernel
     assert [c[0] for c in rec.calls] == ["reference"]
     rec.calls.clear()
-    big = _dense_adapter(be, rec, fmax=6)
-    big(x, x)                                        # 6 elements: the kernel's own path
-    assert [c[0] for c in rec.calls] == ["reference"]
+    big, big_exp = _dense_adapter(be, rec, fmax=6), _dense_adapter(be, rec, "exp", fmax=6)
+    big(x, x)                                        # 6 elements, dense: the dense case
+    big(x, 2.0)
+    big_exp(x)
+    big(t, t)                                        # 6 elements, strided: past the ufunc
+    big(t, 2.0)                                      # case's bound, the kernel's own path
+    big_exp(t)
+    assert [c[0] for c in rec.calls] == ["dense"] * 3 + ["reference"] * 3
     if _has_bf16():
+        bf = np.dtype("bfloat16")
+        xb = be.wrap(_arr((2, 3), bf), dev)
+        tb = Tensor.__new__(Tensor)
+        ab = _arr((2, 3), bf).T
+        tb._init_real(RootStorage(), ab, (3, 2), (1, 3), 0, tp.bfloat16, dev, be)
+        tb._storage.root, tb._storage.version, tb._storage.backend = ab, 0, be
         rec.calls.clear()
-        xb = be.wrap(_arr((2, 3), np.dtype("bfloat16")), dev)
         add(xb, xb)
         assert [c[0] for c in rec.calls] == ["reference"]
+        # a kernel naming bfloat16 among the dense case's dtypes: dense bf16 operands go there
+        # (a tensor or a number), strided ones still to the kernel (bf16 has no ufunc case)
+        rec.calls.clear()
+        dd = frozenset((tp.float16, tp.float32, tp.float64, tp.bfloat16))
+        addb = _dense_adapter(be, rec, dense_dtypes=dd)
+        expb = _dense_adapter(be, rec, "exp", dense_dtypes=dd)
+        addb(xb, xb)
+        addb(xb, 2.0)
+        expb(xb)
+        addb(tb, tb)
+        expb(tb)
+        addb(x, x)
+        assert [c[0] for c in rec.calls] == ["dense"] * 3 + ["reference"] * 2 + ["dense"]
 
 
 def test_a_dense_result_that_is_not_a_backend_array_goes_through_wrap():
@@ -281,10 +308,34 @@ def test_eager_kernels_declare_the_dense_case_with_the_large_path(monkeypatch):
                            "_tp_dense_ufunc"), op
     assert callable(eager._unary("exp", rec.reference, be, cupy.exp, True)._tp_dense_ufunc)
     assert not hasattr(eager._unary("exp", rec.reference, be, cupy.exp, False), "_tp_dense_ufunc")
+    # its dtypes: the native floating ones, and bfloat16 once ml_dtypes is imported
+    natives = {tp.float16, tp.float32, tp.float64}
+    want = natives | ({tp.bfloat16} if _has_bf16() else set())
+    for k in (eager._binary("add", rec.reference, be, rec.ufunc, False, True),
+              eager._unary("exp", rec.reference, be, cupy.exp, True)):
+        assert k._tp_dense_dtypes == want and k._tp_float_dtypes == natives
     monkeypatch.setattr(eager, "_DENSE", [False])
     assert not hasattr(eager._binary("add", rec.reference, be, rec.ufunc, False, True),
                        "_tp_dense_ufunc")
     assert not hasattr(eager._unary("exp", rec.reference, be, cupy.exp, True), "_tp_dense_ufunc")
+
+
+class HostArray(cupy.ndarray):
+    """A backend's array class that allocates over host memory (no GPU here), 16-byte aligned."""
+
+    def __new__(cls, shape, dtype=np.float32, device_id=0):
+        m = _arr(shape, dtype, device_id)
+        return cupy.ndarray.__new__(cls, shape, dtype, memptr=m.data)
+
+
+def _host_backend():
+    """What ``eager._dense`` and ``eager._large`` use of a backend: its array class, the current
+    device (0) and the tensorplay dtype of an array."""
+    import types
+    return types.SimpleNamespace(
+        np=types.SimpleNamespace(ndarray=HostArray, dtype=np.dtype, cuda=types.SimpleNamespace(
+            runtime=types.SimpleNamespace(getDevice=lambda: 0))),
+        dtype_of=lambda a: tp.float32)
 
 
 def test_the_dense_case_runs_the_ufunc_until_a_key_is_called_often_then_one_launch(monkeypatch):
@@ -292,7 +343,6 @@ def test_the_dense_case_runs_the_ufunc_until_a_key_is_called_often_then_one_laun
     ufunc, compiling nothing; the next asks the chain for its launch (once), and later calls
     launch with the operands' addresses, the element count and the number. A chain that
     declines, or a launch path that is unavailable, leaves that key on the ufunc for good."""
-    import types
     calls, asked = [], []
     out = _arr((4,))
 
@@ -313,17 +363,7 @@ def test_the_dense_case_runs_the_ufunc_until_a_key_is_called_often_then_one_laun
             return out, (None if self.key[2] is int else launch)
     monkeypatch.setattr(eager, "_chain", lambda op, n_in, ct, R, be: Chain((op, n_in, ct, R)))
     monkeypatch.setattr(eager, "_FAILED", [])
-
-    class HostArray(cupy.ndarray):
-        """The backend's array class: allocates over host memory (no GPU here)."""
-
-        def __new__(cls, shape, dtype=np.float32):
-            m = _arr(shape, dtype)
-            return cupy.ndarray.__new__(cls, shape, dtype, memptr=m.data)
-    be = types.SimpleNamespace(
-        np=types.SimpleNamespace(ndarray=HostArray, cuda=types.SimpleNamespace(
-            runtime=types.SimpleNamespace(getDevice=lambda: 0))),
-        dtype_of=lambda a: tp.float32)
+    be = _host_backend()
     dense = eager._dense("add", 2, be, uf)
     a, b = HostArray((4,)), HostArray((4,))
     for _ in range(eager.WARMUP_CALLS):
@@ -354,6 +394,149 @@ def test_the_dense_case_runs_the_ufunc_until_a_key_is_called_often_then_one_laun
     e = HostArray((0,))
     dense(e, e)
     assert [c[0] for c in calls] == ["ufunc"]
+
+
+def test_the_dense_case_hands_large_arrays_on_and_runs_bf16_reference_kernels(monkeypatch):
+    """``eager._dense(op, n, backend, uf, ref, beyond)``: from ``THRESHOLD`` elements on, every
+    call goes to ``beyond`` (the eager kernel's large-array path: no warm-up, no compile, whatever
+    the key's state); below it, bfloat16 arrays run ``ref`` (their reference kernel) wherever
+    other dtypes run the ufunc -- the warm-up calls, a key whose launch was declined."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    bf = np.dtype(ml_dtypes.bfloat16)
+    monkeypatch.setattr(eager, "THRESHOLD", 32)
+    monkeypatch.setattr(eager, "_FAILED", [])
+    calls = []
+
+    def rec(name):
+        def f(*a):
+            calls.append(name)
+            return HostArray(a[0].shape, a[0].dtype)
+        return f
+
+    class Chain:
+        def dense_launcher(self, arrays, consts=(), aligned=False):
+            calls.append("compiled")
+            return None, None                 # declined: the key is off the launch for good
+    monkeypatch.setattr(eager, "_chain", lambda op, n_in, ct, R, be: Chain())
+    be = _host_backend()
+    add = eager._dense("add", 2, be, rec("ufunc"), rec("reference"), rec("beyond"))
+    exp = eager._dense("exp", 1, be, rec("ufunc"), rec("reference"), rec("beyond"))
+    for n in (32, 33, 1000):
+        a, b = HostArray((n,)), HostArray((n,))
+        add(a, b)
+        add(a, 2.5)
+        add(a, 2 ** 40)
+        exp(a)
+        add(HostArray((n,), bf), HostArray((n,), bf))
+    assert calls == ["beyond"] * 15
+    calls.clear()
+    s32, s16 = HostArray((4,)), HostArray((4,), bf)
+    for _ in range(eager.WARMUP_CALLS):
+        add(s32, s32)
+        add(s16, s16)
+        exp(s16)
+    assert calls == ["ufunc", "reference", "reference"] * eager.WARMUP_CALLS
+    calls.clear()
+    add(s32, s32)                                   # asks for the launch: declined
+    add(s16, s16)
+    assert calls == ["compiled", "ufunc", "compiled", "reference"]
+    calls.clear()
+    add(s32, s32)                                   # declined for good: no more asking
+    add(s16, s16)
+    add(HostArray((64,)), HostArray((64,)))         # large: still handed on
+    assert calls == ["ufunc", "reference", "beyond"]
+
+
+def test_large_arrays_take_one_aligned_launch_and_decline_what_it_cannot_take(monkeypatch):
+    """``eager._large``: dense operands of one dtype and shape (or one and a number), 16-byte
+    aligned, with a multiple of 16 elements, on the current device: the first call of each
+    (dtype, device[, number class]) asks the chain for its *aligned* launch (compiling), later
+    calls launch into a fresh array. Everything else returns None (the caller's Triton path)
+    and compiles nothing: an element count that is not a multiple of 16, a misaligned view, a
+    strided view, another dtype or shape, another device, an int outside int32; a chain whose
+    launch is unavailable keeps that key off for good."""
+    calls, asked = [], []
+    out = HostArray((32,))
+
+    def launch(*a):
+        calls.append(("launch", *a))
+
+    class Chain:
+        def __init__(self, key):
+            self.key = key
+
+        def dense_launcher(self, arrays, consts=(), aligned=False):
+            asked.append((self.key, len(arrays), list(consts), aligned))
+            calls.append(("compiled",))
+            return out, (None if self.key[2] is int else launch)
+    monkeypatch.setattr(eager, "_chain", lambda op, n_in, ct, R, be: Chain((op, n_in, ct, R)))
+    monkeypatch.setattr(eager, "_FAILED", [])
+    large = eager._large("mul", 2, _host_backend())
+    a, b = HostArray((32,)), HostArray((2, 16))
+    b = b.reshape(32)
+    assert a.data.ptr % 16 == 0 and b.data.ptr % 16 == 0
+    assert large(a, b) is out                       # compiles: the chain's own first launch
+    r = large(a, b)
+    assert asked == [(("mul", 2, None, tp.float32), 2, [], True)]
+    assert calls[1] == ("launch", a.data.ptr, b.data.ptr, r.data.ptr, 32)
+    assert r.__class__ is HostArray and r.shape == (32,) and r.dtype == out.dtype
+    # a number: its own key, compiled once, then passed to the launch as is
+    calls.clear()
+    assert large(a, 0.5) is out
+    r = large(a, 0.5)
+    assert calls == [("compiled",), ("launch", a.data.ptr, r.data.ptr, 32, 0.5)]
+    # an int whose launch the chain declined: its first result, then None for good
+    calls.clear()
+    assert large(a, 3) is out and large(a, 3) is None and large(a, 4) is None
+    assert calls == [("compiled",)]
+    # what the aligned kernel cannot take: None, nothing launched or compiled
+    calls.clear()
+    odd = HostArray((40,))
+    declined = {
+        "n % 16": (HostArray((33,)), HostArray((33,))),
+        "misaligned view": (odd[1:33], a),
+        "strided view": (odd[::2][:16], HostArray((16,))),
+        "other dtype": (a, HostArray((32,), np.float16)),
+        "other shape": (a, HostArray((2, 16))),
+        "other device": (a, HostArray((32,), device_id=1)),
+        "other device (first)": (HostArray((32,), device_id=1), a),
+        "an int outside int32": (a, 2 ** 31),
+        "not a number": (a, "2"),
+        "a bool array": (HostArray((32,), np.bool_), HostArray((32,), np.bool_)),
+    }
+    for why, (x, y) in declined.items():
+        assert large(x, y) is None, why
+    assert calls == []
+    unary = eager._large("exp", 1, _host_backend())
+    assert unary(a) is out and unary(a).shape == (32,) and unary(odd[1:33]) is None
+    assert calls[-1][0] == "launch" and len(calls[-1]) == 4
+
+
+def test_the_large_path_runs_before_the_chain_for_large_arrays(monkeypatch):
+    """The eager kernel of a binary op: arrays of at least ``THRESHOLD`` elements try the aligned
+    launch first, and take the chain's own path only when it declines."""
+    monkeypatch.setattr(cupy.cuda.runtime, "getDevice", lambda: 0)     # no GPU here
+    monkeypatch.setattr(eager, "THRESHOLD", 16)
+    seen, out = [], HostArray((32,))
+
+    def fake_large(a, b=None):
+        seen.append("large")
+        return out if a.size % 16 == 0 else None
+
+    def fake_run(ch, args, consts=None):
+        seen.append("chain")
+        return [out]
+    monkeypatch.setattr(eager, "_large", lambda op, n_in, be: fake_large)
+    monkeypatch.setattr(eager, "run_chain", fake_run)
+    rec = _Recorder(out)
+    kernel = eager._binary("add", rec.reference, _backend(), rec.ufunc, False, True)
+    assert kernel.launch_large is fake_large
+    assert kernel(_arr((32,)), _arr((32,))) is out
+    assert kernel(_arr((33,)), _arr((33,))) is out
+    assert kernel(_arr((8,)), _arr((8,))) is out       # below the bound: the ufunc
+    assert seen == ["large", "large", "chain"] and [c[0] for c in rec.calls] == ["ufunc"]
+    assert eager._binary("add", rec.reference, _backend(), rec.ufunc, False,
+                         False).launch_large is None
 
 
 def test_bf16_small_ops_run_the_reference_kernel_until_they_launch_never_the_ufunc(monkeypatch):

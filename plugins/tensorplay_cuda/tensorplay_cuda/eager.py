@@ -1,4 +1,4 @@
-"""Eager built-in elementwise ops on cuda: two fast paths in front of the reference kernels.
+"""Eager built-in elementwise ops on cuda: fast paths in front of the reference kernels.
 
 * **Host cost** (any size): when the operands need no promotion -- floating arrays of one dtype,
   or a floating array and a Python ``int``/``float`` (CuPy follows NEP 50: the scalar is weak,
@@ -7,13 +7,16 @@
   result is the one the reference kernel computes (same ufunc, same dtypes). ``relu`` is one
   ``cupy.ElementwiseKernel`` instead of the reference's ``where(x > 0, x, zeros_like(x))`` (three
   launches), with the same semantics (NaN passes through, as in torch).
-* **Bandwidth** (large arrays): CuPy's generic elementwise kernels reach about half of the copy bandwidth on an H200; a Triton
-kernel with plain masked block loads reaches it. ``accelerate`` puts, in front of each
-elementwise built-in kernel, a size test: arrays of at least ``THRESHOLD`` elements run as a
-one-step chain of ``triton_fusion`` (the same generator and table as ``tensorplay.compile``'s
-fused chains: each kernel is written once), smaller ones keep the CuPy kernel, whose host cost
-per call is lower than a Triton launch's. Whatever the generator declines (bool arithmetic,
-``pow``, unknown dtypes) runs on CuPy as before.
+* **Bandwidth** (large arrays): CuPy's generic elementwise kernels reach about half of the copy
+  bandwidth on an H200; a Triton kernel with plain masked block loads reaches it. ``accelerate``
+  puts, in front of each elementwise built-in kernel, a size test: arrays of at least
+  ``THRESHOLD`` elements run as a one-step chain of ``triton_fusion`` (the same generator and
+  table as ``tensorplay.compile``'s fused chains: each kernel is written once), smaller ones
+  keep the CuPy kernel, whose host cost per call is lower than a Triton launch's. Whatever the
+  generator declines (bool arithmetic, ``pow``, unknown dtypes) runs on CuPy as before.
+* **One driver call** (CuPy arrays, Triton 3.6): the same generated kernels launched with one
+  ``cuLaunchKernel`` instead of a ufunc or Triton's launcher -- small dense arrays through the
+  adapters' dense case (``_dense``), large aligned ones in front of the chain (``_large``).
 
 The Triton path only when tensorplay-triton (and Triton) is installed;
 ``TENSORPLAY_CUDA_EAGER_TRITON=0`` switches it off.
@@ -147,6 +150,10 @@ def _binary(op, k, backend, uf, swap, big):
 
     def large(a, b):
         """The generated-kernel path, or None (the caller then runs the CuPy paths)."""
+        if launch_large is not None:
+            r = launch_large(a, b)
+            if r is not None:
+                return r
         da = dt_of(a)
         if b.__class__ is nd:
             R = rdt(da, 2, dt_of(b), 2 if b.ndim else 1)
@@ -163,12 +170,20 @@ def _binary(op, k, backend, uf, swap, big):
         r = run_chain(_chain(op, len(args), ct, R, backend), args, consts)
         return None if r is None else r[0]
 
-    dense = (_dense(op, 2, backend, uf) if big and _DENSE[0] and backend.np.__name__ == "cupy"
-             and not swap and op in _SAME_DTYPE else None)     # (a driver launch: CuPy only)
-    bf16 = _bf16_of(backend) if dense is not None else None
-    # bfloat16's own: until (or unless) it launches, the reference kernel runs -- CuPy's ufunc on
-    # bf16 arrays would compute and return float32
-    dense_bf16 = _dense(op, 2, backend, k) if bf16 is not None else None
+    bf16 = _bf16_of(backend)
+
+    def beyond(a, b):
+        """The dense case from THRESHOLD elements on: the generated kernel, else the ufunc
+        (bfloat16: the reference kernel -- CuPy's ufunc on bf16 computes and returns float32)."""
+        r = large(a, b)
+        if r is None:
+            r = k(a, b) if a.dtype is bf16 else uf(a, b)
+        return r
+
+    dense = (_dense(op, 2, backend, uf, k, beyond) if big and _DENSE[0] and
+             backend.np.__name__ == "cupy" and not swap and op in _SAME_DTYPE
+             else None)                                        # (a driver launch: CuPy only)
+    launch_large = _large(op, 2, backend) if dense is not None else None
 
     # the per-call path: small floating arrays of one dtype (or with a Python scalar) go straight
     # to the ufunc; tests ordered by frequency, the operand swap chosen here, not per call
@@ -197,14 +212,15 @@ def _binary(op, k, backend, uf, swap, big):
                     bc = b.__class__
                     if (bc is nd and b.dtype is d) or bc is float or bc is int:
                         return uf(a, b)
-                elif d is bf16 and a.flags.c_contiguous:
+                elif d is bf16 and dense is not None and a.flags.c_contiguous:
                     # bfloat16 has no CuPy ufunc (the reference takes several float32 launches):
                     # the dense case's one launch, with a tensor of one shape or a number
+                    # (called here by what skips the adapters: the adapters take it inline)
                     bc = b.__class__
                     if bc is float or bc is int or (
                             bc is nd and b.dtype is d and a.shape == b.shape and
                             b.flags.c_contiguous):
-                        return dense_bf16(a, b)
+                        return dense(a, b)
             return k(a, b)
     kernel.__wrapped__ = k
     if not swap and op in _SAME_DTYPE:
@@ -215,7 +231,15 @@ def _binary(op, k, backend, uf, swap, big):
         kernel._tp_float_max = THRESHOLD if big else None
         if dense is not None:
             kernel._tp_dense_ufunc = dense
+            kernel._tp_dense_dtypes = _dense_dtypes(bf16)
+    kernel.launch_large = launch_large          # (its launches, for the GPU tests)
     return kernel
+
+
+def _dense_dtypes(bf16):
+    """The dtypes of the dense case: the native floating ones, and bfloat16 once its arrays can
+    exist (``bf16``: its CuPy dtype, or None)."""
+    return _native_float_dtypes() | ({_dtype.bfloat16} if bf16 is not None else set())
 
 
 def _native_float_dtypes():
@@ -236,26 +260,43 @@ def _bf16_of(backend):
 def _unary(op, k, backend, uf, big):
     nd = backend.np.ndarray
     dt_of = backend.dtype_of
-    dense = (_dense(op, 1, backend, uf) if uf is not None and big and _DENSE[0] and
+    bf16 = _bf16_of(backend)
+
+    def large(a):
+        """The generated-kernel path, or None (as in _binary)."""
+        if launch_large is not None:
+            r = launch_large(a)
+            if r is not None:
+                return r
+        R = dt_of(a)
+        if op in _FLOAT_RESULT and not R.is_floating_point:
+            R = _dtype.get_default_dtype()
+        r = run_chain(_chain(op, 1, None, R, backend), [a])
+        return None if r is None else r[0]
+
+    def beyond(a):
+        """The dense case from THRESHOLD elements on (as in _binary)."""
+        r = large(a)
+        if r is None:
+            r = k(a) if a.dtype is bf16 else uf(a)
+        return r
+
+    dense = (_dense(op, 1, backend, uf, k, beyond) if uf is not None and big and _DENSE[0] and
              backend.np.__name__ == "cupy" else None)
-    bf16 = _bf16_of(backend) if dense is not None else None
-    dense_bf16 = _dense(op, 1, backend, k) if bf16 is not None else None     # as in _binary
+    launch_large = _large(op, 1, backend) if dense is not None else None
 
     def kernel(a):
         if a.__class__ is not nd:
             return k(a)
         if big and a.size >= THRESHOLD:
-            R = dt_of(a)
-            if op in _FLOAT_RESULT and not R.is_floating_point:
-                R = _dtype.get_default_dtype()
-            r = run_chain(_chain(op, 1, None, R, backend), [a])
+            r = large(a)
             if r is not None:
-                return r[0]
+                return r
         d = a.dtype
         if uf is not None and d.kind == "f":
             return uf(a)
-        if d is bf16 and a.flags.c_contiguous:
-            return dense_bf16(a)     # bfloat16: as in _binary
+        if d is bf16 and dense is not None and a.flags.c_contiguous:
+            return dense(a)     # bfloat16: as in _binary
         return k(a)
     kernel.__wrapped__ = k
     if uf is not None:
@@ -266,6 +307,8 @@ def _unary(op, k, backend, uf, big):
         kernel._tp_float_max = THRESHOLD if big else None
         if dense is not None:
             kernel._tp_dense_ufunc = dense
+            kernel._tp_dense_dtypes = _dense_dtypes(bf16)
+    kernel.launch_large = launch_large          # (its launches, for the GPU tests)
     return kernel
 
 
@@ -279,11 +322,11 @@ _NO_OPERAND = object()      # _dense's first(): a unary op's call
 WARMUP_CALLS = 8
 
 
-def _dense(op, n_in, backend, uf):
+def _dense(op, n_in, backend, uf, ref=None, beyond=None):
     """The adapters' dense case (``_tp_dense_ufunc``, see ``tensorplay._ops._define``): ``op`` on
-    CuPy arrays of one floating dtype and one shape, each row-major dense, below ``THRESHOLD``
-    elements, on the current device -- or, for a binary op, one such array and a Python ``float``
-    or ``int``. Returns the result array, as ``uf`` (the CuPy ufunc) would.
+    CuPy arrays of one floating dtype and one shape, each row-major dense, on the current device
+    -- or, for a binary op, one such array and a Python ``float`` or ``int``. Returns a fresh
+    row-major result array of that shape, as ``uf`` (the CuPy ufunc) would.
 
     Why: on an H200 host a 1-element ``cupy.add`` cost 14.4 µs, of which the allocation is 3.5 µs
     and ``cuLaunchKernel`` about 5.6: the rest is the ufunc's own argument handling. Here the
@@ -296,14 +339,33 @@ def _dense(op, n_in, backend, uf):
     times). A Python number is a kernel argument -- a float as float32, as the
     float16/bfloat16/float32 steps compute with it (on float64 arrays a float keeps ``uf``), an
     int within int32 (others keep ``uf``) -- so a new value never compiles or copies anything.
-    ``uf``: the CuPy ufunc; for bfloat16 the reference kernel (CuPy's ufunc on bf16 arrays
-    computes and returns float32)."""
+    ``ref``: what bfloat16 arrays run wherever the others run ``uf`` (the reference kernel: CuPy's
+    ufunc on bf16 arrays computes and returns float32). ``beyond``: what arrays of at least
+    ``THRESHOLD`` elements run instead (the eager kernel's large-array path, which returns such
+    an array too); None: the same path at every size."""
     nd = backend.np.ndarray
     getdev = backend.np.cuda.runtime.getDevice
+    bf16 = _bf16_of(backend) if ref is not None else None
+    top = THRESHOLD if beyond is not None else 1 << 62      # (captured, as the adapters' bound)
     # (dtype, device index[, the number's class]) -> launch(*addresses, n[, number]), or None: the
     # ufunc for good
     launches: dict = {}
     seen: dict = {}              # key -> calls so far, while fewer than WARMUP_CALLS
+
+    def other(a, b=_NO_OPERAND):
+        """What runs where the launch does not: the ufunc, bfloat16's reference kernel."""
+        f = ref if a.dtype is bf16 else uf
+        return f(a) if b is _NO_OPERAND else f(a, b)
+
+    def slow(key, launch, n, a, b=_NO_OPERAND):
+        """Every call but a launch: a large array, no launch (yet), an empty array, an int
+        outside int32."""
+        if n >= top:
+            return beyond(a) if b is _NO_OPERAND else beyond(a, b)
+        if launch is first and n and not (b.__class__ is int and
+                                          not -0x80000000 <= b <= 0x7FFFFFFF):
+            return first(key, a, b)
+        return other(a, b)
 
     def first(key, a, b=_NO_OPERAND):
         """A call for ``key`` before its launch is known: the ufunc for the first WARMUP_CALLS,
@@ -311,10 +373,10 @@ def _dense(op, n_in, backend, uf):
         n = seen.get(key, 0)
         if n < WARMUP_CALLS:
             seen[key] = n + 1
-            return uf(a) if b is _NO_OPERAND else uf(a, b)
+            return other(a, b)
         if _FAILED:
             launches[key] = None
-            return uf(a) if b is _NO_OPERAND else uf(a, b)
+            return other(a, b)
         from .triton_fusion import Unsupported
         R = backend.dtype_of(a)
         try:
@@ -331,19 +393,17 @@ def _dense(op, n_in, backend, uf):
         launches[key] = launch
         if out is not None:
             return out
-        return uf(a) if b is _NO_OPERAND else uf(a, b)
+        return other(a, b)
 
     if n_in == 2:
         def dense(a, b):
             d = a.dtype
+            n = a.size
             if b.__class__ is nd:
                 key = (d, getdev())
                 launch = launches.get(key, first)
-                if launch is None:
-                    return uf(a, b)
-                n = a.size
-                if launch is first or not n:
-                    return first(key, a, b) if n else uf(a, b)
+                if launch is None or launch is first or not n or n >= top:
+                    return slow(key, launch, n, a, b)
                 r = nd(a.shape, d)
                 launch(a.data.ptr, b.data.ptr, r.data.ptr, n)
                 return r
@@ -352,26 +412,105 @@ def _dense(op, n_in, backend, uf):
             bc = b.__class__
             key = (d, getdev(), bc)
             launch = launches.get(key, first)
-            if launch is None or (bc is int and not -0x80000000 <= b <= 0x7FFFFFFF):
-                return uf(a, b)
-            n = a.size
-            if launch is first or not n:
-                return first(key, a, b) if n else uf(a, b)
+            if launch is None or launch is first or not n or n >= top or (
+                    bc is int and not -0x80000000 <= b <= 0x7FFFFFFF):
+                return slow(key, launch, n, a, b)
             r = nd(a.shape, d)
             launch(a.data.ptr, r.data.ptr, n, b)
             return r
     else:
         def dense(a):
             d = a.dtype
+            n = a.size
             key = (d, getdev())
             launch = launches.get(key, first)
-            if launch is None:
-                return uf(a)
-            n = a.size
-            if launch is first or not n:
-                return first(key, a) if n else uf(a)
+            if launch is None or launch is first or not n or n >= top:
+                return slow(key, launch, n, a)
             r = nd(a.shape, d)
             launch(a.data.ptr, r.data.ptr, n)
             return r
     dense.launches = launches
     return dense
+
+
+def _large(op, n_in, backend):
+    """The large-array case of ``op`` (at least ``THRESHOLD`` elements) as one driver launch:
+    ``large(a[, b]) -> array or None``. It takes CuPy arrays of one floating dtype and one shape
+    (for a binary op: two, or one and a Python ``float``/``int``, as ``_dense``), row-major dense,
+    16-byte aligned, with a multiple of 16 elements (and fewer than 2**31 - 2048), on the current
+    device; it returns None for anything else, and the caller runs ``TritonChain.run`` (Triton's
+    own launcher) as before.
+
+    Why: the op's kernel is the same generated kernel ``TritonChain.run`` launches for it, compiled
+    for aligned addresses and ``N % 16 == 0`` (vectorised, as Triton specialises it there); but
+    ``run`` and Triton's launcher took about 80 µs of host time per launch on an H200 host, against
+    94 µs of GPU time for a 2^26-element bfloat16 op -- the eager bf16 chain was bound by the host.
+    Here each launch is an allocation and one packed ``cuLaunchKernel``. The first call of each
+    (dtype, device[, number class]) compiles through Triton; a key whose launch is unavailable
+    (another Triton release, a declined dtype or constant, a failure) returns None for good."""
+    nd = backend.np.ndarray
+    getdev = backend.np.cuda.runtime.getDevice
+    from .triton_fusion import BLOCK, BLOCK_NARROW, Unsupported
+    top = 2 ** 31 - max(BLOCK, BLOCK_NARROW)        # above: the kernels' 64-bit index variant
+    launches: dict = {}               # key -> (launch, result dtype), or None: Triton's launcher
+
+    def compile_(key, a, b):
+        """The first call of ``key``: compile and launch through Triton, remember the launch."""
+        if _FAILED:
+            launches[key] = None
+            return None
+        try:
+            if b is _NO_OPERAND or b.__class__ is nd:
+                arrays = [a] if b is _NO_OPERAND else [a, b]
+                out, launch = _chain(op, n_in, None, backend.dtype_of(a), backend).dense_launcher(
+                    arrays, aligned=True)
+            else:
+                out, launch = _chain(op, 1, b.__class__, backend.dtype_of(a),
+                                     backend).dense_launcher([a], [b], aligned=True)
+        except Unsupported:
+            out, launch = None, None
+        except Exception as e:  # noqa: BLE001 - any compiler/driver error: said once
+            _failed(e)
+            out, launch = None, None
+        launches[key] = None if launch is None else (launch, out.dtype)
+        return out
+
+    def large(a, b=_NO_OPERAND):
+        n = a.size
+        d = a.dtype
+        if n & 15 or n >= top or d.kind not in "fV" or a.data.ptr & 15 or \
+                not a.flags.c_contiguous:
+            return None
+        dev = getdev()
+        if a.data.device_id != dev:
+            return None
+        bc = b.__class__
+        if b is _NO_OPERAND:
+            key = (d, dev)
+        elif bc is nd:
+            if b.dtype is not d or b.shape != a.shape or b.data.ptr & 15 or \
+                    not b.flags.c_contiguous or b.data.device_id != dev:
+                return None
+            key = (d, dev)
+        elif bc is float or (bc is int and -0x80000000 <= b <= 0x7FFFFFFF):
+            key = (d, dev, bc)
+        else:
+            return None
+        e = launches.get(key, _NO_OPERAND)
+        if e is None:
+            return None
+        if e is _NO_OPERAND:
+            return compile_(key, a, b)
+        launch, rdt = e
+        r = nd(a.shape, rdt)
+        if r.data.ptr & 15:
+            return None
+        if b is _NO_OPERAND:
+            launch(a.data.ptr, r.data.ptr, n)
+        elif bc is nd:
+            launch(a.data.ptr, b.data.ptr, r.data.ptr, n)
+        else:
+            launch(a.data.ptr, r.data.ptr, n, b)
+        return r
+    large.launches = launches
+    return large

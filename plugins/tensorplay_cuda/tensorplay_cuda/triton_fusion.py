@@ -271,11 +271,14 @@ def generate(expr, in_dtypes, modes, ndim, wide, interp=False, general=False):
     list of float-constant values in order, list of int-constant values in order). ``interp``
     (the kernel will run in Triton's interpreter) changes only how a float32 value is rounded to
     bfloat16 (``_TO_BF16``); every other line is the same source interpreted and compiled.
-    ``general``: the same source, decorated so that Triton compiles one kernel for every element
-    count and address (``N`` and the pointers not specialised: no ``N == 1`` constant, no 16-byte
-    alignment assumed), which ``TritonChain.dense_launcher`` launches without Triton's launcher;
-    float constants are then float32 kernel arguments ``f<i>`` after the int ones (a chain with
-    float64 steps and a float constant is ``Unsupported`` there)."""
+    ``general``: float constants are float32 kernel arguments ``f<i>`` after the int ones (a chain
+    with float64 steps and a float constant is ``Unsupported`` there), for the kernels
+    ``TritonChain.dense_launcher`` launches without Triton's launcher. ``True``: decorated so that
+    Triton compiles one kernel for every element count and address (``N`` and the pointers not
+    specialised: no ``N == 1`` constant, no 16-byte alignment assumed). ``"aligned"``: ``N`` and
+    the pointers specialised as usual, so that a launch with 16-byte aligned addresses and
+    ``N % 16 == 0`` compiles the vectorised kernel (128-bit loads and stores) that large arrays
+    need to reach the copy bandwidth; its launches must keep those properties."""
     in_0d = [m == "s" for m in modes]
     plan = _plan_operands(expr, in_dtypes, in_0d)
     if general and any(isinstance(v, float) for st in expr.steps for k, v in st.args
@@ -398,10 +401,10 @@ def generate(expr, in_dtypes, modes, ndim, wide, interp=False, general=False):
         body.append(f"    tl.store(out{k} + offs, t{o}, mask=mask)")
     params += const_names
     params.append("BLOCK: tl.constexpr")
-    dns = ", ".join(repr(n) for n in const_names + ["flip"] + (["N"] if general else []) +
+    dns = ", ".join(repr(n) for n in const_names + ["flip"] + (["N"] if general is True else []) +
                     [p for p in params if p.startswith(("size", "st"))])
     deco = f"@_jit(do_not_specialize=[{dns}])"
-    if general:
+    if general is True:
         ptrs = ", ".join(repr(p) for p in params if p.startswith(("in", "out", "acc", "fconst")))
         deco = f"@_jit(do_not_specialize=[{dns}], do_not_specialize_on_alignment=[{ptrs}])"
     src = (_PRELUDE + _TO_BF16[bool(interp)] + f"\n\n{deco}\ndef {name}({', '.join(params)}):\n" +
@@ -465,7 +468,7 @@ class TritonChain:
     def __call__(self, arrays):
         return self.run(arrays)
 
-    def dense_launcher(self, arrays, consts=()):
+    def dense_launcher(self, arrays, consts=(), aligned=False):
         """The chain on ``arrays`` -- CuPy arrays of one shape, each row-major dense, on the current
         device, fewer than ``2**31 - BLOCK_NARROW`` elements; a chain of one output and no
         reduction -- with its constants' values ``consts`` (Python numbers, in the order they
@@ -474,14 +477,18 @@ class TritonChain:
         ``launch(*addresses, n, *consts)`` taking the inputs' and a fresh output's addresses, the
         element count (> 0) and the constants' values (of the same types).
 
-        The kernel is the chain's own generated source compiled for every element count, address
-        and constant value (``generate(..., general=True)``: float constants are float32
-        arguments, so a chain with float64 steps and a float constant is declined); its first
-        launch goes through Triton (compile, cache), later ones through ``tensorplay_triton``'s
-        CuPy launch. ``launch`` is None when this Triton release or the compiled kernel is not one
-        that launch path takes (then the output came from Triton's launcher, and the caller should
-        keep its other path); the output is None (nothing launched) when the generator declines
-        these dtypes or constants."""
+        The kernel is the chain's own generated source with float constants as float32 arguments
+        (``generate(..., general=...)``: a chain with float64 steps and a float constant is
+        declined). ``aligned=False``: compiled for every element count, address and constant
+        value, and every launch walks its blocks in order. ``aligned=True`` (large arrays): the
+        caller guarantees every address of this call and of each ``launch`` 16-byte aligned (the
+        output's too) and ``n % 16 == 0`` and ``n > 1``; the kernel is compiled for that
+        (vectorised loads and stores), and launches alternate their blocks' direction as the
+        chain's own do (``_next_flip``). The first launch goes through Triton (compile, cache),
+        later ones through ``tensorplay_triton``'s CuPy launch. ``launch`` is None when this
+        Triton release or the compiled kernel is not one that launch path takes (then the output
+        came from Triton's launcher, and the caller should keep its other path); the output is
+        None (nothing launched) when the generator declines these dtypes or constants."""
         be = self.backend
         np = be.np
         expr = self.expr
@@ -493,19 +500,23 @@ class TritonChain:
             return None, None
         in_dtypes = [be.dtype_of(a) for a in arrays]
         modes = ("c",) * len(arrays)
+        general = "aligned" if aligned else True
         k = self._kernel((tuple(in_dtypes), modes, 0, False, False), in_dtypes, modes, 0, False,
-                         general=True)
+                         general=general)
         if k is None or not _helpers_compile():
             return None, None
         kern = k[0]
         out = np.empty(arrays[0].shape, dtype=be.native_dtype(expr.dtypes[expr.outputs[0]]))
         n = out.size
+        if aligned and out.data.ptr & 15:
+            return None, None                 # an allocator without CuPy's 512-byte alignment
         fc = self._fconst_array([], arrays)
         blk = BLOCK_NARROW if all(a.dtype.itemsize <= 2 for a in [*arrays, out]) else BLOCK
         if n == 0:
             return out, None
-        args = [*arrays, out, fc, n, 0, *consts]
-        compiled = _launch_cuda(kern, ((n + blk - 1) // blk,), args, arrays, blk)
+        grid = (n + blk - 1) // blk
+        args = [*arrays, out, fc, n, _next_flip(grid) if aligned else 0, *consts]
+        compiled = _launch_cuda(kern, (grid,), args, arrays, blk)
         from tensorplay_triton import _cupylaunch, _wrap
         if not _wrap._direct_setup():
             return out, None                  # a Triton release that launch path was not checked on
@@ -514,8 +525,15 @@ class TritonChain:
         if not isinstance(d, _cupylaunch.Direct):
             return out, None
         go, fcp, n_in = d.go, fc.data.ptr, len(arrays)
-
-        if n_in == 1 and not consts:
+        if aligned:
+            # large arrays: blocks in alternating order, as the chain's own launches (_next_flip
+            # is shared with them: eager ops and chains alternate together); a microsecond here
+            # is nothing next to the kernel
+            def launch(*a):
+                n = a[n_in + 1]
+                g = (n + blk - 1) // blk
+                go((*a[:n_in + 1], fcp, n, _next_flip(g), *a[n_in + 2:]), g, 1, 1)
+        elif n_in == 1 and not consts:
             def launch(p0, po, n):
                 go((p0, po, fcp, n, 0), (n + blk - 1) // blk, 1, 1)
         elif n_in == 2 and not consts:

@@ -364,11 +364,12 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
     aligned to one device, so they test that themselves.
 
     A kernel that also has ``_tp_dense_ufunc`` (on such a backend) says: on the arrays of
-    operands that are row-major dense with one shape (for a binary op: two such tensors, or one
-    and a Python ``float``/``int``, passed as is), that callable computes what
-    ``_tp_float_ufunc`` computes, returning a fresh row-major array of the backend's class
-    (tensorplay_cuda: one lean launch of a generated kernel). The adapter calls it in those
-    cases, and the ufunc in every other one.
+    operands of one dtype in ``_tp_dense_dtypes`` (default: those of the ufunc case) that are
+    row-major dense with one shape (for a binary op: two such tensors, or one and a Python
+    ``float``/``int``, passed as is), at any size, that callable computes the op, returning a
+    fresh row-major array of the backend's class with the operands' shape (tensorplay_cuda: one
+    lean launch of a generated kernel). The adapter calls it in those cases -- before the ufunc
+    case and its size bound -- and the ufunc in the others.
     """
     fast = getattr(kernel, "_tp_float_ufunc", None)
     args_ = op.schema.arguments
@@ -409,9 +410,6 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
     from .._tensor import FRESH_FIELDS
     ns.update(__RS=rs, __nd=backend.np.ndarray, __C=_CONTIG_CACHE, __be=backend,
               __new=object.__new__)
-    dense = getattr(kernel, "_tp_dense_ufunc", None)
-    if dense is not None:
-        ns["__fdense"] = dense
     # Tensor._init_real inlined, with the operand's metadata (the operand known dense: the
     # result of the dense case needs no stride test)
     built = [f"if __r.__class__ is __nd and {s_}._stride is __C.get({s_}._shape):",
@@ -431,49 +429,63 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
              "    __t._dkey = __t._bkey = __d.type",
              *(f"    __t.{f} = {v!r}" for f, v in FRESH_FIELDS),
              "    return __t"]
-    dense_built = ["if __r.__class__ is __nd:", *built[1:]]
-    if unary and dense is not None:
-        return [f"if {isf}:",
-                f"    if {s_}._stride is __C.get({s_}._shape):",
-                f"        __r = __fdense({s_}._data)",
-                *("        " + x for x in dense_built),
-                f"        return __wrap(__r, {dev})",
-                f"    __r = __f({s_}._data)",
-                *("    " + x for x in built),
-                f"    return __wrap(__r, {dev})"]
-    if unary:
-        return [f"if {isf}:",
-                f"    __r = __f({s_}._data)",
-                *("    " + x for x in built),
-                f"    return __wrap(__r, {dev})"]
-    scalar = []
-    if dense is not None:
-        scalar = [f"    if {s_}._stride is __C.get({s_}._shape):",
-                  f"        __r = __fdense({s_}._data, {o_})",
-                  *("        " + x for x in dense_built),
-                  f"        return __wrap(__r, {dev})"]
-        pair = [f"        if {s_}._shape == {o_}._shape and {s_}._stride is {o_}._stride:",
-                f"            if {s_}._stride is __C.get({s_}._shape):",
-                f"                __r = __fdense({s_}._data, {o_}._data)",
-                *("                " + x for x in dense_built),
-                f"                return __wrap(__r, {dev})",
-                f"            __r = __f({s_}._data, {o_}._data)",
-                *("            " + x for x in built),
-                f"            return __wrap(__r, {dev})",
-                f"        __r = __f({s_}._data, {o_}._data)"]
-    else:
-        pair = [f"        __r = __f({s_}._data, {o_}._data)",
+    dense = getattr(kernel, "_tp_dense_ufunc", None)
+    if dense is None:
+        if unary:
+            return [f"if {isf}:",
+                    f"    __r = __f({s_}._data)",
+                    *("    " + x for x in built),
+                    f"    return __wrap(__r, {dev})"]
+        return [f"if {o_}.__class__ is __T:",
+                f"    if {s_}._dtype is {o_}._dtype{same} and {isf}:",
+                f"        __r = __f({s_}._data, {o_}._data)",
                 f"        if {s_}._shape == {o_}._shape and {s_}._stride is {o_}._stride:",
-                *("            " + x for x in built)]
+                *("            " + x for x in built),
+                f"        return __wrap(__r, {dev})",
+                f"elif ({o_}.__class__ is float or {o_}.__class__ is int) and {isf}:",
+                f"    __r = __f({s_}._data, {o_})",
+                *("    " + x for x in built),
+                f"    return __wrap(__r, {dev})"]
+    ns["__fdense"] = dense
+    dd = getattr(kernel, "_tp_dense_dtypes", fd)
+    if dd is not None:
+        ns["__dd"] = frozenset(dd)
+        isd = f"{s_}._dtype in __dd"
+    else:
+        isd = f"{s_}._dtype._kind == 'f'"
+    # the dense case: its result is a fresh row-major array of the operand's shape
+    dense_built = ["if __r.__class__ is __nd:", *built[1:]]
+    layout = f"{s_}._stride is __C.get({s_}._shape)"
+    if unary:
+        return [f"if {isd} and {layout}:",
+                f"    __r = __fdense({s_}._data)",
+                *("    " + x for x in dense_built),
+                f"    return __wrap(__r, {dev})",
+                f"if {isf}:",
+                f"    __r = __f({s_}._data)",
+                *("    " + x for x in built),
+                f"    return __wrap(__r, {dev})"]
     return [f"if {o_}.__class__ is __T:",
-            f"    if {s_}._dtype is {o_}._dtype{same} and {isf}:",
-            *pair,
+            f"    if {s_}._dtype is {o_}._dtype{same}:",
+            f"        if {isd} and {s_}._shape == {o_}._shape and {s_}._stride is {o_}._stride "
+            f"and {layout}:",
+            f"            __r = __fdense({s_}._data, {o_}._data)",
+            *("            " + x for x in dense_built),
+            f"            return __wrap(__r, {dev})",
+            f"        if {isf}:",
+            f"            __r = __f({s_}._data, {o_}._data)",
+            f"            if {s_}._shape == {o_}._shape and {s_}._stride is {o_}._stride:",
+            *("                " + x for x in built),
+            f"            return __wrap(__r, {dev})",
+            f"elif {o_}.__class__ is float or {o_}.__class__ is int:",
+            f"    if {isd} and {layout}:",
+            f"        __r = __fdense({s_}._data, {o_})",
+            *("        " + x for x in dense_built),
             f"        return __wrap(__r, {dev})",
-            f"elif ({o_}.__class__ is float or {o_}.__class__ is int) and {isf}:",
-            *scalar,
-            f"    __r = __f({s_}._data, {o_})",
-            *("    " + x for x in built),
-            f"    return __wrap(__r, {dev})"]
+            f"    if {isf}:",
+            f"        __r = __f({s_}._data, {o_})",
+            *("        " + x for x in built),
+            f"        return __wrap(__r, {dev})"]
 
 def kernel_error(op, err, values):
     """A kernel raised ``err`` (numpy's ValueError/TypeError): raise the op's own error instead.
