@@ -34,6 +34,7 @@ cuda is unavailable. Never sets ``TRITON_INTERPRET``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
@@ -85,6 +86,28 @@ def gpu_ms(cupy, fn, iters, repeat):
         e.synchronize()
         out.append(cupy.cuda.get_elapsed_time(s, e) / iters)
     return statistics.median(out)
+
+
+@contextlib.contextmanager
+def cupy_kernels_only(be):
+    """The cuda built-ins bound to their CuPy kernels for the block (as with
+    ``TENSORPLAY_CUDA_EAGER_TRITON=0``: no generated kernels at any size), then bound back."""
+    from tensorplay import _ops
+    saved = os.environ.get("TENSORPLAY_CUDA_EAGER_TRITON")
+
+    def rebind():
+        be._kernels = None
+        _ops.install_backend(be)
+    os.environ["TENSORPLAY_CUDA_EAGER_TRITON"] = "0"
+    rebind()
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("TENSORPLAY_CUDA_EAGER_TRITON", None)
+        else:
+            os.environ["TENSORPLAY_CUDA_EAGER_TRITON"] = saved
+        rebind()
 
 
 def forget_large_launches(be):
@@ -319,12 +342,8 @@ def main(argv=None) -> int:
     check("tp eager", chain(x, y))
     add_row("tensorplay eager (8 ops)", gpu_ms(cupy, lambda: chain(x, y), it, rep),
             note="large ops: generated Triton kernels" if eager.triton_available() else "CuPy")
-    saved = eager.THRESHOLD
-    eager.THRESHOLD = 1 << 62
-    try:
+    with cupy_kernels_only(be):
         add_row("tensorplay eager, CuPy kernels", gpu_ms(cupy, lambda: chain(x, y), it, rep))
-    finally:
-        eager.THRESHOLD = saved
     cf = tp.compile(chain)
     check("tp compile", cf(x, y))
     add_row("tensorplay.compile (fused)", gpu_ms(cupy, lambda: cf(x, y), it, rep),
