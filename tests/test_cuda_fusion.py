@@ -508,19 +508,27 @@ print("ok")
 '''
 
 
+def _compile_ahead(script):
+    """Run ``script`` (an ahead-of-time Triton compile, no GPU needed) in a fresh interpreter
+    outside Triton's interpreter mode; skip when Triton's bundled ptxas is missing, fail on any
+    other error. Returns the finished process."""
+    env = dict(os.environ)
+    env.pop("TRITON_INTERPRET", None)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
+                       timeout=300, check=False)
+    if r.returncode and "ptxas" in r.stderr and "not found" in r.stderr.lower():
+        pytest.skip("Triton's bundled ptxas is missing on this machine")
+    assert r.returncode == 0, r.stderr[-4000:]
+    return r
+
+
 def test_generated_kernels_compile_for_the_h200_with_16_byte_accesses():
     """Ahead-of-time compile (sm_90, no GPU needed) of the 8-op chain and of a bf16 broadcast
     chain ending in a sum: catches code the interpreter accepts but the compiler would not, and
     shows the float32 chain's loads and stores are 16-byte vectors (ld/st.global.v4), the loads
     with the L2 evict_last policy."""
     code = _AOT % repr(CHAIN8).replace("Step(op=", "Step(").replace(", args=", ", ")
-    env = dict(os.environ)
-    env.pop("TRITON_INTERPRET", None)
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                       timeout=300)
-    if r.returncode and "ptxas" in r.stderr and "not found" in r.stderr.lower():
-        pytest.skip("Triton's bundled ptxas is missing on this machine")
-    assert r.returncode == 0, r.stderr[-4000:]
+    r = _compile_ahead(code)
     # loads: 16-byte vectors, kept in L2 (evict_last policy); stores: 16-byte vectors
     assert "ld.global.L1::evict_last.L2::cache_hint.v4.b32" in r.stdout, r.stdout
     assert "st.global.v4.b32" in r.stdout, r.stdout
@@ -559,13 +567,7 @@ def test_bf16_chain_rounds_with_the_hardware_conversion_on_the_gpu():
     emulation tripled the instruction count and left a bf16 chain compute-bound (0.38 of copy
     bandwidth on an H200). Ahead-of-time compile for sm_90, no GPU needed. Also compiles float64."""
     code = _AOT_BF16 % repr(CHAIN8).replace("Step(op=", "Step(").replace(", args=", ", ")
-    env = dict(os.environ)
-    env.pop("TRITON_INTERPRET", None)
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                       timeout=300)
-    if r.returncode and "ptxas" in r.stderr and "not found" in r.stderr.lower():
-        pytest.skip("Triton's bundled ptxas is missing on this machine")
-    assert r.returncode == 0, r.stderr[-4000:]
+    r = _compile_ahead(code)
     n32, nbf, hw_cvt, int_rounding, _ = r.stdout.split()
     assert hw_cvt == "True" and int_rounding == "False", r.stdout
     # same element count per thread: bf16 may add the conversions, not 3x the work (was 762 vs 250)
@@ -931,13 +933,7 @@ def test_dense_kernels_compile_for_any_address_with_ieee_division_and_sqrt():
     time for sm_90: no alignment assumed (any address, any element count), division and square
     root rounded to nearest (div.rn / sqrt.rn, as torch's), never the approximate forms, neg a
     sign flip, and a Python number a kernel argument (declined for a float on float64)."""
-    env = dict(os.environ)
-    env.pop("TRITON_INTERPRET", None)
-    r = subprocess.run([sys.executable, "-c", _AOT_DENSE], capture_output=True, text=True,
-                       env=env, timeout=300)
-    if r.returncode and "ptxas" in r.stderr and "not found" in r.stderr.lower():
-        pytest.skip("Triton's bundled ptxas is missing on this machine")
-    assert r.returncode == 0, r.stderr[-4000:]
+    r = _compile_ahead(_AOT_DENSE)
     assert r.stdout.strip().endswith("ok"), r.stdout
     assert r.stdout.count("negation") == 3 and "negation" in r.stdout and \
         all(ln.endswith("True") for ln in r.stdout.splitlines() if ln.startswith("negation")), \
@@ -1109,13 +1105,7 @@ def test_large_kernels_compile_vectorised_for_aligned_operands():
     ``N % 16 == 0``: every load and store is a 128-bit vector access (``.v4``/``.v2``), as the
     copy bandwidth needs; the any-address kernels of small arrays have none. A number is a
     float32 argument in both."""
-    env = dict(os.environ)
-    env.pop("TRITON_INTERPRET", None)
-    r = subprocess.run([sys.executable, "-c", _AOT_ALIGNED], capture_output=True, text=True,
-                       env=env, timeout=300)
-    if r.returncode and "ptxas" in r.stderr and "not found" in r.stderr.lower():
-        pytest.skip("Triton's bundled ptxas is missing on this machine")
-    assert r.returncode == 0, r.stderr[-4000:]
+    r = _compile_ahead(_AOT_ALIGNED)
     assert r.stdout.strip().endswith("ok"), r.stdout
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("vector ")]
     assert len(lines) == 14, r.stdout

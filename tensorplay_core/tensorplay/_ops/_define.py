@@ -343,6 +343,15 @@ def _alloc_build_lines(op, first_tensor, backend, ns) -> list:
             "        return __t"]
 
 
+def _dtype_test(n: str, dtypes, name: str, ns) -> str:
+    """The generated test that tensor ``n`` has one of ``dtypes`` (bound as ``name``), or, with
+    no dtypes named, any floating dtype."""
+    if dtypes is None:
+        return f"{n}._dtype._kind == 'f'"
+    ns[name] = frozenset(dtypes)
+    return f"{n}._dtype in {name}"
+
+
 def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
     """Source lines (unindented) of the adapter's inline ufunc case, or [] when ``op``/``kernel``
     have none: the kernel's own fast case without its frame and promotion step.
@@ -385,11 +394,7 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
     o_ = None if unary else pn[1]
     ns["__f"] = fast
     fd = getattr(kernel, "_tp_float_dtypes", None)
-    if fd is not None:
-        ns["__fd"] = frozenset(fd)
-        isf = f"{s_}._dtype in __fd"
-    else:
-        isf = f"{s_}._dtype._kind == 'f'"
+    isf = _dtype_test(s_, fd, "__fd", ns)
     fmax = getattr(kernel, "_tp_float_max", None)
     if fmax is not None:
         ns["__fmax"] = fmax
@@ -447,12 +452,7 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
                 *("    " + x for x in built),
                 f"    return __wrap(__r, {dev})"]
     ns["__fdense"] = dense
-    dd = getattr(kernel, "_tp_dense_dtypes", fd)
-    if dd is not None:
-        ns["__dd"] = frozenset(dd)
-        isd = f"{s_}._dtype in __dd"
-    else:
-        isd = f"{s_}._dtype._kind == 'f'"
+    isd = _dtype_test(s_, getattr(kernel, "_tp_dense_dtypes", fd), "__dd", ns)
     # the dense case: its result is a fresh row-major array of the operand's shape
     dense_built = ["if __r.__class__ is __nd:", *built[1:]]
     layout = f"{s_}._stride is __C.get({s_}._shape)"
