@@ -1,7 +1,7 @@
 """``opcheck``: check that an operator is registered correctly (same idea as
 ``torch.library.opcheck``).
 
-Four checks, each run on *clones* of the sample inputs (the caller's tensors are never touched):
+Five checks, each run on *clones* of the sample inputs (the caller's tensors are never touched):
 
 * ``test_schema`` -- inputs not declared mutated keep their values, shape, strides, storage
   offset and version; no output overlaps the memory (address range) of an input or of another
