@@ -403,6 +403,8 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None):
                 key = (d, getdev())
                 launch = launches.get(key, first)
                 if launch is None or launch is first or not n or n >= top:
+                    if launch is None and n < top and d is not bf16:
+                        return uf(a, b)         # off the launch for good: no more frames
                     return slow(key, launch, n, a, b)
                 r = nd(a.shape, d)
                 launch(a.data.ptr, b.data.ptr, r.data.ptr, n)
@@ -414,6 +416,8 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None):
             launch = launches.get(key, first)
             if launch is None or launch is first or not n or n >= top or (
                     bc is int and not -0x80000000 <= b <= 0x7FFFFFFF):
+                if launch is None and n < top and d is not bf16:
+                    return uf(a, b)             # (a float on float64: as above)
                 return slow(key, launch, n, a, b)
             r = nd(a.shape, d)
             launch(a.data.ptr, r.data.ptr, n, b)
@@ -425,6 +429,8 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None):
             key = (d, getdev())
             launch = launches.get(key, first)
             if launch is None or launch is first or not n or n >= top:
+                if launch is None and n < top and d is not bf16:
+                    return uf(a)
                 return slow(key, launch, n, a)
             r = nd(a.shape, d)
             launch(a.data.ptr, r.data.ptr, n)
