@@ -357,7 +357,7 @@ def test_the_dense_case_runs_the_ufunc_until_a_key_is_called_often_then_one_laun
         def __init__(self, key):
             self.key = key
 
-        def dense_launcher(self, arrays, consts=()):
+        def dense_launcher(self, arrays, consts=(), aligned=False):
             asked.append((self.key, [x is arrays[0] for x in arrays], list(consts)))
             calls.append(("compiled",))
             return out, (None if self.key[2] is int else launch)

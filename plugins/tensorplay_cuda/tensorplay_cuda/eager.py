@@ -322,6 +322,28 @@ _NO_OPERAND = object()      # _dense's first(): a unary op's call
 WARMUP_CALLS = 8
 
 
+def _first_launch(op, n_in, backend, a, b, aligned):
+    """``op``'s one-step chain run once through Triton on array ``a`` and ``b`` (an array, a
+    Python number, or ``_NO_OPERAND`` for a unary op), compiling it: ``(output, launch)`` from
+    ``TritonChain.dense_launcher``; ``(None, None)`` when the generator declines or Triton fails
+    (said once, ``_failed``), or after an earlier failure."""
+    if _FAILED:
+        return None, None
+    from .triton_fusion import Unsupported
+    R = backend.dtype_of(a)
+    try:
+        if b is _NO_OPERAND or b.__class__ is backend.np.ndarray:
+            arrays = [a] if b is _NO_OPERAND else [a, b]
+            return _chain(op, n_in, None, R, backend).dense_launcher(arrays, aligned=aligned)
+        # a Python number: a kernel argument
+        return _chain(op, 1, b.__class__, R, backend).dense_launcher([a], [b], aligned=aligned)
+    except Unsupported:
+        return None, None
+    except Exception as e:  # noqa: BLE001 - any compiler/driver error: said once, then fallback
+        _failed(e)
+        return None, None
+
+
 def _dense(op, n_in, backend, uf, ref=None, beyond=None):
     """The adapters' dense case (``_tp_dense_ufunc``, see ``tensorplay._ops._define``): ``op`` on
     CuPy arrays of one floating dtype and one shape, each row-major dense, on the current device
@@ -374,22 +396,7 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None):
         if n < WARMUP_CALLS:
             seen[key] = n + 1
             return other(a, b)
-        if _FAILED:
-            launches[key] = None
-            return other(a, b)
-        from .triton_fusion import Unsupported
-        R = backend.dtype_of(a)
-        try:
-            if b is _NO_OPERAND or b.__class__ is nd:
-                arrays = [a] if b is _NO_OPERAND else [a, b]
-                out, launch = _chain(op, n_in, None, R, backend).dense_launcher(arrays)
-            else:                                 # a Python number: a kernel argument
-                out, launch = _chain(op, 1, b.__class__, R, backend).dense_launcher([a], [b])
-        except Unsupported:
-            out, launch = None, None
-        except Exception as e:  # noqa: BLE001 - any compiler/driver error: the ufunc, said once
-            _failed(e)
-            out, launch = None, None
+        out, launch = _first_launch(op, n_in, backend, a, b, aligned=False)
         launches[key] = launch
         if out is not None:
             return out
@@ -456,28 +463,13 @@ def _large(op, n_in, backend):
     (another Triton release, a declined dtype or constant, a failure) returns None for good."""
     nd = backend.np.ndarray
     getdev = backend.np.cuda.runtime.getDevice
-    from .triton_fusion import BLOCK, BLOCK_NARROW, Unsupported
+    from .triton_fusion import BLOCK, BLOCK_NARROW
     top = 2 ** 31 - max(BLOCK, BLOCK_NARROW)        # above: the kernels' 64-bit index variant
     launches: dict = {}               # key -> (launch, result dtype), or None: Triton's launcher
 
     def compile_(key, a, b):
         """The first call of ``key``: compile and launch through Triton, remember the launch."""
-        if _FAILED:
-            launches[key] = None
-            return None
-        try:
-            if b is _NO_OPERAND or b.__class__ is nd:
-                arrays = [a] if b is _NO_OPERAND else [a, b]
-                out, launch = _chain(op, n_in, None, backend.dtype_of(a), backend).dense_launcher(
-                    arrays, aligned=True)
-            else:
-                out, launch = _chain(op, 1, b.__class__, backend.dtype_of(a),
-                                     backend).dense_launcher([a], [b], aligned=True)
-        except Unsupported:
-            out, launch = None, None
-        except Exception as e:  # noqa: BLE001 - any compiler/driver error: said once
-            _failed(e)
-            out, launch = None, None
+        out, launch = _first_launch(op, n_in, backend, a, b, aligned=True)
         launches[key] = None if launch is None else (launch, out.dtype)
         return out
 
