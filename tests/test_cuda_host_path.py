@@ -338,6 +338,23 @@ def _host_backend():
         dtype_of=lambda a: tp.float32)
 
 
+def _stub_chains(monkeypatch, calls, out, launch, record):
+    """``eager._chain`` replaced by chains whose ``dense_launcher`` calls ``record(key, arrays,
+    consts, aligned)`` (key: ``(op, n_in, number class, result dtype)``), notes ``("compiled",)``
+    in ``calls`` and returns ``(out, launch)`` -- no launch for an int number's chain; no Triton
+    failure on record."""
+    class Chain:
+        def __init__(self, key):
+            self.key = key
+
+        def dense_launcher(self, arrays, consts=(), aligned=False):
+            record(self.key, arrays, consts, aligned)
+            calls.append(("compiled",))
+            return out, (None if self.key[2] is int else launch)
+    monkeypatch.setattr(eager, "_chain", lambda op, n_in, ct, R, be: Chain((op, n_in, ct, R)))
+    monkeypatch.setattr(eager, "_FAILED", [])
+
+
 def test_the_dense_case_runs_the_ufunc_until_a_key_is_called_often_then_one_launch(monkeypatch):
     """``eager._dense``: the first WARMUP_CALLS calls per (dtype, device[, number class]) run the
     ufunc, compiling nothing; the next asks the chain for its launch (once), and later calls
@@ -353,16 +370,8 @@ def test_the_dense_case_runs_the_ufunc_until_a_key_is_called_often_then_one_laun
     def launch(*a):
         calls.append(("launch", *a))
 
-    class Chain:
-        def __init__(self, key):
-            self.key = key
-
-        def dense_launcher(self, arrays, consts=(), aligned=False):
-            asked.append((self.key, [x is arrays[0] for x in arrays], list(consts)))
-            calls.append(("compiled",))
-            return out, (None if self.key[2] is int else launch)
-    monkeypatch.setattr(eager, "_chain", lambda op, n_in, ct, R, be: Chain((op, n_in, ct, R)))
-    monkeypatch.setattr(eager, "_FAILED", [])
+    _stub_chains(monkeypatch, calls, out, launch, lambda key, arrays, consts, aligned: asked.append(
+        (key, [x is arrays[0] for x in arrays], list(consts))))
     be = _host_backend()
     dense = eager._dense("add", 2, be, uf)
     a, b = HostArray((4,)), HostArray((4,))
@@ -461,16 +470,8 @@ def test_large_arrays_take_one_aligned_launch_and_decline_what_it_cannot_take(mo
     def launch(*a):
         calls.append(("launch", *a))
 
-    class Chain:
-        def __init__(self, key):
-            self.key = key
-
-        def dense_launcher(self, arrays, consts=(), aligned=False):
-            asked.append((self.key, len(arrays), list(consts), aligned))
-            calls.append(("compiled",))
-            return out, (None if self.key[2] is int else launch)
-    monkeypatch.setattr(eager, "_chain", lambda op, n_in, ct, R, be: Chain((op, n_in, ct, R)))
-    monkeypatch.setattr(eager, "_FAILED", [])
+    _stub_chains(monkeypatch, calls, out, launch, lambda key, arrays, consts, aligned: asked.append(
+        (key, len(arrays), list(consts), aligned)))
     large = eager._large("mul", 2, _host_backend())
     a, b = HostArray((32,)), HostArray((2, 16))
     b = b.reshape(32)
