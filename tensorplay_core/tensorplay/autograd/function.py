@@ -94,6 +94,27 @@ class FunctionCtx:
         self._dirty = tensors
 
 
+def _formula_grads(grads, out_meta, materialize):
+    """What a formula's ``backward`` receives (torch's engine): one gradient per output of the
+    op, each in its output's dtype; for an output that got no gradient, zeros of its shape, dtype
+    and device (``None`` with ``ctx.set_materialize_grads(False)``, and always ``None`` for an
+    output that is not a Tensor). ``grads`` may be shorter than ``out_meta``."""
+    out = []
+    n = len(grads)
+    for i, m in enumerate(out_meta):
+        g = grads[i] if i < n else None
+        if m is None:
+            g = None
+        elif g is None:
+            if materialize:
+                from .. import _factories
+                g = _factories.zeros(m[0], dtype=m[1], device=m[2])
+        elif g._dtype is not m[1]:
+            g = g.to(m[1])
+        out.append(g)
+    return tuple(out)
+
+
 _T_NONE = ["t", None]   # structure of a (Tensor, Scalar) call: apply's fast path compares to it
 
 
@@ -108,21 +129,15 @@ class FunctionNode(Node):
         self.ctx = ctx
         self.next_edges = edges
         self.structure = structure   # per forward input: None | "t" | ("l", n)
-        self._out_meta = out_meta     # per output: (shape, dtype, device) to materialize zeros
+        # per output: (shape, dtype, device), or None for an output that is not a Tensor
+        self._out_meta = out_meta
         self._retained = None         # set: the engine's getattr on an unset slot costs 0.2 µs
 
     def apply(self, grads):
         ctx = self.ctx
-        # (the flag read only when a gradient may be missing: one output with its gradient is
-        # the common case)
-        if (len(grads) > 1 or grads[0] is None) and ctx.materialize_grads:
-            for g in grads:
-                if g is None:   # only then: zeros for the missing gradients
-                    from .. import _factories
-                    grads = tuple(g if g is not None else
-                                  _factories.zeros(m[0], dtype=m[1], device=m[2])
-                                  for g, m in zip(grads, self._out_meta))
-                    break
+        # the common case, one output whose gradient came with its dtype, costs one check
+        if len(grads) > 1 or grads[0] is None or grads[0]._dtype is not self._out_meta[0][1]:
+            grads = _formula_grads(grads, self._out_meta, ctx.materialize_grads)
         res = self.fn(ctx, *grads)
         structure = self.structure
         if res.__class__ is tuple:
@@ -197,7 +212,7 @@ def attach(name, backward, ctx, values, output, T, se=None):
         meta = ((output._shape, output._dtype, output._device),)
     else:
         outs = output if isinstance(output, (tuple, list)) else (output,)
-        meta = tuple((o._shape, o._dtype, o._device) if isinstance(o, T) else ((), None, None)
+        meta = tuple((o._shape, o._dtype, o._device) if isinstance(o, T) else None
                      for o in outs)
     node = FunctionNode(name, backward, ctx, edges, structure, meta)
     non_diff = ctx._non_diff
@@ -379,7 +394,7 @@ def no_formula_outputs(op_name, out, values):
     edges = [edge_of(t) for t in inputs]
     if all(e is None for e in edges):
         return out
-    meta = tuple((o._shape, o._dtype, o._device) if isinstance(o, T) else ((), None, None)
+    meta = tuple((o._shape, o._dtype, o._device) if isinstance(o, T) else None
                  for o in outs)
     node = NoFormulaBackward(op_name, tuple(edges), meta)
     for i in bad:

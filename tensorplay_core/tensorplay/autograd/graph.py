@@ -58,6 +58,8 @@ class AccumulateGrad(Node):
         if g is None:
             return ()
         with _gm.no_grad():
+            if g._dtype is not v._dtype:
+                g = g.to(v._dtype)   # a formula's gradient takes its input's dtype (torch)
             if g.shape != v.shape:
                 g = g.sum_to_size(v.shape)
             if v.grad is None:
@@ -72,7 +74,8 @@ class AccumulateGrad(Node):
         """``apply((g,))``; ``owned``: no one else holds ``g``, so when it is a plain dense
         tensor on storage of its own, ``.grad`` takes it without the defensive copy."""
         v = self.variable
-        if v.grad is None and g.__class__ is _TENSOR[0] and g._shape == v._shape:
+        if v.grad is None and g.__class__ is _TENSOR[0] and g._shape == v._shape and \
+                g._dtype is v._dtype:
             if owned and _exclusive(g):
                 v.grad = g if not (g._requires_grad or g.grad_fn is not None or g._base is not None
                                    or g._capture is not None or g._accum is not None) else g.detach()
@@ -217,7 +220,11 @@ def backward_root(node, nr, g, keep_graph=False):
         # _walk's steps for this graph, without its bookkeeping (dependency counts, pending
         # slots)
         ret = node._retained
-        grads = (g,) if nr == 0 else tuple(g if i == nr else None for i in range(nr + 1))
+        m = node._out_meta
+        if nr == 0 and (m is None or len(m) == 1):
+            grads = (g,)
+        else:   # one gradient per output of the node (None but the root's), as _walk gives
+            grads = tuple(g if i == nr else None for i in range(len(m) if m else nr + 1))
         del g
         with _GRAD_OFF:
             if ret is not None:
@@ -428,8 +435,11 @@ def run_backward(roots, grad_roots, *, keep_graph=False, create_graph=False, inp
                 raise RuntimeError(
                     f"autograd.grad: input {i} was not used in the graph; pass allow_unused=True "
                     f"to get None for it")
-            if g is not None and not create_graph:
-                g = g.detach()
+            if g is not None:
+                if g._dtype is not t._dtype:
+                    g = g.to(t._dtype)   # a formula's gradient takes its input's dtype (torch)
+                if not create_graph:
+                    g = g.detach()
             out.append(g)
         return tuple(out)
     return None
@@ -442,6 +452,8 @@ def _keep_retained(retained, grads):
         if t is None or nr >= len(grads) or grads[nr] is None or t.grad_fn is None:
             continue
         g = grads[nr].detach()
+        if g._dtype is not t._dtype:
+            g = g.to(t._dtype)
         t.grad = g.clone() if t.grad is None else t.grad + g
 
 
