@@ -5,10 +5,28 @@ from __future__ import annotations
 from .graph import backward_root, edge_of, run_backward
 
 
-def _as_list(x):
-    if x is None:
-        return None
-    return list(x) if isinstance(x, (list, tuple)) else [x]
+def _tensors_arg(x, api, arg, *, none_ok=False):
+    """``x`` (a Tensor or a sequence of them; ``None`` items when ``none_ok``) as a list, or a
+    ``TypeError`` naming ``api``'s argument ``arg`` (torch raises TypeError there too)."""
+    T = _TENSOR[0]
+    if T is None:
+        from .._tensor import Tensor as T
+        _TENSOR[0] = T
+    if isinstance(x, T):
+        return [x]
+    items = list(x) if isinstance(x, (list, tuple)) else None
+    what = "Tensors or None" if none_ok else "Tensors"
+    if items is None:
+        raise TypeError(f"{api}: {arg} must be a Tensor or a sequence (list/tuple) of {what}; "
+                        f"got {type(x).__name__}")
+    for i, t in enumerate(items):
+        if not (isinstance(t, T) or (none_ok and t is None)):
+            raise TypeError(f"{api}: {arg}[{i}] must be a Tensor{' or None' if none_ok else ''}; "
+                            f"got {type(t).__name__}")
+    return items
+
+
+_TENSOR: list = [None]   # tensorplay.Tensor, once imported
 
 
 _FACTORIES: list = [None]   # tensorplay._factories, once imported (no import per call)
@@ -48,9 +66,10 @@ def _ones_seed(t):
 _ONE_ELEMENT = frozenset({(), (1,), (1, 1)})   # shapes whose implicit seed is ones (fast path)
 
 
-def _roots(tensors, grad_tensors, api):
+def _roots(tensors, grad_tensors, api, grad_arg):
     roots, grads = [], []
-    gl = _as_list(grad_tensors) or [None] * len(tensors)
+    gl = ([None] * len(tensors) if grad_tensors is None else
+          _tensors_arg(grad_tensors, api, grad_arg, none_ok=True))
     if len(gl) != len(tensors):
         raise RuntimeError(f"{api}: got {len(tensors)} tensors but {len(gl)} gradients")
     for t, g in zip(tensors, gl):
@@ -72,8 +91,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     """Accumulate d(tensors)/d(leaves) into each leaf's ``.grad`` (same as ``torch.autograd.backward``).
 
     ``tensors``: a Tensor or sequence; ``grad_tensors``: matching gradients (may be omitted for
-    one-element outputs). Raises ``RuntimeError`` when a tensor does not require grad or a
-    non-scalar output has no gradient given.
+    one-element outputs). Raises ``TypeError`` when ``tensors``, ``grad_tensors`` or ``inputs``
+    is not a Tensor or a sequence of them, ``RuntimeError`` when a tensor does not require grad
+    or a non-scalar output has no gradient given.
     """
     if grad_tensors is None and inputs is None and not create_graph:
         fn = getattr(tensors, "grad_fn", None)
@@ -82,11 +102,14 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             # seed goes straight to the engine, which hands it on without a copy
             backward_root(fn, tensors._output_nr, _ones_seed(tensors), bool(retain_graph))
             return None
-    tensors = _as_list(tensors)
-    roots, grads = _roots(tensors, grad_tensors, "backward")
+    tensors = _tensors_arg(tensors, "backward", "tensors")
+    roots, grads = _roots(tensors, grad_tensors, "backward", "grad_tensors (gradient)")
     keep = create_graph if retain_graph is None else retain_graph
     if inputs is not None:
-        ins = _as_list(inputs)
+        ins = _tensors_arg(inputs, "backward", "inputs")
+        if not ins:
+            raise RuntimeError("backward: inputs must not be empty (pass None to accumulate "
+                               "into every leaf)")
         gs = run_backward(roots, grads, keep_graph=keep, create_graph=create_graph, inputs=ins,
                           allow_unused=True)
         from . import grad_mode
@@ -103,11 +126,16 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     """Return d(outputs)/d(inputs) without touching ``.grad`` (same as ``torch.autograd.grad``).
 
     Returns a tuple with one gradient per input; ``None`` for unused inputs when
-    ``allow_unused=True``, otherwise an unused input raises ``RuntimeError``.
+    ``allow_unused=True``, otherwise an unused input raises ``RuntimeError``. ``outputs`` and
+    ``inputs`` must be a Tensor or a sequence of Tensors, ``grad_outputs`` ``None``, a Tensor
+    or a sequence of Tensors/None: ``TypeError`` naming the argument otherwise (torch's rule).
     """
-    outs = _as_list(outputs)
-    ins = _as_list(inputs)
-    roots, grads = _roots(outs, grad_outputs, "autograd.grad")
+    outs = _tensors_arg(outputs, "autograd.grad", "outputs")
+    ins = _tensors_arg(inputs, "autograd.grad", "inputs")
+    if not ins:
+        raise RuntimeError("autograd.grad: inputs must not be empty (torch: grad requires "
+                           "non-empty inputs)")
+    roots, grads = _roots(outs, grad_outputs, "autograd.grad", "grad_outputs")
     keep = create_graph if retain_graph is None else retain_graph
     return run_backward(roots, grads, keep_graph=keep, create_graph=create_graph, inputs=ins,
                         allow_unused=allow_unused)
