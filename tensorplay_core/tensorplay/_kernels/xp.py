@@ -94,18 +94,20 @@ def bind(xp, be) -> dict:
             return xp.logical_or(a, b)
         return xp.add(a, b)
 
+    # A kernel that meets operands torch refuses raises TypeError: the op's adapter then runs
+    # its fake rule, which raises torch's own message (``_ops._shapes.check_bool_operands``).
+    def _no_bool(a, b):
+        if a.dtype.kind == "b" or b.__class__ is bool or getattr(b, "dtype", a.dtype).kind == "b":
+            raise TypeError("subtraction with a bool operand")
+
     def sub(a, b):
+        _no_bool(a, b)
         a, b = _prep(a, b)
-        if a.dtype.kind == "b":
-            raise RuntimeError("sub: subtraction with two bool tensors is not supported; use "
-                               "logical_xor or cast to an integer dtype first (same as torch)")
         return xp.subtract(a, b)
 
     def rsub(a, b):
+        _no_bool(a, b)
         a, b = _prep(a, b)
-        if a.dtype.kind == "b":
-            raise RuntimeError("rsub: subtraction with two bool tensors is not supported; cast "
-                               "to an integer dtype first (same as torch)")
         return xp.subtract(b, a)
 
     def mul(a, b):
@@ -128,22 +130,33 @@ def bind(xp, be) -> dict:
                                      hasattr(b, "dtype") and not xp.all(b != 0)):
             raise ZeroDivisionError(f"{name}: integer division by zero")
 
+    def _bool_kernel(a, name):
+        if a.dtype.kind == "b":   # both operands bool (after _prep): torch has no such kernel
+            raise TypeError(f"{name} of bool operands")
+
     def floor_divide(a, b):
         a, b = _prep(a, b)
+        _bool_kernel(a, "floor_divide")
         _int_divisor_check(a, b, "floor_divide")
         return xp.floor_divide(a, b)
 
     def remainder(a, b):
         a, b = _prep(a, b)
+        _bool_kernel(a, "remainder")
         _int_divisor_check(a, b, "remainder")
         return xp.remainder(a, b)
 
     def pow(a, b):
+        if b.__class__ is bool and a.dtype.kind == "b":
+            # torch's shortcut (no kernel): x ** True is x, x ** False is ones
+            return xp.asarray(a, copy=True) if b else xp.ones_like(a)
         a, b = _prep(a, b)
+        _bool_kernel(a, "pow")
         return xp.pow(a, b)
 
     def rpow(a, b):
         a, b = _prep(a, b)
+        _bool_kernel(a, "rpow")
         return xp.pow(xp.asarray(b, dtype=a.dtype), a)
 
     def maximum(a, b):
@@ -179,6 +192,8 @@ def bind(xp, be) -> dict:
         return xp.logical_not(_as_bool(a))
 
     def where(c, a, b):
+        if c.dtype.kind != "b":
+            raise TypeError("where: condition is not bool")   # the fake rule says torch's words
         ta, tb = hasattr(a, "dtype"), hasattr(b, "dtype")
         t = rdt(dt_of(a) if ta else wrapped(a), (2 if a.ndim else 1) if ta else 0,
                 dt_of(b) if tb else wrapped(b), (2 if b.ndim else 1) if tb else 0)

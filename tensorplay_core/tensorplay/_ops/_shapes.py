@@ -66,8 +66,42 @@ def first_tensor(*xs):
     raise TypeError("expected a tensor argument")
 
 
+def _dtype_of(x):
+    return x.dtype if is_tensor(x) else _dtype.wrapped_dtype(x)
+
+
+# torch's own words for a subtraction with a bool operand (its sub_check)
+SUB_TWO_BOOLS = ("Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+                 "`^` or `logical_xor()` operator instead.")
+SUB_A_BOOL = ("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+              "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+# ops whose kernels torch has for integral and floating dtypes only: a bool result dtype (both
+# operands bool) is "not implemented for 'Bool'"
+_NO_BOOL_KERNEL = frozenset({"floor_divide", "remainder", "pow", "rpow"})
+
+
+def check_bool_operands(api, a, b, dt) -> None:
+    """torch's bool rules for binary op ``api`` on ``a``, ``b`` (result dtype ``dt``): any
+    subtraction with a bool operand (tensor or Python bool) is refused; floor_divide, remainder
+    and pow have no bool kernel (``b ** True``/``b ** False`` excepted: torch answers them
+    without a kernel). ``RuntimeError`` naming ``api``."""
+    if api in ("sub", "rsub"):
+        da, db = _dtype_of(a), _dtype_of(b)
+        if da is _dtype.bool and db is _dtype.bool:
+            raise RuntimeError(f"{api}: {SUB_TWO_BOOLS}")
+        if da is _dtype.bool or db is _dtype.bool:
+            raise RuntimeError(f"{api}: {SUB_A_BOOL}")
+    elif dt is _dtype.bool and api in _NO_BOOL_KERNEL and not (
+            api == "pow" and b.__class__ is _builtin_bool):
+        raise RuntimeError(f"{api}: not implemented for 'Bool' (as in torch: bool operands have "
+                           f"no {api} kernel); cast one operand to an integer dtype first, e.g. "
+                           f"x.long()")
+
+
 def binary_meta(kind: str = "same", api: str = "broadcast"):
     """Fake rule of a broadcasting binary op. ``kind``: same / float / bool (comparisons)."""
+    checked = api in ("sub", "rsub") or api in _NO_BOOL_KERNEL
+
     def meta(a, b):
         shape = broadcast_shapes(shape_of(a), shape_of(b), api=api)
         if kind == "bool":
@@ -76,6 +110,8 @@ def binary_meta(kind: str = "same", api: str = "broadcast"):
             dt = result_dtype(a, b)
             if kind == "float":
                 dt = float_dtype(dt)
+        if checked:
+            check_bool_operands(api, a, b, dt)
         return out_like(shape, dt, first_tensor(a, b))
     return meta
 

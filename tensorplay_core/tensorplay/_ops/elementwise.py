@@ -259,10 +259,20 @@ defop("erf" + _U, meta=unary_meta("float"), setup=lambda c, i, o: c.save_for_bac
                                              _TWO_OVER_SQRT_PI)))
 
 
+# torch's ScalarType names, as its messages print them
+_TORCH_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
+                       "bfloat16": "BFloat16", "int8": "Char", "uint8": "Byte", "int16": "Short",
+                       "int32": "Int", "int64": "Long", "bool": "Bool"}
+
+
 # -- where --------------------------------------------------------------------------------------
 def _where_meta(cond, a, b):
     from ._shapes import broadcast_shapes, out_like, result_dtype, shape_of, first_tensor
     from .._dtype import result_type as binary_result_dtype, wrapped_dtype as _wrapped_dtype
+    if cond.dtype.name != "bool":
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
+                           f"with dtype {_TORCH_SCALAR_NAMES.get(cond.dtype.name, cond.dtype.name)}"
+                           f" (torch's rule); pass a mask such as `cond != 0`")
     shape = broadcast_shapes(cond.shape, shape_of(a), shape_of(b), api="where")
     if is_tensor(a) or is_tensor(b):
         dt = result_dtype(a, b)
