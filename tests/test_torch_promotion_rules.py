@@ -118,3 +118,32 @@ def test_where_condition_must_be_bool(cond_dtype, name, path):
         else:
             tp.compile(fn)(c, a, b)
     assert tp.where(c != 0, a, b).tolist() == [1.0, 0.0, 1.0]
+
+
+# --- inspect.signature of an op whose arguments are named by Python keywords --------------------
+
+def test_signature_of_keyword_named_arguments_shows_what_the_call_accepts():
+    import inspect
+
+    from tensorplay import library
+    lib = library.Library("hag_sig", "DEF")
+    lib.define("f(Tensor x, int from, *, int lambda=3, float class) -> Tensor")
+    lib.impl("f", lambda x, from_, **kw: x * (from_ + kw["lambda"] + kw["class"]), "cpu")
+    op = tp.ops.hag_sig.f
+    sig = inspect.signature(op)
+    params = sig.parameters
+    assert list(params) == ["x", "from_", "lambda_", "class_"], str(sig)
+    assert all(p.kind is not p.VAR_KEYWORD for p in params.values()), str(sig)
+    assert params["lambda_"].default == 3, "the schema default, not a placeholder"
+    assert params["class_"].default is inspect.Parameter.empty, "required keyword-only"
+    assert params["class_"].kind is inspect.Parameter.KEYWORD_ONLY
+    # what the signature says is what the call accepts
+    x = tp.ones(2)
+    bound = sig.bind(x, 1, class_=0.5)
+    assert op(*bound.args, **bound.kwargs).tolist() == [4.5, 4.5]
+    assert op(x, 1, lambda_=2, class_=1.0).tolist() == [4.0, 4.0]
+    assert op(x, 1, **{"lambda": 2, "class": 1.0}).tolist() == [4.0, 4.0]
+    with pytest.raises(TypeError):
+        sig.bind(x, 1)          # class_ is required: the signature says so
+    with pytest.raises(TypeError, match="class"):
+        op(x, 1)

@@ -417,14 +417,33 @@ def make_call(op, scalar_ok=()) -> None:
                 "__slots__": (),   # the record is slotted: same layout, so __class__ can change
                 "__dict__": _registry.NO_INSTANCE_DICT,
                 # inspect.signature(op): the caller's parameters (no hidden self)
-                "__signature__": property(lambda self: _signature(fn))})
+                "__signature__": property(lambda self: _signature(fn, self))})
     op.__class__ = cls
     _registry.set_call(op, fn)
 
 
-def _signature(fn):
+def _signature(fn, op):
+    """``inspect.signature(op)``: the generated function's parameters as a caller may pass them.
+    The generator's plumbing is left out: the ``**__kw`` that takes a keyword-only argument by
+    its schema name (``**{"lambda": v}``; a Python keyword cannot be a parameter name, so the
+    signature shows the ``lambda_`` the call also accepts) and the ``<required>`` placeholder of
+    such an argument, which shows its schema default or, without one, no default (it is
+    required). Only a positional argument without a default after one with a default keeps the
+    placeholder (a Python signature cannot say that)."""
     import inspect
-    return inspect.signature(fn)
+    sig = inspect.signature(fn)
+    args = op.schema.arguments
+    by_py = dict(zip(_codegen.py_names(args), args))
+    params = []
+    for p in sig.parameters.values():
+        if p.kind is p.VAR_KEYWORD:
+            continue
+        a = by_py.get(p.name)
+        if p.default is _UNSET and a is not None and a.kwarg_only:
+            p = p.replace(default=(inspect.Parameter.empty if a.default is NO_DEFAULT
+                                   else a.default))
+        params.append(p)
+    return sig.replace(parameters=params)
 
 
 def check_overlap(op, i: int, t) -> None:
