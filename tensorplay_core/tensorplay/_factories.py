@@ -98,7 +98,8 @@ def empty(*sizes, size=None, dtype=None, device=None, requires_grad=False):
     """Uninitialised tensor of ``size`` (ints). ``dtype`` defaults to the default float dtype.
     ``size``: ints, one list/tuple of ints, or the ``size=`` keyword (as torch). ``TypeError``
     naming the factory for a bool/float/None... size or a non-bool ``requires_grad``;
-    ``ValueError`` for a negative size (on every device, meta and fake included)."""
+    ``RuntimeError`` (as torch; also a ``ValueError``) for a negative size, on every device,
+    meta and fake included."""
     # _size/_dt/_dev inlined for the common spellings (one int; dtype/device None or canonical)
     if size is not None:
         sizes = _sizes(sizes, size, "empty")
@@ -178,7 +179,8 @@ def zeros(*sizes, size=None, dtype=None, device=None, requires_grad=False):
     """Tensor of zeros of ``size`` (default float dtype unless ``dtype``).
     ``size``: ints, one list/tuple of ints, or the ``size=`` keyword (as torch). ``TypeError``
     naming the factory for a bool/float/None... size or a non-bool ``requires_grad``;
-    ``ValueError`` for a negative size (on every device, meta and fake included)."""
+    ``RuntimeError`` (as torch; also a ``ValueError``) for a negative size, on every device,
+    meta and fake included."""
     return _filled("zeros", 0, sizes, size, dtype, device, requires_grad)
 
 
@@ -186,19 +188,20 @@ def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False):
     """Tensor of ones of ``size`` (default float dtype unless ``dtype``).
     ``size``: ints, one list/tuple of ints, or the ``size=`` keyword (as torch). ``TypeError``
     naming the factory for a bool/float/None... size or a non-bool ``requires_grad``;
-    ``ValueError`` for a negative size (on every device, meta and fake included)."""
+    ``RuntimeError`` (as torch; also a ``ValueError``) for a negative size, on every device,
+    meta and fake included."""
     return _filled("ones", 1, sizes, size, dtype, device, requires_grad)
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
-    """``[start, end)`` with ``step``; int64 for int arguments, default float otherwise."""
+    """``[start, end)`` with ``step``; int64 for int arguments, default float otherwise.
+    ``RuntimeError`` (as torch) for a zero step, a step whose sign does not lead from ``start``
+    to ``end``, or a non-finite bound, on every device, meta and fake included."""
     if end is None:
         start, end = 0, start
     if dtype is None:
         dtype = _dtype.int64 if all(isinstance(v, int) for v in (start, end, step)) else \
             _dtype.get_default_dtype()
-    if step == 0:
-        raise RuntimeError("arange: step must be nonzero")
     return _finish(O.arange(start, end, step, dtype=_dtype.as_dtype(dtype), device=_dev(device)),
                    requires_grad, "arange")
 

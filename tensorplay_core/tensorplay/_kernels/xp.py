@@ -496,6 +496,7 @@ def bind(xp, be) -> dict:
         return be_full(tuple(size), fill_value, dtype, device)
 
     def arange(start, end, step, *, dtype, device):
+        _shapes.check_arange(start, end, step)   # what the backend's arange would not refuse
         return be.arange(start, end, step, dtype, device)
 
     def rand(size, *, dtype, device):
@@ -629,9 +630,11 @@ def bind(xp, be) -> dict:
 
     # -- factories --------------------------------------------------------------------------------
     def eye(n, m, *, dtype, device):
+        _shapes.check_eye(n, m)
         return xp.eye(n, m, dtype=nd(dtype))
 
     def linspace(start, end, steps, *, dtype, device):
+        _shapes.check_linspace(steps)
         t = nd(dtype)
         if steps == 1:
             return xp.astype(xp.asarray([start], dtype=nd(_dtype.float64)), t)
@@ -644,6 +647,8 @@ def bind(xp, be) -> dict:
         return xp.astype(v, t)
 
     def randint(low, high, size, *, dtype, device):
+        _shapes.check_randint(low, high)
+        _shapes.check_nonnegative("randint", size)
         u = be.rand(tuple(size), _dtype.float64, device)
         v = xp.minimum(xp.floor(u * float(high - low)), float(high - low - 1)) + float(low)
         return xp.astype(v, nd(dtype))

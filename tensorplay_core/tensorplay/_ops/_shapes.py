@@ -178,14 +178,57 @@ def reduce_shape(shape, dims, keepdim):
 
 # --- creation ops: sizes and fill values (shared by the factories and the fake rules) ---------
 
+class NegativeSizeError(RuntimeError, ValueError):
+    """A negative dimension given to a creation op: a ``RuntimeError`` as torch raises it, and a
+    ``ValueError`` as the array kernels (and earlier TensorPlay releases) raise it."""
+
+
 def check_nonnegative(op: str, size) -> None:
-    """``ValueError`` for a negative dimension in a creation op's ``size``: the same words the
-    array kernels raise (``tp::empty: negative dimensions are not allowed``), so meta, fake and
-    captured calls refuse what real ones refuse."""
+    """``NegativeSizeError`` (a ``RuntimeError`` and a ``ValueError``) for a negative dimension
+    in a creation op's ``size``: the same words the array kernels raise (``tp::empty: negative
+    dimensions are not allowed``), so meta, fake and captured calls refuse what real ones
+    refuse."""
     for s in size:
         if s < 0:
-            raise ValueError(f"tp::{op}: negative dimensions are not allowed (got size "
-                             f"{list(size)})")
+            raise NegativeSizeError(f"tp::{op}: negative dimensions are not allowed (got size "
+                                    f"{list(size)}); torch: Trying to create tensor with "
+                                    f"negative dimension {s}")
+
+
+# -- the argument checks of the factories whose kernels would not refuse bad arguments: each
+# runs in the op's fake rule (meta, FakeTensorMode, compile capture) and in the array kernel
+# before any work, so every device and path raises torch's RuntimeError -----------------------
+
+def check_linspace(steps) -> None:
+    if steps < 0:
+        raise RuntimeError(f"linspace(): number of steps must be non-negative, got {steps}")
+
+
+def check_arange(start, end, step) -> int:
+    """torch's arange checks (finite bounds, nonzero step whose sign goes from ``start`` to
+    ``end``); returns the number of elements."""
+    import math
+    for v in (start, end, step):
+        if isinstance(v, float) and not math.isfinite(v):
+            raise RuntimeError(f"arange(): unsupported range: {start} -> {end} (step {step}); "
+                               f"the bounds and step must be finite")
+    if step == 0:
+        raise RuntimeError("arange(): step must be nonzero")
+    if (step > 0 and end < start) or (step < 0 and end > start):
+        raise RuntimeError(f"arange(): upper bound and larger bound inconsistent with step sign "
+                           f"(start={start}, end={end}, step={step})")
+    return max(0, math.ceil((end - start) / step))
+
+
+def check_eye(n, m) -> None:
+    if n < 0 or m < 0:
+        raise RuntimeError(f"eye(): n and m must be non-negative, got n={n}, m={m}")
+
+
+def check_randint(low, high) -> None:
+    if not low < high:
+        raise RuntimeError(f"randint(): random_ expects 'from' to be less than 'to', but got "
+                           f"from={low} >= to={high}")
 
 
 def size_ints(api: str, size) -> list:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from ..fake import make_fake
 from ._define import defop
-from ._shapes import check_fill, check_nonnegative
+from ._shapes import (check_arange, check_eye, check_fill, check_linspace, check_nonnegative,
+                      check_randint)
 
 
 # the fake rules refuse what the kernels refuse (negative sizes; a fill value the dtype cannot
@@ -27,9 +28,7 @@ _empty_meta = _alloc_meta("empty")
 
 
 def _arange_meta(start, end, step, *, dtype, device):
-    import math
-    n = max(0, math.ceil((end - start) / step))
-    return make_fake((n,), dtype, device)
+    return make_fake((check_arange(start, end, step),), dtype, device)
 
 
 defop("empty(SymInt[] size, *, ScalarType dtype, Device device) -> Tensor", meta=_empty_meta,
@@ -46,21 +45,17 @@ defop("randn(SymInt[] size, *, ScalarType dtype, Device device) -> Tensor",
 
 
 def _eye_meta(n, m, *, dtype, device):
-    if n < 0 or m < 0:
-        raise RuntimeError(f"eye(): n and m must be non-negative, got n={n}, m={m}")
+    check_eye(n, m)
     return make_fake((n, m), dtype, device)
 
 
 def _linspace_meta(start, end, steps, *, dtype, device):
-    if steps < 0:
-        raise RuntimeError(f"linspace(): number of steps must be non-negative, got {steps}")
+    check_linspace(steps)
     return make_fake((steps,), dtype, device)
 
 
 def _randint_meta(low, high, size, *, dtype, device):
-    if not low < high:
-        raise RuntimeError(f"randint(): random_ expects 'from' to be less than 'to', but got "
-                           f"from={low} >= to={high}")
+    check_randint(low, high)
     check_nonnegative("randint", size)
     return make_fake(tuple(size), dtype, device)
 
