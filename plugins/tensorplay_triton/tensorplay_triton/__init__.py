@@ -13,8 +13,11 @@
   CuPy-backed Triton driver (``install_driver()``; installed automatically before the first launch).
   PyTorch need not be importable, and a launch never imports it even when it is installed.
 * **cpu**: Triton's interpreter, made to accept what compiled kernels accept: loops bounded by scalar
-  arguments on NumPy >= 2.4, float scalars as ``fp32`` (``eps.to(tl.float32)``), and the
-  ``triton.language.extra.libdevice`` math functions (evaluated with NumPy).
+  arguments on NumPy >= 2.4, float scalars as ``fp32`` (``eps.to(tl.float32)``), the
+  ``triton.language.extra.libdevice`` math functions (evaluated with NumPy) and builtins however
+  they are spelled (names imported at import time included), and constexprs annotated with strings
+  (``BLOCK: "tl.constexpr"``). ``@triton.autotune`` uses the first configuration the pruning keeps,
+  untimed (the interpreter's timings say nothing about the GPU).
 * ``jit(fn)``: ``triton.jit`` that always gives a ``JITFunction`` (``TRITON_INTERPRET`` ignored), for
   kernels generated at run time (tensorplay-cuda's fuser): ``wrap_triton`` then interprets them on
   cpu and compiles them on cuda, like any ``@triton.jit`` kernel decorated without the variable.

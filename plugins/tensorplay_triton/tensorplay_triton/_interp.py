@@ -9,10 +9,18 @@ A process therefore had to decide once, before importing triton. Here the decisi
 * ``launch(call, kernels)`` runs ``call()`` inside an *interpreter scope*, during which (and only
   then; everything is restored afterwards, so compiled launches are unaffected):
 
-  - a ``@triton.jit`` function called from inside an interpreted kernel (Triton's helpers or the
-    user's) is interpreted too, and the ``triton.language`` patches its call installs are undone
-    when it returns (Triton's own ``InterpretedFunction.__call__`` leaves them in place, which
-    would break later compiled launches in the same process);
+  - ``triton.language`` is patched once for the launch, at the kernel's entry (Triton re-patches it
+    at every interpreted function it enters, each nested ``tl.sum``/``tl.max`` included, and its
+    ``InterpretedFunction.__call__`` never undoes that, which would break later compiled launches
+    in the same process); a ``@triton.jit`` function called from inside an interpreted kernel
+    (Triton's helpers or the user's) is interpreted too;
+  - names bound at import time to objects the patches replace (``from
+    triton.language.extra.libdevice import rsqrt``, ``from triton.language import arange``) are
+    rebound in the module globals of each function the launch enters, as the compiler resolves
+    them by the object whatever the name (``_patch_lang_once``);
+  - constexpr parameters are those the compiler sees (``"constexpr"`` in the annotation): string
+    annotations (``BLOCK: "tl.constexpr"``, ``from __future__ import annotations`` modules,
+    ``triton.language.constexpr``) included (``_constexpr_annotations``);
   - the names Triton's interpreter copies into the module globals of every function it rewrites
     (all of ``triton.runtime.interpreter``'s globals that module lacks: ``triton.language.standard``
     for ``tl.sum``, the user's kernel module, ...; the rewritten code needs some of them) are there
@@ -21,8 +29,8 @@ A process therefore had to decide once, before importing triton. Here the decisi
     (``tl.tensor.__repr__``) would copy it onto the class; here it records what the object itself
     holds, so a restore deletes what the patch added;
   - the inner ``JITFunction`` of an ``@triton.autotune`` / ``@triton.heuristics`` chain runs
-    interpreted, and autotuning times the configurations on the host clock, keeping its choices
-    apart from those made on the GPU;
+    interpreted, and autotuning uses the first configuration the user's pruning keeps, untimed,
+    keeping its choices apart from those made on the GPU (``_no_timing``);
   - **NumPy >= 2.4**: an interpreted scalar is a 1-element array, and NumPy 2.4 refuses ``int()`` on
     arrays with ``ndim > 0``, so a loop bounded by a scalar argument (``range(0, N, BLOCK)``,
     ``tl.range(...)``) failed (Triton issue 9171; upstream fixed ``__index__`` in PR 9172, after 3.6,
@@ -31,9 +39,10 @@ A process therefore had to decide once, before importing triton. Here the decisi
   - float scalar arguments become ``fp32`` interpreted tensors, as compiled kernels type them, so
     ``eps.to(tl.float32)`` and friends work (Triton hands them to interpreted kernels as Python
     floats);
-  - ``triton.language.extra.libdevice`` functions (``rsqrt``, ``tanh``, ``exp2``, ``pow``, ...) are
-    evaluated with NumPy (Triton's interpreter returns ``None`` for them: Triton issue 8825); a
-    libdevice function without a NumPy equivalent raises ``NotImplementedError`` naming it.
+  - ``triton.language.extra.libdevice`` functions (``rsqrt``, ``tanh``, ``exp2``, ``pow``, ...; also
+    those of the cuda and hip libdevice modules) are evaluated with NumPy (Triton's interpreter
+    returns ``None`` for them: Triton issue 8825), however they are spelled; a libdevice
+    function without a NumPy equivalent raises ``NotImplementedError`` naming it.
   - bfloat16 operands (stored by the interpreter as their 16-bit patterns, on which NumPy's
     arithmetic, comparisons, math functions, dots and reductions would silently compute) are
     computed in float32 and rounded back to bfloat16, as the GPU evaluates them.
@@ -135,19 +144,18 @@ class _Patches:
 
 
 def _nested_call(self, *args, **kwargs):
-    """``JITFunction.__call__`` / ``InterpretedFunction.__call__`` inside an interpreted kernel."""
+    """``JITFunction.__call__`` / ``InterpretedFunction.__call__`` inside an interpreted kernel:
+    the language is already patched for the launch; only the callee's module names are resolved
+    (once per module and launch, see ``_patch_lang_once``)."""
     interp = _T["interp"]
     f = self if isinstance(self, interp.InterpretedFunction) else interpreted(self)
-    scope = interp._patch_lang(f.fn)
+    _patch_lang_once(f.fn)
     try:
         return f.rewrite()(*args, **kwargs)
     except interp.InterpreterError:
         raise
     except Exception as e:
         raise interp.InterpreterError(repr(e)) from e
-    finally:
-        if scope is not None:
-            scope.restore()
 
 
 def _index(self):
@@ -186,7 +194,7 @@ def _track_injections(orig):
         g = self.fn.__globals__
         added = {k: v for k, v in vars(interp).items() if k not in g}
         try:
-            return orig(self, transformed_ast)
+            return _constexpr_annotations(self.fn, orig(self, transformed_ast))
         finally:
             added = {k: v for k, v in added.items() if g.get(k, _CALL) is v}
             if added:
@@ -195,6 +203,37 @@ def _track_injections(orig):
                     e = _INJECTED[id(g)] = (g, {})
                 e[1].update(added)
     return _compile_and_exec
+
+
+def _is_constexpr(annotation) -> bool:
+    """The compiler's rule (``KernelParam.is_constexpr``): "constexpr" in the normalised annotation,
+    so ``tl.constexpr``, ``"tl.constexpr"`` and ``"triton.language.constexpr"`` all count."""
+    if annotation is _T["tl"].constexpr:
+        return True
+    if isinstance(annotation, str):
+        return "constexpr" in annotation
+    return "constexpr" in getattr(annotation, "__name__", "")
+
+
+def _constexpr_annotations(fn, rewritten):
+    """``rewritten`` (Triton's rewrite of ``fn``) with the constexpr parameters the compiler sees.
+
+    Triton's interpreter finds a kernel's constexpr parameters by comparing the *rewritten*
+    function's annotations with "constexpr" after dropping a "tl." prefix. The rewrite is compiled
+    under ``from __future__ import annotations``, so a string annotation (``BLOCK: "tl.constexpr"``,
+    PyTorch's own ``triton_op`` example) arrives quoted twice, and ``triton.language.constexpr``
+    (or any string in a ``from __future__ import annotations`` module) never matches: the argument
+    then became an interpreter tensor and ``tl.arange`` refused it. Here every parameter the
+    compiler treats as constexpr is annotated ``tl.constexpr`` on the rewritten function."""
+    ann = getattr(fn, "__annotations__", None)
+    target = getattr(rewritten, "__annotations__", None)
+    if not ann or target is None or rewritten is fn:
+        return rewritten
+    cx = _T["tl"].constexpr
+    for name, a in ann.items():
+        if name != "return" and _is_constexpr(a):
+            target[name] = cx
+    return rewritten
 
 
 def _lang_set_attr(self, obj, name, value):
@@ -237,6 +276,10 @@ def launch(call, chain=()):
             if _DEPTH[0] == 0:
                 _add_injected()
                 p.undo(_remove_injected, None)
+                # the language is patched once for the whole launch (see _patch_lang_once)
+                _LAUNCH[0] = _Launch(p, interp._patch_lang)
+                p.undo(_end_launch, None)
+                p.set(interp, "_patch_lang", _patch_lang_once)
             _DEPTH[0] += 1
             p.undo(_leave, None)
             rw = getattr(interp, "FunctionRewriter", None)
@@ -262,6 +305,7 @@ def launch(call, chain=()):
                     if e is None or e[0] is not k:
                         e = _HOST_CACHE[id(k)] = (k, {})
                     p.set(k, "cache", e[1])
+                    _no_timing(p, k)
             inner = chain[-1] if chain else None
             if len(chain) > 1 and isinstance(inner, JITFunction):
                 p.set(inner, "run", interpreted(inner).run)
@@ -272,6 +316,138 @@ def launch(call, chain=()):
 
 def _leave(_):
     _DEPTH[0] -= 1
+
+
+# -- autotuning under the interpreter ----------------------------------------------------------
+# Timing configurations on the interpreter says nothing about the GPU (the GPU makes its own
+# choice, in its own cache), and it runs the kernel (warm-up + repetitions) once per configuration
+# before the real call: the first call of an autotuned kernel cost 25x the next ones. The
+# configurations an autotuner is given must all compute the same result, so on the interpreter the
+# first configuration the user's pruning keeps (``prune_configs_by``: ``early_config_prune``, then
+# ``perf_model``/``top_k``) is used, without timing: the choice is deterministic, and configurations
+# that differ only in what the interpreter ignores (``num_warps``, ``num_stages``, ``num_ctas``,
+# ``maxnreg``) cost nothing at all.
+
+def _no_timing(p: _Patches, k):
+    """Make autotuner ``k`` pick its first kept configuration, untimed, for this launch."""
+    orig_prune = k.prune_configs
+
+    def prune_configs(kwargs):
+        return list(orig_prune(kwargs))[:1]
+
+    def untimed(*args, config, **meta):
+        # reached only on releases that time even a single configuration (3.6); the autotuner's
+        # own hook (reset_to_zero after timing) is then skipped too, as 3.9 skips both
+        return [0.0, 0.0, 0.0]
+    p.set(k, "prune_configs", prune_configs)
+    p.set(k, "_bench", untimed)
+    p.set(k, "pre_hook", _no_hook)
+    if getattr(k, "cache_results", False):
+        p.set(k, "cache_results", False)     # the disk cache keys on the GPU target
+
+
+def _no_hook(*args, **kwargs):
+    return None
+
+
+# -- the language, patched once per launch; names resolved as the compiler resolves them -------
+# Triton's interpreter patches ``triton.language`` (its builtins, ``tl.tensor``, ``tl.reduce``...)
+# every time it enters an interpreted function -- the kernel and each nested ``@triton.jit`` call,
+# ``tl.sum`` and ``tl.max`` included -- walking the modules' members each time (1.09 s of a 2.7 s
+# cross-entropy launch). Here the first entry of a launch patches ``triton.language`` and
+# ``triton.language.core`` for the whole launch (restored when it ends); later entries patch
+# nothing.
+#
+# The patches replace *module attributes*, so a name bound at import time (``from
+# triton.language.extra.libdevice import rsqrt``, ``from triton.language import arange``) still
+# held the unpatched object: libdevice stubs returned ``None``, builtins asked for ``@triton.jit``.
+# Triton's compiler resolves such names by the object (a libdevice stub by its module and name, a
+# builtin by its marker), whatever the name. Here likewise: the module globals of every function
+# the launch enters (the kernel's module, helpers' modules, ``triton.language.standard``) have each
+# name bound to a patched object rebound to its replacement, once per module and launch, and put
+# back when the launch ends.
+
+class _Launch:
+    __slots__ = ("orig", "p", "resolved", "subst")
+
+    def __init__(self, p, orig):
+        self.p = p
+        self.orig = orig            # Triton's _patch_lang
+        self.subst = None           # id(original) -> (original, replacement), once patched
+        self.resolved = set()       # id() of the module globals already resolved
+
+
+_LAUNCH: list = [None]
+
+
+def _end_launch(_):
+    _LAUNCH[0] = None
+
+
+class _NoScope:
+    __slots__ = ()
+
+    def restore(self):
+        return None
+
+
+_NO_SCOPE = _NoScope()
+
+
+class _LangGlobals:
+    """Stands for a function that sees ``triton.language`` and ``triton.language.core``."""
+
+    __slots__ = ("__globals__",)
+
+    def __init__(self, tl):
+        self.__globals__ = {"tl": tl, "core": tl.core}
+
+
+def _patch_lang_once(fn):
+    """``_patch_lang`` inside a launch: patch the language on the first call, then only resolve the
+    module names of ``fn`` (see above). Returns a scope whose ``restore`` does nothing (the launch
+    restores)."""
+    st = _LAUNCH[0]
+    if st.subst is None:
+        tl = _T["tl"]
+        mods = (tl, tl.core, tl.math)
+        before = [dict(vars(m)) for m in mods]
+        st.p.undo(_restore_scope, st.orig(_LangGlobals(tl)))
+        subst = dict(_libdevice_subst())
+        for m, old in zip(mods, before):
+            now = vars(m)
+            for name, v in old.items():
+                r = now.get(name, v)
+                if r is not v:
+                    subst[id(v)] = (v, r)
+        st.subst = subst
+    g = getattr(fn, "__globals__", None)
+    if g is not None and id(g) not in st.resolved:
+        st.resolved.add(id(g))
+        _resolve_names(g, st)
+    return _NO_SCOPE
+
+
+def _restore_scope(scope):
+    scope.restore()
+
+
+def _resolve_names(g: dict, st: _Launch):
+    subst = st.subst
+    found = []
+    for k, v in g.items():
+        e = subst.get(id(v))
+        if e is not None and e[0] is v:
+            found.append((k, v, e[1]))
+    for k, v, r in found:
+        g[k] = r
+        st.p.undo(_put_back, (g, k, v, r))
+
+
+def _put_back(entry):
+    g, k, v, r = entry
+    if g.get(k, _CALL) is r:        # a name the module has rebound since is its own
+        g[k] = v
 
 
 # -- libdevice under the interpreter -----------------------------------------------------------
@@ -330,7 +506,8 @@ for _m in ("rn", "rz", "rd", "ru"):
     _BINARY[f"sub_{_m}"] = np.subtract
     _BINARY[f"mul_{_m}"] = np.multiply
     _TERNARY[f"fma_{_m}"] = lambda a, b, c: a * b + c
-_LIBDEVICE_MODULES = ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice")
+_LIBDEVICE_MODULES = ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice",
+                      "triton.language.extra.hip.libdevice")
 
 
 def _as_interp_tensor(a):
@@ -401,9 +578,9 @@ def _libdevice_impl():
 _LD_SWAP: dict = {}          # id(module) -> (module, originals, replacements): built once
 
 
-def _patch_libdevice(p: _Patches):
-    """Swap every public libdevice function for its NumPy version (two ``dict.update`` calls per
-    launch: the tables are built once per module)."""
+def _libdevice_tables():
+    """``(module, originals, replacements)`` of each imported libdevice module (built once each)."""
+    out = []
     for mname in _LIBDEVICE_MODULES:
         mod = sys.modules.get(mname)
         if mod is None:
@@ -415,9 +592,27 @@ def _patch_libdevice(p: _Patches):
                     if not name.startswith("_") and callable(val) and not isinstance(val, type)
                     and getattr(val, "__module__", None) in _LIBDEVICE_MODULES}
             repl = {name: impl.get(name) or _unsupported(name) for name in orig}
-            e = _LD_SWAP[id(mod)] = (mod, orig, repl)
-        mod.__dict__.update(e[2])
-        p.undo(mod.__dict__.update, e[1])
+            subst = {id(v): (v, repl[name]) for name, v in orig.items()}
+            e = _LD_SWAP[id(mod)] = (mod, orig, repl, subst)
+        out.append(e)
+    return out
+
+
+def _libdevice_subst() -> dict:
+    """id(libdevice function) -> (function, NumPy version), for names bound at import time."""
+    subst: dict = {}
+    for e in _libdevice_tables():
+        subst.update(e[3])
+    return subst
+
+
+def _patch_libdevice(p: _Patches):
+    """Swap every public libdevice function for its NumPy version in the libdevice modules
+    (``libdevice.rsqrt``, ``ld.rsqrt``: two ``dict.update`` calls per launch); names bound at import
+    time are resolved by ``_patch_lang_once``."""
+    for mod, orig, repl, _ in _libdevice_tables():
+        mod.__dict__.update(repl)
+        p.undo(mod.__dict__.update, orig)
 
 
 # -- bfloat16 under the interpreter ------------------------------------------------------------
