@@ -70,10 +70,15 @@ def in_fake_mode() -> bool:
     return _dispatch._state.mode == "meta"
 
 
+def _mutating_fake(*args, **kwargs):
+    return None
+
+
 def make_fake_entry(op):
     """``meta`` entry: the registered fake kernel; else the built-in shape rule; else the
     device-agnostic kernel run on fake tensors (CompositeImplicitAutograd ops need no fake);
-    else an error pointing to ``register_fake``."""
+    else, for an op that returns nothing and mutates declared arguments, a fake that does nothing
+    (same as torch); else an error pointing to ``register_fake``."""
     if op.fake_impl is not None:
         return op.fake_impl
     if op.builtin_fake is not None:
@@ -81,6 +86,12 @@ def make_fake_entry(op):
     default = op.active_kernel("default")
     if default is not None:
         return default
+    schema = op.schema
+    if not schema.returns and schema.mutated_args:
+        # an op that only writes its declared arguments has nothing to describe: its fake does
+        # nothing (torch generates the same trivial fake; an op returning nothing and mutating
+        # nothing is suspicious, so it keeps the error below, as in torch)
+        return _mutating_fake
 
     def no_fake(*args, **kwargs):
         raise DispatchError(
