@@ -53,7 +53,6 @@ _TRITON_RAW_IN_COMPILE = (
 
 # Examples left failing, each a strict xfail below with its reason (the count is reported).
 XFAILED = {
-    "test_custom_op_def_register_fake_nonzero",
     "test_get_kernel_add_tensor_opoverload", "test_get_kernel_conditional_sin",
     "test_library_impl_div_tensor", "test_triton_op_add",
     "test_user_defined_triton_recipe_basic_usage",
@@ -278,7 +277,6 @@ def test_custom_op_def_register_fake_linear():
     assert tensorplay.allclose(out, (x @ weight.t()) + bias)
 
 
-@pytest.mark.xfail(strict=True, reason="in progress: get_ctx().new_dynamic_size, Tensor.nonzero")
 def test_custom_op_def_register_fake_nonzero():
     # Example 2: an operator with data-dependent output shape
     @tensorplay.library.custom_op("mylib::nonzero", mutates_args=())

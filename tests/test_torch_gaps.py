@@ -205,3 +205,74 @@ def test_empty_strided_errors_and_requires_grad():
         tp.empty_strided((2,), (-1,))
     with pytest.raises(TypeError, match="empty_strided"):
         tp.empty_strided((2.0,), (1,))
+
+
+# -- data-dependent output sizes: get_ctx().new_dynamic_size() and nonzero ---------------------
+
+def _custom_nonzero():
+    @library.custom_op("gaps::nz", mutates_args=())
+    def nz(x: tp.Tensor) -> tp.Tensor:
+        return tp.tensor(np.stack(np.nonzero(x.numpy(force=True)), axis=1), device=x.device)
+
+    @nz.register_fake
+    def _(x):
+        nnz = library.get_ctx().new_dynamic_size()
+        return x.new_empty([nnz, x.dim()], dtype=tp.int64)
+    return nz
+
+
+@pytest.mark.parametrize("values", [[0, 1, 2, 0, 0, 1], [[0.0, 1.5], [2.0, 0.0]], [0, 0], [],
+                                    [[True, False, True]]])
+def test_nonzero_matches_numpy(values):
+    x = tp.tensor(values)
+    ref = np.stack(np.nonzero(np.asarray(values)), axis=1) if np.asarray(values).ndim else None
+    out = x.nonzero()
+    assert out.dtype == tp.int64 and out.shape == ref.shape and out.is_contiguous()
+    assert out.tolist() == ref.tolist()
+    cols = tp.nonzero(x, as_tuple=True)
+    assert len(cols) == x.ndim and [c.tolist() for c in cols] == [list(r) for r in ref.T]
+
+
+def test_nonzero_zero_dim_and_no_grad():
+    assert tp.tensor(3.0).nonzero().shape == (1, 0)
+    assert tp.tensor(0.0).nonzero().shape == (0, 0)
+    x = tp.randn(3, requires_grad=True)
+    assert not x.nonzero().requires_grad
+
+
+def test_new_dynamic_size_in_fake_mode_and_its_bounds():
+    nz = _custom_nonzero()
+    with tp.fake.FakeTensorMode():
+        for out in (tp.empty(4, 2).nonzero(), nz(tp.empty(5))):
+            assert out.dtype == tp.int64 and len(out.shape) == 2
+            assert tp.fake.is_dynamic_size(out.shape[0]) and not tp.fake.is_dynamic_size(out.shape[1])
+    ctx = library.get_ctx()
+    a, b = ctx.new_dynamic_size(), ctx.new_dynamic_size(min=1, max=10)
+    assert a != b and tp.fake.is_dynamic_size(a) and not tp.fake.is_dynamic_size(10)
+    with pytest.raises(ValueError, match="min"):
+        ctx.new_dynamic_size(min=-1)
+    with pytest.raises(ValueError, match="max"):
+        ctx.new_dynamic_size(min=3, max=2)
+
+
+@pytest.mark.parametrize("which", ["custom", "builtin"])
+def test_compile_data_dependent_op_takes_the_real_size(which):
+    nz = _custom_nonzero() if which == "custom" else tp.nonzero
+    f = tp.compile(lambda x: nz(x) * 2 + 1, fullgraph=True)
+    for values in ([0, 1, 2, 0, 0, 1], [3, 0, 3], [0, 0]):   # one graph, sizes from the data
+        x = tp.tensor(values)
+        assert f(x).tolist() == (x.nonzero() * 2 + 1).tolist()
+    assert f.captures == 1
+
+
+@pytest.mark.parametrize("read", [lambda t: t.shape[0], lambda t: t.numel(), lambda t: t.size(0),
+                                  lambda t: list(t.shape)])
+def test_compile_refuses_reading_a_data_dependent_size(read):
+    nz = _custom_nonzero()
+    f = tp.compile(lambda x: tp.zeros(read(nz(x))))
+    with pytest.raises(CompileError, match=r"data-dependent .*new_dynamic_size.* outside the "
+                                           r"compiled function"):
+        f(tp.tensor([0, 1, 1]))
+    # the static dimension stays readable
+    g = tp.compile(lambda x: tp.zeros(nz(x).shape[1]) + 1)
+    assert g(tp.tensor([0, 1, 1])).tolist() == [1.0]

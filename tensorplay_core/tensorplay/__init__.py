@@ -101,6 +101,12 @@ def min(input, dim=None, keepdim=False):  # noqa: A001
     return input.min(dim, keepdim)
 
 
+def nonzero(input, *, as_tuple=False):
+    """Indices of the nonzero elements (``(n, ndim)`` int64; ``as_tuple=True``: one 1-D tensor
+    per dimension), as ``torch.nonzero``; ``n`` depends on the values."""
+    return input.nonzero(as_tuple=as_tuple)
+
+
 def argmax(input, dim=None, keepdim=False):
     """Index of the maximum (of the flattened input when ``dim`` is None), as ``torch.argmax``."""
     return _O.argmax(input, dim, keepdim)
@@ -200,7 +206,7 @@ __all__ = [
     "gt", "ge", "clone", "logical_and", "logical_or", "logical_not", "sum", "mean", "amax",
     "amin", "softmax", "log_softmax", "reshape", "permute", "transpose", "unsqueeze", "squeeze",
     "clamp", "allclose", "is_tensor", "compile", "isnan", "isinf", "isfinite", "floor", "ceil",
-    "round", "prod", "cumsum", "all", "any", "max", "min", "argmax", "argmin", "sort",
+    "round", "prod", "cumsum", "nonzero", "all", "any", "max", "min", "argmax", "argmin", "sort",
     "argsort", "topk", "gather", "scatter_add", "return_types",
     "autograd", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
     "fake", "library", "ops", "plugins", "errors", "backends", "cuda", "testing",

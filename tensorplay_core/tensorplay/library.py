@@ -29,6 +29,7 @@ from ._registry import (CustomOpDef, Kernel, KernelHandle, RegistrationHandle,
 from ._schema import (FunctionSchema, check_schema_matches_mutates, infer_schema,
                       normalize_mutates_args, schema_from_function)
 from .errors import AlreadyDefinedError, SchemaError
+from .fake import get_ctx  # noqa: F401  (tensorplay.library.get_ctx, as torch.library.get_ctx)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -41,7 +42,8 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = ["custom_op", "triton_op", "wrap_triton", "CustomOpDef", "Library", "define", "impl",
            "register_kernel", "register_fake", "register_autograd", "get_kernel", "infer_schema",
-           "opcheck", "fallthrough_kernel", "Kernel", "KernelHandle", "RegistrationHandle"]
+           "opcheck", "fallthrough_kernel", "get_ctx", "Kernel", "KernelHandle",
+           "RegistrationHandle"]
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_]*")
 
