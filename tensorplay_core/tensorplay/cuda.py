@@ -142,11 +142,15 @@ def get_device_properties(device=None):
 
 def get_device_name(device=None) -> str:
     """The GPU's name, e.g. ``"NVIDIA H200"`` (``get_device_properties(device).name``)."""
+    if _rt is None:
+        _runtime("get_device_name")
     return get_device_properties(device).name
 
 
 def get_device_capability(device=None) -> tuple:
     """``(major, minor)`` compute capability, e.g. ``(9, 0)`` on an H100/H200."""
+    if _rt is None:
+        _runtime("get_device_capability")
     p = get_device_properties(device)
     return (p.major, p.minor)
 

@@ -61,12 +61,15 @@ class Stream:
     def __init__(self, device=None, priority: int = 0, *, _native=None):
         if _native is not None:
             self._s = _native
-            self.device = _Device("cuda", _native.device_id)
+            i = getattr(_native, "device_id", None)
+            self.device = _Device("cuda", cupy.cuda.runtime.getDevice() if i is None else i)
             return
         rt = runtime()
         i = rt.index(device, "tensorplay.cuda.Stream")
         with cupy.cuda.Device(i):
-            self._s = cupy.cuda.Stream(non_blocking=False, priority=priority)
+            # priority only when asked: CuPy's default stream priority is the driver's default
+            self._s = (cupy.cuda.Stream(non_blocking=False, priority=priority) if priority
+                       else cupy.cuda.Stream(non_blocking=False))
         self.device = _Device("cuda", i)
 
     @property
