@@ -9,7 +9,10 @@ import pytest
 import tensorplay as tp
 from tensorplay import library as lib
 from tensorplay.plugins import SampleInput
-from tensorplay.testing import opcheck as _opcheck
+import importlib
+
+_opcheck = importlib.import_module("tensorplay.testing.opcheck")   # the module (the package's
+# ``opcheck`` attribute is the function)
 from tensorplay.testing import plugin_check as _plugin_check
 from tensorplay.testing.opcheck import run_checks
 

@@ -353,8 +353,14 @@ def test_missing_return_is_tensor():
 def test_op_name_prefix_and_bad_op_name():
     def f(x): ...
     assert infer_schema(f, mutates_args=(), op_name="a::b.ov") == "a::b.ov(Tensor x) -> Tensor"
+    # a bare name (no namespace) is printed as given, as torch does (issue 26)
+    assert infer_schema(f, mutates_args=(), op_name="a.b") == "a.b(Tensor x) -> Tensor"
+    assert infer_schema(f, mutates_args={}, op_name="foo") == "foo(Tensor x) -> Tensor"
+    for bad in ("a-b", "1x", "a.b.c", ""):
+        with pytest.raises(SchemaError, match="is not an operator name"):
+            infer_schema(f, mutates_args=(), op_name=bad)
     with pytest.raises(SchemaError, match="not a qualified operator name"):
-        infer_schema(f, mutates_args=(), op_name="a.b")
+        infer_schema(f, mutates_args=(), op_name="a::b::c")
 
 
 @pytest.mark.parametrize("ann,msg", [

@@ -14,6 +14,7 @@ from ._device import Device, device
 from ._dtype import (DType, bfloat16, bool, dtype, float16, float32, float64, get_default_dtype,
                      int8, int16, int32, int64, promote_types, set_default_dtype, uint8)
 from ._tensor import Tensor
+from ._tag import Tag
 from . import _tensor as _t
 from . import _ops as _ops_pkg
 from ._ops import ops as _O
@@ -21,14 +22,14 @@ from ._ops import ops as _O
 _t._O = _O
 half, float, double, long, int, short = float16, float32, float64, int64, int32, int16  # noqa: A001
 
-from ._factories import (arange, as_tensor, cat, empty, empty_like, eye, from_dlpack,  # noqa: E402
-                         from_numpy, full, full_like, linspace, manual_seed, ones, ones_like,
-                         rand, rand_like, randint, randn, randn_like, stack, tensor, where,
-                         zeros, zeros_like)
+from ._factories import (arange, as_tensor, cat, empty, empty_like, empty_strided,  # noqa: E402
+                         eye, from_dlpack, from_numpy, full, full_like, linspace, manual_seed,
+                         ones, ones_like, rand, rand_like, randint, randn, randn_like, stack,
+                         tensor, where, zeros, zeros_like)
 from . import autograd  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from .autograd.grad_mode import inference_mode  # noqa: E402
-from . import fake, library, ops, return_types  # noqa: E402
+from . import cuda, fake, library, ops, return_types  # noqa: E402
 from . import plugins  # noqa: E402
 from . import backends  # noqa: E402  (subscribes the backend loader: before any tensor exists)
 
@@ -98,6 +99,12 @@ def min(input, dim=None, keepdim=False):  # noqa: A001
     """``min(input)``, ``min(input, dim)`` -> ``(values, indices)``, ``min(input, other)`` (as
     ``torch.min``)."""
     return input.min(dim, keepdim)
+
+
+def nonzero(input, *, as_tuple=False):
+    """Indices of the nonzero elements (``(n, ndim)`` int64; ``as_tuple=True``: one 1-D tensor
+    per dimension), as ``torch.nonzero``; ``n`` depends on the values."""
+    return input.nonzero(as_tuple=as_tuple)
 
 
 def argmax(input, dim=None, keepdim=False):
@@ -191,17 +198,27 @@ __all__ = [
     "int8", "int16", "int32", "int64", "uint8", "bool", "half", "float", "double", "long", "int",
     "short", "get_default_dtype", "set_default_dtype", "promote_types",
     "tensor", "as_tensor", "from_numpy", "from_dlpack", "empty", "zeros", "ones", "full", "arange",
-    "rand", "randn", "empty_like", "zeros_like", "ones_like", "full_like", "rand_like",
+    "rand", "randn", "empty_like", "empty_strided", "Tag", "zeros_like", "ones_like",
+    "full_like", "rand_like",
     "randn_like", "manual_seed", "cat", "stack", "where", "eye", "linspace", "randint",
     "add", "sub", "mul", "div", "pow", "neg", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid",
     "relu", "abs", "sin", "cos", "erf", "maximum", "minimum", "matmul", "eq", "ne", "lt", "le",
     "gt", "ge", "clone", "logical_and", "logical_or", "logical_not", "sum", "mean", "amax",
     "amin", "softmax", "log_softmax", "reshape", "permute", "transpose", "unsqueeze", "squeeze",
     "clamp", "allclose", "is_tensor", "compile", "isnan", "isinf", "isfinite", "floor", "ceil",
-    "round", "prod", "cumsum", "all", "any", "max", "min", "argmax", "argmin", "sort",
+    "round", "prod", "cumsum", "nonzero", "all", "any", "max", "min", "argmax", "argmin", "sort",
     "argsort", "topk", "gather", "scatter_add", "return_types",
     "autograd", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
-    "fake", "library", "ops", "plugins", "errors", "backends",
+    "fake", "library", "ops", "plugins", "errors", "backends", "cuda", "testing",
 ]
+
+
+def __getattr__(name):
+    # ``tensorplay.testing`` as an attribute after ``import tensorplay`` (torch's habit), imported
+    # on first access: it is not needed to run ops, and ``import tensorplay`` stays light.
+    if name == "testing":
+        import importlib
+        return importlib.import_module(".testing", __name__)
+    raise AttributeError(f"module 'tensorplay' has no attribute {name!r}")
 
 plugins.load_all()

@@ -186,6 +186,12 @@ class Backend(Protocol):
         """Wait for queued work on ``device`` (``None``: every device). Default: nothing."""
         return None
 
+    # ``runtime``: the device's host runtime (properties, streams, events, memory statistics)
+    # that ``tensorplay.cuda`` delegates to, so the core never imports the array library. Default
+    # ``None``: the device has none (``tensorplay.cuda`` then raises naming the plugin). Read only
+    # by ``tensorplay.cuda``, never per op; not part of the conformance check (``OPTIONAL``).
+    runtime: Any = None
+
     def device_guard(self, device):
         """A context manager making ``device`` (with its index) current for the work inside
         (``DeviceUnavailableError`` for an index the machine lacks). Default: a shared no-op."""

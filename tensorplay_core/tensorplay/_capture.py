@@ -30,6 +30,7 @@ from . import _dispatch, _pytree, _registry
 from ._tensor import Tensor
 from .autograd import grad_mode as _gm
 from .errors import CompileError, DispatchError
+from .fake import DYNAMIC_SIZE_BASE
 
 __all__ = [
     "CaptureTensor",
@@ -273,6 +274,19 @@ def _mark_size_read():
         c.graph.size_dependent = True
 
 
+def _dynamic_read(sizes):
+    """A data-dependent size (``get_ctx().new_dynamic_size()`` in an op's fake kernel) was read
+    as a Python value while capturing: its real value exists only when the op runs."""
+    shown = ", ".join(f"u{n - DYNAMIC_SIZE_BASE}" if n >= DYNAMIC_SIZE_BASE else str(n)
+                      for n in tuple.__iter__(sizes))
+    raise CompileError(
+        f"tensorplay.compile: a size in ({shown}) is data-dependent (an op's fake kernel made it with get_ctx().new_dynamic_size(), e.g. "
+        f"the number of nonzero elements) and was read as a Python value while capturing; its "
+        f"value exists only when the op runs. Keep the code that reads it (x.shape[i], x.size(), "
+        f"x.numel(), len(...)) outside the compiled function, or use ops that take the tensor "
+        f"itself")
+
+
 class SizeTuple(tuple):
     """The sizes (or strides) of a capture tensor: a tuple that reports element reads.
 
@@ -284,10 +298,18 @@ class SizeTuple(tuple):
 
     def __getitem__(self, i):
         _mark_size_read()
-        return tuple.__getitem__(self, i)
+        v = tuple.__getitem__(self, i)
+        if v.__class__ is int and v >= DYNAMIC_SIZE_BASE:
+            _dynamic_read(self)
+        elif v.__class__ is tuple and any(n >= DYNAMIC_SIZE_BASE for n in v):
+            _dynamic_read(self)
+        return v
 
     def __iter__(self):
         _mark_size_read()
+        for n in tuple.__iter__(self):
+            if n >= DYNAMIC_SIZE_BASE:
+                _dynamic_read(self)
         return tuple.__iter__(self)
 
     def __reversed__(self):

@@ -280,6 +280,32 @@ def randn(*sizes, size=None, dtype=None, device=None, requires_grad=False):
                            device=_dev(device)), requires_grad, "randn")
 
 
+def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False):
+    """Uninitialised tensor of ``size`` laid out with ``stride`` (elements), as
+    ``torch.empty_strided``: its storage holds exactly the elements those strides reach
+    (``1 + sum((n - 1) * s)``, 0 for an empty tensor); on fake/meta devices only the metadata.
+    ``ValueError`` when ``size`` and ``stride`` differ in length or a size or stride is negative;
+    ``TypeError`` for a non-int entry."""
+    size = size_ints("empty_strided", list(size))
+    stride = size_ints("empty_strided", list(stride))
+    if len(size) != len(stride):
+        raise ValueError(f"empty_strided: size {tuple(size)} and stride {tuple(stride)} must have "
+                         f"the same length")
+    if any(s < 0 for s in size) or any(s < 0 for s in stride):
+        raise ValueError(f"empty_strided: sizes and strides must be non-negative, got size "
+                         f"{tuple(size)}, stride {tuple(stride)}")
+    span = 1 + sum((n - 1) * s for n, s in zip(size, stride)) if all(size) else 0
+    base = empty(span, dtype=dtype, device=device)
+    from ._ops.views import make_view
+    t = make_view(base, size, stride, 0)
+    t._base = None            # a new tensor owning its storage, not a view of ``base``
+    if requires_grad is not False:
+        if requires_grad is not True:
+            _bad_grad("empty_strided", requires_grad)
+        t.requires_grad_(True)
+    return t
+
+
 def empty_like(t, *, dtype=None, device=None, requires_grad=False):
     """``empty`` with ``t``'s shape, dtype and device (fake if ``t`` is fake)."""
     _need_tensor(t, "empty_like")

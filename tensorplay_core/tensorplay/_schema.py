@@ -1049,6 +1049,8 @@ def normalize_mutates_args(mutates_args, params, api: str = "custom_op") -> tupl
             f"{api}: mutates_args must be a collection of parameter names or 'unknown', got the "
             f"string {mutates_args!r}; write mutates_args=({mutates_args!r},) to mutate that "
             f"parameter, or mutates_args=() for none")
+    if isinstance(mutates_args, collections.abc.Mapping) and not mutates_args:
+        return ()       # ``{}``: what torch's own examples write for "mutates nothing"
     if isinstance(mutates_args, collections.abc.Mapping) or not isinstance(mutates_args, collections.abc.Iterable):
         raise ValueError(
             f"{api}: mutates_args must be a collection of parameter names or 'unknown', got "
@@ -1110,6 +1112,8 @@ def infer_schema(fn, /, *, mutates_args, op_name: str | None = None) -> str:
         >>> def f(x, n: int, out) -> None: ...
         >>> infer_schema(f, mutates_args=("out",), op_name="ns::op")
         'ns::op(Tensor x, SymInt n, Tensor(a!) out) -> ()'
+        >>> infer_schema(f, mutates_args={}, op_name="op")      # a bare name is kept as given
+        'op(Tensor x, SymInt n, Tensor out) -> ()'
 
     Types: no annotation / ``tensorplay.Tensor`` -> ``Tensor``; ``int`` -> ``SymInt``; ``float``,
     ``bool``, ``str``; ``Optional[X]`` / ``X | None`` -> ``X?``; ``list[X]`` / ``Sequence[X]`` ->
@@ -1121,6 +1125,14 @@ def infer_schema(fn, /, *, mutates_args, op_name: str | None = None) -> str:
     Raises ``ValueError`` for bad ``mutates_args``, :class:`SchemaError` (a ``ValueError``) for
     unsupported annotations (naming the parameter; tuples get a list-form suggestion).
     """
+    if op_name is not None and isinstance(op_name, str) and "::" not in op_name:
+        # a bare name ("foo" or "foo.overload") is printed as given, as torch does:
+        # infer_schema(f, op_name="foo", mutates_args={}) == "foo(Tensor x) -> Tensor"
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?", op_name):
+            raise SchemaError(f"infer_schema: op_name {op_name!r} is not an operator name; "
+                              f"expected 'name', 'name.overload' or 'ns::name'")
+        schema = schema_from_function(fn, mutates_args=mutates_args)
+        return op_name + schema.signature_str()
     return str(schema_from_function(fn, mutates_args=mutates_args, op_name=op_name))
 
 

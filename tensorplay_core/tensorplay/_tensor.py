@@ -888,6 +888,18 @@ class Tensor:
         from . import return_types
         return return_types.topk(*_O.topk(self, k, dim, largest, sorted))
 
+    def nonzero(self, *, as_tuple=False):
+        """Indices of the nonzero elements, as ``torch.nonzero``: an ``(n, ndim)`` int64 tensor
+        in row-major order, or with ``as_tuple=True`` one 1-D index tensor per dimension. The
+        size ``n`` depends on the values (a data-dependent size in fake kernels and
+        ``tensorplay.compile``)."""
+        out = _O.nonzero(self)
+        if not as_tuple:
+            return out
+        if self.ndim == 0:
+            return (out.reshape(-1),)
+        return tuple(out[:, i].contiguous() for i in range(self.ndim))
+
     def argsort(self, dim=-1, descending=False, *, stable=False):
         """The indices that sort ``self`` along ``dim`` (int64), as ``torch.argsort``."""
         return _O.argsort(self, dim, descending, stable=stable)

@@ -38,6 +38,7 @@ from . import _capture, _codegen, _dispatch, _dtype, _fusion, _pytree, _registry
 from ._tensor import Tensor
 from .autograd import grad_mode as _gm
 from .errors import CompileError
+from .fake import is_dynamic_size
 
 _default_dtype = _dtype._default   # [the default float dtype]: part of every guard key
 
@@ -844,9 +845,13 @@ class _FakeCheck:
                            f"{len(fl)}")
         for i, (f, r) in enumerate(zip(fl, rl)):
             fs, rs = tuple(f._shape), tuple(r._shape)
+            dynamic = any(is_dynamic_size(n) for n in fs)
+            if dynamic and len(fs) == len(rs):
+                # a data-dependent dimension (get_ctx().new_dynamic_size()) takes the real size
+                fs = tuple(b if is_dynamic_size(a) else a for a, b in zip(fs, rs))
             if fs != rs or f._dtype is not r._dtype or f._device != r._device:
                 self._fail(op, f"output {i} is {_desc(r)} but its fake kernel promised {_desc(f)}")
-            if any(a != b for a, b, s in zip(f._stride, r._stride, rs) if s > 1):
+            if not dynamic and any(a != b for a, b, s in zip(f._stride, r._stride, rs) if s > 1):
                 self._fail(op, f"output {i} has strides {tuple(r._stride)} but its fake kernel "
                                f"promised {tuple(f._stride)} (shape {rs})")
 

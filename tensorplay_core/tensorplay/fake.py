@@ -14,7 +14,8 @@ from ._backend import Storage, contiguous_strides
 from ._device import Device, canonical
 from .errors import DispatchError
 
-__all__ = ["FakeTensorMode", "make_fake", "from_real", "in_fake_mode"]
+__all__ = ["FakeImplCtx", "FakeTensorMode", "get_ctx", "is_dynamic_size", "make_fake",
+           "from_real", "in_fake_mode"]
 
 
 def make_fake(shape, dtype, device, stride=None, *, storage=None, offset: int = 0):
@@ -65,15 +66,72 @@ class FakeTensorMode:
         return from_real(t)
 
 
+# ---------------------------------------------------------------------------------------------
+# data-dependent sizes: ``get_ctx().new_dynamic_size()`` in fake kernels
+#
+# torch gives a fake kernel an unbacked SymInt; tensorplay's sizes are ints, so a dynamic size is
+# a placeholder int from a range no real tensor can have (>= 2**62 elements). It flows through
+# fake rules like any size; ``is_dynamic_size`` recognises it, ``tensorplay.compile`` treats
+# such dimensions as "known when the op runs" (its check of fake kernels accepts any real size
+# there, and reading one as a Python value while capturing is an error naming the op), and the
+# real call always produces the real size.
+
+DYNAMIC_SIZE_BASE = 1 << 62
+_dynamic_count = [0]
+
+
+def is_dynamic_size(n) -> bool:
+    """True for a size made by ``new_dynamic_size`` (a placeholder of a data-dependent size)."""
+    return n.__class__ is int and n >= DYNAMIC_SIZE_BASE
+
+
+class FakeImplCtx:
+    """What ``tensorplay.library.get_ctx()`` returns inside a fake kernel (same role as torch's
+    ``FakeImplCtx``)."""
+
+    __slots__ = ()
+
+    def new_dynamic_size(self, *, min: int = 0, max: int | None = None) -> int:  # noqa: A002
+        """A size known only when the op runs (the number of nonzero elements, of unique values
+        ...), for a fake kernel whose output shape depends on the input's values; same as
+        torch's ``ctx.new_dynamic_size``. ``min``/``max``: the bounds the real size keeps
+        (``ValueError`` when ``min < 0`` or ``max < min``).
+
+        Returns a placeholder int (``is_dynamic_size`` is True for it), distinct per call: use it
+        as a dimension of the fake outputs (``x.new_empty([nnz, x.dim()])``), never as a value.
+        Under ``tensorplay.compile`` the real size is whatever the op returns; reading the
+        placeholder as a Python number while capturing raises ``CompileError``."""
+        if not isinstance(min, int) or min < 0:
+            raise ValueError(f"new_dynamic_size: min must be an int >= 0, got {min!r}")
+        if max is not None and (not isinstance(max, int) or max < min):
+            raise ValueError(f"new_dynamic_size: max must be an int >= min ({min}), got {max!r}")
+        _dynamic_count[0] += 1
+        return DYNAMIC_SIZE_BASE + (_dynamic_count[0] % (1 << 40))
+
+
+_CTX = FakeImplCtx()
+
+
+def get_ctx() -> FakeImplCtx:
+    """The context of the fake kernel being run (``tensorplay.library.get_ctx``; same as
+    ``torch.library.get_ctx``): ``get_ctx().new_dynamic_size()`` gives a data-dependent size."""
+    return _CTX
+
+
 def in_fake_mode() -> bool:
     """True inside a ``FakeTensorMode`` block of the calling thread."""
     return _dispatch._state.mode == "meta"
 
 
+def _mutating_fake(*args, **kwargs):
+    return None
+
+
 def make_fake_entry(op):
     """``meta`` entry: the registered fake kernel; else the built-in shape rule; else the
     device-agnostic kernel run on fake tensors (CompositeImplicitAutograd ops need no fake);
-    else an error pointing to ``register_fake``."""
+    else, for an op that returns nothing and mutates declared arguments, a fake that does nothing
+    (same as torch); else an error pointing to ``register_fake``."""
     if op.fake_impl is not None:
         return op.fake_impl
     if op.builtin_fake is not None:
@@ -81,6 +139,12 @@ def make_fake_entry(op):
     default = op.active_kernel("default")
     if default is not None:
         return default
+    schema = op.schema
+    if not schema.returns and schema.mutated_args:
+        # an op that only writes its declared arguments has nothing to describe: its fake does
+        # nothing (torch generates the same trivial fake; an op returning nothing and mutating
+        # nothing is suspicious, so it keeps the error below, as in torch)
+        return _mutating_fake
 
     def no_fake(*args, **kwargs):
         raise DispatchError(

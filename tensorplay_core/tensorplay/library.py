@@ -29,6 +29,7 @@ from ._registry import (CustomOpDef, Kernel, KernelHandle, RegistrationHandle,
 from ._schema import (FunctionSchema, check_schema_matches_mutates, infer_schema,
                       normalize_mutates_args, schema_from_function)
 from .errors import AlreadyDefinedError, SchemaError
+from .fake import get_ctx  # noqa: F401  (tensorplay.library.get_ctx, as torch.library.get_ctx)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -41,7 +42,8 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = ["custom_op", "triton_op", "wrap_triton", "CustomOpDef", "Library", "define", "impl",
            "register_kernel", "register_fake", "register_autograd", "get_kernel", "infer_schema",
-           "opcheck", "fallthrough_kernel", "Kernel", "KernelHandle", "RegistrationHandle"]
+           "opcheck", "fallthrough_kernel", "get_ctx", "Kernel", "KernelHandle",
+           "RegistrationHandle"]
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_]*")
 
@@ -330,6 +332,17 @@ def _resolve(op, api):
     if isinstance(op, CustomOpDef):
         return op
     if isinstance(op, str):
+        base, dot, overload = op.partition(".")
+        if dot and "::" in base and overload.isidentifier():
+            # "ns::op.overload" (torch's OpOverload names): a custom op has one overload,
+            # "default"; a built-in tp op stands for all of torch's overloads of its name
+            # ("tp::add.Tensor" and "tp::add.Scalar" are tp::add)
+            o = _registry.registered(base) or _resolve(base, api)
+            if overload == "default" or o.namespace == _registry.RESERVED_NAMESPACE:
+                return o
+            raise LookupError(f"{api}: {o.name!r} has no overload {overload!r}; a custom op has "
+                              f"one overload, 'default' (write {o.name!r} or "
+                              f"'{o.name}.default')")
         try:
             return _registry.lookup(op)
         except LookupError as e:
@@ -519,7 +532,9 @@ def register_autograd(op, backward=None, /, *, setup_context=None, lib=None):
 def get_kernel(op: str | CustomOpDef[..., Any], dispatch_key: str) -> Callable[..., Any]:
     """The kernel registered for exactly ``dispatch_key``.
 
-    ``op``: a ``CustomOpDef`` or ``"ns::op"``. ``dispatch_key``: ``"cpu"``, ``"cuda"`` (any case),
+    ``op``: a ``CustomOpDef`` or ``"ns::op"``, with an optional overload name as torch spells
+    them (``"tp::add.Tensor"``: a built-in op stands for all of torch's overloads of its name; a
+    custom op has only ``.default``). ``dispatch_key``: ``"cpu"``, ``"cuda"`` (any case),
     ``"default"`` or a composite spelling (the device-agnostic slot). A concrete key does not fall
     back to the device-agnostic kernel: ask ``"default"`` for that. Raises ``LookupError`` when
     nothing usable is registered for the key -- a kernel disabled by ``set_kernel_enabled`` counts
@@ -528,6 +543,13 @@ def get_kernel(op: str | CustomOpDef[..., Any], dispatch_key: str) -> Callable[.
     o = _resolve(op, f"get_kernel({op!r})")
     api = f"get_kernel({o.name!r}, {dispatch_key!r})"
     key = _registry.normalize_device_type(dispatch_key, api)
+    if o.is_builtin:
+        # a built-in op's kernels are bound by its device's backend when that loads: the kernel
+        # is what a call on that device runs (loading the backend if needed)
+        try:
+            return o.entry(key)
+        except Exception as e:  # noqa: BLE001 - no such device / no kernel: one LookupError
+            raise LookupError(f"{api}: {e}") from e
     k = o.active_kernel(key)
     if k is None:
         registered = ", ".join(sorted(o.kernels)) or "none"

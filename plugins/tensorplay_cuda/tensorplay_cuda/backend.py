@@ -97,6 +97,22 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
         self._rngs: dict = {}       # device index -> cupy.random.RandomState
         self._lock = threading.Lock()
 
+    # -- host runtime (tensorplay.cuda) ----------------------------------------------------------
+    @property
+    def runtime(self):
+        """``Backend.runtime``: the host runtime ``tensorplay.cuda`` delegates to (device
+        properties, streams, events, memory statistics; ``runtime.CudaRuntime``)."""
+        from .runtime import runtime
+        return runtime()
+
+    def current_index(self) -> int | None:
+        """The GPU a bare ``"cuda"`` means on a new tensor: CuPy's current device, which
+        ``tensorplay.cuda.set_device`` / ``tensorplay.cuda.device(i)`` change (torch's rule).
+        ``None`` (cuda:0) with one visible GPU, without asking the driver."""
+        if self._count == 1:
+            return None
+        return cupy.cuda.runtime.getDevice()
+
     # -- availability ---------------------------------------------------------------------------
     def is_available(self) -> tuple[bool, str]:
         """``(usable, reason)``: CuPy imports and sees at least one GPU. Never raises; does not

@@ -448,6 +448,12 @@ def bind(xp, be) -> dict:
     def masked_select(x, mask):
         return be.masked_select(x, mask)
 
+    def nonzero(x):
+        # (n, ndim) int64, row-major order; a 0-dim input gives (1, 0) or (0, 0) (torch's rule)
+        if x.ndim == 0:
+            return xp.zeros((1 if bool(x) else 0, 0), dtype=xp.int64)
+        return xp.stack([xp.astype(i, xp.int64) for i in xp.nonzero(x)], axis=1)
+
     def masked_scatter_(x, mask, src):
         be.masked_scatter(x, mask, src)
 
@@ -694,6 +700,7 @@ def bind(xp, be) -> dict:
         softmax=softmax, log_softmax=log_softmax, cat=cat, stack=stack, clone=clone,
         to_dtype=to_dtype, copy_=copy_, fill_=fill_, add_=add_, mul_=mul_,
         index=index, index_add=index_add, index_put_=index_put_, masked_select=masked_select,
+        nonzero=nonzero,
         masked_scatter_=masked_scatter_, masked_fill_=masked_fill_,
         empty=empty, full=full, arange=arange, rand=rand, randn=randn,
         isnan=xp.isnan, isinf=xp.isinf, isfinite=xp.isfinite,

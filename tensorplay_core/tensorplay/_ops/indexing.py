@@ -302,3 +302,16 @@ def _scatter_add_bw(ctx, g):
 
 defop("scatter_add(Tensor self, SymInt dim, Tensor index, Tensor src) -> Tensor",
       meta=_scatter_add_meta, setup=_scatter_add_setup, backward=_scatter_add_bw)
+
+
+def _nonzero_meta(x):
+    # the number of nonzero elements depends on the values: a data-dependent size (torch's
+    # nonzero meta asks its ShapeEnv for an unbacked size the same way)
+    from ..fake import get_ctx
+    nnz = get_ctx().new_dynamic_size()
+    return out_like((nnz, x.ndim), _dtype.int64, x)
+
+
+# ``(n, ndim)`` int64 indices of the nonzero elements in row-major order (``torch.nonzero``); no
+# gradient (integer output)
+defop("nonzero(Tensor self) -> Tensor", meta=_nonzero_meta, differentiable=False)

@@ -39,7 +39,7 @@ __all__ = [
 NOT_DIFFERENTIABLE = frozenset({
     "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "argmax",
     "empty", "full", "arange", "rand", "randn", "argmin", "all", "any", "isnan", "isinf",
-    "isfinite", "argsort", "eye", "linspace", "randint"})
+    "isfinite", "argsort", "eye", "linspace", "randint", "nonzero"})
 
 DEFAULT_SEED = 1234
 
@@ -224,6 +224,8 @@ SAMPLES = {
                             S(g.T(0, 3), 1, g.IDX([1]), g.T(0, 1))],
     "masked_select": lambda g: [S(g.T(2, 3), g.MASK(2, 3), fake=False),
                                 S(g.T(2, 3), g.MASK(3), fake=False)],
+    "nonzero": lambda g: [S(g.T(2, 3), grad=False, fake=False),
+                          S(g.MASK(4), grad=False, fake=False)],
     "masked_scatter_": lambda g: [S(g.T(2, 3), g.MASK(2, 3), g.T(2, 3)),
                                   S(g.T(2, 3), g.MASK(2, 3), g.T(8))],
     "masked_fill_": lambda g: [S(g.T(2, 3), g.MASK(2, 3), g.T()),
