@@ -659,7 +659,7 @@ class CustomOpDef(_CallBase, Generic[_P, _R]):
             k = self._active(key)
             if k is not None:
                 # a device backend may bind a custom op's kernel to the tensors' device (cuda:N)
-                be = _devices.loaded.get(key) if not self.is_builtin else None
+                be = _devices.backend_of(key) if not self.is_builtin else None
                 if be is not None:
                     k = be.guard_kernel(self, k)
                 t[key] = k
