@@ -122,7 +122,7 @@ def canonical(device) -> Device:
     if c is not None:
         return c
     t = d.type
-    b = None if t in ("cpu", "meta") else _devices.loaded.get(t)
+    b = None if t in ("cpu", "meta") else _devices.backend_of(t)
     if _devices.is_indexed(t, b):
         if d.index is not None:
             c = d

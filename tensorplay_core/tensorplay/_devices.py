@@ -36,6 +36,8 @@ __all__ = [
     "KNOWN_TYPES",
     "accepted_device_types",
     "add_loaded",
+    "backend_of",
+    "binding",
     "device_hint",
     "failed_device_note",
     "failed_provider",
@@ -98,10 +100,14 @@ def load(device_type: str):
 def add_loaded(backend) -> None:
     """Record ``backend`` as the loaded backend of ``backend.device_type`` and announce it to the
     ``on_load`` subscribers. When a subscriber raises, what the earlier ones did is undone, the
-    backend is forgotten, and the error propagates."""
+    backend is forgotten, and the error propagates.
+
+    ``loaded`` gets the backend only once every subscriber has bound its kernels (torch's lazy
+    init: nobody sees a half-initialised device). Until then it is in ``binding``, which the
+    subscribers themselves see through ``backend_of``; another thread finds the device not
+    loaded and waits on the loader's lock. Callers hold that lock (``tensorplay.backends``)."""
     t = backend.device_type
-    loaded[t] = backend
-    unregistered.pop(t, None)
+    binding[t] = backend
     undos = _undo[t] = []
     try:
         for sub in list(on_load):
@@ -109,8 +115,26 @@ def add_loaded(backend) -> None:
             if u is not None:
                 undos.append(u)
     except BaseException:
-        remove_loaded(t)
+        binding.pop(t, None)
+        for u in reversed(_undo.pop(t, [])):
+            u()
         raise
+    unregistered.pop(t, None)
+    loaded[t] = backend        # published last: every kernel of it is bound by now
+    binding.pop(t, None)
+
+
+# device type -> backend whose ``on_load`` subscribers are running (``add_loaded``): not in
+# ``loaded`` yet, so other threads do not use it half-bound
+binding: dict = {}
+
+
+def backend_of(device_type: str):
+    """The loaded backend of ``device_type``, or the one being set up (its ``on_load``
+    subscribers see it, so they bind its kernels as for a loaded one); ``None`` when neither.
+    Registration time only."""
+    b = loaded.get(device_type)
+    return b if b is not None else binding.get(device_type)
 
 
 def remove_loaded(device_type: str) -> None:

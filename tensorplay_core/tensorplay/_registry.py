@@ -478,7 +478,8 @@ class CustomOpDef(_CallBase, Generic[_P, _R]):
     def kernels(self) -> dict:
         """Registered kernels by dispatch key (``"cpu"``, ``"cuda"``, ``"default"``): the top of
         each key's stack (disabled ones included; see ``active_kernel``)."""
-        return {k: v[-1].kernel.fn for k, v in self._kernels.items() if v}
+        with _lock:   # a snapshot while other threads register
+            return {k: v[-1].kernel.fn for k, v in self._kernels.items() if v}
 
     def kernel_stack(self, key: str) -> tuple[Kernel, ...]:
         """The kernels registered for dispatch key ``key`` (``"cpu"``, ``"cuda"``,
@@ -659,7 +660,7 @@ class CustomOpDef(_CallBase, Generic[_P, _R]):
             k = self._active(key)
             if k is not None:
                 # a device backend may bind a custom op's kernel to the tensors' device (cuda:N)
-                be = _devices.loaded.get(key) if not self.is_builtin else None
+                be = _devices.backend_of(key) if not self.is_builtin else None
                 if be is not None:
                     k = be.guard_kernel(self, k)
                 t[key] = k
@@ -709,7 +710,8 @@ class CustomOpDef(_CallBase, Generic[_P, _R]):
         return self._raise_missing(key)
 
     def _raise_missing(self, key):
-        registered = sorted(k for k in self._kernels if self._kernels[k])
+        with _lock:
+            registered = sorted(k for k, v in self._kernels.items() if v)
         if key == DEFAULT:
             raise DispatchError(
                 f"{self._api()}: no device-agnostic kernel registered, and a call without tensor "
@@ -1034,8 +1036,9 @@ def lookup(qualname: str) -> CustomOpDef:
             observer(qualname)
         op = _OPS.get(qualname)
     if op is None:
+        known = sorted({o.namespace for o in all_ops()})
         raise LookupError(f"no operator named {qualname!r} is registered (known namespaces: "
-                          f"{', '.join(sorted({o.namespace for o in _OPS.values()})) or 'none'})")
+                          f"{', '.join(known) or 'none'})")
     return op
 
 
@@ -1046,8 +1049,11 @@ def registered(qualname: str) -> CustomOpDef | None:
 
 
 def all_ops() -> list:
-    """Every registered op, sorted by name."""
-    return [_OPS[k] for k in sorted(_OPS)]
+    """Every registered op, sorted by name: a snapshot taken under the registry's lock (another
+    thread may close a ``Library`` meanwhile; its ops are then simply absent)."""
+    with _lock:
+        items = list(_OPS.items())
+    return [op for _, op in sorted(items, key=lambda kv: kv[0])]
 
 
 def transaction():

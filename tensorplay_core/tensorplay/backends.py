@@ -126,8 +126,8 @@ def _load(device_type: str):
     it against ``Backend`` and its availability, then record and announce it (the op layer binds
     the built-in kernels)."""
     with _lock:
-        b = _devices.loaded.get(device_type)
-        if b is not None:
+        b = _devices.backend_of(device_type)
+        if b is not None:   # loaded meanwhile, or being set up by this thread (a subscriber)
             return b
         b = plugins.load_backend(device_type)
         err = _conformance_error(b, device_type)
