@@ -1,0 +1,90 @@
+"""The corpus's cases: one per op, with sample inputs and a float64 NumPy reference.
+
+A :class:`Case` gives everything ``tests/test_corpus.py`` (cpu, Triton's interpreter) and
+``benchmarks/bench_corpus.py`` (cuda) need:
+
+* ``op``: the ``triton_op`` (a ``tensorplay.library`` custom op);
+* ``inputs(rng, scale)``: NumPy sample arguments (arrays become tensors, everything else is passed
+  as is); ``scale=1`` gives the small cpu sizes, larger ``scale`` the benchmark sizes;
+* ``ref(*args)``: the reference outputs in float64 NumPy, one per output compared (the first
+  ``n_out`` outputs of the op; extra outputs such as saved statistics are not compared);
+* ``grad``: indices of the arguments whose gradients are checked, against central finite
+  differences of ``ref`` (float64), for the loss ``sum(out_i * dy_i)`` over the compared outputs;
+* ``xfail``: a reason when a known gap makes the case fail (strict: it must fail).
+
+Sample arguments for ``tensorplay.library.opcheck`` come from :func:`sample_args`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import numpy as np
+
+import tensorplay
+
+
+@dataclasses.dataclass
+class Case:
+    id: str
+    op: Any
+    inputs: Callable[..., tuple]
+    ref: Callable[..., tuple]
+    grad: tuple[int, ...] = (0,)
+    n_out: int = 1
+    atol: float = 1e-5
+    rtol: float = 1e-4
+    xfail: str | None = None
+    # the library's own torch path for the benchmark: a callable taking torch tensors (by position,
+    # same order as the op) and returning the compared outputs; filled in by bench_corpus.py
+    torch_ref: str | None = None
+
+
+def to_tensor(a, device, requires_grad=False):
+    if isinstance(a, np.ndarray):
+        t = tensorplay.tensor(np.ascontiguousarray(a), device=device)
+        if requires_grad:
+            t.requires_grad_()
+        return t
+    return a
+
+
+def sample_args(case: Case, rng, device, scale=1, requires_grad=False):
+    args = case.inputs(rng, scale)
+    return tuple(to_tensor(a, device, requires_grad and i in case.grad) for i, a in enumerate(args))
+
+
+def finite_difference_grads(case: Case, args: tuple, dys: list, h: float = 1e-6):
+    """d/d(args[i]) of sum_j sum(ref(args)[j] * dys[j]), in float64 by central differences."""
+    base = [a.astype(np.float64) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a
+            for a in args]
+
+    def loss(vals):
+        outs = case.ref(*vals)[: case.n_out]
+        return sum(float((np.asarray(o, np.float64) * d).sum()) for o, d in zip(outs, dys))
+
+    grads = []
+    for i in case.grad:
+        x = base[i].copy()
+        g = np.zeros_like(x)
+        flat, gflat = x.reshape(-1), g.reshape(-1)
+        for k in range(flat.size):
+            old = flat[k]
+            flat[k] = old + h
+            vals = list(base)
+            vals[i] = x
+            up = loss(vals)
+            flat[k] = old - h
+            down = loss(vals)
+            flat[k] = old
+            gflat[k] = (up - down) / (2 * h)
+        grads.append(g)
+    return grads
+
+
+CASES: list[Case] = []
+
+
+def register(cases):
+    CASES.extend(cases)
