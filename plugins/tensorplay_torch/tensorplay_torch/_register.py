@@ -88,6 +88,42 @@ def _define_backward(name, schema, bridge):
     return getattr(getattr(torch.ops, _autograd.BACKWARD_NS), name).default
 
 
+def _bump_versions(op, lib):
+    """An op that writes arguments bumps their version counters (``ADInplaceOrView``), so torch's
+    autograd sees the writes (saved tensors, in-place checks): as ``torch.library.custom_op``."""
+    names = set(op.mutates_args)
+    pos = [i for i, a in enumerate(op.schema.arguments) if a.name in names and not a.kwarg_only]
+    kws = [a.name for a in op.schema.arguments if a.name in names and a.kwarg_only]
+    overload = getattr(getattr(torch.ops, op.namespace), op.opname).default
+    after = torch._C._after_ADInplaceOrView_keyset
+    bump = torch.autograd.graph.increment_version
+
+    def adinplaceorview(keyset, *args, **kwargs):
+        for i in pos:
+            if i < len(args) and args[i] is not None:
+                bump(args[i])
+        for k in kws:
+            if kwargs.get(k) is not None:
+                bump(kwargs[k])
+        return overload.redispatch(keyset & after, *args, **kwargs)
+    lib.impl(op.opname, adinplaceorview, "ADInplaceOrView", with_keyset=True)
+
+
+def _backend_select(op, lib):
+    """An op without tensor arguments dispatches on its ``device`` argument (TensorPlay's rule,
+    and torch's for factory functions)."""
+    names = [a.name for a in op.schema.arguments]
+    idx = names.index("device")
+    overload = getattr(getattr(torch.ops, op.namespace), op.opname).default
+
+    def backend_select(keyset, *args, **kwargs):
+        dev = kwargs.get("device") if idx >= len(args) else args[idx]
+        dev = torch.device("cpu") if dev is None else torch.device(dev)
+        key = getattr(torch._C.DispatchKey, torch._C._dispatch_key_for_device(dev.type))
+        return overload.redispatch(torch._C.DispatchKeySet(key), *args, **kwargs)
+    lib.impl(op.opname, backend_select, "BackendSelect", with_keyset=True)
+
+
 def _bridge(op) -> None:
     where = _where(op)
     lib = _lib(op.namespace)
@@ -100,6 +136,11 @@ def _bridge(op) -> None:
     torch.library.register_kernel(op.name, "cpu", kernel, lib=lib)
     torch.library.register_kernel(op.name, "cuda", _on_torch_stream(kernel), lib=lib)
     torch.library.register_fake(op.name, make_fake_kernel(op, where), lib=lib)
+    if op.mutates_args:
+        _bump_versions(op, lib)
+    if not any(a.is_tensor_like for a in op.schema.arguments) and \
+            "device" in [a.name for a in op.schema.arguments]:
+        _backend_select(op, lib)
     ag = _autograd.bridge_autograd(op, where, _define_backward)
     if ag is not None:
         setup, backward = ag
