@@ -1,0 +1,358 @@
+"""Autograd for bridged ops: torch's ``register_autograd`` served by the pack's own formula.
+
+torch traces ``setup_context`` and ``backward`` (``torch.compile``'s AOT autograd runs them on
+fake tensors), so neither can call into TensorPlay directly. The bridge therefore splits the work:
+
+* torch's ``setup_context`` saves the op's tensor inputs and outputs with
+  ``ctx.save_for_backward`` (torch's version counters then catch in-place changes before
+  backward) and keeps the non-tensor inputs on ``ctx``; outputs the pack's ``setup_context``
+  marks non-differentiable are marked on torch's side too (found once per op by running the
+  pack's ``setup_context`` on TensorPlay fake tensors);
+* torch's ``backward`` calls one opaque torch op, ``tensorplay_bridge::<ns>__<op>__backward``,
+  whose kernel rebuilds the pack's ``ctx`` on real TensorPlay tensors (zero-copy) by running the
+  pack's ``setup_context`` -- saved tensors and ``ctx`` attributes exactly as the pack set them,
+  ``ctx.needs_input_grad`` from torch's -- and then the pack's ``backward``. Its fake says what
+  torch's engine requires anyway: one gradient per tensor input, with that input's shape and
+  dtype (contiguous); an input that needs no gradient gets an empty placeholder.
+
+Ops without a formula whose kernel is their device-agnostic body written with TensorPlay ops
+(CompositeImplicitAutograd) get the same backward op, computing the vector-Jacobian product with
+TensorPlay's autograd through that body (the forward is recomputed inside backward). Where a
+device kernel of its own runs instead of the body, TensorPlay's autograd refuses, naming the op:
+the body's gradient would not be the running kernel's. Ops with neither get a torch autograd
+formula that raises naming the op (torch's own behaviour for custom ops without one).
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import torch
+
+import tensorplay as tp
+from tensorplay.autograd import FunctionCtx
+
+from ._convert import BridgeError, reraise, to_torch, to_tp
+from ._fake import fake_from_torch
+
+__all__ = ["bridge_autograd", "backward_schema"]
+
+BACKWARD_NS = "tensorplay_bridge"
+
+
+def backward_schema(op) -> str:
+    """Schema (without name) of the backward op of ``op``: the forward's arguments (no alias
+    annotations, no defaults, all positional), the forward's outputs, the incoming gradients and
+    the per-input ``needs_input_grad``; returns one tensor per tensor input."""
+    args = ", ".join(f"{a.type} {a.name}" for a in op.schema.arguments)
+    sep = ", " if args else ""
+    return f"({args}{sep}Tensor?[] tp_outputs_, Tensor?[] tp_grads_, bool[] tp_needs_) -> Tensor[]"
+
+
+def _is_tensor_arg(a) -> bool:
+    return a.type.startswith("Tensor")
+
+
+def _setup_form(setup) -> int:
+    """3 for ``setup_context(ctx, inputs, output)``, 4 for torch's keyword-only form."""
+    try:
+        params = [p for p in inspect.signature(setup).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return 3
+    return 4 if len(params) == 4 else 3
+
+
+class _ProbeCtx(FunctionCtx):
+    """The pack's ``ctx`` while its ``setup_context`` runs on fakes: records marked outputs."""
+
+    def mark_non_differentiable(self, *tensors):
+        self.marked = getattr(self, "marked", ()) + tuple(id(t) for t in tensors)
+        super().mark_non_differentiable(*tensors)
+
+
+def _call_setup(op, ctx, values, output):
+    """Run the pack's ``setup_context`` like TensorPlay does (inputs in schema order; torch's
+    four-argument form gets the keyword-only ones as a dict)."""
+    setup = op.setup_context_fn
+    if setup is None:
+        return
+    if _setup_form(setup) == 4:
+        args = op.schema.arguments
+        pos = tuple(v for a, v in zip(args, values) if not a.kwarg_only)
+        kw = {a.name: v for a, v in zip(args, values) if a.kwarg_only}
+        setup(ctx, pos, kw, output)
+    else:
+        setup(ctx, tuple(values), output)
+
+
+def _single_output(op) -> bool:
+    return len(op.schema.returns) == 1 and not op.schema.returns_tuple
+
+
+class _Bridge:
+    """One op's autograd bridge: torch's setup_context/backward and the backward op's kernels."""
+
+    def __init__(self, op, where, formula: bool):
+        self.op = op
+        self.where = where
+        self.formula = formula
+        self.args = op.schema.arguments
+        self.nargs = len(self.args)
+        self.tensor_args = tuple(i for i, a in enumerate(self.args) if _is_tensor_arg(a))
+        self.kwnames = tuple(a.name for a in self.args if a.kwarg_only)
+        self.single = _single_output(op)
+        self.marked = None          # output indices the pack marks non-differentiable (probed)
+        self.bw_name = f"{op.namespace}__{op.opname}__backward"
+        self.bw_op = None           # torch.ops.tensorplay_bridge.<bw_name>, set once defined
+
+    # -- torch's side ------------------------------------------------------------------------
+    def setup_context(self, ctx, inputs, output, keyword_only_inputs=None):
+        # torch passes keyword_only_inputs (by name) only to ops that have some
+        values = list(inputs) + [keyword_only_inputs[n] for n in self.kwnames]
+        tensors, template = [], []
+        for v in values:
+            if isinstance(v, torch.Tensor):
+                template.append(len(tensors))
+                tensors.append(v)
+            elif isinstance(v, (list, tuple)) and v and any(isinstance(x, torch.Tensor)
+                                                            for x in v):
+                template.append([self._save(x, tensors) for x in v])
+            else:
+                template.append(("value", v))
+        outs = [output] if self.single else list(output)
+        ctx.save_for_backward(*tensors, *[o for o in outs if isinstance(o, torch.Tensor)])
+        ctx.tp_template = (template, len(tensors), [isinstance(o, torch.Tensor) for o in outs])
+        if self.formula:
+            marked = self._marked(values, outs)
+            if marked:
+                ctx.mark_non_differentiable(*[outs[i] for i in marked])
+
+    @staticmethod
+    def _save(x, tensors):
+        if isinstance(x, torch.Tensor):
+            tensors.append(x)
+            return len(tensors) - 1
+        return ("value", x)
+
+    def _marked(self, values, outs):
+        """Indices of the outputs the pack's setup_context marks non-differentiable (probed once
+        per op on TensorPlay fakes with these inputs' metadata)."""
+        if self.marked is None:
+            try:
+                with tp.fake.FakeTensorMode():
+                    fv = [self._fake(v) for v in values]
+                    fo = [self._fake(o) for o in outs]
+                    ctx = _ProbeCtx()
+                    _call_setup(self.op, ctx, fv, fo[0] if self.single else tuple(fo))
+                ids = set(getattr(ctx, "marked", ()))
+                self.marked = tuple(i for i, o in enumerate(fo) if id(o) in ids)
+            except Exception:
+                # a setup_context that needs data: nothing marked (outputs then get zero grads)
+                self.marked = ()
+        return self.marked
+
+    def _fake(self, v):
+        if isinstance(v, torch.Tensor):
+            return fake_from_torch(v, self.where)
+        if isinstance(v, (list, tuple)):
+            return [self._fake(x) for x in v]
+        return v
+
+    def backward(self, ctx, *grads):
+        saved = ctx.saved_tensors
+        template, n, out_is_tensor = ctx.tp_template
+        ins, outs = saved[:n], iter(saved[n:])
+        values = [self._rebuild(t, ins) for t in template]
+        needs = ctx.needs_input_grad
+        slot_needs = []
+        for i in self.tensor_args:
+            need = bool(needs[i]) if i < len(needs) else False
+            v = values[i]
+            slot_needs.extend([need] * (len(v) if isinstance(v, (list, tuple)) else 1))
+        outputs = [next(outs) if is_t else None for is_t in out_is_tensor]
+        flat = self.bw_op(*values, outputs, list(grads), slot_needs)
+        res, k = [], 0
+        for i, v in enumerate(values):
+            if i not in self.tensor_args:
+                res.append(None)
+            elif isinstance(v, (list, tuple)):
+                res.append([flat[k + j] if slot_needs[k + j] else None for j in range(len(v))])
+                k += len(v)
+            else:
+                res.append(flat[k] if slot_needs[k] else None)
+                k += 1
+        return tuple(res[:len(needs)]) if len(needs) < len(res) else tuple(res)
+
+    @staticmethod
+    def _rebuild(t, ins):
+        if isinstance(t, int):
+            return ins[t]
+        if isinstance(t, list):
+            return [ins[x] if isinstance(x, int) else x[1] for x in t]
+        return t[1]
+
+    # -- the backward op's kernels -----------------------------------------------------------
+    def _slots(self, values):
+        """The forward's tensor inputs, one per slot (list elements flattened; None kept)."""
+        out = []
+        for i in self.tensor_args:
+            v = values[i]
+            out.extend(v if isinstance(v, (list, tuple)) else [v])
+        return out
+
+    def backward_kernel(self, *args):
+        values = list(args[:self.nargs])
+        outputs, grads, needs = args[self.nargs:]
+        where = f"{self.where}, backward"
+        tvals = [self._to_tp(v, where) for v in values]
+        tgrads = [None if g is None else to_tp(g, where) for g in grads]
+        try:
+            if self.formula:
+                tres = self._formula(tvals, [None if o is None else to_tp(o, where)
+                                             for o in outputs], tgrads, needs)
+            else:
+                tres = self._composite(tvals, tgrads, needs)
+        except BridgeError:
+            raise
+        except Exception as e:
+            reraise(e, f"{where}: the pack's backward raised on the TensorPlay side")
+        return self._grads_to_torch(self._slots(values), tres, needs, args, where)
+
+    @staticmethod
+    def _to_tp(v, where):
+        if isinstance(v, torch.Tensor):
+            return to_tp(v, where)
+        if isinstance(v, (list, tuple)):
+            return [to_tp(x, where) if isinstance(x, torch.Tensor) else x for x in v]
+        return v
+
+    def _formula(self, tvals, touts, tgrads, needs):
+        ctx = FunctionCtx()
+        per_arg, k = [], 0
+        for i, v in enumerate(tvals):
+            if i in self.tensor_args:
+                m = len(v) if isinstance(v, list) else 1
+                per_arg.append(any(needs[k:k + m]))
+                k += m
+            else:
+                per_arg.append(False)
+        ctx.needs_input_grad = tuple(per_arg)
+        _call_setup(self.op, ctx, tvals, touts[0] if self.single else tuple(touts))
+        res = self.op.backward_fn(ctx, *tgrads)
+        n = self.nargs
+        if not (isinstance(res, tuple) or (isinstance(res, list) and n != 1)):
+            res = (res,)
+        if len(res) < len(self.tensor_args) and len(res) < n:
+            raise BridgeError(f"{self.where}: the backward formula registered with "
+                              f"register_autograd returned {len(res)} gradients, expected one "
+                              f"per input ({n})")
+        flat = []
+        for i in self.tensor_args:
+            g = res[i] if i < len(res) else None
+            v = tvals[i]
+            if isinstance(v, list):
+                flat.extend(list(g) if g is not None else [None] * len(v))
+            else:
+                flat.append(g)
+        return flat
+
+    def _composite(self, tvals, tgrads, needs):
+        slots = self._slots(tvals)
+        leaves = []
+        for s, need in zip(slots, needs):
+            if need and s is not None and s.is_floating_point():
+                s.requires_grad_(True)
+                leaves.append(s)
+        args = self.op.schema.arguments
+        pos = [v for a, v in zip(args, tvals) if not a.kwarg_only]
+        kw = {a.name: v for a, v in zip(args, tvals) if a.kwarg_only}
+        with tp.autograd.enable_grad():
+            out = self.op(*pos, **kw)
+        outs = [out] if isinstance(out, tp.Tensor) else list(out)
+        roots, gs = [], []
+        for o, g in zip(outs, tgrads):
+            if isinstance(o, tp.Tensor) and o.requires_grad and g is not None:
+                roots.append(o)
+                gs.append(g)
+        found = tp.autograd.grad(roots, leaves, gs, allow_unused=True) if roots and leaves \
+            else [None] * len(leaves)
+        by_id = {id(leaf): g for leaf, g in zip(leaves, found)}
+        return [by_id.get(id(s)) for s in slots]
+
+    def _grads_to_torch(self, slots, tres, needs, args, where):
+        """One torch tensor per slot: the gradient (input's dtype and shape, contiguous, never
+        sharing memory with an argument), or an empty placeholder where none is needed."""
+        arg_ptrs = {t.untyped_storage().data_ptr() for t in _flat_tensors(args)}
+        out = []
+        for s, g, need in zip(slots, tres, needs):
+            if s is None:
+                ref = next(iter(_flat_tensors(args)), None)
+                out.append(torch.empty(0, device=ref.device if ref is not None else "cpu"))
+                continue
+            if not need:
+                out.append(s.new_empty(0))
+                continue
+            if g is None:
+                out.append(torch.zeros(s.shape, dtype=s.dtype, device=s.device))
+                continue
+            tg = to_torch(g, where) if isinstance(g, tp.Tensor) else torch.as_tensor(g)
+            if tg.dtype != s.dtype:
+                tg = tg.to(s.dtype)
+            if tg.shape != s.shape:
+                tg = tg.sum_to_size(s.shape)
+            if not tg.is_contiguous() or tg.untyped_storage().data_ptr() in arg_ptrs:
+                tg = tg.clone(memory_format=torch.contiguous_format)
+            out.append(tg)
+        return out
+
+    def backward_fake(self, *args):
+        values = list(args[:self.nargs])
+        needs = args[self.nargs + 2]
+        ref = next(iter(_flat_tensors(args)), None)
+        out = []
+        for s, need in zip(self._slots(values), needs):
+            if s is None:
+                out.append(torch.empty(0, device=ref.device if ref is not None else "cpu"))
+            elif need:
+                out.append(torch.empty(s.shape, dtype=s.dtype, device=s.device))
+            else:
+                out.append(s.new_empty(0))
+        return out
+
+
+def _flat_tensors(args):
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            yield a
+        elif isinstance(a, (list, tuple)):
+            for x in a:
+                if isinstance(x, torch.Tensor):
+                    yield x
+
+
+def _no_formula_backward(where):
+    def backward(ctx, *grads):
+        raise RuntimeError(
+            f"{where}: no autograd formula (refused on the TensorPlay side): the op has no "
+            f"register_autograd formula and no device-agnostic body written with TensorPlay ops "
+            f"to differentiate through. Register one in the pack with "
+            f"op.register_autograd(backward, setup_context=...), or call it under "
+            f"torch.no_grad().")
+    return backward
+
+
+def bridge_autograd(op, where, define_backward):
+    """Register torch autograd for bridged op ``op``: ``(setup_context, backward)`` for
+    ``torch.library.register_autograd``, or ``None`` for ops that mutate (torch refuses autograd
+    formulas on non-functional ops). ``define_backward(name, schema, bridge)`` defines the
+    backward op and returns it."""
+    if op.mutates_args:
+        return None
+    formula = op.backward_fn is not None
+    composite = (not formula and not op.is_triton and op.active_kernel("default") is not None)
+    if not formula and not composite:
+        return None, _no_formula_backward(where)
+    bridge = _Bridge(op, where, formula)
+    bridge.bw_op = define_backward(bridge.bw_name, backward_schema(op), bridge)
+    return bridge.setup_context, bridge.backward

@@ -1,0 +1,166 @@
+"""Values across the bridge: torch tensors <-> TensorPlay tensors through DLPack (zero-copy, views
+and strides kept), dtypes and devices both ways, and whole argument lists.
+
+DLPack has no bfloat16 that NumPy (the cpu plugin's storage) can import, so a cpu bfloat16
+tensor crosses as the int16 view of the same memory and is reinterpreted on the other side
+(still zero-copy). Everything else crosses as itself.
+
+Errors are ``BridgeError`` naming the op, the pack and the side that refused (a dtype or device
+TensorPlay lacks, or one torch lacks).
+"""
+
+from __future__ import annotations
+
+import torch
+
+import tensorplay as tp
+
+__all__ = ["BridgeError", "reraise", "DTYPES", "to_tp", "to_torch", "to_tensorplay", "tp_dtype", "torch_dtype", "args_to_tp",
+           "out_to_torch"]
+
+
+class BridgeError(RuntimeError):
+    """A value could not cross between torch and TensorPlay (the message names the op, the
+    pack and the side that refused it)."""
+
+
+def reraise(e: BaseException, prefix: str):
+    """Raise ``e`` again with ``prefix`` (naming the op, pack and side) before its message: the
+    same exception type when it can be built from one message (callers, torch's opcheck
+    included, match on types), else ``BridgeError``; the original is the cause."""
+    msg = f"{prefix}: {type(e).__name__}: {e}"
+    try:
+        new = type(e)(msg)
+    except Exception:
+        new = BridgeError(msg)
+    raise new from e
+
+
+# torch dtype <-> TensorPlay dtype: the floating types, the integer types, bool
+DTYPES = {
+    torch.float16: tp.float16, torch.bfloat16: tp.bfloat16, torch.float32: tp.float32,
+    torch.float64: tp.float64, torch.int8: tp.int8, torch.int16: tp.int16,
+    torch.int32: tp.int32, torch.int64: tp.int64, torch.uint8: tp.uint8, torch.bool: tp.bool,
+}
+_TO_TORCH = {v: k for k, v in DTYPES.items()}
+
+_from_dlpack = tp.from_dlpack
+_torch_from_dlpack = torch.from_dlpack
+_Tensor = torch.Tensor
+_TPTensor = tp.Tensor
+_BF16 = torch.bfloat16
+_TP_BF16 = tp.bfloat16
+
+
+def tp_dtype(dt, where: str = "tensorplay-torch"):
+    """The TensorPlay dtype of torch dtype ``dt``; ``BridgeError`` when TensorPlay has none."""
+    try:
+        return DTYPES[dt]
+    except KeyError:
+        raise BridgeError(
+            f"{where}: torch dtype {dt} has no TensorPlay equivalent (refused on the TensorPlay "
+            f"side; supported: {', '.join(str(d) for d in DTYPES)}). Convert the tensor first, "
+            f"e.g. x.to(torch.float32).") from None
+
+
+def torch_dtype(dt, where: str = "tensorplay-torch"):
+    """The torch dtype of TensorPlay dtype ``dt``; ``BridgeError`` when torch has none."""
+    try:
+        return _TO_TORCH[dt]
+    except KeyError:
+        raise BridgeError(f"{where}: TensorPlay dtype {dt} has no torch equivalent (refused on "
+                          f"the torch side)") from None
+
+
+def tp_device(d):
+    """The TensorPlay device of torch device ``d`` (``cpu``, ``cuda:N``, ``meta``)."""
+    return tp.device(d.type) if d.index is None else tp.device(d.type, d.index)
+
+
+def torch_device(d):
+    return torch.device(d.type) if d.index is None else torch.device(d.type, d.index)
+
+
+def to_tp(t, where: str = "tensorplay-torch"):
+    """TensorPlay tensor sharing ``t``'s memory (same shape, strides, storage offset)."""
+    try:
+        if t.requires_grad:      # below torch's autograd the inputs still carry the flag
+            t = t.detach()
+        if t.dtype is _BF16 and t.device.type == "cpu":
+            return _bf16_to_tp(t)
+        return _from_dlpack(t)
+    except BridgeError:
+        raise
+    except Exception as e:
+        if t.dtype not in DTYPES:
+            tp_dtype(t.dtype, where)
+        raise BridgeError(f"{where}: a torch tensor ({t.dtype}, {t.device}, shape "
+                          f"{tuple(t.shape)}) could not be passed to TensorPlay through DLPack "
+                          f"(refused on the TensorPlay side: {type(e).__name__}: {e}). Is the "
+                          f"TensorPlay plugin of device {t.device.type!r} installed "
+                          f"(tensorplay-{t.device.type})?") from e
+
+
+def to_torch(t, where: str = "tensorplay-torch"):
+    """torch tensor sharing TensorPlay tensor ``t``'s memory (same shape, strides, storage
+    offset, device; dtypes as ``DTYPES``). Raises ``BridgeError`` naming the side that refused
+    (e.g. a fake tensor, which has no data)."""
+    try:
+        if t.dtype is _TP_BF16 and t.device.type == "cpu":
+            return _bf16_to_torch(t)
+        return _torch_from_dlpack(t)
+    except Exception as e:
+        raise BridgeError(f"{where}: a TensorPlay result ({t.dtype}, {t.device}, shape "
+                          f"{tuple(t.shape)}) could not be passed to torch through DLPack "
+                          f"(refused on the torch side: {type(e).__name__}: {e})") from e
+
+
+def to_tensorplay(t):
+    """TensorPlay tensor sharing torch tensor ``t``'s memory (same shape, strides, storage
+    offset, device; dtypes as ``DTYPES``; a tensor requiring grad is detached). Raises
+    ``BridgeError`` for a dtype TensorPlay lacks or a device without its TensorPlay plugin."""
+    return to_tp(t)
+
+
+def _bf16_to_tp(t):
+    import ml_dtypes
+    import numpy as np
+    return tp.from_numpy(np.from_dlpack(t.view(torch.int16)).view(ml_dtypes.bfloat16))
+
+
+def _bf16_to_torch(t):
+    import numpy as np
+    return _torch_from_dlpack(t.numpy().view(np.int16)).view(_BF16)
+
+
+def _value_to_tp(v, where):
+    """Any non-tensor argument value: lists (of tensors), dtypes, devices; others as they are."""
+    if isinstance(v, _Tensor):
+        return to_tp(v, where)
+    if isinstance(v, (list, tuple)):
+        return [_value_to_tp(x, where) for x in v]
+    if isinstance(v, torch.dtype):
+        return tp_dtype(v, where)
+    if isinstance(v, torch.device):
+        return tp_device(v)
+    return v
+
+
+def args_to_tp(args, kwargs, where):
+    """``(args, kwargs)`` of a torch call with every tensor (and dtype, device) made TensorPlay's."""
+    a = [to_tp(v, where) if type(v) is _Tensor else _value_to_tp(v, where) for v in args]
+    if kwargs:
+        kwargs = {k: _value_to_tp(v, where) for k, v in kwargs.items()}
+    return a, kwargs
+
+
+def out_to_torch(out, where):
+    """A TensorPlay op's result as torch's: a tensor, a tuple/list of them, None, a scalar."""
+    if isinstance(out, _TPTensor):
+        return to_torch(out, where)
+    if out is None:
+        return None
+    if isinstance(out, (tuple, list)):
+        return type(out)(out_to_torch(o, where) for o in out) if type(out) in (tuple, list) \
+            else tuple(out_to_torch(o, where) for o in out)
+    return out

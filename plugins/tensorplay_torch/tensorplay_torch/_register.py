@@ -1,0 +1,201 @@
+"""Registration: TensorPlay ops become torch custom ops ``torch.ops.<ns>.<op>``.
+
+For each op: ``torch.library`` defines ``<ns>::<op>`` with the op's own schema text (TensorPlay's
+grammar is torch's: mutation and alias annotations, defaults, keyword-only arguments, tags kept),
+registers a kernel for ``cpu`` and ``cuda`` (DLPack both ways, the TensorPlay op dispatched on
+the tensors' device; on cuda inside torch's current stream), the fake kernel (``_fake``) and the
+autograd formula (``_autograd``). The torch ``Library`` objects are kept here for the life of
+the process (torch undoes a library's registrations when it is collected).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import torch
+
+import tensorplay as tp
+
+from . import _autograd
+from ._convert import BridgeError, args_to_tp, out_to_torch, reraise
+from ._fake import make_fake_kernel
+
+__all__ = ["register", "bridged_ops"]
+
+_lock = threading.RLock()
+_LIBS: dict[str, torch.library.Library] = {}     # namespace -> FRAGMENT library (kept alive)
+_BRIDGED: dict[str, object] = {}                 # "ns::op" -> the TensorPlay op bridged
+
+
+def _lib(ns: str) -> torch.library.Library:
+    lib = _LIBS.get(ns)
+    if lib is None:
+        lib = _LIBS[ns] = torch.library.Library(ns, "FRAGMENT")
+    return lib
+
+
+def _where(op) -> str:
+    return f"tensorplay-torch: op {op.name} (pack {op.owner or op.source or 'user code'})"
+
+
+def _kernel(op, where):
+    """torch kernel (cpu) of TensorPlay op ``op``: tensors cross by DLPack, the op dispatches
+    on their device, results cross back. No per-call checks beyond the conversions."""
+    def kernel(*args, **kwargs):
+        a, k = args_to_tp(args, kwargs, where)
+        try:
+            out = op(*a, **k)
+        except BridgeError:
+            raise
+        except Exception as e:
+            reraise(e, f"{where}: the TensorPlay kernel raised")
+        return out_to_torch(out, where)
+    kernel.__name__ = f"{op.opname}_kernel"
+    return kernel
+
+
+_STREAMS: dict = {}   # (device index, stream pointer) -> cupy.cuda.ExternalStream
+
+
+def _on_torch_stream(fn):
+    """``fn`` run with CuPy's current device and stream set to torch's current ones, so that
+    TensorPlay's cuda kernels (CuPy, Triton through tensorplay-triton) enqueue on torch's stream
+    with no synchronisation added."""
+    def cuda_kernel(*args, **kwargs):
+        import cupy
+        s = torch.cuda.current_stream()
+        key = (s.device_index, s.cuda_stream)
+        ext = _STREAMS.get(key)
+        if ext is None:
+            ext = _STREAMS[key] = cupy.cuda.ExternalStream(s.cuda_stream, s.device_index)
+        with cupy.cuda.Device(s.device_index), ext:
+            return fn(*args, **kwargs)
+    cuda_kernel.__name__ = fn.__name__.replace("_kernel", "_cuda_kernel")
+    return cuda_kernel
+
+
+def _tags(op):
+    return tuple(getattr(torch.Tag, t) for t in op.tags if hasattr(torch.Tag, t))
+
+
+def _define_backward(name, schema, bridge):
+    lib = _lib(_autograd.BACKWARD_NS)
+    lib.define(name + schema)
+    qual = f"{_autograd.BACKWARD_NS}::{name}"
+    torch.library.register_kernel(qual, "cpu", bridge.backward_kernel, lib=lib)
+    torch.library.register_kernel(qual, "cuda", _on_torch_stream(bridge.backward_kernel), lib=lib)
+    torch.library.register_fake(qual, bridge.backward_fake, lib=lib)
+    return getattr(getattr(torch.ops, _autograd.BACKWARD_NS), name).default
+
+
+def _bump_versions(op, lib):
+    """An op that writes arguments bumps their version counters (``ADInplaceOrView``), so torch's
+    autograd sees the writes (saved tensors, in-place checks): as ``torch.library.custom_op``."""
+    names = set(op.mutates_args)
+    pos = [i for i, a in enumerate(op.schema.arguments) if a.name in names and not a.kwarg_only]
+    kws = [a.name for a in op.schema.arguments if a.name in names and a.kwarg_only]
+    overload = getattr(getattr(torch.ops, op.namespace), op.opname).default
+    after = torch._C._after_ADInplaceOrView_keyset
+    bump = torch.autograd.graph.increment_version
+
+    def adinplaceorview(keyset, *args, **kwargs):
+        for i in pos:
+            if i < len(args) and args[i] is not None:
+                bump(args[i])
+        for k in kws:
+            if kwargs.get(k) is not None:
+                bump(kwargs[k])
+        return overload.redispatch(keyset & after, *args, **kwargs)
+    lib.impl(op.opname, adinplaceorview, "ADInplaceOrView", with_keyset=True)
+
+
+def _backend_select(op, lib):
+    """An op without tensor arguments dispatches on its ``device`` argument (TensorPlay's rule,
+    and torch's for factory functions)."""
+    names = [a.name for a in op.schema.arguments]
+    idx = names.index("device")
+    overload = getattr(getattr(torch.ops, op.namespace), op.opname).default
+
+    def backend_select(keyset, *args, **kwargs):
+        dev = kwargs.get("device") if idx >= len(args) else args[idx]
+        dev = torch.device("cpu") if dev is None else torch.device(dev)
+        key = getattr(torch._C.DispatchKey, torch._C._dispatch_key_for_device(dev.type))
+        return overload.redispatch(torch._C.DispatchKeySet(key), *args, **kwargs)
+    lib.impl(op.opname, backend_select, "BackendSelect", with_keyset=True)
+
+
+def _bridge(op) -> None:
+    where = _where(op)
+    lib = _lib(op.namespace)
+    try:
+        lib.define(op.opname + op.schema.signature_str(), tags=_tags(op))
+    except RuntimeError as e:
+        raise BridgeError(f"{where}: torch refused to define it (torch side): {e}. Another "
+                          f"library already defines torch.ops.{op.namespace}.{op.opname}?") from e
+    kernel = _kernel(op, where)
+    torch.library.register_kernel(op.name, "cpu", kernel, lib=lib)
+    torch.library.register_kernel(op.name, "cuda", _on_torch_stream(kernel), lib=lib)
+    torch.library.register_fake(op.name, make_fake_kernel(op, where), lib=lib)
+    if op.mutates_args:
+        _bump_versions(op, lib)
+    if not any(a.is_tensor_like for a in op.schema.arguments) and \
+            "device" in [a.name for a in op.schema.arguments]:
+        _backend_select(op, lib)
+    ag = _autograd.bridge_autograd(op, where, _define_backward)
+    if ag is not None:
+        setup, backward = ag
+        torch.library.register_autograd(op.name, backward, setup_context=setup, lib=lib)
+
+
+def _resolve(name: str):
+    ns, _, opname = name.partition("::")
+    return getattr(getattr(tp.ops, ns), opname)
+
+
+def _select(namespace, plugin):
+    if plugin is not None:
+        return [op for op, _ in tp.plugins.plugin_ops(plugin)]
+    tp.plugins.load_all()
+    if namespace is None:
+        names = [r["name"] for r in tp.plugins.ops_table() if not r["builtin"]]
+    else:
+        spaces = [namespace] if isinstance(namespace, str) else list(namespace)
+        names = [r["name"] for ns in spaces for r in tp.plugins.ops_table(ns)]
+        if not names:
+            raise BridgeError(f"tensorplay_torch.register: no TensorPlay op in namespace(s) "
+                              f"{', '.join(spaces)} (see `tensorplay ops`)")
+    return [_resolve(n) for n in names]
+
+
+def register(namespace: str | list[str] | None = None, *, plugin: str | None = None) -> list[str]:
+    """Register TensorPlay ops as torch custom ops ``torch.ops.<ns>.<op>``.
+
+    ``namespace``: one namespace (``"example"``) or a list of them; ``plugin``: every op one
+    plugin (distribution or entry-point name) ships; neither: every op of every installed pack
+    (TensorPlay's built-in ``tp::`` ops are never bridged). Ops already bridged are skipped, so
+    the call is idempotent.
+
+    Each op keeps its schema text (mutation and alias annotations, defaults, keyword-only
+    arguments), gets kernels for torch's ``cpu`` and ``cuda`` (zero-copy DLPack; on cuda in torch's
+    current stream), a fake kernel from the pack's fake, and autograd from the pack's
+    ``register_autograd`` formula (or through its device-agnostic body; ops that mutate get
+    none, as torch allows none). Same rules as ``torch.library.custom_op`` ops.
+
+    Returns the qualified names bridged by this call. Raises ``BridgeError`` (a
+    ``RuntimeError``) naming the op and pack when torch refuses a definition (e.g. the name is
+    taken), and ``KeyError``/``LookupError`` from TensorPlay for an unknown plugin.
+    """
+    with _lock:
+        done = []
+        for op in _select(namespace, plugin):
+            if op.is_builtin or op.name in _BRIDGED:
+                continue
+            _bridge(op)
+            _BRIDGED[op.name] = op
+            done.append(op.name)
+        return done
+
+
+def bridged_ops() -> list[str]:
+    """Qualified names of every op bridged so far in this process."""
+    return sorted(_BRIDGED)

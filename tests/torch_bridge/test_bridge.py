@@ -1,0 +1,301 @@
+"""The bridge's contract, op by op: schema kept, DLPack zero-copy both ways (views, strides), dtype
+mapping, mutation (and version counters), fakes from the pack's fake, autograd from the pack's
+formula (saved tensors, ctx attributes, needs_input_grad, non-differentiable outputs), composite
+ops differentiable only where correct, errors naming op, pack and side."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+import tensorplay as tp
+import tensorplay_torch
+from tensorplay import library
+
+# -- ops defined here (namespace "bridgetest"), bridged with the packs' -------------------------
+
+SEEN: dict = {}
+
+
+@library.custom_op("bridgetest::scale", mutates_args=())
+def scale(x: tp.Tensor, *, alpha: float = 2.0, shift: float = 0.0) -> tp.Tensor:
+    SEEN["x_ptr"], SEEN["x_stride"] = x.data_ptr(), x.stride()
+    out = x * alpha + shift
+    SEEN["out_ptr"] = out.data_ptr()
+    return out
+
+
+@scale.register_fake
+def _(x, *, alpha=2.0, shift=0.0):
+    return x.new_empty(x.shape)
+
+
+def _scale_setup(ctx, inputs, keyword_only_inputs, output):
+    ctx.alpha = keyword_only_inputs["alpha"]
+    ctx.save_for_backward(inputs[0])
+
+
+def _scale_backward(ctx, g):
+    (x,) = ctx.saved_tensors
+    SEEN["needs"] = ctx.needs_input_grad
+    SEEN["alpha_in_backward"] = ctx.alpha
+    return g * ctx.alpha
+
+
+scale.register_autograd(_scale_backward, setup_context=_scale_setup)
+
+
+@library.custom_op("bridgetest::ident", mutates_args=())
+def ident(x: tp.Tensor) -> tp.Tensor:
+    return x.clone()
+
+
+@library.custom_op("bridgetest::weighted", mutates_args=())
+def weighted(xs: list[tp.Tensor], w: tp.Tensor) -> tp.Tensor:
+    """Composite (no formula): sum of xs[i] * w[i]; differentiable through its body."""
+    out = xs[0] * w[0]
+    for i in range(1, len(xs)):
+        out = out + xs[i] * w[i]
+    return out
+
+
+@library.custom_op("bridgetest::np_square", mutates_args=(), device_types="cpu")
+def np_square(x: tp.Tensor) -> tp.Tensor:
+    """A NumPy kernel, no formula, no body: not differentiable."""
+    return tp.from_numpy(np.square(x.numpy()))
+
+
+@np_square.register_fake
+def _(x):
+    return x.new_empty(x.shape)
+
+
+@library.custom_op("bridgetest::shadowed", mutates_args=())
+def shadowed(x: tp.Tensor) -> tp.Tensor:
+    """A body written with tensorplay ops, shadowed on cpu by a NumPy kernel of its own."""
+    return x * 3.0
+
+
+shadowed.register_kernel("cpu", lambda x: tp.from_numpy(x.numpy() * 3.0))
+
+
+@library.custom_op("bridgetest::boom", mutates_args=())
+def boom(x: tp.Tensor) -> tp.Tensor:
+    raise ValueError("the kernel refuses")
+
+
+@boom.register_fake
+def _(x):
+    return x.new_empty(x.shape)
+
+
+@library.custom_op("bridgetest::fill_", mutates_args=("out",))
+def fill_(out: tp.Tensor, value: float) -> None:
+    out.fill_(value)
+
+
+tensorplay_torch.register()
+T = torch.ops.bridgetest
+
+
+# -- schema ---------------------------------------------------------------------------------------
+
+def test_every_pack_op_keeps_its_schema(bridged):
+    assert {"example::rms_norm", "newuser::layer_norm", "bridgetest::scale"} <= set(bridged)
+    for name in bridged:
+        ns, opname = name.split("::")
+        mine = getattr(getattr(tp.ops, ns), opname).schema
+        theirs = getattr(getattr(torch.ops, ns), opname).default._schema
+        assert theirs.name == name
+        assert len(theirs.arguments) == len(mine.arguments), name
+        # torch prints floats its own way (1e-06 as 9.9999999999999995e-07): compare fields
+        for t, m in zip(theirs.arguments, mine.arguments):
+            assert (t.name, t.kwarg_only) == (m.name, m.kwarg_only), name
+            assert ("Tensor" in str(t.type)) == m.type.startswith("Tensor"), (name, t.name)
+            assert (t.alias_info is not None and t.alias_info.is_write) == bool(m.is_write), name
+            if m.has_default:
+                assert t.has_default_value() and t.default_value == m.default, (name, t.name)
+        assert len(theirs.returns) == len(mine.returns), name
+
+
+def test_keyword_only_arguments_and_defaults():
+    x = torch.randn(3)
+    torch.testing.assert_close(T.scale(x), x * 2.0)
+    torch.testing.assert_close(T.scale(x, alpha=3.0, shift=1.0), x * 3.0 + 1.0)
+    with pytest.raises(Exception):
+        T.scale(x, 3.0)                 # keyword-only, as declared
+
+
+def test_register_is_idempotent_and_selects():
+    assert tensorplay_torch.register(namespace="example") == []
+    assert tensorplay_torch.register(plugin="example_ops") == []
+    with pytest.raises(tensorplay_torch.BridgeError, match="no TensorPlay op in namespace"):
+        tensorplay_torch.register(namespace="no_such_namespace")
+
+
+# -- DLPack, zero-copy ----------------------------------------------------------------------------
+
+def test_inputs_and_outputs_cross_without_copies_views_and_strides_kept():
+    base = torch.randn(6, 8)
+    x = base.t()[1:, ::2]                         # a strided view with a storage offset
+    y = T.scale(x, alpha=1.0)
+    assert SEEN["x_ptr"] == x.data_ptr() and SEEN["x_stride"] == x.stride()
+    assert SEEN["out_ptr"] == y.data_ptr()
+    torch.testing.assert_close(y, x)
+
+
+def test_mutation_reaches_torch_memory_and_bumps_the_version():
+    base = torch.zeros(4, 6)
+    view = base[:, 1:4]
+    v = view._version
+    T.fill_(view, 5.0)
+    assert (base[:, 1:4] == 5).all() and (base[:, 0] == 0).all() and (base[:, 4:] == 0).all()
+    assert view._version > v
+    x = torch.randn(5, 3).t()
+    torch.ops.example.add_relu_(x, torch.ones(5))
+    assert (x >= 0).all()
+
+
+@pytest.mark.parametrize("dt", list(tensorplay_torch.DTYPES), ids=str)
+def test_dtypes_map_both_ways(dt):
+    x = (torch.arange(6) % 2 == 0) if dt is torch.bool else torch.arange(6).to(dt)
+    x = x.reshape(2, 3).t()
+    y = T.ident(x)
+    assert y.dtype == dt and torch.equal(y, x)
+    t = tensorplay_torch.to_tensorplay(x)
+    assert t.dtype == tensorplay_torch.DTYPES[dt] and t.stride() == x.stride()
+    back = tensorplay_torch.to_torch(t)
+    assert back.dtype == dt and back.data_ptr() == x.data_ptr() and back.stride() == x.stride()
+
+
+# -- errors -----------------------------------------------------------------------------------
+
+def test_a_dtype_tensorplay_lacks_is_refused_naming_op_pack_and_side():
+    with pytest.raises(tensorplay_torch.BridgeError) as e:
+        T.ident(torch.ones(2, dtype=torch.complex64))
+    msg = str(e.value)
+    assert "bridgetest::ident" in msg and "complex64" in msg and "TensorPlay side" in msg
+    assert "pack" in msg
+    with pytest.raises(tensorplay_torch.BridgeError) as e:
+        torch.ops.example.gelu(torch.ones(2, dtype=torch.complex64))
+    assert "example::gelu" in str(e.value) and "tensorplay-example-ops" in str(e.value)
+
+
+def test_a_kernel_error_keeps_its_type_and_names_the_op():
+    with pytest.raises(ValueError, match=r"bridgetest::boom.*TensorPlay kernel raised.*refuses"):
+        T.boom(torch.ones(2))
+
+
+# -- fakes ------------------------------------------------------------------------------------
+
+def test_fake_outputs_have_the_real_outputs_metadata():
+    x, w, b = torch.randn(6, 16).t().contiguous().t(), torch.randn(16), torch.randn(16)
+    real = torch.ops.newuser.layer_norm(x, w, b)
+    with FakeTensorMode() as mode:
+        fx, fw, fb = (mode.from_tensor(t) for t in (x, w, b))
+        fake = torch.ops.newuser.layer_norm(fx, fw, fb)
+    for r, f in zip(real, fake):
+        # strides of size-1 dimensions carry no layout (torch's own fake checks skip them too)
+        assert (f.shape, f.dtype, f.device) == (r.shape, r.dtype, r.device)
+        assert [st for st, n in zip(f.stride(), f.shape) if n > 1] == \
+            [st for st, n in zip(r.stride(), r.shape) if n > 1]
+    with FakeTensorMode() as mode:
+        with pytest.raises(ValueError, match="example::rms_norm.*weight must have shape"):
+            torch.ops.example.rms_norm(mode.from_tensor(x), mode.from_tensor(torch.randn(5)))
+
+
+# -- autograd ---------------------------------------------------------------------------------
+
+def _leaf(*shape, dtype=torch.float64):
+    return torch.randn(*shape, dtype=dtype).requires_grad_(True)
+
+
+def test_formula_gives_torchs_gradients_for_rms_norm_and_layer_norm():
+    x, w = _leaf(4, 8), _leaf(8)
+    y = torch.ops.example.rms_norm(x, w, 1e-5)
+    g = torch.randn_like(y)
+    gx, gw = torch.autograd.grad(y, (x, w), g)
+    ref = x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-5) * w
+    rx, rw = torch.autograd.grad(ref, (x, w), g)
+    torch.testing.assert_close((gx, gw), (rx, rw))
+
+    x, w, b = _leaf(5, 16), _leaf(16), _leaf(16)
+    y, mean, rstd = torch.ops.newuser.layer_norm(x, w, b)
+    assert y.requires_grad and not mean.requires_grad and not rstd.requires_grad
+    g = torch.randn_like(y)
+    got = torch.autograd.grad(y, (x, w, b), g)
+    want = torch.autograd.grad(torch.nn.functional.layer_norm(x, (16,), w, b, 1e-5), (x, w, b), g)
+    torch.testing.assert_close(got, want)
+
+
+def test_ctx_attributes_saved_tensors_and_needs_input_grad_reach_the_formula():
+    x = _leaf(3)
+    y = T.scale(x, alpha=4.0)
+    (gx,) = torch.autograd.grad(y.sum(), x)
+    torch.testing.assert_close(gx, torch.full_like(x, 4.0))
+    assert SEEN["alpha_in_backward"] == 4.0 and SEEN["needs"][0] is True
+    torch.autograd.gradcheck(lambda t: T.scale(t, alpha=1.5, shift=0.5), (_leaf(4),))
+
+
+def test_saved_input_modified_in_place_is_caught_by_torch():
+    x = _leaf(3)
+    xx = x * 1.0
+    y = T.scale(xx)
+    xx.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_composite_ops_differentiate_through_their_body():
+    x = _leaf(4, 5)
+    torch.testing.assert_close(torch.autograd.grad(torch.ops.example.gelu(x).sum(), x)[0],
+                               torch.autograd.grad(torch.nn.functional.gelu(
+                                   x, approximate="tanh").sum(), x)[0])
+    xs, w = [_leaf(3), _leaf(3)], _leaf(2)
+    torch.autograd.gradcheck(lambda a, b, c: T.weighted([a, b], c), (*xs, w))
+
+
+def test_ops_whose_running_kernel_has_no_gradient_refuse_backward_naming_the_op():
+    x = _leaf(3)
+    y = T.np_square(x)                       # forward works
+    with pytest.raises(RuntimeError, match="bridgetest::np_square.*no autograd formula"):
+        y.sum().backward()
+    y = T.shadowed(x)                        # the body is not what ran on cpu
+    with pytest.raises(RuntimeError, match="bridgetest::shadowed"):
+        y.sum().backward()
+    with torch.no_grad():
+        torch.testing.assert_close(T.shadowed(x), x * 3.0)
+
+
+# -- import cost and opt-in autoload ----------------------------------------------------------
+
+def _run(code, **env):
+    e = {k: v for k, v in os.environ.items() if k != "TENSORPLAY_TORCH_AUTOLOAD"}
+    e.update(env)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    return p.stdout.strip()
+
+
+def test_importing_the_bridge_is_cheap_and_import_tensorplay_never_imports_it():
+    assert _run("import sys, tensorplay_torch; "
+                "print([m for m in ('torch', 'tensorplay') if m in sys.modules])") == "[]"
+    assert _run("import sys, tensorplay; print('tensorplay_torch' in sys.modules, "
+                "'torch' in sys.modules)") == "False False"
+
+
+def test_autoload_at_import_torch_is_off_by_default_and_opt_in():
+    code = ("import sys, torch; print('tensorplay' in sys.modules, "
+            "hasattr(torch.ops.example, 'rms_norm'))")
+    assert _run(code) == "False False"
+    assert _run(code, TENSORPLAY_TORCH_AUTOLOAD="0") == "False False"
+    assert _run(code, TENSORPLAY_TORCH_AUTOLOAD="example") == "True True"
+    assert _run(code + "; print(hasattr(torch.ops.newuser, 'layer_norm'))",
+                TENSORPLAY_TORCH_AUTOLOAD="1").splitlines()[-1] == "True"
