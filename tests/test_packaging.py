@@ -4,6 +4,7 @@ of unrelated test runs. (Built wheels and sdists are installed and tested by ``n
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -18,7 +19,7 @@ except ModuleNotFoundError:      # Python 3.10: pytest depends on tomli there
     import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
-DISTS = {"tensorplay": ROOT, "tensorplay-cpu": ROOT / "plugins" / "tensorplay_cpu",
+DISTS = {"tensorplay-core": ROOT, "tensorplay-cpu": ROOT / "plugins" / "tensorplay_cpu",
          "tensorplay-cuda": ROOT / "plugins" / "tensorplay_cuda",
          "tensorplay-triton": ROOT / "plugins" / "tensorplay_triton",
          "tensorplay-example-ops": ROOT / "examples"}
@@ -33,7 +34,7 @@ def _project(name):
 
 
 def _core_version():
-    return _project("tensorplay")["version"]
+    return _project("tensorplay-core")["version"]
 
 
 def test_core_version_is_the_package_version():
@@ -41,20 +42,40 @@ def test_core_version_is_the_package_version():
     assert tensorplay.__version__ == _core_version()
 
 
-@pytest.mark.parametrize("name", [n for n in DISTS if n != "tensorplay"])
+def test_core_distribution_is_a_name_we_own():
+    """The import name is ``tensorplay``; the distribution is ``tensorplay-core``, because PyPI's
+    ``tensorplay`` (1.x, an unrelated code base) sorts above our pre-releases and would be
+    picked by ``pip install tensorplay`` or ``tensorplay[cpu]``. (``nox -s wheels`` installs
+    every documented command against an index that holds a fake ``tensorplay`` 1.1.0.)"""
+    from importlib import metadata
+
+    import tensorplay
+    assert _project("tensorplay-core")["name"] == "tensorplay-core"
+    assert metadata.version("tensorplay-core") == tensorplay.__version__
+    assert "tensorplay" in metadata.entry_points(group="console_scripts",
+                                                 name="tensorplay").names
+    ep, = metadata.entry_points(group="console_scripts", name="tensorplay")
+    assert ep.value == "tensorplay.cli:main" and ep.dist.name == "tensorplay-core"
+
+
+@pytest.mark.parametrize("name", [n for n in DISTS if n != "tensorplay-core"])
 def test_every_plugin_pins_the_core_release_it_was_built_with(name):
-    """PyPI has an unrelated ``tensorplay``: an unpinned dependency resolves to it."""
+    """The core is ``tensorplay-core`` (PyPI's ``tensorplay`` is an unrelated project), pinned to
+    the release the plugin was built with; nothing names the bare ``tensorplay``."""
     proj = _project(name)
-    core = [d for d in proj["dependencies"] if d.split("=")[0].split(">")[0].split("<")[0]
-            .strip() == "tensorplay"]
-    assert core == [f"tensorplay=={_core_version()}"], proj["dependencies"]
+    reqs = list(proj["dependencies"]) + [r for e in proj.get("optional-dependencies", {}).values()
+                                         for r in e]
+    names = [re.split(r"[\s\[=<>!~;]", r, maxsplit=1)[0].lower() for r in reqs]
+    assert "tensorplay" not in names, reqs
+    core = [d for d, n in zip(proj["dependencies"], names) if n == "tensorplay-core"]
+    assert core == [f"tensorplay-core=={_core_version()}"], proj["dependencies"]
     if name != "tensorplay-example-ops":
         assert proj["version"] == _core_version()
 
 
 def test_core_extras_name_the_pinned_plugins():
     v = _core_version()
-    extras = _project("tensorplay")["optional-dependencies"]
+    extras = _project("tensorplay-core")["optional-dependencies"]
     assert extras["cpu"] == [f"tensorplay-cpu=={v}"]
     assert extras["cuda"] == [f"tensorplay-cuda=={v}"]
     assert extras["triton"] == [f"tensorplay-triton=={v}"]

@@ -73,7 +73,7 @@ def _version() -> str:
         return tensorplay.__version__
     except Exception:   # noqa: BLE001 - --version must work even with a broken install
         from importlib.metadata import version
-        return version("tensorplay")
+        return version("tensorplay-core")
 
 
 # kept in agreement with README.md's paragraph on `tensorplay check`
