@@ -276,3 +276,12 @@ def test_compile_refuses_reading_a_data_dependent_size(read):
     # the static dimension stays readable
     g = tp.compile(lambda x: tp.zeros(nz(x).shape[1]) + 1)
     assert g(tp.tensor([0, 1, 1])).tolist() == [1.0]
+
+
+@pytest.mark.xfail(strict=True, raises=tp.errors.OpCheckError, reason=(
+    "tensorplay/testing/opcheck.py (helper C): test_faketensor compares the fake's placeholder "
+    "of a data-dependent size (fake.is_dynamic_size) with the real size; it should accept any "
+    "real size there, as tensorplay.compile's check does"))
+def test_opcheck_accepts_a_data_dependent_fake():
+    nz = _custom_nonzero()
+    library.opcheck(nz, (tp.tensor([0.0, 1.0, 2.0]),))

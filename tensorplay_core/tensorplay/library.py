@@ -543,12 +543,13 @@ def get_kernel(op: str | CustomOpDef[..., Any], dispatch_key: str) -> Callable[.
     o = _resolve(op, f"get_kernel({op!r})")
     api = f"get_kernel({o.name!r}, {dispatch_key!r})"
     key = _registry.normalize_device_type(dispatch_key, api)
-    if o.is_builtin:
-        # a built-in op's kernels are bound by its device's backend when that loads: the kernel
-        # is what a call on that device runs (loading the backend if needed)
+    if o.is_builtin and key != "default" and o.active_kernel(key) is None:
+        # a built-in op's kernels are bound by its device's backend when that loads: load it
+        # (as a call on that device would) before reading the kernel
+        from . import _devices
         try:
-            return o.entry(key)
-        except Exception as e:  # noqa: BLE001 - no such device / no kernel: one LookupError
+            _devices.load(key)
+        except Exception as e:  # noqa: BLE001 - no such device: one LookupError naming it
             raise LookupError(f"{api}: {e}") from e
     k = o.active_kernel(key)
     if k is None:

@@ -288,7 +288,11 @@ def derive_zero_size(op, samples):
         from .aot import _shape_generic
         if not _shape_generic(op, args, kwargs):
             return None
-        return SampleInput(args, kwargs, f"derived: leading dim 0 (from {s.name or 'sample'})")
+        d = SampleInput(args, kwargs, f"derived: leading dim 0 (from {s.name or 'sample'})")
+        skip = getattr(s, "skip_checks", None)
+        if skip:        # what the source sample declares not applicable stays so (tp::nonzero)
+            d.skip_checks = dict(skip)
+        return d
     return None
 
 
