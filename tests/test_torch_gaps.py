@@ -285,3 +285,17 @@ def test_compile_refuses_reading_a_data_dependent_size(read):
 def test_opcheck_accepts_a_data_dependent_fake():
     nz = _custom_nonzero()
     library.opcheck(nz, (tp.tensor([0.0, 1.0, 2.0]),))
+
+
+def test_builtin_op_answers_torch_overload_names_and_nothing_else():
+    """``tensorplay.ops.tp.add.Tensor`` / ``.Scalar`` are ``tp::add`` (torch's OpOverload
+    spellings of one built-in); a custom op or a lower-case misspelling is an AttributeError."""
+    add = tp.ops.tp.add
+    assert add.Tensor is add and add.Scalar is add and add.default is add
+    assert tp.library.get_kernel(add.Tensor, "cpu") is tp.library.get_kernel("tp::add", "cpu")
+    with pytest.raises(AttributeError, match="regster_fake"):
+        add.regster_fake  # noqa: B018
+    op = tp.library.custom_op("gapsovl::f", lambda x: x.clone(), mutates_args=(),
+                              schema="(Tensor x) -> Tensor")
+    with pytest.raises(AttributeError, match="Tensor"):
+        op.Tensor  # noqa: B018

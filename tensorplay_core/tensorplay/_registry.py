@@ -868,6 +868,22 @@ class CustomOpDef(_CallBase, Generic[_P, _R]):
         (``torch.ops.ns.op.default``) does."""
         return self
 
+    def __getattr__(self, name: str):
+        """torch's overload names of a built-in op (``tensorplay.ops.tp.add.Tensor``,
+        ``.Scalar``): a built-in ``tp`` op stands for all of torch's overloads of its name, as
+        ``library.get_kernel("tp::add.Tensor", ...)`` does. Only names that start with an
+        upper-case letter (torch's overload spelling) and only on built-in ops; anything else is
+        an ``AttributeError``, so a misspelt method never resolves. Called only for attributes
+        that do not exist: no cost on the call path."""
+        if name[:1].isupper() and name.isidentifier() and not name.startswith("__"):
+            try:
+                builtin = object.__getattribute__(self, "namespace") == RESERVED_NAMESPACE
+            except AttributeError:
+                builtin = False
+            if builtin:
+                return self
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
 
 OpDef = CustomOpDef
 
