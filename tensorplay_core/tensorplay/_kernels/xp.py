@@ -486,9 +486,13 @@ def bind(xp, be) -> dict:
         return be.masked_select(x, mask)
 
     def masked_scatter_(x, mask, src):
+        if mask.dtype.kind != "b":
+            raise TypeError("masked_scatter_: mask is not bool")   # the fake rule: torch's words
         be.masked_scatter(x, mask, src)
 
     def masked_fill_(x, mask, value):
+        if mask.dtype.kind != "b":
+            raise TypeError("masked_fill_: mask is not bool")      # the fake rule: torch's words
         be.assign(x, xp.where(mask, xp.asarray(value, dtype=x.dtype) if isinstance(
             value, (int, float)) else value, x))
 
