@@ -185,7 +185,10 @@ def _const_value(op, value, args):
         return value
     common = _dtype.result_type(t.dtype, 2 if t.ndim else 1, _dtype.wrapped_dtype(value), 0)
     r = _dtype.scalar_operand(op, value, common)
-    return value if value.__class__ is int and r == value else r
+    if value.__class__ is int and r.__class__ is float:
+        import math
+        return int(r) if math.isfinite(r) else value    # an int stays an int constant
+    return r
 
 
 def _collect(x, out):

@@ -25,6 +25,7 @@ The Triton path only when tensorplay-triton (and Triton) is installed;
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import sys
 
@@ -161,7 +162,10 @@ def _binary(op, k, backend, uf, swap, big):
         elif b.__class__ in (float, int):
             R = rdt(da, 2, wrapped(b), 0)
             # torch's number rule for float16/bfloat16 (tensorplay._dtype.scalar_operand)
-            ct, args, consts = b.__class__, [a], [_dtype.scalar_operand(op, b, R)]
+            c = _dtype.scalar_operand(op, b, R)
+            if b.__class__ is int and c.__class__ is float:
+                c = int(c) if math.isfinite(c) else b     # (an int stays an int argument)
+            ct, args, consts = b.__class__, [a], [c]
         else:
             return None
         if op in _BOOL_RESULT:
@@ -359,7 +363,10 @@ def _scalar_rounding(op, backend):
     float16/bfloat16 tensor's dtype first (torch's rule, ``tensorplay._dtype.SCALAR_ROUNDED``),
     and ``round_arg(value, native dtype)`` doing it."""
     def round_arg(v, d):
-        return _dtype.round_scalar(v, _dtype.from_name(d.name))
+        r = _dtype.round_scalar(v, _dtype.from_name(d.name))
+        if v.__class__ is int:     # an int keeps its kernel argument type (its value rounded)
+            return int(r) if math.isfinite(r) else v
+        return r
     return op in _dtype.SCALAR_ROUNDED, round_arg
 
 
@@ -441,7 +448,7 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None):
             # argument: float32 for the float32-computing dtypes, int32 range for ints; rounded
             # to float16/bfloat16 first where torch rounds it (tensorplay._dtype.scalar_operand)
             bc = b.__class__
-            if rounds and (d is bf16 or d is f16) and bc is float:
+            if rounds and (d is bf16 or d is f16) and (bc is float or bc is int):
                 b = round_arg(b, d)
             key = (d, getdev(), bc)
             launch = launches.get(key, first)
@@ -517,8 +524,10 @@ def _large(op, n_in, backend):
             key = (d, dev)
         elif bc is float or (bc is int and -0x80000000 <= b <= 0x7FFFFFFF):
             key = (d, dev, bc)
-            if rounds and bc is float and d.itemsize == 2:    # float16/bfloat16: torch's rule
+            if rounds and d.itemsize == 2:    # float16/bfloat16: torch's rule
                 b = round_arg(b, d)
+                if bc is int and not -0x80000000 <= b <= 0x7FFFFFFF:
+                    return None
         else:
             return None
         e = launches.get(key, _NO_OPERAND)
