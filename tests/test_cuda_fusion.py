@@ -588,11 +588,12 @@ def test_direct_ufunc_path_gives_the_reference_results_and_dtypes(monkeypatch):
     for name in sorted(eager.BINARY):
         for a, b in [(f32, f32), (f16, 3), (f16, 2.5), (f32, f16), (i32, 2.5), (i32, i32),
                      (f32, np.float32(2.0)), (f32, True)]:
-            if b is True and name in ("sub", "rsub"):
-                # torch refuses subtraction with a bool operand; both paths must refuse alike
-                for table in (acc, ref):
-                    with pytest.raises(TypeError, match="bool"):
-                        table[name](a, b)
+            if name in ("sub", "rsub") and b is True:
+                # torch refuses a subtraction with a bool: both kernels raise, the op's fake
+                # rule then gives torch's message
+                for k in (acc[name], ref[name]):
+                    with pytest.raises(TypeError):
+                        k(a, b)
                 continue
             got, want = acc[name](a, b), ref[name](a, b)
             assert got.dtype == want.dtype, (name, a.dtype, type(b))

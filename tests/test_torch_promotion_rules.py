@@ -147,3 +147,24 @@ def test_signature_of_keyword_named_arguments_shows_what_the_call_accepts():
         sig.bind(x, 1)          # class_ is required: the signature says so
     with pytest.raises(TypeError, match="class"):
         op(x, 1)
+
+
+@pytest.mark.parametrize("path", ["eager", "fake", "compiled"])
+def test_masked_fill_and_scatter_need_a_bool_mask(path):
+    """torch refuses a non-bool mask in masked_fill_/masked_scatter_ before writing (its
+    backward is a where on the mask, which needs bool too)."""
+    m = tp.tensor([1, 0, 1], dtype=tp.uint8)
+
+    def fill(x, m):
+        return x.clone().masked_fill_(m, 0.0)
+    with pytest.raises(RuntimeError, match="only supports boolean masks, but got mask with dtype "
+                                           "unsigned char"):
+        if path == "eager":
+            fill(tp.ones(3), m)
+        elif path == "fake":
+            _fake(fill, tp.ones(3), m)
+        else:
+            tp.compile(fill)(tp.ones(3), m)
+    x = tp.ones(3, requires_grad=True)
+    fill(x, m != 0).sum().backward()
+    assert x.grad.tolist() == [0.0, 1.0, 0.0]

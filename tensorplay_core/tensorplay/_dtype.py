@@ -192,3 +192,59 @@ def result_type(da: DType, a_kind: int, db: DType, b_kind: int) -> DType:
     r = _combine(states[2], _combine(states[1], states[0]))
     _RESULT_CACHE[key] = r
     return r
+
+
+# -- torch's rule for a Python number in a float16/bfloat16 op ----------------------------------
+# torch's TensorIterator casts every operand to the op's common dtype before the kernel runs, so
+# a Python number (a "wrapped number") taking part in a float16/bfloat16 op is rounded to that
+# dtype first; the kernel then computes in float32 ("opmath") and rounds the result once. So
+# ``bf16([0.1]) == 0.1`` compares bf16(0.1) with bf16(0.1): True. Three of torch's cpu kernels,
+# mul, div and floor_divide, read a number given as their *second* operand at float32 instead
+# (``original_scalar_value``): ``bf16 * 0.1`` multiplies by 0.1 in float32. ``s / t`` is
+# ``t.reciprocal() * s`` in torch (the reciprocal rounded to the dtype, then that rule).
+# Every device and path of tensorplay follows this one rule (the reference kernels, the
+# fusers, the cuda launch paths), read from here.
+
+REDUCED_FLOATS = frozenset({"float16", "bfloat16"})
+SCALAR_AT_OPMATH = frozenset({"mul", "div", "floor_divide"})
+# the binary ops the rule covers (the others -- pow, logical ops, where -- are unchanged)
+SCALAR_ROUNDED = frozenset({"add", "sub", "rsub", "remainder", "eq", "ne", "lt", "le", "gt",
+                            "ge", "maximum", "minimum"})
+
+
+def round_scalar(value, dtype: DType):
+    """``value`` (a Python float or int) rounded to ``dtype`` as torch converts a number to it
+    (a double to float32, then to float16/bfloat16, each to the nearest, ties to even), returned
+    as a Python float; any other dtype (and a bool) returns ``value`` unchanged. Out-of-range
+    values become +-inf, NaN stays NaN. Pure Python: no array library."""
+    name = dtype.name
+    if name not in REDUCED_FLOATS or value.__class__ is _builtin_bool:
+        return value
+    import math
+    import struct
+    v = float(value)
+    if math.isnan(v) or math.isinf(v):
+        return v
+    try:
+        bits = struct.unpack("<I", struct.pack("<f", v))[0]       # float32, nearest-even
+    except OverflowError:
+        return math.copysign(math.inf, v)
+    if name == "bfloat16":
+        if (bits & 0x7F800000) == 0x7F800000:                     # inf after the float32 step
+            return struct.unpack("<f", struct.pack("<I", bits))[0]
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000  # nearest-even to 16 bits
+        return struct.unpack("<f", struct.pack("<I", bits))[0]
+    f = struct.unpack("<f", struct.pack("<I", bits))[0]
+    try:
+        return struct.unpack("<e", struct.pack("<e", f))[0]       # float16, nearest-even
+    except OverflowError:
+        return math.copysign(math.inf, f)
+
+
+def scalar_operand(op: str, value, dtype: DType):
+    """The value a kernel of ``op`` computing for ``dtype`` tensors must use for the Python
+    number ``value`` given as its second operand (torch's rule above): rounded to a
+    float16/bfloat16 ``dtype`` for the ops of ``SCALAR_ROUNDED``, else ``value`` itself."""
+    if op in SCALAR_ROUNDED and dtype.name in REDUCED_FLOATS:
+        return round_scalar(value, dtype)
+    return value

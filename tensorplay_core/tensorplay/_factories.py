@@ -602,6 +602,8 @@ def stack(tensors, dim=0):
 
 
 def where(condition, input, other):
-    """Elementwise ``input if condition else other`` with broadcasting (same as ``torch.where``)."""
+    """Elementwise ``input if condition else other`` with broadcasting (same as ``torch.where``).
+    ``condition`` must be a bool tensor (``RuntimeError`` otherwise, as torch); ``input`` and
+    ``other`` are tensors or Python numbers, promoted together."""
     return O.where(condition, input, other)
 

@@ -154,7 +154,7 @@ def plan(graph) -> list:
                             inputs.append(a)
                         args.append(("in", in_idx[id(a)]))
                 else:
-                    args.append(("const", a))
+                    args.append(("const", _const_value(n.op.kernel_name, a, n.args)))
             steps.append(Step(n.op.kernel_name, tuple(args)))
             dtypes.append(n.outputs[0].fake.dtype)
         end = run[-1].index
@@ -169,6 +169,26 @@ def plan(graph) -> list:
         chains.append(ch)
     graph.groups = chains
     return chains
+
+
+def _const_value(op, value, args):
+    """The constant a fuser computes with for the Python number ``value`` among ``args`` of
+    ``op``: rounded to the op's common dtype when that is float16/bfloat16 and torch rounds it
+    there (``_dtype.scalar_operand``), so every fuser, whatever its compute dtype, computes with
+    the eager kernels' value."""
+    from . import _dtype
+    from ._capture import Value
+    if op not in _dtype.SCALAR_ROUNDED or value.__class__ not in (int, float):
+        return value
+    t = next((a.fake for a in args if isinstance(a, Value)), None)
+    if t is None:
+        return value
+    common = _dtype.result_type(t.dtype, 2 if t.ndim else 1, _dtype.wrapped_dtype(value), 0)
+    r = _dtype.scalar_operand(op, value, common)
+    if value.__class__ is int and r.__class__ is float:
+        import math
+        return int(r) if math.isfinite(r) else value    # an int stays an int constant
+    return r
 
 
 def _collect(x, out):

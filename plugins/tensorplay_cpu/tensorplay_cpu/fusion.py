@@ -28,6 +28,7 @@ import math
 
 import numpy as np
 
+from tensorplay._dtype import float16, round_scalar
 from tensorplay.backends import generic_fuser
 
 BLOCK = 1 << 16          # elements per block: 256 KiB of float32 per live value (L2: >= 1 MiB)
@@ -35,6 +36,10 @@ MIN_BLOCKED = 1 << 15    # below this, one block over the whole arrays
 
 _FLOATS = frozenset({np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)})
 _BOOL = np.dtype(bool)
+_F16 = np.dtype(np.float16)
+# float16 steps whose number operand the reference kernel reads at float32, not rounded to
+# float16 (torch's rule, ``tensorplay._dtype``): no same-dtype ufunc computes them
+_HALF_OPMATH = frozenset({"mul", "div", "rdiv"})
 
 # op -> (ufunc names, operand order, kind); kind: "arith" (operands and result of one float
 # dtype), "cmp" (float operands of one dtype, bool result), "logic" (bool operands and result)
@@ -96,6 +101,8 @@ def _const(v, dt):
     reference kernel, else None (the step then calls the reference kernel)."""
     if isinstance(v, bool) or not isinstance(v, (int, float)) or dt not in _FLOATS:
         return None
+    if dt == _F16 and isinstance(v, float):
+        v = round_scalar(v, float16)   # as the reference kernel rounds it (through float32)
     with np.errstate(over="ignore"):
         c = dt.type(v)
     if isinstance(v, int) and int(c) != v:        # an int not exact in dt: rounding may differ
@@ -302,6 +309,8 @@ def _plan_step(s, dt, dt_of, const):
     if op in _BINARY or op in _UNARY or op in _COMPOSITE:
         if dt not in _FLOATS:
             return None
+        if dt == _F16 and op in _HALF_OPMATH and any(a[0] == "const" for a in args):
+            return None   # torch reads this number at float32: the reference kernel does that
         ops = operands_dt(dt)
         if ops is None:
             return None

@@ -25,6 +25,7 @@ The Triton path only when tensorplay-triton (and Triton) is installed;
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import sys
 
@@ -160,7 +161,11 @@ def _binary(op, k, backend, uf, swap, big):
             ct, args, consts = None, [a, b], None
         elif b.__class__ in (float, int):
             R = rdt(da, 2, wrapped(b), 0)
-            ct, args, consts = b.__class__, [a], [b]
+            # torch's number rule for float16/bfloat16 (tensorplay._dtype.scalar_operand)
+            c = _dtype.scalar_operand(op, b, R)
+            if b.__class__ is int and c.__class__ is float:
+                c = int(c) if math.isfinite(c) else b     # (an int stays an int argument)
+            ct, args, consts = b.__class__, [a], [c]
         else:
             return None
         if op in _BOOL_RESULT:
@@ -171,13 +176,18 @@ def _binary(op, k, backend, uf, swap, big):
         return None if r is None else r[0]
 
     bf16 = _bf16_of(backend)
+    f16 = backend.np.dtype("float16")
+    # float16 with a number: CuPy's ufunc rounds the number to float16, which torch's mul/div
+    # do not (they read it at float32: tensorplay._dtype): the reference kernel computes those
+    half_ref = op in _dtype.SCALAR_AT_OPMATH or op == "rdiv"
 
     def beyond(a, b):
         """The dense case from THRESHOLD elements on: the generated kernel, else the ufunc
         (bfloat16: the reference kernel -- CuPy's ufunc on bf16 computes and returns float32)."""
         r = large(a, b)
         if r is None:
-            r = k(a, b) if a.dtype is bf16 else uf(a, b)
+            r = k(a, b) if a.dtype is bf16 or (half_ref and a.dtype is f16 and
+                                               b.__class__ is not nd) else uf(a, b)
         return r
 
     dense = (_dense(op, 2, backend, uf, k, beyond) if big and _DENSE[0] and
@@ -195,7 +205,7 @@ def _binary(op, k, backend, uf, swap, big):
                     if r is not None:
                         return r
                 d = a.dtype
-                if d.kind == "f":
+                if d.kind == "f" and not (half_ref and d is f16):
                     bc = b.__class__
                     if bc is float or bc is int or (bc is nd and b.dtype is d):
                         return uf(b, a)
@@ -210,7 +220,8 @@ def _binary(op, k, backend, uf, swap, big):
                 d = a.dtype
                 if d.kind == "f":
                     bc = b.__class__
-                    if (bc is nd and b.dtype is d) or bc is float or bc is int:
+                    if (bc is nd and b.dtype is d) or (
+                            (bc is float or bc is int) and not (half_ref and d is f16)):
                         return uf(a, b)
                 elif d is bf16 and dense is not None and a.flags.c_contiguous:
                     # bfloat16 has no CuPy ufunc (the reference takes several float32 launches):
@@ -227,7 +238,10 @@ def _binary(op, k, backend, uf, swap, big):
         # the ufunc case above, for the generated adapter to take inline (no kernel frame; see
         # tensorplay._ops._define.make_adapter): same operand tests, same size bound
         kernel._tp_float_ufunc = uf
-        kernel._tp_float_dtypes = _native_float_dtypes()
+        # (the adapters' inline case cannot tell a number from a float16 array: float16 mul/div
+        # take the kernel above, which can)
+        kernel._tp_float_dtypes = _native_float_dtypes() - (
+            {_dtype.float16} if half_ref else set())
         kernel._tp_float_max = THRESHOLD if big else None
         if dense is not None:
             kernel._tp_dense_ufunc = dense
@@ -344,6 +358,18 @@ def _first_launch(op, n_in, backend, a, b, aligned):
         return None, None
 
 
+def _scalar_rounding(op, backend):
+    """``(rounds, round_arg)``: whether ``op`` rounds a Python float operand to its
+    float16/bfloat16 tensor's dtype first (torch's rule, ``tensorplay._dtype.SCALAR_ROUNDED``),
+    and ``round_arg(value, native dtype)`` doing it."""
+    def round_arg(v, d):
+        r = _dtype.round_scalar(v, _dtype.from_name(d.name))
+        if v.__class__ is int:     # an int keeps its kernel argument type (its value rounded)
+            return int(r) if math.isfinite(r) else v
+        return r
+    return op in _dtype.SCALAR_ROUNDED, round_arg
+
+
 def _dense(op, n_in, backend, uf, ref=None, beyond=None):
     """The adapters' dense case (``_tp_dense_ufunc``, see ``tensorplay._ops._define``): ``op`` on
     CuPy arrays of one floating dtype and one shape, each row-major dense, on the current device
@@ -368,6 +394,8 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None):
     nd = backend.np.ndarray
     getdev = backend.np.cuda.runtime.getDevice
     bf16 = _bf16_of(backend) if ref is not None else None
+    f16 = backend.np.dtype("float16")
+    rounds, round_arg = _scalar_rounding(op, backend)
     top = THRESHOLD if beyond is not None else 1 << 62      # (captured, as the adapters' bound)
     # (dtype, device index[, the number's class]) -> launch(*addresses, n[, number]), or None: the
     # ufunc for good
@@ -417,8 +445,11 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None):
                 launch(a.data.ptr, b.data.ptr, r.data.ptr, n)
                 return r
             # a Python float or int (weak, as in torch: the result has a's dtype) as a kernel
-            # argument: float32 for the float32-computing dtypes, int32 range for ints
+            # argument: float32 for the float32-computing dtypes, int32 range for ints; rounded
+            # to float16/bfloat16 first where torch rounds it (tensorplay._dtype.scalar_operand)
             bc = b.__class__
+            if rounds and (d is bf16 or d is f16) and (bc is float or bc is int):
+                b = round_arg(b, d)
             key = (d, getdev(), bc)
             launch = launches.get(key, first)
             if launch is None or launch is first or not n or n >= top or (
@@ -463,6 +494,7 @@ def _large(op, n_in, backend):
     (another Triton release, a declined dtype or constant, a failure) returns None for good."""
     nd = backend.np.ndarray
     getdev = backend.np.cuda.runtime.getDevice
+    rounds, round_arg = _scalar_rounding(op, backend)
     from .triton_fusion import BLOCK, BLOCK_NARROW
     top = 2 ** 31 - max(BLOCK, BLOCK_NARROW)        # above: the kernels' 64-bit index variant
     launches: dict = {}               # key -> (launch, result dtype), or None: Triton's launcher
@@ -492,6 +524,10 @@ def _large(op, n_in, backend):
             key = (d, dev)
         elif bc is float or (bc is int and -0x80000000 <= b <= 0x7FFFFFFF):
             key = (d, dev, bc)
+            if rounds and d.itemsize == 2:    # float16/bfloat16: torch's rule
+                b = round_arg(b, d)
+                if bc is int and not -0x80000000 <= b <= 0x7FFFFFFF:
+                    return None
         else:
             return None
         e = launches.get(key, _NO_OPERAND)

@@ -219,6 +219,10 @@ def _plan_operands(expr, in_dtypes, in_0d):
         R = step_dt[j]
         if R.name not in TL:
             raise Unsupported(f"dtype {R}")
+        if st.op == "rdiv" and R.name in _dtype.REDUCED_FLOATS:
+            # torch's s / t on float16/bfloat16 is t.reciprocal() (rounded) * s: the reference
+            # kernel computes that
+            raise Unsupported(f"rdiv on {R}")
         if R.is_floating_point:
             tmpl = FLOAT_OPS.get(st.op, tmpl)
         if R.name == "float64":

@@ -32,14 +32,46 @@ COMPUTE = frozenset({
 })
 
 
+# binary ops whose operands follow torch's reduced-float scalar rule (``_dtype``)
+BINARY = frozenset({"add", "sub", "rsub", "mul", "div", "rdiv", "floor_divide",
+                                      "remainder", "maximum", "minimum", "eq", "ne", "lt", "le",
+                                      "gt", "ge"})
+
+
 def wrap_kernels(kernels: dict, backend) -> dict:
     """``kernels`` with each op of ``COMPUTE`` (and ``add_``/``mul_``) made bf16-correct."""
     from .. import _dtype
     BF = backend.native_dtype(_dtype.bfloat16)
     F32 = backend.native_dtype(_dtype.float32)
     out = dict(kernels)
+    bf16 = _dtype.bfloat16
+    at_opmath = _dtype.SCALAR_AT_OPMATH
+    round_scalar = _dtype.round_scalar
+    plain_mul = kernels.get("mul")
 
-    def opmath(k):
+    def operands(name, a, b):
+        """``a``, ``b`` of binary op ``name`` whose common dtype is bf16, as float32 arrays and
+        numbers holding what torch computes with (``_dtype``'s scalar rule): every operand
+        rounded to bf16 first, but a one-element second operand of mul/div/floor_divide read
+        at float32."""
+        keep_b = name in at_opmath
+        out = []
+        for i, x in enumerate((a, b)):
+            xd = getattr(x, "dtype", None)
+            if xd is None:
+                if x.__class__ is not bool and not (i and keep_b):
+                    x = round_scalar(x, bf16)
+            elif xd == BF:
+                x = x.astype(F32)
+            elif not (i and keep_b and x.size == 1):
+                x = x.astype(BF).astype(F32)
+            out.append(x)
+        return out
+
+    def opmath(k, name):
+        binary = name in BINARY
+        recip = name == "rdiv"
+
         def kernel(*args, **kw):
             bf = False
             for a in args:
@@ -59,7 +91,18 @@ def wrap_kernels(kernels: dict, backend) -> dict:
                 back = asked is _dtype.bfloat16
                 if back:
                     kw = dict(kw, dtype=_dtype.float32)
-            r = k(*[a.astype(F32) if getattr(a, "dtype", None) == BF else a for a in args], **kw)
+            if binary and back and len(args) == 2:
+                a, b = args
+                if recip and getattr(b, "dtype", None) is None:
+                    # s / t is t.reciprocal() * s in torch: the reciprocal rounded to bf16, then
+                    # mul's rule (s read at float32)
+                    a = k(a.astype(F32), 1).astype(BF).astype(F32)
+                    r = plain_mul(a, b)
+                else:
+                    r = k(*operands(name, a, b))
+            else:
+                r = k(*[a.astype(F32) if getattr(a, "dtype", None) == BF else a for a in args],
+                      **kw)
             if back:
                 if getattr(r, "dtype", None) == F32:
                     r = r.astype(BF)
@@ -72,7 +115,7 @@ def wrap_kernels(kernels: dict, backend) -> dict:
 
     for name in COMPUTE:
         if name in out:
-            out[name] = opmath(out[name])
+            out[name] = opmath(out[name], name)
 
     def inplace(name, compute):
         orig = out.get(name)

@@ -65,6 +65,10 @@ def bind(xp, be) -> dict:
         bc = b.__class__
         if bc is float or bc is int:
             if a.dtype.kind == "f":
+                if a.dtype is _F16 and bc is float:
+                    # torch rounds the number to float16 through float32 (_dtype's scalar rule);
+                    # NumPy/CuPy round it from the double: the same value but near a tie
+                    b = _round16(b, _dtype.float16)
                 return a, (_weak(b, a) if _legacy else b)
         elif a.dtype is getattr(b, "dtype", None) and (not floating or a.dtype.kind == "f"):
             return a, b
@@ -87,6 +91,23 @@ def bind(xp, be) -> dict:
         if t is not db:
             b = xp.astype(b, nd(t))
         return a, b
+
+    _F16 = nd(_dtype.float16)
+    _F32 = nd(_dtype.float32)
+    _round16 = _dtype.round_scalar
+
+    def _half_opmath(a, b):
+        """For a float16 ``a``: ``(a, b)`` as float32 operands when ``b`` is what torch's mul/div/
+        floor_divide read at float32 (a number, or a 0-dim tensor that does not decide the
+        float16 result: ``_dtype``'s scalar rule), else None."""
+        bc = b.__class__
+        if bc is float or bc is int:
+            return xp.astype(a, _F32), b
+        if bc is bool or getattr(b, "ndim", 1) != 0 or b.dtype == _F16:
+            return None
+        if rdt(_dtype.float16, 2 if a.ndim else 1, dt_of(b), 1) is not _dtype.float16:
+            return None
+        return xp.astype(a, _F32), xp.astype(b, _F32)
 
     def add(a, b):
         a, b = _prep(a, b)
@@ -111,16 +132,28 @@ def bind(xp, be) -> dict:
         return xp.subtract(b, a)
 
     def mul(a, b):
+        if a.dtype is _F16:
+            h = _half_opmath(a, b)
+            if h is not None:
+                return xp.astype(xp.multiply(*h), _F16)
         a, b = _prep(a, b)
         if a.dtype.kind == "b":
             return xp.logical_and(a, b)
         return xp.multiply(a, b)
 
     def div(a, b):
+        if a.dtype is _F16:
+            h = _half_opmath(a, b)
+            if h is not None:
+                return xp.astype(xp.divide(*h), _F16)
         a, b = _prep(a, b, True)
         return xp.divide(a, b)
 
     def rdiv(a, b):
+        if a.dtype is _F16 and b.__class__ in (float, int):
+            # torch: s / t is t.reciprocal() * s (reciprocal rounded to float16, s at float32)
+            r = xp.astype(xp.divide(1, a), _F32)
+            return xp.astype(xp.multiply(r, b), _F16)
         a, b = _prep(a, b, True)
         return xp.divide(b, a)
 
@@ -135,6 +168,10 @@ def bind(xp, be) -> dict:
             raise TypeError(f"{name} of bool operands")
 
     def floor_divide(a, b):
+        if a.dtype is _F16:
+            h = _half_opmath(a, b)
+            if h is not None:
+                return xp.astype(xp.floor_divide(*h), _F16)
         a, b = _prep(a, b)
         _bool_kernel(a, "floor_divide")
         _int_divisor_check(a, b, "floor_divide")
@@ -455,9 +492,13 @@ def bind(xp, be) -> dict:
         return xp.stack([xp.astype(i, xp.int64) for i in xp.nonzero(x)], axis=1)
 
     def masked_scatter_(x, mask, src):
+        if mask.dtype.kind != "b":
+            raise TypeError("masked_scatter_: mask is not bool")   # the fake rule: torch's words
         be.masked_scatter(x, mask, src)
 
     def masked_fill_(x, mask, value):
+        if mask.dtype.kind != "b":
+            raise TypeError("masked_fill_: mask is not bool")      # the fake rule: torch's words
         be.assign(x, xp.where(mask, xp.asarray(value, dtype=x.dtype) if isinstance(
             value, (int, float)) else value, x))
 

@@ -98,6 +98,14 @@ def check_bool_operands(api, a, b, dt) -> None:
                            f"x.long()")
 
 
+def check_bool_mask(api: str, mask) -> None:
+    """torch's rule for masked_fill_/masked_scatter_: the mask must be a bool tensor."""
+    if mask.dtype is not _dtype.bool:
+        raise RuntimeError(f"{api} only supports boolean masks, but got mask with dtype "
+                           f"{_C_NAMES.get(mask.dtype.name, mask.dtype.name)} (torch's "
+                           f"rule); pass a bool mask such as `mask != 0`")
+
+
 def binary_meta(kind: str = "same", api: str = "broadcast"):
     """Fake rule of a broadcasting binary op. ``kind``: same / float / bool (comparisons)."""
     checked = api in ("sub", "rsub") or api in _NO_BOOL_KERNEL

@@ -11,7 +11,7 @@ from __future__ import annotations
 from .. import _dtype
 from ..errors import DispatchError
 from ._define import defop, ops as O
-from ._shapes import is_tensor, out_like, wrap_dim
+from ._shapes import check_bool_mask, is_tensor, out_like, wrap_dim
 
 
 def _is_tensor(x):
@@ -171,6 +171,13 @@ def _meta_self(x, *rest):
     return x
 
 
+def _masked_meta(api):
+    def meta(x, mask, value):
+        check_bool_mask(api, mask)
+        return x
+    return meta
+
+
 def _mask_setup(ctx, inputs, output):
     # in-place autograd entry: runs before the write
     ctx.save_for_backward(inputs[1])
@@ -228,9 +235,10 @@ def _index_put_bw(ctx, g):
 
 
 defop("masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)",
-      meta=_meta_self, setup=_mask_setup, backward=_masked_scatter_bw)
+      meta=_masked_meta("masked_scatter_"), setup=_mask_setup, backward=_masked_scatter_bw)
 defop("masked_fill_(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)",
-      meta=_meta_self, setup=_mask_setup, backward=_masked_fill_bw, scalar_ok=("value",))
+      meta=_masked_meta("masked_fill_"), setup=_mask_setup, backward=_masked_fill_bw,
+      scalar_ok=("value",))
 defop("index_put_(Tensor(a!) self, SymInt dim, Tensor index, Tensor values) -> Tensor(a!)",
       meta=_meta_self, setup=_index_put_setup, backward=_index_put_bw, scalar_ok=("values",))
 

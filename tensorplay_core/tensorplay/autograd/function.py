@@ -136,7 +136,8 @@ class FunctionNode(Node):
     def apply(self, grads):
         ctx = self.ctx
         # the common case, one output whose gradient came with its dtype, costs one check
-        if len(grads) > 1 or grads[0] is None or grads[0]._dtype is not self._out_meta[0][1]:
+        g = grads[0]
+        if g is None or len(grads) > 1 or g._dtype is not self._out_meta[0][1]:
             grads = _formula_grads(grads, self._out_meta, ctx.materialize_grads)
         res = self.fn(ctx, *grads)
         structure = self.structure

@@ -220,11 +220,11 @@ def backward_root(node, nr, g, keep_graph=False):
         # _walk's steps for this graph, without its bookkeeping (dependency counts, pending
         # slots)
         ret = node._retained
+        # one gradient per output of the node (None but the root's), as _walk gives (every
+        # node but AccumulateGrad has its _out_meta tuple)
         m = node._out_meta
-        if nr == 0 and (m is None or len(m) == 1):
-            grads = (g,)
-        else:   # one gradient per output of the node (None but the root's), as _walk gives
-            grads = tuple(g if i == nr else None for i in range(len(m) if m else nr + 1))
+        grads = (g,) if nr == 0 and len(m) == 1 else tuple(g if i == nr else None
+                                                           for i in range(len(m)))
         del g
         with _GRAD_OFF:
             if ret is not None:
