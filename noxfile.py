@@ -13,6 +13,9 @@
   and that creating a real tensor then fails with a message naming the plugin to install.
 * ``bench`` -- ``python benchmarks/run_all.py`` (figures and ratios measured in the same run).
 * ``lint`` -- ruff over the repository.
+* ``triton_versions`` -- tensorplay-triton's interpreter tests on each supported Triton release.
+* ``triton_numpy`` -- the same tests on the newest NumPy (Python 3.13) with the oldest and the
+  newest supported Triton.
 
 Interpreters are found as ``pythonX.Y`` on ``PATH``; with pyenv, make them all visible with e.g.
 ``PYENV_VERSION=3.11.7:3.10.13:3.12.1:3.13.0`` (``.ci/run`` does this).
@@ -203,6 +206,10 @@ def lint(session):
 # Triton releases tensorplay-triton supports (its pyproject pins exactly this range): the plugin uses
 # Triton internals (driver, launcher, interpreter), so each release runs the interpreter tests.
 TRITON_VERSIONS = ["3.6.0", "3.7.0", "3.7.1", "3.8.0", "3.9.0"]
+# tensorplay-triton's interpreter tests (kernels on cpu run through Triton's interpreter on NumPy)
+TRITON_TESTS = ["tests/test_triton.py", "tests/test_triton_tutorials.py", "tests/test_triton_raw.py",
+                "tests/test_triton_direct.py", "tests/test_triton_bf16_interp.py",
+                "tests/test_triton_spellings.py"]
 
 
 @nox.session(python="3.11")
@@ -214,6 +221,21 @@ def triton_versions(session, triton):
     session.install(f"triton=={triton}")
     session.run("python", "-c", "import triton, numpy; print('triton', triton.__version__, "
                 "'numpy', numpy.__version__)")
-    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_triton.py",
-                "tests/test_triton_tutorials.py", "tests/test_triton_raw.py",
-                "tests/test_triton_direct.py", "tests/test_triton_bf16_interp.py", *session.posargs)
+    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", *TRITON_TESTS,
+                *session.posargs)
+
+
+@nox.session(python=PYTHONS[-1])
+@nox.parametrize("triton", [TRITON_VERSIONS[0], TRITON_VERSIONS[-1]])
+def triton_numpy(session, triton):
+    """The interpreter tests on the newest NumPy pip resolves (2.5 needs Python >= 3.12; the
+    ``triton_versions`` sessions run Python 3.11, hence NumPy 2.4) with the oldest and the newest
+    supported Triton: Triton's interpreter computes with NumPy, and NumPy releases change what it
+    accepts (2.4 refused ``int()`` on the 1-element arrays it uses for scalars: Triton issue 9171)."""
+    session.install("-e", ".[test]", "-e", "plugins/tensorplay_cpu", "-e", "plugins/tensorplay_triton",
+                    "-e", "examples")
+    session.install(f"triton=={triton}", "--upgrade", "numpy")
+    session.run("python", "-c", "import triton, numpy; print('triton', triton.__version__, "
+                "'numpy', numpy.__version__)")
+    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", *TRITON_TESTS,
+                *session.posargs)

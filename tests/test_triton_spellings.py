@@ -7,6 +7,7 @@ through ``wrap_triton``) and on cuda (compiled; skipped without a GPU):
   ``@triton.jit`` helpers defined in another module that import their own names;
 * constexpr annotations written as strings (``"tl.constexpr"``, ``"triton.language.constexpr"``,
   modules with ``from __future__ import annotations``), as in PyTorch's ``triton_op`` example;
+* a raw ``kernel[grid](...)`` launch inside ``tensorplay.compile`` (wrapped, as torch.compile does);
 * ``@triton.autotune`` under the interpreter: configs that differ only in what the interpreter
   ignores (``num_warps``, ``num_stages``) run once, not timed one by one; configs that differ in
   meta-parameters: the first one the pruning keeps, deterministically; and the language is patched
@@ -29,7 +30,7 @@ import tensorplay
 import triton.language as tl
 import triton.language.extra.libdevice as ld_alias
 from tensorplay import library
-from tensorplay_triton import wrap_triton
+from tensorplay_triton import TritonLaunchError, wrap_triton
 from triton.language import arange, load, program_id, store
 from triton.language import exp as tl_exp
 from triton.language import sum as tl_sum
@@ -224,6 +225,62 @@ def test_future_annotations_module(device, full):
     grid = (triton.cdiv(h.size, 16),)
     wrap_triton(helpers.future_scale_kernel)[grid](x, out, h.size, BLOCK=16, FULL=full)
     np.testing.assert_allclose(_host(out), _gelu_tanh(h) if full else h, rtol=2e-5, atol=1e-6)
+
+
+# -- a raw kernel[grid](...) inside tensorplay.compile -------------------------------------------
+
+@triton.jit
+def scale_add_kernel(x_ptr, y_ptr, out_ptr, alpha, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, alpha * tl.load(x_ptr + offs, mask=m) + tl.load(y_ptr + offs, mask=m),
+             mask=m)
+
+
+def _raw_fn(x, y):
+    out = tensorplay.empty_like(x)
+    n = out.numel()
+    scale_add_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, y, out, 3.0, n, BLOCK=16)
+    return out + 1
+
+
+def _wrapped_fn(x, y):
+    out = tensorplay.empty_like(x)
+    n = out.numel()
+    wrap_triton(scale_add_kernel)[(triton.cdiv(n, 16),)](x, y, out, 0.5, n, BLOCK=16)
+    return out * 2
+
+
+def test_raw_launch_inside_compile(device):
+    f = tensorplay.compile(_raw_fn)
+    for seed, n in ((0, 37), (1, 37), (2, 50)):
+        h, x = _data(device, n, seed)
+        g, y = _data(device, n, seed + 10)
+        np.testing.assert_allclose(_host(f(x, y)), 3 * h + g + 1, rtol=1e-6)
+    text = str(f.graph)
+    assert "scale_add_kernel" in text, text
+
+
+def test_wrap_triton_launch_inside_compile_outside_a_triton_op(device):
+    f = tensorplay.compile(_wrapped_fn)
+    h, x = _data(device)
+    g, y = _data(device, seed=3)
+    np.testing.assert_allclose(_host(f(x, y)), (0.5 * h + g) * 2, rtol=1e-6)
+
+
+def test_raw_launch_on_cpu_outside_compile_still_names_wrap_triton():
+    h, x = _data("cpu")
+    out = tensorplay.empty_like(x)
+    from triton.runtime import driver
+    if getattr(driver, "_active", None) is not None or _has_gpu_driver():
+        pytest.skip("a Triton GPU driver is active in this process: the raw launch would compile")
+    with pytest.raises(TritonLaunchError, match=r"wrap_triton\(scale_add_kernel\)"):
+        scale_add_kernel[(1,)](x, x, out, 1.0, h.size, BLOCK=64)
+
+
+def _has_gpu_driver():
+    ok, _ = tensorplay.plugins.device_status("cuda")
+    return ok
 
 
 # -- autotune and nested reductions under the interpreter ---------------------------------------

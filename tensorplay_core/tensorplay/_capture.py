@@ -24,6 +24,7 @@ normal dispatch.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 from . import _dispatch, _pytree, _registry
@@ -531,6 +532,11 @@ class _Capture:
         return c
 
 
+# Context-manager factories entered around every capture (plugins add theirs: tensorplay-triton
+# records raw ``kernel[grid](...)`` launches on captured tensors while a capture runs).
+capture_scopes: list = []
+
+
 def capture(fn, args_template, leaves, *, name="fn"):
     """Run ``fn`` on capture tensors standing for ``leaves`` and return the ``Graph``.
 
@@ -559,7 +565,10 @@ def capture(fn, args_template, leaves, *, name="fn"):
     prev_grad = gst.enabled
     mst.mode = "capture"
     try:
-        out = fn(*args, **kwargs)
+        with contextlib.ExitStack() as scopes:
+            for scope in capture_scopes:
+                scopes.enter_context(scope())
+            out = fn(*args, **kwargs)
         graph.output = _output_structure(ctx, out)
     finally:
         mst.mode = prev_mode

@@ -25,7 +25,9 @@
 * A raw ``kernel[grid](...)`` launch on tensorplay tensors is supported on cuda once the driver
   is installed (``install_driver()``); on cpu tensors use ``wrap_triton``: a compiled kernel launched
   raw on cpu tensors raises ``TritonLaunchError`` naming the kernel, the device and that fix
-  (``_rawguard``), and interpreted raw launches raise a ``TypeError`` saying so.
+  (``_rawguard``), and interpreted raw launches raise a ``TypeError`` saying so. Inside
+  ``tensorplay.compile``, raw and ``wrap_triton`` launches on captured tensors are recorded as graph
+  nodes that launch through ``wrap_triton`` when the graph runs (as torch.compile does).
 
 Importing this module is cheap: it imports neither triton, numpy nor cupy; they are
 imported on the first ``wrap_triton`` call.
@@ -38,6 +40,7 @@ from __future__ import annotations
 
 import os
 
+from tensorplay import _capture
 from tensorplay.plugins import hookimpl
 
 from . import _rawguard
@@ -58,6 +61,16 @@ __all__ = [
 # Raw launches Triton cannot make get an error naming the kernel, device and fix (no per-launch
 # cost: Triton's driver factory is wrapped once triton is imported; see _rawguard).
 _rawguard.install()
+
+
+def _capture_scope():
+    from ._graphlaunch import capture_scope
+    return capture_scope()
+
+
+# Inside tensorplay.compile, raw kernel[grid](...) launches on captured tensors are recorded as
+# graph nodes (see _graphlaunch); Triton is patched only while a capture runs.
+_capture.capture_scopes.append(_capture_scope)
 
 
 def wrap_triton(kernel, *, strided=()):

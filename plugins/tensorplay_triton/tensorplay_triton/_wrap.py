@@ -12,8 +12,9 @@
   the CuPy-backed Triton driver (``_driver.install_cuda_driver``), so PyTorch is never needed;
 * fake tensors (``FakeTensorMode``, ``meta``; ``t._data is None``) skip the launch: that is how a
   ``triton_op`` body doubles as its own fake kernel;
-* tensors being captured by ``tensorplay.compile`` (``t._capture`` set) raise: a Triton launch cannot
-  be traced and must sit inside a ``triton_op``, which capture records as one opaque node.
+* a launch on tensors being captured by ``tensorplay.compile`` (``t._capture`` set) outside a
+  ``triton_op`` is recorded as one graph node that launches the kernel when the graph runs, as
+  torch.compile records it (``_graphlaunch``).
 """
 
 from __future__ import annotations
@@ -273,7 +274,7 @@ class TritonKernelWrapper:
             if isinstance(a, Tensor):              # CaptureTensor is a subclass
                 if dev is None:
                     if a._data is None or a._capture is not None:
-                        return self._no_launch(args, kwargs)
+                        return self._no_launch(grid, args, kwargs)
                     dev = a._device
                     make = self._adapter_for(dev)
                 elif a._device is not dev or a._data is None:
@@ -301,7 +302,7 @@ class TritonKernelWrapper:
                 if isinstance(a, Tensor):
                     if dev is None:
                         if a._data is None or a._capture is not None:
-                            return self._no_launch(args, kwargs)
+                            return self._no_launch(grid, args, kwargs)
                         dev = a._device
                         make = self._adapter_for(dev)
                     elif a._device is not dev or a._data is None:
@@ -546,14 +547,12 @@ class TritonKernelWrapper:
         return r
 
     # -- fake / capture ----------------------------------------------------------------------
-    def _no_launch(self, args, kwargs):
+    def _no_launch(self, grid, args, kwargs):
         tensors = [a for a in list(args) + list(kwargs.values()) if isinstance(a, Tensor)]
         if any(t._capture is not None for t in tensors):
-            raise TritonLaunchError(
-                f"wrap_triton({self.name}): a Triton kernel was launched on tensors that "
-                f"tensorplay.compile is capturing, outside a triton_op. Capture cannot trace into a "
-                f"Triton launch: move the launch into a function decorated with "
-                f"@tensorplay.library.triton_op(...), which compile records as one opaque node.")
+            # inside tensorplay.compile: one graph node that launches when the graph runs
+            from ._graphlaunch import record_launch
+            return record_launch(self, grid, args, kwargs)
         real = [t for t in tensors if t._data is not None]
         if real:
             raise TritonLaunchError(
