@@ -43,67 +43,21 @@ needs_triton = pytest.mark.skipif(not HAS_TRITON, reason="needs triton and tenso
 _TP_RESERVED = ("by design: the 'tp' namespace is reserved (SPEC §1 trust rules: built-in kernels "
                 "are not overridden through tensorplay.library), and kernels take no dispatch "
                 "key set (with_keyset); tensorplay/_registry.py RESERVED_NAMESPACE")
-_TRITON_STR_CONSTEXPR = (
-    "plugins/tensorplay_triton (helper B, issue 26 §2): a `BLOCK_SIZE: \"tl.constexpr\"` string "
-    "annotation is not a constexpr under Triton's interpreter on cpu (\"arange's arguments must "
-    "be of type tl.constexpr\")")
-_TRITON_RAW_IN_COMPILE = (
-    "plugins/tensorplay_triton (helper B, issue 26 §2): a raw kernel[grid](...) launch inside "
-    "tensorplay.compile is refused (torch.compile wraps it itself)")
-
-
-
-def _interpreter_takes_string_constexpr() -> bool:
-    """Whether this install's Triton path on cpu accepts ``BLOCK_SIZE: "tl.constexpr"`` (fixed
-    in plugins/tensorplay_triton by issue 26 §2; the examples below are xfail where it is not)."""
-    if not HAS_TRITON:
-        return False
-    import triton
-    from triton import language as tl  # noqa: F401  (the string annotation names it)
-
-    from tensorplay.library import wrap_triton
-
-    @triton.jit
-    def probe(in_ptr, out_ptr, n, BLOCK_SIZE: "tl.constexpr"):
-        offs = tl.arange(0, BLOCK_SIZE)
-        tl.store(out_ptr + offs, tl.load(in_ptr + offs, mask=offs < n) + 1, mask=offs < n)
-
-    x, out = tensorplay.ones(2), tensorplay.empty(2)
-    try:
-        wrap_triton(probe)[(1,)](x, out, 2, 2)
-    except Exception:  # noqa: BLE001 - the gap itself (InterpreterError)
-        return False
-    return out.tolist() == [2.0, 2.0]
-
-
-_STR_CONSTEXPR_OK = _interpreter_takes_string_constexpr()
 
 # Examples left failing, each a strict xfail below with its reason (the count is reported).
 XFAILED = {
     "test_get_kernel_conditional_sin",
     "test_library_impl_div_tensor",
-    "test_user_defined_triton_recipe_basic_usage",
-    "test_user_defined_triton_recipe_advanced_usage_autotune",
-} | (set() if _STR_CONSTEXPR_OK else {
-    "test_triton_op_add",
-    "test_user_defined_triton_recipe_wrapping_with_triton_op",
-    "test_user_defined_triton_recipe_training_support",
-    "test_user_defined_triton_recipe_backward_with_triton_op",
-})
-_xfail_cpu = {
-    "str_constexpr": pytest.mark.xfail(not _STR_CONSTEXPR_OK, strict=True,
-                                       reason=_TRITON_STR_CONSTEXPR),
-    "raw_in_compile": pytest.mark.xfail(strict=True, reason=_TRITON_RAW_IN_COMPILE),
 }
 
 
 def _triton_devices(why):
-    """cpu (Triton's interpreter; xfail for ``why``) and cuda (compiled; needs a GPU). The raw
-    launch inside compile is refused on every device (issue 26 §2), the string annotation only
-    under the interpreter."""
-    cuda_marks = [needs_cuda] + ([_xfail_cpu[why]] if why == "raw_in_compile" else [])
-    return [pytest.param("cpu", id="cpu", marks=_xfail_cpu[why]),
-            pytest.param("cuda", id="cuda", marks=cuda_marks)]
+    """cpu (Triton's interpreter) and cuda (compiled; needs a GPU). ``why`` names the Triton
+    habit the example exercises (a string constexpr annotation, a raw launch inside compile):
+    both were gaps on cpu (issue 26 §2) and now run on both devices."""
+    assert why in ("str_constexpr", "raw_in_compile"), why
+    return [pytest.param("cpu", id="cpu"),
+            pytest.param("cuda", id="cuda", marks=[needs_cuda])]
 
 
 @pytest.fixture(autouse=True)

@@ -165,6 +165,45 @@ def test_spellings_leave_module_names_untouched():
     assert getattr(rsqrt, "__module__", "") == "triton.language.extra.libdevice"
 
 
+_LATE_TL_MODULE = """
+import triton
+import tensorplay
+from tensorplay_triton import wrap_triton
+
+
+@triton.jit
+def early(x_ptr, out_ptr, n, BLOCK: "tl.constexpr"):
+    # launched before this module binds `tl` itself: the interpreter's rewrite injects it
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) + 1.0, mask=m)
+
+
+def launch_early(x):
+    out = tensorplay.empty_like(x)
+    wrap_triton(early)[(1,)](x, out, x.numel(), BLOCK=64)
+    return out
+"""
+
+
+def test_a_module_name_bound_after_an_injecting_launch_survives_later_launches(tmp_path):
+    """A module (PyTorch's docs examples are written so) that launches a kernel before it binds
+    ``tl`` itself, then binds ``tl`` to the very object the interpreter had injected: later
+    launches must not take the module's own name away (a compiled launch on cuda then failed
+    with ``NameError: tl is not defined``)."""
+    path = tmp_path / "late_tl_mod.py"
+    path.write_text(_LATE_TL_MODULE)
+    spec = importlib.util.spec_from_file_location("late_tl_mod", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    x = tensorplay.arange(8, dtype=tensorplay.float32)
+    assert mod.launch_early(x).tolist() == [float(i + 1) for i in range(8)]
+    assert "tl" not in vars(mod)            # the injection lasted for that launch only
+    exec("from triton import language as tl", vars(mod))   # the module binds it itself
+    assert mod.launch_early(x).tolist() == [float(i + 1) for i in range(8)]
+    assert vars(mod).get("tl") is tl        # still the module's own name after the launch
+
+
 # -- constexpr annotations written as strings --------------------------------------------------
 
 @triton.jit

@@ -182,6 +182,10 @@ def _patch_tensor_fn(orig):
 
 
 _INJECTED: dict = {}        # id(globals) -> (globals, {name: value}): what Triton's rewriter added
+# (globals, name, value) put into module globals by the launch in progress: only these are taken
+# out when it ends. A module that binds the same object itself later (``from triton import
+# language as tl`` after a launch from that module injected ``tl``) keeps its own name.
+_ADDED_NOW: list = []
 _DEPTH = [0]                # nesting of interpreter scopes (the outermost one adds/removes names)
 
 
@@ -197,6 +201,7 @@ def _track_injections(orig):
             return _constexpr_annotations(self.fn, orig(self, transformed_ast))
         finally:
             added = {k: v for k, v in added.items() if g.get(k, _CALL) is v}
+            _ADDED_NOW.extend((g, k, v) for k, v in added.items())
             if added:
                 e = _INJECTED.get(id(g))
                 if e is None or e[0] is not g:
@@ -252,14 +257,16 @@ def _add_injected(_=None):
         for k, v in names.items():
             if k not in g:
                 g[k] = v
+                _ADDED_NOW.append((g, k, v))
 
 
 def _remove_injected(_=None):
-    # only what is still the injected object: a name the module has since bound is its own
-    for g, names in _INJECTED.values():
-        for k, v in names.items():
-            if g.get(k, _CALL) is v:
-                del g[k]
+    # only what this launch added and is still the injected object: a name the module has since
+    # bound (to another object, or before this launch to the same one) is its own
+    while _ADDED_NOW:
+        g, k, v = _ADDED_NOW.pop()
+        if g.get(k, _CALL) is v:
+            del g[k]
 
 
 def launch(call, chain=()):
