@@ -85,6 +85,7 @@ def _define_backward(name, schema, bridge):
     torch.library.register_kernel(qual, "cpu", bridge.backward_kernel, lib=lib)
     torch.library.register_kernel(qual, "cuda", _on_torch_stream(bridge.backward_kernel), lib=lib)
     torch.library.register_fake(qual, bridge.backward_fake, lib=lib)
+    bridge.cuda_kernel = _on_torch_stream(bridge.backward_kernel)
     return getattr(getattr(torch.ops, _autograd.BACKWARD_NS), name).default
 
 
