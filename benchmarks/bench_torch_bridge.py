@@ -79,8 +79,8 @@ def _rows(torch, bridged, native, device, backend):
     glb = {"bridged": bridged, "native": native, "x": x, "xg": xg, "grad": torch.autograd.grad,
            "sync": sync}
     compiled = {}
+    torch._dynamo.reset()       # once: a reset between the two would drop the first's graph
     for k, op in (("bridged", bridged), ("native", native)):
-        torch._dynamo.reset()
         f = torch.compile(lambda t, op=op: op(t, 2.0) + 1, fullgraph=True, backend=backend)
         f(x)
         compiled[k] = f

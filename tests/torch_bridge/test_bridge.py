@@ -100,6 +100,23 @@ def fill_(out: tp.Tensor, value: float) -> None:
     out.fill_(value)
 
 
+@library.custom_op("bridgetest::cast", mutates_args=())
+def cast(x: tp.Tensor, dtype: tp.dtype, scale: float | None = None) -> tp.Tensor:
+    y = x.to(dtype)
+    return y * scale if scale is not None else y
+
+
+@library.custom_op("bridgetest::arange_on", mutates_args=())
+def arange_on(n: int, device: tp.device) -> tp.Tensor:
+    """No tensor argument: dispatches on ``device`` (torch's BackendSelect)."""
+    return tp.arange(n, device=device).to(tp.float32)
+
+
+@arange_on.register_fake
+def _(n, device):
+    return tp.empty(n, device=device)
+
+
 tensorplay_torch.register()
 T = torch.ops.bridgetest
 
@@ -172,6 +189,18 @@ def test_dtypes_map_both_ways(dt):
     assert t.dtype == tensorplay_torch.DTYPES[dt] and t.stride() == x.stride()
     back = tensorplay_torch.to_torch(t)
     assert back.dtype == dt and back.data_ptr() == x.data_ptr() and back.stride() == x.stride()
+
+
+def test_dtype_device_and_optional_arguments_cross():
+    x = torch.arange(4, dtype=torch.int32)
+    y = T.cast(x, torch.float64)
+    assert y.dtype == torch.float64 and y.tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert T.cast(x, torch.float16, 0.5).tolist() == [0.0, 0.5, 1.0, 1.5]
+    with FakeTensorMode() as mode:
+        f = T.cast(mode.from_tensor(x), torch.bfloat16)
+        assert f.dtype == torch.bfloat16 and f.shape == (4,)
+    z = T.arange_on(3, torch.device("cpu"))
+    assert z.tolist() == [0.0, 1.0, 2.0] and z.device.type == "cpu"
 
 
 # -- errors -----------------------------------------------------------------------------------
@@ -299,3 +328,34 @@ def test_autoload_at_import_torch_is_off_by_default_and_opt_in():
     assert _run(code, TENSORPLAY_TORCH_AUTOLOAD="example") == "True True"
     assert _run(code + "; print(hasattr(torch.ops.newuser, 'layer_norm'))",
                 TENSORPLAY_TORCH_AUTOLOAD="1").splitlines()[-1] == "True"
+
+
+# -- cuda (the GPU machine; skipped elsewhere) -------------------------------------------------
+
+def _cuda_or_skip():
+    if not torch.cuda.is_available():
+        pytest.skip("torch has no cuda device here")
+    ok, why = tp.plugins.device_status("cuda")
+    if not ok:
+        pytest.skip(f"TensorPlay's cuda device is unavailable: {why}")
+
+
+def test_cuda_kernels_zero_copy_on_torchs_current_stream():
+    _cuda_or_skip()
+    x = torch.randn(64, 96, device="cuda")[:, :64]
+    w = torch.randn(64, device="cuda")
+    want = torch.ops.example.rms_norm(x.cpu(), w.cpu())
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        y = torch.ops.example.rms_norm(x, w)
+        s = T.scale(x, alpha=1.0)
+    assert SEEN["x_ptr"] == x.data_ptr() and SEEN["x_stride"] == x.stride()
+    assert SEEN["out_ptr"] == s.data_ptr() and y.device == x.device
+    side.synchronize()
+    torch.testing.assert_close(y.cpu(), want, rtol=1e-5, atol=1e-5)
+    xg = x.detach().requires_grad_(True)
+    (g,) = torch.autograd.grad(torch.ops.example.rms_norm(xg, w).sum(), xg)
+    xc = x.detach().cpu().requires_grad_(True)
+    (gc,) = torch.autograd.grad(torch.ops.example.rms_norm(xc, w.cpu()).sum(), xc)
+    torch.testing.assert_close(g.cpu(), gc, rtol=1e-4, atol=1e-5)
