@@ -11,12 +11,11 @@ import sys
 
 import numpy as np
 import pytest
-import torch
-from torch._subclasses.fake_tensor import FakeTensorMode
-
 import tensorplay as tp
 import tensorplay_torch
+import torch
 from tensorplay import library
+from torch._subclasses.fake_tensor import FakeTensorMode
 
 # -- ops defined here (namespace "bridgetest"), bridged with the packs' -------------------------
 
@@ -42,7 +41,7 @@ def _scale_setup(ctx, inputs, keyword_only_inputs, output):
 
 
 def _scale_backward(ctx, g):
-    (x,) = ctx.saved_tensors
+    SEEN["saved"] = len(ctx.saved_tensors)
     SEEN["needs"] = ctx.needs_input_grad
     SEEN["alpha_in_backward"] = ctx.alpha
     return g * ctx.alpha
@@ -145,7 +144,7 @@ def test_keyword_only_arguments_and_defaults():
     x = torch.randn(3)
     torch.testing.assert_close(T.scale(x), x * 2.0)
     torch.testing.assert_close(T.scale(x, alpha=3.0, shift=1.0), x * 3.0 + 1.0)
-    with pytest.raises(Exception):
+    with pytest.raises((RuntimeError, TypeError)):
         T.scale(x, 3.0)                 # keyword-only, as declared
 
 
@@ -234,9 +233,9 @@ def test_fake_outputs_have_the_real_outputs_metadata():
         assert (f.shape, f.dtype, f.device) == (r.shape, r.dtype, r.device)
         assert [st for st, n in zip(f.stride(), f.shape) if n > 1] == \
             [st for st, n in zip(r.stride(), r.shape) if n > 1]
-    with FakeTensorMode() as mode:
-        with pytest.raises(ValueError, match="example::rms_norm.*weight must have shape"):
-            torch.ops.example.rms_norm(mode.from_tensor(x), mode.from_tensor(torch.randn(5)))
+    with FakeTensorMode() as mode, \
+            pytest.raises(ValueError, match="example::rms_norm.*weight must have shape"):
+        torch.ops.example.rms_norm(mode.from_tensor(x), mode.from_tensor(torch.randn(5)))
 
 
 # -- autograd ---------------------------------------------------------------------------------
@@ -268,7 +267,7 @@ def test_ctx_attributes_saved_tensors_and_needs_input_grad_reach_the_formula():
     y = T.scale(x, alpha=4.0)
     (gx,) = torch.autograd.grad(y.sum(), x)
     torch.testing.assert_close(gx, torch.full_like(x, 4.0))
-    assert SEEN["alpha_in_backward"] == 4.0 and SEEN["needs"][0] is True
+    assert SEEN["alpha_in_backward"] == 4.0 and SEEN["needs"][0] is True and SEEN["saved"] == 1
     torch.autograd.gradcheck(lambda t: T.scale(t, alpha=1.5, shift=0.5), (_leaf(4),))
 
 
@@ -308,7 +307,7 @@ def _run(code, **env):
     e = {k: v for k, v in os.environ.items() if k != "TENSORPLAY_TORCH_AUTOLOAD"}
     e.update(env)
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e,
-                       timeout=300)
+                       timeout=300, check=False)
     assert p.returncode == 0, p.stderr
     return p.stdout.strip()
 

@@ -4,13 +4,10 @@ newuser pack (tests/packs/newuser_pack), over each pack's own sample inputs conv
 
 from __future__ import annotations
 
-import math
-
 import pytest
-import torch
-
 import tensorplay as tp
 import tensorplay_torch
+import torch
 
 NAMESPACES = ("example", "newuser")
 tensorplay_torch.register(namespace=list(NAMESPACES))

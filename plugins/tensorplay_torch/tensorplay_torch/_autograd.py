@@ -27,15 +27,14 @@ from __future__ import annotations
 
 import inspect
 
-import torch
-
 import tensorplay as tp
+import torch
 from tensorplay.autograd import FunctionCtx
 
 from ._convert import BridgeError, reraise, to_torch, to_tp
 from ._fake import fake_from_torch
 
-__all__ = ["bridge_autograd", "backward_schema"]
+__all__ = ["backward_schema", "bridge_autograd"]
 
 BACKWARD_NS = "tensorplay_bridge"
 
@@ -150,7 +149,7 @@ class _Bridge:
                     _call_setup(self.op, ctx, fv, fo[0] if self.single else tuple(fo))
                 ids = set(getattr(ctx, "marked", ()))
                 self.marked = tuple(i for i, o in enumerate(fo) if id(o) in ids)
-            except Exception:
+            except Exception:  # noqa: BLE001 - any failure on fakes: probe unusable, say nothing
                 # a setup_context that needs data: nothing marked (outputs then get zero grads)
                 self.marked = ()
         return self.marked
@@ -224,7 +223,7 @@ class _Bridge:
                 tres = self._composite(tvals, tgrads, needs)
         except BridgeError:
             raise
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
             reraise(e, f"{where}: the pack's backward raised on the TensorPlay side")
         return self._grads_to_torch(self._slots(values), tres, needs, args, where)
 

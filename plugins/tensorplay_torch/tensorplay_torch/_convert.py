@@ -13,12 +13,21 @@ TensorPlay lacks, or one torch lacks).
 
 from __future__ import annotations
 
+import tensorplay as tp
 import torch
 
-import tensorplay as tp
-
-__all__ = ["BridgeError", "reraise", "DTYPES", "to_tp", "to_torch", "to_tensorplay", "tp_dtype", "torch_dtype", "args_to_tp",
-           "out_to_torch"]
+__all__ = [
+    "DTYPES",
+    "BridgeError",
+    "args_to_tp",
+    "out_to_torch",
+    "reraise",
+    "to_tensorplay",
+    "to_torch",
+    "to_tp",
+    "torch_dtype",
+    "tp_dtype",
+]
 
 
 class BridgeError(RuntimeError):
@@ -33,7 +42,7 @@ def reraise(e: BaseException, prefix: str):
     msg = f"{prefix}: {type(e).__name__}: {e}"
     try:
         new = type(e)(msg)
-    except Exception:
+    except Exception:  # noqa: BLE001 - a type not built from one message: BridgeError
         new = BridgeError(msg)
     raise new from e
 
