@@ -9,7 +9,9 @@ paired (``_harness.paired``) in one process:
 
 * eager, no grad: ``op(x, 2.0)``;
 * eager, with grad: forward and ``torch.autograd.grad`` (x requires grad);
-* compiled: ``torch.compile(lambda x: op(x, 2.0) + 1, fullgraph=True)`` (inductor; ``--backend``).
+* compiled: ``torch.compile(lambda x: op(x, 2.0) + 1, fullgraph=True)`` (inductor; ``--backend``);
+* for reference, the TensorPlay op alone on TensorPlay tensors (its own dispatch and body, no
+  torch), in the bridged column.
 
 Targets (issue 31): eager <= 1.1x, compiled <= 1.05x. Usage: ``python
 benchmarks/bench_torch_bridge.py [--device cpu|cuda|all] [--backend inductor]``; writes
@@ -86,6 +88,15 @@ def _rows(torch, bridged, native, device, backend):
         compiled[k] = f
     glb["c_bridged"], glb["c_native"] = compiled["bridged"], compiled["native"]
     rows = {}
+    # where the time goes: the TensorPlay op itself on TensorPlay tensors (dispatch + the same
+    # body), against which the bridge's own share (DLPack/NumPy views both ways) is the rest
+    import tensorplay as tp
+    glb["tp_op"], glb["tx"] = tp.ops.bench_bridge.scale, tp.ones(1, device=device)
+    t = H.paired({"tensorplay": "tp_op(tx, 2.0); sync()", "native": "native(x, 2.0); sync()"},
+                 glb)
+    rows["tensorplay op alone (no torch)"] = {
+        "bridged": H.us(t["tensorplay"]), "native": H.us(t["native"]),
+        "ratio": H.summary([p / q for p, q in zip(t["tensorplay"], t["native"])])}
     for label, (a, b) in {
         "eager, no grad": ("bridged(x, 2.0); sync()", "native(x, 2.0); sync()"),
         "eager, with grad": ("grad(bridged(xg, 2.0), xg); sync()",
