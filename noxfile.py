@@ -11,6 +11,10 @@
 * ``core_without_numpy`` -- the core alone: proves ``import tensorplay`` imports no numpy (nor
   cupy/triton/torch), that schemas, registration and fake tensors work without a device plugin,
   and that creating a real tensor then fails with a message naming the plugin to install.
+* ``torch`` -- the PyTorch bridge (``plugins/tensorplay_torch``): torch 2.13.0 (CPU) + core + cpu
+  plugin + example pack + ``tests/packs/newuser_pack`` + the bridge, running ``tests/torch_bridge/``
+  (opcheck over both packs, torch.compile, DDP with gloo, the guide). The only session with torch
+  un-blocked for tests; the core's sessions never install it. Not in the default list.
 * ``bench`` -- ``python benchmarks/run_all.py`` (figures and ratios measured in the same run).
 * ``lint`` -- ruff over the repository.
 * ``triton_versions`` -- tensorplay-triton's interpreter tests on each supported Triton release.
@@ -184,6 +188,19 @@ def core_without_numpy(session):
                 "'numpy is installed in this session; the check would prove nothing')")
     session.run("python", "-c", CORE_ONLY)
     session.run("tensorplay", "plugins")
+
+
+@nox.session(python="3.11")   # the torch==2.13.0 CPU wheel on this disk is built for 3.11
+def torch(session):
+    """tests/torch_bridge/ with torch installed: the bridge's tests (collected only with
+    TENSORPLAY_TORCH_TESTS=1; elsewhere that directory collects nothing and imports no torch)."""
+    session.install("torch==2.13.0")
+    session.install("-e", ".[test]", "-e", "plugins/tensorplay_cpu", "-e", "examples",
+                    "-e", "plugins/tensorplay_torch")
+    # tests/packs/newuser_pack has no pyproject: installed as an editable install would be
+    session.run("python", "tests/torch_bridge/install_newuser_pack.py")
+    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/torch_bridge",
+                *session.posargs, env={"TENSORPLAY_TORCH_TESTS": "1"})
 
 
 @nox.session(python="3.11")   # the torch==2.13.0 CPU wheel on this disk is built for 3.11

@@ -8,7 +8,6 @@ import os
 
 import torch
 import torch.distributed as dist
-
 from models import BridgedMLP, batch
 
 STEPS = 20

@@ -11,12 +11,11 @@ import sys
 
 import numpy as np
 import pytest
-import torch
-from torch._subclasses.fake_tensor import FakeTensorMode
-
 import tensorplay as tp
 import tensorplay_torch
+import torch
 from tensorplay import library
+from torch._subclasses.fake_tensor import FakeTensorMode
 
 # -- ops defined here (namespace "bridgetest"), bridged with the packs' -------------------------
 
@@ -42,7 +41,7 @@ def _scale_setup(ctx, inputs, keyword_only_inputs, output):
 
 
 def _scale_backward(ctx, g):
-    (x,) = ctx.saved_tensors
+    SEEN["saved"] = len(ctx.saved_tensors)
     SEEN["needs"] = ctx.needs_input_grad
     SEEN["alpha_in_backward"] = ctx.alpha
     return g * ctx.alpha
@@ -100,6 +99,23 @@ def fill_(out: tp.Tensor, value: float) -> None:
     out.fill_(value)
 
 
+@library.custom_op("bridgetest::cast", mutates_args=())
+def cast(x: tp.Tensor, dtype: tp.dtype, scale: float | None = None) -> tp.Tensor:
+    y = x.to(dtype)
+    return y * scale if scale is not None else y
+
+
+@library.custom_op("bridgetest::arange_on", mutates_args=())
+def arange_on(n: int, device: tp.device) -> tp.Tensor:
+    """No tensor argument: dispatches on ``device`` (torch's BackendSelect)."""
+    return tp.arange(n, device=device).to(tp.float32)
+
+
+@arange_on.register_fake
+def _(n, device):
+    return tp.empty(n, device=device)
+
+
 tensorplay_torch.register()
 T = torch.ops.bridgetest
 
@@ -128,7 +144,7 @@ def test_keyword_only_arguments_and_defaults():
     x = torch.randn(3)
     torch.testing.assert_close(T.scale(x), x * 2.0)
     torch.testing.assert_close(T.scale(x, alpha=3.0, shift=1.0), x * 3.0 + 1.0)
-    with pytest.raises(Exception):
+    with pytest.raises((RuntimeError, TypeError)):
         T.scale(x, 3.0)                 # keyword-only, as declared
 
 
@@ -174,6 +190,18 @@ def test_dtypes_map_both_ways(dt):
     assert back.dtype == dt and back.data_ptr() == x.data_ptr() and back.stride() == x.stride()
 
 
+def test_dtype_device_and_optional_arguments_cross():
+    x = torch.arange(4, dtype=torch.int32)
+    y = T.cast(x, torch.float64)
+    assert y.dtype == torch.float64 and y.tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert T.cast(x, torch.float16, 0.5).tolist() == [0.0, 0.5, 1.0, 1.5]
+    with FakeTensorMode() as mode:
+        f = T.cast(mode.from_tensor(x), torch.bfloat16)
+        assert f.dtype == torch.bfloat16 and f.shape == (4,)
+    z = T.arange_on(3, torch.device("cpu"))
+    assert z.tolist() == [0.0, 1.0, 2.0] and z.device.type == "cpu"
+
+
 # -- errors -----------------------------------------------------------------------------------
 
 def test_a_dtype_tensorplay_lacks_is_refused_naming_op_pack_and_side():
@@ -205,9 +233,9 @@ def test_fake_outputs_have_the_real_outputs_metadata():
         assert (f.shape, f.dtype, f.device) == (r.shape, r.dtype, r.device)
         assert [st for st, n in zip(f.stride(), f.shape) if n > 1] == \
             [st for st, n in zip(r.stride(), r.shape) if n > 1]
-    with FakeTensorMode() as mode:
-        with pytest.raises(ValueError, match="example::rms_norm.*weight must have shape"):
-            torch.ops.example.rms_norm(mode.from_tensor(x), mode.from_tensor(torch.randn(5)))
+    with FakeTensorMode() as mode, \
+            pytest.raises(ValueError, match="example::rms_norm.*weight must have shape"):
+        torch.ops.example.rms_norm(mode.from_tensor(x), mode.from_tensor(torch.randn(5)))
 
 
 # -- autograd ---------------------------------------------------------------------------------
@@ -239,7 +267,7 @@ def test_ctx_attributes_saved_tensors_and_needs_input_grad_reach_the_formula():
     y = T.scale(x, alpha=4.0)
     (gx,) = torch.autograd.grad(y.sum(), x)
     torch.testing.assert_close(gx, torch.full_like(x, 4.0))
-    assert SEEN["alpha_in_backward"] == 4.0 and SEEN["needs"][0] is True
+    assert SEEN["alpha_in_backward"] == 4.0 and SEEN["needs"][0] is True and SEEN["saved"] == 1
     torch.autograd.gradcheck(lambda t: T.scale(t, alpha=1.5, shift=0.5), (_leaf(4),))
 
 
@@ -279,7 +307,7 @@ def _run(code, **env):
     e = {k: v for k, v in os.environ.items() if k != "TENSORPLAY_TORCH_AUTOLOAD"}
     e.update(env)
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e,
-                       timeout=300)
+                       timeout=300, check=False)
     assert p.returncode == 0, p.stderr
     return p.stdout.strip()
 
@@ -299,3 +327,34 @@ def test_autoload_at_import_torch_is_off_by_default_and_opt_in():
     assert _run(code, TENSORPLAY_TORCH_AUTOLOAD="example") == "True True"
     assert _run(code + "; print(hasattr(torch.ops.newuser, 'layer_norm'))",
                 TENSORPLAY_TORCH_AUTOLOAD="1").splitlines()[-1] == "True"
+
+
+# -- cuda (the GPU machine; skipped elsewhere) -------------------------------------------------
+
+def _cuda_or_skip():
+    if not torch.cuda.is_available():
+        pytest.skip("torch has no cuda device here")
+    ok, why = tp.plugins.device_status("cuda")
+    if not ok:
+        pytest.skip(f"TensorPlay's cuda device is unavailable: {why}")
+
+
+def test_cuda_kernels_zero_copy_on_torchs_current_stream():
+    _cuda_or_skip()
+    x = torch.randn(64, 96, device="cuda")[:, :64]
+    w = torch.randn(64, device="cuda")
+    want = torch.ops.example.rms_norm(x.cpu(), w.cpu())
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        y = torch.ops.example.rms_norm(x, w)
+        s = T.scale(x, alpha=1.0)
+    assert SEEN["x_ptr"] == x.data_ptr() and SEEN["x_stride"] == x.stride()
+    assert SEEN["out_ptr"] == s.data_ptr() and y.device == x.device
+    side.synchronize()
+    torch.testing.assert_close(y.cpu(), want, rtol=1e-5, atol=1e-5)
+    xg = x.detach().requires_grad_(True)
+    (g,) = torch.autograd.grad(torch.ops.example.rms_norm(xg, w).sum(), xg)
+    xc = x.detach().cpu().requires_grad_(True)
+    (gc,) = torch.autograd.grad(torch.ops.example.rms_norm(xc, w.cpu()).sum(), xc)
+    torch.testing.assert_close(g.cpu(), gc, rtol=1e-4, atol=1e-5)

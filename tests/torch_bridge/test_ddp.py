@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import socket
 
+import ddp_train
 import torch
 import torch.multiprocessing as mp
-
-import ddp_train
 
 
 def _free_port():

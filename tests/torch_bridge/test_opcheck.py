@@ -1,19 +1,21 @@
 """``torch.library.opcheck`` on every bridged op of the example pack (examples/) and of the
 newuser pack (tests/packs/newuser_pack), over each pack's own sample inputs converted to torch
-(zero-copy, layouts kept), on cpu."""
+(zero-copy, layouts kept), on cpu (and on cuda where torch and TensorPlay have it)."""
 
 from __future__ import annotations
 
-import math
-
 import pytest
-import torch
-
 import tensorplay as tp
 import tensorplay_torch
+import torch
 
 NAMESPACES = ("example", "newuser")
 tensorplay_torch.register(namespace=list(NAMESPACES))
+
+
+# cuda where torch and TensorPlay both have it (the GPU machine); cpu everywhere
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() and tp.plugins.device_status("cuda")[0]
+                     else [])
 
 
 def _cases():
@@ -23,10 +25,12 @@ def _cases():
         if ns not in NAMESPACES:
             continue
         op = getattr(getattr(tp.ops, ns), opname)
-        for s in tp.plugins.sample_inputs(op, "cpu"):
-            cases.append(pytest.param(name, s, False, id=f"{name}[{s.name}]"))
-            if not op.mutates_args:     # torch's autograd checks run only on inputs needing grad
-                cases.append(pytest.param(name, s, True, id=f"{name}[{s.name}, grad]"))
+        for dev in DEVICES:
+            for s in tp.plugins.sample_inputs(op, dev):
+                tag = f"{name}[{s.name}]" if dev == "cpu" else f"{name}[{s.name}, {dev}]"
+                cases.append(pytest.param(name, s, False, id=tag))
+                if not op.mutates_args:  # torch's autograd checks run only on inputs needing grad
+                    cases.append(pytest.param(name, s, True, id=tag[:-1] + ", grad]"))
     return cases
 
 

@@ -19,7 +19,7 @@ another public name) is used. Nothing registers at ``import torch`` unless the u
 
 from __future__ import annotations
 
-__all__ = ["register", "bridged_ops", "to_torch", "to_tensorplay", "BridgeError", "DTYPES"]
+__all__ = ["DTYPES", "BridgeError", "bridged_ops", "register", "to_tensorplay", "to_torch"]
 
 _HOME = {"register": "_register", "bridged_ops": "_register", "BridgeError": "_convert",
          "DTYPES": "_convert", "to_torch": "_convert", "to_tensorplay": "_convert"}

@@ -27,15 +27,14 @@ from __future__ import annotations
 
 import inspect
 
-import torch
-
 import tensorplay as tp
+import torch
 from tensorplay.autograd import FunctionCtx
 
 from ._convert import BridgeError, reraise, to_torch, to_tp
 from ._fake import fake_from_torch
 
-__all__ = ["bridge_autograd", "backward_schema"]
+__all__ = ["backward_schema", "bridge_autograd"]
 
 BACKWARD_NS = "tensorplay_bridge"
 
@@ -71,13 +70,13 @@ class _ProbeCtx(FunctionCtx):
         super().mark_non_differentiable(*tensors)
 
 
-def _call_setup(op, ctx, values, output):
+def _call_setup(op, ctx, values, output, setup=None, form=None):
     """Run the pack's ``setup_context`` like TensorPlay does (inputs in schema order; torch's
     four-argument form gets the keyword-only ones as a dict)."""
-    setup = op.setup_context_fn
+    setup = op.setup_context_fn if setup is None else setup
     if setup is None:
         return
-    if _setup_form(setup) == 4:
+    if (form or _setup_form(setup)) == 4:
         args = op.schema.arguments
         pos = tuple(v for a, v in zip(args, values) if not a.kwarg_only)
         kw = {a.name: v for a, v in zip(args, values) if a.kwarg_only}
@@ -105,6 +104,9 @@ class _Bridge:
         self.marked = None          # output indices the pack marks non-differentiable (probed)
         self.bw_name = f"{op.namespace}__{op.opname}__backward"
         self.bw_op = None           # torch.ops.tensorplay_bridge.<bw_name>, set once defined
+        self.cuda_kernel = None     # backward_kernel on torch's current CUDA stream
+        self._setup_fn = op.setup_context_fn   # its form read once (inspect is slow per call)
+        self._setup_form = _setup_form(self._setup_fn) if self._setup_fn is not None else 3
 
     # -- torch's side ------------------------------------------------------------------------
     def setup_context(self, ctx, inputs, output, keyword_only_inputs=None):
@@ -147,7 +149,7 @@ class _Bridge:
                     _call_setup(self.op, ctx, fv, fo[0] if self.single else tuple(fo))
                 ids = set(getattr(ctx, "marked", ()))
                 self.marked = tuple(i for i, o in enumerate(fo) if id(o) in ids)
-            except Exception:
+            except Exception:  # noqa: BLE001 - any failure on fakes: probe unusable, say nothing
                 # a setup_context that needs data: nothing marked (outputs then get zero grads)
                 self.marked = ()
         return self.marked
@@ -171,7 +173,13 @@ class _Bridge:
             v = values[i]
             slot_needs.extend([need] * (len(v) if isinstance(v, (list, tuple)) else 1))
         outputs = [next(outs) if is_t else None for is_t in out_is_tensor]
-        flat = self.bw_op(*values, outputs, list(grads), slot_needs)
+        if _plain_eager(saved, grads):
+            # nothing traces this backward: run the backward op's kernel directly (the op
+            # exists for torch.compile / make_fx, which must see one opaque node)
+            run = self.cuda_kernel if saved and saved[0].is_cuda else self.backward_kernel
+            flat = run(*values, outputs, list(grads), slot_needs)
+        else:
+            flat = self.bw_op(*values, outputs, list(grads), slot_needs)
         res, k = [], 0
         for i, v in enumerate(values):
             if i not in self.tensor_args:
@@ -215,7 +223,7 @@ class _Bridge:
                 tres = self._composite(tvals, tgrads, needs)
         except BridgeError:
             raise
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
             reraise(e, f"{where}: the pack's backward raised on the TensorPlay side")
         return self._grads_to_torch(self._slots(values), tres, needs, args, where)
 
@@ -238,7 +246,9 @@ class _Bridge:
             else:
                 per_arg.append(False)
         ctx.needs_input_grad = tuple(per_arg)
-        _call_setup(self.op, ctx, tvals, touts[0] if self.single else tuple(touts))
+        setup = self.op.setup_context_fn
+        form = self._setup_form if setup is self._setup_fn else None
+        _call_setup(self.op, ctx, tvals, touts[0] if self.single else tuple(touts), setup, form)
         res = self.op.backward_fn(ctx, *tgrads)
         n = self.nargs
         if not (isinstance(res, tuple) or (isinstance(res, list) and n != 1)):
@@ -319,6 +329,18 @@ class _Bridge:
             else:
                 out.append(s.new_empty(0))
         return out
+
+
+def _plain_eager(saved, grads) -> bool:
+    """True when torch runs this backward eagerly on plain tensors: no tracing mode (fake,
+    functional, proxy) on the dispatch stack, no functorch transform, every tensor a plain
+    ``torch.Tensor``."""
+    if torch._C._len_torch_dispatch_stack() or torch._C._functorch.peek_interpreter_stack() \
+            is not None:
+        return False
+    T = torch.Tensor
+    return all(type(t) is T for t in saved) and \
+        all(g is None or type(g) is T for g in grads)
 
 
 def _flat_tensors(args):

@@ -14,14 +14,20 @@ so such ops cannot be bridged faithfully (see the guide).
 
 from __future__ import annotations
 
-import torch
-
 import tensorplay as tp
+import torch
 from tensorplay import fake as tp_fake
 
-from ._convert import BridgeError, reraise, torch_device, torch_dtype, tp_device, tp_dtype
+from ._convert import (
+    BridgeError,
+    reraise,
+    torch_device,
+    torch_dtype,
+    tp_device,
+    tp_dtype,
+)
 
-__all__ = ["make_fake_kernel", "fake_from_torch", "torch_from_fake"]
+__all__ = ["fake_from_torch", "make_fake_kernel", "torch_from_fake"]
 
 
 def fake_from_torch(t, where):
@@ -79,7 +85,7 @@ def make_fake_kernel(op, where):
                 out = op(*a, **k)
             except BridgeError:
                 raise
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
                 reraise(e, f"{where}: the pack's fake kernel raised on the TensorPlay side (run "
                            f"on fake tensors built from torch's)")
         return _fake_out(out, where)

@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import threading
 
-import torch
-
 import tensorplay as tp
+import torch
 
 from . import _autograd
 from ._convert import BridgeError, args_to_tp, out_to_torch, reraise
 from ._fake import make_fake_kernel
 
-__all__ = ["register", "bridged_ops"]
+__all__ = ["bridged_ops", "register"]
 
 _lock = threading.RLock()
 _LIBS: dict[str, torch.library.Library] = {}     # namespace -> FRAGMENT library (kept alive)
@@ -47,7 +46,7 @@ def _kernel(op, where):
             out = op(*a, **k)
         except BridgeError:
             raise
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
             reraise(e, f"{where}: the TensorPlay kernel raised")
         return out_to_torch(out, where)
     kernel.__name__ = f"{op.opname}_kernel"
@@ -85,6 +84,7 @@ def _define_backward(name, schema, bridge):
     torch.library.register_kernel(qual, "cpu", bridge.backward_kernel, lib=lib)
     torch.library.register_kernel(qual, "cuda", _on_torch_stream(bridge.backward_kernel), lib=lib)
     torch.library.register_fake(qual, bridge.backward_fake, lib=lib)
+    bridge.cuda_kernel = _on_torch_stream(bridge.backward_kernel)
     return getattr(getattr(torch.ops, _autograd.BACKWARD_NS), name).default
 
 

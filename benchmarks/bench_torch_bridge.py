@@ -1,0 +1,156 @@
+"""Overhead of the tensorplay-torch bridge: a bridged op vs the same body registered directly with
+``torch.library.custom_op``, 1 element.
+
+The body is the same array computation on both sides (``x * a`` by NumPy on cpu, CuPy on cuda;
+backward ``g * a``): the TensorPlay op ``bench_bridge::scale`` (kernel + ``register_autograd``
+formula) bridged with ``tensorplay_torch.register``, against a torch custom op
+``bench_native::scale`` whose kernel does the same on the torch tensor's array. Rows, each timed
+paired (``_harness.paired``) in one process:
+
+* eager, no grad: ``op(x, 2.0)``;
+* eager, with grad: forward and ``torch.autograd.grad`` (x requires grad);
+* compiled: ``torch.compile(lambda x: op(x, 2.0) + 1, fullgraph=True)`` (inductor; ``--backend``);
+* for reference, the TensorPlay op alone on TensorPlay tensors (its own dispatch and body, no
+  torch), in the bridged column.
+
+Targets (issue 31): eager <= 1.1x, compiled <= 1.05x. Usage: ``python
+benchmarks/bench_torch_bridge.py [--device cpu|cuda|all] [--backend inductor]``; writes
+``benchmarks/results/torch_bridge.json``. Exits 2 (not available) without torch or
+tensorplay-torch.
+"""
+
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import _harness as H
+
+
+def _define(torch, tp):
+    from tensorplay import library
+
+    @library.custom_op("bench_bridge::scale", mutates_args=())
+    def scale(x: tp.Tensor, a: float) -> tp.Tensor:
+        raise NotImplementedError("bench_bridge::scale: cpu and cuda kernels only")
+
+    @scale.register_kernel("cpu")
+    def _(x, a):
+        return tp.from_numpy(x.numpy() * a)
+
+    @scale.register_kernel("cuda")
+    def _(x, a):
+        import cupy
+        return tp.from_dlpack(cupy.from_dlpack(x) * a)
+
+    @scale.register_fake
+    def _(x, a):
+        return x.new_empty(x.shape)
+
+    def setup(ctx, inputs, output):
+        ctx.a = inputs[1]
+
+    scale.register_autograd(lambda ctx, g: (g * ctx.a, None), setup_context=setup)
+
+    @torch.library.custom_op("bench_native::scale", mutates_args=())
+    def native(x: torch.Tensor, a: float) -> torch.Tensor:
+        if x.device.type == "cuda":
+            import cupy
+            return torch.from_dlpack(cupy.from_dlpack(x) * a)
+        return torch.from_numpy(x.numpy() * a)
+
+    @native.register_fake
+    def _(x, a):
+        return torch.empty_like(x)
+
+    def nsetup(ctx, inputs, output):
+        ctx.a = inputs[1]
+
+    native.register_autograd(lambda ctx, g: (g * ctx.a, None), setup_context=nsetup)
+    import tensorplay_torch
+    tensorplay_torch.register(namespace="bench_bridge")
+    return torch.ops.bench_bridge.scale, torch.ops.bench_native.scale
+
+
+def _rows(torch, bridged, native, device, backend):
+    x = torch.ones(1, device=device)
+    xg = torch.ones(1, device=device, requires_grad=True)
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    glb = {"bridged": bridged, "native": native, "x": x, "xg": xg, "grad": torch.autograd.grad,
+           "sync": sync}
+    compiled = {}
+    torch._dynamo.reset()       # once: a reset between the two would drop the first's graph
+    for k, op in (("bridged", bridged), ("native", native)):
+        f = torch.compile(lambda t, op=op: op(t, 2.0) + 1, fullgraph=True, backend=backend)
+        f(x)
+        compiled[k] = f
+    glb["c_bridged"], glb["c_native"] = compiled["bridged"], compiled["native"]
+    rows = {}
+    # where the time goes: the TensorPlay op itself on TensorPlay tensors (dispatch + the same
+    # body), against which the bridge's own share (DLPack/NumPy views both ways) is the rest
+    import tensorplay as tp
+    glb["tp_op"], glb["tx"] = tp.ops.bench_bridge.scale, tp.ones(1, device=device)
+    t = H.paired({"tensorplay": "tp_op(tx, 2.0); sync()", "native": "native(x, 2.0); sync()"},
+                 glb)
+    rows["tensorplay op alone (no torch)"] = {
+        "bridged": H.us(t["tensorplay"]), "native": H.us(t["native"]),
+        "ratio": H.summary([p / q for p, q in zip(t["tensorplay"], t["native"])])}
+    for label, (a, b) in {
+        "eager, no grad": ("bridged(x, 2.0); sync()", "native(x, 2.0); sync()"),
+        "eager, with grad": ("grad(bridged(xg, 2.0), xg); sync()",
+                             "grad(native(xg, 2.0), xg); sync()"),
+        f"compiled ({backend})": ("c_bridged(x); sync()", "c_native(x); sync()"),
+    }.items():
+        with torch.no_grad() if label == "eager, no grad" else _null():
+            t = H.paired({"bridged": a, "native": b}, glb)
+        rows[label] = {"bridged": H.us(t["bridged"]), "native": H.us(t["native"]),
+                       "ratio": H.summary([p / q for p, q in zip(t["bridged"], t["native"])])}
+    return rows
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--device", default="all", choices=["cpu", "cuda", "all"])
+    ap.add_argument("--backend", default="inductor")
+    a = ap.parse_args(argv)
+    torch, why = H.try_import_torch()
+    if torch is None:
+        print(f"not available: {why}")
+        return 2
+    try:
+        import tensorplay_torch  # noqa: F401
+    except ImportError as e:
+        print(f"not available: tensorplay-torch is not installed ({e})")
+        return 2
+    import tensorplay as tp
+    bridged, native = _define(torch, tp)
+    devices = ["cpu", "cuda"] if a.device == "all" else [a.device]
+    if "cuda" in devices and not torch.cuda.is_available():
+        devices.remove("cuda")
+        print("cuda: not available here (torch.cuda.is_available() is False); cpu only")
+    out = {}
+    for dev in devices:
+        rows = _rows(torch, bridged, native, dev, a.backend)
+        out[dev] = rows
+        H.print_table(f"tensorplay-torch bridge overhead, 1 element, {dev} (targets: eager "
+                      f"<= 1.1x, compiled <= 1.05x)",
+                      ["call", "bridged", "native custom_op", "ratio (median, IQR)"],
+                      [[k, H.fmt(r["bridged"]), H.fmt(r["native"]),
+                        f"{r['ratio']['median']:.3f}x ({r['ratio']['iqr']:.3f})"]
+                       for k, r in rows.items()])
+    print("wrote", H.write_json("torch_bridge", {"rows": out, "backend": a.backend}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
