@@ -4,15 +4,18 @@
   Python (``tests-3.10`` ... ``tests-3.13``; ``.ci/run`` runs the README's command instead).
 * ``minimums`` -- the whole suite on Python 3.10 with every direct dependency at its declared
   minimum (``>=X`` installed as ``==X``): proves the lower bounds in the pyproject files.
-* ``wheels`` -- builds the sdist and wheel of all five distributions, installs the wheels
-  (non-editable) into a fresh venv, runs ``tensorplay check`` there, then the test suite taken
-  from the core's sdist against those installed wheels.
+* ``wheels`` -- builds the sdist and wheel of all five distributions; installs every documented
+  ``pip install`` command (README, docs, guides, plugin READMEs) into an empty venv from a local
+  index that also holds a fake ``tensorplay`` 1.1.0 (PyPI's unrelated project), asserting that
+  ours is what imports, and logs the install matrix (``-- --matrix-only`` stops there); then
+  installs the wheels (non-editable) into a fresh venv, runs ``tensorplay check`` there, and the
+  test suite taken from the core's sdist against those installed wheels.
 * ``docs`` -- the documentation site (``mkdocs build --strict``: any warning fails).
 * ``core_without_numpy`` -- the core alone: proves ``import tensorplay`` imports no numpy (nor
   cupy/triton/torch), that schemas, registration and fake tensors work without a device plugin,
   and that creating a real tensor then fails with a message naming the plugin to install.
 * ``bench`` -- ``python benchmarks/run_all.py`` (figures and ratios measured in the same run).
-* ``lint`` -- ruff over the repository.
+* ``lint`` -- ruff over the repository (rules: ``[tool.ruff]`` in pyproject.toml).
 
 Interpreters are found as ``pythonX.Y`` on ``PATH``; with pyenv, make them all visible with e.g.
 ``PYENV_VERSION=3.11.7:3.10.13:3.12.1:3.13.0`` (``.ci/run`` does this).
@@ -136,8 +139,8 @@ FAKE_TENSORPLAY = {
 OURS_CHECK = r"""
 import importlib.metadata as md, json, sys
 import tensorplay
-names = sorted(d.metadata["Name"].lower() for d in md.distributions()
-               if (d.metadata["Name"] or "").lower().startswith("tensorplay"))
+names = sorted({d.metadata["Name"].lower() for d in md.distributions()
+                if (d.metadata["Name"] or "").lower().startswith("tensorplay")})
 assert not hasattr(tensorplay, "FAKE_PYPI_TENSORPLAY"), "PyPI's tensorplay was imported"
 assert "tensorplay" not in names, f"the distribution tensorplay was installed: {names}"
 assert hasattr(tensorplay, "library") and tensorplay.__version__ == md.version("tensorplay-core")
@@ -203,7 +206,19 @@ def _install_matrix(session, tmp, dist):
     index = _simple_index(os.path.join(work, "simple"), wheelhouse, fake_dist)
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
-    env.update(PIP_CONFIG_FILE=os.devnull, PIP_INDEX_URL=index, PIP_DISABLE_PIP_VERSION_CHECK="1")
+    # PIP_NO_COMPILE: no bytecode for triton/cupy in every venv (resolution is what is tested)
+    env.update(PIP_CONFIG_FILE=os.devnull, PIP_INDEX_URL=index, PIP_DISABLE_PIP_VERSION_CHECK="1",
+               PIP_NO_COMPILE="1")
+    # the control: the index is live, so the command the docs printed before the rename
+    # installs the fake and the check below fails on it
+    venv = os.path.join(work, "venv-control")
+    session.run("python", "-m", "venv", venv, silent=True)
+    py = os.path.join(venv, "bin", "python")
+    with session.chdir(src):
+        session.run(py, "-m", "pip", "install", "-q", "--find-links", "dist", "tensorplay[cpu]",
+                    env=env, external=True)
+    session.run(py, "-c", OURS_CHECK, env=env, external=True, success_codes=[1])
+    shutil.rmtree(venv)
     matrix = []
     for i, cmd in enumerate(install_commands(Path(src))):
         venv = os.path.join(work, f"venv{i}")
