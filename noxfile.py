@@ -4,9 +4,12 @@
   Python (``tests-3.10`` ... ``tests-3.13``; ``.ci/run`` runs the README's command instead).
 * ``minimums`` -- the whole suite on Python 3.10 with every direct dependency at its declared
   minimum (``>=X`` installed as ``==X``): proves the lower bounds in the pyproject files.
-* ``wheels`` -- builds the sdist and wheel of all five distributions, installs the wheels
-  (non-editable) into a fresh venv, runs ``tensorplay check`` there, then the test suite taken
-  from the core's sdist against those installed wheels.
+* ``wheels`` -- builds the sdist and wheel of all five distributions; installs every documented
+  ``pip install`` command (README, docs, guides, plugin READMEs) into an empty venv from a local
+  index that also holds a fake ``tensorplay`` 1.1.0 (PyPI's unrelated project), asserting that
+  ours is what imports, and logs the install matrix (``-- --matrix-only`` stops there); then
+  installs the wheels (non-editable) into a fresh venv, runs ``tensorplay check`` there, and the
+  test suite taken from the core's sdist against those installed wheels.
 * ``docs`` -- the documentation site (``mkdocs build --strict``: any warning fails).
 * ``core_without_numpy`` -- the core alone: proves ``import tensorplay`` imports no numpy (nor
   cupy/triton/torch), that schemas, registration and fake tensors work without a device plugin,
@@ -16,7 +19,7 @@
   (opcheck over both packs, torch.compile, DDP with gloo, the guide). The only session with torch
   un-blocked for tests; the core's sessions never install it. Not in the default list.
 * ``bench`` -- ``python benchmarks/run_all.py`` (figures and ratios measured in the same run).
-* ``lint`` -- ruff over the repository.
+* ``lint`` -- ruff over the repository (rules: ``[tool.ruff]`` in pyproject.toml).
 * ``triton_versions`` -- tensorplay-triton's interpreter tests on each supported Triton release.
 * ``triton_numpy`` -- the same tests on the newest NumPy (Python 3.13) with the oldest and the
   newest supported Triton.
@@ -33,6 +36,7 @@ import re
 import shutil
 import sys
 import tarfile
+from pathlib import Path
 
 import nox
 
@@ -128,12 +132,123 @@ def minimums(session):
                 *session.posargs)
 
 
+# A stand-in for PyPI's ``tensorplay`` 1.x (an unrelated project): if any documented command
+# resolves it, ``import tensorplay`` says so.
+FAKE_TENSORPLAY = {
+    "pyproject.toml": '[build-system]\nrequires = ["setuptools>=77"]\n'
+                      'build-backend = "setuptools.build_meta"\n[project]\nname = "tensorplay"\n'
+                      'version = "1.1.0"\n[project.scripts]\ntensorplay = "tensorplay:main"\n',
+    "tensorplay/__init__.py": 'print("WRONG: PyPI\'s tensorplay 1.1.0 was installed")\n'
+                              'FAKE_PYPI_TENSORPLAY = True\n\n\ndef main():\n    print("WRONG")\n',
+}
+
+# Run in each venv after a documented install: ours is what imports.
+OURS_CHECK = r"""
+import importlib.metadata as md, json, sys
+import tensorplay
+names = sorted({d.metadata["Name"].lower() for d in md.distributions()
+                if (d.metadata["Name"] or "").lower().startswith("tensorplay")})
+assert not hasattr(tensorplay, "FAKE_PYPI_TENSORPLAY"), "PyPI's tensorplay was imported"
+assert "tensorplay" not in names, f"the distribution tensorplay was installed: {names}"
+assert hasattr(tensorplay, "library") and tensorplay.__version__ == md.version("tensorplay-core")
+print(json.dumps(names))
+"""
+
+
+def _simple_index(index, *folders):
+    """A PEP 503 index (``file://`` URL) of the distribution files in ``folders``."""
+    from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
+    projects = {}
+    for folder in folders:
+        for f in sorted(os.listdir(folder)):
+            parse = parse_wheel_filename if f.endswith(".whl") else parse_sdist_filename
+            try:
+                name = parse(f)[0]
+            except Exception:  # noqa: BLE001 - not a distribution file
+                continue
+            projects.setdefault(canonicalize_name(name), []).append(os.path.join(folder, f))
+    for name, files in projects.items():
+        os.makedirs(os.path.join(index, name))
+        links = "".join(f'<a href="file://{f}">{os.path.basename(f)}</a><br>\n' for f in files)
+        with open(os.path.join(index, name, "index.html"), "w") as out:
+            out.write(f"<!DOCTYPE html><html><body>\n{links}</body></html>\n")
+    return "file://" + index
+
+
+def _install_matrix(session, tmp, dist):
+    """Every ``pip install`` command of the README, the docs and the guides, each into an empty
+    venv, against a local index holding their dependencies and a fake ``tensorplay`` 1.1.0 (and
+    nothing of ours: the commands find our wheels the way they say, ``--find-links dist``); pip
+    never reaches PyPI. Asserts that ``import tensorplay`` is ours after each; logs the matrix."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tests"))
+    from _install_docs import install_commands, write_guide_pack
+
+    # the repository as a user has it, with the built wheels in dist/; the op-pack guide's pack
+    # beside it (the guide's layout: my-ops/ and ../tensorplay)
+    work = os.path.join(tmp, "matrix")
+    shutil.rmtree(work, ignore_errors=True)
+    src = os.path.join(work, "tensorplay")
+    shutil.copytree(".", src, ignore=shutil.ignore_patterns(
+        ".git", ".venv", ".nox", "dist", "build", "*.egg-info", "__pycache__", "site"))
+    shutil.copytree(dist, os.path.join(src, "dist"))
+    pack = str(write_guide_pack(Path(work)))
+
+    fake = os.path.join(work, "fake-tensorplay")
+    for name, text in FAKE_TENSORPLAY.items():
+        os.makedirs(os.path.dirname(os.path.join(fake, name)), exist_ok=True)
+        with open(os.path.join(fake, name), "w") as f:
+            f.write(text)
+    fake_dist = os.path.join(work, "fake-dist")
+    session.run("python", "-m", "build", "--no-isolation", "--wheel", "--outdir", fake_dist, fake)
+
+    # the dependencies of every command, downloaded once (the only step that reaches PyPI)
+    wheelhouse = os.path.join(tmp, "wheelhouse")
+    os.makedirs(wheelhouse, exist_ok=True)
+    session.run("python", "-m", "pip", "download", "-q", "-d", wheelhouse, "--find-links", dist,
+                "tensorplay-core[all,cuda12,cuda13,test]",
+                "tensorplay-example-ops[cpu,cuda12,cuda13,triton]", "setuptools>=77", "numpy>=1.26",
+                "-r", os.path.join(src, "docs", "requirements.txt"))
+    for f in glob.glob(os.path.join(wheelhouse, "tensorplay*")):
+        os.remove(f)                      # ours come only from dist/, as the commands say
+    index = _simple_index(os.path.join(work, "simple"), wheelhouse, fake_dist)
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    # PIP_NO_COMPILE: no bytecode for triton/cupy in every venv (resolution is what is tested)
+    env.update(PIP_CONFIG_FILE=os.devnull, PIP_INDEX_URL=index, PIP_DISABLE_PIP_VERSION_CHECK="1",
+               PIP_NO_COMPILE="1")
+    # the control: the index is live, so the command the docs printed before the rename
+    # installs the fake and the check below fails on it
+    venv = os.path.join(work, "venv-control")
+    session.run("python", "-m", "venv", venv, silent=True)
+    py = os.path.join(venv, "bin", "python")
+    with session.chdir(src):
+        session.run(py, "-m", "pip", "install", "-q", "--find-links", "dist", "tensorplay[cpu]",
+                    env=env, external=True)
+    session.run(py, "-c", OURS_CHECK, env=env, external=True, success_codes=[1])
+    shutil.rmtree(venv)
+    matrix = []
+    for i, cmd in enumerate(install_commands(Path(src))):
+        venv = os.path.join(work, f"venv{i}")
+        session.run("python", "-m", "venv", venv, silent=True)
+        py = os.path.join(venv, "bin", "python")
+        session.log(f"[{cmd.doc}] {cmd}")
+        with session.chdir(pack if cmd.in_pack else src):
+            session.run(py, "-m", "pip", "install", "-q", *cmd.args, env=env, external=True)
+        out = session.run(py, "-c", OURS_CHECK, env=env, external=True, silent=True)
+        matrix.append((cmd.doc, str(cmd), out.strip().splitlines()[-1]))
+        shutil.rmtree(venv)
+    session.log("install matrix (command -> tensorplay distributions installed):")
+    for doc, cmd, names in matrix:
+        session.log(f"  [{doc}] {cmd} -> {names}")
+
+
 @nox.session(python=PYTHONS[-2])
 def wheels(session):
-    """Built sdists and wheels of all five distributions, installed non-editable in a fresh venv:
-    the plugins resolve our core (not PyPI's unrelated ``tensorplay``), ``tensorplay check``
-    passes, and the suite from the core's sdist passes against the installed wheels."""
-    session.install("build")
+    """Built sdists and wheels of all five distributions: every documented install command
+    resolves ours, never PyPI's unrelated ``tensorplay`` (:func:`_install_matrix`); installed
+    non-editable in a fresh venv, ``tensorplay check`` passes, and the suite from the core's
+    sdist passes against the installed wheels."""
+    session.install("build", "setuptools>=77", "packaging")
     tmp = os.path.abspath(session.create_tmp())     # absolute: the suite runs from elsewhere
     for old in ("dist", "sdist"):
         shutil.rmtree(os.path.join(tmp, old), ignore_errors=True)
@@ -141,26 +256,21 @@ def wheels(session):
     for d in DIST_DIRS:
         session.run("python", "-m", "build", "--outdir", dist, d)
     session.log("built: " + " ".join(sorted(os.listdir(dist))))
+    _install_matrix(session, tmp, dist)
+    if "--matrix-only" in session.posargs:         # nox -s wheels -- --matrix-only
+        return
     venv = os.path.join(tmp, "venv")
     session.run("python", "-m", "venv", "--clear", venv)     # this session's Python
     py = os.path.join(venv, "bin", "python")
     tp_exe = os.path.join(venv, "bin", "tensorplay")
-    # A plugin alone pulls the core release it pins, from --find-links (PyPI's tensorplay 1.x is
-    # an unrelated project)
-    session.run(py, "-m", "pip", "install", "-q", "--find-links", dist, "tensorplay-cpu",
-                external=True)
-    session.run(py, "-c", "import importlib.metadata as m, tensorplay, tensorplay_cpu; "
-                "v = m.version('tensorplay'); assert v == tensorplay.__version__ == "
-                "m.version('tensorplay-cpu'), v; assert 'site-packages' in tensorplay.__file__; "
-                "print('resolved tensorplay', v)", external=True)
-    session.run(py, "-m", "pip", "install", "-q", "--find-links", dist, "tensorplay[all,test]",
-                "tensorplay-example-ops", external=True)
+    session.run(py, "-m", "pip", "install", "-q", "--find-links", dist,
+                "tensorplay-core[all,test]", "tensorplay-example-ops", external=True)
     session.run(py, "-m", "pip", "check", external=True)
     session.run(py, "-c", "import importlib.resources as r; "
                 "assert r.files('tensorplay').joinpath('py.typed').is_file(), 'py.typed missing'",
                 external=True)
     session.run(tp_exe, "check", external=True)
-    sdist = glob.glob(os.path.join(dist, "tensorplay-[0-9]*.tar.gz"))[0]
+    sdist = glob.glob(os.path.join(dist, "tensorplay_core-[0-9]*.tar.gz"))[0]
     src = os.path.join(tmp, "sdist")
     with tarfile.open(sdist) as tar:
         tar.extractall(src, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
@@ -215,8 +325,8 @@ def bench(session):
 
 @nox.session(python=PYTHONS[-1])
 def lint(session):
-    """ruff over the repository (configuration in pyproject.toml, if any)."""
-    session.install("ruff")
+    """ruff over the repository (the rules: ``[tool.ruff]`` in pyproject.toml)."""
+    session.install("ruff==0.17.6")     # pinned: a new release's rules must not turn lint red
     session.run("ruff", "check", ".", *session.posargs)
 
 

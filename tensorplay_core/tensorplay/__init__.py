@@ -54,10 +54,12 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
 
 
 def amax(input, dim=(), keepdim=False):
+    """Maximum over ``dim`` (all dims when empty), values only; same as ``torch.amax``."""
     return input.amax(dim, keepdim)
 
 
 def amin(input, dim=(), keepdim=False):
+    """Minimum over ``dim`` (all dims when empty), values only; same as ``torch.amin``."""
     return input.amin(dim, keepdim)
 
 
@@ -149,30 +151,37 @@ def softmax(input, dim):
 
 
 def log_softmax(input, dim):
+    """``log(softmax(input, dim))``, computed stably; same as ``torch.log_softmax``."""
     return _O.log_softmax(input, dim)
 
 
 def reshape(input, shape):
+    """``input`` with shape ``shape``: a view when the strides allow, else a copy (``torch.reshape``)."""
     return input.reshape(shape)
 
 
 def permute(input, dims):
+    """A view of ``input`` with its dimensions reordered as ``dims``; same as ``torch.permute``."""
     return input.permute(dims)
 
 
 def transpose(input, dim0, dim1):
+    """A view of ``input`` with ``dim0`` and ``dim1`` swapped; same as ``torch.transpose``."""
     return input.transpose(dim0, dim1)
 
 
 def unsqueeze(input, dim):
+    """A view of ``input`` with a size-1 dimension inserted at ``dim`` (``torch.unsqueeze``)."""
     return input.unsqueeze(dim)
 
 
 def squeeze(input, dim=None):
+    """A view of ``input`` without its size-1 dimensions (or only ``dim``) (``torch.squeeze``)."""
     return input.squeeze(dim)
 
 
 def clamp(input, min=None, max=None):  # noqa: A002
+    """``input`` limited to [``min``, ``max``] elementwise, either may be None (``torch.clamp``)."""
     return input.clamp(min, max)
 
 
@@ -183,6 +192,7 @@ def allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False) -> "builtins.bool":
 
 
 def is_tensor(obj) -> "builtins.bool":
+    """True if ``obj`` is a ``tensorplay.Tensor``, fake ones included (``torch.is_tensor``)."""
     return isinstance(obj, Tensor)
 
 

@@ -8,6 +8,9 @@ from .. import _backend, _devices, _tensor
 from ._define import BUILTINS, defop, install_backend, ops
 from . import elementwise, reduction, linalg, nn, shape, views, copy, creation, indexing  # noqa: F401
 from . import sorting_topk  # noqa: F401
+from . import _docs
+
+_docs.apply(BUILTINS)      # help(tp.add): the op's docstring (after every op is defined)
 
 
 def _bind_reference(xp, backend) -> dict:

@@ -341,6 +341,8 @@ def check_plugin(name: str, device=None, *, ops=None, test_utils="DEFAULT", atol
             results.append(r)
             if progress is not None:
                 progress(r)
+    from .kernel_entries import check_kernel_entries    # dangling tensorplay.kernels entries
+    check_kernel_entries(manager.get_plugin(name), device, ops, results, progress)
     for case in cases:
         for r in run_case(case, test_utils=test_utils, atol=atol, rtol=rtol):
             results.append(r)

@@ -1,0 +1,154 @@
+"""Docstrings of the built-in ``tp::`` operators (``help(tp.add)``, ``tp.add.__doc__``, IDEs).
+
+Each op is a record whose class is generated per op (``_dispatch.make_call``), so its docstring
+is that class's ``__doc__``: set here once, after every op module has defined its ops. An entry
+is the op's summary and the torch function or method it behaves like; the schema and the
+common rules are added to each.
+"""
+
+from __future__ import annotations
+
+# name -> (what it computes, the torch name whose semantics it follows)
+DOCS = {
+    "abs": ("Absolute value, elementwise.", "torch.abs"),
+    "add": ("``self + other``, elementwise with broadcasting; ``other`` may be a Python number.",
+            "torch.add"),
+    "add_": ("In-place ``self += other`` (broadcast to ``self``'s shape); returns ``self``.",
+             "torch.Tensor.add_"),
+    "all": ("True where every element (along ``dim`` if given) is nonzero.", "torch.all"),
+    "amax": ("Maximum over ``dim`` (all dims by default), values only.", "torch.amax"),
+    "amin": ("Minimum over ``dim`` (all dims by default), values only.", "torch.amin"),
+    "any": ("True where any element (along ``dim`` if given) is nonzero.", "torch.any"),
+    "arange": ("Values from ``start`` to ``end`` (exclusive) by ``step``, 1-D.", "torch.arange"),
+    "argmax": ("Index of the maximum (along ``dim``, or of the flattened tensor).",
+               "torch.argmax"),
+    "argmin": ("Index of the minimum (along ``dim``, or of the flattened tensor).",
+               "torch.argmin"),
+    "argsort": ("Indices that sort ``self`` along ``dim``.", "torch.argsort"),
+    "cat": ("Concatenation of tensors along an existing ``dim``.", "torch.cat"),
+    "ceil": ("Smallest integer value not below each element.", "torch.ceil"),
+    "clone": ("A copy with its own storage (same values, dtype and device).", "torch.clone"),
+    "copy_": ("Copies ``src`` into ``self`` in place (broadcast, cast, across devices); "
+              "returns ``self``.", "torch.Tensor.copy_"),
+    "cos": ("Cosine, elementwise.", "torch.cos"),
+    "cumsum": ("Cumulative sum along ``dim``.", "torch.cumsum"),
+    "div": ("True division ``self / other``, elementwise with broadcasting (float result).",
+            "torch.div"),
+    "empty": ("An uninitialised tensor of the given shape.", "torch.empty"),
+    "eq": ("``self == other``, elementwise (bool result).", "torch.eq"),
+    "erf": ("Error function, elementwise.", "torch.erf"),
+    "exp": ("Exponential, elementwise.", "torch.exp"),
+    "expand": ("A broadcast view of ``self`` to ``size`` (no copy; -1 keeps a dimension).",
+               "torch.Tensor.expand"),
+    "eye": ("A 2-D identity matrix.", "torch.eye"),
+    "fill_": ("Fills ``self`` with ``value`` in place; returns ``self``.", "torch.Tensor.fill_"),
+    "floor": ("Largest integer value not above each element.", "torch.floor"),
+    "floor_divide": ("``self // other``, rounding toward minus infinity.", "torch.floor_divide"),
+    "full": ("A tensor of the given shape filled with ``fill_value``.", "torch.full"),
+    "gather": ("Values of ``self`` at ``index`` along ``dim``.", "torch.gather"),
+    "ge": ("``self >= other``, elementwise (bool result).", "torch.ge"),
+    "gt": ("``self > other``, elementwise (bool result).", "torch.gt"),
+    "index": ("``self[indices]`` with tensor indices (advanced indexing).",
+              "torch.Tensor.__getitem__"),
+    "index_add": ("``self`` with ``source`` added at ``index`` along ``dim``.",
+                  "torch.index_add"),
+    "index_put_": ("``self[indices] = values`` in place (``accumulate=True`` adds); returns "
+                   "``self``.", "torch.Tensor.index_put_"),
+    "isfinite": ("True where an element is neither infinite nor NaN.", "torch.isfinite"),
+    "isinf": ("True where an element is positive or negative infinity.", "torch.isinf"),
+    "isnan": ("True where an element is NaN.", "torch.isnan"),
+    "le": ("``self <= other``, elementwise (bool result).", "torch.le"),
+    "linspace": ("``steps`` evenly spaced values from ``start`` to ``end`` inclusive.",
+                 "torch.linspace"),
+    "log": ("Natural logarithm, elementwise.", "torch.log"),
+    "log_softmax": ("``log(softmax(self, dim))``, computed stably.", "torch.log_softmax"),
+    "logical_and": ("Elementwise logical AND (bool result).", "torch.logical_and"),
+    "logical_not": ("Elementwise logical NOT (bool result).", "torch.logical_not"),
+    "logical_or": ("Elementwise logical OR (bool result).", "torch.logical_or"),
+    "lt": ("``self < other``, elementwise (bool result).", "torch.lt"),
+    "masked_fill_": ("Sets ``self`` to ``value`` where ``mask`` is true, in place; returns "
+                     "``self``.", "torch.Tensor.masked_fill_"),
+    "masked_scatter_": ("Copies consecutive elements of ``source`` into ``self`` where "
+                        "``mask`` is true, in place.", "torch.Tensor.masked_scatter_"),
+    "masked_select": ("The elements of ``self`` where ``mask`` is true, as a 1-D tensor.",
+                      "torch.masked_select"),
+    "matmul": ("Matrix product with broadcasting of batch dimensions (1-D operands as "
+               "vectors).", "torch.matmul"),
+    "max": ("Maximum of all elements, or ``(values, indices)`` along ``dim``.", "torch.max"),
+    "maximum": ("Elementwise maximum of two tensors (NaN propagates).", "torch.maximum"),
+    "mean": ("Mean over ``dim`` (all dims by default); floating dtypes.", "torch.mean"),
+    "min": ("Minimum of all elements, or ``(values, indices)`` along ``dim``.", "torch.min"),
+    "minimum": ("Elementwise minimum of two tensors (NaN propagates).", "torch.minimum"),
+    "mul": ("``self * other``, elementwise with broadcasting; ``other`` may be a Python number.",
+            "torch.mul"),
+    "mul_": ("In-place ``self *= other``; returns ``self``.", "torch.Tensor.mul_"),
+    "narrow": ("A view of ``length`` elements of ``dim`` from ``start``.", "torch.narrow"),
+    "ne": ("``self != other``, elementwise (bool result).", "torch.ne"),
+    "neg": ("``-self``, elementwise.", "torch.neg"),
+    "permute": ("A view with the dimensions reordered as ``dims``.", "torch.permute"),
+    "pow": ("``self ** exponent``, elementwise with broadcasting.", "torch.pow"),
+    "prod": ("Product over ``dim`` (all elements by default).", "torch.prod"),
+    "rand": ("Uniform random values in [0, 1) of the given shape.", "torch.rand"),
+    "randint": ("Random integers in [``low``, ``high``) of the given shape.", "torch.randint"),
+    "randn": ("Standard normal random values of the given shape.", "torch.randn"),
+    "rdiv": ("``other / self`` (the reflected division: ``2 / t``).", "torch.Tensor.__rtruediv__"),
+    "relu": ("``max(self, 0)``, elementwise.", "torch.relu"),
+    "remainder": ("``self % other`` with the sign of ``other`` (Python's modulo).",
+                  "torch.remainder"),
+    "reshape": ("``self`` with a new shape: a view when the strides allow, else a copy.",
+                "torch.reshape"),
+    "round": ("Rounds to the nearest integer, halves to even (``decimals`` digits if given).",
+              "torch.round"),
+    "rpow": ("``other ** self`` (the reflected power: ``2 ** t``).", "torch.Tensor.__rpow__"),
+    "rsqrt": ("``1 / sqrt(self)``, elementwise.", "torch.rsqrt"),
+    "rsub": ("``other - self`` (the reflected subtraction: ``1 - t``).", "torch.rsub"),
+    "scatter_add": ("``self`` with ``src`` added at ``index`` along ``dim``.",
+                    "torch.scatter_add"),
+    "select": ("A view of index ``index`` of ``dim`` (that dimension removed).",
+               "torch.select"),
+    "sigmoid": ("``1 / (1 + exp(-self))``, elementwise.", "torch.sigmoid"),
+    "sign": ("-1, 0 or 1 by the sign of each element.", "torch.sign"),
+    "sin": ("Sine, elementwise.", "torch.sin"),
+    "slice": ("A view of ``dim`` from ``start`` to ``end`` by ``step`` (``t[a:b:c]``).",
+              "torch.Tensor.__getitem__"),
+    "softmax": ("``exp(self) / sum(exp(self), dim)``, computed stably.", "torch.softmax"),
+    "sort": ("``(values, indices)`` of ``self`` sorted along ``dim``.", "torch.sort"),
+    "sqrt": ("Square root, elementwise.", "torch.sqrt"),
+    "squeeze": ("A view without the size-1 dimensions (or just ``dim``).", "torch.squeeze"),
+    "stack": ("Tensors of one shape joined along a new ``dim``.", "torch.stack"),
+    "sub": ("``self - other``, elementwise with broadcasting; ``other`` may be a Python number.",
+            "torch.sub"),
+    "sum": ("Sum over ``dim`` (all elements by default).", "torch.sum"),
+    "tanh": ("Hyperbolic tangent, elementwise.", "torch.tanh"),
+    "to_device": ("A copy of ``self`` on another device (``t.to(device)``).",
+                  "torch.Tensor.to"),
+    "to_dtype": ("``self`` cast to another dtype (``t.to(dtype)``).", "torch.Tensor.to"),
+    "topk": ("``(values, indices)`` of the ``k`` largest (or smallest) along ``dim``.",
+             "torch.topk"),
+    "transpose": ("A view with dimensions ``dim0`` and ``dim1`` swapped.", "torch.transpose"),
+    "unsqueeze": ("A view with a size-1 dimension inserted at ``dim``.", "torch.unsqueeze"),
+    "view": ("A view of ``self`` with a new shape (same storage; strides must allow it).",
+             "torch.Tensor.view"),
+    "where": ("Elements of ``self`` where ``condition`` is true, else of ``other``.",
+              "torch.where"),
+}
+
+_RULES = ("Operands share one device (a 0-dim cpu tensor joins any) and promote their dtypes "
+          "as torch does; runs on every device with a plugin, on fake tensors through its fake "
+          "rule, and under autograd where torch has a gradient. Raises ``DispatchError`` for "
+          "mixed devices or a device without a kernel, ``TypeError``/``ValueError`` for bad "
+          "arguments.")
+
+
+def doc(op) -> str:
+    """The docstring of built-in op record ``op``."""
+    name = op.name.split("::")[1].split(".")[0]
+    what, like = DOCS.get(name, (f"The built-in operator ``{op.name}``.", None))
+    same = f" Same as ``{like}``." if like else ""
+    return f"{what}{same}\n\nSchema: ``{op.schema}``.\n\n{_RULES}"
+
+
+def apply(builtins: dict) -> None:
+    """Set the docstring of every built-in op (its generated class's ``__doc__``)."""
+    for op in builtins.values():
+        type(op).__doc__ = doc(op)
