@@ -138,10 +138,75 @@ def _parser() -> argparse.ArgumentParser:
     sc.add_argument("--json", nargs="?", const="-", default=None, metavar="PATH",
                     dest="json_path", help="also write the results as JSON to PATH ('-' or no "
                                            "PATH: JSON on stdout, the tables on stderr)")
-    sc.add_argument("--atol", type=float, default=None, help="absolute tolerance override")
-    sc.add_argument("--rtol", type=float, default=None, help="relative tolerance override")
+    sc.add_argument("--atol", type=_tolerance, default=None,
+                    help="absolute tolerance override (a finite number >= 0)")
+    sc.add_argument("--rtol", type=_tolerance, default=None,
+                    help="relative tolerance override (a finite number >= 0)")
     sc.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     return p
+
+
+def _tolerance(text: str) -> float:
+    """``--atol``/``--rtol``: a finite number >= 0 (argparse's usage error otherwise)."""
+    import math
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(v) or v < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number >= 0")
+    return v
+
+
+def _usage_error(args) -> str | None:
+    """The one-line usage error of arguments argparse accepted but that cannot work, or
+    ``None``; checked before anything runs (a whole ``check`` must not run first and then
+    fail on its output path): a ``--json`` PATH that cannot be written, a ``--device`` that
+    ``tensorplay.device`` refuses, a ``--test-utils`` list naming no check."""
+    path = getattr(args, "json_path", None)
+    if path and path != "-":
+        why = _unwritable(path)
+        if why:
+            return f"tensorplay {args.command}: --json {path}: {why}"
+    if args.command != "check":
+        return None
+    for d in args.device or ():
+        bad = _bad_device(d)
+        if bad:
+            return f"tensorplay check: --device {d}: {bad}"
+    if args.test_utils != "DEFAULT" and not any(t.strip() for t in args.test_utils.split(",")):
+        return (f"tensorplay check: --test-utils {args.test_utils!r} names no check; give a "
+                f"comma list such as test_schema,test_faketensor, or leave it out to run all")
+    return None
+
+
+def _unwritable(path: str) -> str | None:
+    """Why ``path`` cannot be written as a file (without creating it), or ``None``."""
+    if os.path.isdir(path):
+        return "is a directory; give a file name"
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        return f"directory {parent} does not exist; create it or give another path"
+    if os.path.exists(path):
+        if not os.access(path, os.W_OK):
+            return "the file is not writable"
+    elif not os.access(parent, os.W_OK | os.X_OK):
+        return f"directory {parent} is not writable; give another path"
+    return None
+
+
+def _bad_device(spelling: str) -> str | None:
+    """``tensorplay.device``'s refusal of ``spelling`` (one sentence), or ``None`` when it is a
+    device (available or not: ``check`` says which are usable here) or its refusal is that the
+    plugin providing it did not load (a failure of this environment, reported by ``check``)."""
+    import tensorplay
+    try:
+        tensorplay.device(spelling)
+    except (ValueError, TypeError) as e:
+        if _failed_note(spelling.partition(":")[0].strip().lower()):
+            return None
+        return str(e).removeprefix("tensorplay.device: ")
+    return None
 
 
 _ENV_FLAGS = {"plugins": "TENSORPLAY_PLUGINS", "disable_plugins": "TENSORPLAY_DISABLE_PLUGINS",
@@ -194,6 +259,11 @@ def _main(argv) -> int:
         if code and any(a == "--plugin" or a.startswith("--plugin=") for a in argv):
             _err(_HINT_PLUGIN)
         return code
+    if args.command is not None:
+        bad = _usage_error(args)
+        if bad:
+            _err(bad)
+            return 2
     env = {}
     for attr, var in _ENV_FLAGS.items():
         if hasattr(args, attr):

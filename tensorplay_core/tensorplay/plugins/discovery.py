@@ -53,8 +53,10 @@ def _env_flag(name: str) -> bool:
         return True
     if v in _FALSE:
         return False
-    raise PluginError(f"{name}={raw!r} is not a boolean; use one of 1, true, yes, on (enable) or "
+    err = PluginError(f"{name}={raw!r} is not a boolean; use one of 1, true, yes, on (enable) or "
                       f"0, false, no, off (disable), or unset it.")
+    err.control = name   # a malformed control: the console script's usage error (exit 2)
+    raise err
 
 
 def _matches(names, rec) -> bool:
