@@ -196,15 +196,19 @@ def _unwritable(path: str) -> str | None:
 
 
 def _bad_device(spelling: str) -> str | None:
-    """``tensorplay.device``'s refusal of ``spelling`` (one sentence), or ``None`` when it is a
-    device (available or not: ``check`` says which are usable here) or its refusal is that the
-    plugin providing it did not load (a failure of this environment, reported by ``check``)."""
+    """``tensorplay.device``'s refusal of ``spelling`` (one sentence) when its type is known but
+    the whole spelling is malformed (``cuda:99x``, ``cpu:``); ``None`` for a device, and for an
+    unknown type (``check`` says which devices exist here, and why a provider did not load)."""
     import tensorplay
     try:
         tensorplay.device(spelling)
     except (ValueError, TypeError) as e:
-        if _failed_note(spelling.partition(":")[0].strip().lower()):
-            return None
+        t = spelling.partition(":")[0]
+        try:
+            if t.strip():
+                tensorplay.device(t)
+        except (ValueError, TypeError):
+            return None      # an unknown type: ``check`` says which devices exist here
         return str(e).removeprefix("tensorplay.device: ")
     return None
 
@@ -277,7 +281,11 @@ def _main(argv) -> int:
                  f"loaded op pack is checked. {_HINT_PLUGIN}")
         # plugins were discovered when `tensorplay` was imported (before this function could run):
         # apply the controls by running the same command in a fresh interpreter.
-        child_env = dict(os.environ)
+        # the controls as they were before any plugin ran: a plugin that rewrote a
+        # TENSORPLAY_* variable at import must not change (or block) what the re-run loads
+        from tensorplay.plugins import controls
+        child_env = {k: v for k, v in os.environ.items() if not k.startswith("TENSORPLAY_")}
+        child_env.update(controls())
         child_env.update(env)
         cmd = [sys.executable, "-m", "tensorplay.cli", *_strip_env_flags(argv)]
         return subprocess.run(cmd, env=child_env).returncode
@@ -507,16 +515,22 @@ def _cmd_plugins(args) -> int:
 # tensorplay ops
 
 def _op_info(op) -> dict:
-    keys = sorted(op.kernel_stacks())
+    stacks = op.kernel_stacks()
+    keys = sorted(stacks)
+    # who registered the kernel a call runs: another plugin than the op's own (a kernel
+    # override) is named next to the device, so the table never credits the wrong one
+    owners = {k: stacks[k][-1].owner for k in keys}
     kernels = [("any device" if k == "default" else k)
                # entry-point kernels not imported yet are stand-ins in the stack (plugin manager)
                + (" (lazy)" if hasattr(op.kernels.get(k), "_tensorplay_lazy_target") else "")
+               + (f" [by {owners[k]}]" if owners[k] and owners[k] != op.owner else "")
                for k in keys]
     if op.is_builtin:
         plugin = "tensorplay (built-in)"
     else:
         plugin = op.owner or (op.source or "?")
     return {"name": op.name, "schema": op.schema.signature_str(), "kernels": kernels,
+            "kernel_owners": {("default" if k == "default" else k): owners[k] for k in keys},
             "fake": op.has_fake,
             "autograd_formula": op.has_autograd, "plugin": plugin,
             "mutates_args": list(op.mutates_args)}
