@@ -124,7 +124,8 @@ class PluginEnv:
         given)."""
         e = dict(os.environ)
         for k in ("TENSORPLAY_PLUGINS", "TENSORPLAY_DISABLE_PLUGINS", "TENSORPLAY_STRICT_PLUGINS",
-                  "TENSORPLAY_TRACE_PLUGINS", "TENSORPLAY_PLUGIN_SCAN"):
+                  "TENSORPLAY_TRACE_PLUGINS", "TENSORPLAY_PLUGIN_SCAN", "TENSORPLAY_KERNEL_OVERRIDE",
+                  "TENSORPLAY_DEVICE_PROVIDER_cpu", "TENSORPLAY_DEVICE_PROVIDER_cuda"):
             e.pop(k, None)
         e.pop("PYTHONDONTWRITEBYTECODE", None)
         e["PYTHONPYCACHEPREFIX"] = _PYCACHE

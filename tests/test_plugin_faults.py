@@ -106,14 +106,24 @@ result(out)
 def test_kernel_on_another_packs_op_wins_with_declared_priority(env, owner_src, owner_dist,
                                                                 intruder_dist):
     _install(env, owner_dist, intruder_dist, owner_src, prio="TENSORPLAY_PRIORITY = 5")
-    r = env.run(LIST + '''
+    code = LIST + '''
 out["call"] = tp.ops.ownerns.op(tp.ones(2)).tolist()
 result(out)
-''')
+'''
+    # the intruder's priority alone does not replace the owner's kernel (issue 28): refused,
+    # naming the control that allows it
+    r = env.run(code)
+    assert _pl(r.data, owner_dist)["status"] == "loaded"
+    assert _pl(r.data, intruder_dist)["status"] == "failed", _pl(r.data, intruder_dist)
+    assert r.data["call"] != [100.0, 100.0]
+    assert any(f"TENSORPLAY_KERNEL_OVERRIDE={intruder_dist}" in w for w in r.data["warnings"])
+    # the user allowed it: the intruder wins, with a warning naming both, the op and the device
+    r = env.run(code, TENSORPLAY_KERNEL_OVERRIDE=intruder_dist)
     assert _pl(r.data, owner_dist)["status"] == "loaded"
     assert _pl(r.data, intruder_dist)["status"] == "loaded", _pl(r.data, intruder_dist)
     assert r.data["call"] == [100.0, 100.0]
-    assert not [w for w in r.data["warnings"] if "owner" in w or "intruder" in w]
+    (w,) = [w for w in r.data["warnings"] if "owner" in w or "intruder" in w]
+    assert owner_dist in w and intruder_dist in w and "ownerns::op" in w and "'cpu'" in w
 
 
 def test_kernel_for_a_device_the_owner_does_not_cover_is_allowed(env):

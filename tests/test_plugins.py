@@ -311,8 +311,10 @@ def test_priority_resolves_conflict_higher_wins(env, high):
         t = tensorplay.ops.goodns.double(tensorplay.ones(1)).tolist()
         result({"warnings": plugin_warnings(), "status": st, "value": t,
                 "table": {o["name"]: o["kernels"] for o in tensorplay.plugins.ops_table()}})
-    ''').data
-    assert d["warnings"] == []
+    ''', TENSORPLAY_KERNEL_OVERRIDE=f"tensorplay-{high.replace('_', '-')}").data
+    # the user allowed it: the override is warned about, naming both distributions (issue 28)
+    (w,) = d["warnings"]
+    assert "tensorplay-kern-a" in w and "tensorplay-kern-bb" in w and "goodns::double" in w
     assert d["status"]["tensorplay-kern-a"] == d["status"]["tensorplay-kern-bb"] == "loaded"
     assert d["value"] == [1.0 if high == "kern_a" else 2.0]
     assert d["table"]["goodns::double"]["cpu"]["source"] == f"tensorplay-{high.replace('_', '-')}"

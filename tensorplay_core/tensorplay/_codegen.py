@@ -23,14 +23,16 @@ import builtins
 import keyword
 import linecache
 import threading
+import weakref
 
 from ._schema import NO_DEFAULT
 
 __all__ = ["function", "literal", "bind", "pyname", "py_names", "call_arg", "keyword_arg",
            "signature", "has_default_gap", "values", "indent"]
 
-_lock = threading.Lock()
-_serial: dict = {}    # file name -> how many functions were generated under it
+# RLock: a finalizer (``_release``) may run from the garbage collector while this thread holds it
+_lock = threading.RLock()
+_live: dict = {}      # file name -> serial numbers of its functions alive now (text in linecache)
 
 
 def function(src: str, ns: dict, name: str, filename: str):
@@ -38,21 +40,51 @@ def function(src: str, ns: dict, name: str, filename: str):
     return the function.
 
     ``filename`` names the generator and what the code is for, e.g.
-    ``"<tensorplay dispatch ns::op>"``; a second function generated under the same name (an op
-    redefined, a graph recompiled) gets ``"<... #2>"``, so each traceback line maps to its own
-    text. The text is registered with ``linecache`` under that name. Raises ``SyntaxError`` only
-    on a generator bug (the text is built from identifiers and known literals).
+    ``"<tensorplay dispatch ns::op>"``; a second function generated under the same name while
+    the first is alive (an op redefined, a graph recompiled) gets ``"<... #2>"``, so each
+    traceback line maps to its own text. The text is registered with ``linecache`` under that
+    name for as long as the function lives: it is removed when the function is collected (a
+    closed ``Library``'s ops, graphs evicted from a compile cache, dropped compiled functions
+    leave nothing behind), and its number is given to the next function of that name (CPython
+    keeps every file name it compiled, so numbers only ever growing would leak too). Raises
+    ``SyntaxError`` only on a generator bug (the text is built from identifiers and known
+    literals).
     """
+    base = filename
     with _lock:
-        n = _serial.get(filename, 0) + 1
-        _serial[filename] = n
+        used = _live.setdefault(base, set())
+        n = 1
+        while n in used:
+            n += 1
+        used.add(n)
     if n > 1:
         filename = f"{filename[:-1]} #{n}>" if filename.endswith(">") else f"{filename} #{n}"
-    code = builtins.compile(src, filename, "exec")
-    # (size, mtime None: never checked against a file, lines, name), as linecache.lazycache does
-    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
-    exec(code, ns)  # noqa: S102 - identifiers and known literals only (module docstring)
-    return ns[name]
+    try:
+        code = builtins.compile(src, filename, "exec")
+        # (size, mtime None: never checked against a file, lines, name), as linecache.lazycache
+        linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+        exec(code, ns)  # noqa: S102 - identifiers and known literals only (module docstring)
+        # taken out of its namespace (no generated text calls itself): without the cycle
+        # function -> globals -> function, a dropped function is freed at once, not by the
+        # cyclic collector much later
+        fn = ns.pop(name)
+        weakref.finalize(fn, _release, base, n, filename)
+    except BaseException:
+        _release(base, n, filename)
+        raise
+    return fn
+
+
+def _release(base: str, n: int, filename: str) -> None:
+    """Generated function number ``n`` of ``base`` is gone: drop its text from ``linecache``
+    and free its number."""
+    with _lock:
+        linecache.cache.pop(filename, None)
+        used = _live.get(base)
+        if used is not None:
+            used.discard(n)
+            if not used:
+                del _live[base]
 
 
 def literal(x):

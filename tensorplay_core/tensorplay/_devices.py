@@ -36,6 +36,8 @@ __all__ = [
     "KNOWN_TYPES",
     "accepted_device_types",
     "add_loaded",
+    "control",
+    "controls",
     "backend_of",
     "binding",
     "device_hint",
@@ -65,6 +67,21 @@ providers: dict[str, list] = {}
 
 # plugin record key -> record of a plugin that did not load, in load order (plugin manager)
 unavailable: dict[str, object] = {}
+
+# the ``TENSORPLAY_*`` environment variables as they were when the plugin manager started, before
+# any plugin module ran (written by it): every control is read from here, so a plugin that
+# rewrites one at import changes nothing -- not the load, not the hints, not the CLI's re-run
+controls: dict | None = None
+
+
+def control(name: str, default=None):
+    """The value of environment control ``name`` in the snapshot (``controls``), before any
+    plugin was imported; the live environment while no snapshot was taken yet."""
+    if controls is not None:
+        return controls.get(name, default)
+    import os
+    return os.environ.get(name, default)
+
 
 # device type -> loaded backend instance (filled by the loader below)
 loaded: dict = {}
@@ -247,12 +264,11 @@ def _blocked_by(rec) -> str:
     """``"blocked: TENSORPLAY_DISABLE_PLUGINS=... names it; remove it ..."``: the control that kept
     plugin ``rec`` from loading (read from the environment the plugins were loaded with; the
     ``tensorplay`` command's ``--plugins``/``--disable-plugins`` set these variables)."""
-    import os
     if getattr(rec, "blocked_by", "") == "TENSORPLAY_DISABLE_PLUGINS":
         return (f"blocked: TENSORPLAY_DISABLE_PLUGINS="
-                f"{os.environ.get('TENSORPLAY_DISABLE_PLUGINS', '')} (--disable-plugins of the "
+                f"{control('TENSORPLAY_DISABLE_PLUGINS', '')} (--disable-plugins of the "
                 f"tensorplay command) names it; remove it from that list to load it.")
-    allow = os.environ.get("TENSORPLAY_PLUGINS", "")
+    allow = control("TENSORPLAY_PLUGINS", "")
     with_it = ",".join([n for n in (x.strip() for x in allow.split(",")) if n] + [rec.dist])
     return (f"blocked: TENSORPLAY_PLUGINS={allow} (--plugins of the tensorplay command, the "
             f"allow-list of plugins to load) leaves it out; add it (TENSORPLAY_PLUGINS={with_it}) "

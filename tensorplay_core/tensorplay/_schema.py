@@ -84,6 +84,7 @@ BASE_TYPES = frozenset({
 })
 
 _IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_MAX_LIST_SIZE = 2**31 - 1     # the largest fixed list size ``int[N]`` the parser accepts
 _NUMBER_RE = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 
 
@@ -661,7 +662,12 @@ class _Parser:
             self.ws()
             m = re.compile(r"\d+").match(self.text, self.pos)
             if m:
-                size = int(m.group(0))
+                digits = m.group(0)
+                # no list has more than 2**31 - 1 elements (and int() refuses over 4300 digits)
+                if len(digits) > 10 or int(digits) > _MAX_LIST_SIZE:
+                    self.fail(f"list size of {len(digits)} digits is too large (at most "
+                              f"{_MAX_LIST_SIZE})", m.start())
+                size = int(digits)
                 self.pos = m.end()
             self.expect("]", "']' closing the list type")
             list_opt = self.accept("?")

@@ -138,10 +138,79 @@ def _parser() -> argparse.ArgumentParser:
     sc.add_argument("--json", nargs="?", const="-", default=None, metavar="PATH",
                     dest="json_path", help="also write the results as JSON to PATH ('-' or no "
                                            "PATH: JSON on stdout, the tables on stderr)")
-    sc.add_argument("--atol", type=float, default=None, help="absolute tolerance override")
-    sc.add_argument("--rtol", type=float, default=None, help="relative tolerance override")
+    sc.add_argument("--atol", type=_tolerance, default=None,
+                    help="absolute tolerance override (a finite number >= 0)")
+    sc.add_argument("--rtol", type=_tolerance, default=None,
+                    help="relative tolerance override (a finite number >= 0)")
     sc.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     return p
+
+
+def _tolerance(text: str) -> float:
+    """``--atol``/``--rtol``: a finite number >= 0 (argparse's usage error otherwise)."""
+    import math
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(v) or v < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number >= 0")
+    return v
+
+
+def _usage_error(args) -> str | None:
+    """The one-line usage error of arguments argparse accepted but that cannot work, or
+    ``None``; checked before anything runs (a whole ``check`` must not run first and then
+    fail on its output path): a ``--json`` PATH that cannot be written, a ``--device`` that
+    ``tensorplay.device`` refuses, a ``--test-utils`` list naming no check."""
+    path = getattr(args, "json_path", None)
+    if path and path != "-":
+        why = _unwritable(path)
+        if why:
+            return f"tensorplay {args.command}: --json {path}: {why}"
+    if args.command != "check":
+        return None
+    for d in args.device or ():
+        bad = _bad_device(d)
+        if bad:
+            return f"tensorplay check: --device {d}: {bad}"
+    if args.test_utils != "DEFAULT" and not any(t.strip() for t in args.test_utils.split(",")):
+        return (f"tensorplay check: --test-utils {args.test_utils!r} names no check; give a "
+                f"comma list such as test_schema,test_faketensor, or leave it out to run all")
+    return None
+
+
+def _unwritable(path: str) -> str | None:
+    """Why ``path`` cannot be written as a file (without creating it), or ``None``."""
+    if os.path.isdir(path):
+        return "is a directory; give a file name"
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        return f"directory {parent} does not exist; create it or give another path"
+    if os.path.exists(path):
+        if not os.access(path, os.W_OK):
+            return "the file is not writable"
+    elif not os.access(parent, os.W_OK | os.X_OK):
+        return f"directory {parent} is not writable; give another path"
+    return None
+
+
+def _bad_device(spelling: str) -> str | None:
+    """``tensorplay.device``'s refusal of ``spelling`` (one sentence) when its type is known but
+    the whole spelling is malformed (``cuda:99x``, ``cpu:``); ``None`` for a device, and for an
+    unknown type (``check`` says which devices exist here, and why a provider did not load)."""
+    import tensorplay
+    try:
+        tensorplay.device(spelling)
+    except (ValueError, TypeError) as e:
+        t = spelling.partition(":")[0]
+        try:
+            if t.strip():
+                tensorplay.device(t)
+        except (ValueError, TypeError):
+            return None      # an unknown type: ``check`` says which devices exist here
+        return str(e).removeprefix("tensorplay.device: ")
+    return None
 
 
 _ENV_FLAGS = {"plugins": "TENSORPLAY_PLUGINS", "disable_plugins": "TENSORPLAY_DISABLE_PLUGINS",
@@ -194,6 +263,11 @@ def _main(argv) -> int:
         if code and any(a == "--plugin" or a.startswith("--plugin=") for a in argv):
             _err(_HINT_PLUGIN)
         return code
+    if args.command is not None:
+        bad = _usage_error(args)
+        if bad:
+            _err(bad)
+            return 2
     env = {}
     for attr, var in _ENV_FLAGS.items():
         if hasattr(args, attr):
@@ -207,7 +281,11 @@ def _main(argv) -> int:
                  f"loaded op pack is checked. {_HINT_PLUGIN}")
         # plugins were discovered when `tensorplay` was imported (before this function could run):
         # apply the controls by running the same command in a fresh interpreter.
-        child_env = dict(os.environ)
+        # the controls as they were before any plugin ran: a plugin that rewrote a
+        # TENSORPLAY_* variable at import must not change (or block) what the re-run loads
+        from tensorplay.plugins import controls
+        child_env = {k: v for k, v in os.environ.items() if not k.startswith("TENSORPLAY_")}
+        child_env.update(controls())
         child_env.update(env)
         cmd = [sys.executable, "-m", "tensorplay.cli", *_strip_env_flags(argv)]
         return subprocess.run(cmd, env=child_env).returncode
@@ -437,16 +515,22 @@ def _cmd_plugins(args) -> int:
 # tensorplay ops
 
 def _op_info(op) -> dict:
-    keys = sorted(op.kernel_stacks())
+    stacks = op.kernel_stacks()
+    keys = sorted(stacks)
+    # who registered the kernel a call runs: another plugin than the op's own (a kernel
+    # override) is named next to the device, so the table never credits the wrong one
+    owners = {k: stacks[k][-1].owner for k in keys}
     kernels = [("any device" if k == "default" else k)
                # entry-point kernels not imported yet are stand-ins in the stack (plugin manager)
                + (" (lazy)" if hasattr(op.kernels.get(k), "_tensorplay_lazy_target") else "")
+               + (f" [by {owners[k]}]" if owners[k] and owners[k] != op.owner else "")
                for k in keys]
     if op.is_builtin:
         plugin = "tensorplay (built-in)"
     else:
         plugin = op.owner or (op.source or "?")
     return {"name": op.name, "schema": op.schema.signature_str(), "kernels": kernels,
+            "kernel_owners": {("default" if k == "default" else k): owners[k] for k in keys},
             "fake": op.has_fake,
             "autograd_formula": op.has_autograd, "plugin": plugin,
             "mutates_args": list(op.mutates_args)}

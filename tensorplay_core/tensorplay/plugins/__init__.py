@@ -6,6 +6,8 @@ Data for tools and users (plain dicts and lists, no printing):
   (loaded / failed / blocked / incompatible), devices, ops, kernels, error;
 * ``tensorplay.plugins.ops_table()`` -- one dict per op: schema, devices with kernels, the plugin
   that defined it and the source of each kernel;
+* ``tensorplay.plugins.controls()`` -- the ``TENSORPLAY_*`` environment variables as they were
+  before any plugin was imported (what the plugins were loaded with);
 * ``tensorplay.plugins.API_VERSION`` -- the plugin contract version (plugins declare
   ``TENSORPLAY_API_VERSION``).
 
@@ -20,6 +22,7 @@ from .hookspecs import API_VERSION, DeviceSpec, SampleInput, hookimpl, hookspec
 from .loading import load_all, load_backend
 from .records import (
                       available_devices,
+                      controls,
                       device_hint,
                       device_status,
                       get_plugin,
@@ -41,6 +44,7 @@ __all__ = [
                       "PluginWarning",
                       "SampleInput",
                       "available_devices",
+                      "controls",
                       "device_hint",
                       "device_status",
                       "get_plugin",

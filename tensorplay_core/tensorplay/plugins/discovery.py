@@ -36,8 +36,20 @@ _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("", "0", "false", "no", "off")
 
 
+def snapshot_controls() -> None:
+    """Keep the ``TENSORPLAY_*`` environment variables as they are now, before any plugin
+    module runs (``_devices.controls``); every control is read from the snapshot."""
+    from .. import _devices
+    _devices.controls = {k: v for k, v in os.environ.items() if k.startswith("TENSORPLAY_")}
+
+
+def _env(name, default=None):
+    from .. import _devices
+    return _devices.control(name, default)
+
+
 def _env_list(name):
-    v = os.environ.get(name)
+    v = _env(name)
     if v is None:
         return None
     return {_norm(x) for x in v.split(",") if x.strip()}
@@ -47,14 +59,16 @@ def _env_flag(name: str) -> bool:
     """A boolean control: ``1``/``true``/``yes``/``on`` (any case) is on, unset/empty/``0``/
     ``false``/``no``/``off`` is off; anything else is a ``PluginError`` naming the variable (a
     typo must not silently pick either meaning)."""
-    raw = os.environ.get(name, "")
+    raw = _env(name, "")
     v = raw.strip().lower()
     if v in _TRUE:
         return True
     if v in _FALSE:
         return False
-    raise PluginError(f"{name}={raw!r} is not a boolean; use one of 1, true, yes, on (enable) or "
+    err = PluginError(f"{name}={raw!r} is not a boolean; use one of 1, true, yes, on (enable) or "
                       f"0, false, no, off (disable), or unset it.")
+    err.control = name   # a malformed control: the console script's usage error (exit 2)
+    raise err
 
 
 def _matches(names, rec) -> bool:
@@ -92,7 +106,7 @@ def _scan():
     if _S.scan is None:
         t0 = time.perf_counter()
         _S.scan_count += 1
-        found = None if os.environ.get("TENSORPLAY_PLUGIN_SCAN") == "importlib" else _fast_scan()
+        found = None if _env("TENSORPLAY_PLUGIN_SCAN") == "importlib" else _fast_scan()
         how = "dist-info reader"
         if found is None:
             found, how = _importlib_scan(), "importlib.metadata"

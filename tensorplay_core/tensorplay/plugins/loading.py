@@ -36,9 +36,10 @@ from .discovery import (
     _trace,
     _warn_unknown_names,
     resolve,
+    snapshot_controls,
 )
 from .hookspecs import API_VERSION, DeviceSpec
-from .state import _S, PluginRecord, _by_dist, _fix_hint, _label_of
+from .state import _S, PluginRecord, _by_dist, _fix_hint, _label_of, _norm
 from .state import warn as _warn
 
 _HOOK_NAMES = ("tensorplay_devices", "tensorplay_register_ops", "tensorplay_sample_inputs")
@@ -90,6 +91,7 @@ def load_all(entry_points=None, kernel_entry_points=None) -> None:
             return
         _S.loaded = True
         t_start = time.perf_counter()
+        snapshot_controls()      # before any plugin module runs (it might rewrite them)
         _S.trace = _env_flag("TENSORPLAY_TRACE_PLUGINS")
         if entry_points is None:
             entry_points, kernel_entry_points = _scan()
@@ -106,6 +108,7 @@ def load_all(entry_points=None, kernel_entry_points=None) -> None:
             versions[dname] = ver
 
         new = []
+        queued: dict = {}       # id -> record queued by this scan (records are unhashable)
         for ep in sorted(entry_points, key=lambda e: (_dist_of(e)[0].lower(), e.name)):
             dname, ver = _dist_of(ep)
             if "::" in ep.name:
@@ -114,7 +117,9 @@ def load_all(entry_points=None, kernel_entry_points=None) -> None:
             key = dname if dname not in _S.records or _S.records[dname].value == ep.value \
                 else f"{dname}:{ep.name}"
             old = _S.records.get(key)
-            if old is not None and old.status == "loaded":
+            if old is not None and (old.status == "loaded" or id(old) in queued):
+                # loaded before, or the same distribution naming the same module under a second
+                # entry point: one plugin, loaded once
                 continue
             rec = PluginRecord(name=ep.name, dist=dname, version=ver, value=ep.value, key=key)
             _S.records[key] = rec
@@ -135,6 +140,7 @@ def load_all(entry_points=None, kernel_entry_points=None) -> None:
                 _trace("deferred %s: its module is still being imported", rec.label)
                 continue
             new.append(rec)
+            queued[id(rec)] = rec
             _S.todo.append((rec, ep.load, strict))
         # Load in name order; a plugin whose hook looks up an op that is not defined yet loads
         # the remaining plugins first (``finish_deferred`` from ``_registry.lookup``), so the
@@ -291,6 +297,10 @@ def _load_one(rec: PluginRecord, loader, strict: bool) -> None:
             except pluggy.PluginValidationError as e:   # backstop: pluggy's own checks
                 raise PluginError(f"plugin {rec.label}: pluggy rejected its hook implementations: "
                                   f"{e}. Fix them to match tensorplay.plugins.hookspecs.") from e
+            except ValueError as e:   # pluggy: "Plugin name/already registered"
+                raise PluginError(f"plugin {rec.label}: its module {rec.value!r} is already "
+                                  f"registered as another plugin ({e}); name it under one entry "
+                                  f"point only.") from e
             registered = True
             for impl in _impls_of(mod, "tensorplay_devices"):
                 specs = _call_impl(rec, impl, "tensorplay_devices") or ()
@@ -428,7 +438,51 @@ def _call_impl(rec: PluginRecord, impl, hook: str, **kwargs):
         _trace("hook %s <- %s (%.2f ms)", hook, rec.label, (time.perf_counter() - t0) * 1e3)
 
 
+PROVIDER_CONTROL = "TENSORPLAY_DEVICE_PROVIDER_"
+
+
+def _provider_choice(device_type: str):
+    """The distribution the user named to provide ``device_type``
+    (``TENSORPLAY_DEVICE_PROVIDER_<type>=dist``, read from the controls' snapshot), or None."""
+    v = (_devices.control(PROVIDER_CONTROL + device_type, "") or "").strip()
+    return v or None
+
+
 def _add_device(rec: PluginRecord, spec: DeviceSpec) -> None:
+    """Record that plugin ``rec`` provides ``spec.type``. A device that one of tensorplay's own
+    device plugins serves (``cpu``: tensorplay-cpu, ``cuda``: tensorplay-cuda) and that plugin is
+    installed: another distribution providing it is refused (``PluginError`` naming the
+    control), whatever its priority, unless the user names it with
+    ``TENSORPLAY_DEVICE_PROVIDER_<type>=dist``; then it is the provider and ours is not used
+    (a ``PluginWarning`` says so). Two other providers at one priority are refused."""
+    chosen = _provider_choice(spec.type)
+    if chosen is not None:
+        if not _matches({_norm(chosen)}, rec):
+            _warn(f"tensorplay: device '{spec.type}': plugin {rec.label}'s DeviceSpec is not "
+                  f"used: {PROVIDER_CONTROL}{spec.type}={chosen} names the provider.", 3)
+            return
+        for e in list(_S.devices.get(spec.type, [])):     # the chosen one replaces them
+            if e[2].dist != rec.dist:
+                _S.devices[spec.type].remove(e)
+                if spec.type in e[2].devices:
+                    e[2].devices.remove(spec.type)
+        ours = _devices.KNOWN_DEVICE_DISTS.get(spec.type)
+        if ours and ours != rec.dist:
+            _warn(f"tensorplay: device '{spec.type}' is provided by plugin {rec.label} instead "
+                  f"of {ours}, as {PROVIDER_CONTROL}{spec.type}={chosen} asks.", 3)
+    else:
+        ours = _devices.KNOWN_DEVICE_DISTS.get(spec.type)
+        mine = _by_dist(ours) if ours else None
+        if mine is not None and rec.dist != ours and mine.status != "blocked":
+            err = PluginError(
+                f"plugin {rec.label} declares device '{spec.type}', which {mine.label} provides; "
+                f"refused: a plugin cannot take over a device another distribution serves "
+                f"(its priority is its own claim). To use {rec.dist}'s backend for "
+                f"'{spec.type}', set {PROVIDER_CONTROL}{spec.type}={rec.dist}.")
+            err.fix = (f"set {PROVIDER_CONTROL}{spec.type}={rec.dist} to make it the provider "
+                       f"of '{spec.type}', or remove the DeviceSpec from {rec.dist} (pip "
+                       f"uninstall {rec.dist}).")
+            raise err
     prio = spec.priority or rec.priority
     for p, s, other in _S.devices.get(spec.type, []):
         if p == prio and other is not rec and other.dist != rec.dist:

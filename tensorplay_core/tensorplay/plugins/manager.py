@@ -24,12 +24,20 @@ made stricter). This module is the overview and keeps the historical import path
   (stderr unless logging is configured). The two switches read ``1``/``true``/``yes``/``on`` as
   on and unset/empty/``0``/``false``/``no``/``off`` as off (any case); any other value is a
   ``PluginError`` naming the variable. Names match the entry-point name or the distribution
-  name (case, ``-``/``_``/``.`` insensitive).
+  name (case, ``-``/``_``/``.`` insensitive). Consent controls (the user's word, never a
+  plugin's): ``TENSORPLAY_KERNEL_OVERRIDE=dist[,dist]`` lets those distributions replace another
+  distribution's kernel with a higher ``TENSORPLAY_PRIORITY`` (a ``PluginWarning`` names both,
+  the op and the device); ``TENSORPLAY_DEVICE_PROVIDER_<type>=dist`` makes ``dist`` the provider
+  of device ``<type>`` (the only way another distribution can provide ``cpu`` or ``cuda`` while
+  tensorplay-cpu / tensorplay-cuda is installed). Every control is read from a snapshot of the
+  ``TENSORPLAY_*`` variables taken before any plugin module runs (``tensorplay.plugins.controls()``):
+  a plugin rewriting one at import changes nothing, not even the ``tensorplay`` command's re-run.
 * **Load order does not matter.** Plugins load in distribution-name order, and a plugin whose
   hook looks up an op not defined yet loads the remaining plugins first; a plugin module the
   user imported before ``tensorplay`` is finished later and the ops its import defined are
   attributed to it. Two distributions naming the same plugin module: the second fails with an
-  error naming both (and how to skip just that one).
+  error naming both (and how to skip just that one); one distribution naming its module under
+  two entry points loads it once.
 * **Isolation.** Each plugin loads atomically: its module import, its hooks and its kernel entry
   points either all succeed, or everything it registered is undone (ops, kernels, fakes,
   formulas, devices) and the plugin is recorded as ``failed`` with its exception. One
@@ -42,10 +50,14 @@ made stricter). This module is the overview and keeps the historical import path
 * **Conflicts.** An op belongs to the plugin that defined it. Another plugin registering a
   kernel for a device the owner provides (registered, or named in its ``tensorplay.kernels``
   metadata) fails with an error naming both and the fix, unless it declares a higher
-  ``TENSORPLAY_PRIORITY`` than the owner (then it wins); whatever the load order, the owner keeps
-  its ops. Two other plugins registering a kernel for the same (op, device), or two plugins
-  providing the same device type, fail the later one with an error naming both, unless their
-  ``TENSORPLAY_PRIORITY`` differ (higher wins). Everything a failed plugin registered is undone,
+  ``TENSORPLAY_PRIORITY`` than the owner *and* the user allows it with
+  ``TENSORPLAY_KERNEL_OVERRIDE`` (then it wins, warned); whatever the load order, the owner keeps
+  its ops. Two other plugins registering a kernel for the same (op, device) fail the later one
+  with an error naming both, unless their ``TENSORPLAY_PRIORITY`` differ and the user named the
+  higher one in ``TENSORPLAY_KERNEL_OVERRIDE``. Two plugins providing the same device type fail
+  the later one unless their priorities differ (higher wins); a plugin declaring ``cpu`` or
+  ``cuda`` while our plugin for it is installed is refused unless the user names it in
+  ``TENSORPLAY_DEVICE_PROVIDER_<type>``. Everything a failed plugin registered is undone,
   including the ``Library`` objects it opened (their namespaces are free again).
 
 Hooks run at load time and when tools ask for samples; nothing here is on the per-op call path.

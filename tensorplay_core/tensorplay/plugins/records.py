@@ -71,16 +71,25 @@ def blocked_reason(rec) -> str:
     """``"is blocked (not loaded): ..."``: which control blocked plugin ``rec`` and how to load
     it (the allow-list ``TENSORPLAY_PLUGINS`` leaving it out, or ``TENSORPLAY_DISABLE_PLUGINS``
     naming it), read from the environment the plugins were loaded with."""
-    import os
     if rec.blocked_by == "TENSORPLAY_DISABLE_PLUGINS":
         return (f"is blocked (not loaded): TENSORPLAY_DISABLE_PLUGINS="
-                f"{os.environ.get('TENSORPLAY_DISABLE_PLUGINS', '')} (the block-list) names it; "
-                f"remove it from that list to load it.")
-    allow = os.environ.get("TENSORPLAY_PLUGINS", "")
+                f"{_devices.control('TENSORPLAY_DISABLE_PLUGINS', '')} (the block-list) names "
+                f"it; remove it from that list to load it.")
+    allow = _devices.control("TENSORPLAY_PLUGINS", "")
     with_it = ",".join([n for n in (x.strip() for x in allow.split(",")) if n] + [rec.dist])
     return (f"is blocked (not loaded): TENSORPLAY_PLUGINS={allow} (the allow-list of plugins "
             f"to load) leaves it out; add it (TENSORPLAY_PLUGINS={with_it}) or unset "
             f"TENSORPLAY_PLUGINS to load every installed plugin.")
+
+
+def controls() -> dict:
+    """The ``TENSORPLAY_*`` environment variables as they were before any plugin was imported
+    (a copy): what the plugins were loaded with. A plugin rewriting one at import changes
+    neither the load nor this answer; the ``tensorplay`` command builds its re-run from it."""
+    if _devices.controls is None:     # pragma: no cover - import tensorplay takes it first
+        import os
+        return {k: v for k, v in os.environ.items() if k.startswith("TENSORPLAY_")}
+    return dict(_devices.controls)
 
 
 def records() -> list:
