@@ -5,4 +5,5 @@ def all_cases():
     """Every corpus case, library by library (imports the libraries' kernels: needs triton)."""
     from .liger.cases import CASES as liger
     from .unsloth.cases import CASES as unsloth
-    return [*liger, *unsloth]
+    from .flaggems.cases import CASES as flaggems
+    return [*liger, *unsloth, *flaggems]

@@ -10,7 +10,9 @@ A :class:`Case` gives everything ``tests/test_corpus.py`` (cpu, Triton's interpr
   ``n_out`` outputs of the op; extra outputs such as saved statistics are not compared);
 * ``grad``: indices of the arguments whose gradients are checked, against central finite
   differences of ``ref`` (float64), for the loss ``sum(out_i * dy_i)`` over the compared outputs;
-* ``xfail``: a reason when a known gap makes the case fail (strict: it must fail).
+* ``xfail``: a reason when a known gap makes the case fail (strict: it must fail);
+* ``isolate``: run the case in a fresh process (``python -m corpus.check ID``): set where a known
+  gap makes a kernel write out of bounds, which would corrupt the test process.
 
 Sample arguments for ``tensorplay.library.opcheck`` come from :func:`sample_args`.
 """
@@ -36,6 +38,7 @@ class Case:
     atol: float = 1e-5
     rtol: float = 1e-4
     xfail: str | None = None
+    isolate: bool = False
     # the library's own torch path for the benchmark: a callable taking torch tensors (by position,
     # same order as the op) and returning the compared outputs; filled in by bench_corpus.py
     torch_ref: str | None = None
