@@ -106,7 +106,7 @@ def _reference_ops(framework, library, wrap=lambda kernel: kernel):
         r"^from tensorplay\.library import triton_op, wrap_triton$": "",
     }
     for pat, new in replacements.items():
-        src, n = re.subn(pat, new, src, flags=re.M)
+        src, n = re.subn(pat, new, src, flags=re.MULTILINE)
         if n != 1:
             raise RuntimeError(f"{path}: expected one line matching {pat!r}")
     name = f"corpus.{library}._reference_ops"
@@ -115,13 +115,13 @@ def _reference_ops(framework, library, wrap=lambda kernel: kernel):
     mod.__package__ = f"corpus.{library}"
 
     def triton_op(opname, fn=None, /, *, mutates_args, schema=None):
-        make = lambda f: _RefOp(framework.autograd.Function, f)  # noqa: E731
+        make = lambda f: _RefOp(framework.autograd.Function, f)
         return make if fn is None else make(fn)
 
     mod.triton_op = triton_op
     mod.wrap_triton = wrap
     sys.modules[name] = mod
-    exec(compile(src, str(path), "exec"), mod.__dict__)
+    exec(compile(src, str(path), "exec"), mod.__dict__)  # noqa: S102 - our own file, see above
     return mod
 
 
@@ -187,7 +187,6 @@ class _Side:
 def main() -> int:
     args = _parse()
     import numpy as np
-
     import tensorplay
     on_cpu = args.device == "cpu"
     ok, why = (True, "") if on_cpu else tensorplay.plugins.device_status("cuda")
@@ -195,8 +194,8 @@ def main() -> int:
         print(f"bench_corpus: no CUDA GPU ({why}); nothing to measure", file=sys.stderr)
         return 2
     try:
-        import triton  # noqa: F401
         import tensorplay_triton  # noqa: F401
+        import triton  # noqa: F401
     except ImportError as e:
         print(f"bench_corpus: needs triton and tensorplay-triton: {e}", file=sys.stderr)
         return 2

@@ -20,10 +20,10 @@ Sample arguments for ``tensorplay.library.opcheck`` come from :func:`sample_args
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
-
 import tensorplay
 
 

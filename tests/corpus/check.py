@@ -10,7 +10,6 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-
 import tensorplay
 from tensorplay import library
 

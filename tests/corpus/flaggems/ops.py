@@ -10,7 +10,7 @@ forward with its backward through ``triton_op`` + ``register_autograd`` (the wir
 derivatives.yaml did). ``logger.debug`` lines and ``with torch_device_fn.device(...)`` guards
 are left out (tensorplay launches on the tensors' device). Other changes: ``# CHANGED: why``.
 """
-# ruff: noqa: E501
+# ruff: noqa  -- host code kept as upstream wrote it, apart from the CHANGED lines
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ Branches for devices tensorplay has no backend for (xpu, npu), DTensor, Blackwel
 ``device_context`` (a ``torch.cuda.device`` guard; tensorplay launches on the tensors' device)
 are left out: they are unreachable here, not adaptations.
 """
-# ruff: noqa: E501
+# ruff: noqa  -- host code kept as upstream wrote it, apart from the CHANGED lines
 
 from __future__ import annotations
 

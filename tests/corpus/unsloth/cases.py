@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import numpy as np
 from math import erf
+
+import numpy as np
 
 from ..cases import Case
 from . import ops
