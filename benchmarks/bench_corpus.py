@@ -295,6 +295,14 @@ def main() -> int:
               f"{statistics.median(br):6.2f}")
     print(f"({len(rows) - sum(1 for r in rows if r[1] is None)} of {len(rows)} cases measured, "
           f"{time.perf_counter() - start:.0f} s)")
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    import _harness
+    out = {"device": args.device, "scale": scale, "reference": ref_label, "rows": [
+        {"case": cid, "check": check, **({} if t is None else {
+            "tensorplay_fwd_us": t[0][0], "tensorplay_fwd_bwd_us": t[0][1],
+            **({} if len(t) == 1 else {"reference_fwd_us": t[1][0], "reference_fwd_bwd_us": t[1][1]})})}
+        for cid, t, check in rows]}
+    print(f"results: {_harness.write_json('corpus' if not on_cpu else 'corpus_cpu_selfcheck', out)}")
     return 1 if failed else 0
 
 
