@@ -7,9 +7,10 @@ line that had to change says ``# CHANGED: why``). Each op runs on cpu through Tr
 interpreter, forward and backward, against a float64 NumPy reference (gradients by central finite
 differences of that reference), and through ``tensorplay.library.opcheck``.
 
-A case that fails because of a known, tracked gap is ``xfail(strict=True)`` with the gap named,
-and expects the failure the gap causes (an interpreter error inside a kernel, or a failure of the
-isolated process); any other exception fails the test. The GPU run is ``benchmarks/bench_corpus.py``.
+A case that hits a known gap (``tests/corpus/gaps.py``) is ``xfail(strict=True)`` with the gap
+named, while the gap's probe shows it is still there (once fixed, the case is a plain test with
+no edit), and expects the failure the gap causes (an interpreter error inside a kernel, or a
+failure of the isolated process); any other exception fails the test. The GPU run is ``benchmarks/bench_corpus.py``.
 """
 
 from __future__ import annotations
@@ -44,9 +45,10 @@ def _params(isolated):
     for c in CASES:
         if c.isolate != isolated:
             continue
-        marks = ([pytest.mark.xfail(strict=True, reason=c.xfail,
+        present = [g.reason for g in c.gaps if g.present]
+        marks = ([pytest.mark.xfail(strict=True, reason="; ".join(present),
                                     raises=(InterpreterError, OpCheckError, IsolatedCaseFailed))]
-                 if c.xfail else [])
+                 if present else [])
         out.append(pytest.param(c, id=c.id, marks=marks))
     return out
 

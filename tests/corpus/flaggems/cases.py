@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import gaps
 from ..cases import Case
 from . import ops
 
 _f32 = np.float32
-_GAP_LIBDEVICE = "gap: names imported from triton.language.extra.libdevice are None, fixed on h-triton"
-# FlagGems writes masks as `row_mask and col_mask` on tensors; compiled Triton lowers `and`/`or` to
-# logical_and/logical_or, Triton's interpreter evaluates Python truthiness (the first operand when
-# it is not all true): masks lose a dimension, kernels read and write out of bounds (heap
-# corruption on cpu: these cases run in their own process)
-_GAP_BOOLOP = ("gap: `and`/`or` between tensors in a kernel are Python truthiness under the "
-               "interpreter (not logical_and/or): out-of-bounds access; not on h-triton's list")
+# FlagGems writes masks as `row_mask and col_mask` on tensors (gaps.BOOLOP): under the interpreter
+# the kernels then read and write out of bounds, which corrupts the heap of the process: these
+# cases run in their own process (isolate=True)
 
 
 def _x(r, *shape):
@@ -61,17 +58,17 @@ CASES = [
     Case("flaggems.softmax", ops.softmax, lambda r, s: (_x(r, 4 * s, 40 * s), -1), _softmax),
     Case("flaggems.softmax_dim0", ops.softmax, lambda r, s: (_x(r, 12 * s, 5, 6 * s), 0), _softmax),
     Case("flaggems.log_softmax", ops.log_softmax, lambda r, s: (_x(r, 4 * s, 40 * s), 1), _log_softmax,
-         xfail=_GAP_BOOLOP, isolate=True),
+         gaps=(gaps.BOOLOP,), isolate=True),
     Case("flaggems.log_softmax_dim1", ops.log_softmax, lambda r, s: (_x(r, 3, 10 * s, 4 * s), 1), _log_softmax,
-         xfail=_GAP_BOOLOP, isolate=True),
+         gaps=(gaps.BOOLOP,), isolate=True),
     Case("flaggems.rms_norm", ops.rms_norm,
          lambda r, s: (_x(r, 2, 3 * s, 48 * s), [48 * s], r.random(48 * s).astype(_f32) + 0.5, 1e-6),
          _rms_ref, grad=(0, 2)),
     Case("flaggems.layer_norm", ops.layer_norm, _ln_inputs(160), _ln_ref, grad=(0, 2, 3),
-         xfail=_GAP_BOOLOP, isolate=True),
+         gaps=(gaps.BOOLOP,), isolate=True),
     Case("flaggems.layer_norm_multiline", ops.layer_norm, _ln_inputs(40), _ln_ref, grad=(0, 2, 3),
-         xfail=_GAP_BOOLOP, isolate=True),
+         gaps=(gaps.BOOLOP,), isolate=True),
     Case("flaggems.group_norm", ops.group_norm,
          lambda r, s: (_x(r, 2, 6 * s, 3, 4), r.random(6 * s).astype(_f32) + 0.5, r.random(6 * s).astype(_f32), 3, 1e-5),
-         _gn_ref, grad=(0, 1, 2), xfail=_GAP_LIBDEVICE + "; " + _GAP_BOOLOP, isolate=True),
+         _gn_ref, grad=(0, 1, 2), gaps=(gaps.LIBDEVICE, gaps.BOOLOP), isolate=True),
 ]

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import gaps
 from ..cases import Case
 from . import ops
 
 _f32 = np.float32
-_GAP_LIBDEVICE = "gap: names imported from triton.language.extra.libdevice are None, fixed on h-triton"
 
 
 def _x(r, *shape):
@@ -57,14 +57,14 @@ def _rope_inputs(r, scale):
 CASES = [
     Case("liger.rms_norm", ops.rms_norm,
          lambda r, s: (_x(r, 4 * s, 48 * s), r.random(48 * s).astype(_f32) + 0.5, 1e-6, 0.0, "llama"),
-         _rms_ref, grad=(0, 1), xfail=_GAP_LIBDEVICE),
+         _rms_ref, grad=(0, 1), gaps=(gaps.LIBDEVICE,)),
     Case("liger.layer_norm", ops.layer_norm,
          lambda r, s: (_x(r, 4 * s, 40 * s) - 2, r.random(40 * s).astype(_f32), r.random(40 * s).astype(_f32), 1e-5),
-         _ln_ref, grad=(0, 1, 2), xfail=_GAP_LIBDEVICE),
+         _ln_ref, grad=(0, 1, 2), gaps=(gaps.LIBDEVICE,)),
     Case("liger.swiglu", ops.swiglu, lambda r, s: (_x(r, 3 * s, 40 * s), _x(r, 3 * s, 40 * s)),
          lambda a, b: (_silu(a) * b,), grad=(0, 1)),
     Case("liger.geglu", ops.geglu, lambda r, s: (_x(r, 3 * s, 40 * s), _x(r, 3 * s, 40 * s)),
-         lambda a, b: (_gelu_tanh(a) * b,), grad=(0, 1), xfail=_GAP_LIBDEVICE),
+         lambda a, b: (_gelu_tanh(a) * b,), grad=(0, 1), gaps=(gaps.LIBDEVICE,)),
     Case("liger.relu_squared", ops.relu_squared, lambda r, s: (_x(r, 3 * s, 40 * s),),
          lambda x: (np.maximum(x, 0) ** 2,)),
     Case("liger.softmax", ops.softmax, lambda r, s: (_x(r, 2, 3 * s, 33 * s),),
@@ -129,6 +129,6 @@ CASES += [
     Case("liger.dyt", ops.dyt,
          lambda r, s: (_x(r, 4 * s, 40 * s), np.array([0.7], _f32), r.random(40 * s).astype(_f32) + 0.5,
                        r.random(40 * s).astype(_f32)),
-         _dyt_ref, grad=(0, 1, 2, 3), xfail=_GAP_LIBDEVICE),
+         _dyt_ref, grad=(0, 1, 2, 3), gaps=(gaps.LIBDEVICE,)),
     Case("liger.cross_entropy", ops.cross_entropy, _ce_inputs, _ce_ref),
 ]
