@@ -3,6 +3,7 @@
 
 def all_cases():
     """Every corpus case, library by library (imports the libraries' kernels: needs triton)."""
+    from .flaggems.cases import CASES as flaggems
     from .liger.cases import CASES as liger
     from .unsloth.cases import CASES as unsloth
-    return [*liger, *unsloth]
+    return [*liger, *unsloth, *flaggems]

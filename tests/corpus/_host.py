@@ -23,3 +23,11 @@ def sm_count(device) -> int:
     if device.type == "cuda":
         return _cuda_sm_count(device.index or 0)
     return 1
+
+
+def current_sm_count() -> int:
+    """``multi_processor_count`` of the current cuda device, or 1 with no usable cuda device
+    (FlagGems' heuristics ask torch for the current device's; on cpu the interpreter runs)."""
+    import tensorplay
+    ok, _ = tensorplay.plugins.device_status("cuda")
+    return _cuda_sm_count(0) if ok else 1

@@ -10,7 +10,9 @@ A :class:`Case` gives everything ``tests/test_corpus.py`` (cpu, Triton's interpr
   ``n_out`` outputs of the op; extra outputs such as saved statistics are not compared);
 * ``grad``: indices of the arguments whose gradients are checked, against central finite
   differences of ``ref`` (float64), for the loss ``sum(out_i * dy_i)`` over the compared outputs;
-* ``xfail``: a reason when a known gap makes the case fail (strict: it must fail).
+* ``gaps``: the known gaps (``corpus.gaps``) that make the case fail while they are there;
+* ``isolate``: run the case in a fresh process (``python -m corpus.check ID``): set where a known
+  gap makes a kernel write out of bounds, which would corrupt the test process.
 
 Sample arguments for ``tensorplay.library.opcheck`` come from :func:`sample_args`.
 """
@@ -18,10 +20,10 @@ Sample arguments for ``tensorplay.library.opcheck`` come from :func:`sample_args
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
-
 import tensorplay
 
 
@@ -35,7 +37,8 @@ class Case:
     n_out: int = 1
     atol: float = 1e-5
     rtol: float = 1e-4
-    xfail: str | None = None
+    gaps: tuple = ()
+    isolate: bool = False
     # the library's own torch path for the benchmark: a callable taking torch tensors (by position,
     # same order as the op) and returning the compared outputs; filled in by bench_corpus.py
     torch_ref: str | None = None

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import gaps
 from ..cases import Case
 from . import ops
 
 _f32 = np.float32
-_GAP_LIBDEVICE = "gap: names imported from triton.language.extra.libdevice are None, fixed on h-triton"
 
 
 def _x(r, *shape):
@@ -57,17 +57,78 @@ def _rope_inputs(r, scale):
 CASES = [
     Case("liger.rms_norm", ops.rms_norm,
          lambda r, s: (_x(r, 4 * s, 48 * s), r.random(48 * s).astype(_f32) + 0.5, 1e-6, 0.0, "llama"),
-         _rms_ref, grad=(0, 1), xfail=_GAP_LIBDEVICE),
+         _rms_ref, grad=(0, 1), gaps=(gaps.LIBDEVICE,)),
     Case("liger.layer_norm", ops.layer_norm,
          lambda r, s: (_x(r, 4 * s, 40 * s) - 2, r.random(40 * s).astype(_f32), r.random(40 * s).astype(_f32), 1e-5),
-         _ln_ref, grad=(0, 1, 2), xfail=_GAP_LIBDEVICE),
+         _ln_ref, grad=(0, 1, 2), gaps=(gaps.LIBDEVICE,)),
     Case("liger.swiglu", ops.swiglu, lambda r, s: (_x(r, 3 * s, 40 * s), _x(r, 3 * s, 40 * s)),
          lambda a, b: (_silu(a) * b,), grad=(0, 1)),
     Case("liger.geglu", ops.geglu, lambda r, s: (_x(r, 3 * s, 40 * s), _x(r, 3 * s, 40 * s)),
-         lambda a, b: (_gelu_tanh(a) * b,), grad=(0, 1), xfail=_GAP_LIBDEVICE),
+         lambda a, b: (_gelu_tanh(a) * b,), grad=(0, 1), gaps=(gaps.LIBDEVICE,)),
     Case("liger.relu_squared", ops.relu_squared, lambda r, s: (_x(r, 3 * s, 40 * s),),
          lambda x: (np.maximum(x, 0) ** 2,)),
     Case("liger.softmax", ops.softmax, lambda r, s: (_x(r, 2, 3 * s, 33 * s),),
          lambda x: (_softmax(x),)),
     Case("liger.rope", ops.rope, _rope_inputs, _rope_ref, grad=(0, 1), n_out=2),
+]
+
+
+def _log_probs(r, *shape):
+    x = r.standard_normal(shape)
+    return (x - np.log(np.exp(x).sum(-1, keepdims=True))).astype(_f32)
+
+
+def _kl_ref(y_pred, y_true, reduction="batchmean", log_target=False, eps=1e-10):
+    return ((y_true * (np.log(np.maximum(y_true, eps)) - y_pred)).sum() / y_pred.shape[0],)
+
+
+def _jsd_ref(x, y, shift_labels=None, beta=0.5, ignore_index=-100):
+    q, p = np.exp(x), np.exp(y)
+    m = beta * p + (1 - beta) * q
+    return (((beta * p * y + (1 - beta) * q * x - m * np.log(m)).sum() / x.shape[0]),)
+
+
+def _tvd_ref(p, q, labels, reduction="batchmean", ignore_index=-100):
+    keep = labels != ignore_index
+    return ((0.5 * np.abs(p - q)).sum(-1)[keep].sum() / keep.sum(),)
+
+
+def _tvd_inputs(r, s):
+    n, v = 6 * s, 30 * s
+    p = np.exp(_log_probs(r, n, v))
+    q = np.exp(_log_probs(r, n, v))
+    labels = r.integers(0, v, n).astype(np.int64)
+    labels[2] = -100
+    return (p.astype(_f32), q.astype(_f32), labels, "batchmean", -100)
+
+
+def _dyt_ref(x, alpha, gamma, beta):
+    return (np.tanh(alpha[0] * x) * gamma + beta,)
+
+
+def _ce_ref(x, target, ignore_index=-100, lse_square_scale=0.0, label_smoothing=0.0, reduction="mean", softcap=None):
+    m = x.max(-1, keepdims=True)
+    lse = (m + np.log(np.exp(x - m).sum(-1, keepdims=True)))[:, 0]
+    keep = target != ignore_index
+    picked = np.take_along_axis(x, np.where(keep, target, 0)[:, None], -1)[:, 0]
+    return (((lse - picked) * keep).sum() / keep.sum(),)
+
+
+def _ce_inputs(r, s):
+    n, v = 6 * s, 50 * s
+    target = r.integers(0, v, n).astype(np.int64)
+    target[3] = -100
+    return (_x(r, n, v), target)
+
+
+CASES += [
+    Case("liger.kl_div", ops.kl_div, lambda r, s: (_log_probs(r, 5 * s, 30 * s), np.exp(_log_probs(r, 5 * s, 30 * s))),
+         _kl_ref),
+    Case("liger.jsd", ops.jsd, lambda r, s: (_log_probs(r, 5 * s, 30 * s), _log_probs(r, 5 * s, 30 * s)), _jsd_ref),
+    Case("liger.tvd", ops.tvd, _tvd_inputs, _tvd_ref),
+    Case("liger.dyt", ops.dyt,
+         lambda r, s: (_x(r, 4 * s, 40 * s), np.array([0.7], _f32), r.random(40 * s).astype(_f32) + 0.5,
+                       r.random(40 * s).astype(_f32)),
+         _dyt_ref, grad=(0, 1, 2, 3), gaps=(gaps.LIBDEVICE,)),
+    Case("liger.cross_entropy", ops.cross_entropy, _ce_inputs, _ce_ref),
 ]

@@ -15,11 +15,12 @@ Branches for devices tensorplay has no backend for (xpu, npu), DTensor, Blackwel
 ``device_context`` (a ``torch.cuda.device`` guard; tensorplay launches on the tensors' device)
 are left out: they are unreachable here, not adaptations.
 """
-# ruff: noqa: E501
+# ruff: noqa  -- host code kept as upstream wrote it, apart from the CHANGED lines
 
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 import triton
 
@@ -29,6 +30,10 @@ from tensorplay.library import triton_op, wrap_triton
 
 from .._host import sm_count
 from .kernels import (_CASTING_MODE_GEMMA, _CASTING_MODE_LLAMA, _CASTING_MODE_NONE,
+                      _REDUCTION_MODE_BATCHMEAN, _REDUCTION_MODE_MEAN, _REDUCTION_MODE_NONE,
+                      _REDUCTION_MODE_SUM, _dyt_bwd_kernel, _dyt_fwd_kernel, _jsd_kernel,
+                      _kldiv_kernel_backward, _kldiv_kernel_forward, _tv_distance_kernel,
+                      element_mul_kernel, liger_cross_entropy_kernel,
                       _geglu_tanh_backward_kernel, _geglu_tanh_forward_kernel,
                       _layer_norm_backward_kernel, _layer_norm_forward_kernel,
                       _relu_squared_backward_kernel, _relu_squared_forward_kernel,
@@ -760,3 +765,541 @@ def _rope_backward(ctx, dq, dk):
 
 
 rope.register_autograd(_rope_backward, setup_context=_rope_setup)
+
+
+def _is_one(grad_output):
+    # CHANGED: upstream tests `torch.equal(grad_output, torch.tensor(1.0, device=...))`;
+    # tensorplay has no `equal` (same shape and all elements equal)
+    return grad_output.shape == () and grad_output.item() == 1.0
+
+
+# --- kl_div.py ---------------------------------------------------------------------------------
+
+def get_num_warps(BLOCK_SIZE):
+    num_warps = 4
+    if BLOCK_SIZE >= 32768:
+        num_warps = 32 if not is_hip() else 16
+    elif BLOCK_SIZE >= 8192:
+        num_warps = 16
+    elif BLOCK_SIZE >= 2048:
+        num_warps = 8
+
+    return num_warps
+
+
+KLDIV_MAX_FUSED_SIZE = 65536 // 4  # 65536 // 4 or 8 works the best
+
+_str_to_reduction_mode = {
+    "none": _REDUCTION_MODE_NONE.value,
+    "sum": _REDUCTION_MODE_SUM.value,
+    "mean": _REDUCTION_MODE_MEAN.value,
+    "batchmean": _REDUCTION_MODE_BATCHMEAN.value,
+}
+
+
+def kldiv_forward_triton(y_pred, y_true, log_target, reduction, eps):  # [BT, V]
+    BT, V = y_pred.shape
+    BLOCK_SIZE = min(KLDIV_MAX_FUSED_SIZE, triton.next_power_of_2(V))
+    num_warps = get_num_warps(BLOCK_SIZE)
+
+    grid = (BT,)
+    reduction = _str_to_reduction_mode[reduction]
+
+    out_size = (BT, V) if reduction == _REDUCTION_MODE_NONE.value else (BT,)
+    output_tensor = tensorplay.zeros(out_size, device=y_pred.device, dtype=tensorplay.float32)
+
+    wrap_triton(_kldiv_kernel_forward)[grid](  # CHANGED: wrap_triton
+        y_pred,
+        y_pred.stride(0),
+        y_true,
+        y_true.stride(0),
+        output_tensor,
+        output_tensor.stride(0),
+        V,
+        eps=eps,
+        BLOCK_SIZE=BLOCK_SIZE,
+        num_warps=num_warps,
+        log_target=log_target,
+        reduction=reduction,
+    )
+
+    # calculated according to the reduction mode same as in Pytorch. In the later versions, `mean` will be changed to the same behavior as `batchmean`
+    # https://pytorch.org/docs/stable/generated/torch.nn.KLDivLoss.html
+    # https://github.com/pytorch/pytorch/blob/d7b57c4d63edb42e1deeeba9497fcb5f1f748ff2/torch/nn/functional.py#L3372
+    if reduction == _REDUCTION_MODE_BATCHMEAN.value:
+        return output_tensor.sum() / BT
+    elif reduction == _REDUCTION_MODE_SUM.value:
+        return output_tensor.sum(dim=0)
+    elif reduction == _REDUCTION_MODE_MEAN.value:
+        return output_tensor.sum() / (BT * V)
+    else:
+        return output_tensor
+
+
+def kldiv_backward_triton(target, grad_output, new_grads, log_target):
+    BT, V = target.shape
+    BLOCK_SIZE = min(KLDIV_MAX_FUSED_SIZE, triton.next_power_of_2(V))
+    num_warps = get_num_warps(BLOCK_SIZE)
+
+    grid = (BT,)
+
+    # We store the gradients in-place in the input tensor
+    wrap_triton(_kldiv_kernel_backward)[grid](  # CHANGED: wrap_triton
+        target,
+        target.stride(0),
+        new_grads,
+        new_grads.stride(0),
+        V,
+        BLOCK_SIZE=BLOCK_SIZE,
+        num_warps=num_warps,
+        log_target=log_target,
+    )
+
+    # If cross entropy is the last layer, grad_output is 1.0. Skip the mul then.
+    if _is_one(grad_output):  # CHANGED: torch.equal (see _is_one)
+        return new_grads
+
+    return new_grads * grad_output
+
+
+@triton_op("liger::kl_div", mutates_args=())
+def kl_div(y_pred: Tensor, y_true: Tensor, reduction: str = "batchmean", log_target: bool = False, eps: float = 1e-10) -> Tensor:
+    y_pred, y_true = y_pred.contiguous(), y_true.contiguous()  # CHANGED: @ensure_contiguous
+    return kldiv_forward_triton(y_pred, y_true, log_target=log_target, reduction=reduction, eps=eps)
+
+
+@triton_op("liger::kl_div_backward", mutates_args=())
+def kl_div_bwd(y_true: Tensor, grad_output: Tensor, reduction: str, log_target: bool) -> Tensor:
+    y_true = y_true.contiguous()  # CHANGED: @ensure_contiguous
+    new_grads = tensorplay.empty_like(y_true)
+
+    derivative = kldiv_backward_triton(y_true, grad_output, new_grads, log_target)
+
+    if reduction == "batchmean":
+        derivative = derivative / y_true.shape[0]
+    elif reduction == "sum" or reduction == "none":
+        pass
+    elif reduction == "mean":
+        derivative = derivative / (y_true.shape[0] * y_true.shape[1])
+    return derivative
+
+
+def _kl_setup(ctx, inputs, output):
+    y_pred, y_true, reduction, log_target, eps = inputs
+    ctx.reduction, ctx.log_target = reduction, log_target
+    ctx.save_for_backward(y_true)
+
+
+def _kl_backward(ctx, grad_output):
+    (y_true,) = ctx.saved_tensors
+    return kl_div_bwd(y_true, grad_output, ctx.reduction, ctx.log_target), None, None, None, None
+
+
+kl_div.register_autograd(_kl_backward, setup_context=_kl_setup)
+
+
+# --- jsd.py ------------------------------------------------------------------------------------
+
+JSD_MAX_FUSED_SIZE = 65536
+
+
+def jsd_forward(_input, target, shift_labels, beta, ignore_index, has_label):
+    BT, V = _input.shape
+    n_rows = BT
+    BLOCK_SIZE = min(JSD_MAX_FUSED_SIZE, triton.next_power_of_2(V))
+    # non reduction loss
+    loss = tensorplay.zeros(_input.shape, dtype=tensorplay.float32, device=_input.device)
+    dX = tensorplay.empty_like(_input)
+
+    if has_label:
+        n_non_ignore = (shift_labels != ignore_index).sum().item()
+    else:
+        n_non_ignore = BT
+
+    wrap_triton(_jsd_kernel)[(n_rows,)](  # CHANGED: wrap_triton
+        X_ptr=_input,  # input in logspace, X = log Q
+        X_stride=_input.stride(-2),
+        Y_ptr=target,  # ground truth in logspace, Y = log P
+        Y_stride=target.stride(-2),
+        loss_ptr=loss,
+        loss_stride=loss.stride(-2),
+        dX_ptr=dX,
+        dX_stride=dX.stride(-2),
+        label_ptr=(shift_labels if has_label else tensorplay.empty(1, device=_input.device)),  # dummy ptr if no label
+        beta=beta,
+        n_non_ignore=n_non_ignore,
+        ignore_index=ignore_index,
+        n_cols=V,
+        BLOCK_SIZE=BLOCK_SIZE,
+        HAS_LABEL=has_label,
+    )
+
+    loss = tensorplay.sum(loss)
+    return loss.to(_input.dtype), dX
+
+
+def jsd_backward(dX, grad_output):
+    # If jsd is the last layer, grad_output is 1.0. Skip the mul to save time
+    if _is_one(grad_output):  # CHANGED: torch.equal (see _is_one)
+        return dX
+    else:
+        return grad_output * dX
+
+
+@triton_op("liger::jsd", mutates_args=())
+def jsd(_input: Tensor, target: Tensor, shift_labels: Optional[Tensor] = None, beta: float = 0.5, ignore_index: int = -100) -> tuple[Tensor, Tensor]:
+    _input, target = _input.contiguous(), target.contiguous()  # CHANGED: @ensure_contiguous
+    has_label = False
+    if shift_labels is not None:
+        assert shift_labels.shape == (_input.shape[0],), (
+            f"the shape of shift_labels must be (BT,). Got: {shift_labels.shape}"
+        )
+        shift_labels = shift_labels.contiguous()
+        has_label = True
+
+    loss, dX = jsd_forward(_input, target, shift_labels, beta, ignore_index, has_label)
+    return loss, dX  # CHANGED: dX (computed in the forward) is an output: ctx is not available in an op
+
+
+def _save_second_output(ctx, inputs, output):
+    ctx.save_for_backward(output[1])
+
+
+def _jsd_backward(ctx, grad_output, grad_dX):
+    (dX,) = ctx.saved_tensors
+    dX = jsd_backward(dX, grad_output)
+    return dX, None, None, None, None
+
+
+jsd.register_autograd(_jsd_backward, setup_context=_save_second_output)
+
+
+# --- tvd.py ------------------------------------------------------------------------------------
+
+TVD_MAX_FUSED_SIZE = 65536 // 4
+
+
+def tv_distance_forward_triton(p, q, shift_labels, reduction, ignore_index, has_label):
+    BT, V = p.shape
+
+    BLOCK_SIZE = min(TVD_MAX_FUSED_SIZE, triton.next_power_of_2(V))
+    num_warps = get_num_warps(BLOCK_SIZE)
+
+    grid = (BT,)
+
+    reduction = _str_to_reduction_mode[reduction]
+
+    out_size = (BT, V) if reduction == _REDUCTION_MODE_NONE.value else (BT,)
+    output_tensor = tensorplay.zeros(out_size, device=p.device, dtype=tensorplay.float32)
+    grads = tensorplay.empty_like(p)
+
+    n_non_ignore = (shift_labels != ignore_index).sum().item() if has_label else BT
+
+    # Pre-compute gradient scale factor (fused into kernel to avoid separate division)
+    if reduction == _REDUCTION_MODE_BATCHMEAN.value:
+        scale = 1.0 / n_non_ignore
+    elif reduction == _REDUCTION_MODE_MEAN.value:
+        scale = 1.0 / (n_non_ignore * V)
+    else:
+        scale = 1.0
+
+    wrap_triton(_tv_distance_kernel)[grid](  # CHANGED: wrap_triton
+        p,
+        p.stride(0),
+        q,
+        q.stride(0),
+        output_tensor,
+        output_tensor.stride(0),
+        grads,
+        grads.stride(0),
+        shift_labels if has_label else tensorplay.empty(1, device=p.device),
+        ignore_index,
+        V,
+        scale,
+        BLOCK_SIZE=BLOCK_SIZE,
+        HAS_LABEL=has_label,
+        num_warps=num_warps,
+        reduction=reduction,
+    )
+
+    # Loss and gradients are already scaled inside the kernel — no separate division needed
+    if reduction in (_REDUCTION_MODE_BATCHMEAN.value, _REDUCTION_MODE_MEAN.value):
+        return output_tensor.sum(), grads
+    elif reduction == _REDUCTION_MODE_SUM.value:
+        return output_tensor.sum(dim=0), grads
+    else:
+        return output_tensor, grads
+
+
+def tvd_backward_triton(grad_output, grads):
+    # If cross entropy is the last layer, grad_output is 1.0. Skip the mul then.
+    if _is_one(grad_output):  # CHANGED: torch.equal (see _is_one)
+        return grads
+
+    return grads * grad_output
+
+
+@triton_op("liger::tvd", mutates_args=())
+def tvd(p: Tensor, q: Tensor, shift_labels: Optional[Tensor] = None, reduction: str = "batchmean", ignore_index: int = -100) -> tuple[Tensor, Tensor]:
+    p, q = p.contiguous(), q.contiguous()  # CHANGED: @ensure_contiguous
+    has_label = False
+    if shift_labels is not None:
+        assert shift_labels.shape == (p.shape[0],), (
+            f"the shape of shift_labels must be (BT,). Got: {shift_labels.shape}"
+        )
+        shift_labels = shift_labels.contiguous()
+        has_label = True
+
+    loss, grads = tv_distance_forward_triton(p, q, shift_labels, reduction, ignore_index, has_label)
+    return loss, grads  # CHANGED: grads (computed in the forward) is an output: ctx is not available in an op
+
+
+@tvd.register_fake
+def _tvd_fake(p, q, shift_labels=None, reduction="batchmean", ignore_index=-100):
+    # CHANGED (new): the body counts the labels that are not ignored with .item(), which a fake
+    # tensor cannot answer; the shapes do not depend on it
+    BT, V = p.shape
+    loss = p.new_empty((BT, V) if reduction == "none" else (BT,) if reduction == "sum" else (),
+                       dtype=tensorplay.float32)
+    return loss, tensorplay.empty_like(p)
+
+
+def _tvd_backward(ctx, grad_output, grad_grads):
+    (grads,) = ctx.saved_tensors
+    return tvd_backward_triton(grad_output, grads), None, None, None, None
+
+
+tvd.register_autograd(_tvd_backward, setup_context=_save_second_output)
+
+
+# --- dyt.py ------------------------------------------------------------------------------------
+
+def liger_dyt_fwd(x, alpha, gamma, beta):
+    assert x.is_contiguous()
+    HAVE_BETA = True if beta is not None else False
+    input_shape = x.shape
+    x = x.view(-1, input_shape[-1])
+    M, N = x.shape
+
+    y = tensorplay.empty_like(x)
+
+    grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), M)
+    wrap_triton(_dyt_fwd_kernel)[grid](  # CHANGED: wrap_triton
+        x,
+        y,
+        alpha,
+        gamma,
+        beta,
+        HAVE_BETA,
+        N,
+    )
+    return y.view(input_shape)
+
+
+def liger_dyt_bwd(dy, x, alpha, gamma, beta):
+    assert dy.is_contiguous()
+    input_shape = x.shape
+    x = x.view(-1, input_shape[-1])
+    M, N = x.shape
+    HAVE_BETA = True if beta is not None else False
+
+    NUM_SMS = sm_count(x.device)  # CHANGED: torch.cuda.get_device_properties(...).multi_processor_count
+    da = tensorplay.zeros(NUM_SMS, triton.cdiv(N, 512), dtype=tensorplay.float32, device=x.device)
+    dg = tensorplay.empty(NUM_SMS, N, dtype=tensorplay.float32, device=x.device)
+    db = tensorplay.empty(NUM_SMS, N, dtype=tensorplay.float32, device=x.device) if HAVE_BETA else None
+    dx = tensorplay.empty_like(dy)
+
+    grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), NUM_SMS)
+    wrap_triton(_dyt_bwd_kernel)[grid](dy, dx, da, dg, db, x, alpha, gamma, HAVE_BETA, M, N)  # CHANGED: wrap_triton
+    if HAVE_BETA:
+        db = db.sum(0).to(x.dtype)
+    dg = dg.sum(0).to(gamma.dtype)
+    da = da.sum().to(x.dtype).unsqueeze(0)
+    return dx.view(input_shape), da, dg, db
+
+
+@triton_op("liger::dyt", mutates_args=())
+def dyt(x: Tensor, alpha: Tensor, gamma: Tensor, beta: Tensor) -> Tensor:
+    x, alpha, gamma, beta = (t.contiguous() for t in (x, alpha, gamma, beta))  # CHANGED: @ensure_contiguous
+    return liger_dyt_fwd(x, alpha, gamma, beta)
+
+
+@triton_op("liger::dyt_backward", mutates_args=())
+def dyt_bwd(dy: Tensor, x: Tensor, alpha: Tensor, gamma: Tensor, beta: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    dy, x = dy.contiguous(), x.contiguous()  # CHANGED: @ensure_contiguous
+    return liger_dyt_bwd(dy, x, alpha, gamma, beta)
+
+
+def _dyt_setup(ctx, inputs, output):
+    ctx.save_for_backward(*inputs)
+
+
+def _dyt_backward(ctx, dy):
+    x, alpha, gamma, beta = ctx.saved_tensors
+    return dyt_bwd(dy, x, alpha, gamma, beta)
+
+
+dyt.register_autograd(_dyt_backward, setup_context=_dyt_setup)
+
+
+# --- cross_entropy.py --------------------------------------------------------------------------
+
+CE_MAX_FUSED_SIZE = 65536 // 2
+
+
+def cross_entropy_forward(
+    _input,
+    target,
+    weight,
+    ignore_index,
+    lse_square_scale,
+    label_smoothing,
+    reduction,
+    softcap,
+    return_z_loss,
+    return_token_accuracy=False,
+    return_predicted_tokens=False,
+):
+    assert isinstance(return_z_loss, bool), f"return_z_loss must be True or False. Got: {return_z_loss}"
+
+    BT, V = _input.shape
+    n_rows = BT
+
+    BLOCK_SIZE = min(CE_MAX_FUSED_SIZE, triton.next_power_of_2(V))
+
+    # unreduced loss
+    loss_1d = tensorplay.zeros(n_rows, dtype=_input.dtype, device=_input.device)
+    z_loss_1d = tensorplay.zeros(n_rows, dtype=_input.dtype, device=_input.device) if return_z_loss else None
+
+    target_mask = target != ignore_index
+    n_non_ignore = target_mask.sum().item()
+    assert (target * target_mask).max() < _input.shape[-1], (
+        f"Target {target.max()} is out of bounds. Expected < {_input.shape[-1]}"
+    )
+    assert (target * target_mask).min() >= 0, f"Target {target.min()} is out of bounds. Expected >= 0"
+    sum_non_ignore_weight = n_non_ignore
+    weight_sum = 0.0
+    # CHANGED: the class-weight branch (weight is not None) is not in the corpus
+
+    # ensure _input and target are contiguous in the last dimension
+    if _input.stride(-1) != 1:
+        _input = _input.contiguous()
+    if target.stride(-1) != 1:
+        target = target.contiguous()
+    # CHANGED: .clone(): "we use a trick to store X_ptr gradient in X_ptr": the kernel overwrites
+    # the logits with their gradient; an op may not mutate its inputs
+    _input = _input.clone()
+
+    ce_num_warps = 32  # CHANGED: upstream asks torch for the arch (8 on Blackwell for 16-bit inputs)
+
+    # Here we use a trick to store X_ptr gradient in X_ptr so we can save memory
+    wrap_triton(liger_cross_entropy_kernel)[(n_rows,)](  # CHANGED: wrap_triton
+        X_ptr=_input,
+        X_stride=_input.stride(-2),
+        Y_ptr=target,
+        Y_stride=target.stride(-1),  # always 1
+        weight_ptr=weight,  # dummy if None
+        loss_ptr=loss_1d,
+        z_loss_ptr=z_loss_1d,
+        loss_stride=loss_1d.stride(-1),  # always 1
+        token_accuracy_ptr=None,  # CHANGED: token accuracy / predicted tokens are not in the corpus
+        token_accuracy_stride=0,
+        predicted_tokens_ptr=None,
+        predicted_tokens_stride=0,
+        n_cols=V,
+        n_non_ignore=n_non_ignore,
+        sum_non_ignore_weight=sum_non_ignore_weight,
+        ignore_index=ignore_index,
+        weight_sum=weight_sum,
+        lse_square_scale=lse_square_scale,
+        label_smoothing=label_smoothing,
+        reduction=reduction,
+        softcap=softcap,
+        RETURN_Z_LOSS=return_z_loss,
+        RETURN_TOKEN_ACCURACY=False,
+        RETURN_PREDICTED_TOKENS=False,
+        BLOCK_SIZE=BLOCK_SIZE,
+        HAS_WEIGHT=True if weight is not None else False,
+        HAS_SOFTCAPPING=True if softcap is not None else False,
+        # CHANGED: was `_input.requires_grad`: inside an op (as inside a torch custom op) the
+        # inputs never require grad; the op always returns the gradient
+        HAS_GRADIENTS=True,
+        num_warps=ce_num_warps,
+    )
+
+    if reduction == "none":
+        loss = loss_1d
+        z_loss = z_loss_1d if return_z_loss else None
+    else:
+        loss = tensorplay.sum(loss_1d)
+        z_loss = tensorplay.sum(z_loss_1d) if return_z_loss else None
+
+    return loss, z_loss, None, None, _input
+
+
+def cross_entropy_backward(_input, grad_output):
+    # If cross entropy is the last layer, grad_output is 1.0. Skip the mul to save time
+    if _is_one(grad_output):  # CHANGED: torch.equal (see _is_one)
+        pass
+    # If reduction is 'none'
+    elif grad_output.ndim > 0:
+        _input = _input * grad_output.unsqueeze(dim=1)
+    # If reduction is ['mean', 'sum'], grad_output is just a scalar
+    # We use a Triton kernel instead of a PyTorch operation because modifying inputs in-place
+    # for gradient storage and backward multiple times causes anomalies with PyTorch but not with Triton.
+    else:
+        BT, V = _input.shape
+        n_rows = BT
+        BLOCK_SIZE = min(CE_MAX_FUSED_SIZE, triton.next_power_of_2(V))
+
+        _input = _input.clone()  # CHANGED: the kernel scales in place; an op may not mutate its inputs
+        wrap_triton(element_mul_kernel)[(n_rows,)](  # CHANGED: wrap_triton
+            _input,
+            _input.stride(-2),
+            grad_output,
+            V,
+            BLOCK_SIZE=BLOCK_SIZE,
+            num_warps=32 if not is_hip() else 16,
+        )
+
+    return _input
+
+
+@triton_op("liger::cross_entropy", mutates_args=())
+def cross_entropy(_input: Tensor, target: Tensor, ignore_index: int = -100, lse_square_scale: float = 0.0,
+                  label_smoothing: float = 0.0, reduction: str = "mean",
+                  softcap: Optional[float] = None) -> tuple[Tensor, Tensor]:
+    loss, z_loss, token_accuracy, predicted_tokens, _input = cross_entropy_forward(
+        _input,
+        target,
+        None,
+        ignore_index,
+        lse_square_scale,
+        label_smoothing,
+        reduction,
+        softcap,
+        False,
+    )
+    return loss, _input  # CHANGED: the gradient (computed in the forward) is an output
+
+
+@cross_entropy.register_fake
+def _cross_entropy_fake(_input, target, ignore_index=-100, lse_square_scale=0.0, label_smoothing=0.0,
+                        reduction="mean", softcap=None):
+    # CHANGED (new): the body counts the targets that are not ignored with .item(), which a fake
+    # tensor cannot answer; the shapes do not depend on it
+    loss = _input.new_empty((_input.shape[0],) if reduction == "none" else ())
+    return loss, tensorplay.empty_like(_input)
+
+
+@triton_op("liger::cross_entropy_backward", mutates_args=())
+def cross_entropy_bwd(grad_input: Tensor, grad_output: Tensor) -> Tensor:
+    return cross_entropy_backward(grad_input, grad_output)
+
+
+def _ce_backward(ctx, grad_output, grad_grad_input):
+    (_input,) = ctx.saved_tensors
+    return cross_entropy_bwd(_input, grad_output), None, None, None, None, None, None
+
+
+cross_entropy.register_autograd(_ce_backward, setup_context=_save_second_output)

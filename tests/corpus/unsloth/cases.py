@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import numpy as np
 from math import erf
 
+import numpy as np
+
+from .. import gaps
 from ..cases import Case
 from . import ops
 
 _f32 = np.float32
 _erf = np.vectorize(erf)
-_GAP_LIBDEVICE = "gap: names imported from triton.language.extra.libdevice are None, fixed on h-triton"
-# the same mechanism with a triton.language builtin: `triton_cast = tl.cast` at import, then
-# `triton_cast(x, tl.int64)` in a kernel: "Did you forget to add @triton.jit ? (`_semantic` argument
-# must be provided outside of JIT functions.)" under the interpreter
-_GAP_TL_ALIAS = ("gap: triton.language builtins bound to module-level names at import (triton_cast = "
-                 "tl.cast) are not patched by the interpreter, same mechanism as the libdevice gap (h-triton)")
 
 
 def _x(r, *shape):
@@ -81,12 +77,12 @@ CASES = [
     Case("unsloth.swiglu", ops.swiglu, _gated, lambda e, g: (_silu(e) * g,), grad=(0, 1)),
     Case("unsloth.geglu_exact", ops.geglu_exact, _gated, lambda e, g: (_gelu(e) * g,), grad=(0, 1)),
     Case("unsloth.geglu_approx", ops.geglu_approx, _gated, lambda e, g: (_gelu_tanh(e) * g,), grad=(0, 1),
-         xfail=_GAP_LIBDEVICE),
-    Case("unsloth.cross_entropy", ops.cross_entropy, _ce_inputs(), _ce_ref, xfail=_GAP_TL_ALIAS),
+         gaps=(gaps.LIBDEVICE,)),
+    Case("unsloth.cross_entropy", ops.cross_entropy, _ce_inputs(), _ce_ref, gaps=(gaps.TL_ALIAS,)),
     # a power-of-two vocab: upstream's softcapping maps the -inf of masked lanes to -SOFTCAP
     # (SOFTCAP * tanh(-inf)), so padding lanes add exp(-SOFTCAP - max) to the sum when the vocab
     # is not a power of two (an upstream bug, on GPUs too; not ours to fix)
     Case("unsloth.cross_entropy_softcap", ops.cross_entropy, _ce_inputs(softcap=3.0, vocab=64), _ce_ref,
-         xfail=_GAP_TL_ALIAS),
-    Case("unsloth.cross_entropy_scaled", ops.cross_entropy, _ce_inputs(scale=0.5), _ce_ref, xfail=_GAP_TL_ALIAS),
+         gaps=(gaps.TL_ALIAS,)),
+    Case("unsloth.cross_entropy_scaled", ops.cross_entropy, _ce_inputs(scale=0.5), _ce_ref, gaps=(gaps.TL_ALIAS,)),
 ]

@@ -11,7 +11,7 @@ the tensors' device.
 Unsloth's kernels compute only the input gradient of the norms (the weights are frozen in LoRA);
 the backward formulas below return ``None`` for the weights, as upstream does.
 """
-# ruff: noqa: E501, E251
+# ruff: noqa  -- host code kept as upstream wrote it, apart from the CHANGED lines
 
 from __future__ import annotations
 
