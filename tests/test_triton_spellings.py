@@ -419,3 +419,30 @@ def test_language_patched_once_per_launch(monkeypatch):
     ref = np.log(np.exp(h - h.max(1, keepdims=True)).sum(1)) + h.max(1)
     np.testing.assert_allclose(_host(out), ref, rtol=1e-5)
     assert len(calls) == 1, f"triton.language patched {len(calls)} times in one launch"
+
+
+# -- `and` / `or` between tensors, as the compiler reads them ---------------------------------
+
+@triton.jit
+def boolop_kernel(Y, M, N, FLAG: tl.constexpr, BLOCK: tl.constexpr):
+    # FlagGems writes masks so: `mask = rows < M and cols < N` (the compiler: logical_and)
+    rows = tl.arange(0, BLOCK)[:, None]
+    cols = tl.arange(0, BLOCK)[None, :]
+    both = rows < M and cols < N
+    either = rows < M or cols < N
+    # constexpr operands keep Python's meaning (the compiler folds them)
+    if FLAG and BLOCK > 2:
+        both = both and rows >= 0
+    tl.store(Y + rows * BLOCK + cols, both.to(tl.int32) + 2 * either.to(tl.int32))
+
+
+def test_and_or_between_tensors_are_elementwise(device):
+    """``a and b`` / ``a or b`` on tensors in a kernel are ``logical_and`` / ``logical_or``, as
+    Triton's compiler reads them; under the interpreter Python's ``and`` kept one operand (the
+    mask then covered too much: out-of-bounds reads and writes, heap corruption)."""
+    block = 4
+    y = tensorplay.zeros(block * block, dtype=tensorplay.int32, device=device)
+    wrap_triton(boolop_kernel)[(1,)](y, 3, 2, True, BLOCK=block)
+    r, c = np.meshgrid(np.arange(block), np.arange(block), indexing="ij")
+    want = ((r < 3) & (c < 2)).astype(np.int32) + 2 * ((r < 3) | (c < 2)).astype(np.int32)
+    np.testing.assert_array_equal(np.asarray(y.cpu().tolist()).reshape(block, block), want)

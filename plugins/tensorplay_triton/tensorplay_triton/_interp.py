@@ -54,6 +54,7 @@ These are Triton internals: the versions tested are pinned in ``pyproject.toml``
 
 from __future__ import annotations
 
+import ast
 import math
 import sys
 import threading
@@ -189,6 +190,43 @@ _ADDED_NOW: list = []
 _DEPTH = [0]                # nesting of interpreter scopes (the outermost one adds/removes names)
 
 
+class _BoolOpsAsCompiled(ast.NodeTransformer):
+    """``a and b`` / ``a or b`` in a kernel, as Triton's compiler reads them.
+
+    The compiler evaluates both operands and applies ``logical_and`` / ``logical_or`` (elementwise
+    on tensors, plain ``and``/``or`` on constexprs). Triton's interpreter rewrites chained
+    comparisons only, so Python's ``and`` kept one whole operand of two tensors: FlagGems'
+    ``mask = rows < M and cols < N`` became ``cols < N``, and the kernel read and wrote out of
+    bounds. Each such expression becomes a call of ``_bool_op`` below, reached through
+    ``__import__`` (a builtin in every module), so no name is added to the kernel's module."""
+
+    def visit_BoolOp(self, node):
+        self.generic_visit(node)
+        which = "and" if isinstance(node.op, ast.And) else "or"
+        mod = ast.Call(func=ast.Name("__import__", ast.Load()),
+                       args=[ast.Constant(__name__)],
+                       keywords=[ast.keyword("fromlist", ast.Constant(("_bool_op",)))])
+        out = node.values[0]
+        for v in node.values[1:]:            # the compiler refuses longer chains; fold them
+            out = ast.Call(func=ast.Attribute(mod, "_bool_op", ast.Load()),
+                           args=[ast.Constant(which), out, v], keywords=[])
+        return ast.copy_location(out, node)
+
+
+_BOOL_OPS = _BoolOpsAsCompiled()
+
+
+def _bool_op(which: str, a, b):
+    """``logical_and``/``logical_or`` when either operand is a tensor, Python's operator
+    otherwise (constexprs, Python numbers): what the compiler's ``visit_BoolOp`` gives."""
+    t = _T["tl"].tensor
+    if not isinstance(a, t):
+        if not isinstance(b, t):
+            return (a and b) if which == "and" else (a or b)
+        a, b = b, a                          # both are symmetric
+    return a.logical_and(b) if which == "and" else a.logical_or(b)
+
+
 def _track_injections(orig):
     """``FunctionRewriter._compile_and_exec`` recording the names it adds to the function's
     module globals (Triton adds every interpreter global the module lacks, and never removes it)."""
@@ -198,6 +236,7 @@ def _track_injections(orig):
         g = self.fn.__globals__
         added = {k: v for k, v in vars(interp).items() if k not in g}
         try:
+            transformed_ast = ast.fix_missing_locations(_BOOL_OPS.visit(transformed_ast))
             return _constexpr_annotations(self.fn, orig(self, transformed_ast))
         finally:
             added = {k: v for k, v in added.items() if g.get(k, _CALL) is v}
