@@ -413,3 +413,76 @@ def test_wrong_triton_formula_is_caught(device):
     right = (lambda ctx, g: (g * 2.0 * ctx.gain * ctx.saved_tensors[0], None))
     with formula(gain_square, right, _sq_setup):
         assert grads(gain_square, (x, 3.0)).status == "pass"
+
+
+# ---------------------------------------------------------------------------- tensorplay check output
+
+def _check_on_a_terminal(*args):
+    """``tensorplay check ARGS`` with stderr on a pseudo-terminal: (stdout, terminal bytes)."""
+    import os
+    import pty
+    import subprocess
+    import sys
+    m, s = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    p = subprocess.Popen([sys.executable, "-m", "tensorplay.cli", "check", *args],
+                         stdout=subprocess.PIPE, stderr=s, text=True, env=env)
+    out, _ = p.communicate(timeout=300)
+    os.close(s)
+    data = b""
+    while True:
+        try:
+            chunk = os.read(m, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    os.close(m)
+    return out, data.decode(errors="replace")
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "openpty"), reason="needs a pseudo-terminal")
+def test_check_shows_progress_with_a_total_and_the_slowest_samples(tmp_path):
+    out, term = _check_on_a_terminal("--plugin", "tensorplay-cpu", "tp::tanh", "tp::mul",
+                                     "--test-utils", "test_schema,test_gradients")
+    assert "[1/2] tp::mul cpu" in term and "[2/2] tp::tanh cpu" in term, term
+    assert "Slowest samples:" in out and " ms  tp::" in out and "(most in test_" in out
+
+
+def test_check_json_records_each_checks_time_and_the_grads_column(tmp_path):
+    import json
+    import subprocess
+    import sys
+    path = tmp_path / "r.json"
+    p = subprocess.run([sys.executable, "-m", "tensorplay.cli", "check", "--plugin",
+                        "tensorplay-cpu", "tp::tanh", "-q", "--json", str(path)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "grads" in next(x for x in p.stdout.splitlines() if x.startswith("op / kernel"))
+    data = json.loads(path.read_text())
+    s = data["samples"][0]
+    assert s["op"] == "tp::tanh" and set(s["checks"]) == set(ALL_TESTS)
+    assert all(c["ms"] >= 0 for c in s["checks"].values())
+    assert any(c["status"] == "pass" for c in (x["checks"][G] for x in data["samples"]))
+    assert set(data["rows"][0]["check_ms"]) == set(ALL_TESTS)
+
+
+def test_ops_lists_a_triton_ops_body_as_its_fake():
+    import json
+    import subprocess
+    import sys
+    pytest.importorskip("tensorplay_example_ops")
+    if not HAVE_TRITON:
+        pytest.skip("triton / tensorplay-triton not installed")
+    p = subprocess.run([sys.executable, "-m", "tensorplay.cli", "ops", "-n", "example",
+                        "--json"], capture_output=True, text=True, timeout=120)
+    infos = {i["name"]: i for i in json.loads(p.stdout)}
+    # a triton_op without register_fake: its body runs on fake tensors (launches skipped)
+    tri = infos["example::softmax_rows"]
+    assert tri["fake"] is True and tri["fake_source"] == "body", tri
+    assert infos["example::rms_norm"]["fake_source"] == "registered"
+    p = subprocess.run([sys.executable, "-m", "tensorplay.cli", "ops", "-n", "example"],
+                       capture_output=True, text=True, timeout=120)
+    row = next((x for x in p.stdout.splitlines() if x.startswith("example::softmax_rows")), p.stdout + p.stderr)
+    assert "yes (body)" in row, row

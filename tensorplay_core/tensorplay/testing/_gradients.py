@@ -196,8 +196,8 @@ def _base(s, dtype, strict=False):
             c = t.detach()
             if i in s.diff and dtype is not None:
                 c = c.to(dtype)
-            new.append(c.contiguous().clone() if c is t.detach() or not c.is_contiguous()
-                       else c.contiguous())
+            # always a copy: the caller's tensors are never touched, whatever the kernel does
+            new.append(c.contiguous().clone())
         if dtype is None and not strict:
             return new
         a, k = s.with_tensors(new)
