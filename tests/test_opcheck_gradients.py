@@ -212,6 +212,29 @@ def test_wrong_formula_of_a_multi_output_op_is_caught():
         assert grads(sincos, (tp.randn(6, 3),)).status == "pass"
 
 
+@lib.custom_op("gr_multi::center", mutates_args=())
+def center(x: Tensor) -> tuple[Tensor, Tensor]:
+    a = _np(x)
+    m = a.mean(-1, keepdims=True)
+    return tp.from_numpy(a - m), tp.from_numpy(m[..., 0].copy())
+
+
+def _center_bw(ctx, gy, gm):
+    return gy - gy.mean(-1, keepdim=True)        # right for output 0; output 1 is ignored
+
+
+def test_statistics_output_the_formula_ignores_is_named_with_the_fix():
+    with formula(center, _center_bw, lambda ctx, inputs, output: None):
+        r = grads(center, (tp.randn(4, 6),))
+        assert r.status == "fail", r
+        assert "output 1 analytical 0 vs numerical" in r.message
+        assert "mark_non_differentiable" in r.message
+    # declared: the statistic is not differentiable, and the check holds the formula to it
+    with formula(center, _center_bw,
+                 lambda ctx, inputs, output: ctx.mark_non_differentiable(output[1])):
+        assert grads(center, (tp.randn(4, 6),)).status == "pass"
+
+
 # ---------------------------------------------------------------------------- None for one input
 
 @lib.custom_op("gr_none::rotate", mutates_args=())

@@ -382,21 +382,39 @@ def _attempt(s, base, atol, rtol, rng, only=None):
             continue
         info = {"m1": m1, "m2": m2, "prec": prec, "dtype": _dname(t.dtype),
                 "sample": s.describe(base)}
-        info["worst"] = _worst(roots, leaves[i], m1)
+        info["per_output"], info["worst"] = _diagnose(roots, us, leaves[i], m1)
         res[i] = ("bad", info)
     return res
 
 
-def _worst(roots, leaf, m):
-    """(output label, index, analytical, numerical) of the output element whose directional
-    derivative disagrees most, over up to ``_WORST_CAP`` elements (one backward each)."""
+def _diagnose(roots, us, leaf, m):
+    """Where a disagreement comes from (failure path only, one backward per figure):
+    ``(per_output, worst)`` -- ``per_output`` ``[(label, analytical, numerical)]`` of each
+    output's share of the directional derivative (several outputs only), ``worst`` ``(gap,
+    label, index, analytical, numerical)`` of the output element that disagrees most, searched
+    in the worst output over up to ``_WORST_CAP`` elements (None when it cannot be said)."""
     import numpy as np
     from ..autograd import api as _api
     step, d = m["step"], m["d"]
-    best = None
-    for lbl, v in roots:
-        num = (m["fp"][lbl] - m["fm"][lbl]) / (2 * step)
-        flat = np.abs(num).ravel()
+
+    def directional(cotangents):
+        # every output gets a cotangent (zeros but the chosen ones): a formula sees them all
+        seeds = [_to_tensor(cotangents.get(lbl, np.zeros(tuple(v.shape))), v)
+                 for lbl, v in roots]
+        g = _api.grad([v for _, v in roots], [leaf], seeds, retain_graph=True,
+                      allow_unused=True)[0]
+        return 0.0 if g is None else float(np.sum(_f64(g) * d)) / (2 * step)
+
+    nums = {lbl: (m["fp"][lbl] - m["fm"][lbl]) / (2 * step) for lbl, _ in roots}
+    per = []
+    target = roots[0][0]
+    try:
+        if len(roots) > 1:
+            for lbl, _ in roots:
+                per.append((lbl, directional({lbl: us[lbl]}), float(np.sum(us[lbl] * nums[lbl]))))
+            target = max(per, key=lambda p: abs(p[1] - p[2]))[0]
+        v = dict(roots)[target]
+        flat = np.abs(nums[target]).ravel()
         n = flat.size
         if n <= _WORST_CAP:
             picks = range(n)
@@ -404,21 +422,18 @@ def _worst(roots, leaf, m):
             top = np.argsort(flat)[-_WORST_CAP // 2:]
             spread = np.linspace(0, n - 1, _WORST_CAP // 2).astype(int)
             picks = sorted(set(top.tolist()) | set(spread.tolist()))
+        best = None
         for j in picks:
             onehot = np.zeros(n)
             onehot[j] = 1.0
-            seed = _to_tensor(onehot.reshape(tuple(v.shape)), v)
-            try:
-                g = _api.grad([v], [leaf], [seed], retain_graph=True, allow_unused=True)[0]
-            except Exception:   # noqa: BLE001 - the headline numbers still stand
-                return None
-            ana = 0.0 if g is None else float(np.sum(_f64(g) * d)) / (2 * step)
-            nj = float(num.ravel()[j])
-            gap = abs(ana - nj)
-            if best is None or gap > best[0]:
+            ana = directional({target: onehot.reshape(tuple(v.shape))})
+            nj = float(nums[target].ravel()[j])
+            if best is None or abs(ana - nj) > best[0]:
                 idx = tuple(int(q) for q in np.unravel_index(j, tuple(v.shape)))
-                best = (gap, lbl, idx, ana, nj)
-    return best
+                best = (abs(ana - nj), target, idx, ana, nj)
+    except Exception:   # noqa: BLE001 - the headline figures still stand
+        return per, None
+    return per, best
 
 
 def _fmt(x) -> str:
@@ -437,6 +452,20 @@ def _verdict(op, s, verdicts):
                 idx = ", ".join(map(str, w[2]))
                 where = (f"; worst output element: output {w[1]}[{idx}] with analytical "
                          f"{_fmt(w[3])} vs numerical {_fmt(w[4])}")
+            per = info.get("per_output") or []
+            if per:
+                where = ("; per output: " + ", ".join(
+                    f"output {lbl} analytical {_fmt(a)} vs numerical {_fmt(n)}"
+                    for lbl, a, n in per)) + where
+                # an output the formula gives nothing for, although the op's value moves with
+                # the input through it: statistics or indices that are not differentiable
+                dropped = [lbl for lbl, a, n in per
+                           if a == 0.0 and abs(n) > m["tol"] / max(1, len(per))]
+                if dropped:
+                    where += (f". The formula passes no gradient through output "
+                              f"{', '.join(dropped)}: if that output is not differentiable "
+                              f"(statistics saved for the backward, indices), say so in "
+                              f"setup_context with ctx.mark_non_differentiable(...)")
             parts.append(
                 f"the gradient of input '{s.labels[i]}' is wrong: along a random direction "
                 f"(contracted with a random output cotangent) the analytical derivative is "
