@@ -70,7 +70,7 @@ def _lowest(dtypes) -> str:
 
 def _f64(t):
     import numpy as np
-    from .. import float64
+    from .._dtype import float64
     return np.asarray(_host(t.detach().to(float64)), dtype=np.float64)
 
 
@@ -137,7 +137,7 @@ class _Sample:
 def test_gradients(op, args, kwargs, atol, rtol):
     """The check (see the module docstring). Raises ``_Skip``/``_Fail``; returns a note (or
     None) when it passed with some inputs not compared."""
-    from .. import float32, float64
+    from .._dtype import float32, float64
     if _mutated(op):
         raise _Skip(f"the op mutates {', '.join(sorted(_mutated(op)))}; ops with mutated "
                     f"arguments have no autograd formula (torch.library rule)")
