@@ -189,6 +189,9 @@ def _rms_setup(ctx, inputs, output):
     # rstd's gradient is never used: no zeros are made for it (as torch's Function, which
     # returns y only, makes none)
     ctx.set_materialize_grads(False)
+    # rstd is a statistic for the backward, not a differentiable output (torch's native norms
+    # declare the same): opcheck's test_gradients holds the formula to what it declares
+    ctx.mark_non_differentiable(output[1])
     ctx.save_for_backward(x, w, output[1])
 
 
@@ -235,6 +238,7 @@ def _ln_setup(ctx, inputs, output):
     x, w, _b, _eps = inputs
     ctx.set_materialize_grads(False)     # mean's and rstd's gradients are never used
     _, mean, rstd = output
+    ctx.mark_non_differentiable(mean, rstd)    # statistics for the backward
     ctx.save_for_backward(x, w, mean, rstd)
 
 

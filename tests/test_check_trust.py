@@ -98,7 +98,8 @@ def _(x):
 
 
 def test_integer_outputs_are_exempt():
-    res = run_checks(with_argmax, (tp.randn(4, 5),), test_utils="test_autograd_registration")
+    res = run_checks(with_argmax, (tp.randn(4, 5, requires_grad=True),),
+                     test_utils="test_autograd_registration")
     assert status(res, "test_autograd_registration") == ("pass", "")
 
 
@@ -192,7 +193,8 @@ def _(x):
 
 
 def test_a_kernel_leaving_the_graph_without_a_formula_still_fails():
-    res = run_checks(leaves_graph, (tp.randn(4, 6),), test_utils="test_autograd_registration")
+    res = run_checks(leaves_graph, (tp.randn(4, 6, requires_grad=True),),
+                     test_utils="test_autograd_registration")
     st, msg = status(res, "test_autograd_registration")
     assert st == "fail"
     assert "trust::leaves_graph" in msg and "register_autograd" in msg

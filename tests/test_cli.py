@@ -55,11 +55,13 @@ def test_console_script_check_passes_on_the_example_pack(tmp_path):
     assert res["ok"] and res["failures"] == [] and res["samples_checked"] >= 10
     rows = {r["op"]: r for r in res["rows"]}
     assert set(rows) >= set(EXAMPLE_OPS) and all(r["device"] == "cpu" for r in rows.values())
-    assert rows["example::gelu"]["checks"]["test_autograd_registration"] == "pass"
+    # gelu (no formula): its samples do not require grad, so nothing asks for its gradient
+    assert rows["example::gelu"]["checks"]["test_autograd_registration"] == "skip"
+    assert rows["example::rms_norm"]["checks"]["test_autograd_registration"] == "pass"
     assert rows["example::add_relu_"]["checks"]["test_autograd_registration"] == "skip"
     assert rows["example::add_relu_"]["checks"]["test_aot_dispatch_dynamic"] is None
     header = next(line for line in p.stdout.splitlines() if line.startswith("op / kernel"))
-    for col in ("samples", "schema", "autograd", "layouts", "fake", "aot"):
+    for col in ("samples", "schema", "autograd", "fake"):      # the checks that were run
         assert col in header
     assert "tensorplay check: tensorplay-example-ops on cpu" in p.stdout
 
@@ -392,9 +394,13 @@ def test_check_plugin_tensorplay_cpu_passes_over_every_builtin_op():
     assert set(rows) == {f"tp::{n}" for n in BUILTINS}
     for r in rows.values():
         assert r["device"] == "cpu" and r["samples"] >= 1, r
-        assert set(r["checks"]) == {"test_schema", "test_autograd_registration", "test_layouts",
-                                    "test_faketensor", "test_aot_dispatch_dynamic"}, r
+        assert set(r["checks"]) == {"test_schema", "test_autograd_registration", "test_gradients",
+                                    "test_layouts", "test_faketensor",
+                                    "test_aot_dispatch_dynamic"}, r
         assert "fail" not in r["checks"].values(), r
     assert rows["tp::add"]["checks"]["test_layouts"] == "pass"
     assert rows["tp::matmul"]["checks"]["test_autograd_registration"] == "pass"
+    # every built-in formula's values are checked against finite differences (issue 27)
+    assert rows["tp::matmul"]["checks"]["test_gradients"] == "pass"
+    assert rows["tp::tanh"]["checks"]["test_gradients"] == "pass"
     assert "nothing was checked" not in p.stderr

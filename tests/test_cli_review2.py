@@ -219,7 +219,7 @@ def test_opcheck_messages_plain_floats_no_double_period_inplace_leaf():
         x.add_(1)
         return x.clone()
 
-    msg = _opcheck_msgs(sneaky, (tp.randn(3),))["test_autograd_registration"]
+    msg = _opcheck_msgs(sneaky, (tp.randn(3, requires_grad=True),))["test_autograd_registration"]
     assert ".numpy()" not in msg and "in place" in msg and "mutates_args" in msg, msg
 
 

@@ -97,9 +97,11 @@ def test_opcheck_passes_a_numpy_op_with_integer_and_bool_outputs():
 
 def test_opcheck_of_a_numpy_op_with_floating_output_and_no_formula_fails_with_the_fix():
     with pytest.raises(OpCheckError) as ei:
-        lib.opcheck(np_square, (tp.randn(5),))
+        lib.opcheck(np_square, (tp.randn(5, requires_grad=True),))
     msg = ei.value.failures["test_autograd_registration"]
-    assert set(ei.value.failures) == {"test_autograd_registration"}
+    # (compiling it with an input that requires grad hits the same x.numpy() refusal)
+    assert "test_autograd_registration" in ei.value.failures
+    assert set(ei.value.failures) <= {"test_autograd_registration", "test_aot_dispatch_dynamic"}
     assert "fix_na::square" in msg and "leaves the autograd graph" in msg
     assert "register_autograd" in msg and "detach" in msg
     assert "mark_non_differentiable" in msg

@@ -96,7 +96,7 @@ def test_readme_names_the_marks_the_check_table_prints():
     # columns: op, then (where several devices are listed) the device, the sample count, the marks
     toks = row.split()
     marks = toks[toks.index(next(t for t in toks[1:] if t.isdigit())) + 1:]
-    assert marks == ["ok", "n/a", "-", "-", "-"], row
+    assert marks == ["ok", "n/a", "-", "-", "-", "-"], row
     for m in set(marks) | {"FAIL"}:
         assert f"`{m}`" in sentence, (m, sentence)
     assert not re.search(r"PASS|N/A", sentence)

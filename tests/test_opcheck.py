@@ -41,10 +41,12 @@ def _(x, y, alpha=2.0):
 
 
 def test_correct_op_passes_every_check():
-    x, y = tp.randn(64, 32), tp.randn(64, 32)
+    # the sample asks for gradients (requires_grad), so the autograd checks apply to this op
+    # without a formula (its body is differentiated), as in torch's opcheck
+    x, y = tp.randn(64, 32, requires_grad=True), tp.randn(64, 32, requires_grad=True)
     assert check(scale_add, (x, y), {"alpha": 0.5}) == {}
     res = run_checks(scale_add, (x, y))
-    assert [r.status for r in (res[t] for t in NO_AOT)] == ["pass"] * 3
+    assert [r.status for r in (res[t] for t in NO_AOT + ("test_gradients",))] == ["pass"] * 4
 
 
 def test_correct_op_by_qualified_name_and_single_test_name():
@@ -281,19 +283,20 @@ def ints(x: Tensor) -> Tensor:
 
 
 def test_kernel_leaving_the_graph_through_numpy_is_reported():
-    msg = only_failure(check(numpy_tanh, (tp.randn(8, 3),)), "test_autograd_registration")
+    msg = only_failure(check(numpy_tanh, (tp.randn(8, 3, requires_grad=True),)),
+                       "test_autograd_registration")
     assert "oc_ag::numpy_tanh" in msg and "breaks the autograd graph" in msg
     assert "register_autograd" in msg and "output 0" in msg
 
 
 def test_numpy_call_on_an_input_that_requires_grad_is_reported():
-    msg = check(numpy_no_detach, (tp.randn(8),),
+    msg = check(numpy_no_detach, (tp.randn(8, requires_grad=True),),
                 tests=["test_autograd_registration"])["test_autograd_registration"]
     assert "oc_ag::numpy_no_detach" in msg and "breaks the autograd graph" in msg
 
 
 def test_dropped_gradient_names_the_argument():
-    msg = only_failure(check(drops_w, (tp.randn(3, 4), tp.randn(4))),
+    msg = only_failure(check(drops_w, (tp.randn(3, 4, requires_grad=True), tp.randn(4))),
                        "test_autograd_registration")
     assert "oc_ag::drops_w" in msg and "no gradient reached input 'w'" in msg
     assert "input 'x'" not in msg
@@ -358,9 +361,11 @@ def test_kernel_raising_fails_every_check_without_raising():
     def boom(x: Tensor) -> Tensor:
         raise RuntimeError("kaboom")
 
-    failures = check(boom, (tp.randn(2),))
+    failures = check(boom, (tp.randn(2, requires_grad=True),))
     assert set(failures) == set(NO_AOT)
     assert all("oc_raise::boom" in m and "kaboom" in m for m in failures.values())
+    # it raises without grad too: not an autograd matter, so no advice about .numpy()
+    assert ".numpy()" not in failures["test_autograd_registration"]
 
 
 # ---------------------------------------------------------------------------- raising and aot

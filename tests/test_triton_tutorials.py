@@ -514,6 +514,9 @@ def tut_layer_norm_backward(dy: Tensor, x: Tensor, w: Tensor, m: Tensor,
 def _ln_setup(ctx, inputs, output):
     x, w, b, eps = inputs
     _, mean, rstd = output
+    # statistics for the backward, not differentiable outputs (as torch's native_layer_norm):
+    # the formula passes no gradient through them, and says so
+    ctx.mark_non_differentiable(mean, rstd)
     ctx.save_for_backward(x, w, mean, rstd)
 
 

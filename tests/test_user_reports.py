@@ -59,7 +59,7 @@ def test_opcheck_still_explains_a_numpy_kernel_without_formula():
         return tp.empty_like(x)
 
     with pytest.raises(Exception, match="register_autograd"):
-        lib.opcheck(numpy_cos, (tp.randn(3),))
+        lib.opcheck(numpy_cos, (tp.randn(3, requires_grad=True),))
 
 
 # -- 2. backward twice --------------------------------------------------------------------------

@@ -59,7 +59,7 @@ import time
 __all__ = ["main"]
 
 _CHECK_COLUMNS = (("test_schema", "schema"), ("test_autograd_registration", "autograd"),
-                  ("test_layouts", "layouts"), ("test_faketensor", "fake"),
+                  ("test_gradients", "grads"), ("test_layouts", "layouts"), ("test_faketensor", "fake"),
                   ("test_aot_dispatch_dynamic", "aot"))
 _MARK = {"pass": "ok", "fail": "FAIL", "skip": "n/a", None: "-"}
 
@@ -78,6 +78,19 @@ def _version() -> str:
 
 # kept in agreement with README.md's paragraph on `tensorplay check`
 _CHECK_EXIT_STATUS = """\
+checks (columns of the table; n/a: nothing to check, with the reason in --json):
+  schema    inputs not declared mutated are untouched; outputs are fresh memory; the
+            returned structure matches the schema
+  autograd  gradients reach every floating input with the right shape (not their values)
+  grads     gradient values: the formula's (or autograd's) vector-Jacobian product matches
+            finite differences of the op, per input; skipped with a reason at non-smooth or
+            non-finite points, for mutating or non-differentiable ops, and for ops without a
+            formula whose samples do not require grad (as torch's opcheck)
+  layouts   transposed/offset/padded/expanded inputs give the contiguous result
+  fake      the fake kernel reproduces the real outputs' shapes, dtypes and strides
+  aot       the op runs captured by tensorplay.compile and gives the eager result
+  none of them proves second derivatives, values at other inputs than the samples, or speed
+
 exit status:
   0: everything checked passed
   1: a check failed; a plugin failed to load, or was named with --plugin but kept from
@@ -133,8 +146,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="only this device type, e.g. cpu or cuda (repeatable)")
     sc.add_argument("--test-utils", default="DEFAULT", metavar="NAMES",
                     help="comma list of checks (default: all): test_schema, "
-                         "test_autograd_registration, test_layouts, test_faketensor, "
-                         "test_aot_dispatch_dynamic")
+                         "test_autograd_registration, test_gradients, test_layouts, "
+                         "test_faketensor, test_aot_dispatch_dynamic (what each proves: below)")
     sc.add_argument("--json", nargs="?", const="-", default=None, metavar="PATH",
                     dest="json_path", help="also write the results as JSON to PATH ('-' or no "
                                            "PATH: JSON on stdout, the tables on stderr)")
@@ -360,8 +373,10 @@ def _print_table(title, headers, rows, out=None) -> None:
     cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
     natural = _fit_widths(cells, None, len(sep))
     if width is not None and sum(natural) + len(sep) * (len(natural) - 1) > width:
-        # narrow terminal: drop columns that are empty in every row first
-        keep = [i for i in range(len(headers)) if any(row[i].strip() for row in cells[1:])]
+        # narrow terminal: drop columns that say nothing in any row first (empty, or "-":
+        # a check that was not run)
+        keep = [i for i in range(len(headers))
+                if any(row[i].strip() not in ("", "-") for row in cells[1:])]
         cells = [[row[i] for i in keep] for row in cells]
     widths = _fit_widths(cells, width, len(sep))
     cells = [[_wrap_cell(c, w) for c, w in zip(row, widths)] for row in cells]
@@ -529,9 +544,13 @@ def _op_info(op) -> dict:
         plugin = "tensorplay (built-in)"
     else:
         plugin = op.owner or (op.source or "?")
+    # a triton_op without register_fake has one all the same: its body run on fake tensors
+    # with the launches skipped (tensorplay.library.triton_op)
+    body_fake = op.is_triton and not op.has_fake
     return {"name": op.name, "schema": op.schema.signature_str(), "kernels": kernels,
             "kernel_owners": {("default" if k == "default" else k): owners[k] for k in keys},
-            "fake": op.has_fake,
+            "fake": op.has_fake or body_fake,
+            "fake_source": "body" if body_fake else ("registered" if op.has_fake else None),
             "autograd_formula": op.has_autograd, "plugin": plugin,
             "mutates_args": list(op.mutates_args)}
 
@@ -562,7 +581,8 @@ def _cmd_ops(args) -> int:
                                            if args.namespace else ""))
         return 0
     rows = [[i["name"], i["schema"], ", ".join(i["kernels"]) or "-",
-             "yes" if i["fake"] else "no", "yes" if i["autograd_formula"] else "-", i["plugin"]]
+             ("yes (body)" if i["fake_source"] == "body" else "yes") if i["fake"] else "no",
+             "yes" if i["autograd_formula"] else "-", i["plugin"]]
             for i in infos]
     _print_table("TensorPlay operators", ["op", "schema", "kernels", "fake", "formula",
                                           "plugin"], rows)
@@ -758,6 +778,11 @@ def _cmd_check(args) -> int:
 
     results = []
     n_jobs = [0]
+    # on a terminal: one line rewritten in place, "[12/94] ns::op cpu", over the (op, device,
+    # kernel) cases of every selected plugin and device; elsewhere (logs, CI): a line per sample
+    live = not args.quiet and sys.stderr.isatty()
+    total = _count_cases(recs, devices if args.device else [None], ops_filter) if live else 0
+    seen: dict = {}
 
     def progress(r):
         if r.device_unavailable:      # said once per device below, never once per op
@@ -767,6 +792,14 @@ def _cmd_check(args) -> int:
             return
         verdict = {"passed": "ok", "failed": "FAIL", "error": "ERROR",
                    "skipped": "n/a"}[r.status]
+        if live:
+            seen.setdefault((r.plugin, r.op, r.device, r.kernel), len(seen) + 1)
+            line = f"[{len(seen)}/{max(total, len(seen))}] {r.op} {r.device}"
+            if r.status in ("failed", "error"):
+                sys.stderr.write(f"\r\033[K{line} [{r.sample or '-'}]: {verdict}\n")
+            sys.stderr.write(f"\r\033[K{line}")
+            sys.stderr.flush()
+            return
         extra = f": {r.message.splitlines()[0]}" if r.status == "skipped" and r.message else ""
         _err(f"[{n_jobs[0]}] {r.op} on {r.device} ({_short_kernel(r.kernel) or '-'}) "
              f"[{r.sample or '-'}]: {verdict}{extra} ({r.seconds * 1e3:.0f} ms)")
@@ -791,6 +824,9 @@ def _cmd_check(args) -> int:
             except PluginError as e:
                 plugin_failures.append(str(e))
     total_ms = (time.perf_counter() - t_all) * 1e3
+    if live:
+        sys.stderr.write("\r\033[K")      # the progress line goes; the tables follow
+        sys.stderr.flush()
     rows, failures, unchecked = _rows(results)
     n_checked = sum(1 for x in results if x.status in ("passed", "failed"))
     # devices that cannot be checked here: one line each (plugin, reason and fix), however many
@@ -902,17 +938,62 @@ def _cmd_check(args) -> int:
                                        if d.partition(":")[0] in unavailable else "")
                       for d, n in per_dev.items()) or \
         f"0 on {', '.join(devices) or 'no device'}"
+    slow = _slowest(results)
+    if slow:
+        print("\nSlowest samples:", file=out)
+        for line in slow:
+            print(f"- {line}", file=out)
     print(f"\n{n_checked} sample(s) of {n_ops} op(s), {len(rows)} kernel row(s): {where}; "
           f"{n_fail} failure(s) in {total_ms:.0f} ms", file=out)
     if args.json_path:
         _write_json({"ok": not (n_fail or nothing), "samples_checked": n_checked,
-                     "devices": devices, "rows": rows,
+                     "devices": devices, "rows": rows, "samples": _sample_records(results),
                      "unavailable_devices": {d: {"plugin": u["plugin"], "reason": u["reason"],
                                                  "ops": sorted(u["ops"])}
                                              for d, u in sorted(unavailable.items())},
                      "failures": plugin_failures + failures, "not_checked": unchecked},
                     args.json_path)
     return 1 if (n_fail or nothing) else 0
+
+
+def _count_cases(recs, devices, ops_filter) -> int:
+    """How many (op, device, kernel) cases the run will check (the progress total)."""
+    from tensorplay.testing.plugin_check import plugin_check_cases
+    n = 0
+    for r in recs:
+        if r.status != "loaded":
+            continue
+        for dev in devices:
+            try:
+                n += len(plugin_check_cases(r.dist, dev, ops_filter))
+            except Exception:   # noqa: BLE001 - the run itself reports it
+                pass
+    return n
+
+
+#: how many of the slowest samples the footer names
+_N_SLOWEST = 5
+
+
+def _slowest(results) -> list:
+    """Footer lines for the slowest samples: time, op, device, sample, and its slowest check."""
+    ran = sorted((x for x in results if x.checks), key=lambda x: -x.seconds)[:_N_SLOWEST]
+    out = []
+    for x in ran:
+        worst = max(x.check_seconds.items(), key=lambda kv: kv[1], default=None)
+        most = f" (most in {worst[0]}: {worst[1] * 1e3:.0f} ms)" if worst else ""
+        out.append(f"{x.seconds * 1e3:.0f} ms  {x.op} on {x.device} [{x.sample or '-'}]{most}")
+    return out
+
+
+def _sample_records(results) -> list:
+    """The JSON record of every sample run: status and each check's status and time."""
+    return [{"plugin": x.plugin, "op": x.op, "device": x.device, "kernel": x.kernel,
+             "sample": x.sample, "status": x.status, "ms": round(x.seconds * 1e3, 3),
+             "checks": {t: {"status": st, "ms": round(x.check_seconds.get(t, 0.0) * 1e3, 3),
+                            **({"note": x.notes[t]} if t in x.notes else {})}
+                        for t, st in x.checks.items()}}
+            for x in results if not x.device_unavailable]
 
 
 def _rows(results):
@@ -942,6 +1023,9 @@ def _rows(results):
                                []).append(x.sample or "-")
             continue
         row["samples"] += 1
+        for t, sec in x.check_seconds.items():
+            row.setdefault("check_ms", {}).setdefault(t, 0.0)
+            row["check_ms"][t] += sec * 1e3
         for t, st in x.checks.items():
             cur = row["checks"].get(t)
             if st == "fail":

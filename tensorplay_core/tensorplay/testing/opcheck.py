@@ -1,7 +1,9 @@
 """``opcheck``: check that an operator is registered correctly (same idea as
 ``torch.library.opcheck``).
 
-Five checks, each run on *clones* of the sample inputs (the caller's tensors are never touched):
+Six checks, each run on *clones* of the sample inputs (the caller's tensors are never touched).
+What each proves is below; none proves second derivatives, other values than the sample's, or
+speed.
 
 * ``test_schema`` -- inputs not declared mutated keep their values, shape, strides, storage
   offset and version; no output overlaps the memory (address range) of an input or of another
@@ -14,7 +16,21 @@ Five checks, each run on *clones* of the sample inputs (the caller's tensors are
   non-differentiable (``ctx.mark_non_differentiable``), and inputs for which the registered
   formula returns ``None`` (a declaration). An op that is not differentiable on purpose (a
   quantiser, a rounding op) says so with such a formula; without one, a kernel that leaves the
-  autograd graph fails (stricter than torch on purpose).
+  autograd graph fails (stricter than torch on purpose). As in torch's opcheck, an op without a
+  formula whose sample has no input that requires grad is skipped (nothing asks for its
+  gradient: an inference-only NumPy op passes). Proves that gradients *arrive*, not that they
+  are right.
+* ``test_gradients`` -- the gradients are *right*: the vector-Jacobian product of the registered
+  formula (or, without one, of autograd through the kernel's tensorplay ops) is compared with
+  central finite differences of the op itself, one input at a time, along a random direction
+  and contracted with a random output cotangent. In float64 where the kernel runs in float64;
+  otherwise (Triton kernels, float32-only kernels) step and tolerance come from the dtype. At
+  non-smooth points (relu at 0, max ties, floor/round) it retries with half the step and at a
+  nearby point, and skips the input with the reason rather than fail; it fails only on a stable
+  disagreement, naming the input, the worst output element, analytical vs numerical values and
+  the formula's file and line. Same scope rules as ``test_autograd_registration`` (mutating
+  ops, non-differentiable outputs, ``None`` gradients, samples not asking for grad); ops tagged
+  nondeterministic are skipped. Not in torch's opcheck (whose docs ask users to run gradcheck).
 * ``test_layouts`` -- each sample re-run with the same values in other memory layouts
   (contiguous, transposed, with a storage offset, a padded slice, expanded where the op only
   reads the input) gives the contiguous result (values compared with the per-dtype tolerances;
@@ -38,8 +54,8 @@ from dataclasses import dataclass
 __all__ = ["opcheck", "run_checks", "CheckResult", "ALL_TESTS", "DEFAULT_TESTS",
            "describe_kernel", "kernel_keys"]
 
-ALL_TESTS = ("test_schema", "test_autograd_registration", "test_layouts", "test_faketensor",
-             "test_aot_dispatch_dynamic")
+ALL_TESTS = ("test_schema", "test_autograd_registration", "test_gradients", "test_layouts",
+             "test_faketensor", "test_aot_dispatch_dynamic")
 DEFAULT_TESTS = ALL_TESTS
 
 #: Operator tags (torch's names) whose outputs' values are not a function of the inputs (random,
@@ -81,14 +97,26 @@ def opcheck(op, args, kwargs=None, *, test_utils="DEFAULT", raise_exception=True
     * ``args``/``kwargs`` -- one sample call, ``op(*args, **kwargs)``, with real tensors on any
       device. They are cloned for every check (tensors inside lists too, strides and
       ``requires_grad`` kept); the caller's tensors are never mutated.
-    * ``test_utils`` -- ``"DEFAULT"`` (all five checks), one check name, or an iterable of names
-      from ``test_schema``, ``test_autograd_registration``, ``test_layouts``,
+    * ``test_utils`` -- ``"DEFAULT"`` (all six checks, described in this module's docstring),
+      one check name, or an iterable of names from ``test_schema``,
+      ``test_autograd_registration``, ``test_gradients``, ``test_layouts``,
       ``test_faketensor``, ``test_aot_dispatch_dynamic``. Unknown names: ``ValueError`` listing
       the valid ones.
     * ``raise_exception`` -- when True (default) any failure raises
       ``tensorplay.errors.OpCheckError`` (a ``RuntimeError``) whose ``.failures`` is the mapping.
     * ``atol``/``rtol`` -- tolerances for value comparisons (default: per dtype, as
-      ``tensorplay.testing.assert_close``), passed to the compile check.
+      ``tensorplay.testing.assert_close``), passed to the compile check; for
+      ``test_gradients``, the relative tolerance of the directional derivative and an
+      absolute one added to it (default: per dtype of the computation).
+
+    What the checks prove: inputs are not modified behind the schema's back and outputs are
+    fresh (``test_schema``); gradients reach every floating input with the right shape
+    (``test_autograd_registration``) and have the right values, against finite differences
+    (``test_gradients``); strides are honoured (``test_layouts``); the fake kernel predicts the
+    outputs' metadata (``test_faketensor``); the op compiles (``test_aot_dispatch_dynamic``).
+    What they do not: second derivatives, values at inputs other than the sample's, speed. An
+    op without a formula whose sample has no input requiring grad skips both autograd checks
+    (torch's rule).
 
     Returns ``{test_name: message}`` for the failed checks; empty means every check passed. Every
     message names the op, the kernel that ran (dispatch key, ``module:function``, plugin) and
@@ -142,8 +170,9 @@ def run_checks(op, args, kwargs=None, *, test_utils="DEFAULT", atol=None,
         for name in tests:
             t0 = time.perf_counter()
             try:
-                _CHECKS[name](o, args, kwargs, atol, rtol)
-                res = CheckResult(name, "pass")
+                note = _CHECKS[name](o, args, kwargs, atol, rtol)
+                # a check may pass with a note (e.g. inputs it could not compare, and why)
+                res = CheckResult(name, "pass", note if isinstance(note, str) else "")
             except _Skip as e:
                 res = CheckResult(name, "skip", str(e))
             except _Fail as e:
@@ -564,6 +593,25 @@ _GRAPH_HINT = ("kernel breaks the autograd graph (e.g. computes with numpy / .nu
                "compute with tensorplay ops, or register a formula with register_autograd")
 
 
+NO_GRAD_ASKED = ("no sample input requires grad and the op has no formula (register_autograd): "
+                 "nothing asks for its gradient (same rule as torch's opcheck); give the "
+                 "differentiable inputs of a sample requires_grad=True to check the gradient "
+                 "autograd derives from the kernel")
+
+
+def _any_requires_grad(args, kwargs) -> bool:
+    found = []
+    _map_tensors((args, tuple(kwargs.values())), lambda t: found.append(t) or t)
+    return any(t.requires_grad for t in found)
+
+
+def _left_graph(e) -> bool:
+    """Whether a kernel's error says that it read an input that requires grad outside
+    tensorplay (``x.numpy()`` refuses such a tensor and says to detach it)."""
+    msg = str(e)
+    return "requires grad" in msg and ("numpy" in msg or "detach" in msg)
+
+
 def _test_autograd(op, args, kwargs, atol, rtol):
     from ..autograd import api as _api
     from ..autograd.grad_mode import enable_grad, no_grad
@@ -576,6 +624,7 @@ def _test_autograd(op, args, kwargs, atol, rtol):
     diff = [(label, t) for label, t, _ in _named_tensors(op, a, k) if t.dtype.is_floating_point]
     if not diff:
         raise _Skip("no floating-point tensor inputs")
+    formula = op.has_autograd
     # The plain run (no input requires grad, grad mode off) says which outputs exist: an op none
     # of whose outputs is floating has nothing differentiable (integer/bool outputs are exempt),
     # so a kernel reading its inputs with .numpy() is correct and the check does not apply.
@@ -591,6 +640,10 @@ def _test_autograd(op, args, kwargs, atol, rtol):
                             for _, v in _flat_outputs(plain)):
         raise _Skip("no floating-point tensor outputs (from the plain run): nothing is "
                     "differentiable, integer/bool outputs are exempt")
+    if not formula and not _any_requires_grad(args, kwargs):
+        # torch's opcheck: nothing asks for the gradient of an op without a formula (an
+        # inference-only NumPy kernel is correct as it is)
+        raise _Skip(NO_GRAD_ASKED)
     for _, t in diff:
         t.requires_grad_(True)
     with enable_grad():
@@ -605,8 +658,9 @@ def _test_autograd(op, args, kwargs, atol, rtol):
                     f"{str(e).rstrip('.')}. A custom op must not modify an input it does not "
                     f"declare: write to a copy (x = x.clone()) inside the kernel, or declare "
                     f"the input in mutates_args") from e
-            if plain_ok:
-                # it runs without grad and fails only because its inputs require grad
+            if plain_ok and _left_graph(e):
+                # it runs without grad and fails only because it reads an input that requires
+                # grad outside tensorplay (x.numpy() refuses those): it leaves the graph
                 raise _Fail(
                     f"the kernel leaves the autograd graph: it runs on the sample without grad, "
                     f"but with inputs that require grad ({', '.join(lbl for lbl, _ in diff)}) "
@@ -619,11 +673,15 @@ def _test_autograd(op, args, kwargs, atol, rtol):
                     f"ops); if the op is not differentiable, mark its outputs "
                     f"non-differentiable (register_autograd with a setup_context calling "
                     f"ctx.mark_non_differentiable(*outputs))") from e
-            raise _Fail(f"calling the op with inputs that require grad raised "
-                        f"{type(e).__name__}: {str(e).rstrip('.')}. (A kernel that calls "
-                        f".numpy()/.tolist()/.item() on its inputs or detaches them breaks the "
-                        f"autograd graph: compute with tensorplay ops, or register a formula "
-                        f"with register_autograd.)") from e
+            if plain_ok:
+                raise _Fail(f"the kernel runs on the sample without grad, but with inputs that "
+                            f"require grad ({', '.join(lbl for lbl, _ in diff)}) it raised "
+                            f"{type(e).__name__}: {str(e).rstrip('.')}. A custom op's kernel "
+                            f"must accept inputs that require grad (it sees them as they are "
+                            f"passed)") from e
+            # it fails without grad too: the kernel's own error, not an autograd matter
+            raise _Fail(f"calling the op on the sample raised {type(e).__name__}: "
+                        f"{str(e).rstrip('.')} (with and without grad)") from e
         outs = [(label, v) for label, v in _flat_outputs(out)
                 if isinstance(v, T) and v.dtype.is_floating_point]
         if not outs:
@@ -632,7 +690,6 @@ def _test_autograd(op, args, kwargs, atol, rtol):
         # (ctx.mark_non_differentiable: they come back with requires_grad=False) and inputs it
         # returns None for get no gradient, as in torch. Without a formula, an output that does
         # not require grad means the kernel left the graph.
-        formula = op.has_autograd
         broken = [label for label, v in outs if not v.requires_grad]
         if broken and not formula:
             raise _Fail(
@@ -650,11 +707,17 @@ def _test_autograd(op, args, kwargs, atol, rtol):
         except Exception as e:
             why = str(e).rstrip(". ")
             # the eager safety net's own error (a kernel that left the graph) already says
-            # what to do; other errors get the advice
-            advice = "" if "register_autograd" in why else (
-                ". Check the backward formula (register_autograd) or the kernel's "
-                "differentiable ops; a kernel that leaves the autograd graph needs a formula "
-                "registered with register_autograd")
+            # what to do; a formula that raised is named with where it is defined
+            if "register_autograd" in why:
+                advice = ""
+            elif formula:
+                from ._gradients import formula_where
+                advice = (f". Fix: check the formula registered with register_autograd at "
+                          f"{formula_where(op)}")
+            else:
+                advice = (". The op has no formula: autograd differentiated the tensorplay ops "
+                          "of its kernel; check them, or register a formula with "
+                          "register_autograd")
             raise _Fail(f"backward raised {type(e).__name__}: {why}{advice}") from e
     problems = []
     for (label, t), g in zip(diff, grads):
@@ -877,9 +940,15 @@ def _test_aot(op, args, kwargs, atol, rtol):
         raise _Fail(str(res))
 
 
+def _test_gradients(op, args, kwargs, atol, rtol):
+    from ._gradients import test_gradients
+    return test_gradients(op, args, kwargs, atol, rtol)
+
+
 _CHECKS = {
     "test_schema": _test_schema,
     "test_autograd_registration": _test_autograd,
+    "test_gradients": _test_gradients,
     "test_layouts": _test_layouts,
     "test_faketensor": _test_faketensor,
     "test_aot_dispatch_dynamic": _test_aot,

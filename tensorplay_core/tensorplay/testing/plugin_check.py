@@ -54,7 +54,8 @@ class PluginCheckResult:
     ``"error"`` (the samples or the check could not run; ``message`` says why) or ``"skipped"``
     (no sample inputs for this op on this device, or ``device_unavailable``: the op's kernels
     are for a device that is not available here, ``message`` saying why). ``seconds`` is the
-    wall time.
+    wall time; ``check_seconds`` the time of each check (test name -> seconds) and ``notes``
+    what a check said without failing (why it skipped, inputs it did not compare).
     """
 
     plugin: str
@@ -69,6 +70,8 @@ class PluginCheckResult:
     checks: dict = field(default_factory=dict)   # test name -> "pass" / "fail" / "skip"
     # skipped because ``device`` is not available here (``message`` has the reason and fix)
     device_unavailable: bool = False
+    check_seconds: dict = field(default_factory=dict)   # test name -> wall time of that check
+    notes: dict = field(default_factory=dict)   # test name -> why a check skipped / what it left
 
     @property
     def ok(self) -> bool:
@@ -244,15 +247,17 @@ def run_case(case: CheckCase, *, test_utils="DEFAULT", atol=None, rtol=None) -> 
                 res = {t: res[t] for t in _selected(test_utils)}
             failures = {k: r.message for k, r in res.items() if r.status == "fail"}
             checks = {k: r.status for k, r in res.items()}
+            times = {k: r.seconds for k, r in res.items()}
+            notes = {k: r.message for k, r in res.items() if r.status != "fail" and r.message}
             status, msg = ("failed" if failures else "passed"), ""
         except Exception as e:  # noqa: BLE001 - an op that breaks opcheck is an error result
-            failures = {}
+            failures, times, notes = {}, {}, {}
             status = "error"
             msg = f"opcheck raised {type(e).__name__}: {e}\n" + "".join(
                 traceback.format_exception(type(e), e, e.__traceback__, limit=-3))
         out.append(PluginCheckResult(plugin, case.op, case.device, label, status,
                                      dict(failures), msg, time.perf_counter() - t0, kdesc,
-                                     checks))
+                                     checks, check_seconds=times, notes=notes))
     return out
 
 

@@ -1,0 +1,496 @@
+"""``test_gradients``: the values of an op's gradients, compared with finite differences of the op.
+
+``test_autograd_registration`` proves that gradients *arrive* (right inputs, right shapes); this
+check proves that they are *right*: the vector-Jacobian product the op's backward gives (its
+``register_autograd`` formula, or for an op without one, autograd through the tensorplay ops of
+its kernel) is compared with central differences of the op itself, one input at a time::
+
+    numerical  = u . (f(x + h v) - f(x - h v)) / 2h        (u: random output cotangent,
+    analytical = (J^T u) . v                                 v: random input direction)
+
+Not in ``torch.library.opcheck`` (whose documentation asks users to run ``gradcheck``
+themselves).
+
+Precision. The op runs in float64 when its kernel accepts float64 inputs and returns float64
+outputs (NumPy kernels); else in float32 when the sample is float16/bfloat16 and the kernel
+accepts float32; else in the sample's own dtypes (Triton ops are never tried in float64). The
+step ``h`` and the relative tolerance come from the lowest precision involved (``_STEP``,
+``_RTOL``); the rounding noise of the outputs, estimated from their values and the dtype's
+epsilon, is added to the tolerance, and the perturbed inputs are read back after the cast so
+the analytical side uses the step the kernel really saw. A disagreement found in float64 is
+checked again in the sample's own dtype before it is reported (a kernel that takes float64
+but computes in float32 internally is not a wrong formula).
+
+Non-smooth points (relu at 0, ties of max, integer-valued steps such as floor or round) must not
+fail: when the first comparison disagrees, it is repeated with half the step, then at a nearby
+point (the inputs moved by a few steps, fresh random ``u`` and ``v``; this breaks exact ties and
+zeros). The input passes when any of these agrees; it is skipped, with the reason, when the
+numerical derivative itself changes with the step size more than the disagreement (a kink or a
+jump inside the step) or is not finite; it fails only when every comparison is stable and
+disagrees.
+
+Same scope rules as ``test_autograd_registration``: mutating ops, integer/bool inputs and
+outputs, outputs the formula marks non-differentiable and inputs the formula returns ``None``
+for are not compared; an op without a formula whose sample has no input that requires grad is
+skipped (as torch's opcheck does); an op tagged nondeterministic is skipped.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+
+from .opcheck import (NO_GRAD_ASKED, NONDETERMINISTIC_TAGS, _Fail, _flat_outputs, _host, _map_tensors,
+                      _mutated, _named_tensors, _Skip, _T)
+
+#: relative step (times ``max(1, |x|)``), per dtype of the computation: about eps^(1/3), the
+#: balance of the truncation error (h^2) and the rounding error (eps / h) of central differences
+_STEP = {"float64": 1e-6, "float32": 1e-3, "float16": 3e-2, "bfloat16": 1e-1}
+#: relative tolerance of the directional derivative, per dtype (the truncation error, h^2 f''')
+_RTOL = {"float64": 1e-4, "float32": 3e-3, "float16": 5e-2, "bfloat16": 1e-1}
+#: machine epsilon per dtype
+_EPS = {"float64": 2.2e-16, "float32": 1.2e-7, "float16": 9.8e-4, "bfloat16": 7.8e-3}
+#: rounding noise of one computed output element, in units of eps * |value|
+_NOISE_ULPS = 8.0
+#: the nearby point of the retry: inputs moved by this many steps
+_MOVE_STEPS = 20.0
+#: output elements examined to name the worst one (one backward each; failure path only)
+_WORST_CAP = 64
+
+
+def _dname(dt) -> str:
+    return str(dt).rsplit(".", 1)[-1]
+
+
+def _lowest(dtypes) -> str:
+    """The least precise of ``dtypes`` known to the tables (float32 for others)."""
+    names = [_dname(d) for d in dtypes if _dname(d) in _EPS] or ["float32"]
+    return max(names, key=lambda n: _EPS[n])
+
+
+def _f64(t):
+    import numpy as np
+    from .._dtype import float64
+    return np.asarray(_host(t.detach().to(float64)), dtype=np.float64)
+
+
+def _to_tensor(arr, like):
+    """``arr`` (float64 NumPy) as a contiguous tensor of ``like``'s dtype and device."""
+    import numpy as np
+    from .. import _factories
+    t = _factories.from_numpy(np.array(arr, dtype=np.float64, order="C"))  # keeps 0-d
+    t = t.to(like.dtype)
+    if t.device != like.device:
+        t = t.to(like.device)
+    return t
+
+
+def formula_where(op) -> str:
+    fn = op.backward_fn
+    inner = getattr(fn, "__wrapped__", None) or fn
+    code = getattr(inner, "__code__", None)
+    name = getattr(inner, "__qualname__", None) or repr(inner)
+    if code is None:
+        return name
+    return f"{code.co_filename}:{code.co_firstlineno} ({name})"
+
+
+def _fix(op) -> str:
+    if op.has_autograd:
+        return f"check the formula registered with register_autograd at {formula_where(op)}"
+    return ("the op has no formula, so its gradient is autograd's through the tensorplay ops of "
+            "its kernel: check for a part of the computation autograd does not see (.detach(), "
+            "a NumPy round trip, an in-place write to a saved tensor) or a wrong formula of an op "
+            "it calls, or register a formula with register_autograd")
+
+
+class _Sample:
+    """The sample as a flat list of tensor slots, so one input can be replaced at a time."""
+
+    def __init__(self, op, args, kwargs):
+        T = _T()
+        self.op, self.args, self.kwargs = op, args, kwargs
+        found = []
+        _map_tensors((args, tuple(kwargs.values())), lambda t: found.append(t) or t)
+        self.tensors = found
+        names = {id(t): label for label, t, _ in _named_tensors(op, args, kwargs)}
+        params = {id(t): p for _, t, p in _named_tensors(op, args, kwargs)}
+        mutated = _mutated(op)
+        self.labels = [names.get(id(t), f"tensor input #{i}") for i, t in enumerate(found)]
+        self.diff = [i for i, t in enumerate(found) if isinstance(t, T)
+                     and t.dtype.is_floating_point and params.get(id(t)) not in mutated]
+
+    def with_tensors(self, new):
+        """(args, kwargs) with the flat tensor slots replaced by ``new`` (same order)."""
+        it = iter(new)
+        a = tuple(_map_tensors(v, lambda t: next(it)) for v in self.args)
+        k = {n: _map_tensors(v, lambda t: next(it)) for n, v in self.kwargs.items()}
+        return a, k
+
+    def describe(self, tensors=None) -> str:
+        T = _T()
+        ts = self.tensors if tensors is None else tensors
+        return ", ".join(f"{lbl}: {_dname(t.dtype)} {tuple(t.shape)}"
+                         for lbl, t in zip(self.labels, ts) if isinstance(t, T))
+
+
+def test_gradients(op, args, kwargs, atol, rtol):
+    """The check (see the module docstring). Raises ``_Skip``/``_Fail``; returns a note (or
+    None) when it passed with some inputs not compared."""
+    from .._dtype import float32, float64
+    if _mutated(op):
+        raise _Skip(f"the op mutates {', '.join(sorted(_mutated(op)))}; ops with mutated "
+                    f"arguments have no autograd formula (torch.library rule)")
+    tagged = NONDETERMINISTIC_TAGS.intersection(getattr(op, "tags", ()))
+    if tagged:
+        raise _Skip(f"the op is tagged {', '.join(sorted(tagged))}: its values differ from run "
+                    f"to run, so finite differences do not apply")
+    s = _Sample(op, args, kwargs)
+    if not s.diff:
+        raise _Skip("no floating-point tensor inputs")
+    if not op.has_autograd and not any(t.requires_grad for t in s.tensors):
+        raise _Skip(NO_GRAD_ASKED)
+    if all(s.tensors[i].numel() == 0 for i in s.diff):
+        raise _Skip("the floating-point inputs have no elements")
+    sample_dtypes = {s.tensors[i].dtype for i in s.diff}
+    candidates = []
+    if not op.is_triton:
+        candidates.append(float64)
+    if _lowest(sample_dtypes) in ("float16", "bfloat16"):
+        candidates.append(float32)
+    candidates.append(None)      # the sample's own dtypes
+    tried = []
+    for dt in candidates:
+        if dt is not None and dt in sample_dtypes and len(sample_dtypes) == 1:
+            dt = None            # the sample already is in that dtype
+        if dt in tried:
+            continue
+        base = _base(s, dt)
+        if base is None:
+            continue
+        tried.append(dt)
+        verdicts = _compare(s, base, atol, rtol)
+        unsure = {i for i, v in verdicts.items() if v[0] in ("bad", "unstable", "nonfinite")}
+        if unsure and dt is not None:
+            # what disagrees at a raised precision is compared again in the sample's own
+            # dtypes: a kernel may accept float64 yet compute in float32 inside (its rounding
+            # then looks like a wrong or unstable derivative)
+            again = _compare(s, _base(s, None, strict=True), atol, rtol, only=unsure)
+            for i in unsure:
+                a, b = verdicts[i], again.get(i, verdicts[i])
+                if b[0] in ("ok", "none") or a[0] != "bad":
+                    verdicts[i] = b
+                # else: wrong in both; the raised precision's figures are the ones reported
+        return _verdict(op, s, verdicts)
+    raise _Fail("the op could not be run on contiguous copies of the sample's inputs")
+
+
+def _base(s, dtype, strict=False):
+    """Contiguous detached copies of the sample's tensors, the floating ones in ``dtype`` (None:
+    their own). None when the kernel does not take ``dtype`` (raises, or returns floating
+    outputs in another dtype) -- unless ``strict``, where its error is the check's failure."""
+    from ..autograd.grad_mode import no_grad
+    new = []
+    with no_grad():
+        for i, t in enumerate(s.tensors):
+            c = t.detach()
+            if i in s.diff and dtype is not None:
+                c = c.to(dtype)
+            # always a copy: the caller's tensors are never touched, whatever the kernel does
+            new.append(c.contiguous().clone())
+        if dtype is None and not strict:
+            return new
+        a, k = s.with_tensors(new)
+        try:
+            out = s.op(*a, **k)
+        except Exception as e:   # noqa: BLE001 - the kernel does not take this dtype
+            if strict or dtype is None:
+                raise _Fail(f"calling the op on contiguous copies of the sample raised "
+                            f"{type(e).__name__}: {e}") from e
+            return None
+    T = _T()
+    if dtype is not None:
+        floats = [v for _, v in _flat_outputs(out) if isinstance(v, T) and
+                  v.dtype.is_floating_point]
+        if not floats or any(v.dtype is not dtype for v in floats):
+            return None
+    return new
+
+
+def _compare(s, base, atol, rtol, only=None):
+    """``{slot: verdict}`` for the differentiable inputs (``only``: these slots), comparing at
+    the sample point and, for those that disagree, at a nearby point."""
+    import numpy as np
+    seed = zlib.crc32(s.op.name.encode()) & 0x7FFFFFFF
+    rng = np.random.default_rng(seed)
+    first = _attempt(s, base, atol, rtol, rng, only)
+    retry = {i for i, v in first.items() if v[0] in ("bad", "unstable", "nonfinite")}
+    if not retry:
+        return first
+    moved = _moved(s, base, rng)
+    second = _attempt(s, moved, atol, rtol, rng, retry)
+    out = dict(first)
+    for i in retry:
+        a, b = first[i], second.get(i, first[i])
+        if b[0] in ("ok", "none"):
+            out[i] = b                      # an exact kink/tie at the sample point
+        elif a[0] == "bad" and b[0] == "bad":
+            out[i] = a                      # stable and wrong at both points
+        else:
+            out[i] = a if a[0] != "bad" else b   # unstable/not finite somewhere: a skip
+    return out
+
+
+def _moved(s, base, rng):
+    """``base`` with every differentiable input moved by ``_MOVE_STEPS`` steps (random signs)."""
+    from ..autograd.grad_mode import no_grad
+    new = list(base)
+    with no_grad():
+        for i in s.diff:
+            t = base[i]
+            if t.numel() == 0:
+                continue
+            x = _f64(t)
+            h = _STEP[_lowest([t.dtype])]
+            new[i] = _to_tensor(x + _MOVE_STEPS * h * _scale(x) * rng.standard_normal(x.shape), t)
+    return new
+
+
+def _scale(x):
+    import numpy as np
+    return np.maximum(1.0, np.abs(x))
+
+
+def _attempt(s, base, atol, rtol, rng, only=None):
+    """One comparison at the point ``base``: ``{slot: (status, info)}`` with status ``"ok"``,
+    ``"none"`` (the formula returns None: not compared), ``"bad"``, ``"unstable"`` or
+    ``"nonfinite"``."""
+    import numpy as np
+    from ..autograd import api as _api
+    from ..autograd.grad_mode import enable_grad, no_grad
+    T = _T()
+    op = s.op
+    # every differentiable input requires grad (as in the op's real use: what a kernel records
+    # may depend on it); ``only`` limits which of them are compared
+    req = [i for i in s.diff if base[i].numel() > 0]
+    leaves = list(base)
+    with no_grad():
+        for i in req:
+            leaves[i] = base[i].detach().clone().requires_grad_(True)
+    a, k = s.with_tensors(leaves)
+    with enable_grad():
+        try:
+            out = op(*a, **k)
+        except Exception as e:
+            if not op.has_autograd:     # the kernel leaves the graph: the other check's finding
+                raise _Skip(f"calling the op with inputs that require grad raised "
+                            f"{type(e).__name__} (test_autograd_registration reports it)") from e
+            raise _Fail(f"calling the op with inputs that require grad raised "
+                        f"{type(e).__name__}: {e}") from e
+        outs = [(lbl, v) for lbl, v in _flat_outputs(out)
+                if isinstance(v, T) and v.dtype.is_floating_point]
+        if not outs:
+            raise _Skip("no floating-point tensor outputs")
+        roots = [(lbl, v) for lbl, v in outs if v.requires_grad]
+        if not roots:
+            if op.has_autograd:
+                raise _Skip("the formula marks every output non-differentiable")
+            raise _Skip("no output requires grad: the kernel records no autograd graph and the "
+                        "op has no formula (test_autograd_registration reports that)")
+        f0 = {lbl: _f64(v) for lbl, v in roots}
+        for lbl, v in f0.items():
+            if not np.all(np.isfinite(v)):
+                raise _Skip(f"output {lbl} is not finite at the sample: finite differences "
+                            f"do not apply")
+        us = {lbl: rng.standard_normal(v.shape) for lbl, v in f0.items()}
+        seeds = [_to_tensor(us[lbl], v) for lbl, v in roots]
+        try:
+            grads = _api.grad([v for _, v in roots], [leaves[i] for i in req], seeds,
+                              retain_graph=True, allow_unused=True)
+        except Exception as e:
+            if not op.has_autograd:     # a graph break: the other check's finding
+                raise _Skip(f"backward raised {type(e).__name__} (test_autograd_registration "
+                            f"reports it)") from e
+            raise _Fail(f"backward raised {type(e).__name__}: {str(e).rstrip('. ')}. "
+                        f"Fix: {_fix(op)}") from e
+    out_dtypes = [v.dtype for _, v in roots]
+    res = {}
+    for i, g in zip(req, grads):
+        if only is not None and i not in only:
+            continue
+        t = base[i]
+        if g is None:
+            if op.has_autograd:
+                res[i] = ("none", None)      # the formula declares: no gradient for this input
+                continue
+            g64 = np.zeros(tuple(t.shape))
+        else:
+            if tuple(g.shape) != tuple(t.shape):
+                raise _Fail(f"the gradient of input '{s.labels[i]}' has shape {tuple(g.shape)} "
+                            f"but the input has shape {tuple(t.shape)}. Fix: {_fix(op)}")
+            g64 = _f64(g)
+        prec = _lowest([t.dtype, *out_dtypes])
+        x = _f64(t)
+        v = rng.standard_normal(x.shape) * _scale(x)
+        h = _STEP[prec]
+
+        def measure(step):
+            xp, xm = _to_tensor(x + step * v, t), _to_tensor(x - step * v, t)
+            d = _f64(xp) - _f64(xm)          # the step the kernel really saw (after the cast)
+            vals = []
+            for xx in (xp, xm):
+                new = list(base)
+                new[i] = xx
+                aa, kk = s.with_tensors(new)
+                with no_grad():
+                    o = dict((lbl, w) for lbl, w in _flat_outputs(op(*aa, **kk)))
+                vals.append({lbl: _f64(o[lbl]) for lbl, _ in roots})
+            fp, fm = vals
+            if not all(np.all(np.isfinite(fp[lbl])) and np.all(np.isfinite(fm[lbl]))
+                       for lbl in fp):
+                return None
+            num = sum(float(np.sum(us[lbl] * (fp[lbl] - fm[lbl]))) for lbl in fp) / (2 * step)
+            contrib = g64 * d
+            ana = float(np.sum(contrib)) / (2 * step)
+            spread = float(np.sqrt(np.sum(contrib * contrib))) / (2 * step)
+            noise = _NOISE_ULPS * _EPS[prec] * math.sqrt(sum(
+                float(np.sum(us[lbl] ** 2 * (fp[lbl] ** 2 + fm[lbl] ** 2))) for lbl in fp)) \
+                / (2 * step)
+            r = rtol if rtol is not None else _RTOL[prec]
+            tol = r * max(abs(ana), abs(num), spread) + noise + (atol or 0.0)
+            return {"num": num, "ana": ana, "tol": tol, "err": num - ana, "step": step,
+                    "fp": fp, "fm": fm, "d": d}
+
+        m1 = measure(h)
+        if m1 is None:
+            res[i] = ("nonfinite", None)
+            continue
+        if abs(m1["err"]) <= m1["tol"]:
+            res[i] = ("ok", None)
+            continue
+        m2 = measure(h / 2)
+        if m2 is None:
+            res[i] = ("nonfinite", None)
+            continue
+        if abs(m2["err"]) <= m2["tol"]:
+            res[i] = ("ok", None)
+            continue
+        drift = abs(m1["err"] - m2["err"])
+        if drift > max(m1["tol"], m2["tol"]) and min(abs(m1["err"]), abs(m2["err"])) <= \
+                3 * drift + m2["tol"]:
+            res[i] = ("unstable", {"m1": m1, "m2": m2})
+            continue
+        info = {"m1": m1, "m2": m2, "prec": prec, "dtype": _dname(t.dtype),
+                "sample": s.describe(base)}
+        info["per_output"], info["worst"] = _diagnose(roots, us, leaves[i], m1)
+        res[i] = ("bad", info)
+    return res
+
+
+def _diagnose(roots, us, leaf, m):
+    """Where a disagreement comes from (failure path only, one backward per figure):
+    ``(per_output, worst)`` -- ``per_output`` ``[(label, analytical, numerical)]`` of each
+    output's share of the directional derivative (several outputs only), ``worst`` ``(gap,
+    label, index, analytical, numerical)`` of the output element that disagrees most, searched
+    in the worst output over up to ``_WORST_CAP`` elements (None when it cannot be said)."""
+    import numpy as np
+    from ..autograd import api as _api
+    step, d = m["step"], m["d"]
+
+    def directional(cotangents):
+        # every output gets a cotangent (zeros but the chosen ones): a formula sees them all
+        seeds = [_to_tensor(cotangents.get(lbl, np.zeros(tuple(v.shape))), v)
+                 for lbl, v in roots]
+        g = _api.grad([v for _, v in roots], [leaf], seeds, retain_graph=True,
+                      allow_unused=True)[0]
+        return 0.0 if g is None else float(np.sum(_f64(g) * d)) / (2 * step)
+
+    nums = {lbl: (m["fp"][lbl] - m["fm"][lbl]) / (2 * step) for lbl, _ in roots}
+    per = []
+    target = roots[0][0]
+    try:
+        if len(roots) > 1:
+            for lbl, _ in roots:
+                per.append((lbl, directional({lbl: us[lbl]}), float(np.sum(us[lbl] * nums[lbl]))))
+            target = max(per, key=lambda p: abs(p[1] - p[2]))[0]
+        v = dict(roots)[target]
+        flat = np.abs(nums[target]).ravel()
+        n = flat.size
+        if n <= _WORST_CAP:
+            picks = range(n)
+        else:   # the largest numerical derivatives and an even spread of the others
+            top = np.argsort(flat)[-_WORST_CAP // 2:]
+            spread = np.linspace(0, n - 1, _WORST_CAP // 2).astype(int)
+            picks = sorted(set(top.tolist()) | set(spread.tolist()))
+        best = None
+        for j in picks:
+            onehot = np.zeros(n)
+            onehot[j] = 1.0
+            ana = directional({target: onehot.reshape(tuple(v.shape))})
+            nj = float(nums[target].ravel()[j])
+            if best is None or abs(ana - nj) > best[0]:
+                idx = tuple(int(q) for q in np.unravel_index(j, tuple(v.shape)))
+                best = (abs(ana - nj), target, idx, ana, nj)
+    except Exception:   # noqa: BLE001 - the headline figures still stand
+        return per, None
+    return per, best
+
+
+def _fmt(x) -> str:
+    return f"{x:.6g}"
+
+
+def _verdict(op, s, verdicts):
+    bad = {i: v[1] for i, v in verdicts.items() if v[0] == "bad"}
+    if bad:
+        parts = []
+        for i, info in bad.items():
+            m = info["m1"]
+            w = info.get("worst")
+            where = ""
+            if w is not None:
+                idx = ", ".join(map(str, w[2]))
+                where = (f"; worst output element: output {w[1]}[{idx}] with analytical "
+                         f"{_fmt(w[3])} vs numerical {_fmt(w[4])}")
+            per = info.get("per_output") or []
+            if per:
+                where = ("; per output: " + ", ".join(
+                    f"output {lbl} analytical {_fmt(a)} vs numerical {_fmt(n)}"
+                    for lbl, a, n in per)) + where
+                # an output the formula gives nothing for, although the op's value moves with
+                # the input through it: statistics or indices that are not differentiable
+                dropped = [lbl for lbl, a, n in per
+                           if a == 0.0 and abs(n) > m["tol"] / max(1, len(per))]
+                if dropped:
+                    where += (f". The formula passes no gradient through output "
+                              f"{', '.join(dropped)}: if that output is not differentiable "
+                              f"(statistics saved for the backward, indices), say so in "
+                              f"setup_context with ctx.mark_non_differentiable(...)")
+            parts.append(
+                f"the gradient of input '{s.labels[i]}' is wrong: along a random direction "
+                f"(contracted with a random output cotangent) the analytical derivative is "
+                f"{_fmt(m['ana'])} but finite differences of the op give {_fmt(m['num'])} "
+                f"(off by {_fmt(abs(m['err']))}, tolerance {_fmt(m['tol'])}, "
+                f"{info['prec']}, step {_fmt(m['step'])}; with half the step: "
+                f"{_fmt(info['m2']['ana'])} vs {_fmt(info['m2']['num'])}){where}")
+        raise _Fail(f"{'; '.join(parts)}. Sample: {s.describe()}. Fix: {_fix(op)}")
+    skipped = {i: v for i, v in verdicts.items() if v[0] in ("unstable", "nonfinite")}
+    compared = [i for i, v in verdicts.items() if v[0] == "ok"]
+    notes = []
+    for i, (st, info) in skipped.items():
+        if st == "nonfinite":
+            notes.append(f"input '{s.labels[i]}': the op is not finite next to the sample, "
+                         f"finite differences do not apply")
+        else:
+            m1, m2 = info["m1"], info["m2"]
+            notes.append(f"input '{s.labels[i]}': non-smooth at the sample (the numerical "
+                         f"derivative changes with the step: {_fmt(m1['num'])} at step "
+                         f"{_fmt(m1['step'])}, {_fmt(m2['num'])} at {_fmt(m2['step'])}; a kink, "
+                         f"tie or jump such as relu at 0, max ties, floor/round), not compared")
+    declared = [s.labels[i] for i, v in verdicts.items() if v[0] == "none"]
+    if declared:
+        notes.append(f"no gradient for {', '.join(declared)} (the formula returns None): "
+                     f"not compared")
+    if not compared:
+        raise _Skip("; ".join(notes) or "nothing to compare")
+    return "; ".join(notes) or None
