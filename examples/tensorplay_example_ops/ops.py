@@ -21,6 +21,11 @@ __all__ = ["weighted_sum", "rms_norm", "gelu", "softmax_cross_entropy", "add_rel
 Tensor = tensorplay.Tensor
 
 
+
+def g(t):
+    """``t`` asking for grad: samples whose differentiable inputs do are gradient-checked."""
+    return t.requires_grad_()
+
 # -- weighted_sum: the README's first example, verbatim (namespace "example") ------------
 
 @tensorplay.library.custom_op("example::weighted_sum", mutates_args=())
@@ -38,12 +43,15 @@ def _(x, weight):
 def _weighted_sum_samples(device):
     r = tensorplay.randn
     return [
-        SampleInput((r(32, 64, device=device), r(64, device=device)), name="32x64, weight (64,)"),
+        # differentiable inputs ask for grad (as torch.library.opcheck's samples do): the
+        # autograd and gradient checks then cover this composite op
+        SampleInput((g(r(32, 64, device=device)), g(r(64, device=device))),
+                    name="32x64, weight (64,)"),
         SampleInput((r(512, 1024, device=device), r(512, 1024, device=device)),
                     name="512x1024, elementwise weight"),
         SampleInput((r(1024, 4096, device=device), r(4096, device=device)),
                     name="1024x4096, weight (4096,)"),
-        SampleInput((r(64, 32, device=device).t(), r(64, device=device)),
+        SampleInput((g(r(64, 32, device=device).t()), g(r(64, device=device))),
                     name="32x64 transposed view, weight (64,)"),
         SampleInput((r(0, 64, device=device), r(64, device=device)), name="0x64 (empty batch)"),
     ]
@@ -128,8 +136,9 @@ def _(x):
 def _gelu_samples(device):
     r = tensorplay.randn
     return [
-        SampleInput((r(32, 64, device=device),), name="32x64"),
+        SampleInput((g(r(32, 64, device=device)),), name="32x64"),
         SampleInput((r(256, 4096, device=device),), name="256x4096"),
+        SampleInput((g(r(128, 64, device=device).t()),), name="64x128 transposed view"),
         SampleInput((r(1024, 512, device=device).t(),), name="512x1024 transposed view"),
         SampleInput((r(0, 64, device=device),), name="0x64 (empty batch)"),
     ]
@@ -167,11 +176,11 @@ def _targets(n, c, device):
 def _sce_samples(device):
     r = tensorplay.randn
     return [
-        SampleInput((r(32, 10, device=device), _targets(32, 10, device)), name="32x10"),
+        SampleInput((g(r(32, 10, device=device)), _targets(32, 10, device)), name="32x10"),
         SampleInput((r(256, 1000, device=device), _targets(256, 1000, device)), name="256x1000"),
         SampleInput((r(1024, 128, device=device) * 4, _targets(1024, 128, device)),
                     name="1024x128, wide logits"),
-        SampleInput((r(10, 32, device=device).t(), _targets(32, 10, device)),
+        SampleInput((g(r(10, 32, device=device).t()), _targets(32, 10, device)),
                     name="32x10 transposed logits"),
         # an empty batch: the mean of no rows is NaN, as in torch
         SampleInput((r(0, 10, device=device), _targets(0, 10, device)), name="0x10 (empty batch)"),
