@@ -412,6 +412,55 @@ class Tensor:
         from ._format import tensor_repr
         return tensor_repr(self)
 
+    def __format__(self, spec):
+        # torch's rule: a 0-d tensor formats as its Python scalar (f"{loss:.4f}"); others only
+        # with an empty spec (str(t)), anything else is object.__format__'s TypeError
+        if not self._shape and self._data is not None:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
+
+    def __deepcopy__(self, memo):
+        """``copy.deepcopy``: a new leaf with copied values, dtype, device and ``requires_grad``;
+        ``.grad`` is deep-copied too (as torch). Non-leaf tensors are refused (torch's rule)."""
+        if self.grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
+                               "support the deepcopy protocol at the moment. If you were "
+                               "attempting to deepcopy a module, this may be because of a "
+                               "torch.nn.utils.weight_norm usage, see "
+                               "https://github.com/pytorch/pytorch/pull/103001")
+        done = memo.get(id(self))
+        if done is not None:
+            return done
+        prev = _grad_state.enabled
+        _grad_state.enabled = False
+        try:
+            new = _O.clone(self.detach())
+        finally:
+            _grad_state.enabled = prev
+        if self._requires_grad:
+            new.requires_grad_(True)
+        memo[id(self)] = new
+        if self.grad is not None:
+            new.grad = self.grad.__deepcopy__(memo)
+        return new
+
+    def __reduce_ex__(self, protocol):
+        """``pickle``: real tensors by value (a host copy of the elements, dtype, device,
+        ``requires_grad``); unpickling puts them back on their device (as torch). The gradient and
+        the graph are not kept (as torch). Fake and meta tensors have no values:
+        ``RuntimeError``."""
+        if self._data is None:
+            kind = "meta" if self._device.type == "meta" else "fake"
+            raise RuntimeError(f"cannot pickle a {kind} tensor (shape {tuple(self._shape)}, "
+                               f"{self._dtype}): it has no values; pickle a real tensor, or "
+                               f"its shape and dtype")
+        t = self.detach()
+        if self._dtype is _dtype.bfloat16:
+            t = t.to(_dtype.float32)     # NumPy has no bfloat16 of its own; exact round trip
+        arr = t.numpy(force=True)
+        arr = arr.copy() if t._device.type == "cpu" else arr
+        return (_rebuild_tensor, (arr, self._dtype.name, str(self._device), self._requires_grad))
+
     # -- device / dtype moves --------------------------------------------------------------------
     def to(self, *args, **kwargs):
         """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)``; ``copy=True`` forces
@@ -1093,6 +1142,14 @@ class Tensor:
 
 
 Tensor.__array_priority__ = 1000
+
+
+def _rebuild_tensor(arr, dtype, device, requires_grad):
+    """Unpickle a tensor (``Tensor.__reduce_ex__``)."""
+    t = _new_tensor(arr, device=device).to(_dtype.from_name(dtype))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
 
 
 def _prod(xs):

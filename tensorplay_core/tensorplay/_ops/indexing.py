@@ -11,7 +11,7 @@ from __future__ import annotations
 from .. import _dtype
 from ..errors import DispatchError
 from ._define import defop, ops as O
-from ._shapes import is_tensor, out_like, wrap_dim
+from ._shapes import broadcast_shapes, is_tensor, out_like, wrap_dim
 
 
 def _is_tensor(x):
@@ -46,6 +46,12 @@ def _split(x, index):
             dim += 1
         elif isinstance(i, bool):
             raise IndexError("bool scalar indices are not supported")
+        elif getattr(i, "ndim", 0) and not _is_tensor(i) and hasattr(i, "__array__"):
+            # a NumPy (or other array-like) index array: as the tensor of its values
+            advanced.append((dim, _tensor(i, device=x.device)))
+            dim += advanced[-1][1].ndim if advanced[-1][1].dtype is _dtype.bool else 1
+            if advanced[-1][1].dtype.is_floating_point:
+                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         elif isinstance(i, int) or (hasattr(i, "__index__") and not _is_tensor(i)
                                     and not isinstance(i, (list, tuple))):
             out = O.select(out, dim, int(i))
@@ -75,9 +81,9 @@ def getitem(x, index):
     out, advanced = _split(x, index)
     if not advanced:
         return out
-    if len(advanced) > 1:
-        raise IndexError("tensorplay supports one tensor index per indexing expression; "
-                         "index in two steps")
+    if len(advanced) > 1 or (advanced[0][1].dtype is _dtype.bool and
+                             not (advanced[0][0] == 0 and advanced[0][1].ndim == out.ndim)):
+        return _advanced(out, advanced)
     dim, idx = advanced[0]
     if idx.dtype is _dtype.bool:
         if dim != 0 or idx.ndim != out.ndim:
@@ -87,6 +93,58 @@ def getitem(x, index):
             return O.masked_select(out, idx)
         raise IndexError("bool mask indices must cover the leading dimensions of the tensor")
     return O.index(out, dim, idx)
+
+
+def _advanced(x, advanced):
+    """``x[...]`` with several index tensors (and bool masks), torch's rules: the index tensors
+    broadcast together; their result dims replace the indexed dims where those are adjacent and
+    go first otherwise (ints were already applied as ``select``: torch's rule, which differs
+    from NumPy's). Composed of ``permute``, ``reshape`` and one ``index`` on the flattened
+    indexed dims, so autograd and fake shapes come from those ops."""
+    pairs = []
+    for dim, t in advanced:
+        if t.dtype is _dtype.bool:      # a k-dim mask is k index tensors (its nonzero positions)
+            ms = tuple(t.shape)
+            if ms != tuple(x.shape[dim:dim + t.ndim]):
+                raise IndexError(f"The shape of the mask {list(ms)} at index {dim} does not "
+                                 f"match the shape of the indexed tensor "
+                                 f"{list(x.shape[dim:dim + t.ndim])}")
+            nz = O.nonzero(t)
+            pairs += [(dim + j, O.select(nz, 1, j)) for j in range(t.ndim)]
+        else:
+            pairs.append((dim, t))
+    dims = [d for d, _ in pairs]
+    idxs = [t for _, t in pairs]
+    try:
+        bshape = broadcast_shapes(*[tuple(t.shape) for t in idxs])
+    except RuntimeError:
+        raise IndexError("shape mismatch: indexing tensors could not be broadcast together with "
+                         "shapes " + ", ".join(str(list(t.shape)) for t in idxs)) from None
+    sizes = [x.shape[d] for d in dims]
+    rest = [d for d in range(x.ndim) if d not in dims]
+    linear = None
+    stride = 1
+    for d, t, n in reversed(list(zip(dims, idxs, sizes))):
+        if t._data is not None and t.numel():
+            lo, hi = int(O.amin(t, [], False).item()), int(O.amax(t, [], False).item())
+            if lo < -n or hi >= n:
+                bad = hi if hi >= n else lo
+                raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {n}")
+        t = O.where(O.lt(t, 0), O.add(t, n), t)
+        term = O.mul(t, stride) if stride != 1 else t
+        linear = term if linear is None else O.add(term, linear)
+        stride *= n
+    if tuple(linear.shape) != bshape:
+        linear = O.expand(linear, list(bshape))
+    flat = O.permute(x, dims + rest) if dims + rest != list(range(x.ndim)) else x
+    flat = O.reshape(flat, [stride] + [x.shape[d] for d in rest])
+    out = O.index(flat, 0, linear)
+    nb, first = len(bshape), dims[0]
+    if dims == list(range(first, first + len(dims))) and first:
+        # adjacent indexed dims: the result dims take their place
+        out = O.permute(out, list(range(nb, nb + first)) + list(range(nb)) +
+                        list(range(nb + first, out.ndim)))
+    return out
 
 
 def setitem(x, index, value):
