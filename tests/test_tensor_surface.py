@@ -178,3 +178,199 @@ def test_advanced_indexing_under_fake_mode_gives_shapes():
         i = tp.zeros(2, dtype=tp.int64)
         assert t[i, :, i].shape == (2, 4)
         assert t[:, i, i].shape == (3, 2)
+
+
+# -- the methods and functions issue 29 probed ---------------------------------------------------
+PROBED_METHODS = ("repeat repeat_interleave unbind nonzero masked_select index_select select flip "
+                  "roll tril triu diag sign reciprocal eq ne ge equal allclose type bfloat16 byte "
+                  "uniform_ normal_ random_ scatter scatter_ unique register_hook apply_ addmm "
+                  "bmm").split()
+PROBED_FUNCTIONS = ("einsum bmm mm outer dot tensordot finfo iinfo isclose logsumexp std var norm "
+                    "broadcast_to broadcast_tensors meshgrid randperm multinomial chunk split "
+                    "unbind flatten narrow as_strided tril triu diag flip roll unique nonzero "
+                    "repeat_interleave equal addmm baddbmm").split()
+NOT_YET = {"scatter", "scatter_", "register_hook", "as_strided"}
+
+
+def test_probe_counts():
+    assert len(PROBED_METHODS) == 32 and len(PROBED_FUNCTIONS) == 35
+    have_m = [m for m in PROBED_METHODS if hasattr(tp.Tensor, m)]
+    have_f = [f for f in PROBED_FUNCTIONS if hasattr(tp, f)]
+    assert set(PROBED_METHODS) - set(have_m) <= NOT_YET
+    assert set(PROBED_FUNCTIONS) - set(have_f) <= NOT_YET
+    for f in have_f:
+        assert f in tp.__all__ or f in ("allclose",), f
+
+
+A = np.arange(24, dtype=np.float64).reshape(2, 3, 4) - 7.5
+
+
+def test_shape_functions():
+    t = tp.tensor(A)
+    for a, b in zip(t.unbind(1), np.moveaxis(A, 1, 0)):
+        np.testing.assert_array_equal(_np(a), b)
+    np.testing.assert_array_equal(_np(t.select(2, -1)), A[:, :, -1])
+    np.testing.assert_array_equal(_np(t.flip(0, 2)), A[::-1, :, ::-1])
+    np.testing.assert_array_equal(_np(tp.flip(t, [1])), A[:, ::-1])
+    np.testing.assert_array_equal(_np(t.roll(2, 2)), np.roll(A, 2, 2))
+    np.testing.assert_array_equal(_np(t.roll(-5)), np.roll(A, -5))
+    np.testing.assert_array_equal(_np(tp.roll(t, (1, -1), (0, 1))), np.roll(A, (1, -1), (0, 1)))
+    for k in (-2, -1, 0, 1, 3):
+        np.testing.assert_array_equal(_np(t.tril(k)), np.tril(A, k))
+        np.testing.assert_array_equal(_np(tp.triu(t, k)), np.triu(A, k))
+    v = np.array([1.0, 2.0, 3.0])
+    m = A[0]
+    for k in (-2, -1, 0, 1, 2):
+        np.testing.assert_array_equal(_np(tp.diag(tp.tensor(v), k)), np.diag(v, k))
+        np.testing.assert_array_equal(_np(tp.tensor(m).diag(k)), np.diag(m, k))
+    np.testing.assert_array_equal(_np(t.repeat(2, 1, 1, 2)), np.tile(A, (2, 1, 1, 2)))
+    np.testing.assert_array_equal(_np(t.repeat_interleave(2, 1)), np.repeat(A, 2, 1))
+    np.testing.assert_array_equal(_np(tp.repeat_interleave(t, tp.tensor([1, 0, 2]), 1)),
+                                  np.repeat(A, [1, 0, 2], 1))
+    np.testing.assert_array_equal(_np(t.repeat_interleave(3)), np.repeat(A, 3))
+    idx = tp.tensor([2, 0, 2])
+    np.testing.assert_array_equal(_np(t.index_select(1, idx)), A[:, [2, 0, 2]])
+    mask = A[0] > 0
+    np.testing.assert_array_equal(_np(t.masked_select(tp.tensor(mask))),
+                                  A[np.broadcast_to(mask, A.shape)])
+    np.testing.assert_array_equal(_np(tp.flatten(t, 1)), A.reshape(2, 12))
+    assert [c.shape for c in tp.chunk(t, 2, 2)] == [(2, 3, 2)] * 2
+    assert [c.shape for c in tp.split(t, [1, 3], 2)] == [(2, 3, 1), (2, 3, 3)]
+    np.testing.assert_array_equal(_np(tp.narrow(t, 2, 1, 2)), A[:, :, 1:3])
+    a, b = tp.broadcast_tensors(tp.ones(3, 1), tp.zeros(4))
+    assert a.shape == b.shape == (3, 4)
+    assert tp.broadcast_to(tp.ones(3), (2, 3)).shape == (2, 3)
+    for ix in ("ij", "xy"):
+        gs = tp.meshgrid(tp.tensor([1, 2, 3]), tp.tensor([4, 5]), indexing=ix)
+        ns = np.meshgrid([1, 2, 3], [4, 5], indexing=ix)
+        for g, n in zip(gs, ns):
+            np.testing.assert_array_equal(_np(g), n)
+
+
+def test_composites_backward_match_numpy():
+    x = tp.tensor(A, requires_grad=True)
+    w = np.random.default_rng(0).standard_normal((2, 3, 4))
+    for fn, ref_grad in [
+        (lambda t: t.flip(2), w[:, :, ::-1]),
+        (lambda t: t.roll(1, 2), np.roll(w, -1, 2)),
+        (lambda t: t.tril(), np.tril(w)),
+    ]:
+        x.grad = None
+        (fn(x) * tp.tensor(w)).sum().backward()
+        np.testing.assert_allclose(_np(x.grad), ref_grad)
+    x.grad = None
+    x.repeat(1, 2, 1).sum().backward()
+    np.testing.assert_array_equal(_np(x.grad), np.full(A.shape, 2.0))
+
+
+def test_comparisons_and_conversions():
+    t = tp.tensor([1.0, 2.0, float("nan"), float("inf")])
+    u = tp.tensor([1.0, 2.0 + 1e-9, float("nan"), float("inf")])
+    np.testing.assert_array_equal(_np(t.isclose(u)), [True, True, False, True])
+    np.testing.assert_array_equal(_np(tp.isclose(t, u, equal_nan=True)), [True] * 4)
+    assert not t.allclose(u) and t.allclose(u, equal_nan=True)
+    assert tp.equal(tp.tensor([1, 2]), tp.tensor([1, 2]))
+    assert not tp.tensor([1, 2]).equal(tp.tensor([1, 3]))
+    assert not tp.equal(tp.tensor([1, 2]), tp.tensor([[1, 2]]))
+    np.testing.assert_array_equal(_np(t.eq(1.0)), [True, False, False, False])
+    np.testing.assert_array_equal(_np(t.ne(u)), [False, False, True, False])  # float32 2+1e-9 is 2
+    np.testing.assert_array_equal(_np(t.ge(2.0)), [False, True, False, True])
+    np.testing.assert_array_equal(_np(tp.tensor([-2, 0, 3]).sign()), [-1, 0, 1])
+    r = tp.tensor([2, 4]).reciprocal()
+    assert r.dtype is tp.float32
+    np.testing.assert_array_equal(_np(r), [0.5, 0.25])
+    assert tp.tensor([1.0]).type() == "tensorplay.FloatTensor"
+    assert tp.tensor([1.0]).type(tp.int64).dtype is tp.int64
+    assert tp.tensor([1.0]).type("tensorplay.DoubleTensor").dtype is tp.float64
+    assert tp.tensor([1.0]).bfloat16().dtype is tp.bfloat16
+    assert tp.tensor([300]).byte().item() == 44
+
+
+def test_linear_algebra_matches_numpy():
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((4, 5))
+    c = rng.standard_normal((3, 5))
+    ta, tb, tc = tp.tensor(a), tp.tensor(b), tp.tensor(c)
+    np.testing.assert_allclose(_np(tp.mm(ta, tb)), a @ b)
+    np.testing.assert_allclose(_np(tc.addmm(ta, tb, beta=0.5, alpha=2)), 0.5 * c + 2 * a @ b)
+    ba, bb = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 4, 5))
+    np.testing.assert_allclose(_np(tp.tensor(ba).bmm(tp.tensor(bb))), ba @ bb)
+    np.testing.assert_allclose(_np(tp.baddbmm(tp.tensor(c), tp.tensor(ba), tp.tensor(bb))),
+                               c + ba @ bb)
+    v, u = rng.standard_normal(4), rng.standard_normal(4)
+    np.testing.assert_allclose(tp.dot(tp.tensor(v), tp.tensor(u)).item(), v @ u)
+    np.testing.assert_allclose(_np(tp.outer(tp.tensor(v), tp.tensor(u[:3]))), np.outer(v, u[:3]))
+    x, y = rng.standard_normal((2, 3, 4)), rng.standard_normal((4, 3, 5))
+    np.testing.assert_allclose(_np(tp.tensordot(tp.tensor(x), tp.tensor(y), ([1, 2], [1, 0]))),
+                               np.tensordot(x, y, ([1, 2], [1, 0])))
+    np.testing.assert_allclose(_np(tp.tensordot(ta, tb, 1)), np.tensordot(a, b, 1))
+    for eq, ops in [("ij,jk->ik", (a, b)), ("ij,jk", (a, b)), ("ii->i", (a[:3, :3],)),
+                    ("ii", (a[:3, :3],)), ("bij,bjk->bik", (ba, bb)), ("i,j->ij", (v, u)),
+                    ("...ij,...jk->...ik", (ba, bb)), ("ij->ji", (a,)), ("ij->", (a,)),
+                    ("bij,jk,bik->b", (ba, b, ba @ b))]:
+        got = tp.einsum(eq, *[tp.tensor(o) for o in ops])
+        np.testing.assert_allclose(_np(got), np.einsum(eq, *ops), err_msg=eq)
+    with pytest.raises(RuntimeError):
+        tp.mm(tp.tensor(v), tb)
+    xa = tp.tensor(a, requires_grad=True)
+    tp.einsum("ij,jk->ik", xa, tb).sum().backward()
+    np.testing.assert_allclose(_np(xa.grad), np.ones((3, 5)) @ b.T)
+
+
+def test_reductions():
+    x = np.array([[1.0, 2.0, 1000.0], [-np.inf, -np.inf, -np.inf]])
+    got = _np(tp.logsumexp(tp.tensor(x), 1))
+    np.testing.assert_allclose(got, [1000.0, -np.inf])
+    y = A.reshape(6, 4)
+    np.testing.assert_allclose(_np(tp.tensor(y).logsumexp((0, 1), keepdim=True)),
+                               np.log(np.exp(y).sum(keepdims=True)))
+    np.testing.assert_allclose(_np(tp.std(tp.tensor(y), 0)), y.std(0, ddof=1))
+    np.testing.assert_allclose(_np(tp.var(tp.tensor(y), 1, correction=0)), y.var(1))
+    for p in ("fro", 1, 3, float("inf")):
+        ref = np.linalg.norm(y.ravel(), 2 if p == "fro" else p)
+        np.testing.assert_allclose(tp.norm(tp.tensor(y), p).item(), ref)
+    np.testing.assert_allclose(_np(tp.norm(tp.tensor(y), 2, 1)), np.linalg.norm(y, axis=1))
+
+
+def test_unique():
+    x = np.array([[3, 1, 2], [1, 3, 5]])
+    vals, inv, cnt = tp.unique(tp.tensor(x), return_inverse=True, return_counts=True)
+    v, i, c = np.unique(x, return_inverse=True, return_counts=True)
+    np.testing.assert_array_equal(_np(vals), v)
+    np.testing.assert_array_equal(_np(inv), i.reshape(x.shape))
+    np.testing.assert_array_equal(_np(cnt), c)
+    np.testing.assert_array_equal(_np(tp.tensor([2.0, 2.0]).unique()), [2.0])
+
+
+def test_dtype_info():
+    assert tp.finfo(tp.float32).eps == np.finfo(np.float32).eps
+    assert tp.finfo(tp.float64).max == np.finfo(np.float64).max
+    assert tp.finfo(tp.float16).tiny == np.finfo(np.float16).tiny
+    assert tp.finfo().bits == 32
+    assert tp.iinfo(tp.int32).min == np.iinfo(np.int32).min
+    assert tp.iinfo(tp.uint8).max == 255
+    with pytest.raises(TypeError):
+        tp.finfo(tp.int64)
+
+
+def test_random_functions():
+    tp.manual_seed(0)
+    p = tp.randperm(10)
+    assert p.dtype is tp.int64 and sorted(p.tolist()) == list(range(10))
+    probs = tp.tensor([[0.0, 1.0, 3.0], [1.0, 0.0, 0.0]])
+    s = tp.multinomial(probs, 2)
+    assert s.shape == (2, 2)
+    assert set(s[0].tolist()) == {1, 2} and s[1, 0].item() == 0
+    s = tp.multinomial(tp.tensor([1.0, 0.0, 3.0]), 4000, replacement=True)
+    counts = np.bincount(_np(s), minlength=3)
+    assert counts[1] == 0 and 0.2 < counts[0] / 4000 < 0.3
+    t = tp.empty(1000)
+    assert t.uniform_(2, 3) is t
+    assert 2 <= t.min().item() and t.max().item() < 3
+    t.normal_(5, 0.1)
+    assert abs(t.mean().item() - 5) < 0.05
+    r = tp.empty(100, dtype=tp.int64).random_(3, 6)
+    assert set(r.tolist()) <= {3, 4, 5}
+    a = tp.tensor([1.0, 2.0])
+    assert a.apply_(lambda v: v * 10) is a
+    np.testing.assert_array_equal(_np(a), [10.0, 20.0])

@@ -31,6 +31,7 @@ _check_fill = None       # _ops._shapes.check_fill (set by _factories): new_full
 _backward = None         # autograd.api.backward (set by autograd)
 _AccumulateGrad = None   # autograd.graph.AccumulateGrad (set by autograd)
 _grad_state = None       # autograd.grad_mode._state: .enabled is grad mode (set by autograd)
+_surface = None          # tensorplay._surface: torch's composite functions (set by the root)
 
 _CPU = Device("cpu")
 
@@ -1119,6 +1120,188 @@ class Tensor:
     def narrow(self, dim, start, length):
         """A view of ``length`` elements of ``dim`` from ``start``."""
         return _O.narrow(self, dim, start, length)
+
+    # -- torch's everyday composites (tensorplay._surface; autograd comes from their ops) ---------
+    def unbind(self, dim=0):
+        """The slices along ``dim`` as a tuple of views (``torch.unbind``)."""
+        return _surface.unbind(self, dim)
+
+    def select(self, dim, index):
+        """The view at ``index`` of ``dim``, which it removes (``torch.select``)."""
+        return _O.select(self, dim, index)
+
+    def flip(self, *dims):
+        """A copy reversed along ``dims`` (``torch.flip``)."""
+        return _surface.flip(self, _shape_arg(dims))
+
+    def roll(self, shifts, dims=None):
+        """Elements shifted along ``dims`` with wrap-around (``torch.roll``)."""
+        return _surface.roll(self, shifts, dims)
+
+    def tril(self, diagonal=0):
+        """The lower triangle of the last two dims, the rest zero (``torch.tril``)."""
+        return _surface.tril(self, diagonal)
+
+    def triu(self, diagonal=0):
+        """The upper triangle of the last two dims, the rest zero (``torch.triu``)."""
+        return _surface.triu(self, diagonal)
+
+    def diag(self, diagonal=0):
+        """1-D: the matrix with this on a diagonal; 2-D: a diagonal (``torch.diag``)."""
+        return _surface.diag(self, diagonal)
+
+    def repeat(self, *sizes):
+        """Tiled ``sizes[i]`` times along each dim (``torch.Tensor.repeat``)."""
+        return _surface.repeat(self, *sizes)
+
+    def repeat_interleave(self, repeats, dim=None, *, output_size=None):
+        """Each element repeated ``repeats`` times along ``dim`` (``torch.repeat_interleave``)."""
+        return _surface.repeat_interleave(self, repeats, dim, output_size=output_size)
+
+    def index_select(self, dim, index):
+        """Entries of ``dim`` at the 1-D ``index`` (``torch.index_select``)."""
+        return _surface.index_select(self, dim, index)
+
+    def masked_select(self, mask):
+        """Elements where the bool ``mask`` (broadcast) is True, 1-D (``torch.masked_select``)."""
+        return _surface.masked_select(self, mask)
+
+    def sign(self):
+        """-1, 0 or 1 by the sign of each element (``torch.sign``)."""
+        return _O.sign(self)
+
+    def reciprocal(self):
+        """``1 / self`` (integer inputs give the default float dtype), as ``torch.reciprocal``."""
+        return _O.rdiv(self, 1)
+
+    def eq(self, other):
+        """Elementwise ``==`` (bool tensor)."""
+        return _O.eq(self, other)
+
+    def ne(self, other):
+        """Elementwise ``!=`` (bool tensor)."""
+        return _O.ne(self, other)
+
+    def ge(self, other):
+        """Elementwise ``>=`` (bool tensor)."""
+        return _O.ge(self, other)
+
+    def gt(self, other):
+        """Elementwise ``>`` (bool tensor)."""
+        return _O.gt(self, other)
+
+    def le(self, other):
+        """Elementwise ``<=`` (bool tensor)."""
+        return _O.le(self, other)
+
+    def lt(self, other):
+        """Elementwise ``<`` (bool tensor)."""
+        return _O.lt(self, other)
+
+    def equal(self, other):
+        """True when shapes and elements are equal (a Python bool; ``torch.equal``)."""
+        return _surface.equal(self, other)
+
+    def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """Elementwise closeness (bool tensor), as ``torch.isclose``."""
+        return _surface.isclose(self, other, rtol, atol, equal_nan)
+
+    def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """``isclose(...).all()`` as a Python bool (``torch.allclose``)."""
+        return _surface.allclose(self, other, rtol, atol, equal_nan)
+
+    def type(self, dtype=None, non_blocking=False):
+        """No argument: the type name (``"tensorplay.FloatTensor"``, cuda:
+        ``"tensorplay.cuda.FloatTensor"``); with a dtype (or such a name): ``self.to(dtype)``,
+        as ``torch.Tensor.type``."""
+        if dtype is None:
+            cap = {"float32": "Float", "float64": "Double", "float16": "Half",
+                   "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
+                   "int8": "Char", "uint8": "Byte", "bool": "Bool"}[self._dtype.name]
+            dev = "cuda." if self._device.type == "cuda" else ""
+            return f"tensorplay.{dev}{cap}Tensor"
+        if isinstance(dtype, str) and dtype.endswith("Tensor"):
+            names = {"Float": "float32", "Double": "float64", "Half": "float16",
+                     "BFloat16": "bfloat16", "Long": "int64", "Int": "int32", "Short": "int16",
+                     "Char": "int8", "Byte": "uint8", "Bool": "bool"}
+            key = dtype.rsplit(".", 1)[-1][:-len("Tensor")]
+            if key not in names:
+                raise ValueError(f"invalid type: {dtype!r}")
+            dtype = _dtype.from_name(names[key])
+        return self.to(_dtype.as_dtype(dtype))
+
+    def bfloat16(self):
+        """``self.to(tensorplay.bfloat16)``."""
+        return self.to(_dtype.bfloat16)
+
+    def byte(self):
+        """``self.to(tensorplay.uint8)``."""
+        return self.to(_dtype.uint8)
+
+    def short(self):
+        """``self.to(tensorplay.int16)``."""
+        return self.to(_dtype.int16)
+
+    def char(self):
+        """``self.to(tensorplay.int8)``."""
+        return self.to(_dtype.int8)
+
+    def uniform_(self, from_=0.0, to=1.0):
+        """Fill in place with values uniform on ``[from_, to)`` (``torch.Tensor.uniform_``)."""
+        return _surface.uniform_(self, from_, to)
+
+    def normal_(self, mean=0.0, std=1.0):
+        """Fill in place with normal values (``torch.Tensor.normal_``)."""
+        return _surface.normal_(self, mean, std)
+
+    def random_(self, from_=0, to=None):
+        """Fill in place with random integers in ``[from_, to)`` (``torch.Tensor.random_``)."""
+        return _surface.random_(self, from_, to)
+
+    def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+        """Distinct elements, ascending (``torch.unique``)."""
+        return _surface.unique(self, sorted, return_inverse, return_counts, dim)
+
+    def mm(self, mat2):
+        """2-D matrix product (``torch.mm``)."""
+        return _surface.mm(self, mat2)
+
+    def bmm(self, mat2):
+        """Batched 3-D matrix product (``torch.bmm``)."""
+        return _surface.bmm(self, mat2)
+
+    def dot(self, other):
+        """Inner product of 1-D tensors (``torch.dot``)."""
+        return _surface.dot(self, other)
+
+    def outer(self, vec2):
+        """Outer product of 1-D tensors (``torch.outer``)."""
+        return _surface.outer(self, vec2)
+
+    def addmm(self, mat1, mat2, *, beta=1, alpha=1):
+        """``beta * self + alpha * (mat1 @ mat2)`` (``torch.addmm``)."""
+        return _surface.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+    def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
+        """``beta * self + alpha * bmm(batch1, batch2)`` (``torch.baddbmm``)."""
+        return _surface.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+    def logsumexp(self, dim, keepdim=False):
+        """``log(sum(exp(self), dim))``, computed stably (``torch.logsumexp``)."""
+        return _surface.logsumexp(self, dim, keepdim)
+
+    def apply_(self, callable):
+        """Apply the Python ``callable`` to each element in place (cpu tensors only; slow), as
+        ``torch.Tensor.apply_``."""
+        if self._device.type != "cpu" or self._data is None:
+            raise TypeError("apply_ is only implemented on CPU tensors")
+        if self._requires_grad and _grad_state.enabled:
+            raise RuntimeError("apply_ on a tensor that requires grad is not differentiable; "
+                               "call it under tensorplay.no_grad()")
+        flat = self.reshape(-1).tolist()
+        new = _new_tensor([callable(v) for v in flat], dtype=self._dtype)
+        _O.copy_(self, _O.reshape(new, list(self._shape)))
+        return self
 
     def sum_to_size(self, *size):
         """Sum broadcast dimensions away so the result has ``size`` (used by backward formulas)."""
