@@ -189,7 +189,7 @@ PROBED_FUNCTIONS = ("einsum bmm mm outer dot tensordot finfo iinfo isclose logsu
                     "broadcast_to broadcast_tensors meshgrid randperm multinomial chunk split "
                     "unbind flatten narrow as_strided tril triu diag flip roll unique nonzero "
                     "repeat_interleave equal addmm baddbmm").split()
-NOT_YET = {"scatter", "scatter_", "register_hook", "as_strided"}
+NOT_YET = {"register_hook", "as_strided"}
 
 
 def test_probe_counts():
@@ -374,3 +374,30 @@ def test_random_functions():
     a = tp.tensor([1.0, 2.0])
     assert a.apply_(lambda v: v * 10) is a
     np.testing.assert_array_equal(_np(a), [10.0, 20.0])
+
+
+def test_scatter_matches_numpy_and_backward():
+    x = np.arange(12.0).reshape(3, 4)
+    idx = np.array([[0, 3, 2], [1, 2, 0]])
+    src = -np.arange(1.0, 7.0).reshape(2, 3)
+    ref = x.copy()
+    np.put_along_axis(ref[:2, :], idx, src, 1)
+    t = tp.tensor(x)
+    np.testing.assert_array_equal(_np(t.scatter(1, tp.tensor(idx), tp.tensor(src))), ref)
+    np.testing.assert_array_equal(_np(t), x)          # out of place
+    ref2 = x.copy()
+    np.put_along_axis(ref2[:2, :], idx, 9.0, 1)
+    np.testing.assert_array_equal(_np(tp.scatter(t, 1, tp.tensor(idx), value=9.0)), ref2)
+    assert t.scatter_(1, tp.tensor(idx), 9.0) is t
+    np.testing.assert_array_equal(_np(t), ref2)
+    a = tp.tensor(x, requires_grad=True)
+    s = tp.tensor(np.ones((2, 4)), requires_grad=True)
+    a.scatter(1, tp.tensor(idx), s).sum().backward()
+    ga = np.ones_like(x)
+    np.put_along_axis(ga[:2, :], idx, 0.0, 1)
+    np.testing.assert_array_equal(_np(a.grad), ga)
+    np.testing.assert_array_equal(_np(s.grad), [[1, 1, 1, 0], [1, 1, 1, 0]])
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        t.scatter(1, tp.tensor([[4]]), 1.0)
+    with pytest.raises(RuntimeError, match="dtype"):
+        t.scatter(1, tp.tensor(idx), tp.ones(2, 3, dtype=tp.float32))

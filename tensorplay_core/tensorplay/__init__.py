@@ -143,6 +143,12 @@ def scatter_add(input, dim, index, src):
     return _O.scatter_add(input, dim, index, src)
 
 
+def scatter(input, dim, index, src=None, *, value=None, reduce=None):
+    """``input`` with ``src`` (tensor or number) written at ``index`` along ``dim`` (same as
+    ``torch.scatter``; see ``Tensor.scatter``)."""
+    return input.scatter(dim, index, src, value=value, reduce=reduce)
+
+
 def softmax(input, dim):
     """Softmax along ``dim`` (floating result), same as ``torch.softmax``."""
     return _O.softmax(input, dim)
@@ -222,7 +228,7 @@ __all__ = [
     "einsum", "equal", "finfo", "flatten", "flip", "iinfo", "index_select", "isclose",
     "logsumexp", "masked_select", "meshgrid", "mm", "multinomial", "narrow", "norm", "outer",
     "randperm", "repeat_interleave", "roll", "select", "split", "std", "tensordot", "tril",
-    "triu", "unbind", "unique", "var",
+    "triu", "unbind", "unique", "var", "scatter",
 ]
 
 

@@ -965,6 +965,17 @@ class Tensor:
         ``torch.scatter_add``; repeated indices accumulate)."""
         return _O.scatter_add(self, dim, index, src)
 
+    def scatter(self, dim, index, src=None, *, value=None, reduce=None):
+        """A copy of ``self`` with ``src`` (a tensor of ``self``'s dtype, or a number; also
+        ``value=``) written at ``index`` along ``dim``, as ``torch.scatter``: for ``dim=0``,
+        ``out[index[i][j]][j] = src[i][j]``. A repeated index keeps one of its values
+        (unspecified which). ``reduce`` is not supported (use ``scatter_add``)."""
+        return _O.scatter(self, dim, index, _scatter_src(src, value, reduce))
+
+    def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
+        """In-place ``scatter`` (``torch.Tensor.scatter_``); returns ``self``."""
+        return _O.scatter_(self, dim, index, _scatter_src(src, value, reduce))
+
     def isnan(self):
         """Bool tensor: True where the element is NaN."""
         return _O.isnan(self)
@@ -1325,6 +1336,15 @@ class Tensor:
 
 
 Tensor.__array_priority__ = 1000
+
+
+def _scatter_src(src, value, reduce):
+    if reduce is not None:
+        raise NotImplementedError(f"scatter(reduce={reduce!r}) is not supported by tensorplay; "
+                                  f"use scatter_add (reduce='add')")
+    if (src is None) == (value is None):
+        raise TypeError("scatter() takes exactly one of src (a tensor or number) and value")
+    return value if src is None else src
 
 
 def _rebuild_tensor(arr, dtype, device, requires_grad):

@@ -342,24 +342,69 @@ def _scatter_add_setup(ctx, inputs, output):
     ctx.save_for_backward(inputs[2])
 
 
+def _scattered_src_grad(g, dim, index, src_shape):
+    """The gradient of a scatter op's ``src``: ``g`` at the written positions, zero in the part
+    of ``src`` beyond ``index``'s shape (never read)."""
+    gsrc = O.gather(g, dim, index)
+    if tuple(gsrc.shape) != src_shape:
+        # src may be larger than index: only its leading index-shaped block was read
+        full = g.new_zeros(list(src_shape))
+        block = full
+        for k, n in enumerate(index.shape):
+            block = O.narrow(block, k, 0, n)
+        O.copy_(block, gsrc)
+        gsrc = full
+    return gsrc
+
+
 def _scatter_add_bw(ctx, g):
     index, = ctx.saved_tensors
     gsrc = None
     if ctx.needs_input_grad[3]:
-        gsrc = O.gather(g, ctx.dim, index)
-        if tuple(gsrc.shape) != ctx.src_shape:
-            # src may be larger than index: only its leading index-shaped block was read
-            full = g.new_zeros(list(ctx.src_shape))
-            block = full
-            for k, n in enumerate(index.shape):
-                block = O.narrow(block, k, 0, n)
-            O.copy_(block, gsrc)
-            gsrc = full
+        gsrc = _scattered_src_grad(g, ctx.dim, index, ctx.src_shape)
     return g, None, None, gsrc
 
 
 defop("scatter_add(Tensor self, SymInt dim, Tensor index, Tensor src) -> Tensor",
       meta=_scatter_add_meta, setup=_scatter_add_setup, backward=_scatter_add_bw)
+
+
+# -- scatter / scatter_ (torch.scatter with a src tensor or a value) --------------------------------
+def _scatter_meta(x, dim, index, src):
+    if is_tensor(src):
+        if src.dtype is not x.dtype:
+            raise RuntimeError(f"scatter(): Expected self.dtype to be equal to src.dtype "
+                               f"({x.dtype} vs {src.dtype})")
+        _check_gather_shapes("scatter", x, dim, index, src)
+    else:
+        _check_gather_shapes("scatter", x, dim, index)
+    return out_like(x.shape, x.dtype, x)
+
+
+def _scatter_setup(ctx, inputs, output):
+    # in-place entry (scatter_) runs before the write: nothing of self's values is needed
+    src = inputs[3]
+    ctx.dim = inputs[1]
+    ctx.src_shape = tuple(src.shape) if is_tensor(src) else None
+    ctx.save_for_backward(inputs[2])
+
+
+def _scatter_bw(ctx, g):
+    # torch's formula: the overwritten positions get no gradient from self; src's elements get
+    # the gradient of the positions they were written to
+    index, = ctx.saved_tensors
+    gself = O.scatter(g, ctx.dim, index, 0) if ctx.needs_input_grad[0] else None
+    gsrc = None
+    if ctx.src_shape is not None and ctx.needs_input_grad[3]:
+        gsrc = _scattered_src_grad(g, ctx.dim, index, ctx.src_shape)
+    return gself, None, None, gsrc
+
+
+defop("scatter(Tensor self, SymInt dim, Tensor index, Tensor src) -> Tensor",
+      meta=_scatter_meta, setup=_scatter_setup, backward=_scatter_bw, scalar_ok=("src",))
+defop("scatter_(Tensor(a!) self, SymInt dim, Tensor index, Tensor src) -> Tensor(a!)",
+      meta=lambda x, dim, index, src: (_scatter_meta(x, dim, index, src), x)[1],
+      setup=_scatter_setup, backward=_scatter_bw, scalar_ok=("src",))
 
 
 def _nonzero_meta(x):
