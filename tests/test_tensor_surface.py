@@ -401,3 +401,37 @@ def test_scatter_matches_numpy_and_backward():
         t.scatter(1, tp.tensor([[4]]), 1.0)
     with pytest.raises(RuntimeError, match="dtype"):
         t.scatter(1, tp.tensor(idx), tp.ones(2, 3, dtype=tp.float32))
+
+
+def test_advanced_index_assignment_matches_numpy():
+    a, cases = _idx_cases()
+    for idx in cases:
+        ref = a.copy()
+        t = tp.tensor(a)
+        shape = a[idx].shape
+        val = np.arange(np.prod(shape), dtype=np.float64).reshape(shape) + 1000
+        ref[idx] = val
+        t[idx if len(idx) > 1 else idx[0]] = tp.tensor(val)
+        np.testing.assert_array_equal(_np(t), ref, err_msg=str(idx))
+        ref[idx] = -1.0
+        t[idx if len(idx) > 1 else idx[0]] = -1.0
+        np.testing.assert_array_equal(_np(t), ref, err_msg=str(idx))
+    # a non-contiguous target (written back through copy_), and a broadcast value
+    base = np.arange(40.0).reshape(5, 8)
+    t = tp.tensor(base)
+    ref = base.copy()
+    t[:, ::2][[0, 4], [1, 3]] = tp.tensor(7.0)
+    ref[:, ::2][[0, 4], [1, 3]] = 7.0
+    np.testing.assert_array_equal(_np(t), ref)
+
+
+def test_advanced_index_assignment_backward():
+    x = tp.tensor(np.zeros((3, 4)), requires_grad=True)
+    v = tp.tensor([2.0, 3.0], requires_grad=True)
+    y = x * 1.0
+    y[[0, 2], [1, 3]] = v
+    (y * tp.tensor(np.arange(12.0).reshape(3, 4))).sum().backward()
+    g = np.arange(12.0).reshape(3, 4)
+    g[[0, 2], [1, 3]] = 0
+    np.testing.assert_array_equal(_np(x.grad), g)
+    np.testing.assert_array_equal(_np(v.grad), [1.0, 11.0])

@@ -95,12 +95,12 @@ def getitem(x, index):
     return O.index(out, dim, idx)
 
 
-def _advanced(x, advanced):
-    """``x[...]`` with several index tensors (and bool masks), torch's rules: the index tensors
-    broadcast together; their result dims replace the indexed dims where those are adjacent and
-    go first otherwise (ints were already applied as ``select``: torch's rule, which differs
-    from NumPy's). Composed of ``permute``, ``reshape`` and one ``index`` on the flattened
-    indexed dims, so autograd and fake shapes come from those ops."""
+def _linear_index(x, advanced):
+    """The advanced indices of ``x`` as one index into its indexed dims flattened together:
+    ``(dims, rest, bshape, linear, n)``: the indexed dims (ascending), the other dims, the
+    broadcast shape of the index tensors, the int64 index (of shape ``bshape``) into
+    ``permute(x, dims + rest)`` with ``dims`` merged into one of size ``n``. Bool masks count as
+    their nonzero positions (torch's rule); out-of-range indices raise ``IndexError``."""
     pairs = []
     for dim, t in advanced:
         if t.dtype is _dtype.bool:      # a k-dim mask is k index tensors (its nonzero positions)
@@ -120,11 +120,11 @@ def _advanced(x, advanced):
     except RuntimeError:
         raise IndexError("shape mismatch: indexing tensors could not be broadcast together with "
                          "shapes " + ", ".join(str(list(t.shape)) for t in idxs)) from None
-    sizes = [x.shape[d] for d in dims]
     rest = [d for d in range(x.ndim) if d not in dims]
     linear = None
     stride = 1
-    for d, t, n in reversed(list(zip(dims, idxs, sizes))):
+    for d, t in reversed(pairs):
+        n = x.shape[d]
         if t._data is not None and t.numel():
             lo, hi = int(O.amin(t, [], False).item()), int(O.amax(t, [], False).item())
             if lo < -n or hi >= n:
@@ -136,15 +136,57 @@ def _advanced(x, advanced):
         stride *= n
     if tuple(linear.shape) != bshape:
         linear = O.expand(linear, list(bshape))
+    return dims, rest, bshape, linear, stride
+
+
+def _adjacent(dims):
+    """torch's placement rule: the result dims of adjacent indexed dims take their place (at
+    ``dims[0]``); otherwise they go first."""
+    return dims[0] if dims == list(range(dims[0], dims[0] + len(dims))) else 0
+
+
+def _advanced(x, advanced):
+    """``x[...]`` with several index tensors (and bool masks), torch's rules: the index tensors
+    broadcast together; their result dims replace the indexed dims where those are adjacent and
+    go first otherwise (ints were already applied as ``select``: torch's rule, which differs
+    from NumPy's). Composed of ``permute``, ``reshape`` and one ``index`` on the flattened
+    indexed dims, so autograd and fake shapes come from those ops."""
+    dims, rest, bshape, linear, n = _linear_index(x, advanced)
     flat = O.permute(x, dims + rest) if dims + rest != list(range(x.ndim)) else x
-    flat = O.reshape(flat, [stride] + [x.shape[d] for d in rest])
+    flat = O.reshape(flat, [n] + [x.shape[d] for d in rest])
     out = O.index(flat, 0, linear)
-    nb, first = len(bshape), dims[0]
-    if dims == list(range(first, first + len(dims))) and first:
-        # adjacent indexed dims: the result dims take their place
+    nb, first = len(bshape), _adjacent(dims)
+    if first:
         out = O.permute(out, list(range(nb, nb + first)) + list(range(nb)) +
                         list(range(nb + first, out.ndim)))
     return out
+
+
+def _advanced_put(x, advanced, value):
+    """``x[...] = value`` with several index tensors: ``index_put_`` on the flattened indexed
+    dims (a view of ``x`` where the strides allow; else a contiguous copy written back with
+    ``copy_``). ``value`` broadcasts to the shape ``x[...]`` would have."""
+    dims, rest, bshape, linear, n = _linear_index(x, advanced)
+    order = dims + rest
+    p = O.permute(x, order) if order != list(range(x.ndim)) else x
+    flat_shape = [n] + [x.shape[d] for d in rest]
+    try:
+        tmp, flat = None, O.view(p, flat_shape)
+    except RuntimeError:
+        tmp = p.contiguous()
+        flat = O.view(tmp, flat_shape)
+    if is_tensor(value):
+        nb, first = len(bshape), _adjacent(dims)
+        rshape = list(bshape) + [x.shape[d] for d in rest]
+        if first:     # the value is laid out like x[...]: bring the index dims to the front
+            rshape = rshape[nb:nb + first] + rshape[:nb] + rshape[nb + first:]
+        value = O.expand(value, rshape) if list(value.shape) != rshape else value
+        if first:
+            value = O.permute(value, list(range(first, first + nb)) + list(range(first)) +
+                              list(range(first + nb, len(rshape))))
+    O.index_put_(flat, 0, linear, value)
+    if tmp is not None:
+        O.copy_(p, tmp)
 
 
 def setitem(x, index, value):
@@ -155,8 +197,10 @@ def setitem(x, index, value):
         else:
             O.fill_(out, value)
         return
-    if len(advanced) > 1:
-        raise IndexError("tensorplay supports one tensor index per assignment")
+    if len(advanced) > 1 or (advanced[0][1].dtype is _dtype.bool and
+                             not (advanced[0][0] == 0 and advanced[0][1].ndim == out.ndim)):
+        _advanced_put(out, advanced, value)
+        return
     dim, idx = advanced[0]
     if idx.dtype is _dtype.bool:
         if dim != 0 or idx.ndim != out.ndim:
