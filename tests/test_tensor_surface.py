@@ -189,7 +189,7 @@ PROBED_FUNCTIONS = ("einsum bmm mm outer dot tensordot finfo iinfo isclose logsu
                     "broadcast_to broadcast_tensors meshgrid randperm multinomial chunk split "
                     "unbind flatten narrow as_strided tril triu diag flip roll unique nonzero "
                     "repeat_interleave equal addmm baddbmm").split()
-NOT_YET = {"register_hook", "as_strided"}
+NOT_YET = {"as_strided"}
 
 
 def test_probe_counts():
@@ -435,3 +435,39 @@ def test_advanced_index_assignment_backward():
     g[[0, 2], [1, 3]] = 0
     np.testing.assert_array_equal(_np(x.grad), g)
     np.testing.assert_array_equal(_np(v.grad), [1.0, 11.0])
+
+
+def test_register_hook_on_leaf_and_non_leaf():
+    x = tp.tensor([1.0, 2.0], requires_grad=True)
+    seen = []
+    h = x.register_hook(lambda g: seen.append(_np(g).copy()))
+    x.register_hook(lambda g: g * 10)            # replaces the leaf's gradient
+    (x * 3).sum().backward()
+    np.testing.assert_array_equal(seen[0], [3.0, 3.0])
+    np.testing.assert_array_equal(_np(x.grad), [30.0, 30.0])
+    h.remove()
+    h.remove()
+    x.grad = None
+    (x * x).sum().backward()
+    assert len(seen) == 1
+    np.testing.assert_array_equal(_np(x.grad), [20.0, 40.0])
+
+    w = tp.tensor([1.0, -1.0], requires_grad=True)
+    y = w * 2
+    y.retain_grad()
+    y.register_hook(lambda g: g + 1)              # changes what flows on to w
+    (y * y).sum().backward()
+    np.testing.assert_array_equal(_np(y.grad), [5.0, -3.0])   # retain_grad sees it after hooks
+    np.testing.assert_array_equal(_np(w.grad), [10.0, -6.0])
+    with pytest.raises(RuntimeError, match="require"):
+        tp.ones(2).register_hook(lambda g: g)
+
+
+def test_register_hook_in_a_longer_graph():
+    x = tp.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    a = x.exp()
+    b = a * 2
+    b.register_hook(lambda g: g * 0)
+    c = a.sum() + b.sum()
+    c.backward()
+    np.testing.assert_allclose(_np(x.grad), np.exp([1.0, 2.0, 3.0]))

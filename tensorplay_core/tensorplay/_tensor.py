@@ -31,6 +31,7 @@ _check_fill = None       # _ops._shapes.check_fill (set by _factories): new_full
 _backward = None         # autograd.api.backward (set by autograd)
 _AccumulateGrad = None   # autograd.graph.AccumulateGrad (set by autograd)
 _grad_state = None       # autograd.grad_mode._state: .enabled is grad mode (set by autograd)
+_output_hooks = None     # autograd.graph.output_hooks: a node output's hooks (set by autograd)
 _surface = None          # tensorplay._surface: torch's composite functions (set by the root)
 
 _CPU = Device("cpu")
@@ -281,9 +282,25 @@ class Tensor:
         node = self.grad_fn
         if node is not None:
             import weakref
-            if getattr(node, "_retained", None) is None:
-                node._retained = {}
-            node._retained[self._output_nr] = weakref.ref(self)
+            _output_hooks(node, self._output_nr).ref = weakref.ref(self)
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` each time a gradient for this tensor is computed in ``backward``;
+        a hook returning a tensor replaces the gradient (for a leaf: before it is added to
+        ``.grad``; for a non-leaf: for the rest of the backward). Returns a handle whose
+        ``remove()`` unregisters it. ``RuntimeError`` unless the tensor requires grad (as
+        ``torch.Tensor.register_hook``)."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            hooks = _output_hooks(self.grad_fn, self._output_nr).hooks
+        else:
+            acc = self._grad_accumulator()
+            if acc.hooks is None:
+                acc.hooks = []
+            hooks = acc.hooks
+        hooks.append(hook)
+        return _HookHandle(hooks, hook)
 
     @property
     def retains_grad(self) -> bool:
@@ -1336,6 +1353,19 @@ class Tensor:
 
 
 Tensor.__array_priority__ = 1000
+
+
+class _HookHandle:
+    """``Tensor.register_hook``'s handle: ``remove()`` unregisters the hook (idempotent)."""
+
+    __slots__ = ("_hooks", "_fn")
+
+    def __init__(self, hooks, fn):
+        self._hooks, self._fn = hooks, fn
+
+    def remove(self):
+        if self._fn in self._hooks:
+            self._hooks.remove(self._fn)
 
 
 def _scatter_src(src, value, reduce):
