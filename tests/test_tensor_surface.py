@@ -189,7 +189,7 @@ PROBED_FUNCTIONS = ("einsum bmm mm outer dot tensordot finfo iinfo isclose logsu
                     "broadcast_to broadcast_tensors meshgrid randperm multinomial chunk split "
                     "unbind flatten narrow as_strided tril triu diag flip roll unique nonzero "
                     "repeat_interleave equal addmm baddbmm").split()
-NOT_YET = {"as_strided"}
+NOT_YET: set = set()
 
 
 def test_probe_counts():
@@ -471,3 +471,22 @@ def test_register_hook_in_a_longer_graph():
     c = a.sum() + b.sum()
     c.backward()
     np.testing.assert_allclose(_np(x.grad), np.exp([1.0, 2.0, 3.0]))
+
+
+def test_as_strided_matches_numpy_and_backward():
+    from numpy.lib.stride_tricks import as_strided as np_as_strided
+    a = np.arange(12.0)
+    t = tp.tensor(a)
+    for size, stride, off in [((3, 4), (4, 1), 0), ((2, 2), (1, 4), 0), ((3, 2), (4, 1), 1),
+                              ((4, 3), (1, 1), 2)]:
+        ref = np_as_strided(a[off:], size, [s * 8 for s in stride])
+        got = tp.as_strided(t, size, stride, off)
+        np.testing.assert_array_equal(_np(got), ref)
+    v = t.as_strided((2,), (3,), 1)
+    v[0] = 100.0                     # a view: writes reach the base
+    assert t[1].item() == 100.0
+    with pytest.raises(RuntimeError, match="storage"):
+        t.as_strided((4, 4), (4, 1))
+    x = tp.tensor(np.arange(6.0), requires_grad=True)
+    x.as_strided((2, 3), (1, 1)).sum().backward()     # overlapping windows: counts add up
+    np.testing.assert_array_equal(_np(x.grad), [1, 2, 2, 1, 0, 0])

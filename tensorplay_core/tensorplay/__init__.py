@@ -194,7 +194,7 @@ def is_tensor(obj) -> "builtins.bool":
 
 from . import _surface  # noqa: E402  (torch's composite functions; Tensor methods forward there)
 _t._surface = _surface
-from ._surface import (addmm, baddbmm, bmm, broadcast_tensors, broadcast_to,  # noqa: E402
+from ._surface import (addmm, as_strided, baddbmm, bmm, broadcast_tensors, broadcast_to,  # noqa: E402
                        chunk, diag, dot, einsum, equal, finfo, flatten, flip, iinfo,
                        index_select, isclose, logsumexp, masked_select, meshgrid, mm,
                        multinomial, narrow, norm, outer, randperm, repeat_interleave, roll,
@@ -228,7 +228,7 @@ __all__ = [
     "einsum", "equal", "finfo", "flatten", "flip", "iinfo", "index_select", "isclose",
     "logsumexp", "masked_select", "meshgrid", "mm", "multinomial", "narrow", "norm", "outer",
     "randperm", "repeat_interleave", "roll", "select", "split", "std", "tensordot", "tril",
-    "triu", "unbind", "unique", "var", "scatter",
+    "triu", "unbind", "unique", "var", "scatter", "as_strided",
 ]
 
 

@@ -268,7 +268,7 @@ def meshgrid(*tensors, indexing="ij"):
 def as_strided(input, size, stride, storage_offset=None):
     """A view of ``input``'s storage with the given ``size``, ``stride`` and offset, as
     ``torch.as_strided`` (no bounds beyond the storage's are checked by the view)."""
-    return input.as_strided(size, stride, storage_offset)
+    return O.as_strided(input, list(size), list(stride), storage_offset)
 
 
 # -- comparisons -----------------------------------------------------------------------------------

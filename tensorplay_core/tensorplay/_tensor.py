@@ -1331,6 +1331,12 @@ class Tensor:
         _O.copy_(self, _O.reshape(new, list(self._shape)))
         return self
 
+    def as_strided(self, size, stride, storage_offset=None):
+        """A view of this tensor's storage with ``size``, ``stride`` and ``storage_offset`` (in
+        elements; default: this tensor's offset), as ``torch.as_strided``; ``RuntimeError``
+        when it would reach beyond the storage."""
+        return _O.as_strided(self, list(size), list(stride), storage_offset)
+
     def sum_to_size(self, *size):
         """Sum broadcast dimensions away so the result has ``size`` (used by backward formulas)."""
         if len(size) == 1 and size[0].__class__ is tuple and size[0] == self._shape:

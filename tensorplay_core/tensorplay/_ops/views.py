@@ -311,4 +311,56 @@ defop("select(Tensor(a) self, SymInt dim, SymInt index) -> Tensor(a)", default=_
       meta=_select, setup=_slice_setup, backward=_select_bw)
 
 
+def _as_strided(x, size, stride, storage_offset=None):
+    size, stride = [int(v) for v in size], [int(v) for v in stride]
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape ({len(stride)} vs "
+                           f"{len(size)})")
+    if any(v < 0 for v in size) or any(v < 0 for v in stride):
+        raise RuntimeError(f"as_strided: negative size or stride ({size}, {stride})")
+    off = x.storage_offset() if storage_offset is None else int(storage_offset)
+    if off < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {off}")
+    if 0 not in size:
+        need = off + sum((n - 1) * s for n, s in zip(size, stride)) + 1
+        have = x._storage.nbytes // x.dtype.itemsize
+        if need > have:
+            raise RuntimeError(f"setStorage: sizes {size}, strides {stride}, storage offset "
+                               f"{off} require {need} elements, but the storage has only "
+                               f"{have} (as_strided)")
+    return make_view(x, size, stride, off)
+
+
+def _positions(shape, stride, offset, device):
+    """The storage position of each element of a ``(shape, stride, offset)`` view (int64)."""
+    from .. import _dtype
+    i64 = _dtype.int64
+    pos = O.full([], offset, dtype=i64, device=device)
+    for k, (n, s) in enumerate(zip(shape, stride)):
+        ar = O.mul(O.arange(0, n, 1, dtype=i64, device=device), s)
+        pos = O.add(pos, O.reshape(ar, [n if j == k else 1 for j in range(len(shape))]))
+    return O.expand(pos, list(shape)) if tuple(pos.shape) != tuple(shape) else pos
+
+
+def _as_strided_setup(ctx, inputs, output):
+    x = inputs[0]
+    ctx.geom = (tuple(x.shape), tuple(x.stride()), x.storage_offset())
+    ctx.out = (tuple(output.shape), tuple(output.stride()), output.storage_offset())
+    ctx.n = x._storage.nbytes // x.dtype.itemsize
+
+
+def _as_strided_bw(ctx, g):
+    # the output's gradient lands on the storage positions it viewed (overlaps accumulate);
+    # the input's gradient is what its own elements' positions received
+    buf = O.full([ctx.n], 0, dtype=g.dtype, device=g.device)
+    pos_out = O.reshape(_positions(*ctx.out, g.device), [-1])
+    buf = O.index_add(buf, 0, pos_out, O.reshape(g, [-1]))
+    return O.index(buf, 0, _positions(*ctx.geom, g.device)), None, None, None
+
+
+defop("as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) "
+      "-> Tensor(a)", default=_as_strided, meta=_as_strided, setup=_as_strided_setup,
+      backward=_as_strided_bw)
+
+
 __all__ = ["make_view", "compute_stride", "infer_size"]
