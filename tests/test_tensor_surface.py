@@ -490,3 +490,37 @@ def test_as_strided_matches_numpy_and_backward():
     x = tp.tensor(np.arange(6.0), requires_grad=True)
     x.as_strided((2, 3), (1, 1)).sum().backward()     # overlapping windows: counts add up
     np.testing.assert_array_equal(_np(x.grad), [1, 2, 2, 1, 0, 0])
+
+
+def test_view_dtype_matches_numpy():
+    a = np.array([[1.5, -2.0, 3.25], [0.0, 7.0, -1.0]], dtype=np.float32)
+    t = tp.tensor(a)
+    for dt, nd in [(tp.int32, np.int32), (tp.int16, np.int16), (tp.uint8, np.uint8),
+                   (tp.float64, None), (tp.float32, np.float32)]:
+        if nd is None:
+            continue
+        v = t.view(dt)
+        assert v.dtype is dt
+        np.testing.assert_array_equal(_np(v), a.view(nd))
+    b = np.arange(8, dtype=np.int16).reshape(2, 4)
+    np.testing.assert_array_equal(_np(tp.tensor(b).view(tp.float32)), b.view(np.float32))
+    np.testing.assert_array_equal(_np(tp.tensor(b)[:, 2:].view(tp.int32)),
+                                  b[:, 2:].copy().view(np.int32))
+    v = t.view(tp.int32)                # shares memory: a write shows through both
+    v[0, 0] = 0
+    assert t[0, 0].item() == 0.0
+    with pytest.raises(RuntimeError, match="stride 1"):
+        t.t().view(tp.int16)
+    with pytest.raises(RuntimeError, match="divisible"):
+        t.view(tp.float64)
+    with FakeTensorMode():
+        f = tp.empty(2, 4)
+        assert f.view(tp.float64).shape == (2, 2) and f.view(tp.uint8).shape == (2, 16)
+
+
+def test_view_dtype_is_not_differentiable():
+    x = tp.ones(2, 2, requires_grad=True)
+    y = x.view(tp.int32)
+    assert not y.requires_grad
+    z = x.view(tp.float32)
+    assert z.dtype is tp.float32

@@ -1049,6 +1049,9 @@ class Tensor:
     def view(self, *shape):
         """A view with a new shape (one dim may be -1); ``RuntimeError`` suggesting ``reshape``
         when the strides do not allow it."""
+        if len(shape) == 1 and isinstance(shape[0], _dtype.DType):
+            # view(dtype): the same bytes as another dtype (torch's Tensor.view(dtype))
+            return _O.view_dtype(self, shape[0])
         return _O.view(self, _shape_arg(shape))
 
     def reshape(self, *shape):

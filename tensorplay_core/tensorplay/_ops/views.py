@@ -363,4 +363,61 @@ defop("as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storag
       backward=_as_strided_bw)
 
 
+def _view_dtype(x, dtype):
+    """``x.view(dtype)``: the same bytes read as ``dtype`` (torch's rules): a different element
+    size scales the last dim, which must have stride 1, and needs the other strides, the
+    offset and (for a larger element) the last size divisible by the ratio."""
+    old, new = x.dtype.itemsize, dtype.itemsize
+    shape, stride, off = list(x.shape), list(x.stride()), x.storage_offset()
+    if old != new:
+        api = f"view(): viewing {x.dtype} as {dtype} (different element sizes): "
+        if x.ndim == 0:
+            raise RuntimeError(api + "the tensor must have at least one dimension")
+        if stride[-1] != 1:
+            raise RuntimeError(api + f"the last dim must have stride 1, but got "
+                                     f"{stride[-1]} (call .contiguous() first)")
+        if old > new:
+            r = old // new
+            shape[-1] *= r
+            stride = [st * r for st in stride[:-1]] + [1]
+            off *= r
+        else:
+            r = new // old
+            if shape[-1] % r or off % r or any(st % r for st in stride[:-1]):
+                raise RuntimeError(api + f"the last size ({shape[-1]}), the storage offset "
+                                         f"({off}) and the other strides ({stride[:-1]}) must be "
+                                         f"divisible by {r}")
+            shape[-1] //= r
+            stride = [st // r for st in stride[:-1]] + [1]
+            off //= r
+    Tensor = _TENSOR[0]
+    if Tensor is None:
+        from .._tensor import Tensor
+        _TENSOR[0] = Tensor
+    t = Tensor.__new__(Tensor)
+    if x._data is None:
+        t._init_fake(x._storage, tuple(shape), tuple(stride), off, dtype, x._device)
+        if x._bkey != "meta":
+            t._bkey = x._bkey
+            t._refresh_key()
+        return t
+    from .._backend import Storage
+    be = x._backend
+    st = x._storage
+    # the same memory as a storage of the new dtype (own version counter: these views are not
+    # differentiable, so no autograd check reads it across dtypes)
+    root = st.root.reshape(-1).view(be.native_dtype(dtype))
+    data = be.as_strided(root, tuple(shape), tuple(stride), off)
+    t._init_real(Storage(root, st.nbytes, be), data, tuple(shape), tuple(stride), off, dtype,
+                 x._device, be)
+    return t
+
+
+# not differentiable (torch's view.dtype has output_differentiability False): the output is
+# marked so, also between floating dtypes
+defop("view_dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)", default=_view_dtype,
+      meta=_view_dtype, setup=lambda ctx, inputs, output: ctx.mark_non_differentiable(output),
+      backward=lambda ctx, g: (None, None))
+
+
 __all__ = ["make_view", "compute_stride", "infer_size"]
