@@ -413,11 +413,10 @@ def _view_dtype(x, dtype):
     return t
 
 
-# not differentiable (torch's view.dtype has output_differentiability False): the output is
-# marked so, also between floating dtypes
+# not differentiable (torch's view.dtype has output_differentiability False), also between
+# floating dtypes
 defop("view_dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)", default=_view_dtype,
-      meta=_view_dtype, setup=lambda ctx, inputs, output: ctx.mark_non_differentiable(output),
-      backward=lambda ctx, g: (None, None))
+      meta=_view_dtype, differentiable=False)
 
 
 __all__ = ["make_view", "compute_stride", "infer_size"]
