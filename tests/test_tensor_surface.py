@@ -524,3 +524,28 @@ def test_view_dtype_is_not_differentiable():
     assert not y.requires_grad
     z = x.view(tp.float32)
     assert z.dtype is tp.float32
+
+
+@pytest.mark.cuda
+def test_surface_on_cuda_matches_cpu():
+    """The new ops on cuda give the cpu's values (run on a GPU machine; skipped elsewhere)."""
+    ok, why = tp.plugins.device_status("cuda")
+    if not ok:
+        pytest.skip(f"cuda unavailable: {why}")
+    from tensorplay.testing import check_plugin
+    res = check_plugin("tensorplay-cuda", "cuda:0",
+                       ops=["tp::scatter", "tp::scatter_", "tp::as_strided", "tp::view_dtype"])
+    assert res and all(r.status == "passed" for r in res), [r.describe() for r in res]
+    a = np.arange(24, dtype=np.float64).reshape(2, 3, 4)
+    c = tp.tensor(a, device="cuda")
+    np.testing.assert_array_equal(c[[0, 1], :, [1, 2]].cpu().numpy(), a[[0, 1], :, [1, 2]])
+    np.testing.assert_array_equal(c.flip(2).roll(1, 1).tril().cpu().numpy(),
+                                  np.tril(np.roll(a[:, :, ::-1], 1, 1)))
+    np.testing.assert_allclose(tp.einsum("bij,bjk->bik", c, c.transpose(1, 2)).cpu().numpy(),
+                               a @ a.transpose(0, 2, 1))
+    v, i, n = c.unique(return_inverse=True, return_counts=True)
+    np.testing.assert_array_equal(v.cpu().numpy(), np.unique(a))
+    y = pickle.loads(pickle.dumps(c))
+    assert y.device == c.device
+    np.testing.assert_array_equal(y.cpu().numpy(), a)
+    assert copy.deepcopy(c).device == c.device
