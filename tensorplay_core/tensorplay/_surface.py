@@ -224,10 +224,6 @@ def masked_select(input, mask):
     return O.masked_select(input, mask)
 
 
-def broadcast_shapes_(*shapes):
-    return broadcast_shapes(*[tuple(s) for s in shapes])
-
-
 def broadcast_to(input, size):
     """``input`` expanded to ``size`` (a view; -1 keeps a size), as ``torch.broadcast_to``."""
     return O.expand(input, list(size))
