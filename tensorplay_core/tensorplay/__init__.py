@@ -145,6 +145,12 @@ def scatter_add(input, dim, index, src):
     return _O.scatter_add(input, dim, index, src)
 
 
+def scatter(input, dim, index, src=None, *, value=None, reduce=None):
+    """``input`` with ``src`` (tensor or number) written at ``index`` along ``dim`` (same as
+    ``torch.scatter``; see ``Tensor.scatter``)."""
+    return input.scatter(dim, index, src, value=value, reduce=reduce)
+
+
 def softmax(input, dim):
     """Softmax along ``dim`` (floating result), same as ``torch.softmax``."""
     return _O.softmax(input, dim)
@@ -196,6 +202,14 @@ def is_tensor(obj) -> "builtins.bool":
     return isinstance(obj, Tensor)
 
 
+from . import _surface  # noqa: E402  (torch's composite functions; Tensor methods forward there)
+_t._surface = _surface
+from ._surface import (addmm, as_strided, baddbmm, bmm, broadcast_tensors, broadcast_to,  # noqa: E402
+                       chunk, diag, dot, einsum, equal, finfo, flatten, flip, iinfo,
+                       index_select, isclose, logsumexp, masked_select, meshgrid, mm,
+                       multinomial, narrow, norm, outer, randperm, repeat_interleave, roll,
+                       select, split, std, tensordot, tril, triu, unbind, unique, var)
+
 # imported eagerly: a lazy ``from .compile import ...`` would rebind ``tensorplay.compile`` to the
 # submodule. Capture + cache + execution (SPEC §4); core-only imports.
 from .compile import compile  # noqa: E402,A001
@@ -220,6 +234,11 @@ __all__ = [
     "argsort", "topk", "gather", "scatter_add", "return_types",
     "autograd", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
     "fake", "library", "ops", "plugins", "errors", "backends", "cuda", "testing",
+    "addmm", "baddbmm", "bmm", "broadcast_tensors", "broadcast_to", "chunk", "diag", "dot",
+    "einsum", "equal", "finfo", "flatten", "flip", "iinfo", "index_select", "isclose",
+    "logsumexp", "masked_select", "meshgrid", "mm", "multinomial", "narrow", "norm", "outer",
+    "randperm", "repeat_interleave", "roll", "select", "split", "std", "tensordot", "tril",
+    "triu", "unbind", "unique", "var", "scatter", "as_strided",
 ]
 
 

@@ -31,6 +31,8 @@ _check_fill = None       # _ops._shapes.check_fill (set by _factories): new_full
 _backward = None         # autograd.api.backward (set by autograd)
 _AccumulateGrad = None   # autograd.graph.AccumulateGrad (set by autograd)
 _grad_state = None       # autograd.grad_mode._state: .enabled is grad mode (set by autograd)
+_output_hooks = None     # autograd.graph.output_hooks: a node output's hooks (set by autograd)
+_surface = None          # tensorplay._surface: torch's composite functions (set by the root)
 
 _CPU = Device("cpu")
 
@@ -280,9 +282,25 @@ class Tensor:
         node = self.grad_fn
         if node is not None:
             import weakref
-            if getattr(node, "_retained", None) is None:
-                node._retained = {}
-            node._retained[self._output_nr] = weakref.ref(self)
+            _output_hooks(node, self._output_nr).ref = weakref.ref(self)
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` each time a gradient for this tensor is computed in ``backward``;
+        a hook returning a tensor replaces the gradient (for a leaf: before it is added to
+        ``.grad``; for a non-leaf: for the rest of the backward). Returns a handle whose
+        ``remove()`` unregisters it. ``RuntimeError`` unless the tensor requires grad (as
+        ``torch.Tensor.register_hook``)."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            hooks = _output_hooks(self.grad_fn, self._output_nr).hooks
+        else:
+            acc = self._grad_accumulator()
+            if acc.hooks is None:
+                acc.hooks = []
+            hooks = acc.hooks
+        hooks.append(hook)
+        return _HookHandle(hooks, hook)
 
     @property
     def retains_grad(self) -> bool:
@@ -411,6 +429,55 @@ class Tensor:
             return f"{kind}_tensor(size={tuple(self._shape)}, " + ", ".join(extra) + ")"
         from ._format import tensor_repr
         return tensor_repr(self)
+
+    def __format__(self, spec):
+        # torch's rule: a 0-d tensor formats as its Python scalar (f"{loss:.4f}"); others only
+        # with an empty spec (str(t)), anything else is object.__format__'s TypeError
+        if not self._shape and self._data is not None:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
+
+    def __deepcopy__(self, memo):
+        """``copy.deepcopy``: a new leaf with copied values, dtype, device and ``requires_grad``;
+        ``.grad`` is deep-copied too (as torch). Non-leaf tensors are refused (torch's rule)."""
+        if self.grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
+                               "support the deepcopy protocol at the moment. If you were "
+                               "attempting to deepcopy a module, this may be because of a "
+                               "torch.nn.utils.weight_norm usage, see "
+                               "https://github.com/pytorch/pytorch/pull/103001")
+        done = memo.get(id(self))
+        if done is not None:
+            return done
+        prev = _grad_state.enabled
+        _grad_state.enabled = False
+        try:
+            new = _O.clone(self.detach())
+        finally:
+            _grad_state.enabled = prev
+        if self._requires_grad:
+            new.requires_grad_(True)
+        memo[id(self)] = new
+        if self.grad is not None:
+            new.grad = self.grad.__deepcopy__(memo)
+        return new
+
+    def __reduce_ex__(self, protocol):
+        """``pickle``: real tensors by value (a host copy of the elements, dtype, device,
+        ``requires_grad``); unpickling puts them back on their device (as torch). The gradient and
+        the graph are not kept (as torch). Fake and meta tensors have no values:
+        ``RuntimeError``."""
+        if self._data is None:
+            kind = "meta" if self._device.type == "meta" else "fake"
+            raise RuntimeError(f"cannot pickle a {kind} tensor (shape {tuple(self._shape)}, "
+                               f"{self._dtype}): it has no values; pickle a real tensor, or "
+                               f"its shape and dtype")
+        t = self.detach()
+        if self._dtype is _dtype.bfloat16:
+            t = t.to(_dtype.float32)     # NumPy has no bfloat16 of its own; exact round trip
+        arr = t.numpy(force=True)
+        arr = arr.copy() if t._device.type == "cpu" else arr
+        return (_rebuild_tensor, (arr, self._dtype.name, str(self._device), self._requires_grad))
 
     # -- device / dtype moves --------------------------------------------------------------------
     def to(self, *args, **kwargs):
@@ -915,6 +982,17 @@ class Tensor:
         ``torch.scatter_add``; repeated indices accumulate)."""
         return _O.scatter_add(self, dim, index, src)
 
+    def scatter(self, dim, index, src=None, *, value=None, reduce=None):
+        """A copy of ``self`` with ``src`` (a tensor of ``self``'s dtype, or a number; also
+        ``value=``) written at ``index`` along ``dim``, as ``torch.scatter``: for ``dim=0``,
+        ``out[index[i][j]][j] = src[i][j]``. A repeated index keeps one of its values
+        (unspecified which). ``reduce`` is not supported (use ``scatter_add``)."""
+        return _O.scatter(self, dim, index, _scatter_src(src, value, reduce))
+
+    def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
+        """In-place ``scatter`` (``torch.Tensor.scatter_``); returns ``self``."""
+        return _O.scatter_(self, dim, index, _scatter_src(src, value, reduce))
+
     def isnan(self):
         """Bool tensor: True where the element is NaN."""
         return _O.isnan(self)
@@ -971,6 +1049,9 @@ class Tensor:
     def view(self, *shape):
         """A view with a new shape (one dim may be -1); ``RuntimeError`` suggesting ``reshape``
         when the strides do not allow it."""
+        if len(shape) == 1 and isinstance(shape[0], _dtype.DType):
+            # view(dtype): the same bytes as another dtype (torch's Tensor.view(dtype))
+            return _O.view_dtype(self, shape[0])
         return _O.view(self, _shape_arg(shape))
 
     def reshape(self, *shape):
@@ -1071,6 +1152,194 @@ class Tensor:
         """A view of ``length`` elements of ``dim`` from ``start``."""
         return _O.narrow(self, dim, start, length)
 
+    # -- torch's everyday composites (tensorplay._surface; autograd comes from their ops) ---------
+    def unbind(self, dim=0):
+        """The slices along ``dim`` as a tuple of views (``torch.unbind``)."""
+        return _surface.unbind(self, dim)
+
+    def select(self, dim, index):
+        """The view at ``index`` of ``dim``, which it removes (``torch.select``)."""
+        return _O.select(self, dim, index)
+
+    def flip(self, *dims):
+        """A copy reversed along ``dims`` (``torch.flip``)."""
+        return _surface.flip(self, _shape_arg(dims))
+
+    def roll(self, shifts, dims=None):
+        """Elements shifted along ``dims`` with wrap-around (``torch.roll``)."""
+        return _surface.roll(self, shifts, dims)
+
+    def tril(self, diagonal=0):
+        """The lower triangle of the last two dims, the rest zero (``torch.tril``)."""
+        return _surface.tril(self, diagonal)
+
+    def triu(self, diagonal=0):
+        """The upper triangle of the last two dims, the rest zero (``torch.triu``)."""
+        return _surface.triu(self, diagonal)
+
+    def diag(self, diagonal=0):
+        """1-D: the matrix with this on a diagonal; 2-D: a diagonal (``torch.diag``)."""
+        return _surface.diag(self, diagonal)
+
+    def repeat(self, *sizes):
+        """Tiled ``sizes[i]`` times along each dim (``torch.Tensor.repeat``)."""
+        return _surface.repeat(self, *sizes)
+
+    def repeat_interleave(self, repeats, dim=None, *, output_size=None):
+        """Each element repeated ``repeats`` times along ``dim`` (``torch.repeat_interleave``)."""
+        return _surface.repeat_interleave(self, repeats, dim, output_size=output_size)
+
+    def index_select(self, dim, index):
+        """Entries of ``dim`` at the 1-D ``index`` (``torch.index_select``)."""
+        return _surface.index_select(self, dim, index)
+
+    def masked_select(self, mask):
+        """Elements where the bool ``mask`` (broadcast) is True, 1-D (``torch.masked_select``)."""
+        return _surface.masked_select(self, mask)
+
+    def sign(self):
+        """-1, 0 or 1 by the sign of each element (``torch.sign``)."""
+        return _O.sign(self)
+
+    def reciprocal(self):
+        """``1 / self`` (integer inputs give the default float dtype), as ``torch.reciprocal``."""
+        return _O.rdiv(self, 1)
+
+    def eq(self, other):
+        """Elementwise ``==`` (bool tensor)."""
+        return _O.eq(self, other)
+
+    def ne(self, other):
+        """Elementwise ``!=`` (bool tensor)."""
+        return _O.ne(self, other)
+
+    def ge(self, other):
+        """Elementwise ``>=`` (bool tensor)."""
+        return _O.ge(self, other)
+
+    def gt(self, other):
+        """Elementwise ``>`` (bool tensor)."""
+        return _O.gt(self, other)
+
+    def le(self, other):
+        """Elementwise ``<=`` (bool tensor)."""
+        return _O.le(self, other)
+
+    def lt(self, other):
+        """Elementwise ``<`` (bool tensor)."""
+        return _O.lt(self, other)
+
+    def equal(self, other):
+        """True when shapes and elements are equal (a Python bool; ``torch.equal``)."""
+        return _surface.equal(self, other)
+
+    def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """Elementwise closeness (bool tensor), as ``torch.isclose``."""
+        return _surface.isclose(self, other, rtol, atol, equal_nan)
+
+    def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """``isclose(...).all()`` as a Python bool (``torch.allclose``)."""
+        return _surface.allclose(self, other, rtol, atol, equal_nan)
+
+    def type(self, dtype=None, non_blocking=False):
+        """No argument: the type name (``"tensorplay.FloatTensor"``, cuda:
+        ``"tensorplay.cuda.FloatTensor"``); with a dtype (or such a name): ``self.to(dtype)``,
+        as ``torch.Tensor.type``."""
+        if dtype is None:
+            cap = {"float32": "Float", "float64": "Double", "float16": "Half",
+                   "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
+                   "int8": "Char", "uint8": "Byte", "bool": "Bool"}[self._dtype.name]
+            dev = "cuda." if self._device.type == "cuda" else ""
+            return f"tensorplay.{dev}{cap}Tensor"
+        if isinstance(dtype, str) and dtype.endswith("Tensor"):
+            names = {"Float": "float32", "Double": "float64", "Half": "float16",
+                     "BFloat16": "bfloat16", "Long": "int64", "Int": "int32", "Short": "int16",
+                     "Char": "int8", "Byte": "uint8", "Bool": "bool"}
+            key = dtype.rsplit(".", 1)[-1][:-len("Tensor")]
+            if key not in names:
+                raise ValueError(f"invalid type: {dtype!r}")
+            dtype = _dtype.from_name(names[key])
+        return self.to(_dtype.as_dtype(dtype))
+
+    def bfloat16(self):
+        """``self.to(tensorplay.bfloat16)``."""
+        return self.to(_dtype.bfloat16)
+
+    def byte(self):
+        """``self.to(tensorplay.uint8)``."""
+        return self.to(_dtype.uint8)
+
+    def short(self):
+        """``self.to(tensorplay.int16)``."""
+        return self.to(_dtype.int16)
+
+    def char(self):
+        """``self.to(tensorplay.int8)``."""
+        return self.to(_dtype.int8)
+
+    def uniform_(self, from_=0.0, to=1.0):
+        """Fill in place with values uniform on ``[from_, to)`` (``torch.Tensor.uniform_``)."""
+        return _surface.uniform_(self, from_, to)
+
+    def normal_(self, mean=0.0, std=1.0):
+        """Fill in place with normal values (``torch.Tensor.normal_``)."""
+        return _surface.normal_(self, mean, std)
+
+    def random_(self, from_=0, to=None):
+        """Fill in place with random integers in ``[from_, to)`` (``torch.Tensor.random_``)."""
+        return _surface.random_(self, from_, to)
+
+    def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+        """Distinct elements, ascending (``torch.unique``)."""
+        return _surface.unique(self, sorted, return_inverse, return_counts, dim)
+
+    def mm(self, mat2):
+        """2-D matrix product (``torch.mm``)."""
+        return _surface.mm(self, mat2)
+
+    def bmm(self, mat2):
+        """Batched 3-D matrix product (``torch.bmm``)."""
+        return _surface.bmm(self, mat2)
+
+    def dot(self, other):
+        """Inner product of 1-D tensors (``torch.dot``)."""
+        return _surface.dot(self, other)
+
+    def outer(self, vec2):
+        """Outer product of 1-D tensors (``torch.outer``)."""
+        return _surface.outer(self, vec2)
+
+    def addmm(self, mat1, mat2, *, beta=1, alpha=1):
+        """``beta * self + alpha * (mat1 @ mat2)`` (``torch.addmm``)."""
+        return _surface.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+    def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
+        """``beta * self + alpha * bmm(batch1, batch2)`` (``torch.baddbmm``)."""
+        return _surface.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+    def logsumexp(self, dim, keepdim=False):
+        """``log(sum(exp(self), dim))``, computed stably (``torch.logsumexp``)."""
+        return _surface.logsumexp(self, dim, keepdim)
+
+    def apply_(self, callable):
+        """Apply the Python ``callable`` to each element in place (cpu tensors only; slow), as
+        ``torch.Tensor.apply_``."""
+        if self._device.type != "cpu" or self._data is None:
+            raise TypeError("apply_ is only implemented on CPU tensors")
+        if self._requires_grad and _grad_state.enabled:
+            raise RuntimeError("apply_ on a tensor that requires grad is not differentiable; "
+                               "call it under tensorplay.no_grad()")
+        flat = self.reshape(-1).tolist()
+        new = _new_tensor([callable(v) for v in flat], dtype=self._dtype)
+        _O.copy_(self, _O.reshape(new, list(self._shape)))
+        return self
+
+    def as_strided(self, size, stride, storage_offset=None):
+        """A view of this tensor's storage with ``size``, ``stride`` and ``storage_offset`` (in
+        elements; default: this tensor's offset), as ``torch.as_strided``; ``RuntimeError``
+        when it would reach beyond the storage."""
+        return _O.as_strided(self, list(size), list(stride), storage_offset)
+
     def sum_to_size(self, *size):
         """Sum broadcast dimensions away so the result has ``size`` (used by backward formulas)."""
         if len(size) == 1 and size[0].__class__ is tuple and size[0] == self._shape:
@@ -1093,6 +1362,36 @@ class Tensor:
 
 
 Tensor.__array_priority__ = 1000
+
+
+class _HookHandle:
+    """``Tensor.register_hook``'s handle: ``remove()`` unregisters the hook (idempotent)."""
+
+    __slots__ = ("_hooks", "_fn")
+
+    def __init__(self, hooks, fn):
+        self._hooks, self._fn = hooks, fn
+
+    def remove(self):
+        if self._fn in self._hooks:
+            self._hooks.remove(self._fn)
+
+
+def _scatter_src(src, value, reduce):
+    if reduce is not None:
+        raise NotImplementedError(f"scatter(reduce={reduce!r}) is not supported by tensorplay; "
+                                  f"use scatter_add (reduce='add')")
+    if (src is None) == (value is None):
+        raise TypeError("scatter() takes exactly one of src (a tensor or number) and value")
+    return value if src is None else src
+
+
+def _rebuild_tensor(arr, dtype, device, requires_grad):
+    """Unpickle a tensor (``Tensor.__reduce_ex__``)."""
+    t = _new_tensor(arr, device=device).to(_dtype.from_name(dtype))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
 
 
 def _prod(xs):

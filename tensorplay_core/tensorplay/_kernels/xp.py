@@ -651,13 +651,12 @@ def bind(xp, be) -> dict:
         sl = tuple(slice(None) if k == d else slice(0, idx.shape[k]) for k in range(x.ndim))
         return _take_along(x[sl], idx, axis=d)
 
-    def scatter_add(x, dim, idx, src):
+    def _scatter_prep(api, x, dim, idx, src):
+        """``(flat index into x, src's index-shaped block)`` for scatter ops on ``x`` (at least
+        1-D): position ``[i][j]...`` of ``idx`` goes to ``x[i][idx[i][j]]...`` (``dim`` = 1)."""
         shape = x.shape
-        if x.ndim == 0:
-            return xp.reshape(scatter_add(xp.reshape(x, (1,)), 0, xp.reshape(idx, (-1,)),
-                                          xp.reshape(src, (-1,))), ())
         d = _shapes.wrap_dim(dim, x.ndim)
-        _index_bounds("scatter_add", idx, shape[d], d)
+        _index_bounds(api, idx, shape[d], d)
         ish = idx.shape
         strides = [1] * x.ndim
         for k in range(x.ndim - 2, -1, -1):
@@ -668,12 +667,40 @@ def bind(xp, be) -> dict:
             if k != d:
                 ar = xp.arange(ish[k], dtype=i64) * strides[k]
                 lin = lin + xp.reshape(ar, tuple(ish[k] if j == k else 1 for j in range(x.ndim)))
-        src = src[tuple(slice(0, n) for n in ish)]
-        if src.dtype != x.dtype:
-            src = xp.astype(src, x.dtype)
+        if hasattr(src, "dtype"):
+            src = src[tuple(slice(0, n) for n in ish)]
+            if src.dtype != x.dtype:
+                src = xp.astype(src, x.dtype)
+            src = xp.reshape(src, (-1,))
+        return xp.reshape(lin, (-1,)), src
+
+    def scatter_add(x, dim, idx, src):
+        shape = x.shape
+        if x.ndim == 0:
+            return xp.reshape(scatter_add(xp.reshape(x, (1,)), 0, xp.reshape(idx, (-1,)),
+                                          xp.reshape(src, (-1,))), ())
+        lin, src = _scatter_prep("scatter_add", x, dim, idx, src)
         out = xp.asarray(xp.reshape(x, (-1,)), copy=True)
-        be.scatter_add(out, 0, xp.reshape(lin, (-1,)), xp.reshape(src, (-1,)))
+        be.scatter_add(out, 0, lin, src)
         return xp.reshape(out, shape)
+
+    def scatter(x, dim, idx, src):
+        # src: an array or a Python number (torch's scatter.value); a repeated index keeps one
+        # of its values (which one is unspecified, as torch)
+        if hasattr(src, "dtype") and src.dtype != x.dtype:
+            raise TypeError("scatter: src dtype differs")   # the fake rule says it torch's way
+        shape = x.shape
+        if x.ndim == 0:
+            return xp.reshape(scatter(xp.reshape(x, (1,)), 0, xp.reshape(idx, (-1,)),
+                                      xp.reshape(src, (-1,)) if hasattr(src, "dtype") else src),
+                              ())
+        lin, src = _scatter_prep("scatter", x, dim, idx, src)
+        out = xp.asarray(xp.reshape(x, (-1,)), copy=True)
+        be.index_put(out, 0, lin, src)
+        return xp.reshape(out, shape)
+
+    def scatter_(x, dim, idx, src):
+        be.assign(x, scatter(x, dim, idx, src))
 
     # -- factories --------------------------------------------------------------------------------
     def eye(n, m, *, dtype, device):
@@ -749,6 +776,7 @@ def bind(xp, be) -> dict:
         all=all_, any=any_, prod=prod, cumsum=cumsum,
         max_dim=_minmax_dim(xp.argmax, "max"), min_dim=_minmax_dim(xp.argmin, "min"),
         sort=sort, argsort=argsort, gather=gather, scatter_add=scatter_add,
+        scatter=scatter, scatter_=scatter_,
         eye=eye, linspace=linspace, randint=randint,
         _log_softmax_backward=_log_softmax_backward, _softmax_backward=_softmax_backward,
         _threshold_backward=_threshold_backward, _add_scaled_=_add_scaled_,

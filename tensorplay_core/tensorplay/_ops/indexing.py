@@ -11,7 +11,7 @@ from __future__ import annotations
 from .. import _dtype
 from ..errors import DispatchError
 from ._define import defop, ops as O
-from ._shapes import check_bool_mask, is_tensor, out_like, wrap_dim
+from ._shapes import broadcast_shapes, check_bool_mask, is_tensor, out_like, wrap_dim
 
 
 def _is_tensor(x):
@@ -46,6 +46,12 @@ def _split(x, index):
             dim += 1
         elif isinstance(i, bool):
             raise IndexError("bool scalar indices are not supported")
+        elif getattr(i, "ndim", 0) and not _is_tensor(i) and hasattr(i, "__array__"):
+            # a NumPy (or other array-like) index array: as the tensor of its values
+            advanced.append((dim, _tensor(i, device=x.device)))
+            dim += advanced[-1][1].ndim if advanced[-1][1].dtype is _dtype.bool else 1
+            if advanced[-1][1].dtype.is_floating_point:
+                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         elif isinstance(i, int) or (hasattr(i, "__index__") and not _is_tensor(i)
                                     and not isinstance(i, (list, tuple))):
             out = O.select(out, dim, int(i))
@@ -75,9 +81,9 @@ def getitem(x, index):
     out, advanced = _split(x, index)
     if not advanced:
         return out
-    if len(advanced) > 1:
-        raise IndexError("tensorplay supports one tensor index per indexing expression; "
-                         "index in two steps")
+    if len(advanced) > 1 or (advanced[0][1].dtype is _dtype.bool and
+                             not (advanced[0][0] == 0 and advanced[0][1].ndim == out.ndim)):
+        return _advanced(out, advanced)
     dim, idx = advanced[0]
     if idx.dtype is _dtype.bool:
         if dim != 0 or idx.ndim != out.ndim:
@@ -89,6 +95,100 @@ def getitem(x, index):
     return O.index(out, dim, idx)
 
 
+def _linear_index(x, advanced):
+    """The advanced indices of ``x`` as one index into its indexed dims flattened together:
+    ``(dims, rest, bshape, linear, n)``: the indexed dims (ascending), the other dims, the
+    broadcast shape of the index tensors, the int64 index (of shape ``bshape``) into
+    ``permute(x, dims + rest)`` with ``dims`` merged into one of size ``n``. Bool masks count as
+    their nonzero positions (torch's rule); out-of-range indices raise ``IndexError``."""
+    pairs = []
+    for dim, t in advanced:
+        if t.dtype is _dtype.bool:      # a k-dim mask is k index tensors (its nonzero positions)
+            ms = tuple(t.shape)
+            if ms != tuple(x.shape[dim:dim + t.ndim]):
+                raise IndexError(f"The shape of the mask {list(ms)} at index {dim} does not "
+                                 f"match the shape of the indexed tensor "
+                                 f"{list(x.shape[dim:dim + t.ndim])}")
+            nz = O.nonzero(t)
+            pairs += [(dim + j, O.select(nz, 1, j)) for j in range(t.ndim)]
+        else:
+            pairs.append((dim, t))
+    dims = [d for d, _ in pairs]
+    idxs = [t for _, t in pairs]
+    try:
+        bshape = broadcast_shapes(*[tuple(t.shape) for t in idxs])
+    except RuntimeError:
+        raise IndexError("shape mismatch: indexing tensors could not be broadcast together with "
+                         "shapes " + ", ".join(str(list(t.shape)) for t in idxs)) from None
+    rest = [d for d in range(x.ndim) if d not in dims]
+    linear = None
+    stride = 1
+    for d, t in reversed(pairs):
+        n = x.shape[d]
+        if t._data is not None and t.numel():
+            lo, hi = int(O.amin(t, [], False).item()), int(O.amax(t, [], False).item())
+            if lo < -n or hi >= n:
+                bad = hi if hi >= n else lo
+                raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {n}")
+        t = O.where(O.lt(t, 0), O.add(t, n), t)
+        term = O.mul(t, stride) if stride != 1 else t
+        linear = term if linear is None else O.add(term, linear)
+        stride *= n
+    if tuple(linear.shape) != bshape:
+        linear = O.expand(linear, list(bshape))
+    return dims, rest, bshape, linear, stride
+
+
+def _adjacent(dims):
+    """torch's placement rule: the result dims of adjacent indexed dims take their place (at
+    ``dims[0]``); otherwise they go first."""
+    return dims[0] if dims == list(range(dims[0], dims[0] + len(dims))) else 0
+
+
+def _advanced(x, advanced):
+    """``x[...]`` with several index tensors (and bool masks), torch's rules: the index tensors
+    broadcast together; their result dims replace the indexed dims where those are adjacent and
+    go first otherwise (ints were already applied as ``select``: torch's rule, which differs
+    from NumPy's). Composed of ``permute``, ``reshape`` and one ``index`` on the flattened
+    indexed dims, so autograd and fake shapes come from those ops."""
+    dims, rest, bshape, linear, n = _linear_index(x, advanced)
+    flat = O.permute(x, dims + rest) if dims + rest != list(range(x.ndim)) else x
+    flat = O.reshape(flat, [n] + [x.shape[d] for d in rest])
+    out = O.index(flat, 0, linear)
+    nb, first = len(bshape), _adjacent(dims)
+    if first:
+        out = O.permute(out, list(range(nb, nb + first)) + list(range(nb)) +
+                        list(range(nb + first, out.ndim)))
+    return out
+
+
+def _advanced_put(x, advanced, value):
+    """``x[...] = value`` with several index tensors: ``index_put_`` on the flattened indexed
+    dims (a view of ``x`` where the strides allow; else a contiguous copy written back with
+    ``copy_``). ``value`` broadcasts to the shape ``x[...]`` would have."""
+    dims, rest, bshape, linear, n = _linear_index(x, advanced)
+    order = dims + rest
+    p = O.permute(x, order) if order != list(range(x.ndim)) else x
+    flat_shape = [n] + [x.shape[d] for d in rest]
+    try:
+        tmp, flat = None, O.view(p, flat_shape)
+    except RuntimeError:
+        tmp = p.contiguous()
+        flat = O.view(tmp, flat_shape)
+    if is_tensor(value):
+        nb, first = len(bshape), _adjacent(dims)
+        rshape = list(bshape) + [x.shape[d] for d in rest]
+        if first:     # the value is laid out like x[...]: bring the index dims to the front
+            rshape = rshape[nb:nb + first] + rshape[:nb] + rshape[nb + first:]
+        value = O.expand(value, rshape) if list(value.shape) != rshape else value
+        if first:
+            value = O.permute(value, list(range(first, first + nb)) + list(range(first)) +
+                              list(range(first + nb, len(rshape))))
+    O.index_put_(flat, 0, linear, value)
+    if tmp is not None:
+        O.copy_(p, tmp)
+
+
 def setitem(x, index, value):
     out, advanced = _split(x, index)
     if not advanced:
@@ -97,8 +197,10 @@ def setitem(x, index, value):
         else:
             O.fill_(out, value)
         return
-    if len(advanced) > 1:
-        raise IndexError("tensorplay supports one tensor index per assignment")
+    if len(advanced) > 1 or (advanced[0][1].dtype is _dtype.bool and
+                             not (advanced[0][0] == 0 and advanced[0][1].ndim == out.ndim)):
+        _advanced_put(out, advanced, value)
+        return
     dim, idx = advanced[0]
     if idx.dtype is _dtype.bool:
         if dim != 0 or idx.ndim != out.ndim:
@@ -292,24 +394,69 @@ def _scatter_add_setup(ctx, inputs, output):
     ctx.save_for_backward(inputs[2])
 
 
+def _scattered_src_grad(g, dim, index, src_shape):
+    """The gradient of a scatter op's ``src``: ``g`` at the written positions, zero in the part
+    of ``src`` beyond ``index``'s shape (never read)."""
+    gsrc = O.gather(g, dim, index)
+    if tuple(gsrc.shape) != src_shape:
+        # src may be larger than index: only its leading index-shaped block was read
+        full = g.new_zeros(list(src_shape))
+        block = full
+        for k, n in enumerate(index.shape):
+            block = O.narrow(block, k, 0, n)
+        O.copy_(block, gsrc)
+        gsrc = full
+    return gsrc
+
+
 def _scatter_add_bw(ctx, g):
     index, = ctx.saved_tensors
     gsrc = None
     if ctx.needs_input_grad[3]:
-        gsrc = O.gather(g, ctx.dim, index)
-        if tuple(gsrc.shape) != ctx.src_shape:
-            # src may be larger than index: only its leading index-shaped block was read
-            full = g.new_zeros(list(ctx.src_shape))
-            block = full
-            for k, n in enumerate(index.shape):
-                block = O.narrow(block, k, 0, n)
-            O.copy_(block, gsrc)
-            gsrc = full
+        gsrc = _scattered_src_grad(g, ctx.dim, index, ctx.src_shape)
     return g, None, None, gsrc
 
 
 defop("scatter_add(Tensor self, SymInt dim, Tensor index, Tensor src) -> Tensor",
       meta=_scatter_add_meta, setup=_scatter_add_setup, backward=_scatter_add_bw)
+
+
+# -- scatter / scatter_ (torch.scatter with a src tensor or a value) --------------------------------
+def _scatter_meta(x, dim, index, src):
+    if is_tensor(src):
+        if src.dtype is not x.dtype:
+            raise RuntimeError(f"scatter(): Expected self.dtype to be equal to src.dtype "
+                               f"({x.dtype} vs {src.dtype})")
+        _check_gather_shapes("scatter", x, dim, index, src)
+    else:
+        _check_gather_shapes("scatter", x, dim, index)
+    return out_like(x.shape, x.dtype, x)
+
+
+def _scatter_setup(ctx, inputs, output):
+    # in-place entry (scatter_) runs before the write: nothing of self's values is needed
+    src = inputs[3]
+    ctx.dim = inputs[1]
+    ctx.src_shape = tuple(src.shape) if is_tensor(src) else None
+    ctx.save_for_backward(inputs[2])
+
+
+def _scatter_bw(ctx, g):
+    # torch's formula: the overwritten positions get no gradient from self; src's elements get
+    # the gradient of the positions they were written to
+    index, = ctx.saved_tensors
+    gself = O.scatter(g, ctx.dim, index, 0) if ctx.needs_input_grad[0] else None
+    gsrc = None
+    if ctx.src_shape is not None and ctx.needs_input_grad[3]:
+        gsrc = _scattered_src_grad(g, ctx.dim, index, ctx.src_shape)
+    return gself, None, None, gsrc
+
+
+defop("scatter(Tensor self, SymInt dim, Tensor index, Tensor src) -> Tensor",
+      meta=_scatter_meta, setup=_scatter_setup, backward=_scatter_bw, scalar_ok=("src",))
+defop("scatter_(Tensor(a!) self, SymInt dim, Tensor index, Tensor src) -> Tensor(a!)",
+      meta=lambda x, dim, index, src: (_scatter_meta(x, dim, index, src), x)[1],
+      setup=_scatter_setup, backward=_scatter_bw, scalar_ok=("src",))
 
 
 def _nonzero_meta(x):

@@ -311,4 +311,112 @@ defop("select(Tensor(a) self, SymInt dim, SymInt index) -> Tensor(a)", default=_
       meta=_select, setup=_slice_setup, backward=_select_bw)
 
 
+def _as_strided(x, size, stride, storage_offset=None):
+    size, stride = [int(v) for v in size], [int(v) for v in stride]
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape ({len(stride)} vs "
+                           f"{len(size)})")
+    if any(v < 0 for v in size) or any(v < 0 for v in stride):
+        raise RuntimeError(f"as_strided: negative size or stride ({size}, {stride})")
+    off = x.storage_offset() if storage_offset is None else int(storage_offset)
+    if off < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {off}")
+    if 0 not in size:
+        need = off + sum((n - 1) * s for n, s in zip(size, stride)) + 1
+        have = x._storage.nbytes // x.dtype.itemsize
+        if need > have:
+            raise RuntimeError(f"setStorage: sizes {size}, strides {stride}, storage offset "
+                               f"{off} require {need} elements, but the storage has only "
+                               f"{have} (as_strided)")
+    return make_view(x, size, stride, off)
+
+
+def _positions(shape, stride, offset, device):
+    """The storage position of each element of a ``(shape, stride, offset)`` view (int64)."""
+    from .. import _dtype
+    i64 = _dtype.int64
+    pos = O.full([], offset, dtype=i64, device=device)
+    for k, (n, s) in enumerate(zip(shape, stride)):
+        ar = O.mul(O.arange(0, n, 1, dtype=i64, device=device), s)
+        pos = O.add(pos, O.reshape(ar, [n if j == k else 1 for j in range(len(shape))]))
+    return O.expand(pos, list(shape)) if tuple(pos.shape) != tuple(shape) else pos
+
+
+def _as_strided_setup(ctx, inputs, output):
+    x = inputs[0]
+    ctx.geom = (tuple(x.shape), tuple(x.stride()), x.storage_offset())
+    ctx.out = (tuple(output.shape), tuple(output.stride()), output.storage_offset())
+    ctx.n = x._storage.nbytes // x.dtype.itemsize
+
+
+def _as_strided_bw(ctx, g):
+    # the output's gradient lands on the storage positions it viewed (overlaps accumulate);
+    # the input's gradient is what its own elements' positions received
+    buf = O.full([ctx.n], 0, dtype=g.dtype, device=g.device)
+    pos_out = O.reshape(_positions(*ctx.out, g.device), [-1])
+    buf = O.index_add(buf, 0, pos_out, O.reshape(g, [-1]))
+    return O.index(buf, 0, _positions(*ctx.geom, g.device)), None, None, None
+
+
+defop("as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) "
+      "-> Tensor(a)", default=_as_strided, meta=_as_strided, setup=_as_strided_setup,
+      backward=_as_strided_bw)
+
+
+def _view_dtype(x, dtype):
+    """``x.view(dtype)``: the same bytes read as ``dtype`` (torch's rules): a different element
+    size scales the last dim, which must have stride 1, and needs the other strides, the
+    offset and (for a larger element) the last size divisible by the ratio."""
+    old, new = x.dtype.itemsize, dtype.itemsize
+    shape, stride, off = list(x.shape), list(x.stride()), x.storage_offset()
+    if old != new:
+        api = f"view(): viewing {x.dtype} as {dtype} (different element sizes): "
+        if x.ndim == 0:
+            raise RuntimeError(api + "the tensor must have at least one dimension")
+        if stride[-1] != 1:
+            raise RuntimeError(api + f"the last dim must have stride 1, but got "
+                                     f"{stride[-1]} (call .contiguous() first)")
+        if old > new:
+            r = old // new
+            shape[-1] *= r
+            stride = [st * r for st in stride[:-1]] + [1]
+            off *= r
+        else:
+            r = new // old
+            if shape[-1] % r or off % r or any(st % r for st in stride[:-1]):
+                raise RuntimeError(api + f"the last size ({shape[-1]}), the storage offset "
+                                         f"({off}) and the other strides ({stride[:-1]}) must be "
+                                         f"divisible by {r}")
+            shape[-1] //= r
+            stride = [st // r for st in stride[:-1]] + [1]
+            off //= r
+    Tensor = _TENSOR[0]
+    if Tensor is None:
+        from .._tensor import Tensor
+        _TENSOR[0] = Tensor
+    t = Tensor.__new__(Tensor)
+    if x._data is None:
+        t._init_fake(x._storage, tuple(shape), tuple(stride), off, dtype, x._device)
+        if x._bkey != "meta":
+            t._bkey = x._bkey
+            t._refresh_key()
+        return t
+    from .._backend import Storage
+    be = x._backend
+    st = x._storage
+    # the same memory as a storage of the new dtype (own version counter: these views are not
+    # differentiable, so no autograd check reads it across dtypes)
+    root = st.root.reshape(-1).view(be.native_dtype(dtype))
+    data = be.as_strided(root, tuple(shape), tuple(stride), off)
+    t._init_real(Storage(root, st.nbytes, be), data, tuple(shape), tuple(stride), off, dtype,
+                 x._device, be)
+    return t
+
+
+# not differentiable (torch's view.dtype has output_differentiability False), also between
+# floating dtypes
+defop("view_dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)", default=_view_dtype,
+      meta=_view_dtype, differentiable=False)
+
+
 __all__ = ["make_view", "compute_stride", "infer_size"]

@@ -14,6 +14,7 @@ from . import grad_mode as _grad_mode, graph as _graph
 _tensor._backward = backward
 _tensor._AccumulateGrad = _graph.AccumulateGrad
 _tensor._grad_state = _grad_mode._state
+_tensor._output_hooks = _graph.output_hooks
 
 __all__ = ["Function", "FunctionCtx", "backward", "grad", "gradcheck", "gradgradcheck", "no_grad",
            "enable_grad", "set_grad_enabled", "is_grad_enabled"]

@@ -44,19 +44,22 @@ class Node:
 class AccumulateGrad(Node):
     """Sink for a leaf tensor: adds the incoming gradient to ``variable.grad``."""
 
-    __slots__ = ("variable",)
+    __slots__ = ("variable", "hooks")
     name = "AccumulateGrad"
 
     def __init__(self, variable):
         self.variable = variable
         self.next_edges = ()
         self._out_meta = None
+        self.hooks = None      # the leaf's Tensor.register_hook functions (a list), run first
 
     def apply(self, grads):
         g = grads[0]
         v = self.variable
         if g is None:
             return ()
+        if self.hooks:
+            g = run_hooks(self.hooks, g)
         with _gm.no_grad():
             if g._dtype is not v._dtype:
                 g = g.to(v._dtype)   # a formula's gradient takes its input's dtype (torch)
@@ -74,6 +77,8 @@ class AccumulateGrad(Node):
         """``apply((g,))``; ``owned``: no one else holds ``g``, so when it is a plain dense
         tensor on storage of its own, ``.grad`` takes it without the defensive copy."""
         v = self.variable
+        if self.hooks:
+            return self.apply((g,))    # a hook may keep or replace g: no ownership shortcut
         if v.grad is None and g.__class__ is _TENSOR[0] and g._shape == v._shape and \
                 g._dtype is v._dtype:
             if owned and _exclusive(g):
@@ -228,7 +233,7 @@ def backward_root(node, nr, g, keep_graph=False):
         del g
         with _GRAD_OFF:
             if ret is not None:
-                _keep_retained(ret, grads)
+                grads = _keep_retained(ret, grads)
             in_grads = node.apply(grads)
             grads = None
             if not keep_graph:
@@ -308,7 +313,7 @@ def _walk(ready, pending, deps, keep_graph, create_graph):
             slot = None
             retained = getattr(node, "_retained", None)
             if retained is not None:
-                _keep_retained(retained, grads)
+                grads = _keep_retained(retained, grads)
             in_grads = node.apply(grads)
             grads = None
             if not keep_graph:
@@ -407,7 +412,7 @@ def run_backward(roots, grad_roots, *, keep_graph=False, create_graph=False, inp
             grads = (slot.get(0),) if n_all == 1 else tuple(slot.get(i) for i in range(n_all))
             retained = getattr(node, "_retained", None)
             if retained is not None:
-                _keep_retained(retained, grads)
+                grads = _keep_retained(retained, grads)
             for g in grads:
                 if g is not None:
                     in_grads = node.apply(grads)
@@ -445,16 +450,55 @@ def run_backward(roots, grad_roots, *, keep_graph=False, create_graph=False, inp
     return None
 
 
+class OutputHooks:
+    """What runs on the gradient of one output of a node before the node's backward: the
+    ``Tensor.register_hook`` functions of that (non-leaf) tensor, in order, then
+    ``retain_grad``'s store into its ``.grad`` (torch runs that one last). Kept in the node's
+    ``_retained`` dict by output number."""
+
+    __slots__ = ("ref", "hooks")
+
+    def __init__(self):
+        self.ref = None        # weakref to the tensor that retains its grad
+        self.hooks = []
+
+
+def output_hooks(node, nr) -> OutputHooks:
+    """The node's ``OutputHooks`` of output ``nr`` (created on first use)."""
+    if getattr(node, "_retained", None) is None:
+        node._retained = {}
+    h = node._retained.get(nr)
+    if h is None:
+        h = node._retained[nr] = OutputHooks()
+    return h
+
+
+def run_hooks(hooks, g):
+    """``g`` through ``hooks`` in order: a hook returning a tensor replaces it (torch's rule)."""
+    for fn in list(hooks):
+        r = fn(g)
+        if r is not None:
+            g = r
+    return g
+
+
 def _keep_retained(retained, grads):
-    """``Tensor.retain_grad``: accumulate a non-leaf's incoming gradient into its ``.grad``."""
-    for nr, ref in list(retained.items()):
-        t = ref()
-        if t is None or nr >= len(grads) or grads[nr] is None or t.grad_fn is None:
+    """Run the output hooks (``Tensor.register_hook``) on the gradients reaching a node, then
+    ``Tensor.retain_grad``'s accumulation into non-leaf ``.grad``; returns the gradients."""
+    for nr, entry in list(retained.items()):
+        if nr >= len(grads) or grads[nr] is None:
+            continue
+        if entry.hooks:
+            g = run_hooks(entry.hooks, grads[nr])
+            grads = grads[:nr] + (g,) + grads[nr + 1:]
+        t = entry.ref() if entry.ref is not None else None
+        if t is None or t.grad_fn is None:
             continue
         g = grads[nr].detach()
         if g._dtype is not t._dtype:
             g = g.to(t._dtype)
         t.grad = g.clone() if t.grad is None else t.grad + g
+    return grads
 
 
 def _release(node):

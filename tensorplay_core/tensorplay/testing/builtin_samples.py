@@ -39,7 +39,7 @@ __all__ = [
 NOT_DIFFERENTIABLE = frozenset({
     "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "argmax",
     "empty", "full", "arange", "rand", "randn", "argmin", "all", "any", "isnan", "isinf",
-    "isfinite", "argsort", "eye", "linspace", "randint", "nonzero"})
+    "isfinite", "argsort", "eye", "linspace", "randint", "nonzero", "view_dtype"})
 
 DEFAULT_SEED = 1234
 
@@ -304,6 +304,17 @@ SAMPLES = {
                               S(g.T(4), 0, g.IDX([3, 3, 0]), g.T(3)),
                               S(g.IDX([[1, 2], [3, 4]]), 1, g.IDX([[1], [0]]),
                                 g.IDX([[5], [6]]), grad=False)],
+    "as_strided": lambda g: [S(g.T(3, 4), [2, 2], [1, 4]),
+                             S(g.T(3, 4), [3, 2], [4, 1], 1),
+                             S(g.T(6), [2, 3], [1, 1])],
+    "view_dtype": lambda g: [S(g.T(2, 3), g.tp.int64, grad=False),
+                             S(g.T(2, 3), g.tp.int32, grad=False),
+                             S(g.IDX([[1, 2], [3, 4]]), g.tp.float64, grad=False)],
+    "scatter": lambda g: [S(g.T(3, 4), 1, g.IDX([[0, 3, 2], [1, 2, 0]]), g.T(2, 3)),
+                          S(g.T(3, 4), 0, g.IDX([[2, 0, 1, 2]]), g.T(2, 4)),
+                          S(g.T(4), 0, g.IDX([3, 0]), 0.5)],
+    "scatter_": lambda g: [S(g.T(3, 4), 1, g.IDX([[0, 3, 2], [1, 2, 0]]), g.T(2, 3)),
+                           S(g.T(4), 0, g.IDX([3, 0]), 0.5)],
 }
 
 
@@ -332,6 +343,14 @@ _DATA_DEPENDENT = ("the output shape depends on the input values (data-dependent
                    "the op has no fake rule and cannot be captured, by design")
 
 
+#: Checks that do not apply to an op by its definition: ``{op: {check: reason}}``.
+SKIP_CHECKS = {
+    "as_strided": {"test_layouts": "as_strided addresses its input's storage with the strides "
+                                   "it is given, so its values depend on the input's memory "
+                                   "layout by definition (as torch.as_strided)"},
+}
+
+
 def sample_inputs(op, device, *, seed: int = DEFAULT_SEED):
     """The ``tensorplay_sample_inputs`` hook's answer for built-in ops: ``SampleInput``s of
     ``op`` on ``device``, or ``None`` when ``op`` is not a built-in ``tp::`` op with samples.
@@ -350,5 +369,7 @@ def sample_inputs(op, device, *, seed: int = DEFAULT_SEED):
         if not s.fake:
             si.skip_checks = {"test_faketensor": _DATA_DEPENDENT,
                               "test_aot_dispatch_dynamic": _DATA_DEPENDENT}
+        if name[4:] in SKIP_CHECKS:
+            si.skip_checks = {**(getattr(si, "skip_checks", None) or {}), **SKIP_CHECKS[name[4:]]}
         out.append(si)
     return out

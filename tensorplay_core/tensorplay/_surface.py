@@ -1,0 +1,714 @@
+"""torch's everyday tensor functions that are compositions of built-in ops (issue 29 §3).
+
+Each function here is written with ``tp::`` ops only (views, ``index``, ``where``, ``matmul``,
+reductions, ...), so it runs on every device, under ``FakeTensorMode`` where its ops have fake
+rules, and gets autograd from its ops' formulas (torch's derivatives of these functions are the
+same compositions). The package root exports them as ``tensorplay.<name>`` and ``Tensor``
+methods forward here (bound as ``_tensor._surface``). Semantics, shapes and errors follow the
+torch function of the same name.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+
+from . import _dtype
+from . import _factories as F
+from ._ops import ops as O
+from ._ops._shapes import broadcast_shapes, wrap_dim
+
+_int = builtins.int
+
+
+def _prod(xs):
+    n = 1
+    for x in xs:
+        n *= x
+    return n
+
+
+def _sizes(args):
+    """``f(2, 3)`` or ``f((2, 3))`` -> ``[2, 3]``."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = args[0]
+    return [_int(a) for a in args]
+
+
+# -- shape functions -------------------------------------------------------------------------------
+def flatten(input, start_dim=0, end_dim=-1):
+    """Dims ``start_dim..end_dim`` merged into one (a view when the strides allow), as
+    ``torch.flatten``; a 0-d input gives shape ``(1,)``."""
+    return input.flatten(start_dim, end_dim)
+
+
+def unbind(input, dim=0):
+    """The slices of ``input`` along ``dim`` as a tuple of views (``torch.unbind``)."""
+    d = wrap_dim(dim, input.ndim, "unbind(): ")
+    return tuple(O.select(input, d, i) for i in range(input.shape[d]))
+
+
+def chunk(input, chunks, dim=0):
+    """At most ``chunks`` views of equal size along ``dim`` (the last may be smaller), as
+    ``torch.chunk``."""
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    return input.chunk(chunks, dim)
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    """Views of size ``split_size_or_sections`` (or of each listed size) along ``dim``, as
+    ``torch.split``."""
+    return tensor.split(split_size_or_sections, dim)
+
+
+def narrow(input, dim, start, length):
+    """The view of ``length`` elements of ``dim`` from ``start`` (``torch.narrow``)."""
+    return O.narrow(input, dim, start, length)
+
+
+def select(input, dim, index):
+    """The view at ``index`` of ``dim``, which it removes (``torch.select``)."""
+    return O.select(input, dim, index)
+
+
+def flip(input, dims):
+    """A copy with the order of elements reversed along ``dims`` (``torch.flip``)."""
+    dims = [dims] if isinstance(dims, _int) else list(dims)
+    out = input
+    for d in {wrap_dim(d, input.ndim, "flip(): ") for d in dims}:
+        n = input.shape[d]
+        if n > 1:
+            out = O.index(out, d, F.arange(n - 1, -1, -1, device=input.device))
+    return out if out is not input else O.clone(input)
+
+
+def roll(input, shifts, dims=None):
+    """Elements shifted by ``shifts`` along ``dims``, wrapping around (``torch.roll``); without
+    ``dims`` the flattened tensor is rolled and the shape restored."""
+    if dims is None:
+        return roll(O.reshape(input, [-1]), shifts, 0).reshape(list(input.shape))
+    shifts = [shifts] if isinstance(shifts, _int) else list(shifts)
+    dims = [dims] if isinstance(dims, _int) else list(dims)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:"
+                           f"{len(dims)}")
+    out = input
+    for s, d in zip(shifts, dims):
+        d = wrap_dim(d, input.ndim, "roll(): ")
+        n = input.shape[d]
+        s = s % n if n else 0
+        if s:
+            out = O.cat([O.narrow(out, d, n - s, s), O.narrow(out, d, 0, n - s)], d)
+    return out if out is not input else O.clone(input)
+
+
+def _tri(input, diagonal, upper):
+    if input.ndim < 2:
+        raise RuntimeError(f"{'triu' if upper else 'tril'}: input tensor must have at least 2 "
+                           f"dimensions")
+    r, c = input.shape[-2], input.shape[-1]
+    rows = O.unsqueeze(F.arange(r, device=input.device), 1)
+    cols = F.arange(c, device=input.device)
+    diff = O.sub(cols, rows)          # column - row: 0 on the main diagonal
+    keep = O.ge(diff, diagonal) if upper else O.le(diff, diagonal)
+    zero = False if input.dtype is _dtype.bool else 0
+    return O.where(keep, input, zero)
+
+
+def tril(input, diagonal=0):
+    """The lower triangle of the last two dims (elements with ``col - row <= diagonal``), the
+    rest zero (``torch.tril``)."""
+    return _tri(input, diagonal, False)
+
+
+def triu(input, diagonal=0):
+    """The upper triangle of the last two dims (``col - row >= diagonal``), the rest zero
+    (``torch.triu``)."""
+    return _tri(input, diagonal, True)
+
+
+def diag(input, diagonal=0):
+    """1-D input: the square matrix with ``input`` on diagonal ``diagonal``; 2-D input: that
+    diagonal as a 1-D tensor (``torch.diag``)."""
+    if input.ndim == 1:
+        n = input.shape[0]
+        m = n + abs(diagonal)
+        rows = O.unsqueeze(F.arange(m, device=input.device), 1)
+        cols = F.arange(m, device=input.device)
+        on = O.eq(O.sub(cols, rows), diagonal)
+        # diagonal >= 0: row i holds input[i]; below the main diagonal column j holds input[j]
+        line = O.cat([input, input.new_zeros(abs(diagonal))], 0) if diagonal else input
+        vals = O.unsqueeze(line, 1 if diagonal >= 0 else 0)
+        return O.where(on, vals, False if input.dtype is _dtype.bool else 0)
+    if input.ndim != 2:
+        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
+    r, c = input.shape
+    if diagonal >= 0:
+        n = max(min(r, c - diagonal), 0)
+        start = diagonal
+    else:
+        n = max(min(r + diagonal, c), 0)
+        start = -diagonal * c
+    idx = O.add(O.mul(F.arange(n, device=input.device), c + 1), start)
+    return O.index(O.reshape(input, [-1]), 0, idx)
+
+
+def repeat(input, *sizes):
+    """``input`` tiled ``sizes[i]`` times along each dim (leading new dims when ``sizes`` is
+    longer), as ``Tensor.repeat``."""
+    reps = _sizes(sizes)
+    if len(reps) < input.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
+                           "of dimensions of tensor")
+    shape = [1] * (len(reps) - input.ndim) + list(input.shape)
+    x = O.reshape(input, shape)
+    inter = []
+    for r, s in zip(reps, shape):
+        inter += [1, s]
+    x = O.reshape(x, inter)
+    big = []
+    for r, s in zip(reps, shape):
+        big += [r, s]
+    x = O.expand(x, big)
+    return O.reshape(x, [r * s for r, s in zip(reps, shape)])
+
+
+def repeat_interleave(input, repeats, dim=None, *, output_size=None):
+    """Each element repeated ``repeats`` times (an int, or one count per element of ``dim``)
+    along ``dim`` (the flattened input when None), as ``torch.repeat_interleave``."""
+    if dim is None:
+        input = O.reshape(input, [-1])
+        dim = 0
+    d = wrap_dim(dim, input.ndim, "repeat_interleave(): ")
+    n = input.shape[d]
+    if isinstance(repeats, _int) or (hasattr(repeats, "ndim") and repeats.ndim == 0):
+        r = _int(repeats)
+        x = O.unsqueeze(input, d + 1)
+        shape = list(x.shape)
+        shape[d + 1] = r
+        x = O.expand(x, shape)
+        out_shape = list(input.shape)
+        out_shape[d] = n * r
+        return O.reshape(x, out_shape)
+    counts = repeats.tolist() if hasattr(repeats, "tolist") else list(repeats)
+    if len(counts) != n:
+        raise RuntimeError(f"repeats must have the same size as input along dim, but got "
+                           f"repeats.size(0) = {len(counts)} and input.size({d}) = {n}")
+    if any(c < 0 for c in counts):
+        raise RuntimeError("repeats can not be negative")
+    idx = [i for i, c in enumerate(counts) for _ in range(c)]
+    return O.index(input, d, F.tensor(idx, dtype=_dtype.int64, device=input.device))
+
+
+def index_select(input, dim, index):
+    """The entries of ``dim`` at the 1-D integer ``index`` (a copy), as ``torch.index_select``."""
+    if index.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    if index.dtype.is_floating_point or index.dtype is _dtype.bool:
+        raise RuntimeError(f"index_select(): Expected dtype int32/int64 for index but got: "
+                           f"{index.dtype}")
+    return O.index(input, dim, O.reshape(index, [-1]))
+
+
+def masked_select(input, mask):
+    """The elements of ``input`` where the bool ``mask`` is True, as a 1-D copy; ``input`` and
+    ``mask`` broadcast (``torch.masked_select``)."""
+    if mask.dtype is not _dtype.bool:
+        raise RuntimeError(f"masked_select: expected BoolTensor for mask, got {mask.dtype}")
+    shape = list(broadcast_shapes(tuple(input.shape), tuple(mask.shape), api="masked_select"))
+    if list(input.shape) != shape:
+        input = O.expand(input, shape)
+    if list(mask.shape) != shape:
+        mask = O.expand(mask, shape)
+    return O.masked_select(input, mask)
+
+
+def broadcast_to(input, size):
+    """``input`` expanded to ``size`` (a view; -1 keeps a size), as ``torch.broadcast_to``."""
+    return O.expand(input, list(size))
+
+
+def broadcast_tensors(*tensors):
+    """The tensors expanded to their common broadcast shape (views), as
+    ``torch.broadcast_tensors``."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    shape = list(broadcast_shapes(*[tuple(t.shape) for t in tensors], api="broadcast_tensors"))
+    return tuple(t if list(t.shape) == shape else O.expand(t, shape) for t in tensors)
+
+
+def meshgrid(*tensors, indexing="ij"):
+    """Coordinate grids from 1-D (or 0-d) tensors, as ``torch.meshgrid``; ``indexing="xy"``
+    swaps the first two output dims (Cartesian), ``"ij"`` is matrix indexing."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but "
+                           f"received: {indexing}")
+    ts = [O.reshape(t, [-1]) for t in tensors]
+    swap = indexing == "xy" and len(ts) >= 2
+    if swap:
+        ts[0], ts[1] = ts[1], ts[0]
+    shape = [t.shape[0] for t in ts]
+    out = []
+    for i, t in enumerate(ts):
+        view = [1] * len(ts)
+        view[i] = shape[i]
+        out.append(O.expand(O.reshape(t, view), shape))
+    if swap:
+        out[0], out[1] = out[1], out[0]
+    return tuple(out)
+
+
+def as_strided(input, size, stride, storage_offset=None):
+    """A view of ``input``'s storage with the given ``size``, ``stride`` and offset, as
+    ``torch.as_strided`` (no bounds beyond the storage's are checked by the view)."""
+    return O.as_strided(input, list(size), list(stride), storage_offset)
+
+
+# -- comparisons -----------------------------------------------------------------------------------
+def equal(input, other):
+    """True when both have the same shape and elements (a Python bool), as ``torch.equal``."""
+    if tuple(input.shape) != tuple(other.shape):
+        return False
+    return builtins.bool(O.all(O.eq(input, other)).item())
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Elementwise ``|input - other| <= atol + rtol * |other|`` (equal infinities match; NaNs
+    match only with ``equal_nan``), as ``torch.isclose``; a bool tensor."""
+    if input.dtype is not getattr(other, "dtype", input.dtype):
+        raise RuntimeError(f"{input.dtype} did not match {other.dtype}")
+    same = O.eq(input, other)
+    if not input.dtype.is_floating_point:
+        if input.dtype is _dtype.bool:
+            return same
+        diff = O.abs(O.sub(O.to_dtype(input, _dtype.float64), O.to_dtype(other, _dtype.float64)))
+        tol = O.add(O.mul(O.abs(O.to_dtype(other, _dtype.float64)), rtol), atol)
+        return O.logical_or(same, O.le(diff, tol))
+    diff = O.abs(O.sub(input, other))
+    tol = O.add(O.mul(O.abs(other), rtol), atol)
+    close = O.logical_and(O.le(diff, tol), O.isfinite(diff))
+    out = O.logical_or(same, close)
+    if equal_nan:
+        out = O.logical_or(out, O.logical_and(O.isnan(input), O.isnan(other)))
+    return out
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """``isclose(...).all()`` as a Python bool (``torch.allclose``)."""
+    return builtins.bool(O.all(isclose(input, other, rtol, atol, equal_nan)).item())
+
+
+# -- linear algebra --------------------------------------------------------------------------------
+def _need(name, t, nd, what):
+    if t.ndim != nd:
+        raise RuntimeError(f"{name}: {what} must be a {nd}D tensor, got {t.ndim}D")
+
+
+def mm(input, mat2):
+    """Matrix product of two 2-D tensors (``torch.mm``)."""
+    _need("mm", input, 2, "self")
+    _need("mm", mat2, 2, "mat2")
+    return O.matmul(input, mat2)
+
+
+def bmm(input, mat2):
+    """Batched matrix product of ``(b, n, m)`` and ``(b, m, p)`` (``torch.bmm``; no
+    broadcasting)."""
+    _need("bmm", input, 3, "batch1")
+    _need("bmm", mat2, 3, "batch2")
+    if input.shape[0] != mat2.shape[0]:
+        raise RuntimeError(f"bmm: batch1 and batch2 must have same number of batches, got "
+                           f"{input.shape[0]} and {mat2.shape[0]}")
+    return O.matmul(input, mat2)
+
+
+def dot(input, other):
+    """Inner product of two 1-D tensors of one size and dtype (``torch.dot``)."""
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D "
+                           f"tensors")
+    if input.shape[0] != other.shape[0]:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and "
+                           f"src [{other.shape[0]}] to have the same number of elements, but "
+                           f"got {input.shape[0]} and {other.shape[0]} elements respectively")
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
+                           f"{input.dtype} and {other.dtype}")
+    return O.matmul(input, other)
+
+
+def outer(input, vec2):
+    """``input[i] * vec2[j]`` of two 1-D tensors (``torch.outer``)."""
+    if input.ndim != 1 or vec2.ndim != 1:
+        raise RuntimeError("outer: expected 1D tensors")
+    return O.mul(O.unsqueeze(input, 1), O.unsqueeze(vec2, 0))
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    """``beta * input + alpha * (mat1 @ mat2)`` with 2-D ``mat1``/``mat2``; ``input``
+    broadcasts (``torch.addmm``; ``beta=0`` ignores ``input``, NaNs included)."""
+    return _scaled_sum(input, mm(mat1, mat2), beta, alpha)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """``beta * input + alpha * bmm(batch1, batch2)`` (``torch.baddbmm``)."""
+    return _scaled_sum(input, bmm(batch1, batch2), beta, alpha)
+
+
+def _scaled_sum(input, prod, beta, alpha):
+    if alpha != 1:
+        prod = O.mul(prod, alpha)
+    if beta == 0:
+        if tuple(input.shape) != tuple(prod.shape):
+            broadcast_shapes(tuple(input.shape), tuple(prod.shape), api="addmm")
+        return prod
+    return O.add(O.mul(input, beta) if beta != 1 else input, prod)
+
+
+def tensordot(a, b, dims=2):
+    """Sum of products over ``dims`` (an int: the last ``dims`` of ``a`` with the first of ``b``;
+    or two lists of dims), as ``torch.tensordot``."""
+    if isinstance(dims, _int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        da = list(range(a.ndim - dims, a.ndim))
+        db = list(range(dims))
+    else:
+        da, db = ([d] if isinstance(d, _int) else list(d) for d in dims)
+    da = [wrap_dim(d, a.ndim, "tensordot: ") for d in da]
+    db = [wrap_dim(d, b.ndim, "tensordot: ") for d in db]
+    if len(da) != len(db):
+        raise RuntimeError("both dimension lists should have same length")
+    for x, y in zip(da, db):
+        if a.shape[x] != b.shape[y]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size "
+                               f"{a.shape[x]} in dim {x} and second has size {b.shape[y]} in "
+                               f"dim {y}")
+    ra = [d for d in range(a.ndim) if d not in da]
+    rb = [d for d in range(b.ndim) if d not in db]
+    k = _prod(a.shape[d] for d in da)
+    am = O.reshape(O.permute(a, ra + da), [_prod(a.shape[d] for d in ra), k])
+    bm = O.reshape(O.permute(b, db + rb), [k, _prod(b.shape[d] for d in rb)])
+    return O.reshape(O.matmul(am, bm), [a.shape[d] for d in ra] + [b.shape[d] for d in rb])
+
+
+def einsum(equation, *operands):
+    """Einstein summation (``torch.einsum``): ``"ij,jk->ik"``, implicit output (the letters
+    seen once, sorted), ``...`` for broadcast dims, repeated letters in one operand take the
+    diagonal. Operands are aligned to one letter order and multiplied pairwise, summing each
+    letter as soon as no later operand or the output needs it."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(operands):
+        raise RuntimeError(f"einsum(): more operands were provided than specified in the "
+                           f"equation" if len(operands) > len(terms) else
+                           "einsum(): fewer operands were provided than specified in the "
+                           "equation")
+    # "..." becomes upper-case letters naming the broadcast dims (right-aligned)
+    nell = 0
+    for t, x in zip(terms, operands):
+        if "..." in t:
+            nell = max(nell, x.ndim - (len(t) - 3))
+    ell = "".join(chr(ord("A") + i) for i in range(nell))
+
+    def expand_ell(t, nd):
+        if "..." not in t:
+            return t
+        k = nd - (len(t) - 3)
+        return t.replace("...", ell[nell - k:])
+
+    terms = [expand_ell(t, x.ndim) for t, x in zip(terms, operands)]
+    for t, x in zip(terms, operands):
+        if len(t) != x.ndim:
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(t)}) "
+                               f"does not match the number of dimensions ({x.ndim}) for "
+                               f"operand {terms.index(t)}")
+    if arrow:
+        out = expand_ell(rhs, len(rhs) - 3 + nell) if "..." in rhs else rhs
+    else:
+        counts = {}
+        for t in terms:
+            for ch in t:
+                counts[ch] = counts.get(ch, 0) + 1
+        out = ell + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ell))
+    # repeated letters within one operand: take the diagonal
+    ops_, labels = [], []
+    for t, x in zip(terms, operands):
+        while len(set(t)) != len(t):
+            ch = next(c for c in t if t.count(c) > 1)
+            i = t.index(ch)
+            j = t.index(ch, i + 1)
+            x = _diagonal(x, i, j)
+            t = t[:i] + t[i + 1:j] + t[j + 1:] + ch
+        ops_.append(x)
+        labels.append(t)
+    sizes = {}
+    for t, x in zip(labels, ops_):
+        for ch, n in zip(t, x.shape):
+            if sizes.get(ch, 1) != 1 and n != 1 and sizes[ch] != n:
+                raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes "
+                                   f"(original->remapped) for subscript {ch!r}: {sizes[ch]} "
+                                   f"and {n}")
+            sizes[ch] = max(sizes.get(ch, 1), n) if n != 1 else sizes.get(ch, 1)
+    acc, acc_l = ops_[0], labels[0]
+    acc, acc_l = _sum_unneeded(acc, acc_l, labels[1:], out)
+    for i in range(1, len(ops_)):
+        x, t = ops_[i], labels[i]
+        order = acc_l + "".join(c for c in t if c not in acc_l)
+        acc, acc_l = O.mul(_align(acc, acc_l, order), _align(x, t, order)), order
+        acc, acc_l = _sum_unneeded(acc, acc_l, labels[i + 1:], out)
+    return _align_out(acc, acc_l, out, sizes)
+
+
+def _diagonal(x, i, j):
+    """The diagonal of dims ``i`` and ``j`` of ``x``, moved to the last dim."""
+    n = x.shape[i]
+    dims = [d for d in range(x.ndim) if d not in (i, j)] + [i, j]
+    y = O.permute(x, dims)
+    lead = list(y.shape[:-2])
+    y = O.reshape(y, lead + [n * n])
+    return O.index(y, len(lead), O.mul(F.arange(n, device=x.device), n + 1))
+
+
+def _sum_unneeded(x, labels, later, out):
+    keep = set(out)
+    for t in later:
+        keep |= set(t)
+    drop = [i for i, c in enumerate(labels) if c not in keep]
+    if not drop:
+        return x, labels
+    return O.sum(x, drop, False), "".join(c for c in labels if c in keep)
+
+
+def _align(x, labels, order):
+    """``x`` (dims named by ``labels``) permuted to ``order`` with size-1 dims where it lacks a
+    letter, so operands broadcast against each other."""
+    perm = [labels.index(c) for c in order if c in labels]
+    if perm != list(range(len(perm))):
+        x = O.permute(x, perm)
+    shape = [x.shape[perm.index(labels.index(c))] if c in labels else 1 for c in order]
+    return O.reshape(x, shape) if shape != list(x.shape) else x
+
+
+def _align_out(x, labels, out, sizes):
+    extra = [i for i, c in enumerate(labels) if c not in out]
+    if extra:
+        x = O.sum(x, extra, False)
+        labels = "".join(c for c in labels if c in out)
+    for c in out:
+        if c not in labels:
+            raise RuntimeError(f"einsum(): output subscript {c} does not appear in the equation "
+                               f"for any input operand")
+    perm = [labels.index(c) for c in out]
+    if perm != list(range(len(perm))):
+        x = O.permute(x, perm)
+    shape = [sizes.get(c, 1) for c in out]
+    if list(x.shape) != shape:
+        x = O.expand(x, shape)
+    return x
+
+
+# -- reductions ------------------------------------------------------------------------------------
+def logsumexp(input, dim, keepdim=False):
+    """``log(sum(exp(input), dim))`` computed stably (the maximum subtracted first), as
+    ``torch.logsumexp``; integer inputs give the default float dtype."""
+    dims = [dim] if isinstance(dim, _int) else list(dim)
+    if not input.dtype.is_floating_point:
+        input = O.to_dtype(input, _dtype.get_default_dtype())
+    if input.numel() == 0:
+        return O.log(O.sum(O.exp(input), dims, keepdim))
+    m = O.amax(input.detach(), dims, True)
+    m = O.where(O.isinf(m), 0.0, m)     # all -inf (or an inf): no shift, as torch
+    out = O.add(O.log(O.sum(O.exp(O.sub(input, m)), dims, True)), m)
+    return out if keepdim else O.squeeze(out, [wrap_dim(d, input.ndim) for d in dims])
+
+
+def std(input, dim=None, keepdim=False, *, correction=1, unbiased=None):
+    """Standard deviation over ``dim`` (``torch.std``)."""
+    return input.std(dim, keepdim, correction=correction, unbiased=unbiased)
+
+
+def var(input, dim=None, keepdim=False, *, correction=1, unbiased=None):
+    """Variance over ``dim`` with Bessel's ``correction`` (``torch.var``)."""
+    return input.var(dim, keepdim, correction=correction, unbiased=unbiased)
+
+
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    """The ``p``-norm over ``dim`` (all elements when None; ``"fro"`` is the 2-norm, ``inf``
+    the largest absolute value), as ``torch.norm``."""
+    if dtype is not None:
+        input = O.to_dtype(input, dtype)
+    if p == "fro" or p is None:
+        p = 2
+    dims = [] if dim is None else ([dim] if isinstance(dim, _int) else list(dim))
+    a = O.abs(input)
+    if p == math.inf:
+        return O.amax(a, dims, keepdim)
+    if p == -math.inf:
+        return O.amin(a, dims, keepdim)
+    if p == 0:
+        return O.sum(O.to_dtype(O.ne(input, 0), input.dtype), dims or None, keepdim)
+    if p == 2:
+        return O.sqrt(O.sum(O.mul(input, input), dims or None, keepdim))
+    if p == 1:
+        return O.sum(a, dims or None, keepdim)
+    return O.pow(O.sum(O.pow(a, p), dims or None, keepdim), 1.0 / p)
+
+
+# -- unique ----------------------------------------------------------------------------------------
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+    """The distinct elements in ascending order (of the flattened input), as ``torch.unique``;
+    with ``return_inverse`` the index of each element in the result (input's shape), with
+    ``return_counts`` how often each occurs. The size depends on the values. ``dim`` is not
+    supported."""
+    if dim is not None:
+        raise NotImplementedError("unique(dim=...) is not supported by tensorplay; use "
+                                  "unique() on the flattened tensor")
+    flat = O.reshape(input, [-1])
+    n = flat.shape[0]
+    vals, perm = O.sort(flat, 0, False, stable=True)
+    if n == 0:
+        first = O.ne(vals, vals)
+    else:
+        head = F.ones(1, dtype=_dtype.bool, device=input.device)
+        first = O.cat([head, O.ne(O.narrow(vals, 0, 1, n - 1), O.narrow(vals, 0, 0, n - 1))], 0)
+    out = O.masked_select(vals, first)
+    res = [out]
+    if return_inverse:
+        group = O.sub(O.cumsum(first, 0, dtype=_dtype.int64), 1)
+        inv = O.scatter_add(F.zeros(n, dtype=_dtype.int64, device=input.device), 0, perm, group)
+        res.append(O.reshape(inv, list(input.shape)))
+    if return_counts:
+        starts = O.reshape(O.nonzero(first), [-1])
+        ends = O.cat([O.narrow(starts, 0, 1, starts.shape[0] - 1),
+                      F.tensor([n], dtype=_dtype.int64, device=input.device)], 0) \
+            if starts.shape[0] else starts
+        res.append(O.sub(ends, starts))
+    return res[0] if len(res) == 1 else tuple(res)
+
+
+# -- random ----------------------------------------------------------------------------------------
+def randperm(n, *, dtype=None, device=None, requires_grad=False):
+    """A random permutation of ``0..n-1`` (int64 by default), as ``torch.randperm``."""
+    if n < 0:
+        raise RuntimeError(f"randperm: n must be non-negative, got {n}")
+    perm = O.argsort(F.rand(n, device=device), 0, False, stable=True)
+    if dtype is not None and dtype is not _dtype.int64:
+        perm = O.to_dtype(perm, dtype)
+    if requires_grad:
+        perm.requires_grad_(True)
+    return perm
+
+
+def multinomial(input, num_samples, replacement=False):
+    """``num_samples`` category indices drawn from the (unnormalised, non-negative) weights in
+    the last dim of ``input`` (1-D or 2-D), as ``torch.multinomial``; without ``replacement``
+    each row's indices are distinct (Gumbel top-k)."""
+    if input.ndim not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
+                           f"{input.dtype}")
+    k = input.shape[-1]
+    if not replacement and num_samples > k:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
+                           "replacement")
+    p = input.detach()
+    if input.numel() and p._data is not None:
+        if builtins.bool(O.any(O.lt(p, 0)).item()) or \
+                not builtins.bool(O.all(O.isfinite(p)).item()):
+            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+        if builtins.bool(O.any(O.le(O.sum(p, [-1], False), 0)).item()):
+            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    rows = [input.shape[0]] if input.ndim == 2 else []
+    if replacement:
+        cdf = O.cumsum(p, -1)
+        total = O.narrow(cdf, -1, k - 1, 1)
+        u = O.mul(F.rand(*(rows + [num_samples, 1]), dtype=p.dtype, device=p.device),
+                  O.unsqueeze(total, -2) if rows else total)
+        c = O.unsqueeze(cdf, -2)
+        idx = O.sum(O.to_dtype(O.ge(u, c), _dtype.int64), [-1], False)
+        return O.minimum(idx, F.full([], k - 1, dtype=_dtype.int64, device=p.device))
+    u = F.rand(*(rows + [k]), dtype=p.dtype, device=p.device)
+    gumbel = O.neg(O.log(O.neg(O.log(O.add(O.mul(u, 1 - 1e-7), 1e-10)))))
+    keys = O.where(O.gt(p, 0), O.add(O.log(p), gumbel), -math.inf)
+    return O.topk(keys, num_samples, -1, True, True)[1]
+
+
+def uniform_(t, from_=0.0, to=1.0):
+    """Fill ``t`` in place with values uniform on ``[from_, to)`` (``Tensor.uniform_``)."""
+    r = F.rand(*t.shape, dtype=t.dtype, device=t.device)
+    return O.copy_(t, O.add(O.mul(r, to - from_), from_))
+
+
+def normal_(t, mean=0.0, std=1.0):
+    """Fill ``t`` in place with normal values of ``mean`` and ``std`` (``Tensor.normal_``)."""
+    r = F.randn(*t.shape, dtype=t.dtype, device=t.device)
+    return O.copy_(t, O.add(O.mul(r, std), mean))
+
+
+def random_(t, from_=0, to=None):
+    """Fill ``t`` in place with integers uniform on ``[from_, to)`` (``random_(to)``:
+    ``[0, to)``; no bounds: ``[0, 2**mantissa]`` for floats, the dtype's range for ints), as
+    ``Tensor.random_``."""
+    if to is None and from_ != 0:
+        from_, to = 0, from_
+    if to is None:
+        dt = t.dtype
+        to = (2 ** {16: 11, 32: 24, 64: 53}.get(dt.itemsize * 8, 8) + 1
+              if dt.is_floating_point else 2 if dt is _dtype.bool else iinfo(dt).max + 1)
+    r = F.randint(from_, to, tuple(t.shape), dtype=_dtype.int64, device=t.device)
+    return O.copy_(t, r)
+
+
+# -- dtype information ----------------------------------------------------------------------------
+class finfo:
+    """Machine limits of a floating dtype (``torch.finfo``): ``bits``, ``eps``, ``max``,
+    ``min``, ``tiny`` (= ``smallest_normal``), ``resolution``, ``dtype``. Default: the default
+    dtype."""
+
+    _TABLE = {
+        "float16": (16, 2.0 ** -10, 65504.0, 2.0 ** -14, 0.001),
+        "bfloat16": (16, 2.0 ** -7, 3.3895313892515355e38, 1.1754943508222875e-38, 0.01),
+        "float32": (32, 2.0 ** -23, 3.4028234663852886e38, 1.1754943508222875e-38, 1e-06),
+        "float64": (64, 2.0 ** -52, 1.7976931348623157e308, 2.2250738585072014e-308, 1e-15),
+    }
+
+    def __init__(self, type=None):  # noqa: A002 - torch's name
+        d = _dtype.get_default_dtype() if type is None else _dtype.as_dtype(type)
+        if d.name not in self._TABLE:
+            raise TypeError(f"finfo: {d} is not a floating point dtype; use iinfo for integer "
+                            f"dtypes")
+        self.bits, self.eps, self.max, self.tiny, self.resolution = self._TABLE[d.name]
+        self.min = -self.max
+        self.smallest_normal = self.tiny
+        self.dtype = d.name
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution}, min={self.min:.6g}, max={self.max:.6g}, "
+                f"eps={self.eps:.6g}, smallest_normal={self.tiny:.6g}, tiny={self.tiny:.6g}, "
+                f"dtype={self.dtype})")
+
+
+class iinfo:
+    """Limits of an integer dtype (``torch.iinfo``): ``bits``, ``min``, ``max``, ``dtype``."""
+
+    def __init__(self, type):  # noqa: A002 - torch's name
+        d = _dtype.as_dtype(type)
+        if d.is_floating_point:
+            raise TypeError(f"iinfo: {d} is not an integer dtype; use finfo for floating dtypes")
+        self.bits = 8 if d is _dtype.bool else d.itemsize * 8
+        if d is _dtype.bool or d is _dtype.uint8:
+            self.min, self.max = 0, (1 if d is _dtype.bool else 255)
+        else:
+            self.min, self.max = -(2 ** (self.bits - 1)), 2 ** (self.bits - 1) - 1
+        self.dtype = d.name
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
