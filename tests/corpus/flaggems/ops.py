@@ -269,6 +269,8 @@ def _rms_setup(ctx, inputs, output):
     x, normalized_shape, weight, eps = inputs
     ctx.normalized_shape, ctx.eps = normalized_shape, eps
     ctx.save_for_backward(x, output[1], weight)
+    # CHANGED: the Function returned only y and kept inv_rms on ctx; as an op output it is declared non-differentiable
+    ctx.mark_non_differentiable(output[1])
 
 
 def _rms_backward(ctx, dy, dinv_rms):
@@ -402,6 +404,8 @@ def _ln_setup(ctx, inputs, output):
     input, normalized_shape, weight, bias, eps = inputs
     ctx.normalized_shape = normalized_shape
     ctx.save_for_backward(input, output[1], output[2], weight, bias)
+    # CHANGED: torch's formula for native_layer_norm takes only the output's gradient; mean, rstd are declared non-differentiable
+    ctx.mark_non_differentiable(output[1], output[2])
 
 
 def _ln_backward(ctx, grad_out, dmean, drstd):
@@ -514,6 +518,8 @@ def _gn_setup(ctx, inputs, output):
     input, weight, bias, group, eps = inputs
     ctx.group = group
     ctx.save_for_backward(input, output[1], output[2], weight)
+    # CHANGED: torch's formula for native_group_norm takes only the output's gradient; mean, rstd are declared non-differentiable
+    ctx.mark_non_differentiable(output[1], output[2])
 
 
 def _gn_backward(ctx, grad_out, dmean, drstd):

@@ -214,6 +214,8 @@ def _rms_norm_setup(ctx, inputs, output):
     X, W, eps, offset, casting_mode = inputs
     ctx.offset, ctx.casting_mode = offset, casting_mode
     ctx.save_for_backward(X, W, output[1])
+    # CHANGED: the Function returned only Y and kept RSTD on ctx; as an op output it is declared non-differentiable
+    ctx.mark_non_differentiable(output[1])
 
 
 def _rms_norm_backward(ctx, dY, dRSTD):
@@ -343,6 +345,8 @@ def layer_norm_bwd(dY: Tensor, X: Tensor, W: Tensor, B: Tensor, Mean: Tensor, RS
 def _layer_norm_setup(ctx, inputs, output):
     X, W, B, eps = inputs
     ctx.save_for_backward(X, W, B, output[1], output[2])
+    # CHANGED: the Function returned only Y and kept Mean, RSTD on ctx; as op outputs they are declared non-differentiable
+    ctx.mark_non_differentiable(output[1], output[2])
 
 
 def _layer_norm_backward(ctx, dY, dMean, dRSTD):
@@ -963,6 +967,9 @@ def jsd(_input: Tensor, target: Tensor, shift_labels: Optional[Tensor] = None, b
 
 def _save_second_output(ctx, inputs, output):
     ctx.save_for_backward(output[1])
+    # CHANGED: the Function returned only the loss and kept the forward-computed gradient on ctx;
+    # as an op output it is declared non-differentiable
+    ctx.mark_non_differentiable(output[1])
 
 
 def _jsd_backward(ctx, grad_output, grad_dX):

@@ -137,6 +137,8 @@ def _rms_setup(ctx, inputs, output):
     X, W, eps, gemma = inputs
     ctx.eps, ctx.GEMMA = eps, gemma
     ctx.save_for_backward(X, W, output[1])
+    # CHANGED: the Function returned only Y and kept r on ctx; as an op output it is declared non-differentiable
+    ctx.mark_non_differentiable(output[1])
 
 
 def _rms_backward(ctx, dY, dr):
@@ -209,6 +211,8 @@ def _ln_setup(ctx, inputs, output):
     X, W, b, eps = inputs
     ctx.eps = eps
     ctx.save_for_backward(X, W, b, output[1], output[2])
+    # CHANGED: the Function returned only Y and kept r, mu on ctx; as op outputs they are declared non-differentiable
+    ctx.mark_non_differentiable(output[1], output[2])
 
 
 def _ln_backward(ctx, dY, dr, dmu):
@@ -440,6 +444,8 @@ def _ce_setup(ctx, inputs, output):
     logits, labels, logit_softcapping, logit_scaling = inputs
     ctx.logit_softcapping, ctx.logit_scaling = logit_softcapping, logit_scaling
     ctx.save_for_backward(logits, output[1], labels)
+    # CHANGED: the Function returned only the losses and kept logsumexp on ctx; as an op output it is declared non-differentiable
+    ctx.mark_non_differentiable(output[1])
 
 
 def _ce_backward(ctx, dlosses, dlogsumexp):
