@@ -17,6 +17,12 @@ __all__ = ["main"]
 
 def main(argv=None) -> int:
     """Run the ``tensorplay`` command (see ``tensorplay.cli``) and return its exit status."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args[:1] in (["--version"], ["-V"]):
+        # a constant: answered before `import tensorplay` loads (and can be broken by) plugins
+        from importlib.metadata import version
+        print(f"tensorplay {version('tensorplay-core')}")
+        return 0
     try:
         from tensorplay.cli import main as cli_main
     except Exception as e:  # noqa: BLE001 - only errors of `import tensorplay` with a control set

@@ -87,6 +87,27 @@ exit status:
      --device, --plugins, --disable-plugins, --test-utils)"""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with pip's manners: a mistyped command or option gets "did you mean ...?"."""
+
+    def error(self, message):
+        import difflib
+        import re
+        m = re.search(r"invalid choice: '([^']*)'", message)
+        if m:
+            choices = [c for a in self._actions if a.choices for c in a.choices]
+            near = difflib.get_close_matches(m.group(1), choices, n=1)
+            if near:
+                message += f"; did you mean {near[0]!r}?"
+        m = re.match(r"unrecognized arguments: (\S+)", message)
+        if m and m.group(1).startswith("--"):
+            opts = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
+            near = difflib.get_close_matches(m.group(1).partition("=")[0], opts, n=1)
+            if near:
+                message += f"; did you mean {near[0]!r}?"
+        super().error(message)
+
+
 def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     g = common.add_argument_group("plugin selection (environment controls)")
@@ -99,11 +120,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="a plugin that fails to load is an error (TENSORPLAY_STRICT_PLUGINS=1)")
 
     # allow_abbrev=False: "--plugin" must never silently mean "--plugins" (two different things)
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="tensorplay", parents=[common], allow_abbrev=False,
         description="TensorPlay operator platform: list plugins and ops, check op packs.")
-    p.add_argument("--version", action="version", version=f"tensorplay {_version()}")
-    sub = p.add_subparsers(dest="command", metavar="{plugins,ops,check}")
+    p.add_argument("-V", "--version", action="version", version=f"tensorplay {_version()}")
+    sub = p.add_subparsers(dest="command", metavar="{plugins,ops,check}", parser_class=_Parser)
 
     sp = sub.add_parser("plugins", parents=[common], allow_abbrev=False,
                         help="list installed plugins")
@@ -235,18 +256,56 @@ def _strip_env_flags(argv: list) -> list:
 def main(argv=None) -> int:
     """Run the ``tensorplay`` command with ``argv`` (default ``sys.argv[1:]``); return the exit
     status (0 ok, 1 failures / nothing checked, 2 usage error). See the module docstring.
-    Output into a closed pipe (``tensorplay ops | head -1``) ends the command quietly."""
+    Output into a closed pipe (``tensorplay ops | head -1``, ``tensorplay check | true``) is
+    dropped quietly; the command runs to its end and returns its own status (a failed check
+    still exits 1)."""
+    real = sys.stdout
+    sys.stdout = _PipeSafe(real)
     try:
         return _main(argv)
-    except BrokenPipeError:
-        # the reader went away: stop quietly, and keep the interpreter's final flush of stdout
-        # from raising again (the recipe of the Python documentation, "signal" module notes)
+    finally:
+        sys.stdout.flush()
+        sys.stdout = real
+
+
+class _PipeSafe:
+    """``sys.stdout`` while the command runs: when the reader has gone (``BrokenPipeError``),
+    the rest of the output goes to ``os.devnull`` -- the recipe of the Python documentation
+    ("signal" module, note on SIGPIPE), which also keeps the interpreter's final flush quiet --
+    so the command still finishes and reports its real exit status."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self._closed = False
+
+    def _gone(self) -> None:
+        self._closed = True
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
         except (OSError, ValueError, AttributeError):
             pass
-        return 0
+
+    def write(self, text):
+        if self._closed:
+            return len(text)
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._gone()
+            return len(text)
+
+    def flush(self):
+        if self._closed:
+            return
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._gone()
+
+    def __getattr__(self, name):       # isatty, fileno, encoding, ... of the real stream
+        return getattr(self._stream, name)
 
 
 _HINT_PLUGIN = ("hint: --plugin NAME (check) picks the plugin whose ops are checked; --plugins "
@@ -257,7 +316,10 @@ def _main(argv) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = _parser()
     try:
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:      # said by the subcommand's parser: its usage, not the top-level one
+            sub = parser._subparsers._group_actions[0].choices.get(args.command, parser)
+            sub.error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as e:       # argparse exits on --help / bad usage; return the code instead
         code = int(e.code or 0)
         if code and any(a == "--plugin" or a.startswith("--plugin=") for a in argv):
