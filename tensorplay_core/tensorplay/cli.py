@@ -412,11 +412,17 @@ def _print_table(title, headers, rows, out=None) -> None:
         from rich.table import Table
     if Console is not None:
         t = Table(title=title)
-        for i, h in enumerate(headers):   # the first column (a name) stays whole: greppable
-            t.add_column(h, overflow="fold", no_wrap=(i == 0))
-        for r in rows:
-            t.add_row(*[str(c) for c in r])
-        Console(file=out, width=width or 80).print(t)
+        cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
+        # the plain table's widths (rich adds a border and a padding of 1 on each side): no
+        # column narrower than its longest word, so rich never folds a name; a table whose
+        # words do not fit overflows the terminal instead
+        frame = 3 * len(headers) + 1
+        widths = _fit_widths(cells, max((width or 80) - frame, 1), 0)
+        for h, w in zip(headers, widths):
+            t.add_column(h, width=w)
+        for r in cells[1:]:
+            t.add_row(*r)
+        Console(file=out, width=max(width or 80, sum(widths) + frame)).print(t)
         return
     sep = "  "
     cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
@@ -441,43 +447,54 @@ def _print_table(title, headers, rows, out=None) -> None:
         emit(row)
 
 
+def _tokens(text: str) -> list:
+    """The unbreakable pieces of a cell: its words (names, versions, paths are one word each)."""
+    return text.split()
+
+
+def _floor(cells, i) -> int:
+    """The narrowest column ``i`` may get: its longest word, header included -- an identifier
+    is never split across lines (a row overflows the terminal first)."""
+    return max([3] + [len(t) for row in cells for t in _tokens(row[i])])
+
+
+def _fits(headers, rows, width, out) -> bool:
+    """Whether the table fits ``width`` (None: always) without overflowing its longest words."""
+    if width is None:
+        return True
+    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
+    n = len(headers)
+    frame = 3 * n + 1 if _use_rich(out) else 2 * (n - 1)
+    return sum(_floor(cells, i) for i in range(n)) + frame <= width
+
+
 def _fit_widths(cells, width, sep) -> list:
-    """Column widths whose sum (with separators) is at most ``width`` (None: natural widths).
-    The column with the most room above its floor (its header's longest word, or 12 for a long
-    column) gives up one character at a time; then the floors themselves give way."""
+    """Column widths whose sum (with separators) is at most ``width`` where the words allow
+    (None: natural widths). The column with the most room above its floor (its longest word)
+    gives up one character at a time; a table whose words alone do not fit overflows."""
     n = len(cells[0])
     widths = [max(len(line) for row in cells for line in row[i].splitlines() or [""])
               for i in range(n)]
     if width is None:
         return widths
-    head = [max(3, max(len(w) for w in cells[0][i].split() or [""])) for i in range(n)]
+    floor = [_floor(cells, i) for i in range(n)]
     budget = width - sep * (n - 1)
-    for floor in ([max(h, min(w, 12)) for h, w in zip(head, widths)], head):
-        while sum(widths) > budget:
-            i = max(range(n), key=lambda j: widths[j] - floor[j])
-            if widths[i] <= floor[i]:
-                break
-            widths[i] -= 1
+    while sum(widths) > budget:
+        i = max(range(n), key=lambda j: widths[j] - floor[j])
+        if widths[i] <= floor[i]:
+            break
+        widths[i] -= 1
     return widths
 
 
 def _wrap_cell(text: str, width: int) -> str:
-    """``text`` wrapped to ``width``; continuation lines keep the line's indent."""
+    """``text`` wrapped to ``width`` between words, never inside one (a longer word keeps its
+    own line); continuation lines keep the line's indent."""
     out = []
     for line in text.splitlines() or [""]:
-        indent = line[:len(line) - len(line.lstrip())] if len(line) - len(line.lstrip()) < \
-            width // 2 else ""
-        first = True
-        while len(line) > width:
-            lo = len(indent) + 1 if not first else len(indent) + 1
-            cut = line.rfind(" ", lo, width)     # words first, then inside names
-            if cut < width // 2:
-                cut = max([cut] + [line.rfind(ch, lo, width) for ch in ".:,_-"])
-            cut = width if cut <= 0 else cut + 1      # keep the separator on the first line
-            out.append(line[:cut].rstrip())
-            line = indent + line[cut:].lstrip()
-            first = False
-        out.append(line)
+        indent = line[:len(line) - len(line.lstrip())]
+        out += textwrap.wrap(line, width, initial_indent="", subsequent_indent=indent,
+                             break_long_words=False, break_on_hyphens=False) or [line]
     return "\n".join(out)
 
 
@@ -520,7 +537,7 @@ def _kernels_cell(r: dict, status=None) -> str:
     for d, b in (r.get("builtin_kernels") or {}).items():
         state = ")" if not b["lazy"] else (", lazy until first use)"
                                            if (status or {}).get(d, "available") == "available"
-                                           else ", bound once the device is available)")
+                                           else ", bound once it can be used)")
         lines.append(f"{b['count']} built-in ({d}{state}")
     return "\n".join(lines)
 
@@ -559,9 +576,22 @@ def _cmd_plugins(args) -> int:
         if r["status"] == "blocked" and not note:
             note = _blocked_cell(r)
         rows.append([dist, r["version"], r["status"], devs, ops, _kernels_cell(r, status), note])
-    _print_table("TensorPlay plugins", ["distribution", "version", "status", "devices", "ops",
-                                        "kernels", "error"], rows)
+    headers = ["distribution", "version", "status", "devices", "ops", "kernels", "error"]
     w = _term_width(sys.stdout)
+    listed = []
+    if not _fits(headers, rows, w, sys.stdout):
+        # narrow terminal: no empty error column; the op names (whole, never split) go under
+        # the table, the column keeps their count
+        if not any(row[-1] for row in rows):
+            headers, rows = headers[:-1], [row[:-1] for row in rows]
+        for r, row in zip(recs, rows):
+            if r["ops"]:
+                row[4] = str(len(r["ops"]))
+                listed.append(f"ops of {row[0]}: {', '.join(r['ops'])}")
+    _print_table("TensorPlay plugins", headers, rows)
+    for line in listed:
+        print(textwrap.fill(line, width=w, subsequent_indent="  ", break_long_words=False,
+                            break_on_hyphens=False))
     for d, s in status.items():
         if s != "available":
             line = f"device {d}: {s}"
