@@ -39,10 +39,17 @@ NAME``, which chooses whose ops are checked. Plugins are discovered when ``tenso
 imported, which has already happened by the time this module runs, so with any of them the
 command re-runs itself in a fresh interpreter with that environment.
 
-Tables fit the terminal (``COLUMNS`` or the terminal's width: long cells are wrapped); piped
-without ``COLUMNS`` each row stays on one line (greppable). They use ``rich`` on a terminal when
-it is importable, plain text otherwise (rich is not a dependency; ``TENSORPLAY_CLI_RICH=1``/``0``
-forces either).
+Tables fit the terminal (``COLUMNS`` or the terminal's width): cells wrap between words, and a
+name (distribution, version, op, kernel) is never split across lines -- a table whose names do
+not fit overflows the terminal instead; ``plugins`` then lists the op names under the table.
+Piped without ``COLUMNS`` each row stays on one line (greppable). They use ``rich`` on a
+terminal when it is importable, plain text otherwise (rich is not a dependency;
+``TENSORPLAY_CLI_RICH=1``/``0`` forces either).
+
+A mistyped command or option gets "did you mean ...?"; ``-V`` is ``--version``, which the entry
+module (``_tensorplay_cli``) answers before any plugin is imported. A plugin that fails to load
+is one line on stderr (its error and where its code raised it); ``--strict`` shows the
+traceback.
 """
 
 from __future__ import annotations
@@ -349,7 +356,7 @@ def _main(argv) -> int:
         child_env = {k: v for k, v in os.environ.items() if not k.startswith("TENSORPLAY_")}
         child_env.update(controls())
         child_env.update(env)
-        cmd = [sys.executable, "-m", "tensorplay.cli", *_strip_env_flags(argv)]
+        cmd = [sys.executable, "-m", "_tensorplay_cli", *_strip_env_flags(argv)]
         return subprocess.run(cmd, env=child_env).returncode
     if args.command is None:
         parser.print_help()
