@@ -361,7 +361,14 @@ def test_tables_fit_80_columns(cmd):
     lines = p.stdout.splitlines()
     # the tables (failure messages and notes are prose, greppable on one line)
     table = [line for line in lines if not line.startswith(("- ", "device "))]
-    assert max(len(line) for line in table) <= 80, max(table, key=len)
+    # ... unless one name is too long to fit (names are never split, issue 29 §5): then the
+    # widest column is exactly as wide as that name (it could not give up more)
+    dashes = next(line for line in lines if set(line) <= {"-", " "} and "-" in line)
+    if len(dashes) > 80:
+        assert max(len(d) for d in dashes.split()) == max(len(w) for ln in lines
+                                                           for w in ln.split()), p.stdout
+    else:
+        assert max(len(line) for line in table) <= 80, max(table, key=len)
 
 
 def test_check_plugin_of_a_device_plugin_finds_the_builtin_cases():

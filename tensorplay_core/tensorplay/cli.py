@@ -39,10 +39,17 @@ NAME``, which chooses whose ops are checked. Plugins are discovered when ``tenso
 imported, which has already happened by the time this module runs, so with any of them the
 command re-runs itself in a fresh interpreter with that environment.
 
-Tables fit the terminal (``COLUMNS`` or the terminal's width: long cells are wrapped); piped
-without ``COLUMNS`` each row stays on one line (greppable). They use ``rich`` on a terminal when
-it is importable, plain text otherwise (rich is not a dependency; ``TENSORPLAY_CLI_RICH=1``/``0``
-forces either).
+Tables fit the terminal (``COLUMNS`` or the terminal's width): cells wrap between words, and a
+name (distribution, version, op, kernel) is never split across lines -- a table whose names do
+not fit overflows the terminal instead; ``plugins`` then lists the op names under the table.
+Piped without ``COLUMNS`` each row stays on one line (greppable). They use ``rich`` on a
+terminal when it is importable, plain text otherwise (rich is not a dependency;
+``TENSORPLAY_CLI_RICH=1``/``0`` forces either).
+
+A mistyped command or option gets "did you mean ...?"; ``-V`` is ``--version``, which the entry
+module (``_tensorplay_cli``) answers before any plugin is imported. A plugin that fails to load
+is one line on stderr (its error and where its code raised it); ``--strict`` shows the
+traceback.
 """
 
 from __future__ import annotations
@@ -100,6 +107,27 @@ exit status:
      --device, --plugins, --disable-plugins, --test-utils)"""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with pip's manners: a mistyped command or option gets "did you mean ...?"."""
+
+    def error(self, message):
+        import difflib
+        import re
+        m = re.search(r"invalid choice: '([^']*)'", message)
+        if m:
+            choices = [c for a in self._actions if a.choices for c in a.choices]
+            near = difflib.get_close_matches(m.group(1), choices, n=1)
+            if near:
+                message += f"; did you mean {near[0]!r}?"
+        m = re.match(r"unrecognized arguments: (\S+)", message)
+        if m and m.group(1).startswith("--"):
+            opts = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
+            near = difflib.get_close_matches(m.group(1).partition("=")[0], opts, n=1)
+            if near:
+                message += f"; did you mean {near[0]!r}?"
+        super().error(message)
+
+
 def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     g = common.add_argument_group("plugin selection (environment controls)")
@@ -112,11 +140,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="a plugin that fails to load is an error (TENSORPLAY_STRICT_PLUGINS=1)")
 
     # allow_abbrev=False: "--plugin" must never silently mean "--plugins" (two different things)
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="tensorplay", parents=[common], allow_abbrev=False,
         description="TensorPlay operator platform: list plugins and ops, check op packs.")
-    p.add_argument("--version", action="version", version=f"tensorplay {_version()}")
-    sub = p.add_subparsers(dest="command", metavar="{plugins,ops,check}")
+    p.add_argument("-V", "--version", action="version", version=f"tensorplay {_version()}")
+    sub = p.add_subparsers(dest="command", metavar="{plugins,ops,check}", parser_class=_Parser)
 
     sp = sub.add_parser("plugins", parents=[common], allow_abbrev=False,
                         help="list installed plugins")
@@ -248,18 +276,56 @@ def _strip_env_flags(argv: list) -> list:
 def main(argv=None) -> int:
     """Run the ``tensorplay`` command with ``argv`` (default ``sys.argv[1:]``); return the exit
     status (0 ok, 1 failures / nothing checked, 2 usage error). See the module docstring.
-    Output into a closed pipe (``tensorplay ops | head -1``) ends the command quietly."""
+    Output into a closed pipe (``tensorplay ops | head -1``, ``tensorplay check | true``) is
+    dropped quietly; the command runs to its end and returns its own status (a failed check
+    still exits 1)."""
+    real = sys.stdout
+    sys.stdout = _PipeSafe(real)
     try:
         return _main(argv)
-    except BrokenPipeError:
-        # the reader went away: stop quietly, and keep the interpreter's final flush of stdout
-        # from raising again (the recipe of the Python documentation, "signal" module notes)
+    finally:
+        sys.stdout.flush()
+        sys.stdout = real
+
+
+class _PipeSafe:
+    """``sys.stdout`` while the command runs: when the reader has gone (``BrokenPipeError``),
+    the rest of the output goes to ``os.devnull`` -- the recipe of the Python documentation
+    ("signal" module, note on SIGPIPE), which also keeps the interpreter's final flush quiet --
+    so the command still finishes and reports its real exit status."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self._closed = False
+
+    def _gone(self) -> None:
+        self._closed = True
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
         except (OSError, ValueError, AttributeError):
             pass
-        return 0
+
+    def write(self, text):
+        if self._closed:
+            return len(text)
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._gone()
+            return len(text)
+
+    def flush(self):
+        if self._closed:
+            return
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._gone()
+
+    def __getattr__(self, name):       # isatty, fileno, encoding, ... of the real stream
+        return getattr(self._stream, name)
 
 
 _HINT_PLUGIN = ("hint: --plugin NAME (check) picks the plugin whose ops are checked; --plugins "
@@ -270,7 +336,10 @@ def _main(argv) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = _parser()
     try:
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:      # said by the subcommand's parser: its usage, not the top-level one
+            sub = parser._subparsers._group_actions[0].choices.get(args.command, parser)
+            sub.error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as e:       # argparse exits on --help / bad usage; return the code instead
         code = int(e.code or 0)
         if code and any(a == "--plugin" or a.startswith("--plugin=") for a in argv):
@@ -300,7 +369,7 @@ def _main(argv) -> int:
         child_env = {k: v for k, v in os.environ.items() if not k.startswith("TENSORPLAY_")}
         child_env.update(controls())
         child_env.update(env)
-        cmd = [sys.executable, "-m", "tensorplay.cli", *_strip_env_flags(argv)]
+        cmd = [sys.executable, "-m", "_tensorplay_cli", *_strip_env_flags(argv)]
         return subprocess.run(cmd, env=child_env).returncode
     if args.command is None:
         parser.print_help()
@@ -363,11 +432,17 @@ def _print_table(title, headers, rows, out=None) -> None:
         from rich.table import Table
     if Console is not None:
         t = Table(title=title)
-        for i, h in enumerate(headers):   # the first column (a name) stays whole: greppable
-            t.add_column(h, overflow="fold", no_wrap=(i == 0))
-        for r in rows:
-            t.add_row(*[str(c) for c in r])
-        Console(file=out, width=width or 80).print(t)
+        cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
+        # the plain table's widths (rich adds a border and a padding of 1 on each side): no
+        # column narrower than its longest word, so rich never folds a name; a table whose
+        # words do not fit overflows the terminal instead
+        frame = 3 * len(headers) + 1
+        widths = _fit_widths(cells, max((width or 80) - frame, 1), 0)
+        for h, w in zip(headers, widths):
+            t.add_column(h, width=w)
+        for r in cells[1:]:
+            t.add_row(*r)
+        Console(file=out, width=max(width or 80, sum(widths) + frame)).print(t)
         return
     sep = "  "
     cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
@@ -394,43 +469,54 @@ def _print_table(title, headers, rows, out=None) -> None:
         emit(row)
 
 
+def _tokens(text: str) -> list:
+    """The unbreakable pieces of a cell: its words (names, versions, paths are one word each)."""
+    return text.split()
+
+
+def _floor(cells, i) -> int:
+    """The narrowest column ``i`` may get: its longest word, header included -- an identifier
+    is never split across lines (a row overflows the terminal first)."""
+    return max([3] + [len(t) for row in cells for t in _tokens(row[i])])
+
+
+def _fits(headers, rows, width, out) -> bool:
+    """Whether the table fits ``width`` (None: always) without overflowing its longest words."""
+    if width is None:
+        return True
+    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
+    n = len(headers)
+    frame = 3 * n + 1 if _use_rich(out) else 2 * (n - 1)
+    return sum(_floor(cells, i) for i in range(n)) + frame <= width
+
+
 def _fit_widths(cells, width, sep) -> list:
-    """Column widths whose sum (with separators) is at most ``width`` (None: natural widths).
-    The column with the most room above its floor (its header's longest word, or 12 for a long
-    column) gives up one character at a time; then the floors themselves give way."""
+    """Column widths whose sum (with separators) is at most ``width`` where the words allow
+    (None: natural widths). The column with the most room above its floor (its longest word)
+    gives up one character at a time; a table whose words alone do not fit overflows."""
     n = len(cells[0])
     widths = [max(len(line) for row in cells for line in row[i].splitlines() or [""])
               for i in range(n)]
     if width is None:
         return widths
-    head = [max(3, max(len(w) for w in cells[0][i].split() or [""])) for i in range(n)]
+    floor = [_floor(cells, i) for i in range(n)]
     budget = width - sep * (n - 1)
-    for floor in ([max(h, min(w, 12)) for h, w in zip(head, widths)], head):
-        while sum(widths) > budget:
-            i = max(range(n), key=lambda j: widths[j] - floor[j])
-            if widths[i] <= floor[i]:
-                break
-            widths[i] -= 1
+    while sum(widths) > budget:
+        i = max(range(n), key=lambda j: widths[j] - floor[j])
+        if widths[i] <= floor[i]:
+            break
+        widths[i] -= 1
     return widths
 
 
 def _wrap_cell(text: str, width: int) -> str:
-    """``text`` wrapped to ``width``; continuation lines keep the line's indent."""
+    """``text`` wrapped to ``width`` between words, never inside one (a longer word keeps its
+    own line); continuation lines keep the line's indent."""
     out = []
     for line in text.splitlines() or [""]:
-        indent = line[:len(line) - len(line.lstrip())] if len(line) - len(line.lstrip()) < \
-            width // 2 else ""
-        first = True
-        while len(line) > width:
-            lo = len(indent) + 1 if not first else len(indent) + 1
-            cut = line.rfind(" ", lo, width)     # words first, then inside names
-            if cut < width // 2:
-                cut = max([cut] + [line.rfind(ch, lo, width) for ch in ".:,_-"])
-            cut = width if cut <= 0 else cut + 1      # keep the separator on the first line
-            out.append(line[:cut].rstrip())
-            line = indent + line[cut:].lstrip()
-            first = False
-        out.append(line)
+        indent = line[:len(line) - len(line.lstrip())]
+        out += textwrap.wrap(line, width, initial_indent="", subsequent_indent=indent,
+                             break_long_words=False, break_on_hyphens=False) or [line]
     return "\n".join(out)
 
 
@@ -473,7 +559,7 @@ def _kernels_cell(r: dict, status=None) -> str:
     for d, b in (r.get("builtin_kernels") or {}).items():
         state = ")" if not b["lazy"] else (", lazy until first use)"
                                            if (status or {}).get(d, "available") == "available"
-                                           else ", bound once the device is available)")
+                                           else ", bound once it can be used)")
         lines.append(f"{b['count']} built-in ({d}{state}")
     return "\n".join(lines)
 
@@ -512,9 +598,22 @@ def _cmd_plugins(args) -> int:
         if r["status"] == "blocked" and not note:
             note = _blocked_cell(r)
         rows.append([dist, r["version"], r["status"], devs, ops, _kernels_cell(r, status), note])
-    _print_table("TensorPlay plugins", ["distribution", "version", "status", "devices", "ops",
-                                        "kernels", "error"], rows)
+    headers = ["distribution", "version", "status", "devices", "ops", "kernels", "error"]
     w = _term_width(sys.stdout)
+    listed = []
+    if not _fits(headers, rows, w, sys.stdout):
+        # narrow terminal: no empty error column; the op names (whole, never split) go under
+        # the table, the column keeps their count
+        if not any(row[-1] for row in rows):
+            headers, rows = headers[:-1], [row[:-1] for row in rows]
+        for r, row in zip(recs, rows):
+            if r["ops"]:
+                row[4] = str(len(r["ops"]))
+                listed.append(f"ops of {row[0]}: {', '.join(r['ops'])}")
+    _print_table("TensorPlay plugins", headers, rows)
+    for line in listed:
+        print(textwrap.fill(line, width=w, subsequent_indent="  ", break_long_words=False,
+                            break_on_hyphens=False))
     for d, s in status.items():
         if s != "available":
             line = f"device {d}: {s}"

@@ -24,6 +24,7 @@ import pluggy
 from .. import _devices, _registry
 from ..errors import DeviceUnavailableError, PluginError
 from . import hookspecs, lazy
+from .blame import author_fix as _author_fix
 from .conflicts import _PluginOwner
 from .discovery import (
     GROUP,
@@ -527,6 +528,12 @@ def _fail(rec: PluginRecord, e: BaseException, strict: bool) -> None:
     rec.error = e
     _sync_unavailable()
     where = f" ({rec.value})" if rec.value else ""
+    fix = None if getattr(e, "fix", None) else _author_fix(rec, e)
+    if fix:
+        try:
+            e.fix = fix      # type: ignore[attr-defined]  # read by _fix_hint, as a conflict's
+        except (AttributeError, TypeError):  # pragma: no cover - an exception without __dict__
+            pass
     text, fix = str(e).rstrip().rstrip("."), _fix_hint(rec)
     # an error that carries its own fix (a conflict) already says it: do not repeat it
     tail = "" if fix.rstrip(".") in text else f" Fix: {fix}"
