@@ -505,7 +505,10 @@ def test_ops_lists_a_triton_ops_body_as_its_fake():
     tri = infos["example::softmax_rows"]
     assert tri["fake"] is True and tri["fake_source"] == "body", tri
     assert infos["example::rms_norm"]["fake_source"] == "registered"
+    import os
+    # wide enough for one line per op (narrower tables wrap free-text cells between words)
     p = subprocess.run([sys.executable, "-m", "tensorplay.cli", "ops", "-n", "example"],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, COLUMNS="250"))
     row = next((x for x in p.stdout.splitlines() if x.startswith("example::softmax_rows")), p.stdout + p.stderr)
     assert "yes (body)" in row, row
