@@ -16,7 +16,7 @@ import tensorplay as tp
 import torch
 
 from . import _autograd
-from ._convert import BridgeError, args_to_tp, out_to_torch, reraise
+from ._convert import BridgeError, out_to_torch, plan_args, planned_args_to_tp, reraise
 from ._fake import make_fake_kernel
 
 __all__ = ["bridged_ops", "register"]
@@ -40,8 +40,10 @@ def _where(op) -> str:
 def _kernel(op, where):
     """torch kernel (cpu) of TensorPlay op ``op``: tensors cross by DLPack, the op dispatches
     on their device, results cross back. No per-call checks beyond the conversions."""
+    plan = plan_args(op.schema)     # which arguments need converting, worked out once
+
     def kernel(*args, **kwargs):
-        a, k = args_to_tp(args, kwargs, where)
+        a, k = planned_args_to_tp(plan, args, kwargs, where)
         try:
             out = op(*a, **k)
         except BridgeError:
