@@ -108,9 +108,12 @@ def to_tp(t, where: str = "tensorplay-torch"):
                 return _bf16_to_tp(t)
             # the trusted path of tensorplay.from_numpy: torch's .numpy() is always a plain
             # ndarray, so the public function's argument check is skipped (the backend still
-            # refuses a dtype TensorPlay lacks); the backend is looked up per call (replaceable)
+            # refuses a dtype TensorPlay lacks); the backend is looked up per call (replaceable).
+            # A tensor requiring grad (below torch's autograd, or saved for backward): force=True
+            # is torch's detach-and-view in one call (cheaper than .detach().numpy(); still a
+            # view of the same memory for every dtype in DTYPES)
             return _backend("cpu").wrap_shared(
-                t.detach().numpy() if t.requires_grad else t.numpy(), _CPU)
+                t.numpy(force=True) if t.requires_grad else t.numpy(), _CPU)
         if t.requires_grad:      # below torch's autograd the inputs still carry the flag
             t = t.detach()
         return _from_dlpack(t)
