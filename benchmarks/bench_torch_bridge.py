@@ -13,7 +13,10 @@ paired (``_harness.paired``) in one process:
 * for reference, the TensorPlay op alone on TensorPlay tensors (its own dispatch and body, no
   torch), in the bridged column.
 
-Targets (issue 31): eager <= 1.1x, compiled <= 1.05x. Usage: ``python
+* the bridge's own crossing cost per tensor (torch -> TensorPlay -> torch), bridged column only.
+
+Targets (issue 31): eager <= 1.1x, compiled <= 1.05x (figures before/after the per-call work:
+``benchmarks/README.md``, "tensorplay-torch bridge"). Usage: ``python
 benchmarks/bench_torch_bridge.py [--device cpu|cuda|all] [--backend inductor]``; writes
 ``benchmarks/results/torch_bridge.json``. Exits 2 (not available) without torch or
 tensorplay-torch.
@@ -97,6 +100,13 @@ def _rows(torch, bridged, native, device, backend):
     rows["tensorplay op alone (no torch)"] = {
         "bridged": H.us(t["tensorplay"]), "native": H.us(t["native"]),
         "ratio": H.summary([p / q for p, q in zip(t["tensorplay"], t["native"])])}
+    # the bridge's own per-tensor cost: one torch tensor to TensorPlay and one result back
+    # (the cpu path: torch's .numpy() view + the backend's wrap_shared; torch.from_numpy back)
+    from tensorplay_torch import to_tensorplay, to_torch
+    glb["to_tp"], glb["to_torch"] = to_tensorplay, to_torch
+    t = H.paired({"cross": "to_torch(to_tp(x)); sync()"}, glb)
+    rows["crossing torch -> tensorplay -> torch, 1 tensor"] = {
+        "bridged": H.us(t["cross"]), "native": None, "ratio": None}
     for label, (a, b) in {
         "eager, no grad": ("bridged(x, 2.0); sync()", "native(x, 2.0); sync()"),
         "eager, with grad": ("grad(bridged(xg, 2.0), xg); sync()",
@@ -146,7 +156,8 @@ def main(argv=None):
                       f"<= 1.1x, compiled <= 1.05x)",
                       ["call", "bridged", "native custom_op", "ratio (median, IQR)"],
                       [[k, H.fmt(r["bridged"]), H.fmt(r["native"]),
-                        f"{r['ratio']['median']:.3f}x ({r['ratio']['iqr']:.3f})"]
+                        f"{r['ratio']['median']:.3f}x ({r['ratio']['iqr']:.3f})"
+                        if r["ratio"] else "n/a"]
                        for k, r in rows.items()])
     print("wrote", H.write_json("torch_bridge", {"rows": out, "backend": a.backend}))
     return 0

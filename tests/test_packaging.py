@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DISTS = {"tensorplay-core": ROOT, "tensorplay-cpu": ROOT / "plugins" / "tensorplay_cpu",
          "tensorplay-cuda": ROOT / "plugins" / "tensorplay_cuda",
          "tensorplay-triton": ROOT / "plugins" / "tensorplay_triton",
-         "tensorplay-example-ops": ROOT / "examples"}
+         "tensorplay-example-ops": ROOT / "examples",
+         "tensorplay-torch": ROOT / "plugins" / "tensorplay_torch"}
 
 
 def _project(name):

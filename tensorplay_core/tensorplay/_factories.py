@@ -525,8 +525,7 @@ def _check_ragged(data):
 
 def as_tensor(data, dtype=None, device=None):
     """Like ``tensor`` but shares memory with a Tensor or a cpu numpy array when it can."""
-    from ._tensor import Tensor
-    if isinstance(data, Tensor):
+    if isinstance(data, _tensor.Tensor):
         return data.to(device=device, dtype=dtype)
     if type(data).__module__ == "numpy" and (device is None or _dev(device).type == "cpu") and \
             dtype is None:

@@ -116,6 +116,14 @@ def _(n, device):
     return tp.empty(n, device=device)
 
 
+@library.custom_op("bridgetest::affine", mutates_args=())
+def affine(x: tp.Tensor, w: tp.Tensor, bias: tp.Tensor | None = None) -> tp.Tensor:
+    """An optional tensor after a plain one: it crosses, None stays None (the per-op plan)."""
+    SEEN["affine_types"] = (type(x), type(w), type(bias))
+    y = x * w
+    return y + bias if bias is not None else y
+
+
 tensorplay_torch.register()
 T = torch.ops.bridgetest
 
@@ -200,6 +208,16 @@ def test_dtype_device_and_optional_arguments_cross():
         assert f.dtype == torch.bfloat16 and f.shape == (4,)
     z = T.arange_on(3, torch.device("cpu"))
     assert z.tolist() == [0.0, 1.0, 2.0] and z.device.type == "cpu"
+
+
+def test_optional_tensors_cross_and_none_stays_none():
+    x, b, w = torch.tensor([1.0, 2.0]), torch.tensor([10.0, 20.0]), torch.tensor([3.0, 4.0])
+    assert T.affine(x, w, b).tolist() == [13.0, 28.0]
+    assert SEEN["affine_types"] == (tp.Tensor, tp.Tensor, tp.Tensor)
+    assert T.affine(x, w, None).tolist() == [3.0, 8.0]
+    assert SEEN["affine_types"] == (tp.Tensor, tp.Tensor, type(None))
+    assert T.affine(x, w).tolist() == [3.0, 8.0]
+    assert T.affine(x, w, bias=b).tolist() == [13.0, 28.0]
 
 
 # -- errors -----------------------------------------------------------------------------------

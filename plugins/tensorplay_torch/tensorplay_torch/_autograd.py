@@ -104,6 +104,7 @@ class _Bridge:
         self.marked = None          # output indices the pack marks non-differentiable (probed)
         self.bw_name = f"{op.namespace}__{op.opname}__backward"
         self.bw_op = None           # torch.ops.tensorplay_bridge.<bw_name>, set once defined
+        self.bw_where = f"{where}, backward"
         self.cuda_kernel = None     # backward_kernel on torch's current CUDA stream
         self._setup_fn = op.setup_context_fn   # its form read once (inspect is slow per call)
         self._setup_form = _setup_form(self._setup_fn) if self._setup_fn is not None else 3
@@ -212,8 +213,10 @@ class _Bridge:
     def backward_kernel(self, *args):
         values = list(args[:self.nargs])
         outputs, grads, needs = args[self.nargs:]
-        where = f"{self.where}, backward"
-        tvals = [self._to_tp(v, where) for v in values]
+        where = self.bw_where
+        tvals = list(values)
+        for i in self.tensor_args:     # only the tensor arguments can need converting
+            tvals[i] = self._to_tp(values[i], where)
         tgrads = [None if g is None else to_tp(g, where) for g in grads]
         try:
             if self.formula:
@@ -293,7 +296,7 @@ class _Bridge:
     def _grads_to_torch(self, slots, tres, needs, args, where):
         """One torch tensor per slot: the gradient (input's dtype and shape, contiguous, never
         sharing memory with an argument), or an empty placeholder where none is needed."""
-        arg_ptrs = {t.untyped_storage().data_ptr() for t in _flat_tensors(args)}
+        arg_ptrs = None             # the arguments' storages, read only when a gradient needs them
         out = []
         for s, g, need in zip(slots, tres, needs):
             if s is None:
@@ -307,13 +310,17 @@ class _Bridge:
                 out.append(torch.zeros(s.shape, dtype=s.dtype, device=s.device))
                 continue
             tg = to_torch(g, where) if isinstance(g, tp.Tensor) else torch.as_tensor(g)
-            if tg.dtype != s.dtype:
+            if tg.dtype is not s.dtype:
                 tg = tg.to(s.dtype)
             if tg.shape != s.shape:
                 tg = tg.sum_to_size(s.shape)
-            if not tg.is_contiguous() or tg.untyped_storage().data_ptr() in arg_ptrs:
-                tg = tg.clone(memory_format=torch.contiguous_format)
-            out.append(tg)
+            if tg.is_contiguous():
+                if arg_ptrs is None:
+                    arg_ptrs = {t.untyped_storage().data_ptr() for t in _flat_tensors(args)}
+                if tg.untyped_storage().data_ptr() not in arg_ptrs:
+                    out.append(tg)
+                    continue
+            out.append(tg.clone(memory_format=torch.contiguous_format))
         return out
 
     def backward_fake(self, *args):

@@ -21,6 +21,8 @@ __all__ = [
     "BridgeError",
     "args_to_tp",
     "out_to_torch",
+    "plan_args",
+    "planned_args_to_tp",
     "reraise",
     "to_tensorplay",
     "to_torch",
@@ -57,6 +59,8 @@ _TO_TORCH = {v: k for k, v in DTYPES.items()}
 
 _from_dlpack = tp.from_dlpack
 _from_numpy = tp.from_numpy
+_backend = tp.backends.get
+_CPU = tp.device("cpu")
 _torch_from_numpy = torch.from_numpy
 _torch_from_dlpack = torch.from_dlpack
 _Tensor = torch.Tensor
@@ -102,7 +106,14 @@ def to_tp(t, where: str = "tensorplay-torch"):
             # a DLPack capsule round trip (torch's __dlpack__ is Python); NumPy has no bfloat16
             if t.dtype is _BF16:
                 return _bf16_to_tp(t)
-            return _from_numpy(t.detach().numpy() if t.requires_grad else t.numpy())
+            # the trusted path of tensorplay.from_numpy: torch's .numpy() is always a plain
+            # ndarray, so the public function's argument check is skipped (the backend still
+            # refuses a dtype TensorPlay lacks); the backend is looked up per call (replaceable).
+            # A tensor requiring grad (below torch's autograd, or saved for backward): force=True
+            # is torch's detach-and-view in one call (cheaper than .detach().numpy(); still a
+            # view of the same memory for every dtype in DTYPES)
+            return _backend("cpu").wrap_shared(
+                t.numpy(force=True) if t.requires_grad else t.numpy(), _CPU)
         if t.requires_grad:      # below torch's autograd the inputs still carry the flag
             t = t.detach()
         return _from_dlpack(t)
@@ -165,6 +176,45 @@ def _value_to_tp(v, where):
     return v
 
 
+def plan_args(schema):
+    """Per-op conversion plan, made once at registration: ``(tensors, others, kw_others)`` --
+    the positions of plain ``Tensor`` arguments, the positions of other arguments that may hold
+    tensors, dtypes or devices (optional tensors, lists of tensors, ``ScalarType``, ``Device``),
+    and the keyword-only arguments of either kind. Everything else passes through untouched."""
+    tensors, others, kw = [], [], []
+    for i, a in enumerate(a for a in schema.arguments if not a.kwarg_only):
+        if a.type == "Tensor":
+            tensors.append(i)
+        elif _needs_conversion(a):
+            others.append(i)
+    kw = [a.name for a in schema.arguments if a.kwarg_only and _needs_conversion(a)]
+    return tuple(tensors), tuple(others), tuple(kw)
+
+
+def _needs_conversion(a) -> bool:
+    return a.is_tensor_like or "ScalarType" in a.type or "Device" in a.type
+
+
+def planned_args_to_tp(plan, args, kwargs, where):
+    """``args_to_tp`` by ``plan_args``'s plan: only the arguments that can hold torch values are
+    looked at (a plain ``Tensor`` argument is converted without a type test)."""
+    tensors, others, kw = plan
+    a = list(args)
+    n = len(a)
+    for i in tensors:
+        if i < n:
+            a[i] = to_tp(a[i], where)
+    for i in others:
+        if i < n:
+            a[i] = _value_to_tp(a[i], where)
+    if kwargs and kw:
+        kwargs = dict(kwargs)
+        for k in kw:
+            if k in kwargs:
+                kwargs[k] = _value_to_tp(kwargs[k], where)
+    return a, kwargs
+
+
 def args_to_tp(args, kwargs, where):
     """``(args, kwargs)`` of a torch call with every tensor (and dtype, device) made TensorPlay's."""
     a = [to_tp(v, where) if type(v) is _Tensor else _value_to_tp(v, where) for v in args]
@@ -175,7 +225,7 @@ def args_to_tp(args, kwargs, where):
 
 def out_to_torch(out, where):
     """A TensorPlay op's result as torch's: a tensor, a tuple/list of them, None, a scalar."""
-    if isinstance(out, _TPTensor):
+    if out.__class__ is _TPTensor or isinstance(out, _TPTensor):
         return to_torch(out, where)
     if out is None:
         return None

@@ -16,11 +16,13 @@ import tensorplay as tp
 import torch
 
 from . import _autograd
-from ._convert import BridgeError, args_to_tp, out_to_torch, reraise
+from ._convert import (BridgeError, out_to_torch, plan_args, planned_args_to_tp, reraise,
+                       to_torch)
 from ._fake import make_fake_kernel
 
 __all__ = ["bridged_ops", "register"]
 
+_TPTensor = tp.Tensor
 _lock = threading.RLock()
 _LIBS: dict[str, torch.library.Library] = {}     # namespace -> FRAGMENT library (kept alive)
 _BRIDGED: dict[str, object] = {}                 # "ns::op" -> the TensorPlay op bridged
@@ -40,14 +42,18 @@ def _where(op) -> str:
 def _kernel(op, where):
     """torch kernel (cpu) of TensorPlay op ``op``: tensors cross by DLPack, the op dispatches
     on their device, results cross back. No per-call checks beyond the conversions."""
+    plan = plan_args(op.schema)     # which arguments need converting, worked out once
+
     def kernel(*args, **kwargs):
-        a, k = args_to_tp(args, kwargs, where)
+        a, k = planned_args_to_tp(plan, args, kwargs, where)
         try:
             out = op(*a, **k)
         except BridgeError:
             raise
         except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
             reraise(e, f"{where}: the TensorPlay kernel raised")
+        if out.__class__ is _TPTensor:      # one tensor (the common case): one call less
+            return to_torch(out, where)
         return out_to_torch(out, where)
     kernel.__name__ = f"{op.opname}_kernel"
     return kernel
