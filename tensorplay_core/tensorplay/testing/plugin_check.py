@@ -26,10 +26,16 @@ or named in ``tensorplay.kernels`` entry-point metadata) and the device-agnostic
 device kernel hides there but which is what runs on every other device. Each result names the
 kernel that ran (dispatch key, ``module:function``, plugin) and is attributed to the plugin that
 registered that kernel.
+
+Parallel runs (``check_plugin(..., jobs=N)``, ``tensorplay check -j N``): the (op, device,
+kernel) cases are spread over ``N`` worker processes (fresh interpreters, never forks, started
+with the parent's plugin controls: see ``_check_pool``) and the results come back in the serial
+order, identical to a serial run apart from timings.
 """
 
 from __future__ import annotations
 
+import os
 import time
 import traceback
 import warnings
@@ -39,6 +45,7 @@ __all__ = [
     "CheckCase",
     "PluginCheckResult",
     "check_plugin",
+    "resolve_jobs",
     "opcheck_plugin_tests",
     "plugin_check_cases",
     "plugin_ops",
@@ -302,7 +309,7 @@ def derive_zero_size(op, samples):
 
 
 def check_plugin(name: str, device=None, *, ops=None, test_utils="DEFAULT", atol=None,
-                 rtol=None, progress=None) -> list[PluginCheckResult]:
+                 rtol=None, progress=None, jobs=1) -> list[PluginCheckResult]:
     """Run ``opcheck`` over all of plugin ``name``'s ops x samples x available devices.
 
     Arguments:
@@ -311,7 +318,13 @@ def check_plugin(name: str, device=None, *, ops=None, test_utils="DEFAULT", atol
     * ``device`` -- ``None`` for every available device, or one (``"cpu"``, ``"cuda:1"``).
     * ``ops`` -- optional qualnames to restrict to; ``test_utils``/``atol``/``rtol`` are passed
       to ``tensorplay.library.opcheck``.
-    * ``progress`` -- optional callable receiving each ``PluginCheckResult`` as it completes.
+    * ``progress`` -- optional callable receiving each ``PluginCheckResult`` as it completes
+      (in the order of the results, also when parallel).
+    * ``jobs`` -- worker processes: ``1`` (default) runs here; ``N`` or ``"auto"`` (one per
+      cpu, see :func:`resolve_jobs`) spreads the cases over spawned processes that load the
+      same plugins (``tensorplay.plugins.controls()``). The results are the same, in the same
+      order, apart from the timings. Ops registered at run time rather than by an installed
+      plugin exist only in this process: check them with ``jobs=1``.
 
     Returns one ``PluginCheckResult`` per (op, device, sample); ``summarize`` counts them. Never
     raises for a failing op. Raises ``PluginError`` when the plugin is not installed, failed to
@@ -325,6 +338,7 @@ def check_plugin(name: str, device=None, *, ops=None, test_utils="DEFAULT", atol
         0
     """
     from ..plugins import manager
+    n_jobs = resolve_jobs(jobs)      # a bad value fails before anything runs
     cases = plugin_check_cases(name, device, ops)
     results = []
     # ops with no available device (e.g. a cuda-only plugin on a machine without a GPU): say so
@@ -348,12 +362,49 @@ def check_plugin(name: str, device=None, *, ops=None, test_utils="DEFAULT", atol
                 progress(r)
     from .kernel_entries import check_kernel_entries    # dangling tensorplay.kernels entries
     check_kernel_entries(manager.get_plugin(name), device, ops, results, progress)
-    for case in cases:
-        for r in run_case(case, test_utils=test_utils, atol=atol, rtol=rtol):
+    for case_results in _run_cases(cases, n_jobs, test_utils=test_utils, atol=atol,
+                                   rtol=rtol):
+        for r in case_results:
             results.append(r)
             if progress is not None:
                 progress(r)
     return results
+
+
+def resolve_jobs(jobs) -> int:
+    """The number of worker processes ``jobs`` asks for: a whole number >= 1 (``1``: run in this
+    process), or ``"auto"``: the cpus this process may run on (``os.sched_getaffinity``, else
+    ``os.cpu_count()``; as pytest-xdist's ``-n auto``). Raises ``ValueError`` (one sentence with
+    the fix) for anything else, e.g. ``0``, ``-2`` or ``"many"``."""
+    if isinstance(jobs, str):
+        text = jobs.strip().lower()
+        if text == "auto":
+            try:
+                return max(1, len(os.sched_getaffinity(0)))
+            except (AttributeError, OSError):
+                return max(1, os.cpu_count() or 1)
+        try:
+            jobs = int(text)
+        except ValueError:
+            jobs = None
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs={jobs if jobs is not None else text!r} is not a number of "
+                         f"worker processes: give a whole number >= 1, or 'auto' for one per "
+                         f"cpu")
+    return jobs
+
+
+def _run_cases(cases, jobs, **kw):
+    """``run_case`` over ``cases``: yields each case's results in the order of ``cases``, as
+    they complete; in ``jobs`` spawned worker processes when ``jobs > 1`` (and there are
+    several cases), else in this process."""
+    jobs = min(jobs, len(cases))
+    if jobs <= 1:
+        for case in cases:
+            yield run_case(case, **kw)
+        return
+    from ._check_pool import run_parallel
+    yield from run_parallel(cases, jobs, kw)
 
 
 def summarize(results) -> dict:
