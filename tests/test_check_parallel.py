@@ -124,3 +124,15 @@ def test_resolve_jobs():
     for bad in (0, -2, "x", True, 1.5, None):
         with pytest.raises(ValueError, match="auto"):
             resolve_jobs(bad)
+
+
+def test_pytest_check_items_run_under_xdist(tmp_path):
+    """``pytest --tensorplay-check=PLUGIN -n 2``: one item per (op, device, kernel), the same
+    collection on every xdist worker, each item's samples seeded by its case."""
+    pytest.importorskip("xdist")
+    (tmp_path / "test_x.py").write_text("def test_nothing():\n    pass\n")
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
+                        "--tensorplay-check=example_ops", "--tensorplay-check-device=cpu"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert " passed" in p.stdout and "failed" not in p.stdout
