@@ -24,6 +24,11 @@ loaded although named with ``--plugin``, or when nothing at all was checked (e.g
 device is unavailable here); 2 for a usage error, including an unknown plugin, op or device
 name (``--plugin``, ``OP``, ``--device``, ``--plugins``).
 
+``check -j N`` (``--jobs``; ``auto``: one per cpu) checks the (op, device, kernel) cases in N
+worker processes started with the same plugin controls: the same results in the same order as a
+serial run, apart from the timings. The default is 1, as pytest without ``-n``: starting a worker
+(importing tensorplay and the plugins) costs about a second, more than a small pack's check.
+
 ``tensorplay plugins`` also warns about a loaded plugin whose module registered no hooks (it
 names the file it imported: a same-named directory in the working directory shadows the real
 module).
