@@ -33,14 +33,16 @@ def _repeat():
     return 3 if H.QUICK else 9
 
 
-def _time(fn, repeat):
-    """Seconds per call of ``fn`` (one call per run: opcheck takes milliseconds)."""
+def _time(fn, repeat, clock=time.perf_counter):
+    """Seconds per call of ``fn`` (one call per run: opcheck takes milliseconds). ``clock``:
+    ``time.process_time`` for the cpu time this process spent, which a loaded machine inflates
+    far less than wall time (both libraries single-threaded here)."""
     fn()   # warm-up: first-use imports and compilation caches
     out = []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
-        out.append(time.perf_counter() - t0)
+        out.append(clock() - t0)
     return out
 
 
@@ -125,6 +127,9 @@ def reference(repeat) -> dict:
         fails = opcheck(op, (x,), raise_exception=False)
         out["tensorplay_ms"] = H.summary(
             _time(lambda: opcheck(op, (x,), raise_exception=False), repeat), 1e3)
+        out["tensorplay_cpu_ms"] = H.summary(
+            _time(lambda: opcheck(op, (x,), raise_exception=False), 3 * repeat,
+                  time.process_time), 1e3)
         out["tensorplay_failures"] = {k: str(v)[:300] for k, v in fails.items()}
     except Exception as e:  # noqa: BLE001 - reported as "not available" with the reason
         out["tensorplay_ms"] = None
@@ -138,8 +143,12 @@ def reference(repeat) -> dict:
         op = _torch_ref_op(torch)
         x = torch.randn(8, 16)
         out["torch_ms"] = H.summary(_time(lambda: torch.library.opcheck(op, (x,)), repeat), 1e3)
+        out["torch_cpu_ms"] = H.summary(_time(lambda: torch.library.opcheck(op, (x,)), repeat,
+                                              time.process_time), 1e3)
     a, b = out.get("torch_ms"), out.get("tensorplay_ms")
     out["ratio_torch_over_tensorplay"] = a["median"] / b["median"] if a and b else None
+    a, b = out.get("torch_cpu_ms"), out.get("tensorplay_cpu_ms")
+    out["ratio_cpu_torch_over_tensorplay"] = a["median"] / b["median"] if a and b else None
     return out
 
 
@@ -164,13 +173,17 @@ def report(res) -> None:
                        "autograd", "grads", "fake", "aot", "status"], rows)
     r = res["reference"]
     rr = r.get("ratio_torch_over_tensorplay")
+    rc = r.get("ratio_cpu_torch_over_tensorplay")
     H.print_table("opcheck of the same op (x * 3.0, autograd + fake, one (8, 16) input)",
-                  ["library", "opcheck time", "note"],
+                  ["library", "opcheck time", "cpu time", "note"],
                   [["tensorplay", H.fmt(r.get("tensorplay_ms"), "ms"),
+                    H.fmt(r.get("tensorplay_cpu_ms"), "ms"),
                     r.get("tensorplay_status") or ("failures: " + ", ".join(r["tensorplay_failures"])
                                                    if r.get("tensorplay_failures") else "passes")],
-                   ["torch 2.x", H.fmt(r.get("torch_ms"), "ms"), r.get("torch_status", "")],
-                   ["torch / tensorplay", f"{rr:.1f}x" if rr else "n/a", ""]])
+                   ["torch 2.x", H.fmt(r.get("torch_ms"), "ms"), H.fmt(r.get("torch_cpu_ms"), "ms"),
+                    r.get("torch_status", "")],
+                   ["torch / tensorplay", f"{rr:.1f}x" if rr else "n/a",
+                    f"{rc:.1f}x" if rc else "n/a", ""]])
 
 
 def main():

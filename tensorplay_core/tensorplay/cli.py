@@ -5,7 +5,7 @@
     tensorplay --version
     tensorplay plugins [--json [PATH]]       # every plugin: version, status, devices, ops, kernels
     tensorplay ops [--namespace NS] [--json [PATH]]   # every op: schema, kernels, plugin
-    tensorplay check [--plugin NAME] [--device D] [OP ...] [--json [PATH]]
+    tensorplay check [--plugin NAME] [--device D] [-j N|auto] [OP ...] [--json [PATH]]
 
 ``check`` is the main job: ``opcheck`` (schema, autograd, layouts, fake, compile) over every op
 each installed op pack ships, with the sample inputs the plugins provide (hook
@@ -189,6 +189,9 @@ def _parser() -> argparse.ArgumentParser:
     sc.add_argument("--rtol", type=_tolerance, default=None,
                     help="relative tolerance override (a finite number >= 0)")
     sc.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    sc.add_argument("--jobs", "-j", default="1", metavar="N",
+                    help="worker processes: a number, or 'auto' for one per cpu (default 1: "
+                         "in this process, as pytest without -n). Same results, same order")
     return p
 
 
@@ -220,6 +223,12 @@ def _usage_error(args) -> str | None:
         bad = _bad_device(d)
         if bad:
             return f"tensorplay check: --device {d}: {bad}"
+    from tensorplay.testing.plugin_check import resolve_jobs
+    try:
+        resolve_jobs(args.jobs)
+    except ValueError:
+        return (f"tensorplay check: --jobs {args.jobs}: give a whole number >= 1, or 'auto' "
+                f"for one worker per cpu")
     if args.test_utils != "DEFAULT" and not any(t.strip() for t in args.test_utils.split(",")):
         return (f"tensorplay check: --test-utils {args.test_utils!r} names no check; give a "
                 f"comma list such as test_schema,test_faketensor, or leave it out to run all")
@@ -924,7 +933,8 @@ def _cmd_check(args) -> int:
         for dev in (devices if args.device else [None]):
             try:
                 results.extend(check_plugin(r.dist, dev, ops=ops_filter, test_utils=tests,
-                                            atol=args.atol, rtol=args.rtol, progress=progress))
+                                            atol=args.atol, rtol=args.rtol, progress=progress,
+                                            jobs=args.jobs))
             except PluginError as e:
                 plugin_failures.append(str(e))
     total_ms = (time.perf_counter() - t_all) * 1e3

@@ -1,5 +1,7 @@
 """opcheck per plugin: run ``tensorplay.library.opcheck`` over every op a plugin ships, on every
-sample its plugins provide, on every available device.
+sample its plugins provide, on every available device. Before a case's samples are made, the
+global generator is seeded from its (op, device): hooks using ``tp.randn`` & co. give the same
+samples in every run, serial or parallel, whatever ran before.
 
 Three ways in, all built on :func:`check_plugin`:
 
@@ -26,19 +28,27 @@ or named in ``tensorplay.kernels`` entry-point metadata) and the device-agnostic
 device kernel hides there but which is what runs on every other device. Each result names the
 kernel that ran (dispatch key, ``module:function``, plugin) and is attributed to the plugin that
 registered that kernel.
+
+Parallel runs (``check_plugin(..., jobs=N)``, ``tensorplay check -j N``): the (op, device,
+kernel) cases are spread over ``N`` worker processes (fresh interpreters, never forks, started
+with the parent's plugin controls: see ``_check_pool``) and the results come back in the serial
+order, identical to a serial run apart from timings.
 """
 
 from __future__ import annotations
 
+import os
 import time
 import traceback
 import warnings
+import zlib
 from dataclasses import dataclass, field
 
 __all__ = [
     "CheckCase",
     "PluginCheckResult",
     "check_plugin",
+    "resolve_jobs",
     "opcheck_plugin_tests",
     "plugin_check_cases",
     "plugin_ops",
@@ -210,6 +220,11 @@ def run_case(case: CheckCase, *, test_utils="DEFAULT", atol=None, rtol=None) -> 
     owner = None if op.is_builtin else op.kernel_owner(key)
     plugin = owner if isinstance(owner, str) else case.plugin
     t0 = time.perf_counter()
+    # a sample hook drawing from the global generator (tp.randn) gets the same values whichever
+    # cases ran before in this process: a parallel run equals the serial one, and a failure
+    # seen once is seen again
+    from .._factories import manual_seed
+    manual_seed(zlib.crc32(f"{case.op}|{case.device}".encode()) & 0x7FFFFFFF)
     try:
         samples = list(manager.sample_inputs(op, case.device))
     except Exception as e:  # noqa: BLE001 - reported as this case's error
@@ -302,7 +317,7 @@ def derive_zero_size(op, samples):
 
 
 def check_plugin(name: str, device=None, *, ops=None, test_utils="DEFAULT", atol=None,
-                 rtol=None, progress=None) -> list[PluginCheckResult]:
+                 rtol=None, progress=None, jobs=1) -> list[PluginCheckResult]:
     """Run ``opcheck`` over all of plugin ``name``'s ops x samples x available devices.
 
     Arguments:
@@ -311,7 +326,13 @@ def check_plugin(name: str, device=None, *, ops=None, test_utils="DEFAULT", atol
     * ``device`` -- ``None`` for every available device, or one (``"cpu"``, ``"cuda:1"``).
     * ``ops`` -- optional qualnames to restrict to; ``test_utils``/``atol``/``rtol`` are passed
       to ``tensorplay.library.opcheck``.
-    * ``progress`` -- optional callable receiving each ``PluginCheckResult`` as it completes.
+    * ``progress`` -- optional callable receiving each ``PluginCheckResult`` as it completes
+      (in the order of the results, also when parallel).
+    * ``jobs`` -- worker processes: ``1`` (default) runs here; ``N`` or ``"auto"`` (one per
+      cpu, see :func:`resolve_jobs`) spreads the cases over spawned processes that load the
+      same plugins (``tensorplay.plugins.controls()``). The results are the same, in the same
+      order, apart from the timings. Ops registered at run time rather than by an installed
+      plugin exist only in this process: check them with ``jobs=1``.
 
     Returns one ``PluginCheckResult`` per (op, device, sample); ``summarize`` counts them. Never
     raises for a failing op. Raises ``PluginError`` when the plugin is not installed, failed to
@@ -325,6 +346,7 @@ def check_plugin(name: str, device=None, *, ops=None, test_utils="DEFAULT", atol
         0
     """
     from ..plugins import manager
+    n_jobs = resolve_jobs(jobs)      # a bad value fails before anything runs
     cases = plugin_check_cases(name, device, ops)
     results = []
     # ops with no available device (e.g. a cuda-only plugin on a machine without a GPU): say so
@@ -348,12 +370,48 @@ def check_plugin(name: str, device=None, *, ops=None, test_utils="DEFAULT", atol
                 progress(r)
     from .kernel_entries import check_kernel_entries    # dangling tensorplay.kernels entries
     check_kernel_entries(manager.get_plugin(name), device, ops, results, progress)
-    for case in cases:
-        for r in run_case(case, test_utils=test_utils, atol=atol, rtol=rtol):
+    for case_results in _run_cases(cases, n_jobs, test_utils=test_utils, atol=atol,
+                                   rtol=rtol):
+        for r in case_results:
             results.append(r)
             if progress is not None:
                 progress(r)
     return results
+
+
+def resolve_jobs(jobs) -> int:
+    """The number of worker processes ``jobs`` asks for: a whole number >= 1 (``1``: run in this
+    process), or ``"auto"``: the cpus this process may run on (``os.sched_getaffinity``, else
+    ``os.cpu_count()``; as pytest-xdist's ``-n auto``). Raises ``ValueError`` (one sentence with
+    the fix) for anything else, e.g. ``0``, ``-2`` or ``"many"``."""
+    n = jobs
+    if isinstance(jobs, str):
+        if jobs.strip().lower() == "auto":
+            try:
+                return max(1, len(os.sched_getaffinity(0)))
+            except (AttributeError, OSError):
+                return max(1, os.cpu_count() or 1)
+        try:
+            n = int(jobs.strip())
+        except ValueError:
+            n = None
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"jobs={jobs!r} is not a number of worker processes: give a whole "
+                         f"number >= 1, or 'auto' for one per cpu")
+    return n
+
+
+def _run_cases(cases, jobs, **kw):
+    """``run_case`` over ``cases``: yields each case's results in the order of ``cases``, as
+    they complete; in ``jobs`` spawned worker processes when ``jobs > 1`` (and there are
+    several cases), else in this process."""
+    jobs = min(jobs, len(cases))
+    if jobs <= 1:
+        for case in cases:
+            yield run_case(case, **kw)
+        return
+    from ._check_pool import run_parallel
+    yield from run_parallel(cases, jobs, kw)
 
 
 def summarize(results) -> dict:
