@@ -14,7 +14,11 @@ from typing import TYPE_CHECKING, Any, Sequence, TypeGuard
 if TYPE_CHECKING:
     import builtins
 
-    from ._tensor import _Dims, _DTypeLike, _Number, _TensorOrScalar
+    from ._registry import CustomOpDef
+    from ._tensor import Tensor, _Dims, _DTypeLike, _Number, _TensorOrScalar
+
+    _Unary = CustomOpDef[[Tensor], Tensor]
+    _Binary = CustomOpDef[[Tensor, _TensorOrScalar], Tensor]   # other: a tensor or a number
 
 from . import errors
 from ._device import Device, device
@@ -41,13 +45,54 @@ from . import plugins  # noqa: E402
 from . import backends  # noqa: E402  (subscribes the backend loader: before any tensor exists)
 
 
-add, sub, mul, div = _O.add, _O.sub, _O.mul, _O.div
-pow, neg, exp, log, sqrt, rsqrt = _O.pow, _O.neg, _O.exp, _O.log, _O.sqrt, _O.rsqrt  # noqa: A001
-tanh, sigmoid, relu, abs, sin, cos, erf = _O.tanh, _O.sigmoid, _O.relu, _O.abs, _O.sin, _O.cos, _O.erf  # noqa: A001
-maximum, minimum, matmul = _O.maximum, _O.minimum, _O.matmul
-eq, ne, lt, le, gt, ge = _O.eq, _O.ne, _O.lt, _O.le, _O.gt, _O.ge
-clone = _O.clone
-logical_and, logical_or, logical_not = _O.logical_and, _O.logical_or, _O.logical_not
+# The built-in ops below are ``CustomOpDef`` records made at import time (called positionally,
+# as their schemas ``(Tensor self, Tensor other)`` say); the declarations give type checkers
+# their call signatures: ``other`` may be a tensor or a Python number.
+if TYPE_CHECKING:
+    add: _Binary
+    sub: _Binary
+    mul: _Binary
+    div: _Binary
+    pow: _Binary  # noqa: A001
+    maximum: _Binary
+    minimum: _Binary
+    eq: _Binary
+    ne: _Binary
+    lt: _Binary
+    le: _Binary
+    gt: _Binary
+    ge: _Binary
+    logical_and: _Binary
+    logical_or: _Binary
+    matmul: CustomOpDef[[Tensor, Tensor], Tensor]
+    neg: _Unary
+    exp: _Unary
+    log: _Unary
+    sqrt: _Unary
+    rsqrt: _Unary
+    tanh: _Unary
+    sigmoid: _Unary
+    relu: _Unary
+    abs: _Unary  # noqa: A001
+    sin: _Unary
+    cos: _Unary
+    erf: _Unary
+    clone: _Unary
+    logical_not: _Unary
+    isnan: _Unary
+    isinf: _Unary
+    isfinite: _Unary
+    floor: _Unary
+    ceil: _Unary
+else:   # the op records themselves (run time)
+    add, sub, mul, div = _O.add, _O.sub, _O.mul, _O.div
+    pow, neg, exp, log, sqrt, rsqrt = _O.pow, _O.neg, _O.exp, _O.log, _O.sqrt, _O.rsqrt  # noqa: A001
+    tanh, sigmoid, relu, abs, sin, cos, erf = _O.tanh, _O.sigmoid, _O.relu, _O.abs, _O.sin, _O.cos, _O.erf  # noqa: A001
+    maximum, minimum, matmul = _O.maximum, _O.minimum, _O.matmul
+    eq, ne, lt, le, gt, ge = _O.eq, _O.ne, _O.lt, _O.le, _O.gt, _O.ge
+    clone = _O.clone
+    logical_and, logical_or, logical_not = _O.logical_and, _O.logical_or, _O.logical_not
+    isnan, isinf, isfinite, floor, ceil = _O.isnan, _O.isinf, _O.isfinite, _O.floor, _O.ceil
 
 
 def sum(input: Tensor, dim: _Dims = None, keepdim: builtins.bool = False, *,
@@ -70,9 +115,6 @@ def amax(input: Tensor, dim: _Dims = (), keepdim: builtins.bool = False) -> Tens
 def amin(input: Tensor, dim: _Dims = (), keepdim: builtins.bool = False) -> Tensor:
     """Minimum over ``dim`` (all dims when empty), values only; same as ``torch.amin``."""
     return input.amin(dim, keepdim)
-
-
-isnan, isinf, isfinite, floor, ceil = _O.isnan, _O.isinf, _O.isfinite, _O.floor, _O.ceil
 
 
 def round(input: Tensor, *, decimals: builtins.int = 0) -> Tensor:  # noqa: A001

@@ -79,4 +79,6 @@ assert_type(stats.shape, Tuple[int, ...])
 assert_type(stats.sum().item(), Union[bool, int, float])
 assert_type(compiled_loss(data, target), tp.Tensor)
 assert_type(tp.cuda.is_available(), bool)
+assert_type(tp.add(stats, 1.0), tp.Tensor)            # a built-in op re-exported at the root
+assert_type(tp.device(device), tp.device)
 print(rows, len(col), ok, n_gpus, stats2.requires_grad, w.is_leaf, values, indices)
