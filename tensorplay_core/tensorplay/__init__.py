@@ -9,7 +9,7 @@ from __future__ import annotations
 
 __version__ = "1.0.0.dev20260909"
 
-from typing import TYPE_CHECKING, Any, Sequence, TypeGuard
+from typing import TYPE_CHECKING, Any, Sequence, TypeGuard, overload
 
 if TYPE_CHECKING:
     import builtins
@@ -143,15 +143,25 @@ def any(input: Tensor, dim: _Dims = None, keepdim: builtins.bool = False) -> Ten
     return input.any(dim, keepdim)
 
 
-def max(input: Tensor, dim: builtins.int | Tensor | None = None,
-        keepdim: builtins.bool = False) -> Any:  # noqa: A001
+@overload
+def max(input: Tensor) -> Tensor: ...
+@overload
+def max(input: Tensor, dim: Tensor) -> Tensor: ...
+@overload
+def max(input: Tensor, dim: builtins.int, keepdim: builtins.bool = False) -> return_types.max: ...
+def max(input: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Any:  # noqa: A001
     """``max(input)``: the largest element; ``max(input, dim, keepdim=False)``: the named tuple
     ``(values, indices)``; ``max(input, other)``: the elementwise maximum (as ``torch.max``)."""
     return input.max(dim, keepdim)
 
 
-def min(input: Tensor, dim: builtins.int | Tensor | None = None,
-        keepdim: builtins.bool = False) -> Any:  # noqa: A001
+@overload
+def min(input: Tensor) -> Tensor: ...
+@overload
+def min(input: Tensor, dim: Tensor) -> Tensor: ...
+@overload
+def min(input: Tensor, dim: builtins.int, keepdim: builtins.bool = False) -> return_types.min: ...
+def min(input: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Any:  # noqa: A001
     """``min(input)``, ``min(input, dim)`` -> ``(values, indices)``, ``min(input, other)`` (as
     ``torch.min``)."""
     return input.min(dim, keepdim)

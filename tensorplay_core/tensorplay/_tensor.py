@@ -512,6 +512,15 @@ class Tensor:
         return (_rebuild_tensor, (arr, self._dtype.name, str(self._device), self._requires_grad))
 
     # -- device / dtype moves --------------------------------------------------------------------
+    @overload
+    def to(self, dtype: _DTypeLike, /, *, non_blocking: _bool = False,
+           copy: _bool = False) -> Tensor: ...
+    @overload
+    def to(self, device: _DeviceLike | None = None, dtype: _DTypeLike | None = None, *,
+           non_blocking: _bool = False, copy: _bool = False) -> Tensor: ...
+    @overload
+    def to(self, other: Tensor, /, *, non_blocking: _bool = False,
+           copy: _bool = False) -> Tensor: ...
     def to(self, *args: Any, **kwargs: Any) -> Tensor:
         """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)``; ``copy=True`` forces
         a copy. Returns ``self`` when nothing changes (torch semantics). Differentiable."""

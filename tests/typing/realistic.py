@@ -73,6 +73,7 @@ stats = tp.tensor([1.0, 2.0, 3.0], dtype=tp.float32)
 stats2 = 2 * stats / 3 - 1
 ok: bool = bool((stats2 >= -1).all()) and stats2.dtype == tp.float32 and stats2.ndim == 1
 values, indices = stats2.max(0)
+assert_type(tp.max(stats2, 0).values, tp.Tensor)
 assert_type(w.grad, Optional[tp.Tensor])
 assert_type(tp.zeros(2, 3), tp.Tensor)
 assert_type(stats.shape, Tuple[int, ...])
