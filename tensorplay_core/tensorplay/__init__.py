@@ -9,6 +9,17 @@ from __future__ import annotations
 
 __version__ = "1.0.0.dev20260909"
 
+from typing import TYPE_CHECKING, Any, Sequence, TypeGuard, overload
+
+if TYPE_CHECKING:
+    import builtins
+
+    from ._registry import CustomOpDef
+    from ._tensor import Tensor, _Dims, _DTypeLike, _Number, _TensorOrScalar
+
+    _Unary = CustomOpDef[[Tensor], Tensor]
+    _Binary = CustomOpDef[[Tensor, _TensorOrScalar], Tensor]   # other: a tensor or a number
+
 from . import errors
 from ._device import Device, device
 from ._dtype import (DType, bfloat16, bool, dtype, float16, float32, float64, get_default_dtype,
@@ -34,170 +45,232 @@ from . import plugins  # noqa: E402
 from . import backends  # noqa: E402  (subscribes the backend loader: before any tensor exists)
 
 
-add, sub, mul, div = _O.add, _O.sub, _O.mul, _O.div
-pow, neg, exp, log, sqrt, rsqrt = _O.pow, _O.neg, _O.exp, _O.log, _O.sqrt, _O.rsqrt  # noqa: A001
-tanh, sigmoid, relu, abs, sin, cos, erf = _O.tanh, _O.sigmoid, _O.relu, _O.abs, _O.sin, _O.cos, _O.erf  # noqa: A001
-maximum, minimum, matmul = _O.maximum, _O.minimum, _O.matmul
-eq, ne, lt, le, gt, ge = _O.eq, _O.ne, _O.lt, _O.le, _O.gt, _O.ge
-clone = _O.clone
-logical_and, logical_or, logical_not = _O.logical_and, _O.logical_or, _O.logical_not
+# The built-in ops below are ``CustomOpDef`` records made at import time (called positionally,
+# as their schemas ``(Tensor self, Tensor other)`` say); the declarations give type checkers
+# their call signatures: ``other`` may be a tensor or a Python number.
+if TYPE_CHECKING:
+    add: _Binary
+    sub: _Binary
+    mul: _Binary
+    div: _Binary
+    pow: _Binary  # noqa: A001
+    maximum: _Binary
+    minimum: _Binary
+    eq: _Binary
+    ne: _Binary
+    lt: _Binary
+    le: _Binary
+    gt: _Binary
+    ge: _Binary
+    logical_and: _Binary
+    logical_or: _Binary
+    matmul: CustomOpDef[[Tensor, Tensor], Tensor]
+    neg: _Unary
+    exp: _Unary
+    log: _Unary
+    sqrt: _Unary
+    rsqrt: _Unary
+    tanh: _Unary
+    sigmoid: _Unary
+    relu: _Unary
+    abs: _Unary  # noqa: A001
+    sin: _Unary
+    cos: _Unary
+    erf: _Unary
+    clone: _Unary
+    logical_not: _Unary
+    isnan: _Unary
+    isinf: _Unary
+    isfinite: _Unary
+    floor: _Unary
+    ceil: _Unary
+else:   # the op records themselves (run time)
+    add, sub, mul, div = _O.add, _O.sub, _O.mul, _O.div
+    pow, neg, exp, log, sqrt, rsqrt = _O.pow, _O.neg, _O.exp, _O.log, _O.sqrt, _O.rsqrt  # noqa: A001
+    tanh, sigmoid, relu, abs, sin, cos, erf = _O.tanh, _O.sigmoid, _O.relu, _O.abs, _O.sin, _O.cos, _O.erf  # noqa: A001
+    maximum, minimum, matmul = _O.maximum, _O.minimum, _O.matmul
+    eq, ne, lt, le, gt, ge = _O.eq, _O.ne, _O.lt, _O.le, _O.gt, _O.ge
+    clone = _O.clone
+    logical_and, logical_or, logical_not = _O.logical_and, _O.logical_or, _O.logical_not
+    isnan, isinf, isfinite, floor, ceil = _O.isnan, _O.isinf, _O.isfinite, _O.floor, _O.ceil
 
 
-def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
+def sum(input: Tensor, dim: _Dims = None, keepdim: builtins.bool = False, *,
+        dtype: _DTypeLike | None = None) -> Tensor:  # noqa: A001
     """Sum over ``dim`` (int or list; all dims when None), same as ``torch.sum``."""
     return input.sum(dim, keepdim, dtype=dtype)
 
 
-def mean(input, dim=None, keepdim=False, *, dtype=None):
+def mean(input: Tensor, dim: _Dims = None, keepdim: builtins.bool = False, *,
+         dtype: _DTypeLike | None = None) -> Tensor:
     """Mean over ``dim``; floating inputs only (``RuntimeError`` otherwise), as ``torch.mean``."""
     return input.mean(dim, keepdim, dtype=dtype)
 
 
-def amax(input, dim=(), keepdim=False):
+def amax(input: Tensor, dim: _Dims = (), keepdim: builtins.bool = False) -> Tensor:
     """Maximum over ``dim`` (all dims when empty), values only; same as ``torch.amax``."""
     return input.amax(dim, keepdim)
 
 
-def amin(input, dim=(), keepdim=False):
+def amin(input: Tensor, dim: _Dims = (), keepdim: builtins.bool = False) -> Tensor:
     """Minimum over ``dim`` (all dims when empty), values only; same as ``torch.amin``."""
     return input.amin(dim, keepdim)
 
 
-isnan, isinf, isfinite, floor, ceil = _O.isnan, _O.isinf, _O.isfinite, _O.floor, _O.ceil
-
-
-def round(input, *, decimals=0):  # noqa: A001
+def round(input: Tensor, *, decimals: builtins.int = 0) -> Tensor:  # noqa: A001
     """Round to ``decimals`` places, halves to even (same as ``torch.round``)."""
     return _O.round(input, decimals=decimals)
 
 
-def prod(input, dim=None, keepdim=False, *, dtype=None):
+def prod(input: Tensor, dim: _Dims = None, keepdim: builtins.bool = False, *,
+         dtype: _DTypeLike | None = None) -> Tensor:
     """Product over ``dim`` (all elements when None); ints and bools give int64 (``torch.prod``)."""
     return input.prod(dim, keepdim, dtype=dtype)
 
 
-def cumsum(input, dim, *, dtype=None):
+def cumsum(input: Tensor, dim: builtins.int, *, dtype: _DTypeLike | None = None) -> Tensor:
     """Cumulative sum along ``dim`` (same as ``torch.cumsum``)."""
     return input.cumsum(dim, dtype=dtype)
 
 
-def all(input, dim=None, keepdim=False):  # noqa: A001
+def all(input: Tensor, dim: _Dims = None, keepdim: builtins.bool = False) -> Tensor:  # noqa: A001
     """True where every element (over ``dim``, or all) is non-zero (same as ``torch.all``)."""
     return input.all(dim, keepdim)
 
 
-def any(input, dim=None, keepdim=False):  # noqa: A001
+def any(input: Tensor, dim: _Dims = None, keepdim: builtins.bool = False) -> Tensor:  # noqa: A001
     """True where some element (over ``dim``, or all) is non-zero (same as ``torch.any``)."""
     return input.any(dim, keepdim)
 
 
-def max(input, dim=None, keepdim=False):  # noqa: A001
+@overload
+def max(input: Tensor) -> Tensor: ...
+@overload
+def max(input: Tensor, dim: Tensor) -> Tensor: ...
+@overload
+def max(input: Tensor, dim: builtins.int, keepdim: builtins.bool = False) -> return_types.max: ...
+def max(input: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Any:  # noqa: A001
     """``max(input)``: the largest element; ``max(input, dim, keepdim=False)``: the named tuple
     ``(values, indices)``; ``max(input, other)``: the elementwise maximum (as ``torch.max``)."""
     return input.max(dim, keepdim)
 
 
-def min(input, dim=None, keepdim=False):  # noqa: A001
+@overload
+def min(input: Tensor) -> Tensor: ...
+@overload
+def min(input: Tensor, dim: Tensor) -> Tensor: ...
+@overload
+def min(input: Tensor, dim: builtins.int, keepdim: builtins.bool = False) -> return_types.min: ...
+def min(input: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Any:  # noqa: A001
     """``min(input)``, ``min(input, dim)`` -> ``(values, indices)``, ``min(input, other)`` (as
     ``torch.min``)."""
     return input.min(dim, keepdim)
 
 
-def nonzero(input, *, as_tuple=False):
+def nonzero(input: Tensor, *, as_tuple: builtins.bool = False) -> Any:
     """Indices of the nonzero elements (``(n, ndim)`` int64; ``as_tuple=True``: one 1-D tensor
     per dimension), as ``torch.nonzero``; ``n`` depends on the values."""
     return input.nonzero(as_tuple=as_tuple)
 
 
-def argmax(input, dim=None, keepdim=False):
+def argmax(input: Tensor, dim: builtins.int | None = None,
+           keepdim: builtins.bool = False) -> Tensor:
     """Index of the maximum (of the flattened input when ``dim`` is None), as ``torch.argmax``."""
     return _O.argmax(input, dim, keepdim)
 
 
-def argmin(input, dim=None, keepdim=False):
+def argmin(input: Tensor, dim: builtins.int | None = None,
+           keepdim: builtins.bool = False) -> Tensor:
     """Index of the minimum (of the flattened input when ``dim`` is None), as ``torch.argmin``."""
     return _O.argmin(input, dim, keepdim)
 
 
-def sort(input, dim=-1, descending=False, *, stable=False):
+def sort(input: Tensor, dim: builtins.int = -1, descending: builtins.bool = False, *,
+         stable: builtins.bool = False) -> return_types.sort:
     """``(values, indices)`` sorted along ``dim`` (same as ``torch.sort``)."""
     return input.sort(dim, descending, stable=stable)
 
 
-def topk(input, k, dim=-1, largest=True, sorted=True):   # noqa: A002 - torch's names
+def topk(input: Tensor, k: builtins.int, dim: builtins.int = -1, largest: builtins.bool = True,
+         sorted: builtins.bool = True) -> return_types.topk:   # noqa: A002 - torch's names
     """``(values, indices)`` of the ``k`` largest (or smallest) elements along ``dim`` (same as
     ``torch.topk``; see ``Tensor.topk``)."""
     return input.topk(k, dim, largest, sorted)
 
 
-def argsort(input, dim=-1, descending=False, *, stable=False):
+def argsort(input: Tensor, dim: builtins.int = -1, descending: builtins.bool = False, *,
+            stable: builtins.bool = False) -> Tensor:
     """Indices sorting ``input`` along ``dim`` (same as ``torch.argsort``)."""
     return input.argsort(dim, descending, stable=stable)
 
 
-def gather(input, dim, index, *, sparse_grad=False):
+def gather(input: Tensor, dim: builtins.int, index: Tensor, *,
+           sparse_grad: builtins.bool = False) -> Tensor:
     """Values of ``input`` at ``index`` along ``dim`` (same as ``torch.gather``)."""
     return _O.gather(input, dim, index, sparse_grad=sparse_grad)
 
 
-def scatter_add(input, dim, index, src):
+def scatter_add(input: Tensor, dim: builtins.int, index: Tensor, src: Tensor) -> Tensor:
     """``input`` with ``src`` added at ``index`` along ``dim`` (same as ``torch.scatter_add``)."""
     return _O.scatter_add(input, dim, index, src)
 
 
-def scatter(input, dim, index, src=None, *, value=None, reduce=None):
+def scatter(input: Tensor, dim: builtins.int, index: Tensor, src: _TensorOrScalar | None = None, *,
+            value: _Number | None = None, reduce: str | None = None) -> Tensor:
     """``input`` with ``src`` (tensor or number) written at ``index`` along ``dim`` (same as
     ``torch.scatter``; see ``Tensor.scatter``)."""
     return input.scatter(dim, index, src, value=value, reduce=reduce)
 
 
-def softmax(input, dim):
+def softmax(input: Tensor, dim: builtins.int) -> Tensor:
     """Softmax along ``dim`` (floating result), same as ``torch.softmax``."""
     return _O.softmax(input, dim)
 
 
-def log_softmax(input, dim):
+def log_softmax(input: Tensor, dim: builtins.int) -> Tensor:
     """``log(softmax(input, dim))``, computed stably; same as ``torch.log_softmax``."""
     return _O.log_softmax(input, dim)
 
 
-def reshape(input, shape):
+def reshape(input: Tensor, shape: Sequence[builtins.int]) -> Tensor:
     """``input`` with shape ``shape``: a view when the strides allow, else a copy (``torch.reshape``)."""
     return input.reshape(shape)
 
 
-def permute(input, dims):
+def permute(input: Tensor, dims: Sequence[builtins.int]) -> Tensor:
     """A view of ``input`` with its dimensions reordered as ``dims``; same as ``torch.permute``."""
     return input.permute(dims)
 
 
-def transpose(input, dim0, dim1):
+def transpose(input: Tensor, dim0: builtins.int, dim1: builtins.int) -> Tensor:
     """A view of ``input`` with ``dim0`` and ``dim1`` swapped; same as ``torch.transpose``."""
     return input.transpose(dim0, dim1)
 
 
-def unsqueeze(input, dim):
+def unsqueeze(input: Tensor, dim: builtins.int) -> Tensor:
     """A view of ``input`` with a size-1 dimension inserted at ``dim`` (``torch.unsqueeze``)."""
     return input.unsqueeze(dim)
 
 
-def squeeze(input, dim=None):
+def squeeze(input: Tensor, dim: _Dims = None) -> Tensor:
     """A view of ``input`` without its size-1 dimensions (or only ``dim``) (``torch.squeeze``)."""
     return input.squeeze(dim)
 
 
-def clamp(input, min=None, max=None):  # noqa: A002
+def clamp(input: Tensor, min: _TensorOrScalar | None = None,
+          max: _TensorOrScalar | None = None) -> Tensor:  # noqa: A002
     """``input`` limited to [``min``, ``max``] elementwise, either may be None (``torch.clamp``)."""
     return input.clamp(min, max)
 
 
-def allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False) -> "builtins.bool":
+def allclose(a: Tensor, b: Tensor, rtol: builtins.float = 1e-5, atol: builtins.float = 1e-8,
+             equal_nan: builtins.bool = False) -> builtins.bool:
     """True when ``|a - b| <= atol + rtol * |b|`` elementwise (shapes broadcast)."""
     from .testing.assertions import allclose as _ac
     return _ac(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
 
 
-def is_tensor(obj) -> "builtins.bool":
+def is_tensor(obj: object) -> TypeGuard[Tensor]:
     """True if ``obj`` is a ``tensorplay.Tensor``, fake ones included (``torch.is_tensor``)."""
     return isinstance(obj, Tensor)
 

@@ -34,8 +34,10 @@ class Device:
     """
 
     __slots__ = ("type", "index", "_str", "_canon")
+    type: str             # declared for the type checkers (slots)
+    index: int | None
 
-    def __new__(cls, type_or_str="cpu", index: int | None = None):
+    def __new__(cls, type_or_str: str | Device | int = "cpu", index: int | None = None) -> Device:
         if isinstance(type_or_str, Device):
             if index is None:
                 return type_or_str
@@ -87,7 +89,7 @@ class Device:
     def __str__(self) -> str:
         return self._str
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         if isinstance(other, str):
             try:
                 other = Device(other)

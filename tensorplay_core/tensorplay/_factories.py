@@ -9,12 +9,16 @@ they become graph nodes. Errors: a device whose plugin is not installed raises
 from __future__ import annotations
 
 import operator
+from typing import TYPE_CHECKING, Any, Sequence
 
 from . import _devices, _dispatch, _dtype, _tensor
 from ._backend import get_backend
 from ._device import Device
 from ._ops import ops as O
 from ._ops._shapes import check_fill, scalar_value, size_ints
+
+if TYPE_CHECKING:
+    from ._tensor import Tensor, _DeviceLike, _DTypeLike, _Number, _TensorOrScalar
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "empty", "zeros", "ones", "full",
            "arange", "rand", "randn", "empty_like", "zeros_like", "ones_like", "full_like",
@@ -94,7 +98,9 @@ def _finish(t, requires_grad, api="factory"):
     return t
 
 
-def empty(*sizes, size=None, dtype=None, device=None, requires_grad=False):
+def empty(*sizes: int | Sequence[int], size: Sequence[int] | None = None,
+          dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
+          requires_grad: bool = False) -> Tensor:
     """Uninitialised tensor of ``size`` (ints). ``dtype`` defaults to the default float dtype.
     ``size``: ints, one list/tuple of ints, or the ``size=`` keyword (as torch). ``TypeError``
     naming the factory for a bool/float/None... size or a non-bool ``requires_grad``;
@@ -125,7 +131,8 @@ def empty(*sizes, size=None, dtype=None, device=None, requires_grad=False):
     return t
 
 
-def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
+def full(size: Sequence[int], fill_value: _Number, *, dtype: _DTypeLike | None = None,
+         device: _DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     """Tensor of ``size`` filled with ``fill_value``; dtype inferred from the value as torch does
     (bool -> bool, int -> int64, float -> the default float; numpy scalars as their Python
     values). ``TypeError`` when ``fill_value`` is not a number, ``RuntimeError`` when ``dtype``
@@ -175,7 +182,9 @@ def _filled(api, value, sizes, size, dtype, device, requires_grad):
     return t
 
 
-def zeros(*sizes, size=None, dtype=None, device=None, requires_grad=False):
+def zeros(*sizes: int | Sequence[int], size: Sequence[int] | None = None,
+          dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
+          requires_grad: bool = False) -> Tensor:
     """Tensor of zeros of ``size`` (default float dtype unless ``dtype``).
     ``size``: ints, one list/tuple of ints, or the ``size=`` keyword (as torch). ``TypeError``
     naming the factory for a bool/float/None... size or a non-bool ``requires_grad``;
@@ -184,7 +193,9 @@ def zeros(*sizes, size=None, dtype=None, device=None, requires_grad=False):
     return _filled("zeros", 0, sizes, size, dtype, device, requires_grad)
 
 
-def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False):
+def ones(*sizes: int | Sequence[int], size: Sequence[int] | None = None,
+         dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
+         requires_grad: bool = False) -> Tensor:
     """Tensor of ones of ``size`` (default float dtype unless ``dtype``).
     ``size``: ints, one list/tuple of ints, or the ``size=`` keyword (as torch). ``TypeError``
     naming the factory for a bool/float/None... size or a non-bool ``requires_grad``;
@@ -193,7 +204,9 @@ def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False):
     return _filled("ones", 1, sizes, size, dtype, device, requires_grad)
 
 
-def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+def arange(start: _Number, end: _Number | None = None, step: _Number = 1, *,
+           dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
+           requires_grad: bool = False) -> Tensor:
     """``[start, end)`` with ``step``; int64 for int arguments, default float otherwise.
     ``RuntimeError`` (as torch) for a zero step, a step whose sign does not lead from ``start``
     to ``end``, or a non-finite bound, on every device, meta and fake included."""
@@ -206,7 +219,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
                    requires_grad, "arange")
 
 
-def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
+def eye(n: int, m: int | None = None, *, dtype: _DTypeLike | None = None,
+        device: _DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     """2-D tensor with ones on the diagonal: ``n`` rows, ``m`` columns (``n`` when None);
     default float dtype unless ``dtype`` (same as ``torch.eye``)."""
     n = operator.index(n)
@@ -215,7 +229,8 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
                          _dtype.get_default_dtype(), device=_dev(device)), requires_grad, "eye")
 
 
-def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
+def linspace(start: _Number, end: _Number, steps: int, *, dtype: _DTypeLike | None = None,
+             device: _DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive (default float dtype
     unless ``dtype``), computed as torch does (both ends exact). ``RuntimeError`` for negative
     ``steps``."""
@@ -225,8 +240,9 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
                    "linspace")
 
 
-def randint(*args, size=None, low=None, high=None, dtype=None, device=None,
-            requires_grad=False):
+def randint(*args: int | Sequence[int], size: Sequence[int] | None = None, low: int | None = None,
+            high: int | None = None, dtype: _DTypeLike | None = None,
+            device: _DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     """Uniform random integers in ``[low, high)`` of shape ``size``: ``randint(high, size)`` or
     ``randint(low, high, size)`` (keywords work too), int64 unless ``dtype``, from the device's
     generator (``manual_seed``), as ``torch.randint``. ``RuntimeError`` unless ``low < high``."""
@@ -266,21 +282,26 @@ def _random_dtype(api, dtype):
     return dt
 
 
-def rand(*sizes, size=None, dtype=None, device=None, requires_grad=False):
+def rand(*sizes: int | Sequence[int], size: Sequence[int] | None = None,
+         dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
+         requires_grad: bool = False) -> Tensor:
     """Uniform [0, 1) samples of ``size`` from the device's generator (see ``manual_seed``)."""
     size = _size(_sizes(sizes, size, "rand"), "rand")
     return _finish(O.rand(size, dtype=_random_dtype("rand", dtype),
                           device=_dev(device)), requires_grad, "rand")
 
 
-def randn(*sizes, size=None, dtype=None, device=None, requires_grad=False):
+def randn(*sizes: int | Sequence[int], size: Sequence[int] | None = None,
+          dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
+          requires_grad: bool = False) -> Tensor:
     """Standard normal samples of ``size`` from the device's generator (see ``manual_seed``)."""
     size = _size(_sizes(sizes, size, "randn"), "randn")
     return _finish(O.randn(size, dtype=_random_dtype("randn", dtype),
                            device=_dev(device)), requires_grad, "randn")
 
 
-def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False):
+def empty_strided(size: Sequence[int], stride: Sequence[int], *, dtype: _DTypeLike | None = None,
+                  device: _DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     """Uninitialised tensor of ``size`` laid out with ``stride`` (elements), as
     ``torch.empty_strided``: its storage holds exactly the elements those strides reach
     (``1 + sum((n - 1) * s)``, 0 for an empty tensor); on fake/meta devices only the metadata.
@@ -306,28 +327,32 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
     return t
 
 
-def empty_like(t, *, dtype=None, device=None, requires_grad=False):
+def empty_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
+               requires_grad: bool = False) -> Tensor:
     """``empty`` with ``t``'s shape, dtype and device (fake if ``t`` is fake)."""
     _need_tensor(t, "empty_like")
     return _like_self(t, "empty", t.shape, None, dtype, device, requires_grad,
                       "empty_like")
 
 
-def zeros_like(t, *, dtype=None, device=None, requires_grad=False):
+def zeros_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
+               requires_grad: bool = False) -> Tensor:
     """Zeros with ``t``'s shape, dtype and device unless given (fake if ``t`` is fake)."""
     _need_tensor(t, "zeros_like")
     return _like_self(t, "full", t.shape, 0, dtype, device, requires_grad,
                       "zeros_like")
 
 
-def ones_like(t, *, dtype=None, device=None, requires_grad=False):
+def ones_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
+              requires_grad: bool = False) -> Tensor:
     """Ones with ``t``'s shape, dtype and device unless given (fake if ``t`` is fake)."""
     _need_tensor(t, "ones_like")
     return _like_self(t, "full", t.shape, 1, dtype, device, requires_grad,
                       "ones_like")
 
 
-def full_like(t, fill_value, *, dtype=None, device=None, requires_grad=False):
+def full_like(t: Tensor, fill_value: _Number, *, dtype: _DTypeLike | None = None,
+              device: _DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     """``fill_value`` with ``t``'s shape, dtype and device unless given."""
     _need_tensor(t, "full_like")
     dt = t._dtype if dtype is None else dtype if dtype.__class__ is _DT else \
@@ -338,14 +363,16 @@ def full_like(t, fill_value, *, dtype=None, device=None, requires_grad=False):
     return _like_self(t, "full", t.shape, fill_value, dt, device, requires_grad, "full_like")
 
 
-def rand_like(t, *, dtype=None, device=None, requires_grad=False):
+def rand_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
+              requires_grad: bool = False) -> Tensor:
     """Uniform [0, 1) samples shaped like ``t`` (its dtype and device unless given)."""
     _need_tensor(t, "rand_like")
     return _like_self(t, "rand", t.shape, None, dtype, device, requires_grad,
                       "rand_like")
 
 
-def randn_like(t, *, dtype=None, device=None, requires_grad=False):
+def randn_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
+               requires_grad: bool = False) -> Tensor:
     """Standard normal samples shaped like ``t`` (its dtype and device unless given)."""
     _need_tensor(t, "randn_like")
     return _like_self(t, "randn", t.shape, None, dtype, device, requires_grad,
@@ -452,7 +479,8 @@ def _shape_of(data):
     return shape
 
 
-def tensor(data, *, dtype=None, device=None, requires_grad=False):
+def tensor(data: Any, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
+           requires_grad: bool = False) -> Tensor:
     """A new tensor copying ``data`` (nested lists/tuples of numbers, a numpy/CuPy array, or a
     Tensor). dtype: given, or the array's own, or torch's rule for Python numbers (float ->
     float32 by default, int -> int64, bool -> bool)."""
@@ -523,7 +551,8 @@ def _check_ragged(data):
     walk(data, 0, "data")
 
 
-def as_tensor(data, dtype=None, device=None):
+def as_tensor(data: Any, dtype: _DTypeLike | None = None,
+              device: _DeviceLike | None = None) -> Tensor:
     """Like ``tensor`` but shares memory with a Tensor or a cpu numpy array when it can."""
     if isinstance(data, _tensor.Tensor):
         return data.to(device=device, dtype=dtype)
@@ -533,7 +562,7 @@ def as_tensor(data, dtype=None, device=None):
     return tensor(data, dtype=dtype, device=device)
 
 
-def from_numpy(arr):
+def from_numpy(arr: Any) -> Tensor:
     """A cpu tensor sharing memory with numpy array ``arr`` (writes are visible both ways)."""
     be = get_backend("cpu")
     if type(arr).__module__ != "numpy" or not hasattr(arr, "strides"):
@@ -542,7 +571,7 @@ def from_numpy(arr):
     return be.wrap_shared(arr, _CPU)
 
 
-def from_dlpack(obj):
+def from_dlpack(obj: Any) -> Tensor:
     """Zero-copy import of a DLPack-capable array (numpy, CuPy, torch, ...) as a tensor.
 
     The result shares memory with the producer, strides included (arrays with negative strides
@@ -563,7 +592,7 @@ def from_dlpack(obj):
 _SEED = [None]   # the last manual_seed, applied to backends loaded later
 
 
-def manual_seed(seed: int):
+def manual_seed(seed: int) -> None:
     """Seed every loaded device's generator (and those loaded later) with ``seed``."""
     _SEED[0] = int(seed)
     for b in list(_devices.loaded.values()):
@@ -584,7 +613,7 @@ _tensor._new_tensor = tensor
 _tensor._check_fill = check_fill
 
 
-def cat(tensors, dim=0):
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Concatenate along ``dim`` (same as ``torch.cat``)."""
     tensors = list(tensors)
     if not tensors:   # nothing to dispatch on: torch's error rather than a DispatchError
@@ -592,7 +621,7 @@ def cat(tensors, dim=0):
     return O.cat(tensors, dim)
 
 
-def stack(tensors, dim=0):
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Stack along a new dimension ``dim`` (same as ``torch.stack``)."""
     tensors = list(tensors)
     if not tensors:
@@ -600,7 +629,7 @@ def stack(tensors, dim=0):
     return O.stack(tensors, dim)
 
 
-def where(condition, input, other):
+def where(condition: Tensor, input: _TensorOrScalar, other: _TensorOrScalar) -> Tensor:
     """Elementwise ``input if condition else other`` with broadcasting (same as ``torch.where``).
     ``condition`` must be a bool tensor (``RuntimeError`` otherwise, as torch); ``input`` and
     ``other`` are tensors or Python numbers, promoted together."""

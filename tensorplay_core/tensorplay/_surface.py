@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import builtins
 import math
+from typing import TYPE_CHECKING, Any, Sequence
 
 from . import _dtype
 from . import _factories as F
 from ._ops import ops as O
 from ._ops._shapes import broadcast_shapes, wrap_dim
+
+if TYPE_CHECKING:
+    from ._tensor import Tensor, _DeviceLike, _Dims, _DTypeLike, _Number
 
 _int = builtins.int
 
@@ -36,19 +40,19 @@ def _sizes(args):
 
 
 # -- shape functions -------------------------------------------------------------------------------
-def flatten(input, start_dim=0, end_dim=-1):
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Dims ``start_dim..end_dim`` merged into one (a view when the strides allow), as
     ``torch.flatten``; a 0-d input gives shape ``(1,)``."""
     return input.flatten(start_dim, end_dim)
 
 
-def unbind(input, dim=0):
+def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     """The slices of ``input`` along ``dim`` as a tuple of views (``torch.unbind``)."""
     d = wrap_dim(dim, input.ndim, "unbind(): ")
     return tuple(O.select(input, d, i) for i in range(input.shape[d]))
 
 
-def chunk(input, chunks, dim=0):
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """At most ``chunks`` views of equal size along ``dim`` (the last may be smaller), as
     ``torch.chunk``."""
     if chunks <= 0:
@@ -56,23 +60,24 @@ def chunk(input, chunks, dim=0):
     return input.chunk(chunks, dim)
 
 
-def split(tensor, split_size_or_sections, dim=0):
+def split(tensor: Tensor, split_size_or_sections: int | Sequence[int],
+          dim: int = 0) -> tuple[Tensor, ...]:
     """Views of size ``split_size_or_sections`` (or of each listed size) along ``dim``, as
     ``torch.split``."""
     return tensor.split(split_size_or_sections, dim)
 
 
-def narrow(input, dim, start, length):
+def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     """The view of ``length`` elements of ``dim`` from ``start`` (``torch.narrow``)."""
     return O.narrow(input, dim, start, length)
 
 
-def select(input, dim, index):
+def select(input: Tensor, dim: int, index: int) -> Tensor:
     """The view at ``index`` of ``dim``, which it removes (``torch.select``)."""
     return O.select(input, dim, index)
 
 
-def flip(input, dims):
+def flip(input: Tensor, dims: int | Sequence[int]) -> Tensor:
     """A copy with the order of elements reversed along ``dims`` (``torch.flip``)."""
     dims = [dims] if isinstance(dims, _int) else list(dims)
     out = input
@@ -83,7 +88,8 @@ def flip(input, dims):
     return out if out is not input else O.clone(input)
 
 
-def roll(input, shifts, dims=None):
+def roll(input: Tensor, shifts: int | Sequence[int],
+         dims: int | Sequence[int] | None = None) -> Tensor:
     """Elements shifted by ``shifts`` along ``dims``, wrapping around (``torch.roll``); without
     ``dims`` the flattened tensor is rolled and the shape restored."""
     if dims is None:
@@ -116,19 +122,19 @@ def _tri(input, diagonal, upper):
     return O.where(keep, input, zero)
 
 
-def tril(input, diagonal=0):
+def tril(input: Tensor, diagonal: int = 0) -> Tensor:
     """The lower triangle of the last two dims (elements with ``col - row <= diagonal``), the
     rest zero (``torch.tril``)."""
     return _tri(input, diagonal, False)
 
 
-def triu(input, diagonal=0):
+def triu(input: Tensor, diagonal: int = 0) -> Tensor:
     """The upper triangle of the last two dims (``col - row >= diagonal``), the rest zero
     (``torch.triu``)."""
     return _tri(input, diagonal, True)
 
 
-def diag(input, diagonal=0):
+def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     """1-D input: the square matrix with ``input`` on diagonal ``diagonal``; 2-D input: that
     diagonal as a 1-D tensor (``torch.diag``)."""
     if input.ndim == 1:
@@ -154,7 +160,7 @@ def diag(input, diagonal=0):
     return O.index(O.reshape(input, [-1]), 0, idx)
 
 
-def repeat(input, *sizes):
+def repeat(input: Tensor, *sizes: int | Sequence[int]) -> Tensor:
     """``input`` tiled ``sizes[i]`` times along each dim (leading new dims when ``sizes`` is
     longer), as ``Tensor.repeat``."""
     reps = _sizes(sizes)
@@ -174,7 +180,8 @@ def repeat(input, *sizes):
     return O.reshape(x, [r * s for r, s in zip(reps, shape)])
 
 
-def repeat_interleave(input, repeats, dim=None, *, output_size=None):
+def repeat_interleave(input: Tensor, repeats: int | Tensor, dim: int | None = None, *,
+                      output_size: int | None = None) -> Tensor:
     """Each element repeated ``repeats`` times (an int, or one count per element of ``dim``)
     along ``dim`` (the flattened input when None), as ``torch.repeat_interleave``."""
     if dim is None:
@@ -201,7 +208,7 @@ def repeat_interleave(input, repeats, dim=None, *, output_size=None):
     return O.index(input, d, F.tensor(idx, dtype=_dtype.int64, device=input.device))
 
 
-def index_select(input, dim, index):
+def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """The entries of ``dim`` at the 1-D integer ``index`` (a copy), as ``torch.index_select``."""
     if index.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
@@ -211,7 +218,7 @@ def index_select(input, dim, index):
     return O.index(input, dim, O.reshape(index, [-1]))
 
 
-def masked_select(input, mask):
+def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     """The elements of ``input`` where the bool ``mask`` is True, as a 1-D copy; ``input`` and
     ``mask`` broadcast (``torch.masked_select``)."""
     if mask.dtype is not _dtype.bool:
@@ -224,12 +231,12 @@ def masked_select(input, mask):
     return O.masked_select(input, mask)
 
 
-def broadcast_to(input, size):
+def broadcast_to(input: Tensor, size: Sequence[int]) -> Tensor:
     """``input`` expanded to ``size`` (a view; -1 keeps a size), as ``torch.broadcast_to``."""
     return O.expand(input, list(size))
 
 
-def broadcast_tensors(*tensors):
+def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
     """The tensors expanded to their common broadcast shape (views), as
     ``torch.broadcast_tensors``."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
@@ -238,7 +245,7 @@ def broadcast_tensors(*tensors):
     return tuple(t if list(t.shape) == shape else O.expand(t, shape) for t in tensors)
 
 
-def meshgrid(*tensors, indexing="ij"):
+def meshgrid(*tensors: Tensor, indexing: str = "ij") -> tuple[Tensor, ...]:
     """Coordinate grids from 1-D (or 0-d) tensors, as ``torch.meshgrid``; ``indexing="xy"``
     swaps the first two output dims (Cartesian), ``"ij"`` is matrix indexing."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
@@ -261,21 +268,23 @@ def meshgrid(*tensors, indexing="ij"):
     return tuple(out)
 
 
-def as_strided(input, size, stride, storage_offset=None):
+def as_strided(input: Tensor, size: Sequence[int], stride: Sequence[int],
+               storage_offset: int | None = None) -> Tensor:
     """A view of ``input``'s storage with the given ``size``, ``stride`` and offset, as
     ``torch.as_strided`` (no bounds beyond the storage's are checked by the view)."""
     return O.as_strided(input, list(size), list(stride), storage_offset)
 
 
 # -- comparisons -----------------------------------------------------------------------------------
-def equal(input, other):
+def equal(input: Tensor, other: Tensor) -> bool:
     """True when both have the same shape and elements (a Python bool), as ``torch.equal``."""
     if tuple(input.shape) != tuple(other.shape):
         return False
     return builtins.bool(O.all(O.eq(input, other)).item())
 
 
-def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+            equal_nan: bool = False) -> Tensor:
     """Elementwise ``|input - other| <= atol + rtol * |other|`` (equal infinities match; NaNs
     match only with ``equal_nan``), as ``torch.isclose``; a bool tensor."""
     if input.dtype is not getattr(other, "dtype", input.dtype):
@@ -296,7 +305,8 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     return out
 
 
-def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+             equal_nan: bool = False) -> bool:
     """``isclose(...).all()`` as a Python bool (``torch.allclose``)."""
     return builtins.bool(O.all(isclose(input, other, rtol, atol, equal_nan)).item())
 
@@ -307,14 +317,14 @@ def _need(name, t, nd, what):
         raise RuntimeError(f"{name}: {what} must be a {nd}D tensor, got {t.ndim}D")
 
 
-def mm(input, mat2):
+def mm(input: Tensor, mat2: Tensor) -> Tensor:
     """Matrix product of two 2-D tensors (``torch.mm``)."""
     _need("mm", input, 2, "self")
     _need("mm", mat2, 2, "mat2")
     return O.matmul(input, mat2)
 
 
-def bmm(input, mat2):
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     """Batched matrix product of ``(b, n, m)`` and ``(b, m, p)`` (``torch.bmm``; no
     broadcasting)."""
     _need("bmm", input, 3, "batch1")
@@ -325,7 +335,7 @@ def bmm(input, mat2):
     return O.matmul(input, mat2)
 
 
-def dot(input, other):
+def dot(input: Tensor, other: Tensor) -> Tensor:
     """Inner product of two 1-D tensors of one size and dtype (``torch.dot``)."""
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D "
@@ -340,20 +350,22 @@ def dot(input, other):
     return O.matmul(input, other)
 
 
-def outer(input, vec2):
+def outer(input: Tensor, vec2: Tensor) -> Tensor:
     """``input[i] * vec2[j]`` of two 1-D tensors (``torch.outer``)."""
     if input.ndim != 1 or vec2.ndim != 1:
         raise RuntimeError("outer: expected 1D tensors")
     return O.mul(O.unsqueeze(input, 1), O.unsqueeze(vec2, 0))
 
 
-def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: _Number = 1,
+          alpha: _Number = 1) -> Tensor:
     """``beta * input + alpha * (mat1 @ mat2)`` with 2-D ``mat1``/``mat2``; ``input``
     broadcasts (``torch.addmm``; ``beta=0`` ignores ``input``, NaNs included)."""
     return _scaled_sum(input, mm(mat1, mat2), beta, alpha)
 
 
-def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: _Number = 1,
+            alpha: _Number = 1) -> Tensor:
     """``beta * input + alpha * bmm(batch1, batch2)`` (``torch.baddbmm``)."""
     return _scaled_sum(input, bmm(batch1, batch2), beta, alpha)
 
@@ -368,7 +380,7 @@ def _scaled_sum(input, prod, beta, alpha):
     return O.add(O.mul(input, beta) if beta != 1 else input, prod)
 
 
-def tensordot(a, b, dims=2):
+def tensordot(a: Tensor, b: Tensor, dims: int | Sequence[Sequence[int]] = 2) -> Tensor:
     """Sum of products over ``dims`` (an int: the last ``dims`` of ``a`` with the first of ``b``;
     or two lists of dims), as ``torch.tensordot``."""
     if isinstance(dims, _int):
@@ -395,7 +407,7 @@ def tensordot(a, b, dims=2):
     return O.reshape(O.matmul(am, bm), [a.shape[d] for d in ra] + [b.shape[d] for d in rb])
 
 
-def einsum(equation, *operands):
+def einsum(equation: str, *operands: Tensor | Sequence[Tensor]) -> Tensor:
     """Einstein summation (``torch.einsum``): ``"ij,jk->ik"``, implicit output (the letters
     seen once, sorted), ``...`` for broadcast dims, repeated letters in one operand take the
     diagonal. Operands are aligned to one letter order and multiplied pairwise, summing each
@@ -515,7 +527,7 @@ def _align_out(x, labels, out, sizes):
 
 
 # -- reductions ------------------------------------------------------------------------------------
-def logsumexp(input, dim, keepdim=False):
+def logsumexp(input: Tensor, dim: _Dims, keepdim: bool = False) -> Tensor:
     """``log(sum(exp(input), dim))`` computed stably (the maximum subtracted first), as
     ``torch.logsumexp``; integer inputs give the default float dtype."""
     dims = [dim] if isinstance(dim, _int) else list(dim)
@@ -529,17 +541,20 @@ def logsumexp(input, dim, keepdim=False):
     return out if keepdim else O.squeeze(out, [wrap_dim(d, input.ndim) for d in dims])
 
 
-def std(input, dim=None, keepdim=False, *, correction=1, unbiased=None):
+def std(input: Tensor, dim: _Dims = None, keepdim: bool = False, *, correction: _Number = 1,
+        unbiased: bool | None = None) -> Tensor:
     """Standard deviation over ``dim`` (``torch.std``)."""
     return input.std(dim, keepdim, correction=correction, unbiased=unbiased)
 
 
-def var(input, dim=None, keepdim=False, *, correction=1, unbiased=None):
+def var(input: Tensor, dim: _Dims = None, keepdim: bool = False, *, correction: _Number = 1,
+        unbiased: bool | None = None) -> Tensor:
     """Variance over ``dim`` with Bessel's ``correction`` (``torch.var``)."""
     return input.var(dim, keepdim, correction=correction, unbiased=unbiased)
 
 
-def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+def norm(input: Tensor, p: _Number | str | None = "fro", dim: _Dims = None, keepdim: bool = False,
+         dtype: _DTypeLike | None = None) -> Tensor:
     """The ``p``-norm over ``dim`` (all elements when None; ``"fro"`` is the 2-norm, ``inf``
     the largest absolute value), as ``torch.norm``."""
     if dtype is not None:
@@ -562,7 +577,8 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
 
 
 # -- unique ----------------------------------------------------------------------------------------
-def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,
+           return_counts: bool = False, dim: int | None = None) -> Any:  # noqa: A002
     """The distinct elements in ascending order (of the flattened input), as ``torch.unique``;
     with ``return_inverse`` the index of each element in the result (input's shape), with
     ``return_counts`` how often each occurs. The size depends on the values. ``dim`` is not
@@ -594,7 +610,8 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
 
 
 # -- random ----------------------------------------------------------------------------------------
-def randperm(n, *, dtype=None, device=None, requires_grad=False):
+def randperm(n: int, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
+             requires_grad: bool = False) -> Tensor:
     """A random permutation of ``0..n-1`` (int64 by default), as ``torch.randperm``."""
     if n < 0:
         raise RuntimeError(f"randperm: n must be non-negative, got {n}")
@@ -606,7 +623,7 @@ def randperm(n, *, dtype=None, device=None, requires_grad=False):
     return perm
 
 
-def multinomial(input, num_samples, replacement=False):
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False) -> Tensor:
     """``num_samples`` category indices drawn from the (unnormalised, non-negative) weights in
     the last dim of ``input`` (1-D or 2-D), as ``torch.multinomial``; without ``replacement``
     each row's indices are distinct (Gumbel top-k)."""
@@ -641,19 +658,19 @@ def multinomial(input, num_samples, replacement=False):
     return O.topk(keys, num_samples, -1, True, True)[1]
 
 
-def uniform_(t, from_=0.0, to=1.0):
+def uniform_(t: Tensor, from_: float = 0.0, to: float = 1.0) -> Tensor:
     """Fill ``t`` in place with values uniform on ``[from_, to)`` (``Tensor.uniform_``)."""
     r = F.rand(*t.shape, dtype=t.dtype, device=t.device)
     return O.copy_(t, O.add(O.mul(r, to - from_), from_))
 
 
-def normal_(t, mean=0.0, std=1.0):
+def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
     """Fill ``t`` in place with normal values of ``mean`` and ``std`` (``Tensor.normal_``)."""
     r = F.randn(*t.shape, dtype=t.dtype, device=t.device)
     return O.copy_(t, O.add(O.mul(r, std), mean))
 
 
-def random_(t, from_=0, to=None):
+def random_(t: Tensor, from_: int = 0, to: int | None = None) -> Tensor:
     """Fill ``t`` in place with integers uniform on ``[from_, to)`` (``random_(to)``:
     ``[0, to)``; no bounds: ``[0, 2**mantissa]`` for floats, the dtype's range for ints), as
     ``Tensor.random_``."""
@@ -680,7 +697,16 @@ class finfo:
         "float64": (64, 2.0 ** -52, 1.7976931348623157e308, 2.2250738585072014e-308, 1e-15),
     }
 
-    def __init__(self, type=None):  # noqa: A002 - torch's name
+    bits: int
+    eps: float
+    max: float
+    min: float
+    tiny: float
+    smallest_normal: float
+    resolution: float
+    dtype: str
+
+    def __init__(self, type: _DTypeLike | None = None) -> None:  # noqa: A002 - torch's name
         d = _dtype.get_default_dtype() if type is None else _dtype.as_dtype(type)
         if d.name not in self._TABLE:
             raise TypeError(f"finfo: {d} is not a floating point dtype; use iinfo for integer "
@@ -690,7 +716,7 @@ class finfo:
         self.smallest_normal = self.tiny
         self.dtype = d.name
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"finfo(resolution={self.resolution}, min={self.min:.6g}, max={self.max:.6g}, "
                 f"eps={self.eps:.6g}, smallest_normal={self.tiny:.6g}, tiny={self.tiny:.6g}, "
                 f"dtype={self.dtype})")
@@ -699,7 +725,12 @@ class finfo:
 class iinfo:
     """Limits of an integer dtype (``torch.iinfo``): ``bits``, ``min``, ``max``, ``dtype``."""
 
-    def __init__(self, type):  # noqa: A002 - torch's name
+    bits: int
+    min: int
+    max: int
+    dtype: str
+
+    def __init__(self, type: _DTypeLike) -> None:  # noqa: A002 - torch's name
         d = _dtype.as_dtype(type)
         if d.is_floating_point:
             raise TypeError(f"iinfo: {d} is not an integer dtype; use finfo for floating dtypes")
@@ -710,5 +741,5 @@ class iinfo:
             self.min, self.max = -(2 ** (self.bits - 1)), 2 ** (self.bits - 1) - 1
         self.dtype = d.name
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"

@@ -13,6 +13,7 @@ fake tensors) and ``_dkey`` (``"autograd"`` when ``requires_grad``, ``"capture"`
 from __future__ import annotations
 
 import operator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, Sequence, overload
 
 from . import _dtype
 from ._backend import _CONTIG_CACHE as _CONTIG
@@ -33,6 +34,23 @@ _AccumulateGrad = None   # autograd.graph.AccumulateGrad (set by autograd)
 _grad_state = None       # autograd.grad_mode._state: .enabled is grad mode (set by autograd)
 _output_hooks = None     # autograd.graph.output_hooks: a node output's hooks (set by autograd)
 _surface = None          # tensorplay._surface: torch's composite functions (set by the root)
+
+if TYPE_CHECKING:
+    # Annotation-only names. ``Tensor`` has methods called ``bool``/``int``/``float``, so the
+    # builtins are spelled ``_bool``/``_int``/``_float`` inside the class.
+    from builtins import bool as _bool
+    from builtins import float as _float
+    from builtins import int as _int
+    from typing import Union
+
+    from . import return_types as _rt
+    from .autograd.graph import Node
+
+    _Number = Union[_bool, _int, _float]                  # a Python scalar (torch's ``Number``)
+    _TensorOrScalar = Union["Tensor", _bool, _int, _float]
+    _DTypeLike = Union[_dtype.DType, type]                # tp.float32, or float/int/bool
+    _DeviceLike = Union[Device, str, _int]                # "cuda:0", Device("cpu"), 0
+    _Dims = Union[_int, Sequence[_int], None]             # one dim, several, or all (None)
 
 _CPU = Device("cpu")
 
@@ -76,11 +94,15 @@ class Tensor:
     ``grad``, ``grad_fn``, ``is_leaf``, ``_version``.
     """
 
+    # the autograd fields users read and assign (slots: declared here for the type checkers)
+    grad: Tensor | None
+    grad_fn: Node | None
+
     __slots__ = ("_storage", "_data", "_shape", "_stride", "_offset", "_dtype", "_device",
                  "_dkey", "_bkey", "_requires_grad", "grad", "grad_fn", "_output_nr", "_accum",
                  "_backend", "_base", "_retains_grad", "_capture", "_vver", "__weakref__")
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("tensorplay.Tensor cannot be constructed directly; use "
                         "tensorplay.tensor(data), tensorplay.empty(shape) or another factory")
 
@@ -115,18 +137,22 @@ class Tensor:
 
     # -- metadata -----------------------------------------------------------------------------
     @property
-    def shape(self) -> tuple:
+    def shape(self) -> tuple[_int, ...]:
         """Sizes of each dimension (a tuple of ints, like ``torch.Size``)."""
         return self._shape
 
-    def size(self, dim=None):
+    @overload
+    def size(self, dim: None = None) -> tuple[_int, ...]: ...
+    @overload
+    def size(self, dim: _int) -> _int: ...
+    def size(self, dim: _int | None = None) -> tuple[_int, ...] | _int:
         """``shape``, or the size of dimension ``dim`` (negative indices count from the end)."""
         if dim is None:
             return self._shape
         return self._shape[_wrap_dim(dim, len(self._shape))]
 
     @property
-    def dtype(self):
+    def dtype(self) -> _dtype.DType:
         """Element type (a ``tensorplay.dtype`` such as ``tensorplay.float32``)."""
         return self._dtype
 
@@ -157,7 +183,11 @@ class Tensor:
         """Bytes per element."""
         return self._dtype.itemsize
 
-    def stride(self, dim=None):
+    @overload
+    def stride(self, dim: None = None) -> tuple[_int, ...]: ...
+    @overload
+    def stride(self, dim: _int) -> _int: ...
+    def stride(self, dim: _int | None = None) -> tuple[_int, ...] | _int:
         """Strides in elements (a tuple), or the stride of ``dim``."""
         if dim is None:
             return self._stride
@@ -222,7 +252,7 @@ class Tensor:
             return 0
         return self._backend.data_ptr(self._data)
 
-    def untyped_storage(self):
+    def untyped_storage(self) -> Any:
         """The ``Storage`` shared by this tensor and all its views."""
         if self._capture is not None:   # Triton's interpreter copies tensors through this
             self.data_ptr()
@@ -245,7 +275,7 @@ class Tensor:
         self._requires_grad = value
         self._refresh_key()
 
-    def requires_grad_(self, requires_grad: bool = True):
+    def requires_grad_(self, requires_grad: _bool = True) -> Tensor:
         """Set ``requires_grad`` in place and return ``self`` (same as torch)."""
         self.requires_grad = requires_grad
         return self
@@ -272,7 +302,7 @@ class Tensor:
             self._accum = _AccumulateGrad(self)
         return self._accum
 
-    def retain_grad(self):
+    def retain_grad(self) -> None:
         """Keep this non-leaf tensor's gradient in ``.grad`` during ``backward`` (leaves always
         keep theirs), as ``torch.Tensor.retain_grad``. ``RuntimeError`` if it does not require
         grad."""
@@ -284,7 +314,7 @@ class Tensor:
             import weakref
             _output_hooks(node, self._output_nr).ref = weakref.ref(self)
 
-    def register_hook(self, hook):
+    def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> _HookHandle:
         """Call ``hook(grad)`` each time a gradient for this tensor is computed in ``backward``;
         a hook returning a tensor replaces the gradient (for a leaf: before it is added to
         ``.grad``; for a non-leaf: for the rest of the backward). Returns a handle whose
@@ -307,12 +337,14 @@ class Tensor:
         """True for non-leaf tensors on which ``retain_grad()`` was called."""
         return self._retains_grad and self.grad_fn is not None
 
-    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    def backward(self, gradient: Tensor | None = None, retain_graph: _bool | None = None,
+                 create_graph: _bool = False,
+                 inputs: Tensor | Sequence[Tensor] | None = None) -> None:
         """Accumulate gradients of this tensor into the leaves (same as ``torch.Tensor.backward``)."""
         _backward(self, gradient, retain_graph=retain_graph,
                                create_graph=create_graph, inputs=inputs)
 
-    def detach(self):
+    def detach(self) -> Tensor:
         """A tensor sharing storage with this one, cut from the graph."""
         t = Tensor.__new__(Tensor)
         t._init_real(self._storage, self._data, self._shape, self._stride, self._offset,
@@ -321,7 +353,7 @@ class Tensor:
         t._dkey = self._bkey
         return t
 
-    def detach_(self):
+    def detach_(self) -> Tensor:
         """Cut this tensor from the graph in place (it becomes a leaf) and return it."""
         self.grad_fn = None
         self._requires_grad = False
@@ -329,12 +361,12 @@ class Tensor:
         return self
 
     @property
-    def data(self):
+    def data(self) -> Tensor:
         """A detached alias (shares storage, no history), as ``torch.Tensor.data``."""
         return self.detach()
 
     # -- conversion -----------------------------------------------------------------------------
-    def numpy(self, *, force: bool = False):
+    def numpy(self, *, force: _bool = False) -> Any:
         """The values as a numpy array sharing memory (cpu tensors only; ``force`` copies others)."""
         self._need_data("numpy")
         # torch refuses only while grad mode is on: under no_grad (and inside a kernel that runs
@@ -348,16 +380,16 @@ class Tensor:
             return self._backend.to_host(self._data)
         return self._data
 
-    def __array__(self, dtype=None, copy=None):
+    def __array__(self, dtype: Any = None, copy: _bool | None = None) -> Any:
         a = self.detach().numpy(force=True)
         return a if dtype is None else a.astype(dtype)
 
-    def tolist(self):
+    def tolist(self) -> Any:
         """Nested Python lists of Python scalars."""
         self._need_data("tolist")
         return self._data.tolist()
 
-    def item(self):
+    def item(self) -> _Number:
         """The single value as a Python scalar; ``RuntimeError`` unless ``numel() == 1``."""
         self._need_data("item")
         if self.numel() != 1:
@@ -375,43 +407,43 @@ class Tensor:
                     f"function or compute it with tensor ops.")
             raise RuntimeError(f"Tensor.{what}(): fake/meta tensors have no data")
 
-    def __dlpack__(self, *args, **kwargs):
+    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
         self._need_data("__dlpack__")
         return self._data.__dlpack__(*args, **kwargs)
 
-    def __dlpack_device__(self):
+    def __dlpack_device__(self) -> tuple[_int, _int]:
         self._need_data("__dlpack_device__")
         return self._data.__dlpack_device__()
 
-    def __bool__(self):
+    def __bool__(self) -> _bool:
         if self.numel() != 1:
             raise RuntimeError(f"Boolean value of Tensor with {self.numel()} values is "
                                f"ambiguous; reduce it first (e.g. (t > 0).sum() > 0) or index "
                                f"one element")
         return bool(self.item())
 
-    def __float__(self):
+    def __float__(self) -> _float:
         return float(self.item())
 
-    def __int__(self):
+    def __int__(self) -> _int:
         return int(self.item())
 
-    def __index__(self):
+    def __index__(self) -> _int:
         if self._dtype.is_floating_point:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
 
-    def __len__(self):
+    def __len__(self) -> _int:
         if not self._shape:
             raise TypeError("len() of a 0-d tensor")
         return self._shape[0]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Tensor]:
         if not self._shape:
             raise TypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self._shape[0]))
 
-    def __hash__(self):
+    def __hash__(self) -> _int:
         return id(self)
 
     def __repr__(self) -> str:
@@ -430,14 +462,14 @@ class Tensor:
         from ._format import tensor_repr
         return tensor_repr(self)
 
-    def __format__(self, spec):
+    def __format__(self, spec: str) -> str:
         # torch's rule: a 0-d tensor formats as its Python scalar (f"{loss:.4f}"); others only
         # with an empty spec (str(t)), anything else is object.__format__'s TypeError
         if not self._shape and self._data is not None:
             return self.item().__format__(spec)
         return object.__format__(self, spec)
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self, memo: dict[_int, Any]) -> Tensor:
         """``copy.deepcopy``: a new leaf with copied values, dtype, device and ``requires_grad``;
         ``.grad`` is deep-copied too (as torch). Non-leaf tensors are refused (torch's rule)."""
         if self.grad_fn is not None:
@@ -462,7 +494,7 @@ class Tensor:
             new.grad = self.grad.__deepcopy__(memo)
         return new
 
-    def __reduce_ex__(self, protocol):
+    def __reduce_ex__(self, protocol: Any) -> Any:
         """``pickle``: real tensors by value (a host copy of the elements, dtype, device,
         ``requires_grad``); unpickling puts them back on their device (as torch). The gradient and
         the graph are not kept (as torch). Fake and meta tensors have no values:
@@ -480,7 +512,16 @@ class Tensor:
         return (_rebuild_tensor, (arr, self._dtype.name, str(self._device), self._requires_grad))
 
     # -- device / dtype moves --------------------------------------------------------------------
-    def to(self, *args, **kwargs):
+    @overload
+    def to(self, dtype: _DTypeLike, /, *, non_blocking: _bool = False,
+           copy: _bool = False) -> Tensor: ...
+    @overload
+    def to(self, device: _DeviceLike | None = None, dtype: _DTypeLike | None = None, *,
+           non_blocking: _bool = False, copy: _bool = False) -> Tensor: ...
+    @overload
+    def to(self, other: Tensor, /, *, non_blocking: _bool = False,
+           copy: _bool = False) -> Tensor: ...
+    def to(self, *args: Any, **kwargs: Any) -> Tensor:
         """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)``; ``copy=True`` forces
         a copy. Returns ``self`` when nothing changes (torch semantics). Differentiable."""
         device = kwargs.pop("device", None)
@@ -517,61 +558,66 @@ class Tensor:
             out = self.clone()
         return out
 
-    def cpu(self):
+    def cpu(self) -> Tensor:
         """This tensor on the cpu (``self`` when it already is there)."""
         return self.to(_CPU)
 
-    def cuda(self, device=None):
+    def cuda(self, device: _DeviceLike | None = None) -> Tensor:
         """This tensor on ``cuda:device`` (index 0 by default); needs the tensorplay-cuda plugin."""
         return self.to(Device("cuda", device if isinstance(device, int) else
                               (Device(device).index or 0) if device is not None else 0))
 
-    def type_as(self, other):
+    def type_as(self, other: Tensor) -> Tensor:
         """This tensor converted to ``other``'s dtype."""
         return self.to(other.dtype)
 
-    def float(self):
+    def float(self) -> Tensor:
         """``self.to(tensorplay.float32)``."""
         return self.to(_dtype.float32)
 
-    def double(self):
+    def double(self) -> Tensor:
         """``self.to(tensorplay.float64)``."""
         return self.to(_dtype.float64)
 
-    def half(self):
+    def half(self) -> Tensor:
         """``self.to(tensorplay.float16)``."""
         return self.to(_dtype.float16)
 
-    def long(self):
+    def long(self) -> Tensor:
         """``self.to(tensorplay.int64)``."""
         return self.to(_dtype.int64)
 
-    def int(self):
+    def int(self) -> Tensor:
         """``self.to(tensorplay.int32)``."""
         return self.to(_dtype.int32)
 
-    def bool(self):
+    def bool(self) -> Tensor:
         """``self.to(tensorplay.bool)``."""
         return self.to(_dtype.bool)
 
     # -- new tensors like this one ----------------------------------------------------------------
-    def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+    def new_empty(self, *size: _int | Sequence[_int], dtype: _DTypeLike | None = None,
+                  device: _DeviceLike | None = None, requires_grad: _bool = False) -> Tensor:
         """Uninitialised tensor of ``size`` (ints or one sequence) with this tensor's dtype and
         device unless given (fake if this tensor is fake), as ``torch.Tensor.new_empty``."""
         return _like_self(self, "empty", _new_size(size, "new_empty"), None, dtype, device,
                                      requires_grad, "new_empty")
 
-    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+    def new_zeros(self, *size: _int | Sequence[_int], dtype: _DTypeLike | None = None,
+                  device: _DeviceLike | None = None, requires_grad: _bool = False) -> Tensor:
         """Zeros of ``size`` with this tensor's dtype and device unless given."""
         return _like_self(self, "full", _new_size(size, "new_zeros"), 0, dtype, device,
                                      requires_grad, "new_zeros")
 
-    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+    def new_ones(self, *size: _int | Sequence[_int], dtype: _DTypeLike | None = None,
+                 device: _DeviceLike | None = None, requires_grad: _bool = False) -> Tensor:
         """Ones of ``size`` with this tensor's dtype and device unless given."""
         return _like_self(self, "full", _new_size(size, "new_ones"), 1, dtype, device,
                                      requires_grad, "new_ones")
 
-    def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    def new_full(self, size: Sequence[_int], fill_value: _Number, *,
+                 dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
+                 requires_grad: _bool = False) -> Tensor:
         """``fill_value`` everywhere, shape ``size``, this tensor's dtype/device unless given."""
         dt = self._dtype if dtype is None else dtype if dtype.__class__ is _dtype.DType else \
             _dtype.as_dtype(dtype)
@@ -581,25 +627,26 @@ class Tensor:
             fill_value = _check_fill("new_full", fill_value, dt)
         return _like_self(self, "full", size, fill_value, dt, device, requires_grad, "new_full")
 
-    def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
+    def new_tensor(self, data: Any, *, dtype: _DTypeLike | None = None,
+                   device: _DeviceLike | None = None, requires_grad: _bool = False) -> Tensor:
         """A copy of ``data`` with this tensor's dtype and device unless given."""
         return _new_tensor(data, dtype=dtype or self._dtype, device=device or self._device,
                                  requires_grad=requires_grad)
 
     # -- ops ----------------------------------------------------------------------------------------
-    def clone(self):
+    def clone(self) -> Tensor:
         """A copy with its own (contiguous) storage; differentiable."""
         return _O.clone(self)
 
-    def contiguous(self):
+    def contiguous(self) -> Tensor:
         """``self`` if row-major dense, else a contiguous copy (same as torch)."""
         return self if self.is_contiguous() else _O.clone(self)
 
-    def copy_(self, src):
+    def copy_(self, src: Tensor) -> Tensor:
         """Copy ``src`` (broadcast, cast to this dtype/device) into ``self``; returns ``self``."""
         return _O.copy_(self, src)
 
-    def fill_(self, value):
+    def fill_(self, value: _TensorOrScalar) -> Tensor:
         """Set every element to ``value`` (a number or 0-dim tensor); returns ``self``.
 
         Raises ``TypeError`` for a value that is not a number or tensor and ``RuntimeError`` when
@@ -610,98 +657,99 @@ class Tensor:
             value = _check_fill("fill_", value, self._dtype)
         return _O.fill_(self, value)
 
-    def zero_(self):
+    def zero_(self) -> Tensor:
         """Set every element to zero; returns ``self``."""
         return _O.fill_(self, 0)
 
-    def add_(self, other, *, alpha=1):
+    def add_(self, other: _TensorOrScalar, *, alpha: _Number = 1) -> Tensor:
         """``self += alpha * other`` in place; the result may not need a higher dtype category."""
         if alpha != 1 and other.__class__ is Tensor and _scaled_add_(self, other, alpha):
             return self
         return _O.add_(self, other if alpha == 1 else other * alpha)
 
-    def sub_(self, other, *, alpha=1):
+    def sub_(self, other: _TensorOrScalar, *, alpha: _Number = 1) -> Tensor:
         """``self -= alpha * other`` in place."""
         if other.__class__ is Tensor and _scaled_add_(self, other, -alpha):
             return self
         return _O.add_(self, -other if alpha == 1 else other * -alpha)
 
-    def mul_(self, other):
+    def mul_(self, other: _TensorOrScalar) -> Tensor:
         """``self *= other`` in place; the result may not need a higher dtype category."""
         return _O.mul_(self, other)
 
-    def div_(self, other):
+    def div_(self, other: _TensorOrScalar) -> Tensor:
         """``self /= other`` in place (floating tensors only, as in torch)."""
         return _O.mul_(self, 1.0 / other) if isinstance(other, (int, float)) else \
             _O.copy_(self, _O.div(self, other))
 
-    def masked_fill_(self, mask, value):
+    def masked_fill_(self, mask: Tensor, value: _TensorOrScalar) -> Tensor:
         """Write ``value`` (number or 0-dim tensor) where ``mask`` (bool, broadcastable) is True."""
         return _O.masked_fill_(self, mask, value)
 
-    def masked_fill(self, mask, value):
+    def masked_fill(self, mask: Tensor, value: _TensorOrScalar) -> Tensor:
         """Out-of-place ``masked_fill_`` (differentiable in ``self`` and a tensor ``value``)."""
         return _O.masked_fill_(_O.clone(self), mask, value)
 
-    def clamp_(self, min=None, max=None):
+    def clamp_(self, min: _TensorOrScalar | None = None,
+               max: _TensorOrScalar | None = None) -> Tensor:
         """In-place ``clamp``."""
         return _O.copy_(self, self.clamp(min, max))
 
-    def relu_(self):
+    def relu_(self) -> Tensor:
         """In-place ``relu``."""
         return _O.copy_(self, _O.relu(self))
 
-    def __add__(self, other):
+    def __add__(self, other: _TensorOrScalar) -> Tensor:
         return _O.add(self, other)
 
-    def __radd__(self, other):
+    def __radd__(self, other: _TensorOrScalar) -> Tensor:
         return _O.add(self, other)
 
-    def __iadd__(self, other):
+    def __iadd__(self, other: _TensorOrScalar) -> Tensor:
         return _O.add_(self, other)
 
-    def __sub__(self, other):
+    def __sub__(self, other: _TensorOrScalar) -> Tensor:
         return _O.sub(self, other)
 
-    def __rsub__(self, other):
+    def __rsub__(self, other: _TensorOrScalar) -> Tensor:
         return _O.rsub(self, other)
 
-    def __isub__(self, other):
+    def __isub__(self, other: _TensorOrScalar) -> Tensor:
         return _O.add_(self, -other)
 
-    def __mul__(self, other):
+    def __mul__(self, other: _TensorOrScalar) -> Tensor:
         return _O.mul(self, other)
 
-    def __rmul__(self, other):
+    def __rmul__(self, other: _TensorOrScalar) -> Tensor:
         return _O.mul(self, other)
 
-    def __imul__(self, other):
+    def __imul__(self, other: _TensorOrScalar) -> Tensor:
         return _O.mul_(self, other)
 
-    def __truediv__(self, other):
+    def __truediv__(self, other: _TensorOrScalar) -> Tensor:
         return _O.div(self, other)
 
-    def __rtruediv__(self, other):
+    def __rtruediv__(self, other: _TensorOrScalar) -> Tensor:
         return _O.rdiv(self, other)
 
-    def __itruediv__(self, other):
+    def __itruediv__(self, other: _TensorOrScalar) -> Tensor:
         return self.div_(other)
 
-    def __floordiv__(self, other):
+    def __floordiv__(self, other: _TensorOrScalar) -> Tensor:
         return _O.floor_divide(self, other)
 
-    def __rfloordiv__(self, other):
+    def __rfloordiv__(self, other: _TensorOrScalar) -> Tensor:
         s = self._scalar_tensor(other)
         return NotImplemented if s is NotImplemented else _O.floor_divide(s, self)
 
-    def __mod__(self, other):
+    def __mod__(self, other: _TensorOrScalar) -> Tensor:
         return _O.remainder(self, other)
 
-    def __rmod__(self, other):
+    def __rmod__(self, other: _TensorOrScalar) -> Tensor:
         s = self._scalar_tensor(other)
         return NotImplemented if s is NotImplemented else _O.remainder(s, self)
 
-    def _scalar_tensor(self, value):
+    def _scalar_tensor(self, value: Any) -> Any:
         """A 0-dim tensor for a Python number on this tensor's device (fake/captured alike);
         0-dim tensors take part in promotion exactly like Python numbers do."""
         if not isinstance(value, (int, float)):
@@ -710,157 +758,158 @@ class Tensor:
             value, int) else _dtype.get_default_dtype()
         return _like_self(self, "full", [], value, dt, None, False)
 
-    def __pow__(self, other):
+    def __pow__(self, other: _TensorOrScalar) -> Tensor:
         return _O.pow(self, other)
 
-    def __rpow__(self, other):
+    def __rpow__(self, other: _TensorOrScalar) -> Tensor:
         return _O.rpow(self, other)
 
-    def __neg__(self):
+    def __neg__(self) -> Tensor:
         return _O.neg(self)
 
-    def __pos__(self):
+    def __pos__(self) -> Tensor:
         return self
 
-    def __abs__(self):
+    def __abs__(self) -> Tensor:
         return _O.abs(self)
 
-    def __matmul__(self, other):
+    def __matmul__(self, other: Tensor) -> Tensor:
         return _O.matmul(self, other)
 
-    def __rmatmul__(self, other):
+    def __rmatmul__(self, other: Tensor) -> Tensor:
         return _O.matmul(other, self)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> Tensor:  # type: ignore[override]
         if other.__class__ is not Tensor and not isinstance(other, (Tensor, int, float)):
             return NotImplemented     # `t == None` is False, as in torch (identity fallback)
         return _O.eq(self, other)
 
-    def __ne__(self, other):
+    def __ne__(self, other: object) -> Tensor:  # type: ignore[override]
         if other.__class__ is not Tensor and not isinstance(other, (Tensor, int, float)):
             return NotImplemented
         return _O.ne(self, other)
 
-    def __lt__(self, other):
+    def __lt__(self, other: _TensorOrScalar) -> Tensor:
         return _O.lt(self, other)
 
-    def __le__(self, other):
+    def __le__(self, other: _TensorOrScalar) -> Tensor:
         return _O.le(self, other)
 
-    def __gt__(self, other):
+    def __gt__(self, other: _TensorOrScalar) -> Tensor:
         return _O.gt(self, other)
 
-    def __ge__(self, other):
+    def __ge__(self, other: _TensorOrScalar) -> Tensor:
         return _O.ge(self, other)
 
-    def __and__(self, other):
+    def __and__(self, other: _TensorOrScalar) -> Tensor:
         return _O.logical_and(self, other)
 
-    def __or__(self, other):
+    def __or__(self, other: _TensorOrScalar) -> Tensor:
         return _O.logical_or(self, other)
 
-    def __invert__(self):
+    def __invert__(self) -> Tensor:
         return _O.logical_not(self)
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: Any) -> Tensor:
         return _getitem(self, index)
 
-    def __setitem__(self, index, value):
+    def __setitem__(self, index: Any, value: _TensorOrScalar) -> None:
         _setitem(self, index, value)
 
-    def add(self, other, *, alpha=1):
+    def add(self, other: _TensorOrScalar, *, alpha: _Number = 1) -> Tensor:
         """``self + alpha * other`` with broadcasting and torch's dtype promotion."""
         return _O.add(self, other if alpha == 1 else other * alpha)
 
-    def sub(self, other, *, alpha=1):
+    def sub(self, other: _TensorOrScalar, *, alpha: _Number = 1) -> Tensor:
         """``self - alpha * other``."""
         return _O.sub(self, other if alpha == 1 else other * alpha)
 
-    def mul(self, other):
+    def mul(self, other: _TensorOrScalar) -> Tensor:
         """``self * other``."""
         return _O.mul(self, other)
 
-    def div(self, other):
+    def div(self, other: _TensorOrScalar) -> Tensor:
         """True division ``self / other`` (integer inputs give the default float dtype)."""
         return _O.div(self, other)
 
-    def floor_divide(self, other):
+    def floor_divide(self, other: _TensorOrScalar) -> Tensor:
         """``self // other``: floor of the quotient (Python's sign convention)."""
         return _O.floor_divide(self, other)
 
-    def remainder(self, other):
+    def remainder(self, other: _TensorOrScalar) -> Tensor:
         """``self % other``: the remainder with the sign of ``other`` (Python's)."""
         return _O.remainder(self, other)
 
-    def pow(self, exponent):
+    def pow(self, exponent: _TensorOrScalar) -> Tensor:
         """``self ** exponent`` (tensor or number)."""
         return _O.pow(self, exponent)
 
-    def matmul(self, other):
+    def matmul(self, other: Tensor) -> Tensor:
         """Matrix product with numpy/torch semantics for 1-D, 2-D and batched operands."""
         return _O.matmul(self, other)
 
-    def exp(self):
+    def exp(self) -> Tensor:
         """Elementwise ``e ** x`` (integer inputs give the default float dtype)."""
         return _O.exp(self)
 
-    def log(self):
+    def log(self) -> Tensor:
         """Elementwise natural logarithm."""
         return _O.log(self)
 
-    def sqrt(self):
+    def sqrt(self) -> Tensor:
         """Elementwise square root."""
         return _O.sqrt(self)
 
-    def rsqrt(self):
+    def rsqrt(self) -> Tensor:
         """Elementwise ``1 / sqrt(x)``."""
         return _O.rsqrt(self)
 
-    def tanh(self):
+    def tanh(self) -> Tensor:
         """Elementwise hyperbolic tangent."""
         return _O.tanh(self)
 
-    def sigmoid(self):
+    def sigmoid(self) -> Tensor:
         """Elementwise logistic function ``1 / (1 + exp(-x))``."""
         return _O.sigmoid(self)
 
-    def relu(self):
+    def relu(self) -> Tensor:
         """Elementwise ``max(x, 0)`` (keeps the dtype)."""
         return _O.relu(self)
 
-    def abs(self):
+    def abs(self) -> Tensor:
         """Elementwise absolute value (keeps the dtype)."""
         return _O.abs(self)
 
-    def neg(self):
+    def neg(self) -> Tensor:
         """Elementwise negation."""
         return _O.neg(self)
 
-    def sin(self):
+    def sin(self) -> Tensor:
         """Elementwise sine."""
         return _O.sin(self)
 
-    def cos(self):
+    def cos(self) -> Tensor:
         """Elementwise cosine."""
         return _O.cos(self)
 
-    def erf(self):
+    def erf(self) -> Tensor:
         """Elementwise Gauss error function."""
         return _O.erf(self)
 
-    def square(self):
+    def square(self) -> Tensor:
         """``self * self``."""
         return _O.mul(self, self)
 
-    def maximum(self, other):
+    def maximum(self, other: _TensorOrScalar) -> Tensor:
         """Elementwise maximum with broadcasting (ties split the gradient evenly)."""
         return _O.maximum(self, other)
 
-    def minimum(self, other):
+    def minimum(self, other: _TensorOrScalar) -> Tensor:
         """Elementwise minimum with broadcasting."""
         return _O.minimum(self, other)
 
-    def clamp(self, min=None, max=None):
+    def clamp(self, min: _TensorOrScalar | None = None,
+              max: _TensorOrScalar | None = None) -> Tensor:
         """Limit values to ``[min, max]`` (either bound may be None)."""
         out = self
         if min is not None:
@@ -871,29 +920,37 @@ class Tensor:
 
     clip = clamp
 
-    def where(self, condition, other):
+    def where(self, condition: Tensor, other: _TensorOrScalar) -> Tensor:
         """``condition ? self : other`` elementwise, as ``torch.Tensor.where``."""
         return _O.where(condition, self, other)
 
-    def sum(self, dim=None, keepdim=False, *, dtype=None):
+    def sum(self, dim: _Dims = None, keepdim: _bool = False, *,
+            dtype: _DTypeLike | None = None) -> Tensor:
         """Sum over ``dim`` (int, sequence, or all when None); ints and bools sum to int64."""
         return _O.sum(self, _dims(dim), keepdim,
                       dtype=_dtype.as_dtype(dtype) if dtype is not None else None)
 
-    def mean(self, dim=None, keepdim=False, *, dtype=None):
+    def mean(self, dim: _Dims = None, keepdim: _bool = False, *,
+             dtype: _DTypeLike | None = None) -> Tensor:
         """Mean over ``dim``; floating inputs (or ``dtype=``) only, as ``torch.mean``."""
         return _O.mean(self, _dims(dim), keepdim,
                        dtype=_dtype.as_dtype(dtype) if dtype is not None else None)
 
-    def amax(self, dim=None, keepdim=False):
+    def amax(self, dim: _Dims = None, keepdim: _bool = False) -> Tensor:
         """Maximum over ``dim`` (all dims when None); the gradient is split among ties."""
         return _O.amax(self, _dims(dim) or [], keepdim)
 
-    def amin(self, dim=None, keepdim=False):
+    def amin(self, dim: _Dims = None, keepdim: _bool = False) -> Tensor:
         """Minimum over ``dim`` (all dims when None)."""
         return _O.amin(self, _dims(dim) or [], keepdim)
 
-    def max(self, dim=None, keepdim=False):
+    @overload
+    def max(self) -> Tensor: ...
+    @overload
+    def max(self, dim: Tensor) -> Tensor: ...
+    @overload
+    def max(self, dim: _int, keepdim: _bool = False) -> _rt.max: ...
+    def max(self, dim: _int | Tensor | None = None, keepdim: _bool = False) -> Tensor | _rt.max:
         """Maximum of all elements (a 0-dim tensor), or along ``dim`` the named tuple
         ``(values, indices)`` (``tensorplay.return_types.max``), as ``torch.Tensor.max``; with a
         Tensor ``dim`` (``x.max(other)``), the elementwise maximum. The gradient of the values
@@ -905,7 +962,13 @@ class Tensor:
         from . import return_types
         return return_types.max(*_O.max(self, dim, keepdim))
 
-    def min(self, dim=None, keepdim=False):
+    @overload
+    def min(self) -> Tensor: ...
+    @overload
+    def min(self, dim: Tensor) -> Tensor: ...
+    @overload
+    def min(self, dim: _int, keepdim: _bool = False) -> _rt.min: ...
+    def min(self, dim: _int | Tensor | None = None, keepdim: _bool = False) -> Tensor | _rt.min:
         """Minimum of all elements, or ``(values, indices)`` along ``dim``
         (``tensorplay.return_types.min``), as ``torch.Tensor.min``; see ``max``."""
         if dim is None:
@@ -915,39 +978,41 @@ class Tensor:
         from . import return_types
         return return_types.min(*_O.min(self, dim, keepdim))
 
-    def argmax(self, dim=None, keepdim=False):
+    def argmax(self, dim: _int | None = None, keepdim: _bool = False) -> Tensor:
         """Index of the maximum (of the flattened tensor when ``dim`` is None); int64."""
         return _O.argmax(self, dim, keepdim)
 
-    def argmin(self, dim=None, keepdim=False):
+    def argmin(self, dim: _int | None = None, keepdim: _bool = False) -> Tensor:
         """Index of the minimum (of the flattened tensor when ``dim`` is None); int64."""
         return _O.argmin(self, dim, keepdim)
 
-    def all(self, dim=None, keepdim=False):
+    def all(self, dim: _Dims = None, keepdim: _bool = False) -> Tensor:
         """True where every element (over ``dim``, or all) is non-zero; a bool tensor."""
         return _O.all(self, _dims(dim), keepdim)
 
-    def any(self, dim=None, keepdim=False):
+    def any(self, dim: _Dims = None, keepdim: _bool = False) -> Tensor:
         """True where some element (over ``dim``, or all) is non-zero; a bool tensor."""
         return _O.any(self, _dims(dim), keepdim)
 
-    def prod(self, dim=None, keepdim=False, *, dtype=None):
+    def prod(self, dim: _Dims = None, keepdim: _bool = False, *,
+             dtype: _DTypeLike | None = None) -> Tensor:
         """Product over ``dim`` (an int, or all elements when None); ints and bools give int64.
         The gradient is exact with zeros among the inputs (as torch)."""
         return _O.prod(self, _dims(dim), keepdim,
                        dtype=_dtype.as_dtype(dtype) if dtype is not None else None)
 
-    def cumsum(self, dim, *, dtype=None):
+    def cumsum(self, dim: _int, *, dtype: _DTypeLike | None = None) -> Tensor:
         """Cumulative sum along ``dim``; ints and bools give int64 (as ``torch.cumsum``)."""
         return _O.cumsum(self, dim, dtype=_dtype.as_dtype(dtype) if dtype is not None else None)
 
-    def sort(self, dim=-1, descending=False, *, stable=False):
+    def sort(self, dim: _int = -1, descending: _bool = False, *, stable: _bool = False) -> _rt.sort:
         """``(values, indices)`` sorted along ``dim`` (``tensorplay.return_types.sort``); NaN
         sorts as the largest value; equal values keep their order (always stable)."""
         from . import return_types
         return return_types.sort(*_O.sort(self, dim, descending, stable=stable))
 
-    def topk(self, k, dim=-1, largest=True, sorted=True):   # noqa: A002 - torch's name
+    def topk(self, k: _int, dim: _int = -1, largest: _bool = True,
+             sorted: _bool = True) -> _rt.topk:   # noqa: A002 - torch's name
         """``(values, indices)`` of the ``k`` largest (``largest=False``: smallest) elements
         along ``dim`` (``tensorplay.return_types.topk``; indices int64), as ``torch.topk``.
         Results come sorted (largest first; smallest first with ``largest=False``); NaN counts
@@ -955,7 +1020,11 @@ class Tensor:
         from . import return_types
         return return_types.topk(*_O.topk(self, k, dim, largest, sorted))
 
-    def nonzero(self, *, as_tuple=False):
+    @overload
+    def nonzero(self, *, as_tuple: Literal[False] = False) -> Tensor: ...
+    @overload
+    def nonzero(self, *, as_tuple: Literal[True]) -> tuple[Tensor, ...]: ...
+    def nonzero(self, *, as_tuple: _bool = False) -> Tensor | tuple[Tensor, ...]:
         """Indices of the nonzero elements, as ``torch.nonzero``: an ``(n, ndim)`` int64 tensor
         in row-major order, or with ``as_tuple=True`` one 1-D index tensor per dimension. The
         size ``n`` depends on the values (a data-dependent size in fake kernels and
@@ -967,57 +1036,61 @@ class Tensor:
             return (out.reshape(-1),)
         return tuple(out[:, i].contiguous() for i in range(self.ndim))
 
-    def argsort(self, dim=-1, descending=False, *, stable=False):
+    def argsort(self, dim: _int = -1, descending: _bool = False, *,
+                stable: _bool = False) -> Tensor:
         """The indices that sort ``self`` along ``dim`` (int64), as ``torch.argsort``."""
         return _O.argsort(self, dim, descending, stable=stable)
 
-    def gather(self, dim, index, *, sparse_grad=False):
+    def gather(self, dim: _int, index: Tensor, *, sparse_grad: _bool = False) -> Tensor:
         """``out[i][j] = self[index[i][j]][j]`` for ``dim=0`` (and so on), as ``torch.gather``:
         ``index`` is int64 with ``self``'s number of dims; ``RuntimeError`` for an index out of
         range."""
         return _O.gather(self, dim, index, sparse_grad=sparse_grad)
 
-    def scatter_add(self, dim, index, src):
+    def scatter_add(self, dim: _int, index: Tensor, src: Tensor) -> Tensor:
         """A copy of ``self`` with ``src`` added at ``index`` along ``dim`` (as
         ``torch.scatter_add``; repeated indices accumulate)."""
         return _O.scatter_add(self, dim, index, src)
 
-    def scatter(self, dim, index, src=None, *, value=None, reduce=None):
+    def scatter(self, dim: _int, index: Tensor, src: _TensorOrScalar | None = None, *,
+                value: _Number | None = None, reduce: str | None = None) -> Tensor:
         """A copy of ``self`` with ``src`` (a tensor of ``self``'s dtype, or a number; also
         ``value=``) written at ``index`` along ``dim``, as ``torch.scatter``: for ``dim=0``,
         ``out[index[i][j]][j] = src[i][j]``. A repeated index keeps one of its values
         (unspecified which). ``reduce`` is not supported (use ``scatter_add``)."""
         return _O.scatter(self, dim, index, _scatter_src(src, value, reduce))
 
-    def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
+    def scatter_(self, dim: _int, index: Tensor, src: _TensorOrScalar | None = None, *,
+                 value: _Number | None = None, reduce: str | None = None) -> Tensor:
         """In-place ``scatter`` (``torch.Tensor.scatter_``); returns ``self``."""
         return _O.scatter_(self, dim, index, _scatter_src(src, value, reduce))
 
-    def isnan(self):
+    def isnan(self) -> Tensor:
         """Bool tensor: True where the element is NaN."""
         return _O.isnan(self)
 
-    def isinf(self):
+    def isinf(self) -> Tensor:
         """Bool tensor: True where the element is +inf or -inf."""
         return _O.isinf(self)
 
-    def isfinite(self):
+    def isfinite(self) -> Tensor:
         """Bool tensor: True where the element is neither NaN nor infinite."""
         return _O.isfinite(self)
 
-    def floor(self):
+    def floor(self) -> Tensor:
         """Elementwise floor (integer tensors are returned unchanged, as a copy)."""
         return _O.floor(self)
 
-    def ceil(self):
+    def ceil(self) -> Tensor:
         """Elementwise ceiling (integer tensors are returned unchanged, as a copy)."""
         return _O.ceil(self)
 
-    def round(self, *, decimals=0):
+    def round(self, *, decimals: _int = 0) -> Tensor:
         """Round to ``decimals`` places, halves to even (as ``torch.round``)."""
         return _O.round(self, decimals=decimals)
 
-    def var(self, dim=None, keepdim=False, *, correction=1, unbiased=None):
+    def var(self, dim: _Dims = None, keepdim: _bool = False, *, correction: _Number = 1,
+            unbiased: _bool | None = None) -> Tensor:
         """Variance over ``dim`` with Bessel's ``correction`` (1 by default)."""
         if unbiased is not None:
             correction = 1 if unbiased else 0
@@ -1027,26 +1100,27 @@ class Tensor:
                                                    for x in _dims(dim))
         return (d * d).sum(dim, keepdim) / max(n - correction, 1)
 
-    def std(self, dim=None, keepdim=False, *, correction=1, unbiased=None):
+    def std(self, dim: _Dims = None, keepdim: _bool = False, *, correction: _Number = 1,
+            unbiased: _bool | None = None) -> Tensor:
         """Standard deviation over ``dim`` (``sqrt(var)``)."""
         return self.var(dim, keepdim, correction=correction, unbiased=unbiased).sqrt()
 
-    def norm(self, p=2, dim=None, keepdim=False):
+    def norm(self, p: _Number = 2, dim: _Dims = None, keepdim: _bool = False) -> Tensor:
         """The ``p``-norm over ``dim`` (2 by default)."""
         if p != 2:
             return (self.abs() ** p).sum(dim, keepdim) ** (1.0 / p)
         return (self * self).sum(dim, keepdim).sqrt()
 
-    def softmax(self, dim):
+    def softmax(self, dim: _int) -> Tensor:
         """Softmax along ``dim`` (numerically stable)."""
         return _O.softmax(self, dim)
 
-    def log_softmax(self, dim):
+    def log_softmax(self, dim: _int) -> Tensor:
         """Log-softmax along ``dim`` (numerically stable)."""
         return _O.log_softmax(self, dim)
 
     # views
-    def view(self, *shape):
+    def view(self, *shape: Any) -> Tensor:
         """A view with a new shape (one dim may be -1); ``RuntimeError`` suggesting ``reshape``
         when the strides do not allow it."""
         if len(shape) == 1 and isinstance(shape[0], _dtype.DType):
@@ -1054,19 +1128,19 @@ class Tensor:
             return _O.view_dtype(self, shape[0])
         return _O.view(self, _shape_arg(shape))
 
-    def reshape(self, *shape):
+    def reshape(self, *shape: _int | Sequence[_int]) -> Tensor:
         """A view with the new shape when the strides allow it, else a copy (torch's rule)."""
         return _O.reshape(self, _shape_arg(shape))
 
-    def view_as(self, other):
+    def view_as(self, other: Tensor) -> Tensor:
         """``self.view(other.shape)``."""
         return _O.view(self, list(other.shape))
 
-    def reshape_as(self, other):
+    def reshape_as(self, other: Tensor) -> Tensor:
         """``self.reshape(other.shape)``."""
         return _O.reshape(self, list(other.shape))
 
-    def flatten(self, start_dim=0, end_dim=-1):
+    def flatten(self, start_dim: _int = 0, end_dim: _int = -1) -> Tensor:
         """Merge dims ``start_dim..end_dim`` into one (a view when possible)."""
         if self.ndim == 0:
             return _O.reshape(self, [1])
@@ -1075,53 +1149,53 @@ class Tensor:
         shape = list(self._shape[:s]) + [_prod(self._shape[s:e + 1])] + list(self._shape[e + 1:])
         return _O.reshape(self, shape)
 
-    def permute(self, *dims):
+    def permute(self, *dims: _int | Sequence[_int]) -> Tensor:
         """A view with the dimensions reordered."""
         return _O.permute(self, _shape_arg(dims))
 
-    def transpose(self, dim0, dim1):
+    def transpose(self, dim0: _int, dim1: _int) -> Tensor:
         """A view with ``dim0`` and ``dim1`` swapped."""
         return _O.transpose(self, dim0, dim1)
 
     swapaxes = transpose
 
-    def t(self):
+    def t(self) -> Tensor:
         """Transpose of a tensor with at most 2 dims (a view)."""
         if self.ndim > 2:
             raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, got {self.ndim}")
         return self if self.ndim < 2 else _O.transpose(self, 0, 1)
 
     @property
-    def T(self):
+    def T(self) -> Tensor:
         """All dimensions reversed (a view)."""
         return _O.permute(self, list(range(self.ndim))[::-1])
 
     @property
-    def mT(self):
+    def mT(self) -> Tensor:
         """The last two dimensions swapped (a view)."""
         return _O.transpose(self, -2, -1)
 
-    def expand(self, *sizes):
+    def expand(self, *sizes: _int | Sequence[_int]) -> Tensor:
         """A view broadcasting size-1 dims to ``sizes`` (stride 0; -1 keeps a size)."""
         return _O.expand(self, _shape_arg(sizes))
 
-    def expand_as(self, other):
+    def expand_as(self, other: Tensor) -> Tensor:
         """``self.expand(other.shape)``."""
         return _O.expand(self, list(other.shape))
 
-    def broadcast_to(self, shape):
+    def broadcast_to(self, shape: Sequence[_int]) -> Tensor:
         """``self.expand(shape)``."""
         return _O.expand(self, list(shape))
 
-    def unsqueeze(self, dim):
+    def unsqueeze(self, dim: _int) -> Tensor:
         """A view with a size-1 dimension inserted at ``dim``."""
         return _O.unsqueeze(self, dim)
 
-    def squeeze(self, dim=None):
+    def squeeze(self, dim: _Dims = None) -> Tensor:
         """A view without size-1 dims (all of them, or those in ``dim``)."""
         return _O.squeeze(self, _dims(dim) if dim is not None else None)
 
-    def unflatten(self, dim, sizes):
+    def unflatten(self, dim: _int, sizes: Sequence[_int]) -> Tensor:
         """A view splitting ``dim`` into ``sizes`` (one may be -1)."""
         d = _wrap_dim(dim, self.ndim)
         sizes = list(sizes)
@@ -1130,13 +1204,13 @@ class Tensor:
             sizes[sizes.index(-1)] = self._shape[d] // max(known, 1)
         return _O.view(self, list(self._shape[:d]) + sizes + list(self._shape[d + 1:]))
 
-    def chunk(self, chunks, dim=0):
+    def chunk(self, chunks: _int, dim: _int = 0) -> tuple[Tensor, ...]:
         """Split into ``chunks`` views along ``dim`` (the last may be smaller)."""
         d = _wrap_dim(dim, self.ndim)
         size = -(-self._shape[d] // chunks)
         return self.split(size, d)
 
-    def split(self, split_size, dim=0):
+    def split(self, split_size: _int | Sequence[_int], dim: _int = 0) -> tuple[Tensor, ...]:
         """Split into views of ``split_size`` (int or list of sizes) along ``dim``."""
         d = _wrap_dim(dim, self.ndim)
         n = self._shape[d]
@@ -1148,100 +1222,109 @@ class Tensor:
             start += s
         return tuple(out)
 
-    def narrow(self, dim, start, length):
+    def narrow(self, dim: _int, start: _int, length: _int) -> Tensor:
         """A view of ``length`` elements of ``dim`` from ``start``."""
         return _O.narrow(self, dim, start, length)
 
     # -- torch's everyday composites (tensorplay._surface; autograd comes from their ops) ---------
-    def unbind(self, dim=0):
+    def unbind(self, dim: _int = 0) -> tuple[Tensor, ...]:
         """The slices along ``dim`` as a tuple of views (``torch.unbind``)."""
         return _surface.unbind(self, dim)
 
-    def select(self, dim, index):
+    def select(self, dim: _int, index: _int) -> Tensor:
         """The view at ``index`` of ``dim``, which it removes (``torch.select``)."""
         return _O.select(self, dim, index)
 
-    def flip(self, *dims):
+    def flip(self, *dims: _int | Sequence[_int]) -> Tensor:
         """A copy reversed along ``dims`` (``torch.flip``)."""
         return _surface.flip(self, _shape_arg(dims))
 
-    def roll(self, shifts, dims=None):
+    def roll(self, shifts: _int | Sequence[_int],
+             dims: _int | Sequence[_int] | None = None) -> Tensor:
         """Elements shifted along ``dims`` with wrap-around (``torch.roll``)."""
         return _surface.roll(self, shifts, dims)
 
-    def tril(self, diagonal=0):
+    def tril(self, diagonal: _int = 0) -> Tensor:
         """The lower triangle of the last two dims, the rest zero (``torch.tril``)."""
         return _surface.tril(self, diagonal)
 
-    def triu(self, diagonal=0):
+    def triu(self, diagonal: _int = 0) -> Tensor:
         """The upper triangle of the last two dims, the rest zero (``torch.triu``)."""
         return _surface.triu(self, diagonal)
 
-    def diag(self, diagonal=0):
+    def diag(self, diagonal: _int = 0) -> Tensor:
         """1-D: the matrix with this on a diagonal; 2-D: a diagonal (``torch.diag``)."""
         return _surface.diag(self, diagonal)
 
-    def repeat(self, *sizes):
+    def repeat(self, *sizes: _int | Sequence[_int]) -> Tensor:
         """Tiled ``sizes[i]`` times along each dim (``torch.Tensor.repeat``)."""
         return _surface.repeat(self, *sizes)
 
-    def repeat_interleave(self, repeats, dim=None, *, output_size=None):
+    def repeat_interleave(self, repeats: _int | Tensor, dim: _int | None = None, *,
+                          output_size: _int | None = None) -> Tensor:
         """Each element repeated ``repeats`` times along ``dim`` (``torch.repeat_interleave``)."""
         return _surface.repeat_interleave(self, repeats, dim, output_size=output_size)
 
-    def index_select(self, dim, index):
+    def index_select(self, dim: _int, index: Tensor) -> Tensor:
         """Entries of ``dim`` at the 1-D ``index`` (``torch.index_select``)."""
         return _surface.index_select(self, dim, index)
 
-    def masked_select(self, mask):
+    def masked_select(self, mask: Tensor) -> Tensor:
         """Elements where the bool ``mask`` (broadcast) is True, 1-D (``torch.masked_select``)."""
         return _surface.masked_select(self, mask)
 
-    def sign(self):
+    def sign(self) -> Tensor:
         """-1, 0 or 1 by the sign of each element (``torch.sign``)."""
         return _O.sign(self)
 
-    def reciprocal(self):
+    def reciprocal(self) -> Tensor:
         """``1 / self`` (integer inputs give the default float dtype), as ``torch.reciprocal``."""
         return _O.rdiv(self, 1)
 
-    def eq(self, other):
+    def eq(self, other: _TensorOrScalar) -> Tensor:
         """Elementwise ``==`` (bool tensor)."""
         return _O.eq(self, other)
 
-    def ne(self, other):
+    def ne(self, other: _TensorOrScalar) -> Tensor:
         """Elementwise ``!=`` (bool tensor)."""
         return _O.ne(self, other)
 
-    def ge(self, other):
+    def ge(self, other: _TensorOrScalar) -> Tensor:
         """Elementwise ``>=`` (bool tensor)."""
         return _O.ge(self, other)
 
-    def gt(self, other):
+    def gt(self, other: _TensorOrScalar) -> Tensor:
         """Elementwise ``>`` (bool tensor)."""
         return _O.gt(self, other)
 
-    def le(self, other):
+    def le(self, other: _TensorOrScalar) -> Tensor:
         """Elementwise ``<=`` (bool tensor)."""
         return _O.le(self, other)
 
-    def lt(self, other):
+    def lt(self, other: _TensorOrScalar) -> Tensor:
         """Elementwise ``<`` (bool tensor)."""
         return _O.lt(self, other)
 
-    def equal(self, other):
+    def equal(self, other: Tensor) -> _bool:
         """True when shapes and elements are equal (a Python bool; ``torch.equal``)."""
         return _surface.equal(self, other)
 
-    def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    def isclose(self, other: Tensor, rtol: _float = 1e-05, atol: _float = 1e-08,
+                equal_nan: _bool = False) -> Tensor:
         """Elementwise closeness (bool tensor), as ``torch.isclose``."""
         return _surface.isclose(self, other, rtol, atol, equal_nan)
 
-    def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    def allclose(self, other: Tensor, rtol: _float = 1e-05, atol: _float = 1e-08,
+                 equal_nan: _bool = False) -> _bool:
         """``isclose(...).all()`` as a Python bool (``torch.allclose``)."""
         return _surface.allclose(self, other, rtol, atol, equal_nan)
 
-    def type(self, dtype=None, non_blocking=False):
+    @overload
+    def type(self, dtype: None = None, non_blocking: _bool = False) -> str: ...
+    @overload
+    def type(self, dtype: _DTypeLike | str, non_blocking: _bool = False) -> Tensor: ...
+    def type(self, dtype: _DTypeLike | str | None = None,
+             non_blocking: _bool = False) -> str | Tensor:
         """No argument: the type name (``"tensorplay.FloatTensor"``, cuda:
         ``"tensorplay.cuda.FloatTensor"``); with a dtype (or such a name): ``self.to(dtype)``,
         as ``torch.Tensor.type``."""
@@ -1261,67 +1344,69 @@ class Tensor:
             dtype = _dtype.from_name(names[key])
         return self.to(_dtype.as_dtype(dtype))
 
-    def bfloat16(self):
+    def bfloat16(self) -> Tensor:
         """``self.to(tensorplay.bfloat16)``."""
         return self.to(_dtype.bfloat16)
 
-    def byte(self):
+    def byte(self) -> Tensor:
         """``self.to(tensorplay.uint8)``."""
         return self.to(_dtype.uint8)
 
-    def short(self):
+    def short(self) -> Tensor:
         """``self.to(tensorplay.int16)``."""
         return self.to(_dtype.int16)
 
-    def char(self):
+    def char(self) -> Tensor:
         """``self.to(tensorplay.int8)``."""
         return self.to(_dtype.int8)
 
-    def uniform_(self, from_=0.0, to=1.0):
+    def uniform_(self, from_: _float = 0.0, to: _float = 1.0) -> Tensor:
         """Fill in place with values uniform on ``[from_, to)`` (``torch.Tensor.uniform_``)."""
         return _surface.uniform_(self, from_, to)
 
-    def normal_(self, mean=0.0, std=1.0):
+    def normal_(self, mean: _float = 0.0, std: _float = 1.0) -> Tensor:
         """Fill in place with normal values (``torch.Tensor.normal_``)."""
         return _surface.normal_(self, mean, std)
 
-    def random_(self, from_=0, to=None):
+    def random_(self, from_: _int = 0, to: _int | None = None) -> Tensor:
         """Fill in place with random integers in ``[from_, to)`` (``torch.Tensor.random_``)."""
         return _surface.random_(self, from_, to)
 
-    def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+    def unique(self, sorted: _bool = True, return_inverse: _bool = False,
+               return_counts: _bool = False, dim: _int | None = None) -> Any:  # noqa: A002
         """Distinct elements, ascending (``torch.unique``)."""
         return _surface.unique(self, sorted, return_inverse, return_counts, dim)
 
-    def mm(self, mat2):
+    def mm(self, mat2: Tensor) -> Tensor:
         """2-D matrix product (``torch.mm``)."""
         return _surface.mm(self, mat2)
 
-    def bmm(self, mat2):
+    def bmm(self, mat2: Tensor) -> Tensor:
         """Batched 3-D matrix product (``torch.bmm``)."""
         return _surface.bmm(self, mat2)
 
-    def dot(self, other):
+    def dot(self, other: Tensor) -> Tensor:
         """Inner product of 1-D tensors (``torch.dot``)."""
         return _surface.dot(self, other)
 
-    def outer(self, vec2):
+    def outer(self, vec2: Tensor) -> Tensor:
         """Outer product of 1-D tensors (``torch.outer``)."""
         return _surface.outer(self, vec2)
 
-    def addmm(self, mat1, mat2, *, beta=1, alpha=1):
+    def addmm(self, mat1: Tensor, mat2: Tensor, *, beta: _Number = 1, alpha: _Number = 1) -> Tensor:
         """``beta * self + alpha * (mat1 @ mat2)`` (``torch.addmm``)."""
         return _surface.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
 
-    def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
+    def baddbmm(self, batch1: Tensor, batch2: Tensor, *, beta: _Number = 1,
+                alpha: _Number = 1) -> Tensor:
         """``beta * self + alpha * bmm(batch1, batch2)`` (``torch.baddbmm``)."""
         return _surface.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
-    def logsumexp(self, dim, keepdim=False):
+    def logsumexp(self, dim: _Dims, keepdim: _bool = False) -> Tensor:
         """``log(sum(exp(self), dim))``, computed stably (``torch.logsumexp``)."""
         return _surface.logsumexp(self, dim, keepdim)
 
-    def apply_(self, callable):
+    def apply_(self, callable: Callable[[Any], Any]) -> Tensor:
         """Apply the Python ``callable`` to each element in place (cpu tensors only; slow), as
         ``torch.Tensor.apply_``."""
         if self._device.type != "cpu" or self._data is None:
@@ -1334,13 +1419,14 @@ class Tensor:
         _O.copy_(self, _O.reshape(new, list(self._shape)))
         return self
 
-    def as_strided(self, size, stride, storage_offset=None):
+    def as_strided(self, size: Sequence[_int], stride: Sequence[_int],
+                   storage_offset: _int | None = None) -> Tensor:
         """A view of this tensor's storage with ``size``, ``stride`` and ``storage_offset`` (in
         elements; default: this tensor's offset), as ``torch.as_strided``; ``RuntimeError``
         when it would reach beyond the storage."""
         return _O.as_strided(self, list(size), list(stride), storage_offset)
 
-    def sum_to_size(self, *size):
+    def sum_to_size(self, *size: _int | Sequence[_int]) -> Tensor:
         """Sum broadcast dimensions away so the result has ``size`` (used by backward formulas)."""
         if len(size) == 1 and size[0].__class__ is tuple and size[0] == self._shape:
             return self   # backward formulas' common case, before any parsing
@@ -1369,10 +1455,10 @@ class _HookHandle:
 
     __slots__ = ("_hooks", "_fn")
 
-    def __init__(self, hooks, fn):
+    def __init__(self, hooks: list[Any], fn: Any) -> None:
         self._hooks, self._fn = hooks, fn
 
-    def remove(self):
+    def remove(self) -> None:
         if self._fn in self._hooks:
             self._hooks.remove(self._fn)
 

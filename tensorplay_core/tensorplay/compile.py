@@ -33,12 +33,16 @@ recaptures. Capturing is not thread-safe: capture a function from one thread at 
 from __future__ import annotations
 
 import functools
+from typing import Any, Callable, Generic, ParamSpec, TypeVar, overload
 
 from . import _capture, _codegen, _dispatch, _dtype, _fusion, _pytree, _registry
 from ._tensor import Tensor
 from .autograd import grad_mode as _gm
 from .errors import CompileError
 from .fake import is_dynamic_size
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 _default_dtype = _dtype._default   # [the default float dtype]: part of every guard key
 
@@ -48,7 +52,14 @@ _MAX_CACHE = 64          # graphs kept per compiled function
 _MAX_VALIDATED = 256     # size signatures remembered as validated per graph
 
 
-def compile(fn=None, *, dynamic=None, fullgraph=False):
+@overload
+def compile(fn: Callable[_P, _R], *, dynamic: bool | None = None,
+            fullgraph: bool = False) -> CompiledFunction[_P, _R]: ...
+@overload
+def compile(fn: None = None, *, dynamic: bool | None = None,
+            fullgraph: bool = False) -> Callable[[Callable[_P, _R]], CompiledFunction[_P, _R]]: ...
+def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
+            fullgraph: bool = False) -> Any:
     """Compile ``fn`` (a function of tensors) into a cached graph of operator calls.
 
     Arguments:
@@ -122,7 +133,7 @@ def compile(fn=None, *, dynamic=None, fullgraph=False):
     return CompiledFunction(fn, dynamic=dynamic, fullgraph=fullgraph)
 
 
-class CompiledFunction:
+class CompiledFunction(Generic[_P, _R]):
     """The result of ``tensorplay.compile(fn)``: call it like ``fn``.
 
     Attributes: ``fn`` (the original function), ``graph`` (the ``Graph`` used by the last call,
@@ -130,7 +141,8 @@ class CompiledFunction:
     ``cache_size`` (graphs currently cached), ``dynamic``.
     """
 
-    def __init__(self, fn, *, dynamic=None, fullgraph=False):
+    def __init__(self, fn: Callable[_P, _R], *, dynamic: bool | None = None,
+                 fullgraph: bool = False) -> None:
         self.fn = fn
         self.dynamic = dynamic
         self.fullgraph = fullgraph
@@ -140,7 +152,7 @@ class CompiledFunction:
         functools.update_wrapper(self, fn)
 
     @property
-    def graph(self):
+    def graph(self) -> Any:
         """The graph run by the most recent call (None before the first call)."""
         return self._last.graph if self._last is not None else None
 
@@ -154,16 +166,16 @@ class CompiledFunction:
         self._cache.clear()
         self._last = None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<tensorplay.compile({getattr(self.fn, '__qualname__', self.fn)!r}), " \
                f"{self.cache_size} graph(s)>"
 
-    def __get__(self, obj, objtype=None):
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
         if obj is None:
             return self
         return functools.partial(self.__call__, obj)
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         if _capture._state.active:
             # called while another function is being captured: inline it into that capture
             return self.fn(*args, **kwargs)

@@ -26,8 +26,13 @@ start), so programs that never ask keep allocation free of a tracking hook; call
 from __future__ import annotations
 
 import abc
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
 
 from .errors import DeviceUnavailableError
+
+if TYPE_CHECKING:
+    from ._tensor import _DeviceLike
 
 __all__ = ["Event", "Stream", "current_device", "current_stream", "device", "device_count",
            "empty_cache", "get_device_capability", "get_device_name", "get_device_properties",
@@ -83,7 +88,7 @@ def current_device() -> int:
     return _runtime("current_device").current_device()
 
 
-def set_device(device) -> None:
+def set_device(device: _DeviceLike) -> None:
     """Make ``device`` (index, ``"cuda:N"`` or ``tensorplay.device``) the current GPU.
     ``DeviceUnavailableError`` for an index this machine lacks."""
     _runtime("set_device").set_device(device)
@@ -93,11 +98,11 @@ class device:
     """Context manager making GPU ``device`` current inside the block (``torch.cuda.device``);
     the previous one is restored on exit. ``None`` or a negative index: no change."""
 
-    def __init__(self, device):
+    def __init__(self, device: _DeviceLike | None) -> None:
         self._device = device
         self._prev = None
 
-    def __enter__(self):
+    def __enter__(self) -> device:
         d = self._device
         if d is None or (isinstance(d, int) and d < 0):
             return self
@@ -106,13 +111,13 @@ class device:
         rt.set_device(d)
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> bool:
         if self._prev is not None:
             _rt.set_device(self._prev)
         return False
 
 
-def get_device_properties(device=None):
+def get_device_properties(device: _DeviceLike | None = None) -> Any:
     """Properties of GPU ``device`` (default: the current one): ``name``, ``major``, ``minor``,
     ``total_memory`` (bytes), ``multi_processor_count``, ``L2_cache_size``, ``warp_size``, ...
 
@@ -140,14 +145,14 @@ def get_device_properties(device=None):
     return p
 
 
-def get_device_name(device=None) -> str:
+def get_device_name(device: _DeviceLike | None = None) -> str:
     """The GPU's name, e.g. ``"NVIDIA H200"`` (``get_device_properties(device).name``)."""
     if _rt is None:
         _runtime("get_device_name")
     return get_device_properties(device).name
 
 
-def get_device_capability(device=None) -> tuple:
+def get_device_capability(device: _DeviceLike | None = None) -> tuple[int, int]:
     """``(major, minor)`` compute capability, e.g. ``(9, 0)`` on an H100/H200."""
     if _rt is None:
         _runtime("get_device_capability")
@@ -155,19 +160,19 @@ def get_device_capability(device=None) -> tuple:
     return (p.major, p.minor)
 
 
-def synchronize(device=None) -> None:
+def synchronize(device: _DeviceLike | None = None) -> None:
     """Wait for all queued work on GPU ``device`` (default: the current one)."""
     rt = _runtime("synchronize")
     rt.synchronize(rt.index(device, "tensorplay.cuda.synchronize"))
 
 
-def current_stream(device=None):
+def current_stream(device: _DeviceLike | None = None) -> Stream:
     """The current ``Stream`` of GPU ``device`` (default: the current one)."""
     rt = _runtime("current_stream")
     return rt.current_stream(rt.index(device, "tensorplay.cuda.current_stream"))
 
 
-def stream(stream):
+def stream(stream: Stream | None) -> AbstractContextManager[Any]:
     """Context manager making ``stream`` (a ``Stream``, or ``None`` for no change) current: cuda
     work issued inside runs on it (same as ``torch.cuda.stream``)."""
     return _runtime("stream").use_stream(stream)
@@ -178,8 +183,16 @@ class Stream(abc.ABC):
     ``synchronize()``, ``query()``, ``wait_event(e)``, ``wait_stream(s)``, ``record_event(e=None)``;
     ``cuda_stream`` is the raw handle (int). Made by the cuda plugin's runtime."""
 
-    def __new__(cls, device=None, priority: int = 0):
+    def __new__(cls, device: _DeviceLike | None = None, priority: int = 0) -> Stream:
         return _runtime("Stream").Stream(device, priority)
+
+    if TYPE_CHECKING:   # the runtime's streams have these (declared for the type checkers)
+        cuda_stream: int
+        def synchronize(self) -> None: ...
+        def query(self) -> bool: ...
+        def wait_event(self, event: Event) -> None: ...
+        def wait_stream(self, stream: Stream) -> None: ...
+        def record_event(self, event: Event | None = None) -> Event: ...
 
 
 class Event(abc.ABC):
@@ -189,30 +202,37 @@ class Event(abc.ABC):
     ``enable_timing=True``). Made by the cuda plugin's runtime."""
 
     def __new__(cls, enable_timing: bool = False, blocking: bool = False,
-                interprocess: bool = False):
+                interprocess: bool = False) -> Event:
         return _runtime("Event").Event(enable_timing, blocking, interprocess)
 
+    if TYPE_CHECKING:   # the runtime's events have these (declared for the type checkers)
+        def record(self, stream: Stream | None = None) -> None: ...
+        def wait(self, stream: Stream | None = None) -> None: ...
+        def query(self) -> bool: ...
+        def synchronize(self) -> None: ...
+        def elapsed_time(self, end: Event) -> float: ...
 
-def memory_allocated(device=None) -> int:
+
+def memory_allocated(device: _DeviceLike | None = None) -> int:
     """Bytes of GPU memory held by tensors on ``device`` now (CuPy pool's used bytes)."""
     rt = _runtime("memory_allocated")
     return rt.memory_allocated(rt.index(device, "tensorplay.cuda.memory_allocated"))
 
 
-def max_memory_allocated(device=None) -> int:
+def max_memory_allocated(device: _DeviceLike | None = None) -> int:
     """Peak of ``memory_allocated(device)`` since tracking began: the last
     ``reset_peak_memory_stats``, else the first call of this function (see the module note)."""
     rt = _runtime("max_memory_allocated")
     return rt.max_memory_allocated(rt.index(device, "tensorplay.cuda.max_memory_allocated"))
 
 
-def reset_peak_memory_stats(device=None) -> None:
+def reset_peak_memory_stats(device: _DeviceLike | None = None) -> None:
     """Restart the peak that ``max_memory_allocated`` reports from the current allocation."""
     rt = _runtime("reset_peak_memory_stats")
     rt.reset_peak_memory_stats(rt.index(device, "tensorplay.cuda.reset_peak_memory_stats"))
 
 
-def memory_reserved(device=None) -> int:
+def memory_reserved(device: _DeviceLike | None = None) -> int:
     """Bytes held by the caching allocator on ``device`` (in use or cached for reuse)."""
     rt = _runtime("memory_reserved")
     return rt.memory_reserved(rt.index(device, "tensorplay.cuda.memory_reserved"))

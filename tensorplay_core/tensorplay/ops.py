@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from . import _registry
+
+if TYPE_CHECKING:
+    from ._registry import CustomOpDef
 
 
 class _Namespace:
@@ -13,7 +18,7 @@ class _Namespace:
     def __init__(self, ns: str):
         self._ns = ns
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> CustomOpDef[..., Any]:
         if name.startswith("__"):
             raise AttributeError(name)
         op = _registry.registered(f"{self._ns}::{name}")
@@ -36,7 +41,7 @@ class _Namespace:
         return f"<tensorplay.ops.{self._ns}>"
 
 
-def __getattr__(ns: str):
+def __getattr__(ns: str) -> _Namespace:
     """``tensorplay.ops.<ns>``: any identifier gives a namespace view (it may be empty)."""
     if ns.startswith("__"):
         raise AttributeError(ns)
