@@ -512,3 +512,38 @@ def test_ops_lists_a_triton_ops_body_as_its_fake():
                        env=dict(os.environ, COLUMNS="250"))
     row = next((x for x in p.stdout.splitlines() if x.startswith("example::softmax_rows")), p.stdout + p.stderr)
     assert "yes (body)" in row, row
+
+
+# ---------------------------------------------------------------------------- half precision
+
+@lib.custom_op("gr_half::square", mutates_args=())
+def half_square(x: Tensor) -> Tensor:
+    return x * x
+
+
+half_square.register_fake(lambda x: tp.empty_like(x))
+
+
+def _square_setup(ctx, inputs, output):
+    ctx.save_for_backward(inputs[0])
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("n", [4, 64])
+def test_wrong_formula_is_caught_on_half_precision_samples(dtype, n):
+    """A factor-2 error in the formula of an op whose samples are float16/bfloat16: a
+    disagreement found in float64 is re-checked in float32 (not in the half dtype, whose finite
+    differences are too coarse to tell), so it is reported on every seed; the right formula
+    still passes."""
+    dt = getattr(tp, dtype)
+    wrong = (lambda ctx, g: g * ctx.saved_tensors[0])              # planted: forgot the 2
+    right = (lambda ctx, g: 2 * g * ctx.saved_tensors[0])
+    for seed in range(6):
+        tp.manual_seed(seed)
+        x = tp.randn(n, dtype=dt, requires_grad=True)
+        with formula(half_square, wrong, _square_setup):
+            r = grads(half_square, (x,))
+            assert r.status == "fail", (seed, r)
+        with formula(half_square, right, _square_setup):
+            r = grads(half_square, (x,))
+            assert r.status in ("pass", "skip"), (seed, r)
