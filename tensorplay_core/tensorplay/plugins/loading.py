@@ -1,9 +1,11 @@
 """Loading: import each discovered plugin, check its contract, run its hooks, atomically.
 
 * **Load order does not matter.** Plugins load in distribution-name order, and a plugin whose
-  hook looks up an op not defined yet loads the remaining plugins first (subscribed to
-  ``_registry.lookup_misses``); a plugin module the user imported before ``tensorplay`` is
-  finished later and the ops its import defined are attributed to it.
+  hook looks up an op not defined yet loads the remaining plugins first (``finish_deferred``,
+  called by ``packs.load_for``, which ``_registry.lookup_misses`` calls); a plugin module the
+  user imported before ``tensorplay`` is finished later and the ops its import defined are
+  attributed to it. An op pack declaring its namespaces is only recorded here (``lazy``) and
+  loaded by ``packs`` on first use, through ``_load_one`` like any other.
 * **Isolation.** Each plugin loads atomically: its module import, its hooks and its kernel
   entry points either all succeed, or everything it registered is undone (ops, kernels, fakes,
   formulas, devices) and the plugin is recorded as ``failed`` with its exception (one
