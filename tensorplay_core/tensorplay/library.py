@@ -101,7 +101,6 @@ def _new_op(qualname, schema, mutates, keys, tags, module, where, api, *, is_tri
     or ``"triton_op"``) over a ``custom_op`` from the same module replaces it with ``version + 1``
     (edit-and-rerun in a notebook; compiled graphs check versions).
     """
-    _use_namespace(qualname.partition("::")[0])
     with _registry.transaction():
         old = _registry.registered(qualname)
         version = 0
@@ -281,6 +280,7 @@ def _custom_op(name, fn, *, mutates_args, device_types, schema, tags, is_triton)
             mutates = normalize_mutates_args(mutates_args, f, api=api)
             sch = schema_from_function(f, mutates_args=mutates, op_name=name, api=api)
         module, where = _site(f)
+        _use_namespace(name.partition("::")[0])
         return _new_op(name, sch, mutates, keys, tags, module, where, api, is_triton=_is_triton,
                        kernel=f, doc_fn=f,
                        defined_by="triton_op" if _is_triton else "custom_op")
