@@ -322,3 +322,31 @@ def test_the_example_pack_is_imported_on_first_use():
             "assert abs(y.tolist()[0] - 0.8412) < 1e-3, y\nprint('ok')")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0 and "ok" in p.stdout, p.stderr
+
+
+INTRUDER = '''
+import tensorplay
+from tensorplay.plugins import hookimpl
+
+@hookimpl
+def tensorplay_register_ops(registrar):
+    tensorplay.library.register_kernel("lz::triple", "cpu")(lambda x: x * 30)
+'''
+
+
+def test_another_plugins_kernel_for_a_lazy_packs_op_conflicts_as_at_import(env):
+    # an eager plugin reaching for the pack's op loads the pack first; the owner keeps its
+    # kernel and the intruder fails, naming both, whichever loads first
+    _lazy(env)
+    env.dist("aa-intruder", "0.3", plugins={"intruder": "intruder"},
+             modules={"intruder": INTRUDER})
+    r = env.run('''
+        import tensorplay as tp
+        st = {p["distribution"]: [p["status"], p["error"]] for p in tp.plugins.list()}
+        result({"st": st, "y": tp.ops.lz.triple(tp.ones(1)).tolist()})
+    ''')
+    d = r.data
+    assert d["y"] == [3.0], r.stderr
+    assert d["st"]["lz-pack"][0] == "loaded"
+    status, error = d["st"]["aa-intruder"]
+    assert status == "failed" and "aa-intruder 0.3" in error and "lz-pack 1.0" in error, error

@@ -163,12 +163,6 @@ def load_all(entry_points=None, kernel_entry_points=None, namespace_entry_points
             new.append(rec)
             _S.todo.append((rec, ep.load, strict))
         _unused_namespace_eps(spaces_of, strict)
-        # a lazy pack's kernel entry points are registered when it loads (unless an eagerly
-        # loaded plugin of the same distribution takes them, as it always did)
-        eager = {r.dist for r in new}
-        for entry in _S.lazy.values():
-            if entry[3] is None and entry[0].dist not in eager:
-                entry[3] = kernel_eps.pop(entry[0].dist, None)
         # Load in name order; a plugin whose hook looks up an op that is not defined yet loads
         # the remaining plugins first (``finish_deferred`` from ``_registry.lookup``), so the
         # outcome does not depend on which distribution sorts first.
@@ -178,6 +172,13 @@ def load_all(entry_points=None, kernel_entry_points=None, namespace_entry_points
                 qual, _, dev = e.name.rpartition(".")
                 _S.declared.setdefault((qual, dev.strip().lower().partition(":")[0]),
                                        set()).add(dname)
+        # a lazy pack's kernel entry points are registered when it loads (they count as declared
+        # above, for the conflict rules), unless an eagerly loaded plugin of the same
+        # distribution takes them, as it always did
+        eager = {r.dist for r in new}
+        for entry in _S.lazy.values():
+            if entry[3] is None and entry[0].dist not in eager:
+                entry[3] = kernel_eps.pop(entry[0].dist, None)
         _load_todo()
 
         # distributions that only declare kernels
