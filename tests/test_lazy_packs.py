@@ -38,6 +38,8 @@ def tensorplay_register_ops(registrar):
     @triple.register_fake
     def _(x):
         return x.new_empty(x.shape)
+    global DEFINED
+    DEFINED = True       # (for the thread test: the op exists, its cpu kernel not yet)
     time.sleep(0.2)      # a slow pack: other threads must wait, not see it half-made
 
 def triple_cpu(x):
@@ -283,16 +285,21 @@ paths = {
 errors, wrong = [], []
 start = threading.Barrier(3 * len(paths))
 
-def worker(name, fn):
+def worker(name, fn, polling):
+    # each path three times: twice as a first use, once polling until the pack's hook has
+    # defined its op (registered, its cpu kernel not yet) and using it at that moment
     try:
         start.wait()
+        if polling:
+            while not getattr(sys.modules.get("lzpack"), "DEFINED", False):
+                pass
         if not fn():
             wrong.append(name)
     except BaseException as e:
-        errors.append(f"{name}: {type(e).__name__}: {e}")
+        errors.append(f"{name} (polling={polling}): {type(e).__name__}: {e}")
 
-threads = [threading.Thread(target=worker, args=(n, f)) for n, f in paths.items()
-           for _ in range(3)]
+threads = [threading.Thread(target=worker, args=(n, f, p)) for n, f in paths.items()
+           for p in (False, False, True)]
 for t in threads:
     t.start()
 for t in threads:
