@@ -92,10 +92,12 @@ class PluginEnv:
             f.write(_MARK.format(path=self.marks) + textwrap.dedent(source))
 
     def dist(self, name: str, version: str = "1.0", *, plugins: dict | None = None,
-             kernels: dict | None = None, modules: dict | None = None) -> None:
+             kernels: dict | None = None, modules: dict | None = None,
+             namespaces: dict | None = None) -> None:
         """Install distribution ``name``: ``plugins`` = {entry-point name: module} (group
         ``tensorplay.plugins``), ``kernels`` = {"ns::op.dev": "mod:fn"} (``tensorplay.kernels``),
-        ``modules`` = {module name: source}."""
+        ``namespaces`` = {namespace: module} (``tensorplay.namespaces``: an op pack imported on
+        first use), ``modules`` = {module name: source}."""
         for mod, src in (modules or {}).items():
             self.module(mod, src)
         info = os.path.join(self.root, f"{name.replace('-', '_')}-{version}.dist-info")
@@ -103,7 +105,8 @@ class PluginEnv:
         with open(os.path.join(info, "METADATA"), "w") as f:
             f.write(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
         lines = []
-        for group, eps in (("tensorplay.plugins", plugins), ("tensorplay.kernels", kernels)):
+        for group, eps in (("tensorplay.plugins", plugins), ("tensorplay.kernels", kernels),
+                           ("tensorplay.namespaces", namespaces)):
             if eps:
                 lines.append(f"[{group}]")
                 lines += [f"{k} = {v}" for k, v in eps.items()]

@@ -1,8 +1,11 @@
 """``tensorplay-example-ops``: an example third-party TensorPlay op pack, shipped as a pip plugin.
 
 Installing the distribution is all it takes: its entry point (group ``tensorplay.plugins``, name
-``example_ops``) names this module, and ``import tensorplay`` loads it. The ops live in namespace
-``example`` and are reachable as ``tensorplay.ops.example.<op>`` or as attributes of this module:
+``example_ops``) names this module, and its ``tensorplay.namespaces`` entry (``example =
+"tensorplay_example_ops"``) says that its ops live in namespace ``example``, so ``import
+tensorplay`` only reads that metadata and this module is imported on the first use of the
+namespace. The ops are reachable as ``tensorplay.ops.example.<op>`` or as attributes of this
+module:
 
 ============================ ================================================================
 op                           what
@@ -86,11 +89,11 @@ def tensorplay_sample_inputs(op, device):
 
 
 def __getattr__(name):
-    # PEP 562: `from tensorplay_example_ops import rms_norm` loads tensorplay (and so this plugin)
+    # PEP 562: `from tensorplay_example_ops import rms_norm` loads this plugin through tensorplay
+    # (the first use of namespace ``example`` imports it: hooks, kernel entry points)
     if name in OPS:
-        import tensorplay  # noqa: F401
-        from . import ops
-        return getattr(ops, name)
+        import tensorplay
+        return getattr(tensorplay.ops.example, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

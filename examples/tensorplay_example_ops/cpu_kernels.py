@@ -7,8 +7,9 @@
     [project.entry-points."tensorplay.kernels"]
     "example::rms_norm.cpu" = "tensorplay_example_ops.cpu_kernels:rms_norm"
 
-At ``import tensorplay`` the plugin manager registers a stand-in kernel for (``example::rms_norm``,
-``cpu``) from that line alone; the first cpu call imports this module (and so NumPy), checks the
+When the pack loads (the first use of namespace ``example``: ``pyproject.toml`` declares it in
+``tensorplay.namespaces``), the plugin manager registers a stand-in kernel for
+(``example::rms_norm``, ``cpu``) from that line alone; the first cpu call imports this module (and so NumPy), checks the
 function against the op's schema, puts it in place of the stand-in and runs it. cpu calls then
 go straight here; other devices keep the pack's device-agnostic kernel. Gradients come from the
 op's explicit ``register_autograd`` formula, so a NumPy kernel is fine for it.

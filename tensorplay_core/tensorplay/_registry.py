@@ -947,8 +947,14 @@ _owner_stack: list = []    # [(Owner, [handles made while it is the innermost ow
 # raises to refuse the registration (the plugin manager's conflict rules).
 # ``lookup_misses``: ``observer(qualname)`` when ``lookup`` finds no op; an observer may define it
 # (the plugin manager finishes loading plugins still pending) and ``lookup`` looks again.
+# ``lazy_namespaces``: the namespaces an op pack declares in entry-point metadata whose pack has
+# not finished loading (kept by the plugin manager, empty once every such pack has loaded); a
+# ``lookup`` of a name in one asks the ``lookup_misses`` observers first even when the name is
+# registered, so the pack is imported on first use and a pack another thread is loading is
+# waited for (never seen half-registered).
 kernel_checks: list = []
 lookup_misses: list = []
+lazy_namespaces: set = set()
 
 # Entry builders of the non-device dispatch keys: ``build(op)`` -> the callable for that key in
 # ``op.table``, called by every ``_rebuild``. The layers that own those keys subscribe at import
@@ -1047,8 +1053,8 @@ def check_binds(op, fn, what: str, api: str) -> None:
 def lookup(qualname: str) -> CustomOpDef:
     """The op registered as ``qualname`` (``"ns::op"``); ``LookupError`` naming it otherwise."""
     op = _OPS.get(qualname)
-    if op is None:
-        for observer in lookup_misses:   # e.g. a plugin imported before tensorplay still pending
+    if op is None or (lazy_namespaces and qualname.partition("::")[0] in lazy_namespaces):
+        for observer in lookup_misses:   # a plugin still pending, an op pack not imported yet
             observer(qualname)
         op = _OPS.get(qualname)
     if op is None:

@@ -670,6 +670,7 @@ def _op_info(op) -> dict:
 
 def _cmd_ops(args) -> int:
     from tensorplay import _registry, plugins
+    plugins.load_packs()          # op packs imported on first use: list their ops too
     plugins.available_devices()   # load backends so built-in ops show their device kernels
     ops = _registry.all_ops()
     if args.namespace:

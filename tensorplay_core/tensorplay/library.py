@@ -79,6 +79,16 @@ def _site(fn) -> tuple[str | None, str]:
         del frame
 
 
+def _use_namespace(ns: str) -> None:
+    """A definition or ``Library`` in namespace ``ns``: when an op pack declares ``ns`` and is not
+    imported yet, import it first (``tensorplay.plugins.load_namespace``), so a clash with its
+    ops is the error it was when packs loaded at ``import tensorplay``. Called before the
+    registry's lock is taken (the pack's load takes the plugin lock, then the registry's)."""
+    if ns in _registry.lazy_namespaces:
+        from .plugins import load_namespace
+        load_namespace(ns)
+
+
 def _new_op(qualname, schema, mutates, keys, tags, module, where, api, *, is_triton=False,
             kernel=None, device_types=None, doc_fn=None, defined_by="define"):
     """Create, fill and register one op record, all or nothing.
@@ -270,6 +280,7 @@ def _custom_op(name, fn, *, mutates_args, device_types, schema, tags, is_triton)
             mutates = normalize_mutates_args(mutates_args, f, api=api)
             sch = schema_from_function(f, mutates_args=mutates, op_name=name, api=api)
         module, where = _site(f)
+        _use_namespace(name.partition("::")[0])
         return _new_op(name, sch, mutates, keys, tags, module, where, api, is_triton=_is_triton,
                        kernel=f, doc_fn=f,
                        defined_by="triton_op" if _is_triton else "custom_op")
@@ -413,6 +424,7 @@ def define(qualname: str, schema: str | None = None, *, lib: Library | None = No
     _check_lib(lib, api, sch.namespace, defining=True)
     tags = _tags(tags, api)
     module, where = _site(None)
+    _use_namespace(sch.namespace)
     with _registry.transaction():
         op = _new_op(sch.qualname, sch, sch.mutated_args, (), tags, module, where, api,
                      defined_by="define" if lib is None else f"Library({lib.ns!r}, {lib.kind!r})")
@@ -635,6 +647,7 @@ class Library:
         self._ops: list = []
         self._where = _site(None)[1]
         self._closed = False
+        _use_namespace(ns)
         if kind == "DEF":
             with _registry.transaction():
                 other = Library._live_defs.get(ns)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import _registry
+from . import plugins as _plugins
 
 if TYPE_CHECKING:
     from ._registry import CustomOpDef
@@ -21,10 +22,13 @@ class _Namespace:
     def __getattr__(self, name: str) -> CustomOpDef[..., Any]:
         if name.startswith("__"):
             raise AttributeError(name)
+        if self._ns in _registry.lazy_namespaces:   # an op pack not imported yet (or loading)
+            _plugins.load_namespace(self._ns)
         op = _registry.registered(f"{self._ns}::{name}")
         if op is None:
             from .plugins import manager as _pm
-            _pm.finish_deferred()   # a plugin imported before tensorplay may still be pending
+            # a plugin imported before tensorplay may still be pending; a pack may define it
+            _pm.load_for(f"{self._ns}::{name}")
             op = _registry.registered(f"{self._ns}::{name}")
         if op is None:
             rec = _pm.op_failure(f"{self._ns}::{name}")   # a plugin that failed to provide it?
@@ -34,6 +38,7 @@ class _Namespace:
         return op
 
     def __dir__(self):
+        _plugins.load_namespace(self._ns)
         p = self._ns + "::"
         return sorted(o.name[len(p):] for o in _registry.all_ops() if o.name.startswith(p))
 
@@ -49,5 +54,6 @@ def __getattr__(ns: str) -> _Namespace:
 
 
 def __dir__():
-    """The namespaces that have at least one registered op."""
+    """The namespaces that have at least one registered op (every op pack is imported)."""
+    _plugins.load_packs()
     return sorted({op.namespace for op in _registry.all_ops()})

@@ -11,6 +11,10 @@ Data for tools and users (plain dicts and lists, no printing):
 * ``tensorplay.plugins.API_VERSION`` -- the plugin contract version (plugins declare
   ``TENSORPLAY_API_VERSION``).
 
+Op packs that name their namespaces in ``tensorplay.namespaces`` metadata are imported on first
+use (``tensorplay.plugins.packs``); ``load_packs()`` imports every one now, ``load_namespace(ns)``
+those of one namespace.
+
 Environment controls (read at ``import tensorplay``): ``TENSORPLAY_PLUGINS``,
 ``TENSORPLAY_DISABLE_PLUGINS``, ``TENSORPLAY_STRICT_PLUGINS=1``, ``TENSORPLAY_TRACE_PLUGINS=1``
 (``1``/``true``/``yes``/``on`` or ``0``/``false``/``no``/``off``);
@@ -20,6 +24,7 @@ see ``tensorplay.plugins.manager`` (overview) and ``tensorplay.plugins.discovery
 from . import manager  # noqa: F401  (tensorplay.plugins.manager: the overview, old import path)
 from .hookspecs import API_VERSION, DeviceSpec, SampleInput, hookimpl, hookspec
 from .loading import load_all, load_backend
+from .packs import load_namespace, load_packs
 from .records import (
                       available_devices,
                       controls,
@@ -54,6 +59,8 @@ __all__ = [
                       "list_plugins",
                       "load_all",
                       "load_backend",
+                      "load_namespace",
+                      "load_packs",
                       "op_failure_hint",
                       "ops_table",
                       "plugin_label",

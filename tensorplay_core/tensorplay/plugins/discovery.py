@@ -30,6 +30,11 @@ GROUP = "tensorplay.plugins"
 KERNEL_GROUP = "tensorplay.kernels"
 
 
+# ``namespace = "plugin.module"``: the operator namespaces an op pack defines, so its plugin
+# module is imported on the first use of one of them instead of by ``import tensorplay``
+NAMESPACE_GROUP = "tensorplay.namespaces"
+
+
 _TRUE = ("1", "true", "yes", "on")
 
 
@@ -96,7 +101,7 @@ def _trace(msg: str, *args) -> None:
 def _scan():
     """The single scan of installed entry points, cached for the process.
 
-    Returns ``(plugin entry points, kernel entry points)``. Counted in ``_S.scan_count`` so tests
+    Returns ``(plugin entry points, kernel entry points, namespace entry points)``. Counted in ``_S.scan_count`` so tests
     can prove it runs once. Uses ``_fast_scan`` (reads only ``*.dist-info``/``*.egg-info``
     directories on ``sys.path``, never imports ``importlib.metadata``) when the interpreter has
     nothing else that can provide distributions; ``importlib.metadata.entry_points()`` otherwise,
@@ -112,8 +117,8 @@ def _scan():
             found, how = _importlib_scan(), "importlib.metadata"
         _S.scan = found
         _S.scan_seconds = time.perf_counter() - t0
-        _trace("scan (%s): %d plugin and %d kernel entry points in %.2f ms", how,
-               len(found[0]), len(found[1]), _S.scan_seconds * 1e3)
+        _trace("scan (%s): %d plugin, %d kernel and %d namespace entry points in %.2f ms",
+               how, len(found[0]), len(found[1]), len(found[2]), _S.scan_seconds * 1e3)
     return _S.scan
 
 
@@ -121,8 +126,8 @@ def _importlib_scan():
     from importlib.metadata import entry_points
     eps = entry_points()
     if hasattr(eps, "select"):
-        return list(eps.select(group=GROUP)), list(eps.select(group=KERNEL_GROUP))
-    return list(eps.get(GROUP, [])), list(eps.get(KERNEL_GROUP, []))  # pragma: no cover
+        return tuple(list(eps.select(group=g)) for g in _WANTED)
+    return tuple(list(eps.get(g, [])) for g in _WANTED)  # pragma: no cover
 
 
 class _Dist:
@@ -190,11 +195,11 @@ class _EntryPoint:
         return f"EntryPoint(name={self.name!r}, value={self.value!r}, group={self.group!r})"
 
 
-_WANTED = (GROUP, KERNEL_GROUP)
+_WANTED = (GROUP, KERNEL_GROUP, NAMESPACE_GROUP)     # the order of ``_scan``'s lists
 
 
 def _fast_scan():
-    """Entry points of the two groups, found the way ``importlib.metadata`` finds them on a plain
+    """Entry points of the three groups, found the way ``importlib.metadata`` finds them on a plain
     ``sys.path`` of directories (first distribution of a normalized name wins; within a
     directory ``*.dist-info`` before ``*.egg-info``), reading only ``entry_points.txt`` files.
 
@@ -206,7 +211,7 @@ def _fast_scan():
         if finder is not PathFinder and hasattr(finder, "find_distributions"):
             return None
     seen: set = set()
-    plugins, kernels = [], []
+    found: dict = {g: [] for g in _WANTED}
     for entry in sys.path:
         d = entry or "."
         try:
@@ -247,9 +252,9 @@ def _fast_scan():
                 if group in _WANTED:
                     name, sep, value = line.partition("=")
                     if sep:
-                        ep = _EntryPoint(name.strip(), value.strip(), group, dist)
-                        (plugins if group == GROUP else kernels).append(ep)
-    return plugins, kernels
+                        found[group].append(_EntryPoint(name.strip(), value.strip(), group,
+                                                        dist))
+    return tuple(found[g] for g in _WANTED)
 
 
 def _dist_of(ep) -> tuple[str, str]:
@@ -298,3 +303,49 @@ def _warn_unknown_names(names, var: str) -> None:
         f"{installed})" + (f"; did you mean {', '.join(map(repr, close))}?" if close else ".")
         + " Names are entry-point or distribution names, case and -/_/. insensitive.",
         stacklevel=4)
+
+
+def _declared_namespaces(eps, strict: bool) -> dict:
+    """``{distribution: {plugin module: [namespace, ...]}}`` from the ``tensorplay.namespaces``
+    entry points (``namespace = "plugin.module"``). A name that is not an identifier, or the
+    reserved ``tp``, is skipped with one ``PluginWarning`` saying why (``PluginError`` with
+    TENSORPLAY_STRICT_PLUGINS=1); its pack then loads at ``import tensorplay`` as before."""
+    from .._registry import RESERVED_NAMESPACE
+    out: dict = {}
+    for ep in eps or ():
+        dname, ver = _dist_of(ep)
+        ns, mod = ep.name.strip(), ep.value.partition(":")[0].strip()
+        if not ns.isidentifier() or ns == RESERVED_NAMESPACE:
+            why = ("is the built-in namespace" if ns == RESERVED_NAMESPACE else
+                   "is not an operator namespace (a Python identifier, as in \"mylib::op\")")
+            _bad_namespace_ep(ep, dname, ver, f"{ns!r} {why}", strict)
+            continue
+        spaces = out.setdefault(dname, {}).setdefault(mod, [])
+        if ns not in spaces:
+            spaces.append(ns)
+    return out
+
+
+def _unused_namespace_eps(spaces_of: dict, strict: bool) -> None:
+    """Declarations ``_declared_namespaces`` found that no plugin entry point of their
+    distribution used (``load_all`` pops the ones it uses): each names a module that is not the
+    distribution's plugin module. Warned (an error with TENSORPLAY_STRICT_PLUGINS=1)."""
+    for dname, mods in spaces_of.items():
+        for mod, spaces in mods.items():
+            for ns in spaces:
+                ep = _EntryPoint(ns, mod, NAMESPACE_GROUP, None)
+                _bad_namespace_ep(ep, dname, "", f"module {mod!r} is not named by an entry point "
+                                  f"of {dname} in group {GROUP!r} (the value must be the plugin "
+                                  f"module, the one its hooks are in)", strict)
+
+
+def _bad_namespace_ep(ep, dname: str, ver: str, why: str, strict: bool) -> None:
+    msg = (f"tensorplay: distribution {dname}{' ' + ver if ver else ''} declares "
+           f"{ep.name!r} = {ep.value!r} in group {NAMESPACE_GROUP!r}, which was skipped: {why}. "
+           f"Fix the entry point in the pyproject.toml of {dname} (under "
+           f"[project.entry-points.\"{NAMESPACE_GROUP}\"], namespace = \"plugin.module\") and "
+           f"reinstall.")
+    _trace("%s", msg)
+    if strict:
+        raise PluginError(msg + " (TENSORPLAY_STRICT_PLUGINS=1 makes this an error)")
+    _warn(msg, stacklevel=4)

@@ -1,9 +1,11 @@
 """Loading: import each discovered plugin, check its contract, run its hooks, atomically.
 
 * **Load order does not matter.** Plugins load in distribution-name order, and a plugin whose
-  hook looks up an op not defined yet loads the remaining plugins first (subscribed to
-  ``_registry.lookup_misses``); a plugin module the user imported before ``tensorplay`` is
-  finished later and the ops its import defined are attributed to it.
+  hook looks up an op not defined yet loads the remaining plugins first (``finish_deferred``,
+  called by ``packs.load_for``, which ``_registry.lookup_misses`` calls); a plugin module the
+  user imported before ``tensorplay`` is finished later and the ops its import defined are
+  attributed to it. An op pack declaring its namespaces is only recorded here (``lazy``) and
+  loaded by ``packs`` on first use, through ``_load_one`` like any other.
 * **Isolation.** Each plugin loads atomically: its module import, its hooks and its kernel
   entry points either all succeed, or everything it registered is undone (ops, kernels, fakes,
   formulas, devices) and the plugin is recorded as ``failed`` with its exception (one
@@ -28,6 +30,7 @@ from .blame import author_fix as _author_fix
 from .conflicts import _PluginOwner
 from .discovery import (
     GROUP,
+    _declared_namespaces,
     _dist_of,
     _env_flag,
     _env_list,
@@ -35,6 +38,7 @@ from .discovery import (
     _misplaced_kernel_ep,
     _scan,
     _trace,
+    _unused_namespace_eps,
     _warn_unknown_names,
     resolve,
     snapshot_controls,
@@ -80,12 +84,15 @@ def _plugin_manager() -> pluggy.PluginManager:
     return _S.pm
 
 
-def load_all(entry_points=None, kernel_entry_points=None) -> None:
+def load_all(entry_points=None, kernel_entry_points=None, namespace_entry_points=None) -> None:
     """Discover and load every plugin; called once by ``import tensorplay``.
 
-    ``entry_points``/``kernel_entry_points`` (objects with ``name``, ``value``, ``load()`` and
-    optionally ``dist``) replace the scan, for embedding and tests. Applies the environment
-    controls (module docstring). Raises ``PluginError`` only with ``TENSORPLAY_STRICT_PLUGINS=1``.
+    ``entry_points``/``kernel_entry_points``/``namespace_entry_points`` (objects with ``name``,
+    ``value``, ``load()`` and optionally ``dist``) replace the scan, for embedding and tests.
+    Applies the environment controls (module docstring). An op pack whose
+    ``tensorplay.namespaces`` metadata names its namespaces is not imported here: it is recorded
+    (status ``lazy``) and imported on the first use of one of them (``load_namespace``). Raises
+    ``PluginError`` only with ``TENSORPLAY_STRICT_PLUGINS=1``.
     """
     with _S.lock:
         if _S.loaded and entry_points is None:
@@ -95,7 +102,7 @@ def load_all(entry_points=None, kernel_entry_points=None) -> None:
         snapshot_controls()      # before any plugin module runs (it might rewrite them)
         _S.trace = _env_flag("TENSORPLAY_TRACE_PLUGINS")
         if entry_points is None:
-            entry_points, kernel_entry_points = _scan()
+            entry_points, kernel_entry_points, namespace_entry_points = _scan()
         allow = _env_list("TENSORPLAY_PLUGINS")
         block = _env_list("TENSORPLAY_DISABLE_PLUGINS") or set()
         strict = _env_flag("TENSORPLAY_STRICT_PLUGINS")
@@ -108,6 +115,7 @@ def load_all(entry_points=None, kernel_entry_points=None) -> None:
             kernel_eps.setdefault(dname, []).append(ep)
             versions[dname] = ver
 
+        spaces_of = _declared_namespaces(namespace_entry_points, strict)   # dist -> module -> ns
         new = []
         queued: dict = {}       # id -> record queued by this scan (records are unhashable)
         for ep in sorted(entry_points, key=lambda e: (_dist_of(e)[0].lower(), e.name)):
@@ -124,6 +132,8 @@ def load_all(entry_points=None, kernel_entry_points=None) -> None:
                 continue
             rec = PluginRecord(name=ep.name, dist=dname, version=ver, value=ep.value, key=key)
             _S.records[key] = rec
+            modname = ep.value.partition(":")[0]
+            rec.namespaces = spaces_of.get(dname, {}).pop(modname.strip(), [])
             if (allow is not None and not _matches(allow, rec)) or _matches(block, rec):
                 rec.status = "blocked"
                 rec.blocked_by = _blocked_by(allow, block, rec)
@@ -131,7 +141,6 @@ def load_all(entry_points=None, kernel_entry_points=None) -> None:
                 rec.attempted_ops |= {e.name.rpartition(".")[0] for e in kernel_eps.get(dname, ())}
                 _trace("blocked %s (%s) before import", rec.label, rec.value)
                 continue
-            modname = ep.value.partition(":")[0]
             m = sys.modules.get(modname)
             if m is not None and getattr(getattr(m, "__spec__", None), "_initializing", False):
                 # The user imported the plugin module first and it is importing tensorplay:
@@ -140,9 +149,20 @@ def load_all(entry_points=None, kernel_entry_points=None) -> None:
                 _S.deferred.append((rec, ep.load, strict, kernel_eps.pop(dname, None)))
                 _trace("deferred %s: its module is still being imported", rec.label)
                 continue
-            new.append(rec)
             queued[id(rec)] = rec
+            if rec.namespaces:
+                # an op pack naming its namespaces: imported on their first use, not now
+                rec.status = "lazy"
+                _S.lazy[key] = [rec, ep.load, strict, None]
+                for ns in rec.namespaces:
+                    _S.lazy_ns.setdefault(ns, []).append(rec)
+                    _registry.lazy_namespaces.add(ns)
+                _trace("lazy %s (%s): imported on first use of namespace(s) %s", rec.label,
+                       rec.value, ", ".join(rec.namespaces))
+                continue
+            new.append(rec)
             _S.todo.append((rec, ep.load, strict))
+        _unused_namespace_eps(spaces_of, strict)
         # Load in name order; a plugin whose hook looks up an op that is not defined yet loads
         # the remaining plugins first (``finish_deferred`` from ``_registry.lookup``), so the
         # outcome does not depend on which distribution sorts first.
@@ -152,6 +172,13 @@ def load_all(entry_points=None, kernel_entry_points=None) -> None:
                 qual, _, dev = e.name.rpartition(".")
                 _S.declared.setdefault((qual, dev.strip().lower().partition(":")[0]),
                                        set()).add(dname)
+        # a lazy pack's kernel entry points are registered when it loads (they count as declared
+        # above, for the conflict rules), unless an eagerly loaded plugin of the same
+        # distribution takes them, as it always did
+        eager = {r.dist for r in new}
+        for entry in _S.lazy.values():
+            if entry[3] is None and entry[0].dist not in eager:
+                entry[3] = kernel_eps.pop(entry[0].dist, None)
         _load_todo()
 
         # distributions that only declare kernels
@@ -581,10 +608,6 @@ def load_backend(device_type: str):
             f"dependencies (pip install --force-reinstall {rec.dist}).") from e
 
 
-def _on_lookup_miss(qualname: str) -> None:
-    finish_deferred()   # a plugin imported before tensorplay may still be pending
-
-
 def _install_kernel_eps(rec: PluginRecord, eps, strict: bool) -> None:
     """Register the plugin's ``tensorplay.kernels`` entry points (``lazy.register_kernel_eps``) as
     part of its atomic load: an invalid or conflicting entry fails the plugin, undoing it all."""
@@ -602,5 +625,3 @@ def _install_kernel_eps(rec: PluginRecord, eps, strict: bool) -> None:
             _rollback(rec, made, ops_before)
             _fail(rec, e, strict)
 
-
-_registry.lookup_misses.append(_on_lookup_miss)

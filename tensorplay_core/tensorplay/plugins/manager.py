@@ -6,14 +6,15 @@ made stricter). This module is the overview and keeps the historical import path
 ``discovery``      the one entry-point scan; environment controls; tracing
 ``loading``        import, contract checks, hooks, rollback, failure records; backends
 ``lazy``           kernels named in ``tensorplay.kernels`` metadata, imported on first call
+``packs``          op packs naming their namespaces in metadata, imported on first use
 ``conflicts``      owners of registrations and the rules between two plugins
 ``records``        ``tensorplay.plugins.list()``, ``get_plugin``, ``ops_table``, hints, samples
 ``state``          ``PluginRecord`` and the state the modules above share
 =================  =============================================================================
 
 * **One scan.** Installed entry points are read once per process, for the groups
-  ``tensorplay.plugins`` (plugin modules) and ``tensorplay.kernels`` (kernels named in
-  metadata); only ``discovery`` reads them, and never through pluggy's scanner (it would scan
+  ``tensorplay.plugins`` (plugin modules), ``tensorplay.kernels`` (kernels named in
+  metadata) and ``tensorplay.namespaces`` (the namespaces of op packs imported on first use); only ``discovery`` reads them, and never through pluggy's scanner (it would scan
   every distribution again).
 * **Controls** (environment, read when ``import tensorplay`` loads the plugins):
   ``TENSORPLAY_PLUGINS`` allow-list (comma list; unset: all, empty: none) and
@@ -67,9 +68,10 @@ from __future__ import annotations
 
 from .._devices import KNOWN_DEVICE_DISTS
 from .conflicts import declared_kernel_dists, kernel_conflict_fix
-from .discovery import GROUP, KERNEL_GROUP
+from .discovery import GROUP, KERNEL_GROUP, NAMESPACE_GROUP
 from .hookspecs import API_VERSION, DeviceSpec, SampleInput
 from .loading import Registrar, finish_deferred, load_all, load_backend
+from .packs import load_for, load_namespace, load_packs
 from .records import (
                       available_devices,
                       device_hint,
@@ -93,9 +95,10 @@ from .state import (
                       priority_of,
 )
 
-__all__ = ["API_VERSION", "GROUP", "KERNEL_GROUP", "KNOWN_DEVICE_DISTS", "DeviceSpec",
-           "PluginRecord", "PluginWarning", "Registrar", "SampleInput", "available_devices",
-           "declared_kernel_dists", "device_hint", "device_status", "failed_device_note",
-           "finish_deferred", "get_plugin", "kernel_conflict_fix", "list_plugins", "load_all",
-           "load_backend", "op_failure", "op_failure_hint", "ops_table", "plugin_label",
-           "plugin_ops", "priority_of", "records", "sample_inputs"]
+__all__ = ["API_VERSION", "GROUP", "KERNEL_GROUP", "KNOWN_DEVICE_DISTS", "NAMESPACE_GROUP",
+           "DeviceSpec", "PluginRecord", "PluginWarning", "Registrar", "SampleInput",
+           "available_devices", "declared_kernel_dists", "device_hint", "device_status",
+           "failed_device_note", "finish_deferred", "get_plugin", "kernel_conflict_fix",
+           "list_plugins", "load_all", "load_backend", "load_for", "load_namespace", "load_packs",
+           "op_failure", "op_failure_hint", "ops_table", "plugin_label", "plugin_ops",
+           "priority_of", "records", "sample_inputs"]

@@ -2,7 +2,9 @@
 what a plugin ships (``plugin_ops``), samples, device status, and the hints naming a plugin that
 should have provided a device or an op and why it did not (its recorded error and the fix).
 
-Every answer first finishes loading plugins still pending (``loading.finish_deferred``).
+Every answer first finishes loading plugins still pending (``loading.finish_deferred``); the
+listings (``records``, ``list``, ``get_plugin``, ``ops_table``, ``sample_inputs``) also import
+every op pack not imported yet (``packs.load_packs``): they show what the packs ship.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from .. import _devices, _registry
 from ..errors import PluginError
 from .hookspecs import SampleInput
 from .loading import _call_impl, _impls_of, finish_deferred
+from .packs import load_namespace, load_packs
 from .state import _S, PluginRecord, _fix_hint, _norm, _provider_dist
 
 
@@ -39,13 +42,15 @@ def op_failure(qualname: str):
     one that had defined it, or a namespace of it, before failing; else one whose entry point,
     module or distribution is named like the namespace. ``None`` when there is none."""
     finish_deferred()
+    load_namespace(qualname.partition("::")[0])
     ns = qualname.partition("::")[0].lower()
     bad = [r for r in _S.records.values() if r.status in ("failed", "incompatible", "blocked")]
     for rec in bad:
         if qualname in rec.attempted_ops:
             return rec
     for rec in bad:
-        if ns in {o.partition("::")[0].lower() for o in rec.attempted_ops}:
+        if ns in {o.partition("::")[0].lower() for o in rec.attempted_ops} or \
+                ns in {n.lower() for n in rec.namespaces}:
             return rec
     for rec in bad:
         names = {rec.name.lower(), rec.value.split(":")[0].split(".")[0].lower(),
@@ -95,6 +100,7 @@ def controls() -> dict:
 def records() -> list:
     """Every ``PluginRecord`` (loaded, failed, blocked, incompatible), in load order."""
     finish_deferred()
+    load_packs()
     return list(_S.records.values())
 
 
@@ -103,6 +109,7 @@ def get_plugin(name: str) -> PluginRecord:
 
     Raises ``PluginError`` listing the installed plugins when there is none."""
     finish_deferred()
+    load_packs()
     n = _norm(name)
     for rec in _S.records.values():
         if n in (_norm(rec.name), _norm(rec.dist), _norm(rec.key)):
@@ -122,6 +129,7 @@ def list_plugins() -> list[dict]:
         ['tensorplay-cpu', 'tensorplay-example-ops']
     """
     finish_deferred()
+    load_packs()
     return [r.as_dict() for r in _S.records.values()]
 
 
@@ -136,6 +144,7 @@ def ops_table(namespace: str | None = None) -> list[dict]:
     ``has_autograd``. ``namespace`` restricts to one namespace.
     """
     finish_deferred()
+    load_packs()
     out = []
     provided = sorted(_S.devices)
     for op in _registry.all_ops():
@@ -200,6 +209,7 @@ def sample_inputs(op, device) -> list:
     Each plugin is called on its own; results are normalized to ``SampleInput``. A hook that
     raises or returns something else raises ``PluginError`` naming the plugin and the op."""
     finish_deferred()
+    load_packs()
     from .._device import Device
     device = Device(device)
     out = []

@@ -48,7 +48,11 @@ class PluginRecord:
 
     ``name``: entry-point name; ``dist``/``version``: its distribution; ``value``: the entry-point
     target (``"module"``; empty for a distribution that only declares kernel entry points);
-    ``status``: ``pending`` / ``loaded`` / ``failed`` / ``blocked`` / ``incompatible``;
+    ``status``: ``pending`` / ``loaded`` / ``failed`` / ``blocked`` / ``incompatible``, or
+    ``lazy``: an op pack whose metadata declares its namespaces, not imported yet (it is on the
+    first use of one of them; ``tensorplay.plugins.list()`` and the other listings load every
+    such pack first, so they never show it); ``namespaces``: the operator namespaces its
+    ``tensorplay.namespaces`` metadata declares;
     ``devices``: device types it provides; ``ops``: qualnames it defined; ``kernel_eps``:
     ``(op, device, "pkg.mod:fn")`` named in its ``tensorplay.kernels`` metadata; ``error``: the
     exception that made it fail; ``priority``: its ``TENSORPLAY_PRIORITY``; ``api_version``:
@@ -78,6 +82,7 @@ class PluginRecord:
     attempted_ops: set = field(default_factory=set)
     warnings: list = field(default_factory=list)     # loaded, but suspicious (no hooks)
     blocked_by: str = ""     # the control that blocked it: TENSORPLAY_PLUGINS / _DISABLE_PLUGINS
+    namespaces: list = field(default_factory=list)   # declared in tensorplay.namespaces metadata
 
     @property
     def label(self) -> str:
@@ -121,7 +126,9 @@ class PluginRecord:
         """Plain data: ``name``, ``distribution`` (alias ``dist``), ``version``, ``status``,
         ``devices``, ``ops``, ``kernels`` (``"ns::op.device"`` strings), ``lazy_kernels``
         (``"ns::op.device" -> "pkg.mod:fn"``), ``priority``, ``api_version``, ``module`` and
-        ``error`` (``"Type: message"`` or ``None``), ``warnings`` (sentences), ``blocked_by``;
+        ``error`` (``"Type: message"`` or ``None``), ``warnings`` (sentences), ``blocked_by``,
+        ``namespaces`` (declared in its ``tensorplay.namespaces`` metadata: imported on first
+        use);
         ``builtin_kernels`` (device ->
         ``{"count", "lazy"}``: built-in ``tp::`` kernels a device plugin provides through its
         backend, see ``PluginRecord.builtin_kernels``)."""
@@ -135,7 +142,8 @@ class PluginRecord:
                 "load_ms": round(self.load_seconds * 1e3, 3),
                 "module": self.value or None,
                 "error": None if self.error is None else f"{type(self.error).__name__}: {self.error}",
-                "warnings": list(self.warnings), "blocked_by": self.blocked_by or None}
+                "warnings": list(self.warnings), "blocked_by": self.blocked_by or None,
+                "namespaces": list(self.namespaces)}
 
 
 class _State:
@@ -150,6 +158,11 @@ class _State:
         self.deferred: list = []                # plugins whose module was mid-import
         self.todo: list = []                    # (record, loader, strict) queued by load_all
         self.declared: dict = {}                # (op, device) -> {dists naming it in metadata}
+        # op packs imported on first use (``loading.load_namespace``): key -> [record, loader,
+        # strict, kernel entry points], and namespace -> [records declaring it], both emptied as
+        # the packs load
+        self.lazy: dict = {}
+        self.lazy_ns: dict = {}
         self.scan_count = 0
         self.trace = False
         self.logger = None

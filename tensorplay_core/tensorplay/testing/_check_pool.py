@@ -32,6 +32,7 @@ def serve(fd: int) -> None:
     """The worker's loop: run each case received on stdin, answer on ``fd``."""
     from .plugin_check import run_case
     from .._registry import registered
+    from ..plugins.manager import load_for
     from .plugin_check import PluginCheckResult
     out = os.fdopen(fd, "wb")
     inp = sys.stdin.buffer
@@ -40,6 +41,7 @@ def serve(fd: int) -> None:
             index, case, kw = pickle.load(inp)
         except EOFError:
             return
+        load_for(case.op)       # an op pack imported on first use: import it here too
         if registered(case.op) is None:
             res = [PluginCheckResult(case.plugin, case.op, case.device, "", "error",
                                      message=f"{case.op} is not registered in a fresh process "
