@@ -217,3 +217,54 @@ def test_cuda_compiled_follows_the_same_rule(dtype, name):
     values = rng.uniform(-300, 300, 4096)
     values[np.abs(values) < 1e-2] = 1.0
     check(name, values, 0.3, dtype, device="cuda", compiled=True)
+
+
+# -- the rule on every path, whatever ran before (the fast paths for float16 with a number) -------
+
+def test_float16_follows_the_rule_before_any_bfloat16_use():
+    """float16 eager ops in a process that never made a bfloat16 tensor: there the adapters' inline
+    ufunc case is in place (using bfloat16 rebuilds the kernels without it), and it must not take
+    a float16 tensor with a number (``x * 0.1`` rounded 0.1 to float16 first)."""
+    import subprocess
+    import sys
+    code = (
+        "import sys; sys.path.insert(0, {here!r})\n"
+        "import test_reduced_float_scalars as t, tensorplay as tp\n"
+        "vals = [0.1, 1.3, -2.7, 0.3, 3.0, -7.1, 257.0, 1000.5, 1.0, -0.5]\n"
+        "for s in (0.1, 0.3, -2.7, 1000.7, 257, 2049):\n"
+        "    for name in sorted(t.OPS):\n"
+        "        t.check(name, vals, s, tp.float16)\n"
+        "        t.check(name, vals[:1], s, tp.float16)\n"
+        "print('ok')\n").format(here=os.path.dirname(os.path.abspath(__file__)))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-3000:]
+
+
+# a double just above a float16/bfloat16 tie whose float32 rounding lands on the tie: torch's
+# double -> float32 -> D conversion rounds it to even (down), a direct double -> D rounding up
+_TIE = {tp.float16: 1 + 2 ** -11 + 2 ** -40, tp.bfloat16: 1 + 2 ** -8 + 2 ** -40}
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=needs_cuda)])
+@pytest.mark.parametrize("dtype", [tp.float16, tp.bfloat16])
+@pytest.mark.parametrize("name", ["x + s", "s + x", "x - s", "s - x", "x == s", "x < s",
+                                  "x % s"])
+@pytest.mark.parametrize("n", [1, 3, 40000])
+def test_numbers_next_to_a_tie_round_through_float32(device, dtype, name, n):
+    s = _TIE[dtype]
+    check(name, [0.0] * n, s, dtype, device=device)
+    check(name, [1.0] * n, s, dtype, device=device)
+    check(name, [1.0] * n, -s, dtype, device=device)
+    check(name, [0.5] * n, s, dtype, device=device, compiled=True)
+    x = tp.tensor(1.0, dtype=dtype, device=device)                   # 0-dim
+    assert (x == s).item() is True and (x + s).item() == 2.0
+
+
+@pytest.mark.parametrize("dtype", [tp.float16, tp.bfloat16])
+@pytest.mark.parametrize("s", [0.1, 0.3, -2.7, 1000.7, 2049])
+def test_in_place_mul_follows_the_rule(dtype, s):
+    D = NATIVE[dtype]
+    a = rnd(np.array([0.1, 1.3, -2.7, 0.3, 3.0, -7.1, 257.0, 1000.5], dtype=F32), D)
+    x = tp.tensor(a.astype(D))
+    x.mul_(s)
+    np.testing.assert_array_equal(x.numpy().astype(F32), rnd(a * F32(s), D))
