@@ -268,3 +268,60 @@ def test_in_place_mul_follows_the_rule(dtype, s):
     x = tp.tensor(a.astype(D))
     x.mul_(s)
     np.testing.assert_array_equal(x.numpy().astype(F32), rnd(a * F32(s), D))
+
+
+# -- cuda's eager fast paths, on NumPy arrays standing in for CuPy's (no GPU needed): a float16
+# array with a number never reaches the ufunc unrounded, nor at all where torch reads it at
+# float32 (mul, div); the dense case's warm-up calls and its no-launch calls alike --------------
+
+def _stand_in_backend():
+    """What ``tensorplay_cuda.eager`` reads of a backend, over NumPy (``np.ndarray`` as the array
+    class, device 0)."""
+    import types
+    cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0))
+    return types.SimpleNamespace(np=types.SimpleNamespace(ndarray=np.ndarray, dtype=np.dtype,
+                                                          cuda=cuda, __name__="cupy"),
+                                 dtype_of=tp.backends.get("cpu").dtype_of)
+
+
+def _weak(uf):
+    """NumPy's ufunc ``uf`` taking a Python number as CuPy's ufuncs do (NEP 50: converted to the
+    array's dtype, straight from the double), on NumPy 1.x too."""
+    def f(x, y):
+        if not isinstance(x, np.ndarray):
+            x = y.dtype.type(x)
+        if not isinstance(y, np.ndarray):
+            y = x.dtype.type(y)
+        return uf(x, y)
+    return f
+
+
+_EAGER_OPS = {"x + s": ("add", False, np.add), "x - s": ("sub", False, np.subtract),
+              "s - x": ("rsub", True, np.subtract), "x * s": ("mul", False, np.multiply),
+              "x / s": ("div", False, np.true_divide), "s / x": ("rdiv", True, np.true_divide),
+              "x == s": ("eq", False, np.equal), "x < s": ("lt", False, np.less)}
+
+
+@pytest.mark.parametrize("name", sorted(_EAGER_OPS))
+def test_cuda_eager_kernels_keep_the_rule_for_float16_numbers(name, monkeypatch):
+    eager = pytest.importorskip("tensorplay_cuda.eager")
+    op, swap, uf = _EAGER_OPS[name]
+    uf = _weak(uf)
+    be = _stand_in_backend()
+    ref = tp.backends.get("cpu").kernels()[op]        # the reference kernel (computes the rule)
+    D = NATIVE[tp.float16]
+    a = rnd(np.array([0.1, 1.3, -2.7, 0.3, 3.0, -7.1, 257.0, 1000.5], dtype=F32), D)
+    want_of = OPS[name][1]
+    monkeypatch.setattr(eager, "_FAILED", [RuntimeError("no launches here")])
+    kernel = eager._binary(op, ref, be, uf, swap, False)
+    paths = [kernel]
+    if not swap and op in eager._SAME_DTYPE:
+        # the dense case (the adapters call it directly): warm-up calls, then no launch
+        paths.append(eager._dense(op, 2, be, uf, ref, kernel, op in ("mul", "div")))
+        assert tp.float16 not in kernel._tp_number_dtypes
+    for f in paths:
+        for s in (0.1, 0.3, -7, 1000.7, 2049, _TIE[tp.float16]):
+            for _ in range(eager.WARMUP_CALLS + 2):
+                got = f(a.astype(D), s)
+                np.testing.assert_array_equal(got.astype(F32), want_of(a, s, D),
+                                              err_msg=f"{f.__name__} with {s!r}")
