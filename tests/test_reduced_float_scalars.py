@@ -325,3 +325,63 @@ def test_cuda_eager_kernels_keep_the_rule_for_float16_numbers(name, monkeypatch)
                 got = f(a.astype(D), s)
                 np.testing.assert_array_equal(got.astype(F32), want_of(a, s, D),
                                               err_msg=f"{f.__name__} with {s!r}")
+
+
+# -- cuda's floor division and remainder: the C source of its kernels, compiled on the host ------
+
+def _compiled_divmod(tmp_path):
+    import ctypes
+    import shutil
+    import subprocess
+    fd = pytest.importorskip("tensorplay_cuda.floordiv")
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if cc is None:
+        pytest.skip("no C compiler to build the kernels' source on the host")
+    fns = []
+    for op in ("floor_divide", "remainder"):
+        for ct in ("float", "double"):
+            fns.append(f"void {op}_{ct}(long n, const {ct} *x, const {ct} *y, {ct} *o) {{\n"
+                       f"  for (long i = 0; i < n; i++) {{\n"
+                       f"    {ct} in0 = x[i], in1 = y[i], out0;\n"
+                       f"{fd.source(op, ct)}\n    o[i] = out0;\n  }}\n}}\n")
+    src = tmp_path / "divmod.c"
+    src.write_text("#include <math.h>\n" + "\n".join(fns))
+    lib = tmp_path / "divmod.so"
+    subprocess.run([cc, "-O1", "-ffp-contract=off", "-fno-fast-math", "-shared", "-fPIC",
+                    "-o", str(lib), str(src), "-lm"], check=True, capture_output=True)
+    return ctypes.CDLL(str(lib))
+
+
+def _same_bits(got, want):
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(got), nan)
+    np.testing.assert_array_equal(np.signbit(got[~nan]), np.signbit(want[~nan]))
+    np.testing.assert_array_equal(got[~nan], want[~nan])
+
+
+def test_cuda_floor_divide_source_computes_the_cpu_result(tmp_path):
+    """The kernels' C body (tensorplay_cuda.floordiv), compiled here, against NumPy's
+    floor_divide/remainder (the cpu device's) bit for bit, and the rule written out above, on
+    the cases where CuPy's floor(x / y) is one off (bf16 values // 0.1) and on IEEE specials."""
+    import ctypes
+    lib = _compiled_divmod(tmp_path)
+    rng = np.random.default_rng(0)
+    D = NATIVE[tp.bfloat16]
+    vals = rnd(rng.uniform(-300, 300, 20000).astype(F32), D)
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 3.0, -3.0, 1e-45, 3e38])
+    for dt, ct in ((np.float32, "float"), (np.float64, "double")):
+        x = np.concatenate([vals, vals, rng.standard_normal(20000) * 1e3,
+                            np.repeat(special, special.size)]).astype(dt)
+        y = np.concatenate([np.full(vals.size, 0.1), np.full(vals.size, -0.3),
+                            rng.standard_normal(20000), np.tile(special, special.size)]).astype(dt)
+        p = ctypes.POINTER(ctypes.c_float if dt is np.float32 else ctypes.c_double)
+        for op, ref in (("floor_divide", np.floor_divide), ("remainder", np.remainder)):
+            out = np.empty_like(x)
+            getattr(lib, f"{op}_{ct}")(ctypes.c_long(x.size), x.ctypes.data_as(p),
+                                       y.ctypes.data_as(p), out.ctypes.data_as(p))
+            with np.errstate(all="ignore"):
+                _same_bits(out, ref(x, y))
+                if dt is np.float32:
+                    fin = np.isfinite(x) & np.isfinite(y) & (y != 0)
+                    rule = floordiv32 if op == "floor_divide" else rem32
+                    np.testing.assert_array_equal(out[fin], rule(x[fin], y[fin]))
