@@ -43,3 +43,38 @@ def test_reductions_to_zero_dim_keep_the_dtype(dtype):
               tp.ones(7, dtype=dt).mean(-1), x.sum(), tp.tensor(-1.0, dtype=dt).relu(),
               -(x * 0.5).sum(-1).mean()]:
         assert r.dtype is dt and r.shape == ()
+
+
+# -- numbers whose value NumPy < 2 lets pick the dtype (value-based casting: float16 + 257 ->
+# float32, float32 + 70000 -> float64, int8 + 2.5 -> float64): the result dtype is torch's rule
+# on every NumPy version, for dimensioned and 0-dim tensors, eager and compiled ------------------
+
+_CMP = {"eq": lambda x, s: x == s, "lt": lambda x, s: x < s}
+_DTYPES = ["float16", "bfloat16", "float32", "float64", "int8", "uint8", "int32", "int64"]
+
+
+def _torch_dtype(dt, op, s):
+    """torch's result dtype for a ``dt`` tensor with the Python number ``s`` (written out)."""
+    if op in _CMP:
+        return tp.bool
+    if dt.is_floating_point:
+        return dt
+    if isinstance(s, float) or op in ("div", "rdiv"):
+        return tp.float32                      # the default dtype
+    return dt                                  # an int number keeps an integer tensor's dtype
+
+
+@pytest.mark.parametrize("s", [3, 257, 70000, -1, 2.5, 1e300])
+@pytest.mark.parametrize("dtype", _DTYPES)
+@pytest.mark.parametrize("op", ["add", "radd", "sub", "rsub", "mul", "div", "rdiv", "remainder",
+                                "floor_divide", "eq", "lt"])
+def test_a_numbers_value_never_picks_the_result_dtype(op, dtype, s):
+    dt = getattr(tp, dtype)
+    fn = _CMP.get(op) or OPS[op]
+    want = _torch_dtype(dt, op, s)
+    for shape_values in ([2, 3], 2):
+        x = tp.tensor(shape_values, dtype=dt)
+        r = fn(x, s)
+        assert r.dtype is want and r.shape == x.shape, (op, dtype, s, x.shape, r.dtype)
+    c = tp.compile(lambda t, v: fn(t + 0, v))(tp.tensor([2, 3], dtype=dt), s)
+    assert c.dtype is want, (op, dtype, s, "compiled", c.dtype)

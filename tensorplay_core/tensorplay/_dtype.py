@@ -212,31 +212,55 @@ SCALAR_ROUNDED = frozenset({"add", "sub", "rsub", "remainder", "eq", "ne", "lt",
                             "ge", "maximum", "minimum"})
 
 
+_F32 = _F16 = _U32 = None           # struct.Struct objects, made on the first rounding
+# dtype name -> {value: rounded value}: the per-call path
+_ROUNDED: dict = {"float16": {}, "bfloat16": {}}
+_ROUNDED_MAX = 512
+
+
 def round_scalar(value, dtype: DType):
     """``value`` (a Python float or int) rounded to ``dtype`` as torch converts a number to it
     (a double to float32, then to float16/bfloat16, each to the nearest, ties to even), returned
     as a Python float; any other dtype (and a bool) returns ``value`` unchanged. Out-of-range
-    values become +-inf, NaN stays NaN. Pure Python: no array library."""
+    values become +-inf, NaN stays NaN. Pure Python: no array library. Cached per value (a
+    program uses few distinct numbers; the kernels call this per op)."""
     name = dtype.name
     if name not in REDUCED_FLOATS or value.__class__ is _builtin_bool:
         return value
+    cache = _ROUNDED[name]
+    r = cache.get(value)
+    if r is not None and value:          # (0.0 == -0.0 share a key: zeros are not cached)
+        return r
+    r = _round_reduced(value, name)
+    if value == value and value:         # NaN would never be found again
+        if len(cache) >= _ROUNDED_MAX:
+            cache.clear()
+        cache[value] = r
+    return r
+
+
+def _round_reduced(value, name: str) -> float:
     import math
     import struct
+    global _F32, _F16, _U32
+    if _F32 is None:
+        _F32, _F16, _U32 = struct.Struct("<f"), struct.Struct("<e"), struct.Struct("<I")
     v = float(value)
     if math.isnan(v) or math.isinf(v):
         return v
     try:
-        bits = struct.unpack("<I", struct.pack("<f", v))[0]       # float32, nearest-even
+        f32 = _F32.pack(v)                                        # float32, nearest-even
     except OverflowError:
         return math.copysign(math.inf, v)
     if name == "bfloat16":
+        bits = _U32.unpack(f32)[0]
         if (bits & 0x7F800000) == 0x7F800000:                     # inf after the float32 step
-            return struct.unpack("<f", struct.pack("<I", bits))[0]
+            return _F32.unpack(f32)[0]
         bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000  # nearest-even to 16 bits
-        return struct.unpack("<f", struct.pack("<I", bits))[0]
-    f = struct.unpack("<f", struct.pack("<I", bits))[0]
+        return _F32.unpack(_U32.pack(bits))[0]
+    f = _F32.unpack(f32)[0]
     try:
-        return struct.unpack("<e", struct.pack("<e", f))[0]       # float16, nearest-even
+        return _F16.unpack(_F16.pack(f))[0]                       # float16, nearest-even
     except OverflowError:
         return math.copysign(math.inf, f)
 

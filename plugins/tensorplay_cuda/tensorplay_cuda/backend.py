@@ -39,6 +39,7 @@ from tensorplay._kernels import lowp
 from tensorplay.errors import DeviceUnavailableError, DispatchError
 
 from . import eager as _eager
+from . import floordiv as _floordiv
 
 try:
     import array_api_compat.cupy as _xp_cupy
@@ -85,7 +86,9 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
     # ``tensorplay.device`` canonical rule, which the factories, ``.to`` and adapters apply)
     indexed_devices = True
     np = cupy
-    xp = _xp_cupy
+    # array-api-compat's CuPy namespace, floating floor_divide/remainder as the cpu device
+    # computes them (CuPy's are floor(x / y): ``floordiv``)
+    xp = _floordiv.namespace(_xp_cupy, cupy, numpy) if cupy is not None else None
     # the generated adapters build the results of the inline ufunc case with it (no `wrap` call)
     root_storage = RootStorage
     _lowp_enabled = False      # set by tensorplay._kernels.lowp.enable on first bf16 use

@@ -177,20 +177,26 @@ def _binary(op, k, backend, uf, swap, big):
 
     bf16 = _bf16_of(backend)
     f16 = backend.np.dtype("float16")
-    # float16 with a number: CuPy's ufunc rounds the number to float16, which torch's mul/div
-    # do not (they read it at float32: tensorplay._dtype): the reference kernel computes those
+    # float16 with a Python number (torch's rule, tensorplay._dtype): CuPy's ufunc converts the
+    # number to float16 straight from the double, where torch rounds it through float32 (`rounds`:
+    # the ufunc gets it rounded so) or reads it at float32 (mul, div, rdiv: `half_ref`, the
+    # reference kernel computes those)
     half_ref = op in _dtype.SCALAR_AT_OPMATH or op == "rdiv"
+    rounds, round_arg = _scalar_rounding(op, backend)
 
     def beyond(a, b):
         """The dense case from THRESHOLD elements on: the generated kernel, else the ufunc
         (bfloat16: the reference kernel -- CuPy's ufunc on bf16 computes and returns float32)."""
         r = large(a, b)
         if r is None:
-            r = k(a, b) if a.dtype is bf16 or (half_ref and a.dtype is f16 and
-                                               b.__class__ is not nd) else uf(a, b)
+            if a.dtype is bf16 or (half_ref and a.dtype is f16 and b.__class__ is not nd):
+                r = k(a, b)
+            else:
+                r = uf(a, round_arg(b, f16) if rounds and a.dtype is f16 and
+                       b.__class__ is not nd else b)
         return r
 
-    dense = (_dense(op, 2, backend, uf, k, beyond) if big and _DENSE[0] and
+    dense = (_dense(op, 2, backend, uf, k, beyond, half_ref) if big and _DENSE[0] and
              backend.np.__name__ == "cupy" and not swap and op in _SAME_DTYPE
              else None)                                        # (a driver launch: CuPy only)
     launch_large = _large(op, 2, backend) if dense is not None else None
@@ -205,10 +211,15 @@ def _binary(op, k, backend, uf, swap, big):
                     if r is not None:
                         return r
                 d = a.dtype
-                if d.kind == "f" and not (half_ref and d is f16):
+                if d.kind == "f":
                     bc = b.__class__
-                    if bc is float or bc is int or (bc is nd and b.dtype is d):
+                    if bc is nd and b.dtype is d:
                         return uf(b, a)
+                    if bc is float or bc is int:
+                        if d is not f16:
+                            return uf(b, a)
+                        if rounds:                  # (else half_ref: the reference kernel)
+                            return uf(round_arg(b, d), a)
             return k(a, b)
     else:
         def kernel(a, b):
@@ -220,9 +231,13 @@ def _binary(op, k, backend, uf, swap, big):
                 d = a.dtype
                 if d.kind == "f":
                     bc = b.__class__
-                    if (bc is nd and b.dtype is d) or (
-                            (bc is float or bc is int) and not (half_ref and d is f16)):
+                    if bc is nd and b.dtype is d:
                         return uf(a, b)
+                    if bc is float or bc is int:
+                        if d is not f16:
+                            return uf(a, b)
+                        if rounds:                  # (else half_ref: the reference kernel)
+                            return uf(a, round_arg(b, d))
                 elif d is bf16 and dense is not None and a.flags.c_contiguous:
                     # bfloat16 has no CuPy ufunc (the reference takes several float32 launches):
                     # the dense case's one launch, with a tensor of one shape or a number
@@ -238,10 +253,9 @@ def _binary(op, k, backend, uf, swap, big):
         # the ufunc case above, for the generated adapter to take inline (no kernel frame; see
         # tensorplay._ops._define.make_adapter): same operand tests, same size bound
         kernel._tp_float_ufunc = uf
-        # (the adapters' inline case cannot tell a number from a float16 array: float16 mul/div
-        # take the kernel above, which can)
-        kernel._tp_float_dtypes = _native_float_dtypes() - (
-            {_dtype.float16} if half_ref else set())
+        kernel._tp_float_dtypes = _native_float_dtypes()
+        # a float16 array with a number takes the kernel above (torch's number rule)
+        kernel._tp_number_dtypes = _native_float_dtypes() - {_dtype.float16}
         kernel._tp_float_max = THRESHOLD if big else None
         if dense is not None:
             kernel._tp_dense_ufunc = dense
@@ -370,7 +384,7 @@ def _scalar_rounding(op, backend):
     return op in _dtype.SCALAR_ROUNDED, round_arg
 
 
-def _dense(op, n_in, backend, uf, ref=None, beyond=None):
+def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False):
     """The adapters' dense case (``_tp_dense_ufunc``, see ``tensorplay._ops._define``): ``op`` on
     CuPy arrays of one floating dtype and one shape, each row-major dense, on the current device
     -- or, for a binary op, one such array and a Python ``float`` or ``int``. Returns a fresh
@@ -388,9 +402,11 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None):
     float16/bfloat16/float32 steps compute with it (on float64 arrays a float keeps ``uf``), an
     int within int32 (others keep ``uf``) -- so a new value never compiles or copies anything.
     ``ref``: what bfloat16 arrays run wherever the others run ``uf`` (the reference kernel: CuPy's
-    ufunc on bf16 arrays computes and returns float32). ``beyond``: what arrays of at least
-    ``THRESHOLD`` elements run instead (the eager kernel's large-array path, which returns such
-    an array too); None: the same path at every size."""
+    ufunc on bf16 arrays computes and returns float32), and, with ``half_ref``, float16 arrays
+    with a Python number too (mul/div: torch reads the number at float32, where the ufunc would
+    round it to float16). ``beyond``: what arrays of at least ``THRESHOLD`` elements run instead
+    (the eager kernel's large-array path, which returns such an array too); None: the same path
+    at every size."""
     nd = backend.np.ndarray
     getdev = backend.np.cuda.runtime.getDevice
     bf16 = _bf16_of(backend) if ref is not None else None
@@ -403,9 +419,14 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None):
     seen: dict = {}              # key -> calls so far, while fewer than WARMUP_CALLS
 
     def other(a, b=_NO_OPERAND):
-        """What runs where the launch does not: the ufunc, bfloat16's reference kernel."""
-        f = ref if a.dtype is bf16 else uf
-        return f(a) if b is _NO_OPERAND else f(a, b)
+        """What runs where the launch does not: the ufunc, the reference kernel for bfloat16 (and
+        float16 with a number, ``half_ref``)."""
+        if b is _NO_OPERAND:
+            return (ref if a.dtype is bf16 else uf)(a)
+        d = a.dtype
+        if d is bf16 or (half_ref and d is f16 and b.__class__ is not nd):
+            return ref(a, b)
+        return uf(a, b)
 
     def slow(key, launch, n, a, b=_NO_OPERAND):
         """Every call but a launch: a large array, no launch (yet), an empty array, an int
@@ -454,7 +475,7 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None):
             launch = launches.get(key, first)
             if launch is None or launch is first or not n or n >= top or (
                     bc is int and not -0x80000000 <= b <= 0x7FFFFFFF):
-                if launch is None and n < top and d is not bf16:
+                if launch is None and n < top and d is not bf16 and not (half_ref and d is f16):
                     return uf(a, b)             # (a float on float64: as above)
                 return slow(key, launch, n, a, b)
             r = nd(a.shape, d)

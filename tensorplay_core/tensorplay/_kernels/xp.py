@@ -32,19 +32,19 @@ def bind(xp, be) -> dict:
     rdt = _dtype.result_type
     wrapped = _dtype.wrapped_dtype
     _small_int = {}
-    # NumPy < 2 (no NEP 50) treats a 0-dim array like a scalar: with a Python number both are
-    # promoted by category to the default dtype (0-dim float32 * 2.5 -> float64). There the
-    # number becomes a 0-dim array of the operand's dtype first, so results do not depend on the
-    # NumPy version; NumPy >= 2 and CuPy keep Python numbers weak, as torch does.
+    # NumPy < 2 (no NEP 50) lets a Python number's *value* pick the result dtype ("value-based
+    # casting": float16 array + 257 -> float32, float32 array + 70000 -> float64, 0-dim float32
+    # * 2.5 -> float64). There every number handed to NumPy is first made a NumPy scalar of the
+    # dtype our promotion rule chose (``_as``), so the result dtype is that rule's on every NumPy
+    # version; NumPy >= 2 and CuPy keep Python numbers weak, as torch does, and get them as is.
     _np_mod = be.np
     _legacy = (getattr(_np_mod, "__name__", "") == "numpy"
                and int(_np_mod.__version__.split(".")[0]) < 2)
 
-    def _weak(b, a):
-        """``b`` (Python number) as NumPy >= 2 combines it with the array ``a``."""
-        if _legacy and not a.ndim:
-            return xp.asarray(b, dtype=a.dtype)
-        return b
+    def _as(b, ndt):
+        """NumPy < 2: the Python number ``b`` as a NumPy scalar of native dtype ``ndt`` (a value
+        beyond a float dtype's range becomes +-inf, as the weak number would)."""
+        return ndt.type(b)
 
     def _int_scalar(b, t):
         # NumPy 2 refuses a Python int outside the array dtype's range; torch wraps it around
@@ -69,7 +69,7 @@ def bind(xp, be) -> dict:
                     # torch rounds the number to float16 through float32 (_dtype's scalar rule);
                     # NumPy/CuPy round it from the double: the same value but near a tie
                     b = _round16(b, _dtype.float16)
-                return a, (_weak(b, a) if _legacy else b)
+                return a, (_as(b, a.dtype) if _legacy else b)
         elif a.dtype is getattr(b, "dtype", None) and (not floating or a.dtype.kind == "f"):
             return a, b
         da = dt_of(a)
@@ -81,7 +81,7 @@ def bind(xp, be) -> dict:
                 a = xp.astype(a, nd(t))
             if b.__class__ is int and t._kind == "i" and t is not _dtype.int64:
                 b = _int_scalar(b, t)
-            return a, (_weak(b, a) if _legacy and b.__class__ in (int, float) else b)
+            return a, (_as(b, nd(t)) if _legacy and b.__class__ in (int, float) else b)
         db = dt_of(b)
         t = rdt(da, 2 if a.ndim else 1, db, 2 if b.ndim else 1)
         if floating and not t.is_floating_point:
@@ -95,6 +95,7 @@ def bind(xp, be) -> dict:
     _F16 = nd(_dtype.float16)
     _F32 = nd(_dtype.float32)
     _round16 = _dtype.round_scalar
+    _ONE16 = _F16.type(1)
 
     def _half_opmath(a, b):
         """For a float16 ``a``: ``(a, b)`` as float32 operands when ``b`` is what torch's mul/div/
@@ -102,7 +103,7 @@ def bind(xp, be) -> dict:
         float16 result: ``_dtype``'s scalar rule), else None."""
         bc = b.__class__
         if bc is float or bc is int:
-            return xp.astype(a, _F32), b
+            return xp.astype(a, _F32), (_as(b, _F32) if _legacy else b)
         if bc is bool or getattr(b, "ndim", 1) != 0 or b.dtype == _F16:
             return None
         if rdt(_dtype.float16, 2 if a.ndim else 1, dt_of(b), 1) is not _dtype.float16:
@@ -152,8 +153,8 @@ def bind(xp, be) -> dict:
     def rdiv(a, b):
         if a.dtype is _F16 and b.__class__ in (float, int):
             # torch: s / t is t.reciprocal() * s (reciprocal rounded to float16, s at float32)
-            r = xp.astype(xp.divide(1, a), _F32)
-            return xp.astype(xp.multiply(r, b), _F16)
+            r = xp.astype(xp.divide(_ONE16 if _legacy else 1, a), _F32)
+            return xp.astype(xp.multiply(r, _as(b, _F32) if _legacy else b), _F16)
         a, b = _prep(a, b, True)
         return xp.divide(b, a)
 
@@ -282,7 +283,7 @@ def bind(xp, be) -> dict:
             return xp.where(x <= 0, xp.zeros_like(x), x)
         # maximum propagates NaN (torch's clamp_min(0) semantics) and gives +0 for -0.0; a
         # `where` on a random sign mask is ~15x slower on NumPy (branch mispredictions)
-        return xp.maximum(x, _weak(0, x) if _legacy else 0)
+        return xp.maximum(x, _as(0, x.dtype) if _legacy else 0)
 
     def rsqrt(x):
         x = _fl(x)
@@ -338,7 +339,7 @@ def bind(xp, be) -> dict:
         axis = None if not dim or not x.ndim else tuple(dim)
         if x.size == 0:   # NaN like torch, without NumPy's "Mean of empty slice" warning
             r = xp.sum(x, axis=axis, keepdims=keepdim)
-            return r * (_weak(math.nan, r) if _legacy else math.nan)
+            return r * (_as(math.nan, r.dtype) if _legacy else math.nan)
         # sum / count, as numpy.mean computes it (float16 sums in float32), without its
         # Python-level bookkeeping (~2 us per call)
         if axis is None:
@@ -461,6 +462,11 @@ def bind(xp, be) -> dict:
         _inplace_result("add_", dst, add(dst, other))
 
     def mul_(dst, other):
+        if dst.dtype is _F16:
+            h = _half_opmath(dst, other)
+            if h is not None:      # torch's float32 opmath, as mul (not float16 `*=`)
+                be.assign(dst, xp.astype(xp.multiply(*h), _F16))
+                return
         a, b = _prep(dst, other)
         if a is dst and a.dtype.kind != "b":
             a *= b
@@ -747,11 +753,13 @@ def bind(xp, be) -> dict:
 
     # floating array with an array of its dtype or a Python number: these kernels are exactly
     # the ufunc there (_prep changes nothing); the generated adapters call it directly
-    if not _legacy:   # NumPy < 2: a 0-dim array with a Python number needs _prep (see _weak)
-        add._tp_float_ufunc = xp.add
-        sub._tp_float_ufunc = xp.subtract
-        mul._tp_float_ufunc = xp.multiply
-        div._tp_float_ufunc = xp.divide
+    if not _legacy:   # NumPy < 2: a Python number needs _prep (see _as)
+        # a float16 tensor with a number is no bare ufunc: torch rounds the number through
+        # float32 (add, sub: NumPy rounds it from the double) or reads it at float32 (mul, div)
+        wide = frozenset((_dtype.float32, _dtype.float64))
+        for k, uf in ((add, xp.add), (sub, xp.subtract), (mul, xp.multiply), (div, xp.divide)):
+            k._tp_float_ufunc = uf
+            k._tp_number_dtypes = wide
 
     kernels = dict(
         add=add, sub=sub, rsub=rsub, mul=mul, div=div, rdiv=rdiv, pow=pow, rpow=rpow,

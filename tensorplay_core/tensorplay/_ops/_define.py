@@ -361,8 +361,10 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
     of the arrays (see _kernels/xp: add, sub, mul, div; tensorplay_cuda.eager), and the result
     has the tensor's dtype (and its shape when the operands' shapes are equal). It may narrow the
     case: ``_tp_float_dtypes`` (the dtypes where that holds, default every floating one),
-    ``_tp_float_max`` (arrays of at least that many elements take the kernel's own large-array
-    path).
+    ``_tp_number_dtypes`` (those where it holds with a Python number too, default the same:
+    float16 has no ufunc for torch's number rule -- the number rounded through float32, or read
+    at float32 by mul/div -- so its kernels leave it out), ``_tp_float_max`` (arrays of at least
+    that many elements take the kernel's own large-array path).
 
     A backend with ``root_storage`` (a ``Storage`` class made with no arguments, its byte size
     that of its root array) gets the result tensor built here, without ``wrap``'s frame or its
@@ -395,10 +397,13 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
     ns["__f"] = fast
     fd = getattr(kernel, "_tp_float_dtypes", None)
     isf = _dtype_test(s_, fd, "__fd", ns)
+    fnum = getattr(kernel, "_tp_number_dtypes", fd)
+    isn = isf if fnum == fd else _dtype_test(s_, fnum, "__fn", ns)
     fmax = getattr(kernel, "_tp_float_max", None)
     if fmax is not None:
         ns["__fmax"] = fmax
         isf += f" and {s_}._data.size < __fmax"
+        isn += f" and {s_}._data.size < __fmax"
     same = f" and {o_}._device is {s_}._device" if early else ""
     dev = f"{s_}._device" if early else "__dev"
     rs = backend.root_storage
@@ -409,7 +414,7 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
         return [f"if {o_}.__class__ is __T:",
                 f"    if {s_}._dtype is {o_}._dtype{same} and {isf}:",
                 f"        return __wrap(__f({s_}._data, {o_}._data), {dev})",
-                f"elif ({o_}.__class__ is float or {o_}.__class__ is int) and {isf}:",
+                f"elif ({o_}.__class__ is float or {o_}.__class__ is int) and {isn}:",
                 f"    return __wrap(__f({s_}._data, {o_}), {dev})"]
     from .._backend import _CONTIG_CACHE
     from .._tensor import FRESH_FIELDS
@@ -447,7 +452,7 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
                 f"        if {s_}._shape == {o_}._shape and {s_}._stride is {o_}._stride:",
                 *("            " + x for x in built),
                 f"        return __wrap(__r, {dev})",
-                f"elif ({o_}.__class__ is float or {o_}.__class__ is int) and {isf}:",
+                f"elif ({o_}.__class__ is float or {o_}.__class__ is int) and {isn}:",
                 f"    __r = __f({s_}._data, {o_})",
                 *("    " + x for x in built),
                 f"    return __wrap(__r, {dev})"]
@@ -482,7 +487,7 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
             f"        __r = __fdense({s_}._data, {o_})",
             *("        " + x for x in dense_built),
             f"        return __wrap(__r, {dev})",
-            f"    if {isf}:",
+            f"    if {isn}:",
             f"        __r = __f({s_}._data, {o_})",
             *("        " + x for x in built),
             f"        return __wrap(__r, {dev})"]
