@@ -267,8 +267,16 @@ class _Entry:
         self.guard_source = getattr(guard, "source", None)
         self.ops = [(op, v) for op, v in graph.custom_ops()]
         self.validated: set = set()
-        self.run, self.source = _generate(graph, checked=False)
+        self.source = None           # of ``run``, once generated
         self.run_checked, self.source_checked = _generate(graph, checked=True)
+
+    def run(self, leaves):
+        """The unchecked runner (the calls after a shape's first, validated one), generated on
+        its first use: a graph called once (opcheck's compile check) generates one runner. The
+        generated function, stored on the instance, shadows this method from then on (no
+        per-call test, no reference cycle)."""
+        self.run, self.source = _generate(self.graph, checked=False)
+        return self.run(leaves)
 
     def refs_valid(self) -> bool:
         """The tensors the graph holds as constants are still the ones ``fn`` refers to."""
