@@ -42,6 +42,10 @@ from __future__ import annotations
 import math
 import zlib
 
+from .. import _factories
+from .._dtype import float32, float64
+from ..autograd import api as _api
+from ..autograd.grad_mode import enable_grad, no_grad
 from .opcheck import (NO_GRAD_ASKED, NONDETERMINISTIC_TAGS, _Fail, _flat_outputs, _host, _map_tensors,
                       _mutated, _named_tensors, _Skip, _T)
 
@@ -74,14 +78,12 @@ def _lowest(dtypes) -> str:
 
 def _f64(t):
     import numpy as np
-    from .._dtype import float64
     return np.asarray(_host(t.detach().to(float64)), dtype=np.float64)
 
 
 def _to_tensor(arr, like):
     """``arr`` (float64 NumPy) as a contiguous tensor of ``like``'s dtype and device."""
     import numpy as np
-    from .. import _factories
     t = _factories.from_numpy(np.array(arr, dtype=np.float64, order="C"))  # keeps 0-d
     t = t.to(like.dtype)
     if t.device != like.device:
@@ -141,7 +143,6 @@ class _Sample:
 def test_gradients(op, args, kwargs, atol, rtol):
     """The check (see the module docstring). Raises ``_Skip``/``_Fail``; returns a note (or
     None) when it passed with some inputs not compared."""
-    from .._dtype import float32, float64
     if _mutated(op):
         raise _Skip(f"the op mutates {', '.join(sorted(_mutated(op)))}; ops with mutated "
                     f"arguments have no autograd formula (torch.library rule)")
@@ -202,7 +203,6 @@ def _base(s, dtype, strict=False):
     """Contiguous detached copies of the sample's tensors, the floating ones in ``dtype`` (None:
     their own). None when the kernel does not take ``dtype`` (raises, or returns floating
     outputs in another dtype) -- unless ``strict``, where its error is the check's failure."""
-    from ..autograd.grad_mode import no_grad
     new = []
     with no_grad():
         for i, t in enumerate(s.tensors):
@@ -256,7 +256,6 @@ def _compare(s, base, atol, rtol, only=None):
 
 def _moved(s, base, rng):
     """``base`` with every differentiable input moved by ``_MOVE_STEPS`` steps (random signs)."""
-    from ..autograd.grad_mode import no_grad
     new = list(base)
     with no_grad():
         for i in s.diff:
@@ -279,8 +278,6 @@ def _attempt(s, base, atol, rtol, rng, only=None):
     ``"none"`` (the formula returns None: not compared), ``"bad"``, ``"unstable"`` or
     ``"nonfinite"``."""
     import numpy as np
-    from ..autograd import api as _api
-    from ..autograd.grad_mode import enable_grad, no_grad
     T = _T()
     op = s.op
     # every differentiable input requires grad (as in the op's real use: what a kernel records
@@ -419,7 +416,6 @@ def _diagnose(roots, us, leaf, m):
     label, index, analytical, numerical)`` of the output element that disagrees most, searched
     in the worst output over up to ``_WORST_CAP`` elements (None when it cannot be said)."""
     import numpy as np
-    from ..autograd import api as _api
     step, d = m["step"], m["d"]
 
     def directional(cotangents):

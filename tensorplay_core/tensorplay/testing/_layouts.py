@@ -7,6 +7,10 @@ storages, copy the values in, and never touch the source tensor.
 
 from __future__ import annotations
 
+from .. import _factories
+from .._ops.views import make_view
+from ..autograd.grad_mode import no_grad
+
 __all__ = ["build", "contiguous_strides", "order_strides", "strides_like", "LAYOUT_KINDS",
            "relayout"]
 
@@ -57,9 +61,6 @@ def build(values, stride, offset=0):
     """A tensor with ``values``' shape, dtype, device and values, laid out with ``stride`` and
     ``offset`` over a fresh storage (detached, ``requires_grad=False``). Stride-0 dimensions are
     made by expanding (the values must be constant along them: index 0 is used)."""
-    from .. import _factories
-    from .._ops.views import make_view
-    from ..autograd.grad_mode import no_grad
     with no_grad():
         src = values.detach()
         shape = tuple(src.shape)

@@ -11,6 +11,13 @@ Same idea as ``torch.library.opcheck``'s ``test_aot_dispatch_dynamic``.
 from __future__ import annotations
 
 from .. import _pytree
+from .. import _factories
+from .._tensor import Tensor as _Tensor
+from ..autograd import api as _api
+from ..autograd.grad_mode import no_grad
+from ._layouts import build, strides_like
+from .assertions import assert_close
+from .opcheck import NONDETERMINISTIC_TAGS, _clone_tensor
 
 __all__ = ["check"]
 
@@ -66,14 +73,12 @@ def check(op, args, kwargs=None, *, atol=None, rtol=None):
 # ----------------------------------------------------------------------------------------------
 
 def _T():
-    from .._tensor import Tensor
-    return Tensor
+    return _Tensor
 
 
 def _clone(t):
     """A detached copy keeping shape, strides, storage offset, dtype, device and requires_grad
     (one implementation, shared with opcheck)."""
-    from .opcheck import _clone_tensor
     return _clone_tensor(t)
 
 
@@ -123,7 +128,6 @@ def _run(op, runner, args, kwargs):
     outs = _leaves(out, [])
     diff = [o for o in outs if o.requires_grad and o.dtype.is_floating_point]
     if grads_of and diff:
-        from ..autograd import api as _api
         loss = None
         for o in diff:
             term = (o * _weights(o)).sum()
@@ -135,8 +139,6 @@ def _run(op, runner, args, kwargs):
 
 def _weights(o):
     """Deterministic, non-uniform cotangent of ``o``'s shape (catches wrong gradients)."""
-    from .. import _factories
-    from ..autograd.grad_mode import no_grad
     with no_grad():
         n = o.numel()
         w = _factories.arange(n, dtype=o.dtype, device=o.device).sin() + 1.5
@@ -144,7 +146,6 @@ def _weights(o):
 
 
 def _close(a, b, atol, rtol) -> str | None:
-    from .assertions import assert_close
     try:
         assert_close(a, b, atol=atol, rtol=rtol)
     except AssertionError as e:
@@ -167,7 +168,6 @@ def _compare(op, compiled, args, kwargs, atol, rtol, which) -> str | None:
     eo, co = _leaves(e_out, []), _leaves(c_out, [])
     # random / uninitialised outputs (torch's tags): metadata only, as torch's aot check does
     # with skip_correctness_check
-    from .opcheck import NONDETERMINISTIC_TAGS
     values = not NONDETERMINISTIC_TAGS.intersection(getattr(op, "tags", ()))
     if len(eo) != len(co):
         return f"compiled call returned {len(co)} tensor(s), eager {len(eo)} on {which}"
@@ -203,8 +203,6 @@ def _grow(args, kwargs):
     """The sample with the leading dimension grown by one on every tensor whose leading size
     equals the first tensor's (values: the original ones plus a copy of the first row, so index
     tensors stay valid). None when there is no tensor with a leading dimension."""
-    from .. import _factories
-    from ..autograd.grad_mode import no_grad
     first = next((t for t in _leaves((args, kwargs), []) if t.ndim >= 1), None)
     if first is None:
         return None
@@ -216,7 +214,6 @@ def _grow(args, kwargs):
 
     def grow(t):
         if t.ndim >= 1 and t.shape[0] == lead:
-            from ._layouts import build, strides_like
             with no_grad():
                 vals = _factories.cat([t.detach(), t.detach()[:1]], 0)
                 # the same layout kind as the sample (memory order, inner step, padding,
