@@ -16,6 +16,7 @@ from .._tensor import Tensor as _Tensor
 from ..autograd import api as _api
 from ..autograd.grad_mode import no_grad
 from ._layouts import build, strides_like
+from ._layouts import empty as _layouts_empty
 from .assertions import assert_close
 from .opcheck import NONDETERMINISTIC_TAGS, _clone_tensor
 
@@ -45,8 +46,11 @@ def check(op, args, kwargs=None, *, atol=None, rtol=None):
     args = tuple(args)
     name = op.name
 
-    def fn(*a, **k):
-        return op(*a, **k)
+    # the op bound as a default value, not read from a closure cell: fn reads no Python value
+    # that tensorplay.compile must guard, so no guard function is generated for each check
+    # (the guards are tensorplay.compile's own matter, tested with it; this check is the op's)
+    def fn(*a, _tensorplay_checked_op=op, **k):
+        return _tensorplay_checked_op(*a, **k)
 
     compiled = _compile(fn)
     msg = _compare(op, compiled, args, kwargs, atol, rtol, "the sample")
@@ -215,12 +219,21 @@ def _grow(args, kwargs):
     def grow(t):
         if t.ndim >= 1 and t.shape[0] == lead:
             with no_grad():
-                vals = _factories.cat([t.detach(), t.detach()[:1]], 0)
+                src = t.detach()
+                shape = tuple(src.shape)
+                gshape = (lead + 1,) + shape[1:]
                 # the same layout kind as the sample (memory order, inner step, padding,
                 # storage offset, expanded dimensions): the second run differs from the first by
                 # sizes only, so the compile guards see the same contiguity facts
-                g = build(vals, strides_like(tuple(t.shape), t.stride(), tuple(vals.shape)),
-                          t.storage_offset())
+                stride = strides_like(shape, src.stride(), gshape)
+                if 0 in stride:   # expanded dimensions: build() re-expands constant values
+                    g = build(_factories.cat([src, src[:1]], 0), stride, src.storage_offset())
+                else:             # written in place: no intermediate concatenation
+                    g = _layouts_empty(gshape, stride, src.storage_offset(), src.dtype,
+                                       src.device)
+                    g.narrow(0, 0, lead).copy_(src)
+                    g.narrow(0, lead, 1).copy_(src.narrow(0, 0, 1))
+                    g._storage.version = 0
             if t.requires_grad:
                 g.requires_grad_(True)
             return g
