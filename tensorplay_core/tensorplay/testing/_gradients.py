@@ -170,11 +170,12 @@ def test_gradients(op, args, kwargs, atol, rtol):
             dt = None            # the sample already is in that dtype
         if dt in tried:
             continue
-        base = _base(s, dt)
-        if base is None:
+        # whether the kernel takes ``dt`` is seen on the comparison's own first call (no
+        # separate trial run): None when it does not
+        verdicts = _compare(s, _base(s, dt, probe=False), atol, rtol, probe=dt)
+        if verdicts is None:
             continue
         tried.append(dt)
-        verdicts = _compare(s, base, atol, rtol)
         unsure = {i for i, v in verdicts.items() if v[0] in ("bad", "unstable", "nonfinite")}
         if unsure and dt is not None:
             # what disagrees at a raised precision is compared again at a lower one: a kernel
@@ -199,10 +200,11 @@ def test_gradients(op, args, kwargs, atol, rtol):
     raise _Fail("the op could not be run on contiguous copies of the sample's inputs")
 
 
-def _base(s, dtype, strict=False):
+def _base(s, dtype, strict=False, probe=True):
     """Contiguous detached copies of the sample's tensors, the floating ones in ``dtype`` (None:
     their own). None when the kernel does not take ``dtype`` (raises, or returns floating
-    outputs in another dtype) -- unless ``strict``, where its error is the check's failure."""
+    outputs in another dtype) -- unless ``strict``, where its error is the check's failure.
+    ``probe=False``: the copies only (the caller sees whether the kernel takes them)."""
     new = []
     with no_grad():
         for i, t in enumerate(s.tensors):
@@ -211,7 +213,7 @@ def _base(s, dtype, strict=False):
                 c = c.to(dtype)
             # always a copy: the caller's tensors are never touched, whatever the kernel does
             new.append(c.contiguous().clone())
-        if dtype is None and not strict:
+        if dtype is None and not strict or not probe:
             return new
         a, k = s.with_tensors(new)
         try:
@@ -230,13 +232,16 @@ def _base(s, dtype, strict=False):
     return new
 
 
-def _compare(s, base, atol, rtol, only=None):
+def _compare(s, base, atol, rtol, only=None, probe=None):
     """``{slot: verdict}`` for the differentiable inputs (``only``: these slots), comparing at
-    the sample point and, for those that disagree, at a nearby point."""
+    the sample point and, for those that disagree, at a nearby point. ``probe``: the dtype
+    ``base`` was cast to; None (no verdicts) when the kernel does not take it."""
     import numpy as np
     seed = zlib.crc32(s.op.name.encode()) & 0x7FFFFFFF
     rng = np.random.default_rng(seed)
-    first = _attempt(s, base, atol, rtol, rng, only)
+    first = _attempt(s, base, atol, rtol, rng, only, probe)
+    if first is None:
+        return None
     retry = {i for i, v in first.items() if v[0] in ("bad", "unstable", "nonfinite")}
     if not retry:
         return first
@@ -273,7 +278,7 @@ def _scale(x):
     return np.maximum(1.0, np.abs(x))
 
 
-def _attempt(s, base, atol, rtol, rng, only=None):
+def _attempt(s, base, atol, rtol, rng, only=None, probe=None):
     """One comparison at the point ``base``: ``{slot: (status, info)}`` with status ``"ok"``,
     ``"none"`` (the formula returns None: not compared), ``"bad"``, ``"unstable"`` or
     ``"nonfinite"``."""
@@ -292,6 +297,8 @@ def _attempt(s, base, atol, rtol, rng, only=None):
         try:
             out = op(*a, **k)
         except Exception as e:
+            if probe is not None:       # the kernel does not take this dtype: None
+                return None
             if not op.has_autograd:     # the kernel leaves the graph: the other check's finding
                 raise _Skip(f"calling the op with inputs that require grad raised "
                             f"{type(e).__name__} (test_autograd_registration reports it)") from e
@@ -299,6 +306,8 @@ def _attempt(s, base, atol, rtol, rng, only=None):
                         f"{type(e).__name__}: {e}") from e
         outs = [(lbl, v) for lbl, v in _flat_outputs(out)
                 if isinstance(v, T) and v.dtype.is_floating_point]
+        if probe is not None and (not outs or any(v.dtype is not probe for _, v in outs)):
+            return None                 # floating outputs in another dtype: not taken either
         if not outs:
             raise _Skip("no floating-point tensor outputs")
         roots = [(lbl, v) for lbl, v in outs if v.requires_grad]

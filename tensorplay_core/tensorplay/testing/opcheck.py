@@ -491,7 +491,8 @@ def _check_return_structure(op, out) -> list:
 def _test_schema(op, args, kwargs, atol, rtol):
     T = _T()
     a, k = _clone_inputs(args, kwargs, requires_grad=False)
-    snap_a, snap_k = _clone_inputs(args, kwargs, requires_grad=False)
+    # the op runs on the clones; the caller's tensors, never given to it, are the snapshot of
+    # the values before the call
     mutated = _mutated(op)
     inputs = _named_tensors(op, a, k)
     before = [(t.shape, t.stride(), t.storage_offset(), t._version) for _, t, _ in inputs]
@@ -499,7 +500,7 @@ def _test_schema(op, args, kwargs, atol, rtol):
     problems = []
     # 1. undeclared mutation (declared mutation is trusted, as in eager calls)
     for (label, t, pname), (shape, stride, off, ver), (_, s, _) in zip(
-            inputs, before, _named_tensors(op, snap_a, snap_k)):
+            inputs, before, _named_tensors(op, args, kwargs)):
         if pname in mutated:
             continue
         what = []
@@ -860,10 +861,11 @@ def _test_faketensor(op, args, kwargs, atol, rtol):
     from .. import fake as _fake
     T = _T()
     a, k = _clone_inputs(args, kwargs, requires_grad=False)
+    # the fake inputs copy the clones' metadata, taken before the real run (a second clone
+    # would have the same; fakes carry no values), not requiring grad
+    fa = tuple(_map_tensors(v, _fake.from_real) for v in a)
+    fk = {n: _map_tensors(v, _fake.from_real) for n, v in k.items()}
     real = _call(op, a, k, "on real sample inputs")
-    a2, k2 = _clone_inputs(args, kwargs, requires_grad=False)
-    fa = tuple(_map_tensors(v, _fake.from_real) for v in a2)
-    fk = {n: _map_tensors(v, _fake.from_real) for n, v in k2.items()}
     hint = _fake_hint(op)
     try:
         with _fake.FakeTensorMode():
