@@ -9,12 +9,15 @@ def _host(t):
     return t
 
 
+_TOLS = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5),
+         "float64": (1e-7, 1e-7)}
+
+
 def _tol(dtype, rtol, atol):
     if rtol is not None and atol is not None:
         return rtol, atol
     name = getattr(dtype, "name", "float32")
-    r, a = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5),
-            "float64": (1e-7, 1e-7)}.get(name, (0.0, 0.0))
+    r, a = _TOLS.get(name, (0.0, 0.0))
     return (rtol if rtol is not None else r), (atol if atol is not None else a)
 
 
