@@ -114,8 +114,10 @@ def _grad_inputs(op, args, kwargs):
     return out
 
 
-def _run(op, runner, args, kwargs):
-    """Run ``runner`` on clones; returns (outputs, inputs after the call, input grads)."""
+def _run(op, runner, args, kwargs, weights=None):
+    """Run ``runner`` on clones; returns (outputs, inputs after the call, input grads).
+    ``weights``: a dict keeping the cotangents made so far by (shape, dtype, device), so that
+    the eager and the compiled run of one shape make them once."""
     a = _map(args, _clone)
     k = _map(kwargs, _clone)
     mutated = _mutated_names(op)
@@ -134,15 +136,25 @@ def _run(op, runner, args, kwargs):
     if grads_of and diff:
         loss = None
         for o in diff:
-            term = (o * _weights(o)).sum()
+            term = (o * _weights(o, weights)).sum()
             loss = term if loss is None else loss + term
         gs = _api.grad(loss, grads_of, allow_unused=True)
         grads = list(gs)
     return out, _leaves((a, k), []), grads
 
 
-def _weights(o):
+def _weights(o, cache=None):
     """Deterministic, non-uniform cotangent of ``o``'s shape (catches wrong gradients)."""
+    key = (tuple(o.shape), o.dtype, o.device)
+    if cache is not None and key in cache:
+        return cache[key]
+    w = _make_weights(o)
+    if cache is not None:
+        cache[key] = w
+    return w
+
+
+def _make_weights(o):
     with no_grad():
         n = o.numel()
         w = _factories.arange(n, dtype=o.dtype, device=o.device).sin() + 1.5
@@ -160,12 +172,13 @@ def _close(a, b, atol, rtol) -> str | None:
 
 
 def _compare(op, compiled, args, kwargs, atol, rtol, which) -> str | None:
+    weights: dict = {}     # the cotangents, shared by the eager and the compiled run
     try:
-        e_out, e_in, e_grads = _run(op, op, args, kwargs)
+        e_out, e_in, e_grads = _run(op, op, args, kwargs, weights)
     except Exception as e:  # noqa: BLE001 - any failure is a reported failure
         return f"the eager call on {which} raised {type(e).__name__}: {e}"
     try:
-        c_out, c_in, c_grads = _run(op, compiled, args, kwargs)
+        c_out, c_in, c_grads = _run(op, compiled, args, kwargs, weights)
     except Exception as e:  # noqa: BLE001 - any failure is a reported failure
         return (f"tensorplay.compile of a function calling the op failed on {which}: "
                 f"{type(e).__name__}: {e}")
