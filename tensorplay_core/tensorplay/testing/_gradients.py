@@ -237,7 +237,6 @@ def _compare(s, base, atol, rtol, only=None, probe=None):
     """``{slot: verdict}`` for the differentiable inputs (``only``: these slots), comparing at
     the sample point and, for those that disagree, at a nearby point. ``probe``: the dtype
     ``base`` was cast to; None (no verdicts) when the kernel does not take it."""
-    import numpy as np
     seed = zlib.crc32(s.op.name.encode()) & 0x7FFFFFFF
     rng = _rng(seed)
     first = _attempt(s, base, atol, rtol, rng, only, probe)
@@ -377,7 +376,8 @@ def _attempt(s, base, atol, rtol, rng, only=None, probe=None):
         v = rng.standard_normal(x.shape) * _scale(x)
         h = _STEP[prec]
 
-        def measure(step):
+        # the loop's values bound as defaults (called within this iteration only; ruff B023)
+        def measure(step, x=x, v=v, t=t, i=i, g64=g64, prec=prec):
             ap, am = x + step * v, x - step * v
             xp, xm = _to_tensor(ap, t), _to_tensor(am, t)
             # the step the kernel really saw (after the cast; float64 inputs are the arrays)
