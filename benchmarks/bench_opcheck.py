@@ -8,7 +8,13 @@
   time of each check alone.
 * Reference in the same run: the benchmark op ``x * 3.0`` with ``register_autograd`` and a fake
   kernel, defined in both libraries, checked on the same (8, 16) float32 input by
-  ``tensorplay.library.opcheck`` and ``torch.library.opcheck``.
+  ``tensorplay.library.opcheck`` (every default check, the gradient check included) and
+  ``torch.library.opcheck``, in interleaved rounds (a round: tensorplay's opcheck, each of its
+  checks alone, torch's opcheck), wall and process CPU time of the same calls; the ratio is
+  torch's median over tensorplay's.
+
+``TENSORPLAY_BENCH_CPU_TIME=1`` times the per-op table with the process CPU clock (a loaded,
+shared machine inflates it far less than wall time); the reference table always shows both.
 
 Whatever is missing (the example pack, the sample-inputs hook, opcheck itself, torch) is
 reported as "not available" with the reason; no figure is ever made up.
@@ -25,18 +31,25 @@ import _harness as H
 import tensorplay as tp
 
 # the checks timed one by one (the "all" column is opcheck's DEFAULT: every check)
-TESTS = ("test_schema", "test_autograd_registration", "test_gradients", "test_faketensor",
-         "test_aot_dispatch_dynamic")
+TESTS = ("test_schema", "test_autograd_registration", "test_gradients", "test_layouts",
+         "test_faketensor", "test_aot_dispatch_dynamic")
+#: column titles of TESTS
+SHORT = ("schema", "autograd", "grads", "layouts", "fake", "aot")
 
 
 def _repeat():
     return 3 if H.QUICK else 9
 
 
-def _time(fn, repeat, clock=time.perf_counter):
+def _clock():
+    return time.process_time if H.CPU_TIME else time.perf_counter
+
+
+def _time(fn, repeat, clock=None):
     """Seconds per call of ``fn`` (one call per run: opcheck takes milliseconds). ``clock``:
     ``time.process_time`` for the cpu time this process spent, which a loaded machine inflates
     far less than wall time (both libraries single-threaded here)."""
+    clock = clock or _clock()
     fn()   # warm-up: first-use imports and compilation caches
     out = []
     for _ in range(repeat):
@@ -118,37 +131,71 @@ def _torch_ref_op(torch):
     return op
 
 
+def _both(fn, n=1):
+    """(wall, cpu) seconds per call of ``fn``, over ``n`` calls."""
+    w0, c0 = time.perf_counter(), time.process_time()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter() - w0) / n, (time.process_time() - c0) / n
+
+
 def reference(repeat) -> dict:
     out = {}
+    rounds = 3 * repeat
+    inner = 5        # tensorplay calls per round (one takes milliseconds; torch's tens of ms)
     try:
         from tensorplay.library import opcheck
+        from tensorplay.testing.opcheck import ALL_TESTS
         op = _tp_ref_op()
         x = tp.randn(8, 16)
         fails = opcheck(op, (x,), raise_exception=False)
-        out["tensorplay_ms"] = H.summary(
-            _time(lambda: opcheck(op, (x,), raise_exception=False), repeat), 1e3)
-        out["tensorplay_cpu_ms"] = H.summary(
-            _time(lambda: opcheck(op, (x,), raise_exception=False), 3 * repeat,
-                  time.process_time), 1e3)
         out["tensorplay_failures"] = {k: str(v)[:300] for k, v in fails.items()}
+        tp_all = lambda: opcheck(op, (x,), raise_exception=False)  # noqa: E731
+        tp_each = {t: (lambda t=t: opcheck(op, (x,), test_utils=(t,), raise_exception=False))
+                   for t in TESTS if t in ALL_TESTS}
     except Exception as e:  # noqa: BLE001 - reported as "not available" with the reason
+        tp_all = None
         out["tensorplay_ms"] = None
         out["tensorplay_status"] = f"not available: {type(e).__name__}: {e}"
     torch, why = H.try_import_torch()
     if torch is None:
         out["torch_ms"] = None
         out["torch_status"] = f"not available: {why}"
+        t_fn = None
     else:
         torch.set_num_threads(1)
-        op = _torch_ref_op(torch)
-        x = torch.randn(8, 16)
-        out["torch_ms"] = H.summary(_time(lambda: torch.library.opcheck(op, (x,)), repeat), 1e3)
-        out["torch_cpu_ms"] = H.summary(_time(lambda: torch.library.opcheck(op, (x,)), repeat,
-                                              time.process_time), 1e3)
+        t_op = _torch_ref_op(torch)
+        tx = torch.randn(8, 16)
+        t_fn = lambda: torch.library.opcheck(t_op, (tx,))  # noqa: E731
+    # interleaved rounds: load on a shared machine hits both libraries alike
+    samples = {"tp": [], "torch": [], **{t: [] for t in (tp_each if tp_all else ())}}
+    for f in ([tp_all] if tp_all else []) + list(tp_each.values() if tp_all else []) + \
+            ([t_fn] if t_fn else []):
+        f()      # warm-up: first-use imports and caches
+    for _ in range(rounds):
+        if tp_all:
+            samples["tp"].append(_both(tp_all, inner))
+            for t, f in tp_each.items():
+                samples[t].append(_both(f, inner))
+        if t_fn:
+            samples["torch"].append(_both(t_fn))
+    for key, name in (("tp", "tensorplay"), ("torch", "torch")):
+        if samples[key]:
+            out[f"{name}_ms"] = H.summary([w for w, _ in samples[key]], 1e3)
+            out[f"{name}_cpu_ms"] = H.summary([c for _, c in samples[key]], 1e3)
+    if tp_all:
+        out["tensorplay_per_check_ms"] = {t: H.summary([w for w, _ in samples[t]], 1e3)
+                                          for t in tp_each}
+        out["tensorplay_per_check_cpu_ms"] = {t: H.summary([c for _, c in samples[t]], 1e3)
+                                              for t in tp_each}
     a, b = out.get("torch_ms"), out.get("tensorplay_ms")
     out["ratio_torch_over_tensorplay"] = a["median"] / b["median"] if a and b else None
     a, b = out.get("torch_cpu_ms"), out.get("tensorplay_cpu_ms")
     out["ratio_cpu_torch_over_tensorplay"] = a["median"] / b["median"] if a and b else None
+    try:
+        out["loadavg_1min"] = round(os.getloadavg()[0], 2)
+    except OSError:
+        out["loadavg_1min"] = None
     return out
 
 
@@ -168,13 +215,21 @@ def report(res) -> None:
                         + [f"{pt[t]['median']:.2f}" if pt[t] else "n/a" for t in TESTS]
                         + [e["status"] if e["status"] == "ok" else
                            f"{e['status']}: {', '.join(sorted(e['failures']))[:80]}"])
-        H.print_table("opcheck per example op, cpu (all samples, every default check; ms)",
-                      ["op", "samples", "opcheck (median, IQR)", "per sample", "schema",
-                       "autograd", "grads", "fake", "aot", "status"], rows)
+        clock = "cpu time" if H.CPU_TIME else "wall"
+        H.print_table(f"opcheck per example op, cpu (all samples, every default check; ms, "
+                      f"{clock})",
+                      ["op", "samples", "opcheck (median, IQR)", "per sample", *SHORT,
+                       "status"], rows)
     r = res["reference"]
     rr = r.get("ratio_torch_over_tensorplay")
     rc = r.get("ratio_cpu_torch_over_tensorplay")
-    H.print_table("opcheck of the same op (x * 3.0, autograd + fake, one (8, 16) input)",
+    pc, pcc = r.get("tensorplay_per_check_ms"), r.get("tensorplay_per_check_cpu_ms")
+    if pc:
+        H.print_table("tensorplay opcheck of x * 3.0, each check alone (same rounds; ms)",
+                      ["check", "wall", "cpu time"],
+                      [[t, H.fmt(pc[t], "ms"), H.fmt(pcc[t], "ms")] for t in pc])
+    H.print_table(f"opcheck of the same op (x * 3.0, autograd + fake, one (8, 16) input; "
+                  f"interleaved rounds, load {r.get('loadavg_1min')})",
                   ["library", "opcheck time", "cpu time", "note"],
                   [["tensorplay", H.fmt(r.get("tensorplay_ms"), "ms"),
                     H.fmt(r.get("tensorplay_cpu_ms"), "ms"),

@@ -33,6 +33,11 @@ __all__ = ["function", "literal", "bind", "pyname", "py_names", "call_arg", "key
 # RLock: a finalizer (``_release``) may run from the garbage collector while this thread holds it
 _lock = threading.RLock()
 _live: dict = {}      # file name -> serial numbers of its functions alive now (text in linecache)
+# (file name, text) -> code object: the same text generated again (a graph captured anew for
+# each opcheck sample, an op redefined with the same schema) is compiled once; code objects are
+# immutable, each function still gets its own namespace. Bounded, oldest entry dropped first.
+_codes: dict = {}
+_CODES_MAX = 256
 
 
 def function(src: str, ns: dict, name: str, filename: str):
@@ -60,7 +65,13 @@ def function(src: str, ns: dict, name: str, filename: str):
     if n > 1:
         filename = f"{filename[:-1]} #{n}>" if filename.endswith(">") else f"{filename} #{n}"
     try:
-        code = builtins.compile(src, filename, "exec")
+        code = _codes.get((filename, src))
+        if code is None:
+            code = builtins.compile(src, filename, "exec")
+            with _lock:
+                if len(_codes) >= _CODES_MAX:
+                    _codes.pop(next(iter(_codes)), None)
+                _codes[(filename, src)] = code
         # (size, mtime None: never checked against a file, lines, name), as linecache.lazycache
         linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
         exec(code, ns)  # noqa: S102 - identifiers and known literals only (module docstring)

@@ -40,8 +40,13 @@ skipped (as torch's opcheck does); an op tagged nondeterministic is skipped.
 from __future__ import annotations
 
 import math
+import threading
 import zlib
 
+from .. import _factories
+from .._dtype import float32, float64
+from ..autograd import api as _api
+from ..autograd.grad_mode import enable_grad, no_grad
 from .opcheck import (NO_GRAD_ASKED, NONDETERMINISTIC_TAGS, _Fail, _flat_outputs, _host, _map_tensors,
                       _mutated, _named_tensors, _Skip, _T)
 
@@ -74,14 +79,12 @@ def _lowest(dtypes) -> str:
 
 def _f64(t):
     import numpy as np
-    from .._dtype import float64
     return np.asarray(_host(t.detach().to(float64)), dtype=np.float64)
 
 
 def _to_tensor(arr, like):
     """``arr`` (float64 NumPy) as a contiguous tensor of ``like``'s dtype and device."""
     import numpy as np
-    from .. import _factories
     t = _factories.from_numpy(np.array(arr, dtype=np.float64, order="C"))  # keeps 0-d
     t = t.to(like.dtype)
     if t.device != like.device:
@@ -141,7 +144,6 @@ class _Sample:
 def test_gradients(op, args, kwargs, atol, rtol):
     """The check (see the module docstring). Raises ``_Skip``/``_Fail``; returns a note (or
     None) when it passed with some inputs not compared."""
-    from .._dtype import float32, float64
     if _mutated(op):
         raise _Skip(f"the op mutates {', '.join(sorted(_mutated(op)))}; ops with mutated "
                     f"arguments have no autograd formula (torch.library rule)")
@@ -169,11 +171,12 @@ def test_gradients(op, args, kwargs, atol, rtol):
             dt = None            # the sample already is in that dtype
         if dt in tried:
             continue
-        base = _base(s, dt)
-        if base is None:
+        # whether the kernel takes ``dt`` is seen on the comparison's own first call (no
+        # separate trial run): None when it does not
+        verdicts = _compare(s, _base(s, dt, probe=False), atol, rtol, probe=dt)
+        if verdicts is None:
             continue
         tried.append(dt)
-        verdicts = _compare(s, base, atol, rtol)
         unsure = {i for i, v in verdicts.items() if v[0] in ("bad", "unstable", "nonfinite")}
         if unsure and dt is not None:
             # what disagrees at a raised precision is compared again at a lower one: a kernel
@@ -198,11 +201,11 @@ def test_gradients(op, args, kwargs, atol, rtol):
     raise _Fail("the op could not be run on contiguous copies of the sample's inputs")
 
 
-def _base(s, dtype, strict=False):
+def _base(s, dtype, strict=False, probe=True):
     """Contiguous detached copies of the sample's tensors, the floating ones in ``dtype`` (None:
     their own). None when the kernel does not take ``dtype`` (raises, or returns floating
-    outputs in another dtype) -- unless ``strict``, where its error is the check's failure."""
-    from ..autograd.grad_mode import no_grad
+    outputs in another dtype) -- unless ``strict``, where its error is the check's failure.
+    ``probe=False``: the copies only (the caller sees whether the kernel takes them)."""
     new = []
     with no_grad():
         for i, t in enumerate(s.tensors):
@@ -211,7 +214,7 @@ def _base(s, dtype, strict=False):
                 c = c.to(dtype)
             # always a copy: the caller's tensors are never touched, whatever the kernel does
             new.append(c.contiguous().clone())
-        if dtype is None and not strict:
+        if dtype is None and not strict or not probe:
             return new
         a, k = s.with_tensors(new)
         try:
@@ -230,13 +233,15 @@ def _base(s, dtype, strict=False):
     return new
 
 
-def _compare(s, base, atol, rtol, only=None):
+def _compare(s, base, atol, rtol, only=None, probe=None):
     """``{slot: verdict}`` for the differentiable inputs (``only``: these slots), comparing at
-    the sample point and, for those that disagree, at a nearby point."""
-    import numpy as np
+    the sample point and, for those that disagree, at a nearby point. ``probe``: the dtype
+    ``base`` was cast to; None (no verdicts) when the kernel does not take it."""
     seed = zlib.crc32(s.op.name.encode()) & 0x7FFFFFFF
-    rng = np.random.default_rng(seed)
-    first = _attempt(s, base, atol, rtol, rng, only)
+    rng = _rng(seed)
+    first = _attempt(s, base, atol, rtol, rng, only, probe)
+    if first is None:
+        return None
     retry = {i for i, v in first.items() if v[0] in ("bad", "unstable", "nonfinite")}
     if not retry:
         return first
@@ -254,9 +259,31 @@ def _compare(s, base, atol, rtol, only=None):
     return out
 
 
+_rngs = threading.local()
+
+
+def _rng(seed):
+    """``np.random.default_rng(seed)`` in its initial state. Seeding costs tens of µs (the seed
+    sequence's hashing): each thread keeps one generator per seed and rewinds it to its saved
+    initial state instead."""
+    import numpy as np
+    cache = getattr(_rngs, "by_seed", None)
+    if cache is None:
+        cache = _rngs.by_seed = {}
+    hit = cache.get(seed)
+    if hit is None:
+        g = np.random.default_rng(seed)
+        if len(cache) > 64:
+            cache.clear()
+        cache[seed] = (g, g.bit_generator.state)
+        return g
+    g, state = hit
+    g.bit_generator.state = state
+    return g
+
+
 def _moved(s, base, rng):
     """``base`` with every differentiable input moved by ``_MOVE_STEPS`` steps (random signs)."""
-    from ..autograd.grad_mode import no_grad
     new = list(base)
     with no_grad():
         for i in s.diff:
@@ -274,13 +301,11 @@ def _scale(x):
     return np.maximum(1.0, np.abs(x))
 
 
-def _attempt(s, base, atol, rtol, rng, only=None):
+def _attempt(s, base, atol, rtol, rng, only=None, probe=None):
     """One comparison at the point ``base``: ``{slot: (status, info)}`` with status ``"ok"``,
     ``"none"`` (the formula returns None: not compared), ``"bad"``, ``"unstable"`` or
     ``"nonfinite"``."""
     import numpy as np
-    from ..autograd import api as _api
-    from ..autograd.grad_mode import enable_grad, no_grad
     T = _T()
     op = s.op
     # every differentiable input requires grad (as in the op's real use: what a kernel records
@@ -295,6 +320,8 @@ def _attempt(s, base, atol, rtol, rng, only=None):
         try:
             out = op(*a, **k)
         except Exception as e:
+            if probe is not None:       # the kernel does not take this dtype: None
+                return None
             if not op.has_autograd:     # the kernel leaves the graph: the other check's finding
                 raise _Skip(f"calling the op with inputs that require grad raised "
                             f"{type(e).__name__} (test_autograd_registration reports it)") from e
@@ -302,6 +329,8 @@ def _attempt(s, base, atol, rtol, rng, only=None):
                         f"{type(e).__name__}: {e}") from e
         outs = [(lbl, v) for lbl, v in _flat_outputs(out)
                 if isinstance(v, T) and v.dtype.is_floating_point]
+        if probe is not None and (not outs or any(v.dtype is not probe for _, v in outs)):
+            return None                 # floating outputs in another dtype: not taken either
         if not outs:
             raise _Skip("no floating-point tensor outputs")
         roots = [(lbl, v) for lbl, v in outs if v.requires_grad]
@@ -347,9 +376,12 @@ def _attempt(s, base, atol, rtol, rng, only=None):
         v = rng.standard_normal(x.shape) * _scale(x)
         h = _STEP[prec]
 
-        def measure(step):
-            xp, xm = _to_tensor(x + step * v, t), _to_tensor(x - step * v, t)
-            d = _f64(xp) - _f64(xm)          # the step the kernel really saw (after the cast)
+        # the loop's values bound as defaults (called within this iteration only; ruff B023)
+        def measure(step, x=x, v=v, t=t, i=i, g64=g64, prec=prec):
+            ap, am = x + step * v, x - step * v
+            xp, xm = _to_tensor(ap, t), _to_tensor(am, t)
+            # the step the kernel really saw (after the cast; float64 inputs are the arrays)
+            d = ap - am if t.dtype is float64 else _f64(xp) - _f64(xm)
             vals = []
             for xx in (xp, xm):
                 new = list(base)
@@ -419,7 +451,6 @@ def _diagnose(roots, us, leaf, m):
     label, index, analytical, numerical)`` of the output element that disagrees most, searched
     in the worst output over up to ``_WORST_CAP`` elements (None when it cannot be said)."""
     import numpy as np
-    from ..autograd import api as _api
     step, d = m["step"], m["d"]
 
     def directional(cotangents):

@@ -7,7 +7,11 @@ storages, copy the values in, and never touch the source tensor.
 
 from __future__ import annotations
 
-__all__ = ["build", "contiguous_strides", "order_strides", "strides_like", "LAYOUT_KINDS",
+from .. import _factories
+from .._ops.views import make_view
+from ..autograd.grad_mode import no_grad
+
+__all__ = ["build", "empty", "contiguous_strides", "order_strides", "strides_like", "LAYOUT_KINDS",
            "relayout"]
 
 # the layouts test_layouts tries, besides the contiguous reference
@@ -53,13 +57,20 @@ def strides_like(shape, stride, new_shape) -> tuple:
     return tuple(new)
 
 
+def empty(shape, stride, offset, dtype, device):
+    """An uninitialised tensor of ``shape``, ``dtype``, ``device`` laid out with ``stride`` (no
+    zero strides) and ``offset`` over a fresh storage of just the span it addresses."""
+    span = 1 + sum((s - 1) * st for s, st in zip(shape, stride)) if all(shape) else 0
+    flat = _factories.empty(offset + span, dtype=dtype, device=device)
+    c = make_view(flat, shape, stride, offset)
+    c._base = None
+    return c
+
+
 def build(values, stride, offset=0):
     """A tensor with ``values``' shape, dtype, device and values, laid out with ``stride`` and
     ``offset`` over a fresh storage (detached, ``requires_grad=False``). Stride-0 dimensions are
     made by expanding (the values must be constant along them: index 0 is used)."""
-    from .. import _factories
-    from .._ops.views import make_view
-    from ..autograd.grad_mode import no_grad
     with no_grad():
         src = values.detach()
         shape = tuple(src.shape)
@@ -67,13 +78,9 @@ def build(values, stride, offset=0):
         if zero:
             for d in zero:
                 src = src.narrow(d, 0, 1)
-        bshape = tuple(src.shape)
         bstride = tuple(1 if d in zero else s for d, s in enumerate(stride))
-        span = 1 + sum((s - 1) * st for s, st in zip(bshape, bstride)) if all(bshape) else 0
-        flat = _factories.empty(offset + span, dtype=src.dtype, device=src.device)
-        c = make_view(flat, bshape, bstride, offset)
-        c._base = None
-        if span:
+        c = empty(tuple(src.shape), bstride, offset, src.dtype, src.device)
+        if c.numel():
             c.copy_(src)
         c._storage.version = 0
         if zero:

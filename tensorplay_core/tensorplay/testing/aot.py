@@ -11,6 +11,14 @@ Same idea as ``torch.library.opcheck``'s ``test_aot_dispatch_dynamic``.
 from __future__ import annotations
 
 from .. import _pytree
+from .. import _factories
+from .._tensor import Tensor as _Tensor
+from ..autograd import api as _api
+from ..autograd.grad_mode import no_grad
+from ._layouts import build, strides_like
+from ._layouts import empty as _layouts_empty
+from .assertions import assert_close
+from .opcheck import NONDETERMINISTIC_TAGS, _clone_tensor
 
 __all__ = ["check"]
 
@@ -38,8 +46,11 @@ def check(op, args, kwargs=None, *, atol=None, rtol=None):
     args = tuple(args)
     name = op.name
 
-    def fn(*a, **k):
-        return op(*a, **k)
+    # the op bound as a default value, not read from a closure cell: fn reads no Python value
+    # that tensorplay.compile must guard, so no guard function is generated for each check
+    # (the guards are tensorplay.compile's own matter, tested with it; this check is the op's)
+    def fn(*a, _tensorplay_checked_op=op, **k):
+        return _tensorplay_checked_op(*a, **k)
 
     compiled = _compile(fn)
     msg = _compare(op, compiled, args, kwargs, atol, rtol, "the sample")
@@ -66,14 +77,12 @@ def check(op, args, kwargs=None, *, atol=None, rtol=None):
 # ----------------------------------------------------------------------------------------------
 
 def _T():
-    from .._tensor import Tensor
-    return Tensor
+    return _Tensor
 
 
 def _clone(t):
     """A detached copy keeping shape, strides, storage offset, dtype, device and requires_grad
     (one implementation, shared with opcheck)."""
-    from .opcheck import _clone_tensor
     return _clone_tensor(t)
 
 
@@ -105,8 +114,10 @@ def _grad_inputs(op, args, kwargs):
     return out
 
 
-def _run(op, runner, args, kwargs):
-    """Run ``runner`` on clones; returns (outputs, inputs after the call, input grads)."""
+def _run(op, runner, args, kwargs, weights=None):
+    """Run ``runner`` on clones; returns (outputs, inputs after the call, input grads).
+    ``weights``: a dict keeping the cotangents made so far by (shape, dtype, device), so that
+    the eager and the compiled run of one shape make them once."""
     a = _map(args, _clone)
     k = _map(kwargs, _clone)
     mutated = _mutated_names(op)
@@ -123,20 +134,27 @@ def _run(op, runner, args, kwargs):
     outs = _leaves(out, [])
     diff = [o for o in outs if o.requires_grad and o.dtype.is_floating_point]
     if grads_of and diff:
-        from ..autograd import api as _api
         loss = None
         for o in diff:
-            term = (o * _weights(o)).sum()
+            term = (o * _weights(o, weights)).sum()
             loss = term if loss is None else loss + term
         gs = _api.grad(loss, grads_of, allow_unused=True)
         grads = list(gs)
     return out, _leaves((a, k), []), grads
 
 
-def _weights(o):
+def _weights(o, cache=None):
     """Deterministic, non-uniform cotangent of ``o``'s shape (catches wrong gradients)."""
-    from .. import _factories
-    from ..autograd.grad_mode import no_grad
+    key = (tuple(o.shape), o.dtype, o.device)
+    if cache is not None and key in cache:
+        return cache[key]
+    w = _make_weights(o)
+    if cache is not None:
+        cache[key] = w
+    return w
+
+
+def _make_weights(o):
     with no_grad():
         n = o.numel()
         w = _factories.arange(n, dtype=o.dtype, device=o.device).sin() + 1.5
@@ -144,7 +162,6 @@ def _weights(o):
 
 
 def _close(a, b, atol, rtol) -> str | None:
-    from .assertions import assert_close
     try:
         assert_close(a, b, atol=atol, rtol=rtol)
     except AssertionError as e:
@@ -155,19 +172,19 @@ def _close(a, b, atol, rtol) -> str | None:
 
 
 def _compare(op, compiled, args, kwargs, atol, rtol, which) -> str | None:
+    weights: dict = {}     # the cotangents, shared by the eager and the compiled run
     try:
-        e_out, e_in, e_grads = _run(op, op, args, kwargs)
+        e_out, e_in, e_grads = _run(op, op, args, kwargs, weights)
     except Exception as e:  # noqa: BLE001 - any failure is a reported failure
         return f"the eager call on {which} raised {type(e).__name__}: {e}"
     try:
-        c_out, c_in, c_grads = _run(op, compiled, args, kwargs)
+        c_out, c_in, c_grads = _run(op, compiled, args, kwargs, weights)
     except Exception as e:  # noqa: BLE001 - any failure is a reported failure
         return (f"tensorplay.compile of a function calling the op failed on {which}: "
                 f"{type(e).__name__}: {e}")
     eo, co = _leaves(e_out, []), _leaves(c_out, [])
     # random / uninitialised outputs (torch's tags): metadata only, as torch's aot check does
     # with skip_correctness_check
-    from .opcheck import NONDETERMINISTIC_TAGS
     values = not NONDETERMINISTIC_TAGS.intersection(getattr(op, "tags", ()))
     if len(eo) != len(co):
         return f"compiled call returned {len(co)} tensor(s), eager {len(eo)} on {which}"
@@ -203,8 +220,6 @@ def _grow(args, kwargs):
     """The sample with the leading dimension grown by one on every tensor whose leading size
     equals the first tensor's (values: the original ones plus a copy of the first row, so index
     tensors stay valid). None when there is no tensor with a leading dimension."""
-    from .. import _factories
-    from ..autograd.grad_mode import no_grad
     first = next((t for t in _leaves((args, kwargs), []) if t.ndim >= 1), None)
     if first is None:
         return None
@@ -216,14 +231,22 @@ def _grow(args, kwargs):
 
     def grow(t):
         if t.ndim >= 1 and t.shape[0] == lead:
-            from ._layouts import build, strides_like
             with no_grad():
-                vals = _factories.cat([t.detach(), t.detach()[:1]], 0)
+                src = t.detach()
+                shape = tuple(src.shape)
+                gshape = (lead + 1,) + shape[1:]
                 # the same layout kind as the sample (memory order, inner step, padding,
                 # storage offset, expanded dimensions): the second run differs from the first by
                 # sizes only, so the compile guards see the same contiguity facts
-                g = build(vals, strides_like(tuple(t.shape), t.stride(), tuple(vals.shape)),
-                          t.storage_offset())
+                stride = strides_like(shape, src.stride(), gshape)
+                if 0 in stride:   # expanded dimensions: build() re-expands constant values
+                    g = build(_factories.cat([src, src[:1]], 0), stride, src.storage_offset())
+                else:             # written in place: no intermediate concatenation
+                    g = _layouts_empty(gshape, stride, src.storage_offset(), src.dtype,
+                                       src.device)
+                    g.narrow(0, 0, lead).copy_(src)
+                    g.narrow(0, lead, 1).copy_(src.narrow(0, 0, 1))
+                    g._storage.version = 0
             if t.requires_grad:
                 g.requires_grad_(True)
             return g

@@ -51,6 +51,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+# core modules used on every check (testing is imported after the core: no cycle); imported
+# here once rather than in the functions, where each relative import costs a package lookup
+from .. import _factories, _pytree
+from .._ops.views import make_view
+from .._tensor import Tensor as _Tensor
+from ..autograd import api as _api
+from ..autograd.grad_mode import enable_grad, no_grad
+
 __all__ = ["opcheck", "run_checks", "CheckResult", "ALL_TESTS", "DEFAULT_TESTS",
            "describe_kernel", "kernel_keys"]
 
@@ -327,14 +335,12 @@ def _select(test_utils) -> tuple:
 
 
 def _T():
-    from .._tensor import Tensor
-    return Tensor
+    return _Tensor
 
 
 def _clone_tensor(t, requires_grad=None):
     """A copy of ``t`` with the same shape, dtype, device, strides and storage offset, in a new
     storage, detached. ``requires_grad``: None keeps ``t``'s flag."""
-    from ..autograd.grad_mode import no_grad
     if t._data is None:
         raise _Fail("sample inputs must be real tensors, got a fake/meta tensor "
                     f"(shape {tuple(t.shape)}); opcheck makes its own fake copies")
@@ -348,8 +354,6 @@ def _clone_tensor(t, requires_grad=None):
             c = src.clone()
         else:
             # keep the exact layout (strides decide what kernels and fake rules see)
-            from .. import _factories
-            from .._ops.views import make_view
             span = 1 + sum((s - 1) * st for s, st in zip(src.shape, src.stride())) \
                 if all(src.shape) else 0
             flat = _factories.empty(src.storage_offset() + span, dtype=src.dtype,
@@ -367,7 +371,6 @@ def _clone_tensor(t, requires_grad=None):
 
 def _map_tensors(value, fn):
     """Apply ``fn`` to every tensor in ``value`` (a tensor, or a list/tuple/dict, nested)."""
-    from .. import _pytree
     return _pytree.tree_map(fn, value, _T())
 
 
@@ -488,7 +491,8 @@ def _check_return_structure(op, out) -> list:
 def _test_schema(op, args, kwargs, atol, rtol):
     T = _T()
     a, k = _clone_inputs(args, kwargs, requires_grad=False)
-    snap_a, snap_k = _clone_inputs(args, kwargs, requires_grad=False)
+    # the op runs on the clones; the caller's tensors, never given to it, are the snapshot of
+    # the values before the call
     mutated = _mutated(op)
     inputs = _named_tensors(op, a, k)
     before = [(t.shape, t.stride(), t.storage_offset(), t._version) for _, t, _ in inputs]
@@ -496,7 +500,7 @@ def _test_schema(op, args, kwargs, atol, rtol):
     problems = []
     # 1. undeclared mutation (declared mutation is trusted, as in eager calls)
     for (label, t, pname), (shape, stride, off, ver), (_, s, _) in zip(
-            inputs, before, _named_tensors(op, snap_a, snap_k)):
+            inputs, before, _named_tensors(op, args, kwargs)):
         if pname in mutated:
             continue
         what = []
@@ -613,9 +617,6 @@ def _left_graph(e) -> bool:
 
 
 def _test_autograd(op, args, kwargs, atol, rtol):
-    from ..autograd import api as _api
-    from ..autograd.grad_mode import enable_grad, no_grad
-    from .. import _factories
     T = _T()
     if _mutated(op):
         raise _Skip(f"the op mutates {', '.join(sorted(_mutated(op)))}; ops with mutated "
@@ -747,7 +748,6 @@ def _test_autograd(op, args, kwargs, atol, rtol):
 def _test_layouts(op, args, kwargs, atol, rtol):
     from . import _layouts
     from .assertions import assert_close
-    from ..autograd.grad_mode import no_grad
     T = _T()
     mutated = _mutated(op)
     named = _named_tensors(op, args, kwargs)
@@ -861,10 +861,11 @@ def _test_faketensor(op, args, kwargs, atol, rtol):
     from .. import fake as _fake
     T = _T()
     a, k = _clone_inputs(args, kwargs, requires_grad=False)
+    # the fake inputs copy the clones' metadata, taken before the real run (a second clone
+    # would have the same; fakes carry no values), not requiring grad
+    fa = tuple(_map_tensors(v, _fake.from_real) for v in a)
+    fk = {n: _map_tensors(v, _fake.from_real) for n, v in k.items()}
     real = _call(op, a, k, "on real sample inputs")
-    a2, k2 = _clone_inputs(args, kwargs, requires_grad=False)
-    fa = tuple(_map_tensors(v, _fake.from_real) for v in a2)
-    fk = {n: _map_tensors(v, _fake.from_real) for n, v in k2.items()}
     hint = _fake_hint(op)
     try:
         with _fake.FakeTensorMode():
