@@ -418,8 +418,8 @@ def einsum(equation: str, *operands: Tensor | Sequence[Tensor]) -> Tensor:
     lhs, arrow, rhs = eq.partition("->")
     terms = lhs.split(",")
     if len(terms) != len(operands):
-        raise RuntimeError(f"einsum(): more operands were provided than specified in the "
-                           f"equation" if len(operands) > len(terms) else
+        raise RuntimeError("einsum(): more operands were provided than specified in the "
+                           "equation" if len(operands) > len(terms) else
                            "einsum(): fewer operands were provided than specified in the "
                            "equation")
     # "..." becomes upper-case letters naming the broadcast dims (right-aligned)

@@ -178,7 +178,7 @@ def stream(stream: Stream | None) -> AbstractContextManager[Any]:
     return _runtime("stream").use_stream(stream)
 
 
-class Stream(abc.ABC):
+class Stream(abc.ABC):  # noqa: B024 - a virtual base: the runtime registers its class
     """A CUDA stream: ``Stream(device=None, priority=0)`` (``torch.cuda.Stream``). Methods
     ``synchronize()``, ``query()``, ``wait_event(e)``, ``wait_stream(s)``, ``record_event(e=None)``;
     ``cuda_stream`` is the raw handle (int). Made by the cuda plugin's runtime."""
@@ -195,7 +195,7 @@ class Stream(abc.ABC):
         def record_event(self, event: Event | None = None) -> Event: ...
 
 
-class Event(abc.ABC):
+class Event(abc.ABC):  # noqa: B024 - a virtual base: the runtime registers its class
     """A CUDA event: ``Event(enable_timing=False, blocking=False, interprocess=False)``
     (``torch.cuda.Event``). Methods ``record(stream=None)``, ``wait(stream=None)``, ``query()``,
     ``synchronize()``, ``elapsed_time(end)`` (milliseconds; both events need
