@@ -1,26 +1,36 @@
-"""Autograd for bridged ops: torch's ``register_autograd`` served by the pack's own formula.
+"""Autograd for bridged ops: torch's autograd served by the pack's own formula.
 
-torch traces ``setup_context`` and ``backward`` (``torch.compile``'s AOT autograd runs them on
-fake tensors), so neither can call into TensorPlay directly. The bridge therefore splits the work:
+Each bridged op gets a torch ``Autograd`` kernel of the bridge's own (registered as
+``torch.library.register_autograd`` registers its kernel: ``Library.impl(op, kernel, "Autograd",
+with_keyset=True)``). ``register_autograd`` itself is not used: it refuses ops with keyword-only
+tensor arguments, and TensorPlay's schemas allow them. Without grad the kernel redispatches below
+autograd at once; with grad it runs a per-op ``torch.autograd.Function`` whose inputs are every
+tensor of the call, positional and keyword-only, list elements flattened ("slots"), so each gets
+its gradient.
 
-* torch's ``setup_context`` saves the op's tensor inputs and outputs with
-  ``ctx.save_for_backward`` (torch's version counters then catch in-place changes before
+torch traces that Function (``torch.compile``'s AOT autograd runs it on fake tensors), so its
+forward and backward cannot call into TensorPlay directly. The work is therefore split:
+
+* the Function's forward redispatches to the op's kernels, saves the tensor inputs and outputs
+  with ``ctx.save_for_backward`` (torch's version counters then catch in-place changes before
   backward) and keeps the non-tensor inputs on ``ctx``; outputs the pack's ``setup_context``
   marks non-differentiable are marked on torch's side too (found once per op by running the
   pack's ``setup_context`` on TensorPlay fake tensors);
-* torch's ``backward`` calls one opaque torch op, ``tensorplay_bridge::<ns>__<op>__backward``,
-  whose kernel rebuilds the pack's ``ctx`` on real TensorPlay tensors (zero-copy) by running the
+* its backward calls one opaque torch op, ``tensorplay_bridge::<ns>__<op>__backward``, whose
+  kernel rebuilds the pack's ``ctx`` on real TensorPlay tensors (zero-copy) by running the
   pack's ``setup_context`` -- saved tensors and ``ctx`` attributes exactly as the pack set them,
-  ``ctx.needs_input_grad`` from torch's -- and then the pack's ``backward``. Its fake says what
-  torch's engine requires anyway: one gradient per tensor input, with that input's shape and
-  dtype (contiguous); an input that needs no gradient gets an empty placeholder.
+  ``ctx.needs_input_grad`` from torch's -- and then the pack's ``backward`` (one gradient per
+  argument in schema order, keyword-only ones included, as TensorPlay's rule is). Its fake says
+  what torch's engine requires anyway: one gradient per tensor input, with that input's shape and
+  dtype (contiguous); an input that needs no gradient gets an empty placeholder. In plain eager
+  mode (nothing tracing) the backward runs that kernel directly, skipping the dispatcher.
 
 Ops without a formula whose kernel is their device-agnostic body written with TensorPlay ops
 (CompositeImplicitAutograd) get the same backward op, computing the vector-Jacobian product with
 TensorPlay's autograd through that body (the forward is recomputed inside backward). Where a
 device kernel of its own runs instead of the body, TensorPlay's autograd refuses, naming the op:
-the body's gradient would not be the running kernel's. Ops with neither get a torch autograd
-formula that raises naming the op (torch's own behaviour for custom ops without one).
+the body's gradient would not be the running kernel's. Ops with neither get a backward that
+raises naming the op (torch's own behaviour for custom ops without a formula).
 """
 
 from __future__ import annotations
@@ -89,18 +99,46 @@ def _single_output(op) -> bool:
     return len(op.schema.returns) == 1 and not op.schema.returns_tuple
 
 
-class _Bridge:
-    """One op's autograd bridge: torch's setup_context/backward and the backward op's kernels."""
+_Tensor = torch.Tensor
+_grad_enabled = torch.is_grad_enabled
+_any_requires_grad = torch._C._any_requires_grad
+_below_autograd = torch._C._AutoDispatchBelowAutograd
+_AFTER_AUTOGRAD = torch._C._after_autograd_keyset
+_MISSING = object()
 
-    def __init__(self, op, where, formula: bool):
+
+class _Bridge:
+    """One op's autograd bridge: its torch ``Autograd`` kernel (a ``torch.autograd.Function``
+    whose inputs are every tensor of the op, keyword-only ones included) and the backward op's
+    kernels.
+
+    torch's ``register_autograd`` refuses keyword-only tensor arguments (its Function gets the
+    positional ones only), and ``autograd.Function.apply`` would not track them either; so the
+    bridge registers the ``Autograd`` kernel itself (``Library.impl(..., "Autograd",
+    with_keyset=True)``, what ``register_autograd`` does underneath) and hands every tensor --
+    positional, keyword-only, list elements -- to the Function as one flat list of "slots"."""
+
+    def __init__(self, op, where, mode: str, overload):
         self.op = op
         self.where = where
-        self.formula = formula
+        self.mode = mode            # "formula", "composite" or "none" (backward raises)
+        self.formula = mode == "formula"
+        self.overload = overload    # torch.ops.<ns>.<op>.default
         self.args = op.schema.arguments
         self.nargs = len(self.args)
         self.tensor_args = tuple(i for i, a in enumerate(self.args) if _is_tensor_arg(a))
+        self.list_args = tuple(i for i in self.tensor_args if self.args[i].type.endswith("[]"))
+        self.npos = sum(1 for a in self.args if not a.kwarg_only)
         self.kwnames = tuple(a.name for a in self.args if a.kwarg_only)
+        # defaults as torch fills them (the dispatcher leaves out arguments equal to their
+        # default): torch's own values, read once from the torch schema
+        targs = overload._schema.arguments
+        self.pos_defaults = tuple(a.default_value if a.has_default_value() else _MISSING
+                                  for a in targs[:self.npos])
+        self.kw_defaults = tuple((a.name, a.default_value if a.has_default_value() else _MISSING)
+                                 for a in targs[self.npos:])
         self.single = _single_output(op)
+        self.tensor_returns = all(r.type == "Tensor" for r in op.schema.returns)
         self.marked = None          # output indices the pack marks non-differentiable (probed)
         self.bw_name = f"{op.namespace}__{op.opname}__backward"
         self.bw_op = None           # torch.ops.tensorplay_bridge.<bw_name>, set once defined
@@ -108,35 +146,59 @@ class _Bridge:
         self.cuda_kernel = None     # backward_kernel on torch's current CUDA stream
         self._setup_fn = op.setup_context_fn   # its form read once (inspect is slow per call)
         self._setup_form = _setup_form(self._setup_fn) if self._setup_fn is not None else 3
+        self.function = type(f"TensorPlayBridge_{op.namespace}_{op.opname}",
+                             (torch.autograd.Function,),
+                             {"forward": staticmethod(self.forward),
+                              "backward": staticmethod(self.backward)})
 
     # -- torch's side ------------------------------------------------------------------------
-    def setup_context(self, ctx, inputs, output, keyword_only_inputs=None):
-        # torch passes keyword_only_inputs (by name) only to ops that have some
-        values = list(inputs) + [keyword_only_inputs[n] for n in self.kwnames]
-        tensors, template = [], []
-        for v in values:
-            if isinstance(v, torch.Tensor):
-                template.append(len(tensors))
-                tensors.append(v)
-            elif isinstance(v, (list, tuple)) and v and any(isinstance(x, torch.Tensor)
-                                                            for x in v):
-                template.append([self._save(x, tensors) for x in v])
-            else:
-                template.append(("value", v))
-        outs = [output] if self.single else list(output)
-        ctx.save_for_backward(*tensors, *[o for o in outs if isinstance(o, torch.Tensor)])
-        ctx.tp_template = (template, len(tensors), [isinstance(o, torch.Tensor) for o in outs])
+    def autograd_kernel(self, keyset, *args, **kwargs):
+        """The op's ``Autograd`` kernel. torch's dispatcher passes the positional arguments in
+        ``args`` and the keyword-only ones in ``kwargs`` (either may lack trailing arguments
+        equal to their defaults). Without grad it redispatches below autograd at once."""
+        if not (_grad_enabled() and _any_requires_grad(*args, **kwargs)):
+            with _below_autograd():
+                return self.overload.redispatch(keyset & _AFTER_AUTOGRAD, *args, **kwargs)
+        values = self._values(args, kwargs)
+        if self.list_args:
+            slots = self._slots(values)
+        else:
+            slots = [values[i] for i in self.tensor_args]
+        return self.function.apply(*slots, (keyset, args, kwargs, values))
+
+    def _values(self, args, kwargs):
+        """Every argument in schema order, defaults filled in."""
+        n = len(args)
+        if n == self.npos and not self.kw_defaults:
+            return args
+        values = list(args) + list(self.pos_defaults[n:])
+        for name, default in self.kw_defaults:
+            values.append(kwargs.get(name, default))
+        return values
+
+    def forward(self, ctx, *a):
+        keyset, args, kwargs, values = a[-1]
+        with _below_autograd():
+            out = self.overload.redispatch(keyset & _AFTER_AUTOGRAD, *args, **kwargs)
+        if self.mode == "none":
+            return out
+        outs = (out,) if self.single else out
+        tensor_outs = outs if self.tensor_returns else \
+            [o for o in outs if isinstance(o, _Tensor)]
+        nslots = len(a) - 1
+        ctx.save_for_backward(*a[:nslots], *tensor_outs)
+        # the non-tensor arguments (a list argument keeps its length); tensors come back from
+        # the saved tensors, so torch's version counters guard them
+        template = list(values)
+        for i in self.tensor_args:
+            v = values[i]
+            template[i] = len(v) if isinstance(v, (list, tuple)) else None
+        ctx.tp_state = (template, nslots)
         if self.formula:
             marked = self._marked(values, outs)
             if marked:
                 ctx.mark_non_differentiable(*[outs[i] for i in marked])
-
-    @staticmethod
-    def _save(x, tensors):
-        if isinstance(x, torch.Tensor):
-            tensors.append(x)
-            return len(tensors) - 1
-        return ("value", x)
+        return out
 
     def _marked(self, values, outs):
         """Indices of the outputs the pack's setup_context marks non-differentiable (probed once
@@ -163,43 +225,44 @@ class _Bridge:
         return v
 
     def backward(self, ctx, *grads):
+        if self.mode == "none":
+            _no_formula(self.where)
         saved = ctx.saved_tensors
-        template, n, out_is_tensor = ctx.tp_template
-        ins, outs = saved[:n], iter(saved[n:])
-        values = [self._rebuild(t, ins) for t in template]
-        needs = ctx.needs_input_grad
-        slot_needs = []
-        for i in self.tensor_args:
-            need = bool(needs[i]) if i < len(needs) else False
-            v = values[i]
-            slot_needs.extend([need] * (len(v) if isinstance(v, (list, tuple)) else 1))
-        outputs = [next(outs) if is_t else None for is_t in out_is_tensor]
+        template, nslots = ctx.tp_state
+        slots = saved[:nslots]
+        if self.tensor_returns:
+            outputs = list(saved[nslots:])
+        else:
+            rest = iter(saved[nslots:])
+            outputs = [next(rest) if r.type == "Tensor" else None
+                       for r in self.op.schema.returns]
+        values = self._rebuild(template, slots)
+        needs = list(ctx.needs_input_grad[:nslots])
         if _plain_eager(saved, grads):
             # nothing traces this backward: run the backward op's kernel directly (the op
             # exists for torch.compile / make_fx, which must see one opaque node)
             run = self.cuda_kernel if saved and saved[0].is_cuda else self.backward_kernel
-            flat = run(*values, outputs, list(grads), slot_needs)
+            flat = run(*values, outputs, list(grads), needs)
         else:
-            flat = self.bw_op(*values, outputs, list(grads), slot_needs)
-        res, k = [], 0
-        for i, v in enumerate(values):
-            if i not in self.tensor_args:
-                res.append(None)
-            elif isinstance(v, (list, tuple)):
-                res.append([flat[k + j] if slot_needs[k + j] else None for j in range(len(v))])
-                k += len(v)
-            else:
-                res.append(flat[k] if slot_needs[k] else None)
-                k += 1
-        return tuple(res[:len(needs)]) if len(needs) < len(res) else tuple(res)
+            flat = self.bw_op(*values, outputs, list(grads), needs)
+        return (*[g if need else None for g, need in zip(flat, needs)], None)
 
-    @staticmethod
-    def _rebuild(t, ins):
-        if isinstance(t, int):
-            return ins[t]
-        if isinstance(t, list):
-            return [ins[x] if isinstance(x, int) else x[1] for x in t]
-        return t[1]
+    def _rebuild(self, template, slots):
+        values = list(template)
+        if not self.list_args:
+            for i, s in zip(self.tensor_args, slots):
+                values[i] = s
+            return values
+        k = 0
+        for i in self.tensor_args:
+            n = template[i]             # a list argument's length; None: one slot
+            if n is None:
+                values[i] = slots[k]
+                k += 1
+            else:
+                values[i] = list(slots[k:k + n])
+                k += n
+        return values
 
     # -- the backward op's kernels -----------------------------------------------------------
     def _slots(self, values):
@@ -360,28 +423,32 @@ def _flat_tensors(args):
                     yield x
 
 
-def _no_formula_backward(where):
-    def backward(ctx, *grads):
-        raise RuntimeError(
-            f"{where}: no autograd formula (refused on the TensorPlay side): the op has no "
-            f"register_autograd formula and no device-agnostic body written with TensorPlay ops "
-            f"to differentiate through. Register one in the pack with "
-            f"op.register_autograd(backward, setup_context=...), or call it under "
-            f"torch.no_grad().")
-    return backward
+def _no_formula(where):
+    raise RuntimeError(
+        f"{where}: no autograd formula (refused on the TensorPlay side): the op has no "
+        f"register_autograd formula and no device-agnostic body written with TensorPlay ops "
+        f"to differentiate through. Register one in the pack with "
+        f"op.register_autograd(backward, setup_context=...), or call it under "
+        f"torch.no_grad().")
 
 
-def bridge_autograd(op, where, define_backward):
-    """Register torch autograd for bridged op ``op``: ``(setup_context, backward)`` for
-    ``torch.library.register_autograd``, or ``None`` for ops that mutate (torch refuses autograd
-    formulas on non-functional ops). ``define_backward(name, schema, bridge)`` defines the
-    backward op and returns it."""
+def bridge_autograd(op, where, overload, define_backward):
+    """The torch ``Autograd`` kernel (``with_keyset=True``) of bridged op ``op`` (``overload``
+    its torch ``OpOverload``), or ``None`` for ops that mutate (torch refuses autograd formulas
+    on non-functional ops). ``define_backward(name, schema, bridge)`` defines the backward op and
+    returns it. Raises ``BridgeError`` for an op the bridge's autograd cannot serve."""
     if op.mutates_args:
         return None
     formula = op.backward_fn is not None
     composite = (not formula and not op.is_triton and op.active_kernel("default") is not None)
-    if not formula and not composite:
-        return None, _no_formula_backward(where)
-    bridge = _Bridge(op, where, formula)
-    bridge.bw_op = define_backward(bridge.bw_name, backward_schema(op), bridge)
-    return bridge.setup_context, bridge.backward
+    mode = "formula" if formula else "composite" if composite else "none"
+    if mode != "none" and any(r.type != "Tensor" and r.type.startswith("Tensor")
+                              for r in op.schema.returns):
+        raise BridgeError(f"{where}: the bridge's autograd cannot serve its returns "
+                          f"({op.schema.signature_str()}): only Tensor returns (and non-tensor "
+                          f"values) are bridged with a backward (refused on the torch side of "
+                          f"the bridge)")
+    bridge = _Bridge(op, where, mode, overload)
+    if mode != "none":
+        bridge.bw_op = define_backward(bridge.bw_name, backward_schema(op), bridge)
+    return bridge.autograd_kernel
