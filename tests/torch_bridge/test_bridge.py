@@ -230,6 +230,13 @@ def test_dtypes_map_both_ways(dt):
     assert back.dtype == dt and back.data_ptr() == x.data_ptr() and back.stride() == x.stride()
 
 
+def test_a_tensorplay_tensor_requiring_grad_crosses_detached():
+    t = tp.arange(6, dtype=tp.float32).reshape(2, 3).t().requires_grad_()
+    y = tensorplay_torch.to_torch(t)
+    assert not y.requires_grad and y.data_ptr() == t.data_ptr() and y.stride() == t.stride()
+    assert y.tolist() == [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
+
+
 def test_dtype_device_and_optional_arguments_cross():
     x = torch.arange(4, dtype=torch.int32)
     y = T.cast(x, torch.float64)
