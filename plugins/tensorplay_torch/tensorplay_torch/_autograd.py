@@ -35,6 +35,7 @@ raises naming the op (torch's own behaviour for custom ops without a formula).
 
 from __future__ import annotations
 
+import dis
 import inspect
 
 import tensorplay as tp
@@ -72,6 +73,24 @@ def _setup_form(setup) -> int:
     return 4 if len(params) == 4 else 3
 
 
+def _read_params(fn) -> frozenset | None:
+    """Indices of the positional parameters ``fn``'s body reads, from its bytecode; ``None``
+    when that cannot be known (not a plain function, ``*args``, ``locals()``/``eval`` in the
+    body). Used once per formula, so that a ``setup_context`` that never looks at ``output``
+    (or at ``inputs``) does not get those tensors converted on every backward."""
+    code = getattr(fn, "__code__", None)
+    if code is None or inspect.ismethod(fn) or \
+            code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) or \
+            {"locals", "vars", "eval", "exec"} & set(code.co_names):
+        return None
+    read = set(code.co_cellvars)          # captured by a nested function: taken as read
+    for ins in dis.get_instructions(code):
+        if ins.opname.startswith("LOAD_FAST") or ins.opname in ("LOAD_DEREF", "LOAD_CLOSURE"):
+            read.update(ins.argval if isinstance(ins.argval, tuple) else (ins.argval,))
+    names = code.co_varnames[:code.co_argcount]
+    return frozenset(i for i, n in enumerate(names) if n in read)
+
+
 class _ProbeCtx(FunctionCtx):
     """The pack's ``ctx`` while its ``setup_context`` runs on fakes: records marked outputs."""
 
@@ -104,6 +123,8 @@ _grad_enabled = torch.is_grad_enabled
 _any_requires_grad = torch._C._any_requires_grad
 _below_autograd = torch._C._AutoDispatchBelowAutograd
 _AFTER_AUTOGRAD = torch._C._after_autograd_keyset
+_functorch_active = torch._C._are_functorch_transforms_active
+_TPTensor = tp.Tensor
 _MISSING = object()
 
 
@@ -138,18 +159,22 @@ class _Bridge:
         self.kw_defaults = tuple((a.name, a.default_value if a.has_default_value() else _MISSING)
                                  for a in targs[self.npos:])
         self.single = _single_output(op)
+        self.nreturns = len(op.schema.returns)
         self.tensor_returns = all(r.type == "Tensor" for r in op.schema.returns)
         self.marked = None          # output indices the pack marks non-differentiable (probed)
         self.bw_name = f"{op.namespace}__{op.opname}__backward"
         self.bw_op = None           # torch.ops.tensorplay_bridge.<bw_name>, set once defined
         self.bw_where = f"{where}, backward"
         self.cuda_kernel = None     # backward_kernel on torch's current CUDA stream
-        self._setup_fn = op.setup_context_fn   # its form read once (inspect is slow per call)
-        self._setup_form = _setup_form(self._setup_fn) if self._setup_fn is not None else 3
         self.function = type(f"TensorPlayBridge_{op.namespace}_{op.opname}",
                              (torch.autograd.Function,),
                              {"forward": staticmethod(self.forward),
                               "backward": staticmethod(self.backward)})
+        # what Function.apply runs when no functorch transform is active (_C._FunctionBase.apply),
+        # bound once: Function.apply's own Python checks cost a few frames per call
+        self._apply = super(torch.autograd.Function, self.function).apply
+        # the pack's formula as last seen: (setup, its form, convert inputs?, convert outputs?)
+        self._setup_plan = (_MISSING, 3, True, True)
 
     # -- torch's side ------------------------------------------------------------------------
     def autograd_kernel(self, keyset, *args, **kwargs):
@@ -164,7 +189,9 @@ class _Bridge:
             slots = self._slots(values)
         else:
             slots = [values[i] for i in self.tensor_args]
-        return self.function.apply(*slots, (keyset, args, kwargs, values))
+        if _functorch_active():       # Function.apply says what torch supports there
+            return self.function.apply(*slots, (keyset, args, kwargs, values))
+        return self._apply(*slots, (keyset, args, kwargs, values))
 
     def _values(self, args, kwargs):
         """Every argument in schema order, defaults filled in."""
@@ -182,19 +209,25 @@ class _Bridge:
             out = self.overload.redispatch(keyset & _AFTER_AUTOGRAD, *args, **kwargs)
         if self.mode == "none":
             return out
-        outs = (out,) if self.single else out
-        tensor_outs = outs if self.tensor_returns else \
-            [o for o in outs if isinstance(o, _Tensor)]
         nslots = len(a) - 1
-        ctx.save_for_backward(*a[:nslots], *tensor_outs)
+        outs = (out,) if self.single else out
+        # the outputs are saved only for a setup_context that reads them (a composite's
+        # backward recomputes the forward: it never does)
+        with_outputs = self.formula and self._formula_plan()[3]
+        if not with_outputs:
+            ctx.save_for_backward(*a[:nslots])
+        elif self.tensor_returns:
+            ctx.save_for_backward(*a[:nslots], *outs)
+        else:
+            ctx.save_for_backward(*a[:nslots], *[o for o in outs if isinstance(o, _Tensor)])
         # the non-tensor arguments (a list argument keeps its length); tensors come back from
         # the saved tensors, so torch's version counters guard them
         template = list(values)
         for i in self.tensor_args:
             v = values[i]
-            template[i] = len(v) if isinstance(v, (list, tuple)) else None
-        ctx.tp_state = (template, nslots)
-        if self.formula:
+            template[i] = len(v) if v.__class__ in (list, tuple) else None
+        ctx.tp_state = (template, nslots, with_outputs)
+        if self.formula and self.marked != ():
             marked = self._marked(values, outs)
             if marked:
                 ctx.mark_non_differentiable(*[outs[i] for i in marked])
@@ -228,9 +261,11 @@ class _Bridge:
         if self.mode == "none":
             _no_formula(self.where)
         saved = ctx.saved_tensors
-        template, nslots = ctx.tp_state
+        template, nslots, with_outputs = ctx.tp_state
         slots = saved[:nslots]
-        if self.tensor_returns:
+        if not with_outputs:
+            outputs = [None] * self.nreturns
+        elif self.tensor_returns:
             outputs = list(saved[nslots:])
         else:
             rest = iter(saved[nslots:])
@@ -240,9 +275,12 @@ class _Bridge:
         needs = list(ctx.needs_input_grad[:nslots])
         if _plain_eager(saved, grads):
             # nothing traces this backward: run the backward op's kernel directly (the op
-            # exists for torch.compile / make_fx, which must see one opaque node)
-            run = self.cuda_kernel if saved and saved[0].is_cuda else self.backward_kernel
-            flat = run(*values, outputs, list(grads), needs)
+            # exists for torch.compile / make_fx, which must see one opaque node); its results
+            # go straight to torch's engine, as an autograd.Function's would
+            if saved and saved[0].is_cuda:
+                flat = self.cuda_kernel(*values, outputs, list(grads), needs, eager=True)
+            else:
+                flat = self.backward_kernel(*values, outputs, list(grads), needs, eager=True)
         else:
             flat = self.bw_op(*values, outputs, list(grads), needs)
         return (*[g if need else None for g, need in zip(flat, needs)], None)
@@ -273,25 +311,58 @@ class _Bridge:
             out.extend(v if isinstance(v, (list, tuple)) else [v])
         return out
 
-    def backward_kernel(self, *args):
-        values = list(args[:self.nargs])
-        outputs, grads, needs = args[self.nargs:]
+    def backward_kernel(self, *args, eager=False):
+        """Kernel of the backward op (``eager``: called directly by ``backward``, not through
+        torch's dispatcher; its results then need not be fresh tensors)."""
+        nargs = self.nargs
+        outputs, grads, needs = args[nargs:]
         where = self.bw_where
-        tvals = list(values)
-        for i in self.tensor_args:     # only the tensor arguments can need converting
-            tvals[i] = self._to_tp(values[i], where)
+        tvals = list(args[:nargs])
+        if self.formula:
+            setup, form, with_inputs, with_outputs = self._formula_plan()
+        else:
+            setup, form, with_inputs, with_outputs = None, 3, True, False
+        if with_inputs:
+            for i in self.tensor_args:     # only the tensor arguments can need converting
+                v = tvals[i]
+                if v.__class__ is _Tensor:
+                    tvals[i] = to_tp(v, where)
+                elif v is not None:
+                    tvals[i] = self._to_tp(v, where)
         tgrads = [None if g is None else to_tp(g, where) for g in grads]
         try:
             if self.formula:
-                tres = self._formula(tvals, [None if o is None else to_tp(o, where)
-                                             for o in outputs], tgrads, needs)
+                touts = [None if o is None else to_tp(o, where) for o in outputs] \
+                    if with_outputs else [None] * len(outputs)
+                tres = self._formula(tvals, touts, tgrads, needs, setup, form)
             else:
                 tres = self._composite(tvals, tgrads, needs)
         except BridgeError:
             raise
         except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
             reraise(e, f"{where}: the pack's backward raised on the TensorPlay side")
-        return self._grads_to_torch(self._slots(values), tres, needs, args, where)
+        slots = [args[i] for i in self.tensor_args] if not self.list_args else \
+            self._slots(args[:nargs])
+        return self._grads_to_torch(slots, tres, needs, None if eager else args, where)
+
+    def _formula_plan(self):
+        """``(setup, form, convert inputs?, convert outputs?)`` for the pack's current formula
+        (worked out again only when the pack registers another one)."""
+        setup = self.op.setup_context_fn
+        plan = self._setup_plan
+        if setup is not plan[0]:
+            if setup is None:
+                plan = (None, 3, False, False)
+            else:
+                form = _setup_form(setup)
+                read = _read_params(setup)
+                if read is None:
+                    plan = (setup, form, True, True)
+                else:               # (ctx, inputs, [keyword_only_inputs,] output)
+                    plan = (setup, form, bool(read & set(range(1, form - 1))),
+                            form - 1 in read)
+            self._setup_plan = plan
+        return plan
 
     @staticmethod
     def _to_tp(v, where):
@@ -301,20 +372,26 @@ class _Bridge:
             return [to_tp(x, where) if isinstance(x, torch.Tensor) else x for x in v]
         return v
 
-    def _formula(self, tvals, touts, tgrads, needs):
+    def _formula(self, tvals, touts, tgrads, needs, setup, form):
         ctx = FunctionCtx()
-        per_arg, k = [], 0
-        for i, v in enumerate(tvals):
-            if i in self.tensor_args:
-                m = len(v) if isinstance(v, list) else 1
-                per_arg.append(any(needs[k:k + m]))
-                k += m
-            else:
-                per_arg.append(False)
-        ctx.needs_input_grad = tuple(per_arg)
-        setup = self.op.setup_context_fn
-        form = self._setup_form if setup is self._setup_fn else None
-        _call_setup(self.op, ctx, tvals, touts[0] if self.single else tuple(touts), setup, form)
+        if self.list_args:
+            per_arg, k = [], 0
+            for i, v in enumerate(tvals):
+                if i in self.tensor_args:
+                    m = len(v) if isinstance(v, list) else 1
+                    per_arg.append(any(needs[k:k + m]))
+                    k += m
+                else:
+                    per_arg.append(False)
+            ctx.needs_input_grad = tuple(per_arg)
+        else:
+            per_arg = [False] * self.nargs
+            for i, need in zip(self.tensor_args, needs):
+                per_arg[i] = need
+            ctx.needs_input_grad = tuple(per_arg)
+        if setup is not None:
+            _call_setup(self.op, ctx, tvals, touts[0] if self.single else tuple(touts), setup,
+                        form)
         res = self.op.backward_fn(ctx, *tgrads)
         n = self.nargs
         if not (isinstance(res, tuple) or (isinstance(res, list) and n != 1)):
@@ -323,6 +400,9 @@ class _Bridge:
             raise BridgeError(f"{self.where}: the backward formula registered with "
                               f"register_autograd returned {len(res)} gradients, expected one "
                               f"per input ({n})")
+        if not self.list_args:
+            nres = len(res)
+            return [res[i] if i < nres else None for i in self.tensor_args]
         flat = []
         for i in self.tensor_args:
             g = res[i] if i < len(res) else None
@@ -357,13 +437,15 @@ class _Bridge:
         return [by_id.get(id(s)) for s in slots]
 
     def _grads_to_torch(self, slots, tres, needs, args, where):
-        """One torch tensor per slot: the gradient (input's dtype and shape, contiguous, never
-        sharing memory with an argument), or an empty placeholder where none is needed."""
+        """One torch tensor per slot: the gradient (input's dtype and shape, contiguous), or an
+        empty placeholder where none is needed. With ``args`` (the backward op's arguments,
+        called through torch's dispatcher) a gradient never shares memory with an argument, as
+        torch requires of a custom op's outputs."""
         arg_ptrs = None             # the arguments' storages, read only when a gradient needs them
         out = []
         for s, g, need in zip(slots, tres, needs):
             if s is None:
-                ref = next(iter(_flat_tensors(args)), None)
+                ref = next((t for t in slots if t is not None), None)
                 out.append(torch.empty(0, device=ref.device if ref is not None else "cpu"))
                 continue
             if not need:
@@ -372,12 +454,16 @@ class _Bridge:
             if g is None:
                 out.append(torch.zeros(s.shape, dtype=s.dtype, device=s.device))
                 continue
-            tg = to_torch(g, where) if isinstance(g, tp.Tensor) else torch.as_tensor(g)
+            tg = to_torch(g, where) if g.__class__ is _TPTensor or isinstance(g, tp.Tensor) \
+                else torch.as_tensor(g)
             if tg.dtype is not s.dtype:
                 tg = tg.to(s.dtype)
             if tg.shape != s.shape:
                 tg = tg.sum_to_size(s.shape)
             if tg.is_contiguous():
+                if args is None:
+                    out.append(tg)
+                    continue
                 if arg_ptrs is None:
                     arg_ptrs = {t.untyped_storage().data_ptr() for t in _flat_tensors(args)}
                 if tg.untyped_storage().data_ptr() not in arg_ptrs:
@@ -405,12 +491,19 @@ def _plain_eager(saved, grads) -> bool:
     """True when torch runs this backward eagerly on plain tensors: no tracing mode (fake,
     functional, proxy) on the dispatch stack, no functorch transform, every tensor a plain
     ``torch.Tensor``."""
-    if torch._C._len_torch_dispatch_stack() or torch._C._functorch.peek_interpreter_stack() \
-            is not None:
+    if _dispatch_stack_len() or _peek_functorch() is not None:
         return False
-    T = torch.Tensor
-    return all(type(t) is T for t in saved) and \
-        all(g is None or type(g) is T for g in grads)
+    for t in saved:                 # loops, not all(genexpr): no frame per tensor
+        if t.__class__ is not _Tensor:
+            return False
+    for g in grads:
+        if g is not None and g.__class__ is not _Tensor:
+            return False
+    return True
+
+
+_dispatch_stack_len = torch._C._len_torch_dispatch_stack
+_peek_functorch = torch._C._functorch.peek_interpreter_stack
 
 
 def _flat_tensors(args):

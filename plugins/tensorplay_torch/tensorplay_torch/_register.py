@@ -19,7 +19,7 @@ import torch
 
 from . import _autograd
 from ._convert import (BridgeError, out_to_torch, plan_args, planned_args_to_tp, reraise,
-                       to_torch)
+                       to_torch, to_tp)
 from ._fake import make_fake_kernel
 
 __all__ = ["bridged_ops", "register"]
@@ -36,11 +36,12 @@ def _where(op) -> str:
 
 def _kernel(op, where):
     """torch kernel (cpu) of TensorPlay op ``op``: tensors cross by DLPack, the op dispatches
-    on their device, results cross back. No per-call checks beyond the conversions."""
-    plan = plan_args(op.schema)     # which arguments need converting, worked out once
+    on their device, results cross back. No per-call checks beyond the conversions; the
+    arguments to convert are worked out once (``plan_args``)."""
+    plan = plan_args(op.schema)
+    tensors, others, kw = plan
 
-    def kernel(*args, **kwargs):
-        a, k = planned_args_to_tp(plan, args, kwargs, where)
+    def run(a, k):
         try:
             out = op(*a, **k)
         except BridgeError:
@@ -50,6 +51,15 @@ def _kernel(op, where):
         if out.__class__ is _TPTensor:      # one tensor (the common case): one call less
             return to_torch(out, where)
         return out_to_torch(out, where)
+
+    if tensors == (0,) and not others and not kw:
+        # the common form (one leading tensor, everything else passes as it is): no list
+        # copy, no loops, no planner call per call
+        def kernel(x, *args, **kwargs):
+            return run((to_tp(x, where), *args), kwargs)
+    else:
+        def kernel(*args, **kwargs):
+            return run(*planned_args_to_tp(plan, args, kwargs, where))
     kernel.__name__ = f"{op.opname}_kernel"
     return kernel
 
