@@ -147,6 +147,26 @@ def _kw_mix_backward(ctx, g):
 kw_mix.register_autograd(_kw_mix_backward, setup_context=_kw_mix_setup)
 
 
+@library.custom_op("bridgetest::axpy", mutates_args=())
+def axpy(a: tp.Tensor, x: tp.Tensor, y: tp.Tensor, scale: float = 1.0) -> tp.Tensor:
+    """A setup_context that reads some inputs by index only (y never, the output never)."""
+    return (a * x + y) * scale
+
+
+def _axpy_setup(ctx, inputs, output):
+    ctx.save_for_backward(inputs[0], inputs[1])
+    ctx.scale = inputs[3]
+
+
+def _axpy_backward(ctx, g):
+    a, x = ctx.saved_tensors
+    g = g * ctx.scale
+    return g * x, g * a, g, None
+
+
+axpy.register_autograd(_axpy_backward, setup_context=_axpy_setup)
+
+
 @library.custom_op("bridgetest::kw_sum", mutates_args=())
 def kw_sum(x: tp.Tensor, *, others: list[tp.Tensor]) -> tp.Tensor:
     """A keyword-only tensor list, no formula: differentiable through its body."""
@@ -345,6 +365,13 @@ def test_keyword_only_tensor_arguments_get_gradients_from_the_formula():
     assert SEEN["kw_mix_needs"] == (True, False, False, False)
     torch.autograd.gradcheck(lambda a, c, d: T.kw_mix(a, w=c, bias=d, alpha=0.5), (x, w, b))
     torch.autograd.gradcheck(lambda a, c: T.kw_sum(a, others=[c, a]), (_leaf(4), _leaf(4)))
+
+
+def test_a_setup_context_reading_some_inputs_by_index_gets_those():
+    a, x, y = _leaf(2, 3), _leaf(2, 3), _leaf(2, 3)
+    torch.autograd.gradcheck(lambda p, q, r: T.axpy(p, q, r, 0.5), (a, x, y))
+    got = torch.autograd.grad(T.axpy(a, x, y).sum(), (a, x, y))
+    torch.testing.assert_close(got, (x, a, torch.ones_like(y)))
 
 
 @pytest.mark.parametrize("op, kwargs", [

@@ -73,22 +73,46 @@ def _setup_form(setup) -> int:
     return 4 if len(params) == 4 else 3
 
 
-def _read_params(fn) -> frozenset | None:
-    """Indices of the positional parameters ``fn``'s body reads, from its bytecode; ``None``
-    when that cannot be known (not a plain function, ``*args``, ``locals()``/``eval`` in the
-    body). Used once per formula, so that a ``setup_context`` that never looks at ``output``
-    (or at ``inputs``) does not get those tensors converted on every backward."""
+_ALL = "all"
+
+
+def _read_params(fn) -> dict | None:
+    """What ``fn``'s body reads of each positional parameter, from its bytecode: ``{index:
+    "all" | frozenset of constant subscripts}`` (a parameter only ever read as ``p[0]`` or
+    ``p["name"]`` maps to those keys; one never read is absent), or ``None`` when that cannot
+    be known (not a plain function, ``*args``, ``locals()``/``eval`` in the body). Worked out
+    once per formula, so that a ``setup_context`` that reads only ``inputs[1]`` (a float) does
+    not get the tensor inputs or the outputs converted on every backward."""
     code = getattr(fn, "__code__", None)
     if code is None or inspect.ismethod(fn) or \
             code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) or \
             {"locals", "vars", "eval", "exec"} & set(code.co_names):
         return None
-    read = set(code.co_cellvars)          # captured by a nested function: taken as read
-    for ins in dis.get_instructions(code):
-        if ins.opname.startswith("LOAD_FAST") or ins.opname in ("LOAD_DEREF", "LOAD_CLOSURE"):
-            read.update(ins.argval if isinstance(ins.argval, tuple) else (ins.argval,))
     names = code.co_varnames[:code.co_argcount]
-    return frozenset(i for i, n in enumerate(names) if n in read)
+    # a parameter captured by a nested function: read in full
+    reads: dict = {n: _ALL for n in names if n in code.co_cellvars}
+    ins = [i for i in dis.get_instructions(code) if i.opname not in ("CACHE", "EXTENDED_ARG")]
+    for k, i in enumerate(ins):
+        if i.opname in ("LOAD_DEREF", "LOAD_CLOSURE") or (i.opname.startswith("LOAD_FAST") and
+                                                         isinstance(i.argval, tuple)):
+            for n in (i.argval if isinstance(i.argval, tuple) else (i.argval,)):
+                reads[n] = _ALL
+        elif i.opname.startswith("LOAD_FAST") and i.argval in names and reads.get(i.argval) \
+                is not _ALL:
+            nxt = ins[k + 1:k + 3]
+            if len(nxt) == 2 and nxt[0].opname in ("LOAD_CONST", "LOAD_SMALL_INT") and \
+                    isinstance(nxt[0].argval, (int, str)) and \
+                    not isinstance(nxt[0].argval, bool) and \
+                    (nxt[1].opname == "BINARY_SUBSCR" or
+                     (nxt[1].opname == "BINARY_OP" and nxt[1].argrepr == "[]")):
+                key = nxt[0].argval
+                if isinstance(key, int) and key < 0:
+                    reads[i.argval] = _ALL
+                else:
+                    reads[i.argval] = reads.get(i.argval, frozenset()) | {key}
+            else:
+                reads[i.argval] = _ALL
+    return {k: reads[n] for k, n in enumerate(names) if n in reads}
 
 
 class _ProbeCtx(FunctionCtx):
@@ -173,8 +197,9 @@ class _Bridge:
         # what Function.apply runs when no functorch transform is active (_C._FunctionBase.apply),
         # bound once: Function.apply's own Python checks cost a few frames per call
         self._apply = super(torch.autograd.Function, self.function).apply
-        # the pack's formula as last seen: (setup, its form, convert inputs?, convert outputs?)
-        self._setup_plan = (_MISSING, 3, True, True)
+        # the pack's formula as last seen: (setup, its form, tensor arguments to convert,
+        # convert outputs?)
+        self._setup_plan = (_MISSING, 3, self.tensor_args, True)
 
     # -- torch's side ------------------------------------------------------------------------
     def autograd_kernel(self, keyset, *args, **kwargs):
@@ -319,16 +344,15 @@ class _Bridge:
         where = self.bw_where
         tvals = list(args[:nargs])
         if self.formula:
-            setup, form, with_inputs, with_outputs = self._formula_plan()
+            setup, form, convert, with_outputs = self._formula_plan()
         else:
-            setup, form, with_inputs, with_outputs = None, 3, True, False
-        if with_inputs:
-            for i in self.tensor_args:     # only the tensor arguments can need converting
-                v = tvals[i]
-                if v.__class__ is _Tensor:
-                    tvals[i] = to_tp(v, where)
-                elif v is not None:
-                    tvals[i] = self._to_tp(v, where)
+            setup, form, convert, with_outputs = None, 3, self.tensor_args, False
+        for i in convert:       # the tensor arguments the pack's code reads
+            v = tvals[i]
+            if v.__class__ is _Tensor:
+                tvals[i] = to_tp(v, where)
+            elif v is not None:
+                tvals[i] = self._to_tp(v, where)
         tgrads = [None if g is None else to_tp(g, where) for g in grads]
         try:
             if self.formula:
@@ -346,23 +370,40 @@ class _Bridge:
         return self._grads_to_torch(slots, tres, needs, None if eager else args, where)
 
     def _formula_plan(self):
-        """``(setup, form, convert inputs?, convert outputs?)`` for the pack's current formula
-        (worked out again only when the pack registers another one)."""
+        """``(setup, form, tensor arguments to convert, convert outputs?)`` for the pack's
+        current formula (worked out again only when the pack registers another one)."""
         setup = self.op.setup_context_fn
         plan = self._setup_plan
         if setup is not plan[0]:
             if setup is None:
-                plan = (None, 3, False, False)
+                plan = (None, 3, (), False)
             else:
                 form = _setup_form(setup)
                 read = _read_params(setup)
                 if read is None:
-                    plan = (setup, form, True, True)
+                    plan = (setup, form, self.tensor_args, True)
                 else:               # (ctx, inputs, [keyword_only_inputs,] output)
-                    plan = (setup, form, bool(read & set(range(1, form - 1))),
-                            form - 1 in read)
+                    plan = (setup, form, self._read_args(read, form), form - 1 in read)
             self._setup_plan = plan
         return plan
+
+    def _read_args(self, read, form):
+        """The tensor arguments a setup_context reads, by ``_read_params``'s answer."""
+        if form == 3:                       # inputs: every argument in schema order
+            keys = read.get(1)
+            by_key = {i: i for i in self.tensor_args}
+        else:                               # inputs: the positional ones; by name: the others
+            pos, kw = read.get(1), read.get(2)
+            if pos is _ALL or kw is _ALL:
+                keys = _ALL
+            else:
+                keys = (pos or frozenset()) | (kw or frozenset())
+            by_key = {(i if i < self.npos else self.args[i].name): i for i in self.tensor_args}
+        if keys is None:
+            return ()
+        if keys is _ALL:
+            return self.tensor_args
+        return tuple(sorted(by_key[k] for k in keys if k in by_key))
 
     @staticmethod
     def _to_tp(v, where):
