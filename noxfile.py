@@ -17,7 +17,8 @@
 * ``torch`` -- the PyTorch bridge (``plugins/tensorplay_torch``): torch 2.13.0 (CPU) + core + cpu
   plugin + example pack + ``tests/packs/newuser_pack`` + the bridge, running ``tests/torch_bridge/``
   (opcheck over both packs, torch.compile, DDP with gloo, the guide). The only session with torch
-  un-blocked for tests; the core's sessions never install it. Not in the default list.
+  un-blocked for tests; the core's sessions never install it. Not in the default list; CI
+  (``.ci/run``) runs it on Python 3.11.
 * ``bench`` -- ``python benchmarks/run_all.py`` (figures and ratios measured in the same run).
 * ``lint`` -- ruff over the repository (rules: ``[tool.ruff]`` in pyproject.toml).
 * ``triton_versions`` -- tensorplay-triton's interpreter tests on each supported Triton release.

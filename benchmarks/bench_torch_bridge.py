@@ -17,7 +17,8 @@ paired (``_harness.paired``) in one process:
 
 Targets (issue 31): eager <= 1.1x, compiled <= 1.05x (figures before/after the per-call work:
 ``benchmarks/README.md``, "tensorplay-torch bridge"). Usage: ``python
-benchmarks/bench_torch_bridge.py [--device cpu|cuda|all] [--backend inductor]``; writes
+benchmarks/bench_torch_bridge.py [--device cpu|cuda|all] [--backend inductor] [--repeat N]``;
+``TENSORPLAY_BENCH_CPU_TIME=1`` times with the process's CPU clock (a shared machine); writes
 ``benchmarks/results/torch_bridge.json``. Exits 2 (not available) without torch or
 tensorplay-torch.
 """
@@ -77,7 +78,7 @@ def _define(torch, tp):
     return torch.ops.bench_bridge.scale, torch.ops.bench_native.scale
 
 
-def _rows(torch, bridged, native, device, backend):
+def _rows(torch, bridged, native, device, backend, repeat=None):
     x = torch.ones(1, device=device)
     xg = torch.ones(1, device=device, requires_grad=True)
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
@@ -114,7 +115,7 @@ def _rows(torch, bridged, native, device, backend):
         f"compiled ({backend})": ("c_bridged(x); sync()", "c_native(x); sync()"),
     }.items():
         with torch.no_grad() if label == "eager, no grad" else _null():
-            t = H.paired({"bridged": a, "native": b}, glb)
+            t = H.paired({"bridged": a, "native": b}, glb, repeat=repeat)
         rows[label] = {"bridged": H.us(t["bridged"]), "native": H.us(t["native"]),
                        "ratio": H.summary([p / q for p, q in zip(t["bridged"], t["native"])])}
     return rows
@@ -132,6 +133,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--device", default="all", choices=["cpu", "cuda", "all"])
     ap.add_argument("--backend", default="inductor")
+    ap.add_argument("--repeat", type=int, default=None,
+                    help="paired runs per compared row (default: the harness's, 41); more "
+                         "runs narrow the ratio's spread on a loaded machine")
     a = ap.parse_args(argv)
     torch, why = H.try_import_torch()
     if torch is None:
@@ -149,8 +153,9 @@ def main(argv=None):
         devices.remove("cuda")
         print("cuda: not available here (torch.cuda.is_available() is False); cpu only")
     out = {}
+    print(f"load average (1, 5, 15 min) at start: {os.getloadavg()}")
     for dev in devices:
-        rows = _rows(torch, bridged, native, dev, a.backend)
+        rows = _rows(torch, bridged, native, dev, a.backend, a.repeat)
         out[dev] = rows
         H.print_table(f"tensorplay-torch bridge overhead, 1 element, {dev} (targets: eager "
                       f"<= 1.1x, compiled <= 1.05x)",
@@ -159,6 +164,7 @@ def main(argv=None):
                         f"{r['ratio']['median']:.3f}x ({r['ratio']['iqr']:.3f})"
                         if r["ratio"] else "n/a"]
                        for k, r in rows.items()])
+    print(f"load average (1, 5, 15 min) at end: {os.getloadavg()}")
     print("wrote", H.write_json("torch_bridge", {"rows": out, "backend": a.backend}))
     return 0
 

@@ -124,6 +124,58 @@ def affine(x: tp.Tensor, w: tp.Tensor, bias: tp.Tensor | None = None) -> tp.Tens
     return y + bias if bias is not None else y
 
 
+@library.custom_op("bridgetest::kw_mix", mutates_args=())
+def kw_mix(x: tp.Tensor, *, w: tp.Tensor, bias: tp.Tensor | None = None,
+           alpha: float = 1.0) -> tp.Tensor:
+    """Keyword-only tensor arguments with a formula (torch's register_autograd refuses these)."""
+    y = x * w * alpha
+    return y + bias if bias is not None else y
+
+
+def _kw_mix_setup(ctx, inputs, keyword_only_inputs, output):
+    ctx.save_for_backward(inputs[0], keyword_only_inputs["w"])
+    ctx.alpha = keyword_only_inputs["alpha"]
+    ctx.has_bias = keyword_only_inputs["bias"] is not None
+
+
+def _kw_mix_backward(ctx, g):
+    x, w = ctx.saved_tensors
+    SEEN["kw_mix_needs"] = ctx.needs_input_grad
+    return g * w * ctx.alpha, g * x * ctx.alpha, (g if ctx.has_bias else None), None
+
+
+kw_mix.register_autograd(_kw_mix_backward, setup_context=_kw_mix_setup)
+
+
+@library.custom_op("bridgetest::axpy", mutates_args=())
+def axpy(a: tp.Tensor, x: tp.Tensor, y: tp.Tensor, scale: float = 1.0) -> tp.Tensor:
+    """A setup_context that reads some inputs by index only (y never, the output never)."""
+    return (a * x + y) * scale
+
+
+def _axpy_setup(ctx, inputs, output):
+    ctx.save_for_backward(inputs[0], inputs[1])
+    ctx.scale = inputs[3]
+
+
+def _axpy_backward(ctx, g):
+    a, x = ctx.saved_tensors
+    g = g * ctx.scale
+    return g * x, g * a, g, None
+
+
+axpy.register_autograd(_axpy_backward, setup_context=_axpy_setup)
+
+
+@library.custom_op("bridgetest::kw_sum", mutates_args=())
+def kw_sum(x: tp.Tensor, *, others: list[tp.Tensor]) -> tp.Tensor:
+    """A keyword-only tensor list, no formula: differentiable through its body."""
+    out = x * 1.0
+    for o in others:
+        out = out + o * o
+    return out
+
+
 tensorplay_torch.register()
 T = torch.ops.bridgetest
 
@@ -196,6 +248,13 @@ def test_dtypes_map_both_ways(dt):
     assert t.dtype == tensorplay_torch.DTYPES[dt] and t.stride() == x.stride()
     back = tensorplay_torch.to_torch(t)
     assert back.dtype == dt and back.data_ptr() == x.data_ptr() and back.stride() == x.stride()
+
+
+def test_a_tensorplay_tensor_requiring_grad_crosses_detached():
+    t = tp.arange(6, dtype=tp.float32).reshape(2, 3).t().requires_grad_()
+    y = tensorplay_torch.to_torch(t)
+    assert not y.requires_grad and y.data_ptr() == t.data_ptr() and y.stride() == t.stride()
+    assert y.tolist() == [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
 
 
 def test_dtype_device_and_optional_arguments_cross():
@@ -287,6 +346,59 @@ def test_ctx_attributes_saved_tensors_and_needs_input_grad_reach_the_formula():
     torch.testing.assert_close(gx, torch.full_like(x, 4.0))
     assert SEEN["alpha_in_backward"] == 4.0 and SEEN["needs"][0] is True and SEEN["saved"] == 1
     torch.autograd.gradcheck(lambda t: T.scale(t, alpha=1.5, shift=0.5), (_leaf(4),))
+
+
+def test_keyword_only_tensor_arguments_get_gradients_from_the_formula():
+    """torch's register_autograd refuses keyword-only tensors; the bridge's autograd takes them
+    (every tensor argument, positional or keyword-only, gets its gradient)."""
+    x, w, b = _leaf(3), _leaf(3), _leaf(3)
+    y = T.kw_mix(x, w=w, bias=b, alpha=2.0)
+    torch.testing.assert_close(y, x * w * 2.0 + b)
+    g = torch.randn(3, dtype=torch.float64)
+    got = torch.autograd.grad(y, (x, w, b), g)
+    want = torch.autograd.grad(x * w * 2.0 + b, (x, w, b), g)
+    torch.testing.assert_close(got, want)
+    assert SEEN["kw_mix_needs"] == (True, True, True, False)
+    wc = _leaf(3).detach()                      # a keyword-only tensor needing no gradient
+    (gx,) = torch.autograd.grad(T.kw_mix(x, w=wc).sum(), x)
+    torch.testing.assert_close(gx, wc)
+    assert SEEN["kw_mix_needs"] == (True, False, False, False)
+    torch.autograd.gradcheck(lambda a, c, d: T.kw_mix(a, w=c, bias=d, alpha=0.5), (x, w, b))
+    torch.autograd.gradcheck(lambda a, c: T.kw_sum(a, others=[c, a]), (_leaf(4), _leaf(4)))
+
+
+def test_a_setup_context_reading_some_inputs_by_index_gets_those():
+    a, x, y = _leaf(2, 3), _leaf(2, 3), _leaf(2, 3)
+    torch.autograd.gradcheck(lambda p, q, r: T.axpy(p, q, r, 0.5), (a, x, y))
+    got = torch.autograd.grad(T.axpy(a, x, y).sum(), (a, x, y))
+    torch.testing.assert_close(got, (x, a, torch.ones_like(y)))
+
+
+@pytest.mark.parametrize("op, kwargs", [
+    ("kw_mix", {"w": True, "bias": True, "alpha": 1.5}),
+    ("kw_mix", {"w": True}),
+    ("kw_sum", {"others": [True, True]}),
+], ids=["kw_mix-bias", "kw_mix", "kw_sum"])
+def test_keyword_only_tensor_ops_pass_torchs_opcheck(op, kwargs):
+    def value(v):
+        if v is True:
+            return _leaf(2, 3)
+        return [value(e) for e in v] if isinstance(v, list) else v
+    torch.library.opcheck(getattr(T, op).default, (_leaf(2, 3),),
+                          {k: value(v) for k, v in kwargs.items()})
+
+
+def test_keyword_only_tensor_op_compiles_forward_and_backward():
+    torch._dynamo.reset()
+    x, w = _leaf(4), _leaf(4)
+
+    def f(a, c):
+        return (T.kw_mix(a, w=c, alpha=3.0) ** 2).sum()
+
+    want = torch.autograd.grad(f(x, w), (x, w))
+    got = torch.autograd.grad(torch.compile(f, fullgraph=True, backend="aot_eager")(x, w),
+                              (x, w))
+    torch.testing.assert_close(got, want)
 
 
 def test_saved_input_modified_in_place_is_caught_by_torch():

@@ -1,30 +1,41 @@
-"""Autograd for bridged ops: torch's ``register_autograd`` served by the pack's own formula.
+"""Autograd for bridged ops: torch's autograd served by the pack's own formula.
 
-torch traces ``setup_context`` and ``backward`` (``torch.compile``'s AOT autograd runs them on
-fake tensors), so neither can call into TensorPlay directly. The bridge therefore splits the work:
+Each bridged op gets a torch ``Autograd`` kernel of the bridge's own (registered as
+``torch.library.register_autograd`` registers its kernel: ``Library.impl(op, kernel, "Autograd",
+with_keyset=True)``). ``register_autograd`` itself is not used: it refuses ops with keyword-only
+tensor arguments, and TensorPlay's schemas allow them. Without grad the kernel redispatches below
+autograd at once; with grad it runs a per-op ``torch.autograd.Function`` whose inputs are every
+tensor of the call, positional and keyword-only, list elements flattened ("slots"), so each gets
+its gradient.
 
-* torch's ``setup_context`` saves the op's tensor inputs and outputs with
-  ``ctx.save_for_backward`` (torch's version counters then catch in-place changes before
+torch traces that Function (``torch.compile``'s AOT autograd runs it on fake tensors), so its
+forward and backward cannot call into TensorPlay directly. The work is therefore split:
+
+* the Function's forward redispatches to the op's kernels, saves the tensor inputs and outputs
+  with ``ctx.save_for_backward`` (torch's version counters then catch in-place changes before
   backward) and keeps the non-tensor inputs on ``ctx``; outputs the pack's ``setup_context``
   marks non-differentiable are marked on torch's side too (found once per op by running the
   pack's ``setup_context`` on TensorPlay fake tensors);
-* torch's ``backward`` calls one opaque torch op, ``tensorplay_bridge::<ns>__<op>__backward``,
-  whose kernel rebuilds the pack's ``ctx`` on real TensorPlay tensors (zero-copy) by running the
+* its backward calls one opaque torch op, ``tensorplay_bridge::<ns>__<op>__backward``, whose
+  kernel rebuilds the pack's ``ctx`` on real TensorPlay tensors (zero-copy) by running the
   pack's ``setup_context`` -- saved tensors and ``ctx`` attributes exactly as the pack set them,
-  ``ctx.needs_input_grad`` from torch's -- and then the pack's ``backward``. Its fake says what
-  torch's engine requires anyway: one gradient per tensor input, with that input's shape and
-  dtype (contiguous); an input that needs no gradient gets an empty placeholder.
+  ``ctx.needs_input_grad`` from torch's -- and then the pack's ``backward`` (one gradient per
+  argument in schema order, keyword-only ones included, as TensorPlay's rule is). Its fake says
+  what torch's engine requires anyway: one gradient per tensor input, with that input's shape and
+  dtype (contiguous); an input that needs no gradient gets an empty placeholder. In plain eager
+  mode (nothing tracing) the backward runs that kernel directly, skipping the dispatcher.
 
 Ops without a formula whose kernel is their device-agnostic body written with TensorPlay ops
 (CompositeImplicitAutograd) get the same backward op, computing the vector-Jacobian product with
 TensorPlay's autograd through that body (the forward is recomputed inside backward). Where a
 device kernel of its own runs instead of the body, TensorPlay's autograd refuses, naming the op:
-the body's gradient would not be the running kernel's. Ops with neither get a torch autograd
-formula that raises naming the op (torch's own behaviour for custom ops without one).
+the body's gradient would not be the running kernel's. Ops with neither get a backward that
+raises naming the op (torch's own behaviour for custom ops without a formula).
 """
 
 from __future__ import annotations
 
+import dis
 import inspect
 
 import tensorplay as tp
@@ -62,6 +73,48 @@ def _setup_form(setup) -> int:
     return 4 if len(params) == 4 else 3
 
 
+_ALL = "all"
+
+
+def _read_params(fn) -> dict | None:
+    """What ``fn``'s body reads of each positional parameter, from its bytecode: ``{index:
+    "all" | frozenset of constant subscripts}`` (a parameter only ever read as ``p[0]`` or
+    ``p["name"]`` maps to those keys; one never read is absent), or ``None`` when that cannot
+    be known (not a plain function, ``*args``, ``locals()``/``eval`` in the body). Worked out
+    once per formula, so that a ``setup_context`` that reads only ``inputs[1]`` (a float) does
+    not get the tensor inputs or the outputs converted on every backward."""
+    code = getattr(fn, "__code__", None)
+    if code is None or inspect.ismethod(fn) or \
+            code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) or \
+            {"locals", "vars", "eval", "exec"} & set(code.co_names):
+        return None
+    names = code.co_varnames[:code.co_argcount]
+    # a parameter captured by a nested function: read in full
+    reads: dict = {n: _ALL for n in names if n in code.co_cellvars}
+    ins = [i for i in dis.get_instructions(code) if i.opname not in ("CACHE", "EXTENDED_ARG")]
+    for k, i in enumerate(ins):
+        if i.opname in ("LOAD_DEREF", "LOAD_CLOSURE") or (i.opname.startswith("LOAD_FAST") and
+                                                         isinstance(i.argval, tuple)):
+            for n in (i.argval if isinstance(i.argval, tuple) else (i.argval,)):
+                reads[n] = _ALL
+        elif i.opname.startswith("LOAD_FAST") and i.argval in names and reads.get(i.argval) \
+                is not _ALL:
+            nxt = ins[k + 1:k + 3]
+            if len(nxt) == 2 and nxt[0].opname in ("LOAD_CONST", "LOAD_SMALL_INT") and \
+                    isinstance(nxt[0].argval, (int, str)) and \
+                    not isinstance(nxt[0].argval, bool) and \
+                    (nxt[1].opname == "BINARY_SUBSCR" or
+                     (nxt[1].opname == "BINARY_OP" and nxt[1].argrepr == "[]")):
+                key = nxt[0].argval
+                if isinstance(key, int) and key < 0:
+                    reads[i.argval] = _ALL
+                else:
+                    reads[i.argval] = reads.get(i.argval, frozenset()) | {key}
+            else:
+                reads[i.argval] = _ALL
+    return {k: reads[n] for k, n in enumerate(names) if n in reads}
+
+
 class _ProbeCtx(FunctionCtx):
     """The pack's ``ctx`` while its ``setup_context`` runs on fakes: records marked outputs."""
 
@@ -89,54 +142,121 @@ def _single_output(op) -> bool:
     return len(op.schema.returns) == 1 and not op.schema.returns_tuple
 
 
-class _Bridge:
-    """One op's autograd bridge: torch's setup_context/backward and the backward op's kernels."""
+_Tensor = torch.Tensor
+_grad_enabled = torch.is_grad_enabled
+_any_requires_grad = torch._C._any_requires_grad
+_below_autograd = torch._C._AutoDispatchBelowAutograd
+_AFTER_AUTOGRAD = torch._C._after_autograd_keyset
+_functorch_active = torch._C._are_functorch_transforms_active
+_TPTensor = tp.Tensor
+_MISSING = object()
 
-    def __init__(self, op, where, formula: bool):
+
+class _Bridge:
+    """One op's autograd bridge: its torch ``Autograd`` kernel (a ``torch.autograd.Function``
+    whose inputs are every tensor of the op, keyword-only ones included) and the backward op's
+    kernels.
+
+    torch's ``register_autograd`` refuses keyword-only tensor arguments (its Function gets the
+    positional ones only), and ``autograd.Function.apply`` would not track them either; so the
+    bridge registers the ``Autograd`` kernel itself (``Library.impl(..., "Autograd",
+    with_keyset=True)``, what ``register_autograd`` does underneath) and hands every tensor --
+    positional, keyword-only, list elements -- to the Function as one flat list of "slots"."""
+
+    def __init__(self, op, where, mode: str, overload):
         self.op = op
         self.where = where
-        self.formula = formula
+        self.mode = mode            # "formula", "composite" or "none" (backward raises)
+        self.formula = mode == "formula"
+        self.overload = overload    # torch.ops.<ns>.<op>.default
         self.args = op.schema.arguments
         self.nargs = len(self.args)
         self.tensor_args = tuple(i for i, a in enumerate(self.args) if _is_tensor_arg(a))
+        self.list_args = tuple(i for i in self.tensor_args if self.args[i].type.endswith("[]"))
+        self.npos = sum(1 for a in self.args if not a.kwarg_only)
         self.kwnames = tuple(a.name for a in self.args if a.kwarg_only)
+        # defaults as torch fills them (the dispatcher leaves out arguments equal to their
+        # default): torch's own values, read once from the torch schema
+        targs = overload._schema.arguments
+        self.pos_defaults = tuple(a.default_value if a.has_default_value() else _MISSING
+                                  for a in targs[:self.npos])
+        self.kw_defaults = tuple((a.name, a.default_value if a.has_default_value() else _MISSING)
+                                 for a in targs[self.npos:])
         self.single = _single_output(op)
+        self.nreturns = len(op.schema.returns)
+        self.tensor_returns = all(r.type == "Tensor" for r in op.schema.returns)
         self.marked = None          # output indices the pack marks non-differentiable (probed)
         self.bw_name = f"{op.namespace}__{op.opname}__backward"
         self.bw_op = None           # torch.ops.tensorplay_bridge.<bw_name>, set once defined
         self.bw_where = f"{where}, backward"
         self.cuda_kernel = None     # backward_kernel on torch's current CUDA stream
-        self._setup_fn = op.setup_context_fn   # its form read once (inspect is slow per call)
-        self._setup_form = _setup_form(self._setup_fn) if self._setup_fn is not None else 3
+        self.function = type(f"TensorPlayBridge_{op.namespace}_{op.opname}",
+                             (torch.autograd.Function,),
+                             {"forward": staticmethod(self.forward),
+                              "backward": staticmethod(self.backward)})
+        # what Function.apply runs when no functorch transform is active (_C._FunctionBase.apply),
+        # bound once: Function.apply's own Python checks cost a few frames per call
+        self._apply = super(torch.autograd.Function, self.function).apply
+        # the pack's formula as last seen: (setup, its form, tensor arguments to convert,
+        # convert outputs?)
+        self._setup_plan = (_MISSING, 3, self.tensor_args, True)
 
     # -- torch's side ------------------------------------------------------------------------
-    def setup_context(self, ctx, inputs, output, keyword_only_inputs=None):
-        # torch passes keyword_only_inputs (by name) only to ops that have some
-        values = list(inputs) + [keyword_only_inputs[n] for n in self.kwnames]
-        tensors, template = [], []
-        for v in values:
-            if isinstance(v, torch.Tensor):
-                template.append(len(tensors))
-                tensors.append(v)
-            elif isinstance(v, (list, tuple)) and v and any(isinstance(x, torch.Tensor)
-                                                            for x in v):
-                template.append([self._save(x, tensors) for x in v])
-            else:
-                template.append(("value", v))
-        outs = [output] if self.single else list(output)
-        ctx.save_for_backward(*tensors, *[o for o in outs if isinstance(o, torch.Tensor)])
-        ctx.tp_template = (template, len(tensors), [isinstance(o, torch.Tensor) for o in outs])
-        if self.formula:
+    def autograd_kernel(self, keyset, *args, **kwargs):
+        """The op's ``Autograd`` kernel. torch's dispatcher passes the positional arguments in
+        ``args`` and the keyword-only ones in ``kwargs`` (either may lack trailing arguments
+        equal to their defaults). Without grad it redispatches below autograd at once."""
+        if not (_grad_enabled() and _any_requires_grad(*args, **kwargs)):
+            with _below_autograd():
+                return self.overload.redispatch(keyset & _AFTER_AUTOGRAD, *args, **kwargs)
+        values = self._values(args, kwargs)
+        if self.list_args:
+            slots = self._slots(values)
+        else:
+            slots = [values[i] for i in self.tensor_args]
+        if _functorch_active():       # Function.apply says what torch supports there
+            return self.function.apply(*slots, (keyset, args, kwargs, values))
+        return self._apply(*slots, (keyset, args, kwargs, values))
+
+    def _values(self, args, kwargs):
+        """Every argument in schema order, defaults filled in."""
+        n = len(args)
+        if n == self.npos and not self.kw_defaults:
+            return args
+        values = list(args) + list(self.pos_defaults[n:])
+        for name, default in self.kw_defaults:
+            values.append(kwargs.get(name, default))
+        return values
+
+    def forward(self, ctx, *a):
+        keyset, args, kwargs, values = a[-1]
+        with _below_autograd():
+            out = self.overload.redispatch(keyset & _AFTER_AUTOGRAD, *args, **kwargs)
+        if self.mode == "none":
+            return out
+        nslots = len(a) - 1
+        outs = (out,) if self.single else out
+        # the outputs are saved only for a setup_context that reads them (a composite's
+        # backward recomputes the forward: it never does)
+        with_outputs = self.formula and self._formula_plan()[3]
+        if not with_outputs:
+            ctx.save_for_backward(*a[:nslots])
+        elif self.tensor_returns:
+            ctx.save_for_backward(*a[:nslots], *outs)
+        else:
+            ctx.save_for_backward(*a[:nslots], *[o for o in outs if isinstance(o, _Tensor)])
+        # the non-tensor arguments (a list argument keeps its length); tensors come back from
+        # the saved tensors, so torch's version counters guard them
+        template = list(values)
+        for i in self.tensor_args:
+            v = values[i]
+            template[i] = len(v) if v.__class__ in (list, tuple) else None
+        ctx.tp_state = (template, nslots, with_outputs)
+        if self.formula and self.marked != ():
             marked = self._marked(values, outs)
             if marked:
                 ctx.mark_non_differentiable(*[outs[i] for i in marked])
-
-    @staticmethod
-    def _save(x, tensors):
-        if isinstance(x, torch.Tensor):
-            tensors.append(x)
-            return len(tensors) - 1
-        return ("value", x)
+        return out
 
     def _marked(self, values, outs):
         """Indices of the outputs the pack's setup_context marks non-differentiable (probed once
@@ -163,43 +283,49 @@ class _Bridge:
         return v
 
     def backward(self, ctx, *grads):
+        if self.mode == "none":
+            _no_formula(self.where)
         saved = ctx.saved_tensors
-        template, n, out_is_tensor = ctx.tp_template
-        ins, outs = saved[:n], iter(saved[n:])
-        values = [self._rebuild(t, ins) for t in template]
-        needs = ctx.needs_input_grad
-        slot_needs = []
-        for i in self.tensor_args:
-            need = bool(needs[i]) if i < len(needs) else False
-            v = values[i]
-            slot_needs.extend([need] * (len(v) if isinstance(v, (list, tuple)) else 1))
-        outputs = [next(outs) if is_t else None for is_t in out_is_tensor]
+        template, nslots, with_outputs = ctx.tp_state
+        slots = saved[:nslots]
+        if not with_outputs:
+            outputs = [None] * self.nreturns
+        elif self.tensor_returns:
+            outputs = list(saved[nslots:])
+        else:
+            rest = iter(saved[nslots:])
+            outputs = [next(rest) if r.type == "Tensor" else None
+                       for r in self.op.schema.returns]
+        values = self._rebuild(template, slots)
+        needs = list(ctx.needs_input_grad[:nslots])
         if _plain_eager(saved, grads):
             # nothing traces this backward: run the backward op's kernel directly (the op
-            # exists for torch.compile / make_fx, which must see one opaque node)
-            run = self.cuda_kernel if saved and saved[0].is_cuda else self.backward_kernel
-            flat = run(*values, outputs, list(grads), slot_needs)
-        else:
-            flat = self.bw_op(*values, outputs, list(grads), slot_needs)
-        res, k = [], 0
-        for i, v in enumerate(values):
-            if i not in self.tensor_args:
-                res.append(None)
-            elif isinstance(v, (list, tuple)):
-                res.append([flat[k + j] if slot_needs[k + j] else None for j in range(len(v))])
-                k += len(v)
+            # exists for torch.compile / make_fx, which must see one opaque node); its results
+            # go straight to torch's engine, as an autograd.Function's would
+            if saved and saved[0].is_cuda:
+                flat = self.cuda_kernel(*values, outputs, list(grads), needs, eager=True)
             else:
-                res.append(flat[k] if slot_needs[k] else None)
-                k += 1
-        return tuple(res[:len(needs)]) if len(needs) < len(res) else tuple(res)
+                flat = self.backward_kernel(*values, outputs, list(grads), needs, eager=True)
+        else:
+            flat = self.bw_op(*values, outputs, list(grads), needs)
+        return (*[g if need else None for g, need in zip(flat, needs)], None)
 
-    @staticmethod
-    def _rebuild(t, ins):
-        if isinstance(t, int):
-            return ins[t]
-        if isinstance(t, list):
-            return [ins[x] if isinstance(x, int) else x[1] for x in t]
-        return t[1]
+    def _rebuild(self, template, slots):
+        values = list(template)
+        if not self.list_args:
+            for i, s in zip(self.tensor_args, slots):
+                values[i] = s
+            return values
+        k = 0
+        for i in self.tensor_args:
+            n = template[i]             # a list argument's length; None: one slot
+            if n is None:
+                values[i] = slots[k]
+                k += 1
+            else:
+                values[i] = list(slots[k:k + n])
+                k += n
+        return values
 
     # -- the backward op's kernels -----------------------------------------------------------
     def _slots(self, values):
@@ -210,25 +336,74 @@ class _Bridge:
             out.extend(v if isinstance(v, (list, tuple)) else [v])
         return out
 
-    def backward_kernel(self, *args):
-        values = list(args[:self.nargs])
-        outputs, grads, needs = args[self.nargs:]
+    def backward_kernel(self, *args, eager=False):
+        """Kernel of the backward op (``eager``: called directly by ``backward``, not through
+        torch's dispatcher; its results then need not be fresh tensors)."""
+        nargs = self.nargs
+        outputs, grads, needs = args[nargs:]
         where = self.bw_where
-        tvals = list(values)
-        for i in self.tensor_args:     # only the tensor arguments can need converting
-            tvals[i] = self._to_tp(values[i], where)
+        tvals = list(args[:nargs])
+        if self.formula:
+            setup, form, convert, with_outputs = self._formula_plan()
+        else:
+            setup, form, convert, with_outputs = None, 3, self.tensor_args, False
+        for i in convert:       # the tensor arguments the pack's code reads
+            v = tvals[i]
+            if v.__class__ is _Tensor:
+                tvals[i] = to_tp(v, where)
+            elif v is not None:
+                tvals[i] = self._to_tp(v, where)
         tgrads = [None if g is None else to_tp(g, where) for g in grads]
         try:
             if self.formula:
-                tres = self._formula(tvals, [None if o is None else to_tp(o, where)
-                                             for o in outputs], tgrads, needs)
+                touts = [None if o is None else to_tp(o, where) for o in outputs] \
+                    if with_outputs else [None] * len(outputs)
+                tres = self._formula(tvals, touts, tgrads, needs, setup, form)
             else:
                 tres = self._composite(tvals, tgrads, needs)
         except BridgeError:
             raise
         except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
             reraise(e, f"{where}: the pack's backward raised on the TensorPlay side")
-        return self._grads_to_torch(self._slots(values), tres, needs, args, where)
+        slots = [args[i] for i in self.tensor_args] if not self.list_args else \
+            self._slots(args[:nargs])
+        return self._grads_to_torch(slots, tres, needs, None if eager else args, where)
+
+    def _formula_plan(self):
+        """``(setup, form, tensor arguments to convert, convert outputs?)`` for the pack's
+        current formula (worked out again only when the pack registers another one)."""
+        setup = self.op.setup_context_fn
+        plan = self._setup_plan
+        if setup is not plan[0]:
+            if setup is None:
+                plan = (None, 3, (), False)
+            else:
+                form = _setup_form(setup)
+                read = _read_params(setup)
+                if read is None:
+                    plan = (setup, form, self.tensor_args, True)
+                else:               # (ctx, inputs, [keyword_only_inputs,] output)
+                    plan = (setup, form, self._read_args(read, form), form - 1 in read)
+            self._setup_plan = plan
+        return plan
+
+    def _read_args(self, read, form):
+        """The tensor arguments a setup_context reads, by ``_read_params``'s answer."""
+        if form == 3:                       # inputs: every argument in schema order
+            keys = read.get(1)
+            by_key = {i: i for i in self.tensor_args}
+        else:                               # inputs: the positional ones; by name: the others
+            pos, kw = read.get(1), read.get(2)
+            if pos is _ALL or kw is _ALL:
+                keys = _ALL
+            else:
+                keys = (pos or frozenset()) | (kw or frozenset())
+            by_key = {(i if i < self.npos else self.args[i].name): i for i in self.tensor_args}
+        if keys is None:
+            return ()
+        if keys is _ALL:
+            return self.tensor_args
+        return tuple(sorted(by_key[k] for k in keys if k in by_key))
 
     @staticmethod
     def _to_tp(v, where):
@@ -238,20 +413,26 @@ class _Bridge:
             return [to_tp(x, where) if isinstance(x, torch.Tensor) else x for x in v]
         return v
 
-    def _formula(self, tvals, touts, tgrads, needs):
+    def _formula(self, tvals, touts, tgrads, needs, setup, form):
         ctx = FunctionCtx()
-        per_arg, k = [], 0
-        for i, v in enumerate(tvals):
-            if i in self.tensor_args:
-                m = len(v) if isinstance(v, list) else 1
-                per_arg.append(any(needs[k:k + m]))
-                k += m
-            else:
-                per_arg.append(False)
-        ctx.needs_input_grad = tuple(per_arg)
-        setup = self.op.setup_context_fn
-        form = self._setup_form if setup is self._setup_fn else None
-        _call_setup(self.op, ctx, tvals, touts[0] if self.single else tuple(touts), setup, form)
+        if self.list_args:
+            per_arg, k = [], 0
+            for i, v in enumerate(tvals):
+                if i in self.tensor_args:
+                    m = len(v) if isinstance(v, list) else 1
+                    per_arg.append(any(needs[k:k + m]))
+                    k += m
+                else:
+                    per_arg.append(False)
+            ctx.needs_input_grad = tuple(per_arg)
+        else:
+            per_arg = [False] * self.nargs
+            for i, need in zip(self.tensor_args, needs):
+                per_arg[i] = need
+            ctx.needs_input_grad = tuple(per_arg)
+        if setup is not None:
+            _call_setup(self.op, ctx, tvals, touts[0] if self.single else tuple(touts), setup,
+                        form)
         res = self.op.backward_fn(ctx, *tgrads)
         n = self.nargs
         if not (isinstance(res, tuple) or (isinstance(res, list) and n != 1)):
@@ -260,6 +441,9 @@ class _Bridge:
             raise BridgeError(f"{self.where}: the backward formula registered with "
                               f"register_autograd returned {len(res)} gradients, expected one "
                               f"per input ({n})")
+        if not self.list_args:
+            nres = len(res)
+            return [res[i] if i < nres else None for i in self.tensor_args]
         flat = []
         for i in self.tensor_args:
             g = res[i] if i < len(res) else None
@@ -294,13 +478,15 @@ class _Bridge:
         return [by_id.get(id(s)) for s in slots]
 
     def _grads_to_torch(self, slots, tres, needs, args, where):
-        """One torch tensor per slot: the gradient (input's dtype and shape, contiguous, never
-        sharing memory with an argument), or an empty placeholder where none is needed."""
+        """One torch tensor per slot: the gradient (input's dtype and shape, contiguous), or an
+        empty placeholder where none is needed. With ``args`` (the backward op's arguments,
+        called through torch's dispatcher) a gradient never shares memory with an argument, as
+        torch requires of a custom op's outputs."""
         arg_ptrs = None             # the arguments' storages, read only when a gradient needs them
         out = []
         for s, g, need in zip(slots, tres, needs):
             if s is None:
-                ref = next(iter(_flat_tensors(args)), None)
+                ref = next((t for t in slots if t is not None), None)
                 out.append(torch.empty(0, device=ref.device if ref is not None else "cpu"))
                 continue
             if not need:
@@ -309,12 +495,16 @@ class _Bridge:
             if g is None:
                 out.append(torch.zeros(s.shape, dtype=s.dtype, device=s.device))
                 continue
-            tg = to_torch(g, where) if isinstance(g, tp.Tensor) else torch.as_tensor(g)
+            tg = to_torch(g, where) if g.__class__ is _TPTensor or isinstance(g, tp.Tensor) \
+                else torch.as_tensor(g)
             if tg.dtype is not s.dtype:
                 tg = tg.to(s.dtype)
             if tg.shape != s.shape:
                 tg = tg.sum_to_size(s.shape)
             if tg.is_contiguous():
+                if args is None:
+                    out.append(tg)
+                    continue
                 if arg_ptrs is None:
                     arg_ptrs = {t.untyped_storage().data_ptr() for t in _flat_tensors(args)}
                 if tg.untyped_storage().data_ptr() not in arg_ptrs:
@@ -342,12 +532,19 @@ def _plain_eager(saved, grads) -> bool:
     """True when torch runs this backward eagerly on plain tensors: no tracing mode (fake,
     functional, proxy) on the dispatch stack, no functorch transform, every tensor a plain
     ``torch.Tensor``."""
-    if torch._C._len_torch_dispatch_stack() or torch._C._functorch.peek_interpreter_stack() \
-            is not None:
+    if _dispatch_stack_len() or _peek_functorch() is not None:
         return False
-    T = torch.Tensor
-    return all(type(t) is T for t in saved) and \
-        all(g is None or type(g) is T for g in grads)
+    for t in saved:                 # loops, not all(genexpr): no frame per tensor
+        if t.__class__ is not _Tensor:
+            return False
+    for g in grads:
+        if g is not None and g.__class__ is not _Tensor:
+            return False
+    return True
+
+
+_dispatch_stack_len = torch._C._len_torch_dispatch_stack
+_peek_functorch = torch._C._functorch.peek_interpreter_stack
 
 
 def _flat_tensors(args):
@@ -360,28 +557,32 @@ def _flat_tensors(args):
                     yield x
 
 
-def _no_formula_backward(where):
-    def backward(ctx, *grads):
-        raise RuntimeError(
-            f"{where}: no autograd formula (refused on the TensorPlay side): the op has no "
-            f"register_autograd formula and no device-agnostic body written with TensorPlay ops "
-            f"to differentiate through. Register one in the pack with "
-            f"op.register_autograd(backward, setup_context=...), or call it under "
-            f"torch.no_grad().")
-    return backward
+def _no_formula(where):
+    raise RuntimeError(
+        f"{where}: no autograd formula (refused on the TensorPlay side): the op has no "
+        f"register_autograd formula and no device-agnostic body written with TensorPlay ops "
+        f"to differentiate through. Register one in the pack with "
+        f"op.register_autograd(backward, setup_context=...), or call it under "
+        f"torch.no_grad().")
 
 
-def bridge_autograd(op, where, define_backward):
-    """Register torch autograd for bridged op ``op``: ``(setup_context, backward)`` for
-    ``torch.library.register_autograd``, or ``None`` for ops that mutate (torch refuses autograd
-    formulas on non-functional ops). ``define_backward(name, schema, bridge)`` defines the
-    backward op and returns it."""
+def bridge_autograd(op, where, overload, define_backward):
+    """The torch ``Autograd`` kernel (``with_keyset=True``) of bridged op ``op`` (``overload``
+    its torch ``OpOverload``), or ``None`` for ops that mutate (torch refuses autograd formulas
+    on non-functional ops). ``define_backward(name, schema, bridge)`` defines the backward op and
+    returns it. Raises ``BridgeError`` for an op the bridge's autograd cannot serve."""
     if op.mutates_args:
         return None
     formula = op.backward_fn is not None
     composite = (not formula and not op.is_triton and op.active_kernel("default") is not None)
-    if not formula and not composite:
-        return None, _no_formula_backward(where)
-    bridge = _Bridge(op, where, formula)
-    bridge.bw_op = define_backward(bridge.bw_name, backward_schema(op), bridge)
-    return bridge.setup_context, bridge.backward
+    mode = "formula" if formula else "composite" if composite else "none"
+    if mode != "none" and any(r.type != "Tensor" and r.type.startswith("Tensor")
+                              for r in op.schema.returns):
+        raise BridgeError(f"{where}: the bridge's autograd cannot serve its returns "
+                          f"({op.schema.signature_str()}): only Tensor returns (and non-tensor "
+                          f"values) are bridged with a backward (refused on the torch side of "
+                          f"the bridge)")
+    bridge = _Bridge(op, where, mode, overload)
+    if mode != "none":
+        bridge.bw_op = define_backward(bridge.bw_name, backward_schema(op), bridge)
+    return bridge.autograd_kernel

@@ -131,13 +131,21 @@ def to_tp(t, where: str = "tensorplay-torch"):
 
 def to_torch(t, where: str = "tensorplay-torch"):
     """torch tensor sharing TensorPlay tensor ``t``'s memory (same shape, strides, storage
-    offset, device; dtypes as ``DTYPES``). Raises ``BridgeError`` naming the side that refused
-    (e.g. a fake tensor, which has no data)."""
+    offset, device; dtypes as ``DTYPES``; a tensor requiring grad crosses detached, as
+    ``to_tensorplay`` does). Raises ``BridgeError`` naming the side that refused (e.g. a fake
+    tensor, which has no data)."""
     try:
-        if t.device.type == "cpu":
+        if t._device.type == "cpu":
+            data = t._data      # the NumPy view .numpy() returns (None: no data, e.g. fake)
+            if data is not None and t._dtype is not _TP_BF16:
+                # read as the device plugins do, not through .numpy() (its checks cost four
+                # Python frames per result); a tensor requiring grad crosses detached
+                return _torch_from_numpy(data)
             if t.dtype is _TP_BF16:
                 return _bf16_to_torch(t)
-            return _torch_from_numpy(t.numpy())
+            return _torch_from_numpy(t.numpy(force=True))
+        if t.requires_grad:
+            t = t.detach()
         return _torch_from_dlpack(t)
     except Exception as e:
         raise BridgeError(f"{where}: a TensorPlay result ({t.dtype}, {t.device}, shape "
@@ -160,7 +168,7 @@ def _bf16_to_tp(t):
 
 def _bf16_to_torch(t):
     import numpy as np
-    return _torch_from_dlpack(t.numpy().view(np.int16)).view(_BF16)
+    return _torch_from_dlpack(t.numpy(force=True).view(np.int16)).view(_BF16)
 
 
 def _value_to_tp(v, where):

@@ -4,8 +4,10 @@ For each op: ``torch.library`` defines ``<ns>::<op>`` with the op's own schema t
 grammar is torch's: mutation and alias annotations, defaults, keyword-only arguments, tags kept),
 registers a kernel for ``cpu`` and ``cuda`` (DLPack both ways, the TensorPlay op dispatched on
 the tensors' device; on cuda inside torch's current stream), the fake kernel (``_fake``) and the
-autograd formula (``_autograd``). The torch ``Library`` objects are kept here for the life of
-the process (torch undoes a library's registrations when it is collected).
+autograd (``_autograd``). Each op's registrations go into torch ``Library`` objects of its
+own, kept here for the life of the process: torch undoes a library's registrations when it is
+destroyed, which is how an op that fails half-way is taken out again while the other ops of its
+namespace stay registered.
 """
 
 from __future__ import annotations
@@ -17,22 +19,15 @@ import torch
 
 from . import _autograd
 from ._convert import (BridgeError, out_to_torch, plan_args, planned_args_to_tp, reraise,
-                       to_torch)
+                       to_torch, to_tp)
 from ._fake import make_fake_kernel
 
 __all__ = ["bridged_ops", "register"]
 
 _TPTensor = tp.Tensor
 _lock = threading.RLock()
-_LIBS: dict[str, torch.library.Library] = {}     # namespace -> FRAGMENT library (kept alive)
+_LIBS: dict[str, tuple] = {}     # "ns::op" -> its FRAGMENT libraries (kept alive)
 _BRIDGED: dict[str, object] = {}                 # "ns::op" -> the TensorPlay op bridged
-
-
-def _lib(ns: str) -> torch.library.Library:
-    lib = _LIBS.get(ns)
-    if lib is None:
-        lib = _LIBS[ns] = torch.library.Library(ns, "FRAGMENT")
-    return lib
 
 
 def _where(op) -> str:
@@ -41,11 +36,12 @@ def _where(op) -> str:
 
 def _kernel(op, where):
     """torch kernel (cpu) of TensorPlay op ``op``: tensors cross by DLPack, the op dispatches
-    on their device, results cross back. No per-call checks beyond the conversions."""
-    plan = plan_args(op.schema)     # which arguments need converting, worked out once
+    on their device, results cross back. No per-call checks beyond the conversions; the
+    arguments to convert are worked out once (``plan_args``)."""
+    plan = plan_args(op.schema)
+    tensors, others, kw = plan
 
-    def kernel(*args, **kwargs):
-        a, k = planned_args_to_tp(plan, args, kwargs, where)
+    def run(a, k):
         try:
             out = op(*a, **k)
         except BridgeError:
@@ -55,6 +51,15 @@ def _kernel(op, where):
         if out.__class__ is _TPTensor:      # one tensor (the common case): one call less
             return to_torch(out, where)
         return out_to_torch(out, where)
+
+    if tensors == (0,) and not others and not kw:
+        # the common form (one leading tensor, everything else passes as it is): no list
+        # copy, no loops, no planner call per call
+        def kernel(x, *args, **kwargs):
+            return run((to_tp(x, where), *args), kwargs)
+    else:
+        def kernel(*args, **kwargs):
+            return run(*planned_args_to_tp(plan, args, kwargs, where))
     kernel.__name__ = f"{op.opname}_kernel"
     return kernel
 
@@ -83,14 +88,13 @@ def _tags(op):
     return tuple(getattr(torch.Tag, t) for t in op.tags if hasattr(torch.Tag, t))
 
 
-def _define_backward(name, schema, bridge):
-    lib = _lib(_autograd.BACKWARD_NS)
+def _define_backward(lib, name, schema, bridge):
     lib.define(name + schema)
     qual = f"{_autograd.BACKWARD_NS}::{name}"
-    torch.library.register_kernel(qual, "cpu", bridge.backward_kernel, lib=lib)
-    torch.library.register_kernel(qual, "cuda", _on_torch_stream(bridge.backward_kernel), lib=lib)
-    torch.library.register_fake(qual, bridge.backward_fake, lib=lib)
     bridge.cuda_kernel = _on_torch_stream(bridge.backward_kernel)
+    torch.library.register_kernel(qual, "cpu", bridge.backward_kernel, lib=lib)
+    torch.library.register_kernel(qual, "cuda", bridge.cuda_kernel, lib=lib)
+    torch.library.register_fake(qual, bridge.backward_fake, lib=lib)
     return getattr(getattr(torch.ops, _autograd.BACKWARD_NS), name).default
 
 
@@ -130,27 +134,52 @@ def _backend_select(op, lib):
     lib.impl(op.opname, backend_select, "BackendSelect", with_keyset=True)
 
 
-def _bridge(op) -> None:
+def _bridge(op, libs: list) -> None:
+    """Register ``op`` with torch; the ``Library`` objects used are appended to ``libs`` (the
+    caller destroys them when this raises). Raises ``BridgeError`` naming the op, its pack and
+    the side that refused."""
     where = _where(op)
-    lib = _lib(op.namespace)
+    lib = torch.library.Library(op.namespace, "FRAGMENT")
+    libs.append(lib)
     try:
         lib.define(op.opname + op.schema.signature_str(), tags=_tags(op))
     except RuntimeError as e:
         raise BridgeError(f"{where}: torch refused to define it (torch side): {e}. Another "
                           f"library already defines torch.ops.{op.namespace}.{op.opname}?") from e
-    kernel = _kernel(op, where)
-    torch.library.register_kernel(op.name, "cpu", kernel, lib=lib)
-    torch.library.register_kernel(op.name, "cuda", _on_torch_stream(kernel), lib=lib)
-    torch.library.register_fake(op.name, make_fake_kernel(op, where), lib=lib)
-    if op.mutates_args:
-        _bump_versions(op, lib)
-    if not any(a.is_tensor_like for a in op.schema.arguments) and \
-            "device" in [a.name for a in op.schema.arguments]:
-        _backend_select(op, lib)
-    ag = _autograd.bridge_autograd(op, where, _define_backward)
-    if ag is not None:
-        setup, backward = ag
-        torch.library.register_autograd(op.name, backward, setup_context=setup, lib=lib)
+    step = "registering its kernels with torch (torch side)"
+    try:
+        kernel = _kernel(op, where)
+        torch.library.register_kernel(op.name, "cpu", kernel, lib=lib)
+        torch.library.register_kernel(op.name, "cuda", _on_torch_stream(kernel), lib=lib)
+        torch.library.register_fake(op.name, make_fake_kernel(op, where), lib=lib)
+        if op.mutates_args:
+            _bump_versions(op, lib)
+        if not any(a.is_tensor_like for a in op.schema.arguments) and \
+                "device" in [a.name for a in op.schema.arguments]:
+            _backend_select(op, lib)
+        step = "bridging its autograd (torch side)"
+        overload = getattr(getattr(torch.ops, op.namespace), op.opname).default
+
+        def define_backward(name, schema, bridge):
+            bw_lib = torch.library.Library(_autograd.BACKWARD_NS, "FRAGMENT")
+            libs.append(bw_lib)
+            return _define_backward(bw_lib, name, schema, bridge)
+        autograd_kernel = _autograd.bridge_autograd(op, where, overload, define_backward)
+        if autograd_kernel is not None:
+            lib.impl(op.opname, autograd_kernel, "Autograd", with_keyset=True)
+    except BridgeError:
+        raise
+    except Exception as e:  # noqa: BLE001 - re-raised as BridgeError naming op, pack and side
+        raise BridgeError(f"{where}: could not be bridged: {step} raised {type(e).__name__}: "
+                          f"{e}") from e
+
+
+def _undo(libs) -> None:
+    """Take an op's partial registrations out of torch again."""
+    for lib in reversed(libs):
+        destroy = getattr(lib, "_destroy", None)   # what collecting the library runs, now
+        if destroy is not None:
+            destroy()
 
 
 def _resolve(name: str):
@@ -187,18 +216,36 @@ def register(namespace: str | list[str] | None = None, *, plugin: str | None = N
     ``register_autograd`` formula (or through its device-agnostic body; ops that mutate get
     none, as torch allows none). Same rules as ``torch.library.custom_op`` ops.
 
-    Returns the qualified names bridged by this call. Raises ``BridgeError`` (a
-    ``RuntimeError``) naming the op and pack when torch refuses a definition (e.g. the name is
-    taken), and ``KeyError``/``LookupError`` from TensorPlay for an unknown plugin.
+    Returns the qualified names bridged by this call. An op that cannot be bridged never stops
+    the others: every other op is registered, what was registered of the failing one is taken out
+    of torch again, and then one ``BridgeError`` (a ``RuntimeError``) is raised naming each
+    failing op, its pack and the side that refused (e.g. torch, when the name is taken); its
+    ``bridged`` attribute lists the ops this call did register, ``failed`` maps each failing op
+    to its message. A later call retries only the failed ones. ``KeyError``/``LookupError``
+    from TensorPlay for an unknown plugin.
     """
     with _lock:
-        done = []
+        done, failed = [], {}
         for op in _select(namespace, plugin):
             if op.is_builtin or op.name in _BRIDGED:
                 continue
-            _bridge(op)
+            libs: list = []
+            try:
+                _bridge(op, libs)
+            except BridgeError as e:
+                _undo(libs)
+                failed[op.name] = str(e)
+                continue
+            _LIBS[op.name] = tuple(libs)
             _BRIDGED[op.name] = op
             done.append(op.name)
+        if failed:
+            lines = "\n".join(f"  - {m}" for m in failed.values())
+            err = BridgeError(f"tensorplay_torch.register: {len(failed)} op(s) could not be "
+                              f"bridged; the other {len(done)} op(s) of this call are "
+                              f"registered:\n{lines}")
+            err.bridged, err.failed = done, failed
+            raise err
         return done
 
 
