@@ -145,8 +145,8 @@ FAKE_TENSORPLAY = {
                               'FAKE_PYPI_TENSORPLAY = True\n\n\ndef main():\n    print("WRONG")\n',
 }
 
-# Run in each venv after a documented install: ours is what imports. Prints the TensorPlay
-# distributions installed, then the stand-ins (see _install_docs.STAND_INS) installed.
+# Run in each venv after a documented install: ours is what imports. Its last line: the
+# TensorPlay distributions installed and the stand-ins (see _install_docs.STAND_INS) installed.
 OURS_CHECK = r"""
 import importlib.metadata as md, json, sys
 import tensorplay
@@ -155,9 +155,9 @@ names = sorted({d.metadata["Name"].lower() for d in md.distributions()
 assert not hasattr(tensorplay, "FAKE_PYPI_TENSORPLAY"), "PyPI's tensorplay was imported"
 assert "tensorplay" not in names, f"the distribution tensorplay was installed: {names}"
 assert hasattr(tensorplay, "library") and tensorplay.__version__ == md.version("tensorplay-core")
-print(json.dumps(names))
-print(json.dumps(sorted(f"{d.metadata['Name']} {d.version}" for d in md.distributions()
-                        if (d.metadata["Summary"] or "").startswith("stand-in for "))))
+stand_ins = sorted(f"{d.metadata['Name']} {d.version}" for d in md.distributions()
+                   if (d.metadata.get("Summary") or "").startswith("stand-in for "))
+print(json.dumps([names, stand_ins]))
 """
 
 
@@ -269,10 +269,10 @@ def _install_matrix(session, tmp, dist):
         with session.chdir(pack if cmd.in_pack else src):
             session.run(py, "-m", "pip", "install", "-q", *cmd.pip_args, env=env, external=True)
         out = session.run(py, "-c", OURS_CHECK, env=env, external=True, silent=True)
-        names, standins = out.strip().splitlines()[-2:]
-        used = ", ".join(json.loads(standins))
-        matrix.append((cmd.doc, str(cmd) + on, names + (
-            f"; STAND-IN (not the real project, name resolution only): {used}" if used else "")))
+        names, stand_ins = json.loads(out.strip().splitlines()[-1])
+        matrix.append((cmd.doc, str(cmd) + on, json.dumps(names) + (
+            "; STAND-IN (not the real project, name resolution only): " + ", ".join(stand_ins)
+            if stand_ins else "")))
         if last_use[cmd.base or cmd] == i:
             shutil.rmtree(venv)         # no later command adds to it
     session.log("install matrix (command -> tensorplay distributions installed):")
