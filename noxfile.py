@@ -5,9 +5,11 @@
 * ``minimums`` -- the whole suite on Python 3.10 with every direct dependency at its declared
   minimum (``>=X`` installed as ``==X``): proves the lower bounds in the pyproject files.
 * ``wheels`` -- builds the sdist and wheel of all five distributions; installs every documented
-  ``pip install`` command (README, docs, guides, plugin READMEs) into an empty venv from a local
-  index that also holds a fake ``tensorplay`` 1.1.0 (PyPI's unrelated project), asserting that
-  ours is what imports, and logs the install matrix (``-- --matrix-only`` stops there); then
+  ``pip install`` command (every Markdown page but the CHANGELOG) into an empty venv (or into the
+  venv of the page's earlier command it adds to) from a local index that also holds a fake
+  ``tensorplay`` 1.1.0 (PyPI's unrelated project) and a stand-in ``torch`` (name and version only:
+  the bridge's commands are checked for resolution, never with PyTorch), asserting that ours is
+  what imports, and logs the install matrix (``-- --matrix-only`` stops there); then
   installs the wheels (non-editable) into a fresh venv, runs ``tensorplay check`` there, and the
   test suite taken from the core's sdist against those installed wheels.
 * ``docs`` -- the documentation site (``mkdocs build --strict``: any warning fails).
@@ -32,6 +34,7 @@ Interpreters are found as ``pythonX.Y`` on ``PATH``; with pyenv, make them all v
 from __future__ import annotations
 
 import glob
+import json
 import os
 import re
 import shutil
@@ -143,7 +146,8 @@ FAKE_TENSORPLAY = {
                               'FAKE_PYPI_TENSORPLAY = True\n\n\ndef main():\n    print("WRONG")\n',
 }
 
-# Run in each venv after a documented install: ours is what imports.
+# Run in each venv after a documented install: ours is what imports. Its last line: the
+# TensorPlay distributions installed and the stand-ins (see _install_docs.STAND_INS) installed.
 OURS_CHECK = r"""
 import importlib.metadata as md, json, sys
 import tensorplay
@@ -152,8 +156,17 @@ names = sorted({d.metadata["Name"].lower() for d in md.distributions()
 assert not hasattr(tensorplay, "FAKE_PYPI_TENSORPLAY"), "PyPI's tensorplay was imported"
 assert "tensorplay" not in names, f"the distribution tensorplay was installed: {names}"
 assert hasattr(tensorplay, "library") and tensorplay.__version__ == md.version("tensorplay-core")
-print(json.dumps(names))
+stand_ins = sorted(f"{d.metadata['Name']} {d.version}" for d in md.distributions()
+                   if (d.metadata.get("Summary") or "").startswith("stand-in for "))
+print(json.dumps([names, stand_ins]))
 """
+
+
+def _write_project(folder, files):
+    for name, text in files.items():
+        os.makedirs(os.path.dirname(os.path.join(folder, name)), exist_ok=True)
+        with open(os.path.join(folder, name), "w") as f:
+            f.write(text)
 
 
 def _simple_index(index, *folders):
@@ -178,11 +191,14 @@ def _simple_index(index, *folders):
 
 def _install_matrix(session, tmp, dist):
     """Every ``pip install`` command of the README, the docs and the guides, each into an empty
-    venv, against a local index holding their dependencies and a fake ``tensorplay`` 1.1.0 (and
-    nothing of ours: the commands find our wheels the way they say, ``--find-links dist``); pip
-    never reaches PyPI. Asserts that ``import tensorplay`` is ours after each; logs the matrix."""
+    venv (or, for a command that adds to a venv an earlier command of its page created, into that
+    one after it), against a local index holding their dependencies, stand-ins for the few too
+    large for CI (``STAND_INS``: torch) and a fake ``tensorplay`` 1.1.0 (and nothing of ours: the
+    commands find our wheels the way they say, ``--find-links dist``); pip never reaches PyPI.
+    Asserts that ``import tensorplay`` is ours after each; logs the matrix."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tests"))
-    from _install_docs import install_commands, write_guide_pack
+    from _install_docs import (STAND_INS, WHEELHOUSE, install_commands, stand_in_files,
+                               stand_in_version, tool_install_commands, write_guide_pack)
 
     # the repository as a user has it, with the built wheels in dist/; the op-pack guide's pack
     # beside it (the guide's layout: my-ops/ and ../tensorplay)
@@ -193,24 +209,34 @@ def _install_matrix(session, tmp, dist):
         ".git", ".venv", ".nox", "dist", "build", "*.egg-info", "__pycache__", "site"))
     shutil.copytree(dist, os.path.join(src, "dist"))
     pack = str(write_guide_pack(Path(work)))
+    cmds = install_commands(Path(src))
 
-    fake = os.path.join(work, "fake-tensorplay")
-    for name, text in FAKE_TENSORPLAY.items():
-        os.makedirs(os.path.dirname(os.path.join(fake, name)), exist_ok=True)
-        with open(os.path.join(fake, name), "w") as f:
-            f.write(text)
     fake_dist = os.path.join(work, "fake-dist")
-    session.run("python", "-m", "build", "--no-isolation", "--wheel", "--outdir", fake_dist, fake)
+    _write_project(os.path.join(work, "fake-tensorplay"), FAKE_TENSORPLAY)
+    session.run("python", "-m", "build", "--no-isolation", "--wheel", "--outdir", fake_dist,
+                os.path.join(work, "fake-tensorplay"))
+    stand_ins = {}
+    for name, why in STAND_INS.items():
+        version = stand_in_version(name, Path(src))
+        _write_project(os.path.join(work, f"stand-in-{name}"), stand_in_files(name, version, why))
+        session.run("python", "-m", "build", "--no-isolation", "--wheel", "--outdir", fake_dist,
+                    os.path.join(work, f"stand-in-{name}"), silent=True)
+        stand_ins[name] = version
+        session.log(f"STAND-IN: the index's {name} is {name} {version}, a wheel with only that "
+                    f"name and version (importing it raises ImportError), not {name}: {why}. "
+                    "Every command needing it below is checked for name resolution only.")
 
     # the dependencies of every command, downloaded once (the only step that reaches PyPI)
     wheelhouse = os.path.join(tmp, "wheelhouse")
     os.makedirs(wheelhouse, exist_ok=True)
-    session.run("python", "-m", "pip", "download", "-q", "-d", wheelhouse, "--find-links", dist,
-                "tensorplay-core[all,cuda12,cuda13,test]",
-                "tensorplay-example-ops[cpu,cuda12,cuda13,triton]", "setuptools>=77", "numpy>=1.26",
-                "-r", os.path.join(src, "docs", "requirements.txt"))
-    for f in glob.glob(os.path.join(wheelhouse, "tensorplay*")):
-        os.remove(f)                      # ours come only from dist/, as the commands say
+    with session.chdir(src):
+        session.run("python", "-m", "pip", "download", "-q", "-d", wheelhouse, "--find-links",
+                    dist, *WHEELHOUSE)
+    from packaging.utils import canonicalize_name
+    for f in glob.glob(os.path.join(wheelhouse, "*")):
+        name = canonicalize_name(re.split(r"-\d", os.path.basename(f), maxsplit=1)[0])
+        if name.startswith("tensorplay") or name in stand_ins:
+            os.remove(f)    # ours come only from dist/, as the commands say; stand-ins only
     index = _simple_index(os.path.join(work, "simple"), wheelhouse, fake_dist)
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
@@ -227,20 +253,34 @@ def _install_matrix(session, tmp, dist):
                     env=env, external=True)
     session.run(py, "-c", OURS_CHECK, env=env, external=True, success_codes=[1])
     shutil.rmtree(venv)
-    matrix = []
-    for i, cmd in enumerate(install_commands(Path(src))):
-        venv = os.path.join(work, f"venv{i}")
-        session.run("python", "-m", "venv", venv, silent=True)
+
+    matrix, venvs = [], {}
+    last_use = {c.base or c: i for i, c in enumerate(cmds)}    # a venv's last command
+    for i, cmd in enumerate(cmds):
+        if cmd.base is None:
+            venv = venvs[cmd] = os.path.join(work, f"venv{i}")
+            session.run("python", "-m", "venv", venv, silent=True)
+        else:                           # adds to the install of the page's earlier command
+            venv = venvs[cmd] = venvs[cmd.base]
         py = os.path.join(venv, "bin", "python")
-        session.log(f"[{cmd.doc}] {cmd}")
+        on = f" (into the venv of: {cmd.base})" if cmd.base is not None else ""
+        note = " (the page abbreviates it with '...': run without it)" \
+            if cmd.pip_args != cmd.args else ""
+        session.log(f"[{cmd.doc}] {cmd}{on}{note}")
         with session.chdir(pack if cmd.in_pack else src):
-            session.run(py, "-m", "pip", "install", "-q", *cmd.args, env=env, external=True)
+            session.run(py, "-m", "pip", "install", "-q", *cmd.pip_args, env=env, external=True)
         out = session.run(py, "-c", OURS_CHECK, env=env, external=True, silent=True)
-        matrix.append((cmd.doc, str(cmd), out.strip().splitlines()[-1]))
-        shutil.rmtree(venv)
+        names, stand_ins = json.loads(out.strip().splitlines()[-1])
+        matrix.append((cmd.doc, str(cmd) + on, json.dumps(names) + (
+            "; STAND-IN (not the real project, name resolution only): " + ", ".join(stand_ins)
+            if stand_ins else "")))
+        if last_use[cmd.base or cmd] == i:
+            shutil.rmtree(venv)         # no later command adds to it
     session.log("install matrix (command -> tensorplay distributions installed):")
     for doc, cmd, names in matrix:
         session.log(f"  [{doc}] {cmd} -> {names}")
+    for cmd in tool_install_commands(Path(src)):
+        session.log(f"  [{cmd.doc}] {cmd} -> not run: installs a tool, none of ours")
 
 
 @nox.session(python=PYTHONS[-2])
