@@ -81,13 +81,17 @@ def source(op: str, compute: str) -> str:
 _KERNELS: dict = {}
 
 
-def _kernel(cupy, op, compute):
-    k = _KERNELS.get((op, compute))
+def _kernel(cupy, op, compute, scalar=False):
+    """The kernel for two arrays of one dtype (``X in0, X in1``), or for an array and a number
+    (``scalar``): the number is a parameter of the compute type itself, since CuPy does not type
+    a placeholder from a scalar argument (``KeyError`` in ``_decide_params_type``)."""
+    k = _KERNELS.get((op, compute, scalar))
     if k is None:
+        params = f"X in0, {compute} in1" if scalar else "X in0, X in1"
         # --fmad=false: no contraction into fused multiply-adds (none is written, none is wanted)
-        k = _KERNELS[(op, compute)] = cupy.ElementwiseKernel(
-            "X in0, Y in1", "X out0", source(op, compute), f"tensorplay_{op}_{compute}",
-            options=("--fmad=false",))
+        k = _KERNELS[(op, compute, scalar)] = cupy.ElementwiseKernel(
+            params, "X out0", source(op, compute),
+            f"tensorplay_{op}_{compute}{'_scalar' if scalar else ''}", options=("--fmad=false",))
     return k
 
 
@@ -110,7 +114,7 @@ def namespace(xp, cupy, numpy):
                     # float16 value is exact in float32, the kernel's argument type
                     b = numpy.float64(b) if da is f64 else numpy.float32(
                         round_scalar(b, float16) if da is f16 else _to_float32(b))
-                    return _kernel(cupy, op, compute)(a, b)
+                    return _kernel(cupy, op, compute, True)(a, b)
                 if b.dtype is da:
                     return _kernel(cupy, op, compute)(a, b)
             return fallback(a, b)
