@@ -47,7 +47,7 @@ def _blocks():
     return n
 
 
-def _flat(cycle, n=CYCLES):
+def _flat(cycle, n=CYCLES, warmup=100):
     """Run ``cycle(i)`` ``n`` times after a warm-up (past the compile cache's 64 graphs).
     Returns the growth of ``linecache`` entries over each half, and over the second half the
     growth of the memory blocks in use and of the bytes in use in each of ``WINDOWS`` windows
@@ -64,7 +64,7 @@ def _flat(cycle, n=CYCLES):
     (one block replaces another) and is by a leak of any object."""
     tracemalloc.start()
     try:
-        for i in range(100):
+        for i in range(warmup):
             cycle(-1 - i)
         gc.collect()
         lines0 = len(linecache.cache)
@@ -91,13 +91,15 @@ def _flat(cycle, n=CYCLES):
 def _check(growth, n=CYCLES):
     """No generated text left in ``linecache``; fewer new blocks than ``BLOCKS_PER_CYCLE`` per
     cycle (beyond the measurement's own); and fewer new bytes than ``SLACK_PER_CYCLE`` per cycle
-    over the measured half less its largest window (where a table rebuilt once lands; a leak
-    adds bytes in every window)."""
+    over the measured half's windows less its two largest (where tables rebuilt once land:
+    ``linecache.cache``, the registry and the compiled-code cache can each step once, depending
+    on what ran before; a leak adds bytes in every window)."""
     assert growth["lines_first_half"] <= 8 and growth["lines_second_half"] <= 8, growth
     assert growth["blocks_second_half"] < BLOCKS_PER_CYCLE * (n - n // 2) + MEASUREMENT_BLOCKS, \
         growth
     windows = growth["bytes_per_window"]
-    assert sum(windows) - max(windows) < SLACK_PER_CYCLE * (n - n // 2), growth
+    kept = sorted(windows)[:WINDOWS - 2]
+    assert sum(kept) < SLACK_PER_CYCLE * (n - n // 2) * (WINDOWS - 2) / WINDOWS, growth
 
 
 def test_recaptures_release_their_source():
@@ -113,7 +115,12 @@ def test_recaptures_release_their_source():
         scale[0] = float(i) + 0.5
         compiled(x)
 
-    growth = _flat(cycle)
+    # a long warm-up: the compiled-code cache (256 code objects, first in first out) still holds
+    # entries made by earlier tests before tracing began; each that is evicted and made again is
+    # traced from then on, a growth bounded by the cache's size that fades once every entry has
+    # been replaced (about 1000 captures after tests/test_zero_dim_promotion.py's compiles; 100
+    # left 0.7 new blocks per cycle in the measured half, 1000 left 0.3 and 1500 0.1)
+    growth = _flat(cycle, warmup=1000)
     assert compiled.cache_size == 64 and compiled.captures >= CYCLES
     _check(growth)
 
