@@ -62,7 +62,8 @@ def _define(torch, tp):
     def native(x: torch.Tensor, a: float) -> torch.Tensor:
         if x.device.type == "cuda":
             import cupy
-            return torch.from_dlpack(cupy.from_dlpack(x) * a)
+            # detach: DLPack refuses a tensor that requires grad (the GPU run of 2026-12-03)
+            return torch.from_dlpack(cupy.from_dlpack(x.detach()) * a)
         return torch.from_numpy(x.numpy() * a)
 
     @native.register_fake
