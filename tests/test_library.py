@@ -1077,3 +1077,12 @@ def test_kernel_stack_is_a_typed_read_only_view(ns):
         assert (fn, owner, prio) == (k2, None, 0)
         assert source == f"{__name__}:test_kernel_stack_is_a_typed_read_only_view.<locals>.k2"
     assert op.kernel_stack("cpu") == first and op.kernel_stack("cuda") == ()
+
+
+def test_a_misspelt_namespace_names_the_known_ones_and_the_closest():
+    import tensorplay as tp
+    with pytest.raises(AttributeError) as e:
+        tp.ops.exampel.gelu
+    msg = str(e.value)
+    assert "no operator is registered in namespace 'exampel'" in msg, msg
+    assert "example" in msg.split("known:")[1] and "tensorplay.ops.example?" in msg, msg

@@ -258,6 +258,34 @@ def test_wrong_formula_with_none_for_another_input_is_caught():
         assert "table" in r.message and "None" in r.message    # said, not silently dropped
 
 
+def test_none_for_an_input_the_op_depends_on_is_a_wrong_gradient():
+    # torch's rule: None is a zero gradient; the op's value moves with 'table', so returning
+    # None for it when the sample asks its gradient (requires_grad) is a wrong formula, named
+    with formula(rotate, lambda ctx, g: (g * tp.cos(ctx.saved_tensors[0]), None), _rot_setup):
+        r = grads(rotate, (tp.randn(4, 6), tp.randn(6, requires_grad=True)))
+        assert r.status == "fail" and "input 'table'" in r.message, r
+        assert "returns None for input 'table'" in r.message, r.message
+        assert "input 'x'" not in r.message, r.message
+    # the same through the public opcheck: a two-input product whose backward drops y's gradient
+    @lib.custom_op("gr_none::mul", mutates_args=())
+    def mul(x: Tensor, y: Tensor) -> Tensor:
+        return tp.from_numpy(_np(x) * _np(y))
+
+    mul.register_fake(lambda x, y: tp.empty_like(x))
+
+    def sc(ctx, inputs, output):
+        ctx.save_for_backward(*inputs)
+
+    mul.register_autograd(lambda ctx, g: (g * ctx.saved_tensors[1], None), setup_context=sc)
+    x, y = tp.randn(3, 4, requires_grad=True), tp.randn(3, 4, requires_grad=True)
+    res = lib.opcheck(mul, (x, y), raise_exception=False)
+    assert set(res) == {"test_gradients"} and "input 'y'" in res["test_gradients"], res
+    # and every input given None: not a silent skip
+    mul.register_autograd(lambda ctx, g: (None, None), setup_context=sc)
+    res = lib.opcheck(mul, (x, y), raise_exception=False)
+    assert "test_gradients" in res, res
+
+
 # ---------------------------------------------------------------------------- non-smooth points
 
 @lib.custom_op("gr_kink::relu", mutates_args=())

@@ -33,6 +33,14 @@ class _Namespace:
         if op is None:
             rec = _pm.op_failure(f"{self._ns}::{name}")   # a plugin that failed to provide it?
             hint = f"; {_pm.op_failure_hint(f'{self._ns}::{name}')}" if rec is not None else ""
+            if rec is None:
+                known = __dir__()           # error path only: every op pack is imported
+                if self._ns not in known:   # a namespace nobody registered: most often a typo
+                    import difflib
+                    close = difflib.get_close_matches(self._ns, known, n=1)
+                    hint = (f"; no operator is registered in namespace {self._ns!r} (known: "
+                            f"{', '.join(known)})"
+                            + (f". Did you mean tensorplay.ops.{close[0]}?" if close else ""))
             raise AttributeError(f"tensorplay.ops.{self._ns} has no operator {name!r}{hint}") \
                 from (rec.error if rec is not None else None)
         return op

@@ -33,7 +33,8 @@ comparison is smooth, stable and disagrees.
 
 Same scope rules as ``test_autograd_registration``: mutating ops, integer/bool inputs and
 outputs, outputs the formula marks non-differentiable and inputs the formula returns ``None``
-for are not compared; an op without a formula whose sample has no input that requires grad is
+for are not compared, except an input the sample itself marks ``requires_grad``: for it ``None``
+is a zero gradient and is compared (torch's gradcheck rule); an op without a formula whose sample has no input that requires grad is
 skipped (as torch's opcheck does); an op tagged nondeterministic is skipped.
 """
 
@@ -126,6 +127,9 @@ class _Sample:
         self.labels = [names.get(id(t), f"tensor input #{i}") for i, t in enumerate(found)]
         self.diff = [i for i, t in enumerate(found) if isinstance(t, T)
                      and t.dtype.is_floating_point and params.get(id(t)) not in mutated]
+        # the inputs the sample's author marked requires_grad: a formula's None for one of
+        # them is compared as a zero gradient (torch's gradcheck), not taken as a declaration
+        self.asked = {i for i in self.diff if found[i].requires_grad}
 
     def with_tensors(self, new):
         """(args, kwargs) with the flat tensor slots replaced by ``new`` (same order)."""
@@ -362,9 +366,12 @@ def _attempt(s, base, atol, rtol, rng, only=None, probe=None):
             continue
         t = base[i]
         if g is None:
-            if op.has_autograd:
+            if op.has_autograd and i not in s.asked:
                 res[i] = ("none", None)      # the formula declares: no gradient for this input
                 continue
+            # torch's rule (autograd, gradcheck): None is a zero gradient. For an input the
+            # sample itself asks a gradient for (requires_grad), it is compared like any other:
+            # None for an input the op's value moves with is a wrong formula
             g64 = np.zeros(tuple(t.shape))
         else:
             if tuple(g.shape) != tuple(t.shape):
@@ -438,7 +445,7 @@ def _attempt(s, base, atol, rtol, rng, only=None, probe=None):
             res[i] = ("unstable", {"m1": m1, "m2": m2})
             continue
         info = {"m1": m1, "m2": m2, "prec": prec, "dtype": _dname(t.dtype),
-                "sample": s.describe(base)}
+                "sample": s.describe(base), "none": g is None}
         info["per_output"], info["worst"] = _diagnose(roots, us, leaves[i], m1)
         res[i] = ("bad", info)
     return res
@@ -522,6 +529,11 @@ def _verdict(op, s, verdicts):
                               f"{', '.join(dropped)}: if that output is not differentiable "
                               f"(statistics saved for the backward, indices), say so in "
                               f"setup_context with ctx.mark_non_differentiable(...)")
+            if info.get("none"):
+                where += (f". The formula returns None for input '{s.labels[i]}' (a zero "
+                          f"gradient) although the op's value moves with it: return its "
+                          f"gradient, or pass that input without requires_grad if it is not "
+                          f"meant to be differentiated")
             parts.append(
                 f"the gradient of input '{s.labels[i]}' is wrong: along a random direction "
                 f"(contracted with a random output cotangent) the analytical derivative is "
