@@ -268,6 +268,15 @@ def _dist_of(ep) -> tuple[str, str]:
     return name, dist.version or "?"
 
 
+def _skipped_entry(msg: str, strict: bool) -> None:
+    """An entry point skipped at discovery: traced, then one ``PluginWarning`` (pointing at the
+    caller of the scan), or ``PluginError`` with TENSORPLAY_STRICT_PLUGINS=1."""
+    _trace("%s", msg)
+    if strict:
+        raise PluginError(msg + " (TENSORPLAY_STRICT_PLUGINS=1 makes this an error)")
+    _warn(msg, stacklevel=5)       # one frame deeper than the two reporters that call this
+
+
 def _misplaced_kernel_ep(ep, dname: str, ver: str, strict: bool) -> None:
     """A kernel entry point (``"ns::op.device" = "pkg.mod:fn"``) declared in group
     ``tensorplay.plugins`` instead of ``tensorplay.kernels``: skipped (never imported) with one
@@ -277,10 +286,7 @@ def _misplaced_kernel_ep(ep, dname: str, ver: str, strict: bool) -> None:
            f"belong in group {KERNEL_GROUP!r} (imported on first call). It was skipped: move "
            f"it to [project.entry-points.\"{KERNEL_GROUP}\"] in the pyproject.toml of {dname} "
            f"and reinstall.")
-    _trace("%s", msg)
-    if strict:
-        raise PluginError(msg + " (TENSORPLAY_STRICT_PLUGINS=1 makes this an error)")
-    _warn(msg, stacklevel=4)
+    _skipped_entry(msg, strict)
 
 
 def _warn_unknown_names(names, var: str) -> None:
@@ -345,7 +351,4 @@ def _bad_namespace_ep(ep, dname: str, ver: str, why: str, strict: bool) -> None:
            f"Fix the entry point in the pyproject.toml of {dname} (under "
            f"[project.entry-points.\"{NAMESPACE_GROUP}\"], namespace = \"plugin.module\") and "
            f"reinstall.")
-    _trace("%s", msg)
-    if strict:
-        raise PluginError(msg + " (TENSORPLAY_STRICT_PLUGINS=1 makes this an error)")
-    _warn(msg, stacklevel=4)
+    _skipped_entry(msg, strict)
