@@ -185,3 +185,22 @@ def try_import_torch():
         return torch, None
     except Exception as e:  # noqa: BLE001 - any import failure means: no reference, say why
         return None, f"torch not importable ({type(e).__name__}: {e})"
+
+
+def triton_device_or_exit_code(script: str, device: str):
+    """None when ``device`` can run Triton kernels here ("cpu": the interpreter; "cuda": a usable
+    GPU) and ``triton``/``tensorplay-triton`` import; else prints why (naming ``script``) and
+    returns 2, the "not available" exit status ``run_all.py`` expects."""
+    import sys
+    import tensorplay
+    ok, why = (True, "") if device == "cpu" else tensorplay.plugins.device_status("cuda")
+    if not ok:
+        print(f"{script}: no CUDA GPU ({why}); nothing to measure", file=sys.stderr)
+        return 2
+    try:
+        import tensorplay_triton  # noqa: F401
+        import triton  # noqa: F401
+    except ImportError as e:
+        print(f"{script}: needs triton and tensorplay-triton: {e}", file=sys.stderr)
+        return 2
+    return None

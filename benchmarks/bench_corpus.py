@@ -189,16 +189,11 @@ def main() -> int:
     import numpy as np
     import tensorplay
     on_cpu = args.device == "cpu"
-    ok, why = (True, "") if on_cpu else tensorplay.plugins.device_status("cuda")
-    if not ok:
-        print(f"bench_corpus: no CUDA GPU ({why}); nothing to measure", file=sys.stderr)
-        return 2
-    try:
-        import tensorplay_triton  # noqa: F401
-        import triton  # noqa: F401
-    except ImportError as e:
-        print(f"bench_corpus: needs triton and tensorplay-triton: {e}", file=sys.stderr)
-        return 2
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    import _harness
+    code = _harness.triton_device_or_exit_code("bench_corpus", args.device)
+    if code is not None:
+        return code
     sys.path.insert(0, str(_TESTS))
     from corpus import all_cases
 
@@ -296,8 +291,6 @@ def main() -> int:
               f"{statistics.median(br):6.2f}")
     print(f"({len(rows) - sum(1 for r in rows if r[1] is None)} of {len(rows)} cases measured, "
           f"{time.perf_counter() - start:.0f} s)")
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-    import _harness
     out = {"device": args.device, "scale": scale, "reference": ref_label, "rows": [
         {"case": cid, "check": check, **({} if t is None else {
             "tensorplay_fwd_us": t[0][0], "tensorplay_fwd_bwd_us": t[0][1],

@@ -56,16 +56,12 @@ def main() -> int:
     args = _parse()
     import tensorplay
     on_cpu = args.device == "cpu"
-    ok, why = (True, "") if on_cpu else tensorplay.plugins.device_status("cuda")
-    if not ok:
-        print(f"bench_gpu_backward: no CUDA GPU ({why}); nothing to measure", file=sys.stderr)
-        return 2
-    try:
-        import triton  # noqa: F401
-        import tensorplay_triton  # noqa: F401
-    except ImportError as e:
-        print(f"bench_gpu_backward: needs triton and tensorplay-triton: {e}", file=sys.stderr)
-        return 2
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    import _harness
+    code = _harness.triton_device_or_exit_code("bench_gpu_backward", args.device)
+    if code is not None:
+        return code
+    import triton
     import numpy as np
     cp = None
     if not on_cpu:
