@@ -115,13 +115,17 @@ def _minimum_pins():
     pins = {}
     for d in DIST_DIRS:
         for req in _requirements(d):
-            m = re.fullmatch(r"\s*([A-Za-z0-9_.-]+)\s*>=\s*([^,;\s]+)\s*(?:,\s*<[^;]*)?", req)
+            # name[extras]>=X[,<Y]: the extras are kept (pyright[nodejs] without its extra has
+            # no node to run, and its tests would skip instead of checking the minimum).
+            m = re.fullmatch(r"\s*([A-Za-z0-9_.-]+)(\[[^\]]*\])?\s*>=\s*([^,;\s]+)\s*(?:,\s*<[^;]*)?",
+                             req)
             if not m or m.group(1).startswith(("tensorplay", "cupy")):
                 continue
-            name, low = m.group(1).lower(), m.group(2)
-            pins[name] = max(pins.get(name, low), low, key=lambda v: [int(x) for x in
-                                                                       re.findall(r"\d+", v)])
-    return [f"{n}=={v}" for n, v in sorted(pins.items())]
+            name, extras, low = m.group(1).lower(), m.group(2) or "", m.group(3)
+            old_extras, old_low = pins.get(name, ("", low))
+            pins[name] = (extras or old_extras,
+                          max(old_low, low, key=lambda v: [int(x) for x in re.findall(r"\d+", v)]))
+    return [f"{n}{e}=={v}" for n, (e, v) in sorted(pins.items())]
 
 
 @nox.session(python=PYTHONS[0])
