@@ -775,3 +775,29 @@ def test_builtin_adapters_enter_the_device_guard_only_with_several_gpus(n_gpus):
     be = CUDABackend()
     be._count = n_gpus
     assert be.device_guard_needed() is (n_gpus > 1)
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64", "int32", "int64",
+                                   "bool"])
+def test_cuda_fill_factories_values_and_zero_sign(dtype):
+    """zeros / ones / full / *_like on cuda hold the value cpu gives, for every dtype: zeros are
+    written by a memset, other values by a fill kernel, and ``-0.0`` keeps its sign (a memset
+    would write +0.0)."""
+    dt = getattr(tp, dtype)
+    for shape in [(0,), (3,), (5, 7), (1 << 16,)]:
+        for make in (lambda dev: tp.zeros(shape, dtype=dt, device=dev),
+                     lambda dev: tp.ones(shape, dtype=dt, device=dev),
+                     lambda dev: tp.full(shape, True if dtype == "bool" else 3, dtype=dt,
+                                         device=dev),
+                     lambda dev: tp.zeros_like(tp.ones(shape, dtype=dt, device=dev)),
+                     lambda dev: tp.full_like(tp.zeros(shape, dtype=dt, device=dev),
+                                              False if dtype == "bool" else -2)):
+            got, want = make("cuda"), make("cpu")
+            assert got.device.type == "cuda" and got.dtype == want.dtype
+            assert_close(got.cpu(), want, rtol=0, atol=0)
+    if dtype.startswith(("float", "bfloat")):
+        for z in (tp.full((4,), -0.0, dtype=dt, device="cuda"),
+                  tp.full_like(tp.ones((4,), dtype=dt, device="cuda"), -0.0)):
+            assert np.signbit(z.cpu().float().numpy()).all(), z
+        assert not np.signbit(tp.zeros((4,), dtype=dt, device="cuda").cpu().float().numpy()).any()
