@@ -2,35 +2,30 @@
 
 ``Backend`` is the contract (httpx's habit: one small protocol, and a fake implementation shipped
 for tests, ``tensorplay.testing.backend.MockBackend``); it is public as
-``tensorplay.backends.Backend``. ``ArrayBackend`` implements it for any NumPy-like module (numpy,
-cupy): a plugin subclass sets ``np`` (the module) and ``xp`` (its array-API namespace) and
-overrides the handful of places where the modules differ (``as_strided``, ``data_ptr``, host
-transfer, random numbers, availability).
+``tensorplay.backends.Backend``. Beside it, what the protocol's members are built from:
+``Storage`` (a backend's ``root_storage`` subclasses it), the row-major stride rule,
+``wrap_native`` (the building block of ``Backend.wrap``), ``device_finder`` (for
+``Backend.guard_kernel``), the data-free ``meta`` backend and ``get_backend``, the lookup of a
+loaded backend. Its implementation over NumPy-like modules, ``ArrayBackend``, lives beside the
+reference kernels it binds (``_kernels.array_backend``).
 
 Storage model (same as torch): a tensor is a view ``(shape, stride, storage_offset)`` in
 elements over a ``Storage`` whose ``root`` is a contiguous native array. View metadata is
 computed by the core (one rule for real and fake tensors); the backend only materializes it
 with ``as_strided``.
 
-Loading is not done here: ``get_backend`` asks ``_devices.load``, whose loader the top of the
-package subscribed (``tensorplay.backends``: imports the providing plugin's backend and checks it
-against ``Backend``); the layers above bind their kernels when ``_devices`` announces the load.
+Loading is not done here: ``get_backend`` asks ``_devices.load``, which hands a device's first use
+to ``tensorplay.backends.first_use`` (load the plugin, build and check the backend, bind its
+kernels, publish it).
 """
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Callable, ClassVar, Protocol, runtime_checkable
 
 from . import _devices, _dtype, _registry
 
 _LOADED: dict = _devices.loaded   # device type -> backend instance (the table of _devices)
-_lock = threading.RLock()
-
-# The reference kernels (``_kernels.xp.bind(xp, backend) -> {name: kernel}``) live in the op layer
-# above: it puts ``bind`` here when it is imported (always before a backend loads), so
-# ``ArrayBackend.kernels`` needs no upward import.
-reference_kernels: list = []
 
 
 class _NoGuard:
@@ -465,176 +460,6 @@ _TENSOR_CLS: list = [None]   # tensorplay.Tensor, once imported
 _new = object.__new__
 
 
-class ArrayBackend(Backend):
-    """``Backend`` for a NumPy-like array module. Subclasses set ``device_type``, ``np`` and
-    ``xp`` and implement ``as_strided`` (and the optional members their device needs).
-
-    Methods take and return *native* arrays; ``wrap`` turns a kernel result into a Tensor.
-    """
-
-    device_type = "?"
-    np = None     # numpy-like module
-    xp = None     # array-API namespace of it
-
-    def __init__(self):
-        self._dtype_cache = {}
-        self._native_cache = {}
-        self._kernels = None
-
-    # -- dtypes -----------------------------------------------------------------------------
-    def native_dtype(self, dt):
-        r = self._native_cache.get(dt)
-        if r is None:
-            try:
-                r = self.np.dtype(dt.name)
-            except TypeError:
-                raise TypeError(f"{self.device_type}: dtype {dt} is not supported by this "
-                                f"device's backend ({self.np.__name__} has no {dt.name}); use "
-                                f"float16 or float32 on '{self.device_type}'") from None
-            self._native_cache[dt] = r
-        return r
-
-    def dtype_of(self, arr):
-        nd = arr.dtype
-        r = self._dtype_cache.get(nd)
-        if r is None:
-            r = _dtype.from_name(nd.name, nd)
-            self._dtype_cache[nd] = r
-        return r
-
-    # -- tensors ----------------------------------------------------------------------------
-    def wrap(self, arr, device):
-        """Tensor owning ``arr`` (made contiguous if it is not; numpy scalars become 0-d)."""
-        Tensor = _TENSOR_CLS[0]
-        if Tensor is None:   # bound once: an import statement here costs ~0.3 µs per kernel call
-            from ._tensor import Tensor
-            _TENSOR_CLS[0] = Tensor
-        np = self.np
-        if arr.__class__ is not np.ndarray:   # a scalar, or a subclass: a plain array
-            arr = np.asarray(arr)
-        if not arr.flags.c_contiguous:
-            arr = np.ascontiguousarray(arr)
-        # Tensor._init_real inlined (one frame less on every kernel result), with the cached
-        # stride tuple and dtype looked up in place; object.__new__ bound once (no lookup)
-        t = _new(Tensor)
-        shape = arr.shape
-        st = _new(Storage)
-        st.root = arr
-        st.nbytes = arr.nbytes
-        st.version = 0
-        st.backend = self
-        t._storage = st
-        t._data = arr
-        t._shape = shape
-        stride = _CONTIG_CACHE.get(shape)
-        t._stride = stride if stride is not None else contiguous_strides_cached(shape)
-        t._offset = 0
-        nd = arr.dtype
-        dt = self._dtype_cache.get(nd)
-        t._dtype = dt if dt is not None else self.dtype_of(arr)
-        t._device = device
-        t._backend = self
-        k = device.type
-        t._dkey = k
-        t._bkey = k
-        t._requires_grad = False
-        t.grad = None
-        t.grad_fn = None
-        t._output_nr = 0
-        t._accum = None
-        t._base = None
-        t._vver = 0
-        t._retains_grad = False
-        t._capture = None
-        return t
-
-    def wrap_shared(self, arr, device):
-        """Tensor sharing ``arr``'s memory, keeping its strides (``from_numpy``/``from_dlpack``).
-
-        The storage root becomes a 1-D array over the span ``arr`` covers, so views and
-        in-place writes reach the producer's memory. Arrays with negative or non-element-aligned
-        strides cannot be described that way and are copied (``wrap``).
-        """
-        # contiguous (the common case, e.g. every cpu tensor crossing tensorplay-torch): straight
-        # to ``wrap``, which binds the Tensor class once (an import statement here cost ~1 µs)
-        if arr.flags.c_contiguous or arr.size == 0:
-            return self.wrap(arr, device)
-        from ._tensor import Tensor
-        item = arr.dtype.itemsize
-        if any(st < 0 or st % item for st in arr.strides):
-            return self.wrap(arr, device)
-        stride = tuple(st // item for st in arr.strides)
-        span = 1 + sum((s - 1) * st for s, st in zip(arr.shape, stride))
-        root = self.np.lib.stride_tricks.as_strided(arr, shape=(span,), strides=(item,))
-        t = Tensor.__new__(Tensor)
-        t._init_real(Storage(root, span * item, self), arr, tuple(arr.shape), stride, 0,
-                     self.dtype_of(arr), device, self)
-        return t
-
-    # as_strided: each subclass's own (NumPy and CuPy build strided views differently); left
-    # to the protocol's stub, so the load-time check names a subclass that forgot it
-
-    def empty(self, shape, dtype, device):
-        r = self._native_cache.get(dtype)
-        return self.np.empty(shape, dtype=r if r is not None else self.native_dtype(dtype))
-
-    def full(self, shape, value, dtype, device):
-        r = self._native_cache.get(dtype)
-        return self.np.full(shape, value, dtype=r if r is not None else self.native_dtype(dtype))
-
-    # these two are exactly np.empty/np.full of the cached native dtype: the built-in kernels
-    # (_kernels/xp.py) call those directly for a backend that keeps them (a subclass overriding
-    # either loses the mark and is called as usual)
-    empty._tp_np_alloc = full._tp_np_alloc = True
-    # and they return a fresh row-major np.ndarray: the generated adapters of tp::empty/tp::full
-    # build the result tensor inline (_ops/_define._alloc_build_lines)
-    empty._tp_fresh_alloc = full._tp_fresh_alloc = True
-
-    def arange(self, start, end, step, dtype, device):
-        return self.np.arange(start, end, step, dtype=self.native_dtype(dtype))
-
-    def from_host(self, obj, dtype, device):
-        """Native array from a nested list, scalar or host (numpy) array, of ``dtype`` if given."""
-        nd = self.native_dtype(dtype) if dtype is not None else None
-        return self.np.array(obj, dtype=nd, copy=True)
-
-    def to_host(self, arr):
-        """A numpy array with ``arr``'s values (the array itself on the cpu)."""
-        return arr
-
-    def from_dlpack(self, obj):
-        return self.np.from_dlpack(obj)
-
-    # -- the few writes the array API lacks --------------------------------------------------
-    def assign(self, dst, src) -> None:
-        """``dst[...] = src`` (broadcasting; ``dst`` is a view into storage)."""
-        dst[...] = src
-
-    def scatter_add(self, out, dim, idx, src) -> None:
-        """``out.index_add_(dim, idx, src)``: add slices of ``src`` at ``idx`` along ``dim``."""
-        np = self.np
-        flat = idx.reshape(-1)
-        src = src.reshape(tuple(out.shape[:dim]) + (flat.shape[0],) + tuple(out.shape[dim + 1:]))
-        np.add.at(np.moveaxis(out, dim, 0), flat, np.moveaxis(src, dim, 0))
-
-    def index_put(self, x, dim, idx, values) -> None:
-        x[(slice(None),) * dim + (idx,)] = values
-
-    def masked_select(self, x, mask):
-        return x[self.np.broadcast_to(mask, x.shape)]
-
-    def masked_scatter(self, x, mask, src) -> None:
-        m = self.np.broadcast_to(mask, x.shape)
-        n = int(m.sum())
-        x[m] = src.reshape(-1)[:n]
-
-    def kernels(self) -> dict:
-        """Built-in op name -> array kernel. Default: the reference kernels bound to ``xp``."""
-        if self._kernels is None:
-            self._kernels = reference_kernels[0](self.xp, self)
-        return self._kernels
-
-
 class MetaBackend:
     """The data-free backend of the ``meta`` device and of fake tensors."""
 
@@ -649,7 +474,7 @@ META = MetaBackend()
 
 def get_backend(device_type: str):
     """The loaded backend of ``device_type``, importing its plugin's backend on first use (through
-    the loader ``tensorplay.backends`` subscribed to ``_devices``; ``"meta"``: ``META``).
+    ``_devices.load``, which calls ``tensorplay.backends.first_use``; ``"meta"``: ``META``).
 
     Raises ``DeviceUnavailableError`` naming the device, what is installed, and the fix
     (``pip install tensorplay-<device>``, or the plugin's recorded load error).
@@ -661,15 +486,3 @@ def get_backend(device_type: str):
         return META
     return _devices.load(device_type)
 
-
-def _bind_custom_kernels(backend):
-    """``on_load`` subscriber: custom ops registered for this device before its backend loaded
-    get their kernels bound through ``backend.guard_kernel`` (their tables are rebuilt); undone
-    by rebuilding them again once the backend is gone."""
-    def rebuild():
-        _registry.rebuild_ops_with(backend.device_type)
-    rebuild()
-    return rebuild
-
-
-_devices.on_load.append(_bind_custom_kernels)

@@ -144,11 +144,9 @@ def canonical(device) -> Device:
     return c
 
 
-def _forget_canonical(_backend=None):
-    """A backend came or went: the index rule of its type may have changed (on_load)."""
+def forget_canonical() -> None:
+    """A backend came or went: the index rule of its type may have changed, so every cached
+    canonical device is computed again (``tensorplay.backends`` calls this when it publishes or
+    withdraws a backend; registration time only)."""
     for d in _CACHE.values():
         d._canon = None
-    return _forget_canonical
-
-
-_devices.on_load.append(_forget_canonical)

@@ -7,11 +7,10 @@ The one table of device *availability* (``_device`` turns spellings into ``Devic
   ``cuda``) plus every dispatch key a kernel was registered for (``_registry`` adds them); the
   vocabulary for spellings: ``accepted_device_types``, ``unknown_device_type`` (the refusal of
   an unknown or foreign spelling, with the closest accepted one);
-* ``loaded``: device type -> loaded backend; ``load(t)`` returns it, asking the loader subscribed
-  from the top (``tensorplay.backends``: imports the provider's backend) on a device's first use;
-  ``add_loaded(backend)`` records a backend and announces it to the ``on_load`` subscribers (the
-  op layer binds the built-in kernels, the backend layer re-binds custom ops, ``manual_seed``
-  seeds it); ``remove_loaded(t)`` undoes that (a test backend leaving);
+* ``loaded``: device type -> loaded backend, complete; ``load(t)`` returns it, handing a device's
+  first use to ``tensorplay.backends.first_use`` (load the plugin, build the backend, bind its
+  kernels, then ``publish`` it); ``binding`` holds a backend while it is being set up;
+  ``withdraw(t)`` forgets one (a test backend leaving);
 * ``providers``: device type -> ``[(priority, DeviceSpec, plugin record)]``, the plugins that
   provide it (the highest priority wins);
 * ``unavailable``: the plugins that did not load (``failed``, ``incompatible``, ``blocked``), in
@@ -35,24 +34,24 @@ __all__ = [
     "KNOWN_DEVICE_DISTS",
     "KNOWN_TYPES",
     "accepted_device_types",
-    "add_loaded",
+    "abandon",
     "control",
     "controls",
     "backend_of",
+    "begin_binding",
     "binding",
     "device_hint",
     "failed_device_note",
     "failed_provider",
     "load",
     "loaded",
-    "loaders",
-    "on_load",
     "provided_types",
     "provider",
     "providers",
-    "remove_loaded",
+    "publish",
     "unavailable",
     "unknown_device_type",
+    "withdraw",
 ]
 
 # Device types the core knows without asking the plugins; ``_registry`` adds every key a kernel
@@ -83,85 +82,71 @@ def control(name: str, default=None):
     return os.environ.get(name, default)
 
 
-# device type -> loaded backend instance (filled by the loader below)
+# device type -> loaded backend instance: only complete backends (every kernel bound), written by
+# ``publish`` from ``tensorplay.backends.first_use`` / ``register``
 loaded: dict = {}
 
-# who loads a backend on a device's first use: ``tensorplay.backends`` (the explicit lookup at the
-# top, as tinygrad's ``Device[...]``) subscribes its loader when it is imported, which the package
-# root does before any tensor can exist. ``loader(device_type)`` imports the providing plugin's
-# backend, checks it and calls ``add_loaded``; it returns the backend.
-loaders: list = []
-
-# told once per loaded backend, in subscription order: ``subscriber(backend)`` (registration time
-# only, never per call). It may return an undo callable, run by ``remove_loaded``. Subscribed by
-# the layers above: ``_ops`` (binds the built-in kernels), ``_backend`` (binds custom ops' kernels
-# through ``guard_kernel``), ``_factories`` (applies the last ``manual_seed``).
-on_load: list = []
-
-# device type -> undo callables returned by the on_load subscribers for its backend
-_undo: dict = {}
-
-
-def load(device_type: str):
-    """The loaded backend of ``device_type``; on first use, the subscribed loader imports it
-    (``DeviceUnavailableError`` naming the device and the fix when it cannot)."""
-    b = loaded.get(device_type)
-    if b is not None:
-        return b
-    if not loaders:   # pragma: no cover - tensorplay's own import subscribes the loader first
-        raise RuntimeError(f"device '{device_type}': no backend loader is subscribed yet "
-                           f"(import tensorplay first)")
-    return loaders[-1](device_type)
-
-
-def add_loaded(backend) -> None:
-    """Record ``backend`` as the loaded backend of ``backend.device_type`` and announce it to the
-    ``on_load`` subscribers. When a subscriber raises, what the earlier ones did is undone, the
-    backend is forgotten, and the error propagates.
-
-    ``loaded`` gets the backend only once every subscriber has bound its kernels (torch's lazy
-    init: nobody sees a half-initialised device). Until then it is in ``binding``, which the
-    subscribers themselves see through ``backend_of``; another thread finds the device not
-    loaded and waits on the loader's lock. Callers hold that lock (``tensorplay.backends``)."""
-    t = backend.device_type
-    binding[t] = backend
-    undos = _undo[t] = []
-    try:
-        for sub in list(on_load):
-            u = sub(backend)
-            if u is not None:
-                undos.append(u)
-    except BaseException:
-        binding.pop(t, None)
-        for u in reversed(_undo.pop(t, [])):
-            u()
-        raise
-    unregistered.pop(t, None)
-    loaded[t] = backend        # published last: every kernel of it is bound by now
-    binding.pop(t, None)
-
-
-# device type -> backend whose ``on_load`` subscribers are running (``add_loaded``): not in
-# ``loaded`` yet, so other threads do not use it half-bound
+# device type -> backend being set up (``tensorplay.backends``: kernels being bound): not in
+# ``loaded`` yet, so other threads do not use it half-bound; the setting-up thread's own steps
+# see it through ``backend_of`` (``guard_kernel`` of custom ops).
 binding: dict = {}
 
 
+def load(device_type: str):
+    """The loaded backend of ``device_type``; on its first use, ``tensorplay.backends.first_use``
+    loads it (``DeviceUnavailableError`` naming the device and the fix when it cannot).
+
+    The one route from the lower layers (a dispatch miss in ``_registry``, ``get_backend``, the
+    plugin manager's ``device_status``) up to the function that sets a device up. That function
+    needs every layer (the plugin manager to import the provider, the op layer to bind the
+    built-in kernels, the registry, ``manual_seed``), so it lives at the top, and this floor
+    names it here, at call time, through ``importlib.import_module``: no hook installed at import
+    time, no slot to fill, one line a reader can follow (tinygrad's ``Device[...]`` imports its
+    backends the same way). Costs a dict lookup after the first use of the device; the
+    ``tensorplay`` package always imports ``tensorplay.backends`` before a tensor can exist.
+    ``tests/test_architecture_wiring.py`` allows this one upward route and no other."""
+    b = loaded.get(device_type)
+    if b is not None:
+        return b
+    from importlib import import_module
+    return import_module("tensorplay.backends").first_use(device_type)
+
+
+def begin_binding(backend) -> None:
+    """``backend`` is being set up (``tensorplay.backends``): ``backend_of`` returns it, ``loaded``
+    does not list it yet."""
+    binding[backend.device_type] = backend
+
+
+def publish(backend) -> None:
+    """Record ``backend`` as the loaded backend of its device type: called last, once every
+    kernel of it is bound (torch's lazy init: nobody sees a half-initialised device)."""
+    t = backend.device_type
+    unregistered.pop(t, None)
+    loaded[t] = backend
+    binding.pop(t, None)
+
+
+def abandon(device_type: str) -> None:
+    """Setting up the backend of ``device_type`` failed: forget it (``loaded`` never had it)."""
+    binding.pop(device_type, None)
+
+
 def backend_of(device_type: str):
-    """The loaded backend of ``device_type``, or the one being set up (its ``on_load``
-    subscribers see it, so they bind its kernels as for a loaded one); ``None`` when neither.
-    Registration time only."""
+    """The loaded backend of ``device_type``, or the one being set up (its own set-up steps see
+    it, so they bind its kernels as for a loaded one); ``None`` when neither. Registration time
+    only."""
     b = loaded.get(device_type)
     return b if b is not None else binding.get(device_type)
 
 
-def remove_loaded(device_type: str) -> None:
-    """Forget the loaded backend of ``device_type`` and run the undo callables its ``on_load``
-    subscribers returned (latest first): its built-in kernels are unbound. No-op when none."""
+def withdraw(device_type: str):
+    """Forget the loaded backend of ``device_type`` (a test backend leaving; its tensors outlive
+    it, ``device_hint`` says so). Returns it, or ``None`` when none was loaded."""
     gone = loaded.pop(device_type, None)
     if gone is not None:
         unregistered[device_type] = type(gone).__name__
-    for u in reversed(_undo.pop(device_type, [])):
-        u()
+    return gone
 
 
 # device types whose devices carry an index although their backend is not loaded yet (a fake

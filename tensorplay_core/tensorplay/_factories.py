@@ -599,13 +599,11 @@ def manual_seed(seed: int) -> None:
         b.manual_seed(int(seed))
 
 
-def _seed_loaded(backend) -> None:
-    """``_devices.on_load`` subscriber: a backend loaded after ``manual_seed`` gets the seed."""
+def seed_new_backend(backend) -> None:
+    """Give a backend being set up the last ``manual_seed`` (``tensorplay.backends.first_use``:
+    a device first used after ``manual_seed`` draws the same numbers as one loaded before)."""
     if _SEED[0] is not None:
         backend.manual_seed(_SEED[0])
-
-
-_devices.on_load.append(_seed_loaded)
 
 # Tensor.new_empty/new_zeros/new_ones/new_full/new_tensor and Python-number operands forward here
 _tensor._like_self = _like_self

@@ -581,18 +581,18 @@ class CustomOpDef(_CallBase, Generic[_P, _R]):
     # -- registration ----------------------------------------------------------------------
     def _add_kernel(self, key: str, fn, owner=None, priority: int = 0,
                     source: str | None = None) -> KernelHandle:
-        """Low-level: push ``fn`` for ``key``, owned by ``owner`` at ``priority``. The observers in
-        ``kernel_checks`` may refuse it first (the plugin manager refuses two plugins claiming one
-        key at one priority, naming both)."""
+        """Low-level: push ``fn`` for ``key``, owned by ``owner`` at ``priority``. The registering
+        ``Owner`` may refuse it first (``Owner.check_kernel``: the plugin manager's owner refuses
+        two plugins claiming one key at one priority, naming both)."""
         with _lock:
             stack = self._kernels.setdefault(key, [])
             op_owner = self.owner
             entry = Kernel(fn, owner, priority, source or _source_of(fn))
-            # whoever sets owners (the plugin manager) checks conflicts between them: an observer
-            # raises to refuse the registration, before anything changes
-            current = tuple(e.kernel for e in stack)
-            for check in kernel_checks:
-                check(self, key, entry, current)
+            # whoever sets owners (the plugin manager) checks conflicts between them: the owner
+            # registering now raises to refuse the registration, before anything changes
+            registrant = _registering_owner(owner)
+            if registrant is not None:
+                registrant.check_kernel(self, key, entry, tuple(e.kernel for e in stack))
             # The new entry goes on top and the ones it shadows stay below, so undoing it (a
             # closed Library, a plugin rolled back) brings the previous kernel back, like torch's
             # dispatcher. Each registration is its own entry, even of the same function: undoing
@@ -942,18 +942,11 @@ class _KernelEnabled:
 # rolled back whole. The registry never asks anyone about owners: what it needs travels with them.
 _owner_stack: list = []    # [(Owner, [handles made while it is the innermost owner])]
 
-# Observers (subscribed by the layers above; called at registration time only, never per call):
-# ``kernel_checks``: ``check(op, key, new Kernel, current stack)`` before a kernel is pushed; it
-# raises to refuse the registration (the plugin manager's conflict rules).
-# ``lookup_misses``: ``observer(qualname)`` when ``lookup`` finds no op; an observer may define it
-# (the plugin manager finishes loading plugins still pending) and ``lookup`` looks again.
 # ``lazy_namespaces``: the namespaces an op pack declares in entry-point metadata whose pack has
 # not finished loading (kept by the plugin manager, empty once every such pack has loaded); a
-# ``lookup`` of a name in one asks the ``lookup_misses`` observers first even when the name is
-# registered, so the pack is imported on first use and a pack another thread is loading is
-# waited for (never seen half-registered).
-kernel_checks: list = []
-lookup_misses: list = []
+# ``lookup`` of a name in one asks the plugin manager first even when the name is registered, so
+# the pack is imported on first use and a pack another thread is loading is waited for (never
+# seen half-registered). See ``lookup``.
 lazy_namespaces: set = set()
 
 # Entry builders of the non-device dispatch keys: ``build(op)`` -> the callable for that key in
@@ -1002,6 +995,14 @@ class Owner:
     def priority(self) -> int:
         return 0
 
+    def check_kernel(self, op, key: str, entry, current: tuple) -> None:
+        """Asked before this owner's kernel ``entry`` (a ``Kernel``) is pushed on ``op``'s stack
+        for ``key`` (``current``: the ``Kernel`` entries there now, oldest first); raises to
+        refuse the registration, before anything changes. Default: accept. The plugin manager's
+        owner applies its conflict rules between plugins (``plugins.conflicts``): the rule
+        travels with the owner, so the registry asks nobody above it."""
+        return None
+
     def __repr__(self) -> str:
         return f"<tensorplay owner {self.name}>"
 
@@ -1033,6 +1034,16 @@ def current_owner():
     return _owner_stack[-1][0].name if _owner_stack else None
 
 
+def _registering_owner(name):
+    """The ``Owner`` named ``name`` that is registering now (innermost first), or ``None``."""
+    if name is None:
+        return None
+    for o, _ in reversed(_owner_stack):
+        if o.name == name:
+            return o
+    return None
+
+
 def _owner_priority(name) -> int:
     """The priority of owner ``name`` when it is registering now (innermost first), else 0."""
     for o, _ in reversed(_owner_stack):
@@ -1054,8 +1065,11 @@ def lookup(qualname: str) -> CustomOpDef:
     """The op registered as ``qualname`` (``"ns::op"``); ``LookupError`` naming it otherwise."""
     op = _OPS.get(qualname)
     if op is None or (lazy_namespaces and qualname.partition("::")[0] in lazy_namespaces):
-        for observer in lookup_misses:   # a plugin still pending, an op pack not imported yet
-            observer(qualname)
+        # a plugin still pending, an op pack not imported yet: the plugin manager (above) loads
+        # what may define the name, then we look again. Named here at call time (the one route
+        # from the registry up, like ``_devices.load``'s): no observer list filled at import.
+        from importlib import import_module
+        import_module("tensorplay.plugins.packs").load_for(qualname)
         op = _OPS.get(qualname)
     if op is None:
         known = sorted({o.namespace for o in all_ops()})
@@ -1066,7 +1080,7 @@ def lookup(qualname: str) -> CustomOpDef:
 
 def registered(qualname: str) -> CustomOpDef | None:
     """The op registered as ``qualname`` now, or ``None`` (unlike ``lookup``, never asks the
-    ``lookup_misses`` observers to load anything)."""
+    plugin manager to load anything)."""
     return _OPS.get(qualname)
 
 
@@ -1089,7 +1103,7 @@ def add_kernel(op: CustomOpDef, key: str, fn, owner=None, priority: int = 0,
                source: str | None = None) -> KernelHandle:
     """Push ``fn`` as ``op``'s kernel for dispatch key ``key`` without the public API's checks:
     the core binding built-in kernels, and the plugin platform's lazy kernels. Returns the
-    undo handle (``kernel_checks`` observers may refuse it first)."""
+    undo handle (the registering ``Owner.check_kernel`` may refuse it first)."""
     return op._add_kernel(key, fn, owner, priority, source)
 
 

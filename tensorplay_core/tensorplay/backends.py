@@ -12,6 +12,7 @@ must define and which are optional (with the default the core assumes). Subclass
   base class);
 * ``get(device_type)``: the backend of a device type, loaded on first use (the explicit lookup
   at the top of the package, as tinygrad's ``Device[...]``);
+* ``first_use(device_type)``: what that first use does, step by step (below);
 * ``loaded()``: the backends loaded so far;
 * ``Storage``: what a tensor and its views share (root array, byte size, version counter,
   backend); a backend's ``root_storage`` is a subclass of it;
@@ -27,8 +28,14 @@ must define and which are optional (with the default the core assumes). Subclass
 * ``generic_fuser(expr, backend)``: the core's fuser for an ``ArrayBackend`` (its reference
   kernels, blocked over the arrays), the fallback a backend's own ``fuse_elementwise`` may use.
 
-Loading is registration time, never per call: what the built-in ops need (their kernels) is
-bound once, when the backend is announced, by the op layer that subscribed to the announcement.
+A device's first use is one function, ``first_use(device_type)``, read top to bottom: load the
+plugin that provides the device and build its backend, check it, bind its kernels (the built-in
+ops' kernels, and the custom ops' kernels registered for the device before it loaded), give it the
+last ``manual_seed``, publish it, then drop the cached canonical devices. It publishes the backend
+only when every step succeeded (another thread waits on the lock, and never sees a half-bound
+device; a failed step undoes the earlier ones). Every lower layer reaches it through one route,
+``_devices.load``, which names this module at call time (see its docstring for why).
+Loading is registration time, never per call.
 
 Errors: ``DeviceUnavailableError`` when no installed plugin provides the device (with the
 distribution to install, or the plugin's recorded load error and its fix), when the backend
@@ -44,10 +51,11 @@ from __future__ import annotations
 
 import threading
 
-from . import _devices, plugins
-from ._backend import (OPTIONAL, REQUIRED, ArrayBackend, Backend, Storage, device_finder,
-                       missing_members, wrap_native)
+from . import _device, _devices, _factories, _ops, _registry, plugins
+from ._backend import (OPTIONAL, REQUIRED, Backend, Storage, device_finder, missing_members,
+                       wrap_native)
 from ._device import Device
+from ._kernels.array_backend import ArrayBackend
 from ._fusion import ElementwiseExpr, Step, generic_fuser
 from ._registry import RegistrationHandle
 from .errors import DeviceUnavailableError
@@ -61,6 +69,7 @@ __all__ = [
     "Step",
     "Storage",
     "device_finder",
+    "first_use",
     "generic_fuser",
     "get",
     "loaded",
@@ -84,7 +93,7 @@ def get(device_type: str) -> Backend:
     b = _devices.loaded.get(t)
     if b is not None:
         return b
-    return _devices.load(t)
+    return first_use(t)
 
 
 def _device_type(d) -> str:
@@ -121,42 +130,97 @@ def _conformance_error(backend, device_type: str):
     return _backend_error(device_type, backend, what)
 
 
-def _load(device_type: str):
-    """The loader subscribed to ``_devices.loaders``: import the providing plugin's backend, check
-    it against ``Backend`` and its availability, then record and announce it (the op layer binds
-    the built-in kernels)."""
+def first_use(device_type: str) -> Backend:
+    """Set up device ``device_type`` on its first use and return its backend (the loaded one when
+    another thread got there first). ``_devices.load`` calls this for every lower layer.
+
+    Raises ``DeviceUnavailableError`` (see the module docstring) and leaves nothing loaded."""
     with _lock:
         b = _devices.backend_of(device_type)
-        if b is not None:   # loaded meanwhile, or being set up by this thread (a subscriber)
+        if b is not None:   # loaded meanwhile, or being set up by this thread (its own step)
             return b
+        # 1. load the plugin that provides the device, and build its backend
         b = plugins.load_backend(device_type)
-        err = _conformance_error(b, device_type)
-        if err is not None:
-            raise err
-        if b.device_type != device_type:
-            raise _backend_error(device_type, b, f"has device_type {b.device_type!r}, but the "
-                                 f"plugin declares it for device '{device_type}'. Fix: make "
-                                 f"the DeviceSpec's type and the backend's device_type the same")
+        # 2. check it: the protocol's members, its device type, its availability
+        _check_backend(b, device_type)
+        # 3-6. bind its kernels, seed it, publish it
         try:
-            res = b.is_available()
-        except Exception as e:  # noqa: BLE001 - a plugin's probe: named, never raw
-            raise _backend_error(device_type, b, f"is_available() raised {type(e).__name__}: "
-                                 f"{e}; it must return (available, reason) and never raise "
-                                 f"(catch the driver's error and return (False, str(error)))"
-                                 ) from e
-        if not (isinstance(res, tuple) and len(res) == 2 and isinstance(res[0], bool)):
-            raise _backend_error(device_type, b, f"is_available() returned {res!r:.80}; it must "
-                                 f"return a tuple (available, reason), e.g. (True, '')")
-        ok, why = res
-        if not ok:
-            raise DeviceUnavailableError(f"device '{device_type}' is not available: {why}")
-        try:
-            _devices.add_loaded(b)     # subscribers bind the built-in kernels (b.kernels())
-        except Exception as e:  # noqa: BLE001 - rolled back by add_loaded; named here
+            _install(b)
+        except Exception as e:  # noqa: BLE001 - undone by _install; named here
             raise _backend_error(device_type, b, f"could not be set up: {type(e).__name__}: "
                                  f"{e} (raised while binding its kernels: kernels(), "
                                  f"guard_kernel())") from e
         return b
+
+
+def _check_backend(b, device_type: str) -> None:
+    """``DeviceUnavailableError`` for a plugin's backend that lacks members of ``Backend``, has
+    another device type than its ``DeviceSpec``, or is not available (``is_available()``)."""
+    err = _conformance_error(b, device_type)
+    if err is not None:
+        raise err
+    if b.device_type != device_type:
+        raise _backend_error(device_type, b, f"has device_type {b.device_type!r}, but the "
+                             f"plugin declares it for device '{device_type}'. Fix: make "
+                             f"the DeviceSpec's type and the backend's device_type the same")
+    try:
+        res = b.is_available()
+    except Exception as e:  # noqa: BLE001 - a plugin's probe: named, never raw
+        raise _backend_error(device_type, b, f"is_available() raised {type(e).__name__}: "
+                             f"{e}; it must return (available, reason) and never raise "
+                             f"(catch the driver's error and return (False, str(error)))"
+                             ) from e
+    if not (isinstance(res, tuple) and len(res) == 2 and isinstance(res[0], bool)):
+        raise _backend_error(device_type, b, f"is_available() returned {res!r:.80}; it must "
+                             f"return a tuple (available, reason), e.g. (True, '')")
+    ok, why = res
+    if not ok:
+        raise DeviceUnavailableError(f"device '{device_type}' is not available: {why}")
+
+
+# device type -> what undoes ``_install`` of its backend (latest last), for ``register``'s handle
+_undo: dict = {}
+
+
+def _install(backend) -> None:
+    """Steps 3-6 of a device's first use (and all of ``register``), under ``_lock``: bind the
+    backend's kernels, seed it, publish it. When a step raises, the earlier ones are undone,
+    nothing is published, and the error propagates."""
+    t = backend.device_type
+    undo = []
+    _devices.begin_binding(backend)    # its own steps see it (backend_of), other threads do not
+    try:
+        # 3. the built-in ops' kernels: backend.kernels() (ArrayBackend: the reference kernels
+        # bound to its xp), each wrapped in an adapter generated on its first call
+        undo.append(_ops.install_backend(backend))
+        # 4. custom ops registered for this device before it loaded: their tables are rebuilt,
+        # binding each kernel through backend.guard_kernel (undone by rebuilding them again
+        # once the backend is gone)
+        _registry.rebuild_ops_with(t)
+        undo.append(lambda: _registry.rebuild_ops_with(t))
+        # 5. the last manual_seed, so a device loaded after it draws seeded numbers
+        _factories.seed_new_backend(backend)
+    except BaseException:
+        _devices.abandon(t)
+        for u in reversed(undo):
+            u()
+        raise
+    # 6. publish: from here on, every thread finds the backend, complete
+    _devices.publish(backend)
+    # a device type's index rule may depend on its backend (indexed_devices, device_count):
+    # canonical devices cached before the backend was published are computed again
+    _device.forget_canonical()
+    _undo[t] = undo
+
+
+def _uninstall(device_type: str) -> None:
+    """Undo ``_install`` of ``device_type``'s backend (``register``'s handle): forget it, then
+    unbind its kernels (latest first). No-op when none is loaded."""
+    if _devices.withdraw(device_type) is None:
+        return
+    for u in reversed(_undo.pop(device_type, [])):
+        u()
+    _device.forget_canonical()
 
 
 def _backend_error(device_type: str, backend, what: str) -> DeviceUnavailableError:
@@ -168,8 +232,6 @@ def _backend_error(device_type: str, backend, what: str) -> DeviceUnavailableErr
     tail = f"; then reinstall {rec.dist}" if rec is not None else ""
     return DeviceUnavailableError(f"device '{device_type}': {who} {what}{tail}.")
 
-
-_devices.loaders.append(_load)
 
 
 def register(backend: Backend) -> RegistrationHandle:
@@ -205,7 +267,7 @@ def register(backend: Backend) -> RegistrationHandle:
         added = t not in _devices.KNOWN_TYPES
         _devices.KNOWN_TYPES.add(t)
         try:
-            _devices.add_loaded(backend)
+            _install(backend)
         except BaseException:
             if added:
                 _devices.KNOWN_TYPES.discard(t)
@@ -214,7 +276,7 @@ def register(backend: Backend) -> RegistrationHandle:
     def undo():
         with _lock:
             if _devices.loaded.get(t) is backend:
-                _devices.remove_loaded(t)
+                _uninstall(t)
             if added:
                 _devices.KNOWN_TYPES.discard(t)
     return RegistrationHandle(undo)

@@ -302,7 +302,8 @@ def _alloc_build_lines(op, first_tensor, backend, ns) -> list:
     if op.kernel_name not in _ALLOC_KERNELS or first_tensor is not None or \
             op.schema.returns[0].type != "Tensor":
         return []
-    from .._backend import _CONTIG_CACHE, ArrayBackend, Storage
+    from .._backend import _CONTIG_CACHE, Storage
+    from .._kernels.array_backend import ArrayBackend
     from .._tensor import FRESH_FIELDS
     rs = backend.root_storage
     if not isinstance(backend, ArrayBackend) or not (

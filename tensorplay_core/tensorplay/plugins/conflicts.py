@@ -2,9 +2,10 @@
 
 While a plugin loads, ``loading`` pushes a ``_PluginOwner`` on the registry's owner stack, so
 every registration records its plugin and priority. The registry does not know the rules
-between owners: ``_check_kernel_conflict`` is subscribed to ``_registry.kernel_checks`` and
-refuses, before anything changes, a kernel that another plugin's op owner or another plugin at
-the same priority already claims (errors name both plugins and carry ``.fix``).
+between owners: it asks the registering owner (``Owner.check_kernel``), and ``_PluginOwner``
+answers with ``_check_kernel_conflict``, refusing, before anything changes, a kernel that another
+plugin's op owner or another plugin at the same priority already claims (errors name both
+plugins and carry ``.fix``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ class _PluginOwner(_registry.Owner):
     def priority(self) -> int:
         return priority_of(self.name)
 
+    def check_kernel(self, op, key, entry, current) -> None:
+        """The conflict rules between plugins (``_check_kernel_conflict``)."""
+        _check_kernel_conflict(op, key, entry, current)
+
 
 def _owner_str(owner) -> str:
     if isinstance(owner, str):   # a plugin distribution: "plugin tensorplay-x 1.2"
@@ -38,8 +43,8 @@ def _owner_str(owner) -> str:
 
 def _check_kernel_conflict(op, key: str, entry, stack) -> None:
     """Refuse (``DispatchError`` naming both plugins, with ``.fix``) a kernel registration of one
-    plugin that conflicts with another plugin's (module docstring, "Conflicts"). Subscribed to
-    ``_registry.kernel_checks``: runs before the kernel is pushed on ``op``'s stack for ``key``."""
+    plugin that conflicts with another plugin's (module docstring, "Conflicts"). Asked through
+    ``_PluginOwner.check_kernel``: runs before the kernel is pushed on ``op``'s stack for ``key``."""
     owner, priority = entry.owner, entry.priority
     op_owner = op.owner
     if owner is not None and op_owner is not None and owner != op_owner and not op.is_builtin:
@@ -145,5 +150,3 @@ def declared_kernel_dists(qualname: str, key: str) -> set:
     (``qualname``, ``key``)."""
     return _S.declared.get((qualname, key), set())
 
-
-_registry.kernel_checks.append(_check_kernel_conflict)

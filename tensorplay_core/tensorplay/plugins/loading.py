@@ -2,7 +2,7 @@
 
 * **Load order does not matter.** Plugins load in distribution-name order, and a plugin whose
   hook looks up an op not defined yet loads the remaining plugins first (``finish_deferred``,
-  called by ``packs.load_for``, which ``_registry.lookup_misses`` calls); a plugin module the
+  called by ``packs.load_for``, which ``_registry.lookup`` calls); a plugin module the
   user imported before ``tensorplay`` is finished later and the ops its import defined are
   attributed to it. An op pack declaring its namespaces is only recorded here (``lazy``) and
   loaded by ``packs`` on first use, through ``_load_one`` like any other.
@@ -394,7 +394,13 @@ def _api_compatible(ver) -> bool:
 
 
 def _core_version() -> str:
-    return getattr(sys.modules.get("tensorplay"), "__version__", "")
+    """The installed tensorplay-core's version (its metadata: the package root is above us).
+    Error messages only: ``import tensorplay`` does not import importlib.metadata."""
+    import importlib.metadata
+    try:
+        return importlib.metadata.version("tensorplay-core")
+    except importlib.metadata.PackageNotFoundError:   # pragma: no cover - run from a source tree
+        return ""
 
 
 def _int_attr(mod, attr, rec) -> int:

@@ -66,7 +66,8 @@ def load_packs() -> None:
 
 
 def load_for(qualname: str) -> None:
-    """Before ``"ns::op"`` is looked up or reported missing: finish plugins still pending, load
+    """Before ``"ns::op"`` is looked up or reported missing (``_registry.lookup`` calls this, by
+    module name at call time): finish plugins still pending, load
     the packs that declare ``ns``; when no pack declares it and no op has that name, every pack
     not loaded yet (one may define it without declaring its namespace)."""
     finish_deferred()
@@ -137,9 +138,3 @@ def _warn_undeclared(rec: PluginRecord) -> None:
     _trace("%s", msg)
     _warn(msg, stacklevel=3)
 
-
-def _on_lookup(qualname: str) -> None:
-    load_for(qualname)
-
-
-_registry.lookup_misses.append(_on_lookup)

@@ -1,0 +1,193 @@
+"""``ArrayBackend``: the ``tensorplay.backends.Backend`` of any NumPy-like array module (numpy,
+cupy), beside the reference kernels it binds.
+
+A plugin subclass sets ``np`` (the module) and ``xp`` (its array-API namespace) and overrides the
+handful of places where the modules differ (``as_strided``, ``data_ptr``, host transfer, random
+numbers, availability). The protocol it implements, ``Storage`` and the row-major stride rule live
+in ``_backend`` (the dispatch layer); this implementation sits in the op layer, next to
+``_kernels.xp`` (whose ``bind`` gives ``kernels()``), so it imports the reference kernels directly
+instead of through a slot filled at import time.
+
+Public as ``tensorplay.backends.ArrayBackend``; the cpu and cuda plugins subclass it.
+"""
+
+from __future__ import annotations
+
+from .. import _dtype
+from .._backend import (_CONTIG_CACHE, _TENSOR_CLS, Backend, Storage,
+                        contiguous_strides_cached)
+
+__all__ = ["ArrayBackend"]
+
+_new = object.__new__
+
+
+class ArrayBackend(Backend):
+    """``Backend`` for a NumPy-like array module. Subclasses set ``device_type``, ``np`` and
+    ``xp`` and implement ``as_strided`` (and the optional members their device needs).
+
+    Methods take and return *native* arrays; ``wrap`` turns a kernel result into a Tensor.
+    """
+
+    device_type = "?"
+    np = None     # numpy-like module
+    xp = None     # array-API namespace of it
+
+    def __init__(self):
+        self._dtype_cache = {}
+        self._native_cache = {}
+        self._kernels = None
+
+    # -- dtypes -----------------------------------------------------------------------------
+    def native_dtype(self, dt):
+        r = self._native_cache.get(dt)
+        if r is None:
+            try:
+                r = self.np.dtype(dt.name)
+            except TypeError:
+                raise TypeError(f"{self.device_type}: dtype {dt} is not supported by this "
+                                f"device's backend ({self.np.__name__} has no {dt.name}); use "
+                                f"float16 or float32 on '{self.device_type}'") from None
+            self._native_cache[dt] = r
+        return r
+
+    def dtype_of(self, arr):
+        nd = arr.dtype
+        r = self._dtype_cache.get(nd)
+        if r is None:
+            r = _dtype.from_name(nd.name, nd)
+            self._dtype_cache[nd] = r
+        return r
+
+    # -- tensors ----------------------------------------------------------------------------
+    def wrap(self, arr, device):
+        """Tensor owning ``arr`` (made contiguous if it is not; numpy scalars become 0-d)."""
+        Tensor = _TENSOR_CLS[0]
+        if Tensor is None:   # bound once: an import statement here costs ~0.3 µs per kernel call
+            from .._tensor import Tensor
+            _TENSOR_CLS[0] = Tensor
+        np = self.np
+        if arr.__class__ is not np.ndarray:   # a scalar, or a subclass: a plain array
+            arr = np.asarray(arr)
+        if not arr.flags.c_contiguous:
+            arr = np.ascontiguousarray(arr)
+        # Tensor._init_real inlined (one frame less on every kernel result), with the cached
+        # stride tuple and dtype looked up in place; object.__new__ bound once (no lookup)
+        t = _new(Tensor)
+        shape = arr.shape
+        st = _new(Storage)
+        st.root = arr
+        st.nbytes = arr.nbytes
+        st.version = 0
+        st.backend = self
+        t._storage = st
+        t._data = arr
+        t._shape = shape
+        stride = _CONTIG_CACHE.get(shape)
+        t._stride = stride if stride is not None else contiguous_strides_cached(shape)
+        t._offset = 0
+        nd = arr.dtype
+        dt = self._dtype_cache.get(nd)
+        t._dtype = dt if dt is not None else self.dtype_of(arr)
+        t._device = device
+        t._backend = self
+        k = device.type
+        t._dkey = k
+        t._bkey = k
+        t._requires_grad = False
+        t.grad = None
+        t.grad_fn = None
+        t._output_nr = 0
+        t._accum = None
+        t._base = None
+        t._vver = 0
+        t._retains_grad = False
+        t._capture = None
+        return t
+
+    def wrap_shared(self, arr, device):
+        """Tensor sharing ``arr``'s memory, keeping its strides (``from_numpy``/``from_dlpack``).
+
+        The storage root becomes a 1-D array over the span ``arr`` covers, so views and
+        in-place writes reach the producer's memory. Arrays with negative or non-element-aligned
+        strides cannot be described that way and are copied (``wrap``).
+        """
+        # contiguous (the common case, e.g. every cpu tensor crossing tensorplay-torch): straight
+        # to ``wrap``, which binds the Tensor class once (an import statement here cost ~1 µs)
+        if arr.flags.c_contiguous or arr.size == 0:
+            return self.wrap(arr, device)
+        from .._tensor import Tensor
+        item = arr.dtype.itemsize
+        if any(st < 0 or st % item for st in arr.strides):
+            return self.wrap(arr, device)
+        stride = tuple(st // item for st in arr.strides)
+        span = 1 + sum((s - 1) * st for s, st in zip(arr.shape, stride))
+        root = self.np.lib.stride_tricks.as_strided(arr, shape=(span,), strides=(item,))
+        t = Tensor.__new__(Tensor)
+        t._init_real(Storage(root, span * item, self), arr, tuple(arr.shape), stride, 0,
+                     self.dtype_of(arr), device, self)
+        return t
+
+    # as_strided: each subclass's own (NumPy and CuPy build strided views differently); left
+    # to the protocol's stub, so the load-time check names a subclass that forgot it
+
+    def empty(self, shape, dtype, device):
+        r = self._native_cache.get(dtype)
+        return self.np.empty(shape, dtype=r if r is not None else self.native_dtype(dtype))
+
+    def full(self, shape, value, dtype, device):
+        r = self._native_cache.get(dtype)
+        return self.np.full(shape, value, dtype=r if r is not None else self.native_dtype(dtype))
+
+    # these two are exactly np.empty/np.full of the cached native dtype: the built-in kernels
+    # (_kernels/xp.py) call those directly for a backend that keeps them (a subclass overriding
+    # either loses the mark and is called as usual)
+    empty._tp_np_alloc = full._tp_np_alloc = True
+    # and they return a fresh row-major np.ndarray: the generated adapters of tp::empty/tp::full
+    # build the result tensor inline (_ops/_define._alloc_build_lines)
+    empty._tp_fresh_alloc = full._tp_fresh_alloc = True
+
+    def arange(self, start, end, step, dtype, device):
+        return self.np.arange(start, end, step, dtype=self.native_dtype(dtype))
+
+    def from_host(self, obj, dtype, device):
+        """Native array from a nested list, scalar or host (numpy) array, of ``dtype`` if given."""
+        nd = self.native_dtype(dtype) if dtype is not None else None
+        return self.np.array(obj, dtype=nd, copy=True)
+
+    def to_host(self, arr):
+        """A numpy array with ``arr``'s values (the array itself on the cpu)."""
+        return arr
+
+    def from_dlpack(self, obj):
+        return self.np.from_dlpack(obj)
+
+    # -- the few writes the array API lacks --------------------------------------------------
+    def assign(self, dst, src) -> None:
+        """``dst[...] = src`` (broadcasting; ``dst`` is a view into storage)."""
+        dst[...] = src
+
+    def scatter_add(self, out, dim, idx, src) -> None:
+        """``out.index_add_(dim, idx, src)``: add slices of ``src`` at ``idx`` along ``dim``."""
+        np = self.np
+        flat = idx.reshape(-1)
+        src = src.reshape(tuple(out.shape[:dim]) + (flat.shape[0],) + tuple(out.shape[dim + 1:]))
+        np.add.at(np.moveaxis(out, dim, 0), flat, np.moveaxis(src, dim, 0))
+
+    def index_put(self, x, dim, idx, values) -> None:
+        x[(slice(None),) * dim + (idx,)] = values
+
+    def masked_select(self, x, mask):
+        return x[self.np.broadcast_to(mask, x.shape)]
+
+    def masked_scatter(self, x, mask, src) -> None:
+        m = self.np.broadcast_to(mask, x.shape)
+        n = int(m.sum())
+        x[m] = src.reshape(-1)[:n]
+
+    def kernels(self) -> dict:
+        """Built-in op name -> array kernel. Default: the reference kernels bound to ``xp``."""
+        if self._kernels is None:
+            from . import xp as reference   # large: imported on the first backend's first use
+            self._kernels = reference.bind(self.xp, self)
+        return self._kernels
