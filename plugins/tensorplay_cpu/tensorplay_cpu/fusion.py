@@ -29,6 +29,7 @@ import math
 import numpy as np
 
 from tensorplay._dtype import float16, round_scalar
+from tensorplay._kernels.elementwise import HALF_NUMBER_AT_FLOAT32, OPS
 from tensorplay.backends import generic_fuser
 
 BLOCK = 1 << 16          # elements per block: 256 KiB of float32 per live value (L2: >= 1 MiB)
@@ -39,27 +40,18 @@ _BOOL = np.dtype(bool)
 _F16 = np.dtype(np.float16)
 # float16 steps whose number operand the reference kernel reads at float32, not rounded to
 # float16 (torch's rule, ``tensorplay._dtype``): no same-dtype ufunc computes them
-_HALF_OPMATH = frozenset({"mul", "div", "rdiv"})
+_HALF_OPMATH = HALF_NUMBER_AT_FLOAT32
 
-# op -> (ufunc names, operand order, kind); kind: "arith" (operands and result of one float
-# dtype), "cmp" (float operands of one dtype, bool result), "logic" (bool operands and result)
-_BINARY = {
-    "add": ("add", False), "sub": ("subtract", False), "rsub": ("subtract", True),
-    "mul": ("multiply", False), "div": ("divide", False), "rdiv": ("divide", True),
-    "pow": ("power", False), "rpow": ("power", True),
-    "maximum": ("maximum", False), "minimum": ("minimum", False),
-}
-_CMP = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater",
-        "ge": "greater_equal"}
-_LOGIC = {"logical_and": "logical_and", "logical_or": "logical_or", "logical_not": "logical_not"}
-_UNARY = {"neg": "negative", "exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh",
-          "sin": "sin", "cos": "cos", "abs": "absolute", "sign": "sign"}
+# The ufuncs of each op (``tensorplay._kernels.elementwise``: the forms of every fuser, stated
+# once), by how a step is typed: "arith" (operands and result of one float dtype), "cmp" (float
+# operands of one dtype, bool result), "logic" (bool operands and result)
+_BINARY = {n: (p.ufunc, p.swap) for n, p in OPS.items()
+           if p.family == "arith" and p.arity == 2 and p.ufunc}
+_UNARY = {n: p.ufunc for n, p in OPS.items() if p.family == "arith" and p.arity == 1 and p.ufunc}
+_CMP = {n: p.ufunc for n, p in OPS.items() if p.family == "cmp"}
+_LOGIC = {n: p.ufunc for n, p in OPS.items() if p.family == "logic"}
 # composites: the reference kernel's own sequence of ufuncs ("x" is the operand / running value)
-_COMPOSITE = {
-    "relu": (("maximum", "x", 0),),             # the reference kernel's maximum(x, 0)
-    "sigmoid": (("negative", "x"), ("exp", "x"), ("add", "x", 1), ("divide", 1, "x")),  # 1/(1+e^-x)
-    "rsqrt": (("sqrt", "x"), ("divide", 1, "x")),
-}
+_COMPOSITE = {n: p.steps for n, p in OPS.items() if p.steps}
 
 
 def fuse(expr, backend):

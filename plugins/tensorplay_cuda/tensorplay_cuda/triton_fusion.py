@@ -47,6 +47,7 @@ import math
 import threading
 
 from tensorplay import _dtype
+from tensorplay._kernels.elementwise import OPS, REDUCTIONS
 
 BLOCK = 1024
 NUM_WARPS = 4
@@ -55,40 +56,13 @@ NUM_WARPS = 4
 # chain went from 0.84 to 0.95 of copy bandwidth (1024 -> 2048, 4 warps; 8 warps was slower).
 BLOCK_NARROW = 2048
 
-# one table, written once: op -> (category, Triton expression over operands {0}, {1}, {2})
+# The ops and their Triton forms: tensorplay._kernels.elementwise (one table for every fuser and
+# backend). Categories (``Pointwise.family``):
 #   "arith": operands in the step's compute type, result rounded to the step's dtype
 #   "cmp":   operands in their promoted dtype, result bool
 #   "logic": operands tested against zero, result bool
 #   "where": {0} is the condition, {1}/{2} in the compute type
 #   "cast":  to_dtype
-OPS = {
-    "add": ("arith", "{0} + {1}"), "sub": ("arith", "{0} - {1}"), "rsub": ("arith", "{1} - {0}"),
-    # IEEE division and square root, rounded to nearest (torch's; Triton's `/` and tl.sqrt on
-    # float32 are the approximate div.full / sqrt.approx instructions, up to 2 ulp off)
-    "mul": ("arith", "{0} * {1}"), "div": ("arith", "tl.math.div_rn({0}, {1})"),
-    "rdiv": ("arith", "tl.math.div_rn({1}, {0})"),
-    "maximum": ("arith", "tl.where({0} != {0}, {0}, tl.where({1} != {1}, {1}, "
-                         "tl.where({0} > {1}, {0}, {1})))"),
-    "minimum": ("arith", "tl.where({0} != {0}, {0}, tl.where({1} != {1}, {1}, "
-                         "tl.where({0} < {1}, {0}, {1})))"),
-    "neg": ("arith", "-{0}"), "abs": ("arith", "tl.abs({0})"),
-    "exp": ("arith", "tl.exp({0})"), "log": ("arith", "tl.log({0})"),
-    "sqrt": ("arith", "tl.sqrt_rn({0})"), "rsqrt": ("arith", "tl.rsqrt({0})"),
-    "sin": ("arith", "tl.sin({0})"), "cos": ("arith", "tl.cos({0})"),
-    "erf": ("arith", "tl.erf({0})"), "tanh": ("arith", "_tanh({0})"),
-    "sigmoid": ("arith", "1.0 / (1.0 + tl.exp(-{0}))"),
-    "relu": ("arith", "tl.where({0} <= 0, 0, {0})"),          # NaN passes through
-    "sign": ("arith", "tl.where({0} != {0}, {0}, tl.where({0} > 0, 1, tl.where({0} < 0, -1, 0)))"),
-    "eq": ("cmp", "{0} == {1}"), "ne": ("cmp", "{0} != {1}"), "lt": ("cmp", "{0} < {1}"),
-    "le": ("cmp", "{0} <= {1}"), "gt": ("cmp", "{0} > {1}"), "ge": ("cmp", "{0} >= {1}"),
-    "logical_and": ("logic", "{0} & {1}"), "logical_or": ("logic", "{0} | {1}"),
-    "logical_not": ("logic", "{0} == 0"),
-    "where": ("where", "tl.where({0}, {1}, {2})"),
-    "to_dtype": ("cast", "{0}"),
-}
-FLOAT_ONLY = frozenset({"exp", "log", "sqrt", "rsqrt", "sin", "cos", "erf", "tanh", "sigmoid"})
-REDUCTIONS = {"sum": "tl.sum", "amax": "tl.max", "amin": "tl.min"}
-
 TL = {"float16": "tl.float16", "bfloat16": "tl.bfloat16", "float32": "tl.float32",
       "float64": "tl.float64", "int8": "tl.int8", "uint8": "tl.uint8", "int16": "tl.int16",
       "int32": "tl.int32", "int64": "tl.int64", "bool": "tl.int1"}
@@ -125,16 +99,6 @@ def _tanh_f64(x):
     r = -m / (2.0 + m)
     return tl.where(x != x, x, tl.where(x < 0, -r, r))
 '''
-
-# floating spellings where the default one is an integer's: Triton's unary minus is `0 - x`, which
-# gives +0.0 for -(+0.0) (a -0.0 literal is folded to +0.0 too); x * -1.0 compiles to a flip of the
-# sign bit (xor), -x for every value, NaN included, as eager's negative
-FLOAT_OPS = {"neg": "({0} * -1.0)"}
-
-# float64 spellings where the default one is float32-accurate or float32-only (div_rn and sqrt_rn
-# take float32; on float64 Triton's `/` and tl.sqrt are the IEEE div.rn.f64 / sqrt.rn.f64)
-F64_OPS = {"tanh": "_tanh_f64({0})", "div": "{0} / {1}", "rdiv": "{1} / {0}",
-           "sqrt": "tl.sqrt({0})"}
 
 # float32 -> bfloat16, round to nearest even, NaN stays NaN (what eager's rounding does).
 # Compiled: Triton's own conversion, which rounds to nearest even (one cvt.rn.bf16x2.f32 per two
@@ -213,9 +177,9 @@ def _plan_operands(expr, in_dtypes, in_0d):
             step_0d.append(True)
             continue
         ent = OPS.get(st.op)
-        if ent is None:
+        if ent is None or ent.triton is None:
             raise Unsupported(f"op {st.op}")
-        cat, tmpl = ent
+        cat, tmpl = ent.family, ent.triton
         R = step_dt[j]
         if R.name not in TL:
             raise Unsupported(f"dtype {R}")
@@ -224,9 +188,9 @@ def _plan_operands(expr, in_dtypes, in_0d):
             # kernel computes that
             raise Unsupported(f"rdiv on {R}")
         if R.is_floating_point:
-            tmpl = FLOAT_OPS.get(st.op, tmpl)
+            tmpl = ent.triton_float or tmpl
         if R.name == "float64":
-            tmpl = F64_OPS.get(st.op, tmpl)
+            tmpl = ent.triton_f64 or tmpl
         ops = []          # (kind, index or value, dtype, rank-kind)
         for kind, v in st.args:
             if kind == "in":
@@ -248,7 +212,7 @@ def _plan_operands(expr, in_dtypes, in_0d):
         if cat == "arith":
             if R.name == "bool":
                 raise Unsupported("bool arithmetic")
-            if st.op in FLOAT_ONLY and not R.is_floating_point:
+            if ent.float_result and ent.arity == 1 and not R.is_floating_point:
                 raise Unsupported(f"{st.op} on {R}")
             cts = [_opmath(R)] * len(ops)
         elif cat == "cmp":
@@ -448,7 +412,7 @@ class TritonChain:
         self._bf16 = any(d is not None and d.name == "bfloat16" for d in expr.dtypes)
         # fail early (at compile time, not per call) on ops the table lacks
         for st in expr.steps:
-            if st.op not in OPS and st.op not in REDUCTIONS:
+            if getattr(OPS.get(st.op), "triton", None) is None and st.op not in REDUCTIONS:
                 raise Unsupported(f"op {st.op}")
 
     def _kernel(self, key, in_dtypes, modes, ndim, wide, interp=False, general=False):
@@ -646,7 +610,7 @@ class TritonChain:
                 (f if isinstance(v, float) else i).append(v if isinstance(v, float) else int(v))
             return f, i
         for st in self.expr.steps:
-            cat = OPS.get(st.op, ("reduce",))[0]
+            cat = OPS[st.op].family if st.op in OPS else "reduce"
             for kind, v in st.args:
                 if kind != "const":
                     continue
