@@ -86,7 +86,7 @@ _sub = _op("sub", "arith", 2, xp="subtract", ufunc="subtract", triton="{0} - {1}
 # IEEE division and square root, rounded to nearest (torch's; Triton's `/` and tl.sqrt on float32
 # are the approximate div.full / sqrt.approx instructions, up to 2 ulp off; on float64 they are the
 # IEEE div.rn.f64 / sqrt.rn.f64, and div_rn / sqrt_rn take float32 only)
-_div = _op("div", "arith", 2, xp="divide", ufunc="true_divide", triton="tl.math.div_rn({0}, {1})",
+_div = _op("div", "arith", 2, xp="divide", ufunc="divide", triton="tl.math.div_rn({0}, {1})",
            triton_f64="{0} / {1}", cupy="{0} / {1}", float_result=True)
 _pow = _op("pow", "arith", 2, xp="pow", ufunc="power", cupy="pow({0}, {1})")
 
