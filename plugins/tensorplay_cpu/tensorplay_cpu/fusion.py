@@ -247,16 +247,12 @@ def _generate(fz, key):
     R.append("                    e = s + B")
     R.append("                    __sl = slice(s, e)")
     R.append("                    m = min(B, n - s)")
-    for b in range(len(buf_dt)):
-        R.append(f"                    b{b} = B{b} if m == B else B{b}[:m]")
-    for i in full_ins:
-        R.append(f"                    x{i} = a{i}[__sl]")
-    R.append("                else:")
-    R.append("                    __sl = Ellipsis")
-    for b in range(len(buf_dt)):
-        R.append(f"                    b{b} = B{b}")
-    for i in full_ins:
-        R.append(f"                    x{i} = a{i}")
+    # the block's views of the buffers and inputs (flat), or the whole arrays
+    R += [f"                    b{b} = B{b} if m == B else B{b}[:m]" for b in range(len(buf_dt))]
+    R += [f"                    x{i} = a{i}[__sl]" for i in full_ins]
+    R += ["                else:", "                    __sl = Ellipsis"]
+    R += [f"                    b{b} = B{b}" for b in range(len(buf_dt))]
+    R += [f"                    x{i} = a{i}" for i in full_ins]
     for i in range(expr.n_inputs):
         if scalar_in[i]:
             R.append(f"                x{i} = a{i}")

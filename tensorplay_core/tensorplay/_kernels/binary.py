@@ -56,23 +56,23 @@ def _arithmetic(c):
         a, b = prep(a, b)
         return xp.subtract(b, a)
 
-    def mul(a, b):
-        if a.dtype is F16:
-            h = half_opmath(a, b)
-            if h is not None:
-                return xp.astype(xp.multiply(*h), F16)
-        a, b = prep(a, b)
-        if a.dtype.kind == "b":
-            return xp.logical_and(a, b)
-        return xp.multiply(a, b)
+    def at_float32_for_half(f, name, floating):
+        """``f`` with torch's promotion, a float16 ``a`` computing at float32 when ``b`` is a
+        number torch reads there (``half_opmath``), bool operands as ``logical_and``."""
+        def k(a, b):
+            if a.dtype is F16:
+                h = half_opmath(a, b)
+                if h is not None:
+                    return xp.astype(f(*h), F16)
+            a, b = prep(a, b, floating)
+            if a.dtype.kind == "b":      # (mul only: div's floating prep gives no bool)
+                return xp.logical_and(a, b)
+            return f(a, b)
+        k.__name__ = k.__qualname__ = name
+        return k
 
-    def div(a, b):
-        if a.dtype is F16:
-            h = half_opmath(a, b)
-            if h is not None:
-                return xp.astype(xp.divide(*h), F16)
-        a, b = prep(a, b, True)
-        return xp.divide(a, b)
+    mul = at_float32_for_half(xp.multiply, "mul", False)
+    div = at_float32_for_half(xp.divide, "div", True)
 
     def rdiv(a, b):
         if a.dtype is F16 and b.__class__ in (float, int):
