@@ -8,13 +8,14 @@ each output element is written once, straight into the output array. Eager mode,
 allocates and walks a full-size temporary per op.
 
 Results are the eager ones bit for bit: a step runs as a ufunc only where the reference kernel
-(``tensorplay/_kernels/xp.py``) calls that same ufunc on operands of the same dtype (same-dtype
+(``tensorplay/_kernels/``) calls that same ufunc on operands of the same dtype (same-dtype
 float16/32/64 arithmetic, comparisons, boolean logic; Python scalars are converted to the
 operands' dtype first, as NumPy's weak-scalar rule does; ``relu``, ``sigmoid`` and ``rsqrt`` as
 the reference kernel's own sequence of ufuncs). Any other step (mixed dtypes, ``where``, ``erf``,
 casts...) calls the reference kernel on the block, so it is exact by construction. The tests
 (``tests/test_cpu_fusion.py``) compare bits with eager on NaN, +-inf, -0.0 and subnormals, so a
-change of a reference kernel that this table does not follow fails them.
+change of a reference kernel that the table (``tensorplay._kernels.elementwise.OPS``: its ``ufunc``
+and ``steps``) does not follow fails them.
 
 Variants are generated per input signature (dtypes, which inputs are 0-d) on first use. Inputs of
 different shapes (broadcasting, other than 0-d scalars) and steps whose value would not have the

@@ -327,18 +327,15 @@ def generate(expr, in_dtypes, modes, ndim, wide, interp=False, general=False):
             R = expr.dtypes[j]
             v = f"t{src}"
             srcdt = expr.dtypes[src]
-            if op == "sum":
+            red = REDUCTIONS[op]
+            if op == "sum":       # accumulated in float32 (float64), int64 for integers
                 acc_t = "tl.float64" if R.name == "float64" else (
                     "tl.float32" if R.is_floating_point else "tl.int64")
-                body.append(f"    r = tl.sum(tl.where(mask, {v}.to({acc_t}), 0), axis=0)")
-                body.append("    tl.atomic_add(acc, r)")
-            else:
-                if not srcdt.is_floating_point or srcdt.name in ("float16", "bfloat16"):
-                    raise Unsupported(f"{op} over {srcdt}")
-                fill = "-float('inf')" if op == "amax" else "float('inf')"
-                fn = REDUCTIONS[op]
-                body.append(f"    r = {fn}(tl.where(mask, {v}, {fill}), axis=0)")
-                body.append(f"    tl.atomic_{'max' if op == 'amax' else 'min'}(acc, r)")
+                v = f"{v}.to({acc_t})"
+            elif not srcdt.is_floating_point or srcdt.name in ("float16", "bfloat16"):
+                raise Unsupported(f"{op} over {srcdt}")
+            body.append(f"    r = {red.triton}(tl.where(mask, {v}, {red.triton_identity}), axis=0)")
+            body.append(f"    tl.{red.atomic}(acc, r)")
             continue
         cat, tmpl, ops, cts, R = p
         if cat == "logic":
@@ -568,13 +565,9 @@ class TritonChain:
             R = expr.dtypes[-1]
             acc_dt = (_dtype.float64 if R.name == "float64" else _dtype.float32) \
                 if R.is_floating_point else _dtype.int64
-            if reduce_op == "sum":
-                acc = np.zeros((), dtype=nd(acc_dt))
-            else:
-                src_dt = expr.dtypes[expr.steps[-1].args[0][1]]
-                acc_dt = src_dt
-                acc = np.full((), -math.inf if reduce_op == "amax" else math.inf,
-                              dtype=nd(src_dt))
+            if reduce_op != "sum":     # amax/amin: in the value's own type
+                acc_dt = expr.dtypes[expr.steps[-1].args[0][1]]
+            acc = np.full((), REDUCTIONS[reduce_op].identity, dtype=nd(acc_dt))
         if n == 0:
             if reduce_op is not None:
                 return [acc.astype(nd(expr.dtypes[-1]))]

@@ -25,11 +25,12 @@ state an op exactly declines it and the reference kernel runs.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .. import _dtype
 
-__all__ = ["CUDA_EAGER", "HALF_NUMBER_AT_FLOAT32", "OPS", "REDUCTIONS", "Pointwise"]
+__all__ = ["CUDA_EAGER", "HALF_NUMBER_AT_FLOAT32", "OPS", "REDUCTIONS", "Pointwise", "Reduction"]
 
 
 @dataclass(frozen=True)
@@ -147,5 +148,23 @@ CUDA_EAGER = frozenset({"add", "sub", "rsub", "mul", "div", "rdiv", "maximum", "
 # computes them, the reference kernel does
 HALF_NUMBER_AT_FLOAT32 = _dtype.SCALAR_AT_OPMATH | {"rdiv"}
 
-# full reductions a fused chain may end with: op -> Triton reduction
-REDUCTIONS = {"sum": "tl.sum", "amax": "tl.max", "amin": "tl.min"}
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """A full reduction a fused chain may end with: ``triton`` reduces a block, ``atomic``
+    (a ``tl`` atomic) combines the blocks' results into a one-element accumulator that starts at
+    ``identity``, the value masked lanes take too (``triton_identity``: its Triton spelling)."""
+
+    name: str
+    triton: str
+    atomic: str
+    identity: float
+    triton_identity: str
+
+
+REDUCTIONS: dict = {r.name: r for r in (
+    Reduction("sum", "tl.sum", "atomic_add", 0, "0"),
+    Reduction("amax", "tl.max", "atomic_max", -math.inf, "-float('inf')"),
+    Reduction("amin", "tl.min", "atomic_min", math.inf, "float('inf')"),
+)}
