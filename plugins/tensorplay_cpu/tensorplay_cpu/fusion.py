@@ -140,86 +140,16 @@ def _generate(fz, key):
     if all(p is None for p in plans):
         return None
 
-    # liveness: last step reading each step's value
-    last = {}
-    for j, s in enumerate(steps):
-        for a in s.args:
-            if a[0] == "step":
-                last[a[1]] = j
+    body, buf_dt = _Body(fz, ns, const).emit(plans)
+    return _compile(expr, scalar_in, body, buf_dt, ns, fz.dtypes)
+
+
+def _compile(expr, scalar_in, body, buf_dt, ns, dtypes):
+    """The variant's source around the loop ``body``: ``fused(arrays)`` (the shape and layout
+    tests) and ``__run`` (the outputs, the block buffers, the loop over blocks), compiled."""
     outputs = list(expr.outputs)
-    out_of = {o: k for k, o in enumerate(outputs)}
-    # buffers: one per live value at a time, per dtype; a buffer read by a reference kernel is
-    # never reused (its result may be a view of it)
-    free: dict = {}
-    nbuf = 0
-    buf_dt = []
-    loc = {}               # step -> expression naming its value in the loop body
-    body = []
-    pinned = set()
-    for j, s in enumerate(steps):
-        args = []
-        for a in s.args:
-            if a[0] == "in":
-                args.append(f"x{a[1]}")
-            elif a[0] == "step":
-                args.append(loc[a[1]])
-            else:
-                args.append(None)
-        # buffers whose value dies at this step (may be written by it: ufuncs allow out=in)
-        dying = [a[1] for a in s.args if a[0] == "step" and last.get(a[1]) == j]
-        plan = plans[j]
-        if plan is None:
-            for a in s.args:
-                if a[0] == "step" and loc[a[1]].startswith("b"):
-                    pinned.add(loc[a[1]])
-            cargs = ", ".join(args[i] if a[0] != "const" else const(a[1])
-                              for i, a in enumerate(s.args))
-            ns[f"k{j}"] = fz.kernels[s.op]
-            if j in out_of:
-                k = out_of[j]
-                body.append(f"r = k{j}({cargs})")
-                body.append(f"if r.dtype != d{k} or r.shape != o{k}[__sl].shape: raise __Decline")
-                body.append(f"o{k}[__sl] = r")
-                loc[j] = f"o{k}[__sl]"
-            else:
-                ns[f"dt{j}"] = fz.dtypes[j]
-                body.append(f"t{j} = k{j}({cargs})")
-                body.append(f"if t{j}.dtype != dt{j}: raise __Decline")
-                loc[j] = f"t{j}"
-        else:
-            for d in dying:
-                b = loc[d]
-                if b.startswith("b") and b not in pinned:
-                    free.setdefault(fz.dtypes[d], []).append(b)
-            if j in out_of:
-                k = out_of[j]
-                dst = f"v{k}"
-                body.append(f"v{k} = o{k}[__sl]")
-            else:
-                lst = free.get(fz.dtypes[j])
-                if lst:
-                    dst = lst.pop()
-                else:
-                    dst = f"b{nbuf}"
-                    nbuf += 1
-                    buf_dt.append(fz.dtypes[j])
-            operand = args
-            for call in plan:
-                fn, opnds = call[0], call[1:]
-                src = []
-                for o in opnds:
-                    if isinstance(o, int) and not isinstance(o, bool):   # operand index
-                        src.append(operand[o])
-                    elif o == "x":
-                        src.append(dst)
-                    else:                       # a constant's name
-                        src.append(o)
-                ns[f"__{fn}"] = getattr(np, fn)
-                body.append(f"__{fn}({', '.join(src)}, out={dst})")
-            loc[j] = dst
-        # a reference-kernel value dying here frees nothing (not a buffer)
     for k, o in enumerate(outputs):
-        ns[f"d{k}"] = fz.dtypes[o]
+        ns[f"d{k}"] = dtypes[o]
     ins = [f"a{i}" for i in range(expr.n_inputs)]
     full_ins = [i for i in range(expr.n_inputs) if not scalar_in[i]]
     L = ["def fused(arrays):",
@@ -268,6 +198,93 @@ def _generate(fz, key):
     fused = ns["fused"]
     fused.source = src
     return fused
+
+
+class _Body:
+    """The loop body of a variant, one block of every step: ufunc steps write into reused block
+    buffers (one per live value at a time, per dtype) or straight into an output; other steps call
+    the reference kernel. A buffer read by a reference kernel is never reused (its result may be
+    a view of it)."""
+
+    def __init__(self, fz, ns, const):
+        self.fz, self.ns, self.const = fz, ns, const
+        self.out_of = {o: k for k, o in enumerate(fz.expr.outputs)}
+        self.free: dict = {}       # dtype -> buffers whose value is dead
+        self.buf_dt: list = []     # dtype of each buffer b<i>
+        self.loc: dict = {}        # step -> expression naming its value in the loop body
+        self.pinned: set = set()
+        self.lines: list = []
+
+    def emit(self, plans):
+        """``(body lines, buffer dtypes)`` for the steps planned as ``plans`` (``_plan_step``)."""
+        steps = self.fz.expr.steps
+        last = {}                  # liveness: last step reading each step's value
+        for j, s in enumerate(steps):
+            for a in s.args:
+                if a[0] == "step":
+                    last[a[1]] = j
+        for j, s in enumerate(steps):
+            args = [f"x{a[1]}" if a[0] == "in" else self.loc[a[1]] if a[0] == "step" else None
+                    for a in s.args]
+            if plans[j] is None:
+                self._kernel_step(j, s, args)
+            else:
+                # buffers whose value dies at this step (may be written by it: ufuncs allow
+                # out=in); a reference-kernel value dying frees nothing (not a buffer)
+                for a in s.args:
+                    if a[0] == "step" and last.get(a[1]) == j:
+                        b = self.loc[a[1]]
+                        if b.startswith("b") and b not in self.pinned:
+                            self.free.setdefault(self.fz.dtypes[a[1]], []).append(b)
+                self._ufunc_step(j, plans[j], args)
+        return self.lines, self.buf_dt
+
+    def _kernel_step(self, j, s, args):
+        body, loc = self.lines, self.loc
+        for a in s.args:
+            if a[0] == "step" and loc[a[1]].startswith("b"):
+                self.pinned.add(loc[a[1]])
+        cargs = ", ".join(args[i] if a[0] != "const" else self.const(a[1])
+                          for i, a in enumerate(s.args))
+        self.ns[f"k{j}"] = self.fz.kernels[s.op]
+        if j in self.out_of:
+            k = self.out_of[j]
+            body.append(f"r = k{j}({cargs})")
+            body.append(f"if r.dtype != d{k} or r.shape != o{k}[__sl].shape: raise __Decline")
+            body.append(f"o{k}[__sl] = r")
+            loc[j] = f"o{k}[__sl]"
+        else:
+            self.ns[f"dt{j}"] = self.fz.dtypes[j]
+            body.append(f"t{j} = k{j}({cargs})")
+            body.append(f"if t{j}.dtype != dt{j}: raise __Decline")
+            loc[j] = f"t{j}"
+
+    def _destination(self, j):
+        if j in self.out_of:
+            k = self.out_of[j]
+            self.lines.append(f"v{k} = o{k}[__sl]")
+            return f"v{k}"
+        lst = self.free.get(self.fz.dtypes[j])
+        if lst:
+            return lst.pop()
+        self.buf_dt.append(self.fz.dtypes[j])
+        return f"b{len(self.buf_dt) - 1}"
+
+    def _ufunc_step(self, j, plan, operand):
+        dst = self._destination(j)
+        for call in plan:
+            fn, opnds = call[0], call[1:]
+            src = []
+            for o in opnds:
+                if isinstance(o, int) and not isinstance(o, bool):   # operand index
+                    src.append(operand[o])
+                elif o == "x":
+                    src.append(dst)
+                else:                       # a constant's name
+                    src.append(o)
+            self.ns[f"__{fn}"] = getattr(np, fn)
+            self.lines.append(f"__{fn}({', '.join(src)}, out={dst})")
+        self.loc[j] = dst
 
 
 class _Decline(Exception):
