@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import itertools
 import linecache
-import math
 import threading
 
 from tensorplay import _dtype
@@ -179,18 +178,8 @@ def _plan_operands(expr, in_dtypes, in_0d):
         ent = OPS.get(st.op)
         if ent is None or ent.triton is None:
             raise Unsupported(f"op {st.op}")
-        cat, tmpl = ent.family, ent.triton
         R = step_dt[j]
-        if R.name not in TL:
-            raise Unsupported(f"dtype {R}")
-        if st.op == "rdiv" and R.name in _dtype.REDUCED_FLOATS:
-            # torch's s / t on float16/bfloat16 is t.reciprocal() (rounded) * s: the reference
-            # kernel computes that
-            raise Unsupported(f"rdiv on {R}")
-        if R.is_floating_point:
-            tmpl = ent.triton_float or tmpl
-        if R.name == "float64":
-            tmpl = ent.triton_f64 or tmpl
+        tmpl = _template(ent, R)
         ops = []          # (kind, index or value, dtype, rank-kind)
         for kind, v in st.args:
             if kind == "in":
@@ -199,39 +188,57 @@ def _plan_operands(expr, in_dtypes, in_0d):
                 if plan[v][0] == "reduce":
                     raise Unsupported("a reduction feeding another step")
                 ops.append(("step", v, step_dt[v], 1 if step_0d[v] else 2))
-            else:
-                if cat == "cast" and not isinstance(v, (bool, int, float)):
-                    continue                     # to_dtype's dtype argument: in R already
+            elif ent.family != "cast" or isinstance(v, (bool, int, float)):
+                # (to_dtype's dtype argument is left out: it is R already); inf/nan are fine
+                # as float64 arguments
                 if not isinstance(v, (bool, int, float)):
                     raise Unsupported(f"constant {type(v).__name__}")
-                if isinstance(v, float) and not math.isfinite(v):
-                    pass                         # inf/nan are fine as float64 arguments
                 ops.append(("const", v, _wrapped(v), 0))
         tens = [o for o in ops if o[0] != "const"]
         step_0d.append(all(o[3] == 1 for o in tens) if tens else True)
-        if cat == "arith":
-            if R.name == "bool":
-                raise Unsupported("bool arithmetic")
-            if ent.float_result and ent.arity == 1 and not R.is_floating_point:
-                raise Unsupported(f"{st.op} on {R}")
-            cts = [_opmath(R)] * len(ops)
-        elif cat == "cmp":
-            if len(ops) != 2:
-                raise Unsupported(st.op)
-            p = _dtype.result_type(ops[0][2], ops[0][3], ops[1][2], ops[1][3])
-            cts = [_opmath(p)] * 2
-        elif cat == "logic":
-            cts = [None] * len(ops)
-        elif cat == "where":
-            if len(ops) != 3:
-                raise Unsupported("where")
-            cts = [None, _opmath(R), _opmath(R)]
-        else:   # cast
-            if len(ops) != 1:
-                raise Unsupported("to_dtype")
-            cts = [None]
-        plan.append((cat, tmpl, ops, cts, R))
+        plan.append((ent.family, tmpl, ops, _compute_types(ent, R, ops), R))
     return plan
+
+
+def _template(ent, R):
+    """The Triton form of op ``ent`` (a ``Pointwise``) for a step of result dtype ``R``."""
+    if R.name not in TL:
+        raise Unsupported(f"dtype {R}")
+    if ent.name == "rdiv" and R.name in _dtype.REDUCED_FLOATS:
+        # torch's s / t on float16/bfloat16 is t.reciprocal() (rounded) * s: the reference
+        # kernel computes that
+        raise Unsupported(f"rdiv on {R}")
+    tmpl = ent.triton
+    if R.is_floating_point:
+        tmpl = ent.triton_float or tmpl
+    if R.name == "float64":
+        tmpl = ent.triton_f64 or tmpl
+    return tmpl
+
+
+def _compute_types(ent, R, ops):
+    """The dtype each operand is cast to before the step computes (None: as loaded)."""
+    cat = ent.family
+    if cat == "arith":
+        if R.name == "bool":
+            raise Unsupported("bool arithmetic")
+        if ent.float_result and ent.arity == 1 and not R.is_floating_point:
+            raise Unsupported(f"{ent.name} on {R}")
+        return [_opmath(R)] * len(ops)
+    if cat == "cmp":
+        if len(ops) != 2:
+            raise Unsupported(ent.name)
+        p = _dtype.result_type(ops[0][2], ops[0][3], ops[1][2], ops[1][3])
+        return [_opmath(p)] * 2
+    if cat == "logic":
+        return [None] * len(ops)
+    if cat == "where":
+        if len(ops) != 3:
+            raise Unsupported("where")
+        return [None, _opmath(R), _opmath(R)]
+    if len(ops) != 1:     # cast
+        raise Unsupported("to_dtype")
+    return [None]
 
 
 def generate(expr, in_dtypes, modes, ndim, wide, interp=False, general=False):
@@ -323,40 +330,10 @@ def generate(expr, in_dtypes, modes, ndim, wide, interp=False, general=False):
 
     for j, p in enumerate(plan):
         if p[0] == "reduce":
-            _, op, src = p
-            R = expr.dtypes[j]
-            v = f"t{src}"
-            srcdt = expr.dtypes[src]
-            red = REDUCTIONS[op]
-            if op == "sum":       # accumulated in float32 (float64), int64 for integers
-                acc_t = "tl.float64" if R.name == "float64" else (
-                    "tl.float32" if R.is_floating_point else "tl.int64")
-                v = f"{v}.to({acc_t})"
-            elif not srcdt.is_floating_point or srcdt.name in ("float16", "bfloat16"):
-                raise Unsupported(f"{op} over {srcdt}")
-            body.append(f"    r = {red.triton}(tl.where(mask, {v}, {red.triton_identity}), axis=0)")
-            body.append(f"    tl.{red.atomic}(acc, r)")
+            body += _reduce_lines(p[1], expr.dtypes[j], f"t{p[2]}", expr.dtypes[p[2]])
             continue
-        cat, tmpl, ops, cts, R = p
-        if cat == "logic":
-            args = [f"({operand(o, None)} != 0)" for o in ops]
-        elif cat == "where":
-            args = [f"({operand(ops[0], None)} != 0)"] + [operand(o, c) for o, c in
-                                                         zip(ops[1:], cts[1:])]
-        else:
-            args = [operand(o, c) for o, c in zip(ops, cts)]
-        e = tmpl.format(*args)
-        if cat == "cast" and R.name == "bool":
-            e = f"({e} != 0)"
-        if cat in ("arith", "where", "cast"):
-            # round to the step's dtype; float32 -> float16/bfloat16 rounds to nearest even, as
-            # eager does (said explicitly: Triton's interpreter would truncate otherwise)
-            src_f32 = (cat != "cast" and _opmath(R) is not R) or \
-                (cat == "cast" and ops[0][2] is _dtype.float32)
-            if src_f32 and R.name == "bfloat16":
-                e = f"_to_bf16(({e}).to(tl.float32))"
-            else:
-                e = f"({e}).to({TL[R.name]})"
+        ops = p[2]
+        e = _step_expr(*p, operand)
         body.append(f"    t{j} = {e}")
         # scalar-only steps give scalars; broadcast so stores and reductions see a block
         if all(o[0] == "const" or (o[0] == "in" and modes[o[1]] == "s") or
@@ -375,6 +352,45 @@ def generate(expr, in_dtypes, modes, ndim, wide, interp=False, general=False):
     src = (_PRELUDE + _TO_BF16[bool(interp)] + f"\n\n{deco}\ndef {name}({', '.join(params)}):\n" +
            "\n".join(body) + "\n")
     return src, name, fconsts, iconsts
+
+
+def _reduce_lines(op, R, v, srcdt):
+    """The lines reducing a block of value ``v`` (dtype ``srcdt``) into the accumulator ``acc``
+    of the chain's last step ``op`` (result dtype ``R``)."""
+    red = REDUCTIONS[op]
+    if op == "sum":       # accumulated in float32 (float64), int64 for integers
+        acc_t = "tl.float64" if R.name == "float64" else (
+            "tl.float32" if R.is_floating_point else "tl.int64")
+        v = f"{v}.to({acc_t})"
+    elif not srcdt.is_floating_point or srcdt.name in ("float16", "bfloat16"):
+        raise Unsupported(f"{op} over {srcdt}")
+    return [f"    r = {red.triton}(tl.where(mask, {v}, {red.triton_identity}), axis=0)",
+            f"    tl.{red.atomic}(acc, r)"]
+
+
+def _step_expr(cat, tmpl, ops, cts, R, operand):
+    """The Triton expression of a planned step: its form over the operands (``operand(o, ct)``
+    spells operand ``o`` cast to ``ct``), rounded to the step's dtype ``R``."""
+    if cat == "logic":
+        args = [f"({operand(o, None)} != 0)" for o in ops]
+    elif cat == "where":
+        args = [f"({operand(ops[0], None)} != 0)"] + [operand(o, c) for o, c in
+                                                     zip(ops[1:], cts[1:])]
+    else:
+        args = [operand(o, c) for o, c in zip(ops, cts)]
+    e = tmpl.format(*args)
+    if cat == "cast" and R.name == "bool":
+        e = f"({e} != 0)"
+    if cat in ("arith", "where", "cast"):
+        # round to the step's dtype; float32 -> float16/bfloat16 rounds to nearest even, as
+        # eager does (said explicitly: Triton's interpreter would truncate otherwise)
+        src_f32 = (cat != "cast" and _opmath(R) is not R) or \
+            (cat == "cast" and ops[0][2] is _dtype.float32)
+        if src_f32 and R.name == "bfloat16":
+            e = f"_to_bf16(({e}).to(tl.float32))"
+        else:
+            e = f"({e}).to({TL[R.name]})"
+    return e
 
 
 def _scalar_step(plan, j, modes):
