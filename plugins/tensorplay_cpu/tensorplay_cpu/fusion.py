@@ -296,56 +296,63 @@ def _plan_step(s, dt, dt_of, const):
     index, ``"x"`` for the step's own running value, constants by name), or None."""
     op = s.op
     args = s.args
-
-    def operands_dt(want):
-        """operand list: ints for tensors of dtype ``want``, const names for scalars."""
-        r = []
-        for i, a in enumerate(args):
-            if a[0] == "const":
-                c = _const(a[1], want)
-                if c is None:
-                    return None
-                r.append(const(c))
-            elif dt_of(a) != want:
-                return None
-            else:
-                r.append(i)
-        return r
-
     if op in _BINARY or op in _UNARY or op in _COMPOSITE:
-        if dt not in _FLOATS:
-            return None
-        if dt == _F16 and op in _HALF_OPMATH and any(a[0] == "const" for a in args):
-            return None   # torch reads this number at float32: the reference kernel does that
-        ops = operands_dt(dt)
-        if ops is None:
-            return None
-        if op in _UNARY:
-            return [(_UNARY[op], ops[0])]
-        if op in _COMPOSITE:
-            seq = []
-            for k, call in enumerate(_COMPOSITE[op]):
-                opnds = []
-                for o in call[1:]:
-                    if o == "x":
-                        opnds.append(ops[0] if k == 0 else "x")
-                    else:
-                        opnds.append(const(dt.type(o)))
-                seq.append((call[0], *opnds))
-            return seq
-        fn, rev = _BINARY[op]
-        a, b = ops
-        return [(fn, b, a) if rev else (fn, a, b)]
+        return _plan_arith(op, args, dt, dt_of, const)
     if op in _CMP:
         if dt != _BOOL:
             return None
         tens = [dt_of(a) for a in args if a[0] != "const"]
         if not tens or tens[0] not in _FLOATS:
             return None
-        ops = operands_dt(tens[0])
+        ops = _operands(args, tens[0], dt_of, const)
         return None if ops is None else [(_CMP[op], *ops)]
     if op in _LOGIC:
         if dt != _BOOL or any(a[0] == "const" or dt_of(a) != _BOOL for a in args):
             return None
         return [(_LOGIC[op], *range(len(args)))]
     return None
+
+
+def _operands(args, want, dt_of, const):
+    """Operand list: ints for tensors of dtype ``want``, const names for scalars; None when an
+    operand is of another dtype or a number ``want`` cannot hold as the reference does."""
+    r = []
+    for i, a in enumerate(args):
+        if a[0] == "const":
+            c = _const(a[1], want)
+            if c is None:
+                return None
+            r.append(const(c))
+        elif dt_of(a) != want:
+            return None
+        else:
+            r.append(i)
+    return r
+
+
+def _plan_arith(op, args, dt, dt_of, const):
+    """An "arith" step (operands and result of one float dtype ``dt``): its ufunc, or its
+    composite's sequence; None where the reference kernel computes otherwise."""
+    if dt not in _FLOATS:
+        return None
+    if dt == _F16 and op in _HALF_OPMATH and any(a[0] == "const" for a in args):
+        return None   # torch reads this number at float32: the reference kernel does that
+    ops = _operands(args, dt, dt_of, const)
+    if ops is None:
+        return None
+    if op in _UNARY:
+        return [(_UNARY[op], ops[0])]
+    if op in _COMPOSITE:
+        seq = []
+        for k, call in enumerate(_COMPOSITE[op]):
+            opnds = []
+            for o in call[1:]:
+                if o == "x":
+                    opnds.append(ops[0] if k == 0 else "x")
+                else:
+                    opnds.append(const(dt.type(o)))
+            seq.append((call[0], *opnds))
+        return seq
+    fn, rev = _BINARY[op]
+    a, b = ops
+    return [(fn, b, a) if rev else (fn, a, b)]
