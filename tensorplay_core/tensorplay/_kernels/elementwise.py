@@ -26,29 +26,30 @@ state an op exactly declines it and the reference kernel runs.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from .. import _dtype
 
 __all__ = ["CUDA_EAGER", "HALF_NUMBER_AT_FLOAT32", "OPS", "REDUCTIONS", "Pointwise", "Reduction"]
 
 
-@dataclass(frozen=True)
 class Pointwise:
-    """One elementwise op's forms (see the module docstring)."""
+    """One elementwise op's forms (see the module docstring). A plain class (not a dataclass:
+    this table is built at ``import tensorplay``, where a dataclass costs ~1 ms)."""
 
-    name: str
-    family: str
-    arity: int
-    xp: str | None = None
-    ufunc: str | None = None
-    steps: tuple | None = None
-    triton: str | None = None
-    triton_float: str | None = None
-    triton_f64: str | None = None
-    cupy: str | None = None
-    float_result: bool = False
-    swap: bool = False
+    __slots__ = ("name", "family", "arity", "xp", "ufunc", "steps", "triton", "triton_float",
+                 "triton_f64", "cupy", "float_result", "swap")
+
+    def __init__(self, name: str, family: str, arity: int, *, xp: str | None = None,
+                 ufunc: str | None = None, steps: tuple | None = None, triton: str | None = None,
+                 triton_float: str | None = None, triton_f64: str | None = None,
+                 cupy: str | None = None, float_result: bool = False, swap: bool = False):
+        self.name, self.family, self.arity = name, family, arity
+        self.xp, self.ufunc, self.steps = xp, ufunc, steps
+        self.triton, self.triton_float, self.triton_f64 = triton, triton_float, triton_f64
+        self.cupy, self.float_result, self.swap = cupy, float_result, swap
+
+    def __repr__(self):
+        return f"Pointwise({self.name!r}, {self.family!r}, {self.arity})"
 
 
 def _op(name, family, arity, **forms) -> Pointwise:
@@ -150,17 +151,17 @@ HALF_NUMBER_AT_FLOAT32 = _dtype.SCALAR_AT_OPMATH | {"rdiv"}
 
 
 
-@dataclass(frozen=True)
 class Reduction:
     """A full reduction a fused chain may end with: ``triton`` reduces a block, ``atomic``
     (a ``tl`` atomic) combines the blocks' results into a one-element accumulator that starts at
     ``identity``, the value masked lanes take too (``triton_identity``: its Triton spelling)."""
 
-    name: str
-    triton: str
-    atomic: str
-    identity: float
-    triton_identity: str
+    __slots__ = ("name", "triton", "atomic", "identity", "triton_identity")
+
+    def __init__(self, name: str, triton: str, atomic: str, identity: float,
+                 triton_identity: str):
+        self.name, self.triton, self.atomic = name, triton, atomic
+        self.identity, self.triton_identity = identity, triton_identity
 
 
 REDUCTIONS: dict = {r.name: r for r in (
