@@ -135,12 +135,13 @@ def _power(c):
 def _compare(c):
     xp, prep = c.xp, c.prep
 
-    def extremum(f):
+    def extremum(f, name):
         def k(a, b):
             a, b = prep(a, b)
             if isinstance(b, (int, float)):
                 b = xp.asarray(b, dtype=a.dtype)
             return f(a, b)
+        k.__name__ = k.__qualname__ = name
         return k
 
     def cmp(f):
@@ -149,7 +150,7 @@ def _compare(c):
             return f(a, b)
         return k
 
-    k = {n: extremum(getattr(xp, OPS[n].xp)) for n in ("maximum", "minimum")}
+    k = {n: extremum(getattr(xp, OPS[n].xp), n) for n in ("maximum", "minimum")}
     k.update((n, cmp(getattr(xp, p.xp))) for n, p in OPS.items() if p.family == "cmp")
     return k
 
