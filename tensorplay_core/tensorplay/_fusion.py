@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ._kernels.elementwise import OPS as ELEMENTWISE
+
 __all__ = [
     "BLOCK",
     "FUSIBLE",
@@ -39,13 +41,9 @@ __all__ = [
     "plan",
 ]
 
-# built-in ops whose kernels are elementwise (output element i depends on input elements i)
-FUSIBLE = frozenset({
-    "add", "sub", "rsub", "mul", "div", "rdiv", "pow", "rpow", "maximum", "minimum",
-    "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "sign",
-    "neg", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "abs", "sin", "cos", "erf",
-    "where", "to_dtype",
-})
+# built-in ops whose kernels are elementwise (output element i depends on input elements i): the
+# ops of the elementwise table, which gives each fuser their forms
+FUSIBLE = frozenset(ELEMENTWISE)
 
 BLOCK = 1 << 16      # elements per block of the generic cpu fuser (256 KiB of float32)
 _MIN_BLOCKED = 1 << 16

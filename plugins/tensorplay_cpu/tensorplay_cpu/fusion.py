@@ -8,13 +8,14 @@ each output element is written once, straight into the output array. Eager mode,
 allocates and walks a full-size temporary per op.
 
 Results are the eager ones bit for bit: a step runs as a ufunc only where the reference kernel
-(``tensorplay/_kernels/xp.py``) calls that same ufunc on operands of the same dtype (same-dtype
+(``tensorplay/_kernels/``) calls that same ufunc on operands of the same dtype (same-dtype
 float16/32/64 arithmetic, comparisons, boolean logic; Python scalars are converted to the
 operands' dtype first, as NumPy's weak-scalar rule does; ``relu``, ``sigmoid`` and ``rsqrt`` as
 the reference kernel's own sequence of ufuncs). Any other step (mixed dtypes, ``where``, ``erf``,
 casts...) calls the reference kernel on the block, so it is exact by construction. The tests
 (``tests/test_cpu_fusion.py``) compare bits with eager on NaN, +-inf, -0.0 and subnormals, so a
-change of a reference kernel that this table does not follow fails them.
+change of a reference kernel that the table (``tensorplay._kernels.elementwise.OPS``: its ``ufunc``
+and ``steps``) does not follow fails them.
 
 Variants are generated per input signature (dtypes, which inputs are 0-d) on first use. Inputs of
 different shapes (broadcasting, other than 0-d scalars) and steps whose value would not have the
@@ -29,6 +30,7 @@ import math
 import numpy as np
 
 from tensorplay._dtype import float16, round_scalar
+from tensorplay._kernels.elementwise import HALF_NUMBER_AT_FLOAT32, OPS
 from tensorplay.backends import generic_fuser
 
 BLOCK = 1 << 16          # elements per block: 256 KiB of float32 per live value (L2: >= 1 MiB)
@@ -39,27 +41,18 @@ _BOOL = np.dtype(bool)
 _F16 = np.dtype(np.float16)
 # float16 steps whose number operand the reference kernel reads at float32, not rounded to
 # float16 (torch's rule, ``tensorplay._dtype``): no same-dtype ufunc computes them
-_HALF_OPMATH = frozenset({"mul", "div", "rdiv"})
+_HALF_OPMATH = HALF_NUMBER_AT_FLOAT32
 
-# op -> (ufunc names, operand order, kind); kind: "arith" (operands and result of one float
-# dtype), "cmp" (float operands of one dtype, bool result), "logic" (bool operands and result)
-_BINARY = {
-    "add": ("add", False), "sub": ("subtract", False), "rsub": ("subtract", True),
-    "mul": ("multiply", False), "div": ("divide", False), "rdiv": ("divide", True),
-    "pow": ("power", False), "rpow": ("power", True),
-    "maximum": ("maximum", False), "minimum": ("minimum", False),
-}
-_CMP = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater",
-        "ge": "greater_equal"}
-_LOGIC = {"logical_and": "logical_and", "logical_or": "logical_or", "logical_not": "logical_not"}
-_UNARY = {"neg": "negative", "exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh",
-          "sin": "sin", "cos": "cos", "abs": "absolute", "sign": "sign"}
+# The ufuncs of each op (``tensorplay._kernels.elementwise``: the forms of every fuser, stated
+# once), by how a step is typed: "arith" (operands and result of one float dtype), "cmp" (float
+# operands of one dtype, bool result), "logic" (bool operands and result)
+_BINARY = {n: (p.ufunc, p.swap) for n, p in OPS.items()
+           if p.family == "arith" and p.arity == 2 and p.ufunc}
+_UNARY = {n: p.ufunc for n, p in OPS.items() if p.family == "arith" and p.arity == 1 and p.ufunc}
+_CMP = {n: p.ufunc for n, p in OPS.items() if p.family == "cmp"}
+_LOGIC = {n: p.ufunc for n, p in OPS.items() if p.family == "logic"}
 # composites: the reference kernel's own sequence of ufuncs ("x" is the operand / running value)
-_COMPOSITE = {
-    "relu": (("maximum", "x", 0),),             # the reference kernel's maximum(x, 0)
-    "sigmoid": (("negative", "x"), ("exp", "x"), ("add", "x", 1), ("divide", 1, "x")),  # 1/(1+e^-x)
-    "rsqrt": (("sqrt", "x"), ("divide", 1, "x")),
-}
+_COMPOSITE = {n: p.steps for n, p in OPS.items() if p.steps}
 
 
 def fuse(expr, backend):
@@ -147,86 +140,16 @@ def _generate(fz, key):
     if all(p is None for p in plans):
         return None
 
-    # liveness: last step reading each step's value
-    last = {}
-    for j, s in enumerate(steps):
-        for a in s.args:
-            if a[0] == "step":
-                last[a[1]] = j
+    body, buf_dt = _Body(fz, ns, const).emit(plans)
+    return _compile(expr, scalar_in, body, buf_dt, ns, fz.dtypes)
+
+
+def _compile(expr, scalar_in, body, buf_dt, ns, dtypes):
+    """The variant's source around the loop ``body``: ``fused(arrays)`` (the shape and layout
+    tests) and ``__run`` (the outputs, the block buffers, the loop over blocks), compiled."""
     outputs = list(expr.outputs)
-    out_of = {o: k for k, o in enumerate(outputs)}
-    # buffers: one per live value at a time, per dtype; a buffer read by a reference kernel is
-    # never reused (its result may be a view of it)
-    free: dict = {}
-    nbuf = 0
-    buf_dt = []
-    loc = {}               # step -> expression naming its value in the loop body
-    body = []
-    pinned = set()
-    for j, s in enumerate(steps):
-        args = []
-        for a in s.args:
-            if a[0] == "in":
-                args.append(f"x{a[1]}")
-            elif a[0] == "step":
-                args.append(loc[a[1]])
-            else:
-                args.append(None)
-        # buffers whose value dies at this step (may be written by it: ufuncs allow out=in)
-        dying = [a[1] for a in s.args if a[0] == "step" and last.get(a[1]) == j]
-        plan = plans[j]
-        if plan is None:
-            for a in s.args:
-                if a[0] == "step" and loc[a[1]].startswith("b"):
-                    pinned.add(loc[a[1]])
-            cargs = ", ".join(args[i] if a[0] != "const" else const(a[1])
-                              for i, a in enumerate(s.args))
-            ns[f"k{j}"] = fz.kernels[s.op]
-            if j in out_of:
-                k = out_of[j]
-                body.append(f"r = k{j}({cargs})")
-                body.append(f"if r.dtype != d{k} or r.shape != o{k}[__sl].shape: raise __Decline")
-                body.append(f"o{k}[__sl] = r")
-                loc[j] = f"o{k}[__sl]"
-            else:
-                ns[f"dt{j}"] = fz.dtypes[j]
-                body.append(f"t{j} = k{j}({cargs})")
-                body.append(f"if t{j}.dtype != dt{j}: raise __Decline")
-                loc[j] = f"t{j}"
-        else:
-            for d in dying:
-                b = loc[d]
-                if b.startswith("b") and b not in pinned:
-                    free.setdefault(fz.dtypes[d], []).append(b)
-            if j in out_of:
-                k = out_of[j]
-                dst = f"v{k}"
-                body.append(f"v{k} = o{k}[__sl]")
-            else:
-                lst = free.get(fz.dtypes[j])
-                if lst:
-                    dst = lst.pop()
-                else:
-                    dst = f"b{nbuf}"
-                    nbuf += 1
-                    buf_dt.append(fz.dtypes[j])
-            operand = args
-            for call in plan:
-                fn, opnds = call[0], call[1:]
-                src = []
-                for o in opnds:
-                    if isinstance(o, int) and not isinstance(o, bool):   # operand index
-                        src.append(operand[o])
-                    elif o == "x":
-                        src.append(dst)
-                    else:                       # a constant's name
-                        src.append(o)
-                ns[f"__{fn}"] = getattr(np, fn)
-                body.append(f"__{fn}({', '.join(src)}, out={dst})")
-            loc[j] = dst
-        # a reference-kernel value dying here frees nothing (not a buffer)
     for k, o in enumerate(outputs):
-        ns[f"d{k}"] = fz.dtypes[o]
+        ns[f"d{k}"] = dtypes[o]
     ins = [f"a{i}" for i in range(expr.n_inputs)]
     full_ins = [i for i in range(expr.n_inputs) if not scalar_in[i]]
     L = ["def fused(arrays):",
@@ -255,16 +178,12 @@ def _generate(fz, key):
     R.append("                    e = s + B")
     R.append("                    __sl = slice(s, e)")
     R.append("                    m = min(B, n - s)")
-    for b in range(len(buf_dt)):
-        R.append(f"                    b{b} = B{b} if m == B else B{b}[:m]")
-    for i in full_ins:
-        R.append(f"                    x{i} = a{i}[__sl]")
-    R.append("                else:")
-    R.append("                    __sl = Ellipsis")
-    for b in range(len(buf_dt)):
-        R.append(f"                    b{b} = B{b}")
-    for i in full_ins:
-        R.append(f"                    x{i} = a{i}")
+    # the block's views of the buffers and inputs (flat), or the whole arrays
+    R += [f"                    b{b} = B{b} if m == B else B{b}[:m]" for b in range(len(buf_dt))]
+    R += [f"                    x{i} = a{i}[__sl]" for i in full_ins]
+    R += ["                else:", "                    __sl = Ellipsis"]
+    R += [f"                    b{b} = B{b}" for b in range(len(buf_dt))]
+    R += [f"                    x{i} = a{i}" for i in full_ins]
     for i in range(expr.n_inputs):
         if scalar_in[i]:
             R.append(f"                x{i} = a{i}")
@@ -281,6 +200,93 @@ def _generate(fz, key):
     return fused
 
 
+class _Body:
+    """The loop body of a variant, one block of every step: ufunc steps write into reused block
+    buffers (one per live value at a time, per dtype) or straight into an output; other steps call
+    the reference kernel. A buffer read by a reference kernel is never reused (its result may be
+    a view of it)."""
+
+    def __init__(self, fz, ns, const):
+        self.fz, self.ns, self.const = fz, ns, const
+        self.out_of = {o: k for k, o in enumerate(fz.expr.outputs)}
+        self.free: dict = {}       # dtype -> buffers whose value is dead
+        self.buf_dt: list = []     # dtype of each buffer b<i>
+        self.loc: dict = {}        # step -> expression naming its value in the loop body
+        self.pinned: set = set()
+        self.lines: list = []
+
+    def emit(self, plans):
+        """``(body lines, buffer dtypes)`` for the steps planned as ``plans`` (``_plan_step``)."""
+        steps = self.fz.expr.steps
+        last = {}                  # liveness: last step reading each step's value
+        for j, s in enumerate(steps):
+            for a in s.args:
+                if a[0] == "step":
+                    last[a[1]] = j
+        for j, s in enumerate(steps):
+            args = [f"x{a[1]}" if a[0] == "in" else self.loc[a[1]] if a[0] == "step" else None
+                    for a in s.args]
+            if plans[j] is None:
+                self._kernel_step(j, s, args)
+            else:
+                # buffers whose value dies at this step (may be written by it: ufuncs allow
+                # out=in); a reference-kernel value dying frees nothing (not a buffer)
+                for a in s.args:
+                    if a[0] == "step" and last.get(a[1]) == j:
+                        b = self.loc[a[1]]
+                        if b.startswith("b") and b not in self.pinned:
+                            self.free.setdefault(self.fz.dtypes[a[1]], []).append(b)
+                self._ufunc_step(j, plans[j], args)
+        return self.lines, self.buf_dt
+
+    def _kernel_step(self, j, s, args):
+        body, loc = self.lines, self.loc
+        for a in s.args:
+            if a[0] == "step" and loc[a[1]].startswith("b"):
+                self.pinned.add(loc[a[1]])
+        cargs = ", ".join(args[i] if a[0] != "const" else self.const(a[1])
+                          for i, a in enumerate(s.args))
+        self.ns[f"k{j}"] = self.fz.kernels[s.op]
+        if j in self.out_of:
+            k = self.out_of[j]
+            body.append(f"r = k{j}({cargs})")
+            body.append(f"if r.dtype != d{k} or r.shape != o{k}[__sl].shape: raise __Decline")
+            body.append(f"o{k}[__sl] = r")
+            loc[j] = f"o{k}[__sl]"
+        else:
+            self.ns[f"dt{j}"] = self.fz.dtypes[j]
+            body.append(f"t{j} = k{j}({cargs})")
+            body.append(f"if t{j}.dtype != dt{j}: raise __Decline")
+            loc[j] = f"t{j}"
+
+    def _destination(self, j):
+        if j in self.out_of:
+            k = self.out_of[j]
+            self.lines.append(f"v{k} = o{k}[__sl]")
+            return f"v{k}"
+        lst = self.free.get(self.fz.dtypes[j])
+        if lst:
+            return lst.pop()
+        self.buf_dt.append(self.fz.dtypes[j])
+        return f"b{len(self.buf_dt) - 1}"
+
+    def _ufunc_step(self, j, plan, operand):
+        dst = self._destination(j)
+        for call in plan:
+            fn, opnds = call[0], call[1:]
+            src = []
+            for o in opnds:
+                if isinstance(o, int) and not isinstance(o, bool):   # operand index
+                    src.append(operand[o])
+                elif o == "x":
+                    src.append(dst)
+                else:                       # a constant's name
+                    src.append(o)
+            self.ns[f"__{fn}"] = getattr(np, fn)
+            self.lines.append(f"__{fn}({', '.join(src)}, out={dst})")
+        self.loc[j] = dst
+
+
 class _Decline(Exception):
     """A reference kernel's result is not what the chain's fake metadata promised."""
 
@@ -290,56 +296,63 @@ def _plan_step(s, dt, dt_of, const):
     index, ``"x"`` for the step's own running value, constants by name), or None."""
     op = s.op
     args = s.args
-
-    def operands_dt(want):
-        """operand list: ints for tensors of dtype ``want``, const names for scalars."""
-        r = []
-        for i, a in enumerate(args):
-            if a[0] == "const":
-                c = _const(a[1], want)
-                if c is None:
-                    return None
-                r.append(const(c))
-            elif dt_of(a) != want:
-                return None
-            else:
-                r.append(i)
-        return r
-
     if op in _BINARY or op in _UNARY or op in _COMPOSITE:
-        if dt not in _FLOATS:
-            return None
-        if dt == _F16 and op in _HALF_OPMATH and any(a[0] == "const" for a in args):
-            return None   # torch reads this number at float32: the reference kernel does that
-        ops = operands_dt(dt)
-        if ops is None:
-            return None
-        if op in _UNARY:
-            return [(_UNARY[op], ops[0])]
-        if op in _COMPOSITE:
-            seq = []
-            for k, call in enumerate(_COMPOSITE[op]):
-                opnds = []
-                for o in call[1:]:
-                    if o == "x":
-                        opnds.append(ops[0] if k == 0 else "x")
-                    else:
-                        opnds.append(const(dt.type(o)))
-                seq.append((call[0], *opnds))
-            return seq
-        fn, rev = _BINARY[op]
-        a, b = ops
-        return [(fn, b, a) if rev else (fn, a, b)]
+        return _plan_arith(op, args, dt, dt_of, const)
     if op in _CMP:
         if dt != _BOOL:
             return None
         tens = [dt_of(a) for a in args if a[0] != "const"]
         if not tens or tens[0] not in _FLOATS:
             return None
-        ops = operands_dt(tens[0])
+        ops = _operands(args, tens[0], dt_of, const)
         return None if ops is None else [(_CMP[op], *ops)]
     if op in _LOGIC:
         if dt != _BOOL or any(a[0] == "const" or dt_of(a) != _BOOL for a in args):
             return None
         return [(_LOGIC[op], *range(len(args)))]
     return None
+
+
+def _operands(args, want, dt_of, const):
+    """Operand list: ints for tensors of dtype ``want``, const names for scalars; None when an
+    operand is of another dtype or a number ``want`` cannot hold as the reference does."""
+    r = []
+    for i, a in enumerate(args):
+        if a[0] == "const":
+            c = _const(a[1], want)
+            if c is None:
+                return None
+            r.append(const(c))
+        elif dt_of(a) != want:
+            return None
+        else:
+            r.append(i)
+    return r
+
+
+def _plan_arith(op, args, dt, dt_of, const):
+    """An "arith" step (operands and result of one float dtype ``dt``): its ufunc, or its
+    composite's sequence; None where the reference kernel computes otherwise."""
+    if dt not in _FLOATS:
+        return None
+    if dt == _F16 and op in _HALF_OPMATH and any(a[0] == "const" for a in args):
+        return None   # torch reads this number at float32: the reference kernel does that
+    ops = _operands(args, dt, dt_of, const)
+    if ops is None:
+        return None
+    if op in _UNARY:
+        return [(_UNARY[op], ops[0])]
+    if op in _COMPOSITE:
+        seq = []
+        for k, call in enumerate(_COMPOSITE[op]):
+            opnds = []
+            for o in call[1:]:
+                if o == "x":
+                    opnds.append(ops[0] if k == 0 else "x")
+                else:
+                    opnds.append(const(dt.type(o)))
+            seq.append((call[0], *opnds))
+        return seq
+    fn, rev = _BINARY[op]
+    a, b = ops
+    return [(fn, b, a) if rev else (fn, a, b)]

@@ -6,26 +6,15 @@ from __future__ import annotations
 
 import math
 
+from tensorplay._kernels.elementwise import OPS
 from tensorplay.backends import generic_fuser
-
-# C expressions of the kernels this fuser can emit, written to compute exactly what the reference
-# kernels (``tensorplay/_kernels/xp.py``) compute for same-dtype floating inputs.
-C_OPS = {
-    "add": "{0} + {1}", "sub": "{0} - {1}", "rsub": "{1} - {0}", "mul": "{0} * {1}",
-    "div": "{0} / {1}", "rdiv": "{1} / {0}", "pow": "pow({0}, {1})", "rpow": "pow({1}, {0})",
-    "maximum": "(({0} != {0}) ? {0} : (({1} != {1}) ? {1} : (({0} > {1}) ? {0} : {1})))",
-    "minimum": "(({0} != {0}) ? {0} : (({1} != {1}) ? {1} : (({0} < {1}) ? {0} : {1})))",
-    "neg": "-{0}", "exp": "exp({0})", "log": "log({0})", "sqrt": "sqrt({0})",
-    "tanh": "tanh({0})", "sin": "sin({0})", "cos": "cos({0})", "abs": "abs({0})",
-    "relu": "(({0} <= (T)0) ? (T)0 : {0})",          # NaN passes through, as in torch
-    "sigmoid": "((T)1 / ((T)1 + exp(-{0})))",
-    "rsqrt": "((T)1 / sqrt({0}))",
-}
 
 
 def cupy_fuser(expr, backend):
     """One ``cupy.ElementwiseKernel`` for ``expr``, or None when the chain is not same-dtype
-    float32/float64 arithmetic of the ops in ``C_OPS``. Compiled with ``--fmad=false`` so results
+    float32/float64 arithmetic of ops with a CuPy form (``Pointwise.cupy`` in
+    ``tensorplay._kernels.elementwise``, written to compute exactly what the reference kernels
+    compute for same-dtype floating inputs). Compiled with ``--fmad=false`` so results
     match the unfused ops exactly. Scalars are kernel arguments (``T c0``...), not source text."""
     cp = backend.np
     dts = {d.name for d in expr.dtypes}
@@ -35,7 +24,7 @@ def cupy_fuser(expr, backend):
     lines = []
     consts = []
     for j, st in enumerate(expr.steps):
-        pat = C_OPS.get(st.op)
+        pat = getattr(OPS.get(st.op), "cupy", None)
         if pat is None:
             return None
         ops = []

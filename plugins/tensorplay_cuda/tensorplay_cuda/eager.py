@@ -30,19 +30,20 @@ import os
 import sys
 
 from tensorplay import _dtype
+from tensorplay._kernels.elementwise import CUDA_EAGER, HALF_NUMBER_AT_FLOAT32, OPS
 
 THRESHOLD = 1 << 22          # elements; below, CuPy's lower launch cost wins
 
-BINARY = frozenset({"add", "sub", "rsub", "mul", "div", "rdiv", "maximum", "minimum",
-                    "eq", "ne", "lt", "le", "gt", "ge"})
-UNARY = frozenset({"neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh",
-                   "sigmoid", "relu"})
-_FLOAT_RESULT = frozenset({"div", "rdiv", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh",
-                           "sigmoid"})
-_BOOL_RESULT = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
+# the ops with fast paths, their forms and result rules: tensorplay._kernels.elementwise
+BINARY = frozenset(n for n in CUDA_EAGER if OPS[n].arity == 2)
+UNARY = frozenset(n for n in CUDA_EAGER if OPS[n].arity == 1)
+_FLOAT_RESULT = frozenset(n for n in CUDA_EAGER if OPS[n].float_result)
+_BOOL_RESULT = frozenset(n for n in BINARY if OPS[n].family == "cmp")
 # binary ops whose result, on floating operands of one dtype (or one and a Python number), has
 # that dtype and the operands' broadcast shape: the adapters' inline ufunc case (_binary)
-_SAME_DTYPE = frozenset({"add", "sub", "mul", "div", "maximum", "minimum"})
+_SAME_DTYPE = frozenset(n for n in BINARY if not OPS[n].swap and OPS[n].family == "arith")
+# op -> (CuPy ufunc name, operands swapped)
+_UFUNC = {n: (OPS[n].ufunc, OPS[n].swap) for n in CUDA_EAGER if OPS[n].ufunc is not None}
 
 _AVAILABLE = [None]
 _FAILED: list = []          # the first Triton failure (the path is then off for the process)
@@ -82,17 +83,6 @@ def triton_available() -> bool:
     return r
 
 
-# op -> (CuPy ufunc name, operands swapped)
-_UFUNC = {"add": ("add", False), "sub": ("subtract", False), "rsub": ("subtract", True),
-          "mul": ("multiply", False), "div": ("true_divide", False), "rdiv": ("true_divide", True),
-          "maximum": ("maximum", False), "minimum": ("minimum", False),
-          "eq": ("equal", False), "ne": ("not_equal", False), "lt": ("less", False),
-          "le": ("less_equal", False), "gt": ("greater", False), "ge": ("greater_equal", False),
-          "neg": ("negative", False), "abs": ("absolute", False), "exp": ("exp", False),
-          "log": ("log", False), "sqrt": ("sqrt", False), "sin": ("sin", False),
-          "cos": ("cos", False), "tanh": ("tanh", False)}
-
-
 def accelerate(kernels: dict, backend) -> dict:
     """``kernels`` with the direct-ufunc path and (Triton installed) the large-array path in
     front of each elementwise op."""
@@ -116,7 +106,8 @@ def accelerate(kernels: dict, backend) -> dict:
 
 
 def _relu_kernel(np):
-    ek = np.ElementwiseKernel("T x", "T y", "y = x <= (T)0 ? (T)0 : x", "tensorplay_relu")
+    ek = np.ElementwiseKernel("T x", "T y", f"y = {OPS['relu'].cupy.format('x')}",
+                              "tensorplay_relu")
 
     def relu(a):
         return ek(a)
@@ -181,7 +172,7 @@ def _binary(op, k, backend, uf, swap, big):
     # number to float16 straight from the double, where torch rounds it through float32 (`rounds`:
     # the ufunc gets it rounded so) or reads it at float32 (mul, div, rdiv: `half_ref`, the
     # reference kernel computes those)
-    half_ref = op in _dtype.SCALAR_AT_OPMATH or op == "rdiv"
+    half_ref = op in HALF_NUMBER_AT_FLOAT32
     rounds, round_arg = _scalar_rounding(op, backend)
 
     def beyond(a, b):

@@ -43,10 +43,10 @@ from __future__ import annotations
 
 import itertools
 import linecache
-import math
 import threading
 
 from tensorplay import _dtype
+from tensorplay._kernels.elementwise import OPS, REDUCTIONS
 
 BLOCK = 1024
 NUM_WARPS = 4
@@ -55,40 +55,13 @@ NUM_WARPS = 4
 # chain went from 0.84 to 0.95 of copy bandwidth (1024 -> 2048, 4 warps; 8 warps was slower).
 BLOCK_NARROW = 2048
 
-# one table, written once: op -> (category, Triton expression over operands {0}, {1}, {2})
+# The ops and their Triton forms: tensorplay._kernels.elementwise (one table for every fuser and
+# backend). Categories (``Pointwise.family``):
 #   "arith": operands in the step's compute type, result rounded to the step's dtype
 #   "cmp":   operands in their promoted dtype, result bool
 #   "logic": operands tested against zero, result bool
 #   "where": {0} is the condition, {1}/{2} in the compute type
 #   "cast":  to_dtype
-OPS = {
-    "add": ("arith", "{0} + {1}"), "sub": ("arith", "{0} - {1}"), "rsub": ("arith", "{1} - {0}"),
-    # IEEE division and square root, rounded to nearest (torch's; Triton's `/` and tl.sqrt on
-    # float32 are the approximate div.full / sqrt.approx instructions, up to 2 ulp off)
-    "mul": ("arith", "{0} * {1}"), "div": ("arith", "tl.math.div_rn({0}, {1})"),
-    "rdiv": ("arith", "tl.math.div_rn({1}, {0})"),
-    "maximum": ("arith", "tl.where({0} != {0}, {0}, tl.where({1} != {1}, {1}, "
-                         "tl.where({0} > {1}, {0}, {1})))"),
-    "minimum": ("arith", "tl.where({0} != {0}, {0}, tl.where({1} != {1}, {1}, "
-                         "tl.where({0} < {1}, {0}, {1})))"),
-    "neg": ("arith", "-{0}"), "abs": ("arith", "tl.abs({0})"),
-    "exp": ("arith", "tl.exp({0})"), "log": ("arith", "tl.log({0})"),
-    "sqrt": ("arith", "tl.sqrt_rn({0})"), "rsqrt": ("arith", "tl.rsqrt({0})"),
-    "sin": ("arith", "tl.sin({0})"), "cos": ("arith", "tl.cos({0})"),
-    "erf": ("arith", "tl.erf({0})"), "tanh": ("arith", "_tanh({0})"),
-    "sigmoid": ("arith", "1.0 / (1.0 + tl.exp(-{0}))"),
-    "relu": ("arith", "tl.where({0} <= 0, 0, {0})"),          # NaN passes through
-    "sign": ("arith", "tl.where({0} != {0}, {0}, tl.where({0} > 0, 1, tl.where({0} < 0, -1, 0)))"),
-    "eq": ("cmp", "{0} == {1}"), "ne": ("cmp", "{0} != {1}"), "lt": ("cmp", "{0} < {1}"),
-    "le": ("cmp", "{0} <= {1}"), "gt": ("cmp", "{0} > {1}"), "ge": ("cmp", "{0} >= {1}"),
-    "logical_and": ("logic", "{0} & {1}"), "logical_or": ("logic", "{0} | {1}"),
-    "logical_not": ("logic", "{0} == 0"),
-    "where": ("where", "tl.where({0}, {1}, {2})"),
-    "to_dtype": ("cast", "{0}"),
-}
-FLOAT_ONLY = frozenset({"exp", "log", "sqrt", "rsqrt", "sin", "cos", "erf", "tanh", "sigmoid"})
-REDUCTIONS = {"sum": "tl.sum", "amax": "tl.max", "amin": "tl.min"}
-
 TL = {"float16": "tl.float16", "bfloat16": "tl.bfloat16", "float32": "tl.float32",
       "float64": "tl.float64", "int8": "tl.int8", "uint8": "tl.uint8", "int16": "tl.int16",
       "int32": "tl.int32", "int64": "tl.int64", "bool": "tl.int1"}
@@ -125,16 +98,6 @@ def _tanh_f64(x):
     r = -m / (2.0 + m)
     return tl.where(x != x, x, tl.where(x < 0, -r, r))
 '''
-
-# floating spellings where the default one is an integer's: Triton's unary minus is `0 - x`, which
-# gives +0.0 for -(+0.0) (a -0.0 literal is folded to +0.0 too); x * -1.0 compiles to a flip of the
-# sign bit (xor), -x for every value, NaN included, as eager's negative
-FLOAT_OPS = {"neg": "({0} * -1.0)"}
-
-# float64 spellings where the default one is float32-accurate or float32-only (div_rn and sqrt_rn
-# take float32; on float64 Triton's `/` and tl.sqrt are the IEEE div.rn.f64 / sqrt.rn.f64)
-F64_OPS = {"tanh": "_tanh_f64({0})", "div": "{0} / {1}", "rdiv": "{1} / {0}",
-           "sqrt": "tl.sqrt({0})"}
 
 # float32 -> bfloat16, round to nearest even, NaN stays NaN (what eager's rounding does).
 # Compiled: Triton's own conversion, which rounds to nearest even (one cvt.rn.bf16x2.f32 per two
@@ -213,20 +176,10 @@ def _plan_operands(expr, in_dtypes, in_0d):
             step_0d.append(True)
             continue
         ent = OPS.get(st.op)
-        if ent is None:
+        if ent is None or ent.triton is None:
             raise Unsupported(f"op {st.op}")
-        cat, tmpl = ent
         R = step_dt[j]
-        if R.name not in TL:
-            raise Unsupported(f"dtype {R}")
-        if st.op == "rdiv" and R.name in _dtype.REDUCED_FLOATS:
-            # torch's s / t on float16/bfloat16 is t.reciprocal() (rounded) * s: the reference
-            # kernel computes that
-            raise Unsupported(f"rdiv on {R}")
-        if R.is_floating_point:
-            tmpl = FLOAT_OPS.get(st.op, tmpl)
-        if R.name == "float64":
-            tmpl = F64_OPS.get(st.op, tmpl)
+        tmpl = _template(ent, R)
         ops = []          # (kind, index or value, dtype, rank-kind)
         for kind, v in st.args:
             if kind == "in":
@@ -235,39 +188,57 @@ def _plan_operands(expr, in_dtypes, in_0d):
                 if plan[v][0] == "reduce":
                     raise Unsupported("a reduction feeding another step")
                 ops.append(("step", v, step_dt[v], 1 if step_0d[v] else 2))
-            else:
-                if cat == "cast" and not isinstance(v, (bool, int, float)):
-                    continue                     # to_dtype's dtype argument: in R already
+            elif ent.family != "cast" or isinstance(v, (bool, int, float)):
+                # (to_dtype's dtype argument is left out: it is R already); inf/nan are fine
+                # as float64 arguments
                 if not isinstance(v, (bool, int, float)):
                     raise Unsupported(f"constant {type(v).__name__}")
-                if isinstance(v, float) and not math.isfinite(v):
-                    pass                         # inf/nan are fine as float64 arguments
                 ops.append(("const", v, _wrapped(v), 0))
         tens = [o for o in ops if o[0] != "const"]
         step_0d.append(all(o[3] == 1 for o in tens) if tens else True)
-        if cat == "arith":
-            if R.name == "bool":
-                raise Unsupported("bool arithmetic")
-            if st.op in FLOAT_ONLY and not R.is_floating_point:
-                raise Unsupported(f"{st.op} on {R}")
-            cts = [_opmath(R)] * len(ops)
-        elif cat == "cmp":
-            if len(ops) != 2:
-                raise Unsupported(st.op)
-            p = _dtype.result_type(ops[0][2], ops[0][3], ops[1][2], ops[1][3])
-            cts = [_opmath(p)] * 2
-        elif cat == "logic":
-            cts = [None] * len(ops)
-        elif cat == "where":
-            if len(ops) != 3:
-                raise Unsupported("where")
-            cts = [None, _opmath(R), _opmath(R)]
-        else:   # cast
-            if len(ops) != 1:
-                raise Unsupported("to_dtype")
-            cts = [None]
-        plan.append((cat, tmpl, ops, cts, R))
+        plan.append((ent.family, tmpl, ops, _compute_types(ent, R, ops), R))
     return plan
+
+
+def _template(ent, R):
+    """The Triton form of op ``ent`` (a ``Pointwise``) for a step of result dtype ``R``."""
+    if R.name not in TL:
+        raise Unsupported(f"dtype {R}")
+    if ent.name == "rdiv" and R.name in _dtype.REDUCED_FLOATS:
+        # torch's s / t on float16/bfloat16 is t.reciprocal() (rounded) * s: the reference
+        # kernel computes that
+        raise Unsupported(f"rdiv on {R}")
+    tmpl = ent.triton
+    if R.is_floating_point:
+        tmpl = ent.triton_float or tmpl
+    if R.name == "float64":
+        tmpl = ent.triton_f64 or tmpl
+    return tmpl
+
+
+def _compute_types(ent, R, ops):
+    """The dtype each operand is cast to before the step computes (None: as loaded)."""
+    cat = ent.family
+    if cat == "arith":
+        if R.name == "bool":
+            raise Unsupported("bool arithmetic")
+        if ent.float_result and ent.arity == 1 and not R.is_floating_point:
+            raise Unsupported(f"{ent.name} on {R}")
+        return [_opmath(R)] * len(ops)
+    if cat == "cmp":
+        if len(ops) != 2:
+            raise Unsupported(ent.name)
+        p = _dtype.result_type(ops[0][2], ops[0][3], ops[1][2], ops[1][3])
+        return [_opmath(p)] * 2
+    if cat == "logic":
+        return [None] * len(ops)
+    if cat == "where":
+        if len(ops) != 3:
+            raise Unsupported("where")
+        return [None, _opmath(R), _opmath(R)]
+    if len(ops) != 1:     # cast
+        raise Unsupported("to_dtype")
+    return [None]
 
 
 def generate(expr, in_dtypes, modes, ndim, wide, interp=False, general=False):
@@ -359,43 +330,10 @@ def generate(expr, in_dtypes, modes, ndim, wide, interp=False, general=False):
 
     for j, p in enumerate(plan):
         if p[0] == "reduce":
-            _, op, src = p
-            R = expr.dtypes[j]
-            v = f"t{src}"
-            srcdt = expr.dtypes[src]
-            if op == "sum":
-                acc_t = "tl.float64" if R.name == "float64" else (
-                    "tl.float32" if R.is_floating_point else "tl.int64")
-                body.append(f"    r = tl.sum(tl.where(mask, {v}.to({acc_t}), 0), axis=0)")
-                body.append("    tl.atomic_add(acc, r)")
-            else:
-                if not srcdt.is_floating_point or srcdt.name in ("float16", "bfloat16"):
-                    raise Unsupported(f"{op} over {srcdt}")
-                fill = "-float('inf')" if op == "amax" else "float('inf')"
-                fn = REDUCTIONS[op]
-                body.append(f"    r = {fn}(tl.where(mask, {v}, {fill}), axis=0)")
-                body.append(f"    tl.atomic_{'max' if op == 'amax' else 'min'}(acc, r)")
+            body += _reduce_lines(p[1], expr.dtypes[j], f"t{p[2]}", expr.dtypes[p[2]])
             continue
-        cat, tmpl, ops, cts, R = p
-        if cat == "logic":
-            args = [f"({operand(o, None)} != 0)" for o in ops]
-        elif cat == "where":
-            args = [f"({operand(ops[0], None)} != 0)"] + [operand(o, c) for o, c in
-                                                         zip(ops[1:], cts[1:])]
-        else:
-            args = [operand(o, c) for o, c in zip(ops, cts)]
-        e = tmpl.format(*args)
-        if cat == "cast" and R.name == "bool":
-            e = f"({e} != 0)"
-        if cat in ("arith", "where", "cast"):
-            # round to the step's dtype; float32 -> float16/bfloat16 rounds to nearest even, as
-            # eager does (said explicitly: Triton's interpreter would truncate otherwise)
-            src_f32 = (cat != "cast" and _opmath(R) is not R) or \
-                (cat == "cast" and ops[0][2] is _dtype.float32)
-            if src_f32 and R.name == "bfloat16":
-                e = f"_to_bf16(({e}).to(tl.float32))"
-            else:
-                e = f"({e}).to({TL[R.name]})"
+        ops = p[2]
+        e = _step_expr(*p, operand)
         body.append(f"    t{j} = {e}")
         # scalar-only steps give scalars; broadcast so stores and reductions see a block
         if all(o[0] == "const" or (o[0] == "in" and modes[o[1]] == "s") or
@@ -414,6 +352,45 @@ def generate(expr, in_dtypes, modes, ndim, wide, interp=False, general=False):
     src = (_PRELUDE + _TO_BF16[bool(interp)] + f"\n\n{deco}\ndef {name}({', '.join(params)}):\n" +
            "\n".join(body) + "\n")
     return src, name, fconsts, iconsts
+
+
+def _reduce_lines(op, R, v, srcdt):
+    """The lines reducing a block of value ``v`` (dtype ``srcdt``) into the accumulator ``acc``
+    of the chain's last step ``op`` (result dtype ``R``)."""
+    red = REDUCTIONS[op]
+    if op == "sum":       # accumulated in float32 (float64), int64 for integers
+        acc_t = "tl.float64" if R.name == "float64" else (
+            "tl.float32" if R.is_floating_point else "tl.int64")
+        v = f"{v}.to({acc_t})"
+    elif not srcdt.is_floating_point or srcdt.name in ("float16", "bfloat16"):
+        raise Unsupported(f"{op} over {srcdt}")
+    return [f"    r = {red.triton}(tl.where(mask, {v}, {red.triton_identity}), axis=0)",
+            f"    tl.{red.atomic}(acc, r)"]
+
+
+def _step_expr(cat, tmpl, ops, cts, R, operand):
+    """The Triton expression of a planned step: its form over the operands (``operand(o, ct)``
+    spells operand ``o`` cast to ``ct``), rounded to the step's dtype ``R``."""
+    if cat == "logic":
+        args = [f"({operand(o, None)} != 0)" for o in ops]
+    elif cat == "where":
+        args = [f"({operand(ops[0], None)} != 0)"] + [operand(o, c) for o, c in
+                                                     zip(ops[1:], cts[1:])]
+    else:
+        args = [operand(o, c) for o, c in zip(ops, cts)]
+    e = tmpl.format(*args)
+    if cat == "cast" and R.name == "bool":
+        e = f"({e} != 0)"
+    if cat in ("arith", "where", "cast"):
+        # round to the step's dtype; float32 -> float16/bfloat16 rounds to nearest even, as
+        # eager does (said explicitly: Triton's interpreter would truncate otherwise)
+        src_f32 = (cat != "cast" and _opmath(R) is not R) or \
+            (cat == "cast" and ops[0][2] is _dtype.float32)
+        if src_f32 and R.name == "bfloat16":
+            e = f"_to_bf16(({e}).to(tl.float32))"
+        else:
+            e = f"({e}).to({TL[R.name]})"
+    return e
 
 
 def _scalar_step(plan, j, modes):
@@ -448,7 +425,7 @@ class TritonChain:
         self._bf16 = any(d is not None and d.name == "bfloat16" for d in expr.dtypes)
         # fail early (at compile time, not per call) on ops the table lacks
         for st in expr.steps:
-            if st.op not in OPS and st.op not in REDUCTIONS:
+            if getattr(OPS.get(st.op), "triton", None) is None and st.op not in REDUCTIONS:
                 raise Unsupported(f"op {st.op}")
 
     def _kernel(self, key, in_dtypes, modes, ndim, wide, interp=False, general=False):
@@ -604,13 +581,9 @@ class TritonChain:
             R = expr.dtypes[-1]
             acc_dt = (_dtype.float64 if R.name == "float64" else _dtype.float32) \
                 if R.is_floating_point else _dtype.int64
-            if reduce_op == "sum":
-                acc = np.zeros((), dtype=nd(acc_dt))
-            else:
-                src_dt = expr.dtypes[expr.steps[-1].args[0][1]]
-                acc_dt = src_dt
-                acc = np.full((), -math.inf if reduce_op == "amax" else math.inf,
-                              dtype=nd(src_dt))
+            if reduce_op != "sum":     # amax/amin: in the value's own type
+                acc_dt = expr.dtypes[expr.steps[-1].args[0][1]]
+            acc = np.full((), REDUCTIONS[reduce_op].identity, dtype=nd(acc_dt))
         if n == 0:
             if reduce_op is not None:
                 return [acc.astype(nd(expr.dtypes[-1]))]
@@ -646,7 +619,7 @@ class TritonChain:
                 (f if isinstance(v, float) else i).append(v if isinstance(v, float) else int(v))
             return f, i
         for st in self.expr.steps:
-            cat = OPS.get(st.op, ("reduce",))[0]
+            cat = OPS[st.op].family if st.op in OPS else "reduce"
             for kind, v in st.args:
                 if kind != "const":
                     continue

@@ -1,0 +1,238 @@
+"""Reference kernels of the pointwise binary ops (arithmetic, comparisons, logic, ``where``) and
+their in-place forms: the array-API function of each op (``elementwise.OPS[op].xp``) with torch's
+rules around it -- promotion to the fake rule's dtype (``Context.prep``), float16 numbers read at
+float32 (``Context.half_opmath``), bool operands torch refuses, integer division by zero.
+
+A kernel that meets operands torch refuses raises TypeError: the op's adapter then runs its fake
+rule, which raises torch's own message (``_ops._shapes.check_bool_operands``).
+"""
+
+from __future__ import annotations
+
+from .. import _dtype
+from .elementwise import OPS
+
+
+def bind(c) -> dict:
+    """``{op name: kernel}`` for this family on the context ``c`` (``_context.Context``)."""
+    k = _arithmetic(c)
+    k.update(_division(c))
+    k.update(_power(c))
+    k.update(_compare(c))
+    k.update(_logic(c))
+    k.update(_inplace(c, k))
+    _mark_float_ufuncs(c, k)
+    return k
+
+
+def _no_bool(a, b):
+    if a.dtype.kind == "b" or b.__class__ is bool or getattr(b, "dtype", a.dtype).kind == "b":
+        raise TypeError("subtraction with a bool operand")
+
+
+def _bool_kernel(a, name):
+    if a.dtype.kind == "b":   # both operands bool (after prep): torch has no such kernel
+        raise TypeError(f"{name} of bool operands")
+
+
+def _arithmetic(c):
+    xp, prep, half_opmath, F16, F32 = c.xp, c.prep, c.half_opmath, c.F16, c.F32
+    legacy, as_ = c.legacy, c.as_
+    ONE16 = F16.type(1)
+
+    def add(a, b):
+        a, b = prep(a, b)
+        if a.dtype.kind == "b":
+            return xp.logical_or(a, b)
+        return xp.add(a, b)
+
+    def sub(a, b):
+        _no_bool(a, b)
+        a, b = prep(a, b)
+        return xp.subtract(a, b)
+
+    def rsub(a, b):
+        _no_bool(a, b)
+        a, b = prep(a, b)
+        return xp.subtract(b, a)
+
+    def at_float32_for_half(f, name, floating):
+        """``f`` with torch's promotion, a float16 ``a`` computing at float32 when ``b`` is a
+        number torch reads there (``half_opmath``), bool operands as ``logical_and``."""
+        def k(a, b):
+            if a.dtype is F16:
+                h = half_opmath(a, b)
+                if h is not None:
+                    return xp.astype(f(*h), F16)
+            a, b = prep(a, b, floating)
+            if a.dtype.kind == "b":      # (mul only: div's floating prep gives no bool)
+                return xp.logical_and(a, b)
+            return f(a, b)
+        k.__name__ = k.__qualname__ = name
+        return k
+
+    mul = at_float32_for_half(xp.multiply, "mul", False)
+    div = at_float32_for_half(xp.divide, "div", True)
+
+    def rdiv(a, b):
+        if a.dtype is F16 and b.__class__ in (float, int):
+            # torch: s / t is t.reciprocal() * s (reciprocal rounded to float16, s at float32)
+            r = xp.astype(xp.divide(ONE16 if legacy else 1, a), F32)
+            return xp.astype(xp.multiply(r, as_(b, F32) if legacy else b), F16)
+        a, b = prep(a, b, True)
+        return xp.divide(b, a)
+
+    return dict(add=add, sub=sub, rsub=rsub, mul=mul, div=div, rdiv=rdiv)
+
+
+def _division(c):
+    xp, prep, half_opmath, F16 = c.xp, c.prep, c.half_opmath, c.F16
+
+    def int_divisor_check(a, b, name):
+        # integer division by zero: torch raises, numpy would warn and return garbage
+        if a.dtype.kind in "iu" and (not hasattr(b, "dtype") and b == 0 or
+                                     hasattr(b, "dtype") and not xp.all(b != 0)):
+            raise ZeroDivisionError(f"{name}: integer division by zero")
+
+    def floor_divide(a, b):
+        if a.dtype is F16:
+            h = half_opmath(a, b)
+            if h is not None:
+                return xp.astype(xp.floor_divide(*h), F16)
+        a, b = prep(a, b)
+        _bool_kernel(a, "floor_divide")
+        int_divisor_check(a, b, "floor_divide")
+        return xp.floor_divide(a, b)
+
+    def remainder(a, b):
+        a, b = prep(a, b)
+        _bool_kernel(a, "remainder")
+        int_divisor_check(a, b, "remainder")
+        return xp.remainder(a, b)
+
+    return dict(floor_divide=floor_divide, remainder=remainder)
+
+
+def _power(c):
+    xp, prep = c.xp, c.prep
+
+    def pow(a, b):   # noqa: A001 - the op's name
+        if b.__class__ is bool and a.dtype.kind == "b":
+            # torch's shortcut (no kernel): x ** True is x, x ** False is ones
+            return xp.asarray(a, copy=True) if b else xp.ones_like(a)
+        a, b = prep(a, b)
+        _bool_kernel(a, "pow")
+        return xp.pow(a, b)
+
+    def rpow(a, b):
+        a, b = prep(a, b)
+        _bool_kernel(a, "rpow")
+        return xp.pow(xp.asarray(b, dtype=a.dtype), a)
+
+    return dict(pow=pow, rpow=rpow)
+
+
+def _compare(c):
+    xp, prep = c.xp, c.prep
+
+    def extremum(f, name):
+        def k(a, b):
+            a, b = prep(a, b)
+            if isinstance(b, (int, float)):
+                b = xp.asarray(b, dtype=a.dtype)
+            return f(a, b)
+        k.__name__ = k.__qualname__ = name
+        return k
+
+    def cmp(f):
+        def k(a, b):
+            a, b = prep(a, b)
+            return f(a, b)
+        return k
+
+    k = {n: extremum(getattr(xp, OPS[n].xp), n) for n in ("maximum", "minimum")}
+    k.update((n, cmp(getattr(xp, p.xp))) for n, p in OPS.items() if p.family == "cmp")
+    return k
+
+
+def _logic(c):
+    xp, as_bool, nd, dt_of = c.xp, c.as_bool, c.nd, c.dt_of
+    rdt, wrapped = _dtype.result_type, _dtype.wrapped_dtype
+
+    def logical_and(a, b):
+        return xp.logical_and(as_bool(a), as_bool(b))
+
+    def logical_or(a, b):
+        return xp.logical_or(as_bool(a), as_bool(b))
+
+    def logical_not(a):
+        return xp.logical_not(as_bool(a))
+
+    def where(cond, a, b):
+        if cond.dtype.kind != "b":
+            raise TypeError("where: condition is not bool")   # the fake rule says torch's words
+        ta, tb = hasattr(a, "dtype"), hasattr(b, "dtype")
+        t = rdt(dt_of(a) if ta else wrapped(a), (2 if a.ndim else 1) if ta else 0,
+                dt_of(b) if tb else wrapped(b), (2 if b.ndim else 1) if tb else 0)
+        n = nd(t)
+        a = (a if a.dtype == n else xp.astype(a, n)) if ta else xp.asarray(a, dtype=n)
+        b = (b if b.dtype == n else xp.astype(b, n)) if tb else xp.asarray(b, dtype=n)
+        return xp.where(as_bool(cond), a, b)
+
+    return dict(logical_and=logical_and, logical_or=logical_or, logical_not=logical_not,
+                where=where)
+
+
+_KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2}
+
+
+def _inplace(c, k):
+    xp, be, prep, half_opmath, F16, dt_of = c.xp, c.be, c.prep, c.half_opmath, c.F16, c.dt_of
+    add, mul = k["add"], k["mul"]
+
+    def inplace_result(api, dst, r):
+        # torch: an in-place result may not be of a higher category than the tensor it writes
+        if _KIND_RANK[r.dtype.kind] > _KIND_RANK[dst.dtype.kind]:
+            raise RuntimeError(f"{api}: result type {dt_of(r)} can't be cast to the desired "
+                               f"output type {dt_of(dst)}; use the out-of-place op instead")
+        be.assign(dst, r)
+
+    def add_(dst, other):
+        a, b = prep(dst, other)
+        if a is dst and a.dtype.kind != "b":
+            # no promotion of dst: write in place (no temporary, no second pass; NumPy/CuPy
+            # handle overlapping operands)
+            a += b
+            return
+        inplace_result("add_", dst, add(dst, other))
+
+    def mul_(dst, other):
+        if dst.dtype is F16:
+            h = half_opmath(dst, other)
+            if h is not None:      # torch's float32 opmath, as mul (not float16 `*=`)
+                be.assign(dst, xp.astype(xp.multiply(*h), F16))
+                return
+        a, b = prep(dst, other)
+        if a is dst and a.dtype.kind != "b":
+            a *= b
+            return
+        inplace_result("mul_", dst, mul(dst, other))
+
+    def _add_scaled_(dst, other, alpha):    # dst += other * alpha (add_/sub_ with alpha)
+        dst += xp.multiply(other, alpha)
+
+    return dict(add_=add_, mul_=mul_, _add_scaled_=_add_scaled_)
+
+
+def _mark_float_ufuncs(c, k):
+    """Floating array with an array of its dtype or a Python number: add/sub/mul/div are exactly
+    the ufunc there (``prep`` changes nothing); the generated adapters call it directly."""
+    if c.legacy:   # NumPy < 2: a Python number needs prep (see Context)
+        return
+    # a float16 tensor with a number is no bare ufunc: torch rounds the number through float32
+    # (add, sub: NumPy rounds it from the double) or reads it at float32 (mul, div)
+    wide = frozenset((_dtype.float32, _dtype.float64))
+    for name in ("add", "sub", "mul", "div"):
+        kern = k[name]
+        kern._tp_float_ufunc = getattr(c.xp, OPS[name].xp)
+        kern._tp_number_dtypes = wide

@@ -1,0 +1,171 @@
+"""What each elementwise built-in op computes, stated once for every backend and fuser.
+
+``OPS`` maps an op's kernel name to a ``Pointwise`` record giving each form of its computation:
+
+* ``xp``: the array-API function the reference kernel calls (``tensorplay._kernels``; the family
+  modules add the op's torch rules around it: promotion, bool and float16 cases);
+* ``ufunc``: the NumPy/CuPy ufunc that computes it on operands of one floating dtype (the cpu
+  fuser's in-place block steps, the cuda eager fast path); ``steps``: for a composite, the
+  reference kernel's own sequence of ufuncs (``"x"`` the running value, numbers constants);
+* ``triton`` (``triton_float``, ``triton_f64``: the spelling for floating / float64 results where
+  it differs): a Triton expression over the operands ``{0}``, ``{1}``, ``{2}``
+  (``tensorplay_cuda.triton_fusion`` casts the operands and rounds the result);
+* ``cupy``: a C expression for ``cupy.ElementwiseKernel`` (``T`` the element type).
+
+The family (``family``) says how a fuser types a step: ``"arith"`` (operands in the step's
+compute type, result of the step's dtype), ``"cmp"`` (operands promoted together, bool result),
+``"logic"`` (operands tested against zero, bool result), ``"where"``, ``"cast"`` (``to_dtype``).
+``float_result``: integer operands give the default float dtype (the reference casts them first).
+
+Pure data and small functions: importing this module imports no array library. The forms encode
+torch's rules that the reference kernels follow (NaN propagation in maximum/minimum and relu,
+IEEE-rounded division and square root, ``-x`` flipping the sign of zeros); a fuser that cannot
+state an op exactly declines it and the reference kernel runs.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import _dtype
+
+__all__ = ["CUDA_EAGER", "HALF_NUMBER_AT_FLOAT32", "OPS", "REDUCTIONS", "Pointwise", "Reduction"]
+
+
+class Pointwise:
+    """One elementwise op's forms (see the module docstring). A plain class (not a dataclass:
+    this table is built at ``import tensorplay``, where a dataclass costs ~1 ms)."""
+
+    __slots__ = ("name", "family", "arity", "xp", "ufunc", "steps", "triton", "triton_float",
+                 "triton_f64", "cupy", "float_result", "swap")
+
+    def __init__(self, name: str, family: str, arity: int, *, xp: str | None = None,
+                 ufunc: str | None = None, steps: tuple | None = None, triton: str | None = None,
+                 triton_float: str | None = None, triton_f64: str | None = None,
+                 cupy: str | None = None, float_result: bool = False, swap: bool = False):
+        self.name, self.family, self.arity = name, family, arity
+        self.xp, self.ufunc, self.steps = xp, ufunc, steps
+        self.triton, self.triton_float, self.triton_f64 = triton, triton_float, triton_f64
+        self.cupy, self.float_result, self.swap = cupy, float_result, swap
+
+    def __repr__(self):
+        return f"Pointwise({self.name!r}, {self.family!r}, {self.arity})"
+
+
+def _op(name, family, arity, **forms) -> Pointwise:
+    return Pointwise(name, family, arity, **forms)
+
+
+def _reversed(p: Pointwise, name: str) -> Pointwise:
+    """``p`` with its operands exchanged (``rsub(a, b)`` is ``sub(b, a)``)."""
+    def sw(t):
+        return None if t is None else t.replace("{0}", "\0").replace("{1}", "{0}").replace(
+            "\0", "{1}")
+    return Pointwise(name, p.family, p.arity, xp=p.xp, ufunc=p.ufunc, steps=p.steps,
+                     triton=sw(p.triton), triton_float=sw(p.triton_float),
+                     triton_f64=sw(p.triton_f64), cupy=sw(p.cupy),
+                     float_result=p.float_result, swap=True)
+
+
+# maximum/minimum propagate NaN from either side (torch), unlike C's fmax and Triton's maximum
+_NAN_PICK_TL = "tl.where({0} != {0}, {0}, tl.where({1} != {1}, {1}, tl.where({0} %s {1}, {0}, {1})))"
+_NAN_PICK_C = "(({0} != {0}) ? {0} : (({1} != {1}) ? {1} : (({0} %s {1}) ? {0} : {1})))"
+
+
+def _unary_math(name, triton=None, **forms) -> Pointwise:
+    """A floating function of one operand (integers computed in the default float dtype)."""
+    return _op(name, "arith", 1, xp=name, ufunc=forms.pop("ufunc", name),
+               triton=triton or f"tl.{name}({{0}})", cupy=forms.pop("cupy", f"{name}({{0}})"),
+               float_result=True, **forms)
+
+
+def _cmp(name, ufunc, sym) -> Pointwise:
+    return _op(name, "cmp", 2, xp=ufunc, ufunc=ufunc, triton=f"{{0}} {sym} {{1}}")
+
+
+_sub = _op("sub", "arith", 2, xp="subtract", ufunc="subtract", triton="{0} - {1}",
+           cupy="{0} - {1}")
+# IEEE division and square root, rounded to nearest (torch's; Triton's `/` and tl.sqrt on float32
+# are the approximate div.full / sqrt.approx instructions, up to 2 ulp off; on float64 they are the
+# IEEE div.rn.f64 / sqrt.rn.f64, and div_rn / sqrt_rn take float32 only)
+_div = _op("div", "arith", 2, xp="divide", ufunc="divide", triton="tl.math.div_rn({0}, {1})",
+           triton_f64="{0} / {1}", cupy="{0} / {1}", float_result=True)
+_pow = _op("pow", "arith", 2, xp="pow", ufunc="power", cupy="pow({0}, {1})")
+
+_TABLE = (
+    _op("add", "arith", 2, xp="add", ufunc="add", triton="{0} + {1}", cupy="{0} + {1}"),
+    _sub, _reversed(_sub, "rsub"),
+    _op("mul", "arith", 2, xp="multiply", ufunc="multiply", triton="{0} * {1}",
+        cupy="{0} * {1}"),
+    _div, _reversed(_div, "rdiv"),
+    _pow, _reversed(_pow, "rpow"),
+    _op("maximum", "arith", 2, xp="maximum", ufunc="maximum", triton=_NAN_PICK_TL % ">",
+        cupy=_NAN_PICK_C % ">"),
+    _op("minimum", "arith", 2, xp="minimum", ufunc="minimum", triton=_NAN_PICK_TL % "<",
+        cupy=_NAN_PICK_C % "<"),
+    # Triton's unary minus is `0 - x`, which gives +0.0 for -(+0.0) (a -0.0 literal is folded to
+    # +0.0 too); x * -1.0 compiles to a flip of the sign bit, -x for every value, NaN included
+    _op("neg", "arith", 1, xp="negative", ufunc="negative", triton="-{0}",
+        triton_float="({0} * -1.0)", cupy="-{0}"),
+    _op("abs", "arith", 1, xp="abs", ufunc="absolute", triton="tl.abs({0})", cupy="abs({0})"),
+    _unary_math("exp"), _unary_math("log"), _unary_math("sin"), _unary_math("cos"),
+    _unary_math("sqrt", triton="tl.sqrt_rn({0})", triton_f64="tl.sqrt({0})"),
+    # tanh from exp only (tensorplay_cuda.triton_fusion's _tanh/_tanh_f64: libdevice's is not
+    # available in Triton's interpreter)
+    _unary_math("tanh", triton="_tanh({0})", triton_f64="_tanh_f64({0})"),
+    _unary_math("erf", ufunc=None, cupy=None),
+    # composites: the reference kernels' own sequences (1 / sqrt(x), 1 / (1 + exp(-x)))
+    _unary_math("rsqrt", ufunc=None, steps=(("sqrt", "x"), ("divide", 1, "x")),
+                cupy="((T)1 / sqrt({0}))"),
+    _unary_math("sigmoid", ufunc=None, triton="1.0 / (1.0 + tl.exp(-{0}))",
+                steps=(("negative", "x"), ("exp", "x"), ("add", "x", 1), ("divide", 1, "x")),
+                cupy="((T)1 / ((T)1 + exp(-{0})))"),
+    # maximum(x, 0) in the reference: NaN passes through, -0.0 gives +0 (torch's clamp_min(0))
+    _op("relu", "arith", 1, steps=(("maximum", "x", 0),), triton="tl.where({0} <= 0, 0, {0})",
+        cupy="(({0} <= (T)0) ? (T)0 : {0})"),
+    _op("sign", "arith", 1, xp="sign", ufunc="sign",
+        triton="tl.where({0} != {0}, {0}, tl.where({0} > 0, 1, tl.where({0} < 0, -1, 0)))"),
+    _cmp("eq", "equal", "=="), _cmp("ne", "not_equal", "!="), _cmp("lt", "less", "<"),
+    _cmp("le", "less_equal", "<="), _cmp("gt", "greater", ">"),
+    _cmp("ge", "greater_equal", ">="),
+    _op("logical_and", "logic", 2, xp="logical_and", ufunc="logical_and", triton="{0} & {1}"),
+    _op("logical_or", "logic", 2, xp="logical_or", ufunc="logical_or", triton="{0} | {1}"),
+    _op("logical_not", "logic", 1, xp="logical_not", ufunc="logical_not", triton="{0} == 0"),
+    _op("where", "where", 3, xp="where", triton="tl.where({0}, {1}, {2})"),
+    _op("to_dtype", "cast", 1, triton="{0}"),
+)
+
+OPS: dict = {p.name: p for p in _TABLE}
+
+# the ops the cuda plugin's eager fast paths take (a CuPy ufunc or kernel in front of the
+# reference kernel, Triton for large arrays)
+CUDA_EAGER = frozenset({"add", "sub", "rsub", "mul", "div", "rdiv", "maximum", "minimum",
+                        "eq", "ne", "lt", "le", "gt", "ge",
+                        "neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh",
+                        "sigmoid", "relu"})
+
+# float16 ops whose Python-number operand torch reads at float32 rather than rounding it to
+# float16 (``_dtype.SCALAR_AT_OPMATH``; ``s / t`` is ``t.reciprocal() * s``): no float16 ufunc
+# computes them, the reference kernel does
+HALF_NUMBER_AT_FLOAT32 = _dtype.SCALAR_AT_OPMATH | {"rdiv"}
+
+
+
+class Reduction:
+    """A full reduction a fused chain may end with: ``triton`` reduces a block, ``atomic``
+    (a ``tl`` atomic) combines the blocks' results into a one-element accumulator that starts at
+    ``identity``, the value masked lanes take too (``triton_identity``: its Triton spelling)."""
+
+    __slots__ = ("name", "triton", "atomic", "identity", "triton_identity")
+
+    def __init__(self, name: str, triton: str, atomic: str, identity: float,
+                 triton_identity: str):
+        self.name, self.triton, self.atomic = name, triton, atomic
+        self.identity, self.triton_identity = identity, triton_identity
+
+
+REDUCTIONS: dict = {r.name: r for r in (
+    Reduction("sum", "tl.sum", "atomic_add", 0, "0"),
+    Reduction("amax", "tl.max", "atomic_max", -math.inf, "-float('inf')"),
+    Reduction("amin", "tl.min", "atomic_min", math.inf, "float('inf')"),
+)}

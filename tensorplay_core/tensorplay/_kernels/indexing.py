@@ -1,0 +1,201 @@
+"""Reference kernels that move or select elements: matmul, joining, copies and casts, indexing,
+gather/scatter and masked writes. A few operations the array API lacks (scatter-add, masked
+writes) go through small backend methods."""
+
+from __future__ import annotations
+
+from .. import _dtype
+from .._ops import _shapes
+
+
+def bind(c) -> dict:
+    """``{op name: kernel}`` for this family on the context ``c`` (``_context.Context``)."""
+    k = _matmul(c)
+    k.update(_copies(c))
+    k.update(_index(c))
+    k.update(_gather_scatter(c))
+    return k
+
+
+def _matmul(c):
+    xp, dt_of = c.xp, c.dt_of
+
+    def matmul(a, b):
+        if a.dtype != b.dtype:   # torch does not promote here: its message, from the fake rule's check
+            _shapes.check_same_dtype(dt_of(a), dt_of(b))
+        if a.ndim == 2 and b.ndim == 2 and a.shape[1] == 1 and a.shape[0] * b.shape[1] >= 4096:
+            # an outer product (inner size 1: the weight gradient of a batch of one). NumPy's
+            # matmul leaves BLAS for k == 1 (~10x slower); one zero column/row more gives the
+            # same values (x*y + 0*0) through BLAS
+            m, n = a.shape[0], b.shape[1]
+            a2 = xp.zeros((m, 2), dtype=a.dtype)
+            a2[:, :1] = a
+            b2 = xp.zeros((2, n), dtype=b.dtype)
+            b2[:1] = b
+            return a2 @ b2
+        return a @ b   # the array's operator: no array-api-compat wrapper frame
+
+    def _matmul_backward(g, a, b, need_a, need_b):   # 2-D: (g @ b.T, a.T @ g)
+        return (matmul(g, b.T) if need_a else None), (matmul(a.T, g) if need_b else None)
+
+    def _threshold_backward(g, y):          # relu: g * (y != 0)
+        return xp.multiply(g, xp.not_equal(y, 0))
+
+    return dict(matmul=matmul, _matmul_backward=_matmul_backward,
+                _threshold_backward=_threshold_backward)
+
+
+def _copies(c):
+    xp, nd, be, dt_of = c.xp, c.nd, c.be, c.dt_of
+
+    def promoted(ts):
+        dt = dt_of(ts[0])
+        for t in ts[1:]:
+            dt = _dtype.promote_types(dt, dt_of(t))
+        n = nd(dt)
+        return [t if t.dtype == n else xp.astype(t, n) for t in ts]
+
+    def cat(ts, dim=0):
+        ts = [t for t in ts if not (t.ndim == 1 and t.shape[0] == 0)] or ts
+        return xp.concat(promoted(ts), axis=dim)
+
+    def stack(ts, dim=0):
+        return xp.stack(promoted(ts), axis=dim)
+
+    def clone(x):
+        return xp.asarray(x, copy=True)
+
+    def to_dtype(x, dtype):
+        return xp.astype(x, nd(dtype))
+
+    def copy_(dst, src):
+        be.assign(dst, src)
+
+    def fill_(dst, value):
+        be.assign(dst, value)
+
+    return dict(cat=cat, stack=stack, clone=clone, to_dtype=to_dtype, copy_=copy_, fill_=fill_)
+
+
+def _index(c):
+    xp, be = c.xp, c.be
+
+    def index(x, dim, idx):
+        flat = xp.reshape(idx, (-1,))
+        n = x.shape[dim]
+        flat = xp.where(flat < 0, flat + n, flat)
+        r = xp.take(x, flat, axis=dim)
+        return xp.reshape(r, tuple(x.shape[:dim]) + tuple(idx.shape) + tuple(x.shape[dim + 1:]))
+
+    def index_add(x, dim, idx, src):
+        out = xp.asarray(x, copy=True)
+        be.scatter_add(out, dim, idx, src)
+        return out
+
+    def index_put_(x, dim, idx, values):
+        be.index_put(x, dim, idx, values)
+
+    def masked_select(x, mask):
+        return be.masked_select(x, mask)
+
+    def nonzero(x):
+        # (n, ndim) int64, row-major order; a 0-dim input gives (1, 0) or (0, 0) (torch's rule)
+        if x.ndim == 0:
+            return xp.zeros((1 if bool(x) else 0, 0), dtype=xp.int64)
+        return xp.stack([xp.astype(i, xp.int64) for i in xp.nonzero(x)], axis=1)
+
+    def masked_scatter_(x, mask, src):
+        if mask.dtype.kind != "b":
+            raise TypeError("masked_scatter_: mask is not bool")   # the fake rule: torch's words
+        be.masked_scatter(x, mask, src)
+
+    def masked_fill_(x, mask, value):
+        if mask.dtype.kind != "b":
+            raise TypeError("masked_fill_: mask is not bool")      # the fake rule: torch's words
+        be.assign(x, xp.where(mask, xp.asarray(value, dtype=x.dtype) if isinstance(
+            value, (int, float)) else value, x))
+
+    return dict(index=index, index_add=index_add, index_put_=index_put_,
+                masked_select=masked_select, nonzero=nonzero, masked_scatter_=masked_scatter_,
+                masked_fill_=masked_fill_)
+
+
+def _index_bounds(xp, api, idx, n, dim):
+    if idx.size:
+        lo, hi = int(xp.min(idx)), int(xp.max(idx))
+        if lo < 0 or hi >= n:
+            bad = lo if lo < 0 else hi
+            raise RuntimeError(f"{api}(): index {bad} is out of bounds for dimension {dim} "
+                               f"with size {n}")
+
+
+def _scatter_prep(c, api, x, dim, idx, src):
+    """``(flat index into x, src's index-shaped block)`` for scatter ops on ``x`` (at least
+    1-D): position ``[i][j]...`` of ``idx`` goes to ``x[i][idx[i][j]]...`` (``dim`` = 1)."""
+    xp = c.xp
+    shape = x.shape
+    d = _shapes.wrap_dim(dim, x.ndim)
+    _index_bounds(xp, api, idx, shape[d], d)
+    ish = idx.shape
+    strides = [1] * x.ndim
+    for k in range(x.ndim - 2, -1, -1):
+        strides[k] = strides[k + 1] * shape[k + 1]
+    i64 = c.nd(_dtype.int64)
+    lin = xp.astype(idx, i64) * strides[d]
+    for k in range(x.ndim):
+        if k != d:
+            ar = xp.arange(ish[k], dtype=i64) * strides[k]
+            lin = lin + xp.reshape(ar, tuple(ish[k] if j == k else 1 for j in range(x.ndim)))
+    if hasattr(src, "dtype"):
+        src = src[tuple(slice(0, n) for n in ish)]
+        if src.dtype != x.dtype:
+            src = xp.astype(src, x.dtype)
+        src = xp.reshape(src, (-1,))
+    return xp.reshape(lin, (-1,)), src
+
+
+def _gather_scatter(c):
+    xp, be = c.xp, c.be
+    take_along = getattr(xp, "take_along_axis", None) or be.np.take_along_axis
+
+    def gather(x, dim, idx, *, sparse_grad=False):
+        if x.ndim == 0:
+            x = xp.reshape(x, (1,))
+            return xp.reshape(gather(x, 0, xp.reshape(idx, (-1,))), idx.shape)
+        d = _shapes.wrap_dim(dim, x.ndim)
+        _index_bounds(xp, "gather", idx, x.shape[d], d)
+        if idx.ndim != x.ndim:
+            raise RuntimeError("gather(): Index tensor must have the same number of dimensions "
+                               "as input tensor")
+        sl = tuple(slice(None) if k == d else slice(0, idx.shape[k]) for k in range(x.ndim))
+        return take_along(x[sl], idx, axis=d)
+
+    def scatter_add(x, dim, idx, src):
+        shape = x.shape
+        if x.ndim == 0:
+            return xp.reshape(scatter_add(xp.reshape(x, (1,)), 0, xp.reshape(idx, (-1,)),
+                                          xp.reshape(src, (-1,))), ())
+        lin, src = _scatter_prep(c, "scatter_add", x, dim, idx, src)
+        out = xp.asarray(xp.reshape(x, (-1,)), copy=True)
+        be.scatter_add(out, 0, lin, src)
+        return xp.reshape(out, shape)
+
+    def scatter(x, dim, idx, src):
+        # src: an array or a Python number (torch's scatter.value); a repeated index keeps one
+        # of its values (which one is unspecified, as torch)
+        if hasattr(src, "dtype") and src.dtype != x.dtype:
+            raise TypeError("scatter: src dtype differs")   # the fake rule says it torch's way
+        shape = x.shape
+        if x.ndim == 0:
+            return xp.reshape(scatter(xp.reshape(x, (1,)), 0, xp.reshape(idx, (-1,)),
+                                      xp.reshape(src, (-1,)) if hasattr(src, "dtype") else src),
+                              ())
+        lin, src = _scatter_prep(c, "scatter", x, dim, idx, src)
+        out = xp.asarray(xp.reshape(x, (-1,)), copy=True)
+        be.index_put(out, 0, lin, src)
+        return xp.reshape(out, shape)
+
+    def scatter_(x, dim, idx, src):
+        be.assign(x, scatter(x, dim, idx, src))
+
+    return dict(gather=gather, scatter_add=scatter_add, scatter=scatter, scatter_=scatter_)

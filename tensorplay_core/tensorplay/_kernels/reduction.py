@@ -1,0 +1,207 @@
+"""Reference kernels of the reductions (sum, mean, extrema, bool, product, cumulative), the
+softmaxes, the value-and-index ops (max/min over a dim, sort, argsort, topk) and the fused
+backward formulas that reduce (``_softmax_backward``...)."""
+
+from __future__ import annotations
+
+import math
+
+from .. import _dtype
+from .._ops import _shapes
+
+
+def bind(c) -> dict:
+    """``{op name: kernel}`` for this family on the context ``c`` (``_context.Context``)."""
+    k = {"sum": c.sum, "mean": _mean(c)}
+    k.update(_extrema(c))
+    k.update(_bool_prod_cumulative(c))
+    k.update(_softmax(c))
+    k.update(_sorting(c))
+    k["topk"] = _topk(c)
+    return k
+
+
+def _mean(c):
+    xp, nd, dt_of, legacy, as_, rows_sum = c.xp, c.nd, c.dt_of, c.legacy, c.as_, c.rows_sum
+
+    def mean(x, dim=None, keepdim=False, *, dtype=None):
+        if dtype is not None:
+            x = xp.astype(x, nd(dtype))
+        elif x.dtype.kind not in "f":
+            raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be a "
+                               f"floating point dtype, got {dt_of(x)}; pass dtype= or convert "
+                               f"with .float() first")
+        axis = None if not dim or not x.ndim else tuple(dim)
+        if x.size == 0:   # NaN like torch, without NumPy's "Mean of empty slice" warning
+            r = xp.sum(x, axis=axis, keepdims=keepdim)
+            return r * (as_(math.nan, r.dtype) if legacy else math.nan)
+        # sum / count, as numpy.mean computes it (float16 sums in float32), without its
+        # Python-level bookkeeping (~2 us per call)
+        if axis is None:
+            n = x.size
+        else:
+            n = 1
+            shape = x.shape
+            for d in axis:
+                n *= shape[d]
+        if x.dtype.itemsize < 4:
+            return xp.astype(x.sum(axis=axis, keepdims=keepdim, dtype=nd(_dtype.float32)) / n,
+                             x.dtype)
+        r = rows_sum(x, axis, keepdim) / n
+        # a NumPy scalar (axis=None) or 0-dim sum over an int is float64 on NumPy < 2
+        return xp.astype(r, x.dtype) if legacy and r.dtype != x.dtype else r
+    return mean
+
+
+def _extrema(c):
+    xp = c.xp
+
+    def amax(x, dim=(), keepdim=False):
+        if x.size == 0:   # the fake rule's check: torch's error on every device
+            _shapes.check_nonempty_reduction(x.shape, dim, "amax")
+        return x.max(axis=tuple(dim) if dim and x.ndim else None, keepdims=keepdim)
+
+    def amin(x, dim=(), keepdim=False):
+        if x.size == 0:
+            _shapes.check_nonempty_reduction(x.shape, dim, "amin")
+        return x.min(axis=tuple(dim) if dim and x.ndim else None, keepdims=keepdim)
+
+    def arg_ext(f, api):
+        def k(x, dim=None, keepdim=False):
+            if x.size == 0:
+                _shapes.check_nonempty_reduction(x.shape, () if dim is None else (dim,), api, True)
+            if dim is None:
+                r = f(xp.reshape(x, (-1,)))
+                return xp.reshape(r, (1,) * x.ndim) if keepdim else r
+            return f(x, axis=dim if x.ndim else None, keepdims=keepdim)
+        return k
+
+    return dict(amax=amax, amin=amin, argmax=arg_ext(xp.argmax, "argmax"),
+                argmin=arg_ext(xp.argmin, "argmin"))
+
+
+def _bool_prod_cumulative(c):
+    xp, nd, be, as_bool, axis = c.xp, c.nd, c.be, c.as_bool, c.axis
+    cumulative_sum = getattr(xp, "cumulative_sum", None)
+
+    def all_(x, dim=None, keepdim=False):
+        return xp.all(as_bool(x), axis=axis(x, dim), keepdims=keepdim)
+
+    def any_(x, dim=None, keepdim=False):
+        return xp.any(as_bool(x), axis=axis(x, dim), keepdims=keepdim)
+
+    def prod(x, dim=None, keepdim=False, *, dtype=None):
+        t = nd(dtype) if dtype is not None else (
+            nd(_dtype.int64) if x.dtype.kind in "biu" else x.dtype)
+        return xp.prod(x, axis=axis(x, dim), keepdims=keepdim, dtype=t)
+
+    def cumsum(x, dim, *, dtype=None):
+        t = nd(dtype) if dtype is not None else (
+            nd(_dtype.int64) if x.dtype.kind in "biu" else x.dtype)
+        if x.ndim == 0:
+            return xp.astype(x, t, copy=True)
+        d = _shapes.wrap_dim(dim, x.ndim)
+        if cumulative_sum is not None:
+            return cumulative_sum(x, axis=d, dtype=t)
+        return be.np.cumsum(x, axis=d, dtype=t)
+
+    return dict(all=all_, any=any_, prod=prod, cumsum=cumsum)
+
+
+def _softmax(c):
+    xp, fl, dt_of, sum_ = c.xp, c.fl, c.dt_of, c.sum
+
+    def need_float(x, api):
+        # torch: "softmax_lastdim_kernel_impl" not implemented for 'Long' (no int -> float here)
+        if x.dtype.kind in "biu":
+            raise RuntimeError(f"{api}(): expected a floating point input, got {dt_of(x)} "
+                               f"(not implemented for integer/bool tensors, as in torch); "
+                               f"convert it first, e.g. x.float().{api}(dim)")
+        return fl(x)
+
+    def softmax(x, dim):
+        x = need_float(x, "softmax")
+        if x.size == 0:   # torch: an empty result (no reduction over a 0-size dim)
+            return xp.empty(x.shape, dtype=x.dtype)
+        e = xp.exp(x - x.max(axis=dim, keepdims=True))
+        return e / e.sum(axis=dim, keepdims=True)
+
+    def log_softmax(x, dim):
+        x = need_float(x, "log_softmax")
+        if x.size == 0:
+            return xp.empty(x.shape, dtype=x.dtype)
+        z = x - x.max(axis=dim, keepdims=True)
+        return z - xp.log(xp.exp(z).sum(axis=dim, keepdims=True))
+
+    # fused formula kernels (not ops: ``_ops._define.fused`` calls them in backward formulas when
+    # no graph is recorded). Each runs the same array steps as the op-by-op formula, so the
+    # values are equal; one kernel call instead of several op calls.
+    def _log_softmax_backward(g, y, dim):   # g - exp(y) * sum(g, dim)
+        return xp.subtract(g, xp.multiply(xp.exp(y), sum_(g, (dim,), True)))
+
+    def _softmax_backward(g, y, dim):       # y * (g - sum(g * y, dim))
+        return xp.multiply(y, xp.subtract(g, sum_(xp.multiply(g, y), (dim,), True)))
+
+    return dict(softmax=softmax, log_softmax=log_softmax,
+                _log_softmax_backward=_log_softmax_backward, _softmax_backward=_softmax_backward)
+
+
+def _sorting(c):
+    xp, nd, be = c.xp, c.nd, c.be
+    take_along = getattr(xp, "take_along_axis", None) or be.np.take_along_axis
+
+    def minmax_dim(arg, api):
+        def k(x, dim, keepdim=False):
+            if x.size == 0:
+                _shapes.check_nonempty_reduction(x.shape, (dim,), api)
+            if x.ndim == 0:
+                _shapes.wrap_dim(dim, 0)
+                return xp.asarray(x, copy=True), xp.zeros((), dtype=nd(_dtype.int64))
+            d = _shapes.wrap_dim(dim, x.ndim)
+            idx = arg(x, axis=d, keepdims=True)
+            vals = take_along(x, idx, axis=d)
+            if not keepdim:
+                vals, idx = xp.squeeze(vals, axis=d), xp.squeeze(idx, axis=d)
+            return vals, xp.astype(idx, nd(_dtype.int64))
+        return k
+
+    def argsort(x, dim=-1, descending=False, *, stable=False):
+        if x.ndim == 0:
+            return xp.zeros((), dtype=nd(_dtype.int64))
+        d = _shapes.wrap_dim(dim, x.ndim)
+        # always stable: equal values keep their order on every device (torch's stable=True
+        # result, which is also a valid stable=False result)
+        return xp.astype(xp.argsort(x, axis=d, descending=descending, stable=True),
+                         nd(_dtype.int64))
+
+    def sort(x, dim=-1, descending=False, *, stable=False):
+        idx = argsort(x, dim, descending)
+        if x.ndim == 0:
+            return xp.asarray(x, copy=True), idx
+        return take_along(x, idx, axis=_shapes.wrap_dim(dim, x.ndim)), idx
+
+    return dict(max_dim=minmax_dim(xp.argmax, "max"), min_dim=minmax_dim(xp.argmin, "min"),
+                sort=sort, argsort=argsort)
+
+
+def _topk(c):
+    """The ``topk`` kernel on ``xp``: a stable sort along the dim (descending for ``largest``:
+    NaN first, as torch counts NaN the largest), the first ``k`` positions, their values."""
+    xp = c.xp
+    take_along = getattr(xp, "take_along_axis", None) or c.be.np.take_along_axis
+    i64 = c.nd(_dtype.int64)
+
+    def topk(x, k, dim=-1, largest=True, sorted=True):   # noqa: A002 - torch's name
+        n = x.shape[_shapes.wrap_dim(dim, x.ndim)] if x.ndim else 1
+        if k < 0 or k > n:      # the fake rule's check (_ops/sorting_topk.py), for eager calls
+            raise RuntimeError(f"topk(): selected index k out of range (k={k}, size of dim "
+                               f"{dim} is {n})")
+        if x.ndim == 0:
+            return xp.asarray(x, copy=True), xp.zeros((), dtype=i64)
+        d = _shapes.wrap_dim(dim, x.ndim)
+        order = xp.argsort(x, axis=d, descending=bool(largest), stable=True)
+        sl = [slice(None)] * x.ndim
+        sl[d] = slice(0, k)
+        idx = order[tuple(sl)]
+        return take_along(x, idx, axis=d), xp.astype(idx, i64)
+    return topk
