@@ -343,7 +343,10 @@ class _Bridge:
             s = values[i]
             if s is not None:
                 values[i] = to_tp(s, where)
-        tgrads = [None if g is None else to_tp(g, where) for g in grads]
+        tgrads = list(grads)        # a loop, not a list comprehension: no frame per call
+        for k, g in enumerate(grads):
+            if g is not None:
+                tgrads[k] = to_tp(g, where)
         ctx = FunctionCtx()
         ctx.needs_input_grad = tuple(per_arg)
         try:
@@ -353,8 +356,11 @@ class _Bridge:
                             for o in self._outputs(saved, nslots, True)]
                 else:
                     outs = [None] * self.nreturns
-                _call_setup(op, ctx, values, outs[0] if self.single else tuple(outs), setup,
-                            plan[1])
+                out = outs[0] if self.single else tuple(outs)
+                if plan[1] == 3:    # setup_context(ctx, inputs, output), as _call_setup calls it
+                    setup(ctx, tuple(values), out)
+                else:
+                    _call_setup(op, ctx, values, out, setup, 4)
             res = self._per_arg(op.backward_fn(ctx, *tgrads))
         except BridgeError:
             raise
