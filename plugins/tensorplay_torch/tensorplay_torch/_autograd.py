@@ -191,6 +191,7 @@ class _Bridge:
         self.bw_where = f"{where}, backward"
         self.cuda_kernel = None     # backward_kernel on torch's current CUDA stream
         self.cuda_eager = None      # eager_backward on torch's current CUDA stream
+        self._needs_by_arg: dict = {}   # torch's needs_input_grad -> the pack's ctx's
         self.function = type(f"TensorPlayBridge_{op.namespace}_{op.opname}",
                              (torch.autograd.Function,),
                              {"forward": staticmethod(self.forward),
@@ -335,10 +336,8 @@ class _Bridge:
             plan = self._formula_plan()
         tensor_args = self.tensor_args
         values = list(template)
-        per_arg = [False] * self.nargs
-        for i, s, need in zip(tensor_args, saved, needs):
+        for i, s in zip(tensor_args, saved):
             values[i] = s
-            per_arg[i] = need
         for i in plan[2]:           # the tensor arguments the pack's setup_context reads
             s = values[i]
             if s is not None:
@@ -348,7 +347,13 @@ class _Bridge:
             if g is not None:
                 tgrads[k] = to_tp(g, where)
         ctx = FunctionCtx()
-        ctx.needs_input_grad = tuple(per_arg)
+        per_arg = self._needs_by_arg.get(needs)
+        if per_arg is None:         # torch's needs (one per slot) -> TensorPlay's (per argument)
+            per_arg = [False] * self.nargs
+            for i, need in zip(tensor_args, needs):
+                per_arg[i] = need
+            per_arg = self._needs_by_arg[needs] = tuple(per_arg)
+        ctx.needs_input_grad = per_arg
         try:
             if setup is not None:
                 if with_outputs:
@@ -361,7 +366,9 @@ class _Bridge:
                     setup(ctx, tuple(values), out)
                 else:
                     _call_setup(op, ctx, values, out, setup, 4)
-            res = self._per_arg(op.backward_fn(ctx, *tgrads))
+            res = op.backward_fn(ctx, *tgrads)
+            if res.__class__ is not tuple or len(res) < len(tensor_args):
+                res = self._per_arg(res)
         except BridgeError:
             raise
         except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
@@ -369,7 +376,16 @@ class _Bridge:
         nres = len(res)
         out = []
         for i, s, need in zip(tensor_args, saved, needs):
-            out.append(_grad_to_torch(s, res[i] if i < nres else None, where) if need else None)
+            if not need:
+                out.append(None)
+                continue
+            g = res[i] if i < nres else None
+            if g.__class__ is _TPTensor:
+                tg = to_torch(g, where)
+                if tg.dtype is s.dtype and tg.shape == s.shape and tg.is_contiguous():
+                    out.append(tg)  # the common case, as _grad_to_torch would return it
+                    continue
+            out.append(_grad_to_torch(s, g, where))
         out.append(None)            # the Function's state argument
         return tuple(out)
 
