@@ -116,6 +116,10 @@ def _rows(torch, bridged, native, device, backend, repeat=None):
         f"compiled ({backend})": ("c_bridged(x); sync()", "c_native(x); sync()"),
     }.items():
         with torch.no_grad() if label == "eager, no grad" else _null():
+            # a discarded warm-up pass first: on the shared cpu box the first paired pass of a
+            # row read 1.5x where the next ones read 1.06-1.09x (the bridged column's larger
+            # code path warming up), and the row's median mixed the two
+            H.paired({"bridged": a, "native": b}, glb, repeat=5)
             t = H.paired({"bridged": a, "native": b}, glb, repeat=repeat)
         rows[label] = {"bridged": H.us(t["bridged"]), "native": H.us(t["native"]),
                        "ratio": H.summary([p / q for p, q in zip(t["bridged"], t["native"])])}

@@ -176,6 +176,72 @@ def kw_sum(x: tp.Tensor, *, others: list[tp.Tensor]) -> tp.Tensor:
     return out
 
 
+@library.custom_op("bridgetest::bmul", mutates_args=())
+def bmul(x: tp.Tensor, w: tp.Tensor) -> tp.Tensor:
+    """x (n, k) times w (k,): the formula returns w's gradient unreduced ((n, k)) and x's in
+    float32, which the bridge sums to w's shape and casts to x's dtype (torch's engine rule)."""
+    return x * w
+
+
+def _bmul_setup(ctx, inputs, output):
+    ctx.save_for_backward(*inputs)
+
+
+def _bmul_backward(ctx, g):
+    x, w = ctx.saved_tensors
+    return (g * w).to(tp.float32), g * x
+
+
+bmul.register_autograd(_bmul_backward, setup_context=_bmul_setup)
+
+
+@library.custom_op("bridgetest::half_formula", mutates_args=())
+def half_formula(x: tp.Tensor, w: tp.Tensor) -> tp.Tensor:
+    """A formula that returns None for ``w`` even when it requires grad: a zero gradient."""
+    return x * w
+
+
+def _half_setup(ctx, inputs, output):
+    ctx.save_for_backward(inputs[1])
+
+
+half_formula.register_autograd(lambda ctx, g: (g * ctx.saved_tensors[0], None),
+                               setup_context=_half_setup)
+
+
+@library.custom_op("bridgetest::exp_", mutates_args=())
+def exp_(x: tp.Tensor) -> tp.Tensor:
+    """A setup_context that saves the output (the bridge saves it on torch's side too)."""
+    return x.exp()
+
+
+def _exp_setup(ctx, inputs, output):
+    ctx.save_for_backward(output)
+
+
+exp_.register_autograd(lambda ctx, g: g * ctx.saved_tensors[0], setup_context=_exp_setup)
+
+
+@library.custom_op("bridgetest::bad_backward", mutates_args=())
+def bad_backward(x: tp.Tensor) -> tp.Tensor:
+    return x * 1.0
+
+
+def _refuse(ctx, g):
+    raise ValueError("the formula refuses")
+
+
+bad_backward.register_autograd(_refuse, setup_context=lambda ctx, inputs, output: None)
+
+
+@library.custom_op("bridgetest::short_backward", mutates_args=())
+def short_backward(x: tp.Tensor, y: tp.Tensor) -> tp.Tensor:
+    return x + y
+
+
+short_backward.register_autograd(lambda ctx, g: g)      # one gradient for two inputs
+
+
 tensorplay_torch.register()
 T = torch.ops.bridgetest
 
@@ -399,6 +465,51 @@ def test_keyword_only_tensor_op_compiles_forward_and_backward():
     got = torch.autograd.grad(torch.compile(f, fullgraph=True, backend="aot_eager")(x, w),
                               (x, w))
     torch.testing.assert_close(got, want)
+
+
+def _eager_and_traced(fn, *inputs):
+    """Gradients of ``fn(*inputs).sum()`` in eager mode (the bridge's eager backward) and
+    through aot_eager (the backward op, traced and then run): both, to be compared."""
+    torch._dynamo.reset()
+    eager = torch.autograd.grad(fn(*inputs).sum(), inputs)
+    traced = torch.autograd.grad(
+        torch.compile(lambda *a: fn(*a).sum(), fullgraph=True, backend="aot_eager")(*inputs),
+        inputs)
+    return eager, traced
+
+
+def test_a_broadcast_or_other_dtype_gradient_is_summed_and_cast_as_torchs_engine_does():
+    x, w = _leaf(4, 3), _leaf(3)
+    want = torch.autograd.grad((x * w).sum(), (x, w))
+    for got in _eager_and_traced(T.bmul, x, w):
+        assert [g.dtype for g in got] == [torch.float64, torch.float64]
+        assert [g.shape for g in got] == [x.shape, w.shape]
+        torch.testing.assert_close(got, want)
+
+
+def test_a_formula_none_for_an_input_requiring_grad_is_a_zero_gradient():
+    x, w = _leaf(3), _leaf(3)
+    for gx, gw in _eager_and_traced(T.half_formula, x, w):
+        torch.testing.assert_close(gx, w.detach())
+        torch.testing.assert_close(gw, torch.zeros_like(w))
+
+
+def test_a_setup_context_saving_the_output_gets_it_in_backward():
+    x = _leaf(5)
+    for (gx,) in _eager_and_traced(T.exp_, x):
+        torch.testing.assert_close(gx, x.detach().exp())
+    torch.autograd.gradcheck(T.exp_, (_leaf(3),))
+
+
+def test_a_formula_error_keeps_its_type_and_names_the_op_and_backward():
+    y = T.bad_backward(_leaf(3))
+    with pytest.raises(ValueError, match=r"bridgetest::bad_backward.*backward.*the formula "
+                                         r"refuses"):
+        y.sum().backward()
+    x, z = _leaf(3), _leaf(3)
+    with pytest.raises(tensorplay_torch.BridgeError,
+                       match=r"bridgetest::short_backward.*returned 1 gradients"):
+        T.short_backward(x, z).sum().backward()
 
 
 def test_saved_input_modified_in_place_is_caught_by_torch():

@@ -190,6 +190,8 @@ class _Bridge:
         self.bw_op = None           # torch.ops.tensorplay_bridge.<bw_name>, set once defined
         self.bw_where = f"{where}, backward"
         self.cuda_kernel = None     # backward_kernel on torch's current CUDA stream
+        self.cuda_eager = None      # eager_backward on torch's current CUDA stream
+        self._needs_by_arg: dict = {}   # torch's needs_input_grad -> the pack's ctx's
         self.function = type(f"TensorPlayBridge_{op.namespace}_{op.opname}",
                              (torch.autograd.Function,),
                              {"forward": staticmethod(self.forward),
@@ -286,29 +288,106 @@ class _Bridge:
         if self.mode == "none":
             _no_formula(self.where)
         saved = ctx.saved_tensors
-        template, nslots, with_outputs = ctx.tp_state
-        slots = saved[:nslots]
-        if not with_outputs:
-            outputs = [None] * self.nreturns
-        elif self.tensor_returns:
-            outputs = list(saved[nslots:])
-        else:
-            rest = iter(saved[nslots:])
-            outputs = [next(rest) if r.type == "Tensor" else None
-                       for r in self.op.schema.returns]
-        values = self._rebuild(template, slots)
-        needs = list(ctx.needs_input_grad[:nslots])
         if _plain_eager(saved, grads):
-            # nothing traces this backward: run the backward op's kernel directly (the op
+            # nothing traces this backward: the backward op's work runs here directly (the op
             # exists for torch.compile / make_fx, which must see one opaque node); its results
             # go straight to torch's engine, as an autograd.Function's would
-            if saved and saved[0].is_cuda:
-                flat = self.cuda_kernel(*values, outputs, list(grads), needs, eager=True)
-            else:
-                flat = self.backward_kernel(*values, outputs, list(grads), needs, eager=True)
-        else:
-            flat = self.bw_op(*values, outputs, list(grads), needs)
+            run = self.cuda_eager if saved and saved[0].is_cuda else self.eager_backward
+            return run(saved, grads, ctx.needs_input_grad, ctx.tp_state)
+        template, nslots, with_outputs = ctx.tp_state
+        values = self._rebuild(template, saved[:nslots])
+        needs = list(ctx.needs_input_grad[:nslots])
+        flat = self.bw_op(*values, self._outputs(saved, nslots, with_outputs), list(grads),
+                          needs)
         return (*[g if need else None for g, need in zip(flat, needs)], None)
+
+    def _outputs(self, saved, nslots, with_outputs):
+        """The forward's outputs as the backward op takes them (None where not saved)."""
+        if not with_outputs:
+            return [None] * self.nreturns
+        if self.tensor_returns:
+            return list(saved[nslots:])
+        rest = iter(saved[nslots:])
+        return [next(rest) if r.type == "Tensor" else None for r in self.op.schema.returns]
+
+    def eager_backward(self, saved, grads, needs, state):
+        """``Function.backward``'s result in plain eager mode: the backward op's kernel's work
+        with torch's engine as the caller (``needs``: torch's ``ctx.needs_input_grad``, the
+        trailing state argument included; a gradient is None where none is needed, and may
+        share memory with an input, as an ``autograd.Function``'s may: torch's own
+        ``register_autograd`` hands its formula's results to the engine unchecked too).
+
+        This is the per-call path of every bridged call with grad, so the common case -- a
+        formula, no list arguments -- runs in this one frame: no argument list rebuilt, no
+        backward op arguments packed and unpacked, only the tensors the pack's
+        ``setup_context`` reads crossing to TensorPlay."""
+        template, nslots, with_outputs = state
+        if not self.formula or self.list_args:
+            values = self._rebuild(template, saved[:nslots])
+            needs = list(needs[:nslots])
+            flat = self.backward_kernel(*values, self._outputs(saved, nslots, with_outputs),
+                                        list(grads), needs, eager=True)
+            return (*[g if need else None for g, need in zip(flat, needs)], None)
+        where = self.bw_where
+        op = self.op
+        setup = op.setup_context_fn
+        plan = self._setup_plan
+        if setup is not plan[0]:
+            plan = self._formula_plan()
+        tensor_args = self.tensor_args
+        values = list(template)
+        for i, s in zip(tensor_args, saved):
+            values[i] = s
+        for i in plan[2]:           # the tensor arguments the pack's setup_context reads
+            s = values[i]
+            if s is not None:
+                values[i] = to_tp(s, where)
+        tgrads = list(grads)        # a loop, not a list comprehension: no frame per call
+        for k, g in enumerate(grads):
+            if g is not None:
+                tgrads[k] = to_tp(g, where)
+        ctx = FunctionCtx()
+        per_arg = self._needs_by_arg.get(needs)
+        if per_arg is None:         # torch's needs (one per slot) -> TensorPlay's (per argument)
+            per_arg = [False] * self.nargs
+            for i, need in zip(tensor_args, needs):
+                per_arg[i] = need
+            per_arg = self._needs_by_arg[needs] = tuple(per_arg)
+        ctx.needs_input_grad = per_arg
+        try:
+            if setup is not None:
+                if with_outputs:
+                    outs = [None if o is None else to_tp(o, where)
+                            for o in self._outputs(saved, nslots, True)]
+                else:
+                    outs = [None] * self.nreturns
+                out = outs[0] if self.single else tuple(outs)
+                if plan[1] == 3:    # setup_context(ctx, inputs, output), as _call_setup calls it
+                    setup(ctx, tuple(values), out)
+                else:
+                    _call_setup(op, ctx, values, out, setup, 4)
+            res = op.backward_fn(ctx, *tgrads)
+            if res.__class__ is not tuple or len(res) < len(tensor_args):
+                res = self._per_arg(res)
+        except BridgeError:
+            raise
+        except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
+            reraise(e, f"{where}: the pack's backward raised on the TensorPlay side")
+        nres = len(res)
+        out = []
+        for i, s, need in zip(tensor_args, saved, needs):
+            if not need:
+                out.append(None)
+                continue
+            g = res[i] if i < nres else None
+            if g.__class__ is _TPTensor:
+                tg = to_torch(g, where)
+                if tg.dtype is s.dtype and tg.shape == s.shape and tg.is_contiguous():
+                    out.append(tg)  # the common case, as _grad_to_torch would return it
+                    continue
+            out.append(_grad_to_torch(s, g, where))
+        out.append(None)            # the Function's state argument
+        return tuple(out)
 
     def _rebuild(self, template, slots):
         values = list(template)
@@ -433,14 +512,7 @@ class _Bridge:
         if setup is not None:
             _call_setup(self.op, ctx, tvals, touts[0] if self.single else tuple(touts), setup,
                         form)
-        res = self.op.backward_fn(ctx, *tgrads)
-        n = self.nargs
-        if not (isinstance(res, tuple) or (isinstance(res, list) and n != 1)):
-            res = (res,)
-        if len(res) < len(self.tensor_args) and len(res) < n:
-            raise BridgeError(f"{self.where}: the backward formula registered with "
-                              f"register_autograd returned {len(res)} gradients, expected one "
-                              f"per input ({n})")
+        res = self._per_arg(self.op.backward_fn(ctx, *tgrads))
         if not self.list_args:
             nres = len(res)
             return [res[i] if i < nres else None for i in self.tensor_args]
@@ -453,6 +525,19 @@ class _Bridge:
             else:
                 flat.append(g)
         return flat
+
+    def _per_arg(self, res):
+        """The pack's backward result as a sequence indexed by argument (TensorPlay's rule: one
+        gradient per argument; a lone gradient for a one-argument op may come bare);
+        ``BridgeError`` when it has too few."""
+        n = self.nargs
+        if not (isinstance(res, tuple) or (isinstance(res, list) and n != 1)):
+            res = (res,)
+        if len(res) < len(self.tensor_args) and len(res) < n:
+            raise BridgeError(f"{self.where}: the backward formula registered with "
+                              f"register_autograd returned {len(res)} gradients, expected one "
+                              f"per input ({n})")
+        return res
 
     def _composite(self, tvals, tgrads, needs):
         slots = self._slots(tvals)
@@ -478,10 +563,10 @@ class _Bridge:
         return [by_id.get(id(s)) for s in slots]
 
     def _grads_to_torch(self, slots, tres, needs, args, where):
-        """One torch tensor per slot: the gradient (input's dtype and shape, contiguous), or an
-        empty placeholder where none is needed. With ``args`` (the backward op's arguments,
-        called through torch's dispatcher) a gradient never shares memory with an argument, as
-        torch requires of a custom op's outputs."""
+        """One torch tensor per slot: the gradient (``_grad_to_torch``), or an empty placeholder
+        where none is needed. With ``args`` (the backward op's arguments, called through
+        torch's dispatcher) a gradient never shares memory with an argument, as torch requires
+        of a custom op's outputs."""
         arg_ptrs = None             # the arguments' storages, read only when a gradient needs them
         out = []
         for s, g, need in zip(slots, tres, needs):
@@ -492,25 +577,13 @@ class _Bridge:
             if not need:
                 out.append(s.new_empty(0))
                 continue
-            if g is None:
-                out.append(torch.zeros(s.shape, dtype=s.dtype, device=s.device))
-                continue
-            tg = to_torch(g, where) if g.__class__ is _TPTensor or isinstance(g, tp.Tensor) \
-                else torch.as_tensor(g)
-            if tg.dtype is not s.dtype:
-                tg = tg.to(s.dtype)
-            if tg.shape != s.shape:
-                tg = tg.sum_to_size(s.shape)
-            if tg.is_contiguous():
-                if args is None:
-                    out.append(tg)
-                    continue
+            tg = _grad_to_torch(s, g, where)
+            if args is not None and g is not None:
                 if arg_ptrs is None:
                     arg_ptrs = {t.untyped_storage().data_ptr() for t in _flat_tensors(args)}
-                if tg.untyped_storage().data_ptr() not in arg_ptrs:
-                    out.append(tg)
-                    continue
-            out.append(tg.clone(memory_format=torch.contiguous_format))
+                if tg.untyped_storage().data_ptr() in arg_ptrs:
+                    tg = tg.clone(memory_format=torch.contiguous_format)
+            out.append(tg)
         return out
 
     def backward_fake(self, *args):
@@ -526,6 +599,23 @@ class _Bridge:
             else:
                 out.append(s.new_empty(0))
         return out
+
+
+def _grad_to_torch(s, g, where):
+    """The pack's gradient ``g`` for input ``s`` (a TensorPlay tensor, a number, or None for
+    zeros) as torch's engine takes it: a torch tensor of ``s``'s dtype, shape (a broadcast
+    gradient summed to it) and device, contiguous."""
+    if g is None:
+        return torch.zeros(s.shape, dtype=s.dtype, device=s.device)
+    tg = to_torch(g, where) if g.__class__ is _TPTensor or isinstance(g, _TPTensor) else \
+        torch.as_tensor(g, device=s.device)
+    if tg.dtype is not s.dtype:
+        tg = tg.to(s.dtype)
+    if tg.shape != s.shape:
+        tg = tg.sum_to_size(s.shape)
+    if not tg.is_contiguous():
+        tg = tg.clone(memory_format=torch.contiguous_format)
+    return tg
 
 
 def _plain_eager(saved, grads) -> bool:

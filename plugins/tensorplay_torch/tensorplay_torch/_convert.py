@@ -135,15 +135,12 @@ def to_torch(t, where: str = "tensorplay-torch"):
     ``to_tensorplay`` does). Raises ``BridgeError`` naming the side that refused (e.g. a fake
     tensor, which has no data)."""
     try:
-        if t._device.type == "cpu":
-            data = t._data      # the NumPy view .numpy() returns (None: no data, e.g. fake)
-            if data is not None and t._dtype is not _TP_BF16:
-                # read as the device plugins do, not through .numpy() (its checks cost four
-                # Python frames per result); a tensor requiring grad crosses detached
-                return _torch_from_numpy(data)
-            if t.dtype is _TP_BF16:
-                return _bf16_to_torch(t)
-            return _torch_from_numpy(t.numpy(force=True))
+        if t.device.type == "cpu":
+            # the public NumPy view (force: a tensor requiring grad crosses detached; a fake
+            # tensor, which has no data, raises); NumPy has no bfloat16
+            if t.dtype is not _TP_BF16:
+                return _torch_from_numpy(t.numpy(force=True))
+            return _bf16_to_torch(t)
         if t.requires_grad:
             t = t.detach()
         return _torch_from_dlpack(t)

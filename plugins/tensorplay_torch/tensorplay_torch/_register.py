@@ -92,6 +92,7 @@ def _define_backward(lib, name, schema, bridge):
     lib.define(name + schema)
     qual = f"{_autograd.BACKWARD_NS}::{name}"
     bridge.cuda_kernel = _on_torch_stream(bridge.backward_kernel)
+    bridge.cuda_eager = _on_torch_stream(bridge.eager_backward)
     torch.library.register_kernel(qual, "cpu", bridge.backward_kernel, lib=lib)
     torch.library.register_kernel(qual, "cuda", bridge.cuda_kernel, lib=lib)
     torch.library.register_fake(qual, bridge.backward_fake, lib=lib)
