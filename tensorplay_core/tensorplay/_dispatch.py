@@ -17,6 +17,7 @@ import threading
 
 from . import _codegen, _registry
 from ._schema import NO_DEFAULT
+from ._tensor_base import TensorBase, instance_class
 from .errors import DispatchError
 
 
@@ -35,20 +36,9 @@ _state = _ModeState()
 _KIND_TENSOR, _KIND_OPT, _KIND_LIST, _KIND_DEVICE = "tensor", "optional_tensor", "tensor_list", "device"
 
 
-def _tensor_type():
-    T = _T_CACHE[0]
-    if T is None:
-        from ._tensor import Tensor
-        T = _T_CACHE[0] = Tensor
-    return T
-
-
-_T_CACHE: list = [None]   # the Tensor class, once imported (no import machinery per call)
-
-
 def flat_tensors(args, kwargs=None) -> list:
     """Every Tensor among ``args``/``kwargs`` values, looking one level into lists/tuples."""
-    T = _tensor_type()
+    T = TensorBase
     out = []
     for v in (list(args) + list(kwargs.values())) if kwargs else args:
         if isinstance(v, T):
@@ -133,7 +123,7 @@ def bad_arguments(op, values: dict, exc=None):
     ``AttributeError``/``TypeError``). Raise ``TypeError`` naming the first argument whose value
     does not fit its schema type (``Tensor``, ``Tensor?``, ``Tensor[]``); if every argument fits,
     re-raise ``exc`` (e.g. the ``TypeError`` of a bad ``device`` argument)."""
-    T = _tensor_type()
+    T = TensorBase
     scalar_ok = getattr(op, "_scalar_ok", ())
     for a in op.schema.arguments:
         v = values.get(a.name)
@@ -400,7 +390,7 @@ def make_call(op, scalar_ok=()) -> None:
     src = "\n".join(lines)
     from ._device import Device
     ns.update(__op=op, __table=op.table, __miss=op.entry, __slow=_slow_key, __bad=bad_arguments,
-              __T=_tensor_type(),
+              __T=instance_class(),
               __mst=_state, __Dev=Device, __ag="autograd", __scalars=(int, float, bool),
               __unset=_UNSET, __missing=_missing, __chk=check_arg, __vals=_values,
               __kwarg=_take_kwarg, __extra=_extra_kwargs, __c_int=int, __c_float=float,
@@ -482,7 +472,7 @@ def _class_name(op) -> str:
 
 def _slow_key(op, values: dict, device=None):
     tensors = flat_tensors(tuple(values.values()))
-    T = _tensor_type()
+    T = TensorBase
     # the generated call stops reading a Tensor[] argument at its first element that needs this
     # path: every element is checked here
     for a in op.schema.arguments:

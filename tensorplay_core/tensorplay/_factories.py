@@ -11,7 +11,7 @@ from __future__ import annotations
 import operator
 from typing import TYPE_CHECKING, Any, Sequence
 
-from . import _devices, _dispatch, _dtype, _tensor
+from . import _devices, _dispatch, _dtype, _tensor_base
 from ._backend import get_backend
 from ._device import Device
 from ._ops import ops as O
@@ -381,7 +381,7 @@ def randn_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLik
 
 def _need_tensor(t, api):
     """``TypeError`` in torch's words when the ``input`` of a ``*_like`` factory is no Tensor."""
-    if not hasattr(t, "_dkey"):
+    if not isinstance(t, _tensor_base.TensorBase):
         raise TypeError(f"{api}(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(t).__name__}")
 
@@ -454,7 +454,7 @@ def _infer_dtype(data):
         elif isinstance(x, (list, tuple)):
             for y in x:
                 walk(y)
-        elif hasattr(x, "_dkey"):
+        elif isinstance(x, _tensor_base.TensorBase):
             kinds.add({"b": "b", "i": "i", "f": "f"}[x.dtype._kind])
         else:
             raise TypeError(f"tensorplay.tensor: cannot build a tensor from {type(x).__name__}")
@@ -484,9 +484,8 @@ def tensor(data: Any, *, dtype: _DTypeLike | None = None, device: _DeviceLike | 
     """A new tensor copying ``data`` (nested lists/tuples of numbers, a numpy/CuPy array, or a
     Tensor). dtype: given, or the array's own, or torch's rule for Python numbers (float ->
     float32 by default, int -> int64, bool -> bool)."""
-    from ._tensor import Tensor
     dev = _dev(device)
-    if isinstance(data, Tensor):
+    if isinstance(data, _tensor_base.TensorBase):
         out = data.detach().to(device=dev, dtype=dtype, copy=True)
         return _finish(out, requires_grad, "tensor")
     native_like = hasattr(data, "dtype") and hasattr(data, "shape")
@@ -554,7 +553,7 @@ def _check_ragged(data):
 def as_tensor(data: Any, dtype: _DTypeLike | None = None,
               device: _DeviceLike | None = None) -> Tensor:
     """Like ``tensor`` but shares memory with a Tensor or a cpu numpy array when it can."""
-    if isinstance(data, _tensor.Tensor):
+    if isinstance(data, _tensor_base.TensorBase):
         return data.to(device=device, dtype=dtype)
     if type(data).__module__ == "numpy" and (device is None or _dev(device).type == "cpu") and \
             dtype is None:
@@ -607,10 +606,6 @@ def _seed_loaded(backend) -> None:
 
 _devices.on_load.append(_seed_loaded)
 
-# Tensor.new_empty/new_zeros/new_ones/new_full/new_tensor and Python-number operands forward here
-_tensor._like_self = _like_self
-_tensor._new_tensor = tensor
-_tensor._check_fill = check_fill
 
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:

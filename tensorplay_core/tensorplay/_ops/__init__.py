@@ -4,7 +4,7 @@ Importing this package defines every built-in op; array kernels are attached per
 ``install_backend`` when a device plugin's backend is first used (``_devices`` announces it).
 """
 
-from .. import _backend, _devices, _tensor
+from .. import _backend, _devices
 from ._define import BUILTINS, defop, install_backend, ops
 from . import elementwise, reduction, linalg, nn, shape, views, copy, creation, indexing  # noqa: F401
 from . import sorting_topk  # noqa: F401
@@ -24,6 +24,5 @@ def _bind_reference(xp, backend) -> dict:
 # built-in kernels; ArrayBackend.kernels() binds the reference kernels through this binder
 _backend.reference_kernels.append(_bind_reference)
 _devices.on_load.append(install_backend)
-_tensor._getitem, _tensor._setitem = indexing.getitem, indexing.setitem   # Tensor[...]
 
 __all__ = ["BUILTINS", "defop", "install_backend", "ops"]
