@@ -748,7 +748,8 @@ def test_cuda_wrap_sets_every_tensor_field_as_init_real_does():
     ref = Tensor.__new__(Tensor)
     ref._init_real(Storage(arr, arr.nbytes, be), arr, tuple(arr.shape), (1,), 0, tp.float32, d1,
                    be)
-    slots = [s for s in Tensor.__slots__ if s != "__weakref__"]
+    from tensorplay._tensor_base import SLOTS
+    slots = list(SLOTS)
     for name in slots:
         got, want = getattr(t, name), getattr(ref, name)     # AttributeError: a field left unset
         if name == "_storage":
