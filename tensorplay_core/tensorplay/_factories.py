@@ -319,7 +319,7 @@ def empty_strided(size: Sequence[int], stride: Sequence[int], *, dtype: _DTypeLi
     base = empty(span, dtype=dtype, device=device)
     from ._ops.views import make_view
     t = make_view(base, size, stride, 0)
-    t._base = None            # a new tensor owning its storage, not a view of ``base``
+    _tensor_base.set_view(t, None, t.view_version)   # owns its storage: no view of ``base``
     if requires_grad is not False:
         if requires_grad is not True:
             _bad_grad("empty_strided", requires_grad)
@@ -355,7 +355,7 @@ def full_like(t: Tensor, fill_value: _Number, *, dtype: _DTypeLike | None = None
               device: _DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     """``fill_value`` with ``t``'s shape, dtype and device unless given."""
     _need_tensor(t, "full_like")
-    dt = t._dtype if dtype is None else dtype if dtype.__class__ is _DT else \
+    dt = t.dtype if dtype is None else dtype if dtype.__class__ is _DT else \
         _dtype.as_dtype(dtype)
     c = fill_value.__class__
     if not ((c is float or c is int) and -65504.0 <= fill_value <= 65504.0 and dt._kind == "f"):
@@ -391,13 +391,13 @@ def _like_self(t, kind, size, value, dtype, device, requires_grad, api="new_empt
     ``x.new_empty`` / ``empty_like``), a capture node when ``t`` is being captured. ``api``
     names the caller in errors (sizes, ``requires_grad``)."""
     if dtype is None:
-        dt = t._dtype
+        dt = t.dtype
     else:
         dt = dtype if dtype.__class__ is _DT else _dtype.as_dtype(dtype)
     if kind == "rand" or kind == "randn":
         _random_dtype(f"{kind}_like", dt)
-    dev = t._device if device is None else _dev(device)
-    if size is t._shape:        # *_like: the tensor's own shape, a tuple of ints already
+    dev = t.device if device is None else _dev(device)
+    if size is t.shape:        # *_like: the tensor's own shape, a tuple of ints already
         size = list(size)
     elif size.__class__ is list or size.__class__ is tuple:   # new_*: _size's work, inline
         size = list(size)
@@ -409,8 +409,8 @@ def _like_self(t, kind, size, value, dtype, device, requires_grad, api="new_empt
         size = _size((size,), api)
     if requires_grad is not False and requires_grad is not True:
         _bad_grad(api, requires_grad)
-    if t._capture is None:
-        if t._data is None:
+    if t.capture_info is None:
+        if t.native is None:
             from .fake import make_fake
             from ._ops._shapes import check_nonnegative
             check_nonnegative(kind, size)     # as the real kernels: every mode refuses the same

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from typing import Union
 
     from . import return_types as _rt
+    from .autograd.graph import Node
 
     _Number = Union[_bool, _int, _float]                  # a Python scalar (torch's ``Number``)
     _TensorOrScalar = Union["Tensor", _bool, _int, _float]
@@ -72,6 +73,10 @@ class Tensor(TensorBase, instance_class=True):
     """
 
     __slots__ = ()   # the fields are TensorBase's (tensorplay/_tensor_base.py)
+
+    # the autograd fields users read and assign (TensorBase's slots), typed for the checkers
+    grad: Tensor | None
+    grad_fn: Node | None
 
     def requires_grad_(self, requires_grad: _bool = True) -> Tensor:
         """Set ``requires_grad`` in place and return ``self`` (same as torch)."""
