@@ -1,13 +1,11 @@
-"""``Tensor``: storage handle + view metadata + autograd fields; methods forward to ops.
+"""``Tensor``: the user-facing tensor class; its methods forward to ops, factories and autograd.
 
 Names and semantics follow ``torch.Tensor``. A tensor is ``(storage, shape, stride,
 storage_offset, dtype, device)``; views share ``storage`` (so aliasing and ``_version`` are
-observable, as in torch). Real tensors keep ``_data``, the backend's native array for exactly
-this view; fake tensors (``FakeTensorMode``, the ``meta`` device) have ``_data = None``.
-
-Dispatch reads two attributes: ``_bkey`` (the backend key: the device type, or ``"meta"`` for
-fake tensors) and ``_dkey`` (``"autograd"`` when ``requires_grad``, ``"capture"`` while
-``tensorplay.compile`` records, else ``_bkey``).
+observable, as in torch). Its fields, its one constructor, its metadata and its dispatch keys
+live in ``tensorplay/_tensor_base.py`` (``TensorBase``, at the dispatch layer, which the layers
+below use); this module, above the ops, adds the methods and imports what they call plainly
+(after the class: see the imports below it). Only these two modules touch the private slots.
 """
 
 from __future__ import annotations
