@@ -733,14 +733,15 @@ def test_custom_op_kernel_runs_with_its_tensors_gpu_current_and_refuses_mixed_gp
 # ================================================================================================
 
 def test_cuda_wrap_sets_every_tensor_field_as_init_real_does():
-    """``CUDABackend.wrap`` inlines ``Tensor._init_real`` and ``Storage`` on the per-op path: the
-    tensor it builds must equal field by field (every slot) the one ``_init_real`` builds, with
+    """``CUDABackend.wrap`` inlines ``new_tensor`` and ``Storage`` on the per-op path: the
+    tensor it builds must equal field by field (every slot) the one ``new_tensor`` builds, with
     the dispatch keys being the device's own string (the dispatcher compares keys by ``is``)."""
     _cupy()
     # private on purpose: this checks CUDABackend.wrap's inlined copy of the private constructor
-    # (Tensor._init_real, Storage) field by field, which no public call can observe
+    # (tensorplay._tensor_base.new_tensor, Storage) field by field, which no public call can
+    # observe
     from tensorplay._backend import Storage
-    from tensorplay._tensor import Tensor
+    from tensorplay._tensor_base import SLOTS, new_tensor
     from tensorplay_cuda.backend import CUDABackend
     be = CUDABackend()
     be._count = 2
@@ -748,10 +749,9 @@ def test_cuda_wrap_sets_every_tensor_field_as_init_real_does():
     be.wrap(_host_backed_cupy_array(1), d1)            # the first call fills the caches
     arr = _host_backed_cupy_array(1)
     t = be.wrap(arr, d1)
-    ref = Tensor.__new__(Tensor)
-    ref._init_real(Storage(arr, arr.nbytes, be), arr, tuple(arr.shape), (1,), 0, tp.float32, d1,
-                   be)
-    slots = [s for s in Tensor.__slots__ if s != "__weakref__"]
+    ref = new_tensor(Storage(arr, arr.nbytes, be), arr, tuple(arr.shape), (1,), 0, tp.float32, d1,
+                     be)
+    slots = list(SLOTS)
     for name in slots:
         got, want = getattr(t, name), getattr(ref, name)     # AttributeError: a field left unset
         if name == "_storage":

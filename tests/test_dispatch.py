@@ -168,8 +168,8 @@ class _Stub:
     """Just what resolve_key reads from a tensor."""
 
     def __init__(self, dev: str, ndim: int = 1):
-        self._device = tp.device(dev)
-        self._dkey = self._bkey = self._device.type
+        self.device = tp.device(dev)
+        self.dispatch_key = self.backend_key = self.device.type
         self.ndim = ndim
 
 
@@ -187,11 +187,11 @@ class TestResolveKey:
 
     def test_fake_tensors_count_with_the_device_they_stand_for(self, op):
         fake_cuda = _Stub("cuda")
-        fake_cuda._dkey = fake_cuda._bkey = "meta"
+        fake_cuda.dispatch_key = fake_cuda.backend_key = "meta"
         with pytest.raises(DispatchError, match=r"found tensors on cpu, cuda"):
             _dispatch.resolve_key(op, [_Stub("cpu"), fake_cuda])
         fake_cpu = _Stub("cpu")
-        fake_cpu._dkey = fake_cpu._bkey = "meta"
+        fake_cpu.dispatch_key = fake_cpu.backend_key = "meta"
         assert _dispatch.resolve_key(op, [_Stub("cpu"), fake_cpu]) == "meta"
         assert _dispatch.resolve_key(op, [_Stub("cpu", 0), fake_cuda]) == "meta"
 
@@ -201,9 +201,9 @@ class TestResolveKey:
 
     def test_priorities(self, op):
         a, b = _Stub("cpu"), _Stub("cpu")
-        b._dkey = "autograd"
+        b.dispatch_key = "autograd"
         assert _dispatch.resolve_key(op, [a, b]) == "autograd"
-        b._dkey = "capture"
+        b.dispatch_key = "capture"
         assert _dispatch.resolve_key(op, [a, b]) == "capture"
 
     def test_no_tensors_uses_device_or_mode(self, op):

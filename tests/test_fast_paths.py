@@ -98,11 +98,32 @@ def test_inplace_add_mul_write_through_views_and_refuse_promotion():
     assert p.tolist() == pytest.approx([0.0, 1.0]) and p.grad_fn is None
 
 
+def test_inline_constructor_source_builds_what_new_tensor_builds():
+    # the built-in ops' adapters build results from new_tensor_source's lines (no frame); they
+    # must set every field new_tensor sets, to the same values
+    from tensorplay import _tensor_base as B
+    from tensorplay.backends import Storage
+    x = tp.tensor([1.0, 2.0])
+    st, arr, be = x.storage_ref, x.native, x.backend
+    ref = B.new_tensor(st, arr, (2,), (1,), 0, tp.float32, x.device, be)
+    ns = {"__new": object.__new__, "__T": B.instance_class(), "st": st, "arr": arr, "be": be,
+          "dev": x.device, "dt": tp.float32}
+    exec("\n".join(B.new_tensor_source("t", "st", "arr", "(2,)", "(1,)", "dt", "dev", "be")), ns)
+    got = ns["t"]
+    assert type(got) is type(ref) is tp.Tensor and isinstance(st, Storage)
+    for name in B.SLOTS:
+        g, w = getattr(got, name), getattr(ref, name)
+        assert g is w if name in ("_data", "_storage", "_backend") else (
+            g == w and type(g) is type(w)), name
+
+
 def test_kernel_results_have_every_tensor_field():
     y = tp.tensor([1.0, 2.0]) * 2.0
-    for name in tp.Tensor.__slots__:
-        if name != "__weakref__":
-            getattr(y, name)                           # unset slot: AttributeError
+    # Tensor's fields are the slots of its base class (tensorplay/_tensor_base.py)
+    names = [n for c in type(y).__mro__ for n in getattr(c, "__slots__", ()) if n != "__weakref__"]
+    assert "_data" in names and "grad_fn" in names, names
+    for name in names:
+        getattr(y, name)                               # unset slot: AttributeError
     assert y.is_contiguous() and y._version == 0 and y.grad is None and y.is_leaf
 
 

@@ -26,11 +26,9 @@ from ._dtype import (DType, bfloat16, bool, dtype, float16, float32, float64, ge
                      int8, int16, int32, int64, promote_types, set_default_dtype, uint8)
 from ._tensor import Tensor
 from ._tag import Tag
-from . import _tensor as _t
 from . import _ops as _ops_pkg
 from ._ops import ops as _O
 
-_t._O = _O
 half, float, double, long, int, short = float16, float32, float64, int64, int32, int16  # noqa: A001
 
 from ._factories import (arange, as_tensor, cat, empty, empty_like, empty_strided,  # noqa: E402
@@ -276,7 +274,6 @@ def is_tensor(obj: object) -> TypeGuard[Tensor]:
 
 
 from . import _surface  # noqa: E402  (torch's composite functions; Tensor methods forward there)
-_t._surface = _surface
 from ._surface import (addmm, as_strided, baddbmm, bmm, broadcast_tensors, broadcast_to,  # noqa: E402
                        chunk, diag, dot, einsum, equal, finfo, flatten, flip, iinfo,
                        index_select, isclose, logsumexp, masked_select, meshgrid, mm,

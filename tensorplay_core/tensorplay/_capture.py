@@ -29,6 +29,7 @@ import threading
 
 from . import _dispatch, _pytree, _registry
 from ._tensor import Tensor
+from ._tensor_base import new_fake, set_capture, set_layout, set_requires_grad
 from .autograd import grad_mode as _gm
 from .errors import CompileError, DispatchError
 from .fake import DYNAMIC_SIZE_BASE
@@ -95,7 +96,7 @@ class Value:
 
     def describe(self) -> str:
         f = self.fake
-        return f"{_short_dtype(f.dtype)}[{', '.join(map(str, f._shape))}] {f.device}" + \
+        return f"{_short_dtype(f.dtype)}[{', '.join(map(str, f.shape))}] {f.device}" + \
             (" requires_grad" if self.requires_grad else "")
 
 
@@ -394,16 +395,16 @@ class CaptureTensor(Tensor):
 
     @property
     def requires_grad(self) -> bool:
-        return self._requires_grad
+        return self.needs_grad
 
     @requires_grad.setter
     def requires_grad(self, value) -> None:
         value = bool(value)
-        if value and not self._dtype.is_floating_point:
-            raise RuntimeError(f"only floating point tensors can require gradients (got {self._dtype})")
+        if value and not self.dtype.is_floating_point:
+            raise RuntimeError(f"only floating point tensors can require gradients (got {self.dtype})")
         _record_method(self, "requires_grad_", (value,))
-        self._requires_grad = value
-        self._capture.requires_grad = value
+        set_requires_grad(self, value)
+        self.capture_info.requires_grad = value
 
     def requires_grad_(self, requires_grad: bool = True):
         self.requires_grad = requires_grad
@@ -418,8 +419,8 @@ class CaptureTensor(Tensor):
 
     def detach_(self):
         _record_method(self, "detach_", ())
-        self._requires_grad = False
-        self._capture.requires_grad = False
+        set_requires_grad(self, False)
+        self.capture_info.requires_grad = False
         return self
 
     def retain_grad(self):
@@ -433,7 +434,7 @@ class CaptureTensor(Tensor):
 
     def is_contiguous(self) -> bool:
         # contiguity of the inputs is guarded, so reading it does not make the graph size dependent
-        shape, stride = tuple(tuple.__iter__(self._shape)), tuple(tuple.__iter__(self._stride))
+        shape, stride = tuple(tuple.__iter__(self.shape)), tuple(tuple.__iter__(self.stride_tuple))
         expected = 1
         for s, st in zip(reversed(shape), reversed(stride)):
             if s == 1:
@@ -444,33 +445,30 @@ class CaptureTensor(Tensor):
         return True
 
     def __repr__(self) -> str:
-        v = self._capture
-        return (f"capture_tensor({v.name if v is not None else '?'}, rank={len(self._shape)}, "
-                f"dtype={self._dtype}, device='{self._device}')")
+        v = self.capture_info
+        return (f"capture_tensor({v.name if v is not None else '?'}, rank={len(self.shape)}, "
+                f"dtype={self.dtype}, device='{self.device}')")
 
 
 def _new_capture_tensor(value, fake):
     """A capture tensor for ``value`` with ``fake``'s metadata, sharing its fake storage."""
-    t = CaptureTensor.__new__(CaptureTensor)
-    t._init_fake(fake._storage, tuple(fake._shape), tuple(fake._stride), fake._offset,
-                 fake._dtype, fake._device)
-    t._shape = SizeTuple(tuple(fake._shape))
-    t._stride = SizeTuple(tuple(fake._stride))
-    t._requires_grad = value.requires_grad
-    t._capture = value
-    t._refresh_key()
+    t = new_fake(fake.storage_ref, fake.shape, fake.stride_tuple, fake.offset, fake.dtype,
+                 fake.device, cls=CaptureTensor)
+    set_layout(t, SizeTuple(tuple(fake.shape)), SizeTuple(tuple(fake.stride_tuple)))
+    set_requires_grad(t, value.requires_grad)
+    set_capture(t, value)
     return t
 
 
 def _plain_fake(t, storages: dict):
     """A plain fake tensor with ``t``'s metadata (views of one storage keep sharing one)."""
     from .fake import make_fake
-    shape = tuple(tuple.__iter__(t._shape))
-    stride = tuple(tuple.__iter__(t._stride))
-    st = storages.get(id(t._storage))
-    f = make_fake(shape, t._dtype, t._device, stride, storage=st, offset=t._offset)
+    shape = tuple(tuple.__iter__(t.shape))
+    stride = tuple(tuple.__iter__(t.stride_tuple))
+    st = storages.get(id(t.storage_ref))
+    f = make_fake(shape, t.dtype, t.device, stride, storage=st, offset=t.offset)
     if st is None:
-        storages[id(t._storage)] = f._storage
+        storages[id(t.storage_ref)] = f.storage_ref
     return f
 
 
@@ -496,7 +494,7 @@ class _Capture:
 
     def value_of(self, x, op_name: str):
         """Graph value for tensor argument ``x`` (a capture tensor or a real constant)."""
-        v = x._capture
+        v = x.capture_info
         if v is not None:
             if v.graph is not self.graph:
                 raise CompileError(
@@ -504,7 +502,7 @@ class _Capture:
                     f"(or by an earlier capture). Do not keep tensors from inside a compiled "
                     f"function in globals; pass them as arguments.")
             return v
-        if x._data is None:
+        if x.native is None:
             origin = self.escaped.get(id(x))
             if origin is None and self.escaped:
                 # not that very tensor, but one computed from it (ops on untracked fakes
@@ -515,18 +513,18 @@ class _Capture:
                 how = "that"
             if origin is not None:
                 raise CompileError(
-                    f"{self.api()}: {op_name} got a fake tensor (shape {tuple(x._shape)}) "
+                    f"{self.api()}: {op_name} got a fake tensor (shape {tuple(x.shape)}) "
                     f"{how} {origin[0]} returned inside a {origin[1]}, which the capture "
                     f"cannot follow. A custom op (and its fake kernel) must return a Tensor, "
                     f"or a tuple/list of Tensors, as its schema declares.")
             raise CompileError(
-                f"{self.api()}: {op_name} got a fake/meta tensor (shape {tuple(x._shape)}) that "
+                f"{self.api()}: {op_name} got a fake/meta tensor (shape {tuple(x.shape)}) that "
                 f"is not part of the captured graph. Compiled functions take real tensors; "
                 f"create fake tensors outside of them.")
         c = self.const_of.get(id(x))
         if c is None:
             c = Value(self.graph, "const", _plain_fake(x, self.storages), const=x,
-                      requires_grad=x._requires_grad)
+                      requires_grad=x.needs_grad)
             self.const_of[id(x)] = c
             self.keep.append(x)
         return c
@@ -550,11 +548,11 @@ def capture(fn, args_template, leaves, *, name="fn"):
     storages: dict = {}
     ctensors = []
     for t in leaves:
-        st = storages.get(id(t._storage))
-        f = make_fake(t._shape, t._dtype, t._device, t._stride, storage=st, offset=t._offset)
+        st = storages.get(id(t.storage_ref))
+        f = make_fake(t.shape, t.dtype, t.device, t.stride_tuple, storage=st, offset=t.offset)
         if st is None:
-            storages[id(t._storage)] = f._storage
-        v = Value(graph, "input", f, requires_grad=t._requires_grad)
+            storages[id(t.storage_ref)] = f.storage_ref
+        v = Value(graph, "input", f, requires_grad=t.needs_grad)
         graph.inputs.append(v)
         ctensors.append(_new_capture_tensor(v, f))
     args, kwargs = args_template(ctensors)
@@ -654,12 +652,12 @@ def record_call(op, args, kwargs):
             same = fake_of.get(id(f))
             if same is not None:     # the op returned one of its inputs (in-place ops)
                 return by_fake[id(f)], same
-            if f._data is not None or f._capture is not None:
+            if f.native is not None or f.capture_info is not None:
                 raise CompileError(
                     f"{ctx.api()}: the fake kernel of {op.name} returned a real tensor; fake "
                     f"kernels must return fake tensors (e.g. x.new_empty(shape)). Check it with "
                     f"tensorplay.library.opcheck.")
-            v = Value(ctx.graph, "node", f, requires_grad=out_rg and f._dtype.is_floating_point)
+            v = Value(ctx.graph, "node", f, requires_grad=out_rg and f.dtype.is_floating_point)
             node.outputs.append(v)
             return v, _new_capture_tensor(v, f)
         if isinstance(f, (list, tuple)):
@@ -691,7 +689,7 @@ def _note_escapes(ctx, x, op_name):
         y = todo.pop()
         seen += 1
         if isinstance(y, Tensor):
-            if y._data is None and y._capture is None:
+            if y.native is None and y.capture_info is None:
                 ctx.escaped[id(y)] = (op_name, type(x).__name__)
                 ctx.keep.append(y)
         elif isinstance(y, dict):

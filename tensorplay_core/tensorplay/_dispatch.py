@@ -17,6 +17,7 @@ import threading
 
 from . import _codegen, _registry
 from ._schema import NO_DEFAULT
+from ._tensor_base import TensorBase, instance_class
 from .errors import DispatchError
 
 
@@ -35,20 +36,9 @@ _state = _ModeState()
 _KIND_TENSOR, _KIND_OPT, _KIND_LIST, _KIND_DEVICE = "tensor", "optional_tensor", "tensor_list", "device"
 
 
-def _tensor_type():
-    T = _T_CACHE[0]
-    if T is None:
-        from ._tensor import Tensor
-        T = _T_CACHE[0] = Tensor
-    return T
-
-
-_T_CACHE: list = [None]   # the Tensor class, once imported (no import machinery per call)
-
-
 def flat_tensors(args, kwargs=None) -> list:
     """Every Tensor among ``args``/``kwargs`` values, looking one level into lists/tuples."""
-    T = _tensor_type()
+    T = TensorBase
     out = []
     for v in (list(args) + list(kwargs.values())) if kwargs else args:
         if isinstance(v, T):
@@ -72,14 +62,14 @@ def resolve_key(op, tensors, device=None) -> str:
                 return mode
             return "default"
         return mode or _device_key(op, device)
-    keys = {t._dkey for t in tensors}
+    keys = {t.dispatch_key for t in tensors}
     if "capture" in keys:
         return "capture"
     # str(device) -> a tensor on it that decides (None: only 0-dim cpu tensors there, which may
     # join any device, as in torch). Fake tensors count with the device they stand for.
     devs = {}
     for t in tensors:
-        d = t._device
+        d = t.device
         s = str(d)
         scalar = d.type == "cpu" and t.ndim == 0
         if devs.get(s) is None:
@@ -96,18 +86,18 @@ def resolve_key(op, tensors, device=None) -> str:
     if "meta" in keys:
         return "meta"
     if len(devs) > 1:   # cpu scalar + device tensor: the device tensor decides
-        return real[0]._bkey
-    return tensors[0]._bkey
+        return real[0].backend_key
+    return tensors[0].backend_key
 
 
 def backend_key(tensors) -> str:
     """Dispatch key below autograd: ``meta`` if any tensor is fake, else the device type."""
     k = None
     for t in tensors:
-        b = t._bkey
+        b = t.backend_key
         if b == "meta":
             return "meta"
-        if k is None or (t.ndim != 0 or t._device.type != "cpu"):
+        if k is None or (t.ndim != 0 or t.device.type != "cpu"):
             k = b
     return k
 
@@ -133,7 +123,7 @@ def bad_arguments(op, values: dict, exc=None):
     ``AttributeError``/``TypeError``). Raise ``TypeError`` naming the first argument whose value
     does not fit its schema type (``Tensor``, ``Tensor?``, ``Tensor[]``); if every argument fits,
     re-raise ``exc`` (e.g. the ``TypeError`` of a bad ``device`` argument)."""
-    T = _tensor_type()
+    T = TensorBase
     scalar_ok = getattr(op, "_scalar_ok", ())
     for a in op.schema.arguments:
         v = values.get(a.name)
@@ -328,32 +318,32 @@ def make_call(op, scalar_ok=()) -> None:
     first_required = next((n for n, k in tensor_params if k == _KIND_TENSOR), None)
     body = []   # the key lives in "__k": a parameter may be called "k"
     if first_required is not None:
-        body.append(f"__k = {first_required}._dkey")
+        body.append(f"__k = {first_required}.dispatch_key")
     else:
         body.append("__k = None")
     # keys that differ only because one of two tensors on the same device requires grad (a
     # weight and an input): "autograd", as resolve_key would say, without the slow path
-    mixed = (f"__ag if {{n}}._device is {first_required}._device and {{n}}._bkey is "
-             f"{first_required}._bkey and (__k is __ag and {{n}}._dkey is {{n}}._bkey or "
-             f"{{n}}._dkey is __ag and __k is {first_required}._bkey) else ")
+    mixed = (f"__ag if {{n}}.device is {first_required}.device and {{n}}.backend_key is "
+             f"{first_required}.backend_key and (__k is __ag and {{n}}.dispatch_key is {{n}}.backend_key or "
+             f"{{n}}.dispatch_key is __ag and __k is {first_required}.backend_key) else ")
     for n, kind in tensor_params:
         if n == first_required:
             continue
         if kind == _KIND_TENSOR:
-            body.append(f"if {n}._dkey is not __k: __k = {mixed.format(n=n)}__slow(__op, {allvals})")
+            body.append(f"if {n}.dispatch_key is not __k: __k = {mixed.format(n=n)}__slow(__op, {allvals})")
         elif kind == "scalar_ok":
             slow = (f"{mixed.format(n=n)}__slow(__op, {allvals})" if first_required is not None
                     else f"__slow(__op, {allvals})")
             body.append(f"if {n}.__class__ is not __T:\n"
                         f"        if {n}.__class__ not in __scalars: __k = __slow(__op, {allvals})\n"
-                        f"    elif {n}._dkey is not __k: __k = {slow}")
+                        f"    elif {n}.dispatch_key is not __k: __k = {slow}")
         elif kind == _KIND_OPT:
-            body.append(f"if {n} is not None and {n}._dkey is not __k: __k = __slow(__op, {allvals})")
+            body.append(f"if {n} is not None and {n}.dispatch_key is not __k: __k = __slow(__op, {allvals})")
         else:
             skip_none = "__t is not None and " if n in none_ok else ""
             items = f"({n} or ())" if n in list_opt else n    # Tensor[]?: None is no tensors
             body.append(f"for __t in {items}:\n"
-                        f"        if {skip_none}__t._dkey is not __k: __k = __slow(__op, {allvals}); break")
+                        f"        if {skip_none}__t.dispatch_key is not __k: __k = __slow(__op, {allvals}); break")
     if first_required is None:
         dev = device_param if device_param is not None else "None"
         if device_param is not None:
@@ -371,12 +361,12 @@ def make_call(op, scalar_ok=()) -> None:
     # tuple.__contains__ itself: a capture tensor's strides would count the scan as a size read
     for i, n, kind in overlap:
         if kind == _KIND_TENSOR:
-            lines.append(f"    if __has({n}._stride, 0): __overlap(__op, {i}, {n})")
+            lines.append(f"    if __has({n}.stride_tuple, 0): __overlap(__op, {i}, {n})")
         elif kind == _KIND_OPT:
-            lines.append(f"    if {n} is not None and __has({n}._stride, 0): __overlap(__op, {i}, {n})")
+            lines.append(f"    if {n} is not None and __has({n}.stride_tuple, 0): __overlap(__op, {i}, {n})")
         elif kind == _KIND_LIST:
             lines.append(f"    for __t in {n} or ():\n"
-                         f"        if __t is not None and __has(__t._stride, 0): __overlap(__op, {i}, __t)")
+                         f"        if __t is not None and __has(__t.stride_tuple, 0): __overlap(__op, {i}, __t)")
     # the table is a plain dict (fastest subscript); a key not in it yet goes to op.entry (first
     # use of a device, a device-agnostic fallback, or the DispatchError), called outside the
     # except clause so its errors are not shown as raised "during handling of" the KeyError
@@ -388,11 +378,11 @@ def make_call(op, scalar_ok=()) -> None:
         lines.append(f"    __r = __f({call})")
         for n, kind in mutated:
             if kind == _KIND_TENSOR:
-                lines.append(f"    {n}._storage.version += 1")
+                lines.append(f"    {n}.storage_ref.version += 1")
             elif kind == _KIND_OPT:
-                lines.append(f"    if {n} is not None: {n}._storage.version += 1")
+                lines.append(f"    if {n} is not None: {n}.storage_ref.version += 1")
             elif kind == _KIND_LIST:
-                lines.append(f"    for __t in {n} or ():\n        if __t is not None: __t._storage.version += 1")
+                lines.append(f"    for __t in {n} or ():\n        if __t is not None: __t.storage_ref.version += 1")
         lines.append("    return __r")
     else:
         lines.extend(lookup)
@@ -400,7 +390,7 @@ def make_call(op, scalar_ok=()) -> None:
     src = "\n".join(lines)
     from ._device import Device
     ns.update(__op=op, __table=op.table, __miss=op.entry, __slow=_slow_key, __bad=bad_arguments,
-              __T=_tensor_type(),
+              __T=instance_class(),
               __mst=_state, __Dev=Device, __ag="autograd", __scalars=(int, float, bool),
               __unset=_UNSET, __missing=_missing, __chk=check_arg, __vals=_values,
               __kwarg=_take_kwarg, __extra=_extra_kwargs, __c_int=int, __c_float=float,
@@ -450,11 +440,11 @@ def check_overlap(op, i: int, t) -> None:
     """Refuse to write argument ``i`` of ``op`` when ``t`` has a dimension of stride 0 and size
     greater than 1 (an ``expand``ed tensor: several elements share one memory location), with
     torch's message; raises ``RuntimeError`` naming the op and the argument."""
-    if any(st == 0 and sz > 1 for sz, st in zip(tuple(tuple.__iter__(t._shape)),
-                                                tuple(tuple.__iter__(t._stride)))):
+    if any(st == 0 and sz > 1 for sz, st in zip(tuple(tuple.__iter__(t.shape)),
+                                                tuple(tuple.__iter__(t.stride_tuple)))):
         name = op.schema.arguments[i].name
         raise RuntimeError(
-            f"{op.name}: argument '{name}' (shape {tuple(t._shape)}, stride {tuple(t._stride)}): "
+            f"{op.name}: argument '{name}' (shape {tuple(t.shape)}, stride {tuple(t.stride_tuple)}): "
             f"unsupported operation: more than one element of the written-to tensor refers to a "
             f"single memory location. Please clone() the tensor before performing the operation.")
 
@@ -482,7 +472,7 @@ def _class_name(op) -> str:
 
 def _slow_key(op, values: dict, device=None):
     tensors = flat_tensors(tuple(values.values()))
-    T = _tensor_type()
+    T = TensorBase
     # the generated call stops reading a Tensor[] argument at its first element that needs this
     # path: every element is checked here
     for a in op.schema.arguments:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import operator
 from typing import TYPE_CHECKING, Any, Sequence
 
-from . import _devices, _dispatch, _dtype, _tensor
+from . import _devices, _dispatch, _dtype, _tensor_base
 from ._backend import get_backend
 from ._device import Device
 from ._ops import ops as O
@@ -319,7 +319,7 @@ def empty_strided(size: Sequence[int], stride: Sequence[int], *, dtype: _DTypeLi
     base = empty(span, dtype=dtype, device=device)
     from ._ops.views import make_view
     t = make_view(base, size, stride, 0)
-    t._base = None            # a new tensor owning its storage, not a view of ``base``
+    _tensor_base.set_view(t, None, t.view_version)   # owns its storage: no view of ``base``
     if requires_grad is not False:
         if requires_grad is not True:
             _bad_grad("empty_strided", requires_grad)
@@ -355,7 +355,7 @@ def full_like(t: Tensor, fill_value: _Number, *, dtype: _DTypeLike | None = None
               device: _DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
     """``fill_value`` with ``t``'s shape, dtype and device unless given."""
     _need_tensor(t, "full_like")
-    dt = t._dtype if dtype is None else dtype if dtype.__class__ is _DT else \
+    dt = t.dtype if dtype is None else dtype if dtype.__class__ is _DT else \
         _dtype.as_dtype(dtype)
     c = fill_value.__class__
     if not ((c is float or c is int) and -65504.0 <= fill_value <= 65504.0 and dt._kind == "f"):
@@ -381,7 +381,7 @@ def randn_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLik
 
 def _need_tensor(t, api):
     """``TypeError`` in torch's words when the ``input`` of a ``*_like`` factory is no Tensor."""
-    if not hasattr(t, "_dkey"):
+    if not isinstance(t, _tensor_base.TensorBase):
         raise TypeError(f"{api}(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(t).__name__}")
 
@@ -391,13 +391,13 @@ def _like_self(t, kind, size, value, dtype, device, requires_grad, api="new_empt
     ``x.new_empty`` / ``empty_like``), a capture node when ``t`` is being captured. ``api``
     names the caller in errors (sizes, ``requires_grad``)."""
     if dtype is None:
-        dt = t._dtype
+        dt = t.dtype
     else:
         dt = dtype if dtype.__class__ is _DT else _dtype.as_dtype(dtype)
     if kind == "rand" or kind == "randn":
         _random_dtype(f"{kind}_like", dt)
-    dev = t._device if device is None else _dev(device)
-    if size is t._shape:        # *_like: the tensor's own shape, a tuple of ints already
+    dev = t.device if device is None else _dev(device)
+    if size is t.shape:        # *_like: the tensor's own shape, a tuple of ints already
         size = list(size)
     elif size.__class__ is list or size.__class__ is tuple:   # new_*: _size's work, inline
         size = list(size)
@@ -409,8 +409,8 @@ def _like_self(t, kind, size, value, dtype, device, requires_grad, api="new_empt
         size = _size((size,), api)
     if requires_grad is not False and requires_grad is not True:
         _bad_grad(api, requires_grad)
-    if t._capture is None:
-        if t._data is None:
+    if t.capture_info is None:
+        if t.native is None:
             from .fake import make_fake
             from ._ops._shapes import check_nonnegative
             check_nonnegative(kind, size)     # as the real kernels: every mode refuses the same
@@ -454,7 +454,7 @@ def _infer_dtype(data):
         elif isinstance(x, (list, tuple)):
             for y in x:
                 walk(y)
-        elif hasattr(x, "_dkey"):
+        elif isinstance(x, _tensor_base.TensorBase):
             kinds.add({"b": "b", "i": "i", "f": "f"}[x.dtype._kind])
         else:
             raise TypeError(f"tensorplay.tensor: cannot build a tensor from {type(x).__name__}")
@@ -484,9 +484,8 @@ def tensor(data: Any, *, dtype: _DTypeLike | None = None, device: _DeviceLike | 
     """A new tensor copying ``data`` (nested lists/tuples of numbers, a numpy/CuPy array, or a
     Tensor). dtype: given, or the array's own, or torch's rule for Python numbers (float ->
     float32 by default, int -> int64, bool -> bool)."""
-    from ._tensor import Tensor
     dev = _dev(device)
-    if isinstance(data, Tensor):
+    if isinstance(data, _tensor_base.TensorBase):
         out = data.detach().to(device=dev, dtype=dtype, copy=True)
         return _finish(out, requires_grad, "tensor")
     native_like = hasattr(data, "dtype") and hasattr(data, "shape")
@@ -554,7 +553,7 @@ def _check_ragged(data):
 def as_tensor(data: Any, dtype: _DTypeLike | None = None,
               device: _DeviceLike | None = None) -> Tensor:
     """Like ``tensor`` but shares memory with a Tensor or a cpu numpy array when it can."""
-    if isinstance(data, _tensor.Tensor):
+    if isinstance(data, _tensor_base.TensorBase):
         return data.to(device=device, dtype=dtype)
     if type(data).__module__ == "numpy" and (device is None or _dev(device).type == "cpu") and \
             dtype is None:
@@ -604,11 +603,6 @@ def seed_new_backend(backend) -> None:
     a device first used after ``manual_seed`` draws the same numbers as one loaded before)."""
     if _SEED[0] is not None:
         backend.manual_seed(_SEED[0])
-
-# Tensor.new_empty/new_zeros/new_ones/new_full/new_tensor and Python-number operands forward here
-_tensor._like_self = _like_self
-_tensor._new_tensor = tensor
-_tensor._check_fill = check_fill
 
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:

@@ -637,7 +637,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False) -> T
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
                            "replacement")
     p = input.detach()
-    if input.numel() and p._data is not None:
+    if input.numel() and p.native is not None:
         if builtins.bool(O.any(O.lt(p, 0)).item()) or \
                 not builtins.bool(O.all(O.isfinite(p)).item()):
             raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")

@@ -1,13 +1,11 @@
-"""``Tensor``: storage handle + view metadata + autograd fields; methods forward to ops.
+"""``Tensor``: the user-facing tensor class; its methods forward to ops, factories and autograd.
 
 Names and semantics follow ``torch.Tensor``. A tensor is ``(storage, shape, stride,
 storage_offset, dtype, device)``; views share ``storage`` (so aliasing and ``_version`` are
-observable, as in torch). Real tensors keep ``_data``, the backend's native array for exactly
-this view; fake tensors (``FakeTensorMode``, the ``meta`` device) have ``_data = None``.
-
-Dispatch reads two attributes: ``_bkey`` (the backend key: the device type, or ``"meta"`` for
-fake tensors) and ``_dkey`` (``"autograd"`` when ``requires_grad``, ``"capture"`` while
-``tensorplay.compile`` records, else ``_bkey``).
+observable, as in torch). Its fields, its one constructor, its metadata and its dispatch keys
+live in ``tensorplay/_tensor_base.py`` (``TensorBase``, at the dispatch layer, which the layers
+below use); this module, above the ops, adds the methods and imports what they call plainly
+(after the class: see the imports below it). Only these two modules touch the private slots.
 """
 
 from __future__ import annotations
@@ -16,24 +14,10 @@ import operator
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, Sequence, overload
 
 from . import _dtype
-from ._backend import _CONTIG_CACHE as _CONTIG
 from ._device import Device
 from ._device import canonical as _canonical_device
-
-# What Tensor methods forward to lives in the layers above; each of them binds its part here when
-# it is imported (the package root imports them all before any tensor exists), so this module
-# imports nothing above its layer (lint-imports, tests/test_layers.py):
-_O = None                # the built-in op namespace, tensorplay._ops.ops (the package root)
-_getitem = None          # indexing: _ops.indexing.getitem / setitem (set by _ops)
-_setitem = None
-_like_self = None        # _factories._like_self / tensor (set by _factories): new_* methods
-_new_tensor = None
-_check_fill = None       # _ops._shapes.check_fill (set by _factories): new_full's value check
-_backward = None         # autograd.api.backward (set by autograd)
-_AccumulateGrad = None   # autograd.graph.AccumulateGrad (set by autograd)
-_grad_state = None       # autograd.grad_mode._state: .enabled is grad mode (set by autograd)
-_output_hooks = None     # autograd.graph.output_hooks: a node output's hooks (set by autograd)
-_surface = None          # tensorplay._surface: torch's composite functions (set by the root)
+from ._tensor_base import TensorBase, detach_history, new_tensor, set_retains_grad
+from ._tensor_base import wrap_dim as _wrap_dim
 
 if TYPE_CHECKING:
     # Annotation-only names. ``Tensor`` has methods called ``bool``/``int``/``float``, so the
@@ -53,14 +37,6 @@ if TYPE_CHECKING:
     _Dims = Union[_int, Sequence[_int], None]             # one dim, several, or all (None)
 
 _CPU = Device("cpu")
-
-# The autograd, view and capture fields of a tensor fresh from a kernel (not a view, not recorded,
-# not captured), as ``Tensor._init_real`` sets them; code generated to build result tensors
-# without a call (the built-in ops' adapters, ``_ops._define``) takes them from here.
-FRESH_FIELDS = (("_requires_grad", False), ("grad", None), ("grad_fn", None), ("_output_nr", 0),
-                ("_accum", None), ("_base", None), ("_vver", 0), ("_retains_grad", False),
-                ("_capture", None))
-
 
 def _scaled_add_(dst, other, alpha) -> bool:
     """``dst += other * alpha`` with one kernel call (an optimizer step under ``no_grad``:
@@ -86,7 +62,7 @@ def _scaled_add_(dst, other, alpha) -> bool:
     return True
 
 
-class Tensor:
+class Tensor(TensorBase, instance_class=True):
     """A multi-dimensional array on a device, with autograd (same surface as ``torch.Tensor``).
 
     Create tensors with ``tensorplay.tensor``/``zeros``/``randn``/... rather than this class.
@@ -94,213 +70,16 @@ class Tensor:
     ``grad``, ``grad_fn``, ``is_leaf``, ``_version``.
     """
 
-    # the autograd fields users read and assign (slots: declared here for the type checkers)
+    __slots__ = ()   # the fields are TensorBase's (tensorplay/_tensor_base.py)
+
+    # the autograd fields users read and assign (TensorBase's slots), typed for the checkers
     grad: Tensor | None
     grad_fn: Node | None
-
-    __slots__ = ("_storage", "_data", "_shape", "_stride", "_offset", "_dtype", "_device",
-                 "_dkey", "_bkey", "_requires_grad", "grad", "grad_fn", "_output_nr", "_accum",
-                 "_backend", "_base", "_retains_grad", "_capture", "_vver", "__weakref__")
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise TypeError("tensorplay.Tensor cannot be constructed directly; use "
-                        "tensorplay.tensor(data), tensorplay.empty(shape) or another factory")
-
-    # -- construction helpers (internal) ------------------------------------------------------
-    def _init_real(self, storage, data, shape, stride, offset, dtype, device, backend):
-        self._storage = storage
-        self._data = data
-        self._shape = shape
-        self._stride = stride
-        self._offset = offset
-        self._dtype = dtype
-        self._device = device
-        self._backend = backend
-        t = device.type
-        self._dkey = t
-        self._bkey = t
-        self._requires_grad = False
-        self.grad = None
-        self.grad_fn = None
-        self._output_nr = 0
-        self._accum = None
-        self._base = None
-        self._vver = 0
-        self._retains_grad = False
-        self._capture = None
-
-    def _init_fake(self, storage, shape, stride, offset, dtype, device):
-        from ._backend import META
-        self._init_real(storage, None, tuple(shape), tuple(stride), offset, dtype, device, META)
-        self._dkey = "meta"
-        self._bkey = "meta"
-
-    # -- metadata -----------------------------------------------------------------------------
-    @property
-    def shape(self) -> tuple[_int, ...]:
-        """Sizes of each dimension (a tuple of ints, like ``torch.Size``)."""
-        return self._shape
-
-    @overload
-    def size(self, dim: None = None) -> tuple[_int, ...]: ...
-    @overload
-    def size(self, dim: _int) -> _int: ...
-    def size(self, dim: _int | None = None) -> tuple[_int, ...] | _int:
-        """``shape``, or the size of dimension ``dim`` (negative indices count from the end)."""
-        if dim is None:
-            return self._shape
-        return self._shape[_wrap_dim(dim, len(self._shape))]
-
-    @property
-    def dtype(self) -> _dtype.DType:
-        """Element type (a ``tensorplay.dtype`` such as ``tensorplay.float32``)."""
-        return self._dtype
-
-    @property
-    def device(self) -> Device:
-        """The device the data lives on (``device(type='cpu')``, ``cuda:0``, ``meta``)."""
-        return self._device
-
-    @property
-    def ndim(self) -> int:
-        """Number of dimensions (``len(shape)``)."""
-        return len(self._shape)
-
-    def dim(self) -> int:
-        """Number of dimensions, as ``torch.Tensor.dim``."""
-        return len(self._shape)
-
-    def numel(self) -> int:
-        """Number of elements (product of ``shape``; 1 for a 0-dim tensor)."""
-        n = 1
-        for s in self._shape:
-            n *= s
-        return n
-
-    nelement = numel
-
-    def element_size(self) -> int:
-        """Bytes per element."""
-        return self._dtype.itemsize
-
-    @overload
-    def stride(self, dim: None = None) -> tuple[_int, ...]: ...
-    @overload
-    def stride(self, dim: _int) -> _int: ...
-    def stride(self, dim: _int | None = None) -> tuple[_int, ...] | _int:
-        """Strides in elements (a tuple), or the stride of ``dim``."""
-        if dim is None:
-            return self._stride
-        return self._stride[_wrap_dim(dim, len(self._shape))]
-
-    def storage_offset(self) -> int:
-        """Offset in elements of this view's first element within its storage."""
-        return self._offset
-
-    def is_contiguous(self) -> bool:
-        """True when the layout is row-major dense (size-1 dimensions may have any stride)."""
-        if self._stride is _CONTIG.get(self._shape):
-            # fresh results share the cached row-major stride tuple: identity says it (fast path,
-            # used by kernels that check layouts on every call)
-            return True
-        expected = 1
-        for s, st in zip(reversed(self._shape), reversed(self._stride)):
-            if s == 1:
-                continue
-            if st != expected:
-                return False
-            expected *= s
-        return True
-
-    @property
-    def is_cuda(self) -> bool:
-        """True for tensors on a ``cuda`` device."""
-        return self._device.type == "cuda"
-
-    @property
-    def is_meta(self) -> bool:
-        """True for tensors on the ``meta`` device."""
-        return self._device.type == "meta"
-
-    @property
-    def is_fake(self) -> bool:
-        """True for fake (metadata-only) tensors, including ``meta`` tensors."""
-        return self._data is None
-
-    def is_floating_point(self) -> bool:
-        """True for float16/bfloat16/float32/float64 tensors."""
-        return self._dtype.is_floating_point
-
-    @property
-    def _version(self) -> int:
-        """Version counter shared with every view of the same storage; bumped by mutation."""
-        return self._storage.version
-
-    def data_ptr(self) -> int:
-        """Address of the first element (an int); 0 for fake tensors. Raises ``DispatchError`` on
-        a tensor being captured by ``tensorplay.compile`` (e.g. a raw Triton ``kernel[grid](...)``
-        launch outside a ``triton_op``)."""
-        if self._data is None:
-            if self._capture is not None:
-                from .errors import DispatchError
-                raise DispatchError(
-                    "Tensor.data_ptr(): a tensor being captured by tensorplay.compile has no memory "
-                    "(a raw Triton kernel[grid](...) launch outside a triton_op?). Capture cannot "
-                    "trace into Triton launches: launch through tensorplay.library.wrap_triton "
-                    "inside a @tensorplay.library.triton_op, which compile records as one opaque "
-                    "node.")
-            return 0
-        return self._backend.data_ptr(self._data)
-
-    def untyped_storage(self) -> Any:
-        """The ``Storage`` shared by this tensor and all its views."""
-        if self._capture is not None:   # Triton's interpreter copies tensors through this
-            self.data_ptr()
-        return self._storage
-
-    # -- autograd fields ------------------------------------------------------------------------
-    @property
-    def requires_grad(self) -> bool:
-        """Whether operations on this tensor are recorded for autograd. Only floating
-        tensors may require grad (``RuntimeError`` otherwise); only leaves may be switched off."""
-        return self._requires_grad
-
-    @requires_grad.setter
-    def requires_grad(self, value: bool) -> None:
-        value = bool(value)
-        if value and not (self._dtype.is_floating_point):
-            raise RuntimeError(f"only floating point tensors can require gradients (got {self._dtype})")
-        if not value and self.grad_fn is not None:
-            raise RuntimeError("requires_grad can only be changed on leaf tensors; use .detach()")
-        self._requires_grad = value
-        self._refresh_key()
 
     def requires_grad_(self, requires_grad: _bool = True) -> Tensor:
         """Set ``requires_grad`` in place and return ``self`` (same as torch)."""
         self.requires_grad = requires_grad
         return self
-
-    def _refresh_key(self):
-        if self._capture is not None:
-            self._dkey = "capture"
-        else:
-            self._dkey = "autograd" if self._requires_grad else self._bkey
-
-    @property
-    def is_leaf(self) -> bool:
-        """True when the tensor was not produced by a recorded operation (``grad_fn is None``)."""
-        return self.grad_fn is None
-
-    def _set_grad_fn(self, node, nr: int):
-        self.grad_fn = node
-        self._output_nr = nr
-        self._requires_grad = True
-        self._refresh_key()
-
-    def _grad_accumulator(self):
-        if self._accum is None:
-            self._accum = _AccumulateGrad(self)
-        return self._accum
 
     def retain_grad(self) -> None:
         """Keep this non-leaf tensor's gradient in ``.grad`` during ``backward`` (leaves always
@@ -308,7 +87,7 @@ class Tensor:
         grad."""
         if not self._requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
-        self._retains_grad = True
+        set_retains_grad(self, True)
         node = self.grad_fn
         if node is not None:
             import weakref
@@ -325,17 +104,12 @@ class Tensor:
         if self.grad_fn is not None:
             hooks = _output_hooks(self.grad_fn, self._output_nr).hooks
         else:
-            acc = self._grad_accumulator()
+            acc = _grad_accumulator(self)
             if acc.hooks is None:
                 acc.hooks = []
             hooks = acc.hooks
         hooks.append(hook)
         return _HookHandle(hooks, hook)
-
-    @property
-    def retains_grad(self) -> bool:
-        """True for non-leaf tensors on which ``retain_grad()`` was called."""
-        return self._retains_grad and self.grad_fn is not None
 
     def backward(self, gradient: Tensor | None = None, retain_graph: _bool | None = None,
                  create_graph: _bool = False,
@@ -346,18 +120,14 @@ class Tensor:
 
     def detach(self) -> Tensor:
         """A tensor sharing storage with this one, cut from the graph."""
-        t = Tensor.__new__(Tensor)
-        t._init_real(self._storage, self._data, self._shape, self._stride, self._offset,
-                     self._dtype, self._device, self._backend)
-        t._bkey = self._bkey
-        t._dkey = self._bkey
+        t = new_tensor(self._storage, self._data, self._shape, self._stride, self._offset,
+                       self._dtype, self._device, self._backend)
+        t._bkey = t._dkey = self._bkey     # a fake tensor's detached alias stays fake
         return t
 
     def detach_(self) -> Tensor:
         """Cut this tensor from the graph in place (it becomes a leaf) and return it."""
-        self.grad_fn = None
-        self._requires_grad = False
-        self._refresh_key()
+        detach_history(self)
         return self
 
     @property
@@ -1449,6 +1219,21 @@ class Tensor:
 
 Tensor.__array_priority__ = 1000
 
+# What the methods above call: the ops, factories, indexing, autograd and torch's composites, all
+# in the layers below this one. Imported after the class because defining the built-in ops
+# generates code that names ``Tensor`` (``tensorplay._tensor_base.instance_class()``).
+from . import _surface  # noqa: E402
+from ._factories import _like_self  # noqa: E402
+from ._factories import tensor as _new_tensor  # noqa: E402
+from ._ops import ops as _O  # noqa: E402
+from ._ops._shapes import check_fill as _check_fill  # noqa: E402
+from ._ops.indexing import getitem as _getitem  # noqa: E402
+from ._ops.indexing import setitem as _setitem  # noqa: E402
+from .autograd.api import backward as _backward  # noqa: E402
+from .autograd.grad_mode import _state as _grad_state  # noqa: E402
+from .autograd.graph import grad_accumulator as _grad_accumulator  # noqa: E402
+from .autograd.graph import output_hooks as _output_hooks  # noqa: E402
+
 
 class _HookHandle:
     """``Tensor.register_hook``'s handle: ``remove()`` unregisters the hook (idempotent)."""
@@ -1485,14 +1270,6 @@ def _prod(xs):
     for x in xs:
         n *= x
     return n
-
-
-def _wrap_dim(dim, ndim):
-    n = max(ndim, 1)
-    if not -n <= dim < n:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
-                         f"but got {dim})")
-    return dim + n if dim < 0 else dim
 
 
 def _dims(dim):

@@ -11,7 +11,7 @@
    registry identity of every custom op it calls (a redefined op invalidates it),
    and the Python values the function read from globals, closure cells and attributes (see
    ``compile``'s docstring: a changed ``SCALE`` global misses and recaptures);
-3. on a miss, captures ``fn`` (``tensorplay._capture``): custom ops become opaque nodes whose
+3. on a miss, captures ``fn`` (``tensorplay.capture_info``): custom ops become opaque nodes whose
    fake kernels give the output metadata, built-in ops are recorded with their shape rules;
 4. runs the graph: a generated Python function calls every node through normal dispatch (so
    autograd and every device work, and gradients equal eager), in program order, with chains of
@@ -189,11 +189,11 @@ class CompiledFunction(Generic[_P, _R]):
         sizes = []
         layout = []
         for t in leaves:
-            shape = t._shape
+            shape = t.shape
             sizes.append(shape)
-            layout.append(t._stride)
-            tkeys.append((t._dtype, t._device, t._bkey, tuple(s if s < 2 else -1 for s in shape),
-                          t._requires_grad, t.is_contiguous()))
+            layout.append(t.stride_tuple)
+            tkeys.append((t.dtype, t.device, t.backend_key, tuple(s if s < 2 else -1 for s in shape),
+                          t.needs_grad, t.is_contiguous()))
         # global state a graph bakes in (as torch.compile guards it): grad mode, and the
         # default dtype (factories without dtype= record it)
         try:
@@ -795,20 +795,20 @@ class _ChainRunner:
     def __call__(self, *tensors):
         if _gm._state.enabled:
             for t in tensors:
-                if t._requires_grad:
+                if t.needs_grad:
                     return self.unfused(*tensors)
         t0 = tensors[0]
-        if t0._data is None or _dispatch._state.mode is not None:
+        if t0.native is None or _dispatch._state.mode is not None:
             return self.unfused(*tensors)
-        dev = t0._device
-        be = t0._backend
+        dev = t0.device
+        be = t0.backend
         for t in tensors:
-            if t._device is not dev or t._data is None:
+            if t.device is not dev or t.native is None:
                 return self.unfused(*tensors)
         fn = _fusion.get_fused(self.chain, be)
         if fn is None:
             return self.unfused(*tensors)
-        arrays = fn([t._data for t in tensors])
+        arrays = fn([t.native for t in tensors])
         wrap = be.wrap
         return tuple(wrap(a, dev) for a in arrays)
 
@@ -843,7 +843,7 @@ class _FakeCheck:
         from .fake import make_fake
 
         def fk(x):
-            return make_fake(x._shape, x._dtype, x._device, x._stride, offset=x._offset)
+            return make_fake(x.shape, x.dtype, x.device, x.stride_tuple, offset=x.offset)
         mst = _dispatch._state
         prev = mst.mode
         mst.mode = "meta"
@@ -871,16 +871,16 @@ class _FakeCheck:
             self._fail(op, f"it returned {len(rl)} tensor(s) but its fake kernel returns "
                            f"{len(fl)}")
         for i, (f, r) in enumerate(zip(fl, rl)):
-            fs, rs = tuple(f._shape), tuple(r._shape)
+            fs, rs = tuple(f.shape), tuple(r.shape)
             dynamic = any(is_dynamic_size(n) for n in fs)
             if dynamic and len(fs) == len(rs):
                 # a data-dependent dimension (get_ctx().new_dynamic_size()) takes the real size
                 fs = tuple(b if is_dynamic_size(a) else a for a, b in zip(fs, rs))
-            if fs != rs or f._dtype is not r._dtype or f._device != r._device:
+            if fs != rs or f.dtype is not r.dtype or f.device != r.device:
                 self._fail(op, f"output {i} is {_desc(r)} but its fake kernel promised {_desc(f)}")
-            if not dynamic and any(a != b for a, b, s in zip(f._stride, r._stride, rs) if s > 1):
-                self._fail(op, f"output {i} has strides {tuple(r._stride)} but its fake kernel "
-                               f"promised {tuple(f._stride)} (shape {rs})")
+            if not dynamic and any(a != b for a, b, s in zip(f.stride_tuple, r.stride_tuple, rs) if s > 1):
+                self._fail(op, f"output {i} has strides {tuple(r.stride_tuple)} but its fake kernel "
+                               f"promised {tuple(f.stride_tuple)} (shape {rs})")
 
     @staticmethod
     def _fail(op, what):
@@ -895,4 +895,4 @@ _check_against_fake = _FakeCheck()
 
 
 def _desc(t) -> str:
-    return f"shape {tuple(t._shape)}, dtype {t._dtype}, device {t._device}, strides {tuple(t._stride)}"
+    return f"shape {tuple(t.shape)}, dtype {t.dtype}, device {t.device}, strides {tuple(t.stride_tuple)}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 from . import _dispatch, _registry
 from ._backend import Storage, contiguous_strides
 from ._device import Device, canonical
+from ._tensor_base import new_fake
 from .errors import DispatchError
 
 __all__ = ["FakeImplCtx", "FakeTensorMode", "get_ctx", "is_dynamic_size", "make_fake",
@@ -23,15 +24,12 @@ def make_fake(shape, dtype, device, stride=None, *, storage=None, offset: int = 
 
     ``storage`` shares an existing fake storage (views); otherwise a new one sized to fit.
     """
-    from ._tensor import Tensor
     shape = tuple(int(s) for s in shape)
     stride = contiguous_strides(shape) if stride is None else tuple(stride)
     if storage is None:
         span = 1 + sum((s - 1) * st for s, st in zip(shape, stride)) if all(shape) else 0
         storage = Storage(None, (span + offset) * dtype.itemsize, None)
-    t = Tensor.__new__(Tensor)
-    t._init_fake(storage, shape, stride, offset, dtype, canonical(Device(device)))
-    return t
+    return new_fake(storage, shape, stride, offset, dtype, canonical(Device(device)))
 
 
 def from_real(t):

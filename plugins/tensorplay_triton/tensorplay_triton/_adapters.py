@@ -67,8 +67,8 @@ class CudaArg(_AutotuneMethods):
 
     def __init__(self, t):
         self.tensor = t
-        self.dtype = t._dtype
-        self._ptr = t._backend.data_ptr(t._data)
+        self.dtype = t.dtype
+        self._ptr = t.backend.data_ptr(t.native)
 
     def data_ptr(self) -> int:
         return self._ptr
@@ -112,12 +112,12 @@ class HostArg:
     def __init__(self, t=None, storage=None):
         self.tensor = t
         if t is not None:
-            self.dtype = t._dtype
-            self._item = t._dtype.itemsize
-            self._storage = storage if storage is not None else HostStorage(t._storage.root)
-            self._offset = t._offset
-            self._size = tuple(t._shape)
-            self._stride = tuple(t._stride)
+            self.dtype = t.dtype
+            self._item = t.dtype.itemsize
+            self._storage = storage if storage is not None else HostStorage(t.storage_ref.root)
+            self._offset = t.offset
+            self._size = tuple(t.shape)
+            self._stride = tuple(t.stride_tuple)
         else:
             self.dtype = None
             self._item = 1
@@ -218,7 +218,7 @@ class CudaInterpArg(HostArg):
     __slots__ = ()
 
     def __init__(self, t):
-        super().__init__(t, storage=CudaStorage(t._storage.root))
+        super().__init__(t, storage=CudaStorage(t.storage_ref.root))
 
     def data_ptr(self) -> int:
         return self._storage.data_ptr() + self._offset * self._item

@@ -88,10 +88,10 @@ def record_launch(wrapper, grid, args, kwargs):
 
 def _captured(args, kwargs) -> bool:
     for a in args:
-        if isinstance(a, Tensor) and a._capture is not None:
+        if isinstance(a, Tensor) and a.capture_info is not None:
             return True
     for a in kwargs.values():
-        if isinstance(a, Tensor) and a._capture is not None:
+        if isinstance(a, Tensor) and a.capture_info is not None:
             return True
     return False
 

@@ -85,12 +85,12 @@ def _raw_launch_error(cause):
     if not tensors:
         return None
     name = _kernel_name(kernel)
-    cpu = [(k, v) for k, v in tensors if v._device.type == "cpu"]
+    cpu = [(k, v) for k, v in tensors if v.device.type == "cpu"]
     if cpu:
         arg, t = cpu[0]
         return TritonLaunchError(
             f"{name}[grid](...): the compiled Triton kernel {name!r} was launched directly on "
-            f"{t._device} tensors (argument {arg!r} is on {t._device}); Triton runs compiled "
+            f"{t.device} tensors (argument {arg!r} is on {t.device}); Triton runs compiled "
             f"kernels on GPUs only and found no driver for this launch ({cause}). Launch it as "
             f"tensorplay.library.wrap_triton({name})[grid](...), which runs cpu tensors through "
             f"Triton's interpreter (and cuda tensors compiled), or move the tensors to cuda with "
@@ -98,7 +98,7 @@ def _raw_launch_error(cause):
     arg, t = tensors[0]
     return TritonLaunchError(
         f"{name}[grid](...): the compiled Triton kernel {name!r} was launched directly on "
-        f"{t._device} tensors (argument {arg!r}) before a Triton driver was installed ({cause}). "
+        f"{t.device} tensors (argument {arg!r}) before a Triton driver was installed ({cause}). "
         f"Call tensorplay_triton.install_driver() once before raw launches, or launch it as "
         f"tensorplay.library.wrap_triton({name})[grid](...), which installs the driver itself.")
 

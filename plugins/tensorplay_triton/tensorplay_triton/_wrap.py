@@ -10,9 +10,9 @@
 * NumPy scalars become Python ``int``/``float`` (Triton refuses NumPy scalars);
 * the launch happens on the tensors' device (``cupy.cuda.Device``) and CuPy's current stream, through
   the CuPy-backed Triton driver (``_driver.install_cuda_driver``), so PyTorch is never needed;
-* fake tensors (``FakeTensorMode``, ``meta``; ``t._data is None``) skip the launch: that is how a
+* fake tensors (``FakeTensorMode``, ``meta``; ``t.native is None``) skip the launch: that is how a
   ``triton_op`` body doubles as its own fake kernel;
-* a launch on tensors being captured by ``tensorplay.compile`` (``t._capture`` set) outside a
+* a launch on tensors being captured by ``tensorplay.compile`` (``t.capture_info`` set) outside a
   ``triton_op`` is recorded as one graph node that launches the kernel when the graph runs, as
   torch.compile records it (``_graphlaunch``).
 """
@@ -41,7 +41,7 @@ _cupy_mod = [None]
 
 def _is_contig(t) -> bool:
     """Slow path of the contiguity check (shape not in the core's stride cache, or size-1 dims)."""
-    if t._stride == _contig_strides(t._shape):
+    if t.stride_tuple == _contig_strides(t.shape):
         return True
     return t.is_contiguous()
 
@@ -273,15 +273,15 @@ class TritonKernelWrapper:
                 continue
             if isinstance(a, Tensor):              # CaptureTensor is a subclass
                 if dev is None:
-                    if a._data is None or a._capture is not None:
+                    if a.native is None or a.capture_info is not None:
                         return self._no_launch(grid, args, kwargs)
-                    dev = a._device
+                    dev = a.device
                     make = self._adapter_for(dev)
-                elif a._device is not dev or a._data is None:
+                elif a.device is not dev or a.native is None:
                     self._bad_tensor(a, i, None, dev)
                 if make is _user_tensor:
                     continue
-                if a._stride != _CONTIG_CACHE.get(a._shape) and not _is_contig(a) and \
+                if a.stride_tuple != _CONTIG_CACHE.get(a.shape) and not _is_contig(a) and \
                         not (strided and self._pname(i) in strided):
                     self._non_contiguous(a, self._pname(i))
                 if make is not _as_is:
@@ -301,15 +301,15 @@ class TritonKernelWrapper:
                     continue
                 if isinstance(a, Tensor):
                     if dev is None:
-                        if a._data is None or a._capture is not None:
+                        if a.native is None or a.capture_info is not None:
                             return self._no_launch(grid, args, kwargs)
-                        dev = a._device
+                        dev = a.device
                         make = self._adapter_for(dev)
-                    elif a._device is not dev or a._data is None:
+                    elif a.device is not dev or a.native is None:
                         self._bad_tensor(a, None, k, dev)
                     if make is _user_tensor:
                         continue
-                    if a._stride != _CONTIG_CACHE.get(a._shape) and not _is_contig(a) and \
+                    if a.stride_tuple != _CONTIG_CACHE.get(a.shape) and not _is_contig(a) and \
                             k not in strided:
                         self._non_contiguous(a, k)
                     if make is not _as_is:
@@ -420,7 +420,7 @@ class TritonKernelWrapper:
             if c is int or c is float or c is bool or v is None:
                 continue
             if isinstance(v, Tensor):
-                vals[j] = v._data.data.ptr
+                vals[j] = v.native.data.ptr
         run = kernel.run                     # loads the module on first use (sets .function)
         if _LAUNCH_DIRECT[0] and run.__class__ is drv.launcher_cls and \
                 not run.global_scratch_size and not run.profile_scratch_size:
@@ -456,22 +456,22 @@ class TritonKernelWrapper:
         for i, a in enumerate(args):
             c = a.__class__
             if c is Tensor:
-                if a._data is None or a._capture is not None:
+                if a.native is None or a.capture_info is not None:
                     return _MISS
                 if dev is None:
-                    dev = a._device
+                    dev = a.device
                     if dev.type != "cuda":
                         return _MISS
-                elif a._device is not dev:
+                elif a.device is not dev:
                     return _MISS
-                if a._stride != _CONTIG_CACHE.get(a._shape) and not _is_contig(a) and \
+                if a.stride_tuple != _CONTIG_CACHE.get(a.shape) and not _is_contig(a) and \
                         not (strided and self._pname(i) in strided):
                     return _MISS
-                p = a._data.data.ptr        # the address: what the CuPy launch packs
+                p = a.native.data.ptr        # the address: what the CuPy launch packs
                 if vals is None:
                     vals = list(args)
                 vals[i] = p
-                app(a._dtype)
+                app(a.dtype)
                 app(not p & 15)
             elif c is int:
                 app(1 if a == 1 else (-0x80000000 <= a <= 0x7FFFFFFF, a >= 0x8000000000000000,
@@ -549,11 +549,11 @@ class TritonKernelWrapper:
     # -- fake / capture ----------------------------------------------------------------------
     def _no_launch(self, grid, args, kwargs):
         tensors = [a for a in list(args) + list(kwargs.values()) if isinstance(a, Tensor)]
-        if any(t._capture is not None for t in tensors):
+        if any(t.capture_info is not None for t in tensors):
             # inside tensorplay.compile: one graph node that launches when the graph runs
             from ._graphlaunch import record_launch
             return record_launch(self, grid, args, kwargs)
-        real = [t for t in tensors if t._data is not None]
+        real = [t for t in tensors if t.native is not None]
         if real:
             raise TritonLaunchError(
                 f"wrap_triton({self.name}): fake and real tensors mixed in one launch; run the "
@@ -566,18 +566,18 @@ class TritonKernelWrapper:
 
     def _bad_tensor(self, t, i, k, dev):
         name = k if k is not None else self._pname(i)
-        if t._data is None or t._capture is not None:
+        if t.native is None or t.capture_info is not None:
             raise TritonLaunchError(
                 f"wrap_triton({self.name}): argument '{name}' is a fake/captured tensor while other "
                 f"arguments are real; pass tensors of one kind")
         raise TritonLaunchError(
-            f"wrap_triton({self.name}): argument '{name}' is on {t._device} but earlier tensor "
+            f"wrap_triton({self.name}): argument '{name}' is on {t.device} but earlier tensor "
             f"arguments are on {dev}; a kernel launches on one device. Move it with "
             f".to('{dev}').")
 
     def _non_contiguous(self, t, name):
         raise TritonLaunchError(
-            f"wrap_triton({self.name}): argument '{name}' is a non-contiguous {t._device} tensor "
+            f"wrap_triton({self.name}): argument '{name}' is a non-contiguous {t.device} tensor "
             f"(shape {tuple(t.shape)}, stride {tuple(t.stride())}); Triton receives only its base "
             f"pointer. Pass {name}.contiguous(), or pass its strides to the kernel and wrap it with "
             f"tensorplay_triton.wrap_triton(kernel, strided=[{name!r}]).")

@@ -4,14 +4,11 @@ Importing this package defines every built-in op; array kernels are attached per
 ``install_backend`` when a device plugin's backend is first used (``tensorplay.backends.first_use``).
 """
 
-from .. import _tensor
 from ._define import BUILTINS, defop, install_backend, ops
 from . import elementwise, reduction, linalg, nn, shape, views, copy, creation, indexing  # noqa: F401
 from . import sorting_topk  # noqa: F401
 from . import _docs
 
 _docs.apply(BUILTINS)      # help(tp.add): the op's docstring (after every op is defined)
-
-_tensor._getitem, _tensor._setitem = indexing.getitem, indexing.setitem   # Tensor[...]
 
 __all__ = ["BUILTINS", "defop", "install_backend", "ops"]

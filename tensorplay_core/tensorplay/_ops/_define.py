@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from .. import _codegen, _dispatch, _pytree, _registry
 from .._schema import FunctionSchema
+from .._tensor_base import TensorBase, instance_class
 from ..autograd.grad_mode import _state as _gm_state
 
 BUILTINS: dict[str, _registry.CustomOpDef] = {}
@@ -71,18 +72,18 @@ def fused(name, ref, *tensors, args=()):
     steps as the op-by-op formula, so the values are the same."""
     if _gm_state.enabled:
         return None
-    b, dev, dt = ref._bkey, ref._device, ref._dtype
-    if ref._capture is not None or ref._data is None or dt.itemsize < 4 or dt._kind != "f":
+    b, dev, dt = ref.backend_key, ref.device, ref.dtype
+    if ref.capture_info is not None or ref.native is None or dt.itemsize < 4 or dt._kind != "f":
         return None
     for t in tensors:
-        if t._bkey is not b or t._dtype is not dt or t._capture is not None or \
-                (t._device is not dev and t._device != dev):
+        if t.backend_key is not b or t.dtype is not dt or t.capture_info is not None or \
+                (t.device is not dev and t.device != dev):
             return None
-    be = ref._backend
+    be = ref.backend
     k = be.kernels().get(name)
     if k is None:
         return None
-    r = k(ref._data, *[t._data for t in tensors], *args)
+    r = k(ref.native, *[t.native for t in tensors], *args)
     if r.__class__ is tuple:   # several gradients (None where not needed)
         return tuple(be.wrap(x, dev) if x is not None else None for x in r)
     return be.wrap(r, dev)
@@ -92,7 +93,7 @@ def _bumping(meta):
     """Fake rule of an in-place op: also bump the written fake tensor's version (as real runs do)."""
     def inplace_meta(*args, **kwargs):
         out = meta(*args, **kwargs)
-        out._storage.version += 1
+        out.storage_ref.version += 1
         return out
     inplace_meta.__wrapped__ = meta
     return inplace_meta
@@ -153,17 +154,17 @@ def make_adapter(op, kernel, backend):
         n = pn[i]
         kind = a.kind
         if a.name in op.scalar_ok:
-            args.append(f"({n}._data if {n}.__class__ is __T else {n})")
+            args.append(f"({n}.native if {n}.__class__ is __T else {n})")
             if first_tensor is None:
                 first_tensor = None
         elif kind == "tensor":
-            args.append(f"{n}._data")
+            args.append(f"{n}.native")
             if first_tensor is None:
                 first_tensor = n
         elif kind == "optional_tensor":
-            args.append(f"({n}._data if {n} is not None else None)")
+            args.append(f"({n}.native if {n} is not None else None)")
         elif kind == "tensor_list":
-            args.append(f"[__x._data if __x is not None else None for __x in {n}]")
+            args.append(f"[__x.native if __x is not None else None for __x in {n}]")
             if first_tensor is None:
                 first_tensor = f"{n}[0]"
         else:
@@ -172,7 +173,7 @@ def make_adapter(op, kernel, backend):
             args.append(n)
         args[-1] = _codegen.call_arg(a, n, args[-1])
     if first_tensor is not None:
-        dev = f"{first_tensor}._device"
+        dev = f"{first_tensor}.device"
     elif device_param is not None:
         # a Device already (the factories canonicalise theirs): no constructor call per op
         # (canonical: "cpu:0" is cpu, "cuda" is cuda:0; kept on the Device, one attribute read)
@@ -209,10 +210,10 @@ def make_adapter(op, kernel, backend):
         # fast path cannot see an index mismatch: every tensor argument must be on __dev (one
         # `is` test each); __align moves a 0-dim cpu tensor there or raises naming both. When the
         # first tensor is such a cpu scalar, the first tensor of this backend's type decides.
-        from .._tensor import Tensor as _Tns
+        _Tns = instance_class()
         ns.update(__align=align, __api=op.name, __bt=backend.device_type,
-                  __pick=lambda ts: next((t._device for t in ts if t.__class__ is _Tns and
-                                          t._device.type == backend.device_type), ts[0]._device))
+                  __pick=lambda ts: next((t.device for t in ts if t.__class__ is _Tns and
+                                          t.device.type == backend.device_type), ts[0].device))
         tens = [n if a.kind != "tensor_list" else f"*{n}" for n, a in zip(pn, sch.arguments)
                 if a.kind in ("tensor", "optional_tensor", "tensor_list") or a.name in op.scalar_ok]
         if first_tensor is not None:
@@ -221,21 +222,21 @@ def make_adapter(op, kernel, backend):
             lines += ["    if __dev.type != __bt:",
                       f"        __dev = __pick([{', '.join(tens)}])"]
             if "[" not in first_tensor:
-                lines.append(f"        if {first_tensor}._device is not __dev: "
+                lines.append(f"        if {first_tensor}.device is not __dev: "
                              f"{first_tensor} = __align({first_tensor}, __dev, __api)")
         for n, a in zip(pn, sch.arguments):
             fix = f"{n} = __align({n}, __dev, __api)"
             if a.name in op.scalar_ok:
-                lines.append(f"    if {n}.__class__ is __T and {n}._device is not __dev: {fix}")
+                lines.append(f"    if {n}.__class__ is __T and {n}.device is not __dev: {fix}")
             elif a.kind == "tensor" and n == first_tensor:
                 pass      # aligned above
             elif a.kind == "tensor":
-                lines.append(f"    if {n}._device is not __dev: {fix}")
+                lines.append(f"    if {n}.device is not __dev: {fix}")
             elif a.kind == "optional_tensor":
-                lines.append(f"    if {n} is not None and {n}._device is not __dev: {fix}")
+                lines.append(f"    if {n} is not None and {n}.device is not __dev: {fix}")
             elif a.kind == "tensor_list":
-                lines.append(f"    if any(__x is not None and __x._device is not __dev for __x in {n}): "
-                             f"{n} = [__x if __x is None or __x._device is __dev else "
+                lines.append(f"    if any(__x is not None and __x.device is not __dev for __x in {n}): "
+                             f"{n} = [__x if __x is None or __x.device is __dev else "
                              f"__align(__x, __dev, __api) for __x in {n}]")
     ind = "    "
     if guard is not None:
@@ -257,7 +258,7 @@ def make_adapter(op, kernel, backend):
     if mutated:
         m = pn[sch.arguments.index(mutated[0])]
         lines.append(f"{ind}{call}")
-        lines.append(f"{ind}{m}._storage.version += 1")
+        lines.append(f"{ind}{m}.storage_ref.version += 1")
         lines.append(f"{ind}return {m}")
     elif len(sch.returns) == 1 and not sch.returns[0].type.endswith("[]"):
         built = _alloc_build_lines(op, first_tensor, backend, ns)
@@ -273,8 +274,7 @@ def make_adapter(op, kernel, backend):
         lines.append(f"{ind}return tuple(__wrap(__r, __dev) for __r in {call})")
     lines.append(exc)
     from .._device import Device, canonical
-    from .._tensor import Tensor
-    ns.update(__k=kernel, __wrap=backend.wrap, __T=Tensor, __D=Device, __canon=canonical,
+    ns.update(__k=kernel, __wrap=backend.wrap, __T=instance_class(), __D=Device, __canon=canonical,
                __guard=guard,
               __op=op, __kerr=kernel_error)
     return _codegen.function("\n".join(lines), ns, "adapter",
@@ -304,7 +304,7 @@ def _alloc_build_lines(op, first_tensor, backend, ns) -> list:
         return []
     from .._backend import _CONTIG_CACHE, Storage
     from .._kernels.array_backend import ArrayBackend
-    from .._tensor import FRESH_FIELDS
+    from .._tensor_base import new_tensor_source
     rs = backend.root_storage
     if not isinstance(backend, ArrayBackend) or not (
             getattr(type(backend).empty, "_tp_fresh_alloc", False) and
@@ -330,17 +330,8 @@ def _alloc_build_lines(op, first_tensor, backend, ns) -> list:
             "        __st.root = __r",
             "        __st.version = 0",
             "        __st.backend = __be",
-            "        __t = __new(__T)",
-            "        __t._storage = __st",
-            "        __t._data = __r",
-            "        __t._shape = __s",
-            "        __t._stride = __sd",
-            "        __t._offset = 0",
-            "        __t._dtype = __dt",
-            "        __t._device = __dev",
-            "        __t._backend = __be",
-            "        __t._dkey = __t._bkey = __dev.type",
-            *(f"        __t.{f} = {v!r}" for f, v in FRESH_FIELDS),
+            *("        " + x for x in new_tensor_source(
+                "__t", "__st", "__r", "__s", "__sd", "__dt", "__dev", "__be")),
             "        return __t"]
 
 
@@ -348,9 +339,9 @@ def _dtype_test(n: str, dtypes, name: str, ns) -> str:
     """The generated test that tensor ``n`` has one of ``dtypes`` (bound as ``name``), or, with
     no dtypes named, any floating dtype."""
     if dtypes is None:
-        return f"{n}._dtype._kind == 'f'"
+        return f"{n}.dtype._kind == 'f'"
     ns[name] = frozenset(dtypes)
-    return f"{n}._dtype in {name}"
+    return f"{n}.dtype in {name}"
 
 
 def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
@@ -403,93 +394,85 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
     fmax = getattr(kernel, "_tp_float_max", None)
     if fmax is not None:
         ns["__fmax"] = fmax
-        isf += f" and {s_}._data.size < __fmax"
-        isn += f" and {s_}._data.size < __fmax"
-    same = f" and {o_}._device is {s_}._device" if early else ""
-    dev = f"{s_}._device" if early else "__dev"
+        isf += f" and {s_}.native.size < __fmax"
+        isn += f" and {s_}.native.size < __fmax"
+    same = f" and {o_}.device is {s_}.device" if early else ""
+    dev = f"{s_}.device" if early else "__dev"
     rs = backend.root_storage
     if rs is None and unary:
         return [f"if {isf}:",
-                f"    return __wrap(__f({s_}._data), {dev})"]
+                f"    return __wrap(__f({s_}.native), {dev})"]
     if rs is None:
         return [f"if {o_}.__class__ is __T:",
-                f"    if {s_}._dtype is {o_}._dtype{same} and {isf}:",
-                f"        return __wrap(__f({s_}._data, {o_}._data), {dev})",
+                f"    if {s_}.dtype is {o_}.dtype{same} and {isf}:",
+                f"        return __wrap(__f({s_}.native, {o_}.native), {dev})",
                 f"elif ({o_}.__class__ is float or {o_}.__class__ is int) and {isn}:",
-                f"    return __wrap(__f({s_}._data, {o_}), {dev})"]
+                f"    return __wrap(__f({s_}.native, {o_}), {dev})"]
     from .._backend import _CONTIG_CACHE
-    from .._tensor import FRESH_FIELDS
+    from .._tensor_base import new_tensor_source
     ns.update(__RS=rs, __nd=backend.np.ndarray, __C=_CONTIG_CACHE, __be=backend,
               __new=object.__new__)
-    # Tensor._init_real inlined, with the operand's metadata (the operand known dense: the
-    # result of the dense case needs no stride test)
-    built = [f"if __r.__class__ is __nd and {s_}._stride is __C.get({s_}._shape):",
+    # tensorplay._tensor_base.new_tensor inlined, with the operand's metadata (the operand known
+    # dense: the result of the dense case needs no stride test)
+    built = [f"if __r.__class__ is __nd and {s_}.stride_tuple is __C.get({s_}.shape):",
              "    __st = __RS()",
              "    __st.root = __r",
              "    __st.version = 0",
              "    __st.backend = __be",
-             "    __t = __new(__T)",
-             "    __t._storage = __st",
-             "    __t._data = __r",
-             f"    __t._shape = {s_}._shape",
-             f"    __t._stride = {s_}._stride",
-             "    __t._offset = 0",
-             f"    __t._dtype = {s_}._dtype",
-             f"    __d = __t._device = {s_}._device",
-             "    __t._backend = __be",
-             "    __t._dkey = __t._bkey = __d.type",
-             *(f"    __t.{f} = {v!r}" for f, v in FRESH_FIELDS),
+             *("    " + x for x in new_tensor_source(
+                 "__t", "__st", "__r", f"{s_}.shape", f"{s_}.stride_tuple", f"{s_}.dtype",
+                 f"{s_}.device", "__be")),
              "    return __t"]
     dense = getattr(kernel, "_tp_dense_ufunc", None)
     if dense is None:
         if unary:
             return [f"if {isf}:",
-                    f"    __r = __f({s_}._data)",
+                    f"    __r = __f({s_}.native)",
                     *("    " + x for x in built),
                     f"    return __wrap(__r, {dev})"]
         return [f"if {o_}.__class__ is __T:",
-                f"    if {s_}._dtype is {o_}._dtype{same} and {isf}:",
-                f"        __r = __f({s_}._data, {o_}._data)",
-                f"        if {s_}._shape == {o_}._shape and {s_}._stride is {o_}._stride:",
+                f"    if {s_}.dtype is {o_}.dtype{same} and {isf}:",
+                f"        __r = __f({s_}.native, {o_}.native)",
+                f"        if {s_}.shape == {o_}.shape and {s_}.stride_tuple is {o_}.stride_tuple:",
                 *("            " + x for x in built),
                 f"        return __wrap(__r, {dev})",
                 f"elif ({o_}.__class__ is float or {o_}.__class__ is int) and {isn}:",
-                f"    __r = __f({s_}._data, {o_})",
+                f"    __r = __f({s_}.native, {o_})",
                 *("    " + x for x in built),
                 f"    return __wrap(__r, {dev})"]
     ns["__fdense"] = dense
     isd = _dtype_test(s_, getattr(kernel, "_tp_dense_dtypes", fd), "__dd", ns)
     # the dense case: its result is a fresh row-major array of the operand's shape
     dense_built = ["if __r.__class__ is __nd:", *built[1:]]
-    layout = f"{s_}._stride is __C.get({s_}._shape)"
+    layout = f"{s_}.stride_tuple is __C.get({s_}.shape)"
     if unary:
         return [f"if {isd} and {layout}:",
-                f"    __r = __fdense({s_}._data)",
+                f"    __r = __fdense({s_}.native)",
                 *("    " + x for x in dense_built),
                 f"    return __wrap(__r, {dev})",
                 f"if {isf}:",
-                f"    __r = __f({s_}._data)",
+                f"    __r = __f({s_}.native)",
                 *("    " + x for x in built),
                 f"    return __wrap(__r, {dev})"]
     return [f"if {o_}.__class__ is __T:",
-            f"    if {s_}._dtype is {o_}._dtype{same}:",
-            f"        if {isd} and {s_}._shape == {o_}._shape and {s_}._stride is {o_}._stride "
+            f"    if {s_}.dtype is {o_}.dtype{same}:",
+            f"        if {isd} and {s_}.shape == {o_}.shape and {s_}.stride_tuple is {o_}.stride_tuple "
             f"and {layout}:",
-            f"            __r = __fdense({s_}._data, {o_}._data)",
+            f"            __r = __fdense({s_}.native, {o_}.native)",
             *("            " + x for x in dense_built),
             f"            return __wrap(__r, {dev})",
             f"        if {isf}:",
-            f"            __r = __f({s_}._data, {o_}._data)",
-            f"            if {s_}._shape == {o_}._shape and {s_}._stride is {o_}._stride:",
+            f"            __r = __f({s_}.native, {o_}.native)",
+            f"            if {s_}.shape == {o_}.shape and {s_}.stride_tuple is {o_}.stride_tuple:",
             *("                " + x for x in built),
             f"            return __wrap(__r, {dev})",
             f"elif {o_}.__class__ is float or {o_}.__class__ is int:",
             f"    if {isd} and {layout}:",
-            f"        __r = __fdense({s_}._data, {o_})",
+            f"        __r = __fdense({s_}.native, {o_})",
             *("        " + x for x in dense_built),
             f"        return __wrap(__r, {dev})",
             f"    if {isn}:",
-            f"        __r = __f({s_}._data, {o_})",
+            f"        __r = __f({s_}.native, {o_})",
             *("        " + x for x in built),
             f"        return __wrap(__r, {dev})"]
 
@@ -500,7 +483,7 @@ def kernel_error(op, err, values):
     (shape mismatch, bad dim, ...) naming the op; otherwise re-raises ``err``'s type with the
     op's name in front of its message.
     """
-    from .._tensor import Tensor
+    Tensor = TensorBase
     for a in op.schema.arguments:
         v = values[a.name]
         if a.kind == "tensor" and not isinstance(v, Tensor) and not (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import _dtype
+from .._tensor_base import TensorBase
 from ..fake import make_fake
 
 
@@ -31,8 +32,15 @@ def broadcast_shapes(*shapes, api: str = "broadcast") -> tuple:
     return tuple(out)
 
 
+class TensorStandIn:
+    """Base of the objects that stand for a tensor input in a backward formula (its shape and
+    dtype, not its values): ``is_tensor`` is true for them."""
+
+    __slots__ = ()
+
+
 def is_tensor(x) -> bool:
-    return hasattr(x, "_dkey")
+    return isinstance(x, (TensorBase, TensorStandIn))
 
 
 def result_dtype(a, b):
@@ -287,7 +295,7 @@ def scalar_value(api: str, value):
     c = value.__class__
     if c is float or c is int or c is _builtin_bool:
         return value
-    if hasattr(value, "_dkey"):       # a (0-dim) tensor: the kernels take it as they did
+    if isinstance(value, TensorBase):   # a (0-dim) tensor: the kernels take it as they did
         return value
     if c is complex:
         raise TypeError(f"{api}(): argument 'fill_value' is complex ({value!r}) but tensorplay "

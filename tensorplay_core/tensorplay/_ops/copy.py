@@ -34,16 +34,16 @@ defop("to_dtype(Tensor self, ScalarType dtype) -> Tensor", meta=_to_dtype_meta,
 def _to_device(x, device):
     """Copy ``x`` to ``device`` through the host (numpy) or DLPack; device-independent core code."""
     from .. import _backend
-    if x._data is None or device.type == "meta":
+    if x.native is None or device.type == "meta":
         return _to_device_meta(x, device)   # to "meta": no data to copy (torch gives a meta tensor)
     dst = _backend.get_backend(device.type)
-    src = x._backend
-    arr = x._data
+    src = x.backend
+    arr = x.native
     return dst.wrap(dst.from_other(arr, src, device), device)
 
 
 def _to_device_meta(x, device):
-    if x._device.type == "meta" and device.type != "meta":
+    if x.device.type == "meta" and device.type != "meta":
         raise NotImplementedError("Cannot copy out of meta tensor; no data!")   # torch's error
     from ..fake import make_fake
     return make_fake(x.shape, x.dtype, device)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from ._define import defop, fused, ops as O
-from ._shapes import binary_meta, is_tensor, unary_meta
+from ._shapes import TensorStandIn, binary_meta, is_tensor, unary_meta
 
 
 def _red(g, x):
@@ -17,14 +17,14 @@ def _red(g, x):
     if not is_tensor(x):
         return None
     xs = x.shape
-    if g._shape != xs:
-        lead = len(g._shape) - len(xs)
-        if lead > 0 and g._shape[lead:] == xs:
+    if g.shape != xs:
+        lead = len(g.shape) - len(xs)
+        if lead > 0 and g.shape[lead:] == xs:
             # only leading dims to drop (a bias): sum_to_size's own result, without parsing
             g = O.sum(g, list(range(lead)), False)
         else:
             g = g.sum_to_size(xs)
-    if g._dtype is not x.dtype and x.dtype.is_floating_point:
+    if g.dtype is not x.dtype and x.dtype.is_floating_point:
         g = O.to_dtype(g, x.dtype)
     return g
 
@@ -39,17 +39,16 @@ def _save_inputs(ctx, inputs, output):
     ctx.scalars = _NO_SCALARS if ta and tb else (None if ta else a, None if tb else b)
 
 
-class _Meta:
+class _Meta(TensorStandIn):
     """Shape/dtype of a tensor input whose values the backward does not need (``_red`` reads
     only these): like torch's AddBackward/MulBackward-with-a-scalar, nothing is saved, so such a
     graph may be backpropagated again and in-place changes of the input are not an error."""
 
     __slots__ = ("shape", "dtype")
-    _dkey = None   # is_tensor(): it stands for a tensor input
 
     def __init__(self, x):
-        self.shape = x._shape
-        self.dtype = x._dtype
+        self.shape = x.shape
+        self.dtype = x.dtype
 
 
 def _save_meta(ctx, inputs, output):
@@ -98,7 +97,7 @@ def _mul_bw(ctx, g):
         # or dtype differs from the tensor's)
         a, b = v
         ga = O.mul(g, b)
-        if ga._shape != a.shape or (ga._dtype is not a.dtype and a.dtype.is_floating_point):
+        if ga.shape != a.shape or (ga.dtype is not a.dtype and a.dtype.is_floating_point):
             ga = _red(ga, a)
         return ga, None
     st = ctx.saved_tensors   # once (each read checks the saved versions)

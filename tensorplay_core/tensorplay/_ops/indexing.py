@@ -9,13 +9,14 @@ a copy whose size depends on the data, so it has no fake rule).
 from __future__ import annotations
 
 from .. import _dtype
+from .._tensor_base import TensorBase
 from ..errors import DispatchError
 from ._define import defop, ops as O
 from ._shapes import broadcast_shapes, check_bool_mask, is_tensor, out_like, wrap_dim
 
 
 def _is_tensor(x):
-    return hasattr(x, "_dkey")
+    return isinstance(x, TensorBase)
 
 
 def _normalize(index):
@@ -65,7 +66,7 @@ def _split(x, index):
             if t.dtype is _dtype.bool:
                 advanced.append((dim, t))
                 dim += t.ndim
-            elif t.ndim == 0 and not t.dtype.is_floating_point and t._data is not None:
+            elif t.ndim == 0 and not t.dtype.is_floating_point and t.native is not None:
                 out = O.select(out, dim, int(t.item()))
             else:
                 if t.dtype.is_floating_point:
@@ -125,7 +126,7 @@ def _linear_index(x, advanced):
     stride = 1
     for d, t in reversed(pairs):
         n = x.shape[d]
-        if t._data is not None and t.numel():
+        if t.native is not None and t.numel():
             lo, hi = int(O.amin(t, [], False).item()), int(O.amax(t, [], False).item())
             if lo < -n or hi >= n:
                 bad = hi if hi >= n else lo

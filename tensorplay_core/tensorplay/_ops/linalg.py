@@ -26,7 +26,7 @@ def _matmul_setup(ctx, inputs, output):
 
 def _matmul_bw(ctx, g):
     a, b = ctx.saved_tensors
-    if a._data is not None and len(a._shape) == 2 and len(b._shape) == 2:
+    if a.native is not None and len(a.shape) == 2 and len(b.shape) == 2:
         # the common case (2-D @ 2-D): gradients already have the inputs' shapes, no
         # sum_to_size/reshape (which would hand .grad a view that it then copies)
         need = ctx.needs_input_grad

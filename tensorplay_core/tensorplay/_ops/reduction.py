@@ -32,7 +32,7 @@ def _red_setup(ctx, inputs, output):
 
 
 def _expand_back(g, shape, dims, keepdim):
-    if not keepdim and len(shape) and g._shape:
+    if not keepdim and len(shape) and g.shape:
         # (a 0-dim g, the gradient of a full reduction, expands to any shape as it is)
         nd = len(shape)
         ds = sorted(wrap_dim(d, nd) for d in dims) if dims else list(range(nd))
@@ -45,7 +45,7 @@ def _sum_bw(ctx, g):
     r = _expand_back(g, ctx.shape, ctx.dims, ctx.keepdim)
     # cast only when needed (an int input summed to int64 has no gradient anyway); not
     # Tensor.to, whose argument parsing costs more than the expand itself
-    return (r if r._dtype is ctx.dtype else r.to(ctx.dtype)), None, None
+    return (r if r.dtype is ctx.dtype else r.to(ctx.dtype)), None, None
 
 
 def _mean_bw(ctx, g):

@@ -8,35 +8,27 @@ ones. So fake strides always equal real strides.
 from __future__ import annotations
 
 from .._backend import contiguous_strides
+from .._tensor_base import new_fake, new_tensor, set_view
 from ._define import defop, ops as O
 from ._shapes import wrap_dim
-
-
-_TENSOR: list = [None]   # tensorplay.Tensor, bound on first use (no import statement per view)
 
 
 def make_view(base, shape, stride, offset, data=None):
     """A tensor over ``base``'s storage with the given metadata (elements). ``data``: the native
     array of exactly that view when the caller has it from a cheaper native view op (a
     transpose); else the backend materializes it from the storage root."""
-    Tensor = _TENSOR[0]
-    if Tensor is None:
-        from .._tensor import Tensor
-        _TENSOR[0] = Tensor
     shape, stride = tuple(shape), tuple(stride)
-    t = Tensor.__new__(Tensor)
-    if base._data is None:
-        t._init_fake(base._storage, shape, stride, offset, base._dtype, base._device)
-        if base._bkey != "meta":
-            t._bkey = base._bkey
-            t._refresh_key()
+    st = base.storage_ref
+    if base.native is None:
+        t = new_fake(st, shape, stride, offset, base.dtype, base.device,
+                     backend_key=base.backend_key)
     else:
+        be = base.backend
         if data is None:
-            data = base._backend.as_strided(base._storage.root, shape, stride, offset)
-        t._init_real(base._storage, data, shape, stride, offset, base._dtype, base._device,
-                     base._backend)
-    t._base = base._base if base._base is not None else base
-    t._vver = base._storage.version
+            data = be.as_strided(st.root, shape, stride, offset)
+        t = new_tensor(st, data, shape, stride, offset, base.dtype, base.device, be)
+    root = base.view_base
+    set_view(t, root if root is not None else base, st.version)
     return t
 
 
@@ -110,7 +102,7 @@ def _reshape(x, shape):
     if st is None:
         # not expressible as a view: a fresh tensor (torch copies too); it is nobody's view
         t = make_view(O.clone(x), shp, contiguous_strides(shp), 0)
-        t._base = None
+        set_view(t, None, t.view_version)
         return t
     return make_view(x, shp, st, x.storage_offset())
 
@@ -134,10 +126,10 @@ def _permute(x, dims):
     ds = [wrap_dim(d, nd, "permute: ") for d in dims]
     if sorted(ds) != list(range(nd)):
         raise RuntimeError(f"permute: dims {list(dims)} are not a permutation of {nd} dimensions")
-    shape, stride = x._shape, x._stride
-    data = x._data
+    shape, stride = x.shape, x.stride_tuple
+    data = x.native
     # the native transpose is that very view (NumPy, CuPy), cheaper than as_strided
-    return make_view(x, [shape[d] for d in ds], [stride[d] for d in ds], x._offset,
+    return make_view(x, [shape[d] for d in ds], [stride[d] for d in ds], x.offset,
                      data.transpose(ds) if data is not None else None)
 
 
@@ -162,11 +154,11 @@ def _transpose(x, dim0, dim1):
     b = dim1 if 0 <= dim1 < nd else wrap_dim(dim1, nd, "transpose: ")
     # two dims swapped: the view directly (no permutation list to build and check), from the
     # native swapaxes when there is data
-    shape, stride = list(x._shape), list(x._stride)
+    shape, stride = list(x.shape), list(x.stride_tuple)
     shape[a], shape[b] = shape[b], shape[a]
     stride[a], stride[b] = stride[b], stride[a]
-    data = x._data
-    return make_view(x, shape, stride, x._offset,
+    data = x.native
+    return make_view(x, shape, stride, x.offset,
                      data.swapaxes(a, b) if data is not None else None)
 
 
@@ -323,7 +315,7 @@ def _as_strided(x, size, stride, storage_offset=None):
         raise RuntimeError(f"Tensor: invalid storage offset {off}")
     if 0 not in size:
         need = off + sum((n - 1) * s for n, s in zip(size, stride)) + 1
-        have = x._storage.nbytes // x.dtype.itemsize
+        have = x.storage_ref.nbytes // x.dtype.itemsize
         if need > have:
             raise RuntimeError(f"setStorage: sizes {size}, strides {stride}, storage offset "
                                f"{off} require {need} elements, but the storage has only "
@@ -346,7 +338,7 @@ def _as_strided_setup(ctx, inputs, output):
     x = inputs[0]
     ctx.geom = (tuple(x.shape), tuple(x.stride()), x.storage_offset())
     ctx.out = (tuple(output.shape), tuple(output.stride()), output.storage_offset())
-    ctx.n = x._storage.nbytes // x.dtype.itemsize
+    ctx.n = x.storage_ref.nbytes // x.dtype.itemsize
 
 
 def _as_strided_bw(ctx, g):
@@ -390,27 +382,18 @@ def _view_dtype(x, dtype):
             shape[-1] //= r
             stride = [st // r for st in stride[:-1]] + [1]
             off //= r
-    Tensor = _TENSOR[0]
-    if Tensor is None:
-        from .._tensor import Tensor
-        _TENSOR[0] = Tensor
-    t = Tensor.__new__(Tensor)
-    if x._data is None:
-        t._init_fake(x._storage, tuple(shape), tuple(stride), off, dtype, x._device)
-        if x._bkey != "meta":
-            t._bkey = x._bkey
-            t._refresh_key()
-        return t
+    if x.native is None:
+        return new_fake(x.storage_ref, shape, stride, off, dtype, x.device,
+                        backend_key=x.backend_key)
     from .._backend import Storage
-    be = x._backend
-    st = x._storage
+    be = x.backend
+    st = x.storage_ref
     # the same memory as a storage of the new dtype (own version counter: these views are not
     # differentiable, so no autograd check reads it across dtypes)
     root = st.root.reshape(-1).view(be.native_dtype(dtype))
     data = be.as_strided(root, tuple(shape), tuple(stride), off)
-    t._init_real(Storage(root, st.nbytes, be), data, tuple(shape), tuple(stride), off, dtype,
-                 x._device, be)
-    return t
+    return new_tensor(Storage(root, st.nbytes, be), data, tuple(shape), tuple(stride), off,
+                      dtype, x.device, be)
 
 
 # not differentiable (torch's view.dtype has output_differentiability False), also between

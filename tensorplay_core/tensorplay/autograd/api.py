@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
+from .._tensor_base import TensorBase
 from .graph import backward_root, edge_of, run_backward
 
 
 def _tensors_arg(x, api, arg, *, none_ok=False):
     """``x`` (a Tensor or a sequence of them; ``None`` items when ``none_ok``) as a list, or a
     ``TypeError`` naming ``api``'s argument ``arg`` (torch raises TypeError there too)."""
-    T = _TENSOR[0]
-    if T is None:
-        from .._tensor import Tensor as T
-        _TENSOR[0] = T
+    T = TensorBase
     if isinstance(x, T):
         return [x]
     items = list(x) if isinstance(x, (list, tuple)) else None
@@ -26,7 +24,6 @@ def _tensors_arg(x, api, arg, *, none_ok=False):
     return items
 
 
-_TENSOR: list = [None]   # tensorplay.Tensor, once imported
 
 
 _FACTORIES: list = [None]   # tensorplay._factories, once imported (no import per call)
@@ -38,24 +35,24 @@ def _ones_seed(t):
     """``ones_like(t)``, the implicit gradient of a one-element output. A real tensor outside
     fake/capture modes gets it straight from its backend (same values, dtype, device and
     layout as the ``tp::full`` kernel gives; a quarter of the cost)."""
-    if t._data is not None and t._capture is None:
+    if t.native is not None and t.capture_info is None:
         mode = _MODE[0]
         if mode is None:
             from .._dispatch import _state as mode
             _MODE[0] = mode
         if mode.mode is None:
-            b = t._backend
-            if t._device.type != "cpu":
-                return b.wrap(b.full(t._shape, 1, t._dtype, t._device), t._device)
+            b = t.backend
+            if t.device.type != "cpu":
+                return b.wrap(b.full(t.shape, 1, t.dtype, t.device), t.device)
             # cpu: copy a read-only template (one per shape/dtype; seeds have one element)
-            key = (t._shape, t._dtype)
+            key = (t.shape, t.dtype)
             tpl = _CPU_SEEDS.get(key)
             if tpl is None:
-                tpl = b.full(t._shape, 1, t._dtype, t._device)
+                tpl = b.full(t.shape, 1, t.dtype, t.device)
                 tpl.flags.writeable = False
                 if len(_CPU_SEEDS) < 64:
                     _CPU_SEEDS[key] = tpl
-            return b.wrap(tpl.copy(), t._device)
+            return b.wrap(tpl.copy(), t.device)
     f = _FACTORIES[0]
     if f is None:
         from .. import _factories as f
@@ -97,10 +94,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     """
     if grad_tensors is None and inputs is None and not create_graph:
         fn = getattr(tensors, "grad_fn", None)
-        if fn is not None and tensors._base is None and tensors._shape in _ONE_ELEMENT:
+        if fn is not None and tensors.view_base is None and tensors.shape in _ONE_ELEMENT:
             # y.backward() of a one-element non-leaf (the training-loop case): the implicit
             # seed goes straight to the engine, which hands it on without a copy
-            backward_root(fn, tensors._output_nr, _ones_seed(tensors), bool(retain_graph))
+            backward_root(fn, tensors.output_nr, _ones_seed(tensors), bool(retain_graph))
             return None
     tensors = _tensors_arg(tensors, "backward", "tensors")
     roots, grads = _roots(tensors, grad_tensors, "backward", "grad_tensors (gradient)")

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from .. import _codegen, _pytree, _registry
 from .._registry import setup_context_form
+from .._tensor_base import TensorBase, instance_class, set_grad_fn, set_history, \
+    set_history_source, set_requires_grad, set_view_version
 from . import grad_mode as _gm
 from .graph import Node, edge_of
 
@@ -109,7 +111,7 @@ def _formula_grads(grads, out_meta, materialize):
             if materialize:
                 from .. import _factories
                 g = _factories.zeros(m[0], dtype=m[1], device=m[2])
-        elif g._dtype is not m[1]:
+        elif g.dtype is not m[1]:
             g = g.to(m[1])
         out.append(g)
     return tuple(out)
@@ -137,7 +139,7 @@ class FunctionNode(Node):
         ctx = self.ctx
         # the common case, one output whose gradient came with its dtype, costs one check
         g = grads[0]
-        if g is None or len(grads) > 1 or g._dtype is not self._out_meta[0][1]:
+        if g is None or len(grads) > 1 or g.dtype is not self._out_meta[0][1]:
             grads = _formula_grads(grads, self._out_meta, ctx.materialize_grads)
         res = self.fn(ctx, *grads)
         structure = self.structure
@@ -210,21 +212,17 @@ def attach(name, backward, ctx, values, output, T, se=None):
         return output
     if isinstance(output, T):   # one output (the common case): no generator
         outs = (output,)
-        meta = ((output._shape, output._dtype, output._device),)
+        meta = ((output.shape, output.dtype, output.device),)
     else:
         outs = output if isinstance(output, (tuple, list)) else (output,)
-        meta = tuple((o._shape, o._dtype, o._device) if isinstance(o, T) else None
+        meta = tuple((o.shape, o.dtype, o.device) if isinstance(o, T) else None
                      for o in outs)
     node = FunctionNode(name, backward, ctx, edges, structure, meta)
     non_diff = ctx._non_diff
     for i, o in enumerate(outs):
-        if isinstance(o, T) and o._dtype.is_floating_point and (not non_diff or
+        if isinstance(o, T) and o.dtype.is_floating_point and (not non_diff or
                                                                id(o) not in non_diff):
-            # Tensor._set_grad_fn, inlined (one call less per recorded op)
-            o.grad_fn = node
-            o._output_nr = i
-            o._requires_grad = True
-            o._dkey = "autograd" if o._capture is None else "capture"
+            set_history(o, node, i)
     return output
 
 
@@ -265,14 +263,12 @@ def make_op_autograd(op):
     ``AutogradInfo``: the in-place entry for built-in ops that write an argument, else the entry
     generated with the op's signature, else the generic entry below (same behaviour)."""
     from .. import _dispatch
-    from .._tensor import Tensor
     info = op_autograd_info(op)
     if op.is_builtin and op.mutates_args:
         return _make_inplace_autograd(op, info)
     fast = _generated_entry(op, info)   # same behaviour, exact signature
     if fast is not None:
         return fast
-    _T[0] = Tensor
     backward = info.backward
     names = op.param_names
 
@@ -376,18 +372,15 @@ def no_formula_outputs(op_name, out, values):
     """After a kernel without a formula ran with grad mode on: give each floating output that
     has no history a ``NoFormulaBackward`` node when a tensor among ``values`` requires grad
     (the eager safety net against silently missing gradients). Returns ``out``."""
-    T = _T[0]
-    if T is None:
-        from .._tensor import Tensor as T
-        _T[0] = T
-    if out.__class__ is T or isinstance(out, T):
+    T = TensorBase
+    if isinstance(out, T):
         outs = (out,)
     elif isinstance(out, (tuple, list)):
         outs = out
     else:
         return out
-    bad = [i for i, o in enumerate(outs) if isinstance(o, T) and not o._requires_grad and
-           o._dtype.is_floating_point and o._data is not None]
+    bad = [i for i, o in enumerate(outs) if isinstance(o, T) and not o.needs_grad and
+           o.dtype.is_floating_point and o.native is not None]
     if not bad or not _gm.is_grad_enabled():
         return out
     from .. import _dispatch
@@ -395,29 +388,28 @@ def no_formula_outputs(op_name, out, values):
     edges = [edge_of(t) for t in inputs]
     if all(e is None for e in edges):
         return out
-    meta = tuple((o._shape, o._dtype, o._device) if isinstance(o, T) else None
+    meta = tuple((o.shape, o.dtype, o.device) if isinstance(o, T) else None
                  for o in outs)
     node = NoFormulaBackward(op_name, tuple(edges), meta)
     for i in bad:
         o = outs[i]
         if not any(o is t for t in inputs):   # an input returned as is keeps its own state
-            o._set_grad_fn(node, i)
+            set_history(o, node, i)
     return out
 
 
 def _record(info, values, out):
     """The one recording step of an op's autograd entry, after its kernel ran below autograd on
     the inputs ``values`` (a tuple): make the ctx, run ``info.setup``, attach the node."""
-    se = _structure_and_edges(values, _T[0])
+    se = _structure_and_edges(values, TensorBase)
     ctx = FunctionCtx()
     ctx._op_name = info.op_name
     if info.setup is not None:
         ctx.needs_input_grad = se[2]
         info.setup(ctx, values, out)
-    return attach(info.name, info.backward, ctx, values, out, _T[0], se)
+    return attach(info.name, info.backward, ctx, values, out, TensorBase, se)
 
 
-_T: list = [None]   # tensorplay.Tensor, bound by _generated_entry
 
 
 def _generated_entry(op, info):
@@ -426,8 +418,7 @@ def _generated_entry(op, info):
     tensor, and grad mode is switched with a flag write instead of a context manager. Same
     results as the generic entry below; ``None`` for ops without tensor parameters."""
     from .. import _dispatch
-    from .._tensor import Tensor
-    _T[0] = Tensor
+    Tensor = instance_class()
     name, backward, setup = info.name, info.backward, info.setup
     call, tensor_names = [], []
     ns = {}
@@ -451,9 +442,9 @@ def _generated_entry(op, info):
         # Tensor parameters (plus scalar_ok ones holding numbers) that all have one backend key
         # k: backend_key(...) is k
         first = required[0]
-        bkey = f"{first}._bkey"
-        conds = [f"{n}._bkey is {first}._bkey" for n in required[1:]] + [
-            f"({n}.__class__ is not __T or {n}._bkey is {first}._bkey)" for n in maybe]
+        bkey = f"{first}.backend_key"
+        conds = [f"{n}.backend_key is {first}.backend_key" for n in required[1:]] + [
+            f"({n}.__class__ is not __T or {n}.backend_key is {first}.backend_key)" for n in maybe]
         if conds:
             bkey = f"{bkey} if {' and '.join(conds)} else __bk(__flat({vals}))"
     else:
@@ -473,7 +464,7 @@ def _generated_entry(op, info):
             # CompositeImplicitAutograd: the body's own ops record the graph. An output without
             # history (the kernel left the graph) gets a node that raises in backward.
             lines += [f"    __out = __kern({call_s})",
-                      "    if __out.__class__ is __T and __out._requires_grad:",
+                      "    if __out.__class__ is __T and __out.needs_grad:",
                       "        return __out",
                       f"    return __nf(__opname, __out, {vals})"]
     else:
@@ -526,14 +517,13 @@ def _generated_entry(op, info):
                 any_need = " or ".join(needs) if needs else "False"
                 lines += [f"    if not ({any_need}):",
                           "        return __out",
-                          "    if __out.__class__ is not __T or not __out._dtype.is_floating_point"
+                          "    if __out.__class__ is not __T or not __out.dtype.is_floating_point"
                           " or __ctx._non_diff:",
                           ret.replace("    return", "        return", 1),
-                          f"    __out.grad_fn = __FN(__name, __bw, __ctx, {edges}, "
-                          f"[{', '.join(struct)}], ((__out._shape, __out._dtype, __out._device),))",
-                          "    __out._output_nr = 0",
-                          "    __out._requires_grad = True",
-                          "    __out._dkey = __ag if __out._capture is None else 'capture'",
+                          *("    " + x for x in set_history_source(
+                              "__out", f"__FN(__name, __bw, __ctx, {edges}, "
+                              f"[{', '.join(struct)}], ((__out.shape, __out.dtype, "
+                              f"__out.device),))", "0")),
                           "    return __out"]
             else:
                 lines.append(ret)
@@ -550,13 +540,13 @@ def _generated_entry(op, info):
 
 def check_inplace(api, t):
     """torch's checks before an in-place op records autograd history on ``t``."""
-    if t._requires_grad and t.grad_fn is None:
+    if t.needs_grad and t.grad_fn is None:
         raise RuntimeError(
             f"{api}: a leaf Variable that requires grad is being used in an in-place operation. "
             f"Update parameters inside `with tensorplay.no_grad():`, or write to a copy "
             f"(x = x.clone()) instead.")
-    b = t._base
-    if b is not None and b._requires_grad and b.grad_fn is None:
+    b = t.view_base
+    if b is not None and b.needs_grad and b.grad_fn is None:
         raise RuntimeError(
             f"{api}: a view of a leaf Variable that requires grad is being used in an in-place "
             f"operation. Clone the leaf first (y = x.clone()) and modify views of the clone, or "
@@ -573,14 +563,14 @@ def _make_inplace_autograd(op, info):
     the base, so gradients through the base and through every view see the write.
     """
     from .. import _dispatch
-    from .._tensor import Tensor
+    Tensor = instance_class()
     backward, setup, name, api = info.backward, info.setup, info.name, info.op_name
     names = op.param_names
 
     def inplace_entry(*args, **kwargs):
         if len(args) == 2 and not kwargs and args[1].__class__ is Tensor and \
-                args[0]._bkey is args[1]._bkey:
-            bkey = args[0]._bkey   # one backend (an optimizer's p.add_(update)): no flattening
+                args[0].backend_key is args[1].backend_key:
+            bkey = args[0].backend_key   # one backend (an optimizer's p.add_(update)): no flattening
         else:
             bkey = _dispatch.backend_key(_dispatch.flat_tensors(args, kwargs))
         if not _gm._state.enabled:
@@ -601,24 +591,23 @@ def _make_inplace_autograd(op, info):
         ctx.needs_input_grad = needs
         if setup is not None:
             setup(ctx, tuple(values), self_)
-        base = self_._base
-        view_geom = (self_._shape, self_._stride, self_._offset)
+        base = self_.view_base
+        view_geom = (self_.shape, self_.stride_tuple, self_.offset)
         base_edge = edge_of(base) if base is not None else None
         with _gm.no_grad():
             out = op.entry(bkey)(*args, **kwargs)
-        meta = ((self_._shape, self_._dtype, self_._device),)
+        meta = ((self_.shape, self_.dtype, self_.device),)
         if base is None:
-            self_._set_grad_fn(FunctionNode(name, backward, ctx, edges, structure, meta), 0)
+            set_history(self_, FunctionNode(name, backward, ctx, edges, structure, meta), 0)
             return out
         inner = FunctionNode(name, backward, ctx, edges, structure, meta)
-        base_geom = (base._shape, base._stride, base._offset)
-        numel = base._storage.nbytes // base._dtype.itemsize
+        base_geom = (base.shape, base.stride_tuple, base.offset)
+        numel = base.storage_ref.nbytes // base.dtype.itemsize
         node = CopySlices(inner, base_geom, view_geom, numel, (base_edge,) + edges[1:],
-                          ((base._shape, base._dtype, base._device),))
-        base._set_grad_fn(node, 0)
-        self_._set_grad_fn(AsStridedBackward(base_geom, view_geom, numel, ((node, 0),),
-                                             meta), 0)
-        self_._vver = self_._storage.version
+                          ((base.shape, base.dtype, base.device),))
+        set_history(base, node, 0)
+        set_history(self_, AsStridedBackward(base_geom, view_geom, numel, ((node, 0),), meta), 0)
+        set_view_version(self_, self_.storage_ref.version)
         return out
 
     return inplace_entry
@@ -630,10 +619,9 @@ def _scratch_view(flat, geom):
     so double backward sees through the buffer."""
     from .._ops.views import make_view
     v = make_view(flat, *geom)
-    if flat._requires_grad and _gm._state.enabled:
-        v._requires_grad = True
+    if flat.needs_grad and _gm._state.enabled:
+        set_requires_grad(v, True)
         regenerate_view_grad_fn(v)
-        v._refresh_key()
     return v
 
 
@@ -695,15 +683,14 @@ class AsStridedBackward(Node):
 def regenerate_view_grad_fn(t):
     """Point view ``t``'s history at its base's current history (after an in-place write to
     the base or another view of it changed that history); called lazily by ``edge_of``."""
-    base = t._base
-    t._vver = t._storage.version
+    base = t.view_base
+    set_view_version(t, t.storage_ref.version)
     if base.grad_fn is None:
         return
-    numel = base._storage.nbytes // base._dtype.itemsize
-    t.grad_fn = AsStridedBackward((base._shape, base._stride, base._offset),
-                                  (t._shape, t._stride, t._offset), numel, (edge_of(base),),
-                                  ((t._shape, t._dtype, t._device),))
-    t._output_nr = 0
+    numel = base.storage_ref.nbytes // base.dtype.itemsize
+    set_grad_fn(t, AsStridedBackward((base.shape, base.stride_tuple, base.offset),
+                                     (t.shape, t.stride_tuple, t.offset), numel, (edge_of(base),),
+                                     ((t.shape, t.dtype, t.device),)), 0)
 
 
 def _alias_returned_inputs(out, args, T, dirty=()):
@@ -713,7 +700,7 @@ def _alias_returned_inputs(out, args, T, dirty=()):
     def fix(o):
         if any(o is a for a in args) and not any(o is d for d in dirty):
             from .._ops.views import make_view
-            return make_view(o, o._shape, o._stride, o._offset)
+            return make_view(o, o.shape, o.stride_tuple, o.offset)
         return o
     return _pytree.tree_map(fix, out, T)
 
@@ -760,7 +747,7 @@ class Function:
         """Run ``forward`` without recording, then record one node whose backward is
         ``cls.backward`` when grad mode is on and a tensor argument requires grad. An output
         that is one of the inputs is returned as a fresh alias (torch does the same)."""
-        from .._tensor import Tensor
+        Tensor = TensorBase
         info = cls._autograd_info()
         ctx = FunctionCtx()
         ctx._op_name = info.op_name

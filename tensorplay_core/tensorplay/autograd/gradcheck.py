@@ -20,7 +20,7 @@ def gradcheck(fn, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float 
         x = tensorplay.randn(3, dtype=tensorplay.float64, requires_grad=True)
         assert tensorplay.autograd.gradcheck(lambda t: (t * t).sum(), (x,))
     """
-    from .._tensor import Tensor
+    from .._tensor_base import TensorBase as Tensor
     from .api import grad as _grad
     from .grad_mode import no_grad
     if not isinstance(inputs, tuple):
@@ -87,7 +87,7 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: flo
     import random
 
     from .. import _factories
-    from .._tensor import Tensor
+    from .._tensor_base import TensorBase as Tensor
     from .api import grad as _grad
     from .grad_mode import enable_grad
     if not isinstance(inputs, tuple):

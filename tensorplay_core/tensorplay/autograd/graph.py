@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 
 from . import grad_mode as _gm
+from .._tensor_base import TensorBase, instance_class, set_accumulator
 
 
 class Node:
@@ -61,8 +62,8 @@ class AccumulateGrad(Node):
         if self.hooks:
             g = run_hooks(self.hooks, g)
         with _gm.no_grad():
-            if g._dtype is not v._dtype:
-                g = g.to(v._dtype)   # a formula's gradient takes its input's dtype (torch)
+            if g.dtype is not v.dtype:
+                g = g.to(v.dtype)   # a formula's gradient takes its input's dtype (torch)
             if g.shape != v.shape:
                 g = g.sum_to_size(v.shape)
             if v.grad is None:
@@ -79,11 +80,11 @@ class AccumulateGrad(Node):
         v = self.variable
         if self.hooks:
             return self.apply((g,))    # a hook may keep or replace g: no ownership shortcut
-        if v.grad is None and g.__class__ is _TENSOR[0] and g._shape == v._shape and \
-                g._dtype is v._dtype:
+        if v.grad is None and g.__class__ is instance_class() and g.shape == v.shape and \
+                g.dtype is v.dtype:
             if owned and _exclusive(g):
-                v.grad = g if not (g._requires_grad or g.grad_fn is not None or g._base is not None
-                                   or g._capture is not None or g._accum is not None) else g.detach()
+                v.grad = g if not (g.needs_grad or g.grad_fn is not None or g.view_base is not None
+                                   or g.capture_info is not None or g.accumulator is not None) else g.detach()
                 return ()
             if not _gm.is_grad_enabled():
                 # shared with another leaf (add's backward hands one gradient to both inputs):
@@ -93,7 +94,16 @@ class AccumulateGrad(Node):
         return self.apply((g,))
 
 
-_TENSOR: list = [None]   # tensorplay.Tensor, once imported
+def grad_accumulator(t) -> AccumulateGrad:
+    """The leaf ``t``'s gradient accumulator node, made on first use (one per leaf, so hooks
+    registered on it and every graph edge into the leaf meet in one node)."""
+    acc = t.accumulator
+    if acc is None:
+        acc = AccumulateGrad(t)
+        set_accumulator(t, acc)
+    return acc
+
+
 
 
 class _GradOffCtx:
@@ -130,17 +140,17 @@ def _getrefcount(x):
 def _exclusive(g) -> bool:
     """``g`` is a dense tensor whose array is its whole storage, and nothing else references
     that storage or that array (so ``.grad`` may take it without a copy)."""
-    st = g._storage
-    data = g._data
-    if data is None or g._offset != 0 or g._retains_grad or g.grad is not None or \
-            g._stride != _contiguous_strides(g._shape):
+    st = g.storage_ref
+    data = g.native
+    if data is None or g.offset != 0 or g.retains_grad_flag or g.grad is not None or \
+            g.stride_tuple != _contiguous_strides(g.shape):
         return False
-    if g._base is not None:
+    if g.view_base is not None:
         return _exclusive_view(g)
     if st.root is not data:
         return False
-    # sys.getrefcount also counts its argument and our local name: storage -> g._storage +
-    # st + arg; array -> g._data + st.root + data + arg
+    # sys.getrefcount also counts its argument and our local name: storage -> g.storage_ref +
+    # st + arg; array -> g.native + st.root + data + arg
     return sys.getrefcount(st) <= 3 and sys.getrefcount(data) <= 4
 
 
@@ -150,17 +160,17 @@ def _exclusive_view(g) -> bool:
     AccumulateGrad steals such a gradient too) instead of copying all of it."""
     # st and data read here, not passed in: Python < 3.11 keeps a call's arguments on the
     # caller's stack too (one reference more each), so the counts below would depend on it
-    st = g._storage
-    data = g._data
-    base = g._base
+    st = g.storage_ref
+    data = g.native
+    base = g.view_base
     root = st.root
-    if base._base is not None or base._data is not root or base._offset != 0 or \
-            base._retains_grad or base.grad is not None or base.numel() != g.numel() or \
-            base._stride != _contiguous_strides(base._shape):
+    if base.view_base is not None or base.native is not root or base.offset != 0 or \
+            base.retains_grad_flag or base.grad is not None or base.numel() != g.numel() or \
+            base.stride_tuple != _contiguous_strides(base.shape):
         return False
-    # (the caller's locals st and data count too) base -> g._base + base + arg; storage ->
-    # base._storage + g._storage + 2 locals + arg; g's array -> g._data + 2 locals + arg; the
-    # root array -> base._data + st.root + root + arg, and the view array's own reference to it
+    # (the caller's locals st and data count too) base -> g.view_base + base + arg; storage ->
+    # base.storage_ref + g.storage_ref + 2 locals + arg; g's array -> g.native + 2 locals + arg; the
+    # root array -> base.native + st.root + root + arg, and the view array's own reference to it
     # when the backend keeps one (numpy, CuPy)
     held = 5 if getattr(data, "base", None) is root else 4
     return (sys.getrefcount(base) <= 3 and sys.getrefcount(st) <= 5 and
@@ -169,15 +179,15 @@ def _exclusive_view(g) -> bool:
 
 def edge_of(t):
     """The edge a gradient for tensor ``t`` flows into, or ``None`` if it needs none."""
-    if not t._requires_grad:
+    if not t.needs_grad:
         return None
-    if t._base is not None and t._vver != t._storage.version and t._base._requires_grad:
+    if t.view_base is not None and t.view_version != t.storage_ref.version and t.view_base.needs_grad:
         from .function import regenerate_view_grad_fn
         regenerate_view_grad_fn(t)
     fn = t.grad_fn
     if fn is not None:
-        return (fn, t._output_nr)
-    return (t._grad_accumulator(), 0)
+        return (fn, t.output_nr)
+    return (grad_accumulator(t), 0)
 
 
 def _topo(roots):
@@ -215,9 +225,6 @@ def _leaf_edges(edges, n) -> bool:
 def backward_root(node, nr, g, keep_graph=False):
     """``Tensor.backward()`` of one root: ``run_backward([(node, nr)], [g], keep_graph=...)``.
     ``g`` is handed over (no one else holds it), so a leaf may own it as its ``.grad``."""
-    if _TENSOR[0] is None:
-        from .._tensor import Tensor
-        _TENSOR[0] = Tensor
     edges = node.next_edges
     n = len(edges)
     if (n == 1 or n == 2) and node.__class__ is not AccumulateGrad and _leaf_edges(edges, n):
@@ -353,10 +360,7 @@ def run_backward(roots, grad_roots, *, keep_graph=False, create_graph=False, inp
     With ``inputs`` (a list of tensors), returns their gradients instead of accumulating into
     leaves (``autograd.grad``); otherwise accumulates into ``.grad`` of every reachable leaf.
     """
-    Tensor = _TENSOR[0]
-    if Tensor is None:
-        from .._tensor import Tensor
-        _TENSOR[0] = Tensor
+    Tensor = TensorBase
 
     capture = {}
     if inputs is not None:
@@ -441,8 +445,8 @@ def run_backward(roots, grad_roots, *, keep_graph=False, create_graph=False, inp
                     f"autograd.grad: input {i} was not used in the graph; pass allow_unused=True "
                     f"to get None for it")
             if g is not None:
-                if g._dtype is not t._dtype:
-                    g = g.to(t._dtype)   # a formula's gradient takes its input's dtype (torch)
+                if g.dtype is not t.dtype:
+                    g = g.to(t.dtype)   # a formula's gradient takes its input's dtype (torch)
                 if not create_graph:
                     g = g.detach()
             out.append(g)
@@ -495,8 +499,8 @@ def _keep_retained(retained, grads):
         if t is None or t.grad_fn is None:
             continue
         g = grads[nr].detach()
-        if g._dtype is not t._dtype:
-            g = g.to(t._dtype)
+        if g.dtype is not t.dtype:
+            g = g.to(t.dtype)
         t.grad = g.clone() if t.grad is None else t.grad + g
     return grads
 

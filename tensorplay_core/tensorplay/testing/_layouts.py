@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .. import _factories
 from .._ops.views import make_view
+from .._tensor_base import set_view
 from ..autograd.grad_mode import no_grad
 
 __all__ = ["build", "empty", "contiguous_strides", "order_strides", "strides_like", "LAYOUT_KINDS",
@@ -63,7 +64,7 @@ def empty(shape, stride, offset, dtype, device):
     span = 1 + sum((s - 1) * st for s, st in zip(shape, stride)) if all(shape) else 0
     flat = _factories.empty(offset + span, dtype=dtype, device=device)
     c = make_view(flat, shape, stride, offset)
-    c._base = None
+    set_view(c, None, c.view_version)   # owns its storage
     return c
 
 
@@ -82,7 +83,7 @@ def build(values, stride, offset=0):
         c = empty(tuple(src.shape), bstride, offset, src.dtype, src.device)
         if c.numel():
             c.copy_(src)
-        c._storage.version = 0
+        c.storage_ref.version = 0
         if zero:
             c = c.expand(*shape)
     return c

@@ -246,7 +246,7 @@ def _grow(args, kwargs):
                                        src.device)
                     g.narrow(0, 0, lead).copy_(src)
                     g.narrow(0, lead, 1).copy_(src.narrow(0, 0, 1))
-                    g._storage.version = 0
+                    g.storage_ref.version = 0
             if t.requires_grad:
                 g.requires_grad_(True)
             return g

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from .._tensor import Tensor
+
 
 def _host(t):
-    if hasattr(t, "_dkey"):
-        return t.detach()._backend.to_host(t.detach()._data)
+    if isinstance(t, Tensor):
+        return t.detach().backend.to_host(t.detach().native)
     return t
 
 
@@ -36,7 +38,7 @@ def assert_close(actual, expected, *, rtol=None, atol=None, check_dtype=True, ms
     atol 1e-5). Integer and bool tensors must be equal.
     """
     import numpy as np
-    if hasattr(actual, "_dkey") and hasattr(expected, "_dkey"):
+    if isinstance(actual, Tensor) and isinstance(expected, Tensor):
         if tuple(actual.shape) != tuple(expected.shape):
             raise AssertionError(f"{msg}shape mismatch: {tuple(actual.shape)} vs {tuple(expected.shape)}")
         if check_dtype and actual.dtype is not expected.dtype:

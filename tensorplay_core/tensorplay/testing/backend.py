@@ -170,10 +170,10 @@ class MockBackend(_backends.ArrayBackend):
 
     def align_device(self, t, device, api: str):
         self.calls.append("align_device")
-        if t._device.type == "cpu" and not t._shape:
-            return self.wrap(self.from_other(t._data, t._backend, device), device)
+        if t.device.type == "cpu" and not t.shape:
+            return self.wrap(self.from_other(t.native, t.backend, device), device)
         raise DispatchError(f"{api}: expected all tensors on one device, found tensors on "
-                            f"{device} and {t._device}. Move them with .to({str(device)!r}) "
+                            f"{device} and {t.device}. Move them with .to({str(device)!r}) "
                             f"first.")
 
     def guard_kernel(self, op, fn):

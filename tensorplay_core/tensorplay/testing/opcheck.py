@@ -57,6 +57,7 @@ from .. import _factories, _pytree
 from .._ops.views import make_view
 from .._tensor import Tensor as _Tensor
 from ..autograd import api as _api
+from .._tensor_base import set_view
 from ..autograd.grad_mode import enable_grad, no_grad
 
 __all__ = ["opcheck", "run_checks", "CheckResult", "ALL_TESTS", "DEFAULT_TESTS",
@@ -341,7 +342,7 @@ def _T():
 def _clone_tensor(t, requires_grad=None):
     """A copy of ``t`` with the same shape, dtype, device, strides and storage offset, in a new
     storage, detached. ``requires_grad``: None keeps ``t``'s flag."""
-    if t._data is None:
+    if t.native is None:
         raise _Fail("sample inputs must be real tensors, got a fake/meta tensor "
                     f"(shape {tuple(t.shape)}); opcheck makes its own fake copies")
     with no_grad():
@@ -359,9 +360,9 @@ def _clone_tensor(t, requires_grad=None):
             flat = _factories.empty(src.storage_offset() + span, dtype=src.dtype,
                                     device=src.device)
             c = make_view(flat, src.shape, src.stride(), src.storage_offset())
-            c._base = None
+            set_view(c, None, c.view_version)   # owns its storage
             c.copy_(src)
-            c._storage.version = 0
+            c.storage_ref.version = 0
         if zero:
             c = c.expand(*t.shape)
     if (t.requires_grad if requires_grad is None else requires_grad) and c.dtype.is_floating_point:
@@ -431,7 +432,7 @@ def _call(op, args, kwargs, what):
 
 
 def _host(t):
-    return t.detach()._backend.to_host(t.detach()._data)
+    return t.detach().backend.to_host(t.detach().native)
 
 
 def _same_values(a, b) -> bool:
@@ -532,9 +533,9 @@ def _test_schema(op, args, kwargs, atol, rtol):
         for ilabel, pname, t, irng in in_ranges:
             if (label, pname) in allowed:
                 continue
-            if v._storage is t._storage or _overlap(rng, irng):
+            if v.storage_ref is t.storage_ref or _overlap(rng, irng):
                 kind = "is" if v is t else (
-                    "is a view of / shares storage with" if v._storage is t._storage else
+                    "is a view of / shares storage with" if v.storage_ref is t.storage_ref else
                     "shares memory with (overlapping addresses, e.g. a NumPy/CuPy view of it "
                     "wrapped again)")
                 problems.append(
@@ -543,9 +544,9 @@ def _test_schema(op, args, kwargs, atol, rtol):
                     f"np.array(..., copy=True) before wrapping)")
                 break
         for plabel, pv, prng in seen_out:
-            if pv._storage is v._storage or _overlap(rng, prng):
+            if pv.storage_ref is v.storage_ref or _overlap(rng, prng):
                 how = ("shares storage with output {} (same tensor or a view of it)"
-                       if pv._storage is v._storage else
+                       if pv.storage_ref is v.storage_ref else
                        "shares memory with output {} (overlapping addresses)").format(plabel)
                 problems.append(
                     f"output {label} {how}: each output must be a fresh tensor. Return a copy "
@@ -562,7 +563,7 @@ def _test_schema(op, args, kwargs, atol, rtol):
 def _mem_range(t):
     """``(device, first byte, end byte)`` of the memory ``t`` can address; None when it has no
     elements or no memory (fake)."""
-    if t._data is None or t.numel() == 0:
+    if t.native is None or t.numel() == 0:
         return None
     try:
         ptr = t.data_ptr()
@@ -885,7 +886,7 @@ def _test_faketensor(op, args, kwargs, atol, rtol):
             continue
         if not isinstance(r, T):
             continue
-        if f._data is not None:
+        if f.native is not None:
             problems.append(f"output {label}: the fake kernel returned a real tensor (with data); "
                             f"create outputs with x.new_empty(...)/tensorplay.empty(...) inside it")
         diffs = []

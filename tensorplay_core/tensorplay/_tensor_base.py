@@ -1,0 +1,409 @@
+"""``TensorBase``: a tensor's fields, its one constructor, metadata and dispatch keys.
+
+``Tensor`` is two modules (as torch's ``_C.TensorBase`` under ``torch.Tensor``): this one, at the
+dispatch layer, owns the fields; ``tensorplay/_tensor.py``, above the ops, is the user-facing
+``Tensor`` with its methods. Only these two modules touch the private slots
+(tests/test_architecture_tensor.py scans for it); every other module and plugin uses this
+module's public face:
+
+* **Construction**: ``new_tensor`` (a real tensor fresh from a kernel or sharing a storage) and
+  ``new_fake`` (metadata only). Both make instances of the user-facing ``tensorplay.Tensor``,
+  the class declared with ``class Tensor(TensorBase, instance_class=True)``: the one subclass
+  every layer's tensors are made of (a subclass such as ``compile``'s ``CaptureTensor`` passes
+  ``cls=``). Plugins reach it through ``tensorplay.backends`` (``Backend.wrap``).
+* **Fields, read-only by convention** (slot aliases: reading one costs what reading the slot
+  costs, which the per-call generated code relies on; write them only through the functions
+  below): ``shape``, ``dtype``, ``device``, ``native`` (the backend's array for exactly this view;
+  None for fake tensors), ``storage_ref`` (the ``Storage`` shared with every view), ``stride_tuple``
+  (strides in elements), ``offset`` (storage offset in elements), ``backend``, ``dispatch_key``
+  (``"autograd"`` when requiring grad, ``"capture"`` while ``tensorplay.compile`` records, else
+  ``backend_key``), ``backend_key`` (the device type, or ``"meta"`` for fake tensors),
+  ``needs_grad`` (``requires_grad`` without the property), ``output_nr`` (which output of
+  ``grad_fn`` this is, as torch's), ``accumulator`` (a leaf's gradient accumulator node, made on
+  first use), ``view_base`` (the tensor a view was taken of), ``view_version`` (the storage
+  version when the view's history was last set), ``retains_grad_flag`` (``retain_grad()`` was
+  called) and ``capture_info`` (the value ``tensorplay.compile`` records for it).
+* **Writers**: ``set_history``, ``set_requires_grad``, ``detach_history``, ``set_accumulator``,
+  ``set_retains_grad``, ``set_view``, ``set_view_version``, ``set_capture``, ``set_native``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._backend import _CONTIG_CACHE as _CONTIG
+
+if TYPE_CHECKING:
+    from ._device import Device
+    from ._dtype import DType
+
+__all__ = ["TensorBase", "instance_class", "new_tensor", "new_tensor_source", "new_fake", "set_history", "set_history_source", "set_grad_fn",
+           "set_requires_grad",
+           "detach_history", "refresh_dispatch_key", "set_accumulator", "set_retains_grad",
+           "set_view", "set_view_version", "set_capture", "set_layout", "set_native", "wrap_dim", "FIELDS",
+           "SLOTS"]
+
+# Every field of a tensor. Public name (read-only by convention) -> slot (written only here and
+# in _tensor.py). ``grad``/``grad_fn`` are torch's public attributes and their own slots.
+FIELDS = {"storage_ref": "_storage", "native": "_data", "shape": "_shape",
+          "stride_tuple": "_stride", "offset": "_offset", "dtype": "_dtype", "device": "_device",
+          "dispatch_key": "_dkey", "backend_key": "_bkey", "needs_grad": "_requires_grad",
+          "output_nr": "_output_nr", "accumulator": "_accum", "backend": "_backend",
+          "view_base": "_base", "retains_grad_flag": "_retains_grad", "capture_info": "_capture",
+          "view_version": "_vver"}
+SLOTS = (*FIELDS.values(), "grad", "grad_fn")
+
+_instance_class: Any = None   # tensorplay.Tensor (class Tensor(TensorBase, instance_class=True))
+_new = object.__new__
+
+
+class TensorBase:
+    """Fields, metadata and dispatch keys of every tensor; see the module docstring. Not made
+    directly: ``new_tensor``/``new_fake`` (or, for users, ``tensorplay.tensor``/``empty``/...)."""
+
+    __slots__ = (*SLOTS, "__weakref__")
+
+    if TYPE_CHECKING:   # the slot aliases set below the class, for the type checkers
+        shape: tuple[int, ...]
+        dtype: DType
+        device: Device
+        native: Any
+        storage_ref: Any
+        stride_tuple: tuple[int, ...]
+        offset: int
+        backend: Any
+        dispatch_key: str
+        backend_key: str
+        needs_grad: bool
+        output_nr: int
+        accumulator: Any
+        view_base: Any
+        view_version: int
+        retains_grad_flag: bool
+        capture_info: Any
+        grad: Any
+        grad_fn: Any
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("tensorplay.Tensor cannot be constructed directly; use "
+                        "tensorplay.tensor(data), tensorplay.empty(shape) or another factory")
+
+    def __init_subclass__(cls, /, instance_class: bool = False, **kwargs: Any) -> None:
+        # the user-facing Tensor declares itself the class every tensor is made of; the
+        # constructors below read it (no import of the layer above, no name set from outside)
+        super().__init_subclass__(**kwargs)
+        if instance_class:
+            global _instance_class
+            _instance_class = cls
+
+    def _init_real(self, storage, data, shape, stride, offset, dtype, device, backend):
+        """Fill an allocated tensor as ``new_tensor`` would. For callers not yet moved to
+        ``new_tensor`` (``ArrayBackend.wrap_native``/``wrap_shared``, tensorplay_cuda); new code
+        calls ``new_tensor``."""
+        src = new_tensor(storage, data, shape, stride, offset, dtype, device, backend)
+        for name in SLOTS:
+            object.__setattr__(self, name, getattr(src, name))
+
+    # -- metadata -----------------------------------------------------------------------------
+    def size(self, dim: int | None = None) -> Any:
+        """``shape``, or the size of dimension ``dim`` (negative indices count from the end)."""
+        if dim is None:
+            return self._shape
+        return self._shape[wrap_dim(dim, len(self._shape))]
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions (``len(shape)``)."""
+        return len(self._shape)
+
+    def dim(self) -> int:
+        """Number of dimensions, as ``torch.Tensor.dim``."""
+        return len(self._shape)
+
+    def numel(self) -> int:
+        """Number of elements (product of ``shape``; 1 for a 0-dim tensor)."""
+        n = 1
+        for s in self._shape:
+            n *= s
+        return n
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        """Bytes per element."""
+        return self._dtype.itemsize
+
+    def stride(self, dim: int | None = None) -> Any:
+        """Strides in elements (a tuple), or the stride of ``dim``."""
+        if dim is None:
+            return self._stride
+        return self._stride[wrap_dim(dim, len(self._shape))]
+
+    def storage_offset(self) -> int:
+        """Offset in elements of this view's first element within its storage."""
+        return self._offset
+
+    def is_contiguous(self) -> bool:
+        """True when the layout is row-major dense (size-1 dimensions may have any stride)."""
+        if self._stride is _CONTIG.get(self._shape):
+            # fresh results share the cached row-major stride tuple: identity says it (fast path,
+            # used by kernels that check layouts on every call)
+            return True
+        expected = 1
+        for s, st in zip(reversed(self._shape), reversed(self._stride)):
+            if s == 1:
+                continue
+            if st != expected:
+                return False
+            expected *= s
+        return True
+
+    @property
+    def is_cuda(self) -> bool:
+        """True for tensors on a ``cuda`` device."""
+        return self._device.type == "cuda"
+
+    @property
+    def is_meta(self) -> bool:
+        """True for tensors on the ``meta`` device."""
+        return self._device.type == "meta"
+
+    @property
+    def is_fake(self) -> bool:
+        """True for fake (metadata-only) tensors, including ``meta`` tensors."""
+        return self._data is None
+
+    def is_floating_point(self) -> bool:
+        """True for float16/bfloat16/float32/float64 tensors."""
+        return self._dtype.is_floating_point
+
+    @property
+    def _version(self) -> int:
+        """Version counter shared with every view of the same storage; bumped by mutation."""
+        return self._storage.version
+
+    def data_ptr(self) -> int:
+        """Address of the first element (an int); 0 for fake tensors. Raises ``DispatchError`` on
+        a tensor being captured by ``tensorplay.compile`` (e.g. a raw Triton ``kernel[grid](...)``
+        launch outside a ``triton_op``)."""
+        if self._data is None:
+            if self._capture is not None:
+                from .errors import DispatchError
+                raise DispatchError(
+                    "Tensor.data_ptr(): a tensor being captured by tensorplay.compile has no memory "
+                    "(a raw Triton kernel[grid](...) launch outside a triton_op?). Capture cannot "
+                    "trace into Triton launches: launch through tensorplay.library.wrap_triton "
+                    "inside a @tensorplay.library.triton_op, which compile records as one opaque "
+                    "node.")
+            return 0
+        return self._backend.data_ptr(self._data)
+
+    def untyped_storage(self) -> Any:
+        """The ``Storage`` shared by this tensor and all its views."""
+        if self._capture is not None:   # Triton's interpreter copies tensors through this
+            self.data_ptr()
+        return self._storage
+
+    # -- autograd fields ------------------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        """Whether operations on this tensor are recorded for autograd. Only floating
+        tensors may require grad (``RuntimeError`` otherwise); only leaves may be switched off."""
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        value = bool(value)
+        if value and not (self._dtype.is_floating_point):
+            raise RuntimeError(f"only floating point tensors can require gradients (got {self._dtype})")
+        if not value and self.grad_fn is not None:
+            raise RuntimeError("requires_grad can only be changed on leaf tensors; use .detach()")
+        self._requires_grad = value
+        refresh_dispatch_key(self)
+
+    @property
+    def is_leaf(self) -> bool:
+        """True when the tensor was not produced by a recorded operation (``grad_fn is None``)."""
+        return self.grad_fn is None
+
+    @property
+    def retains_grad(self) -> bool:
+        """True for non-leaf tensors on which ``retain_grad()`` was called."""
+        return self._retains_grad and self.grad_fn is not None
+
+
+# the public fields: the slots' own descriptors under a second name (same cost as the slot)
+for _public, _slot in FIELDS.items():
+    setattr(TensorBase, _public, TensorBase.__dict__[_slot])
+del _public, _slot
+
+
+def instance_class() -> type:
+    """``tensorplay.Tensor``, the class every tensor is made of (for generated code that tests
+    ``x.__class__ is Tensor``). ``RuntimeError`` before ``tensorplay/_tensor.py`` defined it (an
+    op defined before the class would bind None)."""
+    if _instance_class is None:
+        raise RuntimeError("tensorplay.Tensor is not defined yet: tensorplay/_tensor.py defines "
+                           "the class before importing the ops")
+    return _instance_class
+
+
+# -- the one constructor ------------------------------------------------------------------------
+def new_tensor(storage, data, shape, stride, offset, dtype, device, backend, cls=None):
+    """A real tensor viewing ``storage`` (a ``tensorplay.backends.Storage``): ``data`` is the
+    backend's native array for exactly this view, ``shape``/``stride`` tuples of ints (elements),
+    ``offset`` its storage offset in elements, ``dtype`` a ``tensorplay.dtype``, ``device`` a
+    canonical ``tensorplay.device`` of ``backend``'s type. Fresh: not a view, no history, does not
+    require grad, not captured. ``cls``: a subclass of ``tensorplay.Tensor`` (default: it). No
+    checks (this is every kernel result's path); ``tensorplay.backends.wrap_native`` checks."""
+    t = _new(cls or _instance_class)
+    t._storage = storage
+    t._data = data
+    t._shape = shape
+    t._stride = stride
+    t._offset = offset
+    t._dtype = dtype
+    t._device = device
+    t._backend = backend
+    t._dkey = t._bkey = device.type
+    t._requires_grad = False
+    t.grad = None
+    t.grad_fn = None
+    t._output_nr = 0
+    t._accum = None
+    t._base = None
+    t._vver = 0
+    t._retains_grad = False
+    t._capture = None
+    return t
+
+
+def new_tensor_source(var, storage, data, shape, stride, dtype, device, backend,
+                      new="__new", cls="__T") -> list:
+    """Source lines that bind ``var`` to what ``new_tensor(storage, data, shape, stride, 0, dtype,
+    device, backend)`` returns, without its frame: for the code generated per op on the per-call
+    path (the built-in ops' adapters). Arguments are source expressions, each evaluated once
+    (``device`` is read back from the tensor); the namespace binds ``new`` to ``object.__new__``
+    and ``cls`` to ``instance_class()``."""
+    return [f"{var} = {new}({cls})",
+            f"{var}._storage = {storage}",
+            f"{var}._data = {data}",
+            f"{var}._shape = {shape}",
+            f"{var}._stride = {stride}",
+            f"{var}._offset = 0",
+            f"{var}._dtype = {dtype}",
+            f"{var}._device = {device}",
+            f"{var}._backend = {backend}",
+            f"{var}._dkey = {var}._bkey = {var}._device.type",
+            f"{var}._requires_grad = False",
+            f"{var}.grad = None",
+            f"{var}.grad_fn = None",
+            f"{var}._output_nr = 0",
+            f"{var}._accum = None",
+            f"{var}._base = None",
+            f"{var}._vver = 0",
+            f"{var}._retains_grad = False",
+            f"{var}._capture = None"]
+
+
+def new_fake(storage, shape, stride, offset, dtype, device, cls=None, backend_key="meta"):
+    """A fake tensor (metadata only, ``native is None``) over fake ``storage``. Arguments as
+    ``new_tensor``'s (``shape``/``stride`` any int sequences); ``backend_key``: the key it
+    dispatches to (``"meta"``; a view keeps its base's, e.g. ``compile``'s capture tensors)."""
+    from ._backend import META
+    t = new_tensor(storage, None, tuple(shape), tuple(stride), offset, dtype, device, META, cls)
+    t._dkey = t._bkey = backend_key
+    return t
+
+
+# -- writers ------------------------------------------------------------------------------------
+def refresh_dispatch_key(t) -> None:
+    """Recompute ``t.dispatch_key`` from its capture / requires-grad state."""
+    if t._capture is not None:
+        t._dkey = "capture"
+    else:
+        t._dkey = "autograd" if t._requires_grad else t._bkey
+
+
+def set_history(t, node, nr: int) -> None:
+    """Make ``t`` output ``nr`` of autograd node ``node`` (it then requires grad)."""
+    t.grad_fn = node
+    t._output_nr = nr
+    t._requires_grad = True
+    refresh_dispatch_key(t)
+
+
+def set_history_source(var, node, nr) -> list:
+    """Source lines doing ``set_history(var, node, nr)`` without its frame, for the autograd
+    entries generated per op (arguments are source expressions, each evaluated once)."""
+    return [f"{var}.grad_fn = {node}",
+            f"{var}._output_nr = {nr}",
+            f"{var}._requires_grad = True",
+            f"{var}._dkey = 'autograd' if {var}._capture is None else 'capture'"]
+
+
+def set_grad_fn(t, node, nr: int) -> None:
+    """Point ``t``'s history at output ``nr`` of ``node`` without touching ``requires_grad``
+    (a view's history regenerated from its base's)."""
+    t.grad_fn = node
+    t._output_nr = nr
+
+
+def set_requires_grad(t, flag: bool) -> None:
+    """Set ``requires_grad`` without the property's checks (autograd's own results)."""
+    t._requires_grad = flag
+    refresh_dispatch_key(t)
+
+
+def detach_history(t) -> None:
+    """Cut ``t`` from the graph in place (``detach_``): no ``grad_fn``, no grad required."""
+    t.grad_fn = None
+    t._requires_grad = False
+    refresh_dispatch_key(t)
+
+
+def set_accumulator(t, node) -> None:
+    """The leaf's gradient accumulator node (autograd makes it on first use)."""
+    t._accum = node
+
+
+def set_retains_grad(t, flag: bool) -> None:
+    t._retains_grad = flag
+
+
+def set_view(t, base, version: int) -> None:
+    """Record that ``t`` is a view of ``base`` taken at storage version ``version``."""
+    t._base = base
+    t._vver = version
+
+
+def set_view_version(t, version: int) -> None:
+    t._vver = version
+
+
+def set_capture(t, info) -> None:
+    """The value ``tensorplay.compile`` records for ``t`` (None: not captured); rekeys ``t``."""
+    t._capture = info
+    refresh_dispatch_key(t)
+
+
+def set_layout(t, shape, stride) -> None:
+    """Replace ``t``'s shape and stride tuples by equal ones (``compile``'s size-tracking
+    tuples); the layout itself must not change."""
+    t._shape = shape
+    t._stride = stride
+
+
+def set_native(t, data) -> None:
+    """Replace the native array of ``t`` (same shape, dtype and layout)."""
+    t._data = data
+
+
+def wrap_dim(dim: int, ndim: int) -> int:
+    """``dim`` in ``[-ndim, ndim)`` as a non-negative index (0-d tensors take -1 and 0);
+    ``IndexError`` otherwise (torch's message)."""
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         f"but got {dim})")
+    return dim + n if dim < 0 else dim
