@@ -28,7 +28,6 @@ Importing this module imports CuPy but never touches the GPU; ``is_available`` a
 from __future__ import annotations
 
 import contextlib
-import math
 import threading
 
 # the per-call caches of the core's array backend (no public spelling: they are the inline
@@ -40,6 +39,7 @@ from tensorplay._kernels import lowp
 from tensorplay.errors import DeviceUnavailableError, DispatchError
 
 from . import eager as _eager
+from . import fill as _fill
 from . import floordiv as _floordiv
 
 try:
@@ -59,21 +59,6 @@ _FIX = ("tensorplay-cuda needs one CuPy matching the driver's CUDA version (pip 
         "'tensorplay-cuda[cuda13]' for cupy-cuda13x, or '[cuda12]' for cupy-cuda12x) and an "
         "NVIDIA GPU; use device='cpu' meanwhile")
 
-
-def _filled(shape, value, native):
-    """A fresh C-contiguous ``cupy.ndarray`` of ``shape`` holding ``value``: zeros (and False)
-    by one ``cudaMemsetAsync`` (what ``cupy.full`` does not do: it launches its copy kernel for
-    every value), any other value by CuPy's fill kernel. ``-0.0`` keeps its
-    sign (a memset writes +0.0), so it takes the fill kernel's general path through
-    ``cupy.full``."""
-    a = cupy.empty(shape, dtype=native)
-    if value == 0 and (value.__class__ is not float or math.copysign(1.0, value) > 0.0):
-        a.data.memset_async(0, a.nbytes)
-    elif value.__class__ is float and value == 0:
-        return cupy.full(shape, value, dtype=native)
-    else:
-        a.fill(value)
-    return a
 
 class RootStorage(Storage):
     """The ``Storage`` of a tensor that owns a whole CuPy array (every result ``wrap`` makes):
@@ -431,9 +416,9 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
         if r is None:
             r = self.native_dtype(dtype)
         if self._count == 1 and device.index == 0:
-            return _filled(shape, value, r)
+            return _fill.filled(cupy, shape, value, r)
         with self.device_guard(device):
-            return _filled(shape, value, r)
+            return _fill.filled(cupy, shape, value, r)
 
     # both return a fresh row-major cupy.ndarray: the core's generated adapters of tp::empty and
     # tp::full build the result tensor inline (as `wrap` would, one frame less)
