@@ -114,6 +114,8 @@ def to_tp(t, where: str = "tensorplay-torch"):
             # view of the same memory for every dtype in DTYPES)
             return _backend("cpu").wrap_shared(
                 t.numpy(force=True) if t.requires_grad else t.numpy(), _CPU)
+        if t.is_cuda and t.numel():
+            return _cuda_to_tp(t)
         if t.requires_grad:      # below torch's autograd the inputs still carry the flag
             t = t.detach()
         return _from_dlpack(t)
@@ -127,6 +129,39 @@ def to_tp(t, where: str = "tensorplay-torch"):
                           f"(refused on the TensorPlay side: {type(e).__name__}: {e}). Is the "
                           f"TensorPlay plugin of device {t.device.type!r} installed "
                           f"(tensorplay-{t.device.type})?") from e
+
+
+_CUPY: list = []       # [cupy, {torch dtype: CuPy dtype}], set on the first cuda tensor
+_CUDA_DEVICES: dict = {}   # index -> tensorplay.device("cuda", index)
+
+
+def _cuda_to_tp(t):
+    """A TensorPlay cuda tensor over ``t``'s memory (``t`` not empty), built from its address, sizes and strides.
+
+    Why not DLPack here: on an H200 host ``tensorplay.from_dlpack`` of a 1-element torch tensor
+    took 26 µs (torch's ``__dlpack__`` looks up and compares streams in Python, then CuPy imports
+    the capsule), a CuPy array over the same address 1.6 µs. No stream handshake is needed: the
+    bridged kernels run on torch's current stream (``cuda_eager``), the stream ``t`` was
+    produced on. The array keeps ``t`` alive (``UnownedMemory``'s owner). Dtypes TensorPlay
+    lacks are refused by ``tp_dtype`` as on cpu."""
+    if not _CUPY:
+        import cupy
+        be = _backend("cuda")
+        _CUPY.extend([cupy, {dt: be.native_dtype(tdt) for dt, tdt in DTYPES.items()}])
+    cupy, native = _CUPY
+    nd = native.get(t.dtype)
+    if nd is None:
+        tp_dtype(t.dtype)
+    item = t.element_size()
+    span = (sum((n - 1) * s for n, s in zip(t.shape, t.stride())) + 1) * item
+    idx = t.device.index or 0
+    mem = cupy.cuda.UnownedMemory(t.data_ptr(), span, t, idx)
+    arr = cupy.ndarray(tuple(t.shape), nd, cupy.cuda.MemoryPointer(mem, 0),
+                       tuple(s * item for s in t.stride()))
+    dev = _CUDA_DEVICES.get(idx)
+    if dev is None:
+        dev = _CUDA_DEVICES[idx] = tp.device("cuda", idx)
+    return _backend("cuda").wrap_shared(arr, dev)
 
 
 def to_torch(t, where: str = "tensorplay-torch"):
