@@ -262,3 +262,20 @@ def test_a_worker_that_cannot_start_fails_every_case_once(tmp_path, plugin_env):
         assert "could not start" in msg and "-j 1" in msg, msg
     # at most one failed start per feeding thread (2), not one per case
     assert 1 <= p.stderr.count("\nRuntimeError: crashpack cannot load here") <= 2, p.stderr
+
+
+def test_a_check_on_cpu_loads_no_other_device(tmp_path):
+    """``check --device cpu`` (and ``check_plugin(..., "cpu")``) loads only the cpu backend: the
+    cuda plugin's CuPy import (seconds) is not paid to learn that there is no GPU -- by the
+    command nor by each of its workers."""
+    import importlib.util
+    if importlib.util.find_spec("cupy") is None:
+        pytest.skip("CuPy is not installed here: nothing that could be loaded needlessly")
+    code = ("import sys\n"
+            "from tensorplay.cli import main\n"
+            "rc = main(['check', '--plugin', 'tensorplay-example-ops', '--device', 'cpu',\n"
+            "           'example::gelu', '-q', '--test-utils', 'test_schema'])\n"
+            "print('cupy imported' if 'cupy' in sys.modules else 'cupy not imported', rc)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=600)
+    assert p.stdout.strip().endswith("cupy not imported 0"), p.stdout + p.stderr

@@ -845,13 +845,15 @@ def _cmd_check(args) -> int:
         # ops are checked when it is named with --plugin)
         recs = [r for r in recs if r.status != "loaded" or r.ops or r.kernels]
 
-    devices = plugins.available_devices()
     if args.device:
+        # only the devices asked for are loaded: ``--device cpu`` does not import the cuda
+        # plugin's CuPy (seconds) to learn that there is no GPU
         chosen = []
         for d in args.device:
             t = d.partition(":")[0].lower()
-            if t not in devices:
-                ok, why = plugins.device_status(t)
+            ok, why = plugins.device_status(t)
+            if not ok:
+                devices = plugins.available_devices()     # named in the error
                 prov = _provider(t)
                 if prov is not None:
                     _err(f"tensorplay check: {_unavailable_line(t, prov, why)} Available here: "
@@ -869,6 +871,8 @@ def _cmd_check(args) -> int:
                 return 1 if _failed_note(t) else 2
             chosen.append(d)
         devices = chosen
+    else:
+        devices = plugins.available_devices()
 
     ops_filter = None
     if args.ops:

@@ -126,7 +126,13 @@ def _devices_for(op, devs, requested):
     the device-agnostic kernel counting for all), limited to ``requested``."""
     from .._device import Device
     from ..plugins import manager
-    available = manager.available_devices()
+    if requested is not None:
+        # only the requested device is loaded (not every plugin's: the cuda plugin's CuPy
+        # import alone takes seconds, for a check on cpu)
+        t = Device(requested).type
+        available = [t] if manager.device_status(t)[0] else []
+    else:
+        available = manager.available_devices()
     if devs is not None and "default" in devs:
         devs = None    # a device-agnostic kernel: every available device
     if devs is None:
