@@ -279,3 +279,31 @@ def test_a_check_on_cpu_loads_no_other_device(tmp_path):
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        timeout=600)
     assert p.stdout.strip().endswith("cupy not imported 0"), p.stdout + p.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
+def test_parallel_progress_on_a_terminal_counts_to_the_total():
+    """``[n/total] op device`` on a terminal, in the serial order, under ``-j 2`` too."""
+    import pty
+    m, s = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    p = subprocess.Popen([sys.executable, "-m", "tensorplay.cli", "check", "--plugin",
+                          "tensorplay-cpu", "--device", "cpu", "tp::tanh", "tp::mul", "tp::add",
+                          "--test-utils", "test_schema", "-j", "2"],
+                         stdout=subprocess.PIPE, stderr=s, text=True, env=env)
+    out, _ = p.communicate(timeout=600)
+    os.close(s)
+    data = b""
+    while True:
+        try:
+            chunk = os.read(m, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    os.close(m)
+    term = data.decode(errors="replace")
+    assert p.returncode == 0, out + term
+    at = [term.find(f"[{i}/3] tp::{op} cpu") for i, op in enumerate(("add", "mul", "tanh"), 1)]
+    assert -1 not in at and at == sorted(at), term
