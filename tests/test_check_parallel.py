@@ -109,7 +109,7 @@ def test_a_failing_op_fails_identically_in_parallel(tmp_path, plugin_env):
     assert fails[0] == fails[1] and "parbad::badgrad" in fails[0]
 
 
-@pytest.mark.parametrize("bad", ["0", "-1", "many", "1.5", ""])
+@pytest.mark.parametrize("bad", ["-1", "many", "1.5", ""])
 def test_a_bad_jobs_value_is_a_one_line_usage_error(bad):
     p = _cli("check", "-j", bad)
     assert p.returncode == 2
@@ -121,7 +121,9 @@ def test_a_bad_jobs_value_is_a_one_line_usage_error(bad):
 def test_resolve_jobs():
     assert resolve_jobs(1) == 1 and resolve_jobs("3") == 3
     assert 1 <= resolve_jobs("auto") <= (os.cpu_count() or 1)
-    for bad in (0, -2, "x", True, 1.5, None):
+    # 0 is "one per cpu", as xargs -P 0
+    assert resolve_jobs(0) == resolve_jobs("0") == resolve_jobs(" Auto ") == resolve_jobs("auto")
+    for bad in (-2, "x", True, 1.5, None, "-1"):
         with pytest.raises(ValueError, match="auto"):
             resolve_jobs(bad)
 
@@ -136,3 +138,172 @@ def test_pytest_check_items_run_under_xdist(tmp_path):
                        cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stdout + p.stderr
     assert " passed" in p.stdout and "failed" not in p.stdout
+
+
+CRASH_PACK = '''
+    import os
+    import signal
+    import sys
+    import pluggy
+    hookimpl = pluggy.HookimplMarker("tensorplay")
+
+    if sys.argv[0] == "-c" and os.environ.get("CRASHPACK_FAIL_IN_WORKER"):
+        # a plugin that imports in the parent but not in a worker interpreter
+        raise RuntimeError("crashpack cannot load here")
+
+    @hookimpl
+    def tensorplay_register_ops(registrar):
+        import tensorplay as tp
+        from tensorplay import library as lib
+
+        @lib.custom_op("crashpack::boom", mutates_args=())
+        def boom(x: tp.Tensor) -> tp.Tensor:
+            if x.numel() > 10:
+                os.kill(os.getpid(), signal.SIGSEGV)     # a kernel crashing its process
+            return x + 1.0
+
+        boom.register_fake(lambda x: x.new_empty(x.shape))
+
+        @lib.custom_op("crashpack::quits", mutates_args=())
+        def quits(x: tp.Tensor) -> tp.Tensor:
+            os._exit(7)
+
+        quits.register_fake(lambda x: x.new_empty(x.shape))
+
+        @lib.custom_op("crashpack::fine", mutates_args=())
+        def fine(x: tp.Tensor) -> tp.Tensor:
+            return x * 2.0
+
+        fine.register_fake(lambda x: x.new_empty(x.shape))
+
+    @hookimpl
+    def tensorplay_sample_inputs(op, device):
+        import tensorplay as tp
+        from tensorplay.plugins import SampleInput
+        if op.name.startswith("crashpack::"):
+            return [SampleInput((tp.ones(3, device=device),), {}, "small"),
+                    SampleInput((tp.ones(4, 5, device=device),), {}, "big")]
+        return None
+'''
+
+ONE_CASE = ("--test-utils", "test_schema", "--device", "cpu")
+
+
+def _failure(res, op):
+    hit = [f for f in res["failures"] if f.startswith(op + " ")]
+    assert len(hit) == 1, res["failures"]
+    return hit[0]
+
+
+def test_a_worker_that_dies_is_an_error_naming_op_and_sample(tmp_path, plugin_env):
+    """A kernel that segfaults (or exits) kills its worker: that case is an error naming op,
+    device, sample and signal; the other cases are checked by a fresh worker; no hang."""
+    make, env = plugin_env
+    make("crashpack", "crashpack", CRASH_PACK)
+    path = tmp_path / "out.json"
+    p = _cli("check", "--plugin", "crashpack", *ONE_CASE, "-j", "2", "--json", str(path),
+             env=env)
+    assert p.returncode == 1, p.stdout + p.stderr
+    res = json.loads(path.read_text())
+    by_op = {}
+    for r in res["samples"]:
+        by_op.setdefault(r["op"], []).append(r)
+    boom, = by_op["crashpack::boom"]
+    assert boom["status"] == "error" and boom["sample"] == "big", boom
+    assert boom["kernel"].endswith(".boom (plugin crashpack)"), boom    # its kernel's row
+    msg = _failure(res, "crashpack::boom")
+    assert msg.startswith("crashpack::boom on cpu [big]: the worker process checking "
+                          "crashpack::boom on cpu died (killed by signal SIGSEGV) while "
+                          "checking sample [big]"), msg
+    assert "-j 1" in msg
+    quits, = by_op["crashpack::quits"]
+    assert quits["status"] == "error" and quits["sample"] == "small", quits
+    msg = _failure(res, "crashpack::quits")
+    assert "died (exit status 7) while checking sample [small]" in msg, msg
+    # the case after the crashes is checked (by a fresh worker) and passes
+    fine = by_op["crashpack::fine"]
+    assert len(fine) >= 2 and all(r["status"] == "passed" for r in fine), fine
+    # the human report says it too, and the crash left its Python stack on stderr
+    assert "crashpack::boom on cpu [big]" in p.stdout.split("Failures:", 1)[1]
+    assert "Fatal Python error" in p.stderr and "in boom" in p.stderr
+
+
+def test_a_plugin_that_fails_in_the_worker_is_named(tmp_path, plugin_env):
+    make, env = plugin_env
+    make("crashpack", "crashpack", CRASH_PACK)
+    env["CRASHPACK_FAIL_IN_WORKER"] = "1"
+    path = tmp_path / "out.json"
+    p = _cli("check", "--plugin", "crashpack", *ONE_CASE, "-j", "2", "--json", str(path),
+             env=env)
+    assert p.returncode == 1, p.stdout + p.stderr
+    res = json.loads(path.read_text())
+    assert [r["status"] for r in res["samples"]] == ["error"] * 3, res["samples"]
+    msg = _failure(res, "crashpack::fine")
+    assert "in the worker process" in msg and "crashpack cannot load here" in msg, msg
+    assert "-j 1" in msg
+
+
+def test_a_worker_that_cannot_start_fails_every_case_once(tmp_path, plugin_env):
+    """Under --strict a plugin error kills the worker at import: each case is an error saying
+    so (no worker started per case after the first failure), and the run ends."""
+    make, env = plugin_env
+    make("crashpack", "crashpack", CRASH_PACK)
+    env["CRASHPACK_FAIL_IN_WORKER"] = "1"
+    path = tmp_path / "out.json"
+    p = _cli("--strict", "check", "--plugin", "crashpack", *ONE_CASE, "-j", "2",
+             "--json", str(path), env=env)
+    assert p.returncode == 1, p.stdout + p.stderr
+    res = json.loads(path.read_text())
+    assert sorted(r["op"] for r in res["samples"]) == ["crashpack::boom", "crashpack::fine",
+                                                       "crashpack::quits"]
+    assert all(r["status"] == "error" for r in res["samples"]), res["samples"]
+    for op in ("crashpack::boom", "crashpack::fine", "crashpack::quits"):
+        msg = _failure(res, op)
+        assert "could not start" in msg and "-j 1" in msg, msg
+    # at most one failed start per feeding thread (2), not one per case
+    assert 1 <= p.stderr.count("\nRuntimeError: crashpack cannot load here") <= 2, p.stderr
+
+
+def test_a_check_on_cpu_loads_no_other_device(tmp_path):
+    """``check --device cpu`` (and ``check_plugin(..., "cpu")``) loads only the cpu backend: the
+    cuda plugin's CuPy import (seconds) is not paid to learn that there is no GPU -- by the
+    command nor by each of its workers."""
+    import importlib.util
+    if importlib.util.find_spec("cupy") is None:
+        pytest.skip("CuPy is not installed here: nothing that could be loaded needlessly")
+    code = ("import sys\n"
+            "from tensorplay.cli import main\n"
+            "rc = main(['check', '--plugin', 'tensorplay-example-ops', '--device', 'cpu',\n"
+            "           'example::gelu', '-q', '--test-utils', 'test_schema'])\n"
+            "print('cupy imported' if 'cupy' in sys.modules else 'cupy not imported', rc)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=600)
+    assert p.stdout.strip().endswith("cupy not imported 0"), p.stdout + p.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
+def test_parallel_progress_on_a_terminal_counts_to_the_total():
+    """``[n/total] op device`` on a terminal, in the serial order, under ``-j 2`` too."""
+    import pty
+    m, s = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    p = subprocess.Popen([sys.executable, "-m", "tensorplay.cli", "check", "--plugin",
+                          "tensorplay-cpu", "--device", "cpu", "tp::tanh", "tp::mul", "tp::add",
+                          "--test-utils", "test_schema", "-j", "2"],
+                         stdout=subprocess.PIPE, stderr=s, text=True, env=env)
+    out, _ = p.communicate(timeout=600)
+    os.close(s)
+    data = b""
+    while True:
+        try:
+            chunk = os.read(m, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    os.close(m)
+    term = data.decode(errors="replace")
+    assert p.returncode == 0, out + term
+    at = [term.find(f"[{i}/3] tp::{op} cpu") for i, op in enumerate(("add", "mul", "tanh"), 1)]
+    assert -1 not in at and at == sorted(at), term

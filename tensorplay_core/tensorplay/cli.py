@@ -24,10 +24,13 @@ loaded although named with ``--plugin``, or when nothing at all was checked (e.g
 device is unavailable here); 2 for a usage error, including an unknown plugin, op or device
 name (``--plugin``, ``OP``, ``--device``, ``--plugins``).
 
-``check -j N`` (``--jobs``; ``auto``: one per cpu) checks the (op, device, kernel) cases in N
-worker processes started with the same plugin controls: the same results in the same order as a
-serial run, apart from the timings. The default is 1, as pytest without ``-n``: starting a worker
-(importing tensorplay and the plugins) costs about a second, more than a small pack's check.
+``check -j N`` (``--jobs``; ``auto`` or ``0``: one per cpu) checks the (op, device, kernel) cases
+in N worker processes (fresh interpreters, never forks) started with the same plugin controls:
+the same results, failure messages, exit status and JSON (but for the timings) in the same order
+as a serial run. A kernel that crashes its worker is an error naming op, device and sample; the
+run goes on. The default is 1, as pytest without ``-n``: each worker imports tensorplay and the
+plugins again (about 2 s of cpu), more than a small pack's whole check, and a run in one process
+is what a debugger or a crash's traceback needs.
 
 ``tensorplay plugins`` also warns about a loaded plugin whose module registered no hooks (it
 names the file it imported: a same-named directory in the working directory shadows the real
@@ -102,6 +105,12 @@ checks (columns of the table; n/a: nothing to check, with the reason in --json):
   fake      the fake kernel reproduces the real outputs' shapes, dtypes and strides
   aot       the op runs captured by tensorplay.compile and gives the eager result
   none of them proves second derivatives, values at other inputs than the samples, or speed
+
+parallel (-j N, -j auto):
+  the (op, device, kernel) cases run in N fresh worker processes that load the same plugins;
+  output, --json (but for the times) and exit status are those of the serial run. A kernel
+  that crashes its worker is an error naming op, device and sample, and the run goes on.
+  In a test suite: pytest --tensorplay-check=PLUGIN -n N (pytest-xdist) spreads the same cases
 
 exit status:
   0: everything checked passed
@@ -190,8 +199,10 @@ def _parser() -> argparse.ArgumentParser:
                     help="relative tolerance override (a finite number >= 0)")
     sc.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     sc.add_argument("--jobs", "-j", default="1", metavar="N",
-                    help="worker processes: a number, or 'auto' for one per cpu (default 1: "
-                         "in this process, as pytest without -n). Same results, same order")
+                    help="worker processes: a number, or 'auto' (or 0) for one per cpu "
+                         "(default 1: in this process, as pytest without -n). Same results, "
+                         "same order, same exit status; a kernel that crashes its worker is an "
+                         "error naming op and sample")
     return p
 
 
@@ -228,7 +239,7 @@ def _usage_error(args) -> str | None:
         resolve_jobs(args.jobs)
     except ValueError:
         return (f"tensorplay check: --jobs {args.jobs}: give a whole number >= 1, or 'auto' "
-                f"for one worker per cpu")
+                f"(or 0) for one worker per cpu")
     if args.test_utils != "DEFAULT" and not any(t.strip() for t in args.test_utils.split(",")):
         return (f"tensorplay check: --test-utils {args.test_utils!r} names no check; give a "
                 f"comma list such as test_schema,test_faketensor, or leave it out to run all")
@@ -834,13 +845,15 @@ def _cmd_check(args) -> int:
         # ops are checked when it is named with --plugin)
         recs = [r for r in recs if r.status != "loaded" or r.ops or r.kernels]
 
-    devices = plugins.available_devices()
     if args.device:
+        # only the devices asked for are loaded: ``--device cpu`` does not import the cuda
+        # plugin's CuPy (seconds) to learn that there is no GPU
         chosen = []
         for d in args.device:
             t = d.partition(":")[0].lower()
-            if t not in devices:
-                ok, why = plugins.device_status(t)
+            ok, why = plugins.device_status(t)
+            if not ok:
+                devices = plugins.available_devices()     # named in the error
                 prov = _provider(t)
                 if prov is not None:
                     _err(f"tensorplay check: {_unavailable_line(t, prov, why)} Available here: "
@@ -858,6 +871,8 @@ def _cmd_check(args) -> int:
                 return 1 if _failed_note(t) else 2
             chosen.append(d)
         devices = chosen
+    else:
+        devices = plugins.available_devices()
 
     ops_filter = None
     if args.ops:

@@ -126,7 +126,13 @@ def _devices_for(op, devs, requested):
     the device-agnostic kernel counting for all), limited to ``requested``."""
     from .._device import Device
     from ..plugins import manager
-    available = manager.available_devices()
+    if requested is not None:
+        # only the requested device is loaded (not every plugin's: the cuda plugin's CuPy
+        # import alone takes seconds, for a check on cpu)
+        t = Device(requested).type
+        available = [t] if manager.device_status(t)[0] else []
+    else:
+        available = manager.available_devices()
     if devs is not None and "default" in devs:
         devs = None    # a device-agnostic kernel: every available device
     if devs is None:
@@ -203,14 +209,11 @@ def _cases(rec, name, device, ops):
     return cases, unchecked
 
 
-def run_case(case: CheckCase, *, test_utils="DEFAULT", atol=None, rtol=None) -> list:
-    """Run ``opcheck`` on ``case``'s kernel for every sample; one ``PluginCheckResult`` per
-    sample (a single ``skipped``/``error`` result when there are no samples or they cannot be
-    made). Each result names the kernel that ran and the plugin that registered it."""
+def case_kernel(case: CheckCase):
+    """``(plugin, dispatch key, kernel description)`` of the kernel ``case`` checks: the plugin
+    that registered it (results are attributed to it) and ``"cpu: pkg.mod:fn (plugin dist)"``."""
     from .. import _registry
-    from ..plugins import manager
-    from .opcheck import CheckResult, _dispatched_key, describe_kernel, run_checks
-    from .opcheck import _select as _selected
+    from .opcheck import _dispatched_key, describe_kernel
     op = _registry.lookup(case.op)
     dtype_ = case.device.partition(":")[0]
     key = case.kernel or (dtype_ if op.is_builtin else _dispatched_key(op, dtype_))
@@ -218,7 +221,22 @@ def run_case(case: CheckCase, *, test_utils="DEFAULT", atol=None, rtol=None) -> 
     if op.is_builtin and not op.has_array_kernel:
         kdesc = f"{dtype_}: built-in, device-agnostic (tensorplay core)"
     owner = None if op.is_builtin else op.kernel_owner(key)
-    plugin = owner if isinstance(owner, str) else case.plugin
+    return (owner if isinstance(owner, str) else case.plugin), key, kdesc
+
+
+def run_case(case: CheckCase, *, test_utils="DEFAULT", atol=None, rtol=None,
+             on_sample=None) -> list:
+    """Run ``opcheck`` on ``case``'s kernel for every sample; one ``PluginCheckResult`` per
+    sample (a single ``skipped``/``error`` result when there are no samples or they cannot be
+    made). Each result names the kernel that ran and the plugin that registered it.
+    ``on_sample``: optional callable given each sample's label just before it is checked (a
+    parallel run's worker tells its parent, so a crash names the sample)."""
+    from .. import _registry
+    from ..plugins import manager
+    from .opcheck import CheckResult, run_checks
+    from .opcheck import _select as _selected
+    op = _registry.lookup(case.op)
+    plugin, key, kdesc = case_kernel(case)
     t0 = time.perf_counter()
     # a sample hook drawing from the global generator (tp.randn) gets the same values whichever
     # cases ran before in this process: a parallel run equals the serial one, and a failure
@@ -243,6 +261,8 @@ def run_case(case: CheckCase, *, test_utils="DEFAULT", atol=None, rtol=None) -> 
     out = []
     for i, s in enumerate(samples):
         label = s.name or f"sample{i}"
+        if on_sample is not None:
+            on_sample(label)
         t0 = time.perf_counter()
         checks = {}
         try:
@@ -328,11 +348,13 @@ def check_plugin(name: str, device=None, *, ops=None, test_utils="DEFAULT", atol
       to ``tensorplay.library.opcheck``.
     * ``progress`` -- optional callable receiving each ``PluginCheckResult`` as it completes
       (in the order of the results, also when parallel).
-    * ``jobs`` -- worker processes: ``1`` (default) runs here; ``N`` or ``"auto"`` (one per
-      cpu, see :func:`resolve_jobs`) spreads the cases over spawned processes that load the
+    * ``jobs`` -- worker processes: ``1`` (default) runs here; ``N``, or ``"auto"``/``0`` (one
+      per cpu, see :func:`resolve_jobs`) spreads the cases over spawned processes that load the
       same plugins (``tensorplay.plugins.controls()``). The results are the same, in the same
-      order, apart from the timings. Ops registered at run time rather than by an installed
-      plugin exist only in this process: check them with ``jobs=1``.
+      order, apart from the timings. A kernel that crashes its worker (a segfault) is an
+      ``error`` result naming op, device and sample, and a fresh worker goes on with the next
+      case. Ops registered at run time rather than by an installed plugin exist only in this
+      process: check them with ``jobs=1``.
 
     Returns one ``PluginCheckResult`` per (op, device, sample); ``summarize`` counts them. Never
     raises for a failing op. Raises ``PluginError`` when the plugin is not installed, failed to
@@ -381,23 +403,24 @@ def check_plugin(name: str, device=None, *, ops=None, test_utils="DEFAULT", atol
 
 def resolve_jobs(jobs) -> int:
     """The number of worker processes ``jobs`` asks for: a whole number >= 1 (``1``: run in this
-    process), or ``"auto"``: the cpus this process may run on (``os.sched_getaffinity``, else
-    ``os.cpu_count()``; as pytest-xdist's ``-n auto``). Raises ``ValueError`` (one sentence with
-    the fix) for anything else, e.g. ``0``, ``-2`` or ``"many"``."""
+    process), or ``"auto"`` or ``0``: one per cpu this process may run on
+    (``os.sched_getaffinity``, else ``os.cpu_count()``; as ``xargs -P 0`` and pytest-xdist's
+    ``-n auto``). Raises ``ValueError`` (one sentence with the fix) for anything else, e.g.
+    ``-2``, ``1.5`` or ``"many"``."""
     n = jobs
     if isinstance(jobs, str):
-        if jobs.strip().lower() == "auto":
-            try:
-                return max(1, len(os.sched_getaffinity(0)))
-            except (AttributeError, OSError):
-                return max(1, os.cpu_count() or 1)
         try:
-            n = int(jobs.strip())
+            n = 0 if jobs.strip().lower() == "auto" else int(jobs.strip())
         except ValueError:
             n = None
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise ValueError(f"jobs={jobs!r} is not a number of worker processes: give a whole "
-                         f"number >= 1, or 'auto' for one per cpu")
+                         f"number >= 1, or 'auto' (or 0) for one per cpu")
+    if n == 0:
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except (AttributeError, OSError):
+            return max(1, os.cpu_count() or 1)
     return n
 
 

@@ -11,6 +11,12 @@ What it offers an op pack's test suite:
 * the one-liner for a test module: ``test_ops = tensorplay.testing.opcheck_plugin_tests("my-pack")``
   (no option needed).
 
+Under pytest-xdist (``pytest -n N``) the option's items and the one-liner's tests spread over the
+xdist workers like any others: every worker collects the same items (the case list is
+deterministic), and each item's samples are seeded by its (op, device), so an item gives the same
+result on any worker and in a serial run. The fixture checks a whole plugin inside one test:
+pass it ``jobs="auto"`` (``check_plugin``'s worker processes) to use the cores there.
+
 Nothing runs unless asked: in a pytest run that uses neither the option nor the fixture,
 neither this module nor ``tensorplay`` is imported at all (so a broken TensorPlay plugin cannot
 disturb unrelated test suites, even under ``-W error``).
