@@ -10,7 +10,7 @@ module's public face:
   ``new_fake`` (metadata only). Both make instances of the user-facing ``tensorplay.Tensor``,
   the class declared with ``class Tensor(TensorBase, instance_class=True)``: the one subclass
   every layer's tensors are made of (a subclass such as ``compile``'s ``CaptureTensor`` passes
-  ``cls=``). Plugins reach it through ``tensorplay.backends`` (``Backend.wrap``).
+  ``cls=``). Backends call it as ``tensorplay.backends.new_tensor`` (from ``Backend.wrap``).
 * **Metadata, read-only**: ``shape``, ``dtype``, ``device`` are properties (assigning one is an
   ``AttributeError``, as torch's).
 * **Fields, read-only by convention**, for the layers and the backends, never documented to
