@@ -106,13 +106,22 @@ class TensorBase:
     # read-only properties, as torch's (assigning one would make the tensor lie about its array:
     # AttributeError). The per-call code reads the same fields as raw_shape/raw_dtype/raw_device
     # (the slots' own descriptors, a third of a property's cost)
-    shape = property(_attrgetter("_shape"),
-                     doc="Sizes of each dimension (a tuple of ints, like ``torch.Size``).")
-    dtype = property(_attrgetter("_dtype"),
-                     doc="Element type (a ``tensorplay.dtype`` such as ``tensorplay.float32``).")
-    device = property(_attrgetter("_device"),
-                      doc="The device the data lives on (``device(type='cpu')``, ``cuda:0``, "
-                          "``meta``).")
+    if TYPE_CHECKING:   # what the type checkers see; at run time, the C getters below
+        @property
+        def shape(self) -> tuple[int, ...]: ...
+        @property
+        def dtype(self) -> DType: ...
+        @property
+        def device(self) -> Device: ...
+    else:
+        shape = property(_attrgetter("_shape"),
+                         doc="Sizes of each dimension (a tuple of ints, like ``torch.Size``).")
+        dtype = property(_attrgetter("_dtype"),
+                         doc="Element type (a ``tensorplay.dtype`` such as "
+                             "``tensorplay.float32``).")
+        device = property(_attrgetter("_device"),
+                          doc="The device the data lives on (``device(type='cpu')``, ``cuda:0``, "
+                              "``meta``).")
 
     def size(self, dim: int | None = None) -> Any:
         """``shape``, or the size of dimension ``dim`` (negative indices count from the end)."""
