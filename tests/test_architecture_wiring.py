@@ -225,25 +225,12 @@ def _is_sys_modules(node) -> bool:
 
 # -- the scan of the package ---------------------------------------------------------------------
 
-# Found today and being removed by issue 30 item 1 (``Tensor`` split: the user-facing ``Tensor``
-# imports its methods' pieces plainly instead of having them injected into ``_tensor``). Each
-# entry is one finding, exactly; nothing else may appear. An entry no longer found is reported as
-# a warning (delete it then; a warning, not a failure, so the branches removing them can merge in
-# any order -- the same policy as the import contract's ``ignore_imports``).
-_PENDING = {
-    "tensorplay": {"_t._O = _O", "_t._surface = _surface"},
-    "tensorplay._factories": {"_tensor._like_self = _like_self",
-                              "_tensor._new_tensor = tensor",
-                              "_tensor._check_fill = check_fill"},
-    "tensorplay._ops": {"_tensor._getitem, _tensor._setitem = indexing.getitem, "
-                        "indexing.setitem"},
-    "tensorplay.autograd": {"_tensor._backward = backward",
-                            "_tensor._AccumulateGrad = _graph.AccumulateGrad",
-                            "_tensor._grad_state = _grad_mode._state",
-                            "_tensor._output_hooks = _graph.output_hooks"},
-    "tensorplay._schema": {"_is_tensor_class: sys.modules",
-                           "_is_tensor_class: a tensorplay module from sys.modules"},
-}
+# Findings known and being removed, each one exactly (module -> {finding without its line}):
+# nothing else may appear. An entry no longer found is reported as a warning (delete it then; a
+# warning, not a failure, so branches removing them can merge in any order -- the same policy as
+# the import contract's ``ignore_imports``). Empty since the ``Tensor`` split (issue 30 item 1)
+# removed the injections into ``_tensor`` and ``_schema``'s ``sys.modules`` read.
+_PENDING: dict = {}
 
 
 def _without_line(finding: str) -> str:

@@ -25,9 +25,9 @@ cupy = pytest.importorskip("cupy", reason="CuPy is not installed (tensorplay-cud
 
 # private on purpose: these check the cuda plugin's inlined copies of the core's private
 # constructors (Storage, Tensor fields) and generated adapters, field by field
-from tensorplay._backend import Storage  # noqa: E402
+from tensorplay.backends import Storage, new_tensor  # noqa: E402
 from tensorplay._ops import _define  # noqa: E402
-from tensorplay._tensor import Tensor  # noqa: E402
+from tensorplay import Tensor  # noqa: E402
 from tensorplay._tensor_base import SLOTS  # noqa: E402
 from tensorplay_cuda import eager  # noqa: E402
 from tensorplay_cuda.backend import CUDABackend, RootStorage  # noqa: E402
@@ -74,6 +74,13 @@ def _adapter(be, rec, op="add", big=False):
     return _define.make_adapter(getattr(tp.ops.tp, op), kernel, be)
 
 
+def _root(a, be):
+    """A cuda ``RootStorage`` over array ``a``, as ``CUDABackend.wrap`` builds it."""
+    s = RootStorage()
+    s.root, s.version, s.backend = a, 0, be
+    return s
+
+
 def _same_tensor(got, want):
     """Every slot of ``got`` equals ``want``'s (storage fields by value, arrays by identity)."""
     for name in SLOTS:
@@ -102,14 +109,14 @@ def test_inline_result_is_the_tensor_wrap_builds(shape, dtype):
     for other in (y, 2.5, 3):
         rec.calls.clear()
         r = adapter(x, other)
-        want_other = other._data if isinstance(other, Tensor) else other
+        want_other = other.native if isinstance(other, Tensor) else other
         assert [c[0] for c in rec.calls] == ["ufunc"]
         # (a number with float16 is passed rounded through float32, torch's rule: same value)
-        assert rec.calls[0][1] is x._data and (rec.calls[0][2] is want_other or (
+        assert rec.calls[0][1] is x.native and (rec.calls[0][2] is want_other or (
             dtype is np.float16 and rec.calls[0][2] == want_other))
         _same_tensor(r, be.wrap(out, dev))
-        assert type(r._storage) is RootStorage and r._storage.nbytes == out.nbytes
-        assert r._dkey is dev.type and r._bkey is dev.type
+        assert type(r.storage_ref) is RootStorage and r.storage_ref.nbytes == out.nbytes
+        assert r.dispatch_key is dev.type and r.backend_key is dev.type
 
 
 def test_inline_case_leaves_to_wrap_or_the_reference_kernel_what_it_cannot_vouch_for():
@@ -125,16 +132,14 @@ def test_inline_case_leaves_to_wrap_or_the_reference_kernel_what_it_cannot_vouch
     _same_tensor(r, be.wrap(out, dev))
     # an operand whose strides are not the cached row-major tuple (a size-1 dimension with
     # another stride, as a view has): wrap gives the result its own row-major strides
-    col = Tensor.__new__(Tensor)
     a = _arr((4, 1))
-    col._init_real(RootStorage(), a, (4, 1), (4, 1), 0, tp.float32, dev, be)
-    col._storage.root, col._storage.version, col._storage.backend = a, 0, be
+    col = new_tensor(_root(a, be), a, (4, 1), (4, 1), 0, tp.float32, dev, be)
     out41 = _arr((4, 1))
     rec41 = _Recorder(out41)
     ad41 = _adapter(be, rec41)
     for other in (col, 1.5):
         r = ad41(col, other)
-        assert r.stride() == (1, 1) and r._data is out41
+        assert r.stride() == (1, 1) and r.native is out41
         _same_tensor(r, be.wrap(out41, dev))
     # a Python bool, another dtype, bfloat16 (kind 'V' in CuPy: float32 opmath): the reference
     rec.calls.clear()
@@ -209,17 +214,17 @@ def test_dense_operands_of_one_shape_take_the_dense_case(shape):
     for op in ("add", "mul"):
         rec.calls.clear()
         r = _dense_adapter(be, rec, op)(x, y)
-        assert rec.calls == [("dense", x._data, y._data)]
+        assert rec.calls == [("dense", x.native, y.native)]
         _same_tensor(r, be.wrap(out, dev))
-        assert type(r._storage) is RootStorage
+        assert type(r.storage_ref) is RootStorage
     rec.calls.clear()
     r = _dense_adapter(be, rec, "exp")(x)
-    assert rec.calls == [("dense", x._data)]
+    assert rec.calls == [("dense", x.native)]
     _same_tensor(r, be.wrap(out, dev))
     for number in (2.5, 3, -7):                      # a Python number, passed as is
         rec.calls.clear()
         r = _dense_adapter(be, rec, "mul")(x, number)
-        assert rec.calls == [("dense", x._data, number)]
+        assert rec.calls == [("dense", x.native, number)]
         _same_tensor(r, be.wrap(out, dev))
 
 
@@ -231,10 +236,8 @@ def test_the_dense_case_is_only_for_what_it_vouches_for():
     dev = tp.device("cuda", 0)
     x = be.wrap(_arr((2, 3)), dev)
     row = be.wrap(_arr((3,)), dev)
-    t = Tensor.__new__(Tensor)                       # (3, 2), strides (1, 3): not row-major
-    a = _arr((2, 3)).T
-    t._init_real(RootStorage(), a, (3, 2), (1, 3), 0, tp.float32, dev, be)
-    t._storage.root, t._storage.version, t._storage.backend = a, 0, be
+    a = _arr((2, 3)).T                               # (3, 2), strides (1, 3): not row-major
+    t = new_tensor(_root(a, be), a, (3, 2), (1, 3), 0, tp.float32, dev, be)
     out = _arr((2, 3))
     rec = _DenseRecorder(out)
     add, exp = _dense_adapter(be, rec), _dense_adapter(be, rec, "exp")
@@ -261,10 +264,8 @@ def test_the_dense_case_is_only_for_what_it_vouches_for():
     if _has_bf16():
         bf = np.dtype("bfloat16")
         xb = be.wrap(_arr((2, 3), bf), dev)
-        tb = Tensor.__new__(Tensor)
         ab = _arr((2, 3), bf).T
-        tb._init_real(RootStorage(), ab, (3, 2), (1, 3), 0, tp.bfloat16, dev, be)
-        tb._storage.root, tb._storage.version, tb._storage.backend = ab, 0, be
+        tb = new_tensor(_root(ab, be), ab, (3, 2), (1, 3), 0, tp.bfloat16, dev, be)
         rec.calls.clear()
         add(xb, xb)
         assert [c[0] for c in rec.calls] == ["reference"]
@@ -296,7 +297,7 @@ def test_a_dense_result_that_is_not_a_backend_array_goes_through_wrap():
     sub = rec.out.view(Sub)
     rec.dense = lambda *a: seen.append(a) or sub
     r = _dense_adapter(be, rec)(x, x)
-    assert len(seen) == 1 and r._data is not None and r.shape == (2, 3)
+    assert len(seen) == 1 and r.native is not None and r.shape == (2, 3)
     assert rec.calls == []
 
 
@@ -673,9 +674,8 @@ def test_only_row_major_operands_of_one_layout_get_the_inline_result(monkeypatch
     out = _arr((2, 2))
     adapter = _adapter(be, _Recorder(out))
     x, y = real_wrap(_arr((2, 2)), dev), real_wrap(_arr((2, 2)), dev)
-    t = Tensor.__new__(Tensor)
     a = _arr((2, 2))
-    t._init_real(Storage(a, a.nbytes, be), a, (2, 2), (1, 2), 0, tp.float32, dev, be)
+    t = new_tensor(Storage(a, a.nbytes, be), a, (2, 2), (1, 2), 0, tp.float32, dev, be)
     adapter(x, y)
     adapter(x, 2.0)
     assert wrapped == []
@@ -782,9 +782,8 @@ def test_unary_ops_take_the_inline_case_on_floating_tensors_only(monkeypatch, op
         adapter(real_wrap(_arr((2, 3), np.dtype("bfloat16")), dev))
     assert calls[1:] == ["reference"] * (2 if _has_bf16() else 1)
     # a non-row-major operand: the ufunc, then wrap reads the result
-    t = Tensor.__new__(Tensor)
     a = _arr((3, 2))
-    t._init_real(Storage(a, a.nbytes, be), a, (2, 3), (1, 2), 0, tp.float32, dev, be)
+    t = new_tensor(Storage(a, a.nbytes, be), a, (2, 3), (1, 2), 0, tp.float32, dev, be)
     calls.clear()
     wrapped.clear()
     adapter(t)

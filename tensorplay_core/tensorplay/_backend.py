@@ -107,7 +107,9 @@ class Backend(Protocol):
     def wrap(self, arr, device):
         """A new ``Tensor`` on ``device`` owning native array ``arr`` (its own contiguous
         storage; a scalar becomes a 0-dim tensor). Build it with
-        ``tensorplay.backends.wrap_native`` (``ArrayBackend`` does this for NumPy-like arrays)."""
+        ``tensorplay.backends.wrap_native`` (checks its arguments), or, on a backend that keeps
+        this per-op path lean, with ``tensorplay.backends.new_tensor`` (no checks: pass what the
+        array says); ``ArrayBackend`` does the latter for NumPy-like arrays."""
         ...
 
     def as_strided(self, root, shape, stride, offset):
@@ -328,7 +330,7 @@ def wrap_native(backend, arr, *, shape, dtype, device, nbytes: int):
     the array's or an array that is not dense and row-major (all O(1))."""
     from ._device import Device, canonical
     from ._dtype import dtype as _dt
-    from ._tensor import Tensor
+    from ._tensor_base import new_tensor   # imports this module: not at the top
     if not isinstance(dtype, _dt):
         raise TypeError(f"wrap_native: dtype must be a tensorplay.dtype, got {dtype!r}")
     if not isinstance(device, Device):
@@ -342,10 +344,8 @@ def wrap_native(backend, arr, *, shape, dtype, device, nbytes: int):
             isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
         raise ValueError(f"wrap_native: shape must be a tuple of non-negative ints, got {shape!r}")
     _check_native(backend, arr, shape, dtype, nbytes)
-    t = _new(Tensor)
-    t._init_real(Storage(arr, nbytes, backend), arr, shape, contiguous_strides_cached(shape), 0,
-                 dtype, device, backend)
-    return t
+    return new_tensor(Storage(arr, nbytes, backend), arr, shape, contiguous_strides_cached(shape),
+                      0, dtype, device, backend)
 
 
 def _check_native(backend, arr, shape, dtype, nbytes) -> None:
@@ -401,6 +401,7 @@ def device_finder(op, device_type: str):
 
     Raises ``DispatchError`` naming the op and both devices when the arguments are on two
     devices of that type (same rule as torch: "expected all tensors on one device")."""
+    from ._tensor_base import TensorBase
     from .errors import DispatchError
     if isinstance(op, str):
         op = _registry.lookup(op)   # "ns::op", as the library functions take it
@@ -418,8 +419,10 @@ def device_finder(op, device_type: str):
 
     def see(a, dev):
         for t in (a if a.__class__ is list or a.__class__ is tuple else (a,)):
-            d = getattr(t, "_device", None)
-            if d is None or d.type != device_type or getattr(t, "_dkey", None) is None:
+            if not isinstance(t, TensorBase):
+                continue
+            d = t.device
+            if d.type != device_type:
                 continue
             if dev is None:
                 dev = d
@@ -456,8 +459,6 @@ def contiguous_strides_cached(shape) -> tuple:
     return r
 
 
-_TENSOR_CLS: list = [None]   # tensorplay.Tensor, once imported
-_new = object.__new__
 
 
 class MetaBackend:

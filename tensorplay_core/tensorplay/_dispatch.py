@@ -323,7 +323,7 @@ def make_call(op, scalar_ok=()) -> None:
         body.append("__k = None")
     # keys that differ only because one of two tensors on the same device requires grad (a
     # weight and an input): "autograd", as resolve_key would say, without the slow path
-    mixed = (f"__ag if {{n}}.device is {first_required}.device and {{n}}.backend_key is "
+    mixed = (f"__ag if {{n}}.raw_device is {first_required}.raw_device and {{n}}.backend_key is "
              f"{first_required}.backend_key and (__k is __ag and {{n}}.dispatch_key is {{n}}.backend_key or "
              f"{{n}}.dispatch_key is __ag and __k is {first_required}.backend_key) else ")
     for n, kind in tensor_params:

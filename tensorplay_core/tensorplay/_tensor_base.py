@@ -10,10 +10,14 @@ module's public face:
   ``new_fake`` (metadata only). Both make instances of the user-facing ``tensorplay.Tensor``,
   the class declared with ``class Tensor(TensorBase, instance_class=True)``: the one subclass
   every layer's tensors are made of (a subclass such as ``compile``'s ``CaptureTensor`` passes
-  ``cls=``). Plugins reach it through ``tensorplay.backends`` (``Backend.wrap``).
-* **Fields, read-only by convention** (slot aliases: reading one costs what reading the slot
-  costs, which the per-call generated code relies on; write them only through the functions
-  below): ``shape``, ``dtype``, ``device``, ``native`` (the backend's array for exactly this view;
+  ``cls=``). Backends call it as ``tensorplay.backends.new_tensor`` (from ``Backend.wrap``).
+* **Metadata, read-only**: ``shape``, ``dtype``, ``device`` are properties (assigning one is an
+  ``AttributeError``, as torch's).
+* **Fields, read-only by convention**, for the layers and the backends, never documented to
+  users (slot aliases: reading one costs what reading the slot costs, which the per-call
+  generated code relies on; write them only through the functions below): ``raw_shape``,
+  ``raw_dtype``, ``raw_device`` (the three properties above, without the property's call),
+  ``native`` (the backend's array for exactly this view;
   None for fake tensors), ``storage_ref`` (the ``Storage`` shared with every view), ``stride_tuple``
   (strides in elements), ``offset`` (storage offset in elements), ``backend``, ``dispatch_key``
   (``"autograd"`` when requiring grad, ``"capture"`` while ``tensorplay.compile`` records, else
@@ -29,6 +33,7 @@ module's public face:
 
 from __future__ import annotations
 
+from operator import attrgetter as _attrgetter
 from typing import TYPE_CHECKING, Any
 
 from ._backend import _CONTIG_CACHE as _CONTIG
@@ -45,8 +50,9 @@ __all__ = ["TensorBase", "instance_class", "new_tensor", "new_tensor_source", "n
 
 # Every field of a tensor. Public name (read-only by convention) -> slot (written only here and
 # in _tensor.py). ``grad``/``grad_fn`` are torch's public attributes and their own slots.
-FIELDS = {"storage_ref": "_storage", "native": "_data", "shape": "_shape",
-          "stride_tuple": "_stride", "offset": "_offset", "dtype": "_dtype", "device": "_device",
+FIELDS = {"storage_ref": "_storage", "native": "_data", "raw_shape": "_shape",
+          "stride_tuple": "_stride", "offset": "_offset", "raw_dtype": "_dtype",
+          "raw_device": "_device",
           "dispatch_key": "_dkey", "backend_key": "_bkey", "needs_grad": "_requires_grad",
           "output_nr": "_output_nr", "accumulator": "_accum", "backend": "_backend",
           "view_base": "_base", "retains_grad_flag": "_retains_grad", "capture_info": "_capture",
@@ -64,9 +70,9 @@ class TensorBase:
     __slots__ = (*SLOTS, "__weakref__")
 
     if TYPE_CHECKING:   # the slot aliases set below the class, for the type checkers
-        shape: tuple[int, ...]
-        dtype: DType
-        device: Device
+        raw_shape: tuple[int, ...]
+        raw_dtype: DType
+        raw_device: Device
         native: Any
         storage_ref: Any
         stride_tuple: tuple[int, ...]
@@ -96,15 +102,27 @@ class TensorBase:
             global _instance_class
             _instance_class = cls
 
-    def _init_real(self, storage, data, shape, stride, offset, dtype, device, backend):
-        """Fill an allocated tensor as ``new_tensor`` would. For callers not yet moved to
-        ``new_tensor`` (``ArrayBackend.wrap_native``/``wrap_shared``, tensorplay_cuda); new code
-        calls ``new_tensor``."""
-        src = new_tensor(storage, data, shape, stride, offset, dtype, device, backend)
-        for name in SLOTS:
-            object.__setattr__(self, name, getattr(src, name))
-
     # -- metadata -----------------------------------------------------------------------------
+    # read-only properties, as torch's (assigning one would make the tensor lie about its array:
+    # AttributeError). The per-call code reads the same fields as raw_shape/raw_dtype/raw_device
+    # (the slots' own descriptors, a third of a property's cost)
+    if TYPE_CHECKING:   # what the type checkers see; at run time, the C getters below
+        @property
+        def shape(self) -> tuple[int, ...]: ...
+        @property
+        def dtype(self) -> DType: ...
+        @property
+        def device(self) -> Device: ...
+    else:
+        shape = property(_attrgetter("_shape"),
+                         doc="Sizes of each dimension (a tuple of ints, like ``torch.Size``).")
+        dtype = property(_attrgetter("_dtype"),
+                         doc="Element type (a ``tensorplay.dtype`` such as "
+                             "``tensorplay.float32``).")
+        device = property(_attrgetter("_device"),
+                          doc="The device the data lives on (``device(type='cpu')``, ``cuda:0``, "
+                              "``meta``).")
+
     def size(self, dim: int | None = None) -> Any:
         """``shape``, or the size of dimension ``dim`` (negative indices count from the end)."""
         if dim is None:
@@ -250,12 +268,24 @@ def instance_class() -> type:
 
 # -- the one constructor ------------------------------------------------------------------------
 def new_tensor(storage, data, shape, stride, offset, dtype, device, backend, cls=None):
-    """A real tensor viewing ``storage`` (a ``tensorplay.backends.Storage``): ``data`` is the
-    backend's native array for exactly this view, ``shape``/``stride`` tuples of ints (elements),
-    ``offset`` its storage offset in elements, ``dtype`` a ``tensorplay.dtype``, ``device`` a
-    canonical ``tensorplay.device`` of ``backend``'s type. Fresh: not a view, no history, does not
-    require grad, not captured. ``cls``: a subclass of ``tensorplay.Tensor`` (default: it). No
-    checks (this is every kernel result's path); ``tensorplay.backends.wrap_native`` checks."""
+    """A real tensor viewing ``storage``: the one constructor of every real tensor, published to
+    backends as ``tensorplay.backends.new_tensor``.
+
+    * ``storage``: a ``tensorplay.backends.Storage`` (or the backend's ``root_storage``) shared
+      by this tensor and every view of it;
+    * ``data``: the backend's native array for exactly this view (``native``);
+    * ``shape``, ``stride``: tuples of ints, in elements (not bytes); ``offset``: the view's
+      storage offset in elements;
+    * ``dtype``: a ``tensorplay.dtype``; ``device``: a canonical ``tensorplay.device`` of
+      ``backend``'s device type (``cuda:0``, not ``cuda``; ``cpu``, not ``cpu:0``);
+    * ``backend``: the device's backend object; ``cls``: a subclass of ``tensorplay.Tensor``
+      (default: ``tensorplay.Tensor``).
+
+    The tensor is fresh: not a view, no history, does not require grad, not captured. It trusts
+    its arguments and raises nothing, as every kernel result's path does (a wrong shape, stride or
+    dtype lets ops read past the array): a backend calls it from ``Backend.wrap`` with what the
+    array itself says. ``tensorplay.backends.wrap_native`` checks its arguments (``TypeError``/
+    ``ValueError``) and is the one to use for arrays from elsewhere."""
     t = _new(cls or _instance_class)
     t._storage = storage
     t._data = data

@@ -22,7 +22,11 @@ must define and which are optional (with the default the core assumes). Subclass
 * ``device_finder(op, device_type)``: the device of a custom op's tensor arguments (refusing
   two devices of one type), for ``Backend.guard_kernel`` on backends with several devices;
 * ``wrap_native(backend, arr, shape=, dtype=, device=, nbytes=)``: a new tensor owning a native
-  array (what ``Backend.wrap`` returns, for a backend whose arrays are not NumPy-like);
+  array (what ``Backend.wrap`` returns, for a backend whose arrays are not NumPy-like), its
+  arguments checked;
+* ``new_tensor(storage, native, shape, stride, offset, dtype, device, backend)``: the one
+  constructor of real tensors, unchecked (the per-op path of a backend's ``wrap``: shapes and
+  strides in elements; see its docstring);
 * ``ElementwiseExpr``, ``Step``: what ``Backend.fuse_elementwise`` is handed (a chain of
   elementwise built-in ops found by ``tensorplay.compile``);
 * ``generic_fuser(expr, backend)``: the core's fuser for an ``ArrayBackend`` (its reference
@@ -56,6 +60,7 @@ from ._backend import (OPTIONAL, REQUIRED, Backend, Storage, device_finder, miss
                        wrap_native)
 from ._device import Device
 from ._kernels.array_backend import ArrayBackend
+from ._tensor_base import new_tensor
 from ._fusion import ElementwiseExpr, Step, generic_fuser
 from ._registry import RegistrationHandle
 from .errors import DeviceUnavailableError
@@ -74,6 +79,7 @@ __all__ = [
     "get",
     "loaded",
     "missing_members",
+    "new_tensor",
     "register",
     "wrap_native",
 ]

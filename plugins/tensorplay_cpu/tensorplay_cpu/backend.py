@@ -106,7 +106,7 @@ class CPUBackend(lowp.Bfloat16Dtypes, ArrayBackend):
             # NumPy 1.x marks every DLPack import read-only (DLPack < 1.0 had no flag for it): a
             # NumPy array, or a cpu tensor (whose data is one), is shared as itself instead.
             from tensorplay import Tensor
-            src = obj._data if isinstance(obj, Tensor) else obj
+            src = obj.native if isinstance(obj, Tensor) else obj
             if isinstance(src, np.ndarray) and src.flags.writeable:
                 return src
         return arr

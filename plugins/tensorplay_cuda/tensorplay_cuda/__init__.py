@@ -19,6 +19,7 @@ Helpers for writing ``cuda`` kernels of custom ops (each imports CuPy on first c
 
 from __future__ import annotations
 
+from tensorplay import Tensor as _Tensor
 from tensorplay import backends as _backends
 from tensorplay import device as _Device
 from tensorplay.plugins import DeviceSpec, hookimpl
@@ -74,8 +75,8 @@ def as_cupy(t):
     Raises ``TypeError`` for anything else, naming the device and the fix.
     """
     try:
-        dev = t._device
-        data = t._data
+        data = t.native          # a CuPy array has .device but not .native
+        dev = t.raw_device
     except AttributeError:
         raise TypeError(f"tensorplay_cuda.as_cupy: expected a tensorplay.Tensor, got "
                         f"{type(t).__name__}") from None
@@ -118,9 +119,7 @@ _CUDA_DEVICES: dict = {}     # device index -> Device("cuda", index) (interned: 
 def device_of(t):
     """Context manager making ``t``'s GPU CuPy's current device (``cupy.cuda.Device(index)``),
     so kernels and allocations inside run on the tensor's own device."""
-    dev = getattr(t, "_device", None)
-    if dev is None:
-        dev = _Device(t)
+    dev = t.raw_device if isinstance(t, _Tensor) else _Device(t)
     if dev.type != "cuda":
         raise TypeError(f"tensorplay_cuda.device_of: {dev} is not a cuda device")
     return _backend().device_guard(dev)

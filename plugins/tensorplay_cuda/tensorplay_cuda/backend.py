@@ -32,9 +32,10 @@ import threading
 
 # the per-call caches of the core's array backend (no public spelling: they are the inline
 # result-building path the adapters share with the core)
+from tensorplay import Tensor
 from tensorplay import device as Device
-from tensorplay._backend import _CONTIG_CACHE, _TENSOR_CLS, contiguous_strides_cached
-from tensorplay.backends import ArrayBackend, Storage, device_finder
+from tensorplay._backend import _CONTIG_CACHE, contiguous_strides_cached
+from tensorplay.backends import ArrayBackend, Storage, device_finder, new_tensor
 from tensorplay._kernels import lowp
 from tensorplay.errors import DeviceUnavailableError, DispatchError
 
@@ -52,7 +53,6 @@ except Exception as _e:  # noqa: BLE001 - any import failure makes the device un
     _IMPORT_ERROR = _e
 
 _NOOP = contextlib.nullcontext()
-_new = object.__new__
 _ndarray = cupy.ndarray if cupy is not None else None
 
 _FIX = ("tensorplay-cuda needs one CuPy matching the driver's CUDA version (pip install "
@@ -226,8 +226,10 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
 
             def guarded(*args, **kwargs):  # noqa: F811 - the one-tensor case of the above
                 t = args[0] if args else kwargs.get(first)
-                d = getattr(t, "_device", None)
-                if d is None or d.type != "cuda" or getattr(t, "_dkey", None) is None:
+                if not isinstance(t, Tensor):   # a CuPy array has a .device too: not a tensor
+                    return fn(*args, **kwargs)
+                d = t.raw_device
+                if d.type != "cuda":
                     return fn(*args, **kwargs)
                 i = d.index
                 if i is None or i >= self._count:
@@ -244,12 +246,12 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
         """Called by the generated adapter when a tensor argument ``t`` is not on ``device`` (the
         first tensor argument's). A 0-dim cpu tensor is copied to ``device`` (torch lets cpu
         scalars join any device); anything else is a ``DispatchError`` naming both devices."""
-        if t._device.type == "cpu" and not t._shape:
+        if t.raw_device.type == "cpu" and not t.raw_shape:
             with self.device_guard(device):
-                return self.wrap(cupy.asarray(t._backend.to_host(t._data)), device)
+                return self.wrap(cupy.asarray(t.backend.to_host(t.native)), device)
         raise DispatchError(
             f"{api}: expected all tensors on one device, found tensors on {device} and "
-            f"{t._device}. Move them with .to({str(device)!r}) first.")
+            f"{t.raw_device}. Move them with .to({str(device)!r}) first.")
 
     # -- dtypes ---------------------------------------------------------------------------------
     def kernels(self) -> dict:
@@ -317,42 +319,20 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
         The per-op path (every built-in's result): one test for the common case (a contiguous
         ``cupy.ndarray``, an indexed device, dtype and shape seen before), CuPy's
         ``_c_contiguous`` instead of ``flags`` (which builds an object per call), a
-        ``RootStorage`` (no byte count computed per call), and ``Storage`` and
-        ``Tensor._init_real`` inlined (two frames less per op, as the core's own
-        ``ArrayBackend.wrap``; tests/test_cuda.py checks the fields match ``_init_real``'s).
+        ``RootStorage`` (no byte count computed per call) built in place, then
+        ``tensorplay.backends.new_tensor``, the one constructor (as the core's own
+        ``ArrayBackend.wrap``).
         Anything else takes ``_wrap_slow``."""
         if arr.__class__ is _ndarray and arr._c_contiguous and device.index is not None:
-            Tensor = _TENSOR_CLS[0]
             shape = arr.shape
             dt = self._dtype_cache.get(arr.dtype)
             st = _CONTIG_CACHE.get(shape)
-            if dt is not None and st is not None and Tensor is not None:
+            if dt is not None and st is not None:
                 s = RootStorage()
                 s.root = arr
                 s.version = 0
                 s.backend = self
-                t = _new(Tensor)
-                t._storage = s
-                t._data = arr
-                t._shape = shape
-                t._stride = st
-                t._offset = 0
-                t._dtype = dt
-                t._device = device
-                t._backend = self
-                k = device.type         # the device's own string: dispatch compares keys by `is`
-                t._dkey = k
-                t._bkey = k
-                t._requires_grad = False
-                t.grad = None
-                t.grad_fn = None
-                t._output_nr = 0
-                t._accum = None
-                t._base = None
-                t._vver = 0
-                t._retains_grad = False
-                t._capture = None
-                return t
+                return new_tensor(s, arr, shape, st, 0, dt, device, self)
         return self._wrap_slow(arr, device)
 
     def _wrap_slow(self, arr, device):
@@ -363,10 +343,6 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
             device = Device("cuda", arr.device.id)
         if not arr._c_contiguous:
             arr = cupy.ascontiguousarray(arr)
-        Tensor = _TENSOR_CLS[0]
-        if Tensor is None:
-            return ArrayBackend.wrap(self, arr, device)
-        t = Tensor.__new__(Tensor)
         shape = arr.shape
         nd = arr.dtype
         dt = self._dtype_cache.get(nd)
@@ -375,9 +351,8 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
         st = _CONTIG_CACHE.get(shape)
         if st is None:
             st = contiguous_strides_cached(shape)
-        t._init_real(Storage(arr, arr.size * nd.itemsize, self), arr, shape, st, 0, dt, device,
-                     self)
-        return t
+        return new_tensor(Storage(arr, arr.size * nd.itemsize, self), arr, shape, st, 0, dt,
+                          device, self)
 
     def wrap_shared(self, arr, device):
         """Tensor sharing CuPy array ``arr``'s memory (``from_dlpack``); the copy made for a

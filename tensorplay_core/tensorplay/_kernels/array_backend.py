@@ -13,13 +13,50 @@ Public as ``tensorplay.backends.ArrayBackend``; the cpu and cuda plugins subclas
 
 from __future__ import annotations
 
-from .. import _dtype
-from .._backend import (_CONTIG_CACHE, _TENSOR_CLS, Backend, Storage,
-                        contiguous_strides_cached)
+from .. import _codegen, _dtype
+from .._backend import _CONTIG_CACHE, Backend, Storage, contiguous_strides_cached
+from .._tensor_base import instance_class, new_tensor, new_tensor_source
 
 __all__ = ["ArrayBackend"]
 
-_new = object.__new__
+
+def _generated_wrap():
+    """``ArrayBackend.wrap``, generated: every kernel result whose array the adapter does not
+    wrap inline goes through it, so ``new_tensor``'s body is spliced in (``new_tensor_source``,
+    as the adapters of ``_ops/_define.py`` do) instead of called: a call frame is ~0.2 µs here,
+    ~10% of the method. The Storage is built in place (no ``__init__`` frame), the cached stride
+    tuple and dtype looked up here. Made when this module is imported, after
+    ``tensorplay/_tensor.py`` defined the class (``instance_class()``)."""
+    lines = [
+        "def wrap(self, arr, device):",
+        "    np = self.np",
+        "    if arr.__class__ is not np.ndarray:   # a scalar, or a subclass: a plain array",
+        "        arr = np.asarray(arr)",
+        "    if not arr.flags.c_contiguous:",
+        "        arr = np.ascontiguousarray(arr)",
+        "    shape = arr.shape",
+        "    st = __new(__S)",
+        "    st.root = arr",
+        "    st.nbytes = arr.nbytes",
+        "    st.version = 0",
+        "    st.backend = self",
+        "    stride = __C.get(shape)",
+        "    if stride is None:",
+        "        stride = __strides(shape)",
+        "    dt = self._dtype_cache.get(arr.dtype)",
+        "    if dt is None:",
+        "        dt = self.dtype_of(arr)",
+        *("    " + x for x in new_tensor_source("t", "st", "arr", "shape", "stride", "dt",
+                                              "device", "self")),
+        "    return t",
+    ]
+    ns = {"__new": object.__new__, "__T": instance_class(), "__S": Storage, "__C": _CONTIG_CACHE,
+          "__strides": contiguous_strides_cached}
+    wrap = _codegen.function("\n".join(lines), ns, "wrap", "<tensorplay ArrayBackend.wrap>")
+    wrap.__doc__ = ("Tensor owning ``arr`` (made contiguous if it is not; numpy scalars become "
+                    "0-d).")
+    wrap.__qualname__ = "ArrayBackend.wrap"
+    return wrap
 
 
 class ArrayBackend(Backend):
@@ -60,50 +97,7 @@ class ArrayBackend(Backend):
         return r
 
     # -- tensors ----------------------------------------------------------------------------
-    def wrap(self, arr, device):
-        """Tensor owning ``arr`` (made contiguous if it is not; numpy scalars become 0-d)."""
-        Tensor = _TENSOR_CLS[0]
-        if Tensor is None:   # bound once: an import statement here costs ~0.3 µs per kernel call
-            from .._tensor import Tensor
-            _TENSOR_CLS[0] = Tensor
-        np = self.np
-        if arr.__class__ is not np.ndarray:   # a scalar, or a subclass: a plain array
-            arr = np.asarray(arr)
-        if not arr.flags.c_contiguous:
-            arr = np.ascontiguousarray(arr)
-        # Tensor._init_real inlined (one frame less on every kernel result), with the cached
-        # stride tuple and dtype looked up in place; object.__new__ bound once (no lookup)
-        t = _new(Tensor)
-        shape = arr.shape
-        st = _new(Storage)
-        st.root = arr
-        st.nbytes = arr.nbytes
-        st.version = 0
-        st.backend = self
-        t._storage = st
-        t._data = arr
-        t._shape = shape
-        stride = _CONTIG_CACHE.get(shape)
-        t._stride = stride if stride is not None else contiguous_strides_cached(shape)
-        t._offset = 0
-        nd = arr.dtype
-        dt = self._dtype_cache.get(nd)
-        t._dtype = dt if dt is not None else self.dtype_of(arr)
-        t._device = device
-        t._backend = self
-        k = device.type
-        t._dkey = k
-        t._bkey = k
-        t._requires_grad = False
-        t.grad = None
-        t.grad_fn = None
-        t._output_nr = 0
-        t._accum = None
-        t._base = None
-        t._vver = 0
-        t._retains_grad = False
-        t._capture = None
-        return t
+    wrap = _generated_wrap()   # see its docstring
 
     def wrap_shared(self, arr, device):
         """Tensor sharing ``arr``'s memory, keeping its strides (``from_numpy``/``from_dlpack``).
@@ -116,17 +110,14 @@ class ArrayBackend(Backend):
         # to ``wrap``, which binds the Tensor class once (an import statement here cost ~1 µs)
         if arr.flags.c_contiguous or arr.size == 0:
             return self.wrap(arr, device)
-        from .._tensor import Tensor
         item = arr.dtype.itemsize
         if any(st < 0 or st % item for st in arr.strides):
             return self.wrap(arr, device)
         stride = tuple(st // item for st in arr.strides)
         span = 1 + sum((s - 1) * st for s, st in zip(arr.shape, stride))
         root = self.np.lib.stride_tricks.as_strided(arr, shape=(span,), strides=(item,))
-        t = Tensor.__new__(Tensor)
-        t._init_real(Storage(root, span * item, self), arr, tuple(arr.shape), stride, 0,
-                     self.dtype_of(arr), device, self)
-        return t
+        return new_tensor(Storage(root, span * item, self), arr, tuple(arr.shape), stride, 0,
+                          self.dtype_of(arr), device, self)
 
     # as_strided: each subclass's own (NumPy and CuPy build strided views differently); left
     # to the protocol's stub, so the load-time check names a subclass that forgot it

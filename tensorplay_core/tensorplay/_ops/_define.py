@@ -72,12 +72,12 @@ def fused(name, ref, *tensors, args=()):
     steps as the op-by-op formula, so the values are the same."""
     if _gm_state.enabled:
         return None
-    b, dev, dt = ref.backend_key, ref.device, ref.dtype
+    b, dev, dt = ref.backend_key, ref.raw_device, ref.raw_dtype
     if ref.capture_info is not None or ref.native is None or dt.itemsize < 4 or dt._kind != "f":
         return None
     for t in tensors:
-        if t.backend_key is not b or t.dtype is not dt or t.capture_info is not None or \
-                (t.device is not dev and t.device != dev):
+        if t.backend_key is not b or t.raw_dtype is not dt or t.capture_info is not None or \
+                (t.raw_device is not dev and t.raw_device != dev):
             return None
     be = ref.backend
     k = be.kernels().get(name)
@@ -173,7 +173,7 @@ def make_adapter(op, kernel, backend):
             args.append(n)
         args[-1] = _codegen.call_arg(a, n, args[-1])
     if first_tensor is not None:
-        dev = f"{first_tensor}.device"
+        dev = f"{first_tensor}.raw_device"
     elif device_param is not None:
         # a Device already (the factories canonicalise theirs): no constructor call per op
         # (canonical: "cpu:0" is cpu, "cuda" is cuda:0; kept on the Device, one attribute read)
@@ -212,8 +212,8 @@ def make_adapter(op, kernel, backend):
         # first tensor is such a cpu scalar, the first tensor of this backend's type decides.
         _Tns = instance_class()
         ns.update(__align=align, __api=op.name, __bt=backend.device_type,
-                  __pick=lambda ts: next((t.device for t in ts if t.__class__ is _Tns and
-                                          t.device.type == backend.device_type), ts[0].device))
+                  __pick=lambda ts: next((t.raw_device for t in ts if t.__class__ is _Tns and
+                                          t.raw_device.type == backend.device_type), ts[0].raw_device))
         tens = [n if a.kind != "tensor_list" else f"*{n}" for n, a in zip(pn, sch.arguments)
                 if a.kind in ("tensor", "optional_tensor", "tensor_list") or a.name in op.scalar_ok]
         if first_tensor is not None:
@@ -222,21 +222,21 @@ def make_adapter(op, kernel, backend):
             lines += ["    if __dev.type != __bt:",
                       f"        __dev = __pick([{', '.join(tens)}])"]
             if "[" not in first_tensor:
-                lines.append(f"        if {first_tensor}.device is not __dev: "
+                lines.append(f"        if {first_tensor}.raw_device is not __dev: "
                              f"{first_tensor} = __align({first_tensor}, __dev, __api)")
         for n, a in zip(pn, sch.arguments):
             fix = f"{n} = __align({n}, __dev, __api)"
             if a.name in op.scalar_ok:
-                lines.append(f"    if {n}.__class__ is __T and {n}.device is not __dev: {fix}")
+                lines.append(f"    if {n}.__class__ is __T and {n}.raw_device is not __dev: {fix}")
             elif a.kind == "tensor" and n == first_tensor:
                 pass      # aligned above
             elif a.kind == "tensor":
-                lines.append(f"    if {n}.device is not __dev: {fix}")
+                lines.append(f"    if {n}.raw_device is not __dev: {fix}")
             elif a.kind == "optional_tensor":
-                lines.append(f"    if {n} is not None and {n}.device is not __dev: {fix}")
+                lines.append(f"    if {n} is not None and {n}.raw_device is not __dev: {fix}")
             elif a.kind == "tensor_list":
-                lines.append(f"    if any(__x is not None and __x.device is not __dev for __x in {n}): "
-                             f"{n} = [__x if __x is None or __x.device is __dev else "
+                lines.append(f"    if any(__x is not None and __x.raw_device is not __dev for __x in {n}): "
+                             f"{n} = [__x if __x is None or __x.raw_device is __dev else "
                              f"__align(__x, __dev, __api) for __x in {n}]")
     ind = "    "
     if guard is not None:
@@ -339,9 +339,9 @@ def _dtype_test(n: str, dtypes, name: str, ns) -> str:
     """The generated test that tensor ``n`` has one of ``dtypes`` (bound as ``name``), or, with
     no dtypes named, any floating dtype."""
     if dtypes is None:
-        return f"{n}.dtype._kind == 'f'"
+        return f"{n}.raw_dtype._kind == 'f'"
     ns[name] = frozenset(dtypes)
-    return f"{n}.dtype in {name}"
+    return f"{n}.raw_dtype in {name}"
 
 
 def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
@@ -396,15 +396,15 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
         ns["__fmax"] = fmax
         isf += f" and {s_}.native.size < __fmax"
         isn += f" and {s_}.native.size < __fmax"
-    same = f" and {o_}.device is {s_}.device" if early else ""
-    dev = f"{s_}.device" if early else "__dev"
+    same = f" and {o_}.raw_device is {s_}.raw_device" if early else ""
+    dev = f"{s_}.raw_device" if early else "__dev"
     rs = backend.root_storage
     if rs is None and unary:
         return [f"if {isf}:",
                 f"    return __wrap(__f({s_}.native), {dev})"]
     if rs is None:
         return [f"if {o_}.__class__ is __T:",
-                f"    if {s_}.dtype is {o_}.dtype{same} and {isf}:",
+                f"    if {s_}.raw_dtype is {o_}.raw_dtype{same} and {isf}:",
                 f"        return __wrap(__f({s_}.native, {o_}.native), {dev})",
                 f"elif ({o_}.__class__ is float or {o_}.__class__ is int) and {isn}:",
                 f"    return __wrap(__f({s_}.native, {o_}), {dev})"]
@@ -414,14 +414,14 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
               __new=object.__new__)
     # tensorplay._tensor_base.new_tensor inlined, with the operand's metadata (the operand known
     # dense: the result of the dense case needs no stride test)
-    built = [f"if __r.__class__ is __nd and {s_}.stride_tuple is __C.get({s_}.shape):",
+    built = [f"if __r.__class__ is __nd and {s_}.stride_tuple is __C.get({s_}.raw_shape):",
              "    __st = __RS()",
              "    __st.root = __r",
              "    __st.version = 0",
              "    __st.backend = __be",
              *("    " + x for x in new_tensor_source(
-                 "__t", "__st", "__r", f"{s_}.shape", f"{s_}.stride_tuple", f"{s_}.dtype",
-                 f"{s_}.device", "__be")),
+                 "__t", "__st", "__r", f"{s_}.raw_shape", f"{s_}.stride_tuple", f"{s_}.raw_dtype",
+                 f"{s_}.raw_device", "__be")),
              "    return __t"]
     dense = getattr(kernel, "_tp_dense_ufunc", None)
     if dense is None:
@@ -431,9 +431,9 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
                     *("    " + x for x in built),
                     f"    return __wrap(__r, {dev})"]
         return [f"if {o_}.__class__ is __T:",
-                f"    if {s_}.dtype is {o_}.dtype{same} and {isf}:",
+                f"    if {s_}.raw_dtype is {o_}.raw_dtype{same} and {isf}:",
                 f"        __r = __f({s_}.native, {o_}.native)",
-                f"        if {s_}.shape == {o_}.shape and {s_}.stride_tuple is {o_}.stride_tuple:",
+                f"        if {s_}.raw_shape == {o_}.raw_shape and {s_}.stride_tuple is {o_}.stride_tuple:",
                 *("            " + x for x in built),
                 f"        return __wrap(__r, {dev})",
                 f"elif ({o_}.__class__ is float or {o_}.__class__ is int) and {isn}:",
@@ -444,7 +444,7 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
     isd = _dtype_test(s_, getattr(kernel, "_tp_dense_dtypes", fd), "__dd", ns)
     # the dense case: its result is a fresh row-major array of the operand's shape
     dense_built = ["if __r.__class__ is __nd:", *built[1:]]
-    layout = f"{s_}.stride_tuple is __C.get({s_}.shape)"
+    layout = f"{s_}.stride_tuple is __C.get({s_}.raw_shape)"
     if unary:
         return [f"if {isd} and {layout}:",
                 f"    __r = __fdense({s_}.native)",
@@ -455,15 +455,15 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
                 *("    " + x for x in built),
                 f"    return __wrap(__r, {dev})"]
     return [f"if {o_}.__class__ is __T:",
-            f"    if {s_}.dtype is {o_}.dtype{same}:",
-            f"        if {isd} and {s_}.shape == {o_}.shape and {s_}.stride_tuple is {o_}.stride_tuple "
+            f"    if {s_}.raw_dtype is {o_}.raw_dtype{same}:",
+            f"        if {isd} and {s_}.raw_shape == {o_}.raw_shape and {s_}.stride_tuple is {o_}.stride_tuple "
             f"and {layout}:",
             f"            __r = __fdense({s_}.native, {o_}.native)",
             *("            " + x for x in dense_built),
             f"            return __wrap(__r, {dev})",
             f"        if {isf}:",
             f"            __r = __f({s_}.native, {o_}.native)",
-            f"            if {s_}.shape == {o_}.shape and {s_}.stride_tuple is {o_}.stride_tuple:",
+            f"            if {s_}.raw_shape == {o_}.raw_shape and {s_}.stride_tuple is {o_}.stride_tuple:",
             *("                " + x for x in built),
             f"            return __wrap(__r, {dev})",
             f"elif {o_}.__class__ is float or {o_}.__class__ is int:",

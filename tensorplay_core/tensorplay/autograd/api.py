@@ -42,17 +42,17 @@ def _ones_seed(t):
             _MODE[0] = mode
         if mode.mode is None:
             b = t.backend
-            if t.device.type != "cpu":
-                return b.wrap(b.full(t.shape, 1, t.dtype, t.device), t.device)
+            if t.raw_device.type != "cpu":
+                return b.wrap(b.full(t.raw_shape, 1, t.raw_dtype, t.raw_device), t.raw_device)
             # cpu: copy a read-only template (one per shape/dtype; seeds have one element)
-            key = (t.shape, t.dtype)
+            key = (t.raw_shape, t.raw_dtype)
             tpl = _CPU_SEEDS.get(key)
             if tpl is None:
-                tpl = b.full(t.shape, 1, t.dtype, t.device)
+                tpl = b.full(t.raw_shape, 1, t.raw_dtype, t.raw_device)
                 tpl.flags.writeable = False
                 if len(_CPU_SEEDS) < 64:
                     _CPU_SEEDS[key] = tpl
-            return b.wrap(tpl.copy(), t.device)
+            return b.wrap(tpl.copy(), t.raw_device)
     f = _FACTORIES[0]
     if f is None:
         from .. import _factories as f
@@ -94,7 +94,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     """
     if grad_tensors is None and inputs is None and not create_graph:
         fn = getattr(tensors, "grad_fn", None)
-        if fn is not None and tensors.view_base is None and tensors.shape in _ONE_ELEMENT:
+        if fn is not None and tensors.view_base is None and tensors.raw_shape in _ONE_ELEMENT:
             # y.backward() of a one-element non-leaf (the training-loop case): the implicit
             # seed goes straight to the engine, which hands it on without a copy
             backward_root(fn, tensors.output_nr, _ones_seed(tensors), bool(retain_graph))

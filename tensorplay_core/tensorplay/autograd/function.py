@@ -111,7 +111,7 @@ def _formula_grads(grads, out_meta, materialize):
             if materialize:
                 from .. import _factories
                 g = _factories.zeros(m[0], dtype=m[1], device=m[2])
-        elif g.dtype is not m[1]:
+        elif g.raw_dtype is not m[1]:
             g = g.to(m[1])
         out.append(g)
     return tuple(out)
@@ -139,7 +139,7 @@ class FunctionNode(Node):
         ctx = self.ctx
         # the common case, one output whose gradient came with its dtype, costs one check
         g = grads[0]
-        if g is None or len(grads) > 1 or g.dtype is not self._out_meta[0][1]:
+        if g is None or len(grads) > 1 or g.raw_dtype is not self._out_meta[0][1]:
             grads = _formula_grads(grads, self._out_meta, ctx.materialize_grads)
         res = self.fn(ctx, *grads)
         structure = self.structure
@@ -212,15 +212,15 @@ def attach(name, backward, ctx, values, output, T, se=None):
         return output
     if isinstance(output, T):   # one output (the common case): no generator
         outs = (output,)
-        meta = ((output.shape, output.dtype, output.device),)
+        meta = ((output.raw_shape, output.raw_dtype, output.raw_device),)
     else:
         outs = output if isinstance(output, (tuple, list)) else (output,)
-        meta = tuple((o.shape, o.dtype, o.device) if isinstance(o, T) else None
+        meta = tuple((o.raw_shape, o.raw_dtype, o.raw_device) if isinstance(o, T) else None
                      for o in outs)
     node = FunctionNode(name, backward, ctx, edges, structure, meta)
     non_diff = ctx._non_diff
     for i, o in enumerate(outs):
-        if isinstance(o, T) and o.dtype.is_floating_point and (not non_diff or
+        if isinstance(o, T) and o.raw_dtype.is_floating_point and (not non_diff or
                                                                id(o) not in non_diff):
             set_history(o, node, i)
     return output
@@ -380,7 +380,7 @@ def no_formula_outputs(op_name, out, values):
     else:
         return out
     bad = [i for i, o in enumerate(outs) if isinstance(o, T) and not o.needs_grad and
-           o.dtype.is_floating_point and o.native is not None]
+           o.raw_dtype.is_floating_point and o.native is not None]
     if not bad or not _gm.is_grad_enabled():
         return out
     from .. import _dispatch
@@ -388,7 +388,7 @@ def no_formula_outputs(op_name, out, values):
     edges = [edge_of(t) for t in inputs]
     if all(e is None for e in edges):
         return out
-    meta = tuple((o.shape, o.dtype, o.device) if isinstance(o, T) else None
+    meta = tuple((o.raw_shape, o.raw_dtype, o.raw_device) if isinstance(o, T) else None
                  for o in outs)
     node = NoFormulaBackward(op_name, tuple(edges), meta)
     for i in bad:
@@ -517,13 +517,13 @@ def _generated_entry(op, info):
                 any_need = " or ".join(needs) if needs else "False"
                 lines += [f"    if not ({any_need}):",
                           "        return __out",
-                          "    if __out.__class__ is not __T or not __out.dtype.is_floating_point"
+                          "    if __out.__class__ is not __T or not __out.raw_dtype.is_floating_point"
                           " or __ctx._non_diff:",
                           ret.replace("    return", "        return", 1),
                           *("    " + x for x in set_history_source(
                               "__out", f"__FN(__name, __bw, __ctx, {edges}, "
-                              f"[{', '.join(struct)}], ((__out.shape, __out.dtype, "
-                              f"__out.device),))", "0")),
+                              f"[{', '.join(struct)}], ((__out.raw_shape, __out.raw_dtype, "
+                              f"__out.raw_device),))", "0")),
                           "    return __out"]
             else:
                 lines.append(ret)
@@ -592,19 +592,19 @@ def _make_inplace_autograd(op, info):
         if setup is not None:
             setup(ctx, tuple(values), self_)
         base = self_.view_base
-        view_geom = (self_.shape, self_.stride_tuple, self_.offset)
+        view_geom = (self_.raw_shape, self_.stride_tuple, self_.offset)
         base_edge = edge_of(base) if base is not None else None
         with _gm.no_grad():
             out = op.entry(bkey)(*args, **kwargs)
-        meta = ((self_.shape, self_.dtype, self_.device),)
+        meta = ((self_.raw_shape, self_.raw_dtype, self_.raw_device),)
         if base is None:
             set_history(self_, FunctionNode(name, backward, ctx, edges, structure, meta), 0)
             return out
         inner = FunctionNode(name, backward, ctx, edges, structure, meta)
-        base_geom = (base.shape, base.stride_tuple, base.offset)
-        numel = base.storage_ref.nbytes // base.dtype.itemsize
+        base_geom = (base.raw_shape, base.stride_tuple, base.offset)
+        numel = base.storage_ref.nbytes // base.raw_dtype.itemsize
         node = CopySlices(inner, base_geom, view_geom, numel, (base_edge,) + edges[1:],
-                          ((base.shape, base.dtype, base.device),))
+                          ((base.raw_shape, base.raw_dtype, base.raw_device),))
         set_history(base, node, 0)
         set_history(self_, AsStridedBackward(base_geom, view_geom, numel, ((node, 0),), meta), 0)
         set_view_version(self_, self_.storage_ref.version)
@@ -687,10 +687,10 @@ def regenerate_view_grad_fn(t):
     set_view_version(t, t.storage_ref.version)
     if base.grad_fn is None:
         return
-    numel = base.storage_ref.nbytes // base.dtype.itemsize
-    set_grad_fn(t, AsStridedBackward((base.shape, base.stride_tuple, base.offset),
-                                     (t.shape, t.stride_tuple, t.offset), numel, (edge_of(base),),
-                                     ((t.shape, t.dtype, t.device),)), 0)
+    numel = base.storage_ref.nbytes // base.raw_dtype.itemsize
+    set_grad_fn(t, AsStridedBackward((base.raw_shape, base.stride_tuple, base.offset),
+                                     (t.raw_shape, t.stride_tuple, t.offset), numel, (edge_of(base),),
+                                     ((t.raw_shape, t.raw_dtype, t.raw_device),)), 0)
 
 
 def _alias_returned_inputs(out, args, T, dirty=()):
@@ -700,7 +700,7 @@ def _alias_returned_inputs(out, args, T, dirty=()):
     def fix(o):
         if any(o is a for a in args) and not any(o is d for d in dirty):
             from .._ops.views import make_view
-            return make_view(o, o.shape, o.stride_tuple, o.offset)
+            return make_view(o, o.raw_shape, o.stride_tuple, o.offset)
         return o
     return _pytree.tree_map(fix, out, T)
 

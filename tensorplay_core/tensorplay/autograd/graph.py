@@ -62,10 +62,10 @@ class AccumulateGrad(Node):
         if self.hooks:
             g = run_hooks(self.hooks, g)
         with _gm.no_grad():
-            if g.dtype is not v.dtype:
-                g = g.to(v.dtype)   # a formula's gradient takes its input's dtype (torch)
-            if g.shape != v.shape:
-                g = g.sum_to_size(v.shape)
+            if g.raw_dtype is not v.raw_dtype:
+                g = g.to(v.raw_dtype)   # a formula's gradient takes its input's dtype (torch)
+            if g.raw_shape != v.raw_shape:
+                g = g.sum_to_size(v.raw_shape)
             if v.grad is None:
                 # a gradient may be shared by several leaves (e.g. add's backward): own a copy
                 v.grad = g.detach().clone()
@@ -80,8 +80,8 @@ class AccumulateGrad(Node):
         v = self.variable
         if self.hooks:
             return self.apply((g,))    # a hook may keep or replace g: no ownership shortcut
-        if v.grad is None and g.__class__ is instance_class() and g.shape == v.shape and \
-                g.dtype is v.dtype:
+        if v.grad is None and g.__class__ is instance_class() and g.raw_shape == v.raw_shape and \
+                g.raw_dtype is v.raw_dtype:
             if owned and _exclusive(g):
                 v.grad = g if not (g.needs_grad or g.grad_fn is not None or g.view_base is not None
                                    or g.capture_info is not None or g.accumulator is not None) else g.detach()
@@ -143,7 +143,7 @@ def _exclusive(g) -> bool:
     st = g.storage_ref
     data = g.native
     if data is None or g.offset != 0 or g.retains_grad_flag or g.grad is not None or \
-            g.stride_tuple != _contiguous_strides(g.shape):
+            g.stride_tuple != _contiguous_strides(g.raw_shape):
         return False
     if g.view_base is not None:
         return _exclusive_view(g)
@@ -166,7 +166,7 @@ def _exclusive_view(g) -> bool:
     root = st.root
     if base.view_base is not None or base.native is not root or base.offset != 0 or \
             base.retains_grad_flag or base.grad is not None or base.numel() != g.numel() or \
-            base.stride_tuple != _contiguous_strides(base.shape):
+            base.stride_tuple != _contiguous_strides(base.raw_shape):
         return False
     # (the caller's locals st and data count too) base -> g.view_base + base + arg; storage ->
     # base.storage_ref + g.storage_ref + 2 locals + arg; g's array -> g.native + 2 locals + arg; the
@@ -445,8 +445,8 @@ def run_backward(roots, grad_roots, *, keep_graph=False, create_graph=False, inp
                     f"autograd.grad: input {i} was not used in the graph; pass allow_unused=True "
                     f"to get None for it")
             if g is not None:
-                if g.dtype is not t.dtype:
-                    g = g.to(t.dtype)   # a formula's gradient takes its input's dtype (torch)
+                if g.raw_dtype is not t.raw_dtype:
+                    g = g.to(t.raw_dtype)   # a formula's gradient takes its input's dtype (torch)
                 if not create_graph:
                     g = g.detach()
             out.append(g)
@@ -499,8 +499,8 @@ def _keep_retained(retained, grads):
         if t is None or t.grad_fn is None:
             continue
         g = grads[nr].detach()
-        if g.dtype is not t.dtype:
-            g = g.to(t.dtype)
+        if g.raw_dtype is not t.raw_dtype:
+            g = g.to(t.raw_dtype)
         t.grad = g.clone() if t.grad is None else t.grad + g
     return grads
 
