@@ -26,7 +26,7 @@ import contextlib
 import sys
 import threading
 
-from tensorplay._tensor import Tensor
+from tensorplay import Tensor
 
 __all__ = ["capture_scope", "record_launch"]
 

@@ -75,7 +75,7 @@ def _raw_launch_error(cause):
     loc = _launch_frame()
     if loc is None:
         return None
-    from tensorplay._tensor import Tensor
+    from tensorplay import Tensor
 
     from ._wrap import TritonLaunchError, _kernel_name
     kernel = loc["self"]

@@ -24,7 +24,7 @@ import os
 import numpy as np
 from tensorplay._backend import _CONTIG_CACHE
 from tensorplay._backend import contiguous_strides_cached as _contig_strides
-from tensorplay._tensor import Tensor
+from tensorplay import Tensor
 
 from . import (
     _WRAPPERS as _CACHE,  # id(kernel) or (id(kernel), strided) -> (kernel, wrapper)
