@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, ClassVar, Protocol, runtime_checkable
 
-from . import _devices, _dtype, _registry
+from . import _devices, _registry
 
 _LOADED: dict = _devices.loaded   # device type -> backend instance (the table of _devices)
 

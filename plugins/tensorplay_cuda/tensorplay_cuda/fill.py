@@ -14,7 +14,7 @@ size (1, 2, 4, 8 bytes) divides 16, so the array is a run of identical 16-byte b
   vector stores are aligned.
 
 The pattern is the value converted by NumPy to the array's dtype (``numpy.array(v, dtype)``: the
-same rounding and wrap-around as ``cupy.full``), so results are bit-identical to CuPy's fill.
+same rounding as ``cupy.full``; the core has range-checked the value), so results are bit-identical to CuPy's fill.
 Nothing here imports CuPy (the caller passes it in).
 """
 
