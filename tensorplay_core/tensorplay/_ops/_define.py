@@ -12,7 +12,7 @@ from __future__ import annotations
 from .. import _codegen, _dispatch, _pytree, _registry
 from .._schema import FunctionSchema
 from .._tensor_base import TensorBase, instance_class
-from ..autograd.grad_mode import _state as _gm_state
+from .._dispatch import grad_state as _gm_state
 
 BUILTINS: dict[str, _registry.CustomOpDef] = {}
 
