@@ -13,10 +13,11 @@ both, so the wiring cannot grow back:
   ``mod.hooks.append(...)`` (or ``extend``/``insert``/``add``/``update``/``setdefault``);
 * no ``sys.modules`` read except the plugin manager's look at a *third-party* plugin module's
   import state (listed below with the reason); never a tensorplay module;
-* no ``importlib.import_module`` / ``__import__`` of a tensorplay module, except the two
+* no ``importlib.import_module`` / ``__import__`` of a tensorplay module, except the three
   documented routes up: a device's first use (``_devices.load`` ->
-  ``tensorplay.backends.first_use``) and a lookup of an op a pack not loaded yet may define
-  (``_registry.lookup`` -> ``tensorplay.plugins.packs.load_for``).
+  ``tensorplay.backends.first_use``), a lookup of an op a pack not loaded yet may define
+  (``_registry.lookup`` -> ``tensorplay.plugins.packs.load_for``) and a loaded array backend's
+  first bf16 tensor (``_kernels.lowp.enable`` -> ``tensorplay._ops.install_backend``).
 
 Each scanner is also run on planted snippets, so a scan that finds nothing proves something.
 """
@@ -44,9 +45,11 @@ _SYS_MODULES_ALLOWED = {
 # The upward routes by module name, each one call at run time, documented where it is: the bottom
 # floor hands a device's first use to the function at the top that may import every piece (see
 # ``_devices.load``'s docstring); a registry lookup of a name not defined yet asks the plugin
-# manager to load the pack that may define it (``_registry.lookup``).
+# manager to load the pack that may define it (``_registry.lookup``); a loaded array backend's
+# first bf16 tensor re-binds the built-in ops' kernels, now bf16-correct (``_kernels.lowp.enable``).
 _IMPORT_ROUTES_ALLOWED = {("tensorplay._devices", "load"): "tensorplay.backends",
-                          ("tensorplay._registry", "lookup"): "tensorplay.plugins.packs"}
+                          ("tensorplay._registry", "lookup"): "tensorplay.plugins.packs",
+                          ("tensorplay._kernels.lowp", "enable"): "tensorplay._ops"}
 
 
 def _module_name(path: Path) -> str:

@@ -68,6 +68,40 @@ def test_planted_deferred_upward_import_is_reported(package_copy):
     assert "1 broken" in res.stdout
 
 
+# The built-in ops, kernels, autograd, fake tensors and factories were once one layer of siblings
+# importing each other; they are ordered now (_factories over _ops over fake over _kernels, autograd
+# over all four). A deferred import up that order, in each former sibling, must be reported.
+@pytest.mark.parametrize("path, upper", [
+    ("_kernels/reduction.py", "_ops"),      # the kernels' checks live in _kernels/_checks
+    ("_kernels/lowp.py", "fake"),
+    ("fake.py", "_ops"),
+    ("_ops/_define.py", "_factories"),      # tensor[index] (lists as indices) is in _indexing
+    ("_ops/_define.py", "autograd"),        # grad mode's flag lives in _dispatch
+    ("_factories.py", "autograd"),
+])
+def test_planted_import_up_the_ops_layers_is_reported(package_copy, path, upper):
+    mod = package_copy / "tensorplay" / path
+    dots = "." * path.count("/") + "."
+    mod.write_text(mod.read_text() + f"\n\ndef _planted():\n    from {dots} import {upper}\n"
+                   f"    return {upper}\n")
+    res = _run(package_copy, pythonpath=package_copy)
+    lower = "tensorplay." + path.split("/")[0].removesuffix(".py")
+    assert res.returncode != 0, res.stdout
+    assert f"{lower} is not allowed to import tensorplay.{upper}" in res.stdout, res.stdout
+
+
+def test_planted_downward_import_in_the_ops_layers_is_allowed(package_copy):
+    # the negative control: autograd over the ops, the ops over the kernels (deferred too)
+    for path, lower in (("autograd/api.py", "_ops"), ("_ops/_define.py", "_kernels"),
+                        ("_factories.py", "fake")):
+        mod = package_copy / "tensorplay" / path
+        dots = "." * path.count("/") + "."
+        mod.write_text(mod.read_text() + f"\n\ndef _planted_{lower}():\n"
+                       f"    from {dots} import {lower}\n    return {lower}\n")
+    res = _run(package_copy, pythonpath=package_copy)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
 def test_planted_root_import_is_reported(package_copy):
     # ``import tensorplay`` from inside the package reaches every layer through the root's
     # re-exports; the second contract forbids it below the command line.

@@ -33,6 +33,21 @@ class _ModeState(threading.local):
 
 _state = _ModeState()
 
+
+class _GradState(threading.local):
+    """Per-thread grad flag (``tensorplay.autograd.grad_mode`` sets it; re-exported there as
+    ``_state``); ``__init__`` runs once in each thread that reads it, so every new thread starts
+    with grad enabled (torch semantics). It lives here, below the ops, because the built-in ops'
+    fused formulas read it too; readers bind the object at import and read ``.enabled`` with one
+    C-level attribute lookup."""
+
+    def __init__(self):
+        self.enabled = True
+        self.saved = []      # the engine's grad-off stack (autograd.graph._GRAD_OFF)
+
+
+grad_state = _GradState()
+
 _KIND_TENSOR, _KIND_OPT, _KIND_LIST, _KIND_DEVICE = "tensor", "optional_tensor", "tensor_list", "device"
 
 

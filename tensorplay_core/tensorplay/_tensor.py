@@ -1227,8 +1227,8 @@ from ._factories import _like_self  # noqa: E402
 from ._factories import tensor as _new_tensor  # noqa: E402
 from ._ops import ops as _O  # noqa: E402
 from ._ops._shapes import check_fill as _check_fill  # noqa: E402
-from ._ops.indexing import getitem as _getitem  # noqa: E402
-from ._ops.indexing import setitem as _setitem  # noqa: E402
+from ._indexing import getitem as _getitem  # noqa: E402
+from ._indexing import setitem as _setitem  # noqa: E402
 from .autograd.api import backward as _backward  # noqa: E402
 from .autograd.grad_mode import _state as _grad_state  # noqa: E402
 from .autograd.graph import grad_accumulator as _grad_accumulator  # noqa: E402

@@ -4,7 +4,7 @@ per call), ranges and random numbers (through the backend's methods)."""
 from __future__ import annotations
 
 from .. import _dtype
-from .._ops import _shapes
+from . import _checks
 
 
 def bind(c) -> dict:
@@ -62,7 +62,7 @@ def _ranges_random(c):
     xp, nd, be = c.xp, c.nd, c.be
 
     def arange(start, end, step, *, dtype, device):
-        _shapes.check_arange(start, end, step)   # what the backend's arange would not refuse
+        _checks.check_arange(start, end, step)   # what the backend's arange would not refuse
         return be.arange(start, end, step, dtype, device)
 
     def rand(size, *, dtype, device):
@@ -72,11 +72,11 @@ def _ranges_random(c):
         return be.randn(tuple(size), dtype, device)
 
     def eye(n, m, *, dtype, device):
-        _shapes.check_eye(n, m)
+        _checks.check_eye(n, m)
         return xp.eye(n, m, dtype=nd(dtype))
 
     def linspace(start, end, steps, *, dtype, device):
-        _shapes.check_linspace(steps)
+        _checks.check_linspace(steps)
         t = nd(dtype)
         if steps == 1:
             return xp.astype(xp.asarray([start], dtype=nd(_dtype.float64)), t)
@@ -89,8 +89,8 @@ def _ranges_random(c):
         return xp.astype(v, t)
 
     def randint(low, high, size, *, dtype, device):
-        _shapes.check_randint(low, high)
-        _shapes.check_nonnegative("randint", size)
+        _checks.check_randint(low, high)
+        _checks.check_nonnegative("randint", size)
         u = be.rand(tuple(size), _dtype.float64, device)
         v = xp.minimum(xp.floor(u * float(high - low)), float(high - low - 1)) + float(low)
         return xp.astype(v, nd(dtype))

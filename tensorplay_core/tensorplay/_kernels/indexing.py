@@ -5,7 +5,7 @@ writes) go through small backend methods."""
 from __future__ import annotations
 
 from .. import _dtype
-from .._ops import _shapes
+from . import _checks
 
 
 def bind(c) -> dict:
@@ -22,7 +22,7 @@ def _matmul(c):
 
     def matmul(a, b):
         if a.dtype != b.dtype:   # torch does not promote here: its message, from the fake rule's check
-            _shapes.check_same_dtype(dt_of(a), dt_of(b))
+            _checks.check_same_dtype(dt_of(a), dt_of(b))
         if a.ndim == 2 and b.ndim == 2 and a.shape[1] == 1 and a.shape[0] * b.shape[1] >= 4096:
             # an outer product (inner size 1: the weight gradient of a batch of one). NumPy's
             # matmul leaves BLAS for k == 1 (~10x slower); one zero column/row more gives the
@@ -134,7 +134,7 @@ def _scatter_prep(c, api, x, dim, idx, src):
     1-D): position ``[i][j]...`` of ``idx`` goes to ``x[i][idx[i][j]]...`` (``dim`` = 1)."""
     xp = c.xp
     shape = x.shape
-    d = _shapes.wrap_dim(dim, x.ndim)
+    d = _checks.wrap_dim(dim, x.ndim)
     _index_bounds(xp, api, idx, shape[d], d)
     ish = idx.shape
     strides = [1] * x.ndim
@@ -162,7 +162,7 @@ def _gather_scatter(c):
         if x.ndim == 0:
             x = xp.reshape(x, (1,))
             return xp.reshape(gather(x, 0, xp.reshape(idx, (-1,))), idx.shape)
-        d = _shapes.wrap_dim(dim, x.ndim)
+        d = _checks.wrap_dim(dim, x.ndim)
         _index_bounds(xp, "gather", idx, x.shape[d], d)
         if idx.ndim != x.ndim:
             raise RuntimeError("gather(): Index tensor must have the same number of dimensions "

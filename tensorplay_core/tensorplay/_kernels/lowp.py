@@ -15,6 +15,7 @@ dtype or array reaches it, so programs that never use bf16 pay nothing per call.
 
 from __future__ import annotations
 
+import importlib
 import threading
 
 _lock = threading.Lock()
@@ -157,8 +158,9 @@ def enable(backend) -> None:
         backend._kernels = None
         from .. import _backend
         if _backend._LOADED.get(backend.device_type) is backend:
-            from .. import _ops
-            _ops.install_backend(backend)
+            # the built-in ops are layers above the kernels: named here, at this once-per-backend
+            # call, by module name (docs/ARCHITECTURE.md "Layers": upward routes at run time)
+            importlib.import_module("tensorplay._ops").install_backend(backend)
 
 
 class Bfloat16Dtypes:

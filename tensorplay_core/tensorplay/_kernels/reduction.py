@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from .. import _dtype
-from .._ops import _shapes
+from . import _checks
 
 
 def bind(c) -> dict:
@@ -58,18 +58,18 @@ def _extrema(c):
 
     def amax(x, dim=(), keepdim=False):
         if x.size == 0:   # the fake rule's check: torch's error on every device
-            _shapes.check_nonempty_reduction(x.shape, dim, "amax")
+            _checks.check_nonempty_reduction(x.shape, dim, "amax")
         return x.max(axis=tuple(dim) if dim and x.ndim else None, keepdims=keepdim)
 
     def amin(x, dim=(), keepdim=False):
         if x.size == 0:
-            _shapes.check_nonempty_reduction(x.shape, dim, "amin")
+            _checks.check_nonempty_reduction(x.shape, dim, "amin")
         return x.min(axis=tuple(dim) if dim and x.ndim else None, keepdims=keepdim)
 
     def arg_ext(f, api):
         def k(x, dim=None, keepdim=False):
             if x.size == 0:
-                _shapes.check_nonempty_reduction(x.shape, () if dim is None else (dim,), api, True)
+                _checks.check_nonempty_reduction(x.shape, () if dim is None else (dim,), api, True)
             if dim is None:
                 r = f(xp.reshape(x, (-1,)))
                 return xp.reshape(r, (1,) * x.ndim) if keepdim else r
@@ -100,7 +100,7 @@ def _bool_prod_cumulative(c):
             nd(_dtype.int64) if x.dtype.kind in "biu" else x.dtype)
         if x.ndim == 0:
             return xp.astype(x, t, copy=True)
-        d = _shapes.wrap_dim(dim, x.ndim)
+        d = _checks.wrap_dim(dim, x.ndim)
         if cumulative_sum is not None:
             return cumulative_sum(x, axis=d, dtype=t)
         return be.np.cumsum(x, axis=d, dtype=t)
@@ -153,11 +153,11 @@ def _sorting(c):
     def minmax_dim(arg, api):
         def k(x, dim, keepdim=False):
             if x.size == 0:
-                _shapes.check_nonempty_reduction(x.shape, (dim,), api)
+                _checks.check_nonempty_reduction(x.shape, (dim,), api)
             if x.ndim == 0:
-                _shapes.wrap_dim(dim, 0)
+                _checks.wrap_dim(dim, 0)
                 return xp.asarray(x, copy=True), xp.zeros((), dtype=nd(_dtype.int64))
-            d = _shapes.wrap_dim(dim, x.ndim)
+            d = _checks.wrap_dim(dim, x.ndim)
             idx = arg(x, axis=d, keepdims=True)
             vals = take_along(x, idx, axis=d)
             if not keepdim:
@@ -168,7 +168,7 @@ def _sorting(c):
     def argsort(x, dim=-1, descending=False, *, stable=False):
         if x.ndim == 0:
             return xp.zeros((), dtype=nd(_dtype.int64))
-        d = _shapes.wrap_dim(dim, x.ndim)
+        d = _checks.wrap_dim(dim, x.ndim)
         # always stable: equal values keep their order on every device (torch's stable=True
         # result, which is also a valid stable=False result)
         return xp.astype(xp.argsort(x, axis=d, descending=descending, stable=True),
@@ -178,7 +178,7 @@ def _sorting(c):
         idx = argsort(x, dim, descending)
         if x.ndim == 0:
             return xp.asarray(x, copy=True), idx
-        return take_along(x, idx, axis=_shapes.wrap_dim(dim, x.ndim)), idx
+        return take_along(x, idx, axis=_checks.wrap_dim(dim, x.ndim)), idx
 
     return dict(max_dim=minmax_dim(xp.argmax, "max"), min_dim=minmax_dim(xp.argmin, "min"),
                 sort=sort, argsort=argsort)
@@ -192,13 +192,13 @@ def _topk(c):
     i64 = c.nd(_dtype.int64)
 
     def topk(x, k, dim=-1, largest=True, sorted=True):   # noqa: A002 - torch's name
-        n = x.shape[_shapes.wrap_dim(dim, x.ndim)] if x.ndim else 1
+        n = x.shape[_checks.wrap_dim(dim, x.ndim)] if x.ndim else 1
         if k < 0 or k > n:      # the fake rule's check (_ops/sorting_topk.py), for eager calls
             raise RuntimeError(f"topk(): selected index k out of range (k={k}, size of dim "
                                f"{dim} is {n})")
         if x.ndim == 0:
             return xp.asarray(x, copy=True), xp.zeros((), dtype=i64)
-        d = _shapes.wrap_dim(dim, x.ndim)
+        d = _checks.wrap_dim(dim, x.ndim)
         order = xp.argsort(x, axis=d, descending=bool(largest), stable=True)
         sl = [slice(None)] * x.ndim
         sl[d] = slice(0, k)

@@ -1,7 +1,8 @@
 """Built-in operators (namespace ``tp``): schema + fake rule + backward formula side by side.
 
 Importing this package defines every built-in op; array kernels are attached per device by
-``install_backend`` when a device plugin's backend is first used (``tensorplay.backends.first_use``).
+``install_backend`` when a device plugin's backend is first used (``tensorplay.backends.first_use``)
+and again when a loaded array backend turns bf16-correct (``_kernels.lowp.enable``).
 """
 
 from ._define import BUILTINS, defop, install_backend, ops

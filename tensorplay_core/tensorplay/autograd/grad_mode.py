@@ -11,19 +11,10 @@ sacred.
 from __future__ import annotations
 
 import functools
-import threading
 
-
-class _GradState(threading.local):
-    """Per-thread grad flag; ``__init__`` runs once in each thread that reads it, so every new
-    thread starts with grad enabled (torch semantics)."""
-
-    def __init__(self):
-        self.enabled = True
-        self.saved = []      # the engine's grad-off stack (autograd.graph._GRAD_OFF)
-
-
-_state = _GradState()
+# the per-thread flag object lives in the call-path layer (the built-in ops' fused formulas read
+# it too); ``_state`` is the name the autograd entries, capture and compile bind
+from .._dispatch import grad_state as _state
 
 
 def is_grad_enabled() -> bool:

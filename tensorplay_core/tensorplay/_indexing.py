@@ -1,0 +1,213 @@
+"""``tensor[index]`` and ``tensor[index] = value`` (torch semantics): ``Tensor.__getitem__`` and
+``__setitem__``, composed of built-in ops.
+
+Basic indices (ints, slices, ``None``, ``...``) decompose into the view ops ``select``,
+``slice`` and ``unsqueeze``, so results alias the input. One integer tensor/list index gathers
+along its dimension (``index``; a copy), and a bool mask selects elements (``masked_select``;
+a copy whose size depends on the data, so it has no fake rule). Lists and arrays used as indices
+become tensors through ``tensorplay.tensor`` (``_factories``), which is why this sits above the
+ops and the factories rather than with the index ops in ``_ops/indexing``.
+"""
+
+from __future__ import annotations
+
+from . import _dtype
+from ._factories import tensor as _tensor
+from ._ops import ops as O
+from ._ops._shapes import broadcast_shapes, is_tensor
+from ._tensor_base import TensorBase
+
+
+def _is_tensor(x):
+    return isinstance(x, TensorBase)
+
+
+def _normalize(index):
+    if not isinstance(index, tuple):
+        index = (index,)
+    return index
+
+
+def _split(x, index):
+    """Apply the basic part of ``index`` as views; return (view, [(dim, tensor_index)])."""
+    index = _normalize(index)
+    n_ell = sum(1 for i in index if i is Ellipsis)
+    if n_ell > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    consumed = sum(1 for i in index if i is not None and i is not Ellipsis and
+                   not (isinstance(i, bool)))
+    if consumed > x.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {x.ndim}")
+    out = x
+    dim = 0
+    advanced = []
+    for i in index:
+        if i is Ellipsis:
+            dim += x.ndim - consumed
+        elif i is None:
+            out = O.unsqueeze(out, dim)
+            dim += 1
+        elif isinstance(i, bool):
+            raise IndexError("bool scalar indices are not supported")
+        elif getattr(i, "ndim", 0) and not _is_tensor(i) and hasattr(i, "__array__"):
+            # a NumPy (or other array-like) index array: as the tensor of its values
+            advanced.append((dim, _tensor(i, device=x.device)))
+            dim += advanced[-1][1].ndim if advanced[-1][1].dtype is _dtype.bool else 1
+            if advanced[-1][1].dtype.is_floating_point:
+                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        elif isinstance(i, int) or (hasattr(i, "__index__") and not _is_tensor(i)
+                                    and not isinstance(i, (list, tuple))):
+            out = O.select(out, dim, int(i))
+        elif isinstance(i, slice):
+            if i.step is not None and i.step <= 0:
+                raise ValueError("step must be greater than zero")
+            out = O.slice(out, dim, i.start, i.stop, i.step or 1)
+            dim += 1
+        elif _is_tensor(i) or isinstance(i, (list, tuple)):
+            t = i if _is_tensor(i) else _tensor(i, device=x.device)
+            if t.dtype is _dtype.bool:
+                advanced.append((dim, t))
+                dim += t.ndim
+            elif t.ndim == 0 and not t.dtype.is_floating_point and t.native is not None:
+                out = O.select(out, dim, int(t.item()))
+            else:
+                if t.dtype.is_floating_point:
+                    raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+                advanced.append((dim, t))
+                dim += 1
+        else:
+            raise IndexError(f"unsupported index of type {type(i).__name__}: {i!r}")
+    return out, advanced
+
+
+def getitem(x, index):
+    out, advanced = _split(x, index)
+    if not advanced:
+        return out
+    if len(advanced) > 1 or (advanced[0][1].dtype is _dtype.bool and
+                             not (advanced[0][0] == 0 and advanced[0][1].ndim == out.ndim)):
+        return _advanced(out, advanced)
+    dim, idx = advanced[0]
+    if idx.dtype is _dtype.bool:
+        if dim != 0 or idx.ndim != out.ndim:
+            out = O.reshape(out, list(out.shape[:dim]) + [-1] + list(out.shape[dim + idx.ndim:])) \
+                if idx.ndim == out.ndim - dim else out
+        if idx.ndim == out.ndim and dim == 0:
+            return O.masked_select(out, idx)
+        raise IndexError("bool mask indices must cover the leading dimensions of the tensor")
+    return O.index(out, dim, idx)
+
+
+def _linear_index(x, advanced):
+    """The advanced indices of ``x`` as one index into its indexed dims flattened together:
+    ``(dims, rest, bshape, linear, n)``: the indexed dims (ascending), the other dims, the
+    broadcast shape of the index tensors, the int64 index (of shape ``bshape``) into
+    ``permute(x, dims + rest)`` with ``dims`` merged into one of size ``n``. Bool masks count as
+    their nonzero positions (torch's rule); out-of-range indices raise ``IndexError``."""
+    pairs = []
+    for dim, t in advanced:
+        if t.dtype is _dtype.bool:      # a k-dim mask is k index tensors (its nonzero positions)
+            ms = tuple(t.shape)
+            if ms != tuple(x.shape[dim:dim + t.ndim]):
+                raise IndexError(f"The shape of the mask {list(ms)} at index {dim} does not "
+                                 f"match the shape of the indexed tensor "
+                                 f"{list(x.shape[dim:dim + t.ndim])}")
+            nz = O.nonzero(t)
+            pairs += [(dim + j, O.select(nz, 1, j)) for j in range(t.ndim)]
+        else:
+            pairs.append((dim, t))
+    dims = [d for d, _ in pairs]
+    idxs = [t for _, t in pairs]
+    try:
+        bshape = broadcast_shapes(*[tuple(t.shape) for t in idxs])
+    except RuntimeError:
+        raise IndexError("shape mismatch: indexing tensors could not be broadcast together with "
+                         "shapes " + ", ".join(str(list(t.shape)) for t in idxs)) from None
+    rest = [d for d in range(x.ndim) if d not in dims]
+    linear = None
+    stride = 1
+    for d, t in reversed(pairs):
+        n = x.shape[d]
+        if t.native is not None and t.numel():
+            lo, hi = int(O.amin(t, [], False).item()), int(O.amax(t, [], False).item())
+            if lo < -n or hi >= n:
+                bad = hi if hi >= n else lo
+                raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {n}")
+        t = O.where(O.lt(t, 0), O.add(t, n), t)
+        term = O.mul(t, stride) if stride != 1 else t
+        linear = term if linear is None else O.add(term, linear)
+        stride *= n
+    if tuple(linear.shape) != bshape:
+        linear = O.expand(linear, list(bshape))
+    return dims, rest, bshape, linear, stride
+
+
+def _adjacent(dims):
+    """torch's placement rule: the result dims of adjacent indexed dims take their place (at
+    ``dims[0]``); otherwise they go first."""
+    return dims[0] if dims == list(range(dims[0], dims[0] + len(dims))) else 0
+
+
+def _advanced(x, advanced):
+    """``x[...]`` with several index tensors (and bool masks), torch's rules: the index tensors
+    broadcast together; their result dims replace the indexed dims where those are adjacent and
+    go first otherwise (ints were already applied as ``select``: torch's rule, which differs
+    from NumPy's). Composed of ``permute``, ``reshape`` and one ``index`` on the flattened
+    indexed dims, so autograd and fake shapes come from those ops."""
+    dims, rest, bshape, linear, n = _linear_index(x, advanced)
+    flat = O.permute(x, dims + rest) if dims + rest != list(range(x.ndim)) else x
+    flat = O.reshape(flat, [n] + [x.shape[d] for d in rest])
+    out = O.index(flat, 0, linear)
+    nb, first = len(bshape), _adjacent(dims)
+    if first:
+        out = O.permute(out, list(range(nb, nb + first)) + list(range(nb)) +
+                        list(range(nb + first, out.ndim)))
+    return out
+
+
+def _advanced_put(x, advanced, value):
+    """``x[...] = value`` with several index tensors: ``index_put_`` on the flattened indexed
+    dims (a view of ``x`` where the strides allow; else a contiguous copy written back with
+    ``copy_``). ``value`` broadcasts to the shape ``x[...]`` would have."""
+    dims, rest, bshape, linear, n = _linear_index(x, advanced)
+    order = dims + rest
+    p = O.permute(x, order) if order != list(range(x.ndim)) else x
+    flat_shape = [n] + [x.shape[d] for d in rest]
+    try:
+        tmp, flat = None, O.view(p, flat_shape)
+    except RuntimeError:
+        tmp = p.contiguous()
+        flat = O.view(tmp, flat_shape)
+    if is_tensor(value):
+        nb, first = len(bshape), _adjacent(dims)
+        rshape = list(bshape) + [x.shape[d] for d in rest]
+        if first:     # the value is laid out like x[...]: bring the index dims to the front
+            rshape = rshape[nb:nb + first] + rshape[:nb] + rshape[nb + first:]
+        value = O.expand(value, rshape) if list(value.shape) != rshape else value
+        if first:
+            value = O.permute(value, list(range(first, first + nb)) + list(range(first)) +
+                              list(range(first + nb, len(rshape))))
+    O.index_put_(flat, 0, linear, value)
+    if tmp is not None:
+        O.copy_(p, tmp)
+
+
+def setitem(x, index, value):
+    out, advanced = _split(x, index)
+    if not advanced:
+        if _is_tensor(value):
+            O.copy_(out, value)
+        else:
+            O.fill_(out, value)
+        return
+    if len(advanced) > 1 or (advanced[0][1].dtype is _dtype.bool and
+                             not (advanced[0][0] == 0 and advanced[0][1].ndim == out.ndim)):
+        _advanced_put(out, advanced, value)
+        return
+    dim, idx = advanced[0]
+    if idx.dtype is _dtype.bool:
+        if dim != 0 or idx.ndim != out.ndim:
+            raise IndexError("bool mask assignment needs a mask of the tensor's full shape")
+        O.masked_fill_(out, idx, value)
+    else:
+        O.index_put_(out, dim, idx, value)
