@@ -29,7 +29,7 @@ import threading
 
 from . import _dispatch, _pytree, _registry
 from ._tensor import Tensor
-from ._tensor_base import new_fake, set_capture, set_layout, set_requires_grad
+from ._tensor_base import new_fake, row_major, set_capture, set_layout, set_requires_grad
 from .autograd import grad_mode as _gm
 from .errors import CompileError, DispatchError
 from .fake import DYNAMIC_SIZE_BASE
@@ -434,15 +434,7 @@ class CaptureTensor(Tensor):
 
     def is_contiguous(self) -> bool:
         # contiguity of the inputs is guarded, so reading it does not make the graph size dependent
-        shape, stride = tuple(tuple.__iter__(self.shape)), tuple(tuple.__iter__(self.stride_tuple))
-        expected = 1
-        for s, st in zip(reversed(shape), reversed(stride)):
-            if s == 1:
-                continue
-            if st != expected:
-                return False
-            expected *= s
-        return True
+        return row_major(tuple(tuple.__iter__(self.shape)), tuple(tuple.__iter__(self.stride_tuple)))
 
     def __repr__(self) -> str:
         v = self.capture_info

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from ._device import Device
     from ._dtype import DType
 
-__all__ = ["TensorBase", "instance_class", "new_tensor", "new_tensor_source", "new_fake", "set_history", "set_history_source", "set_grad_fn",
+__all__ = ["TensorBase", "instance_class", "row_major", "new_tensor", "new_tensor_source", "new_fake", "set_history", "set_history_source", "set_grad_fn",
            "set_requires_grad",
            "detach_history", "refresh_dispatch_key", "set_accumulator", "set_retains_grad",
            "set_view", "set_view_version", "set_capture", "set_layout", "set_native", "wrap_dim", "FIELDS",
@@ -62,6 +62,19 @@ SLOTS = (*FIELDS.values(), "grad", "grad_fn")
 _instance_class: Any = None   # tensorplay.Tensor (class Tensor(TensorBase, instance_class=True))
 _new = object.__new__
 
+
+
+def row_major(shape, stride) -> bool:
+    """True when ``stride`` (elements) lays ``shape`` out row-major dense; a size-1 dimension
+    may have any stride (same rule as torch's ``is_contiguous``)."""
+    expected = 1
+    for s, st in zip(reversed(shape), reversed(stride)):
+        if s == 1:
+            continue
+        if st != expected:
+            return False
+        expected *= s
+    return True
 
 class TensorBase:
     """Fields, metadata and dispatch keys of every tensor; see the module docstring. Not made
@@ -167,14 +180,7 @@ class TensorBase:
             # fresh results share the cached row-major stride tuple: identity says it (fast path,
             # used by kernels that check layouts on every call)
             return True
-        expected = 1
-        for s, st in zip(reversed(self._shape), reversed(self._stride)):
-            if s == 1:
-                continue
-            if st != expected:
-                return False
-            expected *= s
-        return True
+        return row_major(self._shape, self._stride)
 
     @property
     def is_cuda(self) -> bool:
