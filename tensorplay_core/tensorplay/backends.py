@@ -137,10 +137,21 @@ def _conformance_error(backend, device_type: str):
 
 
 def first_use(device_type: str) -> Backend:
-    """Set up device ``device_type`` on its first use and return its backend (the loaded one when
-    another thread got there first). ``_devices.load`` calls this for every lower layer.
+    """Set up device ``device_type`` (``"cpu"``, ``"cuda"``...) on its first use and return its
+    backend; the loaded one when another thread got there first. Every first use of a device
+    (a dispatch miss, ``tensorplay.backends.get``, a factory with ``device=``) comes here through
+    ``_devices.load``. The steps, in order, under one lock:
 
-    Raises ``DeviceUnavailableError`` (see the module docstring) and leaves nothing loaded."""
+    1. load the plugin that provides the device and build its backend (``plugins.load_backend``);
+    2. check it: the ``Backend`` protocol's members, its ``device_type``, ``is_available()``;
+    3. bind the built-in ops' kernels to it (``backend.kernels()``);
+    4. rebind the custom ops registered for this device before it loaded (``guard_kernel``);
+    5. apply the last ``tensorplay.manual_seed``;
+    6. publish it: only now does ``tensorplay.backends.loaded()`` list it and do other threads
+       dispatch to it (another thread asking meanwhile waits on the lock).
+
+    Raises ``DeviceUnavailableError`` naming the device, the plugin and the fix when a step
+    fails; what the earlier steps did is undone and nothing is published."""
     with _lock:
         b = _devices.backend_of(device_type)
         if b is not None:   # loaded meanwhile, or being set up by this thread (its own step)
