@@ -13,6 +13,8 @@ import pytest
 
 from tensorplay.testing.plugin_check import resolve_jobs
 
+from _terminal import check_on_a_terminal
+
 EXAMPLE = ("example::rms_norm", "example::gelu", "example::add_relu_")
 BUILTIN = ("tp::add", "tp::cumsum", "tp::expand", "tp::argmax")
 
@@ -284,26 +286,9 @@ def test_a_check_on_cpu_loads_no_other_device(tmp_path):
 @pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
 def test_parallel_progress_on_a_terminal_counts_to_the_total():
     """``[n/total] op device`` on a terminal, in the serial order, under ``-j 2`` too."""
-    import pty
-    m, s = pty.openpty()
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    p = subprocess.Popen([sys.executable, "-m", "tensorplay.cli", "check", "--plugin",
-                          "tensorplay-cpu", "--device", "cpu", "tp::tanh", "tp::mul", "tp::add",
-                          "--test-utils", "test_schema", "-j", "2"],
-                         stdout=subprocess.PIPE, stderr=s, text=True, env=env)
-    out, _ = p.communicate(timeout=600)
-    os.close(s)
-    data = b""
-    while True:
-        try:
-            chunk = os.read(m, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        data += chunk
-    os.close(m)
-    term = data.decode(errors="replace")
-    assert p.returncode == 0, out + term
+    rc, out, term = check_on_a_terminal("--plugin", "tensorplay-cpu", "--device", "cpu",
+                                        "tp::tanh", "tp::mul", "tp::add",
+                                        "--test-utils", "test_schema", "-j", "2")
+    assert rc == 0, out + term
     at = [term.find(f"[{i}/3] tp::{op} cpu") for i, op in enumerate(("add", "mul", "tanh"), 1)]
     assert -1 not in at and at == sorted(at), term

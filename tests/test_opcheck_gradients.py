@@ -469,28 +469,9 @@ def test_wrong_triton_formula_is_caught(device):
 # ---------------------------------------------------------------------------- tensorplay check output
 
 def _check_on_a_terminal(*args):
-    """``tensorplay check ARGS`` with stderr on a pseudo-terminal: (stdout, terminal bytes)."""
-    import os
-    import pty
-    import subprocess
-    import sys
-    m, s = pty.openpty()
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    p = subprocess.Popen([sys.executable, "-m", "tensorplay.cli", "check", *args],
-                         stdout=subprocess.PIPE, stderr=s, text=True, env=env)
-    out, _ = p.communicate(timeout=300)
-    os.close(s)
-    data = b""
-    while True:
-        try:
-            chunk = os.read(m, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        data += chunk
-    os.close(m)
-    return out, data.decode(errors="replace")
+    """``tensorplay check ARGS`` with stderr on a pseudo-terminal: (stdout, terminal text)."""
+    from _terminal import check_on_a_terminal
+    return check_on_a_terminal(*args, timeout=300)[1:]
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "openpty"), reason="needs a pseudo-terminal")
