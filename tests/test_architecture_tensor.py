@@ -19,6 +19,8 @@ import ast
 import re
 from pathlib import Path
 
+import _sources
+
 ROOT = Path(__file__).resolve().parents[1]
 CORE = ROOT / "tensorplay_core" / "tensorplay"
 # the two modules that own the slots
@@ -27,13 +29,23 @@ TENSOR_CLASS_NAMES = {"Tensor", "TensorBase"}
 
 
 def _source_files() -> list[Path]:
-    """Every module of the core package and of the plugin packages shipped in plugins/."""
-    files = sorted(CORE.rglob("*.py"))
-    for plugin in sorted((ROOT / "plugins").iterdir()):
-        pkg = plugin / plugin.name
-        if pkg.is_dir():
-            files += sorted(pkg.rglob("*.py"))
-    return files
+    """Every module of the core package and of the plugin packages we ship (tests/_sources.py:
+    the checkout's plugins/, or the installed packages when the suite runs from the sdist)."""
+    return _sources.source_files()
+
+
+def test_the_scanned_plugins_are_the_shipped_ones():
+    """The scans read every plugin package under plugins/ (a new plugin is not left out), and
+    each is found: the checkout's folder, or the installed package when the suite runs from the
+    core's sdist, which has no plugins/."""
+    plugins = ROOT / "plugins"
+    if plugins.is_dir():
+        assert sorted(p.name for p in plugins.iterdir() if (p / p.name).is_dir()) == \
+            sorted(_sources.SHIPPED_PLUGINS)
+    found = _sources.plugin_dirs()
+    assert set(_sources.REQUIRED_PLUGINS) <= set(found), found
+    for name, d in found.items():
+        assert (d / "__init__.py").is_file(), (name, d)
 
 
 def _private_slots() -> set[str]:
@@ -49,7 +61,7 @@ def _private_slots() -> set[str]:
 
 
 def _rel(path: Path) -> str:
-    return str(path.relative_to(ROOT))
+    return _sources.display(path)
 
 
 def _tensor_subclasses(tree: ast.Module) -> set[str]:

@@ -30,10 +30,12 @@ def test_shipped_plugins_build_tensors_through_the_public_constructor():
     """No shipped plugin imports ``tensorplay._tensor_base`` (the constructor's private home):
     they make tensors with ``tensorplay.backends.new_tensor``/``wrap_native``."""
     import ast
-    from pathlib import Path
-    root = Path(__file__).resolve().parents[1] / "plugins"
+
+    import _sources
     found = []
-    for path in sorted(root.glob("*/*/**/*.py")):
+    paths = _sources.source_files(core=False)      # the checkout's plugins/ or the installed ones
+    assert paths, "no plugin source found"
+    for path in paths:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = []
             if isinstance(node, ast.ImportFrom) and node.module:
@@ -42,5 +44,5 @@ def test_shipped_plugins_build_tensors_through_the_public_constructor():
                 names = [a.name for a in node.names]
             if any(n == "tensorplay._tensor_base" or n.startswith("tensorplay._tensor_base.")
                    for n in names):
-                found.append(f"{path.relative_to(root)}:{node.lineno}")
+                found.append(f"{_sources.display(path)}:{node.lineno}")
     assert found == [], found
