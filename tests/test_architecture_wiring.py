@@ -77,10 +77,11 @@ def _resolve(module: str, is_package: bool, level: int, name: str | None) -> str
     return ".".join(base + ([name] if name else []))
 
 
-def _tensorplay_module_aliases(tree: ast.Module, module: str, is_package: bool) -> set:
+def _tensorplay_module_aliases(tree: ast.Module, module: str, is_package: bool) -> dict:
     """Names bound at module level to another tensorplay module (``from . import _devices``,
-    ``import tensorplay._registry as reg``, ``from tensorplay import backends``)."""
-    names = set()
+    ``import tensorplay._registry as reg``, ``from tensorplay import backends``), each with the
+    module's full name."""
+    names = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             src = _resolve(module, is_package, node.level, node.module)
@@ -92,11 +93,11 @@ def _tensorplay_module_aliases(tree: ast.Module, module: str, is_package: bool) 
                 if (PKG.parent / Path(*full.split("."))).with_suffix(".py").exists() or \
                         (PKG.parent / Path(*full.split(".")) / "__init__.py").exists():
                     if full != module:
-                        names.add(a.asname or a.name)
+                        names[a.asname or a.name] = full
         elif isinstance(node, ast.Import):
             for a in node.names:
                 if a.name.split(".")[0] == "tensorplay" and a.name != module:
-                    names.add(a.asname or a.name.split(".")[0])
+                    names[a.asname or a.name.split(".")[0]] = a.name if a.asname else "tensorplay"
     return names
 
 
@@ -131,9 +132,26 @@ def _writes_into(node, aliases: set) -> bool:
     return isinstance(node, (ast.Attribute, ast.Subscript)) and _root_name(node) in aliases
 
 
+# The composition root: ``tensorplay/__init__.py`` imports every layer, so it alone may connect
+# them at import time (one call: ``_registry.install_entry_builders``; and ``plugins.load_all``).
+COMPOSITION_ROOT = "tensorplay"
+
+
+def _calls_into(node, aliases: dict, module: str) -> bool:
+    """Whether ``node`` calls a function of another tensorplay module (``_registry.f(...)``,
+    ``pkg.sub.f(...)``); a call into the module's own subpackage (``_ops._docs.apply`` in the
+    package ``tensorplay._ops``) is the module's own business."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    root = _root_name(node.func)
+    return root in aliases and not aliases[root].startswith(module + ".")
+
+
 def import_time_wiring(source: str, module: str, is_package: bool = False) -> list:
     """``["line N: text"]``: statements of ``source`` (module ``module``) that, at import time,
-    write into another tensorplay module or add to one of its hook lists."""
+    write into another tensorplay module, add to one of its hook lists, or call one of its
+    functions (a subscription such as ``_registry.add_builder("meta", f)``: the receiving module
+    cannot show who calls it). The package root, which connects the layers, may call."""
     tree = ast.parse(source)
     aliases = _tensorplay_module_aliases(tree, module, is_package)
     if not aliases:
@@ -155,6 +173,9 @@ def import_time_wiring(source: str, module: str, is_package: bool = False) -> li
                         node.func.attr in _MUTATORS and \
                         isinstance(node.func.value, (ast.Attribute, ast.Subscript)) and \
                         _root_name(node.func.value) in aliases:
+                    hit = True
+                    break
+                if module != COMPOSITION_ROOT and _calls_into(node, aliases, module):
                     hit = True
                     break
         if hit:
@@ -308,10 +329,14 @@ def test_the_wiring_scan_finds_planted_hooks_and_injections():
         "_tensor._getitem, _tensor._setitem = f, f\n"
         "_factories.hooks['x'] = f\n"
         "if True:\n    _devices.loaders += [f]\n"
+        "reg.add_entry_builder('meta', f)\n"          # a subscription: a call into another module
+        "x = _factories.helpers.make(f)\n"
     )
     hits = import_time_wiring(planted, "tensorplay._ops.planted")
-    assert [h.split(":")[0] for h in hits] == ["line 6", "line 7", "line 8", "line 9",
-                                              "line 11"], hits
+    assert sorted(int(h.split(":")[0][5:]) for h in hits) == [6, 7, 8, 9, 11, 12, 13], hits
+    # the package root connects the layers: its calls are the wiring, in one place
+    assert import_time_wiring("from . import _registry\n_registry.install(1)\n",
+                              "tensorplay", is_package=True) == []
 
 
 def test_the_wiring_scan_leaves_run_time_writes_and_own_state_alone():
@@ -324,8 +349,13 @@ def test_the_wiring_scan_leaves_run_time_writes_and_own_state_alone():
         "class C:\n    _devices.x = 1\n"            # a class body is not scanned (never wiring)
         "import numpy as np\n"
         "np.x = 1\n"                                # not a tensorplay module
+        "np.seterr(all='ignore')\n"
+        "def later():\n    _devices.load('cpu')\n"  # a call at run time
     )
     assert import_time_wiring(clean, "tensorplay.backends") == []
+    # a package calling its own submodule at import is its own business
+    own = "from . import _docs\n_docs.apply()\n"
+    assert import_time_wiring(own, "tensorplay._ops", is_package=True) == []
 
 
 def test_the_hidden_import_scan_finds_planted_lookups():

@@ -40,7 +40,18 @@ from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  #
 from .autograd.grad_mode import inference_mode  # noqa: E402
 from . import cuda, fake, library, ops, return_types  # noqa: E402
 from . import plugins  # noqa: E402
-from . import backends  # noqa: E402  (subscribes the backend loader: before any tensor exists)
+from . import backends  # noqa: E402  (a device's first use: _devices.load imports it by name)
+from . import _capture, _registry  # noqa: E402
+from .autograd import function as _autograd_function  # noqa: E402
+
+# Every op's table has an entry for the three dispatch keys that are not devices: "meta" (fake
+# tensors), "autograd" (a call that records a graph node) and "capture" (tensorplay.compile). The
+# registry that holds the tables is below the layers that build those entries and may not import
+# them, so this root, which imports every layer, connects them: one call, here, before any op is
+# called (ops defined above get their entries now; ops defined later, at definition).
+_registry.install_entry_builders({"meta": fake.make_fake_entry,
+                                  "autograd": _autograd_function.make_autograd_entry,
+                                  "capture": _capture.make_capture_entry})
 
 
 # The built-in ops below are ``CustomOpDef`` records made at import time (called positionally,

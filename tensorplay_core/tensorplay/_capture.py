@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import threading
 
-from . import _dispatch, _pytree, _registry
+from . import _dispatch, _pytree
 from ._tensor import Tensor
 from ._tensor_base import new_fake, row_major, set_capture, set_layout, set_requires_grad
 from .autograd import grad_mode as _gm
@@ -704,5 +704,3 @@ def make_capture_entry(op):
         return record_call(op, args, kwargs)
     return capture
 
-
-_registry.add_entry_builder("capture", make_capture_entry)

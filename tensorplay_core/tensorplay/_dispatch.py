@@ -8,7 +8,8 @@ fast path for ``resolve_key``. No hook calls, no validation the contract says is
 (``mutates_args`` is trusted in eager mode; ``opcheck`` verifies it).
 
 The non-device entries of the table (``meta``, ``autograd``, ``capture``) are built by the layers
-that own them (``fake``, ``autograd.function``, ``_capture``), subscribed to the registry.
+that own them (``fake``, ``autograd.function``, ``_capture``); the package root installs those
+builders in the registry (``_registry.install_entry_builders``).
 """
 
 from __future__ import annotations

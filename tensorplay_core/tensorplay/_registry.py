@@ -949,19 +949,30 @@ _owner_stack: list = []    # [(Owner, [handles made while it is the innermost ow
 # seen half-registered). See ``lookup``.
 lazy_namespaces: set = set()
 
-# Entry builders of the non-device dispatch keys: ``build(op)`` -> the callable for that key in
-# ``op.table``, called by every ``_rebuild``. The layers that own those keys subscribe at import
-# (``fake``: ``meta``; ``autograd.function``: ``autograd``; ``_capture``: ``capture``) through
-# ``add_entry_builder``, which also fills the key of every op defined before it subscribed.
+# Entry builders of the dispatch keys that are not devices: ``build(op)`` -> the callable for
+# that key in ``op.table``, called by every ``_rebuild``. Each lives in the layer that owns its key,
+# above this one (``fake.make_fake_entry``, ``autograd.function.make_autograd_entry``,
+# ``_capture.make_capture_entry``); the package root, which imports every layer, hands them over
+# in one call to ``install_entry_builders`` while ``import tensorplay`` runs, before any op is
+# called. No module subscribes itself.
+ENTRY_KEYS = ("meta", "autograd", "capture")
 entry_builders: dict = {}
 
 
-def add_entry_builder(key: str, build) -> None:
-    """Subscribe ``build(op)`` as the builder of dispatch key ``key`` (registration time only)."""
+def install_entry_builders(builders: dict) -> None:
+    """Install the builders of the non-device keys (``{"meta": f, "autograd": g, "capture": h}``,
+    each ``build(op) -> callable``) and fill those keys of every op defined so far; ops defined
+    later get them from ``_rebuild``. Called once, by the package root. Raises ``ValueError``
+    when a key is missing or unknown (a half-wired registry would fail later, far away)."""
+    if set(builders) != set(ENTRY_KEYS):
+        raise ValueError(f"install_entry_builders: keys {sorted(builders)}, expected "
+                         f"{sorted(ENTRY_KEYS)}")
     with _lock:
-        entry_builders[key] = build
+        entry_builders.clear()
+        entry_builders.update(builders)
         for op in list(_OPS.values()):
-            op.table[key] = build(op)
+            for key, build in builders.items():
+                op.table[key] = build(op)
 
 
 def setup_context_form(setup) -> int:

@@ -9,7 +9,7 @@ device ``meta``.
 
 from __future__ import annotations
 
-from . import _dispatch, _registry
+from . import _dispatch
 from ._backend import Storage, contiguous_strides
 from ._device import Device, canonical
 from ._tensor_base import new_fake
@@ -152,5 +152,3 @@ def make_fake_entry(op):
             f"output shapes.")
     return no_fake
 
-
-_registry.add_entry_builder("meta", make_fake_entry)

@@ -11,7 +11,7 @@ Two ways an op becomes differentiable (same model as torch.library):
 
 from __future__ import annotations
 
-from .. import _codegen, _pytree, _registry
+from .. import _codegen, _pytree
 from .._registry import setup_context_form
 from .._tensor_base import TensorBase, instance_class, set_grad_fn, set_history, \
     set_history_source, set_requires_grad, set_view_version
@@ -793,5 +793,3 @@ def make_autograd_entry(op):
         return real(*args, **kwargs)
     return lazy_autograd
 
-
-_registry.add_entry_builder("autograd", make_autograd_entry)
