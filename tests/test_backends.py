@@ -364,6 +364,53 @@ def test_a_misbehaving_backend_fails_naming_plugin_member_and_fix(plugin_env, cp
         assert f"'{dev}'" not in loaded, loaded
 
 
+_NO_DRIVER_PLUGIN = '''
+from tensorplay.errors import DeviceUnavailableError
+from tensorplay.plugins import DeviceSpec, hookimpl
+
+
+def make_backend():
+    # a plugin that finds, cheaply, that its device cannot work here (no driver), and says so
+    # without importing its array library
+    raise DeviceUnavailableError("device 'nodriver' is not available: no driver for it is "
+                                 "installed; use device='cpu' meanwhile")
+
+
+@hookimpl
+def tensorplay_devices():
+    return [DeviceSpec("nodriver", "nodrvplug:make_backend")]
+'''
+
+
+def test_a_backend_factory_may_say_its_device_is_unavailable(plugin_env, cpu):
+    """A ``DeviceSpec`` factory raising ``DeviceUnavailableError`` (the device cannot work here,
+    found before building the backend) gives the device's reason as the plugin wrote it, not
+    "could not load its backend ... reinstall": the plugin is not broken. Nothing is loaded, and
+    the answer is the same each time."""
+    make, env = plugin_env
+    make("tensorplay-nodriver", "nodrvplug", _NO_DRIVER_PLUGIN)
+    code = textwrap.dedent('''
+        import tensorplay as tp
+        for attempt in range(2):
+            try:
+                tp.ones(2, device="nodriver")
+                print("no error")
+            except tp.errors.DeviceUnavailableError as e:
+                print("ERR", e)
+        print("status", tp.plugins.device_status("nodriver"))
+        print("loaded", sorted(tp.backends.loaded()))
+    ''')
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    first, second, status, loaded = r.stdout.strip().splitlines()[-4:]
+    assert first == second == ("ERR device 'nodriver' is not available: no driver for it is "
+                               "installed; use device='cpu' meanwhile"), first
+    assert "no driver for it is installed" in status and "False" in status, status
+    assert "reinstall" not in status.lower() and "could not load" not in status, status
+    assert "nodriver" not in loaded, loaded
+
+
 def test_register_names_a_class_passed_instead_of_an_instance():
     with pytest.raises(TypeError, match=r"pass an instance.*MockBackend\(\)"):
         backends.register(MockBackend)

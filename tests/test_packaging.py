@@ -3,6 +3,7 @@ of unrelated test runs. (Built wheels and sdists are installed and tested by ``n
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -210,3 +211,31 @@ def test_cuda_device_status_names_conflicting_cupy(tmp_path):
     assert d[0] is False
     assert "conflicting CuPy" in d[1] and "cupy-cuda12x 13.6.0" in d[1] and "cupy 14.0.0" in d[1]
     assert "device='cpu'" in d[1]
+
+
+def test_cuda_plugin_without_a_driver_answers_without_importing_cupy():
+    """With CuPy installed but no NVIDIA driver (CI, laptops), asking for the devices does not
+    import CuPy (over a second in every `tensorplay check` process) and the cuda device's reason
+    names the missing driver library and the fix."""
+    pytest.importorskip("tensorplay_cuda")
+    import ctypes
+    from tensorplay_cuda._cupy_install import installed_problem
+    if installed_problem() is not None:
+        pytest.skip(f"not one CuPy installed, so no driver is looked for: {installed_problem()}")
+    if sys.platform != "linux":
+        pytest.skip("the driver library's name is checked on Linux here (libcuda.so.1)")
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        pytest.skip("an NVIDIA driver loads here: the cuda tests cover this machine")
+    except OSError:
+        pass
+    code = ("import json, sys, tensorplay.plugins as p\n"
+            "devices = p.available_devices()\n"
+            "print(json.dumps([devices, 'cupy' in sys.modules, p.device_status('cuda')[1]]))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, check=True).stdout
+    devices, cupy_imported, reason = json.loads(out.strip().splitlines()[-1])
+    assert "cuda" not in devices
+    assert cupy_imported is False
+    assert "no NVIDIA driver is installed" in reason and "cannot be loaded" in reason
+    assert "NVIDIA GPU and its driver" in reason and "device='cpu'" in reason

@@ -32,7 +32,23 @@ __all__ = ["as_cupy", "device_count", "device_of", "from_cupy", "is_available"]
 @hookimpl
 def tensorplay_devices():
     """The ``cuda`` device type; its backend (``backend.CUDABackend``) is imported on first use."""
-    return [DeviceSpec("cuda", "tensorplay_cuda.backend:CUDABackend")]
+    return [DeviceSpec("cuda", "tensorplay_cuda:_new_backend")]
+
+
+def _new_backend():
+    """The cuda backend, made on the device's first use (the ``DeviceSpec`` factory).
+
+    Raises ``DeviceUnavailableError`` without importing CuPy when the device cannot work here:
+    no CuPy or several CuPys installed, or no NVIDIA driver (``libcuda.so.1``/``nvcuda.dll``
+    does not load). Importing CuPy only to hear its runtime say so costs over a second in
+    every process that asks for the devices (``tensorplay check`` and each of its workers)."""
+    from ._cupy_install import setup_problem
+    problem = setup_problem()
+    if problem is not None:
+        from tensorplay.errors import DeviceUnavailableError
+        raise DeviceUnavailableError(f"device 'cuda' is not available: {problem}")
+    from .backend import CUDABackend
+    return CUDABackend()
 
 
 @hookimpl
@@ -53,14 +69,22 @@ def _backend():
 def is_available() -> tuple[bool, str]:
     """``(usable, reason)`` for the cuda device: CuPy importable and at least one GPU usable.
 
-    Never raises and never allocates GPU memory; ``reason`` is CuPy's own message when not usable.
+    Never raises and never allocates GPU memory; ``reason`` says what is missing (CuPy, the
+    NVIDIA driver) or is CuPy's own message. Imports CuPy only where it can work.
     """
+    from ._cupy_install import setup_problem
+    problem = setup_problem()
+    if problem is not None:
+        return False, problem
     from .backend import CUDABackend
     return CUDABackend().is_available()
 
 
 def device_count() -> int:
     """Number of visible CUDA GPUs (0 when CuPy or a usable driver is missing). Never raises."""
+    from ._cupy_install import setup_problem
+    if setup_problem() is not None:
+        return 0
     from .backend import CUDABackend
     b = CUDABackend()
     ok, _ = b.is_available()

@@ -1,4 +1,5 @@
-"""Which CuPy distribution is installed, checked when the cuda device is first asked for.
+"""Which CuPy distribution is installed, and whether an NVIDIA driver is, checked when the cuda
+device is first asked for, without importing CuPy.
 
 CuPy ships one wheel per CUDA major version (``cupy-cuda12x``, ``cupy-cuda13x``; ``cupy`` is the
 source build), and every one of them installs the same ``cupy`` module: with two installed, the
@@ -49,3 +50,35 @@ def install_problem(dists=None) -> str | None:
 def installed_problem() -> str | None:
     """``install_problem()`` of this environment, computed once (a scan of installed metadata)."""
     return install_problem()
+
+
+# the NVIDIA driver's library, which every CUDA build of CuPy loads
+_DRIVER_LIBRARY = {"linux": "libcuda.so.1", "win32": "nvcuda.dll"}
+
+
+@functools.lru_cache(maxsize=1)
+def driver_problem() -> str | None:
+    """A message saying that this machine has no NVIDIA driver, or ``None`` (the driver library
+    loads, or the check does not apply: another OS, a ROCm build of CuPy).
+
+    Found by loading the driver's library (``libcuda.so.1`` / ``nvcuda.dll``) with ``ctypes``,
+    well under a millisecond, instead of importing CuPy (over a second); nothing is initialised
+    (no ``cuInit``, no context)."""
+    import ctypes
+    import sys
+    lib = _DRIVER_LIBRARY.get(sys.platform)
+    if lib is None or any("rocm" in name.lower() for name, _ in cupy_distributions()):
+        return None
+    try:
+        ctypes.CDLL(lib)
+    except OSError as e:
+        return (f"no NVIDIA driver is installed ({lib} cannot be loaded: {e}); tensorplay-cuda "
+                f"needs an NVIDIA GPU and its driver")
+    return None
+
+
+def setup_problem() -> str | None:
+    """Why the cuda device cannot work on this machine, found without importing CuPy (no CuPy,
+    several CuPys, no NVIDIA driver), with the fix; ``None`` when CuPy should be asked."""
+    problem = installed_problem() or driver_problem()
+    return None if problem is None else f"{problem}; use device='cpu' meanwhile"

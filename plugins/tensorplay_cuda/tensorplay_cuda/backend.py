@@ -121,10 +121,10 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
     def is_available(self) -> tuple[bool, str]:
         """``(usable, reason)``: CuPy imports and sees at least one GPU. Never raises; does not
         create a CUDA context or allocate memory (asks only for the device count)."""
-        from ._cupy_install import installed_problem
-        problem = installed_problem()       # none or several CuPy wheels: say so, not CuPy's noise
+        from ._cupy_install import setup_problem
+        problem = setup_problem()     # no or several CuPy wheels, no driver: say so, not CuPy's noise
         if problem is not None:
-            return False, f"{problem}; use device='cpu' meanwhile"
+            return False, problem
         if _IMPORT_ERROR is not None:
             return False, (f"CuPy could not be imported ({type(_IMPORT_ERROR).__name__}: "
                            f"{_IMPORT_ERROR}); {_FIX}")

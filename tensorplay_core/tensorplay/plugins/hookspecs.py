@@ -52,7 +52,10 @@ hookimpl = pluggy.HookimplMarker("tensorplay")
 class DeviceSpec:
     """A device type a plugin provides. ``backend`` is ``"module:attr"`` naming a zero-argument
     callable (usually a class) returning the backend object; it is imported on first use of the
-    device, so the plugin module itself stays cheap to import."""
+    device, so the plugin module itself stays cheap to import. The callable may raise
+    ``tensorplay.errors.DeviceUnavailableError`` when it finds, before building the backend, that
+    the device cannot work on this machine (no driver, no library): its message is then the
+    device's reason (``tensorplay.plugins.device_status``), as from ``is_available()``."""
 
     type: str
     backend: str

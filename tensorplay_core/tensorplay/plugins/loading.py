@@ -594,7 +594,9 @@ def load_backend(device_type: str):
     """Import and construct the backend of ``device_type`` (highest-priority provider).
 
     Raises ``DeviceUnavailableError`` naming the device and the fix; when the plugin that would
-    provide it failed to load, its recorded exception is chained (``__cause__``)."""
+    provide it failed to load, its recorded exception is chained (``__cause__``). A factory that
+    raises ``DeviceUnavailableError`` itself (its device cannot work on this machine: no
+    driver...) is not a broken plugin: its own message is the device's reason, unchanged."""
     finish_deferred()
     cands = sorted(_S.devices.get(device_type, []), key=lambda e: -e[0])
     if not cands:
@@ -607,6 +609,8 @@ def load_backend(device_type: str):
     try:
         _trace("load backend %s of %s (device %s)", spec.backend, rec.label, device_type)
         return resolve(spec.backend)()
+    except DeviceUnavailableError:
+        raise
     except Exception as e:
         raise DeviceUnavailableError(
             f"device '{device_type}': plugin {rec.label} could not load its backend "
