@@ -47,6 +47,11 @@ A process therefore had to decide once, before importing triton. Here the decisi
     arithmetic, comparisons, math functions, dots and reductions would silently compute) are
     computed in float32 and rounded back to bfloat16, as the GPU evaluates them.
 
+  - NumPy's floating-point error handling is off during the launch (``numpy.errstate(all=
+    "ignore")``): the interpreter evaluates masked lanes too, so ``tl.log`` of an ``other=0.0``
+    load warned "divide by zero" (or raised under the caller's ``errstate``) where a GPU computes
+    IEEE results silently.
+
 Interpreted launches are serialised by a lock: Triton's interpreter patches the global
 ``triton.language`` module while a kernel runs, so two interpreted kernels cannot run at once.
 These are Triton internals: the versions tested are pinned in ``pyproject.toml``.
@@ -355,7 +360,11 @@ def launch(call, chain=()):
             inner = chain[-1] if chain else None
             if len(chain) > 1 and isinstance(inner, JITFunction):
                 p.set(inner, "run", interpreted(inner).run)
-            return call()
+            # the interpreter computes masked lanes too (log(0), 1/0 of `other=0.0` loads): a
+            # GPU gives their IEEE results silently, and so does this launch (no NumPy warning
+            # or FloatingPointError); the caller's settings are back when the launch returns
+            with np.errstate(all="ignore"):
+                return call()
         finally:
             p.restore()
 
