@@ -139,6 +139,17 @@ def test_broadcasting_is_bit_equal_on_any_thread_count(case):
 
 
 @pytest.mark.usefixtures("cpu", "threads")
+def test_an_output_of_the_smaller_broadcast_shape_keeps_its_shape():
+    def f(x, y):
+        a = (x * 2.0).relu()           # x's shape only
+        return a, (a + y).tanh()       # broadcast shape
+    x, y = _values(1024, tp.float32, 11), _values(PAR, tp.float32, 12).reshape(-1, 1024)
+    cf = _every_thread_count(f, x, y)
+    a, b = cf(x, y)
+    assert tuple(a.shape) == (1024,) and tuple(b.shape) == (PAR // 1024, 1024)
+
+
+@pytest.mark.usefixtures("cpu", "threads")
 @pytest.mark.parametrize("case", ["strided", "transposed", "sliced_rows", "mixed"])
 def test_non_contiguous_inputs_are_bit_equal_on_any_thread_count(case):
     n = 2 * PAR + 333

@@ -7,20 +7,27 @@ into a preallocated block buffer (``out=``; buffers are reused as soon as their 
 each output element is written once, straight into the output array. Eager mode, by contrast,
 allocates and walks a full-size temporary per op.
 
+The blocks are shared out between ``tensorplay.get_num_threads()`` threads (``parallel``: the
+caller and a pool of workers, each with its own block buffers, taking the next block from a
+shared counter; NumPy's ufuncs release the GIL) when the arrays hold at least ``PARALLEL_MIN``
+elements per thread. Each element goes through the same ufunc calls whichever block or thread it
+falls in, so the result does not depend on the thread count.
+
 Results are the eager ones bit for bit: a step runs as a ufunc only where the reference kernel
 (``tensorplay/_kernels/``) calls that same ufunc on operands of the same dtype (same-dtype
 float16/32/64 arithmetic, comparisons, boolean logic; Python scalars are converted to the
 operands' dtype first, as NumPy's weak-scalar rule does; ``relu``, ``sigmoid`` and ``rsqrt`` as
 the reference kernel's own sequence of ufuncs). Any other step (mixed dtypes, ``where``, ``erf``,
-casts...) calls the reference kernel on the block, so it is exact by construction. The tests
-(``tests/test_cpu_fusion.py``) compare bits with eager on NaN, +-inf, -0.0 and subnormals, so a
-change of a reference kernel that the table (``tensorplay._kernels.elementwise.OPS``: its ``ufunc``
-and ``steps``) does not follow fails them.
+casts, integers...) calls the reference kernel on the block, so it is exact by construction. The
+tests (``tests/test_cpu_fusion.py``, ``tests/test_cpu_fusion_threads.py``) compare bits with eager
+on NaN, +-inf, -0.0 and subnormals, so a change of a reference kernel that the table
+(``tensorplay._kernels.elementwise.OPS``: its ``ufunc`` and ``steps``) does not follow fails them.
 
-Variants are generated per input signature (dtypes, which inputs are 0-d) on first use. Inputs of
-different shapes (broadcasting, other than 0-d scalars) and steps whose value would not have the
-full shape go to the core's generic fuser; non-contiguous inputs run the same code over the whole
-arrays (no blocks).
+Variants are generated per input signature (dtypes, which inputs are 0-d) on first use. Contiguous
+inputs of one shape are walked as 1-D arrays; other layouts (non-contiguous, broadcast inputs:
+views from ``np.broadcast_to``) in blocks of whole rows of axis 0. Steps whose value would not
+have the full shape (depending on 0-d inputs only), and outputs of a smaller broadcast shape, go
+to the core's generic fuser.
 """
 
 from __future__ import annotations
