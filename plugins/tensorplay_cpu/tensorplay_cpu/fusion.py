@@ -172,14 +172,14 @@ def _compile(expr, scalar_in, body, buf_dt, fills, ns, dtypes, generic):
     full_ins = [i for i in range(expr.n_inputs) if not scalar_in[i]]
     # n: rows (axis 0 of the arrays as given, 1-D when contiguous), R: rows per block, tail:
     # the other axes; take(): the next block number (shared by the threads of one call)
-    W = ["def __work(arrays, outs, n, R, tail, take):",
+    W = ["def __work(arrays, outs, fills, n, R, tail, take):",
          f"    {', '.join(ins)}, = arrays",
          "    " + "".join(f"o{k}, " for k in range(len(outputs))) + "= outs"]
+    if fills:
+        W.append("    " + "".join(f"F{f}, " for f in fills.values()) + "= fills")
     for b, d in enumerate(buf_dt):
         ns[f"bd{b}"] = d
         W.append(f"    B{b} = __empty((R,) + tail, bd{b})")
-    for c, f in fills.items():      # a constant as a block (see _Body._ufunc_step)
-        W.append(f"    F{f} = __full((R,) + tail, {c})")
     W += [f"    x{i} = a{i}" for i in range(expr.n_inputs) if scalar_in[i]]
     W += ["    with __errstate(all='ignore'):",
           "        while True:",
@@ -193,10 +193,11 @@ def _compile(expr, scalar_in, body, buf_dt, fills, ns, dtypes, generic):
     W += [f"            x{i} = a{i}[__sl]" for i in full_ins]
     W += ["            " + line for line in body]
     src = "\n".join(W)
-    ns.update(__empty=np.empty, __full=np.full, __errstate=np.errstate, __Decline=_Decline)
+    fill_values = [ns[c] for c in fills]       # in the order of their numbers
+    ns.update(__empty=np.empty, __errstate=np.errstate, __Decline=_Decline)
     work = _codegen.function(src, ns, "__work", f"<tensorplay cpu fused chain: {expr}>")
     return _Variant(work, full_ins, [dtypes[o] for o in outputs], _deps(expr, full_ins),
-                    generic, src)
+                    fill_values, generic, src)
 
 
 def _deps(expr, full_ins):
@@ -225,11 +226,22 @@ class _Variant:
     whichever thread or block it falls in, so the result does not depend on the thread count.
     """
 
-    __slots__ = ("work", "full_ins", "out_dtypes", "deps", "generic", "source")
+    __slots__ = ("work", "full_ins", "out_dtypes", "deps", "fill_values", "fills", "generic",
+                 "source")
 
-    def __init__(self, work, full_ins, out_dtypes, deps, generic, source):
+    def __init__(self, work, full_ins, out_dtypes, deps, fill_values, generic, source):
         self.work, self.full_ins, self.out_dtypes = work, full_ins, out_dtypes
-        self.deps, self.generic, self.source = deps, generic, source
+        self.deps, self.fill_values, self.generic, self.source = deps, fill_values, generic, source
+        self.fills: dict = {}    # (R, tail) -> the constant blocks (read only: shared by threads)
+
+    def _fills(self, R, tail):
+        key = (R, tail)
+        f = self.fills.get(key)
+        if f is None:
+            if len(self.fills) >= 8:         # a few block shapes are live at a time
+                self.fills.clear()
+            f = self.fills[key] = tuple(np.full((R,) + tail, v) for v in self.fill_values)
+        return f
 
     def __call__(self, arrays):
         full = self.full_ins
@@ -242,7 +254,9 @@ class _Variant:
                     return self._broadcast(arrays)
                 contiguous = contiguous and a.flags.c_contiguous
             if contiguous:
-                return self._run([a.reshape(-1) if a.ndim else a for a in arrays], shape, 1)
+                if len(shape) != 1:
+                    arrays = [a.reshape(-1) if a.ndim else a for a in arrays]
+                return self._run(arrays, shape, 1)
             return self._run(arrays, shape, 0)
         except _Decline:     # a reference kernel's result is not what the capture promised
             return self.generic(arrays)
@@ -262,20 +276,24 @@ class _Variant:
         return self._run(views, shape, 0)
 
     def _run(self, views, shape, flat):
-        size = math.prod(shape)
-        if flat or not shape:
-            n, tail, R = size, (), BLOCK
+        if flat:
+            n = size = views[self.full_ins[0]].size
+            tail = ()
+            R = BLOCK if n > BLOCK else max(1, n)
         else:
+            size = math.prod(shape)
             n, tail = shape[0], tuple(shape[1:])
-            R = max(1, BLOCK // max(1, size // max(1, n)))
-        R = max(1, min(R, n))
+            R = max(1, min(BLOCK // max(1, size // max(1, n)), n))
         outs = [np.empty((n,) + tail, d) for d in self.out_dtypes]
-        threads = min(tensorplay.get_num_threads(), size // PARALLEL_MIN, -(-n // R))
+        fills = self._fills(R, tail) if self.fill_values else ()
         take = itertools.count().__next__
-        if threads > 1:
-            parallel.run(self.work, threads, views, outs, n, R, tail, take)
+        if size >= 2 * PARALLEL_MIN and tensorplay.get_num_threads() > 1:
+            threads = min(tensorplay.get_num_threads(), size // PARALLEL_MIN, -(-n // R))
+            parallel.run(self.work, threads, views, outs, fills, n, R, tail, take)
         else:
-            self.work(views, outs, n, R, tail, take)
+            self.work(views, outs, fills, n, R, tail, take)
+        if flat and len(shape) == 1:
+            return outs
         return [o.reshape(shape) for o in outs]
 
 
