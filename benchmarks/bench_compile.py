@@ -9,7 +9,9 @@ The chain (``mul, add, mul, sub, relu, add, mul, tanh``) runs
 * in NumPy as a NumPy user writes it (``np.maximum(a, 0)`` for relu; cpu only), and the same with
   ``out=`` into one preallocated temporary (the best a NumPy user does by hand);
 * in torch eager and ``torch.compile`` (inductor, default mode; cpu only) when torch is
-  importable.
+  importable;
+* and, as the floor the cpu fuser cannot go below while staying bit-equal to eager, NumPy's
+  ``tanh`` alone on the same elements (eager's tanh kernel; ``torch.tanh`` alone beside it).
 
 On cpu the whole comparison runs once per entry of ``--threads`` (``1,all`` by default; ``all``:
 the cores this process may run on), with ``tensorplay.set_num_threads`` and
@@ -182,6 +184,10 @@ def main(argv=None) -> dict:
         xn, yn = x.numpy(), y.numpy()
         cols["NumPy eager"] = (numpy_chain(np), (xn, yn), False)
         cols["NumPy with out="] = (numpy_out_chain(np), (xn, yn), False)
+        # the floor of any chain bit-equal to eager: eager's tanh is NumPy's, and it is most of
+        # the chain's time (single-threaded: NumPy's ufuncs never share one call out)
+        tanh_out = np.empty_like(xn)
+        cols["NumPy tanh alone (floor, 1 thread)"] = (np.tanh, (xn, tanh_out), False)
         if not a.no_torch:
             torch, why = H.try_import_torch()
             if torch is None:
@@ -194,6 +200,7 @@ def main(argv=None) -> dict:
                 notes["torch.compile max |diff| vs tensorplay eager"] = diff
                 cols["torch eager"] = (chain, (xt, yt), False)
                 cols["torch.compile"] = (tc, (xt, yt), False)
+                cols["torch tanh alone"] = (torch.tanh, (xt,), False)
     runs = {}
     load = {}
     for t in thread_counts:

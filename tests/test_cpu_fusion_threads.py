@@ -122,6 +122,17 @@ def test_int_chain_is_bit_equal_on_any_thread_count(dtype):
 
 
 @pytest.mark.usefixtures("cpu", "threads")
+def test_reference_kernel_steps_in_worker_threads_are_bit_equal():
+    def f(x, y):
+        m = (x * 2.0) > y
+        w = tp.where(tp.logical_or(m, x == y), x.exp(), y.abs() + 1.0)   # where: reference kernel
+        h = (w * 3.0).to(tp.float64) + 1.0                                # a cast, then float64
+        return h.sqrt(), tp.erf(w), tp.logical_not(m)
+    n = 3 * PAR + 7
+    _every_thread_count(f, _values(n, tp.float32, 13), _values(n, tp.float32, 14))
+
+
+@pytest.mark.usefixtures("cpu", "threads")
 @pytest.mark.parametrize("case", ["row_broadcast", "column_broadcast", "outer", "zero_d"])
 def test_broadcasting_is_bit_equal_on_any_thread_count(case):
     rows, cols = 1031, 1024                     # a block is a whole number of rows, plus a tail
