@@ -6,9 +6,17 @@ The chain (``mul, add, mul, sub, relu, add, mul, tanh``) runs
 * eagerly in tensorplay (8 dispatches, 8 full-size temporaries);
 * compiled (one fused chain: on cpu the cpu plugin's single-pass blocked NumPy function, on cuda
   whatever fuser the CUDA backend offers);
-* in NumPy as a NumPy user writes it (``np.maximum(a, 0)`` for relu; cpu only);
-* in torch eager and ``torch.compile`` (inductor; cpu only, ``--torch-threads`` threads, 1 by
-  default so every column is single-threaded) when torch is importable.
+* in NumPy as a NumPy user writes it (``np.maximum(a, 0)`` for relu; cpu only), and the same with
+  ``out=`` into one preallocated temporary (the best a NumPy user does by hand);
+* in torch eager and ``torch.compile`` (inductor, default mode; cpu only) when torch is
+  importable;
+* and, as the floor the cpu fuser cannot go below while staying bit-equal to eager, NumPy's
+  ``tanh`` alone on the same elements (eager's tanh kernel; ``torch.tanh`` alone beside it).
+
+On cpu the whole comparison runs once per entry of ``--threads`` (``1,all`` by default; ``all``:
+the cores this process may run on), with ``tensorplay.set_num_threads`` and
+``torch.set_num_threads`` both set to it (NumPy's ufuncs stay single-threaded): ratios are taken
+within one thread count, from the same interleaved rounds.
 
 All columns are timed interleaved (each repeat times every column once, so they see the same
 machine state), after warm-up, on the same input values. Before timing, the compiled result is
@@ -26,7 +34,7 @@ Results go to ``benchmarks/results/compile_<device>.json`` (and ``--json PATH`` 
 Usage::
 
     python benchmarks/bench_compile.py [--device cpu|cuda] [--log2n 22] [--repeat 21]
-                                       [--torch-threads 1] [--json PATH]
+                                       [--threads 1,all] [--json PATH]
 """
 
 from __future__ import annotations
@@ -63,6 +71,19 @@ def numpy_chain(np):
         a = a + x
         a = a * 2.0
         return np.tanh(a)
+    return f
+
+
+def numpy_out_chain(np):
+    def f(x, y):
+        a = np.multiply(x, y)
+        np.add(a, 1.0, out=a)
+        np.multiply(a, 0.5, out=a)
+        np.subtract(a, y, out=a)
+        np.maximum(a, 0, out=a)
+        np.add(a, x, out=a)
+        np.multiply(a, 2.0, out=a)
+        return np.tanh(a, out=a)
     return f
 
 
@@ -126,7 +147,10 @@ def main(argv=None) -> dict:
     p.add_argument("--log2n", type=int, default=22, help="log2 of the element count (22)")
     p.add_argument("--repeat", type=int, default=7 if H.QUICK else 21,
                    help="timed runs of each column (median kept)")
-    p.add_argument("--torch-threads", type=int, default=1, help="torch's intra-op threads (1)")
+    p.add_argument("--threads", default="1,all",
+                   help="cpu: comma list of thread counts, each a whole comparison with "
+                        "tensorplay.set_num_threads and torch.set_num_threads set to it; 'all': "
+                        "the cores this process may run on (default 1,all)")
     p.add_argument("--no-torch", action="store_true", help="leave torch out")
     p.add_argument("--json", default=None, help="also write the JSON here")
     a = p.parse_args(argv)
@@ -136,6 +160,10 @@ def main(argv=None) -> dict:
     tp.manual_seed(0)
     n = 1 << a.log2n
     cpu = a.device.split(":")[0] == "cpu"
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    thread_counts = [1]
+    if cpu:
+        thread_counts = [cores if t.strip() == "all" else int(t) for t in a.threads.split(",")]
     x = tp.randn(n, device=a.device)
     y = tp.randn(n, device=a.device)
     compiled = tp.compile(chain)
@@ -155,12 +183,16 @@ def main(argv=None) -> dict:
     if cpu:
         xn, yn = x.numpy(), y.numpy()
         cols["NumPy eager"] = (numpy_chain(np), (xn, yn), False)
+        cols["NumPy with out="] = (numpy_out_chain(np), (xn, yn), False)
+        # the floor of any chain bit-equal to eager: eager's tanh is NumPy's, and it is most of
+        # the chain's time (single-threaded: NumPy's ufuncs never share one call out)
+        tanh_out = np.empty_like(xn)
+        cols["NumPy tanh alone (floor, 1 thread)"] = (np.tanh, (xn, tanh_out), False)
         if not a.no_torch:
             torch, why = H.try_import_torch()
             if torch is None:
                 notes["torch"] = why
             else:
-                torch.set_num_threads(a.torch_threads)
                 xt, yt = torch.from_numpy(xn.copy()), torch.from_numpy(yn.copy())
                 tc = torch.compile(chain)
                 ref = tc(xt, yt)
@@ -168,11 +200,24 @@ def main(argv=None) -> dict:
                 notes["torch.compile max |diff| vs tensorplay eager"] = diff
                 cols["torch eager"] = (chain, (xt, yt), False)
                 cols["torch.compile"] = (tc, (xt, yt), False)
-    for _ in range(2):             # warm-up (allocator, caches, kernel compilation)
-        for fn, args, _s in cols.values():
-            fn(*args)
-    times = _columns(cols, a.device, a.repeat)
-    stats = {k: H.summary(v, 1e3) for k, v in times.items()}
+                cols["torch tanh alone"] = (torch.tanh, (xt,), False)
+    runs = {}
+    load = {}
+    for t in thread_counts:
+        if cpu:
+            tp.set_num_threads(t)
+            if torch is not None:
+                torch.set_num_threads(t)
+        if cpu and not np.array_equal(compiled(x, y).numpy().view(np.uint32),
+                                      expected.numpy().view(np.uint32)):
+            raise SystemExit(f"bench_compile: compiled result on {t} threads differs from eager")
+        for _ in range(2):             # warm-up (allocator, caches, kernel compilation, threads)
+            for fn, args, _s in cols.values():
+                fn(*args)
+        load[t] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+        times = _columns(cols, a.device, a.repeat)
+        runs[t] = {k: H.summary(v, 1e3) for k, v in times.items()}
+    stats = runs[thread_counts[0]]
     comp = stats["tensorplay.compile"]["median"]
     cap, build = capture_cost(tp, a.device)
     res = {
@@ -188,9 +233,14 @@ def main(argv=None) -> dict:
         "compiled_ms": stats["tensorplay.compile"],
         "ratio_eager_over_compiled": stats["tensorplay eager"]["median"] / comp,
         "ratio_over_compiled": {k: s["median"] / comp for k, s in stats.items()},
+        "threads": {str(t): {"ms": r, "load_average_1min": load[t],
+                             "ratio_over_compiled": {k: s["median"] /
+                                                     r["tensorplay.compile"]["median"]
+                                                     for k, s in r.items()}}
+                    for t, r in runs.items()},
         "capture_us_per_op": cap,
         "fuser_build_us_per_op": build,
-        "torch_threads": a.torch_threads if torch is not None else None,
+        "thread_counts": thread_counts,
         "bit_equal_to_eager": cpu,
         "notes": notes,
         "repeat": a.repeat,
@@ -211,13 +261,26 @@ def main(argv=None) -> dict:
          "tensorplay": round(cap[128], 1), "torch": None, "numpy": None,
          "goal": "linear in the chain length"},
     ]
+    for t, r in runs.items():
+        if "torch.compile" in r:
+            ratio = r["torch.compile"]["median"] / r["tensorplay.compile"]["median"]
+            res["headline"].append(
+                {"figure": f"same chain on {t} thread(s): tensorplay.compile / torch.compile (ms)",
+                 "tensorplay": round(r["tensorplay.compile"]["median"], 2),
+                 "torch": round(r["torch.compile"]["median"], 2), "numpy": None,
+                 "goal": f">= 1.3x faster than torch.compile (issue 32 item 7): {ratio:.2f}x, " +
+                         ("met" if ratio >= 1.3 else "NOT met")})
     print(f"chain of 8 elementwise ops, {n} float32 elements on {a.device} "
-          f"(median of {a.repeat} interleaved runs; torch threads: "
-          f"{a.torch_threads if torch is not None else 'n/a'})")
-    H.print_table("8-op elementwise chain", ["column", "time", "÷ tensorplay.compile"],
-                  [[k, H.fmt(s, "ms"), f"{s['median'] / comp:.2f}x"] for k, s in stats.items()])
+          f"(median of {a.repeat} interleaved runs; {cores} cores; torch "
+          f"{'present' if torch is not None else 'n/a'})")
+    for t, r in runs.items():
+        c = r["tensorplay.compile"]["median"]
+        H.print_table(f"8-op elementwise chain, {t} thread(s) (tensorplay and torch; load "
+                      f"average {load[t]:.2f})" if cpu else "8-op elementwise chain",
+                      ["column", "time", "÷ tensorplay.compile"],
+                      [[k, H.fmt(s, "ms"), f"{s['median'] / c:.2f}x"] for k, s in r.items()])
     print(f"\ncompiled: {fused} fused chain; result "
-          f"{'bit-equal to eager' if cpu else 'allclose to eager'}")
+          f"{'bit-equal to eager on every thread count' if cpu else 'allclose to eager'}")
     print(f"ratio eager/compiled: {res['ratio_eager_over_compiled']:.2f}x")
     for k, v in notes.items():
         print(f"{k}: {v}")

@@ -294,6 +294,7 @@ from ._surface import (addmm, as_strided, baddbmm, bmm, broadcast_tensors, broad
 # imported eagerly: a lazy ``from .compile import ...`` would rebind ``tensorplay.compile`` to the
 # submodule. Capture + cache + execution (SPEC §4); core-only imports.
 from .compile import compile  # noqa: E402,A001
+from ._threads import get_num_threads, set_num_threads  # noqa: E402
 
 
 import builtins  # noqa: E402
@@ -320,6 +321,7 @@ __all__ = [
     "logsumexp", "masked_select", "meshgrid", "mm", "multinomial", "narrow", "norm", "outer",
     "randperm", "repeat_interleave", "roll", "select", "split", "std", "tensordot", "tril",
     "triu", "unbind", "unique", "var", "scatter", "as_strided",
+    "get_num_threads", "set_num_threads",
 ]
 
 

@@ -7,34 +7,52 @@ into a preallocated block buffer (``out=``; buffers are reused as soon as their 
 each output element is written once, straight into the output array. Eager mode, by contrast,
 allocates and walks a full-size temporary per op.
 
+The blocks are shared out between ``tensorplay.get_num_threads()`` threads (``parallel``: the
+caller and a pool of workers, each with its own block buffers, taking the next block from a
+shared counter; NumPy's ufuncs release the GIL) when the arrays hold at least ``PARALLEL_MIN``
+elements per thread. Each element goes through the same ufunc calls whichever block or thread it
+falls in, so the result does not depend on the thread count.
+
 Results are the eager ones bit for bit: a step runs as a ufunc only where the reference kernel
 (``tensorplay/_kernels/``) calls that same ufunc on operands of the same dtype (same-dtype
 float16/32/64 arithmetic, comparisons, boolean logic; Python scalars are converted to the
 operands' dtype first, as NumPy's weak-scalar rule does; ``relu``, ``sigmoid`` and ``rsqrt`` as
 the reference kernel's own sequence of ufuncs). Any other step (mixed dtypes, ``where``, ``erf``,
-casts...) calls the reference kernel on the block, so it is exact by construction. The tests
-(``tests/test_cpu_fusion.py``) compare bits with eager on NaN, +-inf, -0.0 and subnormals, so a
-change of a reference kernel that the table (``tensorplay._kernels.elementwise.OPS``: its ``ufunc``
-and ``steps``) does not follow fails them.
+casts, integers...) calls the reference kernel on the block, so it is exact by construction. The
+tests (``tests/test_cpu_fusion.py``, ``tests/test_cpu_fusion_threads.py``) compare bits with eager
+on NaN, +-inf, -0.0 and subnormals, so a change of a reference kernel that the table
+(``tensorplay._kernels.elementwise.OPS``: its ``ufunc`` and ``steps``) does not follow fails them.
 
-Variants are generated per input signature (dtypes, which inputs are 0-d) on first use. Inputs of
-different shapes (broadcasting, other than 0-d scalars) and steps whose value would not have the
-full shape go to the core's generic fuser; non-contiguous inputs run the same code over the whole
-arrays (no blocks).
+Variants are generated per input signature (dtypes, which inputs are 0-d) on first use. Contiguous
+inputs of one shape are walked as 1-D arrays; other layouts (non-contiguous, broadcast inputs:
+views from ``np.broadcast_to``) in blocks of whole rows of axis 0. Steps whose value would not
+have the full shape (depending on 0-d inputs only), and outputs of a smaller broadcast shape, go
+to the core's generic fuser.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
 
+import tensorplay
+from tensorplay import _codegen
 from tensorplay._dtype import float16, round_scalar
 from tensorplay._kernels.elementwise import HALF_NUMBER_AT_FLOAT32, OPS
 from tensorplay.backends import generic_fuser
 
+from . import parallel
+
 BLOCK = 1 << 16          # elements per block: 256 KiB of float32 per live value (L2: >= 1 MiB)
-MIN_BLOCKED = 1 << 15    # below this, one block over the whole arrays
+MIN_BLOCKED = 1 << 15    # from this size on, a signature's code is generated on its first call
+# elements per thread below which a chain stays on the calling thread: handing a block to a
+# worker costs ~20-50 µs, the cheapest chains compute 2^18 elements in ~100 µs
+PARALLEL_MIN = 1 << 18
+# ufuncs whose loop with a constant operand is several times slower than with an array operand
+# (NumPy vectorizes maximum/minimum only for two arrays): the constant is given as a block
+_FILL_FAST = frozenset({"maximum", "minimum", "fmax", "fmin"})
 
 _FLOATS = frozenset({np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)})
 _BOOL = np.dtype(bool)
@@ -111,7 +129,7 @@ def _generate(fz, key):
     in_dt = [k[0] for k in key]
     scalar_in = [k[1] for k in key]
     steps = expr.steps
-    ns = {"np": np, "__empty": np.empty, "__errstate": np.errstate, "__generic": fz.generic}
+    ns: dict = {}
     consts: dict = {}
 
     def const(c):
@@ -137,67 +155,146 @@ def _generate(fz, key):
     plans = []
     for j, s in enumerate(steps):
         plans.append(_plan_step(s, fz.dtypes[j], dt_of, const))
-    if all(p is None for p in plans):
-        return None
+    # (a chain of reference-kernel steps only -- integers, say -- still gains the blocks and
+    # the threads)
+    gen = _Body(fz, ns, const)
+    body, buf_dt = gen.emit(plans)
+    return _compile(expr, scalar_in, body, buf_dt, gen.fills, ns, fz.dtypes, fz.generic)
 
-    body, buf_dt = _Body(fz, ns, const).emit(plans)
-    return _compile(expr, scalar_in, body, buf_dt, ns, fz.dtypes)
 
-
-def _compile(expr, scalar_in, body, buf_dt, ns, dtypes):
-    """The variant's source around the loop ``body``: ``fused(arrays)`` (the shape and layout
-    tests) and ``__run`` (the outputs, the block buffers, the loop over blocks), compiled."""
+def _compile(expr, scalar_in, body, buf_dt, fills, ns, dtypes, generic):
+    """The variant: ``__work`` (generated: its block buffers, the loop over the blocks it takes
+    from a shared counter, ``body`` for each block) and the ``_Variant`` driving it."""
     outputs = list(expr.outputs)
     for k, o in enumerate(outputs):
         ns[f"d{k}"] = dtypes[o]
     ins = [f"a{i}" for i in range(expr.n_inputs)]
     full_ins = [i for i in range(expr.n_inputs) if not scalar_in[i]]
-    L = ["def fused(arrays):",
+    # n: rows (axis 0 of the arrays as given, 1-D when contiguous), R: rows per block, tail:
+    # the other axes; take(): the next block number (shared by the threads of one call)
+    W = ["def __work(arrays, outs, fills, n, R, tail, take):",
          f"    {', '.join(ins)}, = arrays",
-         f"    shape = a{full_ins[0]}.shape"]
-    same = " and ".join(f"a{i}.shape == shape" for i in full_ins[1:]) or "True"
-    L.append(f"    if not ({same}):")
-    L.append("        return __generic(arrays)")
-    contig = " and ".join(f"a{i}.flags.c_contiguous" for i in full_ins)
-    L.append(f"    n = a{full_ins[0]}.size")
-    L.append(f"    if {contig} and n >= {MIN_BLOCKED}:")
-    L.append(f"        return __run([a.reshape(-1) if a.ndim else a for a in arrays], n, "
-             f"{BLOCK}, shape, True)")
-    L.append("    return __run(arrays, n, n, shape, False)")
-    R = ["def __run(arrays, n, B, shape, flat):",
-         f"    {', '.join(ins)}, = arrays"]
-    for k in range(len(outputs)):
-        R.append(f"    o{k} = __empty(n if flat else shape, d{k})")
+         "    " + "".join(f"o{k}, " for k in range(len(outputs))) + "= outs"]
+    if fills:
+        W.append("    " + "".join(f"F{f}, " for f in fills.values()) + "= fills")
     for b, d in enumerate(buf_dt):
         ns[f"bd{b}"] = d
-        R.append(f"    B{b} = __empty(B if flat else shape, bd{b})")
-    R.append("    try:")
-    R.append("        with __errstate(all='ignore'):")
-    R.append("            for s in range(0, n, B) if n else (0,):")
-    R.append("                if flat:")
-    R.append("                    e = s + B")
-    R.append("                    __sl = slice(s, e)")
-    R.append("                    m = min(B, n - s)")
-    # the block's views of the buffers and inputs (flat), or the whole arrays
-    R += [f"                    b{b} = B{b} if m == B else B{b}[:m]" for b in range(len(buf_dt))]
-    R += [f"                    x{i} = a{i}[__sl]" for i in full_ins]
-    R += ["                else:", "                    __sl = Ellipsis"]
-    R += [f"                    b{b} = B{b}" for b in range(len(buf_dt))]
-    R += [f"                    x{i} = a{i}" for i in full_ins]
-    for i in range(expr.n_inputs):
-        if scalar_in[i]:
-            R.append(f"                x{i} = a{i}")
-    for line in body:
-        R.append("                " + line)
-    R.append("    except __Decline:")
-    R.append("        return __generic([a.reshape(shape) if a.ndim else a for a in arrays])")
-    R.append("    return [" + "".join(f"o{k}.reshape(shape), " for k in range(len(outputs))) + "]")
-    src = "\n".join(L + R)
-    ns["__Decline"] = _Decline
-    exec(compile(src, f"<tensorplay cpu fused chain: {expr}>", "exec"), ns)   # noqa: S102
-    fused = ns["fused"]
-    fused.source = src
-    return fused
+        W.append(f"    B{b} = __empty((R,) + tail, bd{b})")
+    W += [f"    x{i} = a{i}" for i in range(expr.n_inputs) if scalar_in[i]]
+    W += ["    with __errstate(all='ignore'):",
+          "        while True:",
+          "            s = take() * R",
+          "            if s >= n:",
+          "                return",
+          "            __sl = slice(s, s + R)",
+          "            m = min(R, n - s)"]
+    W += [f"            b{b} = B{b} if m == R else B{b}[:m]" for b in range(len(buf_dt))]
+    W += [f"            f{f} = F{f} if m == R else F{f}[:m]" for f in fills.values()]
+    W += [f"            x{i} = a{i}[__sl]" for i in full_ins]
+    W += ["            " + line for line in body]
+    src = "\n".join(W)
+    fill_values = [ns[c] for c in fills]       # in the order of their numbers
+    ns.update(__empty=np.empty, __errstate=np.errstate, __Decline=_Decline)
+    work = _codegen.function(src, ns, "__work", f"<tensorplay cpu fused chain: {expr}>")
+    return _Variant(work, full_ins, [dtypes[o] for o in outputs], _deps(expr, full_ins),
+                    fill_values, generic, src)
+
+
+def _deps(expr, full_ins):
+    """For each output: the non-0-d inputs its value depends on (its shape is theirs,
+    broadcast)."""
+    full = set(full_ins)
+    dep = []
+    for s in expr.steps:
+        d = set()
+        for a in s.args:
+            if a[0] == "in" and a[1] in full:
+                d.add(a[1])
+            elif a[0] == "step":
+                d |= dep[a[1]]
+        dep.append(d)
+    return [sorted(dep[o]) for o in expr.outputs]
+
+
+class _Variant:
+    """One input signature's fused function: ``variant(arrays) -> [arrays]``.
+
+    Lays the arrays out for ``__work`` -- contiguous inputs of one shape as 1-D arrays, other
+    layouts (non-contiguous, broadcast) as they are, in blocks of rows of axis 0 -- allocates
+    the outputs and runs ``__work`` on ``tensorplay.get_num_threads()`` threads when the arrays
+    are large enough to pay for them. Every element is computed by the same ufunc calls
+    whichever thread or block it falls in, so the result does not depend on the thread count.
+    """
+
+    __slots__ = ("work", "full_ins", "out_dtypes", "deps", "fill_values", "fills", "generic",
+                 "source")
+
+    def __init__(self, work, full_ins, out_dtypes, deps, fill_values, generic, source):
+        self.work, self.full_ins, self.out_dtypes = work, full_ins, out_dtypes
+        self.deps, self.fill_values, self.generic, self.source = deps, fill_values, generic, source
+        self.fills: dict = {}    # (R, tail) -> the constant blocks (read only: shared by threads)
+
+    def _fills(self, R, tail):
+        key = (R, tail)
+        f = self.fills.get(key)
+        if f is None:
+            if len(self.fills) >= 8:         # a few block shapes are live at a time
+                self.fills.clear()
+            f = self.fills[key] = tuple(np.full((R,) + tail, v) for v in self.fill_values)
+        return f
+
+    def __call__(self, arrays):
+        full = self.full_ins
+        shape = arrays[full[0]].shape
+        contiguous = True
+        try:
+            for i in full:
+                a = arrays[i]
+                if a.shape != shape:
+                    return self._broadcast(arrays)
+                contiguous = contiguous and a.flags.c_contiguous
+            if contiguous:
+                if len(shape) != 1:
+                    arrays = [a.reshape(-1) if a.ndim else a for a in arrays]
+                return self._run(arrays, shape, 1)
+            return self._run(arrays, shape, 0)
+        except _Decline:     # a reference kernel's result is not what the capture promised
+            return self.generic(arrays)
+
+    def _broadcast(self, arrays):
+        full = self.full_ins
+        try:
+            shape = np.broadcast_shapes(*[arrays[i].shape for i in full])
+        except ValueError:
+            return self.generic(arrays)      # the reference kernels raise their own error
+        for d in self.deps:                  # an output of a smaller shape: not this code's job
+            if np.broadcast_shapes(*[arrays[i].shape for i in d]) != shape:
+                return self.generic(arrays)
+        views = list(arrays)
+        for i in full:
+            views[i] = np.broadcast_to(arrays[i], shape)
+        return self._run(views, shape, 0)
+
+    def _run(self, views, shape, flat):
+        if flat:
+            n = size = views[self.full_ins[0]].size
+            tail = ()
+            R = BLOCK if n > BLOCK else max(1, n)
+        else:
+            size = math.prod(shape)
+            n, tail = shape[0], tuple(shape[1:])
+            R = max(1, min(BLOCK // max(1, size // max(1, n)), n))
+        outs = [np.empty((n,) + tail, d) for d in self.out_dtypes]
+        fills = self._fills(R, tail) if self.fill_values else ()
+        take = itertools.count().__next__
+        if size >= 2 * PARALLEL_MIN and tensorplay.get_num_threads() > 1:
+            threads = min(tensorplay.get_num_threads(), size // PARALLEL_MIN, -(-n // R))
+            parallel.run(self.work, threads, views, outs, fills, n, R, tail, take)
+        else:
+            self.work(views, outs, fills, n, R, tail, take)
+        if flat and len(shape) == 1:
+            return outs
+        return [o.reshape(shape) for o in outs]
 
 
 class _Body:
@@ -214,6 +311,7 @@ class _Body:
         self.loc: dict = {}        # step -> expression naming its value in the loop body
         self.pinned: set = set()
         self.lines: list = []
+        self.fills: dict = {}      # constant's name -> number of the block holding it
 
     def emit(self, plans):
         """``(body lines, buffer dtypes)`` for the steps planned as ``plans`` (``_plan_step``)."""
@@ -280,6 +378,8 @@ class _Body:
                     src.append(operand[o])
                 elif o == "x":
                     src.append(dst)
+                elif fn in _FILL_FAST:      # a constant, as a block of it
+                    src.append(f"f{self.fills.setdefault(o, len(self.fills))}")
                 else:                       # a constant's name
                     src.append(o)
             self.ns[f"__{fn}"] = getattr(np, fn)
