@@ -74,7 +74,20 @@ class FunctionCtx:
     def saved_tensors(self):
         if self._released:
             raise RuntimeError(_FREED_MSG)
-        for i, (t, v) in enumerate(zip(self._saved, self._saved_versions)):
+        saved = self._saved
+        if len(saved) == 2:
+            # the common count (a binary op's formula, run once per node in every backward):
+            # the version check without the generic loop's iterators; a mismatch or a None takes
+            # the loop below (which raises, or skips the None)
+            a, b = saved
+            va, vb = self._saved_versions
+            if a is not None and b is not None and a._version == va and b._version == vb:
+                return saved
+        elif len(saved) == 1:
+            a = saved[0]
+            if a is not None and a._version == self._saved_versions[0]:
+                return saved
+        for i, (t, v) in enumerate(zip(saved, self._saved_versions)):
             if t is not None and t._version != v:
                 raise RuntimeError(
                     f"autograd ({self._op_name}): one of the tensors saved for backward (index "
