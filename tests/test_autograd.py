@@ -204,6 +204,63 @@ def test_modified_saved_tensor_is_detected():
         z.sum().backward()
 
 
+class _SavePair(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return g * b, g * a
+
+
+class _SaveNoneAndOne(Function):
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(None, a)
+        return a * a
+
+    @staticmethod
+    def backward(ctx, g):
+        none, a = ctx.saved_tensors
+        assert none is None
+        return g * 2 * a
+
+
+def test_saved_tensors_check_every_tensor_of_one_and_two_saved():
+    """The version check covers each saved tensor (first or second of a pair, a lone one, one
+    beside a saved None), names its index, and passes unmodified tensors through as saved."""
+    for which in (0, 1):
+        a = _t([1.0, 2.0], requires_grad=True)
+        b = _t([3.0, 4.0], requires_grad=True)
+        ha, hb = a * 1, b * 1
+        y = _SavePair.apply(ha, hb)
+        (ha, hb)[which].mul_(2)
+        with pytest.raises(RuntimeError, match=rf"_SavePair.*index {which}.*modified by an "
+                                               rf"in-place operation"):
+            y.sum().backward()
+    a = _t([1.0, 2.0], requires_grad=True)
+    b = _t([3.0, 4.0], requires_grad=True)
+    _SavePair.apply(a * 1, b * 1).sum().backward()
+    assert a.grad.tolist() == [3.0, 4.0] and b.grad.tolist() == [1.0, 2.0]
+
+    x = _t([1.0, 3.0], requires_grad=True)
+    _SaveNoneAndOne.apply(x * 1).sum().backward()
+    assert x.grad.tolist() == [2.0, 6.0]
+    h = x * 1
+    y = _SaveNoneAndOne.apply(h)
+    h.add_(1)
+    with pytest.raises(RuntimeError, match=r"_SaveNoneAndOne.*index 1.*modified by an in-place"):
+        y.sum().backward()
+    h = x * 1
+    y = h.exp()              # exp saves one tensor, its output
+    y.mul_(1)
+    with pytest.raises(RuntimeError, match=r"index 0.*modified by an in-place"):
+        y.sum().backward()
+
+
 def test_inplace_on_leaf_requiring_grad_is_refused():
     w = _t([1.0, 2.0], requires_grad=True)
     for f in (lambda: w.add_(1), lambda: w.mul_(2), lambda: w.fill_(0), lambda: w.zero_(),

@@ -83,9 +83,18 @@ def fused(name, ref, *tensors, args=()):
     k = be.kernels().get(name)
     if k is None:
         return None
-    r = k(ref.native, *[t.native for t in tensors], *args)
+    if len(tensors) == 1:   # the formulas' counts, without building a list per call
+        r = k(ref.native, tensors[0].native, *args)
+    elif len(tensors) == 2:
+        r = k(ref.native, tensors[0].native, tensors[1].native, *args)
+    else:
+        r = k(ref.native, *[t.native for t in tensors], *args)
     if r.__class__ is tuple:   # several gradients (None where not needed)
-        return tuple(be.wrap(x, dev) if x is not None else None for x in r)
+        w = be.wrap
+        if len(r) == 2:   # matmul's (no generator frame)
+            a, b = r
+            return (w(a, dev) if a is not None else None, w(b, dev) if b is not None else None)
+        return tuple(w(x, dev) if x is not None else None for x in r)
     return be.wrap(r, dev)
 
 

@@ -52,7 +52,9 @@ class _Meta(TensorStandIn):
 
 
 def _save_meta(ctx, inputs, output):
-    ctx.vals = [_Meta(x) if is_tensor(x) else x for x in inputs[:2]]
+    # two operands, unrolled: a comprehension is a frame of its own (recorded per add/sub call)
+    a, b = inputs[0], inputs[1]
+    ctx.vals = (_Meta(a) if is_tensor(a) else a, _Meta(b) if is_tensor(b) else b)
 
 
 def _save_mul(ctx, inputs, output):

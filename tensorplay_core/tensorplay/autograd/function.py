@@ -16,7 +16,7 @@ from .._registry import setup_context_form
 from .._tensor_base import TensorBase, instance_class, set_grad_fn, set_history, \
     set_history_source, set_requires_grad, set_view_version
 from . import grad_mode as _gm
-from .graph import Node, edge_of
+from .graph import Node, edge_of, edge_of_source
 
 
 _FREED_MSG = (
@@ -74,7 +74,20 @@ class FunctionCtx:
     def saved_tensors(self):
         if self._released:
             raise RuntimeError(_FREED_MSG)
-        for i, (t, v) in enumerate(zip(self._saved, self._saved_versions)):
+        saved = self._saved
+        if len(saved) == 2:
+            # the common count (a binary op's formula, run once per node in every backward):
+            # the version check without the generic loop's iterators; a mismatch or a None takes
+            # the loop below (which raises, or skips the None)
+            a, b = saved
+            va, vb = self._saved_versions
+            if a is not None and b is not None and a._version == va and b._version == vb:
+                return saved
+        elif len(saved) == 1:
+            a = saved[0]
+            if a is not None and a._version == self._saved_versions[0]:
+                return saved
+        for i, (t, v) in enumerate(zip(saved, self._saved_versions)):
             if t is not None and t._version != v:
                 raise RuntimeError(
                     f"autograd ({self._op_name}): one of the tensors saved for backward (index "
@@ -135,6 +148,8 @@ class FunctionNode(Node):
         self._out_meta = out_meta
         self._retained = None         # set: the engine's getattr on an unset slot costs 0.2 µs
 
+    # (function_node_source below builds a node without this frame: keep the two in step)
+
     def apply(self, grads):
         ctx = self.ctx
         # the common case, one output whose gradient came with its dtype, costs one check
@@ -181,6 +196,21 @@ class FunctionNode(Node):
         if ctx._saved:
             ctx._released = True
             ctx._saved = ()
+
+
+def function_node_source(var, name, fn, ctx, edges, structure, out_meta) -> list:
+    """Source lines binding ``var`` to ``FunctionNode(name, fn, ctx, edges, structure,
+    out_meta)`` without its ``__init__`` frame (one node per recorded op call), for the autograd
+    entries generated per op; arguments are source expressions, each evaluated once, and the
+    namespace binds ``__new`` to ``object.__new__`` and ``__FN`` to ``FunctionNode``."""
+    return [f"{var} = __new(__FN)",
+            f"{var}.name = {name}",
+            f"{var}.fn = {fn}",
+            f"{var}.ctx = {ctx}",
+            f"{var}.next_edges = {edges}",
+            f"{var}.structure = {structure}",
+            f"{var}._out_meta = {out_meta}",
+            f"{var}._retained = None"]
 
 
 def _structure_and_edges(values, T):
@@ -489,10 +519,13 @@ def _generated_entry(op, info):
             for j, (n, maybe_scalar) in enumerate(tens):
                 if maybe_scalar:
                     lines += [f"    __t{j} = isinstance({n}, __T)",
-                              f"    __e{j} = __edge({n}) if __t{j} else None"]
+                              f"    if not __t{j}:",
+                              f"        __e{j} = None",
+                              "    else:",
+                              *("        " + x for x in edge_of_source(f"__e{j}", n))]
                     edge_parts.append(f"((__e{j},) if __t{j} else ())")
                 else:
-                    lines.append(f"    __e{j} = __edge({n})")
+                    lines += ["    " + x for x in edge_of_source(f"__e{j}", n)]
                     edge_parts.append(f"(__e{j},)")
             needs, struct, j = [], [], 0
             for a in args:
@@ -520,10 +553,10 @@ def _generated_entry(op, info):
                           "    if __out.__class__ is not __T or not __out.raw_dtype.is_floating_point"
                           " or __ctx._non_diff:",
                           ret.replace("    return", "        return", 1),
-                          *("    " + x for x in set_history_source(
-                              "__out", f"__FN(__name, __bw, __ctx, {edges}, "
-                              f"[{', '.join(struct)}], ((__out.raw_shape, __out.raw_dtype, "
-                              f"__out.raw_device),))", "0")),
+                          *("    " + x for x in function_node_source(
+                              "__n", "__name", "__bw", "__ctx", edges, f"[{', '.join(struct)}]",
+                              "((__out.raw_shape, __out.raw_dtype, __out.raw_device),)")),
+                          *("    " + x for x in set_history_source("__out", "__n", "0")),
                           "    return __out"]
             else:
                 lines.append(ret)
@@ -532,7 +565,8 @@ def _generated_entry(op, info):
     ns.update(__en=_gm._state, __table=op.table, __miss=op.entry, __bk=_dispatch.backend_key,
               __flat=_dispatch.flat_tensors, __rec=_record, __info=info, __name=name, __opname=op.name,
               __bw=backward, __setup=setup, __edge=edge_of, __Ctx=FunctionCtx, __attach=attach,
-              __T=Tensor, __nf=no_formula_outputs, __FN=FunctionNode, __ag="autograd")
+              __T=Tensor, __nf=no_formula_outputs, __FN=FunctionNode, __ag="autograd",
+              __new=object.__new__)
     src = "\n".join(lines)
     fn = _codegen.function(src, ns, "autograd_entry", f"<tensorplay autograd {op.name}>")
     return fn

@@ -190,6 +190,24 @@ def edge_of(t):
     return (grad_accumulator(t), 0)
 
 
+def edge_of_source(var, t, edge="__edge") -> list:
+    """Source lines binding ``var`` to ``edge_of(t)`` without its frame in the common cases (no
+    grad needed; a non-view with a ``grad_fn``; a non-view leaf whose accumulator exists), for
+    the autograd entries generated per op (recorded on every differentiable call); any other
+    tensor (a view, whose history may need regenerating; a leaf's first use) calls ``edge``,
+    the namespace's name for ``edge_of``. ``t`` is a source name."""
+    return [f"if not {t}.needs_grad:",
+            f"    {var} = None",
+            f"elif {t}.view_base is not None:",
+            f"    {var} = {edge}({t})",
+            f"elif {t}.grad_fn is not None:",
+            f"    {var} = ({t}.grad_fn, {t}.output_nr)",
+            f"elif {t}.accumulator is not None:",
+            f"    {var} = ({t}.accumulator, 0)",
+            "else:",
+            f"    {var} = {edge}({t})"]
+
+
 def _topo(roots):
     """Nodes reachable from ``roots`` with, for each, how many edges point at it."""
     deps: dict = {}
