@@ -92,6 +92,31 @@ def _fork_is_safe() -> bool:
     return True
 
 
+def _warm_up(cases, kw) -> None:
+    """Before the first fork: pay here, once, the first-use work every case shares (the check
+    modules, the compile check's code generation, the autograd and gradient-check machinery)
+    -- about 0.6 s of a 2 s built-in check, which each forked worker would otherwise pay again
+    -- by checking the core's ``tp::mul`` on two small cpu tensors: core code only, never a
+    plugin's kernel (a crash or hang there would take the command down, not a worker). What it
+    leaves behind is caches; every case reseeds the generator (``run_case``)."""
+    if not any(c.device.partition(":")[0] == "cpu" for c in cases):
+        return
+    import warnings
+    try:
+        from .. import _registry
+        from .._factories import manual_seed, randn
+        from .opcheck import run_checks
+        manual_seed(0)
+        x = randn(4, 3, requires_grad=True)
+        y = randn(4, 3)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            run_checks(_registry.lookup("tp::mul"), (x, y), {},
+                       test_utils=kw.get("test_utils", "DEFAULT"))
+    except Exception:  # noqa: BLE001 - an optimisation only: the cases report real problems
+        pass
+
+
 def serve(rfd: int, wfd: int) -> None:
     """The worker's loop: check each case received on ``rfd``, answer on ``wfd``."""
     import faulthandler
@@ -255,6 +280,10 @@ def run_parallel(cases, jobs: int, kw: dict, *, timeout=None, kind="spawn"):
     ``timeout`` seconds (``None``: no limit) or whose worker dies is an ``error`` result; the
     worker is replaced and the case goes on from the next sample. See the module docstring."""
     from .plugin_check import timeout_result
+    if kind == "fork":
+        _warm_up(cases, kw)
+        if not _fork_is_safe():      # the warm-up must not have changed that; if it did
+            kind = "spawn"
     env = _env() if kind == "spawn" else None
     todo = deque((i, 0) for i in range(len(cases)))     # (case index, first sample)
     partial: dict = {}      # case index -> its results so far
