@@ -5,7 +5,7 @@
     tensorplay --version
     tensorplay plugins [--json [PATH]]       # every plugin: version, status, devices, ops, kernels
     tensorplay ops [--namespace NS] [--json [PATH]]   # every op: schema, kernels, plugin
-    tensorplay check [--plugin NAME] [--device D] [-j N|auto] [OP ...] [--json [PATH]]
+    tensorplay check [--plugin NAME] [--device D] [-j N|auto] [--timeout S] [OP ...] [--json [PATH]]
 
 ``check`` is the main job: ``opcheck`` (schema, autograd, layouts, fake, compile) over every op
 each installed op pack ships, with the sample inputs the plugins provide (hook

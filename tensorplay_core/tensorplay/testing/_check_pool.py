@@ -83,6 +83,8 @@ def _fork_is_safe() -> bool:
         return False
     if any(t != "cpu" for t in _devices.loaded):
         return False
+    if _cuda_driver_mapped():
+        return False
     torch = sys.modules.get("torch")
     try:
         if torch is not None and torch.cuda.is_initialized():
@@ -115,6 +117,17 @@ def _warm_up(cases, kw) -> None:
                        test_utils=kw.get("test_utils", "DEFAULT"))
     except Exception:  # noqa: BLE001 - an optimisation only: the cases report real problems
         pass
+
+
+def _cuda_driver_mapped() -> bool:
+    """Whether the CUDA driver library is loaded in this process (Linux): whoever loaded it
+    (CuPy, Triton's driver, torch, a plugin) may have initialised it, and a forked child of an
+    initialised driver cannot use CUDA, nor safely share its state; then no fork."""
+    try:
+        with open("/proc/self/maps") as f:
+            return any("libcuda.so" in line for line in f)
+    except OSError:
+        return False
 
 
 def serve(rfd: int, wfd: int) -> None:
@@ -332,7 +345,15 @@ def run_parallel(cases, jobs: int, kw: dict, *, timeout=None, kind="spawn"):
 
     def timed_out(k, w):
         w.kill()
-        w.reap()
+        how = w.reap()
+        if w.job is None:        # a fresh interpreter still importing
+            if not boot_error:
+                boot_error.append(
+                    f"not checked: a worker process of the parallel check did not start "
+                    f"within {max(timeout, 60):g} s ({how}); check in one process with "
+                    f"jobs=1 (tensorplay check -j 1)")
+            slots[k] = None
+            return
         c = cases[w.job[0]]
         plugin, kdesc = _kernel_of(c)
         label = w.sample[1] if w.sample is not None else ""
@@ -341,7 +362,7 @@ def run_parallel(cases, jobs: int, kw: dict, *, timeout=None, kind="spawn"):
     def handle(k, w, msg):
         tag = msg[0]
         if tag == "ready":
-            w.ready = True
+            w.ready, w.deadline = True, None
         elif tag == "samples":
             counts[w.job[0]] = msg[1]
         elif tag == "sample":
@@ -376,6 +397,9 @@ def run_parallel(cases, jobs: int, kw: dict, *, timeout=None, kind="spawn"):
                         continue
                     w = slots[k] = _Worker(kind, env, fds())
                     if not w.ready:
+                        # a fresh interpreter that hangs in its imports is not waited on
+                        # forever: the limit of a sample, at least a minute
+                        w.deadline = time.monotonic() + max(timeout, 60) if timeout else None
                         continue
                 i, start = todo.popleft()
                 w.job, w.sample = [i, start], None
