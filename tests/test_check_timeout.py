@@ -186,3 +186,67 @@ def test_forked_workers_do_not_load_the_plugins_again(tmp_path, plugin_env):
     assert p.returncode == 0, p.stdout + p.stderr
     assert json.loads(path.read_text())["samples_checked"] >= 4
     assert len(log.read_text().split()) == 1, log.read_text()
+
+
+SPLIT_PACK = '''
+    import os
+    import time
+    import pluggy
+    hookimpl = pluggy.HookimplMarker("tensorplay")
+
+    @hookimpl
+    def tensorplay_register_ops(registrar):
+        import tensorplay as tp
+        from tensorplay import library as lib
+
+        @lib.custom_op("splitpack::along", mutates_args=())
+        def along(x: tp.Tensor) -> tp.Tensor:
+            with open(os.environ["SPLITPACK_LOG"], "a") as f:
+                f.write(f"{os.getpid()}\\n")
+            time.sleep(0.3)
+            return x + 1.0
+
+        along.register_fake(lambda x: x.new_empty(x.shape))
+
+        @lib.custom_op("splitpack::short", mutates_args=())
+        def short(x: tp.Tensor) -> tp.Tensor:
+            return x * 2.0
+
+        short.register_fake(lambda x: x.new_empty(x.shape))
+
+    @hookimpl
+    def tensorplay_sample_inputs(op, device):
+        import tensorplay as tp
+        from tensorplay.plugins import SampleInput
+        if op.name == "splitpack::along":
+            return [SampleInput((tp.randn(2, n + 1, device=device),), {}, f"s{n}")
+                    for n in range(12)]
+        if op.name == "splitpack::short":
+            return [SampleInput((tp.ones(3, device=device),), {}, "one")]
+        return None
+'''
+
+
+@pytest.mark.parametrize("workers", [None, "spawn"])
+def test_a_long_op_is_shared_by_idle_workers(tmp_path, plugin_env, workers):
+    """An op with many samples is not left to one worker while the others idle: its remaining
+    samples are split off to an idle worker (both processes check some of them), and the
+    results are the serial run's, in its order."""
+    make, env = plugin_env
+    make("splitpack", "splitpack", SPLIT_PACK)
+    out = []
+    for jobs in ("1", "2"):
+        log = tmp_path / f"calls-{jobs}.log"
+        e = dict(env, SPLITPACK_LOG=str(log))
+        if workers and jobs == "2":
+            e["TENSORPLAY_CHECK_WORKERS"] = workers
+        path = tmp_path / f"j{jobs}.json"
+        p = _cli("check", "--plugin", "splitpack", "--device", "cpu", "--test-utils",
+                 "test_schema", "-j", jobs, "--json", str(path), env=e)
+        assert p.returncode == 0, p.stdout + p.stderr
+        out.append((json.loads(path.read_text()), set(log.read_text().split())))
+    (s, pids1), (par, pids2) = out
+    assert [r["sample"] for r in s["samples"] if r["op"] == "splitpack::along"] == \
+        [f"s{n}" for n in range(12)] + ["derived: leading dim 0 (from s0)"]
+    assert _untimed(par) == _untimed(s)
+    assert len(pids1) == 1 and len(pids2) >= 2, (pids1, pids2)

@@ -24,9 +24,12 @@ fresh interpreter about 1.5 s of cpu, as long as the whole built-in check. So:
   calling process, serial.
 ``TENSORPLAY_CHECK_WORKERS=fork|spawn`` forces a kind (``fork`` only where the platform has it).
 
-Work goes per case -- one (op, device, kernel) and all its samples -- to whichever worker is
-free, and each sample's result streams back as it completes; results are yielded in the order of
-the cases. The parent is one thread waiting on the workers' pipes with a deadline per busy
+Work goes per case -- one (op, device, kernel) and all its samples, so that messages are not the
+cost -- to whichever worker is free, and each sample's result streams back as it completes;
+results are yielded in the order of the cases, each case's in the order of its samples. When no
+case is left to start and a worker is idle, the busy worker with the most samples ahead is asked
+to stop halfway through them, and the rest of its case becomes a job of its own: one long op
+(the example pack's ``rms_norm``: a quarter of its check) no longer keeps the others waiting. The parent is one thread waiting on the workers' pipes with a deadline per busy
 worker: the per-sample ``timeout`` (reset when the worker announces a sample). A worker past it
 is killed; its sample is an ``error`` result (``plugin_check.timeout_result``, the same text a
 serial run gives), and the rest of its case goes on in a fresh worker from the next sample. A
@@ -39,9 +42,12 @@ Not ``concurrent.futures.ProcessPoolExecutor``: there, one worker that dies brea
 pool and every pending case with it, and a hung one cannot be killed alone.
 
 Protocol: ``multiprocessing.connection.Connection`` (length-prefixed pickles) over two pipes
-per worker. The parent sends ``(index, case, start, kwargs)``; the worker answers ``("ready",)``
-once, then per case ``("samples", n)``, ``("sample", i, label)`` before each sample,
-``("result", PluginCheckResult)`` after it, and ``("done", index)``. A worker's fd 1 points at
+per worker. The parent sends ``("job", index, case, first, end, kwargs)`` (samples ``first`` to
+``end``, ``None``: the last) and, while it runs, maybe ``("limit", (index, first), m)``; the
+worker answers ``("ready",)`` once, then per job ``("samples", n)``, ``("sample", i, label)``
+before each sample, ``("result", PluginCheckResult)`` after it, ``("stop", at)`` when a limit
+reached it between samples (it stops before sample ``at`` = max(m, the next one)), and
+``("done", index)``. A worker's fd 1 points at
 stderr, so that what an op or plugin prints goes to the parent's stderr, never into a
 ``--json -`` on stdout.
 """
@@ -144,15 +150,30 @@ def serve(rfd: int, wfd: int) -> None:
     out.send(("ready",))
     while True:
         try:
-            index, case, start, kw = inp.recv()
+            msg = inp.recv()
         except EOFError:
             return
+        if msg[0] == "limit":
+            continue        # for a job that ended before it arrived
+        _, index, case, start, end, kw = msg
+        job, limit = (index, start), [end]
+
+        def stop(i, job=job, limit=limit):
+            """Before sample ``i``: take a ("limit", job, m) from the parent -- stop at
+            max(m, i), said back -- and whether this job's range ends here."""
+            while inp.poll(0):
+                m = inp.recv()
+                if m[0] == "limit" and m[1] == job:
+                    at = max(m[2], i)
+                    limit[0] = at if limit[0] is None else min(limit[0], at)
+                    out.send(("stop", at))
+            return limit[0] is not None and i >= limit[0]
         try:
             missing = _missing(case)
             if missing is not None:
                 out.send(("result", missing))
             else:
-                run_case(case, start=start, report=out.send, **kw)
+                run_case(case, start=start, stop=stop, report=out.send, **kw)
         except Exception as e:  # noqa: BLE001 - reported as the case's error, the worker lives
             out.send(("result", _error(case, "", f"the worker process checking {case.op} on "
                                                  f"{case.device} raised {type(e).__name__}: "
@@ -258,9 +279,10 @@ class _Worker:
         self.tasks = Connection(w_task, readable=False)
         self.results = Connection(r_res, writable=False)
         self.ready = kind == "fork"      # a fork is loaded; a fresh interpreter says "ready"
-        self.job = None                  # [case index, first sample] being checked
+        self.job = None                  # (case index, first sample, end) being checked
         self.sample = None               # (index, label) of the sample being checked
         self.deadline = None
+        self.splitting = False           # asked to stop early ("limit"), no answer yet
 
     def fds(self):
         return [c.fileno() for c in (self.tasks, self.results) if not c.closed]
@@ -298,9 +320,11 @@ def run_parallel(cases, jobs: int, kw: dict, *, timeout=None, kind="spawn"):
         if not _fork_is_safe():      # the warm-up must not have changed that; if it did
             kind = "spawn"
     env = _env() if kind == "spawn" else None
-    todo = deque((i, 0) for i in range(len(cases)))     # (case index, first sample)
-    partial: dict = {}      # case index -> its results so far
+    # a job: (case index, first sample, end sample or None: to the last)
+    todo = deque((i, 0, None) for i in range(len(cases)))
+    found: dict = {}        # case index -> {sample index (-1: the case's own): [results]}
     counts: dict = {}       # case index -> number of samples (once made)
+    open_jobs = dict.fromkeys(range(len(cases)), 1)   # case index -> jobs queued or running
     finished: dict = {}
     slots: list = [None] * jobs
     boot_error: list = []   # set once: a spawned worker could not start; start no more
@@ -308,20 +332,27 @@ def run_parallel(cases, jobs: int, kw: dict, *, timeout=None, kind="spawn"):
     def fds():
         return [fd for w in slots if w is not None for fd in w.fds()]
 
-    def finish(i):
-        finished[i] = partial.pop(i, [])
+    def put(i, at, result):
+        found.setdefault(i, {}).setdefault(at, []).append(result)
+
+    def job_done(i):
+        open_jobs[i] -= 1
+        if open_jobs[i] == 0:
+            got = found.pop(i, {})
+            finished[i] = [r for at in sorted(got) for r in got[at]]
 
     def lost(k, w, result):
         """Worker ``w`` of slot ``k`` is gone while checking: ``result`` stands for the sample
-        it was on; the case goes on from the next sample in a fresh worker."""
-        i, _ = w.job
-        partial.setdefault(i, []).append(result)
-        nxt = w.sample[0] + 1 if w.sample is not None else None
-        if nxt is not None and nxt < counts.get(i, 0):
-            todo.appendleft((i, nxt))
-        else:
-            finish(i)
+        it was on; the job goes on from the next sample in a fresh worker."""
+        i, _, end = w.job
+        at = w.sample[0] if w.sample is not None else -1
+        put(i, at, result)
+        end = counts.get(i, 0) if end is None else end
         slots[k] = None
+        if at >= 0 and at + 1 < end:
+            todo.appendleft((i, at + 1, end))
+        else:
+            job_done(i)
 
     def died(k, w):
         how = w.reap()
@@ -359,20 +390,53 @@ def run_parallel(cases, jobs: int, kw: dict, *, timeout=None, kind="spawn"):
         label = w.sample[1] if w.sample is not None else ""
         lost(k, w, timeout_result(c, label, timeout, plugin, kdesc, timeout))
 
-    def handle(k, w, msg):
+    def handle(w, msg):
         tag = msg[0]
         if tag == "ready":
             w.ready, w.deadline = True, None
-        elif tag == "samples":
-            counts[w.job[0]] = msg[1]
+            return
+        i, first, end = w.job
+        if tag == "samples":
+            counts[i] = msg[1]
+            if end is None:
+                w.job = (i, first, msg[1])
         elif tag == "sample":
             w.sample = (msg[1], msg[2])
             w.deadline = time.monotonic() + timeout if timeout else None
         elif tag == "result":
-            partial.setdefault(w.job[0], []).append(msg[1])
+            put(i, w.sample[0] if w.sample is not None else -1, msg[1])
+        elif tag == "stop":             # the split asked for: the rest goes to another worker
+            w.splitting = False
+            if msg[1] < end:
+                w.job = (i, first, msg[1])
+                open_jobs[i] += 1
+                todo.appendleft((i, msg[1], end))
         elif tag == "done":
-            finish(w.job[0])
             w.job = w.sample = w.deadline = None
+            w.splitting = False
+            job_done(i)
+
+    def split():
+        """No job is queued and a worker is idle: ask the busy worker with the most samples
+        still ahead of it to stop halfway through them (it says where: ``"stop"``); the rest
+        becomes a job. A long op is then not checked by one worker while the others wait."""
+        best, ahead = None, 0
+        for w in slots:
+            if w is None or w.job is None or w.sample is None or w.splitting:
+                continue
+            n = w.job[2] - (w.sample[0] + 1)
+            if n > ahead:
+                best, ahead = w, n
+        if best is None:
+            return False
+        i, first, _ = best.job
+        m = best.sample[0] + 1 + ahead // 2
+        try:
+            best.tasks.send(("limit", (i, first), m))
+            best.splitting = True
+        except _DEAD:
+            pass                # its death is seen on its results pipe
+        return True
 
     try:
         nxt = 0
@@ -383,17 +447,19 @@ def run_parallel(cases, jobs: int, kw: dict, *, timeout=None, kind="spawn"):
             if nxt >= len(cases):
                 break
             # give work to idle workers; start workers for idle slots while there is work
+            idle = 0
             for k in range(jobs):
                 w = slots[k]
                 if w is not None and (not w.ready or w.job is not None):
                     continue
                 if not todo:
-                    break
+                    idle += w is not None
+                    continue
                 if w is None:
                     if boot_error:
-                        i, _ = todo.popleft()
-                        partial.setdefault(i, []).append(_error(cases[i], "", boot_error[0]))
-                        finish(i)
+                        i, _, _ = todo.popleft()
+                        put(i, -1, _error(cases[i], "", boot_error[0]))
+                        job_done(i)
                         continue
                     w = slots[k] = _Worker(kind, env, fds())
                     if not w.ready:
@@ -401,13 +467,16 @@ def run_parallel(cases, jobs: int, kw: dict, *, timeout=None, kind="spawn"):
                         # forever: the limit of a sample, at least a minute
                         w.deadline = time.monotonic() + max(timeout, 60) if timeout else None
                         continue
-                i, start = todo.popleft()
-                w.job, w.sample = [i, start], None
+                i, first, end = todo.popleft()
+                w.job, w.sample = (i, first, end), None
                 w.deadline = time.monotonic() + timeout if timeout else None
                 try:
-                    w.tasks.send((i, cases[i], start, kw))
+                    w.tasks.send(("job", i, cases[i], first, end, kw))
                 except _DEAD:
                     died(k, w)
+            asked = sum(1 for w in slots if w is not None and w.splitting)
+            while idle > asked and split():
+                asked += 1
             if nxt in finished:
                 continue
             live = [w for w in slots if w is not None]
@@ -425,7 +494,7 @@ def run_parallel(cases, jobs: int, kw: dict, *, timeout=None, kind="spawn"):
                     continue
                 try:
                     while True:
-                        handle(k, w, w.results.recv())
+                        handle(w, w.results.recv())
                         if not w.results.poll(0):
                             break
                 except _DEAD:

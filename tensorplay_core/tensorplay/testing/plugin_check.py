@@ -226,7 +226,7 @@ def case_kernel(case: CheckCase):
 
 
 def run_case(case: CheckCase, *, test_utils="DEFAULT", atol=None, rtol=None, timeout=None,
-             start=0, report=None) -> list:
+             start=0, stop=None, report=None) -> list:
     """Run ``opcheck`` on ``case``'s kernel for every sample; one ``PluginCheckResult`` per
     sample (a single ``skipped``/``error`` result when there are no samples or they cannot be
     made). Each result names the kernel that ran and the plugin that registered it.
@@ -239,7 +239,9 @@ def run_case(case: CheckCase, *, test_utils="DEFAULT", atol=None, rtol=None, tim
     handler, no armed ``ITIMER_REAL``); elsewhere it is not enforced in-process -- a parallel
     run's parent enforces it on its workers by killing them. ``None``/``0``: no limit.
     ``start``: check only the samples from this index on (a parallel run resumes a case there
-    after a worker died on the sample before). ``report``: optional callable given
+    after a worker died on the sample before); ``stop``: optional callable asked before each
+    sample ``i`` whether to end there (a parallel run hands the rest of a long case to an idle
+    worker). ``report``: optional callable given
     ``("samples", n)`` once the samples are made, ``("sample", i, label)`` just before sample
     ``i`` is checked and ``("result", r)`` after it (a parallel run's worker streams them to
     its parent, so a crash or a hang names the sample and loses none of the others)."""
@@ -280,6 +282,8 @@ def run_case(case: CheckCase, *, test_utils="DEFAULT", atol=None, rtol=None, tim
     for i, s in enumerate(samples):
         if i < start:
             continue
+        if stop is not None and stop(i):
+            break
         label = s.name or f"sample{i}"
         if report is not None:
             report(("sample", i, label))
