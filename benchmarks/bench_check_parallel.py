@@ -16,6 +16,12 @@ bug, and the script then exits 1.
 
     python benchmarks/bench_check_parallel.py                      # cpu, -j 1,2,4,auto, 3 rounds
     python benchmarks/bench_check_parallel.py --device cuda --jobs 1,4,8,auto
+    python benchmarks/bench_check_parallel.py --plugin all --device all    # bare `tensorplay check`
+    python benchmarks/bench_check_parallel.py --workers spawn,default  # fresh interpreters vs forks
+
+``--plugin all`` / ``--device all`` leave the flag out (every op pack; every available device);
+``--workers`` sets ``TENSORPLAY_CHECK_WORKERS`` for the ``-j > 1`` runs (``default``: what the
+command picks -- forks of the loaded command where that is safe).
 
 Writes ``benchmarks/results/check_parallel.json``.
 """
