@@ -250,3 +250,10 @@ def test_a_long_op_is_shared_by_idle_workers(tmp_path, plugin_env, workers):
         [f"s{n}" for n in range(12)] + ["derived: leading dim 0 (from s0)"]
     assert _untimed(par) == _untimed(s)
     assert len(pids1) == 1 and len(pids2) >= 2, (pids1, pids2)
+
+
+@pytest.mark.parametrize("bad", [-1, float("nan"), float("inf"), "5", True])
+def test_check_plugin_rejects_a_timeout_that_is_not_seconds(bad):
+    from tensorplay.testing import check_plugin
+    with pytest.raises(ValueError, match="timeout"):
+        check_plugin("tensorplay-cpu", "cpu", ops=["tp::add"], timeout=bad)

@@ -485,7 +485,8 @@ def check_plugin(name: str, device=None, *, ops=None, test_utils="DEFAULT", atol
     """
     from ..plugins import manager
     n_jobs = resolve_jobs(jobs)      # a bad value fails before anything runs
-    if timeout is not None and not (isinstance(timeout, (int, float)) and timeout >= 0
+    if timeout is not None and not (isinstance(timeout, (int, float))
+                                    and not isinstance(timeout, bool) and timeout >= 0
                                     and timeout == timeout and timeout != float("inf")):
         raise ValueError(f"timeout={timeout!r}: give the seconds one sample may take, a "
                          f"finite number >= 0 (0 or None: no limit)")
