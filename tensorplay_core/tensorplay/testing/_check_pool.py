@@ -11,7 +11,8 @@ fresh interpreter about 1.5 s of cpu, as long as the whole built-in check. So:
   (this pool uses none: one loop over the workers' pipes; a thread holding a lock at the fork
   would leave it held forever in the child) and no device but cpu has been set up (a CUDA
   context, or any driver state, must never be inherited by a fork: a backend other than cpu in
-  ``tensorplay._devices.loaded``, or ``torch.cuda`` initialised, rules it out). NumPy's
+  ``tensorplay._devices.loaded``, or the CUDA driver library mapped in the process -- whoever
+  loaded it, torch included -- rules it out). NumPy's
   OpenBLAS threads are native and re-made after a fork (OpenBLAS registers ``pthread_atfork``).
   Not ``multiprocessing``'s forkserver: its server would import everything once more (the cost
   this removes) and does not carry first-use caches, and like spawn it re-imports the caller's
@@ -89,15 +90,8 @@ def _fork_is_safe() -> bool:
         return False
     if any(t != "cpu" for t in _devices.loaded):
         return False
-    if _cuda_driver_mapped():
-        return False
-    torch = sys.modules.get("torch")
-    try:
-        if torch is not None and torch.cuda.is_initialized():
-            return False
-    except Exception:  # noqa: BLE001 - a torch without cuda: nothing to inherit
-        pass
-    return True
+    # torch.cuda, CuPy or Triton having set up CUDA all show as the driver library mapped
+    return not _cuda_driver_mapped()
 
 
 def _warm_up(cases, kw) -> None:
