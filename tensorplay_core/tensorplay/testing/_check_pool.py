@@ -5,17 +5,17 @@ tensorplay, the plugins, NumPy and Triton and re-running every plugin's registra
 fresh interpreter about 1.5 s of cpu, as long as the whole built-in check. So:
 
 * ``"fork"`` (Linux and other POSIX but macOS): each worker is ``os.fork()`` of the command
-  itself, which has already loaded every plugin, registered every op and warmed its first-use
-  caches; a worker costs a few milliseconds and sees exactly the parent's ops (also those
-  registered at run time). Chosen only where a fork is safe: the parent runs one Python thread
-  (this pool uses none: one loop over the workers' pipes; a thread holding a lock at the fork
-  would leave it held forever in the child) and no device but cpu has been set up (a CUDA
-  context, or any driver state, must never be inherited by a fork: a backend other than cpu in
-  ``tensorplay._devices.loaded``, or the CUDA driver library mapped in the process -- whoever
-  loaded it, torch included -- rules it out). NumPy's
-  OpenBLAS threads are native and re-made after a fork (OpenBLAS registers ``pthread_atfork``).
-  Not ``multiprocessing``'s forkserver: its server would import everything once more (the cost
-  this removes) and does not carry first-use caches, and like spawn it re-imports the caller's
+  itself, which has already loaded every plugin, registered every op and warmed the first-use
+  work the cases share (``_warm_up``); a worker costs a few milliseconds and sees exactly the
+  parent's ops (also those registered at run time). Chosen only where a fork is safe: the parent
+  runs one Python thread (this pool uses none: one loop over the workers' pipes; a thread
+  holding a lock at the fork would leave it held forever in the child) and no device but cpu has
+  been set up (a CUDA context, or any driver state, must never be inherited by a fork: a backend
+  other than cpu in ``tensorplay._devices.loaded``, or the CUDA driver library mapped in the
+  process -- whoever loaded it, torch included -- rules it out). NumPy's OpenBLAS threads are
+  native and re-made after a fork (OpenBLAS registers ``pthread_atfork``). Not
+  ``multiprocessing``'s forkserver: its server would import everything once more (the cost this
+  removes) and does not carry first-use caches, and like spawn it re-imports the caller's
   ``__main__`` (a guard asked of every script that calls ``check_plugin(jobs=N)``).
 * ``"spawn"`` (macOS, where system libraries are not fork-safe; or a parent that fork rules
   out): a fresh interpreter (``sys.executable``) started with the environment the parent's
@@ -30,27 +30,27 @@ cost -- to whichever worker is free, and each sample's result streams back as it
 results are yielded in the order of the cases, each case's in the order of its samples. When no
 case is left to start and a worker is idle, the busy worker with the most samples ahead is asked
 to stop halfway through them, and the rest of its case becomes a job of its own: one long op
-(the example pack's ``rms_norm``: a quarter of its check) no longer keeps the others waiting. The parent is one thread waiting on the workers' pipes with a deadline per busy
-worker: the per-sample ``timeout`` (reset when the worker announces a sample). A worker past it
-is killed; its sample is an ``error`` result (``plugin_check.timeout_result``, the same text a
-serial run gives), and the rest of its case goes on in a fresh worker from the next sample. A
-worker that dies (a kernel's segfault) costs only its sample the same way, reported as an
-``error`` naming op, device, sample and how it ended. A spawned worker that cannot start (its
-plugins fail to import) is said once per remaining case, and no more workers are started;
-nothing waits forever on a dead process.
+(the example pack's ``rms_norm``: a quarter of its check) no longer keeps the others waiting.
+The parent is one thread waiting on the workers' pipes with a deadline per busy worker: the
+per-sample ``timeout`` (reset when the worker announces a sample). A worker past it is killed;
+its sample is an ``error`` result (``plugin_check.timeout_result``, the same text a serial run
+gives), and the rest of its case goes on in a fresh worker from the next sample. A worker that
+dies (a kernel's segfault) costs only its sample the same way, reported as an ``error`` naming
+op, device, sample and how it ended. A spawned worker that cannot start (its plugins fail to
+import) is said once per remaining case, and no more workers are started; nothing waits forever
+on a dead process.
 
 Not ``concurrent.futures.ProcessPoolExecutor``: there, one worker that dies breaks the whole
 pool and every pending case with it, and a hung one cannot be killed alone.
 
-Protocol: ``multiprocessing.connection.Connection`` (length-prefixed pickles) over two pipes
-per worker. The parent sends ``("job", index, case, first, end, kwargs)`` (samples ``first`` to
+Protocol: ``multiprocessing.connection.Connection`` (length-prefixed pickles) over two pipes per
+worker. The parent sends ``("job", index, case, first, end, kwargs)`` (samples ``first`` to
 ``end``, ``None``: the last) and, while it runs, maybe ``("limit", (index, first), m)``; the
 worker answers ``("ready",)`` once, then per job ``("samples", n)``, ``("sample", i, label)``
 before each sample, ``("result", PluginCheckResult)`` after it, ``("stop", at)`` when a limit
 reached it between samples (it stops before sample ``at`` = max(m, the next one)), and
-``("done", index)``. A worker's fd 1 points at
-stderr, so that what an op or plugin prints goes to the parent's stderr, never into a
-``--json -`` on stdout.
+``("done", index)``. A worker's fd 1 points at stderr, so that what an op or plugin prints goes
+to the parent's stderr, never into a ``--json -`` on stdout.
 """
 
 from __future__ import annotations
