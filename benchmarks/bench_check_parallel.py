@@ -16,6 +16,12 @@ bug, and the script then exits 1.
 
     python benchmarks/bench_check_parallel.py                      # cpu, -j 1,2,4,auto, 3 rounds
     python benchmarks/bench_check_parallel.py --device cuda --jobs 1,4,8,auto
+    python benchmarks/bench_check_parallel.py --plugin all --device all    # bare `tensorplay check`
+    python benchmarks/bench_check_parallel.py --workers spawn,default  # fresh interpreters vs forks
+
+``--plugin all`` / ``--device all`` leave the flag out (every op pack; every available device);
+``--workers`` sets ``TENSORPLAY_CHECK_WORKERS`` for the ``-j > 1`` runs (``default``: what the
+command picks -- forks of the loaded command where that is safe).
 
 Writes ``benchmarks/results/check_parallel.json``.
 """
@@ -53,13 +59,20 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _run(plugin, device, jobs, path):
+def _run(plugin, device, jobs, path, workers=None):
     """(wall s, cpu s of the command and its workers, exit status, untimed JSON)."""
-    cmd = [sys.executable, "-m", "tensorplay.cli", "check", "--plugin", plugin, "--device",
-           device, "-j", str(jobs), "--quiet", "--json", path]
+    cmd = [sys.executable, "-m", "tensorplay.cli", "check", "-j", str(jobs), "--quiet",
+           "--json", path]
+    cmd += [] if plugin == "all" else ["--plugin", plugin]
+    cmd += [] if device == "all" else ["--device", device]
+    env = dict(os.environ)
+    env.pop("TENSORPLAY_CHECK_WORKERS", None)
+    if workers:
+        env["TENSORPLAY_CHECK_WORKERS"] = workers
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                       env=env)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -78,31 +91,40 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--plugin", action="append",
                     help="plugin to check (repeatable; default: tensorplay-example-ops and "
-                         "tensorplay-cpu)")
-    ap.add_argument("--device", default="cpu")
+                         "tensorplay-cpu); 'all': no --plugin, every op pack")
+    ap.add_argument("--device", default="cpu", help="device to check; 'all': no --device")
     ap.add_argument("--jobs", default="1,2,4,auto", help="comma list of -j values (1 first)")
+    ap.add_argument("--workers", default="default",
+                    help="comma list of worker kinds for -j > 1: default (what the command "
+                         "picks), fork, spawn (TENSORPLAY_CHECK_WORKERS); e.g. spawn,default "
+                         "times fresh interpreters against forks in the same rounds")
     ap.add_argument("--rounds", type=int, default=1 if H.QUICK else 3)
     args = ap.parse_args(argv)
     plugins = args.plugin or ["tensorplay-example-ops", "tensorplay-cpu"]
     cpus = _cpus()
     jobs, seen = [], set()
+    kinds = [k.strip() for k in args.workers.split(",") if k.strip()]
     for j in ["1"] + [x.strip() for x in args.jobs.split(",") if x.strip() != "1"]:
         n = cpus if j in ("auto", "0") else int(j)
-        if n not in seen:
-            seen.add(n)
-            jobs.append((f"auto ({n})" if j in ("auto", "0") else str(n), n))
+        if n in seen:
+            continue
+        seen.add(n)
+        label = f"auto ({n})" if j in ("auto", "0") else str(n)
+        for k in (kinds if n > 1 else ["default"]):
+            jobs.append((label + ("" if k == "default" else f" {k}"), n,
+                         None if k == "default" else k))
     load0 = os.getloadavg()
     print(f"tensorplay check -j N on {args.device}: {cpus} cpus, load {load0[0]:.2f} "
           f"(1 min) at the start, {args.rounds} interleaved rounds")
     rows, out, bad = [], {}, False
     with tempfile.TemporaryDirectory() as tmp:
         for plugin in plugins:
-            runs = {label: [] for label, _ in jobs}
+            runs = {label: [] for label, _, _ in jobs}
             ref = None
             for r in range(args.rounds):
-                for label, n in jobs:
+                for label, n, kind in jobs:
                     wall, cpu, rc, data = _run(plugin, args.device, n,
-                                               os.path.join(tmp, f"{n}.json"))
+                                               os.path.join(tmp, f"{n}.json"), kind)
                     untimed = _untimed(data) if data is not None else None
                     if ref is None and n == 1:
                         ref = (rc, untimed)
@@ -114,7 +136,7 @@ def main(argv=None) -> int:
                           f"{cpu:.2f} s cpu, exit {rc}{'' if same else ', NOT IDENTICAL'}",
                           flush=True)
             serial = statistics.median(x["wall_s"] for x in runs["1"])
-            for label, _ in jobs:
+            for label, _, _ in jobs:
                 xs = runs[label]
                 walls = [x["wall_s"] for x in xs]
                 med = statistics.median(walls)

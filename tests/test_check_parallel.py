@@ -35,11 +35,19 @@ def _untimed(obj):
     return obj
 
 
-def _serial_and_parallel(tmp_path, *args, env=None):
+# the kinds of worker -j 2 can use: the default here (forked from the loaded command) and fresh
+# interpreters (what macOS, or a parent that set up a GPU, gets)
+WORKERS = [None, "spawn"]
+
+
+def _serial_and_parallel(tmp_path, *args, env=None, workers=None):
     out = []
     for jobs in ("1", "2"):
         path = tmp_path / f"j{jobs}.json"
-        p = _cli("check", *args, "-j", jobs, "--json", str(path), env=env)
+        e = dict(os.environ if env is None else env)
+        if workers and jobs != "1":
+            e["TENSORPLAY_CHECK_WORKERS"] = workers
+        p = _cli("check", *args, "-j", jobs, "--json", str(path), env=e)
         out.append((p, json.loads(path.read_text())))
     return out
 
@@ -96,12 +104,13 @@ BAD_PACK = '''
 '''
 
 
-def test_a_failing_op_fails_identically_in_parallel(tmp_path, plugin_env):
+@pytest.mark.parametrize("workers", WORKERS)
+def test_a_failing_op_fails_identically_in_parallel(tmp_path, plugin_env, workers):
     make, env = plugin_env
     make("parbad-pack", "parbad_pack", BAD_PACK)
     (p1, s), (p2, par) = _serial_and_parallel(
         tmp_path, "--plugin", "parbad-pack", "--test-utils",
-        "test_schema,test_gradients,test_faketensor", env=env)
+        "test_schema,test_gradients,test_faketensor", env=env, workers=workers)
     assert p1.returncode == p2.returncode == 1, p1.stdout + p1.stderr
     assert any("parbad::badgrad" in f for f in s["failures"]), s["failures"]
     assert any("parbad::leaky" in f for f in s["failures"]), s["failures"]
@@ -197,11 +206,14 @@ def _failure(res, op):
     return hit[0]
 
 
-def test_a_worker_that_dies_is_an_error_naming_op_and_sample(tmp_path, plugin_env):
-    """A kernel that segfaults (or exits) kills its worker: that case is an error naming op,
-    device, sample and signal; the other cases are checked by a fresh worker; no hang."""
+@pytest.mark.parametrize("workers", WORKERS)
+def test_a_worker_that_dies_is_an_error_naming_op_and_sample(tmp_path, plugin_env, workers):
+    """A kernel that segfaults (or exits) kills its worker: that sample is an error naming op,
+    device, sample and signal; the rest is checked by a fresh worker; no hang."""
     make, env = plugin_env
     make("crashpack", "crashpack", CRASH_PACK)
+    if workers:
+        env["TENSORPLAY_CHECK_WORKERS"] = workers
     path = tmp_path / "out.json"
     p = _cli("check", "--plugin", "crashpack", *ONE_CASE, "-j", "2", "--json", str(path),
              env=env)
@@ -210,18 +222,22 @@ def test_a_worker_that_dies_is_an_error_naming_op_and_sample(tmp_path, plugin_en
     by_op = {}
     for r in res["samples"]:
         by_op.setdefault(r["op"], []).append(r)
-    boom, = by_op["crashpack::boom"]
-    assert boom["status"] == "error" and boom["sample"] == "big", boom
+    # the crashed sample is the error; the samples before and after it are checked (the case
+    # goes on from the next sample in a fresh worker)
+    boom = {r["sample"]: r for r in by_op["crashpack::boom"]}
+    assert list(boom) == ["small", "big", "derived: leading dim 0 (from small)"], boom
+    assert [r["status"] for r in boom.values()] == ["passed", "error", "passed"], boom
+    boom = boom["big"]
     assert boom["kernel"].endswith(".boom (plugin crashpack)"), boom    # its kernel's row
     msg = _failure(res, "crashpack::boom")
     assert msg.startswith("crashpack::boom on cpu [big]: the worker process checking "
                           "crashpack::boom on cpu died (killed by signal SIGSEGV) while "
                           "checking sample [big]"), msg
     assert "-j 1" in msg
-    quits, = by_op["crashpack::quits"]
-    assert quits["status"] == "error" and quits["sample"] == "small", quits
-    msg = _failure(res, "crashpack::quits")
-    assert "died (exit status 7) while checking sample [small]" in msg, msg
+    quits = by_op["crashpack::quits"]
+    assert [r["status"] for r in quits] == ["error"] * 3, quits
+    msg = [f for f in res["failures"] if f.startswith("crashpack::quits on cpu [small]")]
+    assert len(msg) == 1 and "died (exit status 7) while checking sample [small]" in msg[0], msg
     # the case after the crashes is checked (by a fresh worker) and passes
     fine = by_op["crashpack::fine"]
     assert len(fine) >= 2 and all(r["status"] == "passed" for r in fine), fine
@@ -234,6 +250,7 @@ def test_a_plugin_that_fails_in_the_worker_is_named(tmp_path, plugin_env):
     make, env = plugin_env
     make("crashpack", "crashpack", CRASH_PACK)
     env["CRASHPACK_FAIL_IN_WORKER"] = "1"
+    env["TENSORPLAY_CHECK_WORKERS"] = "spawn"      # fresh interpreters: a fork is loaded
     path = tmp_path / "out.json"
     p = _cli("check", "--plugin", "crashpack", *ONE_CASE, "-j", "2", "--json", str(path),
              env=env)
@@ -251,6 +268,7 @@ def test_a_worker_that_cannot_start_fails_every_case_once(tmp_path, plugin_env):
     make, env = plugin_env
     make("crashpack", "crashpack", CRASH_PACK)
     env["CRASHPACK_FAIL_IN_WORKER"] = "1"
+    env["TENSORPLAY_CHECK_WORKERS"] = "spawn"      # fresh interpreters: a fork is loaded
     path = tmp_path / "out.json"
     p = _cli("--strict", "check", "--plugin", "crashpack", *ONE_CASE, "-j", "2",
              "--json", str(path), env=env)

@@ -5,7 +5,7 @@
     tensorplay --version
     tensorplay plugins [--json [PATH]]       # every plugin: version, status, devices, ops, kernels
     tensorplay ops [--namespace NS] [--json [PATH]]   # every op: schema, kernels, plugin
-    tensorplay check [--plugin NAME] [--device D] [-j N|auto] [OP ...] [--json [PATH]]
+    tensorplay check [--plugin NAME] [--device D] [-j N|auto] [--timeout S] [OP ...] [--json [PATH]]
 
 ``check`` is the main job: ``opcheck`` (schema, autograd, layouts, fake, compile) over every op
 each installed op pack ships, with the sample inputs the plugins provide (hook
@@ -25,12 +25,21 @@ device is unavailable here); 2 for a usage error, including an unknown plugin, o
 name (``--plugin``, ``OP``, ``--device``, ``--plugins``).
 
 ``check -j N`` (``--jobs``; ``auto`` or ``0``: one per cpu) checks the (op, device, kernel) cases
-in N worker processes (fresh interpreters, never forks) started with the same plugin controls:
-the same results, failure messages, exit status and JSON (but for the timings) in the same order
-as a serial run. A kernel that crashes its worker is an error naming op, device and sample; the
-run goes on. The default is 1, as pytest without ``-n``: each worker imports tensorplay and the
-plugins again (about 2 s of cpu), more than a small pack's whole check, and a run in one process
-is what a debugger or a crash's traceback needs.
+in N worker processes: forks of the command itself, which has loaded and warmed everything
+(Linux; not once a device other than cpu is set up, nor on macOS: there fresh interpreters
+started with the same plugin controls; on Windows the run stays serial;
+``TENSORPLAY_CHECK_WORKERS=fork|spawn`` forces a kind). The same results, failure messages, exit
+status and JSON (but for the timings) in the same order as a serial run. A kernel that crashes
+its worker is an error naming op, device and sample; the run goes on from the next sample. The
+default is 1, as pytest without ``-n``: a run in one process is what a debugger or a crash's
+traceback needs.
+
+``check --timeout SECONDS`` (default 300; 0: none) limits each sample's checks and the making of
+an op's samples: one that runs past it is an error naming op, device, kernel, sample and the
+limit, and the check goes on with the next sample, in the same results under ``-j 1`` (the
+sample is interrupted by ``SIGALRM``: POSIX, and only code that returns to Python -- a kernel
+stuck in native code hangs a serial run; use ``-j 2``) and ``-j N`` (the worker is killed and
+replaced).
 
 ``tensorplay plugins`` also warns about a loaded plugin whose module registered no hooks (it
 names the file it imported: a same-named directory in the working directory shadows the real
@@ -107,10 +116,18 @@ checks (columns of the table; n/a: nothing to check, with the reason in --json):
   none of them proves second derivatives, values at other inputs than the samples, or speed
 
 parallel (-j N, -j auto):
-  the (op, device, kernel) cases run in N fresh worker processes that load the same plugins;
-  output, --json (but for the times) and exit status are those of the serial run. A kernel
-  that crashes its worker is an error naming op, device and sample, and the run goes on.
+  the (op, device, kernel) cases run in N worker processes forked from this one once it has
+  loaded everything (fresh interpreters loading the same plugins on macOS or once a GPU is set
+  up; serial on Windows); output, --json (but for the times) and exit status are those of the
+  serial run. A kernel that crashes its worker is an error naming op, device and sample, and
+  the run goes on from the next sample.
   In a test suite: pytest --tensorplay-check=PLUGIN -n N (pytest-xdist) spreads the same cases
+
+timeout (--timeout SECONDS, default 300, 0: none):
+  a sample whose checks (or an op whose sample making) run past it is an error naming op,
+  kernel, sample and limit; the check goes on. -j N kills and replaces the worker; -j 1
+  interrupts the sample (SIGALRM: code that returns to Python; a kernel stuck in native code
+  needs -j 2). Same results either way.
 
 exit status:
   0: everything checked passed
@@ -203,6 +220,10 @@ def _parser() -> argparse.ArgumentParser:
                          "(default 1: in this process, as pytest without -n). Same results, "
                          "same order, same exit status; a kernel that crashes its worker is an "
                          "error naming op and sample")
+    sc.add_argument("--timeout", type=_seconds, default=300.0, metavar="SECONDS",
+                    help="limit of one sample's checks, and of making an op's samples "
+                         "(default 300; 0: none): past it the sample is an error naming op, "
+                         "kernel, sample and limit, and the check goes on")
     return p
 
 
@@ -215,6 +236,19 @@ def _tolerance(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if not math.isfinite(v) or v < 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a finite number >= 0")
+    return v
+
+
+def _seconds(text: str) -> float:
+    """``--timeout``: a finite number of seconds >= 0 (argparse's usage error otherwise)."""
+    import math
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(v) or v < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number of seconds >= 0 "
+                                         f"(0: no limit)")
     return v
 
 
@@ -950,7 +984,7 @@ def _cmd_check(args) -> int:
             try:
                 results.extend(check_plugin(r.dist, dev, ops=ops_filter, test_utils=tests,
                                             atol=args.atol, rtol=args.rtol, progress=progress,
-                                            jobs=args.jobs))
+                                            jobs=args.jobs, timeout=args.timeout))
             except PluginError as e:
                 plugin_failures.append(str(e))
     total_ms = (time.perf_counter() - t_all) * 1e3

@@ -30,9 +30,10 @@ kernel that ran (dispatch key, ``module:function``, plugin) and is attributed to
 registered that kernel.
 
 Parallel runs (``check_plugin(..., jobs=N)``, ``tensorplay check -j N``): the (op, device,
-kernel) cases are spread over ``N`` worker processes (fresh interpreters, never forks, started
-with the parent's plugin controls: see ``_check_pool``) and the results come back in the serial
-order, identical to a serial run apart from timings.
+kernel) cases are spread over ``N`` worker processes (forked from this process where that is
+safe, else fresh interpreters started with its plugin controls: see ``_check_pool``) and the
+results come back in the serial order, identical to a serial run apart from timings. A sample
+that runs past ``timeout`` seconds is an ``error`` result in both (``timeout_result``).
 """
 
 from __future__ import annotations
@@ -224,13 +225,26 @@ def case_kernel(case: CheckCase):
     return (owner if isinstance(owner, str) else case.plugin), key, kdesc
 
 
-def run_case(case: CheckCase, *, test_utils="DEFAULT", atol=None, rtol=None,
-             on_sample=None) -> list:
+def run_case(case: CheckCase, *, test_utils="DEFAULT", atol=None, rtol=None, timeout=None,
+             start=0, stop=None, report=None) -> list:
     """Run ``opcheck`` on ``case``'s kernel for every sample; one ``PluginCheckResult`` per
     sample (a single ``skipped``/``error`` result when there are no samples or they cannot be
     made). Each result names the kernel that ran and the plugin that registered it.
-    ``on_sample``: optional callable given each sample's label just before it is checked (a
-    parallel run's worker tells its parent, so a crash names the sample)."""
+
+    ``timeout``: seconds one sample's checks (and the making of the samples) may take; one that
+    runs past it is an ``error`` result (:func:`timeout_result`) and the next sample is checked.
+    Enforced here by ``SIGALRM``, which interrupts Python code and the blocking calls that
+    return to it on a signal (``time.sleep``, a pipe read) but not native code that never does:
+    only in the main thread of a POSIX process that has no other use of ``SIGALRM`` (no
+    handler, no armed ``ITIMER_REAL``); elsewhere it is not enforced in-process -- a parallel
+    run's parent enforces it on its workers by killing them. ``None``/``0``: no limit.
+    ``start``: check only the samples from this index on (a parallel run resumes a case there
+    after a worker died on the sample before); ``stop``: optional callable asked before each
+    sample ``i`` whether to end there (a parallel run hands the rest of a long case to an idle
+    worker). ``report``: optional callable given
+    ``("samples", n)`` once the samples are made, ``("sample", i, label)`` just before sample
+    ``i`` is checked and ``("result", r)`` after it (a parallel run's worker streams them to
+    its parent, so a crash or a hang names the sample and loses none of the others)."""
     from .. import _registry
     from ..plugins import manager
     from .opcheck import CheckResult, run_checks
@@ -242,31 +256,45 @@ def run_case(case: CheckCase, *, test_utils="DEFAULT", atol=None, rtol=None,
     # cases ran before in this process: a parallel run equals the serial one, and a failure
     # seen once is seen again
     from .._factories import manual_seed
-    manual_seed(zlib.crc32(f"{case.op}|{case.device}".encode()) & 0x7FFFFFFF)
+    manual_seed(_seed(case, "samples"))
     try:
-        samples = list(manager.sample_inputs(op, case.device))
+        with time_limit(timeout):
+            samples = list(manager.sample_inputs(op, case.device))
+            zero = derive_zero_size(op, samples) if samples else None
+    except TimedOut:
+        return _said(report, [timeout_result(case, "", timeout, plugin, kdesc,
+                                             time.perf_counter() - t0)])
     except Exception as e:  # noqa: BLE001 - reported as this case's error
-        return [PluginCheckResult(plugin, case.op, case.device, "", "error",
-                                  message=f"sample inputs could not be made: "
-                                          f"{type(e).__name__}: {e}",
-                                  seconds=time.perf_counter() - t0, kernel=kdesc)]
+        return _said(report, [PluginCheckResult(
+            plugin, case.op, case.device, "", "error",
+            message=f"sample inputs could not be made: {type(e).__name__}: {e}",
+            seconds=time.perf_counter() - t0, kernel=kdesc)])
     if not samples:
-        return [PluginCheckResult(plugin, case.op, case.device, "", "skipped",
-                                  message=f"no sample inputs: implement the "
-                                          f"tensorplay_sample_inputs hook in {case.plugin} for "
-                                          f"{case.op} on {case.device}", kernel=kdesc)]
-    zero = derive_zero_size(op, samples)
+        return _said(report, [PluginCheckResult(
+            plugin, case.op, case.device, "", "skipped",
+            message=f"no sample inputs: implement the tensorplay_sample_inputs hook in "
+                    f"{case.plugin} for {case.op} on {case.device}", kernel=kdesc)])
     if zero is not None:
         samples.append(zero)
+    if report is not None:
+        report(("samples", len(samples)))
     out = []
     for i, s in enumerate(samples):
+        if i < start:
+            continue
+        if stop is not None and stop(i):
+            break
         label = s.name or f"sample{i}"
-        if on_sample is not None:
-            on_sample(label)
+        if report is not None:
+            report(("sample", i, label))
+        # each sample from its own seed: what an op draws (dropout-like kernels) does not depend
+        # on the samples checked before it, so a case resumed after sample i in a fresh worker
+        # gives the serial run's results
+        manual_seed(_seed(case, i))
         t0 = time.perf_counter()
-        checks = {}
+        checks, r = {}, None
         try:
-            with warnings.catch_warnings():
+            with time_limit(timeout), warnings.catch_warnings():
                 # NumPy's "mean of empty slice" & co on 0-size samples: the op's result (NaN,
                 # as torch gives) is what is checked, the warning is noise here
                 warnings.filterwarnings("ignore", category=RuntimeWarning, module="numpy")
@@ -285,15 +313,96 @@ def run_case(case: CheckCase, *, test_utils="DEFAULT", atol=None, rtol=None,
             times = {k: r.seconds for k, r in res.items()}
             notes = {k: r.message for k, r in res.items() if r.status != "fail" and r.message}
             status, msg = ("failed" if failures else "passed"), ""
+        except TimedOut:
+            r = timeout_result(case, label, timeout, plugin, kdesc, time.perf_counter() - t0)
         except Exception as e:  # noqa: BLE001 - an op that breaks opcheck is an error result
             failures, times, notes = {}, {}, {}
             status = "error"
             msg = f"opcheck raised {type(e).__name__}: {e}\n" + "".join(
                 traceback.format_exception(type(e), e, e.__traceback__, limit=-3))
-        out.append(PluginCheckResult(plugin, case.op, case.device, label, status,
-                                     dict(failures), msg, time.perf_counter() - t0, kdesc,
-                                     checks, check_seconds=times, notes=notes))
+        if r is None:
+            r = PluginCheckResult(plugin, case.op, case.device, label, status, dict(failures),
+                                  msg, time.perf_counter() - t0, kdesc, checks,
+                                  check_seconds=times, notes=notes)
+        out.append(r)
+        if report is not None:
+            report(("result", r))
     return out
+
+
+def _said(report, results):
+    """``results``, each also given to ``report`` (see :func:`run_case`)."""
+    if report is not None:
+        for r in results:
+            report(("result", r))
+    return results
+
+
+def _seed(case, what) -> int:
+    """The generator seed of ``case``'s sample making (``what="samples"``) or of its sample
+    number ``what``: the same in every process and run."""
+    tag = f"{case.op}|{case.device}" + ("" if what == "samples" else f"|{what}")
+    return zlib.crc32(tag.encode()) & 0x7FFFFFFF
+
+
+class TimedOut(BaseException):
+    """Raised into a sample's check by :func:`time_limit` when it runs past the limit. A
+    ``BaseException``, as ``KeyboardInterrupt``: opcheck's own ``except Exception`` (a check
+    that raises is that check's failure) must not turn it into a check result."""
+
+
+def _alarm_usable() -> bool:
+    """Whether ``SIGALRM`` can time a sample here: POSIX, the main thread, and nobody else's
+    use of it (a handler, or an armed ``ITIMER_REAL``: pytest-timeout's signal method)."""
+    import signal
+    import threading
+    return (hasattr(signal, "setitimer") and threading.current_thread() is
+            threading.main_thread() and signal.getsignal(signal.SIGALRM) == signal.SIG_DFL
+            and signal.getitimer(signal.ITIMER_REAL)[0] == 0)
+
+
+class time_limit:
+    """``with time_limit(seconds):`` raises :class:`TimedOut` into the body once it has run
+    ``seconds`` (``SIGALRM``; a no-op for ``None``/``0`` or where ``_alarm_usable`` is false).
+    The handler is restored and the timer disarmed on the way out."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+        self.old = None
+
+    def __enter__(self):
+        if self.seconds and _alarm_usable():
+            import signal
+
+            def on_alarm(signum, frame):
+                raise TimedOut()
+            self.old = signal.signal(signal.SIGALRM, on_alarm)
+            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        return self
+
+    def __exit__(self, *exc):
+        if self.old is not None:
+            import signal
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            # an alarm that fired after the body ended is dropped with the handler (CPython
+            # skips a pending signal whose handler became SIG_DFL)
+            signal.signal(signal.SIGALRM, self.old)
+            self.old = None
+        return False
+
+
+def timeout_result(case, sample, limit, plugin, kdesc, seconds=0.0):
+    """The ``error`` result of ``case``'s ``sample`` (``""``: the making of its samples) that
+    ran past ``limit`` seconds: the same text whether a serial run interrupted it or a parallel
+    run killed its worker, naming op, device, kernel, sample and the limit."""
+    what = (f"sample [{sample}] was still being checked" if sample else
+            "its sample inputs (the tensorplay_sample_inputs hooks) were still being made")
+    msg = (f"timed out: {what} after the limit of {limit:g} s per sample (op {case.op}, "
+           f"device {case.device}, kernel {kdesc}); the kernel or hook hangs or is that slow: "
+           f"fix it, or give more time (tensorplay check --timeout SECONDS; "
+           f"check_plugin(timeout=...))")
+    return PluginCheckResult(plugin, case.op, case.device, sample, "error", message=msg,
+                             seconds=seconds, kernel=kdesc)
 
 
 def derive_zero_size(op, samples):
@@ -337,7 +446,7 @@ def derive_zero_size(op, samples):
 
 
 def check_plugin(name: str, device=None, *, ops=None, test_utils="DEFAULT", atol=None,
-                 rtol=None, progress=None, jobs=1) -> list[PluginCheckResult]:
+                 rtol=None, progress=None, jobs=1, timeout=None) -> list[PluginCheckResult]:
     """Run ``opcheck`` over all of plugin ``name``'s ops x samples x available devices.
 
     Arguments:
@@ -349,12 +458,19 @@ def check_plugin(name: str, device=None, *, ops=None, test_utils="DEFAULT", atol
     * ``progress`` -- optional callable receiving each ``PluginCheckResult`` as it completes
       (in the order of the results, also when parallel).
     * ``jobs`` -- worker processes: ``1`` (default) runs here; ``N``, or ``"auto"``/``0`` (one
-      per cpu, see :func:`resolve_jobs`) spreads the cases over spawned processes that load the
-      same plugins (``tensorplay.plugins.controls()``). The results are the same, in the same
-      order, apart from the timings. A kernel that crashes its worker (a segfault) is an
-      ``error`` result naming op, device and sample, and a fresh worker goes on with the next
-      case. Ops registered at run time rather than by an installed plugin exist only in this
-      process: check them with ``jobs=1``.
+      per cpu, see :func:`resolve_jobs`) spreads the (op, device, kernel) cases over worker
+      processes (see ``_check_pool``: forked from this process where that is safe -- POSIX but
+      macOS, one Python thread, no device but cpu set up -- else fresh interpreters that load
+      the same plugins; on Windows the run stays in this process). The results are the same,
+      in the same order, apart from the timings. A kernel that crashes its worker (a segfault)
+      is an ``error`` result naming op, device and sample, and a fresh worker goes on with the
+      rest. Ops registered at run time rather than by an installed plugin exist in fresh
+      interpreters only when a plugin registers them: check those with ``jobs=1``.
+    * ``timeout`` -- seconds one sample's checks (or the making of an op's samples) may take
+      (``None``/``0``: no limit); one that runs past it is an ``error`` result naming op,
+      device, kernel, sample and the limit, and the check goes on with the next sample. In
+      parallel the worker is killed and replaced; with ``jobs=1`` it is interrupted by
+      ``SIGALRM`` (main thread on POSIX; see :func:`run_case` for what that cannot stop).
 
     Returns one ``PluginCheckResult`` per (op, device, sample); ``summarize`` counts them. Never
     raises for a failing op. Raises ``PluginError`` when the plugin is not installed, failed to
@@ -369,6 +485,11 @@ def check_plugin(name: str, device=None, *, ops=None, test_utils="DEFAULT", atol
     """
     from ..plugins import manager
     n_jobs = resolve_jobs(jobs)      # a bad value fails before anything runs
+    if timeout is not None and not (isinstance(timeout, (int, float))
+                                    and not isinstance(timeout, bool) and timeout >= 0
+                                    and timeout == timeout and timeout != float("inf")):
+        raise ValueError(f"timeout={timeout!r}: give the seconds one sample may take, a "
+                         f"finite number >= 0 (0 or None: no limit)")
     cases = plugin_check_cases(name, device, ops)
     results = []
     # ops with no available device (e.g. a cuda-only plugin on a machine without a GPU): say so
@@ -392,8 +513,8 @@ def check_plugin(name: str, device=None, *, ops=None, test_utils="DEFAULT", atol
                 progress(r)
     from .kernel_entries import check_kernel_entries    # dangling tensorplay.kernels entries
     check_kernel_entries(manager.get_plugin(name), device, ops, results, progress)
-    for case_results in _run_cases(cases, n_jobs, test_utils=test_utils, atol=atol,
-                                   rtol=rtol):
+    for case_results in _run_cases(cases, n_jobs, timeout or None, test_utils=test_utils,
+                                   atol=atol, rtol=rtol):
         for r in case_results:
             results.append(r)
             if progress is not None:
@@ -424,17 +545,21 @@ def resolve_jobs(jobs) -> int:
     return n
 
 
-def _run_cases(cases, jobs, **kw):
+def _run_cases(cases, jobs, timeout, **kw):
     """``run_case`` over ``cases``: yields each case's results in the order of ``cases``, as
-    they complete; in ``jobs`` spawned worker processes when ``jobs > 1`` (and there are
-    several cases), else in this process."""
+    they complete; in ``jobs`` worker processes when ``jobs > 1``, there are several cases and
+    this platform has workers (``_check_pool.worker_kind``), else in this process."""
     jobs = min(jobs, len(cases))
-    if jobs <= 1:
+    kind = None
+    if jobs > 1:
+        from ._check_pool import worker_kind
+        kind = worker_kind()
+    if kind is None:
         for case in cases:
-            yield run_case(case, **kw)
+            yield run_case(case, timeout=timeout, **kw)
         return
     from ._check_pool import run_parallel
-    yield from run_parallel(cases, jobs, kw)
+    yield from run_parallel(cases, jobs, kw, timeout=timeout, kind=kind)
 
 
 def summarize(results) -> dict:
