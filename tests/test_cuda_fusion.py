@@ -574,6 +574,9 @@ def test_bf16_chain_rounds_with_the_hardware_conversion_on_the_gpu():
     assert int(nbf) <= 1.4 * int(n32), r.stdout
 
 
+# standard-normal inputs put log and sqrt out of their domain on purpose (nan compared with nan):
+# on the cpu backend used here NumPy warns about it, which says nothing about the path tested
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 def test_direct_ufunc_path_gives_the_reference_results_and_dtypes(monkeypatch):
     """The per-call fast path (operands needing no promotion go straight to the ufunc) agrees
     with the reference kernels on values and dtypes, and leaves every other case to them."""
