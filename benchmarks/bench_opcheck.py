@@ -60,9 +60,15 @@ def _time(fn, repeat, clock=None):
 
 
 def _pack_ops():
-    from tensorplay import _registry
-    return [op for op in _registry.all_ops()
-            if not op.is_builtin and getattr(op, "plugin", None)]
+    """The custom ops of every installed op pack (device plugins left out), each pack imported
+    here if it loads on first use: ``tensorplay check``'s own selection."""
+    from tensorplay.plugins import records
+    from tensorplay.testing.plugin_check import plugin_ops
+    ops = []
+    for rec in records():
+        if rec.status == "loaded" and not rec.devices:
+            ops += [op for op, _ in plugin_ops(rec.name) if not op.is_builtin and op not in ops]
+    return ops
 
 
 def pack(repeat) -> dict:
