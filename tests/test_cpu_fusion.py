@@ -9,25 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import tensorplay as tp
+from _bits import assert_bits
 
 pytestmark = pytest.mark.usefixtures("cpu")
 
 tensorplay_cpu_fusion = pytest.importorskip("tensorplay_cpu.fusion")
 BLOCK = tensorplay_cpu_fusion.BLOCK
-
-
-def _bits(t):
-    a = np.ascontiguousarray(t.numpy())
-    return a.view(np.uint8).reshape(-1) if a.dtype != np.bool_ else a
-
-
-def assert_bits(got, want):
-    got = got if isinstance(got, (tuple, list)) else (got,)
-    want = want if isinstance(want, (tuple, list)) else (want,)
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.dtype == w.dtype and tuple(g.shape) == tuple(w.shape)
-        assert np.array_equal(_bits(g), _bits(w)), "compiled differs from eager in some bits"
 
 
 def _special(n, dtype):

@@ -14,6 +14,7 @@ import textwrap
 import numpy as np
 import pytest
 import tensorplay as tp
+from _bits import assert_bits
 
 fusion = pytest.importorskip("tensorplay_cpu.fusion")
 BLOCK = fusion.BLOCK
@@ -26,20 +27,6 @@ def threads():
     before = tp.get_num_threads()
     yield
     tp.set_num_threads(before)
-
-
-def _bits(t):
-    a = np.ascontiguousarray(t.numpy())
-    return a.view(np.uint8).reshape(-1) if a.dtype != np.bool_ else a
-
-
-def assert_bits(got, want):
-    got = got if isinstance(got, (tuple, list)) else (got,)
-    want = want if isinstance(want, (tuple, list)) else (want,)
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.dtype == w.dtype and tuple(g.shape) == tuple(w.shape)
-        assert np.array_equal(_bits(g), _bits(w)), "compiled differs from eager in some bits"
 
 
 def _values(n, dtype, seed):
