@@ -227,29 +227,24 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _tolerance(text: str) -> float:
-    """``--atol``/``--rtol``: a finite number >= 0 (argparse's usage error otherwise)."""
+def _nonnegative(unit: str, hint: str = ""):
+    """An argparse ``type``: a finite number >= 0, named ``a number{unit}`` in the usage error
+    (``--atol``/``--rtol``: ``""``; ``--timeout``: ``" of seconds"``, hint ``" (0: no limit)"``)."""
     import math
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(v) or v < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number >= 0")
-    return v
+
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number{unit}") from None
+        if not math.isfinite(v) or v < 0:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a finite number{unit} >= 0{hint}")
+        return v
+    return parse
 
 
-def _seconds(text: str) -> float:
-    """``--timeout``: a finite number of seconds >= 0 (argparse's usage error otherwise)."""
-    import math
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not math.isfinite(v) or v < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number of seconds >= 0 "
-                                         f"(0: no limit)")
-    return v
+_tolerance = _nonnegative("")
+_seconds = _nonnegative(" of seconds", " (0: no limit)")
 
 
 def _usage_error(args) -> str | None:
