@@ -72,6 +72,7 @@ traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import os
@@ -964,24 +965,27 @@ def _cmd_check(args) -> int:
 
     t_all = time.perf_counter()
     left_out = []
-    for r in recs:
-        if r.status in ("failed", "incompatible"):
-            plugin_failures.append(f"plugin {r.dist} {r.version} ({r.name}) {r.status}: "
-                                   f"{type(r.error).__name__}: {r.error}")
-            continue
-        if r.status == "blocked":
-            # asked for by name: not checking it is a failure; otherwise the user left it out
-            (plugin_failures if args.plugin else left_out).append(_not_loaded(r))
-            continue
-        if r.status != "loaded":
-            continue
-        for dev in (devices if args.device else [None]):
-            try:
-                results.extend(check_plugin(r.dist, dev, ops=ops_filter, test_utils=tests,
-                                            atol=args.atol, rtol=args.rtol, progress=progress,
-                                            jobs=args.jobs, timeout=args.timeout))
-            except PluginError as e:
-                plugin_failures.append(str(e))
+    # kernels run in this process (-j 1, and the command's own work): what they print goes to
+    # stderr while the check runs, so `--json -` leaves stdout to the report alone
+    with _stdout_to_stderr(args.json_path == "-"):
+        for r in recs:
+            if r.status in ("failed", "incompatible"):
+                plugin_failures.append(f"plugin {r.dist} {r.version} ({r.name}) {r.status}: "
+                                       f"{type(r.error).__name__}: {r.error}")
+                continue
+            if r.status == "blocked":
+                # asked for by name: not checking it is a failure; otherwise the user left it out
+                (plugin_failures if args.plugin else left_out).append(_not_loaded(r))
+                continue
+            if r.status != "loaded":
+                continue
+            for dev in (devices if args.device else [None]):
+                try:
+                    results.extend(check_plugin(r.dist, dev, ops=ops_filter, test_utils=tests,
+                                                atol=args.atol, rtol=args.rtol, progress=progress,
+                                                jobs=args.jobs, timeout=args.timeout))
+                except PluginError as e:
+                    plugin_failures.append(str(e))
     total_ms = (time.perf_counter() - t_all) * 1e3
     if live:
         sys.stderr.write("\r\033[K")      # the progress line goes; the tables follow
@@ -1198,6 +1202,25 @@ def _rows(results):
     failures = [f"{op} on {dev} [{'; '.join(labels)}]: {msg}"
                 for (op, dev, _k, msg), labels in grouped.items()]
     return list(rows.values()), failures, unchecked
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr(on: bool):
+    """While the block runs (when ``on``), standard output -- Python's ``sys.stdout`` and file
+    descriptor 1, which C libraries write to -- goes to standard error; restored afterwards."""
+    if not on:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def _err(line: str) -> None:

@@ -264,7 +264,7 @@ def run_case(case: CheckCase, *, test_utils="DEFAULT", atol=None, rtol=None, tim
     except TimedOut:
         return _said(report, [timeout_result(case, "", timeout, plugin, kdesc,
                                              time.perf_counter() - t0)])
-    except Exception as e:  # noqa: BLE001 - reported as this case's error
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - reported as this case's error
         return _said(report, [PluginCheckResult(
             plugin, case.op, case.device, "", "error",
             message=f"sample inputs could not be made: {type(e).__name__}: {e}",
@@ -315,7 +315,9 @@ def run_case(case: CheckCase, *, test_utils="DEFAULT", atol=None, rtol=None, tim
             status, msg = ("failed" if failures else "passed"), ""
         except TimedOut:
             r = timeout_result(case, label, timeout, plugin, kdesc, time.perf_counter() - t0)
-        except Exception as e:  # noqa: BLE001 - an op that breaks opcheck is an error result
+        except (Exception, SystemExit) as e:  # noqa: BLE001 - an op that breaks opcheck is
+            # an error result; a kernel calling sys.exit() too: it would end a serial check
+            # silently with its exit status (a parallel worker reports it the same way)
             failures, times, notes = {}, {}, {}
             status = "error"
             msg = f"opcheck raised {type(e).__name__}: {e}\n" + "".join(
