@@ -83,6 +83,8 @@ def test_num_threads_setting_is_torchs(threads):
         with pytest.raises(err, match="set_num_threads"):
             tp.set_num_threads(bad)
     assert tp.get_num_threads() == 1                 # a refused value changes nothing
+    tp.set_num_threads(np.int64(2))                   # an integer index, as torch accepts
+    assert tp.get_num_threads() == 2 and type(tp.get_num_threads()) is int
 
 
 @pytest.mark.parametrize("env, want", [("3", 3), ("1", 1), ("zero", None), ("0", None), ("", None)])

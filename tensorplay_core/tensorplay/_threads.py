@@ -45,13 +45,20 @@ def set_num_threads(n: int) -> None:
     """Set the number of threads used for intra-op parallelism on cpu (same as
     ``torch.set_num_threads``): process-wide, read by each op or fused chain when it starts.
 
-    ``n`` is a positive int; 1 runs everything on the calling thread. Raises ``TypeError`` for a
-    non-int (``bool`` included) and ``ValueError`` for ``n < 1``.
+    ``n`` is a positive integer (an ``int``, or anything usable as an index, e.g. a NumPy
+    integer, as torch accepts); 1 runs everything on the calling thread. Raises ``TypeError``
+    for anything else (``bool``, ``float`` and ``str`` included) and ``ValueError`` for
+    ``n < 1``.
     """
     global _num_threads
-    if n.__class__ is bool or not isinstance(n, int):
+    import operator
+    try:
+        if n.__class__ is bool:
+            raise TypeError
+        n = operator.index(n)
+    except TypeError:
         raise TypeError(f"tensorplay.set_num_threads: expected an int, got {type(n).__name__} "
-                        f"({n!r}); pass a positive number of threads")
+                        f"({n!r}); pass a positive number of threads") from None
     if n < 1:
         raise ValueError(f"tensorplay.set_num_threads: the number of threads must be positive, "
                          f"got {n}; pass 1 to run on the calling thread only")
