@@ -9,6 +9,7 @@ Element-wise agreement of every built-in op with cpu is in ``tests/test_conforma
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -117,9 +118,14 @@ def test_without_a_usable_gpu_cuda_reports_unavailable_with_cupys_reason():
         print(json.dumps(res))
     """, CUDA_VISIBLE_DEVICES="")
     res = json.loads(out.strip().splitlines()[-1])
-    # with a driver, CuPy's runtime says why; with none, the plugin says so before importing CuPy
-    reason, fix = ("CuPy", "cupy-cuda13x") if _driver_loads() else \
-        ("no NVIDIA driver is installed", "NVIDIA GPU and its driver")
+    # without CuPy, or without a driver, the plugin says so before importing CuPy; with both,
+    # CuPy's runtime says why (every GPU hidden)
+    if importlib.util.find_spec("cupy") is None:
+        reason, fix = "no CuPy is installed", "cupy-cuda13x"
+    elif not _driver_loads():
+        reason, fix = "no NVIDIA driver is installed", "NVIDIA GPU and its driver"
+    else:
+        reason, fix = "CuPy", "cupy-cuda13x"
     ok, why = res["status"]
     assert ok is False and reason in why and "cuda" in why, why
     assert res["plugin"][0] is False and reason in res["plugin"][1]
