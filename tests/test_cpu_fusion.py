@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import tensorplay as tp
-from _bits import assert_bits
+from _fusion_cases import assert_bits, chain8
 
 pytestmark = pytest.mark.usefixtures("cpu")
 
@@ -35,17 +35,6 @@ def _fused_callable(cf):
     from tensorplay import _fusion
     be = tp.backends.get("cpu")
     return [_fusion.get_fused(ch, be) for ch in cf.graph.groups]
-
-
-def chain8(x, y):
-    a = x * y
-    a = a + 1.0
-    a = a * 0.5
-    a = a - y
-    a = a.relu()
-    a = a + x
-    a = a * 2.0
-    return a.tanh()
 
 
 @pytest.mark.parametrize("dtype", [tp.float32, tp.float64, tp.float16])

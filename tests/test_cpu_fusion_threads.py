@@ -14,7 +14,7 @@ import textwrap
 import numpy as np
 import pytest
 import tensorplay as tp
-from _bits import assert_bits
+from _fusion_cases import assert_bits, chain8
 
 fusion = pytest.importorskip("tensorplay_cpu.fusion")
 BLOCK = fusion.BLOCK
@@ -41,17 +41,6 @@ def _values(n, dtype, seed):
     idx = rng.integers(0, n, size=min(n, 64))
     x[idx] = np.resize(sp, len(idx))
     return tp.from_numpy(x)
-
-
-def chain8(x, y):
-    a = x * y
-    a = a + 1.0
-    a = a * 0.5
-    a = a - y
-    a = a.relu()
-    a = a + x
-    a = a * 2.0
-    return a.tanh()
 
 
 def int_chain(x, y):

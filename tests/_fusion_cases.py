@@ -1,4 +1,5 @@
-"""Bit-for-bit comparison of tensors (compiled vs eager results), shared by the fusion tests."""
+"""Shared by the cpu fusion tests: the issue's 8-op chain and a bit-for-bit comparison of
+compiled and eager results."""
 
 from __future__ import annotations
 
@@ -19,3 +20,15 @@ def assert_bits(got, want):
     for g, w in zip(got, want):
         assert g.dtype == w.dtype and tuple(g.shape) == tuple(w.shape)
         assert np.array_equal(_bits(g), _bits(w)), "compiled differs from eager in some bits"
+
+
+def chain8(x, y):
+    """The 8-op elementwise chain of the fusion benchmarks (issue 32 item 7)."""
+    a = x * y
+    a = a + 1.0
+    a = a * 0.5
+    a = a - y
+    a = a.relu()
+    a = a + x
+    a = a * 2.0
+    return a.tanh()
