@@ -1,0 +1,148 @@
+"""Compiled calls on cuda across sizes: ``tensorplay.compile`` (default and
+``mode="reduce-overhead"``, CUDA graphs) against ``torch.compile`` (default and
+``"reduce-overhead"``) and both eagers, on the 8-op chain of ``bench_compile.py``, float32, at
+2^10, 2^16, 2^20, 2^22 and 2^24 elements (``--log2n``).
+
+Two figures per engine and size, µs per call, median of ``--rounds`` interleaved rounds (each
+round times every engine once, so all see the same machine state):
+
+* **pipelined**: wall time of ``--iters`` calls back to back, then one device synchronisation,
+  divided by ``--iters``. Where the GPU work is short this is the host's time per call, which is
+  what a training or inference loop feels;
+* **synced**: one call followed by a device synchronisation, the median over the round's calls:
+  host time + launch latency + GPU time of one call, nothing overlapped.
+
+Ratios are tensorplay / torch within the same run and the same mode (< 1: tensorplay faster).
+Before timing, every engine's result is compared with tensorplay eager (allclose).
+
+Usage (GPU machine): ``python benchmarks/bench_compile_cuda.py [--log2n 10,16,20,22,24]
+[--rounds 7] [--iters 200] [--no-torch]``. Exits 2 when cuda is unavailable. torch is optional
+(the reference); ``torch.compile`` compiles once per size and mode (a few seconds each).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import _harness as H  # noqa: E402
+import tensorplay as tp  # noqa: E402
+
+
+def chain(x, y):
+    """The 8 ops of bench_compile.py (tensorplay and torch tensors)."""
+    a = x * y
+    a = a + 1.0
+    a = a * 0.5
+    a = a - y
+    a = a.relu()
+    a = a + x
+    a = a * 2.0
+    return a.tanh()
+
+
+def pipelined_us(fn, sync, iters):
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        fn()
+    sync()
+    return (time.perf_counter() - t0) / iters * 1e6
+
+
+def synced_us(fn, sync, iters):
+    out = []
+    pc = time.perf_counter
+    for _ in range(max(iters // 4, 10)):
+        t0 = pc()
+        fn()
+        sync()
+        out.append(pc() - t0)
+    return statistics.median(out) * 1e6
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--log2n", default="10,16,20,22,24")
+    ap.add_argument("--rounds", type=int, default=3 if H.QUICK else 7)
+    ap.add_argument("--iters", type=int, default=50 if H.QUICK else 200)
+    ap.add_argument("--no-torch", action="store_true")
+    args = ap.parse_args(argv)
+    ok, why = tp.plugins.device_status("cuda")
+    if not ok:
+        print(f"bench_compile_cuda: cuda unavailable: {why}", file=sys.stderr)
+        return 2
+    os.environ.pop("TRITON_INTERPRET", None)
+    import cupy
+    torch, torch_why = (None, "--no-torch") if args.no_torch else H.try_import_torch()
+    print(f"CuPy {cupy.__version__}; torch: {torch.__version__ if torch else torch_why}")
+    dev_sync = cupy.cuda.Device().synchronize
+    data = {"machine": H.machine_info(), "sizes": {}}
+    rows = []
+    for lg in [int(s) for s in args.log2n.split(",")]:
+        n = 1 << lg
+        tp.manual_seed(0)
+        x, y = tp.randn(n, device="cuda"), tp.randn(n, device="cuda")
+        ref = cupy.asarray(chain(x, y)._data)
+        engines = {"tp eager": lambda: chain(x, y)}
+        c_def = tp.compile(chain)
+        engines["tp.compile"] = lambda: c_def(x, y)
+        try:
+            c_ro = tp.compile(chain, mode="reduce-overhead")
+        except TypeError as e:           # a tree without the mode
+            print(f"tp.compile reduce-overhead: {e}")
+        else:
+            engines["tp.compile ro"] = lambda: c_ro(x, y)
+        sync = dev_sync
+        if torch is not None:
+            tx, ty = torch.from_dlpack(x._data), torch.from_dlpack(y._data)
+            t_def = torch.compile(chain, dynamic=False)
+            t_ro = torch.compile(chain, dynamic=False, mode="reduce-overhead")
+            engines["torch eager"] = lambda: chain(tx, ty)
+            engines["torch.compile"] = lambda: t_def(tx, ty)
+            engines["torch.compile ro"] = lambda: t_ro(tx, ty)
+            tsync = torch.cuda.synchronize
+
+            def sync():
+                dev_sync()
+                tsync()
+        t0 = time.perf_counter()
+        for name, fn in engines.items():
+            for _ in range(3):
+                out = fn()
+            sync()
+            o = out._data if hasattr(out, "_data") else cupy.from_dlpack(out)
+            if not bool(cupy.allclose(o, ref, rtol=1e-4, atol=1e-4)):
+                print(f"WARNING 2^{lg}: {name} disagrees with tensorplay eager", file=sys.stderr)
+        warm_s = time.perf_counter() - t0
+        pip = {k: [] for k in engines}
+        syn = {k: [] for k in engines}
+        for _ in range(args.rounds):
+            for name, fn in engines.items():
+                pip[name].append(pipelined_us(fn, sync, args.iters))
+                syn[name].append(synced_us(fn, sync, args.iters))
+        res = {k: {"pipelined_us": statistics.median(pip[k]),
+                   "synced_us": statistics.median(syn[k])} for k in engines}
+        data["sizes"][lg] = res
+        for k, v in res.items():
+            ratio = ""
+            anchor = {"tp eager": "torch eager", "tp.compile": "torch.compile",
+                      "tp.compile ro": "torch.compile ro"}.get(k)
+            if anchor in res:
+                ratio = (f"{v['pipelined_us'] / res[anchor]['pipelined_us']:.2f} / "
+                         f"{v['synced_us'] / res[anchor]['synced_us']:.2f}")
+            rows.append([f"2^{lg}", k, f"{v['pipelined_us']:.1f}", f"{v['synced_us']:.1f}", ratio])
+        print(f"2^{lg}: warm-up and compiles {warm_s:.1f} s", flush=True)
+    H.print_table("8-op chain per call on cuda (µs; median of rounds)",
+                  ["elements", "engine", "pipelined", "synced", "vs torch (pip / sync)"], rows)
+    print("wrote", H.write_json("compile_cuda", data))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
