@@ -823,6 +823,18 @@ def test_small_dense_ops_launch_the_generated_kernel_and_match_cupy(compiled, dt
     assert not eager._FAILED, eager._FAILED
 
 
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+def test_generated_neg_flips_the_sign_bit_of_zero_and_nan(interp, dt):
+    """As C's -x and NumPy's negative: -(+0.0) is -0.0 and -NaN has the sign bit set (the
+    generated kernel once computed x * -1.0, whose NaN is the GPU's canonical positive one)."""
+    d = getattr(tp, dt)
+    expr = ElementwiseExpr(1, (Step("neg", (("in", 0),)),), (0,), (d,), tp.device("cpu"))
+    x = np.array([np.nan, -np.nan, np.inf, -0.0, 0.0, -1.5], dtype=dt)
+    (got,) = TritonChain(expr, interp).run([x])
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(np.negative(x)))
+    np.testing.assert_array_equal(got, np.negative(x))
+
+
 @pytest.mark.cuda
 @needs_cuda
 def test_small_dense_ops_cover_empty_and_nan_and_inf(compiled):
@@ -835,10 +847,13 @@ def test_small_dense_ops_cover_empty_and_nan_and_inf(compiled):
         got = _host(getattr(tp.ops.tp, op)(x, y)._data)
         want = _host(getattr(cupy, eager._UFUNC[op][0])(x._data, y._data))
         np.testing.assert_array_equal(got, want, err_msg=op)
-    # -(+0.0) is -0.0 (Triton's own unary minus, 0 - x, would give +0.0), NaN's sign flips too
-    neg, want = _host(tp.ops.tp.neg(x)._data), -_host(x._data)
-    np.testing.assert_array_equal(neg, want)
-    np.testing.assert_array_equal(np.signbit(neg), np.signbit(want))
+    # -(+0.0) is -0.0 (Triton's own unary minus, 0 - x, would give +0.0), NaN's sign flips too;
+    # the first WARMUP_CALLS calls run CuPy's ufunc, the later ones the generated kernel: both
+    want = -_host(x._data)
+    for _ in range(eager.WARMUP_CALLS + 2):
+        neg = _host(tp.ops.tp.neg(x)._data)
+        np.testing.assert_array_equal(neg, want)
+        np.testing.assert_array_equal(np.signbit(neg), np.signbit(want))
     np.testing.assert_array_equal(_host(tp.ops.tp.relu(x)._data), [np.nan, np.inf, 0, 0, 0, 1])
 
 

@@ -106,7 +106,7 @@ _TABLE = (
     # Triton's unary minus is `0 - x`, which gives +0.0 for -(+0.0) (a -0.0 literal is folded to
     # +0.0 too); x * -1.0 compiles to a flip of the sign bit, -x for every value, NaN included
     _op("neg", "arith", 1, xp="negative", ufunc="negative", triton="-{0}",
-        triton_float="({0} * -1.0)", cupy="-{0}"),
+        triton_float="_neg_f32({0})", triton_f64="_neg_f64({0})", cupy="-{0}"),
     _op("abs", "arith", 1, xp="abs", ufunc="absolute", triton="tl.abs({0})", cupy="abs({0})"),
     _unary_math("exp"), _unary_math("log"), _unary_math("sin"), _unary_math("cos"),
     _unary_math("sqrt", triton="tl.sqrt_rn({0})", triton_f64="tl.sqrt({0})"),
