@@ -520,8 +520,9 @@ def _large(op, n_in, backend):
     def large(a, b=_NO_OPERAND):
         n = a.size
         d = a.dtype
+        # (CuPy's _c_contiguous, not flags.c_contiguous, which builds a Flags object per call)
         if n & 15 or n >= top or d.kind not in "fV" or a.data.ptr & 15 or \
-                not a.flags.c_contiguous:
+                not a._c_contiguous:
             return None
         dev = getdev()
         if a.data.device_id != dev:
@@ -531,7 +532,7 @@ def _large(op, n_in, backend):
             key = (d, dev)
         elif bc is nd:
             if b.dtype is not d or b.shape != a.shape or b.data.ptr & 15 or \
-                    not b.flags.c_contiguous or b.data.device_id != dev:
+                    not b._c_contiguous or b.data.device_id != dev:
                 return None
             key = (d, dev)
         elif bc is float or (bc is int and -0x80000000 <= b <= 0x7FFFFFFF):

@@ -97,6 +97,19 @@ def _tanh_f64(x):
     m = tl.where(um1 == 0.0, y, um1 * (y / tl.where(lu == 0.0, 1.0, lu)))
     r = -m / (2.0 + m)
     return tl.where(x != x, x, tl.where(x < 0, -r, r))
+
+
+# negation flips the sign bit, as C's -x and CuPy's negative do: -(+0.0) is -0.0 and a NaN's
+# sign flips too (Triton's unary minus is 0 - x, which gives +0.0; x * -1.0 gives the GPU's
+# canonical, positive NaN)
+@_jit
+def _neg_f32(x):
+    return (x.to(tl.int32, bitcast=True) ^ -2147483648).to(tl.float32, bitcast=True)
+
+
+@_jit
+def _neg_f64(x):
+    return (x.to(tl.int64, bitcast=True) ^ -9223372036854775808).to(tl.float64, bitcast=True)
 '''
 
 # float32 -> bfloat16, round to nearest even, NaN stays NaN (what eager's rounding does).
@@ -535,9 +548,26 @@ class TritonChain:
         """Outputs of the chain for ``arrays`` (list), or None when this call's dtypes or layout
         are outside the generator (the caller falls back). ``consts`` overrides the chain's
         constant values (same order and types), as the eager path does. On cuda, outputs are
-        allocated and the kernel launched on the first input's GPU."""
+        allocated and the kernel launched on the first input's GPU.
+
+        On cuda, a call with the chain's own constants whose arrays have the shapes, strides and
+        dtypes of an earlier call on the current device replays that call's plan (``_Plan``): the
+        outputs allocated and the compiled kernel launched with one driver call, without Triton's
+        launcher (which re-derives the specialisation from every argument on every call)."""
         np = self.backend.np
         if np.__name__ != "numpy" and arrays:
+            if consts is None:
+                plans = self._plans
+                if plans:
+                    dev = arrays[0].data.device_id
+                    key = [dev]
+                    for a in arrays:
+                        key += (a.shape, a.strides, a.dtype, a.data.ptr & 15)
+                    p = plans.get(tuple(key))
+                    if p is not None and dev == _getdev():
+                        r = p(arrays)
+                        if r is not None:
+                            return r
             with np.cuda.Device(arrays[0].device.id):
                 return self._run(arrays, consts)
         return self._run(arrays, consts)
@@ -607,10 +637,37 @@ class TritonChain:
         if np.__name__ == "numpy":
             _launch_interpreted(kern, grid, args, len(arrays), blk)
         else:
-            _launch_cuda(kern, grid, args, arrays, blk)
+            compiled = _launch_cuda(kern, grid, args, arrays, blk)
+            if consts is None:
+                self._remember(compiled, kern, arrays, outs, args, blk, grid[0], None if
+                               reduce_op is None else (acc.dtype, REDUCTIONS[reduce_op].identity,
+                                                       nd(expr.dtypes[-1])))
         if reduce_op is not None:
             return [acc.astype(nd(expr.dtypes[-1]))]
         return outs
+
+    def _remember(self, compiled, kern, arrays, outs, args, blk, grid, acc):
+        """Keep a ``_Plan`` for calls like this one (same device, shapes, strides, dtypes; the
+        chain's own constants). Nothing is kept when the kernel is not one
+        ``tensorplay_triton``'s direct launch takes; later calls then keep Triton's launcher."""
+        from tensorplay_triton import _cupylaunch, _wrap
+        if not _wrap._direct_setup():
+            return
+        dev = arrays[0].data.device_id     # the current device here (run's Device block)
+        d = _cupylaunch.make_direct(compiled, dev, kern, len(args), {"BLOCK": blk})
+        if not isinstance(d, _cupylaunch.Direct):
+            return
+        # the key holds each input's 16-byte alignment too: Triton specialises on it, so two
+        # alignments of one signature keep two plans (no reloading the kernel back and forth)
+        key = [dev]
+        for a in arrays:
+            key += (a.shape, a.strides, a.dtype, a.data.ptr & 15)
+        plans = self.__dict__.setdefault("_plans", {})
+        if len(plans) >= _MAX_PLANS:
+            plans.clear()
+        plans[tuple(key)] = _Plan(d, self.backend.np, arrays, outs, args, grid, acc)
+
+    _plans: dict = {}        # per instance once a plan is kept (the class's stays empty)
 
     def _consts(self, override=None):
         f, i = [], []
@@ -645,6 +702,72 @@ class TritonChain:
                 cache.clear()
             cache[key] = a
         return a
+
+
+_MAX_PLANS = 64            # per chain: call signatures whose launch is kept
+
+
+class _Plan:
+    """One call signature of a chain on cuda, launched again without Triton's launcher.
+
+    Built from a call that Triton launched (and so compiled for): the kernel's arguments are the
+    same on every call of the signature except the arrays' addresses (and ``flip``, which
+    alternates as ``_next_flip`` says): the element count, sizes, strides and constants are
+    fixed by the key (device, shapes, strides, dtypes), so Triton's specialisation of them is
+    too. Triton also specialises a pointer on its 16-byte alignment: a call whose addresses
+    differ in that from the recorded call's returns None (the caller takes Triton's launcher,
+    which compiles that specialisation if needed)."""
+
+    __slots__ = ("acc", "align", "direct", "fc", "go", "grid", "np", "outs", "tail")
+
+    def __init__(self, direct, np, arrays, outs, args, grid, acc):
+        self.direct = direct                 # keeps the loaded module alive
+        self.go = direct.go
+        self.np = np
+        self.outs = [(o.shape, o.dtype) for o in outs]
+        ptrs = [a.data.ptr for a in [*arrays, *outs]]
+        k = len(ptrs)
+        self.acc = acc                       # (dtype, identity, result dtype) or None
+        if acc is not None:
+            ptrs.append(args[k].data.ptr)
+            k += 1
+        self.align = tuple(not p & 15 for p in ptrs)
+        self.fc = fc = args[k]               # the float constants' array, kept alive here
+        # the arguments after the pointers: fconst, N, flip, then sizes, strides, int constants
+        self.tail = (fc.data.ptr, args[k + 1], tuple(args[k + 3:]))
+        self.grid = grid
+
+    def __call__(self, arrays):
+        np = self.np
+        outs = [np.empty(shape, dtype=dt) for shape, dt in self.outs]
+        ptrs = [a.data.ptr for a in arrays]
+        ptrs += [o.data.ptr for o in outs]
+        acc = self.acc
+        if acc is not None:
+            a = np.full((), acc[1], dtype=acc[0])
+            ptrs.append(a.data.ptr)
+        for p, al in zip(ptrs, self.align):
+            if (not p & 15) is not al:
+                return None
+        fcp, n, rest = self.tail
+        g = self.grid
+        if acc is None:
+            self.go((*ptrs, fcp, n, _next_flip(g), *rest), g, 1, 1)
+            return outs
+        # a reduction adds its blocks' partial results in launch order: in order always
+        self.go((*ptrs, fcp, n, 0, *rest), g, 1, 1)
+        return [a.astype(acc[2])]
+
+
+_GETDEV: list = []
+
+
+def _getdev() -> int:
+    """CuPy's current device index (the CUDA runtime's)."""
+    if not _GETDEV:
+        from cupy.cuda import runtime
+        _GETDEV.append(runtime.getDevice)
+    return _GETDEV[0]()
 
 
 def _structure(expr):
