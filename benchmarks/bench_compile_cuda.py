@@ -66,6 +66,53 @@ def synced_us(fn, sync, iters):
     return statistics.median(out) * 1e6
 
 
+def one_size(lg, cupy, torch, dev_sync, args):
+    """{engine: {"pipelined_us", "synced_us"}} at 2^lg elements, and the warm-up seconds."""
+    n = 1 << lg
+    tp.manual_seed(0)
+    x, y = tp.randn(n, device="cuda"), tp.randn(n, device="cuda")
+    ref = cupy.asarray(chain(x, y)._data)
+    engines = {"tp eager": lambda: chain(x, y)}
+    c_def = tp.compile(chain)
+    engines["tp.compile"] = lambda: c_def(x, y)
+    try:
+        c_ro = tp.compile(chain, mode="reduce-overhead")
+    except TypeError as e:           # a tree without the mode
+        print(f"tp.compile reduce-overhead: {e}")
+    else:
+        engines["tp.compile ro"] = lambda: c_ro(x, y)
+    sync = dev_sync
+    if torch is not None:
+        tx, ty = torch.from_dlpack(x._data), torch.from_dlpack(y._data)
+        t_def = torch.compile(chain, dynamic=False)
+        t_ro = torch.compile(chain, dynamic=False, mode="reduce-overhead")
+        engines["torch eager"] = lambda: chain(tx, ty)
+        engines["torch.compile"] = lambda: t_def(tx, ty)
+        engines["torch.compile ro"] = lambda: t_ro(tx, ty)
+        tsync = torch.cuda.synchronize
+
+        def sync():
+            dev_sync()
+            tsync()
+    t0 = time.perf_counter()
+    for name, fn in engines.items():
+        for _ in range(3):
+            out = fn()
+        sync()
+        o = out._data if hasattr(out, "_data") else cupy.from_dlpack(out)
+        if not bool(cupy.allclose(o, ref, rtol=1e-4, atol=1e-4)):
+            print(f"WARNING 2^{lg}: {name} disagrees with tensorplay eager", file=sys.stderr)
+    warm_s = time.perf_counter() - t0
+    pip = {k: [] for k in engines}
+    syn = {k: [] for k in engines}
+    for _ in range(args.rounds):
+        for name, fn in engines.items():
+            pip[name].append(pipelined_us(fn, sync, args.iters))
+            syn[name].append(synced_us(fn, sync, args.iters))
+    return {k: {"pipelined_us": statistics.median(pip[k]),
+                "synced_us": statistics.median(syn[k])} for k in engines}, warm_s
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--log2n", default="10,16,20,22,24")
@@ -84,50 +131,14 @@ def main(argv=None) -> int:
     dev_sync = cupy.cuda.Device().synchronize
     data = {"machine": H.machine_info(), "sizes": {}}
     rows = []
+    if torch is not None:
+        # one compiled function per size and mode here: lift dynamo's recompile limit (8)
+        cfg = torch._dynamo.config
+        for name in ("recompile_limit", "cache_size_limit"):
+            if hasattr(cfg, name):
+                setattr(cfg, name, 64)
     for lg in [int(s) for s in args.log2n.split(",")]:
-        n = 1 << lg
-        tp.manual_seed(0)
-        x, y = tp.randn(n, device="cuda"), tp.randn(n, device="cuda")
-        ref = cupy.asarray(chain(x, y)._data)
-        engines = {"tp eager": lambda: chain(x, y)}
-        c_def = tp.compile(chain)
-        engines["tp.compile"] = lambda: c_def(x, y)
-        try:
-            c_ro = tp.compile(chain, mode="reduce-overhead")
-        except TypeError as e:           # a tree without the mode
-            print(f"tp.compile reduce-overhead: {e}")
-        else:
-            engines["tp.compile ro"] = lambda: c_ro(x, y)
-        sync = dev_sync
-        if torch is not None:
-            tx, ty = torch.from_dlpack(x._data), torch.from_dlpack(y._data)
-            t_def = torch.compile(chain, dynamic=False)
-            t_ro = torch.compile(chain, dynamic=False, mode="reduce-overhead")
-            engines["torch eager"] = lambda: chain(tx, ty)
-            engines["torch.compile"] = lambda: t_def(tx, ty)
-            engines["torch.compile ro"] = lambda: t_ro(tx, ty)
-            tsync = torch.cuda.synchronize
-
-            def sync():
-                dev_sync()
-                tsync()
-        t0 = time.perf_counter()
-        for name, fn in engines.items():
-            for _ in range(3):
-                out = fn()
-            sync()
-            o = out._data if hasattr(out, "_data") else cupy.from_dlpack(out)
-            if not bool(cupy.allclose(o, ref, rtol=1e-4, atol=1e-4)):
-                print(f"WARNING 2^{lg}: {name} disagrees with tensorplay eager", file=sys.stderr)
-        warm_s = time.perf_counter() - t0
-        pip = {k: [] for k in engines}
-        syn = {k: [] for k in engines}
-        for _ in range(args.rounds):
-            for name, fn in engines.items():
-                pip[name].append(pipelined_us(fn, sync, args.iters))
-                syn[name].append(synced_us(fn, sync, args.iters))
-        res = {k: {"pipelined_us": statistics.median(pip[k]),
-                   "synced_us": statistics.median(syn[k])} for k in engines}
+        res, warm_s = one_size(lg, cupy, torch, dev_sync, args)
         data["sizes"][lg] = res
         for k, v in res.items():
             ratio = ""

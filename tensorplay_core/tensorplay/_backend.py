@@ -51,7 +51,8 @@ REQUIRED = ("device_type", "native_dtype", "dtype_of", "wrap", "as_strided", "em
 OPTIONAL = ("np", "is_available", "device_count", "synchronize", "device_guard",
             "device_guard_needed", "align_device", "guard_kernel", "kernels", "wrap_shared",
             "from_other", "from_dlpack", "data_ptr", "manual_seed", "rand", "randn",
-            "fuse_elementwise", "root_storage", "indexed_devices", "current_index")
+            "fuse_elementwise", "capture_graph", "root_storage", "indexed_devices",
+            "current_index")
 
 
 @runtime_checkable
@@ -78,7 +79,9 @@ class Backend(Protocol):
     are), ``kernels`` (no built-in kernels: built-in ops raise "no kernel"), ``wrap_shared``
     (``wrap``), ``from_other`` (through the host), ``from_dlpack`` / ``data_ptr`` / ``rand`` /
     ``randn`` (``NotImplementedError`` naming the device), ``manual_seed`` (nothing to seed),
-    ``fuse_elementwise`` (``None``: ``tensorplay.compile`` uses its generic fuser), ``np``
+    ``fuse_elementwise`` (``None``: ``tensorplay.compile`` uses its generic fuser),
+    ``capture_graph`` (``NotImplementedError``: ``mode="reduce-overhead"`` runs without graphs
+    on the device), ``np``
     (``None``: no NumPy-like module), ``indexed_devices`` (``None``: indexed when there are
     several devices),
     ``current_index`` (``None``: a bare type means index 0), ``root_storage`` (``None``: results
@@ -263,6 +266,21 @@ class Backend(Protocol):
         """``tensorplay.compile``'s fuser: ``run(arrays) -> list of arrays`` computing an
         elementwise chain in one pass, or ``None`` to use the generic fuser. Default: ``None``."""
         return None
+
+
+    def capture_graph(self, fn: Callable[[], Any], device) -> tuple:
+        """Record the device work of ``fn()`` as one replayable graph (CUDA graphs), for
+        ``tensorplay.compile(fn, mode="reduce-overhead")``; returns ``(result, replay)``.
+
+        ``fn()`` is called once, on the calling thread, with the work it enqueues on ``device``
+        recorded rather than run (the arrays in ``result`` hold no values yet); ``replay()``
+        enqueues the recorded work on the device's current stream, writing the same arrays
+        ``result`` holds. Every array allocated while recording stays reserved for the graph
+        for as long as ``replay`` is referenced. Raises whatever ``fn`` raises, and
+        ``RuntimeError`` when the work cannot be recorded (a host synchronisation, say); nothing
+        stays captured then. Default: ``NotImplementedError`` (the device has no graphs)."""
+        raise NotImplementedError(f"device '{self.device_type}': its backend cannot capture "
+                                  f"graphs (capture_graph)")
 
 
 _STUBS = {m: vars(Backend)[m] for m in REQUIRED if m in vars(Backend)}

@@ -35,7 +35,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Generic, ParamSpec, TypeVar, overload
 
-from . import _capture, _codegen, _dispatch, _dtype, _fusion, _pytree, _registry
+from . import _capture, _codegen, _dispatch, _dtype, _fusion, _pytree, _registry, _replay
 from ._tensor import Tensor
 from .autograd import grad_mode as _gm
 from .errors import CompileError
@@ -54,12 +54,12 @@ _MAX_VALIDATED = 256     # size signatures remembered as validated per graph
 
 @overload
 def compile(fn: Callable[_P, _R], *, dynamic: bool | None = None,
-            fullgraph: bool = False) -> CompiledFunction[_P, _R]: ...
+            fullgraph: bool = False, mode: str | None = None) -> CompiledFunction[_P, _R]: ...
 @overload
-def compile(fn: None = None, *, dynamic: bool | None = None,
-            fullgraph: bool = False) -> Callable[[Callable[_P, _R]], CompiledFunction[_P, _R]]: ...
+def compile(fn: None = None, *, dynamic: bool | None = None, fullgraph: bool = False,
+            mode: str | None = None) -> Callable[[Callable[_P, _R]], CompiledFunction[_P, _R]]: ...
 def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
-            fullgraph: bool = False) -> Any:
+            fullgraph: bool = False, mode: str | None = None) -> Any:
     """Compile ``fn`` (a function of tensors) into a cached graph of operator calls.
 
     Arguments:
@@ -72,6 +72,21 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
       on exact sizes.
     * ``fullgraph`` -- accepted for ``torch.compile`` compatibility; captures are always full
       graphs (there are no graph breaks).
+    * ``mode`` -- ``None`` or ``"default"``; or ``"reduce-overhead"`` (same name and idea as
+      ``torch.compile``'s): on a device whose backend records graphs (cuda: CUDA graphs), each
+      exact signature (the sizes and strides of every tensor argument) runs normally once, is
+      recorded on its second call, and from then on a call copies the arguments into the
+      graph's static inputs, replays the whole graph with one launch, and copies each output
+      out into a fresh tensor (results are never overwritten by later calls, unlike torch's).
+      A new signature records again (up to 16 per graph, each keeping its inputs, outputs and
+      intermediates allocated). Signatures that cannot use a graph run as ``"default"``, the
+      reason kept in ``.graph_skips`` (``{signature: reason}``): arguments on a device without
+      graphs (cpu), on several devices, not contiguous, or needing grad with grad mode on; a
+      graph that mutates a tensor or calls a random op; an output that is an argument or a view
+      of one; a recording that failed (a custom op that synchronises with the host, say; on
+      cuda also any matmul, since CuPy refuses cuBLAS calls during a CUDA-graph capture).
+      Other modes raise ``ValueError`` (there is no autotuning, so ``"max-autotune"`` is not
+      accepted).
 
     Returns a ``CompiledFunction``: call it like ``fn``; ``.graph`` is the graph of the last call
     (``print(compiled.graph)``: one node per line), ``.captures`` counts captures, ``.cache_size``
@@ -124,13 +139,21 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
     """
     if dynamic not in (None, True, False):
         raise TypeError(f"tensorplay.compile: dynamic must be None, True or False, got {dynamic!r}")
+    if mode not in _MODES:
+        raise ValueError(f"tensorplay.compile: unknown mode {mode!r}; use None, 'default' or "
+                         f"'reduce-overhead' (graph replay; there is no autotuning)")
     if fn is None:
-        return functools.partial(compile, dynamic=dynamic, fullgraph=fullgraph)
-    if isinstance(fn, CompiledFunction):
+        return functools.partial(compile, dynamic=dynamic, fullgraph=fullgraph, mode=mode)
+    if isinstance(fn, CompiledFunction) and fn.mode == (mode or "default"):
         return fn
+    if isinstance(fn, CompiledFunction):
+        fn = fn.fn
     if not callable(fn):
         raise TypeError(f"tensorplay.compile: expected a function to compile, got {fn!r}")
-    return CompiledFunction(fn, dynamic=dynamic, fullgraph=fullgraph)
+    return CompiledFunction(fn, dynamic=dynamic, fullgraph=fullgraph, mode=mode)
+
+
+_MODES = (None, "default", "reduce-overhead")
 
 
 class CompiledFunction(Generic[_P, _R]):
@@ -138,14 +161,19 @@ class CompiledFunction(Generic[_P, _R]):
 
     Attributes: ``fn`` (the original function), ``graph`` (the ``Graph`` used by the last call,
     None before the first call), ``captures`` (how many times ``fn`` was captured),
-    ``cache_size`` (graphs currently cached), ``dynamic``.
+    ``cache_size`` (graphs currently cached), ``dynamic``, ``mode`` (``"default"`` or
+    ``"reduce-overhead"``), ``graph_skips`` (``"reduce-overhead"``: ``{(sizes, strides): reason}``
+    for the signatures that run without graph replay).
     """
 
     def __init__(self, fn: Callable[_P, _R], *, dynamic: bool | None = None,
-                 fullgraph: bool = False) -> None:
+                 fullgraph: bool = False, mode: str | None = None) -> None:
         self.fn = fn
         self.dynamic = dynamic
         self.fullgraph = fullgraph
+        self.mode = mode or "default"
+        self._replay = self.mode == "reduce-overhead"
+        self.graph_skips: dict = {}
         self.captures = 0
         self._cache: dict = {}
         self._last = None
@@ -165,6 +193,7 @@ class CompiledFunction(Generic[_P, _R]):
         """Drop every cached graph (the next call captures again)."""
         self._cache.clear()
         self._last = None
+        self.graph_skips.clear()
 
     def __repr__(self) -> str:
         return f"<tensorplay.compile({getattr(self.fn, '__qualname__', self.fn)!r}), " \
@@ -227,9 +256,9 @@ class CompiledFunction(Generic[_P, _R]):
                             del self._cache[k]
                         break
         self._last = entry
-        if not entry.ops:                # no custom op: nothing to validate
-            return entry.run(leaves)
-        if sig in entry.validated:
+        if not entry.ops or sig in entry.validated:   # no custom op, or validated: trusted
+            if self._replay:
+                return _replay.run(self, entry, sig, leaves)
             return entry.run(leaves)
         out = entry.run_checked(leaves)
         if len(entry.validated) < _MAX_VALIDATED:
@@ -267,6 +296,7 @@ class _Entry:
         self.guard_source = getattr(guard, "source", None)
         self.ops = [(op, v) for op, v in graph.custom_ops()]
         self.validated: set = set()
+        self.replays: dict = {}      # mode="reduce-overhead": signature -> GraphReplay or state
         self._source = None          # of ``run``, once generated
         self.run_checked, self.source_checked = _generate(graph, checked=True)
 

@@ -53,6 +53,9 @@ except Exception as _e:  # noqa: BLE001 - any import failure makes the device un
     _IMPORT_ERROR = _e
 
 _NOOP = contextlib.nullcontext()
+if cupy is not None:
+    _memcpy_async = cupy.cuda.runtime.memcpyAsync
+    _D2D = cupy.cuda.runtime.memcpyDeviceToDevice
 _ndarray = cupy.ndarray if cupy is not None else None
 
 _FIX = ("tensorplay-cuda needs one CuPy matching the driver's CUDA version (pip install "
@@ -403,6 +406,53 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
         """``[start, end)`` by ``step`` on ``device``'s GPU."""
         with self.device_guard(device):
             return cupy.arange(start, end, step, dtype=self.native_dtype(dtype))
+
+    def assign(self, dst, src) -> None:
+        """``dst[...] = src`` (broadcasting; ``dst`` a view into storage). Two row-major arrays
+        of one shape and dtype on one GPU: one ``cudaMemcpyAsync`` on the current stream (a
+        copy-engine transfer, recordable in a CUDA graph, and ~3x less host time than CuPy's
+        elementwise copy); anything else: CuPy's ``dst[...] = src``."""
+        if src.__class__ is _ndarray and dst.__class__ is _ndarray and dst._c_contiguous \
+                and src._c_contiguous and dst.dtype is src.dtype and dst.shape == src.shape \
+                and dst.data.device_id == src.data.device_id:
+            n = dst.nbytes
+            if n:
+                _memcpy_async(dst.data.ptr, src.data.ptr, n, _D2D,
+                              cupy.cuda.get_current_stream().ptr)
+            return
+        dst[...] = src
+
+    def capture_graph(self, fn, device):
+        """``fn()`` recorded as one CUDA graph on ``device`` (``tensorplay.compile(fn,
+        mode="reduce-overhead")``): returns ``(result, replay)``; ``replay()`` launches the
+        graph on the current stream, writing the arrays of ``result`` again.
+
+        The recording runs on a fresh non-blocking stream in CuPy's relaxed capture mode, with
+        every allocation drawn from a memory pool of its own: the arrays the recorded work uses
+        (``result``'s, and the intermediates it freed during the recording) are reserved for
+        the graph and never handed to other allocations while ``replay`` lives (as torch's
+        private graph pools). ``RuntimeError`` (CuPy's ``CUDARuntimeError`` is one) when the
+        work cannot be recorded -- a host synchronisation such as ``.item()``, or a copy to
+        the host; the capture is ended and dropped then."""
+        with self.device_guard(device):
+            pool = cupy.cuda.MemoryPool()
+            stream = cupy.cuda.Stream(non_blocking=True)
+            with cupy.cuda.using_allocator(pool.malloc), stream:
+                stream.begin_capture()
+                try:
+                    result = fn()
+                except BaseException:
+                    with contextlib.suppress(Exception):
+                        stream.end_capture()
+                    raise
+                graph = stream.end_capture()
+            graph.upload(cupy.cuda.get_current_stream())
+        launch = graph.launch
+
+        def replay():
+            launch()
+        replay.graph, replay.pool, replay.stream = graph, pool, stream   # kept alive with it
+        return result, replay
 
     def data_ptr(self, arr) -> int:
         """Device address of ``arr``'s first element (an int)."""

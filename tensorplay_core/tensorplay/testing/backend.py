@@ -77,6 +77,10 @@ class MockBackend(_backends.ArrayBackend):
             devices otherwise; a 0-dim cpu tensor is copied over, as torch does), and custom
             ops' kernels get the same check (``guard_kernel``). An index beyond it raises
             ``DeviceUnavailableError`` when a tensor is made there.
+        graphs: whether it records graphs (``capture_graph``, for
+            ``tensorplay.compile(mode="reduce-overhead")``; default False: it has none, as
+            cpu). Its "graph" re-runs the recorded function on replay and copies the results
+            into the recorded output arrays, which a recording leaves poisoned (NaN / -1).
 
     Data: NumPy arrays of every dtype NumPy has (``bfloat16`` is refused with ``TypeError``);
     built-in ops run the core's reference kernels, so results equal the cpu device's.
@@ -86,16 +90,19 @@ class MockBackend(_backends.ArrayBackend):
         ``syncs``: the ``device`` argument of each ``synchronize`` call (``None`` = all);
         ``switches``: each device made current by ``device_guard`` (and the one restored);
         ``wraps``: the device of each kernel result wrapped into a tensor;
-        ``calls``: every recorded method name, in call order.
+        ``calls``: every recorded method name, in call order (``"capture_graph"`` and
+        ``"replay_graph"`` among them).
     ``current`` is the index currently selected (0 at start).
 
     Raises ``ValueError`` on entering when ``device_type`` is already loaded or invalid (see
     ``tensorplay.backends.register``) and ``ImportError`` when NumPy is not installed.
     """
 
-    def __init__(self, device_type: str = "mock", *, device_count: int = 1):
+    def __init__(self, device_type: str = "mock", *, device_count: int = 1,
+                 graphs: bool = False):
         import numpy
         super().__init__()
+        self.graphs = graphs
         if device_count.__class__ is not int or device_count < 1:
             raise ValueError(f"MockBackend: device_count must be an int >= 1, got "
                              f"{device_count!r}")
@@ -256,6 +263,37 @@ class MockBackend(_backends.ArrayBackend):
     def randn(self, shape, dtype, device):
         self._alloc("randn", shape, dtype, device)
         return self._rng.standard_normal(shape).astype(self.native_dtype(dtype))
+
+    def capture_graph(self, fn, device):
+        """With ``graphs=True``: records ``"capture_graph"``, calls ``fn()`` and returns its
+        result with every output array poisoned (NaN for floating dtypes, -1 for integers,
+        True for bool: a recording runs nothing), and a ``replay`` that records
+        ``"replay_graph"``, calls ``fn()`` again and copies its arrays into the first result's
+        (the same arrays every replay, as a CUDA graph writes). Without: ``NotImplementedError``,
+        as a backend with no graphs."""
+        if not self.graphs:
+            return super().capture_graph(fn, device)
+        from .. import _pytree
+        from .._tensor import Tensor
+        self._index(device)
+        self.calls.append("capture_graph")
+        np = self.np
+
+        def arrays(result):
+            found: list = []
+            _pytree.tree_flatten(result, Tensor, found)
+            return [t.native for t in found if isinstance(t, Tensor)]
+
+        result = fn()
+        static = arrays(result)
+        for a in static:
+            a[...] = np.nan if a.dtype.kind in "fc" else True if a.dtype.kind == "b" else -1
+
+        def replay():
+            self.calls.append("replay_graph")
+            for dst, src in zip(static, arrays(fn())):
+                np.copyto(dst, src)
+        return result, replay
 
     def __repr__(self) -> str:
         state = "registered" if self._handle is not None else "not registered"
