@@ -136,3 +136,18 @@ def test_compiled_chain_on_two_dtypes_and_broadcasts_repeats_exactly():
         r = [c(x, y) for _ in range(3)]
         assert tp.equal(r[0], r[1]) and tp.equal(r[1], r[2])
         assert close(r[2].float(), chain(x, y).float(), 2e-3)
+
+
+def test_factories_inside_a_recorded_graph_fill_on_every_replay():
+    # the fill kernel and the memset are recorded on the capture stream, into the graph's pool
+    def f(x):
+        return x * 2.0 + tp.full_like(x, 3.0) - tp.zeros_like(x) + tp.ones(x.shape, device="cuda")
+
+    x = tp.randn(1000, device="cuda")
+    c = tp.compile(f, mode="reduce-overhead")
+    for _ in range(4):
+        got = c(x)
+    assert c.graph_skips == {}
+    assert close(got, x * 2.0 + 4.0)
+    x.fill_(1.0)
+    assert close(c(x), tp.full((1000,), 6.0, device="cuda"))

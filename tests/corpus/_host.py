@@ -13,7 +13,11 @@ def sm_count(device) -> int:
     """``multi_processor_count`` of a cuda device; 1 elsewhere (what the libraries use off-GPU)."""
     if device.type == "cuda":
         import tensorplay
-        return tensorplay.cuda.get_device_properties(device).multi_processor_count
+        # by index: the same host code runs on torch's side of benchmarks/bench_corpus.py,
+        # whose device is a torch.device (which tensorplay.device does not take)
+        idx = device.index
+        return tensorplay.cuda.get_device_properties(
+            tensorplay.cuda.current_device() if idx is None else idx).multi_processor_count
     return 1
 
 

@@ -101,15 +101,16 @@ def _tanh_f64(x):
 
 # negation flips the sign bit, as C's -x and CuPy's negative do: -(+0.0) is -0.0 and a NaN's
 # sign flips too (Triton's unary minus is 0 - x, which gives +0.0; x * -1.0 gives the GPU's
-# canonical, positive NaN)
+# canonical, positive NaN). Unsigned: Triton types the literal 0x80000000 as uint32 (a negative
+# int32 literal would be the negation of an int64 2147483648, and xor would widen to int64)
 @_jit
 def _neg_f32(x):
-    return (x.to(tl.int32, bitcast=True) ^ -2147483648).to(tl.float32, bitcast=True)
+    return (x.to(tl.uint32, bitcast=True) ^ 0x80000000).to(tl.float32, bitcast=True)
 
 
 @_jit
 def _neg_f64(x):
-    return (x.to(tl.int64, bitcast=True) ^ -9223372036854775808).to(tl.float64, bitcast=True)
+    return (x.to(tl.uint64, bitcast=True) ^ 0x8000000000000000).to(tl.float64, bitcast=True)
 '''
 
 # float32 -> bfloat16, round to nearest even, NaN stays NaN (what eager's rounding does).
