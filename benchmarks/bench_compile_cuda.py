@@ -15,7 +15,10 @@ round times every engine once, so all see the same machine state):
 Ratios are tensorplay / torch within the same run and the same mode (< 1: tensorplay faster).
 Before timing, every engine's result is compared with tensorplay eager (allclose).
 
-Usage (GPU machine): ``python benchmarks/bench_compile_cuda.py [--log2n 10,16,20,22,24]
+``--fn softmax_rows`` times a row softmax instead (rows of 1024: two reductions and three
+elementwise groups, several kernels per call), where one graph launch replaces several.
+
+Usage (GPU machine): ``python benchmarks/bench_compile_cuda.py [--fn chain|softmax_rows] [--log2n 10,16,20,22,24]
 [--rounds 7] [--iters 200] [--no-torch]``. Exits 2 when cuda is unavailable. torch is optional
 (the reference); ``torch.compile`` compiles once per size and mode (a few seconds each).
 """
@@ -66,11 +69,23 @@ def synced_us(fn, sync, iters):
     return statistics.median(out) * 1e6
 
 
+def softmax_rows(x, y):
+    """Several kernels, not one fused chain: a row softmax of x * y over rows of 1024 (two
+    reductions, three elementwise groups): what reduce-overhead's one graph launch is for."""
+    a = x * y
+    a = a - a.amax(1, keepdim=True)
+    e = a.exp()
+    return e / e.sum(1, keepdim=True)
+
+
 def one_size(lg, cupy, torch, dev_sync, args):
     """{engine: {"pipelined_us", "synced_us"}} at 2^lg elements, and the warm-up seconds."""
     n = 1 << lg
     tp.manual_seed(0)
     x, y = tp.randn(n, device="cuda"), tp.randn(n, device="cuda")
+    if args.fn == "softmax_rows":
+        x, y = x.view(-1, min(n, 1024)), y.view(-1, min(n, 1024))
+    chain = FUNCTIONS[args.fn]
     ref = cupy.asarray(chain(x, y)._data)
     engines = {"tp eager": lambda: chain(x, y)}
     c_def = tp.compile(chain)
@@ -113,9 +128,15 @@ def one_size(lg, cupy, torch, dev_sync, args):
                 "synced_us": statistics.median(syn[k])} for k in engines}, warm_s
 
 
+FUNCTIONS = {"chain": chain, "softmax_rows": softmax_rows}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--log2n", default="10,16,20,22,24")
+    ap.add_argument("--fn", default="chain", choices=sorted(FUNCTIONS),
+                    help="chain: the 8-op chain (one fused kernel); softmax_rows: a row softmax "
+                         "over rows of 1024 (several kernels)")
     ap.add_argument("--rounds", type=int, default=3 if H.QUICK else 7)
     ap.add_argument("--iters", type=int, default=50 if H.QUICK else 200)
     ap.add_argument("--no-torch", action="store_true")
@@ -149,9 +170,9 @@ def main(argv=None) -> int:
                          f"{v['synced_us'] / res[anchor]['synced_us']:.2f}")
             rows.append([f"2^{lg}", k, f"{v['pipelined_us']:.1f}", f"{v['synced_us']:.1f}", ratio])
         print(f"2^{lg}: warm-up and compiles {warm_s:.1f} s", flush=True)
-    H.print_table("8-op chain per call on cuda (µs; median of rounds)",
+    H.print_table(f"{args.fn} per call on cuda (µs; median of rounds)",
                   ["elements", "engine", "pipelined", "synced", "vs torch (pip / sync)"], rows)
-    print("wrote", H.write_json("compile_cuda", data))
+    print("wrote", H.write_json(f"compile_cuda_{args.fn}", data))
     return 0
 
 
