@@ -1164,3 +1164,40 @@ def test_small_bf16_ops_take_one_launch_and_round_float32_results(compiled, monk
                                        err_msg=f"{op} {c}")
             assert _dense_launches(compiled, op)[(x._data.dtype, dev, type(c))] is not None
     assert not eager._FAILED, eager._FAILED
+
+
+def test_eager_large_path_reads_a_broadcast_element_once(interp, monkeypatch):
+    """An operand that is a broadcast of one element (every stride 0: the gradient ``sum`` and
+    ``mean`` hand back) reaches the generated kernel as a 0-d operand, read once (mode ``"s"``),
+    in either position, with the reference kernel's values (bit for bit: the same float32
+    product); an operand of another shape or dtype, or two such broadcasts, are left as they are."""
+    be = tp.backends.get("cpu")
+    monkeypatch.setattr(eager, "THRESHOLD", 16)
+    seen = []
+    run = eager.run_chain
+
+    def recording(ch, args, consts=None):
+        seen.append([a.ndim for a in args])
+        return run(ch, args, consts)
+    monkeypatch.setattr(eager, "run_chain", recording)
+    ref = be.kernels()
+    acc = eager.accelerate(ref, be)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((8, 12)).astype(np.float32)
+    g = np.broadcast_to(np.float32(-1.75), (8, 12))           # expand of a 0-d gradient
+    assert not any(g.strides)
+    row = np.broadcast_to(x[:1], (8, 12))                     # stride 0 on one dim only
+    for name, args in [("mul", (g, x)), ("mul", (x, g)), ("sub", (g, x)), ("sub", (x, g)),
+                       ("div", (x, g)), ("div", (g, x)), ("mul", (g, row))]:
+        seen.clear()
+        got, want = acc[name](*args), ref[name](*args)
+        assert seen == [[0, 2] if args[0] is g else [2, 0]], (name, seen)
+        assert got.shape == (8, 12) and got.dtype == want.dtype and got.flags.c_contiguous
+        np.testing.assert_array_equal(got, want, err_msg=name)
+    # not one shape, not one dtype, both broadcasts: as before (a strided operand)
+    for args in [(x, np.broadcast_to(np.float32(2), (12,))),
+                 (g, x.astype(np.float64)), (g, np.broadcast_to(np.float32(3), (8, 12)))]:
+        seen.clear()
+        got, want = acc["mul"](*args), ref["mul"](*args)
+        assert seen == [[a.ndim for a in args]]
+        np.testing.assert_array_equal(got, want)
