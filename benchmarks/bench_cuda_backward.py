@@ -20,9 +20,11 @@ when ``import torch`` works and, on cuda, sees a GPU), ``hand`` (the same forwar
 written by hand on the arrays: CuPy on cuda, NumPy on cpu; the matmul's by the textbook formula
 ``ones @ w.T`` and ``x.T @ ones``, as torch computes it). Passes: ``fwd`` (the forward with the
 graph recorded, then dropped), ``fwd+bwd`` (``.grad`` reset to None, forward, ``backward()``: the
-first accumulation, a move on every side), and ``bwd`` (their difference). Timed: ``iters`` steps
-back to back between two device synchronisations (pipelined, as a training loop runs), per step,
-in ms; the median of ``rounds`` interleaved rounds. Before timing, every column's gradients are
+first accumulation, a move on every side), and ``bwd`` (their difference): ``iters`` steps back to
+back between two device synchronisations (pipelined, as a training loop runs), per step; and
+``bwd_alone``: the backward by itself, timed from a synchronisation after its forward to one
+after it (host and device time of the backward, nothing overlapped), averaged over ``iters``.
+Figures in ms, the median of ``rounds`` interleaved rounds. Before timing, every column's gradients are
 checked against NumPy in float64 (a mismatch exits 1). Exits 2 on ``--device cuda`` without a
 usable GPU. Writes ``benchmarks/results/cuda_backward[_cpu].json`` (or ``--json PATH``).
 """
@@ -82,8 +84,9 @@ def _tp_graph(tp, name):
 
 
 def _hand(xp, name, x, w):
-    """``(fwd(), step())``: the graph's forward, and forward + gradients, on arrays ``x``/``w``
-    (the gradients as dense arrays, as ``.grad`` holds them)."""
+    """``(fwd(), bwd(state))``: the graph's forward on arrays ``x``/``w`` (returning what its
+    backward needs), and the gradients from that (dense arrays, as ``.grad`` holds them; None
+    where the graph has no ``w``)."""
     n = x.shape[0]
     f32 = xp.float32
 
@@ -91,37 +94,35 @@ def _hand(xp, name, x, w):
         def fwd():
             return (x * w).sum()
 
-        def step():
-            fwd()
+        def bwd(_):
             g = xp.ones((), f32)
             return w * g, x * g
     elif name == "sum_mean":
         def fwd():
             return x.sum(1).mean()
 
-        def step():
-            fwd()
+        def bwd(_):
             g = xp.ones((), f32) / f32(n)
             return xp.ascontiguousarray(xp.broadcast_to(g, (n, n))), None
     elif name == "lse_mean":
         def fwd():
             e = xp.exp(x)
             s = e.sum(1)
-            return e, s, xp.log(s).mean()
+            xp.log(s).mean()
+            return e, s
 
-        def step():
-            e, s, _ = fwd()
+        def bwd(st):
+            e, s = st
             gs = (xp.ones((), f32) / f32(n)) / s
             return e * gs[:, None], None
     else:
         def fwd():
             return (x @ w).sum()
 
-        def step():
-            fwd()
+        def bwd(_):
             ones = xp.ones((n, n), f32)
             return ones @ w.T, x.T @ ones
-    return fwd, step
+    return fwd, bwd
 
 
 def _err(got, ref):
@@ -183,7 +184,24 @@ def main(argv=None) -> int:
                 torch.cuda.synchronize()
 
     cases = []          # (graph, pass, column, fn)
+    alone = []          # (graph, column, forward, backward(forward's result)): "bwd alone"
     good = True
+
+    # (.grad reset before the forward, outside the timed backward: the old gradients are freed
+    # there, as the hand-written column's are dropped after its timed part)
+    def _tp_fresh(f):
+        X.grad = W.grad = None
+        return f(X, W)
+
+    def _tp_bwd(loss):
+        loss.backward()
+
+    def _th_fresh(tf):
+        TX.grad = TW.grad = None
+        return tf(TX, TW)
+
+    def _th_bwd(loss):
+        loss.backward()
     for name in graphs:
         f = _tp_graph(tp, name)
         ref = _reference(name, x_np, w_np)
@@ -206,8 +224,14 @@ def main(argv=None) -> int:
                 print(f"bench_cuda_backward: tensorplay {name} grad {i}: relative error {e:.3g}",
                       file=sys.stderr)
                 good = False
-        hf, hs = _hand(xp, name, Xa, Wa)
+        hf, hb = _hand(xp, name, Xa, Wa)
+
+        def hs(hf=hf, hb=hb):
+            return hb(hf())
+
         cases += [(name, "fwd", "hand", hf), (name, "fwd+bwd", "hand", hs)]
+        alone += [(name, "tensorplay", lambda f=f: _tp_fresh(f), _tp_bwd),
+                  (name, "hand", hf, hb)]
         for i, (g, r) in enumerate(zip(hs(), ref)):
             if r is not None and not _err(g if on_cpu else xp.asnumpy(g), r) <= 1e-4:
                 print(f"bench_cuda_backward: hand {name} grad {i} differs", file=sys.stderr)
@@ -223,6 +247,7 @@ def main(argv=None) -> int:
                 tf(TX, TW).backward()
 
             cases += [(name, "fwd", "torch", th_fwd), (name, "fwd+bwd", "torch", th_step)]
+            alone.append((name, "torch", lambda tf=tf: _th_fresh(tf), _th_bwd))
             th_step()
             for i, (t, r) in enumerate(zip((TX, TW), ref)):
                 if r is not None and not _err(t.grad.detach().cpu().numpy(), r) <= 1e-4:
@@ -231,6 +256,8 @@ def main(argv=None) -> int:
     if not good:
         return 1
 
+    # TENSORPLAY_BENCH_CPU_TIME=1 (see _harness): the process's CPU time, for a busy shared cpu
+    clock = time.process_time if H.CPU_TIME else time.perf_counter
     for *_, fn in cases:                   # warm-up: compiled kernels, memory pools
         for _ in range(3):
             fn()
@@ -239,11 +266,26 @@ def main(argv=None) -> int:
     for _ in range(args.rounds):
         for *key, fn in cases:
             sync()
-            t0 = time.perf_counter()
+            t0 = clock()
             for _ in range(args.iters):
                 fn()
             sync()
-            times[tuple(key)].append((time.perf_counter() - t0) / args.iters * 1e3)
+            times[tuple(key)].append((clock() - t0) / args.iters * 1e3)
+    # "bwd alone": the backward by itself, the forward run (and synchronised) before it
+    for name, col, _, _ in alone:
+        times[(name, "bwd alone", col)] = []
+    for _ in range(args.rounds):
+        for name, col, fw, bw in alone:
+            tot = 0.0
+            for _ in range(args.iters):
+                st = fw()
+                sync()
+                t0 = clock()
+                r = bw(st)
+                sync()
+                tot += clock() - t0
+                st = r = None
+            times[(name, "bwd alone", col)].append(tot / args.iters * 1e3)
     med = {k: statistics.median(v) for k, v in times.items()}
     cols = ["tensorplay", "torch", "hand"]
     if not on_cpu:
@@ -251,14 +293,15 @@ def main(argv=None) -> int:
     else:
         where = H.machine_info()["cpu"]
     load = H.machine_info()["loadavg_1_5_15min"]
-    print(f"bench_cuda_backward: {n}x{n} float32 on {dev} ({where}), load {load}; ms per step, "
+    print(f"bench_cuda_backward: {n}x{n} float32 on {dev} ({where}), load {load}, "
+          f"{'process CPU' if H.CPU_TIME else 'wall'} clock; ms per step, "
           f"median of {args.rounds} rounds x {args.iters} pipelined steps; "
           f"torch {torch.__version__ if torch is not None else '-'}")
-    print(f"{'graph':9s} {'pass':8s} " + " ".join(f"{c:>10s}" for c in cols) +
+    print(f"{'graph':9s} {'pass':9s} " + " ".join(f"{c:>10s}" for c in cols) +
           f" {'tp/torch':>9s} {'tp/hand':>8s}")
     rows = []
     for name in graphs:
-        for ps in ("fwd", "fwd+bwd", "bwd"):
+        for ps in ("fwd", "fwd+bwd", "bwd", "bwd alone"):
             vals = {}
             for c in cols:
                 if ps == "bwd":
@@ -270,7 +313,7 @@ def main(argv=None) -> int:
             cells = " ".join(f"{v:10.3f}" if v is not None else f"{'-':>10s}" for v in vals.values())
             rt = f"{t / h:9.2f}" if h else f"{'-':>9s}"
             rh = f"{t / m:8.2f}" if m else f"{'-':>8s}"
-            print(f"{name:9s} {ps:8s} {cells} {rt} {rh}")
+            print(f"{name:9s} {ps.replace(' ', '_'):9s} {cells} {rt} {rh}")
             rows.append({"graph": name, "pass": ps, **{c: vals[c] for c in cols}})
     data = {"n": n, "device": dev, "iters": args.iters, "rounds": args.rounds, "rows": rows,
             "samples_ms": {"/".join(k): v for k, v in times.items()}}

@@ -149,9 +149,67 @@ def test_bench_cuda_backward_checks_and_times_every_graph_on_cpu(tmp_path):
     rows = [ln.split()[:2] for ln in r.stdout.splitlines()
             if ln.startswith(("mul_sum", "sum_mean", "lse_mean", "mm_sum"))]
     assert rows == [[g, p] for g in ("mul_sum", "sum_mean", "lse_mean", "mm_sum")
-                    for p in ("fwd", "fwd+bwd", "bwd")]
-    assert len(json.loads(out.read_text())["rows"]) == 12
+                    for p in ("fwd", "fwd+bwd", "bwd", "bwd_alone")]
+    assert len(json.loads(out.read_text())["rows"]) == 16
     if not tp.plugins.device_status("cuda")[0]:
         r = subprocess.run([sys.executable, str(script), "--n", "64", "--json", str(out)],
                            capture_output=True, text=True, timeout=300)
         assert r.returncode == 2 and "no CUDA GPU" in r.stderr, (r.returncode, r.stderr)
+
+
+def _peak_bytes(fn):
+    """The peak of memory allocated while ``fn()`` runs (NumPy reports its arrays to
+    ``tracemalloc``)."""
+    import tracemalloc
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("graph", ["sum1_mean", "sum0", "transposed", "mm_sum"])
+def test_a_leaf_takes_a_gradient_that_is_not_row_major_in_one_copy(graph):
+    """``.grad`` of a gradient that is a broadcast (``sum(dim)``/``mean``'s backward, the
+    matmul's row and column sums) or a transposed view: a row-major tensor of its own with the
+    gradient's values, written in one pass -- the backward allocates no more than the gradients
+    it leaves (a clone of such a view copied it twice)."""
+    m, n = 384, 256
+    x = tp.randn(m, n, requires_grad=True)
+    w = tp.randn(n, m, requires_grad=True)
+    f = {"sum1_mean": lambda: x.sum(1).mean(), "sum0": lambda: (x.sum(0) * 3.0).sum(),
+         "transposed": lambda: (x.t() * tp.ones(n, m)).sum(),
+         "mm_sum": lambda: (x @ w).sum()}[graph]
+    f().backward()                                     # warm-up (first-call caches)
+    x.grad = w.grad = None
+    loss = f()
+    peak = _peak_bytes(loss.backward)
+    kept = sum(t.grad.numel() * 4 for t in (x, w) if t.grad is not None)
+    if graph == "transposed":
+        kept += m * n * 4            # the mul's gradient, alive while its transpose is copied
+    assert peak < kept + m * n * 4 // 4, (peak, kept)   # (small vectors aside)
+    assert x.grad.stride() == (n, 1) and x.grad.grad_fn is None
+    want = {"sum1_mean": np.float32(1) / np.float32(m), "sum0": np.float32(3.0),
+            "transposed": np.float32(1.0)}
+    if graph in want:
+        np.testing.assert_array_equal(x.grad.numpy(), np.full((m, n), want[graph], np.float32))
+    else:
+        np.testing.assert_array_equal(
+            x.grad.numpy(), np.broadcast_to(w.detach().sum(1).numpy(), (m, n)))
+    x.grad.zero_()                                     # its own storage
+    f().backward()
+    assert np.all(x.grad.numpy() != 0)
+
+
+def test_one_broadcast_gradient_shared_by_two_leaves_gives_each_its_own_copy():
+    x = tp.randn(6, 5, requires_grad=True)
+    w = tp.randn(6, 5, requires_grad=True)
+    (x + w).sum().backward()        # add hands the sum's broadcast gradient to both inputs
+    for t in (x, w):
+        assert t.grad.stride() == (5, 1)
+        np.testing.assert_array_equal(t.grad.numpy(), np.ones((6, 5), np.float32))
+    with tp.no_grad():
+        x.grad.mul_(4.0)
+    np.testing.assert_array_equal(w.grad.numpy(), np.ones((6, 5), np.float32))
