@@ -17,6 +17,10 @@
 * **One driver call** (CuPy arrays, Triton 3.6): the same generated kernels launched with one
   ``cuLaunchKernel`` instead of a ufunc or Triton's launcher -- small dense arrays through the
   adapters' dense case (``_dense``), large aligned ones in front of the chain (``_large``).
+* **One element broadcast** (the gradient ``sum``/``mean`` hand back: an ``expand`` of a 0-d
+  tensor, every stride 0): on the large path such an operand becomes a 0-d view, read once by
+  the kernel (``_one_element_operands``), so ``(x * w).sum()``'s backward reads and writes each
+  gradient once, through the one-launch path where the chain offers it.
 
 The Triton path only when tensorplay-triton (and Triton) is installed;
 ``TENSORPLAY_CUDA_EAGER_TRITON=0`` switches it off.
