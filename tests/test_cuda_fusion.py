@@ -1201,3 +1201,42 @@ def test_eager_large_path_reads_a_broadcast_element_once(interp, monkeypatch):
         got, want = acc["mul"](*args), ref["mul"](*args)
         assert seen == [[a.ndim for a in args]]
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_cuda_backward_of_mul_sum_reads_the_sum_gradient_as_one_element(compiled, monkeypatch):
+    """``(x * w).sum().backward()`` on cuda at the large-path size: the sum's gradient (one
+    element broadcast) reaches the backward ``mul``s as a 0-d operand (mode ``"s"``); gradients
+    exact (``w * 1``, ``x * 1``) and each ``.grad`` a row-major array of its own. Where
+    ``TritonChain.dense_launcher`` takes ``modes``, those calls take the aligned one-launch path
+    (recorded under ``(dtype, device, modes)``)."""
+    import cupy
+    tp.manual_seed(8)
+    # at the real size bound: below it the adapters run CuPy's ufunc inline (their bound is
+    # captured when the kernels are built, so it cannot be lowered here)
+    shape = (eager.THRESHOLD // 1024, 1024)
+    x = tp.randn(*shape, device="cuda", requires_grad=True)
+    w = tp.randn(*shape, device="cuda", requires_grad=True)
+    seen = []
+    run = eager.run_chain
+
+    def recording(ch, args, consts=None):
+        seen.append(tuple(a.ndim for a in args))
+        return run(ch, args, consts)
+    monkeypatch.setattr(eager, "run_chain", recording)
+    for _ in range(3):                    # compile, then launches
+        x.grad = w.grad = None
+        (x * w).sum().backward()
+    np.testing.assert_array_equal(_host(x.grad._data), _host(w._data))
+    np.testing.assert_array_equal(_host(w.grad._data), _host(x._data))
+    assert x.grad.is_contiguous() and x.grad.data_ptr() != w.data_ptr()
+    assert all(2 in s for s in seen) and (2, 2) not in seen[1:], seen    # no strided operand
+    launches = compiled.kernels()["mul"].launch_large.launches
+    key = (x._data.dtype, cupy.cuda.runtime.getDevice(), ("s", "c"))
+    if eager._takes_modes(eager._chain("mul", 2, None, tp.float32, compiled)):
+        assert launches[key] is not None and launches[key][0].direct is not None
+        assert seen.count((0, 2)) <= 1     # the first (compiling) call at most
+    else:
+        assert launches.get(key, None) is None and (0, 2) in seen
+    assert not eager._FAILED, eager._FAILED
