@@ -100,7 +100,8 @@ def _own_copy(g):
     ``sum(dim)`` or ``mean`` hands on, a transposed view -- ``clone``'s kernel takes NumPy's and
     CuPy's order-K copy (column-major for a row broadcast) and the result is laid out again: two
     full-size writes; an empty tensor filled by ``copy_`` is one."""
-    if g.native is None or g.capture_info is not None or g.is_contiguous():
+    if g.__class__ is not instance_class() or g.native is None or g.capture_info is not None or \
+            g.is_contiguous():
         return g.clone()
     out = g.new_empty(g.raw_shape)
     out.copy_(g)
