@@ -1179,3 +1179,79 @@ def test_small_bf16_ops_take_one_launch_and_round_float32_results(compiled, monk
                                        err_msg=f"{op} {c}")
             assert _dense_launches(compiled, op)[(x._data.dtype, dev, type(c))] is not None
     assert not eager._FAILED, eager._FAILED
+
+
+def test_eager_large_path_reads_a_broadcast_element_once(interp, monkeypatch):
+    """An operand that is a broadcast of one element (every stride 0: the gradient ``sum`` and
+    ``mean`` hand back) reaches the generated kernel as a 0-d operand, read once (mode ``"s"``),
+    in either position, with the reference kernel's values (bit for bit: the same float32
+    product); an operand of another shape or dtype, or two such broadcasts, are left as they are."""
+    be = tp.backends.get("cpu")
+    monkeypatch.setattr(eager, "THRESHOLD", 16)
+    seen = []
+    run = eager.run_chain
+
+    def recording(ch, args, consts=None):
+        seen.append([a.ndim for a in args])
+        return run(ch, args, consts)
+    monkeypatch.setattr(eager, "run_chain", recording)
+    ref = be.kernels()
+    acc = eager.accelerate(ref, be)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((8, 12)).astype(np.float32)
+    g = np.broadcast_to(np.float32(-1.75), (8, 12))           # expand of a 0-d gradient
+    assert not any(g.strides)
+    row = np.broadcast_to(x[:1], (8, 12))                     # stride 0 on one dim only
+    for name, args in [("mul", (g, x)), ("mul", (x, g)), ("sub", (g, x)), ("sub", (x, g)),
+                       ("div", (x, g)), ("div", (g, x)), ("mul", (g, row))]:
+        seen.clear()
+        got, want = acc[name](*args), ref[name](*args)
+        assert seen == [[0, 2] if args[0] is g else [2, 0]], (name, seen)
+        assert got.shape == (8, 12) and got.dtype == want.dtype and got.flags.c_contiguous
+        np.testing.assert_array_equal(got, want, err_msg=name)
+    # not one shape, not one dtype, both broadcasts: as before (a strided operand)
+    for args in [(x, np.broadcast_to(np.float32(2), (12,))),
+                 (g, x.astype(np.float64)), (g, np.broadcast_to(np.float32(3), (8, 12)))]:
+        seen.clear()
+        got, want = acc["mul"](*args), ref["mul"](*args)
+        assert seen == [[a.ndim for a in args]]
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_cuda_backward_of_mul_sum_reads_the_sum_gradient_as_one_element(compiled, monkeypatch):
+    """``(x * w).sum().backward()`` on cuda at the large-path size: the sum's gradient (one
+    element broadcast) reaches the backward ``mul``s as a 0-d operand (mode ``"s"``); gradients
+    exact (``w * 1``, ``x * 1``) and each ``.grad`` a row-major array of its own. Where
+    ``TritonChain.dense_launcher`` takes ``modes``, those calls take the aligned one-launch path
+    (recorded under ``(dtype, device, modes)``)."""
+    import cupy
+    tp.manual_seed(8)
+    # at the real size bound: below it the adapters run CuPy's ufunc inline (their bound is
+    # captured when the kernels are built, so it cannot be lowered here)
+    shape = (eager.THRESHOLD // 1024, 1024)
+    x = tp.randn(*shape, device="cuda", requires_grad=True)
+    w = tp.randn(*shape, device="cuda", requires_grad=True)
+    seen = []
+    run = eager.run_chain
+
+    def recording(ch, args, consts=None):
+        seen.append(tuple(a.ndim for a in args))
+        return run(ch, args, consts)
+    monkeypatch.setattr(eager, "run_chain", recording)
+    for _ in range(3):                    # compile, then launches
+        x.grad = w.grad = None
+        (x * w).sum().backward()
+    np.testing.assert_array_equal(_host(x.grad._data), _host(w._data))
+    np.testing.assert_array_equal(_host(w.grad._data), _host(x._data))
+    assert x.grad.is_contiguous() and x.grad.data_ptr() != w.data_ptr()
+    assert all(2 in s for s in seen) and (2, 2) not in seen[1:], seen    # no strided operand
+    launches = compiled.kernels()["mul"].launch_large.launches
+    key = (x._data.dtype, cupy.cuda.runtime.getDevice(), ("s", "c"))
+    if eager._takes_modes(eager._chain("mul", 2, None, tp.float32, compiled)):
+        assert launches[key] is not None and launches[key][0].direct is not None
+        assert seen.count((0, 2)) <= 1     # the first (compiling) call at most
+    else:
+        assert launches.get(key, None) is None and (0, 2) in seen
+    assert not eager._FAILED, eager._FAILED

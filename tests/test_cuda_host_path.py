@@ -795,3 +795,49 @@ def test_unary_kernels_without_a_ufunc_declare_no_inline_case():
     for op in ("rsqrt", "sigmoid"):
         k = eager._unary(op, lambda a: a, be, None, True)
         assert not hasattr(k, "_tp_float_ufunc"), op
+
+
+def test_large_takes_a_0d_operand_in_one_launch_where_the_chain_offers_modes(monkeypatch):
+    """``eager._large`` with one dense operand and one 0-d operand of its dtype (what
+    ``_one_element_operands`` makes of a broadcast element): the first call per (dtype, device,
+    modes) asks the chain for its aligned launch with the load modes (``"s"`` for the 0-d one,
+    either position), later calls launch with both addresses into a fresh array of the dense
+    operand's shape. A chain whose ``dense_launcher`` takes no ``modes`` is never asked (the
+    caller's Triton path, for good); a misaligned or other-dtype 0-d operand is declined."""
+    calls, asked = [], []
+    out = HostArray((32,))
+
+    def launch(*a):
+        calls.append(("launch", *a))
+
+    class Chain:
+        def dense_launcher(self, arrays, consts=(), aligned=False, modes=None):
+            asked.append(([x.shape for x in arrays], modes, aligned))
+            calls.append(("compiled",))
+            return out, launch
+    monkeypatch.setattr(eager, "_chain", lambda op, n_in, ct, R, be: Chain())
+    monkeypatch.setattr(eager, "_FAILED", [])
+    large = eager._large("sub", 2, _host_backend())
+    a = HostArray((2, 16))
+    s = HostArray(())
+    assert large(s, a) is out and large(a, s) is out          # one compile per position
+    assert asked == [([(), (2, 16)], ("s", "c"), True), ([(2, 16), ()], ("c", "s"), True)]
+    calls.clear()
+    r = large(s, a)
+    r2 = large(a, s)
+    assert calls == [("launch", s.data.ptr, a.data.ptr, r.data.ptr, 32),
+                     ("launch", a.data.ptr, s.data.ptr, r2.data.ptr, 32)]
+    assert r.shape == (2, 16) and r2.shape == (2, 16) and len(asked) == 2
+    # declined: a misaligned 0-d operand, another dtype, two 0-d arrays
+    calls.clear()
+    odd = HostArray((4,))[1:2].reshape(())
+    assert odd.data.ptr % 16
+    assert large(a, odd) is None and large(a, HostArray((), np.float16)) is None
+    assert large(s, HostArray(())) is None and calls == []
+
+    class Old:                       # a dense_launcher from before modes: never asked
+        def dense_launcher(self, arrays, consts=(), aligned=False):
+            raise AssertionError("asked")
+    monkeypatch.setattr(eager, "_chain", lambda op, n_in, ct, R, be: Old())
+    large = eager._large("mul", 2, _host_backend())
+    assert large(a, s) is None and large(a, s) is None and not eager._FAILED

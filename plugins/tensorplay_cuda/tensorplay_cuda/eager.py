@@ -17,6 +17,10 @@
 * **One driver call** (CuPy arrays, Triton 3.6): the same generated kernels launched with one
   ``cuLaunchKernel`` instead of a ufunc or Triton's launcher -- small dense arrays through the
   adapters' dense case (``_dense``), large aligned ones in front of the chain (``_large``).
+* **One element broadcast** (the gradient ``sum``/``mean`` hand back: an ``expand`` of a 0-d
+  tensor, every stride 0): on the large path such an operand becomes a 0-d view, read once by
+  the kernel (``_one_element_operands``), so ``(x * w).sum()``'s backward reads and writes each
+  gradient once, through the one-launch path where the chain offers it.
 
 The Triton path only when tensorplay-triton (and Triton) is installed;
 ``TENSORPLAY_CUDA_EAGER_TRITON=0`` switches it off.
@@ -142,6 +146,8 @@ def _binary(op, k, backend, uf, swap, big):
 
     def large(a, b):
         """The generated-kernel path, or None (the caller then runs the CuPy paths)."""
+        if b.__class__ is nd:
+            a, b = _one_element_operands(a, b)
         if launch_large is not None:
             r = launch_large(a, b)
             if r is not None:
@@ -255,6 +261,25 @@ def _binary(op, k, backend, uf, swap, big):
     return kernel
 
 
+def _one_element_operands(a, b):
+    """``(a, b)`` with an operand that is a broadcast of one element -- every stride 0, as the
+    gradient ``sum``/``mean`` hand back (``expand`` of a 0-d tensor) -- replaced by that element
+    as a 0-d view, where the other operand has the same shape and dtype and is not such a
+    broadcast itself: the generated kernel then reads it once (``triton_fusion``'s ``"s"`` mode)
+    instead of computing a strided address per element (``"b"``), and the aligned one-launch
+    path (``_large``) can take the call. Same result: the other operand gives the shape, and one
+    dtype leaves no promotion to change (a 0-d tensor would rank below a dimensioned one)."""
+    if a.shape != b.shape or a.dtype is not b.dtype or a.size < 2:
+        return a, b
+    # (the index ends in ``...``: a 0-d view, where NumPy would give a scalar copy)
+    if not any(a.strides):
+        if any(b.strides):
+            return a[(0,) * a.ndim + (...,)], b
+    elif not any(b.strides):
+        return a, b[(0,) * b.ndim + (...,)]
+    return a, b
+
+
 def _dense_dtypes(bf16):
     """The dtypes of the dense case: the native floating ones, and bfloat16 once its arrays can
     exist (``bf16``: its CuPy dtype, or None)."""
@@ -341,16 +366,23 @@ _NO_OPERAND = object()      # _dense's first(): a unary op's call
 WARMUP_CALLS = 8
 
 
-def _first_launch(op, n_in, backend, a, b, aligned):
+def _first_launch(op, n_in, backend, a, b, aligned, modes=None):
     """``op``'s one-step chain run once through Triton on array ``a`` and ``b`` (an array, a
     Python number, or ``_NO_OPERAND`` for a unary op), compiling it: ``(output, launch)`` from
     ``TritonChain.dense_launcher``; ``(None, None)`` when the generator declines or Triton fails
-    (said once, ``_failed``), or after an earlier failure."""
+    (said once, ``_failed``), or after an earlier failure. ``modes``: the two arrays' load modes
+    when one is a 0-d operand (``("s", "c")`` or ``("c", "s")``, see ``_one_element_operands``);
+    ``(None, None)`` where ``dense_launcher`` takes no ``modes`` (nothing launched)."""
     if _FAILED:
         return None, None
     from .triton_fusion import Unsupported
     R = backend.dtype_of(a)
     try:
+        if modes is not None:
+            ch = _chain(op, n_in, None, R, backend)
+            if not _takes_modes(ch):
+                return None, None
+            return ch.dense_launcher([a, b], aligned=aligned, modes=modes)
         if b is _NO_OPERAND or b.__class__ is backend.np.ndarray:
             arrays = [a] if b is _NO_OPERAND else [a, b]
             return _chain(op, n_in, None, R, backend).dense_launcher(arrays, aligned=aligned)
@@ -361,6 +393,17 @@ def _first_launch(op, n_in, backend, a, b, aligned):
     except Exception as e:  # noqa: BLE001 - any compiler/driver error: said once, then fallback
         _failed(e)
         return None, None
+
+
+def _takes_modes(chain) -> bool:
+    """Whether ``chain.dense_launcher`` takes ``modes`` (one-element ``"s"`` operands): the
+    aligned launch of ``_one_element_operands``' calls; without it they take ``TritonChain.run``
+    (which reads such an operand once too, through Triton's own launcher)."""
+    import inspect
+    try:
+        return "modes" in inspect.signature(chain.dense_launcher).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _scalar_rounding(op, backend):
@@ -492,10 +535,11 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False):
 def _large(op, n_in, backend):
     """The large-array case of ``op`` (at least ``THRESHOLD`` elements) as one driver launch:
     ``large(a[, b]) -> array or None``. It takes CuPy arrays of one floating dtype and one shape
-    (for a binary op: two, or one and a Python ``float``/``int``, as ``_dense``), row-major dense,
-    16-byte aligned, with a multiple of 16 elements (and fewer than 2**31 - 2048), on the current
-    device; it returns None for anything else, and the caller runs ``TritonChain.run`` (Triton's
-    own launcher) as before.
+    (for a binary op: two, or one and a Python ``float``/``int``, as ``_dense``; or one and a 0-d
+    array of its dtype, ``_one_element_operands``' form of a broadcast element, read once by the
+    kernel), row-major dense, 16-byte aligned (the 0-d operand too), with a multiple of 16
+    elements (and fewer than 2**31 - 2048), on the current device; it returns None for anything
+    else, and the caller runs ``TritonChain.run`` (Triton's own launcher) as before.
 
     Why: the op's kernel is the same generated kernel ``TritonChain.run`` launches for it, compiled
     for aligned addresses and ``N % 16 == 0`` (vectorised, as Triton specialises it there); but
@@ -511,25 +555,52 @@ def _large(op, n_in, backend):
     top = 2 ** 31 - max(BLOCK, BLOCK_NARROW)        # above: the kernels' 64-bit index variant
     launches: dict = {}               # key -> (launch, result dtype), or None: Triton's launcher
 
-    def compile_(key, a, b):
+    def compile_(key, a, b, modes=None):
         """The first call of ``key``: compile and launch through Triton, remember the launch."""
-        out, launch = _first_launch(op, n_in, backend, a, b, aligned=True)
+        out, launch = _first_launch(op, n_in, backend, a, b, aligned=True, modes=modes)
         launches[key] = None if launch is None else (launch, out.dtype)
         return out
 
     def large(a, b=_NO_OPERAND):
-        n = a.size
-        d = a.dtype
+        bc = b.__class__
+        c = a               # the operand that gives the shape (b when a is a 0-d operand)
+        modes = None
+        if bc is nd and a.ndim != b.ndim:
+            # one 0-d operand (_one_element_operands): read once, the other gives the shape
+            if a.ndim == 0:
+                c, modes = b, ("s", "c")
+            elif b.ndim == 0:
+                modes = ("c", "s")
+            else:
+                return None
+        n = c.size
+        d = c.dtype
         # (CuPy's _c_contiguous, not flags.c_contiguous, which builds a Flags object per call)
-        if n & 15 or n >= top or d.kind not in "fV" or a.data.ptr & 15 or \
-                not a._c_contiguous:
+        if n & 15 or n >= top or d.kind not in "fV" or c.data.ptr & 15 or \
+                not c._c_contiguous:
             return None
         dev = getdev()
-        if a.data.device_id != dev:
+        if c.data.device_id != dev:
             return None
-        bc = b.__class__
         if b is _NO_OPERAND:
             key = (d, dev)
+        elif modes is not None:
+            s = a if c is b else b
+            # (the 0-d operand's address is aligned too: the kernel is compiled for that)
+            if s.dtype is not d or s.data.ptr & 15 or s.data.device_id != dev:
+                return None
+            key = (d, dev, modes)
+            e = launches.get(key, _NO_OPERAND)
+            if e is None:
+                return None
+            if e is _NO_OPERAND:
+                return compile_(key, a, b, modes)
+            launch, rdt = e
+            r = nd(c.shape, rdt)
+            if r.data.ptr & 15:
+                return None
+            launch(a.data.ptr, b.data.ptr, r.data.ptr, n)
+            return r
         elif bc is nd:
             if b.dtype is not d or b.shape != a.shape or b.data.ptr & 15 or \
                     not b._c_contiguous or b.data.device_id != dev:

@@ -24,9 +24,35 @@ def _matmul_setup(ctx, inputs, output):
     ctx.save_for_backward(inputs[0], inputs[1])
 
 
+# 2-D products from this many multiply-adds on: a gradient that is one element broadcast takes
+# the row/column sums below (below it, the one fused matmul kernel costs less host time)
+_ONE_ELEMENT_MIN_WORK = 1 << 18
+
+
+def one_element(g):
+    """The single element of ``g`` as a 0-d view when ``g`` (a real tensor of at least two
+    elements) is a broadcast of one element -- every stride 0, as the gradient of ``sum`` or
+    ``mean`` reaches the next formula -- else None."""
+    if g.native is None or any(g.stride_tuple) or g.numel() < 2:
+        return None
+    return O.as_strided(g, [], [])
+
+
 def _matmul_bw(ctx, g):
     a, b = ctx.saved_tensors
     if a.native is not None and len(a.shape) == 2 and len(b.shape) == 2:
+        (m, k), n = a.shape, b.shape[1]
+        if m * k * n >= _ONE_ELEMENT_MIN_WORK and g.dtype is a.dtype:
+            c = one_element(g)
+            if c is not None:
+                # g = c everywhere ((a @ b).sum(), .mean()): g @ b.T is b's row sums times c on
+                # every row, a.T @ g a's column sums times c on every column -- a read of each
+                # input instead of two m*k*n products (and no g materialised for them); the
+                # gradients are broadcast views, materialised once where .grad takes them
+                need = ctx.needs_input_grad
+                return (O.expand(O.mul(O.sum(b, [1]), c), [m, k]) if need[0] else None,
+                        O.expand(O.unsqueeze(O.mul(O.sum(a, [0]), c), 1), [k, n])
+                        if need[1] else None)
         # the common case (2-D @ 2-D): gradients already have the inputs' shapes, no
         # sum_to_size/reshape (which would hand .grad a view that it then copies)
         need = ctx.needs_input_grad

@@ -68,7 +68,7 @@ class AccumulateGrad(Node):
                 g = g.sum_to_size(v.raw_shape)
             if v.grad is None:
                 # a gradient may be shared by several leaves (e.g. add's backward): own a copy
-                v.grad = g.detach().clone()
+                v.grad = _own_copy(g.detach())
             else:
                 v.grad = v.grad + g.detach()
         return ()
@@ -89,9 +89,23 @@ class AccumulateGrad(Node):
             if not _gm.is_grad_enabled():
                 # shared with another leaf (add's backward hands one gradient to both inputs):
                 # apply()'s copy, without its no_grad block and detach (grad mode is off here)
-                v.grad = g.clone()
+                v.grad = _own_copy(g)
                 return ()
         return self.apply((g,))
+
+
+def _own_copy(g):
+    """A row-major copy of ``g`` (what ``g.clone()`` gives: same values and layout), written in
+    one pass. For a gradient that is not row-major -- a broadcast such as the backward of
+    ``sum(dim)`` or ``mean`` hands on, a transposed view -- ``clone``'s kernel takes NumPy's and
+    CuPy's order-K copy (column-major for a row broadcast) and the result is laid out again: two
+    full-size writes; an empty tensor filled by ``copy_`` is one."""
+    if g.__class__ is not instance_class() or g.native is None or g.capture_info is not None or \
+            g.is_contiguous():
+        return g.clone()
+    out = g.new_empty(g.raw_shape)
+    out.copy_(g)
+    return out
 
 
 def grad_accumulator(t) -> AccumulateGrad:
