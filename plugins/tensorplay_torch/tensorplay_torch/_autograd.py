@@ -42,7 +42,8 @@ import tensorplay as tp
 import torch
 from tensorplay.autograd import FunctionCtx
 
-from ._convert import BridgeError, reraise, to_torch, to_tp
+from ._convert import (BridgeError, _needs_conversion, _value_to_tp, out_to_torch, reraise,
+                       set_eval_frame, skip_dynamo, to_torch, to_tp)
 from ._fake import fake_from_torch
 
 __all__ = ["backward_schema", "bridge_autograd"]
@@ -148,8 +149,17 @@ _any_requires_grad = torch._C._any_requires_grad
 _below_autograd = torch._C._AutoDispatchBelowAutograd
 _AFTER_AUTOGRAD = torch._C._after_autograd_keyset
 _functorch_active = torch._C._are_functorch_transforms_active
+# the innermost saved-tensor hooks (None: none); a torch without the function: never direct
+_top_saved_hooks = getattr(torch._C._autograd, "_top_saved_tensors_default_hooks",
+                           lambda ignore_is_tracing: ())
 _TPTensor = tp.Tensor
 _MISSING = object()
+# the keysets an Autograd kernel gets for plain cpu / cuda tensors and no mode: below autograd
+# only the backend's key is left
+_CPU_RAW = (torch._C.DispatchKeySet(torch._C.DispatchKey.CPU) |
+            torch._C.DispatchKeySet(torch._C.DispatchKey.AutogradCPU)).raw_repr()
+_CUDA_RAW = (torch._C.DispatchKeySet(torch._C.DispatchKey.CUDA) |
+             torch._C.DispatchKeySet(torch._C.DispatchKey.AutogradCUDA)).raw_repr()
 
 
 class _Bridge:
@@ -202,23 +212,58 @@ class _Bridge:
         # the pack's formula as last seen: (setup, its form, tensor arguments to convert,
         # convert outputs?)
         self._setup_plan = (_MISSING, 3, self.tensor_args, True)
+        # plain eager calls of a formula op (no list arguments) take the direct path: the
+        # forward runs the TensorPlay op itself and the pack's setup_context on the TensorPlay
+        # tensors it already has, and the backward gets that ctx (see ``direct_forward``)
+        self.direct = self.formula and not self.list_args
+        self.convert_args = tuple(i for i, a in enumerate(self.args)
+                                  if not _is_tensor_arg(a) and _needs_conversion(a))
+        self.slot_of = (None if len(self.tensor_args) != 1 else self.tensor_args[0])
+        self.direct_function = type(f"TensorPlayBridgeDirect_{op.namespace}_{op.opname}",
+                                    (torch.autograd.Function,),
+                                    {"forward": staticmethod(self.direct_forward),
+                                     "backward": staticmethod(self.backward)})
+        self._direct_apply = super(torch.autograd.Function, self.direct_function).apply
+        self.cuda_run = None        # _direct_run on torch's current CUDA stream
+        self.cuda_direct = None     # direct_backward on torch's current CUDA stream
 
     # -- torch's side ------------------------------------------------------------------------
     def autograd_kernel(self, keyset, *args, **kwargs):
         """The op's ``Autograd`` kernel. torch's dispatcher passes the positional arguments in
         ``args`` and the keyword-only ones in ``kwargs`` (either may lack trailing arguments
-        equal to their defaults). Without grad it redispatches below autograd at once."""
-        if not (_grad_enabled() and _any_requires_grad(*args, **kwargs)):
-            with _below_autograd():
-                return self.overload.redispatch(keyset & _AFTER_AUTOGRAD, *args, **kwargs)
-        values = self._values(args, kwargs)
-        if self.list_args:
-            slots = self._slots(values)
-        else:
-            slots = [values[i] for i in self.tensor_args]
-        if _functorch_active():       # Function.apply says what torch supports there
-            return self.function.apply(*slots, (keyset, args, kwargs, values))
-        return self._apply(*slots, (keyset, args, kwargs, values))
+        equal to their defaults). Without grad it redispatches below autograd at once.
+        TorchDynamo's frame hook is off while it runs, as in the kernels (``_register``)."""
+        prior = set_eval_frame(None)
+        try:
+            if not (_grad_enabled() and _any_requires_grad(*args, **kwargs)):
+                with _below_autograd():
+                    return self.overload.redispatch(keyset & _AFTER_AUTOGRAD, *args, **kwargs)
+            n = len(args)
+            values = args if n == self.npos and not self.kw_defaults else \
+                self._values(args, kwargs)
+            if self.list_args:
+                slots = self._slots(values)
+            elif self.slot_of is not None:
+                slots = (values[self.slot_of],)
+            else:
+                slots = []          # a loop, not a list comprehension: no frame per call
+                for i in self.tensor_args:
+                    slots.append(values[i])
+            if self.direct and _top_saved_hooks(True) is None:
+                # the keyset below autograd is the backend's alone: no mode (fake, functional,
+                # proxy, functorch, a __torch_dispatch__ subclass) would see the redispatch, so
+                # running the kernel's work here is what the redispatch would do. Not under
+                # saved-tensor hooks: what backward uses must come back through their unpack
+                raw = keyset.raw_repr()
+                if raw == _CPU_RAW:
+                    return self._direct_apply(*slots, (values, False))
+                if raw == _CUDA_RAW:
+                    return self._direct_apply(*slots, (values, True))
+            if _functorch_active():       # Function.apply says what torch supports there
+                return self.function.apply(*slots, (keyset, args, kwargs, values))
+            return self._apply(*slots, (keyset, args, kwargs, values))
+        finally:
+            set_eval_frame(prior)
 
     def _values(self, args, kwargs):
         """Every argument in schema order, defaults filled in."""
@@ -229,6 +274,95 @@ class _Bridge:
         for name, default in self.kw_defaults:
             values.append(kwargs.get(name, default))
         return values
+
+    def direct_forward(self, ctx, *a):
+        """The Function's forward for a plain eager call (cpu or cuda tensors, no mode; see
+        ``autograd_kernel``): the TensorPlay op runs here on the inputs crossed once, the pack's
+        ``setup_context`` runs on those same TensorPlay tensors and output (as TensorPlay's own
+        autograd runs it: in forward, ``needs_input_grad`` set), and its ctx is kept on torch's
+        ``ctx`` for ``direct_backward``. The torch inputs (and outputs, for a setup_context
+        that reads them) are still saved with ``save_for_backward``: torch's version counters
+        then catch in-place changes before backward, and a backward that is traced after all
+        (compiled autograd) takes the backward op from them, as for ``forward``."""
+        values, on_cuda = a[-1]
+        nslots = len(a) - 1
+        needs = ctx.needs_input_grad
+        per_arg = self._needs_by_arg.get(needs)
+        if per_arg is None:
+            per_arg = self._per_arg_needs(needs)
+        plan = self._setup_plan
+        if self.op._setup_context is not plan[0]:     # setup_context_fn without its frame
+            plan = self._formula_plan()
+        out, tctx, marked = (self.cuda_run if on_cuda else self._direct_run)(values, per_arg,
+                                                                              plan)
+        outs = (out,) if self.single else out
+        with_outputs = plan[3]
+        if not with_outputs:
+            ctx.save_for_backward(*a[:nslots])
+        elif self.tensor_returns:
+            ctx.save_for_backward(*a[:nslots], *outs)
+        else:
+            ctx.save_for_backward(*a[:nslots], *[o for o in outs if isinstance(o, _Tensor)])
+        template = list(values)
+        for i in self.tensor_args:
+            template[i] = None
+        ctx.tp_state = (template, nslots, with_outputs)
+        ctx.tp_ctx = tctx
+        if marked:
+            ctx.mark_non_differentiable(*[outs[i] for i in marked])
+        return out
+
+    def _per_arg_needs(self, needs):
+        """torch's ``needs_input_grad`` (one per slot, then the state argument) as the pack's
+        ctx has it (one per argument), cached per pattern."""
+        per_arg = [False] * self.nargs
+        for i, need in zip(self.tensor_args, needs):
+            per_arg[i] = need
+        per_arg = self._needs_by_arg[needs] = tuple(per_arg)
+        return per_arg
+
+    def _direct_run(self, values, per_arg, plan):
+        """``direct_forward``'s TensorPlay side: ``(torch output, (the pack's ctx, its
+        backward), indices of the outputs its setup_context marked non-differentiable)``."""
+        where = self.where
+        op = self.op
+        tvals = list(values)
+        for i in self.tensor_args:
+            v = tvals[i]
+            if v is not None:
+                tvals[i] = to_tp(v, where)
+        for i in self.convert_args:
+            tvals[i] = _value_to_tp(tvals[i], where)
+        try:
+            if self.kwnames:
+                npos = self.npos
+                out = op(*tvals[:npos], **dict(zip(self.kwnames, tvals[npos:])))
+            else:
+                out = op(*tvals)
+        except BridgeError:
+            raise
+        except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
+            reraise(e, f"{where}: the TensorPlay kernel raised")
+        tctx = FunctionCtx()
+        tctx.needs_input_grad = per_arg
+        setup = plan[0]
+        backward = op._backward         # backward_fn without its frame
+        if setup is not None:
+            try:
+                if plan[1] == 3:
+                    setup(tctx, tuple(tvals), out)
+                else:
+                    _call_setup(op, tctx, tvals, out, setup, 4)
+            except BridgeError:
+                raise
+            except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
+                reraise(e, f"{where}: the pack's setup_context raised on the TensorPlay side")
+        # the outputs the pack marked non-differentiable, read off its ctx (no probe on fakes)
+        nd = tctx._non_diff
+        marked = () if not nd else tuple(
+            i for i, o in enumerate((out,) if self.single else out) if id(o) in nd)
+        tout = to_torch(out, where) if out.__class__ is _TPTensor else out_to_torch(out, where)
+        return tout, (tctx, backward), marked
 
     def forward(self, ctx, *a):
         keyset, args, kwargs, values = a[-1]
@@ -287,13 +421,20 @@ class _Bridge:
     def backward(self, ctx, *grads):
         if self.mode == "none":
             _no_formula(self.where)
-        saved = ctx.saved_tensors
+        saved = ctx.saved_tensors     # torch's version check of the saved tensors
         if _plain_eager(saved, grads):
             # nothing traces this backward: the backward op's work runs here directly (the op
             # exists for torch.compile / make_fx, which must see one opaque node); its results
             # go straight to torch's engine, as an autograd.Function's would
-            run = self.cuda_eager if saved and saved[0].is_cuda else self.eager_backward
-            return run(saved, grads, ctx.needs_input_grad, ctx.tp_state)
+            state = ctx.tp_state
+            cuda = grads[0].is_cuda if grads and grads[0] is not None else \
+                any(s is not None and s.is_cuda for s in saved)
+            tctx = getattr(ctx, "tp_ctx", None)
+            if tctx is not None:    # direct_forward ran: its ctx, no setup_context again
+                run = self.cuda_direct if cuda else self.direct_backward
+                return run(tctx, saved, grads, ctx.needs_input_grad, state[1])
+            run = self.cuda_eager if cuda else self.eager_backward
+            return run(saved, grads, ctx.needs_input_grad, state)
         template, nslots, with_outputs = ctx.tp_state
         values = self._rebuild(template, saved[:nslots])
         needs = list(ctx.needs_input_grad[:nslots])
@@ -309,6 +450,42 @@ class _Bridge:
             return list(saved[nslots:])
         rest = iter(saved[nslots:])
         return [next(rest) if r.type == "Tensor" else None for r in self.op.schema.returns]
+
+    def direct_backward(self, tc, saved, grads, needs, nslots):
+        """``Function.backward``'s result after ``direct_forward`` in plain eager mode: the
+        pack's ``backward`` on the ctx its ``setup_context`` filled in forward; only the
+        incoming gradients cross to TensorPlay and the results back (each as
+        ``_grad_to_torch`` makes it: the input's dtype, shape and device, contiguous; None
+        where torch needs none)."""
+        tctx, backward = tc
+        where = self.bw_where
+        tgrads = list(grads)        # a loop, not a list comprehension: no frame per call
+        for k, g in enumerate(grads):
+            if g is not None:
+                tgrads[k] = to_tp(g, where)
+        try:
+            res = backward(tctx, *tgrads)
+            if res.__class__ is not tuple or len(res) < len(self.tensor_args):
+                res = self._per_arg(res)
+        except BridgeError:
+            raise
+        except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
+            reraise(e, f"{where}: the pack's backward raised on the TensorPlay side")
+        nres = len(res)
+        out = []
+        for i, s, need in zip(self.tensor_args, saved, needs):
+            if not need:
+                out.append(None)
+                continue
+            g = res[i] if i < nres else None
+            if g.__class__ is _TPTensor:
+                tg = to_torch(g, where)
+                if tg.dtype is s.dtype and tg.shape == s.shape and tg.is_contiguous():
+                    out.append(tg)  # the common case, as _grad_to_torch would return it
+                    continue
+            out.append(_grad_to_torch(s, g, where))
+        out.append(None)            # the Function's state argument
+        return tuple(out)
 
     def eager_backward(self, saved, grads, needs, state):
         """``Function.backward``'s result in plain eager mode: the backward op's kernel's work
@@ -599,6 +776,9 @@ class _Bridge:
             else:
                 out.append(s.new_empty(0))
         return out
+
+
+skip_dynamo(_Bridge.autograd_kernel)
 
 
 def _grad_to_torch(s, g, where):
