@@ -624,6 +624,22 @@ def test_torchdynamo_never_traces_the_bridges_own_frames():
     assert seen and not [s for s in seen if "tensorplay" in s[0]], seen
 
 
+def test_double_backward_is_refused_naming_the_op_first_order_under_create_graph_kept():
+    """The formula runs in TensorPlay, outside torch's graph: its gradients are right under
+    create_graph=True, and differentiating them again raises naming the op (never a silently
+    missing second-order term)."""
+    x = _leaf(3)
+    y = T.scale(x, alpha=3.0)
+    (gx,) = torch.autograd.grad((y * y).sum(), x, create_graph=True)
+    torch.testing.assert_close(gx, 18 * x.detach())
+    with pytest.raises(RuntimeError, match=r"bridgetest::scale.*double backward is not supported"):
+        torch.autograd.grad(gx.sum(), x)
+    (gx,) = torch.autograd.grad(T.exp_(x).sum(), x, create_graph=True)   # setup saved output
+    torch.testing.assert_close(gx, x.detach().exp())
+    with pytest.raises(RuntimeError, match=r"bridgetest::exp_.*double backward"):
+        (gx * x).sum().backward()
+
+
 def test_composite_ops_differentiate_through_their_body():
     x = _leaf(4, 5)
     torch.testing.assert_close(torch.autograd.grad(torch.ops.example.gelu(x).sum(), x)[0],
@@ -702,3 +718,15 @@ def test_cuda_kernels_zero_copy_on_torchs_current_stream():
     xc = x.detach().cpu().requires_grad_(True)
     (gc,) = torch.autograd.grad(torch.ops.example.rms_norm(xc, w.cpu()).sum(), xc)
     torch.testing.assert_close(g.cpu(), gc, rtol=1e-4, atol=1e-5)
+    # the eager direct path (setup_context in forward) and its backward, on the side stream
+    LOG.clear()
+    with torch.cuda.stream(side):
+        yl = T.logged(xg, w, 2.0)
+        (gl,) = torch.autograd.grad(yl.sum(), xg)
+        with torch.no_grad():
+            yn = T.logged(x, w, 2.0)
+    side.synchronize()
+    assert LOG[0][0] == "setup" and LOG[0][3] == xg.data_ptr() and LOG[0][4] == xg.stride()
+    assert [e[0] for e in LOG] == ["setup", "backward"]
+    torch.testing.assert_close(gl, (w * 2.0).expand_as(xg))
+    torch.testing.assert_close(yn, yl.detach())

@@ -225,6 +225,7 @@ class _Bridge:
                                      "backward": staticmethod(self.backward)})
         self._direct_apply = super(torch.autograd.Function, self.direct_function).apply
         self.cuda_run = None        # _direct_run on torch's current CUDA stream
+        self.kernels = (None, None)  # the op's torch kernels (cpu, cuda), see bridge_autograd
         self.cuda_direct = None     # direct_backward on torch's current CUDA stream
 
     # -- torch's side ------------------------------------------------------------------------
@@ -236,6 +237,13 @@ class _Bridge:
         prior = set_eval_frame(None)
         try:
             if not (_grad_enabled() and _any_requires_grad(*args, **kwargs)):
+                # plain cpu / cuda tensors, no mode: the backend's kernel is all the redispatch
+                # would reach, so it is called here (no dispatcher round trip)
+                raw = keyset.raw_repr()
+                if raw == _CPU_RAW and self.kernels[0] is not None:
+                    return self.kernels[0](*args, **kwargs)
+                if raw == _CUDA_RAW and self.kernels[1] is not None:
+                    return self.kernels[1](*args, **kwargs)
                 with _below_autograd():
                     return self.overload.redispatch(keyset & _AFTER_AUTOGRAD, *args, **kwargs)
             n = len(args)
@@ -432,15 +440,33 @@ class _Bridge:
             tctx = getattr(ctx, "tp_ctx", None)
             if tctx is not None:    # direct_forward ran: its ctx, no setup_context again
                 run = self.cuda_direct if cuda else self.direct_backward
-                return run(tctx, saved, grads, ctx.needs_input_grad, state[1])
-            run = self.cuda_eager if cuda else self.eager_backward
-            return run(saved, grads, ctx.needs_input_grad, state)
+                res = run(tctx, saved, grads, ctx.needs_input_grad, state[1])
+            else:
+                run = self.cuda_eager if cuda else self.eager_backward
+                res = run(saved, grads, ctx.needs_input_grad, state)
+            if _grad_enabled():     # create_graph=True: torch records this backward's graph
+                return self._once_differentiable(res, saved, grads)
+            return res
         template, nslots, with_outputs = ctx.tp_state
         values = self._rebuild(template, saved[:nslots])
         needs = list(ctx.needs_input_grad[:nslots])
         flat = self.bw_op(*values, self._outputs(saved, nslots, with_outputs), list(grads),
                           needs)
         return (*[g if need else None for g, need in zip(flat, needs)], None)
+
+    def _once_differentiable(self, res, saved, grads):
+        """The gradients ``res`` (one per Function input, None where none), each made to fail
+        when differentiated again, naming the op: the formula ran in TensorPlay, outside
+        torch's graph, so a second-order gradient through it would otherwise be silently
+        missing. Each is tied (``_Refuse``) to the forward's inputs and the incoming gradients
+        that require grad, so that torch's engine reaches the refusal from any of them."""
+        tied = [t for t in (*saved, *grads) if t is not None and t.requires_grad]
+        if not tied:
+            return res
+        msg = (f"{self.where}: double backward is not supported (refused on the TensorPlay "
+               f"side): the register_autograd formula runs in TensorPlay, outside torch's "
+               f"graph, so its gradients cannot be differentiated again (create_graph=True)")
+        return tuple(None if g is None else _Refuse.apply(msg, g, *tied) for g in res)
 
     def _outputs(self, saved, nslots, with_outputs):
         """The forward's outputs as the backward op takes them (None where not saved)."""
@@ -781,6 +807,20 @@ class _Bridge:
 skip_dynamo(_Bridge.autograd_kernel)
 
 
+class _Refuse(torch.autograd.Function):
+    """``apply(msg, g, *tied)``: ``g``'s values, whose backward raises ``msg`` (a gradient
+    that must not be differentiated again; ``tied`` puts the node on the paths from them)."""
+
+    @staticmethod
+    def forward(ctx, msg, g, *tied):
+        ctx.msg = msg
+        return g.clone()
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(ctx.msg)
+
+
 def _grad_to_torch(s, g, where):
     """The pack's gradient ``g`` for input ``s`` (a TensorPlay tensor, a number, or None for
     zeros) as torch's engine takes it: a torch tensor of ``s``'s dtype, shape (a broadcast
@@ -836,11 +876,13 @@ def _no_formula(where):
         f"torch.no_grad().")
 
 
-def bridge_autograd(op, where, overload, define_backward):
+def bridge_autograd(op, where, overload, define_backward, kernels=(None, None)):
     """The torch ``Autograd`` kernel (``with_keyset=True``) of bridged op ``op`` (``overload``
     its torch ``OpOverload``), or ``None`` for ops that mutate (torch refuses autograd formulas
     on non-functional ops). ``define_backward(name, schema, bridge)`` defines the backward op and
-    returns it. Raises ``BridgeError`` for an op the bridge's autograd cannot serve."""
+    returns it. ``kernels``: the op's torch kernels for cpu and cuda as registered (called
+    directly without grad on plain tensors). Raises ``BridgeError`` for an op the bridge's
+    autograd cannot serve."""
     if op.mutates_args:
         return None
     formula = op.backward_fn is not None
@@ -853,6 +895,7 @@ def bridge_autograd(op, where, overload, define_backward):
                           f"values) are bridged with a backward (refused on the torch side of "
                           f"the bridge)")
     bridge = _Bridge(op, where, mode, overload)
+    bridge.kernels = kernels
     if mode != "none":
         bridge.bw_op = define_backward(bridge.bw_name, backward_schema(op), bridge)
     return bridge.autograd_kernel

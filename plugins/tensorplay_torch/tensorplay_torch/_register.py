@@ -174,8 +174,9 @@ def _bridge(op, libs: list) -> None:
     step = "registering its kernels with torch (torch side)"
     try:
         kernel = _kernel(op, where)
+        cuda_kernel = _on_torch_stream(kernel)
         _register_kernel(lib, op, "cpu", kernel)
-        _register_kernel(lib, op, "cuda", _on_torch_stream(kernel))
+        _register_kernel(lib, op, "cuda", cuda_kernel)
         torch.library.register_fake(op.name, make_fake_kernel(op, where), lib=lib)
         if op.mutates_args:
             _bump_versions(op, lib)
@@ -189,7 +190,8 @@ def _bridge(op, libs: list) -> None:
             bw_lib = torch.library.Library(_autograd.BACKWARD_NS, "FRAGMENT")
             libs.append(bw_lib)
             return _define_backward(bw_lib, name, schema, bridge)
-        autograd_kernel = _autograd.bridge_autograd(op, where, overload, define_backward)
+        autograd_kernel = _autograd.bridge_autograd(op, where, overload, define_backward,
+                                                    (kernel, cuda_kernel))
         if autograd_kernel is not None:
             lib.impl(op.opname, autograd_kernel, "Autograd", with_keyset=True)
     except BridgeError:
