@@ -722,6 +722,7 @@ def test_cuda_kernels_zero_copy_on_torchs_current_stream():
     LOG.clear()
     with torch.cuda.stream(side):
         yl = T.logged(xg, w, 2.0)
+        assert [e[0] for e in LOG] == ["setup"]     # in forward: the direct path ran
         (gl,) = torch.autograd.grad(yl.sum(), xg)
         with torch.no_grad():
             yn = T.logged(x, w, 2.0)
