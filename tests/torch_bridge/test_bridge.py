@@ -277,6 +277,20 @@ def _bad_setup_setup(ctx, inputs, output):
 bad_setup.register_autograd(lambda ctx, g: g * 2.0, setup_context=_bad_setup_setup)
 
 
+@library.custom_op("bridgetest::to_dtype", mutates_args=())
+def to_dtype(x: tp.Tensor, dtype: tp.dtype, s: float = 1.0) -> tp.Tensor:
+    """A formula op with a dtype argument: its setup_context gets TensorPlay's dtype."""
+    return x.to(dtype) * s
+
+
+def _to_dtype_setup(ctx, inputs, output):
+    LOG.append(("to_dtype", inputs[1]))
+    ctx.s = inputs[2]
+
+
+to_dtype.register_autograd(lambda ctx, g: (g * ctx.s, None, None), setup_context=_to_dtype_setup)
+
+
 tensorplay_torch.register()
 T = torch.ops.bridgetest
 
@@ -638,6 +652,30 @@ def test_double_backward_is_refused_naming_the_op_first_order_under_create_graph
     torch.testing.assert_close(gx, x.detach().exp())
     with pytest.raises(RuntimeError, match=r"bridgetest::exp_.*double backward"):
         (gx * x).sum().backward()
+
+
+def test_a_dtype_argument_reaches_setup_context_as_tensorplays_on_every_path():
+    """Eager (setup_context in forward), under saved-tensor hooks (in backward) and traced by
+    aot_eager (the backward op): setup_context gets tensorplay.float32, as the kernel does."""
+    x = _leaf(3)
+    for run in (lambda: torch.autograd.grad(T.to_dtype(x, torch.float32, 2.0).sum(), x),
+                lambda: _with_hooks(lambda: torch.autograd.grad(
+                    T.to_dtype(x, torch.float32, 2.0).sum(), x))):
+        LOG.clear()
+        (gx,) = run()
+        assert gx.dtype == torch.float64
+        torch.testing.assert_close(gx, torch.full_like(x, 2.0))
+        # (a first call on the generic path also runs it once on fakes: the marks probe)
+        assert LOG and all(e == ("to_dtype", tp.float32) for e in LOG), LOG
+    LOG.clear()
+    _, (gx,) = _eager_and_traced(lambda a: T.to_dtype(a, torch.float32, 2.0), x)
+    torch.testing.assert_close(gx, torch.full_like(x, 2.0))
+    assert LOG and all(e == ("to_dtype", tp.float32) for e in LOG), LOG
+
+
+def _with_hooks(fn):
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+        return fn()
 
 
 def test_composite_ops_differentiate_through_their_body():

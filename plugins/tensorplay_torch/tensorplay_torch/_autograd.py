@@ -424,7 +424,7 @@ class _Bridge:
             return fake_from_torch(v, self.where)
         if isinstance(v, (list, tuple)):
             return [self._fake(x) for x in v]
-        return v
+        return _value_to_tp(v, self.where)     # dtypes and devices as the kernel gets them
 
     def backward(self, ctx, *grads):
         if self.mode == "none":
@@ -545,6 +545,8 @@ class _Bridge:
             s = values[i]
             if s is not None:
                 values[i] = to_tp(s, where)
+        for i in self.convert_args:  # dtypes and devices as the forward's kernel got them
+            values[i] = _value_to_tp(values[i], where)
         tgrads = list(grads)        # a loop, not a list comprehension: no frame per call
         for k, g in enumerate(grads):
             if g is not None:
@@ -635,6 +637,8 @@ class _Bridge:
                 tvals[i] = to_tp(v, where)
             elif v is not None:
                 tvals[i] = self._to_tp(v, where)
+        for i in self.convert_args:     # dtypes and devices as the forward's kernel got them
+            tvals[i] = _value_to_tp(tvals[i], where)
         tgrads = [None if g is None else to_tp(g, where) for g in grads]
         try:
             if self.formula:
