@@ -83,6 +83,24 @@ def _register_kernel(lib, op, device, kernel):
 
 
 _STREAMS: dict = {}   # (device index, stream pointer) -> cupy.cuda.ExternalStream
+_CUDA: list = []      # [cupy, torch's current device (C), its current stream's pointer (C)]
+
+
+def _cuda_functions():
+    """``_CUDA``, filled on the first cuda call: torch's current device and raw current stream
+    read by its own C functions (what ``torch.cuda.current_stream().cuda_stream`` returns,
+    without building a ``torch.cuda.Stream`` per call), or through ``torch.cuda`` where a
+    torch lacks them."""
+    import cupy
+    get_device = getattr(torch._C, "_cuda_getDevice", None)
+    raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if get_device is None or raw_stream is None:    # pragma: no cover - other torch builds
+        get_device = torch.cuda.current_device
+
+        def raw_stream(index):
+            return torch.cuda.current_stream(index).cuda_stream
+    _CUDA[:] = [cupy, get_device, raw_stream]
+    return _CUDA
 
 
 def _on_torch_stream(fn):
@@ -92,13 +110,14 @@ def _on_torch_stream(fn):
     def cuda_kernel(*args, **kwargs):
         prior = set_eval_frame(None)
         try:
-            import cupy
-            s = torch.cuda.current_stream()
-            key = (s.device_index, s.cuda_stream)
+            cupy, get_device, raw_stream = _CUDA or _cuda_functions()
+            index = get_device()
+            ptr = raw_stream(index)
+            key = (index, ptr)
             ext = _STREAMS.get(key)
             if ext is None:
-                ext = _STREAMS[key] = cupy.cuda.ExternalStream(s.cuda_stream, s.device_index)
-            with cupy.cuda.Device(s.device_index), ext:
+                ext = _STREAMS[key] = cupy.cuda.ExternalStream(ptr, index)
+            with cupy.cuda.Device(index), ext:
                 return fn(*args, **kwargs)
         finally:
             set_eval_frame(prior)
