@@ -678,6 +678,28 @@ def _with_hooks(fn):
         return fn()
 
 
+def test_a_backward_under_a_dispatch_mode_after_an_eager_forward_sees_the_backward_op():
+    """Forward eager (setup_context in forward), backward under a TorchDispatchMode: the mode
+    sees the bridge's backward op, which rebuilds the ctx from the tensors torch saved."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    seen = []
+
+    class Log(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    x, w = _leaf(2, 3), _leaf(2, 3)
+    LOG.clear()
+    y = T.logged(x, w, 2.0)
+    with Log():
+        got = torch.autograd.grad(y, (x, w), torch.ones_like(y))
+    torch.testing.assert_close(got, (2 * w.detach(), 2 * x.detach()))
+    assert any("tensorplay_bridge" in s and "logged" in s for s in seen), seen
+    assert [e[0] for e in LOG] == ["setup", "setup", "backward"]
+
+
 def test_composite_ops_differentiate_through_their_body():
     x = _leaf(4, 5)
     torch.testing.assert_close(torch.autograd.grad(torch.ops.example.gelu(x).sum(), x)[0],
