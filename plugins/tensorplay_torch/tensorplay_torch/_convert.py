@@ -179,6 +179,8 @@ def _cpu_wrap_shared(a):
     return be.wrap_shared(a, _CPU)
 
 
+_CUPY_NDARRAY: list = [None]   # cupy.ndarray once a cuda tensor crossed (to_torch's fast case)
+_torch_c_from_dlpack = torch._C._from_dlpack
 _CUPY: list = []       # [cupy, {torch dtype: CuPy dtype}], set on the first cuda tensor
 _CUDA_DEVICES: dict = {}   # index -> tensorplay.device("cuda", index)
 
@@ -196,6 +198,7 @@ def _cuda_to_tp(t):
         import cupy
         be = _backend("cuda")
         _CUPY.extend([cupy, {dt: be.native_dtype(tdt) for dt, tdt in DTYPES.items()}])
+        _CUPY_NDARRAY[0] = cupy.ndarray
     cupy, native = _CUPY
     nd = native.get(t.dtype)
     if nd is None:
@@ -224,6 +227,14 @@ def to_torch(t, where: str = "tensorplay-torch"):
         try:
             return _torch_from_numpy(a)
         except Exception:  # noqa: BLE001, S110 - a dtype torch lacks: the path below says so
+            pass
+    elif a.__class__ is _CUPY_NDARRAY[0] and t.raw_dtype is not _TP_BF16 and a.size:
+        # a cuda tensor's CuPy array by a DLPack capsule straight into torch's C import:
+        # torch.from_dlpack's Python stream handshake (current_stream, __dlpack__(stream=))
+        # is not needed, the bridge's kernels run on torch's current stream (_on_torch_stream)
+        try:
+            return _torch_c_from_dlpack(a.toDlpack())
+        except Exception:  # noqa: BLE001, S110 - the public path below (and its errors)
             pass
     try:
         if t.device.type == "cpu":
