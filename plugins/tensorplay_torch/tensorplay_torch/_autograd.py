@@ -43,7 +43,7 @@ import torch
 from tensorplay.autograd import FunctionCtx
 
 from ._convert import (BridgeError, _needs_conversion, _value_to_tp, out_to_torch, reraise,
-                       set_eval_frame, skip_dynamo, to_torch, to_tp)
+                       result_to_torch, set_eval_frame, skip_dynamo, to_tp)
 from ._fake import fake_from_torch
 
 __all__ = ["backward_schema", "bridge_autograd"]
@@ -369,7 +369,7 @@ class _Bridge:
         nd = tctx._non_diff
         marked = () if not nd else tuple(
             i for i, o in enumerate((out,) if self.single else out) if id(o) in nd)
-        tout = to_torch(out, where) if out.__class__ is _TPTensor else out_to_torch(out, where)
+        tout = result_to_torch(out, where) if out.__class__ is _TPTensor else out_to_torch(out, where)
         return tout, (tctx, backward), marked
 
     def forward(self, ctx, *a):
@@ -505,7 +505,7 @@ class _Bridge:
                 continue
             g = res[i] if i < nres else None
             if g.__class__ is _TPTensor:
-                tg = to_torch(g, where)
+                tg = result_to_torch(g, where)
                 if tg.dtype is s.dtype and tg.shape == s.shape and tg.is_contiguous():
                     out.append(tg)  # the common case, as _grad_to_torch would return it
                     continue
@@ -586,7 +586,7 @@ class _Bridge:
                 continue
             g = res[i] if i < nres else None
             if g.__class__ is _TPTensor:
-                tg = to_torch(g, where)
+                tg = result_to_torch(g, where)
                 if tg.dtype is s.dtype and tg.shape == s.shape and tg.is_contiguous():
                     out.append(tg)  # the common case, as _grad_to_torch would return it
                     continue
@@ -831,7 +831,7 @@ def _grad_to_torch(s, g, where):
     gradient summed to it) and device, contiguous."""
     if g is None:
         return torch.zeros(s.shape, dtype=s.dtype, device=s.device)
-    tg = to_torch(g, where) if g.__class__ is _TPTensor or isinstance(g, _TPTensor) else \
+    tg = result_to_torch(g, where) if g.__class__ is _TPTensor or isinstance(g, _TPTensor) else \
         torch.as_tensor(g, device=s.device)
     if tg.dtype is not s.dtype:
         tg = tg.to(s.dtype)

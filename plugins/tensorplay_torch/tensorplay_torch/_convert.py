@@ -26,6 +26,7 @@ __all__ = [
     "plan_args",
     "planned_args_to_tp",
     "reraise",
+    "result_to_torch",
     "to_tensorplay",
     "to_torch",
     "to_tp",
@@ -228,14 +229,6 @@ def to_torch(t, where: str = "tensorplay-torch"):
             return _torch_from_numpy(a)
         except Exception:  # noqa: BLE001, S110 - a dtype torch lacks: the path below says so
             pass
-    elif a.__class__ is _CUPY_NDARRAY[0] and t.raw_dtype is not _TP_BF16 and a.size:
-        # a cuda tensor's CuPy array by a DLPack capsule straight into torch's C import:
-        # torch.from_dlpack's Python stream handshake (current_stream, __dlpack__(stream=))
-        # is not needed, the bridge's kernels run on torch's current stream (_on_torch_stream)
-        try:
-            return _torch_c_from_dlpack(a.toDlpack())
-        except Exception:  # noqa: BLE001, S110 - the public path below (and its errors)
-            pass
     try:
         if t.device.type == "cpu":
             # the public NumPy view (force: a tensor requiring grad crosses detached; a fake
@@ -250,6 +243,26 @@ def to_torch(t, where: str = "tensorplay-torch"):
         raise BridgeError(f"{where}: a TensorPlay result ({t.dtype}, {t.device}, shape "
                           f"{tuple(t.shape)}) could not be passed to torch through DLPack "
                           f"(refused on the torch side: {type(e).__name__}: {e})") from e
+
+
+def result_to_torch(t, where: str = "tensorplay-torch"):
+    """``to_torch`` for what the bridge's own kernels return to torch (they run on torch's
+    current CUDA stream, ``_register._on_torch_stream``): a cuda tensor's CuPy array goes by a
+    DLPack capsule straight into torch's C import, without ``torch.from_dlpack``'s Python
+    stream handshake (``current_stream``, ``__dlpack__(stream=)``), which the public
+    ``to_torch`` keeps for arrays made on any stream. Anything else as ``to_torch``."""
+    a = t.native
+    if a.__class__ is _ndarray and t.raw_dtype is not _TP_BF16:
+        try:                    # as to_torch's first case, without its frame
+            return _torch_from_numpy(a)
+        except Exception:  # noqa: BLE001, S110 - a dtype torch lacks: to_torch says so
+            pass
+    elif a.__class__ is _CUPY_NDARRAY[0] and t.raw_dtype is not _TP_BF16 and a.size:
+        try:
+            return _torch_c_from_dlpack(a.toDlpack())
+        except Exception:  # noqa: BLE001, S110 - the public path (and its errors)
+            pass
+    return to_torch(t, where)
 
 
 def to_tensorplay(t):
@@ -331,9 +344,10 @@ def args_to_tp(args, kwargs, where):
 
 
 def out_to_torch(out, where):
-    """A TensorPlay op's result as torch's: a tensor, a tuple/list of them, None, a scalar."""
+    """A TensorPlay op's result as torch's (``result_to_torch``: from the bridge's kernels):
+    a tensor, a tuple/list of them, None, a scalar."""
     if out.__class__ is _TPTensor or isinstance(out, _TPTensor):
-        return to_torch(out, where)
+        return result_to_torch(out, where)
     if out is None:
         return None
     if isinstance(out, (tuple, list)):

@@ -19,7 +19,7 @@ import torch
 
 from . import _autograd
 from ._convert import (DYNAMO_HOOK, BridgeError, out_to_torch, plan_args, planned_args_to_tp,
-                       reraise, set_eval_frame, skip_dynamo, to_torch, to_tp)
+                       reraise, result_to_torch, set_eval_frame, skip_dynamo, to_tp)
 from ._fake import make_fake_kernel
 
 __all__ = ["bridged_ops", "register"]
@@ -49,7 +49,7 @@ def _kernel(op, where):
         except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
             reraise(e, f"{where}: the TensorPlay kernel raised")
         if out.__class__ is _TPTensor:      # one tensor (the common case): one call less
-            return to_torch(out, where)
+            return result_to_torch(out, where)
         return out_to_torch(out, where)
 
     # Each kernel keeps TorchDynamo out itself (``skip_dynamo``, ``set_eval_frame``), as
