@@ -25,6 +25,19 @@ forward and backward cannot call into TensorPlay directly. The work is therefore
   dtype (contiguous); an input that needs no gradient gets an empty placeholder. In plain eager
   mode (nothing tracing) the backward runs that kernel directly, skipping the dispatcher.
 
+Plain eager calls of an op with a formula and no list arguments (cpu or cuda tensors, nothing
+tracing, no saved-tensor hooks: the keyset below autograd is the backend's alone) take a direct
+path instead, the one most calls take: the Function's forward (``direct_forward``) runs the
+TensorPlay op on the inputs crossed once and the pack's ``setup_context`` on those TensorPlay
+tensors and output, as TensorPlay's own autograd does, and keeps that ctx on torch's ``ctx``;
+its backward (``direct_backward``) only crosses the incoming gradients, runs the pack's
+``backward`` on that ctx and crosses the results back. The torch inputs (and outputs a
+``setup_context`` reads) are saved as above, for torch's version checks and for a backward
+that runs under a torch mode after all (it takes the backward op). Without grad, plain cpu or
+cuda tensors call the op's kernel directly (no dispatcher round trip). Gradients computed in
+TensorPlay are not differentiable by torch: under ``create_graph=True`` they are made to
+raise, naming the op, when differentiated again (``_Refuse``).
+
 Ops without a formula whose kernel is their device-agnostic body written with TensorPlay ops
 (CompositeImplicitAutograd) get the same backward op, computing the vector-Jacobian product with
 TensorPlay's autograd through that body (the forward is recomputed inside backward). Where a
@@ -290,8 +303,9 @@ class _Bridge:
         autograd runs it: in forward, ``needs_input_grad`` set), and its ctx is kept on torch's
         ``ctx`` for ``direct_backward``. The torch inputs (and outputs, for a setup_context
         that reads them) are still saved with ``save_for_backward``: torch's version counters
-        then catch in-place changes before backward, and a backward that is traced after all
-        (compiled autograd) takes the backward op from them, as for ``forward``."""
+        then catch in-place changes before backward, and a backward run under a torch mode
+        after all (a ``TorchDispatchMode``, tracing) takes the backward op from them, as after
+        ``forward``."""
         values, on_cuda = a[-1]
         nslots = len(a) - 1
         needs = ctx.needs_input_grad
@@ -440,7 +454,7 @@ class _Bridge:
             tctx = getattr(ctx, "tp_ctx", None)
             if tctx is not None:    # direct_forward ran: its ctx, no setup_context again
                 run = self.cuda_direct if cuda else self.direct_backward
-                res = run(tctx, saved, grads, ctx.needs_input_grad, state[1])
+                res = run(tctx, saved, grads, ctx.needs_input_grad)
             else:
                 run = self.cuda_eager if cuda else self.eager_backward
                 res = run(saved, grads, ctx.needs_input_grad, state)
@@ -477,7 +491,7 @@ class _Bridge:
         rest = iter(saved[nslots:])
         return [next(rest) if r.type == "Tensor" else None for r in self.op.schema.returns]
 
-    def direct_backward(self, tc, saved, grads, needs, nslots):
+    def direct_backward(self, tc, saved, grads, needs):
         """``Function.backward``'s result after ``direct_forward`` in plain eager mode: the
         pack's ``backward`` on the ctx its ``setup_context`` filled in forward; only the
         incoming gradients cross to TensorPlay and the results back (each as
