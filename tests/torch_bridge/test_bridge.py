@@ -242,6 +242,55 @@ def short_backward(x: tp.Tensor, y: tp.Tensor) -> tp.Tensor:
 short_backward.register_autograd(lambda ctx, g: g)      # one gradient for two inputs
 
 
+@library.custom_op("bridgetest::logged", mutates_args=())
+def logged(x: tp.Tensor, w: tp.Tensor, k: float = 1.0) -> tp.Tensor:
+    """A formula whose setup_context logs what it got and when (the eager direct path)."""
+    return x * w * k
+
+
+def _logged_setup(ctx, inputs, output):
+    x, w, k = inputs
+    LOG.append(("setup", type(x), type(output), x.data_ptr(), x.stride(), ctx.needs_input_grad))
+    ctx.save_for_backward(x, w)
+    ctx.k = k
+
+
+def _logged_backward(ctx, g):
+    x, w = ctx.saved_tensors
+    LOG.append(("backward", type(g), ctx.k))
+    return g * w * ctx.k, g * x * ctx.k, None
+
+
+logged.register_autograd(_logged_backward, setup_context=_logged_setup)
+LOG: list = []
+
+
+@library.custom_op("bridgetest::bad_setup", mutates_args=())
+def bad_setup(x: tp.Tensor) -> tp.Tensor:
+    return x * 2.0
+
+
+def _bad_setup_setup(ctx, inputs, output):
+    raise ValueError("the setup_context refuses")
+
+
+bad_setup.register_autograd(lambda ctx, g: g * 2.0, setup_context=_bad_setup_setup)
+
+
+@library.custom_op("bridgetest::to_dtype", mutates_args=())
+def to_dtype(x: tp.Tensor, dtype: tp.dtype, s: float = 1.0) -> tp.Tensor:
+    """A formula op with a dtype argument: its setup_context gets TensorPlay's dtype."""
+    return x.to(dtype) * s
+
+
+def _to_dtype_setup(ctx, inputs, output):
+    LOG.append(("to_dtype", inputs[1]))
+    ctx.s = inputs[2]
+
+
+to_dtype.register_autograd(lambda ctx, g: (g * ctx.s, None, None), setup_context=_to_dtype_setup)
+
+
 tensorplay_torch.register()
 T = torch.ops.bridgetest
 
@@ -521,6 +570,136 @@ def test_saved_input_modified_in_place_is_caught_by_torch():
         y.sum().backward()
 
 
+def test_eager_setup_context_runs_once_in_forward_on_tensorplay_tensors():
+    """Plain eager calls: the pack's setup_context runs in forward (as TensorPlay's own autograd
+    runs it) on the TensorPlay tensors the kernel got (zero-copy: the torch input's memory and
+    strides), with needs_input_grad set; backward -- twice under retain_graph -- gets that ctx
+    and does not run setup_context again."""
+    LOG.clear()
+    x = _leaf(4, 6)[:, ::2]                     # a strided view crosses as itself
+    w = _leaf(4, 3).detach()                    # needs no gradient
+    y = T.logged(x, w, 3.0)
+    assert len(LOG) == 1
+    what, tx, tout, ptr, stride, needs = LOG[0]
+    assert what == "setup" and tx is tp.Tensor and tout is tp.Tensor
+    assert ptr == x.data_ptr() and stride == x.stride() and needs == (True, False, False)
+    g = torch.randn_like(y)
+    for _ in range(2):
+        (gx,) = torch.autograd.grad(y, x, g, retain_graph=True)
+        torch.testing.assert_close(gx, g * w * 3.0)
+    assert [e[0] for e in LOG] == ["setup", "backward", "backward"]
+    assert LOG[1][1] is tp.Tensor and LOG[1][2] == 3.0
+    torch.autograd.gradcheck(lambda a, b: T.logged(a, b, 0.5), (_leaf(2, 3), _leaf(2, 3)))
+
+
+def test_a_setup_context_error_is_raised_in_forward_naming_the_op():
+    with pytest.raises(ValueError, match=r"bridgetest::bad_setup.*setup_context.*refuses"):
+        T.bad_setup(_leaf(3))
+    with torch.no_grad():                       # no autograd: no setup_context
+        torch.testing.assert_close(T.bad_setup(torch.ones(2)), torch.full((2,), 2.0))
+
+
+def test_saved_tensor_hooks_values_reach_the_formula_as_torchs_do():
+    """Under saved-tensor hooks the formula sees what their unpack returns (torch's rule, as for
+    a torch op): here unpack doubles every saved tensor."""
+    a, x, y = _leaf(3), _leaf(3), _leaf(3)
+    g = torch.randn(3, dtype=torch.float64)
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t * 2):
+        got = torch.autograd.grad(T.axpy(a, x, y), (a, x, y), g)
+        want = torch.autograd.grad(a * x + y, (a, x, y), g)
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(got[0], 2 * g * x.detach())
+
+
+def test_a_saved_output_modified_in_place_is_caught_by_torch():
+    y = T.exp_(_leaf(3))
+    y.add_(1.0)                 # exp_'s setup_context saved its output
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_torchdynamo_never_traces_the_bridges_own_frames():
+    """A bridged op called eagerly while TorchDynamo's frame hook is on (a callee it skips,
+    ``recursive=False``): Dynamo compiles the user's frames only, never the bridge's kernels,
+    autograd kernel or TensorPlay's code (as torch.library.register_kernel's wrapper ensures
+    for torch's own custom ops)."""
+    from torch._dynamo import convert_frame
+    torch._dynamo.reset()
+    eager = torch._dynamo.disable(lambda t: T.scale(t, alpha=3.0), recursive=False)
+    f = torch.compile(lambda t: eager(t * 2) + 1, backend="eager")
+    x = _leaf(3)
+    for _ in range(2):
+        (gx,) = torch.autograd.grad(f(x).sum(), x)
+        torch.testing.assert_close(gx, torch.full_like(x, 6.0))
+    with torch.no_grad():
+        torch.testing.assert_close(f(x), x * 6 + 1)
+    seen = [(c.co_filename, c.co_name) for c in (r() for r in convert_frame.input_codes.seen)
+            if c is not None]
+    assert seen and not [s for s in seen if "tensorplay" in s[0]], seen
+
+
+def test_double_backward_is_refused_naming_the_op_first_order_under_create_graph_kept():
+    """The formula runs in TensorPlay, outside torch's graph: its gradients are right under
+    create_graph=True, and differentiating them again raises naming the op (never a silently
+    missing second-order term)."""
+    x = _leaf(3)
+    y = T.scale(x, alpha=3.0)
+    (gx,) = torch.autograd.grad((y * y).sum(), x, create_graph=True)
+    torch.testing.assert_close(gx, 18 * x.detach())
+    with pytest.raises(RuntimeError, match=r"bridgetest::scale.*double backward is not supported"):
+        torch.autograd.grad(gx.sum(), x)
+    (gx,) = torch.autograd.grad(T.exp_(x).sum(), x, create_graph=True)   # setup saved output
+    torch.testing.assert_close(gx, x.detach().exp())
+    with pytest.raises(RuntimeError, match=r"bridgetest::exp_.*double backward"):
+        (gx * x).sum().backward()
+
+
+def test_a_dtype_argument_reaches_setup_context_as_tensorplays_on_every_path():
+    """Eager (setup_context in forward), under saved-tensor hooks (in backward) and traced by
+    aot_eager (the backward op): setup_context gets tensorplay.float32, as the kernel does."""
+    x = _leaf(3)
+    for run in (lambda: torch.autograd.grad(T.to_dtype(x, torch.float32, 2.0).sum(), x),
+                lambda: _with_hooks(lambda: torch.autograd.grad(
+                    T.to_dtype(x, torch.float32, 2.0).sum(), x))):
+        LOG.clear()
+        (gx,) = run()
+        assert gx.dtype == torch.float64
+        torch.testing.assert_close(gx, torch.full_like(x, 2.0))
+        # (a first call on the generic path also runs it once on fakes: the marks probe)
+        assert LOG and all(e == ("to_dtype", tp.float32) for e in LOG), LOG
+    LOG.clear()
+    _, (gx,) = _eager_and_traced(lambda a: T.to_dtype(a, torch.float32, 2.0), x)
+    torch.testing.assert_close(gx, torch.full_like(x, 2.0))
+    assert LOG and all(e == ("to_dtype", tp.float32) for e in LOG), LOG
+
+
+def _with_hooks(fn):
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+        return fn()
+
+
+def test_a_backward_under_a_dispatch_mode_after_an_eager_forward_sees_the_backward_op():
+    """Forward eager (setup_context in forward), backward under a TorchDispatchMode: the mode
+    sees the bridge's backward op, which rebuilds the ctx from the tensors torch saved."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    seen = []
+
+    class Log(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    x, w = _leaf(2, 3), _leaf(2, 3)
+    LOG.clear()
+    y = T.logged(x, w, 2.0)
+    with Log():
+        got = torch.autograd.grad(y, (x, w), torch.ones_like(y))
+    torch.testing.assert_close(got, (2 * w.detach(), 2 * x.detach()))
+    assert any("tensorplay_bridge" in s and "logged" in s for s in seen), seen
+    assert [e[0] for e in LOG] == ["setup", "setup", "backward"]
+
+
 def test_composite_ops_differentiate_through_their_body():
     x = _leaf(4, 5)
     torch.testing.assert_close(torch.autograd.grad(torch.ops.example.gelu(x).sum(), x)[0],
@@ -599,3 +778,16 @@ def test_cuda_kernels_zero_copy_on_torchs_current_stream():
     xc = x.detach().cpu().requires_grad_(True)
     (gc,) = torch.autograd.grad(torch.ops.example.rms_norm(xc, w.cpu()).sum(), xc)
     torch.testing.assert_close(g.cpu(), gc, rtol=1e-4, atol=1e-5)
+    # the eager direct path (setup_context in forward) and its backward, on the side stream
+    LOG.clear()
+    with torch.cuda.stream(side):
+        yl = T.logged(xg, w, 2.0)
+        assert [e[0] for e in LOG] == ["setup"]     # in forward: the direct path ran
+        (gl,) = torch.autograd.grad(yl.sum(), xg)
+        with torch.no_grad():
+            yn = T.logged(x, w, 2.0)
+    side.synchronize()
+    assert LOG[0][0] == "setup" and LOG[0][3] == xg.data_ptr() and LOG[0][4] == xg.stride()
+    assert [e[0] for e in LOG] == ["setup", "backward"]
+    torch.testing.assert_close(gl, (w * 2.0).expand_as(xg))
+    torch.testing.assert_close(yn, yl.detach())

@@ -25,6 +25,19 @@ forward and backward cannot call into TensorPlay directly. The work is therefore
   dtype (contiguous); an input that needs no gradient gets an empty placeholder. In plain eager
   mode (nothing tracing) the backward runs that kernel directly, skipping the dispatcher.
 
+Plain eager calls of an op with a formula and no list arguments (cpu or cuda tensors, nothing
+tracing, no saved-tensor hooks: the keyset below autograd is the backend's alone) take a direct
+path instead, the one most calls take: the Function's forward (``direct_forward``) runs the
+TensorPlay op on the inputs crossed once and the pack's ``setup_context`` on those TensorPlay
+tensors and output, as TensorPlay's own autograd does, and keeps that ctx on torch's ``ctx``;
+its backward (``direct_backward``) only crosses the incoming gradients, runs the pack's
+``backward`` on that ctx and crosses the results back. The torch inputs (and outputs a
+``setup_context`` reads) are saved as above, for torch's version checks and for a backward
+that runs under a torch mode after all (it takes the backward op). Without grad, plain cpu or
+cuda tensors call the op's kernel directly (no dispatcher round trip). Gradients computed in
+TensorPlay are not differentiable by torch: under ``create_graph=True`` they are made to
+raise, naming the op, when differentiated again (``_Refuse``).
+
 Ops without a formula whose kernel is their device-agnostic body written with TensorPlay ops
 (CompositeImplicitAutograd) get the same backward op, computing the vector-Jacobian product with
 TensorPlay's autograd through that body (the forward is recomputed inside backward). Where a
@@ -42,7 +55,8 @@ import tensorplay as tp
 import torch
 from tensorplay.autograd import FunctionCtx
 
-from ._convert import BridgeError, reraise, to_torch, to_tp
+from ._convert import (BridgeError, _needs_conversion, _value_to_tp, out_to_torch, reraise,
+                       result_to_torch, set_eval_frame, skip_dynamo, to_tp)
 from ._fake import fake_from_torch
 
 __all__ = ["backward_schema", "bridge_autograd"]
@@ -148,8 +162,17 @@ _any_requires_grad = torch._C._any_requires_grad
 _below_autograd = torch._C._AutoDispatchBelowAutograd
 _AFTER_AUTOGRAD = torch._C._after_autograd_keyset
 _functorch_active = torch._C._are_functorch_transforms_active
+# the innermost saved-tensor hooks (None: none); a torch without the function: never direct
+_top_saved_hooks = getattr(torch._C._autograd, "_top_saved_tensors_default_hooks",
+                           lambda ignore_is_tracing: ())
 _TPTensor = tp.Tensor
 _MISSING = object()
+# the keysets an Autograd kernel gets for plain cpu / cuda tensors and no mode: below autograd
+# only the backend's key is left
+_CPU_RAW = (torch._C.DispatchKeySet(torch._C.DispatchKey.CPU) |
+            torch._C.DispatchKeySet(torch._C.DispatchKey.AutogradCPU)).raw_repr()
+_CUDA_RAW = (torch._C.DispatchKeySet(torch._C.DispatchKey.CUDA) |
+             torch._C.DispatchKeySet(torch._C.DispatchKey.AutogradCUDA)).raw_repr()
 
 
 class _Bridge:
@@ -202,23 +225,66 @@ class _Bridge:
         # the pack's formula as last seen: (setup, its form, tensor arguments to convert,
         # convert outputs?)
         self._setup_plan = (_MISSING, 3, self.tensor_args, True)
+        # plain eager calls of a formula op (no list arguments) take the direct path: the
+        # forward runs the TensorPlay op itself and the pack's setup_context on the TensorPlay
+        # tensors it already has, and the backward gets that ctx (see ``direct_forward``)
+        self.direct = self.formula and not self.list_args
+        self.convert_args = tuple(i for i, a in enumerate(self.args)
+                                  if not _is_tensor_arg(a) and _needs_conversion(a))
+        self.slot_of = (None if len(self.tensor_args) != 1 else self.tensor_args[0])
+        self.direct_function = type(f"TensorPlayBridgeDirect_{op.namespace}_{op.opname}",
+                                    (torch.autograd.Function,),
+                                    {"forward": staticmethod(self.direct_forward),
+                                     "backward": staticmethod(self.backward)})
+        self._direct_apply = super(torch.autograd.Function, self.direct_function).apply
+        self.cuda_run = None        # _direct_run on torch's current CUDA stream
+        self.kernels = (None, None)  # the op's torch kernels (cpu, cuda), see bridge_autograd
+        self.cuda_direct = None     # direct_backward on torch's current CUDA stream
 
     # -- torch's side ------------------------------------------------------------------------
     def autograd_kernel(self, keyset, *args, **kwargs):
         """The op's ``Autograd`` kernel. torch's dispatcher passes the positional arguments in
         ``args`` and the keyword-only ones in ``kwargs`` (either may lack trailing arguments
-        equal to their defaults). Without grad it redispatches below autograd at once."""
-        if not (_grad_enabled() and _any_requires_grad(*args, **kwargs)):
-            with _below_autograd():
-                return self.overload.redispatch(keyset & _AFTER_AUTOGRAD, *args, **kwargs)
-        values = self._values(args, kwargs)
-        if self.list_args:
-            slots = self._slots(values)
-        else:
-            slots = [values[i] for i in self.tensor_args]
-        if _functorch_active():       # Function.apply says what torch supports there
-            return self.function.apply(*slots, (keyset, args, kwargs, values))
-        return self._apply(*slots, (keyset, args, kwargs, values))
+        equal to their defaults). Without grad it redispatches below autograd at once.
+        TorchDynamo's frame hook is off while it runs, as in the kernels (``_register``)."""
+        prior = set_eval_frame(None)
+        try:
+            if not (_grad_enabled() and _any_requires_grad(*args, **kwargs)):
+                # plain cpu / cuda tensors, no mode: the backend's kernel is all the redispatch
+                # would reach, so it is called here (no dispatcher round trip)
+                raw = keyset.raw_repr()
+                if raw == _CPU_RAW and self.kernels[0] is not None:
+                    return self.kernels[0](*args, **kwargs)
+                if raw == _CUDA_RAW and self.kernels[1] is not None:
+                    return self.kernels[1](*args, **kwargs)
+                with _below_autograd():
+                    return self.overload.redispatch(keyset & _AFTER_AUTOGRAD, *args, **kwargs)
+            n = len(args)
+            values = args if n == self.npos and not self.kw_defaults else \
+                self._values(args, kwargs)
+            if self.list_args:
+                slots = self._slots(values)
+            elif self.slot_of is not None:
+                slots = (values[self.slot_of],)
+            else:
+                slots = []          # a loop, not a list comprehension: no frame per call
+                for i in self.tensor_args:
+                    slots.append(values[i])
+            if self.direct and _top_saved_hooks(True) is None:
+                # the keyset below autograd is the backend's alone: no mode (fake, functional,
+                # proxy, functorch, a __torch_dispatch__ subclass) would see the redispatch, so
+                # running the kernel's work here is what the redispatch would do. Not under
+                # saved-tensor hooks: what backward uses must come back through their unpack
+                raw = keyset.raw_repr()
+                if raw == _CPU_RAW:
+                    return self._direct_apply(*slots, (values, False))
+                if raw == _CUDA_RAW:
+                    return self._direct_apply(*slots, (values, True))
+            if _functorch_active():       # Function.apply says what torch supports there
+                return self.function.apply(*slots, (keyset, args, kwargs, values))
+            return self._apply(*slots, (keyset, args, kwargs, values))
+        finally:
+            set_eval_frame(prior)
 
     def _values(self, args, kwargs):
         """Every argument in schema order, defaults filled in."""
@@ -229,6 +295,96 @@ class _Bridge:
         for name, default in self.kw_defaults:
             values.append(kwargs.get(name, default))
         return values
+
+    def direct_forward(self, ctx, *a):
+        """The Function's forward for a plain eager call (cpu or cuda tensors, no mode; see
+        ``autograd_kernel``): the TensorPlay op runs here on the inputs crossed once, the pack's
+        ``setup_context`` runs on those same TensorPlay tensors and output (as TensorPlay's own
+        autograd runs it: in forward, ``needs_input_grad`` set), and its ctx is kept on torch's
+        ``ctx`` for ``direct_backward``. The torch inputs (and outputs, for a setup_context
+        that reads them) are still saved with ``save_for_backward``: torch's version counters
+        then catch in-place changes before backward, and a backward run under a torch mode
+        after all (a ``TorchDispatchMode``, tracing) takes the backward op from them, as after
+        ``forward``."""
+        values, on_cuda = a[-1]
+        nslots = len(a) - 1
+        needs = ctx.needs_input_grad
+        per_arg = self._needs_by_arg.get(needs)
+        if per_arg is None:
+            per_arg = self._per_arg_needs(needs)
+        plan = self._setup_plan
+        if self.op._setup_context is not plan[0]:     # setup_context_fn without its frame
+            plan = self._formula_plan()
+        out, tctx, marked = (self.cuda_run if on_cuda else self._direct_run)(values, per_arg,
+                                                                              plan)
+        outs = (out,) if self.single else out
+        with_outputs = plan[3]
+        if not with_outputs:
+            ctx.save_for_backward(*a[:nslots])
+        elif self.tensor_returns:
+            ctx.save_for_backward(*a[:nslots], *outs)
+        else:
+            ctx.save_for_backward(*a[:nslots], *[o for o in outs if isinstance(o, _Tensor)])
+        template = list(values)
+        for i in self.tensor_args:
+            template[i] = None
+        ctx.tp_state = (template, nslots, with_outputs)
+        ctx.tp_ctx = tctx
+        if marked:
+            ctx.mark_non_differentiable(*[outs[i] for i in marked])
+        return out
+
+    def _per_arg_needs(self, needs):
+        """torch's ``needs_input_grad`` (one per slot, then the state argument) as the pack's
+        ctx has it (one per argument), cached per pattern."""
+        per_arg = [False] * self.nargs
+        for i, need in zip(self.tensor_args, needs):
+            per_arg[i] = need
+        per_arg = self._needs_by_arg[needs] = tuple(per_arg)
+        return per_arg
+
+    def _direct_run(self, values, per_arg, plan):
+        """``direct_forward``'s TensorPlay side: ``(torch output, (the pack's ctx, its
+        backward), indices of the outputs its setup_context marked non-differentiable)``."""
+        where = self.where
+        op = self.op
+        tvals = list(values)
+        for i in self.tensor_args:
+            v = tvals[i]
+            if v is not None:
+                tvals[i] = to_tp(v, where)
+        for i in self.convert_args:
+            tvals[i] = _value_to_tp(tvals[i], where)
+        try:
+            if self.kwnames:
+                npos = self.npos
+                out = op(*tvals[:npos], **dict(zip(self.kwnames, tvals[npos:])))
+            else:
+                out = op(*tvals)
+        except BridgeError:
+            raise
+        except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
+            reraise(e, f"{where}: the TensorPlay kernel raised")
+        tctx = FunctionCtx()
+        tctx.needs_input_grad = per_arg
+        setup = plan[0]
+        backward = op._backward         # backward_fn without its frame
+        if setup is not None:
+            try:
+                if plan[1] == 3:
+                    setup(tctx, tuple(tvals), out)
+                else:
+                    _call_setup(op, tctx, tvals, out, setup, 4)
+            except BridgeError:
+                raise
+            except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
+                reraise(e, f"{where}: the pack's setup_context raised on the TensorPlay side")
+        # the outputs the pack marked non-differentiable, read off its ctx (no probe on fakes)
+        nd = tctx._non_diff
+        marked = () if not nd else tuple(
+            i for i, o in enumerate((out,) if self.single else out) if id(o) in nd)
+        tout = result_to_torch(out, where) if out.__class__ is _TPTensor else out_to_torch(out, where)
+        return tout, (tctx, backward), marked
 
     def forward(self, ctx, *a):
         keyset, args, kwargs, values = a[-1]
@@ -282,24 +438,49 @@ class _Bridge:
             return fake_from_torch(v, self.where)
         if isinstance(v, (list, tuple)):
             return [self._fake(x) for x in v]
-        return v
+        return _value_to_tp(v, self.where)     # dtypes and devices as the kernel gets them
 
     def backward(self, ctx, *grads):
         if self.mode == "none":
             _no_formula(self.where)
-        saved = ctx.saved_tensors
+        saved = ctx.saved_tensors     # torch's version check of the saved tensors
         if _plain_eager(saved, grads):
             # nothing traces this backward: the backward op's work runs here directly (the op
             # exists for torch.compile / make_fx, which must see one opaque node); its results
             # go straight to torch's engine, as an autograd.Function's would
-            run = self.cuda_eager if saved and saved[0].is_cuda else self.eager_backward
-            return run(saved, grads, ctx.needs_input_grad, ctx.tp_state)
+            state = ctx.tp_state
+            cuda = grads[0].is_cuda if grads and grads[0] is not None else \
+                any(s is not None and s.is_cuda for s in saved)
+            tctx = getattr(ctx, "tp_ctx", None)
+            if tctx is not None:    # direct_forward ran: its ctx, no setup_context again
+                run = self.cuda_direct if cuda else self.direct_backward
+                res = run(tctx, saved, grads, ctx.needs_input_grad)
+            else:
+                run = self.cuda_eager if cuda else self.eager_backward
+                res = run(saved, grads, ctx.needs_input_grad, state)
+            if _grad_enabled():     # create_graph=True: torch records this backward's graph
+                return self._once_differentiable(res, saved, grads)
+            return res
         template, nslots, with_outputs = ctx.tp_state
         values = self._rebuild(template, saved[:nslots])
         needs = list(ctx.needs_input_grad[:nslots])
         flat = self.bw_op(*values, self._outputs(saved, nslots, with_outputs), list(grads),
                           needs)
         return (*[g if need else None for g, need in zip(flat, needs)], None)
+
+    def _once_differentiable(self, res, saved, grads):
+        """The gradients ``res`` (one per Function input, None where none), each made to fail
+        when differentiated again, naming the op: the formula ran in TensorPlay, outside
+        torch's graph, so a second-order gradient through it would otherwise be silently
+        missing. Each is tied (``_Refuse``) to the forward's inputs and the incoming gradients
+        that require grad, so that torch's engine reaches the refusal from any of them."""
+        tied = [t for t in (*saved, *grads) if t is not None and t.requires_grad]
+        if not tied:
+            return res
+        msg = (f"{self.where}: double backward is not supported (refused on the TensorPlay "
+               f"side): the register_autograd formula runs in TensorPlay, outside torch's "
+               f"graph, so its gradients cannot be differentiated again (create_graph=True)")
+        return tuple(None if g is None else _Refuse.apply(msg, g, *tied) for g in res)
 
     def _outputs(self, saved, nslots, with_outputs):
         """The forward's outputs as the backward op takes them (None where not saved)."""
@@ -309,6 +490,42 @@ class _Bridge:
             return list(saved[nslots:])
         rest = iter(saved[nslots:])
         return [next(rest) if r.type == "Tensor" else None for r in self.op.schema.returns]
+
+    def direct_backward(self, tc, saved, grads, needs):
+        """``Function.backward``'s result after ``direct_forward`` in plain eager mode: the
+        pack's ``backward`` on the ctx its ``setup_context`` filled in forward; only the
+        incoming gradients cross to TensorPlay and the results back (each as
+        ``_grad_to_torch`` makes it: the input's dtype, shape and device, contiguous; None
+        where torch needs none)."""
+        tctx, backward = tc
+        where = self.bw_where
+        tgrads = list(grads)        # a loop, not a list comprehension: no frame per call
+        for k, g in enumerate(grads):
+            if g is not None:
+                tgrads[k] = to_tp(g, where)
+        try:
+            res = backward(tctx, *tgrads)
+            if res.__class__ is not tuple or len(res) < len(self.tensor_args):
+                res = self._per_arg(res)
+        except BridgeError:
+            raise
+        except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
+            reraise(e, f"{where}: the pack's backward raised on the TensorPlay side")
+        nres = len(res)
+        out = []
+        for i, s, need in zip(self.tensor_args, saved, needs):
+            if not need:
+                out.append(None)
+                continue
+            g = res[i] if i < nres else None
+            if g.__class__ is _TPTensor:
+                tg = result_to_torch(g, where)
+                if tg.dtype is s.dtype and tg.shape == s.shape and tg.is_contiguous():
+                    out.append(tg)  # the common case, as _grad_to_torch would return it
+                    continue
+            out.append(_grad_to_torch(s, g, where))
+        out.append(None)            # the Function's state argument
+        return tuple(out)
 
     def eager_backward(self, saved, grads, needs, state):
         """``Function.backward``'s result in plain eager mode: the backward op's kernel's work
@@ -342,6 +559,8 @@ class _Bridge:
             s = values[i]
             if s is not None:
                 values[i] = to_tp(s, where)
+        for i in self.convert_args:  # dtypes and devices as the forward's kernel got them
+            values[i] = _value_to_tp(values[i], where)
         tgrads = list(grads)        # a loop, not a list comprehension: no frame per call
         for k, g in enumerate(grads):
             if g is not None:
@@ -381,7 +600,7 @@ class _Bridge:
                 continue
             g = res[i] if i < nres else None
             if g.__class__ is _TPTensor:
-                tg = to_torch(g, where)
+                tg = result_to_torch(g, where)
                 if tg.dtype is s.dtype and tg.shape == s.shape and tg.is_contiguous():
                     out.append(tg)  # the common case, as _grad_to_torch would return it
                     continue
@@ -432,6 +651,8 @@ class _Bridge:
                 tvals[i] = to_tp(v, where)
             elif v is not None:
                 tvals[i] = self._to_tp(v, where)
+        for i in self.convert_args:     # dtypes and devices as the forward's kernel got them
+            tvals[i] = _value_to_tp(tvals[i], where)
         tgrads = [None if g is None else to_tp(g, where) for g in grads]
         try:
             if self.formula:
@@ -601,13 +822,30 @@ class _Bridge:
         return out
 
 
+skip_dynamo(_Bridge.autograd_kernel)
+
+
+class _Refuse(torch.autograd.Function):
+    """``apply(msg, g, *tied)``: ``g``'s values, whose backward raises ``msg`` (a gradient
+    that must not be differentiated again; ``tied`` puts the node on the paths from them)."""
+
+    @staticmethod
+    def forward(ctx, msg, g, *tied):
+        ctx.msg = msg
+        return g.clone()
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(ctx.msg)
+
+
 def _grad_to_torch(s, g, where):
     """The pack's gradient ``g`` for input ``s`` (a TensorPlay tensor, a number, or None for
     zeros) as torch's engine takes it: a torch tensor of ``s``'s dtype, shape (a broadcast
     gradient summed to it) and device, contiguous."""
     if g is None:
         return torch.zeros(s.shape, dtype=s.dtype, device=s.device)
-    tg = to_torch(g, where) if g.__class__ is _TPTensor or isinstance(g, _TPTensor) else \
+    tg = result_to_torch(g, where) if g.__class__ is _TPTensor or isinstance(g, _TPTensor) else \
         torch.as_tensor(g, device=s.device)
     if tg.dtype is not s.dtype:
         tg = tg.to(s.dtype)
@@ -656,11 +894,13 @@ def _no_formula(where):
         f"torch.no_grad().")
 
 
-def bridge_autograd(op, where, overload, define_backward):
+def bridge_autograd(op, where, overload, define_backward, kernels=(None, None)):
     """The torch ``Autograd`` kernel (``with_keyset=True``) of bridged op ``op`` (``overload``
     its torch ``OpOverload``), or ``None`` for ops that mutate (torch refuses autograd formulas
     on non-functional ops). ``define_backward(name, schema, bridge)`` defines the backward op and
-    returns it. Raises ``BridgeError`` for an op the bridge's autograd cannot serve."""
+    returns it. ``kernels``: the op's torch kernels for cpu and cuda as registered (called
+    directly without grad on plain tensors). Raises ``BridgeError`` for an op the bridge's
+    autograd cannot serve."""
     if op.mutates_args:
         return None
     formula = op.backward_fn is not None
@@ -673,6 +913,7 @@ def bridge_autograd(op, where, overload, define_backward):
                           f"values) are bridged with a backward (refused on the torch side of "
                           f"the bridge)")
     bridge = _Bridge(op, where, mode, overload)
+    bridge.kernels = kernels
     if mode != "none":
         bridge.bw_op = define_backward(bridge.bw_name, backward_schema(op), bridge)
     return bridge.autograd_kernel

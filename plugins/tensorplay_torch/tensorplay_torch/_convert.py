@@ -13,8 +13,10 @@ TensorPlay lacks, or one torch lacks).
 
 from __future__ import annotations
 
+import numpy as np
 import tensorplay as tp
 import torch
+from tensorplay import _devices as _tp_devices
 
 __all__ = [
     "DTYPES",
@@ -24,6 +26,7 @@ __all__ = [
     "plan_args",
     "planned_args_to_tp",
     "reraise",
+    "result_to_torch",
     "to_tensorplay",
     "to_torch",
     "to_tp",
@@ -67,6 +70,7 @@ _Tensor = torch.Tensor
 _TPTensor = tp.Tensor
 _BF16 = torch.bfloat16
 _TP_BF16 = tp.bfloat16
+_ndarray = np.ndarray
 
 
 def tp_dtype(dt, where: str = "tensorplay-torch"):
@@ -98,6 +102,33 @@ def torch_device(d):
     return torch.device(d.type) if d.index is None else torch.device(d.type, d.index)
 
 
+# TorchDynamo's frame hook, turned off by the bridge's kernels themselves (what
+# torch.library.register_kernel's wrapper, torch._disable_dynamo, does with four Python frames
+# per call): ``set_eval_frame(None)`` around the kernel's work, and the kernel's own code marked
+# "skip" (torch._dynamo.eval_frame.skip_code), so a kernel called eagerly under torch.compile is
+# never traced itself. ``DYNAMO_HOOK`` is False on a torch without these C functions: the
+# kernels are then registered through register_kernel's wrapper instead.
+try:
+    from torch._C._dynamo import eval_frame as _ef
+    set_eval_frame = _ef.set_eval_frame
+    _SKIP = _ef._FrameExecStrategy(_ef._FrameAction.SKIP, _ef._FrameAction.DEFAULT)
+    _set_code_exec_strategy = _ef.set_code_exec_strategy
+    DYNAMO_HOOK = True
+except (ImportError, AttributeError):   # pragma: no cover - older torch
+    DYNAMO_HOOK = False
+
+    def set_eval_frame(callback):
+        return None
+
+
+def skip_dynamo(fn):
+    """Mark ``fn``'s code so that TorchDynamo never traces a frame of it (its callees still
+    need ``set_eval_frame(None)``); returns ``fn``."""
+    if DYNAMO_HOOK:
+        _set_code_exec_strategy(getattr(fn, "__func__", fn).__code__, _SKIP)
+    return fn
+
+
 def to_tp(t, where: str = "tensorplay-torch"):
     """TensorPlay tensor sharing ``t``'s memory (same shape, strides, storage offset)."""
     try:
@@ -112,8 +143,11 @@ def to_tp(t, where: str = "tensorplay-torch"):
             # A tensor requiring grad (below torch's autograd, or saved for backward): force=True
             # is torch's detach-and-view in one call (cheaper than .detach().numpy(); still a
             # view of the same memory for every dtype in DTYPES)
-            return _backend("cpu").wrap_shared(
-                t.numpy(force=True) if t.requires_grad else t.numpy(), _CPU)
+            a = t.numpy(force=True) if t.requires_grad else t.numpy()
+            be = _LOADED.get("cpu")
+            if be is not None and be is _CPU_WRAP[0] and a.flags.c_contiguous:
+                return _CPU_WRAP[1](a, _CPU)    # what wrap_shared does for it, one frame less
+            return _cpu_wrap_shared(a)
         if t.is_cuda and t.numel():
             return _cuda_to_tp(t)
         if t.requires_grad:      # below torch's autograd the inputs still carry the flag
@@ -131,6 +165,23 @@ def to_tp(t, where: str = "tensorplay-torch"):
                           f"(tensorplay-{t.device.type})?") from e
 
 
+# the cpu backend whose wrap_shared is ArrayBackend's (a contiguous array goes straight to its
+# wrap) and that wrap, bound: [backend, wrap]; refreshed when the loaded cpu backend changes
+_CPU_WRAP: list = [None, None]
+_LOADED = _tp_devices.loaded   # device type -> loaded backend (the core's own table)
+
+
+def _cpu_wrap_shared(a):
+    be = _backend("cpu")
+    if be is not _CPU_WRAP[0]:
+        from tensorplay._kernels.array_backend import ArrayBackend
+        if type(be).wrap_shared is ArrayBackend.wrap_shared:
+            _CPU_WRAP[:] = [be, be.wrap]
+    return be.wrap_shared(a, _CPU)
+
+
+_CUPY_NDARRAY: list = [None]   # cupy.ndarray once a cuda tensor crossed (to_torch's fast case)
+_torch_c_from_dlpack = torch._C._from_dlpack
 _CUPY: list = []       # [cupy, {torch dtype: CuPy dtype}], set on the first cuda tensor
 _CUDA_DEVICES: dict = {}   # index -> tensorplay.device("cuda", index)
 
@@ -148,6 +199,7 @@ def _cuda_to_tp(t):
         import cupy
         be = _backend("cuda")
         _CUPY.extend([cupy, {dt: be.native_dtype(tdt) for dt, tdt in DTYPES.items()}])
+        _CUPY_NDARRAY[0] = cupy.ndarray
     cupy, native = _CUPY
     nd = native.get(t.dtype)
     if nd is None:
@@ -169,6 +221,14 @@ def to_torch(t, where: str = "tensorplay-torch"):
     offset, device; dtypes as ``DTYPES``; a tensor requiring grad crosses detached, as
     ``to_tensorplay`` does). Raises ``BridgeError`` naming the side that refused (e.g. a fake
     tensor, which has no data)."""
+    a = t.native
+    if a.__class__ is _ndarray and t.raw_dtype is not _TP_BF16:
+        # a cpu tensor's own array (what t.numpy(force=True) returns, without its checks'
+        # frames: a tensor requiring grad crosses detached); NumPy has no bfloat16
+        try:
+            return _torch_from_numpy(a)
+        except Exception:  # noqa: BLE001, S110 - a dtype torch lacks: the path below says so
+            pass
     try:
         if t.device.type == "cpu":
             # the public NumPy view (force: a tensor requiring grad crosses detached; a fake
@@ -183,6 +243,26 @@ def to_torch(t, where: str = "tensorplay-torch"):
         raise BridgeError(f"{where}: a TensorPlay result ({t.dtype}, {t.device}, shape "
                           f"{tuple(t.shape)}) could not be passed to torch through DLPack "
                           f"(refused on the torch side: {type(e).__name__}: {e})") from e
+
+
+def result_to_torch(t, where: str = "tensorplay-torch"):
+    """``to_torch`` for what the bridge's own kernels return to torch (they run on torch's
+    current CUDA stream, ``_register._on_torch_stream``): a cuda tensor's CuPy array goes by a
+    DLPack capsule straight into torch's C import, without ``torch.from_dlpack``'s Python
+    stream handshake (``current_stream``, ``__dlpack__(stream=)``), which the public
+    ``to_torch`` keeps for arrays made on any stream. Anything else as ``to_torch``."""
+    a = t.native
+    if a.__class__ is _ndarray and t.raw_dtype is not _TP_BF16:
+        try:                    # as to_torch's first case, without its frame
+            return _torch_from_numpy(a)
+        except Exception:  # noqa: BLE001, S110 - a dtype torch lacks: to_torch says so
+            pass
+    elif a.__class__ is _CUPY_NDARRAY[0] and t.raw_dtype is not _TP_BF16 and a.size:
+        try:
+            return _torch_c_from_dlpack(a.toDlpack())
+        except Exception:  # noqa: BLE001, S110 - the public path (and its errors)
+            pass
+    return to_torch(t, where)
 
 
 def to_tensorplay(t):
@@ -264,9 +344,10 @@ def args_to_tp(args, kwargs, where):
 
 
 def out_to_torch(out, where):
-    """A TensorPlay op's result as torch's: a tensor, a tuple/list of them, None, a scalar."""
+    """A TensorPlay op's result as torch's (``result_to_torch``: from the bridge's kernels):
+    a tensor, a tuple/list of them, None, a scalar."""
     if out.__class__ is _TPTensor or isinstance(out, _TPTensor):
-        return to_torch(out, where)
+        return result_to_torch(out, where)
     if out is None:
         return None
     if isinstance(out, (tuple, list)):

@@ -18,8 +18,8 @@ import tensorplay as tp
 import torch
 
 from . import _autograd
-from ._convert import (BridgeError, out_to_torch, plan_args, planned_args_to_tp, reraise,
-                       to_torch, to_tp)
+from ._convert import (DYNAMO_HOOK, BridgeError, out_to_torch, plan_args, planned_args_to_tp,
+                       reraise, result_to_torch, set_eval_frame, skip_dynamo, to_tp)
 from ._fake import make_fake_kernel
 
 __all__ = ["bridged_ops", "register"]
@@ -49,22 +49,58 @@ def _kernel(op, where):
         except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
             reraise(e, f"{where}: the TensorPlay kernel raised")
         if out.__class__ is _TPTensor:      # one tensor (the common case): one call less
-            return to_torch(out, where)
+            return result_to_torch(out, where)
         return out_to_torch(out, where)
 
+    # Each kernel keeps TorchDynamo out itself (``skip_dynamo``, ``set_eval_frame``), as
+    # torch.library.register_kernel's wrapper would with four Python frames more per call.
     if tensors == (0,) and not others and not kw:
         # the common form (one leading tensor, everything else passes as it is): no list
         # copy, no loops, no planner call per call
         def kernel(x, *args, **kwargs):
-            return run((to_tp(x, where), *args), kwargs)
+            prior = set_eval_frame(None)
+            try:
+                return run((to_tp(x, where), *args), kwargs)
+            finally:
+                set_eval_frame(prior)
     else:
         def kernel(*args, **kwargs):
-            return run(*planned_args_to_tp(plan, args, kwargs, where))
+            prior = set_eval_frame(None)
+            try:
+                return run(*planned_args_to_tp(plan, args, kwargs, where))
+            finally:
+                set_eval_frame(prior)
     kernel.__name__ = f"{op.opname}_kernel"
-    return kernel
+    return skip_dynamo(kernel)
+
+
+def _register_kernel(lib, op, device, kernel):
+    """``kernel`` as ``op``'s torch kernel for ``device`` ("cpu" or "cuda")."""
+    if DYNAMO_HOOK:             # the kernel keeps TorchDynamo out itself
+        lib.impl(op.opname, kernel, "CPU" if device == "cpu" else "CUDA")
+    else:                       # pragma: no cover - older torch: register_kernel's wrapper does
+        torch.library.register_kernel(op.name, device, kernel, lib=lib)
 
 
 _STREAMS: dict = {}   # (device index, stream pointer) -> cupy.cuda.ExternalStream
+_CUDA: list = []      # [cupy, torch's current device (C), its current stream's pointer (C)]
+
+
+def _cuda_functions():
+    """``_CUDA``, filled on the first cuda call: torch's current device and raw current stream
+    read by its own C functions (what ``torch.cuda.current_stream().cuda_stream`` returns,
+    without building a ``torch.cuda.Stream`` per call), or through ``torch.cuda`` where a
+    torch lacks them."""
+    import cupy
+    get_device = getattr(torch._C, "_cuda_getDevice", None)
+    raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if get_device is None or raw_stream is None:    # pragma: no cover - other torch builds
+        get_device = torch.cuda.current_device
+
+        def raw_stream(index):
+            return torch.cuda.current_stream(index).cuda_stream
+    _CUDA[:] = [cupy, get_device, raw_stream]
+    return _CUDA
 
 
 def _on_torch_stream(fn):
@@ -72,16 +108,21 @@ def _on_torch_stream(fn):
     TensorPlay's cuda kernels (CuPy, Triton through tensorplay-triton) enqueue on torch's stream
     with no synchronisation added."""
     def cuda_kernel(*args, **kwargs):
-        import cupy
-        s = torch.cuda.current_stream()
-        key = (s.device_index, s.cuda_stream)
-        ext = _STREAMS.get(key)
-        if ext is None:
-            ext = _STREAMS[key] = cupy.cuda.ExternalStream(s.cuda_stream, s.device_index)
-        with cupy.cuda.Device(s.device_index), ext:
-            return fn(*args, **kwargs)
+        prior = set_eval_frame(None)
+        try:
+            cupy, get_device, raw_stream = _CUDA or _cuda_functions()
+            index = get_device()
+            ptr = raw_stream(index)
+            key = (index, ptr)
+            ext = _STREAMS.get(key)
+            if ext is None:
+                ext = _STREAMS[key] = cupy.cuda.ExternalStream(ptr, index)
+            with cupy.cuda.Device(index), ext:
+                return fn(*args, **kwargs)
+        finally:
+            set_eval_frame(prior)
     cuda_kernel.__name__ = fn.__name__.replace("_kernel", "_cuda_kernel")
-    return cuda_kernel
+    return skip_dynamo(cuda_kernel)
 
 
 def _tags(op):
@@ -93,6 +134,8 @@ def _define_backward(lib, name, schema, bridge):
     qual = f"{_autograd.BACKWARD_NS}::{name}"
     bridge.cuda_kernel = _on_torch_stream(bridge.backward_kernel)
     bridge.cuda_eager = _on_torch_stream(bridge.eager_backward)
+    bridge.cuda_run = _on_torch_stream(bridge._direct_run)
+    bridge.cuda_direct = _on_torch_stream(bridge.direct_backward)
     torch.library.register_kernel(qual, "cpu", bridge.backward_kernel, lib=lib)
     torch.library.register_kernel(qual, "cuda", bridge.cuda_kernel, lib=lib)
     torch.library.register_fake(qual, bridge.backward_fake, lib=lib)
@@ -150,8 +193,9 @@ def _bridge(op, libs: list) -> None:
     step = "registering its kernels with torch (torch side)"
     try:
         kernel = _kernel(op, where)
-        torch.library.register_kernel(op.name, "cpu", kernel, lib=lib)
-        torch.library.register_kernel(op.name, "cuda", _on_torch_stream(kernel), lib=lib)
+        cuda_kernel = _on_torch_stream(kernel)
+        _register_kernel(lib, op, "cpu", kernel)
+        _register_kernel(lib, op, "cuda", cuda_kernel)
         torch.library.register_fake(op.name, make_fake_kernel(op, where), lib=lib)
         if op.mutates_args:
             _bump_versions(op, lib)
@@ -165,7 +209,8 @@ def _bridge(op, libs: list) -> None:
             bw_lib = torch.library.Library(_autograd.BACKWARD_NS, "FRAGMENT")
             libs.append(bw_lib)
             return _define_backward(bw_lib, name, schema, bridge)
-        autograd_kernel = _autograd.bridge_autograd(op, where, overload, define_backward)
+        autograd_kernel = _autograd.bridge_autograd(op, where, overload, define_backward,
+                                                    (kernel, cuda_kernel))
         if autograd_kernel is not None:
             lib.impl(op.opname, autograd_kernel, "Autograd", with_keyset=True)
     except BridgeError:
