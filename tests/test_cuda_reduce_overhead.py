@@ -151,3 +151,23 @@ def test_factories_inside_a_recorded_graph_fill_on_every_replay():
     assert close(got, x * 2.0 + 4.0)
     x.fill_(1.0)
     assert close(c(x), tp.full((1000,), 6.0, device="cuda"))
+
+
+@pytest.mark.parametrize("dt", ["float32", "float16", "float64"])
+def test_compiled_chains_ending_in_a_reduction_repeat_through_their_plan(dt):
+    """A chain ending in a full sum / amax: the planned launch allocates the accumulator with its
+    identity on every call (not once), so repeated calls give the same value."""
+    d = getattr(tp, dt)
+    x = tp.randn(3000, device="cuda").to(d)
+    y = tp.randn(3000, device="cuda").to(d)
+    s = tp.compile(lambda a, b: (a * b + 1.0).sum())
+    m = tp.compile(lambda a, b: (a - b).relu().amax())
+    sums = [s(x, y) for _ in range(4)]
+    maxes = [m(x, y) for _ in range(4)]
+    for v in sums[1:]:
+        assert tp.equal(v, sums[0])
+    for v in maxes[1:]:
+        assert tp.equal(v, maxes[0])
+    tol = 1e-2 if dt == "float16" else 1e-4
+    assert close(sums[0].double(), (x.double() * y.double() + 1.0).sum(), tol * 100)
+    assert tp.equal(maxes[0], (x - y).relu().amax())
