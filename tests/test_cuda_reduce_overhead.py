@@ -164,8 +164,8 @@ def test_compiled_chains_ending_in_a_reduction_repeat_through_their_plan(dt):
     m = tp.compile(lambda a, b: (a - b).relu().amax())
     sums = [s(x, y) for _ in range(4)]
     maxes = [m(x, y) for _ in range(4)]
-    for v in sums[1:]:
-        assert tp.equal(v, sums[0])
+    for v in sums[1:]:      # (blocks add their partial sums atomically: any order)
+        assert close(v.double(), sums[0].double(), 1e-3 if dt == "float16" else 1e-5)
     for v in maxes[1:]:
         assert tp.equal(v, maxes[0])
     tol = 1e-2 if dt == "float16" else 1e-4
