@@ -9,6 +9,8 @@ paired (``_harness.paired``) in one process:
 
 * eager, no grad: ``op(x, 2.0)``;
 * eager, with grad: forward and ``torch.autograd.grad`` (x requires grad);
+* the same for ``square`` (``x * x``), whose ``setup_context`` saves its input (as most packs'
+  formulas do; backward ``g * x * 2``), against a native op with the same formula;
 * compiled: ``torch.compile(lambda x: op(x, 2.0) + 1, fullgraph=True)`` (inductor; ``--backend``);
 * for reference, the TensorPlay op alone on TensorPlay tensors (its own dispatch and body, no
   torch), in the bridged column.
@@ -74,17 +76,62 @@ def _define(torch, tp):
         ctx.a = inputs[1]
 
     native.register_autograd(lambda ctx, g: (g * ctx.a, None), setup_context=nsetup)
+
+    # a formula whose setup_context saves its input (as most packs' do): x * x, backward
+    # g * x * 2 (two multiplies on either side)
+    @library.custom_op("bench_bridge::square", mutates_args=())
+    def square(x: tp.Tensor) -> tp.Tensor:
+        raise NotImplementedError("bench_bridge::square: cpu and cuda kernels only")
+
+    @square.register_kernel("cpu")
+    def _(x):
+        a = x.numpy()
+        return tp.from_numpy(a * a)
+
+    @square.register_kernel("cuda")
+    def _(x):
+        import cupy
+        a = cupy.from_dlpack(x)
+        return tp.from_dlpack(a * a)
+
+    @square.register_fake
+    def _(x):
+        return x.new_empty(x.shape)
+
+    def sq_setup(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+
+    square.register_autograd(lambda ctx, g: g * ctx.saved_tensors[0] * 2.0,
+                             setup_context=sq_setup)
+
+    @torch.library.custom_op("bench_native::square", mutates_args=())
+    def nsquare(x: torch.Tensor) -> torch.Tensor:
+        if x.device.type == "cuda":
+            import cupy
+            a = cupy.from_dlpack(x.detach())
+            return torch.from_dlpack(a * a)
+        a = x.numpy()
+        return torch.from_numpy(a * a)
+
+    @nsquare.register_fake
+    def _(x):
+        return torch.empty_like(x)
+
+    nsquare.register_autograd(lambda ctx, g: g * ctx.saved_tensors[0] * 2.0,
+                              setup_context=sq_setup)
     import tensorplay_torch
     tensorplay_torch.register(namespace="bench_bridge")
-    return torch.ops.bench_bridge.scale, torch.ops.bench_native.scale
+    return (torch.ops.bench_bridge.scale, torch.ops.bench_native.scale,
+            torch.ops.bench_bridge.square, torch.ops.bench_native.square)
 
 
-def _rows(torch, bridged, native, device, backend, repeat=None):
+def _rows(torch, ops, device, backend, repeat=None):
+    bridged, native, bsquare, nsquare = ops
     x = torch.ones(1, device=device)
     xg = torch.ones(1, device=device, requires_grad=True)
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     glb = {"bridged": bridged, "native": native, "x": x, "xg": xg, "grad": torch.autograd.grad,
-           "sync": sync}
+           "sync": sync, "bsquare": bsquare, "nsquare": nsquare}
     compiled = {}
     torch._dynamo.reset()       # once: a reset between the two would drop the first's graph
     for k, op in (("bridged", bridged), ("native", native)):
@@ -113,6 +160,8 @@ def _rows(torch, bridged, native, device, backend, repeat=None):
         "eager, no grad": ("bridged(x, 2.0); sync()", "native(x, 2.0); sync()"),
         "eager, with grad": ("grad(bridged(xg, 2.0), xg); sync()",
                              "grad(native(xg, 2.0), xg); sync()"),
+        "eager, with grad, setup saving x (x * x)": ("grad(bsquare(xg), xg); sync()",
+                                                     "grad(nsquare(xg), xg); sync()"),
         f"compiled ({backend})": ("c_bridged(x); sync()", "c_native(x); sync()"),
     }.items():
         with torch.no_grad() if label == "eager, no grad" else _null():
@@ -152,7 +201,7 @@ def main(argv=None):
         print(f"not available: tensorplay-torch is not installed ({e})")
         return 2
     import tensorplay as tp
-    bridged, native = _define(torch, tp)
+    ops = _define(torch, tp)
     devices = ["cpu", "cuda"] if a.device == "all" else [a.device]
     if "cuda" in devices and not torch.cuda.is_available():
         devices.remove("cuda")
@@ -160,7 +209,7 @@ def main(argv=None):
     out = {}
     print(f"load average (1, 5, 15 min) at start: {os.getloadavg()}")
     for dev in devices:
-        rows = _rows(torch, bridged, native, dev, a.backend, a.repeat)
+        rows = _rows(torch, ops, dev, a.backend, a.repeat)
         out[dev] = rows
         H.print_table(f"tensorplay-torch bridge overhead, 1 element, {dev} (targets: eager "
                       f"<= 1.1x, compiled <= 1.05x)",

@@ -505,7 +505,9 @@ class _Bridge:
                 tgrads[k] = to_tp(g, where)
         try:
             res = backward(tctx, *tgrads)
-            if res.__class__ is not tuple or len(res) < len(self.tensor_args):
+            if res.__class__ is _TPTensor and self.nargs == 1:
+                res = (res,)        # a lone gradient, bare (as _per_arg takes it)
+            elif res.__class__ is not tuple or len(res) < len(self.tensor_args):
                 res = self._per_arg(res)
         except BridgeError:
             raise
