@@ -171,3 +171,48 @@ def test_compiled_chains_ending_in_a_reduction_repeat_through_their_plan(dt):
     tol = 1e-2 if dt == "float16" else 1e-4
     assert close(sums[0].double(), (x.double() * y.double() + 1.0).sum(), tol * 100)
     assert tp.equal(maxes[0], (x - y).relu().amax())
+
+
+def test_a_recording_never_turns_the_generated_kernels_off():
+    """Eager ops whose generated kernel would compile for the first time inside a recording
+    (it copies constants to the GPU, which a capture refuses) run their ufunc there instead;
+    the process keeps its generated kernels."""
+    from tensorplay_cuda import eager
+
+    def f(x):
+        return (x * 3.5).exp() - x.sigmoid()
+
+    x = tp.randn(4099, device="cuda")
+    c = tp.compile(f, mode="reduce-overhead")
+    for _ in range(3):
+        got = c(x)
+    assert close(got, f(x), 1e-5)
+    assert not eager._FAILED, eager._FAILED
+
+
+def test_compiled_calls_from_fresh_threads():
+    """A thread whose first CUDA work is a compiled call that launches through a kept plan
+    (the driver needs the device's context current in that thread)."""
+    import threading
+
+    x, y = tp.randn(5000, device="cuda"), tp.randn(5000, device="cuda")
+    c = tp.compile(chain)
+    want = c(x, y)
+    c(x, y)
+    errors = []
+
+    def work():
+        try:
+            for _ in range(3):
+                if not close(c(x, y), want):
+                    errors.append("mismatch")
+            tp.full((300,), 2.0, device="cuda")          # the fill kernel's launch too
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    ts = [threading.Thread(target=work) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert errors == []

@@ -73,8 +73,22 @@ def run_chain(ch, args, consts=None):
     except ShapeMismatch:
         return None                  # the user's error: the reference kernel raises it properly
     except Exception as e:  # noqa: BLE001 - any compiler/driver error: fall back, said once
+        if _capturing(ch.backend):
+            raise                    # the capture fails (and is dropped), not the Triton path
         _failed(e)
         return None
+
+
+def _capturing(backend) -> bool:
+    """Whether CuPy's current stream is recording a CUDA graph
+    (``tensorplay.compile(mode="reduce-overhead")``). A kernel's first launch compiles and
+    copies its constants to the GPU, which a capture refuses: inside one, nothing is compiled
+    (the ufunc runs instead), and a failure is the capture's, not a reason to turn the
+    generated kernels off for the process."""
+    np = backend.np
+    if np is None or np.__name__ == "numpy":
+        return False
+    return np.cuda.get_current_stream().is_capturing()
 
 
 def triton_available() -> bool:
@@ -479,6 +493,8 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False):
         if n < WARMUP_CALLS:
             seen[key] = n + 1
             return other(a, b)
+        if _capturing(backend):
+            return other(a, b)        # no compiling inside a CUDA-graph capture (see _capturing)
         out, launch = _first_launch(op, n_in, backend, a, b, aligned=False)
         launches[key] = launch
         if out is not None:
@@ -557,6 +573,8 @@ def _large(op, n_in, backend):
 
     def compile_(key, a, b, modes=None):
         """The first call of ``key``: compile and launch through Triton, remember the launch."""
+        if _capturing(backend):
+            return None               # the caller's other path (see _capturing)
         out, launch = _first_launch(op, n_in, backend, a, b, aligned=True, modes=modes)
         launches[key] = None if launch is None else (launch, out.dtype)
         return out

@@ -67,6 +67,10 @@ class _Params(threading.local):
         base = ctypes.addressof(buf)
         slots = (ctypes.c_void_p * 4)(base, base + 8, base + 16, base + 24)
         self.block = (buf, ctypes.addressof(slots), slots)
+        # devices this thread has launched a fill on through CuPy: a new thread has no current
+        # CUDA context until a runtime call (CuPy's launch is one) makes the device's primary
+        # context current; cuLaunchKernel alone would fail with CUDA_ERROR_INVALID_CONTEXT
+        self.ready: set = set()
 
 
 _PARAMS = _Params()
@@ -109,7 +113,13 @@ def filled(cupy, shape, value, native):
     if f is None:
         f = _function(cupy, dev)
     blocks = min(_MAX_BLOCKS, max(1, (nbytes + 16 * _THREADS - 1) // (16 * _THREADS)))
-    buf, params, _ = _PARAMS.block
+    p = _PARAMS
+    if dev not in p.ready:          # this thread's first fill on dev: CuPy's launch
+        _kernel[0]((blocks,), (_THREADS,), (a, numpy.uint64(lo), numpy.uint64(hi),
+                                            numpy.int64(nbytes)))
+        p.ready.add(dev)
+        return a
+    buf, params, _ = p.block
     _PACK(buf, 0, a.data.ptr, lo, hi, nbytes)
     _launch[0](f[1], blocks, 1, 1, _THREADS, 1, 1, 0, cupy.cuda.get_current_stream().ptr,
                params, 0)

@@ -752,11 +752,19 @@ class _Plan:
                 return None
         fcp, n, rest = self.tail
         g = self.grid
+        args = (*ptrs, fcp, n, 0 if acc is not None else _next_flip(g), *rest)
+        # (a reduction adds its blocks' partial results in launch order: in order always)
+        try:
+            self.go(args, g, 1, 1)
+        except Exception:  # noqa: BLE001 - retried once below, else raised
+            # a thread whose first CUDA work this is has no current context: cuLaunchKernel
+            # fails (CUDA_ERROR_INVALID_CONTEXT) until a runtime call makes the device's
+            # primary context current, which cudaSetDevice does
+            from cupy.cuda import runtime
+            runtime.setDevice(arrays[0].data.device_id)
+            self.go(args, g, 1, 1)
         if acc is None:
-            self.go((*ptrs, fcp, n, _next_flip(g), *rest), g, 1, 1)
             return outs
-        # a reduction adds its blocks' partial results in launch order: in order always
-        self.go((*ptrs, fcp, n, 0, *rest), g, 1, 1)
         return [a.astype(acc[2])]
 
 
