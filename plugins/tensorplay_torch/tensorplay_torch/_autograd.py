@@ -513,21 +513,7 @@ class _Bridge:
             raise
         except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
             reraise(e, f"{where}: the pack's backward raised on the TensorPlay side")
-        nres = len(res)
-        out = []
-        for i, s, need in zip(self.tensor_args, saved, needs):
-            if not need:
-                out.append(None)
-                continue
-            g = res[i] if i < nres else None
-            if g.__class__ is _TPTensor:
-                tg = result_to_torch(g, where)
-                if tg.dtype is s.dtype and tg.shape == s.shape and tg.is_contiguous():
-                    out.append(tg)  # the common case, as _grad_to_torch would return it
-                    continue
-            out.append(_grad_to_torch(s, g, where))
-        out.append(None)            # the Function's state argument
-        return tuple(out)
+        return _grads_out(self.tensor_args, saved, needs, res, where)
 
     def eager_backward(self, saved, grads, needs, state):
         """``Function.backward``'s result in plain eager mode: the backward op's kernel's work
@@ -594,21 +580,7 @@ class _Bridge:
             raise
         except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
             reraise(e, f"{where}: the pack's backward raised on the TensorPlay side")
-        nres = len(res)
-        out = []
-        for i, s, need in zip(tensor_args, saved, needs):
-            if not need:
-                out.append(None)
-                continue
-            g = res[i] if i < nres else None
-            if g.__class__ is _TPTensor:
-                tg = result_to_torch(g, where)
-                if tg.dtype is s.dtype and tg.shape == s.shape and tg.is_contiguous():
-                    out.append(tg)  # the common case, as _grad_to_torch would return it
-                    continue
-            out.append(_grad_to_torch(s, g, where))
-        out.append(None)            # the Function's state argument
-        return tuple(out)
+        return _grads_out(tensor_args, saved, needs, res, where)
 
     def _rebuild(self, template, slots):
         values = list(template)
@@ -919,3 +891,24 @@ def bridge_autograd(op, where, overload, define_backward, kernels=(None, None)):
     if mode != "none":
         bridge.bw_op = define_backward(bridge.bw_name, backward_schema(op), bridge)
     return bridge.autograd_kernel
+
+
+def _grads_out(tensor_args, saved, needs, res, where):
+    """``Function.backward``'s tuple: per tensor argument, the pack's gradient ``res[i]`` as
+    ``_grad_to_torch`` makes it (the saved input's dtype, shape and device, contiguous), None
+    where torch needs none; then None for the Function's state argument."""
+    nres = len(res)
+    out = []
+    for i, s, need in zip(tensor_args, saved, needs):
+        if not need:
+            out.append(None)
+            continue
+        g = res[i] if i < nres else None
+        if g.__class__ is _TPTensor:
+            tg = result_to_torch(g, where)
+            if tg.dtype is s.dtype and tg.shape == s.shape and tg.is_contiguous():
+                out.append(tg)      # the common case, as _grad_to_torch would return it
+                continue
+        out.append(_grad_to_torch(s, g, where))
+    out.append(None)                # the Function's state argument
+    return tuple(out)
