@@ -11,20 +11,12 @@ np = pytest.importorskip("numpy")
 pytest.importorskip("tensorplay_cuda")
 
 import tensorplay as tp  # noqa: E402
+from _fusion_cases import chain8 as chain  # noqa: E402
 
 CUDA_OK, CUDA_WHY = tp.plugins.device_status("cuda")
 pytestmark = pytest.mark.skipif(not CUDA_OK, reason=f"no usable CUDA device: {CUDA_WHY}")
 
 
-def chain(x, y):
-    a = x * y
-    a = a + 1.0
-    a = a * 0.5
-    a = a - y
-    a = a.relu()
-    a = a + x
-    a = a * 2.0
-    return a.tanh()
 
 
 def close(a, b, tol=1e-5):
