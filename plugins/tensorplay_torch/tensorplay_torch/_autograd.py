@@ -319,12 +319,7 @@ class _Bridge:
                                                                               plan)
         outs = (out,) if self.single else out
         with_outputs = plan[3]
-        if not with_outputs:
-            ctx.save_for_backward(*a[:nslots])
-        elif self.tensor_returns:
-            ctx.save_for_backward(*a[:nslots], *outs)
-        else:
-            ctx.save_for_backward(*a[:nslots], *[o for o in outs if isinstance(o, _Tensor)])
+        self._save(ctx, a, nslots, outs, with_outputs)
         template = list(values)
         for i in self.tensor_args:
             template[i] = None
@@ -397,12 +392,7 @@ class _Bridge:
         # the outputs are saved only for a setup_context that reads them (a composite's
         # backward recomputes the forward: it never does)
         with_outputs = self.formula and self._formula_plan()[3]
-        if not with_outputs:
-            ctx.save_for_backward(*a[:nslots])
-        elif self.tensor_returns:
-            ctx.save_for_backward(*a[:nslots], *outs)
-        else:
-            ctx.save_for_backward(*a[:nslots], *[o for o in outs if isinstance(o, _Tensor)])
+        self._save(ctx, a, nslots, outs, with_outputs)
         # the non-tensor arguments (a list argument keeps its length); tensors come back from
         # the saved tensors, so torch's version counters guard them
         template = list(values)
@@ -490,6 +480,16 @@ class _Bridge:
             return list(saved[nslots:])
         rest = iter(saved[nslots:])
         return [next(rest) if r.type == "Tensor" else None for r in self.op.schema.returns]
+
+    def _save(self, ctx, a, nslots, outs, with_outputs):
+        """Save the tensor arguments (``a[:nslots]``), and the tensor outputs when the pack's
+        ``setup_context`` reads them, for backward (torch's version counters guard them)."""
+        if not with_outputs:
+            ctx.save_for_backward(*a[:nslots])
+        elif self.tensor_returns:
+            ctx.save_for_backward(*a[:nslots], *outs)
+        else:
+            ctx.save_for_backward(*a[:nslots], *[o for o in outs if isinstance(o, _Tensor)])
 
     def direct_backward(self, tc, saved, grads, needs):
         """``Function.backward``'s result after ``direct_forward`` in plain eager mode: the
