@@ -223,3 +223,143 @@ def test_constants_and_multiple_outputs_come_back_in_the_function_structure(mock
     scale.mul_(2.0)                     # a constant used by reference: seen by the replay
     assert tp.equal(c(x)["a"], x * scale)
     assert graph_calls(mock).count("capture_graph") == 1
+
+
+# -- faults a new user found (each test failed before its fix) --------------------------------
+
+def test_constants_requiring_grad_keep_autograd_on_every_call(mock):
+    w = tp.randn(3, 3).to("mockg").requires_grad_(True)
+    f = tp.compile(lambda x: (x @ w).sum(), mode="reduce-overhead")
+    for _ in range(4):
+        out = f(tp.randn(2, 3).to("mockg"))
+        assert out.requires_grad
+    out.backward()
+    assert w.grad is not None
+    assert "capture_graph" not in mock.calls
+    assert "requires grad" in next(iter(f.graph_skips.values()))
+
+
+def test_a_constant_made_to_require_grad_after_recording_is_seen(mock):
+    w = tp.randn(3).to("mockg")
+    f = tp.compile(lambda x: x * w, mode="reduce-overhead")
+    x = tp.randn(3).to("mockg")
+    for _ in range(3):
+        f(x)
+    assert "capture_graph" in mock.calls
+    w.requires_grad_(True)
+    out = f(x)
+    assert out.requires_grad
+    out.sum().backward()
+    assert tp.allclose(w.grad, x)
+
+
+def test_outputs_sharing_memory_with_each_other_keep_sharing(mock):
+    def f(x):
+        y = x * 2.0
+        return y, y[1:]
+
+    c = tp.compile(f, mode="reduce-overhead")
+    for _ in range(3):
+        a, v = c(tp.ones(4).to("mockg"))
+        a.add_(100.0)
+        assert v.tolist() == [102.0, 102.0, 102.0]
+    assert "capture_graph" not in mock.calls
+    assert "share memory" in next(iter(c.graph_skips.values()))
+
+
+def test_outputs_keep_their_strides(mock):
+    c = tp.compile(lambda x: (x + 1.0).t(), mode="reduce-overhead")
+    x = tp.randn(4, 3).to("mockg")
+    want = (x + 1.0).t()
+    for _ in range(3):
+        out = c(x)
+        assert out.stride() == want.stride() and tp.equal(out, want)
+
+
+def test_concurrent_calls_from_threads_each_get_their_own_result(mock):
+    import threading
+
+    c = tp.compile(lambda x: x * 3.0 + 1.0, mode="reduce-overhead")
+    x0 = tp.randn(64).to("mockg")
+    for _ in range(3):
+        c(x0)                                    # recorded and replayed
+    assert "capture_graph" in mock.calls
+    errors = []
+
+    def work(i):
+        x = tp.full((64,), float(i)).to("mockg")
+        for _ in range(150):
+            if not tp.equal(c(x), x * 3.0 + 1.0):
+                errors.append(i)
+
+    import sys
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)           # threads switch often: interleavings show up
+    try:
+        ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert errors == []
+
+
+def test_detach_is_replayed_and_random_ops_are_named_as_random(mock):
+    c = tp.compile(lambda x: x.detach() * 2.0, mode="reduce-overhead")
+    x = tp.randn(5).to("mockg")
+    for _ in range(3):
+        assert tp.equal(c(x), x * 2.0)
+    assert c.graph_skips == {}
+
+
+def test_more_signatures_than_kept_still_replays_the_first_ones(mock):
+    c = tp.compile(lambda x: x + 1.0, mode="reduce-overhead")
+    xs = [tp.randn(n + 1).to("mockg") for n in range(20)]
+    for _ in range(3):
+        for x in xs:
+            assert tp.equal(c(x), x + 1.0)
+    assert graph_calls(mock).count("replay_graph") > 0
+    assert any("signatures" in r for r in c.graph_skips.values())
+
+
+def test_graph_skips_is_bounded_and_forgets_a_signature_that_later_records(mock):
+    c = tp.compile(lambda x: x + 1.0, mode="reduce-overhead")
+    for n in range(1, 300):
+        c(tp.randn(n))                            # cpu: skipped, never recorded
+    assert len(c.graph_skips) <= 64
+    x = tp.randn(4).to("mockg").requires_grad_(True)
+    c2 = tp.compile(lambda t: t * 2.0, mode="reduce-overhead")
+    c2(x), c2(x)
+    assert len(c2.graph_skips) == 1
+    with tp.no_grad():
+        for _ in range(3):
+            c2(x)
+    assert c2.graph_skips == {}
+
+
+def test_recompiling_with_other_options_takes_them():
+    c = tp.compile(lambda x: x + 1.0)
+    d = tp.compile(c, dynamic=False)
+    assert d is not c and d.dynamic is False
+    e = tp.compile(d, mode="reduce-overhead", dynamic=False)   # exactly the options given
+    assert e.dynamic is False and e.mode == "reduce-overhead" and e.fn is d.fn
+    assert tp.compile(e, mode="reduce-overhead").dynamic is None
+
+
+def test_custom_ops_tagged_cudagraph_unsafe_are_not_recorded(mock):
+    @tp.library.custom_op("ro_mock::unsafe_double", mutates_args=(), tags=("cudagraph_unsafe",))
+    def unsafe_double(x: tp.Tensor) -> tp.Tensor:
+        return x * 2.0
+
+    @unsafe_double.register_fake
+    def _(x):
+        return tp.empty_like(x)
+
+    c = tp.compile(lambda x: unsafe_double(x) + 1.0, mode="reduce-overhead")
+    x = tp.randn(4).to("mockg")
+    for _ in range(4):
+        assert tp.equal(c(x), x * 2.0 + 1.0)
+    assert "capture_graph" not in mock.calls
+    assert "cudagraph_unsafe" in next(iter(c.graph_skips.values()))

@@ -276,7 +276,10 @@ class Backend(Protocol):
         recorded rather than run (the arrays in ``result`` hold no values yet); ``replay()``
         enqueues the recorded work on the device's current stream, writing the same arrays
         ``result`` holds. Every array allocated while recording stays reserved for the graph
-        for as long as ``replay`` is referenced. Raises whatever ``fn`` raises, and
+        for as long as ``replay`` is referenced. ``replay`` may have ``before()`` and
+        ``after()``, which the caller runs (one call at a time) before copying into the graph's
+        arrays and after copying out of them, to order the work of calls made on different
+        streams. Raises whatever ``fn`` raises, and
         ``RuntimeError`` when the work cannot be recorded (a host synchronisation, say); nothing
         stays captured then. Default: ``NotImplementedError`` (the device has no graphs)."""
         raise NotImplementedError(f"device '{self.device_type}': its backend cannot capture "

@@ -20,14 +20,21 @@ argument), the calls go:
 
 Signatures that run without a graph (every call a normal run; the reason is kept in
 ``CompiledFunction.graph_skips``): arguments on a device without graph capture, or on several
-devices, or not contiguous; arguments needing grad while grad mode is on (the graph records no
-autograd history); graphs that mutate an argument or call a random op (a replay would repeat the
-same numbers); outputs sharing memory with an argument or returning one; a recording that
-failed (e.g. a custom op that synchronises with the host; on cuda, a matmul: CuPy refuses
-cuBLAS calls during a capture).
+devices, or not contiguous; arguments, or tensors the function reads, needing grad while grad
+mode is on (the graph records no autograd history); graphs that mutate a tensor, call a random
+op (a replay would repeat the same numbers) or an op tagged ``cudagraph_unsafe``; outputs
+sharing memory with an argument, a constant or each other, or not contiguous (copies out would
+lose the sharing or the strides); signatures beyond the first ``MAX_GRAPHS`` recorded; a
+recording that failed (e.g. a custom op that synchronises with the host; on cuda, a matmul:
+CuPy refuses cuBLAS calls during a capture). Calls from several threads take turns on one
+recorded graph (a lock: its static inputs are shared); a backend's ``replay`` may offer
+``before()``/``after()``, called under that lock around each call's device work, to order the
+work of calls made on different streams.
 """
 
 from __future__ import annotations
+
+import threading
 
 from . import _pytree
 from ._tensor import Tensor
@@ -37,16 +44,22 @@ __all__ = ["GraphReplay", "run"]
 
 _WARM = "warm"     # the signature ran once; the next call records
 MAX_GRAPHS = 16    # recorded signatures kept per compiled graph (each pins its arrays)
+MAX_SKIPS = 64     # reasons kept in CompiledFunction.graph_skips (the newest)
 
 
 class GraphReplay:
     """One recorded graph of one compiled graph and exact signature: call it with the
     arguments' tensors (``leaves``) to get the outputs as fresh tensors."""
 
-    __slots__ = ("backend", "device", "outs", "replay", "spec", "static_in", "struct")
+    __slots__ = ("backend", "consts", "device", "lock", "outs", "replay", "spec", "static_in",
+                 "struct")
 
     def __init__(self, entry, leaves):
         t0 = leaves[0]
+        # the static inputs are shared: one call at a time copies in, replays and copies out
+        # (the backend's replay orders the device work of calls made on different streams)
+        self.lock = threading.Lock()
+        self.consts = [c.const for c in entry.graph.consts]
         be = self.backend = t0.backend
         dev = self.device = t0.device
         with be.device_guard(dev):
@@ -67,14 +80,29 @@ class GraphReplay:
         be = self.backend
         dev = self.device
         assign = be.assign
-        with be.device_guard(dev):
+        replay = self.replay
+        with self.lock, be.device_guard(dev):
+            before = getattr(replay, "before", None)
+            if before is not None:
+                before()
             for s, t in zip(self.static_in, leaves):
                 assign(s.native, t.native)
-            self.replay()
+            replay()
             wrap = be.wrap
             fresh = [wrap(_copy(be, o, dev), dev) if o is not None else v
                      for o, v in zip(self.outs, self.spec)]
+            after = getattr(replay, "after", None)
+            if after is not None:
+                after()
         return _pytree.tree_unflatten(self.struct, fresh)
+
+    def consts_need_grad(self) -> bool:
+        """A tensor the graph holds as a constant requires grad now (it may have been made to
+        after the recording): the call must record autograd history, so it runs normally."""
+        for c in self.consts:
+            if c.needs_grad:
+                return True
+        return False
 
 
 def _copy(be, arr, dev):
@@ -102,22 +130,53 @@ def why_not(graph, leaves) -> str | None:
             return "an argument is not contiguous"
         if grad and t.needs_grad:
             return "an argument requires grad (graphs record no autograd history)"
+    if grad:
+        for c in graph.consts:
+            if c.const.needs_grad:
+                return "a tensor the function reads requires grad (graphs record no autograd history)"
+    for n in graph.nodes:              # random ops first: some use in-place steps internally
+        tags = (getattr(n.op, "tags", ()) or ()) if n.kind == "op" else ()
+        if "nondeterministic_seeded" in tags:
+            return f"the graph calls a random op ({n.target}): a replay repeats its numbers"
+        if "cudagraph_unsafe" in tags:
+            return f"the graph calls {n.target}, tagged cudagraph_unsafe"
     for n in graph.nodes:
+        if n.kind == "detach":
+            continue                   # a view without history: nothing is mutated
         if n.kind != "op" or n.is_barrier:
             return f"the graph mutates a tensor ({n.target})"
-        if "nondeterministic_seeded" in (getattr(n.op, "tags", ()) or ()):
-            return f"the graph calls a random op ({n.target}): a replay repeats its numbers"
     return None
 
 
-def _aliases(out, leaves, graph) -> bool:
-    """Whether an output shares memory with an argument or a constant of the graph (or is
-    one): a copy out of the graph would lose that sharing."""
+def _outputs_reason(out, leaves, graph) -> str | None:
+    """Why the outputs of a normal run could not be copied out of a graph faithfully, or None:
+    an output sharing memory with an argument, a constant or another output (copies would not
+    share it), or not contiguous (a copy would change its strides)."""
     roots = {id(t.storage_ref) for t in leaves}
     roots.update(id(c.const.storage_ref) for c in graph.consts)
     found: list = []
     _pytree.tree_flatten(out, Tensor, found)
-    return any(isinstance(t, Tensor) and id(t.storage_ref) in roots for t in found)
+    seen: set = set()
+    for t in found:
+        if not isinstance(t, Tensor):
+            continue
+        r = id(t.storage_ref)
+        if r in roots:
+            return "an output is an argument, a tensor the function reads, or a view of one"
+        if r in seen:
+            return "outputs share memory with each other (one is a view of another)"
+        seen.add(r)
+        if not t.is_contiguous():
+            return "an output is not contiguous (a copy out of the graph would change its strides)"
+    return None
+
+
+def _skip(cf, sig, reason) -> None:
+    skips = cf.graph_skips
+    skips.pop(sig, None)
+    if len(skips) >= MAX_SKIPS:
+        del skips[next(iter(skips))]     # the oldest
+    skips[sig] = reason
 
 
 def _no_capture():
@@ -130,27 +189,39 @@ def run(cf, entry, sig, leaves):
     ``leaves``, whose exact signature is ``sig``."""
     graphs = entry.replays
     g = graphs.get(sig)
-    if g is None and len(graphs) >= MAX_GRAPHS:
-        graphs.clear()           # each graph holds its static arrays: keep a bounded number
     if g.__class__ is GraphReplay:
+        if g.consts_need_grad() and _gm._state.enabled:
+            return entry.run(leaves)
         return g(leaves)
     if g is None:
         reason = why_not(entry.graph, leaves)
         out = entry.run(leaves)
-        if reason is None and _aliases(out, leaves, entry.graph):
-            reason = "an output is an argument or a view of one"
-        graphs[sig] = _WARM if reason is None else reason
-        if reason is not None:
-            cf.graph_skips[sig] = reason
+        if reason is None:
+            reason = _outputs_reason(out, leaves, entry.graph)
+        if reason is None:
+            graphs[sig] = _WARM
+        else:
+            _skip(cf, sig, reason)
+            if "requires grad" not in reason:
+                graphs[sig] = reason     # for good; a tensor's requires_grad may change: asked again
         return out
-    if g is _WARM:
-        try:
-            g = GraphReplay(entry, leaves)
-        except (NotImplementedError, RuntimeError) as e:
-            reason = f"recording failed ({type(e).__name__}: {e})"
-            graphs[sig] = reason
-            cf.graph_skips[sig] = reason
-            return entry.run(leaves)
-        graphs[sig] = g
-        return g(leaves)
-    return entry.run(leaves)      # a reason: this signature runs without a graph
+    if g is not _WARM:
+        return entry.run(leaves)         # a reason: this signature runs without a graph
+    if _gm._state.enabled and any(c.const.needs_grad for c in entry.graph.consts):
+        return entry.run(leaves)         # a constant was made to require grad since
+    if sum(v.__class__ is GraphReplay for v in graphs.values()) >= MAX_GRAPHS:
+        # each graph pins its arrays: the first MAX_GRAPHS signatures recorded keep theirs
+        reason = f"{MAX_GRAPHS} signatures of this graph are recorded already (the limit)"
+        graphs[sig] = reason
+        _skip(cf, sig, reason)
+        return entry.run(leaves)
+    try:
+        g = GraphReplay(entry, leaves)
+    except (NotImplementedError, RuntimeError) as e:
+        reason = f"recording failed ({type(e).__name__}: {e})"
+        graphs[sig] = reason
+        _skip(cf, sig, reason)
+        return entry.run(leaves)
+    graphs[sig] = g
+    cf.graph_skips.pop(sig, None)
+    return g(leaves)

@@ -74,19 +74,28 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
       graphs (there are no graph breaks).
     * ``mode`` -- ``None`` or ``"default"``; or ``"reduce-overhead"`` (same name and idea as
       ``torch.compile``'s): on a device whose backend records graphs (cuda: CUDA graphs), each
-      exact signature (the sizes and strides of every tensor argument) runs normally once, is
-      recorded on its second call, and from then on a call copies the arguments into the
-      graph's static inputs, replays the whole graph with one launch, and copies each output
-      out into a fresh tensor (results are never overwritten by later calls, unlike torch's).
-      A new signature records again (up to 16 per graph, each keeping its inputs, outputs and
-      intermediates allocated). Signatures that cannot use a graph run as ``"default"``, the
-      reason kept in ``.graph_skips`` (``{signature: reason}``): arguments on a device without
-      graphs (cpu), on several devices, not contiguous, or needing grad with grad mode on; a
-      graph that mutates a tensor or calls a random op; an output that is an argument or a view
-      of one; a recording that failed (a custom op that synchronises with the host, say; on
-      cuda also any matmul, since CuPy refuses cuBLAS calls during a CUDA-graph capture).
+      exact signature (the sizes and strides of every tensor argument) runs normally once (after
+      the first, validating call when the graph has custom ops), is recorded on its next call,
+      and from then on a call copies the arguments into the graph's static inputs, replays the
+      whole graph with one launch, and copies each output out into a fresh tensor (results are
+      never overwritten by later calls, unlike torch's). Calls from several threads take turns
+      (the static inputs are shared). The first 16 signatures of a graph are recorded (each
+      keeps its inputs, outputs and intermediates allocated); later ones run as
+      ``"default"``. Signatures that cannot use a graph run as ``"default"``, the reason kept
+      in ``.graph_skips`` (``{(sizes, strides): reason}``, the 64 newest): arguments on a
+      device without graphs (cpu), on several devices, not contiguous, or needing grad with
+      grad mode on, and likewise a tensor the function reads (a closure, a global,
+      ``self.weight``) that requires grad; a graph that mutates a tensor, calls a random op
+      (tagged ``nondeterministic_seeded``: tag a custom op whose body draws random numbers) or
+      an op tagged ``cudagraph_unsafe``; outputs that are an argument or a view of one, share
+      memory with each other, or are not contiguous; a recording that failed (a custom op that
+      synchronises with the host, say; on cuda also any matmul, since CuPy refuses cuBLAS
+      calls during a CUDA-graph capture).
       Other modes raise ``ValueError`` (there is no autotuning, so ``"max-autotune"`` is not
       accepted).
+
+    Compiling a ``CompiledFunction`` again returns it when the options are its own, else a new
+    one compiled from its ``fn`` with exactly the options given.
 
     Returns a ``CompiledFunction``: call it like ``fn``; ``.graph`` is the graph of the last call
     (``print(compiled.graph)``: one node per line), ``.captures`` counts captures, ``.cache_size``
@@ -144,10 +153,10 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
                          f"'reduce-overhead' (graph replay; there is no autotuning)")
     if fn is None:
         return functools.partial(compile, dynamic=dynamic, fullgraph=fullgraph, mode=mode)
-    if isinstance(fn, CompiledFunction) and fn.mode == (mode or "default"):
-        return fn
     if isinstance(fn, CompiledFunction):
-        fn = fn.fn
+        if fn.mode == (mode or "default") and fn.dynamic == dynamic:
+            return fn
+        fn = fn.fn                       # other options: compiled anew with them
     if not callable(fn):
         raise TypeError(f"tensorplay.compile: expected a function to compile, got {fn!r}")
     return CompiledFunction(fn, dynamic=dynamic, fullgraph=fullgraph, mode=mode)

@@ -448,9 +448,28 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
                 graph = stream.end_capture()
             graph.upload(cupy.cuda.get_current_stream())
         launch = graph.launch
+        last = [None, 0]      # an event after the last call's work, and its stream's address
 
         def replay():
             launch()
+
+        def before():
+            # a call on another stream than the last one's waits for that one's work: the
+            # static arrays are shared (tensorplay.compile calls these under its lock)
+            ev = last[0]
+            if ev is not None:
+                cur = cupy.cuda.get_current_stream()
+                if cur.ptr != last[1]:
+                    cur.wait_event(ev)
+
+        def after():
+            cur = cupy.cuda.get_current_stream()
+            ev = last[0]
+            if ev is None:
+                ev = last[0] = cupy.cuda.Event(disable_timing=True)
+            ev.record(cur)
+            last[1] = cur.ptr
+        replay.before, replay.after = before, after
         replay.graph, replay.pool, replay.stream = graph, pool, stream   # kept alive with it
         return result, replay
 
