@@ -404,15 +404,7 @@ def _fusing_mock(name):
 
 
 def test_elementwise_chain_is_fused_into_one_kernel_and_equals_eager():
-    def f(x, y):
-        a = x * y
-        a = a + 1.0
-        a = a * 0.5
-        a = a - y
-        a = a.relu()
-        a = a + x
-        a = a * 2.0
-        return a.tanh()
+    from _fusion_cases import chain8 as f
 
     cf = tp.compile(f)
     for n in (1000, 3 * (1 << 16) + 17):      # whole-array and blocked paths (blocks of 2**16)
