@@ -64,7 +64,7 @@ def one_case(lg, dtype, ops, cupy, torch, sync, args):
         for _ in range(args.rounds):
             for name, (table, a, b) in engines.items():
                 f = table[op]
-                times[name].append(pipelined_us(lambda: f(a, b), sync, args.iters))
+                times[name].append(pipelined_us(lambda f=f, a=a, b=b: f(a, b), sync, args.iters))
         out[op] = {k: statistics.median(v) for k, v in times.items()}
     return out
 
