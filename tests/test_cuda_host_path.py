@@ -517,6 +517,47 @@ def test_large_arrays_take_one_aligned_launch_and_decline_what_it_cannot_take(mo
     assert calls[-1][0] == "launch" and len(calls[-1]) == 4
 
 
+def test_the_dense_case_launches_large_arrays_through_the_kept_aligned_launch(monkeypatch):
+    """``eager._dense(..., aligned=large)``: a large call whose key (dtype, device[, number class])
+    has an aligned launch kept by ``_large`` launches it directly into a fresh array -- ``beyond``
+    (the eager kernel's large path, with its operand tests) is not called; until that launch
+    exists, and for what it cannot take (an element count not a multiple of 16, a misaligned
+    operand), the call goes to ``beyond`` as before."""
+    monkeypatch.setattr(eager, "THRESHOLD", 32)
+    calls = []
+    out = HostArray((64,))
+
+    def launch(*a):
+        calls.append(("launch", *a))
+
+    _stub_chains(monkeypatch, calls, out, launch, lambda *a: None)
+    be = _host_backend()
+    large = eager._large("mul", 2, be)
+    ularge = eager._large("exp", 1, be)
+
+    def beyond(a, b=eager._NO_OPERAND):
+        calls.append(("beyond",))
+        return ularge(a) if b is eager._NO_OPERAND else large(a, b)
+    mul = eager._dense("mul", 2, be, None, None, beyond, aligned=large)
+    exp = eager._dense("exp", 1, be, None, None, beyond, aligned=ularge)
+    a, b = HostArray((64,)), HostArray((64,))
+    assert mul(a, b) is out and exp(a) is out and mul(a, 0.5) is out   # first: compile via beyond
+    assert [c[0] for c in calls] == ["beyond", "compiled"] * 3
+    calls.clear()
+    r = mul(a, b)
+    r2 = exp(a)
+    r3 = mul(a, 0.5)
+    assert calls == [("launch", a.data.ptr, b.data.ptr, r.data.ptr, 64),
+                     ("launch", a.data.ptr, r2.data.ptr, 64),
+                     ("launch", a.data.ptr, r3.data.ptr, 64, 0.5)]
+    assert r.__class__ is HostArray and r.shape == (64,) and r.dtype == np.float32
+    calls.clear()
+    odd = HostArray((80,))
+    assert mul(HostArray((40,)), HostArray((40,))) is None      # n % 16: beyond, which declines
+    assert mul(odd[1:65], b) is None                            # misaligned: beyond, declines
+    assert calls == [("beyond",), ("beyond",)]
+
+
 def test_the_large_path_runs_before_the_chain_for_large_arrays(monkeypatch):
     """The eager kernel of a binary op: arrays of at least ``THRESHOLD`` elements try the aligned
     launch first, and take the chain's own path only when it declines."""

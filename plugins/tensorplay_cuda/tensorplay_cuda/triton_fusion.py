@@ -520,10 +520,23 @@ class TritonChain:
         if not isinstance(d, _cupylaunch.Direct):
             return out, None
         go, fcp, n_in = d.go, fc.data.ptr, len(arrays)
-        if aligned:
+        if aligned and n_in == 2 and not consts:
             # large arrays: blocks in alternating order, as the chain's own launches (_next_flip
-            # is shared with them: eager ops and chains alternate together); a microsecond here
-            # is nothing next to the kernel
+            # is shared with them: eager ops and chains alternate together); the eager ops'
+            # arities spelled out (no argument tuple to slice: at 2^22 elements the host is
+            # the bound)
+            def launch(p0, p1, po, n):
+                g = (n + blk - 1) // blk
+                go((p0, p1, po, fcp, n, _next_flip(g)), g, 1, 1)
+        elif aligned and n_in == 1 and not consts:
+            def launch(p0, po, n):
+                g = (n + blk - 1) // blk
+                go((p0, po, fcp, n, _next_flip(g)), g, 1, 1)
+        elif aligned and n_in == 1 and len(consts) == 1:
+            def launch(p0, po, n, c):
+                g = (n + blk - 1) // blk
+                go((p0, po, fcp, n, _next_flip(g), c), g, 1, 1)
+        elif aligned:
             def launch(*a):
                 n = a[n_in + 1]
                 g = (n + blk - 1) // blk
