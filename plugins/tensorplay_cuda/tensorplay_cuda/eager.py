@@ -425,8 +425,14 @@ def _scalar_rounding(op, backend):
     """``(rounds, round_arg)``: whether ``op`` rounds a Python float operand to its
     float16/bfloat16 tensor's dtype first (torch's rule, ``tensorplay._dtype.SCALAR_ROUNDED``),
     and ``round_arg(value, native dtype)`` doing it."""
+    tp_of = {}      # native dtype -> tensorplay dtype: NumPy's ``dtype.name`` is a Python
+    # property (about 1 µs of a 2^22-element bfloat16 ``add``'s host time on an H200 host)
+
     def round_arg(v, d):
-        r = _dtype.round_scalar(v, _dtype.from_name(d.name))
+        t = tp_of.get(d)
+        if t is None:
+            t = tp_of[d] = _dtype.from_name(d.name)
+        r = _dtype.round_scalar(v, t)
         if v.__class__ is int:     # an int keeps its kernel argument type (its value rounded)
             return int(r) if math.isfinite(r) else v
         return r
