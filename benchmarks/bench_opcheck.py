@@ -62,8 +62,9 @@ def _time(fn, repeat, clock=None):
 def _pack_ops():
     """The custom ops of every installed op pack (device plugins left out), each pack imported
     here if it loads on first use: ``tensorplay check``'s own selection."""
-    from tensorplay.plugins import records
+    from tensorplay.plugins import load_packs, records
     from tensorplay.testing.plugin_check import plugin_ops
+    load_packs()            # packs load on first use: import them all, as tensorplay check does
     ops = []
     for rec in records():
         if rec.status == "loaded" and not rec.devices:
