@@ -205,15 +205,23 @@ def _cuda_to_tp(t):
     if nd is None:
         tp_dtype(t.dtype)
     item = t.element_size()
-    span = (sum((n - 1) * s for n, s in zip(t.shape, t.stride())) + 1) * item
-    idx = t.device.index or 0
-    mem = cupy.cuda.UnownedMemory(t.data_ptr(), span, t, idx)
-    arr = cupy.ndarray(tuple(t.shape), nd, cupy.cuda.MemoryPointer(mem, 0),
-                       tuple(s * item for s in t.stride()))
+    idx = t.get_device()        # (an int: ``t.device.index`` builds a torch.device per call)
     dev = _CUDA_DEVICES.get(idx)
     if dev is None:
         dev = _CUDA_DEVICES[idx] = tp.device("cuda", idx)
-    return _backend("cuda").wrap_shared(arr, dev)
+    be = _backend("cuda")
+    if t.is_contiguous():
+        # the common case (gradients, activations): a row-major CuPy array, wrapped as the
+        # backend wraps its own results (no strides to pass, no span to sum, no device guard:
+        # nothing is copied)
+        mem = cupy.cuda.UnownedMemory(t.data_ptr(), t.numel() * item, t, idx)
+        return be.wrap(cupy.ndarray(tuple(t.shape), nd, cupy.cuda.MemoryPointer(mem, 0)), dev)
+    stride = t.stride()
+    span = (sum((n - 1) * s for n, s in zip(t.shape, stride)) + 1) * item
+    mem = cupy.cuda.UnownedMemory(t.data_ptr(), span, t, idx)
+    arr = cupy.ndarray(tuple(t.shape), nd, cupy.cuda.MemoryPointer(mem, 0),
+                       tuple(s * item for s in stride))
+    return be.wrap_shared(arr, dev)
 
 
 def to_torch(t, where: str = "tensorplay-torch"):
