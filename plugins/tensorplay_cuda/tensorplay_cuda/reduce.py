@@ -355,7 +355,7 @@ def _int_features(ints):
 
 class Compiler:
     """Compiles and loads the launch of one pass (``compile_pass``); one per backend, shared by
-    the four ops. Tests put a stand-in with the same method in its place (``_COMPILER``)."""
+    the four ops (``backend._tp_reduce_compiler``, where tests put a stand-in)."""
 
     def __init__(self, backend):
         self.backend = backend
@@ -372,23 +372,24 @@ class Compiler:
         key = (layout, op, x.dtype, out.dtype, tuple(sorted(ce.items())), _int_features(ints),
                not x.data.ptr & 15, dev)
         d = self.directs.get(key, False)
-        if d is not False:
-            if d is None:
-                return None
+        if d:                         # loaded for another plan of the same specialisation
             d.go((x.data.ptr, out.data.ptr, *ints), grid[0], grid[1], 1)
             return d.go
         from tensorplay_triton import _cupylaunch, _wrap
 
         from .triton_fusion import _DRIVER, _Ptr, _helpers_compile
         if not _helpers_compile():
-            self.directs[key] = None
-            raise RuntimeError("Triton's tl.sum helpers were imported interpreted")
+            raise RuntimeError("Triton's tl.sum & co. were imported interpreted "
+                               "(TRITON_INTERPRET=1): they cannot compile")
         if _DRIVER[0] is None:
             import tensorplay_triton
             _DRIVER[0] = tensorplay_triton.install_driver()
         kern = kernel(layout, op, p.acc)
         args = [_Ptr(x), _Ptr(out), *ints]
+        # (Triton's launcher: compiles this specialisation the first time, runs the pass always)
         compiled = kern[grid](*args, num_warps=NUM_WARPS, **ce)
+        if d is None:
+            return None               # known: the direct launch does not take this kernel
         d = None
         if _wrap._direct_setup():
             d = _cupylaunch.make_direct(compiled, dev, kern, len(args), ce)
@@ -458,6 +459,14 @@ def _cupy_kernel(op, ref, backend):
         except Exception as e:  # noqa: BLE001 - nothing was launched (the driver refused)
             if eager._capturing(backend):
                 raise            # the capture fails (and is dropped), not this path
+            try:
+                # a thread whose first CUDA work this is has no current context
+                # (CUDA_ERROR_INVALID_CONTEXT) until a runtime call makes the device's primary
+                # context current, which cudaSetDevice does (as triton_fusion._Plan)
+                backend.np.cuda.runtime.setDevice(dev)
+                return launch(x.data.ptr)
+            except Exception:  # noqa: BLE001 - the reference for good, said once
+                pass
             p.slots[al] = None
             _failed(e)
             return None

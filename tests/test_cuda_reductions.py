@@ -328,6 +328,9 @@ class Recorder:
         def go(values, g0, g1, g2):
             if self.result == "launch fails":
                 raise RuntimeError("CUDA_ERROR_LAUNCH_FAILED")
+            if self.result == "fails once":
+                self.result = "go"
+                raise RuntimeError("CUDA_ERROR_INVALID_CONTEXT")
             self.launched.append((tag, values, (g0, g1, g2)))
         return go
 
@@ -455,6 +458,27 @@ def test_a_failure_sends_that_signature_to_the_reference_for_good(monkeypatch, r
 
 
 @needs_cupy
+def test_a_launch_refused_once_is_retried_after_making_the_device_current(monkeypatch):
+    """A thread whose first CUDA work is the launch has no current context: the driver refuses
+    it until ``cudaSetDevice``; then the same launch goes through and the path stays on."""
+    monkeypatch.setattr(reduce, "_FAILED", [])
+    comp, ref = Recorder(), Reference()
+    be = _stand_in(comp)
+    made_current = []
+    be.np.cuda.runtime.setDevice = made_current.append
+    k = reduce._cupy_kernel("sum", ref, be)
+    x = _host((4, 32))
+    for _ in range(reduce.WARMUP_CALLS + 1):
+        k(x, [1], False)
+    comp.result = "fails once"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = k(x, [1], False)
+    assert r.__class__ is HostArray and made_current == [0] and reduce._FAILED == []
+    assert k(x, [1], False).__class__ is HostArray and len(ref.calls) == reduce.WARMUP_CALLS
+
+
+@needs_cupy
 def test_the_per_call_path_leaves_other_arrays_and_dims_to_the_reference(monkeypatch):
     monkeypatch.setattr(reduce, "_FAILED", [])
     comp, ref = Recorder(), Reference()
@@ -468,6 +492,65 @@ def test_the_per_call_path_leaves_other_arrays_and_dims_to_the_reference(monkeyp
         for a, d, kd in calls:
             assert k(a, d, kd) == "reference"
     assert comp.compiled == [] and len(ref.calls) == len(calls) * (reduce.WARMUP_CALLS + 2)
+
+
+@needs_cupy
+def test_the_compiler_loads_one_direct_launch_per_specialisation(monkeypatch):
+    """``reduce.Compiler``: the first pass of a specialisation -- kernel, dtypes, constexprs,
+    Triton's features of the integer arguments, the input's 16-byte alignment, device -- runs
+    through Triton's launcher (compiling) and loads its direct launch; another plan of the same
+    specialisation launches that one directly; a kernel the direct launch does not take runs
+    through Triton's launcher every time and hands back None."""
+    from tensorplay_triton import _cupylaunch, _wrap
+
+    from tensorplay_cuda import triton_fusion
+    triton_launches, made, direct = [], [], []
+
+    class FakeKernel:
+        def __init__(self, name):
+            self.name = name
+
+        def __getitem__(self, grid):
+            def run(*args, **kw):
+                triton_launches.append((self.name, grid, [getattr(a, "_p", a) for a in args], kw))
+                return ("compiled", self.name)
+            return run
+
+    def make_direct(compiled, dev, kern, nargs, kw):
+        made.append((compiled, dev, nargs, kw))
+        if direct and direct[0] == "refuse":
+            return _cupylaunch.TritonPath("not this one")
+        return _cupylaunch.Direct(kern, lambda v, g0, g1, g2: direct.append((v, g0, g1, g2)),
+                                  None, 0, "", ((), {}))
+    monkeypatch.setattr(reduce, "kernel", lambda layout, op, acc: FakeKernel(f"{layout}-{op}"))
+    monkeypatch.setattr(_wrap, "_direct_setup", lambda: True)
+    monkeypatch.setattr(_cupylaunch, "make_direct", make_direct)
+    monkeypatch.setattr(triton_fusion, "_DRIVER", ["installed"])
+    monkeypatch.setattr(triton_fusion, "_helpers_compile", lambda: True)
+    comp = reduce.Compiler(_stand_in(None))
+    p1 = reduce.plan("sum", (8, 64), [1], False, "float32")
+    p2 = reduce.plan("sum", (24, 64), [1], False, "float32")     # same features as 8 rows
+    x1, o1, x2, o2 = _host((8, 64)), _host((8,)), _host((24, 64)), _host((24,))
+    go = comp.compile_pass(p1, 0, (x1, o1))
+    assert go is not None and len(triton_launches) == 1 and len(made) == 1
+    name, grid, args, kw = triton_launches[0]
+    assert name == "inner-sum" and grid == p1.passes[0][5]
+    assert args == [x1.data.ptr, o1.data.ptr, 8, 64, 1]
+    assert kw == dict(p1.passes[0][6], num_warps=reduce.NUM_WARPS)
+    assert made[0][2:] == (5, p1.passes[0][6])
+    assert comp.compile_pass(p2, 0, (x2, o2)) is go          # launched directly, not compiled
+    assert len(triton_launches) == 1 and direct == [((x2.data.ptr, o2.data.ptr, 24, 64, 1),
+                                                     *p2.passes[0][5], 1)]
+    # a misaligned input, another int feature (M == 1): new specialisations
+    comp.compile_pass(p1, 0, (_host((8, 64), offset=4), o1))
+    comp.compile_pass(reduce.plan("sum", (1, 64), [1], False, "float32"), 0, (x1, o1))
+    assert len(triton_launches) == 3 and len(made) == 3
+    # a kernel the direct launch does not take: Triton's launcher each time, None
+    direct[:] = ["refuse"]
+    p3 = reduce.plan("amax", (8, 64), [0], False, "float32")
+    assert comp.compile_pass(p3, 0, (x1, _host((64,)))) is None
+    assert comp.compile_pass(p3, 0, (x1, _host((64,)))) is None
+    assert len(triton_launches) == 5 and len(made) == 4
 
 
 @needs_cupy
