@@ -33,14 +33,16 @@ tiles; ``outer``: one program per ``BLOCK_M`` columns and block of rows, looping
 ``M`` gives fewer than ``TARGET_PROGRAMS`` programs, the rows are split into ``S`` blocks whose
 partial results (accumulator dtype, an ``(S, M)`` scratch array) a second launch of the same
 kernel reduces. Triton specialises each kernel on its integer arguments (``== 1``, ``% 16``)
-and the input's 16-byte alignment: these are part of the key of each compiled launch.
+and the input's 16-byte alignment: these are part of the key of each compiled launch. The
+output is not specialised on alignment; the scratch array comes from CuPy's allocator, whose
+blocks are 512-byte aligned.
 
 Per (shape, dtype, dims, keepdim, device) signature the first ``WARMUP_CALLS`` calls run the
 reference kernel (a short script compiles nothing); the next compiles (never inside a CUDA-graph
 capture: ``eager._capturing``) and launches through Triton, then every call is one allocation
-and one launch (two and a scratch array for a split ``outer``). A compile or launch failure, or
-a Triton release the direct launch does not take, sends that signature to the reference kernel
-for good (said once, as a ``RuntimeWarning``). ``TENSORPLAY_CUDA_EAGER_REDUCE=0`` (or
+and one launch (two and a scratch array for a split ``outer``). A compile or launch failure
+(warned once per process, ``RuntimeWarning``), or a Triton release or kernel the direct launch
+does not take, sends that signature to the reference kernel for good. ``TENSORPLAY_CUDA_EAGER_REDUCE=0`` (or
 ``TENSORPLAY_CUDA_EAGER_TRITON=0``) switches this path off.
 
 NumPy arrays (the cpu backend, tests) run the same kernels through Triton's interpreter on every
@@ -55,14 +57,18 @@ import threading
 OPS = ("sum", "mean", "amax", "amin")
 FLOATS = frozenset(("float16", "bfloat16", "float32", "float64"))
 
-TILE = 2048               # elements per program and loop step (a [ROWS, BLOCK_N] or [BLOCK_N,
-#                           BLOCK_M] tile): 16 float32 values per thread with 4 warps
+# Untuned first choices (no GPU was at hand when they were written): benchmarks/
+# bench_cuda_reduce.py shows where they stand against torch.
+TILE = 2048               # inner: elements per program and loop step (a [ROWS, BLOCK_N] tile):
+#                           16 float32 values per thread with 4 warps
+OUTER_TILE = 4096         # outer: the [BLOCK_N, BLOCK_M] tile (fewer, longer programs: more
+#                           bytes in flight per program)
 NUM_WARPS = 4
 MAX_BLOCK_M = 128         # outer: columns per program (512 contiguous bytes of float32 per row)
 INNER_MAX_N = 1 << 16     # inner: longest row one program loops over when rows are few
-TARGET_PROGRAMS = 264     # about two programs per SM of an H200 (132 SMs)
+TARGET_PROGRAMS = 528     # about four programs per SM of an H200 (132 SMs)
 MIN_SPLIT_ROWS = 128      # outer: fewest rows per block when N is split
-LIMIT = 2 ** 31 - 2 * TILE     # elements; above, 32-bit offsets would overflow: the reference
+LIMIT = 2 ** 31 - 2 * OUTER_TILE     # elements; above, 32-bit offsets would overflow: the reference
 WARMUP_CALLS = 8          # as eager.WARMUP_CALLS
 MAX_PLANS = 4096          # signatures kept per op and backend (cleared beyond)
 
@@ -240,7 +246,7 @@ def plan(op: str, shape: tuple, dims, keepdim: bool, dtype_name: str):
     if max(big_r) >= min(big_k):
         return None            # reduced dims between kept ones
     bm = min(_pow2(max(m, 16)), MAX_BLOCK_M)
-    bn = TILE // bm
+    bn = OUTER_TILE // bm
     ce = {"BLOCK_N": bn, "BLOCK_M": bm}
     pm = _cdiv(m, bm)
     s = 1
@@ -436,41 +442,62 @@ def _cupy_kernel(op, ref, backend):
         p.slots[al] = _launcher(p, gos, nd, backend, x.dtype)
         return r
 
-    def run(x, dim, keepdim):
-        if x.__class__ is not nd or not x._c_contiguous:
-            return None
-        dev = getdev()
-        key = (x.shape, x.dtype, tuple(dim) if dim else None, keepdim, dev)
-        p = plans.get(key, False)
-        if p is False:
-            if len(plans) >= MAX_PLANS:
-                plans.clear()
-            p = plans[key] = plan(op, x.shape, dim, keepdim, x.dtype.name)
-        if p is None or x.data.device_id != dev:
-            return None
-        al = 0 if x.data.ptr & 15 else 1
-        launch = p.slots[al]
-        if launch.__class__ is int:
-            return first(p, al, x)
-        if launch is None:
-            return None
+    def failed(e, p, al, launch, ptr, dev):
+        """``launch`` raised (the driver refused it: nothing was launched): inside a graph
+        capture, the capture's error; else retried once after making the device current (a
+        thread whose first CUDA work this is has no current context -- CUDA_ERROR_INVALID_CONTEXT
+        -- until a runtime call makes the device's primary context current, which cudaSetDevice
+        does, as in triton_fusion._Plan); then the reference for good, said once."""
+        if eager._capturing(backend):
+            raise e
         try:
-            return launch(x.data.ptr)
-        except Exception as e:  # noqa: BLE001 - nothing was launched (the driver refused)
-            if eager._capturing(backend):
-                raise            # the capture fails (and is dropped), not this path
-            try:
-                # a thread whose first CUDA work this is has no current context
-                # (CUDA_ERROR_INVALID_CONTEXT) until a runtime call makes the device's primary
-                # context current, which cudaSetDevice does (as triton_fusion._Plan)
-                backend.np.cuda.runtime.setDevice(dev)
-                return launch(x.data.ptr)
-            except Exception:  # noqa: BLE001 - the reference for good, said once
-                pass
-            p.slots[al] = None
-            _failed(e)
-            return None
-    k = _signature(op, ref, run)
+            backend.np.cuda.runtime.setDevice(dev)
+            return launch(ptr)
+        except Exception:  # noqa: BLE001 - the reference from now on
+            pass
+        p.slots[al] = None
+        _failed(e)
+        return None
+
+    def new_plan(key, x, dim, keepdim):
+        if len(plans) >= MAX_PLANS:
+            plans.clear()
+        p = plans[key] = plan(op, x.shape, dim, keepdim, x.dtype.name)
+        return p
+
+    # the per-call path, one frame before the launch: a dict look-up by (shape, dtype, dims,
+    # keepdim, device), the input's device and alignment, its plan's launch. (The adapters pass
+    # ``dim`` as a list or None; ``dtype`` only to sum/mean.)
+    def k(x, dim=None, keepdim=False, *, dtype=None):
+        if dtype is None and x.__class__ is nd and x._c_contiguous:
+            dev = getdev()
+            key = (x.shape, x.dtype, tuple(dim) if dim else None, keepdim, dev)
+            p = plans.get(key, False)
+            if p is False:
+                p = new_plan(key, x, dim, keepdim)
+            if p is not None:
+                mp = x.data
+                if mp.device_id == dev:
+                    ptr = mp.ptr
+                    al = 0 if ptr & 15 else 1
+                    launch = p.slots[al]
+                    if launch.__class__ is int:
+                        r = first(p, al, x)
+                    elif launch is None:
+                        r = None
+                    else:
+                        try:
+                            return launch(ptr)
+                        except Exception as e:  # noqa: BLE001 - see failed()
+                            r = failed(e, p, al, launch, ptr, dev)
+                    if r is not None:
+                        return r
+            return ref(x, dim, keepdim)
+        if dtype is None:
+            return ref(x, dim, keepdim)
+        return ref(x, dim, keepdim, dtype=dtype)
+    k.__wrapped__ = ref
+    k.__name__ = op
     k.plans = plans
     return k
 
