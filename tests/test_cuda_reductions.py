@@ -263,6 +263,24 @@ def test_what_the_kernels_do_not_take_runs_the_reference_with_its_results(dev):
     assert len(dev.launches) == n0
 
 
+def test_compiled_graphs_run_their_reductions_on_the_generated_kernels(dev):
+    """``tensorplay.compile`` calls the device's kernel table for the reductions of a row
+    softmax (the elementwise groups around them are fused): both take the generated kernels."""
+    def f(a):
+        e = (a - a.amax(1, keepdim=True)).exp()
+        return e / e.sum(1, keepdim=True)
+    tp.manual_seed(5)
+    a = tp.randn(8, 40).to("redtest")
+    cf = tp.compile(f)
+    n0 = len(dev.launches)
+    for _ in range(2):
+        got = cf(a)
+    assert len(dev.launches) == n0 + 4
+    x = _np(a)
+    want = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(_np(got), want / want.sum(1, keepdims=True), rtol=1e-6, atol=1e-7)
+
+
 def test_autograd_through_the_generated_reductions(dev):
     tp.manual_seed(4)
     x = tp.randn(5, 8).to("redtest").requires_grad_()
