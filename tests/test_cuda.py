@@ -176,11 +176,15 @@ def test_builtin_kernels_are_the_reference_kernels_bound_to_cupy():
         if not n.startswith("__") and n not in ("floor_divide", "remainder"))
     kc, kn = cu.kernels(), cpu.kernels()
     assert set(kc) == set(kn) and len(kc) > 40
-    from tensorplay_cuda import eager
+    from tensorplay_cuda import eager, reduce
     for name, k in kc.items():
         if name in eager.BINARY | eager.UNARY and eager.triton_available():
             # the large-array Triton path sits in front of the reference kernel (eager.py)
             assert k.__module__ == "tensorplay_cuda.eager", name
+            k = k.__wrapped__
+        if name in reduce.OPS and reduce.enabled() and eager.triton_available():
+            # the dim reductions' generated kernels sit in front of it too (reduce.py)
+            assert k.__module__ == "tensorplay_cuda.reduce", name
             k = k.__wrapped__
         code = getattr(k, "__code__", None)
         if code is None:            # a bare namespace function (e.g. xp.negative): CuPy's own

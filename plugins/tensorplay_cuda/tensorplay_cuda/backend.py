@@ -42,6 +42,7 @@ from tensorplay.errors import DeviceUnavailableError, DispatchError
 from . import eager as _eager
 from . import fill as _fill
 from . import floordiv as _floordiv
+from . import reduce as _reduce
 
 try:
     import array_api_compat.cupy as _xp_cupy
@@ -259,12 +260,14 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
     # -- dtypes ---------------------------------------------------------------------------------
     def kernels(self) -> dict:
         """The reference kernels on CuPy, bf16-correct once bf16 is in use (float32 opmath),
-        with the elementwise ops' large-tensor path on generated Triton kernels (``eager``)."""
+        with the elementwise ops' large-tensor path on generated Triton kernels (``eager``) and
+        the dim reductions' (``reduce``)."""
         if self._kernels is None:
             k = super().kernels()   # the reference kernels bound to xp
             if self._lowp_enabled:
                 k = lowp.wrap_kernels(k, self)
-            self._kernels = _eager.accelerate(k, self)
+            # sum/mean/amax/amin along dims: generated kernels, one driver launch (``reduce``)
+            self._kernels = _reduce.accelerate(_eager.accelerate(k, self), self)
         return self._kernels
 
     def fuse_elementwise(self, expr):
