@@ -43,9 +43,9 @@ TOL = {"float16": 2e-3, "bfloat16": 1e-2, "float32": 2e-5, "float64": 1e-12}
 def test_plans_classify_trailing_and_leading_dims_and_give_the_reference_shapes():
     p = reduce.plan("sum", (8, 100), [1], False, "float32")
     assert p.out_shape == (8,) and [q[0] for q in p.passes] == ["inner"]
-    assert p.passes[0][4] == (8, 100, 1)                     # M, N, ndiv
+    assert p.passes[0][4] == (8, 100, 1, 100)                # M, N, ndiv, R (one row block)
     p = reduce.plan("mean", (8, 100), [-1], True, "float32")
-    assert p.out_shape == (8, 1) and p.passes[0][4] == (8, 100, 100)
+    assert p.out_shape == (8, 1) and p.passes[0][4] == (8, 100, 100, 100)
     p = reduce.plan("amax", (4, 5, 6), [2, 1], False, "bfloat16")   # trailing dims, any order
     assert p.out_shape == (4,) and p.passes[0][0] == "inner" and p.passes[0][4][:2] == (4, 30)
     p = reduce.plan("sum", (4, 5, 6), [0, 1], True, "float16")
@@ -64,8 +64,8 @@ def test_plans_leave_to_the_reference_what_the_kernels_do_not_take():
     P = reduce.plan
     assert P("sum", (4, 5, 6), [1], False, "float32") is None        # a middle dim
     assert P("sum", (4, 5, 6), [0, 2], False, "float32") is None
-    assert P("sum", (4, 5), [1], False, "int64") is None              # integer / bool
-    assert P("amax", (4, 5), [1], False, "bool") is None
+    assert P("mean", (4, 5), [1], False, "int64") is None             # mean: a float dtype
+    assert P("mean", (4, 5), None, False, "bool") is None
     assert P("sum", (), None, False, "float32") is None               # 0-d
     assert P("sum", (0, 5), [1], False, "float32") is None            # empty
     assert P("amax", (4, 0), [1], False, "float32") is None
@@ -73,10 +73,7 @@ def test_plans_leave_to_the_reference_what_the_kernels_do_not_take():
     assert P("sum", (4, 5), [1, -1], False, "float32") is None
     assert P("sum", (4, 5), [True], False, "float32") is None
     assert P("sum", (4, 2 ** 30), [1], False, "float32") is None      # beyond LIMIT
-    # a few very long rows (one program each would crawl); many such rows are fine
-    assert P("sum", (4, reduce.INNER_MAX_N + 1), [1], False, "float32") is None
-    assert P("sum", (reduce.TARGET_PROGRAMS, reduce.INNER_MAX_N + 1), [1], False,
-             "float32") is not None
+    assert P("sum", (4, 5), [1], False, "uint16") is None             # not a tensorplay dtype
 
 
 def test_outer_plans_split_long_columns_into_two_launches():
@@ -94,6 +91,47 @@ def test_outer_plans_split_long_columns_into_two_launches():
     # enough column blocks: one launch
     m = reduce.MAX_BLOCK_M * reduce.TARGET_PROGRAMS
     assert len(reduce.plan("amax", (1000, m), [0], False, "float32").passes) == 1
+
+
+def test_integer_and_bool_plans_accumulate_and_return_as_torch():
+    """sum: int64 for bool and every integer dtype (accumulated in int64); amax/amin: the
+    input's dtype (compared in int32 for the narrow types, bool as bytes 0/1)."""
+    for dt in ("int8", "uint8", "int16", "int32", "int64", "bool"):
+        p = reduce.plan("sum", (4, 5), [1], False, dt)
+        assert (p.acc, p.out) == ("int64", "int64") and p.ident == 0, dt
+        p = reduce.plan("amax", (4, 5), [0], True, dt)
+        assert p.out == dt and p.out_shape == (1, 5) and p.passes[0][0] == "outer", dt
+        assert p.acc == ("int64" if dt == "int64" else "int32"), dt
+    assert reduce.plan("amax", (3,), None, False, "int8").ident == -128
+    assert reduce.plan("amin", (3,), None, False, "uint8").ident == 255
+    assert reduce.plan("amax", (3,), None, False, "int64").ident == -2 ** 63
+    assert reduce.plan("amin", (3,), None, False, "int64").ident == 2 ** 63 - 1
+    assert reduce.plan("amax", (3,), None, False, "bool").ident == 0      # or
+    assert reduce.plan("amin", (3,), None, False, "bool").ident == 1      # and
+    p = reduce.plan("sum", (4, 5), [1], False, "float16")
+    assert (p.acc, p.out, p.ident) == ("float32", "float16", None)
+
+
+def test_few_long_rows_split_into_row_blocks_and_a_second_pass():
+    """A full reduction of 2^20 elements (``M == 1``), or a few rows longer than
+    ``INNER_MAX_N``: pass 1 reduces blocks of ``R`` elements of each row into an ``(S, M)``
+    scratch array; pass 2 (the ``outer`` kernel) reduces its ``S`` rows."""
+    p = reduce.plan("sum", (1 << 20,), None, False, "int64")
+    (l1, op1, f1, t1, i1, g1, c1), (l2, op2, f2, t2, i2, g2, c2) = p.passes
+    s = p.scratch[0]
+    assert p.scratch == (s, 1) and p.out_shape == () and 1 < s <= reduce.TARGET_PROGRAMS
+    assert (l1, op1, f1, t1) == ("inner", "sum", False, True) and g1 == (1, s)
+    assert i1[:3] == (1, 1 << 20, 1) and i1[3] % c1["BLOCK_N"] == 0
+    assert i1[3] * s >= 1 << 20 > i1[3] * (s - 1)
+    assert (l2, op2, f2, t2) == ("outer", "sum", True, False) and i2[:3] == (s, 1, 1)
+    assert g2 == (1, 1) and i2[3] >= s
+    p = reduce.plan("mean", (4, reduce.INNER_MAX_N + 1), [1], True, "float32")
+    assert [q[1] for q in p.passes] == ["sum", "mean"] and p.out_shape == (4, 1)
+    assert p.passes[1][4][:3] == (p.scratch[0], 4, reduce.INNER_MAX_N + 1)
+    # up to INNER_MAX_N, or with enough rows: one program per row block, one launch
+    assert len(reduce.plan("sum", (reduce.INNER_MAX_N,), None, False, "float32").passes) == 1
+    assert len(reduce.plan("sum", (reduce.TARGET_PROGRAMS, reduce.INNER_MAX_N + 1), [1], False,
+                           "float32").passes) == 1
 
 
 # ------------------------------------------------------------------------------------------------
@@ -235,6 +273,146 @@ def test_nan_inf_and_signed_zeros(dev, dt):
     np.testing.assert_array_equal(_np(xt.mean(0)), s / 4)
 
 
+INTS = ["int8", "uint8", "int16", "int32", "int64", "bool"]
+
+
+def _ints(shape, dt, seed):
+    """A NumPy array of ``dt`` over its whole range (bool: about half true)."""
+    g = np.random.default_rng(seed)
+    if dt == "bool":
+        return g.random(shape) < 0.5
+    i = np.iinfo(dt)
+    return g.integers(i.min, i.max, size=shape, dtype=dt, endpoint=True)
+
+
+def _want_int(op, a, dims, keepdim):
+    """torch's result: sum -> int64 (wrapping as int64), amax/amin -> the input's dtype."""
+    axis = None if dims is None else tuple(dims)
+    if op == "sum":
+        return a.sum(axis=axis, keepdims=keepdim, dtype=np.int64)
+    return (a.max if op == "amax" else a.min)(axis=axis, keepdims=keepdim)
+
+
+@pytest.mark.parametrize("dt", INTS)
+def test_integer_and_bool_reductions_are_exact_with_torchs_dtypes(dev, dt):
+    d = getattr(tp, dt)
+    for i, (shape, dims, keepdim) in enumerate(CASES + [((37,), None, True), ((3, 1, 9), (1,),
+                                                                               False)]):
+        a = _ints(shape, dt, i)
+        x = tp.from_numpy(a).to("redtest")
+        assert x.dtype is d
+        for op in ("sum", "amax", "amin"):
+            n0 = len(dev.launches)
+            got = getattr(x, op)(*([] if dims is None else [dims]), keepdim=keepdim)
+            assert len(dev.launches) == n0 + 1, (op, shape, dims, "not the generated kernel")
+            ref = getattr(x.cpu(), op)(*([] if dims is None else [dims]), keepdim=keepdim)
+            assert got.dtype is ref.dtype is (tp.int64 if op == "sum" else d), (op, shape)
+            want = _want_int(op, a, dims, keepdim)
+            g = got.cpu().numpy()
+            assert g.dtype == want.dtype and g.shape == want.shape, (op, shape, dims)
+            np.testing.assert_array_equal(g, want, err_msg=f"{op} {shape} {dims}")
+            np.testing.assert_array_equal(ref.numpy(), want)
+    # Tensor.max()/min() with no dim: amax/amin over every dim
+    x = tp.from_numpy(_ints((7, 9), dt, 99)).to("redtest")
+    n0 = len(dev.launches)
+    assert x.max().item() == x.cpu().max().item() and x.min().item() == x.cpu().min().item()
+    assert len(dev.launches) == n0 + 2
+
+
+@pytest.mark.parametrize("dt", INTS)
+def test_integer_mean_raises_the_references_error(dev, dt):
+    x = tp.from_numpy(_ints((4, 6), dt, 0)).to("redtest")
+    n0 = len(dev.launches)
+    for f in (lambda t: t.mean(1), lambda t: t.mean()):
+        with pytest.raises(RuntimeError) as here:
+            f(x)
+        with pytest.raises(RuntimeError) as cpu:
+            f(x.cpu())
+        assert str(here.value) == str(cpu.value) and "floating point" in str(here.value)
+    assert len(dev.launches) == n0
+
+
+def test_integer_sums_accumulate_in_int64(dev):
+    """int32 (and narrower) sums do not overflow: int64 accumulation; an int64 sum wraps as
+    torch's (and NumPy's) does; both layouts and a full reduction."""
+    big = np.full((3, 70), 2 ** 31 - 1, np.int32)
+    big[1] = -2 ** 31
+    x = tp.from_numpy(big).to("redtest")
+    assert x.sum(1).cpu().numpy().tolist() == [70 * (2 ** 31 - 1), -70 * 2 ** 31,
+                                               70 * (2 ** 31 - 1)]
+    assert x.t().contiguous().sum(0).cpu().numpy().tolist() == x.sum(1).cpu().numpy().tolist()
+    assert x.sum().item() == 140 * (2 ** 31 - 1) - 70 * 2 ** 31
+    u = tp.from_numpy(np.full((2, 300), 255, np.uint8)).to("redtest")
+    assert u.sum(1).cpu().numpy().tolist() == [76500, 76500] and u.sum().item() == 153000
+    w = tp.from_numpy(np.array([[2 ** 63 - 1, 1], [-2 ** 63, -1]], np.int64)).to("redtest")
+    assert w.sum(1).cpu().numpy().tolist() == [-2 ** 63, 2 ** 63 - 1]         # wraps
+    assert w.sum(0).cpu().numpy().tolist() == [-1, 0]
+    assert w.sum(1).cpu().numpy().tolist() == w.cpu().sum(1).numpy().tolist()
+
+
+def test_int64_extremes_and_bool_all_any(dev):
+    lo, hi = -2 ** 63, 2 ** 63 - 1
+    a = np.array([[lo, hi, 0], [lo, lo, lo], [hi, hi, hi], [-1, 0, 1]], np.int64)
+    x = tp.from_numpy(a).to("redtest")
+    n0 = len(dev.launches)
+    assert x.amax(1).cpu().numpy().tolist() == [hi, lo, hi, 1]
+    assert x.amin(1).cpu().numpy().tolist() == [lo, lo, hi, -1]
+    xt = x.t().contiguous()                                             # outer layout
+    assert xt.amax(0).cpu().numpy().tolist() == [hi, lo, hi, 1]
+    assert xt.amin(0).cpu().numpy().tolist() == [lo, lo, hi, -1]
+    assert x.amax().item() == hi and x.amin().item() == lo
+    assert len(dev.launches) == n0 + 6
+    b = np.array([[False] * 5, [True] * 5, [False, True, False, False, False]])
+    x = tp.from_numpy(b).to("redtest")
+    for t, ax in ((x, 1), (x.t().contiguous(), 0)):
+        mx, mn, s = t.amax(ax), t.amin(ax), t.sum(ax)
+        assert mx.dtype is tp.bool and mn.dtype is tp.bool and s.dtype is tp.int64
+        assert mx.cpu().numpy().tolist() == [False, True, True]
+        assert mn.cpu().numpy().tolist() == [False, True, False]
+        assert s.cpu().numpy().tolist() == [0, 5, 1]
+    assert x.sum().item() == 6 and x.amax().item() is True and x.amin().item() is False
+
+
+@pytest.mark.parametrize("dt", ["int64", "bool", "float32"])
+def test_a_split_full_reduction_adds_partial_results(dev, monkeypatch, dt):
+    """Rows longer than ``INNER_MAX_N`` with few rows (a full reduction of 2^20 elements) run
+    as two launches: partial results per block of each row, then their reduction (here with
+    small limits: the interpreter is slow)."""
+    monkeypatch.setattr(reduce, "INNER_MAX_N", 256)
+    monkeypatch.setattr(reduce, "TILE", 64)
+    monkeypatch.setattr(reduce, "MIN_SPLIT_COLS", 128)
+    if dt == "float32":
+        a = np.random.default_rng(7).standard_normal((3, 1000)).astype(np.float32)
+    else:
+        a = _ints((3, 1000), dt, 7)
+    x = tp.from_numpy(a).to("redtest")
+    assert len(reduce.plan("sum", (3000,), None, False, dt).passes) == 2
+    for op in ("sum", "amax", "amin") + (("mean",) if dt == "float32" else ()):
+        for dims, keepdim in ((None, False), ((1,), True), ((0, 1), True)):
+            n0 = len(dev.launches)
+            got = getattr(x, op)(*([] if dims is None else [dims]), keepdim=keepdim)
+            assert len(dev.launches) == n0 + 2, (op, dims)
+            ref = getattr(x.cpu(), op)(*([] if dims is None else [dims]), keepdim=keepdim)
+            assert got.dtype is ref.dtype and tuple(got.shape) == tuple(ref.shape)
+            if dt == "float32" and op in ("sum", "mean"):
+                np.testing.assert_allclose(got.cpu().numpy(), ref.numpy(), rtol=1e-5, atol=1e-5)
+            else:
+                np.testing.assert_array_equal(got.cpu().numpy(), ref.numpy())
+
+
+def test_empty_and_0d_integer_reductions_run_the_reference(dev):
+    n0 = len(dev.launches)
+    e = tp.zeros(0, 3, dtype=tp.int64).to("redtest")
+    assert e.sum(0).cpu().numpy().tolist() == [0, 0, 0] and e.sum().dtype is tp.int64
+    with pytest.raises(IndexError):
+        e.amax(0)
+    z = tp.tensor(5, dtype=tp.int32).to("redtest")
+    assert z.sum().item() == 5 and z.sum().dtype is tp.int64 and z.amax().item() == 5
+    b = tp.tensor(True).to("redtest")
+    assert b.sum().item() == 1 and b.amin().item() is True
+    assert len(dev.launches) == n0
+
+
 def test_what_the_kernels_do_not_take_runs_the_reference_with_its_results(dev):
     tp.manual_seed(3)
     x = tp.randn(3, 4, 5).to("redtest")
@@ -247,9 +425,9 @@ def test_what_the_kernels_do_not_take_runs_the_reference_with_its_results(dev):
     r = x.sum(2, dtype=tp.float64)                                              # dtype=
     assert r.dtype is tp.float64
     np.testing.assert_allclose(_np(r), a.sum(2), rtol=1e-6)
-    i = tp.arange(12).reshape(3, 4).to("redtest")                               # integers
-    assert i.sum(1).dtype is tp.int64 and i.sum(1).cpu().numpy().tolist() == [6, 22, 38]
-    assert i.amax(0).cpu().numpy().tolist() == [8, 9, 10, 11]
+    i = tp.arange(60).reshape(3, 4, 5).to("redtest")                           # integers:
+    assert i.sum(1).dtype is tp.int64 and i.sum(1).cpu().numpy().tolist() == \
+        np.arange(60).reshape(3, 4, 5).sum(1).tolist()                          # middle dim
     e = tp.zeros(0, 3).to("redtest")                                            # empty
     assert tuple(e.sum(0).shape) == (3,) and _np(e.sum(0)).tolist() == [0.0] * 3
     # errors: the reference kernel's, as on the cpu device
@@ -389,12 +567,12 @@ def test_a_signature_runs_the_reference_then_compiles_once_then_launches(monkeyp
     r = k(x, [1], True)                           # one launch into a fresh array
     assert len(comp.compiled) == 1 and len(ref.calls) == reduce.WARMUP_CALLS
     (tag, values, grid), = comp.launched
-    assert values == (x.data.ptr, r.data.ptr, 8, 100, 100) and grid == (1, 1, 1)
+    assert values == (x.data.ptr, r.data.ptr, 8, 100, 100, 100) and grid == (1, 1, 1)
     assert r.shape == (8, 1)
     # keepdim False is another signature (its own warm-up); dim=None/[] reduce every dim
     for _ in range(reduce.WARMUP_CALLS + 2):
         r = k(x, [], False)
-    assert r.shape == () and comp.launched[-1][1][2:] == (1, 800, 800)
+    assert r.shape == () and comp.launched[-1][1][2:] == (1, 800, 800, 800)
     # an explicit dtype: the reference, always
     k(x, [1], True, dtype=tp.float64)
     assert ref.calls[-1][-1] == {"dtype": tp.float64}
@@ -439,6 +617,81 @@ def test_a_split_reduction_launches_both_passes_through_a_scratch_array(monkeypa
     assert (t1, t2) == (0, 1) and v1[0] == x.data.ptr and v2[0] == v1[1] and v2[1] == r.data.ptr
     assert v1[2:] == p.passes[0][4] and v2[2:] == p.passes[1][4]
     assert g1 == (1, s, 1) and g2 == (1, 1, 1) and r.dtype == bf and r.shape == (20,)
+
+
+@needs_cupy
+def test_integer_and_bool_signatures_launch_into_torchs_result_dtypes(monkeypatch):
+    """int32 sum -> an int64 result, bool amax -> a bool result, int64 amin -> int64; integer
+    mean: the reference (which raises), without compiling."""
+    monkeypatch.setattr(reduce, "_FAILED", [])
+    comp = Recorder()
+    be = _stand_in(comp)
+    for op, dt, want in (("sum", np.int32, np.int64), ("amax", np.bool_, np.bool_),
+                         ("amin", np.int64, np.int64), ("sum", np.bool_, np.int64)):
+        ref = Reference()
+        k = reduce._cupy_kernel(op, ref, be)
+        x = _host((6, 40), dt)
+        for _ in range(reduce.WARMUP_CALLS):
+            assert k(x, [1], False) == "reference"
+        n = len(comp.compiled)
+        r = k(x, [1], False)
+        assert comp.compiled[n:] == [(op, "inner", 0, np.dtype(dt), (6,), np.dtype(want))], op
+        r = k(x, [1], False)
+        assert r.__class__ is HostArray and r.dtype == want and r.shape == (6,)
+        assert comp.launched[-1][1] == (x.data.ptr, r.data.ptr, 6, 40, 1, 40)
+        assert len(ref.calls) == reduce.WARMUP_CALLS
+    ref = Reference()
+    k = reduce._cupy_kernel("mean", ref, be)
+    n = len(comp.compiled)
+    for _ in range(reduce.WARMUP_CALLS + 2):
+        assert k(_host((6, 40), np.int64), [1], False) == "reference"
+    assert len(comp.compiled) == n
+
+
+@needs_cupy
+def test_a_split_full_reduction_launches_both_passes_through_a_scratch_array(monkeypatch):
+    """``x.sum()`` of 2^20 bools: partial int64 sums of row blocks into a scratch array, then
+    the outer kernel's sum of them into the 0-d int64 result."""
+    monkeypatch.setattr(reduce, "_FAILED", [])
+    comp, ref = Recorder(), Reference()
+    k = reduce._cupy_kernel("sum", ref, _stand_in(comp))
+    x = _host((1 << 20,), np.bool_)
+    p = reduce.plan("sum", (1 << 20,), None, False, "bool")
+    s = p.scratch[0]
+    for _ in range(reduce.WARMUP_CALLS + 1):
+        k(x, None, False)
+    assert comp.compiled == [("sum", "inner", 0, np.bool_, (s, 1), np.int64),
+                             ("sum", "outer", 1, np.int64, (), np.int64)]
+    r = k(x, None, False)
+    (t1, v1, g1), (t2, v2, g2) = comp.launched
+    assert (t1, t2) == (0, 1) and v1[0] == x.data.ptr and v2[0] == v1[1] and v2[1] == r.data.ptr
+    assert v1[2:] == p.passes[0][4] and v2[2:] == p.passes[1][4]
+    assert g1 == (1, s, 1) and g2 == (1, 1, 1) and r.dtype == np.int64 and r.shape == ()
+
+
+@needs_cupy
+def test_the_compiler_hands_bool_arrays_to_triton_as_bytes(monkeypatch):
+    """Triton would read a bool pointer as ``i1``: the kernels take bool arrays as uint8."""
+    from tensorplay_triton import _wrap
+
+    from tensorplay_cuda import triton_fusion
+    seen = []
+
+    class FakeKernel:
+        def __getitem__(self, grid):
+            def run(*args, **kw):
+                seen.append([str(a.dtype) for a in args[:2]])
+            return run
+    monkeypatch.setattr(reduce, "kernel", lambda *a: FakeKernel())
+    monkeypatch.setattr(_wrap, "_direct_setup", lambda: False)
+    monkeypatch.setattr(triton_fusion, "_DRIVER", ["installed"])
+    monkeypatch.setattr(triton_fusion, "_helpers_compile", lambda: True)
+    comp = reduce.Compiler(_stand_in(None))
+    p = reduce.plan("amax", (8, 64), [1], False, "bool")
+    comp.compile_pass(p, 0, (_host((8, 64), np.bool_), _host((8,), np.bool_)))
+    p = reduce.plan("sum", (8, 64), [1], False, "bool")
+    comp.compile_pass(p, 0, (_host((8, 64), np.bool_), _host((8,), np.int64)))
+    assert seen == [["uint8", "uint8"], ["uint8", "int64"]]
 
 
 @needs_cupy
@@ -503,7 +756,7 @@ def test_the_per_call_path_leaves_other_arrays_and_dims_to_the_reference(monkeyp
     k = reduce._cupy_kernel("sum", ref, _stand_in(comp))
     x = _host((4, 6, 8))
     calls = [(x, [1], False), (x[:, :, ::2], [2], False), (x.transpose(2, 1, 0), [0], False),
-             (_host((4, 8), np.int32), [1], False), (_host((4, 8), np.bool_), [0], False),
+             (_host((4, 8), np.uint16), [1], False),
              (_host((4, 8), device_id=1), [1], False), (x, [3], False), (x, [0, 0], False),
              (_host((0, 8)), [1], False), (np.zeros((4, 8), np.float32), [1], False)]
     for _ in range(reduce.WARMUP_CALLS + 2):
@@ -540,7 +793,8 @@ def test_the_compiler_loads_one_direct_launch_per_specialisation(monkeypatch):
             return _cupylaunch.TritonPath("not this one")
         return _cupylaunch.Direct(kern, lambda v, g0, g1, g2: direct.append((v, g0, g1, g2)),
                                   None, 0, "", ((), {}))
-    monkeypatch.setattr(reduce, "kernel", lambda layout, op, acc: FakeKernel(f"{layout}-{op}"))
+    monkeypatch.setattr(reduce, "kernel",
+                        lambda layout, op, acc, bf, ident: FakeKernel(f"{layout}-{op}"))
     monkeypatch.setattr(_wrap, "_direct_setup", lambda: True)
     monkeypatch.setattr(_cupylaunch, "make_direct", make_direct)
     monkeypatch.setattr(triton_fusion, "_DRIVER", ["installed"])
@@ -553,11 +807,11 @@ def test_the_compiler_loads_one_direct_launch_per_specialisation(monkeypatch):
     assert go is not None and len(triton_launches) == 1 and len(made) == 1
     name, grid, args, kw = triton_launches[0]
     assert name == "inner-sum" and grid == p1.passes[0][5]
-    assert args == [x1.data.ptr, o1.data.ptr, 8, 64, 1]
+    assert args == [x1.data.ptr, o1.data.ptr, 8, 64, 1, 64]
     assert kw == dict(p1.passes[0][6], num_warps=reduce.NUM_WARPS)
-    assert made[0][2:] == (5, p1.passes[0][6])
+    assert made[0][2:] == (6, p1.passes[0][6])
     assert comp.compile_pass(p2, 0, (x2, o2)) is go          # launched directly, not compiled
-    assert len(triton_launches) == 1 and direct == [((x2.data.ptr, o2.data.ptr, 24, 64, 1),
+    assert len(triton_launches) == 1 and direct == [((x2.data.ptr, o2.data.ptr, 24, 64, 1, 64),
                                                      *p2.passes[0][5], 1)]
     # a misaligned input, another int feature (M == 1): new specialisations
     comp.compile_pass(p1, 0, (_host((8, 64), offset=4), o1))
@@ -613,15 +867,22 @@ class Via:
     def load(self, cubin, name, dev): return None, 1
     launch = staticmethod(lambda *a: None)
     current_stream = staticmethod(lambda: None)
-T = {"float16": "*fp16", "bfloat16": "*bf16", "float32": "*fp32", "float64": "*fp64"}
+T = {"float16": "*fp16", "bfloat16": "*bf16", "float32": "*fp32", "float64": "*fp64",
+     "int8": "*i8", "int32": "*i32", "int64": "*i64", "bool": "*u8"}
 for shape, dims, op, dt in [((64, 1024), [1], "sum", "bfloat16"), ((64, 4096), [1], "amax", "float64"),
-                            ((4096, 4096), [0], "mean", "float16"), ((64, 48), [0], "amin", "float32")]:
-    layout, _, _, _, _, _, ce = R.plan(op, shape, dims, False, dt).passes[0]
-    fn = R.kernel(layout, op, "float64" if dt == "float64" else "float32")
+                            ((4096, 4096), [0], "mean", "float16"), ((64, 48), [0], "amin", "float32"),
+                            ((64, 1024), [1], "sum", "int64"), ((64, 1024), [1], "amax", "bool"),
+                            ((1024, 64), [0], "amin", "int8"), ((1 << 20,), None, "sum", "bool")]:
+    p = R.plan(op, shape, dims, False, dt)
+    layout, op1, _, to_s, vals, _, ce = p.passes[0]
+    fn = R.kernel(layout, op1, p.acc, False, p.ident)
     ints = ("M", "N", "ndiv", "R")
-    sig = {a: T[dt] if a in ("x", "out") else "i32" if a in ints else "constexpr"
+    out = T[p.acc if to_s else p.out]
+    sig = {a: T[dt] if a == "x" else out if a == "out" else "i32" if a in ints else "constexpr"
            for a in fn.arg_names}
-    div = {(0,): [["tt.divisibility", 16]], (3,): [["tt.divisibility", 16]]}
+    # Triton's specialisation of the aligned input and of the integers divisible by 16
+    div = {(i,): [["tt.divisibility", 16]] for i in [0] + [2 + j for j, v in enumerate(vals)
+                                                           if v % 16 == 0]}
     k = triton.compile(ASTSource(fn, sig, constexprs=ce, attrs=div),
                        target=GPUTarget("cuda", 90, 32), options={"num_warps": R.NUM_WARPS})
     d = _cupylaunch.make_direct(k, 0, fn, len(sig) - len(ce), ce, via=Via())
@@ -642,7 +903,7 @@ def test_the_kernels_compile_for_the_h200_and_the_direct_launch_takes_them():
         pytest.skip("Triton's bundled ptxas is missing on this machine")
     assert r.returncode == 0, r.stderr[-4000:]
     lines = r.stdout.strip().splitlines()
-    assert len(lines) == 4 and all(" Direct " in x for x in lines), r.stdout
+    assert len(lines) == 8 and all(" Direct " in x for x in lines), r.stdout
     assert all("v4.b32" in x or "v2.b64" in x for x in lines), r.stdout
 
 

@@ -56,6 +56,9 @@ import threading
 
 OPS = ("sum", "mean", "amax", "amin")
 FLOATS = frozenset(("float16", "bfloat16", "float32", "float64"))
+# integer and bool dtypes taken: (smallest, largest) value -- amax's and amin's identities
+INTS = {"int8": (-2 ** 7, 2 ** 7 - 1), "uint8": (0, 2 ** 8 - 1), "int16": (-2 ** 15, 2 ** 15 - 1),
+        "int32": (-2 ** 31, 2 ** 31 - 1), "int64": (-2 ** 63, 2 ** 63 - 1), "bool": (0, 1)}
 
 # Untuned first choices (no GPU was at hand when they were written): benchmarks/
 # bench_cuda_reduce.py shows where they stand against torch.
@@ -65,7 +68,9 @@ OUTER_TILE = 4096         # outer: the [BLOCK_N, BLOCK_M] tile (fewer, longer pr
 #                           bytes in flight per program)
 NUM_WARPS = 4
 MAX_BLOCK_M = 128         # outer: columns per program (512 contiguous bytes of float32 per row)
-INNER_MAX_N = 1 << 16     # inner: longest row one program loops over when rows are few
+INNER_MAX_N = 1 << 16     # inner: longest row one program loops over when rows are few (longer:
+#                           the row is split into blocks, a second pass adds their results)
+MIN_SPLIT_COLS = 4096     # inner: fewest elements per row block when a row is split
 TARGET_PROGRAMS = 528     # about four programs per SM of an H200 (132 SMs)
 MIN_SPLIT_ROWS = 128      # outer: fewest rows per block when N is split
 LIMIT = 2 ** 31 - 2 * OUTER_TILE     # elements; above, 32-bit offsets would overflow: the reference
@@ -78,6 +83,13 @@ _FORMS = {
     "mean": ("0.0", "{a} + {b}", "tl.sum({t}, axis={ax})"),
     "amax": ('-float("inf")', "_nanmax({a}, {b})", "tl.reduce({t}, {ax}, _nanmax)"),
     "amin": ('float("inf")', "_nanmin({a}, {b})", "tl.reduce({t}, {ax}, _nanmin)"),
+}
+# integers and bool (as bytes 0/1): the identity is the plan's (a value of the input's dtype, as
+# the masked load's ``other`` is converted to it)
+_INT_FORMS = {
+    "sum": ("{a} + {b}", "tl.sum({t}, axis={ax})"),
+    "amax": ("tl.maximum({a}, {b})", "tl.max({t}, axis={ax})"),
+    "amin": ("tl.minimum({a}, {b})", "tl.min({t}, axis={ax})"),
 }
 
 _HELPERS = '''
@@ -99,19 +111,20 @@ def _nanmin(a, b):
 _INNER = '''
 
 @_jit(do_not_specialize_on_alignment=["out"])
-def {name}(x, out, M, N, ndiv, ROWS: tl.constexpr, BLOCK_N: tl.constexpr):
+def {name}(x, out, M, N, ndiv, R, ROWS: tl.constexpr, BLOCK_N: tl.constexpr):
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     rmask = rows < M
     base = rows[:, None] * N
+    c0 = tl.program_id(1) * R
     cols = tl.arange(0, BLOCK_N)
     acc = tl.full([ROWS, BLOCK_N], {ident}, {acc})
-    for start in range(0, N, BLOCK_N):
-        c = start + cols
+    for start in range(0, R, BLOCK_N):
+        c = c0 + start + cols
         m = rmask[:, None] & (c < N)[None, :]
         v = tl.load(x + base + c[None, :], mask=m, other={ident}).to({acc})
         acc = {combine}
     r = {reduce}
-{finish}    tl.store(out + rows, {store}, mask=rmask)
+{finish}    tl.store(out + tl.program_id(1) * M + rows, {store}, mask=rmask)
 '''
 
 _OUTER = '''
@@ -133,7 +146,8 @@ def {name}(x, out, N, M, ndiv, R, BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr):
 '''
 
 _lock = threading.Lock()
-_KERNELS: dict = {}        # (layout, op, accumulator, bf16 rounding spelled out) -> JITFunction
+_KERNELS: dict = {}        # (layout, op, accumulator, bf16 rounding spelled out, integer
+#                            identity or None) -> JITFunction
 _FAILED: list = []         # the first failure (warned once)
 
 
@@ -143,26 +157,35 @@ def enabled() -> bool:
             os.environ.get("TENSORPLAY_CUDA_EAGER_TRITON", "1") != "0")
 
 
-def source(layout: str, op: str, acc: str, bf16_interp: bool = False) -> tuple[str, str]:
+def source(layout: str, op: str, acc: str, bf16_interp: bool = False,
+           ident: int | None = None) -> tuple[str, str]:
     """``(source, kernel name)`` of the ``layout`` (``"inner"``/``"outer"``) kernel of ``op``
-    accumulating in ``acc`` (``"float32"``/``"float64"``). The store converts to the output
-    pointer's type; ``bf16_interp``: a bfloat16 output rounded to nearest even by integer ops
-    (Triton's interpreter would truncate: ``triton_fusion._TO_BF16``)."""
+    accumulating in ``acc`` (``"float32"``/``"float64"``; with an integer ``ident``: integer
+    inputs, ``"int32"``/``"int64"``, ``ident`` the identity of ``op`` in the input's dtype).
+    The store converts to the output pointer's type; ``bf16_interp``: a bfloat16 output rounded
+    to nearest even by integer ops (Triton's interpreter would truncate:
+    ``triton_fusion._TO_BF16``)."""
     from .triton_fusion import _TO_BF16
-    ident, comb, red = _FORMS[op]
-    name = f"tp_reduce_{layout}_{op}_{acc}{'_bf16i' if bf16_interp else ''}"
+    if ident is None:
+        ident_s, comb, red = _FORMS[op]
+        tag = ""
+    else:
+        comb, red = _INT_FORMS[op]
+        ident_s = str(ident)
+        tag = f"_i{ident}".replace("-", "m")
+    name = f"tp_reduce_{layout}_{op}_{acc}{tag}{'_bf16i' if bf16_interp else ''}"
     finish = "    r = r / ndiv\n" if op == "mean" else ""
     store = "_to_bf16(r)" if bf16_interp else "r.to(out.dtype.element_ty)"
     body = (_INNER if layout == "inner" else _OUTER).format(
-        name=name, ident=ident, acc=f"tl.{acc}", combine=comb.format(a="acc", b="v"),
+        name=name, ident=ident_s, acc=f"tl.{acc}", combine=comb.format(a="acc", b="v"),
         reduce=red.format(t="acc", ax=1 if layout == "inner" else 0), finish=finish,
         store=store)
     return _HELPERS + (_TO_BF16[True] if bf16_interp else "") + body, name
 
 
-def kernel(layout: str, op: str, acc: str, bf16_interp: bool = False):
+def kernel(layout: str, op: str, acc: str, bf16_interp: bool = False, ident: int | None = None):
     """The ``JITFunction`` of ``source(...)`` (built once per process)."""
-    key = (layout, op, acc, bf16_interp)
+    key = (layout, op, acc, bf16_interp, ident)
     k = _KERNELS.get(key)
     if k is None:
         with _lock:
@@ -188,15 +211,19 @@ def _cdiv(a: int, b: int) -> int:
 class Plan:
     """How one call signature runs: ``out_shape``; ``passes``: one or two launches, each
     ``(layout, op, input from scratch?, output is scratch?, ints, grid, constexprs)``;
-    ``scratch``: the ``(S, M)`` shape of the partial results (split ``outer``) or None."""
+    ``scratch``: the ``(S, M)`` shape of the partial results (a split) or None; ``acc``: the
+    accumulator's (and scratch's) dtype name; ``out``: the result's dtype name; ``ident``: the
+    integer identity of the kernels of integer/bool inputs, None for floats."""
 
-    __slots__ = ("acc", "out_shape", "passes", "scratch", "slots")
+    __slots__ = ("acc", "ident", "out", "out_shape", "passes", "scratch", "slots")
 
-    def __init__(self, out_shape, passes, scratch, acc):
+    def __init__(self, out_shape, passes, scratch, acc, out, ident=None):
         self.out_shape = out_shape
         self.passes = passes
         self.scratch = scratch
         self.acc = acc
+        self.out = out
+        self.ident = ident
         self.slots = [0, 0]     # per input alignment (misaligned, 16-byte aligned): warm-up
         #                         calls so far (int), the launch (callable), or None (reference)
 
@@ -206,8 +233,20 @@ def plan(op: str, shape: tuple, dims, keepdim: bool, dtype_name: str):
     ``dims`` (a list of ints, or None/empty: every dim), or None where the reference kernel runs
     (see the module docstring). Invalid or repeated dims are None too: the reference kernel
     raises the op's error."""
-    if dtype_name not in FLOATS or not shape or keepdim.__class__ is not bool:
+    if not shape or keepdim.__class__ is not bool:
         return None
+    if dtype_name in FLOATS:
+        acc = "float64" if dtype_name == "float64" else "float32"
+        out, ident = dtype_name, None
+    else:
+        lim = INTS.get(dtype_name)
+        if lim is None or op == "mean":
+            return None        # mean of integers: the reference raises torch's error
+        if op == "sum":        # torch: integral sums are int64 (and wrap as int64)
+            acc, out, ident = "int64", "int64", 0
+        else:
+            acc = "int64" if dtype_name == "int64" else "int32"
+            out, ident = dtype_name, lim[0] if op == "amax" else lim[1]
     nd = len(shape)
     if not dims:
         red = set(range(nd))
@@ -234,15 +273,30 @@ def plan(op: str, shape: tuple, dims, keepdim: bool, dtype_name: str):
         out_shape = tuple(1 if i in red else s for i, s in enumerate(shape))
     else:
         out_shape = tuple(s for i, s in enumerate(shape) if i not in red)
-    acc = "float64" if dtype_name == "float64" else "float32"
     ndiv = n if op == "mean" else 1
+    first = "sum" if op == "mean" else op      # partial results of a split: no division
     if not big_r or not big_k or max(big_k) < min(big_r):
-        if n > INNER_MAX_N and m < TARGET_PROGRAMS:
-            return None        # a few very long rows: one program each would be slow
         bn = min(_pow2(max(n, 16)), TILE)
         rows = TILE // bn
-        return Plan(out_shape, [("inner", op, False, False, (m, n, ndiv), (_cdiv(m, rows), 1),
-                                 {"ROWS": rows, "BLOCK_N": bn})], None, acc)
+        pm = _cdiv(m, rows)
+        ce = {"ROWS": rows, "BLOCK_N": bn}
+        s = 1
+        if n > INNER_MAX_N and pm < TARGET_PROGRAMS:
+            # a few very long rows (a full reduction of 2^20 elements): one program each would
+            # be slow; split each row into s blocks of r elements (a multiple of BLOCK_N: the
+            # blocks do not overlap), their partial results reduced by an outer pass
+            s = min(_cdiv(TARGET_PROGRAMS, pm), _cdiv(n, MIN_SPLIT_COLS))
+            r = _cdiv(_cdiv(n, s), bn) * bn
+            s = _cdiv(n, r)
+        if s == 1:
+            return Plan(out_shape, [("inner", op, False, False, (m, n, ndiv, n), (pm, 1), ce)],
+                        None, acc, out, ident)
+        bm = min(_pow2(max(m, 16)), MAX_BLOCK_M)
+        bn2 = OUTER_TILE // bm
+        return Plan(out_shape, [("inner", first, False, True, (m, n, 1, r), (pm, s), ce),
+                                ("outer", op, True, False, (s, m, ndiv, _cdiv(s, bn2) * bn2),
+                                 (_cdiv(m, bm), 1), {"BLOCK_N": bn2, "BLOCK_M": bm})],
+                    (s, m), acc, out, ident)
     if max(big_r) >= min(big_k):
         return None            # reduced dims between kept ones
     bm = min(_pow2(max(m, 16)), MAX_BLOCK_M)
@@ -256,12 +310,11 @@ def plan(op: str, shape: tuple, dims, keepdim: bool, dtype_name: str):
     s = _cdiv(n, r)
     if s == 1:
         return Plan(out_shape, [("outer", op, False, False, (n, m, ndiv, r), (pm, 1), ce)],
-                    None, acc)
-    first = "sum" if op == "mean" else op
+                    None, acc, out, ident)
     r2 = _cdiv(s, bn) * bn
     return Plan(out_shape, [("outer", first, False, True, (n, m, 1, r), (pm, s), ce),
                             ("outer", op, True, False, (s, m, ndiv, r2), (pm, 1), ce)],
-                (s, m), acc)
+                (s, m), acc, out, ident)
 
 
 def _failed(e) -> None:
@@ -326,16 +379,22 @@ def _interp_kernel(op, ref, backend):
             return None
         bf = x.dtype.name == "bfloat16"
         scratch = None if p.scratch is None else np.empty(p.scratch, np.dtype(p.acc))
-        r = np.empty(p.out_shape, x.dtype)
+        r = np.empty(p.out_shape, x.dtype if p.out == x.dtype.name else np.dtype(p.out))
         for layout, pop, from_s, to_s, ints, grid, ce in p.passes:
             src = scratch if from_s else x
             dst = scratch if to_s else r
-            k = kernel(layout, pop, p.acc, bf and not to_s)
-            _interpret(k, grid, [src, dst, *ints], ce)
+            k = kernel(layout, pop, p.acc, bf and not to_s, p.ident)
+            # bool arrays as their bytes (0/1): the kernels read and write uint8
+            _interpret(k, grid, [_bytes(src, np), _bytes(dst, np), *ints], ce)
         return r
     k = _signature(op, ref, run)
     k.plans = plans
     return k
+
+
+def _bytes(a, np):
+    """``a``, a bool array viewed as uint8 (the kernels' type for bool)."""
+    return a.view(np.uint8) if a.dtype.kind == "b" else a
 
 
 _WRAPPED: dict = {}
@@ -390,8 +449,11 @@ class Compiler:
         if _DRIVER[0] is None:
             import tensorplay_triton
             _DRIVER[0] = tensorplay_triton.install_driver()
-        kern = kernel(layout, op, p.acc)
+        kern = kernel(layout, op, p.acc, False, p.ident)
         args = [_Ptr(x), _Ptr(out), *ints]
+        for a in args[:2]:
+            if a.dtype.kind == "b":     # bool: the kernels read and write its bytes (0/1)
+                a.dtype = self.backend.np.dtype("uint8")
         # (Triton's launcher: compiles this specialisation the first time, runs the pass always)
         compiled = kern[grid](*args, num_warps=NUM_WARPS, **ce)
         if d is None:
@@ -427,7 +489,8 @@ def _cupy_kernel(op, ref, backend):
         np = backend.np
         try:
             scratch = None if p.scratch is None else nd(p.scratch, np.dtype(p.acc))
-            r = nd(p.out_shape, x.dtype)
+            odt = x.dtype if p.out == x.dtype.name else np.dtype(p.out)
+            r = nd(p.out_shape, odt)
             gos = []
             for i, (_, _, from_s, to_s, _, _, _) in enumerate(p.passes):
                 go = comp.compile_pass(p, i, (scratch if from_s else x, scratch if to_s else r))
@@ -439,7 +502,7 @@ def _cupy_kernel(op, ref, backend):
         if any(g is None for g in gos):
             p.slots[al] = None   # launched through Triton; later calls: the reference
             return r
-        p.slots[al] = _launcher(p, gos, nd, backend, x.dtype)
+        p.slots[al] = _launcher(p, gos, nd, backend, odt)
         return r
 
     def failed(e, p, al, launch, ptr, dev):
