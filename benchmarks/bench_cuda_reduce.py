@@ -4,7 +4,10 @@
 Calls: ``x.sum(1)``, ``x.sum(0)``, ``x.amax(1, keepdim=True)``, ``x.mean(-1)`` (``--ops``), on
 ``x`` of shape ``(n / 1024, 1024)`` ("rows") and ``(sqrt n, sqrt n)`` ("square")
 (``--shapes``); plus, at 4096x4096 float32, ``x.sum(1).mean()`` and
-``x.exp().sum(1).log().mean()`` (``--no-chains`` leaves them out). One figure per call, engine,
+``x.exp().sum(1).log().mean()`` (``--no-chains`` leaves them out); plus full reductions of 1-D
+integer and bool arrays of ``--int-log2n`` (2^14, 2^20) elements, as Liger-Kernel's
+cross_entropy checks its targets: int64 ``x.sum()`` and ``x.amax()`` (values in [0, 32000)),
+bool ``x.sum()`` (``--no-ints`` leaves them out). One figure per call, engine,
 dtype and shape, µs per call, the median of ``--rounds`` interleaved rounds (each round times
 every engine once):
 
@@ -20,7 +23,8 @@ same run. CuPy has no bfloat16 reductions of its own (its column is float32 only
 with it for the before figures (the JSON name then ends in ``_off``).
 
 Usage (GPU machine): ``python benchmarks/bench_cuda_reduce.py [--log2n 10,16,20,24]
-[--dtypes float32,bfloat16] [--shapes rows,square] [--rounds 7] [--iters 200] [--no-torch]``.
+[--dtypes float32,bfloat16] [--shapes rows,square] [--int-log2n 14,20] [--rounds 7] [--iters 200]
+[--no-torch] [--no-chains] [--no-ints]``.
 Exits 2 when cuda is unavailable.
 """
 
@@ -49,6 +53,12 @@ CHAINS = {
     "exp.sum(1).log.mean": lambda x: x.exp().sum(1).log().mean(),
 }
 _SHORT = {"sum(1)": "sum1", "sum(0)": "sum0", "amax(1,keepdim)": "amax1", "mean(-1)": "mean"}
+# full reductions of 1-D integer / bool arrays: name -> (dtype, op, call; CuPy's call)
+INT_CALLS = {
+    "int64 sum()": ("int64", "sum", lambda x: x.sum(), lambda x: x.sum()),
+    "int64 amax()": ("int64", "amax", lambda x: x.amax(), lambda x: x.max()),
+    "bool sum()": ("bool", "sum", lambda x: x.sum(), lambda x: x.sum()),
+}
 
 
 def _cupy_call(name, cupy):
@@ -65,7 +75,8 @@ def _path(op, x, dims, keepdim):
     plans = getattr(k, "plans", None)
     if plans is None:
         return "ref"
-    p = plans.get((tuple(x.shape), x._data.dtype, tuple(dims), keepdim, x.device.index or 0))
+    p = plans.get((tuple(x.shape), x._data.dtype, tuple(dims) if dims else None, keepdim,
+                   x.device.index or 0))
     if p is None:
         return "ref"
     return "direct" if callable(p.slots[0 if x._data.data.ptr & 15 else 1]) else "ref"
@@ -78,6 +89,19 @@ def _engines(x, dtype, name, cupy, torch, fn):
         eng["torch"] = (fn, tx)
     if dtype == "float32":
         eng["cupy"] = (_cupy_call(name, cupy), x._data)
+    return eng
+
+
+def _int_engines(x, fn, cupy_fn, cupy, torch):
+    eng = {"tensorplay": (fn, x)}
+    if torch is not None:
+        a = x._data
+        if a.dtype == cupy.bool_:    # (DLPack's bool is not taken by every CuPy/torch pair)
+            tx = torch.from_dlpack(a.view(cupy.uint8)).bool()
+        else:
+            tx = torch.from_dlpack(a)
+        eng["torch"] = (fn, tx)
+    eng["cupy"] = (cupy_fn, x._data)
     return eng
 
 
@@ -113,6 +137,8 @@ def main(argv=None) -> int:
     ap.add_argument("--iters", type=int, default=50 if H.QUICK else 200)
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--no-chains", action="store_true")
+    ap.add_argument("--int-log2n", default="14,20")
+    ap.add_argument("--no-ints", action="store_true")
     args = ap.parse_args(argv)
     ok, why = tp.plugins.device_status("cuda")
     if not ok:
@@ -170,6 +196,22 @@ def main(argv=None) -> int:
             rows.append(["float32", "2^24", "4096x4096", name, "-", f"{t['tensorplay']:.2f}",
                          f"{t['torch']:.2f}" if "torch" in t else "-",
                          f"{t['cupy']:.2f}" if "cupy" in t else "-", f"{ratio:.2f}"])
+    if not args.no_ints:
+        import numpy
+        g = numpy.random.default_rng(0)
+        for lg in [int(v) for v in args.int_log2n.split(",")]:
+            n = 1 << lg
+            for name, (dtype, op, fn, cupy_fn) in INT_CALLS.items():
+                a = g.random(n) < 0.9 if dtype == "bool" else g.integers(0, 32000, n)
+                x = tp.from_numpy(a).to("cuda")
+                t = _time(name, _int_engines(x, fn, cupy_fn, cupy, torch), cupy, sync, args,
+                          warm)
+                path = _path(op, x, None, False)
+                data["cases"][f"{dtype} {n} {name}"] = dict(t, path=path)
+                ratio = t["tensorplay"] / t["torch"] if "torch" in t else float("nan")
+                rows.append([dtype, f"2^{lg}", f"{n}", name, path, f"{t['tensorplay']:.2f}",
+                             f"{t['torch']:.2f}" if "torch" in t else "-", f"{t['cupy']:.2f}",
+                             f"{ratio:.2f}"])
     H.print_table("eager reduction on cuda (µs per call, pipelined; median of rounds)",
                   ["dtype", "elements", "shape", "call", "path", "tensorplay", "torch", "cupy",
                    "tp / torch"], rows)

@@ -924,7 +924,8 @@ def _launched(op, x, dims, keepdim):
 
 GPU_CASES = [((64, 1000), (1,), False), ((64, 1000), (-1,), True), ((1000, 48), (0,), False),
              ((4096, 33), (0,), True), ((8, 3, 257), (1, 2), False), ((3, 5, 7), None, False),
-             ((300, 2048), (1,), False)]
+             ((300, 2048), (1,), False), ((1 << 20,), None, False),   # split rows:
+             ((3, 100000), (1,), True)]                               # two launches
 
 
 @pytest.mark.cuda
@@ -952,6 +953,56 @@ def test_cuda_reductions_launch_directly_and_match_numpy_and_cupy(dt):
                 tol = TOL[dt] * (10 if dt == "float32" else 1)
                 np.testing.assert_allclose(_np(got), want, rtol=tol, atol=tol * 4,
                                            err_msg=f"{op} {shape} {dims}")
+    assert not reduce._FAILED, reduce._FAILED
+
+
+@pytest.mark.cuda
+@needs_cuda
+@pytest.mark.parametrize("dt", INTS)
+def test_cuda_integer_reductions_launch_directly_and_match_numpy_and_cupy(dt):
+    d = getattr(tp, dt)
+    for i, (shape, dims, keepdim) in enumerate(GPU_CASES + [((1 << 20,), (0,), True)]):
+        a = _ints(shape, dt, i)
+        x = tp.from_numpy(a).to("cuda")
+        args = [] if dims is None else [dims]
+        for op in ("sum", "amax", "amin"):
+            ref = tp.backends.get("cuda").kernels()[op].__wrapped__(x._data, dims, keepdim)
+            for _ in range(reduce.WARMUP_CALLS + 2):
+                got = getattr(x, op)(*args, keepdim=keepdim)
+            _launched(op, x, dims, keepdim)
+            want = _want_int(op, a, dims, keepdim)
+            assert got.dtype is (tp.int64 if op == "sum" else d), (op, shape)
+            g = got.cpu().numpy()
+            assert g.dtype == want.dtype == ref.dtype and g.shape == want.shape == ref.shape
+            np.testing.assert_array_equal(g, want, err_msg=f"{op} {shape} {dims}")
+            np.testing.assert_array_equal(cupy.asnumpy(ref), want)
+        with pytest.raises(RuntimeError, match="floating point"):
+            x.mean(*args)
+    assert not reduce._FAILED, reduce._FAILED
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_cuda_liger_cross_entropy_checks_take_the_direct_reductions():
+    """Liger-Kernel's cross_entropy forward, before its kernel: the count of non-ignored
+    targets (a bool sum) and the range checks (int64 max/min over every element)."""
+    g = np.random.default_rng(0)
+    t = g.integers(0, 32000, size=8192, dtype=np.int64)
+    t[::7] = -100
+    target = tp.from_numpy(t).to("cuda")
+    for _ in range(reduce.WARMUP_CALLS + 2):
+        mask = target != -100
+        n = mask.sum().item()
+        mx, mn = (target * mask).max().item(), (target * mask).min().item()
+    assert n == int((t != -100).sum()) and mx == int((t * (t != -100)).max()) and mn == 0
+    _launched("sum", mask, None, False)
+    _launched("amax", target * mask, None, False)
+    _launched("amin", target * mask, None, False)
+    big = tp.from_numpy(np.ones(1 << 20, np.bool_)).to("cuda")
+    for _ in range(reduce.WARMUP_CALLS + 2):
+        s = big.sum()
+    _launched("sum", big, None, False)
+    assert s.item() == 1 << 20 and s.dtype is tp.int64
     assert not reduce._FAILED, reduce._FAILED
 
 

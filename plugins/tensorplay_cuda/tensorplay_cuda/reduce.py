@@ -9,30 +9,39 @@ allocation (``cupy.ndarray``) and one packed ``cuLaunchKernel`` (``tensorplay_tr
 
 What is taken (everything else runs the reference kernel, unchanged):
 
-* a row-major CuPy array on the current device, float16/bfloat16/float32/float64, at least one
-  element and fewer than ``LIMIT``; ``dim`` a list of ints (``x.sum(1)``, ``x.sum((0, 1))``,
-  ``x.sum()``: every dim), valid and without repeats; ``keepdim`` either way; no ``dtype=``;
+* a row-major CuPy array on the current device, float16/bfloat16/float32/float64 (all four
+  ops) or int8/uint8/int16/int32/int64/bool (``sum``, ``amax``, ``amin``: ``mean`` of an
+  integer array runs the reference, which raises torch's error), at least one element and fewer
+  than ``LIMIT``; ``dim`` a list of ints (``x.sum(1)``, ``x.sum((0, 1))``, ``x.sum()`` and
+  ``x.max()``: every dim), valid and without repeats; ``keepdim`` either way; no ``dtype=``;
 * the reduced dims (those of size > 1) all after the kept ones -- the array is an ``(M, N)``
   problem reduced over ``N``, ``layout "inner"`` (softmax rows, layer norms, losses, and full
-  reductions with ``M == 1``), with ``N <= INNER_MAX_N`` unless there are at least
-  ``TARGET_PROGRAMS`` rows -- or all before them -- an ``(N, M)`` problem reduced over ``N``,
-  ``layout "outer"`` (column sums, bias gradients). Middle dims, strided views and integer or
-  bool arrays are not.
+  reductions with ``M == 1``) -- or all before them -- an ``(N, M)`` problem reduced over
+  ``N``, ``layout "outer"`` (column sums, bias gradients). Middle dims and strided views are
+  not.
 
-Semantics: the reference kernels' (CuPy's). ``sum``/``mean`` accumulate in float32 for
-float16/bfloat16/float32 and in float64 for float64, and round once to the input's dtype;
-``mean`` divides the sum by the count (in the accumulator's type). ``amax``/``amin`` compare in
-float32 (float64) -- exact for the 16-bit types -- and return an element of the input: NaN if any
-element of the slice is NaN (as torch), ``-0.0`` kept. The result has the input's dtype and the
-reference's shape. The summation order differs from CuPy's (blocks of lanes, then a tree; the
-``outer`` layout adds partial sums over row blocks when it splits ``N``), as torch's does between
-devices: values agree within float rounding, not bit for bit.
+Semantics: the reference kernels' (CuPy's, NumPy's on cpu; torch's). Floats: ``sum``/``mean``
+accumulate in float32 for float16/bfloat16/float32 and in float64 for float64, and round once to
+the input's dtype; ``mean`` divides the sum by the count (in the accumulator's type).
+``amax``/``amin`` compare in float32 (float64) -- exact for the 16-bit types -- and return an
+element of the input: NaN if any element of the slice is NaN (as torch), ``-0.0`` kept. The
+result has the input's dtype and the reference's shape. The summation order differs from CuPy's
+(blocks of lanes, then a tree; partial sums over row or column blocks when a split adds them), as
+torch's does between devices: values agree within float rounding, not bit for bit. Integers and
+bool (exact, whatever the order): ``sum`` returns int64, accumulated in int64 (an int64 sum
+wraps around as torch's and NumPy's); ``amax``/``amin`` return the input's dtype, compared in
+int32 (int64 for int64); bool arrays are read and written as their bytes (0/1): ``sum`` counts
+the true elements, ``amax`` is a logical or, ``amin`` a logical and.
 
-Kernels: ``inner``: one program per ``ROWS`` rows, looping over the row in ``BLOCK_N``-wide
-tiles; ``outer``: one program per ``BLOCK_M`` columns and block of rows, looping over rows; when
-``M`` gives fewer than ``TARGET_PROGRAMS`` programs, the rows are split into ``S`` blocks whose
-partial results (accumulator dtype, an ``(S, M)`` scratch array) a second launch of the same
-kernel reduces. Triton specialises each kernel on its integer arguments (``== 1``, ``% 16``)
+Kernels: ``inner``: one program per ``ROWS`` rows and block of ``R`` elements of them, looping
+over it in ``BLOCK_N``-wide tiles; when rows are longer than ``INNER_MAX_N`` and give fewer than
+``TARGET_PROGRAMS`` programs (a full reduction of 2^20 elements), each row is split into ``S``
+blocks of at least ``MIN_SPLIT_COLS`` elements (else ``R == N``), whose partial results
+(accumulator dtype, an ``(S, M)`` scratch array) a second launch, of the ``outer`` kernel,
+reduces. ``outer``: one program per ``BLOCK_M`` columns and block of rows, looping over rows;
+when ``M`` gives fewer than ``TARGET_PROGRAMS`` programs, the rows are split into ``S`` blocks
+whose partial results (an ``(S, M)`` scratch array) a second launch of the same kernel reduces.
+Triton specialises each kernel on its integer arguments (``== 1``, ``% 16``)
 and the input's 16-byte alignment: these are part of the key of each compiled launch. The
 output is not specialised on alignment; the scratch array comes from CuPy's allocator, whose
 blocks are 512-byte aligned.
@@ -40,7 +49,7 @@ blocks are 512-byte aligned.
 Per (shape, dtype, dims, keepdim, device) signature the first ``WARMUP_CALLS`` calls run the
 reference kernel (a short script compiles nothing); the next compiles (never inside a CUDA-graph
 capture: ``eager._capturing``) and launches through Triton, then every call is one allocation
-and one launch (two and a scratch array for a split ``outer``). A compile or launch failure
+and one launch (two and a scratch array for a split). A compile or launch failure
 (warned once per process, ``RuntimeWarning``), or a Triton release or kernel the direct launch
 does not take, sends that signature to the reference kernel for good. ``TENSORPLAY_CUDA_EAGER_REDUCE=0`` (or
 ``TENSORPLAY_CUDA_EAGER_TRITON=0``) switches this path off.
@@ -567,7 +576,7 @@ def _cupy_kernel(op, ref, backend):
 
 def _launcher(p, gos, nd, backend, dt):
     """``launch(x address) -> result array`` of dtype ``dt``: the plan's passes, one driver call
-    each (a split ``outer`` first fills a fresh scratch array of partial results)."""
+    each (a split first fills a fresh scratch array of partial results)."""
     shape = p.out_shape
     if len(gos) == 1:
         go = gos[0]
