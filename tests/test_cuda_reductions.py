@@ -400,6 +400,17 @@ def test_a_split_full_reduction_adds_partial_results(dev, monkeypatch, dt):
                 np.testing.assert_array_equal(got.cpu().numpy(), ref.numpy())
 
 
+def test_a_full_reduction_of_2_20_elements_with_the_real_constants(dev):
+    """``x.sum()``/``x.amax()`` of 2^20 int64 values (Liger-Kernel's target checks at scale):
+    the split plan of the shipped constants, exact (the int64 sum wraps as NumPy's)."""
+    a = np.random.default_rng(3).integers(-2 ** 62, 2 ** 62, 1 << 20)
+    x = tp.from_numpy(a).to("redtest")
+    n0 = len(dev.launches)
+    s, mx = x.sum(), x.amax()
+    assert len(dev.launches) == n0 + 4
+    assert s.dtype is tp.int64 and s.item() == int(a.sum()) and mx.item() == int(a.max())
+
+
 def test_empty_and_0d_integer_reductions_run_the_reference(dev):
     n0 = len(dev.launches)
     e = tp.zeros(0, 3, dtype=tp.int64).to("redtest")
