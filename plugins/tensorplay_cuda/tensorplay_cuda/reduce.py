@@ -443,8 +443,8 @@ class Compiler:
         layout, op, from_s, to_s, ints, grid, ce = p.passes[i]
         x, out = arrays
         dev = self.backend.np.cuda.runtime.getDevice()
-        key = (layout, op, x.dtype, out.dtype, tuple(sorted(ce.items())), _int_features(ints),
-               not x.data.ptr & 15, dev)
+        key = (layout, op, p.ident, x.dtype, out.dtype, tuple(sorted(ce.items())),
+               _int_features(ints), not x.data.ptr & 15, dev)
         d = self.directs.get(key, False)
         if d:                         # loaded for another plan of the same specialisation
             d.go((x.data.ptr, out.data.ptr, *ints), grid[0], grid[1], 1)
