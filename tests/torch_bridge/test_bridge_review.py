@@ -163,16 +163,31 @@ def test_mutating_ops_neighbours_tuple_none_and_returned_argument():
         r.sum().backward()
 
 
-def test_a_mutated_argument_requiring_grad_is_refused_at_call_time():
-    """Its history cannot be rebased through an op without a formula: torch's custom_op lets
-    the gradient through the written tensor go silently wrong; the bridge refuses instead."""
+def test_a_written_argument_requiring_grad_gets_a_history_whose_backward_raises():
+    """torch's custom_op leaves the written tensor's history as it was, so the gradient through
+    it is silently wrong (here: ones for w, the op having tripled it); the bridge rebases that
+    history onto the op's node, whose backward raises naming the op."""
     w = _leaf(3)
     a = w * 1
-    with pytest.raises(RuntimeError, match=r"bridgereview::scaled_into_.*'out'.*requires grad"):
-        R.scaled_into_(torch.ones(3, dtype=torch.float64), a)
+    R.scaled_into_(torch.ones(3, dtype=torch.float64), a)
+    assert a.tolist() == [3.0, 3.0, 3.0] and a.requires_grad
+    with pytest.raises(RuntimeError, match=r"bridgereview::scaled_into_.*mutates"):
+        a.sum().backward()
+    assert w.grad is None
+    b = w * 1                                             # a tuple return and a written tensor
+    y, z = R.pair_and_log_(torch.ones(3, dtype=torch.float64), b[:1])
+    assert y.requires_grad and b.requires_grad
+    with pytest.raises(RuntimeError, match=r"bridgereview::pair_and_log_.*mutates"):
+        b.sum().backward()
+    # a leaf requiring grad is refused before anything is written, as torch's in-place ops do
+    with pytest.raises(RuntimeError, match=r"bridgereview::scaled_into_.*leaf Variable"):
+        R.scaled_into_(torch.ones(3, dtype=torch.float64), w)
+    w0 = w.detach().clone()
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        R.scaled_into_(torch.ones(3, dtype=torch.float64), w)
+    assert torch.equal(w.detach(), w0)
     with torch.no_grad():
         R.scaled_into_(torch.ones(3, dtype=torch.float64), a)
-    assert a.tolist() == [3.0, 3.0, 3.0]
 
 
 def test_a_mutating_op_still_compiles():

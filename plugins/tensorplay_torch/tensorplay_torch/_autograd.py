@@ -301,30 +301,42 @@ class _Bridge:
         autograd (the ``ADInplaceOrView`` kernel then bumps the written tensors' versions);
         with grad the op runs inside the op's ``autograd.Function``, so its outputs get a node
         whose backward raises naming the op and pack (without this kernel torch's fallback let
-        backward run and leave the inputs' gradients silently missing). A written argument
-        that requires grad is refused at once: its history cannot be rebased through an op
-        without a formula, so every gradient flowing through it would be wrong."""
+        backward run and leave the inputs' gradients silently missing).
+
+        A written argument that requires grad: a leaf is refused at once, as torch refuses an
+        in-place op on one; any other is marked dirty (``ctx.mark_dirty``), so its history is
+        rebased onto a node whose backward raises too (``custom_op`` leaves its
+        history as it was, and the gradient through it silently wrong)."""
         prior = set_eval_frame(None)
         try:
             if not (_grad_enabled() and _any_requires_grad(*args, **kwargs)):
                 with _below_autograd():
                     return self.overload.redispatch(keyset & _AFTER_AUTOGRAD, *args, **kwargs)
             values = self._values(args, kwargs)
+            dirty = []
             for i in self.mutated:
                 v = values[i]
                 for t in (v if isinstance(v, (list, tuple)) else (v,)):
                     if isinstance(t, _Tensor) and t.requires_grad:
-                        raise BridgeError(
-                            f"{self.where}: writes its argument {self.args[i].name!r}, which "
-                            f"requires grad: an op that mutates its arguments has no autograd "
-                            f"formula (torch's custom ops take none either), so gradients "
-                            f"through that tensor would be silently wrong. Call it under "
-                            f"torch.no_grad() or on a tensor that does not require grad "
-                            f"(e.g. x.detach()), or make the op functional (return a new "
-                            f"tensor) and register a formula for it.")
+                        if t.is_leaf:
+                            raise BridgeError(
+                                f"{self.where}: a leaf Variable that requires grad is being "
+                                f"used in an in-place operation: the op writes its argument "
+                                f"{self.args[i].name!r} (torch refuses this for its own "
+                                f"in-place ops). Call it under torch.no_grad(), or on a "
+                                f"tensor that does not require grad.")
+                        dirty.append(t)
+            slots = self._slots(values)
+            state = (keyset, args, kwargs, values)
             if _functorch_active():       # Function.apply says what torch supports there
-                return self.function.apply(*self._slots(values), (keyset, args, kwargs, values))
-            return self._apply(*self._slots(values), (keyset, args, kwargs, values))
+                out = self.function.apply(*slots, state)
+            else:
+                out = self._apply(*slots, state)
+            # one node per written tensor, apart from the op's (torch's engine takes a Function
+            # writing a view in place only with a single output)
+            for t in dirty:
+                _Written.apply(t, self)
+            return out
         finally:
             set_eval_frame(prior)
 
@@ -852,6 +864,21 @@ class _Bridge:
 
 skip_dynamo(_Bridge.autograd_kernel)
 skip_dynamo(_Bridge.mutating_kernel)
+
+
+class _Written(torch.autograd.Function):
+    """``apply(t, bridge)``: ``t``, which ``bridge``'s mutating op has just written in place,
+    marked dirty: its history is rebased onto this node, whose backward raises naming the op."""
+
+    @staticmethod
+    def forward(ctx, t, bridge):
+        ctx.bridge = bridge
+        ctx.mark_dirty(t)
+        return t
+
+    @staticmethod
+    def backward(ctx, *grads):
+        _mutating_no_formula(ctx.bridge.where, ctx.bridge.op)
 
 
 class _Refuse(torch.autograd.Function):
