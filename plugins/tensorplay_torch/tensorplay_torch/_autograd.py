@@ -237,8 +237,9 @@ class _Bridge:
                                   if not _is_tensor_arg(a) and _needs_conversion(a))
         self.slot_of = (None if len(self.tensor_args) != 1 else self.tensor_args[0])
         self.fresh = fresh_returns(op)      # outputs that must not alias an input
-        self.alias_single = (self.single and self.fresh == (0,) and self.slot_of is not None
-                             and self.args[self.slot_of].type == "Tensor")
+        # one output, plain Tensor arguments only: the aliasing test is an identity test each
+        self.alias_plain = (self.single and self.fresh == (0,) and
+                            all(self.args[i].type == "Tensor" for i in self.tensor_args))
         self.direct_function = type(f"TensorPlayBridgeDirect_{op.namespace}_{op.opname}",
                                     (torch.autograd.Function,),
                                     {"forward": staticmethod(self.direct_forward),
@@ -416,9 +417,12 @@ class _Bridge:
             reraise(e, f"{where}: the TensorPlay kernel raised")
         # an output sharing an input's memory where the schema declares no alias: refused, as
         # the kernel (_register._kernel) refuses it; one identity test for one tensor in and out
-        if self.alias_single:
-            if out.__class__ is _TPTensor and out._storage is tvals[self.slot_of]._storage:
-                alias_error(op, where, 0, self.slot_of)
+        if self.alias_plain:
+            if out.__class__ is _TPTensor:
+                st = out._storage
+                for i in self.tensor_args:
+                    if tvals[i]._storage is st:
+                        alias_error(op, where, 0, i)
         elif self.fresh:
             check_aliasing(op, where, out, tvals, None, self.fresh)
         tctx = FunctionCtx()

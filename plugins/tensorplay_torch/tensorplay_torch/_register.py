@@ -48,6 +48,8 @@ def _kernel(op, where):
     tensors, others, kw = plan
     fresh = fresh_returns(op)
     single = len(op.schema.returns) == 1 and not op.schema.returns_tuple and fresh == (0,)
+    # one output, only plain Tensor arguments to compare it with: identity tests inline
+    simple = single and not others and not kw
 
     def run(a, k):
         try:
@@ -56,10 +58,18 @@ def _kernel(op, where):
             raise
         except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
             reraise(e, f"{where}: the TensorPlay kernel raised")
+        if out.__class__ is _TPTensor:      # one tensor (the common case): one call less
+            if simple:
+                st = out._storage
+                n = len(a)
+                for i in tensors:
+                    if i < n and a[i]._storage is st:
+                        alias_error(op, where, 0, i)
+            elif fresh:
+                check_aliasing(op, where, out, a, k, fresh)
+            return result_to_torch(out, where)
         if fresh:
             check_aliasing(op, where, out, a, k, fresh)
-        if out.__class__ is _TPTensor:      # one tensor (the common case): one call less
-            return result_to_torch(out, where)
         return out_to_torch(out, where)
 
     # Each kernel keeps TorchDynamo out itself (``skip_dynamo``, ``set_eval_frame``), as
