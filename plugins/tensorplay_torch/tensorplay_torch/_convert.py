@@ -348,6 +348,44 @@ def check_aliasing(op, where, out, a, k, fresh):
     The test is storage identity (the ``Storage`` TensorPlay shares between a tensor and every
     view of it): a kernel that returns an input or a TensorPlay view of one is caught; memory
     wrapped again outside TensorPlay (e.g. a NumPy view of an input wrapped anew) is not."""
+    # the common case, nothing shared, first: the outputs' storages against the inputs' (plain
+    # loops and identity tests: a comprehension costs a frame per call)
+    if out.__class__ is _TPTensor:
+        if 0 not in fresh:
+            return
+        sts = [out._storage]
+    elif out.__class__ is tuple or out.__class__ is list:
+        sts = []
+        j = 0
+        for o in out:
+            if j in fresh and o.__class__ is _TPTensor:
+                st = o._storage
+                if st in sts:                   # two outputs share memory
+                    _find_alias(op, where, out, a, k, fresh)
+                sts.append(st)
+            j += 1
+        if not sts:
+            return
+    else:
+        return
+    for v in a:
+        if v.__class__ is _TPTensor:
+            if v._storage in sts:
+                _find_alias(op, where, out, a, k, fresh)
+        elif v.__class__ is list or v.__class__ is tuple:
+            for x in v:
+                if x.__class__ is _TPTensor and x._storage in sts:
+                    _find_alias(op, where, out, a, k, fresh)
+    if k:
+        for v in k.values():
+            for x in (v if v.__class__ is list or v.__class__ is tuple else (v,)):
+                if x.__class__ is _TPTensor and x._storage in sts:
+                    _find_alias(op, where, out, a, k, fresh)
+
+
+def _find_alias(op, where, out, a, k, fresh):
+    """``check_aliasing``'s error, once it knows an output shares memory: which one, and with
+    what."""
     ins = {}
     for i, v in enumerate(a):
         if isinstance(v, _TPTensor):
