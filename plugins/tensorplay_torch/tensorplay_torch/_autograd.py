@@ -55,8 +55,9 @@ import tensorplay as tp
 import torch
 from tensorplay.autograd import FunctionCtx
 
-from ._convert import (BridgeError, _needs_conversion, _value_to_tp, out_to_torch, reraise,
-                       result_to_torch, set_eval_frame, skip_dynamo, to_tp)
+from ._convert import (BridgeError, _needs_conversion, _value_to_tp, alias_error, check_aliasing,
+                       fresh_returns, out_to_torch, reraise, result_to_torch, set_eval_frame,
+                       skip_dynamo, to_tp)
 from ._fake import fake_from_torch
 
 __all__ = ["backward_schema", "bridge_autograd"]
@@ -189,8 +190,11 @@ class _Bridge:
     def __init__(self, op, where, mode: str, overload):
         self.op = op
         self.where = where
-        self.mode = mode            # "formula", "composite" or "none" (backward raises)
+        # "formula", "composite", "none" (backward raises) or "mutating" (the op writes an
+        # argument: backward raises, as for torch's custom ops, which take no formula then)
+        self.mode = mode
         self.formula = mode == "formula"
+        self.refuse = mode in ("none", "mutating")
         self.overload = overload    # torch.ops.<ns>.<op>.default
         self.args = op.schema.arguments
         self.nargs = len(self.args)
@@ -232,6 +236,10 @@ class _Bridge:
         self.convert_args = tuple(i for i, a in enumerate(self.args)
                                   if not _is_tensor_arg(a) and _needs_conversion(a))
         self.slot_of = (None if len(self.tensor_args) != 1 else self.tensor_args[0])
+        self.fresh = fresh_returns(op)      # outputs that must not alias an input
+        # one output, plain Tensor arguments only: the aliasing test is an identity test each
+        self.alias_plain = (self.single and self.fresh == (0,) and
+                            all(self.args[i].type == "Tensor" for i in self.tensor_args))
         self.direct_function = type(f"TensorPlayBridgeDirect_{op.namespace}_{op.opname}",
                                     (torch.autograd.Function,),
                                     {"forward": staticmethod(self.direct_forward),
@@ -240,6 +248,8 @@ class _Bridge:
         self.cuda_run = None        # _direct_run on torch's current CUDA stream
         self.kernels = (None, None)  # the op's torch kernels (cpu, cuda), see bridge_autograd
         self.cuda_direct = None     # direct_backward on torch's current CUDA stream
+        names = set(op.mutates_args)
+        self.mutated = tuple(i for i, a in enumerate(self.args) if a.name in names)
 
     # -- torch's side ------------------------------------------------------------------------
     def autograd_kernel(self, keyset, *args, **kwargs):
@@ -283,6 +293,51 @@ class _Bridge:
             if _functorch_active():       # Function.apply says what torch supports there
                 return self.function.apply(*slots, (keyset, args, kwargs, values))
             return self._apply(*slots, (keyset, args, kwargs, values))
+        finally:
+            set_eval_frame(prior)
+
+    def mutating_kernel(self, keyset, *args, **kwargs):
+        """The ``Autograd`` kernel of an op that writes arguments (``mode == "mutating"``), as
+        ``torch.library.custom_op`` registers for one: without grad it redispatches below
+        autograd (the ``ADInplaceOrView`` kernel then bumps the written tensors' versions);
+        with grad the op runs inside the op's ``autograd.Function``, so its outputs get a node
+        whose backward raises naming the op and pack (without this kernel torch's fallback let
+        backward run and leave the inputs' gradients silently missing).
+
+        A written argument that requires grad: a leaf is refused at once, as torch refuses an
+        in-place op on one; any other is marked dirty (``ctx.mark_dirty``), so its history is
+        rebased onto a node whose backward raises too (``custom_op`` leaves its
+        history as it was, and the gradient through it silently wrong)."""
+        prior = set_eval_frame(None)
+        try:
+            if not (_grad_enabled() and _any_requires_grad(*args, **kwargs)):
+                with _below_autograd():
+                    return self.overload.redispatch(keyset & _AFTER_AUTOGRAD, *args, **kwargs)
+            values = self._values(args, kwargs)
+            dirty = []
+            for i in self.mutated:
+                v = values[i]
+                for t in (v if isinstance(v, (list, tuple)) else (v,)):
+                    if isinstance(t, _Tensor) and t.requires_grad:
+                        if t.is_leaf:
+                            raise BridgeError(
+                                f"{self.where}: a leaf Variable that requires grad is being "
+                                f"used in an in-place operation: the op writes its argument "
+                                f"{self.args[i].name!r} (torch refuses this for its own "
+                                f"in-place ops). Call it under torch.no_grad(), or on a "
+                                f"tensor that does not require grad.")
+                        dirty.append(t)
+            slots = self._slots(values)
+            state = (keyset, args, kwargs, values)
+            if _functorch_active():       # Function.apply says what torch supports there
+                out = self.function.apply(*slots, state)
+            else:
+                out = self._apply(*slots, state)
+            # one node per written tensor, apart from the op's (torch's engine takes a Function
+            # writing a view in place only with a single output)
+            for t in dirty:
+                _Written.apply(t, self)
+            return out
         finally:
             set_eval_frame(prior)
 
@@ -360,6 +415,16 @@ class _Bridge:
             raise
         except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
             reraise(e, f"{where}: the TensorPlay kernel raised")
+        # an output sharing an input's memory where the schema declares no alias: refused, as
+        # the kernel (_register._kernel) refuses it; one identity test for one tensor in and out
+        if self.alias_plain:
+            if out.__class__ is _TPTensor:
+                st = out._storage
+                for i in self.tensor_args:
+                    if tvals[i]._storage is st:
+                        alias_error(op, where, 0, i)
+        elif self.fresh:
+            check_aliasing(op, where, out, tvals, None, self.fresh)
         tctx = FunctionCtx()
         tctx.needs_input_grad = per_arg
         setup = plan[0]
@@ -385,7 +450,7 @@ class _Bridge:
         keyset, args, kwargs, values = a[-1]
         with _below_autograd():
             out = self.overload.redispatch(keyset & _AFTER_AUTOGRAD, *args, **kwargs)
-        if self.mode == "none":
+        if self.refuse:
             return out
         nslots = len(a) - 1
         outs = (out,) if self.single else out
@@ -431,7 +496,9 @@ class _Bridge:
         return _value_to_tp(v, self.where)     # dtypes and devices as the kernel gets them
 
     def backward(self, ctx, *grads):
-        if self.mode == "none":
+        if self.refuse:
+            if self.mode == "mutating":
+                _mutating_no_formula(self.where, self.op)
             _no_formula(self.where)
         saved = ctx.saved_tensors     # torch's version check of the saved tensors
         if _plain_eager(saved, grads):
@@ -467,9 +534,12 @@ class _Bridge:
         tied = [t for t in (*saved, *grads) if t is not None and t.requires_grad]
         if not tied:
             return res
+        how = ("the register_autograd formula runs in TensorPlay" if self.formula else
+               "the op has no register_autograd formula: TensorPlay's autograd differentiates "
+               "its body in TensorPlay")
         msg = (f"{self.where}: double backward is not supported (refused on the TensorPlay "
-               f"side): the register_autograd formula runs in TensorPlay, outside torch's "
-               f"graph, so its gradients cannot be differentiated again (create_graph=True)")
+               f"side): {how}, outside torch's graph, so its gradients cannot be "
+               f"differentiated again (create_graph=True)")
         return tuple(None if g is None else _Refuse.apply(msg, g, *tied) for g in res)
 
     def _outputs(self, saved, nslots, with_outputs):
@@ -797,6 +867,22 @@ class _Bridge:
 
 
 skip_dynamo(_Bridge.autograd_kernel)
+skip_dynamo(_Bridge.mutating_kernel)
+
+
+class _Written(torch.autograd.Function):
+    """``apply(t, bridge)``: ``t``, which ``bridge``'s mutating op has just written in place,
+    marked dirty: its history is rebased onto this node, whose backward raises naming the op."""
+
+    @staticmethod
+    def forward(ctx, t, bridge):
+        ctx.bridge = bridge
+        ctx.mark_dirty(t)
+        return t
+
+    @staticmethod
+    def backward(ctx, *grads):
+        _mutating_no_formula(ctx.bridge.where, ctx.bridge.op)
 
 
 class _Refuse(torch.autograd.Function):
@@ -868,15 +954,28 @@ def _no_formula(where):
         f"torch.no_grad().")
 
 
+def _mutating_no_formula(where, op):
+    raise RuntimeError(
+        f"{where}: trying to backward through an op that mutates its arguments "
+        f"({', '.join(op.mutates_args)}); such an op has no autograd formula (TensorPlay's "
+        f"register_autograd refuses one, as torch's does), so no gradient flows through it "
+        f"(refused by the bridge, as torch.library.custom_op refuses it). "
+        f"Make the op functional (return new tensors instead of writing arguments) and "
+        f"register a formula with op.register_autograd(backward, setup_context=...), or call "
+        f"it under torch.no_grad() / on detached tensors.")
+
+
 def bridge_autograd(op, where, overload, define_backward, kernels=(None, None)):
     """The torch ``Autograd`` kernel (``with_keyset=True``) of bridged op ``op`` (``overload``
-    its torch ``OpOverload``), or ``None`` for ops that mutate (torch refuses autograd formulas
-    on non-functional ops). ``define_backward(name, schema, bridge)`` defines the backward op and
-    returns it. ``kernels``: the op's torch kernels for cpu and cuda as registered (called
-    directly without grad on plain tensors). Raises ``BridgeError`` for an op the bridge's
-    autograd cannot serve."""
+    its torch ``OpOverload``). An op that mutates gets ``_Bridge.mutating_kernel``: no formula
+    (torch refuses autograd formulas on non-functional ops, TensorPlay too), its outputs'
+    backward raises naming the op, as for ``torch.library.custom_op`` ops.
+    ``define_backward(name, schema, bridge)`` defines the backward op and returns it.
+    ``kernels``: the op's torch kernels for cpu and cuda as registered (called directly without
+    grad on plain tensors). Raises ``BridgeError`` for an op the bridge's autograd cannot
+    serve."""
     if op.mutates_args:
-        return None
+        return _Bridge(op, where, "mutating", overload).mutating_kernel
     formula = op.backward_fn is not None
     composite = (not formula and not op.is_triton and op.active_kernel("default") is not None)
     mode = "formula" if formula else "composite" if composite else "none"
@@ -884,8 +983,10 @@ def bridge_autograd(op, where, overload, define_backward, kernels=(None, None)):
                               for r in op.schema.returns):
         raise BridgeError(f"{where}: the bridge's autograd cannot serve its returns "
                           f"({op.schema.signature_str()}): only Tensor returns (and non-tensor "
-                          f"values) are bridged with a backward (refused on the torch side of "
-                          f"the bridge)")
+                          f"values) are bridged with a backward; list[Tensor] and Optional "
+                          f"tensor returns of a differentiable op are a limit of the bridge "
+                          f"(tensorplay-torch), not of torch or TensorPlay. Return a tuple of "
+                          f"tensors instead (a fixed count), or stack them into one tensor.")
     bridge = _Bridge(op, where, mode, overload)
     bridge.kernels = kernels
     if mode != "none":

@@ -21,7 +21,10 @@ from tensorplay import _devices as _tp_devices
 __all__ = [
     "DTYPES",
     "BridgeError",
+    "alias_error",
     "args_to_tp",
+    "check_aliasing",
+    "fresh_returns",
     "out_to_torch",
     "plan_args",
     "planned_args_to_tp",
@@ -158,11 +161,35 @@ def to_tp(t, where: str = "tensorplay-torch"):
     except Exception as e:
         if t.dtype not in DTYPES:
             tp_dtype(t.dtype, where)
-        raise BridgeError(f"{where}: a torch tensor ({t.dtype}, {t.device}, shape "
-                          f"{tuple(t.shape)}) could not be passed to TensorPlay through DLPack "
-                          f"(refused on the TensorPlay side: {type(e).__name__}: {e}). Is the "
-                          f"TensorPlay plugin of device {t.device.type!r} installed "
-                          f"(tensorplay-{t.device.type})?") from e
+        raise BridgeError(_to_tp_refused(t, e, where)) from e
+
+
+def _to_tp_refused(t, e, where) -> str:
+    """Why torch tensor ``t`` could not cross (``e``: what was raised): a functorch-wrapped
+    tensor (vmap, ``is_grads_batched=True``, grad transforms) has no memory of its own to
+    share; otherwise a missing device plugin is suggested only when it really is missing."""
+    head = (f"{where}: a torch tensor ({t.dtype}, {t.device}, shape {tuple(t.shape)}) could "
+            f"not be passed to TensorPlay")
+    functorch = getattr(torch._C, "_functorch", None)
+    legacy = getattr(functorch, "is_legacy_batchedtensor", None)
+    if functorch is not None and ((legacy is not None and legacy(t)) or
+                                  functorch.is_batchedtensor(t) or
+                                  functorch.is_functorch_wrapped_tensor(t) or
+                                  torch._C._are_functorch_transforms_active()):
+        return (f"{head}: it is a functorch-wrapped tensor (torch.func.vmap, grad transforms, "
+                f"or torch.autograd.grad(..., is_grads_batched=True), which runs backward "
+                f"under vmap): batched tensors have no memory of their own to share with "
+                f"TensorPlay, so the bridge does not support them (a limit of the bridge). "
+                f"Loop over the batch instead (e.g. [torch.autograd.grad(y, x, g, retain_graph=True) for g in grads]).")
+    msg = f"{head} (refused on the TensorPlay side: {type(e).__name__}: {e})."
+    try:
+        ok, why = tp.plugins.device_status(t.device.type)
+    except Exception:  # noqa: BLE001 - an unknown device type: say it is not installed
+        ok, why = False, None
+    if not ok:
+        msg += (f" TensorPlay cannot use device {t.device.type!r}: "
+                f"{why or f'is its plugin (tensorplay-{t.device.type}) installed?'}")
+    return msg
 
 
 # the cpu backend whose wrap_shared is ArrayBackend's (a contiguous array goes straight to its
@@ -302,6 +329,100 @@ def _value_to_tp(v, where):
     if isinstance(v, torch.device):
         return tp_device(v)
     return v
+
+
+def fresh_returns(op) -> tuple:
+    """Indices of ``op``'s tensor returns the schema declares no alias for (``Tensor``, not
+    ``Tensor(a)``/``Tensor(a!)``): those must not share memory with an input."""
+    return tuple(j for j, r in enumerate(op.schema.returns)
+                 if r.alias is None and r.type.startswith("Tensor"))
+
+
+def check_aliasing(op, where, out, a, k, fresh):
+    """Raise ``BridgeError`` when an output in ``fresh`` (``fresh_returns``) shares its
+    TensorPlay storage with an input (``a``: the TensorPlay arguments in schema order, the
+    positional ones at least; ``k``: keyword arguments by name) or with another such output:
+    torch takes a custom op's outputs as new memory (``torch.library.custom_op`` refuses an
+    alias at call time), so an undeclared alias makes eager and ``torch.compile`` disagree.
+
+    The test is storage identity (the ``Storage`` TensorPlay shares between a tensor and every
+    view of it): a kernel that returns an input or a TensorPlay view of one is caught; memory
+    wrapped again outside TensorPlay (e.g. a NumPy view of an input wrapped anew) is not."""
+    # the common case, nothing shared, first: the outputs' storages against the inputs' (plain
+    # loops and identity tests: a comprehension costs a frame per call)
+    if out.__class__ is _TPTensor:
+        if 0 not in fresh:
+            return
+        sts = [out._storage]
+    elif out.__class__ is tuple or out.__class__ is list:
+        sts = []
+        j = 0
+        for o in out:
+            if j in fresh and o.__class__ is _TPTensor:
+                st = o._storage
+                if st in sts:                   # two outputs share memory
+                    _find_alias(op, where, out, a, k, fresh)
+                sts.append(st)
+            j += 1
+        if not sts:
+            return
+    else:
+        return
+    for v in a:
+        if v.__class__ is _TPTensor:
+            if v._storage in sts:
+                _find_alias(op, where, out, a, k, fresh)
+        elif v.__class__ is list or v.__class__ is tuple:
+            for x in v:
+                if x.__class__ is _TPTensor and x._storage in sts:
+                    _find_alias(op, where, out, a, k, fresh)
+    if k:
+        for v in k.values():
+            for x in (v if v.__class__ is list or v.__class__ is tuple else (v,)):
+                if x.__class__ is _TPTensor and x._storage in sts:
+                    _find_alias(op, where, out, a, k, fresh)
+
+
+def _find_alias(op, where, out, a, k, fresh):
+    """``check_aliasing``'s error, once it knows an output shares memory: which one, and with
+    what."""
+    ins = {}
+    for i, v in enumerate(a):
+        if isinstance(v, _TPTensor):
+            ins[id(v._storage)] = i
+        elif v.__class__ in (list, tuple):
+            for x in v:
+                if isinstance(x, _TPTensor):
+                    ins[id(x._storage)] = i
+    if k:
+        for name, v in k.items():
+            for x in (v if v.__class__ in (list, tuple) else (v,)):
+                if isinstance(x, _TPTensor):
+                    ins[id(x._storage)] = name
+    outs = (out,) if isinstance(out, _TPTensor) else \
+        out if isinstance(out, (tuple, list)) else ()
+    for j, o in enumerate(outs):
+        if j not in fresh or not isinstance(o, _TPTensor):
+            continue
+        sid = id(o._storage)
+        if sid in ins:
+            alias_error(op, where, j, ins[sid])
+        ins[sid] = ("output", j)
+
+
+def alias_error(op, where, j, source):
+    """``source``: an argument's index in schema order or its name, or ``("output", j)``."""
+    if isinstance(source, tuple):
+        what = f"output {source[1]}"
+    else:
+        name = op.schema.arguments[source].name if isinstance(source, int) else source
+        what = f"input {name!r}"
+    raise BridgeError(
+        f"{where}: output {j} aliases {what} (shares its memory), but the schema "
+        f"{op.schema.signature_str()} declares no alias: a custom op's outputs must be new "
+        f"tensors (torch.library.custom_op refuses this too; eager and torch.compile would "
+        f"disagree). Return a copy (e.g. x.clone()) from the kernel, or declare the alias in "
+        f"the schema (e.g. \"(Tensor(a) x) -> Tensor(a)\").")
 
 
 def plan_args(schema):

@@ -18,13 +18,15 @@ import tensorplay as tp
 import torch
 
 from . import _autograd
-from ._convert import (DYNAMO_HOOK, BridgeError, out_to_torch, plan_args, planned_args_to_tp,
-                       reraise, result_to_torch, set_eval_frame, skip_dynamo, to_tp)
+from ._convert import (DYNAMO_HOOK, BridgeError, alias_error, check_aliasing, fresh_returns,
+                       out_to_torch, plan_args, planned_args_to_tp, reraise, result_to_torch,
+                       set_eval_frame, skip_dynamo, to_tp)
 from ._fake import make_fake_kernel
 
 __all__ = ["bridged_ops", "register"]
 
 _TPTensor = tp.Tensor
+_inference_mode = torch.is_inference_mode_enabled
 _lock = threading.RLock()
 _LIBS: dict[str, tuple] = {}     # "ns::op" -> its FRAGMENT libraries (kept alive)
 _BRIDGED: dict[str, object] = {}                 # "ns::op" -> the TensorPlay op bridged
@@ -36,10 +38,18 @@ def _where(op) -> str:
 
 def _kernel(op, where):
     """torch kernel (cpu) of TensorPlay op ``op``: tensors cross by DLPack, the op dispatches
-    on their device, results cross back. No per-call checks beyond the conversions; the
-    arguments to convert are worked out once (``plan_args``)."""
+    on their device, results cross back. The arguments to convert are worked out once
+    (``plan_args``). Per-call checks beyond the conversions: an output the schema declares no
+    alias for must not share an input's storage (``check_aliasing``; for the common one
+    tensor in, one tensor out form one attribute read and an identity test), and an op that
+    writes arguments refuses inference tensors outside inference mode (as torch's in-place
+    ops do)."""
     plan = plan_args(op.schema)
     tensors, others, kw = plan
+    fresh = fresh_returns(op)
+    single = len(op.schema.returns) == 1 and not op.schema.returns_tuple and fresh == (0,)
+    # one output, only plain Tensor arguments to compare it with: identity tests inline
+    simple = single and not others and not kw
 
     def run(a, k):
         try:
@@ -49,12 +59,54 @@ def _kernel(op, where):
         except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
             reraise(e, f"{where}: the TensorPlay kernel raised")
         if out.__class__ is _TPTensor:      # one tensor (the common case): one call less
+            if simple:
+                st = out._storage
+                n = len(a)
+                for i in tensors:
+                    if i < n and a[i]._storage is st:
+                        alias_error(op, where, 0, i)
+            elif fresh:
+                check_aliasing(op, where, out, a, k, fresh)
             return result_to_torch(out, where)
+        if fresh:
+            check_aliasing(op, where, out, a, k, fresh)
         return out_to_torch(out, where)
 
     # Each kernel keeps TorchDynamo out itself (``skip_dynamo``, ``set_eval_frame``), as
     # torch.library.register_kernel's wrapper would with four Python frames more per call.
-    if tensors == (0,) and not others and not kw:
+    mutated = _mutated_positions(op)
+    if mutated != ((), ()):
+        mpos, mkw = mutated
+
+        def kernel(*args, **kwargs):
+            prior = set_eval_frame(None)
+            try:
+                if not _inference_mode():
+                    _refuse_inference_writes(args, kwargs, mpos, mkw, where)
+                return run(*planned_args_to_tp(plan, args, kwargs, where))
+            finally:
+                set_eval_frame(prior)
+    elif tensors == (0,) and not others and not kw and single:
+        # the common form (one leading tensor, everything else passes as it is, one output): no
+        # list copy, no loops, no planner call per call; the aliasing check is one identity test
+        def kernel(x, *args, **kwargs):
+            prior = set_eval_frame(None)
+            try:
+                tx = to_tp(x, where)
+                try:
+                    out = op(tx, *args, **kwargs)
+                except BridgeError:
+                    raise
+                except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
+                    reraise(e, f"{where}: the TensorPlay kernel raised")
+                if out.__class__ is _TPTensor:
+                    if out._storage is tx._storage:
+                        alias_error(op, where, 0, 0)
+                    return result_to_torch(out, where)
+                return out_to_torch(out, where)
+            finally:
+                set_eval_frame(prior)
+    elif tensors == (0,) and not others and not kw:
         # the common form (one leading tensor, everything else passes as it is): no list
         # copy, no loops, no planner call per call
         def kernel(x, *args, **kwargs):
@@ -72,6 +124,30 @@ def _kernel(op, where):
                 set_eval_frame(prior)
     kernel.__name__ = f"{op.opname}_kernel"
     return skip_dynamo(kernel)
+
+
+def _mutated_positions(op):
+    """``(positions, keyword names)`` of the arguments ``op`` writes (positional ones by index
+    in torch's ``args``, keyword-only ones by name)."""
+    names = set(op.mutates_args)
+    pos = tuple(i for i, a in enumerate(x for x in op.schema.arguments if not x.kwarg_only)
+                if a.name in names)
+    kws = tuple(a.name for a in op.schema.arguments if a.name in names and a.kwarg_only)
+    return pos, kws
+
+
+def _refuse_inference_writes(args, kwargs, pos, kws, where):
+    """torch's rule for in-place ops: an inference tensor is written only inside
+    ``torch.inference_mode()`` (``RuntimeError`` with torch's own words otherwise)."""
+    n = len(args)
+    for v in [args[i] for i in pos if i < n] + [kwargs.get(k) for k in kws]:
+        for t in (v if isinstance(v, (list, tuple)) else (v,)):
+            if isinstance(t, torch.Tensor) and t.is_inference():
+                raise RuntimeError(
+                    f"{where}: Inplace update to inference tensor outside InferenceMode is not "
+                    f"allowed (the op writes an inference tensor, as torch refuses for its own "
+                    f"in-place ops). Run it inside torch.inference_mode(), or clone the tensor "
+                    f"outside it first.")
 
 
 def _register_kernel(lib, op, device, kernel):
@@ -234,18 +310,25 @@ def _resolve(name: str):
 
 
 def _select(namespace, plugin):
+    """``(ops, namespaces asked for that have no op)``; ``BridgeError`` when none has one."""
     if plugin is not None:
-        return [op for op, _ in tp.plugins.plugin_ops(plugin)]
+        return [op for op, _ in tp.plugins.plugin_ops(plugin)], []
     tp.plugins.load_all()
+    unknown = []
     if namespace is None:
         names = [r["name"] for r in tp.plugins.ops_table() if not r["builtin"]]
     else:
         spaces = [namespace] if isinstance(namespace, str) else list(namespace)
-        names = [r["name"] for ns in spaces for r in tp.plugins.ops_table(ns)]
+        names = []
+        for ns in spaces:
+            rows = tp.plugins.ops_table(ns)
+            if not rows:
+                unknown.append(ns)
+            names += [r["name"] for r in rows]
         if not names:
             raise BridgeError(f"tensorplay_torch.register: no TensorPlay op in namespace(s) "
                               f"{', '.join(spaces)} (see `tensorplay ops`)")
-    return [_resolve(n) for n in names]
+    return [_resolve(n) for n in names], unknown
 
 
 def register(namespace: str | list[str] | None = None, *, plugin: str | None = None) -> list[str]:
@@ -267,12 +350,15 @@ def register(namespace: str | list[str] | None = None, *, plugin: str | None = N
     of torch again, and then one ``BridgeError`` (a ``RuntimeError``) is raised naming each
     failing op, its pack and the side that refused (e.g. torch, when the name is taken); its
     ``bridged`` attribute lists the ops this call did register, ``failed`` maps each failing op
-    to its message. A later call retries only the failed ones. ``KeyError``/``LookupError``
-    from TensorPlay for an unknown plugin.
+    to its message. A later call retries only the failed ones. A namespace of the list with no
+    TensorPlay op (a typo) is an error too, raised the same way after the others are
+    registered (its ``unknown`` attribute lists those namespaces); a single such namespace
+    raises at once. ``KeyError``/``LookupError`` from TensorPlay for an unknown plugin.
     """
     with _lock:
         done, failed = [], {}
-        for op in _select(namespace, plugin):
+        ops, unknown = _select(namespace, plugin)
+        for op in ops:
             if op.is_builtin or op.name in _BRIDGED:
                 continue
             libs: list = []
@@ -285,12 +371,15 @@ def register(namespace: str | list[str] | None = None, *, plugin: str | None = N
             _LIBS[op.name] = tuple(libs)
             _BRIDGED[op.name] = op
             done.append(op.name)
-        if failed:
-            lines = "\n".join(f"  - {m}" for m in failed.values())
-            err = BridgeError(f"tensorplay_torch.register: {len(failed)} op(s) could not be "
-                              f"bridged; the other {len(done)} op(s) of this call are "
-                              f"registered:\n{lines}")
-            err.bridged, err.failed = done, failed
+        if failed or unknown:
+            lines = [f"  - {m}" for m in failed.values()]
+            lines += [f"  - namespace {ns!r}: no TensorPlay op in it (a typo? see `tensorplay "
+                      f"ops`)" for ns in unknown]
+            what = f"{len(failed)} op(s) could not be bridged" if failed else \
+                f"unknown namespace(s) {', '.join(map(repr, unknown))}"
+            err = BridgeError(f"tensorplay_torch.register: {what}; the other {len(done)} op(s) "
+                              f"of this call are registered:\n" + "\n".join(lines))
+            err.bridged, err.failed, err.unknown = done, failed, unknown
             raise err
         return done
 
