@@ -342,3 +342,36 @@ def test_builtin_ops_broadcasting_and_mixed_dtypes_unchanged():
     assert tuple(c.grad.shape) == (2, 1) and c.grad.dtype is tp.float64
     assert c.grad.tolist() == [[6.0], [6.0]]
     assert a.grad.dtype is tp.float32 and a.grad.tolist() == [[2.0] * 3] * 2
+
+
+# -- 9. Tensor[] arguments: one gradient per element, each validated ----------------------------
+def _pair_sum(ns, backward):
+    @library.custom_op(f"{ns}::pair_sum", mutates_args=())
+    def pair_sum(xs: list[Tensor]) -> Tensor:
+        return xs[0] + xs[1]
+
+    pair_sum.register_autograd(backward, setup_context=lambda ctx, inputs, output: None)
+    return pair_sum
+
+
+def test_a_tensor_list_gradient_of_the_wrong_length_is_refused(ns):
+    op = _pair_sum(ns, lambda ctx, g: [g])     # two tensors in, one gradient out
+    a, b = tp.ones(3, requires_grad=True), tp.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match=rf"function {ns}::pair_sumBackward returned an invalid "
+                                           r"gradient at position 1: the forward input is a list "
+                                           r"of 2 tensors"):
+        op([a, b]).sum().backward()
+    assert a.grad is None and b.grad is None
+
+
+def test_tensor_list_gradients_are_validated_per_element(ns):
+    op = _pair_sum(ns, lambda ctx, g: [g, g[:1]])
+    a, b = tp.ones(3, requires_grad=True), tp.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match=_shape_error(ns, "pair_sum", 1, "1", "3")):
+        op([a, b]).sum().backward()
+    op2 = _pair_sum(f"{ns}x", lambda ctx, g: [g.unsqueeze(0), None])
+    try:
+        op2([a, b]).sum().backward()
+        assert tuple(a.grad.shape) == (3,) and b.grad is None
+    finally:
+        drop_ops(f"{ns}x")
