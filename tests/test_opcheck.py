@@ -274,7 +274,17 @@ def formula_bad_shape(x: Tensor, w: Tensor) -> Tensor:
     return x * w
 
 
-formula_bad_shape.register_autograd(lambda ctx, g: (g, g))     # w is (4,), g is (3, 4)
+formula_bad_shape.register_autograd(lambda ctx, g: (g, g.T))   # w is (4,), g.T is (4, 3)
+
+
+@lib.custom_op("oc_ag::formula_broadcast_grad", mutates_args=())
+def formula_broadcast_grad(x: Tensor, w: Tensor) -> Tensor:
+    return x * w
+
+
+# w is (4,), g is (3, 4): (4,) expands to (3, 4), so the engine sums it to (4,) (torch's
+# validate_outputs does the same): a legal formula
+formula_broadcast_grad.register_autograd(lambda ctx, g: (g, g))
 
 
 @lib.custom_op("oc_ag::ints", mutates_args=())
@@ -313,7 +323,9 @@ def test_formula_returning_none_is_a_declaration_not_a_dropped_gradient():
 def test_formula_with_wrong_gradient_shape():
     msg = check(formula_bad_shape, (tp.randn(3, 4), tp.randn(4)),
                 tests=["test_autograd_registration"])["test_autograd_registration"]
-    assert "oc_ag::formula_bad_shape" in msg and "(3, 4)" in msg and "(4,)" in msg
+    assert "oc_ag::formula_bad_shape" in msg and "[4, 3]" in msg and "[4]" in msg
+    assert check(formula_broadcast_grad, (tp.randn(3, 4), tp.randn(4)),
+                 tests=["test_autograd_registration"]) == {}
 
 
 def test_missing_formula_is_legal_and_integer_ops_are_skipped():

@@ -16,6 +16,7 @@ from .._registry import setup_context_form
 from .._tensor_base import TensorBase, instance_class, set_grad_fn, set_history, \
     set_history_source, set_requires_grad, set_view_version
 from . import grad_mode as _gm
+from .graph import AccumulateGrad as _AccumulateGrad
 from .graph import Node, edge_of, edge_of_source
 
 
@@ -198,11 +199,190 @@ class FunctionNode(Node):
             ctx._saved = ()
 
 
+class UserFunctionNode(FunctionNode):
+    """``FunctionNode`` of a formula written by a user (a custom op's ``register_autograd``, an
+    ``autograd.Function``): its gradients are validated as torch's engine validates every node's
+    (``validate_outputs``, engine.cpp). Built-in formulas are right by construction and keep the
+    unchecked ``FunctionNode``.
+
+    Per gradient ``i`` (one per tensor input, in the order of ``next_edges``):
+
+    * the result's structure: a gradient for an argument that is not a tensor must be None
+      (``RuntimeError``, as torch's PyNode), a ``Tensor[]`` argument's gradient is a list of one
+      gradient (or None) per element, extra gradients are allowed only when None;
+    * no check where the input needs no gradient (no edge) or the gradient is None (stays None);
+    * a gradient that is not a tensor: ``RuntimeError``;
+    * shape: when the input's shape is expandable to the gradient's (torch's
+      ``at::is_expandable_to(input, grad)``: no more dimensions, each trailing one equal or 1) the
+      gradient is summed to the input's shape (``at::sum_to``); otherwise ``RuntimeError:
+      Function <name> returned an invalid gradient at index <i> - got [..] but expected shape
+      compatible with [..]``;
+    * dtype: cast to the input's (torch casts every real dtype);
+    * device: a 0-d gradient is moved to the input's device, any other is refused (``... -
+      expected device cpu but got meta``).
+
+    The input's shape, dtype and device are read where torch reads its ``InputMetadata``: off the
+    node the edge leads to (an ``AccumulateGrad``'s leaf, another node's ``_out_meta``), so
+    recording costs nothing more; the common case costs one comparison of shape, dtype and
+    device per gradient."""
+
+    __slots__ = ()
+
+    def apply(self, grads):
+        ctx = self.ctx
+        g = grads[0]
+        if g is None or len(grads) > 1 or g.raw_dtype is not self._out_meta[0][1]:
+            grads = _formula_grads(grads, self._out_meta, ctx.materialize_grads)
+        res = self.fn(ctx, *grads)
+        grads = None
+        structure = self.structure
+        if res.__class__ is tuple and len(res) == len(structure) == structure.count("t"):
+            out = res   # one gradient per tensor input (the common form)
+        elif res.__class__ is not tuple and not isinstance(res, list) and len(structure) == 1 \
+                and structure[0] == "t":
+            out = (res,)   # one tensor input, a bare gradient
+        else:
+            out = self._flatten(res)
+        res = None
+        edges = self.next_edges
+        if len(out) == 1:
+            # one tensor input (the common case): the checks without the loop
+            g = out[0]
+            e = edges[0]
+            if g is None or e is None:
+                return out   # stays None; an input that needs no gradient is not checked (torch)
+            node = e[0]
+            try:
+                if node.__class__ is _AccumulateGrad:
+                    v = node.variable
+                    if g.raw_shape == v.raw_shape and g.raw_dtype is v.raw_dtype and \
+                            g.raw_device is v.raw_device:
+                        return out
+                else:
+                    m = node._out_meta[e[1]]
+                    if g.raw_shape == m[0] and g.raw_dtype is m[1] and g.raw_device is m[2]:
+                        return out
+            except AttributeError:   # not a tensor: _fix says so
+                pass
+            return (self._fix(0, g, e),)
+        fixed = None
+        for i, g in enumerate(out):
+            e = edges[i]
+            if g is None or e is None:
+                continue
+            node = e[0]
+            try:
+                if node.__class__ is _AccumulateGrad:
+                    v = node.variable
+                    if g.raw_shape == v.raw_shape and g.raw_dtype is v.raw_dtype and \
+                            g.raw_device is v.raw_device:
+                        continue
+                else:
+                    m = node._out_meta[e[1]]
+                    if g.raw_shape == m[0] and g.raw_dtype is m[1] and g.raw_device is m[2]:
+                        continue
+            except AttributeError:
+                pass
+            if fixed is None:
+                fixed = list(out)
+            fixed[i] = self._fix(i, g, e)
+        if fixed is not None:
+            return tuple(fixed)
+        return out if out.__class__ is tuple else tuple(out)
+
+    def _fix(self, i, g, e):
+        """Gradient ``i``, ``g``, that does not match its input (the input edge ``e`` leads to)
+        in shape, dtype or device: reduced and cast, or ``RuntimeError``."""
+        if not isinstance(g, TensorBase):
+            raise RuntimeError(
+                f"Function {self.name} returned an invalid gradient at index {i} - expected a "
+                f"Tensor or None (got {type(g).__name__})")
+        node = e[0]
+        if node.__class__ is _AccumulateGrad:
+            v = node.variable
+            meta = (v.raw_shape, v.raw_dtype, v.raw_device)
+        else:
+            meta = node._out_meta[e[1]]
+        return _conform(self.name, i, g, meta)
+
+    def _flatten(self, res):
+        """The formula's result ``res`` as one gradient per edge (``FunctionNode.apply``'s
+        general path, with torch's checks of its structure)."""
+        structure = self.structure
+        name = self.name
+        if not isinstance(res, tuple):
+            # a bare gradient, or a list that is the gradient of a single Tensor[] input
+            res = (res,) if not isinstance(res, list) or len(structure) == 1 else tuple(res)
+        n = len(structure)
+        if len(res) < n:
+            res = tuple(res) + (None,) * (n - len(res))
+        elif len(res) > n:
+            if any(r is not None for r in res[n:]):
+                raise RuntimeError(
+                    f"function {name} returned an incorrect number of gradients (expected {n}, "
+                    f"got {len(res)})")
+        out = []
+        for pos, (s, g) in enumerate(zip(structure, res), 1):
+            if s == "t":
+                out.append(g)
+            elif s is None:
+                # torch's PyNode: an argument that is not a tensor (a number, a None, a list of
+                # numbers) gets no gradient; None (or a list of Nones) is the only valid answer
+                if g is not None and not (isinstance(g, (list, tuple)) and
+                                          all(x is None for x in g)):
+                    raise RuntimeError(
+                        f"function {name} returned a gradient different than None at position "
+                        f"{pos}, but the corresponding forward input was not a Tensor")
+            elif g is None:
+                out.extend((None,) * s[1])
+            else:
+                if not isinstance(g, (list, tuple)) or len(g) != s[1]:
+                    got = f"{len(g)} gradients" if isinstance(g, (list, tuple)) else \
+                        type(g).__name__
+                    raise RuntimeError(
+                        f"function {name} returned an invalid gradient at position {pos}: the "
+                        f"forward input is a list of {s[1]} tensors, so its gradient is a list of "
+                        f"{s[1]} gradients (or None), got {got}")
+                out.extend(g)
+        return out
+
+
+def _shape_str(shape) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def _conform(name, i, g, meta):
+    """Gradient ``i`` of node ``name`` made to fit its input's ``(shape, dtype, device)``
+    ``meta``, or ``RuntimeError``: torch's ``InputMetadata::maybe_reduce`` (shape), then the
+    dtype cast, then the device check of ``validate_outputs``, in that order."""
+    shape, dtype, device = meta
+    gshape = g.raw_shape
+    if gshape != shape:
+        nd = len(shape)
+        lead = len(gshape) - nd
+        # is_expandable_to(input shape, gradient shape): no more dims, trailing ones equal or 1
+        if lead < 0 or any(s != 1 and s != t for s, t in zip(shape, gshape[lead:])):
+            raise RuntimeError(
+                f"Function {name} returned an invalid gradient at index {i} - got "
+                f"{_shape_str(gshape)} but expected shape compatible with {_shape_str(shape)}")
+        g = g.sum_to_size(shape)   # at::sum_to: the leading dims and the input's 1s summed
+    if g.raw_dtype is not dtype:
+        g = g.to(dtype)
+    if g.raw_device is not device and g.raw_device != device:
+        if g.dim() != 0:
+            raise RuntimeError(
+                f"Function {name} returned an invalid gradient at index {i} - expected device "
+                f"{device} but got {g.raw_device}")
+        g = g.to(device)
+    return g
+
+
 def function_node_source(var, name, fn, ctx, edges, structure, out_meta) -> list:
     """Source lines binding ``var`` to ``FunctionNode(name, fn, ctx, edges, structure,
     out_meta)`` without its ``__init__`` frame (one node per recorded op call), for the autograd
     entries generated per op; arguments are source expressions, each evaluated once, and the
-    namespace binds ``__new`` to ``object.__new__`` and ``__FN`` to ``FunctionNode``."""
+    namespace binds ``__new`` to ``object.__new__`` and ``__FN`` to ``FunctionNode`` (or
+    ``UserFunctionNode`` for a user's formula: the same fields)."""
     return [f"{var} = __new(__FN)",
             f"{var}.name = {name}",
             f"{var}.fn = {fn}",
@@ -233,9 +413,10 @@ def _structure_and_edges(values, T):
     return structure, tuple(edges), tuple(needs)
 
 
-def attach(name, backward, ctx, values, output, T, se=None):
-    """Record a FunctionNode for ``output`` (a Tensor or tuple/list of Tensors).
-    ``se``: ``_structure_and_edges(values, T)`` when the caller has it already."""
+def attach(name, backward, ctx, values, output, T, se=None, node_cls=FunctionNode):
+    """Record a ``node_cls`` node (a ``FunctionNode``; ``UserFunctionNode`` for a user's formula)
+    for ``output`` (a Tensor or tuple/list of Tensors). ``se``: ``_structure_and_edges(values,
+    T)`` when the caller has it already."""
     structure, edges, needs = se if se is not None else _structure_and_edges(values, T)
     ctx.needs_input_grad = needs
     if not any(needs):
@@ -247,7 +428,7 @@ def attach(name, backward, ctx, values, output, T, se=None):
         outs = output if isinstance(output, (tuple, list)) else (output,)
         meta = tuple((o.raw_shape, o.raw_dtype, o.raw_device) if isinstance(o, T) else None
                      for o in outs)
-    node = FunctionNode(name, backward, ctx, edges, structure, meta)
+    node = node_cls(name, backward, ctx, edges, structure, meta)
     non_diff = ctx._non_diff
     for i, o in enumerate(outs):
         if isinstance(o, T) and o.raw_dtype.is_floating_point and (not non_diff or
@@ -260,22 +441,26 @@ class AutogradInfo:
     """What recording autograd history needs to know about a differentiable callable (the narrow
     protocol of torch's ``make_autograd_impl``): ``name`` of its graph node
     (``"ns::opBackward"``), ``op_name`` (named in ``ctx`` errors), ``backward(ctx, *grads)``
-    (None: no formula) and ``setup(ctx, inputs, output)`` (None: nothing to save). Built once
-    per op (``op_autograd_info``) or per ``Function.apply`` call (``Function._autograd_info``)."""
+    (None: no formula), ``setup(ctx, inputs, output)`` (None: nothing to save) and ``node``, the
+    class of the graph node (``UserFunctionNode``, which validates the gradients the formula
+    returns, unless the formula is a built-in's). Built once per op (``op_autograd_info``) or per
+    ``Function.apply`` call (``Function._autograd_info``)."""
 
-    __slots__ = ("name", "op_name", "backward", "setup")
+    __slots__ = ("name", "op_name", "backward", "setup", "node")
 
-    def __init__(self, name, op_name, backward, setup):
+    def __init__(self, name, op_name, backward, setup, node=None):
         self.name = name
         self.op_name = op_name
         self.backward = backward
         self.setup = setup
+        self.node = UserFunctionNode if node is None else node
 
 
 def op_autograd_info(op) -> AutogradInfo:
     """``op``'s formula as an ``AutogradInfo``. A custom op's formula is held to torch's rules:
-    its four-argument ``setup_context`` gets the keyword-only inputs as a dict, and its backward
-    must return a gradient per input (``RuntimeError`` naming the op otherwise)."""
+    its four-argument ``setup_context`` gets the keyword-only inputs as a dict, its backward
+    must return a gradient per input (``RuntimeError`` naming the op otherwise: too few or too
+    many), and the gradients it returns are validated (``UserFunctionNode``)."""
     backward = op.backward_fn
     setup = op.setup_context_fn
     if backward is not None and not op.is_builtin:
@@ -284,8 +469,10 @@ def op_autograd_info(op) -> AutogradInfo:
             backward, _needed_gradients(op),
             lambda n, got: f"{op.name}: the backward formula registered with register_autograd "
                            f"returned an incorrect number of gradients (expected {n}, got {got}): "
-                           f"return one gradient (or None) per input of the op, in schema order")
-    return AutogradInfo(f"{op.name}Backward", op.name, backward, setup)
+                           f"return one gradient (or None) per input of the op, in schema order",
+            len(op.schema.arguments))
+    return AutogradInfo(f"{op.name}Backward", op.name, backward, setup,
+                        FunctionNode if op.is_builtin else UserFunctionNode)
 
 
 def make_op_autograd(op):
@@ -327,14 +514,15 @@ def make_op_autograd(op):
 _missing = object()
 
 
-def _count_checked(backward, n, message):
+def _count_checked(backward, n, message, most=None):
     """``backward`` that raises ``RuntimeError(message(n, got))`` when it returns fewer than
-    ``n`` gradients (torch's check for autograd.Function; more are accepted only when the
-    extra ones are None, which ``FunctionNode.apply`` checks)."""
+    ``n`` gradients, or more than ``most`` (torch's checks: an ``autograd.Function`` may return
+    more, but only Nones, which ``UserFunctionNode`` checks: ``most`` None; a custom op's formula
+    one per input, ``make_autograd_impl``)."""
     def checked_backward(ctx, *grads):
         res = backward(ctx, *grads)
         got = len(res) if isinstance(res, tuple) or (isinstance(res, list) and n != 1) else 1
-        if got < n:
+        if got < n or (most is not None and got > most):
             raise RuntimeError(message(n, got))
         return res
     return checked_backward
@@ -437,7 +625,7 @@ def _record(info, values, out):
     if info.setup is not None:
         ctx.needs_input_grad = se[2]
         info.setup(ctx, values, out)
-    return attach(info.name, info.backward, ctx, values, out, TensorBase, se)
+    return attach(info.name, info.backward, ctx, values, out, TensorBase, se, info.node)
 
 
 
@@ -542,7 +730,7 @@ def _generated_entry(op, info):
             if setup is not None:
                 lines += [f"    __setup(__ctx, {vals}, __out)"]
             ret = (f"    return __attach(__name, __bw, __ctx, {vals}, __out, __T, "
-                   f"([{', '.join(struct)}], {edges}, __needs))")
+                   f"([{', '.join(struct)}], {edges}, __needs), __FN)")
             rets = op.schema.returns
             if len(rets) == 1 and rets[0].type == "Tensor" and rets[0].alias is None:
                 # attach inlined for the common case: one floating Tensor output, nothing marked
@@ -565,7 +753,7 @@ def _generated_entry(op, info):
     ns.update(__en=_gm._state, __table=op.table, __miss=op.entry, __bk=_dispatch.backend_key,
               __flat=_dispatch.flat_tensors, __rec=_record, __info=info, __name=name, __opname=op.name,
               __bw=backward, __setup=setup, __edge=edge_of, __Ctx=FunctionCtx, __attach=attach,
-              __T=Tensor, __nf=no_formula_outputs, __FN=FunctionNode, __ag="autograd",
+              __T=Tensor, __nf=no_formula_outputs, __FN=info.node, __ag="autograd",
               __new=object.__new__)
     src = "\n".join(lines)
     fn = _codegen.function(src, ns, "autograd_entry", f"<tensorplay autograd {op.name}>")
@@ -804,7 +992,8 @@ class Function:
         return attach(name, _count_checked(
             info.backward, len(args),
             lambda n, got: f"function {name} returned an incorrect number of gradients "
-                           f"(expected {n}, got {got})"), ctx, args, out, Tensor)
+                           f"(expected {n}, got {got})"), ctx, args, out, Tensor,
+                      node_cls=info.node)
 
 
 def make_autograd_entry(op):
