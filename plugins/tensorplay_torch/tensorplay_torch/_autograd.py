@@ -419,9 +419,9 @@ class _Bridge:
         # the kernel (_register._kernel) refuses it; one identity test for one tensor in and out
         if self.alias_plain:
             if out.__class__ is _TPTensor:
-                st = out._storage
+                st = out.storage_ref
                 for i in self.tensor_args:
-                    if tvals[i]._storage is st:
+                    if tvals[i].storage_ref is st:
                         alias_error(op, where, 0, i)
         elif self.fresh:
             check_aliasing(op, where, out, tvals, None, self.fresh)

@@ -353,13 +353,13 @@ def check_aliasing(op, where, out, a, k, fresh):
     if out.__class__ is _TPTensor:
         if 0 not in fresh:
             return
-        sts = [out._storage]
+        sts = [out.storage_ref]
     elif out.__class__ is tuple or out.__class__ is list:
         sts = []
         j = 0
         for o in out:
             if j in fresh and o.__class__ is _TPTensor:
-                st = o._storage
+                st = o.storage_ref
                 if st in sts:                   # two outputs share memory
                     _find_alias(op, where, out, a, k, fresh)
                 sts.append(st)
@@ -370,16 +370,16 @@ def check_aliasing(op, where, out, a, k, fresh):
         return
     for v in a:
         if v.__class__ is _TPTensor:
-            if v._storage in sts:
+            if v.storage_ref in sts:
                 _find_alias(op, where, out, a, k, fresh)
         elif v.__class__ is list or v.__class__ is tuple:
             for x in v:
-                if x.__class__ is _TPTensor and x._storage in sts:
+                if x.__class__ is _TPTensor and x.storage_ref in sts:
                     _find_alias(op, where, out, a, k, fresh)
     if k:
         for v in k.values():
             for x in (v if v.__class__ is list or v.__class__ is tuple else (v,)):
-                if x.__class__ is _TPTensor and x._storage in sts:
+                if x.__class__ is _TPTensor and x.storage_ref in sts:
                     _find_alias(op, where, out, a, k, fresh)
 
 
@@ -389,22 +389,22 @@ def _find_alias(op, where, out, a, k, fresh):
     ins = {}
     for i, v in enumerate(a):
         if isinstance(v, _TPTensor):
-            ins[id(v._storage)] = i
+            ins[id(v.storage_ref)] = i
         elif v.__class__ in (list, tuple):
             for x in v:
                 if isinstance(x, _TPTensor):
-                    ins[id(x._storage)] = i
+                    ins[id(x.storage_ref)] = i
     if k:
         for name, v in k.items():
             for x in (v if v.__class__ in (list, tuple) else (v,)):
                 if isinstance(x, _TPTensor):
-                    ins[id(x._storage)] = name
+                    ins[id(x.storage_ref)] = name
     outs = (out,) if isinstance(out, _TPTensor) else \
         out if isinstance(out, (tuple, list)) else ()
     for j, o in enumerate(outs):
         if j not in fresh or not isinstance(o, _TPTensor):
             continue
-        sid = id(o._storage)
+        sid = id(o.storage_ref)
         if sid in ins:
             alias_error(op, where, j, ins[sid])
         ins[sid] = ("output", j)

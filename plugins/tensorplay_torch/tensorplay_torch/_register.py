@@ -60,10 +60,10 @@ def _kernel(op, where):
             reraise(e, f"{where}: the TensorPlay kernel raised")
         if out.__class__ is _TPTensor:      # one tensor (the common case): one call less
             if simple:
-                st = out._storage
+                st = out.storage_ref
                 n = len(a)
                 for i in tensors:
-                    if i < n and a[i]._storage is st:
+                    if i < n and a[i].storage_ref is st:
                         alias_error(op, where, 0, i)
             elif fresh:
                 check_aliasing(op, where, out, a, k, fresh)
@@ -100,7 +100,7 @@ def _kernel(op, where):
                 except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
                     reraise(e, f"{where}: the TensorPlay kernel raised")
                 if out.__class__ is _TPTensor:
-                    if out._storage is tx._storage:
+                    if out.storage_ref is tx.storage_ref:
                         alias_error(op, where, 0, 0)
                     return result_to_torch(out, where)
                 return out_to_torch(out, where)
