@@ -186,6 +186,10 @@ def test_builtin_kernels_are_the_reference_kernels_bound_to_cupy():
             # the dim reductions' generated kernels sit in front of it too (reduce.py)
             assert k.__module__ == "tensorplay_cuda.reduce", name
             k = k.__wrapped__
+        if name == "clone":
+            # a row-major copy as one memcpy sits in front of it (clone.py)
+            assert k.__module__ == "tensorplay_cuda.clone", name
+            k = k.__wrapped__
         code = getattr(k, "__code__", None)
         if code is None:            # a bare namespace function (e.g. xp.negative): CuPy's own
             assert type(k).__module__.startswith("cupy"), (name, type(k))
@@ -828,3 +832,77 @@ def test_cuda_fill_factories_values_and_zero_sign(dtype):
                   tp.full_like(tp.ones((4,), dtype=dt, device="cuda"), -0.0)):
             assert np.signbit(z.cpu().float().numpy()).all(), z
         assert not np.signbit(tp.zeros((4,), dtype=dt, device="cuda").cpu().float().numpy()).any()
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64", "int64", "bool"])
+def test_cuda_clone_and_contiguous_copy_once_with_the_values_cpu_gives(dtype):
+    """``clone`` of a row-major tensor is one memcpy into new memory; of a transposed, sliced or
+    broadcast one a row-major copy; ``contiguous`` of a non-contiguous tensor the same copy. The
+    values are cpu's, the result never aliases its input (writing into it leaves the source
+    alone), and a later write to the source leaves the copy alone (the copy is ordered on the
+    stream before it)."""
+    dt = getattr(tp, dtype)
+    base_cpu = (tp.arange(2 * 3 * 4 * 5) % 7).reshape(2, 3, 4, 5).to(dt)
+    base = base_cpu.to("cuda")
+    views = [lambda t: t, lambda t: t.transpose(1, 2), lambda t: t[:, 1:, ::2],
+             lambda t: t[0, 0, 0].expand(3, 5), lambda t: t.reshape(-1)[:0],
+             lambda t: t.permute(3, 2, 1, 0)]
+    for view in views:
+        x, want = view(base), view(base_cpu)
+        for make in (lambda t: t.clone(), lambda t: t.contiguous()):
+            r = make(x)
+            assert r.device.type == "cuda" and r.dtype == dt and r.shape == want.shape
+            assert r.is_contiguous()
+            assert_close(r.cpu(), want.contiguous(), rtol=0, atol=0)
+    x = base.clone()
+    y = x.clone()
+    x.fill_(1)                       # the source changes after the copy was enqueued
+    assert_close(y.cpu(), base_cpu, rtol=0, atol=0)
+    y.zero_()                        # the copy is its own memory
+    assert_close(x.cpu(), tp.ones_like(base_cpu), rtol=0, atol=0)
+    # autograd through clone and contiguous on cuda
+    if dt.is_floating_point:
+        w = base.to(tp.float32).requires_grad_()
+        (w.transpose(1, 2).contiguous() * 2 + w.clone()).sum().backward()
+        assert_close(w.grad.cpu(), tp.full((2, 3, 4, 5), 3.0), rtol=0, atol=0)
+
+
+@needs_cuda
+def test_cuda_integer_and_bool_binary_ops_give_cpus_values_and_dtypes():
+    """Integer and bool operands (one dtype, mixed, with Python ints in and beyond the dtype's
+    range, 0-d tensors) give cpu's values and dtypes on cuda, whichever path they take."""
+    rng = np.random.default_rng(0)
+
+    def t(dtype, shape=(6,)):
+        if dtype == "bool":
+            return tp.tensor(rng.random(shape) < 0.5)
+        return tp.tensor(rng.integers(-5 if dtype != "uint8" else 0, 6, shape)).to(getattr(tp, dtype))
+    names = ["bool", "uint8", "int8", "int16", "int32", "int64"]
+    ops = {"add": tp.add, "sub": tp.sub, "mul": tp.mul, "maximum": tp.maximum,
+           "minimum": tp.minimum, "eq": tp.eq, "ne": tp.ne, "lt": tp.lt, "ge": tp.ge}
+    checked = 0
+    for name, f in ops.items():
+        for da in names:
+            for other in [*names, -100, 3, 300, -1, 0.5]:
+                for shape_b in ((6,), ()):
+                    a = t(da)
+                    b = t(other, shape_b) if isinstance(other, str) else other
+                    if not isinstance(other, str) and shape_b == ():
+                        continue
+                    try:
+                        want = f(a, b)
+                    except (RuntimeError, TypeError) as e:
+                        with pytest.raises(type(e)):
+                            f(a.to("cuda"), b.to("cuda") if isinstance(b, tp.Tensor) else b)
+                        continue
+                    got = f(a.to("cuda"), b.to("cuda") if isinstance(b, tp.Tensor) else b)
+                    assert got.dtype == want.dtype, (name, da, other, shape_b)
+                    assert_close(got.cpu(), want, rtol=0, atol=0), (name, da, other, shape_b)
+                    checked += 1
+    assert checked > 400
+    # the reversed operand forms (rsub) and the corpus's mask product
+    x = t("int64")
+    assert_close((5 - x.to("cuda")).cpu(), 5 - x, rtol=0, atol=0)
+    m = x != -100
+    assert_close((x.to("cuda") * m.to("cuda")).cpu(), x * m, rtol=0, atol=0)

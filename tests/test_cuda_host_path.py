@@ -882,3 +882,48 @@ def test_large_takes_a_0d_operand_in_one_launch_where_the_chain_offers_modes(mon
     monkeypatch.setattr(eager, "_chain", lambda op, n_in, ct, R, be: Old())
     large = eager._large("mul", 2, _host_backend())
     assert large(a, s) is None and large(a, s) is None and not eager._FAILED
+
+
+_INT_CASES = [
+    # (op, swap, first dtype, second: dtype name / Python value, ndim of each, the ufunc?)
+    ("ne", False, "int64", -100, 1, True),
+    ("lt", False, "int64", 800, 1, True),
+    ("eq", False, "bool", "bool", 1, True),
+    ("ge", False, "int32", "int64", 1, True),
+    ("mul", False, "int64", "bool", 1, True),         # target * target_mask
+    ("add", False, "uint8", "int8", 1, True),         # int16 in NumPy and torch
+    ("maximum", False, "int16", 7, 1, True),
+    ("sub", False, "int64", "int64", 1, True),
+    ("rsub", True, "int32", 5, 1, True),
+    # the reference kernel's: torch's rules differ from the ufunc's, or it raises torch's error
+    ("sub", False, "int64", "bool", 1, False),        # torch refuses bool in subtraction
+    ("add", False, "bool", "bool", 1, False),         # logical in torch
+    ("mul", False, "bool", "int64", 1, False),        # (a bool first operand: the reference)
+    ("add", False, "int8", 300, 1, False),            # beyond int8: torch wraps the number
+    ("add", False, "uint8", -1, 1, False),
+    ("lt", False, "int64", 0.5, 1, False),            # torch compares in float32
+    ("add", False, "int64", True, 1, False),          # a Python bool
+    ("add", False, "int8", "int64", 0, False),        # a 0-d tensor does not promote in torch
+    ("div", False, "int64", "int64", 1, False),       # a floating result
+    ("add", False, "uint8", "uint16", 1, False),      # not one of torch's integer dtypes here
+    ("eq", False, "int64", "float32", 1, False),
+]
+
+
+@pytest.mark.parametrize("op, swap, da, b, ndim, ufunc", _INT_CASES)
+def test_integer_and_bool_operands_take_the_ufunc_only_where_it_is_the_reference(
+        op, swap, da, b, ndim, ufunc):
+    """Integer and bool arrays go straight to CuPy's ufunc (no promotion step) where NumPy's
+    promotion and number rule give torch's result; everything else keeps the reference kernel."""
+    be = _backend()
+    rec = _Recorder(_arr())
+    uf_name = eager._UFUNC[op][0]
+    k = eager._binary(op, rec.reference, be, rec.ufunc, swap, False)
+    assert eager._UFUNC[op][1] is swap and uf_name
+    a = _arr((3,), np.dtype(da))
+    other = _arr((3,) if ndim else (), np.dtype(b)) if isinstance(b, str) else b
+    assert k(a, other) is rec.out
+    kind, x, y = rec.calls[-1]
+    assert kind == ("ufunc" if ufunc else "reference"), rec.calls
+    if ufunc:
+        assert (x, y) == ((other, a) if swap else (a, other))

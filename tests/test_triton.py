@@ -757,6 +757,44 @@ def test_compiled_cupy_launch_matches_tritons_launch():
     assert float(_host(out).sum()) == 0.0
 
 
+@triton.jit
+def block_fill_kernel(out_ptr, n, BLOCK: tl.constexpr, SCALE: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.zeros([BLOCK], tl.float32) + BLOCK * SCALE, mask=offs < n)
+
+
+@compiled_only
+def test_compiled_positional_constexprs_are_part_of_the_specialisation():
+    """A constexpr given by position with a new value compiles and launches its own kernel (two
+    ints of the same int feature -- 16 and 32 -- or two floats must not share a launch), as
+    Triton's launcher does; and every argument given by keyword, tensors included (the way
+    Liger-Kernel calls its kernels), launches the same kernels with the same results."""
+    _need_cuda()
+    n = 256
+    for rep in range(3):                 # the second and later launches take the CuPy path
+        for block in (16, 32, 64):
+            for scale in (1.0, 0.5):
+                out = tensorplay.zeros(n, device="cuda")
+                wrap_triton(block_fill_kernel)[(triton.cdiv(n, block),)](out, n, block, scale)
+                np.testing.assert_array_equal(_host(out), np.full(n, block * scale, np.float32),
+                                              err_msg=f"positional BLOCK={block} SCALE={scale} rep {rep}")
+                out = tensorplay.zeros(n, device="cuda")
+                wrap_triton(block_fill_kernel)[(triton.cdiv(n, block),)](
+                    out_ptr=out, n=n, BLOCK=block, SCALE=scale)
+                np.testing.assert_array_equal(_host(out), np.full(n, block * scale, np.float32),
+                                              err_msg=f"keywords BLOCK={block} SCALE={scale} rep {rep}")
+    x = tensorplay.randn(1000, device="cuda")
+    y = tensorplay.randn(1000, device="cuda")
+    for rep in range(3):
+        out = tensorplay.empty(1000, device="cuda")
+        wrap_triton(add_kernel)[lambda m: (triton.cdiv(m["n"], m["BLOCK"]),)](
+            x_ptr=x, y_ptr=y, out_ptr=out, n=1000, BLOCK=128)
+        np.testing.assert_allclose(_host(out), _host(x) + _host(y), rtol=1e-6)
+        out = tensorplay.empty(1000, device="cuda")
+        wrap_triton(add_kernel)[(8,)](x, y, n=1000, out_ptr=out, BLOCK=128)
+        np.testing.assert_allclose(_host(out), _host(x) + _host(y), rtol=1e-6)
+
+
 @compiled_only
 def test_compiled_errors_name_argument_device_and_fix():
     _need_cuda()

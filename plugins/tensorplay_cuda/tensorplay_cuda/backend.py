@@ -39,6 +39,7 @@ from tensorplay.backends import ArrayBackend, Storage, device_finder, new_tensor
 from tensorplay._kernels import lowp
 from tensorplay.errors import DeviceUnavailableError, DispatchError
 
+from . import clone as _clone
 from . import eager as _eager
 from . import fill as _fill
 from . import floordiv as _floordiv
@@ -266,8 +267,10 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
             k = super().kernels()   # the reference kernels bound to xp
             if self._lowp_enabled:
                 k = lowp.wrap_kernels(k, self)
-            # sum/mean/amax/amin along dims: generated kernels, one driver launch (``reduce``)
-            self._kernels = _reduce.accelerate(_eager.accelerate(k, self), self)
+            # sum/mean/amax/amin along dims: generated kernels, one driver launch (``reduce``);
+            # clone as one memcpy (``clone``)
+            self._kernels = _clone.accelerate(
+                _reduce.accelerate(_eager.accelerate(k, self), self), cupy)
         return self._kernels
 
     def fuse_elementwise(self, expr):

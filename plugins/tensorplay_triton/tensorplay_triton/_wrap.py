@@ -108,9 +108,11 @@ class TritonKernelWrapper:
     __slots__ = (
         "__weakref__",
         "_chain",
+        "_constexpr_at",
         "_direct",
         "_fast",
         "_ki",
+        "_kw_plans",
         "_run",
         "_runtime_names",
         "_tuned",
@@ -156,6 +158,11 @@ class TritonKernelWrapper:
             self._tuned = wrap_triton(kernel.fn)
         params = getattr(inner, "params", None) or ()
         self._runtime_names = frozenset(p.name for p in params if not p.is_constexpr)
+        # positions of constexpr parameters: given by position, their value (not only its int
+        # feature) selects the specialisation in _direct_launch's key
+        self._constexpr_at = frozenset(i for i, p in enumerate(params) if p.is_constexpr)
+        # (positional count, keyword names) -> the names _by_position moves, or None
+        self._kw_plans: dict = {}
         if self.interpreted:
             # Autotuning an interpreted kernel: time it on the host (there is no device to time).
             for k in chain:
@@ -448,13 +455,29 @@ class TritonKernelWrapper:
         path; checked launches that need Triton's own path (hooks set, another current device,
         kernels CuPy cannot launch, empty grids) go to ``_call_cuda``.
         """
+        if kwargs and not self._runtime_names.isdisjoint(kwargs):
+            # runtime parameters given by keyword (tensors too: Liger-Kernel names every argument)
+            # are passed by position, so the CuPy launch, which packs positions, can take them
+            moved = self._by_position(len(args), kwargs)
+            if moved is None:
+                return _MISS
+            args = (*args, *[kwargs[k] for k in moved])
+            kwargs = {k: v for k, v in kwargs.items() if k not in moved}
         dev = None
         vals = None
         feats = []
         app = feats.append
         strided = self.strided
+        cpos = self._constexpr_at
         for i, a in enumerate(args):
             c = a.__class__
+            if i in cpos:
+                # a constexpr by position: its value is compiled in (two ints of one int
+                # feature, or two floats, are two kernels)
+                if not (c is int or c is float or c is bool or a is None or c is str):
+                    return _MISS
+                app((c, a))
+                continue
             if c is Tensor:
                 if a.native is None or a.capture_info is not None:
                     return _MISS
@@ -531,6 +554,25 @@ class TritonKernelWrapper:
             return self._call_cuda((g0, g1, g2), args, kwargs, dev)
         ent.go(args if vals is None else vals, g0, g1, g2)
         return ent.kernel
+
+    def _by_position(self, nargs, kwargs):
+        """The keyword arguments that, moved after ``nargs`` positional ones in parameter order,
+        leave no runtime parameter given by keyword: every parameter from position ``nargs`` up
+        to the last runtime one named in ``kwargs`` must be named there (constexprs in between
+        move too). None when there is a gap (a parameter left to its default) -- that call takes
+        Triton's launcher. Cached per (``nargs``, keyword names)."""
+        key = (nargs, tuple(kwargs))
+        plan = self._kw_plans.get(key, _MISS)
+        if plan is _MISS:
+            names = self.arg_names
+            rn = self._runtime_names
+            last = max((i for i, name in enumerate(names) if name in rn and name in kwargs),
+                       default=-1)
+            plan = tuple(names[nargs:last + 1])
+            if last < nargs or not all(name in kwargs for name in plan):
+                plan = None
+            self._kw_plans[key] = plan
+        return plan
 
     def _direct_first(self, d, key, grid, args, kwargs, dev):
         """First launch of a specialisation: through Triton; then record how to launch it again."""
