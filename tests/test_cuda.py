@@ -864,7 +864,7 @@ def test_cuda_clone_and_contiguous_copy_once_with_the_values_cpu_gives(dtype):
     # autograd through clone and contiguous on cuda
     if dt.is_floating_point:
         w = base.to(tp.float32).requires_grad_()
-        (w.transpose(1, 2).contiguous() * 2 + w.clone()).sum().backward()
+        ((w.transpose(1, 2).contiguous() * 2).transpose(1, 2) + w.clone()).sum().backward()
         assert_close(w.grad.cpu(), tp.full((2, 3, 4, 5), 3.0), rtol=0, atol=0)
 
 

@@ -320,7 +320,7 @@ def _integer_operands(op, backend):
     integers only (torch refuses bool operands: the reference raises its message). Never
     ``div`` (a floating result), a Python ``float`` (torch compares and computes in the default
     floating dtype, NumPy in float64) or a Python ``bool``. Empty for any other op."""
-    np = backend.np
+    import numpy as np     # (CuPy's dtypes are NumPy's dtype objects)
     fam = OPS[op].family
     if fam == "cmp":
         first = _INTEGERS
