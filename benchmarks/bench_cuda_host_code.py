@@ -46,6 +46,9 @@ def cases(fw, triton, kernel, wrap):
         "target != -100  (int64)": lambda: t != -100,
         "mask.sum().item()": lambda: m.sum().item(),
         "target * mask  (int64 * bool)": lambda: t * m,
+        "target + target  (int64)": lambda: t + t,
+        "x > 0.0  (float32 96x800)": lambda: x > 0.0,
+        "x < out  (float32 96x800)": lambda: x < out,
         "bool((target * mask).max() < 800)": lambda: bool((t * m).max() < 800),
         "kernel[grid](x, out, n, BLOCK=1024)": lambda: k[(triton.cdiv(n, 1024),)](x, out, n, BLOCK=1024),
         "kernel[grid](x_ptr=x, out_ptr=out, n=n, BLOCK=1024)":

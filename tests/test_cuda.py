@@ -906,3 +906,31 @@ def test_cuda_integer_and_bool_binary_ops_give_cpus_values_and_dtypes():
     assert_close((5 - x.to("cuda")).cpu(), 5 - x, rtol=0, atol=0)
     m = x != -100
     assert_close((x.to("cuda") * m.to("cuda")).cpu(), x * m, rtol=0, atol=0)
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64", "int32", "int64",
+                                   "bool"])
+def test_cuda_comparisons_and_integer_ops_keep_cpus_values_after_the_warm_up(dtype):
+    """A call signature taken often enough (past the dense case's warm-up) launches a generated
+    kernel: comparisons of one dtype (bool result) with a tensor of their shape or a number, and
+    integer arithmetic, give cpu's values and dtypes on every call, before and after that."""
+    dt = getattr(tp, dtype)
+    rng = np.random.default_rng(1)
+    vals = rng.integers(-4, 5, (5, 33)).astype(np.float64)
+    vals[0, :3] = [0.5, -0.25, 2.75]
+    a_cpu = tp.tensor(vals).to(dt)
+    b_cpu = tp.tensor(rng.integers(-4, 5, (5, 33)).astype(np.float64)).to(dt)
+    a, b = a_cpu.to("cuda"), b_cpu.to("cuda")
+    calls = {"lt": lambda x, y: x < y, "eq": lambda x, y: x == y, "ge": lambda x, y: x >= y,
+             "ne number": lambda x, y: x != 2, "gt number": lambda x, y: x > (1 if dtype != "bool" else 0),
+             "le float": lambda x, y: x <= 0.5}
+    if dtype not in ("bool",):
+        calls.update({"add": lambda x, y: x + y, "mul number": lambda x, y: x * 3,
+                      "sub": lambda x, y: x - y, "maximum": lambda x, y: tp.maximum(x, y)})
+    for name, f in calls.items():
+        want = f(a_cpu, b_cpu)
+        for i in range(12):
+            got = f(a, b)
+            assert got.dtype == want.dtype, (name, i)
+            assert_close(got.cpu(), want, rtol=0, atol=0, msg=f"{name} call {i}")

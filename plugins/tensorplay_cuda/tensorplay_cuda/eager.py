@@ -211,10 +211,23 @@ def _binary(op, k, backend, uf, swap, big):
                     and not swap and op in _SAME_DTYPE else None)
     dense = (_dense(op, 2, backend, uf, k, beyond, half_ref, launch_large)
              if launch_large is not None else None)
+    if dense is None and big and _DENSE[0] and backend.np.__name__ == "cupy" and not swap and \
+            op in _BOOL_RESULT:
+        # comparisons: the same one-launch dense case (a bool result), called from the kernel
+        # below (the adapters' inline case is for results of the operand's dtype)
+        dense = _dense(op, 2, backend, uf, k, beyond)
 
     # integer and bool operands that CuPy's ufunc computes exactly as the reference kernel
     # (_integer_operands): their dtype -> (smallest, largest) Python int taken as the other operand
     ints, mixed = _integer_operands(op, backend)
+    # the dense case's integer arrays (one dtype and shape, or with a Python int within int32: a
+    # kernel argument) and, for comparisons, the floating ones too (with a Python number only
+    # float32: a float64 chain declines float constants, float16/bfloat16 numbers keep their
+    # rounding rule in the kernels above)
+    dense_ints = frozenset(backend.np.dtype(n) for n in ("int32", "int64")) \
+        if dense is not None and backend.np.__name__ == "cupy" else frozenset()
+    cmp_number = backend.np.dtype("float32") if op in _BOOL_RESULT else None
+    cmp_dense = dense if op in _BOOL_RESULT else None
 
     # the per-call path: small floating arrays of one dtype (or with a Python scalar) go straight
     # to the ufunc; tests ordered by frequency, the operand swap chosen here, not per call
@@ -256,9 +269,14 @@ def _binary(op, k, backend, uf, swap, big):
                 if d.kind == "f":
                     bc = b.__class__
                     if bc is nd and b.dtype is d:
+                        if cmp_dense is not None and a._c_contiguous and a.shape == b.shape \
+                                and b._c_contiguous:
+                            return cmp_dense(a, b)
                         return uf(a, b)
                     if bc is float or bc is int:
                         if d is not f16:
+                            if d is cmp_number and a._c_contiguous:
+                                return cmp_dense(a, b)
                             return uf(a, b)
                         if rounds:                  # (else half_ref: the reference kernel)
                             return uf(a, round_arg(b, d))
@@ -276,9 +294,16 @@ def _binary(op, k, backend, uf, swap, big):
                     if r is not None:
                         bc = b.__class__
                         if bc is nd:
-                            if b.dtype is d or (b.dtype in mixed and a.ndim and b.ndim):
+                            if b.dtype is d:
+                                if d in dense_ints and a._c_contiguous and a.shape == b.shape \
+                                        and b._c_contiguous:
+                                    return dense(a, b)
+                                return uf(a, b)
+                            if b.dtype in mixed and a.ndim and b.ndim:
                                 return uf(a, b)
                         elif bc is int and r[0] <= b <= r[1]:
+                            if d in dense_ints and a._c_contiguous:
+                                return dense(a, b)
                             return uf(a, b)
             return k(a, b)
     kernel.__wrapped__ = k
@@ -456,7 +481,7 @@ def _first_launch(op, n_in, backend, a, b, aligned, modes=None):
     if _FAILED:
         return None, None
     from .triton_fusion import Unsupported
-    R = backend.dtype_of(a)
+    R = _dtype.bool if op in _BOOL_RESULT else backend.dtype_of(a)
     try:
         if modes is not None:
             ch = _chain(op, n_in, None, R, backend)
@@ -537,6 +562,8 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
     f16 = backend.np.dtype("float16")
     rounds, round_arg = _scalar_rounding(op, backend)
     top = THRESHOLD if beyond is not None else 1 << 62      # (captured, as the adapters' bound)
+    # a comparison's result is bool (the launch's output; the other ops' have the operands' dtype)
+    rbool = backend.np.dtype("bool") if op in _BOOL_RESULT else None
     # (dtype, device index[, the number's class]) -> launch(*addresses, n[, number]), or None: the
     # ufunc for good
     launches: dict = {}
@@ -600,7 +627,7 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
                     elif launch is None and d is not bf16:
                         return uf(a, b)         # off the launch for good: no more frames
                     return slow(key, launch, n, a, b)
-                r = nd(a.shape, d)
+                r = nd(a.shape, d if rbool is None else rbool)
                 launch(a.data.ptr, b.data.ptr, r.data.ptr, n)
                 return r
             # a Python float or int (weak, as in torch: the result has a's dtype) as a kernel
@@ -624,7 +651,7 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
                 elif launch is None and d is not bf16 and not (half_ref and d is f16):
                     return uf(a, b)             # (a float on float64: as above)
                 return slow(key, launch, n, a, b)
-            r = nd(a.shape, d)
+            r = nd(a.shape, d if rbool is None else rbool)
             launch(a.data.ptr, r.data.ptr, n, b)
             return r
     else:
