@@ -48,6 +48,8 @@ def cases(fw, triton, kernel, wrap):
         "target * mask  (int64 * bool)": lambda: t * m,
         "target + target  (int64)": lambda: t + t,
         "x > 0.0  (float32 96x800)": lambda: x > 0.0,
+        "x.to(bfloat16)": lambda: x.to(fw.bfloat16),
+        "mask.float()": lambda: m.float(),
         "x < out  (float32 96x800)": lambda: x < out,
         "bool((target * mask).max() < 800)": lambda: bool((t * m).max() < 800),
         "kernel[grid](x, out, n, BLOCK=1024)": lambda: k[(triton.cdiv(n, 1024),)](x, out, n, BLOCK=1024),

@@ -186,6 +186,10 @@ def test_builtin_kernels_are_the_reference_kernels_bound_to_cupy():
             # the dim reductions' generated kernels sit in front of it too (reduce.py)
             assert k.__module__ == "tensorplay_cuda.reduce", name
             k = k.__wrapped__
+        if name == "to_dtype" and eager.triton_available():
+            # the small casts' one launch sits in front of it (eager.py)
+            assert k.__module__ == "tensorplay_cuda.eager", name
+            k = k.__wrapped__
         if name == "clone":
             # a row-major copy as one memcpy sits in front of it (clone.py)
             assert k.__module__ == "tensorplay_cuda.clone", name
@@ -934,3 +938,37 @@ def test_cuda_comparisons_and_integer_ops_keep_cpus_values_after_the_warm_up(dty
             got = f(a, b)
             assert got.dtype == want.dtype, (name, i)
             assert_close(got.cpu(), want, rtol=0, atol=0, msg=f"{name} call {i}")
+
+
+@needs_cuda
+@pytest.mark.parametrize("pair", sorted(tensorplay_cuda.eager._CASTS) if CUDA_OK else [])
+def test_cuda_casts_give_cpus_bits_before_and_after_the_warm_up(pair):
+    """``t.to(dtype)`` on cuda for each conversion the small-cast launch takes: the bits cpu's
+    conversion gives (rounding ties, subnormals, infinities, signed zero, NaN as NaN, integer
+    wrap-around), on every call: the first ones (CuPy's astype) and the launched ones."""
+    src, dst = (getattr(tp, n) for n in pair)
+    if src.is_floating_point:
+        v = np.array([0.0, -0.0, 1.0, -2.5, 65504.0, 65520.0, 1e-8, 3.0e38, np.inf, -np.inf,
+                      np.nan, 1.00048828125, 1.0009765625 + 2 ** -24, 0.1, 1 / 3, -7.25e-5],
+                     np.float64)
+        x_cpu = tp.tensor(v).to(src)
+    elif src == tp.bool:
+        x_cpu = tp.tensor([True, False, True, True])
+    else:
+        lo = {"int8": -128, "uint8": 0, "int32": -2 ** 31, "int64": -2 ** 63}[pair[0]]
+        hi = {"int8": 127, "uint8": 255, "int32": 2 ** 31 - 1, "int64": 2 ** 63 - 1}[pair[0]]
+        x_cpu = tp.tensor([0, 1, -1 if lo < 0 else 2, lo, hi, 16777217, 123456789 if hi > 2 ** 31 else 99]
+                          if hi > 255 else [0, 1, lo, hi, 7], dtype=src)
+    x_cpu = x_cpu.reshape(-1, 1).expand(-1, 3).contiguous()
+    x = x_cpu.to("cuda")
+    want = x_cpu.to(dst).numpy()
+    for i in range(12):
+        got = x.to(dst)
+        assert got.dtype == dst and got.shape == x.shape
+        g = got.cpu().numpy()
+        if dst.is_floating_point:
+            g64, w64 = g.astype(np.float64), want.astype(np.float64)
+            np.testing.assert_array_equal(g64, w64, err_msg=f"{pair} call {i}")
+            assert (np.signbit(g64) == np.signbit(w64))[~np.isnan(w64)].all(), (pair, i)
+        else:
+            np.testing.assert_array_equal(g, want, err_msg=f"{pair} call {i}")
