@@ -105,7 +105,8 @@ def test_cuda_tensor_of_a_dtype_tensorplay_lacks_is_refused(cuda_backend):
 
 class _DeviceArray:
     """A CuPy array's DLPack surface over cpu tensor ``t``'s memory: records the stream each
-    ``__dlpack__`` call asks for; ``toDlpack`` warns as CuPy 14's does."""
+    ``__dlpack__`` call asks for; ``toDlpack`` warns as CuPy 14's does (shown by default:
+    a ``UserWarning``)."""
 
     def __init__(self, t):
         self.t, self.size, self.streams = t, t.numel(), []
@@ -118,7 +119,7 @@ class _DeviceArray:
         return self.t.__dlpack_device__()
 
     def toDlpack(self):  # noqa: N802 - CuPy's name
-        warnings.warn(DEPRECATED, DeprecationWarning, stacklevel=2)
+        warnings.warn(DEPRECATED, cupy.VisibleDeprecationWarning, stacklevel=2)
         return self.t.__dlpack__()
 
 
