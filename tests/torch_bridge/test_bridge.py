@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -791,3 +792,25 @@ def test_cuda_kernels_zero_copy_on_torchs_current_stream():
     assert [e[0] for e in LOG] == ["setup", "backward"]
     torch.testing.assert_close(gl, (w * 2.0).expand_as(xg))
     torch.testing.assert_close(yn, yl.detach())
+
+
+def test_cuda_results_cross_back_without_cupys_deprecation_warning():
+    """Results and gradients return to torch through DLPack without CuPy's deprecated
+    ``toDlpack()`` (its "This function is deprecated ... cupy.from_dlpack()" warning), on
+    torch's current stream: correct values with no synchronisation but the final one."""
+    _cuda_or_skip()
+    x = torch.randn(8, 16, device="cuda", requires_grad=True)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with torch.cuda.stream(side):
+            y = T.scale(x, alpha=3.0)
+            (g,) = torch.autograd.grad(y.sum(), x)
+            yn = T.scale(x.detach(), alpha=3.0)
+        side.synchronize()
+    assert [str(w.message) for w in seen
+            if "deprecated" in str(w.message) and "dlpack" in str(w.message).lower()] == []
+    torch.testing.assert_close(y.detach(), x.detach() * 3.0)
+    torch.testing.assert_close(yn, x.detach() * 3.0)
+    torch.testing.assert_close(g, torch.full_like(x, 3.0))

@@ -240,10 +240,14 @@ class _Bridge:
         # one output, plain Tensor arguments only: the aliasing test is an identity test each
         self.alias_plain = (self.single and self.fresh == (0,) and
                             all(self.args[i].type == "Tensor" for i in self.tensor_args))
+        # the arguments that are not tensors (kept on ctx for a backward that takes the backward
+        # op after all) and the template when there are none (shared: only ever copied)
+        self.other_args = tuple(i for i in range(self.nargs) if i not in self.tensor_args)
+        self.no_others = (None,) * self.nargs
         self.direct_function = type(f"TensorPlayBridgeDirect_{op.namespace}_{op.opname}",
                                     (torch.autograd.Function,),
                                     {"forward": staticmethod(self.direct_forward),
-                                     "backward": staticmethod(self.backward)})
+                                     "backward": staticmethod(self.direct_function_backward)})
         self._direct_apply = super(torch.autograd.Function, self.direct_function).apply
         self.cuda_run = None        # _direct_run on torch's current CUDA stream
         self.kernels = (None, None)  # the op's torch kernels (cpu, cuda), see bridge_autograd
@@ -356,11 +360,13 @@ class _Bridge:
         ``autograd_kernel``): the TensorPlay op runs here on the inputs crossed once, the pack's
         ``setup_context`` runs on those same TensorPlay tensors and output (as TensorPlay's own
         autograd runs it: in forward, ``needs_input_grad`` set), and its ctx is kept on torch's
-        ``ctx`` for ``direct_backward``. The torch inputs (and outputs, for a setup_context
+        ``ctx`` for ``direct_backward`` -- so the tensors the pack saves cross to TensorPlay once,
+        here, and never again in backward. The torch inputs (and outputs, for a setup_context
         that reads them) are still saved with ``save_for_backward``: torch's version counters
         then catch in-place changes before backward, and a backward run under a torch mode
         after all (a ``TorchDispatchMode``, tracing) takes the backward op from them, as after
-        ``forward``."""
+        ``forward``. Everything backward needs is one tuple on ``ctx`` (``tp_direct``: the
+        pack's ctx and backward, the device, and the non-tensor arguments for that op)."""
         values, on_cuda = a[-1]
         nslots = len(a) - 1
         needs = ctx.needs_input_grad
@@ -370,17 +376,23 @@ class _Bridge:
         plan = self._setup_plan
         if self.op._setup_context is not plan[0]:     # setup_context_fn without its frame
             plan = self._formula_plan()
-        out, tctx, marked = (self.cuda_run if on_cuda else self._direct_run)(values, per_arg,
-                                                                              plan)
-        outs = (out,) if self.single else out
+        out, tctx, backward, marked = (self.cuda_run if on_cuda else self._direct_run)(
+            values, per_arg, plan)
         with_outputs = plan[3]
-        self._save(ctx, a, nslots, outs, with_outputs)
-        template = list(values)
-        for i in self.tensor_args:
-            template[i] = None
-        ctx.tp_state = (template, nslots, with_outputs)
-        ctx.tp_ctx = tctx
+        if with_outputs:
+            self._save(ctx, a, nslots, (out,) if self.single else out, True)
+        else:                   # the inputs only (_save's common case, without its frame)
+            ctx.save_for_backward(*a[:nslots])
+        others = self.other_args
+        if others:
+            template = [None] * self.nargs
+            for i in others:
+                template[i] = values[i]
+        else:
+            template = self.no_others
+        ctx.tp_direct = (tctx, backward, on_cuda, template, nslots, with_outputs)
         if marked:
+            outs = (out,) if self.single else out
             ctx.mark_non_differentiable(*[outs[i] for i in marked])
         return out
 
@@ -394,8 +406,8 @@ class _Bridge:
         return per_arg
 
     def _direct_run(self, values, per_arg, plan):
-        """``direct_forward``'s TensorPlay side: ``(torch output, (the pack's ctx, its
-        backward), indices of the outputs its setup_context marked non-differentiable)``."""
+        """``direct_forward``'s TensorPlay side: ``(torch output, the pack's ctx, its backward,
+        indices of the outputs its setup_context marked non-differentiable)``."""
         where = self.where
         op = self.op
         tvals = list(values)
@@ -444,7 +456,7 @@ class _Bridge:
         marked = () if not nd else tuple(
             i for i, o in enumerate((out,) if self.single else out) if id(o) in nd)
         tout = result_to_torch(out, where) if out.__class__ is _TPTensor else out_to_torch(out, where)
-        return tout, (tctx, backward), marked
+        return tout, tctx, backward, marked
 
     def forward(self, ctx, *a):
         keyset, args, kwargs, values = a[-1]
@@ -496,6 +508,9 @@ class _Bridge:
         return _value_to_tp(v, self.where)     # dtypes and devices as the kernel gets them
 
     def backward(self, ctx, *grads):
+        """The backward of the Function that ``forward`` ran (the op through torch's
+        dispatcher): in plain eager mode the backward op's work runs here directly
+        (``eager_backward``), else the backward op itself (``_op_backward``)."""
         if self.refuse:
             if self.mode == "mutating":
                 _mutating_no_formula(self.where, self.op)
@@ -505,22 +520,50 @@ class _Bridge:
             # nothing traces this backward: the backward op's work runs here directly (the op
             # exists for torch.compile / make_fx, which must see one opaque node); its results
             # go straight to torch's engine, as an autograd.Function's would
-            state = ctx.tp_state
             cuda = grads[0].is_cuda if grads and grads[0] is not None else \
                 any(s is not None and s.is_cuda for s in saved)
-            tctx = getattr(ctx, "tp_ctx", None)
-            if tctx is not None:    # direct_forward ran: its ctx, no setup_context again
-                run = self.cuda_direct if cuda else self.direct_backward
-                res = run(tctx, saved, grads, ctx.needs_input_grad)
-            else:
-                run = self.cuda_eager if cuda else self.eager_backward
-                res = run(saved, grads, ctx.needs_input_grad, state)
+            run = self.cuda_eager if cuda else self.eager_backward
+            res = run(saved, grads, ctx.needs_input_grad, ctx.tp_state)
             if _grad_enabled():     # create_graph=True: torch records this backward's graph
                 return self._once_differentiable(res, saved, grads)
             return res
         template, nslots, with_outputs = ctx.tp_state
+        return self._op_backward(saved, grads, ctx.needs_input_grad, template, nslots,
+                                 with_outputs)
+
+    def direct_function_backward(self, ctx, *grads):
+        """The backward of the Function that ``direct_forward`` ran. In plain eager mode (no
+        tracing mode on the dispatch stack, no functorch transform, plain tensors: what
+        ``_plain_eager`` tests, inline) ``direct_backward`` runs the pack's backward on the ctx
+        kept from forward, on the forward's device; else the backward op (``_op_backward``)
+        from the saved torch tensors, as after ``forward``."""
+        saved = ctx.saved_tensors     # torch's version check of the saved tensors
+        tctx, backward, on_cuda, template, nslots, with_outputs = ctx.tp_direct
+        plain = not _dispatch_stack_len() and _peek_functorch() is None
+        if plain:
+            for t in saved:         # loops, not all(genexpr): no frame per tensor
+                if t.__class__ is not _Tensor:
+                    plain = False
+                    break
+            for g in grads:
+                if g is not None and g.__class__ is not _Tensor:
+                    plain = False
+                    break
+        if plain:
+            res = (self.cuda_direct if on_cuda else self.direct_backward)(
+                tctx, backward, saved, grads, ctx.needs_input_grad)
+            if _grad_enabled():     # create_graph=True: torch records this backward's graph
+                return self._once_differentiable(res, saved, grads)
+            return res
+        return self._op_backward(saved, grads, ctx.needs_input_grad, template, nslots,
+                                 with_outputs)
+
+    def _op_backward(self, saved, grads, needs, template, nslots, with_outputs):
+        """``Function.backward``'s result through the backward op (one opaque node for
+        torch.compile / make_fx), from the saved torch tensors and the non-tensor arguments
+        (``template``)."""
         values = self._rebuild(template, saved[:nslots])
-        needs = list(ctx.needs_input_grad[:nslots])
+        needs = list(needs[:nslots])
         flat = self.bw_op(*values, self._outputs(saved, nslots, with_outputs), list(grads),
                           needs)
         return (*[g if need else None for g, need in zip(flat, needs)], None)
@@ -561,13 +604,12 @@ class _Bridge:
         else:
             ctx.save_for_backward(*a[:nslots], *[o for o in outs if isinstance(o, _Tensor)])
 
-    def direct_backward(self, tc, saved, grads, needs):
+    def direct_backward(self, tctx, backward, saved, grads, needs):
         """``Function.backward``'s result after ``direct_forward`` in plain eager mode: the
-        pack's ``backward`` on the ctx its ``setup_context`` filled in forward; only the
-        incoming gradients cross to TensorPlay and the results back (each as
+        pack's ``backward`` on the ctx its ``setup_context`` filled in forward (``tctx``);
+        only the incoming gradients cross to TensorPlay and the results back (each as
         ``_grad_to_torch`` makes it: the input's dtype, shape and device, contiguous; None
         where torch needs none)."""
-        tctx, backward = tc
         where = self.bw_where
         tgrads = list(grads)        # a loop, not a list comprehension: no frame per call
         for k, g in enumerate(grads):
@@ -583,6 +625,15 @@ class _Bridge:
             raise
         except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
             reraise(e, f"{where}: the pack's backward raised on the TensorPlay side")
+        i = self.slot_of
+        if i is not None and needs[0] and i < len(res):
+            # one tensor argument (the common case): _grads_out's first case, without its frame
+            g = res[i]
+            if g.__class__ is _TPTensor:
+                tg = result_to_torch(g, where)
+                s = saved[0]
+                if tg.dtype is s.dtype and tg.shape == s.shape and tg.is_contiguous():
+                    return (tg, None)
         return _grads_out(self.tensor_args, saved, needs, res, where)
 
     def eager_backward(self, saved, grads, needs, state):

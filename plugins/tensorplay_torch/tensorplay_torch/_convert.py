@@ -30,6 +30,7 @@ __all__ = [
     "planned_args_to_tp",
     "reraise",
     "result_to_torch",
+    "same_stream_to_torch",
     "to_tensorplay",
     "to_torch",
     "to_tp",
@@ -209,8 +210,19 @@ def _cpu_wrap_shared(a):
 
 _CUPY_NDARRAY: list = [None]   # cupy.ndarray once a cuda tensor crossed (to_torch's fast case)
 _torch_c_from_dlpack = torch._C._from_dlpack
-_CUPY: list = []       # [cupy, {torch dtype: CuPy dtype}], set on the first cuda tensor
+# [{torch dtype: CuPy dtype}, cupy.ndarray, cupy.cuda.UnownedMemory, cupy.cuda.MemoryPointer],
+# set on the first cuda tensor (bound once: each is two attribute lookups per call otherwise)
+_CUPY: list = []
 _CUDA_DEVICES: dict = {}   # index -> tensorplay.device("cuda", index)
+
+
+def _cupy_setup():
+    import cupy
+    be = _backend("cuda")
+    _CUPY[:] = [{dt: be.native_dtype(tdt) for dt, tdt in DTYPES.items()}, cupy.ndarray,
+                cupy.cuda.UnownedMemory, cupy.cuda.MemoryPointer]
+    _CUPY_NDARRAY[0] = cupy.ndarray
+    return _CUPY
 
 
 def _cuda_to_tp(t):
@@ -222,32 +234,28 @@ def _cuda_to_tp(t):
     bridged kernels run on torch's current stream (``cuda_eager``), the stream ``t`` was
     produced on. The array keeps ``t`` alive (``UnownedMemory``'s owner). Dtypes TensorPlay
     lacks are refused by ``tp_dtype`` as on cpu."""
-    if not _CUPY:
-        import cupy
-        be = _backend("cuda")
-        _CUPY.extend([cupy, {dt: be.native_dtype(tdt) for dt, tdt in DTYPES.items()}])
-        _CUPY_NDARRAY[0] = cupy.ndarray
-    cupy, native = _CUPY
+    native, ndarray, unowned, pointer = _CUPY or _cupy_setup()
     nd = native.get(t.dtype)
     if nd is None:
         tp_dtype(t.dtype)
-    item = t.element_size()
     idx = t.get_device()        # (an int: ``t.device.index`` builds a torch.device per call)
     dev = _CUDA_DEVICES.get(idx)
     if dev is None:
         dev = _CUDA_DEVICES[idx] = tp.device("cuda", idx)
-    be = _backend("cuda")
+    be = _LOADED.get("cuda")    # the lookup tensorplay.backends.get makes, without its frame
+    if be is None:
+        be = _backend("cuda")
     if t.is_contiguous():
         # the common case (gradients, activations): a row-major CuPy array, wrapped as the
         # backend wraps its own results (no strides to pass, no span to sum, no device guard:
-        # nothing is copied)
-        mem = cupy.cuda.UnownedMemory(t.data_ptr(), t.numel() * item, t, idx)
-        return be.wrap(cupy.ndarray(tuple(t.shape), nd, cupy.cuda.MemoryPointer(mem, 0)), dev)
+        # nothing is copied); ``nbytes`` is numel * element size, one call
+        mem = unowned(t.data_ptr(), t.nbytes, t, idx)
+        return be.wrap(ndarray(tuple(t.shape), nd, pointer(mem, 0)), dev)
+    item = t.element_size()
     stride = t.stride()
     span = (sum((n - 1) * s for n, s in zip(t.shape, stride)) + 1) * item
-    mem = cupy.cuda.UnownedMemory(t.data_ptr(), span, t, idx)
-    arr = cupy.ndarray(tuple(t.shape), nd, cupy.cuda.MemoryPointer(mem, 0),
-                       tuple(s * item for s in stride))
+    mem = unowned(t.data_ptr(), span, t, idx)
+    arr = ndarray(tuple(t.shape), nd, pointer(mem, 0), tuple(s * item for s in stride))
     return be.wrap_shared(arr, dev)
 
 
@@ -283,9 +291,10 @@ def to_torch(t, where: str = "tensorplay-torch"):
 def result_to_torch(t, where: str = "tensorplay-torch"):
     """``to_torch`` for what the bridge's own kernels return to torch (they run on torch's
     current CUDA stream, ``_register._on_torch_stream``): a cuda tensor's CuPy array goes by a
-    DLPack capsule straight into torch's C import, without ``torch.from_dlpack``'s Python
-    stream handshake (``current_stream``, ``__dlpack__(stream=)``), which the public
-    ``to_torch`` keeps for arrays made on any stream. Anything else as ``to_torch``."""
+    DLPack capsule straight into torch's C import (``same_stream_to_torch``), without
+    ``torch.from_dlpack``'s Python stream handshake (``current_stream``,
+    ``__dlpack__(stream=)``), which the public ``to_torch`` keeps for arrays made on any
+    stream. Anything else as ``to_torch``."""
     a = t.native
     if a.__class__ is _ndarray and t.raw_dtype is not _TP_BF16:
         try:                    # as to_torch's first case, without its frame
@@ -293,11 +302,28 @@ def result_to_torch(t, where: str = "tensorplay-torch"):
         except Exception:  # noqa: BLE001, S110 - a dtype torch lacks: to_torch says so
             pass
     elif a.__class__ is _CUPY_NDARRAY[0] and t.raw_dtype is not _TP_BF16 and a.size:
-        try:
-            return _torch_c_from_dlpack(a.toDlpack())
+        try:                    # same_stream_to_torch, without its frame
+            return _torch_c_from_dlpack(a.__dlpack__(stream=-1))
         except Exception:  # noqa: BLE001, S110 - the public path (and its errors)
             pass
     return to_torch(t, where)
+
+
+def same_stream_to_torch(a):
+    """torch tensor over device array ``a`` (any object with ``__dlpack__``, e.g. a CuPy
+    array) made on torch's current stream: its DLPack capsule, asked for with ``stream=-1``
+    (the DLPack protocol's "establish no stream order"), goes straight into torch's C import.
+
+    Why ``-1``: the producer's work was enqueued on the stream torch will read on
+    (``_register._on_torch_stream`` makes torch's current stream CuPy's), so no ordering is
+    needed; ``stream=None`` would mean the legacy default stream, for which CuPy records an
+    event on its current stream and makes the legacy stream wait on it -- work added per call
+    that the consumer does not need. CuPy's ``toDlpack()``, which did the same, is deprecated:
+    CuPy 14 warns on every call (``cupy.VisibleDeprecationWarning``, shown by default; the
+    warning machinery alone costs ~0.6 µs a call). The capsule is the legacy (unversioned) one
+    torch imports on every supported version. Raises what ``__dlpack__`` or torch's import
+    raise."""
+    return _torch_c_from_dlpack(a.__dlpack__(stream=-1))
 
 
 def to_tensorplay(t):

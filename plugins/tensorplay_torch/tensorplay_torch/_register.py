@@ -159,14 +159,16 @@ def _register_kernel(lib, op, device, kernel):
 
 
 _STREAMS: dict = {}   # (device index, stream pointer) -> cupy.cuda.ExternalStream
-_CUDA: list = []      # [cupy, torch's current device (C), its current stream's pointer (C)]
+# [cupy, torch's current device (C), its current stream's pointer (C), the CUDA runtime's
+# current device (CuPy's, C)]
+_CUDA: list = []
 
 
 def _cuda_functions():
     """``_CUDA``, filled on the first cuda call: torch's current device and raw current stream
     read by its own C functions (what ``torch.cuda.current_stream().cuda_stream`` returns,
     without building a ``torch.cuda.Stream`` per call), or through ``torch.cuda`` where a
-    torch lacks them."""
+    torch lacks them; and the CUDA runtime's current device as CuPy reads it."""
     import cupy
     get_device = getattr(torch._C, "_cuda_getDevice", None)
     raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
@@ -175,24 +177,30 @@ def _cuda_functions():
 
         def raw_stream(index):
             return torch.cuda.current_stream(index).cuda_stream
-    _CUDA[:] = [cupy, get_device, raw_stream]
+    _CUDA[:] = [cupy, get_device, raw_stream, cupy.cuda.runtime.getDevice]
     return _CUDA
 
 
 def _on_torch_stream(fn):
     """``fn`` run with CuPy's current device and stream set to torch's current ones, so that
     TensorPlay's cuda kernels (CuPy, Triton through tensorplay-triton) enqueue on torch's stream
-    with no synchronisation added."""
+    with no synchronisation added. Where torch's current device already is the CUDA runtime's
+    (CuPy's; the common case) only the stream is entered: ``cupy.cuda.Device``'s context would
+    set the same device again on exit (the cuda backend's ``guard_kernel`` skips it the same
+    way)."""
     def cuda_kernel(*args, **kwargs):
         prior = set_eval_frame(None)
         try:
-            cupy, get_device, raw_stream = _CUDA or _cuda_functions()
+            cupy, get_device, raw_stream, runtime_device = _CUDA or _cuda_functions()
             index = get_device()
             ptr = raw_stream(index)
             key = (index, ptr)
             ext = _STREAMS.get(key)
             if ext is None:
                 ext = _STREAMS[key] = cupy.cuda.ExternalStream(ptr, index)
+            if runtime_device() == index:
+                with ext:
+                    return fn(*args, **kwargs)
             with cupy.cuda.Device(index), ext:
                 return fn(*args, **kwargs)
         finally:
