@@ -28,8 +28,13 @@ def _load(name):
 
 
 @pytest.fixture
-def harness(monkeypatch):
-    monkeypatch.syspath_prepend(str(_BENCH))
+def bench_path(monkeypatch):
+    """benchmarks/ on ``sys.path`` for this test only (each script also prepends it)."""
+    monkeypatch.setattr(sys, "path", [str(_BENCH)] + sys.path)
+
+
+@pytest.fixture
+def harness(bench_path):
     return _load("_harness")
 
 
@@ -68,8 +73,8 @@ def test_no_cuda_prints_why_and_returns_none(harness, monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("name", _SCRIPTS)
-def test_each_cuda_script_exits_2_naming_itself_without_cuda(monkeypatch, capsys, name):
-    monkeypatch.syspath_prepend(str(_BENCH))
+def test_each_cuda_script_exits_2_naming_itself_without_cuda(bench_path, monkeypatch, capsys,
+                                                             name):
     _no_cuda(monkeypatch)
     assert _load(name).main([]) == 2
     out = capsys.readouterr()
@@ -114,8 +119,7 @@ def test_torch_not_importable_says_why(harness, monkeypatch):
 
 
 @pytest.mark.parametrize("name", ["bench_cuda_eager", "bench_compile_cuda", "bench_cuda_reduce"])
-def test_the_timing_options_parse_the_same_in_each_script(monkeypatch, capsys, name):
-    monkeypatch.syspath_prepend(str(_BENCH))
+def test_the_timing_options_parse_the_same_in_each_script(bench_path, monkeypatch, capsys, name):
     _no_cuda(monkeypatch)
     mod = _load(name)
     assert mod.main(["--rounds", "3", "--iters", "5", "--no-torch"]) == 2
