@@ -178,6 +178,17 @@ def print_table(title: str, header: list, rows: list) -> None:
     sys.stdout.flush()
 
 
+def run_report_write(name: str, run, report) -> dict:
+    """The ``main`` of a script that measures in one go: ``res = run()``, ``report(res)``
+    prints it, then ``res`` goes to ``benchmarks/results/<name>.json`` (the path printed);
+    returns ``res``."""
+    res = run()
+    report(res)
+    path = write_json(name, res)
+    print(f"\nwrote {path}")
+    return res
+
+
 def print_targets(title: str, targets: dict) -> None:
     """The ``target | verdict`` table of a script's goals: ``holds`` (True), ``MISSED`` (False)
     or ``n/a`` (None: not measurable in this run, e.g. without torch); nothing when there are

@@ -174,10 +174,7 @@ def report(res) -> None:
 
 
 def main():
-    res = run()
-    report(res)
-    path = H.write_json("backward", res)
-    print(f"\nwrote {path}")
+    return H.run_report_write("backward", run, report)
 
 
 if __name__ == "__main__":

@@ -266,11 +266,7 @@ def report(res) -> None:
 
 
 def main():
-    res = run()
-    report(res)
-    path = H.write_json("call", res)
-    print(f"\nwrote {path}")
-    return res
+    return H.run_report_write("call", run, report)
 
 
 if __name__ == "__main__":

@@ -231,10 +231,7 @@ def report(res) -> None:
 
 
 def main():
-    res = run()
-    report(res)
-    path = H.write_json("train", res)
-    print(f"\nwrote {path}")
+    return H.run_report_write("train", run, report)
 
 
 if __name__ == "__main__":
