@@ -178,6 +178,26 @@ def print_table(title: str, header: list, rows: list) -> None:
     sys.stdout.flush()
 
 
+def run_report_write(name: str, run, report) -> dict:
+    """The ``main`` of a script that measures in one go: ``res = run()``, ``report(res)``
+    prints it, then ``res`` goes to ``benchmarks/results/<name>.json`` (the path printed);
+    returns ``res``."""
+    res = run()
+    report(res)
+    path = write_json(name, res)
+    print(f"\nwrote {path}")
+    return res
+
+
+def print_targets(title: str, targets: dict) -> None:
+    """The ``target | verdict`` table of a script's goals: ``holds`` (True), ``MISSED`` (False)
+    or ``n/a`` (None: not measurable in this run, e.g. without torch); nothing when there are
+    none."""
+    rows = [[k, {True: "holds", False: "MISSED", None: "n/a"}[v]] for k, v in targets.items()]
+    if rows:
+        print_table(title, ["target", "verdict"], rows)
+
+
 def try_import_torch():
     """``(torch, None)`` or ``(None, reason)``: PyTorch is a benchmark-only reference."""
     try:
@@ -185,6 +205,78 @@ def try_import_torch():
         return torch, None
     except Exception as e:  # noqa: BLE001 - any import failure means: no reference, say why
         return None, f"torch not importable ({type(e).__name__}: {e})"
+
+
+class CudaBench:
+    """What a cuda benchmark script needs once cuda is known to work (``cuda_setup``).
+
+    * ``cupy``: the module;
+    * ``torch``: the reference module, or None; ``torch_why``: why it is None ("" otherwise);
+    * ``dev_sync()``: waits for the current cuda device (CuPy);
+    * ``sync()``: ``dev_sync`` then, with torch, ``torch.cuda.synchronize``: what a timed loop
+      calls so that every engine's queued work is counted;
+    * ``versions``: ``"CuPy <v>; torch: <v or why not>"``, the line the scripts print first.
+    """
+
+    def __init__(self, cupy, torch, torch_why):
+        self.cupy, self.torch, self.torch_why = cupy, torch, torch_why
+        self.dev_sync = dev_sync = cupy.cuda.Device().synchronize
+        if torch is None:
+            self.sync = dev_sync
+        else:
+            tsync = torch.cuda.synchronize
+
+            def sync():
+                dev_sync()
+                tsync()
+            self.sync = sync
+        self.versions = f"CuPy {cupy.__version__}; torch: {torch.__version__ if torch else torch_why}"
+
+
+def gpu_seconds(cupy, fn, iters: int, repeat: int, warmup: int = 1) -> list:
+    """GPU seconds per call of ``fn``, one figure per repeat: CUDA events recorded on CuPy's
+    current stream around ``iters`` calls, after ``warmup`` calls and a device synchronisation
+    (so that a repeat times only its own calls)."""
+    for _ in range(warmup):
+        fn()
+    cupy.cuda.Device().synchronize()
+    out = []
+    for _ in range(repeat):
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        for _ in range(iters):
+            fn()
+        end.record()
+        end.synchronize()
+        out.append(cupy.cuda.get_elapsed_time(start, end) / 1e3 / iters)
+    return out
+
+
+def add_cuda_timing_args(ap) -> None:
+    """The options of the scripts that time engines side by side on cuda with ``pipelined_us``
+    (bench_compile_cuda.py): ``--rounds`` (interleaved rounds, the figure is their median),
+    ``--iters`` (calls per pipelined measurement) and ``--no-torch`` (for ``cuda_setup``)."""
+    ap.add_argument("--rounds", type=int, default=3 if QUICK else 7)
+    ap.add_argument("--iters", type=int, default=50 if QUICK else 200)
+    ap.add_argument("--no-torch", action="store_true")
+
+
+def cuda_setup(script: str, *, no_torch=False):
+    """The common start of a cuda benchmark: a ``CudaBench``, or None after printing
+    ``<script>: cuda unavailable: <why>`` to stderr (the script then exits 2, the "not
+    available" status ``run_all.py`` expects). ``TRITON_INTERPRET`` is dropped from the
+    environment (these scripts time compiled kernels). With ``no_torch`` (a script's
+    ``--no-torch``, or a script without a torch column) torch is not imported and ``torch_why``
+    is ``"--no-torch"``."""
+    import tensorplay
+    ok, why = tensorplay.plugins.device_status("cuda")
+    if not ok:
+        print(f"{script}: cuda unavailable: {why}", file=sys.stderr)
+        return None
+    os.environ.pop("TRITON_INTERPRET", None)
+    import cupy
+    torch, torch_why = (None, "--no-torch") if no_torch else try_import_torch()
+    return CudaBench(cupy, torch, torch_why)
 
 
 def triton_device_or_exit_code(script: str, device: str):

@@ -170,15 +170,11 @@ def report(res) -> None:
     H.print_table("Forward + backward, 1 element (median of paired runs, IQR in brackets)",
                   ["case", "tensorplay", "plain math", "tp net", "torch", "torch net",
                    "numpy by hand (plain math)"], rows)
-    rows = [[k, {True: "holds", False: "MISSED"}[v]] for k, v in res["targets"].items()]
-    H.print_table("Targets (issue 14, goal 2)", ["target", "verdict"], rows)
+    H.print_targets("Targets (issue 14, goal 2)", res["targets"])
 
 
 def main():
-    res = run()
-    report(res)
-    path = H.write_json("backward", res)
-    print(f"\nwrote {path}")
+    return H.run_report_write("backward", run, report)
 
 
 if __name__ == "__main__":

@@ -262,16 +262,11 @@ def report(res) -> None:
     extra.append(["forward only, requires_grad (tensorplay / torch)",
                   f"{H.fmt(g.get('tp_fwd_only'))} / {H.fmt(g.get('torch_fwd_only'))}"])
     H.print_table("Details", ["what", "figure"], extra)
-    rows = [[k, {True: "holds", False: "MISSED", None: "n/a"}[v]] for k, v in res["targets"].items()]
-    H.print_table("Targets (issue 8)", ["target", "verdict"], rows)
+    H.print_targets("Targets (issue 8)", res["targets"])
 
 
 def main():
-    res = run()
-    report(res)
-    path = H.write_json("call", res)
-    print(f"\nwrote {path}")
-    return res
+    return H.run_report_write("call", run, report)
 
 
 if __name__ == "__main__":

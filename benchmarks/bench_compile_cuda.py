@@ -67,8 +67,9 @@ def softmax_rows(x, y):
     return e / e.sum(1, keepdim=True)
 
 
-def one_size(lg, cupy, torch, dev_sync, args):
-    """{engine: {"pipelined_us", "synced_us"}} at 2^lg elements, and the warm-up seconds."""
+def one_size(lg, cupy, torch, sync, args):
+    """{engine: {"pipelined_us", "synced_us"}} at 2^lg elements, and the warm-up seconds;
+    ``sync`` waits for CuPy's and (with ``torch``) torch's queued work."""
     n = 1 << lg
     tp.manual_seed(0)
     x, y = tp.randn(n, device="cuda"), tp.randn(n, device="cuda")
@@ -85,7 +86,6 @@ def one_size(lg, cupy, torch, dev_sync, args):
         print(f"tp.compile reduce-overhead: {e}")
     else:
         engines["tp.compile ro"] = lambda: c_ro(x, y)
-    sync = dev_sync
     if torch is not None:
         tx, ty = torch.from_dlpack(x._data), torch.from_dlpack(y._data)
         t_def = torch.compile(chain, dynamic=False)
@@ -93,11 +93,6 @@ def one_size(lg, cupy, torch, dev_sync, args):
         engines["torch eager"] = lambda: chain(tx, ty)
         engines["torch.compile"] = lambda: t_def(tx, ty)
         engines["torch.compile ro"] = lambda: t_ro(tx, ty)
-        tsync = torch.cuda.synchronize
-
-        def sync():
-            dev_sync()
-            tsync()
     t0 = time.perf_counter()
     for name, fn in engines.items():
         for _ in range(3):
@@ -126,19 +121,13 @@ def main(argv=None) -> int:
     ap.add_argument("--fn", default="chain", choices=sorted(FUNCTIONS),
                     help="chain: the 8-op chain (one fused kernel); softmax_rows: a row softmax "
                          "over rows of 1024 (several kernels)")
-    ap.add_argument("--rounds", type=int, default=3 if H.QUICK else 7)
-    ap.add_argument("--iters", type=int, default=50 if H.QUICK else 200)
-    ap.add_argument("--no-torch", action="store_true")
+    H.add_cuda_timing_args(ap)
     args = ap.parse_args(argv)
-    ok, why = tp.plugins.device_status("cuda")
-    if not ok:
-        print(f"bench_compile_cuda: cuda unavailable: {why}", file=sys.stderr)
+    cu = H.cuda_setup("bench_compile_cuda", no_torch=args.no_torch)
+    if cu is None:
         return 2
-    os.environ.pop("TRITON_INTERPRET", None)
-    import cupy
-    torch, torch_why = (None, "--no-torch") if args.no_torch else H.try_import_torch()
-    print(f"CuPy {cupy.__version__}; torch: {torch.__version__ if torch else torch_why}")
-    dev_sync = cupy.cuda.Device().synchronize
+    cupy, torch = cu.cupy, cu.torch
+    print(cu.versions)
     data = {"machine": H.machine_info(), "sizes": {}}
     rows = []
     if torch is not None:
@@ -148,7 +137,7 @@ def main(argv=None) -> int:
             if hasattr(cfg, name):
                 setattr(cfg, name, 64)
     for lg in [int(s) for s in args.log2n.split(",")]:
-        res, warm_s = one_size(lg, cupy, torch, dev_sync, args)
+        res, warm_s = one_size(lg, cupy, torch, cu.sync, args)
         data["sizes"][lg] = res
         for k, v in res.items():
             ratio = ""

@@ -70,22 +70,6 @@ def overhead(cupy) -> dict:
     return res
 
 
-def _gpu_seconds(cupy, fn, iters: int, repeat: int) -> list:
-    """Seconds per call of ``fn`` (GPU time, CUDA events around ``iters`` calls), per repeat."""
-    fn()
-    cupy.cuda.Device(0).synchronize()
-    out = []
-    for _ in range(repeat):
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        for _ in range(iters):
-            fn()
-        end.record()
-        end.synchronize()
-        out.append(cupy.cuda.get_elapsed_time(start, end) / 1e3 / iters)
-    return out
-
-
 def bandwidth(cupy, n: int) -> dict:
     """GB/s (read + written bytes) of ``x * 2.0`` via tensorplay and CuPy, and of a D2D copy."""
     quick = H.QUICK
@@ -110,7 +94,7 @@ def bandwidth(cupy, n: int) -> dict:
     res = {}
     for label, fn in (("tensorplay x * 2.0", ours), ("cupy x * 2.0", ref),
                       ("device-to-device copy", copy)):
-        secs = _gpu_seconds(cupy, fn, iters, repeat)
+        secs = H.gpu_seconds(cupy, fn, iters, repeat)
         gbs = [moved / s / 1e9 for s in secs]
         res[label] = {"ms": H.summary(secs, 1e3), "GB_per_s": H.summary(gbs)}
     copy_rate = res["device-to-device copy"]["GB_per_s"]["median"]
@@ -129,11 +113,10 @@ def main(argv=None) -> int:
     ap.add_argument("--elements", type=int, default=(1 << 24) if H.QUICK else (1 << 28),
                     help="elements of the float32 array for the bandwidth figure")
     args = ap.parse_args(argv)
-    ok, why = tp.plugins.device_status("cuda")
-    if not ok:
-        print(f"bench_cuda: cuda unavailable: {why}", file=sys.stderr)
+    cu = H.cuda_setup("bench_cuda", no_torch=True)   # CuPy is the only reference here
+    if cu is None:
         return 2
-    import cupy
+    cupy = cu.cupy
     dev = _device_info(cupy)
     print(f"device: {dev['name']} x{dev['count']}, CuPy {dev['cupy']}, CUDA runtime "
           f"{dev['cuda_runtime']}, driver {dev['driver']}")

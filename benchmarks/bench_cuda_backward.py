@@ -187,32 +187,29 @@ def main(argv=None) -> int:
     alone = []          # (graph, column, forward, backward(forward's result)): "bwd alone"
     good = True
 
-    # (.grad reset before the forward, outside the timed backward: the old gradients are freed
-    # there, as the hand-written column's are dropped after its timed part)
-    def _tp_fresh(f):
-        X.grad = W.grad = None
-        return f(X, W)
+    def _column(f, a, b):
+        """A column's callables (tensorplay's and torch's alike) for graph ``f`` of leaves
+        ``a``, ``b``: the forward, a step (forward + backward), and for "bwd alone" a forward
+        after the ``.grad`` reset -- outside the timed backward: the old gradients are freed
+        there, as the hand-written column's are dropped after its timed part."""
+        def fwd():
+            f(a, b)
 
-    def _tp_bwd(loss):
-        loss.backward()
+        def step():
+            a.grad = b.grad = None
+            f(a, b).backward()
 
-    def _th_fresh(tf):
-        TX.grad = TW.grad = None
-        return tf(TX, TW)
+        def fresh():
+            a.grad = b.grad = None
+            return f(a, b)
+        return fwd, step, fresh
 
-    def _th_bwd(loss):
+    def _bwd(loss):
         loss.backward()
     for name in graphs:
         f = _tp_graph(tp, name)
         ref = _reference(name, x_np, w_np)
-
-        def tp_fwd(f=f):
-            f(X, W)
-
-        def tp_step(f=f):
-            X.grad = W.grad = None
-            f(X, W).backward()
-
+        tp_fwd, tp_step, tp_fresh = _column(f, X, W)
         cases += [(name, "fwd", "tensorplay", tp_fwd), (name, "fwd+bwd", "tensorplay", tp_step)]
         tp_step()
         got = (X.grad, W.grad)
@@ -230,24 +227,15 @@ def main(argv=None) -> int:
             return hb(hf())
 
         cases += [(name, "fwd", "hand", hf), (name, "fwd+bwd", "hand", hs)]
-        alone += [(name, "tensorplay", lambda f=f: _tp_fresh(f), _tp_bwd),
-                  (name, "hand", hf, hb)]
+        alone += [(name, "tensorplay", tp_fresh, _bwd), (name, "hand", hf, hb)]
         for i, (g, r) in enumerate(zip(hs(), ref)):
             if r is not None and not _err(g if on_cpu else xp.asnumpy(g), r) <= 1e-4:
                 print(f"bench_cuda_backward: hand {name} grad {i} differs", file=sys.stderr)
                 good = False
         if torch is not None:
-            tf = _tp_graph(torch, name)
-
-            def th_fwd(tf=tf):
-                tf(TX, TW)
-
-            def th_step(tf=tf):
-                TX.grad = TW.grad = None
-                tf(TX, TW).backward()
-
+            th_fwd, th_step, th_fresh = _column(_tp_graph(torch, name), TX, TW)
             cases += [(name, "fwd", "torch", th_fwd), (name, "fwd+bwd", "torch", th_step)]
-            alone.append((name, "torch", lambda tf=tf: _th_fresh(tf), _th_bwd))
+            alone.append((name, "torch", th_fresh, _bwd))
             th_step()
             for i, (t, r) in enumerate(zip((TX, TW), ref)):
                 if r is not None and not _err(t.grad.detach().cpu().numpy(), r) <= 1e-4:

@@ -74,24 +74,13 @@ def main(argv=None) -> int:
     ap.add_argument("--log2n", default="10,16,20,22,24,26")
     ap.add_argument("--dtypes", default="float32,bfloat16")
     ap.add_argument("--ops", default="mul,add,relu,tanh")
-    ap.add_argument("--rounds", type=int, default=3 if H.QUICK else 7)
-    ap.add_argument("--iters", type=int, default=50 if H.QUICK else 200)
-    ap.add_argument("--no-torch", action="store_true")
+    H.add_cuda_timing_args(ap)
     args = ap.parse_args(argv)
-    ok, why = tp.plugins.device_status("cuda")
-    if not ok:
-        print(f"bench_cuda_eager: cuda unavailable: {why}", file=sys.stderr)
+    cu = H.cuda_setup("bench_cuda_eager", no_torch=args.no_torch)
+    if cu is None:
         return 2
-    os.environ.pop("TRITON_INTERPRET", None)
-    import cupy
-    torch, torch_why = (None, "--no-torch") if args.no_torch else H.try_import_torch()
-    print(f"CuPy {cupy.__version__}; torch: {torch.__version__ if torch else torch_why}")
-    dev_sync = cupy.cuda.Device().synchronize
-    sync = dev_sync
-    if torch is not None:
-        def sync():
-            dev_sync()
-            torch.cuda.synchronize()
+    cupy, torch, sync = cu.cupy, cu.torch, cu.sync
+    print(cu.versions)
     ops = args.ops.split(",")
     data = {"machine": H.machine_info(), "cases": {}}
     rows = []

@@ -133,30 +133,19 @@ def main(argv=None) -> int:
     ap.add_argument("--shapes", default="rows,square")
     ap.add_argument("--ops", default=",".join(_SHORT.values()),
                     help="of sum1,sum0,amax1,mean")
-    ap.add_argument("--rounds", type=int, default=3 if H.QUICK else 7)
-    ap.add_argument("--iters", type=int, default=50 if H.QUICK else 200)
-    ap.add_argument("--no-torch", action="store_true")
+    H.add_cuda_timing_args(ap)
     ap.add_argument("--no-chains", action="store_true")
     ap.add_argument("--int-log2n", default="14,20")
     ap.add_argument("--no-ints", action="store_true")
     args = ap.parse_args(argv)
-    ok, why = tp.plugins.device_status("cuda")
-    if not ok:
-        print(f"bench_cuda_reduce: cuda unavailable: {why}", file=sys.stderr)
+    cu = H.cuda_setup("bench_cuda_reduce", no_torch=args.no_torch)
+    if cu is None:
         return 2
-    os.environ.pop("TRITON_INTERPRET", None)
-    import cupy
+    cupy, torch, sync = cu.cupy, cu.torch, cu.sync
     from tensorplay_cuda import reduce
-    torch, torch_why = (None, "--no-torch") if args.no_torch else H.try_import_torch()
     on = reduce.enabled()
-    print(f"CuPy {cupy.__version__}; torch: {torch.__version__ if torch else torch_why}; "
+    print(f"{cu.versions}; "
           f"generated reductions {'on' if on else 'OFF (TENSORPLAY_CUDA_EAGER_REDUCE=0)'}")
-    dev_sync = cupy.cuda.Device().synchronize
-    sync = dev_sync
-    if torch is not None:
-        def sync():
-            dev_sync()
-            torch.cuda.synchronize()
     warm = reduce.WARMUP_CALLS + 2
     wanted = set(args.ops.split(","))
     calls = {k: v for k, v in CALLS.items() if _SHORT[k] in wanted}

@@ -63,20 +63,9 @@ def chain_cupy(x, y):
 
 
 def gpu_ms(cupy, fn, iters, repeat):
-    """Median ms per call of ``fn`` (CUDA events on CuPy's current stream around ``iters`` calls)."""
-    fn()
-    fn()
-    cupy.cuda.Device().synchronize()
-    out = []
-    for _ in range(repeat):
-        s, e = cupy.cuda.Event(), cupy.cuda.Event()
-        s.record()
-        for _ in range(iters):
-            fn()
-        e.record()
-        e.synchronize()
-        out.append(cupy.cuda.get_elapsed_time(s, e) / iters)
-    return statistics.median(out)
+    """Median ms per call of ``fn`` (CUDA events on CuPy's current stream around ``iters`` calls,
+    after two warm-up calls)."""
+    return statistics.median(H.gpu_seconds(cupy, fn, iters, repeat, warmup=2)) * 1e3
 
 
 @contextlib.contextmanager
@@ -274,18 +263,15 @@ def main(argv=None) -> int:
     ap.add_argument("--host-only", action="store_true",
                     help="only the per-call host rows (seconds, no chain table)")
     args = ap.parse_args(argv)
-    ok, why = tp.plugins.device_status("cuda")
-    if not ok:
-        print(f"bench_gpu: cuda unavailable: {why}", file=sys.stderr)
-        return 2
-    os.environ.pop("TRITON_INTERPRET", None)
     t_start = time.perf_counter()
-    import cupy
+    cu = H.cuda_setup("bench_gpu")
+    if cu is None:
+        return 2
+    cupy, torch, torch_why = cu.cupy, cu.torch, cu.torch_why
     from tensorplay import _backend
     from tensorplay_cuda import eager
 
     be = _backend.get_backend("cuda")
-    torch, torch_why = H.try_import_torch()
     n = args.elements
     it, rep = args.iters, args.repeat
     props = cupy.cuda.runtime.getDeviceProperties(0)

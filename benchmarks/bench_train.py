@@ -7,9 +7,9 @@ The model (issue 14, goal 1): input 256 -> ``matmul + bias`` -> ``relu`` -> a cu
 (``p.sub_(p.grad, alpha=lr)`` under ``no_grad``) and ``zero_grad`` (``p.grad = None``, torch's
 default ``set_to_none``). float32, single thread, batch 1 and 64.
 
-* tensorplay and torch run the *same* ops: the layer norm is a ``custom_op`` with
-  ``register_autograd`` in both (``tensorplay.library`` / ``torch.library``), its body and
-  formula written with each library's own ops;
+* tensorplay and torch run the *same* ops: the model is written once and run with each
+  library's own ops; the layer norm is a ``custom_op`` with ``register_autograd`` in both
+  (``tensorplay.library`` / ``torch.library``);
 * NumPy by hand: the same forward and the hand-derived backward on NumPy arrays (no autograd):
   a floor for what the math costs with NumPy kernels.
 
@@ -40,63 +40,18 @@ BATCHES = (1, 64)
 
 
 # ---------------------------------------------------------------------------------------------
-# tensorplay model
+# the model, written once for tensorplay and torch: ``lib`` is either module, so each library
+# runs its own ops (the layer norm a custom op of its own)
 
-def tp_layer_norm_body(x: tp.Tensor, w: tp.Tensor, b: tp.Tensor) -> tp.Tensor:
-    mu = x.mean(-1, keepdim=True)
-    xc = x - mu
-    r = tp.rsqrt((xc * xc).mean(-1, keepdim=True) + EPS)
-    return xc * r * w + b
+def _layer_norm_formula(lib):
+    """The layer norm's body (annotated with ``lib.Tensor``, for the custom op's schema), its
+    ``setup_context`` and its backward formula, in ``lib``'s ops."""
+    T = lib.Tensor
 
-
-def _tp_ln_setup(ctx, inputs, output):
-    x, w, _ = inputs
-    ctx.save_for_backward(x, w)
-
-
-def _tp_ln_backward(ctx, g):
-    x, w = ctx.saved_tensors
-    mu = x.mean(-1, keepdim=True)
-    xc = x - mu
-    r = tp.rsqrt((xc * xc).mean(-1, keepdim=True) + EPS)
-    xh = xc * r
-    gx = g * w
-    dx = r * (gx - gx.mean(-1, keepdim=True) - xh * (gx * xh).mean(-1, keepdim=True))
-    return dx, (g * xh).sum(0), g.sum(0)
-
-
-tp_layer_norm = custom_op("tpbench_train::layer_norm", tp_layer_norm_body, mutates_args=())
-tp_layer_norm.register_autograd(_tp_ln_backward, setup_context=_tp_ln_setup)
-
-
-def tp_model(params, x, onehot):
-    w1, b1, g, beta, w2, b2 = params
-    h = tp_layer_norm(tp.relu(x @ w1 + b1), g, beta)
-    logits = h @ w2 + b2
-    return -(tp.log_softmax(logits, -1) * onehot).sum() / x.shape[0]
-
-
-def tp_step(params, x, onehot):
-    loss = tp_model(params, x, onehot)
-    loss.backward()
-    with tp.no_grad():
-        for p in params:
-            p.sub_(p.grad, alpha=LR)
-    for p in params:
-        p.grad = None
-    return loss
-
-
-# ---------------------------------------------------------------------------------------------
-# torch model: the same ops
-
-def _torch_defs(torch):
-    Tensor = torch.Tensor
-
-    def t_layer_norm_body(x: Tensor, w: Tensor, b: Tensor) -> Tensor:
+    def body(x: T, w: T, b: T) -> T:
         mu = x.mean(-1, keepdim=True)
         xc = x - mu
-        r = torch.rsqrt((xc * xc).mean(-1, keepdim=True) + EPS)
+        r = lib.rsqrt((xc * xc).mean(-1, keepdim=True) + EPS)
         return xc * r * w + b
 
     def setup(ctx, inputs, output):
@@ -107,30 +62,45 @@ def _torch_defs(torch):
         x, w = ctx.saved_tensors
         mu = x.mean(-1, keepdim=True)
         xc = x - mu
-        r = torch.rsqrt((xc * xc).mean(-1, keepdim=True) + EPS)
+        r = lib.rsqrt((xc * xc).mean(-1, keepdim=True) + EPS)
         xh = xc * r
         gx = g * w
         dx = r * (gx - gx.mean(-1, keepdim=True) - xh * (gx * xh).mean(-1, keepdim=True))
         return dx, (g * xh).sum(0), g.sum(0)
 
-    ln = torch.library.custom_op("tpbench_train::layer_norm", t_layer_norm_body, mutates_args=())
-    ln.register_fake(lambda x, w, b: torch.empty_like(x))
-    ln.register_autograd(backward, setup_context=setup)
+    return body, setup, backward
 
-    def t_step(params, x, onehot):
+
+def _make_step(lib, layer_norm):
+    """One training step (forward, loss, backward, SGD, zero_grad) in ``lib``'s ops."""
+    def step(params, x, onehot):
         w1, b1, g, beta, w2, b2 = params
-        h = ln(torch.relu(x @ w1 + b1), g, beta)
+        h = layer_norm(lib.relu(x @ w1 + b1), g, beta)
         logits = h @ w2 + b2
-        loss = -(torch.log_softmax(logits, -1) * onehot).sum() / x.shape[0]
+        loss = -(lib.log_softmax(logits, -1) * onehot).sum() / x.shape[0]
         loss.backward()
-        with torch.no_grad():
+        with lib.no_grad():
             for p in params:
                 p.sub_(p.grad, alpha=LR)
         for p in params:
             p.grad = None
         return loss
 
-    return t_step
+    return step
+
+
+_body, _setup, _backward = _layer_norm_formula(tp)
+tp_layer_norm = custom_op("tpbench_train::layer_norm", _body, mutates_args=())
+tp_layer_norm.register_autograd(_backward, setup_context=_setup)
+tp_step = _make_step(tp, tp_layer_norm)
+
+
+def _torch_defs(torch):
+    body, setup, backward = _layer_norm_formula(torch)
+    ln = torch.library.custom_op("tpbench_train::layer_norm", body, mutates_args=())
+    ln.register_fake(lambda x, w, b: torch.empty_like(x))
+    ln.register_autograd(backward, setup_context=setup)
+    return _make_step(torch, ln)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -257,16 +227,11 @@ def report(res) -> None:
     H.print_table("MLP training step (256 -> 256 -> layer norm -> 10, SGD), µs per step, "
                   "median (IQR)", ["batch", "tensorplay", "torch", "numpy by hand",
                                    "tensorplay / torch"], rows)
-    rows = [[k, {True: "holds", False: "MISSED"}[v]] for k, v in res["targets"].items()]
-    if rows:
-        H.print_table("Targets (issue 14, goal 1)", ["target", "verdict"], rows)
+    H.print_targets("Targets (issue 14, goal 1)", res["targets"])
 
 
 def main():
-    res = run()
-    report(res)
-    path = H.write_json("train", res)
-    print(f"\nwrote {path}")
+    return H.run_report_write("train", run, report)
 
 
 if __name__ == "__main__":

@@ -375,3 +375,48 @@ def test_tensor_list_gradients_are_validated_per_element(ns):
         assert tuple(a.grad.shape) == (3,) and b.grad is None
     finally:
         drop_ops(f"{ns}x")
+
+
+def test_a_tensor_list_gradient_that_is_not_a_list_is_refused(ns):
+    op = _pair_sum(ns, lambda ctx, g: g)     # a bare tensor where a list of two is due
+    a, b = tp.ones(3, requires_grad=True), tp.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match=rf"function {ns}::pair_sumBackward returned an invalid "
+                                           r"gradient at position 1: the forward input is a list "
+                                           r"of 2 tensors, so its gradient is a list of 2 "
+                                           r"gradients \(or None\), got Tensor$"):
+        op([a, b]).sum().backward()
+
+
+def _tile(ns, backward, name="tile"):
+    """``ns::name(x, reps: list[int]) = x * 2`` whose formula is ``backward(ctx, grad)``: an
+    argument that is a list but not of tensors."""
+    @library.custom_op(f"{ns}::{name}", mutates_args=())
+    def tile(x: Tensor, reps: list[int]) -> Tensor:
+        return x * 2
+
+    tile.register_autograd(backward, setup_context=lambda ctx, inputs, output: None)
+    return tile
+
+
+@pytest.mark.parametrize("answer", [None, [None, None], (None,)])
+def test_nones_for_a_list_that_is_not_of_tensors_are_accepted(ns, answer):
+    op = _tile(ns, lambda ctx, g: (g * 2.0, answer))
+    x = tp.ones(3, requires_grad=True)
+    op(x, [1, 2]).sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_a_value_for_a_list_that_is_not_of_tensors_is_refused(ns):
+    # the position named is the first slot that breaks the structure (the second of three)
+    @library.custom_op(f"{ns}::tile3", mutates_args=())
+    def tile3(x: Tensor, reps: list[int], y: Tensor) -> Tensor:
+        return x * 2 + y
+
+    tile3.register_autograd(lambda ctx, g: (g, [None, 1], g),
+                            setup_context=lambda ctx, inputs, output: None)
+    x, y = tp.ones(3, requires_grad=True), tp.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match=rf"function {ns}::tile3Backward returned a gradient "
+                                           r"different than None at position 2, but the "
+                                           r"corresponding forward input was not a Tensor"):
+        tile3(x, [1, 2], y).sum().backward()
+    assert x.grad is None and y.grad is None

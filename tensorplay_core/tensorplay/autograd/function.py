@@ -135,7 +135,9 @@ _T_NONE = ["t", None]   # structure of a (Tensor, Scalar) call: apply's fast pat
 
 
 class FunctionNode(Node):
-    """Graph node that calls a Python backward ``fn(ctx, *grads)``."""
+    """Graph node that calls a Python backward ``fn(ctx, *grads)`` and returns its result as
+    one gradient per edge. The structure of the result is held to torch's rules (see
+    ``UserFunctionNode``'s first point); the gradients themselves are not checked here."""
 
     __slots__ = ("fn", "ctx", "structure", "name")
 
@@ -152,6 +154,10 @@ class FunctionNode(Node):
     # (function_node_source below builds a node without this frame: keep the two in step)
 
     def apply(self, grads):
+        """The formula's gradients, one per edge (a tuple). ``UserFunctionNode.apply`` calls it,
+        then checks each gradient against its input. ``RuntimeError`` for a result of the wrong
+        structure: the checks cost nothing on the fast paths below and one test per argument
+        that is not a tensor on the general path."""
         ctx = self.ctx
         # the common case, one output whose gradient came with its dtype, costs one check
         g = grads[0]
@@ -166,30 +172,39 @@ class FunctionNode(Node):
                         break
                 else:
                     return res   # one gradient per tensor input: already the engine's shape
-                if structure == _T_NONE:
+                if structure == _T_NONE and res[1] is None:
                     # a tensor and a number (x * 3.0): the number's slot has no edge (what the
                     # general path below gives, without its loop)
                     return (res[0],)
         elif len(structure) == 1 and structure[0] == "t" and not isinstance(res, list):
             return (res,)   # one tensor input, a bare gradient: what the general path gives
+        # the general path, with torch's checks of the result's structure (PyNode)
+        n = len(structure)
         if not isinstance(res, tuple):
             # a bare gradient, or a list that is the gradient of a single Tensor[] input
-            res = (res,) if not isinstance(res, list) or len(self.structure) == 1 else tuple(res)
-        if len(res) < len(self.structure):
-            res = tuple(res) + (None,) * (len(self.structure) - len(res))
-        if len(res) > len(self.structure) and any(r is not None for r in res[len(self.structure):]):
+            res = (res,) if not isinstance(res, list) or n == 1 else tuple(res)
+        if len(res) < n:
+            res = tuple(res) + (None,) * (n - len(res))
+        elif len(res) > n and any(r is not None for r in res[n:]):
             raise RuntimeError(
-                f"function {self.name} returned an incorrect number of gradients (expected "
-                f"{len(self.structure)}, got {len(res)})")
+                f"function {self.name} returned an incorrect number of gradients (expected {n}, "
+                f"got {len(res)})")
         out = []
-        for s, g in zip(self.structure, res):
+        for s, g in zip(structure, res):
             if s is None:
-                continue
-            if s == "t":
+                # torch's PyNode: an argument that is not a tensor (a number, a None, a list of
+                # numbers) gets no gradient; None (or a list of Nones) is the only valid answer
+                if g is not None and not (isinstance(g, (list, tuple)) and
+                                          all(x is None for x in g)):
+                    _structure_error(self.name, structure, res)
+            elif s == "t":
                 out.append(g)
+            elif g is None:
+                out.extend((None,) * s[1])
+            elif isinstance(g, (list, tuple)) and len(g) == s[1]:
+                out.extend(g)
             else:
-                gl = list(g) if g is not None else [None] * s[1]
-                out.extend(gl)
+                _structure_error(self.name, structure, res)
         return tuple(out)
 
     def release(self):
@@ -202,8 +217,8 @@ class FunctionNode(Node):
 class UserFunctionNode(FunctionNode):
     """``FunctionNode`` of a formula written by a user (a custom op's ``register_autograd``, an
     ``autograd.Function``): its gradients are validated as torch's engine validates every node's
-    (``validate_outputs``, engine.cpp). Built-in formulas are right by construction and keep the
-    unchecked ``FunctionNode``.
+    (``validate_outputs``, engine.cpp). Built-in formulas are right by construction and keep
+    ``FunctionNode``, which checks only the structure of the result (the first point below).
 
     Per gradient ``i`` (one per tensor input, in the order of ``next_edges``):
 
@@ -229,21 +244,9 @@ class UserFunctionNode(FunctionNode):
     __slots__ = ()
 
     def apply(self, grads):
-        ctx = self.ctx
-        g = grads[0]
-        if g is None or len(grads) > 1 or g.raw_dtype is not self._out_meta[0][1]:
-            grads = _formula_grads(grads, self._out_meta, ctx.materialize_grads)
-        res = self.fn(ctx, *grads)
-        grads = None
-        structure = self.structure
-        if res.__class__ is tuple and len(res) == len(structure) == structure.count("t"):
-            out = res   # one gradient per tensor input (the common form)
-        elif res.__class__ is not tuple and not isinstance(res, list) and len(structure) == 1 \
-                and structure[0] == "t":
-            out = (res,)   # one tensor input, a bare gradient
-        else:
-            out = self._flatten(res)
-        res = None
+        # FunctionNode.apply: the formula called and its result shaped (and checked) as one
+        # gradient per edge; a frame more than inlining it, paid by user formulas only
+        out = FunctionNode.apply(self, grads)
         edges = self.next_edges
         if len(out) == 1:
             # one tensor input (the common case): the checks without the loop
@@ -288,7 +291,7 @@ class UserFunctionNode(FunctionNode):
             fixed[i] = self._fix(i, g, e)
         if fixed is not None:
             return tuple(fixed)
-        return out if out.__class__ is tuple else tuple(out)
+        return out
 
     def _fix(self, i, g, e):
         """Gradient ``i``, ``g``, that does not match its input (the input edge ``e`` leads to)
@@ -305,46 +308,28 @@ class UserFunctionNode(FunctionNode):
             meta = node._out_meta[e[1]]
         return _conform(self.name, i, g, meta)
 
-    def _flatten(self, res):
-        """The formula's result ``res`` as one gradient per edge (``FunctionNode.apply``'s
-        general path, with torch's checks of its structure)."""
-        structure = self.structure
-        name = self.name
-        if not isinstance(res, tuple):
-            # a bare gradient, or a list that is the gradient of a single Tensor[] input
-            res = (res,) if not isinstance(res, list) or len(structure) == 1 else tuple(res)
-        n = len(structure)
-        if len(res) < n:
-            res = tuple(res) + (None,) * (n - len(res))
-        elif len(res) > n:
-            if any(r is not None for r in res[n:]):
+
+def _structure_error(name, structure, res):
+    """Raise the ``RuntimeError`` for the first slot of the formula's result ``res`` (already
+    one entry per forward input) that does not fit ``structure``, as torch's PyNode words it:
+    a gradient for an argument that is not a tensor, or a ``Tensor[]`` argument's gradient
+    that is not a list of one gradient (or None) per element. Off the hot path: the loop in
+    ``FunctionNode.apply`` calls it only once it has seen such a slot."""
+    for pos, (s, g) in enumerate(zip(structure, res), 1):
+        if s is None:
+            if g is not None and not (isinstance(g, (list, tuple)) and
+                                      all(x is None for x in g)):
                 raise RuntimeError(
-                    f"function {name} returned an incorrect number of gradients (expected {n}, "
-                    f"got {len(res)})")
-        out = []
-        for pos, (s, g) in enumerate(zip(structure, res), 1):
-            if s == "t":
-                out.append(g)
-            elif s is None:
-                # torch's PyNode: an argument that is not a tensor (a number, a None, a list of
-                # numbers) gets no gradient; None (or a list of Nones) is the only valid answer
-                if g is not None and not (isinstance(g, (list, tuple)) and
-                                          all(x is None for x in g)):
-                    raise RuntimeError(
-                        f"function {name} returned a gradient different than None at position "
-                        f"{pos}, but the corresponding forward input was not a Tensor")
-            elif g is None:
-                out.extend((None,) * s[1])
-            else:
-                if not isinstance(g, (list, tuple)) or len(g) != s[1]:
-                    got = f"{len(g)} gradients" if isinstance(g, (list, tuple)) else \
-                        type(g).__name__
-                    raise RuntimeError(
-                        f"function {name} returned an invalid gradient at position {pos}: the "
-                        f"forward input is a list of {s[1]} tensors, so its gradient is a list of "
-                        f"{s[1]} gradients (or None), got {got}")
-                out.extend(g)
-        return out
+                    f"function {name} returned a gradient different than None at position "
+                    f"{pos}, but the corresponding forward input was not a Tensor")
+        elif s != "t" and g is not None and not (isinstance(g, (list, tuple)) and
+                                                  len(g) == s[1]):
+            got = f"{len(g)} gradients" if isinstance(g, (list, tuple)) else type(g).__name__
+            raise RuntimeError(
+                f"function {name} returned an invalid gradient at position {pos}: the forward "
+                f"input is a list of {s[1]} tensors, so its gradient is a list of {s[1]} "
+                f"gradients (or None), got {got}")
+    raise AssertionError("no slot of the result breaks the structure")   # pragma: no cover
 
 
 def _shape_str(shape) -> str:
@@ -847,7 +832,28 @@ def _scratch_view(flat, geom):
     return v
 
 
-class CopySlices(Node):
+class _ScratchNode(Node):
+    """Base of the two nodes that rebuild a gradient for a view and its base in a zeroed
+    scratch buffer of the base's storage (``numel`` elements), through the geometries
+    ``(shape, strides, offset)`` of the base (``base_geom``) and of the view (``view_geom``)."""
+
+    __slots__ = ("base_geom", "view_geom", "numel")
+
+    def __init__(self, base_geom, view_geom, numel, edges, out_meta):
+        self.base_geom = base_geom
+        self.view_geom = view_geom
+        self.numel = numel
+        self.next_edges = edges
+        self._out_meta = out_meta
+
+    def _scattered(self, g, geom):
+        """The zeroed buffer with ``g`` copied into its view ``geom``."""
+        flat = g.new_zeros((self.numel,))
+        _scratch_view(flat, geom).copy_(g)
+        return flat
+
+
+class CopySlices(_ScratchNode):
     """Backward of an in-place op on a view, recorded on the view's base (torch's CopySlices).
 
     Given the gradient of the base after the write, the gradient of the base before the write is
@@ -855,21 +861,15 @@ class CopySlices(Node):
     the op's gradients for its other inputs flow to them unchanged.
     """
 
-    __slots__ = ("inner", "base_geom", "view_geom", "numel", "name")
+    __slots__ = ("inner",)
+    name = "CopySlices"
 
     def __init__(self, inner, base_geom, view_geom, numel, edges, out_meta):
+        super().__init__(base_geom, view_geom, numel, edges, out_meta)
         self.inner = inner
-        self.base_geom = base_geom
-        self.view_geom = view_geom
-        self.numel = numel
-        self.next_edges = edges
-        self._out_meta = out_meta
-        self.name = "CopySlices"
 
     def apply(self, grads):
-        g = grads[0]
-        flat = g.new_zeros((self.numel,))
-        _scratch_view(flat, self.base_geom).copy_(g)
+        flat = self._scattered(grads[0], self.base_geom)
         res = self.inner.apply((_scratch_view(flat, self.view_geom).clone(),))
         region = _scratch_view(flat, self.view_geom)
         if res[0] is None:
@@ -882,23 +882,14 @@ class CopySlices(Node):
         self.inner.release()
 
 
-class AsStridedBackward(Node):
+class AsStridedBackward(_ScratchNode):
     """Backward of a view of a base, rebuilt after the base's history changed in place."""
 
-    __slots__ = ("base_geom", "view_geom", "numel", "name")
-
-    def __init__(self, base_geom, view_geom, numel, edges, out_meta):
-        self.base_geom = base_geom
-        self.view_geom = view_geom
-        self.numel = numel
-        self.next_edges = edges
-        self._out_meta = out_meta
-        self.name = "AsStridedBackward"
+    __slots__ = ()
+    name = "AsStridedBackward"
 
     def apply(self, grads):
-        g = grads[0]
-        flat = g.new_zeros((self.numel,))
-        _scratch_view(flat, self.view_geom).copy_(g)
+        flat = self._scattered(grads[0], self.view_geom)
         return (_scratch_view(flat, self.base_geom),)
 
 
