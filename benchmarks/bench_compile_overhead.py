@@ -9,7 +9,9 @@ Functions (one tensor argument, ``x`` of 16 elements; ``softmax_rows`` views it 
 * ``softmax_rows``: ``a = x - x.amax(-1, keepdim=True); e = a.exp(); e / e.sum(-1,
   keepdim=True)`` (two reductions, elementwise groups in between: the row softmax whose compiled
   default mode was slower than eager on the H200, benchmarks/README.md run G);
-* ``two_args``: ``x * y + 1.0`` (two tensor arguments: the per-leaf cost of the signature).
+* ``two_args``: ``x * y + 1.0`` (two tensor arguments: the per-leaf cost of the signature);
+* ``method``: ``x * self.k`` called as ``forward(self, x)`` (a compiled method: a non-tensor
+  argument, and a guarded attribute).
 
 Each compiled function is checked against eager (allclose) before timing. Columns are timed
 interleaved (``_harness.paired``: every round times eager, then compiled; 41 rounds of ~10 ms
@@ -25,8 +27,9 @@ Results go to ``benchmarks/results/compile_overhead.json`` (and ``--json PATH``)
 
 Usage::
 
-    python benchmarks/bench_compile_overhead.py [--fn one_op,chain4,softmax_rows,two_args]
-        [--mode default,reduce-overhead] [--numel 16] [--repeat 41] [--profile 20000] [--json PATH]
+    python benchmarks/bench_compile_overhead.py [--fn one_op,chain4,softmax_rows,two_args,method]
+        [--mode default,reduce-overhead] [--numel 16] [--repeat 41] [--profile 20000]
+        [--json PATH]
 """
 
 from __future__ import annotations
@@ -61,8 +64,18 @@ def two_args(x, y):
     return x * y + 1.0
 
 
+class Affine:
+    """A module-like object: its compiled ``forward`` is called as ``forward(self, x)``."""
+
+    def __init__(self, k):
+        self.k = k
+
+    def forward(self, x):
+        return x * self.k
+
+
 FUNCTIONS = {"one_op": one_op, "chain4": chain4, "softmax_rows": softmax_rows,
-             "two_args": two_args}
+             "two_args": two_args, "method": Affine.forward}
 
 
 def _inputs(tp, name, numel):
@@ -71,6 +84,8 @@ def _inputs(tp, name, numel):
         return (x.view(2, numel // 2),)
     if name == "two_args":
         return (x, tp.randn(numel))
+    if name == "method":
+        return (Affine(2.0), x)
     return (x,)
 
 
@@ -88,7 +103,8 @@ def profile(compiled, args, calls, top=14) -> str:
 
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--fn", default=",".join(FUNCTIONS), help="comma list of " + ", ".join(FUNCTIONS))
+    p.add_argument("--fn", default=",".join(FUNCTIONS),
+                   help="comma list of " + ", ".join(FUNCTIONS))
     p.add_argument("--mode", default="default", help="comma list: default, reduce-overhead")
     p.add_argument("--numel", type=int, default=16, help="elements of x (even; 16)")
     p.add_argument("--repeat", type=int, default=None, help="interleaved rounds (41; quick 9)")

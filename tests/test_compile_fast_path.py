@@ -281,3 +281,64 @@ def test_row_softmax_equals_eager_across_signatures(mode):
         for x in xs:
             got, want = f(x), softmax_rows(x)
             assert got.dtype == want.dtype and bool(tp.allclose(got, want, rtol=1e-6, atol=1e-7))
+
+
+def test_compiled_method_takes_the_fast_path_per_instance_and_sees_attributes():
+    class Scale:
+        def __init__(self, k, w):
+            self.k = k
+            self.w = w
+
+        @tp.compile
+        def forward(self, x):
+            return x * self.k + self.w
+
+    a, b = Scale(2.0, tp.ones(2)), Scale(3.0, tp.zeros(2))
+    x = tp.ones(2)
+    for _ in range(2):
+        assert _eq(a.forward(x), tp.full((2,), 3.0))
+        assert _eq(b.forward(x), tp.full((2,), 3.0))
+    a.k = 5.0                                  # a scalar attribute: guarded by value
+    assert _eq(a.forward(x), tp.full((2,), 6.0))
+    a.w = tp.full((2,), 10.0)                  # a tensor attribute rebound
+    assert _eq(a.forward(x), tp.full((2,), 15.0))
+    a.w.add_(1.0)                              # updated in place: used by reference
+    assert _eq(a.forward(x), tp.full((2,), 16.0))
+
+
+def test_arguments_with_their_own_equality_and_containers_take_the_full_lookup():
+    class Cfg:
+        def __init__(self, k):
+            self.k = k
+
+        def __eq__(self, other):
+            return isinstance(other, Cfg) and other.k == self.k
+
+        def __hash__(self):
+            return hash(self.k)
+
+    @tp.compile
+    def f(xs, cfg, x):
+        return xs[0] * cfg.k + x
+
+    x = tp.ones(2)
+    for k in (2.0, 3.0, 2.0):
+        assert _eq(f([x, x], Cfg(k), x), tp.full((2,), k + 1.0))
+    assert _eq(f([x * 2.0], Cfg(2.0), x), tp.full((2,), 5.0))
+
+
+def test_tensor_metadata_is_keyed_also_next_to_scalar_arguments():
+    @tp.compile
+    def f(x, k):
+        # dtype, device, contiguity and requires_grad all baked into the graph
+        return (x * k, tp.zeros(2, dtype=x.dtype, device=x.device), x.is_contiguous(),
+                1.0 if x.requires_grad else 0.0)
+
+    base = tp.randn(3, 3)
+    xs = [base, base.t(), base.to(tp.float64), tp.empty(3, 3, device="meta"),
+          base.clone().requires_grad_()]
+    for _ in range(2):
+        for x in xs:
+            _, z, contig, rg = f(x, 2.0)
+            assert z.dtype == x.dtype and z.device == x.device
+            assert contig == x.is_contiguous() and rg == float(x.requires_grad)

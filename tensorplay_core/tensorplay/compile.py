@@ -4,8 +4,16 @@
 
 1. computes the *guard key* of its arguments: for every tensor its dtype, device, rank, which
    sizes are 0 or 1 (torch's 0/1 specialization), contiguity and ``requires_grad``; every
-   non-tensor argument by value (by identity when unhashable); the structure of lists, tuples
-   and dicts; the grad mode and the default dtype;
+   non-tensor argument by type and value (by identity when unhashable: ``2``, ``2.0`` and
+   ``True`` are different keys); the structure of lists, tuples and dicts; the grad mode and
+   the default dtype. A call with positional plain tensors only first builds a cheaper *exact*
+   key (every tensor's shape, strides, dtype, device, ``requires_grad``: slot reads, by a
+   function generated per number of arguments) and, when the same exact key was seen before
+   (the last call's is compared first, then a per-function table of 256), takes the cached
+   graph that step 2 chose for it, still checking that graph's own guards (custom-op versions,
+   constant tensors, Python values) on every call; the exact key determines the guard key (a
+   tensor's metadata cannot change in place, except ``requires_grad``, which is in it), so
+   this is the same choice, made without recomputing it;
 2. looks for a cached graph under that key whose other guards hold: exact sizes when the
    captured code read a size as a Python value (or ``dynamic=False``), and the ``version`` and
    registry identity of every custom op it calls (a redefined op invalidates it),
@@ -242,6 +250,9 @@ class CompiledFunction(Generic[_P, _R]):
             # tensors as the graph will see them.
             keyer = _KEYERS.get(len(args)) or _exact_keyer(len(args))
             fkey = keyer(*args)
+            leaves = args
+            if fkey is None:             # not all plain tensors: ``self`` of a method, a scalar
+                fkey, leaves = _mixed_key(args)
             if fkey is not None:
                 hot = self._hot
                 if fkey == hot[0]:
@@ -264,9 +275,9 @@ class CompiledFunction(Generic[_P, _R]):
                 self._last = entry
                 if not entry.ops or sig in entry.validated:   # as in _run, without its frame
                     if self._replay:
-                        return _replay.run(self, entry, sig, args)
-                    return entry.run(args)
-                return self._run(entry, sig, args)
+                        return _replay.run(self, entry, sig, leaves)
+                    return entry.run(leaves)
+                return self._run(entry, sig, leaves)
         return self._run(*self._lookup(args, kwargs))
 
     def _run(self, entry, sig, leaves):
@@ -390,6 +401,37 @@ def _exact_keyer(n: int):
 
 def _no_key(*args):
     return None
+
+
+_MIXED_SCALARS = frozenset((type(None), bool, int, float, complex, str, bytes))
+_object_eq = object.__eq__
+_object_hash = object.__hash__
+
+
+def _mixed_key(args):
+    """``(key, leaves)`` for positional arguments that are plain tensors (as in
+    ``_exact_keyer``), scalars (by class and value: ``2``, ``2.0``, ``True`` differ, as in the
+    full key) and objects compared by identity (classes that keep ``object``'s ``__eq__`` and
+    ``__hash__``: ``self`` of a compiled method, a config object), which are their own key
+    (held, so an id is never reused). ``(None, None)`` for anything else (containers, which are
+    flattened; tensor subclasses; objects with their own equality): the full lookup."""
+    key: list = []
+    leaves = []
+    for a in args:
+        c = a.__class__
+        if c is Tensor:
+            key += (a.raw_shape, a.stride_tuple, a.raw_dtype, a.raw_device, a.backend_key,
+                    a.needs_grad)
+            leaves.append(a)
+        elif c in _MIXED_SCALARS or (c.__eq__ is _object_eq and c.__hash__ is _object_hash
+                                     and not isinstance(a, (Tensor, tuple, list, dict))):
+            # a class, never a tuple: a tensor's six fields start with its shape tuple, so the
+            # flat key cannot be read two ways
+            key += (c, a)
+        else:
+            return None, None
+    key += (_gm._state.enabled, _default_dtype[0])
+    return tuple(key), leaves
 
 
 def _const_types(spec) -> tuple:
