@@ -245,14 +245,22 @@ def test_many_positional_tensors_beyond_the_generated_keys():
 
 
 def test_evicted_graphs_are_not_kept_alive_by_the_fast_path():
+    import gc
+    import weakref
+
     @tp.compile(dynamic=False)
     def f(x):
         return x + 1.0
 
-    for n in range(2, 80):
+    f(tp.zeros(2))
+    f(tp.zeros(2))                                # the hot entry
+    first = weakref.ref(f.graph)
+    for n in range(3, 80):
         assert _eq(f(tp.zeros(n)), tp.ones(n))
     assert f.cache_size <= 64
-    assert _eq(f(tp.zeros(2)), tp.ones(2))        # evicted: captured again, correct
+    gc.collect()
+    assert first() is None                        # evicted, and nothing else holds it
+    assert _eq(f(tp.zeros(2)), tp.ones(2))        # captured again, correct
 
 
 def test_reset_forgets_the_hot_entry():
