@@ -1,6 +1,6 @@
-"""Per-call host overhead of ``tensorplay.compile`` on tiny cpu tensors: a compiled function
-against the same function called eagerly, where the arrays are so small (16 float32 elements)
-that the time is almost all Python.
+"""Per-call host overhead of ``tensorplay.compile`` on tiny tensors (cpu by default): a compiled
+function against the same function called eagerly, where the arrays are so small (16 float32
+elements) that the time is almost all Python.
 
 Functions (one tensor argument, ``x`` of 16 elements; ``softmax_rows`` views it as 2 x 8):
 
@@ -23,13 +23,17 @@ check's cost).
 ``--profile N`` also runs N calls of each compiled function under cProfile and prints the
 functions with the most time of their own (where ``CompiledFunction.__call__`` spends it).
 
-Results go to ``benchmarks/results/compile_overhead.json`` (and ``--json PATH``).
+``--device cuda`` runs the same on a GPU: calls are queued without synchronising (16-element
+kernels keep the GPU ahead of the host), so the figures are host time per call, what the H200
+profile of run G measured; exit status 2 when cuda is unavailable.
+
+Results go to ``benchmarks/results/compile_overhead_<device>.json`` (and ``--json PATH``).
 
 Usage::
 
     python benchmarks/bench_compile_overhead.py [--fn one_op,chain4,softmax_rows,two_args,method]
         [--mode default,reduce-overhead] [--numel 16] [--repeat 41] [--profile 20000]
-        [--json PATH]
+        [--device cpu|cuda] [--json PATH]
 """
 
 from __future__ import annotations
@@ -78,12 +82,12 @@ FUNCTIONS = {"one_op": one_op, "chain4": chain4, "softmax_rows": softmax_rows,
              "two_args": two_args, "method": Affine.forward}
 
 
-def _inputs(tp, name, numel):
-    x = tp.randn(numel)
+def _inputs(tp, name, numel, device):
+    x = tp.randn(numel, device=device)
     if name == "softmax_rows":
         return (x.view(2, numel // 2),)
     if name == "two_args":
-        return (x, tp.randn(numel))
+        return (x, tp.randn(numel, device=device))
     if name == "method":
         return (Affine(2.0), x)
     return (x,)
@@ -101,12 +105,16 @@ def profile(compiled, args, calls, top=14) -> str:
     return s.getvalue()
 
 
-def main(argv=None) -> dict:
+def main(argv=None) -> dict | int:
+    """Runs the comparison; the results (a dict), or 2 when the device is unavailable."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--fn", default=",".join(FUNCTIONS),
                    help="comma list of " + ", ".join(FUNCTIONS))
     p.add_argument("--mode", default="default", help="comma list: default, reduce-overhead")
     p.add_argument("--numel", type=int, default=16, help="elements of x (even; 16)")
+    p.add_argument("--device", default="cpu",
+                   help="cpu (default) or cuda: on cuda the figures are host time per call, "
+                        "calls queued without synchronising (16 elements keep the GPU ahead)")
     p.add_argument("--repeat", type=int, default=None, help="interleaved rounds (41; quick 9)")
     p.add_argument("--profile", type=int, default=0, metavar="N",
                    help="also cProfile N calls of each compiled function")
@@ -114,6 +122,11 @@ def main(argv=None) -> dict:
     a = p.parse_args(argv)
 
     import tensorplay as tp
+    if a.device.split(":")[0] != "cpu":
+        ok, why = tp.plugins.device_status(a.device.split(":")[0])
+        if not ok:
+            print(f"bench_compile_overhead: {a.device} unavailable: {why}", file=sys.stderr)
+            return 2
     tp.manual_seed(0)
     tp.set_num_threads(1)
     names = [s.strip() for s in a.fn.split(",") if s.strip()]
@@ -121,7 +134,7 @@ def main(argv=None) -> dict:
     rows, res, profiles = [], {}, {}
     for name in names:
         fn = FUNCTIONS[name]
-        args = _inputs(tp, name, a.numel)
+        args = _inputs(tp, name, a.numel, a.device)
         ref = fn(*args)
         glb = {"fn": fn, "args": args}
         stmts = {"eager": "fn(*args)"}
@@ -152,21 +165,22 @@ def main(argv=None) -> dict:
             for m in modes:
                 profiles[f"{name} ({m})"] = profile(compiled[m], args, a.profile)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    H.print_table(f"compiled vs eager per call, {a.numel} float32 elements on cpu, 1 thread "
+    H.print_table(f"compiled vs eager per call, {a.numel} float32 elements on {a.device}, 1 thread "
                   f"(load average {load:.2f})",
                   ["function", "mode", "eager", "compiled", "compiled - eager (paired)",
                    "compiled / eager"], rows)
     for k, v in profiles.items():
         print(f"\n### cProfile, {a.profile} calls of compiled {k}\n")
         print(v)
-    out = {"benchmark": "compile_overhead", "numel": a.numel, "functions": res,
+    out = {"benchmark": "compile_overhead", "numel": a.numel, "device": a.device,
+           "functions": res,
            "load_average_1min": load,
-           "headline": [{"figure": f"compiled {n} on {a.numel} cpu elements, compiled / eager "
+           "headline": [{"figure": f"compiled {n} on {a.numel} {a.device} elements, compiled / eager "
                                    f"per call (default mode)",
                          "tensorplay": round(r["modes"]["default"]["ratio_compiled_over_eager"], 2),
                          "torch": None, "numpy": None, "goal": "<= 1.0 (issue 32 item 1)"}
                         for n, r in res.items() if "default" in r["modes"]]}
-    path = H.write_json("compile_overhead", out)
+    path = H.write_json(f"compile_overhead_{a.device.split(':')[0]}", out)
     print(f"written to {path}")
     if a.json:
         with open(a.json, "w") as f:
@@ -175,4 +189,5 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    r = main()
+    sys.exit(r if isinstance(r, int) else 0)

@@ -4,18 +4,20 @@
 
 1. computes the *guard key* of its arguments: for every tensor its dtype, device, rank, which
    sizes are 0 or 1 (torch's 0/1 specialization), contiguity and ``requires_grad``; every
-   non-tensor argument by type and value (by identity when unhashable: ``2``, ``2.0`` and
-   ``True`` are different keys); the structure of lists, tuples and dicts; the grad mode and
-   the default dtype. A call with positional plain tensors only first builds a cheaper *exact*
-   key (every tensor's shape, strides, dtype, device, ``requires_grad``: slot reads, by a
-   function generated per number of arguments) and, when the same exact key was seen before
-   (the last call's is compared first, then a per-function table of 256), takes the cached
-   graph that step 2 chose for it, still checking that graph's own guards (custom-op versions,
-   constant tensors, Python values) on every call; the exact key determines the guard key (a
-   tensor's metadata cannot change in place, except ``requires_grad``, which is in it), so
-   this is the same choice, made without recomputing it;
-2. looks for a cached graph under that key whose other guards hold: exact sizes when the
-   captured code read a size as a Python value (or ``dynamic=False``), and the ``version`` and
+   non-tensor argument by type and value (``2``, ``2.0`` and ``True`` are different keys; by
+   identity when unhashable); the structure of lists, tuples and dicts; the grad mode and the
+   default dtype. A call with positional arguments only (tensors, scalars, objects that compare
+   by identity such as a method's ``self``) first builds a cheaper *exact* key (every tensor's
+   shape, strides, dtype, device and ``requires_grad`` as slot reads, by a function generated
+   per number of arguments; every other argument's class and value). When that key was seen
+   before (the last call's is compared first, then a table of 256 per compiled function), the
+   call takes the cached graph that step 2 chose for it, still checking that graph's own guards
+   (custom-op versions, constant tensors, Python values). The exact key determines the guard
+   key (a tensor's metadata cannot change in place, except ``requires_grad``, which is in it),
+   so this is the same choice, made without recomputing it;
+2. looks for a cached graph under that key whose other guards hold: exact sizes and strides
+   when the captured code read a size as a Python value or returned ``x.shape``/``x.stride()``
+   (or ``dynamic=False``), and the ``version`` and
    registry identity of every custom op it calls (a redefined op invalidates it),
    and the Python values the function read from globals, closure cells and attributes (see
    ``compile``'s docstring: a changed ``SCALE`` global misses and recaptures);
@@ -197,7 +199,8 @@ class CompiledFunction(Generic[_P, _R]):
         self._cache: dict = {}
         self._last = None
         # the per-call fast path (``__call__``): exact signature key -> (entry, sig) for calls
-        # with positional plain tensors only, and the last such call's (key, entry, sig)
+        # with positional arguments only (``_exact_keyer``, ``_mixed_key``), and the last such
+        # call's (key, entry, sig)
         self._fast: dict = {}
         self._hot: tuple = (None, None, None)
         functools.update_wrapper(self, fn)
@@ -240,10 +243,12 @@ class CompiledFunction(Generic[_P, _R]):
             # called while another function is being captured: inline it into that capture
             return self.fn(*args, **kwargs)
         if not kwargs:
-            # The fast path: positional plain tensors only. The key is every tensor's exact
-            # metadata (shape, strides, dtype, device, dispatch backend, requires_grad: slot
-            # reads, see ``_exact_keyer``) and the global state, so it determines the full
-            # lookup's key and ``sig``; it maps to the entry that lookup chose. The entry's own
+            # The fast path: positional plain tensors (``_exact_keyer``), or tensors with
+            # scalars and identity-compared objects (``_mixed_key``). The key is every tensor's
+            # exact metadata (shape, strides, dtype, device, dispatch backend, requires_grad:
+            # slot reads), every other argument's class and value, and the global state, so it
+            # determines the full lookup's key and ``sig``; it maps to the entry that lookup
+            # chose (a miss runs the full lookup and remembers its answer). The entry's own
             # guards (custom-op versions, constant tensors, Python values) are checked on every
             # call, as the full lookup does. Tensor metadata cannot change in place (only
             # requires_grad can, and it is in the key), so a key computed now describes the
