@@ -1000,7 +1000,9 @@ def _paths(x, prefix=""):
 def _gen_chain(ch, ns, ref):
     """A fused chain: fused when nothing needs grad and the backend fuses, else node by node."""
     k = f"chain{ch.number}"
-    ns[k] = _chain_runner(ch)
+    if ch.runner is None:               # one per chain: the checked and unchecked runs share it
+        ch.runner = _chain_runner(ch)
+    ns[k] = ch.runner
     ins = ", ".join(ref(v) for v in ch.inputs)
     outs = "".join(f"v{v.id}, " for v in ch.outputs)
     return [f"({outs}) = {k}({ins})"]
@@ -1033,18 +1035,18 @@ def _chain_runner(ch):
     lines.append("    be = a0.backend")
     lines.append("    fn = __compiled.get(be, False)")
     lines.append("    if fn is False:")
-    lines.append("        fn = __get_fused(__chain, be)")
+    lines.append("        fn = __fused_for(__compiled, __expr, be)")
     lines.append("    if fn is None:")
     lines.append(f"        return __unfused({args})")
     lines.append(f"    r = fn([{', '.join(nat)}])")
     lines.append("    wrap = be.wrap")
     lines.append("    return (" + "".join(f"wrap(r[{i}], dev), " for i in range(len(ch.outputs))) + ")")
+    # the chain's parts, not the chain: it keeps this runner (``FusedChain.runner``), and a
+    # cycle would outlive the graph until the cyclic collector runs
     ns = {"__gm": _gm._state, "__ds": _dispatch._state, "__unfused": _gen_unfused(ch),
-          "__compiled": ch._compiled, "__get_fused": _fusion.get_fused, "__chain": ch}
-    fn = _codegen.function("\n".join(lines), ns, "run", f"<tensorplay.compile chain {ch.number} runner>")
-    fn.chain = ch
-    fn.unfused = ns["__unfused"]
-    return fn
+          "__compiled": ch._compiled, "__expr": ch.expr, "__fused_for": _fusion.fused_for}
+    return _codegen.function("\n".join(lines), ns, "run",
+                             f"<tensorplay.compile chain {ch.number} runner>")
 
 
 def _gen_unfused(ch):
