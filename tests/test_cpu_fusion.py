@@ -116,8 +116,8 @@ def test_intermediate_used_after_the_chain_and_inputs_reused():
     assert_bits(got, want)
 
 
-@pytest.mark.parametrize("case", ["zero_d", "two_d", "non_contiguous", "broadcast", "mixed_dtype",
-                                  "int", "empty", "bfloat16"])
+@pytest.mark.parametrize("case", ["zero_d", "two_d", "non_contiguous", "broadcast",
+                                  "broadcast_small", "mixed_dtype", "int", "empty", "bfloat16"])
 def test_layouts_and_signatures(case):
     def f(x, y):
         return ((x * y + 1.0) * 0.25).relu() - y
@@ -131,9 +131,12 @@ def test_layouts_and_signatures(case):
     elif case == "non_contiguous":
         x = _special(2 * n, tp.float32)[::2]
         y = _special(n + 1, tp.float32)[:n]
-    elif case == "broadcast":
-        x = _special(4 * 1000, tp.float32).reshape(4, 1000)
+    elif case == "broadcast":                    # above SMALL: the blocked code
+        x = _special(8 * 1000, tp.float32).reshape(8, 1000)
         y = _special(1000, tp.float32)
+    elif case == "broadcast_small":              # at most SMALL: the reference kernels
+        x = _special(4 * 8, tp.float32).reshape(4, 8)
+        y = _special(8, tp.float32)
     elif case == "mixed_dtype":
         y = _special(n + 1, tp.float64)[:n]
     elif case == "int":
@@ -147,6 +150,9 @@ def test_layouts_and_signatures(case):
     cf = tp.compile(f)
     for _ in range(2):                           # the variant is generated once, then reused
         assert_bits(cf(x, y), f(x, y))
+    if case.startswith("broadcast"):
+        # which code ran: the generated variant above SMALL elements, the reference kernels below
+        assert len(_fused_callable(cf)[0].variants) == (case == "broadcast")
 
 
 def test_floating_point_warnings_stay_silent_as_in_eager():

@@ -568,7 +568,23 @@ def capture(fn, args_template, leaves, *, name="fn"):
 
 
 def _output_structure(ctx, out):
+    if _holds_sizes(out):
+        # ``return y, x.shape``: the sizes (or strides) become a constant of the graph, so they
+        # are read as much as ``x.shape[0]`` is: guard on exact sizes
+        _mark_size_read()
     return _pytree.tree_map(lambda t: ctx.value_of(t, "the return value"), out, Tensor)
+
+
+def _holds_sizes(x) -> bool:
+    """``x`` is, or its lists, tuples and dicts hold, a capture tensor's ``SizeTuple``."""
+    t = x.__class__
+    if t is SizeTuple:
+        return True
+    if t is list or t is tuple or (isinstance(x, tuple) and hasattr(x, "_fields")):
+        return any(_holds_sizes(y) for y in x)
+    if t is dict:
+        return any(_holds_sizes(y) for y in x.values())
+    return False
 
 
 def _record_method(t, kind, extra, new_output=False):

@@ -91,6 +91,9 @@ class FusedChain:
     outputs: list           # graph Values used after the chain
     expr: ElementwiseExpr
     _compiled: dict = field(default_factory=dict)   # backend -> callable | None
+    # compile's generated runner of this chain (made once, shared by the graph's checked and
+    # unchecked runners)
+    runner: object = None
 
 
 def _fusible(node) -> bool:
@@ -196,13 +199,18 @@ def _collect(x, out):
 
 def get_fused(chain: FusedChain, backend):
     """The callable running ``chain`` on ``backend``'s native arrays, or None (no fuser)."""
-    fn = chain._compiled.get(backend, False)
+    return fused_for(chain._compiled, chain.expr, backend)
+
+
+def fused_for(compiled: dict, expr: ElementwiseExpr, backend):
+    """``get_fused`` on a chain's parts: its ``_compiled`` table (filled here) and its ``expr``
+    (for callers that must not hold the chain itself, such as its own generated runner)."""
+    fn = compiled.get(backend, False)
     if fn is False:
-        fn = None
-        fn = backend.fuse_elementwise(chain.expr)
+        fn = backend.fuse_elementwise(expr)
         if fn is None:
-            fn = generic_fuser(chain.expr, backend)
-        chain._compiled[backend] = fn
+            fn = generic_fuser(expr, backend)
+        compiled[backend] = fn
     return fn
 
 

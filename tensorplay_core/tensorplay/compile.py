@@ -4,10 +4,20 @@
 
 1. computes the *guard key* of its arguments: for every tensor its dtype, device, rank, which
    sizes are 0 or 1 (torch's 0/1 specialization), contiguity and ``requires_grad``; every
-   non-tensor argument by value (by identity when unhashable); the structure of lists, tuples
-   and dicts; the grad mode and the default dtype;
-2. looks for a cached graph under that key whose other guards hold: exact sizes when the
-   captured code read a size as a Python value (or ``dynamic=False``), and the ``version`` and
+   non-tensor argument by type and value (``2``, ``2.0`` and ``True`` are different keys; by
+   identity when unhashable); the structure of lists, tuples and dicts; the grad mode and the
+   default dtype. A call with positional arguments only (tensors, scalars, objects that compare
+   by identity such as a method's ``self``) first builds a cheaper *exact* key (every tensor's
+   shape, strides, dtype, device and ``requires_grad`` as slot reads, by a function generated
+   per number of arguments; every other argument's class and value). When that key was seen
+   before (the last call's is compared first, then a table of 256 per compiled function), the
+   call takes the cached graph that step 2 chose for it, still checking that graph's own guards
+   (custom-op versions, constant tensors, Python values). The exact key determines the guard
+   key (a tensor's metadata cannot change in place, except ``requires_grad``, which is in it),
+   so this is the same choice, made without recomputing it;
+2. looks for a cached graph under that key whose other guards hold: exact sizes and strides
+   when the captured code read a size as a Python value or returned ``x.shape``/``x.stride()``
+   (or ``dynamic=False``), and the ``version`` and
    registry identity of every custom op it calls (a redefined op invalidates it),
    and the Python values the function read from globals, closure cells and attributes (see
    ``compile``'s docstring: a changed ``SCALE`` global misses and recaptures);
@@ -50,6 +60,8 @@ __all__ = ["CompileError", "CompiledFunction", "compile"]
 
 _MAX_CACHE = 64          # graphs kept per compiled function
 _MAX_VALIDATED = 256     # size signatures remembered as validated per graph
+_MAX_FAST = 256          # exact signatures the fast path remembers per compiled function
+_MAX_KEYER_ARITY = 32    # more positional tensors than this: the full lookup on every call
 
 
 @overload
@@ -186,6 +198,11 @@ class CompiledFunction(Generic[_P, _R]):
         self.captures = 0
         self._cache: dict = {}
         self._last = None
+        # the per-call fast path (``__call__``): exact signature key -> (entry, sig) for calls
+        # with positional arguments only (``_exact_keyer``, ``_mixed_key``), and the last such
+        # call's (key, entry, sig)
+        self._fast: dict = {}
+        self._hot: tuple = (None, None, None)
         functools.update_wrapper(self, fn)
 
     @property
@@ -201,8 +218,16 @@ class CompiledFunction(Generic[_P, _R]):
     def reset(self) -> None:
         """Drop every cached graph (the next call captures again)."""
         self._cache.clear()
+        self._forget_fast()
         self._last = None
         self.graph_skips.clear()
+
+    def _forget_fast(self) -> None:
+        """Drop the fast path's memory of which entry each exact signature resolved to (called
+        whenever ``_cache`` loses or gains an entry, so the fast path only ever returns what the
+        full lookup would)."""
+        self._fast.clear()
+        self._hot = (None, None, None)
 
     def __repr__(self) -> str:
         return f"<tensorplay.compile({getattr(self.fn, '__qualname__', self.fn)!r}), " \
@@ -217,12 +242,74 @@ class CompiledFunction(Generic[_P, _R]):
         if _capture._state.active:
             # called while another function is being captured: inline it into that capture
             return self.fn(*args, **kwargs)
+        if not kwargs:
+            # The fast path: positional plain tensors (``_exact_keyer``), or tensors with
+            # scalars and identity-compared objects (``_mixed_key``). The key is every tensor's
+            # exact metadata (shape, strides, dtype, device, dispatch backend, requires_grad:
+            # slot reads), every other argument's class and value, and the global state, so it
+            # determines the full lookup's key and ``sig``; it maps to the entry that lookup
+            # chose (a miss runs the full lookup and remembers its answer). The entry's own
+            # guards (custom-op versions, constant tensors, Python values) are checked on every
+            # call, as the full lookup does. Tensor metadata cannot change in place (only
+            # requires_grad can, and it is in the key), so a key computed now describes the
+            # tensors as the graph will see them.
+            keyer = _KEYERS.get(len(args)) or _exact_keyer(len(args))
+            fkey = keyer(*args)
+            leaves = args
+            if fkey is None:             # not all plain tensors: ``self`` of a method, a scalar
+                fkey, leaves = _mixed_key(args)
+            if fkey is not None:
+                hot = self._hot
+                if fkey == hot[0]:
+                    entry, sig = hot[1], hot[2]
+                else:
+                    hit = self._fast.get(fkey)
+                    if hit is None:
+                        entry, sig = self._lookup(args, kwargs)[:2]
+                        if len(self._fast) >= _MAX_FAST:
+                            self._fast.clear()
+                        self._fast[fkey] = (entry, sig)
+                    else:
+                        entry, sig = hit
+                    self._hot = (fkey, entry, sig)
+                if entry.check is not None and not entry.check():
+                    # a guard failed: the full lookup drops or skips this entry, recaptures
+                    entry, sig = self._lookup(args, kwargs)[:2]
+                    self._fast[fkey] = (entry, sig)
+                    self._hot = (fkey, entry, sig)
+                self._last = entry
+                if not entry.ops or sig in entry.validated:   # as in _run, without its frame
+                    if self._replay:
+                        return _replay.run(self, entry, sig, leaves)
+                    return entry.run(leaves)
+                return self._run(entry, sig, leaves)
+        return self._run(*self._lookup(args, kwargs))
+
+    def _run(self, entry, sig, leaves):
+        self._last = entry
+        if not entry.ops or sig in entry.validated:   # no custom op, or validated: trusted
+            if self._replay:
+                return _replay.run(self, entry, sig, leaves)
+            return entry.run(leaves)
+        # the first call of this signature: check custom ops' real outputs against their fakes
+        out = entry.run_checked(leaves)
+        if len(entry.validated) < _MAX_VALIDATED:
+            entry.validated.add(sig)
+        return out
+
+    def _lookup(self, args, kwargs):
+        """The full lookup: ``(entry, sig, leaves)`` for these arguments (``sig``: the sizes
+        and strides of the tensor leaves), capturing on a miss."""
         if not kwargs and all(a.__class__ is Tensor for a in args):
             leaves = list(args)           # the common case: positional tensors only
             spec = ("fast", len(args))
+            ctypes = ()
         else:
             leaves = []
             spec = _pytree.tree_flatten((args, kwargs), Tensor, leaves)[1]
+            # constants count by type too: 2 == 2.0 == True hash alike, but the graph bakes the
+            # value in (x * 2 keeps an int tensor's dtype, x * 2.0 makes it float)
+            ctypes = _const_types(spec)
         tkeys = []
         sizes = []
         layout = []
@@ -235,10 +322,11 @@ class CompiledFunction(Generic[_P, _R]):
         # global state a graph bakes in (as torch.compile guards it): grad mode, and the
         # default dtype (factories without dtype= record it)
         try:
-            key = (spec, tuple(tkeys), _gm._state.enabled, _default_dtype[0])
+            key = (spec, ctypes, tuple(tkeys), _gm._state.enabled, _default_dtype[0])
             hash(key)
         except TypeError:
-            key = (_pytree.spec_key(spec), tuple(tkeys), _gm._state.enabled, _default_dtype[0])
+            key = (_pytree.spec_key(spec), ctypes, tuple(tkeys), _gm._state.enabled,
+                   _default_dtype[0])
         sig = (tuple(sizes), tuple(layout))
         entry = None
         entries = self._cache.get(key)
@@ -248,6 +336,7 @@ class CompiledFunction(Generic[_P, _R]):
                     continue
                 if not e.ops_valid() or not e.refs_valid():
                     entries.remove(e)
+                    self._forget_fast()
                     break
                 if e.guard is not None and not e.guard():
                     continue             # captured under other global/closure values
@@ -255,6 +344,7 @@ class CompiledFunction(Generic[_P, _R]):
                 break
         if entry is None:
             entry = self._capture(spec, leaves, sig)
+            self._forget_fast()
             entries = self._cache.setdefault(key, [])
             entries.insert(0, entry)
             if self.cache_size > _MAX_CACHE:
@@ -264,15 +354,7 @@ class CompiledFunction(Generic[_P, _R]):
                         if not es:
                             del self._cache[k]
                         break
-        self._last = entry
-        if not entry.ops or sig in entry.validated:   # no custom op, or validated: trusted
-            if self._replay:
-                return _replay.run(self, entry, sig, leaves)
-            return entry.run(leaves)
-        out = entry.run_checked(leaves)
-        if len(entry.validated) < _MAX_VALIDATED:
-            entry.validated.add(sig)
-        return out
+        return entry, sig, leaves
 
     def _capture(self, spec, leaves, sig):
         name = getattr(self.fn, "__name__", None) or type(self.fn).__name__
@@ -294,6 +376,114 @@ class CompiledFunction(Generic[_P, _R]):
                       _value_guard(sources, before, graph))
 
 
+# ---------------------------------------------------------------------------------------------
+# the fast path's key: one generated function per number of positional arguments
+
+_KEYERS: dict = {}       # arity -> key(*args)
+
+
+def _exact_keyer(n: int):
+    """``key(a0, ..., a{n-1})`` for ``CompiledFunction.__call__``'s fast path: None unless every
+    argument is a plain ``Tensor`` (not a subclass), else one flat tuple of each tensor's shape,
+    strides, dtype, device, backend key and ``needs_grad`` (slot reads, no property or method
+    call), then the grad mode and the default dtype. Equal keys mean equal full-lookup keys and
+    equal ``sig``. The text is made of generated names only (``a0``...); bound once per arity."""
+    if n > _MAX_KEYER_ARITY:
+        return _no_key
+    names = [f"a{i}" for i in range(n)]
+    lines = [f"def key({', '.join(names)}):"]
+    if names:
+        lines.append("    if " + " or ".join(f"{a}.__class__ is not __T" for a in names) + ":")
+        lines.append("        return None")
+    fields = "".join(f"{a}.raw_shape, {a}.stride_tuple, {a}.raw_dtype, {a}.raw_device, "
+                     f"{a}.backend_key, {a}.needs_grad, " for a in names)
+    lines.append(f"    return ({fields}__gm.enabled, __dd[0])")
+    ns = {"__T": Tensor, "__gm": _gm._state, "__dd": _default_dtype}
+    fn = _codegen.function("\n".join(lines), ns, "key", f"<tensorplay.compile key of {n} tensors>")
+    _KEYERS[n] = fn
+    return fn
+
+
+def _no_key(*args):
+    return None
+
+
+_MIXED_SCALARS = frozenset((type(None), bool, int, float, complex, str, bytes))
+_object_eq = object.__eq__
+_object_hash = object.__hash__
+
+
+def _mixed_key(args):
+    """``(key, leaves)`` for positional arguments that are plain tensors (as in
+    ``_exact_keyer``), scalars (by class and value: ``2``, ``2.0``, ``True`` differ, as in the
+    full key) and objects compared by identity (classes that keep ``object``'s ``__eq__`` and
+    ``__hash__``: ``self`` of a compiled method, a config object), which are their own key
+    (held, so an id is never reused). ``(None, None)`` for anything else (containers, which are
+    flattened; tensor subclasses; objects with their own equality): the full lookup."""
+    key: list = []
+    leaves = []
+    for a in args:
+        c = a.__class__
+        if c is Tensor:
+            key += (a.raw_shape, a.stride_tuple, a.raw_dtype, a.raw_device, a.backend_key,
+                    a.needs_grad)
+            leaves.append(a)
+        elif c in _MIXED_SCALARS or (c.__eq__ is _object_eq and c.__hash__ is _object_hash
+                                     and not isinstance(a, (Tensor, tuple, list, dict))):
+            # a class, never a tuple: a tensor's six fields start with its shape tuple, so the
+            # flat key cannot be read two ways
+            key += (c, a)
+        else:
+            return None, None
+    key += (_gm._state.enabled, _default_dtype[0])
+    return tuple(key), leaves
+
+
+def _const_types(spec) -> tuple:
+    """The classes of the constants in a ``_pytree`` spec, in order."""
+    out: list = []
+    _walk_const_types(spec, out)
+    return tuple(out)
+
+
+def _walk_const_types(spec, out) -> None:
+    if spec.__class__ is str:        # a leaf
+        return
+    head = spec[0]
+    if head.__class__ is str:        # ("c", value)
+        out.append(spec[1].__class__)
+        return
+    for s in spec[2] if head is dict else spec[1]:
+        _walk_const_types(s, out)
+
+
+def _ops_valid(ops) -> bool:
+    table = _registry._OPS   # checked on every compiled call: the plain dict, no function call
+    for op, v in ops:
+        if op.version != v or table.get(op.name) is not op:
+            return False
+    return True
+
+
+def _refs_valid(refs) -> bool:
+    for container, key, obj in refs:
+        try:
+            cur = container.cell_contents if key is None else container.get(key)
+        except ValueError:       # an emptied closure cell
+            return False
+        if cur is not obj:
+            return False
+    return True
+
+
+def _entry_check(ops, refs, guard):
+    """``check()`` of an entry with something to check (a closure over the lists, not over the
+    entry: no reference cycle)."""
+    if guard is None:
+        return lambda: _ops_valid(ops) and _refs_valid(refs)
+    return lambda: _ops_valid(ops) and _refs_valid(refs) and guard()
+
+
 class _Entry:
     """A cached graph with its guards and generated runners."""
 
@@ -304,6 +494,8 @@ class _Entry:
         self.guard = guard           # () -> bool over globals/closure values, None: nothing read
         self.guard_source = getattr(guard, "source", None)
         self.ops = [(op, v) for op, v in graph.custom_ops()]
+        # () -> bool: the guards the fast path checks on every call; None: nothing to check
+        self.check = _entry_check(self.ops, refs, guard) if (self.ops or refs or guard) else None
         self.validated: set = set()
         self.replays: dict = {}      # mode="reduce-overhead": signature -> GraphReplay or state
         self._source = None          # of ``run``, once generated
@@ -326,21 +518,11 @@ class _Entry:
 
     def refs_valid(self) -> bool:
         """The tensors the graph holds as constants are still the ones ``fn`` refers to."""
-        for container, key, obj in self.refs:
-            try:
-                cur = container.cell_contents if key is None else container.get(key)
-            except ValueError:       # an emptied closure cell
-                return False
-            if cur is not obj:
-                return False
-        return True
+        return _refs_valid(self.refs)
 
     def ops_valid(self) -> bool:
-        ops = _registry._OPS   # checked on every compiled call: the plain dict, no function call
-        for op, v in self.ops:
-            if op.version != v or ops.get(op.name) is not op:
-                return False
-        return True
+        """Every custom op the graph calls is still registered, at the version captured."""
+        return _ops_valid(self.ops)
 
 
 def _tensor_refs(fn, graph, spec=None) -> list:
@@ -818,38 +1000,53 @@ def _paths(x, prefix=""):
 def _gen_chain(ch, ns, ref):
     """A fused chain: fused when nothing needs grad and the backend fuses, else node by node."""
     k = f"chain{ch.number}"
-    ns[k] = _ChainRunner(ch)
+    if ch.runner is None:               # one per chain: the checked and unchecked runs share it
+        ch.runner = _chain_runner(ch)
+    ns[k] = ch.runner
     ins = ", ".join(ref(v) for v in ch.inputs)
     outs = "".join(f"v{v.id}, " for v in ch.outputs)
     return [f"({outs}) = {k}({ins})"]
 
 
-class _ChainRunner:
-    """Runs one fused chain on real tensors (see ``_fusion``)."""
+def _chain_runner(ch):
+    """``run(a0, ...)``: one fused chain on real tensors (see ``_fusion``), generated per chain
+    so its arity and outputs are unrolled (no ``*args`` tuple, no loop, no generator).
 
-    def __init__(self, chain):
-        self.chain = chain
-        self.unfused = _gen_unfused(chain)
-
-    def __call__(self, *tensors):
-        if _gm._state.enabled:
-            for t in tensors:
-                if t.needs_grad:
-                    return self.unfused(*tensors)
-        t0 = tensors[0]
-        if t0.native is None or _dispatch._state.mode is not None:
-            return self.unfused(*tensors)
-        dev = t0.device
-        be = t0.backend
-        for t in tensors:
-            if t.device is not dev or t.native is None:
-                return self.unfused(*tensors)
-        fn = _fusion.get_fused(self.chain, be)
-        if fn is None:
-            return self.unfused(*tensors)
-        arrays = fn([t.native for t in tensors])
-        wrap = be.wrap
-        return tuple(wrap(a, dev) for a in arrays)
+    Runs the chain node by node (``unfused``) when grad mode is on and an input needs grad,
+    under a dispatch mode, when an input is fake or on another device than the first, or when
+    the backend has no fuser; else one call of the backend's fused function on the native
+    arrays, each output wrapped on the first input's device. Only generated names reach the
+    text (``a0``, ``n0``, ``r``): the chain and its functions are bound in the namespace."""
+    n = len(ch.inputs)
+    if not n:                           # nothing to read a device from: node by node
+        return _gen_unfused(ch)
+    a = [f"a{i}" for i in range(n)]
+    nat = [f"n{i}" for i in range(n)]
+    args = ", ".join(a)
+    lines = [f"def run({args}):"]
+    needs = " or ".join(f"{x}.needs_grad" for x in a)
+    lines.append(f"    if __gm.enabled and ({needs}) or __ds.mode is not None:")
+    lines.append(f"        return __unfused({args})")
+    lines.extend(f"    {v} = {x}.native" for v, x in zip(nat, a))
+    lines.append("    dev = a0.raw_device")
+    other = "".join(f" or {x}.raw_device is not dev" for x in a[1:])
+    lines.append(f"    if {' or '.join(f'{v} is None' for v in nat)}{other}:")
+    lines.append(f"        return __unfused({args})")
+    lines.append("    be = a0.backend")
+    lines.append("    fn = __compiled.get(be, False)")
+    lines.append("    if fn is False:")
+    lines.append("        fn = __fused_for(__compiled, __expr, be)")
+    lines.append("    if fn is None:")
+    lines.append(f"        return __unfused({args})")
+    lines.append(f"    r = fn([{', '.join(nat)}])")
+    lines.append("    wrap = be.wrap")
+    lines.append("    return (" + "".join(f"wrap(r[{i}], dev), " for i in range(len(ch.outputs))) + ")")
+    # the chain's parts, not the chain: it keeps this runner (``FusedChain.runner``), and a
+    # cycle would outlive the graph until the cyclic collector runs
+    ns = {"__gm": _gm._state, "__ds": _dispatch._state, "__unfused": _gen_unfused(ch),
+          "__compiled": ch._compiled, "__expr": ch.expr, "__fused_for": _fusion.fused_for}
+    return _codegen.function("\n".join(lines), ns, "run",
+                             f"<tensorplay.compile chain {ch.number} runner>")
 
 
 def _gen_unfused(ch):

@@ -47,6 +47,10 @@ from . import parallel
 
 BLOCK = 1 << 16          # elements per block: 256 KiB of float32 per live value (L2: >= 1 MiB)
 MIN_BLOCKED = 1 << 15    # from this size on, a signature's code is generated on its first call
+# no input larger than this, and broadcasting inputs or at most 2 steps: the generic fuser (on
+# 2-cpu EPYC, 2^4-2^14 elements: a row softmax's sub+exp over rows of 1024 at 0.4-0.75x the
+# blocked code's time, x * y + 1 at 0.85x; a 4-step unary chain 1.07x, so it stays blocked)
+SMALL = 1 << 12
 # elements per thread below which a chain stays on the calling thread: handing a block to a
 # worker costs ~20-50 µs, the cheapest chains compute 2^18 elements in ~100 µs
 PARALLEL_MIN = 1 << 18
@@ -92,8 +96,25 @@ class _Fused:
         self.seen: set = set()
         self.kernels = backend.kernels()
         self.dtypes = [np.dtype(backend.native_dtype(d)) for d in expr.dtypes]
+        self.short = len(expr.steps) <= 2
 
     def __call__(self, arrays):
+        shape = None
+        for a in arrays:
+            if a.size > SMALL:
+                break
+            if a.ndim:
+                if shape is None:
+                    shape = a.shape
+                elif a.shape != shape:
+                    shape = False           # broadcast
+        else:
+            # every array is small: where the inputs broadcast (the views and shapes cost
+            # ~20 µs) or the chain is short, the reference kernels one after the other (the
+            # generic fuser: eager's own kernels, so the same bits) cost less than the blocks
+            # (benchmarks/README.md, "compile per-call overhead")
+            if shape is False or self.short:
+                return self.generic(arrays)
         key = tuple((a.dtype, a.ndim == 0) for a in arrays)
         fn = self.variants.get(key)
         if fn is None:
