@@ -94,3 +94,51 @@ def test_sce_valid_targets_match_the_reference_eager_and_compiled():
     ref = float(np.mean(lse - ln[np.arange(6), target.numpy()]))
     assert E.softmax_cross_entropy(logits, target).item() == pytest.approx(ref, rel=1e-5)
     assert _sce_compiled()(logits, target).item() == pytest.approx(ref, rel=1e-5)
+
+
+# -- fused_add_mul_relu_out: any out of the right shape and dtype (torch's out= rule) -----------
+
+def _triton_ops():
+    from tensorplay_example_ops import triton_ops
+    if not triton_ops.AVAILABLE:
+        pytest.skip(triton_ops.UNAVAILABLE_REASON)
+    return triton_ops
+
+
+@pytest.mark.parametrize("layout", ["transposed", "column of a wider tensor", "step 2",
+                                    "offset slice"])
+def test_fused_out_writes_through_a_non_contiguous_out(layout):
+    _triton_ops()
+    x, y = tp.randn(6, 5), tp.randn(6, 5)
+    if layout == "transposed":
+        base = tp.full((5, 6), -7.0)
+        out = base.t()
+    elif layout == "column of a wider tensor":
+        base = tp.full((6, 8), -7.0)
+        out = base[:, 1:6]
+    elif layout == "step 2":
+        base = tp.full((12, 5), -7.0)
+        out = base[::2]
+    else:
+        base = tp.full((40,), -7.0)
+        out = base[3:33].reshape(6, 5).t().t()
+    before = base.numpy().copy()
+    version = out._version
+    assert E.fused_add_mul_relu_out(x, y, 1.5, out) is None
+    want = np.maximum((x.numpy() + y.numpy()) * 1.5, 0.0)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-6)
+    # only out's elements of the base were written
+    marked = tp.zeros(base.shape)
+    view = {"transposed": lambda b: b.t(), "column of a wider tensor": lambda b: b[:, 1:6],
+            "step 2": lambda b: b[::2], "offset slice": lambda b: b[3:33]}[layout](marked)
+    view.fill_(1.0)
+    untouched = marked.numpy() == 0
+    np.testing.assert_array_equal(base.numpy()[untouched], before[untouched])
+    assert out._version > version                   # the write is seen as one
+
+
+def test_fused_out_refuses_an_out_whose_elements_share_memory():
+    _triton_ops()
+    x, y = tp.randn(8), tp.randn(8)
+    with pytest.raises(RuntimeError, match=r"more than one element of the written-to tensor"):
+        E.fused_add_mul_relu_out(x, y, 1.5, tp.empty(1).expand(8))
