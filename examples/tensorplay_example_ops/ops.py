@@ -118,16 +118,32 @@ def _rms_norm_samples(device):
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
+def _need_floating(api, name, t):
+    """``TypeError`` naming the op, the argument and its dtype unless ``t`` is floating. Called
+    by the real and the fake kernel alike, so eager calls, fake tensors and ``tensorplay.compile``
+    refuse the same inputs with the same words."""
+    if not t.dtype.is_floating_point:
+        raise TypeError(f"{api}: {name} must be a floating-point tensor, got {t.dtype} "
+                        f"(convert it first, e.g. {name}.float())")
+
+
 @library.custom_op("example::gelu", mutates_args=())
 def gelu(x: Tensor) -> Tensor:
     """GELU, tanh approximation: ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`` (same as
-    ``torch.nn.functional.gelu(x, approximate="tanh")``). Any shape, floating dtype."""
+    ``torch.nn.functional.gelu(x, approximate="tanh")``). Any shape, floating dtype; the result
+    has ``x``'s shape and dtype, contiguous.
+
+    Raises ``TypeError`` for an integer or bool ``x`` (torch's gelu refuses them too; without
+    the check the arithmetic would promote them to float32, which the fake kernel cannot
+    know)."""
+    _need_floating("example::gelu", "x", x)
     inner = _SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)
     return 0.5 * x * (1.0 + tensorplay.tanh(inner))
 
 
 @gelu.register_fake
 def _(x):
+    _need_floating("example::gelu", "x", x)
     # elementwise ops produce contiguous results whatever the input layout
     return x.new_empty(x.shape)
 
@@ -146,25 +162,50 @@ def _gelu_samples(device):
 
 # -- softmax_cross_entropy ---------------------------------------------------------------------
 
+_SCE = "example::softmax_cross_entropy"
+
+
+def _check_sce(logits, target):
+    """The metadata checks of ``softmax_cross_entropy``, shared by its kernel and its fake kernel
+    so that eager calls and ``tensorplay.compile`` refuse the same arguments the same way."""
+    if logits.ndim != 2 or target.shape != logits.shape[:1]:
+        raise ValueError(f"{_SCE}: expected logits (N, C) and target (N,), got "
+                         f"{tuple(logits.shape)} and {tuple(target.shape)}")
+    _need_floating(_SCE, "logits", logits)
+    if target.dtype is not tensorplay.int64:
+        # torch's cross_entropy wants Long class indices too ("expected scalar type Long but
+        # found Int"); accepting int32 only in eager would make compiled calls differ
+        raise TypeError(f"{_SCE}: target must be int64 class indices, got {target.dtype} "
+                        f"(convert it first: target.long())")
+
+
 @library.custom_op("example::softmax_cross_entropy", mutates_args=())
 def softmax_cross_entropy(logits: Tensor, target: Tensor) -> Tensor:
     """Mean cross-entropy of ``logits`` (N, C) floating against class indices ``target`` (N,)
-    int64 in ``[0, C)``; returns a 0-d tensor (same as ``torch.nn.functional.cross_entropy``
-    with ``reduction="mean"``). Differentiable in ``logits``."""
+    int64 in ``[0, C)``; returns a 0-d tensor of ``logits``' dtype (same as
+    ``torch.nn.functional.cross_entropy`` with ``reduction="mean"``; there is no
+    ``ignore_index``). Differentiable in ``logits``; N = 0 gives NaN, as in torch.
+
+    Raises ``ValueError`` for other shapes, ``TypeError`` for non-floating ``logits`` or a
+    ``target`` that is not int64 (eager and compiled alike), ``IndexError`` naming the first
+    target outside ``[0, C)`` (torch: "Target 5 is out of bounds."; reading the values costs
+    one device synchronisation per call)."""
+    _check_sce(logits, target)
+    c = logits.shape[-1]
+    bad = (target < 0) | (target >= c)
+    if bad.any().item():
+        first = target[bad][0].item()
+        raise IndexError(f"{_SCE}: target {first} is out of bounds for {c} classes (class "
+                         f"indices must be in [0, {c}))")
     logp = tensorplay.log_softmax(logits, -1)
-    classes = tensorplay.arange(logits.shape[-1], device=logits.device)
+    classes = tensorplay.arange(c, device=logits.device)
     onehot = (target.unsqueeze(-1) == classes).to(logp.dtype)
     return -(onehot * logp).sum(-1).mean()
 
 
 @softmax_cross_entropy.register_fake
 def _(logits, target):
-    if logits.ndim != 2 or target.shape != logits.shape[:1]:
-        raise ValueError(f"example::softmax_cross_entropy: expected logits (N, C) and target "
-                         f"(N,), got {tuple(logits.shape)} and {tuple(target.shape)}")
-    if target.dtype is not tensorplay.int64:
-        raise TypeError(f"example::softmax_cross_entropy: target must be int64 class indices, "
-                        f"got {target.dtype}")
+    _check_sce(logits, target)    # the values (the range of target) are checked when it runs
     return logits.new_empty(())
 
 

@@ -12,7 +12,8 @@ op                                           what
 ``fused_add_mul_relu(x, y, scale=1.0)``      ``relu((x + y) * scale)`` in one kernel;
                                              explicit autograd formula
 ``fused_add_mul_relu_out(x, y, scale, out)`` the same written into ``out`` (declared mutated,
-                                             ``mutates_args=("out",)``), returns nothing
+                                             ``mutates_args=("out",)``; any layout, written
+                                             through its strides), returns nothing
 ``softmax_rows(x)``                          softmax over the last dimension, one program per
                                              row; explicit autograd formula
 ============================================ =====================================================
@@ -120,9 +121,6 @@ def _check_out(api, x, y, out):
     if out.shape != x.shape or out.dtype != x.dtype:
         raise ValueError(f"{api}: out must have shape {tuple(x.shape)} and dtype {x.dtype}, "
                          f"got {tuple(out.shape)} {out.dtype}")
-    if not out.is_contiguous():
-        raise ValueError(f"{api}: out must be contiguous (it is written through its base "
-                         f"pointer); pass a contiguous tensor")
 
 
 def _contig(t):
@@ -172,20 +170,31 @@ if AVAILABLE:
     def fused_add_mul_relu_out(x: Tensor, y: Tensor, scale: float, out: Tensor) -> None:
         """Write ``relu((x + y) * scale)`` into ``out`` (declared mutated); returns nothing.
 
-        ``out`` must have ``x``'s shape and dtype and be contiguous (Triton gets its base pointer).
+        ``x``, ``y``: same shape, same floating dtype; ``out``: ``x``'s shape and dtype, any
+        layout (as torch's ``out=`` ops): a contiguous ``out`` is written by the kernel directly,
+        any other (a transposed view, a column slice) through its strides, via one contiguous
+        scratch tensor and ``out.copy_`` (one extra pass). Raises ``ValueError``/``TypeError``
+        for wrong shapes or dtypes and ``RuntimeError`` for an ``out`` whose elements share
+        memory (an ``expand``ed tensor), as torch does.
         """
         shape, dt = x.shape, x.dtype
         # one combined test on the per-call path; the checks in order (and their messages) only
         # when it fails
         if y.shape != shape or out.shape != shape or y.dtype != dt or out.dtype != dt or \
-                not dt.is_floating_point or not out.is_contiguous():
+                not dt.is_floating_point:
             _check_out("example::fused_add_mul_relu_out", x, y, out)
         n = x.numel()
         if n:
+            # the kernel writes n consecutive elements from out's first one: a strided out gets
+            # them through a contiguous scratch copy
+            dst = out if out.is_contiguous() else tensorplay.empty(shape, dtype=dt,
+                                                                     device=out.device)
             _kernels().fused[((n + _BLOCK - 1) // _BLOCK,)](
                 x if x.is_contiguous() else x.contiguous(),
-                y if y.is_contiguous() else y.contiguous(), out, float(scale), n,
+                y if y.is_contiguous() else y.contiguous(), dst, float(scale), n,
                 BLOCK_SIZE=_BLOCK)
+            if dst is not out:
+                out.copy_(dst)
 
     # -- softmax_rows ---------------------------------------------------------------------------
 
@@ -255,7 +264,10 @@ if AVAILABLE:
         shape = (1024, 4096) if _big(device) else (32, 64)
         return [SampleInput((r(*shape, device=device), r(*shape, device=device), 1.5,
                              tensorplay.empty(shape, device=device)),
-                            name=f"{shape[0]}x{shape[1]} into out")]
+                            name=f"{shape[0]}x{shape[1]} into out"),
+                SampleInput((r(*shape, device=device), r(*shape, device=device), 0.5,
+                             tensorplay.empty(shape[::-1], device=device).t()),
+                            name=f"{shape[0]}x{shape[1]} into a transposed out")]
 
     @register_samples("example::softmax_rows")
     def _softmax_samples(device):

@@ -1197,7 +1197,13 @@ class Tensor(TensorBase, instance_class=True):
         return _O.as_strided(self, list(size), list(stride), storage_offset)
 
     def sum_to_size(self, *size: _int | Sequence[_int]) -> Tensor:
-        """Sum broadcast dimensions away so the result has ``size`` (used by backward formulas)."""
+        """Sum broadcast dimensions away so the result has ``size`` (used by backward formulas).
+
+        ``size`` (ints or one sequence) must expand to this tensor's shape, as torch requires:
+        no more dims, and each of its trailing dims equal to the tensor's or 1. The dims that
+        broadcasting added (leading ones, and size-1 ones of ``size``) are summed. Returns
+        ``self`` when the shape already is ``size``. Raises ``RuntimeError`` ("size {[5]} is not
+        expandable to size {[2, 3]}.", torch's words) for any other ``size``."""
         if len(size) == 1 and size[0].__class__ is tuple and size[0] == self._shape:
             return self   # backward formulas' common case, before any parsing
         size = tuple(_shape_arg(size))
@@ -1205,6 +1211,10 @@ class Tensor(TensorBase, instance_class=True):
         if shape == size:
             return self
         lead = len(shape) - len(size)
+        if lead < 0 or any(s != 1 and s != shape[lead + i] for i, s in enumerate(size)):
+            # else a wrong size would be summed to something else silently (or fail in reshape)
+            raise RuntimeError(f"size {{{list(size)}}} is not expandable to size "
+                               f"{{{list(shape)}}}.")
         inner = [lead + i for i, s in enumerate(size) if s == 1 and shape[lead + i] != 1]
         if lead and not inner:
             # only leading dims to drop (a bias gradient): one sum without keepdim gives the
