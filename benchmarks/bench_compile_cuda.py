@@ -16,9 +16,11 @@ Ratios are tensorplay / torch within the same run and the same mode (< 1: tensor
 Before timing, every engine's result is compared with tensorplay eager (allclose).
 
 ``--fn softmax_rows`` times a row softmax instead (rows of 1024: two reductions and three
-elementwise groups, several kernels per call), where one graph launch replaces several.
+elementwise groups), ``--fn layer_norm_rows`` a layer norm (two means): eager runs several
+kernels per call; compile fuses each into one row kernel where the backend fuses row reductions
+(cuda with tensorplay-triton; ``TENSORPLAY_CUDA_FUSE_ROWS=0`` gives the unfused graph).
 
-Usage (GPU machine): ``python benchmarks/bench_compile_cuda.py [--fn chain|softmax_rows] [--log2n 10,16,20,22,24]
+Usage (GPU machine): ``python benchmarks/bench_compile_cuda.py [--fn chain|softmax_rows|layer_norm_rows] [--log2n 10,16,20,22,24]
 [--rounds 7] [--iters 200] [--no-torch]``. Exits 2 when cuda is unavailable. torch is optional
 (the reference); ``torch.compile`` compiles once per size and mode (a few seconds each).
 """
@@ -67,13 +69,22 @@ def softmax_rows(x, y):
     return e / e.sum(1, keepdim=True)
 
 
+def layer_norm_rows(x, y):
+    """A layer norm of x over rows of 1024 scaled by y (two mean reductions, elementwise steps
+    around them): one kernel when compile fuses row reductions."""
+    m = x.mean(1, keepdim=True)
+    d = x - m
+    v = (d * d).mean(1, keepdim=True)
+    return d * (v + 1e-5).rsqrt() * y
+
+
 def one_size(lg, cupy, torch, sync, args):
     """{engine: {"pipelined_us", "synced_us"}} at 2^lg elements, and the warm-up seconds;
     ``sync`` waits for CuPy's and (with ``torch``) torch's queued work."""
     n = 1 << lg
     tp.manual_seed(0)
     x, y = tp.randn(n, device="cuda"), tp.randn(n, device="cuda")
-    if args.fn == "softmax_rows":
+    if args.fn in ("softmax_rows", "layer_norm_rows"):
         x, y = x.view(-1, min(n, 1024)), y.view(-1, min(n, 1024))
     chain = FUNCTIONS[args.fn]
     ref = cupy.asarray(chain(x, y)._data)
@@ -112,15 +123,15 @@ def one_size(lg, cupy, torch, sync, args):
                 "synced_us": statistics.median(syn[k])} for k in engines}, warm_s
 
 
-FUNCTIONS = {"chain": chain, "softmax_rows": softmax_rows}
+FUNCTIONS = {"chain": chain, "softmax_rows": softmax_rows, "layer_norm_rows": layer_norm_rows}
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--log2n", default="10,16,20,22,24")
     ap.add_argument("--fn", default="chain", choices=sorted(FUNCTIONS),
-                    help="chain: the 8-op chain (one fused kernel); softmax_rows: a row softmax "
-                         "over rows of 1024 (several kernels)")
+                    help="chain: the 8-op chain (one fused kernel); softmax_rows / "
+                         "layer_norm_rows: a row softmax / layer norm over rows of 1024")
     H.add_cuda_timing_args(ap)
     args = ap.parse_args(argv)
     cu = H.cuda_setup("bench_compile_cuda", no_torch=args.no_torch)

@@ -80,6 +80,8 @@ class Backend(Protocol):
     (``wrap``), ``from_other`` (through the host), ``from_dlpack`` / ``data_ptr`` / ``rand`` /
     ``randn`` (``NotImplementedError`` naming the device), ``manual_seed`` (nothing to seed),
     ``fuse_elementwise`` (``None``: ``tensorplay.compile`` uses its generic fuser),
+    ``fuses_row_reductions`` (``False``; read with a default, so a structural backend may leave
+    it out: compile's chains never hold reductions on the device),
     ``capture_graph`` (``NotImplementedError``: ``mode="reduce-overhead"`` runs without graphs
     on the device), ``np``
     (``None``: no NumPy-like module), ``indexed_devices`` (``None``: indexed when there are
@@ -264,8 +266,17 @@ class Backend(Protocol):
 
     def fuse_elementwise(self, expr):
         """``tensorplay.compile``'s fuser: ``run(arrays) -> list of arrays`` computing an
-        elementwise chain in one pass, or ``None`` to use the generic fuser. Default: ``None``."""
+        elementwise chain in one pass, or ``None`` to use the generic fuser. Default: ``None``.
+        The callable may return ``None`` for a call it declines (a layout or size it does not
+        take): that call then runs the chain's ops one by one through dispatch."""
         return None
+
+    #: Whether ``fuse_elementwise`` takes chains with *row reductions*: ``sum``/``mean``/
+    #: ``amax``/``amin`` over the last dim with ``keepdim=True`` of a floating value, mixed with
+    #: elementwise steps that may use their results (a row softmax, a layer norm: the steps of
+    #: ``tensorplay._fusion.ROW_REDUCTIONS``). When false (the default), compile never hands this
+    #: backend such a chain: the reductions split the graph's chains, as they always did.
+    fuses_row_reductions = False
 
 
     def capture_graph(self, fn: Callable[[], Any], device) -> tuple:

@@ -6,6 +6,13 @@ each, all on one device, under one grad mode. Only consecutive nodes are grouped
 ever moved: a barrier (an op with mutated arguments) or any other node ends a chain. Each chain
 becomes an ``ElementwiseExpr`` -- the description handed to a backend's fuser.
 
+A backend whose ``fuses_row_reductions`` is true also gets *row reductions* inside its chains:
+``sum``/``mean``/``amax``/``amin`` of a floating value over its last dim with ``keepdim=True``
+(``Step(op, (x, ("const", (-1,)), ("const", True)))``), whose ``(..., 1)`` results the later
+steps of the chain may broadcast against the full rows -- a row softmax or a layer norm is then
+one chain, which that backend runs as one kernel per call (one program per row). Elsewhere the
+reductions end chains, as any other node does.
+
 At run time a chain runs fused only when no input requires grad under grad mode (autograd needs
 the per-op nodes) and every input is a real tensor; otherwise its nodes run one by one through
 dispatch, exactly as eager.
@@ -44,6 +51,9 @@ __all__ = [
 # built-in ops whose kernels are elementwise (output element i depends on input elements i): the
 # ops of the elementwise table, which gives each fuser their forms
 FUSIBLE = frozenset(ELEMENTWISE)
+# reductions a backend with ``fuses_row_reductions`` takes inside chains (last dim, keepdim)
+ROW_REDUCTIONS = frozenset(("sum", "mean", "amax", "amin"))
+_ROW_FLOATS = frozenset(("float16", "bfloat16", "float32", "float64"))
 
 BLOCK = 1 << 16      # elements per block of the generic cpu fuser (256 KiB of float32)
 _MIN_BLOCKED = 1 << 16
@@ -114,22 +124,49 @@ def _fusible(node) -> bool:
     return True
 
 
+def _row_reduction(node) -> bool:
+    """Whether ``node`` is a row reduction (see the module docstring) on a device whose backend
+    fuses them."""
+    from ._capture import Value
+    if node.kind != "op" or not node.op.is_builtin or node.op.opname not in ROW_REDUCTIONS:
+        return False
+    if len(node.outputs) != 1 or node.result is not node.outputs[0] or len(node.args) != 3:
+        return False
+    if node.kwargs and node.kwargs != {"dtype": None}:
+        return False
+    x, dims, keepdim = node.args
+    if not isinstance(x, Value) or keepdim is not True or x.fake.ndim == 0:
+        return False
+    if not isinstance(dims, (list, tuple)) or len(dims) != 1 or \
+            dims[0] not in (-1, x.fake.ndim - 1) or dims[0].__class__ is not int:
+        return False
+    if x.fake.dtype.name not in _ROW_FLOATS or node.outputs[0].fake.dtype != x.fake.dtype:
+        return False
+    from . import _devices
+    be = _devices.backend_of(x.fake.device.type)
+    return bool(getattr(be, "fuses_row_reductions", False))
+
+
 def plan(graph) -> list:
     """Group consecutive fusible nodes of ``graph`` into chains (2 nodes or more); sets
-    ``node.fused`` and returns the ``FusedChain`` list (also stored as ``graph.groups``)."""
+    ``node.fused`` and returns the ``FusedChain`` list (also stored as ``graph.groups``). A
+    chain with row reductions must also hold an elementwise step."""
     from ._capture import Value
     runs, cur = [], []
     for n in graph.nodes:
-        if _fusible(n) and (not cur or (cur[0].grad_enabled == n.grad_enabled and
-                                        cur[0].outputs[0].fake.device ==
-                                        n.outputs[0].fake.device)):
+        ok = _fusible(n) or _row_reduction(n)
+        if ok and (not cur or (cur[0].grad_enabled == n.grad_enabled and
+                               cur[0].outputs[0].fake.device == n.outputs[0].fake.device)):
             cur.append(n)
             continue
         if len(cur) > 1:
             runs.append(cur)
-        cur = [n] if _fusible(n) else []
+        cur = [n] if ok else []
     if len(cur) > 1:
         runs.append(cur)
+    # a run of row reductions alone (x.sum(-1, keepdim=True) then .amax(...)) is no chain: the
+    # eager reduction kernels serve it as well
+    runs = [r for r in runs if any(_fusible(n) for n in r)]
     # uses of each value after a given node index (and by the graph output)
     last_use: dict = {}
     for n in graph.nodes:
@@ -154,6 +191,9 @@ def plan(graph) -> list:
                             in_idx[id(a)] = len(inputs)
                             inputs.append(a)
                         args.append(("in", in_idx[id(a)]))
+                elif n.op.opname in ROW_REDUCTIONS:
+                    # the row reduction's dims and keepdim, normalised
+                    args.append(("const", (-1,) if isinstance(a, (list, tuple)) else a))
                 else:
                     args.append(("const", _const_value(n.op.kernel_name, a, n.args)))
             steps.append(Step(n.op.kernel_name, tuple(args)))
@@ -227,7 +267,9 @@ def generic_fuser(expr: ElementwiseExpr, backend):
     ks = [table.get(s.op) for s in expr.steps]
     if any(k is None for k in ks):
         return None
-    blocked_ok = getattr(np, "__name__", "") == "numpy"
+    # (row reductions: whole arrays, their rows must not be cut into blocks)
+    blocked_ok = getattr(np, "__name__", "") == "numpy" and not any(
+        s.op in ROW_REDUCTIONS for s in expr.steps)
     steps = [(k, s.args) for k, s in zip(ks, expr.steps)]
     outputs = expr.outputs
 

@@ -1039,6 +1039,8 @@ def _chain_runner(ch):
     lines.append("    if fn is None:")
     lines.append(f"        return __unfused({args})")
     lines.append(f"    r = fn([{', '.join(nat)}])")
+    lines.append("    if r is None:")         # the fuser declined this call (layout, size)
+    lines.append(f"        return __unfused({args})")
     lines.append("    wrap = be.wrap")
     lines.append("    return (" + "".join(f"wrap(r[{i}], dev), " for i in range(len(ch.outputs))) + ")")
     # the chain's parts, not the chain: it keeps this runner (``FusedChain.runner``), and a
@@ -1062,7 +1064,10 @@ def _gen_unfused(ch):
     lines = [f"def unfused({', '.join(idx[id(v)] for v in ch.inputs)}):"]
     for n in ch.nodes:
         ns[f"op{n.index}"] = n.op
-        lines.append(f"    v{n.outputs[0].id} = op{n.index}({', '.join(ref(a) for a in n.args)})")
+        call = [ref(a) for a in n.args]
+        # (keyword arguments of row reductions: dtype=None, the only ones a chain takes)
+        call += [f"{k}={ref(v)}" for k, v in n.kwargs.items() if k.isidentifier()]
+        lines.append(f"    v{n.outputs[0].id} = op{n.index}({', '.join(call)})")
     lines.append(f"    return ({''.join(f'v{v.id}, ' for v in ch.outputs)})")
     return _codegen.function("\n".join(lines), ns, "unfused", f"<tensorplay.compile chain {ch.number}>")
 

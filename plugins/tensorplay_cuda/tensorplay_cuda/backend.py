@@ -28,6 +28,7 @@ Importing this module imports CuPy but never touches the GPU; ``is_available`` a
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 
 # the per-call caches of the core's array backend (no public spelling: they are the inline
@@ -292,6 +293,9 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
         from tensorplay.backends import generic_fuser
 
         from .cupy_fusion import cupy_fuser
+        from .triton_rows import is_row_expr
+        if is_row_expr(expr):
+            return self._fuse_rows(expr)
         tc = None
         if _eager.triton_available():
             from .triton_fusion import TritonChain, Unsupported
@@ -317,6 +321,35 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
         run.last_engine = None
         run.triton = tc
         run.cupy = cf
+        return run
+
+    @property
+    def fuses_row_reductions(self) -> bool:
+        """Chains with row reductions (``tensorplay.compile``): taken when tensorplay-triton is
+        installed (``triton_rows``) and ``TENSORPLAY_CUDA_FUSE_ROWS`` is not ``0``."""
+        return _eager.triton_available() and os.environ.get("TENSORPLAY_CUDA_FUSE_ROWS",
+                                                            "1") != "0"
+
+    def _fuse_rows(self, expr):
+        """``fuse_elementwise`` of a chain with row reductions: one ``triton_rows`` kernel per
+        call, or None for a call it declines (the graph then runs the chain's ops one by one);
+        ``engine``/``last_engine`` as for other chains (``"triton"``, or ``"ops"`` when the
+        call ran op by op)."""
+        from .triton_fusion import Unsupported
+        from .triton_rows import TritonRows
+        try:
+            tr = TritonRows(expr, self)
+        except Unsupported:
+            return None
+
+        def run(arrays):
+            r = _eager.run_chain(tr, arrays)
+            run.last_engine = "ops" if r is None else "triton"
+            return r
+        run.engine = "triton"
+        run.last_engine = None
+        run.triton = tr
+        run.cupy = None
         return run
 
     # -- tensors --------------------------------------------------------------------------------

@@ -860,7 +860,7 @@ def _helpers_compile() -> bool:
     return _HELPERS_COMPILE[0]
 
 
-def _launch_cuda(kern, grid, args, arrays, blk=None):
+def _launch_cuda(kern, grid, args, arrays, blk=None, num_warps=NUM_WARPS):
     if _DRIVER[0] is None:
         import tensorplay_triton
         _DRIVER[0] = tensorplay_triton.install_driver()
@@ -868,7 +868,7 @@ def _launch_cuda(kern, grid, args, arrays, blk=None):
     dev = arrays[0].device.id if arrays else cupy.cuda.runtime.getDevice()
     conv = [(_Ptr(a) if isinstance(a, cupy.ndarray) else a) for a in args]
     with cupy.cuda.Device(dev):
-        return kern[grid](*conv, BLOCK=blk or BLOCK, num_warps=NUM_WARPS)
+        return kern[grid](*conv, BLOCK=blk or BLOCK, num_warps=num_warps)
 
 
 _WRAPPED: dict = {}         # id(kernel) -> (kernel, its wrap_triton launcher)
