@@ -56,6 +56,7 @@ def test_optional_defaults_are_what_the_core_assumes():
     assert m.guard_kernel(None, f) is f
     assert m.kernels() == {}
     assert m.fuse_elementwise(None) is None
+    assert m.fuses_row_reductions is False
     assert m.manual_seed(1) is None
     for name, args in (("rand", ((2,), tp.float32, None)), ("randn", ((2,), tp.float32, None)),
                        ("from_dlpack", (None,)), ("data_ptr", (None,))):

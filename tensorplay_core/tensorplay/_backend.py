@@ -51,8 +51,8 @@ REQUIRED = ("device_type", "native_dtype", "dtype_of", "wrap", "as_strided", "em
 OPTIONAL = ("np", "is_available", "device_count", "synchronize", "device_guard",
             "device_guard_needed", "align_device", "guard_kernel", "kernels", "wrap_shared",
             "from_other", "from_dlpack", "data_ptr", "manual_seed", "rand", "randn",
-            "fuse_elementwise", "capture_graph", "root_storage", "indexed_devices",
-            "current_index")
+            "fuse_elementwise", "fuses_row_reductions", "capture_graph", "root_storage",
+            "indexed_devices", "current_index")
 
 
 @runtime_checkable
@@ -80,8 +80,7 @@ class Backend(Protocol):
     (``wrap``), ``from_other`` (through the host), ``from_dlpack`` / ``data_ptr`` / ``rand`` /
     ``randn`` (``NotImplementedError`` naming the device), ``manual_seed`` (nothing to seed),
     ``fuse_elementwise`` (``None``: ``tensorplay.compile`` uses its generic fuser),
-    ``fuses_row_reductions`` (``False``; read with a default, so a structural backend may leave
-    it out: compile's chains never hold reductions on the device),
+    ``fuses_row_reductions`` (``False``: compile's chains never hold reductions on the device),
     ``capture_graph`` (``NotImplementedError``: ``mode="reduce-overhead"`` runs without graphs
     on the device), ``np``
     (``None``: no NumPy-like module), ``indexed_devices`` (``None``: indexed when there are

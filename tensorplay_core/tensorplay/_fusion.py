@@ -144,7 +144,7 @@ def _row_reduction(node) -> bool:
         return False
     from . import _devices
     be = _devices.backend_of(x.fake.device.type)
-    return bool(getattr(be, "fuses_row_reductions", False))
+    return be is not None and bool(be.fuses_row_reductions)
 
 
 def plan(graph) -> list:

@@ -25,8 +25,9 @@
    fake kernels give the output metadata, built-in ops are recorded with their shape rules;
 4. runs the graph: a generated Python function calls every node through normal dispatch (so
    autograd and every device work, and gradients equal eager), in program order, with chains of
-   elementwise built-in ops fused (``tensorplay._fusion``) when no input needs grad. Ops with
-   mutated arguments are barriers: nothing is fused or moved across them.
+   elementwise built-in ops fused (``tensorplay._fusion``) when no input needs grad -- on cuda
+   with the last-dim ``keepdim`` reductions between them (a row softmax or a layer norm is one
+   kernel). Ops with mutated arguments are barriers: nothing is fused or moved across them.
 
 The first run of a graph for each set of input sizes also checks that every custom op's real
 outputs have the shape, dtype, device and strides its fake kernel promised (the graph was built
