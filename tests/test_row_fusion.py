@@ -142,6 +142,17 @@ def test_amin_with_per_row_and_scalar_inputs():
         _close(got, min_shift(x, k), "float32")
 
 
+def test_keepdim_false_reduction_is_an_output_of_the_row_shape():
+    steps = [Step("mul", (("in", 0), ("in", 1))), Step("sum", (("step", 0), ROW, ("const", False)))]
+    x, y = tp.randn(2, 3, 40), tp.randn(2, 3, 40)
+    got = _run(steps, [0, 1], [x, y])
+    _close(got[0], x * y, "float32")
+    _close(got[1], (x * y).sum(-1), "float32")
+    assert got[1].shape == (2, 3)
+    used = steps + [Step("mul", (("step", 1), ("const", 2.0)))]      # another rank: declined
+    assert _run(used, [2], [x, y]) is None
+
+
 def test_int_and_float_constants_are_arguments_not_code():
     steps = [Step("mul", (("in", 0), ("const", 3))), Step("sum", (("step", 0), ROW, KEEP)),
              Step("add", (("step", 1), ("const", 0.25))), Step("div", (("step", 0), ("step", 2)))]
@@ -220,6 +231,26 @@ def test_compile_plans_reductions_into_one_chain_and_matches_eager(rows):
     assert "1 fused groups" in str(c.graph) and rows.fused[-1] is True
 
 
+def per_row_loss(x, y):
+    d = x - y
+    return (d * d).mean(-1) * 0.5, d.abs().amax(-1)
+
+
+def test_keepdim_false_reductions_end_their_chain(rows):
+    tp.manual_seed(6)
+    x, y = tp.randn(6, 20, device="rowmock"), tp.randn(6, 20, device="rowmock")
+    c = tp.compile(per_row_loss)
+    got = c(x, y)
+    for g, want in zip(got, per_row_loss(x, y)):
+        assert g.shape == want.shape == (6,)
+        np.testing.assert_allclose(g.cpu().numpy(), want.cpu().numpy(), rtol=2e-6, atol=1e-7)
+    text = str(c.graph)
+    # sub, mul, mean end one chain (one kernel); the * 0.5 that follows the reduction starts
+    # another, with abs and amax: its inputs have unrelated shapes, (6,) and (6, 20), so the
+    # kernel declines it and it runs op by op
+    assert "2 fused groups" in text and rows.fused == [True, False], text
+
+
 def test_reductions_over_other_dims_stay_out_of_chains(rows):
     x = tp.randn(5, 7, device="rowmock")
     c = tp.compile(column_softmax)
@@ -275,7 +306,8 @@ def test_cuda_compiled_row_chains_match_eager(dt, shape):
     x, y = tp.randn(*shape, device="cuda").to(d), tp.randn(*shape, device="cuda").to(d)
     w, b = tp.randn(shape[-1], device="cuda").to(d), tp.randn(shape[-1], device="cuda").to(d)
     tol = {"float32": 1e-5, "float64": 1e-12, "float16": 3e-3, "bfloat16": 3e-2}[dt]
-    for fn, args in ((softmax, (x, y)), (layer_norm, (x, w, b)), (logsumexp, (x,))):
+    for fn, args in ((softmax, (x, y)), (layer_norm, (x, w, b)), (logsumexp, (x,)),
+                     (per_row_loss, (x, y))):
         c = tp.compile(fn)
         for _ in range(3):       # first call through Triton's launcher, then the direct launch
             got = c(*args)
@@ -285,7 +317,8 @@ def test_cuda_compiled_row_chains_match_eager(dt, shape):
             assert g.shape == v.shape and g.dtype == v.dtype
             np.testing.assert_allclose(g.to(tp.float64).cpu().numpy(),
                                        v.to(tp.float64).cpu().numpy(), rtol=tol, atol=tol)
-        assert "1 fused groups" in str(c.graph), c.graph
+        groups = 2 if fn is per_row_loss else 1
+        assert f"{groups} fused groups" in str(c.graph), c.graph
 
 
 @pytest.mark.cuda

@@ -7,11 +7,13 @@ ever moved: a barrier (an op with mutated arguments) or any other node ends a ch
 becomes an ``ElementwiseExpr`` -- the description handed to a backend's fuser.
 
 A backend whose ``fuses_row_reductions`` is true also gets *row reductions* inside its chains:
-``sum``/``mean``/``amax``/``amin`` of a floating value over its last dim with ``keepdim=True``
-(``Step(op, (x, ("const", (-1,)), ("const", True)))``), whose ``(..., 1)`` results the later
-steps of the chain may broadcast against the full rows -- a row softmax or a layer norm is then
-one chain, which that backend runs as one kernel per call (one program per row). Elsewhere the
-reductions end chains, as any other node does.
+``sum``/``mean``/``amax``/``amin`` of a floating value over its last dim
+(``Step(op, (x, ("const", (-1,)), ("const", keepdim)))``). With ``keepdim=True`` the later steps
+of the chain may broadcast the ``(..., 1)`` result against the full rows -- a row softmax or a
+layer norm is then one chain, which that backend runs as one kernel per call (one program per
+row); with ``keepdim=False`` the reduction ends the chain (its result has another rank, so it
+leaves the chain as an output: ``(x * y).sum(-1)``). Elsewhere the reductions end chains, as any
+other node does.
 
 At run time a chain runs fused only when no input requires grad under grad mode (autograd needs
 the per-op nodes) and every input is a real tensor; otherwise its nodes run one by one through
@@ -51,7 +53,7 @@ __all__ = [
 # built-in ops whose kernels are elementwise (output element i depends on input elements i): the
 # ops of the elementwise table, which gives each fuser their forms
 FUSIBLE = frozenset(ELEMENTWISE)
-# reductions a backend with ``fuses_row_reductions`` takes inside chains (last dim, keepdim)
+# reductions a backend with ``fuses_row_reductions`` takes inside chains (over the last dim)
 ROW_REDUCTIONS = frozenset(("sum", "mean", "amax", "amin"))
 _ROW_FLOATS = frozenset(("float16", "bfloat16", "float32", "float64"))
 
@@ -135,7 +137,7 @@ def _row_reduction(node) -> bool:
     if node.kwargs and node.kwargs != {"dtype": None}:
         return False
     x, dims, keepdim = node.args
-    if not isinstance(x, Value) or keepdim is not True or x.fake.ndim == 0:
+    if not isinstance(x, Value) or keepdim.__class__ is not bool or x.fake.ndim == 0:
         return False
     if not isinstance(dims, (list, tuple)) or len(dims) != 1 or \
             dims[0] not in (-1, x.fake.ndim - 1) or dims[0].__class__ is not int:
@@ -154,14 +156,19 @@ def plan(graph) -> list:
     from ._capture import Value
     runs, cur = [], []
     for n in graph.nodes:
-        ok = _fusible(n) or _row_reduction(n)
+        row = not _fusible(n) and _row_reduction(n)
+        ok = row or _fusible(n)
         if ok and (not cur or (cur[0].grad_enabled == n.grad_enabled and
                                cur[0].outputs[0].fake.device == n.outputs[0].fake.device)):
             cur.append(n)
+            if row and n.args[2] is False:      # another rank: nothing after it joins
+                if len(cur) > 1:
+                    runs.append(cur)
+                cur = []
             continue
         if len(cur) > 1:
             runs.append(cur)
-        cur = [n] if ok else []
+        cur = [n] if ok and not (row and n.args[2] is False) else []
     if len(cur) > 1:
         runs.append(cur)
     # a run of row reductions alone (x.sum(-1, keepdim=True) then .amax(...)) is no chain: the

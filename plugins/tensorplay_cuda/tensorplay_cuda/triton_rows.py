@@ -7,8 +7,9 @@ with its own host cost (on an H200 host a compiled softmax over rows of 1024 cos
 eager, 1.6-1.8x ``torch.compile``, which makes it one kernel).
 
 What is taken: a chain (``tensorplay._fusion``) whose steps are elementwise ops (the forms of
-``triton_fusion``) and ``sum``/``mean``/``amax``/``amin`` over the last dim with
-``keepdim=True`` of a float16/bfloat16/float32/float64 value. Per call, every input is one of:
+``triton_fusion``) and ``sum``/``mean``/``amax``/``amin`` over the last dim of a
+float16/bfloat16/float32/float64 value (``keepdim=True``: later steps may use the result,
+broadcast over the row; ``keepdim=False``: an output only). Per call, every input is one of:
 
 * ``r``: the chain's full shape ``(..., C)`` (the inputs' broadcast shape), row-major dense;
 * ``k``: one value per row, shape ``(..., 1)`` of the same rank, row-major dense;
@@ -16,7 +17,8 @@ What is taken: a chain (``tensorplay._fusion``) whose steps are elementwise ops 
 * ``s``: one element (a 0-d tensor, or any shape of ones).
 
 and ``1 <= C <= MAX_COLS``, at least one row; every reduced value has the full shape and every
-output the full shape or one value per row. Anything else returns ``None``: the compiled graph
+output the full shape or one value per row (``(..., 1)``, or ``(...)`` for ``keepdim=False``).
+Anything else returns ``None``: the compiled graph
 then runs the chain's ops one by one (the eager kernels), so nothing is refused here.
 
 The kernel: one program per row; the row is one block of ``BLOCK`` (the next power of two
@@ -104,7 +106,8 @@ def _plan(expr, in_dtypes, modes, in_0d):
             if src_kind != "F" or src_dt.name not in _FLOATS or R is not src_dt:
                 raise _tf.Unsupported(f"{st.op} of a {src_kind} value of {src_dt}")
             plan.append(("rowred", st.op, e, src_dt, R))
-            kinds.append("K")
+            # keepdim=False: one value per row of another rank (an output only)
+            kinds.append("K" if st.args[2][1] is True else "D")
             step_0d.append(False)
             continue
         if st.op in REDUCTIONS:
@@ -119,6 +122,8 @@ def _plan(expr, in_dtypes, modes, in_0d):
                 ops.append(("in", v, in_dtypes[v], 1 if in_0d[v] else 2))
                 ks.add(_MODE_KIND[modes[v]])
             elif kind == "step":
+                if kinds[v] == "D":
+                    raise _tf.Unsupported("a keepdim=False reduction used by another step")
                 ops.append(("step", v, expr.dtypes[v], 1 if step_0d[v] else 2))
                 ks.add(kinds[v])
             elif ent.family != "cast" or isinstance(v, (bool, int, float)):
@@ -130,7 +135,7 @@ def _plan(expr, in_dtypes, modes, in_0d):
         kinds.append(_kind(ks))
         plan.append((ent.family, tmpl, ops, _tf._compute_types(ent, R, ops), R))
     for o in expr.outputs:
-        if kinds[o] not in ("F", "K"):
+        if kinds[o] not in ("F", "K", "D"):
             raise _tf.Unsupported(f"an output of kind {kinds[o]}")
     return plan, kinds
 
@@ -282,7 +287,12 @@ class TritonRows(_tf.TritonChain):
         expr = self.expr
         if not arrays:
             return None
-        shape = _tf._broadcast([tuple(a.shape) for a in arrays])
+        try:
+            shape = _tf._broadcast([tuple(a.shape) for a in arrays])
+        except _tf.ShapeMismatch:
+            # inputs of unrelated shapes (a chain of independent values; or the user's error,
+            # which the ops raise one by one)
+            return None
         if not shape or not 1 <= shape[-1] <= MAX_COLS:
             return None
         C = shape[-1]
@@ -307,9 +317,8 @@ class TritonRows(_tf.TritonChain):
         kern = k[0]
         _, kinds = _plan(expr, in_dtypes, modes, in_0d)
         nd = be.native_dtype
-        kshape = (*shape[:-1], 1)
-        outs = [np.empty(shape if kinds[o] == "F" else kshape, dtype=nd(expr.dtypes[o]))
-                for o in expr.outputs]
+        by_kind = {"F": shape, "K": (*shape[:-1], 1), "D": shape[:-1]}
+        outs = [np.empty(by_kind[kinds[o]], dtype=nd(expr.dtypes[o])) for o in expr.outputs]
         fconsts, iconsts = self._consts(None)
         fc = self._fconst_array(fconsts, arrays)
         args = [*arrays, *outs, fc, R, _tf._next_flip(R), C, *iconsts]
