@@ -283,3 +283,61 @@ def test_function_gradient_cast_and_single_leaf_fast_path():
     one = tp.tensor([1.5], dtype=tp.float16, requires_grad=True)
     ToF32Grad.apply(one).backward()   # one node, one leaf: the engine's one-root fast path
     assert one.grad.dtype == tp.float16 and one.grad.tolist() == [2.0]
+
+
+# --- Tensor[] outputs: a sole list's elements, a list beside other outputs ---------------------
+
+@library.custom_op("hag_mo::halves", mutates_args=())
+def halves(x: tp.Tensor) -> list[tp.Tensor]:
+    n = x.shape[0] // 2
+    return [x[:n] * 2, x[n:] * 3]
+
+
+def _halves_bwd(ctx, *grads):
+    SEEN["halves"] = [tuple(g.shape) for g in grads]
+    return tp.cat([grads[0] * 2, grads[1] * 3])
+
+
+halves.register_autograd(_halves_bwd)
+
+
+def test_sole_list_output_gets_one_gradient_per_element_zeros_where_unused():
+    x = tp.randn(4, requires_grad=True)
+    SEEN.clear()
+    halves(x)[1].sum().backward()
+    assert SEEN["halves"] == [(2,), (2,)]
+    assert x.grad.tolist() == [0.0, 0.0, 3.0, 3.0]
+
+
+@library.custom_op("hag_mo::list_and_tensor", mutates_args=())
+def list_and_tensor(x: tp.Tensor) -> tuple[list[tp.Tensor], tp.Tensor]:
+    return [x * 2, x * 3], x * 4
+
+
+def _list_and_tensor_setup(ctx, inputs, output):
+    SEEN["lt_output"] = (type(output[0]).__name__, len(output[0]))
+
+
+def _list_and_tensor_bwd(ctx, glist, g):
+    SEEN["lt"] = (type(glist).__name__, len(glist))
+    return glist[0] * 2 + glist[1] * 3 + g * 4
+
+
+list_and_tensor.register_autograd(_list_and_tensor_bwd, setup_context=_list_and_tensor_setup)
+
+
+@pytest.mark.parametrize("use", ["first", "second", "tensor", "all"])
+def test_list_beside_a_tensor_output_is_differentiable_and_gets_a_gradient_list(use):
+    # the list's elements used to get no history (gradients through them silently missing)
+    x = tp.randn(3, requires_grad=True)
+    SEEN.clear()
+    lst, t = list_and_tensor(x)
+    assert all(e.requires_grad for e in lst) and t.requires_grad
+    assert SEEN["lt_output"] == ("list", 2)
+    loss = {"first": lst[0].sum(), "second": lst[1].sum(), "tensor": t.sum(),
+            "all": lst[0].sum() + lst[1].sum() + t.sum()}[use]
+    loss.backward()
+    assert SEEN["lt"] == ("list", 2)
+    want = {"first": 2.0, "second": 3.0, "tensor": 4.0, "all": 9.0}[use]
+    assert x.grad.tolist() == [want] * 3
+    assert library.opcheck(list_and_tensor, (tp.randn(3, requires_grad=True),)) == {}

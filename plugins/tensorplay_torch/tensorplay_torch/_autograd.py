@@ -38,6 +38,14 @@ cuda tensors call the op's kernel directly (no dispatcher round trip). Gradients
 TensorPlay are not differentiable by torch: under ``create_graph=True`` they are made to
 raise, naming the op, when differentiated again (``_Refuse``).
 
+Ops returning ``Tensor[]`` or ``Tensor?`` (alone or in a tuple) get ``multi_kernel`` and a Function
+of their own (``forward_multi``/``backward_multi``), leaving the paths above as they are: its
+outputs are flattened (each list element an output of its own, as torch's ``supports_tensorlist``
+does for ``custom_op``) and grouped again on return; in backward an undefined gradient of a tensor
+output becomes zeros and that of an output that is None stays None, and the formula gets them as
+TensorPlay's autograd hands them (a sole ``Tensor[]``'s one per element, a list beside other
+outputs as one list), through the backward op (``tp_lens_`` carries the lists' lengths).
+
 Ops without a formula whose kernel is their device-agnostic body written with TensorPlay ops
 (CompositeImplicitAutograd) get the same backward op, computing the vector-Jacobian product with
 TensorPlay's autograd through that body (the forward is recomputed inside backward). Where a
@@ -68,10 +76,21 @@ BACKWARD_NS = "tensorplay_bridge"
 def backward_schema(op) -> str:
     """Schema (without name) of the backward op of ``op``: the forward's arguments (no alias
     annotations, no defaults, all positional), the forward's outputs, the incoming gradients and
-    the per-input ``needs_input_grad``; returns one tensor per tensor input."""
+    the per-input ``needs_input_grad``; returns one tensor per tensor input. An op returning
+    ``Tensor[]`` or ``Tensor?`` (``_multi_returns``) has its outputs and gradients flattened (a
+    list's elements one by one) and one more argument, ``tp_lens_``: per return, a list's length
+    (-1 for any other return), to group them again."""
     args = ", ".join(f"{a.type} {a.name}" for a in op.schema.arguments)
     sep = ", " if args else ""
-    return f"({args}{sep}Tensor?[] tp_outputs_, Tensor?[] tp_grads_, bool[] tp_needs_) -> Tensor[]"
+    lens = ", int[] tp_lens_" if _multi_returns(op) else ""
+    return (f"({args}{sep}Tensor?[] tp_outputs_, Tensor?[] tp_grads_, bool[] tp_needs_{lens}) "
+            f"-> Tensor[]")
+
+
+def _multi_returns(op) -> bool:
+    """True when ``op`` returns a ``Tensor[]`` or a ``Tensor?`` (alone or in a tuple): its
+    Function returns its outputs flattened (``_Bridge.forward_multi``)."""
+    return any(r.type != "Tensor" and r.type.startswith("Tensor") for r in op.schema.returns)
 
 
 def _is_tensor_arg(a) -> bool:
@@ -212,6 +231,14 @@ class _Bridge:
         self.single = _single_output(op)
         self.nreturns = len(op.schema.returns)
         self.tensor_returns = all(r.type == "Tensor" for r in op.schema.returns)
+        # Tensor[] / Tensor? returns: the Function's outputs are flat (forward_multi); the
+        # returns that are lists of tensors; a sole Tensor[] return's formula gets one gradient
+        # per element (TensorPlay's rule), a list beside other returns one list of them
+        self.multi = _multi_returns(op) and mode != "mutating"
+        self.list_returns = frozenset(j for j, r in enumerate(op.schema.returns)
+                                      if r.type.startswith("Tensor") and r.type.endswith("[]"))
+        self.flat_grads = self.single and bool(self.list_returns)
+        self._marked_by_lens: dict = {}     # forward_multi's probe, per list lengths
         self.marked = None          # output indices the pack marks non-differentiable (probed)
         self.bw_name = f"{op.namespace}__{op.opname}__backward"
         self.bw_op = None           # torch.ops.tensorplay_bridge.<bw_name>, set once defined
@@ -221,8 +248,10 @@ class _Bridge:
         self._needs_by_arg: dict = {}   # torch's needs_input_grad -> the pack's ctx's
         self.function = type(f"TensorPlayBridge_{op.namespace}_{op.opname}",
                              (torch.autograd.Function,),
-                             {"forward": staticmethod(self.forward),
-                              "backward": staticmethod(self.backward)})
+                             {"forward": staticmethod(self.forward_multi if self.multi else
+                                                      self.forward),
+                              "backward": staticmethod(self.backward_multi if self.multi else
+                                                       self.backward)})
         # what Function.apply runs when no functorch transform is active (_C._FunctionBase.apply),
         # bound once: Function.apply's own Python checks cost a few frames per call
         self._apply = super(torch.autograd.Function, self.function).apply
@@ -232,7 +261,7 @@ class _Bridge:
         # plain eager calls of a formula op (no list arguments) take the direct path: the
         # forward runs the TensorPlay op itself and the pack's setup_context on the TensorPlay
         # tensors it already has, and the backward gets that ctx (see ``direct_forward``)
-        self.direct = self.formula and not self.list_args
+        self.direct = self.formula and not self.list_args and not self.multi
         self.convert_args = tuple(i for i, a in enumerate(self.args)
                                   if not _is_tensor_arg(a) and _needs_conversion(a))
         self.slot_of = (None if len(self.tensor_args) != 1 else self.tensor_args[0])
@@ -344,6 +373,133 @@ class _Bridge:
             return out
         finally:
             set_eval_frame(prior)
+
+    def multi_kernel(self, keyset, *args, **kwargs):
+        """The ``Autograd`` kernel of an op returning ``Tensor[]`` or ``Tensor?`` (``self.multi``):
+        as ``autograd_kernel``, but with grad its Function (``forward_multi``) returns the
+        outputs flattened -- a list's elements one by one, as torch's ``supports_tensorlist``
+        does for ``custom_op`` -- so that each element gets its gradient, and they are grouped
+        again here into the schema's structure."""
+        if not (_grad_enabled() and _any_requires_grad(*args, **kwargs)):
+            return self.autograd_kernel(keyset, *args, **kwargs)
+        prior = set_eval_frame(None)
+        try:
+            values = self._values(args, kwargs)
+            slots = self._slots(values)
+            state = [keyset, args, kwargs, values, None]    # forward_multi sets the lengths
+            if _functorch_active():       # Function.apply says what torch supports there
+                flat = self.function.apply(*slots, state)
+            else:
+                flat = self._apply(*slots, state)
+            out = _group(flat, state[4])
+            return out[0] if self.single else tuple(out)
+        finally:
+            set_eval_frame(prior)
+
+    def forward_multi(self, ctx, *a):
+        """``forward`` for an op returning ``Tensor[]`` or ``Tensor?``: the op through the
+        dispatcher below autograd, its outputs flattened (``_flatten``; their lengths per return
+        go back to ``multi_kernel`` in the state list), the tensor inputs (and tensor outputs,
+        for a ``setup_context`` that reads them) saved, the non-tensor arguments and each flat
+        output's metadata kept on ``ctx`` (a gradient torch leaves undefined becomes zeros of
+        it in ``backward_multi``; an output that is None gets None, as TensorPlay's own
+        autograd hands them to the formula)."""
+        state = a[-1]
+        keyset, args, kwargs, values = state[0], state[1], state[2], state[3]
+        with _below_autograd():
+            out = self.overload.redispatch(keyset & _AFTER_AUTOGRAD, *args, **kwargs)
+        outs = (out,) if self.single else tuple(out)
+        flat, lens = self._flatten(outs)
+        state[4] = lens
+        meta = tuple((o.shape, o.dtype, o.device) if isinstance(o, _Tensor) else None
+                     for o in flat)
+        nslots = len(a) - 1
+        with_outputs = self.formula and self._formula_plan()[3]
+        if with_outputs:
+            ctx.save_for_backward(*a[:nslots], *[o for o in flat if isinstance(o, _Tensor)])
+        else:
+            ctx.save_for_backward(*a[:nslots])
+        template = list(values)
+        for i in self.tensor_args:
+            v = values[i]
+            template[i] = len(v) if v.__class__ in (list, tuple) else None
+        ctx.tp_state = (template, nslots, with_outputs)
+        ctx.tp_multi = (lens, meta)
+        if self.formula:
+            marked = self._marked_multi(values, outs, lens)
+            if marked:
+                ctx.mark_non_differentiable(*[flat[k] for k in marked])
+        return tuple(flat)
+
+    def _flatten(self, outs):
+        """``(flat outputs, lengths)``: each return's value, a ``Tensor[]`` return's elements
+        one by one; per return the list's length, or None for any other return."""
+        flat, lens = [], []
+        for j, o in enumerate(outs):
+            if j in self.list_returns and o is not None:
+                lens.append(len(o))
+                flat.extend(o)
+            else:
+                lens.append(None)
+                flat.append(o)
+        return flat, lens
+
+    def _marked_multi(self, values, outs, lens):
+        """``_marked`` for ``forward_multi``: flat indices of the outputs the pack's
+        setup_context marks non-differentiable (probed on TensorPlay fakes once per op and list
+        lengths)."""
+        key = (tuple(lens), tuple(o is None for o in outs))
+        marked = self._marked_by_lens.get(key)
+        if marked is None:
+            try:
+                with tp.fake.FakeTensorMode():
+                    fv = [self._fake(v) for v in values]
+                    fo = [self._fake(o) for o in outs]
+                    ctx = _ProbeCtx()
+                    _call_setup(self.op, ctx, fv, fo[0] if self.single else tuple(fo))
+                ids = set(getattr(ctx, "marked", ()))
+                marked = tuple(k for k, o in enumerate(self._flatten(fo)[0]) if id(o) in ids)
+            except Exception:  # noqa: BLE001 - any failure on fakes: probe unusable, say nothing
+                marked = ()
+            self._marked_by_lens[key] = marked
+        return marked
+
+    def backward_multi(self, ctx, *grads):
+        """``backward`` for ``forward_multi``: one gradient per flat output; an undefined one
+        of a tensor output becomes zeros of its metadata, that of an output that is not a
+        tensor (None, a number) None, as TensorPlay hands them to a formula. Then the backward
+        op's kernel directly in plain eager mode, the backward op itself otherwise (one
+        opaque node for torch.compile / make_fx); ``tp_lens_`` carries the lists' lengths."""
+        if self.refuse:
+            _no_formula(self.where)
+        saved = ctx.saved_tensors     # torch's version check of the saved tensors
+        lens, meta = ctx.tp_multi
+        grads = list(grads)
+        for k, m in enumerate(meta):
+            if m is None:
+                grads[k] = None
+            elif grads[k] is None:
+                grads[k] = torch.zeros(m[0], dtype=m[1], device=m[2])
+        template, nslots, with_outputs = ctx.tp_state
+        values = self._rebuild(template, saved[:nslots])
+        needs = list(ctx.needs_input_grad[:nslots])
+        if with_outputs:
+            rest = iter(saved[nslots:])
+            outputs = [None if m is None else next(rest) for m in meta]
+        else:
+            outputs = [None] * len(meta)
+        lens_arg = [-1 if n is None else n for n in lens]
+        if _plain_eager(saved, grads):
+            cuda = any(g is not None and g.is_cuda for g in grads) or \
+                any(s is not None and s.is_cuda for s in saved)
+            flat = (self.cuda_kernel if cuda else self.backward_kernel)(
+                *values, outputs, grads, needs, lens_arg, eager=True)
+            res = (*[g if need else None for g, need in zip(flat, needs)], None)
+            if _grad_enabled():     # create_graph=True: torch records this backward's graph
+                return self._once_differentiable(res, saved, grads)
+            return res
+        flat = self.bw_op(*values, outputs, grads, needs, lens_arg)
+        return (*[g if need else None for g, need in zip(flat, needs)], None)
 
     def _values(self, args, kwargs):
         """Every argument in schema order, defaults filled in."""
@@ -733,7 +889,7 @@ class _Bridge:
         """Kernel of the backward op (``eager``: called directly by ``backward``, not through
         torch's dispatcher; its results then need not be fresh tensors)."""
         nargs = self.nargs
-        outputs, grads, needs = args[nargs:]
+        outputs, grads, needs = args[nargs:nargs + 3]
         where = self.bw_where
         tvals = list(args[:nargs])
         if self.formula:
@@ -753,6 +909,11 @@ class _Bridge:
             if self.formula:
                 touts = [None if o is None else to_tp(o, where) for o in outputs] \
                     if with_outputs else [None] * len(outputs)
+                if self.multi:      # the outputs as returned; gradients as TensorPlay gives
+                    lens = [None if n < 0 else n for n in args[nargs + 3]]
+                    touts = _group(touts, lens)
+                    if not self.flat_grads:     # a sole Tensor[]'s: one per element
+                        tgrads = _group(tgrads, lens)
                 tres = self._formula(tvals, touts, tgrads, needs, setup, form)
             else:
                 tres = self._composite(tvals, tgrads, needs)
@@ -867,7 +1028,12 @@ class _Bridge:
         kw = {a.name: v for a, v in zip(args, tvals) if a.kwarg_only}
         with tp.autograd.enable_grad():
             out = self.op(*pos, **kw)
-        outs = [out] if isinstance(out, tp.Tensor) else list(out)
+        if isinstance(out, tp.Tensor):
+            outs = [out]
+        elif self.multi and not self.single:    # a list beside other returns: its elements
+            outs = self._flatten(out)[0]
+        else:
+            outs = list(out)
         roots, gs = [], []
         for o, g in zip(outs, tgrads):
             if isinstance(o, tp.Tensor) and o.requires_grad and g is not None:
@@ -919,6 +1085,7 @@ class _Bridge:
 
 skip_dynamo(_Bridge.autograd_kernel)
 skip_dynamo(_Bridge.mutating_kernel)
+skip_dynamo(_Bridge.multi_kernel)
 
 
 class _Written(torch.autograd.Function):
@@ -948,6 +1115,20 @@ class _Refuse(torch.autograd.Function):
     @staticmethod
     def backward(ctx, *grads):
         raise RuntimeError(ctx.msg)
+
+
+def _group(flat, lens):
+    """``flat`` (one value per flat output) grouped by ``lens`` (per return: a list's length, or
+    None for one value): a list per list return."""
+    out, k = [], 0
+    for n in lens:
+        if n is None:
+            out.append(flat[k])
+            k += 1
+        else:
+            out.append(list(flat[k:k + n]))
+            k += n
+    return out
 
 
 def _grad_to_torch(s, g, where):
@@ -1023,26 +1204,19 @@ def bridge_autograd(op, where, overload, define_backward, kernels=(None, None)):
     backward raises naming the op, as for ``torch.library.custom_op`` ops.
     ``define_backward(name, schema, bridge)`` defines the backward op and returns it.
     ``kernels``: the op's torch kernels for cpu and cuda as registered (called directly without
-    grad on plain tensors). Raises ``BridgeError`` for an op the bridge's autograd cannot
-    serve."""
+    grad on plain tensors). An op returning ``Tensor[]`` or ``Tensor?`` gets
+    ``_Bridge.multi_kernel`` (its Function's outputs flattened, grouped again on return)."""
     if op.mutates_args:
         return _Bridge(op, where, "mutating", overload).mutating_kernel
     formula = op.backward_fn is not None
     composite = (not formula and not op.is_triton and op.active_kernel("default") is not None)
     mode = "formula" if formula else "composite" if composite else "none"
-    if mode != "none" and any(r.type != "Tensor" and r.type.startswith("Tensor")
-                              for r in op.schema.returns):
-        raise BridgeError(f"{where}: the bridge's autograd cannot serve its returns "
-                          f"({op.schema.signature_str()}): only Tensor returns (and non-tensor "
-                          f"values) are bridged with a backward; list[Tensor] and Optional "
-                          f"tensor returns of a differentiable op are a limit of the bridge "
-                          f"(tensorplay-torch), not of torch or TensorPlay. Return a tuple of "
-                          f"tensors instead (a fixed count), or stack them into one tensor.")
     bridge = _Bridge(op, where, mode, overload)
     bridge.kernels = kernels
     if mode != "none":
         bridge.bw_op = define_backward(bridge.bw_name, backward_schema(op), bridge)
-    return bridge.autograd_kernel
+    # Tensor[] / Tensor? returns: the Function's outputs flattened (torch's supports_tensorlist)
+    return bridge.multi_kernel if bridge.multi else bridge.autograd_kernel
 
 
 def _grads_out(tensor_args, saved, needs, res, where):

@@ -70,7 +70,9 @@ def _fake_value(v, where):
 def _fake_out(out, where):
     if isinstance(out, tp.Tensor):
         return torch_from_fake(out, where)
-    if isinstance(out, (tuple, list)):
+    if isinstance(out, list):       # a Tensor[] return: a list, as the real kernel's
+        return [_fake_out(o, where) for o in out]
+    if isinstance(out, tuple):
         return tuple(_fake_out(o, where) for o in out)
     return out
 

@@ -411,6 +411,11 @@ def attach(name, backward, ctx, values, output, T, se=None, node_cls=FunctionNod
         meta = ((output.raw_shape, output.raw_dtype, output.raw_device),)
     else:
         outs = output if isinstance(output, (tuple, list)) else (output,)
+        if outs.__class__ is tuple and backward is not None and \
+                any(o.__class__ is list for o in outs):
+            # a Tensor[] output beside others ("-> (Tensor[], Tensor)"): each element is an
+            # output of the node; the formula gets that output's gradient as a list
+            outs, backward = _grouped_outputs(outs, backward)
         meta = tuple((o.raw_shape, o.raw_dtype, o.raw_device) if isinstance(o, T) else None
                      for o in outs)
     node = node_cls(name, backward, ctx, edges, structure, meta)
@@ -420,6 +425,35 @@ def attach(name, backward, ctx, values, output, T, se=None, node_cls=FunctionNod
                                                                id(o) not in non_diff):
             set_history(o, node, i)
     return output
+
+
+def _grouped_outputs(outs, backward):
+    """``(flat outputs, backward)`` for a tuple of outputs holding lists of tensors: the lists'
+    elements are outputs of the node in their own right (each gets history and a gradient), and
+    ``backward`` gets one gradient per output of the op as torch hands them, a list (one per
+    element) for a list output."""
+    flat, groups = [], []
+    for o in outs:
+        if o.__class__ is list:
+            groups.append(len(o))
+            flat.extend(o)
+        else:
+            groups.append(None)
+            flat.append(o)
+
+    def grouped_backward(ctx, *grads):
+        n = len(grads)
+        regrouped, k = [], 0
+        for m in groups:
+            if m is None:
+                regrouped.append(grads[k] if k < n else None)
+                k += 1
+            else:
+                regrouped.append([grads[j] if j < n else None for j in range(k, k + m)])
+                k += m
+        return backward(ctx, *regrouped)
+    grouped_backward.__wrapped__ = backward
+    return tuple(flat), grouped_backward
 
 
 class AutogradInfo:
