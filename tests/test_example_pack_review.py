@@ -142,3 +142,71 @@ def test_fused_out_refuses_an_out_whose_elements_share_memory():
     x, y = tp.randn(8), tp.randn(8)
     with pytest.raises(RuntimeError, match=r"more than one element of the written-to tensor"):
         E.fused_add_mul_relu_out(x, y, 1.5, tp.empty(1).expand(8))
+
+
+# -- second review (2026-12-04): rms_norm, weighted_sum, bias_gelu ------------------------------
+
+@pytest.mark.parametrize("dtype", [tp.int64, tp.int32, tp.bool])
+def test_rms_norm_refuses_integer_input_in_eager_fake_and_compiled_alike(dtype):
+    x, w = tp.tensor([[3, 4]]).to(dtype), tp.tensor([10, 10]).to(dtype)
+    msg = rf"example::rms_norm: x must be a floating-point tensor, got {dtype}"
+    with pytest.raises(TypeError, match=msg):
+        E.rms_norm(x, w)                   # was int64 [[8, 11]]: truncated, not an error
+    with pytest.raises(TypeError, match=msg):
+        E.rms_norm(fake.from_real(x), fake.from_real(w))
+    with pytest.raises(CompileError, match=msg):
+        tp.compile(E.rms_norm)(x, w)
+    with pytest.raises(TypeError, match=r"example::rms_norm: weight must be a floating-point"):
+        E.rms_norm(tp.randn(2, 2), tp.tensor([1, 1]))
+
+
+@pytest.mark.parametrize("wshape,xshape", [((1, 3), (2, 3)), ((4,), (2, 3)), ((), ())])
+def test_rms_norm_checks_shapes_in_eager_as_in_its_fake(wshape, xshape):
+    x, w = tp.randn(*xshape, requires_grad=True), tp.randn(*wshape, requires_grad=True)
+    msg = (r"example::rms_norm: x must have at least one dimension" if not xshape else
+           rf"example::rms_norm: weight must have shape \({xshape[-1]},\)")
+    with pytest.raises(ValueError, match=msg):
+        E.rms_norm(x, w)                   # (1, 3) passed forward and failed in backward
+    with pytest.raises(ValueError, match=msg):
+        E.rms_norm(fake.from_real(x), fake.from_real(w))
+
+
+# (bfloat16 has float32's exponent range: its squares overflow where float32's do -- 1e20 gives
+# zeros in torch too -- so only float16 is a case here)
+@pytest.mark.parametrize("dtype,big", [(tp.float16, 300.0), (tp.float16, 6e4)])
+def test_rms_norm_on_half_inputs_computes_in_float32(dtype, big):
+    x, w = tp.full((2, 8), big).to(dtype), tp.ones(8).to(dtype)
+    y = E.rms_norm(x, w)                   # x * x overflowed in the input dtype: all zeros
+    assert y.dtype is dtype
+    np.testing.assert_allclose(y.to(tp.float32).numpy(), np.ones((2, 8)), rtol=1e-2)
+    xg = tp.full((2, 8), big).to(dtype).requires_grad_()
+    E.rms_norm(xg, w).sum().backward()
+    assert xg.grad.dtype is dtype and np.isfinite(xg.grad.to(tp.float32).numpy()).all()
+
+
+@pytest.mark.parametrize("dtype", [tp.int32, tp.int16, tp.int8, tp.uint8, tp.bool])
+def test_weighted_sum_fake_gives_sums_int64_for_integers(dtype):
+    a, b = tp.ones(2, 3).to(dtype), tp.ones(3).to(dtype)
+    real = E.weighted_sum(a, b)
+    assert real.dtype is tp.int64
+    assert E.weighted_sum(fake.from_real(a), fake.from_real(b)).dtype is tp.int64
+    assert tp.compile(E.weighted_sum)(a, b).item() == real.item()
+    assert tp.library.opcheck(E.weighted_sum, (a, b)) == {}
+
+
+@pytest.mark.parametrize("dtype", [tp.int64, tp.bool])
+def test_bias_gelu_refuses_integers_eagerly_as_compiled(dtype):
+    x, b = tp.ones(2, 3).to(dtype), tp.ones(3).to(dtype)
+    with pytest.raises(TypeError, match=r"example::bias_gelu: x and bias must be floating"):
+        E.bias_gelu(x, b)                  # the default kernel gave float32
+    with pytest.raises(CompileError, match=r"example::bias_gelu: x and bias must be floating"):
+        tp.compile(E.bias_gelu)(x, b)
+
+
+def test_rms_norm_composite_body_on_half_inputs_computes_in_float32():
+    from tensorplay.testing.backend import MockBackend
+    with MockBackend("halfmock"):          # no kernel of its own: the op's composite body runs
+        x = tp.full((2, 8), 300.0).to(tp.float16).to("halfmock")
+        y = E.rms_norm(x, tp.ones(8).to(tp.float16).to("halfmock"))
+        assert y.dtype is tp.float16
+        np.testing.assert_allclose(y.cpu().to(tp.float32).numpy(), np.ones((2, 8)), rtol=1e-2)

@@ -29,10 +29,15 @@ def rms_norm(x, weight, eps: float = 1e-6):
     ``x``: (..., H) floating cpu tensor; ``weight``: (H,). Returns a new contiguous tensor of the
     promoted dtype (same metadata as the op's fake kernel).
     """
+    from .ops import check_rms_norm
+    rdt = check_rms_norm(x, weight)
     xn = x.detach().numpy()
     wn = weight.detach().numpy()
     dt = np.result_type(xn, wn)
-    xd = xn.astype(dt, copy=False)
+    # float16/bfloat16 compute in float32 (their squares overflow), rounded once at the end
+    work = np.dtype(np.float32) if dt.itemsize < 4 else dt
+    xd = xn.astype(work, copy=False)
     ms = np.mean(xd * xd, axis=-1, keepdims=True)
-    out = (xd / np.sqrt(ms + eps)) * wn.astype(dt, copy=False)
-    return tensorplay.from_numpy(np.ascontiguousarray(out, dtype=dt))
+    out = (xd / np.sqrt(ms + eps)) * wn.astype(work, copy=False)
+    res = tensorplay.from_numpy(np.ascontiguousarray(out, dtype=work))
+    return res if res.dtype is rdt else res.to(rdt)

@@ -23,7 +23,7 @@ from tensorplay import library
 from tensorplay.plugins import SampleInput
 
 from ._samples import register_samples
-from .ops import rms_norm
+from .ops import check_rms_norm, rms_norm
 
 __all__ = ["bias_gelu"]
 
@@ -86,15 +86,23 @@ def bias_gelu(x: Tensor, bias: Tensor) -> Tensor:
     floating, same device. Result: the broadcast shape, dtype ``promote_types(x, bias)``,
     contiguous. On cuda it is one ``cupy.ElementwiseKernel`` launch; elsewhere tensorplay ops.
     """
+    _need_floating_pair(x, bias)
     u = x + bias
     return 0.5 * u * (1.0 + tensorplay.tanh(_C * (u + _A * u * u * u)))
 
 
-@bias_gelu.register_fake
-def _(x, bias):
+def _need_floating_pair(x, bias):
+    """``TypeError`` unless both are floating: checked by every kernel and the fake kernel
+    alike, so eager calls refuse what ``tensorplay.compile`` refuses (torch's gelu takes no
+    integers)."""
     if not (x.dtype.is_floating_point and bias.dtype.is_floating_point):
         raise TypeError(f"example::bias_gelu: x and bias must be floating, got {x.dtype} and "
                         f"{bias.dtype}")
+
+
+@bias_gelu.register_fake
+def _(x, bias):
+    _need_floating_pair(x, bias)
     shape = _broadcast(x.shape, bias.shape, "example::bias_gelu")
     return x.new_empty(shape, dtype=tensorplay.promote_types(x.dtype, bias.dtype))
 
@@ -103,9 +111,8 @@ def _(x, bias):
 def _bias_gelu_cuda(x, bias):
     tc, ck = _cuda()
     _same_cuda_device("example::bias_gelu", x, bias)
+    _need_floating_pair(x, bias)
     dx, db = x.dtype, bias.dtype
-    if not (dx.is_floating_point and db.is_floating_point):
-        raise TypeError(f"example::bias_gelu: x and bias must be floating, got {dx} and {db}")
     dt = dx if dx is db else tensorplay.promote_types(dx, db)
     with tc.device_of(x):
         out = ck.bias_gelu(tc.as_cupy(x), tc.as_cupy(bias), _native(dt))
@@ -158,10 +165,7 @@ def _bias_gelu_samples(device):
 def _rms_norm_cuda(x, weight, eps=1e-6):
     tc, ck = _cuda()
     _same_cuda_device("example::rms_norm", x, weight)
-    if weight.shape != x.shape[-1:]:
-        raise ValueError(f"example::rms_norm: weight must have shape {tuple(x.shape[-1:])} (the "
-                         f"last dimension of x), got {tuple(weight.shape)}")
-    dt = tensorplay.promote_types(x.dtype, weight.dtype)
+    dt = check_rms_norm(x, weight)
     with tc.device_of(x):
         out = ck.rms_norm(tc.as_cupy(x), tc.as_cupy(weight), float(eps), _native(dt))
         return tc.from_cupy(out)

@@ -35,8 +35,10 @@ def weighted_sum(x, weight):
 
 @weighted_sum.register_fake
 def _(x, weight):
-    # a 0-d result of the promoted dtype (broadcasting is checked by the real kernel)
-    return x.new_empty((), dtype=tensorplay.promote_types(x.dtype, weight.dtype))
+    # a 0-d result of the dtype sum gives the product: the promoted floating dtype, int64 for
+    # integers and bool (as torch's sum); broadcasting is checked by the real kernel
+    dt = tensorplay.promote_types(x.dtype, weight.dtype)
+    return x.new_empty((), dtype=dt if dt.is_floating_point or dt.is_complex else tensorplay.int64)
 
 
 @register_samples("example::weighted_sum")
@@ -59,22 +61,46 @@ def _weighted_sum_samples(device):
 
 # -- rms_norm: explicit autograd formula ---------------------------------------------------------
 
+def check_rms_norm(x, weight):
+    """The inputs ``example::rms_norm`` takes, checked by every kernel and the fake kernel alike
+    (so eager calls, fake tensors and ``tensorplay.compile`` refuse the same inputs with the same
+    words): ``TypeError`` for a non-floating ``x`` or ``weight``, ``ValueError`` for a 0-d ``x``
+    or a ``weight`` whose shape is not ``(H,)``. Returns the result dtype."""
+    _need_floating("example::rms_norm", "x", x)
+    _need_floating("example::rms_norm", "weight", weight)
+    if x.ndim == 0:
+        raise ValueError("example::rms_norm: x must have at least one dimension (..., H), got a "
+                         "0-d tensor")
+    if tuple(weight.shape) != tuple(x.shape[-1:]):
+        raise ValueError(f"example::rms_norm: weight must have shape {tuple(x.shape[-1:])} (the "
+                         f"last dimension of x), got {tuple(weight.shape)}")
+    return tensorplay.promote_types(x.dtype, weight.dtype)
+
+
+def _opmath(t):
+    """``t`` in float32 when it is float16/bfloat16 (squares of half values overflow: torch's
+    norms compute in float32 too), else ``t``."""
+    return t.float() if t.dtype in (tensorplay.float16, tensorplay.bfloat16) else t
+
+
 @library.custom_op("example::rms_norm", mutates_args=())
 def rms_norm(x: Tensor, weight: Tensor, eps: float = 1e-6) -> Tensor:
     """RMS normalisation over the last dimension: ``x / sqrt(mean(x**2, -1) + eps) * weight``.
 
-    ``x``: (..., H) floating; ``weight``: (H,) same dtype and device; result: like ``x``.
+    ``x``: (..., H) floating; ``weight``: (H,) floating, same device; result: ``x``'s shape, dtype
+    ``promote_types(x, weight)``. float16/bfloat16 compute in float32 and round once. Raises
+    ``TypeError`` for integer or bool inputs and ``ValueError`` for a 0-d ``x`` or another weight
+    shape, eagerly and under ``tensorplay.compile`` alike.
     """
-    r = tensorplay.rsqrt((x * x).mean(-1, keepdim=True) + eps)
-    return x * r * weight
+    dt = check_rms_norm(x, weight)
+    xf, wf = _opmath(x), _opmath(weight)
+    r = tensorplay.rsqrt((xf * xf).mean(-1, keepdim=True) + eps)
+    return (xf * r * wf).to(dt)
 
 
 @rms_norm.register_fake
 def _(x, weight, eps=1e-6):
-    if weight.shape != x.shape[-1:]:
-        raise ValueError(f"example::rms_norm: weight must have shape {tuple(x.shape[-1:])} (the "
-                         f"last dimension of x), got {tuple(weight.shape)}")
-    return x.new_empty(x.shape, dtype=tensorplay.promote_types(x.dtype, weight.dtype))
+    return x.new_empty(x.shape, dtype=check_rms_norm(x, weight))
 
 
 def _rms_norm_setup(ctx, inputs, output):
@@ -87,6 +113,7 @@ def _rms_norm_backward(ctx, grad):
     # y = w * x * r with r = (mean(x^2) + eps)^-1/2 over the last dim (size H):
     #   dx = r * (g w) - x * r^3 * mean((g w) * x)     dw = sum over rows of g * x * r
     x, weight = ctx.saved_tensors
+    x, weight, grad = _opmath(x), _opmath(weight), _opmath(grad)   # (cast back by the engine)
     r = tensorplay.rsqrt((x * x).mean(-1, keepdim=True) + ctx.eps)
     gw = grad * weight
     dx = gw * r - x * (r * r * r) * (gw * x).mean(-1, keepdim=True)
