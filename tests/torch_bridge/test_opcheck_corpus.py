@@ -1,0 +1,210 @@
+"""``torch.library.opcheck`` on every bridged op of the third-party kernel corpus (tests/corpus:
+Liger-Kernel, Unsloth and FlagGems Triton kernels registered as TensorPlay ``triton_op``s in the
+namespaces ``liger``, ``unsloth``, ``flaggems``), over the corpus's own sample inputs
+(``corpus.cases.sample_args``, the small cpu sizes) converted to torch, on cpu (the kernels run
+through Triton's interpreter) and on cuda where torch and TensorPlay both have it.
+
+* Forward ops (each corpus case's op, every one with ``register_autograd``): opcheck's default
+  checks once with plain inputs and once with the floating inputs requiring grad, so that
+  ``test_autograd_registration`` and the backward half of ``test_aot_dispatch_dynamic`` run (the
+  bridge's autograd then calls the pack's backward formula, and with it the backward op, in
+  TensorPlay).
+* Backward ops (``liger::rms_norm_backward``, ...): the corpus gives no inputs for them, so each
+  case's own inputs are run forward and backward in TensorPlay (the loss ``sum(out_i * dy_i)``
+  of ``corpus.check``) with a recording kernel stacked on each backward op of the namespace;
+  every call the pack's formula makes is then opchecked with exactly those arguments converted
+  to torch. Without inputs requiring grad: a backward op has no formula of its own (double
+  backward is not defined by the corpus), and torch's checks of one without a formula only say
+  so. ``test_every_bridged_op_is_checked`` proves every bridged op of the three namespaces is
+  reached by one of the two.
+
+A case that hits a known interpreter gap (``corpus.gaps``) is ``xfail(strict=True)`` while the
+gap's probe shows it is there, as in tests/test_corpus.py; with the supported Triton releases and
+the current tensorplay-triton none is.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import sys
+
+import numpy as np
+import tensorplay as tp
+import tensorplay_torch
+import pytest
+import torch
+
+# the corpus is a package of tests/ (imported as tests/test_corpus.py imports it)
+_TESTS = str(pathlib.Path(__file__).resolve().parents[1])
+if _TESTS not in sys.path:
+    sys.path.insert(0, _TESTS)
+
+from corpus import all_cases  # noqa: E402
+from corpus.cases import sample_args  # noqa: E402
+
+NAMESPACES = ("liger", "unsloth", "flaggems")
+CORPUS = all_cases()
+BY_ID = {c.id: c for c in CORPUS}
+tensorplay_torch.register(namespace=list(NAMESPACES))
+BRIDGED = [n for n in tensorplay_torch.bridged_ops() if n.split("::")[0] in NAMESPACES]
+FORWARD = sorted({c.op.name for c in CORPUS})
+
+# cuda where torch and TensorPlay both have it (the GPU machine); cpu everywhere
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() and tp.plugins.device_status("cuda")[0]
+                     else [])
+
+
+def _marks(case):
+    present = [g.reason for g in case.gaps if g.present]
+    if not present:
+        return []
+    # an isolated case writes out of bounds under its gap (corpus.cases.Case.isolate): not run
+    return [pytest.mark.xfail(strict=True, run=not case.isolate, reason="; ".join(present))]
+
+
+def _forward_cases():
+    out = []
+    for c in CORPUS:
+        for dev in DEVICES:
+            tag = c.id if dev == "cpu" else f"{c.id}, {dev}"
+            out.append(pytest.param(c.id, dev, False, id=tag, marks=_marks(c)))
+            out.append(pytest.param(c.id, dev, True, id=f"{tag}, grad", marks=_marks(c)))
+    return out
+
+
+def _torch(v):
+    if isinstance(v, tp.Tensor):
+        return tensorplay_torch.to_torch(v)
+    if isinstance(v, (list, tuple)):
+        return type(v)(_torch(x) for x in v)
+    return v
+
+
+def _torch_op(name):
+    ns, opname = name.split("::")
+    return getattr(getattr(torch.ops, ns), opname).default
+
+
+def _has_nan(out):
+    outs = out if isinstance(out, (tuple, list)) else [out]
+    return any(isinstance(o, torch.Tensor) and o.is_floating_point() and o.isnan().any()
+               for o in outs)
+
+
+def _opcheck(op, args, kwargs):
+    """opcheck's four default checks (test_opcheck.py's rule for outputs with NaN)."""
+    utils = list(torch.library._OPCHECK_DEFAULT_UTILS)
+    with torch.no_grad():
+        nan = _has_nan(op(*[a.detach().clone() if isinstance(a, torch.Tensor) else a
+                            for a in args], **kwargs))
+    if nan:
+        utils.remove("test_aot_dispatch_dynamic")
+        with torch.no_grad():
+            eager = op(*args, **kwargs)
+        compiled = torch.compile(lambda *a: op(*a, **kwargs), backend="aot_eager",
+                                 fullgraph=True)(*args)
+        torch.testing.assert_close(compiled, eager, equal_nan=True)
+    torch.library.opcheck(op, args, kwargs, test_utils=tuple(utils))
+
+
+def _requiring_grad(v):
+    if isinstance(v, torch.Tensor) and v.is_floating_point():
+        return v.detach().requires_grad_(True)
+    if isinstance(v, (list, tuple)):
+        return type(v)(_requiring_grad(x) for x in v)
+    return v
+
+
+@pytest.mark.parametrize("case_id, device, grad", _forward_cases())
+def test_opcheck_forward(case_id, device, grad):
+    case = BY_ID[case_id]
+    args = _torch(sample_args(case, np.random.default_rng(1), device))
+    if grad:
+        args = _requiring_grad(args)
+    _opcheck(_torch_op(case.op.name), args, {})
+
+
+def _detached(v):
+    if isinstance(v, tp.Tensor):
+        return v.detach().clone()
+    if isinstance(v, (list, tuple)):
+        return type(v)(_detached(x) for x in v)
+    return v
+
+
+def _backward_calls(case, device):
+    """``[(backward op name, args, kwargs)]``: every call of a backward op of the case's namespace
+    while TensorPlay runs the case's op forward and backward on the case's inputs (the loss
+    ``sum(out_i * dy_i)`` over the compared outputs, as ``corpus.check`` computes it). A
+    recording kernel is stacked on each backward op meanwhile (a ``Library`` closed after)."""
+    ns = case.op.namespace
+    calls = []
+    lib = tp.library.Library(ns, "FRAGMENT")
+    try:
+        for name in BRIDGED:
+            if name.split("::")[0] != ns or name in FORWARD:
+                continue
+            op = getattr(getattr(tp.ops, ns), name.split("::")[1])
+            (kernel,) = op.kernel_stack("default")
+
+            def record(*a, _name=name, _fn=kernel.fn, **k):
+                calls.append((_name, _detached(a), {key: _detached(x) for key, x in k.items()}))
+                return _fn(*a, **k)
+
+            lib.impl(op, record, "default")
+        rng = np.random.default_rng(1)
+        args = sample_args(case, rng, device, requires_grad=True)
+        outs = case.op(*args)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        roots = list(outs[:case.n_out])
+        dys = [tp.tensor(rng.standard_normal(tuple(o.shape)).astype(np.float32), device=device)
+               for o in roots]
+        tp.autograd.backward(roots, dys)
+    finally:
+        lib.close()
+    return calls
+
+
+def _backward_cases():
+    """One case per backward-op call of each corpus case (cases whose formula computes the
+    gradient with plain TensorPlay ops, e.g. ``liger::jsd``'s, call none); recorded now, at
+    collection. A case whose recording raises becomes one test that raises it again."""
+    out = []
+    for c in CORPUS:
+        for dev in DEVICES:
+            tag = c.id if dev == "cpu" else f"{c.id}, {dev}"
+            marks = _marks(c)
+            if marks and c.isolate:
+                out.append(pytest.param(None, None, None, id=f"{tag}, not recorded", marks=marks))
+                continue
+            try:
+                calls = _backward_calls(c, dev)
+            except Exception as e:  # noqa: BLE001 - raised again by the test
+                out.append(pytest.param("recording", (e,), {}, id=f"{tag}, recording",
+                                        marks=marks))
+                continue
+            seen: dict = {}
+            for name, args, kwargs in calls:
+                seen[name] = seen.get(name, 0) + 1
+                n = f" #{seen[name]}" if seen[name] > 1 else ""
+                out.append(pytest.param(name, args, kwargs, id=f"{name}[{tag}{n}]", marks=marks))
+    return out
+
+
+BACKWARD_CASES = _backward_cases()
+
+
+@pytest.mark.parametrize("name, args, kwargs", BACKWARD_CASES)
+def test_opcheck_backward(name, args, kwargs):
+    if name == "recording":
+        raise args[0]
+    _opcheck(_torch_op(name), _torch(args), _torch(kwargs))
+
+
+def test_every_bridged_op_is_checked():
+    """Every bridged op of the three namespaces is opchecked: the forward ops on the cases' inputs,
+    each backward op on the inputs its formula gave it in at least one case."""
+    backward = {p.values[0] for p in BACKWARD_CASES} - {"recording", None}
+    assert sorted(set(FORWARD) | backward) == BRIDGED
+    assert not set(FORWARD) & backward
+    assert len(FORWARD) == 23 and len(BRIDGED) == 44, (len(FORWARD), len(BRIDGED))
