@@ -25,6 +25,7 @@ the current tensorplay-triton none is.
 
 from __future__ import annotations
 
+import itertools
 import pathlib
 import sys
 
@@ -132,11 +133,13 @@ def _detached(v):
     return v
 
 
-def _backward_calls(case, device):
+def _backward_calls(case, device, ones):
     """``[(backward op name, args, kwargs)]``: every call of a backward op of the case's namespace
     while TensorPlay runs the case's op forward and backward on the case's inputs (the loss
-    ``sum(out_i * dy_i)`` over the compared outputs, as ``corpus.check`` computes it). A
-    recording kernel is stacked on each backward op meanwhile (a ``Library`` closed after)."""
+    ``sum(out_i * dy_i)`` over the compared outputs, as ``corpus.check`` computes it; with
+    ``ones`` every ``dy_i`` is 1, what ``loss.backward()`` hands a scalar loss, which takes the
+    kernels' skip-the-multiply branches). A recording kernel is stacked on each backward op
+    meanwhile (a ``Library`` closed after)."""
     ns = case.op.namespace
     calls = []
     lib = tp.library.Library(ns, "FRAGMENT")
@@ -157,7 +160,8 @@ def _backward_calls(case, device):
         outs = case.op(*args)
         outs = outs if isinstance(outs, tuple) else (outs,)
         roots = list(outs[:case.n_out])
-        dys = [tp.tensor(rng.standard_normal(tuple(o.shape)).astype(np.float32), device=device)
+        dys = [tp.ones(o.shape, device=device) if ones else
+               tp.tensor(rng.standard_normal(tuple(o.shape)).astype(np.float32), device=device)
                for o in roots]
         tp.autograd.backward(roots, dys)
     finally:
@@ -170,24 +174,23 @@ def _backward_cases():
     gradient with plain TensorPlay ops, e.g. ``liger::jsd``'s, call none); recorded now, at
     collection. A case whose recording raises becomes one test that raises it again."""
     out = []
-    for c in CORPUS:
-        for dev in DEVICES:
-            tag = c.id if dev == "cpu" else f"{c.id}, {dev}"
-            marks = _marks(c)
-            if marks and c.isolate:
-                out.append(pytest.param(None, None, None, id=f"{tag}, not recorded", marks=marks))
-                continue
-            try:
-                calls = _backward_calls(c, dev)
-            except Exception as e:  # noqa: BLE001 - raised again by the test
-                out.append(pytest.param("recording", (e,), {}, id=f"{tag}, recording",
-                                        marks=marks))
-                continue
-            seen: dict = {}
-            for name, args, kwargs in calls:
-                seen[name] = seen.get(name, 0) + 1
-                n = f" #{seen[name]}" if seen[name] > 1 else ""
-                out.append(pytest.param(name, args, kwargs, id=f"{name}[{tag}{n}]", marks=marks))
+    for c, dev, ones in itertools.product(CORPUS, DEVICES, (False, True)):
+        tag = (c.id if dev == "cpu" else f"{c.id}, {dev}") + (", ones" if ones else "")
+        marks = _marks(c)
+        if marks and c.isolate:
+            out.append(pytest.param(None, None, None, id=f"{tag}, not recorded", marks=marks))
+            continue
+        try:
+            calls = _backward_calls(c, dev, ones)
+        except Exception as e:  # noqa: BLE001 - raised again by the test
+            out.append(pytest.param("recording", (e,), {}, id=f"{tag}, recording",
+                                    marks=marks))
+            continue
+        seen: dict = {}
+        for name, args, kwargs in calls:
+            seen[name] = seen.get(name, 0) + 1
+            n = f" #{seen[name]}" if seen[name] > 1 else ""
+            out.append(pytest.param(name, args, kwargs, id=f"{name}[{tag}{n}]", marks=marks))
     return out
 
 
