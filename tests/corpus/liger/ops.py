@@ -1254,7 +1254,9 @@ def cross_entropy_forward(
 def cross_entropy_backward(_input, grad_output):
     # If cross entropy is the last layer, grad_output is 1.0. Skip the mul to save time
     if _is_one(grad_output):  # CHANGED: torch.equal (see _is_one)
-        pass
+        # CHANGED: a copy (upstream returns the tensor it was given: its gradient, written over the
+        # logits in the forward); an op's output may not be its input
+        _input = _input.clone()
     # If reduction is 'none'
     elif grad_output.ndim > 0:
         _input = _input * grad_output.unsqueeze(dim=1)
