@@ -11,11 +11,13 @@ through Triton's interpreter) and on cuda where torch and TensorPlay both have i
   TensorPlay).
 * Backward ops (``liger::rms_norm_backward``, ...): the corpus gives no inputs for them, so each
   case's own inputs are run forward and backward in TensorPlay (the loss ``sum(out_i * dy_i)``
-  of ``corpus.check``) with a recording kernel stacked on each backward op of the namespace;
-  every call the pack's formula makes is then opchecked with exactly those arguments converted
-  to torch. Without inputs requiring grad: a backward op has no formula of its own (double
-  backward is not defined by the corpus), and torch's checks of one without a formula only say
-  so. ``test_every_bridged_op_is_checked`` proves every bridged op of the three namespaces is
+  of ``corpus.check``, and again with every ``dy_i`` 1, as ``loss.backward()`` hands a scalar
+  loss) with a recording kernel stacked on each backward op of the namespace; every call the
+  pack's formula makes is then opchecked with exactly those arguments converted to torch.
+  Without inputs requiring grad: a backward op has no formula of its own (the corpus defines no
+  double backward), and torch's checks of an op without one only say so. Two formulas call no
+  backward op (``liger::jsd``'s and ``liger::tvd``'s: TensorPlay ops only).
+  ``test_every_bridged_op_is_checked`` proves every bridged op of the three namespaces is
   reached by one of the two.
 
 A case that hits a known interpreter gap (``corpus.gaps``) is ``xfail(strict=True)`` while the
@@ -210,4 +212,5 @@ def test_every_bridged_op_is_checked():
     backward = {p.values[0] for p in BACKWARD_CASES} - {"recording", None}
     assert sorted(set(FORWARD) | backward) == BRIDGED
     assert not set(FORWARD) & backward
+    assert all(c.op.has_autograd and c.op.backward_fn is not None for c in CORPUS)
     assert len(FORWARD) == 23 and len(BRIDGED) == 44, (len(FORWARD), len(BRIDGED))
