@@ -88,26 +88,11 @@ def _torch_op(name):
     return getattr(getattr(torch.ops, ns), opname).default
 
 
-def _has_nan(out):
-    outs = out if isinstance(out, (tuple, list)) else [out]
-    return any(isinstance(o, torch.Tensor) and o.is_floating_point() and o.isnan().any()
-               for o in outs)
-
-
 def _opcheck(op, args, kwargs):
-    """opcheck's four default checks (test_opcheck.py's rule for outputs with NaN)."""
-    utils = list(torch.library._OPCHECK_DEFAULT_UTILS)
-    with torch.no_grad():
-        nan = _has_nan(op(*[a.detach().clone() if isinstance(a, torch.Tensor) else a
-                            for a in args], **kwargs))
-    if nan:
-        utils.remove("test_aot_dispatch_dynamic")
-        with torch.no_grad():
-            eager = op(*args, **kwargs)
-        compiled = torch.compile(lambda *a: op(*a, **kwargs), backend="aot_eager",
-                                 fullgraph=True)(*args)
-        torch.testing.assert_close(compiled, eager, equal_nan=True)
-    torch.library.opcheck(op, args, kwargs, test_utils=tuple(utils))
+    """opcheck's four default checks, every one run (no corpus output has a NaN, the one case
+    test_opcheck.py compares by hand)."""
+    assert torch.library.opcheck(op, args, kwargs) == {
+        name: "SUCCESS" for name in torch.library._OPCHECK_DEFAULT_UTILS}
 
 
 def _requiring_grad(v):
