@@ -17,10 +17,11 @@
   cupy/triton/torch), that schemas, registration and fake tensors work without a device plugin,
   and that creating a real tensor then fails with a message naming the plugin to install.
 * ``torch`` -- the PyTorch bridge (``plugins/tensorplay_torch``): torch 2.13.0 (CPU) + core + cpu
-  plugin + example pack + ``tests/packs/newuser_pack`` + the bridge, running ``tests/torch_bridge/``
-  (opcheck over both packs, torch.compile, DDP with gloo, the guide). The only session with torch
-  un-blocked for tests; the core's sessions never install it. Not in the default list; CI
-  (``.ci/run``) runs it on Python 3.11.
+  plugin + triton plugin (with Triton, whose kernels run through its interpreter on cpu) + example
+  pack + ``tests/packs/newuser_pack`` + the bridge, running ``tests/torch_bridge/`` (opcheck over
+  both packs and the kernel corpus of tests/corpus, torch.compile, DDP with gloo, the guide). The
+  only session with torch un-blocked for tests; the core's sessions never install it. Not in the
+  default list; CI (``.ci/run``) runs it on Python 3.11.
 * ``bench`` -- ``python benchmarks/run_all.py`` (figures and ratios measured in the same run).
 * ``lint`` -- ruff over the repository (rules: ``[tool.ruff]`` in pyproject.toml).
 * ``triton_versions`` -- tensorplay-triton's interpreter tests on each supported Triton release.
@@ -350,8 +351,10 @@ def torch(session):
     """tests/torch_bridge/ with torch installed: the bridge's tests (collected only with
     TENSORPLAY_TORCH_TESTS=1; elsewhere that directory collects nothing and imports no torch)."""
     session.install("torch==2.13.0")
-    session.install("-e", ".[test]", "-e", "plugins/tensorplay_cpu", "-e", "examples",
-                    "-e", "plugins/tensorplay_torch")
+    # tensorplay-triton brings Triton (its kernels run through the interpreter on cpu): the
+    # corpus of tests/corpus, opchecked by test_opcheck_corpus.py, is Triton kernels
+    session.install("-e", ".[test]", "-e", "plugins/tensorplay_cpu", "-e", "plugins/tensorplay_triton",
+                    "-e", "examples", "-e", "plugins/tensorplay_torch")
     # tests/packs/newuser_pack has no pyproject: installed as an editable install would be
     session.run("python", "tests/torch_bridge/install_newuser_pack.py")
     session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/torch_bridge",

@@ -888,6 +888,13 @@ def kl_div_bwd(y_true: Tensor, grad_output: Tensor, reduction: str, log_target: 
     return derivative
 
 
+@kl_div_bwd.register_fake
+def _kl_div_bwd_fake(y_true, grad_output, reduction, log_target):
+    # CHANGED (new): the body tests grad_output == 1.0 with .item() (_is_one), which a fake tensor
+    # cannot answer; the shape does not depend on it
+    return y_true.new_empty(y_true.shape)
+
+
 def _kl_setup(ctx, inputs, output):
     y_pred, y_true, reduction, log_target, eps = inputs
     ctx.reduction, ctx.log_target = reduction, log_target
@@ -1247,7 +1254,9 @@ def cross_entropy_forward(
 def cross_entropy_backward(_input, grad_output):
     # If cross entropy is the last layer, grad_output is 1.0. Skip the mul to save time
     if _is_one(grad_output):  # CHANGED: torch.equal (see _is_one)
-        pass
+        # CHANGED: a copy (upstream returns the tensor it was given: its gradient, written over the
+        # logits in the forward); an op's output may not be its input
+        _input = _input.clone()
     # If reduction is 'none'
     elif grad_output.ndim > 0:
         _input = _input * grad_output.unsqueeze(dim=1)
@@ -1302,6 +1311,13 @@ def _cross_entropy_fake(_input, target, ignore_index=-100, lse_square_scale=0.0,
 @triton_op("liger::cross_entropy_backward", mutates_args=())
 def cross_entropy_bwd(grad_input: Tensor, grad_output: Tensor) -> Tensor:
     return cross_entropy_backward(grad_input, grad_output)
+
+
+@cross_entropy_bwd.register_fake
+def _cross_entropy_bwd_fake(grad_input, grad_output):
+    # CHANGED (new): the body tests grad_output == 1.0 with .item() (_is_one), which a fake tensor
+    # cannot answer; the shape does not depend on it
+    return grad_input.new_empty(grad_input.shape)
 
 
 def _ce_backward(ctx, grad_output, grad_grad_input):

@@ -99,7 +99,10 @@ def rms_layernorm(X: Tensor, W: Tensor, eps: float, gemma: bool = False) -> tupl
 def rms_layernorm_bwd(dY: Tensor, X: Tensor, W: Tensor, r: Tensor, eps: float, gemma: bool) -> Tensor:
     shape = dY.shape
     dim: int = shape[-1]
-    dY = dY.reshape(-1, dim)
+    # CHANGED: .contiguous(): the kernel steps through a row of dY by 1 (only its row stride is
+    # passed); upstream takes dY as autograd hands it, and a gradient may be an expanded tensor
+    # (that of a sum(): stride (0, 0)), which the GEMMA branch passes on as it is
+    dY = dY.reshape(-1, dim).contiguous()
     X = X.reshape(-1, dim)  # CHANGED: upstream saved the reshaped X on ctx
     n_rows: int
     n_cols: int
