@@ -210,3 +210,16 @@ def test_rms_norm_composite_body_on_half_inputs_computes_in_float32():
         y = E.rms_norm(x, tp.ones(8).to(tp.float16).to("halfmock"))
         assert y.dtype is tp.float16
         np.testing.assert_allclose(y.cpu().to(tp.float32).numpy(), np.ones((2, 8)), rtol=1e-2)
+
+
+def test_a_fake_kernel_refusing_bad_input_is_not_reported_as_a_broken_fake():
+    """A fake kernel that refuses invalid inputs on purpose (int32 targets) makes the compiled
+    call fail with that refusal and advice about the inputs, not "fix the fake kernel" (the
+    fake kernel is right)."""
+    logits, target = tp.randn(3, 4), tp.tensor([0, 1, 2], dtype=tp.int32)
+    with pytest.raises(CompileError) as e:
+        tp.compile(E.softmax_cross_entropy)(logits, target)
+    msg = str(e.value)
+    assert "target must be int64" in msg and "target.long()" in msg
+    assert "failed on fake tensors; fix it" not in msg, msg
+    assert "refused these inputs" in msg, msg

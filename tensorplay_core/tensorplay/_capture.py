@@ -252,6 +252,15 @@ def _fake_failure_hint(op, err=None) -> str:
                 f"fake, raised {type(err).__name__}: an error of the kernel itself, not about "
                 f"fake tensors (a call outside tensorplay.compile likely raises it too). Fix the "
                 f"kernel or its arguments.")
+    if op.has_fake and err is not None and isinstance(err, (TypeError, ValueError, IndexError)) \
+            and not any(w in msg for w in ("fake", "meta", "no data", "item()")):
+        # an ordinary refusal (a dtype, a shape, an index): most fake kernels raise these on
+        # purpose, for inputs the op does not take -- "fix the fake kernel" would mislead
+        return (f" The fake kernel of {op.name} refused these inputs: fix the call's arguments "
+                f"(a call outside tensorplay.compile refuses them too when the op's kernels check "
+                f"what its fake checks). If the inputs are valid, the fake kernel is wrong: it "
+                f"must only use metadata (shapes, dtypes, devices); check it with "
+                f"tensorplay.library.opcheck.")
     if op.has_fake:
         return (f" The fake kernel of {op.name} failed on fake tensors; fix it (it must only use "
                 f"metadata: shapes, dtypes, devices) and check it with "
