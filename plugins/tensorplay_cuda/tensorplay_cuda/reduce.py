@@ -101,9 +101,8 @@ _INT_FORMS = {
     "amin": ("tl.minimum({a}, {b})", "tl.min({t}, axis={ax})"),
 }
 
-_HELPERS = '''
-import triton.language as tl
-
+# the NaN-propagating combines, shared with the row-chain kernels (``triton_rows``)
+NAN_COMBINE = '''
 
 # NaN wins (torch's amax/amin): `a` when it is NaN or strictly beyond `b`, else `b` (NaN or not);
 # an element of the input either way, so -0.0 stays -0.0
@@ -116,6 +115,7 @@ def _nanmax(a, b):
 def _nanmin(a, b):
     return tl.where((a < b) | (a != a), a, b)
 '''
+_HELPERS = "\nimport triton.language as tl\n" + NAN_COMBINE
 
 _INNER = '''
 

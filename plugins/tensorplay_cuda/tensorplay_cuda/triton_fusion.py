@@ -310,37 +310,8 @@ def generate(expr, in_dtypes, modes, ndim, wide, interp=False, general=False):
             params += [f"st{i}_{d}" for d in range(ndim)]
             idx = " + ".join(f"i{d} * st{i}_{d}" for d in range(ndim))
             body.append(f"    x{i} = tl.load(in{i} + ({idx}), mask=mask{_LOAD_HINT})")
-    const_names = []
-
-    def operand(o, ct):
-        kind, v, dt, _ = o
-        if kind == "in":
-            e = f"x{v}"
-        elif kind == "step":
-            e = f"t{v}"
-        else:
-            if isinstance(v, float) and general:
-                # a float32 kernel argument (the step computes in float32: see below)
-                nm = f"f{len(fconsts)}"
-                fconsts.append(float(v))
-                const_names.append(nm)
-                e = nm
-            elif isinstance(v, float):
-                e = f"tl.load(fconst + {len(fconsts)})"
-                fconsts.append(float(v))
-            else:
-                nm = f"k{len(iconsts)}"
-                iconsts.append(int(v))
-                const_names.append(nm)
-                e = nm
-            if ct is None:
-                return e
-            return f"({e}).to({TL[ct.name]})"
-        if ct is None:
-            return e
-        if dt is ct:
-            return e
-        return f"{e}.to({TL[ct.name]})"
+    const_names: list = []
+    operand = operand_speller(iconsts, fconsts, const_names, general)
 
     for j, p in enumerate(plan):
         if p[0] == "reduce":
@@ -366,6 +337,43 @@ def generate(expr, in_dtypes, modes, ndim, wide, interp=False, general=False):
     src = (_PRELUDE + _TO_BF16[bool(interp)] + f"\n\n{deco}\ndef {name}({', '.join(params)}):\n" +
            "\n".join(body) + "\n")
     return src, name, fconsts, iconsts
+
+
+def operand_speller(iconsts, fconsts, const_names, general=False):
+    """``operand(o, ct)``: the Triton spelling of a planned step operand ``o`` (``("in", i, ...)``
+    -> ``x<i>``, ``("step", j, ...)`` -> ``t<j>``, a constant) cast to ``ct`` (``None``: as is).
+    A constant's value never enters the source: an int becomes kernel argument ``k<n>`` (its
+    value appended to ``iconsts``, its name to ``const_names``), a float a load from the
+    ``fconst`` array (value appended to ``fconsts``) or, with ``general``, float32 argument
+    ``f<n>`` (named in ``const_names``). Shared by the chain and row-chain generators."""
+    def operand(o, ct):
+        kind, v, dt, _ = o
+        if kind == "in":
+            e = f"x{v}"
+        elif kind == "step":
+            e = f"t{v}"
+        else:
+            if isinstance(v, float) and general:
+                # a float32 kernel argument (the step computes in float32: see generate)
+                nm = f"f{len(fconsts)}"
+                fconsts.append(float(v))
+                const_names.append(nm)
+                e = nm
+            elif isinstance(v, float):
+                e = f"tl.load(fconst + {len(fconsts)})"
+                fconsts.append(float(v))
+            else:
+                nm = f"k{len(iconsts)}"
+                iconsts.append(int(v))
+                const_names.append(nm)
+                e = nm
+            if ct is None:
+                return e
+            return f"({e}).to({TL[ct.name]})"
+        if ct is None or dt is ct:
+            return e
+        return f"{e}.to({TL[ct.name]})"
+    return operand
 
 
 def _reduce_lines(op, R, v, srcdt):

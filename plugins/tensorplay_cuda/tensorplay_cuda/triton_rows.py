@@ -41,23 +41,12 @@ from tensorplay import _dtype
 from tensorplay._kernels.elementwise import OPS, REDUCTIONS
 
 from . import triton_fusion as _tf
+from .reduce import NAN_COMBINE
 
 ROW_OPS = frozenset(("sum", "mean", "amax", "amin"))
 MAX_COLS = 16384      # longest row one program holds (16 warps x 32 lanes x 32 values at most)
 _FLOATS = frozenset(("float16", "bfloat16", "float32", "float64"))
 
-_HELPERS = '''
-
-# NaN wins (torch's amax/amin), an element of the input either way (as reduce's)
-@_jit
-def _nanmax(a, b):
-    return tl.where((a > b) | (a != a), a, b)
-
-
-@_jit
-def _nanmin(a, b):
-    return tl.where((a < b) | (a != a), a, b)
-'''
 
 _REDUCE = {
     "sum": ("0.0", "tl.sum({v}, axis=0)"),
@@ -160,26 +149,8 @@ def generate(expr, in_dtypes, modes, in_0d, interp=False):
                "s": f"in{i}"}[m]
         mask = ", mask=cmask" if m in "rw" else ""
         body.append(f"    x{i} = tl.load({ptr}{mask}{_tf._LOAD_HINT})")
-    iconsts: list = []
-    nf = [0]
-
-    def operand(o, ct):
-        kind, v, dt, _ = o
-        if kind == "in":
-            e = f"x{v}"
-        elif kind == "step":
-            e = f"t{v}"
-        else:
-            if isinstance(v, float):
-                e = f"tl.load(fconst + {nf[0]})"
-                nf[0] += 1
-            else:
-                e = f"k{len(iconsts)}"
-                iconsts.append(e)
-            return e if ct is None else f"({e}).to({_tf.TL[ct.name]})"
-        if ct is None or dt is ct:
-            return e
-        return f"{e}.to({_tf.TL[ct.name]})"
+    const_names: list = []
+    operand = _tf.operand_speller([], [], const_names)
 
     for j, p in enumerate(plan):
         if p[0] != "rowred":
@@ -198,10 +169,10 @@ def generate(expr, in_dtypes, modes, in_0d, interp=False):
             body.append(f"    tl.store(out{k} + base + cols, t{o}, mask=cmask)")
         else:
             body.append(f"    tl.store(out{k} + row, t{o})")
-    params += iconsts
+    params += const_names
     params.append("BLOCK: tl.constexpr")
-    dns = ", ".join(repr(n) for n in ["R", "flip", *iconsts])
-    src = (_tf._PRELUDE + _HELPERS + _tf._TO_BF16[bool(interp)] +
+    dns = ", ".join(repr(n) for n in ["R", "flip", *const_names])
+    src = (_tf._PRELUDE + NAN_COMBINE + _tf._TO_BF16[bool(interp)] +
            f"\n\n@_jit(do_not_specialize=[{dns}])\ndef {name}({', '.join(params)}):\n" +
            "\n".join(body) + "\n")
     return src, name

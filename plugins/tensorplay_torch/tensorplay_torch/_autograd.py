@@ -451,16 +451,9 @@ class _Bridge:
         key = (tuple(lens), tuple(o is None for o in outs))
         marked = self._marked_by_lens.get(key)
         if marked is None:
-            try:
-                with tp.fake.FakeTensorMode():
-                    fv = [self._fake(v) for v in values]
-                    fo = [self._fake(o) for o in outs]
-                    ctx = _ProbeCtx()
-                    _call_setup(self.op, ctx, fv, fo[0] if self.single else tuple(fo))
-                ids = set(getattr(ctx, "marked", ()))
-                marked = tuple(k for k, o in enumerate(self._flatten(fo)[0]) if id(o) in ids)
-            except Exception:  # noqa: BLE001 - any failure on fakes: probe unusable, say nothing
-                marked = ()
+            probe = self._probe_marked(values, outs)
+            marked = () if probe is None else tuple(
+                k for k, o in enumerate(self._flatten(probe[0])[0]) if id(o) in probe[1])
             self._marked_by_lens[key] = marked
         return marked
 
@@ -643,18 +636,25 @@ class _Bridge:
         """Indices of the outputs the pack's setup_context marks non-differentiable (probed once
         per op on TensorPlay fakes with these inputs' metadata)."""
         if self.marked is None:
-            try:
-                with tp.fake.FakeTensorMode():
-                    fv = [self._fake(v) for v in values]
-                    fo = [self._fake(o) for o in outs]
-                    ctx = _ProbeCtx()
-                    _call_setup(self.op, ctx, fv, fo[0] if self.single else tuple(fo))
-                ids = set(getattr(ctx, "marked", ()))
-                self.marked = tuple(i for i, o in enumerate(fo) if id(o) in ids)
-            except Exception:  # noqa: BLE001 - any failure on fakes: probe unusable, say nothing
-                # a setup_context that needs data: nothing marked (outputs then get zero grads)
-                self.marked = ()
+            probe = self._probe_marked(values, outs)
+            self.marked = () if probe is None else tuple(
+                i for i, o in enumerate(probe[0]) if id(o) in probe[1])
         return self.marked
+
+    def _probe_marked(self, values, outs):
+        """``(fake outputs, ids of those the pack's setup_context marks non-differentiable)``,
+        from one run of the setup on TensorPlay fakes of ``values``/``outs``; None when that
+        fails (a setup_context that needs data: nothing is marked then, and the outputs get
+        zero gradients)."""
+        try:
+            with tp.fake.FakeTensorMode():
+                fv = [self._fake(v) for v in values]
+                fo = [self._fake(o) for o in outs]
+                ctx = _ProbeCtx()
+                _call_setup(self.op, ctx, fv, fo[0] if self.single else tuple(fo))
+            return fo, set(getattr(ctx, "marked", ()))
+        except Exception:  # noqa: BLE001 - any failure on fakes: probe unusable, say nothing
+            return None
 
     def _fake(self, v):
         if isinstance(v, torch.Tensor):
