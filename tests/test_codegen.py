@@ -4,6 +4,7 @@ a traceback through generated code shows the generated line (not a blank)."""
 
 from __future__ import annotations
 
+import linecache
 import traceback
 
 import pytest
@@ -57,13 +58,60 @@ def test_autograd_and_compile_frames_show_their_lines():
         assert run and any("op" in line for line in run), frames
 
 
-def test_an_op_defined_again_gets_its_own_file_name():
-    names = []
-    for _ in range(2):
+def test_an_op_defined_again_gets_a_file_name_per_text():
+    # redefined while the first definition is alive (``g`` still holds it): another schema is
+    # another text and gets its own file name; the same schema again is the same text, shared
+    names, texts = [], []
+    for schema in ("(Tensor x) -> Tensor", "(Tensor x, float s=1.0) -> Tensor",
+                   "(Tensor x) -> Tensor"):
         with library.Library("cgtb3", "FRAGMENT") as lib:
-            g = library.define("cgtb3::g(Tensor x) -> Tensor", lib=lib)
+            g = library.define("cgtb3::g" + schema, lib=lib)
             g.register_kernel(None, _raise)
             with pytest.raises(_Boom) as ei:
                 g(tp.ones(1))
-        names += [fn for fn, _ in _frames(ei.value) if fn.startswith("<tensorplay dispatch cgtb3::g")]
-    assert len(names) == 2 and names[0] != names[1], names
+            fn = [fn for fn, _ in _frames(ei.value) if fn.startswith("<tensorplay dispatch cgtb3::g")]
+            names += fn
+            texts += ["".join(linecache.cache[n][2]) for n in fn]
+    assert len(names) == 3 and names[0] != names[1] and texts[0] != texts[1], names
+    assert names[2] in (names[0], "<tensorplay dispatch cgtb3::g>") and texts[2] == texts[0], names
+
+
+def test_recaptures_of_one_graph_share_their_compiled_text():
+    # A value the function reads changes on every call: each call is a cache miss and a new
+    # capture of the same graph (the value is bound by name, never pasted into the text), while
+    # the compile cache keeps the 64 newest graphs alive. Identical generated text is one file
+    # name in tracebacks and in linecache, compiled once: numbering the copies apart made every
+    # capture compile its five functions again, and grew the set of file names (CI on 3.13).
+    scale = [1.0]
+
+    def cg_shared(x):
+        return x * scale[0] + 1
+
+    compiled = tp.compile(cg_shared)
+    x = tp.ones(3)
+    for i in range(200):
+        scale[0] = i + 0.5
+        assert compiled(x).tolist() == [i + 1.5] * 3
+    assert compiled.cache_size == 64 and compiled.captures == 200
+    names = {n for n in linecache.cache
+             if n.startswith("<tensorplay.compile") and ("cg_shared" in n or "chain" in n)}
+    mine = {n for n in names if "cg_shared" in n}
+    # the checked and unchecked runs (same text: one name) and the guards
+    assert 1 <= len(mine) <= 3, sorted(mine)
+
+
+def test_different_text_under_one_name_gets_its_own_file_name():
+    # two live functions of one generator and name whose texts differ: each traceback line
+    # must map to its own text
+    def f(x):
+        return x + 1
+
+    def g(x):
+        return x * 2 - 1
+
+    f.__name__ = g.__name__ = "cg_same_name"
+    cf, cg = tp.compile(f), tp.compile(g)
+    assert cf(tp.ones(2)).tolist() == [2.0, 2.0] and cg(tp.ones(2)).tolist() == [1.0, 1.0]
+    names = {n for n in linecache.cache if n.startswith("<tensorplay.compile cg_same_name")}
+    texts = {"".join(linecache.cache[n][2]) for n in names}
+    assert len(texts) == len(names) >= 2, names

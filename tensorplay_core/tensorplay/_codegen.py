@@ -32,9 +32,11 @@ __all__ = ["function", "literal", "bind", "pyname", "py_names", "call_arg", "key
 
 # RLock: a finalizer (``_release``) may run from the garbage collector while this thread holds it
 _lock = threading.RLock()
-_live: dict = {}      # file name -> serial numbers of its functions alive now (text in linecache)
-# (file name, text) -> code object: the same text generated again (a graph captured anew for
-# each opcheck sample, an op redefined with the same schema) is compiled once; code objects are
+# file name -> {number: [text, functions alive]}: the numbered file names in use, each with the
+# one text it stands for in linecache and how many live functions were generated from it
+_live: dict = {}
+# (file name, text) -> code object: the same text generated again under the same name (a graph
+# captured anew, an op redefined with the same schema) is compiled once; code objects are
 # immutable, each function still gets its own namespace. Bounded, oldest entry dropped first.
 _codes: dict = {}
 _CODES_MAX = 256
@@ -45,23 +47,28 @@ def function(src: str, ns: dict, name: str, filename: str):
     return the function.
 
     ``filename`` names the generator and what the code is for, e.g.
-    ``"<tensorplay dispatch ns::op>"``; a second function generated under the same name while
-    the first is alive (an op redefined, a graph recompiled) gets ``"<... #2>"``, so each
-    traceback line maps to its own text. The text is registered with ``linecache`` under that
-    name for as long as the function lives: it is removed when the function is collected (a
-    closed ``Library``'s ops, graphs evicted from a compile cache, dropped compiled functions
-    leave nothing behind), and its number is given to the next function of that name (CPython
-    keeps every file name it compiled, so numbers only ever growing would leak too). Raises
-    ``SyntaxError`` only on a generator bug (the text is built from identifiers and known
-    literals).
+    ``"<tensorplay dispatch ns::op>"``. Functions generated under one name from the same text
+    share that file name (and the compiled code: a graph recaptured for a new guarded value
+    compiles nothing); one generated from a different text while another is alive (an op
+    redefined with another schema, a graph captured with another body) gets
+    ``"<... #2>"``, so each traceback line maps to its own text. The text is registered with
+    ``linecache`` under that name while a function generated from it lives: it is removed when
+    the last is collected (a closed ``Library``'s ops, graphs evicted from a compile cache,
+    dropped compiled functions leave nothing behind), and its number is given to the next text
+    of that name (CPython keeps every file name it compiled, so numbers only ever growing would
+    leak too). Raises ``SyntaxError`` only on a generator bug (the text is built from
+    identifiers and known literals).
     """
     base = filename
     with _lock:
-        used = _live.setdefault(base, set())
-        n = 1
-        while n in used:
-            n += 1
-        used.add(n)
+        texts = _live.setdefault(base, {})
+        n = next((k for k, v in texts.items() if v[0] == src), None)
+        if n is None:
+            n = 1
+            while n in texts:
+                n += 1
+            texts[n] = [src, 0]
+        texts[n][1] += 1
     if n > 1:
         filename = f"{filename[:-1]} #{n}>" if filename.endswith(">") else f"{filename} #{n}"
     try:
@@ -73,7 +80,8 @@ def function(src: str, ns: dict, name: str, filename: str):
                     _codes.pop(next(iter(_codes)), None)
                 _codes[(filename, src)] = code
         # (size, mtime None: never checked against a file, lines, name), as linecache.lazycache
-        linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+        if filename not in linecache.cache:
+            linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
         exec(code, ns)  # noqa: S102 - identifiers and known literals only (module docstring)
         # taken out of its namespace (no generated text calls itself): without the cycle
         # function -> globals -> function, a dropped function is freed at once, not by the
@@ -87,15 +95,20 @@ def function(src: str, ns: dict, name: str, filename: str):
 
 
 def _release(base: str, n: int, filename: str) -> None:
-    """Generated function number ``n`` of ``base`` is gone: drop its text from ``linecache``
-    and free its number."""
+    """A function generated as number ``n`` of ``base`` is gone: when it was the last one of
+    its text, drop the text from ``linecache`` and free the number."""
     with _lock:
+        texts = _live.get(base)
+        entry = texts.get(n) if texts is not None else None
+        if entry is None:
+            return
+        entry[1] -= 1
+        if entry[1] > 0:
+            return
+        del texts[n]
         linecache.cache.pop(filename, None)
-        used = _live.get(base)
-        if used is not None:
-            used.discard(n)
-            if not used:
-                del _live[base]
+        if not texts:
+            del _live[base]
 
 
 def literal(x):
