@@ -33,8 +33,11 @@ __all__ = ["function", "literal", "bind", "pyname", "py_names", "call_arg", "key
 # RLock: a finalizer (``_release``) may run from the garbage collector while this thread holds it
 _lock = threading.RLock()
 # file name -> {number: [text, functions alive]}: the numbered file names in use, each with the
-# one text it stands for in linecache and how many live functions were generated from it
+# one text it stands for in linecache and how many live functions were generated from it; and
+# (file name, text) -> its number, so finding a text's number never iterates a table that a
+# finalizer (``_release``, run by the garbage collector in this very thread) may change meanwhile
 _live: dict = {}
+_numbers: dict = {}
 # (file name, text) -> code object: the same text generated again under the same name (a graph
 # captured anew, an op redefined with the same schema) is compiled once; code objects are
 # immutable, each function still gets its own namespace. Bounded, oldest entry dropped first.
@@ -62,13 +65,17 @@ def function(src: str, ns: dict, name: str, filename: str):
     base = filename
     with _lock:
         texts = _live.setdefault(base, {})
-        n = next((k for k, v in texts.items() if v[0] == src), None)
+        n = _numbers.get((base, src))
         if n is None:
             n = 1
             while n in texts:
                 n += 1
             texts[n] = [src, 0]
+            _numbers[(base, src)] = n
         texts[n][1] += 1
+        # a finalizer run by an allocation above may have dropped ``base`` when its last other
+        # text went: ``texts`` holds this one now
+        _live[base] = texts
     if n > 1:
         filename = f"{filename[:-1]} #{n}>" if filename.endswith(">") else f"{filename} #{n}"
     try:
@@ -106,6 +113,7 @@ def _release(base: str, n: int, filename: str) -> None:
         if entry[1] > 0:
             return
         del texts[n]
+        _numbers.pop((base, entry[0]), None)
         linecache.cache.pop(filename, None)
         if not texts:
             del _live[base]
