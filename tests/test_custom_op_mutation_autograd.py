@@ -309,3 +309,23 @@ def test_schema_without_a_python_signature_takes_the_same_rule(ns):
     with pytest.raises(RuntimeError, match=rf"^{ns}::gap: trying to backprop through argument "
                                            r"'out'"):
         out.sum().backward()
+
+
+def test_example_pack_triton_op_non_leaf_out_raises_at_backward_in_any_layout(cpu):
+    """The contiguous ``out`` is stored into by the launch, a strided one through a scratch
+    tensor and ``out.copy_``: both are written outside the graph, so backward through ``out``
+    raises naming the op (the strided one got a copy's history with no path to ``x``, ``y``:
+    silently zero gradients)."""
+    from tensorplay_example_ops import triton_ops
+    if not triton_ops.AVAILABLE:
+        pytest.skip(triton_ops.UNAVAILABLE_REASON)
+    op = tp.ops.example.fused_add_mul_relu_out
+    msg = r"^example::fused_add_mul_relu_out: trying to backprop through argument 'out'"
+    for shape, layout in (((4, 2), lambda t: t), ((2, 4), lambda t: t.t())):
+        x = tp.ones(4, 2, requires_grad=True)
+        a = tp.zeros(*shape, requires_grad=True)
+        out = layout(a * 1)
+        op(x, tp.ones(4, 2), 2.0, out)
+        assert out.tolist() == [[4.0, 4.0]] * 4
+        with pytest.raises(RuntimeError, match=msg):
+            out.sum().backward()
