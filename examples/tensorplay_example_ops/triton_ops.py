@@ -175,7 +175,11 @@ if AVAILABLE:
         any other (a transposed view, a column slice) through its strides, via one contiguous
         scratch tensor and ``out.copy_`` (one extra pass). Raises ``ValueError``/``TypeError``
         for wrong shapes or dtypes and ``RuntimeError`` for an ``out`` whose elements share
-        memory (an ``expand``ed tensor), as torch does.
+        memory (an ``expand``ed tensor), as torch does, or, with grad mode on, for an ``out``
+        that is a leaf requiring grad or a view of one (``custom_op``'s rule for written
+        arguments; under ``tensorplay.no_grad()`` it is written). Not differentiable: a
+        non-leaf ``out`` that requires grad (any layout) gets a history whose backward raises
+        naming the op.
         """
         shape, dt = x.shape, x.dtype
         # one combined test on the per-call path; the checks in order (and their messages) only
@@ -194,7 +198,12 @@ if AVAILABLE:
                 y if y.is_contiguous() else y.contiguous(), dst, float(scale), n,
                 BLOCK_SIZE=_BLOCK)
             if dst is not out:
-                out.copy_(dst)
+                # dst came from a launch (no history): a copy recorded under grad would give
+                # out a history with no path to x and y (silently zero gradients); unrecorded,
+                # out is written outside the graph like the contiguous case, and gets the
+                # history whose backward raises naming the op
+                with tensorplay.no_grad():
+                    out.copy_(dst)
 
     # -- softmax_rows ---------------------------------------------------------------------------
 

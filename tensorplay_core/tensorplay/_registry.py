@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Generic, NamedTuple, ParamSpec, TypeVar, overload
 
 from . import _devices
-from .errors import DispatchError
+from .errors import DispatchError, NonFunctionalFormulaError
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -819,15 +819,19 @@ class CustomOpDef(_CallBase, Generic[_P, _R]):
         body (CompositeImplicitAutograd semantics). With ``backward`` omitted it is a decorator
         (directly or as a decorator). Returns ``backward``.
 
-        Raises ``ValueError`` when ``backward`` or ``setup_context`` is not callable,
-        ``setup_context`` takes neither form, or the op mutates its inputs (same
-        rule as torch: a mutating op cannot have a formula).
+        Raises ``ValueError`` when ``backward`` or ``setup_context`` is not callable, or
+        ``setup_context`` takes neither form; ``RuntimeError`` when the op mutates its inputs
+        (same rule and type as torch: a mutating op cannot have a formula; also a
+        ``ValueError``, the type earlier releases raised).
         """
         api = f"register_autograd({self.name!r})"
         check_not_builtin(self, api)
         if self.mutates_args and not self.is_builtin:
-            raise ValueError(f"{api}: an op that mutates its inputs ({', '.join(self.mutates_args)}) "
-                             f"cannot have an autograd formula (same rule as torch.library)")
+            raise NonFunctionalFormulaError(
+                f"{api}: an op that mutates its inputs ({', '.join(self.mutates_args)}) cannot "
+                f"have an autograd formula (same rule as torch.library: the op is not "
+                f"functional). Make a functional op that returns the result instead of writing "
+                f"it, and register the formula on that.")
         if backward is None:
             return lambda fn: self.register_autograd(fn, setup_context=setup_context, _lib=_lib,
                                                      _owner=_owner)

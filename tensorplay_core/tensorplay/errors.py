@@ -8,6 +8,8 @@
     ├── RuntimeError
     │   ├── AlreadyDefinedError    an operator (or a namespace's DEF library) defined twice
     │   │                          (also a ValueError, the type earlier releases raised)
+    │   ├── NonFunctionalFormulaError  register_autograd on an op that mutates its inputs
+    │   │                          (also a ValueError, the type earlier releases raised)
     │   ├── DispatchError          no kernel for a device, mixed devices, ...
     │   ├── OpCheckError           opcheck found failures (carries ``.failures``)
     │   ├── PluginError            a plugin failed to load / conflicts (carries the record)
@@ -30,6 +32,12 @@ class AlreadyDefinedError(RuntimeError, ValueError):
     """An operator, or the DEF library of a namespace, is defined a second time while the first is
     alive (same rule and type as torch.library: ``RuntimeError``). Also a ``ValueError``, the type
     earlier tensorplay releases raised, so existing ``except ValueError`` code keeps working."""
+
+
+class NonFunctionalFormulaError(RuntimeError, ValueError):
+    """``register_autograd`` on an op that mutates its inputs (``mutates_args``, ``Tensor(a!)``):
+    such an op cannot have a formula (same rule and type as torch.library: ``RuntimeError``).
+    Also a ``ValueError``, the type earlier tensorplay releases raised."""
 
 
 class DispatchError(RuntimeError):

@@ -213,6 +213,8 @@ def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None,
       of names: a tuple, list, set, ``{}``, a dict's keys), or ``"unknown"`` (every tensor
       parameter). Eager calls trust it (no per-call check, for speed);
       ``opcheck`` verifies it; ``tensorplay.compile`` treats calls with mutated args as barriers.
+      Such an op cannot have a ``register_autograd`` formula (as in torch); see *Written
+      arguments under autograd* below.
     * ``device_types`` -- ``"cpu"``, ``"cuda"`` (any case), a list of them, or ``None``/empty/
       ``"default"``/``CompositeExplicitAutograd``/``CompositeImplicitAutograd`` for the
       device-agnostic slot: ``fn`` becomes the kernel of each. An advertisement: calls pick from
@@ -236,6 +238,27 @@ def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None,
       parameter; ``fn`` unable to take the op's parameters; ``name``
       already defined by another module (message names both sites) or a built-in.
     * ``TypeError`` -- ``fn`` is not callable; ``device_types`` is not a spelling or an iterable.
+
+    Written arguments under autograd (every op that writes arguments: ``mutates_args``,
+    ``triton_op``, ``Tensor(a!)`` in a ``define``/``Library.define`` schema). A call that
+    writes a tensor bumps its ``_version`` once (as torch's), so a tensor saved for backward and
+    then written makes that backward raise (``RuntimeError``: "one of the variables needed for
+    gradient computation has been modified by an inplace operation"), with grad mode on or off.
+    When grad mode is on and a tensor argument requires grad:
+
+    * a written tensor that is a leaf requiring grad, or a view of one, raises ``RuntimeError``
+      naming the op and the argument before the kernel runs; call the op under
+      ``tensorplay.no_grad()`` to update such a tensor (a parameter), or pass a clone. torch's
+      ``custom_op`` writes it silently (its kernel is opaque to autograd); torch refuses it for
+      every in-place op whose kernel autograd sees (built-ins, ``CompositeImplicitAutograd``).
+      Our op without a formula is one of those (its tensorplay ops record the graph), and before
+      this check it refused or wrote depending on how the kernel wrote the tensor;
+    * a written tensor that requires grad and is not a leaf keeps the history the kernel's own
+      tensorplay ops gave it (``out.copy_(y)``: exact gradients); when the kernel wrote its
+      array instead (``out.native[...] = ...``, a Triton store), its history (its base's, for a
+      view) becomes a node whose backward raises naming the op and the argument. torch keeps
+      the old history there, and the gradient through it is silently wrong;
+    * a written tensor that does not require grad is left so, as in torch.
 
     Typing: the op is a ``CustomOpDef[P, R]`` carrying ``fn``'s parameters and return type, so
     type checkers check calls of the op as calls of ``fn``.
@@ -307,7 +330,9 @@ def triton_op(name, fn=None, /, *, mutates_args, schema=None):
     flagged ``op.is_triton``: ``tensorplay.compile`` keeps it as one opaque node and never traces
     into the launches. Unless ``register_fake`` gives one, its fake kernel is its own body run on
     fake tensors with the launches skipped (the runtime comes from the ``tensorplay-triton``
-    plugin). The kernels must only mutate arguments listed in ``mutates_args``.
+    plugin). The kernels must only mutate arguments listed in ``mutates_args``; written arguments
+    under autograd follow ``custom_op``'s rule (a leaf that requires grad is refused with grad
+    mode on; a non-leaf the launches wrote gets a history whose backward raises).
     """
     def inner(f):
         return _custom_op(name, f, mutates_args=mutates_args, device_types=None, schema=schema,
@@ -387,7 +412,9 @@ def define(qualname: str, schema: str | None = None, *, lib: Library | None = No
 
     ``qualname`` is ``"ns::op"`` with ``schema="(Tensor x) -> Tensor"``, or the full
     ``"ns::op(Tensor x) -> Tensor"`` with ``schema`` omitted. Written
-    arguments (``Tensor(a!)``) become ``op.mutates_args``. The op has no kernel yet: attach them
+    arguments (``Tensor(a!)``) become ``op.mutates_args`` and follow ``custom_op``'s rule for
+    written arguments under autograd (torch's ``Library.define`` ops with a device kernel neither
+    bump the version nor check; ours do, as ``custom_op``'s). The op has no kernel yet: attach them
     with ``impl``, ``register_kernel`` or ``Library(ns, "IMPL").impl``; a call before that raises
     ``DispatchError`` listing what is registered. With ``lib``, closing that library removes the op.
 
@@ -673,7 +700,8 @@ class Library:
         """Define ``<ns>::<name>`` from ``"name(Tensor x) -> Tensor"`` (a name already carrying
         this namespace is accepted) and return the qualified name, as torch does.
         ``alias_analysis`` is accepted for torch compatibility and ignored (aliasing comes from
-        the schema's annotations); ``tags`` are kept on the op.
+        the schema's annotations); ``tags`` are kept on the op. Written arguments
+        (``Tensor(a!)``) follow ``custom_op``'s rule under autograd.
 
         Raises ``ValueError`` on an IMPL library, for another namespace, or a malformed schema
         (``SchemaError``); ``RuntimeError`` when the library is closed. See ``define``.

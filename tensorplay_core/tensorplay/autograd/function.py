@@ -7,6 +7,11 @@ Two ways an op becomes differentiable (same model as torch.library):
   ``FunctionNode`` is recorded;
 * no formula (CompositeImplicitAutograd): the kernel runs with grad mode on, so the tensorplay
   ops inside it record the graph themselves.
+
+A custom op that writes arguments (``Tensor(a!)``; it has no formula) is the second kind, with
+the rule of in-place ops at its boundary (``check_written_args``, ``rebase_written_args``): a
+written leaf that requires grad is refused before the kernel runs, and a written tensor whose
+history the kernel left as it was (it wrote the array) gets a node whose backward raises.
 """
 
 from __future__ import annotations
@@ -90,10 +95,13 @@ class FunctionCtx:
                 return saved
         for i, (t, v) in enumerate(zip(saved, self._saved_versions)):
             if t is not None and t._version != v:
+                # torch's words first (users search for them), then which tensor and the fix
                 raise RuntimeError(
-                    f"autograd ({self._op_name}): one of the tensors saved for backward (index "
-                    f"{i}, shape {tuple(t.shape)}) was modified by an in-place operation after it "
-                    f"was saved (version {v} -> {t._version}). Clone it before modifying it.")
+                    f"autograd ({self._op_name}): one of the variables needed for gradient "
+                    f"computation has been modified by an inplace operation: the tensor saved "
+                    f"for backward at index {i} (shape {tuple(t.shape)}) is at version "
+                    f"{t._version}; expected version {v} instead (it was modified by an in-place "
+                    f"operation after it was saved). Clone it before modifying it.")
         return self._saved
 
     def mark_non_differentiable(self, *tensors):
@@ -507,6 +515,7 @@ def make_op_autograd(op):
         return fast
     backward = info.backward
     names = op.param_names
+    written = () if op.is_builtin else written_params(op)
 
     def autograd_entry(*args, **kwargs):
         tensors = _dispatch.flat_tensors(args, kwargs)
@@ -517,6 +526,14 @@ def make_op_autograd(op):
             if backward is None and op.is_builtin:
                 with _gm.no_grad():
                     return op.entry(bkey)(*args, **kwargs)
+            if written and _gm._state.enabled:
+                # a custom op that writes arguments (as in the generated entry)
+                values = list(args) + [kwargs.get(n, None) for n in names[len(args):]]
+                pend = check_written_args(op.name, written, [values[i] for i, _, _ in written])
+                out = op.entry(bkey)(*args, **kwargs)
+                if pend:
+                    rebase_written_args(op.name, pend, values)
+                return no_formula_outputs(op.name, out, values)
             out = op.entry(bkey)(*args, **kwargs)
             if backward is None:
                 return no_formula_outputs(op.name, out, list(args) + list(kwargs.values()))
@@ -635,6 +652,98 @@ def no_formula_outputs(op_name, out, values):
     return out
 
 
+class WrittenNoFormulaBackward(NoFormulaBackward):
+    """History given to an argument that a custom op writes (``Tensor(a!)``) when its kernel
+    wrote it outside the autograd graph (through its array, a kernel launch) while it required
+    grad: the tensor's old history no longer describes its value and a mutating op has no
+    formula, so backward through it raises naming the op and the argument (never a silently
+    wrong gradient). Its edges keep the inputs' and the old history's nodes in the graph."""
+
+    __slots__ = ("arg_name",)
+
+    def __init__(self, op_name, arg_name, edges, out_meta):
+        super().__init__(op_name, edges, out_meta)
+        self.arg_name = arg_name
+        self.name = f"{op_name}WrittenNotDifferentiable"
+
+    def apply(self, grads):
+        raise RuntimeError(
+            f"{self.op_name}: trying to backprop through argument '{self.arg_name}', which the op "
+            f"wrote (mutates_args) outside the autograd graph: its kernel writes the tensor's "
+            f"array (or launches a kernel into it) and an op that mutates its arguments cannot "
+            f"have a backward formula, so the gradient of the new value is unknown. Write the "
+            f"value with tensorplay ops inside the kernel (out.copy_(result)); or make a "
+            f"functional op that returns the result and register_autograd on it; or pass a "
+            f"tensor that does not require grad (out.detach()) if no gradient should flow.")
+
+
+def written_params(op) -> tuple:
+    """``(index, name, kind)`` of every tensor parameter that custom op ``op`` writes (alias
+    ``!`` in its schema: ``mutates_args``, ``Tensor(a!)``); empty for ops that write nothing."""
+    from .. import _dispatch
+    kinds = (_dispatch._KIND_TENSOR, _dispatch._KIND_OPT, _dispatch._KIND_LIST)
+    return tuple((i, a.name, a.kind) for i, a in enumerate(op.schema.arguments)
+                 if a.is_write and a.kind in kinds)
+
+
+def check_written_args(op_name, written, values) -> list:
+    """Before the kernel of a custom op that writes arguments runs with grad mode on.
+
+    ``written``: ``written_params(op)``; ``values``: the written arguments' values, in that
+    order. Raises ``RuntimeError`` naming the op and the argument when one is a leaf tensor that
+    requires grad or a view of one: autograd cannot record a write into a leaf (the rule of
+    torch's in-place ops). Returns ``[(tensor, name, history_root, grad_fn)]`` for the written
+    tensors that require grad (``history_root``: the view's base, or the tensor itself), for
+    ``rebase_written_args`` to compare after the kernel.
+    """
+    pending = []
+    for (_, name, kind), v in zip(written, values):
+        if v is None:
+            continue
+        items = tuple(enumerate(v)) if kind == "tensor_list" else ((None, v),)
+        for j, t in items:
+            if t is None:
+                continue
+            where = f"argument '{name}'" if j is None else f"argument '{name}' (element {j})"
+            base = t.view_base
+            if t.needs_grad and t.grad_fn is None:
+                raise RuntimeError(
+                    f"{op_name}: {where} is a leaf tensor that requires grad, and the op writes "
+                    f"it (mutates_args): autograd cannot record a write into a leaf (a leaf "
+                    f"Variable that requires grad is being used in an in-place operation). Call "
+                    f"the op inside `with tensorplay.no_grad():` to update the tensor itself (a "
+                    f"parameter), or pass a copy (out = out.clone()) or a tensor that does not "
+                    f"require grad.")
+            if base is not None and base.needs_grad and base.grad_fn is None:
+                raise RuntimeError(
+                    f"{op_name}: {where} is a view of a leaf tensor that requires grad, and the "
+                    f"op writes it (mutates_args): autograd cannot record a write into a leaf. "
+                    f"Clone the leaf first (y = x.clone()) and pass a view of the clone, or call "
+                    f"the op inside `with tensorplay.no_grad():`.")
+            if t.needs_grad:
+                root = base if base is not None and base.needs_grad else t
+                pending.append((t, name, root, root.grad_fn))
+    return pending
+
+
+def rebase_written_args(op_name, pending, values) -> None:
+    """After the kernel: each written tensor of ``pending`` (``check_written_args``) whose
+    history the kernel left as it was (it wrote the array, not through tensorplay ops, which
+    record their own history) gets a ``WrittenNoFormulaBackward`` node -- on its base when it
+    is a view (the view's history is regenerated from the base's, as after any in-place write).
+    ``values``: every argument of the call (the node's edges)."""
+    from .. import _dispatch
+    for t, name, root, before in pending:
+        if root.grad_fn is not before:
+            continue      # the kernel's own tensorplay ops rebased it (or an earlier argument did)
+        edges = [edge_of(x) for x in _dispatch.flat_tensors(values)]
+        if root is not t:
+            edges.append(edge_of(root))
+        node = WrittenNoFormulaBackward(op_name, name, tuple(edges),
+                                        ((root.raw_shape, root.raw_dtype, root.raw_device),))
+        set_history(root, node, 0)
+
+
 def _record(info, values, out):
     """The one recording step of an op's autograd entry, after its kernel ran below autograd on
     the inputs ``values`` (a tuple): make the ctx, run ``info.setup``, attach the node."""
@@ -700,8 +809,38 @@ def _generated_entry(op, info):
         else:
             # CompositeImplicitAutograd: the body's own ops record the graph. An output without
             # history (the kernel left the graph) gets a node that raises in backward.
-            lines += [f"    __out = __kern({call_s})",
-                      "    if __out.__class__ is __T and __out.needs_grad:",
+            written = written_params(op)
+            if written:
+                # an op that writes arguments (its only autograd path: such ops have no
+                # formula), with grad on: refuse a written leaf before the kernel runs, rebase
+                # the history of a written tensor the kernel wrote outside the graph after it.
+                # Only here, where an input requires grad: calls without one never come here.
+                wvals = "(" + "".join(f"{names[i]}, " for i, _, _ in written) + ")"
+                # two slot reads only for the common call (the written tensor is a plain
+                # tensor without grad, another input requires grad; the grad flag, a
+                # thread-local, is read after them): a written tensor that needs grad or is a
+                # view (of what might be a leaf) takes the checks
+                conds = []
+                for i, _, kind in written:
+                    n = names[i]
+                    if kind == _dispatch._KIND_TENSOR:
+                        conds.append(f"{n}.needs_grad or {n}.view_base is not None")
+                    elif kind == _dispatch._KIND_OPT:
+                        conds.append(f"{n} is not None and ({n}.needs_grad or "
+                                     f"{n}.view_base is not None)")
+                    else:
+                        conds.append("True")
+                lines += [f"    if ({' or '.join(conds)}) and __en.enabled:",
+                          f"        __pend = __chkw(__opname, __written, {wvals})",
+                          f"        __out = __kern({call_s})",
+                          f"        if __pend: __rebw(__opname, __pend, {vals})",
+                          "    else:",
+                          f"        __out = __kern({call_s})"]
+                ns.update(__chkw=check_written_args, __rebw=rebase_written_args,
+                          __written=written)
+            else:
+                lines += [f"    __out = __kern({call_s})"]
+            lines += ["    if __out.__class__ is __T and __out.needs_grad:",
                       "        return __out",
                       f"    return __nf(__opname, __out, {vals})"]
     else:
