@@ -175,11 +175,10 @@ if AVAILABLE:
         any other (a transposed view, a column slice) through its strides, via one contiguous
         scratch tensor and ``out.copy_`` (one extra pass). Raises ``ValueError``/``TypeError``
         for wrong shapes or dtypes and ``RuntimeError`` for an ``out`` whose elements share
-        memory (an ``expand``ed tensor), as torch does, or, with grad mode on, for an ``out``
-        that is a leaf requiring grad or a view of one (``custom_op``'s rule for written
-        arguments; under ``tensorplay.no_grad()`` it is written). Not differentiable: a
-        non-leaf ``out`` that requires grad (any layout) gets a history whose backward raises
-        naming the op.
+        memory (an ``expand``ed tensor), as torch does. An ``out`` that is a leaf requiring grad
+        (or a view of one) is written and stays a leaf (``custom_op``'s rule for written
+        arguments, same as torch.library.custom_op). Not differentiable: a non-leaf ``out`` that
+        requires grad (any layout) gets a history whose backward raises naming the op.
         """
         shape, dt = x.shape, x.dtype
         # one combined test on the per-call path; the checks in order (and their messages) only

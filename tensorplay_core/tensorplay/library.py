@@ -246,13 +246,10 @@ def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None,
     gradient computation has been modified by an inplace operation"), with grad mode on or off.
     When grad mode is on and a tensor argument requires grad:
 
-    * a written tensor that is a leaf requiring grad, or a view of one, raises ``RuntimeError``
-      naming the op and the argument before the kernel runs; call the op under
-      ``tensorplay.no_grad()`` to update such a tensor (a parameter), or pass a clone. torch's
-      ``custom_op`` writes it silently (its kernel is opaque to autograd); torch refuses it for
-      every in-place op whose kernel autograd sees (built-ins, ``CompositeImplicitAutograd``).
-      Our op without a formula is one of those (its tensorplay ops record the graph), and before
-      this check it refused or wrote depending on how the kernel wrote the tensor;
+    * a written tensor that is a leaf requiring grad, or a view of one, is written as torch's
+      ``custom_op`` writes it: no error, the kernel runs with grad mode off (its own in-place
+      tensorplay ops are not recorded), the leaf stays a leaf and its version is bumped (same as
+      torch.library.custom_op, whose kernels run below autograd);
     * a written tensor that requires grad and is not a leaf keeps the history the kernel's own
       tensorplay ops gave it (``out.copy_(y)``: exact gradients); when the kernel wrote its
       array instead (``out.native[...] = ...``, a Triton store), its history (its base's, for a
@@ -331,8 +328,8 @@ def triton_op(name, fn=None, /, *, mutates_args, schema=None):
     into the launches. Unless ``register_fake`` gives one, its fake kernel is its own body run on
     fake tensors with the launches skipped (the runtime comes from the ``tensorplay-triton``
     plugin). The kernels must only mutate arguments listed in ``mutates_args``; written arguments
-    under autograd follow ``custom_op``'s rule (a leaf that requires grad is refused with grad
-    mode on; a non-leaf the launches wrote gets a history whose backward raises).
+    under autograd follow ``custom_op``'s rule (a leaf that requires grad is written as torch
+    writes it; a non-leaf the launches wrote gets a history whose backward raises).
     """
     def inner(f):
         return _custom_op(name, f, mutates_args=mutates_args, device_types=None, schema=schema,

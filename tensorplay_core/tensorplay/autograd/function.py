@@ -9,8 +9,8 @@ Two ways an op becomes differentiable (same model as torch.library):
   ops inside it record the graph themselves.
 
 A custom op that writes arguments (``Tensor(a!)``; it has no formula) is the second kind, with
-the rule of in-place ops at its boundary (``check_written_args``, ``rebase_written_args``): a
-written leaf that requires grad is refused before the kernel runs, and a written tensor whose
+``check_written_args`` and ``rebase_written_args`` at its boundary: a written leaf is written as
+torch.library's custom ops write it (version bumped, no error), and a written non-leaf whose
 history the kernel left as it was (it wrote the array) gets a node whose backward raises.
 """
 
@@ -529,8 +529,13 @@ def make_op_autograd(op):
             if written and _gm._state.enabled:
                 # a custom op that writes arguments (as in the generated entry)
                 values = list(args) + [kwargs.get(n, None) for n in names[len(args):]]
-                pend = check_written_args(op.name, written, [values[i] for i, _, _ in written])
-                out = op.entry(bkey)(*args, **kwargs)
+                pend, leaf = check_written_args(op.name, written,
+                                                [values[i] for i, _, _ in written])
+                if leaf:
+                    with _gm.no_grad():
+                        out = op.entry(bkey)(*args, **kwargs)
+                else:
+                    out = op.entry(bkey)(*args, **kwargs)
                 if pend:
                     rebase_written_args(op.name, pend, values)
                 return no_formula_outputs(op.name, out, values)
@@ -690,40 +695,36 @@ def check_written_args(op_name, written, values) -> list:
     """Before the kernel of a custom op that writes arguments runs with grad mode on.
 
     ``written``: ``written_params(op)``; ``values``: the written arguments' values, in that
-    order. Raises ``RuntimeError`` naming the op and the argument when one is a leaf tensor that
-    requires grad or a view of one: autograd cannot record a write into a leaf (the rule of
-    torch's in-place ops). Returns ``[(tensor, name, history_root, grad_fn)]`` for the written
-    tensors that require grad (``history_root``: the view's base, or the tensor itself), for
-    ``rebase_written_args`` to compare after the kernel.
+    order. A leaf tensor that requires grad, or a view of one, is written without error, as
+    torch.library's custom ops write it (its version is bumped, so a saved copy of it fails
+    backward), and the kernel must then run with grad mode off. Returns ``(pending, leaf)``:
+    ``pending`` is ``[(tensor, name, history_root, grad_fn)]`` for the written non-leaf tensors
+    that require grad (``history_root``: the view's base, or the tensor itself), for
+    ``rebase_written_args`` to compare after the kernel; ``leaf`` is True when a written tensor
+    is a leaf that requires grad or a view of one (run the kernel under ``no_grad``).
     """
     pending = []
+    leaf = False
     for (_, name, kind), v in zip(written, values):
         if v is None:
             continue
-        items = tuple(enumerate(v)) if kind == "tensor_list" else ((None, v),)
-        for j, t in items:
+        for t in (v if kind == "tensor_list" else (v,)):
             if t is None:
                 continue
-            where = f"argument '{name}'" if j is None else f"argument '{name}' (element {j})"
             base = t.view_base
-            if t.needs_grad and t.grad_fn is None:
-                raise RuntimeError(
-                    f"{op_name}: {where} is a leaf tensor that requires grad, and the op writes "
-                    f"it (mutates_args): autograd cannot record a write into a leaf (a leaf "
-                    f"Variable that requires grad is being used in an in-place operation). Call "
-                    f"the op inside `with tensorplay.no_grad():` to update the tensor itself (a "
-                    f"parameter), or pass a copy (out = out.clone()) or a tensor that does not "
-                    f"require grad.")
-            if base is not None and base.needs_grad and base.grad_fn is None:
-                raise RuntimeError(
-                    f"{op_name}: {where} is a view of a leaf tensor that requires grad, and the "
-                    f"op writes it (mutates_args): autograd cannot record a write into a leaf. "
-                    f"Clone the leaf first (y = x.clone()) and pass a view of the clone, or call "
-                    f"the op inside `with tensorplay.no_grad():`.")
+            # a leaf that requires grad (or a view of one) is written as torch.library's
+            # custom ops write it: no error, its version bumped (a tensor saved for backward
+            # then fails backward); it has no history to become stale. The kernel then runs
+            # with grad off, as torch's runs below autograd: its own in-place tensorplay ops
+            # would otherwise refuse the leaf (torch.library's custom ops never record them)
+            if t.needs_grad and t.grad_fn is None or \
+                    base is not None and base.needs_grad and base.grad_fn is None:
+                leaf = True
+                continue
             if t.needs_grad:
                 root = base if base is not None and base.needs_grad else t
                 pending.append((t, name, root, root.grad_fn))
-    return pending
+    return pending, leaf
 
 
 def rebase_written_args(op_name, pending, values) -> None:
@@ -812,7 +813,7 @@ def _generated_entry(op, info):
             written = written_params(op)
             if written:
                 # an op that writes arguments (its only autograd path: such ops have no
-                # formula), with grad on: refuse a written leaf before the kernel runs, rebase
+                # formula), with grad on: a written leaf runs the kernel with grad off, rebase
                 # the history of a written tensor the kernel wrote outside the graph after it.
                 # Only here, where an input requires grad: calls without one never come here.
                 wvals = "(" + "".join(f"{names[i]}, " for i, _, _ in written) + ")"
@@ -831,12 +832,16 @@ def _generated_entry(op, info):
                     else:
                         conds.append("True")
                 lines += [f"    if ({' or '.join(conds)}) and __en.enabled:",
-                          f"        __pend = __chkw(__opname, __written, {wvals})",
-                          f"        __out = __kern({call_s})",
+                          f"        __pend, __leaf = __chkw(__opname, __written, {wvals})",
+                          "        if __leaf:",
+                          "            with __nog():",
+                          f"                __out = __kern({call_s})",
+                          "        else:",
+                          f"            __out = __kern({call_s})",
                           f"        if __pend: __rebw(__opname, __pend, {vals})",
                           "    else:",
                           f"        __out = __kern({call_s})"]
-                ns.update(__chkw=check_written_args, __rebw=rebase_written_args,
+                ns.update(__chkw=check_written_args, __rebw=rebase_written_args, __nog=_gm.no_grad,
                           __written=written)
             else:
                 lines += [f"    __out = __kern({call_s})"]
