@@ -115,3 +115,56 @@ def test_different_text_under_one_name_gets_its_own_file_name():
     names = {n for n in linecache.cache if n.startswith("<tensorplay.compile cg_same_name")}
     texts = {"".join(linecache.cache[n][2]) for n in names}
     assert len(texts) == len(names) >= 2, names
+
+
+def test_generating_while_the_collector_frees_generated_functions():
+    # Evicted graphs are freed by the cyclic collector, which runs inside any allocation --
+    # including those made while a new function is being generated: their functions'
+    # finalizers then run in the middle of the generator's bookkeeping. A collection at nearly
+    # every allocation makes that happen on every capture.
+    import gc
+
+    scale = [1.0]
+
+    def cg_collected(x):
+        return x * scale[0] - 1
+
+    compiled = tp.compile(cg_collected)
+    x = tp.ones(2)
+    old = gc.get_threshold()
+    gc.set_threshold(1, 1, 1)
+    try:
+        for i in range(150):
+            scale[0] = i + 0.5
+            assert compiled(x).tolist() == [i - 0.5] * 2
+    finally:
+        gc.set_threshold(*old)
+    del compiled
+    gc.collect()
+    left = [n for n in linecache.cache if "cg_collected" in n]
+    assert not left, left
+
+
+def test_library_churn_under_frequent_collections():
+    # ops defined and closed while the collector frees the previous ones' functions (the
+    # stress test's library threads met a finalizer changing the tables mid-bookkeeping)
+    import gc
+
+    from tensorplay.library import Library
+
+    x = tp.ones(2)
+    old = gc.get_threshold()
+    gc.set_threshold(1, 1, 1)
+    try:
+        for i in range(400):
+            with Library("cgchurn", "DEF") as lib:
+                lib.define("h(Tensor x) -> Tensor")
+                lib.impl("h", lambda x: x + 1, "CompositeExplicitAutograd")
+                assert tp.ops.cgchurn.h(x).tolist() == [2.0, 2.0]
+                g = tp.compile(lambda x: tp.ops.cgchurn.h(x) * 2)
+                assert g(x).tolist() == [4.0, 4.0]
+    finally:
+        gc.set_threshold(*old)
+    del g
+    gc.collect()
+    assert not [n for n in linecache.cache if "cgchurn" in n]

@@ -20,6 +20,8 @@ signature and of a call (``py_names``, ``signature``, ``call_arg``, ``values``).
 from __future__ import annotations
 
 import builtins
+import collections
+import contextlib
 import keyword
 import linecache
 import threading
@@ -30,12 +32,18 @@ from ._schema import NO_DEFAULT
 __all__ = ["function", "literal", "bind", "pyname", "py_names", "call_arg", "keyword_arg",
            "signature", "has_default_gap", "values", "indent"]
 
-# RLock: a finalizer (``_release``) may run from the garbage collector while this thread holds it
+# The tables below change only under ``_lock``. A function's finalizer (``_release``) runs when
+# the garbage collector frees it -- in any thread, and at any allocation or loop turn, including
+# inside this module's own bookkeeping (``_busy`` > 0, in the thread holding the lock): it only
+# queues the release (``_pending``), and the bookkeeping applies the queue when it is done, so
+# no table changes under code that is reading it. Reentrant (RLock): code run by the collector
+# there (a user's ``__del__``) may itself generate a function.
 _lock = threading.RLock()
+_busy = 0
+_pending: collections.deque = collections.deque()
 # file name -> {number: [text, functions alive]}: the numbered file names in use, each with the
 # one text it stands for in linecache and how many live functions were generated from it; and
-# (file name, text) -> its number, so finding a text's number never iterates a table that a
-# finalizer (``_release``, run by the garbage collector in this very thread) may change meanwhile
+# (file name, text) -> its number
 _live: dict = {}
 _numbers: dict = {}
 # (file name, text) -> code object: the same text generated again under the same name (a graph
@@ -63,8 +71,10 @@ def function(src: str, ns: dict, name: str, filename: str):
     identifiers and known literals).
     """
     base = filename
-    with _lock:
-        texts = _live.setdefault(base, {})
+    with _tables():
+        texts = _live.get(base)
+        if texts is None:
+            texts = _live[base] = {}
         n = _numbers.get((base, src))
         if n is None:
             n = 1
@@ -73,16 +83,13 @@ def function(src: str, ns: dict, name: str, filename: str):
             texts[n] = [src, 0]
             _numbers[(base, src)] = n
         texts[n][1] += 1
-        # a finalizer run by an allocation above may have dropped ``base`` when its last other
-        # text went: ``texts`` holds this one now
-        _live[base] = texts
     if n > 1:
         filename = f"{filename[:-1]} #{n}>" if filename.endswith(">") else f"{filename} #{n}"
     try:
         code = _codes.get((filename, src))
         if code is None:
             code = builtins.compile(src, filename, "exec")
-            with _lock:
+            with _tables():
                 if len(_codes) >= _CODES_MAX:
                     _codes.pop(next(iter(_codes)), None)
                 _codes[(filename, src)] = code
@@ -98,20 +105,56 @@ def function(src: str, ns: dict, name: str, filename: str):
     except BaseException:
         _release(base, n, filename)
         raise
+    _drain()
     return fn
 
 
-def _release(base: str, n: int, filename: str) -> None:
-    """A function generated as number ``n`` of ``base`` is gone: when it was the last one of
-    its text, drop the text from ``linecache`` and free the number."""
+@contextlib.contextmanager
+def _tables():
+    """The bookkeeping of the tables: under the lock, releases queued meanwhile applied at the
+    end."""
+    global _busy
     with _lock:
+        _busy += 1
+        try:
+            yield
+            _apply_pending()
+        finally:
+            _busy -= 1
+
+
+def _release(base: str, n: int, filename: str) -> None:
+    """A function generated as number ``n`` of ``base`` is gone (its finalizer): queue the
+    release; apply the queue unless bookkeeping is under way (it applies it when done)."""
+    _pending.append((base, n, filename))
+    _drain()
+
+
+def _drain() -> None:
+    """Apply the queued releases if no bookkeeping is under way here or in another thread (a
+    thread holding the lock applies them before it lets go)."""
+    while _pending and _lock.acquire(blocking=False):
+        try:
+            if _busy:
+                return
+            with _tables():
+                pass
+        finally:
+            _lock.release()
+
+
+def _apply_pending() -> None:
+    """In ``_tables()``: apply the queued releases. When the function released was the last
+    one of its text, drop the text from ``linecache`` and free its number."""
+    while _pending:
+        base, n, filename = _pending.popleft()
         texts = _live.get(base)
         entry = texts.get(n) if texts is not None else None
         if entry is None:
-            return
+            continue
         entry[1] -= 1
         if entry[1] > 0:
-            return
+            continue
         del texts[n]
         _numbers.pop((base, entry[0]), None)
         linecache.cache.pop(filename, None)
