@@ -242,6 +242,47 @@ def test_mark_dirty_view_as_second_argument():
     assert s.grad.tolist() == [6.0, 9.0]
 
 
+class _AddIntoFirst(Function):
+    """``dst += 3 * src`` in place, ``dst`` first and marked dirty."""
+
+    @staticmethod
+    def forward(ctx, dst, src):
+        dst.add_(src * 3)
+        ctx.mark_dirty(dst)
+        return dst
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, g * 3
+
+
+def test_mark_dirty_buffer_without_grad_gets_history():
+    s = tensorplay.ones(2, requires_grad=True)
+    buf = tensorplay.zeros(2)
+    r = _AddIntoFirst.apply(buf, s)
+    assert r is buf and buf.requires_grad and buf.grad_fn is not None
+    (buf * tensorplay.tensor([1.0, 2.0])).sum().backward()
+    assert s.grad.tolist() == [3.0, 6.0]
+
+
+def test_mark_dirty_view_of_a_base_without_grad():
+    s = tensorplay.ones(2, requires_grad=True)
+    base = tensorplay.zeros(4)
+    _AddIntoFirst.apply(base[1:3], s)
+    assert base.requires_grad and "CopySlices" in repr(base.grad_fn)
+    (base * tensorplay.tensor([1.0, 2.0, 3.0, 4.0])).sum().backward()
+    assert s.grad.tolist() == [6.0, 9.0]
+
+
+def test_mark_dirty_view_other_views_see_the_write():
+    x = tensorplay.ones(4, requires_grad=True)
+    base = x.clone()
+    v, w = base[0:2], base[1:3]
+    _AddIntoFirst.apply(v, tensorplay.ones(2))
+    (w * tensorplay.tensor([5.0, 7.0])).sum().backward()
+    assert x.grad.tolist() == [0.0, 5.0, 7.0, 0.0]
+
+
 def test_mark_dirty_view_with_two_outputs_is_refused():
     class Two(Function):
         @staticmethod
