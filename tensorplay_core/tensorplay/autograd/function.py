@@ -1182,16 +1182,17 @@ class Function:
         for t in dirty:
             check_inplace(f"{cls.__name__}.apply", t)
         out = _alias_returned_inputs(out, args, Tensor, dirty)
-        before = [t.grad_fn for t in dirty]
+        before = [t.grad_fn for t in dirty] if dirty else None
         name = info.name
         out = attach(name, _count_checked(
             info.backward, len(args),
             lambda n, got: f"function {name} returned an incorrect number of gradients "
                            f"(expected {n}, got {got})"), ctx, args, out, Tensor, se,
                      node_cls=info.node)
-        for t, fn in zip(dirty, before):
-            if t.view_base is not None and t.grad_fn is not fn:   # the node now its history
-                _rebase_dirty_view(cls.__name__, t, args, se[0], out, Tensor)
+        if dirty:
+            for t, fn in zip(dirty, before):
+                if t.view_base is not None and t.grad_fn is not fn:   # the node: its history
+                    _rebase_dirty_view(cls.__name__, t, args, se[0], out, Tensor)
         return out
 
 
