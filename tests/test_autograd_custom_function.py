@@ -48,8 +48,8 @@ def test_needs_input_grad_is_set_before_a_combined_forward():
 
 class _Scale(Function):
     @staticmethod
-    def forward(x, scale=2.0, *, shift=0.0):   # (torch: only without `shift`, see below)
-        return x * scale + shift
+    def forward(x, scale=2.0):
+        return x * scale
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -59,6 +59,12 @@ class _Scale(Function):
     @staticmethod
     def backward(ctx, g):
         return g * ctx.scale, None
+
+
+class _ScaleShift(_Scale):
+    @staticmethod
+    def forward(x, scale=2.0, *, shift=0.0):
+        return x * scale + shift
 
 
 def test_setup_context_gets_defaults_bound():
@@ -82,7 +88,7 @@ def test_setup_context_forward_keyword_only_argument_is_passed():
     # then passes the keywords again); tensorplay hands keyword-only arguments to forward as
     # keywords and setup_context's inputs hold the positional ones
     x = tensorplay.ones(2, requires_grad=True)
-    y = _Scale.apply(x, shift=1.0)
+    y = _ScaleShift.apply(x, shift=1.0)
     assert y.tolist() == [3.0, 3.0]
     y.sum().backward()
     assert x.grad.tolist() == [2.0, 2.0]
@@ -469,3 +475,68 @@ def test_index_add_inplace_on_a_leaf_that_requires_grad_is_refused():
     w = tensorplay.ones(3, requires_grad=True)
     with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
         w.index_add_(0, tensorplay.tensor([0]), tensorplay.ones(1))
+
+
+# -- vjp (the page's "backward (or vjp)") and save_for_backward's argument check ----------------
+
+def test_vjp_instead_of_backward():
+    class V(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def vjp(ctx, g):
+            return g * 2
+
+    x = tensorplay.ones(2, requires_grad=True)
+    V.apply(x).sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0]
+
+
+def test_vjp_and_backward_both_refused():
+    class Both(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+        @staticmethod
+        def vjp(ctx, g):
+            return g * 2
+
+    x = tensorplay.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="Implementing both 'backward' and 'vjp'"):
+        Both.apply(x).sum().backward()
+
+
+def test_neither_vjp_nor_backward():
+    class NoBw(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+    x = tensorplay.ones(2, requires_grad=True)
+    y = NoBw.apply(x)
+    with pytest.raises(NotImplementedError, match="implement either the backward or vjp"):
+        y.sum().backward()
+
+
+@pytest.mark.parametrize("saved", [(3,), ("x", 3), (1, 2, 3)], ids=["one", "two", "three"])
+def test_save_for_backward_of_a_non_tensor_is_a_type_error(saved):
+    class S(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(*[x if s == "x" else s for s in saved])
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    with pytest.raises(TypeError, match="save_for_backward can only save variables, but "
+                                        "argument [0-9] is of type int"):
+        S.apply(tensorplay.ones(2, requires_grad=True))

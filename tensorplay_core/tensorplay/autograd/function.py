@@ -50,18 +50,30 @@ class FunctionCtx:
 
     def save_for_backward(self, *tensors):
         """Keep ``tensors`` (or None) for ``backward``; their versions are recorded so that an
-        in-place change before backward is reported by ``saved_tensors``."""
+        in-place change before backward is reported by ``saved_tensors``. ``TypeError`` for
+        anything else (torch's words; store other values as attributes of ``ctx``)."""
         self._saved = tensors
         n = len(tensors)
-        if n == 2:   # the common counts without a generator (recorded on every op call)
-            a, b = tensors
-            self._saved_versions = (a._version if a is not None else None,
-                                    b._version if b is not None else None)
-        elif n == 1:
-            a = tensors[0]
-            self._saved_versions = (a._version if a is not None else None,)
-        else:
-            self._saved_versions = tuple(t._version if t is not None else None for t in tensors)
+        try:
+            if n == 2:   # the common counts without a generator (recorded on every op call)
+                a, b = tensors
+                self._saved_versions = (a._version if a is not None else None,
+                                        b._version if b is not None else None)
+            elif n == 1:
+                a = tensors[0]
+                self._saved_versions = (a._version if a is not None else None,)
+            else:
+                self._saved_versions = tuple(t._version if t is not None else None
+                                             for t in tensors)
+        except AttributeError:   # something without a version (free unless raised)
+            for i, t in enumerate(tensors):
+                if t is not None and not isinstance(t, TensorBase):
+                    self._saved = ()
+                    raise TypeError(
+                        f"save_for_backward can only save variables, but argument {i} is of "
+                        f"type {type(t).__name__} (store other values as attributes of ctx)"
+                    ) from None
+            raise
 
     _released = False   # set by release() (class default: no per-ctx cost on the hot path)
 
@@ -1104,8 +1116,12 @@ class Function:
     """Custom differentiable function (same surface as ``torch.autograd.Function``).
 
     Subclass with ``forward(ctx, *args)`` (or ``forward(*args)`` + ``setup_context(ctx, inputs,
-    output)``) and ``backward(ctx, *grads)``; call ``YourFn.apply(*args)``. ``backward`` returns
-    one gradient per forward argument (``None`` where there is none).
+    output)``) and ``backward(ctx, *grads)`` (or, torch's other name, ``vjp``: one of the two,
+    ``RuntimeError`` for both); call ``YourFn.apply(*args)``. ``backward`` gets one gradient per
+    output and returns one per forward argument (``None`` where there is none; extra trailing
+    Nones are allowed). Decorate a ``backward`` that does not support double backward with
+    ``once_differentiable``. Checked against torch's documented examples in
+    ``tests/test_torch_autograd_function_docs.py``.
     """
 
     @staticmethod
@@ -1113,10 +1129,13 @@ class Function:
         raise NotImplementedError("autograd.Function subclasses must implement forward")
 
     @staticmethod
-    def backward(ctx, *grads):  # pragma: no cover - abstract
-        raise NotImplementedError("autograd.Function subclasses must implement backward")
+    def backward(ctx, *grads):
+        raise NotImplementedError(
+            "You must implement either the backward or vjp method for your custom "
+            "autograd.Function to use it with backward mode AD.")
 
     setup_context = None
+    vjp = None   # torch's other name for backward: a subclass defines one of the two
 
     @classmethod
     def _autograd_info(cls) -> AutogradInfo:
@@ -1134,6 +1153,12 @@ class Function:
         if setup is not None and isinstance(setup, (staticmethod, classmethod)):
             setup = setup.__func__
         name = f"{cls.__name__}Backward"
+        if cls.vjp is not None:
+            if cls.backward is not Function.backward:
+                raise RuntimeError(
+                    f"{cls.__name__}: Implementing both 'backward' and 'vjp' for a custom "
+                    f"Function is not allowed. You should only implement one of them.")
+            return AutogradInfo(name, cls.__name__, (lambda c, *g: cls.vjp(c, *g)), setup)
         return AutogradInfo(name, cls.__name__, (
             lambda c, *g: cls.backward(c, *g)), setup)
 
