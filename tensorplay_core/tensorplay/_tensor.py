@@ -460,6 +460,18 @@ class Tensor(TensorBase, instance_class=True):
         """Out-of-place ``masked_fill_`` (differentiable in ``self`` and a tensor ``value``)."""
         return _O.masked_fill_(_O.clone(self), mask, value)
 
+    def index_add(self, dim: _int, index: Tensor, source: Tensor, *,
+                  alpha: _Number = 1) -> Tensor:
+        """``self`` with ``alpha * source`` added at the positions ``index`` (1-d int64) along
+        ``dim``; repeated indices accumulate (``torch.Tensor.index_add``). Differentiable in
+        ``self`` and ``source``."""
+        return _O.index_add(self, dim, index, source if alpha == 1 else source * alpha)
+
+    def index_add_(self, dim: _int, index: Tensor, source: Tensor, *,
+                   alpha: _Number = 1) -> Tensor:
+        """In-place ``index_add``; returns ``self`` (``torch.Tensor.index_add_``)."""
+        return _O.copy_(self, self.index_add(dim, index, source, alpha=alpha))
+
     def clamp_(self, min: _TensorOrScalar | None = None,
                max: _TensorOrScalar | None = None) -> Tensor:
         """In-place ``clamp``."""

@@ -38,8 +38,10 @@ class FunctionCtx:
 
     ``save_for_backward(*tensors)``, ``saved_tensors`` (raises ``RuntimeError`` if a saved
     tensor was modified in place since it was saved: torch's version-counter check),
-    ``needs_input_grad`` (tuple of bool per forward input), ``mark_non_differentiable``,
-    ``set_materialize_grads``; any other attribute can be stored freely.
+    ``needs_input_grad`` (tuple of bool per forward input, set before ``forward`` runs),
+    ``mark_dirty``, ``mark_non_differentiable``, ``set_materialize_grads``; any other attribute
+    can be stored freely. A ``backward`` that does not support double backward is decorated
+    with ``once_differentiable`` (this module).
     """
 
     # Defaults live on the class: a ctx is made per recorded call, and an empty __init__ costs
@@ -53,18 +55,30 @@ class FunctionCtx:
 
     def save_for_backward(self, *tensors):
         """Keep ``tensors`` (or None) for ``backward``; their versions are recorded so that an
-        in-place change before backward is reported by ``saved_tensors``."""
+        in-place change before backward is reported by ``saved_tensors``. ``TypeError`` for
+        anything else (torch's words; store other values as attributes of ``ctx``)."""
         self._saved = tensors
         n = len(tensors)
-        if n == 2:   # the common counts without a generator (recorded on every op call)
-            a, b = tensors
-            self._saved_versions = (a._version if a is not None else None,
-                                    b._version if b is not None else None)
-        elif n == 1:
-            a = tensors[0]
-            self._saved_versions = (a._version if a is not None else None,)
-        else:
-            self._saved_versions = tuple(t._version if t is not None else None for t in tensors)
+        try:
+            if n == 2:   # the common counts without a generator (recorded on every op call)
+                a, b = tensors
+                self._saved_versions = (a._version if a is not None else None,
+                                        b._version if b is not None else None)
+            elif n == 1:
+                a = tensors[0]
+                self._saved_versions = (a._version if a is not None else None,)
+            else:
+                self._saved_versions = tuple(t._version if t is not None else None
+                                             for t in tensors)
+        except AttributeError:   # something without a version (free unless raised)
+            for i, t in enumerate(tensors):
+                if t is not None and not isinstance(t, TensorBase):
+                    self._saved = ()
+                    raise TypeError(
+                        f"save_for_backward can only save variables, but argument {i} is of "
+                        f"type {type(t).__name__} (store other values as attributes of ctx)"
+                    ) from None
+            raise
 
     _released = False   # set by release() (class default: no per-ctx cost on the hot path)
 
@@ -113,8 +127,12 @@ class FunctionCtx:
         self.materialize_grads = bool(value)
 
     def mark_dirty(self, *tensors):
-        """Declare inputs that ``forward`` modified in place (and returns): their history is
-        rebased onto this node, as in torch. Refused for leaves that require grad."""
+        """Declare inputs that ``forward`` modified in place (and returns): as in torch, their
+        version is bumped (so tensors saved before the write are refused in backward, even
+        when the write went through ``.numpy()``) and their history is rebased onto this node;
+        a view's base gets a ``CopySlices`` history (the Function may then return only that
+        view). ``RuntimeError`` for a leaf that requires grad (or a view of one) and for a dirty
+        input that is not returned."""
         self._dirty = tensors
 
 
@@ -247,9 +265,13 @@ class UserFunctionNode(FunctionNode):
     The input's shape, dtype and device are read where torch reads its ``InputMetadata``: off the
     node the edge leads to (an ``AccumulateGrad``'s leaf, another node's ``_out_meta``), so
     recording costs nothing more; the common case costs one comparison of shape, dtype and
-    device per gradient."""
+    device per gradient.
+
+    Runs even when no gradient reached it (``always_run``, torch's engine): ``backward`` then
+    gets zeros, or None after ``ctx.set_materialize_grads(False)``."""
 
     __slots__ = ()
+    always_run = True
 
     def apply(self, grads):
         # FunctionNode.apply: the formula called and its result shaped (and checked) as one
@@ -1096,12 +1118,154 @@ def _alias_returned_inputs(out, args, T, dirty=()):
     return _pytree.tree_map(fix, out, T)
 
 
+def _n_positional(fn) -> int:
+    """How many positional parameters ``fn`` (a plain function) names; 0 when unknown."""
+    code = getattr(fn, "__code__", None)
+    return code.co_argcount if code is not None else 0
+
+
+def _bound_args(fn, args, kwargs) -> tuple:
+    """``(args, kwargs)`` bound to ``fn``'s parameters, defaults filled in: every parameter that
+    can be positional in ``args``, the keyword-only ones in ``kwargs`` (torch's
+    ``bind_default_args`` for a Function with ``setup_context``, whose ``inputs`` are
+    ``args``). ``TypeError`` as a call of ``fn`` with them would raise."""
+    import inspect
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return bound.args, bound.kwargs
+
+
+def _check_dirty_returned(dirty, out):
+    """torch's rule: every input marked dirty is one of the outputs (``RuntimeError``)."""
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    for t in dirty:
+        if not any(o is t for o in outs):
+            raise RuntimeError(
+                "Some elements marked as dirty during the forward method were not returned as "
+                "output. The inputs that are modified inplace must all be outputs of the "
+                "Function.")
+
+
+class _DirtyViewNode(Node):
+    """A Function's node, seen with the gradient of its dirty view input (edge ``j``) first:
+    the ``inner`` node ``CopySlices`` expects (its edge 0 is the written tensor)."""
+
+    __slots__ = ("node", "j")
+    name = "DirtyView"
+
+    def __init__(self, node, j):
+        self.node = node
+        self.j = j
+        self.next_edges = node.next_edges
+        self._out_meta = node._out_meta
+        self._retained = None
+
+    def apply(self, grads):
+        res = self.node.apply(grads)
+        j = self.j
+        return (res[j],) + tuple(res[:j]) + tuple(res[j + 1:])
+
+    def release(self):
+        self.node.release()
+
+
+def _rebase_dirty_view(fname, t, args, structure, out, T):
+    """``t``, a view that the Function wrote in place (``mark_dirty``) and now has the Function's
+    node as history: rebase its base's history on a ``CopySlices`` of that node (torch's
+    ``rebase_history`` for views), so gradients through the base and its other views see the
+    write. ``RuntimeError`` when the Function has more than one output (torch's rule)."""
+    if not isinstance(out, T):
+        raise RuntimeError(
+            f"{fname}: if your Function modifies inplace an input that is a view of another "
+            f"Tensor, your Function cannot return more than one Tensor (torch's rule). Make "
+            f"sure the input is not a view (.clone() it), or return only that Tensor.")
+    j = 0
+    for a, s in zip(args, structure):
+        if a is t:
+            break
+        j += 1 if s == "t" else (s[1] if s is not None else 0)
+    else:
+        return   # not a direct argument: nothing to rebase (torch ignores it too)
+    node = t.grad_fn
+    base = t.view_base
+    base_edge = edge_of(base)
+    edges = node.next_edges
+    base_geom = (base.raw_shape, base.stride_tuple, base.offset)
+    view_geom = (t.raw_shape, t.stride_tuple, t.offset)
+    numel = base.storage_ref.nbytes // base.raw_dtype.itemsize
+    cs = CopySlices(_DirtyViewNode(node, j), base_geom, view_geom, numel,
+                    (base_edge,) + tuple(edges[:j]) + tuple(edges[j + 1:]),
+                    ((base.raw_shape, base.raw_dtype, base.raw_device),))
+    set_history(base, cs, 0)
+    set_history(t, AsStridedBackward(base_geom, view_geom, numel, ((cs, 0),),
+                                     ((t.raw_shape, t.raw_dtype, t.raw_device),)), 0)
+    set_view_version(t, t.storage_ref.version)
+
+
+_ONCE_MSG = ("trying to differentiate twice a function that was marked with "
+             "@once_differentiable")
+
+
+class _DelayedErrorNode(Node):
+    """History of what a ``once_differentiable`` backward returned while its incoming
+    gradients required grad: differentiating through it raises (torch's ``DelayedError``)."""
+
+    __slots__ = ()
+    name = "OnceDifferentiableBackward"
+
+    def __init__(self, edges, out_meta):
+        self.next_edges = edges
+        self._out_meta = out_meta
+        self._retained = None
+
+    def apply(self, grads):
+        raise RuntimeError(_ONCE_MSG)
+
+
+def once_differentiable(fn):
+    """Decorator of a Function's ``backward`` that does not support double backward (as
+    ``torch.autograd.function.once_differentiable``): ``fn`` runs with grad mode off, and when
+    grad mode is on (``create_graph=True``) and a tensor argument (an incoming gradient)
+    requires grad, its floating outputs get a history that raises ``RuntimeError: trying to
+    differentiate twice a function that was marked with @once_differentiable`` when a
+    backward reaches it. That history's edges lead to the incoming gradients (torch's lead to
+    detached copies of the outputs), so ``autograd.grad`` towards them raises the same error
+    rather than calling them unused."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(ctx, *args, **kwargs):
+        with _gm.no_grad():
+            outputs = fn(ctx, *args, **kwargs)
+        if not _gm._state.enabled:
+            return outputs
+        T = TensorBase
+        edges = tuple(edge_of(a) for a in args if isinstance(a, T) and a.requires_grad)
+        if not edges:
+            return outputs
+        outs = outputs if isinstance(outputs, tuple) else (outputs,)
+        node = _DelayedErrorNode(edges, tuple(
+            (o.raw_shape, o.raw_dtype, o.raw_device) if isinstance(o, T) else None for o in outs))
+        res = []
+        for i, o in enumerate(outs):
+            if isinstance(o, T) and o.raw_dtype.is_floating_point:
+                o = o.detach()
+                set_history(o, node, i)
+            res.append(o)
+        return tuple(res) if isinstance(outputs, tuple) else res[0]
+    return wrapper
+
+
 class Function:
     """Custom differentiable function (same surface as ``torch.autograd.Function``).
 
     Subclass with ``forward(ctx, *args)`` (or ``forward(*args)`` + ``setup_context(ctx, inputs,
-    output)``) and ``backward(ctx, *grads)``; call ``YourFn.apply(*args)``. ``backward`` returns
-    one gradient per forward argument (``None`` where there is none).
+    output)``) and ``backward(ctx, *grads)`` (or, torch's other name, ``vjp``: one of the two,
+    ``RuntimeError`` for both); call ``YourFn.apply(*args)``. ``backward`` gets one gradient per
+    output and returns one per forward argument (``None`` where there is none; extra trailing
+    Nones are allowed). Decorate a ``backward`` that does not support double backward with
+    ``once_differentiable``. Checked against torch's documented examples in
+    ``tests/test_torch_autograd_function_docs.py``.
     """
 
     @staticmethod
@@ -1109,10 +1273,13 @@ class Function:
         raise NotImplementedError("autograd.Function subclasses must implement forward")
 
     @staticmethod
-    def backward(ctx, *grads):  # pragma: no cover - abstract
-        raise NotImplementedError("autograd.Function subclasses must implement backward")
+    def backward(ctx, *grads):
+        raise NotImplementedError(
+            "You must implement either the backward or vjp method for your custom "
+            "autograd.Function to use it with backward mode AD.")
 
     setup_context = None
+    vjp = None   # torch's other name for backward: a subclass defines one of the two
 
     @classmethod
     def _autograd_info(cls) -> AutogradInfo:
@@ -1130,6 +1297,12 @@ class Function:
         if setup is not None and isinstance(setup, (staticmethod, classmethod)):
             setup = setup.__func__
         name = f"{cls.__name__}Backward"
+        if cls.vjp is not None:
+            if cls.backward is not Function.backward:
+                raise RuntimeError(
+                    f"{cls.__name__}: Implementing both 'backward' and 'vjp' for a custom "
+                    f"Function is not allowed. You should only implement one of them.")
+            return AutogradInfo(name, cls.__name__, (lambda c, *g: cls.vjp(c, *g)), setup)
         return AutogradInfo(name, cls.__name__, (
             lambda c, *g: cls.backward(c, *g)), setup)
 
@@ -1137,32 +1310,59 @@ class Function:
     def apply(cls, *args, **kwargs):
         """Run ``forward`` without recording, then record one node whose backward is
         ``cls.backward`` when grad mode is on and a tensor argument requires grad. An output
-        that is one of the inputs is returned as a fresh alias (torch does the same)."""
+        that is one of the inputs is returned as a fresh alias (torch does the same).
+
+        As torch: ``ctx.needs_input_grad`` is set before ``forward`` runs (a combined forward
+        may read it); with ``setup_context``, its ``inputs`` are ``forward``'s arguments with
+        keyword arguments and defaults bound (``inspect.Signature.bind``); an input marked
+        dirty gets its version bumped and must be returned (``RuntimeError`` otherwise), and
+        a dirty view of another tensor rebases that tensor's history too (one output only)."""
         Tensor = TensorBase
         info = cls._autograd_info()
         ctx = FunctionCtx()
         ctx._op_name = info.op_name
         setup = info.setup
+        if setup is not None and (kwargs or len(args) < _n_positional(cls.forward)):
+            args, kwargs = _bound_args(cls.forward, args, kwargs)   # torch's bind_default_args
+        # edges are collected before forward (torch's THPFunction_apply): a dirty input's
+        # history is the one from before the write
+        se = _structure_and_edges(args, Tensor)
+        ctx.needs_input_grad = se[2]
         with _gm.no_grad():
             if setup is not None:
                 out = cls.forward(*args, **kwargs)
             else:
                 out = cls.forward(ctx, *args, **kwargs)
-        ctx.needs_input_grad = _structure_and_edges(args, Tensor)[2]
         if setup is not None:
             setup(ctx, args, out)
+        dirty = getattr(ctx, "_dirty", ())
+        if dirty:
+            _check_dirty_returned(dirty, out)
+            for t in dirty:
+                # torch bumps the version of every dirty tensor: a write the version counter
+                # did not see (through .numpy()) still invalidates what was saved before it
+                t.storage_ref.version += 1
+            if ctx._saved:
+                # torch records the saved tensors' versions once forward is done (after this
+                # bump): saving the written input in forward stays valid
+                ctx.save_for_backward(*ctx._saved)
         if not _gm._state.enabled:
             return out
-        dirty = getattr(ctx, "_dirty", ())
         for t in dirty:
             check_inplace(f"{cls.__name__}.apply", t)
         out = _alias_returned_inputs(out, args, Tensor, dirty)
+        before = [t.grad_fn for t in dirty] if dirty else None
         name = info.name
-        return attach(name, _count_checked(
+        out = attach(name, _count_checked(
             info.backward, len(args),
             lambda n, got: f"function {name} returned an incorrect number of gradients "
-                           f"(expected {n}, got {got})"), ctx, args, out, Tensor,
-                      node_cls=info.node)
+                           f"(expected {n}, got {got})"), ctx, args, out, Tensor, se,
+                     node_cls=info.node)
+        if dirty:
+            for t, fn in zip(dirty, before):
+                if t.view_base is not None and t.grad_fn is not fn:   # the node: its history
+                    _rebase_dirty_view(cls.__name__, t, args, se[0], out, Tensor)
+        return out
 
 
 def make_autograd_entry(op):

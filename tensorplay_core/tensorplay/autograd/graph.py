@@ -22,6 +22,10 @@ class Node:
     __slots__ = ("next_edges", "__weakref__", "_out_meta", "_retained")
 
     name = "Node"
+    # run even when no gradient reached it (torch's engine runs every node it reaches; a
+    # built-in formula turns undefined gradients into undefined ones, which skipping it gives,
+    # but a user's Python formula runs: with zeros, or None after set_materialize_grads(False))
+    always_run = False
 
     def apply(self, grads):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -339,9 +343,11 @@ def _walk(ready, pending, deps, keep_graph, create_graph):
                     node.accumulate(g, owned)
                     g = None
             continue
-        if slot:   # entries are never None: at least one gradient reached this node
+        if slot or node.always_run:   # slot: at least one gradient reached this node
             m = getattr(node, "_out_meta", None)
-            if (m is None or len(m) == 1) and len(slot) == 1 and 0 in slot:
+            if not slot:
+                grads = (None,) * (len(m) if m else 1)
+            elif (m is None or len(m) == 1) and len(slot) == 1 and 0 in slot:
                 grads = (slot[0],)
             else:
                 n_all = len(m) if m else 1
@@ -454,7 +460,7 @@ def run_backward(roots, grad_roots, *, keep_graph=False, create_graph=False, inp
                     in_grads = node.apply(grads)
                     break
             else:
-                in_grads = (None,) * len(node.next_edges)
+                in_grads = node.apply(grads) if node.always_run else (None,) * len(node.next_edges)
             if not keep_graph:
                 _release(node)
             for e, g in zip(node.next_edges, in_grads):
