@@ -169,6 +169,33 @@ def test_mixed_devices_are_refused_before_any_shape_check_as_in_eager():
             assert typ is DispatchError and "expected all tensors on one device" in msg
 
 
+@custom_op("tc_cerr::same_shape_add", mutates_args=())
+def same_shape_add(a: tp.Tensor, b: tp.Tensor) -> tp.Tensor:
+    return a + b
+
+
+@same_shape_add.register_fake
+def _(a, b):
+    if a.shape != b.shape:
+        raise ValueError("tc_cerr::same_shape_add: shapes differ")
+    return tp.empty_like(a)
+
+
+@pytest.mark.parametrize("f", [lambda x, y: tp.cat([x, y]), lambda x, y: same_shape_add(x, y)],
+                         ids=["builtin", "custom"])
+def test_inputs_on_two_devices_are_refused_for_the_devices_first_as_in_eager(f):
+    # both arguments are captured (one dispatch key: the call's fast path does not compare
+    # devices) and the fake run fails on the sizes, but eager refuses the devices first
+    from tensorplay.testing.backend import MockBackend
+    with MockBackend("cerrmock2"):
+        y = tp.ones(3).to("cerrmock2")
+        with pytest.raises(DispatchError, match="expected all tensors on one device") as eager:
+            f(_x(), y)
+        with pytest.raises(DispatchError, match="expected all tensors on one device") as comp:
+            tp.compile(f)(_x(), y)
+        assert str(eager.value) == str(comp.value)
+
+
 def test_gather_with_a_float_index_is_torchs_runtime_error_eager_and_compiled():
     # eager used to let NumPy's IndexError ("`indices` must be an integer array") through
     typ, msg = _same_as_eager(lambda x: tp.gather(x, 1, tp.ones(2, 3)))

@@ -855,6 +855,9 @@ def _check_device(op, args, kwargs):
 def _raise_fake_failure(ctx, op, args, kwargs, err):
     """The fake entry of ``op`` raised ``err`` while capturing ``op(*args, **kwargs)``: raise
     what a PyTorch user expects (see ``record_call``)."""
+    # eager dispatch refuses tensors on several devices before any kernel runs; captured
+    # arguments all have the "capture" key, so the call's fast path did not look
+    _dispatch.resolve_key(op, _dispatch.flat_tensors(args, kwargs))
     if op.is_builtin:
         # eager dispatch explains a failed kernel with the same shape rule (_define.kernel_error),
         # checking first that every Tensor argument is a tensor (or a number where one is taken)
