@@ -62,7 +62,14 @@ def function(src: str, ns: dict, name: str, filename: str):
     base = filename
     with _lock:
         texts = _live.setdefault(base, {})
-        n = next((k for k, v in texts.items() if v[0] == src), None)
+        # a plain loop, not next(<generator>): closing the suspended generator allocates (its
+        # GeneratorExit), which may run the cyclic collector, whose finalizers (_release, same
+        # thread: the lock is reentrant) could drop the very entry just found -- a KeyError below
+        n = None
+        for k, v in texts.items():
+            if v[0] == src:
+                n = k
+                break
         if n is None:
             n = 1
             while n in texts:
