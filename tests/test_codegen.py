@@ -168,3 +168,36 @@ def test_library_churn_under_frequent_collections():
     del g
     gc.collect()
     assert not [n for n in linecache.cache if "cgchurn" in n]
+
+
+def test_a_collection_while_generating_never_loses_the_text_just_found():
+    """A function generated from a text whose other functions are garbage in a reference cycle
+    (a closed Library's ops): the cyclic collector may run at any allocation while the text is
+    looked up, and its finalizers release those functions -- the lookup must not then use the
+    entry they dropped (it raised KeyError in full-suite runs, at a GC-timing dependent point).
+    The internal generator is called directly: only it lets the test place the collection at
+    every allocation in turn (each threshold below moves it one allocation further)."""
+    import gc
+
+    from tensorplay import _codegen
+
+    src = "def f(a):\n    return a\n"
+    old_threshold = gc.get_threshold()
+    try:
+        for k in range(1, 80):
+            gc.collect()
+            old = _codegen.function(src, {}, "f", "<tensorplay test cg_race>")
+            box = [old]
+            box.append(box)             # only the cyclic collector frees it
+            del old, box
+            gc.set_threshold(k)
+            try:
+                g = _codegen.function(src, {}, "f", "<tensorplay test cg_race>")
+            finally:
+                gc.set_threshold(*old_threshold)
+            assert g(3) == 3
+            del g
+    finally:
+        gc.set_threshold(*old_threshold)
+        gc.collect()
+    assert not [n for n in linecache.cache if n.startswith("<tensorplay test cg_race")]

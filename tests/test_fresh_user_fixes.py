@@ -171,10 +171,15 @@ def test_compile_of_a_composite_named_tuple_op_backward():
 
 
 def test_compile_error_names_a_fake_tensor_made_outside():
-    from tensorplay.errors import CompileError
-    fake = tp.empty(2, device="meta")
+    from tensorplay import fake as fk
+    from tensorplay.errors import CompileError, DispatchError
+    fake = fk.from_real(tp.ones(2))            # a fake cpu tensor: fine eagerly, not in a graph
     with pytest.raises(CompileError, match="fake/meta tensor"):
         tp.compile(lambda t: t + fake)(tp.ones(2))
+    # a meta-device tensor with a cpu one is refused eagerly for the devices: so it is here
+    meta = tp.empty(2, device="meta")
+    with pytest.raises(DispatchError, match="expected all tensors on one device"):
+        tp.compile(lambda t: t + meta)(tp.ones(2))
 
 
 # ------------------------------------------------------- 3. the old handle of a redefined op

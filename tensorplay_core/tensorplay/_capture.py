@@ -11,8 +11,11 @@ so their dispatch key is ``"capture"``. Every operator call on them therefore la
 * appends a ``Node`` to the graph and returns new capture tensors for the outputs.
 
 Factories called with no tensor argument reach ``record_call`` too: while capturing,
-``_dispatch._state.mode`` is ``"capture"`` (in the capturing thread only). Data-dependent Python (``.item()``, ``bool(t)``,
-``.tolist()``) raises (``Tensor._need_data``). Reading a size as a Python value (``x.shape[0]``,
+``_dispatch._state.mode`` is ``"capture"`` (in the capturing thread only). Data-dependent Python
+(``if t.sum() > 0``, ``.item()``, ``int(t)``, ``.tolist()``...) raises ``DispatchError`` naming the
+construct the user wrote (``CaptureTensor``). Errors the same code raises eagerly are raised with
+eager's type and message (``record_call``); ``CompileError`` is kept for what only a capture can
+fail on. Reading a size as a Python value (``x.shape[0]``,
 ``x.size(1)``, ``x.numel()``, iterating a shape...) marks the graph *size dependent*: sizes of
 capture tensors are ``SizeTuple`` objects that report element reads (their length, the rank, is
 guarded anyway and reading it is free).
@@ -241,35 +244,56 @@ def _fmt(x) -> str:
     return repr(x)
 
 
-def _fake_failure_hint(op, err=None) -> str:
-    """The sentence after a failed fake run of custom op ``op``: the registered fake kernel
-    failed, or (no ``register_fake``) its own kernel was run as its fake and failed -- on fake
-    tensors (it read data), or with an ordinary error ``err`` that says nothing about fake
-    tensors (the kernel itself raised: suggesting a fake would be beside the point)."""
-    msg = str(err).lower() if err is not None else "fake"
-    if not op.has_fake and not any(w in msg for w in ("fake", "meta", "no data")):
-        return (f" {op.name} has no fake kernel (no register_fake), so its kernel, run as its "
-                f"fake, raised {type(err).__name__}: an error of the kernel itself, not about "
-                f"fake tensors (a call outside tensorplay.compile likely raises it too). Fix the "
-                f"kernel or its arguments.")
-    if op.has_fake and err is not None and isinstance(err, (TypeError, ValueError, IndexError)) \
-            and not any(w in msg for w in ("fake", "meta", "no data", "item()")):
-        # an ordinary refusal (a dtype, a shape, an index): most fake kernels raise these on
-        # purpose, for inputs the op does not take -- "fix the fake kernel" would mislead
-        return (f" The fake kernel of {op.name} refused these inputs: fix the call's arguments "
-                f"(a call outside tensorplay.compile refuses them too when the op's kernels check "
-                f"what its fake checks). If the inputs are valid, the fake kernel is wrong: it "
-                f"must only use metadata (shapes, dtypes, devices); check it with "
-                f"tensorplay.library.opcheck.")
+def _fake_failure(op, err) -> tuple[bool, str]:
+    """``(refusal, hint)`` for a failed fake run of custom op ``op`` that raised ``err``.
+
+    ``refusal`` is True when ``err`` is about the call's inputs, not about fake tensors: the
+    op's own kernel, run as its fake (no ``register_fake``), raised an error that does not
+    mention fake tensors (a call outside tensorplay.compile raises it too); or the registered
+    fake kernel refused the inputs with a ``TypeError``/``ValueError``/``IndexError`` (most fake
+    kernels raise these on purpose, as their kernels do). The capture then re-raises ``err``
+    itself, with ``hint`` as a note. Otherwise the fake kernel is missing or wrong (it read data,
+    or raised something else): ``CompileError`` with ``hint`` saying how to fix it.
+    """
+    # the op's qualified name says nothing about fake tensors ("mylib::nofake: n too large")
+    msg = str(err).lower().replace(op.name.lower(), "")
+    about_fakes = any(w in msg for w in ("fake", "meta", "no data"))
+    if not op.has_fake and not about_fakes:
+        return True, (f"{op.name} has no fake kernel (no register_fake), so its kernel, run as "
+                      f"its fake, raised {type(err).__name__}: an error of the kernel itself, not "
+                      f"about fake tensors (a call outside tensorplay.compile likely raises it "
+                      f"too). Fix the kernel or its arguments.")
+    if op.has_fake and isinstance(err, (TypeError, ValueError, IndexError)) \
+            and not about_fakes and "item()" not in msg:
+        return True, (f"The fake kernel of {op.name} refused these inputs: fix the call's "
+                      f"arguments (a call outside tensorplay.compile refuses them too when the "
+                      f"op's kernels check what its fake checks). If the inputs are valid, the "
+                      f"fake kernel is wrong: it must only use metadata (shapes, dtypes, "
+                      f"devices); check it with tensorplay.library.opcheck.")
     if op.has_fake:
-        return (f" The fake kernel of {op.name} failed on fake tensors; fix it (it must only use "
-                f"metadata: shapes, dtypes, devices) and check it with "
-                f"tensorplay.library.opcheck.")
-    return (f" {op.name} has no fake kernel (no register_fake), so its kernel was run as its "
-            f"fake and failed on fake tensors (they have shapes, dtypes and devices but no "
-            f"data). Register one that only uses metadata: @tensorplay.library.register_fake("
-            f"{op.name!r}) (or @{op.opname}.register_fake on the custom_op), and check it with "
-            f"tensorplay.library.opcheck.")
+        return False, (f" The fake kernel of {op.name} failed on fake tensors; fix it (it must "
+                       f"only use metadata: shapes, dtypes, devices) and check it with "
+                       f"tensorplay.library.opcheck.")
+    return False, (f" {op.name} has no fake kernel (no register_fake), so its kernel was run as "
+                   f"its fake and failed on fake tensors (they have shapes, dtypes and devices "
+                   f"but no data). Register one that only uses metadata: "
+                   f"@tensorplay.library.register_fake({op.name!r}) (or "
+                   f"@{op.opname}.register_fake on the custom_op), and check it with "
+                   f"tensorplay.library.opcheck.")
+
+
+def _add_note(err, note: str) -> None:
+    """``err.add_note(note)`` (Python 3.11+: shown under the traceback); on 3.10 the note is
+    kept in ``__notes__`` all the same."""
+    add = getattr(err, "add_note", None)
+    if add is not None:
+        add(note)
+        return
+    try:
+        notes = err.__dict__.setdefault("__notes__", [])
+    except AttributeError:      # an exception without a __dict__: no note
+        return
+    notes.append(note)
 
 
 def _collect_values(x, out):
@@ -367,15 +391,19 @@ class SizeTuple(tuple):
         _mark_size_read()
         return tuple(other) + tuple(tuple.__iter__(self))
 
+    # the operators of a plain tuple (not tuple.__mul__ & co. called as functions): a bad operand
+    # gets the very message it gets eagerly ("can't multiply sequence by non-int of type 'str'")
     def __mul__(self, n):
         _mark_size_read()
-        return tuple.__mul__(self, n)
+        return tuple(tuple.__iter__(self)) * n
 
-    __rmul__ = __mul__
-
-    def count(self, x):
+    def __rmul__(self, n):
         _mark_size_read()
-        return tuple.count(self, x)
+        return n * tuple(tuple.__iter__(self))
+
+    def count(self, *a):
+        _mark_size_read()
+        return tuple.count(self, *a)
 
     def index(self, *a):
         _mark_size_read()
@@ -392,15 +420,95 @@ class SizeTuple(tuple):
         return (tuple, (tuple(tuple.__iter__(self)),))
 
 
+# What the user wrote, for each Tensor method that needs a tensor's values, and how to do
+# without it inside a compiled function (``CaptureTensor._need_data`` and the conversions).
+_DATA_READS = {
+    "__bool__": ("bool(tensor) (Tensor.__bool__: an `if`, `while`, `assert`, `and`/`or`/`not` "
+                 "on a tensor, or sorted()/min()/max() comparing tensors)",
+                 "Compute both results and select with tensorplay.where(cond, a, b), or move "
+                 "the test out of the compiled function"),
+    "item": ("Tensor.item()",
+             "Keep the value as a 0-dim tensor (ops take it where they take a number), or call "
+             ".item() on the compiled function's result"),
+    "tolist": ("Tensor.tolist()", "Return the tensor and convert the compiled function's result"),
+    "__int__": ("int(tensor) (Tensor.__int__, also called by '%d' % t)",
+                "Keep the value as a tensor (t.to(tensorplay.int64)), or move the conversion out "
+                "of the compiled function"),
+    "__float__": ("float(tensor) (Tensor.__float__, also called by math functions such as "
+                  "math.sqrt(t))",
+                  "Keep the value as a tensor and use tensor ops (t.sqrt()), or move the "
+                  "conversion out of the compiled function"),
+    "__index__": ("a tensor used as a Python integer (Tensor.__index__: seq[t], range(t), a "
+                  "slice bound)",
+                  "Index tensors with tensors (x[t]), or move this out of the compiled function"),
+    "numpy": ("Tensor.numpy()", "Return the tensor and convert the compiled function's result"),
+    "__array__": ("numpy.asarray(tensor) (Tensor.__array__: a NumPy function called on a tensor)",
+                  "Use tensorplay ops, or convert the compiled function's result"),
+    "__format__": ("format(tensor, spec) (Tensor.__format__: an f-string such as f'{t:.4f}')",
+                   "Format the compiled function's result instead"),
+    "__dlpack__": ("Tensor.__dlpack__() (a DLPack export such as numpy.from_dlpack(t))",
+                   "Export the compiled function's result instead"),
+}
+
+
+def _data_dependent(what: str) -> DispatchError:
+    """The error for reading a captured tensor's values through Tensor method ``what``."""
+    construct, fix = _DATA_READS.get(what, (f"Tensor.{what}()", "Move this out of the compiled "
+                                            "function or compute it with tensor ops"))
+    return DispatchError(
+        f"{construct} needs the values of a tensor, which are not known while tensorplay.compile "
+        f"captures a graph (data-dependent Python code; a compiled function is captured whole, "
+        f"without graph breaks). {fix}.")
+
+
 class CaptureTensor(Tensor):
     """A fake tensor standing for graph value ``_capture`` while ``tensorplay.compile`` captures.
 
     Ops on it are recorded (dispatch key ``"capture"``); autograd-state methods
     (``requires_grad_``, ``detach``, ``retain_grad``) are recorded as graph nodes too; reading its
-    values raises; reading its sizes makes the graph size dependent.
+    values raises ``DispatchError`` naming what the code did (``bool(tensor)``, ``int(tensor)``,
+    ``Tensor.item()``...), after the checks eager makes without the values (several elements,
+    a float used as an index, ``numpy()`` of a tensor requiring grad: eager's errors); reading its
+    sizes makes the graph size dependent. Python's own messages call it ``Tensor``, as eager's
+    (``'Tensor' object has no attribute 'foo'``): the class presents itself under that name.
     """
 
     __slots__ = ()
+
+    def _need_data(self, what):
+        if what == "item" and self.numel() != 1:
+            return      # Tensor.item raises eager's error next: the count needs no values
+        raise _data_dependent(what)
+
+    # conversions Tensor builds on .item(): each names itself, once the checks that need no
+    # values passed (Tensor's method raises eager's error for those)
+    def __bool__(self) -> bool:
+        if self.numel() != 1:
+            return Tensor.__bool__(self)
+        raise _data_dependent("__bool__")
+
+    def __int__(self) -> int:
+        if self.numel() != 1:
+            return Tensor.__int__(self)
+        raise _data_dependent("__int__")
+
+    def __float__(self) -> float:
+        if self.numel() != 1:
+            return Tensor.__float__(self)
+        raise _data_dependent("__float__")
+
+    def __index__(self) -> int:
+        if self.dtype.is_floating_point or self.numel() != 1:
+            return Tensor.__index__(self)
+        raise _data_dependent("__index__")
+
+    def __array__(self, dtype=None, copy=None):
+        raise _data_dependent("__array__")
+
+    def __format__(self, spec: str) -> str:
+        if spec and not len(self.shape):    # the rank is guarded: no size read
+            raise _data_dependent("__format__")
+        return Tensor.__format__(self, spec)
 
     @property
     def requires_grad(self) -> bool:
@@ -436,6 +544,8 @@ class CaptureTensor(Tensor):
         _record_method(self, "retain_grad", ())
 
     def backward(self, *args, **kwargs):
+        if not self.requires_grad:
+            return Tensor.backward(self, *args, **kwargs)    # eager's RuntimeError: no grad
         raise CompileError(
             "tensorplay.compile: Tensor.backward() was called inside the compiled function. "
             "Return the loss from the compiled function and call .backward() on the result "
@@ -449,6 +559,22 @@ class CaptureTensor(Tensor):
         v = self.capture_info
         return (f"capture_tensor({v.name if v is not None else '?'}, rank={len(self.shape)}, "
                 f"dtype={self.dtype}, device='{self.device}')")
+
+
+def _present_as(cls, name: str) -> None:
+    """Give ``cls`` (and its methods) the name Python's own error messages use for the eager
+    class it stands for: ``'Tensor' object has no attribute 'foo'``, ``Tensor.__format__``,
+    ``'tuple' object has no attribute ...``. The class's ``repr`` (``__qualname__``, module)
+    still names the real class."""
+    cls.__name__ = name
+    for attr in vars(cls).values():
+        for f in ((attr.fget, attr.fset) if isinstance(attr, property) else (attr,)):
+            if callable(f) and hasattr(f, "__qualname__") and not isinstance(f, type):
+                f.__qualname__ = f"{name}.{f.__name__}"
+
+
+_present_as(CaptureTensor, "Tensor")
+_present_as(SizeTuple, "tuple")
 
 
 def _new_capture_tensor(value, fake):
@@ -624,8 +750,13 @@ def record_call(op, args, kwargs):
     output the fake kernel returns as one of its (fake) inputs -- an in-place op returning
     ``self`` -- is the corresponding capture tensor itself.
 
-    Raises ``CompileError`` when the fake entry fails (a custom op without a fake kernel and with
-    only device-specific kernels: the error names the op and ``register_fake``).
+    When the fake entry fails, raises what the same call raises eagerly (``_raise_fake_failure``):
+    a built-in op's shape rule is where eager dispatch takes its error from too, so its error
+    (and the argument ``TypeError`` eager checks first) propagates unchanged; a custom op's fake
+    kernel (or its kernel run as its fake) refusing the inputs propagates its own exception, with
+    a note. ``CompileError`` only when the fake kernel is missing (a custom op with only
+    device-specific kernels: the error names the op and ``register_fake``), fails on fake
+    tensors, or returns a real tensor.
     """
     ctx = active()
     if ctx is None:
@@ -642,23 +773,24 @@ def record_call(op, args, kwargs):
 
     gargs = _pytree.tree_map(conv, tuple(args), Tensor)
     gkwargs = _pytree.tree_map(conv, kwargs, Tensor)
+    if not fake_of:
+        _check_device(op, args, kwargs)
     fargs = tuple(_to_fake(a) for a in gargs)
     fkwargs = {k: _to_fake(v) for k, v in gkwargs.items()}
     mst = _dispatch._state
     prev_mode = mst.mode
     mst.mode = "meta"
+    failed = None
     try:
         fout = op.entry("meta")(*fargs, **fkwargs)
     except CompileError:
         raise
-    except DispatchError as e:
-        raise CompileError(f"{ctx.api()}: cannot capture a call of {op.name}: {e}") from e
-    except Exception as e:
-        hint = "" if op.is_builtin else _fake_failure_hint(op, e)
-        raise CompileError(f"{ctx.api()}: computing the output metadata of {op.name} failed: "
-                           f"{type(e).__name__}: {e}.{hint}") from e
+    except Exception as e:  # noqa: BLE001 - sorted out below, with the dispatch mode restored
+        failed = e
     finally:
         mst.mode = prev_mode
+    if failed is not None:
+        _raise_fake_failure(ctx, op, args, kwargs, failed)
     node = ctx.add_node("op", op, gargs, gkwargs)
     differentiable = not (op.is_builtin and op.backward_fn is None)
     out_rg = vals_rg[0] and _gm._state.enabled and differentiable
@@ -695,6 +827,53 @@ def record_call(op, args, kwargs):
     res, ret = wrap(fout)
     node.result = res
     return ret
+
+
+def _bound(op, args, kwargs) -> dict:
+    """Schema name -> value of a call as dispatch passes it to a table entry (positional
+    arguments in schema order, keyword-only ones by name)."""
+    names = [a.name for a in op.schema.arguments if not a.kwarg_only]
+    values = dict(zip(names, args))
+    values.update(kwargs)
+    return values
+
+
+def _check_device(op, args, kwargs):
+    """A call without tensor arguments (a factory) runs on its ``device`` argument's device:
+    eager dispatch finds that device's kernel first, loading its backend (a device no plugin
+    provides, or a custom op without a kernel for it, is refused there). Do the same before
+    recording the call, so the capture refuses it with eager's error, not at replay."""
+    arg = next((a for a in op.schema.arguments if a.kind == "device"), None) or \
+        next((a for a in op.schema.arguments if a.name == "device"), None)
+    if arg is None:
+        return
+    dev = _bound(op, args, kwargs).get(arg.name)
+    if dev is not None:
+        op.entry(_dispatch._device_key(op, dev))
+
+
+def _raise_fake_failure(ctx, op, args, kwargs, err):
+    """The fake entry of ``op`` raised ``err`` while capturing ``op(*args, **kwargs)``: raise
+    what a PyTorch user expects (see ``record_call``)."""
+    # eager dispatch refuses tensors on several devices before any kernel runs; captured
+    # arguments all have the "capture" key, so the call's fast path did not look
+    _dispatch.resolve_key(op, _dispatch.flat_tensors(args, kwargs))
+    if op.is_builtin:
+        # eager dispatch explains a failed kernel with the same shape rule (_define.kernel_error),
+        # checking first that every Tensor argument is a tensor (or a number where one is taken)
+        from ._ops._define import check_tensor_arguments
+        check_tensor_arguments(op, _bound(op, args, kwargs))
+        raise err.with_traceback(None) from None
+    if isinstance(err, DispatchError):      # no fake kernel at all
+        raise CompileError(f"{ctx.api()}: cannot capture a call of {op.name}: {err}") from err
+    refusal, hint = _fake_failure(op, err)
+    if refusal:
+        # the inputs are refused, as a call outside compile refuses them: the user's
+        # ``except TypeError`` (or ValueError...) must keep working under compile
+        _add_note(err, f"(raised while {ctx.api()} captured a call of {op.name}) {hint}")
+        raise err
+    raise CompileError(f"{ctx.api()}: computing the output metadata of {op.name} failed: "
+                       f"{type(err).__name__}: {err}.{hint}") from err
 
 
 def _note_escapes(ctx, x, op_name):

@@ -69,7 +69,7 @@ def resolve_key(op, tensors, device=None) -> str:
 
     Priority: capture > autograd (an input requires grad) > meta (fake inputs) > device type.
     Raises ``DispatchError`` naming both devices when tensors live on different devices
-    (0-dim cpu tensors may join any device, as in torch).
+    (0-dim cpu tensors may join any device, as in torch), captured calls included.
     """
     if not tensors:
         mode = _state.mode
@@ -79,8 +79,8 @@ def resolve_key(op, tensors, device=None) -> str:
             return "default"
         return mode or _device_key(op, device)
     keys = {t.dispatch_key for t in tensors}
-    if "capture" in keys:
-        return "capture"
+    # capture tensors count with the device they stand for: a call on several devices is
+    # refused below before it is recorded, as eagerly (and before any shape rule runs)
     # str(device) -> a tensor on it that decides (None: only 0-dim cpu tensors there, which may
     # join any device, as in torch). Fake tensors count with the device they stand for.
     devs = {}
@@ -97,6 +97,8 @@ def resolve_key(op, tensors, device=None) -> str:
             raise DispatchError(
                 f"{op.label}: expected all tensors on one device, found tensors on {names}. "
                 f"Move them with .to(device) first.")
+    if "capture" in keys:
+        return "capture"
     if "autograd" in keys:
         return "autograd"
     if "meta" in keys:

@@ -137,8 +137,11 @@ class Tensor(TensorBase, instance_class=True):
 
     # -- conversion -----------------------------------------------------------------------------
     def numpy(self, *, force: _bool = False) -> Any:
-        """The values as a numpy array sharing memory (cpu tensors only; ``force`` copies others)."""
-        self._need_data("numpy")
+        """The values as a numpy array sharing memory (cpu tensors only; ``force`` copies others).
+
+        ``RuntimeError`` when the tensor requires grad and grad mode is on (unless ``force``),
+        ``TypeError`` for a non-cpu tensor without ``force``; both are checked before the values
+        are needed (a fake or captured tensor gets the same refusals as a real one)."""
         # torch refuses only while grad mode is on: under no_grad (and inside a kernel that runs
         # below autograd, e.g. a custom op with register_autograd) .numpy() is allowed
         if self._requires_grad and not force and _grad_state.enabled:
@@ -147,7 +150,9 @@ class Tensor(TensorBase, instance_class=True):
         if self._device.type != "cpu":
             if not force:
                 raise TypeError(f"can't convert {self._device} tensor to numpy; use .cpu() first")
+            self._need_data("numpy")
             return self._backend.to_host(self._data)
+        self._need_data("numpy")
         return self._data
 
     def __array__(self, dtype: Any = None, copy: _bool | None = None) -> Any:
@@ -168,13 +173,9 @@ class Tensor(TensorBase, instance_class=True):
         return self._data.reshape(()).item() if self._data.ndim else self._data.item()
 
     def _need_data(self, what):
+        """Raise unless the tensor has values (``what``: the method that reads them). A
+        ``tensorplay.compile`` capture tensor overrides it to name the data-dependent construct."""
         if self._data is None:
-            if self._capture is not None:
-                from .errors import DispatchError
-                raise DispatchError(
-                    f"Tensor.{what}(): the value of a tensor is not known while tensorplay.compile "
-                    f"captures a graph (data-dependent Python code). Move this out of the compiled "
-                    f"function or compute it with tensor ops.")
             raise RuntimeError(f"Tensor.{what}(): fake/meta tensors have no data")
 
     def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:

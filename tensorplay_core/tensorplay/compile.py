@@ -34,8 +34,10 @@ outputs have the shape, dtype, device and strides its fake kernel promised (the 
 from them); a mismatch raises ``CompileError`` naming the op and suggesting ``opcheck``.
 
 Same idea as ``torch.compile`` (PyTorch 2.9) with a much simpler tracer: there are no graph
-breaks -- data-dependent Python in the function (``.item()``, ``bool(t)``, ``.tolist()``) raises
-a clear error, so every capture is a full graph (``fullgraph`` is accepted for compatibility).
+breaks -- data-dependent Python in the function (``if t.sum() > 0``, ``.item()``, ``int(t)``,
+``.tolist()``) raises a ``DispatchError`` naming that construct, so every capture is a full
+graph (``fullgraph`` is accepted for compatibility). Any other error a capture meets is the one
+the same code raises eagerly (see ``compile``'s docstring).
 Tensors the function reaches through closures, module globals or attributes of its non-tensor
 arguments are graph constants used by reference (in-place updates are seen); rebinding one
 recaptures. Capturing is not thread-safe: capture a function from one thread at a time.
@@ -146,9 +148,28 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
     changes while it is captured (a Python side effect such as appending to a log list) is not
     guarded: compiled graphs do not replay Python side effects.
 
-    Raises (at call time) ``CompileError`` for a custom op without a usable fake kernel, a fake
-    kernel that disagrees with the real kernel, or a tensor leaked out of a capture; the
-    ``DispatchError`` of ``Tensor.item()`` & co. for data-dependent Python.
+    Errors (at call time). While ``fn`` is captured, code that fails eagerly fails with eager's
+    exception type and message, so ``except TypeError`` (or ``RuntimeError``...) around it keeps
+    working: a bad argument to an op (``tp.add(x, "a")``: ``TypeError``; mismatched shapes,
+    a dim out of range: the op's ``RuntimeError``/``IndexError``; tensors on several devices:
+    ``DispatchError``), a wrong number of arguments or an unknown keyword, an attribute a tensor
+    does not have (``'Tensor' object has no attribute 'foo'``), and every exception the
+    function's own Python code raises (passed through unchanged). A custom op's fake kernel that
+    refuses the inputs with a ``TypeError``/``ValueError``/``IndexError`` (as its kernel does
+    eagerly), or its kernel run as its fake (no ``register_fake``) raising an error not about
+    fake tensors, propagates that very exception, with a note (``__notes__``) saying it was
+    raised while capturing. Data-dependent Python raises ``DispatchError`` naming what the code
+    did: ``bool(tensor)`` (an ``if``/``while``/``assert``/``and``/``or``/``not`` on a tensor),
+    ``Tensor.item()``, ``int(tensor)``, ``float(tensor)``, a tensor as a Python index
+    (``Tensor.__index__``), ``Tensor.tolist()``, ``Tensor.numpy()``, ``numpy.asarray(tensor)``,
+    an f-string format spec, ``Tensor.__dlpack__()`` -- after the checks eager makes without the
+    values (``item()`` of several elements is eager's ``RuntimeError``). A message that prints a
+    tensor shows the captured one (``capture_tensor(%0, ...)``: it has no values). ``CompileError`` is kept
+    for what only compile can fail on: a custom op without a usable fake kernel (none
+    registered, or one that fails on fake tensors or returns a real tensor), a fake kernel that
+    disagrees with the real kernel (found on the first run), a tensor leaked out of a capture or
+    made fake outside it, ``backward()`` inside the function (on a tensor that requires grad;
+    otherwise eager's ``RuntimeError``), and reading a data-dependent size as a Python value.
 
     Example::
 

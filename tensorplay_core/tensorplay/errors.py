@@ -10,11 +10,13 @@
     │   │                          (also a ValueError, the type earlier releases raised)
     │   ├── NonFunctionalFormulaError  register_autograd on an op that mutates its inputs
     │   │                          (also a ValueError, the type earlier releases raised)
-    │   ├── DispatchError          no kernel for a device, mixed devices, ...
+    │   ├── DispatchError          no kernel for a device, mixed devices, data-dependent Python
+    │   │                          while tensorplay.compile captures, ...
     │   ├── OpCheckError           opcheck found failures (carries ``.failures``)
     │   ├── PluginError            a plugin failed to load / conflicts (carries the record)
     │   ├── DeviceUnavailableError a device's plugin is installed but the device cannot be used
     │   └── CompileError           tensorplay.compile cannot capture/run a function (or a fake lies)
+    │                              (errors eager raises too keep their eager type under compile)
     └── LookupError                get_kernel with nothing usable (plain LookupError)
 
 Every message starts with the API that raised it, says what is wrong, what was expected or
@@ -61,5 +63,8 @@ class DeviceUnavailableError(RuntimeError):
 
 
 class CompileError(RuntimeError):
-    """``tensorplay.compile`` could not capture or run a function (data-dependent code, a missing
-    or wrong fake kernel, a tensor leaked out of a capture)."""
+    """``tensorplay.compile`` could not capture or run a function for a reason of its own: a
+    missing or wrong fake kernel, a tensor leaked out of a capture, a data-dependent size read.
+    Errors the same code raises eagerly keep their eager type under compile, and data-dependent
+    Python (``bool(tensor)``, ``.item()``...) raises ``DispatchError`` (see
+    ``tensorplay.compile``)."""

@@ -197,9 +197,11 @@ def make_adapter(op, kernel, backend):
     guard = backend.device_guard if backend.device_guard_needed() else None
     # (one device of this type in the process: no switch, no `with` per call)
     allvals = "{" + ", ".join(f"{a.name!r}: {n}" for n, a in zip(pn, sch.arguments)) + "}"
-    # try/except is free on Python 3.11+ unless raised: a kernel's ValueError/TypeError (numpy's
-    # "operands could not be broadcast", ...) is re-explained by the op's fake rule
-    exc = ("except (ValueError, TypeError, AttributeError) as __e:\n"
+    # try/except is free on Python 3.11+ unless raised: a kernel's ValueError/TypeError/
+    # IndexError (numpy's "operands could not be broadcast", "`indices` must be an integer
+    # array", ...) is re-explained by the op's fake rule, which raises torch's words -- the
+    # words tensorplay.compile reports for the same call, since it runs that rule
+    exc = ("except (ValueError, TypeError, IndexError, AttributeError) as __e:\n"
            f"    __kerr(__op, __e, {allvals})")
     quiet = getattr(kernel, "_tp_quiet", None)
     # a backend that names its `root_storage` gets results built inline, and (one device of its
@@ -485,21 +487,33 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
             *("        " + x for x in built),
             f"        return __wrap(__r, {dev})"]
 
-def kernel_error(op, err, values):
-    """A kernel raised ``err`` (numpy's ValueError/TypeError): raise the op's own error instead.
-
-    Runs the op's fake rule on fake copies of the arguments, which raises torch's message
-    (shape mismatch, bad dim, ...) naming the op; otherwise re-raises ``err``'s type with the
-    op's name in front of its message.
-    """
+def check_tensor_arguments(op, values: dict) -> None:
+    """Raise ``TypeError`` (from None) naming the first ``Tensor`` argument of built-in ``op``
+    whose value in ``values`` (schema name -> value) is not a tensor (nor a Python int or float
+    where the op takes a number, ``op.scalar_ok``): ``tp::add: argument 'other' must be a Tensor
+    or a Python number, got str ('a')``. Off the fast path: run when a kernel or a shape rule
+    failed."""
     Tensor = TensorBase
     for a in op.schema.arguments:
-        v = values[a.name]
+        v = values.get(a.name)
         if a.kind == "tensor" and not isinstance(v, Tensor) and not (
                 a.name in op.scalar_ok and isinstance(v, (int, float))):
             what = "Tensor or a Python number" if a.name in op.scalar_ok else "Tensor"
             raise TypeError(f"{op.name}: argument '{a.name}' must be a {what}, got "
                             f"{type(v).__name__} ({v!r:.60})") from None
+
+
+def kernel_error(op, err, values):
+    """A kernel raised ``err`` (numpy's ValueError/TypeError): raise the op's own error instead.
+
+    Runs the op's fake rule on fake copies of the arguments, which raises torch's message
+    (shape mismatch, bad dim, ...) naming the op; otherwise re-raises ``err``'s type with the
+    op's name in front of its message. ``tensorplay.compile`` explains a failed shape rule the
+    same way (``check_tensor_arguments`` first, then the rule's own error), so a call refused
+    eagerly is refused with the same words while a function is captured.
+    """
+    Tensor = TensorBase
+    check_tensor_arguments(op, values)
     meta = op.builtin_fake
     if meta is not None:
         from ..fake import from_real
