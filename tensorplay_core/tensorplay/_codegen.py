@@ -41,11 +41,11 @@ __all__ = ["function", "literal", "bind", "pyname", "py_names", "call_arg", "key
 _lock = threading.RLock()
 _busy = 0
 _pending: collections.deque = collections.deque()
-# file name -> {number: [text, functions alive]}: the numbered file names in use, each with the
-# one text it stands for in linecache and how many live functions were generated from it; and
-# (file name, text) -> its number
+# file name -> {text: [number, functions alive]}: the texts generated under each name whose
+# functions are alive, each with its number (its file name in linecache) and how many live
+# functions were generated from it. Per name, so a name's entries go with its last function
+# (one table shared by every name would be rebuilt by CPython as names come and go)
 _live: dict = {}
-_numbers: dict = {}
 # (file name, text) -> code object: the same text generated again under the same name (a graph
 # captured anew, an op redefined with the same schema) is compiled once; code objects are
 # immutable, each function still gets its own namespace. Bounded, oldest entry dropped first.
@@ -75,14 +75,15 @@ def function(src: str, ns: dict, name: str, filename: str):
         texts = _live.get(base)
         if texts is None:
             texts = _live[base] = {}
-        n = _numbers.get((base, src))
-        if n is None:
+        entry = texts.get(src)
+        if entry is None:
+            used = {e[0] for e in texts.values()}
             n = 1
-            while n in texts:
+            while n in used:
                 n += 1
-            texts[n] = [src, 0]
-            _numbers[(base, src)] = n
-        texts[n][1] += 1
+            entry = texts[src] = [n, 0]
+        entry[1] += 1
+        n = entry[0]
     if n > 1:
         filename = f"{filename[:-1]} #{n}>" if filename.endswith(">") else f"{filename} #{n}"
     try:
@@ -101,9 +102,9 @@ def function(src: str, ns: dict, name: str, filename: str):
         # function -> globals -> function, a dropped function is freed at once, not by the
         # cyclic collector much later
         fn = ns.pop(name)
-        weakref.finalize(fn, _release, base, n, filename)
+        weakref.finalize(fn, _release, base, src, filename)
     except BaseException:
-        _release(base, n, filename)
+        _release(base, src, filename)
         raise
     _drain()
     return fn
@@ -123,10 +124,10 @@ def _tables():
             _busy -= 1
 
 
-def _release(base: str, n: int, filename: str) -> None:
-    """A function generated as number ``n`` of ``base`` is gone (its finalizer): queue the
+def _release(base: str, src: str, filename: str) -> None:
+    """A function generated from text ``src`` under ``base`` is gone (its finalizer): queue the
     release; apply the queue unless bookkeeping is under way (it applies it when done)."""
-    _pending.append((base, n, filename))
+    _pending.append((base, src, filename))
     _drain()
 
 
@@ -147,16 +148,15 @@ def _apply_pending() -> None:
     """In ``_tables()``: apply the queued releases. When the function released was the last
     one of its text, drop the text from ``linecache`` and free its number."""
     while _pending:
-        base, n, filename = _pending.popleft()
+        base, src, filename = _pending.popleft()
         texts = _live.get(base)
-        entry = texts.get(n) if texts is not None else None
+        entry = texts.get(src) if texts is not None else None
         if entry is None:
             continue
         entry[1] -= 1
         if entry[1] > 0:
             continue
-        del texts[n]
-        _numbers.pop((base, entry[0]), None)
+        del texts[src]
         linecache.cache.pop(filename, None)
         if not texts:
             del _live[base]
