@@ -455,10 +455,14 @@ def _data_dependent(what: str) -> DispatchError:
     """The error for reading a captured tensor's values through Tensor method ``what``."""
     construct, fix = _DATA_READS.get(what, (f"Tensor.{what}()", "Move this out of the compiled "
                                             "function or compute it with tensor ops"))
-    return DispatchError(
+    err = DispatchError(
         f"{construct} needs the values of a tensor, which are not known while tensorplay.compile "
         f"captures a graph (data-dependent Python code; a compiled function is captured whole, "
         f"without graph breaks). {fix}.")
+    c = active()
+    if c is not None and c.data_read is None:
+        c.data_read = err     # checked when the function returns: it may catch the error
+    return err
 
 
 class CaptureTensor(Tensor):
@@ -543,6 +547,14 @@ class CaptureTensor(Tensor):
     def retain_grad(self):
         _record_method(self, "retain_grad", ())
 
+    def register_hook(self, hook):
+        # a hook is Python run by backward: the graph has no node for it, and dropping it would
+        # change the gradients silently
+        raise CompileError(
+            "tensorplay.compile: Tensor.register_hook() was called inside the compiled function; "
+            "hooks are not captured. Register the hook outside the compiled function (on an "
+            "input before the call, or on the returned tensor after it).")
+
     def backward(self, *args, **kwargs):
         if not self.requires_grad:
             return Tensor.backward(self, *args, **kwargs)    # eager's RuntimeError: no grad
@@ -610,6 +622,7 @@ class _Capture:
         self.const_of: dict = {}      # id(real tensor) -> const Value
         self.keep: list = []          # real constants kept alive while capturing
         self.escaped: dict = {}       # id(fake) -> (op name, container) the capture can't walk
+        self.data_read = None         # the first data-dependent read's error (_data_dependent)
 
     def api(self) -> str:
         return f"tensorplay.compile({self.fn_name})"
@@ -694,6 +707,13 @@ def capture(fn, args_template, leaves, *, name="fn"):
             for scope in capture_scopes:
                 scopes.enter_context(scope())
             out = fn(*args, **kwargs)
+        if ctx.data_read is not None:
+            # the function caught it (try/except): eager code would have taken the other branch
+            raise CompileError(
+                f"{ctx.api()}: the function caught the error raised when it read a tensor's "
+                f"values while being captured, so the captured graph would follow a branch "
+                f"eager code does not take: {ctx.data_read} Do not catch this error inside the "
+                f"compiled function.") from ctx.data_read
         graph.output = _output_structure(ctx, out)
     finally:
         mst.mode = prev_mode

@@ -33,6 +33,19 @@ _FREED_MSG = (
     "backward.")
 
 
+_dispatch_state = None
+
+
+def _capturing() -> bool:
+    """True while ``tensorplay.compile`` captures in this thread."""
+    global _dispatch_state
+    st = _dispatch_state
+    if st is None:
+        from .. import _dispatch      # (imported late: _dispatch's imports reach autograd)
+        st = _dispatch_state = _dispatch._state
+    return st.mode == "capture"
+
+
 class FunctionCtx:
     """The ``ctx`` of ``setup_context``/``backward`` (same surface as torch's).
 
@@ -1348,6 +1361,14 @@ class Function:
                 ctx.save_for_backward(*ctx._saved)
         if not _gm._state.enabled:
             return out
+        if _capturing() and any(se[2]):
+            from ..errors import CompileError
+            raise CompileError(
+                f"tensorplay.compile: autograd.Function {cls.__name__}.apply was called inside the "
+                f"compiled function with an input that requires grad; its backward cannot be "
+                f"captured (the graph would run its forward without it: wrong gradients). Call "
+                f"it outside the compiled function, or make it a custom op with "
+                f"register_autograd (captured as one node, its formula used by backward).")
         for t in dirty:
             check_inplace(f"{cls.__name__}.apply", t)
         out = _alias_returned_inputs(out, args, Tensor, dirty)

@@ -1,0 +1,104 @@
+"""Code whose compiled run would silently differ from eager is refused with ``CompileError``
+(found by a new user's review; each test failed before the fix with a wrong result or gradient):
+
+* an ``autograd.Function`` applied to an input that requires grad inside the compiled function:
+  its forward ran under no_grad and its backward was not captured (wrong gradients);
+* ``Tensor.register_hook`` inside the compiled function: the hook was dropped (wrong gradients);
+* the function's own ``try/except`` catching the error raised for data-dependent Python: the
+  captured graph followed the ``except`` branch, which eager code does not take (wrong values).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import tensorplay as tp
+from tensorplay.autograd import Function
+from tensorplay.errors import CompileError, DispatchError
+
+pytestmark = pytest.mark.usefixtures("cpu")
+
+
+class _STE(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.round()
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def _ste_loss(x):
+    return (_STE.apply(x) * x).sum()
+
+
+def test_autograd_function_needing_grad_inside_compile_is_refused():
+    x = tp.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    _ste_loss(x).backward()
+    assert x.grad.tolist() == [2.0, 4.0, 6.0]          # eager: the custom backward counts
+    with pytest.raises(CompileError, match=r"autograd.Function _STE.apply .*requires grad.*"
+                                           r"register_autograd"):
+        tp.compile(_ste_loss)(x)
+
+
+def test_autograd_function_without_grad_compiles_as_before():
+    x = tp.tensor([1.2, 2.0, 3.0], requires_grad=True)
+    with tp.no_grad():
+        assert tp.compile(_ste_loss)(x).item() == pytest.approx(1.2 + 4.0 + 9.0)
+    y = tp.tensor([1.2, 2.0, 3.0])
+    assert tp.compile(_ste_loss)(y).item() == pytest.approx(1.2 + 4.0 + 9.0)
+
+
+@pytest.mark.parametrize("on", ["result", "input"])
+def test_register_hook_inside_compile_is_refused(on):
+    def f(x):
+        y = x * 2
+        (y if on == "result" else x).register_hook(lambda g: g * 10)
+        return y.sum()
+
+    x = tp.ones(2, requires_grad=True)
+    f(x).backward()
+    assert x.grad.tolist() == [20.0, 20.0]
+    with pytest.raises(CompileError, match=r"register_hook\(\) was called inside the compiled"):
+        tp.compile(f)(tp.ones(2, requires_grad=True))
+
+
+def test_hooks_registered_outside_still_work():
+    x = tp.ones(2, requires_grad=True)
+    x.register_hook(lambda g: g * 10)
+    tp.compile(lambda x: (x * 2).sum())(x).backward()
+    assert x.grad.tolist() == [20.0, 20.0]
+
+
+@pytest.mark.parametrize("read", ["float", "int", "if", "item"])
+def test_caught_data_dependent_read_is_refused(read):
+    def f(x):
+        try:
+            if read == "float":
+                m = float(x.abs().max())
+            elif read == "int":
+                m = int(x.sum()) or 1
+            elif read == "item":
+                m = x.max().item()
+            else:
+                m = 2.0 if x.sum() > 0 else 1.0
+        except Exception:          # noqa: BLE001 - the user's code under test
+            m = 1.0
+        return x / m
+
+    x = tp.tensor([2.0, 4.0])
+    eager = f(x).tolist()
+    assert eager != x.tolist()
+    with pytest.raises(CompileError, match=r"caught the error raised when it read a tensor's "
+                                           r"values") as ei:
+        tp.compile(f)(x)
+    assert isinstance(ei.value.__cause__, DispatchError)
+
+
+def test_uncaught_data_dependent_read_is_still_the_dispatch_error():
+    def f(x):
+        return x / float(x.max())
+
+    with pytest.raises(DispatchError, match=r"float\(tensor\)"):
+        tp.compile(f)(tp.tensor([2.0, 4.0]))
