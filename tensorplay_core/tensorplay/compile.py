@@ -40,12 +40,14 @@ graph (``fullgraph`` is accepted for compatibility). Any other error a capture m
 the same code raises eagerly (see ``compile``'s docstring).
 Tensors the function reaches through closures, module globals or attributes of its non-tensor
 arguments are graph constants used by reference (in-place updates are seen); rebinding one
-recaptures. Capturing is not thread-safe: capture a function from one thread at a time.
+recaptures. One compiled function may be called from several threads: its captures (and the
+cache's evictions) are serialised, as torch.compile serialises compilation.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any, Callable, Generic, ParamSpec, TypeVar, overload
 
 from . import _capture, _codegen, _dispatch, _dtype, _fusion, _pytree, _registry, _replay
@@ -219,6 +221,11 @@ class CompiledFunction(Generic[_P, _R]):
         self.graph_skips: dict = {}
         self.captures = 0
         self._cache: dict = {}
+        # the full lookup (a miss, a failed guard: captures, evictions) runs under this lock, as
+        # torch.compile serialises compilation: threads calling one compiled function with
+        # changing values would otherwise capture and evict over each other's tables. The
+        # per-call fast path only reads, and takes no lock.
+        self._lock = threading.RLock()
         self._last = None
         # the per-call fast path (``__call__``): exact signature key -> (entry, sig) for calls
         # with positional arguments only (``_exact_keyer``, ``_mixed_key``), and the last such
@@ -235,14 +242,16 @@ class CompiledFunction(Generic[_P, _R]):
     @property
     def cache_size(self) -> int:
         """Number of graphs currently cached (over every guard key)."""
-        return sum(len(v) for v in self._cache.values())
+        with self._lock:
+            return sum(len(v) for v in self._cache.values())
 
     def reset(self) -> None:
         """Drop every cached graph (the next call captures again)."""
-        self._cache.clear()
-        self._forget_fast()
-        self._last = None
-        self.graph_skips.clear()
+        with self._lock:
+            self._cache.clear()
+            self._forget_fast()
+            self._last = None
+            self.graph_skips.clear()
 
     def _forget_fast(self) -> None:
         """Drop the fast path's memory of which entry each exact signature resolved to (called
@@ -350,32 +359,33 @@ class CompiledFunction(Generic[_P, _R]):
             key = (_pytree.spec_key(spec), ctypes, tuple(tkeys), _gm._state.enabled,
                    _default_dtype[0])
         sig = (tuple(sizes), tuple(layout))
-        entry = None
-        entries = self._cache.get(key)
-        if entries:
-            for e in entries:
-                if e.exact_sizes is not None and e.exact_sizes != sig:
-                    continue
-                if not e.ops_valid() or not e.refs_valid():
-                    entries.remove(e)
-                    self._forget_fast()
-                    break
-                if e.guard is not None and not e.guard():
-                    continue             # captured under other global/closure values
-                entry = e
-                break
-        if entry is None:
-            entry = self._capture(spec, leaves, sig)
-            self._forget_fast()
-            entries = self._cache.setdefault(key, [])
-            entries.insert(0, entry)
-            if self.cache_size > _MAX_CACHE:
-                for k, es in list(self._cache.items()):
-                    if es is not entries or len(es) > 1:
-                        es.pop()
-                        if not es:
-                            del self._cache[k]
+        with self._lock:
+            entry = None
+            entries = self._cache.get(key)
+            if entries:
+                for e in entries:
+                    if e.exact_sizes is not None and e.exact_sizes != sig:
+                        continue
+                    if not e.ops_valid() or not e.refs_valid():
+                        entries.remove(e)
+                        self._forget_fast()
                         break
+                    if e.guard is not None and not e.guard():
+                        continue             # captured under other global/closure values
+                    entry = e
+                    break
+            if entry is None:
+                entry = self._capture(spec, leaves, sig)
+                self._forget_fast()
+                entries = self._cache.setdefault(key, [])
+                entries.insert(0, entry)
+                if self.cache_size > _MAX_CACHE:
+                    for k, es in list(self._cache.items()):
+                        if es is not entries or len(es) > 1:
+                            es.pop()
+                            if not es:
+                                del self._cache[k]
+                            break
         return entry, sig, leaves
 
     def _capture(self, spec, leaves, sig):
