@@ -102,3 +102,23 @@ def test_uncaught_data_dependent_read_is_still_the_dispatch_error():
 
     with pytest.raises(DispatchError, match=r"float\(tensor\)"):
         tp.compile(f)(tp.tensor([2.0, 4.0]))
+
+
+def test_a_kernel_reading_native_without_a_fake_is_told_to_register_one():
+    # run as its own fake (no register_fake), a kernel reading ``x.native`` gets None: the error
+    # is about the missing fake kernel, not "an error of the kernel itself" (eager works)
+    import numpy as np
+
+    from tensorplay import library
+    from tensorplay.testing import drop_ops
+
+    @library.custom_op("cgnative::mysin", mutates_args=())
+    def mysin(x: tp.Tensor) -> tp.Tensor:
+        return tp.from_numpy(np.sin(x.native))
+
+    try:
+        assert mysin(tp.zeros(3)).tolist() == [0.0] * 3
+        with pytest.raises(CompileError, match=r"has no fake kernel .*Register one"):
+            tp.compile(lambda x: mysin(x) * 2)(tp.ones(3))
+    finally:
+        drop_ops("cgnative")
