@@ -35,8 +35,12 @@ SLACK_PER_CYCLE = 100
 BLOCKS_PER_CYCLE = 0.5
 MEASUREMENT_BLOCKS = 32
 # the measured half is cut into this many windows: a leak grows the memory in every window, a
-# table rebuilt once (see _flat) in one
-WINDOWS = 5
+# table rebuilt once (see _flat) in one; the STEPS largest windows are not counted (a full
+# suite's linecache.cache, the registry and the code generator's tables can each step once in
+# the measured half: two natural steps and the 100 kB of test_a_shared_table_grown_once... were
+# seen together on Python 3.13)
+WINDOWS = 8
+STEPS = 3
 
 
 def _blocks():
@@ -91,15 +95,15 @@ def _flat(cycle, n=CYCLES, warmup=100):
 def _check(growth, n=CYCLES):
     """No generated text left in ``linecache``; fewer new blocks than ``BLOCKS_PER_CYCLE`` per
     cycle (beyond the measurement's own); and fewer new bytes than ``SLACK_PER_CYCLE`` per cycle
-    over the measured half's windows less its two largest (where tables rebuilt once land:
+    over the measured half's windows less its ``STEPS`` largest (where tables rebuilt once land:
     ``linecache.cache``, the registry and the compiled-code cache can each step once, depending
     on what ran before; a leak adds bytes in every window)."""
     assert growth["lines_first_half"] <= 8 and growth["lines_second_half"] <= 8, growth
     assert growth["blocks_second_half"] < BLOCKS_PER_CYCLE * (n - n // 2) + MEASUREMENT_BLOCKS, \
         growth
     windows = growth["bytes_per_window"]
-    kept = sorted(windows)[:WINDOWS - 2]
-    assert sum(kept) < SLACK_PER_CYCLE * (n - n // 2) * (WINDOWS - 2) / WINDOWS, growth
+    kept = sorted(windows)[:WINDOWS - STEPS]
+    assert sum(kept) < SLACK_PER_CYCLE * (n - n // 2) * (WINDOWS - STEPS) / WINDOWS, growth
 
 
 def test_recaptures_release_their_source():
