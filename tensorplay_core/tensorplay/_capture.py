@@ -83,8 +83,8 @@ class Value:
     ``kind`` is ``"input"``, ``"node"`` or ``"const"``; ``fake`` a fake tensor with the value's
     metadata at capture time; ``const`` the real tensor of a ``"const"`` value (a tensor the
     function closes over); ``requires_grad`` as seen during capture; ``history`` what eager's
-    ``grad_fn`` would be: None for a leaf, else the ``Node`` (or, for an input or constant that
-    is not a leaf, the ``Value`` itself) standing for the autograd node that made it;
+    ``grad_fn`` would be: None for a leaf, else the index of the ``Node`` whose autograd node
+    made it (-1: an input or constant that is not a leaf; plain ints, no reference cycle);
     ``root`` the value whose storage this view shares, for views made inside the capture (an
     in-place op with history on a view gives its base history too, as eager).
     """
@@ -687,12 +687,13 @@ class CapturedGradFn:
 
 def _captured_grad_fn(v) -> CapturedGradFn:
     h = v.history
+    key = h if h >= 0 else v        # outputs of one node share it; an input has its own
     c = active()
     cache = c.grad_fns if c is not None else {}
-    g = cache.get(id(h))
+    g = cache.get(key)
     if g is None:
-        what = f"{h.target} ({v.name})" if isinstance(h, Node) else v.name
-        g = cache[id(h)] = CapturedGradFn(what)
+        what = f"{v.graph.nodes[h].target} ({v.name})" if h >= 0 else f"input {v.name}"
+        g = cache[key] = CapturedGradFn(what)
     return g
 
 
@@ -746,7 +747,7 @@ class _Capture:
         self.keep: list = []          # real constants kept alive while capturing
         self.escaped: dict = {}       # id(fake) -> (op name, container) the capture can't walk
         self.data_read = None         # the first data-dependent read's error (_data_dependent)
-        self.grad_fns: dict = {}      # id(Value.history) -> its CapturedGradFn
+        self.grad_fns: dict = {}      # Value.history (or the value) -> its CapturedGradFn
         self.roots: dict = {}         # id(fake storage) -> the value made inside that owns it
 
     def api(self) -> str:
@@ -791,7 +792,7 @@ class _Capture:
             c = Value(self.graph, "const", _plain_fake(x, self.storages), const=x,
                       requires_grad=x.needs_grad)
             if x.grad_fn is not None:
-                c.history = c
+                c.history = -1
             self.const_of[id(x)] = c
             self.keep.append(x)
         return c
@@ -821,7 +822,7 @@ def capture(fn, args_template, leaves, *, name="fn"):
             storages[id(t.storage_ref)] = f.storage_ref
         v = Value(graph, "input", f, requires_grad=t.needs_grad)
         if t.grad_fn is not None:
-            v.history = v
+            v.history = -1
         graph.inputs.append(v)
         ctensors.append(_new_capture_tensor(v, f))
     args, kwargs = args_template(ctensors)
@@ -973,7 +974,7 @@ def record_call(op, args, kwargs):
                     f"kernels must return fake tensors (e.g. x.new_empty(shape)). Check it with "
                     f"tensorplay.library.opcheck.")
             rg = out_rg and f.dtype.is_floating_point
-            v = Value(ctx.graph, "node", f, requires_grad=rg, history=node if rg else None)
+            v = Value(ctx.graph, "node", f, requires_grad=rg, history=node.index if rg else None)
             # views: the value made inside the capture that owns the storage (their base)
             sid = id(f.storage_ref)
             root = ctx.roots.get(sid)
@@ -1010,12 +1011,12 @@ def _gain_history(v, node, t) -> None:
     """An in-place op recorded with grad (``node``) on ``v`` (capture tensor ``t``): as eager,
     the tensor then requires grad and is not a leaf, and so is the base of a view."""
     v.requires_grad = True
-    v.history = node
+    v.history = node.index
     set_requires_grad(t, True)
     r = v.root
     if r is not None:
         r.requires_grad = True
-        r.history = node
+        r.history = node.index
 
 
 def _bound(op, args, kwargs) -> dict:
