@@ -32,13 +32,21 @@ import threading
 
 from . import _dispatch, _pytree
 from ._tensor import Tensor
-from ._tensor_base import new_fake, row_major, set_capture, set_layout, set_requires_grad
+from ._tensor_base import (
+    TensorBase,
+    new_fake,
+    row_major,
+    set_capture,
+    set_layout,
+    set_requires_grad,
+)
 from .autograd import grad_mode as _gm
 from .errors import CompileError, DispatchError
 from .fake import DYNAMIC_SIZE_BASE
 
 __all__ = [
     "CaptureTensor",
+    "CapturedGradFn",
     "Graph",
     "Node",
     "SizeTuple",
@@ -74,17 +82,24 @@ class Value:
 
     ``kind`` is ``"input"``, ``"node"`` or ``"const"``; ``fake`` a fake tensor with the value's
     metadata at capture time; ``const`` the real tensor of a ``"const"`` value (a tensor the
-    function closes over); ``requires_grad`` as seen during capture.
+    function closes over); ``requires_grad`` as seen during capture; ``history`` what eager's
+    ``grad_fn`` would be: None for a leaf, else the index of the ``Node`` whose autograd node
+    made it (-1: an input or constant that is not a leaf; plain ints, no reference cycle);
+    ``root`` the value whose storage this view shares, for views made inside the capture (an
+    in-place op with history on a view gives its base history too, as eager).
     """
 
-    __slots__ = ("const", "fake", "graph", "id", "kind", "name", "requires_grad")
+    __slots__ = ("const", "fake", "graph", "history", "id", "kind", "name", "requires_grad",
+                 "root")
 
-    def __init__(self, graph, kind, fake, const=None, requires_grad=False):
+    def __init__(self, graph, kind, fake, const=None, requires_grad=False, history=None):
         self.graph = graph
         self.kind = kind
         self.fake = fake
         self.const = const
         self.requires_grad = requires_grad
+        self.history = history
+        self.root = None
         if kind == "const":
             self.id = len(graph.consts)
             self.name = f"%c{self.id}"
@@ -194,6 +209,12 @@ class Graph:
         self.output = None
         self.size_dependent = False
         self.entry_grad = _gm._state.enabled   # grad mode when the capture started
+        self.exit_grad = self.entry_grad       # grad mode the function left set when it returned
+        # the captured code read autograd metadata (``requires_grad``; ``is_leaf``/``grad_fn``):
+        # the answer depends on constants' requires_grad (and, for is_leaf/grad_fn, on whether
+        # inputs and constants are leaves), which the guard key does not hold: guarded then
+        self.reads_requires_grad = False
+        self.reads_history = False
         self._next_id = 0
         self.groups: list = []      # fusion groups (see _fusion.plan)
 
@@ -473,7 +494,10 @@ class CaptureTensor(Tensor):
     """A fake tensor standing for graph value ``_capture`` while ``tensorplay.compile`` captures.
 
     Ops on it are recorded (dispatch key ``"capture"``); autograd-state methods
-    (``requires_grad_``, ``detach``, ``retain_grad``) are recorded as graph nodes too; reading its
+    (``requires_grad_``, ``detach``, ``retain_grad``) are recorded as graph nodes too;
+    ``requires_grad``, ``is_leaf`` and ``grad_fn is None`` answer as eager (``grad_fn`` is a
+    ``CapturedGradFn`` where eager has a node; reading from it, or an input's ``grad``, raises
+    ``CompileError``); reading its
     values raises ``DispatchError`` naming what the code did (``bool(tensor)``, ``int(tensor)``,
     ``Tensor.item()``...), after the checks eager makes without the values (several elements,
     a float used as an index, ``numpy()`` of a tensor requiring grad: eager's errors); reading its
@@ -518,18 +542,66 @@ class CaptureTensor(Tensor):
             raise _data_dependent("__format__")
         return Tensor.__format__(self, spec)
 
+    # autograd metadata: eager's answers for the same inputs (``record_call`` computes whether
+    # each output requires grad and has history as the autograd entries would); reading it
+    # marks the graph so that ``compile`` guards what the answer depends on beyond its key
     @property
     def requires_grad(self) -> bool:
-        return self.needs_grad
+        v = self.capture_info
+        if v is None:
+            return self.needs_grad
+        v.graph.reads_requires_grad = True
+        return v.requires_grad
 
     @requires_grad.setter
     def requires_grad(self, value) -> None:
         value = bool(value)
         if value and not self.dtype.is_floating_point:
             raise RuntimeError(f"only floating point tensors can require gradients (got {self.dtype})")
+        v = self.capture_info
+        if not value and v is not None and v.history is not None:
+            raise RuntimeError("requires_grad can only be changed on leaf tensors; use .detach()")
         _record_method(self, "requires_grad_", (value,))
         set_requires_grad(self, value)
         self.capture_info.requires_grad = value
+
+    @property
+    def grad_fn(self):
+        """None for a tensor eager code would have as a leaf; else a ``CapturedGradFn``: not
+        None and true, as eager's node, but the node itself exists only when the graph runs."""
+        v = self.capture_info
+        if v is None:
+            return None
+        v.graph.reads_history = True
+        if v.history is None:
+            return None
+        return _captured_grad_fn(v)
+
+    @grad_fn.setter
+    def grad_fn(self, node) -> None:        # the slot (new_fake sets it to None)
+        _GRAD_FN_SLOT.__set__(self, node)
+
+    @property
+    def grad(self):
+        """None for a tensor made inside the function (as eager: no backward ran on it);
+        ``CompileError`` for an input's, whose value the graph does not take."""
+        v = self.capture_info
+        if v is not None and v.kind != "node":
+            raise CompileError(
+                f"tensorplay.compile: Tensor.grad of an input ({v.name}) was read inside the "
+                f"compiled function; the graph does not take gradients as inputs, so the value "
+                f"read while capturing would be baked in. Pass x.grad as an argument, or read "
+                f"it outside the compiled function.")
+        return None
+
+    @grad.setter
+    def grad(self, value) -> None:
+        if getattr(self, "capture_info", None) is not None:    # unset while new_fake builds it
+            raise CompileError(
+                "tensorplay.compile: Tensor.grad was assigned inside the compiled function; "
+                "the assignment is not captured (it would be dropped). Return the value and "
+                "assign it outside the compiled function.")
+        _GRAD_SLOT.__set__(self, value)        # new_fake sets it to None
 
     def requires_grad_(self, requires_grad: bool = True):
         self.requires_grad = requires_grad
@@ -546,6 +618,7 @@ class CaptureTensor(Tensor):
         _record_method(self, "detach_", ())
         set_requires_grad(self, False)
         self.capture_info.requires_grad = False
+        self.capture_info.history = None
         return self
 
     def retain_grad(self):
@@ -575,6 +648,53 @@ class CaptureTensor(Tensor):
         v = self.capture_info
         return (f"capture_tensor({v.name if v is not None else '?'}, rank={len(self.shape)}, "
                 f"dtype={self.dtype}, device='{self.device}')")
+
+
+_GRAD_FN_SLOT = TensorBase.__dict__["grad_fn"]
+_GRAD_SLOT = TensorBase.__dict__["grad"]
+
+
+class CapturedGradFn:
+    """``t.grad_fn`` of a capture tensor that eager code would have as a non-leaf.
+
+    ``is None`` is False and ``bool()`` True, as for eager's node, so ``t.is_leaf``,
+    ``t.grad_fn is None`` and ``if t.grad_fn:`` answer as eager. The node itself is made by
+    autograd when the compiled graph runs, so anything read from it (``name()``,
+    ``next_functions``, ``register_hook``...) raises ``CompileError``. Tensors made by one
+    autograd node share its ``CapturedGradFn`` (``a.grad_fn is b.grad_fn`` as eager)."""
+
+    __slots__ = ("_what",)
+
+    def __init__(self, what: str):
+        self._what = what
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __getattr__(self, name):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)       # protocols Python probes (copy, pickle...)
+        raise CompileError(
+            f"tensorplay.compile: Tensor.grad_fn.{name} was read inside the compiled function "
+            f"(grad_fn of {self._what}); the autograd node is made when the compiled graph "
+            f"runs, so it cannot be known while capturing. Inside the function only "
+            f"`t.grad_fn is None`, `t.is_leaf` and `t.requires_grad` can be used; read "
+            f"grad_fn on the compiled function's result, outside it.")
+
+    def __repr__(self) -> str:
+        return f"<grad_fn of {self._what}: made when the compiled graph runs>"
+
+
+def _captured_grad_fn(v) -> CapturedGradFn:
+    h = v.history
+    key = h if h >= 0 else v        # outputs of one node share it; an input has its own
+    c = active()
+    cache = c.grad_fns if c is not None else {}
+    g = cache.get(key)
+    if g is None:
+        what = f"{v.graph.nodes[h].target} ({v.name})" if h >= 0 else f"input {v.name}"
+        g = cache[key] = CapturedGradFn(what)
+    return g
 
 
 def _present_as(cls, name: str) -> None:
@@ -627,6 +747,8 @@ class _Capture:
         self.keep: list = []          # real constants kept alive while capturing
         self.escaped: dict = {}       # id(fake) -> (op name, container) the capture can't walk
         self.data_read = None         # the first data-dependent read's error (_data_dependent)
+        self.grad_fns: dict = {}      # Value.history (or the value) -> its CapturedGradFn
+        self.roots: dict = {}         # id(fake storage) -> the value made inside that owns it
 
     def api(self) -> str:
         return f"tensorplay.compile({self.fn_name})"
@@ -669,6 +791,8 @@ class _Capture:
         if c is None:
             c = Value(self.graph, "const", _plain_fake(x, self.storages), const=x,
                       requires_grad=x.needs_grad)
+            if x.grad_fn is not None:
+                c.history = -1
             self.const_of[id(x)] = c
             self.keep.append(x)
         return c
@@ -697,6 +821,8 @@ def capture(fn, args_template, leaves, *, name="fn"):
         if st is None:
             storages[id(t.storage_ref)] = f.storage_ref
         v = Value(graph, "input", f, requires_grad=t.needs_grad)
+        if t.grad_fn is not None:
+            v.history = -1
         graph.inputs.append(v)
         ctensors.append(_new_capture_tensor(v, f))
     args, kwargs = args_template(ctensors)
@@ -706,11 +832,21 @@ def capture(fn, args_template, leaves, *, name="fn"):
     prev_mode = mst.mode
     prev_grad = gst.enabled
     mst.mode = "capture"
+    exit_grad = prev_grad       # the grad mode to leave set: the entry one unless fn changed it
     try:
-        with contextlib.ExitStack() as scopes:
-            for scope in capture_scopes:
-                scopes.enter_context(scope())
-            out = fn(*args, **kwargs)
+        try:
+            with contextlib.ExitStack() as scopes:
+                for scope in capture_scopes:
+                    scopes.enter_context(scope())
+                out = fn(*args, **kwargs)
+            graph.exit_grad = gst.enabled
+        except BaseException as e:
+            # the function's own exceptions (and eager's errors, which the capture raises as
+            # eager does) leave the grad mode the function set, as eager; what only the capture
+            # raises (CompileError, a data-dependent read) leaves the entry mode
+            if not isinstance(e, CompileError) and e is not ctx.data_read:
+                exit_grad = gst.enabled
+            raise
         if ctx.data_read is not None:
             # the function caught it (try/except): eager code would have taken the other branch
             raise CompileError(
@@ -719,9 +855,10 @@ def capture(fn, args_template, leaves, *, name="fn"):
                 f"eager code does not take: {ctx.data_read} Do not catch this error inside the "
                 f"compiled function.") from ctx.data_read
         graph.output = _output_structure(ctx, out)
+        exit_grad = graph.exit_grad
     finally:
         mst.mode = prev_mode
-        gst.enabled = prev_grad
+        gst.enabled = exit_grad
         stack.pop()
     return graph
 
@@ -818,19 +955,36 @@ def record_call(op, args, kwargs):
     node = ctx.add_node("op", op, gargs, gkwargs)
     differentiable = not (op.is_builtin and op.backward_fn is None)
     out_rg = vals_rg[0] and _gm._state.enabled and differentiable
-    by_fake = {id(_to_fake(v)): v for v in node.inputs()}
+    ins = node.inputs()
+    by_fake = {id(_to_fake(v)): v for v in ins}
+    in_storages = None
 
     def wrap(f):
+        nonlocal in_storages
         if isinstance(f, Tensor):
             same = fake_of.get(id(f))
             if same is not None:     # the op returned one of its inputs (in-place ops)
-                return by_fake[id(f)], same
+                v = by_fake[id(f)]
+                if out_rg and f.dtype.is_floating_point:
+                    _gain_history(v, node, same)
+                return v, same
             if f.native is not None or f.capture_info is not None:
                 raise CompileError(
                     f"{ctx.api()}: the fake kernel of {op.name} returned a real tensor; fake "
                     f"kernels must return fake tensors (e.g. x.new_empty(shape)). Check it with "
                     f"tensorplay.library.opcheck.")
-            v = Value(ctx.graph, "node", f, requires_grad=out_rg and f.dtype.is_floating_point)
+            rg = out_rg and f.dtype.is_floating_point
+            v = Value(ctx.graph, "node", f, requires_grad=rg, history=node.index if rg else None)
+            # views: the value made inside the capture that owns the storage (their base)
+            sid = id(f.storage_ref)
+            root = ctx.roots.get(sid)
+            if root is not None:
+                v.root = root
+            else:
+                if in_storages is None:
+                    in_storages = {id(x.fake.storage_ref) for x in ins}
+                if sid not in in_storages:      # a new storage, not a view of an input
+                    ctx.roots[sid] = v
             node.outputs.append(v)
             return v, _new_capture_tensor(v, f)
         if isinstance(f, (list, tuple)):
@@ -851,6 +1005,18 @@ def record_call(op, args, kwargs):
     res, ret = wrap(fout)
     node.result = res
     return ret
+
+
+def _gain_history(v, node, t) -> None:
+    """An in-place op recorded with grad (``node``) on ``v`` (capture tensor ``t``): as eager,
+    the tensor then requires grad and is not a leaf, and so is the base of a view."""
+    v.requires_grad = True
+    v.history = node.index
+    set_requires_grad(t, True)
+    r = v.root
+    if r is not None:
+        r.requires_grad = True
+        r.history = node.index
 
 
 def _bound(op, args, kwargs) -> dict:

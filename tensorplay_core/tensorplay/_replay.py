@@ -105,6 +105,23 @@ class GraphReplay:
         return False
 
 
+class _GradModeReplay(GraphReplay):
+    """The replay of a graph whose function changes the grad mode it leaves set
+    (``tp.set_grad_enabled(False)`` called as a function): a replay runs no Python, so it sets
+    that mode after the device work, as the normal run does."""
+
+    __slots__ = ("exit_grad",)
+
+    def __init__(self, entry, leaves):
+        super().__init__(entry, leaves)
+        self.exit_grad = entry.graph.exit_grad
+
+    def __call__(self, leaves):
+        out = GraphReplay.__call__(self, leaves)
+        _gm._state.enabled = self.exit_grad
+        return out
+
+
 def _copy(be, arr, dev):
     """A new array on ``dev`` with ``arr``'s values (row-major)."""
     out = be.empty(tuple(arr.shape), be.dtype_of(arr), dev)
@@ -189,7 +206,7 @@ def run(cf, entry, sig, leaves):
     ``leaves``, whose exact signature is ``sig``."""
     graphs = entry.replays
     g = graphs.get(sig)
-    if g.__class__ is GraphReplay:
+    if g.__class__ is GraphReplay or g.__class__ is _GradModeReplay:
         if g.consts_need_grad() and _gm._state.enabled:
             return entry.run(leaves)
         return g(leaves)
@@ -209,14 +226,15 @@ def run(cf, entry, sig, leaves):
         return entry.run(leaves)         # a reason: this signature runs without a graph
     if _gm._state.enabled and any(c.const.needs_grad for c in entry.graph.consts):
         return entry.run(leaves)         # a constant was made to require grad since
-    if sum(v.__class__ is GraphReplay for v in graphs.values()) >= MAX_GRAPHS:
+    if sum(isinstance(v, GraphReplay) for v in graphs.values()) >= MAX_GRAPHS:
         # each graph pins its arrays: the first MAX_GRAPHS signatures recorded keep theirs
         reason = f"{MAX_GRAPHS} signatures of this graph are recorded already (the limit)"
         graphs[sig] = reason
         _skip(cf, sig, reason)
         return entry.run(leaves)
     try:
-        g = GraphReplay(entry, leaves)
+        g = (GraphReplay if entry.graph.exit_grad == entry.graph.entry_grad
+             else _GradModeReplay)(entry, leaves)
     except (NotImplementedError, RuntimeError) as e:
         reason = f"recording failed ({type(e).__name__}: {e})"
         graphs[sig] = reason

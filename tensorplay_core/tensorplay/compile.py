@@ -150,6 +150,21 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
     changes while it is captured (a Python side effect such as appending to a log list) is not
     guarded: compiled graphs do not replay Python side effects.
 
+    Autograd state. Inside ``fn``, ``t.requires_grad``, ``t.is_leaf``, ``t.grad_fn is None`` and
+    ``bool(t.grad_fn)`` answer as eager code does for the same inputs and grad mode (also for
+    in-place results and the base of a view written in place, and for inputs that are not
+    leaves); a graph whose code read them is guarded on what the answer depends on beyond the
+    guard key (whether inputs are leaves; tensors read from closures/globals/attributes:
+    ``requires_grad`` and leafness), so other inputs recapture. The node itself cannot be known
+    while capturing: reading anything from ``t.grad_fn`` (``.name``, ``.next_functions``)
+    raises ``CompileError``, and so do reading an input's ``.grad`` (pass it as an argument) and
+    assigning ``.grad`` (tensors made inside have ``grad`` None, as eager). Grad mode changes
+    inside ``fn`` apply to the ops after them, as eager, and a mode ``fn`` leaves set
+    (``tensorplay.set_grad_enabled(False)`` called as a function) stays set after every call
+    (cache hits and ``"reduce-overhead"`` replays too), as with ``torch.compile``; when ``fn``
+    raises, the mode is the one it had set, as eager (a capture refused with ``CompileError``
+    or for data-dependent code restores the caller's).
+
     Errors (at call time). While ``fn`` is captured, code that fails eagerly fails with eager's
     exception type and message, so ``except TypeError`` (or ``RuntimeError``...) around it keeps
     working: a bad argument to an op (``tp.add(x, "a")``: ``TypeError``; mismatched shapes,
@@ -303,7 +318,7 @@ class CompiledFunction(Generic[_P, _R]):
                     else:
                         entry, sig = hit
                     self._hot = (fkey, entry, sig)
-                if entry.check is not None and not entry.check():
+                if entry.check is not None and not entry.check(leaves):
                     # a guard failed: the full lookup drops or skips this entry, recaptures
                     entry, sig = self._lookup(args, kwargs)[:2]
                     self._fast[fkey] = (entry, sig)
@@ -372,6 +387,8 @@ class CompiledFunction(Generic[_P, _R]):
                         break
                     if e.guard is not None and not e.guard():
                         continue             # captured under other global/closure values
+                    if e.autograd is not None and not e.autograd(leaves):
+                        continue             # read is_leaf/requires_grad that differ now
                     entry = e
                     break
             if entry is None:
@@ -508,12 +525,44 @@ def _refs_valid(refs) -> bool:
     return True
 
 
-def _entry_check(ops, refs, guard):
-    """``check()`` of an entry with something to check (a closure over the lists, not over the
-    entry: no reference cycle)."""
+def _entry_check(ops, refs, guard, autograd):
+    """``check(leaves)`` of an entry with something to check (a closure over the lists, not
+    over the entry: no reference cycle)."""
+    if autograd is not None:
+        if guard is None:
+            return lambda leaves: _ops_valid(ops) and _refs_valid(refs) and autograd(leaves)
+        return lambda leaves: (_ops_valid(ops) and _refs_valid(refs) and guard()
+                               and autograd(leaves))
     if guard is None:
-        return lambda: _ops_valid(ops) and _refs_valid(refs)
-    return lambda: _ops_valid(ops) and _refs_valid(refs) and guard()
+        return lambda leaves: _ops_valid(ops) and _refs_valid(refs)
+    return lambda leaves: _ops_valid(ops) and _refs_valid(refs) and guard()
+
+
+def _autograd_guard(graph):
+    """``check(leaves)`` for a graph whose code read autograd metadata, None otherwise.
+
+    ``requires_grad`` of a value computed inside depends on the grad mode and the inputs'
+    ``requires_grad`` (both in the guard key) and on the constants' (tensors the function reads
+    from closures, globals, attributes): guarded here. ``is_leaf``/``grad_fn`` also depend on
+    whether the inputs and constants are leaves: guarded too when read."""
+    if not (graph.reads_requires_grad or graph.reads_history):
+        return None
+    consts = [(c.const, c.const.needs_grad, c.const.grad_fn is None) for c in graph.consts]
+    inputs = tuple(v.history is None for v in graph.inputs) if graph.reads_history else None
+    history = graph.reads_history
+    if not consts and inputs is None:
+        return None                  # requires_grad read, no constant: the key holds it all
+
+    def check(leaves):
+        for t, rg, leaf in consts:
+            if t.needs_grad is not rg or (history and (t.grad_fn is None) is not leaf):
+                return False
+        if inputs is not None:
+            for t, leaf in zip(leaves, inputs):
+                if (t.grad_fn is None) is not leaf:
+                    return False
+        return True
+    return check
 
 
 class _Entry:
@@ -526,8 +575,11 @@ class _Entry:
         self.guard = guard           # () -> bool over globals/closure values, None: nothing read
         self.guard_source = getattr(guard, "source", None)
         self.ops = [(op, v) for op, v in graph.custom_ops()]
-        # () -> bool: the guards the fast path checks on every call; None: nothing to check
-        self.check = _entry_check(self.ops, refs, guard) if (self.ops or refs or guard) else None
+        # (leaves) -> bool: the autograd metadata the code read is unchanged; None: none read
+        self.autograd = _autograd_guard(graph)
+        # (leaves) -> bool: the guards the fast path checks on every call; None: nothing to check
+        self.check = _entry_check(self.ops, refs, guard, self.autograd) \
+            if (self.ops or refs or guard or self.autograd) else None
         self.validated: set = set()
         self.replays: dict = {}      # mode="reduce-overhead": signature -> GraphReplay or state
         self._source = None          # of ``run``, once generated
@@ -942,7 +994,8 @@ def _generate(graph, *, checked: bool):
         names = ", ".join(f"v{v.id}" for v in graph.inputs)
         body.append(f"{names}, = __leaves")
     entry_mode = graph.entry_grad
-    manage_grad = any(n.grad_enabled != entry_mode for n in graph.nodes)
+    exit_mode = graph.exit_grad
+    manage_grad = exit_mode != entry_mode or any(n.grad_enabled != entry_mode for n in graph.nodes)
     chains = {ch.nodes[0].index: ch for ch in graph.groups}
     skip_until = -1
     for n in graph.nodes:
@@ -960,11 +1013,14 @@ def _generate(graph, *, checked: bool):
     body.append(f"return {ref(graph.output)}")
     lines = ["def run(__leaves):"]
     if manage_grad:
-        lines.append("    __entry = __gm.enabled")
+        # the grad mode is part of the guard key: it is ``graph.entry_grad`` here. The function
+        # leaves the mode it set (``tp.set_grad_enabled(False)`` called as a function) after
+        # the call, as eager; also when a node raises (eager would have left the mode set at
+        # that point: this is it unless the error is raised inside a ``with`` block)
         lines.append("    try:")
         lines.extend("        " + b for b in body)
         lines.append("    finally:")
-        lines.append("        __gm.enabled = __entry")
+        lines.append(f"        __gm.enabled = {bool(exit_mode)}")
     else:
         lines.extend("    " + b for b in body)
     src = "\n".join(lines)
