@@ -942,21 +942,51 @@ class Tensor(TensorBase, instance_class=True):
         """Round to ``decimals`` places, halves to even (as ``torch.round``)."""
         return _O.round(self, decimals=decimals)
 
-    def var(self, dim: _Dims = None, keepdim: _bool = False, *, correction: _Number = 1,
-            unbiased: _bool | None = None) -> Tensor:
-        """Variance over ``dim`` with Bessel's ``correction`` (1 by default)."""
+    def var(self, dim: _Dims | _bool = None, *args: _bool, correction: _Number | None = None,
+            keepdim: _bool = False, unbiased: _bool | None = None) -> Tensor:
+        """Variance over ``dim`` (all elements when None) with Bessel's ``correction`` (1 by
+        default): ``sum((x - mean)**2) / (N - correction)``; floating tensors only.
+
+        Arguments as ``torch.var``'s overloads: ``var(dim, unbiased, keepdim)`` positionally
+        (the third positional is ``unbiased``, not ``keepdim``), ``var(unbiased)`` with a bool
+        first argument, or ``var(dim, correction=c, keepdim=k)``. The divisor is ``max(0, N -
+        correction)``: inf/nan when that is 0, as torch (which also warns)."""
+        if dim.__class__ is bool:                    # var(unbiased): the all-elements overload
+            if args:
+                raise TypeError("var(): a bool first argument is 'unbiased'; pass dim= too")
+            dim, unbiased = None, dim
+        if args:
+            if len(args) > 2 or args[0].__class__ is not bool:
+                raise TypeError(f"var(): after dim, positional arguments are (unbiased: bool, "
+                                f"keepdim: bool) as torch.var's; got {args!r}")
+            if unbiased is not None or correction is not None:
+                raise TypeError("var(): 'unbiased' given twice (positionally and by name, or "
+                                "with correction)")
+            unbiased = args[0]
+            if len(args) == 2:
+                keepdim = args[1]
         if unbiased is not None:
+            if correction is not None:
+                raise TypeError("var(): give 'unbiased' or 'correction', not both")
             correction = 1 if unbiased else 0
+        elif correction is None:
+            correction = 1
+        if not self._dtype.is_floating_point:
+            raise RuntimeError(f"std and var only support floating point and complex dtypes "
+                               f"(got {self._dtype}); cast first, e.g. x.float()")
         mu = self.mean(dim, keepdim=True)
         d = self - mu
         n = self.numel() if dim is None else _prod(self._shape[_wrap_dim(x, self.ndim)]
                                                    for x in _dims(dim))
-        return (d * d).sum(dim, keepdim) / max(n - correction, 1)
+        # torch divides by max(0, N - correction): inf or nan when that is 0, not a clamp to 1
+        return (d * d).sum(dim, keepdim) / (float(max(n - correction, 0)))
 
-    def std(self, dim: _Dims = None, keepdim: _bool = False, *, correction: _Number = 1,
-            unbiased: _bool | None = None) -> Tensor:
-        """Standard deviation over ``dim`` (``sqrt(var)``)."""
-        return self.var(dim, keepdim, correction=correction, unbiased=unbiased).sqrt()
+    def std(self, dim: _Dims | _bool = None, *args: _bool, correction: _Number | None = None,
+            keepdim: _bool = False, unbiased: _bool | None = None) -> Tensor:
+        """Standard deviation over ``dim``: ``sqrt(var(...))`` with ``var``'s arguments (same
+        overloads as ``torch.std``)."""
+        return self.var(dim, *args, correction=correction, keepdim=keepdim,
+                        unbiased=unbiased).sqrt()
 
     def norm(self, p: _Number = 2, dim: _Dims = None, keepdim: _bool = False) -> Tensor:
         """The ``p``-norm over ``dim`` (2 by default)."""
