@@ -9,7 +9,7 @@ from __future__ import annotations
 __all__ = [
     "DType", "dtype", "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32",
     "int64", "uint8", "bool", "get_default_dtype", "set_default_dtype", "promote_types",
-    "as_dtype",
+    "as_dtype", "can_cast",
 ]
 
 _builtin_bool = bool
@@ -143,6 +143,17 @@ def promote_types(a: DType, b: DType) -> DType:
         r = a if a.itemsize >= b.itemsize else b
     _PROMOTE_CACHE[key] = r
     return r
+
+
+_CAST_RANK = {"b": 0, "i": 1, "f": 2}
+
+
+def can_cast(from_: DType, to: DType) -> _builtin_bool:
+    """True when a value of dtype ``from_`` may be written into a tensor of dtype ``to`` by an
+    in-place op or ``out=`` (same rule as ``torch.can_cast``): never from a higher category into a
+    lower one (floating into integer or bool, integer into bool); within a category, or upwards,
+    always (int64 into int8 wraps, float64 into float16 rounds, as the cast does)."""
+    return _CAST_RANK[from_._kind] <= _CAST_RANK[to._kind]
 
 
 def wrapped_dtype(x) -> DType:

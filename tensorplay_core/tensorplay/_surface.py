@@ -541,16 +541,19 @@ def logsumexp(input: Tensor, dim: _Dims, keepdim: bool = False) -> Tensor:
     return out if keepdim else O.squeeze(out, [wrap_dim(d, input.ndim) for d in dims])
 
 
-def std(input: Tensor, dim: _Dims = None, keepdim: bool = False, *, correction: _Number = 1,
-        unbiased: bool | None = None) -> Tensor:
-    """Standard deviation over ``dim`` (``torch.std``)."""
-    return input.std(dim, keepdim, correction=correction, unbiased=unbiased)
+def std(input: Tensor, dim: _Dims | bool = None, *args: bool, correction: _Number | None = None,
+        keepdim: bool = False, unbiased: bool | None = None) -> Tensor:
+    """Standard deviation over ``dim``, ``Tensor.std``'s arguments (``torch.std``'s overloads:
+    ``std(x, dim, unbiased, keepdim)``, ``std(x, unbiased)``, ``std(x, dim, correction=,
+    keepdim=)``)."""
+    return input.std(dim, *args, correction=correction, keepdim=keepdim, unbiased=unbiased)
 
 
-def var(input: Tensor, dim: _Dims = None, keepdim: bool = False, *, correction: _Number = 1,
-        unbiased: bool | None = None) -> Tensor:
-    """Variance over ``dim`` with Bessel's ``correction`` (``torch.var``)."""
-    return input.var(dim, keepdim, correction=correction, unbiased=unbiased)
+def var(input: Tensor, dim: _Dims | bool = None, *args: bool, correction: _Number | None = None,
+        keepdim: bool = False, unbiased: bool | None = None) -> Tensor:
+    """Variance over ``dim`` with Bessel's ``correction``, ``Tensor.var``'s arguments
+    (``torch.var``'s overloads)."""
+    return input.var(dim, *args, correction=correction, keepdim=keepdim, unbiased=unbiased)
 
 
 def norm(input: Tensor, p: _Number | str | None = "fro", dim: _Dims = None, keepdim: bool = False,

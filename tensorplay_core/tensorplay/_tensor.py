@@ -62,6 +62,42 @@ def _scaled_add_(dst, other, alpha) -> bool:
     return True
 
 
+def _in_place(dst, api, op, *others):
+    """``dst`` overwritten with ``op(dst, *others)``, the out-of-place op's value (its dtype
+    promotion done): torch's rule for in-place arithmetic. The result's dtype must cast to
+    ``dst``'s (``can_cast``: not floating into integer/bool, not integer into bool), else
+    RuntimeError naming ``api`` before anything is written; its shape must broadcast to
+    ``dst``'s (``copy_`` checks). Recorded as the op, then one ``copy_``. While autograd records,
+    the op reads a clone of ``dst`` (torch's "original self"): a formula that saved ``dst`` itself
+    would find it overwritten at backward."""
+    src = dst
+    if _grad_state.enabled and (dst._requires_grad or any(
+            o.__class__ is Tensor and o._requires_grad for o in others)):
+        src = _O.clone(dst)
+    result = op(src, *others)
+    if result._dtype is not dst._dtype:
+        _check_cast(api, result._dtype, dst._dtype)
+    return _O.copy_(dst, result)
+
+
+def _times_alpha(self, other, alpha):
+    """``alpha * other`` for ``add``/``sub``'s ``alpha``, computed as torch does: in the dtype
+    ``self <op> other`` computes in (a uint8 ``other`` times 2 does not wrap at 256 when ``self``
+    is wider); a floating ``alpha`` with integral operands is refused (torch's RuntimeError)."""
+    if other.__class__ is not Tensor:
+        if alpha.__class__ is float and not self._dtype.is_floating_point and \
+                other.__class__ is not float:
+            raise RuntimeError("For integral input tensors, argument alpha must not be a "
+                               "floating point number.")
+        return other * alpha
+    rt = _dtype.result_type(self._dtype, 2 if self._shape else 1,
+                            other._dtype, 2 if other._shape else 1)
+    if alpha.__class__ is float and not rt.is_floating_point:
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
+                           "point number.")
+    return (other if other._dtype is rt else _O.to_dtype(other, rt)) * alpha
+
+
 class Tensor(TensorBase, instance_class=True):
     """A multi-dimensional array on a device, with autograd (same surface as ``torch.Tensor``).
 
@@ -426,6 +462,8 @@ class Tensor(TensorBase, instance_class=True):
         as torch)."""
         if value.__class__ is not Tensor:
             value = _check_fill("fill_", value, self._dtype)
+        elif value._shape:
+            _check_fill_value(value)
         return _O.fill_(self, value)
 
     def zero_(self) -> Tensor:
@@ -436,22 +474,40 @@ class Tensor(TensorBase, instance_class=True):
         """``self += alpha * other`` in place; the result may not need a higher dtype category."""
         if alpha != 1 and other.__class__ is Tensor and _scaled_add_(self, other, alpha):
             return self
-        return _O.add_(self, other if alpha == 1 else other * alpha)
+        return _O.add_(self, other if alpha == 1 else _times_alpha(self, other, alpha))
 
     def sub_(self, other: _TensorOrScalar, *, alpha: _Number = 1) -> Tensor:
-        """``self -= alpha * other`` in place."""
-        if other.__class__ is Tensor and _scaled_add_(self, other, -alpha):
+        """``self -= alpha * other`` in place, with ``sub``'s promotion (a bool operand is
+        refused, as torch); RuntimeError when the result's dtype cannot be cast to ``self``'s
+        (``torch.can_cast``), nothing written."""
+        if other.__class__ is Tensor and alpha != 1 and _scaled_add_(self, other, -alpha):
             return self
-        return _O.add_(self, -other if alpha == 1 else other * -alpha)
+        return _O.sub_(self, other if alpha == 1 else _times_alpha(self, other, alpha))
 
     def mul_(self, other: _TensorOrScalar) -> Tensor:
         """``self *= other`` in place; the result may not need a higher dtype category."""
         return _O.mul_(self, other)
 
     def div_(self, other: _TensorOrScalar) -> Tensor:
-        """``self /= other`` in place (floating tensors only, as in torch)."""
-        return _O.mul_(self, 1.0 / other) if isinstance(other, (int, float)) else \
-            _O.copy_(self, _O.div(self, other))
+        """``self /= other`` in place: true division, bit for bit ``div``'s value, so a floating
+        ``self`` only (an integer or bool ``self`` raises RuntimeError, as torch; nothing
+        written). Division by zero gives inf/nan as ``div``."""
+        return _O.div_(self, other)
+
+    def floor_divide_(self, other: _TensorOrScalar) -> Tensor:
+        """In-place ``floor_divide`` (``//=``); the result's dtype must cast to ``self``'s
+        (RuntimeError otherwise, nothing written; same as ``torch.Tensor.floor_divide_``)."""
+        return _in_place(self, "floor_divide_", _O.floor_divide, other)
+
+    def remainder_(self, other: _TensorOrScalar) -> Tensor:
+        """In-place ``remainder`` (``%=``), Python's sign rule; the result's dtype must cast to
+        ``self``'s (RuntimeError otherwise; same as ``torch.Tensor.remainder_``)."""
+        return _in_place(self, "remainder_", _O.remainder, other)
+
+    def pow_(self, exponent: _TensorOrScalar) -> Tensor:
+        """In-place ``pow`` (``**=``); the result's dtype must cast to ``self``'s (RuntimeError
+        otherwise; same as ``torch.Tensor.pow_``)."""
+        return _in_place(self, "pow_", _O.pow, exponent)
 
     def masked_fill_(self, mask: Tensor, value: _TensorOrScalar) -> Tensor:
         """Write ``value`` (number or 0-dim tensor) where ``mask`` (bool, broadcastable) is True."""
@@ -475,8 +531,9 @@ class Tensor(TensorBase, instance_class=True):
 
     def clamp_(self, min: _TensorOrScalar | None = None,
                max: _TensorOrScalar | None = None) -> Tensor:
-        """In-place ``clamp``."""
-        return _O.copy_(self, self.clamp(min, max))
+        """In-place ``clamp``; a bound that makes the result floating is refused for an integer
+        ``self`` (RuntimeError, as torch)."""
+        return _in_place(self, "clamp_", Tensor.clamp, min, max)
 
     def relu_(self) -> Tensor:
         """In-place ``relu``."""
@@ -498,7 +555,7 @@ class Tensor(TensorBase, instance_class=True):
         return _O.rsub(self, other)
 
     def __isub__(self, other: _TensorOrScalar) -> Tensor:
-        return _O.add_(self, -other)
+        return _O.sub_(self, other)
 
     def __mul__(self, other: _TensorOrScalar) -> Tensor:
         return _O.mul(self, other)
@@ -516,10 +573,13 @@ class Tensor(TensorBase, instance_class=True):
         return _O.rdiv(self, other)
 
     def __itruediv__(self, other: _TensorOrScalar) -> Tensor:
-        return self.div_(other)
+        return _O.div_(self, other)
 
     def __floordiv__(self, other: _TensorOrScalar) -> Tensor:
         return _O.floor_divide(self, other)
+
+    def __ifloordiv__(self, other: _TensorOrScalar) -> Tensor:
+        return _in_place(self, "floor_divide_", _O.floor_divide, other)
 
     def __rfloordiv__(self, other: _TensorOrScalar) -> Tensor:
         s = self._scalar_tensor(other)
@@ -527,6 +587,9 @@ class Tensor(TensorBase, instance_class=True):
 
     def __mod__(self, other: _TensorOrScalar) -> Tensor:
         return _O.remainder(self, other)
+
+    def __imod__(self, other: _TensorOrScalar) -> Tensor:
+        return _in_place(self, "remainder_", _O.remainder, other)
 
     def __rmod__(self, other: _TensorOrScalar) -> Tensor:
         s = self._scalar_tensor(other)
@@ -543,6 +606,9 @@ class Tensor(TensorBase, instance_class=True):
 
     def __pow__(self, other: _TensorOrScalar) -> Tensor:
         return _O.pow(self, other)
+
+    def __ipow__(self, other: _TensorOrScalar) -> Tensor:
+        return _in_place(self, "pow_", _O.pow, other)
 
     def __rpow__(self, other: _TensorOrScalar) -> Tensor:
         return _O.rpow(self, other)
@@ -601,11 +667,11 @@ class Tensor(TensorBase, instance_class=True):
 
     def add(self, other: _TensorOrScalar, *, alpha: _Number = 1) -> Tensor:
         """``self + alpha * other`` with broadcasting and torch's dtype promotion."""
-        return _O.add(self, other if alpha == 1 else other * alpha)
+        return _O.add(self, other if alpha == 1 else _times_alpha(self, other, alpha))
 
     def sub(self, other: _TensorOrScalar, *, alpha: _Number = 1) -> Tensor:
         """``self - alpha * other``."""
-        return _O.sub(self, other if alpha == 1 else other * alpha)
+        return _O.sub(self, other if alpha == 1 else _times_alpha(self, other, alpha))
 
     def mul(self, other: _TensorOrScalar) -> Tensor:
         """``self * other``."""
@@ -693,7 +759,11 @@ class Tensor(TensorBase, instance_class=True):
 
     def clamp(self, min: _TensorOrScalar | None = None,
               max: _TensorOrScalar | None = None) -> Tensor:
-        """Limit values to ``[min, max]`` (either bound may be None)."""
+        """Limit values to ``[min, max]`` (either bound may be None, not both: RuntimeError,
+        as ``torch.clamp``); the result's dtype is promoted with the bounds as ``maximum`` /
+        ``minimum`` do."""
+        if min is None and max is None:
+            raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
         out = self
         if min is not None:
             out = _O.maximum(out, min)
@@ -872,21 +942,51 @@ class Tensor(TensorBase, instance_class=True):
         """Round to ``decimals`` places, halves to even (as ``torch.round``)."""
         return _O.round(self, decimals=decimals)
 
-    def var(self, dim: _Dims = None, keepdim: _bool = False, *, correction: _Number = 1,
-            unbiased: _bool | None = None) -> Tensor:
-        """Variance over ``dim`` with Bessel's ``correction`` (1 by default)."""
+    def var(self, dim: _Dims | _bool = None, *args: _bool, correction: _Number | None = None,
+            keepdim: _bool = False, unbiased: _bool | None = None) -> Tensor:
+        """Variance over ``dim`` (all elements when None) with Bessel's ``correction`` (1 by
+        default): ``sum((x - mean)**2) / (N - correction)``; floating tensors only.
+
+        Arguments as ``torch.var``'s overloads: ``var(dim, unbiased, keepdim)`` positionally
+        (the third positional is ``unbiased``, not ``keepdim``), ``var(unbiased)`` with a bool
+        first argument, or ``var(dim, correction=c, keepdim=k)``. The divisor is ``max(0, N -
+        correction)``: inf/nan when that is 0, as torch (which also warns)."""
+        if dim.__class__ is bool:                    # var(unbiased): the all-elements overload
+            if args:
+                raise TypeError("var(): a bool first argument is 'unbiased'; pass dim= too")
+            dim, unbiased = None, dim
+        if args:
+            if len(args) > 2 or args[0].__class__ is not bool:
+                raise TypeError(f"var(): after dim, positional arguments are (unbiased: bool, "
+                                f"keepdim: bool) as torch.var's; got {args!r}")
+            if unbiased is not None or correction is not None:
+                raise TypeError("var(): 'unbiased' given twice (positionally and by name, or "
+                                "with correction)")
+            unbiased = args[0]
+            if len(args) == 2:
+                keepdim = args[1]
         if unbiased is not None:
+            if correction is not None:
+                raise TypeError("var(): give 'unbiased' or 'correction', not both")
             correction = 1 if unbiased else 0
+        elif correction is None:
+            correction = 1
+        if not self._dtype.is_floating_point:
+            raise RuntimeError(f"std and var only support floating point and complex dtypes "
+                               f"(got {self._dtype}); cast first, e.g. x.float()")
         mu = self.mean(dim, keepdim=True)
         d = self - mu
         n = self.numel() if dim is None else _prod(self._shape[_wrap_dim(x, self.ndim)]
                                                    for x in _dims(dim))
-        return (d * d).sum(dim, keepdim) / max(n - correction, 1)
+        # torch divides by max(0, N - correction): inf or nan when that is 0, not a clamp to 1
+        return (d * d).sum(dim, keepdim) / (float(max(n - correction, 0)))
 
-    def std(self, dim: _Dims = None, keepdim: _bool = False, *, correction: _Number = 1,
-            unbiased: _bool | None = None) -> Tensor:
-        """Standard deviation over ``dim`` (``sqrt(var)``)."""
-        return self.var(dim, keepdim, correction=correction, unbiased=unbiased).sqrt()
+    def std(self, dim: _Dims | _bool = None, *args: _bool, correction: _Number | None = None,
+            keepdim: _bool = False, unbiased: _bool | None = None) -> Tensor:
+        """Standard deviation over ``dim``: ``sqrt(var(...))`` with ``var``'s arguments (same
+        overloads as ``torch.std``)."""
+        return self.var(dim, *args, correction=correction, keepdim=keepdim,
+                        unbiased=unbiased).sqrt()
 
     def norm(self, p: _Number = 2, dim: _Dims = None, keepdim: _bool = False) -> Tensor:
         """The ``p``-norm over ``dim`` (2 by default)."""
@@ -1250,6 +1350,8 @@ from ._factories import _like_self  # noqa: E402
 from ._factories import tensor as _new_tensor  # noqa: E402
 from ._ops import ops as _O  # noqa: E402
 from ._ops._shapes import check_fill as _check_fill  # noqa: E402
+from ._ops.copy import check_cast as _check_cast  # noqa: E402
+from ._ops.copy import check_fill_value as _check_fill_value  # noqa: E402
 from ._indexing import getitem as _getitem  # noqa: E402
 from ._indexing import setitem as _setitem  # noqa: E402
 from .autograd.api import backward as _backward  # noqa: E402

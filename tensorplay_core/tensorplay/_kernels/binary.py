@@ -188,7 +188,7 @@ _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2}
 
 def _inplace(c, k):
     xp, be, prep, half_opmath, F16, dt_of = c.xp, c.be, c.prep, c.half_opmath, c.F16, c.dt_of
-    add, mul = k["add"], k["mul"]
+    add, sub, mul, div = k["add"], k["sub"], k["mul"], k["div"]
 
     def inplace_result(api, dst, r):
         # torch: an in-place result may not be of a higher category than the tensor it writes
@@ -218,10 +218,30 @@ def _inplace(c, k):
             return
         inplace_result("mul_", dst, mul(dst, other))
 
+    def sub_(dst, other):
+        _no_bool(dst, other)
+        a, b = prep(dst, other)
+        if a is dst:
+            a -= b
+            return
+        inplace_result("sub_", dst, sub(dst, other))
+
+    def div_(dst, other):
+        if dst.dtype is F16:
+            h = half_opmath(dst, other)
+            if h is not None:      # torch's float32 opmath, as div
+                be.assign(dst, xp.astype(xp.divide(*h), F16))
+                return
+        a, b = prep(dst, other, True)
+        if a is dst:               # floating dst, no promotion: true division in place
+            a /= b
+            return
+        inplace_result("div_", dst, div(dst, other))   # an integer dst: refused there
+
     def _add_scaled_(dst, other, alpha):    # dst += other * alpha (add_/sub_ with alpha)
         dst += xp.multiply(other, alpha)
 
-    return dict(add_=add_, mul_=mul_, _add_scaled_=_add_scaled_)
+    return dict(add_=add_, sub_=sub_, mul_=mul_, div_=div_, _add_scaled_=_add_scaled_)
 
 
 def _mark_float_ufuncs(c, k):

@@ -40,7 +40,8 @@ BINARY = frozenset({"add", "sub", "rsub", "mul", "div", "rdiv", "floor_divide",
 
 
 def wrap_kernels(kernels: dict, backend) -> dict:
-    """``kernels`` with each op of ``COMPUTE`` (and ``add_``/``mul_``) made bf16-correct."""
+    """``kernels`` with each op of ``COMPUTE`` (and ``add_``/``sub_``/``mul_``/``div_``) made
+    bf16-correct."""
     from .. import _dtype
     BF = backend.native_dtype(_dtype.bfloat16)
     F32 = backend.native_dtype(_dtype.float32)
@@ -138,6 +139,8 @@ def wrap_kernels(kernels: dict, backend) -> dict:
 
     inplace("add_", out.get("add"))
     inplace("mul_", out.get("mul"))
+    inplace("sub_", out.get("sub"))
+    inplace("div_", out.get("div"))
     return out
 
 

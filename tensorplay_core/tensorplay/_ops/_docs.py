@@ -34,6 +34,8 @@ DOCS = {
     "cumsum": ("Cumulative sum along ``dim``.", "torch.cumsum"),
     "div": ("True division ``self / other``, elementwise with broadcasting (float result).",
             "torch.div"),
+    "div_": ("In-place true division ``self /= other`` (floating ``self`` only); returns "
+             "``self``.", "torch.Tensor.div_"),
     "empty": ("An uninitialised tensor of the given shape.", "torch.empty"),
     "eq": ("``self == other``, elementwise (bool result).", "torch.eq"),
     "erf": ("Error function, elementwise.", "torch.erf"),
@@ -118,6 +120,8 @@ DOCS = {
     "stack": ("Tensors of one shape joined along a new ``dim``.", "torch.stack"),
     "sub": ("``self - other``, elementwise with broadcasting; ``other`` may be a Python number.",
             "torch.sub"),
+    "sub_": ("In-place ``self -= other`` (no bool operand); returns ``self``.",
+             "torch.Tensor.sub_"),
     "sum": ("Sum over ``dim`` (all elements by default).", "torch.sum"),
     "tanh": ("Hyperbolic tangent, elementwise.", "torch.tanh"),
     "to_device": ("A copy of ``self`` on another device (``t.to(device)``).",

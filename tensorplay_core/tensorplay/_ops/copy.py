@@ -1,11 +1,13 @@
 """Copies and in-place writes: ``clone``, ``to_dtype``, ``to_device``, ``copy_``, ``fill_``,
-``add_``, ``mul_``. In-place ops bump the shared version counter (in the generated adapter)."""
+``add_``, ``sub_``, ``mul_``, ``div_``. In-place ops bump the shared version counter (in the generated adapter)."""
 
 from __future__ import annotations
 
 from .._device import Device
+from .._dtype import can_cast
 from ._define import defop, ops as O
-from ._shapes import broadcast_shapes, is_tensor, out_like, result_dtype
+from ._shapes import (broadcast_shapes, check_bool_operands, float_dtype, is_tensor, out_like,
+                      result_dtype)
 
 
 def _clone_meta(x):
@@ -101,7 +103,19 @@ def _fill_bw(ctx, g):
     return O.mul(g, 0.0), gv
 
 
-defop("fill_(Tensor(a!) self, Tensor value) -> Tensor(a!)", meta=_inplace_meta,
+def check_fill_value(value):
+    """torch's rule: ``fill_`` takes a number or a 0-dim tensor (``copy_`` broadcasts)."""
+    if is_tensor(value) and len(value.shape) != 0:
+        raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
+                           f"{len(value.shape)} dimensions.")
+
+
+def _fill_meta(self, value):
+    check_fill_value(value)
+    return self
+
+
+defop("fill_(Tensor(a!) self, Tensor value) -> Tensor(a!)", meta=_fill_meta,
       setup=_fill_setup, backward=_fill_bw, scalar_ok=("value",))
 
 
@@ -113,16 +127,24 @@ def _grad_for(g, shape, dtype):
     return g
 
 
-_RANK = {"b": 0, "i": 1, "f": 2}
+def check_cast(api, result, out):
+    """``RuntimeError`` naming ``api`` when an in-place op's result dtype cannot be written into
+    ``out``'s dtype (``torch.can_cast``'s rule; torch's words)."""
+    if not can_cast(result, out):
+        raise RuntimeError(f"{api}: result type {result} can't be cast to the desired output type "
+                           f"{out}; use the out-of-place op instead")
 
 
-def _arith_inplace_meta(api):
+def _arith_inplace_meta(api, floating=False, bool_rule=None):
+    """Fake rule of an in-place arithmetic op: ``other`` broadcasts to ``self``, the
+    out-of-place op's result dtype (floating for true division) casts to ``self``'s, and the
+    out-of-place op's bool refusals (``bool_rule``: its name) hold."""
     def meta(self, other):
         _inplace_meta(self, other)
         r = result_dtype(self, other)
-        if _RANK[r._kind] > _RANK[self.dtype._kind]:
-            raise RuntimeError(f"{api}: result type {r} can't be cast to the desired output type "
-                               f"{self.dtype}; use the out-of-place op instead")
+        if bool_rule is not None:
+            check_bool_operands(bool_rule, self, other, r)
+        check_cast(api, float_dtype(r) if floating else r, self.dtype)
         return self
     return meta
 
@@ -135,6 +157,13 @@ def _add_setup(ctx, inputs, output):
 defop("add_(Tensor(a!) self, Tensor other) -> Tensor(a!)", meta=_arith_inplace_meta("add_"),
       setup=_add_setup,
       backward=lambda ctx, g: (g, _grad_for(g, *ctx.other) if ctx.other is not None else None),
+      scalar_ok=("other",))
+
+
+defop("sub_(Tensor(a!) self, Tensor other) -> Tensor(a!)",
+      meta=_arith_inplace_meta("sub_", bool_rule="sub"), setup=_add_setup,
+      backward=lambda ctx, g: (g, O.neg(_grad_for(g, *ctx.other)) if ctx.other is not None
+                               else None),
       scalar_ok=("other",))
 
 
@@ -165,5 +194,22 @@ def _mul_bw(ctx, g):
 
 defop("mul_(Tensor(a!) self, Tensor other) -> Tensor(a!)", meta=_arith_inplace_meta("mul_"),
       setup=_mul_setup, backward=_mul_bw, scalar_ok=("other",))
+
+def _div_bw(ctx, g):
+    o, x0 = ctx.saved_tensors
+    if o is None:
+        return O.div(g, ctx.scalar), None
+    ga = O.div(g, o) if ctx.needs_input_grad[0] else None
+    if ga is not None and ga.dtype is not g.dtype:
+        ga = O.to_dtype(ga, g.dtype)
+    gb = None
+    if x0 is not None:      # d(x / o)/do = -x / o**2, with the original x
+        gb = _grad_for(O.neg(O.div(O.mul(g, x0), O.mul(o, o))), o.shape, o.dtype)
+    return ga, gb
+
+
+defop("div_(Tensor(a!) self, Tensor other) -> Tensor(a!)",
+      meta=_arith_inplace_meta("div_", floating=True), setup=_mul_setup, backward=_div_bw,
+      scalar_ok=("other",))
 
 __all__ = ["Device"]

@@ -214,7 +214,8 @@ SAMPLES = {
     "to_device": lambda g: [S(g.T(2, 3), g.device)],
     "copy_": lambda g: [S(g.T(2, 3), g.T(3)), S(g.T(2, 3), g.T(2, 3)), S(g.T(2, 3), 0.5)],
     "fill_": lambda g: [S(g.T(2, 3), g.T()), S(g.T(2, 3), 1.5)],
-    "add_": _inplace, "mul_": _inplace,
+    "add_": _inplace, "mul_": _inplace, "sub_": _inplace,
+    "div_": lambda g: [S(g.T(2, 3), g.POS(3)), S(g.T(2, 3), g.POS(2, 1)), S(g.T(2, 3), 1.5)],
     # index ops: the empty batch is explicit (a derived one would keep out-of-range indices)
     "index": lambda g: [S(g.T(4, 3), 0, g.IDX([0, 2, 2])),
                         S(g.T(4, 3), 1, g.IDX([[0, 1], [2, 0]])),
