@@ -113,21 +113,45 @@ def _division(c):
     return dict(floor_divide=floor_divide, remainder=remainder)
 
 
+NEGATIVE_INT_POWER = "Integers to negative integer powers are not allowed."   # torch's words
+
+
 def _power(c):
     xp, prep = c.xp, c.prep
+
+    def int_pow(base, e):
+        """Integer ``base ** e`` elementwise as torch's ``powi``: a negative exponent gives
+        1 for a base of 1, +-1 for -1 (by the exponent's parity), else 0 (NumPy refuses any
+        negative integer exponent). Arrays of one integer dtype."""
+        neg = e < 0
+        r = xp.pow(base, xp.where(neg, xp.zeros_like(e), e))
+        one = xp.ones_like(r)
+        odd = (e % 2) != 0
+        at_neg = xp.where(base == 1, one, xp.where(base == -1, xp.where(odd, -one, one),
+                                                     xp.zeros_like(r)))
+        return xp.where(neg, at_neg, r)
 
     def pow(a, b):   # noqa: A001 - the op's name
         if b.__class__ is bool and a.dtype.kind == "b":
             # torch's shortcut (no kernel): x ** True is x, x ** False is ones
             return xp.asarray(a, copy=True) if b else xp.ones_like(a)
+        negative_number = b.__class__ is int and b < 0
         a, b = prep(a, b)
         _bool_kernel(a, "pow")
+        if a.dtype.kind in "iu":
+            if negative_number:      # torch refuses a negative number exponent of an integer op
+                raise RuntimeError(NEGATIVE_INT_POWER)
+            if a.dtype.kind == "i" and hasattr(b, "dtype"):
+                return int_pow(a, b)
         return xp.pow(a, b)
 
     def rpow(a, b):
         a, b = prep(a, b)
         _bool_kernel(a, "rpow")
-        return xp.pow(xp.asarray(b, dtype=a.dtype), a)
+        base = xp.asarray(b, dtype=a.dtype)
+        if a.dtype.kind == "i":      # number ** integer tensor: the tensor's negatives as powi
+            return int_pow(xp.broadcast_to(base, a.shape), a)
+        return xp.pow(base, a)
 
     return dict(pow=pow, rpow=rpow)
 
