@@ -1088,17 +1088,47 @@ class Tensor(TensorBase, instance_class=True):
         return _O.view(self, list(self._shape[:d]) + sizes + list(self._shape[d + 1:]))
 
     def chunk(self, chunks: _int, dim: _int = 0) -> tuple[Tensor, ...]:
-        """Split into ``chunks`` views along ``dim`` (the last may be smaller)."""
+        """Split into at most ``chunks`` views along ``dim`` of ``ceil(size / chunks)`` elements
+        (the last may be smaller; an empty dim gives ``chunks`` empty views), as
+        ``torch.chunk``; RuntimeError when ``chunks`` is not positive."""
+        if chunks <= 0:
+            raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
         d = _wrap_dim(dim, self.ndim)
-        size = -(-self._shape[d] // chunks)
-        return self.split(size, d)
+        if self._shape[d] == 0:
+            return self.split([0] * chunks, d)
+        return self.split(-(-self._shape[d] // chunks), d)
 
     def split(self, split_size: _int | Sequence[_int], dim: _int = 0) -> tuple[Tensor, ...]:
-        """Split into views of ``split_size`` (int or list of sizes) along ``dim``."""
+        """Split into views along ``dim``, as ``torch.split``: ``split_size`` an int gives
+        chunks of that size (the last smaller; one chunk, possibly empty, when it is at least
+        the dim's size); a sequence gives chunks of those sizes, which must be non-negative and
+        sum to the dim's size. RuntimeError (torch's words) for a negative size, a 0 size of a
+        non-empty dim, or sizes that do not sum to the dim's size."""
         d = _wrap_dim(dim, self.ndim)
         n = self._shape[d]
-        sizes = [split_size] * (n // split_size) + ([n % split_size] if n % split_size else []) \
-            if isinstance(split_size, int) else list(split_size)
+        if split_size.__class__ is int:
+            if split_size < 0:
+                raise RuntimeError(f"split expects split_size be non-negative, but got "
+                                   f"split_size={split_size}")
+            if split_size == 0:
+                if n:
+                    raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but "
+                                       f"got dimension size of {n}")
+                sizes = [0]
+            else:
+                sizes = [split_size] * (n // split_size) + ([n % split_size] if n % split_size
+                                                            else [])
+                if not sizes:
+                    sizes = [0]          # an empty dim: one empty chunk, as torch
+        else:
+            sizes = [operator.index(s) for s in split_size]
+            if any(s < 0 for s in sizes):
+                raise RuntimeError(f"split_with_sizes expects split_sizes have only "
+                                   f"non-negative entries, but got split_sizes={sizes}")
+            if sum(sizes) != n:
+                raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} "
+                                   f"(input tensor's size at dimension {d}), but got "
+                                   f"split_sizes={sizes}")
         out, start = [], 0
         for s in sizes:
             out.append(_O.narrow(self, d, start, s))
