@@ -104,6 +104,27 @@ def test_comparisons_logic_where_and_casts_mix_ufunc_and_reference_steps():
     assert len(cf.graph.groups) == 1
 
 
+@pytest.mark.parametrize("dtype", [tp.int8, tp.uint8, tp.int32, tp.int64], ids=str)
+def test_bitwise_steps_run_as_ufuncs_on_integers_and_bools(dtype):
+    def f(x, y, m):
+        a = (x & y) ^ 0x55
+        a = ~(a | 3)
+        s = a << (y & 7)             # a shift: the reference kernel (torch's out-of-range rule)
+        k = (m ^ (a > 0)) & ~m
+        return s, k, a >> 2, a ^ 1000    # 1000: beyond int8, wrapped by the reference kernel
+    n = 2 * BLOCK + 3
+    tp.manual_seed(7)
+    x = tp.randint(0, 256, (n,), dtype=tp.int64).to(dtype)
+    y = tp.randint(-9, 40, (n,), dtype=tp.int64).to(dtype)
+    m = tp.rand(n) > 0.5
+    cf = tp.compile(f)
+    assert_bits(cf(x, y, m), f(x, y, m))
+    fz, = _fused_callable(cf)
+    src, = [v.source for v in fz.variants.values()]
+    for uf in ("bitwise_and", "bitwise_or", "bitwise_xor", "invert"):
+        assert f"__{uf}(" in src, uf
+
+
 def test_intermediate_used_after_the_chain_and_inputs_reused():
     def f(x):
         a = x * 2.0

@@ -36,6 +36,22 @@ def test_the_triton_fuser_renders_the_tables_form(op, dt):
     assert f"t0 = ({want}).to({triton_fusion.TL[dt.name]})" in src
 
 
+@pytest.mark.parametrize("op", sorted(n for n, p in OPS.items() if p.family == "bitwise"))
+@pytest.mark.parametrize("dt", [_dtype.int8, _dtype.uint8, _dtype.int64, _dtype.bool], ids=str)
+def test_the_triton_fuser_renders_the_bitwise_forms(op, dt):
+    p = OPS[op]
+    if dt is _dtype.bool and "{bits}" in p.triton:
+        with pytest.raises(triton_fusion.Unsupported):      # torch has no bool shifts
+            triton_fusion.generate(_one_step(op, p.arity, dt), [dt] * p.arity,
+                                   ("c",) * p.arity, 0, False)
+        return
+    src, *_ = triton_fusion.generate(_one_step(op, p.arity, dt), [dt] * p.arity,
+                                     ("c",) * p.arity, 0, False)
+    want = p.triton.replace("{bits}", str(8 * dt.itemsize)).format(
+        *(f"x{i}" for i in range(p.arity)))
+    assert f"t0 = ({want}).to({triton_fusion.TL[dt.name]})" in src
+
+
 class _Cupy:
     """Stands in for ``cupy``: records the ElementwiseKernel body."""
     dtype = staticmethod(np.dtype)
@@ -75,7 +91,9 @@ def test_the_eager_table_and_the_cpu_fuser_take_the_tables_ufuncs():
     assert eager._SAME_DTYPE == {"add", "sub", "mul", "div", "maximum", "minimum"}
     for op, (uf, swap) in cpu_fusion._BINARY.items():
         assert (uf, swap) == (OPS[op].ufunc, OPS[op].swap) and hasattr(np, uf)
-    for table in (cpu_fusion._UNARY, cpu_fusion._CMP, cpu_fusion._LOGIC):
+    assert set(cpu_fusion._BITWISE) == {"bitwise_and", "bitwise_or", "bitwise_xor",
+                                        "bitwise_not"}
+    for table in (cpu_fusion._UNARY, cpu_fusion._CMP, cpu_fusion._LOGIC, cpu_fusion._BITWISE):
         for op, uf in table.items():
             assert uf == OPS[op].ufunc and hasattr(np, uf)
     for op, steps in cpu_fusion._COMPOSITE.items():

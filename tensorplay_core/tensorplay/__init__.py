@@ -73,6 +73,11 @@ if TYPE_CHECKING:
     ge: _Binary
     logical_and: _Binary
     logical_or: _Binary
+    bitwise_and: _Binary
+    bitwise_or: _Binary
+    bitwise_xor: _Binary
+    bitwise_left_shift: _Binary
+    bitwise_right_shift: _Binary
     matmul: CustomOpDef[[Tensor, Tensor], Tensor]
     neg: _Unary
     exp: _Unary
@@ -88,6 +93,7 @@ if TYPE_CHECKING:
     erf: _Unary
     clone: _Unary
     logical_not: _Unary
+    bitwise_not: _Unary
     isnan: _Unary
     isinf: _Unary
     isfinite: _Unary
@@ -101,6 +107,9 @@ else:   # the op records themselves (run time)
     eq, ne, lt, le, gt, ge = _O.eq, _O.ne, _O.lt, _O.le, _O.gt, _O.ge
     clone = _O.clone
     logical_and, logical_or, logical_not = _O.logical_and, _O.logical_or, _O.logical_not
+    bitwise_and, bitwise_or, bitwise_xor = _O.bitwise_and, _O.bitwise_or, _O.bitwise_xor
+    bitwise_not, bitwise_left_shift = _O.bitwise_not, _O.bitwise_left_shift
+    bitwise_right_shift = _O.bitwise_right_shift
     isnan, isinf, isfinite, floor, ceil = _O.isnan, _O.isinf, _O.isfinite, _O.floor, _O.ceil
 
 
@@ -309,7 +318,9 @@ __all__ = [
     "randn_like", "manual_seed", "cat", "stack", "where", "eye", "linspace", "randint",
     "add", "sub", "mul", "div", "pow", "neg", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid",
     "relu", "abs", "sin", "cos", "erf", "maximum", "minimum", "matmul", "eq", "ne", "lt", "le",
-    "gt", "ge", "clone", "logical_and", "logical_or", "logical_not", "sum", "mean", "amax",
+    "gt", "ge", "clone", "logical_and", "logical_or", "logical_not", "bitwise_and",
+    "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift",
+    "sum", "mean", "amax",
     "amin", "softmax", "log_softmax", "reshape", "permute", "transpose", "unsqueeze", "squeeze",
     "clamp", "allclose", "is_tensor", "compile", "isnan", "isinf", "isfinite", "floor", "ceil",
     "round", "prod", "cumsum", "nonzero", "all", "any", "max", "min", "argmax", "argmin", "sort",

@@ -650,14 +650,134 @@ class Tensor(TensorBase, instance_class=True):
     def __ge__(self, other: _TensorOrScalar) -> Tensor:
         return _O.ge(self, other)
 
+    # bitwise operators, as torch's: integer and bool tensors (on bool, the logical ops); the
+    # in-place forms write self (a result of a higher dtype category is refused)
     def __and__(self, other: _TensorOrScalar) -> Tensor:
-        return _O.logical_and(self, other)
+        return _O.bitwise_and(self, other)
+
+    def __rand__(self, other: _TensorOrScalar) -> Tensor:
+        return _O.bitwise_and(self, other)
+
+    def __iand__(self, other: _TensorOrScalar) -> Tensor:
+        return _in_place(self, "bitwise_and_", _O.bitwise_and, other)
 
     def __or__(self, other: _TensorOrScalar) -> Tensor:
-        return _O.logical_or(self, other)
+        return _O.bitwise_or(self, other)
+
+    def __ror__(self, other: _TensorOrScalar) -> Tensor:
+        return _O.bitwise_or(self, other)
+
+    def __ior__(self, other: _TensorOrScalar) -> Tensor:
+        return _in_place(self, "bitwise_or_", _O.bitwise_or, other)
+
+    def __xor__(self, other: _TensorOrScalar) -> Tensor:
+        return _O.bitwise_xor(self, other)
+
+    def __rxor__(self, other: _TensorOrScalar) -> Tensor:
+        return _O.bitwise_xor(self, other)
+
+    def __ixor__(self, other: _TensorOrScalar) -> Tensor:
+        return _in_place(self, "bitwise_xor_", _O.bitwise_xor, other)
 
     def __invert__(self) -> Tensor:
-        return _O.logical_not(self)
+        return _O.bitwise_not(self)
+
+    def __lshift__(self, other: _TensorOrScalar) -> Tensor:
+        return _O.bitwise_left_shift(self, other)
+
+    def __rlshift__(self, other: _Number) -> Tensor:
+        """``other << self`` for a Python number ``other`` (``torch.Tensor.__rlshift__``): the
+        number takes part in promotion as torch's wrapped scalars do (an integer tensor keeps its
+        dtype, 0-dim or not; a bool tensor gives int64) and is cast to that dtype, wrapping."""
+        s = self._number_operand(other)
+        return NotImplemented if s is NotImplemented else _O.bitwise_left_shift(s, self)
+
+    def __ilshift__(self, other: _TensorOrScalar) -> Tensor:
+        return _in_place(self, "bitwise_left_shift_", _O.bitwise_left_shift, other)
+
+    def __rshift__(self, other: _TensorOrScalar) -> Tensor:
+        return _O.bitwise_right_shift(self, other)
+
+    def __rrshift__(self, other: _Number) -> Tensor:
+        """``other >> self`` for a Python number ``other`` (``torch.Tensor.__rrshift__``), the
+        number promoted and cast as in ``__rlshift__``."""
+        s = self._number_operand(other)
+        return NotImplemented if s is NotImplemented else _O.bitwise_right_shift(s, self)
+
+    def __irshift__(self, other: _TensorOrScalar) -> Tensor:
+        return _in_place(self, "bitwise_right_shift_", _O.bitwise_right_shift, other)
+
+    def _number_operand(self, value: Any) -> Any:
+        """The Python number ``value`` as the left operand of a binary op with this tensor: a
+        0-dim tensor on this tensor's device of the dtype torch's promotion gives the pair (a
+        number does not promote a tensor of its category or above, 0-dim or not), ``value`` cast
+        to it (integers wrap). ``NotImplemented`` for anything but a number."""
+        s = self._scalar_tensor(value)
+        if s is NotImplemented:
+            return s
+        dt = _result_dtype(value, self)
+        return s if s._dtype is dt else _O.to_dtype(s, dt)
+
+    def bitwise_and(self, other: _TensorOrScalar) -> Tensor:
+        """``self & other`` elementwise with broadcasting and torch's promotion, on integer and
+        bool tensors (logical AND on bool); ``other`` may be a Python int or bool. Floating
+        operands raise ``RuntimeError``. Same as ``torch.Tensor.bitwise_and``."""
+        return _O.bitwise_and(self, other)
+
+    def bitwise_or(self, other: _TensorOrScalar) -> Tensor:
+        """``self | other`` (integer and bool tensors; logical OR on bool), as
+        ``bitwise_and``. Same as ``torch.Tensor.bitwise_or``."""
+        return _O.bitwise_or(self, other)
+
+    def bitwise_xor(self, other: _TensorOrScalar) -> Tensor:
+        """``self ^ other`` (integer and bool tensors; logical XOR on bool), as
+        ``bitwise_and``. Same as ``torch.Tensor.bitwise_xor``."""
+        return _O.bitwise_xor(self, other)
+
+    def bitwise_not(self) -> Tensor:
+        """``~self`` elementwise, same dtype and shape (logical NOT on bool); floating tensors
+        raise ``RuntimeError``. Same as ``torch.Tensor.bitwise_not``."""
+        return _O.bitwise_not(self)
+
+    def bitwise_left_shift(self, other: _TensorOrScalar) -> Tensor:
+        """``self << other`` elementwise with broadcasting and torch's promotion, on integer
+        tensors (the result wraps in its dtype); an amount outside ``[0, bits)`` gives 0.
+        Floating or bool result dtypes raise ``RuntimeError``. Same as
+        ``torch.Tensor.bitwise_left_shift``."""
+        return _O.bitwise_left_shift(self, other)
+
+    def bitwise_right_shift(self, other: _TensorOrScalar) -> Tensor:
+        """``self >> other`` (arithmetic for signed dtypes) on integer tensors, as
+        ``bitwise_left_shift``; an amount outside ``[0, bits)`` gives the sign (-1 or 0; 0 for
+        uint8). Same as ``torch.Tensor.bitwise_right_shift``."""
+        return _O.bitwise_right_shift(self, other)
+
+    def bitwise_and_(self, other: _TensorOrScalar) -> Tensor:
+        """In-place ``bitwise_and`` (``self &= other``); returns ``self``. The result is cast to
+        ``self``'s dtype; one of a higher category (a bool ``self`` with an integer ``other``)
+        raises ``RuntimeError``, as does a broadcast shape other than ``self``'s. Same as
+        ``torch.Tensor.bitwise_and_``."""
+        return _in_place(self, "bitwise_and_", _O.bitwise_and, other)
+
+    def bitwise_or_(self, other: _TensorOrScalar) -> Tensor:
+        """In-place ``bitwise_or`` (``self |= other``), as ``bitwise_and_``."""
+        return _in_place(self, "bitwise_or_", _O.bitwise_or, other)
+
+    def bitwise_xor_(self, other: _TensorOrScalar) -> Tensor:
+        """In-place ``bitwise_xor`` (``self ^= other``), as ``bitwise_and_``."""
+        return _in_place(self, "bitwise_xor_", _O.bitwise_xor, other)
+
+    def bitwise_not_(self) -> Tensor:
+        """In-place ``bitwise_not``; returns ``self``. Same as ``torch.Tensor.bitwise_not_``."""
+        return _O.copy_(self, _O.bitwise_not(self))
+
+    def bitwise_left_shift_(self, other: _TensorOrScalar) -> Tensor:
+        """In-place ``bitwise_left_shift`` (``self <<= other``), as ``bitwise_and_``."""
+        return _in_place(self, "bitwise_left_shift_", _O.bitwise_left_shift, other)
+
+    def bitwise_right_shift_(self, other: _TensorOrScalar) -> Tensor:
+        """In-place ``bitwise_right_shift`` (``self >>= other``), as ``bitwise_and_``."""
+        return _in_place(self, "bitwise_right_shift_", _O.bitwise_right_shift, other)
 
     def __getitem__(self, index: Any) -> Tensor:
         return _getitem(self, index)
@@ -1382,6 +1502,7 @@ from ._ops import ops as _O  # noqa: E402
 from ._ops._shapes import check_fill as _check_fill  # noqa: E402
 from ._ops.copy import check_cast as _check_cast  # noqa: E402
 from ._ops.copy import check_fill_value as _check_fill_value  # noqa: E402
+from ._ops._shapes import result_dtype as _result_dtype  # noqa: E402
 from ._indexing import getitem as _getitem  # noqa: E402
 from ._indexing import setitem as _setitem  # noqa: E402
 from .autograd.api import backward as _backward  # noqa: E402

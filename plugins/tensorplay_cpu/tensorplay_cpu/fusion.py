@@ -15,10 +15,11 @@ falls in, so the result does not depend on the thread count.
 
 Results are the eager ones bit for bit: a step runs as a ufunc only where the reference kernel
 (``tensorplay/_kernels/``) calls that same ufunc on operands of the same dtype (same-dtype
-float16/32/64 arithmetic, comparisons, boolean logic; Python scalars are converted to the
-operands' dtype first, as NumPy's weak-scalar rule does; ``relu``, ``sigmoid`` and ``rsqrt`` as
+float16/32/64 arithmetic, comparisons, boolean logic, bitwise and/or/xor/not on integers and
+bools of one dtype; Python scalars are converted to the operands' dtype first, as NumPy's
+weak-scalar rule does; ``relu``, ``sigmoid`` and ``rsqrt`` as
 the reference kernel's own sequence of ufuncs). Any other step (mixed dtypes, ``where``, ``erf``,
-casts, integers...) calls the reference kernel on the block, so it is exact by construction. The
+casts, shifts, integer arithmetic...) calls the reference kernel on the block, so it is exact by construction. The
 tests (``tests/test_cpu_fusion.py``, ``tests/test_cpu_fusion_threads.py``) compare bits with eager
 on NaN, +-inf, -0.0 and subnormals, so a change of a reference kernel that the table
 (``tensorplay._kernels.elementwise.OPS``: its ``ufunc`` and ``steps``) does not follow fails them.
@@ -67,12 +68,15 @@ _HALF_OPMATH = HALF_NUMBER_AT_FLOAT32
 
 # The ufuncs of each op (``tensorplay._kernels.elementwise``: the forms of every fuser, stated
 # once), by how a step is typed: "arith" (operands and result of one float dtype), "cmp" (float
-# operands of one dtype, bool result), "logic" (bool operands and result)
+# operands of one dtype, bool result), "logic" (bool operands and result), "bitwise" (integer or
+# bool operands and result of one dtype; the shifts have no ufunc form: torch's rule for amounts
+# outside [0, bits) is the reference kernel's)
 _BINARY = {n: (p.ufunc, p.swap) for n, p in OPS.items()
            if p.family == "arith" and p.arity == 2 and p.ufunc}
 _UNARY = {n: p.ufunc for n, p in OPS.items() if p.family == "arith" and p.arity == 1 and p.ufunc}
 _CMP = {n: p.ufunc for n, p in OPS.items() if p.family == "cmp"}
 _LOGIC = {n: p.ufunc for n, p in OPS.items() if p.family == "logic"}
+_BITWISE = {n: p.ufunc for n, p in OPS.items() if p.family == "bitwise" and p.ufunc}
 # composites: the reference kernel's own sequence of ufuncs ("x" is the operand / running value)
 _COMPOSITE = {n: p.steps for n, p in OPS.items() if p.steps}
 
@@ -431,7 +435,35 @@ def _plan_step(s, dt, dt_of, const):
         if dt != _BOOL or any(a[0] == "const" or dt_of(a) != _BOOL for a in args):
             return None
         return [(_LOGIC[op], *range(len(args)))]
+    if op in _BITWISE:
+        # the reference kernel on operands of the step's dtype is the ufunc alone (its promotion
+        # changes nothing); a number it keeps as is when the dtype holds it (else it wraps it)
+        if dt.kind not in "biu":
+            return None
+        ops = []
+        for i, a in enumerate(args):
+            if a[0] == "const":
+                c = _int_const(a[1], dt)
+                if c is None:
+                    return None
+                ops.append(const(c))
+            elif dt_of(a) != dt:
+                return None
+            else:
+                ops.append(i)
+        return [(_BITWISE[op], *ops)]
     return None
+
+
+def _int_const(v, dt):
+    """A Python int/bool ``v`` as a NumPy scalar of integer or bool dtype ``dt`` when it holds
+    ``v`` (a bool takes only bools), else None (the reference kernel wraps it as torch does)."""
+    if v.__class__ is bool:
+        return dt.type(v)
+    if v.__class__ is not int or dt == _BOOL:
+        return None
+    info = np.iinfo(dt)
+    return dt.type(v) if info.min <= v <= info.max else None
 
 
 def _operands(args, want, dt_of, const):

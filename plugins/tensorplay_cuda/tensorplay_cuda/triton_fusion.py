@@ -60,6 +60,8 @@ BLOCK_NARROW = 2048
 #   "arith": operands in the step's compute type, result rounded to the step's dtype
 #   "cmp":   operands in their promoted dtype, result bool
 #   "logic": operands tested against zero, result bool
+#   "bitwise": operands in the step's (integer or bool) dtype, result of that dtype; ``{bits}``
+#              in the form is that dtype's width
 #   "where": {0} is the condition, {1}/{2} in the compute type
 #   "cast":  to_dtype
 TL = {"float16": "tl.float16", "bfloat16": "tl.bfloat16", "float32": "tl.float32",
@@ -227,6 +229,10 @@ def _template(ent, R):
         tmpl = ent.triton_float or tmpl
     if R.name == "float64":
         tmpl = ent.triton_f64 or tmpl
+    if ent.family == "bitwise":
+        if R.is_floating_point or (R.name == "bool" and "{bits}" in tmpl):
+            raise Unsupported(f"{ent.name} on {R}")     # torch refuses: the capture raised it
+        tmpl = tmpl.replace("{bits}", str(8 * R.itemsize))
     return tmpl
 
 
@@ -246,6 +252,8 @@ def _compute_types(ent, R, ops):
         return [_opmath(p)] * 2
     if cat == "logic":
         return [None] * len(ops)
+    if cat == "bitwise":       # (R: integer or bool, _template checked it)
+        return [R] * len(ops)
     if cat == "where":
         if len(ops) != 3:
             raise Unsupported("where")
@@ -403,7 +411,7 @@ def _step_expr(cat, tmpl, ops, cts, R, operand):
     e = tmpl.format(*args)
     if cat == "cast" and R.name == "bool":
         e = f"({e} != 0)"
-    if cat in ("arith", "where", "cast"):
+    if cat in ("arith", "where", "cast", "bitwise"):
         # round to the step's dtype; float32 -> float16/bfloat16 rounds to nearest even, as
         # eager does (said explicitly: Triton's interpreter would truncate otherwise)
         src_f32 = (cat != "cast" and _opmath(R) is not R) or \

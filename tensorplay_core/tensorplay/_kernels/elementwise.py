@@ -14,7 +14,9 @@
 
 The family (``family``) says how a fuser types a step: ``"arith"`` (operands in the step's
 compute type, result of the step's dtype), ``"cmp"`` (operands promoted together, bool result),
-``"logic"`` (operands tested against zero, bool result), ``"where"``, ``"cast"`` (``to_dtype``).
+``"logic"`` (operands tested against zero, bool result), ``"bitwise"`` (operands promoted to the
+step's integer or bool dtype, result of that dtype; ``{bits}`` in a Triton form is the dtype's
+width in bits), ``"where"``, ``"cast"`` (``to_dtype``).
 ``float_result``: integer operands give the default float dtype (the reference casts them first).
 
 Pure data and small functions: importing this module imports no array library. The forms encode
@@ -92,6 +94,14 @@ _div = _op("div", "arith", 2, xp="divide", ufunc="divide", triton="tl.math.div_r
            triton_f64="{0} / {1}", cupy="{0} / {1}", float_result=True)
 _pow = _op("pow", "arith", 2, xp="pow", ufunc="power", cupy="pow({0}, {1})")
 
+# torch's shifts by an amount outside [0, bits) (its lshift/rshift kernels): 0 to the left, the
+# sign bit to the right (``a >> (bits - 1)`` signed, 0 unsigned: ``(a >> (bits - 1)) >> 1`` is
+# both). In range, the amount is masked to its low bits first so that no lane ever shifts by the
+# width or more (LLVM's shl/ashr/lshr give poison there).
+_SHL_TL = "tl.where(({1} >= 0) & ({1} < {bits}), {0} << ({1} & ({bits} - 1)), 0)"
+_SHR_TL = ("tl.where(({1} >= 0) & ({1} < {bits}), {0} >> ({1} & ({bits} - 1)), "
+           "({0} >> ({bits} - 1)) >> 1)")
+
 _TABLE = (
     _op("add", "arith", 2, xp="add", ufunc="add", triton="{0} + {1}", cupy="{0} + {1}"),
     _sub, _reversed(_sub, "rsub"),
@@ -131,6 +141,15 @@ _TABLE = (
     _op("logical_and", "logic", 2, xp="logical_and", ufunc="logical_and", triton="{0} & {1}"),
     _op("logical_or", "logic", 2, xp="logical_or", ufunc="logical_or", triton="{0} | {1}"),
     _op("logical_not", "logic", 1, xp="logical_not", ufunc="logical_not", triton="{0} == 0"),
+    # integer and bool operands only (the reference kernels and fake rules refuse floating ones);
+    # on bool, and/or/xor/not are the logical ops. Shifts: integers only, torch's out-of-range
+    # rule spelled out (no ufunc: the reference kernel applies the rule)
+    _op("bitwise_and", "bitwise", 2, xp="bitwise_and", ufunc="bitwise_and", triton="{0} & {1}"),
+    _op("bitwise_or", "bitwise", 2, xp="bitwise_or", ufunc="bitwise_or", triton="{0} | {1}"),
+    _op("bitwise_xor", "bitwise", 2, xp="bitwise_xor", ufunc="bitwise_xor", triton="{0} ^ {1}"),
+    _op("bitwise_not", "bitwise", 1, xp="bitwise_invert", ufunc="invert", triton="~{0}"),
+    _op("bitwise_left_shift", "bitwise", 2, xp="bitwise_left_shift", triton=_SHL_TL),
+    _op("bitwise_right_shift", "bitwise", 2, xp="bitwise_right_shift", triton=_SHR_TL),
     _op("where", "where", 3, xp="where", triton="tl.where({0}, {1}, {2})"),
     _op("to_dtype", "cast", 1, triton="{0}"),
 )

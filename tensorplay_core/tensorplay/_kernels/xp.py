@@ -8,22 +8,22 @@ differs from torch's (an int array with a Python float, int / int), the kernel c
 the result dtype equals the fake rule's.
 
 A few operations the array API lacks (scatter-add, masked writes, strided views, random numbers)
-go through small backend methods. The kernels live in one module per family (``binary``, ``unary``,
-``reduction``, ``indexing``, ``factories``); what each elementwise op computes is stated once in
-``elementwise.OPS``, which the fusers of every backend read too.
+go through small backend methods. The kernels live in one module per family (``binary``,
+``bitwise``, ``unary``, ``reduction``, ``indexing``, ``factories``); what each elementwise op
+computes is stated once in ``elementwise.OPS``, which the fusers of every backend read too.
 """
 
 from __future__ import annotations
 
-from . import binary, factories, indexing, reduction, unary
+from . import binary, bitwise, factories, indexing, reduction, unary
 from ._context import Context
 
-_FAMILIES = (binary, unary, reduction, indexing, factories)
+_FAMILIES = (binary, bitwise, unary, reduction, indexing, factories)
 
 
 def bind(xp, be) -> dict:
     """``{op name: kernel}`` of every built-in op on the array namespace ``xp`` of backend ``be``:
-    each family module's kernels (``binary``, ``unary``, ``reduction``, ``indexing``,
+    each family module's kernels (``binary``, ``bitwise``, ``unary``, ``reduction``, ``indexing``,
     ``factories``), closed over one shared ``Context``, made quiet about floating point
     exceptions (``_quiet``)."""
     c = Context(xp, be)

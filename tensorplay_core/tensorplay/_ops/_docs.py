@@ -25,6 +25,26 @@ DOCS = {
     "argmin": ("Index of the minimum (along ``dim``, or of the flattened tensor).",
                "torch.argmin"),
     "argsort": ("Indices that sort ``self`` along ``dim``.", "torch.argsort"),
+    "bitwise_and": ("``self & other``, elementwise with broadcasting, on integer and bool "
+                    "tensors (logical AND on bool); ``other`` may be a Python int or bool. "
+                    "Floating dtypes raise ``RuntimeError`` (not implemented).",
+                    "torch.bitwise_and"),
+    "bitwise_left_shift": ("``self << other``, elementwise with broadcasting, on integer "
+                           "tensors (wrapping in the result dtype); an amount outside "
+                           "``[0, bits)`` gives 0. Floating and bool dtypes raise "
+                           "``RuntimeError``.", "torch.bitwise_left_shift"),
+    "bitwise_not": ("``~self``, elementwise, on integer and bool tensors (logical NOT on "
+                    "bool). Floating dtypes raise ``RuntimeError``.", "torch.bitwise_not"),
+    "bitwise_or": ("``self | other``, elementwise with broadcasting, on integer and bool "
+                   "tensors (logical OR on bool); ``other`` may be a Python int or bool. "
+                   "Floating dtypes raise ``RuntimeError``.", "torch.bitwise_or"),
+    "bitwise_right_shift": ("``self >> other`` (arithmetic for signed dtypes), elementwise "
+                            "with broadcasting, on integer tensors; an amount outside "
+                            "``[0, bits)`` gives the sign (-1 or 0; 0 for uint8). Floating and "
+                            "bool dtypes raise ``RuntimeError``.", "torch.bitwise_right_shift"),
+    "bitwise_xor": ("``self ^ other``, elementwise with broadcasting, on integer and bool "
+                    "tensors (logical XOR on bool); ``other`` may be a Python int or bool. "
+                    "Floating dtypes raise ``RuntimeError``.", "torch.bitwise_xor"),
     "cat": ("Concatenation of tensors along an existing ``dim``.", "torch.cat"),
     "ceil": ("Smallest integer value not below each element.", "torch.ceil"),
     "clone": ("A copy with its own storage (same values, dtype and device).", "torch.clone"),

@@ -9,7 +9,8 @@ from __future__ import annotations
 import math
 
 from ._define import defop, fused, ops as O
-from ._shapes import TensorStandIn, binary_meta, is_tensor, unary_meta
+from ._shapes import (TensorStandIn, binary_meta, broadcast_shapes, first_tensor, is_tensor,
+                      out_like, result_dtype, shape_of, unary_meta)
 
 
 def _red(g, x):
@@ -210,6 +211,58 @@ for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
 for _name in ("logical_and", "logical_or"):
     defop(_name + _B, meta=binary_meta("bool", _name), scalar_ok=("other",), differentiable=False)
 defop("logical_not(Tensor self) -> Tensor", meta=unary_meta("bool"), differentiable=False)
+
+
+# -- bitwise ------------------------------------------------------------------------------------
+# torch's ScalarType names, as its messages print them
+_TORCH_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
+                       "bfloat16": "BFloat16", "int8": "Char", "uint8": "Byte", "int16": "Short",
+                       "int32": "Int", "int64": "Long", "bool": "Bool"}
+
+# torch's kernels: and/or/xor/not on integer and bool dtypes (on bool: the logical ops), shifts on
+# integer dtypes; every other result dtype is "not implemented". No gradient (integer results).
+_LOGICAL_FOR = {"bitwise_and": "logical_and", "bitwise_or": "logical_or",
+                "bitwise_xor": "ne", "bitwise_not": "logical_not"}
+
+
+def check_bitwise_dtype(api: str, dt, shift: bool = False) -> None:
+    """torch's refusal of bitwise op ``api`` for result dtype ``dt``: floating dtypes always,
+    bool for the shifts. ``RuntimeError`` naming the op and torch's name of the dtype."""
+    if not dt.is_floating_point and not (shift and dt.name == "bool"):
+        return
+    name = _TORCH_SCALAR_NAMES.get(dt.name, dt.name)
+    if shift:
+        raise RuntimeError(f"{api}: not implemented for '{name}' (as in torch: shifts take "
+                           f"integer tensors only); cast the operands to an integer dtype "
+                           f"first, e.g. x.long()")
+    raise RuntimeError(f"{api}: not implemented for '{name}' (as in torch: bitwise ops take "
+                       f"integer and bool tensors only); cast the operands to an integer dtype "
+                       f"first (e.g. x.long()), or use tp.{_LOGICAL_FOR[api]} to combine truth "
+                       f"values")
+
+
+def _bitwise_meta(api: str, shift: bool = False):
+    """Fake rule of a broadcasting bitwise op: torch's promotion, then its dtype refusal."""
+    def meta(a, b):
+        shape = broadcast_shapes(shape_of(a), shape_of(b), api=api)
+        dt = result_dtype(a, b)
+        check_bitwise_dtype(api, dt, shift)
+        return out_like(shape, dt, first_tensor(a, b))
+    return meta
+
+
+def _bitwise_not_meta(x):
+    check_bitwise_dtype("bitwise_not", x.dtype)
+    return out_like(x.shape, x.dtype, x)
+
+
+for _name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+    defop(_name + _B, meta=_bitwise_meta(_name), scalar_ok=("other",), differentiable=False)
+for _name in ("bitwise_left_shift", "bitwise_right_shift"):
+    defop(_name + _B, meta=_bitwise_meta(_name, shift=True), scalar_ok=("other",),
+          differentiable=False)
+defop("bitwise_not(Tensor self) -> Tensor", meta=_bitwise_not_meta, differentiable=False)
+
 defop("sign(Tensor self) -> Tensor", meta=unary_meta(), backward=lambda ctx, g: O.mul(g, 0.0))
 
 # -- unary math -------------------------------------------------------------------------------
@@ -258,12 +311,6 @@ defop("erf" + _U, meta=unary_meta("float"), setup=lambda c, i, o: c.save_for_bac
       backward=lambda ctx, g: O.mul(g, O.mul(O.exp(O.neg(O.mul(ctx.saved_tensors[0],
                                                                 ctx.saved_tensors[0]))),
                                              _TWO_OVER_SQRT_PI)))
-
-
-# torch's ScalarType names, as its messages print them
-_TORCH_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
-                       "bfloat16": "BFloat16", "int8": "Char", "uint8": "Byte", "int16": "Short",
-                       "int32": "Int", "int64": "Long", "bool": "Bool"}
 
 
 # -- where --------------------------------------------------------------------------------------

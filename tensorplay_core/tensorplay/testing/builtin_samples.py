@@ -39,7 +39,8 @@ __all__ = [
 NOT_DIFFERENTIABLE = frozenset({
     "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "argmax",
     "empty", "full", "arange", "rand", "randn", "argmin", "all", "any", "isnan", "isinf",
-    "isfinite", "argsort", "eye", "linspace", "randint", "nonzero", "view_dtype"})
+    "isfinite", "argsort", "eye", "linspace", "randint", "nonzero", "view_dtype", "bitwise_and",
+    "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift"})
 
 DEFAULT_SEED = 1234
 
@@ -72,7 +73,8 @@ class _Gen:
         from .. import _device, _dtype, _factories
         tp = SimpleNamespace(device=_device.device, tensor=_factories.tensor,
                              zeros=_factories.zeros, **{n: getattr(_dtype, n) for n in (
-                                 "float32", "float64", "int16", "int32", "int64", "bool")})
+                                 "float32", "float64", "int8", "uint8", "int16", "int32",
+                                 "int64", "bool")})
         self.tp = tp
         self.device = tp.device(device)
         self.rng = random.Random(seed)
@@ -124,6 +126,11 @@ class _Gen:
         return self._make([self.rng.random() > 0.5 for _ in range(self._numel(shape))], shape,
                           self.tp.bool)
 
+    def INT(self, *shape, lo=-100, hi=100, dtype=None):
+        """Uniform integers in [lo, hi] (int32 unless ``dtype``)."""
+        vals = [self.rng.randint(lo, hi) for _ in range(self._numel(shape))]
+        return self._make(vals, shape, dtype or self.tp.int32)
+
     def IDX(self, values):
         return self.tp.tensor(values, dtype=self.tp.int64, device=self.device)
 
@@ -140,6 +147,31 @@ def _binary(a="T", b="T"):
                 S(ma(2, 3), 2.5),                     # Python scalar
                 S(g.IDX([[1, 2], [3, 4]]), g.IDX([2, 3]), grad=False)]
     return build
+
+
+def _bitwise(g):
+    """and/or/xor: integers (broadcast both ways, promoted, a 0-dim operand, a Python int, a
+    non-contiguous view) and bools (bool & bool stays bool; with a Python bool)."""
+    tp, I = g.tp, g.INT
+    return [S(I(3, 1), I(4)),
+            S(I(2, 3, dtype=tp.int8, lo=-128, hi=127), I(3, lo=-2**31, hi=2**31 - 1)),
+            S(I(2, 3, dtype=tp.int16), I(dtype=tp.int64)),
+            S(I(2, 3, dtype=tp.int64, lo=-2**63, hi=2**63 - 1), 0x0F0F),
+            S(I(3, 2, dtype=tp.uint8, lo=0, hi=255).transpose(0, 1), I(2, 3, dtype=tp.int8)),
+            S(g.MASK(2, 3), g.MASK(3)), S(g.MASK(4), True), S(g.MASK(2, 2), 3)]
+
+
+def _shift(g):
+    """Shifts: amounts inside and outside ``[0, bits)`` (negative ones too), tensor and Python
+    int amounts, promotion, a bool tensor with an int amount (int64)."""
+    tp, I = g.tp, g.INT
+    return [S(I(3, 1, dtype=tp.int32, lo=-1000, hi=1000), I(4, lo=-2, hi=34)),
+            S(I(2, 5, dtype=tp.int8, lo=-128, hi=127), I(5, dtype=tp.int8, lo=-2, hi=10)),
+            S(I(2, 3, dtype=tp.uint8, lo=0, hi=255), I(3, dtype=tp.int16, lo=0, hi=10)),
+            S(I(2, 3, dtype=tp.int64, lo=-2**40, hi=2**40), 3),
+            S(I(4, dtype=tp.int16), I(dtype=tp.int64, lo=0, hi=15)),
+            S(I(3, 2, dtype=tp.int64).transpose(0, 1), I(2, 3, lo=0, hi=63)),
+            S(g.MASK(4), 2)]
 
 
 def _unary(make="T"):
@@ -238,6 +270,11 @@ SAMPLES = {
     "eq": _binary(), "ne": _binary(), "lt": _binary(), "le": _binary(), "gt": _binary(),
     "ge": _binary(), "logical_and": _binary(), "logical_or": _binary(),
     "logical_not": lambda g: [S(g.T(2, 3)), S(g.MASK(3))],
+    "bitwise_and": _bitwise, "bitwise_or": _bitwise, "bitwise_xor": _bitwise,
+    "bitwise_left_shift": _shift, "bitwise_right_shift": _shift,
+    "bitwise_not": lambda g: [S(g.INT(2, 3)), S(g.INT(3, 2, dtype=g.tp.int8, lo=-128,
+                                                     hi=127).transpose(0, 1)),
+                              S(g.INT(dtype=g.tp.uint8, lo=0, hi=255)), S(g.MASK(3))],
     "empty": lambda g: [S([2, 3], dtype=g.tp.float32, device=g.device)],
     "full": lambda g: [S([2, 3], 1.5, dtype=g.f64, device=g.device),
                        S([4], 7, dtype=g.tp.int16, device=g.device)],
