@@ -181,33 +181,29 @@ def _mul_setup(ctx, inputs, output):
         ctx.scalar = o
 
 
-def _mul_bw(ctx, g):
-    o, x0 = ctx.saved_tensors
-    if o is None:
-        return O.mul(g, ctx.scalar), None
-    ga = O.mul(g, o) if ctx.needs_input_grad[0] else None
-    if ga is not None and ga.dtype is not g.dtype:
-        ga = O.to_dtype(ga, g.dtype)
-    gb = _grad_for(O.mul(g, x0), o.shape, o.dtype) if x0 is not None else None
-    return ga, gb
+def _scaling_bw(scale, other_grad):
+    """Backward of ``mul_``/``div_``: ``self``'s gradient is ``scale(g, other)`` (cast to
+    ``g``'s dtype), ``other``'s is ``other_grad(g, original self, other)`` reduced to its shape."""
+    def bw(ctx, g):
+        o, x0 = ctx.saved_tensors
+        if o is None:
+            return scale(g, ctx.scalar), None
+        ga = scale(g, o) if ctx.needs_input_grad[0] else None
+        if ga is not None and ga.dtype is not g.dtype:
+            ga = O.to_dtype(ga, g.dtype)
+        gb = _grad_for(other_grad(g, x0, o), o.shape, o.dtype) if x0 is not None else None
+        return ga, gb
+    return bw
+
+
+_mul_bw = _scaling_bw(lambda g, o: O.mul(g, o), lambda g, x0, o: O.mul(g, x0))
+# d(x / o)/do = -x / o**2, with the original x
+_div_bw = _scaling_bw(lambda g, o: O.div(g, o),
+                      lambda g, x0, o: O.neg(O.div(O.mul(g, x0), O.mul(o, o))))
 
 
 defop("mul_(Tensor(a!) self, Tensor other) -> Tensor(a!)", meta=_arith_inplace_meta("mul_"),
       setup=_mul_setup, backward=_mul_bw, scalar_ok=("other",))
-
-def _div_bw(ctx, g):
-    o, x0 = ctx.saved_tensors
-    if o is None:
-        return O.div(g, ctx.scalar), None
-    ga = O.div(g, o) if ctx.needs_input_grad[0] else None
-    if ga is not None and ga.dtype is not g.dtype:
-        ga = O.to_dtype(ga, g.dtype)
-    gb = None
-    if x0 is not None:      # d(x / o)/do = -x / o**2, with the original x
-        gb = _grad_for(O.neg(O.div(O.mul(g, x0), O.mul(o, o))), o.shape, o.dtype)
-    return ga, gb
-
-
 defop("div_(Tensor(a!) self, Tensor other) -> Tensor(a!)",
       meta=_arith_inplace_meta("div_", floating=True), setup=_mul_setup, backward=_div_bw,
       scalar_ok=("other",))
