@@ -617,6 +617,8 @@ class Tensor(TensorBase, instance_class=True):
         return _O.neg(self)
 
     def __pos__(self) -> Tensor:
+        if self._dtype is _dtype.bool:
+            raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
         return self
 
     def __abs__(self) -> Tensor:
@@ -884,6 +886,14 @@ class Tensor(TensorBase, instance_class=True):
         ``minimum`` do."""
         if min is None and max is None:
             raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+        if self._dtype is _dtype.bool and all(
+                b is None or b.__class__ is bool or isinstance(b, Tensor) and b._dtype is
+                _dtype.bool for b in (min, max)) and (
+                min is not None and max is not None or
+                not isinstance(min if max is None else max, Tensor)):
+            # torch computes a bool clamp only as clamp_min/clamp_max by one bool tensor bound
+            raise NotImplementedError("clamp: not implemented for 'Bool' with a number bound or "
+                                      "both bounds (as in torch); cast first, e.g. x.int()")
         out = self
         if min is not None:
             out = _O.maximum(out, min)

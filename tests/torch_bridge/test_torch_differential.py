@@ -40,8 +40,9 @@ IN_PLACE = {"iadd": operator.iadd, "isub": operator.isub, "imul": operator.imul,
             "ior": operator.ior, "ixor": operator.ixor}
 METHODS = ["add_", "sub_", "mul_", "div_", "clamp_", "relu_", "fill_", "zero_"]
 
-# accepted by TensorPlay, refused by torch (answers: the obvious ones)
-LENIENT = {"bool matmul bool", "pos bool", "abs bool", "bool.clamp_(True)", "bool.relu_()"}
+# accepted by TensorPlay, refused by torch (answers: the obvious ones). abs: its eager kernel is
+# the array API's own abs; a bool test there would cost every abs call ~0.2 µs
+LENIENT = {"abs bool"}
 
 
 def _array(dtype, shape=(2, 3), seed=0):

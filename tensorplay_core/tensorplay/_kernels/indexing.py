@@ -19,10 +19,13 @@ def bind(c) -> dict:
 
 def _matmul(c):
     xp, dt_of = c.xp, c.dt_of
+    BOOL = xp.asarray(True).dtype
 
     def matmul(a, b):
         if a.dtype != b.dtype:   # torch does not promote here: its message, from the fake rule's check
             _checks.check_same_dtype(dt_of(a), dt_of(b))
+        if a.dtype is BOOL:      # (builtin dtypes are singletons: an identity test, ~20 ns)
+            raise TypeError("matmul of bool operands")   # the fake rule raises torch's refusal
         if a.ndim == 2 and b.ndim == 2 and a.shape[1] == 1 and a.shape[0] * b.shape[1] >= 4096:
             # an outer product (inner size 1: the weight gradient of a batch of one). NumPy's
             # matmul leaves BLAS for k == 1 (~10x slower); one zero column/row more gives the

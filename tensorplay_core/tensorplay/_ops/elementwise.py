@@ -267,13 +267,24 @@ defop("sign(Tensor self) -> Tensor", meta=unary_meta(), backward=lambda ctx, g: 
 
 # -- unary math -------------------------------------------------------------------------------
 _U = "(Tensor self) -> Tensor"
-def _neg_meta(x):
-    # also the error path of the array kernel (kernel_error runs the fake rule): torch's message
-    if x.dtype.name == "bool":
-        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you "
-                           "are trying to invert a mask, use the `~` or `logical_not()` operator "
-                           "instead.")
-    return unary_meta()(x)
+
+
+def _bool_refused(message):
+    """Fake rule of a unary op torch refuses bool tensors for; also the error path of its array
+    kernel (which raises TypeError on bool): torch's ``message``."""
+    same = unary_meta()
+
+    def meta(x):
+        if x.dtype.name == "bool":
+            raise RuntimeError(message)
+        return same(x)
+    return meta
+
+
+_neg_meta = _bool_refused("Negation, the `-` operator, on a bool tensor is not supported. If you "
+                          "are trying to invert a mask, use the `~` or `logical_not()` operator "
+                          "instead.")
+_relu_meta = _bool_refused("Boolean inputs not supported for relu")
 
 
 defop("neg" + _U, meta=_neg_meta, backward=lambda ctx, g: O.neg(g))
@@ -295,11 +306,13 @@ def _relu_bw(g, y):
 
 
 # torch's threshold_backward: zero where the output is <= 0, else the gradient (NaN passes)
-defop("relu" + _U, meta=unary_meta(), setup=_save_out,
+defop("relu" + _U, meta=_relu_meta, setup=_save_out,
       # torch's threshold_backward: g where the output is not <= 0 (a relu output is >= 0 or
       # NaN: `!= 0` says it; NaN outputs pass g), else 0. A product with the mask, not `where`:
       # NumPy's where on a random mask is ~15x slower than a multiply
       backward=lambda ctx, g: _relu_bw(g, ctx.saved_tensors[0]))
+# abs of a bool tensor gives it back (torch refuses it): the eager kernel is the array API's abs
+# itself, no frame of ours, and a dtype test there would cost ~0.2 µs on every abs call
 defop("abs" + _U, meta=unary_meta(), setup=lambda c, i, o: c.save_for_backward(i[0]),
       backward=lambda ctx, g: O.mul(g, O.sign(ctx.saved_tensors[0])))
 defop("sin" + _U, meta=unary_meta("float"), setup=lambda c, i, o: c.save_for_backward(i[0]),

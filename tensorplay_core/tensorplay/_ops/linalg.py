@@ -15,6 +15,9 @@ def _matmul_meta(a, b):
         raise RuntimeError(f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be "
                            f"multiplied ({sa[-2]}x{sa[-1]} and {sb[-2]}x{sb[-1]})")
     check_same_dtype(a.dtype, b.dtype)
+    if a.dtype.name == "bool":   # torch has no bool matmul kernel (its addmm/dot refuse Bool)
+        raise NotImplementedError("matmul: not implemented for 'Bool' (as in torch); cast the "
+                                  "operands first, e.g. a.int() @ b.int()")
     batch = broadcast_shapes(sa[:-2], sb[:-2], api="matmul")
     shape = batch + ((sa[-2],) if a.ndim > 1 else ()) + ((sb[-1],) if b.ndim > 1 else ())
     return out_like(shape, a.dtype, a)
