@@ -149,15 +149,16 @@ def test_numeric_literals_out_of_range_raise_schema_error(text):
 
 
 def test_parse_time_is_linear_in_the_argument_count():
+    # the process's CPU time, best of three, and only a ratio (8x the arguments: 8x linear, 64x
+    # quadratic): no wall-clock threshold, which a loaded machine can break
     def cost(n):
         text = "ns::f(" + ", ".join(f"Tensor a{i}" for i in range(n)) + ") -> Tensor"
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         s = FunctionSchema.parse(text)
         assert len(s.arguments) == n
-        return time.perf_counter() - t0
+        return time.process_time() - t0
     cost(100)
-    small, big = min(cost(1500) for _ in range(3)), min(cost(12000) for _ in range(2))
-    assert big < 1.0, f"12,000 arguments took {big:.2f} s"
+    small, big = min(cost(1500) for _ in range(3)), min(cost(12000) for _ in range(3))
     assert big < 8 * small * 3, f"1,500 args: {small:.3f} s, 12,000 args: {big:.3f} s (quadratic?)"
 
 

@@ -391,16 +391,22 @@ def make_call(op, scalar_ok=()) -> None:
     lookup = ["    try:", "        __f = __table[__k]", "    except KeyError:", "        __f = None",
               "    if __f is None:", "        __f = __miss(__k)"]
     if mutated and not op.is_builtin:
-        # eager execution trusts mutates_args; we only keep _version honest (bookkeeping, no check)
+        # eager execution trusts mutates_args; we only keep _version honest (bookkeeping, no
+        # check): one bump per written argument per call (see bump_written)
         lines.extend(lookup)
-        lines.append(f"    __r = __f({call})")
-        for n, kind in mutated:
-            if kind == _KIND_TENSOR:
-                lines.append(f"    {n}.storage_ref.version += 1")
-            elif kind == _KIND_OPT:
-                lines.append(f"    if {n} is not None: {n}.storage_ref.version += 1")
-            elif kind == _KIND_LIST:
-                lines.append(f"    for __t in {n} or ():\n        if __t is not None: __t.storage_ref.version += 1")
+        if len(mutated) == 1 and mutated[0][1] == _KIND_TENSOR:
+            # bump_written inlined for the common op: one written tensor
+            n = mutated[0][0]
+            lines += [f"    __s = {n}.storage_ref", "    __v = __s.version",
+                      f"    __r = __f({call})",
+                      "    if __s.version == __v or not __gs.enabled:",
+                      "        __s.version = __v + 1"]
+        else:
+            kinds = tuple(kind for _, kind in mutated)
+            ns["__wkinds"] = kinds
+            lines += [f"    __w = __wvers(({''.join(n + ', ' for n, _ in mutated)}), __wkinds)",
+                      f"    __r = __f({call})",
+                      "    __wbump(__w)"]
         lines.append("    return __r")
     else:
         lines.extend(lookup)
@@ -413,7 +419,8 @@ def make_call(op, scalar_ok=()) -> None:
               __unset=_UNSET, __missing=_missing, __chk=check_arg, __vals=_values,
               __kwarg=_take_kwarg, __extra=_extra_kwargs, __c_int=int, __c_float=float,
               __c_bool=bool, __c_str=str, __c_list=list, __c_tuple=tuple,
-              __overlap=check_overlap, __has=tuple.__contains__)
+              __overlap=check_overlap, __has=tuple.__contains__, __gs=grad_state,
+              __wvers=written_versions, __wbump=bump_written)
     fn = _codegen.function(src, ns, "__call__", f"<tensorplay dispatch {op.name}>")
     fn.__doc__ = op.__doc__
     fn.__qualname__ = op.name   # "ns::op() missing 1 required positional argument: 'x'"
@@ -453,6 +460,54 @@ def _signature(fn, op):
         params.append(p)
     return sig.replace(parameters=params)
 
+
+
+def written_versions(values, kinds) -> list:
+    """``[(storage, version)]`` of every tensor a custom op's call writes, read before its kernel
+    runs: ``values`` are the written arguments (a Tensor, an optional one, a list of them), in
+    schema order, ``kinds`` their kinds (``_KIND_TENSOR``/``_KIND_OPT``/``_KIND_LIST``). Read by
+    ``bump_written`` after the kernel (and ``reset_written``)."""
+    out = []
+    for v, kind in zip(values, kinds):
+        if v is None:
+            continue
+        for t in (v if kind == _KIND_LIST else (v,)):
+            if t is not None:
+                st = t.storage_ref
+                out.append((st, st.version))
+    return out
+
+
+def bump_written(before) -> None:
+    """After a custom op's kernel: each written argument bumps its tensor's version once, as
+    torch's ``ADInplaceOrView`` kernel of a mutating custom op does (``increment_version`` per
+    written argument, then the kernel runs below ``ADInplaceOrView``: its own in-place ops bump
+    nothing, a write through the array is counted by that bump). ``before``:
+    ``written_versions``. Arguments sharing a storage (views of one tensor) bump its counter once
+    each.
+
+    With grad mode off the kernel's own bumps are replaced by those (nothing was recorded, so no
+    saved tensor saw them). With grad mode on, autograd may have recorded the kernel's tensorplay
+    ops (CompositeImplicitAutograd) and saved a written tensor between two of its writes: the
+    kernel's bumps are kept then when there are more of them (a version never goes back under a
+    graph that saw it), so a kernel writing an argument once still counts one."""
+    exact = not grad_state.enabled
+    target = {}
+    for st, v in before:
+        k = id(st)
+        hit = target.get(k)
+        target[k] = (st, v + 1) if hit is None else (st, hit[1] + 1)
+    for st, v in target.values():
+        if exact or st.version < v:
+            st.version = v
+
+
+def reset_written(before) -> None:
+    """Put back the versions ``written_versions`` read, after a kernel that ran with grad mode
+    off (nothing recorded saw its own bumps): the op's call then bumps each written argument
+    once (``bump_written``), as torch's."""
+    for st, v in before:
+        st.version = v
 
 def check_overlap(op, i: int, t) -> None:
     """Refuse to write argument ``i`` of ``op`` when ``t`` has a dimension of stride 0 and size

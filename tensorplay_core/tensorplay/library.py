@@ -240,10 +240,16 @@ def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None,
     * ``TypeError`` -- ``fn`` is not callable; ``device_types`` is not a spelling or an iterable.
 
     Written arguments under autograd (every op that writes arguments: ``mutates_args``,
-    ``triton_op``, ``Tensor(a!)`` in a ``define``/``Library.define`` schema). A call that
-    writes a tensor bumps its ``_version`` once (as torch's), so a tensor saved for backward and
-    then written makes that backward raise (``RuntimeError``: "one of the variables needed for
-    gradient computation has been modified by an inplace operation"), with grad mode on or off.
+    ``triton_op``, ``Tensor(a!)`` in a ``define``/``Library.define`` schema). A call bumps the
+    ``_version`` of each written argument once, however its kernel writes (``add_``, ``copy_``,
+    ``fill_``, through ``.numpy()`` or a launch): same as torch, whose kernels run below
+    ``ADInplaceOrView``, so their own in-place ops bump nothing. One difference: with grad mode
+    on, where the kernel writes an argument several times with tensorplay ops, each of those
+    writes stays counted, since autograd may have recorded the kernel's ops and saved the
+    tensor between two of them (torch never records a custom op's kernel). A tensor saved for
+    backward and then written makes that backward raise (``RuntimeError``: "one of the
+    variables needed for gradient computation has been modified by an inplace operation"),
+    with grad mode on or off.
     When grad mode is on and a tensor argument requires grad:
 
     * a written tensor that is a leaf requiring grad, or a view of one, is written as torch's

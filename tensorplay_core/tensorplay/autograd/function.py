@@ -567,8 +567,12 @@ def make_op_autograd(op):
                 pend, leaf = check_written_args(op.name, written,
                                                 [values[i] for i, _, _ in written])
                 if leaf:
+                    before = _dispatch.written_versions([values[i] for i, _, _ in written],
+                                                        [k for _, _, k in written])
                     with _gm.no_grad():
                         out = op.entry(bkey)(*args, **kwargs)
+                    # nothing was recorded: the call bumps each written argument once
+                    _dispatch.reset_written(before)
                 else:
                     out = op.entry(bkey)(*args, **kwargs)
                 if pend:
@@ -778,6 +782,12 @@ def rebase_written_args(op_name, pending, values) -> None:
         node = WrittenNoFormulaBackward(op_name, name, tuple(edges),
                                         ((root.raw_shape, root.raw_dtype, root.raw_device),))
         set_history(root, node, 0)
+        # the edges above regenerated the history of the arguments that are views of root
+        # (``edge_of``) from its old history, at the current version: point them at the new one
+        # on their next use (the call's version bump need not change the version again)
+        for x in _dispatch.flat_tensors(values):
+            if x.view_base is root:
+                set_view_version(x, -1)
 
 
 def _record(info, values, out):
@@ -869,15 +879,20 @@ def _generated_entry(op, info):
                 lines += [f"    if ({' or '.join(conds)}) and __en.enabled:",
                           f"        __pend, __leaf = __chkw(__opname, __written, {wvals})",
                           "        if __leaf:",
+                          f"            __wv = __wvers({wvals}, __wkinds)",
                           "            with __nog():",
                           f"                __out = __kern({call_s})",
+                          # nothing was recorded: the call bumps each written argument once
+                          "            __wreset(__wv)",
                           "        else:",
                           f"            __out = __kern({call_s})",
                           f"        if __pend: __rebw(__opname, __pend, {vals})",
                           "    else:",
                           f"        __out = __kern({call_s})"]
                 ns.update(__chkw=check_written_args, __rebw=rebase_written_args, __nog=_gm.no_grad,
-                          __written=written)
+                          __written=written, __wvers=_dispatch.written_versions,
+                          __wreset=_dispatch.reset_written,
+                          __wkinds=tuple(k for _, _, k in written))
             else:
                 lines += [f"    __out = __kern({call_s})"]
             lines += ["    if __out.__class__ is __T and __out.needs_grad:",
