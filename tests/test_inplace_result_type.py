@@ -227,3 +227,58 @@ def test_sub_and_div_in_place_equal_the_out_of_place_op_in_every_float_dtype(dty
         getattr(y, op + "_")(other)
         assert y.dtype is dtype
         assert y.tolist() == getattr(x, op)(other).to(dtype).tolist(), (op, other)
+
+
+def test_alpha_under_compile_is_eager():
+    # a captured tensor is a Tensor too: alpha multiplies in the common dtype there as well
+    x = tp.tensor([1.0, 2.0, 3.0])
+    y = _i([200, 1, 0], tp.uint8)
+
+    def f(x, y):
+        a = x.clone()
+        a.sub_(y, alpha=2)
+        return x.add(y, alpha=2), x.sub(y, alpha=3), a
+
+    assert [t.tolist() for t in tp.compile(f)(x, y)] == [t.tolist() for t in f(x, y)] == [
+        [401.0, 4.0, 3.0], [-599.0, -1.0, 3.0], [-399.0, 0.0, 3.0]]
+
+
+def test_in_place_reading_self_keeps_autograd_under_compile():
+    def h(x, w):
+        y = x * 1
+        y.pow_(w)
+        y.div_(w)
+        return y.sum()
+
+    grads = []
+    for fn in (h, tp.compile(h)):
+        x = tp.tensor([0.5, 1.5, 2.5], requires_grad=True)
+        w = tp.tensor([1.5, 2.0, 3.0], requires_grad=True)
+        fn(x, w).backward()
+        grads.append((x.grad.tolist(), w.grad.tolist()))
+    assert grads[0] == grads[1]
+
+
+def test_alpha_conversion_follows_torch():
+    b = tp.tensor([True, False])
+    assert b.add(b, alpha=2).tolist() == [True, False]          # bool result: bool(alpha)
+    with pytest.raises(RuntimeError, match="Boolean alpha only supported for Boolean results"):
+        tp.tensor([1.0]).add(tp.tensor([1.0]), alpha=True)
+    with pytest.raises(RuntimeError, match="value cannot be converted to type int8"):
+        _i([1, 2], tp.int8).add(_i([1, 1], tp.int8), alpha=300)
+    for call in (lambda: tp.tensor([1.0, 2.0]).sub(b, alpha=2),
+                 lambda: tp.tensor([1.0, 2.0]).sub_(True, alpha=2)):
+        with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with a bool"):
+            call()
+
+
+def test_clamp_bounds_are_converted_with_torch_checks():
+    i8 = _i([7, -7, 5, 0], tp.int8)
+    u8 = _i([7, 250, 5, 0], tp.uint8)
+    for call in (lambda: i8.clamp(max=200), lambda: u8.clamp(0, 300),
+                 lambda: i8.clamp(-1000, 1000), lambda: i8.clone().clamp_(max=200)):
+        with pytest.raises(RuntimeError, match="value cannot be converted to type"):
+            call()
+    assert u8.clamp(-1).tolist() == [255, 255, 255, 255]       # -1 wraps into uint8, as torch
+    assert i8.clamp(max=127).tolist() == [7, -7, 5, 0]
+    assert i8.clamp(2.5).dtype is tp.float32                    # a float bound: float result

@@ -53,3 +53,12 @@ def test_integer_pow_in_compile_matches_eager():
     b = tp.tensor([2, -2, 1, -1])
     e = tp.tensor([-1, 3, -2, -3])
     assert tp.compile(f)(b, e).tolist() == f(b, e).tolist() == [1, -7, 2, 0]
+
+
+def test_number_exponent_out_of_the_dtype_range_is_refused():
+    # torch converts the exponent to the base's dtype, checked (it used to wrap: 200 -> -56)
+    with pytest.raises(RuntimeError, match="value cannot be converted to type int8"):
+        tp.tensor([7, -7], dtype=tp.int8) ** 200
+    with pytest.raises(RuntimeError, match="value cannot be converted to type uint8"):
+        tp.tensor([2, 0], dtype=tp.uint8) ** 256
+    assert (tp.tensor([7, 0], dtype=tp.uint8) ** 255).tolist() == [183, 0]

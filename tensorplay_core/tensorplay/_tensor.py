@@ -72,7 +72,7 @@ def _in_place(dst, api, op, *others):
     would find it overwritten at backward."""
     src = dst
     if _grad_state.enabled and (dst._requires_grad or any(
-            o.__class__ is Tensor and o._requires_grad for o in others)):
+            isinstance(o, Tensor) and o._requires_grad for o in others)):
         src = _O.clone(dst)
     result = op(src, *others)
     if result._dtype is not dst._dtype:
@@ -80,21 +80,35 @@ def _in_place(dst, api, op, *others):
     return _O.copy_(dst, result)
 
 
-def _times_alpha(self, other, alpha):
+def _times_alpha(self, other, alpha, api):
     """``alpha * other`` for ``add``/``sub``'s ``alpha``, computed as torch does: in the dtype
     ``self <op> other`` computes in (a uint8 ``other`` times 2 does not wrap at 256 when ``self``
-    is wider); a floating ``alpha`` with integral operands is refused (torch's RuntimeError)."""
-    if other.__class__ is not Tensor:
-        if alpha.__class__ is float and not self._dtype.is_floating_point and \
-                other.__class__ is not float:
+    is wider), ``alpha`` converted to that dtype with torch's checks: RuntimeError for a floating
+    ``alpha`` with integral operands, a bool ``alpha`` with a non-bool result, an int ``alpha``
+    out of the dtype's range. A bool result takes ``bool(alpha)``. For ``sub`` with a bool
+    operand ``other`` comes back unscaled: ``sub`` itself refuses it in torch's words."""
+    is_t = isinstance(other, Tensor)        # (captured tensors are Tensors too)
+    if api == "sub" and (self._dtype is _dtype.bool or other.__class__ is bool or
+                         is_t and other._dtype is _dtype.bool):
+        return other
+    if is_t:
+        rt = _dtype.result_type(self._dtype, 2 if self._shape else 1,
+                                other._dtype, 2 if other._shape else 1)
+    else:
+        rt = _dtype.result_type(self._dtype, 2 if self._shape else 1,
+                                _dtype.wrapped_dtype(other), 0)
+    if alpha.__class__ is bool:
+        if rt is not _dtype.bool:
+            raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    elif rt is _dtype.bool:
+        alpha = bool(alpha)
+    elif not rt.is_floating_point:
+        if alpha.__class__ is float:
             raise RuntimeError("For integral input tensors, argument alpha must not be a "
                                "floating point number.")
+        _check_fill(api, alpha, rt)         # "value cannot be converted to type int8_t ..."
+    if not is_t:
         return other * alpha
-    rt = _dtype.result_type(self._dtype, 2 if self._shape else 1,
-                            other._dtype, 2 if other._shape else 1)
-    if alpha.__class__ is float and not rt.is_floating_point:
-        raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
-                           "point number.")
     return (other if other._dtype is rt else _O.to_dtype(other, rt)) * alpha
 
 
@@ -474,7 +488,7 @@ class Tensor(TensorBase, instance_class=True):
         """``self += alpha * other`` in place; the result may not need a higher dtype category."""
         if alpha != 1 and other.__class__ is Tensor and _scaled_add_(self, other, alpha):
             return self
-        return _O.add_(self, other if alpha == 1 else _times_alpha(self, other, alpha))
+        return _O.add_(self, other if alpha == 1 and alpha is not True else _times_alpha(self, other, alpha, "add"))
 
     def sub_(self, other: _TensorOrScalar, *, alpha: _Number = 1) -> Tensor:
         """``self -= alpha * other`` in place, with ``sub``'s promotion (a bool operand is
@@ -482,7 +496,7 @@ class Tensor(TensorBase, instance_class=True):
         (``torch.can_cast``), nothing written."""
         if other.__class__ is Tensor and alpha != 1 and _scaled_add_(self, other, -alpha):
             return self
-        return _O.sub_(self, other if alpha == 1 else _times_alpha(self, other, alpha))
+        return _O.sub_(self, other if alpha == 1 and alpha is not True else _times_alpha(self, other, alpha, "sub"))
 
     def mul_(self, other: _TensorOrScalar) -> Tensor:
         """``self *= other`` in place; the result may not need a higher dtype category."""
@@ -789,11 +803,11 @@ class Tensor(TensorBase, instance_class=True):
 
     def add(self, other: _TensorOrScalar, *, alpha: _Number = 1) -> Tensor:
         """``self + alpha * other`` with broadcasting and torch's dtype promotion."""
-        return _O.add(self, other if alpha == 1 else _times_alpha(self, other, alpha))
+        return _O.add(self, other if alpha == 1 and alpha is not True else _times_alpha(self, other, alpha, "add"))
 
     def sub(self, other: _TensorOrScalar, *, alpha: _Number = 1) -> Tensor:
         """``self - alpha * other``."""
-        return _O.sub(self, other if alpha == 1 else _times_alpha(self, other, alpha))
+        return _O.sub(self, other if alpha == 1 and alpha is not True else _times_alpha(self, other, alpha, "sub"))
 
     def mul(self, other: _TensorOrScalar) -> Tensor:
         """``self * other``."""
@@ -894,6 +908,13 @@ class Tensor(TensorBase, instance_class=True):
             # torch computes a bool clamp only as clamp_min/clamp_max by one bool tensor bound
             raise NotImplementedError("clamp: not implemented for 'Bool' with a number bound or "
                                       "both bounds (as in torch); cast first, e.g. x.int()")
+        if self._dtype._kind != "b":
+            # a number bound is converted to self's dtype when the result keeps it (an integer
+            # bound of an integer tensor, any number of a floating one): torch's checked
+            # conversion ("value cannot be converted to type int8_t without overflow")
+            for b in (min, max):
+                if b.__class__ is int or b.__class__ is float and self._dtype._kind == "f":
+                    _check_fill("clamp", b, self._dtype)
         out = self
         if min is not None:
             out = _O.maximum(out, min)

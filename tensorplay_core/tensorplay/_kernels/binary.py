@@ -117,7 +117,7 @@ NEGATIVE_INT_POWER = "Integers to negative integer powers are not allowed."   # 
 
 
 def _power(c):
-    xp, prep = c.xp, c.prep
+    xp, prep, iinfo = c.xp, c.prep, c.be.np.iinfo
 
     def int_pow(base, e):
         """Integer ``base ** e`` elementwise as torch's ``powi``: a negative exponent gives
@@ -135,12 +135,17 @@ def _power(c):
         if b.__class__ is bool and a.dtype.kind == "b":
             # torch's shortcut (no kernel): x ** True is x, x ** False is ones
             return xp.asarray(a, copy=True) if b else xp.ones_like(a)
-        negative_number = b.__class__ is int and b < 0
+        number = b if b.__class__ is int else None
         a, b = prep(a, b)
         _bool_kernel(a, "pow")
         if a.dtype.kind in "iu":
-            if negative_number:      # torch refuses a negative number exponent of an integer op
-                raise RuntimeError(NEGATIVE_INT_POWER)
+            if number is not None:
+                if number < 0:       # torch refuses a negative number exponent of an integer op
+                    raise RuntimeError(NEGATIVE_INT_POWER)
+                if number > iinfo(a.dtype).max:
+                    # torch converts the exponent to the base's dtype, checked (prep wrapped it)
+                    raise RuntimeError(f"value cannot be converted to type {a.dtype} without "
+                                       f"overflow")
             if a.dtype.kind == "i" and hasattr(b, "dtype"):
                 return int_pow(a, b)
         return xp.pow(a, b)
