@@ -19,7 +19,7 @@ def bind(c) -> dict:
 
 def _matmul(c):
     xp, dt_of = c.xp, c.dt_of
-    BOOL = xp.asarray(True).dtype
+    BOOL = c.be.np.dtype(bool)     # (CuPy arrays have NumPy dtypes; no device allocation here)
 
     def matmul(a, b):
         if a.dtype != b.dtype:   # torch does not promote here: its message, from the fake rule's check
