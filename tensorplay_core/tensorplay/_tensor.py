@@ -1127,8 +1127,14 @@ class Tensor(TensorBase, instance_class=True):
                                f"(got {self._dtype}); cast first, e.g. x.float()")
         mu = self.mean(dim, keepdim=True)
         d = self - mu
-        n = self.numel() if dim is None else _prod(self._shape[_wrap_dim(x, self.ndim)]
-                                                   for x in _dims(dim))
+        if dim is None:
+            n = self.numel()
+        elif not self._shape:       # a 0-d tensor takes dim 0 or -1 (torch's rule): 1 element
+            for x in _dims(dim):
+                _wrap_dim(x, 0)         # IndexError for any other dim
+            n = 1
+        else:
+            n = _prod(self._shape[_wrap_dim(x, self.ndim)] for x in _dims(dim))
         # torch divides by max(0, N - correction): inf or nan when that is 0, not a clamp to 1
         return (d * d).sum(dim, keepdim) / (float(max(n - correction, 0)))
 
@@ -1242,6 +1248,8 @@ class Tensor(TensorBase, instance_class=True):
         """Split into at most ``chunks`` views along ``dim`` of ``ceil(size / chunks)`` elements
         (the last may be smaller; an empty dim gives ``chunks`` empty views), as
         ``torch.chunk``; RuntimeError when ``chunks`` is not positive."""
+        if not self._shape:
+            raise RuntimeError("chunk expects at least a 1-dimensional tensor")
         if chunks <= 0:
             raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
         d = _wrap_dim(dim, self.ndim)
@@ -1255,6 +1263,8 @@ class Tensor(TensorBase, instance_class=True):
         the dim's size); a sequence gives chunks of those sizes, which must be non-negative and
         sum to the dim's size. RuntimeError (torch's words) for a negative size, a 0 size of a
         non-empty dim, or sizes that do not sum to the dim's size."""
+        if not self._shape:
+            raise RuntimeError("split expects at least a 1-dimensional tensor")
         d = _wrap_dim(dim, self.ndim)
         n = self._shape[d]
         if split_size.__class__ is int:
