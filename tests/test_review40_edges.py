@@ -36,3 +36,21 @@ def test_integer_division_by_zero_is_torchs_runtime_error(call):
         call(x)
     with pytest.raises(ZeroDivisionError):      # Python's habit still works
         call(x)
+
+
+def test_div_rounding_modes_as_torch():
+    a, b = tp.tensor([7, -7, 7, -7]), tp.tensor([2, 2, -2, -2])
+    f = tp.tensor([7.0, -7.0, 7.5, -7.5])
+    assert tp.div(a, b, rounding_mode="trunc").tolist() == [3, -3, -3, 3]
+    assert tp.div(a, b, rounding_mode="trunc").dtype is tp.int64
+    assert tp.div(a, b, rounding_mode="floor").tolist() == [3, -4, -4, 3]
+    assert tp.div(f, 2, rounding_mode="trunc").tolist() == [3.0, -3.0, 3.0, -3.0]
+    assert f.div(2, rounding_mode="floor").tolist() == [3.0, -4.0, 3.0, -4.0]
+    assert tp.div(7, b, rounding_mode="trunc").tolist() == [3, 3, -3, -3]
+    c = a.clone()
+    c.div_(b, rounding_mode="trunc")
+    assert c.tolist() == [3, -3, -3, 3] and c.dtype is tp.int64
+    assert tp.compile(lambda x, y: x.div(y, rounding_mode="trunc"))(a, b).tolist() == [3, -3, -3, 3]
+    assert tp.div(a, b).tolist() == [3.5, -3.5, -3.5, 3.5]
+    with pytest.raises(RuntimeError, match="div expected rounding_mode to be one of None"):
+        a.div(2, rounding_mode="x")
