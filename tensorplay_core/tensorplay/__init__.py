@@ -61,7 +61,6 @@ if TYPE_CHECKING:
     add: _Binary
     sub: _Binary
     mul: _Binary
-    div: _Binary
     pow: _Binary  # noqa: A001
     maximum: _Binary
     minimum: _Binary
@@ -100,7 +99,7 @@ if TYPE_CHECKING:
     floor: _Unary
     ceil: _Unary
 else:   # the op records themselves (run time)
-    add, sub, mul, div = _O.add, _O.sub, _O.mul, _O.div
+    add, sub, mul = _O.add, _O.sub, _O.mul
     pow, neg, exp, log, sqrt, rsqrt = _O.pow, _O.neg, _O.exp, _O.log, _O.sqrt, _O.rsqrt  # noqa: A001
     tanh, sigmoid, relu, abs, sin, cos, erf = _O.tanh, _O.sigmoid, _O.relu, _O.abs, _O.sin, _O.cos, _O.erf  # noqa: A001
     maximum, minimum, matmul = _O.maximum, _O.minimum, _O.matmul
@@ -273,6 +272,18 @@ def unsqueeze(input: Tensor, dim: builtins.int) -> Tensor:
 def squeeze(input: Tensor, dim: _Dims = None) -> Tensor:
     """A view of ``input`` without its size-1 dimensions (or only ``dim``) (``torch.squeeze``)."""
     return input.squeeze(dim)
+
+
+def div(input: _TensorOrScalar, other: _TensorOrScalar, *,
+        rounding_mode: builtins.str | None = None) -> Tensor:
+    """``input / other``, as ``torch.div``: true division by default (integer inputs give the
+    default float dtype), ``rounding_mode="floor"`` or ``"trunc"`` (see ``Tensor.div``). ``x / y``
+    calls the op directly; this function adds one Python call."""
+    if rounding_mode is None:
+        return _O.div(input, other)
+    if not isinstance(input, Tensor):
+        input = other._scalar_tensor(input)
+    return input.div(other, rounding_mode=rounding_mode)
 
 
 def clamp(input: Tensor, min: _TensorOrScalar | None = None,

@@ -112,6 +112,23 @@ def _times_alpha(self, other, alpha, api):
     return (other if other._dtype is rt else _O.to_dtype(other, rt)) * alpha
 
 
+def _rounded_div(a, b, mode):
+    """``torch.div`` with a ``rounding_mode``: "floor" is ``floor_divide``; "trunc" is the
+    quotient rounded toward zero (floor, plus one where the remainder is nonzero and the
+    operands' signs differ: exact for integers, where ``trunc(a / b)`` through floats is not)."""
+    if mode == "floor":
+        return _O.floor_divide(a, b)
+    if mode != "trunc":
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                           f"but found '{mode}'")
+    q = _O.floor_divide(a, b)
+    if q._dtype.is_floating_point:
+        return _O.where(_O.lt(q, 0), _O.ceil(_O.div(a, b)), q)
+    fix = _O.logical_and(_O.ne(_O.remainder(a, b), 0), _O.ne(_O.lt(a, 0), _O.lt(b, 0) if
+                                                          isinstance(b, Tensor) else b < 0))
+    return _O.add(q, _O.to_dtype(fix, q._dtype))
+
+
 class Tensor(TensorBase, instance_class=True):
     """A multi-dimensional array on a device, with autograd (same surface as ``torch.Tensor``).
 
@@ -502,10 +519,12 @@ class Tensor(TensorBase, instance_class=True):
         """``self *= other`` in place; the result may not need a higher dtype category."""
         return _O.mul_(self, other)
 
-    def div_(self, other: _TensorOrScalar) -> Tensor:
+    def div_(self, other: _TensorOrScalar, *, rounding_mode: str | None = None) -> Tensor:
         """``self /= other`` in place: true division, bit for bit ``div``'s value, so a floating
         ``self`` only (an integer or bool ``self`` raises RuntimeError, as torch; nothing
         written). Division by zero gives inf/nan as ``div``."""
+        if rounding_mode is not None:
+            return _in_place(self, "div_", _rounded_div, other, rounding_mode)
         return _O.div_(self, other)
 
     def floor_divide_(self, other: _TensorOrScalar) -> Tensor:
@@ -813,9 +832,14 @@ class Tensor(TensorBase, instance_class=True):
         """``self * other``."""
         return _O.mul(self, other)
 
-    def div(self, other: _TensorOrScalar) -> Tensor:
-        """True division ``self / other`` (integer inputs give the default float dtype)."""
-        return _O.div(self, other)
+    def div(self, other: _TensorOrScalar, *, rounding_mode: str | None = None) -> Tensor:
+        """``self / other`` as ``torch.div``: ``rounding_mode=None`` true division (integer
+        inputs give the default float dtype); ``"floor"`` rounds down (``floor_divide``);
+        ``"trunc"`` rounds toward zero (C's integer division; integer inputs keep an integer
+        dtype). RuntimeError for any other mode."""
+        if rounding_mode is None:
+            return _O.div(self, other)
+        return _rounded_div(self, other, rounding_mode)
 
     def floor_divide(self, other: _TensorOrScalar) -> Tensor:
         """``self // other``: floor of the quotient (Python's sign convention)."""
@@ -1127,8 +1151,14 @@ class Tensor(TensorBase, instance_class=True):
                                f"(got {self._dtype}); cast first, e.g. x.float()")
         mu = self.mean(dim, keepdim=True)
         d = self - mu
-        n = self.numel() if dim is None else _prod(self._shape[_wrap_dim(x, self.ndim)]
-                                                   for x in _dims(dim))
+        if dim is None:
+            n = self.numel()
+        elif not self._shape:       # a 0-d tensor takes dim 0 or -1 (torch's rule): 1 element
+            for x in _dims(dim):
+                _wrap_dim(x, 0)         # IndexError for any other dim
+            n = 1
+        else:
+            n = _prod(self._shape[_wrap_dim(x, self.ndim)] for x in _dims(dim))
         # torch divides by max(0, N - correction): inf or nan when that is 0, not a clamp to 1
         return (d * d).sum(dim, keepdim) / (float(max(n - correction, 0)))
 
@@ -1242,6 +1272,8 @@ class Tensor(TensorBase, instance_class=True):
         """Split into at most ``chunks`` views along ``dim`` of ``ceil(size / chunks)`` elements
         (the last may be smaller; an empty dim gives ``chunks`` empty views), as
         ``torch.chunk``; RuntimeError when ``chunks`` is not positive."""
+        if not self._shape:
+            raise RuntimeError("chunk expects at least a 1-dimensional tensor")
         if chunks <= 0:
             raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
         d = _wrap_dim(dim, self.ndim)
@@ -1255,6 +1287,8 @@ class Tensor(TensorBase, instance_class=True):
         the dim's size); a sequence gives chunks of those sizes, which must be non-negative and
         sum to the dim's size. RuntimeError (torch's words) for a negative size, a 0 size of a
         non-empty dim, or sizes that do not sum to the dim's size."""
+        if not self._shape:
+            raise RuntimeError("split expects at least a 1-dimensional tensor")
         d = _wrap_dim(dim, self.ndim)
         n = self._shape[d]
         if split_size.__class__ is int:

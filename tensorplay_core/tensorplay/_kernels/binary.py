@@ -25,6 +25,11 @@ def bind(c) -> dict:
     return k
 
 
+class IntegerDivisionByZero(RuntimeError, ZeroDivisionError):
+    """Integer ``//`` or ``%`` by zero: torch raises ``RuntimeError: ZeroDivisionError``; a
+    ``ZeroDivisionError`` too, for Python's habit (and this project's earlier behaviour)."""
+
+
 def _no_bool(a, b):
     if a.dtype.kind == "b" or b.__class__ is bool or getattr(b, "dtype", a.dtype).kind == "b":
         raise TypeError("subtraction with a bool operand")
@@ -92,7 +97,7 @@ def _division(c):
         # integer division by zero: torch raises, numpy would warn and return garbage
         if a.dtype.kind in "iu" and (not hasattr(b, "dtype") and b == 0 or
                                      hasattr(b, "dtype") and not xp.all(b != 0)):
-            raise ZeroDivisionError(f"{name}: integer division by zero")
+            raise IntegerDivisionByZero(f"{name}: ZeroDivisionError (integer division by zero)")
 
     def floor_divide(a, b):
         if a.dtype is F16:
