@@ -159,7 +159,9 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
     while capturing: reading anything from ``t.grad_fn`` (``.name``, ``.next_functions``)
     raises ``CompileError``, and so do reading an input's ``.grad`` (pass it as an argument) and
     assigning ``.grad`` (tensors made inside have ``grad`` None, as eager). Grad mode changes
-    inside ``fn`` apply to the ops after them, as eager, and a mode ``fn`` leaves set
+    inside ``fn`` apply to the ops after them, as eager, on every call (the capturing one
+    too: each op runs under the mode it ran under eagerly, so outputs' ``requires_grad`` and
+    gradients are eager's), and a mode ``fn`` leaves set
     (``tensorplay.set_grad_enabled(False)`` called as a function) stays set after every call
     (cache hits and ``"reduce-overhead"`` replays too), as with ``torch.compile``; when ``fn``
     raises, the mode is the one it had set, as eager (a capture refused with ``CompileError``
@@ -582,6 +584,8 @@ class _Entry:
             if (self.ops or refs or guard or self.autograd) else None
         self.validated: set = set()
         self.replays: dict = {}      # mode="reduce-overhead": signature -> GraphReplay or state
+        # an op runs with grad on (then a constant or input needing grad must record history)
+        self.grad_inside = any(n.grad_enabled for n in graph.nodes)
         self._source = None          # of ``run``, once generated
         self.run_checked, self.source_checked = _generate(graph, checked=True)
 
@@ -996,6 +1000,11 @@ def _generate(graph, *, checked: bool):
     entry_mode = graph.entry_grad
     exit_mode = graph.exit_grad
     manage_grad = exit_mode != entry_mode or any(n.grad_enabled != entry_mode for n in graph.nodes)
+    if manage_grad and graph.nodes:
+        # every node runs under the mode it had eagerly, set here from the first node on: the
+        # call that captured the graph runs it right after the capture, which left the mode the
+        # function set (``exit_mode``), not the entry mode of the guard key (later calls)
+        entry_mode = None
     chains = {ch.nodes[0].index: ch for ch in graph.groups}
     skip_until = -1
     for n in graph.nodes:
