@@ -13,6 +13,7 @@ Every expected value is eager's, computed by calling the plain function.
 
 from __future__ import annotations
 
+import functools
 
 import pytest
 
@@ -224,3 +225,195 @@ def test_reduce_overhead_replays_a_graph_whose_ops_all_run_without_grad(mock):
         y = c(x)
         assert y.tolist() == [2.0] * 4 and y.requires_grad is False
     assert "replay_graph" in mock.calls
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. tensors read from self of a compiled bound method (and their neighbours)
+
+class Layer:
+    def __init__(self, w):
+        self.w = w
+
+
+class M:
+    def __init__(self):
+        self.w = tp.tensor([1.0, 2.0])
+        self.layer = Layer(tp.tensor([1.0, 2.0]))
+        self.ws = [tp.tensor([1.0, 2.0]), tp.tensor([3.0, 4.0])]
+
+    def fwd(self, x):
+        return x * self.w
+
+    def fwd_nested(self, x):
+        return x * self.layer.w
+
+    def fwd_list(self, x):
+        return x * self.ws[0] + self.ws[1]
+
+    @tp.compile
+    def fwd_decorated(self, x):
+        return x * self.w
+
+
+def _compiled_forms(m, name):
+    """Every way of compiling method ``name`` of ``m``, as a callable of ``x``."""
+    plain = getattr(M, name)
+    bound = tp.compile(getattr(m, name))
+    unbound = tp.compile(plain)
+    partial = tp.compile(functools.partial(plain, m))
+    return {"bound": bound, "unbound": lambda x: unbound(m, x), "partial": partial}
+
+
+REBINDS = {
+    "same_shape": lambda: tp.tensor([5.0, 6.0]),
+    "other_shape": lambda: tp.tensor([[5.0, 6.0], [7.0, 8.0]]),
+    "other_dtype": lambda: tp.tensor([5.0, 6.0], dtype=tp.float64),
+    "requires_grad": lambda: tp.tensor([5.0, 6.0], requires_grad=True),
+    "int": lambda: tp.tensor([5, 6]),
+}
+
+
+def _check(got, want):
+    assert got.tolist() == want.tolist()
+    assert got.shape == want.shape and got.dtype == want.dtype
+    assert got.requires_grad is want.requires_grad
+
+
+@pytest.mark.parametrize("form", ["bound", "unbound", "partial"])
+@pytest.mark.parametrize("new", list(REBINDS))
+def test_rebinding_a_tensor_attribute_of_self_is_seen(form, new):
+    m = M()
+    c = _compiled_forms(m, "fwd")[form]
+    x = tp.tensor([1.0, 1.0])
+    _check(c(x), m.fwd(x))
+    m.w = REBINDS[new]()
+    _check(c(x), m.fwd(x))
+    _check(c(x), m.fwd(x))               # the new graph, cached
+
+
+def test_the_reported_bound_method_repro():
+    class Model:
+        def __init__(s):
+            s.w = tp.tensor([1.0, 2.0])
+
+        def fwd(s, x):
+            return x * s.w
+
+    m = Model()
+    c = tp.compile(m.fwd)
+    assert c(tp.tensor([1.0, 1.0])).tolist() == [1.0, 2.0]
+    m.w = tp.tensor([5.0, 6.0])
+    assert c(tp.tensor([1.0, 1.0])).tolist() == [5.0, 6.0]
+
+
+def test_a_decorated_method_sees_a_rebound_attribute():
+    m = M()
+    x = tp.tensor([1.0, 1.0])
+    assert m.fwd_decorated(x).tolist() == [1.0, 2.0]
+    m.w = tp.tensor([5.0, 6.0])
+    assert m.fwd_decorated(x).tolist() == [5.0, 6.0]
+
+
+@pytest.mark.parametrize("form", ["bound", "unbound", "partial"])
+def test_an_in_place_update_of_self_tensor_is_seen_without_a_recapture(form):
+    m = M()
+    c = _compiled_forms(m, "fwd")[form]
+    x = tp.tensor([1.0, 1.0])
+    assert c(x).tolist() == [1.0, 2.0]
+    m.w.mul_(10)
+    assert c(x).tolist() == [10.0, 20.0]
+    if form == "bound":
+        assert c.captures == 1
+
+
+def test_a_bound_method_tensor_attribute_made_to_require_grad_is_seen():
+    m = M()
+    c = tp.compile(m.fwd)
+    x = tp.tensor([1.0, 1.0])
+    assert c(x).requires_grad is False
+    m.w = tp.tensor([1.0, 2.0], requires_grad=True)
+    y = c(x)
+    assert y.requires_grad is True
+    y.sum().backward()
+    assert m.w.grad.tolist() == [1.0, 1.0]
+
+
+def test_a_bound_method_reading_requires_grad_of_self_tensor_follows_rebinding():
+    class R:
+        def __init__(self):
+            self.w = tp.tensor([1.0])
+
+        def fwd(self, x):
+            return x + (1.0 if self.w.requires_grad else 0.0)
+
+    r = R()
+    c = tp.compile(r.fwd)
+    x = tp.tensor([1.0])
+    assert c(x).tolist() == r.fwd(x).tolist() == [1.0]
+    r.w = tp.tensor([1.0], requires_grad=True)
+    assert c(x).tolist() == r.fwd(x).tolist() == [2.0]
+
+
+@pytest.mark.parametrize("form", ["bound", "unbound", "partial"])
+def test_a_nested_attribute_tensor_rebound_or_its_holder_replaced_is_seen(form):
+    m = M()
+    c = _compiled_forms(m, "fwd_nested")[form]
+    x = tp.tensor([1.0, 1.0])
+    assert c(x).tolist() == m.fwd_nested(x).tolist()
+    m.layer.w = tp.tensor([5.0, 6.0])
+    assert c(x).tolist() == m.fwd_nested(x).tolist() == [5.0, 6.0]
+    m.layer = Layer(tp.tensor([7.0, 8.0]))
+    assert c(x).tolist() == m.fwd_nested(x).tolist() == [7.0, 8.0]
+    m.layer.w.add_(1)                     # in place: seen by reference
+    assert c(x).tolist() == m.fwd_nested(x).tolist() == [8.0, 9.0]
+
+
+def test_a_nested_attribute_of_a_closure_object_is_seen():
+    layer = Layer(tp.tensor([1.0, 2.0]))
+
+    def f(x):
+        return x * layer.w
+
+    c = tp.compile(f)
+    x = tp.tensor([1.0, 1.0])
+    assert c(x).tolist() == [1.0, 2.0]
+    layer.w = tp.tensor([5.0, 6.0])
+    assert c(x).tolist() == [5.0, 6.0]
+
+
+@pytest.mark.parametrize("form", ["bound", "unbound", "partial"])
+def test_a_list_attribute_of_tensors_is_seen(form):
+    m = M()
+    c = _compiled_forms(m, "fwd_list")[form]
+    x = tp.tensor([1.0, 1.0])
+    assert c(x).tolist() == m.fwd_list(x).tolist() == [4.0, 6.0]
+    m.ws[0] = tp.tensor([10.0, 20.0])               # an element replaced
+    assert c(x).tolist() == m.fwd_list(x).tolist() == [13.0, 24.0]
+    m.ws = [tp.tensor([0.0, 1.0]), tp.tensor([1.0, 1.0])]     # the list rebound
+    assert c(x).tolist() == m.fwd_list(x).tolist() == [1.0, 2.0]
+    m.ws[1].add_(1)                                   # in place
+    assert c(x).tolist() == m.fwd_list(x).tolist() == [2.0, 3.0]
+
+
+def test_a_callable_object_sees_its_rebound_tensor_attribute():
+    class Call:
+        def __init__(self):
+            self.w = tp.tensor([1.0, 2.0])
+
+        def __call__(self, x):
+            return x * self.w
+
+    o = Call()
+    c = tp.compile(o)
+    x = tp.tensor([1.0, 1.0])
+    assert c(x).tolist() == [1.0, 2.0]
+    o.w = tp.tensor([5.0, 6.0])
+    assert c(x).tolist() == [5.0, 6.0]
+
+
+def test_the_guard_does_not_recapture_while_nothing_changes():
+    m = M()
+    c = tp.compile(m.fwd_nested)
+    for _ in range(5):
+        c(tp.tensor([1.0, 1.0]))
+    assert c.captures == 1
