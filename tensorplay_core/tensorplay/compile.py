@@ -100,8 +100,9 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
       keeps its inputs, outputs and intermediates allocated); later ones run as
       ``"default"``. Signatures that cannot use a graph run as ``"default"``, the reason kept
       in ``.graph_skips`` (``{(sizes, strides): reason}``, the 64 newest): arguments on a
-      device without graphs (cpu), on several devices, not contiguous, or needing grad with
-      grad mode on, and likewise a tensor the function reads (a closure, a global,
+      device without graphs (cpu), on several devices, not contiguous, or needing grad when an
+      op of the graph runs with grad mode on (the mode at the call, or one the function sets
+      before the op), and likewise a tensor the function reads (a closure, a global,
       ``self.weight``) that requires grad; a graph that mutates a tensor, calls a random op
       (tagged ``nondeterministic_seeded``: tag a custom op whose body draws random numbers) or
       an op tagged ``cudagraph_unsafe``; outputs that are an argument or a view of one, share
