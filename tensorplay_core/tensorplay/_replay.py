@@ -20,8 +20,8 @@ argument), the calls go:
 
 Signatures that run without a graph (every call a normal run; the reason is kept in
 ``CompiledFunction.graph_skips``): arguments on a device without graph capture, or on several
-devices, or not contiguous; arguments, or tensors the function reads, needing grad while grad
-mode is on (the graph records no autograd history); graphs that mutate a tensor, call a random
+devices, or not contiguous; arguments, or tensors the function reads, needing grad while an op of
+the graph runs with grad mode on (the graph records no autograd history); graphs that mutate a tensor, call a random
 op (a replay would repeat the same numbers) or an op tagged ``cudagraph_unsafe``; outputs
 sharing memory with an argument, a constant or each other, or not contiguous (copies out would
 lose the sharing or the strides); signatures beyond the first ``MAX_GRAPHS`` recorded; a
@@ -137,7 +137,10 @@ def why_not(graph, leaves) -> str | None:
     be, dev = t0.backend, t0.device
     if type(be).capture_graph is _no_capture():
         return f"device '{dev}' cannot capture graphs"
-    grad = _gm._state.enabled
+    # whether an op of the graph records autograd history when an input needs grad: the grad
+    # mode each node ran under (the mode now may be the one the capture left set, and a function
+    # may turn grad on after entering with it off)
+    grad = any(n.grad_enabled for n in graph.nodes)
     for t in leaves:
         if t.device != dev or t.backend is not be:
             return "the tensor arguments are on more than one device"
@@ -207,7 +210,7 @@ def run(cf, entry, sig, leaves):
     graphs = entry.replays
     g = graphs.get(sig)
     if g.__class__ is GraphReplay or g.__class__ is _GradModeReplay:
-        if g.consts_need_grad() and _gm._state.enabled:
+        if g.consts_need_grad() and entry.grad_inside:
             return entry.run(leaves)
         return g(leaves)
     if g is None:
@@ -224,7 +227,7 @@ def run(cf, entry, sig, leaves):
         return out
     if g is not _WARM:
         return entry.run(leaves)         # a reason: this signature runs without a graph
-    if _gm._state.enabled and any(c.const.needs_grad for c in entry.graph.consts):
+    if entry.grad_inside and any(c.const.needs_grad for c in entry.graph.consts):
         return entry.run(leaves)         # a constant was made to require grad since
     if sum(isinstance(v, GraphReplay) for v in graphs.values()) >= MAX_GRAPHS:
         # each graph pins its arrays: the first MAX_GRAPHS signatures recorded keep theirs

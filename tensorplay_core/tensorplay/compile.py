@@ -39,8 +39,8 @@ breaks -- data-dependent Python in the function (``if t.sum() > 0``, ``.item()``
 graph (``fullgraph`` is accepted for compatibility). Any other error a capture meets is the one
 the same code raises eagerly (see ``compile``'s docstring).
 Tensors the function reaches through closures, module globals or attributes of its non-tensor
-arguments are graph constants used by reference (in-place updates are seen); rebinding one
-recaptures. One compiled function may be called from several threads: its captures (and the
+arguments or of the ``self`` it is bound to (also ``self.layer.w``) are graph constants used by
+reference (in-place updates are seen); rebinding one recaptures. One compiled function may be called from several threads: its captures (and the
 cache's evictions) are serialised, as torch.compile serialises compilation.
 """
 
@@ -100,8 +100,9 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
       keeps its inputs, outputs and intermediates allocated); later ones run as
       ``"default"``. Signatures that cannot use a graph run as ``"default"``, the reason kept
       in ``.graph_skips`` (``{(sizes, strides): reason}``, the 64 newest): arguments on a
-      device without graphs (cpu), on several devices, not contiguous, or needing grad with
-      grad mode on, and likewise a tensor the function reads (a closure, a global,
+      device without graphs (cpu), on several devices, not contiguous, or needing grad when an
+      op of the graph runs with grad mode on (the mode at the call, or one the function sets
+      before the op), and likewise a tensor the function reads (a closure, a global,
       ``self.weight``) that requires grad; a graph that mutates a tensor, calls a random op
       (tagged ``nondeterministic_seeded``: tag a custom op whose body draws random numbers) or
       an op tagged ``cudagraph_unsafe``; outputs that are an argument or a view of one, share
@@ -129,9 +130,13 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
       comprehensions and inner functions in it), its closure cells, the same for plain helper
       functions and compiled functions reached through those (two levels deep, not
       ``tensorplay``'s own), and the
-      attributes named in the code of objects held there and of non-tensor arguments
+      attributes named in the code of objects held there, of non-tensor arguments and of the
+      object a compiled bound method, callable object or ``functools.partial`` is bound to
       (``self.scale`` of a compiled method, ``cfg.k``, ``config_module.K``; the instance's,
-      module's or class's own ``__dict__`` only, not inherited class attributes);
+      module's or class's own ``__dict__`` only, not inherited class attributes), and of plain
+      objects held in those attributes, two levels down (``self.layer.scale``,
+      ``self.block.layer.w``; the holder ``self.layer`` is guarded by identity, so replacing it
+      recaptures);
     * ``None``, ``bool``, ``int``, ``float``, ``complex``, ``str``, ``bytes``: by type and value
       (``2`` and ``2.0`` are different);
     * ``tuple``, ``list``, ``dict``, ``set``, ``frozenset`` (nested) of at most 64 elements: by a
@@ -142,11 +147,12 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
       rebinding the name recaptures, but state mutated *inside* such an object (other than its
       scalar attributes named in the code, see above) is NOT seen: pass such values as arguments
       or call ``compiled.reset()``. Values reached any other way (``getattr`` with a computed
-      name, ``obj.a.b`` deeper than one attribute, functions called through objects, custom-op
+      name, ``obj.a.b.c.d`` deeper than three attributes, functions called through objects, custom-op
       bodies, which are opaque) are not guarded either.
 
-    Tensors held in globals, closures or attributes of arguments are graph constants used by
-    reference: in-place updates are seen, rebinding recaptures. A value the function itself
+    Tensors held in those places (globals, closures, attributes of arguments and of ``self``,
+    ``self.layer.w``, elements of a guarded list) are graph constants used by reference:
+    in-place updates are seen without a recapture, rebinding (``m.w = new``) recaptures. A value the function itself
     changes while it is captured (a Python side effect such as appending to a log list) is not
     guarded: compiled graphs do not replay Python side effects.
 
@@ -159,7 +165,9 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
     while capturing: reading anything from ``t.grad_fn`` (``.name``, ``.next_functions``)
     raises ``CompileError``, and so do reading an input's ``.grad`` (pass it as an argument) and
     assigning ``.grad`` (tensors made inside have ``grad`` None, as eager). Grad mode changes
-    inside ``fn`` apply to the ops after them, as eager, and a mode ``fn`` leaves set
+    inside ``fn`` apply to the ops after them, as eager, on every call (the capturing one
+    too: each op runs under the mode it ran under eagerly, so outputs' ``requires_grad`` and
+    gradients are eager's), and a mode ``fn`` leaves set
     (``tensorplay.set_grad_enabled(False)`` called as a function) stays set after every call
     (cache hits and ``"reduce-overhead"`` replays too), as with ``torch.compile``; when ``fn``
     raises, the mode is the one it had set, as eager (a capture refused with ``CompileError``
@@ -414,14 +422,15 @@ class CompiledFunction(Generic[_P, _R]):
             return _pytree.tree_unflatten(spec, ctensors)
 
         # the Python values fn reads (globals, closure cells, attributes), before the capture
-        sources = _value_sources(self.fn, spec)
+        roots: list = []
+        sources = _value_sources(self.fn, spec, roots)
         before = [_snapshot(_read(s)) for s in sources]
         graph = _capture.capture(self.fn, rebuild, leaves, name=name)
         self.captures += 1
         _fusion.plan(graph)
         # size-dependent code: guard on exact sizes and strides
         exact = sig if (graph.size_dependent or self.dynamic is False) else None
-        return _Entry(graph, exact, _tensor_refs(self.fn, graph, spec),
+        return _Entry(graph, exact, _tensor_refs(sources, roots, graph),
                       _value_guard(sources, before, graph))
 
 
@@ -582,6 +591,8 @@ class _Entry:
             if (self.ops or refs or guard or self.autograd) else None
         self.validated: set = set()
         self.replays: dict = {}      # mode="reduce-overhead": signature -> GraphReplay or state
+        # an op runs with grad on (then a constant or input needing grad must record history)
+        self.grad_inside = any(n.grad_enabled for n in graph.nodes)
         self._source = None          # of ``run``, once generated
         self.run_checked, self.source_checked = _generate(graph, checked=True)
 
@@ -609,37 +620,50 @@ class _Entry:
         return _ops_valid(self.ops)
 
 
-def _tensor_refs(fn, graph, spec=None) -> list:
-    """Where ``fn`` finds the tensors that ``graph`` holds as constants: closure cells, module
-    globals and attributes of non-tensor arguments (``(cell, None, tensor)`` / ``(dict, name,
-    tensor)``; e.g. ``self.weight`` of a compiled method). Rebinding one of them invalidates the
-    graph (a guard, as torch.compile guards on globals and attributes)."""
+def _tensor_refs(sources, roots, graph) -> list:
+    """Where the function finds the tensors that ``graph`` holds as constants: among the places
+    ``_value_sources`` lists (closure cells, module globals, attributes named in the code of the
+    objects reached: ``self`` of a bound method, a callable object, a partial's arguments,
+    non-tensor arguments, and plain objects held in their attributes, ``self.layer.w``), and any
+    attribute of ``roots`` (the objects the function is bound to or called with) holding one.
+    ``(cell, None, tensor)`` / ``(dict, name, tensor)``. Rebinding one of them invalidates the
+    graph (a guard, as torch.compile guards on globals and attributes); the tensor itself is
+    used by reference, so in-place updates are seen without a recapture."""
     if not graph.consts:
         return []
     wanted = {id(c.const) for c in graph.consts}
-    code = getattr(fn, "__code__", None)
     refs = []
-    for cell in getattr(fn, "__closure__", None) or ():
-        try:
-            v = cell.cell_contents
-        except ValueError:
-            continue
-        if isinstance(v, Tensor) and id(v) in wanted:
-            refs.append((cell, None, v))
-    g = getattr(fn, "__globals__", None)
-    if g is not None and code is not None:
-        for name in code.co_names:
-            v = g.get(name)
-            if isinstance(v, Tensor) and id(v) in wanted:
-                refs.append((g, name, v))
-    objs: list = []
-    _spec_objects(spec, objs)
-    for o in objs:
+    seen: set = set()
+    dicts = []
+    for kind, container, name, _ in sources:
+        if kind == "c":
+            try:
+                v = container.cell_contents
+            except ValueError:
+                continue
+            if isinstance(v, Tensor) and id(v) in wanted and id(container) not in seen:
+                seen.add(id(container))
+                refs.append((container, None, v))
+        elif kind == "g":
+            v = container.get(name)
+            if isinstance(v, Tensor) and id(v) in wanted and (id(container), name) not in seen:
+                seen.add((id(container), name))
+                refs.append((container, name, v))
+        else:
+            dicts.append(container)
+    for o in roots:
         d = getattr(o, "__dict__", None)
         if isinstance(d, dict):
-            for name, v in d.items():
-                if isinstance(v, Tensor) and id(v) in wanted:
-                    refs.append((d, name, v))
+            dicts.append(d)
+    done: set = set()
+    for d in dicts:
+        if id(d) in done:
+            continue
+        done.add(id(d))
+        for name, v in list(d.items()):
+            if isinstance(v, Tensor) and id(v) in wanted and (id(d), name) not in seen:
+                seen.add((id(d), name))
+                refs.append((d, name, v))
     return refs
 
 
@@ -678,6 +702,7 @@ _CONTAINER_TYPES = frozenset((tuple, list, dict, set, frozenset))
 _IMMUTABLE_TYPES = frozenset((tuple, frozenset))
 _FREEZE_BUDGET = 64      # scalars + containers snapshotted by value per guarded value
 _HELPER_DEPTH = 2        # plain functions reached through globals/closures whose reads count too
+_ATTR_DEPTH = 2          # plain objects followed below an object whose attributes are read
 _MISSING = object()
 
 
@@ -778,16 +803,24 @@ def _code_names(code, out=None) -> set:
     return out
 
 
-def _value_sources(fn, spec=None) -> list:
+def _value_sources(fn, spec=None, roots=None) -> list:
     """Where ``fn`` reads Python values: ``("g", globals, name, top)`` for the globals its code
-    names, ``("c", cell, None, top)`` for its closure cells, ``("a", obj.__dict__, name, False)``
-    for attributes named in its code of the objects found there and of its non-tensor
-    arguments; plain helper functions reached that way are followed (``_HELPER_DEPTH``)."""
+    names, ``("c", cell, None, top)`` for its closure cells, ``("a", obj.__dict__, name, ident)``
+    for attributes named in its code of the objects found there, of the objects ``fn`` is
+    bound to (``self`` of a bound method, a callable object, a partial's arguments) and of its
+    non-tensor arguments, and of plain objects held in those attributes (``self.layer.w``,
+    ``_ATTR_DEPTH``; ``ident``: such a holder, guarded by identity); plain helper functions
+    reached that way are followed (``_HELPER_DEPTH``). ``roots`` (a list) receives the objects
+    bound to or passed to ``fn``."""
     out: list = []
     seen: set = set()
     selves = []
     for _ in range(4):                    # bound methods, partials, callable objects
         if isinstance(fn, functools.partial):
+            for a in (*fn.args, *fn.keywords.values()):
+                t = a.__class__
+                if not (t in _SCALAR_TYPES or t in _CONTAINER_TYPES or isinstance(a, Tensor)):
+                    selves.append(a)      # partial(M.fwd, m): m is read like self
             fn = fn.func
         elif hasattr(fn, "__func__") and hasattr(fn, "__self__"):
             selves.append(fn.__self__)
@@ -804,6 +837,8 @@ def _value_sources(fn, spec=None) -> list:
     _fn_sources(fn, names, out, seen, 0)
     objs: list = list(selves)
     _spec_objects(spec, objs)
+    if roots is not None:
+        roots.extend(objs)
     for o in objs:
         _attr_sources(o, names, out, seen)
     return out
@@ -853,9 +888,10 @@ def _fn_sources(fn, names, out, seen, depth) -> None:
         _attr_sources(v, names, out, seen)
 
 
-def _attr_sources(obj, names, out, seen) -> None:
+def _attr_sources(obj, names, out, seen, depth=0) -> None:
     """Attributes of ``obj`` (its ``__dict__``, a module's namespace, a class's) that the code
-    names."""
+    names; those holding a plain object are followed (``self.layer.w``: the holder
+    ``self.layer`` is then guarded by identity), ``_ATTR_DEPTH`` levels below ``obj``."""
     try:
         d = obj.__dict__
     except Exception:  # noqa: BLE001 - arbitrary user objects (proxies with __getattr__ ...)
@@ -865,7 +901,32 @@ def _attr_sources(obj, names, out, seen) -> None:
     for n in sorted(names):
         if n in d and (id(d), n) not in seen:
             seen.add((id(d), n))
-            out.append(("a", d, n, False))
+            v = d[n]
+            inner = depth < _ATTR_DEPTH and _plain_object(v)
+            out.append(("a", d, n, inner))
+            if inner:
+                _attr_sources(v, names, out, seen, depth + 1)
+
+
+_ModuleType = type(functools)
+
+
+def _plain_object(v) -> bool:
+    """An instance of a user class with its own ``__dict__`` (a layer, a config): its
+    attributes named in the code are read through it. Not a tensor, scalar, container,
+    function, class, module or tensorplay object."""
+    t = v.__class__
+    if t in _SCALAR_TYPES or t in _CONTAINER_TYPES or isinstance(v, (Tensor, type, _ModuleType)):
+        return False
+    if isinstance(v, CompiledFunction):
+        return False
+    mod = getattr(t, "__module__", None) or ""
+    if mod == "tensorplay" or mod.startswith("tensorplay.") or mod == "builtins":
+        return False
+    try:
+        return isinstance(object.__getattribute__(v, "__dict__"), dict)
+    except AttributeError:
+        return False
 
 
 def _value_guard(sources, before, graph):
@@ -996,6 +1057,11 @@ def _generate(graph, *, checked: bool):
     entry_mode = graph.entry_grad
     exit_mode = graph.exit_grad
     manage_grad = exit_mode != entry_mode or any(n.grad_enabled != entry_mode for n in graph.nodes)
+    if manage_grad and graph.nodes:
+        # every node runs under the mode it had eagerly, set here from the first node on: the
+        # call that captured the graph runs it right after the capture, which left the mode the
+        # function set (``exit_mode``), not the entry mode of the guard key (later calls)
+        entry_mode = None
     chains = {ch.nodes[0].index: ch for ch in graph.groups}
     skip_until = -1
     for n in graph.nodes:
