@@ -281,8 +281,9 @@ def div(input: _TensorOrScalar, other: _TensorOrScalar, *,
     calls the op directly; this function adds one Python call."""
     if rounding_mode is None:
         return _O.div(input, other)
-    if not isinstance(input, Tensor):
-        input = other._scalar_tensor(input)
+    if not isinstance(input, Tensor):   # a 0-d tensor promotes as the Python number would
+        from ._dtype import wrapped_dtype
+        input = full((), input, dtype=wrapped_dtype(input), device=other.device)
     return input.div(other, rounding_mode=rounding_mode)
 
 
