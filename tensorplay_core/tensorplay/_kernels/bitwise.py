@@ -49,7 +49,9 @@ def bind(c) -> dict:
         if not hasattr(b, "dtype"):             # a Python int: one test on the host
             return shl(a, b) if 0 <= b < w else xp.zeros_like(a)
         ok = (b >= 0) & (b < w)
-        r = shl(a, xp.bitwise_and(b, w - 1))    # no lane shifts by the width or more
+        # no lane shifts by the width or more; the mask in b's dtype (NumPy 1 would promote a
+        # 0-d b with a Python int to int64, and the shift with it)
+        r = shl(a, xp.bitwise_and(b, b.dtype.type(w - 1)))
         return xp.where(ok, r, xp.asarray(0, dtype=r.dtype))
 
     def bitwise_right_shift(a, b):
@@ -58,7 +60,7 @@ def bind(c) -> dict:
         if not hasattr(b, "dtype"):
             return shr(a, b) if 0 <= b < w else shr(shr(a, w - 1), 1)
         ok = (b >= 0) & (b < w)
-        r = shr(a, xp.bitwise_and(b, w - 1))
+        r = shr(a, xp.bitwise_and(b, b.dtype.type(w - 1)))
         # outside: the sign bit everywhere (signed), 0 (unsigned): (a >> (w - 1)) >> 1 is both
         return xp.where(ok, r, shr(shr(a, w - 1), 1))
 
