@@ -91,6 +91,16 @@ def cpu():
     return tensorplay.device("cpu")
 
 
+@pytest.fixture
+def grad_mode_restored():
+    """Puts back the global grad mode after a test that leaves it changed on purpose (a
+    function calling ``set_grad_enabled`` as a statement, compiled or not)."""
+    import tensorplay
+    prev = tensorplay.is_grad_enabled()
+    yield
+    tensorplay.set_grad_enabled(prev)
+
+
 def make_plugin_dist(root: Path, dist: str, module: str, source: str, version: str = "0.1",
                      entry_name: str | None = None) -> Path:
     """Write an installed-looking plugin into ``root``: ``module.py`` with ``source`` and a

@@ -20,14 +20,8 @@ import pytest
 import tensorplay as tp
 from tensorplay.errors import CompileError
 
-pytestmark = pytest.mark.usefixtures("cpu")
+pytestmark = pytest.mark.usefixtures("cpu", "grad_mode_restored")
 
-
-@pytest.fixture(autouse=True)
-def _grad_mode_restored():
-    prev = tp.is_grad_enabled()
-    yield
-    tp.set_grad_enabled(prev)
 
 
 def meta(t):

@@ -19,14 +19,8 @@ import pytest
 
 import tensorplay as tp
 
-pytestmark = pytest.mark.usefixtures("cpu")
+pytestmark = pytest.mark.usefixtures("cpu", "grad_mode_restored")
 
-
-@pytest.fixture(autouse=True)
-def _grad_mode_restored():
-    prev = tp.is_grad_enabled()
-    yield
-    tp.set_grad_enabled(prev)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -440,18 +440,8 @@ def _plan_step(s, dt, dt_of, const):
         # changes nothing); a number it keeps as is when the dtype holds it (else it wraps it)
         if dt.kind not in "biu":
             return None
-        ops = []
-        for i, a in enumerate(args):
-            if a[0] == "const":
-                c = _int_const(a[1], dt)
-                if c is None:
-                    return None
-                ops.append(const(c))
-            elif dt_of(a) != dt:
-                return None
-            else:
-                ops.append(i)
-        return [(_BITWISE[op], *ops)]
+        ops = _operands(args, dt, dt_of, const, _int_const)
+        return None if ops is None else [(_BITWISE[op], *ops)]
     return None
 
 
@@ -466,13 +456,15 @@ def _int_const(v, dt):
     return dt.type(v) if info.min <= v <= info.max else None
 
 
-def _operands(args, want, dt_of, const):
-    """Operand list: ints for tensors of dtype ``want``, const names for scalars; None when an
-    operand is of another dtype or a number ``want`` cannot hold as the reference does."""
+def _operands(args, want, dt_of, const, convert=None):
+    """Operand list: ints for tensors of dtype ``want``, const names for scalars (``convert``:
+    the number as the step's scalar, ``_const`` by default); None when an operand is of another
+    dtype or a number ``want`` cannot hold as the reference does."""
+    convert = convert or _const
     r = []
     for i, a in enumerate(args):
         if a[0] == "const":
-            c = _const(a[1], want)
+            c = convert(a[1], want)
             if c is None:
                 return None
             r.append(const(c))
