@@ -235,6 +235,55 @@ def test_each_thread_packs_its_own_parameter_block(rig):
         [("float32", 3.5), ("int", 4096)]]
 
 
+class _DriverError(Exception):
+    """Stands in for CuPy's ``CUDADriverError`` (its ``status`` is the ``CUresult``)."""
+
+    def __init__(self, status):
+        super().__init__(f"CUresult {status}")
+        self.status = status
+
+
+@direct_path
+def test_a_thread_without_a_cuda_context_gets_one_and_the_same_launch(rig):
+    """A thread whose first CUDA work is a direct launch has no current context (CuPy's pool can
+    give it memory without a runtime call): cuLaunchKernel fails with CUDA_ERROR_INVALID_CONTEXT.
+    The launch asks ``make_current`` to make the device's primary context current and launches
+    the same parameters again; any other driver error is raised as it came (device run of
+    2026-12-04: eager ops from a worker thread raised)."""
+    w, x, y, out = _fused_compiled_once(rig)
+    rec = rig.rec
+    real = rec.launch
+    fail = []
+    made = []
+
+    def launch(*a):
+        if fail:
+            raise _DriverError(fail.pop())
+        return real(*a)
+
+    def make_current(exc, device_index):
+        made.append((exc.status, device_index))
+        return exc.status == 201
+    rec.launch = launch
+    rec.make_current = make_current
+    w._direct.clear()
+    w[(4,)](x, y, out, 0.5, 4096, BLOCK_SIZE=1024)       # Triton's path, then the direct entry
+    fail.append(201)
+    w[(4,)](x, y, out, 2.5, 4032, BLOCK_SIZE=1024)
+    assert made == [(201, 0)]
+    assert [_params(c[2])[3:5] for c in rec.calls] == [[("float32", 2.5), ("int", 4032)]]
+    fail.append(700)                                      # CUDA_ERROR_ILLEGAL_ADDRESS: raised
+    with pytest.raises(_DriverError, match="700"):
+        w[(4,)](x, y, out, 3.5, 4096, BLOCK_SIZE=1024)
+    assert made[-1] == (700, 0) and len(rec.calls) == 1
+
+
+def test_make_current_leaves_other_failures_alone():
+    """``CupyLaunch.make_current`` recovers only CUDA_ERROR_INVALID_CONTEXT (201)."""
+    assert _cupylaunch.CUPY.make_current(_DriverError(700), 0) is False
+    assert _cupylaunch.CUPY.make_current(ValueError("not a driver error"), 0) is False
+
+
 @direct_path
 def test_an_fp32_argument_out_of_float32_range_is_inf_as_in_tritons_launcher(rig):
     w, x, y, out = _fused_compiled_once(rig)

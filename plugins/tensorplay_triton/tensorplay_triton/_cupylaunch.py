@@ -158,6 +158,33 @@ class CupyLaunch:
         import cupy
         return cupy.cuda.get_current_stream
 
+    @staticmethod
+    def make_current(exc, device_index: int) -> bool:
+        """After ``launch`` raised ``exc``: True, once device ``device_index``'s primary context
+        is made current, when the cause was that the calling thread has no current CUDA context
+        (``CUDA_ERROR_INVALID_CONTEXT`` and ``cuCtxGetCurrent`` null); False for any other
+        failure, which the caller re-raises.
+
+        Why: a thread whose first CUDA work is a launch here has no current context. CuPy's
+        memory pool can hand it a cached block without a runtime call, and only runtime calls
+        make the primary context current (``cudaSetDevice`` does), so ``cuLaunchKernel`` alone
+        fails -- eager ops, reductions, compiled chains and ``wrap_triton`` launches from a
+        worker thread all raised ``CUDA_ERROR_INVALID_CONTEXT`` (device run of 2026-12-04)."""
+        from cupy_backends.cuda.api import driver
+        if getattr(exc, "status", None) != _INVALID_CONTEXT or driver.ctxGetCurrent() != 0:
+            return False
+        from cupy.cuda import runtime
+        runtime.setDevice(device_index)
+        return True
+
+
+_INVALID_CONTEXT = 201          # CUresult CUDA_ERROR_INVALID_CONTEXT
+
+
+def _not_recoverable(exc, device_index: int) -> bool:
+    """``make_current`` of a ``via`` that has none (test stand-ins): nothing to recover."""
+    return False
+
 
 CUPY = CupyLaunch()
 
@@ -238,16 +265,24 @@ def make_direct(kernel, device_index: int, jf, nargs: int, kwargs, via=CUPY):
     module, fptr = via.load(bytes(asm["cubin"]), md.name, device_index)
     warp = getattr(md, "warp_size", 32) or 32
     # go packs the values in parameter order (names made up here: v[j], c<j>, k<j>; no value is
-    # source text) into this thread's block, then launches
+    # source text) into this thread's block, then launches; a thread with no current CUDA
+    # context yet gets its device's primary context and the same launch again (make_current)
+    launch = "LAUNCH(FN, g0, g1, g2, THREADS, 1, 1, SHARED, STREAM().ptr, params, 0)"
     source = "\n".join(["def go(v, g0, g1, g2):", *body,
                         "    buf, params, _ = BLOCK_OF_THREAD.block",
                         f"    PACK(buf, 0{''.join(', ' + e for e in exprs)})",
-                        "    LAUNCH(FN, g0, g1, g2, THREADS, 1, 1, SHARED, STREAM().ptr, params,"
-                        " 0)",
+                        "    try:",
+                        f"        {launch}",
+                        "    except Exception as e:",
+                        "        if not MAKE_CURRENT(e, DEVICE):",
+                        "            raise",
+                        f"        {launch}",
                         ""])
     ns = {"FN": fptr, "THREADS": warp * md.num_warps, "SHARED": md.shared,
           "PACK": struct.Struct("=" + "".join(fmt)).pack_into, "BLOCK_OF_THREAD": _BLOCK,
-          "LAUNCH": via.launch, "STREAM": via.current_stream, "F32": np.float32}
+          "LAUNCH": via.launch, "STREAM": via.current_stream, "F32": np.float32,
+          "MAKE_CURRENT": getattr(via, "make_current", _not_recoverable),
+          "DEVICE": device_index}
     ns.update(consts)
     exec(compile(source, f"<tensorplay_triton launch of {md.name}>", "exec"), ns)  # noqa: S102
     return Direct(kernel, ns["go"], module, fptr, source, (tuple(names), defaults), tuple(kinds))
