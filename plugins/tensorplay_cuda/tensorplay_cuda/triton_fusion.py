@@ -233,6 +233,11 @@ def _template(ent, R):
         if R.is_floating_point or (R.name == "bool" and "{bits}" in tmpl):
             raise Unsupported(f"{ent.name} on {R}")     # torch refuses: the capture raised it
         tmpl = tmpl.replace("{bits}", str(8 * R.itemsize))
+        if ent.name == "bitwise_not" and R.name.startswith("uint"):
+            # ~x as x ^ all-ones of the dtype: Triton 3.6's interpreter builds invert's all-ones
+            # as np.full(1, -1, dtype=uint8), which NumPy 2 refuses (OverflowError; device run
+            # of 2026-12-04, test_triton_chain_matches_eager); compiled, both are one xor
+            tmpl = f"({{0}} ^ tl.full([], {(1 << 8 * R.itemsize) - 1}, {TL[R.name]}))"
     return tmpl
 
 
