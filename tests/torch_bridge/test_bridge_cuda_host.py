@@ -173,15 +173,17 @@ class _Ctx:
         return False
 
 
-def _fake_cuda(monkeypatch, torch_device, runtime_device, log):
+def _fake_cuda(monkeypatch, torch_device, runtime_device, log, cupy_stream=0):
     """``_register``'s CUDA functions as stand-ins: torch's current device ``torch_device``
-    (stream 0x1234), the CUDA runtime's (CuPy's) ``runtime_device``."""
+    (stream 0x1234), the CUDA runtime's (CuPy's) ``runtime_device``, CuPy's current stream
+    ``cupy_stream`` (its pointer)."""
     fake = types.SimpleNamespace(cuda=types.SimpleNamespace(
         ExternalStream=lambda ptr, index: _Ctx(log, ("stream", ptr, index)),
         Device=lambda index: _Ctx(log, ("device", index))))
     monkeypatch.setattr(_register, "_CUDA",
                         [fake, lambda: torch_device, lambda index: 0x1234,
-                         lambda: runtime_device])
+                         lambda: runtime_device,
+                         lambda: types.SimpleNamespace(ptr=cupy_stream)])
     monkeypatch.setattr(_register, "_STREAMS", {})
 
 
@@ -203,6 +205,27 @@ def test_cuda_kernels_run_in_torchs_stream_and_device(monkeypatch, torch_device,
     leave = [("exit", stream)] + [("exit", d) for d in device]
     assert log == once + [("body", 3, 2)] + leave + once + [("body", 1, 1)] + leave
     assert list(_register._STREAMS) == [(torch_device, 0x1234)]   # one stream object, reused
+
+
+def test_cuda_kernels_enter_nothing_when_cupys_stream_already_is_torchs(monkeypatch):
+    """CuPy's current stream with torch's stream pointer (both on the default stream, the
+    common case): the kernel runs as it is, no stream object is made or entered; on another
+    device the device and stream are still entered."""
+    log: list = []
+    _fake_cuda(monkeypatch, 0, 0, log, cupy_stream=0x1234)
+
+    def body_kernel(x):
+        log.append(("body", x))
+        return x + 1
+    kernel = _register._on_torch_stream(body_kernel)
+    assert kernel(1) == 2 and kernel(2) == 3
+    assert log == [("body", 1), ("body", 2)]
+    assert _register._STREAMS == {}
+    log.clear()
+    _fake_cuda(monkeypatch, 1, 0, log, cupy_stream=0x1234)
+    assert kernel(5) == 6
+    assert log == [("enter", ("device", 1)), ("enter", ("stream", 0x1234, 1)), ("body", 5),
+                   ("exit", ("stream", 0x1234, 1)), ("exit", ("device", 1))]
 
 
 def test_cuda_kernel_leaves_the_contexts_when_the_body_raises(monkeypatch):

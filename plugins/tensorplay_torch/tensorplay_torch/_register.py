@@ -160,7 +160,7 @@ def _register_kernel(lib, op, device, kernel):
 
 _STREAMS: dict = {}   # (device index, stream pointer) -> cupy.cuda.ExternalStream
 # [cupy, torch's current device (C), its current stream's pointer (C), the CUDA runtime's
-# current device (CuPy's, C)]
+# current device (CuPy's, C), CuPy's current stream (C)]
 _CUDA: list = []
 
 
@@ -177,8 +177,18 @@ def _cuda_functions():
 
         def raw_stream(index):
             return torch.cuda.current_stream(index).cuda_stream
-    _CUDA[:] = [cupy, get_device, raw_stream, cupy.cuda.runtime.getDevice]
+    _CUDA[:] = [cupy, get_device, raw_stream, cupy.cuda.runtime.getDevice,
+                cupy.cuda.get_current_stream]
     return _CUDA
+
+
+def _external(cupy, index: int, ptr: int):
+    """CuPy's stream object for torch's stream ``ptr`` on device ``index``, made once."""
+    key = (index, ptr)
+    ext = _STREAMS.get(key)
+    if ext is None:
+        ext = _STREAMS[key] = cupy.cuda.ExternalStream(ptr, index)
+    return ext
 
 
 def _on_torch_stream(fn):
@@ -187,21 +197,21 @@ def _on_torch_stream(fn):
     with no synchronisation added. Where torch's current device already is the CUDA runtime's
     (CuPy's; the common case) only the stream is entered: ``cupy.cuda.Device``'s context would
     set the same device again on exit (the cuda backend's ``guard_kernel`` skips it the same
-    way)."""
+    way); and where CuPy's current stream already is torch's (the same stream pointer: both on
+    the default stream, the common case) nothing is entered."""
     def cuda_kernel(*args, **kwargs):
         prior = set_eval_frame(None)
         try:
-            cupy, get_device, raw_stream, runtime_device = _CUDA or _cuda_functions()
+            cupy, get_device, raw_stream, runtime_device, cupy_stream = (_CUDA or
+                                                                         _cuda_functions())
             index = get_device()
             ptr = raw_stream(index)
-            key = (index, ptr)
-            ext = _STREAMS.get(key)
-            if ext is None:
-                ext = _STREAMS[key] = cupy.cuda.ExternalStream(ptr, index)
             if runtime_device() == index:
-                with ext:
+                if cupy_stream().ptr == ptr:
                     return fn(*args, **kwargs)
-            with cupy.cuda.Device(index), ext:
+                with _external(cupy, index, ptr):
+                    return fn(*args, **kwargs)
+            with cupy.cuda.Device(index), _external(cupy, index, ptr):
                 return fn(*args, **kwargs)
         finally:
             set_eval_frame(prior)
