@@ -94,6 +94,34 @@ def test_no_implicit_fake_for_an_op_returning_a_tensor_or_mutating_nothing():
             tp.compile(lambda x, op=op: op(x), fullgraph=True)(tp.randn(3))
 
 
+def test_mutating_op_returning_nothing_without_device_types_needs_no_fake():
+    """torch's mutable custom-op example, names changed: ``custom_op`` without
+    ``device_types`` (its body serves every device) writing ``out`` through NumPy and returning
+    nothing. torch generates the trivial fake for any op that returns nothing and mutates its
+    arguments, so opcheck and compile pass with no ``register_fake``; the body, which reads
+    data, must not be run as the fake."""
+    @library.custom_op("gaps::numpy_sin_out_any", mutates_args={"out"})
+    def numpy_sin_out(x: tp.Tensor, out: tp.Tensor) -> None:
+        assert x.device == out.device
+        np.sin(x.numpy(), out=out.numpy())
+
+    x = tp.randn(3)
+    out = tp.empty(3)
+    assert tp.testing.opcheck(numpy_sin_out, (x, out)) == {}
+
+    @tp.compile(fullgraph=True)
+    def f(x):
+        o = tp.empty_like(x)
+        numpy_sin_out(x, o)
+        return o * 2
+
+    assert tp.allclose(f(x), x.sin() * 2)
+    with tp.fake.FakeTensorMode():
+        assert numpy_sin_out(tp.empty(3), tp.empty(3)) is None
+    numpy_sin_out(x, out)                 # eager still runs the body
+    assert tp.allclose(out, x.sin())
+
+
 def test_registered_fake_wins_over_the_implicit_one():
     sin_out = _sin_out()
     seen = []

@@ -126,23 +126,25 @@ def _mutating_fake(*args, **kwargs):
 
 
 def make_fake_entry(op):
-    """``meta`` entry: the registered fake kernel; else the built-in shape rule; else the
-    device-agnostic kernel run on fake tensors (CompositeImplicitAutograd ops need no fake);
-    else, for an op that returns nothing and mutates declared arguments, a fake that does nothing
-    (same as torch); else an error pointing to ``register_fake``."""
+    """``meta`` entry: the registered fake kernel; else the built-in shape rule; else, for an
+    op that returns nothing and mutates declared arguments, a fake that does nothing (same as
+    torch); else the device-agnostic kernel run on fake tensors (CompositeImplicitAutograd ops
+    need no fake); else an error pointing to ``register_fake``."""
     if op.fake_impl is not None:
         return op.fake_impl
     if op.builtin_fake is not None:
         return op.builtin_fake
+    schema = op.schema
+    if not schema.returns and schema.mutated_args:
+        # an op that only writes its declared arguments has nothing to describe (a custom op
+        # may not change its arguments' metadata): its fake does nothing, as torch generates
+        # it, also when a device-agnostic body exists -- such a body usually reads data (NumPy,
+        # a library call), which fake tensors lack. An op returning nothing and mutating
+        # nothing is suspicious, so it keeps the error below, as in torch
+        return _mutating_fake
     default = op.active_kernel("default")
     if default is not None:
         return default
-    schema = op.schema
-    if not schema.returns and schema.mutated_args:
-        # an op that only writes its declared arguments has nothing to describe: its fake does
-        # nothing (torch generates the same trivial fake; an op returning nothing and mutating
-        # nothing is suspicious, so it keeps the error below, as in torch)
-        return _mutating_fake
 
     def no_fake(*args, **kwargs):
         raise DispatchError(

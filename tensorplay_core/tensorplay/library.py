@@ -535,6 +535,12 @@ def register_fake(op, func=None, /, *, lib=None, _stacklevel=1):
     outputs with the metadata the real kernel would produce. Raises ``LookupError`` for an unknown
     op, ``ValueError`` when ``func``'s signature cannot take the op's parameters (checked at
     registration, naming the missing parameter).
+
+    Without one: an op that returns nothing and mutates declared arguments gets a fake that does
+    nothing (same as torch: a custom op may not change its arguments' metadata); otherwise a
+    device-agnostic kernel runs on the fake tensors as its own fake; otherwise running the op on
+    fake tensors (``FakeTensorMode``, ``tensorplay.compile``, opcheck's ``test_faketensor``)
+    raises an error naming ``register_fake``.
     """
     api = f"register_fake({op!r})"
     o = _resolve(op, api)
