@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from weakref import ref as _weakref
 
 from . import _dispatch, _pytree
 from ._tensor import Tensor
@@ -89,11 +90,14 @@ class Value:
     in-place op with history on a view gives its base history too, as eager).
     """
 
-    __slots__ = ("const", "fake", "graph", "history", "id", "kind", "name", "requires_grad",
+    __slots__ = ("_graph", "const", "fake", "history", "id", "kind", "name", "requires_grad",
                  "root")
 
     def __init__(self, graph, kind, fake, const=None, requires_grad=False, history=None):
-        self.graph = graph
+        # weakly: the graph holds its values, so a strong back-reference made every graph a
+        # cycle that only the cyclic collector freed -- evicted graphs (their constants, their
+        # generated code, on a GPU device memory) outlived the cache until it ran
+        self._graph = _weakref(graph)
         self.kind = kind
         self.fake = fake
         self.const = const
@@ -108,6 +112,11 @@ class Value:
             self.id = graph._next_id
             graph._next_id += 1
             self.name = f"%{self.id}"
+
+    @property
+    def graph(self):
+        """The graph this value belongs to (None once that graph is gone)."""
+        return self._graph()
 
     def __repr__(self):
         return self.name
@@ -1002,7 +1011,12 @@ def record_call(op, args, kwargs):
         _note_escapes(ctx, f, op.name)
         return f, f
 
-    res, ret = wrap(fout)
+    try:
+        res, ret = wrap(fout)
+    finally:
+        # wrap calls itself (lists of outputs), so its closure holds it: a cycle through the
+        # capture (ctx, and so the graph) that only the cyclic collector freed; empty the cell
+        wrap = None     # noqa: F841
     node.result = res
     return ret
 
