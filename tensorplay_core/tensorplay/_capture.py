@@ -43,7 +43,7 @@ from ._tensor_base import (
 )
 from .autograd import grad_mode as _gm
 from .errors import CompileError, DispatchError
-from .fake import DYNAMIC_SIZE_BASE
+from .fake import DYNAMIC_SIZE_BASE, BodyReadsData, reads_data
 
 __all__ = [
     "CaptureTensor",
@@ -285,13 +285,10 @@ def _fake_failure(op, err) -> tuple[bool, str]:
     itself, with ``hint`` as a note. Otherwise the fake kernel is missing or wrong (it read data,
     or raised something else): ``CompileError`` with ``hint`` saying how to fix it.
     """
-    # the op's qualified name says nothing about fake tensors ("mylib::nofake: n too large")
+    # the op's qualified name says nothing about fake tensors ("mylib::nofake: n too large");
+    # a kernel run as its fake that reads ``t.native`` (None on fake tensors) fails on None
     msg = str(err).lower().replace(op.name.lower(), "")
-    about_fakes = any(w in msg for w in ("fake", "meta", "no data"))
-    # a kernel run as its fake that reads ``t.native`` (None on fake tensors) fails on None:
-    # "... of type NoneType", "'NoneType' object is not subscriptable"
-    if not op.has_fake and "nonetype" in msg:
-        about_fakes = True
+    about_fakes = reads_data(op, err)
     if not op.has_fake and not about_fakes:
         return True, (f"{op.name} has no fake kernel (no register_fake), so its kernel, run as "
                       f"its fake, raised {type(err).__name__}: an error of the kernel itself, not "
@@ -1068,6 +1065,8 @@ def _raise_fake_failure(ctx, op, args, kwargs, err):
         from ._ops._define import check_tensor_arguments
         check_tensor_arguments(op, _bound(op, args, kwargs))
         raise err.with_traceback(None) from None
+    if isinstance(err, BodyReadsData):      # the kernel run as its fake: explained below
+        err = err.__cause__
     if isinstance(err, DispatchError):      # no fake kernel at all
         raise CompileError(f"{ctx.api()}: cannot capture a call of {op.name}: {err}") from err
     refusal, hint = _fake_failure(op, err)

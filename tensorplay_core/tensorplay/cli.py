@@ -684,6 +684,7 @@ def _cmd_plugins(args) -> int:
 # tensorplay ops
 
 def _op_info(op) -> dict:
+    from .fake import fake_source
     stacks = op.kernel_stacks()
     keys = sorted(stacks)
     # who registered the kernel a call runs: another plugin than the op's own (a kernel
@@ -698,13 +699,18 @@ def _op_info(op) -> dict:
         plugin = "tensorplay (built-in)"
     else:
         plugin = op.owner or (op.source or "?")
-    # a triton_op without register_fake has one all the same: its body run on fake tensors
-    # with the launches skipped (tensorplay.library.triton_op)
-    body_fake = op.is_triton and not op.has_fake
+    # where fake tensors and compile take the op's output metadata from (fake.fake_source):
+    # its own body only counts for a triton_op (launches skipped on fake tensors); a plain
+    # device-agnostic body may read data, so it is not advertised as a fake
+    source = fake_source(op)
+    if source == "body" and not op.is_triton:
+        source = None
+    if source == "built-in":
+        source = "registered"
     return {"name": op.name, "schema": op.schema.signature_str(), "kernels": kernels,
             "kernel_owners": {("default" if k == "default" else k): owners[k] for k in keys},
-            "fake": op.has_fake or body_fake,
-            "fake_source": "body" if body_fake else ("registered" if op.has_fake else None),
+            "fake": source is not None,
+            "fake_source": source,
             "autograd_formula": op.has_autograd, "plugin": plugin,
             "mutates_args": list(op.mutates_args)}
 
@@ -736,7 +742,8 @@ def _cmd_ops(args) -> int:
                                            if args.namespace else ""))
         return 0
     rows = [[i["name"], i["schema"], ", ".join(i["kernels"]) or "-",
-             ("yes (body)" if i["fake_source"] == "body" else "yes") if i["fake"] else "no",
+             (f"yes ({i['fake_source']})" if i["fake_source"] in ("body", "trivial") else "yes")
+             if i["fake"] else "no",
              "yes" if i["autograd_formula"] else "-", i["plugin"]]
             for i in infos]
     _print_table("TensorPlay operators", ["op", "schema", "kernels", "fake", "formula",

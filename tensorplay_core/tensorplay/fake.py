@@ -125,6 +125,61 @@ def _mutating_fake(*args, **kwargs):
     return None
 
 
+def reads_data(op, err) -> bool:
+    """Whether ``err``, raised by custom op ``op``'s kernel run on fake tensors, says the kernel
+    needed data fake tensors lack (it names fake/meta tensors or their missing data, or failed
+    on ``None``, the ``native`` array of a fake tensor), rather than refusing the inputs."""
+    msg = str(err).lower().replace(op.name.lower(), "")
+    if any(w in msg for w in ("fake", "meta", "no data")):
+        return True
+    return not op.has_fake and "nonetype" in msg
+
+
+class BodyReadsData(DispatchError):
+    """A custom op without a fake kernel whose device-agnostic kernel, run as its fake, needed
+    data (``__cause__``: the kernel's own error). A ``tensorplay.compile`` capture explains the
+    cause itself (``_capture``); elsewhere this error's message names ``register_fake``."""
+
+
+def _body_as_fake(op, body):
+    """Custom op ``op``'s device-agnostic kernel ``body`` serving as its fake (no
+    ``register_fake``): where it fails because it reads data (``reads_data``), the error says
+    what is missing: ``BodyReadsData`` naming ``register_fake``, chained to the kernel's error
+    (torch says the same: no fake impl registered). Other errors propagate unchanged."""
+    def fake(*args, **kwargs):
+        try:
+            return body(*args, **kwargs)
+        except Exception as e:
+            if not reads_data(op, e):
+                raise
+            raise BodyReadsData(
+                f"{op.label}: no fake kernel registered, and its kernel, run on fake/meta "
+                f"tensors as its fake, needs their data ({type(e).__name__}: {e}). Add one "
+                f"with @{op.opname}.register_fake (or tensorplay.library.register_fake("
+                f"{op.name!r})) returning empty tensors of the output shapes "
+                f"(x.new_empty(shape)), or write the kernel with tensorplay ops.") from e
+    fake.__name__ = getattr(body, "__name__", "fake")
+    fake.__wrapped__ = body
+    return fake
+
+
+def fake_source(op) -> str | None:
+    """Where ``op``'s fake (meta) behaviour comes from, in ``make_fake_entry``'s order:
+    ``"registered"`` (``register_fake``), ``"built-in"`` (a built-in op's shape rule),
+    ``"trivial"`` (returns nothing and mutates declared arguments: a fake that does nothing),
+    ``"body"`` (its device-agnostic kernel run on fake tensors; a ``triton_op``'s with the
+    launches skipped), or None (none: fake tensors and compile refuse the op)."""
+    if op.fake_impl is not None:
+        return "registered"
+    if op.builtin_fake is not None:
+        return "built-in"
+    if not op.schema.returns and op.schema.mutated_args:
+        return "trivial"
+    if op.active_kernel("default") is not None:
+        return "body"
+    return None
+
+
 def make_fake_entry(op):
     """``meta`` entry: the registered fake kernel; else the built-in shape rule; else, for an
     op that returns nothing and mutates declared arguments, a fake that does nothing (same as
@@ -144,7 +199,9 @@ def make_fake_entry(op):
         return _mutating_fake
     default = op.active_kernel("default")
     if default is not None:
-        return default
+        if op.is_builtin:
+            return default
+        return _body_as_fake(op, default)
 
     def no_fake(*args, **kwargs):
         raise DispatchError(
