@@ -363,3 +363,19 @@ def test_zero_remainder_sign_in_place_reflected_and_compiled():
     f = tp.compile(lambda t: t % -2.0 + 0.0 * t)
     for _ in range(2):
         assert _signs(f(tp.tensor([4.0, -4.0]))) == [1.0, -1.0]
+
+
+# -- found on the way: a dim named twice in a reduction ------------------------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda x: x.sum((0, 0)), lambda x: x.mean((1, -1)), lambda x: x.amax((0, -2)),
+    lambda x: x.all((0, 0)), lambda x: x.prod((1, 1)), lambda x: x.var((0, 0)),
+    lambda x: tp.var_mean(x, (0, 0)), lambda x: tp.std_mean(x, [1, -1], keepdim=True),
+])
+def test_a_dim_named_twice_is_refused_as_torch(call):
+    x = tp.tensor([[1.0, 2.0], [3.0, 4.0]])
+    with pytest.raises(RuntimeError, match="appears multiple times in the list of dims"):
+        call(x)
+    with fake.FakeTensorMode() as m:
+        with pytest.raises(RuntimeError, match="appears multiple times in the list of dims"):
+            call(m.from_tensor(x))
