@@ -360,6 +360,10 @@ def test_zero_remainder_sign_in_place_reflected_and_compiled():
     assert _signs(a) == [1.0, -1.0, -1.0]
     assert _signs(4.0 % tp.tensor([-2.0, 2.0])) == [1.0, 1.0]
     assert _signs(-4.0 % tp.tensor([-2.0, 2.0])) == [-1.0, -1.0]
+    # 0-dim operands (the kernel's other branch: NumPy gives a scalar there)
+    for dt in (tp.float32, tp.float64, tp.float16, tp.bfloat16):
+        assert [math.copysign(1.0, (tp.tensor(x, dtype=dt) % y).item())
+                for x, y in ((-4.0, 2.0), (4.0, -2.0), (-0.0, 3.0), (3.0, -3.0))] == [-1, 1, -1, 1]
     f = tp.compile(lambda t: t % -2.0 + 0.0 * t)
     for _ in range(2):
         assert _signs(f(tp.tensor([4.0, -4.0]))) == [1.0, -1.0]
