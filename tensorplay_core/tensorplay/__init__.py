@@ -77,6 +77,8 @@ if TYPE_CHECKING:
     bitwise_xor: _Binary
     bitwise_left_shift: _Binary
     bitwise_right_shift: _Binary
+    remainder: _Binary
+    floor_divide: _Binary
     matmul: CustomOpDef[[Tensor, Tensor], Tensor]
     neg: _Unary
     exp: _Unary
@@ -109,6 +111,7 @@ else:   # the op records themselves (run time)
     bitwise_and, bitwise_or, bitwise_xor = _O.bitwise_and, _O.bitwise_or, _O.bitwise_xor
     bitwise_not, bitwise_left_shift = _O.bitwise_not, _O.bitwise_left_shift
     bitwise_right_shift = _O.bitwise_right_shift
+    remainder, floor_divide = _O.remainder, _O.floor_divide
     isnan, isinf, isfinite, floor, ceil = _O.isnan, _O.isinf, _O.isfinite, _O.floor, _O.ceil
 
 
@@ -151,12 +154,14 @@ def cumsum(input: Tensor, dim: builtins.int, *, dtype: _DTypeLike | None = None)
 
 
 def all(input: Tensor, dim: _Dims = None, keepdim: builtins.bool = False) -> Tensor:  # noqa: A001
-    """True where every element (over ``dim``, or all) is non-zero (same as ``torch.all``)."""
+    """True where every element (over ``dim``, or all) is non-zero: bool, uint8 (1/0) for a
+    uint8 ``input`` (same as ``torch.all``)."""
     return input.all(dim, keepdim)
 
 
 def any(input: Tensor, dim: _Dims = None, keepdim: builtins.bool = False) -> Tensor:  # noqa: A001
-    """True where some element (over ``dim``, or all) is non-zero (same as ``torch.any``)."""
+    """True where some element (over ``dim``, or all) is non-zero: bool, uint8 (1/0) for a
+    uint8 ``input`` (same as ``torch.any``)."""
     return input.any(dim, keepdim)
 
 
@@ -307,10 +312,11 @@ def is_tensor(obj: object) -> TypeGuard[Tensor]:
 
 from . import _surface  # noqa: E402  (torch's composite functions; Tensor methods forward there)
 from ._surface import (addmm, as_strided, baddbmm, bmm, broadcast_tensors, broadcast_to,  # noqa: E402
-                       chunk, diag, dot, einsum, equal, finfo, flatten, flip, iinfo,
-                       index_select, isclose, logsumexp, masked_select, meshgrid, mm,
-                       multinomial, narrow, norm, outer, randperm, repeat_interleave, roll,
-                       select, split, std, tensordot, tril, triu, unbind, unique, var)
+                       chunk, clamp_max, clamp_min, clip, diag, dot, einsum, equal, finfo,
+                       flatten, flip, iinfo, index_select, isclose, logical_xor, logsumexp,
+                       masked_select, meshgrid, mm, multinomial, narrow, norm, outer, randperm,
+                       repeat_interleave, roll, select, split, std, std_mean, tensordot, tril,
+                       triu, unbind, unique, var, var_mean)
 
 # imported eagerly: a lazy ``from .compile import ...`` would rebind ``tensorplay.compile`` to the
 # submodule. Capture + cache + execution (SPEC §4); core-only imports.
@@ -344,6 +350,8 @@ __all__ = [
     "logsumexp", "masked_select", "meshgrid", "mm", "multinomial", "narrow", "norm", "outer",
     "randperm", "repeat_interleave", "roll", "select", "split", "std", "tensordot", "tril",
     "triu", "unbind", "unique", "var", "scatter", "as_strided",
+    "remainder", "floor_divide", "logical_xor", "clamp_min", "clamp_max", "clip", "var_mean",
+    "std_mean",
     "get_num_threads", "set_num_threads",
 ]
 

@@ -136,12 +136,25 @@ def _device_key(op, device) -> str:
                         f"({device!r:.60}): {e}") from None
 
 
-def bad_arguments(op, values: dict, exc=None):
+def bad_arguments(op, values: dict, exc=None, number_self=None):
     """Off the fast path: reading the device of the arguments failed (``exc``, an
     ``AttributeError``/``TypeError``). Raise ``TypeError`` naming the first argument whose value
     does not fit its schema type (``Tensor``, ``Tensor?``, ``Tensor[]``); if every argument fits,
-    re-raise ``exc`` (e.g. the ``TypeError`` of a bad ``device`` argument)."""
+    re-raise ``exc`` (e.g. the ``TypeError`` of a bad ``device`` argument).
+
+    ``number_self`` (a built-in binary op's, ``defop(number_self=...)``): the name of the
+    Tensor method that computes ``op(number, tensor)`` with the tensor second, e.g.
+    ``"__rpow__"`` for ``pow(2, t)`` (torch's ``pow.Scalar`` overload); a Python number as the
+    first argument with a tensor second is answered by it (its result returned) instead of
+    refused. Only this error path pays for it."""
     T = TensorBase
+    if number_self is not None:
+        args = op.schema.arguments
+        s, o = values.get(args[0].name), values.get(args[1].name)
+        if isinstance(s, (int, float)) and isinstance(o, T) and len(values) == 2:
+            r = getattr(o, number_self)(s)
+            if r is not NotImplemented:
+                return r
     scalar_ok = getattr(op, "_scalar_ok", ())
     for a in op.schema.arguments:
         v = values.get(a.name)
@@ -263,13 +276,14 @@ def _check_source(a, i: int, n: str):
     return f"if {c}: __chk(__op, {i}, {n})"
 
 
-def make_call(op, scalar_ok=()) -> None:
+def make_call(op, scalar_ok=(), number_self=None) -> None:
     """Generate ``op.__call__`` with the op's signature and install it on a per-op subclass.
 
     The generated function takes exactly the schema's parameters (the op itself is bound in its
     namespace, not a parameter, so arity errors count the caller's arguments). Schema names are
     the only text taken from the schema; every value (defaults, the op, the table) is bound by
-    name in the function's namespace.
+    name in the function's namespace. ``number_self``: see ``bad_arguments`` (a number as the
+    first argument, handled on the error path only).
     """
     sch = op.schema
     call_args, ns, names = [], {}, []
@@ -373,7 +387,11 @@ def make_call(op, scalar_ok=()) -> None:
     lines.append("    try:")
     lines.extend("        " + b.replace("\n", "\n    ") for b in body)
     lines.append("    except (AttributeError, TypeError) as __e:")
-    lines.append(f"        __bad(__op, {allvals}, __e)")
+    if number_self is None:
+        lines.append(f"        __bad(__op, {allvals}, __e)")
+    else:   # pow(2, t): answered there (a number has no dispatch key), refused otherwise
+        ns["__nself"] = number_self
+        lines.append(f"        return __bad(__op, {allvals}, __e, __nself)")
     # writes through overlapping memory (an expanded tensor) are refused, as torch does: one
     # C-level scan of the strides per written argument; calls that write nothing pay nothing.
     # tuple.__contains__ itself: a capture tensor's strides would count the scan as a size read

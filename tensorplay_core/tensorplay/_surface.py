@@ -541,6 +541,113 @@ def logsumexp(input: Tensor, dim: _Dims, keepdim: bool = False) -> Tensor:
     return out if keepdim else O.squeeze(out, [wrap_dim(d, input.ndim) for d in dims])
 
 
+# -- elementwise -------------------------------------------------------------------------------
+def logical_xor(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise ``bool(input) != bool(other)`` with broadcasting, any dtypes; a bool tensor
+    (same as ``torch.logical_xor``)."""
+    return O.ne(O.logical_not(input), O.logical_not(other))
+
+
+def _bound(api: str, name: str, value):
+    if value is None:
+        raise TypeError(f"{api}(): argument '{name}' must be a number or Tensor, not None "
+                        f"(as torch.{api}; use clamp() for an optional bound)")
+    return value
+
+
+def clamp_min(input: Tensor, min: _Number | Tensor) -> Tensor:  # noqa: A002 - torch's name
+    """``clamp(input, min=min)``: elementwise maximum with a number or tensor bound, the result
+    promoted with the bound (an int8 tensor with ``4.5`` gives float32; a number out of an
+    integer dtype's range raises ``RuntimeError``); ``None`` raises ``TypeError``. Same as
+    ``torch.clamp_min``."""
+    return input.clamp(_bound("clamp_min", "min", min), None)
+
+
+def clamp_max(input: Tensor, max: _Number | Tensor) -> Tensor:  # noqa: A002 - torch's name
+    """``clamp(input, max=max)``, as ``clamp_min`` (same as ``torch.clamp_max``)."""
+    return input.clamp(None, _bound("clamp_max", "max", max))
+
+
+def clip(input: Tensor, min: _Number | Tensor | None = None,  # noqa: A002 - torch's names
+         max: _Number | Tensor | None = None) -> Tensor:
+    """Alias of ``clamp`` (same as ``torch.clip``): either bound may be None, not both
+    (``RuntimeError``)."""
+    return input.clamp(min, max)
+
+
+def variance_and_mean(api: str, input: Tensor, dim, args: tuple, correction, keepdim,
+                      unbiased) -> tuple[Tensor, Tensor]:
+    """``(var, mean)`` of ``input`` over ``dim`` with torch's argument overloads, shared by
+    ``var``/``std``/``var_mean``/``std_mean`` (``api`` names the caller in errors): ``(dim,
+    unbiased, keepdim)`` positionally (the third positional is ``unbiased``, not ``keepdim``),
+    ``(unbiased)`` with a bool first argument, or ``(dim, correction=c, keepdim=k)``. The
+    divisor is ``max(0, N - correction)``: inf/nan when that is 0, as torch (which also warns).
+    ``mean`` has ``var``'s shape (``keepdim`` applied)."""
+    if dim.__class__ is bool:                    # var(unbiased): the all-elements overload
+        if args:
+            raise TypeError(f"{api}(): a bool first argument is 'unbiased'; pass dim= too")
+        dim, unbiased = None, dim
+    if args:
+        if len(args) > 2 or args[0].__class__ is not bool:
+            raise TypeError(f"{api}(): after dim, positional arguments are (unbiased: bool, "
+                            f"keepdim: bool) as torch.{api}'s; got {args!r}")
+        if unbiased is not None or correction is not None:
+            raise TypeError(f"{api}(): 'unbiased' given twice (positionally and by name, or "
+                            "with correction)")
+        unbiased = args[0]
+        if len(args) == 2:
+            keepdim = args[1]
+    if unbiased is not None:
+        if correction is not None:
+            raise TypeError(f"{api}(): give 'unbiased' or 'correction', not both")
+        correction = 1 if unbiased else 0
+    elif correction is None:
+        correction = 1
+    if not input.dtype.is_floating_point:
+        what = "std and var" if api in ("var", "std") else api
+        raise RuntimeError(f"{what} only support floating point and complex dtypes "
+                           f"(got {input.dtype}); cast first, e.g. x.float()")
+    dims = None if dim is None else [dim] if isinstance(dim, _int) else list(dim)
+    mu = input.mean(dims, keepdim=True)
+    d = input - mu
+    shape = input.shape
+    if dims is None:
+        n = input.numel()
+    elif not shape:       # a 0-d tensor takes dim 0 or -1 (torch's rule): 1 element
+        for x in dims:
+            wrap_dim(x, 0)         # IndexError for any other dim
+        n = 1
+    else:
+        n = _prod(shape[wrap_dim(x, len(shape))] for x in dims)
+    # torch divides by max(0, N - correction): inf or nan when that is 0, not a clamp to 1
+    var = (d * d).sum(dims, keepdim) / (float(max(n - correction, 0)))
+    if not keepdim and mu.shape != var.shape:
+        mu = mu.reshape(var.shape)
+    return var, mu
+
+
+def var_mean(input: Tensor, dim: _Dims | bool = None, *args: bool,
+             correction: _Number | None = None, keepdim: bool = False,
+             unbiased: bool | None = None) -> tuple[Tensor, Tensor]:
+    """The tuple ``(var, mean)`` of ``input`` over ``dim`` (all elements when None), as
+    ``torch.var_mean``: ``var`` exactly ``tensorplay.var(input, ...)`` with the same arguments
+    and overloads (``var_mean(x, dim, unbiased, keepdim)``, ``var_mean(x, unbiased)``,
+    ``var_mean(x, dim, correction=c, keepdim=k)``; Bessel's ``correction=1`` by default, the
+    divisor ``max(0, N - correction)``), ``mean`` of the same shape, both of ``input``'s
+    floating dtype and device. Integer and bool input raises ``RuntimeError``; a dim out of range
+    ``IndexError``; ``unbiased`` with ``correction`` ``TypeError``. Differentiable in ``input``."""
+    return variance_and_mean("var_mean", input, dim, args, correction, keepdim, unbiased)
+
+
+def std_mean(input: Tensor, dim: _Dims | bool = None, *args: bool,
+             correction: _Number | None = None, keepdim: bool = False,
+             unbiased: bool | None = None) -> tuple[Tensor, Tensor]:
+    """The tuple ``(std, mean)``: ``var_mean``'s arguments, the square root of its variance
+    (same as ``torch.std_mean``)."""
+    v, m = variance_and_mean("std_mean", input, dim, args, correction, keepdim, unbiased)
+    return O.sqrt(v), m
+
+
 def std(input: Tensor, dim: _Dims | bool = None, *args: bool, correction: _Number | None = None,
         keepdim: bool = False, unbiased: bool | None = None) -> Tensor:
     """Standard deviation over ``dim``, ``Tensor.std``'s arguments (``torch.std``'s overloads:

@@ -568,6 +568,65 @@ class Tensor(TensorBase, instance_class=True):
         ``self`` (RuntimeError, as torch)."""
         return _in_place(self, "clamp_", Tensor.clamp, min, max)
 
+    def clamp_min(self, min: _TensorOrScalar) -> Tensor:
+        """``clamp(min=min)``: the elementwise maximum with a number or tensor bound, promoted
+        as ``clamp`` (same as ``torch.Tensor.clamp_min``); ``None`` raises ``TypeError``."""
+        return _surface.clamp_min(self, min)
+
+    def clamp_max(self, max: _TensorOrScalar) -> Tensor:
+        """``clamp(max=max)`` (same as ``torch.Tensor.clamp_max``); ``None`` raises
+        ``TypeError``."""
+        return _surface.clamp_max(self, max)
+
+    def clamp_min_(self, min: _TensorOrScalar) -> Tensor:
+        """In-place ``clamp_min``; returns ``self``. A bound that makes the result floating is
+        refused for an integer ``self`` (RuntimeError, nothing written; same as
+        ``torch.Tensor.clamp_min_``)."""
+        return _in_place(self, "clamp_min_", _surface.clamp_min, min)
+
+    def clamp_max_(self, max: _TensorOrScalar) -> Tensor:
+        """In-place ``clamp_max``, as ``clamp_min_`` (same as ``torch.Tensor.clamp_max_``)."""
+        return _in_place(self, "clamp_max_", _surface.clamp_max, max)
+
+    def clip_(self, min: _TensorOrScalar | None = None,
+              max: _TensorOrScalar | None = None) -> Tensor:
+        """Alias of ``clamp_`` (same as ``torch.Tensor.clip_``)."""
+        return _in_place(self, "clip_", Tensor.clamp, min, max)
+
+    def logical_and(self, other: Tensor) -> Tensor:
+        """Elementwise ``bool(self) and bool(other)`` with broadcasting, any dtypes; a bool
+        tensor (same as ``torch.Tensor.logical_and``)."""
+        return _O.logical_and(self, other)
+
+    def logical_or(self, other: Tensor) -> Tensor:
+        """Elementwise ``bool(self) or bool(other)``; a bool tensor (``torch.Tensor.logical_or``)."""
+        return _O.logical_or(self, other)
+
+    def logical_xor(self, other: Tensor) -> Tensor:
+        """Elementwise ``bool(self) != bool(other)``; a bool tensor (``torch.Tensor.logical_xor``)."""
+        return _surface.logical_xor(self, other)
+
+    def logical_not(self) -> Tensor:
+        """Elementwise ``not bool(self)``; a bool tensor (``torch.Tensor.logical_not``)."""
+        return _O.logical_not(self)
+
+    def logical_and_(self, other: Tensor) -> Tensor:
+        """In-place ``logical_and``: the truth values written in ``self``'s dtype (1/0 in a
+        float tensor); returns ``self`` (same as ``torch.Tensor.logical_and_``)."""
+        return _in_place(self, "logical_and_", _O.logical_and, other)
+
+    def logical_or_(self, other: Tensor) -> Tensor:
+        """In-place ``logical_or``, as ``logical_and_``."""
+        return _in_place(self, "logical_or_", _O.logical_or, other)
+
+    def logical_xor_(self, other: Tensor) -> Tensor:
+        """In-place ``logical_xor``, as ``logical_and_``."""
+        return _in_place(self, "logical_xor_", _surface.logical_xor, other)
+
+    def logical_not_(self) -> Tensor:
+        """In-place ``logical_not``, as ``logical_and_``."""
+        return _in_place(self, "logical_not_", _O.logical_not)
+
     def relu_(self) -> Tensor:
         """In-place ``relu``."""
         return _O.copy_(self, _O.relu(self))
@@ -614,8 +673,11 @@ class Tensor(TensorBase, instance_class=True):
     def __ifloordiv__(self, other: _TensorOrScalar) -> Tensor:
         return _in_place(self, "floor_divide_", _O.floor_divide, other)
 
-    def __rfloordiv__(self, other: _TensorOrScalar) -> Tensor:
-        s = self._scalar_tensor(other)
+    def __rfloordiv__(self, other: _Number) -> Tensor:
+        """``other // self`` for a Python number ``other`` (``torch.Tensor.__rfloordiv__``): the
+        number is weak, as on the right (``7 // tensor(3, int8)`` is int8), cast to the result
+        dtype (integers wrap: ``-3 // tensor(3, uint8)`` is ``253 // 3``)."""
+        s = self._number_operand(other)
         return NotImplemented if s is NotImplemented else _O.floor_divide(s, self)
 
     def __mod__(self, other: _TensorOrScalar) -> Tensor:
@@ -624,8 +686,10 @@ class Tensor(TensorBase, instance_class=True):
     def __imod__(self, other: _TensorOrScalar) -> Tensor:
         return _in_place(self, "remainder_", _O.remainder, other)
 
-    def __rmod__(self, other: _TensorOrScalar) -> Tensor:
-        s = self._scalar_tensor(other)
+    def __rmod__(self, other: _Number) -> Tensor:
+        """``other % self`` for a Python number ``other`` (``torch.Tensor.__rmod__``), the number
+        promoted and cast as in ``__rfloordiv__``."""
+        s = self._number_operand(other)
         return NotImplemented if s is NotImplemented else _O.remainder(s, self)
 
     def _scalar_tensor(self, value: Any) -> Any:
@@ -846,7 +910,8 @@ class Tensor(TensorBase, instance_class=True):
         return _O.floor_divide(self, other)
 
     def remainder(self, other: _TensorOrScalar) -> Tensor:
-        """``self % other``: the remainder with the sign of ``other`` (Python's)."""
+        """``self % other``: a non-zero remainder has the sign of ``other`` (Python's), a zero
+        one the sign of ``self`` (torch's kernel: ``-4. % 2.`` is -0.0)."""
         return _O.remainder(self, other)
 
     def pow(self, exponent: _TensorOrScalar) -> Tensor:
@@ -1015,11 +1080,13 @@ class Tensor(TensorBase, instance_class=True):
         return _O.argmin(self, dim, keepdim)
 
     def all(self, dim: _Dims = None, keepdim: _bool = False) -> Tensor:
-        """True where every element (over ``dim``, or all) is non-zero; a bool tensor."""
+        """True where every element (over ``dim``, or all) is non-zero; a bool tensor, or a
+        uint8 one (1/0) for a uint8 ``self`` (same as ``torch.Tensor.all``)."""
         return _O.all(self, _dims(dim), keepdim)
 
     def any(self, dim: _Dims = None, keepdim: _bool = False) -> Tensor:
-        """True where some element (over ``dim``, or all) is non-zero; a bool tensor."""
+        """True where some element (over ``dim``, or all) is non-zero; a bool tensor, or a
+        uint8 one (1/0) for a uint8 ``self`` (same as ``torch.Tensor.any``)."""
         return _O.any(self, _dims(dim), keepdim)
 
     def prod(self, dim: _Dims = None, keepdim: _bool = False, *,
@@ -1126,41 +1193,8 @@ class Tensor(TensorBase, instance_class=True):
         (the third positional is ``unbiased``, not ``keepdim``), ``var(unbiased)`` with a bool
         first argument, or ``var(dim, correction=c, keepdim=k)``. The divisor is ``max(0, N -
         correction)``: inf/nan when that is 0, as torch (which also warns)."""
-        if dim.__class__ is bool:                    # var(unbiased): the all-elements overload
-            if args:
-                raise TypeError("var(): a bool first argument is 'unbiased'; pass dim= too")
-            dim, unbiased = None, dim
-        if args:
-            if len(args) > 2 or args[0].__class__ is not bool:
-                raise TypeError(f"var(): after dim, positional arguments are (unbiased: bool, "
-                                f"keepdim: bool) as torch.var's; got {args!r}")
-            if unbiased is not None or correction is not None:
-                raise TypeError("var(): 'unbiased' given twice (positionally and by name, or "
-                                "with correction)")
-            unbiased = args[0]
-            if len(args) == 2:
-                keepdim = args[1]
-        if unbiased is not None:
-            if correction is not None:
-                raise TypeError("var(): give 'unbiased' or 'correction', not both")
-            correction = 1 if unbiased else 0
-        elif correction is None:
-            correction = 1
-        if not self._dtype.is_floating_point:
-            raise RuntimeError(f"std and var only support floating point and complex dtypes "
-                               f"(got {self._dtype}); cast first, e.g. x.float()")
-        mu = self.mean(dim, keepdim=True)
-        d = self - mu
-        if dim is None:
-            n = self.numel()
-        elif not self._shape:       # a 0-d tensor takes dim 0 or -1 (torch's rule): 1 element
-            for x in _dims(dim):
-                _wrap_dim(x, 0)         # IndexError for any other dim
-            n = 1
-        else:
-            n = _prod(self._shape[_wrap_dim(x, self.ndim)] for x in _dims(dim))
-        # torch divides by max(0, N - correction): inf or nan when that is 0, not a clamp to 1
-        return (d * d).sum(dim, keepdim) / (float(max(n - correction, 0)))
+        return _surface.variance_and_mean("var", self, dim, args, correction, keepdim,
+                                          unbiased)[0]
 
     def std(self, dim: _Dims | _bool = None, *args: _bool, correction: _Number | None = None,
             keepdim: _bool = False, unbiased: _bool | None = None) -> Tensor:

@@ -55,7 +55,9 @@ def _array(dtype, shape=(2, 3), seed=0):
 
 
 def _pair(a):
-    return torch.from_numpy(a.copy()), tp.tensor(a.tolist(), dtype=getattr(tp, str(a.dtype)))
+    a = np.asarray(a)      # a 0-dim draw is a NumPy scalar; reshape: tolist() of (0, 3) is []
+    return torch.from_numpy(a.copy()), tp.tensor(a.tolist(), dtype=getattr(
+        tp, str(a.dtype))).reshape(a.shape)
 
 
 def _summary(r, lib):
@@ -70,6 +72,9 @@ def _summary(r, lib):
 
 
 def _same(a, b):
+    if isinstance(a[0], tuple) or isinstance(b[0], tuple):    # several results
+        return isinstance(a[0], tuple) and isinstance(b[0], tuple) and len(a) == len(b) and \
+            all(_same(x, y) for x, y in zip(a, b))
     if a[0] != b[0] or len(a) != len(b):
         return False
     if a[0] == "V":
@@ -80,8 +85,11 @@ def _same(a, b):
             return False
         if a[1] == "bool" or a[1].startswith(("int", "uint")):
             return bool((a[3] == b[3]).all())
-        return bool(np.allclose(a[3].astype(float), b[3].astype(float), rtol=1e-6, atol=0,
-                                equal_nan=True))
+        x, y = a[3].astype(float), b[3].astype(float)
+        # zeros compare by sign too (-0.0 is observable: 1 / x, copysign, atan2)
+        zeros = (x == 0) & (y == 0)
+        return bool(np.allclose(x, y, rtol=1e-6, atol=0, equal_nan=True)
+                    and (np.signbit(x[zeros]) == np.signbit(y[zeros])).all())
     return all(_same(x, y) for x, y in zip(a, b))
 
 
@@ -121,10 +129,16 @@ def _binary_cases(name, op):
         yield f"{d1} {name} {d2}", op, (ta, tb), (pa, pb)
     for d in DTYPES:
         for s in NUMBERS:
-            ta, pa = _pair(_array(d))
-            yield f"{d} {name} {s!r}", op, (ta, s), (pa, s)
-            ta, pa = _pair(_array(d))
-            yield f"{s!r} {name} {d}", op, (s, ta), (s, pa)
+            # a 0-dim tensor promotes as one with dimensions against a number (7 // 0-dim int8
+            # tensor is int8)
+            for shape in ((2, 3), ()):
+                if name == "matmul" and not shape:
+                    continue
+                shown = d if shape else f"0-d {d}"
+                ta, pa = _pair(_array(d, shape))
+                yield f"{shown} {name} {s!r}", op, (ta, s), (pa, s)
+                ta, pa = _pair(_array(d, shape))
+                yield f"{s!r} {name} {shown}", op, (s, ta), (s, pa)
 
 
 @pytest.mark.parametrize("name", sorted(BINARY) + sorted(IN_PLACE))
@@ -169,3 +183,81 @@ def test_in_place_methods_match_torch(method):
     wrong, seen = _check(cases)
     assert not wrong, "\n".join(wrong)
     assert seen == {x for x in LENIENT if f".{method}(" in x}, seen
+
+
+# -- functions: a number first, the reductions torch types specially, the composites -------------
+
+NUMBER_FIRST = ["add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "bitwise_and",
+                "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift"]
+
+
+@pytest.mark.parametrize("fname", NUMBER_FIRST)
+def test_functions_with_a_number_on_either_side_match_torch(fname):
+    cases = []
+    for d in DTYPES:
+        for s in NUMBERS:
+            for shape in ((2, 3), ()):
+                shown = d if shape else f"0-d {d}"
+                ta, pa = _pair(_array(d, shape))
+                cases.append((f"{fname}({s!r}, {shown})", lambda lib, x, s=s: getattr(lib, fname)(
+                    s, x), ("torch", ta), ("tp", pa)))
+                cases.append((f"{fname}({shown}, {s!r})", lambda lib, x, s=s: getattr(lib, fname)(
+                    x, s), ("torch", ta), ("tp", pa)))
+    wrong = [d for d in (_diverges(label, lambda name, x, f=f: f(torch if name == "torch" else tp, x),
+                                   t, p) for label, f, t, p in cases) if d is not None]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_remainder_signs_of_zero_match_torch():
+    a = np.array([4.0, -4.0, 0.0, -0.0, 3.0, -3.0, 5.5, -5.5, np.inf, np.nan], dtype="float32")
+    cases = []
+    for b in (-2.0, 2.0, 3.0, -1.5, np.inf, -np.inf):
+        (ta, pa) = _pair(a)
+        cases.append((f"float32 % {b}", operator.mod, (ta, b), (pa, b)))
+        cases.append((f"{b} % float32", operator.mod, (b, ta), (b, pa)))
+        (tb, pb) = _pair(np.full(a.shape, b, dtype="float64"))
+        cases.append((f"float32 % float64({b})", operator.mod, (ta, tb), (pa, pb)))
+    wrong, _ = _check(cases)
+    assert not wrong, "\n".join(wrong)
+
+
+def test_reductions_and_composites_match_torch():
+    cases = []
+    for d in DTYPES:
+        for shape in ((2, 3), (), (0, 3)):
+            for args in [(), (0,), (-1, True), ((0, 1),), ((0, 0),)]:
+                if not shape and args and args[0] not in (0, -1):
+                    continue
+                for f in ("all", "any"):
+                    ta, pa = _pair(_array(d, shape))
+                    cases.append((f"{f}({d}{shape}, {args})",
+                                  lambda x, *a, f=f: getattr(x, f)(*a), (ta, *args), (pa, *args)))
+        for f in ("var_mean", "std_mean"):
+            for args, kw in [((), {}), ((1,), {}), ((1, True), {}), ((True,), {}),
+                             ((False,), {}), ((1, False, True), {}), ((-1,), {"correction": 2}),
+                             ((), {"dim": 0, "correction": 0, "keepdim": True}),
+                             (([0, 1],), {"unbiased": False}), ((None,), {"keepdim": True}),
+                             ((1, True), {"correction": 1}), ((2,), {})]:
+                ta, pa = _pair(_array(d))
+                cases.append((f"{f}({d}, {args}, {kw})",
+                              lambda x, *a, f=f, kw=kw: (torch if isinstance(x, torch.Tensor)
+                                                         else tp).__dict__[f](x, *a, **kw),
+                              (ta, *args), (pa, *args)))
+        for f in ("clamp_min", "clamp_max", "clip"):
+            for b in (2, 2.5, -1, 300, True):
+                ta, pa = _pair(_array(d))
+                cases.append((f"{d}.{f}({b!r})", lambda x, b, f=f: getattr(x, f)(b),
+                              (ta, b), (pa, b)))
+                ta, pa = _pair(_array(d))
+                cases.append((f"{d}.{f}_({b!r})",
+                              lambda x, b, f=f: (getattr(x, f + "_")(b) is x, x), (ta, b), (pa, b)))
+        for f in ("logical_and", "logical_or", "logical_xor"):
+            for d2 in DTYPES:
+                (ta, pa), (tb, pb) = _pair(_array(d)), _pair(_array(d2, seed=1))
+                cases.append((f"{d}.{f}({d2})", lambda x, y, f=f: (
+                    getattr(x, f)(y), getattr(x.clone(), f + "_")(y)), (ta, tb), (pa, pb)))
+        ta, pa = _pair(_array(d))
+        cases.append((f"{d}.logical_not", lambda x: (x.logical_not(), x.clone().logical_not_()),
+                      (ta,), (pa,)))
+    wrong, _ = _check(cases)
+    assert not wrong, "\n".join(wrong)

@@ -84,11 +84,16 @@ def _bool_prod_cumulative(c):
     xp, nd, be, as_bool, axis = c.xp, c.nd, c.be, c.as_bool, c.axis
     cumulative_sum = getattr(xp, "cumulative_sum", None)
 
+    U8 = nd(_dtype.uint8)
+
+    # torch's all/any of uint8 give uint8 (0/1); every other dtype gives bool
     def all_(x, dim=None, keepdim=False):
-        return xp.all(as_bool(x), axis=axis(x, dim), keepdims=keepdim)
+        r = xp.all(as_bool(x), axis=axis(x, dim), keepdims=keepdim)
+        return xp.astype(r, U8) if x.dtype == U8 else r
 
     def any_(x, dim=None, keepdim=False):
-        return xp.any(as_bool(x), axis=axis(x, dim), keepdims=keepdim)
+        r = xp.any(as_bool(x), axis=axis(x, dim), keepdims=keepdim)
+        return xp.astype(r, U8) if x.dtype == U8 else r
 
     def prod(x, dim=None, keepdim=False, *, dtype=None):
         t = nd(dtype) if dtype is not None else (

@@ -31,7 +31,7 @@ ops = _Ns()
 
 
 def defop(schema: str, *, meta=None, backward=None, setup=None, default=None, kernel=None,
-          scalar_ok=(), differentiable=True, tags=()):
+          scalar_ok=(), differentiable=True, tags=(), number_self=None):
     """Declare built-in op ``tp::<name>`` from its schema.
 
     ``meta(*args)`` returns fake outputs (shape/dtype/strides); ``setup(ctx, inputs, output)`` +
@@ -40,7 +40,10 @@ def defop(schema: str, *, meta=None, backward=None, setup=None, default=None, ke
     array kernel (default: the op name); ``scalar_ok`` lists Tensor parameters that also take
     Python numbers. ``differentiable=False`` says the op has no gradient (integer or random
     outputs); like an op without ``backward`` it gets no formula. ``tags``: torch's operator tags (``"nondeterministic_seeded"``: random
-    values, compared by metadata only in checks).
+    values, compared by metadata only in checks). ``number_self``: for a binary op that torch
+    also calls with a Python number first (``pow(2, t)``, ``bitwise_and(5, t)``), the Tensor
+    method computing it with the tensor second (``"__rpow__"``), used on the dispatcher's error
+    path only (``_dispatch.bad_arguments``).
     """
     sch = FunctionSchema.parse(schema if "::" in schema.split("(")[0] else "tp::" + schema)
     mutated = tuple(a.name for a in sch.arguments if a.is_write)
@@ -52,7 +55,7 @@ def defop(schema: str, *, meta=None, backward=None, setup=None, default=None, ke
         kernel_name=kernel or sch.qualname.split("::")[1].split(".")[0],
         scalar_ok=scalar_ok, array_kernel=default is None,
         backward=backward, setup_context=setup if backward is not None else None)
-    _dispatch.make_call(op, scalar_ok=scalar_ok)
+    _dispatch.make_call(op, scalar_ok=scalar_ok, number_self=number_self)
     _registry.register_op(op)
     if default is not None:
         _registry.add_kernel(op, "default", default)

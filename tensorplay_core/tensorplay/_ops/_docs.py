@@ -11,14 +11,16 @@ from __future__ import annotations
 # name -> (what it computes, the torch name whose semantics it follows)
 DOCS = {
     "abs": ("Absolute value, elementwise.", "torch.abs"),
-    "add": ("``self + other``, elementwise with broadcasting; ``other`` may be a Python number.",
-            "torch.add"),
+    "add": ("``self + other``, elementwise with broadcasting; either operand may be a Python "
+            "number (a number first is weak, as ``5 + t``).", "torch.add"),
     "add_": ("In-place ``self += other`` (broadcast to ``self``'s shape); returns ``self``.",
              "torch.Tensor.add_"),
-    "all": ("True where every element (along ``dim`` if given) is nonzero.", "torch.all"),
+    "all": ("True where every element (along ``dim`` if given) is nonzero: bool, or uint8 "
+            "(1/0) for uint8 input as torch.", "torch.all"),
     "amax": ("Maximum over ``dim`` (all dims by default), values only.", "torch.amax"),
     "amin": ("Minimum over ``dim`` (all dims by default), values only.", "torch.amin"),
-    "any": ("True where any element (along ``dim`` if given) is nonzero.", "torch.any"),
+    "any": ("True where any element (along ``dim`` if given) is nonzero: bool, or uint8 "
+            "(1/0) for uint8 input as torch.", "torch.any"),
     "arange": ("Values from ``start`` to ``end`` (exclusive) by ``step``, 1-D.", "torch.arange"),
     "argmax": ("Index of the maximum (along ``dim``, or of the flattened tensor).",
                "torch.argmax"),
@@ -26,24 +28,28 @@ DOCS = {
                "torch.argmin"),
     "argsort": ("Indices that sort ``self`` along ``dim``.", "torch.argsort"),
     "bitwise_and": ("``self & other``, elementwise with broadcasting, on integer and bool "
-                    "tensors (logical AND on bool); ``other`` may be a Python int or bool. "
+                    "tensors (logical AND on bool); either operand may be a Python int or bool "
+                    "(``bitwise_and(5, t)`` is ``5 & t``). "
                     "Floating dtypes raise ``RuntimeError`` (not implemented).",
                     "torch.bitwise_and"),
     "bitwise_left_shift": ("``self << other``, elementwise with broadcasting, on integer "
                            "tensors (wrapping in the result dtype); an amount outside "
-                           "``[0, bits)`` gives 0. Floating and bool dtypes raise "
-                           "``RuntimeError``.", "torch.bitwise_left_shift"),
+                           "``[0, bits)`` gives 0; ``self`` may be a Python int (``1 << t``). "
+                           "Floating and bool dtypes raise ``RuntimeError``.",
+                           "torch.bitwise_left_shift"),
     "bitwise_not": ("``~self``, elementwise, on integer and bool tensors (logical NOT on "
                     "bool). Floating dtypes raise ``RuntimeError``.", "torch.bitwise_not"),
     "bitwise_or": ("``self | other``, elementwise with broadcasting, on integer and bool "
-                   "tensors (logical OR on bool); ``other`` may be a Python int or bool. "
+                   "tensors (logical OR on bool); either operand may be a Python int or bool. "
                    "Floating dtypes raise ``RuntimeError``.", "torch.bitwise_or"),
     "bitwise_right_shift": ("``self >> other`` (arithmetic for signed dtypes), elementwise "
                             "with broadcasting, on integer tensors; an amount outside "
-                            "``[0, bits)`` gives the sign (-1 or 0; 0 for uint8). Floating and "
-                            "bool dtypes raise ``RuntimeError``.", "torch.bitwise_right_shift"),
+                            "``[0, bits)`` gives the sign (-1 or 0; 0 for uint8); ``self`` may "
+                            "be a Python int. Floating and bool dtypes raise ``RuntimeError``.",
+                            "torch.bitwise_right_shift"),
     "bitwise_xor": ("``self ^ other``, elementwise with broadcasting, on integer and bool "
-                    "tensors (logical XOR on bool); ``other`` may be a Python int or bool. "
+                    "tensors (logical XOR on bool); either operand may be a Python int or "
+                    "bool. "
                     "Floating dtypes raise ``RuntimeError``.", "torch.bitwise_xor"),
     "cat": ("Concatenation of tensors along an existing ``dim``.", "torch.cat"),
     "ceil": ("Smallest integer value not below each element.", "torch.ceil"),
@@ -52,8 +58,8 @@ DOCS = {
               "returns ``self``.", "torch.Tensor.copy_"),
     "cos": ("Cosine, elementwise.", "torch.cos"),
     "cumsum": ("Cumulative sum along ``dim``.", "torch.cumsum"),
-    "div": ("True division ``self / other``, elementwise with broadcasting (float result).",
-            "torch.div"),
+    "div": ("True division ``self / other``, elementwise with broadcasting (float result); "
+            "either operand may be a Python number.", "torch.div"),
     "div_": ("In-place true division ``self /= other`` (floating ``self`` only); returns "
              "``self``.", "torch.Tensor.div_"),
     "empty": ("An uninitialised tensor of the given shape.", "torch.empty"),
@@ -65,7 +71,9 @@ DOCS = {
     "eye": ("A 2-D identity matrix.", "torch.eye"),
     "fill_": ("Fills ``self`` with ``value`` in place; returns ``self``.", "torch.Tensor.fill_"),
     "floor": ("Largest integer value not above each element.", "torch.floor"),
-    "floor_divide": ("``self // other``, rounding toward minus infinity.", "torch.floor_divide"),
+    "floor_divide": ("``self // other``, rounding toward minus infinity; either operand may be "
+                     "a Python number (weak: ``floor_divide(7, int8_t)`` is int8); integer "
+                     "division by zero raises ``RuntimeError``.", "torch.floor_divide"),
     "full": ("A tensor of the given shape filled with ``fill_value``.", "torch.full"),
     "gather": ("Values of ``self`` at ``index`` along ``dim``.", "torch.gather"),
     "ge": ("``self >= other``, elementwise (bool result).", "torch.ge"),
@@ -101,22 +109,25 @@ DOCS = {
     "mean": ("Mean over ``dim`` (all dims by default); floating dtypes.", "torch.mean"),
     "min": ("Minimum of all elements, or ``(values, indices)`` along ``dim``.", "torch.min"),
     "minimum": ("Elementwise minimum of two tensors (NaN propagates).", "torch.minimum"),
-    "mul": ("``self * other``, elementwise with broadcasting; ``other`` may be a Python number.",
-            "torch.mul"),
+    "mul": ("``self * other``, elementwise with broadcasting; either operand may be a Python "
+            "number.", "torch.mul"),
     "mul_": ("In-place ``self *= other``; returns ``self``.", "torch.Tensor.mul_"),
     "narrow": ("A view of ``length`` elements of ``dim`` from ``start``.", "torch.narrow"),
     "ne": ("``self != other``, elementwise (bool result).", "torch.ne"),
     "neg": ("``-self``, elementwise.", "torch.neg"),
     "permute": ("A view with the dimensions reordered as ``dims``.", "torch.permute"),
-    "pow": ("``self ** exponent``, elementwise with broadcasting.", "torch.pow"),
+    "pow": ("``self ** exponent``, elementwise with broadcasting; either may be a Python "
+            "number (``pow(2, t)`` is ``2 ** t``).", "torch.pow"),
     "prod": ("Product over ``dim`` (all elements by default).", "torch.prod"),
     "rand": ("Uniform random values in [0, 1) of the given shape.", "torch.rand"),
     "randint": ("Random integers in [``low``, ``high``) of the given shape.", "torch.randint"),
     "randn": ("Standard normal random values of the given shape.", "torch.randn"),
     "rdiv": ("``other / self`` (the reflected division: ``2 / t``).", "torch.Tensor.__rtruediv__"),
     "relu": ("``max(self, 0)``, elementwise.", "torch.relu"),
-    "remainder": ("``self % other`` with the sign of ``other`` (Python's modulo).",
-                  "torch.remainder"),
+    "remainder": ("``self % other``: a non-zero remainder has the sign of ``other`` (Python's "
+                  "modulo), a zero one the sign of ``self`` (torch's: ``-4. % 2.`` is -0.0); "
+                  "either operand may be a Python number (weak: ``remainder(7, int8_t)`` is "
+                  "int8); integer division by zero raises ``RuntimeError``.", "torch.remainder"),
     "reshape": ("``self`` with a new shape: a view when the strides allow, else a copy.",
                 "torch.reshape"),
     "round": ("Rounds to the nearest integer, halves to even (``decimals`` digits if given).",
@@ -138,8 +149,8 @@ DOCS = {
     "sqrt": ("Square root, elementwise.", "torch.sqrt"),
     "squeeze": ("A view without the size-1 dimensions (or just ``dim``).", "torch.squeeze"),
     "stack": ("Tensors of one shape joined along a new ``dim``.", "torch.stack"),
-    "sub": ("``self - other``, elementwise with broadcasting; ``other`` may be a Python number.",
-            "torch.sub"),
+    "sub": ("``self - other``, elementwise with broadcasting; either operand may be a Python "
+            "number (not a bool one).", "torch.sub"),
     "sub_": ("In-place ``self -= other`` (no bool operand); returns ``self``.",
              "torch.Tensor.sub_"),
     "sum": ("Sum over ``dim`` (all elements by default).", "torch.sum"),

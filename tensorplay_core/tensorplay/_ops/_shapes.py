@@ -144,6 +144,13 @@ def reduce_shape(shape, dims, keepdim):
         dset = set(range(nd))
     else:
         dset = {wrap_dim(d, nd) for d in dims}
+        if len(dset) != len(dims):
+            seen = set()
+            for d in dims:
+                w = wrap_dim(d, nd)
+                if w in seen:
+                    raise RuntimeError(f"dim {w} appears multiple times in the list of dims")
+                seen.add(w)
     if keepdim:
         return tuple(1 if i in dset else s for i, s in enumerate(shape)), dset
     return tuple(s for i, s in enumerate(shape) if i not in dset), dset

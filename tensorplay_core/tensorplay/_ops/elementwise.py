@@ -149,20 +149,22 @@ def _rpow_bw(ctx, g):   # s ** a
 
 
 _B = "(Tensor self, Tensor other) -> Tensor"
+# number_self: torch also takes a Python number first (add(5, t), pow(2, t), remainder(7, t),
+# bitwise_and(5, t): its Scalar-self overloads), computed as the reflected operator does
 defop("add" + _B, meta=binary_meta("same", "add"),
-      setup=_save_meta, backward=_add_bw, scalar_ok=("other",))
+      setup=_save_meta, backward=_add_bw, scalar_ok=("other",), number_self="__radd__")
 defop("sub" + _B, meta=binary_meta("same", "sub"),
-      setup=_save_meta, backward=_sub_bw, scalar_ok=("other",))
+      setup=_save_meta, backward=_sub_bw, scalar_ok=("other",), number_self="__rsub__")
 defop("rsub" + _B, meta=binary_meta("same", "rsub"),
       setup=_save_meta, backward=_rsub_bw, scalar_ok=("other",))
 defop("mul" + _B, meta=binary_meta("same", "mul"),
-      setup=_save_mul, backward=_mul_bw, scalar_ok=("other",))
+      setup=_save_mul, backward=_mul_bw, scalar_ok=("other",), number_self="__rmul__")
 defop("div" + _B, meta=binary_meta("float", "div"), setup=_save_mul, backward=_div_bw,
-      scalar_ok=("other",))
+      scalar_ok=("other",), number_self="__rtruediv__")
 defop("rdiv" + _B, meta=binary_meta("float", "rdiv"), setup=_save_inputs, backward=_rdiv_bw,
       scalar_ok=("other",))
 defop("pow" + _B, meta=binary_meta("same", "pow"),
-      setup=_pow_save, backward=_pow_bw, scalar_ok=("other",))
+      setup=_pow_save, backward=_pow_bw, scalar_ok=("other",), number_self="__rpow__")
 defop("rpow" + _B, meta=binary_meta("same", "rpow"),
       setup=_pow_save, backward=_rpow_bw, scalar_ok=("other",))
 
@@ -181,9 +183,9 @@ def _remainder_bw(ctx, g):   # self - floor(self / other) * other
 
 
 defop("floor_divide" + _B, meta=binary_meta("same", "floor_divide"),
-      setup=_save_inputs, backward=_zero_bw, scalar_ok=("other",))
+      setup=_save_inputs, backward=_zero_bw, scalar_ok=("other",), number_self="__rfloordiv__")
 defop("remainder" + _B, meta=binary_meta("same", "remainder"),
-      setup=_save_inputs, backward=_remainder_bw, scalar_ok=("other",))
+      setup=_save_inputs, backward=_remainder_bw, scalar_ok=("other",), number_self="__rmod__")
 
 
 def _minmax_bw(pick_gt: bool):
@@ -256,11 +258,14 @@ def _bitwise_not_meta(x):
     return out_like(x.shape, x.dtype, x)
 
 
+_REFLECTED = {"bitwise_and": "__rand__", "bitwise_or": "__ror__", "bitwise_xor": "__rxor__",
+              "bitwise_left_shift": "__rlshift__", "bitwise_right_shift": "__rrshift__"}
 for _name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
-    defop(_name + _B, meta=_bitwise_meta(_name), scalar_ok=("other",), differentiable=False)
+    defop(_name + _B, meta=_bitwise_meta(_name), scalar_ok=("other",), differentiable=False,
+          number_self=_REFLECTED[_name])
 for _name in ("bitwise_left_shift", "bitwise_right_shift"):
     defop(_name + _B, meta=_bitwise_meta(_name, shift=True), scalar_ok=("other",),
-          differentiable=False)
+          differentiable=False, number_self=_REFLECTED[_name])
 defop("bitwise_not(Tensor self) -> Tensor", meta=_bitwise_not_meta, differentiable=False)
 
 defop("sign(Tensor self) -> Tensor", meta=unary_meta(), backward=lambda ctx, g: O.mul(g, 0.0))

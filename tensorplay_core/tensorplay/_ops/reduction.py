@@ -113,8 +113,9 @@ defop("argmin(Tensor self, SymInt? dim=None, bool keepdim=False) -> Tensor",
 
 # -- boolean reductions ---------------------------------------------------------------------------
 def _bool_red_meta(x, dim=None, keepdim=False):
+    # torch's one exception: uint8 input gives uint8 (0/1), every other dtype bool
     shape, _ = reduce_shape(x.shape, dim, keepdim)
-    return out_like(shape, _dtype.bool, x)
+    return out_like(shape, _dtype.uint8 if x.dtype is _dtype.uint8 else _dtype.bool, x)
 
 
 defop("all(Tensor self, SymInt[]? dim=None, bool keepdim=False) -> Tensor", meta=_bool_red_meta,
