@@ -190,11 +190,15 @@ def test_tags_on_custom_op_and_define():
         return x * 1
 
     assert tagged.tags == (tp.Tag.pointwise, tp.Tag.needs_fixed_stride_order)
-    library.define("gaps::one_tag(Tensor x) -> Tensor", tags=tp.Tag.inplace)
+    # Tag.inplace / Tag.out schemas must have their tag's shape (torch 2.13's Library.define
+    # checks it; tests/test_tagged_mutable_ops.py)
+    library.define("gaps::one_tag(Tensor(a!) x) -> Tensor(a!)", tags=tp.Tag.inplace)
     assert tp.ops.gaps.one_tag.tags == (tp.Tag.inplace,)
     with library.Library("gaps", "FRAGMENT") as lib:
-        lib.define("viaLib(Tensor x) -> Tensor", tags=[tp.Tag.out])
+        lib.define("viaLib(Tensor x, *, Tensor(a!) out) -> Tensor(a!)", tags=[tp.Tag.out])
         assert tp.ops.gaps.viaLib.tags == (tp.Tag.out,)
+        with pytest.raises(ValueError, match="Tag.out"):
+            lib.define("badLib(Tensor x) -> Tensor", tags=[tp.Tag.out])
 
 
 def test_nondeterministic_tag_enum_is_read_as_the_string():

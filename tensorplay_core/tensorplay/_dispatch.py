@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 
 from . import _codegen, _registry
-from ._schema import NO_DEFAULT
+from ._schema import NO_DEFAULT, mutation_tag
 from ._tensor_base import TensorBase, instance_class
 from .errors import DispatchError
 
@@ -425,6 +425,12 @@ def make_call(op, scalar_ok=(), number_self=None) -> None:
             lines += [f"    __w = __wvers(({''.join(n + ', ' for n, _ in mutated)}), __wkinds)",
                       f"    __r = __f({call})",
                       "    __wbump(__w)"]
+        tagged = _tagged_return_check(op, [n for n, _ in mutated])
+        if tagged:
+            # Tag.inplace / Tag.out ops (only): the kernel must return the written argument(s)
+            # themselves, as torch checks after the kernel; identity tests, nothing for others
+            lines.append(tagged)
+            ns["__tagret"] = bad_tagged_return
         lines.append("    return __r")
     else:
         lines.extend(lookup)
@@ -478,6 +484,52 @@ def _signature(fn, op):
         params.append(p)
     return sig.replace(parameters=params)
 
+
+
+def _tagged_return_check(op, written) -> str | None:
+    """Generated line checking what a ``Tag.inplace``/``Tag.out`` custom op's kernel returned:
+    the written arguments themselves (``written``: their local names, in schema order; only the
+    first for ``Tag.inplace``). None for every other op."""
+    kind = mutation_tag(op.tags) if op.tags else None
+    if kind is None or not written:
+        return None
+    if kind == "inplace":
+        written = written[:1]
+    if len(written) == 1:
+        cond = f"__r is not {written[0]}"
+    else:
+        cond = (f"(__r.__class__ is not __c_tuple and __r.__class__ is not __c_list) or "
+                f"len(__r) != {len(written)} or " +
+                " or ".join(f"__r[{i}] is not {n}" for i, n in enumerate(written)))
+    return f"    if {cond}: __tagret(__op, __k, __r)"
+
+
+def bad_tagged_return(op, key, result) -> None:
+    """A ``Tag.inplace``/``Tag.out`` custom op's kernel returned something else than the
+    argument(s) it writes: ``RuntimeError`` naming the op, the tag and the argument(s) (torch
+    checks the same after the kernel). Fake kernels (``meta``) and captures are not checked: a
+    registered fake may return new fake tensors, as torch allows."""
+    if key == "meta" or key == "capture":
+        return
+    kind = mutation_tag(op.tags)
+    written = [a.name for a in op.schema.arguments if a.is_write]
+    if kind == "inplace":
+        written = written[:1]
+    T = TensorBase
+    if isinstance(result, T):
+        got = f"a Tensor of shape {tuple(result.shape)} that is not " + \
+            ("it" if len(written) == 1 else "them")
+    elif isinstance(result, (tuple, list)):
+        got = f"a {type(result).__name__} of {len(result)} that are not them, in order"
+    else:
+        got = type(result).__name__
+    what = ("its first argument " if kind == "inplace" else "its out argument(s) ") + \
+        ", ".join(repr(n) for n in written)
+    raise RuntimeError(
+        f"{op.name}: the op is tagged Tag.{kind}, so its kernel must return {what} itself (the "
+        f"tensor objects it wrote, not a copy or a view), but it returned {got}. Return "
+        f"{', '.join(written)} (same rule as torch.library.custom_op), or drop the tag and "
+        f"return nothing you write.")
 
 
 def written_versions(values, kinds) -> list:

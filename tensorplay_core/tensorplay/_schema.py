@@ -49,7 +49,7 @@ from .errors import SchemaError
 __all__ = [
     "NO_DEFAULT", "Argument", "Return", "FunctionSchema", "infer_schema", "schema_from_function",
     "normalize_mutates_args", "check_schema_matches_mutates", "bind_check", "parse_qualname",
-    "BASE_TYPES",
+    "BASE_TYPES", "mutation_tag", "check_tagged_schema",
 ]
 
 
@@ -1078,15 +1078,19 @@ def normalize_mutates_args(mutates_args, params, api: str = "custom_op") -> tupl
 
 
 def schema_from_function(fn, *, mutates_args, op_name: str | None = None,
-                         api: str = "infer_schema") -> FunctionSchema:
+                         api: str = "infer_schema", tags=()) -> FunctionSchema:
     """Infer a :class:`FunctionSchema` from ``fn``'s annotations (same rules as
     ``torch.library.infer_schema``, except that a missing return annotation means ``Tensor`` and a
     parameter without annotation defaulting to ``None`` is ``Tensor?``).
 
     Mutated tensors get alias letters ``a``, ``b``, ``c``... in parameter order. ``op_name``
-    (``"ns::op"`` or ``"ns::op.overload"``) names the schema.
+    (``"ns::op"`` or ``"ns::op.overload"``) names the schema. ``tags`` containing ``Tag.inplace``
+    or ``Tag.out`` make the returns the written arguments' aliases, as torch 2.13 infers them:
+    ``(Tensor(a!) x, Tensor y) -> Tensor(a!)``, ``(Tensor x, *, Tensor(a!) out) -> Tensor(a!)``
+    (then checked by :func:`check_tagged_schema`).
 
-    Raises ``ValueError`` for a bad ``mutates_args`` (:func:`normalize_mutates_args`) and
+    Raises ``ValueError`` for a bad ``mutates_args`` (:func:`normalize_mutates_args`), a tagged
+    function that does not have the tag's shape (:func:`check_tagged_schema`), and
     :class:`SchemaError` (a ``ValueError``) for an unsupported or unresolvable annotation, a default
     that does not fit its type, or a malformed ``op_name``.
     """
@@ -1101,14 +1105,138 @@ def schema_from_function(fn, *, mutates_args, op_name: str | None = None,
             k += 1
         args.append(Argument(name, type_text, default, kw, alias, alias is not None))
     rets, tup = _infer_returns(fn, sig, api)
+    kind = mutation_tag(tags, api)
+    if kind is not None:
+        rets, tup = _tagged_returns(kind, args, rets, tup)
     schema = FunctionSchema("", "", tuple(args), tuple(rets), tup)
     if op_name is not None:
         schema = schema.with_name(op_name)
+    if kind is not None:
+        check_tagged_schema(schema, tags, api, fn=fn)
     return schema
 
 
-def infer_schema(fn, /, *, mutates_args, op_name: str | None = None) -> str:
-    """The schema string of ``fn`` (same as ``torch.library.infer_schema``).
+# --------------------------------------------------------------------------------------------
+# Tag.inplace / Tag.out: the two shapes of op allowed to return what they write (torch 2.13)
+# --------------------------------------------------------------------------------------------
+
+def mutation_tag(tags, api: str = "custom_op") -> str | None:
+    """``"inplace"`` or ``"out"`` when ``tags`` holds ``Tag.inplace`` or ``Tag.out`` (the enum
+    or its name), else None. ``ValueError`` when it holds both (no op is both)."""
+    if not tags:
+        return None
+    if isinstance(tags, str):       # one Tag (a str enum) or its name
+        tags = (tags,)
+    found = [t for t in ("inplace", "out") if any(x == t for x in tags)]
+    if len(found) == 2:
+        raise ValueError(f"{api}: an op cannot be tagged both Tag.inplace and Tag.out: Tag.inplace "
+                         f"is for an op that writes its first argument and returns it, Tag.out "
+                         f"for one that writes keyword-only out= tensors and returns them")
+    return found[0] if found else None
+
+
+def _tagged_returns(kind, args, rets, tup):
+    """The returns of a tagged op inferred from its annotation: the plain ``Tensor`` returns
+    become the aliases of the written arguments (``Tensor(a!)``), in order. A return annotation
+    that does not fit (``None``, another count, a non-Tensor) is kept, for
+    :func:`check_tagged_schema` to refuse with its message."""
+    written = [a for a in args if a.is_write]
+    if kind == "inplace":
+        written = written[:1] if args and args[0].is_write else []
+    if written and len(rets) == len(written) and all(r.type == "Tensor" and r.alias is None
+                                                     for r in rets):
+        return [Return("Tensor", r.name, a.alias, True) for r, a in zip(rets, written)], tup
+    return rets, tup
+
+
+def check_tagged_schema(schema: FunctionSchema, tags, api: str, *, fn=None) -> None:
+    """Refuse a schema that does not have the shape its ``Tag.inplace``/``Tag.out`` tag promises
+    (same rules as torch 2.13's ``torch.library.custom_op``/``Library.define``).
+
+    * ``Tag.inplace``: the first argument is a positional plain ``Tensor`` that the op writes
+      (``Tensor(a!) x``; ``mutates_args`` names it), no other argument is written, and the op
+      returns exactly one ``Tensor(a!)`` -- that argument (``-> Tensor(a!)``).
+    * ``Tag.out``: at least one argument is written, every written argument is a keyword-only
+      plain ``Tensor`` (after ``*``; not ``Tensor?``/``Tensor[]``), and the op returns them all,
+      in declaration order (``-> Tensor(a!)`` or ``-> (Tensor(a!), Tensor(b!))``).
+
+    Raises ``ValueError`` whose message starts with ``api`` (which names the op) and names the
+    offending argument or return. Schemas without these tags pass unchecked.
+    """
+    kind = mutation_tag(tags, api)
+    if kind is None:
+        return
+    sig = schema.signature_str()
+    where = f" ({_fn_site(fn)})" if fn is not None else ""
+    written = [a for a in schema.arguments if a.is_write]
+
+    def fail(what, fix):
+        raise ValueError(f"{api}: the op is tagged Tag.{kind} but {what}; schema {sig}{where}. "
+                         f"{fix}")
+
+    rets = schema.returns
+    if kind == "inplace":
+        fix = ("A Tag.inplace op writes its first positional Tensor argument, only it, and "
+               "returns that same tensor: (Tensor(a!) x, ...) -> Tensor(a!), i.e. "
+               "mutates_args={'x'} and a return annotation Tensor (same rule as "
+               "torch.library.custom_op); otherwise drop the tag and return nothing you write.")
+        if not schema.arguments or schema.arguments[0].kwarg_only:
+            fail("it has no positional first argument", fix)
+        first = schema.arguments[0]
+        if first.type != "Tensor":
+            fail(f"its first argument '{first.name}' is {first.type}, not a plain Tensor", fix)
+        if not first.is_write:
+            fail(f"its first argument '{first.name}' is not mutated (mutates_args / "
+                 f"Tensor(a!) {first.name})", fix)
+        others = [a.name for a in written if a is not first]
+        if others:
+            fail(f"it also mutates {', '.join(repr(n) for n in others)}: only the first "
+                 f"argument '{first.name}' may be mutated", fix)
+        if len(rets) != 1 or rets[0].type != "Tensor":
+            fail(f"it returns {_returns_text(schema)} instead of one Tensor, its argument "
+                 f"'{first.name}'", fix)
+        r = rets[0]
+        if r.alias != first.alias or not r.is_write:
+            fail(f"its return is {r} instead of Tensor({first.alias}!), the argument "
+                 f"'{first.name}' itself", fix)
+        return
+    fix = ("A Tag.out op writes keyword-only out= tensors and returns them in declaration "
+           "order: (Tensor x, *, Tensor(a!) out) -> Tensor(a!), i.e. mutates_args={'out'}, "
+           "'out' after * and a return annotation Tensor (tuple[Tensor, ...] for several) "
+           "(same rule as torch.library.custom_op); otherwise drop the tag and return nothing "
+           "you write.")
+    if not written:
+        fail("it mutates no argument (mutates_args is empty)", fix)
+    positional = [a.name for a in written if not a.kwarg_only]
+    if positional:
+        fail(f"its mutated argument(s) {', '.join(repr(n) for n in positional)} are not "
+             f"keyword-only", fix)
+    not_plain = [f"'{a.name}' ({a.type})" for a in written if a.type != "Tensor"]
+    if not_plain:
+        fail(f"its mutated argument(s) {', '.join(not_plain)} are not plain Tensors", fix)
+    if len(rets) != len(written):
+        fail(f"it returns {_returns_text(schema)} instead of its {len(written)} out argument(s) "
+             f"({', '.join(repr(a.name) for a in written)})", fix)
+    by_alias = {a.alias: a.name for a in written}
+    for i, (r, a) in enumerate(zip(rets, written)):
+        if r.type != "Tensor" or r.alias != a.alias or not r.is_write:
+            other = by_alias.get(r.alias)
+            got = f"{r}" + (f" (out argument '{other}')" if other else "")
+            fail(f"return {i} is {got} instead of Tensor({a.alias}!), the out argument "
+                 f"'{a.name}'", fix)
+
+
+def _returns_text(schema: FunctionSchema) -> str:
+    rets = schema.returns
+    if not rets:
+        return "nothing (-> ())"
+    return "(" + ", ".join(str(r) for r in rets) + ")" if schema.returns_tuple else str(rets[0])
+
+
+def infer_schema(fn, /, *, mutates_args, op_name: str | None = None, tags=()) -> str:
+    """The schema string of ``fn`` (same as ``torch.library.infer_schema``, with torch 2.13's
+    ``tags``: ``Tag.inplace`` gives ``(Tensor(a!) x, ...) -> Tensor(a!)``, ``Tag.out`` gives
+    ``(Tensor x, *, Tensor(a!) out) -> Tensor(a!)``; see :func:`check_tagged_schema`).
 
     Example::
 
@@ -1125,7 +1253,8 @@ def infer_schema(fn, /, *, mutates_args, op_name: str | None = None) -> str:
     ``**kwargs`` are skipped; keyword-only parameters follow ``*``. String annotations resolve in
     ``fn.__globals__``.
 
-    Raises ``ValueError`` for bad ``mutates_args``, :class:`SchemaError` (a ``ValueError``) for
+    Raises ``ValueError`` for bad ``mutates_args`` or a function that does not have the shape
+    its ``Tag.inplace``/``Tag.out`` tag promises, :class:`SchemaError` (a ``ValueError``) for
     unsupported annotations (naming the parameter; tuples get a list-form suggestion).
     """
     if op_name is not None and isinstance(op_name, str) and "::" not in op_name:
@@ -1134,9 +1263,9 @@ def infer_schema(fn, /, *, mutates_args, op_name: str | None = None) -> str:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?", op_name):
             raise SchemaError(f"infer_schema: op_name {op_name!r} is not an operator name; "
                               f"expected 'name', 'name.overload' or 'ns::name'")
-        schema = schema_from_function(fn, mutates_args=mutates_args)
+        schema = schema_from_function(fn, mutates_args=mutates_args, tags=tags)
         return op_name + schema.signature_str()
-    return str(schema_from_function(fn, mutates_args=mutates_args, op_name=op_name))
+    return str(schema_from_function(fn, mutates_args=mutates_args, op_name=op_name, tags=tags))
 
 
 def check_schema_matches_mutates(schema: FunctionSchema, mutates_args, api: str) -> None:

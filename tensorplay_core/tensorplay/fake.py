@@ -125,6 +125,49 @@ def _mutating_fake(*args, **kwargs):
     return None
 
 
+def _returned_written_args(schema):
+    """For an op whose every return is one of its written arguments (``Tensor(a!)`` returns of
+    ``Tag.inplace``/``Tag.out`` ops; none at all for an op returning nothing), the positions of
+    those arguments, ``(index, kwarg_only, name)`` per return; else None."""
+    by_alias = {a.alias: (i, a) for i, a in enumerate(schema.arguments) if a.is_write}
+    if not by_alias:
+        return None
+    picks = []
+    for r in schema.returns:
+        hit = by_alias.get(r.alias) if r.is_write else None
+        if hit is None:
+            return None
+        i, a = hit
+        picks.append((i, a.kwarg_only, a.name))
+    return tuple(picks)
+
+
+def _returning_fake(picks):
+    """The fake of an op that returns only (some of) its written arguments: it returns the
+    corresponding fake inputs themselves, as torch generates it for ``Tag.inplace``/``Tag.out``
+    custom ops (their outputs are their arguments: same metadata, same object)."""
+    if not picks:
+        return _mutating_fake
+
+    def get(args, kwargs, i, kw, name):
+        return kwargs[name] if kw or i >= len(args) else args[i]
+
+    if len(picks) == 1:
+        (i, kw, name), = picks
+        if not kw:
+            def fake_returning_arg(*args, **kwargs):
+                return args[i] if i < len(args) else kwargs[name]
+            return fake_returning_arg
+
+        def fake_returning_kwarg(*args, **kwargs):
+            return kwargs[name]
+        return fake_returning_kwarg
+
+    def fake_returning_args(*args, **kwargs):
+        return tuple(get(args, kwargs, i, kw, name) for i, kw, name in picks)
+    return fake_returning_args
+
+
 def reads_data(op, err) -> bool:
     """Whether ``err``, raised by custom op ``op``'s kernel run on fake tensors, says the kernel
     needed data fake tensors lack (it names fake/meta tensors or their missing data, or failed
@@ -166,14 +209,14 @@ def _body_as_fake(op, body):
 def fake_source(op) -> str | None:
     """Where ``op``'s fake (meta) behaviour comes from, in ``make_fake_entry``'s order:
     ``"registered"`` (``register_fake``), ``"built-in"`` (a built-in op's shape rule),
-    ``"trivial"`` (returns nothing and mutates declared arguments: a fake that does nothing),
+    ``"trivial"`` (returns nothing, or only arguments it writes: the fake torch generates),
     ``"body"`` (its device-agnostic kernel run on fake tensors; a ``triton_op``'s with the
     launches skipped), or None (none: fake tensors and compile refuse the op)."""
     if op.fake_impl is not None:
         return "registered"
     if op.builtin_fake is not None:
         return "built-in"
-    if not op.schema.returns and op.schema.mutated_args:
+    if _returned_written_args(op.schema) is not None:
         return "trivial"
     if op.active_kernel("default") is not None:
         return "body"
@@ -182,21 +225,25 @@ def fake_source(op) -> str | None:
 
 def make_fake_entry(op):
     """``meta`` entry: the registered fake kernel; else the built-in shape rule; else, for an
-    op that returns nothing and mutates declared arguments, a fake that does nothing (same as
-    torch); else the device-agnostic kernel run on fake tensors (CompositeImplicitAutograd ops
-    need no fake); else an error pointing to ``register_fake``."""
+    op whose only returns are arguments it writes (none: it returns nothing and mutates
+    declared arguments; ``Tag.inplace``/``Tag.out`` ops: it returns them), a fake that returns
+    those (fake) arguments and does nothing else (same as torch, which generates these fakes
+    from the schema); else the device-agnostic kernel run on fake tensors
+    (CompositeImplicitAutograd ops need no fake); else an error pointing to ``register_fake``."""
     if op.fake_impl is not None:
         return op.fake_impl
     if op.builtin_fake is not None:
         return op.builtin_fake
     schema = op.schema
-    if not schema.returns and schema.mutated_args:
-        # an op that only writes its declared arguments has nothing to describe (a custom op
-        # may not change its arguments' metadata): its fake does nothing, as torch generates
-        # it, also when a device-agnostic body exists -- such a body usually reads data (NumPy,
-        # a library call), which fake tensors lack. An op returning nothing and mutating
-        # nothing is suspicious, so it keeps the error below, as in torch
-        return _mutating_fake
+    picks = _returned_written_args(schema)
+    if picks is not None:
+        # an op that only writes its declared arguments, and returns nothing or them, has
+        # nothing to describe (a custom op may not change its arguments' metadata): its fake
+        # returns what it returns, as torch generates it, also when a device-agnostic body
+        # exists -- such a body usually reads data (NumPy, a library call), which fake tensors
+        # lack. An op returning nothing and mutating nothing is suspicious, so it keeps the
+        # error below, as in torch
+        return _returning_fake(picks)
     default = op.active_kernel("default")
     if default is not None:
         if op.is_builtin:

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, Callable, ParamSpec, TypeVar, overload
 from . import _dispatch, _registry
 from ._registry import (CustomOpDef, Kernel, KernelHandle, RegistrationHandle,
                         normalize_device_types)
-from ._schema import (FunctionSchema, check_schema_matches_mutates, infer_schema,
-                      normalize_mutates_args, schema_from_function)
+from ._schema import (FunctionSchema, check_schema_matches_mutates, check_tagged_schema,
+                      infer_schema, normalize_mutates_args, schema_from_function)
 from .errors import AlreadyDefinedError, SchemaError
 from .fake import get_ctx  # noqa: F401  (tensorplay.library.get_ctx, as torch.library.get_ctx)
 
@@ -223,7 +223,18 @@ def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None,
       ``"ns::op(Tensor x) -> Tensor"``, kept exactly for introspection and ``opcheck``; it must
       agree with ``mutates_args``. Without it the schema is inferred from ``fn``'s annotations
       (``infer_schema`` rules; unannotated parameters are tensors).
-    * ``tags`` -- kept on ``op.tags``.
+    * ``tags`` -- a ``tensorplay.Tag`` or a sequence of them, kept on ``op.tags``. Two of them
+      change the op (same as ``torch.library.custom_op`` in PyTorch 2.13):
+      ``Tag.inplace`` for an op that writes its first positional Tensor argument, only it, and
+      returns that very tensor (``mutates_args={"x"}``, inferred schema
+      ``(Tensor(a!) x, ...) -> Tensor(a!)``); ``Tag.out`` for an op that writes keyword-only
+      ``out=`` Tensors and returns them in declaration order (``(Tensor x, *, Tensor(a!) out)
+      -> Tensor(a!)``; its kernel must not read them). Only these two may return what they
+      write; their eager call returns the argument object itself (a kernel returning anything
+      else raises ``RuntimeError`` naming the op and the argument), they need no
+      ``register_fake`` (their fake returns its inputs), and a ``Tag.out`` op refuses to run
+      with grad mode on when an argument requires grad (``RuntimeError``, as torch's built-in
+      ``out=`` ops); a ``Tag.inplace`` op follows the rule for written arguments below.
 
     Returns a callable ``CustomOpDef``. Calls dispatch on the device of the tensor arguments
     (positional, keyword, lists, optionals); ops with no tensor arguments dispatch on their
@@ -231,7 +242,10 @@ def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None,
 
     Raises (nothing is registered when any is raised):
 
-    * ``ValueError`` -- bad ``name``; ``mutates_args`` a bare string other than ``"unknown"``,
+    * ``ValueError`` -- a ``Tag.inplace``/``Tag.out`` op whose parameters, ``mutates_args``,
+      return annotation or ``schema`` do not have the tag's shape (the message names the op and
+      the argument; ``tensorplay.library.infer_schema``'s ``tags=`` shows the schema inferred);
+      bad ``name``; ``mutates_args`` a bare string other than ``"unknown"``,
       naming unknown or non-tensor parameters, or disagreeing with ``schema``; ``schema`` naming
       another op; a schema that is malformed (``SchemaError``) or cannot be inferred; an unknown
       device spelling; a device-specific kernel on an op with no tensor arguments and no ``device``
@@ -302,9 +316,11 @@ def _custom_op(name, fn, *, mutates_args, device_types, schema, tags, is_triton)
             sch = _parse_given_schema(name, schema, api)
             mutates = normalize_mutates_args(mutates_args, sch, api=api)
             check_schema_matches_mutates(sch, mutates_args, api)
+            check_tagged_schema(sch, tags, api)
         else:
             mutates = normalize_mutates_args(mutates_args, f, api=api)
-            sch = schema_from_function(f, mutates_args=mutates, op_name=name, api=api)
+            sch = schema_from_function(f, mutates_args=mutates, op_name=name, api=api,
+                                       tags=tags)
         module, where = _site(f)
         _use_namespace(name.partition("::")[0])
         return _new_op(name, sch, mutates, keys, tags, module, where, api, is_triton=_is_triton,
@@ -426,8 +442,13 @@ def define(qualname: str, schema: str | None = None, *, lib: Library | None = No
     ``AlreadyDefinedError`` (a ``RuntimeError``) naming where the first definition came from;
     close the ``Library`` that defined it first to define it again.
 
+    ``tags`` are kept on ``op.tags``; a schema tagged ``Tag.inplace`` or ``Tag.out`` must have
+    that tag's shape (``(Tensor(a!) x, ...) -> Tensor(a!)``; ``(..., *, Tensor(a!) out) ->
+    Tensor(a!)``), as torch 2.13's ``Library.define`` checks: see ``custom_op``'s ``tags``.
+
     Raises ``ValueError`` for a bad name, no schema, a schema given twice or naming another op,
-    a malformed schema (``SchemaError``), or a ``lib`` of another namespace / of kind ``"IMPL"``;
+    a malformed schema (``SchemaError``), a tagged schema without its tag's shape (naming the
+    argument), or a ``lib`` of another namespace / of kind ``"IMPL"``;
     ``TypeError`` for non-string arguments.
     """
     api = f"define({qualname!r})"
@@ -453,6 +474,7 @@ def define(qualname: str, schema: str | None = None, *, lib: Library | None = No
     _check_name(sch.qualname, api)
     _check_lib(lib, api, sch.namespace, defining=True)
     tags = _tags(tags, api)
+    check_tagged_schema(sch, tags, api)
     module, where = _site(None)
     _use_namespace(sch.namespace)
     with _registry.transaction():

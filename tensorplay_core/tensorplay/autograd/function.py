@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from .. import _codegen, _pytree
 from .._registry import setup_context_form
+from .._schema import mutation_tag
 from .._tensor_base import TensorBase, instance_class, set_grad_fn, set_history, \
     set_history_source, set_requires_grad, set_view_version
 from . import grad_mode as _gm
@@ -545,6 +546,8 @@ def make_op_autograd(op):
     info = op_autograd_info(op)
     if op.is_builtin and op.mutates_args:
         return _make_inplace_autograd(op, info)
+    if not op.is_builtin and op.tags and mutation_tag(op.tags) == "out":
+        return _out_tagged_autograd(op)
     fast = _generated_entry(op, info)   # same behaviour, exact signature
     if fast is not None:
         return fast
@@ -592,6 +595,26 @@ def make_op_autograd(op):
 
 
 _missing = object()
+
+
+def _out_tagged_autograd(op):
+    """``autograd`` entry of a ``Tag.out`` custom op: like torch's built-in ``out=`` ops (and
+    torch 2.13's ``Tag.out`` custom ops), it does not support automatic differentiation: with
+    grad mode on and an argument that requires grad, the call raises ``RuntimeError``; under
+    ``no_grad`` it runs below autograd (nothing is recorded)."""
+    from .. import _dispatch
+
+    def out_autograd_entry(*args, **kwargs):
+        if _gm._state.enabled:
+            raise RuntimeError(
+                f"{op.name}(): functions with out=... arguments don't support automatic "
+                f"differentiation, but one of the arguments requires grad (the op is tagged "
+                f"Tag.out, as torch's out= variants). Call it under tensorplay.no_grad(), pass "
+                f"detached tensors, or use a functional op that returns a new tensor for "
+                f"gradients.")
+        tensors = _dispatch.flat_tensors(args, kwargs)
+        return op.entry(_dispatch.backend_key(tensors))(*args, **kwargs)
+    return out_autograd_entry
 
 
 def _count_checked(backward, n, message, most=None):

@@ -7,8 +7,10 @@ speed.
 
 * ``test_schema`` -- inputs not declared mutated keep their values, shape, strides, storage
   offset and version; no output overlaps the memory (address range) of an input or of another
-  output, whichever library made it; the returned value has the structure the schema declares.
-  Declared mutation is trusted.
+  output, whichever library made it, except an output the schema declares to be a written
+  input (``-> Tensor(a!)`` of a ``Tag.inplace``/``Tag.out`` op), which must be that input
+  object itself; the returned value has the structure the schema declares. Declared mutation
+  is trusted.
 * ``test_autograd_registration`` -- with every floating, non-mutated input requiring grad, each
   floating output requires grad and a backward pass brings a gradient of the right shape to every
   such input. A missing ``register_autograd`` formula is legal (CompositeImplicitAutograd).
@@ -532,6 +534,15 @@ def _test_schema(op, args, kwargs, atol, rtol):
         rng = _mem_range(v)
         for ilabel, pname, t, irng in in_ranges:
             if (label, pname) in allowed:
+                # a declared alias: a view (Tensor(a), built-in view ops) shares the storage; a
+                # written one (Tensor(a!): Tag.inplace / Tag.out returns, built-in in-place ops)
+                # must be that input itself, not a copy or a view of it (torch's rule)
+                if allowed[label, pname] and v is not t:
+                    problems.append(
+                        f"output {label} should be input '{ilabel}' itself (the schema declares "
+                        f"it: {op.schema.signature_str()}) but is another tensor; return the "
+                        f"argument the op wrote, not a copy or a view of it")
+                    break
                 continue
             if v.storage_ref is t.storage_ref or _overlap(rng, irng):
                 kind = "is" if v is t else (
@@ -583,11 +594,14 @@ def _overlap(a, b) -> bool:
     return a is not None and b is not None and a[0] == b[0] and a[1] < b[2] and b[1] < a[2]
 
 
-def _declared_return_aliases(op) -> set:
-    """``{(output label, input name)}`` pairs the schema declares as aliases (``Tensor(a!)``
-    returns of built-in in-place ops); custom ops never declare them."""
+def _declared_return_aliases(op) -> dict:
+    """``{(output label, input name): written}`` for the pairs the schema declares as aliases:
+    ``Tensor(a)`` returns of built-in view ops (``written`` False), ``Tensor(a!)`` returns of
+    built-in in-place ops and of ``Tag.inplace``/``Tag.out`` custom ops (the only custom ops
+    allowed to return what they write; ``check_tagged_schema`` refuses any other written return
+    at definition). A written one must be that input itself."""
     by_alias = {a.alias: a.name for a in op.schema.arguments if a.alias}
-    return {(str(i), by_alias[r.alias]) for i, r in enumerate(op.schema.returns)
+    return {(str(i), by_alias[r.alias]): r.is_write for i, r in enumerate(op.schema.returns)
             if r.alias and r.alias in by_alias}
 
 
