@@ -275,7 +275,11 @@ def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None,
       array instead (``out.native[...] = ...``, a Triton store), its history (its base's, for a
       view) becomes a node whose backward raises naming the op and the argument. torch keeps
       the old history there, and the gradient through it is silently wrong;
-    * a written tensor that does not require grad is left so, as in torch.
+    * a written tensor that does not require grad gains the history the kernel's own tensorplay
+      ops give it (``out.copy_(x.sin())``: ``out`` then requires grad and its gradient reaches
+      ``x``); when the kernel writes its array instead (``np.sin(..., out=out.numpy())``, a
+      Triton store), it is left not requiring grad. torch runs every custom-op kernel below
+      autograd, so there ``out`` never requires grad.
 
     Typing: the op is a ``CustomOpDef[P, R]`` carrying ``fn``'s parameters and return type, so
     type checkers check calls of the op as calls of ``fn``.
