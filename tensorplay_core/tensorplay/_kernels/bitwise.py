@@ -61,8 +61,11 @@ def bind(c) -> dict:
             return shr(a, b) if 0 <= b < w else shr(shr(a, w - 1), 1)
         ok = (b >= 0) & (b < w)
         r = shr(a, xp.bitwise_and(b, b.dtype.type(w - 1)))
-        # outside: the sign bit everywhere (signed), 0 (unsigned): (a >> (w - 1)) >> 1 is both
-        return xp.where(ok, r, shr(shr(a, w - 1), 1))
+        # outside: the sign bit everywhere (signed), 0 (unsigned): (a >> (w - 1)) >> 1 is both;
+        # the amounts in a's dtype (NumPy 1 would promote a 0-d a with a Python int to int64:
+        # 7 >> tensor(3, int8) gave int64 under the declared minimum, NumPy 1.26)
+        t = a.dtype.type
+        return xp.where(ok, r, shr(shr(a, t(w - 1)), t(1)))
 
     k = {n: logical_or_bitwise(getattr(xp, OPS[n].xp), n)
          for n in ("bitwise_and", "bitwise_or", "bitwise_xor")}
