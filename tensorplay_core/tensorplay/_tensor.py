@@ -112,6 +112,10 @@ def _times_alpha(self, other, alpha, api):
     return (other if other._dtype is rt else _O.to_dtype(other, rt)) * alpha
 
 
+def _round_decimals(a, decimals):
+    return _O.round(a, decimals=decimals)
+
+
 def _rounded_div(a, b, mode):
     """``torch.div`` with a ``rounding_mode``: "floor" is ``floor_divide``; "trunc" is the
     quotient rounded toward zero (floor, plus one where the remainder is nonzero and the
@@ -630,6 +634,89 @@ class Tensor(TensorBase, instance_class=True):
     def relu_(self) -> Tensor:
         """In-place ``relu``."""
         return _O.copy_(self, _O.relu(self))
+
+    # In-place forms of the unary ops (torch's ``Tensor.<op>_``): the out-of-place op's value
+    # written into ``self`` (``_in_place``: returns ``self``, bumps its version, differentiable,
+    # an integer ``self`` refuses a floating result with RuntimeError before writing).
+
+    def neg_(self) -> Tensor:
+        """In-place ``neg``; returns ``self`` (same as ``torch.Tensor.neg_``)."""
+        return _in_place(self, "neg_", _O.neg)
+
+    def abs_(self) -> Tensor:
+        """In-place ``abs``; returns ``self`` (same as ``torch.Tensor.abs_``)."""
+        return _in_place(self, "abs_", _O.abs)
+
+    def exp_(self) -> Tensor:
+        """In-place ``exp``; returns ``self`` (same as ``torch.Tensor.exp_``). An integer or bool ``self`` raises RuntimeError (a floating result cannot be cast
+        into it), nothing written."""
+        return _in_place(self, "exp_", _O.exp)
+
+    def log_(self) -> Tensor:
+        """In-place ``log``; returns ``self`` (same as ``torch.Tensor.log_``). An integer or bool ``self`` raises RuntimeError (a floating result cannot be cast
+        into it), nothing written."""
+        return _in_place(self, "log_", _O.log)
+
+    def sqrt_(self) -> Tensor:
+        """In-place ``sqrt``; returns ``self`` (same as ``torch.Tensor.sqrt_``). An integer or bool ``self`` raises RuntimeError (a floating result cannot be cast
+        into it), nothing written."""
+        return _in_place(self, "sqrt_", _O.sqrt)
+
+    def rsqrt_(self) -> Tensor:
+        """In-place ``rsqrt``; returns ``self`` (same as ``torch.Tensor.rsqrt_``). An integer or bool ``self`` raises RuntimeError (a floating result cannot be cast
+        into it), nothing written."""
+        return _in_place(self, "rsqrt_", _O.rsqrt)
+
+    def sin_(self) -> Tensor:
+        """In-place ``sin``; returns ``self`` (same as ``torch.Tensor.sin_``). An integer or bool ``self`` raises RuntimeError (a floating result cannot be cast
+        into it), nothing written."""
+        return _in_place(self, "sin_", _O.sin)
+
+    def cos_(self) -> Tensor:
+        """In-place ``cos``; returns ``self`` (same as ``torch.Tensor.cos_``). An integer or bool ``self`` raises RuntimeError (a floating result cannot be cast
+        into it), nothing written."""
+        return _in_place(self, "cos_", _O.cos)
+
+    def tanh_(self) -> Tensor:
+        """In-place ``tanh``; returns ``self`` (same as ``torch.Tensor.tanh_``). An integer or bool ``self`` raises RuntimeError (a floating result cannot be cast
+        into it), nothing written."""
+        return _in_place(self, "tanh_", _O.tanh)
+
+    def sigmoid_(self) -> Tensor:
+        """In-place ``sigmoid``; returns ``self`` (same as ``torch.Tensor.sigmoid_``). An integer or bool ``self`` raises RuntimeError (a floating result cannot be cast
+        into it), nothing written."""
+        return _in_place(self, "sigmoid_", _O.sigmoid)
+
+    def erf_(self) -> Tensor:
+        """In-place ``erf``; returns ``self`` (same as ``torch.Tensor.erf_``). An integer or bool ``self`` raises RuntimeError (a floating result cannot be cast
+        into it), nothing written."""
+        return _in_place(self, "erf_", _O.erf)
+
+    def floor_(self) -> Tensor:
+        """In-place ``floor``; returns ``self`` (same as ``torch.Tensor.floor_``)."""
+        return _in_place(self, "floor_", _O.floor)
+
+    def ceil_(self) -> Tensor:
+        """In-place ``ceil``; returns ``self`` (same as ``torch.Tensor.ceil_``)."""
+        return _in_place(self, "ceil_", _O.ceil)
+
+    def reciprocal_(self) -> Tensor:
+        """In-place ``reciprocal``; returns ``self`` (same as ``torch.Tensor.reciprocal_``). An integer or bool ``self`` raises RuntimeError (a floating result cannot be cast
+        into it), nothing written."""
+        return _in_place(self, "reciprocal_", Tensor.reciprocal)
+
+    def sign_(self) -> Tensor:
+        """In-place ``sign``; returns ``self`` (same as ``torch.Tensor.sign_``)."""
+        return _in_place(self, "sign_", _O.sign)
+
+    def square_(self) -> Tensor:
+        """In-place ``square``; returns ``self`` (same as ``torch.Tensor.square_``)."""
+        return _in_place(self, "square_", Tensor.square)
+
+    def round_(self, *, decimals: _int = 0) -> Tensor:
+        """In-place ``round`` (halves to even, ``decimals`` places); returns ``self`` (same as
+        ``torch.Tensor.round_``)."""
+        return _in_place(self, "round_", _round_decimals, decimals)
 
     def __add__(self, other: _TensorOrScalar) -> Tensor:
         return _O.add(self, other)
