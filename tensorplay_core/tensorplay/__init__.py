@@ -100,6 +100,18 @@ if TYPE_CHECKING:
     isfinite: _Unary
     floor: _Unary
     ceil: _Unary
+    expm1: _Unary
+    log1p: _Unary
+    log2: _Unary
+    log10: _Unary
+    exp2: _Unary
+    tan: _Unary
+    asin: _Unary
+    acos: _Unary
+    atan: _Unary
+    sinh: _Unary
+    cosh: _Unary
+    trunc: _Unary
 else:   # the op records themselves (run time)
     add, sub, mul = _O.add, _O.sub, _O.mul
     pow, neg, exp, log, sqrt, rsqrt = _O.pow, _O.neg, _O.exp, _O.log, _O.sqrt, _O.rsqrt  # noqa: A001
@@ -113,6 +125,9 @@ else:   # the op records themselves (run time)
     bitwise_right_shift = _O.bitwise_right_shift
     remainder, floor_divide = _O.remainder, _O.floor_divide
     isnan, isinf, isfinite, floor, ceil = _O.isnan, _O.isinf, _O.isfinite, _O.floor, _O.ceil
+    expm1, log1p, log2, log10, exp2 = _O.expm1, _O.log1p, _O.log2, _O.log10, _O.exp2
+    tan, asin, acos, atan, sinh, cosh = _O.tan, _O.asin, _O.acos, _O.atan, _O.sinh, _O.cosh
+    trunc = _O.trunc
 
 
 def sum(input: Tensor, dim: _Dims = None, keepdim: builtins.bool = False, *,
@@ -341,6 +356,8 @@ __all__ = [
     "sum", "mean", "amax",
     "amin", "softmax", "log_softmax", "reshape", "permute", "transpose", "unsqueeze", "squeeze",
     "clamp", "allclose", "is_tensor", "compile", "isnan", "isinf", "isfinite", "floor", "ceil",
+    "trunc", "expm1", "log1p", "log2", "log10", "exp2", "tan", "asin", "acos", "atan", "sinh",
+    "cosh",
     "round", "prod", "cumsum", "nonzero", "all", "any", "max", "min", "argmax", "argmin", "sort",
     "argsort", "topk", "gather", "scatter_add", "return_types",
     "autograd", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",

@@ -112,6 +112,10 @@ def _times_alpha(self, other, alpha, api):
     return (other if other._dtype is rt else _O.to_dtype(other, rt)) * alpha
 
 
+def _round_decimals(a, decimals):
+    return _O.round(a, decimals=decimals)
+
+
 def _rounded_div(a, b, mode):
     """``torch.div`` with a ``rounding_mode``: "floor" is ``floor_divide``; "trunc" is the
     quotient rounded toward zero (floor, plus one where the remainder is nonzero and the
@@ -630,6 +634,89 @@ class Tensor(TensorBase, instance_class=True):
     def relu_(self) -> Tensor:
         """In-place ``relu``."""
         return _O.copy_(self, _O.relu(self))
+
+    # In-place forms of the unary ops (torch's ``Tensor.<op>_``): the out-of-place op's value
+    # written into ``self`` (``_in_place``: returns ``self``, bumps its version, differentiable,
+    # an integer ``self`` refuses a floating result with RuntimeError before writing).
+
+    def neg_(self) -> Tensor:
+        """In-place ``neg``; returns ``self`` (same as ``torch.Tensor.neg_``)."""
+        return _in_place(self, "neg_", _O.neg)
+
+    def abs_(self) -> Tensor:
+        """In-place ``abs``; returns ``self`` (same as ``torch.Tensor.abs_``)."""
+        return _in_place(self, "abs_", _O.abs)
+
+    def exp_(self) -> Tensor:
+        """In-place ``exp``; returns ``self`` (same as ``torch.Tensor.exp_``). An integer or bool ``self`` raises RuntimeError (a floating result cannot be cast
+        into it), nothing written."""
+        return _in_place(self, "exp_", _O.exp)
+
+    def log_(self) -> Tensor:
+        """In-place ``log``; returns ``self`` (same as ``torch.Tensor.log_``). An integer or bool ``self`` raises RuntimeError (a floating result cannot be cast
+        into it), nothing written."""
+        return _in_place(self, "log_", _O.log)
+
+    def sqrt_(self) -> Tensor:
+        """In-place ``sqrt``; returns ``self`` (same as ``torch.Tensor.sqrt_``). An integer or bool ``self`` raises RuntimeError (a floating result cannot be cast
+        into it), nothing written."""
+        return _in_place(self, "sqrt_", _O.sqrt)
+
+    def rsqrt_(self) -> Tensor:
+        """In-place ``rsqrt``; returns ``self`` (same as ``torch.Tensor.rsqrt_``). An integer or bool ``self`` raises RuntimeError (a floating result cannot be cast
+        into it), nothing written."""
+        return _in_place(self, "rsqrt_", _O.rsqrt)
+
+    def sin_(self) -> Tensor:
+        """In-place ``sin``; returns ``self`` (same as ``torch.Tensor.sin_``). An integer or bool ``self`` raises RuntimeError (a floating result cannot be cast
+        into it), nothing written."""
+        return _in_place(self, "sin_", _O.sin)
+
+    def cos_(self) -> Tensor:
+        """In-place ``cos``; returns ``self`` (same as ``torch.Tensor.cos_``). An integer or bool ``self`` raises RuntimeError (a floating result cannot be cast
+        into it), nothing written."""
+        return _in_place(self, "cos_", _O.cos)
+
+    def tanh_(self) -> Tensor:
+        """In-place ``tanh``; returns ``self`` (same as ``torch.Tensor.tanh_``). An integer or bool ``self`` raises RuntimeError (a floating result cannot be cast
+        into it), nothing written."""
+        return _in_place(self, "tanh_", _O.tanh)
+
+    def sigmoid_(self) -> Tensor:
+        """In-place ``sigmoid``; returns ``self`` (same as ``torch.Tensor.sigmoid_``). An integer or bool ``self`` raises RuntimeError (a floating result cannot be cast
+        into it), nothing written."""
+        return _in_place(self, "sigmoid_", _O.sigmoid)
+
+    def erf_(self) -> Tensor:
+        """In-place ``erf``; returns ``self`` (same as ``torch.Tensor.erf_``). An integer or bool ``self`` raises RuntimeError (a floating result cannot be cast
+        into it), nothing written."""
+        return _in_place(self, "erf_", _O.erf)
+
+    def floor_(self) -> Tensor:
+        """In-place ``floor``; returns ``self`` (same as ``torch.Tensor.floor_``)."""
+        return _in_place(self, "floor_", _O.floor)
+
+    def ceil_(self) -> Tensor:
+        """In-place ``ceil``; returns ``self`` (same as ``torch.Tensor.ceil_``)."""
+        return _in_place(self, "ceil_", _O.ceil)
+
+    def reciprocal_(self) -> Tensor:
+        """In-place ``reciprocal``; returns ``self`` (same as ``torch.Tensor.reciprocal_``). An integer or bool ``self`` raises RuntimeError (a floating result cannot be cast
+        into it), nothing written."""
+        return _in_place(self, "reciprocal_", Tensor.reciprocal)
+
+    def sign_(self) -> Tensor:
+        """In-place ``sign``; returns ``self`` (same as ``torch.Tensor.sign_``)."""
+        return _in_place(self, "sign_", _O.sign)
+
+    def square_(self) -> Tensor:
+        """In-place ``square``; returns ``self`` (same as ``torch.Tensor.square_``)."""
+        return _in_place(self, "square_", Tensor.square)
+
+    def round_(self, *, decimals: _int = 0) -> Tensor:
+        """In-place ``round`` (halves to even, ``decimals`` places); returns ``self`` (same as
+        ``torch.Tensor.round_``)."""
+        return _in_place(self, "round_", _round_decimals, decimals)
 
     def __add__(self, other: _TensorOrScalar) -> Tensor:
         return _O.add(self, other)
@@ -1179,6 +1266,136 @@ class Tensor(TensorBase, instance_class=True):
     def ceil(self) -> Tensor:
         """Elementwise ceiling (integer tensors are returned unchanged, as a copy)."""
         return _O.ceil(self)
+
+    def expm1(self) -> Tensor:
+        """Elementwise ``exp(self) - 1``, accurate near 0 (integer and bool inputs give the default float
+        dtype; same as ``torch.Tensor.expm1``)."""
+        return _O.expm1(self)
+
+    def expm1_(self) -> Tensor:
+        """In-place ``expm1``; returns ``self`` (same as ``torch.Tensor.expm1_``). An integer or
+        bool ``self`` raises RuntimeError (a floating result cannot be cast into it), nothing
+        written."""
+        return _in_place(self, "expm1_", _O.expm1)
+
+    def log1p(self) -> Tensor:
+        """Elementwise ``log(1 + self)``, accurate near 0 (integer and bool inputs give the default float
+        dtype; same as ``torch.Tensor.log1p``)."""
+        return _O.log1p(self)
+
+    def log1p_(self) -> Tensor:
+        """In-place ``log1p``; returns ``self`` (same as ``torch.Tensor.log1p_``). An integer or
+        bool ``self`` raises RuntimeError (a floating result cannot be cast into it), nothing
+        written."""
+        return _in_place(self, "log1p_", _O.log1p)
+
+    def log2(self) -> Tensor:
+        """Elementwise base-2 logarithm (integer and bool inputs give the default float
+        dtype; same as ``torch.Tensor.log2``)."""
+        return _O.log2(self)
+
+    def log2_(self) -> Tensor:
+        """In-place ``log2``; returns ``self`` (same as ``torch.Tensor.log2_``). An integer or
+        bool ``self`` raises RuntimeError (a floating result cannot be cast into it), nothing
+        written."""
+        return _in_place(self, "log2_", _O.log2)
+
+    def log10(self) -> Tensor:
+        """Elementwise base-10 logarithm (integer and bool inputs give the default float
+        dtype; same as ``torch.Tensor.log10``)."""
+        return _O.log10(self)
+
+    def log10_(self) -> Tensor:
+        """In-place ``log10``; returns ``self`` (same as ``torch.Tensor.log10_``). An integer or
+        bool ``self`` raises RuntimeError (a floating result cannot be cast into it), nothing
+        written."""
+        return _in_place(self, "log10_", _O.log10)
+
+    def exp2(self) -> Tensor:
+        """Elementwise ``2 ** self`` (integer and bool inputs give the default float
+        dtype; same as ``torch.Tensor.exp2``)."""
+        return _O.exp2(self)
+
+    def exp2_(self) -> Tensor:
+        """In-place ``exp2``; returns ``self`` (same as ``torch.Tensor.exp2_``). An integer or
+        bool ``self`` raises RuntimeError (a floating result cannot be cast into it), nothing
+        written."""
+        return _in_place(self, "exp2_", _O.exp2)
+
+    def tan(self) -> Tensor:
+        """Elementwise tangent (integer and bool inputs give the default float
+        dtype; same as ``torch.Tensor.tan``)."""
+        return _O.tan(self)
+
+    def tan_(self) -> Tensor:
+        """In-place ``tan``; returns ``self`` (same as ``torch.Tensor.tan_``). An integer or
+        bool ``self`` raises RuntimeError (a floating result cannot be cast into it), nothing
+        written."""
+        return _in_place(self, "tan_", _O.tan)
+
+    def asin(self) -> Tensor:
+        """Elementwise arcsine (integer and bool inputs give the default float
+        dtype; same as ``torch.Tensor.asin``)."""
+        return _O.asin(self)
+
+    def asin_(self) -> Tensor:
+        """In-place ``asin``; returns ``self`` (same as ``torch.Tensor.asin_``). An integer or
+        bool ``self`` raises RuntimeError (a floating result cannot be cast into it), nothing
+        written."""
+        return _in_place(self, "asin_", _O.asin)
+
+    def acos(self) -> Tensor:
+        """Elementwise arccosine (integer and bool inputs give the default float
+        dtype; same as ``torch.Tensor.acos``)."""
+        return _O.acos(self)
+
+    def acos_(self) -> Tensor:
+        """In-place ``acos``; returns ``self`` (same as ``torch.Tensor.acos_``). An integer or
+        bool ``self`` raises RuntimeError (a floating result cannot be cast into it), nothing
+        written."""
+        return _in_place(self, "acos_", _O.acos)
+
+    def atan(self) -> Tensor:
+        """Elementwise arctangent (integer and bool inputs give the default float
+        dtype; same as ``torch.Tensor.atan``)."""
+        return _O.atan(self)
+
+    def atan_(self) -> Tensor:
+        """In-place ``atan``; returns ``self`` (same as ``torch.Tensor.atan_``). An integer or
+        bool ``self`` raises RuntimeError (a floating result cannot be cast into it), nothing
+        written."""
+        return _in_place(self, "atan_", _O.atan)
+
+    def sinh(self) -> Tensor:
+        """Elementwise hyperbolic sine (integer and bool inputs give the default float
+        dtype; same as ``torch.Tensor.sinh``)."""
+        return _O.sinh(self)
+
+    def sinh_(self) -> Tensor:
+        """In-place ``sinh``; returns ``self`` (same as ``torch.Tensor.sinh_``). An integer or
+        bool ``self`` raises RuntimeError (a floating result cannot be cast into it), nothing
+        written."""
+        return _in_place(self, "sinh_", _O.sinh)
+
+    def cosh(self) -> Tensor:
+        """Elementwise hyperbolic cosine (integer and bool inputs give the default float
+        dtype; same as ``torch.Tensor.cosh``)."""
+        return _O.cosh(self)
+
+    def cosh_(self) -> Tensor:
+        """In-place ``cosh``; returns ``self`` (same as ``torch.Tensor.cosh_``). An integer or
+        bool ``self`` raises RuntimeError (a floating result cannot be cast into it), nothing
+        written."""
+        return _in_place(self, "cosh_", _O.cosh)
+
+    def trunc(self) -> Tensor:
+        """Elementwise rounding toward zero (integer tensors are returned unchanged, as a copy;
+        same as ``torch.Tensor.trunc``)."""
+        return _O.trunc(self)
+
+    def trunc_(self) -> Tensor:
+        """In-place ``trunc``; returns ``self`` (same as ``torch.Tensor.trunc_``)."""
+        return _in_place(self, "trunc_", _O.trunc)
 
     def round(self, *, decimals: _int = 0) -> Tensor:
         """Round to ``decimals`` places, halves to even (as ``torch.round``)."""

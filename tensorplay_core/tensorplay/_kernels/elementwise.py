@@ -74,11 +74,13 @@ _NAN_PICK_TL = "tl.where({0} != {0}, {0}, tl.where({1} != {1}, {1}, tl.where({0}
 _NAN_PICK_C = "(({0} != {0}) ? {0} : (({1} != {1}) ? {1} : (({0} %s {1}) ? {0} : {1})))"
 
 
-def _unary_math(name, triton=None, **forms) -> Pointwise:
-    """A floating function of one operand (integers computed in the default float dtype)."""
-    return _op(name, "arith", 1, xp=name, ufunc=forms.pop("ufunc", name),
-               triton=triton or f"tl.{name}({{0}})", cupy=forms.pop("cupy", f"{name}({{0}})"),
-               float_result=True, **forms)
+def _unary_math(name, triton="", **forms) -> Pointwise:
+    """A floating function of one operand (integers computed in the default float dtype).
+    ``triton``: its Triton form, ``tl.<name>`` when not given, None for none (the Triton fusers
+    decline the op); ``xp``: the array-API name when it differs from ``name``."""
+    return _op(name, "arith", 1, xp=forms.pop("xp", name), ufunc=forms.pop("ufunc", name),
+               triton=f"tl.{name}({{0}})" if triton == "" else triton,
+               cupy=forms.pop("cupy", f"{name}({{0}})"), float_result=True, **forms)
 
 
 def _cmp(name, ufunc, sym) -> Pointwise:
@@ -124,6 +126,19 @@ _TABLE = (
     # available in Triton's interpreter)
     _unary_math("tanh", triton="_tanh({0})", triton_f64="_tanh_f64({0})"),
     _unary_math("erf", ufunc=None, cupy=None),
+    # torch.expm1 ... torch.cosh: NumPy's ufunc on the CPU (the reference and the cpu fuser
+    # alike), C's function in CuPy's fuser. No Triton form: Triton's own tl.exp2/tl.log2 are
+    # the approximate ex2/lg2 instructions on float32, the others exist only in libdevice, which
+    # Triton's interpreter lacks; the Triton fusers decline these ops and the reference runs.
+    # (trunc keeps integer dtypes: a rounding op with floor/ceil/round, not in this table.)
+    _unary_math("expm1", triton=None), _unary_math("log1p", triton=None),
+    _unary_math("log2", triton=None), _unary_math("log10", triton=None),
+    _unary_math("exp2", triton=None),   # exp2 is NumPy's/CuPy's (the array API has none)
+    _unary_math("tan", triton=None),
+    _unary_math("asin", triton=None, ufunc="arcsin"),
+    _unary_math("acos", triton=None, ufunc="arccos"),
+    _unary_math("atan", triton=None, ufunc="arctan"),
+    _unary_math("sinh", triton=None), _unary_math("cosh", triton=None),
     # composites: the reference kernels' own sequences (1 / sqrt(x), 1 / (1 + exp(-x)))
     _unary_math("rsqrt", ufunc=None, steps=(("sqrt", "x"), ("divide", 1, "x")),
                 cupy="((T)1 / sqrt({0}))"),

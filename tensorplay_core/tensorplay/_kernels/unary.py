@@ -1,7 +1,7 @@
 """Reference kernels of the pointwise unary ops: each op's array-API function
 (``elementwise.OPS[op].xp``; integer inputs of floating functions in the default float dtype),
 the composites (``sigmoid``, ``rsqrt``, ``relu``), ``erf`` (absent from the array API), the
-classification and rounding ops."""
+classification and rounding ops (``floor``, ``ceil``, ``trunc``, ``round``)."""
 
 from __future__ import annotations
 
@@ -27,9 +27,11 @@ def _from_table(c):
         return lambda x: f(fl(x))
 
     k = {}
-    for name in ("neg", "abs", "exp", "log", "sqrt", "tanh", "sin", "cos"):
+    for name in ("neg", "abs", "exp", "log", "sqrt", "tanh", "sin", "cos", "expm1", "log1p",
+                 "log2", "log10", "exp2", "tan", "asin", "acos", "atan", "sinh", "cosh"):
         p = OPS[name]
-        f = getattr(xp, p.xp)
+        # exp2 is outside the array API: the backend's NumPy-like module has it as a ufunc
+        f = getattr(xp, p.xp, None) or getattr(c.be.np, p.ufunc)
         k[name] = floating(f) if p.float_result else f
 
     def sign(x):
@@ -121,4 +123,5 @@ def _rounding(c):
         s = 10.0 ** -decimals
         return xp.astype(xp.round(x / s) * s, x.dtype)
 
-    return dict(floor=unchanged_ints(xp.floor), ceil=unchanged_ints(xp.ceil), round=round_)
+    return dict(floor=unchanged_ints(xp.floor), ceil=unchanged_ints(xp.ceil),
+                trunc=unchanged_ints(xp.trunc), round=round_)

@@ -10,6 +10,31 @@ from __future__ import annotations
 
 # name -> (what it computes, the torch name whose semantics it follows)
 DOCS = {
+    # unary math added in session 41 (torch.expm1 ... torch.trunc)
+    "expm1": ("``exp(self) - 1``, elementwise, accurate near 0; integer and bool inputs give "
+              "the default float dtype.", "torch.expm1"),
+    "log1p": ("``log(1 + self)``, elementwise, accurate near 0 (``-inf`` at -1, NaN below); "
+              "integer and bool inputs give the default float dtype.", "torch.log1p"),
+    "log2": ("Base-2 logarithm, elementwise (``-inf`` at 0, NaN below); integer and bool "
+             "inputs give the default float dtype.", "torch.log2"),
+    "log10": ("Base-10 logarithm, elementwise (``-inf`` at 0, NaN below); integer and bool "
+              "inputs give the default float dtype.", "torch.log10"),
+    "exp2": ("``2 ** self``, elementwise; integer and bool inputs give the default float "
+             "dtype.", "torch.exp2"),
+    "tan": ("Tangent, elementwise; integer and bool inputs give the default float dtype.",
+            "torch.tan"),
+    "asin": ("Arcsine, elementwise (NaN outside [-1, 1]); integer and bool inputs give the "
+             "default float dtype.", "torch.asin"),
+    "acos": ("Arccosine, elementwise (NaN outside [-1, 1]); integer and bool inputs give the "
+             "default float dtype.", "torch.acos"),
+    "atan": ("Arctangent, elementwise; integer and bool inputs give the default float dtype.",
+             "torch.atan"),
+    "sinh": ("Hyperbolic sine, elementwise; integer and bool inputs give the default float "
+             "dtype.", "torch.sinh"),
+    "cosh": ("Hyperbolic cosine, elementwise; integer and bool inputs give the default float "
+             "dtype.", "torch.cosh"),
+    "trunc": ("Each element rounded toward zero (keeps the dtype; integer tensors are returned "
+              "unchanged, as a copy).", "torch.trunc"),
     "abs": ("Absolute value, elementwise.", "torch.abs"),
     "add": ("``self + other``, elementwise with broadcasting; either operand may be a Python "
             "number (a number first is weak, as ``5 + t``).", "torch.add"),

@@ -331,6 +331,42 @@ defop("erf" + _U, meta=unary_meta("float"), setup=lambda c, i, o: c.save_for_bac
                                              _TWO_OVER_SQRT_PI)))
 
 
+# torch.expm1 ... torch.cosh: integer and bool inputs give the default float dtype; backward
+# formulas as torch's derivatives.yaml (in terms of the saved input or result)
+def _save_in(c, i, o):
+    c.save_for_backward(i[0])
+
+
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+_F = unary_meta("float")
+defop("expm1" + _U, meta=_F, setup=_save_out,        # grad * (result + 1)
+      backward=lambda ctx, g: O.mul(g, O.add(ctx.saved_tensors[0], 1.0)))
+defop("log1p" + _U, meta=_F, setup=_save_in,         # grad / (self + 1)
+      backward=lambda ctx, g: O.div(g, O.add(ctx.saved_tensors[0], 1.0)))
+defop("log2" + _U, meta=_F, setup=_save_in,          # grad / (self * ln 2)
+      backward=lambda ctx, g: O.div(g, O.mul(ctx.saved_tensors[0], _LN2)))
+defop("log10" + _U, meta=_F, setup=_save_in,         # grad / (self * ln 10)
+      backward=lambda ctx, g: O.div(g, O.mul(ctx.saved_tensors[0], _LN10)))
+defop("exp2" + _U, meta=_F, setup=_save_out,         # grad * result * ln 2
+      backward=lambda ctx, g: O.mul(g, O.mul(ctx.saved_tensors[0], _LN2)))
+defop("tan" + _U, meta=_F, setup=_save_out,          # grad * (1 + result**2)
+      backward=lambda ctx, g: O.mul(g, O.add(O.mul(ctx.saved_tensors[0],
+                                                   ctx.saved_tensors[0]), 1.0)))
+defop("asin" + _U, meta=_F, setup=_save_in,          # grad * rsqrt(1 - self**2)
+      backward=lambda ctx, g: O.mul(g, O.rsqrt(O.rsub(O.mul(ctx.saved_tensors[0],
+                                                            ctx.saved_tensors[0]), 1.0))))
+defop("acos" + _U, meta=_F, setup=_save_in,          # -grad * rsqrt(1 - self**2)
+      backward=lambda ctx, g: O.neg(O.mul(g, O.rsqrt(O.rsub(O.mul(ctx.saved_tensors[0],
+                                                                  ctx.saved_tensors[0]), 1.0)))))
+defop("atan" + _U, meta=_F, setup=_save_in,          # grad / (self**2 + 1)
+      backward=lambda ctx, g: O.div(g, O.add(O.mul(ctx.saved_tensors[0],
+                                                   ctx.saved_tensors[0]), 1.0)))
+defop("sinh" + _U, meta=_F, setup=_save_in,          # grad * cosh(self)
+      backward=lambda ctx, g: O.mul(g, O.cosh(ctx.saved_tensors[0])))
+defop("cosh" + _U, meta=_F, setup=_save_in,          # grad * sinh(self)
+      backward=lambda ctx, g: O.mul(g, O.sinh(ctx.saved_tensors[0])))
+
+
 # -- where --------------------------------------------------------------------------------------
 def _where_meta(cond, a, b):
     from ._shapes import broadcast_shapes, out_like, result_dtype, shape_of, first_tensor
@@ -369,11 +405,12 @@ for _name in ("isnan", "isinf", "isfinite"):
     defop(_name + _U, meta=unary_meta("bool"), differentiable=False)
 
 
-def _zero_grad(ctx, g):   # floor/ceil/round: piecewise constant (torch: zeros_like(grad))
+def _zero_grad(ctx, g):   # floor/ceil/trunc/round: piecewise constant (torch: zeros_like(grad))
     return O.mul(g, 0.0)
 
 
 defop("floor" + _U, meta=unary_meta(), backward=_zero_grad)
 defop("ceil" + _U, meta=unary_meta(), backward=_zero_grad)
+defop("trunc" + _U, meta=unary_meta(), backward=_zero_grad)
 defop("round(Tensor self, *, int decimals=0) -> Tensor", meta=lambda x, *, decimals=0: unary_meta()(x),
       backward=lambda ctx, g: (O.mul(g, 0.0), None))

@@ -189,6 +189,16 @@ def _reduce_max_min(g):
     return [S(g.DISTINCT(2, 3)), S(g.DISTINCT(2, 3), [1]), S(g.DISTINCT(2, 3, 2), [0, 2], True)]
 
 
+def _unary_float(lo=-1.0, hi=1.0, ints=(0, 1)):
+    """A floating function of one operand in its domain [lo, hi): float64 with gradients, a
+    0-dim one, float32, and an int64 tensor (promoted to the default float dtype)."""
+    def build(g):
+        return [S(g.T(2, 3, lo=lo, hi=hi)), S(g.T(lo=lo, hi=hi)),
+                S(g.T(4, lo=lo, hi=hi, dtype=g.tp.float32), grad=False),
+                S(g.IDX(list(ints)), grad=False)]
+    return build
+
+
 # name -> builder(g) -> [BuiltinSample]; g makes tensors on the requested device
 SAMPLES = {
     "add": _binary(), "sub": _binary(), "rsub": _binary(), "mul": _binary(),
@@ -304,6 +314,13 @@ SAMPLES = {
     "isfinite": lambda g: [S(g.V([float("nan"), -float("inf"), 2.0])), S(g.T(2, 3)),
                            S(g.IDX([1]))],
     "floor": lambda g: [S(g.T(2, 3, lo=-3, hi=3)), S(g.T()), S(g.IDX([1, -2]), grad=False)],
+    "trunc": lambda g: [S(g.T(2, 3, lo=-3, hi=3)), S(g.T()), S(g.IDX([1, -2]), grad=False)],
+    "expm1": _unary_float(-2.0, 2.0, (0, 1, -3)), "log1p": _unary_float(-0.5, 2.0, (0, 4)),
+    "log2": _unary_float(0.5, 3.0, (1, 8)), "log10": _unary_float(0.5, 3.0, (1, 100)),
+    "exp2": _unary_float(-2.0, 2.0, (0, 3, -2)), "tan": _unary_float(-1.2, 1.2, (0, 1)),
+    "asin": _unary_float(-0.9, 0.9, (0, 1)), "acos": _unary_float(-0.9, 0.9, (0, 1, -1)),
+    "atan": _unary_float(-3.0, 3.0, (0, 5)), "sinh": _unary_float(-2.0, 2.0, (0, 2)),
+    "cosh": _unary_float(-2.0, 2.0, (0, -2)),
     "ceil": lambda g: [S(g.T(2, 3, lo=-3, hi=3)), S(g.T()), S(g.IDX([1, -2]), grad=False)],
     "round": lambda g: [S(g.T(2, 3, lo=-3, hi=3)),
                         S(g.V([0.5, 1.5, 2.5, -0.5, 1.26, -2.74], g.f64), grad=False),
