@@ -357,6 +357,43 @@ def _value_to_tp(v, where):
     return v
 
 
+def written_returns(op):
+    """For an op whose every return is an argument it writes (``Tensor(a!)`` returns: a
+    ``Tag.inplace`` op returns its first argument, a ``Tag.out`` op its ``out=`` tensors),
+    ``((is keyword-only, position in torch's args or name, default), ...)`` per return; else
+    None. The kernels (real and fake) hand torch those argument objects back, as torch's own in-place and out=
+    ops return ``self``/``out`` (identity, the version counter, autograd metadata) -- a new torch
+    tensor over the same memory would be another object with a counter of its own."""
+    sch = op.schema
+    if not sch.returns:
+        return None
+    positional = [a for a in sch.arguments if not a.kwarg_only]
+    picks = []
+    for r in sch.returns:
+        hit = None
+        if r.is_write:
+            for a in sch.arguments:
+                if a.is_write and a.alias == r.alias:
+                    hit = ((True, a.name, a.default) if a.kwarg_only else
+                           (False, positional.index(a), a.name))
+                    break
+        if hit is None:
+            return None
+        picks.append(hit)
+    return tuple(picks)
+
+
+def pick_written(args, kwargs, picks):
+    """The torch arguments ``written_returns`` names: one tensor, or a tuple of them."""
+    out = []
+    for kw, where, other in picks:
+        if kw:
+            out.append(kwargs.get(where, other))
+        else:
+            out.append(args[where] if where < len(args) else kwargs[other])
+    return out[0] if len(out) == 1 else tuple(out)
+
+
 def fresh_returns(op) -> tuple:
     """Indices of ``op``'s tensor returns the schema declares no alias for (``Tensor``, not
     ``Tensor(a)``/``Tensor(a!)``): those must not share memory with an input."""

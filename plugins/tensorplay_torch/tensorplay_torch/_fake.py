@@ -20,11 +20,13 @@ from tensorplay import fake as tp_fake
 
 from ._convert import (
     BridgeError,
+    pick_written,
     reraise,
     torch_device,
     torch_dtype,
     tp_device,
     tp_dtype,
+    written_returns,
 )
 
 __all__ = ["fake_from_torch", "make_fake_kernel", "torch_from_fake"]
@@ -78,7 +80,11 @@ def _fake_out(out, where):
 
 
 def make_fake_kernel(op, where):
-    """torch fake kernel of TensorPlay op ``op``."""
+    """torch fake kernel of TensorPlay op ``op``. An op whose returns are all arguments it
+    writes (``Tag.inplace``/``Tag.out``) returns those torch (fake) arguments themselves, as
+    its real kernel does, after the pack's fake has run on them."""
+    written = written_returns(op)
+
     def fake_kernel(*args, **kwargs):
         with tp_fake.FakeTensorMode():
             a = [_fake_value(v, where) for v in args]
@@ -90,6 +96,8 @@ def make_fake_kernel(op, where):
             except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
                 reraise(e, f"{where}: the pack's fake kernel raised on the TensorPlay side (run "
                            f"on fake tensors built from torch's)")
+        if written is not None:
+            return pick_written(args, kwargs, written)
         return _fake_out(out, where)
     fake_kernel.__name__ = f"fake_{op.opname}"
     return fake_kernel

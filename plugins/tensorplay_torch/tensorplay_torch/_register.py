@@ -19,8 +19,8 @@ import torch
 
 from . import _autograd
 from ._convert import (DYNAMO_HOOK, BridgeError, alias_error, check_aliasing, fresh_returns,
-                       out_to_torch, plan_args, planned_args_to_tp, reraise, result_to_torch,
-                       set_eval_frame, skip_dynamo, to_tp)
+                       out_to_torch, pick_written, plan_args, planned_args_to_tp, reraise,
+                       result_to_torch, set_eval_frame, skip_dynamo, to_tp, written_returns)
 from ._fake import make_fake_kernel
 
 __all__ = ["bridged_ops", "register"]
@@ -75,7 +75,28 @@ def _kernel(op, where):
     # Each kernel keeps TorchDynamo out itself (``skip_dynamo``, ``set_eval_frame``), as
     # torch.library.register_kernel's wrapper would with four Python frames more per call.
     mutated = _mutated_positions(op)
-    if mutated != ((), ()):
+    written = written_returns(op)
+    if written is not None and mutated != ((), ()):
+        mpos, mkw = mutated
+
+        def kernel(*args, **kwargs):
+            # returns only arguments it writes: the TensorPlay op writes them (its own eager
+            # check makes sure it returned them), torch gets its own argument objects back
+            prior = set_eval_frame(None)
+            try:
+                if not _inference_mode():
+                    _refuse_inference_writes(args, kwargs, mpos, mkw, where)
+                a, k = planned_args_to_tp(plan, args, kwargs, where)
+                try:
+                    op(*a, **k)
+                except BridgeError:
+                    raise
+                except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
+                    reraise(e, f"{where}: the TensorPlay kernel raised")
+                return pick_written(args, kwargs, written)
+            finally:
+                set_eval_frame(prior)
+    elif mutated != ((), ()):
         mpos, mkw = mutated
 
         def kernel(*args, **kwargs):
