@@ -123,10 +123,18 @@ def test_recaptures_release_their_source():
     # entries made by earlier tests before tracing began; each that is evicted and made again is
     # traced from then on, a growth bounded by the cache's size that fades once every entry has
     # been replaced (about 1000 captures after tests/test_zero_dim_promotion.py's compiles; 100
-    # left 0.7 new blocks per cycle in the measured half, 1000 left 0.3 and 1500 0.1)
-    growth = _flat(cycle, warmup=1000)
+    # left 0.7 new blocks per cycle in the measured half, 1000 left 0.3 and 1500 0.1). The
+    # suite keeps growing what runs before this test: with 119 built-in ops (2026-12-04), 1000
+    # left 0.62-0.73 in two full-suite runs (the limit is 0.5 + 32/300 a cycle), so 3000
+    growth = _flat(cycle, warmup=3000)
     assert compiled.cache_size == 64 and compiled.captures >= CYCLES
-    _check(growth)
+    try:
+        _check(growth)
+    except AssertionError:
+        # a residue of that kind fades with more captures, a leak does not: measure once more,
+        # right after (the first measurement's cycles count as more warm-up); a leak of any
+        # object adds at least one block per cycle and fails this one too
+        _check(_flat(cycle, warmup=0))
 
 
 def test_closed_library_ops_release_their_source():

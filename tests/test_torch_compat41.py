@@ -383,3 +383,22 @@ def test_a_dim_named_twice_is_refused_as_torch(call):
     with fake.FakeTensorMode() as m:
         with pytest.raises(RuntimeError, match="appears multiple times in the list of dims"):
             call(m.from_tensor(x))
+
+
+@pytest.mark.parametrize("fn", ["var", "std", "var_mean", "std_mean"])
+@pytest.mark.parametrize("dim", [[], ()])
+@pytest.mark.parametrize("correction", [None, 0])
+def test_an_empty_dim_list_reduces_every_dim(fn, dim, correction):
+    """torch reduces all elements for dim=[] or dim=() (as sum/mean do); the divisor is N -
+    correction with N every element (it was 1: var_mean(x, []) gave (inf, mean)). Review 41."""
+    x = tp.tensor([[1.0, 2.0, 4.0], [3.0, 5.0, 9.0]])
+    kw = {} if correction is None else {"correction": correction}
+    got = getattr(tp, fn)(x, dim, **kw)
+    want = getattr(tp, fn)(x, None, **kw)
+    got = got if isinstance(got, tuple) else (got,)
+    want = want if isinstance(want, tuple) else (want,)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and tp.allclose(g, w)
+    v = x.numpy().var(ddof=1 if correction is None else 0)
+    first = got[0].item()
+    assert abs(first - (v if fn.startswith("var") else v ** 0.5)) < 1e-5

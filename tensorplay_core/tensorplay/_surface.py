@@ -608,6 +608,8 @@ def variance_and_mean(api: str, input: Tensor, dim, args: tuple, correction, kee
         raise RuntimeError(f"{what} only support floating point and complex dtypes "
                            f"(got {input.dtype}); cast first, e.g. x.float()")
     dims = None if dim is None else [dim] if isinstance(dim, _int) else list(dim)
+    if dims == []:
+        dims = None         # an empty dim list reduces every dim (torch's rule, as sum's)
     mu = input.mean(dims, keepdim=True)
     d = input - mu
     shape = input.shape
