@@ -112,6 +112,7 @@ if TYPE_CHECKING:
     sinh: _Unary
     cosh: _Unary
     trunc: _Unary
+    sign: _Unary
 else:   # the op records themselves (run time)
     add, sub, mul = _O.add, _O.sub, _O.mul
     pow, neg, exp, log, sqrt, rsqrt = _O.pow, _O.neg, _O.exp, _O.log, _O.sqrt, _O.rsqrt  # noqa: A001
@@ -127,7 +128,7 @@ else:   # the op records themselves (run time)
     isnan, isinf, isfinite, floor, ceil = _O.isnan, _O.isinf, _O.isfinite, _O.floor, _O.ceil
     expm1, log1p, log2, log10, exp2 = _O.expm1, _O.log1p, _O.log2, _O.log10, _O.exp2
     tan, asin, acos, atan, sinh, cosh = _O.tan, _O.asin, _O.acos, _O.atan, _O.sinh, _O.cosh
-    trunc = _O.trunc
+    trunc, sign = _O.trunc, _O.sign
 
 
 def sum(input: Tensor, dim: _Dims = None, keepdim: builtins.bool = False, *,
@@ -155,6 +156,67 @@ def amin(input: Tensor, dim: _Dims = (), keepdim: builtins.bool = False) -> Tens
 def round(input: Tensor, *, decimals: builtins.int = 0) -> Tensor:  # noqa: A001
     """Round to ``decimals`` places, halves to even (same as ``torch.round``)."""
     return _O.round(input, decimals=decimals)
+
+
+def square(input: Tensor) -> Tensor:
+    """``input * input``, elementwise, in ``input``'s dtype (an integer tensor stays integer);
+    same as ``torch.square``."""
+    return input.square()
+
+
+def reciprocal(input: Tensor) -> Tensor:
+    """``1 / input``, elementwise; integer and bool inputs give the default float dtype, division
+    by zero gives ``inf`` (same as ``torch.reciprocal``)."""
+    return input.reciprocal()
+
+
+def t(input: Tensor) -> Tensor:
+    """The transpose of a tensor with at most 2 dims, as a view (0-d and 1-d inputs are returned
+    as they are); more dims raise ``RuntimeError``. Same as ``torch.t``."""
+    return input.t()
+
+
+def masked_fill(input: Tensor, mask: Tensor, value: _TensorOrScalar) -> Tensor:
+    """A copy of ``input`` with ``value`` (a number or a 0-d tensor) where the bool ``mask``
+    (broadcastable to ``input``) is True; ``input`` is unchanged. Differentiable in ``input`` and
+    a tensor ``value``. Same as ``torch.masked_fill``."""
+    return input.masked_fill(mask, value)
+
+
+def index_add(input: Tensor, dim: builtins.int, index: Tensor, source: Tensor, *,
+              alpha: _Number = 1) -> Tensor:
+    """A copy of ``input`` with ``alpha * source`` added at the positions ``index`` (1-D int64)
+    along ``dim``; repeated indices accumulate. Same as ``torch.index_add``."""
+    return input.index_add(dim, index, source, alpha=alpha)
+
+
+def numel(input: Tensor) -> builtins.int:
+    """The number of elements of ``input`` (a Python int), as ``torch.numel``."""
+    return input.numel()
+
+
+def is_floating_point(input: Tensor) -> builtins.bool:
+    """True if ``input``'s dtype is a floating-point one (float16, bfloat16, float32, float64),
+    as ``torch.is_floating_point``."""
+    return input.is_floating_point()
+
+
+def detach(input: Tensor) -> Tensor:
+    """A tensor sharing ``input``'s storage, outside the autograd graph (``requires_grad``
+    False), as ``torch.detach``."""
+    return input.detach()
+
+
+def swapaxes(input: Tensor, axis0: builtins.int, axis1: builtins.int) -> Tensor:
+    """A view with dims ``axis0`` and ``axis1`` swapped (``transpose``); same as
+    ``torch.swapaxes``."""
+    return input.transpose(axis0, axis1)
+
+
+def unflatten(input: Tensor, dim: builtins.int, sizes: Sequence[builtins.int]) -> Tensor:
+    """Dim ``dim`` split into ``sizes`` (one may be -1), a view when the strides allow; same as
+    ``torch.unflatten``."""
+    return input.unflatten(dim, sizes)
 
 
 def prod(input: Tensor, dim: _Dims = None, keepdim: builtins.bool = False, *,
@@ -356,7 +418,8 @@ __all__ = [
     "sum", "mean", "amax",
     "amin", "softmax", "log_softmax", "reshape", "permute", "transpose", "unsqueeze", "squeeze",
     "clamp", "allclose", "is_tensor", "compile", "isnan", "isinf", "isfinite", "floor", "ceil",
-    "trunc", "expm1", "log1p", "log2", "log10", "exp2", "tan", "asin", "acos", "atan", "sinh",
+    "trunc", "sign", "square", "reciprocal", "t", "masked_fill", "index_add", "numel",
+    "is_floating_point", "detach", "swapaxes", "unflatten", "expm1", "log1p", "log2", "log10", "exp2", "tan", "asin", "acos", "atan", "sinh",
     "cosh",
     "round", "prod", "cumsum", "nonzero", "all", "any", "max", "min", "argmax", "argmin", "sort",
     "argsort", "topk", "gather", "scatter_add", "return_types",

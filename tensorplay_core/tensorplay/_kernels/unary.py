@@ -35,7 +35,8 @@ def _from_table(c):
         k[name] = floating(f) if p.float_result else f
 
     def sign(x):
-        return xp.sign(x)
+        # bool: the input itself, as torch (NumPy's sign has no bool loop)
+        return xp.asarray(x, copy=True) if x.dtype.kind == "b" else xp.sign(x)
     k["sign"] = sign
     k.update(isnan=xp.isnan, isinf=xp.isinf, isfinite=xp.isfinite)
     return k

@@ -165,7 +165,9 @@ DOCS = {
     "select": ("A view of index ``index`` of ``dim`` (that dimension removed).",
                "torch.select"),
     "sigmoid": ("``1 / (1 + exp(-self))``, elementwise.", "torch.sigmoid"),
-    "sign": ("-1, 0 or 1 by the sign of each element.", "torch.sign"),
+    "sign": ("-1, 0 or 1 by the sign of each element, in its dtype (-0.0 gives 0); NaN stays "
+             "NaN (NumPy's rule: torch gives 0); a bool tensor is returned as it is (a copy).",
+             "torch.sign"),
     "sin": ("Sine, elementwise.", "torch.sin"),
     "slice": ("A view of ``dim`` from ``start`` to ``end`` by ``step`` (``t[a:b:c]``).",
               "torch.Tensor.__getitem__"),
