@@ -343,6 +343,30 @@ def test_an_inplace_op_whose_other_argument_requires_grad_gives_its_result_a_his
         b.sum().backward()
 
 
+def test_an_inplace_op_on_a_non_leaf_under_compile_never_loses_the_gradient_silently():
+    """As torch's custom_op: refused naming the op (at compile time here), never an output that
+    silently stops requiring grad."""
+    def f(w):
+        h = w * 2
+        return R.add_(h, torch.ones(3)) * 3
+
+    w = torch.randn(3, requires_grad=True)
+    torch._dynamo.reset()
+    try:
+        out = torch.compile(f, backend="aot_eager", fullgraph=True)(w)
+        assert out.requires_grad
+        out.sum().backward()
+    except Exception as e:          # noqa: BLE001 - torch wraps it (BackendCompilerFailed)
+        assert f"{NS}::add_" in str(e) and "mutates its arguments" in str(e), e
+    else:
+        raise AssertionError("backward through a mutating op was not refused")
+    assert w.grad is None
+    with torch.no_grad():
+        torch._dynamo.reset()
+        got = torch.compile(f, backend="aot_eager", fullgraph=True)(w)
+    torch.testing.assert_close(got, (w.detach() * 2 + 1) * 3)
+
+
 # -- 7. formula mistakes ------------------------------------------------------------------------
 
 _PATHS = ["direct", "hooks"]
@@ -363,8 +387,8 @@ def _run(name, path):
 @pytest.mark.parametrize("path", _PATHS)
 def test_a_formula_returning_too_many_gradients_is_refused(path):
     with pytest.raises(RuntimeError, match=(WHERE % "too_many") + r", backward: the backward "
-                       r"formula registered with register_autograd returned an incorrect number "
-                       r"of gradients \(expected 3, got 4\)"):
+                       r"formula registered with register_autograd returned 4 gradients: an "
+                       r"incorrect number of gradients \(expected 3, got 4\)"):
         _run("too_many", path)
 
 
