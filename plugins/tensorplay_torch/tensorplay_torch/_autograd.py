@@ -319,11 +319,12 @@ class _Bridge:
         # plain eager calls of an op differentiated through its body keep the forward's
         # TensorPlay graph for backward (keep_forward) instead of recomputing the body
         self.keep = mode == "composite" and not self.multi
-        self.keep_function = type(f"TensorPlayBridgeBody_{op.namespace}_{op.opname}",
-                                  (torch.autograd.Function,),
-                                  {"forward": staticmethod(self.keep_forward),
-                                   "backward": staticmethod(self.keep_backward)})
-        self._keep_apply = super(torch.autograd.Function, self.keep_function).apply
+        if self.keep:               # its own Function (made only for the ops that take it)
+            self.keep_function = type(f"TensorPlayBridgeBody_{op.namespace}_{op.opname}",
+                                      (torch.autograd.Function,),
+                                      {"forward": staticmethod(self.keep_forward),
+                                       "backward": staticmethod(self.keep_backward)})
+            self._keep_apply = super(torch.autograd.Function, self.keep_function).apply
         self.cuda_keep_run = None   # _keep_run on torch's current CUDA stream
         self.cuda_keep_grads = None  # _keep_grads on torch's current CUDA stream
         # gradients the pack's backward must return at least: one per argument, trailing
