@@ -47,11 +47,30 @@ TensorPlay's autograd hands them (a sole ``Tensor[]``'s one per element, a list 
 outputs as one list), through the backward op (``tp_lens_`` carries the lists' lengths).
 
 Ops without a formula whose kernel is their device-agnostic body written with TensorPlay ops
-(CompositeImplicitAutograd) get the same backward op, computing the vector-Jacobian product with
-TensorPlay's autograd through that body (the forward is recomputed inside backward). Where a
-device kernel of its own runs instead of the body, TensorPlay's autograd refuses, naming the op:
-the body's gradient would not be the running kernel's. Ops with neither get a backward that
-raises naming the op (torch's own behaviour for custom ops without a formula).
+(CompositeImplicitAutograd) are differentiated by TensorPlay's autograd through that body. In
+plain eager calls (the direct path's conditions, list arguments allowed) the Function's forward
+(``keep_forward``) runs the body with TensorPlay's autograd recording and keeps that graph on
+``ctx``; backward differentiates it, as TensorPlay's own autograd would -- with what the forward
+drew, for a body that draws random numbers. Where torch runs the backward op instead (tracing,
+saved-tensor hooks, ``Tensor[]``/``Tensor?`` returns) that op recomputes the forward inside
+backward; an op tagged ``nondeterministic_seeded`` is refused there, naming the op (a recompute
+would draw new numbers: a silently wrong gradient). Where a device kernel of its own runs instead
+of the body, TensorPlay's autograd refuses, naming the op: the body's gradient would not be the
+running kernel's. Ops with neither get a backward that raises naming the op (torch's own
+behaviour for custom ops without a formula).
+
+A formula's result is held to TensorPlay's (and torch's) rules, raising ``BridgeError`` naming
+the op, its pack and the position: one gradient per argument (too few or too many refused),
+None for an argument that is not a tensor, and a shape that is the input's or broadcasts from it
+(then summed to it).
+
+Ops that write arguments (``_Bridge.mutating_kernel``) with an argument requiring grad: a
+``Tag.out`` op, and a written leaf that requires grad or a view of one, are refused before
+anything is written; an op returning the arguments it writes (``Tag.inplace``) returns them
+themselves, their history rebased onto a node whose backward raises naming the op.
+
+Whether an argument requires grad is ``torch._C._any_requires_grad``'s answer, plus, for ops with
+list arguments, their elements' (that function misses a list holding a None).
 """
 
 from __future__ import annotations
@@ -64,8 +83,8 @@ import torch
 from tensorplay.autograd import FunctionCtx
 
 from ._convert import (BridgeError, _needs_conversion, _value_to_tp, alias_error, check_aliasing,
-                       fresh_returns, out_to_torch, reraise, result_to_torch, set_eval_frame,
-                       skip_dynamo, to_tp)
+                       fresh_returns, out_to_torch, pick_written, reraise, result_to_torch,
+                       set_eval_frame, skip_dynamo, to_tp, written_returns)
 from ._fake import fake_from_torch
 
 __all__ = ["backward_schema", "bridge_autograd"]
@@ -172,6 +191,11 @@ def _call_setup(op, ctx, values, output, setup=None, form=None):
         setup(ctx, tuple(values), output)
 
 
+def _tag_names(op) -> frozenset:
+    """``op``'s tags by name (``"out"``, ``"nondeterministic_seeded"``)."""
+    return frozenset(str(getattr(t, "value", t)) for t in op.tags)
+
+
 def _single_output(op) -> bool:
     return len(op.schema.returns) == 1 and not op.schema.returns_tuple
 
@@ -219,6 +243,8 @@ class _Bridge:
         self.nargs = len(self.args)
         self.tensor_args = tuple(i for i, a in enumerate(self.args) if _is_tensor_arg(a))
         self.list_args = tuple(i for i in self.tensor_args if self.args[i].type.endswith("[]"))
+        # does an argument require grad (the kernels' first test): list elements looked at too
+        self.any_requires_grad = self._any_grad_lists if self.list_args else _any_requires_grad
         self.npos = sum(1 for a in self.args if not a.kwarg_only)
         self.kwnames = tuple(a.name for a in self.args if a.kwarg_only)
         # defaults as torch fills them (the dispatcher leaves out arguments equal to their
@@ -283,6 +309,32 @@ class _Bridge:
         self.cuda_direct = None     # direct_backward on torch's current CUDA stream
         names = set(op.mutates_args)
         self.mutated = tuple(i for i, a in enumerate(self.args) if a.name in names)
+        # Tag.out: refused with grad (mutating_kernel); every return an argument it writes
+        # (Tag.inplace, Tag.out): those arguments are the results, with a node of their own
+        tags = _tag_names(op)
+        self.out_tagged = "out" in tags
+        # an op without a formula whose body draws random numbers: its body is never run again
+        # in backward (backward_kernel refuses; plain eager calls keep the forward's graph)
+        self.seeded = "nondeterministic_seeded" in tags
+        # plain eager calls of an op differentiated through its body keep the forward's
+        # TensorPlay graph for backward (keep_forward) instead of recomputing the body
+        self.keep = mode == "composite" and not self.multi
+        if self.keep:               # its own Function (made only for the ops that take it)
+            self.keep_function = type(f"TensorPlayBridgeBody_{op.namespace}_{op.opname}",
+                                      (torch.autograd.Function,),
+                                      {"forward": staticmethod(self.keep_forward),
+                                       "backward": staticmethod(self.keep_backward)})
+            self._keep_apply = super(torch.autograd.Function, self.keep_function).apply
+        self.cuda_keep_run = None   # _keep_run on torch's current CUDA stream
+        self.cuda_keep_grads = None  # _keep_grads on torch's current CUDA stream
+        # gradients the pack's backward must return at least: one per argument, trailing
+        # keyword-only non-tensor ones may be left out (TensorPlay's rule)
+        n = self.nargs
+        while n and self.args[n - 1].kwarg_only and not _is_tensor_arg(self.args[n - 1]):
+            n -= 1
+        self.nneeded = n
+        self.picks = written_returns(op) if mode == "mutating" else None
+        self.written_only = self.picks is not None
 
     # -- torch's side ------------------------------------------------------------------------
     def autograd_kernel(self, keyset, *args, **kwargs):
@@ -292,7 +344,7 @@ class _Bridge:
         TorchDynamo's frame hook is off while it runs, as in the kernels (``_register``)."""
         prior = set_eval_frame(None)
         try:
-            if not (_grad_enabled() and _any_requires_grad(*args, **kwargs)):
+            if not (_grad_enabled() and self.any_requires_grad(*args, **kwargs)):
                 # plain cpu / cuda tensors, no mode: the backend's kernel is all the redispatch
                 # would reach, so it is called here (no dispatcher round trip)
                 raw = keyset.raw_repr()
@@ -323,11 +375,41 @@ class _Bridge:
                     return self._direct_apply(*slots, (values, False))
                 if raw == _CUDA_RAW:
                     return self._direct_apply(*slots, (values, True))
+            elif self.keep and _top_saved_hooks(True) is None:
+                # an op without a formula, differentiated through its body: the same plain
+                # eager call runs the body with TensorPlay's autograd recording, and backward
+                # differentiates that graph (``keep_forward``)
+                # only where the body is what runs (no device kernel of the pack's own: its
+                # gradient is not the body's, and TensorPlay's autograd refuses it in backward)
+                raw = keyset.raw_repr()
+                if raw == _CPU_RAW and self.op.active_kernel("cpu") is None:
+                    return self._keep_apply(*slots, (values, False))
+                if raw == _CUDA_RAW and self.op.active_kernel("cuda") is None:
+                    return self._keep_apply(*slots, (values, True))
             if _functorch_active():       # Function.apply says what torch supports there
                 return self.function.apply(*slots, (keyset, args, kwargs, values))
             return self._apply(*slots, (keyset, args, kwargs, values))
         finally:
             set_eval_frame(prior)
+
+    def _any_grad_lists(self, *args, **kwargs) -> bool:
+        """``any_requires_grad`` of an op with list-of-tensors arguments (``Tensor[]``,
+        ``Tensor?[]``, keyword-only ones included): ``torch._C._any_requires_grad`` misses the
+        elements of a list holding a None (it reads such a list as no tensors at all), so an op
+        whose list elements alone required grad ran without autograd; those lists' elements are
+        looked at here when it says False. Ops without list arguments use that function itself
+        (no work added to their calls)."""
+        if _any_requires_grad(*args, **kwargs):
+            return True
+        n = len(args)
+        for i in self.list_args:
+            v = args[i] if i < self.npos and i < n else \
+                kwargs.get(self.args[i].name) if i >= self.npos else None
+            if v.__class__ in (list, tuple):
+                for t in v:
+                    if isinstance(t, _Tensor) and t.requires_grad:
+                        return True
+        return False
 
     def mutating_kernel(self, keyset, *args, **kwargs):
         """The ``Autograd`` kernel of an op that writes arguments (``mode == "mutating"``), as
@@ -337,35 +419,68 @@ class _Bridge:
         whose backward raises naming the op and pack (without this kernel torch's fallback let
         backward run and leave the inputs' gradients silently missing).
 
-        A written argument that requires grad: a leaf is refused at once, as torch refuses an
-        in-place op on one; any other is marked dirty (``ctx.mark_dirty``), so its history is
-        rebased onto a node whose backward raises too (``custom_op`` leaves its
-        history as it was, and the gradient through it silently wrong)."""
+        With grad, refused at once (``BridgeError`` naming the op, its pack and the argument;
+        nothing is written): a ``Tag.out`` op (torch's words: "functions with out=... arguments
+        don't support automatic differentiation", as torch's out= ops, ``custom_op`` and
+        TensorPlay refuse it), and a written argument that is a leaf requiring grad or a view
+        of one (as torch refuses its own in-place ops there). Any other written argument that
+        requires grad is marked dirty (``ctx.mark_dirty``), so its history is rebased onto a
+        node whose backward raises too (``custom_op`` leaves its history as it was, and the
+        gradient through it silently wrong).
+
+        An op whose every return is an argument it writes (``Tag.inplace``: ``Tensor(a!) ->
+        Tensor(a!)``) returns those torch arguments themselves, as torch's in-place ops return
+        ``self``: its Function's forward marks them dirty (an in-place ``autograd.Function``), so
+        torch rebases their history onto the op's node, whose backward raises, and they require
+        grad when any input does (``a`` written from ``w``, as after ``a.add_(w)``). Before,
+        they were marked dirty apart from the Function, which invalidated its output over the
+        same tensor: every use of the result raised torch's internal "is a view and its base
+        ... has been modified inplace"."""
         prior = set_eval_frame(None)
         try:
-            if not (_grad_enabled() and _any_requires_grad(*args, **kwargs)):
+            if not (_grad_enabled() and self.any_requires_grad(*args, **kwargs)):
                 with _below_autograd():
                     return self.overload.redispatch(keyset & _AFTER_AUTOGRAD, *args, **kwargs)
+            if self.out_tagged:
+                raise BridgeError(
+                    f"{self.where}: functions with out=... arguments don't support automatic "
+                    f"differentiation, but one of the arguments requires grad (the op is tagged "
+                    f"Tag.out, as torch's out= variants; refused by the bridge before anything "
+                    f"is written, as torch and TensorPlay refuse it). Call it under "
+                    f"torch.no_grad(), pass detached tensors, or use a functional op that "
+                    f"returns a new tensor for gradients.")
             values = self._values(args, kwargs)
             dirty = []
             for i in self.mutated:
                 v = values[i]
                 for t in (v if isinstance(v, (list, tuple)) else (v,)):
-                    if isinstance(t, _Tensor) and t.requires_grad:
-                        if t.is_leaf:
-                            raise BridgeError(
-                                f"{self.where}: a leaf Variable that requires grad is being "
-                                f"used in an in-place operation: the op writes its argument "
-                                f"{self.args[i].name!r} (torch refuses this for its own "
-                                f"in-place ops). Call it under torch.no_grad(), or on a "
-                                f"tensor that does not require grad.")
-                        dirty.append(t)
+                    if not isinstance(t, _Tensor):
+                        continue
+                    if not t.requires_grad:
+                        continue
+                    base = t._base
+                    if t.is_leaf or (base is not None and base.is_leaf):
+                        view = "" if t.is_leaf else "a view of "
+                        raise BridgeError(
+                            f"{self.where}: {view}a leaf Variable that requires grad is being "
+                            f"used in an in-place operation: the op writes its argument "
+                            f"{self.args[i].name!r}"
+                            f"{', a view of a leaf that requires grad' if view else ''} (torch "
+                            f"refuses this for its own in-place ops; nothing was written). Call "
+                            f"it under torch.no_grad(), or on a tensor that does not require "
+                            f"grad (e.g. a clone).")
+                    dirty.append(t)
             slots = self._slots(values)
             state = (keyset, args, kwargs, values)
             if _functorch_active():       # Function.apply says what torch supports there
                 out = self.function.apply(*slots, state)
             else:
                 out = self._apply(*slots, state)
+            if self.written_only:
+                # the op returns the arguments it writes, marked dirty by the Function's
+                # forward: torch hands them back themselves, their history rebased onto the
+                # op's node (whose backward raises), as for an in-place autograd.Function
+                return out
             # one node per written tensor, apart from the op's (torch's engine takes a Function
             # writing a view in place only with a single output)
             for t in dirty:
@@ -380,7 +495,7 @@ class _Bridge:
         outputs flattened -- a list's elements one by one, as torch's ``supports_tensorlist``
         does for ``custom_op`` -- so that each element gets its gradient, and they are grouped
         again here into the schema's structure."""
-        if not (_grad_enabled() and _any_requires_grad(*args, **kwargs)):
+        if not (_grad_enabled() and self.any_requires_grad(*args, **kwargs)):
             return self.autograd_kernel(keyset, *args, **kwargs)
         prior = set_eval_frame(None)
         try:
@@ -545,6 +660,123 @@ class _Bridge:
             ctx.mark_non_differentiable(*[outs[i] for i in marked])
         return out
 
+    def keep_forward(self, ctx, *a):
+        """The Function's forward for a plain eager call (cpu or cuda tensors, no mode, no
+        saved-tensor hooks; see ``autograd_kernel``) of an op without a formula differentiated
+        through its body: the body runs here on the inputs crossed once, with TensorPlay's
+        autograd recording (the inputs torch needs gradients for require grad on the
+        TensorPlay side), and that graph is kept on ``ctx`` for ``keep_backward`` -- as
+        TensorPlay's own autograd differentiates the op, with what the forward drew (a random
+        mask) and without running the body again. The torch inputs are saved with
+        ``save_for_backward`` (torch's version checks; the backward op when a backward runs
+        under a torch mode after all)."""
+        values, on_cuda = a[-1]
+        nslots = len(a) - 1
+        out, graph = (self.cuda_keep_run if on_cuda else self._keep_run)(
+            values, ctx.needs_input_grad)
+        ctx.save_for_backward(*a[:nslots])
+        template = list(values)
+        for i in self.tensor_args:
+            v = values[i]
+            template[i] = len(v) if v.__class__ in (list, tuple) else None
+        ctx.tp_state = (template, nslots, False)
+        ctx.tp_keep = (graph, on_cuda)
+        return out
+
+    def _keep_run(self, values, needs):
+        """``keep_forward``'s TensorPlay side: ``(torch output, (TensorPlay outputs with their
+        graph, per slot the TensorPlay input differentiated or None))``."""
+        where = self.where
+        op = self.op
+        tvals = list(values)
+        for i in self.tensor_args:
+            v = tvals[i]
+            if v is not None:
+                tvals[i] = self._to_tp(v, where)
+        for i in self.convert_args:     # dtypes and devices as the kernel gets them
+            tvals[i] = _value_to_tp(tvals[i], where)
+        leaves = []
+        for t, need in zip(self._slots(tvals), needs):
+            if need and t is not None and t.is_floating_point():
+                t.requires_grad_(True)
+                leaves.append(t)
+            else:
+                leaves.append(None)
+        try:
+            with tp.autograd.enable_grad():
+                if self.kwnames:
+                    npos = self.npos
+                    out = op(*tvals[:npos], **dict(zip(self.kwnames, tvals[npos:])))
+                else:
+                    out = op(*tvals)
+        except BridgeError:
+            raise
+        except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
+            reraise(e, f"{where}: the TensorPlay kernel raised")
+        if self.fresh:          # an output sharing an input's memory: refused, as the kernel does
+            check_aliasing(op, where, out, tvals, None, self.fresh)
+        if isinstance(out, _TPTensor):
+            touts = (out,)
+            tout = result_to_torch(out.detach(), where)
+        elif not isinstance(out, (tuple, list)):    # a number: nothing to differentiate
+            return out_to_torch(out, where), ((), leaves)
+        else:
+            touts = tuple(out)
+            tout = out_to_torch(tuple(o.detach() if isinstance(o, _TPTensor) else o
+                                      for o in touts), where)
+        return tout, (touts, leaves)
+
+    def keep_backward(self, ctx, *grads):
+        """The backward of the Function that ``keep_forward`` ran: in plain eager mode (as
+        ``direct_function_backward`` tests it) TensorPlay's autograd differentiates the kept
+        graph (``_keep_grads``); else the backward op (``_op_backward``), which runs the body
+        again -- refused for an op tagged ``nondeterministic_seeded`` (``backward_kernel``)."""
+        saved = ctx.saved_tensors     # torch's version check of the saved tensors
+        plain = not _dispatch_stack_len() and _peek_functorch() is None
+        if plain:
+            for g in grads:
+                if g is not None and g.__class__ is not _Tensor:
+                    plain = False
+                    break
+        if not plain:
+            template, nslots, _ = ctx.tp_state
+            return self._op_backward(saved, grads, ctx.needs_input_grad, template, nslots,
+                                     False)
+        graph, on_cuda = ctx.tp_keep
+        res = (self.cuda_keep_grads if on_cuda else self._keep_grads)(
+            graph, saved, grads, ctx.needs_input_grad)
+        if _grad_enabled():     # create_graph=True: torch records this backward's graph
+            return self._once_differentiable(res, saved, grads)
+        return res
+
+    def _keep_grads(self, graph, saved, grads, needs):
+        """``keep_backward``'s TensorPlay side: the vector-Jacobian product of the kept graph
+        (``retain_graph``: torch may run this backward again under ``retain_graph=True``; the
+        graph goes with torch's node), one gradient per slot as ``_grad_to_torch`` makes it,
+        None where torch needs none."""
+        where = self.bw_where
+        touts, leaves = graph
+        roots, gs = [], []
+        for o, g in zip(touts, grads):
+            if o.__class__ is _TPTensor and o.requires_grad and g is not None:
+                roots.append(o)
+                gs.append(to_tp(g, where))
+        live = [t for t in leaves if t is not None]
+        try:
+            found = tp.autograd.grad(roots, live, gs, retain_graph=True, allow_unused=True) \
+                if roots and live else [None] * len(live)
+        except BridgeError:
+            raise
+        except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
+            reraise(e, f"{where}: TensorPlay's autograd raised differentiating the op's body")
+        found = iter(found)
+        out = []
+        for s, t, need in zip(saved, leaves, needs):
+            g = None if t is None else next(found)
+            out.append(_grad_to_torch(s, g, where) if need else None)
+        out.append(None)                # the Function's state argument
+        return tuple(out)
+
     def _per_arg_needs(self, needs):
         """torch's ``needs_input_grad`` (one per slot, then the state argument) as the pack's
         ctx has it (one per argument), cached per pattern."""
@@ -612,6 +844,13 @@ class _Bridge:
         with _below_autograd():
             out = self.overload.redispatch(keyset & _AFTER_AUTOGRAD, *args, **kwargs)
         if self.refuse:
+            if self.written_only:   # in place: the written arguments are the results
+                ctx.mark_dirty(*[t for i in self.mutated for t in
+                                 (values[i] if isinstance(values[i], (list, tuple))
+                                  else (values[i],)) if isinstance(t, _Tensor)])
+                # the arguments themselves (under functionalization the redispatch returns
+                # other objects; the arguments hold the written values)
+                return pick_written(args, kwargs, self.picks)
             return out
         nslots = len(a) - 1
         outs = (out,) if self.single else out
@@ -775,8 +1014,13 @@ class _Bridge:
             res = backward(tctx, *tgrads)
             if res.__class__ is _TPTensor and self.nargs == 1:
                 res = (res,)        # a lone gradient, bare (as _per_arg takes it)
-            elif res.__class__ is not tuple or len(res) < len(self.tensor_args):
-                res = self._per_arg(res)
+            elif res.__class__ is not tuple or len(res) != self.nargs:
+                res = self._per_arg(res)    # TensorPlay's checks of the count and non-tensors
+            else:
+                for k in self.other_args:   # a gradient for a non-tensor argument: refused
+                    if res[k] is not None:
+                        res = self._per_arg(res)
+                        break
         except BridgeError:
             raise
         except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
@@ -790,7 +1034,7 @@ class _Bridge:
                 s = saved[0]
                 if tg.dtype is s.dtype and tg.shape == s.shape and tg.is_contiguous():
                     return (tg, None)
-        return _grads_out(self.tensor_args, saved, needs, res, where)
+        return _grads_out(self.tensor_args, saved, needs, res, where, self.args)
 
     def eager_backward(self, saved, grads, needs, state):
         """``Function.backward``'s result in plain eager mode: the backward op's kernel's work
@@ -851,13 +1095,18 @@ class _Bridge:
                 else:
                     _call_setup(op, ctx, values, out, setup, 4)
             res = op.backward_fn(ctx, *tgrads)
-            if res.__class__ is not tuple or len(res) < len(tensor_args):
-                res = self._per_arg(res)
+            if res.__class__ is not tuple or len(res) != self.nargs:
+                res = self._per_arg(res)    # TensorPlay's checks of the count and non-tensors
+            else:
+                for k in self.other_args:   # a gradient for a non-tensor argument: refused
+                    if res[k] is not None:
+                        res = self._per_arg(res)
+                        break
         except BridgeError:
             raise
         except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
             reraise(e, f"{where}: the pack's backward raised on the TensorPlay side")
-        return _grads_out(tensor_args, saved, needs, res, where)
+        return _grads_out(tensor_args, saved, needs, res, where, self.args)
 
     def _rebuild(self, template, slots):
         values = list(template)
@@ -888,6 +1137,8 @@ class _Bridge:
     def backward_kernel(self, *args, eager=False):
         """Kernel of the backward op (``eager``: called directly by ``backward``, not through
         torch's dispatcher; its results then need not be fresh tensors)."""
+        if self.seeded and not self.formula:
+            _seeded_no_recompute(self.bw_where)
         nargs = self.nargs
         outputs, grads, needs = args[nargs:nargs + 3]
         where = self.bw_where
@@ -923,7 +1174,8 @@ class _Bridge:
             reraise(e, f"{where}: the pack's backward raised on the TensorPlay side")
         slots = [args[i] for i in self.tensor_args] if not self.list_args else \
             self._slots(args[:nargs])
-        return self._grads_to_torch(slots, tres, needs, None if eager else args, where)
+        return self._grads_to_torch(slots, tres, needs, None if eager else args, where,
+                                    args[:nargs])
 
     def _formula_plan(self):
         """``(setup, form, tensor arguments to convert, convert outputs?)`` for the pack's
@@ -1005,15 +1257,32 @@ class _Bridge:
 
     def _per_arg(self, res):
         """The pack's backward result as a sequence indexed by argument (TensorPlay's rule: one
-        gradient per argument; a lone gradient for a one-argument op may come bare);
-        ``BridgeError`` when it has too few."""
+        gradient per argument, trailing keyword-only non-tensor ones may be left out; a lone
+        gradient for a one-argument op may come bare), checked as TensorPlay's own autograd
+        checks it (``RuntimeError`` naming the op, its pack and the position): too few or too
+        many gradients, a gradient other than None for an argument that is not a tensor."""
         n = self.nargs
         if not (isinstance(res, tuple) or (isinstance(res, list) and n != 1)):
             res = (res,)
-        if len(res) < len(self.tensor_args) and len(res) < n:
-            raise BridgeError(f"{self.where}: the backward formula registered with "
-                              f"register_autograd returned {len(res)} gradients, expected one "
-                              f"per input ({n})")
+        got = len(res)
+        if got < self.nneeded or got > n:
+            raise BridgeError(
+                f"{self.bw_where}: the backward formula registered with register_autograd "
+                f"returned {got} gradients: an incorrect number of gradients (expected "
+                f"{self.nneeded}, got {got}); return one gradient (or None) per input of the "
+                f"op, in schema order (refused by the bridge, as TensorPlay's autograd refuses "
+                f"it)")
+        for i in self.other_args:
+            if i < got:
+                g = res[i]
+                if g is not None and not (isinstance(g, (list, tuple)) and
+                                          all(x is None for x in g)):
+                    raise BridgeError(
+                        f"{self.bw_where}: the backward formula registered with "
+                        f"register_autograd returned a gradient different than None at position "
+                        f"{i + 1} (argument {self.args[i].name!r}), but the corresponding "
+                        f"forward input was not a Tensor: return None for it (refused by the "
+                        f"bridge, as TensorPlay's autograd refuses it)")
         return res
 
     def _composite(self, tvals, tgrads, needs):
@@ -1044,14 +1313,15 @@ class _Bridge:
         by_id = {id(leaf): g for leaf, g in zip(leaves, found)}
         return [by_id.get(id(s)) for s in slots]
 
-    def _grads_to_torch(self, slots, tres, needs, args, where):
+    def _grads_to_torch(self, slots, tres, needs, args, where, values):
         """One torch tensor per slot: the gradient (``_grad_to_torch``), or an empty placeholder
         where none is needed. With ``args`` (the backward op's arguments, called through
         torch's dispatcher) a gradient never shares memory with an argument, as torch requires
-        of a custom op's outputs."""
+        of a custom op's outputs. ``values``: the forward's arguments (naming a slot whose
+        gradient has a shape torch cannot take)."""
         arg_ptrs = None             # the arguments' storages, read only when a gradient needs them
         out = []
-        for s, g, need in zip(slots, tres, needs):
+        for k, (s, g, need) in enumerate(zip(slots, tres, needs)):
             if s is None:
                 ref = next((t for t in slots if t is not None), None)
                 out.append(torch.empty(0, device=ref.device if ref is not None else "cpu"))
@@ -1059,7 +1329,10 @@ class _Bridge:
             if not need:
                 out.append(s.new_empty(0))
                 continue
-            tg = _grad_to_torch(s, g, where)
+            try:
+                tg = _grad_to_torch(s, g, where)
+            except _BadGradShape as e:
+                raise e.error(where, self._slot_label(k, values), self.formula) from None
             if args is not None and g is not None:
                 if arg_ptrs is None:
                     arg_ptrs = {t.untyped_storage().data_ptr() for t in _flat_tensors(args)}
@@ -1067,6 +1340,18 @@ class _Bridge:
                     tg = tg.clone(memory_format=torch.contiguous_format)
             out.append(tg)
         return out
+
+    def _slot_label(self, k, values):
+        """Slot ``k`` (list elements one by one) as TensorPlay names an input: ``"i (argument
+        'name')"``, with the element for a list argument."""
+        for i in self.tensor_args:
+            v = values[i]
+            m = len(v) if isinstance(v, (list, tuple)) else 1
+            if k < m:
+                el = f", element {k}" if isinstance(v, (list, tuple)) else ""
+                return f"{i} (argument {self.args[i].name!r}{el})"
+            k -= m
+        return str(k)               # pragma: no cover - every slot is some argument's
 
     def backward_fake(self, *args):
         values = list(args[:self.nargs])
@@ -1089,11 +1374,13 @@ skip_dynamo(_Bridge.multi_kernel)
 
 
 class _Written(torch.autograd.Function):
-    """``apply(t, bridge)``: ``t``, which ``bridge``'s mutating op has just written in place,
-    marked dirty: its history is rebased onto this node, whose backward raises naming the op."""
+    """``apply(t, bridge, *tied)``: ``t``, which ``bridge``'s mutating op has just written in
+    place, marked dirty: its history is rebased onto this node, whose backward raises naming
+    the op (``tied``: the op's other inputs that require grad, so that ``t`` requires grad when
+    one does, as after torch's own in-place ops)."""
 
     @staticmethod
-    def forward(ctx, t, bridge):
+    def forward(ctx, t, bridge, *tied):
         ctx.bridge = bridge
         ctx.mark_dirty(t)
         return t
@@ -1131,10 +1418,39 @@ def _group(flat, lens):
     return out
 
 
+class _BadGradShape(RuntimeError):
+    """``_grad_to_torch``'s refusal of a gradient whose shape torch cannot take (the caller
+    names the input: ``error``)."""
+
+    def __init__(self, got, want):
+        super().__init__(got, want)
+        self.got, self.want = got, want
+
+    def error(self, where, index, formula=True):
+        """The ``RuntimeError`` torch's and TensorPlay's engines raise, naming op and input."""
+        what = ("the backward formula registered with register_autograd" if formula else
+                "the gradient through the op's body")
+        return BridgeError(
+            f"{where}: {what} returned an invalid gradient at index {index} - got "
+            f"{_shape_str(self.got)} but expected shape compatible with {_shape_str(self.want)} "
+            f"(a gradient has its input's shape, or one that broadcasts from it: summed)")
+
+
+def _shape_str(shape) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def _expandable(shape, to) -> bool:
+    """torch's ``is_expandable_to(shape, to)``: no more dims, trailing ones equal or 1."""
+    lead = len(to) - len(shape)
+    return lead >= 0 and all(a == 1 or a == b for a, b in zip(shape, tuple(to)[lead:]))
+
+
 def _grad_to_torch(s, g, where):
     """The pack's gradient ``g`` for input ``s`` (a TensorPlay tensor, a number, or None for
     zeros) as torch's engine takes it: a torch tensor of ``s``'s dtype, shape (a broadcast
-    gradient summed to it) and device, contiguous."""
+    gradient summed to it) and device, contiguous. ``_BadGradShape`` when its shape is not
+    ``s``'s and does not broadcast from it (torch's and TensorPlay's rule)."""
     if g is None:
         return torch.zeros(s.shape, dtype=s.dtype, device=s.device)
     tg = result_to_torch(g, where) if g.__class__ is _TPTensor or isinstance(g, _TPTensor) else \
@@ -1142,6 +1458,8 @@ def _grad_to_torch(s, g, where):
     if tg.dtype is not s.dtype:
         tg = tg.to(s.dtype)
     if tg.shape != s.shape:
+        if not _expandable(s.shape, tg.shape):
+            raise _BadGradShape(tuple(tg.shape), tuple(s.shape))
         tg = tg.sum_to_size(s.shape)
     if not tg.is_contiguous():
         tg = tg.clone(memory_format=torch.contiguous_format)
@@ -1186,6 +1504,18 @@ def _no_formula(where):
         f"torch.no_grad().")
 
 
+def _seeded_no_recompute(where):
+    raise RuntimeError(
+        f"{where}: no autograd formula, and the op's body cannot be run again in backward "
+        f"(refused on the TensorPlay side): the op is tagged nondeterministic_seeded (it draws "
+        f"random numbers), so a recomputed body would draw new ones and give a wrong gradient. "
+        f"Its gradient through the body is taken from the forward's own TensorPlay graph only "
+        f"in plain eager calls; here torch runs the backward op (torch.compile, make_fx, "
+        f"saved-tensor hooks such as activation checkpointing). Register a formula with "
+        f"op.register_autograd(backward, setup_context=...) (e.g. return what it drew, the "
+        f"mask, as an output and use it in backward), or call it under torch.no_grad().")
+
+
 def _mutating_no_formula(where, op):
     raise RuntimeError(
         f"{where}: trying to backward through an op that mutates its arguments "
@@ -1215,11 +1545,15 @@ def bridge_autograd(op, where, overload, define_backward, kernels=(None, None)):
     bridge.kernels = kernels
     if mode != "none":
         bridge.bw_op = define_backward(bridge.bw_name, backward_schema(op), bridge)
+    if bridge.keep:             # the kept graph's work, on torch's current CUDA stream
+        from ._register import _on_torch_stream
+        bridge.cuda_keep_run = _on_torch_stream(bridge._keep_run)
+        bridge.cuda_keep_grads = _on_torch_stream(bridge._keep_grads)
     # Tensor[] / Tensor? returns: the Function's outputs flattened (torch's supports_tensorlist)
     return bridge.multi_kernel if bridge.multi else bridge.autograd_kernel
 
 
-def _grads_out(tensor_args, saved, needs, res, where):
+def _grads_out(tensor_args, saved, needs, res, where, args):
     """``Function.backward``'s tuple: per tensor argument, the pack's gradient ``res[i]`` as
     ``_grad_to_torch`` makes it (the saved input's dtype, shape and device, contiguous), None
     where torch needs none; then None for the Function's state argument."""
@@ -1235,6 +1569,9 @@ def _grads_out(tensor_args, saved, needs, res, where):
             if tg.dtype is s.dtype and tg.shape == s.shape and tg.is_contiguous():
                 out.append(tg)      # the common case, as _grad_to_torch would return it
                 continue
-        out.append(_grad_to_torch(s, g, where))
+        try:
+            out.append(_grad_to_torch(s, g, where))
+        except _BadGradShape as e:
+            raise e.error(where, f"{i} (argument {args[i].name!r})") from None
     out.append(None)                # the Function's state argument
     return tuple(out)
