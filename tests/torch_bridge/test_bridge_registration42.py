@@ -134,6 +134,25 @@ def test_a_pack_in_a_reserved_namespace_does_not_break_import_torch_with_autoloa
     assert "pack rg42-prim-pack" in p.stderr and "reserved namespace" in p.stderr
 
 
+def test_any_other_error_of_autoload_is_a_warning_not_a_failed_import_torch(tmp_path):
+    # a broken install stood in for by a sitecustomize making TensorPlay's plugin loading raise
+    # (not a BridgeError): import torch still works, the warning names the error
+    (tmp_path / "sitecustomize.py").write_text(textwrap.dedent("""
+        import tensorplay.plugins as plugins
+
+        def load_all(*args, **kwargs):
+            raise OSError("rg42: the plugin directory cannot be read")
+
+        plugins.load_all = load_all
+        """))
+    path = os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    p = _child("import torch; print('OK', torch.ones(1).tolist())",
+               env={"PYTHONPATH": path, "TENSORPLAY_TORCH_AUTOLOAD": "1"})
+    assert p.stdout.splitlines()[-1] == "OK [1.0]"
+    assert "RuntimeWarning" in p.stderr and "OSError" in p.stderr
+    assert "rg42: the plugin directory cannot be read" in p.stderr
+
+
 # -- finding 8: outputs the schema does not declare -------------------------------------------
 
 def test_a_kernel_returning_what_its_schema_does_not_declare_is_refused_not_a_crash():
