@@ -10,6 +10,8 @@ nothing -- no import of tensorplay or of the bridge -- unless ``TENSORPLAY_TORCH
 
 An op that cannot be bridged does not fail ``import torch``: the others are registered and a
 ``RuntimeWarning`` carries ``register``'s error (naming each failing op, its pack and the side).
+Nothing else does either: any other error of the bridge or of TensorPlay (a bug, a broken
+install) becomes a ``RuntimeWarning`` too, naming its type, so that torch stays importable.
 """
 
 from __future__ import annotations
@@ -24,13 +26,18 @@ def autoload() -> None:
     value = os.environ.get("TENSORPLAY_TORCH_AUTOLOAD", "").strip()
     if value.lower() in _OFF:
         return
-    from ._convert import BridgeError
-    from ._register import register
     try:
+        from ._register import register
         if value.lower() in _ALL:
             register()
         else:
             register(namespace=[ns.strip() for ns in value.split(",") if ns.strip()])
-    except BridgeError as e:
+    except Exception as e:  # noqa: BLE001 - never fail import torch: warn, naming the error
+        import sys
         import warnings
-        warnings.warn(f"TENSORPLAY_TORCH_AUTOLOAD={value}: {e}", RuntimeWarning, stacklevel=2)
+        convert = sys.modules.get(f"{__package__}._convert")
+        what = str(e) if convert is not None and isinstance(e, convert.BridgeError) else \
+            (f"tensorplay-torch could not register the ops ({type(e).__name__}: {e}); "
+             f"torch works without them (unset TENSORPLAY_TORCH_AUTOLOAD to skip this)")
+        warnings.warn(f"TENSORPLAY_TORCH_AUTOLOAD={value}: {what}", RuntimeWarning,
+                      stacklevel=2)

@@ -17,6 +17,7 @@ import numpy as np
 import tensorplay as tp
 import torch
 from tensorplay import _devices as _tp_devices
+from tensorplay import errors as _tp_errors
 
 __all__ = [
     "DTYPES",
@@ -28,8 +29,13 @@ __all__ = [
     "out_to_torch",
     "plan_args",
     "planned_args_to_tp",
+    "RETURNS",
+    "check_returns",
+    "cuda_unavailable",
+    "DeviceUnavailable",
     "reraise",
     "result_to_torch",
+    "return_spec",
     "same_stream_to_torch",
     "to_tensorplay",
     "to_torch",
@@ -45,15 +51,55 @@ class BridgeError(RuntimeError):
 
 
 def reraise(e: BaseException, prefix: str):
-    """Raise ``e`` again with ``prefix`` (naming the op, pack and side) before its message: the
-    same exception type when it can be built from one message (callers, torch's opcheck
-    included, match on types), else ``BridgeError``; the original is the cause."""
-    msg = f"{prefix}: {type(e).__name__}: {e}"
+    """Raise ``e`` again unchanged -- the same object: its type, arguments and attributes (callers,
+    torch's opcheck included, catch it by type and read its attributes; as
+    ``torch.library.custom_op`` passes a kernel's exception through) -- with a note (PEP 678:
+    printed under the message in tracebacks from Python 3.11; on 3.10 only kept in
+    ``__notes__``) naming the op, the pack and the side: ``prefix``, then the exception's type and
+    the first line of its message. An exception passing the same place twice gets the note
+    once."""
+    text = str(e).strip().split("\n", 1)[0]
+    if len(text) > 300:
+        text = text[:297] + "..."
+    note = f"{prefix}: {type(e).__name__}: {text}" if text else f"{prefix}: {type(e).__name__}"
+    notes = getattr(e, "__notes__", None)
+    if notes is None or (isinstance(notes, list) and note not in notes):
+        try:
+            add = getattr(e, "add_note", None)
+            if add is not None:
+                add(note)
+            else:                       # Python 3.10: kept where tools (pytest) read notes
+                e.__notes__ = [*(notes or ()), note]
+        except Exception:  # noqa: BLE001, S110 - __notes__ replaced by something else: no note
+            pass
+    raise e
+
+
+class DeviceUnavailable(BridgeError, _tp_errors.DeviceUnavailableError):
+    """A bridged op was called on a device TensorPlay cannot use here (e.g. cuda without CuPy):
+    both a ``BridgeError`` and TensorPlay's ``tensorplay.errors.DeviceUnavailableError``."""
+
+
+def cuda_unavailable(where: str, cause: BaseException) -> DeviceUnavailable:
+    """The error for a call on torch's cuda device when TensorPlay cannot run there (``cause``:
+    what importing CuPy or setting up the cuda backend raised): names the op (``where``), the
+    device, TensorPlay's reason and the install line."""
     try:
-        new = type(e)(msg)
-    except Exception:  # noqa: BLE001 - a type not built from one message: BridgeError
-        new = BridgeError(msg)
-    raise new from e
+        ok, why = tp.plugins.device_status("cuda")
+    except Exception:  # noqa: BLE001 - no status: the import error says enough
+        ok, why = False, None
+    if isinstance(cause, ImportError) and getattr(cause, "name", None) == "cupy":
+        reason = "CuPy, which TensorPlay's cuda kernels run on, cannot be imported"
+    else:
+        reason = f"{type(cause).__name__}: {cause}"
+    if not ok and why:
+        reason += f"; TensorPlay says: {why}"
+    return DeviceUnavailable(
+        f"{where}: cannot run on device 'cuda' (refused on the TensorPlay side): {reason}. "
+        f"Install TensorPlay's cuda plugin with the CuPy of your CUDA driver: pip install "
+        f"'tensorplay-cuda[cuda13]' (CUDA 13 driver) or 'tensorplay-cuda[cuda12]' (CUDA 12) "
+        f"-- from a clone, -e 'plugins/tensorplay_cuda[cuda13]' -- then restart Python; "
+        f"or pass cpu tensors (device='cpu').")
 
 
 # torch dtype <-> TensorPlay dtype: the floating types, the integer types, bool
@@ -535,14 +581,115 @@ def args_to_tp(args, kwargs, where):
     return a, kwargs
 
 
+# what each bridged op's kernel must return, by the op's ``where`` text (the prefix of its
+# messages, also handed to its autograd kernel): ``return_spec``'s tuple. Filled in by
+# ``_register`` when an op is bridged, emptied when its registration is taken out.
+RETURNS: dict = {}
+
+
+def return_spec(op) -> tuple:
+    """``(op, n, plain, kinds)`` for ``check_returns``: ``n`` the number of returns, or -1 for
+    one return not in a tuple; ``plain`` True when every return is a plain ``Tensor`` (the fast
+    case); ``kinds`` per return: ``"T"`` (``Tensor``), ``"T?"``, ``"L"`` (``Tensor[]``),
+    ``"L?"`` (``Tensor?[]``) or ``"N"`` (not a tensor)."""
+    rets = op.schema.returns
+    kinds = tuple({"Tensor": "T", "Tensor?": "T?", "Tensor[]": "L", "Tensor?[]": "L?"}
+                  .get(r.type, "N") for r in rets)
+    n = -1 if len(rets) == 1 and not op.schema.returns_tuple else len(rets)
+    return op, n, all(k == "T" for k in kinds), kinds
+
+
+def _fits(o, kind, tensor) -> bool:
+    if kind == "T":
+        return isinstance(o, tensor)
+    if kind == "T?":
+        return o is None or isinstance(o, tensor)
+    if kind in ("L", "L?"):
+        return isinstance(o, (list, tuple)) and all(
+            isinstance(x, tensor) or (kind == "L?" and x is None) for x in o)
+    return not isinstance(o, tensor)
+
+
+def check_returns(out, where, tensor=_TPTensor) -> None:
+    """Raise ``BridgeError`` when ``out`` (what op ``where``'s kernel returned; ``tensor``: the
+    tensor class expected, torch's for a fake kernel's converted result) is not what the op's
+    schema declares: the number of outputs, and a tensor where it says ``Tensor`` (a list of
+    them for ``Tensor[]``; ``Tensor?`` allows None) and none where it says another type.
+    torch reads a custom op's results by its schema: too many crashes the interpreter, too few
+    or a ``None`` goes through silently, the others fail deep in torch naming nothing. Nothing
+    is checked for an op not in ``RETURNS``."""
+    spec = RETURNS.get(where)
+    if spec is None:
+        return
+    op, n, _, kinds = spec
+    if n == -1:
+        if _fits(out, kinds[0], tensor):
+            return
+    elif n == 0:
+        if out is None:
+            return
+    elif (out.__class__ is tuple or out.__class__ is list) and len(out) == n:
+        for o, k in zip(out, kinds):
+            if not _fits(o, k, tensor):
+                break
+        else:
+            return
+    raise BridgeError(_returns_error(op, where, out, tensor))
+
+
+def _describe(o, tensor, top=True) -> str:
+    if isinstance(o, tensor):
+        return "a Tensor" if top else "Tensor"
+    if o is None:
+        return "None"
+    if isinstance(o, (tuple, list)):
+        inner = ", ".join(_describe(x, tensor, False) for x in o[:8]) + \
+            (", ..." if len(o) > 8 else "")
+        if not top:
+            return f"{type(o).__name__}[{inner}]"
+        return f"a {type(o).__name__} of {len(o)} ({inner})"
+    return type(o).__name__ if not top else f"a {type(o).__name__} ({o!r:.40})"
+
+
+def _returns_error(op, where, out, tensor) -> str:
+    rets = op.schema.returns
+    types = ", ".join(r.type for r in rets)
+    if not rets:
+        declared, want = "no output", "None"
+    elif len(rets) == 1 and not op.schema.returns_tuple:
+        declared, want = f"one output ({types})", f"one {types}"
+    else:
+        declared, want = f"{len(rets)} outputs ({types})", f"a tuple of {len(rets)} ({types})"
+    return (f"{where}: the kernel returned {_describe(out, tensor)}, but the op's schema "
+            f"{op.schema.signature_str()} declares {declared} (refused on the TensorPlay side, "
+            f"before torch reads the results by that schema: too many outputs crash torch, "
+            f"others fail or pass silently). Make the kernel return {want}, or change the "
+            f"schema to what it returns.")
+
+
 def out_to_torch(out, where):
     """A TensorPlay op's result as torch's (``result_to_torch``: from the bridge's kernels):
-    a tensor, a tuple/list of them, None, a scalar."""
+    a tensor, a tuple/list of them, None, a scalar. For a bridged op (``where`` in
+    ``RETURNS``) the result is checked against its schema first (``check_returns``; for the
+    common tuple of tensors a length test and one class test per output)."""
+    spec = RETURNS.get(where)
+    if spec is not None:
+        if spec[2] and out.__class__ is tuple and len(out) == spec[1]:
+            for o in out:
+                if o.__class__ is not _TPTensor:
+                    check_returns(out, where)
+                    break
+        else:
+            check_returns(out, where)
+    return _out_to_torch(out, where)
+
+
+def _out_to_torch(out, where):
     if out.__class__ is _TPTensor or isinstance(out, _TPTensor):
         return result_to_torch(out, where)
     if out is None:
         return None
     if isinstance(out, (tuple, list)):
-        return type(out)(out_to_torch(o, where) for o in out) if type(out) in (tuple, list) \
-            else tuple(out_to_torch(o, where) for o in out)
+        return type(out)(_out_to_torch(o, where) for o in out) if type(out) in (tuple, list) \
+            else tuple(_out_to_torch(o, where) for o in out)
     return out
