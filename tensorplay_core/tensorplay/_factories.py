@@ -621,9 +621,15 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     return O.stack(tensors, dim)
 
 
-def where(condition: Tensor, input: _TensorOrScalar, other: _TensorOrScalar) -> Tensor:
+def where(condition: Tensor, input: _TensorOrScalar | None = None,
+          other: _TensorOrScalar | None = None) -> Any:
     """Elementwise ``input if condition else other`` with broadcasting (same as ``torch.where``).
     ``condition`` must be a bool tensor (``RuntimeError`` otherwise, as torch); ``input`` and
-    ``other`` are tensors or Python numbers, promoted together."""
+    ``other`` are tensors or Python numbers, promoted together (a number out of an integer
+    dtype's range wraps, as torch: ``where(m, uint8_t, -1)`` puts 255). ``where(condition)``
+    alone is ``nonzero(condition, as_tuple=True)``: a tuple of int64 index tensors, one per
+    dim."""
+    if input is None and other is None:
+        return condition.nonzero(as_tuple=True)
     return O.where(condition, input, other)
 

@@ -1058,7 +1058,9 @@ class Tensor(TensorBase, instance_class=True):
         return _O.erf(self)
 
     def square(self) -> Tensor:
-        """``self * self``."""
+        """``self * self``; a bool tensor gives int64 (torch's ``pow(self, 2)``)."""
+        if self._dtype is _dtype.bool:
+            return _O.pow(self, 2)
         return _O.mul(self, self)
 
     def maximum(self, other: _TensorOrScalar) -> Tensor:
@@ -1211,11 +1213,13 @@ class Tensor(TensorBase, instance_class=True):
         in row-major order, or with ``as_tuple=True`` one 1-D index tensor per dimension. The
         size ``n`` depends on the values (a data-dependent size in fake kernels and
         ``tensorplay.compile``)."""
+        if as_tuple and self.ndim == 0:
+            # torch reads a 0-d input as 1-d here: (tensor([0]),) when it is nonzero (the
+            # (n, 0) result reshaped gave an empty index, as for a zero)
+            return (_O.nonzero(self.reshape(1))[:, 0].contiguous(),)
         out = _O.nonzero(self)
         if not as_tuple:
             return out
-        if self.ndim == 0:
-            return (out.reshape(-1),)
         return tuple(out[:, i].contiguous() for i in range(self.ndim))
 
     def argsort(self, dim: _int = -1, descending: _bool = False, *,
@@ -1420,19 +1424,18 @@ class Tensor(TensorBase, instance_class=True):
         return self.var(dim, *args, correction=correction, keepdim=keepdim,
                         unbiased=unbiased).sqrt()
 
-    def norm(self, p: _Number = 2, dim: _Dims = None, keepdim: _bool = False) -> Tensor:
-        """The ``p``-norm over ``dim`` (2 by default)."""
-        if p != 2:
-            return (self.abs() ** p).sum(dim, keepdim) ** (1.0 / p)
-        return (self * self).sum(dim, keepdim).sqrt()
+    def norm(self, p: _Number | str | None = "fro", dim: _Dims = None, keepdim: _bool = False,
+             dtype: Any = None) -> Tensor:
+        """The ``p``-norm over ``dim`` (2 by default): ``tensorplay.norm`` (``torch.norm``)."""
+        return _surface.norm(self, p, dim, keepdim, dtype=dtype)
 
-    def softmax(self, dim: _int) -> Tensor:
-        """Softmax along ``dim`` (numerically stable)."""
-        return _O.softmax(self, dim)
+    def softmax(self, dim: _int, dtype: _DTypeLike | None = None) -> Tensor:
+        """Softmax along ``dim`` (numerically stable); ``dtype=`` converts ``self`` first."""
+        return _O.softmax(self if dtype is None else self.to(dtype), dim)
 
-    def log_softmax(self, dim: _int) -> Tensor:
-        """Log-softmax along ``dim`` (numerically stable)."""
-        return _O.log_softmax(self, dim)
+    def log_softmax(self, dim: _int, dtype: _DTypeLike | None = None) -> Tensor:
+        """Log-softmax along ``dim`` (numerically stable); ``dtype=`` converts ``self`` first."""
+        return _O.log_softmax(self if dtype is None else self.to(dtype), dim)
 
     # views
     def view(self, *shape: Any) -> Tensor:
@@ -1458,6 +1461,7 @@ class Tensor(TensorBase, instance_class=True):
     def flatten(self, start_dim: _int = 0, end_dim: _int = -1) -> Tensor:
         """Merge dims ``start_dim..end_dim`` into one (a view when possible)."""
         if self.ndim == 0:
+            _wrap_dim(start_dim, 0), _wrap_dim(end_dim, 0)    # 0 and -1 only, as torch
             return _O.reshape(self, [1])
         s = _wrap_dim(start_dim, self.ndim)
         e = _wrap_dim(end_dim, self.ndim)

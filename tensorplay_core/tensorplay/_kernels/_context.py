@@ -10,6 +10,7 @@ its own locals.
 from __future__ import annotations
 
 from .. import _dtype
+from . import _checks
 
 
 def _as(b, ndt):
@@ -49,7 +50,10 @@ class Context:
 
     def axis(self, x, dim):
         """The reduction axes of ``dim`` for ``x`` (None: all; a 0-dim ``x`` allows dim 0/-1)."""
-        return None if not dim or not x.ndim else tuple(dim)
+        if not x.ndim:
+            _checks.check_dims_0d(dim)
+            return None
+        return None if not dim else tuple(dim)
 
 
 def _make_fl(c):
@@ -188,7 +192,9 @@ def _make_sum(c):
     nd, rows_sum = c.nd, c.rows_sum
 
     def sum_(x, dim=None, keepdim=False, *, dtype=None):
-        axis = None if not dim or not x.ndim else tuple(dim)   # 0-dim: dim 0/-1 allowed
+        if not x.ndim:    # 0-dim: dim 0/-1 allowed
+            _checks.check_dims_0d(dim)
+        axis = None if not dim or not x.ndim else tuple(dim)
         # the array's own method (NumPy, CuPy): the array-api-compat wrapper costs ~1 us more
         if dtype is not None:
             return x.sum(axis=axis, keepdims=keepdim, dtype=nd(dtype))
