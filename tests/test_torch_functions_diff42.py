@@ -238,3 +238,14 @@ def test_float16_log_softmax_is_computed_in_float32():
     assert (np.abs(got - ref) <= ulp).all()
     s = tp.softmax(tp.tensor(x.tolist(), dtype=tp.float16), -1)
     assert s.dtype is tp.float16
+
+
+def test_bool_minus_bfloat16_is_refused_as_for_the_other_floats():
+    b, f = tp.tensor([True, False]), tp.tensor([1.5, 2.5], dtype=tp.bfloat16)
+    # the bfloat16 wrapper turned the bool operand into float32 first: sub computed
+    for call in (lambda: tp.sub(b, f), lambda: f - b, lambda: b.sub(f), lambda: tp.sub(f, b)):
+        with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with a bool"):
+            call()
+    r = tp.add(b, f)
+    assert r.dtype is tp.bfloat16 and r.tolist() == [2.5, 2.5]
+    assert (f * b).tolist() == [1.5, 0.0]

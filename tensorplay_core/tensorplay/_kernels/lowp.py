@@ -67,6 +67,8 @@ def wrap_kernels(kernels: dict, backend) -> dict:
                     x = round_scalar(x, bf16)
             elif xd == BF:
                 x = x.astype(F32)
+            elif xd.kind == "b":
+                pass    # bool stays bool: the kernel's own refusals (bool - bf16) see it
             elif not (i and keep_b and x.size == 1):
                 x = x.astype(BF).astype(F32)
             out.append(x)
