@@ -249,3 +249,19 @@ def test_bool_minus_bfloat16_is_refused_as_for_the_other_floats():
     r = tp.add(b, f)
     assert r.dtype is tp.bfloat16 and r.tolist() == [2.5, 2.5]
     assert (f * b).tolist() == [1.5, 0.0]
+
+
+def test_arange_with_an_integer_dtype_and_float_arguments():
+    # int64: start, end and step truncated first ([0, 1, 2, 3, 4] and [0, 1, 2] before)
+    assert tp.arange(0, 4.5, 1, dtype=tp.int64).tolist() == [0, 1, 2, 3]
+    assert tp.arange(0, 5, 1.5, dtype=tp.int64).tolist() == [0, 1, 2, 3, 4]
+    with pytest.raises(RuntimeError, match="step must be nonzero"):
+        tp.arange(0, 1, 0.3, dtype=tp.int64)
+    # narrower ints: the size from the float arguments, values int(start) + i * int(step)
+    assert tp.arange(0, 4.5, 1, dtype=tp.int32).tolist() == [0, 1, 2, 3, 4]
+    assert tp.arange(5, 0, -1.5, dtype=tp.int8).tolist() == [5, 4, 3, 2]     # [5, 3, 1, -1]
+    assert tp.arange(0.7, 3.2, 0.9, dtype=tp.int32).tolist() == [0, 0, 0]
+    assert tp.arange(-2.5, 2, 1, dtype=tp.uint8).tolist() == [254, 255, 0, 1, 2]
+    r = tp.arange(0, 4, 1.5, dtype=tp.int16)
+    assert r.dtype is tp.int16 and r.tolist() == [0, 1, 2]
+    assert tp.arange(0, 4, 1.5).tolist() == [0.0, 1.5, 3.0]

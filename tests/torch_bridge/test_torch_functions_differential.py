@@ -96,6 +96,13 @@ LENIENT: dict[str, str] = {
         "torch's dtype= path for an integer input at the last dim rounds differently from its "
         "own float16 kernel (<= 2 ulps); tensorplay converts and runs the float16 kernel "
         "(float32 inside, as torch's float16 log_softmax without dtype=)",
+    r"linspace\(\(-1\.5, 2, 7\), \{'dtype': 'dtype:int32'\}\)":
+        "an integer linspace from float ends truncates the float sequence (NumPy's rule); "
+        "torch's kernel gives 1 for 0.83 there",
+    r"tensor\(\[1, -1\]\, uint8\)": "a negative int into tensor(..., dtype=uint8) is refused "
+                                    "(OverflowError); torch wraps it (255) yet refuses 256",
+    r"(zeros|ones|empty)\(\(\), \{\}\)": "zeros()/ones()/empty() without a size give a 0-d "
+                                         "tensor; torch requires the size argument",
     # accumulation in float32 (tensorplay's opmath for the reduced floats)
     r"(Tensor\.)?prod\(bfloat16\(2, 3, 4\)\)":
         "a bfloat16 product is accumulated in float32 and rounded once; torch's cpu prod "
@@ -736,6 +743,56 @@ def test_binary_functions_match_torch(name):
     _check(list(_binary_cases(name)))
 
 
+# -- factories: dtype inference from Python values, sizes, steps --------------------------------
+
+def _factory_cases():
+    for args, kw in [((5,), {}), ((2, 7), {}), ((0, 1, 0.25), {}), ((1, 2.5), {}),
+                     ((5, 0, -1), {}), ((0.0, 1.0, 0.1), {}), ((3,), {"dtype": "dtype:float32"}),
+                     ((-3, 3, 2), {"dtype": "dtype:int8"}), ((10,), {"dtype": "dtype:uint8"}),
+                     ((0, 5, 0), {}), ((5, 0), {}), ((True,), {}), ((1e-3,), {}),
+                     ((0, 1, 0.3), {"dtype": "dtype:int64"}), ((2.5,), {})]:
+        yield f"arange{args, kw}", _fn("arange"), args, kw
+    for dt in ("int64", "int32", "int8", "uint8"):
+        for args in ((0, 4.5, 1), (0, 4, 1.5), (0.7, 3.2, 0.9), (-2.5, 2, 1), (5, 0, -1.5),
+                     (0, 300.5, 1), (1.5,)):
+            yield f"arange{args} {dt}", _fn("arange"), args, {"dtype": f"dtype:{dt}"}
+    for args, kw in [((0, 1, 5), {}), ((0, 1, 1), {}), ((0, 1, 0), {}), ((1, -1, 4), {}),
+                     ((0, 10, 4), {"dtype": "dtype:int64"}), ((0, 1, 3), {"dtype": "dtype:float64"}),
+                     ((-1.5, 2, 7), {"dtype": "dtype:int32"})]:
+        yield f"linspace{args, kw}", _fn("linspace"), args, kw
+    for fill in (2, 2.5, True, -1, 2**40, float("nan"), float("-inf")):
+        for kw in ({}, {"dtype": "dtype:int8"}, {"dtype": "dtype:float16"},
+                   {"dtype": "dtype:bool"}, {"dtype": "dtype:uint8"}):
+            yield f"full((2, 3), {fill!r}, {kw})", _fn("full"), ((2, 3), fill), kw
+        for d in DTYPES:
+            yield f"full_like({d}, {fill!r})", _fn("full_like"), (Arr(d), fill), {}
+    for args in ((3,), (2, 4), (0,), (3, 0), (1, 1)):
+        yield f"eye{args}", _fn("eye"), args, {}
+        yield f"eye{args} int64", _fn("eye"), args, {"dtype": "dtype:int64"}
+    for data in ([1, 2], [1, 2.5], [True, 2], [True, False], [[1, 2], [3, 4.0]], [], 3, 2.5,
+                 True, [[True], [1.5]], [2**40, 1], [[]], [1, -1]):
+        yield f"tensor({data!r})", _fn("tensor"), (data,), {}
+        yield f"as_tensor({data!r})", _fn("as_tensor"), (data,), {}
+        yield f"tensor({data!r}, uint8)", _fn("tensor"), (data,), {"dtype": "dtype:uint8"}
+    for name in ("zeros", "ones", "empty"):
+        for args, kw in [((2, 3), {}), (((2, 3),), {}), (([2, 3],), {}), ((0,), {}), ((), {}),
+                         ((2,), {"dtype": "dtype:int32"}), ((2,), {"dtype": "dtype:bool"})]:
+            if name == "empty":     # values undefined: compare dtype and shape
+                yield (f"empty{args, kw}", lambda lib, *a, **k: (
+                    str(lib.empty(*a, **k).dtype).split(".")[-1], tuple(lib.empty(*a, **k).shape)),
+                    args, kw)
+            else:
+                yield f"{name}{args, kw}", _fn(name), args, kw
+    for name in ("zeros_like", "ones_like"):
+        for d in DTYPES:
+            yield f"{name}({d})", _fn(name), (Arr(d),), {}
+            yield f"{name}({d}, float64)", _fn(name), (Arr(d),), {"dtype": "dtype:float64"}
+
+
+def test_factories_match_torch():
+    _check(list(_factory_cases()))
+
+
 # -- the known divergences, one strict xfail each -------------------------------------------------
 
 def _all_cases():
@@ -743,7 +800,7 @@ def _all_cases():
         [_unary_cases(n) for n in UNARY] + [_reduction_cases(n) for n in REDUCTIONS]
         + [_binary_cases(n) for n in BINARY_FUNCS]
         + [_shape_cases(), _linalg_cases(), _clamp_cases(), _sort_cases(), _softmax_cases(),
-           _comparison_cases()])
+           _comparison_cases(), _factory_cases()])
 
 
 @pytest.mark.parametrize("pattern", [pytest.param(k, marks=pytest.mark.xfail(strict=True, reason=v))
