@@ -265,3 +265,27 @@ def test_arange_with_an_integer_dtype_and_float_arguments():
     r = tp.arange(0, 4, 1.5, dtype=tp.int16)
     assert r.dtype is tp.int16 and r.tolist() == [0, 1, 2]
     assert tp.arange(0, 4, 1.5).tolist() == [0.0, 1.5, 3.0]
+
+
+@pytest.mark.parametrize("src_dtype", [tp.float64, tp.int64, tp.bfloat16, tp.bool])
+def test_index_add_refuses_a_source_of_another_dtype(src_dtype):
+    # an int64 self with a float32 source truncated silently; torch refuses every mismatch
+    x, idx = tp.zeros(2, 3), tp.tensor([0, 1])
+    src = tp.ones(2, 3, dtype=src_dtype)
+    for call in (lambda: x.index_add(0, idx, src), lambda: x.clone().index_add_(0, idx, src),
+                 lambda: tp.index_add(x, 0, idx, src)):
+        with pytest.raises(RuntimeError, match=r"index_add_\(\): self \(Float\) and source"):
+            call()
+    i = tp.zeros(3, dtype=tp.int64).index_add(0, tp.tensor([0, 0]), tp.tensor([2, 3]))
+    assert i.tolist() == [5, 0, 0]
+
+
+def test_index_add_alpha_keeps_the_source_dtype():
+    b = tp.zeros(2, 2, dtype=tp.bool)
+    r = b.index_add(0, tp.tensor([0, 1]), tp.ones(2, 2, dtype=tp.bool), alpha=2)  # was int64 src
+    assert r.dtype is tp.bool and r.tolist() == [[True, True], [True, True]]
+    assert tp.index_add(tp.zeros(3), 0, tp.tensor([0, 0]), tp.ones(2), alpha=0.5).tolist() == \
+        [1.0, 0.0, 0.0]
+    with pytest.raises(RuntimeError, match="alpha must not be a floating point"):
+        tp.zeros(3, dtype=tp.int64).index_add(0, tp.tensor([0]), tp.ones(1, dtype=tp.int64),
+                                             alpha=0.5)

@@ -559,7 +559,10 @@ class Tensor(TensorBase, instance_class=True):
         """``self`` with ``alpha * source`` added at the positions ``index`` (1-d int64) along
         ``dim``; repeated indices accumulate (``torch.Tensor.index_add``). Differentiable in
         ``self`` and ``source``."""
-        return _O.index_add(self, dim, index, source if alpha == 1 else source * alpha)
+        # alpha * source in source's dtype with torch's checks (bool: bool(alpha); a float alpha
+        # with integers refused), so the same-dtype rule of index_add holds for the product
+        return _O.index_add(self, dim, index, source if alpha == 1 and alpha is not True else
+                            _times_alpha(source, source, alpha, "index_add"))
 
     def index_add_(self, dim: _int, index: Tensor, source: Tensor, *,
                    alpha: _Number = 1) -> Tensor:

@@ -103,6 +103,9 @@ LENIENT: dict[str, str] = {
                                     "(OverflowError); torch wraps it (255) yet refuses 256",
     r"(zeros|ones|empty)\(\(\), \{\}\)": "zeros()/ones()/empty() without a size give a 0-d "
                                          "tensor; torch requires the size argument",
+    rf"(Tensor\.)?index_add\({_I}, 0, int64\(2,\), {_I}, alpha=0\.5\)":
+        "a float alpha with integer tensors is refused, as add's; torch's index_add truncates "
+        "it (alpha=0.5 adds nothing)",
     # accumulation in float32 (tensorplay's opmath for the reduced floats)
     r"(Tensor\.)?prod\(bfloat16\(2, 3, 4\)\)":
         "a bfloat16 product is accumulated in float32 and rounded once; torch's cpu prod "
@@ -479,6 +482,8 @@ def _shape_cases():
         yield from _both("index_add", (x, 1, idx, Arr(d, (2, 3), seed=5)))
         yield from _both("index_add", (x, 0, Arr("int64", values=[1, 1]), Arr(d, (2, 3), seed=5)),
                          {"alpha": 2})
+        yield from _both("index_add", (x, 0, Arr("int64", values=[1, 1]), Arr(d, (2, 3), seed=5)),
+                         {"alpha": 0.5})
         m = Arr("bool", seed=7)
         for val in (2, -1.5, True, 300, float("nan")):
             yield from _both("masked_fill", (x, m, val))
@@ -743,6 +748,54 @@ def test_binary_functions_match_torch(name):
     _check(list(_binary_cases(name)))
 
 
+# -- in-place methods of the functions above: same values into self, or both refuse ----------
+
+IN_PLACE_BINARY = ["remainder_", "floor_divide_", "pow_", "logical_and_", "logical_or_",
+                   "logical_xor_", "bitwise_and_", "bitwise_or_", "bitwise_xor_",
+                   "bitwise_left_shift_", "bitwise_right_shift_", "div_", "clamp_min_",
+                   "clamp_max_"]
+
+
+def _in_place(name):
+    def call(lib, t, *a, **k):
+        return getattr(t, name)(*a, **k) is t, t
+    return call
+
+
+def _in_place_cases():
+    for d1, d2 in itertools.product(DTYPES + LOWP, DTYPES + LOWP):
+        a, b = Arr(d1), Arr(d2, seed=1)
+        for name in IN_PLACE_BINARY:
+            yield f"Tensor.{name}({d1}, {d2})", _in_place(name), (a, b), {}
+            yield f"Tensor.{name}({d1}, 0-d {d2})", _in_place(name), (a, Arr(d2, ())), {}
+        yield f"Tensor.div_({d1}, {d2}, floor)", _in_place("div_"), (a, b), \
+            {"rounding_mode": "floor"}
+        yield f"Tensor.clamp_({d1}, {d2}, {d2})", _in_place("clamp_"), (a, b, Arr(d2, seed=2)), {}
+        yield f"Tensor.clip_({d1}, {d2})", _in_place("clip_"), (a, b), {}
+        m = Arr("bool", seed=7)
+        yield f"Tensor.masked_fill_({d1}, m, 0-d {d2})", _in_place("masked_fill_"), \
+            (a, m, Arr(d2, ())), {}
+        yield f"Tensor.index_add_({d1}, 1, idx, {d2})", _in_place("index_add_"), \
+            (a, 1, Arr("int64", values=[2, 0, 2]), b), {}
+        yield f"Tensor.scatter_({d1}, 1, idx, {d2})", _in_place("scatter_"), \
+            (a, 1, Arr("int64", values=[[0, 2], [1, 1]]), Arr(d2, (2, 2))), {}
+    for d in DTYPES + LOWP:
+        a = Arr(d)
+        for v in (2, -1.5, True, 300):
+            yield f"Tensor.masked_fill_({d}, m, {v!r})", _in_place("masked_fill_"), \
+                (a, Arr("bool", seed=7), v), {}
+            yield f"Tensor.clamp_({d}, {v!r})", _in_place("clamp_"), (a, v), {}
+            yield f"Tensor.scatter_({d}, 1, idx, {v!r})", _in_place("scatter_"), \
+                (a, 1, Arr("int64", values=[[0, 2], [1, 1]]), v), {}
+            for name in ("remainder_", "floor_divide_", "pow_", "div_"):
+                yield f"Tensor.{name}({d}, {v!r})", _in_place(name), (a, v), {}
+        yield f"Tensor.round_({d}, decimals=1)", _in_place("round_"), (a,), {"decimals": 1}
+
+
+def test_in_place_methods_of_the_functions_match_torch():
+    _check(list(_in_place_cases()))
+
+
 # -- factories: dtype inference from Python values, sizes, steps --------------------------------
 
 def _factory_cases():
@@ -800,7 +853,7 @@ def _all_cases():
         [_unary_cases(n) for n in UNARY] + [_reduction_cases(n) for n in REDUCTIONS]
         + [_binary_cases(n) for n in BINARY_FUNCS]
         + [_shape_cases(), _linalg_cases(), _clamp_cases(), _sort_cases(), _softmax_cases(),
-           _comparison_cases(), _factory_cases()])
+           _comparison_cases(), _factory_cases(), _in_place_cases()])
 
 
 @pytest.mark.parametrize("pattern", [pytest.param(k, marks=pytest.mark.xfail(strict=True, reason=v))

@@ -55,6 +55,21 @@ def check_mean_dtype(dtype) -> None:
                            f"a floating point or complex dtype. Got: {dtype}")
 
 
+_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
+                 "bfloat16": "BFloat16", "int8": "Char", "uint8": "Byte", "int16": "Short",
+                 "int32": "Int", "int64": "Long", "bool": "Bool"}
+
+
+def check_index_add_dtypes(dx, ds) -> None:
+    """torch's refusal of an ``index_add`` source of another dtype than ``self`` (it does not
+    convert: an int64 self with a float32 source would silently truncate). Shared by the fake
+    rule and the array kernel."""
+    if dx is not ds:
+        raise RuntimeError(f"index_add_(): self ({_SCALAR_NAMES.get(dx.name, dx.name)}) and "
+                           f"source ({_SCALAR_NAMES.get(ds.name, ds.name)}) must have the same "
+                           f"scalar type (convert source first, e.g. source.to(self.dtype))")
+
+
 def check_nonempty_reduction(shape, dims, api: str, arg: bool = False) -> None:
     """torch's check for reductions without an identity (``amax``, ``argmax``, ``max(dim)`` ...)
     on an empty input: no ``dims`` given -> ``RuntimeError`` (``IndexError`` for ``argmax``/

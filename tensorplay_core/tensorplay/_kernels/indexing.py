@@ -81,7 +81,7 @@ def _copies(c):
 
 
 def _index(c):
-    xp, be = c.xp, c.be
+    xp, be, dt_of = c.xp, c.be, c.dt_of
 
     def index(x, dim, idx):
         flat = xp.reshape(idx, (-1,))
@@ -91,6 +91,8 @@ def _index(c):
         return xp.reshape(r, tuple(x.shape[:dim]) + tuple(idx.shape) + tuple(x.shape[dim + 1:]))
 
     def index_add(x, dim, idx, src):
+        if x.dtype != src.dtype:
+            _checks.check_index_add_dtypes(dt_of(x), dt_of(src))
         out = xp.asarray(x, copy=True)
         be.scatter_add(out, dim, idx, src)
         return out

@@ -84,8 +84,8 @@ def wrap_kernels(kernels: dict, backend) -> dict:
                 if getattr(a, "dtype", None) == BF:
                     bf = True
                     break
-            if not bf:
-                return k(*args, **kw)
+            if not bf or name == "index_add" and args[0].dtype != args[3].dtype:
+                return k(*args, **kw)     # (index_add refuses mixed dtypes: the kernel says so)
             # does a non-bf16 floating tensor take part in the result dtype? (torch: dimensioned
             # tensors decide over 0-dim ones within a category)
             floats = [a for a in args if hasattr(a, "dtype") and
