@@ -289,3 +289,11 @@ def test_index_add_alpha_keeps_the_source_dtype():
     with pytest.raises(RuntimeError, match="alpha must not be a floating point"):
         tp.zeros(3, dtype=tp.int64).index_add(0, tp.tensor([0]), tp.ones(1, dtype=tp.int64),
                                              alpha=0.5)
+
+
+def test_dot_and_allclose_take_torchs_argument_names():
+    v = tp.tensor([1.0, 2.0, 3.0])
+    assert tp.dot(input=v, tensor=v).item() == 14.0       # TypeError: 'tensor' before
+    assert v.dot(tensor=v).item() == 14.0
+    assert tp.allclose(input=v, other=v + 1e-9) is True   # TypeError: 'input' before
+    assert tp.allclose(v, v + 1, rtol=0, atol=0.5) is False

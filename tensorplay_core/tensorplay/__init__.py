@@ -380,11 +380,12 @@ def clamp(input: Tensor, min: _TensorOrScalar | None = None,
     return input.clamp(min, max)
 
 
-def allclose(a: Tensor, b: Tensor, rtol: builtins.float = 1e-5, atol: builtins.float = 1e-8,
-             equal_nan: builtins.bool = False) -> builtins.bool:
-    """True when ``|a - b| <= atol + rtol * |b|`` elementwise (shapes broadcast)."""
+def allclose(input: Tensor, other: Tensor, rtol: builtins.float = 1e-5,
+             atol: builtins.float = 1e-8, equal_nan: builtins.bool = False) -> builtins.bool:
+    """True when ``|input - other| <= atol + rtol * |other|`` elementwise (shapes broadcast),
+    as ``torch.allclose`` (its argument names, so ``allclose(input=..., other=...)`` works)."""
     from .testing.assertions import allclose as _ac
-    return _ac(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    return _ac(input, other, rtol=rtol, atol=atol, equal_nan=equal_nan)
 
 
 def is_tensor(obj: object) -> TypeGuard[Tensor]:

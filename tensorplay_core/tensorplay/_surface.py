@@ -349,8 +349,10 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     return O.matmul(input, mat2)
 
 
-def dot(input: Tensor, other: Tensor) -> Tensor:
-    """Inner product of two 1-D tensors of one size and dtype (``torch.dot``)."""
+def dot(input: Tensor, tensor: Tensor) -> Tensor:
+    """Inner product of two 1-D tensors of one size and dtype (``torch.dot``; the second is
+    named ``tensor`` as there). ``RuntimeError`` for other ranks, sizes or mixed dtypes."""
+    other = tensor
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D "
                            f"tensors")

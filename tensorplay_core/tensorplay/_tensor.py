@@ -1741,9 +1741,10 @@ class Tensor(TensorBase, instance_class=True):
         """Batched 3-D matrix product (``torch.bmm``)."""
         return _surface.bmm(self, mat2)
 
-    def dot(self, other: Tensor) -> Tensor:
-        """Inner product of 1-D tensors (``torch.dot``)."""
-        return _surface.dot(self, other)
+    def dot(self, tensor: Tensor) -> Tensor:
+        """Inner product of 1-D tensors (``torch.Tensor.dot``; the argument is named ``tensor``
+        as there)."""
+        return _surface.dot(self, tensor)
 
     def outer(self, vec2: Tensor) -> Tensor:
         """Outer product of 1-D tensors (``torch.outer``)."""
