@@ -297,3 +297,34 @@ def test_dot_and_allclose_take_torchs_argument_names():
     assert v.dot(tensor=v).item() == 14.0
     assert tp.allclose(input=v, other=v + 1e-9) is True   # TypeError: 'input' before
     assert tp.allclose(v, v + 1, rtol=0, atol=0.5) is False
+
+
+def _f16(shape, seed=5):
+    a = (np.random.default_rng(seed).standard_normal(shape) * 2).astype("float16")
+    return a, tp.tensor(a.tolist(), dtype=tp.float16)
+
+
+def test_float16_var_std_norm_do_not_overflow():
+    a, x = _f16((64, 300))
+    ref = a.astype("float64")
+    # the float16 sum of squares overflowed: std and norm were inf
+    assert tp.std(x).item() == float(np.float16(ref.std(ddof=1)))
+    assert x.var(0).tolist() == ref.var(0, ddof=1).astype("float32").astype("float16").tolist()
+    assert x.norm().item() == float(np.float16(np.sqrt((ref ** 2).sum())))
+    v, m = tp.var_mean(x, -1)
+    assert v.dtype is tp.float16 and m.dtype is tp.float16
+    assert math.isfinite(tp.norm(tp.full((300, 300), 8.0, dtype=tp.float16)).item())
+
+
+def test_float16_sum_and_cumsum_accumulate_in_float32():
+    a, x = _f16((64, 300))
+    want = a.astype("float32").sum(0).astype("float16").tolist()
+    assert tp.sum(x, 0).tolist() == want
+    want = np.cumsum(a.astype("float32"), 0, dtype="float32").astype("float16").tolist()
+    assert tp.cumsum(x, 0).tolist() == want
+
+
+def test_float32_cumsum_accumulates_in_float64():
+    a = np.abs(np.random.default_rng(5).standard_normal(5000)).astype("float32")
+    got = tp.cumsum(tp.tensor(a.tolist()), 0).tolist()
+    assert got == np.cumsum(a.astype("float64")).astype("float32").tolist()   # drifted ~4e-6

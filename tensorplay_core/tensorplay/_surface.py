@@ -668,6 +668,13 @@ def variance_and_mean(api: str, input: Tensor, dim, args: tuple, correction, kee
     dims = None if dim is None else [dim] if isinstance(dim, _int) else list(dim)
     if dims == []:
         dims = None         # an empty dim list reduces every dim (torch's rule, as sum's)
+    low = input.dtype if input.dtype in (_dtype.float16, _dtype.bfloat16) else None
+    if low is not None:
+        # float16/bfloat16: computed in float32, rounded once (torch's opmath): the float16 sum
+        # of squares overflowed to inf (std of 64x300 standard normals was inf)
+        var, mu = variance_and_mean(api, O.to_dtype(input, _dtype.float32), dims, (),
+                                    correction, keepdim, None)
+        return O.to_dtype(var, low), O.to_dtype(mu, low)
     mu = input.mean(dims, keepdim=True)
     d = input - mu
     shape = input.shape
@@ -735,6 +742,9 @@ def norm(input: Tensor, p: _Number | str | None = "fro", dim: _Dims = None, keep
                            f"input. Got {input.dtype} (convert it first, e.g. x.float().norm())")
     if dtype is not None:
         input = O.to_dtype(input, dtype)
+    if input.dtype in (_dtype.float16, _dtype.bfloat16):
+        # computed in float32, rounded once, as torch (a float16 sum of squares overflowed)
+        return O.to_dtype(norm(O.to_dtype(input, _dtype.float32), p, dim, keepdim), input.dtype)
     if p == "fro" or p is None:
         p = 2
     dims = [] if dim is None else ([dim] if isinstance(dim, _int) else list(dim))

@@ -399,6 +399,24 @@ def test_reductions_match_torch(name):
     _check(list(_reduction_cases(name)))
 
 
+def _large_reduction_cases():
+    # sizes where a float16 accumulator rounds or overflows (torch accumulates in float32); the
+    # float32 values are positive, so no cancellation makes the order of a sum visible
+    for d in LOWP + ["float32"]:
+        for shape in ((64, 300), (5000,)):
+            x = Arr(d, values=np.abs(_draw("float32", shape, 5)), tag=f"{shape}") \
+                if d == "float32" else Arr(d, shape, seed=5)
+            for name, kw in [("sum", {}), ("sum", {"dim": 0}), ("mean", {"dim": -1}),
+                             ("var", {}), ("std", {"dim": 0}), ("var_mean", {"dim": -1}),
+                             ("norm", {}), ("norm", {"dim": -1}), ("cumsum", {"dim": 0}),
+                             ("logsumexp", {"dim": -1}), ("softmax", {"dim": -1})]:
+                yield from _both(name, (x,), kw)
+
+
+def test_large_reductions_match_torch():
+    _check(list(_large_reduction_cases()))
+
+
 # -- shape and indexing ---------------------------------------------------------------------------
 
 def _shape_cases():
@@ -922,6 +940,7 @@ def test_factories_match_torch():
 def _all_cases():
     yield from itertools.chain.from_iterable(
         [_unary_cases(n) for n in UNARY] + [_reduction_cases(n) for n in REDUCTIONS]
+        + [_large_reduction_cases()]
         + [_binary_cases(n) for n in BINARY_FUNCS]
         + [_shape_cases(), _linalg_cases(), _clamp_cases(), _sort_cases(), _softmax_cases(),
            _comparison_cases(), _factory_cases(), _in_place_cases(), _keyword_cases()])

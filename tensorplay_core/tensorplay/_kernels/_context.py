@@ -189,7 +189,7 @@ def _make_rows_sum(c):
 
 
 def _make_sum(c):
-    nd, rows_sum = c.nd, c.rows_sum
+    nd, rows_sum, f16, f32 = c.nd, c.rows_sum, c.F16, c.F32
 
     def sum_(x, dim=None, keepdim=False, *, dtype=None):
         if not x.ndim:    # 0-dim: dim 0/-1 allowed
@@ -198,6 +198,8 @@ def _make_sum(c):
         # the array's own method (NumPy, CuPy): the array-api-compat wrapper costs ~1 us more
         if dtype is not None:
             return x.sum(axis=axis, keepdims=keepdim, dtype=nd(dtype))
+        if x.dtype == f16:    # accumulated in float32, rounded once (torch's opmath)
+            return x.sum(axis=axis, keepdims=keepdim, dtype=f32).astype(f16)
         if x.dtype.kind in "biu":
             return x.sum(axis=axis, keepdims=keepdim, dtype=nd(_dtype.int64))
         return rows_sum(x, axis, keepdim)
