@@ -328,3 +328,19 @@ def test_float32_cumsum_accumulates_in_float64():
     a = np.abs(np.random.default_rng(5).standard_normal(5000)).astype("float32")
     got = tp.cumsum(tp.tensor(a.tolist()), 0).tolist()
     assert got == np.cumsum(a.astype("float64")).astype("float32").tolist()   # drifted ~4e-6
+
+
+def test_float16_scatter_add_and_index_add_accumulate_in_float32():
+    idx = np.random.default_rng(0).integers(0, 4, (120, 30))
+    src = (np.random.default_rng(8).standard_normal((120, 30)) * 2).astype("float16")
+    exact = np.zeros((4, 30))
+    np.add.at(exact, (idx, np.arange(30)[None, :].repeat(120, 0)), src.astype("float64"))
+    want = exact.astype("float32").astype("float16").tolist()
+    s = tp.tensor(src.tolist(), dtype=tp.float16)
+    got = tp.zeros(4, 30, dtype=tp.float16).scatter_add(0, tp.tensor(idx.tolist()), s)
+    assert got.dtype is tp.float16 and got.tolist() == want        # 88 of 120 off before
+    rows = [0, 1, 0, 3] * 30
+    exact = np.zeros((4, 30))
+    np.add.at(exact, rows, src.astype("float64"))
+    got = tp.zeros(4, 30, dtype=tp.float16).index_add(0, tp.tensor(rows), s)
+    assert got.tolist() == exact.astype("float32").astype("float16").tolist()

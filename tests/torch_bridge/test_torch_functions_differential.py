@@ -110,9 +110,6 @@ LENIENT: dict[str, str] = {
     r"(Tensor\.)?prod\(bfloat16\(2, 3, 4\)\)":
         "a bfloat16 product is accumulated in float32 and rounded once; torch's cpu prod "
         "rounds on the way (2% apart over 24 factors)",
-    r"(Tensor\.)?scatter_add\(float16, 0, .*":
-        "repeated indices of a float16 scatter_add: the sum is rounded once (torch rounds "
-        "after each addition), 1 ulp apart",
 }
 # Divergences not fixed yet, in the same form; each pattern is an xfail(strict=True) case below.
 KNOWN: dict[str, str] = {
@@ -411,6 +408,12 @@ def _large_reduction_cases():
                              ("norm", {}), ("norm", {"dim": -1}), ("cumsum", {"dim": 0}),
                              ("logsumexp", {"dim": -1}), ("softmax", {"dim": -1})]:
                 yield from _both(name, (x,), kw)
+        # many additions into few slots
+        idx = Arr("int64", values=np.random.default_rng(0).integers(0, 4, (120, 30)), tag="idx")
+        src = Arr(d, (120, 30), seed=8)
+        yield from _both("scatter_add", (Arr(d, (4, 30)), 0, idx, src))
+        yield from _both("index_add", (Arr(d, (4, 30)), 0,
+                                       Arr("int64", values=[0, 1, 0, 3] * 30, tag="idx"), src))
 
 
 def test_large_reductions_match_torch():
