@@ -344,3 +344,21 @@ def test_float16_scatter_add_and_index_add_accumulate_in_float32():
     np.add.at(exact, rows, src.astype("float64"))
     got = tp.zeros(4, 30, dtype=tp.float16).index_add(0, tp.tensor(rows), s)
     assert got.tolist() == exact.astype("float32").astype("float16").tolist()
+
+
+def test_masked_fill_broadcasts_self_with_a_wider_mask():
+    x = tp.tensor([[1.0], [2.0]])
+    r = x.masked_fill(tp.tensor([[True, False, True]]), 0.0)    # NumPy's ValueError before
+    assert r.shape == (2, 3) and r.tolist() == [[0.0, 1.0, 0.0], [0.0, 2.0, 0.0]]
+    assert tp.masked_fill(tp.tensor(5), tp.tensor([True, False]), 1).tolist() == [1, 5]
+    with pytest.raises(RuntimeError, match="must match the size"):
+        tp.ones(2, 3).masked_fill(tp.ones(4, dtype=tp.bool), 1)
+
+
+def test_integer_division_of_an_empty_result_does_not_check_the_divisor():
+    a, b = tp.ones(0, 1, dtype=tp.int64), tp.tensor([[0, 1, 2]])
+    for f in (tp.remainder, tp.floor_divide):       # "integer division by zero" before
+        r = f(a, b)
+        assert r.shape == (0, 3) and r.dtype is tp.int64
+    with pytest.raises(ZeroDivisionError):
+        tp.floor_divide(tp.ones(1, 1, dtype=tp.int64), b)

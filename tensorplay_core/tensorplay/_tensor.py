@@ -551,8 +551,15 @@ class Tensor(TensorBase, instance_class=True):
         return _O.masked_fill_(self, mask, value)
 
     def masked_fill(self, mask: Tensor, value: _TensorOrScalar) -> Tensor:
-        """Out-of-place ``masked_fill_`` (differentiable in ``self`` and a tensor ``value``)."""
-        return _O.masked_fill_(_O.clone(self), mask, value)
+        """Out-of-place ``masked_fill_`` (differentiable in ``self`` and a tensor ``value``); the
+        result has the broadcast shape of ``self`` and ``mask``, as torch's."""
+        base = self
+        if isinstance(mask, Tensor) and mask._shape != self._shape:
+            from ._ops._shapes import broadcast_shapes
+            shape = broadcast_shapes(tuple(self._shape), tuple(mask._shape), api="masked_fill")
+            if shape != tuple(self._shape):
+                base = self.expand(*shape)    # (a mask wider than self: NumPy's error before)
+        return _O.masked_fill_(_O.clone(base), mask, value)
 
     def index_add(self, dim: _int, index: Tensor, source: Tensor, *,
                   alpha: _Number = 1) -> Tensor:

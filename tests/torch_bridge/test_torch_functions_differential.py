@@ -821,6 +821,29 @@ def test_in_place_methods_of_the_functions_match_torch():
     _check(list(_in_place_cases()))
 
 
+# -- broadcasting between the operands: (3, 1) with (1, 4), empty and 0-d sides ----------------
+
+def _broadcast_cases():
+    shapes = [((3, 1), (1, 4)), ((2, 1, 3), (4, 1)), ((0, 1), (1, 3)), ((), (2, 2)),
+              ((1,), (0,))]
+    for d1, d2 in itertools.product(["float32", "int64", "bool", "float16"],
+                                    ["float32", "int32", "bool"]):
+        for s1, s2 in shapes:
+            a, b = Arr(d1, s1), Arr(d2, s2, seed=1)
+            for n in ("add", "mul", "maximum", "minimum", "eq", "lt", "remainder",
+                      "floor_divide", "logical_and", "bitwise_or", "pow", "div", "isclose"):
+                yield from _both(n, (a, b))
+            yield from _both("where", (Arr("bool", s2, seed=3), a, b))
+            yield from _both("clamp", (a, b, None))
+            yield from _both("clamp", (a, None, b))
+            yield from _both("masked_fill", (a, Arr("bool", s2, seed=3), 1))
+            yield from _both("broadcast_tensors", (a, b))
+
+
+def test_broadcasting_functions_match_torch():
+    _check(list(_broadcast_cases()))
+
+
 # -- torch's argument names: code calling by keyword (torch.gather(x, dim=1, index=i)) --------
 
 def _kw(name, **kw):
@@ -946,7 +969,8 @@ def _all_cases():
         + [_large_reduction_cases()]
         + [_binary_cases(n) for n in BINARY_FUNCS]
         + [_shape_cases(), _linalg_cases(), _clamp_cases(), _sort_cases(), _softmax_cases(),
-           _comparison_cases(), _factory_cases(), _in_place_cases(), _keyword_cases()])
+           _comparison_cases(), _factory_cases(), _in_place_cases(), _keyword_cases(),
+           _broadcast_cases()])
 
 
 @pytest.mark.parametrize("pattern", [pytest.param(k, marks=pytest.mark.xfail(strict=True, reason=v))

@@ -97,9 +97,11 @@ def _division(c):
     ndarray = getattr(np_mod, "ndarray", None)
 
     def int_divisor_check(a, b, name):
-        # integer division by zero: torch raises, numpy would warn and return garbage
-        if a.dtype.kind in "iu" and (not hasattr(b, "dtype") and b == 0 or
-                                     hasattr(b, "dtype") and not xp.all(b != 0)):
+        # integer division by zero: torch raises, numpy would warn and return garbage. An empty
+        # result divides nothing (torch: int64 (0, 1) // a (1, 3) holding 0 is an empty tensor)
+        if a.dtype.kind in "iu" and a.size and (
+                not hasattr(b, "dtype") and b == 0 or
+                hasattr(b, "dtype") and b.size and not xp.all(b != 0)):
             raise IntegerDivisionByZero(f"{name}: ZeroDivisionError (integer division by zero)")
 
     def floor_divide(a, b):
