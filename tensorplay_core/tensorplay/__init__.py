@@ -159,8 +159,8 @@ def round(input: Tensor, *, decimals: builtins.int = 0) -> Tensor:  # noqa: A001
 
 
 def square(input: Tensor) -> Tensor:
-    """``input * input``, elementwise, in ``input``'s dtype (an integer tensor stays integer);
-    same as ``torch.square``."""
+    """``input * input``, elementwise, in ``input``'s dtype (an integer tensor stays integer, a
+    bool one gives int64, as ``pow(input, 2)``); same as ``torch.square``."""
     return input.square()
 
 
@@ -232,13 +232,14 @@ def cumsum(input: Tensor, dim: builtins.int, *, dtype: _DTypeLike | None = None)
 
 def all(input: Tensor, dim: _Dims = None, keepdim: builtins.bool = False) -> Tensor:  # noqa: A001
     """True where every element (over ``dim``, or all) is non-zero: bool, uint8 (1/0) for a
-    uint8 ``input`` (same as ``torch.all``)."""
+    uint8 ``input`` (same as ``torch.all``). An empty ``dim`` (``()`` or ``[]``) reduces no
+    dim: ``input != 0``, as torch."""
     return input.all(dim, keepdim)
 
 
 def any(input: Tensor, dim: _Dims = None, keepdim: builtins.bool = False) -> Tensor:  # noqa: A001
     """True where some element (over ``dim``, or all) is non-zero: bool, uint8 (1/0) for a
-    uint8 ``input`` (same as ``torch.any``)."""
+    uint8 ``input`` (same as ``torch.any``). An empty ``dim`` reduces no dim, as ``all``."""
     return input.any(dim, keepdim)
 
 
@@ -321,14 +322,18 @@ def scatter(input: Tensor, dim: builtins.int, index: Tensor, src: _TensorOrScala
     return input.scatter(dim, index, src, value=value, reduce=reduce)
 
 
-def softmax(input: Tensor, dim: builtins.int) -> Tensor:
-    """Softmax along ``dim`` (floating result), same as ``torch.softmax``."""
-    return _O.softmax(input, dim)
+def softmax(input: Tensor, dim: builtins.int, dtype: _DTypeLike | None = None) -> Tensor:
+    """Softmax along ``dim``, same as ``torch.softmax``: a floating ``input`` (an integer or bool
+    one is a ``RuntimeError``), the result in its dtype; ``dtype=`` converts ``input`` to that
+    dtype first (``softmax(x_int, 0, dtype=tensorplay.float32)`` works). float16 is computed in
+    float32 and rounded once, as torch."""
+    return _O.softmax(input if dtype is None else input.to(dtype), dim)
 
 
-def log_softmax(input: Tensor, dim: builtins.int) -> Tensor:
-    """``log(softmax(input, dim))``, computed stably; same as ``torch.log_softmax``."""
-    return _O.log_softmax(input, dim)
+def log_softmax(input: Tensor, dim: builtins.int, dtype: _DTypeLike | None = None) -> Tensor:
+    """``log(softmax(input, dim))``, computed stably; ``dtype=`` converts ``input`` first, as
+    ``softmax``. Same as ``torch.log_softmax``."""
+    return _O.log_softmax(input if dtype is None else input.to(dtype), dim)
 
 
 def reshape(input: Tensor, shape: Sequence[builtins.int]) -> Tensor:
@@ -375,11 +380,12 @@ def clamp(input: Tensor, min: _TensorOrScalar | None = None,
     return input.clamp(min, max)
 
 
-def allclose(a: Tensor, b: Tensor, rtol: builtins.float = 1e-5, atol: builtins.float = 1e-8,
-             equal_nan: builtins.bool = False) -> builtins.bool:
-    """True when ``|a - b| <= atol + rtol * |b|`` elementwise (shapes broadcast)."""
+def allclose(input: Tensor, other: Tensor, rtol: builtins.float = 1e-5,
+             atol: builtins.float = 1e-8, equal_nan: builtins.bool = False) -> builtins.bool:
+    """True when ``|input - other| <= atol + rtol * |other|`` elementwise (shapes broadcast),
+    as ``torch.allclose`` (its argument names, so ``allclose(input=..., other=...)`` works)."""
     from .testing.assertions import allclose as _ac
-    return _ac(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    return _ac(input, other, rtol=rtol, atol=atol, equal_nan=equal_nan)
 
 
 def is_tensor(obj: object) -> TypeGuard[Tensor]:

@@ -8,6 +8,7 @@ they become graph nodes. Errors: a device whose plugin is not installed raises
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -207,7 +208,9 @@ def ones(*sizes: int | Sequence[int], size: Sequence[int] | None = None,
 def arange(start: _Number, end: _Number | None = None, step: _Number = 1, *,
            dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
            requires_grad: bool = False) -> Tensor:
-    """``[start, end)`` with ``step``; int64 for int arguments, default float otherwise.
+    """``[start, end)`` with ``step``; int64 for int arguments, default float otherwise. With an
+    an integer ``dtype`` and float arguments the values are ``int(start) + i * int(step)``, as
+    torch (int64: also ``end`` truncated before the size is counted).
     ``RuntimeError`` (as torch) for a zero step, a step whose sign does not lead from ``start``
     to ``end``, or a non-finite bound, on every device, meta and fake included."""
     if end is None:
@@ -215,7 +218,23 @@ def arange(start: _Number, end: _Number | None = None, step: _Number = 1, *,
     if dtype is None:
         dtype = _dtype.int64 if all(isinstance(v, int) for v in (start, end, step)) else \
             _dtype.get_default_dtype()
-    return _finish(O.arange(start, end, step, dtype=_dtype.as_dtype(dtype), device=_dev(device)),
+    dtype = _dtype.as_dtype(dtype)
+    if not dtype.is_floating_point and dtype is not _dtype.bool and any(
+            isinstance(v, float) and math.isfinite(v) for v in (start, end, step)):
+        if dtype is _dtype.int64:
+            # torch truncates start, end and step to int64 first: arange(0, 4.5, 1,
+            # dtype=int64) is [0, 1, 2, 3], a step of 0.3 is a zero step
+            start, end, step = (int(v) if isinstance(v, float) and math.isfinite(v) else v
+                                for v in (start, end, step))
+        else:
+            # the narrower integer dtypes: the size from the float bounds, the values
+            # int(start) + i * int(step) (wrapping): arange(5, 0, -1.5, dtype=int32) is
+            # [5, 4, 3, 2] in torch
+            n = O.arange(start, end, step, dtype=_dtype.float64, device=_dev(device)).shape[0]
+            i = O.arange(0, n, 1, dtype=_dtype.int64, device=_dev(device))
+            r = O.to_dtype(O.add(O.mul(i, int(step)), int(start)), dtype)
+            return _finish(r, requires_grad, "arange")
+    return _finish(O.arange(start, end, step, dtype=dtype, device=_dev(device)),
                    requires_grad, "arange")
 
 
@@ -621,9 +640,15 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     return O.stack(tensors, dim)
 
 
-def where(condition: Tensor, input: _TensorOrScalar, other: _TensorOrScalar) -> Tensor:
+def where(condition: Tensor, input: _TensorOrScalar | None = None,
+          other: _TensorOrScalar | None = None) -> Any:
     """Elementwise ``input if condition else other`` with broadcasting (same as ``torch.where``).
     ``condition`` must be a bool tensor (``RuntimeError`` otherwise, as torch); ``input`` and
-    ``other`` are tensors or Python numbers, promoted together."""
+    ``other`` are tensors or Python numbers, promoted together (a number out of an integer
+    dtype's range wraps, as torch: ``where(m, uint8_t, -1)`` puts 255). ``where(condition)``
+    alone is ``nonzero(condition, as_tuple=True)``: a tuple of int64 index tensors, one per
+    dim."""
+    if input is None and other is None:
+        return condition.nonzero(as_tuple=True)
     return O.where(condition, input, other)
 

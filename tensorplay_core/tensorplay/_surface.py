@@ -78,10 +78,16 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
 
 
 def flip(input: Tensor, dims: int | Sequence[int]) -> Tensor:
-    """A copy with the order of elements reversed along ``dims`` (``torch.flip``)."""
+    """A copy with the order of elements reversed along ``dims`` (``torch.flip``); a dim out of
+    range is an ``IndexError`` (a 0-d input takes 0 and -1), a dim named twice a
+    ``RuntimeError``."""
     dims = [dims] if isinstance(dims, _int) else list(dims)
     out = input
-    for d in {wrap_dim(d, input.ndim, "flip(): ") for d in dims}:
+    wrapped = [wrap_dim(d, input.ndim, "flip(): ") for d in dims]
+    if len(set(wrapped)) != len(wrapped):
+        w = next(d for i, d in enumerate(wrapped) if d in wrapped[:i])
+        raise RuntimeError(f"dim {w} appears multiple times in the list of dims")
+    for d in set(wrapped) if input.ndim else ():
         n = input.shape[d]
         if n > 1:
             out = O.index(out, d, F.arange(n - 1, -1, -1, device=input.device))
@@ -180,10 +186,18 @@ def repeat(input: Tensor, *sizes: int | Sequence[int]) -> Tensor:
     return O.reshape(x, [r * s for r, s in zip(reps, shape)])
 
 
-def repeat_interleave(input: Tensor, repeats: int | Tensor, dim: int | None = None, *,
-                      output_size: int | None = None) -> Tensor:
+def repeat_interleave(input: Tensor, repeats: int | Tensor | None = None, dim: int | None = None,
+                      *, output_size: int | None = None) -> Tensor:
     """Each element repeated ``repeats`` times (an int, or one count per element of ``dim``)
-    along ``dim`` (the flattened input when None), as ``torch.repeat_interleave``."""
+    along ``dim`` (the flattened input when None), as ``torch.repeat_interleave``. With one
+    argument, ``repeat_interleave(counts)`` (a 1-D integer tensor): ``i`` repeated
+    ``counts[i]`` times, int64 (``repeat_interleave(arange(len(counts)), counts)``)."""
+    if repeats is None:
+        if input.ndim != 1 or input.dtype.is_floating_point or input.dtype is _dtype.bool:
+            raise RuntimeError(f"repeat_interleave(repeats): repeats must be a 1-D integer "
+                               f"tensor, got {input.ndim}-D {input.dtype}")
+        return repeat_interleave(F.arange(input.shape[0], dtype=_dtype.int64,
+                                          device=input.device), input, 0)
     if dim is None:
         input = O.reshape(input, [-1])
         dim = 0
@@ -335,8 +349,10 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     return O.matmul(input, mat2)
 
 
-def dot(input: Tensor, other: Tensor) -> Tensor:
-    """Inner product of two 1-D tensors of one size and dtype (``torch.dot``)."""
+def dot(input: Tensor, tensor: Tensor) -> Tensor:
+    """Inner product of two 1-D tensors of one size and dtype (``torch.dot``; the second is
+    named ``tensor`` as there). ``RuntimeError`` for other ranks, sizes or mixed dtypes."""
+    other = tensor
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D "
                            f"tensors")
@@ -360,17 +376,36 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: _Number = 1,
           alpha: _Number = 1) -> Tensor:
     """``beta * input + alpha * (mat1 @ mat2)`` with 2-D ``mat1``/``mat2``; ``input``
-    broadcasts (``torch.addmm``; ``beta=0`` ignores ``input``, NaNs included)."""
-    return _scaled_sum(input, mm(mat1, mat2), beta, alpha)
+    broadcasts (``torch.addmm``; ``beta=0`` ignores ``input``, NaNs included). With integer
+    operands ``beta`` and ``alpha`` are truncated to integers, as torch (the result stays
+    integral)."""
+    return _low_at_f32(_scaled_sum, input, mm, mat1, mat2, beta, alpha)
 
 
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: _Number = 1,
             alpha: _Number = 1) -> Tensor:
     """``beta * input + alpha * bmm(batch1, batch2)`` (``torch.baddbmm``)."""
-    return _scaled_sum(input, bmm(batch1, batch2), beta, alpha)
+    return _low_at_f32(_scaled_sum, input, bmm, batch1, batch2, beta, alpha)
+
+
+def _low_at_f32(f, input, product, m1, m2, beta, alpha):
+    """``f(input, product(m1, m2), beta, alpha)``; with float16/bfloat16 operands of one dtype
+    computed in float32 and rounded once, as torch's addmm/baddbmm (rounding the product, the
+    scaled terms and the sum one by one was up to 2 ulps off)."""
+    dt = m1.dtype
+    if dt in (_dtype.float16, _dtype.bfloat16) and m2.dtype is dt and input.dtype is dt:
+        f32 = _dtype.float32
+        r = f(O.to_dtype(input, f32), product(O.to_dtype(m1, f32), O.to_dtype(m2, f32)), beta,
+              alpha)
+        return O.to_dtype(r, dt)
+    return f(input, product(m1, m2), beta, alpha)
 
 
 def _scaled_sum(input, prod, beta, alpha):
+    if not prod.dtype.is_floating_point and prod.dtype is not _dtype.bool:
+        # integer operands: torch converts beta and alpha to the integer type (truncating:
+        # beta=0.5 is 0), the result stays integral (a float beta made it float32)
+        beta, alpha = _int(beta), _int(alpha)
     if alpha != 1:
         prod = O.mul(prod, alpha)
     if beta == 0:
@@ -411,7 +446,10 @@ def einsum(equation: str, *operands: Tensor | Sequence[Tensor]) -> Tensor:
     """Einstein summation (``torch.einsum``): ``"ij,jk->ik"``, implicit output (the letters
     seen once, sorted), ``...`` for broadcast dims, repeated letters in one operand take the
     diagonal. Operands are aligned to one letter order and multiplied pairwise, summing each
-    letter as soon as no later operand or the output needs it."""
+    letter as soon as no later operand or the output needs it. The result has the operands'
+    promoted dtype (an integer one is kept by contractions: int32 operands give int32, as
+    torch; a sum of one operand alone widens to int64, as sum); float16/bfloat16 are computed
+    in float32 and rounded once."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     eq = equation.replace(" ", "")
@@ -468,14 +506,24 @@ def einsum(equation: str, *operands: Tensor | Sequence[Tensor]) -> Tensor:
                                    f"(original->remapped) for subscript {ch!r}: {sizes[ch]} "
                                    f"and {n}")
             sizes[ch] = max(sizes.get(ch, 1), n) if n != 1 else sizes.get(ch, 1)
+    # float16/bfloat16 operands are multiplied and summed in float32 and rounded once, as
+    # torch's bmm accumulates (products rounded to float16 first lost ~1 ulp per term)
+    low = {x.dtype for x in ops_}
+    low = low.pop() if len(low) == 1 and next(iter(low)) in (_dtype.float16, _dtype.bfloat16) \
+        else None
+    if low is not None:
+        ops_ = [O.to_dtype(x, _dtype.float32) for x in ops_]
+    # a sum within one operand widens integers as sum does (torch: einsum("ij->", int32) is
+    # int64); a sum over products keeps the dtype (torch's bmm: int32 @ int32 is int32)
     acc, acc_l = ops_[0], labels[0]
-    acc, acc_l = _sum_unneeded(acc, acc_l, labels[1:], out)
+    acc, acc_l = _sum_unneeded(acc, acc_l, labels[1:], out, False)
     for i in range(1, len(ops_)):
         x, t = ops_[i], labels[i]
         order = acc_l + "".join(c for c in t if c not in acc_l)
         acc, acc_l = O.mul(_align(acc, acc_l, order), _align(x, t, order)), order
-        acc, acc_l = _sum_unneeded(acc, acc_l, labels[i + 1:], out)
-    return _align_out(acc, acc_l, out, sizes)
+        acc, acc_l = _sum_unneeded(acc, acc_l, labels[i + 1:], out, True)
+    r = _align_out(acc, acc_l, out, sizes, len(ops_) > 1)
+    return r if low is None else O.to_dtype(r, low)
 
 
 def _diagonal(x, i, j):
@@ -488,14 +536,22 @@ def _diagonal(x, i, j):
     return O.index(y, len(lead), O.mul(F.arange(n, device=x.device), n + 1))
 
 
-def _sum_unneeded(x, labels, later, out):
+def _sum_unneeded(x, labels, later, out, keep_ints):
     keep = set(out)
     for t in later:
         keep |= set(t)
     drop = [i for i, c in enumerate(labels) if c not in keep]
     if not drop:
         return x, labels
-    return O.sum(x, drop, False), "".join(c for c in labels if c in keep)
+    return _sum_keep_ints(x, drop, keep_ints), "".join(c for c in labels if c in keep)
+
+
+def _sum_keep_ints(x, dims, keep_ints):
+    """einsum's sums: over products an integer dtype is kept (torch: int32 in, int32 out),
+    within one operand (``keep_ints`` False) a plain ``sum`` widens to int64."""
+    if not keep_ints or x.dtype.is_floating_point or x.dtype is _dtype.bool:
+        return O.sum(x, dims, False)
+    return O.sum(x, dims, False, dtype=x.dtype)
 
 
 def _align(x, labels, order):
@@ -508,10 +564,10 @@ def _align(x, labels, order):
     return O.reshape(x, shape) if shape != list(x.shape) else x
 
 
-def _align_out(x, labels, out, sizes):
+def _align_out(x, labels, out, sizes, keep_ints):
     extra = [i for i, c in enumerate(labels) if c not in out]
     if extra:
-        x = O.sum(x, extra, False)
+        x = _sum_keep_ints(x, extra, keep_ints)
         labels = "".join(c for c in labels if c in out)
     for c in out:
         if c not in labels:
@@ -538,7 +594,9 @@ def logsumexp(input: Tensor, dim: _Dims, keepdim: bool = False) -> Tensor:
     m = O.amax(input.detach(), dims, True)
     m = O.where(O.isinf(m), 0.0, m)     # all -inf (or an inf): no shift, as torch
     out = O.add(O.log(O.sum(O.exp(O.sub(input, m)), dims, True)), m)
-    return out if keepdim else O.squeeze(out, [wrap_dim(d, input.ndim) for d in dims])
+    # an empty dim list reduces every dim, as sum (the squeeze named none of them: shape (1, 1))
+    return out if keepdim else O.squeeze(out, [wrap_dim(d, input.ndim) for d in dims]
+                                         if dims else list(range(input.ndim)))
 
 
 # -- elementwise -------------------------------------------------------------------------------
@@ -610,6 +668,13 @@ def variance_and_mean(api: str, input: Tensor, dim, args: tuple, correction, kee
     dims = None if dim is None else [dim] if isinstance(dim, _int) else list(dim)
     if dims == []:
         dims = None         # an empty dim list reduces every dim (torch's rule, as sum's)
+    low = input.dtype if input.dtype in (_dtype.float16, _dtype.bfloat16) else None
+    if low is not None:
+        # float16/bfloat16: computed in float32, rounded once (torch's opmath): the float16 sum
+        # of squares overflowed to inf (std of 64x300 standard normals was inf)
+        var, mu = variance_and_mean(api, O.to_dtype(input, _dtype.float32), dims, (),
+                                    correction, keepdim, None)
+        return O.to_dtype(var, low), O.to_dtype(mu, low)
     mu = input.mean(dims, keepdim=True)
     d = input - mu
     shape = input.shape
@@ -668,9 +733,18 @@ def var(input: Tensor, dim: _Dims | bool = None, *args: bool, correction: _Numbe
 def norm(input: Tensor, p: _Number | str | None = "fro", dim: _Dims = None, keepdim: bool = False,
          dtype: _DTypeLike | None = None) -> Tensor:
     """The ``p``-norm over ``dim`` (all elements when None; ``"fro"`` is the 2-norm, ``inf``
-    the largest absolute value), as ``torch.norm``."""
+    the largest absolute value, ``-inf`` the smallest, ``0`` the count of non-zeros), as
+    ``torch.norm``: a floating ``input`` only (an integer or bool one is a ``RuntimeError``, as
+    torch's ``linalg.vector_norm``; ``dtype=`` converts a floating input first). The result has
+    ``input``'s dtype (``dtype``'s when given). ``Tensor.norm`` is this function."""
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
+                           f"input. Got {input.dtype} (convert it first, e.g. x.float().norm())")
     if dtype is not None:
         input = O.to_dtype(input, dtype)
+    if input.dtype in (_dtype.float16, _dtype.bfloat16):
+        # computed in float32, rounded once, as torch (a float16 sum of squares overflowed)
+        return O.to_dtype(norm(O.to_dtype(input, _dtype.float32), p, dim, keepdim), input.dtype)
     if p == "fro" or p is None:
         p = 2
     dims = [] if dim is None else ([dim] if isinstance(dim, _int) else list(dim))

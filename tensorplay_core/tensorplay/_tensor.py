@@ -551,15 +551,25 @@ class Tensor(TensorBase, instance_class=True):
         return _O.masked_fill_(self, mask, value)
 
     def masked_fill(self, mask: Tensor, value: _TensorOrScalar) -> Tensor:
-        """Out-of-place ``masked_fill_`` (differentiable in ``self`` and a tensor ``value``)."""
-        return _O.masked_fill_(_O.clone(self), mask, value)
+        """Out-of-place ``masked_fill_`` (differentiable in ``self`` and a tensor ``value``); the
+        result has the broadcast shape of ``self`` and ``mask``, as torch's."""
+        base = self
+        if isinstance(mask, Tensor) and mask._shape != self._shape:
+            from ._ops._shapes import broadcast_shapes
+            shape = broadcast_shapes(tuple(self._shape), tuple(mask._shape), api="masked_fill")
+            if shape != tuple(self._shape):
+                base = self.expand(*shape)    # (a mask wider than self: NumPy's error before)
+        return _O.masked_fill_(_O.clone(base), mask, value)
 
     def index_add(self, dim: _int, index: Tensor, source: Tensor, *,
                   alpha: _Number = 1) -> Tensor:
         """``self`` with ``alpha * source`` added at the positions ``index`` (1-d int64) along
         ``dim``; repeated indices accumulate (``torch.Tensor.index_add``). Differentiable in
         ``self`` and ``source``."""
-        return _O.index_add(self, dim, index, source if alpha == 1 else source * alpha)
+        # alpha * source in source's dtype with torch's checks (bool: bool(alpha); a float alpha
+        # with integers refused), so the same-dtype rule of index_add holds for the product
+        return _O.index_add(self, dim, index, source if alpha == 1 and alpha is not True else
+                            _times_alpha(source, source, alpha, "index_add"))
 
     def index_add_(self, dim: _int, index: Tensor, source: Tensor, *,
                    alpha: _Number = 1) -> Tensor:
@@ -1058,7 +1068,9 @@ class Tensor(TensorBase, instance_class=True):
         return _O.erf(self)
 
     def square(self) -> Tensor:
-        """``self * self``."""
+        """``self * self``; a bool tensor gives int64 (torch's ``pow(self, 2)``)."""
+        if self._dtype is _dtype.bool:
+            return _O.pow(self, 2)
         return _O.mul(self, self)
 
     def maximum(self, other: _TensorOrScalar) -> Tensor:
@@ -1211,11 +1223,13 @@ class Tensor(TensorBase, instance_class=True):
         in row-major order, or with ``as_tuple=True`` one 1-D index tensor per dimension. The
         size ``n`` depends on the values (a data-dependent size in fake kernels and
         ``tensorplay.compile``)."""
+        if as_tuple and self.ndim == 0:
+            # torch reads a 0-d input as 1-d here: (tensor([0]),) when it is nonzero (the
+            # (n, 0) result reshaped gave an empty index, as for a zero)
+            return (_O.nonzero(self.reshape(1))[:, 0].contiguous(),)
         out = _O.nonzero(self)
         if not as_tuple:
             return out
-        if self.ndim == 0:
-            return (out.reshape(-1),)
         return tuple(out[:, i].contiguous() for i in range(self.ndim))
 
     def argsort(self, dim: _int = -1, descending: _bool = False, *,
@@ -1420,19 +1434,18 @@ class Tensor(TensorBase, instance_class=True):
         return self.var(dim, *args, correction=correction, keepdim=keepdim,
                         unbiased=unbiased).sqrt()
 
-    def norm(self, p: _Number = 2, dim: _Dims = None, keepdim: _bool = False) -> Tensor:
-        """The ``p``-norm over ``dim`` (2 by default)."""
-        if p != 2:
-            return (self.abs() ** p).sum(dim, keepdim) ** (1.0 / p)
-        return (self * self).sum(dim, keepdim).sqrt()
+    def norm(self, p: _Number | str | None = "fro", dim: _Dims = None, keepdim: _bool = False,
+             dtype: Any = None) -> Tensor:
+        """The ``p``-norm over ``dim`` (2 by default): ``tensorplay.norm`` (``torch.norm``)."""
+        return _surface.norm(self, p, dim, keepdim, dtype=dtype)
 
-    def softmax(self, dim: _int) -> Tensor:
-        """Softmax along ``dim`` (numerically stable)."""
-        return _O.softmax(self, dim)
+    def softmax(self, dim: _int, dtype: _DTypeLike | None = None) -> Tensor:
+        """Softmax along ``dim`` (numerically stable); ``dtype=`` converts ``self`` first."""
+        return _O.softmax(self if dtype is None else self.to(dtype), dim)
 
-    def log_softmax(self, dim: _int) -> Tensor:
-        """Log-softmax along ``dim`` (numerically stable)."""
-        return _O.log_softmax(self, dim)
+    def log_softmax(self, dim: _int, dtype: _DTypeLike | None = None) -> Tensor:
+        """Log-softmax along ``dim`` (numerically stable); ``dtype=`` converts ``self`` first."""
+        return _O.log_softmax(self if dtype is None else self.to(dtype), dim)
 
     # views
     def view(self, *shape: Any) -> Tensor:
@@ -1458,6 +1471,7 @@ class Tensor(TensorBase, instance_class=True):
     def flatten(self, start_dim: _int = 0, end_dim: _int = -1) -> Tensor:
         """Merge dims ``start_dim..end_dim`` into one (a view when possible)."""
         if self.ndim == 0:
+            _wrap_dim(start_dim, 0), _wrap_dim(end_dim, 0)    # 0 and -1 only, as torch
             return _O.reshape(self, [1])
         s = _wrap_dim(start_dim, self.ndim)
         e = _wrap_dim(end_dim, self.ndim)
@@ -1734,9 +1748,10 @@ class Tensor(TensorBase, instance_class=True):
         """Batched 3-D matrix product (``torch.bmm``)."""
         return _surface.bmm(self, mat2)
 
-    def dot(self, other: Tensor) -> Tensor:
-        """Inner product of 1-D tensors (``torch.dot``)."""
-        return _surface.dot(self, other)
+    def dot(self, tensor: Tensor) -> Tensor:
+        """Inner product of 1-D tensors (``torch.Tensor.dot``; the argument is named ``tensor``
+        as there)."""
+        return _surface.dot(self, tensor)
 
     def outer(self, vec2: Tensor) -> Tensor:
         """Outer product of 1-D tensors (``torch.outer``)."""

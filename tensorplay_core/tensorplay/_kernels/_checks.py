@@ -16,6 +16,20 @@ def wrap_dim(dim: int, ndim: int, api: str = "") -> int:
     return dim + n if dim < 0 else dim
 
 
+def check_dims_0d(dims, api: str = "") -> None:
+    """The reduction dims ``dims`` (an int, a sequence or None) of a 0-dim input: each must be
+    0 or -1 and named once, as torch (``sum(tensor(1.), 1)`` is an ``IndexError``, not the
+    value). The kernels' 0-dim paths skip the axis arithmetic; this keeps their refusals."""
+    if dims is None:
+        return
+    seen = set()
+    for d in ((dims,) if isinstance(dims, int) else dims):
+        w = wrap_dim(d, 0, api)
+        if w in seen:
+            raise RuntimeError(f"dim {w} appears multiple times in the list of dims")
+        seen.add(w)
+
+
 # the C type names torch prints in its dtype mismatch message
 _C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
             "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
@@ -30,6 +44,30 @@ def check_same_dtype(da, db) -> None:
                            f"{_C_NAMES.get(da.name, da.name)} != {_C_NAMES.get(db.name, db.name)}"
                            f" (matmul does not promote; convert one operand, e.g. "
                            f"a.to(b.dtype) @ b)")
+
+
+def check_mean_dtype(dtype) -> None:
+    """torch's refusal of a non-floating ``dtype=`` for ``mean`` (an integer mean has no
+    integer answer: torch raises instead of truncating). Shared by the fake rule and the
+    kernels."""
+    if dtype is not None and not dtype.is_floating_point:
+        raise RuntimeError(f"mean(): could not infer output dtype. Optional dtype must be either "
+                           f"a floating point or complex dtype. Got: {dtype}")
+
+
+_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
+                 "bfloat16": "BFloat16", "int8": "Char", "uint8": "Byte", "int16": "Short",
+                 "int32": "Int", "int64": "Long", "bool": "Bool"}
+
+
+def check_index_add_dtypes(dx, ds) -> None:
+    """torch's refusal of an ``index_add`` source of another dtype than ``self`` (it does not
+    convert: an int64 self with a float32 source would silently truncate). Shared by the fake
+    rule and the array kernel."""
+    if dx is not ds:
+        raise RuntimeError(f"index_add_(): self ({_SCALAR_NAMES.get(dx.name, dx.name)}) and "
+                           f"source ({_SCALAR_NAMES.get(ds.name, ds.name)}) must have the same "
+                           f"scalar type (convert source first, e.g. source.to(self.dtype))")
 
 
 def check_nonempty_reduction(shape, dims, api: str, arg: bool = False) -> None:

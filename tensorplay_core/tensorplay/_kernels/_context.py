@@ -10,6 +10,7 @@ its own locals.
 from __future__ import annotations
 
 from .. import _dtype
+from . import _checks
 
 
 def _as(b, ndt):
@@ -49,7 +50,10 @@ class Context:
 
     def axis(self, x, dim):
         """The reduction axes of ``dim`` for ``x`` (None: all; a 0-dim ``x`` allows dim 0/-1)."""
-        return None if not dim or not x.ndim else tuple(dim)
+        if not x.ndim:
+            _checks.check_dims_0d(dim)
+            return None
+        return None if not dim else tuple(dim)
 
 
 def _make_fl(c):
@@ -185,13 +189,17 @@ def _make_rows_sum(c):
 
 
 def _make_sum(c):
-    nd, rows_sum = c.nd, c.rows_sum
+    nd, rows_sum, f16, f32 = c.nd, c.rows_sum, c.F16, c.F32
 
     def sum_(x, dim=None, keepdim=False, *, dtype=None):
-        axis = None if not dim or not x.ndim else tuple(dim)   # 0-dim: dim 0/-1 allowed
+        if not x.ndim:    # 0-dim: dim 0/-1 allowed
+            _checks.check_dims_0d(dim)
+        axis = None if not dim or not x.ndim else tuple(dim)
         # the array's own method (NumPy, CuPy): the array-api-compat wrapper costs ~1 us more
         if dtype is not None:
             return x.sum(axis=axis, keepdims=keepdim, dtype=nd(dtype))
+        if x.dtype == f16:    # accumulated in float32, rounded once (torch's opmath)
+            return x.sum(axis=axis, keepdims=keepdim, dtype=f32).astype(f16)
         if x.dtype.kind in "biu":
             return x.sum(axis=axis, keepdims=keepdim, dtype=nd(_dtype.int64))
         return rows_sum(x, axis, keepdim)

@@ -97,9 +97,11 @@ def _division(c):
     ndarray = getattr(np_mod, "ndarray", None)
 
     def int_divisor_check(a, b, name):
-        # integer division by zero: torch raises, numpy would warn and return garbage
-        if a.dtype.kind in "iu" and (not hasattr(b, "dtype") and b == 0 or
-                                     hasattr(b, "dtype") and not xp.all(b != 0)):
+        # integer division by zero: torch raises, numpy would warn and return garbage. An empty
+        # result divides nothing (torch: int64 (0, 1) // a (1, 3) holding 0 is an empty tensor)
+        if a.dtype.kind in "iu" and a.size and (
+                not hasattr(b, "dtype") and b == 0 or
+                hasattr(b, "dtype") and b.size and not xp.all(b != 0)):
             raise IntegerDivisionByZero(f"{name}: ZeroDivisionError (integer division by zero)")
 
     def floor_divide(a, b):
@@ -222,9 +224,14 @@ def _logic(c):
         t = rdt(dt_of(a) if ta else wrapped(a), (2 if a.ndim else 1) if ta else 0,
                 dt_of(b) if tb else wrapped(b), (2 if b.ndim else 1) if tb else 0)
         n = nd(t)
-        a = (a if a.dtype == n else xp.astype(a, n)) if ta else xp.asarray(a, dtype=n)
-        b = (b if b.dtype == n else xp.astype(b, n)) if tb else xp.asarray(b, dtype=n)
+        a = (a if a.dtype == n else xp.astype(a, n)) if ta else scalar(a, n)
+        b = (b if b.dtype == n else xp.astype(b, n)) if tb else scalar(b, n)
         return xp.where(as_bool(cond), a, b)
+
+    def scalar(v, n):
+        # a Python int out of an integer dtype's range wraps, as torch (where(m, u8, -1) puts
+        # 255), and as the arithmetic ops' numbers do; NumPy 2 refuses asarray(-1, uint8)
+        return xp.astype(xp.asarray(v), n) if v.__class__ is int else xp.asarray(v, dtype=n)
 
     return dict(logical_and=logical_and, logical_or=logical_or, logical_not=logical_not,
                 where=where)

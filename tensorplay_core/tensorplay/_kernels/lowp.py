@@ -67,6 +67,8 @@ def wrap_kernels(kernels: dict, backend) -> dict:
                     x = round_scalar(x, bf16)
             elif xd == BF:
                 x = x.astype(F32)
+            elif xd.kind == "b":
+                pass    # bool stays bool: the kernel's own refusals (bool - bf16) see it
             elif not (i and keep_b and x.size == 1):
                 x = x.astype(BF).astype(F32)
             out.append(x)
@@ -82,8 +84,8 @@ def wrap_kernels(kernels: dict, backend) -> dict:
                 if getattr(a, "dtype", None) == BF:
                     bf = True
                     break
-            if not bf:
-                return k(*args, **kw)
+            if not bf or name == "index_add" and args[0].dtype != args[3].dtype:
+                return k(*args, **kw)     # (index_add refuses mixed dtypes: the kernel says so)
             # does a non-bf16 floating tensor take part in the result dtype? (torch: dimensioned
             # tensors decide over 0-dim ones within a category)
             floats = [a for a in args if hasattr(a, "dtype") and

@@ -26,11 +26,14 @@ def _mean(c):
 
     def mean(x, dim=None, keepdim=False, *, dtype=None):
         if dtype is not None:
+            _checks.check_mean_dtype(dtype)
             x = xp.astype(x, nd(dtype))
         elif x.dtype.kind not in "f":
             raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be a "
                                f"floating point dtype, got {dt_of(x)}; pass dtype= or convert "
                                f"with .float() first")
+        if not x.ndim:
+            _checks.check_dims_0d(dim)
         axis = None if not dim or not x.ndim else tuple(dim)
         if x.size == 0:   # NaN like torch, without NumPy's "Mean of empty slice" warning
             r = xp.sum(x, axis=axis, keepdims=keepdim)
@@ -59,17 +62,23 @@ def _extrema(c):
     def amax(x, dim=(), keepdim=False):
         if x.size == 0:   # the fake rule's check: torch's error on every device
             _checks.check_nonempty_reduction(x.shape, dim, "amax")
+        if not x.ndim:
+            _checks.check_dims_0d(dim)
         return x.max(axis=tuple(dim) if dim and x.ndim else None, keepdims=keepdim)
 
     def amin(x, dim=(), keepdim=False):
         if x.size == 0:
             _checks.check_nonempty_reduction(x.shape, dim, "amin")
+        if not x.ndim:
+            _checks.check_dims_0d(dim)
         return x.min(axis=tuple(dim) if dim and x.ndim else None, keepdims=keepdim)
 
     def arg_ext(f, api):
         def k(x, dim=None, keepdim=False):
             if x.size == 0:
                 _checks.check_nonempty_reduction(x.shape, () if dim is None else (dim,), api, True)
+            if not x.ndim:
+                _checks.check_dims_0d(dim)
             if dim is None:
                 r = f(xp.reshape(x, (-1,)))
                 return xp.reshape(r, (1,) * x.ndim) if keepdim else r
@@ -81,18 +90,26 @@ def _extrema(c):
 
 
 def _bool_prod_cumulative(c):
-    xp, nd, be, as_bool, axis = c.xp, c.nd, c.be, c.as_bool, c.axis
+    xp, nd, be, as_bool, axis, F16, F32 = c.xp, c.nd, c.be, c.as_bool, c.axis, c.F16, c.F32
+    F64 = nd(_dtype.float64)
     cumulative_sum = getattr(xp, "cumulative_sum", None)
 
     U8 = nd(_dtype.uint8)
 
-    # torch's all/any of uint8 give uint8 (0/1); every other dtype gives bool
+    # torch's all/any of uint8 give uint8 (0/1); every other dtype gives bool. An empty dim
+    # list (not None) reduces no dim: torch's all(x, dim=()) is x != 0 (sum's reduces all)
     def all_(x, dim=None, keepdim=False):
-        r = xp.all(as_bool(x), axis=axis(x, dim), keepdims=keepdim)
+        if dim is not None and not dim:
+            r = xp.asarray(as_bool(x), copy=True)
+        else:
+            r = xp.all(as_bool(x), axis=axis(x, dim), keepdims=keepdim)
         return xp.astype(r, U8) if x.dtype == U8 else r
 
     def any_(x, dim=None, keepdim=False):
-        r = xp.any(as_bool(x), axis=axis(x, dim), keepdims=keepdim)
+        if dim is not None and not dim:
+            r = xp.asarray(as_bool(x), copy=True)
+        else:
+            r = xp.any(as_bool(x), axis=axis(x, dim), keepdims=keepdim)
         return xp.astype(r, U8) if x.dtype == U8 else r
 
     def prod(x, dim=None, keepdim=False, *, dtype=None):
@@ -104,17 +121,25 @@ def _bool_prod_cumulative(c):
         t = nd(dtype) if dtype is not None else (
             nd(_dtype.int64) if x.dtype.kind in "biu" else x.dtype)
         if x.ndim == 0:
+            _checks.wrap_dim(dim, 0)
             return xp.astype(x, t, copy=True)
         d = _checks.wrap_dim(dim, x.ndim)
+        # torch's cpu cumsum accumulates float16 in float32 and float32 in float64, rounding
+        # each running sum once (a float32 running sum drifts ~4e-6 over 5000 terms)
+        acc = F32 if t == F16 else F64 if t == F32 else t
+        if acc != t:
+            x = xp.astype(x, acc)
         if cumulative_sum is not None:
-            return cumulative_sum(x, axis=d, dtype=t)
-        return be.np.cumsum(x, axis=d, dtype=t)
+            r = cumulative_sum(x, axis=d, dtype=acc)
+        else:
+            r = be.np.cumsum(x, axis=d, dtype=acc)
+        return r if acc == t else xp.astype(r, t)
 
     return dict(all=all_, any=any_, prod=prod, cumsum=cumsum)
 
 
 def _softmax(c):
-    xp, fl, dt_of, sum_ = c.xp, c.fl, c.dt_of, c.sum
+    xp, fl, dt_of, sum_, F16, F32 = c.xp, c.fl, c.dt_of, c.sum, c.F16, c.F32
 
     def need_float(x, api):
         # torch: "softmax_lastdim_kernel_impl" not implemented for 'Long' (no int -> float here)
@@ -128,6 +153,8 @@ def _softmax(c):
         x = need_float(x, "softmax")
         if x.size == 0:   # torch: an empty result (no reduction over a 0-size dim)
             return xp.empty(x.shape, dtype=x.dtype)
+        if x.dtype == F16:   # torch's opmath: float32 inside, one rounding at the end
+            return xp.astype(softmax(xp.astype(x, F32), dim), F16)
         e = xp.exp(x - x.max(axis=dim, keepdims=True))
         return e / e.sum(axis=dim, keepdims=True)
 
@@ -135,6 +162,8 @@ def _softmax(c):
         x = need_float(x, "log_softmax")
         if x.size == 0:
             return xp.empty(x.shape, dtype=x.dtype)
+        if x.dtype == F16:   # (in float16 the sum of exps lost ~3 ulps of the result)
+            return xp.astype(log_softmax(xp.astype(x, F32), dim), F16)
         z = x - x.max(axis=dim, keepdims=True)
         return z - xp.log(xp.exp(z).sum(axis=dim, keepdims=True))
 

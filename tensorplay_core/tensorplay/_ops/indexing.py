@@ -9,6 +9,7 @@ from __future__ import annotations
 from .. import _dtype
 from ..errors import DispatchError
 from ._define import defop, ops as O
+from .._kernels._checks import check_index_add_dtypes
 from ._shapes import check_bool_mask, is_tensor, out_like, wrap_dim
 
 
@@ -34,6 +35,7 @@ defop("index(Tensor self, SymInt dim, Tensor index) -> Tensor", meta=_index_meta
 
 
 def _index_add_meta(x, dim, index, source):
+    check_index_add_dtypes(x.dtype, source.dtype)
     return out_like(x.shape, x.dtype, x)
 
 

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from .. import _dtype
+from .._kernels import _checks
 from ._define import defop, ops as O
 from ._shapes import check_nonempty_reduction, out_like, reduce_shape, wrap_dim
 
@@ -16,6 +17,7 @@ def _sum_meta(x, dim=None, keepdim=False, *, dtype=None):
 
 
 def _mean_meta(x, dim=None, keepdim=False, *, dtype=None):
+    _checks.check_mean_dtype(dtype)
     if dtype is None and not x.dtype.is_floating_point:
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be a floating "
                            f"point dtype, got {x.dtype}")
@@ -113,7 +115,11 @@ defop("argmin(Tensor self, SymInt? dim=None, bool keepdim=False) -> Tensor",
 
 # -- boolean reductions ---------------------------------------------------------------------------
 def _bool_red_meta(x, dim=None, keepdim=False):
-    # torch's one exception: uint8 input gives uint8 (0/1), every other dtype bool
+    # torch's one exception: uint8 input gives uint8 (0/1), every other dtype bool. An empty dim
+    # list reduces nothing (torch's all/any: all(x, dim=()) is x != 0), where sum's reduces all
+    if dim is not None and not dim:
+        return out_like(tuple(x.shape), _dtype.uint8 if x.dtype is _dtype.uint8 else _dtype.bool,
+                        x)
     shape, _ = reduce_shape(x.shape, dim, keepdim)
     return out_like(shape, _dtype.uint8 if x.dtype is _dtype.uint8 else _dtype.bool, x)
 

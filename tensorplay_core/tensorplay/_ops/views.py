@@ -220,8 +220,8 @@ def _squeeze(x, dim=None):
     if dim is None:
         ds = {i for i, s in enumerate(x.shape) if s == 1}
     else:
-        ds = {wrap_dim(d, nd, "squeeze: ") for d in dim} if nd else set()
-        ds = {d for d in ds if x.shape[d] == 1}
+        ds = {wrap_dim(d, nd, "squeeze: ") for d in dim}     # (a 0-d x takes 0 and -1)
+        ds = {d for d in ds if nd and x.shape[d] == 1}
     return make_view(x, [s for i, s in enumerate(x.shape) if i not in ds],
                      [s for i, s in enumerate(x.stride()) if i not in ds], x.storage_offset())
 
