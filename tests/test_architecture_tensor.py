@@ -26,6 +26,10 @@ CORE = ROOT / "tensorplay_core" / "tensorplay"
 # the two modules that own the slots
 OWNERS = {CORE / "_tensor_base.py", CORE / "_tensor.py"}
 TENSOR_CLASS_NAMES = {"Tensor", "TensorBase"}
+# torch's own attributes that share a name with a TensorPlay slot, read on *torch* tensors by the
+# bridge (file, attribute): torch.Tensor._base is torch's view base, the only way torch offers to
+# tell a view of a leaf (its in-place refusal). Anything else of that name there still fails.
+FOREIGN = {("tensorplay_torch/_autograd.py", "_base")}   # path: the end of the file's path
 
 
 def _source_files() -> list[Path]:
@@ -105,7 +109,8 @@ class _SlotScan(ast.NodeVisitor):
         self.class_stack.pop()
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        if node.attr in self.slots:
+        if node.attr in self.slots and not any(
+                _rel(self.path).endswith(f) and node.attr == a for f, a in FOREIGN):
             own = (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
                    and self.class_stack and self.class_stack[-1] not in self.tensor_classes)
             if not own:   # ``self._x`` of a module's own non-tensor class is that class's field
