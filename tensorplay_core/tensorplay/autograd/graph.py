@@ -12,6 +12,8 @@ from __future__ import annotations
 import sys
 
 from . import grad_mode as _gm
+from .. import _tensor_base as _tb
+from .._backend import _CONTIG_CACHE
 from .._tensor_base import TensorBase, instance_class, set_accumulator
 
 
@@ -84,8 +86,9 @@ class AccumulateGrad(Node):
         v = self.variable
         if self.hooks:
             return self.apply((g,))    # a hook may keep or replace g: no ownership shortcut
-        if v.grad is None and g.__class__ is instance_class() and g.raw_shape == v.raw_shape and \
-                g.raw_dtype is v.raw_dtype:
+        # (_tb._instance_class: instance_class() without its call, once per leaf per backward)
+        if v.grad is None and g.__class__ is _tb._instance_class and \
+                g.raw_shape == v.raw_shape and g.raw_dtype is v.raw_dtype:
             if owned and _exclusive(g):
                 v.grad = g if not (g.needs_grad or g.grad_fn is not None or g.view_base is not None
                                    or g.capture_info is not None or g.accumulator is not None) else g.detach()
@@ -160,8 +163,11 @@ def _exclusive(g) -> bool:
     that storage or that array (so ``.grad`` may take it without a copy)."""
     st = g.storage_ref
     data = g.native
+    sd = g.stride_tuple
+    # a fresh result holds the cached row-major tuple itself: the identity test settles it
+    # without the function call (the comparison decides any other tuple)
     if data is None or g.offset != 0 or g.retains_grad_flag or g.grad is not None or \
-            g.stride_tuple != _contiguous_strides(g.raw_shape):
+            (sd is not _CONTIG_CACHE.get(g.raw_shape) and sd != _contiguous_strides(g.raw_shape)):
         return False
     if g.view_base is not None:
         return _exclusive_view(g)
@@ -344,7 +350,10 @@ def _walk(ready, pending, deps, keep_graph, create_graph):
                     g = None
             continue
         if slot or node.always_run:   # slot: at least one gradient reached this node
-            m = getattr(node, "_out_meta", None)
+            try:     # set by every node but a few rare ones (no getattr call per node)
+                m = node._out_meta
+            except AttributeError:
+                m = None
             if not slot:
                 grads = (None,) * (len(m) if m else 1)
             elif (m is None or len(m) == 1) and len(slot) == 1 and 0 in slot:
@@ -356,7 +365,10 @@ def _walk(ready, pending, deps, keep_graph, create_graph):
                     n_all = n_out
                 grads = tuple(slot.get(i) for i in range(n_all))
             slot = None
-            retained = getattr(node, "_retained", None)
+            try:
+                retained = node._retained
+            except AttributeError:
+                retained = None
             if retained is not None:
                 grads = _keep_retained(retained, grads)
             in_grads = node.apply(grads)
