@@ -324,7 +324,7 @@ def backward_root(node, nr, g, keep_graph=False):
                 else:
                     deps[nxt] = 1
                     stack.append(nxt)
-    pending = {node: {nr: g}}
+    pending = {node: g if nr == 0 else {nr: g}}   # (_walk's two forms of a slot)
     del g
     with _GRAD_OFF:
         _walk([node] if node not in deps else [], pending, deps, keep_graph, False)
@@ -332,15 +332,22 @@ def backward_root(node, nr, g, keep_graph=False):
 
 def _walk(ready, pending, deps, keep_graph, create_graph):
     """The engine loop of ``backward``: run each node once all its consumers ran, summing the
-    gradients that meet, and accumulate into the leaves' ``.grad``."""
+    gradients that meet, and accumulate into the leaves' ``.grad``.
+
+    ``pending[node]``: the gradients that reached ``node`` so far, a dict output number ->
+    gradient, or (what this loop stores for the common case, one gradient of output 0) that
+    gradient itself: no dict per edge. Callers may pass either form."""
     AG = AccumulateGrad
     refcount = sys.getrefcount
     while ready:
         node = ready.pop()
         slot = pending.pop(node, None)
+        if slot is not None and slot.__class__ is dict and not slot:
+            slot = None   # (an empty dict: no gradient reached the node)
         if node.__class__ is AG:
-            if slot:
-                g = slot.pop(0, None)
+            if slot is not None:
+                g = slot if slot.__class__ is not dict else slot.pop(0, None)
+                slot = None
                 if g is not None:
                     # only this frame holds g (local + call argument): the leaf may own it as
                     # is instead of a copy (torch's AccumulateGrad "steals" such gradients too)
@@ -349,13 +356,16 @@ def _walk(ready, pending, deps, keep_graph, create_graph):
                     node.accumulate(g, owned)
                     g = None
             continue
-        if slot or node.always_run:   # slot: at least one gradient reached this node
+        if slot is not None or node.always_run:   # slot: at least one gradient reached it
             try:     # set by every node but a few rare ones (no getattr call per node)
                 m = node._out_meta
             except AttributeError:
                 m = None
-            if not slot:
+            if slot is None:
                 grads = (None,) * (len(m) if m else 1)
+            elif slot.__class__ is not dict:   # output 0's gradient alone
+                grads = (slot,) if m is None or len(m) == 1 else \
+                    (slot,) + (None,) * (len(m) - 1)
             elif (m is None or len(m) == 1) and len(slot) == 1 and 0 in slot:
                 grads = (slot[0],)
             else:
@@ -380,12 +390,15 @@ def _walk(ready, pending, deps, keep_graph, create_graph):
                     continue
                 nxt = e[0]
                 if g is not None:
+                    nr = e[1]
                     s = pending.get(nxt)
                     if s is None:
-                        pending[nxt] = {e[1]: g}
+                        pending[nxt] = g if nr == 0 else {nr: g}
+                    elif s.__class__ is not dict:   # output 0's gradient so far
+                        pending[nxt] = s + g if nr == 0 else {0: s, nr: g}
                     else:
-                        nr = e[1]
                         s[nr] = g if nr not in s else s[nr] + g
+                    s = None
                 c = deps[nxt] - 1
                 deps[nxt] = c
                 if not c:
