@@ -328,6 +328,20 @@ class Storage:
             "runs cpu tensors through Triton's interpreter and cuda tensors compiled")
 
 
+class RootStorage(Storage):
+    """The ``Storage`` of a tensor owning a whole native array (``ArrayBackend.wrap``'s
+    results): ``nbytes`` is the root array's, read when asked (views of a base, rarely) instead
+    of computed on every op. Built with ``object.__new__`` and filled field by field (``root``,
+    ``version``, ``backend``); otherwise a ``Storage``."""
+
+    __slots__ = ()
+
+    @property
+    def nbytes(self) -> int:
+        """Size of the root array in bytes."""
+        return self.root.nbytes
+
+
 def contiguous_strides(shape) -> tuple:
     """Row-major strides in elements for ``shape`` (torch's rule: size-1 dims get the stride they
     would have in a dense layout)."""

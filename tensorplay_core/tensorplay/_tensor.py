@@ -1119,13 +1119,14 @@ class Tensor(TensorBase, instance_class=True):
     def sum(self, dim: _Dims = None, keepdim: _bool = False, *,
             dtype: _DTypeLike | None = None) -> Tensor:
         """Sum over ``dim`` (int, sequence, or all when None); ints and bools sum to int64."""
-        return _O.sum(self, _dims(dim), keepdim,
+        # (one int dim, the common call, listed without _dims' frame)
+        return _O.sum(self, [dim] if dim.__class__ is int else _dims(dim), keepdim,
                       dtype=_dtype.as_dtype(dtype) if dtype is not None else None)
 
     def mean(self, dim: _Dims = None, keepdim: _bool = False, *,
              dtype: _DTypeLike | None = None) -> Tensor:
         """Mean over ``dim``; floating inputs (or ``dtype=``) only, as ``torch.mean``."""
-        return _O.mean(self, _dims(dim), keepdim,
+        return _O.mean(self, [dim] if dim.__class__ is int else _dims(dim), keepdim,
                        dtype=_dtype.as_dtype(dtype) if dtype is not None else None)
 
     def amax(self, dim: _Dims = None, keepdim: _bool = False) -> Tensor:

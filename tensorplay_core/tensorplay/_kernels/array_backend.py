@@ -14,7 +14,7 @@ Public as ``tensorplay.backends.ArrayBackend``; the cpu and cuda plugins subclas
 from __future__ import annotations
 
 from .. import _codegen, _dtype
-from .._backend import _CONTIG_CACHE, Backend, Storage, contiguous_strides_cached
+from .._backend import _CONTIG_CACHE, Backend, RootStorage, Storage, contiguous_strides_cached
 from .._tensor_base import instance_class, new_tensor, new_tensor_source
 
 __all__ = ["ArrayBackend"]
@@ -29,29 +29,36 @@ def _generated_wrap():
     ``tensorplay/_tensor.py`` defined the class (``instance_class()``)."""
     lines = [
         "def wrap(self, arr, device):",
-        "    np = self.np",
-        "    if arr.__class__ is not np.ndarray:   # a scalar, or a subclass: a plain array",
-        "        arr = np.asarray(arr)",
-        "    if not arr.flags.c_contiguous:",
-        "        arr = np.ascontiguousarray(arr)",
+        # the common case first: a row-major array of the module's own class (a ufunc's
+        # result), told by type() (specialised by the interpreter; self._ndarray is an instance
+        # field, not self.np's class-attribute read); anything else takes the general steps
+        "    if type(arr) is not self._ndarray or not arr.flags.c_contiguous:",
+        "        np = self.np",
+        "        if arr.__class__ is not np.ndarray:   # a scalar, or a subclass: a plain array",
+        "            arr = np.asarray(arr)",
+        "        if not arr.flags.c_contiguous:",
+        "            arr = np.ascontiguousarray(arr)",
         "    shape = arr.shape",
+        # the root storage reads nbytes off its array when asked (rarely: views of a base)
         "    st = __new(__S)",
         "    st.root = arr",
-        "    st.nbytes = arr.nbytes",
         "    st.version = 0",
         "    st.backend = self",
-        "    stride = __C.get(shape)",
-        "    if stride is None:",
+        # subscripts, not .get() calls: a miss is rare (a new shape or dtype)
+        "    try:",
+        "        stride = __C[shape]",
+        "    except KeyError:",
         "        stride = __strides(shape)",
-        "    dt = self._dtype_cache.get(arr.dtype)",
-        "    if dt is None:",
+        "    try:",
+        "        dt = self._dtype_cache[arr.dtype]",
+        "    except KeyError:",
         "        dt = self.dtype_of(arr)",
         *("    " + x for x in new_tensor_source("t", "st", "arr", "shape", "stride", "dt",
                                               "device", "self")),
         "    return t",
     ]
-    ns = {"__new": object.__new__, "__T": instance_class(), "__S": Storage, "__C": _CONTIG_CACHE,
-          "__strides": contiguous_strides_cached}
+    ns = {"__new": object.__new__, "__T": instance_class(), "__S": RootStorage,
+          "__C": _CONTIG_CACHE, "__strides": contiguous_strides_cached}
     wrap = _codegen.function("\n".join(lines), ns, "wrap", "<tensorplay ArrayBackend.wrap>")
     wrap.__doc__ = ("Tensor owning ``arr`` (made contiguous if it is not; numpy scalars become "
                     "0-d).")
@@ -70,10 +77,13 @@ class ArrayBackend(Backend):
     np = None     # numpy-like module
     xp = None     # array-API namespace of it
 
+    _ndarray = None   # the array class of np (set per instance: wrap's one-read type test)
+
     def __init__(self):
         self._dtype_cache = {}
         self._native_cache = {}
         self._kernels = None
+        self._ndarray = getattr(self.np, "ndarray", None)
 
     # -- dtypes -----------------------------------------------------------------------------
     def native_dtype(self, dt):

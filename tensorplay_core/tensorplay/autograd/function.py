@@ -17,6 +17,7 @@ history the kernel left as it was (it wrote the array) gets a node whose backwar
 from __future__ import annotations
 
 from .. import _codegen, _pytree
+from .. import _tensor_base as _tb
 from .._registry import setup_context_form
 from .._schema import mutation_tag
 from .._tensor_base import TensorBase, instance_class, set_grad_fn, set_history, \
@@ -74,13 +75,15 @@ class FunctionCtx:
         self._saved = tensors
         n = len(tensors)
         try:
-            if n == 2:   # the common counts without a generator (recorded on every op call)
+            # the common counts without a generator (recorded on every op call), each version
+            # read off the storage (what the ``_version`` property returns, without its frame;
+            # an object that is not a tensor takes the generic line below)
+            T = _tb._instance_class
+            if n == 2 and tensors[0].__class__ is T and tensors[1].__class__ is T:
                 a, b = tensors
-                self._saved_versions = (a._version if a is not None else None,
-                                        b._version if b is not None else None)
-            elif n == 1:
-                a = tensors[0]
-                self._saved_versions = (a._version if a is not None else None,)
+                self._saved_versions = (a.storage_ref.version, b.storage_ref.version)
+            elif n == 1 and tensors[0].__class__ is T:
+                self._saved_versions = (tensors[0].storage_ref.version,)
             else:
                 self._saved_versions = tuple(t._version if t is not None else None
                                              for t in tensors)
@@ -109,17 +112,22 @@ class FunctionCtx:
         if self._released:
             raise RuntimeError(_FREED_MSG)
         saved = self._saved
+        # (versions read off the storage of plain tensors: the ``_version`` property without its
+        # frame; anything else takes the loop)
         if len(saved) == 2:
             # the common count (a binary op's formula, run once per node in every backward):
             # the version check without the generic loop's iterators; a mismatch or a None takes
             # the loop below (which raises, or skips the None)
             a, b = saved
             va, vb = self._saved_versions
-            if a is not None and b is not None and a._version == va and b._version == vb:
+            T = _tb._instance_class
+            if a.__class__ is T and b.__class__ is T and \
+                    a.storage_ref.version == va and b.storage_ref.version == vb:
                 return saved
         elif len(saved) == 1:
             a = saved[0]
-            if a is not None and a._version == self._saved_versions[0]:
+            if a.__class__ is _tb._instance_class and \
+                    a.storage_ref.version == self._saved_versions[0]:
                 return saved
         for i, (t, v) in enumerate(zip(saved, self._saved_versions)):
             if t is not None and t._version != v:
@@ -199,11 +207,13 @@ class FunctionNode(Node):
         structure: the checks cost nothing on the fast paths below and one test per argument
         that is not a tensor on the general path."""
         ctx = self.ctx
-        # the common case, one output whose gradient came with its dtype, costs one check
+        # the common case, one output whose gradient came with its dtype, costs one check (and
+        # the formula is called with it, no argument tuple built)
         g = grads[0]
         if g is None or len(grads) > 1 or g.raw_dtype is not self._out_meta[0][1]:
-            grads = _formula_grads(grads, self._out_meta, ctx.materialize_grads)
-        res = self.fn(ctx, *grads)
+            res = self.fn(ctx, *_formula_grads(grads, self._out_meta, ctx.materialize_grads))
+        else:
+            res = self.fn(ctx, g)
         structure = self.structure
         if res.__class__ is tuple:
             if len(res) == len(structure):

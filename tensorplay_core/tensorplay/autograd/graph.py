@@ -12,6 +12,8 @@ from __future__ import annotations
 import sys
 
 from . import grad_mode as _gm
+from .. import _tensor_base as _tb
+from .._backend import _CONTIG_CACHE
 from .._tensor_base import TensorBase, instance_class, set_accumulator
 
 
@@ -84,8 +86,9 @@ class AccumulateGrad(Node):
         v = self.variable
         if self.hooks:
             return self.apply((g,))    # a hook may keep or replace g: no ownership shortcut
-        if v.grad is None and g.__class__ is instance_class() and g.raw_shape == v.raw_shape and \
-                g.raw_dtype is v.raw_dtype:
+        # (_tb._instance_class: instance_class() without its call, once per leaf per backward)
+        if v.grad is None and g.__class__ is _tb._instance_class and \
+                g.raw_shape == v.raw_shape and g.raw_dtype is v.raw_dtype:
             if owned and _exclusive(g):
                 v.grad = g if not (g.needs_grad or g.grad_fn is not None or g.view_base is not None
                                    or g.capture_info is not None or g.accumulator is not None) else g.detach()
@@ -160,8 +163,11 @@ def _exclusive(g) -> bool:
     that storage or that array (so ``.grad`` may take it without a copy)."""
     st = g.storage_ref
     data = g.native
+    sd = g.stride_tuple
+    # a fresh result holds the cached row-major tuple itself: the identity test settles it
+    # without the function call (the comparison decides any other tuple)
     if data is None or g.offset != 0 or g.retains_grad_flag or g.grad is not None or \
-            g.stride_tuple != _contiguous_strides(g.raw_shape):
+            (sd is not _CONTIG_CACHE.get(g.raw_shape) and sd != _contiguous_strides(g.raw_shape)):
         return False
     if g.view_base is not None:
         return _exclusive_view(g)
@@ -318,7 +324,7 @@ def backward_root(node, nr, g, keep_graph=False):
                 else:
                     deps[nxt] = 1
                     stack.append(nxt)
-    pending = {node: {nr: g}}
+    pending = {node: g if nr == 0 else {nr: g}}   # (_walk's two forms of a slot)
     del g
     with _GRAD_OFF:
         _walk([node] if node not in deps else [], pending, deps, keep_graph, False)
@@ -326,15 +332,22 @@ def backward_root(node, nr, g, keep_graph=False):
 
 def _walk(ready, pending, deps, keep_graph, create_graph):
     """The engine loop of ``backward``: run each node once all its consumers ran, summing the
-    gradients that meet, and accumulate into the leaves' ``.grad``."""
+    gradients that meet, and accumulate into the leaves' ``.grad``.
+
+    ``pending[node]``: the gradients that reached ``node`` so far, a dict output number ->
+    gradient, or (what this loop stores for the common case, one gradient of output 0) that
+    gradient itself: no dict per edge. Callers may pass either form."""
     AG = AccumulateGrad
     refcount = sys.getrefcount
     while ready:
         node = ready.pop()
         slot = pending.pop(node, None)
+        if slot is not None and slot.__class__ is dict and not slot:
+            slot = None   # (an empty dict: no gradient reached the node)
         if node.__class__ is AG:
-            if slot:
-                g = slot.pop(0, None)
+            if slot is not None:
+                g = slot if slot.__class__ is not dict else slot.pop(0, None)
+                slot = None
                 if g is not None:
                     # only this frame holds g (local + call argument): the leaf may own it as
                     # is instead of a copy (torch's AccumulateGrad "steals" such gradients too)
@@ -343,10 +356,16 @@ def _walk(ready, pending, deps, keep_graph, create_graph):
                     node.accumulate(g, owned)
                     g = None
             continue
-        if slot or node.always_run:   # slot: at least one gradient reached this node
-            m = getattr(node, "_out_meta", None)
-            if not slot:
+        if slot is not None or node.always_run:   # slot: at least one gradient reached it
+            try:     # set by every node but a few rare ones (no getattr call per node)
+                m = node._out_meta
+            except AttributeError:
+                m = None
+            if slot is None:
                 grads = (None,) * (len(m) if m else 1)
+            elif slot.__class__ is not dict:   # output 0's gradient alone
+                grads = (slot,) if m is None or len(m) == 1 else \
+                    (slot,) + (None,) * (len(m) - 1)
             elif (m is None or len(m) == 1) and len(slot) == 1 and 0 in slot:
                 grads = (slot[0],)
             else:
@@ -356,7 +375,10 @@ def _walk(ready, pending, deps, keep_graph, create_graph):
                     n_all = n_out
                 grads = tuple(slot.get(i) for i in range(n_all))
             slot = None
-            retained = getattr(node, "_retained", None)
+            try:
+                retained = node._retained
+            except AttributeError:
+                retained = None
             if retained is not None:
                 grads = _keep_retained(retained, grads)
             in_grads = node.apply(grads)
@@ -368,12 +390,15 @@ def _walk(ready, pending, deps, keep_graph, create_graph):
                     continue
                 nxt = e[0]
                 if g is not None:
+                    nr = e[1]
                     s = pending.get(nxt)
                     if s is None:
-                        pending[nxt] = {e[1]: g}
+                        pending[nxt] = g if nr == 0 else {nr: g}
+                    elif s.__class__ is not dict:   # output 0's gradient so far
+                        pending[nxt] = s + g if nr == 0 else {0: s, nr: g}
                     else:
-                        nr = e[1]
                         s[nr] = g if nr not in s else s[nr] + g
+                    s = None
                 c = deps[nxt] - 1
                 deps[nxt] = c
                 if not c:
