@@ -702,17 +702,8 @@ class _Bridge:
                 leaves.append(t)
             else:
                 leaves.append(None)
-        try:
-            with tp.autograd.enable_grad():
-                if self.kwnames:
-                    npos = self.npos
-                    out = op(*tvals[:npos], **dict(zip(self.kwnames, tvals[npos:])))
-                else:
-                    out = op(*tvals)
-        except BridgeError:
-            raise
-        except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
-            reraise(e, f"{where}: the TensorPlay kernel raised")
+        with tp.autograd.enable_grad():
+            out = self._run_op(tvals, where)
         if self.fresh:          # an output sharing an input's memory: refused, as the kernel does
             check_aliasing(op, where, out, tvals, None, self.fresh)
         if isinstance(out, _TPTensor):
@@ -777,6 +768,19 @@ class _Bridge:
         out.append(None)                # the Function's state argument
         return tuple(out)
 
+    def _run_op(self, tvals, where):
+        """The TensorPlay op on the converted values (keyword-only ones by name); its errors
+        re-raised with their own type, naming the op and the side."""
+        try:
+            if self.kwnames:
+                npos = self.npos
+                return self.op(*tvals[:npos], **dict(zip(self.kwnames, tvals[npos:])))
+            return self.op(*tvals)
+        except BridgeError:
+            raise
+        except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
+            reraise(e, f"{where}: the TensorPlay kernel raised")
+
     def _per_arg_needs(self, needs):
         """torch's ``needs_input_grad`` (one per slot, then the state argument) as the pack's
         ctx has it (one per argument), cached per pattern."""
@@ -798,16 +802,7 @@ class _Bridge:
                 tvals[i] = to_tp(v, where)
         for i in self.convert_args:
             tvals[i] = _value_to_tp(tvals[i], where)
-        try:
-            if self.kwnames:
-                npos = self.npos
-                out = op(*tvals[:npos], **dict(zip(self.kwnames, tvals[npos:])))
-            else:
-                out = op(*tvals)
-        except BridgeError:
-            raise
-        except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
-            reraise(e, f"{where}: the TensorPlay kernel raised")
+        out = self._run_op(tvals, where)
         # an output sharing an input's memory where the schema declares no alias: refused, as
         # the kernel (_register._kernel) refuses it; one identity test for one tensor in and out
         if self.alias_plain:
