@@ -690,15 +690,21 @@ class CustomOpDef(_CallBase, Generic[_P, _R]):
     def _missing_kernel(self, key):
         if key == DEFAULT:
             return self._raise_missing(key)
-        if key not in _devices.loaded and key != "meta":
-            # first use of a device: load its backend (binds built-in kernels), then retry
-            try:
-                _devices.load(key)
-            except Exception:   # noqa: BLE001 - device unusable: the op's own error says more
-                if self.is_builtin:
-                    raise
-            if key in self.table:
-                return self.table[key]
+        if key != "meta":
+            if key not in _devices.loaded:
+                # first use of a device: load its backend (binds built-in kernels)
+                try:
+                    _devices.load(key)
+                except Exception:   # noqa: BLE001 - device unusable: the op's own error says more
+                    if self.is_builtin:
+                        raise
+            # then read the table again, also when the device is loaded already: another thread
+            # may have published it between the caller's miss and the test above (its kernels
+            # bound meanwhile); skipping the re-read made that call "no kernel" for a kernel
+            # that was there
+            fn = self.table.get(key)
+            if fn is not None:
+                return fn
         default = self._active(DEFAULT)
         if default is not None:
             if key != "meta":
