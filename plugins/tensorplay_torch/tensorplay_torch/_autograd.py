@@ -534,10 +534,7 @@ class _Bridge:
             ctx.save_for_backward(*a[:nslots], *[o for o in flat if isinstance(o, _Tensor)])
         else:
             ctx.save_for_backward(*a[:nslots])
-        template = list(values)
-        for i in self.tensor_args:
-            v = values[i]
-            template[i] = len(v) if v.__class__ in (list, tuple) else None
+        template = self._template(values)
         ctx.tp_state = (template, nslots, with_outputs)
         ctx.tp_multi = (lens, meta)
         if self.formula:
@@ -675,10 +672,7 @@ class _Bridge:
         out, graph = (self.cuda_keep_run if on_cuda else self._keep_run)(
             values, ctx.needs_input_grad)
         ctx.save_for_backward(*a[:nslots])
-        template = list(values)
-        for i in self.tensor_args:
-            v = values[i]
-            template[i] = len(v) if v.__class__ in (list, tuple) else None
+        template = self._template(values)
         ctx.tp_state = (template, nslots, False)
         ctx.tp_keep = (graph, on_cuda)
         return out
@@ -768,6 +762,15 @@ class _Bridge:
         out.append(None)                # the Function's state argument
         return tuple(out)
 
+    def _template(self, values):
+        """``values`` with each tensor slot replaced by what ctx keeps of it: a list's length, or
+        None for one tensor (the tensors themselves go through save_for_backward)."""
+        template = list(values)
+        for i in self.tensor_args:
+            v = values[i]
+            template[i] = len(v) if v.__class__ in (list, tuple) else None
+        return template
+
     def _run_op(self, tvals, where):
         """The TensorPlay op on the converted values (keyword-only ones by name); its errors
         re-raised with their own type, naming the op and the side."""
@@ -855,10 +858,7 @@ class _Bridge:
         self._save(ctx, a, nslots, outs, with_outputs)
         # the non-tensor arguments (a list argument keeps its length); tensors come back from
         # the saved tensors, so torch's version counters guard them
-        template = list(values)
-        for i in self.tensor_args:
-            v = values[i]
-            template[i] = len(v) if v.__class__ in (list, tuple) else None
+        template = self._template(values)
         ctx.tp_state = (template, nslots, with_outputs)
         if self.formula and self.marked != ():
             marked = self._marked(values, outs)
