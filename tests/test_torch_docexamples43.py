@@ -73,3 +73,60 @@ def test_in_place_methods_keep_self():
     assert "self" in str(tp.ops.tp.add_.schema)
     x = tp.tensor([1.0, 2.0])
     assert x.add_(1).tolist() == [2.0, 3.0] and x.pow(2).tolist() == [4.0, 9.0]
+
+
+# -- tp.add / tp.sub with alpha (torch.add(input, other, *, alpha=1)) --------------------------------
+
+def test_add_alpha_of_torch_docs():
+    # torch.add(b, c, alpha=10): b + 10 * c, broadcast (4,) with (4, 1)
+    b = tp.tensor([0.5, -1.0, 2.0, 0.25])
+    c = tp.tensor([[1.0], [-2.0], [0.5], [0.0]])
+    r = tp.add(b, c, alpha=10)
+    assert r.dtype is tp.float32 and tuple(r.shape) == (4, 4)
+    assert _vals(r) == [[10.5, 9.0, 12.0, 10.25], [-19.5, -21.0, -18.0, -19.75],
+                        [5.5, 4.0, 7.0, 5.25], [0.5, -1.0, 2.0, 0.25]]
+    # torch.sub(a, b, alpha=2) with a = (1, 2), b = (0, 1): tensor([1, 0])
+    r = tp.sub(tp.tensor((1, 2)), tp.tensor((0, 1)), alpha=2)
+    assert r.dtype is tp.int64 and _vals(r) == [1, 0]
+
+
+def test_add_sub_alpha_neighbours():
+    t = tp.tensor([1, 2])
+    assert _vals(tp.add(t, 3, alpha=2)) == [7, 8]
+    assert _vals(tp.sub(t, 3, alpha=2)) == [-5, -4]
+    assert _vals(tp.add(5, t, alpha=2)) == [7, 9]            # a number first: 5 + 2 * t
+    assert _vals(tp.sub(5, t, alpha=2)) == [3, 1]
+    r = tp.add(2.5, t, alpha=2)
+    assert r.dtype is tp.float32 and _vals(r) == [4.5, 6.5]
+    r = tp.add(t.float(), t, alpha=0.5)
+    assert r.dtype is tp.float32 and _vals(r) == [1.5, 3.0]
+    assert _vals(tp.add(input=t, other=t, alpha=3)) == [4, 8]
+    assert _vals(tp.sub(input=t, other=t, alpha=3)) == [-2, -4]
+    assert _vals(tp.add(t, t)) == [2, 4] and _vals(tp.add(input=t, other=t)) == [2, 4]
+    assert _vals(tp.add(t.bool(), t.bool(), alpha=True)) == [True, True]
+    i8 = tp.tensor([1, 2], dtype=tp.int8)
+    r = tp.add(i8, i8, alpha=3)
+    assert r.dtype is tp.int8 and _vals(r) == [4, 8]
+    u8 = tp.tensor([200], dtype=tp.uint8)      # computed in the result dtype (int64 here)
+    assert _vals(tp.add(tp.tensor([0]), u8, alpha=2)) == [400]
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda t: tp.add(t, t, alpha=0.5), "alpha must not be a floating point"),
+    (lambda t: tp.add(t, t, alpha=1.0), "alpha must not be a floating point"),
+    (lambda t: tp.sub(t, t, alpha=2.0), "alpha must not be a floating point"),
+    (lambda t: tp.add(t, t, alpha=True), "Boolean alpha only supported for Boolean results"),
+    (lambda t: tp.add(t.to(tp.int8), t.to(tp.int8), alpha=300), "int8"),
+    (lambda t: tp.sub(t.bool(), t.bool(), alpha=2), "Subtraction, the `-` operator, with two "
+                                                    "bool tensors"),
+])
+def test_add_sub_alpha_refusals(call, match):
+    with pytest.raises(RuntimeError, match=match):
+        call(tp.tensor([1, 2]))
+
+
+def test_add_alpha_gradients():
+    x = tp.tensor([1.0, 2.0], requires_grad=True)
+    y = tp.tensor([3.0, 4.0], requires_grad=True)
+    (tp.add(x, y, alpha=2) + tp.sub(x, y, alpha=0.5)).sum().backward()
+    assert _vals(x.grad) == [2.0, 2.0] and _vals(y.grad) == [1.5, 1.5]

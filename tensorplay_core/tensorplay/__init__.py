@@ -25,6 +25,7 @@ from ._device import Device, device
 from ._dtype import (DType, bfloat16, bool, dtype, float16, float32, float64, get_default_dtype,
                      int8, int16, int32, int64, promote_types, set_default_dtype, uint8)
 from ._tensor import Tensor
+from ._tensor import _times_alpha  # alpha * other with torch's checks (Tensor.add's)
 from ._tag import Tag
 from . import _ops as _ops_pkg
 from ._ops import ops as _O
@@ -58,8 +59,6 @@ _registry.install_entry_builders({"meta": fake.make_fake_entry,
 # as their schemas ``(Tensor self, Tensor other)`` say); the declarations give type checkers
 # their call signatures: ``other`` may be a tensor or a Python number.
 if TYPE_CHECKING:
-    add: _Binary
-    sub: _Binary
     mul: _Binary
     pow: _Binary  # noqa: A001
     maximum: _Binary
@@ -114,7 +113,7 @@ if TYPE_CHECKING:
     trunc: _Unary
     sign: _Unary
 else:   # the op records themselves (run time)
-    add, sub, mul = _O.add, _O.sub, _O.mul
+    mul = _O.mul
     pow, neg, exp, log, sqrt, rsqrt = _O.pow, _O.neg, _O.exp, _O.log, _O.sqrt, _O.rsqrt  # noqa: A001
     tanh, sigmoid, relu, abs, sin, cos, erf = _O.tanh, _O.sigmoid, _O.relu, _O.abs, _O.sin, _O.cos, _O.erf  # noqa: A001
     maximum, minimum, matmul = _O.maximum, _O.minimum, _O.matmul
@@ -129,6 +128,54 @@ else:   # the op records themselves (run time)
     expm1, log1p, log2, log10, exp2 = _O.expm1, _O.log1p, _O.log2, _O.log10, _O.exp2
     tan, asin, acos, atan, sinh, cosh = _O.tan, _O.asin, _O.acos, _O.atan, _O.sinh, _O.cosh
     trunc, sign = _O.trunc, _O.sign
+
+
+_ALPHA1 = 1       # add/sub's default alpha: ``alpha is _ALPHA1`` is the call without a scale
+_add_op, _sub_op = _O.add, _O.sub     # the op records, bound once (one global read per call)
+
+
+def add(input: _TensorOrScalar, other: _TensorOrScalar, *,
+        alpha: _Number = _ALPHA1) -> Tensor:
+    """``input + alpha * other``, elementwise with broadcasting and torch's dtype promotion;
+    same as ``torch.add``. Without ``alpha`` this is the op itself (either operand may be a
+    Python number):
+
+        tp::add(Tensor input, Tensor other) -> Tensor
+
+    ``alpha`` follows torch:
+    a floating ``alpha`` with integral operands, or a bool ``alpha`` with a non-bool result, is a
+    ``RuntimeError``; an int ``alpha`` out of the result dtype's range too. ``Tensor.add`` is the
+    same computation."""
+    if alpha is _ALPHA1:
+        return _add_op(input, other)
+    input = _tensor_first(input, other)
+    return _O.add(input, _times_alpha(input, other, alpha, "add"))
+
+
+def sub(input: _TensorOrScalar, other: _TensorOrScalar, *,
+        alpha: _Number = _ALPHA1) -> Tensor:
+    """``input - alpha * other``, elementwise with broadcasting (same as ``torch.sub``; bool
+    operands are refused as torch refuses them). ``alpha``'s rules are ``add``'s. Without
+    ``alpha``: the op
+
+        tp::sub(Tensor input, Tensor other) -> Tensor
+    """
+    if alpha is _ALPHA1:
+        return _sub_op(input, other)
+    input = _tensor_first(input, other)
+    return _O.sub(input, _times_alpha(input, other, alpha, "sub"))
+
+
+def _tensor_first(input, other):
+    # add/sub with alpha: a Python number first becomes a 0-d tensor, which promotes as the
+    # number would (torch's Scalar-self overloads)
+    if isinstance(input, Tensor):
+        return input
+    if not isinstance(other, Tensor):
+        raise TypeError(f"add(): argument 'input' must be a Tensor or a Python number with a "
+                        f"Tensor 'other', got {type(input).__name__} and {type(other).__name__}")
+    from ._dtype import wrapped_dtype
+    return full((), input, dtype=wrapped_dtype(input), device=other.device)
 
 
 def sum(input: Tensor, dim: _Dims = None, keepdim: builtins.bool = False, *,

@@ -71,8 +71,6 @@ LENIENT: dict[str, str] = {
 UNINITIALISED = [r"Tensor\.new_empty: tensor\.new_empty\(\(2, 3\)\)"]
 # Divergences not fixed yet: {pattern: reason}; each an xfail(strict=True) case below.
 KNOWN: dict[str, str] = {
-    r"torch\.(add|sub): torch\.(add|sub)\(.*alpha=.*":
-        "tp.add/tp.sub are the op records tp::add(Tensor self, Tensor other): no alpha=",
     r"torch\.logical_(and|or|not|xor): .*out=torch\.empty.*":
         "no TensorPlay function takes out= (the built-in op records are functional)",
     r"torch\.einsum: torch\.einsum\(As, \[\.\.\., 0, 1\], .*":
