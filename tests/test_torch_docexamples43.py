@@ -130,3 +130,79 @@ def test_add_alpha_gradients():
     y = tp.tensor([3.0, 4.0], requires_grad=True)
     (tp.add(x, y, alpha=2) + tp.sub(x, y, alpha=0.5)).sum().backward()
     assert _vals(x.grad) == [2.0, 2.0] and _vals(y.grad) == [1.5, 1.5]
+
+
+# -- einsum: torch's sublist form; "..." beside upper-case subscripts -------------------------------
+
+def _t(rows):
+    return tp.tensor(rows, dtype=tp.float32)
+
+
+def test_einsum_sublist_form():
+    a, b = _t([[1, 2], [3, 4]]), _t([[5, 6], [7, 8]])
+    assert _vals(tp.einsum(a, [0, 1], b, [1, 2], [0, 2])) == [[19.0, 22.0], [43.0, 50.0]]
+    assert _vals(tp.einsum(a, [0, 1], b, [1, 2])) == [[19.0, 22.0], [43.0, 50.0]]  # implicit
+    assert _vals(tp.einsum(a, [0, 0])) == 5.0                                       # trace
+    assert _vals(tp.einsum(a, [0, 1], [1, 0])) == [[1.0, 3.0], [2.0, 4.0]]
+    # 26..51 stand for A..Z; "..." (Ellipsis) for broadcast dims (torch's docs' example form)
+    assert _vals(tp.einsum(a, [27, 1], b, [1, 2], [27, 2])) == [[19.0, 22.0], [43.0, 50.0]]
+    As = tp.stack([a, b])                                            # (2, 2, 2)
+    r = tp.einsum(As, [..., 0, 1], As, [..., 1, 2], [..., 0, 2])     # batched a @ a, b @ b
+    assert _vals(r) == [[[7.0, 10.0], [15.0, 22.0]], [[67.0, 78.0], [91.0, 106.0]]]
+    with pytest.raises(ValueError, match=r"not within the valid range \[0, 52\)"):
+        tp.einsum(a, [0, 52], b, [52, 2])
+    with pytest.raises(ValueError, match=r"not within the valid range \[0, 52\)"):
+        tp.einsum(a, [0, -1])
+
+
+def test_einsum_ellipsis_with_upper_case_subscripts():
+    # "..." stood for upper-case letters inside: '...A,AB->...B' took A as a diagonal
+    a, b = _t([[1, 2], [3, 4]]), _t([[5, 6, 1], [7, 8, 0]])
+    assert _vals(tp.einsum("...A,AB->...B", a, b)) == [[19.0, 22.0, 1.0], [43.0, 50.0, 3.0]]
+    assert _vals(tp.einsum("Z...,Zk", _t([[1, 2], [3, 4]]), _t([[1], [2]]))) == [[7.0], [10.0]]
+    assert _vals(tp.einsum("...ij,...jk->...ik", a, b)) == [[19.0, 22.0, 1.0], [43.0, 50.0, 3.0]]
+
+
+# -- unique(dim=): the distinct slices along a dim ---------------------------------------------------
+
+def test_unique_dim_of_torch_docs():
+    x = tp.tensor([[1, 3, 2, 3], [1, 2, 1, 2]])
+    assert _vals(tp.unique(x, dim=0)) == [[1, 2, 1, 2], [1, 3, 2, 3]]
+    out, inv, counts = tp.unique(x, dim=1, return_inverse=True, return_counts=True)
+    assert _vals(out) == [[1, 2, 3], [1, 1, 2]]
+    assert _vals(inv) == [0, 2, 1, 2] and _vals(counts) == [1, 1, 2]
+    assert inv.dtype is tp.int64 and counts.dtype is tp.int64
+    a = tp.tensor([[[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 1]],
+                   [[0, 0, 1, 1], [0, 0, 1, 1], [1, 1, 1, 1]],
+                   [[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 1]]])
+    assert _vals(tp.unique(a, dim=0)) == [[[0, 0, 1, 1], [0, 0, 1, 1], [1, 1, 1, 1]],
+                                          [[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 1]]]
+    assert _vals(tp.unique(a, dim=1)) == [[[0, 0, 1, 1], [1, 1, 0, 0]],
+                                          [[1, 1, 1, 1], [0, 0, 1, 1]],
+                                          [[0, 0, 1, 1], [1, 1, 0, 0]]]
+    assert _vals(tp.unique(a, dim=2)) == [[[0, 1], [0, 1], [1, 0]], [[1, 0], [1, 0], [1, 1]],
+                                          [[0, 1], [0, 1], [1, 0]]]
+
+
+def test_unique_dim_neighbours():
+    r, inv = tp.unique(tp.tensor([[2, 1], [1, 5], [2, 1]]), dim=-2, return_inverse=True)
+    assert _vals(r) == [[1, 5], [2, 1]] and _vals(inv) == [1, 0, 1]
+    r, inv, c = tp.unique(tp.tensor([3, 1, 3]), dim=0, return_inverse=True, return_counts=True)
+    assert _vals(r) == [1, 3] and _vals(inv) == [1, 0, 1] and _vals(c) == [1, 2]
+    # sorted=False sorts too (torch's unique_dim always does)
+    assert _vals(tp.unique(tp.tensor([[3], [1]]), sorted=False, dim=0)) == [[1], [3]]
+    assert _vals(tp.unique(tp.tensor([[True, False], [True, False]]), dim=0)) == [[True, False]]
+    r = tp.unique(tp.tensor([[-0.0, 1.0], [0.0, 1.0]]), dim=0)     # -0.0 == 0.0: one row
+    assert _vals(r) == [[0.0, 1.0]] and math.copysign(1.0, _vals(r)[0][0]) == -1.0
+    r = tp.unique(tp.tensor([[1.0, math.nan], [1.0, math.nan]]), dim=0)   # NaN: never equal
+    assert tuple(r.shape) == (2, 2)
+    out, inv, c = tp.unique(tp.zeros(0, 3), dim=0, return_inverse=True, return_counts=True)
+    assert tuple(out.shape) == (0, 3) and tuple(inv.shape) == (0,) and tuple(c.shape) == (0,)
+    out = tp.unique(tp.zeros(3, 0), dim=1)
+    assert tuple(out.shape) == (3, 0)
+    with pytest.raises(RuntimeError, match="0 sized dimensions"):
+        tp.unique(tp.zeros(3, 0), dim=0)
+    with pytest.raises(IndexError):
+        tp.unique(tp.tensor(3), dim=0)
+    with pytest.raises(IndexError):
+        tp.unique(tp.tensor([[2, 1]]), dim=2)

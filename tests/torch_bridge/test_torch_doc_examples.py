@@ -73,14 +73,10 @@ UNINITIALISED = [r"Tensor\.new_empty: tensor\.new_empty\(\(2, 3\)\)"]
 KNOWN: dict[str, str] = {
     r"torch\.logical_(and|or|not|xor): .*out=torch\.empty.*":
         "no TensorPlay function takes out= (the built-in op records are functional)",
-    r"torch\.einsum: torch\.einsum\(As, \[\.\.\., 0, 1\], .*":
-        "einsum's sublist form (operand, [dims], ..., [output dims]) is not accepted",
     r"torch\.equal: .*torch\.nan.*": "tensorplay has no nan/inf/pi/e constants",
     r"torch\.logsumexp: torch\.dist\(.*": "tensorplay has no dist",
     r"torch\.meshgrid: torch\.equal\(torch\.cat\(tuple\(torch\.dstack.*":
         "tensorplay has no dstack, cartesian_prod",
-    r"torch\.unique: (a_unique_dim0 = )?torch\.unique\((x|a), dim=\d\).*":
-        "unique(dim=) raises NotImplementedError",
     r"Tensor\.scatter_: torch\.full\(\(2, 4\), 2\.\)\.scatter_\(.*reduce=.*":
         "Tensor method gap: Tensor.scatter_(..., reduce='multiply'/'add') raises "
         "NotImplementedError (_tensor.py)",
