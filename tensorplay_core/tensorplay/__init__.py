@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __version__ = "1.0.0.dev20260909"
 
+import math as _math
 from typing import TYPE_CHECKING, Any, Sequence, TypeGuard, overload
 
 if TYPE_CHECKING:
@@ -31,6 +32,8 @@ from . import _ops as _ops_pkg
 from ._ops import ops as _O
 
 half, float, double, long, int, short = float16, float32, float64, int64, int32, int16  # noqa: A001
+# torch's constants (torch.nan, torch.inf, torch.pi, torch.e): Python floats
+e, inf, nan, pi = _math.e, _math.inf, _math.nan, _math.pi
 
 from ._factories import (arange, as_tensor, cat, empty, empty_like, empty_strided,  # noqa: E402
                          eye, from_dlpack, from_numpy, full, full_like, linspace, manual_seed,
@@ -442,7 +445,8 @@ def is_tensor(obj: object) -> TypeGuard[Tensor]:
 
 from . import _surface  # noqa: E402  (torch's composite functions; Tensor methods forward there)
 from ._surface import (addmm, as_strided, baddbmm, bmm, broadcast_tensors, broadcast_to,  # noqa: E402
-                       chunk, clamp_max, clamp_min, clip, diag, dot, einsum, equal, finfo,
+                       cartesian_prod, chunk, clamp_max, clamp_min, clip, diag, dist, dot, dstack,
+                       einsum, equal, finfo,
                        flatten, flip, iinfo, index_select, isclose, logical_xor, logsumexp,
                        masked_select, meshgrid, mm, multinomial, narrow, norm, outer, randperm,
                        repeat_interleave, roll, select, split, std, std_mean, tensordot, tril,
@@ -486,6 +490,7 @@ __all__ = [
     "remainder", "floor_divide", "logical_xor", "clamp_min", "clamp_max", "clip", "var_mean",
     "std_mean",
     "get_num_threads", "set_num_threads",
+    "cartesian_prod", "dist", "dstack", "e", "inf", "nan", "pi",
 ]
 
 

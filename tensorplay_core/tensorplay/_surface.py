@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from . import _dtype
 from . import _factories as F
 from ._ops import ops as O
-from ._ops._shapes import broadcast_shapes, wrap_dim
+from ._ops._shapes import broadcast_shapes, is_tensor, wrap_dim
 
 if TYPE_CHECKING:
     from ._tensor import Tensor, _DeviceLike, _Dims, _DTypeLike, _Number
@@ -287,6 +287,45 @@ def as_strided(input: Tensor, size: Sequence[int], stride: Sequence[int],
     """A view of ``input``'s storage with the given ``size``, ``stride`` and offset, as
     ``torch.as_strided`` (no bounds beyond the storage's are checked by the view)."""
     return O.as_strided(input, list(size), list(stride), storage_offset)
+
+
+def dstack(tensors: Sequence[Tensor]) -> Tensor:
+    """The tensors concatenated along their third dim (depthwise), after making each at least
+    3-D as ``atleast_3d`` does (``(n,)`` -> ``(1, n, 1)``, ``(m, n)`` -> ``(m, n, 1)``, a 0-d
+    tensor -> ``(1, 1, 1)``); dtypes promote as ``cat``'s. An empty sequence is a
+    ``RuntimeError``. Same as ``torch.dstack``."""
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("dstack expects a non-empty TensorList")
+    return O.cat([_atleast_3d(t) for t in tensors], 2)
+
+
+def _atleast_3d(t):
+    if t.ndim == 0:
+        return O.reshape(t, [1, 1, 1])
+    if t.ndim == 1:
+        return O.reshape(t, [1, t.shape[0], 1])
+    if t.ndim == 2:
+        return O.unsqueeze(t, 2)
+    return t
+
+
+def cartesian_prod(*tensors: Tensor) -> Tensor:
+    """The Cartesian product of 1-D tensors of one dtype: shape ``(N, k)`` for ``k`` tensors
+    (``N`` the product of their lengths), rows in ``itertools.product``'s order; one tensor is
+    returned as it is. A tensor that is not 1-D, mixed dtypes, or no tensor is a
+    ``RuntimeError``. Same as ``torch.cartesian_prod``."""
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    for t in tensors:
+        if t.ndim != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t.shape)}")
+        if t.dtype is not tensors[0].dtype:
+            raise RuntimeError("meshgrid expects all tensors to have the same dtype")
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = meshgrid(*tensors, indexing="ij")
+    return O.stack([O.reshape(g, [-1]) for g in grids], 1)
 
 
 # -- comparisons -----------------------------------------------------------------------------------
@@ -790,6 +829,21 @@ def norm(input: Tensor, p: _Number | str | None = "fro", dim: _Dims = None, keep
     if p == 1:
         return O.sum(a, dims or None, keepdim)
     return O.pow(O.sum(O.pow(a, p), dims or None, keepdim), 1.0 / p)
+
+
+def dist(input: Tensor, other: Tensor, p: _Number = 2) -> Tensor:
+    """The ``p``-norm of ``input - other`` (broadcast, dtypes promoted), a 0-d tensor of the
+    promoted floating dtype: ``norm(input - other, p)`` over all elements (``p`` = inf: the
+    largest absolute difference, 0: the count of non-zero ones). Integer inputs are a
+    ``RuntimeError``, as torch's. Same as ``torch.dist``."""
+    if not is_tensor(other):
+        raise TypeError(f"dist(): argument 'other' (position 2) must be Tensor, not "
+                        f"{type(other).__name__}")
+    d = O.sub(input, other)
+    if not d.dtype.is_floating_point:
+        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. "
+                           f"Got {d.dtype} instead.")
+    return norm(d, p)
 
 
 # -- unique ----------------------------------------------------------------------------------------

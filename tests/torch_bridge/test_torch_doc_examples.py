@@ -62,6 +62,10 @@ LENIENT: dict[str, str] = {
     r"torch\.inference_mode: y\._version":
         "a tensor made under inference_mode keeps a version counter (SPEC section 2: every "
         "mutation bumps _version); torch's inference tensors have none and raise",
+    r"torch\.logsumexp: torch\.dist\(torch\.logsumexp\(a, 1\), .*":
+        "the example prints the distance between two float32 computations of one value, "
+        "rounding noise: each library's logsumexp is within 1 ulp of the exact value (on one "
+        "element TensorPlay's rounds up, torch's down)",
     r"torch\.sort: x\.sort\(\)":
         "sort(stable=False) is stable in TensorPlay (NumPy's stable sort); the order torch's "
         "unstable kernel gives equal elements is unspecified (the example shows it differing)",
@@ -73,10 +77,6 @@ UNINITIALISED = [r"Tensor\.new_empty: tensor\.new_empty\(\(2, 3\)\)"]
 KNOWN: dict[str, str] = {
     r"torch\.logical_(and|or|not|xor): .*out=torch\.empty.*":
         "no TensorPlay function takes out= (the built-in op records are functional)",
-    r"torch\.equal: .*torch\.nan.*": "tensorplay has no nan/inf/pi/e constants",
-    r"torch\.logsumexp: torch\.dist\(.*": "tensorplay has no dist",
-    r"torch\.meshgrid: torch\.equal\(torch\.cat\(tuple\(torch\.dstack.*":
-        "tensorplay has no dstack, cartesian_prod",
     r"Tensor\.scatter_: torch\.full\(\(2, 4\), 2\.\)\.scatter_\(.*reduce=.*":
         "Tensor method gap: Tensor.scatter_(..., reduce='multiply'/'add') raises "
         "NotImplementedError (_tensor.py)",
