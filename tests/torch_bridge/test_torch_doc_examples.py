@@ -60,8 +60,9 @@ LENIENT: dict[str, str] = {
     r"torch\.no_grad: with torch\.no_grad\(\):\n    a = torch\.nn\.Parameter.*":
         "TensorPlay has no torch.nn (an operator platform: SPEC section 2's surface)",
     r"torch\.inference_mode: y\._version":
-        "a tensor made under inference_mode keeps a version counter (SPEC section 2: every "
-        "mutation bumps _version); torch's inference tensors have none and raise",
+        "inference_mode is no_grad for TensorPlay: tensors made inside are ordinary tensors "
+        "with a version counter (tensorplay.inference_mode's docstring: torch's "
+        "inference-tensor restrictions are not modelled); torch's raise on _version",
     r"torch\.logsumexp: torch\.dist\(torch\.logsumexp\(a, 1\), .*":
         "the example prints the distance between two float32 computations of one value, "
         "rounding noise: each library's logsumexp is within 1 ulp of the exact value (on one "
