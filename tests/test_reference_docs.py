@@ -72,7 +72,7 @@ def test_builtin_ops_have_their_own_docstrings():
             bad.append(n)
     assert bad == [], f"built-in ops without their own docstring: {bad}"
     page = pydoc.render_doc(tp.add, renderer=pydoc.plaintext)
-    assert "tp::add(Tensor self, Tensor other) -> Tensor" in page and "torch.add" in page, page
+    assert "tp::add(Tensor input, Tensor other) -> Tensor" in page and "torch.add" in page, page
 
 
 def test_every_public_function_has_a_docstring():

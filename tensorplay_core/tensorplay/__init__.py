@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __version__ = "1.0.0.dev20260909"
 
+import math as _math
 from typing import TYPE_CHECKING, Any, Sequence, TypeGuard, overload
 
 if TYPE_CHECKING:
@@ -25,11 +26,14 @@ from ._device import Device, device
 from ._dtype import (DType, bfloat16, bool, dtype, float16, float32, float64, get_default_dtype,
                      int8, int16, int32, int64, promote_types, set_default_dtype, uint8)
 from ._tensor import Tensor
+from ._tensor import _times_alpha  # alpha * other with torch's checks (Tensor.add's)
 from ._tag import Tag
 from . import _ops as _ops_pkg
 from ._ops import ops as _O
 
 half, float, double, long, int, short = float16, float32, float64, int64, int32, int16  # noqa: A001
+# torch's constants (torch.nan, torch.inf, torch.pi, torch.e): Python floats
+e, inf, nan, pi = _math.e, _math.inf, _math.nan, _math.pi
 
 from ._factories import (arange, as_tensor, cat, empty, empty_like, empty_strided,  # noqa: E402
                          eye, from_dlpack, from_numpy, full, full_like, linspace, manual_seed,
@@ -58,8 +62,6 @@ _registry.install_entry_builders({"meta": fake.make_fake_entry,
 # as their schemas ``(Tensor self, Tensor other)`` say); the declarations give type checkers
 # their call signatures: ``other`` may be a tensor or a Python number.
 if TYPE_CHECKING:
-    add: _Binary
-    sub: _Binary
     mul: _Binary
     pow: _Binary  # noqa: A001
     maximum: _Binary
@@ -114,7 +116,7 @@ if TYPE_CHECKING:
     trunc: _Unary
     sign: _Unary
 else:   # the op records themselves (run time)
-    add, sub, mul = _O.add, _O.sub, _O.mul
+    mul = _O.mul
     pow, neg, exp, log, sqrt, rsqrt = _O.pow, _O.neg, _O.exp, _O.log, _O.sqrt, _O.rsqrt  # noqa: A001
     tanh, sigmoid, relu, abs, sin, cos, erf = _O.tanh, _O.sigmoid, _O.relu, _O.abs, _O.sin, _O.cos, _O.erf  # noqa: A001
     maximum, minimum, matmul = _O.maximum, _O.minimum, _O.matmul
@@ -129,6 +131,54 @@ else:   # the op records themselves (run time)
     expm1, log1p, log2, log10, exp2 = _O.expm1, _O.log1p, _O.log2, _O.log10, _O.exp2
     tan, asin, acos, atan, sinh, cosh = _O.tan, _O.asin, _O.acos, _O.atan, _O.sinh, _O.cosh
     trunc, sign = _O.trunc, _O.sign
+
+
+_ALPHA1 = 1       # add/sub's default alpha: ``alpha is _ALPHA1`` is the call without a scale
+_add_op, _sub_op = _O.add, _O.sub     # the op records, bound once (one global read per call)
+
+
+def add(input: _TensorOrScalar, other: _TensorOrScalar, *,
+        alpha: _Number = _ALPHA1) -> Tensor:
+    """``input + alpha * other``, elementwise with broadcasting and torch's dtype promotion;
+    same as ``torch.add``. Without ``alpha`` this is the op itself (either operand may be a
+    Python number):
+
+        tp::add(Tensor input, Tensor other) -> Tensor
+
+    ``alpha`` follows torch:
+    a floating ``alpha`` with integral operands, or a bool ``alpha`` with a non-bool result, is a
+    ``RuntimeError``; an int ``alpha`` out of the result dtype's range too. ``Tensor.add`` is the
+    same computation."""
+    if alpha is _ALPHA1:
+        return _add_op(input, other)
+    input = _tensor_first(input, other)
+    return _O.add(input, _times_alpha(input, other, alpha, "add"))
+
+
+def sub(input: _TensorOrScalar, other: _TensorOrScalar, *,
+        alpha: _Number = _ALPHA1) -> Tensor:
+    """``input - alpha * other``, elementwise with broadcasting (same as ``torch.sub``; bool
+    operands are refused as torch refuses them). ``alpha``'s rules are ``add``'s. Without
+    ``alpha``: the op
+
+        tp::sub(Tensor input, Tensor other) -> Tensor
+    """
+    if alpha is _ALPHA1:
+        return _sub_op(input, other)
+    input = _tensor_first(input, other)
+    return _O.sub(input, _times_alpha(input, other, alpha, "sub"))
+
+
+def _tensor_first(input, other):
+    # add/sub with alpha: a Python number first becomes a 0-d tensor, which promotes as the
+    # number would (torch's Scalar-self overloads)
+    if isinstance(input, Tensor):
+        return input
+    if not isinstance(other, Tensor):
+        raise TypeError(f"add(): argument 'input' must be a Tensor or a Python number with a "
+                        f"Tensor 'other', got {type(input).__name__} and {type(other).__name__}")
+    from ._dtype import wrapped_dtype
+    return full((), input, dtype=wrapped_dtype(input), device=other.device)
 
 
 def sum(input: Tensor, dim: _Dims = None, keepdim: builtins.bool = False, *,
@@ -395,7 +445,8 @@ def is_tensor(obj: object) -> TypeGuard[Tensor]:
 
 from . import _surface  # noqa: E402  (torch's composite functions; Tensor methods forward there)
 from ._surface import (addmm, as_strided, baddbmm, bmm, broadcast_tensors, broadcast_to,  # noqa: E402
-                       chunk, clamp_max, clamp_min, clip, diag, dot, einsum, equal, finfo,
+                       cartesian_prod, chunk, clamp_max, clamp_min, clip, diag, dist, dot, dstack,
+                       einsum, equal, finfo,
                        flatten, flip, iinfo, index_select, isclose, logical_xor, logsumexp,
                        masked_select, meshgrid, mm, multinomial, narrow, norm, outer, randperm,
                        repeat_interleave, roll, select, split, std, std_mean, tensordot, tril,
@@ -439,6 +490,7 @@ __all__ = [
     "remainder", "floor_divide", "logical_xor", "clamp_min", "clamp_max", "clip", "var_mean",
     "std_mean",
     "get_num_threads", "set_num_threads",
+    "cartesian_prod", "dist", "dstack", "e", "inf", "nan", "pi",
 ]
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from . import _dtype
 from . import _factories as F
 from ._ops import ops as O
-from ._ops._shapes import broadcast_shapes, wrap_dim
+from ._ops._shapes import broadcast_shapes, is_tensor, wrap_dim
 
 if TYPE_CHECKING:
     from ._tensor import Tensor, _DeviceLike, _Dims, _DTypeLike, _Number
@@ -289,6 +289,45 @@ def as_strided(input: Tensor, size: Sequence[int], stride: Sequence[int],
     return O.as_strided(input, list(size), list(stride), storage_offset)
 
 
+def dstack(tensors: Sequence[Tensor]) -> Tensor:
+    """The tensors concatenated along their third dim (depthwise), after making each at least
+    3-D as ``atleast_3d`` does (``(n,)`` -> ``(1, n, 1)``, ``(m, n)`` -> ``(m, n, 1)``, a 0-d
+    tensor -> ``(1, 1, 1)``); dtypes promote as ``cat``'s. An empty sequence is a
+    ``RuntimeError``. Same as ``torch.dstack``."""
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("dstack expects a non-empty TensorList")
+    return O.cat([_atleast_3d(t) for t in tensors], 2)
+
+
+def _atleast_3d(t):
+    if t.ndim == 0:
+        return O.reshape(t, [1, 1, 1])
+    if t.ndim == 1:
+        return O.reshape(t, [1, t.shape[0], 1])
+    if t.ndim == 2:
+        return O.unsqueeze(t, 2)
+    return t
+
+
+def cartesian_prod(*tensors: Tensor) -> Tensor:
+    """The Cartesian product of 1-D tensors of one dtype: shape ``(N, k)`` for ``k`` tensors
+    (``N`` the product of their lengths), rows in ``itertools.product``'s order; one tensor is
+    returned as it is. A tensor that is not 1-D, mixed dtypes, or no tensor is a
+    ``RuntimeError``. Same as ``torch.cartesian_prod``."""
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    for t in tensors:
+        if t.ndim != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t.shape)}")
+        if t.dtype is not tensors[0].dtype:
+            raise RuntimeError("meshgrid expects all tensors to have the same dtype")
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = meshgrid(*tensors, indexing="ij")
+    return O.stack([O.reshape(g, [-1]) for g in grids], 1)
+
+
 # -- comparisons -----------------------------------------------------------------------------------
 def equal(input: Tensor, other: Tensor) -> bool:
     """True when both have the same shape and elements (a Python bool), as ``torch.equal``."""
@@ -442,14 +481,21 @@ def tensordot(a: Tensor, b: Tensor, dims: int | Sequence[Sequence[int]] = 2) -> 
     return O.reshape(O.matmul(am, bm), [a.shape[d] for d in ra] + [b.shape[d] for d in rb])
 
 
-def einsum(equation: str, *operands: Tensor | Sequence[Tensor]) -> Tensor:
+def einsum(equation: str | Tensor, *operands: Any) -> Tensor:
     """Einstein summation (``torch.einsum``): ``"ij,jk->ik"``, implicit output (the letters
     seen once, sorted), ``...`` for broadcast dims, repeated letters in one operand take the
     diagonal. Operands are aligned to one letter order and multiplied pairwise, summing each
     letter as soon as no later operand or the output needs it. The result has the operands'
     promoted dtype (an integer one is kept by contractions: int32 operands give int32, as
     torch; a sum of one operand alone widens to int64, as sum); float16/bfloat16 are computed
-    in float32 and rounded once."""
+    in float32 and rounded once.
+
+    The sublist form ``einsum(op1, [0, 1], op2, [1, 2], [0, 2])`` is torch's too: each operand
+    followed by its subscripts (ints in ``[0, 52)``, ``0..25`` standing for ``a..z`` and
+    ``26..51`` for ``A..Z``, or ``...``), then optionally the output's; an int out of range is
+    a ``ValueError``, as torch."""
+    if not isinstance(equation, str):
+        equation, operands = _sublist_equation((equation,) + operands)
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     eq = equation.replace(" ", "")
@@ -465,7 +511,8 @@ def einsum(equation: str, *operands: Tensor | Sequence[Tensor]) -> Tensor:
     for t, x in zip(terms, operands):
         if "..." in t:
             nell = max(nell, x.ndim - (len(t) - 3))
-    ell = "".join(chr(ord("A") + i) for i in range(nell))
+    # (letters no equation has: torch's subscripts are a-z and A-Z, which the user's are)
+    ell = "".join(chr(0x100 + i) for i in range(nell))
 
     def expand_ell(t, nd):
         if "..." not in t:
@@ -524,6 +571,28 @@ def einsum(equation: str, *operands: Tensor | Sequence[Tensor]) -> Tensor:
         acc, acc_l = _sum_unneeded(acc, acc_l, labels[i + 1:], out, True)
     r = _align_out(acc, acc_l, out, sizes, len(ops_) > 1)
     return r if low is None else O.to_dtype(r, low)
+
+
+def _sublist_equation(args):
+    """``(op1, sub1, op2, sub2, ..., [out])`` -> the equation string and the operands."""
+    def letters(sub):
+        out = []
+        for v in sub:
+            if v is Ellipsis:
+                out.append("...")
+            elif isinstance(v, _int) and 0 <= v < 52:
+                out.append(chr(ord("a") + v) if v < 26 else chr(ord("A") + v - 26))
+            else:
+                raise ValueError("einsum(): subscript in subscript list is not within the valid "
+                                 "range [0, 52)")
+        return "".join(out)
+    n = len(args) // 2
+    operands = tuple(args[0:2 * n:2])
+    terms = [letters(sub) for sub in args[1:2 * n:2]]
+    eq = ",".join(terms)
+    if len(args) % 2:
+        eq += "->" + letters(args[-1])
+    return eq, operands
 
 
 def _diagonal(x, i, j):
@@ -762,16 +831,38 @@ def norm(input: Tensor, p: _Number | str | None = "fro", dim: _Dims = None, keep
     return O.pow(O.sum(O.pow(a, p), dims or None, keepdim), 1.0 / p)
 
 
+def dist(input: Tensor, other: Tensor, p: _Number = 2) -> Tensor:
+    """The ``p``-norm of ``input - other`` (broadcast, dtypes promoted), a 0-d tensor of the
+    promoted floating dtype: ``norm(input - other, p)`` over all elements (``p`` = inf: the
+    largest absolute difference, 0: the count of non-zero ones). Integer inputs are a
+    ``RuntimeError``, as torch's. Same as ``torch.dist``."""
+    if not is_tensor(other):
+        raise TypeError(f"dist(): argument 'other' (position 2) must be Tensor, not "
+                        f"{type(other).__name__}")
+    d = O.sub(input, other)
+    if not d.dtype.is_floating_point:
+        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. "
+                           f"Got {d.dtype} instead.")
+    return norm(d, p)
+
+
 # -- unique ----------------------------------------------------------------------------------------
 def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,
            return_counts: bool = False, dim: int | None = None) -> Any:  # noqa: A002
     """The distinct elements in ascending order (of the flattened input), as ``torch.unique``;
     with ``return_inverse`` the index of each element in the result (input's shape), with
-    ``return_counts`` how often each occurs. The size depends on the values. ``dim`` is not
-    supported."""
+    ``return_counts`` how often each occurs. The size depends on the values.
+
+    With ``dim``: the distinct slices along ``dim`` (``unique(x, dim=0)``: the distinct rows),
+    in lexicographic order, as torch; ``return_inverse`` gives for each slice of ``input`` its
+    index in the result (shape ``(input.shape[dim],)``), ``return_counts`` how often each
+    result slice occurs. NaN differs from every value, itself included (each slice holding one
+    is its own); ``-0.0`` equals ``0.0``. A dim out of range, or any dim of a 0-d input, is an
+    ``IndexError``; another dim of size 0 while ``dim``'s is not a ``RuntimeError`` (torch's
+    errors). ``sorted``
+    is ignored with ``dim``: the slices are always sorted, as torch's."""
     if dim is not None:
-        raise NotImplementedError("unique(dim=...) is not supported by tensorplay; use "
-                                  "unique() on the flattened tensor")
+        return _unique_dim(input, dim, return_inverse, return_counts)
     flat = O.reshape(input, [-1])
     n = flat.shape[0]
     vals, perm = O.sort(flat, 0, False, stable=True)
@@ -790,6 +881,44 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,
         starts = O.reshape(O.nonzero(first), [-1])
         ends = O.cat([O.narrow(starts, 0, 1, starts.shape[0] - 1),
                       F.tensor([n], dtype=_dtype.int64, device=input.device)], 0) \
+            if starts.shape[0] else starts
+        res.append(O.sub(ends, starts))
+    return res[0] if len(res) == 1 else tuple(res)
+
+
+def _unique_dim(input, dim, return_inverse, return_counts):
+    if input.ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    d = wrap_dim(dim, input.ndim, "unique(): ")
+    n = input.shape[d]
+    rest = [i for i in range(input.ndim) if i != d]
+    m = _prod(input.shape[i] for i in rest)
+    dev = input.device
+    if n and not m:
+        raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique "
+                           "cannot be applied")
+    rows = O.reshape(O.permute(input, [d] + rest), [n, m])
+    # lexicographic order of the rows: stable sorts by each column, the last column first
+    order = F.arange(n, dtype=_dtype.int64, device=dev)
+    for j in range(m - 1, -1, -1):
+        order = O.index(order, 0, O.argsort(O.index(O.select(rows, 1, j), 0, order), 0, False,
+                                            stable=True))
+    srt = O.index(rows, 0, order)
+    head = F.ones(min(n, 1), dtype=_dtype.bool, device=dev)
+    first = O.cat([head, O.any(O.ne(O.narrow(srt, 0, 1, n - 1), O.narrow(srt, 0, 0, n - 1)),
+                               [1], False)], 0) if n > 1 else head
+    starts = O.reshape(O.nonzero(first), [-1])
+    out = O.reshape(O.index(srt, 0, starts), [starts.shape[0]] + [input.shape[i] for i in rest])
+    back = [0] * input.ndim                    # the inverse of the permutation [d] + rest
+    for pos, i in enumerate([d] + rest):
+        back[i] = pos
+    res = [O.permute(out, back)]
+    if return_inverse:
+        group = O.sub(O.cumsum(first, 0, dtype=_dtype.int64), 1)
+        res.append(O.scatter_add(F.zeros(n, dtype=_dtype.int64, device=dev), 0, order, group))
+    if return_counts:
+        ends = O.cat([O.narrow(starts, 0, 1, starts.shape[0] - 1),
+                      F.tensor([n], dtype=_dtype.int64, device=dev)], 0) \
             if starts.shape[0] else starts
         res.append(O.sub(ends, starts))
     return res[0] if len(res) == 1 else tuple(res)

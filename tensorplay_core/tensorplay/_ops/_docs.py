@@ -11,15 +11,15 @@ from __future__ import annotations
 # name -> (what it computes, the torch name whose semantics it follows)
 DOCS = {
     # unary math added in session 41 (torch.expm1 ... torch.trunc)
-    "expm1": ("``exp(self) - 1``, elementwise, accurate near 0; integer and bool inputs give "
+    "expm1": ("``exp(input) - 1``, elementwise, accurate near 0; integer and bool inputs give "
               "the default float dtype.", "torch.expm1"),
-    "log1p": ("``log(1 + self)``, elementwise, accurate near 0 (``-inf`` at -1, NaN below); "
+    "log1p": ("``log(1 + input)``, elementwise, accurate near 0 (``-inf`` at -1, NaN below); "
               "integer and bool inputs give the default float dtype.", "torch.log1p"),
     "log2": ("Base-2 logarithm, elementwise (``-inf`` at 0, NaN below); integer and bool "
              "inputs give the default float dtype.", "torch.log2"),
     "log10": ("Base-10 logarithm, elementwise (``-inf`` at 0, NaN below); integer and bool "
               "inputs give the default float dtype.", "torch.log10"),
-    "exp2": ("``2 ** self``, elementwise; integer and bool inputs give the default float "
+    "exp2": ("``2 ** input``, elementwise; integer and bool inputs give the default float "
              "dtype.", "torch.exp2"),
     "tan": ("Tangent, elementwise; integer and bool inputs give the default float dtype.",
             "torch.tan"),
@@ -36,7 +36,7 @@ DOCS = {
     "trunc": ("Each element rounded toward zero (keeps the dtype; integer tensors are returned "
               "unchanged, as a copy).", "torch.trunc"),
     "abs": ("Absolute value, elementwise.", "torch.abs"),
-    "add": ("``self + other``, elementwise with broadcasting; either operand may be a Python "
+    "add": ("``input + other``, elementwise with broadcasting; either operand may be a Python "
             "number (a number first is weak, as ``5 + t``).", "torch.add"),
     "add_": ("In-place ``self += other`` (broadcast to ``self``'s shape); returns ``self``.",
              "torch.Tensor.add_"),
@@ -52,27 +52,27 @@ DOCS = {
     "argmin": ("Index of the minimum (along ``dim``, or of the flattened tensor).",
                "torch.argmin"),
     "argsort": ("Indices that sort ``self`` along ``dim``.", "torch.argsort"),
-    "bitwise_and": ("``self & other``, elementwise with broadcasting, on integer and bool "
+    "bitwise_and": ("``input & other``, elementwise with broadcasting, on integer and bool "
                     "tensors (logical AND on bool); either operand may be a Python int or bool "
                     "(``bitwise_and(5, t)`` is ``5 & t``). "
                     "Floating dtypes raise ``RuntimeError`` (not implemented).",
                     "torch.bitwise_and"),
-    "bitwise_left_shift": ("``self << other``, elementwise with broadcasting, on integer "
+    "bitwise_left_shift": ("``input << other``, elementwise with broadcasting, on integer "
                            "tensors (wrapping in the result dtype); an amount outside "
-                           "``[0, bits)`` gives 0; ``self`` may be a Python int (``1 << t``). "
+                           "``[0, bits)`` gives 0; ``input`` may be a Python int (``1 << t``). "
                            "Floating and bool dtypes raise ``RuntimeError``.",
                            "torch.bitwise_left_shift"),
-    "bitwise_not": ("``~self``, elementwise, on integer and bool tensors (logical NOT on "
+    "bitwise_not": ("``~input``, elementwise, on integer and bool tensors (logical NOT on "
                     "bool). Floating dtypes raise ``RuntimeError``.", "torch.bitwise_not"),
-    "bitwise_or": ("``self | other``, elementwise with broadcasting, on integer and bool "
+    "bitwise_or": ("``input | other``, elementwise with broadcasting, on integer and bool "
                    "tensors (logical OR on bool); either operand may be a Python int or bool. "
                    "Floating dtypes raise ``RuntimeError``.", "torch.bitwise_or"),
-    "bitwise_right_shift": ("``self >> other`` (arithmetic for signed dtypes), elementwise "
+    "bitwise_right_shift": ("``input >> other`` (arithmetic for signed dtypes), elementwise "
                             "with broadcasting, on integer tensors; an amount outside "
-                            "``[0, bits)`` gives the sign (-1 or 0; 0 for uint8); ``self`` may "
+                            "``[0, bits)`` gives the sign (-1 or 0; 0 for uint8); ``input`` may "
                             "be a Python int. Floating and bool dtypes raise ``RuntimeError``.",
                             "torch.bitwise_right_shift"),
-    "bitwise_xor": ("``self ^ other``, elementwise with broadcasting, on integer and bool "
+    "bitwise_xor": ("``input ^ other``, elementwise with broadcasting, on integer and bool "
                     "tensors (logical XOR on bool); either operand may be a Python int or "
                     "bool. "
                     "Floating dtypes raise ``RuntimeError``.", "torch.bitwise_xor"),
@@ -83,12 +83,12 @@ DOCS = {
               "returns ``self``.", "torch.Tensor.copy_"),
     "cos": ("Cosine, elementwise.", "torch.cos"),
     "cumsum": ("Cumulative sum along ``dim``.", "torch.cumsum"),
-    "div": ("True division ``self / other``, elementwise with broadcasting (float result); "
+    "div": ("True division ``input / other``, elementwise with broadcasting (float result); "
             "either operand may be a Python number.", "torch.div"),
     "div_": ("In-place true division ``self /= other`` (floating ``self`` only); returns "
              "``self``.", "torch.Tensor.div_"),
     "empty": ("An uninitialised tensor of the given shape.", "torch.empty"),
-    "eq": ("``self == other``, elementwise (bool result).", "torch.eq"),
+    "eq": ("``input == other``, elementwise (bool result).", "torch.eq"),
     "erf": ("Error function, elementwise.", "torch.erf"),
     "exp": ("Exponential, elementwise.", "torch.exp"),
     "expand": ("A broadcast view of ``self`` to ``size`` (no copy; -1 keeps a dimension).",
@@ -96,13 +96,13 @@ DOCS = {
     "eye": ("A 2-D identity matrix.", "torch.eye"),
     "fill_": ("Fills ``self`` with ``value`` in place; returns ``self``.", "torch.Tensor.fill_"),
     "floor": ("Largest integer value not above each element.", "torch.floor"),
-    "floor_divide": ("``self // other``, rounding toward minus infinity; either operand may be "
+    "floor_divide": ("``input // other``, rounding toward minus infinity; either operand may be "
                      "a Python number (weak: ``floor_divide(7, int8_t)`` is int8); integer "
                      "division by zero raises ``RuntimeError``.", "torch.floor_divide"),
     "full": ("A tensor of the given shape filled with ``fill_value``.", "torch.full"),
     "gather": ("Values of ``self`` at ``index`` along ``dim``.", "torch.gather"),
-    "ge": ("``self >= other``, elementwise (bool result).", "torch.ge"),
-    "gt": ("``self > other``, elementwise (bool result).", "torch.gt"),
+    "ge": ("``input >= other``, elementwise (bool result).", "torch.ge"),
+    "gt": ("``input > other``, elementwise (bool result).", "torch.gt"),
     "index": ("``self[indices]`` with tensor indices (advanced indexing).",
               "torch.Tensor.__getitem__"),
     "index_add": ("``self`` with ``source`` added at ``index`` along ``dim``.",
@@ -112,7 +112,7 @@ DOCS = {
     "isfinite": ("True where an element is neither infinite nor NaN.", "torch.isfinite"),
     "isinf": ("True where an element is positive or negative infinity.", "torch.isinf"),
     "isnan": ("True where an element is NaN.", "torch.isnan"),
-    "le": ("``self <= other``, elementwise (bool result).", "torch.le"),
+    "le": ("``input <= other``, elementwise (bool result).", "torch.le"),
     "linspace": ("``steps`` evenly spaced values from ``start`` to ``end`` inclusive.",
                  "torch.linspace"),
     "log": ("Natural logarithm, elementwise.", "torch.log"),
@@ -120,7 +120,7 @@ DOCS = {
     "logical_and": ("Elementwise logical AND (bool result).", "torch.logical_and"),
     "logical_not": ("Elementwise logical NOT (bool result).", "torch.logical_not"),
     "logical_or": ("Elementwise logical OR (bool result).", "torch.logical_or"),
-    "lt": ("``self < other``, elementwise (bool result).", "torch.lt"),
+    "lt": ("``input < other``, elementwise (bool result).", "torch.lt"),
     "masked_fill_": ("Sets ``self`` to ``value`` where ``mask`` is true, in place; returns "
                      "``self``.", "torch.Tensor.masked_fill_"),
     "masked_scatter_": ("Copies consecutive elements of ``source`` into ``self`` where "
@@ -134,37 +134,37 @@ DOCS = {
     "mean": ("Mean over ``dim`` (all dims by default); floating dtypes.", "torch.mean"),
     "min": ("Minimum of all elements, or ``(values, indices)`` along ``dim``.", "torch.min"),
     "minimum": ("Elementwise minimum of two tensors (NaN propagates).", "torch.minimum"),
-    "mul": ("``self * other``, elementwise with broadcasting; either operand may be a Python "
+    "mul": ("``input * other``, elementwise with broadcasting; either operand may be a Python "
             "number.", "torch.mul"),
     "mul_": ("In-place ``self *= other``; returns ``self``.", "torch.Tensor.mul_"),
     "narrow": ("A view of ``length`` elements of ``dim`` from ``start``.", "torch.narrow"),
-    "ne": ("``self != other``, elementwise (bool result).", "torch.ne"),
-    "neg": ("``-self``, elementwise.", "torch.neg"),
+    "ne": ("``input != other``, elementwise (bool result).", "torch.ne"),
+    "neg": ("``-input``, elementwise.", "torch.neg"),
     "permute": ("A view with the dimensions reordered as ``dims``.", "torch.permute"),
-    "pow": ("``self ** exponent``, elementwise with broadcasting; either may be a Python "
+    "pow": ("``input ** exponent``, elementwise with broadcasting; either may be a Python "
             "number (``pow(2, t)`` is ``2 ** t``).", "torch.pow"),
     "prod": ("Product over ``dim`` (all elements by default).", "torch.prod"),
     "rand": ("Uniform random values in [0, 1) of the given shape.", "torch.rand"),
     "randint": ("Random integers in [``low``, ``high``) of the given shape.", "torch.randint"),
     "randn": ("Standard normal random values of the given shape.", "torch.randn"),
-    "rdiv": ("``other / self`` (the reflected division: ``2 / t``).", "torch.Tensor.__rtruediv__"),
-    "relu": ("``max(self, 0)``, elementwise.", "torch.relu"),
-    "remainder": ("``self % other``: a non-zero remainder has the sign of ``other`` (Python's "
-                  "modulo), a zero one the sign of ``self`` (torch's: ``-4. % 2.`` is -0.0); "
+    "rdiv": ("``other / input`` (the reflected division: ``2 / t``).", "torch.Tensor.__rtruediv__"),
+    "relu": ("``max(input, 0)``, elementwise.", "torch.relu"),
+    "remainder": ("``input % other``: a non-zero remainder has the sign of ``other`` (Python's "
+                  "modulo), a zero one the sign of ``input`` (torch's: ``-4. % 2.`` is -0.0); "
                   "either operand may be a Python number (weak: ``remainder(7, int8_t)`` is "
                   "int8); integer division by zero raises ``RuntimeError``.", "torch.remainder"),
     "reshape": ("``self`` with a new shape: a view when the strides allow, else a copy.",
                 "torch.reshape"),
     "round": ("Rounds to the nearest integer, halves to even (``decimals`` digits if given).",
               "torch.round"),
-    "rpow": ("``other ** self`` (the reflected power: ``2 ** t``).", "torch.Tensor.__rpow__"),
-    "rsqrt": ("``1 / sqrt(self)``, elementwise.", "torch.rsqrt"),
-    "rsub": ("``other - self`` (the reflected subtraction: ``1 - t``).", "torch.rsub"),
+    "rpow": ("``other ** input`` (the reflected power: ``2 ** t``).", "torch.Tensor.__rpow__"),
+    "rsqrt": ("``1 / sqrt(input)``, elementwise.", "torch.rsqrt"),
+    "rsub": ("``other - input`` (the reflected subtraction: ``1 - t``).", "torch.rsub"),
     "scatter_add": ("``self`` with ``src`` added at ``index`` along ``dim``.",
                     "torch.scatter_add"),
     "select": ("A view of index ``index`` of ``dim`` (that dimension removed).",
                "torch.select"),
-    "sigmoid": ("``1 / (1 + exp(-self))``, elementwise.", "torch.sigmoid"),
+    "sigmoid": ("``1 / (1 + exp(-input))``, elementwise.", "torch.sigmoid"),
     "sign": ("-1, 0 or 1 by the sign of each element, in its dtype (-0.0 gives 0); NaN stays "
              "NaN (NumPy's rule: torch gives 0); a bool tensor is returned as it is (a copy).",
              "torch.sign"),
@@ -176,7 +176,7 @@ DOCS = {
     "sqrt": ("Square root, elementwise.", "torch.sqrt"),
     "squeeze": ("A view without the size-1 dimensions (or just ``dim``).", "torch.squeeze"),
     "stack": ("Tensors of one shape joined along a new ``dim``.", "torch.stack"),
-    "sub": ("``self - other``, elementwise with broadcasting; either operand may be a Python "
+    "sub": ("``input - other``, elementwise with broadcasting; either operand may be a Python "
             "number (not a bool one).", "torch.sub"),
     "sub_": ("In-place ``self -= other`` (no bool operand); returns ``self``.",
              "torch.Tensor.sub_"),

@@ -14,7 +14,7 @@ def _clone_meta(x):
     return out_like(x.shape, x.dtype, x)
 
 
-defop("clone(Tensor self) -> Tensor", meta=_clone_meta, backward=lambda ctx, g: g)
+defop("clone(Tensor input) -> Tensor", meta=_clone_meta, backward=lambda ctx, g: g)
 
 
 def _to_dtype_meta(x, dtype):

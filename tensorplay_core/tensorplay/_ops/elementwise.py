@@ -148,7 +148,9 @@ def _rpow_bw(ctx, g):   # s ** a
     return _red(O.mul(g, O.mul(ctx.saved_tensors[2], math.log(s))), a), None
 
 
-_B = "(Tensor self, Tensor other) -> Tensor"
+# the first argument is torch's function's name for it ("input": tp.exp(input=x) as torch.exp);
+# the in-place ops (methods) keep "self"
+_B = "(Tensor input, Tensor other) -> Tensor"
 # number_self: torch also takes a Python number first (add(5, t), pow(2, t), remainder(7, t),
 # bitwise_and(5, t): its Scalar-self overloads), computed as the reflected operator does
 defop("add" + _B, meta=binary_meta("same", "add"),
@@ -163,8 +165,8 @@ defop("div" + _B, meta=binary_meta("float", "div"), setup=_save_mul, backward=_d
       scalar_ok=("other",), number_self="__rtruediv__")
 defop("rdiv" + _B, meta=binary_meta("float", "rdiv"), setup=_save_inputs, backward=_rdiv_bw,
       scalar_ok=("other",))
-defop("pow" + _B, meta=binary_meta("same", "pow"),
-      setup=_pow_save, backward=_pow_bw, scalar_ok=("other",), number_self="__rpow__")
+defop("pow(Tensor input, Tensor exponent) -> Tensor", meta=binary_meta("same", "pow"),
+      setup=_pow_save, backward=_pow_bw, scalar_ok=("exponent",), number_self="__rpow__")
 defop("rpow" + _B, meta=binary_meta("same", "rpow"),
       setup=_pow_save, backward=_rpow_bw, scalar_ok=("other",))
 
@@ -212,7 +214,7 @@ for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
     defop(_name + _B, meta=binary_meta("bool", _name), scalar_ok=("other",), differentiable=False)
 for _name in ("logical_and", "logical_or"):
     defop(_name + _B, meta=binary_meta("bool", _name), scalar_ok=("other",), differentiable=False)
-defop("logical_not(Tensor self) -> Tensor", meta=unary_meta("bool"), differentiable=False)
+defop("logical_not(Tensor input) -> Tensor", meta=unary_meta("bool"), differentiable=False)
 
 
 # -- bitwise ------------------------------------------------------------------------------------
@@ -266,12 +268,12 @@ for _name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
 for _name in ("bitwise_left_shift", "bitwise_right_shift"):
     defop(_name + _B, meta=_bitwise_meta(_name, shift=True), scalar_ok=("other",),
           differentiable=False, number_self=_REFLECTED[_name])
-defop("bitwise_not(Tensor self) -> Tensor", meta=_bitwise_not_meta, differentiable=False)
+defop("bitwise_not(Tensor input) -> Tensor", meta=_bitwise_not_meta, differentiable=False)
 
-defop("sign(Tensor self) -> Tensor", meta=unary_meta(), backward=lambda ctx, g: O.mul(g, 0.0))
+defop("sign(Tensor input) -> Tensor", meta=unary_meta(), backward=lambda ctx, g: O.mul(g, 0.0))
 
 # -- unary math -------------------------------------------------------------------------------
-_U = "(Tensor self) -> Tensor"
+_U = "(Tensor input) -> Tensor"
 
 
 def _bool_refused(message):

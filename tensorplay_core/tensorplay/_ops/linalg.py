@@ -81,5 +81,5 @@ def _matmul_bw(ctx, g):
     return ga, gb
 
 
-defop("matmul(Tensor self, Tensor other) -> Tensor", meta=_matmul_meta, setup=_matmul_setup,
+defop("matmul(Tensor input, Tensor other) -> Tensor", meta=_matmul_meta, setup=_matmul_setup,
       backward=_matmul_bw)
