@@ -62,22 +62,60 @@ def _scaled_add_(dst, other, alpha) -> bool:
     return True
 
 
-def _in_place(dst, api, op, *others):
-    """``dst`` overwritten with ``op(dst, *others)``, the out-of-place op's value (its dtype
-    promotion done): torch's rule for in-place arithmetic. The result's dtype must cast to
-    ``dst``'s (``can_cast``: not floating into integer/bool, not integer into bool), else
-    RuntimeError naming ``api`` before anything is written; its shape must broadcast to
-    ``dst``'s (``copy_`` checks). Recorded as the op, then one ``copy_``. While autograd records,
-    the op reads a clone of ``dst`` (torch's "original self"): a formula that saved ``dst`` itself
-    would find it overwritten at backward."""
+def _in_place(dst, api, op, *others, **kwargs):
+    """``dst`` overwritten with ``op(dst, *others, **kwargs)``, the out-of-place op's value (its
+    dtype promotion done): torch's rule for in-place methods (every ``Tensor.m_`` whose value is
+    ``m``'s). The result's dtype must cast to ``dst``'s (``can_cast``: not floating into
+    integer/bool, not integer into bool), else RuntimeError naming ``api`` before anything is
+    written; its shape must broadcast to ``dst``'s (``copy_`` checks). Recorded as the op, then
+    one ``copy_`` (so: returns ``dst``, one version bump, a leaf requiring grad refused, a view's
+    base sees the write). While autograd records, the op reads a clone of ``dst`` (torch's
+    "original self"): a formula that saved ``dst`` itself would find it overwritten at
+    backward."""
     src = dst
     if _grad_state.enabled and (dst._requires_grad or any(
-            isinstance(o, Tensor) and o._requires_grad for o in others)):
+            isinstance(o, Tensor) and o._requires_grad for o in others) or kwargs and any(
+            isinstance(o, Tensor) and o._requires_grad for o in kwargs.values())):
+        _check_inplace(api, dst)      # a leaf requiring grad: refused naming the method
         src = _O.clone(dst)
-    result = op(src, *others)
+    result = op(src, *others, **kwargs)
     if result._dtype is not dst._dtype:
         _check_cast(api, result._dtype, dst._dtype)
     return _O.copy_(dst, result)
+
+
+def _restride_(self, api, alternative, view, *args):
+    """``self`` given the shape, stride and storage offset of ``view(self, *args)`` in place (a
+    shape-changing in-place method: ``t_``, ``transpose_``, ``unsqueeze_``, ``squeeze_``,
+    ``as_strided_``, as torch's): the same storage, one version bump, and, while autograd records,
+    the view's history (so gradients flow through the new layout); a view stays a view of its
+    base (a later write to the base reaches it). Refused as torch refuses any in-place op: on a
+    leaf that requires grad or a view of one while grad mode is on (RuntimeError, nothing
+    changed). Inside ``tensorplay.compile`` it is refused (RuntimeError naming ``alternative``):
+    the capture would not change the caller's tensor when the graph replays."""
+    if self._capture is not None:
+        raise RuntimeError(
+            f"Tensor.{api}() changes a tensor's shape in place, which tensorplay.compile cannot "
+            f"record (the replayed graph would leave the caller's tensor unchanged): write "
+            f"x = x.{alternative} instead")
+    recording = _grad_state.enabled
+    if recording:
+        _check_inplace(api, self)
+    out = view(self, *args)            # the checks (dims, bounds) before anything changes
+    self._shape = out._shape
+    self._stride = out._stride
+    self._offset = out._offset
+    self._data = out._data
+    st = self._storage
+    st.version += 1
+    if self._base is not None:
+        self._vver = st.version          # its history is the view's, current
+    if recording and out.grad_fn is not None:
+        self.grad_fn = out.grad_fn
+        self._output_nr = out._output_nr
+        if self._retains_grad:
+            self.retain_grad()           # the hook follows the new history
+    return self
 
 
 def _times_alpha(self, other, alpha, api):
@@ -110,6 +148,57 @@ def _times_alpha(self, other, alpha, api):
     if not is_t:
         return other * alpha
     return (other if other._dtype is rt else _O.to_dtype(other, rt)) * alpha
+
+
+def _addc(self, t1, t2, value, op, api):
+    """``self + (value * t1) op t2`` (``addcmul``/``addcdiv``), in the three tensors' promoted
+    dtype, in torch's order of evaluation."""
+    if api == "addcdiv" and isinstance(t1, Tensor) and isinstance(t2, Tensor) and \
+            not t1._dtype.is_floating_point and not t2._dtype.is_floating_point:
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future  release "
+            "addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv "
+            "behavior can be implemented as (input + value * torch.trunc(tensor1 / "
+            "tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / "
+            "tensor2) for float inputs. The future addcdiv behavior is just the latter "
+            "implementation: (input + value * tensor1 / tensor2), for all dtypes.")
+    dims = zero = None          # torch's promotion: 0-dim tensors weaker than dimensioned ones
+    for t in (self, t1, t2):
+        if t._shape:
+            dims = t._dtype if dims is None else _dtype.promote_types(dims, t._dtype)
+        else:
+            zero = t._dtype if zero is None else _dtype.promote_types(zero, t._dtype)
+    rt = dims if zero is None else zero if dims is None else _dtype.result_type(dims, 2, zero, 1)
+    if t1._dtype is not rt:
+        t1 = _O.to_dtype(t1, rt)
+    if t2._dtype is not rt:
+        t2 = _O.to_dtype(t2, rt)
+    if not rt.is_floating_point and value.__class__ is float:
+        value = int(value)              # torch converts the scalar to the integer dtype
+    if value != 1 or value is True:
+        t1 = _O.mul(t1, value)
+    return _O.add(self, op(t1, t2))
+
+
+def _lerp(self, end, weight):
+    """torch's lerp kernel: ``self + w * (end - self)`` for ``|w| < 0.5``, else
+    ``end - (end - self) * (1 - w)``; ``w`` in ``self``'s dtype."""
+    dt = self._dtype
+    if not dt.is_floating_point:
+        raise RuntimeError(f"lerp: not implemented for {dt} (floating tensors only, as torch)")
+    if end._dtype is not dt:
+        raise RuntimeError(f"expected dtype {dt} for `end` but got dtype {end._dtype}")
+    diff = _O.sub(end, self)
+    if isinstance(weight, Tensor):
+        if weight._dtype is not dt:
+            raise RuntimeError(f"expected dtype {dt} for `weight` but got dtype {weight._dtype}")
+        small = _O.lt(_O.abs(weight), 0.5)
+        return _O.where(small, _O.add(self, _O.mul(weight, diff)),
+                        _O.sub(end, _O.mul(diff, _O.rsub(weight, 1))))
+    w = _like_self(self, "full", [], weight, dt, None, False)    # rounded to dt, as torch's
+    if abs(weight) < 0.5:
+        return _O.add(self, _O.mul(w, diff))
+    return _O.sub(end, _O.mul(diff, _O.rsub(w, 1)))
 
 
 def _round_decimals(a, decimals):
@@ -404,8 +493,9 @@ class Tensor(TensorBase, instance_class=True):
         """This tensor on the cpu (``self`` when it already is there)."""
         return self.to(_CPU)
 
-    def cuda(self, device: _DeviceLike | None = None) -> Tensor:
-        """This tensor on ``cuda:device`` (index 0 by default); needs the tensorplay-cuda plugin."""
+    def cuda(self, device: _DeviceLike | None = None, non_blocking: _bool = False) -> Tensor:
+        """This tensor on ``cuda:device`` (index 0 by default); needs the tensorplay-cuda plugin.
+        ``non_blocking`` is accepted (as ``to``'s) and the copy is synchronous."""
         return self.to(Device("cuda", device if isinstance(device, int) else
                               (Device(device).index or 0) if device is not None else 0))
 
@@ -439,22 +529,25 @@ class Tensor(TensorBase, instance_class=True):
 
     # -- new tensors like this one ----------------------------------------------------------------
     def new_empty(self, *size: _int | Sequence[_int], dtype: _DTypeLike | None = None,
-                  device: _DeviceLike | None = None, requires_grad: _bool = False) -> Tensor:
+                  device: _DeviceLike | None = None, requires_grad: _bool = False,
+                  **kwargs: Sequence[_int]) -> Tensor:
         """Uninitialised tensor of ``size`` (ints or one sequence) with this tensor's dtype and
         device unless given (fake if this tensor is fake), as ``torch.Tensor.new_empty``."""
-        return _like_self(self, "empty", _new_size(size, "new_empty"), None, dtype, device,
+        return _like_self(self, "empty", _new_size(size, "new_empty", kwargs), None, dtype, device,
                                      requires_grad, "new_empty")
 
     def new_zeros(self, *size: _int | Sequence[_int], dtype: _DTypeLike | None = None,
-                  device: _DeviceLike | None = None, requires_grad: _bool = False) -> Tensor:
+                  device: _DeviceLike | None = None, requires_grad: _bool = False,
+                  **kwargs: Sequence[_int]) -> Tensor:
         """Zeros of ``size`` with this tensor's dtype and device unless given."""
-        return _like_self(self, "full", _new_size(size, "new_zeros"), 0, dtype, device,
+        return _like_self(self, "full", _new_size(size, "new_zeros", kwargs), 0, dtype, device,
                                      requires_grad, "new_zeros")
 
     def new_ones(self, *size: _int | Sequence[_int], dtype: _DTypeLike | None = None,
-                 device: _DeviceLike | None = None, requires_grad: _bool = False) -> Tensor:
+                 device: _DeviceLike | None = None, requires_grad: _bool = False,
+                 **kwargs: Sequence[_int]) -> Tensor:
         """Ones of ``size`` with this tensor's dtype and device unless given."""
-        return _like_self(self, "full", _new_size(size, "new_ones"), 1, dtype, device,
+        return _like_self(self, "full", _new_size(size, "new_ones", kwargs), 1, dtype, device,
                                      requires_grad, "new_ones")
 
     def new_full(self, size: Sequence[_int], fill_value: _Number, *,
@@ -484,9 +577,11 @@ class Tensor(TensorBase, instance_class=True):
         """``self`` if row-major dense, else a contiguous copy (same as torch)."""
         return self if self.is_contiguous() else _O.clone(self)
 
-    def copy_(self, src: Tensor) -> Tensor:
-        """Copy ``src`` (broadcast, cast to this dtype/device) into ``self``; returns ``self``."""
-        return _O.copy_(self, src)
+    def copy_(self, other: Tensor, non_blocking: _bool = False) -> Tensor:
+        """Copy ``other`` (broadcast, cast to this dtype/device) into ``self``; returns ``self``
+        (same as ``torch.Tensor.copy_``, whose argument is named ``other``; ``non_blocking`` is
+        accepted and the copy is synchronous)."""
+        return _O.copy_(self, other)
 
     def fill_(self, value: _TensorOrScalar) -> Tensor:
         """Set every element to ``value`` (a number or 0-dim tensor); returns ``self``.
@@ -1143,11 +1238,15 @@ class Tensor(TensorBase, instance_class=True):
     def max(self, dim: Tensor) -> Tensor: ...
     @overload
     def max(self, dim: _int, keepdim: _bool = False) -> _rt.max: ...
-    def max(self, dim: _int | Tensor | None = None, keepdim: _bool = False) -> Tensor | _rt.max:
+    def max(self, dim: _int | Tensor | None = None, keepdim: _bool = False, *,
+            other: Tensor | None = None) -> Tensor | _rt.max:
         """Maximum of all elements (a 0-dim tensor), or along ``dim`` the named tuple
         ``(values, indices)`` (``tensorplay.return_types.max``), as ``torch.Tensor.max``; with a
         Tensor ``dim`` (``x.max(other)``), the elementwise maximum. The gradient of the values
-        goes to the selected index. Empty inputs: torch's ``RuntimeError``/``IndexError``."""
+        goes to the selected index. Empty inputs: torch's ``RuntimeError``/``IndexError``.
+        ``other=`` (torch's keyword of the elementwise form) is ``x.max(other)``."""
+        if other is not None:
+            return _O.maximum(self, other)
         if dim is None:
             return _O.amax(self, [], False)
         if isinstance(dim, Tensor):
@@ -1161,9 +1260,12 @@ class Tensor(TensorBase, instance_class=True):
     def min(self, dim: Tensor) -> Tensor: ...
     @overload
     def min(self, dim: _int, keepdim: _bool = False) -> _rt.min: ...
-    def min(self, dim: _int | Tensor | None = None, keepdim: _bool = False) -> Tensor | _rt.min:
+    def min(self, dim: _int | Tensor | None = None, keepdim: _bool = False, *,
+            other: Tensor | None = None) -> Tensor | _rt.min:
         """Minimum of all elements, or ``(values, indices)`` along ``dim``
         (``tensorplay.return_types.min``), as ``torch.Tensor.min``; see ``max``."""
+        if other is not None:
+            return _O.minimum(self, other)
         if dim is None:
             return _O.amin(self, [], False)
         if isinstance(dim, Tensor):
@@ -1199,6 +1301,16 @@ class Tensor(TensorBase, instance_class=True):
     def cumsum(self, dim: _int, *, dtype: _DTypeLike | None = None) -> Tensor:
         """Cumulative sum along ``dim``; ints and bools give int64 (as ``torch.cumsum``)."""
         return _O.cumsum(self, dim, dtype=_dtype.as_dtype(dtype) if dtype is not None else None)
+
+    def cumsum_(self, dim: _int, *, dtype: _DTypeLike | None = None) -> Tensor:
+        """In-place ``cumsum`` along ``dim`` in ``self``'s dtype (an int32 tensor stays int32);
+        returns ``self`` (same as ``torch.Tensor.cumsum_``). RuntimeError for a ``dtype`` other
+        than ``self``'s (torch's "Bad in-place call") and for a bool ``self`` (the int64 sum
+        cannot be cast into bool), nothing written."""
+        if dtype is not None and _dtype.as_dtype(dtype) is not self._dtype:
+            raise RuntimeError(f"cumsum_: Bad in-place call: input tensor dtype {self._dtype} and "
+                               f"output tensor dtype {_dtype.as_dtype(dtype)} should match")
+        return _in_place(self, "cumsum_", _O.cumsum, dim, dtype=dtype and self._dtype)
 
     def sort(self, dim: _int = -1, descending: _bool = False, *, stable: _bool = False) -> _rt.sort:
         """``(values, indices)`` sorted along ``dim`` (``tensorplay.return_types.sort``); NaN
@@ -1248,6 +1360,11 @@ class Tensor(TensorBase, instance_class=True):
         """A copy of ``self`` with ``src`` added at ``index`` along ``dim`` (as
         ``torch.scatter_add``; repeated indices accumulate)."""
         return _O.scatter_add(self, dim, index, src)
+
+    def scatter_add_(self, dim: _int, index: Tensor, src: Tensor) -> Tensor:
+        """In-place ``scatter_add``: ``src`` added into ``self`` at ``index`` along ``dim``
+        (repeated indices accumulate); returns ``self`` (same as ``torch.Tensor.scatter_add_``)."""
+        return _in_place(self, "scatter_add_", _O.scatter_add, dim, index, src)
 
     def scatter(self, dim: _int, index: Tensor, src: _TensorOrScalar | None = None, *,
                 value: _Number | None = None, reduce: str | None = None) -> Tensor:
@@ -1449,16 +1566,24 @@ class Tensor(TensorBase, instance_class=True):
         return _O.log_softmax(self if dtype is None else self.to(dtype), dim)
 
     # views
-    def view(self, *shape: Any) -> Tensor:
-        """A view with a new shape (one dim may be -1); ``RuntimeError`` suggesting ``reshape``
-        when the strides do not allow it."""
+    def view(self, *shape: Any, **kwargs: Any) -> Tensor:
+        """A view with a new shape (ints, one sequence, or ``size=``; one dim may be -1);
+        ``RuntimeError`` suggesting ``reshape`` when the strides do not allow it. ``view(dtype)``
+        (or ``dtype=``): the same bytes as another dtype. Same as ``torch.Tensor.view``."""
+        if kwargs:
+            if "dtype" in kwargs and not shape and len(kwargs) == 1:
+                return _O.view_dtype(self, _dtype.as_dtype(kwargs["dtype"]))
+            return _O.view(self, _keyword_sizes(shape, kwargs, "view", "size"))
         if len(shape) == 1 and isinstance(shape[0], _dtype.DType):
             # view(dtype): the same bytes as another dtype (torch's Tensor.view(dtype))
             return _O.view_dtype(self, shape[0])
         return _O.view(self, _shape_arg(shape))
 
-    def reshape(self, *shape: _int | Sequence[_int]) -> Tensor:
-        """A view with the new shape when the strides allow it, else a copy (torch's rule)."""
+    def reshape(self, *shape: _int | Sequence[_int], **kwargs: Sequence[_int]) -> Tensor:
+        """A view with the new shape (ints, one sequence, or ``shape=``) when the strides allow
+        it, else a copy (torch's rule)."""
+        if kwargs:
+            return _O.reshape(self, _keyword_sizes(shape, kwargs, "reshape", "shape"))
         return _O.reshape(self, _shape_arg(shape))
 
     def view_as(self, other: Tensor) -> Tensor:
@@ -1479,21 +1604,73 @@ class Tensor(TensorBase, instance_class=True):
         shape = list(self._shape[:s]) + [_prod(self._shape[s:e + 1])] + list(self._shape[e + 1:])
         return _O.reshape(self, shape)
 
-    def permute(self, *dims: _int | Sequence[_int]) -> Tensor:
-        """A view with the dimensions reordered."""
+    def permute(self, *dims: _int | Sequence[_int], **kwargs: Sequence[_int]) -> Tensor:
+        """A view with the dimensions reordered (ints, one sequence, or ``dims=``)."""
+        if kwargs:
+            return _O.permute(self, _keyword_sizes(dims, kwargs, "permute", "dims"))
         return _O.permute(self, _shape_arg(dims))
 
     def transpose(self, dim0: _int, dim1: _int) -> Tensor:
         """A view with ``dim0`` and ``dim1`` swapped."""
         return _O.transpose(self, dim0, dim1)
 
-    swapaxes = transpose
+    swapdims = transpose
+
+    def swapaxes(self, axis0: _int, axis1: _int) -> Tensor:
+        """``transpose(axis0, axis1)`` (NumPy's names, as ``torch.Tensor.swapaxes``)."""
+        return _O.transpose(self, axis0, axis1)
 
     def t(self) -> Tensor:
         """Transpose of a tensor with at most 2 dims (a view)."""
         if self.ndim > 2:
             raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, got {self.ndim}")
         return self if self.ndim < 2 else _O.transpose(self, 0, 1)
+
+    # Shape-changing in-place methods (torch's ``t_``, ``transpose_``, ...): ``self`` takes the
+    # view's shape, strides and offset (``_restride_``: same storage, one version bump, the
+    # view's autograd history; refused on a leaf requiring grad, and inside tensorplay.compile).
+
+    def transpose_(self, dim0: _int, dim1: _int) -> Tensor:
+        """Swap ``dim0`` and ``dim1`` of ``self`` in place (its strides; no data moves); returns
+        ``self`` (same as ``torch.Tensor.transpose_``)."""
+        return _restride_(self, "transpose_", "transpose(dim0, dim1)", _O.transpose, dim0, dim1)
+
+    def swapdims_(self, dim0: _int, dim1: _int) -> Tensor:
+        """``transpose_`` (same as ``torch.Tensor.swapdims_``)."""
+        return _restride_(self, "swapdims_", "swapdims(dim0, dim1)", _O.transpose, dim0, dim1)
+
+    def swapaxes_(self, axis0: _int, axis1: _int) -> Tensor:
+        """``transpose_`` (same as ``torch.Tensor.swapaxes_``)."""
+        return _restride_(self, "swapaxes_", "swapaxes(axis0, axis1)", _O.transpose, axis0,
+                          axis1)
+
+    def t_(self) -> Tensor:
+        """``t()`` in place: a 2-D ``self`` transposed, a 0-D or 1-D one unchanged; returns
+        ``self``; RuntimeError for more than 2 dims (same as ``torch.Tensor.t_``)."""
+        if self.ndim > 2:
+            raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, got {self.ndim}")
+        if self.ndim < 2:
+            return self
+        return _restride_(self, "t_", "t()", _O.transpose, 0, 1)
+
+    def unsqueeze_(self, dim: _int) -> Tensor:
+        """Insert a size-1 dimension at ``dim`` in place; returns ``self`` (same as
+        ``torch.Tensor.unsqueeze_``; IndexError for ``dim`` out of range, nothing changed)."""
+        return _restride_(self, "unsqueeze_", "unsqueeze(dim)", _O.unsqueeze, dim)
+
+    def squeeze_(self, dim: _Dims = None) -> Tensor:
+        """Drop size-1 dimensions (all, or those in ``dim``) in place; returns ``self`` (same as
+        ``torch.Tensor.squeeze_``)."""
+        return _restride_(self, "squeeze_", "squeeze(dim)", _O.squeeze,
+                          _dims(dim) if dim is not None else None)
+
+    def as_strided_(self, size: Sequence[_int], stride: Sequence[_int],
+                    storage_offset: _int | None = None) -> Tensor:
+        """``self`` made the view ``as_strided(size, stride, storage_offset)`` of its own storage,
+        in place; returns ``self`` (same as ``torch.Tensor.as_strided_``). RuntimeError when it
+        would reach beyond the storage, nothing changed."""
+        return _restride_(self, "as_strided_", "as_strided(size, stride)", _O.as_strided,
+                          list(size), list(stride), storage_offset)
 
     @property
     def T(self) -> Tensor:
@@ -1505,17 +1682,20 @@ class Tensor(TensorBase, instance_class=True):
         """The last two dimensions swapped (a view)."""
         return _O.transpose(self, -2, -1)
 
-    def expand(self, *sizes: _int | Sequence[_int]) -> Tensor:
-        """A view broadcasting size-1 dims to ``sizes`` (stride 0; -1 keeps a size)."""
+    def expand(self, *sizes: _int | Sequence[_int], **kwargs: Any) -> Tensor:
+        """A view broadcasting size-1 dims to ``sizes`` (ints, one sequence, or ``size=``;
+        stride 0; -1 keeps a size). torch's ``implicit=`` is accepted and changes nothing."""
+        if kwargs:
+            return _O.expand(self, _keyword_sizes(sizes, kwargs, "expand", "size", ("implicit",)))
         return _O.expand(self, _shape_arg(sizes))
 
     def expand_as(self, other: Tensor) -> Tensor:
         """``self.expand(other.shape)``."""
         return _O.expand(self, list(other.shape))
 
-    def broadcast_to(self, shape: Sequence[_int]) -> Tensor:
-        """``self.expand(shape)``."""
-        return _O.expand(self, list(shape))
+    def broadcast_to(self, size: Sequence[_int]) -> Tensor:
+        """``self.expand(size)`` (torch's argument name ``size``)."""
+        return _O.expand(self, list(size))
 
     def unsqueeze(self, dim: _int) -> Tensor:
         """A view with a size-1 dimension inserted at ``dim``."""
@@ -1599,9 +1779,10 @@ class Tensor(TensorBase, instance_class=True):
         """The view at ``index`` of ``dim``, which it removes (``torch.select``)."""
         return _O.select(self, dim, index)
 
-    def flip(self, *dims: _int | Sequence[_int]) -> Tensor:
-        """A copy reversed along ``dims`` (``torch.flip``)."""
-        return _surface.flip(self, _shape_arg(dims))
+    def flip(self, *dims: _int | Sequence[_int], **kwargs: _int | Sequence[_int]) -> Tensor:
+        """A copy reversed along ``dims`` (ints, one sequence, or ``dims=``; ``torch.flip``)."""
+        return _surface.flip(self, _keyword_sizes(dims, kwargs, "flip", "dims") if kwargs else
+                             _shape_arg(dims))
 
     def roll(self, shifts: _int | Sequence[_int],
              dims: _int | Sequence[_int] | None = None) -> Tensor:
@@ -1616,12 +1797,24 @@ class Tensor(TensorBase, instance_class=True):
         """The upper triangle of the last two dims, the rest zero (``torch.triu``)."""
         return _surface.triu(self, diagonal)
 
+    def tril_(self, diagonal: _int = 0) -> Tensor:
+        """In-place ``tril``: zeros above diagonal ``diagonal`` of the last two dims; returns
+        ``self`` (same as ``torch.Tensor.tril_``)."""
+        return _in_place(self, "tril_", _surface.tril, diagonal)
+
+    def triu_(self, diagonal: _int = 0) -> Tensor:
+        """In-place ``triu`` (same as ``torch.Tensor.triu_``)."""
+        return _in_place(self, "triu_", _surface.triu, diagonal)
+
     def diag(self, diagonal: _int = 0) -> Tensor:
         """1-D: the matrix with this on a diagonal; 2-D: a diagonal (``torch.diag``)."""
         return _surface.diag(self, diagonal)
 
-    def repeat(self, *sizes: _int | Sequence[_int]) -> Tensor:
-        """Tiled ``sizes[i]`` times along each dim (``torch.Tensor.repeat``)."""
+    def repeat(self, *sizes: _int | Sequence[_int], **kwargs: Sequence[_int]) -> Tensor:
+        """Tiled ``sizes[i]`` times along each dim (ints, one sequence, or ``repeats=``;
+        ``torch.Tensor.repeat``)."""
+        if kwargs:
+            return _surface.repeat(self, _keyword_sizes(sizes, kwargs, "repeat", "repeats"))
         return _surface.repeat(self, *sizes)
 
     def repeat_interleave(self, repeats: _int | Tensor, dim: _int | None = None, *,
@@ -1668,6 +1861,41 @@ class Tensor(TensorBase, instance_class=True):
     def lt(self, other: _TensorOrScalar) -> Tensor:
         """Elementwise ``<`` (bool tensor)."""
         return _O.lt(self, other)
+
+    # In-place comparisons (torch's ``Tensor.eq_``...): the truth values written into ``self`` in
+    # its dtype (1/0 in a float tensor), through ``_in_place`` (returns ``self``, one version bump,
+    # ``other`` broadcasts to ``self``'s shape, a leaf requiring grad refused; zero gradient).
+
+    def eq_(self, other: _TensorOrScalar) -> Tensor:
+        """In-place ``eq``: 1 where ``self == other`` else 0, in ``self``'s dtype; returns
+        ``self`` (same as ``torch.Tensor.eq_``). RuntimeError when ``other`` broadcasts beyond
+        ``self``'s shape."""
+        return _in_place(self, "eq_", _O.eq, other)
+
+    def ne_(self, other: _TensorOrScalar) -> Tensor:
+        """In-place ``ne``, as ``eq_`` (same as ``torch.Tensor.ne_``)."""
+        return _in_place(self, "ne_", _O.ne, other)
+
+    def ge_(self, other: _TensorOrScalar) -> Tensor:
+        """In-place ``ge``, as ``eq_`` (same as ``torch.Tensor.ge_``)."""
+        return _in_place(self, "ge_", _O.ge, other)
+
+    def gt_(self, other: _TensorOrScalar) -> Tensor:
+        """In-place ``gt``, as ``eq_`` (same as ``torch.Tensor.gt_``)."""
+        return _in_place(self, "gt_", _O.gt, other)
+
+    def le_(self, other: _TensorOrScalar) -> Tensor:
+        """In-place ``le``, as ``eq_`` (same as ``torch.Tensor.le_``)."""
+        return _in_place(self, "le_", _O.le, other)
+
+    def lt_(self, other: _TensorOrScalar) -> Tensor:
+        """In-place ``lt``, as ``eq_`` (same as ``torch.Tensor.lt_``)."""
+        return _in_place(self, "lt_", _O.lt, other)
+
+    # torch's alias names of the comparisons (``torch.Tensor.greater`` ...)
+    greater, greater_, greater_equal, greater_equal_ = gt, gt_, ge, ge_
+    less, less_, less_equal, less_equal_ = lt, lt_, le, le_
+    not_equal, not_equal_ = ne, ne_
 
     def equal(self, other: Tensor) -> _bool:
         """True when shapes and elements are equal (a Python bool; ``torch.equal``)."""
@@ -1724,16 +1952,22 @@ class Tensor(TensorBase, instance_class=True):
         """``self.to(tensorplay.int8)``."""
         return self.to(_dtype.int8)
 
-    def uniform_(self, from_: _float = 0.0, to: _float = 1.0) -> Tensor:
-        """Fill in place with values uniform on ``[from_, to)`` (``torch.Tensor.uniform_``)."""
+    def uniform_(self, from_: _float = 0.0, to: _float = 1.0, **kwargs: _float) -> Tensor:
+        """Fill in place with values uniform on ``[from_, to)`` (``torch.Tensor.uniform_``;
+        torch's keyword ``from``, a Python keyword, is accepted as ``**{"from": v}``)."""
+        if kwargs:
+            from_ = _from_keyword(kwargs, from_, 0.0, "uniform_")
         return _surface.uniform_(self, from_, to)
 
     def normal_(self, mean: _float = 0.0, std: _float = 1.0) -> Tensor:
         """Fill in place with normal values (``torch.Tensor.normal_``)."""
         return _surface.normal_(self, mean, std)
 
-    def random_(self, from_: _int = 0, to: _int | None = None) -> Tensor:
-        """Fill in place with random integers in ``[from_, to)`` (``torch.Tensor.random_``)."""
+    def random_(self, from_: _int = 0, to: _int | None = None, **kwargs: _int) -> Tensor:
+        """Fill in place with random integers in ``[from_, to)`` (``torch.Tensor.random_``;
+        torch's keyword ``from`` is accepted as ``**{"from": v}``)."""
+        if kwargs:
+            from_ = _from_keyword(kwargs, from_, 0, "random_")
         return _surface.random_(self, from_, to)
 
     def unique(self, sorted: _bool = True, return_inverse: _bool = False,
@@ -1767,6 +2001,19 @@ class Tensor(TensorBase, instance_class=True):
         """``beta * self + alpha * bmm(batch1, batch2)`` (``torch.baddbmm``)."""
         return _surface.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
+    def addmm_(self, mat1: Tensor, mat2: Tensor, *, beta: _Number = 1,
+               alpha: _Number = 1) -> Tensor:
+        """In-place ``addmm``: ``self = beta * self + alpha * (mat1 @ mat2)``; returns ``self``
+        (same as ``torch.Tensor.addmm_``). The product's shape must be ``self``'s and its dtype
+        castable to ``self``'s (RuntimeError otherwise, nothing written)."""
+        return _in_place(self, "addmm_", _surface.addmm, mat1, mat2, beta=beta, alpha=alpha)
+
+    def baddbmm_(self, batch1: Tensor, batch2: Tensor, *, beta: _Number = 1,
+                 alpha: _Number = 1) -> Tensor:
+        """In-place ``baddbmm`` (same as ``torch.Tensor.baddbmm_``), as ``addmm_``."""
+        return _in_place(self, "baddbmm_", _surface.baddbmm, batch1, batch2, beta=beta,
+                         alpha=alpha)
+
     def logsumexp(self, dim: _Dims, keepdim: _bool = False) -> Tensor:
         """``log(sum(exp(self), dim))``, computed stably (``torch.logsumexp``)."""
         return _surface.logsumexp(self, dim, keepdim)
@@ -1791,7 +2038,182 @@ class Tensor(TensorBase, instance_class=True):
         when it would reach beyond the storage."""
         return _O.as_strided(self, list(size), list(stride), storage_offset)
 
-    def sum_to_size(self, *size: _int | Sequence[_int]) -> Tensor:
+    # -- torch's alias names (the same methods; an in-place alias is the in-place method) ----------
+    absolute, absolute_ = abs, abs_
+    arccos, arccos_, arcsin, arcsin_, arctan, arctan_ = acos, acos_, asin, asin_, atan, atan_
+    negative, negative_ = neg, neg_
+    fix, fix_ = trunc, trunc_
+    multiply, multiply_ = mul, mul_
+    subtract, subtract_ = sub, sub_
+    divide, divide_ = div, div_
+
+    def true_divide(self, other: _TensorOrScalar) -> Tensor:
+        """``div(other)``, true division (same as ``torch.Tensor.true_divide``)."""
+        return _O.div(self, other)
+
+    def true_divide_(self, other: _TensorOrScalar) -> Tensor:
+        """``div_(other)`` (same as ``torch.Tensor.true_divide_``): RuntimeError for an integer or
+        bool ``self``, nothing written."""
+        return _O.div_(self, other)
+
+    def ndimension(self) -> _int:
+        """``dim()`` (same as ``torch.Tensor.ndimension``)."""
+        return len(self._shape)
+
+    def positive(self) -> Tensor:
+        """``self`` (``+x``); RuntimeError for a bool tensor (same as ``torch.Tensor.positive``)."""
+        return self.__pos__()
+
+    def is_signed(self) -> _bool:
+        """True unless the dtype is uint8 or bool (same as ``torch.Tensor.is_signed``)."""
+        return self._dtype is not _dtype.uint8 and self._dtype is not _dtype.bool
+
+    def is_complex(self) -> _bool:
+        """False: TensorPlay has no complex dtypes (``torch.Tensor.is_complex``)."""
+        return False
+
+    def get_device(self) -> _int:
+        """The cuda device index, -1 for a cpu tensor (same as ``torch.Tensor.get_device``)."""
+        return -1 if self._device.type == "cpu" else (self._device.index or 0)
+
+    @property
+    def is_cpu(self) -> _bool:
+        """True for tensors on the cpu (``torch.Tensor.is_cpu``)."""
+        return self._device.type == "cpu"
+
+    @property
+    def itemsize(self) -> _int:
+        """Bytes per element (``element_size()``; ``torch.Tensor.itemsize``)."""
+        return self._dtype.itemsize
+
+    @property
+    def nbytes(self) -> _int:
+        """``numel() * itemsize`` (``torch.Tensor.nbytes``)."""
+        return self.numel() * self._dtype.itemsize
+
+    def is_nonzero(self) -> _bool:
+        """The single element as a Python bool; RuntimeError (torch's words) for no or several
+        elements (same as ``torch.Tensor.is_nonzero``)."""
+        n = self.numel()
+        if n != 1:
+            raise RuntimeError("Boolean value of Tensor with no values is ambiguous" if n == 0 else
+                               "Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def is_same_size(self, other: Tensor) -> _bool:
+        """``self.shape == other.shape`` (same as ``torch.Tensor.is_same_size``)."""
+        return self._shape == other._shape
+
+    def ravel(self) -> Tensor:
+        """1-D: a view when the layout allows, else a copy (``reshape(-1)``; same as
+        ``torch.Tensor.ravel``)."""
+        return _O.reshape(self, [-1])
+
+    def movedim(self, source: _int | Sequence[_int],
+                destination: _int | Sequence[_int]) -> Tensor:
+        """A view with the dims ``source`` moved to positions ``destination`` (ints or equally
+        long sequences), the others in their order (same as ``torch.Tensor.movedim``).
+        RuntimeError for lengths that differ or a dim repeated; IndexError out of range."""
+        n = self.ndim
+        src = [source] if isinstance(source, int) else list(source)
+        dst = [destination] if isinstance(destination, int) else list(destination)
+        if len(src) != len(dst):
+            raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} "
+                               f"dims) should contain the same number of dims as destination "
+                               f"({dst} dims)")
+        src = [_wrap_dim(d, n) for d in src]
+        dst = [_wrap_dim(d, n) for d in dst]
+        if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+            raise RuntimeError(f"movedim: repeated dim in `source` ({src}) or `destination` "
+                               f"({dst})")
+        perm = [-1] * n
+        for s_, d_ in zip(src, dst):
+            perm[d_] = s_
+        rest = iter(d for d in range(n) if d not in src)
+        perm = [p if p != -1 else next(rest) for p in perm]
+        return _O.permute(self, perm)
+
+    moveaxis = movedim
+
+    def tile(self, *dims: _int | Sequence[_int], **kwargs: Sequence[_int]) -> Tensor:
+        """``repeat`` with ``dims`` (ints, one sequence, or ``dims=``) padded with leading 1s to
+        the tensor's number of dims (same as ``torch.Tensor.tile``)."""
+        reps = _keyword_sizes(dims, kwargs, "tile", "dims") if kwargs else _shape_arg(dims)
+        reps = [1] * (self.ndim - len(reps)) + reps
+        return _surface.repeat(self, reps)
+
+    def fliplr(self) -> Tensor:
+        """``flip(1)``; RuntimeError for fewer than 2 dims (same as ``torch.Tensor.fliplr``)."""
+        if self.ndim < 2:
+            raise RuntimeError("Input must be >= 2-d.")
+        return _surface.flip(self, [1])
+
+    def flipud(self) -> Tensor:
+        """``flip(0)``; RuntimeError for a 0-d tensor (same as ``torch.Tensor.flipud``)."""
+        if self.ndim < 1:
+            raise RuntimeError("Input must be >= 1-d.")
+        return _surface.flip(self, [0])
+
+    def frac(self) -> Tensor:
+        """``self - trunc(self)`` (sign of ``self``); floating tensors only, RuntimeError
+        otherwise (same as ``torch.Tensor.frac``)."""
+        if not self._dtype.is_floating_point:
+            raise RuntimeError(f"frac: not implemented for {self._dtype} (floating tensors only, "
+                               f"as torch)")
+        return _O.sub(self, _O.trunc(self))
+
+    def frac_(self) -> Tensor:
+        """In-place ``frac``; returns ``self`` (same as ``torch.Tensor.frac_``)."""
+        return _in_place(self, "frac_", Tensor.frac)
+
+    def masked_scatter(self, mask: Tensor, source: Tensor) -> Tensor:
+        """A copy of ``self`` with the elements of ``source``, in order, written where the bool
+        ``mask`` (broadcast) is True (same as ``torch.Tensor.masked_scatter``); differentiable."""
+        base = self
+        if isinstance(mask, Tensor) and mask._shape != self._shape:
+            from ._ops._shapes import broadcast_shapes
+            shape = broadcast_shapes(tuple(self._shape), tuple(mask._shape),
+                                     api="masked_scatter")
+            if shape != tuple(self._shape):
+                base = self.expand(*shape)
+        return _O.masked_scatter_(_O.clone(base), mask, source)
+
+    def masked_scatter_(self, mask: Tensor, source: Tensor) -> Tensor:
+        """In-place ``masked_scatter``; returns ``self`` (same as
+        ``torch.Tensor.masked_scatter_``)."""
+        return _O.masked_scatter_(self, mask, source)
+
+    def addcmul(self, tensor1: Tensor, tensor2: Tensor, *, value: _Number = 1) -> Tensor:
+        """``self + value * tensor1 * tensor2`` with broadcasting and the three tensors' dtype
+        promotion, evaluated as torch's kernel, ``(value * tensor1) * tensor2`` (an integer
+        result truncates a float ``value``; same as ``torch.Tensor.addcmul``)."""
+        return _addc(self, tensor1, tensor2, value, _O.mul, "addcmul")
+
+    def addcmul_(self, tensor1: Tensor, tensor2: Tensor, *, value: _Number = 1) -> Tensor:
+        """In-place ``addcmul``; returns ``self`` (same as ``torch.Tensor.addcmul_``)."""
+        return _in_place(self, "addcmul_", _addc, tensor1, tensor2, value, _O.mul, "addcmul")
+
+    def addcdiv(self, tensor1: Tensor, tensor2: Tensor, *, value: _Number = 1) -> Tensor:
+        """``self + value * tensor1 / tensor2`` (true division), as ``addcmul``; RuntimeError
+        (torch's words) when both ``tensor1`` and ``tensor2`` are integral (same as
+        ``torch.Tensor.addcdiv``)."""
+        return _addc(self, tensor1, tensor2, value, _O.div, "addcdiv")
+
+    def addcdiv_(self, tensor1: Tensor, tensor2: Tensor, *, value: _Number = 1) -> Tensor:
+        """In-place ``addcdiv``; returns ``self`` (same as ``torch.Tensor.addcdiv_``)."""
+        return _in_place(self, "addcdiv_", _addc, tensor1, tensor2, value, _O.div, "addcdiv")
+
+    def lerp(self, end: Tensor, weight: _TensorOrScalar) -> Tensor:
+        """``self + weight * (end - self)``, evaluated as torch's kernel (``end - (end - self) *
+        (1 - weight)`` where ``|weight| >= 0.5``); floating tensors of one dtype (RuntimeError
+        otherwise); differentiable. Same as ``torch.Tensor.lerp``."""
+        return _lerp(self, end, weight)
+
+    def lerp_(self, end: Tensor, weight: _TensorOrScalar) -> Tensor:
+        """In-place ``lerp``; returns ``self`` (same as ``torch.Tensor.lerp_``)."""
+        return _in_place(self, "lerp_", _lerp, end, weight)
+
+    def sum_to_size(self, *size: _int | Sequence[_int], **kwargs: Sequence[_int]) -> Tensor:
         """Sum broadcast dimensions away so the result has ``size`` (used by backward formulas).
 
         ``size`` (ints or one sequence) must expand to this tensor's shape, as torch requires:
@@ -1801,7 +2223,8 @@ class Tensor(TensorBase, instance_class=True):
         expandable to size {[2, 3]}.", torch's words) for any other ``size``."""
         if len(size) == 1 and size[0].__class__ is tuple and size[0] == self._shape:
             return self   # backward formulas' common case, before any parsing
-        size = tuple(_shape_arg(size))
+        size = tuple(_keyword_sizes(size, kwargs, "sum_to_size", "size") if kwargs else
+                     _shape_arg(size))
         shape = self._shape
         if shape == size:
             return self
@@ -1838,6 +2261,7 @@ from ._ops._shapes import result_dtype as _result_dtype  # noqa: E402
 from ._indexing import getitem as _getitem  # noqa: E402
 from ._indexing import setitem as _setitem  # noqa: E402
 from .autograd.api import backward as _backward  # noqa: E402
+from .autograd.function import check_inplace as _check_inplace  # noqa: E402
 from .autograd.grad_mode import _state as _grad_state  # noqa: E402
 from .autograd.graph import grad_accumulator as _grad_accumulator  # noqa: E402
 from .autograd.graph import output_hooks as _output_hooks  # noqa: E402
@@ -1880,6 +2304,17 @@ def _prod(xs):
     return n
 
 
+def _from_keyword(kwargs, from_, default, api):
+    """torch's ``from`` keyword of ``uniform_``/``random_`` (spelt ``from_`` here); TypeError for
+    any other keyword or for both spellings."""
+    value = kwargs.pop("from", _MISSING)
+    if kwargs:
+        raise TypeError(f"{api}() got an unexpected keyword argument {next(iter(kwargs))!r}")
+    if value is not _MISSING and from_ != default:
+        raise TypeError(f"{api}() got multiple values for argument 'from'")
+    return from_ if value is _MISSING else value
+
+
 def _dims(dim):
     if dim is None:
         return None
@@ -1888,9 +2323,12 @@ def _dims(dim):
     return list(dim)
 
 
-def _new_size(size, api):
-    """``*size`` of ``new_empty``/``new_zeros``/``new_ones``: ints or one list/tuple (checked by
-    ``_like_self``); torch requires it, so none at all is a ``TypeError``."""
+def _new_size(size, api, kwargs):
+    """``*size`` of ``new_empty``/``new_zeros``/``new_ones``: ints, one list/tuple or torch's
+    keyword ``size=`` (checked by ``_like_self``); torch requires it, so none at all is a
+    ``TypeError``, as is any other keyword."""
+    if kwargs:
+        return _keyword_sizes(size, kwargs, api, "size")
     if not size:
         raise TypeError(f"{api}(): missing required argument 'size' (pass () for a 0-dim "
                         f"tensor)")
@@ -1903,3 +2341,23 @@ def _shape_arg(shape):
     if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
         return [operator.index(s) for s in shape[0]]
     return [operator.index(s) for s in shape]
+
+
+def _keyword_sizes(args, kwargs, api, name, ignored=()):
+    """The sizes of a method declared ``m(self, *sizes)`` as torch's are: ints, one sequence,
+    or torch's keyword ``name`` (``permute(dims=...)``, ``view(size=...)``); ``ignored``: other
+    keywords torch accepts that change nothing here (``expand``'s ``implicit``). TypeError, as
+    torch, for another keyword or for the sizes given both ways."""
+    value = kwargs.pop(name, _MISSING)
+    for k in ignored:
+        kwargs.pop(k, None)
+    if kwargs:
+        raise TypeError(f"{api}() got an unexpected keyword argument {next(iter(kwargs))!r}")
+    if value is _MISSING:
+        return _shape_arg(args)
+    if args:
+        raise TypeError(f"{api}() got multiple values for argument {name!r}")
+    return _shape_arg((value,))
+
+
+_MISSING = object()

@@ -1,0 +1,435 @@
+"""Tensor methods a script translated from PyTorch by names only (torch -> tensorplay) calls, with
+torch's semantics (torch 2.13; expected values are torch's, stated here so the file runs without it).
+
+1. Every in-place method ``m_`` of ``torch.Tensor`` whose out-of-place ``m`` TensorPlay has
+   (listed mechanically against torch 2.13): it returns ``self``, bumps the version once, casts the
+   result into ``self``'s dtype (RuntimeError, nothing written, when the result's dtype cannot be
+   cast), is refused on a leaf that requires grad (and a view of one) while grad mode is on,
+   writes through views into their base, and differentiates through non-leaves. The
+   shape-changing ones (``t_``, ``transpose_``, ``swapaxes_``, ``swapdims_``, ``unsqueeze_``,
+   ``squeeze_``, ``as_strided_``) change ``self``'s shape/stride/offset in place, as torch's.
+2. Keyword spellings torch accepts for methods declared with ``*args``: ``permute(dims=)``,
+   ``reshape(shape=)``, ``view(size=)``/``view(dtype=)``, ``expand(size=)``, ``repeat(repeats=)``,
+   ``flip(dims=)``, ``new_zeros(size=)``, ``copy_(other=, non_blocking=)``, ...
+3. Neighbours found on the way: torch's aliases (``multiply``, ``absolute``, ``swapdims``, ...)
+   and everyday methods (``addcmul_``/``addcdiv_``/``lerp_`` of hand-written optimizers,
+   ``movedim``, ``tile``, ``masked_scatter``, ...).
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+import tensorplay as tp
+
+
+def _f(values, dtype=tp.float32):
+    return tp.tensor(values, dtype=dtype)
+
+
+# -- 1. value-writing in-place methods --------------------------------------------------------
+
+COMPARISONS = {"eq_": [0.0, 1.0, 0.0], "ne_": [1.0, 0.0, 1.0], "lt_": [1.0, 0.0, 0.0],
+               "le_": [1.0, 1.0, 0.0], "gt_": [0.0, 0.0, 1.0], "ge_": [0.0, 1.0, 1.0],
+               "greater_": [0.0, 0.0, 1.0], "greater_equal_": [0.0, 1.0, 1.0],
+               "less_": [1.0, 0.0, 0.0], "less_equal_": [1.0, 1.0, 0.0],
+               "not_equal_": [1.0, 0.0, 1.0]}
+
+
+@pytest.mark.parametrize("name", sorted(COMPARISONS))
+def test_comparison_in_place_writes_truth_values_in_self_dtype(name):
+    x = _f([1.0, 2.0, 3.0])
+    v = x._version
+    r = getattr(x, name)(2)
+    assert r is x and x.dtype is tp.float32 and x.tolist() == COMPARISONS[name]
+    assert x._version == v + 1
+    i = tp.tensor([1, 2, 3])
+    assert getattr(i, name)(_f([2.0, 2.0, 2.0])).tolist() == [int(b) for b in COMPARISONS[name]]
+    assert i.dtype is tp.int64
+    b = tp.tensor([True, False, True])
+    assert getattr(b, name)(tp.tensor([True, True, True])).dtype is tp.bool
+
+
+def test_comparison_in_place_refuses_a_broadcast_beyond_self():
+    x = _f([1.0, 2.0, 3.0])
+    with pytest.raises(RuntimeError):
+        x.eq_(tp.ones(2, 3))
+    assert x.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_cumsum_():
+    x = _f([1.0, 2.0, 3.0])
+    assert x.cumsum_(0) is x and x.tolist() == [1.0, 3.0, 6.0]
+    i = tp.tensor([[1, 2], [3, 4]], dtype=tp.int32)
+    assert i.cumsum_(dim=1).tolist() == [[1, 3], [3, 7]] and i.dtype is tp.int32
+    assert i.cumsum_(0, dtype=tp.int32).tolist() == [[1, 3], [4, 10]]
+    with pytest.raises(RuntimeError):     # torch: "Bad in-place call: ... should match"
+        i.cumsum_(0, dtype=tp.float32)
+    with pytest.raises(RuntimeError):     # int64 result into bool
+        tp.tensor([True, False]).cumsum_(0)
+
+
+def test_scatter_add_():
+    x = tp.zeros(3)
+    r = x.scatter_add_(0, tp.tensor([0, 0, 2]), _f([1.0, 2.0, 3.0]))
+    assert r is x and x.tolist() == [3.0, 0.0, 3.0]
+    y = tp.ones(2, 2)
+    y.scatter_add_(dim=1, index=tp.tensor([[1, 1], [0, 1]]), src=_f([[1.0, 2.0], [3.0, 4.0]]))
+    assert y.tolist() == [[1.0, 4.0], [4.0, 5.0]]
+
+
+def test_addmm_and_baddbmm_():
+    x = tp.ones(2, 2)
+    m = _f([[1.0, 2.0], [3.0, 4.0]])
+    r = x.addmm_(tp.eye(2), m, beta=2, alpha=3)
+    assert r is x and x.tolist() == [[5.0, 8.0], [11.0, 14.0]]
+    b = tp.zeros(1, 2, 2)
+    b.baddbmm_(m.reshape(1, 2, 2), tp.eye(2).reshape(1, 2, 2), alpha=2)
+    assert b.tolist() == [[[2.0, 4.0], [6.0, 8.0]]]
+    i = tp.zeros(2, 2, dtype=tp.int64)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        i.addmm_(m, m)
+    assert i.tolist() == [[0, 0], [0, 0]]
+
+
+def test_tril_triu_():
+    x = tp.ones(3, 3)
+    assert x.tril_() is x and x.tolist() == [[1, 0, 0], [1, 1, 0], [1, 1, 1]]
+    y = tp.ones(2, 3)
+    assert y.triu_(diagonal=1).tolist() == [[0, 1, 1], [0, 0, 1]]
+
+
+def test_value_in_place_on_a_leaf_requiring_grad_is_refused_and_writes_nothing():
+    for name, args in [("eq_", (1.0,)), ("cumsum_", (0,)), ("tril_", ()), ("lerp_", (tp.ones(2, 2), 0.5)),
+                       ("scatter_add_", (0, tp.tensor([[0, 0]]), tp.ones(1, 2))),
+                       ("addcmul_", (tp.ones(2, 2), tp.ones(2, 2)))]:
+        x = tp.ones(2, 2, requires_grad=True)
+        with pytest.raises(RuntimeError, match="leaf Variable"):
+            getattr(x, name)(*args)
+        assert x.tolist() == [[1.0, 1.0], [1.0, 1.0]], name
+        with tp.no_grad():
+            getattr(x, name)(*args)       # allowed under no_grad, as torch
+
+
+def test_value_in_place_on_a_view_writes_the_base():
+    b = tp.zeros(2, 3)
+    v0 = b._version
+    b[0].eq_(0)
+    assert b.tolist() == [[1.0, 1.0, 1.0], [0.0, 0.0, 0.0]] and b._version == v0 + 1
+    c = tp.ones(2, 3)
+    c[:, 1:].cumsum_(1)
+    assert c.tolist() == [[1.0, 1.0, 2.0], [1.0, 1.0, 2.0]]
+
+
+def test_value_in_place_differentiates_through_non_leaves():
+    x = _f([1.0, 2.0, 3.0]).requires_grad_()
+    y = x * 2
+    y.cumsum_(0)
+    y.sum().backward()
+    assert x.grad.tolist() == [6.0, 4.0, 2.0]
+    x.grad = None
+    y = x * 1
+    y[1:].gt_(0)                        # comparisons: zero gradient where written
+    y.sum().backward()
+    assert x.grad.tolist() == [1.0, 0.0, 0.0]
+    a = tp.ones(2, 2, requires_grad=True)
+    m = _f([[1.0, 2.0], [3.0, 4.0]]).requires_grad_()
+    z = a * 1
+    z.addmm_(m, tp.eye(2), beta=3)
+    z.sum().backward()
+    assert a.grad.tolist() == [[3.0, 3.0], [3.0, 3.0]] and m.grad.tolist() == [[1, 1], [1, 1]]
+
+
+# -- 1b. shape-changing in-place methods --------------------------------------------------------
+
+def test_t_transpose_swap_in_place_change_self():
+    for name, args in [("t_", ()), ("transpose_", (0, 1)), ("swapaxes_", (0, 1)),
+                       ("swapdims_", (1, 0))]:
+        x = tp.arange(6.0).reshape(2, 3)
+        v = x._version
+        r = getattr(x, name)(*args)
+        assert r is x, name
+        assert x.shape == (3, 2) and x.stride() == (1, 3), name
+        assert x.tolist() == [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]], name
+        assert x._version == v + 1 and not x.is_contiguous(), name
+    one = tp.arange(3.0)
+    assert one.t_() is one and one.shape == (3,)
+    with pytest.raises(RuntimeError):
+        tp.ones(2, 2, 2).t_()
+
+
+def test_unsqueeze_squeeze_in_place():
+    x = tp.arange(3.0)
+    assert x.unsqueeze_(0) is x and x.shape == (1, 3)
+    assert x.unsqueeze_(-1).shape == (1, 3, 1)
+    assert x.squeeze_(0).shape == (3, 1)
+    assert x.squeeze_().shape == (3,) and x.tolist() == [0.0, 1.0, 2.0]
+    y = tp.ones(1, 3, 1)
+    assert y.squeeze_((0, 2)).shape == (3,)
+    z = tp.ones(1, 3, 1)
+    assert z.squeeze_(dim=2).shape == (1, 3)
+    with pytest.raises(IndexError):
+        z.unsqueeze_(5)
+    assert z.shape == (1, 3)
+
+
+def test_as_strided_():
+    x = tp.arange(6.0)
+    r = x.as_strided_((2, 2), (1, 2), 1)
+    assert r is x and x.shape == (2, 2) and x.stride() == (1, 2)
+    assert x.storage_offset() == 1 and x.tolist() == [[1.0, 3.0], [2.0, 4.0]]
+    with pytest.raises(RuntimeError):
+        x.as_strided_((10,), (1,))
+
+
+def test_shape_in_place_refused_on_leaf_requiring_grad_and_views_of_one():
+    for name, args in [("t_", ()), ("transpose_", (0, 1)), ("unsqueeze_", (0,)),
+                       ("squeeze_", ()), ("as_strided_", ((4,), (1,)))]:
+        x = tp.ones(2, 2, requires_grad=True)
+        with pytest.raises(RuntimeError, match="leaf Variable"):
+            getattr(x, name)(*args)
+        assert x.shape == (2, 2), name
+        with pytest.raises(RuntimeError, match="view of a leaf"):
+            getattr(x.view(2, 2), name)(*args)
+    x = tp.ones(2, 3, requires_grad=True)
+    with tp.no_grad():
+        x.t_()
+    assert x.shape == (3, 2) and x.requires_grad and x.is_leaf
+
+
+def test_shape_in_place_differentiates_and_keeps_views():
+    a = tp.arange(6.0).requires_grad_()
+    y = (a * 1).view(2, 3)
+    y.t_()
+    assert not y.is_leaf and y.shape == (3, 2)
+    (y * _f([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])).sum().backward()
+    assert a.grad.tolist() == [1.0, 3.0, 5.0, 2.0, 4.0, 6.0]
+    b = tp.arange(6.0).view(2, 3)
+    bv = b[0]
+    bv.unsqueeze_(0)
+    bv.mul_(10)
+    assert bv.shape == (1, 3) and b.tolist() == [[0.0, 10.0, 20.0], [3.0, 4.0, 5.0]]
+    # a write into the base after the metadata change reaches the view's gradient
+    c = tp.ones(2, 3, requires_grad=True)
+    d = c * 1
+    dv = d[1]
+    dv.unsqueeze_(0)
+    d.mul_(2)
+    dv.sum().backward()
+    assert c.grad.tolist() == [[0.0, 0.0, 0.0], [2.0, 2.0, 2.0]]
+
+
+def test_shape_in_place_on_fake_tensors():
+    x = tp.empty(2, 3, device="meta")
+    assert x.t_() is x and x.shape == (3, 2) and x.stride() == (1, 3)
+    assert x.unsqueeze_(0).shape == (1, 3, 2)
+
+
+def test_shape_in_place_inside_compile_is_refused_naming_the_alternative():
+    def f(x):
+        x.t_()
+        return x * 2
+    g = tp.compile(f)
+    with pytest.raises(RuntimeError, match=r"t_\(\).*x = x\.t\(\)"):
+        g(tp.ones(2, 3))
+
+
+# -- 2. keywords torch accepts ----------------------------------------------------------------
+
+def test_size_and_dims_keywords():
+    x = tp.arange(6.0).reshape(2, 3)
+    assert x.permute(dims=(1, 0)).shape == (3, 2)
+    assert x.reshape(shape=(3, 2)).shape == (3, 2)
+    assert x.view(size=(3, 2)).shape == (3, 2)
+    assert x.view(size=[6]).shape == (6,)
+    assert x.view(dtype=tp.int32).dtype is tp.int32
+    assert x[:1].expand(size=(2, 2, 3)).shape == (2, 2, 3)
+    assert x[:1].expand(size=(2, 3), implicit=False).shape == (2, 3)
+    assert x.repeat(repeats=(2, 1)).shape == (4, 3)
+    assert x.flip(dims=(0,)).tolist() == [[3.0, 4.0, 5.0], [0.0, 1.0, 2.0]]
+    assert x.flip(dims=1).tolist() == [[2.0, 1.0, 0.0], [5.0, 4.0, 3.0]]
+    assert x.sum_to_size(size=(1, 3)).tolist() == [[3.0, 5.0, 7.0]]
+    assert x[:1].broadcast_to(size=(2, 3)).shape == (2, 3)
+    assert x.new_zeros(size=(2,)).tolist() == [0.0, 0.0]
+    assert x.new_ones(size=[1, 2], dtype=tp.int64).tolist() == [[1, 1]]
+    assert x.new_empty(size=(4,)).shape == (4,)
+    assert x.swapaxes(axis0=0, axis1=1).shape == (3, 2)
+    assert x.swapdims(dim0=0, dim1=1).shape == (3, 2)
+
+
+def test_positional_forms_still_work():
+    x = tp.arange(6.0).reshape(2, 3)
+    assert x.permute(1, 0).shape == x.permute((1, 0)).shape == x.permute([1, 0]).shape == (3, 2)
+    assert x.view(3, 2).shape == x.view((3, 2)).shape == (3, 2)
+    assert x.view(tp.int32).dtype is tp.int32
+    assert x.flip(0).tolist() == x.flip([0]).tolist() == x.flip((0,)).tolist()
+    assert x.new_zeros(2, 2).shape == x.new_zeros((2, 2)).shape == (2, 2)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: x.permute(1, 0, dims=(1, 0)), lambda x: x.reshape(6, shape=(6,)),
+    lambda x: x.view(6, size=(6,)), lambda x: x.permute(dim=(1, 0)),
+    lambda x: x.reshape(size=(6,)), lambda x: x.repeat(sizes=(1, 1)),
+    lambda x: x.flip(dim=0), lambda x: x.new_zeros((2,), size=(2,)),
+    lambda x: x.view(size=(6,), dtype=tp.int32), lambda x: x.expand(sizes=(2, 3)),
+    lambda x: x.tile((1,), dims=(1,)), lambda x: x.uniform_(frm=0.0),
+])
+def test_bad_keyword_combinations_are_type_errors(call):
+    with pytest.raises(TypeError):
+        call(tp.arange(6.0).reshape(2, 3))
+
+
+def test_copy_takes_torch_names():
+    x = tp.zeros(2)
+    assert x.copy_(other=_f([1.0, 2.0])) is x and x.tolist() == [1.0, 2.0]
+    x.copy_(_f([3.0, 4.0]), non_blocking=True)
+    assert x.tolist() == [3.0, 4.0]
+    x.copy_(_f([5.0, 6.0]), True)
+    assert x.tolist() == [5.0, 6.0]
+
+
+def test_max_min_other_keyword():
+    a, b = _f([1.0, 5.0]), _f([3.0, 2.0])
+    assert a.max(other=b).tolist() == [3.0, 5.0]
+    assert a.min(other=b).tolist() == [1.0, 2.0]
+
+
+def test_random_fills_accept_torch_from_keyword():
+    x = tp.zeros(100)
+    x.random_(**{"from": 3, "to": 5})
+    assert set(x.tolist()) <= {3.0, 4.0}
+    x.uniform_(**{"from": 2.0, "to": 3.0})
+    assert all(2.0 <= v < 3.0 for v in x.tolist())
+    with pytest.raises(TypeError):
+        x.uniform_(**{"from": 2.0, "from_": 1.0})
+
+
+def test_cuda_takes_non_blocking():
+    assert "non_blocking" in inspect.signature(tp.Tensor.cuda).parameters
+
+
+# -- 3. aliases and everyday methods ------------------------------------------------------------
+
+ALIASES = [("absolute", "abs", ()), ("arccos", "acos", ()), ("arcsin", "asin", ()),
+           ("arctan", "atan", ()), ("negative", "neg", ()), ("fix", "trunc", ()),
+           ("multiply", "mul", (2.0,)), ("subtract", "sub", (2.0,)), ("divide", "div", (2.0,)),
+           ("true_divide", "div", (2.0,)), ("greater", "gt", (0.0,)),
+           ("greater_equal", "ge", (0.0,)), ("less", "lt", (0.0,)), ("less_equal", "le", (0.0,)),
+           ("not_equal", "ne", (0.0,))]
+
+
+@pytest.mark.parametrize("alias,name,args", ALIASES)
+def test_aliases_and_their_in_place_forms(alias, name, args):
+    x = _f([-0.5, 0.0, 0.25])
+    assert getattr(x, alias)(*args).tolist() == getattr(x, name)(*args).tolist()
+    y = x.clone()
+    r = getattr(y, alias + "_")(*args)
+    assert r is y and y.tolist() == [float(v) for v in getattr(x, name)(*args).tolist()]
+
+
+def test_alias_keywords():
+    x = _f([1.0, 2.0])
+    assert x.subtract(_f([1.0, 1.0]), alpha=2).tolist() == [-1.0, 0.0]
+    assert x.divide(_f([2.0, 4.0]), rounding_mode="floor").tolist() == [0.0, 0.0]
+    assert x.clone().divide_(2, rounding_mode="trunc").tolist() == [0.0, 1.0]
+    assert x.clone().subtract_(1, alpha=2).tolist() == [-1.0, 0.0]
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        tp.tensor([1, 2]).true_divide_(2)
+
+
+def test_addcmul_addcdiv_lerp():
+    x = _f([1.0, 2.0])
+    t1, t2 = _f([2.0, 3.0]), _f([4.0, 5.0])
+    assert x.addcmul(t1, t2, value=0.5).tolist() == [5.0, 9.5]
+    assert x.addcdiv(t1, t2, value=2).tolist() == pytest.approx([2.0, 3.2])
+    y = x.clone()
+    assert y.addcmul_(t1, t2) is y and y.tolist() == [9.0, 17.0]
+    assert tp.tensor([1, 2]).addcmul(tp.tensor([2, 3]), tp.tensor([4, 5]), value=2).tolist() \
+        == [17, 32]
+    with pytest.raises(RuntimeError, match="Integer division"):
+        tp.tensor([1, 2]).addcdiv(tp.tensor([2, 3]), tp.tensor([4, 5]))
+    assert x.lerp(_f([3.0, 6.0]), 0.25).tolist() == [1.5, 3.0]
+    assert x.lerp(_f([3.0, 6.0]), _f([0.25, 0.75])).tolist() == [1.5, 5.0]
+    z = x.clone()
+    assert z.lerp_(_f([3.0, 6.0]), 0.5) is z and z.tolist() == [2.0, 4.0]
+    with pytest.raises(RuntimeError):
+        tp.tensor([1, 2]).lerp(tp.tensor([3, 6]), 0.5)
+    # an optimizer step written by hand: exp_avg.lerp_(g, 1 - b1); v.mul_(b2).addcmul_(g, g, value=)
+    p = tp.ones(2, requires_grad=True)
+    (p * _f([1.0, 2.0])).sum().backward()
+    m, v = tp.zeros(2), tp.zeros(2)
+    with tp.no_grad():
+        m.lerp_(p.grad, 0.1)
+        v.mul_(0.999).addcmul_(p.grad, p.grad, value=0.001)
+        p.addcdiv_(m, v.sqrt().add_(1e-8), value=-0.1)
+    assert m.tolist() == pytest.approx([0.1, 0.2])
+    assert v.tolist() == pytest.approx([0.001, 0.004])
+    assert p.tolist() == pytest.approx([1 - 0.1 * 0.1 / (0.001 ** 0.5 + 1e-8),
+                                        1 - 0.1 * 0.2 / (0.004 ** 0.5 + 1e-8)], rel=1e-5)
+
+
+def test_addcmul_differentiates():
+    x = _f([1.0, 2.0]).requires_grad_()
+    t1 = _f([2.0, 3.0]).requires_grad_()
+    x.addcmul(t1, _f([4.0, 5.0]), value=0.5).sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0] and t1.grad.tolist() == [2.0, 2.5]
+
+
+def test_shape_helpers():
+    x = tp.ones(2, 3, 4)
+    assert x.movedim(0, 2).shape == (3, 4, 2)
+    assert x.moveaxis((0, 1), (2, 0)).shape == (3, 4, 2)
+    assert x.movedim(source=-1, destination=0).shape == (4, 2, 3)
+    y = tp.arange(6.0).reshape(2, 3)
+    assert y.ravel().tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    assert y.tile((2,)).shape == (2, 6) and y.tile(2, 1, 1).shape == (2, 2, 3)
+    m = tp.tensor([[1, 2], [3, 4]])
+    assert m.fliplr().tolist() == [[2, 1], [4, 3]] and m.flipud().tolist() == [[3, 4], [1, 2]]
+    with pytest.raises(RuntimeError, match=">= 2-d"):
+        tp.ones(3).fliplr()
+    assert y.ndimension() == 2
+    assert y.is_same_size(tp.zeros(2, 3)) and not y.is_same_size(tp.zeros(3, 2))
+
+
+def test_predicates_and_sizes():
+    x = tp.ones(2, dtype=tp.int16)
+    assert x.itemsize == 2 and x.nbytes == 4 and x.get_device() == -1 and x.is_cpu
+    assert x.is_signed() and not tp.ones(1, dtype=tp.uint8).is_signed()
+    assert not tp.ones(1, dtype=tp.bool).is_signed() and not x.is_complex()
+    assert tp.tensor([0.0]).is_nonzero() is False and tp.tensor(2).is_nonzero() is True
+    with pytest.raises(RuntimeError, match="more than one value"):
+        tp.tensor([1.0, 2.0]).is_nonzero()
+    with pytest.raises(RuntimeError, match="no values"):
+        tp.tensor([]).is_nonzero()
+    y = _f([1.0, -2.0])
+    assert y.positive() is y
+    with pytest.raises(RuntimeError, match="bool"):
+        tp.tensor([True]).positive()
+
+
+def test_frac():
+    x = _f([1.5, -2.5])
+    assert x.frac().tolist() == [0.5, -0.5]
+    assert x.frac_() is x and x.tolist() == [0.5, -0.5]
+    with pytest.raises(RuntimeError):
+        tp.tensor([1, 2]).frac()
+
+
+def test_masked_scatter():
+    x = tp.zeros(4)
+    mask = tp.tensor([True, False, True, False])
+    assert x.masked_scatter(mask, _f([1.0, 2.0, 3.0])).tolist() == [1.0, 0.0, 2.0, 0.0]
+    assert x.tolist() == [0.0, 0.0, 0.0, 0.0]
+    assert x.masked_scatter_(mask, _f([1.0, 2.0, 3.0])) is x and x.tolist() == [1.0, 0.0, 2.0, 0.0]
+
+
+def test_every_torch_in_place_of_an_existing_method_exists():
+    """The mechanical list (torch 2.13's ``Tensor.m_`` whose ``m`` TensorPlay has, computed
+    against torch; tests/torch_bridge/test_torch_methods_differential43.py recomputes it)."""
+    names = ["addmm_", "as_strided_", "baddbmm_", "cumsum_", "eq_", "ge_", "gt_", "le_", "lt_",
+             "ne_", "scatter_add_", "squeeze_", "swapaxes_", "t_", "transpose_", "tril_", "triu_",
+             "unsqueeze_"]
+    missing = [n for n in names if not callable(getattr(tp.Tensor, n, None))]
+    assert missing == []
