@@ -432,3 +432,140 @@ def test_every_torch_in_place_of_an_existing_method_exists():
              "unsqueeze_"]
     missing = [n for n in names if not callable(getattr(tp.Tensor, n, None))]
     assert missing == []
+
+
+# -- 3b. more of torch's everyday methods ---------------------------------------------------------
+
+def test_diagonal_trace_unfold_are_views():
+    x = tp.arange(9.0).reshape(3, 3)
+    d = x.diagonal()
+    assert d.tolist() == [0.0, 4.0, 8.0] and d.untyped_storage() is x.untyped_storage()
+    assert x.diagonal(1).tolist() == [1.0, 5.0] and x.diagonal(-1).tolist() == [3.0, 7.0]
+    assert x.diagonal(offset=5).shape == (0,)
+    b = tp.arange(8.0).reshape(2, 2, 2)
+    assert b.diagonal(0, 1, 2).tolist() == [[0.0, 3.0], [4.0, 7.0]]
+    assert b.diagonal(dim1=-1, dim2=0).tolist() == [[0.0, 5.0], [2.0, 7.0]]
+    x.diagonal().fill_(-1)
+    assert x.tolist() == [[-1.0, 1.0, 2.0], [3.0, -1.0, 5.0], [6.0, 7.0, -1.0]]
+    assert x.trace().item() == -3.0 and tp.arange(9.0).reshape(3, 3).trace().item() == 12.0
+    assert tp.arange(9, dtype=tp.int32).reshape(3, 3).trace().dtype is tp.int64
+    with pytest.raises(RuntimeError):
+        tp.ones(3).trace()
+    u = tp.arange(7.0).unfold(0, 3, 2)
+    assert u.tolist() == [[0.0, 1.0, 2.0], [2.0, 3.0, 4.0], [4.0, 5.0, 6.0]]
+    assert tp.arange(6.0).reshape(2, 3).unfold(1, 2, 1).shape == (2, 2, 2)
+    assert tp.tensor(5.0).unfold(0, 1, 1).tolist() == [5.0]
+    with pytest.raises(RuntimeError, match="maximum size"):
+        tp.arange(3).unfold(0, 4, 1)
+    with pytest.raises(RuntimeError, match="step"):
+        tp.arange(3).unfold(0, 2, 0)
+
+
+def test_diagonal_and_unfold_differentiate():
+    x = tp.arange(9.0).reshape(3, 3).requires_grad_()
+    (x.diagonal(1) * _f([2.0, 3.0])).sum().backward()
+    assert x.grad.tolist() == [[0.0, 2.0, 0.0], [0.0, 0.0, 3.0], [0.0, 0.0, 0.0]]
+    y = tp.arange(5.0).requires_grad_()
+    y.unfold(0, 3, 1).sum().backward()          # overlapping windows accumulate
+    assert y.grad.tolist() == [1.0, 2.0, 3.0, 2.0, 1.0]
+
+
+def test_h_mh_adjoint():
+    m = tp.arange(6.0).reshape(2, 3)
+    assert m.H.shape == (3, 2) and m.mH.shape == (3, 2) and m.adjoint().shape == (3, 2)
+    assert tp.ones(4, 2, 3).mH.shape == (4, 3, 2)
+    with pytest.raises(RuntimeError, match="mH"):
+        tp.ones(2, 2, 2).H
+
+
+def test_tensor_split_and_split_with_sizes():
+    x = tp.arange(7)
+    assert [t.tolist() for t in x.tensor_split(3)] == [[0, 1, 2], [3, 4], [5, 6]]
+    assert [t.tolist() for t in x.tensor_split([1, 5])] == [[0], [1, 2, 3, 4], [5, 6]]
+    assert [t.tolist() for t in x.tensor_split(tp.tensor([2]))] == [[0, 1], [2, 3, 4, 5, 6]]
+    assert [t.tolist() for t in x.split_with_sizes([3, 4])] == [[0, 1, 2], [3, 4, 5, 6]]
+
+
+def test_nan_aware_and_counting_reductions():
+    nan, inf = float("nan"), float("inf")
+    z = tp.tensor([[0, 1], [2, 0]])
+    assert z.count_nonzero().item() == 2 and z.count_nonzero(0).tolist() == [1, 1]
+    assert z.count_nonzero().dtype is tp.int64
+    assert z.argwhere().tolist() == [[0, 1], [1, 0]]
+    f = _f([1.0, nan, 3.0])
+    assert f.nansum().item() == 4.0 and f.nanmean().item() == 2.0
+    assert tp.tensor([1, 2]).nansum().dtype is tp.int64
+    with pytest.raises(RuntimeError, match="floating point"):
+        tp.tensor([1, 2]).nanmean()
+    g = _f([nan, inf, -inf, 1.0])
+    assert g.nan_to_num().tolist() == [0.0, 3.4028234663852886e38, -3.4028234663852886e38, 1.0]
+    assert g.nan_to_num(nan=1.0, posinf=2.0, neginf=-2.0).tolist() == [1.0, 2.0, -2.0, 1.0]
+    assert g.nan_to_num_(0.5) is g and g.tolist()[0] == 0.5
+    assert tp.tensor([1, 2]).nan_to_num().tolist() == [1, 2]
+
+
+def test_elementwise_composites():
+    assert _f([-2.0, 0.0, 3.0]).sgn().tolist() == [-1.0, 0.0, 1.0]
+    assert tp.tensor([180]).deg2rad().dtype is tp.float32
+    assert tp.tensor([180.0]).deg2rad().item() == pytest.approx(3.1415927410125732, abs=0)
+    assert tp.tensor([1]).rad2deg().item() == pytest.approx(57.2958, rel=1e-5)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        tp.tensor([180]).deg2rad_()
+    assert tp.tensor([2, 3]).float_power(2).dtype is tp.float64
+    assert tp.tensor([2, 3]).float_power(2).tolist() == [4.0, 9.0]
+    with pytest.raises(RuntimeError, match="float64"):
+        _f([2.0]).float_power_(2)
+    xl = _f([2.0, 3.0]).xlogy(_f([0.0, 2.0])).tolist()
+    assert xl[0] == float("-inf") and xl[1] == pytest.approx(2.0794415416798357, rel=1e-6)
+    r = _f([0.0, 1.0]).xlogy(_f([float("nan"), 0.0])).tolist()
+    assert r[0] != r[0] and r[1] == float("-inf")
+    assert tp.tensor([1, 2]).xlogy(2).dtype is tp.float32
+    assert _f([0.0, 2.0]).xlogy(0.0).tolist() == [0.0, float("-inf")]
+
+
+def test_matrix_vector():
+    m = tp.arange(6.0).reshape(2, 3)
+    assert m.mv(tp.ones(3)).tolist() == [3.0, 12.0]
+    with pytest.raises(RuntimeError):
+        m.mv(tp.ones(3, 1))
+    assert _f([1.0, 2.0]).ger(_f([3.0, 4.0])).tolist() == [[3.0, 4.0], [6.0, 8.0]]
+    assert tp.ones(2, 3).inner(tp.ones(4, 3)).shape == (2, 4)
+    assert _f([1.0, 2.0]).inner(_f([3.0, 4.0])).item() == 11.0
+
+
+def test_index_fill_and_index_copy():
+    x = tp.ones(2, 3)
+    assert x.index_fill(1, tp.tensor([0, 2]), -1.0).tolist() == [[-1.0, 1.0, -1.0]] * 2
+    assert x.tolist() == [[1.0, 1.0, 1.0]] * 2
+    assert x.index_fill_(0, tp.tensor(1), tp.tensor(5.0)) is x
+    assert x.tolist() == [[1.0, 1.0, 1.0], [5.0, 5.0, 5.0]]
+    z = tp.zeros(3, 2)
+    out = z.index_copy(0, tp.tensor([2, 0]), _f([[1.0, 2.0], [3.0, 4.0]]))
+    assert out.tolist() == [[3.0, 4.0], [0.0, 0.0], [1.0, 2.0]]
+    with pytest.raises(RuntimeError, match="same dtype"):
+        z.index_copy_(0, tp.tensor([2, 0]), tp.tensor([[1, 2], [3, 4]]))
+    with pytest.raises(RuntimeError):
+        z.index_copy_(0, tp.tensor([2, 0]), tp.ones(3, 2))
+    with pytest.raises(RuntimeError):
+        z.index_fill_(0, tp.tensor([0.5]), 1.0)
+    a = tp.ones(3, requires_grad=True)
+    b = _f([7.0]).requires_grad_()
+    (a * 1).index_copy(0, tp.tensor([1]), b).sum().backward()
+    assert a.grad.tolist() == [1.0, 0.0, 1.0] and b.grad.tolist() == [1.0]
+
+
+def test_random_fills():
+    tp.manual_seed(0)
+    x = tp.empty(1000)
+    x.bernoulli_(0.25)
+    assert set(x.tolist()) <= {0.0, 1.0} and 150 < x.sum().item() < 350
+    assert set(tp.zeros(10, dtype=tp.int64).bernoulli_(0.5).tolist()) <= {0, 1}
+    with pytest.raises(RuntimeError, match=r"\[0, 1\]"):
+        x.bernoulli_(1.5)
+    p = tp.full((1000,), 1.0)
+    assert p.bernoulli().tolist() == [1.0] * 1000 and tp.zeros(3).bernoulli().tolist() == [0.0] * 3
+    assert x.exponential_(2.0) is x and min(x.tolist()) >= 0 and 0.35 < x.mean().item() < 0.65
+    assert min(x.log_normal_().tolist()) > 0
+    assert x.cauchy_() is x
+    g = x.geometric_(0.5).tolist()
+    assert min(g) >= 1 and all(v == int(v) for v in g)

@@ -169,6 +169,9 @@ def _addc(self, t1, t2, value, op, api):
         else:
             zero = t._dtype if zero is None else _dtype.promote_types(zero, t._dtype)
     rt = dims if zero is None else zero if dims is None else _dtype.result_type(dims, 2, zero, 1)
+    if rt is _dtype.bool:
+        raise RuntimeError(f"{api}: not implemented for bool tensors (as torch); cast first, "
+                           f"e.g. .int()")
     if t1._dtype is not rt:
         t1 = _O.to_dtype(t1, rt)
     if t2._dtype is not rt:
@@ -199,6 +202,24 @@ def _lerp(self, end, weight):
     if abs(weight) < 0.5:
         return _O.add(self, _O.mul(w, diff))
     return _O.sub(end, _O.mul(diff, _O.rsub(w, 1)))
+
+
+def _draw_dtype(t):
+    """The floating dtype random draws for ``t`` are made in (its own, or float32)."""
+    return t._dtype if t._dtype.is_floating_point else _dtype.float32
+
+
+def _uniform_like(t):
+    """Uniform [0, 1) draws of ``t``'s shape and device, no history (random fills)."""
+    return _O.rand(list(t._shape), dtype=_draw_dtype(t), device=t._device)
+
+
+def _index_vector(api, index):
+    """``index`` of ``index_fill_``/``index_copy_``: a 0-D or 1-D integer tensor, as 1-D."""
+    if not isinstance(index, Tensor) or index._dtype.is_floating_point or \
+            index._dtype is _dtype.bool or index.ndim > 1:
+        raise RuntimeError(f"{api}(): Index is supposed to be a vector of int64")
+    return _O.reshape(index, [1]) if not index._shape else index
 
 
 def _round_decimals(a, decimals):
@@ -2212,6 +2233,317 @@ class Tensor(TensorBase, instance_class=True):
     def lerp_(self, end: Tensor, weight: _TensorOrScalar) -> Tensor:
         """In-place ``lerp``; returns ``self`` (same as ``torch.Tensor.lerp_``)."""
         return _in_place(self, "lerp_", _lerp, end, weight)
+
+    # -- views by strides ------------------------------------------------------------------------
+    def diagonal(self, offset: _int = 0, dim1: _int = 0, dim2: _int = 1) -> Tensor:
+        """A view of the diagonal ``offset`` (above the main one when positive) of the planes
+        ``dim1``/``dim2``: those dims removed, the diagonal appended last (same as
+        ``torch.Tensor.diagonal``); RuntimeError when ``dim1 == dim2``."""
+        n = self.ndim
+        d1, d2 = _wrap_dim(dim1, n), _wrap_dim(dim2, n)
+        if d1 == d2:
+            raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+        shape, stride, off = self._shape, self._stride, self._offset
+        if offset >= 0:
+            length = max(min(shape[d1], shape[d2] - offset), 0)
+            start = offset * stride[d2]
+        else:
+            length = max(min(shape[d1] + offset, shape[d2]), 0)
+            start = -offset * stride[d1]
+        keep = [i for i in range(n) if i != d1 and i != d2]
+        return _O.as_strided(self, [shape[i] for i in keep] + [length],
+                             [stride[i] for i in keep] + [stride[d1] + stride[d2]],
+                             off + start if length else off)
+
+    def trace(self) -> Tensor:
+        """Sum of the main diagonal of a 2-D tensor (integers and bools sum to int64; same as
+        ``torch.Tensor.trace``); RuntimeError for other ranks."""
+        if self.ndim != 2:
+            raise RuntimeError("trace: expected a matrix")
+        return _O.sum(self.diagonal(), None, False)
+
+    def unfold(self, dimension: _int, size: _int, step: _int) -> Tensor:
+        """A view of every slice of length ``size`` along ``dimension``, ``step`` apart, as a new
+        last dim (same as ``torch.Tensor.unfold``). RuntimeError when ``size`` exceeds the dim or
+        ``step`` is not positive."""
+        n = self.ndim
+        d = _wrap_dim(dimension, n)
+        dim_size = self._shape[d] if n else 1
+        if size > dim_size:
+            raise RuntimeError(f"maximum size for tensor at dimension {d} is {dim_size} but size "
+                               f"is {size}")
+        if step <= 0:
+            raise RuntimeError(f"step is {step} but must be > 0")
+        if not n:
+            return _O.as_strided(self, [size], [1], self._offset)
+        shape, stride = list(self._shape), list(self._stride)
+        shape[d] = (dim_size - size) // step + 1
+        last = stride[d]
+        stride[d] = last * step
+        return _O.as_strided(self, shape + [size], stride + [last], self._offset)
+
+    @property
+    def H(self) -> Tensor:
+        """The conjugate transpose of a 2-D tensor (TensorPlay's dtypes are real: ``t()``);
+        RuntimeError for other ranks (same as ``torch.Tensor.H``)."""
+        if self.ndim != 2:
+            raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
+                               f"{self.ndim}-D tensor. For batches of matrices, consider using "
+                               f"tensor.mH")
+        return _O.transpose(self, 0, 1)
+
+    @property
+    def mH(self) -> Tensor:
+        """The last two dims swapped (real dtypes: ``mT``; ``torch.Tensor.mH``)."""
+        return _O.transpose(self, -2, -1)
+
+    def adjoint(self) -> Tensor:
+        """``mH`` (same as ``torch.Tensor.adjoint``)."""
+        return _O.transpose(self, -2, -1)
+
+    # -- splitting --------------------------------------------------------------------------------
+    def split_with_sizes(self, split_sizes: Sequence[_int], dim: _int = 0) -> tuple[Tensor, ...]:
+        """``split(list(split_sizes), dim)`` (same as ``torch.Tensor.split_with_sizes``)."""
+        return self.split(list(split_sizes), dim)
+
+    def tensor_split(self, indices_or_sections: _int | Sequence[_int] | Tensor,
+                     dim: _int = 0) -> tuple[Tensor, ...]:
+        """Views along ``dim``: an int ``n`` gives ``n`` parts whose sizes differ by at most
+        one (the first ones larger); a sequence (or 1-D integer tensor) of indices gives the
+        parts between them (same as ``torch.Tensor.tensor_split``)."""
+        if isinstance(indices_or_sections, Tensor):
+            indices_or_sections = indices_or_sections.tolist()
+        d = _wrap_dim(dim, self.ndim)
+        size = self._shape[d]
+        if isinstance(indices_or_sections, int):
+            n = indices_or_sections
+            if n <= 0:
+                raise RuntimeError(f"number of sections must be larger than 0, got {n}")
+            q, r = divmod(size, n)
+            bounds, start = [], 0
+            for i in range(n - 1):
+                start += q + (1 if i < r else 0)
+                bounds.append(start)
+        else:
+            bounds = list(indices_or_sections)
+        out, prev = [], 0
+        for b in bounds + [size]:
+            b = min(max(b + size if b < 0 else b, 0), size)
+            lo = min(prev, b)
+            out.append(_O.narrow(self, d, lo, b - lo))
+            prev = b
+        return tuple(out)
+
+    # -- NaN-aware and counting reductions ---------------------------------------------------------
+    def count_nonzero(self, dim: _Dims = None) -> Tensor:
+        """Number of non-zero elements over ``dim`` (all when None), int64 (same as
+        ``torch.Tensor.count_nonzero``)."""
+        return _O.sum(_O.ne(self, 0), _dims(dim), False)
+
+    def argwhere(self) -> Tensor:
+        """``nonzero()``: the ``(n, ndim)`` int64 indices of the non-zero elements (same as
+        ``torch.Tensor.argwhere``)."""
+        return _O.nonzero(self)
+
+    def nansum(self, dim: _Dims = None, keepdim: _bool = False, *,
+               dtype: _DTypeLike | None = None) -> Tensor:
+        """``sum`` with NaN counted as zero (same as ``torch.Tensor.nansum``)."""
+        x = _O.where(_O.isnan(self), 0, self) if self._dtype.is_floating_point else self
+        return x.sum(dim, keepdim, dtype=dtype)
+
+    def nanmean(self, dim: _Dims = None, keepdim: _bool = False, *,
+                dtype: _DTypeLike | None = None) -> Tensor:
+        """Mean of the non-NaN elements over ``dim`` (NaN when there are none); floating
+        tensors only, RuntimeError otherwise (same as ``torch.Tensor.nanmean``)."""
+        if not self._dtype.is_floating_point:
+            raise RuntimeError(f"nanmean(): expected input to have floating point or complex "
+                               f"dtype but got {self._dtype}")
+        count = _O.logical_not(_O.isnan(self)).sum(dim, keepdim, dtype=dtype or self._dtype)
+        return _O.div(self.nansum(dim, keepdim, dtype=dtype), count)
+
+    def nan_to_num(self, nan: _float = 0.0, posinf: _float | None = None,
+                   neginf: _float | None = None) -> Tensor:
+        """NaN, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf`` (by default the
+        dtype's largest and lowest finite values); integer and bool tensors are copied (same as
+        ``torch.Tensor.nan_to_num``). The gradient is zero where a value was replaced."""
+        if not self._dtype.is_floating_point:
+            return _O.clone(self)
+        fi = _surface.finfo(self._dtype)
+        out = self.masked_fill(_O.isnan(self), nan)
+        out = _O.masked_fill_(out, _O.eq(self, float("inf")), fi.max if posinf is None else posinf)
+        return _O.masked_fill_(out, _O.eq(self, float("-inf")),
+                               fi.min if neginf is None else neginf)
+
+    def nan_to_num_(self, nan: _float = 0.0, posinf: _float | None = None,
+                    neginf: _float | None = None) -> Tensor:
+        """In-place ``nan_to_num``; returns ``self`` (same as ``torch.Tensor.nan_to_num_``)."""
+        return _in_place(self, "nan_to_num_", Tensor.nan_to_num, nan, posinf, neginf)
+
+    # -- elementwise composites --------------------------------------------------------------------
+    def sgn(self) -> Tensor:
+        """``sign()`` (real dtypes; same as ``torch.Tensor.sgn``)."""
+        return _O.sign(self)
+
+    def sgn_(self) -> Tensor:
+        """In-place ``sgn`` (same as ``torch.Tensor.sgn_``)."""
+        return _in_place(self, "sgn_", _O.sign)
+
+    def deg2rad(self) -> Tensor:
+        """``self * (pi / 180)`` (integers give the default float dtype; same as
+        ``torch.Tensor.deg2rad``)."""
+        x = self if self._dtype.is_floating_point else _O.to_dtype(self, _dtype.get_default_dtype())
+        return _O.mul(x, 0.017453292519943295)
+
+    def deg2rad_(self) -> Tensor:
+        """In-place ``deg2rad``; an integer ``self`` raises RuntimeError (same as
+        ``torch.Tensor.deg2rad_``)."""
+        return _in_place(self, "deg2rad_", Tensor.deg2rad)
+
+    def rad2deg(self) -> Tensor:
+        """``self * (180 / pi)`` (same as ``torch.Tensor.rad2deg``)."""
+        x = self if self._dtype.is_floating_point else _O.to_dtype(self, _dtype.get_default_dtype())
+        return _O.mul(x, 57.29577951308232)
+
+    def rad2deg_(self) -> Tensor:
+        """In-place ``rad2deg`` (same as ``torch.Tensor.rad2deg_``)."""
+        return _in_place(self, "rad2deg_", Tensor.rad2deg)
+
+    def float_power(self, exponent: _TensorOrScalar) -> Tensor:
+        """``pow`` computed in float64 (the result is float64; same as
+        ``torch.Tensor.float_power``)."""
+        f64 = _dtype.float64
+        e = _O.to_dtype(exponent, f64) if isinstance(exponent, Tensor) and \
+            exponent._dtype is not f64 else exponent
+        return _O.pow(self if self._dtype is f64 else _O.to_dtype(self, f64), e)
+
+    def float_power_(self, exponent: _TensorOrScalar) -> Tensor:
+        """In-place ``float_power``: ``self`` must be float64 (RuntimeError otherwise, as torch)."""
+        if self._dtype is not _dtype.float64:
+            raise RuntimeError(f"the base given to float_power_ has dtype {self._dtype} but the "
+                               f"operation's result requires dtype float64")
+        return _in_place(self, "float_power_", Tensor.float_power, exponent)
+
+    def xlogy(self, other: _TensorOrScalar) -> Tensor:
+        """``self * log(other)``, 0 where ``self`` is 0 (unless ``other`` is NaN); integers give
+        the default float dtype (same as ``torch.Tensor.xlogy``)."""
+        x, y = self, other
+        if not isinstance(y, Tensor):
+            rt = _result_dtype(self, other)
+            y = _like_self(self, "full", [], other, rt if rt.is_floating_point else
+                           _dtype.get_default_dtype(), None, False)
+        prod = _O.mul(x, _O.log(y))
+        return _O.where(_O.logical_and(_O.eq(x, 0), _O.logical_not(_O.isnan(y))), 0, prod)
+
+    def xlogy_(self, other: _TensorOrScalar) -> Tensor:
+        """In-place ``xlogy`` (same as ``torch.Tensor.xlogy_``)."""
+        return _in_place(self, "xlogy_", Tensor.xlogy, other)
+
+    # -- matrix-vector -----------------------------------------------------------------------------
+    def mv(self, vec: Tensor) -> Tensor:
+        """Matrix (2-D) times vector (1-D) (same as ``torch.Tensor.mv``); RuntimeError for other
+        ranks."""
+        if self.ndim != 2 or vec.ndim != 1:
+            raise RuntimeError(f"vector + matrix @ vector expected, got {self.ndim}, "
+                               f"{vec.ndim}")
+        return _O.matmul(self, vec)
+
+    def ger(self, vec2: Tensor) -> Tensor:
+        """``outer(vec2)`` (same as ``torch.Tensor.ger``)."""
+        return _surface.outer(self, vec2)
+
+    def inner(self, other: Tensor) -> Tensor:
+        """Sum over the last dims of ``self`` and ``other``: shape ``self.shape[:-1] +
+        other.shape[:-1]``; a 0-d operand multiplies (same as ``torch.Tensor.inner``)."""
+        if not self._shape or not other._shape:
+            return _O.mul(self, other)
+        return _surface.tensordot(self, other, ([-1], [-1]))
+
+    # -- index writes along a dim ------------------------------------------------------------------
+    def index_fill_(self, dim: _int, index: Tensor, value: _TensorOrScalar) -> Tensor:
+        """Write ``value`` (a number or 0-dim tensor) at the positions ``index`` (0-D or 1-D
+        int64) of ``dim``; returns ``self`` (same as ``torch.Tensor.index_fill_``)."""
+        if isinstance(value, Tensor):
+            if value._shape:
+                raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but "
+                                   f"got tensor with {value.ndim} dimension(s).")
+        else:
+            value = _check_fill("index_fill_", value, self._dtype)
+        return _O.index_put_(self, dim, _index_vector("index_fill_", index), value)
+
+    def index_fill(self, dim: _int, index: Tensor, value: _TensorOrScalar) -> Tensor:
+        """Out-of-place ``index_fill_`` (same as ``torch.Tensor.index_fill``)."""
+        return _O.clone(self).index_fill_(dim, index, value)
+
+    def index_copy_(self, dim: _int, index: Tensor, source: Tensor) -> Tensor:
+        """Copy the slices of ``source`` along ``dim`` to the positions ``index`` (0-D or 1-D
+        int64) of ``self``; ``source`` has ``self``'s dtype and shape except ``len(index)`` along
+        ``dim`` (RuntimeError otherwise); returns ``self`` (same as
+        ``torch.Tensor.index_copy_``)."""
+        index = _index_vector("index_copy_", index)
+        if source._dtype is not self._dtype:
+            raise RuntimeError(f"index_copy_(): self and source expected to have the same "
+                               f"dtype, but got (self) {self._dtype} and (source) "
+                               f"{source._dtype}")
+        d = _wrap_dim(dim, self.ndim)
+        want = list(self._shape)
+        if want:
+            want[d] = index._shape[0]
+        if list(source._shape) != want and not (not source._shape and index._shape == (1,)):
+            raise RuntimeError(f"index_copy_(): source shape {tuple(source._shape)} does not "
+                               f"match self's {tuple(self._shape)} with {index._shape[0]} "
+                               f"indices along dim {dim}")
+        return _O.index_put_(self, dim, index, source)
+
+    def index_copy(self, dim: _int, index: Tensor, source: Tensor) -> Tensor:
+        """Out-of-place ``index_copy_`` (same as ``torch.Tensor.index_copy``)."""
+        return _O.clone(self).index_copy_(dim, index, source)
+
+    # -- random fills ------------------------------------------------------------------------------
+    def bernoulli(self, p: _float | None = None) -> Tensor:
+        """0/1 draws in ``self``'s dtype: each with probability ``self``'s element (floating
+        probabilities), or ``p`` (same as ``torch.Tensor.bernoulli``)."""
+        if p is None:
+            if not self._dtype.is_floating_point:
+                raise RuntimeError(f"bernoulli: expected a floating tensor of probabilities, "
+                                   f"got {self._dtype}")
+            return _O.to_dtype(_O.lt(_uniform_like(self), self.detach()), self._dtype)
+        return _O.clone(self.detach()).bernoulli_(p)
+
+    def bernoulli_(self, p: _TensorOrScalar = 0.5) -> Tensor:
+        """Fill in place with 0/1 draws of probability ``p`` (a number in [0, 1] or a tensor of
+        probabilities broadcasting to ``self``); returns ``self`` (same as
+        ``torch.Tensor.bernoulli_``)."""
+        if not isinstance(p, Tensor) and not 0 <= p <= 1:
+            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+        return _O.copy_(self, _O.lt(_uniform_like(self), p.detach() if isinstance(p, Tensor)
+                                    else p))
+
+    def exponential_(self, lambd: _float = 1.0) -> Tensor:
+        """Fill in place with exponential draws of rate ``lambd`` (same as
+        ``torch.Tensor.exponential_``)."""
+        u = _uniform_like(self)
+        return _O.copy_(self, _O.div(_O.neg(_O.log1p(_O.neg(u))), lambd))
+
+    def log_normal_(self, mean: _float = 1.0, std: _float = 2.0) -> Tensor:
+        """Fill in place with ``exp(N(mean, std))`` draws (same as
+        ``torch.Tensor.log_normal_``)."""
+        z = _O.randn(list(self._shape), dtype=_draw_dtype(self), device=self._device)
+        return _O.copy_(self, _O.exp(_O.add(_O.mul(z, std), mean)))
+
+    def cauchy_(self, median: _float = 0.0, sigma: _float = 1.0) -> Tensor:
+        """Fill in place with Cauchy draws (same as ``torch.Tensor.cauchy_``)."""
+        u = _uniform_like(self)
+        return _O.copy_(self, _O.add(_O.mul(_O.tan(_O.mul(_O.sub(u, 0.5), 3.141592653589793)),
+                                            sigma), median))
+
+    def geometric_(self, p: _float) -> Tensor:
+        """Fill in place with the number of trials to the first success of probability ``p``
+        (1, 2, ...; same as ``torch.Tensor.geometric_``)."""
+        if not 0 < p < 1:
+            raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+        import math
+        u = _uniform_like(self)
+        return _O.copy_(self, _O.ceil(_O.div(_O.log1p(_O.neg(u)), math.log1p(-p))))
 
     def sum_to_size(self, *size: _int | Sequence[_int], **kwargs: Sequence[_int]) -> Tensor:
         """Sum broadcast dimensions away so the result has ``size`` (used by backward formulas).

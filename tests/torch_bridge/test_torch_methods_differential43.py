@@ -194,3 +194,80 @@ def test_keywords_torch_accepts(method, kwargs):
             r = r[0]
         res.append((tuple(r.shape), _np(r).tolist()))
     assert res[0] == res[1]
+
+
+# Out-of-place methods added with the in-place ones (tests/test_torch_methods43.py, part 3):
+# (label, self builder, call) over several dtypes; values and dtype as torch's, or both raise.
+def _special(lib, dt):
+    v = [[0.0, -1.5, 2.0], [float("nan"), float("inf"), -float("inf")]]
+    if dt in ("float32", "float64"):
+        return lib.tensor(v, dtype=getattr(lib, dt))
+    return _lib_values(lib, dt)
+
+
+METHOD_CASES = {
+    "diagonal()": lambda lib, x: x.diagonal(), "diagonal(1)": lambda lib, x: x.diagonal(1),
+    "diagonal(-1, 1, 0)": lambda lib, x: x.diagonal(-1, 1, 0),
+    "unfold(1, 2, 1)": lambda lib, x: x.unfold(1, 2, 1),
+    "count_nonzero()": lambda lib, x: x.count_nonzero(),
+    "count_nonzero(1)": lambda lib, x: x.count_nonzero(1),
+    "argwhere()": lambda lib, x: x.argwhere(),
+    "nansum()": lambda lib, x: x.nansum(), "nansum(1)": lambda lib, x: x.nansum(1),
+    "nanmean(1)": lambda lib, x: x.nanmean(1),
+    "nan_to_num()": lambda lib, x: x.nan_to_num(),
+    "nan_to_num(1, 2, -2)": lambda lib, x: x.nan_to_num(1.0, 2.0, -2.0),
+    "sgn()": lambda lib, x: x.sgn(), "deg2rad()": lambda lib, x: x.deg2rad(),
+    "rad2deg()": lambda lib, x: x.rad2deg(), "float_power(2)": lambda lib, x: x.float_power(2),
+    "xlogy(x)": lambda lib, x: x.xlogy(x), "xlogy(2)": lambda lib, x: x.xlogy(2),
+    "frac()": lambda lib, x: x.frac(), "ravel()": lambda lib, x: x.ravel(),
+    "movedim(0, 1)": lambda lib, x: x.movedim(0, 1), "tile((2,))": lambda lib, x: x.tile((2,)),
+    "fliplr()": lambda lib, x: x.fliplr(), "flipud()": lambda lib, x: x.flipud(),
+    "tensor_split(2, 1)": lambda lib, x: x.tensor_split(2, 1)[1],
+    "index_fill(1, [0, 2], 1)": lambda lib, x: x.index_fill(1, lib.tensor([0, 2]), 1),
+    "index_copy(0, [1, 0], x)": lambda lib, x: x.index_copy(0, lib.tensor([1, 0]), x),
+    "masked_scatter(x>0, x)": lambda lib, x: x.masked_scatter(x > 0, x),
+    "inner(x)": lambda lib, x: x.inner(x), "mH": lambda lib, x: x.mH,
+    "addcmul(x, x, value=2)": lambda lib, x: x.addcmul(x, x, value=2),
+    "addcdiv(x, x+3, value=2)": lambda lib, x: x.addcdiv(x, x.abs() + 3, value=2),
+    "lerp(x*2, 0.3)": lambda lib, x: x.lerp(x * 2, 0.3),
+    "lerp(x*2, 0.7)": lambda lib, x: x.lerp(x * 2, 0.7),
+    "trace()": lambda lib, x: x[:, :2].trace(),
+}
+
+METHOD_LENIENT = {
+    ("sgn()", "float32"): "sign(NaN) stays NaN (NumPy's rule, documented in tp.sign); torch gives 0",
+    ("sgn()", "float64"): "same",
+    ("trace()", "bool"): "the diagonal of a bool matrix sums to int64, as sum does; torch has no "
+                         "bool kernel",
+}
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64", "int64", "int32", "uint8", "bool"])
+@pytest.mark.parametrize("label", sorted(METHOD_CASES))
+def test_added_methods_match_torch(label, dt):
+    outs = []
+    for lib in (torch, tp):
+        try:
+            r = METHOD_CASES[label](lib, _special(lib, dt))
+            outs.append((str(r.dtype).split(".")[-1], tuple(r.shape), _np(r)))
+        except (RuntimeError, TypeError, NotImplementedError, IndexError):
+            outs.append("raised")
+    (t, p) = outs
+    if (label, dt) in METHOD_LENIENT:
+        assert not _agree(t, p), (label, dt, "agrees with torch now: drop it from the list")
+        return
+    assert _agree(t, p, strict=True), (label, dt)
+
+
+def _agree(t, p, strict=False):
+    if t == "raised" or p == "raised":
+        assert not strict or t == p, ("one raises", t if t == "raised" else "torch computes", p)
+        return t == p
+    assert not strict or t[:2] == p[:2], (t[:2], p[:2])
+    rtol = {"float32": 2e-6}.get(t[0], 1e-12)
+    if not strict:
+        return t[:2] == p[:2] and np.allclose(p[2].astype(np.float64), t[2].astype(np.float64),
+                                              rtol=rtol, atol=0, equal_nan=True)
+    np.testing.assert_allclose(p[2].astype(np.float64), t[2].astype(np.float64), rtol=rtol,
+                               atol=0, equal_nan=True)
+    return True
