@@ -569,3 +569,27 @@ def test_random_fills():
     assert x.cauchy_() is x
     g = x.geometric_(0.5).tolist()
     assert min(g) >= 1 and all(v == int(v) for v in g)
+
+
+REDUCTIONS = ["sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "all", "any", "var",
+              "std", "nansum", "nanmean"]
+
+
+@pytest.mark.parametrize("name", REDUCTIONS + ["max", "min"])
+def test_reductions_take_numpy_spellings(name):
+    x = tp.arange(6.0).reshape(2, 3) + 1
+    want = getattr(x, name)(1, keepdim=True)
+    got = getattr(x, name)(axis=1, keepdims=True)
+    if name in ("max", "min"):
+        want, got = want.values, got.values
+    assert got.shape == want.shape == (2, 1) and got.tolist() == want.tolist()
+    r = getattr(x, name)(axis=0)
+    assert (r.values if name in ("max", "min") else r).shape == (3,)
+    with pytest.raises(TypeError):
+        getattr(x, name)(0, axis=0)
+    with pytest.raises(TypeError):
+        getattr(x, name)(0, keepdim=True, keepdims=True)
+
+
+def test_count_nonzero_takes_axis():
+    assert tp.tensor([[0, 1], [2, 0]]).count_nonzero(axis=0).tolist() == [1, 1]

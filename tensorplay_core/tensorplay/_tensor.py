@@ -1233,24 +1233,41 @@ class Tensor(TensorBase, instance_class=True):
         return _O.where(condition, self, other)
 
     def sum(self, dim: _Dims = None, keepdim: _bool = False, *,
-            dtype: _DTypeLike | None = None) -> Tensor:
-        """Sum over ``dim`` (int, sequence, or all when None); ints and bools sum to int64."""
+            dtype: _DTypeLike | None = None,
+            axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
+        """Sum over ``dim`` (int, sequence, or all when None); ints and bools sum to int64.
+
+        ``axis=``/``keepdims=`` are torch's NumPy spellings of ``dim``/``keepdim``, taken by
+        every reduction method here (sum, mean, prod, amax, amin, max, min, argmax, argmin,
+        all, any, var, std, nansum, nanmean, count_nonzero); TypeError when a value comes
+        both ways."""
+        if axis is not None or keepdims is not None:
+            dim, keepdim = _numpy_names("sum", dim, keepdim, axis, keepdims)
         # (one int dim, the common call, listed without _dims' frame)
         return _O.sum(self, [dim] if dim.__class__ is int else _dims(dim), keepdim,
                       dtype=_dtype.as_dtype(dtype) if dtype is not None else None)
 
     def mean(self, dim: _Dims = None, keepdim: _bool = False, *,
-             dtype: _DTypeLike | None = None) -> Tensor:
+             dtype: _DTypeLike | None = None,
+             axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """Mean over ``dim``; floating inputs (or ``dtype=``) only, as ``torch.mean``."""
+        if axis is not None or keepdims is not None:
+            dim, keepdim = _numpy_names("mean", dim, keepdim, axis, keepdims)
         return _O.mean(self, [dim] if dim.__class__ is int else _dims(dim), keepdim,
                        dtype=_dtype.as_dtype(dtype) if dtype is not None else None)
 
-    def amax(self, dim: _Dims = None, keepdim: _bool = False) -> Tensor:
+    def amax(self, dim: _Dims = None, keepdim: _bool = False, *,
+             axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """Maximum over ``dim`` (all dims when None); the gradient is split among ties."""
+        if axis is not None or keepdims is not None:
+            dim, keepdim = _numpy_names("amax", dim, keepdim, axis, keepdims)
         return _O.amax(self, _dims(dim) or [], keepdim)
 
-    def amin(self, dim: _Dims = None, keepdim: _bool = False) -> Tensor:
+    def amin(self, dim: _Dims = None, keepdim: _bool = False, *,
+             axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """Minimum over ``dim`` (all dims when None)."""
+        if axis is not None or keepdims is not None:
+            dim, keepdim = _numpy_names("amin", dim, keepdim, axis, keepdims)
         return _O.amin(self, _dims(dim) or [], keepdim)
 
     @overload
@@ -1259,13 +1276,18 @@ class Tensor(TensorBase, instance_class=True):
     def max(self, dim: Tensor) -> Tensor: ...
     @overload
     def max(self, dim: _int, keepdim: _bool = False) -> _rt.max: ...
+    @overload
+    def max(self, *, axis: _int, keepdims: _bool = False) -> _rt.max: ...
     def max(self, dim: _int | Tensor | None = None, keepdim: _bool = False, *,
-            other: Tensor | None = None) -> Tensor | _rt.max:
+            other: Tensor | None = None,
+            axis: _Dims = None, keepdims: _bool | None = None) -> Tensor | _rt.max:
         """Maximum of all elements (a 0-dim tensor), or along ``dim`` the named tuple
         ``(values, indices)`` (``tensorplay.return_types.max``), as ``torch.Tensor.max``; with a
         Tensor ``dim`` (``x.max(other)``), the elementwise maximum. The gradient of the values
         goes to the selected index. Empty inputs: torch's ``RuntimeError``/``IndexError``.
         ``other=`` (torch's keyword of the elementwise form) is ``x.max(other)``."""
+        if axis is not None or keepdims is not None:
+            dim, keepdim = _numpy_names("max", dim, keepdim, axis, keepdims)
         if other is not None:
             return _O.maximum(self, other)
         if dim is None:
@@ -1281,10 +1303,15 @@ class Tensor(TensorBase, instance_class=True):
     def min(self, dim: Tensor) -> Tensor: ...
     @overload
     def min(self, dim: _int, keepdim: _bool = False) -> _rt.min: ...
+    @overload
+    def min(self, *, axis: _int, keepdims: _bool = False) -> _rt.min: ...
     def min(self, dim: _int | Tensor | None = None, keepdim: _bool = False, *,
-            other: Tensor | None = None) -> Tensor | _rt.min:
+            other: Tensor | None = None,
+            axis: _Dims = None, keepdims: _bool | None = None) -> Tensor | _rt.min:
         """Minimum of all elements, or ``(values, indices)`` along ``dim``
         (``tensorplay.return_types.min``), as ``torch.Tensor.min``; see ``max``."""
+        if axis is not None or keepdims is not None:
+            dim, keepdim = _numpy_names("min", dim, keepdim, axis, keepdims)
         if other is not None:
             return _O.minimum(self, other)
         if dim is None:
@@ -1294,28 +1321,43 @@ class Tensor(TensorBase, instance_class=True):
         from . import return_types
         return return_types.min(*_O.min(self, dim, keepdim))
 
-    def argmax(self, dim: _int | None = None, keepdim: _bool = False) -> Tensor:
+    def argmax(self, dim: _int | None = None, keepdim: _bool = False, *,
+               axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """Index of the maximum (of the flattened tensor when ``dim`` is None); int64."""
+        if axis is not None or keepdims is not None:
+            dim, keepdim = _numpy_names("argmax", dim, keepdim, axis, keepdims)
         return _O.argmax(self, dim, keepdim)
 
-    def argmin(self, dim: _int | None = None, keepdim: _bool = False) -> Tensor:
+    def argmin(self, dim: _int | None = None, keepdim: _bool = False, *,
+               axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """Index of the minimum (of the flattened tensor when ``dim`` is None); int64."""
+        if axis is not None or keepdims is not None:
+            dim, keepdim = _numpy_names("argmin", dim, keepdim, axis, keepdims)
         return _O.argmin(self, dim, keepdim)
 
-    def all(self, dim: _Dims = None, keepdim: _bool = False) -> Tensor:
+    def all(self, dim: _Dims = None, keepdim: _bool = False, *,
+            axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """True where every element (over ``dim``, or all) is non-zero; a bool tensor, or a
         uint8 one (1/0) for a uint8 ``self`` (same as ``torch.Tensor.all``)."""
+        if axis is not None or keepdims is not None:
+            dim, keepdim = _numpy_names("all", dim, keepdim, axis, keepdims)
         return _O.all(self, _dims(dim), keepdim)
 
-    def any(self, dim: _Dims = None, keepdim: _bool = False) -> Tensor:
+    def any(self, dim: _Dims = None, keepdim: _bool = False, *,
+            axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """True where some element (over ``dim``, or all) is non-zero; a bool tensor, or a
         uint8 one (1/0) for a uint8 ``self`` (same as ``torch.Tensor.any``)."""
+        if axis is not None or keepdims is not None:
+            dim, keepdim = _numpy_names("any", dim, keepdim, axis, keepdims)
         return _O.any(self, _dims(dim), keepdim)
 
     def prod(self, dim: _Dims = None, keepdim: _bool = False, *,
-             dtype: _DTypeLike | None = None) -> Tensor:
+             dtype: _DTypeLike | None = None,
+             axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """Product over ``dim`` (an int, or all elements when None); ints and bools give int64.
         The gradient is exact with zeros among the inputs (as torch)."""
+        if axis is not None or keepdims is not None:
+            dim, keepdim = _numpy_names("prod", dim, keepdim, axis, keepdims)
         return _O.prod(self, _dims(dim), keepdim,
                        dtype=_dtype.as_dtype(dtype) if dtype is not None else None)
 
@@ -1555,7 +1597,8 @@ class Tensor(TensorBase, instance_class=True):
         return _O.round(self, decimals=decimals)
 
     def var(self, dim: _Dims | _bool = None, *args: _bool, correction: _Number | None = None,
-            keepdim: _bool = False, unbiased: _bool | None = None) -> Tensor:
+            keepdim: _bool = False, unbiased: _bool | None = None,
+            axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """Variance over ``dim`` (all elements when None) with Bessel's ``correction`` (1 by
         default): ``sum((x - mean)**2) / (N - correction)``; floating tensors only.
 
@@ -1563,13 +1606,18 @@ class Tensor(TensorBase, instance_class=True):
         (the third positional is ``unbiased``, not ``keepdim``), ``var(unbiased)`` with a bool
         first argument, or ``var(dim, correction=c, keepdim=k)``. The divisor is ``max(0, N -
         correction)``: inf/nan when that is 0, as torch (which also warns)."""
+        if axis is not None or keepdims is not None:
+            dim, keepdim = _numpy_names("var", dim, keepdim, axis, keepdims)
         return _surface.variance_and_mean("var", self, dim, args, correction, keepdim,
                                           unbiased)[0]
 
     def std(self, dim: _Dims | _bool = None, *args: _bool, correction: _Number | None = None,
-            keepdim: _bool = False, unbiased: _bool | None = None) -> Tensor:
+            keepdim: _bool = False, unbiased: _bool | None = None,
+            axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """Standard deviation over ``dim``: ``sqrt(var(...))`` with ``var``'s arguments (same
         overloads as ``torch.std``)."""
+        if axis is not None or keepdims is not None:
+            dim, keepdim = _numpy_names("std", dim, keepdim, axis, keepdims)
         return self.var(dim, *args, correction=correction, keepdim=keepdim,
                         unbiased=unbiased).sqrt()
 
@@ -2335,9 +2383,11 @@ class Tensor(TensorBase, instance_class=True):
         return tuple(out)
 
     # -- NaN-aware and counting reductions ---------------------------------------------------------
-    def count_nonzero(self, dim: _Dims = None) -> Tensor:
+    def count_nonzero(self, dim: _Dims = None, *, axis: _Dims = None) -> Tensor:
         """Number of non-zero elements over ``dim`` (all when None), int64 (same as
         ``torch.Tensor.count_nonzero``)."""
+        if axis is not None:
+            dim = _numpy_names("count_nonzero", dim, False, axis, None)[0]
         return _O.sum(_O.ne(self, 0), _dims(dim), False)
 
     def argwhere(self) -> Tensor:
@@ -2346,15 +2396,21 @@ class Tensor(TensorBase, instance_class=True):
         return _O.nonzero(self)
 
     def nansum(self, dim: _Dims = None, keepdim: _bool = False, *,
-               dtype: _DTypeLike | None = None) -> Tensor:
+               dtype: _DTypeLike | None = None,
+               axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """``sum`` with NaN counted as zero (same as ``torch.Tensor.nansum``)."""
+        if axis is not None or keepdims is not None:
+            dim, keepdim = _numpy_names("nansum", dim, keepdim, axis, keepdims)
         x = _O.where(_O.isnan(self), 0, self) if self._dtype.is_floating_point else self
         return x.sum(dim, keepdim, dtype=dtype)
 
     def nanmean(self, dim: _Dims = None, keepdim: _bool = False, *,
-                dtype: _DTypeLike | None = None) -> Tensor:
+                dtype: _DTypeLike | None = None,
+                axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """Mean of the non-NaN elements over ``dim`` (NaN when there are none); floating
         tensors only, RuntimeError otherwise (same as ``torch.Tensor.nanmean``)."""
+        if axis is not None or keepdims is not None:
+            dim, keepdim = _numpy_names("nanmean", dim, keepdim, axis, keepdims)
         if not self._dtype.is_floating_point:
             raise RuntimeError(f"nanmean(): expected input to have floating point or complex "
                                f"dtype but got {self._dtype}")
@@ -2645,6 +2701,23 @@ def _from_keyword(kwargs, from_, default, api):
     if value is not _MISSING and from_ != default:
         raise TypeError(f"{api}() got multiple values for argument 'from'")
     return from_ if value is _MISSING else value
+
+
+def _numpy_names(api, dim, keepdim, axis, keepdims):
+    """``(dim, keepdim)`` given torch's NumPy spellings of them, ``axis=`` and ``keepdims=``
+    (torch's argument parser accepts both on every method with ``dim``/``keepdim``); TypeError
+    when a value comes both ways."""
+    if axis is not None:
+        if dim is not None:
+            raise TypeError(f"{api}() got multiple values for argument 'dim' (axis= is its NumPy "
+                            f"spelling)")
+        dim = axis
+    if keepdims is not None:
+        if keepdim:
+            raise TypeError(f"{api}() got multiple values for argument 'keepdim' (keepdims= is "
+                            f"its NumPy spelling)")
+        keepdim = bool(keepdims)
+    return dim, keepdim
 
 
 def _dims(dim):

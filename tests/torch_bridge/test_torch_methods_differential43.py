@@ -271,3 +271,17 @@ def _agree(t, p, strict=False):
     np.testing.assert_allclose(p[2].astype(np.float64), t[2].astype(np.float64), rtol=rtol,
                                atol=0, equal_nan=True)
     return True
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "prod", "amax", "amin", "argmax", "argmin",
+                                  "all", "any", "var", "std", "nansum", "nanmean", "max", "min"])
+@pytest.mark.parametrize("kwargs", [{"axis": 1}, {"axis": 0, "keepdims": True},
+                                    {"dim": 1, "keepdims": True}])
+def test_reductions_numpy_spellings_match_torch(name, kwargs):
+    res = []
+    for lib in (torch, tp):
+        r = getattr(_m(lib), name)(**kwargs)
+        r = r[0] if isinstance(r, tuple) else r
+        res.append((tuple(r.shape), _np(r).tolist()))
+    assert res[0][0] == res[1][0]
+    np.testing.assert_allclose(res[1][1], res[0][1], rtol=1e-6)
