@@ -593,3 +593,132 @@ def test_reductions_take_numpy_spellings(name):
 
 def test_count_nonzero_takes_axis():
     assert tp.tensor([[0, 1], [2, 0]]).count_nonzero(axis=0).tolist() == [1, 1]
+
+
+# -- 3c. indexing methods, shape composites, real tensors' complex surface ----------------------
+
+def test_index_put_():
+    x = tp.zeros(3, 3)
+    r = x.index_put_((tp.tensor([0, 0, 2]), tp.tensor([1, 1, 2])), _f([1.0, 2.0, 3.0]),
+                     accumulate=True)
+    assert r is x and x.tolist() == [[0.0, 3.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 3.0]]
+    y = tp.zeros(3)
+    y.index_put_((tp.tensor([0, 0]),), tp.tensor(1.0), accumulate=True)
+    assert y.tolist() == [2.0, 0.0, 0.0]
+    y.index_put_((tp.tensor([-1]),), tp.tensor(4.0), accumulate=True)
+    assert y.tolist() == [2.0, 0.0, 4.0]
+    z = tp.zeros(3)
+    z.index_put_((tp.tensor([True, False, True]),), tp.tensor(5.0))
+    assert z.tolist() == [5.0, 0.0, 5.0]
+    z.index_put_([tp.tensor([True, False, True])], _f([1.0, 2.0]), accumulate=True)
+    assert z.tolist() == [6.0, 0.0, 7.0]
+    m = tp.arange(6.0).reshape(2, 3)
+    m.index_put_((m > 2,), _f([30.0, 40.0, 50.0]))      # one value per True, as torch
+    assert m.tolist() == [[0.0, 1.0, 2.0], [30.0, 40.0, 50.0]]
+    rows = tp.zeros(3, 2)
+    rows.index_put_((tp.tensor([1, 1]),), _f([[1.0, 2.0], [3.0, 4.0]]), accumulate=True)
+    assert rows.tolist() == [[0.0, 0.0], [4.0, 6.0], [0.0, 0.0]]
+    with pytest.raises(RuntimeError, match="dtypes match"):
+        tp.zeros(3).index_put_((tp.tensor([0]),), tp.tensor([1]))
+    w = tp.zeros(2)
+    assert w.index_put((tp.tensor([1]),), tp.tensor(3.0)).tolist() == [0.0, 3.0]
+    assert w.tolist() == [0.0, 0.0]
+
+
+def test_index_put_accumulate_differentiates():
+    x = tp.zeros(3, requires_grad=True)
+    v = _f([1.0, 2.0]).requires_grad_()
+    y = x * 1
+    y.index_put_((tp.tensor([0, 0]),), v, accumulate=True)
+    (y * _f([1.0, 2.0, 3.0])).sum().backward()
+    assert x.grad.tolist() == [1.0, 2.0, 3.0] and v.grad.tolist() == [1.0, 1.0]
+
+
+def test_take_and_take_along_dim():
+    x = tp.arange(6).reshape(2, 3)
+    assert x.take(tp.tensor([[0, 5]])).tolist() == [[0, 5]]
+    assert x.take(tp.tensor([-1])).tolist() == [5]
+    f = tp.arange(6.0).reshape(2, 3)
+    assert f.take_along_dim(tp.tensor([[0], [2]]), 1).tolist() == [[0.0], [5.0]]
+    assert f.take_along_dim(tp.tensor([5, 0])).tolist() == [5.0, 0.0]
+    assert f.take_along_dim(tp.tensor([[2]]), dim=1).tolist() == [[2.0], [5.0]]   # broadcast
+    with pytest.raises(RuntimeError, match="same number of dimensions"):
+        f.take_along_dim(tp.tensor([0]), 1)
+
+
+def test_fill_diagonal_():
+    x = tp.ones(3, 2)
+    assert x.fill_diagonal_(5) is x and x.tolist() == [[5, 1], [1, 5], [1, 1]]
+    w = tp.ones(7, 3).fill_diagonal_(0, wrap=True)
+    assert w.tolist() == [[0, 1, 1], [1, 0, 1], [1, 1, 0], [1, 1, 1], [0, 1, 1], [1, 0, 1],
+                          [1, 1, 0]]
+    c = tp.zeros(2, 2, 2).fill_diagonal_(1)
+    assert c.sum().item() == 2.0 and c[1, 1, 1].item() == 1.0
+    with pytest.raises(RuntimeError):
+        tp.zeros(2, 3, 2).fill_diagonal_(1)
+    with pytest.raises(RuntimeError):
+        tp.zeros(2, 2, dtype=tp.int32).fill_diagonal_(1.5e10)
+
+
+def test_rot90_diff_splits_msort():
+    x = tp.arange(6).reshape(2, 3)
+    assert x.rot90().tolist() == [[2, 5], [1, 4], [0, 3]]
+    assert x.rot90(2, [0, 1]).tolist() == [[5, 4, 3], [2, 1, 0]]
+    assert x.rot90(-1).tolist() == [[3, 0], [4, 1], [5, 2]]
+    assert x.rot90(4).tolist() == x.tolist()
+    assert tp.tensor([1, 4, 9]).diff().tolist() == [3, 5]
+    assert tp.tensor([True, False, False]).diff().tolist() == [True, False]
+    assert _f([1.0, 4.0, 9.0]).diff(n=2, prepend=_f([0.0])).tolist() == [2.0, 2.0]
+    assert x.diff(dim=0, append=tp.tensor([[0, 0, 0]])).tolist() == [[3, 3, 3], [-3, -4, -5]]
+    assert tp.ones(2, 3, 4).hsplit(3)[0].shape == (2, 1, 4)
+    assert tp.ones(4, 2).vsplit([1])[1].shape == (3, 2)
+    assert tp.ones(2, 2, 4).dsplit(2)[0].shape == (2, 2, 2)
+    with pytest.raises(RuntimeError, match="divisible"):
+        tp.ones(2, 3).hsplit(2)
+    assert tp.tensor([3, 1, 2]).msort().tolist() == [1, 2, 3]
+    assert x.narrow_copy(1, 1, 2).tolist() == [[1, 2], [4, 5]]
+
+
+def test_diag_embed_diagflat_cross():
+    assert tp.tensor([1, 2]).diag_embed().tolist() == [[1, 0], [0, 2]]
+    assert tp.tensor([[1, 2], [3, 4]]).diagflat(1).tolist() == [
+        [0, 1, 0, 0, 0], [0, 0, 2, 0, 0], [0, 0, 0, 3, 0], [0, 0, 0, 0, 4], [0, 0, 0, 0, 0]]
+    e = _f([[1.0, 2.0]]).diag_embed(offset=1)
+    assert e.shape == (1, 3, 3) and e[0].tolist() == [[0, 1, 0], [0, 0, 2], [0, 0, 0]]
+    v = _f([1.0, 2.0]).requires_grad_()
+    (v.diag_embed() * _f([[3.0, 9.0], [9.0, 4.0]])).sum().backward()
+    assert v.grad.tolist() == [3.0, 4.0]
+    a, b = _f([[1.0, 2.0, 3.0]]), _f([[4.0, 5.0, 6.0]])
+    assert a.cross(b, dim=1).tolist() == [[-3.0, 6.0, -3.0]] == a.cross(b).tolist()
+    with pytest.raises(RuntimeError):
+        tp.ones(2, 2).cross(tp.ones(2, 2))
+
+
+def test_logaddexp_logit_inf_predicates():
+    inf = float("inf")
+    r = _f([inf, -inf, 1.0]).logaddexp(_f([inf, -inf, 2.0])).tolist()
+    assert r[:2] == [inf, -inf] and r[2] == pytest.approx(2.3132617, rel=1e-6)
+    assert _f([1.0]).logaddexp2(_f([1.0])).tolist() == [2.0]
+    with pytest.raises(RuntimeError):
+        tp.tensor([1]).logaddexp(tp.tensor([2]))
+    assert _f([0.25]).logit().item() == pytest.approx(-1.0986123, rel=1e-6)
+    assert _f([0.0]).logit(eps=0.1).item() == pytest.approx(-2.1972246, rel=1e-6)
+    assert tp.tensor([1]).logit().dtype is tp.float32
+    y = _f([0.5])
+    assert y.logit_() is y and y.tolist() == [0.0]
+    g = _f([inf, -inf, 1.0])
+    assert g.isposinf().tolist() == [True, False, False]
+    assert g.isneginf().tolist() == [False, True, False]
+    assert g.isreal().tolist() == [True, True, True]
+
+
+def test_real_tensors_complex_surface_and_legacy_new():
+    x = tp.ones(2)
+    assert x.conj() is x and x.real is x and x.resolve_conj() is x and x.resolve_neg() is x
+    assert not x.is_conj() and not x.is_neg() and not x.is_pinned() and not x.is_shared()
+    assert x.conj_physical() is not x and x.conj_physical().tolist() == [1.0, 1.0]
+    with pytest.raises(RuntimeError, match="non-complex"):
+        x.imag
+    assert x.new(2, 3).shape == (2, 3) and x.new([1, 2]).tolist() == [1.0, 2.0]
+    assert x.new().shape == (0,) and x.new((2, 3)).tolist() == [2.0, 3.0]
+    assert tp.ones(2, dtype=tp.int32).new(2).dtype is tp.int32

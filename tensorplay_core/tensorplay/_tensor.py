@@ -222,6 +222,76 @@ def _index_vector(api, index):
     return _O.reshape(index, [1]) if not index._shape else index
 
 
+def _int_indices(indices):
+    """``index_put_``'s index tensors with each bool mask replaced by the integer index tensors
+    of its True positions (one per dim it covers), as torch reads them."""
+    idx = []
+    for i in indices:
+        if i is None:
+            raise NotImplementedError("index_put_ with None among the indices is not supported; "
+                                      "index with tensors only (or use x[...] = values)")
+        if i._dtype is _dtype.bool:
+            nz = _O.nonzero(i)
+            idx.extend(nz[:, j] for j in range(i.ndim))
+        else:
+            idx.append(i)
+    return tuple(idx)
+
+
+def _index_put_accumulated(self, indices, values):
+    """``self`` with ``values`` added at ``indices`` (``index_put(..., accumulate=True)``):
+    the indexed leading dims flattened to one, then one ``index_add``."""
+    idx = _int_indices(indices)
+    k = len(idx)
+    if k > self.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {self.ndim} (got {k})")
+    from ._ops._shapes import broadcast_shapes
+    bshape = []
+    for i in idx:
+        bshape = list(broadcast_shapes(tuple(bshape), tuple(i._shape), api="index_put_"))
+    lead, rest = self._shape[:k], list(self._shape[k:])
+    lin = None
+    for j, i in enumerate(idx):
+        i = _O.where(_O.lt(i, 0), _O.add(i, lead[j]), i)
+        lin = i if lin is None else _O.add(_O.mul(lin, lead[j]), i)
+    lin = _O.reshape(_O.expand(lin, bshape) if list(lin._shape) != bshape else lin, [-1])
+    if not isinstance(values, Tensor):
+        values = _like_self(self, "full", [], values, self._dtype, None, False)
+    vals = _O.reshape(_O.expand(values, bshape + rest), [-1] + rest)
+    flat = _O.reshape(self, [_prod(lead)] + rest)
+    return _O.reshape(_O.index_add(flat, 0, lin, vals), list(self._shape))
+
+
+def _np_split(self, sections, dim, api, min_dims):
+    """``hsplit``/``vsplit``/``dsplit``: ``tensor_split`` along ``dim``; an int must divide the
+    dim (RuntimeError, torch's words)."""
+    if self.ndim < min_dims:
+        raise RuntimeError(f"torch.{api} requires a tensor with at least {min_dims} dimension, "
+                           f"but got a tensor with {self.ndim} dimensions!")
+    if isinstance(sections, int) and (sections == 0 or self._shape[dim] % sections):
+        raise RuntimeError(f"torch.{api} attempted to split along dimension {dim}, but the size "
+                           f"of the dimension {self._shape[dim]} is not divisible by the "
+                           f"split_size {sections}!")
+    return self.tensor_split(sections, dim)
+
+
+def _logaddexp(a, b, base2):
+    """torch's logaddexp/logaddexp2 kernel: ``m + log1p(exp(-|a - b|))`` (base 2: ``exp2`` and
+    times ``1/ln 2``), ``a`` where ``a`` and ``b`` are the same infinity."""
+    if not a._dtype.is_floating_point or isinstance(b, Tensor) and \
+            not b._dtype.is_floating_point:
+        raise RuntimeError(f"logaddexp{'2' if base2 else ''}: not implemented for integer or "
+                           f"bool tensors (as torch); convert to a floating dtype first")
+    m = _O.maximum(a, b)
+    d = _O.neg(_O.abs(_O.sub(a, b)))
+    if base2:
+        r = _O.add(m, _O.mul(_O.log1p(_O.exp2(d)), 1.4426950408889634))
+    else:
+        r = _O.add(m, _O.log1p(_O.exp(d)))
+    same_inf = _O.logical_and(_O.isinf(a), _O.eq(a, b))
+    return _O.where(same_inf, m, r)
+
+
 def _round_decimals(a, decimals):
     return _O.round(a, decimals=decimals)
 
@@ -2600,6 +2670,278 @@ class Tensor(TensorBase, instance_class=True):
         import math
         u = _uniform_like(self)
         return _O.copy_(self, _O.ceil(_O.div(_O.log1p(_O.neg(u)), math.log1p(-p))))
+
+    # -- torch's indexing methods --------------------------------------------------------------
+    def index_put_(self, indices: Sequence[Tensor], values: _TensorOrScalar,
+                   accumulate: _bool = False) -> Tensor:
+        """``self[indices] = values`` (``indices``: a tuple of integer or bool index tensors,
+        broadcast together, indexing the leading dims); with ``accumulate=True`` the values are
+        added, repeated positions summing. ``values`` has ``self``'s dtype (RuntimeError
+        otherwise, as torch). Returns ``self`` (same as ``torch.Tensor.index_put_``)."""
+        indices = tuple(indices)
+        if isinstance(values, Tensor) and values._dtype is not self._dtype:
+            raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                               f"{self._dtype} for the destination and {values._dtype} for the "
+                               f"source.")
+        if not accumulate:
+            # bool masks as their nonzero positions: x[mask] = values (values one per True)
+            # through the integer-index path, which takes them
+            _setitem(self, _int_indices(indices), values)
+            return self
+        return _in_place(self, "index_put_", _index_put_accumulated, indices, values)
+
+    def index_put(self, indices: Sequence[Tensor], values: _TensorOrScalar,
+                  accumulate: _bool = False) -> Tensor:
+        """Out-of-place ``index_put_`` (same as ``torch.Tensor.index_put``)."""
+        return _O.clone(self).index_put_(indices, values, accumulate)
+
+    def take(self, index: Tensor) -> Tensor:
+        """The elements at ``index`` of the flattened tensor, in ``index``'s shape; negative
+        indices count from the end (same as ``torch.Tensor.take``)."""
+        return _O.index(_O.reshape(self, [-1]), 0, index)
+
+    def take_along_dim(self, indices: Tensor, dim: _int | None = None) -> Tensor:
+        """``gather`` along ``dim`` with ``self`` and ``indices`` broadcast in the other dims;
+        ``dim=None``: both flattened (same as ``torch.Tensor.take_along_dim``)."""
+        if dim is None:
+            return _O.gather(_O.reshape(self, [-1]), 0, _O.reshape(indices, [-1]))
+        if indices.ndim != self.ndim:
+            raise RuntimeError("torch.take_along_dim(): input and indices should have the same "
+                               "number of dimensions, but got " f"{self.ndim} dimensions for "
+                               f"input, and {indices.ndim} dimensions for indices")
+        d = _wrap_dim(dim, self.ndim)
+        from ._ops._shapes import broadcast_shapes
+        a, b = list(self._shape), list(indices._shape)
+        a[d] = b[d] = 1
+        common = list(broadcast_shapes(tuple(a), tuple(b), api="take_along_dim"))
+        sa, sb = list(common), list(common)
+        sa[d], sb[d] = self._shape[d], indices._shape[d]
+        x = self if list(self._shape) == sa else _O.expand(self, sa)
+        i = indices if list(indices._shape) == sb else _O.expand(indices, sb)
+        return _O.gather(x, d, i)
+
+    def fill_diagonal_(self, fill_value: _Number, wrap: _bool = False) -> Tensor:
+        """Write ``fill_value`` on the main diagonal (all dims equal for more than 2); a tall
+        matrix with ``wrap=True`` restarts the diagonal every ``cols + 1`` rows. Returns
+        ``self`` (same as ``torch.Tensor.fill_diagonal_``)."""
+        n = self.ndim
+        if n < 2:
+            raise RuntimeError("dimensions must larger than 1")
+        if n > 2 and len(set(self._shape)) != 1:
+            raise RuntimeError("all dimensions of input must be of equal length")
+        from ._factories import arange
+        idx = [_O.reshape(arange(s, device=self._device), [s if j == i else 1 for j in range(n)])
+               for i, s in enumerate(self._shape)]
+        if n == 2 and wrap and self._shape[0] > self._shape[1]:
+            cols = self._shape[1]
+            mask = _O.eq(_O.remainder(_O.add(_O.mul(idx[0], cols), idx[1]), cols + 1), 0)
+        else:
+            mask = _O.eq(idx[0], idx[1])
+            for k in range(2, n):
+                mask = _O.logical_and(mask, _O.eq(idx[0], idx[k]))
+        return _O.masked_fill_(self, mask, _check_fill("fill_diagonal_", fill_value,
+                                                       self._dtype))
+
+    # -- shape composites ---------------------------------------------------------------------
+    def rot90(self, k: _int = 1, dims: Sequence[_int] = (0, 1)) -> Tensor:
+        """Rotated by 90 degrees ``k`` times in the plane ``dims`` (from the first towards the
+        second dim; same as ``torch.Tensor.rot90``); RuntimeError for fewer than 2 dims or equal
+        ``dims``."""
+        dims = list(dims)
+        if len(dims) != 2:
+            raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+        if self.ndim < 2:
+            raise RuntimeError(f"expected total dims >= 2, but got total dims = {self.ndim}")
+        d0, d1 = _wrap_dim(dims[0], self.ndim), _wrap_dim(dims[1], self.ndim)
+        if d0 == d1:
+            raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and "
+                               f"dim1 = {d1}")
+        k %= 4
+        if k == 1:
+            return _O.transpose(_surface.flip(self, [d1]), d0, d1)
+        if k == 2:
+            return _surface.flip(self, [d0, d1])
+        if k == 3:
+            return _O.transpose(_surface.flip(self, [d0]), d0, d1)
+        return _O.clone(self)
+
+    def diff(self, n: _int = 1, dim: _int = -1, prepend: Tensor | None = None,
+             append: Tensor | None = None) -> Tensor:
+        """The ``n``-th forward difference along ``dim`` (``prepend``/``append`` joined first;
+        bool tensors give ``!=``; same as ``torch.Tensor.diff``)."""
+        if n < 0:
+            raise RuntimeError(f"order must be non-negative but got {n}")
+        d = _wrap_dim(dim, self.ndim)
+        x = self
+        if prepend is not None or append is not None:
+            x = _O.cat([t for t in (prepend, self, append) if t is not None], d)
+        op = _O.ne if x._dtype is _dtype.bool else _O.sub
+        for _ in range(n):
+            m = x._shape[d]
+            if m == 0:
+                break
+            x = op(_O.narrow(x, d, 1, m - 1), _O.narrow(x, d, 0, m - 1))
+        return x
+
+    def hsplit(self, sections: _int | Sequence[_int]) -> tuple[Tensor, ...]:
+        """``tensor_split`` along dim 1 (dim 0 of a 1-D tensor); an int must divide the dim
+        (same as ``torch.Tensor.hsplit``)."""
+        return _np_split(self, sections, 1 if self.ndim > 1 else 0, "hsplit", 1)
+
+    def vsplit(self, sections: _int | Sequence[_int]) -> tuple[Tensor, ...]:
+        """``tensor_split`` along dim 0 of a tensor of at least 2 dims (same as
+        ``torch.Tensor.vsplit``)."""
+        return _np_split(self, sections, 0, "vsplit", 2)
+
+    def dsplit(self, sections: _int | Sequence[_int]) -> tuple[Tensor, ...]:
+        """``tensor_split`` along dim 2 of a tensor of at least 3 dims (same as
+        ``torch.Tensor.dsplit``)."""
+        return _np_split(self, sections, 2, "dsplit", 3)
+
+    def msort(self) -> Tensor:
+        """``sort(dim=0).values`` (same as ``torch.Tensor.msort``)."""
+        return _O.sort(self, 0, False, stable=False)[0]
+
+    def narrow_copy(self, dim: _int, start: _int, length: _int) -> Tensor:
+        """``narrow(...)`` as a copy (same as ``torch.Tensor.narrow_copy``)."""
+        return _O.clone(_O.narrow(self, dim, start, length))
+
+    def diagflat(self, offset: _int = 0) -> Tensor:
+        """The flattened tensor on diagonal ``offset`` of a square matrix (same as
+        ``torch.Tensor.diagflat``)."""
+        return _surface.diag(_O.reshape(self, [-1]), offset)
+
+    def diag_embed(self, offset: _int = 0, dim1: _int = -2, dim2: _int = -1) -> Tensor:
+        """A tensor with one more dim whose planes ``dim1``/``dim2`` hold the last dim of
+        ``self`` on diagonal ``offset``, zeros elsewhere (same as
+        ``torch.Tensor.diag_embed``); differentiable."""
+        n = self.ndim + 1
+        d1, d2 = _wrap_dim(dim1, n), _wrap_dim(dim2, n)
+        if d1 == d2:
+            raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+        size = self._shape[-1] + abs(offset)
+        rest = iter(self._shape[:-1])
+        shape = [size if i in (d1, d2) else next(rest) for i in range(n)]
+        out = _like_self(self, "full", shape, 0, self._dtype, None, False)
+        _O.copy_(out.diagonal(offset, d1, d2), self)
+        return out
+
+    def cross(self, other: Tensor, dim: _int | None = None) -> Tensor:
+        """The 3-vector cross product along ``dim`` (by default the first dim of size 3) of
+        ``self`` and ``other`` broadcast together (same as ``torch.Tensor.cross``)."""
+        from ._ops._shapes import broadcast_shapes
+        shape = list(broadcast_shapes(tuple(self._shape), tuple(other._shape), api="cross"))
+        a = self if list(self._shape) == shape else _O.expand(self, shape)
+        b = other if list(other._shape) == shape else _O.expand(other, shape)
+        if dim is None:
+            dim = next((i for i, s in enumerate(shape) if s == 3), None)
+            if dim is None:
+                raise RuntimeError("no dimension of size 3 in input")
+        d = _wrap_dim(dim, len(shape))
+        if shape[d] != 3:
+            raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
+                               f"{self._shape[d]} and {other._shape[d]}")
+        a0, a1, a2 = (_O.narrow(a, d, i, 1) for i in range(3))
+        b0, b1, b2 = (_O.narrow(b, d, i, 1) for i in range(3))
+        return _O.cat([_O.sub(_O.mul(a1, b2), _O.mul(a2, b1)),
+                       _O.sub(_O.mul(a2, b0), _O.mul(a0, b2)),
+                       _O.sub(_O.mul(a0, b1), _O.mul(a1, b0))], d)
+
+    # -- floating composites ------------------------------------------------------------------
+    def logaddexp(self, other: Tensor) -> Tensor:
+        """``log(exp(self) + exp(other))`` computed stably, as torch's kernel (equal infinities
+        give themselves); floating tensors only (same as ``torch.Tensor.logaddexp``)."""
+        return _logaddexp(self, other, False)
+
+    def logaddexp2(self, other: Tensor) -> Tensor:
+        """``log2(2**self + 2**other)``, as ``logaddexp`` (same as
+        ``torch.Tensor.logaddexp2``)."""
+        return _logaddexp(self, other, True)
+
+    def logit(self, eps: _float | None = None) -> Tensor:
+        """``log(z / (1 - z))`` with ``z`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given;
+        integers give the default float dtype (same as ``torch.Tensor.logit``)."""
+        z = self if self._dtype.is_floating_point else \
+            _O.to_dtype(self, _dtype.get_default_dtype())
+        if eps is not None:
+            z = _O.minimum(_O.maximum(z, eps), 1 - eps)
+        return _O.log(_O.div(z, _O.rsub(z, 1)))
+
+    def logit_(self, eps: _float | None = None) -> Tensor:
+        """In-place ``logit`` (same as ``torch.Tensor.logit_``)."""
+        return _in_place(self, "logit_", Tensor.logit, eps)
+
+    def isposinf(self) -> Tensor:
+        """Bool tensor: True where the element is +inf (same as ``torch.Tensor.isposinf``)."""
+        return _O.eq(self, float("inf"))
+
+    def isneginf(self) -> Tensor:
+        """Bool tensor: True where the element is -inf (same as ``torch.Tensor.isneginf``)."""
+        return _O.eq(self, float("-inf"))
+
+    def isreal(self) -> Tensor:
+        """All True (TensorPlay's dtypes are real; same as ``torch.Tensor.isreal``)."""
+        return _like_self(self, "full", list(self._shape), True, _dtype.bool, None, False)
+
+    # -- real tensors' complex surface --------------------------------------------------------
+    def conj(self) -> Tensor:
+        """``self`` (a real tensor is its own conjugate; same as ``torch.Tensor.conj``)."""
+        return self
+
+    def resolve_conj(self) -> Tensor:
+        """``self`` (same as ``torch.Tensor.resolve_conj`` on a real tensor)."""
+        return self
+
+    def resolve_neg(self) -> Tensor:
+        """``self`` (same as ``torch.Tensor.resolve_neg`` on a real tensor)."""
+        return self
+
+    def conj_physical(self) -> Tensor:
+        """A copy (real dtypes; same as ``torch.Tensor.conj_physical``)."""
+        return _O.clone(self)
+
+    def conj_physical_(self) -> Tensor:
+        """``self`` unchanged (real dtypes; same as ``torch.Tensor.conj_physical_``)."""
+        return self
+
+    def is_conj(self) -> _bool:
+        """False (no lazy conjugation; ``torch.Tensor.is_conj``)."""
+        return False
+
+    def is_neg(self) -> _bool:
+        """False (no lazy negation; ``torch.Tensor.is_neg``)."""
+        return False
+
+    @property
+    def real(self) -> Tensor:
+        """``self`` (real dtypes; same as ``torch.Tensor.real``)."""
+        return self
+
+    @property
+    def imag(self) -> Tensor:
+        """RuntimeError, as torch for real dtypes."""
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+
+    def is_pinned(self) -> _bool:
+        """False: TensorPlay has no page-locked host memory (``torch.Tensor.is_pinned``)."""
+        return False
+
+    def is_shared(self) -> _bool:
+        """False: no tensor lives in shared memory (``torch.Tensor.is_shared``)."""
+        return False
+
+    def new(self, *args: Any, dtype: _DTypeLike | None = None,
+            device: _DeviceLike | None = None) -> Tensor:
+        """torch's legacy constructor: ``new(*sizes)`` (ints) an uninitialised tensor of this
+        dtype and device, ``new(data)`` (a list, tuple or tensor) a copy of ``data`` in this
+        dtype, ``new()`` an empty 1-D one (same as ``torch.Tensor.new``)."""
+        if not args:
+            return self.new_empty((0,), dtype=dtype, device=device)
+        if all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+            return self.new_empty(args, dtype=dtype, device=device)
+        if len(args) == 1:
+            return self.new_tensor(args[0], dtype=dtype, device=device)
+        raise TypeError(f"new(): expected sizes (ints) or one data argument, got {args!r}")
 
     def sum_to_size(self, *size: _int | Sequence[_int], **kwargs: Sequence[_int]) -> Tensor:
         """Sum broadcast dimensions away so the result has ``size`` (used by backward formulas).

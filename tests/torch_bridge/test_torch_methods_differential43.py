@@ -232,6 +232,25 @@ METHOD_CASES = {
     "lerp(x*2, 0.3)": lambda lib, x: x.lerp(x * 2, 0.3),
     "lerp(x*2, 0.7)": lambda lib, x: x.lerp(x * 2, 0.7),
     "trace()": lambda lib, x: x[:, :2].trace(),
+    "index_put(accumulate)": lambda lib, x: x.index_put(
+        (lib.tensor([0, 0, 1]), lib.tensor([2, 2, -1])), x[0], accumulate=True),
+    "index_put(bool)": lambda lib, x: x.index_put((x > 0,), x[x > 0] * 2),
+    "take([[0, 5], [-1, 2]])": lambda lib, x: x.take(lib.tensor([[0, 5], [-1, 2]])),
+    "take_along_dim(1)": lambda lib, x: x.take_along_dim(lib.tensor([[2, 0]]), 1),
+    "take_along_dim()": lambda lib, x: x.take_along_dim(lib.tensor([4, 1])),
+    "rot90()": lambda lib, x: x.rot90(), "rot90(3, [1, 0])": lambda lib, x: x.rot90(3, [1, 0]),
+    "diff()": lambda lib, x: x.diff(), "diff(2, 0, append)": lambda lib, x: x.diff(
+        2, 0, append=x[:1]),
+    "logaddexp(x.flip(1))": lambda lib, x: x.logaddexp(x.flip(1)),
+    "logaddexp2(x.flip(1))": lambda lib, x: x.logaddexp2(x.flip(1)),
+    "logit()": lambda lib, x: x.logit(), "logit(0.25)": lambda lib, x: x.logit(0.25),
+    "cross(roll)": lambda lib, x: x.cross(x.roll(1, 1), dim=1),
+    "diag_embed(1)": lambda lib, x: x.diag_embed(1),
+    "diagflat(-1)": lambda lib, x: x.diagflat(-1),
+    "fill_diagonal_(7, wrap)": lambda lib, x: lib.cat([x, x, x]).T.contiguous().fill_diagonal_(
+        7, wrap=True),
+    "isposinf()": lambda lib, x: x.isposinf(), "isneginf()": lambda lib, x: x.isneginf(),
+    "msort()": lambda lib, x: x.msort(),
 }
 
 METHOD_LENIENT = {
