@@ -722,3 +722,23 @@ def test_real_tensors_complex_surface_and_legacy_new():
     assert x.new(2, 3).shape == (2, 3) and x.new([1, 2]).tolist() == [1.0, 2.0]
     assert x.new().shape == (0,) and x.new((2, 3)).tolist() == [2.0, 3.0]
     assert tp.ones(2, dtype=tp.int32).new(2).dtype is tp.int32
+
+
+def test_split_and_random_fill_keywords():
+    x = tp.arange(8).reshape(2, 4)
+    assert [t.shape for t in x.tensor_split(sections=2, dim=1)] == [(2, 2), (2, 2)]
+    assert [t.shape for t in x.tensor_split(indices=[1], dim=1)] == [(2, 1), (2, 3)]
+    assert len(x.tensor_split(tensor_indices_or_sections=tp.tensor(2))) == 2
+    with pytest.raises(TypeError):
+        x.tensor_split(2, sections=2)
+    assert [t.shape for t in x.hsplit(sections=2)] == [(2, 2), (2, 2)]
+    assert [t.shape for t in x.hsplit(indices=[1])] == [(2, 1), (2, 3)]
+    with pytest.raises(TypeError):
+        x.vsplit()
+    f = tp.zeros(4)
+    for name, args in [("normal_", ()), ("uniform_", ()), ("random_", (0, 3)),
+                       ("bernoulli_", ()), ("exponential_", ()), ("log_normal_", ()),
+                       ("cauchy_", ()), ("geometric_", (0.5,))]:
+        assert getattr(f, name)(*args, generator=None) is f, name
+        with pytest.raises(TypeError, match="manual_seed"):
+            getattr(f, name)(*args, generator=object())

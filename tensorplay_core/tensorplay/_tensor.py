@@ -262,6 +262,22 @@ def _index_put_accumulated(self, indices, values):
     return _O.reshape(_O.index_add(flat, 0, lin, vals), list(self._shape))
 
 
+def _one_of(api, sections, indices):
+    """``hsplit``/``vsplit``/``dsplit``'s one argument, positional or torch's keyword
+    ``sections=``/``indices=`` (TypeError for none or both)."""
+    if (sections is None) == (indices is None):
+        raise TypeError(f"{api}() takes exactly one of sections (an int) and indices (a list)")
+    return sections if indices is None else list(indices)
+
+
+def _no_generator(api, generator):
+    """torch's ``generator=`` keyword of the random fills: ``None`` only (TensorPlay draws from
+    the device's generator, seeded by ``tensorplay.manual_seed``)."""
+    if generator is not None:
+        raise TypeError(f"{api}(generator=...): TensorPlay has no Generator objects; seed the "
+                        f"device's generator with tensorplay.manual_seed and pass no generator")
+
+
 def _np_split(self, sections, dim, api, min_dims):
     """``hsplit``/``vsplit``/``dsplit``: ``tensor_split`` along ``dim``; an int must divide the
     dim (RuntimeError, torch's words)."""
@@ -2091,20 +2107,26 @@ class Tensor(TensorBase, instance_class=True):
         """``self.to(tensorplay.int8)``."""
         return self.to(_dtype.int8)
 
-    def uniform_(self, from_: _float = 0.0, to: _float = 1.0, **kwargs: _float) -> Tensor:
+    def uniform_(self, from_: _float = 0.0, to: _float = 1.0, *, generator: None = None,
+                 **kwargs: _float) -> Tensor:
         """Fill in place with values uniform on ``[from_, to)`` (``torch.Tensor.uniform_``;
         torch's keyword ``from``, a Python keyword, is accepted as ``**{"from": v}``)."""
+        _no_generator("uniform_", generator)
         if kwargs:
             from_ = _from_keyword(kwargs, from_, 0.0, "uniform_")
         return _surface.uniform_(self, from_, to)
 
-    def normal_(self, mean: _float = 0.0, std: _float = 1.0) -> Tensor:
+    def normal_(self, mean: _float = 0.0, std: _float = 1.0, *,
+                generator: None = None) -> Tensor:
         """Fill in place with normal values (``torch.Tensor.normal_``)."""
+        _no_generator("normal_", generator)
         return _surface.normal_(self, mean, std)
 
-    def random_(self, from_: _int = 0, to: _int | None = None, **kwargs: _int) -> Tensor:
+    def random_(self, from_: _int = 0, to: _int | None = None, *, generator: None = None,
+                **kwargs: _int) -> Tensor:
         """Fill in place with random integers in ``[from_, to)`` (``torch.Tensor.random_``;
         torch's keyword ``from`` is accepted as ``**{"from": v}``)."""
+        _no_generator("random_", generator)
         if kwargs:
             from_ = _from_keyword(kwargs, from_, 0, "random_")
         return _surface.random_(self, from_, to)
@@ -2424,11 +2446,21 @@ class Tensor(TensorBase, instance_class=True):
         """``split(list(split_sizes), dim)`` (same as ``torch.Tensor.split_with_sizes``)."""
         return self.split(list(split_sizes), dim)
 
-    def tensor_split(self, indices_or_sections: _int | Sequence[_int] | Tensor,
-                     dim: _int = 0) -> tuple[Tensor, ...]:
+    def tensor_split(self, indices_or_sections: _int | Sequence[_int] | Tensor | None = None,
+                     dim: _int = 0, *, sections: _int | None = None,
+                     indices: Sequence[_int] | None = None,
+                     tensor_indices_or_sections: Tensor | None = None) -> tuple[Tensor, ...]:
         """Views along ``dim``: an int ``n`` gives ``n`` parts whose sizes differ by at most
         one (the first ones larger); a sequence (or 1-D integer tensor) of indices gives the
-        parts between them (same as ``torch.Tensor.tensor_split``)."""
+        parts between them (same as ``torch.Tensor.tensor_split``; torch's keywords
+        ``sections=``, ``indices=``, ``tensor_indices_or_sections=`` too; TypeError for none or
+        several)."""
+        given = [v for v in (indices_or_sections, sections, indices, tensor_indices_or_sections)
+                 if v is not None]
+        if len(given) != 1:
+            raise TypeError("tensor_split() takes exactly one of indices_or_sections, sections=, "
+                            "indices=, tensor_indices_or_sections=")
+        indices_or_sections = given[0]
         if isinstance(indices_or_sections, Tensor):
             indices_or_sections = indices_or_sections.tolist()
         d = _wrap_dim(dim, self.ndim)
@@ -2625,9 +2657,12 @@ class Tensor(TensorBase, instance_class=True):
         return _O.clone(self).index_copy_(dim, index, source)
 
     # -- random fills ------------------------------------------------------------------------------
-    def bernoulli(self, p: _float | None = None) -> Tensor:
+    # (torch's generator= is taken as None only: TypeError for a generator object, as TensorPlay
+    # has none; every fill draws from the device's generator, seeded by tensorplay.manual_seed)
+    def bernoulli(self, p: _float | None = None, *, generator: None = None) -> Tensor:
         """0/1 draws in ``self``'s dtype: each with probability ``self``'s element (floating
         probabilities), or ``p`` (same as ``torch.Tensor.bernoulli``)."""
+        _no_generator("bernoulli", generator)
         if p is None:
             if not self._dtype.is_floating_point:
                 raise RuntimeError(f"bernoulli: expected a floating tensor of probabilities, "
@@ -2635,36 +2670,43 @@ class Tensor(TensorBase, instance_class=True):
             return _O.to_dtype(_O.lt(_uniform_like(self), self.detach()), self._dtype)
         return _O.clone(self.detach()).bernoulli_(p)
 
-    def bernoulli_(self, p: _TensorOrScalar = 0.5) -> Tensor:
+    def bernoulli_(self, p: _TensorOrScalar = 0.5, *, generator: None = None) -> Tensor:
         """Fill in place with 0/1 draws of probability ``p`` (a number in [0, 1] or a tensor of
         probabilities broadcasting to ``self``); returns ``self`` (same as
         ``torch.Tensor.bernoulli_``)."""
+        _no_generator("bernoulli_", generator)
         if not isinstance(p, Tensor) and not 0 <= p <= 1:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
         return _O.copy_(self, _O.lt(_uniform_like(self), p.detach() if isinstance(p, Tensor)
                                     else p))
 
-    def exponential_(self, lambd: _float = 1.0) -> Tensor:
+    def exponential_(self, lambd: _float = 1.0, *, generator: None = None) -> Tensor:
         """Fill in place with exponential draws of rate ``lambd`` (same as
         ``torch.Tensor.exponential_``)."""
+        _no_generator("exponential_", generator)
         u = _uniform_like(self)
         return _O.copy_(self, _O.div(_O.neg(_O.log1p(_O.neg(u))), lambd))
 
-    def log_normal_(self, mean: _float = 1.0, std: _float = 2.0) -> Tensor:
+    def log_normal_(self, mean: _float = 1.0, std: _float = 2.0, *,
+                    generator: None = None) -> Tensor:
         """Fill in place with ``exp(N(mean, std))`` draws (same as
         ``torch.Tensor.log_normal_``)."""
+        _no_generator("log_normal_", generator)
         z = _O.randn(list(self._shape), dtype=_draw_dtype(self), device=self._device)
         return _O.copy_(self, _O.exp(_O.add(_O.mul(z, std), mean)))
 
-    def cauchy_(self, median: _float = 0.0, sigma: _float = 1.0) -> Tensor:
+    def cauchy_(self, median: _float = 0.0, sigma: _float = 1.0, *,
+                generator: None = None) -> Tensor:
         """Fill in place with Cauchy draws (same as ``torch.Tensor.cauchy_``)."""
+        _no_generator("cauchy_", generator)
         u = _uniform_like(self)
         return _O.copy_(self, _O.add(_O.mul(_O.tan(_O.mul(_O.sub(u, 0.5), 3.141592653589793)),
                                             sigma), median))
 
-    def geometric_(self, p: _float) -> Tensor:
+    def geometric_(self, p: _float, *, generator: None = None) -> Tensor:
         """Fill in place with the number of trials to the first success of probability ``p``
         (1, 2, ...; same as ``torch.Tensor.geometric_``)."""
+        _no_generator("geometric_", generator)
         if not 0 < p < 1:
             raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
         import math
@@ -2783,20 +2825,24 @@ class Tensor(TensorBase, instance_class=True):
             x = op(_O.narrow(x, d, 1, m - 1), _O.narrow(x, d, 0, m - 1))
         return x
 
-    def hsplit(self, sections: _int | Sequence[_int]) -> tuple[Tensor, ...]:
+    def hsplit(self, sections: _int | Sequence[_int] | None = None, *,
+               indices: Sequence[_int] | None = None) -> tuple[Tensor, ...]:
         """``tensor_split`` along dim 1 (dim 0 of a 1-D tensor); an int must divide the dim
         (same as ``torch.Tensor.hsplit``)."""
-        return _np_split(self, sections, 1 if self.ndim > 1 else 0, "hsplit", 1)
+        return _np_split(self, _one_of("hsplit", sections, indices), 1 if self.ndim > 1 else 0,
+                         "hsplit", 1)
 
-    def vsplit(self, sections: _int | Sequence[_int]) -> tuple[Tensor, ...]:
+    def vsplit(self, sections: _int | Sequence[_int] | None = None, *,
+               indices: Sequence[_int] | None = None) -> tuple[Tensor, ...]:
         """``tensor_split`` along dim 0 of a tensor of at least 2 dims (same as
         ``torch.Tensor.vsplit``)."""
-        return _np_split(self, sections, 0, "vsplit", 2)
+        return _np_split(self, _one_of("vsplit", sections, indices), 0, "vsplit", 2)
 
-    def dsplit(self, sections: _int | Sequence[_int]) -> tuple[Tensor, ...]:
+    def dsplit(self, sections: _int | Sequence[_int] | None = None, *,
+               indices: Sequence[_int] | None = None) -> tuple[Tensor, ...]:
         """``tensor_split`` along dim 2 of a tensor of at least 3 dims (same as
         ``torch.Tensor.dsplit``)."""
-        return _np_split(self, sections, 2, "dsplit", 3)
+        return _np_split(self, _one_of("dsplit", sections, indices), 2, "dsplit", 3)
 
     def msort(self) -> Tensor:
         """``sort(dim=0).values`` (same as ``torch.Tensor.msort``)."""

@@ -171,14 +171,28 @@ KEYWORD_CASES = [
     ("transpose_", {"dim0": 0, "dim1": 1}), ("unsqueeze_", {"dim": 1}),
     ("squeeze_", {"dim": 0}), ("as_strided_", {"size": (2,), "stride": (1,),
                                                 "storage_offset": 1}),
+    ("tensor_split", {"sections": 2, "dim": 1}), ("tensor_split", {"indices": [1], "dim": 1}),
+    ("hsplit", {"sections": 3}), ("hsplit", {"indices": [2]}), ("vsplit", {"indices": [1]}),
+    ("index_put", {"indices": ("I0",), "values": "T", "accumulate": True}),
+    ("take_along_dim", {"indices": "I", "dim": 1}), ("diagonal", {"offset": 1, "dim1": 1,
+                                                                   "dim2": 0}),
+    ("unfold", {"dimension": 1, "size": 2, "step": 1}), ("rot90", {"k": 3, "dims": (1, 0)}),
+    ("diff", {"n": 1, "dim": 0, "append": "T"}), ("nan_to_num", {"nan": 1.0, "posinf": 2.0}),
+    ("fill_diagonal_", {"fill_value": 3.0, "wrap": False}), ("index_fill", {"dim": 1,
+                                                                           "index": "I1",
+                                                                           "value": -1.0}),
+    ("index_copy", {"dim": 0, "index": "I1", "source": "T"}),
 ]
 
 
 def _kw_value(lib, v):
     return {"T": lambda: _m(lib) + 1, "T2": lambda: lib.full((2, 3), 2.0),
             "M": lambda: _m(lib) > 2, "I": lambda: lib.tensor([[0, 1, 0], [1, 0, 1]]),
-            "E": lambda: lib.eye(2), "int32": lambda: lib.int32}.get(v, lambda: v)() \
-        if isinstance(v, str) else v
+            "E": lambda: lib.eye(2), "int32": lambda: lib.int32,
+            "I0": lambda: lib.tensor([1, 1]), "I1": lambda: lib.tensor([1, 0])}.get(
+                v, lambda: v)() if isinstance(v, str) else \
+        tuple(_kw_value(lib, a) for a in v) if isinstance(v, tuple) and v and \
+        isinstance(v[0], str) else v
 
 
 @pytest.mark.parametrize("method,kwargs", KEYWORD_CASES,
