@@ -62,8 +62,8 @@ def _scaled_add_(dst, other, alpha) -> bool:
     return True
 
 
-def _in_place(dst, api, op, *others, **kwargs):
-    """``dst`` overwritten with ``op(dst, *others, **kwargs)``, the out-of-place op's value (its
+def _in_place(dst, api, op, *others):
+    """``dst`` overwritten with ``op(dst, *others)``, the out-of-place op's value (its
     dtype promotion done): torch's rule for in-place methods (every ``Tensor.m_`` whose value is
     ``m``'s). The result's dtype must cast to ``dst``'s (``can_cast``: not floating into
     integer/bool, not integer into bool), else RuntimeError naming ``api`` before anything is
@@ -74,11 +74,10 @@ def _in_place(dst, api, op, *others, **kwargs):
     backward."""
     src = dst
     if _grad_state.enabled and (dst._requires_grad or any(
-            isinstance(o, Tensor) and o._requires_grad for o in others) or kwargs and any(
-            isinstance(o, Tensor) and o._requires_grad for o in kwargs.values())):
+            isinstance(o, Tensor) and o._requires_grad for o in others)):
         _check_inplace(api, dst)      # a leaf requiring grad: refused naming the method
         src = _O.clone(dst)
-    result = op(src, *others, **kwargs)
+    result = op(src, *others)
     if result._dtype is not dst._dtype:
         _check_cast(api, result._dtype, dst._dtype)
     return _O.copy_(dst, result)
@@ -306,6 +305,18 @@ def _logaddexp(a, b, base2):
         r = _O.add(m, _O.log1p(_O.exp(d)))
     same_inf = _O.logical_and(_O.isinf(a), _O.eq(a, b))
     return _O.where(same_inf, m, r)
+
+
+def _cumsum_in(a, dim, dtype):
+    return _O.cumsum(a, dim, dtype=dtype)
+
+
+def _addmm_of(a, m1, m2, beta, alpha):
+    return _surface.addmm(a, m1, m2, beta=beta, alpha=alpha)
+
+
+def _baddbmm_of(a, b1, b2, beta, alpha):
+    return _surface.baddbmm(a, b1, b2, beta=beta, alpha=alpha)
 
 
 def _round_decimals(a, decimals):
@@ -1459,7 +1470,7 @@ class Tensor(TensorBase, instance_class=True):
         if dtype is not None and _dtype.as_dtype(dtype) is not self._dtype:
             raise RuntimeError(f"cumsum_: Bad in-place call: input tensor dtype {self._dtype} and "
                                f"output tensor dtype {_dtype.as_dtype(dtype)} should match")
-        return _in_place(self, "cumsum_", _O.cumsum, dim, dtype=dtype and self._dtype)
+        return _in_place(self, "cumsum_", _cumsum_in, dim, dtype and self._dtype)
 
     def sort(self, dim: _int = -1, descending: _bool = False, *, stable: _bool = False) -> _rt.sort:
         """``(values, indices)`` sorted along ``dim`` (``tensorplay.return_types.sort``); NaN
@@ -2167,13 +2178,12 @@ class Tensor(TensorBase, instance_class=True):
         """In-place ``addmm``: ``self = beta * self + alpha * (mat1 @ mat2)``; returns ``self``
         (same as ``torch.Tensor.addmm_``). The product's shape must be ``self``'s and its dtype
         castable to ``self``'s (RuntimeError otherwise, nothing written)."""
-        return _in_place(self, "addmm_", _surface.addmm, mat1, mat2, beta=beta, alpha=alpha)
+        return _in_place(self, "addmm_", _addmm_of, mat1, mat2, beta, alpha)
 
     def baddbmm_(self, batch1: Tensor, batch2: Tensor, *, beta: _Number = 1,
                  alpha: _Number = 1) -> Tensor:
         """In-place ``baddbmm`` (same as ``torch.Tensor.baddbmm_``), as ``addmm_``."""
-        return _in_place(self, "baddbmm_", _surface.baddbmm, batch1, batch2, beta=beta,
-                         alpha=alpha)
+        return _in_place(self, "baddbmm_", _baddbmm_of, batch1, batch2, beta, alpha)
 
     def logsumexp(self, dim: _Dims, keepdim: _bool = False) -> Tensor:
         """``log(sum(exp(self), dim))``, computed stably (``torch.logsumexp``)."""
