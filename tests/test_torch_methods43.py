@@ -742,3 +742,22 @@ def test_split_and_random_fill_keywords():
         assert getattr(f, name)(*args, generator=None) is f, name
         with pytest.raises(TypeError, match="manual_seed"):
             getattr(f, name)(*args, generator=object())
+
+
+def test_shape_in_place_keeps_a_retained_grad_on_the_old_history_as_torch():
+    x = tp.arange(4.0).reshape(2, 2).requires_grad_()
+    y = x * 1
+    y.retain_grad()
+    y.t_()
+    (y * _f([[1.0, 2.0], [3.0, 4.0]])).sum().backward()
+    # torch 2.13: y.grad is the gradient of y as it was (before t_), x.grad the same
+    assert y.grad.tolist() == [[1.0, 3.0], [2.0, 4.0]] == x.grad.tolist()
+
+
+def test_shape_in_place_under_no_grad_keeps_history_as_torch():
+    x = tp.arange(4.0).reshape(2, 2).requires_grad_()
+    y = x * 1
+    with tp.no_grad():
+        y.t_()
+    (y * _f([[1.0, 2.0], [3.0, 4.0]])).sum().backward()
+    assert x.grad.tolist() == [[1.0, 2.0], [3.0, 4.0]]     # torch's answer: history unchanged

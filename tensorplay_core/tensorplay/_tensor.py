@@ -110,10 +110,10 @@ def _restride_(self, api, alternative, view, *args):
     if self._base is not None:
         self._vver = st.version          # its history is the view's, current
     if recording and out.grad_fn is not None:
+        # (a retain_grad() made before stays on the old history: .grad is the gradient of the
+        # tensor as it was, as torch's for its in-place view ops)
         self.grad_fn = out.grad_fn
         self._output_nr = out._output_nr
-        if self._retains_grad:
-            self.retain_grad()           # the hook follows the new history
     return self
 
 
