@@ -318,3 +318,38 @@ def test_reductions_numpy_spellings_match_torch(name, kwargs):
         res.append((tuple(r.shape), _np(r).tolist()))
     assert res[0][0] == res[1][0]
     np.testing.assert_allclose(res[1][1], res[0][1], rtol=1e-6)
+
+
+# Autograd through the in-place methods on non-leaves (and views of them): the leaves' gradients
+# as torch's. (method, args builder (lib) -> args, kwargs)
+GRAD_CASES = {
+    "t_": lambda lib: ((), {}), "transpose_": lambda lib: ((1, 0), {}),
+    "unsqueeze_": lambda lib: ((0,), {}), "squeeze_": lambda lib: ((), {}),
+    "as_strided_": lambda lib: (((3, 2), (1, 3), 0), {}),
+    "cumsum_": lambda lib: ((1,), {}), "eq_": lambda lib: ((1.0,), {}),
+    "tril_": lambda lib: ((), {}), "addcmul_": lambda lib: ((lib.full((2, 3), 2.0),
+                                                             lib.full((2, 3), 3.0)), {}),
+    "addcdiv_": lambda lib: ((lib.full((2, 3), 2.0), lib.full((2, 3), 4.0)), {"value": 0.5}),
+    "lerp_": lambda lib: ((lib.full((2, 3), 2.0), 0.75), {}), "frac_": lambda lib: ((), {}),
+    "scatter_add_": lambda lib: ((1, lib.tensor([[0, 0, 2], [1, 1, 1]]),
+                                  lib.full((2, 3), 1.5)), {}),
+    "nan_to_num_": lambda lib: ((), {}), "logit_": lambda lib: ((), {"eps": 0.2}),
+    "xlogy_": lambda lib: ((lib.full((2, 3), 2.0),), {}),
+    "index_put_": lambda lib: (((lib.tensor([0, 0]),), lib.ones(2, 3)), {"accumulate": True}),
+}
+
+
+@pytest.mark.parametrize("view", [False, True])
+@pytest.mark.parametrize("name", sorted(GRAD_CASES))
+def test_in_place_autograd_matches_torch(name, view):
+    grads = []
+    for lib in (torch, tp):
+        x = lib.tensor([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]], requires_grad=True)
+        y = x * 2
+        t = y[:, :] if view else y
+        args, kwargs = GRAD_CASES[name](lib)
+        getattr(t, name)(*args, **kwargs)
+        w = lib.arange(float(t.numel())).reshape(t.shape) + 1
+        ((t * w).sum() + (y * y).sum()).backward()
+        grads.append(_np(x.grad))
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-6, err_msg=name)
