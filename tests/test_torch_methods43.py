@@ -761,3 +761,25 @@ def test_shape_in_place_under_no_grad_keeps_history_as_torch():
         y.t_()
     (y * _f([[1.0, 2.0], [3.0, 4.0]])).sum().backward()
     assert x.grad.tolist() == [[1.0, 2.0], [3.0, 4.0]]     # torch's answer: history unchanged
+
+
+def test_cumprod():
+    x = _f([2.0, 0.5, 3.0, 0.0, 4.0])
+    assert x.cumprod(0).tolist() == [2.0, 1.0, 3.0, 0.0, 0.0]
+    assert tp.tensor([[2, 3], [4, 5]], dtype=tp.int32).cumprod(1).tolist() == [[2, 6], [4, 20]]
+    assert tp.tensor([2, 3], dtype=tp.int32).cumprod(0).dtype is tp.int64
+    assert tp.tensor([True, True, False]).cumprod(0).tolist() == [1, 1, 0]
+    assert tp.tensor([1, 2]).cumprod(0, dtype=tp.float64).dtype is tp.float64
+    # float32 accumulated in float64 as torch's cpu kernel: 0.1**k in float32, bit for bit
+    assert tp.full((5,), 0.1).cumprod(0).tolist() == [
+        0.10000000149011612, 0.010000000707805157, 0.0010000000474974513,
+        0.00010000000474974513, 1.0000000656873453e-05]
+    g = _f([2.0, 0.0, 3.0]).requires_grad_()
+    g.cumprod(0).sum().backward()
+    assert g.grad.tolist() == [1.0, 8.0, 0.0]
+    y = tp.tensor([1, 2, 3], dtype=tp.int32)
+    assert y.cumprod_(0) is y and y.tolist() == [1, 2, 6] and y.dtype is tp.int32
+    with pytest.raises(RuntimeError):
+        y.cumprod_(0, dtype=tp.int64)
+    long = tp.full((3000,), 1.0001)
+    assert long.cumprod(0)[-1].item() == pytest.approx(1.0001 ** 3000, rel=1e-4)

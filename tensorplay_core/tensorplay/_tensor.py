@@ -307,6 +307,10 @@ def _logaddexp(a, b, base2):
     return _O.where(same_inf, m, r)
 
 
+def _cumprod_in(a, dim, dtype):
+    return a.cumprod(dim, dtype=dtype)
+
+
 def _cumsum_in(a, dim, dtype):
     return _O.cumsum(a, dim, dtype=dtype)
 
@@ -1461,6 +1465,48 @@ class Tensor(TensorBase, instance_class=True):
     def cumsum(self, dim: _int, *, dtype: _DTypeLike | None = None) -> Tensor:
         """Cumulative sum along ``dim``; ints and bools give int64 (as ``torch.cumsum``)."""
         return _O.cumsum(self, dim, dtype=_dtype.as_dtype(dtype) if dtype is not None else None)
+
+    def cumprod(self, dim: _int, *, dtype: _DTypeLike | None = None) -> Tensor:
+        """Cumulative product along ``dim`` (integers and bools give int64; ``dtype=`` converts
+        first), as ``torch.cumprod`` on the cpu: accumulated in float64 for float32 (float32 for
+        float16/bfloat16) and rounded at each output, so the values are torch's bit for bit up
+        to 2048 elements along ``dim`` (longer dims are scanned by doubling, last-bit
+        differences possible). Differentiable, zeros included."""
+        x = self
+        if dtype is not None:
+            x = x.to(_dtype.as_dtype(dtype))
+        elif not x._dtype.is_floating_point:
+            x = _O.to_dtype(x, _dtype.int64)
+        if not x._shape:
+            return _O.clone(x)
+        d = _wrap_dim(dim, x.ndim)
+        out_dt = x._dtype
+        acc = {_dtype.float32: _dtype.float64, _dtype.float16: _dtype.float32,
+               _dtype.bfloat16: _dtype.float32}.get(out_dt, out_dt)
+        y = x if acc is out_dt else _O.to_dtype(x, acc)
+        n = y._shape[d]
+        if n <= 1:
+            return _O.clone(x)
+        if n <= 2048:
+            parts = [_O.narrow(y, d, 0, 1)]
+            for i in range(1, n):
+                parts.append(_O.mul(parts[-1], _O.narrow(y, d, i, 1)))
+            y = _O.cat(parts, d)
+        else:
+            k = 1
+            while k < n:
+                y = _O.cat([_O.narrow(y, d, 0, k),
+                            _O.mul(_O.narrow(y, d, k, n - k), _O.narrow(y, d, 0, n - k))], d)
+                k *= 2
+        return y if acc is out_dt else _O.to_dtype(y, out_dt)
+
+    def cumprod_(self, dim: _int, *, dtype: _DTypeLike | None = None) -> Tensor:
+        """In-place ``cumprod`` in ``self``'s dtype (same as ``torch.Tensor.cumprod_``);
+        RuntimeError for another ``dtype`` or a bool ``self``, nothing written."""
+        if dtype is not None and _dtype.as_dtype(dtype) is not self._dtype:
+            raise RuntimeError(f"cumprod_: Bad in-place call: input tensor dtype {self._dtype} "
+                               f"and output tensor dtype {_dtype.as_dtype(dtype)} should match")
+        return _in_place(self, "cumprod_", _cumprod_in, dim, dtype and self._dtype)
 
     def cumsum_(self, dim: _int, *, dtype: _DTypeLike | None = None) -> Tensor:
         """In-place ``cumsum`` along ``dim`` in ``self``'s dtype (an int32 tensor stays int32);

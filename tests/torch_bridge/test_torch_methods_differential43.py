@@ -57,6 +57,7 @@ VALUE_CASES = {
     "lt_(float scalar)": lambda lib, dt: ((1.5,), {}),
     "cumsum_": lambda lib, dt: ((1,), {}),
     "cumsum_(dim=0)": lambda lib, dt: ((), {"dim": 0}),
+    "cumprod_": lambda lib, dt: ((1,), {}),
     "tril_": lambda lib, dt: ((), {}), "triu_": lambda lib, dt: ((), {"diagonal": 1}),
     "scatter_add_": lambda lib, dt: ((0, _index(lib), _lib_values(lib, dt)), {}),
     "addmm_": lambda lib, dt: ((lib.ones(2, 2, dtype=getattr(lib, dt)),
@@ -265,6 +266,8 @@ METHOD_CASES = {
         7, wrap=True),
     "isposinf()": lambda lib, x: x.isposinf(), "isneginf()": lambda lib, x: x.isneginf(),
     "msort()": lambda lib, x: x.msort(),
+    "cumprod(1)": lambda lib, x: x.cumprod(1), "cumprod(0)": lambda lib, x: x.cumprod(0),
+    "cumprod(1, dtype=float64)": lambda lib, x: x.cumprod(1, dtype=lib.float64),
 }
 
 METHOD_LENIENT = {
@@ -353,3 +356,12 @@ def test_in_place_autograd_matches_torch(name, view):
         ((t * w).sum() + (y * y).sum()).backward()
         grads.append(_np(x.grad))
     np.testing.assert_allclose(grads[1], grads[0], rtol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64", "float16", "bfloat16"])
+def test_cumprod_is_torchs_bit_for_bit(dt):
+    rng = np.random.default_rng(1)
+    b = (1 - rng.random((2, 1500)) * 0.02).tolist()
+    t = torch.tensor(b, dtype=getattr(torch, dt)).cumprod(1).float().numpy()
+    p = tp.tensor(b, dtype=getattr(tp, dt)).cumprod(1).float().numpy()
+    assert np.array_equal(t, p)
