@@ -783,3 +783,32 @@ def test_cumprod():
         y.cumprod_(0, dtype=tp.int64)
     long = tp.full((3000,), 1.0001)
     assert long.cumprod(0)[-1].item() == pytest.approx(1.0001 ** 3000, rel=1e-4)
+
+
+def test_setitem_with_a_full_shape_mask_takes_one_value_per_true_element():
+    x = tp.arange(6.0).reshape(2, 3)
+    x[x.remainder(2) == 0] = _f([10.0, 20.0, 30.0])    # main: [[10, 1, 30], [3, 20, 5]]
+    assert x.tolist() == [[10.0, 1.0, 20.0], [3.0, 30.0, 5.0]]
+    y = tp.arange(4.0)
+    y[tp.tensor([True, False, True, True])] = _f([1.0, 2.0, 3.0])   # main: ValueError
+    assert y.tolist() == [1.0, 1.0, 2.0, 3.0]
+    z = tp.arange(6.0).reshape(2, 3)
+    z[(z > 2,)] = _f([7.0, 8.0, 9.0])
+    z[z > 8] = _f([1.0])
+    z[z > 100] = _f([5.0])
+    assert z.tolist() == [[0.0, 1.0, 2.0], [7.0, 8.0, 1.0]]
+    for bad in (tp.full((2, 3), 9.0), _f([1.0, 2.0])):
+        with pytest.raises(RuntimeError):
+            z[z > 0] = bad
+    s = tp.arange(4.0)
+    s[s > 1] = tp.tensor(0.0)                  # a 0-dim value fills, as before
+    assert s.tolist() == [0.0, 1.0, 0.0, 0.0]
+
+
+def test_setitem_mask_values_differentiate():
+    x = _f([[0.1, 0.9, 0.3], [0.7, 0.2, 0.8]]).requires_grad_()
+    v = _f([1.0, 2.0, 3.0]).requires_grad_()
+    y = x * 2
+    y[y > 1.0] = v * 3
+    (y * tp.arange(6.0).reshape(2, 3)).sum().backward()
+    assert x.grad.tolist() == [[0.0, 0.0, 4.0], [0.0, 8.0, 0.0]] and v.grad.tolist() == [3, 9, 15]

@@ -365,3 +365,22 @@ def test_cumprod_is_torchs_bit_for_bit(dt):
     t = torch.tensor(b, dtype=getattr(torch, dt)).cumprod(1).float().numpy()
     p = tp.tensor(b, dtype=getattr(tp, dt)).cumprod(1).float().numpy()
     assert np.array_equal(t, p)
+
+
+@pytest.mark.parametrize("mask,value", [
+    ("even", [10.0, 20.0, 30.0]), ("gt2", [7.0, 8.0, 9.0]), ("gt2", [1.0]), ("none", [5.0]),
+    ("gt2", "full"), ("gt2", [1.0, 2.0]), ("even", 0.0), ("tuple-gt2", [4.0, 5.0, 6.0]),
+])
+def test_setitem_with_a_bool_mask_matches_torch(mask, value):
+    out = []
+    for lib in (torch, tp):
+        x = lib.arange(6.0).reshape(2, 3)
+        m = {"even": x.remainder(2) == 0, "gt2": x > 2, "none": x > 9,
+             "tuple-gt2": (x > 2,)}[mask]
+        v = lib.full((2, 3), 9.0) if value == "full" else lib.tensor(value)
+        try:
+            x[m] = v
+            out.append(_np(x).tolist())
+        except (RuntimeError, IndexError, ValueError):
+            out.append("raised")
+    assert out[0] == out[1]
