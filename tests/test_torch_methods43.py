@@ -812,3 +812,19 @@ def test_setitem_mask_values_differentiate():
     y[y > 1.0] = v * 3
     (y * tp.arange(6.0).reshape(2, 3)).sum().backward()
     assert x.grad.tolist() == [[0.0, 0.0, 4.0], [0.0, 8.0, 0.0]] and v.grad.tolist() == [3, 9, 15]
+
+
+def test_varargs_dims_as_torch():
+    x = tp.ones(1, 3, 1)
+    assert x.squeeze(0, 2).shape == (3,) and x.shape == (1, 3, 1)
+    assert x.squeeze_(0, 2) is x and x.shape == (3,)
+    z = tp.tensor([[0, 1, 2], [3, 1, 0]])
+    assert z.count_nonzero(0, 1).item() == 4
+    y = tp.arange(8).reshape(2, 4)
+    assert [t.shape for t in y.hsplit(1, 3)] == [(2, 1), (2, 2), (2, 1)]
+    assert [t.shape for t in tp.ones(4, 2).vsplit(1, 2)] == [(1, 2), (1, 2), (2, 2)]
+
+
+def test_logit_eps_clamps_low_bound_first_as_torch():
+    # eps >= 0.5 makes the bounds cross: torch clamps to lo first (x < lo), then to hi
+    assert _f([0.5, 3.0]).logit(eps=1.0).tolist() == [float("inf"), float("-inf")]

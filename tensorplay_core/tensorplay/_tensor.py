@@ -261,9 +261,14 @@ def _index_put_accumulated(self, indices, values):
     return _O.reshape(_O.index_add(flat, 0, lin, vals), list(self._shape))
 
 
-def _one_of(api, sections, indices):
-    """``hsplit``/``vsplit``/``dsplit``'s one argument, positional or torch's keyword
-    ``sections=``/``indices=`` (TypeError for none or both)."""
+def _one_of(api, sections, indices, more=()):
+    """``hsplit``/``vsplit``/``dsplit``'s one argument: positional, several ints (indices, as
+    torch's ``hsplit(1, 3)``) or torch's keyword ``sections=``/``indices=`` (TypeError for none
+    or both)."""
+    if more:
+        if indices is not None:
+            raise TypeError(f"{api}() got multiple values for argument 'indices'")
+        return [sections, *more]
     if (sections is None) == (indices is None):
         raise TypeError(f"{api}() takes exactly one of sections (an int) and indices (a list)")
     return sections if indices is None else list(indices)
@@ -1879,11 +1884,11 @@ class Tensor(TensorBase, instance_class=True):
         ``torch.Tensor.unsqueeze_``; IndexError for ``dim`` out of range, nothing changed)."""
         return _restride_(self, "unsqueeze_", "unsqueeze(dim)", _O.unsqueeze, dim)
 
-    def squeeze_(self, dim: _Dims = None) -> Tensor:
-        """Drop size-1 dimensions (all, or those in ``dim``) in place; returns ``self`` (same as
-        ``torch.Tensor.squeeze_``)."""
+    def squeeze_(self, dim: _Dims = None, *dims: _int) -> Tensor:
+        """Drop size-1 dimensions (all, or those in ``dim``: an int, a sequence, or several
+        ints) in place; returns ``self`` (same as ``torch.Tensor.squeeze_``)."""
         return _restride_(self, "squeeze_", "squeeze(dim)", _O.squeeze,
-                          _dims(dim) if dim is not None else None)
+                          [dim, *dims] if dims else _dims(dim) if dim is not None else None)
 
     def as_strided_(self, size: Sequence[_int], stride: Sequence[_int],
                     storage_offset: _int | None = None) -> Tensor:
@@ -1922,8 +1927,11 @@ class Tensor(TensorBase, instance_class=True):
         """A view with a size-1 dimension inserted at ``dim``."""
         return _O.unsqueeze(self, dim)
 
-    def squeeze(self, dim: _Dims = None) -> Tensor:
-        """A view without size-1 dims (all of them, or those in ``dim``)."""
+    def squeeze(self, dim: _Dims = None, *dims: _int) -> Tensor:
+        """A view without size-1 dims (all of them, or those in ``dim``: an int, a sequence, or
+        several ints as torch's ``squeeze(0, 2)``)."""
+        if dims:
+            return _O.squeeze(self, [dim, *dims])
         return _O.squeeze(self, _dims(dim) if dim is not None else None)
 
     def unflatten(self, dim: _int, sizes: Sequence[_int]) -> Tensor:
@@ -2550,9 +2558,11 @@ class Tensor(TensorBase, instance_class=True):
         return tuple(out)
 
     # -- NaN-aware and counting reductions ---------------------------------------------------------
-    def count_nonzero(self, dim: _Dims = None, *, axis: _Dims = None) -> Tensor:
-        """Number of non-zero elements over ``dim`` (all when None), int64 (same as
-        ``torch.Tensor.count_nonzero``)."""
+    def count_nonzero(self, dim: _Dims = None, *dims: _int, axis: _Dims = None) -> Tensor:
+        """Number of non-zero elements over ``dim`` (an int, a sequence, several ints, or all
+        when None), int64 (same as ``torch.Tensor.count_nonzero``)."""
+        if dims:
+            dim = [dim, *dims]
         if axis is not None:
             dim = _numpy_names("count_nonzero", dim, False, axis, None)[0]
         return _O.sum(_O.ne(self, 0), _dims(dim), False)
@@ -2890,24 +2900,24 @@ class Tensor(TensorBase, instance_class=True):
             x = op(_O.narrow(x, d, 1, m - 1), _O.narrow(x, d, 0, m - 1))
         return x
 
-    def hsplit(self, sections: _int | Sequence[_int] | None = None, *,
+    def hsplit(self, sections: _int | Sequence[_int] | None = None, *more: _int,
                indices: Sequence[_int] | None = None) -> tuple[Tensor, ...]:
         """``tensor_split`` along dim 1 (dim 0 of a 1-D tensor); an int must divide the dim
         (same as ``torch.Tensor.hsplit``)."""
-        return _np_split(self, _one_of("hsplit", sections, indices), 1 if self.ndim > 1 else 0,
+        return _np_split(self, _one_of("hsplit", sections, indices, more), 1 if self.ndim > 1 else 0,
                          "hsplit", 1)
 
-    def vsplit(self, sections: _int | Sequence[_int] | None = None, *,
+    def vsplit(self, sections: _int | Sequence[_int] | None = None, *more: _int,
                indices: Sequence[_int] | None = None) -> tuple[Tensor, ...]:
         """``tensor_split`` along dim 0 of a tensor of at least 2 dims (same as
         ``torch.Tensor.vsplit``)."""
-        return _np_split(self, _one_of("vsplit", sections, indices), 0, "vsplit", 2)
+        return _np_split(self, _one_of("vsplit", sections, indices, more), 0, "vsplit", 2)
 
-    def dsplit(self, sections: _int | Sequence[_int] | None = None, *,
+    def dsplit(self, sections: _int | Sequence[_int] | None = None, *more: _int,
                indices: Sequence[_int] | None = None) -> tuple[Tensor, ...]:
         """``tensor_split`` along dim 2 of a tensor of at least 3 dims (same as
         ``torch.Tensor.dsplit``)."""
-        return _np_split(self, _one_of("dsplit", sections, indices), 2, "dsplit", 3)
+        return _np_split(self, _one_of("dsplit", sections, indices, more), 2, "dsplit", 3)
 
     def msort(self) -> Tensor:
         """``sort(dim=0).values`` (same as ``torch.Tensor.msort``)."""
@@ -2974,8 +2984,9 @@ class Tensor(TensorBase, instance_class=True):
         integers give the default float dtype (same as ``torch.Tensor.logit``)."""
         z = self if self._dtype.is_floating_point else \
             _O.to_dtype(self, _dtype.get_default_dtype())
-        if eps is not None:
-            z = _O.minimum(_O.maximum(z, eps), 1 - eps)
+        if eps is not None:           # torch's clamp: lo first, then hi (eps > 0.5 included)
+            lo, hi = eps, 1 - eps
+            z = _O.where(_O.lt(z, lo), lo, _O.where(_O.gt(z, hi), hi, z))
         return _O.log(_O.div(z, _O.rsub(z, 1)))
 
     def logit_(self, eps: _float | None = None) -> Tensor:
