@@ -386,7 +386,7 @@ def test_setitem_with_a_bool_mask_matches_torch(mask, value):
     assert out[0] == out[1]
 
 
-# The mechanical sweep: every public method both Tensors have, called with four simple argument
+# The mechanical sweep: every public method both Tensors have, called with ten simple argument
 # shapes over six dtypes. Where both compute, the answers (dtype, shape, values to 4 decimals,
 # NaN equal) must agree: a silent divergence fails. (Where only one computes, the call is one of
 # torch's rarer overloads, e.g. add(alpha, other), or an error of TensorPlay's own: not checked.)
@@ -424,7 +424,8 @@ def test_every_common_method_agrees_with_torch_where_both_compute(dt):
                    if not n.startswith("_") and n not in SWEEP_SKIP)
     bad = []
     for name in names:
-        for args in [(), (1,), ("T",), (0, True)]:
+        for args in [(), (1,), (-1,), (0,), (0.5,), ("T",), ("T", "T"), (0, True), (-1, True),
+                     (1, "T")]:
             out = []
             for lib in (torch, tp):
                 x = _sweep_self(lib, dt)
