@@ -828,3 +828,33 @@ def test_varargs_dims_as_torch():
 def test_logit_eps_clamps_low_bound_first_as_torch():
     # eps >= 0.5 makes the bounds cross: torch clamps to lo first (x < lo), then to hi
     assert _f([0.5, 3.0]).logit(eps=1.0).tolist() == [float("inf"), float("-inf")]
+
+
+def test_scatter_reduce_sum_and_mean_and_scatter_reduce_add():
+    x, idx = tp.tensor([1, 2, 3, 4]), tp.tensor([0, 0, 1])
+    src = tp.tensor([5, 6, 7])
+    assert x.scatter_reduce(0, idx, src, "mean").tolist() == [4, 4, 3, 4]
+    assert x.scatter_reduce(0, idx, src, "mean", include_self=False).tolist() == [5, 7, 3, 4]
+    assert x.scatter_reduce(0, idx, tp.tensor([-5, 6, 7]), "mean").tolist() == [0, 4, 3, 4]
+    xf = x.float()
+    assert xf.scatter_reduce(0, idx, src.float(), "mean").tolist() == [4.0, 4.5, 3.0, 4.0]
+    assert xf.scatter_reduce(0, idx, src.float(), "sum", include_self=False).tolist() == \
+        [11.0, 7.0, 3.0, 4.0]
+    y = xf.clone()
+    assert y.scatter_reduce_(0, idx, src.float(), "sum") is y and y.tolist() == [12, 9, 3, 4]
+    for r in ("prod", "amax", "amin"):
+        with pytest.raises(NotImplementedError, match=r):
+            xf.scatter_reduce(0, idx, src.float(), r)
+    with pytest.raises(RuntimeError, match="dtype"):
+        xf.scatter_reduce(0, idx, src, "sum")
+    assert xf.scatter(0, idx, src.float(), reduce="add").tolist() == [12.0, 9.0, 3.0, 4.0]
+    assert xf.scatter(0, idx, value=2.0, reduce="add").tolist() == [5.0, 4.0, 3.0, 4.0]
+    z = xf.clone()
+    assert z.scatter_(0, idx, 2.0, reduce="add") is z and z.tolist() == [5.0, 4.0, 3.0, 4.0]
+    with pytest.raises(NotImplementedError, match="multiply"):
+        xf.scatter(0, idx, src.float(), reduce="multiply")
+    g = tp.ones(4, requires_grad=True)
+    s = _f([1.0, 2.0, 3.0]).requires_grad_()
+    (g * 1).scatter_reduce(0, idx, s, "mean").sum().backward()
+    assert g.grad.tolist() == pytest.approx([1 / 3, 0.5, 1.0, 1.0])      # torch's gradients
+    assert s.grad.tolist() == pytest.approx([1 / 3, 1 / 3, 0.5])

@@ -1591,13 +1591,34 @@ class Tensor(TensorBase, instance_class=True):
         """A copy of ``self`` with ``src`` (a tensor of ``self``'s dtype, or a number; also
         ``value=``) written at ``index`` along ``dim``, as ``torch.scatter``: for ``dim=0``,
         ``out[index[i][j]][j] = src[i][j]``. A repeated index keeps one of its values
-        (unspecified which). ``reduce`` is not supported (use ``scatter_add``)."""
+        (unspecified which). ``reduce="add"`` adds instead (``scatter_add``; torch's deprecated
+        form); ``reduce="multiply"`` raises NotImplementedError."""
+        if reduce is not None:
+            return _scatter_reduced(self, dim, index, src, value, reduce)
         return _O.scatter(self, dim, index, _scatter_src(src, value, reduce))
 
     def scatter_(self, dim: _int, index: Tensor, src: _TensorOrScalar | None = None, *,
                  value: _Number | None = None, reduce: str | None = None) -> Tensor:
         """In-place ``scatter`` (``torch.Tensor.scatter_``); returns ``self``."""
+        if reduce is not None:
+            return _in_place(self, "scatter_", _scatter_reduced, dim, index, src, value, reduce)
         return _O.scatter_(self, dim, index, _scatter_src(src, value, reduce))
+
+    def scatter_reduce(self, dim: _int, index: Tensor, src: Tensor, reduce: str, *,
+                       include_self: _bool = True) -> Tensor:
+        """``self`` with the values of ``src`` reduced into the positions ``index`` along ``dim``
+        (same as ``torch.Tensor.scatter_reduce``): ``reduce="sum"`` or ``"mean"`` (``self``'s
+        value counted unless ``include_self=False``; an integer mean rounds down, as torch).
+        ``"prod"``, ``"amax"``, ``"amin"`` raise NotImplementedError (no kernel yet).
+        ``src`` has ``self``'s dtype (RuntimeError otherwise). Differentiable."""
+        return _scatter_reduce(self, dim, index, src, reduce, include_self)
+
+    def scatter_reduce_(self, dim: _int, index: Tensor, src: Tensor, reduce: str, *,
+                        include_self: _bool = True) -> Tensor:
+        """In-place ``scatter_reduce``; returns ``self`` (same as
+        ``torch.Tensor.scatter_reduce_``)."""
+        return _in_place(self, "scatter_reduce_", _scatter_reduce, dim, index, src, reduce,
+                         include_self)
 
     def isnan(self) -> Tensor:
         """Bool tensor: True where the element is NaN."""
@@ -3130,6 +3151,48 @@ class _HookHandle:
     def remove(self) -> None:
         if self._fn in self._hooks:
             self._hooks.remove(self._fn)
+
+
+def _scatter_reduced(self, dim, index, src, value, reduce):
+    """``scatter(..., reduce=)``: "add" is ``scatter_add`` (a number ``src``/``value`` added at
+    every index); "multiply" has no kernel: NotImplementedError."""
+    if reduce != "add":
+        raise NotImplementedError(f"scatter(reduce={reduce!r}) is not supported by tensorplay "
+                                  f"(only 'add', as scatter_add); multiply the gathered values "
+                                  f"instead")
+    v = _scatter_src(src, value, None)
+    if not isinstance(v, Tensor):
+        v = _like_self(self, "full", list(index._shape), v, self._dtype, None, False)
+    return _O.scatter_add(self, dim, index, v)
+
+
+def _scatter_reduce(self, dim, index, src, reduce, include_self):
+    """torch's scatter_reduce for "sum" and "mean": ``scatter_add`` into ``self`` (the touched
+    positions zeroed first without ``include_self``); the mean divides by the count of values
+    reduced into each position (self counted when included; floor division for integers)."""
+    if reduce not in ("sum", "mean", "prod", "amax", "amin"):
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
+                           f"{reduce}")
+    if reduce not in ("sum", "mean"):
+        raise NotImplementedError(f"scatter_reduce(reduce={reduce!r}) is not supported by "
+                                  f"tensorplay yet (only 'sum' and 'mean')")
+    if src._dtype is not self._dtype:
+        raise RuntimeError(f"scatter_reduce(): Expected self.dtype to be equal to src.dtype, got "
+                           f"{self._dtype} and {src._dtype}")
+    if reduce == "mean" and self._dtype is _dtype.bool:
+        raise RuntimeError("scatter_reduce(reduce='mean'): not implemented for bool tensors (as "
+                           "torch)")
+    base = self if include_self else _O.scatter(self, dim, index, 0)
+    out = _O.scatter_add(base, dim, index, src)
+    if reduce == "sum":
+        return out
+    count = _like_self(self, "full", list(self._shape), 1 if include_self else 0, self._dtype,
+                       None, False)
+    ones = _like_self(self, "full", list(src._shape), 1, self._dtype, None, False)
+    count = _O.scatter_add(count, dim, index, ones)
+    count = _O.where(_O.eq(count, 0), 1, count)
+    return _O.div(out, count) if self._dtype.is_floating_point else \
+        _O.floor_divide(out, count)
 
 
 def _scatter_src(src, value, reduce):

@@ -268,6 +268,13 @@ METHOD_CASES = {
     "msort()": lambda lib, x: x.msort(),
     "cumprod(1)": lambda lib, x: x.cumprod(1), "cumprod(0)": lambda lib, x: x.cumprod(0),
     "cumprod(1, dtype=float64)": lambda lib, x: x.cumprod(1, dtype=lib.float64),
+    "scatter_reduce(sum)": lambda lib, x: x.scatter_reduce(
+        1, lib.tensor([[0, 0, 2], [1, 1, 1]]), x.flip(1), "sum"),
+    "scatter_reduce(mean)": lambda lib, x: x.scatter_reduce(
+        1, lib.tensor([[0, 0, 2], [1, 1, 1]]), x.flip(1) * 3, "mean"),
+    "scatter_reduce(mean, no self)": lambda lib, x: x.scatter_reduce(
+        1, lib.tensor([[0, 0, 2], [1, 1, 1]]), x.flip(1), "mean", include_self=False),
+    "scatter(add)": lambda lib, x: x.scatter(1, lib.tensor([[0, 0], [2, 2]]), x, reduce="add"),
 }
 
 METHOD_LENIENT = {
