@@ -858,3 +858,23 @@ def test_scatter_reduce_sum_and_mean_and_scatter_reduce_add():
     (g * 1).scatter_reduce(0, idx, s, "mean").sum().backward()
     assert g.grad.tolist() == pytest.approx([1 / 3, 0.5, 1.0, 1.0])      # torch's gradients
     assert s.grad.tolist() == pytest.approx([1 / 3, 1 / 3, 0.5])
+
+
+def test_put_and_bincount():
+    y = tp.zeros(2, 3)
+    r = y.put_(tp.tensor([0, 5, 5]), _f([1.0, 2.0, 3.0]), accumulate=True)
+    assert r is y and y.tolist() == [[1.0, 0.0, 0.0], [0.0, 0.0, 5.0]]
+    t = tp.zeros(3, 2).t()                      # row-major order of the view, not of memory
+    assert t.put(tp.tensor([1, -1]), _f([7.0, 8.0])).tolist() == [[0, 7, 0], [0, 0, 8]]
+    with pytest.raises(RuntimeError, match="same number"):
+        y.put_(tp.tensor([0]), _f([1.0, 2.0]))
+    x = tp.tensor([0, 1, 1, 3])
+    assert x.bincount().tolist() == [1, 2, 0, 1] and x.bincount().dtype is tp.int64
+    assert x.bincount(minlength=6).tolist() == [1, 2, 0, 1, 0, 0]
+    w = x.bincount(_f([0.5, 1.0, 2.0, 3.0]))
+    assert w.dtype is tp.float32 and w.tolist() == [0.5, 3.0, 0.0, 3.0]
+    assert x.bincount(tp.tensor([1, 2, 3, 4])).dtype is tp.float64
+    assert tp.tensor([], dtype=tp.int64).bincount().tolist() == []
+    for bad in (tp.tensor([-1, 2]), _f([1.0]), tp.ones(2, 2, dtype=tp.int64)):
+        with pytest.raises(RuntimeError, match="non-negative integral"):
+            bad.bincount()

@@ -282,6 +282,20 @@ def _no_generator(api, generator):
                         f"device's generator with tensorplay.manual_seed and pass no generator")
 
 
+def _put(self, index, source, accumulate):
+    """``put``: ``self`` read as 1-D (row-major), ``source`` written or added at ``index``."""
+    if source._dtype is not self._dtype:
+        raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got "
+                           f"self.dtype = {self._dtype} and source.dtype = {source._dtype}")
+    if index.numel() != source.numel():
+        raise RuntimeError(f"put_(): Expected source and index to have the same number of "
+                           f"elements, but got source.numel() = {source.numel()}, "
+                           f"index.numel() = {index.numel()}")
+    flat = _O.clone(_O.reshape(self, [-1]))
+    flat = flat.index_put_((_O.reshape(index, [-1]),), _O.reshape(source, [-1]), accumulate)
+    return _O.reshape(flat, list(self._shape))
+
+
 def _np_split(self, sections, dim, api, min_dims):
     """``hsplit``/``vsplit``/``dsplit``: ``tensor_split`` along ``dim``; an int must divide the
     dim (RuntimeError, torch's words)."""
@@ -2832,6 +2846,42 @@ class Tensor(TensorBase, instance_class=True):
                   accumulate: _bool = False) -> Tensor:
         """Out-of-place ``index_put_`` (same as ``torch.Tensor.index_put``)."""
         return _O.clone(self).index_put_(indices, values, accumulate)
+
+    def put_(self, index: Tensor, source: Tensor, accumulate: _bool = False) -> Tensor:
+        """Write (``accumulate=True``: add) ``source``'s elements at the positions ``index`` of
+        the tensor read as 1-D in row-major order (negative indices from the end); returns
+        ``self`` (same as ``torch.Tensor.put_``). ``source`` has ``self``'s dtype and as many
+        elements as ``index`` (RuntimeError otherwise)."""
+        return _in_place(self, "put_", _put, index, source, accumulate)
+
+    def put(self, index: Tensor, source: Tensor, accumulate: _bool = False) -> Tensor:
+        """Out-of-place ``put_`` (same as ``torch.Tensor.put``)."""
+        return _put(self, index, source, accumulate)
+
+    def bincount(self, weights: Tensor | None = None, minlength: _int = 0) -> Tensor:
+        """How often each value ``0..max`` occurs in this 1-D non-negative integer tensor (at
+        least ``minlength`` bins): int64 counts, or the sums of ``weights`` (float32 weights
+        stay float32, others give float64), as ``torch.Tensor.bincount``. RuntimeError for
+        other inputs. The length depends on the values (data-dependent under compile)."""
+        if self.ndim != 1 or self._dtype.is_floating_point or self._dtype is _dtype.bool:
+            raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+        if minlength < 0:
+            raise RuntimeError("minlength should be >= 0")
+        n = self._shape[0]
+        if n and _O.amin(self, [], False).item() < 0:
+            raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+        size = max(minlength, _O.amax(self, [], False).item() + 1 if n else 0)
+        idx = _O.to_dtype(self, _dtype.int64) if self._dtype is not _dtype.int64 else self
+        if weights is None:
+            src = _like_self(self, "full", [n], 1, _dtype.int64, None, False)
+        else:
+            if weights._shape != self._shape:
+                raise RuntimeError("weights should be 1-d and have the same length as input")
+            wdt = weights._dtype if weights._dtype in (_dtype.float32, _dtype.float64) else \
+                _dtype.float64
+            src = weights if weights._dtype is wdt else _O.to_dtype(weights, wdt)
+        out = _like_self(self, "full", [size], 0, src._dtype, None, False)
+        return _O.scatter_add(out, 0, idx, src)
 
     def take(self, index: Tensor) -> Tensor:
         """The elements at ``index`` of the flattened tensor, in ``index``'s shape; negative

@@ -275,6 +275,11 @@ METHOD_CASES = {
     "scatter_reduce(mean, no self)": lambda lib, x: x.scatter_reduce(
         1, lib.tensor([[0, 0, 2], [1, 1, 1]]), x.flip(1), "mean", include_self=False),
     "scatter(add)": lambda lib, x: x.scatter(1, lib.tensor([[0, 0], [2, 2]]), x, reduce="add"),
+    "put(accumulate)": lambda lib, x: x.put(lib.tensor([0, 5, -1, 2]), x[0].repeat(2)[:4],
+                                            accumulate=True),
+    "put(t)": lambda lib, x: x.t().put(lib.tensor([1, 4]), x[1, :2]),
+    "bincount()": lambda lib, x: x.flatten().bincount(),
+    "bincount(w, 9)": lambda lib, x: x.flatten().bincount(x.flatten().float(), minlength=9),
 }
 
 METHOD_LENIENT = {
