@@ -242,6 +242,8 @@ def _index_put_accumulated(self, indices, values):
     the indexed leading dims flattened to one, then one ``index_add``."""
     idx = _int_indices(indices)
     k = len(idx)
+    if not k:
+        raise IndexError("index_put_(accumulate=True) needs at least one index tensor")
     if k > self.ndim:
         raise IndexError(f"too many indices for tensor of dimension {self.ndim} (got {k})")
     from ._ops._shapes import broadcast_shapes
@@ -672,22 +674,25 @@ class Tensor(TensorBase, instance_class=True):
     def new_empty(self, *size: _int | Sequence[_int], dtype: _DTypeLike | None = None,
                   device: _DeviceLike | None = None, requires_grad: _bool = False,
                   **kwargs: Sequence[_int]) -> Tensor:
-        """Uninitialised tensor of ``size`` (ints or one sequence) with this tensor's dtype and
-        device unless given (fake if this tensor is fake), as ``torch.Tensor.new_empty``."""
+        """Uninitialised tensor of ``size`` (ints, one sequence, or torch's keyword ``size=``)
+        with this tensor's dtype and device unless given (fake if this tensor is fake), as
+        ``torch.Tensor.new_empty``; TypeError for another keyword."""
         return _like_self(self, "empty", _new_size(size, "new_empty", kwargs), None, dtype, device,
                                      requires_grad, "new_empty")
 
     def new_zeros(self, *size: _int | Sequence[_int], dtype: _DTypeLike | None = None,
                   device: _DeviceLike | None = None, requires_grad: _bool = False,
                   **kwargs: Sequence[_int]) -> Tensor:
-        """Zeros of ``size`` with this tensor's dtype and device unless given."""
+        """Zeros of ``size`` (as ``new_empty``'s) with this tensor's dtype and device unless
+        given."""
         return _like_self(self, "full", _new_size(size, "new_zeros", kwargs), 0, dtype, device,
                                      requires_grad, "new_zeros")
 
     def new_ones(self, *size: _int | Sequence[_int], dtype: _DTypeLike | None = None,
                  device: _DeviceLike | None = None, requires_grad: _bool = False,
                  **kwargs: Sequence[_int]) -> Tensor:
-        """Ones of ``size`` with this tensor's dtype and device unless given."""
+        """Ones of ``size`` (as ``new_empty``'s) with this tensor's dtype and device unless
+        given."""
         return _like_self(self, "full", _new_size(size, "new_ones", kwargs), 1, dtype, device,
                                      requires_grad, "new_ones")
 
