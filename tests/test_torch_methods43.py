@@ -878,3 +878,20 @@ def test_put_and_bincount():
     for bad in (tp.tensor([-1, 2]), _f([1.0]), tp.ones(2, 2, dtype=tp.int64)):
         with pytest.raises(RuntimeError, match="non-negative integral"):
             bad.bincount()
+
+
+def test_more_methods_take_axis():
+    x = _f([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+    assert x.sort(axis=0).values.tolist() == x.sort(0).values.tolist()
+    assert x.argsort(axis=0).tolist() == x.argsort(0).tolist()
+    assert x.topk(1, axis=0).values.tolist() == [[3.0, 5.0, 4.0]]
+    assert [t.shape for t in x.chunk(2, axis=0)] == [(1, 3), (1, 3)]
+    assert len(x.unbind(axis=1)) == 3
+    assert tp.ones(1, 3).squeeze(axis=0).shape == (3,)
+    y = tp.ones(1, 3)
+    assert y.squeeze_(axis=0) is y and y.shape == (3,)
+    assert x.repeat_interleave(2, axis=0).shape == (4, 3)
+    with pytest.raises(TypeError):
+        x.sort(0, axis=0)
+    with pytest.raises(TypeError):
+        x.chunk(2, 1, axis=0)

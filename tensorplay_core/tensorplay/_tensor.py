@@ -1551,18 +1551,25 @@ class Tensor(TensorBase, instance_class=True):
                                f"output tensor dtype {_dtype.as_dtype(dtype)} should match")
         return _in_place(self, "cumsum_", _cumsum_in, dim, dtype and self._dtype)
 
-    def sort(self, dim: _int = -1, descending: _bool = False, *, stable: _bool = False) -> _rt.sort:
+    def sort(self, dim: _int = -1, descending: _bool = False, *, stable: _bool = False,
+             axis: _int | None = None) -> _rt.sort:
         """``(values, indices)`` sorted along ``dim`` (``tensorplay.return_types.sort``); NaN
-        sorts as the largest value; equal values keep their order (always stable)."""
+        sorts as the largest value; equal values keep their order (always stable). ``axis=`` is
+        torch's NumPy spelling of ``dim``, here and in ``argsort``, ``topk``, ``chunk``,
+        ``unbind``, ``squeeze``, ``repeat_interleave``."""
+        if axis is not None:
+            dim = _axis("sort", dim, -1, axis)
         from . import return_types
         return return_types.sort(*_O.sort(self, dim, descending, stable=stable))
 
     def topk(self, k: _int, dim: _int = -1, largest: _bool = True,
-             sorted: _bool = True) -> _rt.topk:   # noqa: A002 - torch's name
+             sorted: _bool = True, *, axis: _int | None = None) -> _rt.topk:   # noqa: A002
         """``(values, indices)`` of the ``k`` largest (``largest=False``: smallest) elements
         along ``dim`` (``tensorplay.return_types.topk``; indices int64), as ``torch.topk``.
         Results come sorted (largest first; smallest first with ``largest=False``); NaN counts
         as the largest value. ``RuntimeError`` unless ``0 <= k <= size of dim``."""
+        if axis is not None:
+            dim = _axis("topk", dim, -1, axis)
         from . import return_types
         return return_types.topk(*_O.topk(self, k, dim, largest, sorted))
 
@@ -1585,8 +1592,10 @@ class Tensor(TensorBase, instance_class=True):
         return tuple(out[:, i].contiguous() for i in range(self.ndim))
 
     def argsort(self, dim: _int = -1, descending: _bool = False, *,
-                stable: _bool = False) -> Tensor:
+                stable: _bool = False, axis: _int | None = None) -> Tensor:
         """The indices that sort ``self`` along ``dim`` (int64), as ``torch.argsort``."""
+        if axis is not None:
+            dim = _axis("argsort", dim, -1, axis)
         return _O.argsort(self, dim, descending, stable=stable)
 
     def gather(self, dim: _int, index: Tensor, *, sparse_grad: _bool = False) -> Tensor:
@@ -1924,9 +1933,11 @@ class Tensor(TensorBase, instance_class=True):
         ``torch.Tensor.unsqueeze_``; IndexError for ``dim`` out of range, nothing changed)."""
         return _restride_(self, "unsqueeze_", "unsqueeze(dim)", _O.unsqueeze, dim)
 
-    def squeeze_(self, dim: _Dims = None, *dims: _int) -> Tensor:
+    def squeeze_(self, dim: _Dims = None, *dims: _int, axis: _Dims = None) -> Tensor:
         """Drop size-1 dimensions (all, or those in ``dim``: an int, a sequence, or several
         ints) in place; returns ``self`` (same as ``torch.Tensor.squeeze_``)."""
+        if axis is not None:
+            dim = _axis("squeeze_", dim, None, axis)
         return _restride_(self, "squeeze_", "squeeze(dim)", _O.squeeze,
                           [dim, *dims] if dims else _dims(dim) if dim is not None else None)
 
@@ -1967,9 +1978,11 @@ class Tensor(TensorBase, instance_class=True):
         """A view with a size-1 dimension inserted at ``dim``."""
         return _O.unsqueeze(self, dim)
 
-    def squeeze(self, dim: _Dims = None, *dims: _int) -> Tensor:
+    def squeeze(self, dim: _Dims = None, *dims: _int, axis: _Dims = None) -> Tensor:
         """A view without size-1 dims (all of them, or those in ``dim``: an int, a sequence, or
         several ints as torch's ``squeeze(0, 2)``)."""
+        if axis is not None:
+            dim = _axis("squeeze", dim, None, axis)
         if dims:
             return _O.squeeze(self, [dim, *dims])
         return _O.squeeze(self, _dims(dim) if dim is not None else None)
@@ -1983,10 +1996,13 @@ class Tensor(TensorBase, instance_class=True):
             sizes[sizes.index(-1)] = self._shape[d] // max(known, 1)
         return _O.view(self, list(self._shape[:d]) + sizes + list(self._shape[d + 1:]))
 
-    def chunk(self, chunks: _int, dim: _int = 0) -> tuple[Tensor, ...]:
+    def chunk(self, chunks: _int, dim: _int = 0, *,
+              axis: _int | None = None) -> tuple[Tensor, ...]:
         """Split into at most ``chunks`` views along ``dim`` of ``ceil(size / chunks)`` elements
         (the last may be smaller; an empty dim gives ``chunks`` empty views), as
         ``torch.chunk``; RuntimeError when ``chunks`` is not positive."""
+        if axis is not None:
+            dim = _axis("chunk", dim, 0, axis)
         if not self._shape:
             raise RuntimeError("chunk expects at least a 1-dimensional tensor")
         if chunks <= 0:
@@ -2040,8 +2056,10 @@ class Tensor(TensorBase, instance_class=True):
         return _O.narrow(self, dim, start, length)
 
     # -- torch's everyday composites (tensorplay._surface; autograd comes from their ops) ---------
-    def unbind(self, dim: _int = 0) -> tuple[Tensor, ...]:
+    def unbind(self, dim: _int = 0, *, axis: _int | None = None) -> tuple[Tensor, ...]:
         """The slices along ``dim`` as a tuple of views (``torch.unbind``)."""
+        if axis is not None:
+            dim = _axis("unbind", dim, 0, axis)
         return _surface.unbind(self, dim)
 
     def select(self, dim: _int, index: _int) -> Tensor:
@@ -2087,8 +2105,10 @@ class Tensor(TensorBase, instance_class=True):
         return _surface.repeat(self, *sizes)
 
     def repeat_interleave(self, repeats: _int | Tensor, dim: _int | None = None, *,
-                          output_size: _int | None = None) -> Tensor:
+                          output_size: _int | None = None, axis: _int | None = None) -> Tensor:
         """Each element repeated ``repeats`` times along ``dim`` (``torch.repeat_interleave``)."""
+        if axis is not None:
+            dim = _axis("repeat_interleave", dim, None, axis)
         return _surface.repeat_interleave(self, repeats, dim, output_size=output_size)
 
     def index_select(self, dim: _int, index: Tensor) -> Tensor:
@@ -3300,6 +3320,15 @@ def _numpy_names(api, dim, keepdim, axis, keepdims):
                             f"its NumPy spelling)")
         keepdim = bool(keepdims)
     return dim, keepdim
+
+
+def _axis(api, dim, default, axis):
+    """``dim`` given as torch's NumPy spelling ``axis=``; TypeError when ``dim`` was given too
+    (a value other than its default)."""
+    if dim is not default and dim != default:
+        raise TypeError(f"{api}() got multiple values for argument 'dim' (axis= is its NumPy "
+                        f"spelling)")
+    return axis
 
 
 def _dims(dim):

@@ -452,3 +452,13 @@ def test_every_common_method_agrees_with_torch_where_both_compute(dt):
             if "raised" not in out and out[0] != out[1]:
                 bad.append(f"{name}{tuple(args)}: torch {str(out[0])[:80]} tp {str(out[1])[:80]}")
     assert bad == [], "\n".join(bad)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: x.sort(axis=0)[0], lambda x: x.argsort(axis=0), lambda x: x.topk(1, axis=0)[1],
+    lambda x: x.chunk(2, axis=1)[0], lambda x: x.unbind(axis=1)[2],
+    lambda x: x[:1].squeeze(axis=0), lambda x: x.repeat_interleave(2, axis=1),
+    lambda x: x.count_nonzero(axis=0)])
+def test_axis_spelling_matches_torch(call):
+    res = [_np(call(_m(lib))).tolist() for lib in (torch, tp)]
+    assert res[0] == res[1]
