@@ -63,21 +63,58 @@ def _scaled_add_(dst, other, alpha) -> bool:
 
 
 def _in_place(dst, api, op, *others):
-    """``dst`` overwritten with ``op(dst, *others)``, the out-of-place op's value (its dtype
-    promotion done): torch's rule for in-place arithmetic. The result's dtype must cast to
-    ``dst``'s (``can_cast``: not floating into integer/bool, not integer into bool), else
-    RuntimeError naming ``api`` before anything is written; its shape must broadcast to
-    ``dst``'s (``copy_`` checks). Recorded as the op, then one ``copy_``. While autograd records,
-    the op reads a clone of ``dst`` (torch's "original self"): a formula that saved ``dst`` itself
-    would find it overwritten at backward."""
+    """``dst`` overwritten with ``op(dst, *others)``, the out-of-place op's value (its
+    dtype promotion done): torch's rule for in-place methods (every ``Tensor.m_`` whose value is
+    ``m``'s). The result's dtype must cast to ``dst``'s (``can_cast``: not floating into
+    integer/bool, not integer into bool), else RuntimeError naming ``api`` before anything is
+    written; its shape must broadcast to ``dst``'s (``copy_`` checks). Recorded as the op, then
+    one ``copy_`` (so: returns ``dst``, one version bump, a leaf requiring grad refused, a view's
+    base sees the write). While autograd records, the op reads a clone of ``dst`` (torch's
+    "original self"): a formula that saved ``dst`` itself would find it overwritten at
+    backward."""
     src = dst
     if _grad_state.enabled and (dst._requires_grad or any(
             isinstance(o, Tensor) and o._requires_grad for o in others)):
+        _check_inplace(api, dst)      # a leaf requiring grad: refused naming the method
         src = _O.clone(dst)
     result = op(src, *others)
     if result._dtype is not dst._dtype:
         _check_cast(api, result._dtype, dst._dtype)
     return _O.copy_(dst, result)
+
+
+def _restride_(self, api, alternative, view, *args):
+    """``self`` given the shape, stride and storage offset of ``view(self, *args)`` in place (a
+    shape-changing in-place method: ``t_``, ``transpose_``, ``unsqueeze_``, ``squeeze_``,
+    ``as_strided_``, as torch's): the same storage, one version bump, and, while autograd records,
+    the view's history (so gradients flow through the new layout); a view stays a view of its
+    base (a later write to the base reaches it). Refused as torch refuses any in-place op: on a
+    leaf that requires grad or a view of one while grad mode is on (RuntimeError, nothing
+    changed). Inside ``tensorplay.compile`` it is refused (RuntimeError naming ``alternative``):
+    the capture would not change the caller's tensor when the graph replays."""
+    if self._capture is not None:
+        raise RuntimeError(
+            f"Tensor.{api}() changes a tensor's shape in place, which tensorplay.compile cannot "
+            f"record (the replayed graph would leave the caller's tensor unchanged): write "
+            f"x = x.{alternative} instead")
+    recording = _grad_state.enabled
+    if recording:
+        _check_inplace(api, self)
+    out = view(self, *args)            # the checks (dims, bounds) before anything changes
+    self._shape = out._shape
+    self._stride = out._stride
+    self._offset = out._offset
+    self._data = out._data
+    st = self._storage
+    st.version += 1
+    if self._base is not None:
+        self._vver = st.version          # its history is the view's, current
+    if recording and out.grad_fn is not None:
+        # (a retain_grad() made before stays on the old history: .grad is the gradient of the
+        # tensor as it was, as torch's for its in-place view ops)
+        self.grad_fn = out.grad_fn
+        self._output_nr = out._output_nr
+    return self
 
 
 def _times_alpha(self, other, alpha, api):
@@ -110,6 +147,201 @@ def _times_alpha(self, other, alpha, api):
     if not is_t:
         return other * alpha
     return (other if other._dtype is rt else _O.to_dtype(other, rt)) * alpha
+
+
+def _addc(self, t1, t2, value, op, api):
+    """``self + (value * t1) op t2`` (``addcmul``/``addcdiv``), in the three tensors' promoted
+    dtype, in torch's order of evaluation."""
+    if api == "addcdiv" and isinstance(t1, Tensor) and isinstance(t2, Tensor) and \
+            not t1._dtype.is_floating_point and not t2._dtype.is_floating_point:
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future  release "
+            "addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv "
+            "behavior can be implemented as (input + value * torch.trunc(tensor1 / "
+            "tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / "
+            "tensor2) for float inputs. The future addcdiv behavior is just the latter "
+            "implementation: (input + value * tensor1 / tensor2), for all dtypes.")
+    dims = zero = None          # torch's promotion: 0-dim tensors weaker than dimensioned ones
+    for t in (self, t1, t2):
+        if t._shape:
+            dims = t._dtype if dims is None else _dtype.promote_types(dims, t._dtype)
+        else:
+            zero = t._dtype if zero is None else _dtype.promote_types(zero, t._dtype)
+    rt = dims if zero is None else zero if dims is None else _dtype.result_type(dims, 2, zero, 1)
+    if rt is _dtype.bool:
+        raise RuntimeError(f"{api}: not implemented for bool tensors (as torch); cast first, "
+                           f"e.g. .int()")
+    if t1._dtype is not rt:
+        t1 = _O.to_dtype(t1, rt)
+    if t2._dtype is not rt:
+        t2 = _O.to_dtype(t2, rt)
+    if not rt.is_floating_point and value.__class__ is float:
+        value = int(value)              # torch converts the scalar to the integer dtype
+    if value != 1 or value is True:
+        t1 = _O.mul(t1, value)
+    return _O.add(self, op(t1, t2))
+
+
+def _lerp(self, end, weight):
+    """torch's lerp kernel: ``self + w * (end - self)`` for ``|w| < 0.5``, else
+    ``end - (end - self) * (1 - w)``; ``w`` in ``self``'s dtype."""
+    dt = self._dtype
+    if not dt.is_floating_point:
+        raise RuntimeError(f"lerp: not implemented for {dt} (floating tensors only, as torch)")
+    if end._dtype is not dt:
+        raise RuntimeError(f"expected dtype {dt} for `end` but got dtype {end._dtype}")
+    diff = _O.sub(end, self)
+    if isinstance(weight, Tensor):
+        if weight._dtype is not dt:
+            raise RuntimeError(f"expected dtype {dt} for `weight` but got dtype {weight._dtype}")
+        small = _O.lt(_O.abs(weight), 0.5)
+        return _O.where(small, _O.add(self, _O.mul(weight, diff)),
+                        _O.sub(end, _O.mul(diff, _O.rsub(weight, 1))))
+    w = _like_self(self, "full", [], weight, dt, None, False)    # rounded to dt, as torch's
+    if abs(weight) < 0.5:
+        return _O.add(self, _O.mul(w, diff))
+    return _O.sub(end, _O.mul(diff, _O.rsub(w, 1)))
+
+
+def _draw_dtype(t):
+    """The floating dtype random draws for ``t`` are made in (its own, or float32)."""
+    return t._dtype if t._dtype.is_floating_point else _dtype.float32
+
+
+def _uniform_like(t):
+    """Uniform [0, 1) draws of ``t``'s shape and device, no history (random fills)."""
+    return _O.rand(list(t._shape), dtype=_draw_dtype(t), device=t._device)
+
+
+def _index_vector(api, index):
+    """``index`` of ``index_fill_``/``index_copy_``: a 0-D or 1-D integer tensor, as 1-D."""
+    if not isinstance(index, Tensor) or index._dtype.is_floating_point or \
+            index._dtype is _dtype.bool or index.ndim > 1:
+        raise RuntimeError(f"{api}(): Index is supposed to be a vector of int64")
+    return _O.reshape(index, [1]) if not index._shape else index
+
+
+def _int_indices(indices):
+    """``index_put_``'s index tensors with each bool mask replaced by the integer index tensors
+    of its True positions (one per dim it covers), as torch reads them."""
+    idx = []
+    for i in indices:
+        if i is None:
+            raise NotImplementedError("index_put_ with None among the indices is not supported; "
+                                      "index with tensors only (or use x[...] = values)")
+        if i._dtype is _dtype.bool:
+            nz = _O.nonzero(i)
+            idx.extend(nz[:, j] for j in range(i.ndim))
+        else:
+            idx.append(i)
+    return tuple(idx)
+
+
+def _index_put_accumulated(self, indices, values):
+    """``self`` with ``values`` added at ``indices`` (``index_put(..., accumulate=True)``):
+    the indexed leading dims flattened to one, then one ``index_add``."""
+    idx = _int_indices(indices)
+    k = len(idx)
+    if not k:
+        raise IndexError("index_put_(accumulate=True) needs at least one index tensor")
+    if k > self.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {self.ndim} (got {k})")
+    from ._ops._shapes import broadcast_shapes
+    bshape = []
+    for i in idx:
+        bshape = list(broadcast_shapes(tuple(bshape), tuple(i._shape), api="index_put_"))
+    lead, rest = self._shape[:k], list(self._shape[k:])
+    lin = None
+    for j, i in enumerate(idx):
+        i = _O.where(_O.lt(i, 0), _O.add(i, lead[j]), i)
+        lin = i if lin is None else _O.add(_O.mul(lin, lead[j]), i)
+    lin = _O.reshape(_O.expand(lin, bshape) if list(lin._shape) != bshape else lin, [-1])
+    if not isinstance(values, Tensor):
+        values = _like_self(self, "full", [], values, self._dtype, None, False)
+    vals = _O.reshape(_O.expand(values, bshape + rest), [-1] + rest)
+    flat = _O.reshape(self, [_prod(lead)] + rest)
+    return _O.reshape(_O.index_add(flat, 0, lin, vals), list(self._shape))
+
+
+def _one_of(api, sections, indices, more=()):
+    """``hsplit``/``vsplit``/``dsplit``'s one argument: positional, several ints (indices, as
+    torch's ``hsplit(1, 3)``) or torch's keyword ``sections=``/``indices=`` (TypeError for none
+    or both)."""
+    if more:
+        if indices is not None:
+            raise TypeError(f"{api}() got multiple values for argument 'indices'")
+        return [sections, *more]
+    if (sections is None) == (indices is None):
+        raise TypeError(f"{api}() takes exactly one of sections (an int) and indices (a list)")
+    return sections if indices is None else list(indices)
+
+
+def _no_generator(api, generator):
+    """torch's ``generator=`` keyword of the random fills: ``None`` only (TensorPlay draws from
+    the device's generator, seeded by ``tensorplay.manual_seed``)."""
+    if generator is not None:
+        raise TypeError(f"{api}(generator=...): TensorPlay has no Generator objects; seed the "
+                        f"device's generator with tensorplay.manual_seed and pass no generator")
+
+
+def _put(self, index, source, accumulate):
+    """``put``: ``self`` read as 1-D (row-major), ``source`` written or added at ``index``."""
+    if source._dtype is not self._dtype:
+        raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got "
+                           f"self.dtype = {self._dtype} and source.dtype = {source._dtype}")
+    if index.numel() != source.numel():
+        raise RuntimeError(f"put_(): Expected source and index to have the same number of "
+                           f"elements, but got source.numel() = {source.numel()}, "
+                           f"index.numel() = {index.numel()}")
+    flat = _O.clone(_O.reshape(self, [-1]))
+    flat = flat.index_put_((_O.reshape(index, [-1]),), _O.reshape(source, [-1]), accumulate)
+    return _O.reshape(flat, list(self._shape))
+
+
+def _np_split(self, sections, dim, api, min_dims):
+    """``hsplit``/``vsplit``/``dsplit``: ``tensor_split`` along ``dim``; an int must divide the
+    dim (RuntimeError, torch's words)."""
+    if self.ndim < min_dims:
+        raise RuntimeError(f"torch.{api} requires a tensor with at least {min_dims} dimension, "
+                           f"but got a tensor with {self.ndim} dimensions!")
+    if isinstance(sections, int) and (sections == 0 or self._shape[dim] % sections):
+        raise RuntimeError(f"torch.{api} attempted to split along dimension {dim}, but the size "
+                           f"of the dimension {self._shape[dim]} is not divisible by the "
+                           f"split_size {sections}!")
+    return self.tensor_split(sections, dim)
+
+
+def _logaddexp(a, b, base2):
+    """torch's logaddexp/logaddexp2 kernel: ``m + log1p(exp(-|a - b|))`` (base 2: ``exp2`` and
+    times ``1/ln 2``), ``a`` where ``a`` and ``b`` are the same infinity."""
+    if not a._dtype.is_floating_point or isinstance(b, Tensor) and \
+            not b._dtype.is_floating_point:
+        raise RuntimeError(f"logaddexp{'2' if base2 else ''}: not implemented for integer or "
+                           f"bool tensors (as torch); convert to a floating dtype first")
+    m = _O.maximum(a, b)
+    d = _O.neg(_O.abs(_O.sub(a, b)))
+    if base2:
+        r = _O.add(m, _O.mul(_O.log1p(_O.exp2(d)), 1.4426950408889634))
+    else:
+        r = _O.add(m, _O.log1p(_O.exp(d)))
+    same_inf = _O.logical_and(_O.isinf(a), _O.eq(a, b))
+    return _O.where(same_inf, m, r)
+
+
+def _cumprod_in(a, dim, dtype):
+    return a.cumprod(dim, dtype=dtype)
+
+
+def _cumsum_in(a, dim, dtype):
+    return _O.cumsum(a, dim, dtype=dtype)
+
+
+def _addmm_of(a, m1, m2, beta, alpha):
+    return _surface.addmm(a, m1, m2, beta=beta, alpha=alpha)
+
+
+def _baddbmm_of(a, b1, b2, beta, alpha):
+    return _surface.baddbmm(a, b1, b2, beta=beta, alpha=alpha)
 
 
 def _round_decimals(a, decimals):
@@ -404,8 +636,9 @@ class Tensor(TensorBase, instance_class=True):
         """This tensor on the cpu (``self`` when it already is there)."""
         return self.to(_CPU)
 
-    def cuda(self, device: _DeviceLike | None = None) -> Tensor:
-        """This tensor on ``cuda:device`` (index 0 by default); needs the tensorplay-cuda plugin."""
+    def cuda(self, device: _DeviceLike | None = None, non_blocking: _bool = False) -> Tensor:
+        """This tensor on ``cuda:device`` (index 0 by default); needs the tensorplay-cuda plugin.
+        ``non_blocking`` is accepted (as ``to``'s) and the copy is synchronous."""
         return self.to(Device("cuda", device if isinstance(device, int) else
                               (Device(device).index or 0) if device is not None else 0))
 
@@ -439,22 +672,28 @@ class Tensor(TensorBase, instance_class=True):
 
     # -- new tensors like this one ----------------------------------------------------------------
     def new_empty(self, *size: _int | Sequence[_int], dtype: _DTypeLike | None = None,
-                  device: _DeviceLike | None = None, requires_grad: _bool = False) -> Tensor:
-        """Uninitialised tensor of ``size`` (ints or one sequence) with this tensor's dtype and
-        device unless given (fake if this tensor is fake), as ``torch.Tensor.new_empty``."""
-        return _like_self(self, "empty", _new_size(size, "new_empty"), None, dtype, device,
+                  device: _DeviceLike | None = None, requires_grad: _bool = False,
+                  **kwargs: Sequence[_int]) -> Tensor:
+        """Uninitialised tensor of ``size`` (ints, one sequence, or torch's keyword ``size=``)
+        with this tensor's dtype and device unless given (fake if this tensor is fake), as
+        ``torch.Tensor.new_empty``; TypeError for another keyword."""
+        return _like_self(self, "empty", _new_size(size, "new_empty", kwargs), None, dtype, device,
                                      requires_grad, "new_empty")
 
     def new_zeros(self, *size: _int | Sequence[_int], dtype: _DTypeLike | None = None,
-                  device: _DeviceLike | None = None, requires_grad: _bool = False) -> Tensor:
-        """Zeros of ``size`` with this tensor's dtype and device unless given."""
-        return _like_self(self, "full", _new_size(size, "new_zeros"), 0, dtype, device,
+                  device: _DeviceLike | None = None, requires_grad: _bool = False,
+                  **kwargs: Sequence[_int]) -> Tensor:
+        """Zeros of ``size`` (as ``new_empty``'s) with this tensor's dtype and device unless
+        given."""
+        return _like_self(self, "full", _new_size(size, "new_zeros", kwargs), 0, dtype, device,
                                      requires_grad, "new_zeros")
 
     def new_ones(self, *size: _int | Sequence[_int], dtype: _DTypeLike | None = None,
-                 device: _DeviceLike | None = None, requires_grad: _bool = False) -> Tensor:
-        """Ones of ``size`` with this tensor's dtype and device unless given."""
-        return _like_self(self, "full", _new_size(size, "new_ones"), 1, dtype, device,
+                 device: _DeviceLike | None = None, requires_grad: _bool = False,
+                 **kwargs: Sequence[_int]) -> Tensor:
+        """Ones of ``size`` (as ``new_empty``'s) with this tensor's dtype and device unless
+        given."""
+        return _like_self(self, "full", _new_size(size, "new_ones", kwargs), 1, dtype, device,
                                      requires_grad, "new_ones")
 
     def new_full(self, size: Sequence[_int], fill_value: _Number, *,
@@ -484,9 +723,11 @@ class Tensor(TensorBase, instance_class=True):
         """``self`` if row-major dense, else a contiguous copy (same as torch)."""
         return self if self.is_contiguous() else _O.clone(self)
 
-    def copy_(self, src: Tensor) -> Tensor:
-        """Copy ``src`` (broadcast, cast to this dtype/device) into ``self``; returns ``self``."""
-        return _O.copy_(self, src)
+    def copy_(self, other: Tensor, non_blocking: _bool = False) -> Tensor:
+        """Copy ``other`` (broadcast, cast to this dtype/device) into ``self``; returns ``self``
+        (same as ``torch.Tensor.copy_``, whose argument is named ``other``; ``non_blocking`` is
+        accepted and the copy is synchronous)."""
+        return _O.copy_(self, other)
 
     def fill_(self, value: _TensorOrScalar) -> Tensor:
         """Set every element to ``value`` (a number or 0-dim tensor); returns ``self``.
@@ -979,6 +1220,15 @@ class Tensor(TensorBase, instance_class=True):
         return _getitem(self, index)
 
     def __setitem__(self, index: Any, value: _TensorOrScalar) -> None:
+        """``self[index] = value``, torch's rules. A bool mask of ``self``'s full shape with a
+        tensor ``value`` of 1 or more dims takes one value per True element, in order (``value``
+        broadcasts to ``(mask.sum(),)``; RuntimeError otherwise), as torch's ``x[mask] = v``."""
+        if value.__class__ is Tensor and value._shape:
+            mask = index if index.__class__ is Tensor else \
+                index[0] if index.__class__ is tuple and len(index) == 1 else None
+            if mask.__class__ is Tensor and mask._dtype is _dtype.bool and \
+                    mask.ndim == self.ndim and mask.ndim:
+                index = _int_indices((mask,))       # not the where-like masked_fill_ path
         _setitem(self, index, value)
 
     def add(self, other: _TensorOrScalar, *, alpha: _Number = 1) -> Tensor:
@@ -1117,24 +1367,41 @@ class Tensor(TensorBase, instance_class=True):
         return _O.where(condition, self, other)
 
     def sum(self, dim: _Dims = None, keepdim: _bool = False, *,
-            dtype: _DTypeLike | None = None) -> Tensor:
-        """Sum over ``dim`` (int, sequence, or all when None); ints and bools sum to int64."""
+            dtype: _DTypeLike | None = None,
+            axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
+        """Sum over ``dim`` (int, sequence, or all when None); ints and bools sum to int64.
+
+        ``axis=``/``keepdims=`` are torch's NumPy spellings of ``dim``/``keepdim``, taken by
+        every reduction method here (sum, mean, prod, amax, amin, max, min, argmax, argmin,
+        all, any, var, std, nansum, nanmean, count_nonzero); TypeError when a value comes
+        both ways."""
+        if axis is not None or keepdims is not None:
+            dim, keepdim = _numpy_names("sum", dim, keepdim, axis, keepdims)
         # (one int dim, the common call, listed without _dims' frame)
         return _O.sum(self, [dim] if dim.__class__ is int else _dims(dim), keepdim,
                       dtype=_dtype.as_dtype(dtype) if dtype is not None else None)
 
     def mean(self, dim: _Dims = None, keepdim: _bool = False, *,
-             dtype: _DTypeLike | None = None) -> Tensor:
+             dtype: _DTypeLike | None = None,
+             axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """Mean over ``dim``; floating inputs (or ``dtype=``) only, as ``torch.mean``."""
+        if axis is not None or keepdims is not None:
+            dim, keepdim = _numpy_names("mean", dim, keepdim, axis, keepdims)
         return _O.mean(self, [dim] if dim.__class__ is int else _dims(dim), keepdim,
                        dtype=_dtype.as_dtype(dtype) if dtype is not None else None)
 
-    def amax(self, dim: _Dims = None, keepdim: _bool = False) -> Tensor:
+    def amax(self, dim: _Dims = None, keepdim: _bool = False, *,
+             axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """Maximum over ``dim`` (all dims when None); the gradient is split among ties."""
+        if axis is not None or keepdims is not None:
+            dim, keepdim = _numpy_names("amax", dim, keepdim, axis, keepdims)
         return _O.amax(self, _dims(dim) or [], keepdim)
 
-    def amin(self, dim: _Dims = None, keepdim: _bool = False) -> Tensor:
+    def amin(self, dim: _Dims = None, keepdim: _bool = False, *,
+             axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """Minimum over ``dim`` (all dims when None)."""
+        if axis is not None or keepdims is not None:
+            dim, keepdim = _numpy_names("amin", dim, keepdim, axis, keepdims)
         return _O.amin(self, _dims(dim) or [], keepdim)
 
     @overload
@@ -1143,11 +1410,20 @@ class Tensor(TensorBase, instance_class=True):
     def max(self, dim: Tensor) -> Tensor: ...
     @overload
     def max(self, dim: _int, keepdim: _bool = False) -> _rt.max: ...
-    def max(self, dim: _int | Tensor | None = None, keepdim: _bool = False) -> Tensor | _rt.max:
+    @overload
+    def max(self, *, axis: _int, keepdims: _bool = False) -> _rt.max: ...
+    def max(self, dim: _int | Tensor | None = None, keepdim: _bool = False, *,
+            other: Tensor | None = None,
+            axis: _Dims = None, keepdims: _bool | None = None) -> Tensor | _rt.max:
         """Maximum of all elements (a 0-dim tensor), or along ``dim`` the named tuple
         ``(values, indices)`` (``tensorplay.return_types.max``), as ``torch.Tensor.max``; with a
         Tensor ``dim`` (``x.max(other)``), the elementwise maximum. The gradient of the values
-        goes to the selected index. Empty inputs: torch's ``RuntimeError``/``IndexError``."""
+        goes to the selected index. Empty inputs: torch's ``RuntimeError``/``IndexError``.
+        ``other=`` (torch's keyword of the elementwise form) is ``x.max(other)``."""
+        if axis is not None or keepdims is not None:
+            dim, keepdim = _numpy_names("max", dim, keepdim, axis, keepdims)
+        if other is not None:
+            return _O.maximum(self, other)
         if dim is None:
             return _O.amax(self, [], False)
         if isinstance(dim, Tensor):
@@ -1161,9 +1437,17 @@ class Tensor(TensorBase, instance_class=True):
     def min(self, dim: Tensor) -> Tensor: ...
     @overload
     def min(self, dim: _int, keepdim: _bool = False) -> _rt.min: ...
-    def min(self, dim: _int | Tensor | None = None, keepdim: _bool = False) -> Tensor | _rt.min:
+    @overload
+    def min(self, *, axis: _int, keepdims: _bool = False) -> _rt.min: ...
+    def min(self, dim: _int | Tensor | None = None, keepdim: _bool = False, *,
+            other: Tensor | None = None,
+            axis: _Dims = None, keepdims: _bool | None = None) -> Tensor | _rt.min:
         """Minimum of all elements, or ``(values, indices)`` along ``dim``
         (``tensorplay.return_types.min``), as ``torch.Tensor.min``; see ``max``."""
+        if axis is not None or keepdims is not None:
+            dim, keepdim = _numpy_names("min", dim, keepdim, axis, keepdims)
+        if other is not None:
+            return _O.minimum(self, other)
         if dim is None:
             return _O.amin(self, [], False)
         if isinstance(dim, Tensor):
@@ -1171,28 +1455,43 @@ class Tensor(TensorBase, instance_class=True):
         from . import return_types
         return return_types.min(*_O.min(self, dim, keepdim))
 
-    def argmax(self, dim: _int | None = None, keepdim: _bool = False) -> Tensor:
+    def argmax(self, dim: _int | None = None, keepdim: _bool = False, *,
+               axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """Index of the maximum (of the flattened tensor when ``dim`` is None); int64."""
+        if axis is not None or keepdims is not None:
+            dim, keepdim = _numpy_names("argmax", dim, keepdim, axis, keepdims)
         return _O.argmax(self, dim, keepdim)
 
-    def argmin(self, dim: _int | None = None, keepdim: _bool = False) -> Tensor:
+    def argmin(self, dim: _int | None = None, keepdim: _bool = False, *,
+               axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """Index of the minimum (of the flattened tensor when ``dim`` is None); int64."""
+        if axis is not None or keepdims is not None:
+            dim, keepdim = _numpy_names("argmin", dim, keepdim, axis, keepdims)
         return _O.argmin(self, dim, keepdim)
 
-    def all(self, dim: _Dims = None, keepdim: _bool = False) -> Tensor:
+    def all(self, dim: _Dims = None, keepdim: _bool = False, *,
+            axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """True where every element (over ``dim``, or all) is non-zero; a bool tensor, or a
         uint8 one (1/0) for a uint8 ``self`` (same as ``torch.Tensor.all``)."""
+        if axis is not None or keepdims is not None:
+            dim, keepdim = _numpy_names("all", dim, keepdim, axis, keepdims)
         return _O.all(self, _dims(dim), keepdim)
 
-    def any(self, dim: _Dims = None, keepdim: _bool = False) -> Tensor:
+    def any(self, dim: _Dims = None, keepdim: _bool = False, *,
+            axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """True where some element (over ``dim``, or all) is non-zero; a bool tensor, or a
         uint8 one (1/0) for a uint8 ``self`` (same as ``torch.Tensor.any``)."""
+        if axis is not None or keepdims is not None:
+            dim, keepdim = _numpy_names("any", dim, keepdim, axis, keepdims)
         return _O.any(self, _dims(dim), keepdim)
 
     def prod(self, dim: _Dims = None, keepdim: _bool = False, *,
-             dtype: _DTypeLike | None = None) -> Tensor:
+             dtype: _DTypeLike | None = None,
+             axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """Product over ``dim`` (an int, or all elements when None); ints and bools give int64.
         The gradient is exact with zeros among the inputs (as torch)."""
+        if axis is not None or keepdims is not None:
+            dim, keepdim = _numpy_names("prod", dim, keepdim, axis, keepdims)
         return _O.prod(self, _dims(dim), keepdim,
                        dtype=_dtype.as_dtype(dtype) if dtype is not None else None)
 
@@ -1200,18 +1499,77 @@ class Tensor(TensorBase, instance_class=True):
         """Cumulative sum along ``dim``; ints and bools give int64 (as ``torch.cumsum``)."""
         return _O.cumsum(self, dim, dtype=_dtype.as_dtype(dtype) if dtype is not None else None)
 
-    def sort(self, dim: _int = -1, descending: _bool = False, *, stable: _bool = False) -> _rt.sort:
+    def cumprod(self, dim: _int, *, dtype: _DTypeLike | None = None) -> Tensor:
+        """Cumulative product along ``dim`` (integers and bools give int64; ``dtype=`` converts
+        first), as ``torch.cumprod`` on the cpu: accumulated in float64 for float32 (float32 for
+        float16/bfloat16) and rounded at each output, so the values are torch's bit for bit up
+        to 2048 elements along ``dim`` (longer dims are scanned by doubling, last-bit
+        differences possible). Differentiable, zeros included."""
+        x = self
+        if dtype is not None:
+            x = x.to(_dtype.as_dtype(dtype))
+        elif not x._dtype.is_floating_point:
+            x = _O.to_dtype(x, _dtype.int64)
+        if not x._shape:
+            return _O.clone(x)
+        d = _wrap_dim(dim, x.ndim)
+        out_dt = x._dtype
+        acc = {_dtype.float32: _dtype.float64, _dtype.float16: _dtype.float32,
+               _dtype.bfloat16: _dtype.float32}.get(out_dt, out_dt)
+        y = x if acc is out_dt else _O.to_dtype(x, acc)
+        n = y._shape[d]
+        if n <= 1:
+            return _O.clone(x)
+        if n <= 2048:
+            parts = [_O.narrow(y, d, 0, 1)]
+            for i in range(1, n):
+                parts.append(_O.mul(parts[-1], _O.narrow(y, d, i, 1)))
+            y = _O.cat(parts, d)
+        else:
+            k = 1
+            while k < n:
+                y = _O.cat([_O.narrow(y, d, 0, k),
+                            _O.mul(_O.narrow(y, d, k, n - k), _O.narrow(y, d, 0, n - k))], d)
+                k *= 2
+        return y if acc is out_dt else _O.to_dtype(y, out_dt)
+
+    def cumprod_(self, dim: _int, *, dtype: _DTypeLike | None = None) -> Tensor:
+        """In-place ``cumprod`` in ``self``'s dtype (same as ``torch.Tensor.cumprod_``);
+        RuntimeError for another ``dtype`` or a bool ``self``, nothing written."""
+        if dtype is not None and _dtype.as_dtype(dtype) is not self._dtype:
+            raise RuntimeError(f"cumprod_: Bad in-place call: input tensor dtype {self._dtype} "
+                               f"and output tensor dtype {_dtype.as_dtype(dtype)} should match")
+        return _in_place(self, "cumprod_", _cumprod_in, dim, dtype and self._dtype)
+
+    def cumsum_(self, dim: _int, *, dtype: _DTypeLike | None = None) -> Tensor:
+        """In-place ``cumsum`` along ``dim`` in ``self``'s dtype (an int32 tensor stays int32);
+        returns ``self`` (same as ``torch.Tensor.cumsum_``). RuntimeError for a ``dtype`` other
+        than ``self``'s (torch's "Bad in-place call") and for a bool ``self`` (the int64 sum
+        cannot be cast into bool), nothing written."""
+        if dtype is not None and _dtype.as_dtype(dtype) is not self._dtype:
+            raise RuntimeError(f"cumsum_: Bad in-place call: input tensor dtype {self._dtype} and "
+                               f"output tensor dtype {_dtype.as_dtype(dtype)} should match")
+        return _in_place(self, "cumsum_", _cumsum_in, dim, dtype and self._dtype)
+
+    def sort(self, dim: _int = -1, descending: _bool = False, *, stable: _bool = False,
+             axis: _int | None = None) -> _rt.sort:
         """``(values, indices)`` sorted along ``dim`` (``tensorplay.return_types.sort``); NaN
-        sorts as the largest value; equal values keep their order (always stable)."""
+        sorts as the largest value; equal values keep their order (always stable). ``axis=`` is
+        torch's NumPy spelling of ``dim``, here and in ``argsort``, ``topk``, ``chunk``,
+        ``unbind``, ``squeeze``, ``repeat_interleave``."""
+        if axis is not None:
+            dim = _axis("sort", dim, -1, axis)
         from . import return_types
         return return_types.sort(*_O.sort(self, dim, descending, stable=stable))
 
     def topk(self, k: _int, dim: _int = -1, largest: _bool = True,
-             sorted: _bool = True) -> _rt.topk:   # noqa: A002 - torch's name
+             sorted: _bool = True, *, axis: _int | None = None) -> _rt.topk:   # noqa: A002
         """``(values, indices)`` of the ``k`` largest (``largest=False``: smallest) elements
         along ``dim`` (``tensorplay.return_types.topk``; indices int64), as ``torch.topk``.
         Results come sorted (largest first; smallest first with ``largest=False``); NaN counts
         as the largest value. ``RuntimeError`` unless ``0 <= k <= size of dim``."""
+        if axis is not None:
+            dim = _axis("topk", dim, -1, axis)
         from . import return_types
         return return_types.topk(*_O.topk(self, k, dim, largest, sorted))
 
@@ -1234,8 +1592,10 @@ class Tensor(TensorBase, instance_class=True):
         return tuple(out[:, i].contiguous() for i in range(self.ndim))
 
     def argsort(self, dim: _int = -1, descending: _bool = False, *,
-                stable: _bool = False) -> Tensor:
+                stable: _bool = False, axis: _int | None = None) -> Tensor:
         """The indices that sort ``self`` along ``dim`` (int64), as ``torch.argsort``."""
+        if axis is not None:
+            dim = _axis("argsort", dim, -1, axis)
         return _O.argsort(self, dim, descending, stable=stable)
 
     def gather(self, dim: _int, index: Tensor, *, sparse_grad: _bool = False) -> Tensor:
@@ -1249,18 +1609,44 @@ class Tensor(TensorBase, instance_class=True):
         ``torch.scatter_add``; repeated indices accumulate)."""
         return _O.scatter_add(self, dim, index, src)
 
+    def scatter_add_(self, dim: _int, index: Tensor, src: Tensor) -> Tensor:
+        """In-place ``scatter_add``: ``src`` added into ``self`` at ``index`` along ``dim``
+        (repeated indices accumulate); returns ``self`` (same as ``torch.Tensor.scatter_add_``)."""
+        return _in_place(self, "scatter_add_", _O.scatter_add, dim, index, src)
+
     def scatter(self, dim: _int, index: Tensor, src: _TensorOrScalar | None = None, *,
                 value: _Number | None = None, reduce: str | None = None) -> Tensor:
         """A copy of ``self`` with ``src`` (a tensor of ``self``'s dtype, or a number; also
         ``value=``) written at ``index`` along ``dim``, as ``torch.scatter``: for ``dim=0``,
         ``out[index[i][j]][j] = src[i][j]``. A repeated index keeps one of its values
-        (unspecified which). ``reduce`` is not supported (use ``scatter_add``)."""
+        (unspecified which). ``reduce="add"`` adds instead (``scatter_add``; torch's deprecated
+        form); ``reduce="multiply"`` raises NotImplementedError."""
+        if reduce is not None:
+            return _scatter_reduced(self, dim, index, src, value, reduce)
         return _O.scatter(self, dim, index, _scatter_src(src, value, reduce))
 
     def scatter_(self, dim: _int, index: Tensor, src: _TensorOrScalar | None = None, *,
                  value: _Number | None = None, reduce: str | None = None) -> Tensor:
         """In-place ``scatter`` (``torch.Tensor.scatter_``); returns ``self``."""
+        if reduce is not None:
+            return _in_place(self, "scatter_", _scatter_reduced, dim, index, src, value, reduce)
         return _O.scatter_(self, dim, index, _scatter_src(src, value, reduce))
+
+    def scatter_reduce(self, dim: _int, index: Tensor, src: Tensor, reduce: str, *,
+                       include_self: _bool = True) -> Tensor:
+        """``self`` with the values of ``src`` reduced into the positions ``index`` along ``dim``
+        (same as ``torch.Tensor.scatter_reduce``): ``reduce="sum"`` or ``"mean"`` (``self``'s
+        value counted unless ``include_self=False``; an integer mean rounds down, as torch).
+        ``"prod"``, ``"amax"``, ``"amin"`` raise NotImplementedError (no kernel yet).
+        ``src`` has ``self``'s dtype (RuntimeError otherwise). Differentiable."""
+        return _scatter_reduce(self, dim, index, src, reduce, include_self)
+
+    def scatter_reduce_(self, dim: _int, index: Tensor, src: Tensor, reduce: str, *,
+                        include_self: _bool = True) -> Tensor:
+        """In-place ``scatter_reduce``; returns ``self`` (same as
+        ``torch.Tensor.scatter_reduce_``)."""
+        return _in_place(self, "scatter_reduce_", _scatter_reduce, dim, index, src, reduce,
+                         include_self)
 
     def isnan(self) -> Tensor:
         """Bool tensor: True where the element is NaN."""
@@ -1417,7 +1803,8 @@ class Tensor(TensorBase, instance_class=True):
         return _O.round(self, decimals=decimals)
 
     def var(self, dim: _Dims | _bool = None, *args: _bool, correction: _Number | None = None,
-            keepdim: _bool = False, unbiased: _bool | None = None) -> Tensor:
+            keepdim: _bool = False, unbiased: _bool | None = None,
+            axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """Variance over ``dim`` (all elements when None) with Bessel's ``correction`` (1 by
         default): ``sum((x - mean)**2) / (N - correction)``; floating tensors only.
 
@@ -1425,13 +1812,18 @@ class Tensor(TensorBase, instance_class=True):
         (the third positional is ``unbiased``, not ``keepdim``), ``var(unbiased)`` with a bool
         first argument, or ``var(dim, correction=c, keepdim=k)``. The divisor is ``max(0, N -
         correction)``: inf/nan when that is 0, as torch (which also warns)."""
+        if axis is not None or keepdims is not None:
+            dim, keepdim = _numpy_names("var", dim, keepdim, axis, keepdims)
         return _surface.variance_and_mean("var", self, dim, args, correction, keepdim,
                                           unbiased)[0]
 
     def std(self, dim: _Dims | _bool = None, *args: _bool, correction: _Number | None = None,
-            keepdim: _bool = False, unbiased: _bool | None = None) -> Tensor:
+            keepdim: _bool = False, unbiased: _bool | None = None,
+            axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """Standard deviation over ``dim``: ``sqrt(var(...))`` with ``var``'s arguments (same
         overloads as ``torch.std``)."""
+        if axis is not None or keepdims is not None:
+            dim, keepdim = _numpy_names("std", dim, keepdim, axis, keepdims)
         return self.var(dim, *args, correction=correction, keepdim=keepdim,
                         unbiased=unbiased).sqrt()
 
@@ -1449,16 +1841,24 @@ class Tensor(TensorBase, instance_class=True):
         return _O.log_softmax(self if dtype is None else self.to(dtype), dim)
 
     # views
-    def view(self, *shape: Any) -> Tensor:
-        """A view with a new shape (one dim may be -1); ``RuntimeError`` suggesting ``reshape``
-        when the strides do not allow it."""
+    def view(self, *shape: Any, **kwargs: Any) -> Tensor:
+        """A view with a new shape (ints, one sequence, or ``size=``; one dim may be -1);
+        ``RuntimeError`` suggesting ``reshape`` when the strides do not allow it. ``view(dtype)``
+        (or ``dtype=``): the same bytes as another dtype. Same as ``torch.Tensor.view``."""
+        if kwargs:
+            if "dtype" in kwargs and not shape and len(kwargs) == 1:
+                return _O.view_dtype(self, _dtype.as_dtype(kwargs["dtype"]))
+            return _O.view(self, _keyword_sizes(shape, kwargs, "view", "size"))
         if len(shape) == 1 and isinstance(shape[0], _dtype.DType):
             # view(dtype): the same bytes as another dtype (torch's Tensor.view(dtype))
             return _O.view_dtype(self, shape[0])
         return _O.view(self, _shape_arg(shape))
 
-    def reshape(self, *shape: _int | Sequence[_int]) -> Tensor:
-        """A view with the new shape when the strides allow it, else a copy (torch's rule)."""
+    def reshape(self, *shape: _int | Sequence[_int], **kwargs: Sequence[_int]) -> Tensor:
+        """A view with the new shape (ints, one sequence, or ``shape=``) when the strides allow
+        it, else a copy (torch's rule)."""
+        if kwargs:
+            return _O.reshape(self, _keyword_sizes(shape, kwargs, "reshape", "shape"))
         return _O.reshape(self, _shape_arg(shape))
 
     def view_as(self, other: Tensor) -> Tensor:
@@ -1479,21 +1879,75 @@ class Tensor(TensorBase, instance_class=True):
         shape = list(self._shape[:s]) + [_prod(self._shape[s:e + 1])] + list(self._shape[e + 1:])
         return _O.reshape(self, shape)
 
-    def permute(self, *dims: _int | Sequence[_int]) -> Tensor:
-        """A view with the dimensions reordered."""
+    def permute(self, *dims: _int | Sequence[_int], **kwargs: Sequence[_int]) -> Tensor:
+        """A view with the dimensions reordered (ints, one sequence, or ``dims=``)."""
+        if kwargs:
+            return _O.permute(self, _keyword_sizes(dims, kwargs, "permute", "dims"))
         return _O.permute(self, _shape_arg(dims))
 
     def transpose(self, dim0: _int, dim1: _int) -> Tensor:
         """A view with ``dim0`` and ``dim1`` swapped."""
         return _O.transpose(self, dim0, dim1)
 
-    swapaxes = transpose
+    swapdims = transpose
+
+    def swapaxes(self, axis0: _int, axis1: _int) -> Tensor:
+        """``transpose(axis0, axis1)`` (NumPy's names, as ``torch.Tensor.swapaxes``)."""
+        return _O.transpose(self, axis0, axis1)
 
     def t(self) -> Tensor:
         """Transpose of a tensor with at most 2 dims (a view)."""
         if self.ndim > 2:
             raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, got {self.ndim}")
         return self if self.ndim < 2 else _O.transpose(self, 0, 1)
+
+    # Shape-changing in-place methods (torch's ``t_``, ``transpose_``, ...): ``self`` takes the
+    # view's shape, strides and offset (``_restride_``: same storage, one version bump, the
+    # view's autograd history; refused on a leaf requiring grad, and inside tensorplay.compile).
+
+    def transpose_(self, dim0: _int, dim1: _int) -> Tensor:
+        """Swap ``dim0`` and ``dim1`` of ``self`` in place (its strides; no data moves); returns
+        ``self`` (same as ``torch.Tensor.transpose_``)."""
+        return _restride_(self, "transpose_", "transpose(dim0, dim1)", _O.transpose, dim0, dim1)
+
+    def swapdims_(self, dim0: _int, dim1: _int) -> Tensor:
+        """``transpose_`` (same as ``torch.Tensor.swapdims_``)."""
+        return _restride_(self, "swapdims_", "swapdims(dim0, dim1)", _O.transpose, dim0, dim1)
+
+    def swapaxes_(self, axis0: _int, axis1: _int) -> Tensor:
+        """``transpose_`` (same as ``torch.Tensor.swapaxes_``)."""
+        return _restride_(self, "swapaxes_", "swapaxes(axis0, axis1)", _O.transpose, axis0,
+                          axis1)
+
+    def t_(self) -> Tensor:
+        """``t()`` in place: a 2-D ``self`` transposed, a 0-D or 1-D one unchanged; returns
+        ``self``; RuntimeError for more than 2 dims (same as ``torch.Tensor.t_``)."""
+        if self.ndim > 2:
+            raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, got {self.ndim}")
+        if self.ndim < 2:
+            return self
+        return _restride_(self, "t_", "t()", _O.transpose, 0, 1)
+
+    def unsqueeze_(self, dim: _int) -> Tensor:
+        """Insert a size-1 dimension at ``dim`` in place; returns ``self`` (same as
+        ``torch.Tensor.unsqueeze_``; IndexError for ``dim`` out of range, nothing changed)."""
+        return _restride_(self, "unsqueeze_", "unsqueeze(dim)", _O.unsqueeze, dim)
+
+    def squeeze_(self, dim: _Dims = None, *dims: _int, axis: _Dims = None) -> Tensor:
+        """Drop size-1 dimensions (all, or those in ``dim``: an int, a sequence, or several
+        ints) in place; returns ``self`` (same as ``torch.Tensor.squeeze_``)."""
+        if axis is not None:
+            dim = _axis("squeeze_", dim, None, axis)
+        return _restride_(self, "squeeze_", "squeeze(dim)", _O.squeeze,
+                          [dim, *dims] if dims else _dims(dim) if dim is not None else None)
+
+    def as_strided_(self, size: Sequence[_int], stride: Sequence[_int],
+                    storage_offset: _int | None = None) -> Tensor:
+        """``self`` made the view ``as_strided(size, stride, storage_offset)`` of its own storage,
+        in place; returns ``self`` (same as ``torch.Tensor.as_strided_``). RuntimeError when it
+        would reach beyond the storage, nothing changed."""
+        return _restride_(self, "as_strided_", "as_strided(size, stride)", _O.as_strided,
+                          list(size), list(stride), storage_offset)
 
     @property
     def T(self) -> Tensor:
@@ -1505,24 +1959,32 @@ class Tensor(TensorBase, instance_class=True):
         """The last two dimensions swapped (a view)."""
         return _O.transpose(self, -2, -1)
 
-    def expand(self, *sizes: _int | Sequence[_int]) -> Tensor:
-        """A view broadcasting size-1 dims to ``sizes`` (stride 0; -1 keeps a size)."""
+    def expand(self, *sizes: _int | Sequence[_int], **kwargs: Any) -> Tensor:
+        """A view broadcasting size-1 dims to ``sizes`` (ints, one sequence, or ``size=``;
+        stride 0; -1 keeps a size). torch's ``implicit=`` is accepted and changes nothing."""
+        if kwargs:
+            return _O.expand(self, _keyword_sizes(sizes, kwargs, "expand", "size", ("implicit",)))
         return _O.expand(self, _shape_arg(sizes))
 
     def expand_as(self, other: Tensor) -> Tensor:
         """``self.expand(other.shape)``."""
         return _O.expand(self, list(other.shape))
 
-    def broadcast_to(self, shape: Sequence[_int]) -> Tensor:
-        """``self.expand(shape)``."""
-        return _O.expand(self, list(shape))
+    def broadcast_to(self, size: Sequence[_int]) -> Tensor:
+        """``self.expand(size)`` (torch's argument name ``size``)."""
+        return _O.expand(self, list(size))
 
     def unsqueeze(self, dim: _int) -> Tensor:
         """A view with a size-1 dimension inserted at ``dim``."""
         return _O.unsqueeze(self, dim)
 
-    def squeeze(self, dim: _Dims = None) -> Tensor:
-        """A view without size-1 dims (all of them, or those in ``dim``)."""
+    def squeeze(self, dim: _Dims = None, *dims: _int, axis: _Dims = None) -> Tensor:
+        """A view without size-1 dims (all of them, or those in ``dim``: an int, a sequence, or
+        several ints as torch's ``squeeze(0, 2)``)."""
+        if axis is not None:
+            dim = _axis("squeeze", dim, None, axis)
+        if dims:
+            return _O.squeeze(self, [dim, *dims])
         return _O.squeeze(self, _dims(dim) if dim is not None else None)
 
     def unflatten(self, dim: _int, sizes: Sequence[_int]) -> Tensor:
@@ -1534,10 +1996,13 @@ class Tensor(TensorBase, instance_class=True):
             sizes[sizes.index(-1)] = self._shape[d] // max(known, 1)
         return _O.view(self, list(self._shape[:d]) + sizes + list(self._shape[d + 1:]))
 
-    def chunk(self, chunks: _int, dim: _int = 0) -> tuple[Tensor, ...]:
+    def chunk(self, chunks: _int, dim: _int = 0, *,
+              axis: _int | None = None) -> tuple[Tensor, ...]:
         """Split into at most ``chunks`` views along ``dim`` of ``ceil(size / chunks)`` elements
         (the last may be smaller; an empty dim gives ``chunks`` empty views), as
         ``torch.chunk``; RuntimeError when ``chunks`` is not positive."""
+        if axis is not None:
+            dim = _axis("chunk", dim, 0, axis)
         if not self._shape:
             raise RuntimeError("chunk expects at least a 1-dimensional tensor")
         if chunks <= 0:
@@ -1591,17 +2056,20 @@ class Tensor(TensorBase, instance_class=True):
         return _O.narrow(self, dim, start, length)
 
     # -- torch's everyday composites (tensorplay._surface; autograd comes from their ops) ---------
-    def unbind(self, dim: _int = 0) -> tuple[Tensor, ...]:
+    def unbind(self, dim: _int = 0, *, axis: _int | None = None) -> tuple[Tensor, ...]:
         """The slices along ``dim`` as a tuple of views (``torch.unbind``)."""
+        if axis is not None:
+            dim = _axis("unbind", dim, 0, axis)
         return _surface.unbind(self, dim)
 
     def select(self, dim: _int, index: _int) -> Tensor:
         """The view at ``index`` of ``dim``, which it removes (``torch.select``)."""
         return _O.select(self, dim, index)
 
-    def flip(self, *dims: _int | Sequence[_int]) -> Tensor:
-        """A copy reversed along ``dims`` (``torch.flip``)."""
-        return _surface.flip(self, _shape_arg(dims))
+    def flip(self, *dims: _int | Sequence[_int], **kwargs: _int | Sequence[_int]) -> Tensor:
+        """A copy reversed along ``dims`` (ints, one sequence, or ``dims=``; ``torch.flip``)."""
+        return _surface.flip(self, _keyword_sizes(dims, kwargs, "flip", "dims") if kwargs else
+                             _shape_arg(dims))
 
     def roll(self, shifts: _int | Sequence[_int],
              dims: _int | Sequence[_int] | None = None) -> Tensor:
@@ -1616,17 +2084,31 @@ class Tensor(TensorBase, instance_class=True):
         """The upper triangle of the last two dims, the rest zero (``torch.triu``)."""
         return _surface.triu(self, diagonal)
 
+    def tril_(self, diagonal: _int = 0) -> Tensor:
+        """In-place ``tril``: zeros above diagonal ``diagonal`` of the last two dims; returns
+        ``self`` (same as ``torch.Tensor.tril_``)."""
+        return _in_place(self, "tril_", _surface.tril, diagonal)
+
+    def triu_(self, diagonal: _int = 0) -> Tensor:
+        """In-place ``triu`` (same as ``torch.Tensor.triu_``)."""
+        return _in_place(self, "triu_", _surface.triu, diagonal)
+
     def diag(self, diagonal: _int = 0) -> Tensor:
         """1-D: the matrix with this on a diagonal; 2-D: a diagonal (``torch.diag``)."""
         return _surface.diag(self, diagonal)
 
-    def repeat(self, *sizes: _int | Sequence[_int]) -> Tensor:
-        """Tiled ``sizes[i]`` times along each dim (``torch.Tensor.repeat``)."""
+    def repeat(self, *sizes: _int | Sequence[_int], **kwargs: Sequence[_int]) -> Tensor:
+        """Tiled ``sizes[i]`` times along each dim (ints, one sequence, or ``repeats=``;
+        ``torch.Tensor.repeat``)."""
+        if kwargs:
+            return _surface.repeat(self, _keyword_sizes(sizes, kwargs, "repeat", "repeats"))
         return _surface.repeat(self, *sizes)
 
     def repeat_interleave(self, repeats: _int | Tensor, dim: _int | None = None, *,
-                          output_size: _int | None = None) -> Tensor:
+                          output_size: _int | None = None, axis: _int | None = None) -> Tensor:
         """Each element repeated ``repeats`` times along ``dim`` (``torch.repeat_interleave``)."""
+        if axis is not None:
+            dim = _axis("repeat_interleave", dim, None, axis)
         return _surface.repeat_interleave(self, repeats, dim, output_size=output_size)
 
     def index_select(self, dim: _int, index: Tensor) -> Tensor:
@@ -1668,6 +2150,41 @@ class Tensor(TensorBase, instance_class=True):
     def lt(self, other: _TensorOrScalar) -> Tensor:
         """Elementwise ``<`` (bool tensor)."""
         return _O.lt(self, other)
+
+    # In-place comparisons (torch's ``Tensor.eq_``...): the truth values written into ``self`` in
+    # its dtype (1/0 in a float tensor), through ``_in_place`` (returns ``self``, one version bump,
+    # ``other`` broadcasts to ``self``'s shape, a leaf requiring grad refused; zero gradient).
+
+    def eq_(self, other: _TensorOrScalar) -> Tensor:
+        """In-place ``eq``: 1 where ``self == other`` else 0, in ``self``'s dtype; returns
+        ``self`` (same as ``torch.Tensor.eq_``). RuntimeError when ``other`` broadcasts beyond
+        ``self``'s shape."""
+        return _in_place(self, "eq_", _O.eq, other)
+
+    def ne_(self, other: _TensorOrScalar) -> Tensor:
+        """In-place ``ne``, as ``eq_`` (same as ``torch.Tensor.ne_``)."""
+        return _in_place(self, "ne_", _O.ne, other)
+
+    def ge_(self, other: _TensorOrScalar) -> Tensor:
+        """In-place ``ge``, as ``eq_`` (same as ``torch.Tensor.ge_``)."""
+        return _in_place(self, "ge_", _O.ge, other)
+
+    def gt_(self, other: _TensorOrScalar) -> Tensor:
+        """In-place ``gt``, as ``eq_`` (same as ``torch.Tensor.gt_``)."""
+        return _in_place(self, "gt_", _O.gt, other)
+
+    def le_(self, other: _TensorOrScalar) -> Tensor:
+        """In-place ``le``, as ``eq_`` (same as ``torch.Tensor.le_``)."""
+        return _in_place(self, "le_", _O.le, other)
+
+    def lt_(self, other: _TensorOrScalar) -> Tensor:
+        """In-place ``lt``, as ``eq_`` (same as ``torch.Tensor.lt_``)."""
+        return _in_place(self, "lt_", _O.lt, other)
+
+    # torch's alias names of the comparisons (``torch.Tensor.greater`` ...)
+    greater, greater_, greater_equal, greater_equal_ = gt, gt_, ge, ge_
+    less, less_, less_equal, less_equal_ = lt, lt_, le, le_
+    not_equal, not_equal_ = ne, ne_
 
     def equal(self, other: Tensor) -> _bool:
         """True when shapes and elements are equal (a Python bool; ``torch.equal``)."""
@@ -1724,16 +2241,28 @@ class Tensor(TensorBase, instance_class=True):
         """``self.to(tensorplay.int8)``."""
         return self.to(_dtype.int8)
 
-    def uniform_(self, from_: _float = 0.0, to: _float = 1.0) -> Tensor:
-        """Fill in place with values uniform on ``[from_, to)`` (``torch.Tensor.uniform_``)."""
+    def uniform_(self, from_: _float = 0.0, to: _float = 1.0, *, generator: None = None,
+                 **kwargs: _float) -> Tensor:
+        """Fill in place with values uniform on ``[from_, to)`` (``torch.Tensor.uniform_``;
+        torch's keyword ``from``, a Python keyword, is accepted as ``**{"from": v}``)."""
+        _no_generator("uniform_", generator)
+        if kwargs:
+            from_ = _from_keyword(kwargs, from_, 0.0, "uniform_")
         return _surface.uniform_(self, from_, to)
 
-    def normal_(self, mean: _float = 0.0, std: _float = 1.0) -> Tensor:
+    def normal_(self, mean: _float = 0.0, std: _float = 1.0, *,
+                generator: None = None) -> Tensor:
         """Fill in place with normal values (``torch.Tensor.normal_``)."""
+        _no_generator("normal_", generator)
         return _surface.normal_(self, mean, std)
 
-    def random_(self, from_: _int = 0, to: _int | None = None) -> Tensor:
-        """Fill in place with random integers in ``[from_, to)`` (``torch.Tensor.random_``)."""
+    def random_(self, from_: _int = 0, to: _int | None = None, *, generator: None = None,
+                **kwargs: _int) -> Tensor:
+        """Fill in place with random integers in ``[from_, to)`` (``torch.Tensor.random_``;
+        torch's keyword ``from`` is accepted as ``**{"from": v}``)."""
+        _no_generator("random_", generator)
+        if kwargs:
+            from_ = _from_keyword(kwargs, from_, 0, "random_")
         return _surface.random_(self, from_, to)
 
     def unique(self, sorted: _bool = True, return_inverse: _bool = False,
@@ -1767,6 +2296,18 @@ class Tensor(TensorBase, instance_class=True):
         """``beta * self + alpha * bmm(batch1, batch2)`` (``torch.baddbmm``)."""
         return _surface.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
+    def addmm_(self, mat1: Tensor, mat2: Tensor, *, beta: _Number = 1,
+               alpha: _Number = 1) -> Tensor:
+        """In-place ``addmm``: ``self = beta * self + alpha * (mat1 @ mat2)``; returns ``self``
+        (same as ``torch.Tensor.addmm_``). The product's shape must be ``self``'s and its dtype
+        castable to ``self``'s (RuntimeError otherwise, nothing written)."""
+        return _in_place(self, "addmm_", _addmm_of, mat1, mat2, beta, alpha)
+
+    def baddbmm_(self, batch1: Tensor, batch2: Tensor, *, beta: _Number = 1,
+                 alpha: _Number = 1) -> Tensor:
+        """In-place ``baddbmm`` (same as ``torch.Tensor.baddbmm_``), as ``addmm_``."""
+        return _in_place(self, "baddbmm_", _baddbmm_of, batch1, batch2, beta, alpha)
+
     def logsumexp(self, dim: _Dims, keepdim: _bool = False) -> Tensor:
         """``log(sum(exp(self), dim))``, computed stably (``torch.logsumexp``)."""
         return _surface.logsumexp(self, dim, keepdim)
@@ -1791,7 +2332,836 @@ class Tensor(TensorBase, instance_class=True):
         when it would reach beyond the storage."""
         return _O.as_strided(self, list(size), list(stride), storage_offset)
 
-    def sum_to_size(self, *size: _int | Sequence[_int]) -> Tensor:
+    # -- torch's alias names (the same methods; an in-place alias is the in-place method) ----------
+    absolute, absolute_ = abs, abs_
+    arccos, arccos_, arcsin, arcsin_, arctan, arctan_ = acos, acos_, asin, asin_, atan, atan_
+    negative, negative_ = neg, neg_
+    fix, fix_ = trunc, trunc_
+    multiply, multiply_ = mul, mul_
+    subtract, subtract_ = sub, sub_
+    divide, divide_ = div, div_
+
+    def true_divide(self, other: _TensorOrScalar) -> Tensor:
+        """``div(other)``, true division (same as ``torch.Tensor.true_divide``)."""
+        return _O.div(self, other)
+
+    def true_divide_(self, other: _TensorOrScalar) -> Tensor:
+        """``div_(other)`` (same as ``torch.Tensor.true_divide_``): RuntimeError for an integer or
+        bool ``self``, nothing written."""
+        return _O.div_(self, other)
+
+    def ndimension(self) -> _int:
+        """``dim()`` (same as ``torch.Tensor.ndimension``)."""
+        return len(self._shape)
+
+    def positive(self) -> Tensor:
+        """``self`` (``+x``); RuntimeError for a bool tensor (same as ``torch.Tensor.positive``)."""
+        return self.__pos__()
+
+    def is_signed(self) -> _bool:
+        """True unless the dtype is uint8 or bool (same as ``torch.Tensor.is_signed``)."""
+        return self._dtype is not _dtype.uint8 and self._dtype is not _dtype.bool
+
+    def is_complex(self) -> _bool:
+        """False: TensorPlay has no complex dtypes (``torch.Tensor.is_complex``)."""
+        return False
+
+    def get_device(self) -> _int:
+        """The cuda device index, -1 for a cpu tensor (same as ``torch.Tensor.get_device``)."""
+        return -1 if self._device.type == "cpu" else (self._device.index or 0)
+
+    @property
+    def is_cpu(self) -> _bool:
+        """True for tensors on the cpu (``torch.Tensor.is_cpu``)."""
+        return self._device.type == "cpu"
+
+    @property
+    def itemsize(self) -> _int:
+        """Bytes per element (``element_size()``; ``torch.Tensor.itemsize``)."""
+        return self._dtype.itemsize
+
+    @property
+    def nbytes(self) -> _int:
+        """``numel() * itemsize`` (``torch.Tensor.nbytes``)."""
+        return self.numel() * self._dtype.itemsize
+
+    def is_nonzero(self) -> _bool:
+        """The single element as a Python bool; RuntimeError (torch's words) for no or several
+        elements (same as ``torch.Tensor.is_nonzero``)."""
+        n = self.numel()
+        if n != 1:
+            raise RuntimeError("Boolean value of Tensor with no values is ambiguous" if n == 0 else
+                               "Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def is_same_size(self, other: Tensor) -> _bool:
+        """``self.shape == other.shape`` (same as ``torch.Tensor.is_same_size``)."""
+        return self._shape == other._shape
+
+    def ravel(self) -> Tensor:
+        """1-D: a view when the layout allows, else a copy (``reshape(-1)``; same as
+        ``torch.Tensor.ravel``)."""
+        return _O.reshape(self, [-1])
+
+    def movedim(self, source: _int | Sequence[_int],
+                destination: _int | Sequence[_int]) -> Tensor:
+        """A view with the dims ``source`` moved to positions ``destination`` (ints or equally
+        long sequences), the others in their order (same as ``torch.Tensor.movedim``).
+        RuntimeError for lengths that differ or a dim repeated; IndexError out of range."""
+        n = self.ndim
+        src = [source] if isinstance(source, int) else list(source)
+        dst = [destination] if isinstance(destination, int) else list(destination)
+        if len(src) != len(dst):
+            raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} "
+                               f"dims) should contain the same number of dims as destination "
+                               f"({dst} dims)")
+        src = [_wrap_dim(d, n) for d in src]
+        dst = [_wrap_dim(d, n) for d in dst]
+        if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+            raise RuntimeError(f"movedim: repeated dim in `source` ({src}) or `destination` "
+                               f"({dst})")
+        perm = [-1] * n
+        for s_, d_ in zip(src, dst):
+            perm[d_] = s_
+        rest = iter(d for d in range(n) if d not in src)
+        perm = [p if p != -1 else next(rest) for p in perm]
+        return _O.permute(self, perm)
+
+    moveaxis = movedim
+
+    def tile(self, *dims: _int | Sequence[_int], **kwargs: Sequence[_int]) -> Tensor:
+        """``repeat`` with ``dims`` (ints, one sequence, or ``dims=``) padded with leading 1s to
+        the tensor's number of dims (same as ``torch.Tensor.tile``)."""
+        reps = _keyword_sizes(dims, kwargs, "tile", "dims") if kwargs else _shape_arg(dims)
+        reps = [1] * (self.ndim - len(reps)) + reps
+        return _surface.repeat(self, reps)
+
+    def fliplr(self) -> Tensor:
+        """``flip(1)``; RuntimeError for fewer than 2 dims (same as ``torch.Tensor.fliplr``)."""
+        if self.ndim < 2:
+            raise RuntimeError("Input must be >= 2-d.")
+        return _surface.flip(self, [1])
+
+    def flipud(self) -> Tensor:
+        """``flip(0)``; RuntimeError for a 0-d tensor (same as ``torch.Tensor.flipud``)."""
+        if self.ndim < 1:
+            raise RuntimeError("Input must be >= 1-d.")
+        return _surface.flip(self, [0])
+
+    def frac(self) -> Tensor:
+        """``self - trunc(self)`` (sign of ``self``); floating tensors only, RuntimeError
+        otherwise (same as ``torch.Tensor.frac``)."""
+        if not self._dtype.is_floating_point:
+            raise RuntimeError(f"frac: not implemented for {self._dtype} (floating tensors only, "
+                               f"as torch)")
+        return _O.sub(self, _O.trunc(self))
+
+    def frac_(self) -> Tensor:
+        """In-place ``frac``; returns ``self`` (same as ``torch.Tensor.frac_``)."""
+        return _in_place(self, "frac_", Tensor.frac)
+
+    def masked_scatter(self, mask: Tensor, source: Tensor) -> Tensor:
+        """A copy of ``self`` with the elements of ``source``, in order, written where the bool
+        ``mask`` (broadcast) is True (same as ``torch.Tensor.masked_scatter``); differentiable."""
+        base = self
+        if isinstance(mask, Tensor) and mask._shape != self._shape:
+            from ._ops._shapes import broadcast_shapes
+            shape = broadcast_shapes(tuple(self._shape), tuple(mask._shape),
+                                     api="masked_scatter")
+            if shape != tuple(self._shape):
+                base = self.expand(*shape)
+        return _O.masked_scatter_(_O.clone(base), mask, source)
+
+    def masked_scatter_(self, mask: Tensor, source: Tensor) -> Tensor:
+        """In-place ``masked_scatter``; returns ``self`` (same as
+        ``torch.Tensor.masked_scatter_``)."""
+        return _O.masked_scatter_(self, mask, source)
+
+    def addcmul(self, tensor1: Tensor, tensor2: Tensor, *, value: _Number = 1) -> Tensor:
+        """``self + value * tensor1 * tensor2`` with broadcasting and the three tensors' dtype
+        promotion, evaluated as torch's kernel, ``(value * tensor1) * tensor2`` (an integer
+        result truncates a float ``value``; same as ``torch.Tensor.addcmul``)."""
+        return _addc(self, tensor1, tensor2, value, _O.mul, "addcmul")
+
+    def addcmul_(self, tensor1: Tensor, tensor2: Tensor, *, value: _Number = 1) -> Tensor:
+        """In-place ``addcmul``; returns ``self`` (same as ``torch.Tensor.addcmul_``)."""
+        return _in_place(self, "addcmul_", _addc, tensor1, tensor2, value, _O.mul, "addcmul")
+
+    def addcdiv(self, tensor1: Tensor, tensor2: Tensor, *, value: _Number = 1) -> Tensor:
+        """``self + value * tensor1 / tensor2`` (true division), as ``addcmul``; RuntimeError
+        (torch's words) when both ``tensor1`` and ``tensor2`` are integral (same as
+        ``torch.Tensor.addcdiv``)."""
+        return _addc(self, tensor1, tensor2, value, _O.div, "addcdiv")
+
+    def addcdiv_(self, tensor1: Tensor, tensor2: Tensor, *, value: _Number = 1) -> Tensor:
+        """In-place ``addcdiv``; returns ``self`` (same as ``torch.Tensor.addcdiv_``)."""
+        return _in_place(self, "addcdiv_", _addc, tensor1, tensor2, value, _O.div, "addcdiv")
+
+    def lerp(self, end: Tensor, weight: _TensorOrScalar) -> Tensor:
+        """``self + weight * (end - self)``, evaluated as torch's kernel (``end - (end - self) *
+        (1 - weight)`` where ``|weight| >= 0.5``); floating tensors of one dtype (RuntimeError
+        otherwise); differentiable. Same as ``torch.Tensor.lerp``."""
+        return _lerp(self, end, weight)
+
+    def lerp_(self, end: Tensor, weight: _TensorOrScalar) -> Tensor:
+        """In-place ``lerp``; returns ``self`` (same as ``torch.Tensor.lerp_``)."""
+        return _in_place(self, "lerp_", _lerp, end, weight)
+
+    # -- views by strides ------------------------------------------------------------------------
+    def diagonal(self, offset: _int = 0, dim1: _int = 0, dim2: _int = 1) -> Tensor:
+        """A view of the diagonal ``offset`` (above the main one when positive) of the planes
+        ``dim1``/``dim2``: those dims removed, the diagonal appended last (same as
+        ``torch.Tensor.diagonal``); RuntimeError when ``dim1 == dim2``."""
+        n = self.ndim
+        d1, d2 = _wrap_dim(dim1, n), _wrap_dim(dim2, n)
+        if d1 == d2:
+            raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+        shape, stride, off = self._shape, self._stride, self._offset
+        if offset >= 0:
+            length = max(min(shape[d1], shape[d2] - offset), 0)
+            start = offset * stride[d2]
+        else:
+            length = max(min(shape[d1] + offset, shape[d2]), 0)
+            start = -offset * stride[d1]
+        keep = [i for i in range(n) if i != d1 and i != d2]
+        return _O.as_strided(self, [shape[i] for i in keep] + [length],
+                             [stride[i] for i in keep] + [stride[d1] + stride[d2]],
+                             off + start if length else off)
+
+    def trace(self) -> Tensor:
+        """Sum of the main diagonal of a 2-D tensor (integers and bools sum to int64; same as
+        ``torch.Tensor.trace``); RuntimeError for other ranks."""
+        if self.ndim != 2:
+            raise RuntimeError("trace: expected a matrix")
+        return _O.sum(self.diagonal(), None, False)
+
+    def unfold(self, dimension: _int, size: _int, step: _int) -> Tensor:
+        """A view of every slice of length ``size`` along ``dimension``, ``step`` apart, as a new
+        last dim (same as ``torch.Tensor.unfold``). RuntimeError when ``size`` exceeds the dim or
+        ``step`` is not positive."""
+        n = self.ndim
+        d = _wrap_dim(dimension, n)
+        dim_size = self._shape[d] if n else 1
+        if size > dim_size:
+            raise RuntimeError(f"maximum size for tensor at dimension {d} is {dim_size} but size "
+                               f"is {size}")
+        if step <= 0:
+            raise RuntimeError(f"step is {step} but must be > 0")
+        if not n:
+            return _O.as_strided(self, [size], [1], self._offset)
+        shape, stride = list(self._shape), list(self._stride)
+        shape[d] = (dim_size - size) // step + 1
+        last = stride[d]
+        stride[d] = last * step
+        return _O.as_strided(self, shape + [size], stride + [last], self._offset)
+
+    @property
+    def H(self) -> Tensor:
+        """The conjugate transpose of a 2-D tensor (TensorPlay's dtypes are real: ``t()``);
+        RuntimeError for other ranks (same as ``torch.Tensor.H``)."""
+        if self.ndim != 2:
+            raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
+                               f"{self.ndim}-D tensor. For batches of matrices, consider using "
+                               f"tensor.mH")
+        return _O.transpose(self, 0, 1)
+
+    @property
+    def mH(self) -> Tensor:
+        """The last two dims swapped (real dtypes: ``mT``; ``torch.Tensor.mH``)."""
+        return _O.transpose(self, -2, -1)
+
+    def adjoint(self) -> Tensor:
+        """``mH`` (same as ``torch.Tensor.adjoint``)."""
+        return _O.transpose(self, -2, -1)
+
+    # -- splitting --------------------------------------------------------------------------------
+    def split_with_sizes(self, split_sizes: Sequence[_int], dim: _int = 0) -> tuple[Tensor, ...]:
+        """``split(list(split_sizes), dim)`` (same as ``torch.Tensor.split_with_sizes``)."""
+        return self.split(list(split_sizes), dim)
+
+    def tensor_split(self, indices_or_sections: _int | Sequence[_int] | Tensor | None = None,
+                     dim: _int = 0, *, sections: _int | None = None,
+                     indices: Sequence[_int] | None = None,
+                     tensor_indices_or_sections: Tensor | None = None) -> tuple[Tensor, ...]:
+        """Views along ``dim``: an int ``n`` gives ``n`` parts whose sizes differ by at most
+        one (the first ones larger); a sequence (or 1-D integer tensor) of indices gives the
+        parts between them (same as ``torch.Tensor.tensor_split``; torch's keywords
+        ``sections=``, ``indices=``, ``tensor_indices_or_sections=`` too; TypeError for none or
+        several)."""
+        given = [v for v in (indices_or_sections, sections, indices, tensor_indices_or_sections)
+                 if v is not None]
+        if len(given) != 1:
+            raise TypeError("tensor_split() takes exactly one of indices_or_sections, sections=, "
+                            "indices=, tensor_indices_or_sections=")
+        indices_or_sections = given[0]
+        if isinstance(indices_or_sections, Tensor):
+            indices_or_sections = indices_or_sections.tolist()
+        d = _wrap_dim(dim, self.ndim)
+        size = self._shape[d]
+        if isinstance(indices_or_sections, int):
+            n = indices_or_sections
+            if n <= 0:
+                raise RuntimeError(f"number of sections must be larger than 0, got {n}")
+            q, r = divmod(size, n)
+            bounds, start = [], 0
+            for i in range(n - 1):
+                start += q + (1 if i < r else 0)
+                bounds.append(start)
+        else:
+            bounds = list(indices_or_sections)
+        out, prev = [], 0
+        for b in bounds + [size]:
+            b = min(max(b + size if b < 0 else b, 0), size)
+            lo = min(prev, b)
+            out.append(_O.narrow(self, d, lo, b - lo))
+            prev = b
+        return tuple(out)
+
+    # -- NaN-aware and counting reductions ---------------------------------------------------------
+    def count_nonzero(self, dim: _Dims = None, *dims: _int, axis: _Dims = None) -> Tensor:
+        """Number of non-zero elements over ``dim`` (an int, a sequence, several ints, or all
+        when None), int64 (same as ``torch.Tensor.count_nonzero``)."""
+        if dims:
+            dim = [dim, *dims]
+        if axis is not None:
+            dim = _numpy_names("count_nonzero", dim, False, axis, None)[0]
+        return _O.sum(_O.ne(self, 0), _dims(dim), False)
+
+    def argwhere(self) -> Tensor:
+        """``nonzero()``: the ``(n, ndim)`` int64 indices of the non-zero elements (same as
+        ``torch.Tensor.argwhere``)."""
+        return _O.nonzero(self)
+
+    def nansum(self, dim: _Dims = None, keepdim: _bool = False, *,
+               dtype: _DTypeLike | None = None,
+               axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
+        """``sum`` with NaN counted as zero (same as ``torch.Tensor.nansum``)."""
+        if axis is not None or keepdims is not None:
+            dim, keepdim = _numpy_names("nansum", dim, keepdim, axis, keepdims)
+        x = _O.where(_O.isnan(self), 0, self) if self._dtype.is_floating_point else self
+        return x.sum(dim, keepdim, dtype=dtype)
+
+    def nanmean(self, dim: _Dims = None, keepdim: _bool = False, *,
+                dtype: _DTypeLike | None = None,
+                axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
+        """Mean of the non-NaN elements over ``dim`` (NaN when there are none); floating
+        tensors only, RuntimeError otherwise (same as ``torch.Tensor.nanmean``)."""
+        if axis is not None or keepdims is not None:
+            dim, keepdim = _numpy_names("nanmean", dim, keepdim, axis, keepdims)
+        if not self._dtype.is_floating_point:
+            raise RuntimeError(f"nanmean(): expected input to have floating point or complex "
+                               f"dtype but got {self._dtype}")
+        count = _O.logical_not(_O.isnan(self)).sum(dim, keepdim, dtype=dtype or self._dtype)
+        return _O.div(self.nansum(dim, keepdim, dtype=dtype), count)
+
+    def nan_to_num(self, nan: _float = 0.0, posinf: _float | None = None,
+                   neginf: _float | None = None) -> Tensor:
+        """NaN, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf`` (by default the
+        dtype's largest and lowest finite values); integer and bool tensors are copied (same as
+        ``torch.Tensor.nan_to_num``). The gradient is zero where a value was replaced."""
+        if not self._dtype.is_floating_point:
+            return _O.clone(self)
+        fi = _surface.finfo(self._dtype)
+        out = self.masked_fill(_O.isnan(self), nan)
+        out = _O.masked_fill_(out, _O.eq(self, float("inf")), fi.max if posinf is None else posinf)
+        return _O.masked_fill_(out, _O.eq(self, float("-inf")),
+                               fi.min if neginf is None else neginf)
+
+    def nan_to_num_(self, nan: _float = 0.0, posinf: _float | None = None,
+                    neginf: _float | None = None) -> Tensor:
+        """In-place ``nan_to_num``; returns ``self`` (same as ``torch.Tensor.nan_to_num_``)."""
+        return _in_place(self, "nan_to_num_", Tensor.nan_to_num, nan, posinf, neginf)
+
+    # -- elementwise composites --------------------------------------------------------------------
+    def sgn(self) -> Tensor:
+        """``sign()`` (real dtypes; same as ``torch.Tensor.sgn``)."""
+        return _O.sign(self)
+
+    def sgn_(self) -> Tensor:
+        """In-place ``sgn`` (same as ``torch.Tensor.sgn_``)."""
+        return _in_place(self, "sgn_", _O.sign)
+
+    def deg2rad(self) -> Tensor:
+        """``self * (pi / 180)`` (integers give the default float dtype; same as
+        ``torch.Tensor.deg2rad``)."""
+        x = self if self._dtype.is_floating_point else _O.to_dtype(self, _dtype.get_default_dtype())
+        return _O.mul(x, 0.017453292519943295)
+
+    def deg2rad_(self) -> Tensor:
+        """In-place ``deg2rad``; an integer ``self`` raises RuntimeError (same as
+        ``torch.Tensor.deg2rad_``)."""
+        return _in_place(self, "deg2rad_", Tensor.deg2rad)
+
+    def rad2deg(self) -> Tensor:
+        """``self * (180 / pi)`` (same as ``torch.Tensor.rad2deg``)."""
+        x = self if self._dtype.is_floating_point else _O.to_dtype(self, _dtype.get_default_dtype())
+        return _O.mul(x, 57.29577951308232)
+
+    def rad2deg_(self) -> Tensor:
+        """In-place ``rad2deg`` (same as ``torch.Tensor.rad2deg_``)."""
+        return _in_place(self, "rad2deg_", Tensor.rad2deg)
+
+    def float_power(self, exponent: _TensorOrScalar) -> Tensor:
+        """``pow`` computed in float64 (the result is float64; same as
+        ``torch.Tensor.float_power``)."""
+        f64 = _dtype.float64
+        e = _O.to_dtype(exponent, f64) if isinstance(exponent, Tensor) and \
+            exponent._dtype is not f64 else exponent
+        return _O.pow(self if self._dtype is f64 else _O.to_dtype(self, f64), e)
+
+    def float_power_(self, exponent: _TensorOrScalar) -> Tensor:
+        """In-place ``float_power``: ``self`` must be float64 (RuntimeError otherwise, as torch)."""
+        if self._dtype is not _dtype.float64:
+            raise RuntimeError(f"the base given to float_power_ has dtype {self._dtype} but the "
+                               f"operation's result requires dtype float64")
+        return _in_place(self, "float_power_", Tensor.float_power, exponent)
+
+    def xlogy(self, other: _TensorOrScalar) -> Tensor:
+        """``self * log(other)``, 0 where ``self`` is 0 (unless ``other`` is NaN); integers give
+        the default float dtype (same as ``torch.Tensor.xlogy``)."""
+        x, y = self, other
+        if not isinstance(y, Tensor):
+            rt = _result_dtype(self, other)
+            y = _like_self(self, "full", [], other, rt if rt.is_floating_point else
+                           _dtype.get_default_dtype(), None, False)
+        prod = _O.mul(x, _O.log(y))
+        return _O.where(_O.logical_and(_O.eq(x, 0), _O.logical_not(_O.isnan(y))), 0, prod)
+
+    def xlogy_(self, other: _TensorOrScalar) -> Tensor:
+        """In-place ``xlogy`` (same as ``torch.Tensor.xlogy_``)."""
+        return _in_place(self, "xlogy_", Tensor.xlogy, other)
+
+    # -- matrix-vector -----------------------------------------------------------------------------
+    def mv(self, vec: Tensor) -> Tensor:
+        """Matrix (2-D) times vector (1-D) (same as ``torch.Tensor.mv``); RuntimeError for other
+        ranks."""
+        if self.ndim != 2 or vec.ndim != 1:
+            raise RuntimeError(f"vector + matrix @ vector expected, got {self.ndim}, "
+                               f"{vec.ndim}")
+        return _O.matmul(self, vec)
+
+    def ger(self, vec2: Tensor) -> Tensor:
+        """``outer(vec2)`` (same as ``torch.Tensor.ger``)."""
+        return _surface.outer(self, vec2)
+
+    def inner(self, other: Tensor) -> Tensor:
+        """Sum over the last dims of ``self`` and ``other``: shape ``self.shape[:-1] +
+        other.shape[:-1]``; a 0-d operand multiplies (same as ``torch.Tensor.inner``)."""
+        if not self._shape or not other._shape:
+            return _O.mul(self, other)
+        return _surface.tensordot(self, other, ([-1], [-1]))
+
+    # -- index writes along a dim ------------------------------------------------------------------
+    def index_fill_(self, dim: _int, index: Tensor, value: _TensorOrScalar) -> Tensor:
+        """Write ``value`` (a number or 0-dim tensor) at the positions ``index`` (0-D or 1-D
+        int64) of ``dim``; returns ``self`` (same as ``torch.Tensor.index_fill_``)."""
+        if isinstance(value, Tensor):
+            if value._shape:
+                raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but "
+                                   f"got tensor with {value.ndim} dimension(s).")
+        else:
+            value = _check_fill("index_fill_", value, self._dtype)
+        return _O.index_put_(self, dim, _index_vector("index_fill_", index), value)
+
+    def index_fill(self, dim: _int, index: Tensor, value: _TensorOrScalar) -> Tensor:
+        """Out-of-place ``index_fill_`` (same as ``torch.Tensor.index_fill``)."""
+        return _O.clone(self).index_fill_(dim, index, value)
+
+    def index_copy_(self, dim: _int, index: Tensor, source: Tensor) -> Tensor:
+        """Copy the slices of ``source`` along ``dim`` to the positions ``index`` (0-D or 1-D
+        int64) of ``self``; ``source`` has ``self``'s dtype and shape except ``len(index)`` along
+        ``dim`` (RuntimeError otherwise); returns ``self`` (same as
+        ``torch.Tensor.index_copy_``)."""
+        index = _index_vector("index_copy_", index)
+        if source._dtype is not self._dtype:
+            raise RuntimeError(f"index_copy_(): self and source expected to have the same "
+                               f"dtype, but got (self) {self._dtype} and (source) "
+                               f"{source._dtype}")
+        d = _wrap_dim(dim, self.ndim)
+        want = list(self._shape)
+        if want:
+            want[d] = index._shape[0]
+        if list(source._shape) != want and not (not source._shape and index._shape == (1,)):
+            raise RuntimeError(f"index_copy_(): source shape {tuple(source._shape)} does not "
+                               f"match self's {tuple(self._shape)} with {index._shape[0]} "
+                               f"indices along dim {dim}")
+        return _O.index_put_(self, dim, index, source)
+
+    def index_copy(self, dim: _int, index: Tensor, source: Tensor) -> Tensor:
+        """Out-of-place ``index_copy_`` (same as ``torch.Tensor.index_copy``)."""
+        return _O.clone(self).index_copy_(dim, index, source)
+
+    # -- random fills ------------------------------------------------------------------------------
+    # (torch's generator= is taken as None only: TypeError for a generator object, as TensorPlay
+    # has none; every fill draws from the device's generator, seeded by tensorplay.manual_seed)
+    def bernoulli(self, p: _float | None = None, *, generator: None = None) -> Tensor:
+        """0/1 draws in ``self``'s dtype: each with probability ``self``'s element (floating
+        probabilities), or ``p`` (same as ``torch.Tensor.bernoulli``)."""
+        _no_generator("bernoulli", generator)
+        if p is None:
+            if not self._dtype.is_floating_point:
+                raise RuntimeError(f"bernoulli: expected a floating tensor of probabilities, "
+                                   f"got {self._dtype}")
+            return _O.to_dtype(_O.lt(_uniform_like(self), self.detach()), self._dtype)
+        return _O.clone(self.detach()).bernoulli_(p)
+
+    def bernoulli_(self, p: _TensorOrScalar = 0.5, *, generator: None = None) -> Tensor:
+        """Fill in place with 0/1 draws of probability ``p`` (a number in [0, 1] or a tensor of
+        probabilities broadcasting to ``self``); returns ``self`` (same as
+        ``torch.Tensor.bernoulli_``)."""
+        _no_generator("bernoulli_", generator)
+        if not isinstance(p, Tensor) and not 0 <= p <= 1:
+            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+        return _O.copy_(self, _O.lt(_uniform_like(self), p.detach() if isinstance(p, Tensor)
+                                    else p))
+
+    def exponential_(self, lambd: _float = 1.0, *, generator: None = None) -> Tensor:
+        """Fill in place with exponential draws of rate ``lambd`` (same as
+        ``torch.Tensor.exponential_``)."""
+        _no_generator("exponential_", generator)
+        u = _uniform_like(self)
+        return _O.copy_(self, _O.div(_O.neg(_O.log1p(_O.neg(u))), lambd))
+
+    def log_normal_(self, mean: _float = 1.0, std: _float = 2.0, *,
+                    generator: None = None) -> Tensor:
+        """Fill in place with ``exp(N(mean, std))`` draws (same as
+        ``torch.Tensor.log_normal_``)."""
+        _no_generator("log_normal_", generator)
+        z = _O.randn(list(self._shape), dtype=_draw_dtype(self), device=self._device)
+        return _O.copy_(self, _O.exp(_O.add(_O.mul(z, std), mean)))
+
+    def cauchy_(self, median: _float = 0.0, sigma: _float = 1.0, *,
+                generator: None = None) -> Tensor:
+        """Fill in place with Cauchy draws (same as ``torch.Tensor.cauchy_``)."""
+        _no_generator("cauchy_", generator)
+        u = _uniform_like(self)
+        return _O.copy_(self, _O.add(_O.mul(_O.tan(_O.mul(_O.sub(u, 0.5), 3.141592653589793)),
+                                            sigma), median))
+
+    def geometric_(self, p: _float, *, generator: None = None) -> Tensor:
+        """Fill in place with the number of trials to the first success of probability ``p``
+        (1, 2, ...; same as ``torch.Tensor.geometric_``)."""
+        _no_generator("geometric_", generator)
+        if not 0 < p < 1:
+            raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+        import math
+        u = _uniform_like(self)
+        return _O.copy_(self, _O.ceil(_O.div(_O.log1p(_O.neg(u)), math.log1p(-p))))
+
+    # -- torch's indexing methods --------------------------------------------------------------
+    def index_put_(self, indices: Sequence[Tensor], values: _TensorOrScalar,
+                   accumulate: _bool = False) -> Tensor:
+        """``self[indices] = values`` (``indices``: a tuple of integer or bool index tensors,
+        broadcast together, indexing the leading dims); with ``accumulate=True`` the values are
+        added, repeated positions summing. ``values`` has ``self``'s dtype (RuntimeError
+        otherwise, as torch). Returns ``self`` (same as ``torch.Tensor.index_put_``)."""
+        indices = tuple(indices)
+        if isinstance(values, Tensor) and values._dtype is not self._dtype:
+            raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                               f"{self._dtype} for the destination and {values._dtype} for the "
+                               f"source.")
+        if not accumulate:
+            # bool masks as their nonzero positions: x[mask] = values (values one per True)
+            # through the integer-index path, which takes them
+            _setitem(self, _int_indices(indices), values)
+            return self
+        return _in_place(self, "index_put_", _index_put_accumulated, indices, values)
+
+    def index_put(self, indices: Sequence[Tensor], values: _TensorOrScalar,
+                  accumulate: _bool = False) -> Tensor:
+        """Out-of-place ``index_put_`` (same as ``torch.Tensor.index_put``)."""
+        return _O.clone(self).index_put_(indices, values, accumulate)
+
+    def put_(self, index: Tensor, source: Tensor, accumulate: _bool = False) -> Tensor:
+        """Write (``accumulate=True``: add) ``source``'s elements at the positions ``index`` of
+        the tensor read as 1-D in row-major order (negative indices from the end); returns
+        ``self`` (same as ``torch.Tensor.put_``). ``source`` has ``self``'s dtype and as many
+        elements as ``index`` (RuntimeError otherwise)."""
+        return _in_place(self, "put_", _put, index, source, accumulate)
+
+    def put(self, index: Tensor, source: Tensor, accumulate: _bool = False) -> Tensor:
+        """Out-of-place ``put_`` (same as ``torch.Tensor.put``)."""
+        return _put(self, index, source, accumulate)
+
+    def bincount(self, weights: Tensor | None = None, minlength: _int = 0) -> Tensor:
+        """How often each value ``0..max`` occurs in this 1-D non-negative integer tensor (at
+        least ``minlength`` bins): int64 counts, or the sums of ``weights`` (float32 weights
+        stay float32, others give float64), as ``torch.Tensor.bincount``. RuntimeError for
+        other inputs. The length depends on the values (data-dependent under compile)."""
+        if self.ndim != 1 or self._dtype.is_floating_point or self._dtype is _dtype.bool:
+            raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+        if minlength < 0:
+            raise RuntimeError("minlength should be >= 0")
+        n = self._shape[0]
+        if n and _O.amin(self, [], False).item() < 0:
+            raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+        size = max(minlength, _O.amax(self, [], False).item() + 1 if n else 0)
+        idx = _O.to_dtype(self, _dtype.int64) if self._dtype is not _dtype.int64 else self
+        if weights is None:
+            src = _like_self(self, "full", [n], 1, _dtype.int64, None, False)
+        else:
+            if weights._shape != self._shape:
+                raise RuntimeError("weights should be 1-d and have the same length as input")
+            wdt = weights._dtype if weights._dtype in (_dtype.float32, _dtype.float64) else \
+                _dtype.float64
+            src = weights if weights._dtype is wdt else _O.to_dtype(weights, wdt)
+        out = _like_self(self, "full", [size], 0, src._dtype, None, False)
+        return _O.scatter_add(out, 0, idx, src)
+
+    def take(self, index: Tensor) -> Tensor:
+        """The elements at ``index`` of the flattened tensor, in ``index``'s shape; negative
+        indices count from the end (same as ``torch.Tensor.take``)."""
+        return _O.index(_O.reshape(self, [-1]), 0, index)
+
+    def take_along_dim(self, indices: Tensor, dim: _int | None = None) -> Tensor:
+        """``gather`` along ``dim`` with ``self`` and ``indices`` broadcast in the other dims;
+        ``dim=None``: both flattened (same as ``torch.Tensor.take_along_dim``)."""
+        if dim is None:
+            return _O.gather(_O.reshape(self, [-1]), 0, _O.reshape(indices, [-1]))
+        if indices.ndim != self.ndim:
+            raise RuntimeError("torch.take_along_dim(): input and indices should have the same "
+                               "number of dimensions, but got " f"{self.ndim} dimensions for "
+                               f"input, and {indices.ndim} dimensions for indices")
+        d = _wrap_dim(dim, self.ndim)
+        from ._ops._shapes import broadcast_shapes
+        a, b = list(self._shape), list(indices._shape)
+        a[d] = b[d] = 1
+        common = list(broadcast_shapes(tuple(a), tuple(b), api="take_along_dim"))
+        sa, sb = list(common), list(common)
+        sa[d], sb[d] = self._shape[d], indices._shape[d]
+        x = self if list(self._shape) == sa else _O.expand(self, sa)
+        i = indices if list(indices._shape) == sb else _O.expand(indices, sb)
+        return _O.gather(x, d, i)
+
+    def fill_diagonal_(self, fill_value: _Number, wrap: _bool = False) -> Tensor:
+        """Write ``fill_value`` on the main diagonal (all dims equal for more than 2); a tall
+        matrix with ``wrap=True`` restarts the diagonal every ``cols + 1`` rows. Returns
+        ``self`` (same as ``torch.Tensor.fill_diagonal_``)."""
+        n = self.ndim
+        if n < 2:
+            raise RuntimeError("dimensions must larger than 1")
+        if n > 2 and len(set(self._shape)) != 1:
+            raise RuntimeError("all dimensions of input must be of equal length")
+        from ._factories import arange
+        idx = [_O.reshape(arange(s, device=self._device), [s if j == i else 1 for j in range(n)])
+               for i, s in enumerate(self._shape)]
+        if n == 2 and wrap and self._shape[0] > self._shape[1]:
+            cols = self._shape[1]
+            mask = _O.eq(_O.remainder(_O.add(_O.mul(idx[0], cols), idx[1]), cols + 1), 0)
+        else:
+            mask = _O.eq(idx[0], idx[1])
+            for k in range(2, n):
+                mask = _O.logical_and(mask, _O.eq(idx[0], idx[k]))
+        return _O.masked_fill_(self, mask, _check_fill("fill_diagonal_", fill_value,
+                                                       self._dtype))
+
+    # -- shape composites ---------------------------------------------------------------------
+    def rot90(self, k: _int = 1, dims: Sequence[_int] = (0, 1)) -> Tensor:
+        """Rotated by 90 degrees ``k`` times in the plane ``dims`` (from the first towards the
+        second dim; same as ``torch.Tensor.rot90``); RuntimeError for fewer than 2 dims or equal
+        ``dims``."""
+        dims = list(dims)
+        if len(dims) != 2:
+            raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+        if self.ndim < 2:
+            raise RuntimeError(f"expected total dims >= 2, but got total dims = {self.ndim}")
+        d0, d1 = _wrap_dim(dims[0], self.ndim), _wrap_dim(dims[1], self.ndim)
+        if d0 == d1:
+            raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and "
+                               f"dim1 = {d1}")
+        k %= 4
+        if k == 1:
+            return _O.transpose(_surface.flip(self, [d1]), d0, d1)
+        if k == 2:
+            return _surface.flip(self, [d0, d1])
+        if k == 3:
+            return _O.transpose(_surface.flip(self, [d0]), d0, d1)
+        return _O.clone(self)
+
+    def diff(self, n: _int = 1, dim: _int = -1, prepend: Tensor | None = None,
+             append: Tensor | None = None) -> Tensor:
+        """The ``n``-th forward difference along ``dim`` (``prepend``/``append`` joined first;
+        bool tensors give ``!=``; same as ``torch.Tensor.diff``)."""
+        if n < 0:
+            raise RuntimeError(f"order must be non-negative but got {n}")
+        d = _wrap_dim(dim, self.ndim)
+        x = self
+        if prepend is not None or append is not None:
+            x = _O.cat([t for t in (prepend, self, append) if t is not None], d)
+        op = _O.ne if x._dtype is _dtype.bool else _O.sub
+        for _ in range(n):
+            m = x._shape[d]
+            if m == 0:
+                break
+            x = op(_O.narrow(x, d, 1, m - 1), _O.narrow(x, d, 0, m - 1))
+        return x
+
+    def hsplit(self, sections: _int | Sequence[_int] | None = None, *more: _int,
+               indices: Sequence[_int] | None = None) -> tuple[Tensor, ...]:
+        """``tensor_split`` along dim 1 (dim 0 of a 1-D tensor); an int must divide the dim
+        (same as ``torch.Tensor.hsplit``)."""
+        return _np_split(self, _one_of("hsplit", sections, indices, more), 1 if self.ndim > 1 else 0,
+                         "hsplit", 1)
+
+    def vsplit(self, sections: _int | Sequence[_int] | None = None, *more: _int,
+               indices: Sequence[_int] | None = None) -> tuple[Tensor, ...]:
+        """``tensor_split`` along dim 0 of a tensor of at least 2 dims (same as
+        ``torch.Tensor.vsplit``)."""
+        return _np_split(self, _one_of("vsplit", sections, indices, more), 0, "vsplit", 2)
+
+    def dsplit(self, sections: _int | Sequence[_int] | None = None, *more: _int,
+               indices: Sequence[_int] | None = None) -> tuple[Tensor, ...]:
+        """``tensor_split`` along dim 2 of a tensor of at least 3 dims (same as
+        ``torch.Tensor.dsplit``)."""
+        return _np_split(self, _one_of("dsplit", sections, indices, more), 2, "dsplit", 3)
+
+    def msort(self) -> Tensor:
+        """``sort(dim=0).values`` (same as ``torch.Tensor.msort``)."""
+        return _O.sort(self, 0, False, stable=False)[0]
+
+    def narrow_copy(self, dim: _int, start: _int, length: _int) -> Tensor:
+        """``narrow(...)`` as a copy (same as ``torch.Tensor.narrow_copy``)."""
+        return _O.clone(_O.narrow(self, dim, start, length))
+
+    def diagflat(self, offset: _int = 0) -> Tensor:
+        """The flattened tensor on diagonal ``offset`` of a square matrix (same as
+        ``torch.Tensor.diagflat``)."""
+        return _surface.diag(_O.reshape(self, [-1]), offset)
+
+    def diag_embed(self, offset: _int = 0, dim1: _int = -2, dim2: _int = -1) -> Tensor:
+        """A tensor with one more dim whose planes ``dim1``/``dim2`` hold the last dim of
+        ``self`` on diagonal ``offset``, zeros elsewhere (same as
+        ``torch.Tensor.diag_embed``); differentiable."""
+        n = self.ndim + 1
+        d1, d2 = _wrap_dim(dim1, n), _wrap_dim(dim2, n)
+        if d1 == d2:
+            raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+        size = self._shape[-1] + abs(offset)
+        rest = iter(self._shape[:-1])
+        shape = [size if i in (d1, d2) else next(rest) for i in range(n)]
+        out = _like_self(self, "full", shape, 0, self._dtype, None, False)
+        _O.copy_(out.diagonal(offset, d1, d2), self)
+        return out
+
+    def cross(self, other: Tensor, dim: _int | None = None) -> Tensor:
+        """The 3-vector cross product along ``dim`` (by default the first dim of size 3) of
+        ``self`` and ``other`` broadcast together (same as ``torch.Tensor.cross``)."""
+        from ._ops._shapes import broadcast_shapes
+        shape = list(broadcast_shapes(tuple(self._shape), tuple(other._shape), api="cross"))
+        a = self if list(self._shape) == shape else _O.expand(self, shape)
+        b = other if list(other._shape) == shape else _O.expand(other, shape)
+        if dim is None:
+            dim = next((i for i, s in enumerate(shape) if s == 3), None)
+            if dim is None:
+                raise RuntimeError("no dimension of size 3 in input")
+        d = _wrap_dim(dim, len(shape))
+        if shape[d] != 3:
+            raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
+                               f"{self._shape[d]} and {other._shape[d]}")
+        a0, a1, a2 = (_O.narrow(a, d, i, 1) for i in range(3))
+        b0, b1, b2 = (_O.narrow(b, d, i, 1) for i in range(3))
+        return _O.cat([_O.sub(_O.mul(a1, b2), _O.mul(a2, b1)),
+                       _O.sub(_O.mul(a2, b0), _O.mul(a0, b2)),
+                       _O.sub(_O.mul(a0, b1), _O.mul(a1, b0))], d)
+
+    # -- floating composites ------------------------------------------------------------------
+    def logaddexp(self, other: Tensor) -> Tensor:
+        """``log(exp(self) + exp(other))`` computed stably, as torch's kernel (equal infinities
+        give themselves); floating tensors only (same as ``torch.Tensor.logaddexp``)."""
+        return _logaddexp(self, other, False)
+
+    def logaddexp2(self, other: Tensor) -> Tensor:
+        """``log2(2**self + 2**other)``, as ``logaddexp`` (same as
+        ``torch.Tensor.logaddexp2``)."""
+        return _logaddexp(self, other, True)
+
+    def logit(self, eps: _float | None = None) -> Tensor:
+        """``log(z / (1 - z))`` with ``z`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given;
+        integers give the default float dtype (same as ``torch.Tensor.logit``)."""
+        z = self if self._dtype.is_floating_point else \
+            _O.to_dtype(self, _dtype.get_default_dtype())
+        if eps is not None:           # torch's clamp: lo first, then hi (eps > 0.5 included)
+            lo, hi = eps, 1 - eps
+            z = _O.where(_O.lt(z, lo), lo, _O.where(_O.gt(z, hi), hi, z))
+        return _O.log(_O.div(z, _O.rsub(z, 1)))
+
+    def logit_(self, eps: _float | None = None) -> Tensor:
+        """In-place ``logit`` (same as ``torch.Tensor.logit_``)."""
+        return _in_place(self, "logit_", Tensor.logit, eps)
+
+    def isposinf(self) -> Tensor:
+        """Bool tensor: True where the element is +inf (same as ``torch.Tensor.isposinf``)."""
+        return _O.eq(self, float("inf"))
+
+    def isneginf(self) -> Tensor:
+        """Bool tensor: True where the element is -inf (same as ``torch.Tensor.isneginf``)."""
+        return _O.eq(self, float("-inf"))
+
+    def isreal(self) -> Tensor:
+        """All True (TensorPlay's dtypes are real; same as ``torch.Tensor.isreal``)."""
+        return _like_self(self, "full", list(self._shape), True, _dtype.bool, None, False)
+
+    # -- real tensors' complex surface --------------------------------------------------------
+    def conj(self) -> Tensor:
+        """``self`` (a real tensor is its own conjugate; same as ``torch.Tensor.conj``)."""
+        return self
+
+    def resolve_conj(self) -> Tensor:
+        """``self`` (same as ``torch.Tensor.resolve_conj`` on a real tensor)."""
+        return self
+
+    def resolve_neg(self) -> Tensor:
+        """``self`` (same as ``torch.Tensor.resolve_neg`` on a real tensor)."""
+        return self
+
+    def conj_physical(self) -> Tensor:
+        """A copy (real dtypes; same as ``torch.Tensor.conj_physical``)."""
+        return _O.clone(self)
+
+    def conj_physical_(self) -> Tensor:
+        """``self`` unchanged (real dtypes; same as ``torch.Tensor.conj_physical_``)."""
+        return self
+
+    def is_conj(self) -> _bool:
+        """False (no lazy conjugation; ``torch.Tensor.is_conj``)."""
+        return False
+
+    def is_neg(self) -> _bool:
+        """False (no lazy negation; ``torch.Tensor.is_neg``)."""
+        return False
+
+    @property
+    def real(self) -> Tensor:
+        """``self`` (real dtypes; same as ``torch.Tensor.real``)."""
+        return self
+
+    @property
+    def imag(self) -> Tensor:
+        """RuntimeError, as torch for real dtypes."""
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+
+    def is_pinned(self) -> _bool:
+        """False: TensorPlay has no page-locked host memory (``torch.Tensor.is_pinned``)."""
+        return False
+
+    def is_shared(self) -> _bool:
+        """False: no tensor lives in shared memory (``torch.Tensor.is_shared``)."""
+        return False
+
+    def new(self, *args: Any, dtype: _DTypeLike | None = None,
+            device: _DeviceLike | None = None) -> Tensor:
+        """torch's legacy constructor: ``new(*sizes)`` (ints) an uninitialised tensor of this
+        dtype and device, ``new(data)`` (a list, tuple or tensor) a copy of ``data`` in this
+        dtype, ``new()`` an empty 1-D one (same as ``torch.Tensor.new``)."""
+        if not args:
+            return self.new_empty((0,), dtype=dtype, device=device)
+        if all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+            return self.new_empty(args, dtype=dtype, device=device)
+        if len(args) == 1:
+            return self.new_tensor(args[0], dtype=dtype, device=device)
+        raise TypeError(f"new(): expected sizes (ints) or one data argument, got {args!r}")
+
+    def sum_to_size(self, *size: _int | Sequence[_int], **kwargs: Sequence[_int]) -> Tensor:
         """Sum broadcast dimensions away so the result has ``size`` (used by backward formulas).
 
         ``size`` (ints or one sequence) must expand to this tensor's shape, as torch requires:
@@ -1801,7 +3171,8 @@ class Tensor(TensorBase, instance_class=True):
         expandable to size {[2, 3]}.", torch's words) for any other ``size``."""
         if len(size) == 1 and size[0].__class__ is tuple and size[0] == self._shape:
             return self   # backward formulas' common case, before any parsing
-        size = tuple(_shape_arg(size))
+        size = tuple(_keyword_sizes(size, kwargs, "sum_to_size", "size") if kwargs else
+                     _shape_arg(size))
         shape = self._shape
         if shape == size:
             return self
@@ -1838,6 +3209,7 @@ from ._ops._shapes import result_dtype as _result_dtype  # noqa: E402
 from ._indexing import getitem as _getitem  # noqa: E402
 from ._indexing import setitem as _setitem  # noqa: E402
 from .autograd.api import backward as _backward  # noqa: E402
+from .autograd.function import check_inplace as _check_inplace  # noqa: E402
 from .autograd.grad_mode import _state as _grad_state  # noqa: E402
 from .autograd.graph import grad_accumulator as _grad_accumulator  # noqa: E402
 from .autograd.graph import output_hooks as _output_hooks  # noqa: E402
@@ -1854,6 +3226,48 @@ class _HookHandle:
     def remove(self) -> None:
         if self._fn in self._hooks:
             self._hooks.remove(self._fn)
+
+
+def _scatter_reduced(self, dim, index, src, value, reduce):
+    """``scatter(..., reduce=)``: "add" is ``scatter_add`` (a number ``src``/``value`` added at
+    every index); "multiply" has no kernel: NotImplementedError."""
+    if reduce != "add":
+        raise NotImplementedError(f"scatter(reduce={reduce!r}) is not supported by tensorplay "
+                                  f"(only 'add', as scatter_add); multiply the gathered values "
+                                  f"instead")
+    v = _scatter_src(src, value, None)
+    if not isinstance(v, Tensor):
+        v = _like_self(self, "full", list(index._shape), v, self._dtype, None, False)
+    return _O.scatter_add(self, dim, index, v)
+
+
+def _scatter_reduce(self, dim, index, src, reduce, include_self):
+    """torch's scatter_reduce for "sum" and "mean": ``scatter_add`` into ``self`` (the touched
+    positions zeroed first without ``include_self``); the mean divides by the count of values
+    reduced into each position (self counted when included; floor division for integers)."""
+    if reduce not in ("sum", "mean", "prod", "amax", "amin"):
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
+                           f"{reduce}")
+    if reduce not in ("sum", "mean"):
+        raise NotImplementedError(f"scatter_reduce(reduce={reduce!r}) is not supported by "
+                                  f"tensorplay yet (only 'sum' and 'mean')")
+    if src._dtype is not self._dtype:
+        raise RuntimeError(f"scatter_reduce(): Expected self.dtype to be equal to src.dtype, got "
+                           f"{self._dtype} and {src._dtype}")
+    if reduce == "mean" and self._dtype is _dtype.bool:
+        raise RuntimeError("scatter_reduce(reduce='mean'): not implemented for bool tensors (as "
+                           "torch)")
+    base = self if include_self else _O.scatter(self, dim, index, 0)
+    out = _O.scatter_add(base, dim, index, src)
+    if reduce == "sum":
+        return out
+    count = _like_self(self, "full", list(self._shape), 1 if include_self else 0, self._dtype,
+                       None, False)
+    ones = _like_self(self, "full", list(src._shape), 1, self._dtype, None, False)
+    count = _O.scatter_add(count, dim, index, ones)
+    count = _O.where(_O.eq(count, 0), 1, count)
+    return _O.div(out, count) if self._dtype.is_floating_point else \
+        _O.floor_divide(out, count)
 
 
 def _scatter_src(src, value, reduce):
@@ -1880,6 +3294,43 @@ def _prod(xs):
     return n
 
 
+def _from_keyword(kwargs, from_, default, api):
+    """torch's ``from`` keyword of ``uniform_``/``random_`` (spelt ``from_`` here); TypeError for
+    any other keyword or for both spellings."""
+    value = kwargs.pop("from", _MISSING)
+    if kwargs:
+        raise TypeError(f"{api}() got an unexpected keyword argument {next(iter(kwargs))!r}")
+    if value is not _MISSING and from_ != default:
+        raise TypeError(f"{api}() got multiple values for argument 'from'")
+    return from_ if value is _MISSING else value
+
+
+def _numpy_names(api, dim, keepdim, axis, keepdims):
+    """``(dim, keepdim)`` given torch's NumPy spellings of them, ``axis=`` and ``keepdims=``
+    (torch's argument parser accepts both on every method with ``dim``/``keepdim``); TypeError
+    when a value comes both ways."""
+    if axis is not None:
+        if dim is not None:
+            raise TypeError(f"{api}() got multiple values for argument 'dim' (axis= is its NumPy "
+                            f"spelling)")
+        dim = axis
+    if keepdims is not None:
+        if keepdim:
+            raise TypeError(f"{api}() got multiple values for argument 'keepdim' (keepdims= is "
+                            f"its NumPy spelling)")
+        keepdim = bool(keepdims)
+    return dim, keepdim
+
+
+def _axis(api, dim, default, axis):
+    """``dim`` given as torch's NumPy spelling ``axis=``; TypeError when ``dim`` was given too
+    (a value other than its default)."""
+    if dim is not default and dim != default:
+        raise TypeError(f"{api}() got multiple values for argument 'dim' (axis= is its NumPy "
+                        f"spelling)")
+    return axis
+
+
 def _dims(dim):
     if dim is None:
         return None
@@ -1888,9 +3339,12 @@ def _dims(dim):
     return list(dim)
 
 
-def _new_size(size, api):
-    """``*size`` of ``new_empty``/``new_zeros``/``new_ones``: ints or one list/tuple (checked by
-    ``_like_self``); torch requires it, so none at all is a ``TypeError``."""
+def _new_size(size, api, kwargs):
+    """``*size`` of ``new_empty``/``new_zeros``/``new_ones``: ints, one list/tuple or torch's
+    keyword ``size=`` (checked by ``_like_self``); torch requires it, so none at all is a
+    ``TypeError``, as is any other keyword."""
+    if kwargs:
+        return _keyword_sizes(size, kwargs, api, "size")
     if not size:
         raise TypeError(f"{api}(): missing required argument 'size' (pass () for a 0-dim "
                         f"tensor)")
@@ -1903,3 +3357,23 @@ def _shape_arg(shape):
     if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
         return [operator.index(s) for s in shape[0]]
     return [operator.index(s) for s in shape]
+
+
+def _keyword_sizes(args, kwargs, api, name, ignored=()):
+    """The sizes of a method declared ``m(self, *sizes)`` as torch's are: ints, one sequence,
+    or torch's keyword ``name`` (``permute(dims=...)``, ``view(size=...)``); ``ignored``: other
+    keywords torch accepts that change nothing here (``expand``'s ``implicit``). TypeError, as
+    torch, for another keyword or for the sizes given both ways."""
+    value = kwargs.pop(name, _MISSING)
+    for k in ignored:
+        kwargs.pop(k, None)
+    if kwargs:
+        raise TypeError(f"{api}() got an unexpected keyword argument {next(iter(kwargs))!r}")
+    if value is _MISSING:
+        return _shape_arg(args)
+    if args:
+        raise TypeError(f"{api}() got multiple values for argument {name!r}")
+    return _shape_arg((value,))
+
+
+_MISSING = object()
