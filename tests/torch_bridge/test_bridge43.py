@@ -56,6 +56,18 @@ def _(x):
     return x.new_empty(x.shape)
 
 
+# 1: seeded, differentiated through its body, returning a list (its Function recomputes)
+@library.custom_op(f"{NS}::drop_split", mutates_args=(), tags=Tag.nondeterministic_seeded)
+def drop_split(x: tp.Tensor) -> list[tp.Tensor]:
+    m = (tp.rand(*x.shape, dtype=x.dtype, device=x.device) > 0.5).to(x.dtype)
+    return [x * m, x * (1.0 - m) * 3.0]
+
+
+@drop_split.register_fake
+def _(x):
+    return [x.new_empty(x.shape), x.new_empty(x.shape)]
+
+
 # 1: seeded, with a formula reading the output (direct path eagerly)
 @library.custom_op(f"{NS}::drop", mutates_args=(), tags=Tag.nondeterministic_seeded)
 def drop(x: tp.Tensor) -> tp.Tensor:
@@ -302,6 +314,55 @@ def test_manual_seed_reaches_a_seeded_op_on_cuda():
     cpu_state = torch.get_rng_state()
     R.noise(x)
     assert torch.equal(torch.get_rng_state(), cpu_state)
+
+
+def _body_grad_is_the_forwards(x, y):
+    torch.testing.assert_close(x.grad, y.detach())     # d(x * m * 2)/dx = m * 2 = y at x = 1
+
+
+def test_a_seeded_body_run_again_under_hooks_draws_the_forwards_numbers():
+    """Under saved-tensor hooks backward runs the body of a seeded op without a formula again:
+    with the seed its forward drew with, so it draws the forward's mask. Before: refused."""
+    for _ in range(3):
+        x = torch.ones(128, dtype=torch.float64, requires_grad=True)
+        with _hooks():
+            y = R.drop_body(x)
+        y.sum().backward()
+        _body_grad_is_the_forwards(x, y)
+
+
+def test_a_seeded_body_under_checkpoint_gets_the_forwards_gradient():
+    from torch.utils.checkpoint import checkpoint
+
+    for _ in range(3):
+        x = torch.ones(128, dtype=torch.float64, requires_grad=True)
+        y = checkpoint(lambda a: R.drop_body(a * 1.0), x, use_reentrant=False)
+        y.sum().backward()
+        _body_grad_is_the_forwards(x, y)
+
+
+def test_a_seeded_body_returning_a_list_gets_the_forwards_gradient():
+    """Tensor[] returns take the backward op's work even eagerly: the body runs again with the
+    forward's seed. Before: refused."""
+    for hooks in (False, True):
+        x = torch.ones(128, dtype=torch.float64, requires_grad=True)
+        with _hooks() if hooks else torch.enable_grad():
+            a, b = R.drop_split(x)
+        (a.sum() + b.sum()).backward()
+        m = (a != 0).to(x.dtype)
+        torch.testing.assert_close(x.grad, m + (1 - m) * 3.0)
+
+
+def test_a_seeded_body_under_compile_is_still_refused():
+    """The compiled backward has no forward seed to run the body with: refused, naming the op."""
+    torch._dynamo.reset()
+    f = torch.compile(lambda a: R.drop_body(a) * 1, fullgraph=True, backend="aot_eager")
+    x = torch.ones(16, requires_grad=True)
+    y = f(x)
+    with pytest.raises(RuntimeError, match=rf"{NS}::drop_body.*nondeterministic_seeded.*"
+                                           rf"register_autograd"):
+        y.sum().backward()
+    assert x.grad is None
 
 
 # -- 2. an untagged op drawing random numbers, recomputed in backward ---------------------------

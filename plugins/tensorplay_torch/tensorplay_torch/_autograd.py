@@ -93,7 +93,7 @@ from ._convert import (BridgeError, _needs_conversion, _value_to_tp, alias_error
                        fresh_returns, out_to_torch, pick_written, reraise, result_to_torch,
                        set_eval_frame, skip_dynamo, to_tp, written_returns)
 from ._fake import fake_from_torch
-from ._seed import count_draws, seeded_call
+from ._seed import count_draws, forget_seed, last_seed, run_seeded, seeded_call
 
 __all__ = ["backward_schema", "bridge_autograd"]
 
@@ -324,6 +324,11 @@ class _Bridge:
         # an op without a formula whose body draws random numbers: its body is never run again
         # in backward (backward_kernel refuses; plain eager calls keep the forward's graph)
         self.seeded = "nondeterministic_seeded" in tags
+        # a seeded op differentiated through its body: its forward keeps the seed its call used
+        # (ctx.tp_seed), and an eager backward runs the body again with it (the forward's
+        # numbers: saved-tensor hooks, activation checkpointing); where there is none (tracing)
+        # backward_kernel refuses
+        self.seeded_body = self.seeded and mode == "composite"
         # what runs the TensorPlay op: seeded ops with TensorPlay's generator seeded from torch's
         # first (``_seed``), any other op as it is
         self.call = seeded_call(op) if self.seeded else op
@@ -532,8 +537,12 @@ class _Bridge:
         autograd hands them to the formula)."""
         state = a[-1]
         keyset, args, kwargs, values = state[0], state[1], state[2], state[3]
+        if self.seeded_body:
+            forget_seed()
         with _below_autograd():
             out = self.overload.redispatch(keyset & _AFTER_AUTOGRAD, *args, **kwargs)
+        if self.seeded_body:        # the seed the kernel drew with (None: it did not run)
+            ctx.tp_seed = last_seed()
         outs = (out,) if self.single else tuple(out)
         flat, lens = self._flatten(outs)
         state[4] = lens
@@ -609,7 +618,8 @@ class _Bridge:
             cuda = any(g is not None and g.is_cuda for g in grads) or \
                 any(s is not None and s.is_cuda for s in saved)
             flat = (self.cuda_kernel if cuda else self.backward_kernel)(
-                *values, outputs, grads, needs, lens_arg, eager=True)
+                *values, outputs, grads, needs, lens_arg, eager=True,
+                seed=getattr(ctx, "tp_seed", None))
             res = (*[g if need else None for g, need in zip(flat, needs)], None)
             if _grad_enabled():     # create_graph=True: torch records this backward's graph
                 return self._once_differentiable(res, saved, grads)
@@ -850,8 +860,12 @@ class _Bridge:
 
     def forward(self, ctx, *a):
         keyset, args, kwargs, values = a[-1]
+        if self.seeded_body:
+            forget_seed()
         with _below_autograd():
             out = self.overload.redispatch(keyset & _AFTER_AUTOGRAD, *args, **kwargs)
+        if self.seeded_body:        # the seed the kernel drew with (None: it did not run)
+            ctx.tp_seed = last_seed()
         if self.refuse:
             if self.written_only:   # in place: the written arguments are the results
                 ctx.mark_dirty(*[t for i in self.mutated for t in
@@ -924,7 +938,8 @@ class _Bridge:
             cuda = grads[0].is_cuda if grads and grads[0] is not None else \
                 any(s is not None and s.is_cuda for s in saved)
             run = self.cuda_eager if cuda else self.eager_backward
-            res = run(saved, grads, ctx.needs_input_grad, ctx.tp_state)
+            res = run(saved, grads, ctx.needs_input_grad, ctx.tp_state,
+                      ctx.tp_seed if self.seeded_body else None)
             if res.__class__ is _WithNone:  # a formula's None: as the backward op gives it
                 res = self._settle_none(res, saved, grads, ctx.needs_input_grad, *ctx.tp_state)
             if _grad_enabled():     # create_graph=True: torch records this backward's graph
@@ -1047,7 +1062,7 @@ class _Bridge:
                     return (tg, None)
         return _grads_out(self.tensor_args, saved, needs, res, where, self.args)
 
-    def eager_backward(self, saved, grads, needs, state):
+    def eager_backward(self, saved, grads, needs, state, seed=None):
         """``Function.backward``'s result in plain eager mode: the backward op's kernel's work
         with torch's engine as the caller (``needs``: torch's ``ctx.needs_input_grad``, the
         trailing state argument included; a gradient is None where none is needed, and may
@@ -1063,7 +1078,7 @@ class _Bridge:
             values = self._rebuild(template, saved[:nslots])
             needs = list(needs[:nslots])
             flat = self.backward_kernel(*values, self._outputs(saved, nslots, with_outputs),
-                                        list(grads), needs, eager=True)
+                                        list(grads), needs, eager=True, seed=seed)
             return (*[g if need else None for g, need in zip(flat, needs)], None)
         where = self.bw_where
         op = self.op
@@ -1145,10 +1160,12 @@ class _Bridge:
             out.extend(v if isinstance(v, (list, tuple)) else [v])
         return out
 
-    def backward_kernel(self, *args, eager=False):
+    def backward_kernel(self, *args, eager=False, seed=None):
         """Kernel of the backward op (``eager``: called directly by ``backward``, not through
-        torch's dispatcher; its results then need not be fresh tensors)."""
-        if self.seeded and not self.formula:
+        torch's dispatcher; its results then need not be fresh tensors; ``seed``: for an op
+        tagged ``nondeterministic_seeded`` without a formula, the seed its forward drew with --
+        its body runs again with it -- else such an op is refused)."""
+        if self.seeded and not self.formula and seed is None:
             _seeded_no_recompute(self.bw_where)
         nargs = self.nargs
         outputs, grads, needs = args[nargs:nargs + 3]
@@ -1173,7 +1190,7 @@ class _Bridge:
                     if with_outputs else [None] * len(outputs)
                 tres = self._run_formula(tvals, touts, tgrads, needs, args, setup, form)
             else:
-                tres = self._composite(tvals, tgrads, needs)
+                tres = self._composite(tvals, tgrads, needs, seed)
         except BridgeError:
             raise
         except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
@@ -1341,7 +1358,7 @@ class _Bridge:
                         f"bridge, as TensorPlay's autograd refuses it)")
         return res
 
-    def _composite(self, tvals, tgrads, needs):
+    def _composite(self, tvals, tgrads, needs, seed=None):
         slots = self._slots(tvals)
         leaves = []
         for s, need in zip(slots, needs):
@@ -1351,13 +1368,18 @@ class _Bridge:
         args = self.op.schema.arguments
         pos = [v for a, v in zip(args, tvals) if not a.kwarg_only]
         kw = {a.name: v for a, v in zip(args, tvals) if a.kwarg_only}
-        # the body runs again here: one that draws random numbers draws new ones (the seeded
-        # ops never get here: backward_kernel refuses them), so its gradient would not be the
-        # forward's -- refused, naming the op, when TensorPlay's generators drew
-        with count_draws() as drawn, tp.autograd.enable_grad():
-            out = self.op(*pos, **kw)
-        if drawn():
-            _unseeded_draws(self.bw_where)
+        if seed is not None:        # a seeded op: its body draws what its forward drew
+            with tp.autograd.enable_grad():
+                out = run_seeded(seed, self.op, *pos, **kw)
+        else:
+            # the body runs again here: one that draws random numbers draws new ones (a seeded
+            # op without its forward's seed never gets here: backward_kernel refuses it), so its
+            # gradient would not be the forward's -- refused, naming the op, when TensorPlay's
+            # generators drew
+            with count_draws() as drawn, tp.autograd.enable_grad():
+                out = self.op(*pos, **kw)
+            if drawn():
+                _unseeded_draws(self.bw_where)
         if isinstance(out, tp.Tensor):
             outs = [out]
         elif self.multi and not self.single:    # a list beside other returns: its elements
@@ -1581,10 +1603,11 @@ def _seeded_no_recompute(where):
         f"{where}: no autograd formula, and the op's body cannot be run again in backward "
         f"(refused on the TensorPlay side): the op is tagged nondeterministic_seeded (it draws "
         f"random numbers), so a recomputed body would draw new ones and give a wrong gradient. "
-        f"Its gradient through the body is taken from the forward's own TensorPlay graph only "
-        f"in plain eager calls; here torch runs the backward op (torch.compile, make_fx, "
-        f"saved-tensor hooks such as activation checkpointing). Register a formula with "
-        f"op.register_autograd(backward, setup_context=...) (e.g. return what it drew, the "
+        f"Its gradient through the body is taken from the forward's own TensorPlay graph in "
+        f"plain eager calls, and from the body run again with the forward's seed in eager "
+        f"calls under saved-tensor hooks (activation checkpointing); here torch runs the "
+        f"backward op without that seed (torch.compile, make_fx, a torch dispatch mode). "
+        f"Register a formula with op.register_autograd(backward, setup_context=...) (e.g. return what it drew, the "
         f"mask, as an output and use it in backward), or call it under torch.no_grad().")
 
 

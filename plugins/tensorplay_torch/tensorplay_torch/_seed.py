@@ -34,7 +34,7 @@ import threading
 import tensorplay as tp
 import torch
 
-__all__ = ["count_draws", "seeded_call", "torch_seed"]
+__all__ = ["count_draws", "forget_seed", "last_seed", "run_seeded", "seeded_call", "torch_seed"]
 
 _TPTensor = tp.Tensor
 _TPDevice = type(tp.device("cpu"))
@@ -82,16 +82,48 @@ def _device_of(args, kwargs):
     return found
 
 
+class _Last(threading.local):
+    """The seed the last seeded call of this thread used (None: none since ``forget_seed``)."""
+
+    def __init__(self):
+        self.seed = None
+
+
+_last = _Last()
+
+
 def seeded_call(op):
     """``op`` (a TensorPlay op tagged ``nondeterministic_seeded``) called with TensorPlay's
-    generator seeded from torch's first (see the module's docstring)."""
+    generator seeded from torch's first (see the module's docstring). The seed is kept for
+    ``last_seed`` (an op differentiated through its body runs it again with that seed in an eager
+    backward: the forward's numbers)."""
     def call(*args, **kwargs):
         seed = torch_seed(_device_of(args, kwargs))
+        _last.seed = seed
         with _lock:
             tp.manual_seed(seed)
             return op(*args, **kwargs)
     call.__name__ = f"seeded_{op.opname}"
     return call
+
+
+def forget_seed() -> None:
+    """Forget this thread's last seed (before a call whose seed ``last_seed`` is to read)."""
+    _last.seed = None
+
+
+def last_seed():
+    """The seed this thread's last seeded call used since ``forget_seed`` (None: no call ran,
+    e.g. torch ran the op's fake while tracing)."""
+    return _last.seed
+
+
+def run_seeded(seed, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` with TensorPlay's generator seeded with ``seed`` (under the lock
+    ``seeded_call`` takes): a body run again draws what the call seeded with ``seed`` drew."""
+    with _lock:
+        tp.manual_seed(seed)
+        return fn(*args, **kwargs)
 
 
 class _Draws(threading.local):
