@@ -535,15 +535,34 @@ def test_dynamic_compile_does_not_recompile_per_shape():
 def test_ops_with_a_fake_rule_are_tagged_pt2_compliant_as_custom_op_ops_are():
     """Before: bridged ops carried only their pack's tags (custom_op ops always carry it)."""
     assert torch.Tag.pt2_compliant_tag in NATIVE._opoverload.tags
-    for name in ("noise", "drop", "cube", "lerp_none", "kw_none", "list_none", "pair_none"):
+    for name in ("drop", "cube", "lerp_none", "kw_none", "list_none", "pair_none",
+                 "untagged_drop", "square_split"):
         tags = getattr(R, name).default.tags
         assert torch.Tag.pt2_compliant_tag in tags, name
-    assert torch.Tag.nondeterministic_seeded in R.noise.default.tags   # the pack's kept
+    assert torch.Tag.nondeterministic_seeded in R.drop.default.tags    # the pack's kept
 
 
 def test_an_op_without_a_fake_rule_is_not_tagged():
     assert torch.Tag.pt2_compliant_tag not in R.no_fake.default.tags
     assert torch.equal(R.no_fake(torch.ones(2)), torch.full((2,), 2.0))
+
+
+@pytest.mark.parametrize("name", ["noise", "drop_body", "drop_split"])
+def test_a_seeded_op_differentiated_through_its_body_is_not_tagged(name):
+    """Its compiled backward is refused (no forward seed to run the body with): torch's opcheck
+    fails with inputs requiring grad, so the op does not claim pt2 compliance; without grad
+    opcheck passes."""
+    op = getattr(R, name).default
+    assert torch.Tag.pt2_compliant_tag not in op.tags
+    torch.library.opcheck(op, (torch.randn(8, dtype=torch.float64),))
+    with pytest.raises(Exception, match="nondeterministic_seeded"):
+        torch.library.opcheck(op, (torch.randn(8, dtype=torch.float64, requires_grad=True),))
+
+
+def test_a_seeded_op_with_a_formula_is_tagged_and_passes_opcheck_with_grad():
+    op = R.drop.default
+    assert torch.Tag.pt2_compliant_tag in op.tags
+    torch.library.opcheck(op, (torch.randn(8, dtype=torch.float64, requires_grad=True),))
 
 
 @pytest.mark.parametrize("name", ["cube", "lerp_none", "kw_none", "list_none", "pair_none",

@@ -280,8 +280,14 @@ def _pt2_compliant(op) -> bool:
     Triton op's, or a device-agnostic body -- and the op is not tagged as having data-dependent
     output sizes (which TensorPlay's fakes cannot give torch). The rest of what the tag promises
     (schema, fake, autograd registration, AOT dispatch) is what torch's opcheck checks, and the
-    bridge passes it for such ops (tests/torch_bridge/test_opcheck*.py, test_bridge43.py)."""
-    if _DATA_DEPENDENT & _autograd._tag_names(op):
+    bridge passes it for such ops (tests/torch_bridge/test_opcheck*.py, test_bridge43.py).
+    Not an op tagged ``nondeterministic_seeded`` that is differentiated through its body (no
+    formula): torch.compile's backward would run that body again without the forward's seed, and
+    the bridge refuses it there (opcheck's AOT test with inputs requiring grad fails)."""
+    tags = _autograd._tag_names(op)
+    if _DATA_DEPENDENT & tags:
+        return False
+    if "nondeterministic_seeded" in tags and op.backward_fn is None and not op.mutates_args:
         return False
     return bool(op.has_fake or op.is_triton or op.active_kernel("default") is not None)
 
