@@ -53,12 +53,15 @@ plain eager calls (the direct path's conditions, list arguments allowed) the Fun
 ``ctx``; backward differentiates it, as TensorPlay's own autograd would -- with what the forward
 drew, for a body that draws random numbers. Where torch runs the backward op instead (tracing,
 saved-tensor hooks, ``Tensor[]``/``Tensor?`` returns) that op recomputes the forward inside
-backward; an op tagged ``nondeterministic_seeded`` is refused there, naming the op (a recompute
-would draw new numbers: a silently wrong gradient), and so is an untagged op whose recompute
-draws (TensorPlay's generators are watched while it runs: ``_seed.count_draws``). Where a device kernel of its own runs instead
-of the body, TensorPlay's autograd refuses, naming the op: the body's gradient would not be the
-running kernel's. Ops with neither get a backward that raises naming the op (torch's own
-behaviour for custom ops without a formula).
+backward. An op tagged ``nondeterministic_seeded`` runs it with the seed its forward drew with
+where the forward's kernel ran in this process's eager autograd (saved-tensor hooks, ``Tensor[]``
+returns: ``ctx.tp_seed``), so it draws the forward's numbers; where the forward was traced
+(torch.compile, make_fx) there is no such seed, and it is refused, naming the op (a recompute
+would draw new numbers: a silently wrong gradient). An untagged op whose recompute draws is
+refused too (TensorPlay's generators are watched while it runs: ``_seed.count_draws``). Where a
+device kernel of its own runs instead of the body, TensorPlay's autograd refuses, naming the op:
+the body's gradient would not be the running kernel's. Ops with neither get a backward that
+raises naming the op (torch's own behaviour for custom ops without a formula).
 
 A formula's result is held to TensorPlay's (and torch's) rules, raising ``BridgeError`` naming
 the op, its pack and the position: one gradient per argument (too few or too many refused),
@@ -1607,8 +1610,9 @@ def _seeded_no_recompute(where):
         f"plain eager calls, and from the body run again with the forward's seed in eager "
         f"calls under saved-tensor hooks (activation checkpointing); here torch runs the "
         f"backward op without that seed (torch.compile, make_fx, a torch dispatch mode). "
-        f"Register a formula with op.register_autograd(backward, setup_context=...) (e.g. return what it drew, the "
-        f"mask, as an output and use it in backward), or call it under torch.no_grad().")
+        f"Register a formula with op.register_autograd(backward, setup_context=...) (e.g. "
+        f"return what it drew, the mask, as an output and use it in backward), or call it "
+        f"under torch.no_grad().")
 
 
 def _from_backward_op(flat, needs, slots):
