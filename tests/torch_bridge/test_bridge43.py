@@ -365,6 +365,43 @@ def test_a_seeded_body_under_compile_is_still_refused():
     assert x.grad is None
 
 
+class _CudaGeneratorStandIn:
+    """What the bridge reads of a torch cuda generator (no GPU here): seed and Philox offset."""
+
+    def __init__(self, seed):
+        self.seed, self.offset = seed, 0
+
+    def initial_seed(self):
+        return self.seed
+
+    def get_offset(self):
+        return self.offset
+
+    def set_offset(self, offset):
+        self.offset = offset
+
+
+def test_the_cuda_seed_comes_from_the_devices_generator_without_a_sync(monkeypatch):
+    """The cuda side of the seeding, run without a GPU (private on purpose: the public path
+    needs one; test_manual_seed_reaches_a_seeded_op_on_cuda runs it on the GPU machine): the
+    seed is read from the device's generator (its seed and offset), the offset advances by 4 per
+    call as one of torch's cuda random ops advances it, torch's cpu generator is not touched."""
+    from tensorplay_torch import _seed
+
+    gens = (_CudaGeneratorStandIn(11), _CudaGeneratorStandIn(11))
+    monkeypatch.setattr(torch.cuda, "default_generators", gens, raising=False)
+    cpu_state = torch.get_rng_state()
+    first = [_seed.torch_seed(tp.device("cuda", 1)) for _ in range(3)]
+    assert gens[1].offset == 12 and gens[0].offset == 0
+    assert len(set(first)) == 3 and all(0 <= v < 2 ** 63 for v in first)
+    gens[1].offset = 0                      # the same seed and offset: the same seeds again
+    assert [_seed.torch_seed(tp.device("cuda", 1)) for _ in range(3)] == first
+    assert _seed.torch_seed(tp.device("cuda", 0)) == first[0]   # device 0: same seed, offset 0
+    gens[0].seed, gens[0].offset = 12, 0
+    assert _seed.torch_seed(tp.device("cuda", 0)) != first[0]   # another seed, another stream
+    assert torch.equal(torch.get_rng_state(), cpu_state)
+
+
 # -- 2. an untagged op drawing random numbers, recomputed in backward ---------------------------
 
 def _refused(name):
