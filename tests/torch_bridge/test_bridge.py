@@ -198,7 +198,7 @@ bmul.register_autograd(_bmul_backward, setup_context=_bmul_setup)
 
 @library.custom_op("bridgetest::half_formula", mutates_args=())
 def half_formula(x: tp.Tensor, w: tp.Tensor) -> tp.Tensor:
-    """A formula that returns None for ``w`` even when it requires grad: a zero gradient."""
+    """A formula that returns None for ``w`` even when it requires grad: no gradient."""
     return x * w
 
 
@@ -517,14 +517,15 @@ def test_keyword_only_tensor_op_compiles_forward_and_backward():
     torch.testing.assert_close(got, want)
 
 
-def _eager_and_traced(fn, *inputs):
+def _eager_and_traced(fn, *inputs, **grad_kwargs):
     """Gradients of ``fn(*inputs).sum()`` in eager mode (the bridge's eager backward) and
-    through aot_eager (the backward op, traced and then run): both, to be compared."""
+    through aot_eager (the backward op, traced and then run): both, to be compared
+    (``grad_kwargs``: for ``torch.autograd.grad``)."""
     torch._dynamo.reset()
-    eager = torch.autograd.grad(fn(*inputs).sum(), inputs)
+    eager = torch.autograd.grad(fn(*inputs).sum(), inputs, **grad_kwargs)
     traced = torch.autograd.grad(
         torch.compile(lambda *a: fn(*a).sum(), fullgraph=True, backend="aot_eager")(*inputs),
-        inputs)
+        inputs, **grad_kwargs)
     return eager, traced
 
 
@@ -537,11 +538,19 @@ def test_a_broadcast_or_other_dtype_gradient_is_summed_and_cast_as_torchs_engine
         torch.testing.assert_close(got, want)
 
 
-def test_a_formula_none_for_an_input_requiring_grad_is_a_zero_gradient():
+def test_a_formula_none_for_an_input_requiring_grad_is_no_gradient_as_custom_ops():
+    """None from a formula is no gradient, as from a torch.library.custom_op formula: torch's
+    autograd.grad gives None (allow_unused=True), zeros (materialize_grads=True), and refuses
+    without either. (Before session 43 the bridge handed torch zeros: test_bridge43.py.)"""
     x, w = _leaf(3), _leaf(3)
-    for gx, gw in _eager_and_traced(T.half_formula, x, w):
+    for gx, gw in _eager_and_traced(T.half_formula, x, w, allow_unused=True):
+        torch.testing.assert_close(gx, w.detach())
+        assert gw is None
+    for gx, gw in _eager_and_traced(T.half_formula, x, w, materialize_grads=True):
         torch.testing.assert_close(gx, w.detach())
         torch.testing.assert_close(gw, torch.zeros_like(w))
+    with pytest.raises(RuntimeError, match="appears to not have been used in the graph"):
+        torch.autograd.grad(T.half_formula(x, w).sum(), (x, w))
 
 
 def test_a_setup_context_saving_the_output_gets_it_in_backward():

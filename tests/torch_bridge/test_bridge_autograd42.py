@@ -194,16 +194,23 @@ def test_a_random_op_with_a_list_argument_and_two_outputs_gets_the_forwards_grad
 
 
 def test_a_random_op_without_formula_is_refused_where_its_body_would_be_recomputed():
-    """Where torch's backward runs the backward op (saved-tensor hooks here; torch.compile),
+    """Where torch's backward runs the backward op without the forward's seed (torch.compile),
     the body would be run again and draw new numbers: refused naming the op and saying what
-    to do, as torch refuses backward through custom ops without a formula."""
+    to do, as torch refuses backward through custom ops without a formula. (Under saved-tensor
+    hooks the body runs again with the forward's seed since session 43: the forward's
+    gradient, test_bridge43.py.)"""
     x = torch.ones(16, requires_grad=True)
-    with _hooks():
-        y = R.dropout(x, 0.5)
+    torch._dynamo.reset()
+    y = torch.compile(lambda a: R.dropout(a, 0.5) * 1, fullgraph=True, backend="aot_eager")(x)
     with pytest.raises(RuntimeError, match=(WHERE % "dropout") + r".*nondeterministic_seeded.*"
                                             r"register_autograd"):
         y.sum().backward()
     assert x.grad is None
+    x = torch.ones(16, requires_grad=True)
+    with _hooks():
+        y = R.dropout(x, 0.5)
+    y.sum().backward()
+    torch.testing.assert_close(x.grad, y.detach())      # the forward's mask, never a new one
 
 
 def test_a_random_op_without_formula_under_compile_gives_no_wrong_gradient():

@@ -53,16 +53,26 @@ plain eager calls (the direct path's conditions, list arguments allowed) the Fun
 ``ctx``; backward differentiates it, as TensorPlay's own autograd would -- with what the forward
 drew, for a body that draws random numbers. Where torch runs the backward op instead (tracing,
 saved-tensor hooks, ``Tensor[]``/``Tensor?`` returns) that op recomputes the forward inside
-backward; an op tagged ``nondeterministic_seeded`` is refused there, naming the op (a recompute
-would draw new numbers: a silently wrong gradient). Where a device kernel of its own runs instead
-of the body, TensorPlay's autograd refuses, naming the op: the body's gradient would not be the
-running kernel's. Ops with neither get a backward that raises naming the op (torch's own
-behaviour for custom ops without a formula).
+backward. An op tagged ``nondeterministic_seeded`` runs it with the seed its forward drew with
+where the forward's kernel ran in this process's eager autograd (saved-tensor hooks, ``Tensor[]``
+returns: ``ctx.tp_seed``), so it draws the forward's numbers; where the forward was traced
+(torch.compile, make_fx) there is no such seed, and it is refused, naming the op (a recompute
+would draw new numbers: a silently wrong gradient). An untagged op whose recompute draws is
+refused too (TensorPlay's generators are watched while it runs: ``_seed.count_draws``). Where a
+device kernel of its own runs instead of the body, TensorPlay's autograd refuses, naming the op:
+the body's gradient would not be the running kernel's. Ops with neither get a backward that
+raises naming the op (torch's own behaviour for custom ops without a formula).
 
 A formula's result is held to TensorPlay's (and torch's) rules, raising ``BridgeError`` naming
 the op, its pack and the position: one gradient per argument (too few or too many refused),
 None for an argument that is not a tensor, and a shape that is the input's or broadcasts from it
-(then summed to it).
+(then summed to it). None for a tensor argument is no gradient: torch's engine gets None, as
+from ``custom_op``'s formula (through the backward op, where a gradient cannot be None, an empty
+placeholder that the Function turns into None; which gradients are None is found by running the
+formula on TensorPlay fakes, ``_none_slots``, so that the backward op's fake says the same).
+
+Ops tagged ``nondeterministic_seeded`` run with TensorPlay's generator seeded from torch's on each
+call (``_seed.seeded_call``): ``torch.manual_seed`` makes them reproducible.
 
 Ops that write arguments (``_Bridge.mutating_kernel``) with an argument requiring grad: a
 ``Tag.out`` op, and a written leaf that requires grad or a view of one, are refused before
@@ -86,6 +96,7 @@ from ._convert import (BridgeError, _needs_conversion, _value_to_tp, alias_error
                        fresh_returns, out_to_torch, pick_written, reraise, result_to_torch,
                        set_eval_frame, skip_dynamo, to_tp, written_returns)
 from ._fake import fake_from_torch
+from ._seed import count_draws, forget_seed, last_seed, run_seeded, seeded_call
 
 __all__ = ["backward_schema", "bridge_autograd"]
 
@@ -316,6 +327,14 @@ class _Bridge:
         # an op without a formula whose body draws random numbers: its body is never run again
         # in backward (backward_kernel refuses; plain eager calls keep the forward's graph)
         self.seeded = "nondeterministic_seeded" in tags
+        # a seeded op differentiated through its body: its forward keeps the seed its call used
+        # (ctx.tp_seed), and an eager backward runs the body again with it (the forward's
+        # numbers: saved-tensor hooks, activation checkpointing); where there is none (tracing)
+        # backward_kernel refuses
+        self.seeded_body = self.seeded and mode == "composite"
+        # what runs the TensorPlay op: seeded ops with TensorPlay's generator seeded from torch's
+        # first (``_seed``), any other op as it is
+        self.call = seeded_call(op) if self.seeded else op
         # plain eager calls of an op differentiated through its body keep the forward's
         # TensorPlay graph for backward (keep_forward) instead of recomputing the body
         self.keep = mode == "composite" and not self.multi
@@ -521,8 +540,12 @@ class _Bridge:
         autograd hands them to the formula)."""
         state = a[-1]
         keyset, args, kwargs, values = state[0], state[1], state[2], state[3]
+        if self.seeded_body:
+            forget_seed()
         with _below_autograd():
             out = self.overload.redispatch(keyset & _AFTER_AUTOGRAD, *args, **kwargs)
+        if self.seeded_body:        # the seed the kernel drew with (None: it did not run)
+            ctx.tp_seed = last_seed()
         outs = (out,) if self.single else tuple(out)
         flat, lens = self._flatten(outs)
         state[4] = lens
@@ -598,13 +621,14 @@ class _Bridge:
             cuda = any(g is not None and g.is_cuda for g in grads) or \
                 any(s is not None and s.is_cuda for s in saved)
             flat = (self.cuda_kernel if cuda else self.backward_kernel)(
-                *values, outputs, grads, needs, lens_arg, eager=True)
+                *values, outputs, grads, needs, lens_arg, eager=True,
+                seed=getattr(ctx, "tp_seed", None))
             res = (*[g if need else None for g, need in zip(flat, needs)], None)
             if _grad_enabled():     # create_graph=True: torch records this backward's graph
                 return self._once_differentiable(res, saved, grads)
             return res
         flat = self.bw_op(*values, outputs, grads, needs, lens_arg)
-        return (*[g if need else None for g, need in zip(flat, needs)], None)
+        return _from_backward_op(flat, needs, saved)
 
     def _values(self, args, kwargs):
         """Every argument in schema order, defaults filled in."""
@@ -777,8 +801,8 @@ class _Bridge:
         try:
             if self.kwnames:
                 npos = self.npos
-                return self.op(*tvals[:npos], **dict(zip(self.kwnames, tvals[npos:])))
-            return self.op(*tvals)
+                return self.call(*tvals[:npos], **dict(zip(self.kwnames, tvals[npos:])))
+            return self.call(*tvals)
         except BridgeError:
             raise
         except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
@@ -839,8 +863,12 @@ class _Bridge:
 
     def forward(self, ctx, *a):
         keyset, args, kwargs, values = a[-1]
+        if self.seeded_body:
+            forget_seed()
         with _below_autograd():
             out = self.overload.redispatch(keyset & _AFTER_AUTOGRAD, *args, **kwargs)
+        if self.seeded_body:        # the seed the kernel drew with (None: it did not run)
+            ctx.tp_seed = last_seed()
         if self.refuse:
             if self.written_only:   # in place: the written arguments are the results
                 ctx.mark_dirty(*[t for i in self.mutated for t in
@@ -913,7 +941,10 @@ class _Bridge:
             cuda = grads[0].is_cuda if grads and grads[0] is not None else \
                 any(s is not None and s.is_cuda for s in saved)
             run = self.cuda_eager if cuda else self.eager_backward
-            res = run(saved, grads, ctx.needs_input_grad, ctx.tp_state)
+            res = run(saved, grads, ctx.needs_input_grad, ctx.tp_state,
+                      ctx.tp_seed if self.seeded_body else None)
+            if res.__class__ is _WithNone:  # a formula's None: as the backward op gives it
+                res = self._settle_none(res, saved, grads, ctx.needs_input_grad, *ctx.tp_state)
             if _grad_enabled():     # create_graph=True: torch records this backward's graph
                 return self._once_differentiable(res, saved, grads)
             return res
@@ -942,6 +973,9 @@ class _Bridge:
         if plain:
             res = (self.cuda_direct if on_cuda else self.direct_backward)(
                 tctx, backward, saved, grads, ctx.needs_input_grad)
+            if res.__class__ is _WithNone:  # a formula's None: as the backward op gives it
+                res = self._settle_none(res, saved, grads, ctx.needs_input_grad, template,
+                                        nslots, with_outputs)
             if _grad_enabled():     # create_graph=True: torch records this backward's graph
                 return self._once_differentiable(res, saved, grads)
             return res
@@ -956,7 +990,7 @@ class _Bridge:
         needs = list(needs[:nslots])
         flat = self.bw_op(*values, self._outputs(saved, nslots, with_outputs), list(grads),
                           needs)
-        return (*[g if need else None for g, need in zip(flat, needs)], None)
+        return _from_backward_op(flat, needs, saved)
 
     def _once_differentiable(self, res, saved, grads):
         """The gradients ``res`` (one per Function input, None where none), each made to fail
@@ -1031,7 +1065,7 @@ class _Bridge:
                     return (tg, None)
         return _grads_out(self.tensor_args, saved, needs, res, where, self.args)
 
-    def eager_backward(self, saved, grads, needs, state):
+    def eager_backward(self, saved, grads, needs, state, seed=None):
         """``Function.backward``'s result in plain eager mode: the backward op's kernel's work
         with torch's engine as the caller (``needs``: torch's ``ctx.needs_input_grad``, the
         trailing state argument included; a gradient is None where none is needed, and may
@@ -1047,7 +1081,7 @@ class _Bridge:
             values = self._rebuild(template, saved[:nslots])
             needs = list(needs[:nslots])
             flat = self.backward_kernel(*values, self._outputs(saved, nslots, with_outputs),
-                                        list(grads), needs, eager=True)
+                                        list(grads), needs, eager=True, seed=seed)
             return (*[g if need else None for g, need in zip(flat, needs)], None)
         where = self.bw_where
         op = self.op
@@ -1129,10 +1163,12 @@ class _Bridge:
             out.extend(v if isinstance(v, (list, tuple)) else [v])
         return out
 
-    def backward_kernel(self, *args, eager=False):
+    def backward_kernel(self, *args, eager=False, seed=None):
         """Kernel of the backward op (``eager``: called directly by ``backward``, not through
-        torch's dispatcher; its results then need not be fresh tensors)."""
-        if self.seeded and not self.formula:
+        torch's dispatcher; its results then need not be fresh tensors; ``seed``: for an op
+        tagged ``nondeterministic_seeded`` without a formula, the seed its forward drew with --
+        its body runs again with it -- else such an op is refused)."""
+        if self.seeded and not self.formula and seed is None:
             _seeded_no_recompute(self.bw_where)
         nargs = self.nargs
         outputs, grads, needs = args[nargs:nargs + 3]
@@ -1155,14 +1191,9 @@ class _Bridge:
             if self.formula:
                 touts = [None if o is None else to_tp(o, where) for o in outputs] \
                     if with_outputs else [None] * len(outputs)
-                if self.multi:      # the outputs as returned; gradients as TensorPlay gives
-                    lens = [None if n < 0 else n for n in args[nargs + 3]]
-                    touts = _group(touts, lens)
-                    if not self.flat_grads:     # a sole Tensor[]'s: one per element
-                        tgrads = _group(tgrads, lens)
-                tres = self._formula(tvals, touts, tgrads, needs, setup, form)
+                tres = self._run_formula(tvals, touts, tgrads, needs, args, setup, form)
             else:
-                tres = self._composite(tvals, tgrads, needs)
+                tres = self._composite(tvals, tgrads, needs, seed)
         except BridgeError:
             raise
         except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
@@ -1170,7 +1201,57 @@ class _Bridge:
         slots = [args[i] for i in self.tensor_args] if not self.list_args else \
             self._slots(args[:nargs])
         return self._grads_to_torch(slots, tres, needs, None if eager else args, where,
-                                    args[:nargs])
+                                    args[:nargs], args)
+
+    def _settle_none(self, res, saved, grads, needs, template, nslots, with_outputs):
+        """``res`` (a Function backward's tuple, one gradient per slot, then None) with each
+        None a needed gradient gets -- the formula returned None -- kept None where the formula
+        gives None on TensorPlay fakes too (``_none_slots``), and zeros otherwise: what the
+        backward op gives under torch.compile, so that eager and compiled gradients agree."""
+        values = self._rebuild(template, saved[:nslots])
+        bw_args = (*values, self._outputs(saved, nslots, with_outputs), list(grads),
+                   list(needs[:nslots]))
+        none = self._none_slots(bw_args)
+        out = list(res)
+        for k in range(nslots):
+            if out[k] is None and needs[k] and k not in none:
+                s = saved[k]
+                out[k] = torch.zeros(s.shape, dtype=s.dtype, device=s.device)
+        return tuple(out)
+
+    def _run_formula(self, tvals, touts, tgrads, needs, args, setup, form):
+        """The pack's formula on TensorPlay values (``args``: the backward op's arguments, for
+        a ``Tensor[]`` return's lengths): one gradient (or None) per slot."""
+        if self.multi:      # the outputs as returned; gradients as TensorPlay gives them
+            lens = [None if n < 0 else n for n in args[self.nargs + 3]]
+            touts = _group(touts, lens)
+            if not self.flat_grads:     # a sole Tensor[]'s: one per element
+                tgrads = _group(tgrads, lens)
+        return self._formula(tvals, touts, tgrads, needs, setup, form)
+
+    def _none_slots(self, args) -> frozenset:
+        """The slots whose gradient the pack's formula gives as None for the backward op's
+        arguments ``args`` (torch tensors, real or fake), found by running it on TensorPlay
+        fakes of their metadata: the backward op returns an empty placeholder there (its fake
+        and its kernel alike) and the Function hands torch None, as ``custom_op``'s formula
+        hands it None. Empty when that run fails (a formula reading data) and for an op
+        without a formula: those gradients are zeros then."""
+        nargs = self.nargs
+        outputs, grads, needs = args[nargs:nargs + 3]
+        if not self.formula or not any(needs):
+            return frozenset()
+        try:
+            with tp.fake.FakeTensorMode():
+                tvals = [self._fake(v) for v in args[:nargs]]
+                tgrads = [None if g is None else self._fake(g) for g in grads]
+                setup, form, _, with_outputs = self._formula_plan()
+                touts = [None if o is None else self._fake(o) for o in outputs] \
+                    if with_outputs else [None] * len(outputs)
+                tres = self._run_formula(tvals, touts, tgrads, needs, args, setup, form)
+        except Exception:  # noqa: BLE001 - not runnable on fakes: no None known, zeros then
+            return frozenset()
+        return frozenset(k for k, (g, need) in enumerate(zip(tres, needs))
+                         if need and g is None)
 
     def _formula_plan(self):
         """``(setup, form, tensor arguments to convert, convert outputs?)`` for the pack's
@@ -1280,7 +1361,7 @@ class _Bridge:
                         f"bridge, as TensorPlay's autograd refuses it)")
         return res
 
-    def _composite(self, tvals, tgrads, needs):
+    def _composite(self, tvals, tgrads, needs, seed=None):
         slots = self._slots(tvals)
         leaves = []
         for s, need in zip(slots, needs):
@@ -1290,8 +1371,18 @@ class _Bridge:
         args = self.op.schema.arguments
         pos = [v for a, v in zip(args, tvals) if not a.kwarg_only]
         kw = {a.name: v for a, v in zip(args, tvals) if a.kwarg_only}
-        with tp.autograd.enable_grad():
-            out = self.op(*pos, **kw)
+        if seed is not None:        # a seeded op: its body draws what its forward drew
+            with tp.autograd.enable_grad():
+                out = run_seeded(seed, self.op, *pos, **kw)
+        else:
+            # the body runs again here: one that draws random numbers draws new ones (a seeded
+            # op without its forward's seed never gets here: backward_kernel refuses it), so its
+            # gradient would not be the forward's -- refused, naming the op, when TensorPlay's
+            # generators drew
+            with count_draws() as drawn, tp.autograd.enable_grad():
+                out = self.op(*pos, **kw)
+            if drawn():
+                _unseeded_draws(self.bw_where)
         if isinstance(out, tp.Tensor):
             outs = [out]
         elif self.multi and not self.single:    # a list beside other returns: its elements
@@ -1308,13 +1399,17 @@ class _Bridge:
         by_id = {id(leaf): g for leaf, g in zip(leaves, found)}
         return [by_id.get(id(s)) for s in slots]
 
-    def _grads_to_torch(self, slots, tres, needs, args, where, values):
+    def _grads_to_torch(self, slots, tres, needs, args, where, values, bw_args):
         """One torch tensor per slot: the gradient (``_grad_to_torch``), or an empty placeholder
         where none is needed. With ``args`` (the backward op's arguments, called through
         torch's dispatcher) a gradient never shares memory with an argument, as torch requires
         of a custom op's outputs. ``values``: the forward's arguments (naming a slot whose
-        gradient has a shape torch cannot take)."""
+        gradient has a shape torch cannot take). A formula's None for a needed gradient: where
+        the formula gives None on fakes too (``_none_slots`` of ``bw_args``, the backward op's
+        arguments) None called directly (``args`` None), the empty placeholder through the
+        dispatcher; zeros otherwise."""
         arg_ptrs = None             # the arguments' storages, read only when a gradient needs them
+        none = None                 # _none_slots, worked out when a gradient is None
         out = []
         for k, (s, g, need) in enumerate(zip(slots, tres, needs)):
             if s is None:
@@ -1324,6 +1419,12 @@ class _Bridge:
             if not need:
                 out.append(s.new_empty(0))
                 continue
+            if g is None and self.formula:     # the formula's None: no gradient, as custom_op's
+                if none is None:    # as the backward op's fake says (_none_slots)
+                    none = self._none_slots(bw_args)
+                if k in none:       # called directly: None reaches torch's engine
+                    out.append(None if args is None else s.new_empty(0))
+                    continue
             try:
                 tg = _grad_to_torch(s, g, where)
             except _BadGradShape as e:
@@ -1352,11 +1453,12 @@ class _Bridge:
         values = list(args[:self.nargs])
         needs = args[self.nargs + 2]
         ref = next(iter(_flat_tensors(args)), None)
+        none = self._none_slots(args) if not self.refuse else frozenset()
         out = []
-        for s, need in zip(self._slots(values), needs):
+        for k, (s, need) in enumerate(zip(self._slots(values), needs)):
             if s is None:
                 out.append(torch.empty(0, device=ref.device if ref is not None else "cpu"))
-            elif need:
+            elif need and k not in none:
                 out.append(torch.empty(s.shape, dtype=s.dtype, device=s.device))
             else:
                 out.append(s.new_empty(0))
@@ -1504,11 +1606,42 @@ def _seeded_no_recompute(where):
         f"{where}: no autograd formula, and the op's body cannot be run again in backward "
         f"(refused on the TensorPlay side): the op is tagged nondeterministic_seeded (it draws "
         f"random numbers), so a recomputed body would draw new ones and give a wrong gradient. "
-        f"Its gradient through the body is taken from the forward's own TensorPlay graph only "
-        f"in plain eager calls; here torch runs the backward op (torch.compile, make_fx, "
-        f"saved-tensor hooks such as activation checkpointing). Register a formula with "
-        f"op.register_autograd(backward, setup_context=...) (e.g. return what it drew, the "
-        f"mask, as an output and use it in backward), or call it under torch.no_grad().")
+        f"Its gradient through the body is taken from the forward's own TensorPlay graph in "
+        f"plain eager calls, and from the body run again with the forward's seed in eager "
+        f"calls under saved-tensor hooks (activation checkpointing); here torch runs the "
+        f"backward op without that seed (torch.compile, make_fx, a torch dispatch mode). "
+        f"Register a formula with op.register_autograd(backward, setup_context=...) (e.g. "
+        f"return what it drew, the mask, as an output and use it in backward), or call it "
+        f"under torch.no_grad().")
+
+
+def _from_backward_op(flat, needs, slots):
+    """``Function.backward``'s tuple from the backward op's results ``flat`` (one per slot):
+    None where no gradient is needed, and where the op returned the empty placeholder of a
+    gradient the formula gave as None (``_none_slots``: a 1-d empty tensor for an input that is
+    not one); then None for the Function's state argument."""
+    out = []
+    for g, need, s in zip(flat, needs, slots):
+        if not need:
+            out.append(None)
+        elif g.dim() == 1 and g.shape[0] == 0 and not (s.dim() == 1 and s.shape[0] == 0):
+            out.append(None)
+        else:
+            out.append(g)
+    out.append(None)
+    return tuple(out)
+
+
+def _unseeded_draws(where):
+    raise BridgeError(
+        f"{where}: the op's body draws random numbers and has no autograd formula (refused on "
+        f"the TensorPlay side): torch runs the body again inside backward here (torch.compile, "
+        f"make_fx, saved-tensor hooks such as activation checkpointing, Tensor[] returns), and "
+        f"that run drew new numbers, so its gradient would not be the forward's (a silently "
+        f"wrong gradient). Tag the op nondeterministic_seeded (tags=tp.Tag."
+        f"nondeterministic_seeded: torch.manual_seed then reaches its numbers) and register a "
+        f"formula with op.register_autograd(backward, setup_context=...) that uses what the "
+        f"forward drew (e.g. return the mask as an output), or call it under torch.no_grad().")
 
 
 def _mutating_no_formula(where, op):
@@ -1554,6 +1687,7 @@ def _grads_out(tensor_args, saved, needs, res, where, args):
     where torch needs none; then None for the Function's state argument."""
     nres = len(res)
     out = []
+    cls = tuple
     for i, s, need in zip(tensor_args, saved, needs):
         if not need:
             out.append(None)
@@ -1564,9 +1698,19 @@ def _grads_out(tensor_args, saved, needs, res, where, args):
             if tg.dtype is s.dtype and tg.shape == s.shape and tg.is_contiguous():
                 out.append(tg)      # the common case, as _grad_to_torch would return it
                 continue
+        elif g is None:             # no gradient: torch's engine gets None, as from custom_op's
+            out.append(None)        # (the caller settles it: _Bridge._settle_none)
+            cls = _WithNone
+            continue
         try:
             out.append(_grad_to_torch(s, g, where))
         except _BadGradShape as e:
             raise e.error(where, f"{i} (argument {args[i].name!r})") from None
     out.append(None)                # the Function's state argument
-    return tuple(out)
+    return cls(out)
+
+
+class _WithNone(tuple):
+    """``_grads_out``'s tuple when the formula gave None for a gradient torch needs (the
+    caller then settles None against zeros: ``_Bridge._settle_none``)."""
+

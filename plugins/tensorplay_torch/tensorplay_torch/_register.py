@@ -25,6 +25,7 @@ from ._convert import (DYNAMO_HOOK, RETURNS, BridgeError, alias_error, check_ali
                        pick_written, plan_args, planned_args_to_tp, reraise, result_to_torch,
                        return_spec, set_eval_frame, skip_dynamo, to_tp, written_returns)
 from ._fake import make_fake_kernel
+from ._seed import seeded_call
 
 __all__ = ["bridged_ops", "register"]
 
@@ -52,6 +53,9 @@ def _kernel(op, where):
     in-place ops do)."""
     plan = plan_args(op.schema)
     tensors, others, kw = plan
+    # an op tagged nondeterministic_seeded runs with TensorPlay's generator seeded from torch's
+    # (``_seed``: torch.manual_seed makes it reproducible); any other op is called as it is
+    call = seeded_call(op) if "nondeterministic_seeded" in _autograd._tag_names(op) else op
     fresh = fresh_returns(op)
     single = len(op.schema.returns) == 1 and not op.schema.returns_tuple and fresh == (0,)
     # one tensor returned bare is what the schema declares (else check_returns says what is)
@@ -61,7 +65,7 @@ def _kernel(op, where):
 
     def run(a, k):
         try:
-            out = op(*a, **k)
+            out = call(*a, **k)
         except BridgeError:
             raise
         except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
@@ -98,7 +102,7 @@ def _kernel(op, where):
                     _refuse_inference_writes(args, kwargs, mpos, mkw, where)
                 a, k = planned_args_to_tp(plan, args, kwargs, where)
                 try:
-                    op(*a, **k)
+                    call(*a, **k)
                 except BridgeError:
                     raise
                 except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
@@ -125,7 +129,7 @@ def _kernel(op, where):
             try:
                 tx = to_tp(x, where)
                 try:
-                    out = op(tx, *args, **kwargs)
+                    out = call(tx, *args, **kwargs)
                 except BridgeError:
                     raise
                 except Exception as e:  # noqa: BLE001 - re-raised, same type, naming op and side
@@ -258,7 +262,34 @@ def _on_torch_stream(fn, where="tensorplay-torch"):
 
 
 def _tags(op):
-    return tuple(getattr(torch.Tag, t) for t in op.tags if hasattr(torch.Tag, t))
+    """``op``'s tags as torch's, with ``torch.Tag.pt2_compliant_tag`` added where the op is
+    (``_pt2_compliant``), as ``torch.library.custom_op`` adds it to every op it defines."""
+    tags = [getattr(torch.Tag, t) for t in op.tags if hasattr(torch.Tag, t)]
+    if _pt2_compliant(op) and torch.Tag.pt2_compliant_tag not in tags:
+        tags.insert(0, torch.Tag.pt2_compliant_tag)
+    return tuple(tags)
+
+
+# what a bridged op's fake cannot describe to torch: an output size that depends on the data
+_DATA_DEPENDENT = frozenset({"dynamic_output_shape", "data_dependent_output"})
+
+
+def _pt2_compliant(op) -> bool:
+    """Whether torch.compile / export can take bridged ``op`` as it is (``pt2_compliant_tag``):
+    its fake kernel has something to run -- a fake rule of the op's own (``register_fake``), a
+    Triton op's, or a device-agnostic body -- and the op is not tagged as having data-dependent
+    output sizes (which TensorPlay's fakes cannot give torch). The rest of what the tag promises
+    (schema, fake, autograd registration, AOT dispatch) is what torch's opcheck checks, and the
+    bridge passes it for such ops (tests/torch_bridge/test_opcheck*.py, test_bridge43.py).
+    Not an op tagged ``nondeterministic_seeded`` that is differentiated through its body (no
+    formula): torch.compile's backward would run that body again without the forward's seed, and
+    the bridge refuses it there (opcheck's AOT test with inputs requiring grad fails)."""
+    tags = _autograd._tag_names(op)
+    if _DATA_DEPENDENT & tags:
+        return False
+    if "nondeterministic_seeded" in tags and op.backward_fn is None and not op.mutates_args:
+        return False
+    return bool(op.has_fake or op.is_triton or op.active_kernel("default") is not None)
 
 
 def _define_backward(lib, name, schema, bridge):
@@ -496,7 +527,10 @@ def register(namespace: str | list[str] | None = None, *, plugin: str | None = N
     arguments), gets kernels for torch's ``cpu`` and ``cuda`` (zero-copy DLPack; on cuda in torch's
     current stream), a fake kernel from the pack's fake, and autograd from the pack's
     ``register_autograd`` formula (or through its device-agnostic body; ops that mutate get
-    none, as torch allows none). Same rules as ``torch.library.custom_op`` ops. At call time:
+    none, as torch allows none). Same rules as ``torch.library.custom_op`` ops: torch's
+    ``pt2_compliant_tag`` is added where the op has a fake rule to run (``_pt2_compliant``), and
+    an op tagged ``nondeterministic_seeded`` draws with TensorPlay's generator seeded from
+    torch's on each call (``torch.manual_seed`` makes it reproducible; ``_seed``). At call time:
     a kernel's exception reaches the caller unchanged (same object, type and attributes, as
     ``custom_op``'s), with a note naming the op, the pack and the side; results that are not
     what the schema declares (their number, a tensor where it says ``Tensor``) raise
