@@ -287,12 +287,24 @@ def test_session43_functions_on_cuda_match_cpu():
 
 # -- found by the corpus, owned elsewhere: strict xfails naming the gap -------------------------------
 
-@pytest.mark.xfail(strict=True, reason="Tensor method gap: Tensor.add/sub(alpha=1.0) with integral "
-                   "tensors skips torch's refusal ('alpha == 1' shortcut in _tensor.py); tp.add "
-                   "refuses it")
-def test_tensor_add_float_one_alpha_is_refused():
+@pytest.mark.parametrize("method", ["add", "sub", "add_", "sub_"])
+def test_tensor_add_float_one_alpha_is_refused(method):
+    # torch refuses a floating alpha with integral operands whatever its value; the methods'
+    # alpha == 1 shortcut skipped the check for 1.0 (tp.add refused it)
+    x = tp.tensor([1, 2])
     with pytest.raises(RuntimeError, match="alpha must not be a floating point"):
-        tp.tensor([1, 2]).add(tp.tensor([1, 2]), alpha=1.0)
+        getattr(x, method)(tp.tensor([1, 2]), alpha=1.0)
+    assert x.tolist() == [1, 2]
+
+
+@pytest.mark.parametrize("method", ["add", "sub", "add_", "sub_"])
+def test_tensor_add_one_alpha_keeps_values(method):
+    x = tp.tensor([1.5, -0.0])
+    r = getattr(x, method)(tp.tensor([2.0, -0.0]), alpha=1.0)
+    want = [3.5, -0.0] if method.startswith("add") else [-0.5, 0.0]
+    assert r.tolist() == want and r.dtype == tp.float32
+    b = tp.tensor([True, False])
+    assert b.add(tp.tensor([True, True]), alpha=True).tolist() == [True, True]
 
 
 @pytest.mark.xfail(strict=True, reason="copy_ writes a source of more dims into a smaller tensor "

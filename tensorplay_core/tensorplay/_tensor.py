@@ -144,6 +144,8 @@ def _times_alpha(self, other, alpha, api):
             raise RuntimeError("For integral input tensors, argument alpha must not be a "
                                "floating point number.")
         _check_fill(api, alpha, rt)         # "value cannot be converted to type int8_t ..."
+    if alpha == 1 and alpha.__class__ is not bool:
+        return other            # (a float 1.0 that passed the checks: nothing to scale)
     if not is_t:
         return other * alpha
     return (other if other._dtype is rt else _O.to_dtype(other, rt)) * alpha
@@ -750,7 +752,7 @@ class Tensor(TensorBase, instance_class=True):
         """``self += alpha * other`` in place; the result may not need a higher dtype category."""
         if alpha != 1 and other.__class__ is Tensor and _scaled_add_(self, other, alpha):
             return self
-        return _O.add_(self, other if alpha == 1 and alpha is not True else _times_alpha(self, other, alpha, "add"))
+        return _O.add_(self, other if alpha.__class__ is int and alpha == 1 else _times_alpha(self, other, alpha, "add"))
 
     def sub_(self, other: _TensorOrScalar, *, alpha: _Number = 1) -> Tensor:
         """``self -= alpha * other`` in place, with ``sub``'s promotion (a bool operand is
@@ -758,7 +760,7 @@ class Tensor(TensorBase, instance_class=True):
         (``torch.can_cast``), nothing written."""
         if other.__class__ is Tensor and alpha != 1 and _scaled_add_(self, other, -alpha):
             return self
-        return _O.sub_(self, other if alpha == 1 and alpha is not True else _times_alpha(self, other, alpha, "sub"))
+        return _O.sub_(self, other if alpha.__class__ is int and alpha == 1 else _times_alpha(self, other, alpha, "sub"))
 
     def mul_(self, other: _TensorOrScalar) -> Tensor:
         """``self *= other`` in place; the result may not need a higher dtype category."""
@@ -1233,11 +1235,11 @@ class Tensor(TensorBase, instance_class=True):
 
     def add(self, other: _TensorOrScalar, *, alpha: _Number = 1) -> Tensor:
         """``self + alpha * other`` with broadcasting and torch's dtype promotion."""
-        return _O.add(self, other if alpha == 1 and alpha is not True else _times_alpha(self, other, alpha, "add"))
+        return _O.add(self, other if alpha.__class__ is int and alpha == 1 else _times_alpha(self, other, alpha, "add"))
 
     def sub(self, other: _TensorOrScalar, *, alpha: _Number = 1) -> Tensor:
         """``self - alpha * other``."""
-        return _O.sub(self, other if alpha == 1 and alpha is not True else _times_alpha(self, other, alpha, "sub"))
+        return _O.sub(self, other if alpha.__class__ is int and alpha == 1 else _times_alpha(self, other, alpha, "sub"))
 
     def mul(self, other: _TensorOrScalar) -> Tensor:
         """``self * other``."""
