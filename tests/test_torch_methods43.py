@@ -805,6 +805,28 @@ def test_setitem_with_a_full_shape_mask_takes_one_value_per_true_element():
     assert s.tolist() == [0.0, 1.0, 0.0, 0.0]
 
 
+def test_setitem_mask_values_on_a_mask_tuple_and_under_compile():
+    # the rule lives in the indexing layer: the tuple spelling x[mask,] takes one value per
+    # True element too
+    def f(x, v):
+        y = x * 1.0
+        y[y > 2.0] = v
+        return y
+
+    x = tp.arange(6.0).reshape(2, 3)
+    v = _f([7.0, 8.0, 9.0])
+    want = [[0.0, 1.0, 2.0], [7.0, 8.0, 9.0]]
+    assert f(x, v).tolist() == want
+    # the positions' count is data-dependent: a capture refuses it, naming the size, as
+    # torch.compile(fullgraph=True) refuses the nonzero behind it
+    with pytest.raises(tp.errors.CompileError, match="data-dependent"):
+        tp.compile(f)(x, v)
+    for spell in (lambda m: (m,), lambda m: (m, ...)):
+        z = tp.arange(6.0).reshape(2, 3)
+        z[spell(z.remainder(2) == 0)] = _f([10.0, 20.0, 30.0])   # (m, ...) main: [[10, 1, 30],
+        assert z.tolist() == [[10.0, 1.0, 20.0], [3.0, 30.0, 5.0]]   # [3, 20, 5]]
+
+
 def test_setitem_mask_values_differentiate():
     x = _f([[0.1, 0.9, 0.3], [0.7, 0.2, 0.8]]).requires_grad_()
     v = _f([1.0, 2.0, 3.0]).requires_grad_()

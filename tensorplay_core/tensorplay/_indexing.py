@@ -200,8 +200,12 @@ def setitem(x, index, value):
         else:
             O.fill_(out, value)
         return
+    # a full-shape bool mask with a number or a 0-d value is masked_fill_ (where-like); with a
+    # value of 1 or more dims it takes one value per True element, in order, as torch's
+    # x[mask] = v (index_put_ with the mask's positions): the integer-index path
     if len(advanced) > 1 or (advanced[0][1].dtype is _dtype.bool and
-                             not (advanced[0][0] == 0 and advanced[0][1].ndim == out.ndim)):
+                             not (advanced[0][0] == 0 and advanced[0][1].ndim == out.ndim and
+                                  not (_is_tensor(value) and value.ndim))):
         _advanced_put(out, advanced, value)
         return
     dim, idx = advanced[0]

@@ -1225,12 +1225,6 @@ class Tensor(TensorBase, instance_class=True):
         """``self[index] = value``, torch's rules. A bool mask of ``self``'s full shape with a
         tensor ``value`` of 1 or more dims takes one value per True element, in order (``value``
         broadcasts to ``(mask.sum(),)``; RuntimeError otherwise), as torch's ``x[mask] = v``."""
-        if value.__class__ is Tensor and value._shape:
-            mask = index if index.__class__ is Tensor else \
-                index[0] if index.__class__ is tuple and len(index) == 1 else None
-            if mask.__class__ is Tensor and mask._dtype is _dtype.bool and \
-                    mask.ndim == self.ndim and mask.ndim:
-                index = _int_indices((mask,))       # not the where-like masked_fill_ path
         _setitem(self, index, value)
 
     def add(self, other: _TensorOrScalar, *, alpha: _Number = 1) -> Tensor:
