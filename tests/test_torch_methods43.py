@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import inspect
 
+import numpy as np
 import pytest
 
 import tensorplay as tp
@@ -917,3 +918,17 @@ def test_more_methods_take_axis():
         x.sort(0, axis=0)
     with pytest.raises(TypeError):
         x.chunk(2, 1, axis=0)
+
+
+def test_an_ellipsis_beside_a_multi_dim_mask_leaves_the_other_dims():
+    # a bool mask takes as many dims as it has (torch): the ellipsis expands over the rest
+    # (main: IndexError "The shape of the mask [2, 3] at index 1 ...")
+    z = tp.arange(6.0).reshape(2, 3)
+    assert z[..., z > 2].tolist() == [3.0, 4.0, 5.0]
+    z[..., z > 2] = _f([7.0, 8.0, 9.0])
+    assert z.tolist() == [[0.0, 1.0, 2.0], [7.0, 8.0, 9.0]]
+    w = tp.arange(24.0).reshape(2, 3, 4)
+    assert w[..., tp.ones(3, 4, dtype=tp.bool)].shape == (2, 12)
+    assert w[..., np.ones((3, 4), bool)].shape == (2, 12)
+    with pytest.raises(IndexError, match="too many indices"):
+        w[tp.ones(2, 3, dtype=tp.bool), 0, 0]

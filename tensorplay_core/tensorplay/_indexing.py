@@ -28,13 +28,25 @@ def _normalize(index):
     return index
 
 
+def _dims_consumed(i):
+    """How many dims of the indexed tensor one index entry takes: a bool mask (tensor or
+    array) its own ndim, as torch (so ``x[..., mask]`` with a 2-D mask leaves ``x.ndim - 2`` dims
+    to the ellipsis), anything else one."""
+    if _is_tensor(i):
+        return i.ndim if i.dtype is _dtype.bool else 1
+    if getattr(i, "ndim", 0) and hasattr(i, "__array__") and \
+            getattr(getattr(i, "dtype", None), "kind", None) == "b":
+        return i.ndim
+    return 1
+
+
 def _split(x, index):
     """Apply the basic part of ``index`` as views; return (view, [(dim, tensor_index)])."""
     index = _normalize(index)
     n_ell = sum(1 for i in index if i is Ellipsis)
     if n_ell > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
-    consumed = sum(1 for i in index if i is not None and i is not Ellipsis and
+    consumed = sum(_dims_consumed(i) for i in index if i is not None and i is not Ellipsis and
                    not (isinstance(i, bool)))
     if consumed > x.ndim:
         raise IndexError(f"too many indices for tensor of dimension {x.ndim}")
