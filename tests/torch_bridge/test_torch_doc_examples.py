@@ -41,9 +41,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import tensorplay as tp  # noqa: E402
+from _compare import values_match  # noqa: E402
 
 CORPUS = pathlib.Path(__file__).with_name("torch_doc_examples.txt")
-RTOL = {"float32": 2e-6, "float64": 1e-12, "float16": 2e-3, "bfloat16": 1.6e-2}
 
 # Deliberate differences: {regular expression matching "example: statement" (the torch
 # source): the reason}. A pattern must match some statement that diverges.
@@ -265,14 +265,7 @@ def _same(a, b):
         return a[2:] == b[2:]
     if a[1] != b[1] or a[2] != b[2]:
         return False
-    if a[1] == "bool" or a[1].startswith(("int", "uint")):
-        return bool((a[3] == b[3]).all())
-    x, y = a[3].astype(float), b[3].astype(float)
-    rtol = RTOL.get(a[1], 1e-6)
-    zeros = (x == 0) & (y == 0)
-    return bool(np.allclose(x, y, rtol=rtol, atol=rtol * 1e-2, equal_nan=True)
-                and (np.isnan(x) == np.isnan(y)).all()
-                and (np.signbit(x[zeros]) == np.signbit(y[zeros])).all())
+    return values_match(a[1], a[3], b[3])
 
 
 def _show(s):

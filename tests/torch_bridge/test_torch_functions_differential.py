@@ -26,13 +26,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import tensorplay as tp  # noqa: E402
+from _compare import values_match  # noqa: E402
 
 DTYPES = ["float32", "float64", "int64", "int32", "int8", "uint8", "bool"]
 FLOATS = ["float32", "float64"]
 LOWP = ["float16", "bfloat16"]
 # relative tolerance per floating dtype: a few ulps (torch's SLEEF and NumPy's libm differ in the
 # last bits; sums are added in another order)
-RTOL = {"float32": 2e-6, "float64": 1e-12, "float16": 2e-3, "bfloat16": 1.6e-2}
 
 # Deliberate differences: {regular expression matching case labels: the reason}. Every label a
 # pattern matches may diverge; a pattern whose cases all agree with torch fails the test.
@@ -196,15 +196,7 @@ def _same(a, b):
                                            and math.isnan(b[1]))
     if a[1] != b[1] or a[2] != b[2]:
         return False
-    if a[1] == "bool" or a[1].startswith(("int", "uint")):
-        return bool((a[3] == b[3]).all())
-    x, y = a[3].astype(float), b[3].astype(float)
-    rtol = RTOL.get(a[1], 1e-6)
-    zeros = (x == 0) & (y == 0)      # zeros compare by sign too (-0.0 is observable)
-    # (atol: a value that cancels to near 0 keeps an absolute error of a few ulps of its terms)
-    return bool(np.allclose(x, y, rtol=rtol, atol=rtol * 1e-2, equal_nan=True)
-                and (np.isnan(x) == np.isnan(y)).all()
-                and (np.signbit(x[zeros]) == np.signbit(y[zeros])).all())
+    return values_match(a[1], a[3], b[3])
 
 
 def _run(lib, fn, args, kwargs):
