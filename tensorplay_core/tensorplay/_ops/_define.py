@@ -412,7 +412,8 @@ def _float_ufunc_lines(op, kernel, backend, ns, early, kcall=None) -> list:
     that many elements take the kernel's own large-array path).
 
     A backend with ``root_storage`` (a ``Storage`` class made with no arguments, its byte size
-    that of its root array) gets the result tensor built here, without ``wrap``'s frame or its
+    that of its root array), or an ``ArrayBackend`` keeping its ``wrap`` (the cpu backend: that
+    ``wrap`` builds a ``RootStorage``, made here the same way), gets the result tensor built here, without ``wrap``'s frame or its
     reads of the array's shape and dtype, when the result is one of the backend's arrays and the
     operands are row-major dense (their strides the cached row-major tuple, the same tuple for
     both: the result is then dense too): shape, strides, dtype and device are the operand's.
@@ -454,6 +455,14 @@ def _float_ufunc_lines(op, kernel, backend, ns, early, kcall=None) -> list:
     same = f" and {o_}.raw_device is {s_}.raw_device" if early else ""
     dev = f"{s_}.raw_device" if early else "__dev"
     rs = backend.root_storage
+    make_st = "__RS()"
+    if rs is None:
+        from .._kernels.array_backend import ArrayBackend
+        if isinstance(backend, ArrayBackend) and type(backend).wrap is ArrayBackend.wrap and \
+                getattr(backend.np, "ndarray", None) is not None:
+            # ArrayBackend's own wrap: its result (a RootStorage over the array) built here
+            from .._backend import RootStorage
+            rs, make_st = RootStorage, "__new(__RS)"
     if rs is None and unary:
         return [f"if {isf}:",
                 f"    return __wrap({c('__f', f'{s_}.native')}, {dev})"]
@@ -470,7 +479,7 @@ def _float_ufunc_lines(op, kernel, backend, ns, early, kcall=None) -> list:
     # tensorplay._tensor_base.new_tensor inlined, with the operand's metadata (the operand known
     # dense: the result of the dense case needs no stride test)
     built = [f"if __r.__class__ is __nd and {s_}.stride_tuple is __C.get({s_}.raw_shape):",
-             "    __st = __RS()",
+             f"    __st = {make_st}",
              "    __st.root = __r",
              "    __st.version = 0",
              "    __st.backend = __be",
