@@ -395,15 +395,22 @@ def _walk(ready, pending, deps, keep_graph, create_graph):
             if node.__class__ is FN and len(grads) == 1:
                 # FunctionNode.apply's first case inlined (a built-in formula called with its
                 # one gradient; a result already one gradient per tensor input returned as is,
-                # any other shaped by FunctionNode.shaped), then FunctionNode.release's steps
+                # a (tensor, number) call's as apply gives it, any other shaped by
+                # FunctionNode.shaped), then FunctionNode.release's steps
                 ctx = node.ctx
                 g = grads[0]
                 if g is not None and g.raw_dtype is m[0][1]:
                     grads = None
                     in_grads = node.fn(ctx, g)
                     st = node.structure
-                    if in_grads.__class__ is not tuple or len(in_grads) != len(st) or \
-                            st[0] != "t" or (len(st) > 1 and (st[1] != "t" or len(st) > 2)):
+                    n = len(st)
+                    if in_grads.__class__ is tuple and len(in_grads) == n and n <= 2 and \
+                            st[0] == "t":
+                        if n == 2 and st[1] != "t":
+                            # (x * 3.0: the number's slot has no edge and must get None)
+                            in_grads = (in_grads[0],) if st[1] is None and in_grads[1] is None \
+                                else node.shaped(in_grads)
+                    else:
                         in_grads = node.shaped(in_grads)
                 else:
                     in_grads = node.apply(grads)
