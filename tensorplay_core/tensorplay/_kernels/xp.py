@@ -15,6 +15,9 @@ computes is stated once in ``elementwise.OPS``, which the fusers of every backen
 
 from __future__ import annotations
 
+import contextvars
+import sys
+
 from . import binary, bitwise, factories, indexing, reduction, unary
 from ._context import Context
 
@@ -40,9 +43,10 @@ def _quiet(kernels: dict, be) -> dict:
     Done once here, where every path to a kernel passes (the generated adapters and the
     elementwise fuser both call these): each kernel runs with NumPy's error state set to
     "ignore" for its own duration only (a context variable: the caller's and other threads'
-    NumPy settings are untouched). NumPy 2 gives the state as a ready object, so the per-call cost
-    is two context-variable writes (about 0.13 us), which the adapters inline; other NumPy
-    versions use ``numpy.errstate``. Backends whose
+    NumPy settings are untouched). NumPy 2 gives the state as a ready object, and the kernel runs
+    inside a context holding it (``_quiet_runner``: one ``Context.run`` call, ~0.2 k instructions),
+    or, while that context is in use, between two context-variable writes (~1.6 k); the adapters
+    inline either; other NumPy versions use ``numpy.errstate``. Backends whose
     module is not NumPy (CuPy: GPU arithmetic raises no such warnings) get the kernels as they are.
     """
     np_mod = be.np     # Backend.np: the NumPy-like module, None when there is none
@@ -67,22 +71,77 @@ def _quiet(kernels: dict, be) -> dict:
         def reset(cm):
             cm.__exit__(None, None, None)
 
+    runner = _quiet_runner(set_, state) if state.__class__ is not dict else None
+
     def wrap(k):
         if getattr(k, "_tp_fp_free", False):   # computes no floats (empty): nothing to silence
             return k
 
-        def quiet(*args, **kwargs):
-            token = set_(state)
-            try:
-                return k(*args, **kwargs)
-            finally:
-                reset(token)
+        if runner is None:
+            def quiet(*args, **kwargs):
+                token = set_(state)
+                try:
+                    return k(*args, **kwargs)
+                finally:
+                    reset(token)
+        else:
+            run, busy = runner
+
+            def quiet(*args, **kwargs):
+                try:
+                    return run(k, *args, **kwargs)
+                except RuntimeError as e:
+                    # the quiet context is in use (a kernel calling a kernel, another thread
+                    # inside one): raised by run() itself, before k ran; the writes instead
+                    if e.args != busy or e.__traceback__.tb_next is not None:
+                        raise
+                token = set_(state)
+                try:
+                    return k(*args, **kwargs)
+                finally:
+                    reset(token)
+            quiet._tp_quiet_run = runner
         quiet.__wrapped__ = k
-        # the generated adapters (_ops/_define.make_adapter) inline these two writes around
-        # the unwrapped kernel instead of calling through this wrapper (one frame less)
+        # the generated adapters (_ops/_define.make_adapter) inline the run (or these two
+        # writes) around the unwrapped kernel instead of calling through this wrapper (one frame
+        # less); tensorplay.tensor() silences its conversion with the writes
         quiet._tp_quiet = (set_, reset, state)
         return quiet
     return {name: wrap(k) for name, k in kernels.items()}
+
+
+_RUNNER = None   # (run, busy) of the process's quiet context, made on first use
+
+
+def _quiet_runner(set_, state):
+    """``(run, busy)``: ``run(k, *args, **kwargs)`` calls ``k`` inside a context (``contextvars``)
+    whose NumPy error state is ``state`` ("ignore"), made once per process; ``busy`` is the
+    ``args`` of the ``RuntimeError`` that ``run`` raises, before calling ``k``, while that
+    context is already entered (by a kernel calling a kernel, or by another thread inside a
+    kernel): callers then take the two writes instead. Entering a ready context costs a small
+    fraction of the two writes (each copies the context's variable mapping).
+
+    What a kernel sees inside it: NumPy's error state ``state``, every other context variable at
+    its default, as in a new thread (NumPy's print options; the built-in kernels read none), and
+    what it sets stays there (they set none). None where another thread could enter it at the same moment (an interpreter
+    without the GIL: entering is not atomic there): the kernels keep the two writes."""
+    global _RUNNER
+    if _RUNNER is not None:
+        return _RUNNER
+    is_gil_enabled = getattr(sys, "_is_gil_enabled", None)
+    if is_gil_enabled is not None and not is_gil_enabled():
+        return None
+    ctx = contextvars.Context()
+    ctx.run(set_, state)
+    run = ctx.run
+    try:
+        run(run, int)
+    except RuntimeError as e:
+        busy = e.args
+    else:  # pragma: no cover - every CPython refuses a second entry
+        return None
+    _RUNNER = (run, busy)
+    return _RUNNER
 
 
 __all__ = ["bind"]

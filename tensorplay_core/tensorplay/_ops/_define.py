@@ -153,8 +153,13 @@ def _lazy_adapter(op, kernel, backend):
     return lazy_adapter
 
 
-def make_adapter(op, kernel, backend):
-    """Generate ``adapter(<op params>)``: tensors -> native arrays -> kernel -> tensors."""
+def make_adapter(op, kernel, backend, writes=False):
+    """Generate ``adapter(<op params>)``: tensors -> native arrays -> kernel -> tensors.
+
+    A quiet kernel (``_kernels/xp._quiet``) is called unwrapped inside its quiet context
+    (``_tp_quiet_run``: ``run(kernel, ...)``), or between its two error-state writes
+    (``_tp_quiet``) where it has no such context or ``writes`` is true: the adapter taken when
+    the context is in use (``run`` refuses to enter it again before calling the kernel)."""
     sch = op.schema
     args = []
     first_tensor = None
@@ -193,7 +198,6 @@ def make_adapter(op, kernel, backend):
                f"{device_param}._canon is not None else __canon({device_param}))")
     else:
         dev = "__D('cpu')"
-    call = f"__k({', '.join(args)})"
     lines = [f"def adapter({', '.join(params)}):"]
     # optional Backend features, declared with their defaults (tensorplay.backends.Backend)
     align = backend.align_device
@@ -207,11 +211,32 @@ def make_adapter(op, kernel, backend):
     exc = ("except (ValueError, TypeError, IndexError, AttributeError) as __e:\n"
            f"    __kerr(__op, __e, {allvals})")
     quiet = getattr(kernel, "_tp_quiet", None)
+    qrun = None if writes else getattr(kernel, "_tp_quiet_run", None)
+    if qrun is not None:
+        # each kernel call made as run(kernel, ...) in the quiet context: no writes around it
+        ns.update(__qrun=qrun[0], __qbusy=qrun[1],
+                  __writes=_writes_adapter(op, kernel, backend))
+        quiet = None
+        kernel = kernel.__wrapped__
+        # run() refused to enter the quiet context (in use: a kernel calling a kernel, another
+        # thread inside one) before calling the kernel: the same call with the two writes
+        fwd = ", ".join(_codegen.call_arg(a, n) for n, a in zip(pn, sch.arguments))
+        exc += ("\nexcept RuntimeError as __e:"
+                "\n    if __e.args != __qbusy or __e.__traceback__.tb_next is not None:"
+                "\n        raise"
+                f"\n    return __writes({fwd})")
+
+        def kcall(fn, a):
+            return f"__qrun({fn}, {a})"
+    else:
+        def kcall(fn, a):
+            return f"{fn}({a})"
+    call = kcall("__k", ", ".join(args))
     # a backend that names its `root_storage` gets results built inline, and (one device of its
     # type, no quiet wrapper) the inline ufunc case ahead of the device bookkeeping
     early = guard is None and quiet is None and backend.root_storage is not None
     fast = _float_ufunc_lines(op, kernel if quiet is None else kernel.__wrapped__, backend, ns,
-                              early)
+                              early, kcall)
     if fast and early:
         # the inline ufunc case first, before any device bookkeeping: operands on one device
         # need no aligning, and no guard is entered on this backend
@@ -267,6 +292,7 @@ def make_adapter(op, kernel, backend):
     exc = "\n".join(ind + x for x in exc.split("\n"))
     if quiet is not None:
         exc += f"\n{ind}finally:\n{ind}    __qreset(__tok)"
+
     ind += "    "
     mutated = [a for a in sch.arguments if a.is_write]
     if mutated:
@@ -293,6 +319,19 @@ def make_adapter(op, kernel, backend):
               __op=op, __kerr=kernel_error)
     return _codegen.function("\n".join(lines), ns, "adapter",
                              f"<tensorplay kernel {op.name}.{backend.device_type}>")
+
+
+def _writes_adapter(op, kernel, backend):
+    """``make_adapter(op, kernel, backend, writes=True)``, generated on its first call (the
+    adapter's rare path: its quiet context in use)."""
+    real = None
+
+    def writes_adapter(*args, **kwargs):
+        nonlocal real
+        if real is None:
+            real = make_adapter(op, kernel, backend, writes=True)
+        return real(*args, **kwargs)
+    return writes_adapter
 
 
 # factory ops whose array kernel returns a fresh row-major array of the backend's array class
@@ -358,7 +397,7 @@ def _dtype_test(n: str, dtypes, name: str, ns) -> str:
     return f"{n}.raw_dtype in {name}"
 
 
-def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
+def _float_ufunc_lines(op, kernel, backend, ns, early, kcall=None) -> list:
     """Source lines (unindented) of the adapter's inline ufunc case, or [] when ``op``/``kernel``
     have none: the kernel's own fast case without its frame and promotion step.
 
@@ -373,12 +412,14 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
     that many elements take the kernel's own large-array path).
 
     A backend with ``root_storage`` (a ``Storage`` class made with no arguments, its byte size
-    that of its root array) gets the result tensor built here, without ``wrap``'s frame or its
+    that of its root array), or an ``ArrayBackend`` keeping its ``wrap`` (the cpu backend: that
+    ``wrap`` builds a ``RootStorage``, made here the same way), gets the result tensor built here, without ``wrap``'s frame or its
     reads of the array's shape and dtype, when the result is one of the backend's arrays and the
     operands are row-major dense (their strides the cached row-major tuple, the same tuple for
     both: the result is then dense too): shape, strides, dtype and device are the operand's.
     Anything else goes through ``wrap``. ``early``: the lines run before the operands are
-    aligned to one device, so they test that themselves.
+    aligned to one device, so they test that themselves. ``kcall(fn, args)``: the source of a
+    kernel call (``make_adapter``'s, which runs it in the quiet context), default ``fn(args)``.
 
     A kernel that also has ``_tp_dense_ufunc`` (on such a backend) says: on the arrays of
     operands of one dtype in ``_tp_dense_dtypes`` (default: those of the ufunc case) that are
@@ -388,6 +429,7 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
     lean launch of a generated kernel). The adapter calls it in those cases -- before the ufunc
     case and its size bound -- and the ufunc in the others.
     """
+    c = kcall if kcall is not None else (lambda fn, a: f"{fn}({a})")
     fast = getattr(kernel, "_tp_float_ufunc", None)
     args_ = op.schema.arguments
     if fast is None or not args_ or len(args_) > 2 or args_[0].kind != "tensor" or \
@@ -413,15 +455,23 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
     same = f" and {o_}.raw_device is {s_}.raw_device" if early else ""
     dev = f"{s_}.raw_device" if early else "__dev"
     rs = backend.root_storage
+    make_st = "__RS()"
+    if rs is None:
+        from .._kernels.array_backend import ArrayBackend
+        if isinstance(backend, ArrayBackend) and type(backend).wrap is ArrayBackend.wrap and \
+                getattr(backend.np, "ndarray", None) is not None:
+            # ArrayBackend's own wrap: its result (a RootStorage over the array) built here
+            from .._backend import RootStorage
+            rs, make_st = RootStorage, "__new(__RS)"
     if rs is None and unary:
         return [f"if {isf}:",
-                f"    return __wrap(__f({s_}.native), {dev})"]
+                f"    return __wrap({c('__f', f'{s_}.native')}, {dev})"]
     if rs is None:
         return [f"if {o_}.__class__ is __T:",
                 f"    if {s_}.raw_dtype is {o_}.raw_dtype{same} and {isf}:",
-                f"        return __wrap(__f({s_}.native, {o_}.native), {dev})",
+                f"        return __wrap({c('__f', f'{s_}.native, {o_}.native')}, {dev})",
                 f"elif ({o_}.__class__ is float or {o_}.__class__ is int) and {isn}:",
-                f"    return __wrap(__f({s_}.native, {o_}), {dev})"]
+                f"    return __wrap({c('__f', f'{s_}.native, {o_}')}, {dev})"]
     from .._backend import _CONTIG_CACHE
     from .._tensor_base import new_tensor_source
     ns.update(__RS=rs, __nd=backend.np.ndarray, __C=_CONTIG_CACHE, __be=backend,
@@ -429,7 +479,7 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
     # tensorplay._tensor_base.new_tensor inlined, with the operand's metadata (the operand known
     # dense: the result of the dense case needs no stride test)
     built = [f"if __r.__class__ is __nd and {s_}.stride_tuple is __C.get({s_}.raw_shape):",
-             "    __st = __RS()",
+             f"    __st = {make_st}",
              "    __st.root = __r",
              "    __st.version = 0",
              "    __st.backend = __be",
@@ -441,17 +491,17 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
     if dense is None:
         if unary:
             return [f"if {isf}:",
-                    f"    __r = __f({s_}.native)",
+                    f"    __r = {c('__f', f'{s_}.native')}",
                     *("    " + x for x in built),
                     f"    return __wrap(__r, {dev})"]
         return [f"if {o_}.__class__ is __T:",
                 f"    if {s_}.raw_dtype is {o_}.raw_dtype{same} and {isf}:",
-                f"        __r = __f({s_}.native, {o_}.native)",
+                f"        __r = {c('__f', f'{s_}.native, {o_}.native')}",
                 f"        if {s_}.raw_shape == {o_}.raw_shape and {s_}.stride_tuple is {o_}.stride_tuple:",
                 *("            " + x for x in built),
                 f"        return __wrap(__r, {dev})",
                 f"elif ({o_}.__class__ is float or {o_}.__class__ is int) and {isn}:",
-                f"    __r = __f({s_}.native, {o_})",
+                f"    __r = {c('__f', f'{s_}.native, {o_}')}",
                 *("    " + x for x in built),
                 f"    return __wrap(__r, {dev})"]
     ns["__fdense"] = dense
@@ -461,32 +511,32 @@ def _float_ufunc_lines(op, kernel, backend, ns, early) -> list:
     layout = f"{s_}.stride_tuple is __C.get({s_}.raw_shape)"
     if unary:
         return [f"if {isd} and {layout}:",
-                f"    __r = __fdense({s_}.native)",
+                f"    __r = {c('__fdense', f'{s_}.native')}",
                 *("    " + x for x in dense_built),
                 f"    return __wrap(__r, {dev})",
                 f"if {isf}:",
-                f"    __r = __f({s_}.native)",
+                f"    __r = {c('__f', f'{s_}.native')}",
                 *("    " + x for x in built),
                 f"    return __wrap(__r, {dev})"]
     return [f"if {o_}.__class__ is __T:",
             f"    if {s_}.raw_dtype is {o_}.raw_dtype{same}:",
             f"        if {isd} and {s_}.raw_shape == {o_}.raw_shape and {s_}.stride_tuple is {o_}.stride_tuple "
             f"and {layout}:",
-            f"            __r = __fdense({s_}.native, {o_}.native)",
+            f"            __r = {c('__fdense', f'{s_}.native, {o_}.native')}",
             *("            " + x for x in dense_built),
             f"            return __wrap(__r, {dev})",
             f"        if {isf}:",
-            f"            __r = __f({s_}.native, {o_}.native)",
+            f"            __r = {c('__f', f'{s_}.native, {o_}.native')}",
             f"            if {s_}.raw_shape == {o_}.raw_shape and {s_}.stride_tuple is {o_}.stride_tuple:",
             *("                " + x for x in built),
             f"            return __wrap(__r, {dev})",
             f"elif {o_}.__class__ is float or {o_}.__class__ is int:",
             f"    if {isd} and {layout}:",
-            f"        __r = __fdense({s_}.native, {o_})",
+            f"        __r = {c('__fdense', f'{s_}.native, {o_}')}",
             *("        " + x for x in dense_built),
             f"        return __wrap(__r, {dev})",
             f"    if {isn}:",
-            f"        __r = __f({s_}.native, {o_})",
+            f"        __r = {c('__f', f'{s_}.native, {o_}')}",
             *("        " + x for x in built),
             f"        return __wrap(__r, {dev})"]
 

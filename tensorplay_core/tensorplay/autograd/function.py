@@ -223,6 +223,24 @@ class FunctionNode(Node):
                 else:
                     return res   # one gradient per tensor input: already the engine's shape
                 if structure == _T_NONE and res[1] is None:
+                    return (res[0],)
+        elif len(structure) == 1 and structure[0] == "t" and not isinstance(res, list):
+            return (res,)
+        return self.shaped(res)
+
+    def shaped(self, res):
+        """The formula's result ``res`` as one gradient per edge, with torch's checks of its
+        structure (``apply``'s second half: the engine, which calls a built-in formula itself,
+        calls this for a result that is not already one gradient per tensor input)."""
+        structure = self.structure
+        if res.__class__ is tuple:
+            if len(res) == len(structure):
+                for s in structure:
+                    if s != "t":
+                        break
+                else:
+                    return res   # one gradient per tensor input: already the engine's shape
+                if structure == _T_NONE and res[1] is None:
                     # a tensor and a number (x * 3.0): the number's slot has no edge (what the
                     # general path below gives, without its loop)
                     return (res[0],)

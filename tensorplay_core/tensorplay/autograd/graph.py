@@ -330,6 +330,16 @@ def backward_root(node, nr, g, keep_graph=False):
         _walk([node] if node not in deps else [], pending, deps, keep_graph, False)
 
 
+_FUNCTION_NODE = None   # autograd.function.FunctionNode, read on the first walk (_function_node)
+
+
+def _function_node():
+    global _FUNCTION_NODE
+    from .function import FunctionNode   # (that module imports this one)
+    _FUNCTION_NODE = FunctionNode
+    return FunctionNode
+
+
 def _walk(ready, pending, deps, keep_graph, create_graph):
     """The engine loop of ``backward``: run each node once all its consumers ran, summing the
     gradients that meet, and accumulate into the leaves' ``.grad``.
@@ -338,6 +348,7 @@ def _walk(ready, pending, deps, keep_graph, create_graph):
     gradient, or (what this loop stores for the common case, one gradient of output 0) that
     gradient itself: no dict per edge. Callers may pass either form."""
     AG = AccumulateGrad
+    FN = _FUNCTION_NODE if _FUNCTION_NODE is not None else _function_node()
     refcount = sys.getrefcount
     while ready:
         node = ready.pop()
@@ -381,10 +392,37 @@ def _walk(ready, pending, deps, keep_graph, create_graph):
                 retained = None
             if retained is not None:
                 grads = _keep_retained(retained, grads)
-            in_grads = node.apply(grads)
-            grads = None
-            if not keep_graph:
-                node.release()
+            if node.__class__ is FN and len(grads) == 1:
+                # FunctionNode.apply's first case inlined (a built-in formula called with its
+                # one gradient; a result already one gradient per tensor input returned as is,
+                # a (tensor, number) call's as apply gives it, any other shaped by
+                # FunctionNode.shaped), then FunctionNode.release's steps
+                ctx = node.ctx
+                g = grads[0]
+                if g is not None and g.raw_dtype is m[0][1]:
+                    grads = None
+                    in_grads = node.fn(ctx, g)
+                    st = node.structure
+                    n = len(st)
+                    if in_grads.__class__ is tuple and len(in_grads) == n and n <= 2 and \
+                            st[0] == "t":
+                        if n == 2 and st[1] != "t":
+                            # (x * 3.0: the number's slot has no edge and must get None)
+                            in_grads = (in_grads[0],) if st[1] is None and in_grads[1] is None \
+                                else node.shaped(in_grads)
+                    else:
+                        in_grads = node.shaped(in_grads)
+                else:
+                    in_grads = node.apply(grads)
+                    grads = None
+                if not keep_graph and ctx._saved:
+                    ctx._released = True
+                    ctx._saved = ()
+            else:
+                in_grads = node.apply(grads)
+                grads = None
+                if not keep_graph:
+                    node.release()
             for e, g in zip(node.next_edges, in_grads):
                 if e is None:
                     continue
