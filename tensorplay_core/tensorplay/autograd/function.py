@@ -214,18 +214,6 @@ class FunctionNode(Node):
             res = self.fn(ctx, *_formula_grads(grads, self._out_meta, ctx.materialize_grads))
         else:
             res = self.fn(ctx, g)
-        structure = self.structure
-        if res.__class__ is tuple:
-            if len(res) == len(structure):
-                for s in structure:
-                    if s != "t":
-                        break
-                else:
-                    return res   # one gradient per tensor input: already the engine's shape
-                if structure == _T_NONE and res[1] is None:
-                    return (res[0],)
-        elif len(structure) == 1 and structure[0] == "t" and not isinstance(res, list):
-            return (res,)
         return self.shaped(res)
 
     def shaped(self, res):
