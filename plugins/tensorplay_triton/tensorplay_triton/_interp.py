@@ -54,6 +54,12 @@ A process therefore had to decide once, before importing triton. Here the decisi
 
 Interpreted launches are serialised by a lock: Triton's interpreter patches the global
 ``triton.language`` module while a kernel runs, so two interpreted kernels cannot run at once.
+Compiles on other threads take the same lock for their frontend (``ASTSource.make_ir``, the one
+compile stage that reads ``triton.language``; ``_serialise_frontend``): a kernel compiled during
+an interpreted launch -- a cuda kernel's first launch on torch's autograd thread, or on any
+other thread -- otherwise called the interpreter's builtins and failed with ``AttributeError:
+'block_argument' object has no attribute 'dtype'``, and an interpreted launch starting during a
+compile would change the language under it.
 These are Triton internals: the versions tested are pinned in ``pyproject.toml``.
 """
 
@@ -82,8 +88,29 @@ def _triton():
         from triton.runtime.jit import JITFunction
         _T["tl"] = tl
         _T["jit"] = JITFunction
+        _serialise_frontend()
         _T["interp"] = t
     return t
+
+
+def _serialise_frontend():
+    """Make Triton's compiler frontend (``ASTSource.make_ir``: the kernel's Python to its first IR)
+    hold ``_lock``, as interpreted launches do, so that no compile reads ``triton.language`` while a
+    launch has it patched (see the module doc). Installed once, before the first interpreted
+    launch; the later compile stages (MLIR passes, ``ptxas``) run unlocked."""
+    from triton.compiler import compiler
+    src = getattr(compiler, "ASTSource", None)
+    make_ir = getattr(src, "make_ir", None)
+    if make_ir is None or getattr(make_ir, "_tensorplay_serialised", False):
+        return
+
+    def serialised_make_ir(self, *args, **kwargs):
+        with _lock:
+            return make_ir(self, *args, **kwargs)
+    serialised_make_ir._tensorplay_serialised = True
+    serialised_make_ir.__wrapped__ = make_ir
+    serialised_make_ir.__doc__ = make_ir.__doc__
+    src.make_ir = serialised_make_ir
 
 
 def interpreted(jf):
