@@ -370,6 +370,24 @@ SAMPLES = {
                           S(g.T(4), 0, g.IDX([3, 0]), 0.5)],
     "scatter_": lambda g: [S(g.T(3, 4), 1, g.IDX([[0, 3, 2], [1, 2, 0]]), g.T(2, 3)),
                            S(g.T(4), 0, g.IDX([3, 0]), 0.5)],
+    # session 44 (h-gaps44): two-operand math and inverse hyperbolics
+    "atan2": lambda g: [S(g.T(3, 1), g.T(4)), S(g.T(2, 3), g.POS(2, 3)),
+                        S(g.T(2, 3, dtype=g.tp.float32), g.T(3), grad=False),
+                        S(g.IDX([1, -2]), g.IDX([3, 0]), grad=False)],
+    "hypot": lambda g: [S(g.T(3, 1), g.T(4)), S(g.T(2, 3), g.POS(2, 3)),
+                        S(g.T(4, dtype=g.tp.float32), g.T(4), grad=False)],
+    "nextafter": lambda g: [S(g.T(3, 1), g.T(4)),
+                            S(g.T(2, 3, dtype=g.tp.float32), g.T(3, dtype=g.tp.float32),
+                              grad=False)],
+    "fmod": lambda g: [S(g.T(3, 1, lo=0.1, hi=0.9), g.T(4, lo=1.0, hi=1.5)),
+                       S(g.T(2, 3, lo=-0.9, hi=-0.1), g.T(3, lo=1.0, hi=1.5)),
+                       S(g.T(2, 3, lo=0.1, hi=0.9), 1.0),
+                       S(g.IDX([7, -7]), g.IDX([3, 3]), grad=False),
+                       S(g.IDX([7, -7]), 3, grad=False)],
+    "copysign": lambda g: [S(g.NZ(2, 3), g.NZ(3)), S(g.NZ(2, 3), -1.0),
+                           S(g.IDX([1, -2]), g.IDX([3, -1]), grad=False)],
+    "asinh": _unary_float(-2.0, 2.0, (0, 3, -2)), "acosh": _unary_float(1.1, 3.0, (1, 4)),
+    "atanh": _unary_float(-0.9, 0.9, (0,)),
 }
 
 
