@@ -181,3 +181,47 @@ def test_reduction_gradients():
     z = _f64([1.0, 3.0, 2.0, 3.0], True)
     tp.cummax(z, 0).values.sum().backward()
     assert z.grad.tolist() == [1.0, 2.0, 0.0, 1.0]   # indices [0, 1, 1, 3]
+
+
+def test_scatter_reduce_prod_amax_amin_values_and_gradients():
+    x = _f64([[1.5, 0.5, -2.0], [2.0, 3.0, 0.25]], True)
+    src = _f64([[2.0, -1.0, 0.5], [4.0, 0.75, -3.0]], True)
+    idx = tp.tensor([[0, 0, 2], [1, 2, 2]])
+    want = {"prod": [[1.5 * 2.0 * -1.0, 0.5, -2.0 * 0.5], [2.0, 3.0 * 4.0, 0.25 * 0.75 * -3.0]],
+            "amax": [[2.0, 0.5, 0.5], [2.0, 4.0, 0.75]],
+            "amin": [[-1.0, 0.5, -2.0], [2.0, 3.0, -3.0]]}
+    for r, w in want.items():
+        assert x.scatter_reduce(1, idx, src, r).tolist() == w
+        assert tp.autograd.gradcheck(lambda a, b: a.scatter_reduce(1, idx, b, r), (x, src))
+        assert tp.autograd.gradcheck(
+            lambda a, b: a.scatter_reduce(1, idx, b, r, include_self=False), (x, src))
+    # include_self=False: the touched positions hold only src's values
+    assert x.scatter_reduce(1, idx, src, "amax", include_self=False).tolist() == \
+        [[2.0, 0.5, 0.5], [2.0, 4.0, 0.75]]
+    # amax ties share the gradient evenly (torch's rule): self 2.0 and src 2.0 at [0][0]
+    a = _f64([2.0, 1.0], True)
+    b = _f64([2.0, 0.5], True)
+    a.scatter_reduce(0, tp.tensor([0, 1]), b, "amax").sum().backward()
+    assert a.grad.tolist() == [0.5, 1.0] and b.grad.tolist() == [0.5, 0.0]
+    # prod with a zero: the other factors' product, no division by zero
+    p = _f64([3.0], True)
+    q = _f64([0.0, 5.0], True)
+    p.scatter_reduce(0, tp.tensor([0, 0]), q, "prod").backward()
+    assert p.grad.tolist() == [0.0] and q.grad.tolist() == [15.0, 0.0]
+
+
+def test_scatter_multiply_and_reduce_spellings():
+    x = tp.tensor([1.0, 2.0, 3.0])
+    idx = tp.tensor([0, 0, 2])
+    assert x.scatter(0, idx, tp.tensor([4.0, 5.0, 6.0]), reduce="multiply").tolist() == \
+        [20.0, 2.0, 18.0]
+    y = x.clone()
+    assert y.scatter_(0, idx, 2.0, reduce="multiply") is y and y.tolist() == [4.0, 2.0, 6.0]
+    assert x.scatter_reduce(0, idx, tp.tensor([4.0, 5.0, 6.0]), "max").tolist() == \
+        [5.0, 2.0, 6.0]
+    with pytest.raises(RuntimeError, match="add or multiply"):
+        x.scatter(0, idx, 1.0, reduce="max")
+    with pytest.raises(RuntimeError, match="must be either sum"):
+        x.scatter_reduce(0, idx, x, "multiply")
+    with pytest.raises(RuntimeError, match="dtype"):
+        x.scatter_reduce(0, idx, tp.tensor([1, 2, 3]), "amax")

@@ -1616,7 +1616,7 @@ class Tensor(TensorBase, instance_class=True):
         ``value=``) written at ``index`` along ``dim``, as ``torch.scatter``: for ``dim=0``,
         ``out[index[i][j]][j] = src[i][j]``. A repeated index keeps one of its values
         (unspecified which). ``reduce="add"`` adds instead (``scatter_add``; torch's deprecated
-        form); ``reduce="multiply"`` raises NotImplementedError."""
+        form); ``reduce="multiply"`` multiplies (``scatter_reduce``'s "prod")."""
         if reduce is not None:
             return _scatter_reduced(self, dim, index, src, value, reduce)
         return _O.scatter(self, dim, index, _scatter_src(src, value, reduce))
@@ -1633,7 +1633,8 @@ class Tensor(TensorBase, instance_class=True):
         """``self`` with the values of ``src`` reduced into the positions ``index`` along ``dim``
         (same as ``torch.Tensor.scatter_reduce``): ``reduce="sum"`` or ``"mean"`` (``self``'s
         value counted unless ``include_self=False``; an integer mean rounds down, as torch).
-        ``"prod"``, ``"amax"``, ``"amin"`` raise NotImplementedError (no kernel yet).
+        ``"prod"``, ``"amax"``, ``"amin"`` too (``include_self`` as torch's; gradients as torch's:
+        ties of amax/amin share evenly, prod's zeros handled without division).
         ``src`` has ``self``'s dtype (RuntimeError otherwise). Differentiable."""
         return _scatter_reduce(self, dim, index, src, reduce, include_self)
 
@@ -3363,15 +3364,15 @@ class _HookHandle:
 
 
 def _scatter_reduced(self, dim, index, src, value, reduce):
-    """``scatter(..., reduce=)``: "add" is ``scatter_add`` (a number ``src``/``value`` added at
-    every index); "multiply" has no kernel: NotImplementedError."""
-    if reduce != "add":
-        raise NotImplementedError(f"scatter(reduce={reduce!r}) is not supported by tensorplay "
-                                  f"(only 'add', as scatter_add); multiply the gathered values "
-                                  f"instead")
+    """``scatter(..., reduce=)``: "add" is ``scatter_add``, "multiply" is ``scatter_reduce``'s
+    "prod" (a number ``src``/``value`` used at every index); RuntimeError for another reduce."""
+    if reduce not in ("add", "multiply"):
+        raise RuntimeError("reduce argument must be either add or multiply.")
     v = _scatter_src(src, value, None)
     if not isinstance(v, Tensor):
         v = _like_self(self, "full", list(index._shape), v, self._dtype, None, False)
+    if reduce == "multiply":
+        return _O.scatter_reduce(self, dim, index, v, "prod")
     return _O.scatter_add(self, dim, index, v)
 
 
@@ -3379,12 +3380,13 @@ def _scatter_reduce(self, dim, index, src, reduce, include_self):
     """torch's scatter_reduce for "sum" and "mean": ``scatter_add`` into ``self`` (the touched
     positions zeroed first without ``include_self``); the mean divides by the count of values
     reduced into each position (self counted when included; floor division for integers)."""
+    if reduce in ("max", "min"):      # torch's undocumented spellings of amax/amin
+        reduce = "a" + reduce
     if reduce not in ("sum", "mean", "prod", "amax", "amin"):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
                            f"{reduce}")
-    if reduce not in ("sum", "mean"):
-        raise NotImplementedError(f"scatter_reduce(reduce={reduce!r}) is not supported by "
-                                  f"tensorplay yet (only 'sum' and 'mean')")
+    if reduce not in ("sum", "mean"):   # prod, amax, amin: the op tp::scatter_reduce
+        return _O.scatter_reduce(self, dim, index, src, reduce, include_self=include_self)
     if src._dtype is not self._dtype:
         raise RuntimeError(f"scatter_reduce(): Expected self.dtype to be equal to src.dtype, got "
                            f"{self._dtype} and {src._dtype}")

@@ -85,12 +85,6 @@ KNOWN: dict[str, str] = {
         "no TensorPlay function takes out= (the built-in op records are functional)",
     r"torch\.kthvalue: x=torch\.arange\(1\.,7\.\)\.resize_\(2,3\)":
         "Tensor method gap: Tensor.resize_ (the statements after it run on torch's x, copied)",
-    r"Tensor\.scatter_: torch\.full\(\(2, 4\), 2\.\)\.scatter_\(.*reduce=.*":
-        "Tensor method gap: Tensor.scatter_(..., reduce='multiply'/'add') raises "
-        "NotImplementedError (_tensor.py)",
-    r"Tensor\.scatter_reduce_: input2\.scatter_reduce\(0, index, src, reduce=\"amax\".*":
-        "scatter_reduce has kernels for reduce='sum' and 'mean' only: 'amax', 'amin' and 'prod' "
-        "raise NotImplementedError naming the supported ones",
 }
 
 

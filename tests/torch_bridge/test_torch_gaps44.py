@@ -226,3 +226,47 @@ def test_median_all_splits_the_gradient_among_ties_as_torch():
 ])
 def test_edge_cases_match_torch(call):
     _check(lambda lib: call(lib), [], grad=False)
+
+
+# -- scatter_reduce prod/amax/amin (and sum/mean through the same op), scatter(reduce=) -----------
+SELF = np.array([[1.5, 0.0, -2.0, 3.0], [2.0, 2.0, 0.5, -1.0], [0.0, 4.0, 1.0, 2.0]])
+# ties with self and among src (amax/amin), zeros in self and src, one and two zeros reaching
+# one position (prod)
+SRC = np.array([[2.0, 0.0, 2.0, 3.0], [1.5, 2.0, 0.0, 0.0], [-2.0, 4.0, 4.0, 1.0]])
+IDX = np.array([[0, 1, 0, 0], [0, 1, 2, 1], [2, 2, 1, 2]])
+
+
+@pytest.mark.parametrize("reduce", ["prod", "amax", "amin", "sum", "mean"])
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("dim", [0, 1])
+@pytest.mark.parametrize("dt", ["float64", "float32"])
+def test_scatter_reduce_matches_torch_with_gradients(reduce, include_self, dim, dt):
+    _check(lambda lib, x, s: x.scatter_reduce(dim, lib.tensor(IDX.tolist()), s, reduce,
+                                              include_self=include_self),
+           [(SELF, dt, True), (SRC, dt, True)])
+
+
+@pytest.mark.parametrize("reduce", ["prod", "amax", "amin", "sum", "mean"])
+@pytest.mark.parametrize("dt", ["int64", "uint8", "bool", "float16"])
+def test_scatter_reduce_dtypes_match_torch(reduce, dt):
+    self_v = np.abs(SELF) if dt == "uint8" else SELF
+    src_v = np.abs(SRC) if dt == "uint8" else SRC
+    for inc in (True, False):
+        _check(lambda lib, x, s: x.scatter_reduce(1, lib.tensor(IDX.tolist()), s, reduce,
+                                                  include_self=inc),
+               [(self_v, dt, False), (src_v, dt, False)], grad=False)
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib, x, s: x.scatter_reduce(0, lib.tensor([[0, 1]]), s, "amax"),   # smaller index
+    lambda lib, x, s: x.scatter_reduce_(1, lib.tensor(IDX.tolist()), s, "prod"),
+    lambda lib, x, s: x.scatter(1, lib.tensor(IDX.tolist()), s, reduce="multiply"),
+    lambda lib, x, s: x.scatter(1, lib.tensor(IDX.tolist()), 1.5, reduce="multiply"),
+    lambda lib, x, s: x.scatter_(1, lib.tensor(IDX.tolist()), s, reduce="add"),
+    lambda lib, x, s: x.scatter(1, lib.tensor(IDX.tolist()), s, reduce="max"),
+    lambda lib, x, s: x.scatter_reduce(1, lib.tensor(IDX.tolist()), s, "max"),
+    lambda lib, x, s: x.scatter_reduce(1, lib.tensor(IDX.tolist()), s.double(), "amax"),
+    lambda lib, x, s: x.scatter_reduce(1, lib.tensor([[4]]), s, "amin"),
+])
+def test_scatter_reduce_forms_and_errors_match_torch(call):
+    _check(call, [(SELF, "float32", False), (SRC, "float32", False)], grad=False)

@@ -28,6 +28,11 @@ DOCS = {
               "float dtype.", "torch.asinh"),
     "acosh": ("Inverse hyperbolic cosine, elementwise (NaN below 1); integer and bool inputs "
               "give the default float dtype.", "torch.acosh"),
+    "scatter_reduce": ("``self`` with each value of ``src`` reduced (``reduce``: \"sum\", "
+                       "\"prod\", \"mean\", \"amax\", \"amin\") into the position ``index`` "
+                       "names along ``dim``; ``self``'s own value counted unless "
+                       "``include_self=False``; ``src`` of ``self``'s dtype.",
+                       "torch.scatter_reduce"),
     "atanh": ("Inverse hyperbolic tangent, elementwise (+-inf at +-1, NaN beyond); integer and "
               "bool inputs give the default float dtype.", "torch.atanh"),
     # unary math added in session 41 (torch.expm1 ... torch.trunc)

@@ -388,6 +388,15 @@ SAMPLES = {
                            S(g.IDX([1, -2]), g.IDX([3, -1]), grad=False)],
     "asinh": _unary_float(-2.0, 2.0, (0, 3, -2)), "acosh": _unary_float(1.1, 3.0, (1, 4)),
     "atanh": _unary_float(-0.9, 0.9, (0,)),
+    "scatter_reduce": lambda g: [
+        S(g.T(3, 4), 1, g.IDX([[0, 0, 2], [1, 1, 0]]), g.T(2, 3), "prod"),
+        S(g.T(3, 4), 0, g.IDX([[2, 0, 2, 2]]), g.T(2, 4), "amax"),
+        S(g.T(3, 4), 1, g.IDX([[0, 0, 2], [3, 1, 3]]), g.T(2, 3), "amin", include_self=False),
+        S(g.T(3, 4), 1, g.IDX([[0, 0, 2], [1, 1, 0]]), g.T(2, 3), "prod", include_self=False),
+        S(g.T(3, 4), 1, g.IDX([[0, 0, 2], [1, 1, 0]]), g.T(2, 3), "sum"),
+        S(g.T(3, 4), 0, g.IDX([[2, 0, 2, 2]]), g.T(2, 4), "mean", include_self=False),
+        S(g.IDX([[3, 1], [2, 9]]), 1, g.IDX([[1, 1], [0, 0]]), g.IDX([[4, 5], [6, 7]]), "amax",
+          grad=False)],
 }
 
 
