@@ -225,3 +225,22 @@ def test_scatter_multiply_and_reduce_spellings():
         x.scatter_reduce(0, idx, x, "multiply")
     with pytest.raises(RuntimeError, match="dtype"):
         x.scatter_reduce(0, idx, tp.tensor([1, 2, 3]), "amax")
+
+
+def test_xlogy_op_values_and_gradients_as_torch():
+    x = _f64([0.0, 0.0, 1.5, 0.0, 2.0], True)
+    y = _f64([2.0, 0.0, 0.0, NAN, 3.0], True)
+    r = tp.xlogy(x, y)
+    assert r.tolist()[:3] == [0.0, 0.0, -math.inf] and math.isnan(r.tolist()[3])
+    r.sum().backward()
+    # torch's formulas: self: xlogy(grad, other), 0 where self == 0 and other <= 0;
+    # other: grad * self / other
+    gx, gy = x.grad.tolist(), y.grad.tolist()
+    assert gx[0] == pytest.approx(math.log(2.0)) and gx[1] == 0.0 and gx[2] == -math.inf
+    assert math.isnan(gx[3]) and gy[0] == 0.0 and math.isnan(gy[1]) and gy[2] == math.inf
+    # computed at the promoted dtype: float64 self with float32 other takes log in float64
+    v = tp.xlogy(tp.tensor([-2.0], dtype=tp.float64), tp.tensor([3.0])).item()
+    assert v == -2.0 * math.log(3.0)
+    a = _f64([[0.7, 1.3], [2.1, 0.4]], True)
+    b = _f64([0.8, 1.7], True)
+    assert tp.autograd.gradcheck(lambda p, q: p.xlogy(q), (a, b))

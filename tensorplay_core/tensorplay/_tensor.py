@@ -2716,13 +2716,7 @@ class Tensor(TensorBase, instance_class=True):
     def xlogy(self, other: _TensorOrScalar) -> Tensor:
         """``self * log(other)``, 0 where ``self`` is 0 (unless ``other`` is NaN); integers give
         the default float dtype (same as ``torch.Tensor.xlogy``)."""
-        x, y = self, other
-        if not isinstance(y, Tensor):
-            rt = _result_dtype(self, other)
-            y = _like_self(self, "full", [], other, rt if rt.is_floating_point else
-                           _dtype.get_default_dtype(), None, False)
-        prod = _O.mul(x, _O.log(y))
-        return _O.where(_O.logical_and(_O.eq(x, 0), _O.logical_not(_O.isnan(y))), 0, prod)
+        return _O.xlogy(self, other)   # the op tp::xlogy (torch's formulas)
 
     def xlogy_(self, other: _TensorOrScalar) -> Tensor:
         """In-place ``xlogy`` (same as ``torch.Tensor.xlogy_``)."""

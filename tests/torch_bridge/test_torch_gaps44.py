@@ -110,18 +110,9 @@ OPERANDS = [
 ]
 
 
-# Tensor.xlogy (a composite in _tensor.py, not this session's) takes log(other) at other's own
-# dtype before promoting, and its gradients are NaN where torch's formula gives 0 (self = 0,
-# other <= 0): the cases that meet those, expected to fail until it is an op of its own
-XLOGY_KNOWN = {0: "gradient NaN at self=0 (torch: 0)", 1: "gradient NaN at self=0 (torch: 0)",
-               8: "gradient NaN at self=0 (torch: 0)"}
-
-
 @pytest.mark.parametrize("name", BINARY)
 @pytest.mark.parametrize("k", range(len(OPERANDS)))
 def test_binary_function_matches_torch(name, k):
-    if name == "xlogy" and k in XLOGY_KNOWN:
-        pytest.xfail(XLOGY_KNOWN[k])
     a, b = OPERANDS[k]
     _check(lambda lib, x, y: getattr(lib, name)(x, y), [a, b])
 
@@ -138,8 +129,6 @@ def test_keyword_and_method_spellings_match_torch(name):
 @pytest.mark.parametrize("dts", [("float32", "float64"), ("float64", "float32"),
                                  ("int64", "float32"), ("float32", "int64")])
 def test_in_place_methods_match_torch(name, dts):
-    if name == "xlogy" and dts == ("float64", "float32"):
-        pytest.xfail("Tensor.xlogy takes log(other) in float32 before promoting (see XLOGY_KNOWN)")
     def call(lib, x, y):
         v = x._version
         r = getattr(x, name + "_")(y)
@@ -270,3 +259,15 @@ def test_scatter_reduce_dtypes_match_torch(reduce, dt):
 ])
 def test_scatter_reduce_forms_and_errors_match_torch(call):
     _check(call, [(SELF, "float32", False), (SRC, "float32", False)], grad=False)
+
+
+def test_xlogy_edges_and_gradients_match_torch():
+    x = np.array([0.0, 0.0, 1.5, 0.0, 2.0, 0.0, 1.5, -0.0])
+    y = np.array([2.0, 0.0, 0.0, NAN, np.inf, -1.0, -1.0, 3.0])
+    for dt in ("float64", "float32"):
+        _check(lambda lib, a, b: lib.xlogy(a, b), [(x, dt, True), (y, dt, True)])
+        _check(lambda lib, a: lib.xlogy(a, 0.0), [(x, dt, True)])
+        _check(lambda lib, a: lib.xlogy(a, -2), [(x, dt, True)])
+        _check(lambda lib, b: lib.xlogy(0, b), [(y, dt, True)])
+    _check(lambda lib, a, b: lib.xlogy(a, b), [(x, "float16", False), (y, "float16", False)])
+    _check(lambda lib, a, b: lib.xlogy(a, b), [(x, "float32", True), (y, "float64", True)])

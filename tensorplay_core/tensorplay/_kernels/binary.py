@@ -277,7 +277,16 @@ def _math2(c):
         # torch's rule; NumPy's float16 loop gives ``input`` there)
         return xp.where(a == b, b, f_nextafter(a, b))
 
-    return dict(atan2=floating_op(f_atan2, "atan2", True),
+    def xlogy(a, b):
+        # torch: NaN where other is NaN, else 0 where input is 0, else input * log(other)
+        a, b = prep(a, b, True)
+        if not hasattr(b, "dtype"):
+            b = xp.asarray(b, dtype=a.dtype)
+        r = a * xp.log(b)
+        r = xp.where(a == 0, xp.zeros_like(r), r)
+        return xp.where(xp.isnan(b), b + xp.zeros_like(r), r)
+
+    return dict(xlogy=xlogy, atan2=floating_op(f_atan2, "atan2", True),
                 copysign=floating_op(f_copysign, "copysign", True),
                 hypot=floating_op(f_hypot, "hypot", False),
                 nextafter=floating_op(nextafter_or_equal, "nextafter", False))

@@ -28,6 +28,9 @@ DOCS = {
               "float dtype.", "torch.asinh"),
     "acosh": ("Inverse hyperbolic cosine, elementwise (NaN below 1); integer and bool inputs "
               "give the default float dtype.", "torch.acosh"),
+    "xlogy": ("``input * log(other)``, 0 where ``input`` is 0 (NaN where ``other`` is NaN), "
+              "elementwise with broadcasting; ``other`` may be a number; integer and bool operands "
+              "give the default float dtype.", "torch.xlogy"),
     "scatter_reduce": ("``self`` with each value of ``src`` reduced (``reduce``: \"sum\", "
                        "\"prod\", \"mean\", \"amax\", \"amin\") into the position ``index`` "
                        "names along ``dim``; ``self``'s own value counted unless "

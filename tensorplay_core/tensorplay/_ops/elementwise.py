@@ -525,3 +525,26 @@ defop("acosh" + _U, meta=_F, setup=_save_in,          # grad * rsqrt(self**2 - 1
 defop("atanh" + _U, meta=_F, setup=_save_in,          # grad / (1 - self**2)
       backward=lambda ctx, g: O.div(g, O.rsub(O.mul(ctx.saved_tensors[0],
                                                     ctx.saved_tensors[0]), 1.0)))
+
+
+# xlogy (session 44: an op with torch's formulas; Tensor.xlogy was a composite whose log ran at
+# ``other``'s dtype before promotion and whose gradients were NaN where torch's are 0)
+def _xlogy_bw(ctx, g):
+    # torch 2.13: self: xlogy(grad, other) with 0 where self == 0 and other <= 0;
+    # other: grad * self / other
+    a, b = _val(ctx, 0), _val(ctx, 1)
+    ga = gb = None
+    if ctx.needs_input_grad[0]:
+        ga = O.xlogy(g, b)
+        if is_tensor(b):
+            ga = O.where(O.logical_and(O.eq(a, 0), O.le(b, 0)), 0.0, ga)
+        elif b <= 0:
+            ga = O.where(O.eq(a, 0), 0.0, ga)
+        ga = _red(ga, a)
+    if is_tensor(b) and len(ctx.needs_input_grad) > 1 and ctx.needs_input_grad[1]:
+        gb = _red(O.div(O.mul(g, a), b), b)
+    return ga, gb
+
+
+defop("xlogy" + _B, meta=binary_meta("float", "xlogy"), setup=_save_inputs, backward=_xlogy_bw,
+      scalar_ok=("other",))

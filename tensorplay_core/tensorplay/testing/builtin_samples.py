@@ -388,6 +388,10 @@ SAMPLES = {
                            S(g.IDX([1, -2]), g.IDX([3, -1]), grad=False)],
     "asinh": _unary_float(-2.0, 2.0, (0, 3, -2)), "acosh": _unary_float(1.1, 3.0, (1, 4)),
     "atanh": _unary_float(-0.9, 0.9, (0,)),
+    "xlogy": lambda g: [S(g.T(3, 1), g.POS(4)), S(g.T(2, 3), g.POS(3)),
+                        S(g.T(2, 3), 2.5), S(g.IDX([0, 2, 3]), g.IDX([1, 0, 2]), grad=False),
+                        S(g.V([0.0, 1.5, 0.0], g.f64), g.V([0.0, float("nan"), 2.0], g.f64),
+                          grad=False)],
     "scatter_reduce": lambda g: [
         S(g.T(3, 4), 1, g.IDX([[0, 0, 2], [1, 1, 0]]), g.T(2, 3), "prod"),
         S(g.T(3, 4), 0, g.IDX([[2, 0, 2, 2]]), g.T(2, 4), "amax"),
