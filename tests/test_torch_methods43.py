@@ -865,17 +865,24 @@ def test_scatter_reduce_sum_and_mean_and_scatter_reduce_add():
         [11.0, 7.0, 3.0, 4.0]
     y = xf.clone()
     assert y.scatter_reduce_(0, idx, src.float(), "sum") is y and y.tolist() == [12, 9, 3, 4]
-    for r in ("prod", "amax", "amin"):
-        with pytest.raises(NotImplementedError, match=r):
-            xf.scatter_reduce(0, idx, src.float(), r)
+    # prod/amax/amin (session 44: tp::scatter_reduce; torch's values)
+    for r, want, want_no_self in (("prod", [30, 14, 3, 4], [30, 7, 3, 4]),
+                                  ("amax", [6, 7, 3, 4], [6, 7, 3, 4]),
+                                  ("amin", [1, 2, 3, 4], [5, 7, 3, 4])):
+        assert xf.scatter_reduce(0, idx, src.float(), r).tolist() == want
+        assert xf.scatter_reduce(0, idx, src.float(), r, include_self=False).tolist() == \
+            want_no_self
+        assert x.scatter_reduce(0, idx, src, r).tolist() == want
     with pytest.raises(RuntimeError, match="dtype"):
         xf.scatter_reduce(0, idx, src, "sum")
     assert xf.scatter(0, idx, src.float(), reduce="add").tolist() == [12.0, 9.0, 3.0, 4.0]
     assert xf.scatter(0, idx, value=2.0, reduce="add").tolist() == [5.0, 4.0, 3.0, 4.0]
     z = xf.clone()
     assert z.scatter_(0, idx, 2.0, reduce="add") is z and z.tolist() == [5.0, 4.0, 3.0, 4.0]
-    with pytest.raises(NotImplementedError, match="multiply"):
-        xf.scatter(0, idx, src.float(), reduce="multiply")
+    assert xf.scatter(0, idx, src.float(), reduce="multiply").tolist() == [30, 14, 3, 4]
+    assert xf.scatter(0, idx, value=2.0, reduce="multiply").tolist() == [4, 4, 3, 4]
+    with pytest.raises(RuntimeError, match="add or multiply"):
+        xf.scatter(0, idx, src.float(), reduce="max")
     g = tp.ones(4, requires_grad=True)
     s = _f([1.0, 2.0, 3.0]).requires_grad_()
     (g * 1).scatter_reduce(0, idx, s, "mean").sum().backward()

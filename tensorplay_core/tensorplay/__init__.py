@@ -494,6 +494,123 @@ __all__ = [
 ]
 
 
+# -- session 44 (h-gaps44): torch's two-operand math functions, inverse hyperbolics and the
+# value+index reductions (the ops: tensorplay._ops.elementwise; the methods: Tensor.atan2 ...) ---
+if TYPE_CHECKING:
+    atan2: CustomOpDef[[Tensor, Tensor], Tensor]
+    arctan2: CustomOpDef[[Tensor, Tensor], Tensor]
+    hypot: CustomOpDef[[Tensor, Tensor], Tensor]
+    nextafter: CustomOpDef[[Tensor, Tensor], Tensor]
+    fmod: _Binary
+    copysign: _Binary
+    asinh: _Unary
+    arcsinh: _Unary
+    acosh: _Unary
+    arccosh: _Unary
+    atanh: _Unary
+    arctanh: _Unary
+else:
+    atan2 = arctan2 = _O.atan2
+    hypot, nextafter, fmod, copysign = _O.hypot, _O.nextafter, _O.fmod, _O.copysign
+    asinh = arcsinh = _O.asinh
+    acosh = arccosh = _O.acosh
+    atanh = arctanh = _O.atanh
+
+
+def _tensor_input(api: str, x: Any, name: str = "input") -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{api}(): argument '{name}' must be Tensor, not {type(x).__name__}")
+
+
+def logaddexp(input: Tensor, other: Tensor) -> Tensor:
+    """``log(exp(input) + exp(other))`` computed stably; floating tensors only (TypeError for a
+    number, RuntimeError for integer tensors), as ``torch.logaddexp``."""
+    _tensor_input("logaddexp", input)
+    _tensor_input("logaddexp", other, "other")
+    return input.logaddexp(other)
+
+
+def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
+    """``log2(2**input + 2**other)``, as ``logaddexp`` (same as ``torch.logaddexp2``)."""
+    _tensor_input("logaddexp2", input)
+    _tensor_input("logaddexp2", other, "other")
+    return input.logaddexp2(other)
+
+
+def xlogy(input: _TensorOrScalar, other: _TensorOrScalar) -> Tensor:
+    """``input * log(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN); either may be
+    a number (not both); integers give the default float dtype (same as ``torch.xlogy``)."""
+    if not isinstance(input, Tensor):
+        _tensor_input("xlogy", other, "other")
+        from ._ops._shapes import float_dtype, result_dtype
+        input = full([], input, dtype=float_dtype(result_dtype(input, other)),
+                     device=other.device)
+    return input.xlogy(other)
+
+
+def float_power(input: _TensorOrScalar, exponent: _TensorOrScalar) -> Tensor:
+    """``input ** exponent`` computed in float64 (the result is float64), either a number (not
+    both), as ``torch.float_power``."""
+    if not isinstance(input, Tensor):
+        _tensor_input("float_power", exponent, "exponent")
+        input = full([], input, dtype=float64, device=exponent.device)
+    return input.float_power(exponent)
+
+
+def aminmax(input: Tensor, *, dim: builtins.int | None = None,
+            keepdim: builtins.bool = False) -> return_types.aminmax:
+    """``(min, max)`` (``tensorplay.return_types.aminmax``), as ``torch.aminmax``; see
+    ``Tensor.aminmax``."""
+    _tensor_input("aminmax", input)
+    return input.aminmax(dim=dim, keepdim=keepdim)
+
+
+def median(input: Tensor, dim: builtins.int | None = None,
+           keepdim: builtins.bool = False) -> Tensor | return_types.median:
+    """The lower median (of every element, or ``(values, indices)`` along ``dim``), as
+    ``torch.median``; see ``Tensor.median``."""
+    _tensor_input("median", input)
+    return input.median(dim, keepdim)
+
+
+def nanmedian(input: Tensor, dim: builtins.int | None = None,
+              keepdim: builtins.bool = False) -> Tensor | return_types.nanmedian:
+    """``median`` ignoring NaN, as ``torch.nanmedian``."""
+    _tensor_input("nanmedian", input)
+    return input.nanmedian(dim, keepdim)
+
+
+def kthvalue(input: Tensor, k: builtins.int, dim: builtins.int = -1,
+             keepdim: builtins.bool = False) -> return_types.kthvalue:
+    """The ``k``-th smallest value along ``dim`` and its index, as ``torch.kthvalue``."""
+    _tensor_input("kthvalue", input)
+    return input.kthvalue(k, dim, keepdim)
+
+
+def mode(input: Tensor, dim: builtins.int = -1,
+         keepdim: builtins.bool = False) -> return_types.mode:
+    """The most frequent value along ``dim`` and its last index, as ``torch.mode``."""
+    _tensor_input("mode", input)
+    return input.mode(dim, keepdim)
+
+
+def cummax(input: Tensor, dim: builtins.int) -> return_types.cummax:
+    """Running maximum along ``dim`` and its indices, as ``torch.cummax``."""
+    _tensor_input("cummax", input)
+    return input.cummax(dim)
+
+
+def cummin(input: Tensor, dim: builtins.int) -> return_types.cummin:
+    """Running minimum along ``dim`` and its indices, as ``torch.cummin``."""
+    _tensor_input("cummin", input)
+    return input.cummin(dim)
+
+
+__all__ += ["atan2", "arctan2", "hypot", "nextafter", "fmod", "copysign", "asinh", "arcsinh",
+            "acosh", "arccosh", "atanh", "arctanh", "logaddexp", "logaddexp2", "xlogy",
+            "float_power", "aminmax", "median", "nanmedian", "kthvalue", "mode", "cummax",
+            "cummin"]
+
 def __getattr__(name):
     # ``tensorplay.testing`` as an attribute after ``import tensorplay`` (torch's habit), imported
     # on first access: it is not needed to run ops, and ``import tensorplay`` stays light.

@@ -1616,7 +1616,7 @@ class Tensor(TensorBase, instance_class=True):
         ``value=``) written at ``index`` along ``dim``, as ``torch.scatter``: for ``dim=0``,
         ``out[index[i][j]][j] = src[i][j]``. A repeated index keeps one of its values
         (unspecified which). ``reduce="add"`` adds instead (``scatter_add``; torch's deprecated
-        form); ``reduce="multiply"`` raises NotImplementedError."""
+        form); ``reduce="multiply"`` multiplies (``scatter_reduce``'s "prod")."""
         if reduce is not None:
             return _scatter_reduced(self, dim, index, src, value, reduce)
         return _O.scatter(self, dim, index, _scatter_src(src, value, reduce))
@@ -1633,7 +1633,8 @@ class Tensor(TensorBase, instance_class=True):
         """``self`` with the values of ``src`` reduced into the positions ``index`` along ``dim``
         (same as ``torch.Tensor.scatter_reduce``): ``reduce="sum"`` or ``"mean"`` (``self``'s
         value counted unless ``include_self=False``; an integer mean rounds down, as torch).
-        ``"prod"``, ``"amax"``, ``"amin"`` raise NotImplementedError (no kernel yet).
+        ``"prod"``, ``"amax"``, ``"amin"`` too (``include_self`` as torch's; gradients as torch's:
+        ties of amax/amin share evenly, prod's zeros handled without division).
         ``src`` has ``self``'s dtype (RuntimeError otherwise). Differentiable."""
         return _scatter_reduce(self, dim, index, src, reduce, include_self)
 
@@ -2715,13 +2716,7 @@ class Tensor(TensorBase, instance_class=True):
     def xlogy(self, other: _TensorOrScalar) -> Tensor:
         """``self * log(other)``, 0 where ``self`` is 0 (unless ``other`` is NaN); integers give
         the default float dtype (same as ``torch.Tensor.xlogy``)."""
-        x, y = self, other
-        if not isinstance(y, Tensor):
-            rt = _result_dtype(self, other)
-            y = _like_self(self, "full", [], other, rt if rt.is_floating_point else
-                           _dtype.get_default_dtype(), None, False)
-        prod = _O.mul(x, _O.log(y))
-        return _O.where(_O.logical_and(_O.eq(x, 0), _O.logical_not(_O.isnan(y))), 0, prod)
+        return _O.xlogy(self, other)   # the op tp::xlogy (torch's formulas)
 
     def xlogy_(self, other: _TensorOrScalar) -> Tensor:
         """In-place ``xlogy`` (same as ``torch.Tensor.xlogy_``)."""
@@ -3071,6 +3066,144 @@ class Tensor(TensorBase, instance_class=True):
         ``torch.Tensor.logaddexp2``)."""
         return _logaddexp(self, other, True)
 
+    # -- session 44 (h-gaps44): torch's two-operand math, inverse hyperbolics, and the
+    # value+index reductions (tensorplay._ops.elementwise / reduction / sorting_topk) -----------
+    def atan2(self, other: Tensor) -> Tensor:
+        """Elementwise arctangent of ``self / other`` in (-pi, pi] by the quadrant of
+        ``(other, self)``; tensors only (TypeError for a number, as torch); integer and bool
+        operands give the default float dtype (same as ``torch.Tensor.atan2``)."""
+        return _O.atan2(self, other)
+
+    def atan2_(self, other: Tensor) -> Tensor:
+        """In-place ``atan2``; RuntimeError for an integer ``self`` (the result is floating;
+        same as ``torch.Tensor.atan2_``)."""
+        return _in_place(self, "atan2_", _O.atan2, other)
+
+    def hypot(self, other: Tensor) -> Tensor:
+        """``sqrt(self**2 + other**2)`` without overflow; floating tensors only
+        (NotImplementedError otherwise, as ``torch.Tensor.hypot``)."""
+        return _O.hypot(self, other)
+
+    def hypot_(self, other: Tensor) -> Tensor:
+        """In-place ``hypot`` (same as ``torch.Tensor.hypot_``)."""
+        return _in_place(self, "hypot_", _O.hypot, other)
+
+    def fmod(self, other: _TensorOrScalar) -> Tensor:
+        """C's ``fmod``: the remainder of ``self / other`` with ``self``'s sign (``remainder``
+        takes ``other``'s); keeps integer dtypes (RuntimeError for an integer zero divisor,
+        NotImplementedError for bool; same as ``torch.Tensor.fmod``)."""
+        return _O.fmod(self, other)
+
+    def fmod_(self, other: _TensorOrScalar) -> Tensor:
+        """In-place ``fmod`` (same as ``torch.Tensor.fmod_``)."""
+        return _in_place(self, "fmod_", _O.fmod, other)
+
+    def copysign(self, other: _TensorOrScalar) -> Tensor:
+        """``|self|`` with the sign of ``other`` (a tensor or number; -0.0 counts as negative);
+        integer and bool operands give the default float dtype (same as
+        ``torch.Tensor.copysign``)."""
+        return _O.copysign(self, other)
+
+    def copysign_(self, other: _TensorOrScalar) -> Tensor:
+        """In-place ``copysign`` (same as ``torch.Tensor.copysign_``)."""
+        return _in_place(self, "copysign_", _O.copysign, other)
+
+    def nextafter(self, other: Tensor) -> Tensor:
+        """The next floating value after ``self`` toward ``other``; floating tensors only
+        (same as ``torch.Tensor.nextafter``)."""
+        return _O.nextafter(self, other)
+
+    def nextafter_(self, other: Tensor) -> Tensor:
+        """In-place ``nextafter`` (same as ``torch.Tensor.nextafter_``)."""
+        return _in_place(self, "nextafter_", _O.nextafter, other)
+
+    def asinh(self) -> Tensor:
+        """Inverse hyperbolic sine; integer and bool inputs give the default float dtype (same
+        as ``torch.Tensor.asinh``)."""
+        return _O.asinh(self)
+
+    def asinh_(self) -> Tensor:
+        """In-place ``asinh`` (same as ``torch.Tensor.asinh_``)."""
+        return _in_place(self, "asinh_", _O.asinh)
+
+    def acosh(self) -> Tensor:
+        """Inverse hyperbolic cosine (NaN below 1), as ``torch.Tensor.acosh``."""
+        return _O.acosh(self)
+
+    def acosh_(self) -> Tensor:
+        """In-place ``acosh`` (same as ``torch.Tensor.acosh_``)."""
+        return _in_place(self, "acosh_", _O.acosh)
+
+    def atanh(self) -> Tensor:
+        """Inverse hyperbolic tangent (+-inf at +-1, NaN beyond), as ``torch.Tensor.atanh``."""
+        return _O.atanh(self)
+
+    def atanh_(self) -> Tensor:
+        """In-place ``atanh`` (same as ``torch.Tensor.atanh_``)."""
+        return _in_place(self, "atanh_", _O.atanh)
+
+    arctan2, arctan2_, arcsinh, arcsinh_ = atan2, atan2_, asinh, asinh_
+    arccosh, arccosh_, arctanh, arctanh_ = acosh, acosh_, atanh, atanh_
+
+    def aminmax(self, *, dim: _int | None = None, keepdim: _bool = False) -> _rt.aminmax:
+        """``(min, max)`` over ``dim`` (every element when None) as
+        ``tensorplay.return_types.aminmax`` (same as ``torch.Tensor.aminmax``): NaN propagates;
+        RuntimeError over an empty dim; gradients split evenly among ties (as amin/amax)."""
+        from . import return_types
+        from ._ops.reduction import aminmax
+        return return_types.aminmax(*aminmax(self, dim=dim, keepdim=keepdim))
+
+    def median(self, dim: _int | None = None, keepdim: _bool = False) -> Tensor | _rt.median:
+        """Without ``dim``: the lower median of every element (0-dim; NaN if any is NaN; NaN for
+        no element); with ``dim``: ``(values, indices)`` along it
+        (``tensorplay.return_types.median``; a slice holding NaN gives NaN and its first NaN's
+        index), as ``torch.Tensor.median``. NotImplementedError for bool, IndexError for an
+        empty dim."""
+        from ._ops.sorting_topk import median_all, median_dim
+        if dim is None:
+            return median_all(self)
+        from . import return_types
+        return return_types.median(*median_dim(self, dim, keepdim))
+
+    def nanmedian(self, dim: _int | None = None,
+                  keepdim: _bool = False) -> Tensor | _rt.nanmedian:
+        """``median`` ignoring NaN (NaN only where every value is NaN), as
+        ``torch.Tensor.nanmedian``."""
+        from ._ops.sorting_topk import median_all, median_dim
+        if dim is None:
+            return median_all(self, nan_ignored=True)
+        from . import return_types
+        return return_types.nanmedian(*median_dim(self, dim, keepdim, nan_ignored=True))
+
+    def kthvalue(self, k: _int, dim: _int = -1, keepdim: _bool = False) -> _rt.kthvalue:
+        """The ``k``-th smallest value along ``dim`` and its index
+        (``tensorplay.return_types.kthvalue``; NaN counts as the largest value), as
+        ``torch.Tensor.kthvalue``; RuntimeError for ``k`` outside ``[1, size]``."""
+        from . import return_types
+        from ._ops.sorting_topk import kthvalue
+        return return_types.kthvalue(*kthvalue(self, k, dim, keepdim))
+
+    def mode(self, dim: _int = -1, keepdim: _bool = False) -> _rt.mode:
+        """The most frequent value along ``dim`` (the smallest of equally frequent ones) and
+        the index of its last occurrence (``tensorplay.return_types.mode``), as
+        ``torch.Tensor.mode``; IndexError for an empty dim."""
+        from . import return_types
+        from ._ops.sorting_topk import mode
+        return return_types.mode(*mode(self, dim, keepdim))
+
+    def cummax(self, dim: _int) -> _rt.cummax:
+        """Running maximum along ``dim`` and the index where it was last reached
+        (``tensorplay.return_types.cummax``; NaN propagates), as ``torch.Tensor.cummax``."""
+        from . import return_types
+        from ._ops.reduction import cum_extremum
+        return return_types.cummax(*cum_extremum("cummax", self, dim))
+
+    def cummin(self, dim: _int) -> _rt.cummin:
+        """Running minimum along ``dim``, as ``cummax`` (same as ``torch.Tensor.cummin``)."""
+        from . import return_types
+        from ._ops.reduction import cum_extremum
+        return return_types.cummin(*cum_extremum("cummin", self, dim))
+
     def logit(self, eps: _float | None = None) -> Tensor:
         """``log(z / (1 - z))`` with ``z`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given;
         integers give the default float dtype (same as ``torch.Tensor.logit``)."""
@@ -3225,15 +3358,15 @@ class _HookHandle:
 
 
 def _scatter_reduced(self, dim, index, src, value, reduce):
-    """``scatter(..., reduce=)``: "add" is ``scatter_add`` (a number ``src``/``value`` added at
-    every index); "multiply" has no kernel: NotImplementedError."""
-    if reduce != "add":
-        raise NotImplementedError(f"scatter(reduce={reduce!r}) is not supported by tensorplay "
-                                  f"(only 'add', as scatter_add); multiply the gathered values "
-                                  f"instead")
+    """``scatter(..., reduce=)``: "add" is ``scatter_add``, "multiply" is ``scatter_reduce``'s
+    "prod" (a number ``src``/``value`` used at every index); RuntimeError for another reduce."""
+    if reduce not in ("add", "multiply"):
+        raise RuntimeError("reduce argument must be either add or multiply.")
     v = _scatter_src(src, value, None)
     if not isinstance(v, Tensor):
         v = _like_self(self, "full", list(index._shape), v, self._dtype, None, False)
+    if reduce == "multiply":
+        return _O.scatter_reduce(self, dim, index, v, "prod")
     return _O.scatter_add(self, dim, index, v)
 
 
@@ -3241,12 +3374,13 @@ def _scatter_reduce(self, dim, index, src, reduce, include_self):
     """torch's scatter_reduce for "sum" and "mean": ``scatter_add`` into ``self`` (the touched
     positions zeroed first without ``include_self``); the mean divides by the count of values
     reduced into each position (self counted when included; floor division for integers)."""
+    if reduce in ("max", "min"):      # torch's undocumented spellings of amax/amin
+        reduce = "a" + reduce
     if reduce not in ("sum", "mean", "prod", "amax", "amin"):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
                            f"{reduce}")
-    if reduce not in ("sum", "mean"):
-        raise NotImplementedError(f"scatter_reduce(reduce={reduce!r}) is not supported by "
-                                  f"tensorplay yet (only 'sum' and 'mean')")
+    if reduce not in ("sum", "mean"):   # prod, amax, amin: the op tp::scatter_reduce
+        return _O.scatter_reduce(self, dim, index, src, reduce, include_self=include_self)
     if src._dtype is not self._dtype:
         raise RuntimeError(f"scatter_reduce(): Expected self.dtype to be equal to src.dtype, got "
                            f"{self._dtype} and {src._dtype}")

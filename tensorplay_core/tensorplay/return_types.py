@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:
     from ._tensor import Tensor
 
-__all__ = ["max", "min", "sort", "topk"]
+__all__ = ["aminmax", "cummax", "cummin", "kthvalue", "max", "median", "min", "mode",
+           "nanmedian", "sort", "topk"]
 
 
 class max(NamedTuple):  # noqa: A001
@@ -34,5 +35,47 @@ class sort(NamedTuple):
 
 class topk(NamedTuple):
     """``(values, indices)`` of ``Tensor.topk``."""
+    values: Tensor
+    indices: Tensor
+
+
+class aminmax(NamedTuple):
+    """``(min, max)`` of ``Tensor.aminmax`` (``torch.return_types.aminmax``)."""
+    min: Tensor
+    max: Tensor
+
+
+class median(NamedTuple):
+    """``(values, indices)`` of ``Tensor.median(dim)``."""
+    values: Tensor
+    indices: Tensor
+
+
+class nanmedian(NamedTuple):
+    """``(values, indices)`` of ``Tensor.nanmedian(dim)``."""
+    values: Tensor
+    indices: Tensor
+
+
+class kthvalue(NamedTuple):
+    """``(values, indices)`` of ``Tensor.kthvalue``."""
+    values: Tensor
+    indices: Tensor
+
+
+class mode(NamedTuple):
+    """``(values, indices)`` of ``Tensor.mode``."""
+    values: Tensor
+    indices: Tensor
+
+
+class cummax(NamedTuple):
+    """``(values, indices)`` of ``Tensor.cummax``."""
+    values: Tensor
+    indices: Tensor
+
+
+class cummin(NamedTuple):
+    """``(values, indices)`` of ``Tensor.cummin``."""
     values: Tensor
     indices: Tensor

@@ -68,6 +68,10 @@ LENIENT: dict[str, str] = {
         "the example prints the distance between two float32 computations of one value, "
         "rounding noise: each library's logsumexp is within 1 ulp of the exact value (on one "
         "element TensorPlay's rounds up, torch's down)",
+    r"torch\.(acosh|atanh): (a|torch\.(acosh|atanh)\(a\))":
+        "the example draws its input with Tensor.uniform_, whose random values this harness does "
+        "not make alike on both sides (it does so for the factories listed in the module "
+        "docstring); the ops themselves are compared in test_torch_gaps44.py",
     r"torch\.sort: x\.sort\(\)":
         "sort(stable=False) is stable in TensorPlay (NumPy's stable sort); the order torch's "
         "unstable kernel gives equal elements is unspecified (the example shows it differing)",
@@ -79,12 +83,8 @@ UNINITIALISED = [r"Tensor\.new_empty: tensor\.new_empty\(\(2, 3\)\)"]
 KNOWN: dict[str, str] = {
     r"torch\.logical_(and|or|not|xor): .*out=torch\.empty.*":
         "no TensorPlay function takes out= (the built-in op records are functional)",
-    r"Tensor\.scatter_: torch\.full\(\(2, 4\), 2\.\)\.scatter_\(.*reduce=.*":
-        "Tensor method gap: Tensor.scatter_(..., reduce='multiply'/'add') raises "
-        "NotImplementedError (_tensor.py)",
-    r"Tensor\.scatter_reduce_: input2\.scatter_reduce\(0, index, src, reduce=\"amax\".*":
-        "scatter_reduce has kernels for reduce='sum' and 'mean' only: 'amax', 'amin' and 'prod' "
-        "raise NotImplementedError naming the supported ones",
+    r"torch\.kthvalue: x=torch\.arange\(1\.,7\.\)\.resize_\(2,3\)":
+        "Tensor method gap: Tensor.resize_ (the statements after it run on torch's x, copied)",
 }
 
 

@@ -20,6 +20,7 @@ def bind(c) -> dict:
     k.update(_power(c))
     k.update(_compare(c))
     k.update(_logic(c))
+    k.update(_math2(c))
     k.update(_inplace(c, k))
     _mark_float_ufuncs(c, k)
     return k
@@ -130,7 +131,14 @@ def _division(c):
                 r = xp.where(z, xp.copysign(r, a), r)
         return r
 
-    return dict(floor_divide=floor_divide, remainder=remainder)
+    def fmod(a, b):
+        # C's fmod (the dividend's sign), as torch; integers exact, integer zero divisors refused
+        a, b = prep(a, b)
+        _bool_kernel(a, "fmod")
+        int_divisor_check(a, b, "fmod")
+        return xp.asarray(np_mod.fmod(a, b))
+
+    return dict(floor_divide=floor_divide, remainder=remainder, fmod=fmod)
 
 
 NEGATIVE_INT_POWER = "Integers to negative integer powers are not allowed."   # torch's words
@@ -235,6 +243,53 @@ def _logic(c):
 
     return dict(logical_and=logical_and, logical_or=logical_or, logical_not=logical_not,
                 where=where)
+
+
+def _math2(c):
+    """atan2, hypot, copysign, nextafter: torch's promotion (integer and bool operands of atan2
+    and copysign in the default float dtype); hypot and nextafter on floating operands only (a
+    TypeError otherwise: the fake rule then raises torch's refusal). float16 operands are computed
+    by the float16 loops of NumPy/CuPy, which work in float32 and round once (torch's opmath)."""
+    xp, prep, np_mod = c.xp, c.prep, c.be.np
+
+    def fn(name):
+        f = getattr(xp, name, None)
+        return f if f is not None else getattr(np_mod, name)
+
+    f_atan2, f_hypot, f_copysign, f_nextafter = (fn(n) for n in ("atan2", "hypot", "copysign",
+                                                                   "nextafter"))
+    if f_atan2 is None:     # pragma: no cover - NumPy's name
+        f_atan2 = np_mod.arctan2
+
+    def floating_op(f, name, integers_to_float):
+        def k(a, b):
+            a, b = prep(a, b, integers_to_float)
+            if a.dtype.kind != "f":
+                raise TypeError(f"{name} of non-floating operands")
+            if not hasattr(b, "dtype"):
+                b = xp.asarray(b, dtype=a.dtype)
+            return f(a, b)
+        k.__name__ = k.__qualname__ = name
+        return k
+
+    def nextafter_or_equal(a, b):
+        # ``other`` itself where the operands are equal (0.0 toward -0.0 is -0.0: C's and
+        # torch's rule; NumPy's float16 loop gives ``input`` there)
+        return xp.where(a == b, b, f_nextafter(a, b))
+
+    def xlogy(a, b):
+        # torch: NaN where other is NaN, else 0 where input is 0, else input * log(other)
+        a, b = prep(a, b, True)
+        if not hasattr(b, "dtype"):
+            b = xp.asarray(b, dtype=a.dtype)
+        r = a * xp.log(b)
+        r = xp.where(a == 0, xp.zeros_like(r), r)
+        return xp.where(xp.isnan(b), b + xp.zeros_like(r), r)
+
+    return dict(xlogy=xlogy, atan2=floating_op(f_atan2, "atan2", True),
+                copysign=floating_op(f_copysign, "copysign", True),
+                hypot=floating_op(f_hypot, "hypot", False),
+                nextafter=floating_op(nextafter_or_equal, "nextafter", False))
 
 
 _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2}

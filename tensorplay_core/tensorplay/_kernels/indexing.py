@@ -211,4 +211,66 @@ def _gather_scatter(c):
     def scatter_(x, dim, idx, src):
         be.assign(x, scatter(x, dim, idx, src))
 
-    return dict(gather=gather, scatter_add=scatter_add, scatter=scatter, scatter_=scatter_)
+    np_mod = be.np
+    i64 = c.nd(_dtype.int64)
+
+    def identity(dt, reduce):
+        """The value a position starts from without ``include_self``."""
+        if reduce in ("sum", "mean"):
+            return 0
+        if reduce == "prod":
+            return 1
+        if dt.kind == "b":
+            return reduce == "amin"
+        if dt.kind == "f":
+            return -np_mod.inf if reduce == "amax" else np_mod.inf
+        info = np_mod.iinfo(dt)
+        return int(info.min) if reduce == "amax" else int(info.max)
+
+    def scatter_reduce(x, dim, idx, src, reduce, *, include_self=True):
+        # torch.scatter_reduce: every src value reduced into out[...index...] (repeated indices
+        # combine: ufunc.at), the position's own value first unless include_self=False
+        if src.dtype != x.dtype or reduce not in _SCATTER_UFUNCS or (
+                reduce == "mean" and x.dtype.kind == "b"):
+            raise TypeError("scatter_reduce: refused operands")   # the fake rule says why
+        shape = x.shape
+        if x.ndim == 0:
+            return xp.reshape(scatter_reduce(xp.reshape(x, (1,)), 0, xp.reshape(idx, (-1,)),
+                                             xp.reshape(src, (-1,)), reduce,
+                                             include_self=include_self), ())
+        lin, s = _scatter_prep(c, "scatter_reduce", x, dim, idx, src)
+        # float16 sums and means accumulate in float32, rounded once (torch's opmath)
+        half = x.dtype == c.F16 and reduce in ("sum", "mean")
+        out = xp.astype(xp.reshape(x, (-1,)), c.F32) if half else \
+            xp.asarray(xp.reshape(x, (-1,)), copy=True)
+        if half:
+            s = xp.astype(s, c.F32)
+        if not include_self:
+            be.index_put(out, 0, lin, identity(x.dtype, reduce))
+        if out.dtype.kind == "b" and reduce in ("sum", "prod"):
+            uf = getattr(np_mod, "logical_or" if reduce == "sum" else "logical_and")
+        else:
+            uf = getattr(np_mod, _SCATTER_UFUNCS[reduce])
+        at = getattr(uf, "at", None)
+        if at is None:     # pragma: no cover - an array library without ufunc.at
+            raise NotImplementedError(f"scatter_reduce(reduce={reduce!r}): the array library "
+                                      f"{getattr(np_mod, '__name__', np_mod)!r} has no "
+                                      f"{uf.__name__}.at")
+        at(out, lin, s)
+        if reduce == "mean":
+            count = xp.full(out.shape, 1 if include_self else 0, dtype=i64)
+            be.scatter_add(count, 0, lin, xp.ones(lin.shape, dtype=i64))
+            count = xp.where(count == 0, xp.ones_like(count), count)
+            if out.dtype.kind == "f":
+                out = xp.astype(out / xp.astype(count, out.dtype), out.dtype)
+            else:
+                out = xp.astype(xp.floor_divide(out, xp.astype(count, out.dtype)), out.dtype)
+        out = xp.reshape(out, shape)
+        return xp.astype(out, c.F16) if half else out
+
+    return dict(gather=gather, scatter_add=scatter_add, scatter=scatter, scatter_=scatter_,
+                scatter_reduce=scatter_reduce)
+
+
+_SCATTER_UFUNCS = {"sum": "add", "mean": "add", "prod": "multiply", "amax": "maximum",
+                   "amin": "minimum"}

@@ -31,7 +31,7 @@ COMPUTE = frozenset({
     "log_softmax", "index_add", "isnan", "isinf", "isfinite", "floor", "ceil", "round", "all",
     "any", "prod", "cumsum", "max_dim", "min_dim", "sort", "argsort", "argmin", "scatter_add",
     "expm1", "log1p", "log2", "log10", "exp2", "tan", "asin", "acos", "atan", "sinh", "cosh",
-    "trunc",
+    "trunc", "atan2", "hypot", "fmod", "xlogy", "copysign", "asinh", "acosh", "atanh",
 })
 
 

@@ -39,6 +39,9 @@ def _from_table(c):
         # bool: the input itself, as torch (NumPy's sign has no bool loop)
         return xp.asarray(x, copy=True) if x.dtype.kind == "b" else xp.sign(x)
     k["sign"] = sign
+    # inverse hyperbolics (torch.asinh/acosh/atanh): the array API's, integers as the default float
+    for name in ("asinh", "acosh", "atanh"):
+        k[name] = floating(getattr(xp, name, None) or getattr(c.be.np, "arc" + name[1:]))
     k.update(isnan=xp.isnan, isinf=xp.isinf, isfinite=xp.isfinite)
     return k
 

@@ -10,6 +10,34 @@ from __future__ import annotations
 
 # name -> (what it computes, the torch name whose semantics it follows)
 DOCS = {
+    # two-operand math and inverse hyperbolics added in session 44
+    "atan2": ("Arctangent of ``input / other`` in (-pi, pi] by the quadrant of ``(other, "
+              "input)``, elementwise with broadcasting; tensors only; integer and bool operands "
+              "give the default float dtype.", "torch.atan2"),
+    "hypot": ("``sqrt(input**2 + other**2)`` without overflow, elementwise with broadcasting; "
+              "floating tensors only (NotImplementedError otherwise).", "torch.hypot"),
+    "nextafter": ("The next floating value after ``input`` toward ``other``, elementwise; "
+                  "floating tensors only (NotImplementedError otherwise).", "torch.nextafter"),
+    "fmod": ("C's fmod: the remainder of ``input / other`` with the dividend's sign; keeps "
+             "integer dtypes (RuntimeError for an integer zero divisor; NotImplementedError for "
+             "bool); ``other`` may be a number.", "torch.fmod"),
+    "copysign": ("``|input|`` with the sign of ``other`` (-0.0 counts as negative); ``other`` "
+                 "may be a number; integer and bool operands give the default float dtype.",
+                 "torch.copysign"),
+    "asinh": ("Inverse hyperbolic sine, elementwise; integer and bool inputs give the default "
+              "float dtype.", "torch.asinh"),
+    "acosh": ("Inverse hyperbolic cosine, elementwise (NaN below 1); integer and bool inputs "
+              "give the default float dtype.", "torch.acosh"),
+    "xlogy": ("``input * log(other)``, 0 where ``input`` is 0 (NaN where ``other`` is NaN), "
+              "elementwise with broadcasting; ``other`` may be a number; integer and bool operands "
+              "give the default float dtype.", "torch.xlogy"),
+    "scatter_reduce": ("``self`` with each value of ``src`` reduced (``reduce``: \"sum\", "
+                       "\"prod\", \"mean\", \"amax\", \"amin\") into the position ``index`` "
+                       "names along ``dim``; ``self``'s own value counted unless "
+                       "``include_self=False``; ``src`` of ``self``'s dtype.",
+                       "torch.scatter_reduce"),
+    "atanh": ("Inverse hyperbolic tangent, elementwise (+-inf at +-1, NaN beyond); integer and "
+              "bool inputs give the default float dtype.", "torch.atanh"),
     # unary math added in session 41 (torch.expm1 ... torch.trunc)
     "expm1": ("``exp(input) - 1``, elementwise, accurate near 0; integer and bool inputs give "
               "the default float dtype.", "torch.expm1"),

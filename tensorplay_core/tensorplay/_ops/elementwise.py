@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from .. import _dtype
 from ._define import defop, fused, ops as O
 from ._shapes import (TensorStandIn, binary_meta, broadcast_shapes, first_tensor, is_tensor,
                       out_like, result_dtype, shape_of, unary_meta)
@@ -134,9 +135,20 @@ def _pow_save(ctx, inputs, output):
 def _pow_bw(ctx, g):
     a, e = _val(ctx, 0), _val(ctx, 1)
     if is_tensor(e):
-        ga = _red(O.mul(g, O.mul(e, O.pow(a, O.sub(e, 1)))), a)
-        gb = (_red(O.mul(g, O.mul(ctx.saved_tensors[2], O.log(a))), e)
-              if ctx.needs_input_grad[1] else None)
+        # torch's pow_backward_self / pow_backward_exponent: 0 where the exponent is 0 (self's),
+        # 0 where self is 0 and the exponent >= 0 (the exponent's: not 0 * log(0))
+        ga = gb = None
+        if ctx.needs_input_grad[0]:
+            ga = O.mul(g, O.mul(e, O.pow(a, O.sub(e, 1))))
+            ga = _red(O.where(O.eq(e, 0), 0.0, ga), a)
+        if ctx.needs_input_grad[1]:
+            r = ctx.saved_tensors[2]
+            zero = O.eq(a, 0) if is_tensor(a) else a == 0
+            gl = O.mul(g, O.mul(r, O.log(a) if is_tensor(a) else math.log(a) if a > 0 else
+                                math.nan if a < 0 else -math.inf))
+            if is_tensor(a) or zero:
+                gl = O.where(O.logical_and(O.ge(e, 0), zero), 0.0, gl)
+            gb = _red(gl, e)
         return ga, gb
     if e == 0:
         return O.mul(g, 0.0), None
@@ -416,3 +428,123 @@ defop("ceil" + _U, meta=unary_meta(), backward=_zero_grad)
 defop("trunc" + _U, meta=unary_meta(), backward=_zero_grad)
 defop("round(Tensor self, *, int decimals=0) -> Tensor", meta=lambda x, *, decimals=0: unary_meta()(x),
       backward=lambda ctx, g: (O.mul(g, 0.0), None))
+
+
+# -- two-operand math and inverse hyperbolics (session 44: torch.atan2 ... torch.atanh) ----------
+# dtypes as torch's kernels: atan2/copysign give the default float dtype for integer and bool
+# operands; hypot/nextafter take floating operands only (NotImplementedError, as torch's
+# "hypot_cpu" not implemented for 'Long'); fmod keeps integer dtypes and refuses bool. Backward
+# formulas as torch 2.13's (derivatives.yaml, checked against torch's gradients).
+def _floating_only_meta(api: str):
+    def meta(a, b):
+        shape = broadcast_shapes(shape_of(a), shape_of(b), api=api)
+        dt = result_dtype(a, b)
+        if not dt.is_floating_point:
+            raise NotImplementedError(
+                f'"{api}" not implemented for \'{_TORCH_SCALAR_NAMES.get(dt.name, dt.name)}\' (as '
+                f"torch: floating tensors only); convert the operands first, e.g. x.float()")
+        if api == "nextafter" and dt is _dtype.bfloat16:
+            # its step is bfloat16's spacing: the float32 "opmath" of the other bf16 ops would
+            # step by float32's and round back to the input
+            raise NotImplementedError("nextafter: bfloat16 is not supported by tensorplay (torch "
+                                      "has it); convert to float32 first, or step the bits")
+        return out_like(shape, dt, first_tensor(a, b))
+    return meta
+
+
+def _fmod_meta(a, b):
+    shape = broadcast_shapes(shape_of(a), shape_of(b), api="fmod")
+    dt = result_dtype(a, b)
+    if dt is _dtype.bool:
+        raise NotImplementedError("\"fmod\" not implemented for 'Bool' (as torch: bool operands "
+                                  "have no fmod kernel); cast one operand to an integer dtype "
+                                  "first, e.g. x.long()")
+    return out_like(shape, dt, first_tensor(a, b))
+
+
+def _atan2_bw(ctx, g):   # d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2); 0 where a = b = 0
+    a, b = ctx.saved_tensors
+    den = O.add(O.mul(a, a), O.mul(b, b))
+    recip = O.where(O.eq(den, 0), 0.0, O.rdiv(den, 1.0))
+    ga = _red(O.mul(O.mul(g, b), recip), a) if ctx.needs_input_grad[0] else None
+    gb = _red(O.mul(O.mul(g, O.neg(a)), recip), b) if ctx.needs_input_grad[1] else None
+    return ga, gb
+
+
+def _hypot_save(ctx, inputs, output):
+    ctx.save_for_backward(inputs[0], inputs[1], output)
+
+
+def _hypot_bw(ctx, g):   # grad * self / result, grad * other / result
+    a, b, r = ctx.saved_tensors
+    ga = _red(O.mul(g, O.div(a, r)), a) if ctx.needs_input_grad[0] else None
+    gb = _red(O.mul(g, O.div(b, r)), b) if ctx.needs_input_grad[1] else None
+    return ga, gb
+
+
+def _fmod_bw(ctx, g):   # grad; -grad * trunc(self / other)
+    a, b = _val(ctx, 0), _val(ctx, 1)
+    gb = None
+    if is_tensor(b) and ctx.needs_input_grad[1]:
+        gb = _red(O.neg(O.mul(g, O.trunc(O.div(a, b)))), b)
+    return _red(g, a), gb
+
+
+def _copysign_save(ctx, inputs, output):
+    ctx.save_for_backward(inputs[0], output)
+    ctx.other = _Meta(inputs[1]) if is_tensor(inputs[1]) else None
+
+
+def _copysign_bw(ctx, g):   # grad * result / self (0 where self is 0); other: zeros
+    a, r = ctx.saved_tensors
+    ratio = O.where(O.eq(a, 0), 0.0, O.div(r, a))
+    gb = _red(O.mul(g, 0.0), ctx.other) if ctx.other is not None else None
+    return _red(O.mul(g, ratio), a), gb
+
+
+def _nextafter_bw(ctx, g):   # torch 2.13: grad where self != other (else 0); zeros for other
+    a, b = ctx.saved_tensors
+    ga = _red(O.where(O.eq(a, b), 0.0, g), a) if ctx.needs_input_grad[0] else None
+    gb = _red(O.mul(g, 0.0), b) if ctx.needs_input_grad[1] else None
+    return ga, gb
+
+
+defop("atan2" + _B, meta=binary_meta("float", "atan2"), setup=_save_inputs, backward=_atan2_bw)
+defop("hypot" + _B, meta=_floating_only_meta("hypot"), setup=_hypot_save, backward=_hypot_bw)
+defop("nextafter" + _B, meta=_floating_only_meta("nextafter"), setup=_save_inputs,
+      backward=_nextafter_bw)
+defop("fmod" + _B, meta=_fmod_meta, setup=_save_inputs, backward=_fmod_bw, scalar_ok=("other",))
+defop("copysign" + _B, meta=binary_meta("float", "copysign"), setup=_copysign_save,
+      backward=_copysign_bw, scalar_ok=("other",))
+defop("asinh" + _U, meta=_F, setup=_save_in,          # grad * rsqrt(self**2 + 1)
+      backward=lambda ctx, g: O.mul(g, O.rsqrt(O.add(O.mul(ctx.saved_tensors[0],
+                                                           ctx.saved_tensors[0]), 1.0))))
+defop("acosh" + _U, meta=_F, setup=_save_in,          # grad * rsqrt(self**2 - 1)
+      backward=lambda ctx, g: O.mul(g, O.rsqrt(O.sub(O.mul(ctx.saved_tensors[0],
+                                                           ctx.saved_tensors[0]), 1.0))))
+defop("atanh" + _U, meta=_F, setup=_save_in,          # grad / (1 - self**2)
+      backward=lambda ctx, g: O.div(g, O.rsub(O.mul(ctx.saved_tensors[0],
+                                                    ctx.saved_tensors[0]), 1.0)))
+
+
+# xlogy (session 44: an op with torch's formulas; Tensor.xlogy was a composite whose log ran at
+# ``other``'s dtype before promotion and whose gradients were NaN where torch's are 0)
+def _xlogy_bw(ctx, g):
+    # torch 2.13: self: xlogy(grad, other) with 0 where self == 0 and other <= 0;
+    # other: grad * self / other
+    a, b = _val(ctx, 0), _val(ctx, 1)
+    ga = gb = None
+    if ctx.needs_input_grad[0]:
+        ga = O.xlogy(g, b)
+        if is_tensor(b):
+            ga = O.where(O.logical_and(O.eq(a, 0), O.le(b, 0)), 0.0, ga)
+        elif b <= 0:
+            ga = O.where(O.eq(a, 0), 0.0, ga)
+        ga = _red(ga, a)
+    if is_tensor(b) and len(ctx.needs_input_grad) > 1 and ctx.needs_input_grad[1]:
+        gb = _red(O.div(O.mul(g, a), b), b)
+    return ga, gb
+
+
+defop("xlogy" + _B, meta=binary_meta("float", "xlogy"), setup=_save_inputs, backward=_xlogy_bw,
+      scalar_ok=("other",))

@@ -274,3 +274,94 @@ def _nonzero_meta(x):
 # ``(n, ndim)`` int64 indices of the nonzero elements in row-major order (``torch.nonzero``); no
 # gradient (integer output)
 defop("nonzero(Tensor self) -> Tensor", meta=_nonzero_meta, differentiable=False)
+
+
+# -- scatter_reduce (torch.scatter_reduce, every reduce; session 44) --------------------------------
+_SCATTER_REDUCES = ("sum", "prod", "mean", "amax", "amin")
+
+
+def check_scatter_reduce(x, dim, index, src, reduce):
+    """torch's checks of ``scatter_reduce``: the reduce name, ``src``'s dtype (``self``'s), no
+    mean of bool, the index shapes (RuntimeError / NotImplementedError in torch's words)."""
+    if reduce not in _SCATTER_REDUCES:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
+                           f"{reduce}")
+    if src.dtype is not x.dtype:
+        raise RuntimeError(f"scatter_reduce(): Expected self.dtype to be equal to src.dtype, got "
+                           f"{x.dtype} and {src.dtype}")
+    if reduce == "mean" and x.dtype is _dtype.bool:
+        raise NotImplementedError("scatter_reduce(reduce='mean'): not implemented for 'Bool' (as "
+                                  "torch)")
+    _check_gather_shapes("scatter_reduce", x, dim, index, src)
+
+
+def _scatter_reduce_meta(x, dim, index, src, reduce, *, include_self=True):
+    check_scatter_reduce(x, dim, index, src, reduce)
+    return out_like(x.shape, x.dtype, x)
+
+
+def _scatter_reduce_setup(ctx, inputs, output):
+    x, dim, index, src, reduce = inputs[:5]
+    ctx.dim, ctx.reduce = dim, reduce
+    ctx.include_self = inputs[5] if len(inputs) > 5 else True
+    ctx.src_shape = tuple(src.shape)
+    ctx.save_for_backward(x, index, src, output)
+
+
+def _pad_to(gsrc, index, src_shape):
+    """An index-shaped gradient of ``src`` placed in a zero tensor of ``src``'s shape (the part
+    of ``src`` beyond ``index`` is never read)."""
+    if tuple(gsrc.shape) == src_shape:
+        return gsrc
+    full = gsrc.new_zeros(list(src_shape))
+    block = full
+    for k, n in enumerate(index.shape):
+        block = O.narrow(block, k, 0, n)
+    O.copy_(block, gsrc)
+    return full
+
+
+def _scatter_reduce_bw(ctx, g):
+    # torch's scatter_reduce_backward (FunctionsManual.cpp), reduce by reduce
+    x, index, src, result = ctx.saved_tensors
+    d, reduce, inc = ctx.dim, ctx.reduce, ctx.include_self
+    if reduce == "sum":
+        gself, gsrc = g, O.gather(g, d, index)
+    elif reduce == "mean":
+        n = O.scatter_add(O.full(list(g.shape), 1.0 if inc else 0.0, dtype=g.dtype,
+                                 device=g.device), d, index,
+                          O.full(list(src.shape), 1.0, dtype=g.dtype, device=g.device))
+        n = O.where(O.eq(n, 0), 1.0, n)
+        gself = O.div(g, n)
+        gsrc = O.div(O.gather(g, d, index), O.gather(n, d, index))
+    elif reduce == "prod":
+        # exclusive products where self or src holds a zero, without dividing by it
+        masked_self = O.where(O.eq(x, 0), 1.0, x)
+        masked_self_result = O.scatter_reduce(masked_self, d, index, src, reduce,
+                                              include_self=inc)
+        gself = O.div(O.mul(g, masked_self_result), masked_self)
+        src_zero = O.eq(src, 0)
+        zeros_at = O.gather(O.scatter_add(O.mul(x, 0.0), d, index, O.to_dtype(src_zero, x.dtype)),
+                            d, index)
+        single_zero = O.logical_and(src_zero, O.eq(zeros_at, 1))
+        masked_src = O.where(single_zero, 1.0, src)
+        masked_src_result = O.scatter_reduce(x, d, index, masked_src, reduce, include_self=inc)
+        gsrc = O.where(single_zero, O.gather(O.mul(g, masked_src_result), d, index),
+                       O.div(O.gather(O.mul(g, result), d, index),
+                             O.where(src_zero, 1.0, src)))
+    else:   # amax / amin: the gradient split evenly among the values equal to the result
+        value = O.gather(result, d, index)
+        self_is = O.to_dtype(O.eq(x, result), g.dtype)
+        src_is = O.to_dtype(O.eq(src, value), g.dtype)
+        n = O.scatter_add(self_is, d, index, src_is)
+        dist = O.div(g, n)
+        gself = O.mul(self_is, dist)
+        gsrc = O.mul(src_is, O.gather(dist, d, index))
+    if not inc:
+        gself = O.scatter(gself, d, index, 0)
+    return gself, None, None, _pad_to(gsrc, index, ctx.src_shape), None, None
+
+
+defop("scatter_reduce(Tensor self, SymInt dim, Tensor index, Tensor src, str reduce, *, "
+      "bool include_self=True) -> Tensor",
+      meta=_scatter_reduce_meta, setup=_scatter_reduce_setup, backward=_scatter_reduce_bw)

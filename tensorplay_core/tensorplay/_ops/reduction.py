@@ -239,3 +239,66 @@ def _argsort_meta(x, dim=-1, descending=False, *, stable=False):
 
 defop("argsort(Tensor self, SymInt dim=-1, bool descending=False, *, bool stable=False) -> Tensor",
       meta=_argsort_meta, differentiable=False)
+
+
+# -- aminmax, cummax, cummin (session 44): composites of the ops above, so they run on every
+# device and differentiate through their ops (torch's formulas: aminmax's gradient split evenly
+# among ties, as amin/amax; cummax/cummin's put back at the indices, as a gather's) -------------
+def aminmax(x, *, dim=None, keepdim=False):
+    """``(min, max)`` of ``x`` over ``dim`` (every element when None), as ``torch.aminmax``:
+    NaN propagates; ``RuntimeError`` over an empty dim (torch's message); bool and integer
+    tensors keep their dtype."""
+    dims = [] if dim is None else [dim]
+    if x.numel() == 0 and (dim is None or not x.ndim or x.shape[wrap_dim(dim, x.ndim)] == 0):
+        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
+                           "operation has no identity.")
+    if dim is None and keepdim and x.ndim:
+        dims = list(range(x.ndim))
+    return O.amin(x, dims, keepdim), O.amax(x, dims, keepdim)
+
+
+def _scan(x, d, n, combine):
+    """Inclusive scan of ``combine`` (an associative elementwise op) along dim ``d`` of size
+    ``n``: ceil(log2 n) steps of ``combine(x, x shifted by 2**k)`` (Hillis-Steele)."""
+    k = 1
+    while k < n:
+        head = O.narrow(x, d, 0, k)
+        x = O.cat([head, combine(O.narrow(x, d, k, n - k), O.narrow(x, d, 0, n - k))], d)
+        k *= 2
+    return x
+
+
+def cum_extremum(api, x, dim):
+    """``cummax``/``cummin`` (``api``): running max/min along ``dim`` and the index where it was
+    last reached (``>=``/``<=``, as torch's kernel), NaN propagating with the index of the latest
+    NaN. The values are ``gather(x, dim, indices)`` (autograd: torch's scatter-add formula)."""
+    from .._tensor_base import TensorBase
+    if not isinstance(x, TensorBase):
+        raise TypeError(f"{api}(): argument 'input' must be Tensor, not {type(x).__name__}")
+    nd = x.ndim
+    d = wrap_dim(dim, max(nd, 1), f"{api}(): ")
+    xs = O.unsqueeze(x, 0) if not nd else x
+    n = xs.shape[d]
+    if xs.numel() == 0:
+        idx = O.full(list(xs.shape), 0, dtype=_dtype.int64, device=x.device)
+    else:
+        pick = O.maximum if api == "cummax" else O.minimum
+        plain = xs if xs.dtype is not _dtype.bool else O.to_dtype(xs, _dtype.uint8)
+        with _no_grad():
+            run = _scan(plain, d, n, pick)        # NaN-propagating running extremum
+            hit = O.eq(plain, run)                # this position reaches the running value
+            if plain.dtype.is_floating_point:
+                hit = O.logical_or(hit, O.isnan(plain))
+            shape = [1] * xs.ndim
+            shape[d] = n
+            pos = O.reshape(O.arange(0, n, 1, dtype=_dtype.int64, device=x.device), shape)
+            idx = _scan(O.where(hit, pos, 0), d, n, O.maximum)
+    values = O.gather(xs, d, idx)
+    if not nd:
+        values, idx = O.squeeze(values, [0]), O.squeeze(idx, [0])
+    return values, idx
+
+
+def _no_grad():
+    from ..autograd.grad_mode import no_grad
+    return no_grad()

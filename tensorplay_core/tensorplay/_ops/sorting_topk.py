@@ -5,7 +5,7 @@ them sorted too, which torch allows). The array kernel is ``topk`` in ``_kernels
 from __future__ import annotations
 
 from .. import _dtype
-from ._define import defop
+from ._define import defop, ops as O
 from ._shapes import out_like, wrap_dim
 from .reduction import _select_back
 
@@ -41,3 +41,144 @@ def _topk_bw(ctx, g, _gi=None):
 
 defop("topk(Tensor self, SymInt k, SymInt dim=-1, bool largest=True, bool sorted=True) -> "
       "(Tensor values, Tensor indices)", meta=_topk_meta, setup=_topk_setup, backward=_topk_bw)
+
+
+# -- median, kthvalue, mode (session 44): composites of a stable sort, so they run on every device;
+# the values are a gather of the input at the indices (autograd: torch's
+# value_selecting_reduction_backward, the gradient put back at the index) --------------------
+def _check_tensor(api, x):
+    from .._tensor_base import TensorBase
+    if not isinstance(x, TensorBase):
+        raise TypeError(f"{api}(): argument 'input' must be Tensor, not {type(x).__name__}")
+
+
+def _along(api, x, dim):
+    """``x`` with at least one dim, the wrapped dim, its size; IndexError for an empty dim
+    (torch's message)."""
+    nd = x.ndim
+    d = wrap_dim(dim, max(nd, 1), f"{api}(): ")
+    xs = O.unsqueeze(x, 0) if not nd else x
+    n = xs.shape[d]
+    return xs, d, n
+
+
+def _take(x, xs, d, idx, keepdim):
+    """``(values, indices)`` at ``idx`` (kept dim of size 1) along ``d``, shaped as torch's."""
+    values = O.gather(xs, d, idx)
+    if not x.ndim:
+        return O.squeeze(values, [0]), O.squeeze(idx, [0])
+    if not keepdim:
+        return O.squeeze(values, [d]), O.squeeze(idx, [d])
+    return values, idx
+
+
+def _no_bool(api, x):
+    if x.dtype is _dtype.bool:
+        raise NotImplementedError(f'"{api}" not implemented for \'Bool\' (as torch); cast to an '
+                                  f"integer dtype first, e.g. x.long()")
+
+
+def kthvalue(x, k, dim=-1, keepdim=False):
+    """The ``k``-th smallest element along ``dim`` and its index, as ``torch.kthvalue`` (NaN
+    counts as the largest value). Among equal values the index is one of theirs (torch does not
+    specify which; here: the ``k``-th of a stable sort). ``RuntimeError`` when ``k`` is not in
+    ``[1, size]``."""
+    _check_tensor("kthvalue", x)
+    _no_bool("kthvalue", x)
+    xs, d, n = _along("kthvalue", x, dim)
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= n:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}")
+    with _no_grad():
+        si = O.sort(xs, d, False, stable=True)[1]
+    return _take(x, xs, d, O.narrow(si, d, k - 1, 1), keepdim)
+
+
+def median_dim(x, dim, keepdim=False, nan_ignored=False):
+    """``torch.median(input, dim)`` (``nanmedian`` with ``nan_ignored``): the lower median along
+    ``dim`` and its index; a slice holding NaN gives NaN and its first NaN's index (median), or
+    the lower median of its other values (nanmedian: NaN only when all are NaN). IndexError for
+    an empty dim."""
+    api = "nanmedian" if nan_ignored else "median"
+    _check_tensor(api, x)
+    _no_bool(api, x)
+    xs, d, n = _along(api, x, dim)
+    if n == 0:
+        raise IndexError(f"{api}(): Expected reduction dim {wrap_dim(dim, max(x.ndim, 1))} to "
+                         f"have non-zero size.")
+    with _no_grad():
+        si = O.sort(xs, d, False, stable=True)[1]
+        if not xs.dtype.is_floating_point:
+            idx = O.narrow(si, d, (n - 1) // 2, 1)
+        elif nan_ignored:
+            # the lower median of the non-NaN values: position (count - 1) // 2 of the sort
+            cnt = O.sum(O.logical_not(O.isnan(xs)), [d], True)
+            pos = O.floor_divide(O.sub(O.maximum(cnt, 1), 1), 2)
+            idx = O.gather(si, d, pos)
+        else:
+            nan = O.isnan(xs)
+            first_nan = O.argmax(O.to_dtype(nan, _dtype.uint8), d, True)
+            idx = O.where(O.any(nan, [d], True), first_nan, O.narrow(si, d, (n - 1) // 2, 1))
+    return _take(x, xs, d, idx, keepdim)
+
+
+def median_all(x, nan_ignored=False):
+    """``torch.median(input)``: the lower median of every element (NaN if any is NaN; 0-dim);
+    the gradient is split evenly among the elements equal to it (torch's
+    evenly_distribute_backward). ``RuntimeError`` for bool (torch's)."""
+    api = "nanmedian" if nan_ignored else "median"
+    _check_tensor(api, x)
+    _no_bool(api, x)
+    flat = O.reshape(x, [-1])
+    if flat.shape[0] == 0:
+        return O.full([], float("nan"), dtype=x.dtype, device=x.device)
+    v = median_dim(flat, 0, False, nan_ignored)[0]
+    if not x.dtype.is_floating_point or not (x.requires_grad and _grad_on()):
+        return v
+    with _no_grad():
+        nan = bool(O.isnan(v))
+        same = O.isnan(flat) if nan else O.eq(flat, v)
+    if nan:   # NaN either way; the gradient split evenly among the NaN elements
+        return O.div(O.sum(O.where(same, flat, 0.0), [], False),
+                     float(int(O.sum(same, [], False))))
+    # amax over the equal elements is exactly v; its gradient is split evenly among them
+    return O.amax(O.where(same, flat, float("-inf")), [], False)
+
+
+def mode(x, dim=-1, keepdim=False):
+    """The most frequent value along ``dim`` (the smallest among equally frequent ones) and the
+    index of its last occurrence, as ``torch.mode`` on the CPU. NaN values are each counted
+    once (torch's result there depends on its sort's handling of NaN: not reproduced).
+    IndexError for an empty dim."""
+    _check_tensor("mode", x)
+    xs, d, n = _along("mode", x, dim)
+    if n == 0:
+        raise IndexError(f"mode(): Expected reduction dim {wrap_dim(dim, max(x.ndim, 1))} to "
+                         f"have non-zero size.")
+    with _no_grad():
+        sv, si = O.sort(xs, d, False, stable=True)
+        # run starts of the sorted values; run r's length counted into slot r
+        if n > 1:
+            diff = O.ne(O.narrow(sv, d, 1, n - 1), O.narrow(sv, d, 0, n - 1))
+            first = O.full(list(O.narrow(sv, d, 0, 1).shape), True, dtype=_dtype.bool,
+                           device=x.device)
+            start = O.cat([first, diff], d)
+        else:
+            start = O.full(list(sv.shape), True, dtype=_dtype.bool, device=x.device)
+        run = O.sub(O.cumsum(O.to_dtype(start, _dtype.int64), d), 1)
+        counts = O.scatter_add(O.full(list(sv.shape), 0, dtype=_dtype.int64, device=x.device),
+                               d, run, O.full(list(sv.shape), 1, dtype=_dtype.int64,
+                                              device=x.device))
+        best = O.argmax(counts, d, True)           # the first (smallest) most frequent run
+        end = O.sub(O.gather(O.cumsum(counts, d), d, best), 1)   # its last sorted position
+        idx = O.gather(si, d, end)
+    return _take(x, xs, d, idx, keepdim)
+
+
+def _no_grad():
+    from ..autograd.grad_mode import no_grad
+    return no_grad()
+
+
+def _grad_on():
+    from ..autograd.grad_mode import is_grad_enabled
+    return is_grad_enabled()
