@@ -578,6 +578,25 @@ def output_hooks(node, nr) -> OutputHooks:
     return h
 
 
+def move_retained_grad(t, old, old_nr) -> None:
+    """After ``t``'s history changed from output ``old_nr`` of node ``old`` to its current
+    ``grad_fn`` (an in-place write rebased it, or a view's history was regenerated from its
+    written base): ``retain_grad()``'s store moves to the new node, so ``t.grad`` is the gradient
+    of the tensor's current value; the ``register_hook`` functions stay on the old node (they see
+    the gradient of the value they were registered on). torch's
+    ``update_tensor_hooks_on_new_gradfn``. Callers check ``t.retains_grad_flag`` first (the
+    common write has nothing to move)."""
+    new = t.grad_fn
+    if old is None or new is None or new is old and t.output_nr == old_nr:
+        return
+    ret = getattr(old, "_retained", None)
+    entry = ret.get(old_nr) if ret else None
+    if entry is None or entry.ref is None or entry.ref() is not t:
+        return
+    output_hooks(new, t.output_nr).ref = entry.ref
+    entry.ref = None
+
+
 def run_hooks(hooks, g):
     """``g`` through ``hooks`` in order: a hook returning a tensor replaces it (torch's rule)."""
     for fn in list(hooks):
