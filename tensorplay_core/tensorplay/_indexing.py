@@ -204,13 +204,42 @@ def _advanced_put(x, advanced, value):
         O.copy_(p, tmp)
 
 
+def _strip_leading_ones(value):
+    """Tensor ``value`` (its first dim of size 1) without its leading size-1 dims (a view), as
+    torch's setitem writes it (``slicePrefix1sSize``): ``x[0] = ones(1, 1, 3)`` writes a row of
+    ``x``, ``zeros(())[...] = ones(1)`` the one element."""
+    shape = value.raw_shape
+    k = 1
+    while k < len(shape) and shape[k] == 1:
+        k += 1
+    return O.view(value, list(shape[k:]))
+
+
+def _refuse_more_dims(value, target):
+    """torch's setitem error for a value (leading size-1 dims stripped) of more dims than the
+    indexed region: its ``expand`` refuses it (``copy_`` would name the broadcast shape)."""
+    raise RuntimeError(
+        f"expand({value.dtype}{{{list(value.shape)}}}, size={list(target)}): the number of sizes "
+        f"provided ({len(target)}) must be greater or equal to the number of dimensions in the "
+        f"tensor ({value.ndim})")
+
+
 def setitem(x, index, value):
+    """``x[index] = value`` (torch's rules): a tensor ``value`` loses its leading size-1 dims,
+    then broadcasts to the shape of ``x[index]`` (``RuntimeError`` otherwise, nothing written);
+    a full-shape bool mask with a value of 1 or more dims takes one value per True element."""
     out, advanced = _split(x, index)
-    if not advanced:
-        if _is_tensor(value):
+    if _is_tensor(value):
+        vs = value.raw_shape
+        if vs and vs[0] == 1:
+            value = _strip_leading_ones(value)
+        if not advanced:
+            if len(value.raw_shape) > len(out.raw_shape):
+                _refuse_more_dims(value, out.raw_shape)
             O.copy_(out, value)
-        else:
-            O.fill_(out, value)
+            return
+    elif not advanced:
+        O.fill_(out, value)
         return
     # a full-shape bool mask with a number or a 0-d value is masked_fill_ (where-like); with a
     # value of 1 or more dims it takes one value per True element, in order, as torch's

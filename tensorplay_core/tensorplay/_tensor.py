@@ -80,6 +80,8 @@ def _in_place(dst, api, op, *others):
     result = op(src, *others)
     if result._dtype is not dst._dtype:
         _check_cast(api, result._dtype, dst._dtype)
+    if len(result._shape) > len(dst._shape):
+        _check_copy_src(dst, result)      # (copy_ of more dims: refused, as torch)
     return _O.copy_(dst, result)
 
 
@@ -728,7 +730,12 @@ class Tensor(TensorBase, instance_class=True):
     def copy_(self, other: Tensor, non_blocking: _bool = False) -> Tensor:
         """Copy ``other`` (broadcast, cast to this dtype/device) into ``self``; returns ``self``
         (same as ``torch.Tensor.copy_``, whose argument is named ``other``; ``non_blocking`` is
-        accepted and the copy is synchronous)."""
+        accepted and the copy is synchronous). ``other`` must broadcast to this shape:
+        RuntimeError otherwise, also for one of more dims (``zeros(()).copy_(ones(1))``), as
+        torch, nothing written."""
+        if (other.__class__ is Tensor or isinstance(other, Tensor)) and \
+                len(other._shape) > len(self._shape):
+            _check_copy_src(self, other)
         return _O.copy_(self, other)
 
     def fill_(self, value: _TensorOrScalar) -> Tensor:
@@ -3200,6 +3207,7 @@ from ._factories import tensor as _new_tensor  # noqa: E402
 from ._ops import ops as _O  # noqa: E402
 from ._ops._shapes import check_fill as _check_fill  # noqa: E402
 from ._ops.copy import check_cast as _check_cast  # noqa: E402
+from ._ops.copy import check_copy_src as _check_copy_src  # noqa: E402
 from ._ops.copy import check_fill_value as _check_fill_value  # noqa: E402
 from ._ops._shapes import result_dtype as _result_dtype  # noqa: E402
 from ._indexing import getitem as _getitem  # noqa: E402
