@@ -140,3 +140,51 @@ def test_setitem_stripped_value_keeps_its_gradient_shape():
     (x * tp.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])).sum().backward()
     assert w.grad.shape == (1, 1, 3)
     assert w.grad.tolist() == [[[3.0, 6.0, 9.0]]]
+
+
+# -- bool scalars, 0-d bool tensors, several Ellipsis (torch's rules; refused or crashed on main) --
+def test_bool_scalar_index_inserts_a_dim_taken_or_emptied():
+    x = tp.arange(24.0).reshape(2, 3, 4)
+    assert x[True].shape == (1, 2, 3, 4) and x[True].tolist() == [x.tolist()]
+    assert x[False].shape == (0, 2, 3, 4)
+    assert x[0, True].shape == (1, 3, 4)
+    assert x[:, False].shape == (2, 0, 3, 4)
+    assert x[tp.tensor(True)].shape == (1, 2, 3, 4)
+    assert x[..., tp.tensor(False)].shape == (2, 3, 4, 0)
+    # an advanced index: broadcast with the others (adjacent: in place; apart: first)
+    assert x[[0, 1], True].shape == (2, 3, 4)
+    r = x[True, :, [0, 2]]
+    assert r.shape == (2, 2, 4)
+    assert r.tolist() == [[[0.0, 1.0, 2.0, 3.0], [12.0, 13.0, 14.0, 15.0]],
+                          [[8.0, 9.0, 10.0, 11.0], [20.0, 21.0, 22.0, 23.0]]]
+    z = tp.tensor(5.0)
+    assert z[True].tolist() == [5.0] and z[False].shape == (0,)
+    assert z[tp.tensor(True)].tolist() == [5.0]
+
+
+def test_bool_scalar_setitem_and_gradient():
+    y = tp.zeros(2, 3)
+    y[True] = tp.tensor([1.0, 2.0, 3.0])
+    assert y.tolist() == [[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]]
+    y = tp.zeros(2, 3)
+    y[0, tp.tensor(True)] = 5.0
+    assert y.tolist() == [[5.0, 5.0, 5.0], [0.0, 0.0, 0.0]]
+    y = tp.zeros(2, 3)
+    y[False] = tp.ones(7)            # torch writes nothing and checks nothing
+    assert y.tolist() == [[0.0] * 3] * 2 and y._version == 0
+    w = tp.ones(3, requires_grad=True)
+    (w[True] * 2).sum().backward()
+    assert w.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_several_ellipses_each_move_on_by_the_free_dims():
+    x = tp.arange(24.0).reshape(2, 3, 4)
+    assert x[..., 0, ...].tolist() == x[..., 0].tolist()
+    assert x[0, ..., ...].shape == (3, 4)
+    assert x[..., None, ...].shape == (2, 3, 4, 1)
+    for bad in (lambda: x[..., ..., 1], lambda: x[..., ..., None]):
+        with pytest.raises((IndexError, RuntimeError)):
+            bad()
+    y = tp.zeros(2, 3)
+    y[..., 1, ...] = 4.0
+    assert y.tolist() == [[0.0, 4.0, 0.0], [0.0, 4.0, 0.0]]
