@@ -7,7 +7,8 @@ For each spelling: the getitem result (shape and values), and the tensor after `
 for ``v`` a number, a 0-d tensor, a ``(1,)`` tensor, a tensor of the result's shape, of that
 shape with a leading 1, and of its last dim -- or both raise (torch's error class is not
 compared: it raises IndexError where TensorPlay's op raises RuntimeError for some). Companion of
-tests/test_copy_setitem44.py (torch-free).
+tests/test_copy_setitem44.py (torch-free). The gradients (of the getitem result, of ``x`` and ``v``
+after the setitem) are compared over the single entries and pairs.
 
 The divergences left, each a strict xfail below:
 
@@ -54,6 +55,7 @@ def _atoms(shape):
         a.append(("mask", _RNG.random(shape[:k]) > 0.5))
     if len(shape) >= 2:
         a.append(("mask", _RNG.random(shape[1:2]) > 0.4))    # a mask of another dim's size
+        a.append(("mask", _RNG.random(shape[1:]) > 0.5))     # of the trailing dims
     return a
 
 
@@ -202,3 +204,49 @@ def test_known_divergences(name):
     want = _outcome(torch, shape, specs, "get", ())
     got = _outcome(tp, shape, specs, "get", ())
     assert want == got
+
+
+def _grads(lib, shape, specs, rshape):
+    """The gradients of ``sum(x[index] * R)`` for ``x``, then for each value kind of
+    ``y = x * 1; y[index] = v; sum(y * W)`` for ``x`` and ``v``, flattened; or ``("raised",)``."""
+    n = int(np.prod(shape))
+    base = (np.arange(n, dtype=np.float32).reshape(shape) * 0.5).tolist() if shape else 0.5
+    weights = (np.arange(n, dtype=np.float32).reshape(shape) + 1).tolist() if shape else 1.0
+    m = int(np.prod(rshape))
+    rw = (np.arange(m, dtype=np.float32).reshape(rshape) + 2).tolist() if rshape else 2.0
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            x = lib.tensor(base, requires_grad=True)
+            (x[_index(specs, lib)] * lib.tensor(rw)).sum().backward()
+            out = np.asarray(x.grad.tolist()).ravel().tolist()
+            for kind in ("full", "lead1", "last", "zero_d"):
+                x.grad = None
+                v = _value(lib, kind, rshape).detach().clone().requires_grad_(True)
+                y = x * 1
+                y[_index(specs, lib)] = v
+                (y * lib.tensor(weights)).sum().backward()
+                out += [kind] + np.asarray(x.grad.tolist()).ravel().tolist() + \
+                    np.asarray(v.grad.tolist()).ravel().tolist()
+        return tuple(out)
+    except Exception:   # noqa: BLE001 - the outcome compared is "raised"
+        return ("raised",)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_indexing_gradients_match_torch(shape):
+    a = _atoms(shape)
+    bad = []
+    for specs in [(s,) for s in a] + list(itertools.product(a, repeat=2)):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                rshape = tuple(_x(torch, shape)[_index(specs, torch)].shape)
+        except Exception:   # noqa: BLE001
+            continue
+        if _known(shape, specs) is not None:
+            continue
+        want, got = _grads(torch, shape, specs, rshape), _grads(tp, shape, specs, rshape)
+        if want != got:
+            bad.append((specs, want, got))
+    assert bad == [], "\n".join(f"{s}: torch {str(w)[:100]} tp {str(g)[:100]}" for s, w, g in bad[:20])
