@@ -395,7 +395,7 @@ class Tensor(TensorBase, instance_class=True):
         if not self._requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         set_retains_grad(self, True)
-        node = self.grad_fn
+        node = _current_grad_fn(self)      # (a view's history made stale by a write: renewed)
         if node is not None:
             import weakref
             _output_hooks(node, self._output_nr).ref = weakref.ref(self)
@@ -408,7 +408,7 @@ class Tensor(TensorBase, instance_class=True):
         ``torch.Tensor.register_hook``)."""
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        if self.grad_fn is not None:
+        if _current_grad_fn(self) is not None:
             hooks = _output_hooks(self.grad_fn, self._output_nr).hooks
         else:
             acc = _grad_accumulator(self)
@@ -3217,6 +3217,7 @@ from .autograd.function import check_inplace as _check_inplace  # noqa: E402
 from .autograd.grad_mode import _state as _grad_state  # noqa: E402
 from .autograd.graph import grad_accumulator as _grad_accumulator  # noqa: E402
 from .autograd.graph import output_hooks as _output_hooks  # noqa: E402
+from .autograd.graph import current_grad_fn as _current_grad_fn  # noqa: E402
 
 
 class _HookHandle:

@@ -201,6 +201,17 @@ def _exclusive_view(g) -> bool:
             sys.getrefcount(data) <= 4 and sys.getrefcount(root) <= held)
 
 
+def current_grad_fn(t):
+    """``t.grad_fn`` after regenerating the history of a view whose base (or another view of it)
+    was written in place since it was last set, as torch's ``grad_fn`` getter does; what
+    ``register_hook`` and ``retain_grad`` register on (the next backward uses that history)."""
+    if t.view_base is not None and t.view_version != t.storage_ref.version and \
+            t.view_base.needs_grad:
+        from .function import regenerate_view_grad_fn
+        regenerate_view_grad_fn(t)
+    return t.grad_fn
+
+
 def edge_of(t):
     """The edge a gradient for tensor ``t`` flows into, or ``None`` if it needs none."""
     if not t.needs_grad:
