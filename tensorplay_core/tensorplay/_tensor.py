@@ -391,7 +391,11 @@ class Tensor(TensorBase, instance_class=True):
     def retain_grad(self) -> None:
         """Keep this non-leaf tensor's gradient in ``.grad`` during ``backward`` (leaves always
         keep theirs), as ``torch.Tensor.retain_grad``. ``RuntimeError`` if it does not require
-        grad."""
+        grad. An in-place write made afterwards that gives the tensor a new history (``mul_``,
+        ``copy_``, ``x[i] = v``, a write to a view of it or to its base, a custom op or
+        ``autograd.Function`` writing it) takes it along: ``.grad`` is the gradient of the
+        value the tensor has at ``backward`` (torch's rule); the shape-changing in-place
+        methods (``t_``, ``squeeze_``, ...) leave it on the old history, as torch's."""
         if not self._requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         set_retains_grad(self, True)
@@ -405,7 +409,9 @@ class Tensor(TensorBase, instance_class=True):
         a hook returning a tensor replaces the gradient (for a leaf: before it is added to
         ``.grad``; for a non-leaf: for the rest of the backward). Returns a handle whose
         ``remove()`` unregisters it. ``RuntimeError`` unless the tensor requires grad (as
-        ``torch.Tensor.register_hook``)."""
+        ``torch.Tensor.register_hook``). A hook stays with the value it was registered on: an
+        in-place write made afterwards leaves it on the old history (it gets the gradient of
+        the value before the write), as torch's."""
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if _current_grad_fn(self) is not None:
