@@ -41,11 +41,14 @@ def _dims_consumed(i):
 
 
 def _split(x, index):
-    """Apply the basic part of ``index`` as views; return (view, [(dim, tensor_index)])."""
+    """Apply the basic part of ``index`` as views; return (view, [(dim, tensor_index)]).
+
+    torch's rules beyond NumPy's: a Python bool or a 0-d bool tensor inserts a dim (as ``None``)
+    and indexes it with ``[0]`` when true, with nothing when false (an advanced index: it takes
+    part in the broadcasting and placement of the others); every ``...`` moves on by the dims
+    that the other entries leave, so a second one is accepted and moves past the end (``x[...,
+    0, ...]`` is ``x[..., 0]``; an entry after two of them indexes a dim that does not exist)."""
     index = _normalize(index)
-    n_ell = sum(1 for i in index if i is Ellipsis)
-    if n_ell > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
     consumed = sum(_dims_consumed(i) for i in index if i is not None and i is not Ellipsis and
                    not (isinstance(i, bool)))
     if consumed > x.ndim:
@@ -53,14 +56,18 @@ def _split(x, index):
     out = x
     dim = 0
     advanced = []
+    ell = x.ndim - consumed     # the dims each Ellipsis moves on by
     for i in index:
         if i is Ellipsis:
-            dim += x.ndim - consumed
+            dim += ell
         elif i is None:
             out = O.unsqueeze(out, dim)
             dim += 1
         elif isinstance(i, bool):
-            raise IndexError("bool scalar indices are not supported")
+            out = O.unsqueeze(out, dim)
+            advanced.append((dim, _tensor([0] if i else [], dtype=_dtype.int64,
+                                          device=x.device)))
+            dim += 1
         elif getattr(i, "ndim", 0) and not _is_tensor(i) and hasattr(i, "__array__"):
             # a NumPy (or other array-like) index array: as the tensor of its values
             advanced.append((dim, _tensor(i, device=x.device)))
@@ -78,6 +85,11 @@ def _split(x, index):
         elif _is_tensor(i) or isinstance(i, (list, tuple)):
             t = i if _is_tensor(i) else _tensor(i, device=x.device)
             if t.dtype is _dtype.bool:
+                if not t.ndim:
+                    # a 0-d bool tensor as a Python bool (its value not read): a mask of the
+                    # inserted size-1 dim
+                    out = O.unsqueeze(out, dim)
+                    t = O.reshape(t, [1])
                 advanced.append((dim, t))
                 dim += t.ndim
             elif t.ndim == 0 and not t.dtype.is_floating_point and t.native is not None:
@@ -204,13 +216,45 @@ def _advanced_put(x, advanced, value):
         O.copy_(p, tmp)
 
 
+def _strip_leading_ones(value):
+    """Tensor ``value`` (its first dim of size 1) without its leading size-1 dims (a view), as
+    torch's setitem writes it (``slicePrefix1sSize``): ``x[0] = ones(1, 1, 3)`` writes a row of
+    ``x``, ``zeros(())[...] = ones(1)`` the one element."""
+    shape = value.raw_shape
+    k = 1
+    while k < len(shape) and shape[k] == 1:
+        k += 1
+    return O.view(value, list(shape[k:]))
+
+
+def _refuse_more_dims(value, target):
+    """torch's setitem error for a value (leading size-1 dims stripped) of more dims than the
+    indexed region: its ``expand`` refuses it (``copy_`` would name the broadcast shape)."""
+    raise RuntimeError(
+        f"expand({value.dtype}{{{list(value.shape)}}}, size={list(target)}): the number of sizes "
+        f"provided ({len(target)}) must be greater or equal to the number of dimensions in the "
+        f"tensor ({value.ndim})")
+
+
 def setitem(x, index, value):
+    """``x[index] = value`` (torch's rules): a tensor ``value`` loses its leading size-1 dims,
+    then broadcasts to the shape of ``x[index]`` (``RuntimeError`` otherwise, nothing written);
+    a full-shape bool mask with a value of 1 or more dims takes one value per True element.
+    ``x[False] = value`` writes nothing and checks nothing (torch returns at once)."""
+    if index is False:
+        return
     out, advanced = _split(x, index)
-    if not advanced:
-        if _is_tensor(value):
+    if _is_tensor(value):
+        vs = value.raw_shape
+        if vs and vs[0] == 1:
+            value = _strip_leading_ones(value)
+        if not advanced:
+            if len(value.raw_shape) > len(out.raw_shape):
+                _refuse_more_dims(value, out.raw_shape)
             O.copy_(out, value)
-        else:
-            O.fill_(out, value)
+            return
+    elif not advanced:
+        O.fill_(out, value)
         return
     # a full-shape bool mask with a number or a 0-d value is masked_fill_ (where-like); with a
     # value of 1 or more dims it takes one value per True element, in order, as torch's

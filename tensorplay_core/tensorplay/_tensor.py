@@ -80,6 +80,8 @@ def _in_place(dst, api, op, *others):
     result = op(src, *others)
     if result._dtype is not dst._dtype:
         _check_cast(api, result._dtype, dst._dtype)
+    if len(result._shape) > len(dst._shape):
+        _check_copy_src(dst, result)      # (copy_ of more dims: refused, as torch)
     return _O.copy_(dst, result)
 
 
@@ -389,11 +391,15 @@ class Tensor(TensorBase, instance_class=True):
     def retain_grad(self) -> None:
         """Keep this non-leaf tensor's gradient in ``.grad`` during ``backward`` (leaves always
         keep theirs), as ``torch.Tensor.retain_grad``. ``RuntimeError`` if it does not require
-        grad."""
+        grad. An in-place write made afterwards that gives the tensor a new history (``mul_``,
+        ``copy_``, ``x[i] = v``, a write to a view of it or to its base, a custom op or
+        ``autograd.Function`` writing it) takes it along: ``.grad`` is the gradient of the
+        value the tensor has at ``backward`` (torch's rule); the shape-changing in-place
+        methods (``t_``, ``squeeze_``, ...) leave it on the old history, as torch's."""
         if not self._requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         set_retains_grad(self, True)
-        node = self.grad_fn
+        node = _current_grad_fn(self)      # (a view's history made stale by a write: renewed)
         if node is not None:
             import weakref
             _output_hooks(node, self._output_nr).ref = weakref.ref(self)
@@ -403,10 +409,12 @@ class Tensor(TensorBase, instance_class=True):
         a hook returning a tensor replaces the gradient (for a leaf: before it is added to
         ``.grad``; for a non-leaf: for the rest of the backward). Returns a handle whose
         ``remove()`` unregisters it. ``RuntimeError`` unless the tensor requires grad (as
-        ``torch.Tensor.register_hook``)."""
+        ``torch.Tensor.register_hook``). A hook stays with the value it was registered on: an
+        in-place write made afterwards leaves it on the old history (it gets the gradient of
+        the value before the write), as torch's."""
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        if self.grad_fn is not None:
+        if _current_grad_fn(self) is not None:
             hooks = _output_hooks(self.grad_fn, self._output_nr).hooks
         else:
             acc = _grad_accumulator(self)
@@ -728,7 +736,12 @@ class Tensor(TensorBase, instance_class=True):
     def copy_(self, other: Tensor, non_blocking: _bool = False) -> Tensor:
         """Copy ``other`` (broadcast, cast to this dtype/device) into ``self``; returns ``self``
         (same as ``torch.Tensor.copy_``, whose argument is named ``other``; ``non_blocking`` is
-        accepted and the copy is synchronous)."""
+        accepted and the copy is synchronous). ``other`` must broadcast to this shape:
+        RuntimeError otherwise, also for one of more dims (``zeros(()).copy_(ones(1))``), as
+        torch, nothing written."""
+        if (other.__class__ is Tensor or isinstance(other, Tensor)) and \
+                len(other._shape) > len(self._shape):
+            _check_copy_src(self, other)
         return _O.copy_(self, other)
 
     def fill_(self, value: _TensorOrScalar) -> Tensor:
@@ -3333,6 +3346,7 @@ from ._factories import tensor as _new_tensor  # noqa: E402
 from ._ops import ops as _O  # noqa: E402
 from ._ops._shapes import check_fill as _check_fill  # noqa: E402
 from ._ops.copy import check_cast as _check_cast  # noqa: E402
+from ._ops.copy import check_copy_src as _check_copy_src  # noqa: E402
 from ._ops.copy import check_fill_value as _check_fill_value  # noqa: E402
 from ._ops._shapes import result_dtype as _result_dtype  # noqa: E402
 from ._indexing import getitem as _getitem  # noqa: E402
@@ -3342,6 +3356,7 @@ from .autograd.function import check_inplace as _check_inplace  # noqa: E402
 from .autograd.grad_mode import _state as _grad_state  # noqa: E402
 from .autograd.graph import grad_accumulator as _grad_accumulator  # noqa: E402
 from .autograd.graph import output_hooks as _output_hooks  # noqa: E402
+from .autograd.graph import current_grad_fn as _current_grad_fn  # noqa: E402
 
 
 class _HookHandle:

@@ -60,13 +60,25 @@ defop("to_device(Tensor self, Device device) -> Tensor", default=_to_device, met
 
 
 def _inplace_meta(self, other):
-    """Fake rule of ``copy_``/``fill_``: ``self``, after checking ``other`` broadcasts to it."""
+    """Fake rule of ``copy_``/``fill_`` and the in-place arithmetic ops: ``self``, after checking
+    ``other`` broadcasts to its shape (torch's words: ``RuntimeError: output with shape [3]
+    doesn't match the broadcast shape [2, 3]``)."""
     if is_tensor(other):
         shape = broadcast_shapes(self.shape, other.shape, api="in-place op")
         if tuple(shape) != tuple(self.shape):
-            raise RuntimeError(f"output with shape {tuple(self.shape)} doesn't match the broadcast "
-                               f"shape {tuple(shape)}")
+            raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast "
+                               f"shape {list(shape)}")
     return self
+
+
+def check_copy_src(dst, src):
+    """``RuntimeError`` unless tensor ``src`` broadcasts to ``dst``'s shape: torch's rule for
+    ``copy_`` and for every in-place method (whose value is written with ``copy_``). Callers
+    call it when ``src`` has more dims than ``dst``, which torch always refuses (``zeros(())
+    .copy_(ones(1))``: "output with shape [] doesn't match the broadcast shape [1]") but an
+    array assignment accepts when the extra leading dims have size 1. ``x[i] = v`` strips
+    ``v``'s leading size-1 dims first (torch's setitem does), so it accepts them."""
+    _inplace_meta(dst, src)
 
 
 def _copy_setup(ctx, inputs, output):

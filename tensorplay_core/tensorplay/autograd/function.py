@@ -24,7 +24,7 @@ from .._tensor_base import TensorBase, instance_class, set_grad_fn, set_history,
     set_history_source, set_requires_grad, set_view_version
 from . import grad_mode as _gm
 from .graph import AccumulateGrad as _AccumulateGrad
-from .graph import Node, edge_of, edge_of_source
+from .graph import Node, edge_of, edge_of_source, move_retained_grad
 
 
 _FREED_MSG = (
@@ -820,7 +820,7 @@ def rebase_written_args(op_name, pending, values) -> None:
             edges.append(edge_of(root))
         node = WrittenNoFormulaBackward(op_name, name, tuple(edges),
                                         ((root.raw_shape, root.raw_dtype, root.raw_device),))
-        set_history(root, node, 0)
+        _rebase(root, node)
         # the edges above regenerated the history of the arguments that are views of root
         # (``edge_of``) from its old history, at the current version: point them at the new one
         # on their next use (the call's version bump need not change the version again)
@@ -1012,6 +1012,17 @@ def _generated_entry(op, info):
     return fn
 
 
+def _rebase(t, node):
+    """``t`` (written in place) made output 0 of ``node``, its ``retain_grad()`` moved along
+    (torch's ``rebase_history``; ``register_hook`` functions stay on the old history)."""
+    if t.retains_grad_flag:
+        old = t.grad_fn, t.output_nr
+        set_history(t, node, 0)
+        move_retained_grad(t, *old)
+    else:
+        set_history(t, node, 0)
+
+
 def check_inplace(api, t):
     """torch's checks before an in-place op records autograd history on ``t``."""
     if t.needs_grad and t.grad_fn is None:
@@ -1072,6 +1083,11 @@ def _make_inplace_autograd(op, info):
             out = op.entry(bkey)(*args, **kwargs)
         meta = ((self_.raw_shape, self_.raw_dtype, self_.raw_device),)
         if base is None:
+            if self_.retains_grad_flag:
+                old = self_.grad_fn, self_.output_nr
+                set_history(self_, FunctionNode(name, backward, ctx, edges, structure, meta), 0)
+                move_retained_grad(self_, *old)     # .grad: the gradient of the new value
+                return out
             set_history(self_, FunctionNode(name, backward, ctx, edges, structure, meta), 0)
             return out
         inner = FunctionNode(name, backward, ctx, edges, structure, meta)
@@ -1079,8 +1095,8 @@ def _make_inplace_autograd(op, info):
         numel = base.storage_ref.nbytes // base.raw_dtype.itemsize
         node = CopySlices(inner, base_geom, view_geom, numel, (base_edge,) + edges[1:],
                           ((base.raw_shape, base.raw_dtype, base.raw_device),))
-        set_history(base, node, 0)
-        set_history(self_, AsStridedBackward(base_geom, view_geom, numel, ((node, 0),), meta), 0)
+        _rebase(base, node)
+        _rebase(self_, AsStridedBackward(base_geom, view_geom, numel, ((node, 0),), meta))
         set_view_version(self_, self_.storage_ref.version)
         return out
 
@@ -1168,9 +1184,12 @@ def regenerate_view_grad_fn(t):
     if base.grad_fn is None:
         return
     numel = base.storage_ref.nbytes // base.raw_dtype.itemsize
+    old = t.grad_fn, t.output_nr
     set_grad_fn(t, AsStridedBackward((base.raw_shape, base.stride_tuple, base.offset),
                                      (t.raw_shape, t.stride_tuple, t.offset), numel, (edge_of(base),),
                                      ((t.raw_shape, t.raw_dtype, t.raw_device),)), 0)
+    if t.retains_grad_flag:
+        move_retained_grad(t, *old)    # a retain_grad() made before: the current value's gradient
 
 
 def _alias_returned_inputs(out, args, T, dirty=()):
@@ -1263,7 +1282,7 @@ def _rebase_dirty_view(fname, t, args, structure, out, T):
     cs = CopySlices(_DirtyViewNode(node, j), base_geom, view_geom, numel,
                     (base_edge,) + tuple(edges[:j]) + tuple(edges[j + 1:]),
                     ((base.raw_shape, base.raw_dtype, base.raw_device),))
-    set_history(base, cs, 0)
+    _rebase(base, cs)
     set_history(t, AsStridedBackward(base_geom, view_geom, numel, ((cs, 0),),
                                      ((t.raw_shape, t.raw_dtype, t.raw_device),)), 0)
     set_view_version(t, t.storage_ref.version)
@@ -1426,7 +1445,7 @@ class Function:
         for t in dirty:
             check_inplace(f"{cls.__name__}.apply", t)
         out = _alias_returned_inputs(out, args, Tensor, dirty)
-        before = [t.grad_fn for t in dirty] if dirty else None
+        before = [(t.grad_fn, t.output_nr) for t in dirty] if dirty else None
         name = info.name
         out = attach(name, _count_checked(
             info.backward, len(args),
@@ -1434,9 +1453,11 @@ class Function:
                            f"(expected {n}, got {got})"), ctx, args, out, Tensor, se,
                      node_cls=info.node)
         if dirty:
-            for t, fn in zip(dirty, before):
+            for t, (fn, nr) in zip(dirty, before):
                 if t.view_base is not None and t.grad_fn is not fn:   # the node: its history
                     _rebase_dirty_view(cls.__name__, t, args, se[0], out, Tensor)
+                if t.retains_grad_flag:
+                    move_retained_grad(t, fn, nr)   # torch's rebase_history moves retain_grad
         return out
 
 

@@ -201,6 +201,17 @@ def _exclusive_view(g) -> bool:
             sys.getrefcount(data) <= 4 and sys.getrefcount(root) <= held)
 
 
+def current_grad_fn(t):
+    """``t.grad_fn`` after regenerating the history of a view whose base (or another view of it)
+    was written in place since it was last set, as torch's ``grad_fn`` getter does; what
+    ``register_hook`` and ``retain_grad`` register on (the next backward uses that history)."""
+    if t.view_base is not None and t.view_version != t.storage_ref.version and \
+            t.view_base.needs_grad:
+        from .function import regenerate_view_grad_fn
+        regenerate_view_grad_fn(t)
+    return t.grad_fn
+
+
 def edge_of(t):
     """The edge a gradient for tensor ``t`` flows into, or ``None`` if it needs none."""
     if not t.needs_grad:
@@ -576,6 +587,25 @@ def output_hooks(node, nr) -> OutputHooks:
     if h is None:
         h = node._retained[nr] = OutputHooks()
     return h
+
+
+def move_retained_grad(t, old, old_nr) -> None:
+    """After ``t``'s history changed from output ``old_nr`` of node ``old`` to its current
+    ``grad_fn`` (an in-place write rebased it, or a view's history was regenerated from its
+    written base): ``retain_grad()``'s store moves to the new node, so ``t.grad`` is the gradient
+    of the tensor's current value; the ``register_hook`` functions stay on the old node (they see
+    the gradient of the value they were registered on). torch's
+    ``update_tensor_hooks_on_new_gradfn``. Callers check ``t.retains_grad_flag`` first (the
+    common write has nothing to move)."""
+    new = t.grad_fn
+    if old is None or new is None or new is old and t.output_nr == old_nr:
+        return
+    ret = getattr(old, "_retained", None)
+    entry = ret.get(old_nr) if ret else None
+    if entry is None or entry.ref is None or entry.ref() is not t:
+        return
+    output_hooks(new, t.output_nr).ref = entry.ref
+    entry.ref = None
 
 
 def run_hooks(hooks, g):
