@@ -770,8 +770,11 @@ def wrap_triton(kernel, *, strided=()):
     grid-indexable launcher. Idempotent: a wrapper is returned as is, and wrapping the same kernel
     again returns the same wrapper (cheap to call inside an op body on every call).
 
-    ``strided``: names of pointer parameters that may receive non-contiguous cuda tensors (the
-    kernel then takes their strides as arguments); other cuda tensors must be contiguous.
+    ``strided``: names of pointer parameters that may receive non-contiguous tensors (the kernel
+    then takes their strides as arguments); every other tensor argument must be contiguous, on
+    every device (cpu too), or the launch raises ``TritonLaunchError`` naming the parameter.
+    torch's ``wrap_triton`` passes any tensor's pointer unchecked: code migrated from torch whose
+    kernels take strides lists those parameters here (tests/corpus/attorch/layers.py does).
 
     Inside a ``tensorplay.library.triton_op`` this is the only way kernels should be launched: the
     launch is skipped on fake tensors (so the op body is its own fake kernel) and refused on tensors
