@@ -132,3 +132,20 @@ CASES += [
          _dyt_ref, grad=(0, 1, 2, 3), gaps=(gaps.LIBDEVICE,)),
     Case("liger.cross_entropy", ops.cross_entropy, _ce_inputs, _ce_ref),
 ]
+
+
+def _sparsemax_ref(x, dim=-1):
+    z = np.moveaxis(x, dim, -1)
+    zs = -np.sort(-z, -1)
+    k = np.arange(1, z.shape[-1] + 1)
+    css = np.cumsum(zs, -1)
+    support = zs * k > css - 1
+    kz = support.sum(-1, keepdims=True)
+    tau = (np.take_along_axis(css, kz - 1, -1) - 1) / kz
+    return (np.moveaxis(np.maximum(z - tau, 0), -1, dim),)
+
+
+CASES += [
+    # dim 1 of 3: the host transposes to the last dim and back (a non-contiguous output)
+    Case("liger.sparsemax", ops.sparsemax, lambda r, s: (2 * _x(r, 2, 9 * s, 5 * s), 1), _sparsemax_ref),
+]

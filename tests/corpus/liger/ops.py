@@ -40,7 +40,8 @@ from .kernels import (_CASTING_MODE_GEMMA, _CASTING_MODE_LLAMA, _CASTING_MODE_NO
                       _rms_norm_backward_kernel, _rms_norm_forward_kernel,
                       _softmax_multi_block_backward_kernel, _softmax_multi_block_forward_kernel,
                       _softmax_single_block_backward_kernel, _softmax_single_block_forward_kernel,
-                      _swiglu_backward_kernel, _swiglu_forward_kernel, _triton_rope)
+                      _swiglu_backward_kernel, _swiglu_forward_kernel, _triton_rope,
+                      _sparsemax_backward_kernel, _sparsemax_forward_kernel)
 
 
 # --- src/liger_kernel/ops/utils.py -------------------------------------------------------------
@@ -1326,3 +1327,88 @@ def _ce_backward(ctx, grad_output, grad_grad_input):
 
 
 cross_entropy.register_autograd(_ce_backward, setup_context=_save_second_output)
+
+
+# --- sparsemax.py ------------------------------------------------------------------------------
+
+def _sparsemax_forward(x: Tensor, dim: int) -> tuple[Tensor, Tensor]:
+    if dim < 0:
+        dim += x.dim()
+    x_sw = x.transpose(dim, -1).contiguous()
+    n_cols = x_sw.size(-1)
+    n_rows = x_sw.numel() // n_cols
+    x_flat = x_sw.view(n_rows, n_cols)
+    x_sorted_flat = tensorplay.sort(x_flat.float(), dim=-1, descending=True).values
+
+    BLOCK_SIZE, num_warps = calculate_settings(n_cols)
+    out_flat = tensorplay.empty_like(x_flat)
+    grid = (n_rows,)
+    wrap_triton(_sparsemax_forward_kernel)[grid](  # CHANGED: wrap_triton
+        x_flat,
+        x_flat.stride(0),
+        x_sorted_flat,
+        x_sorted_flat.stride(0),
+        out_flat,
+        out_flat.stride(0),
+        n_cols,
+        BLOCK_SIZE=BLOCK_SIZE,
+        num_warps=num_warps,
+    )
+
+    y = out_flat.view_as(x_sw).transpose(dim, -1)
+    return y, out_flat
+
+
+def _sparsemax_backward(
+    grad_out: Tensor,
+    out_flat: Tensor,
+    dim: int,
+) -> Tensor:
+    grad_sw = grad_out.transpose(dim, -1).contiguous()
+    n_cols = grad_sw.size(-1)
+    n_rows = grad_sw.numel() // n_cols
+    go_flat = grad_sw.view(n_rows, n_cols)
+
+    BLOCK_SIZE, num_warps = calculate_settings(n_cols)
+    dx_flat = tensorplay.empty_like(go_flat)
+    grid = (n_rows,)
+    wrap_triton(_sparsemax_backward_kernel)[grid](  # CHANGED: wrap_triton
+        out_flat,
+        go_flat,
+        dx_flat,
+        out_flat.stride(0),
+        n_cols,
+        BLOCK_SIZE=BLOCK_SIZE,
+        num_warps=num_warps,
+    )
+
+    dx = dx_flat.view_as(grad_sw).transpose(dim, -1)
+    return dx
+
+
+@triton_op("liger::sparsemax", mutates_args=())
+def sparsemax(x: Tensor, dim: int = -1) -> Tensor:
+    x = x.contiguous()  # CHANGED: @ensure_contiguous
+    y, out_flat = _sparsemax_forward(x, dim)
+    return y  # CHANGED: out_flat was kept on ctx; the backward rebuilds it from y (the same values)
+
+
+@triton_op("liger::sparsemax_backward", mutates_args=())
+def sparsemax_bwd(grad_out: Tensor, y: Tensor, dim: int) -> Tensor:
+    grad_out = grad_out.contiguous()  # CHANGED: @ensure_contiguous
+    out_flat = y.transpose(dim, -1).contiguous()  # CHANGED: was kept on ctx (out_flat), see above
+    out_flat = out_flat.view(-1, out_flat.shape[-1])  # CHANGED: was kept on ctx
+    return _sparsemax_backward(grad_out, out_flat, dim)
+
+
+def _sparsemax_setup(ctx, inputs, output):
+    ctx.dim = inputs[1] if len(inputs) > 1 else -1
+    ctx.save_for_backward(output)
+
+
+def _sparsemax_backward_formula(ctx, grad_out):
+    (y,) = ctx.saved_tensors
+    return sparsemax_bwd(grad_out, y, ctx.dim), None
+
+
+sparsemax.register_autograd(_sparsemax_backward_formula, setup_context=_sparsemax_setup)
