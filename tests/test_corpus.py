@@ -10,7 +10,7 @@ differences of that reference), and through ``tensorplay.library.opcheck``. atto
 keep their library's ``autograd.Function``s (``tests/corpus/attorch/layers.py``, migrated to
 ``tensorplay.autograd.Function``): the same forward and gradient check, and instead of opcheck
 ``corpus.check.check_function`` (no graph without grad, one gradient argument at a time,
-a non-contiguous first argument).
+a non-contiguous first argument) and ``check_function_compiled`` (inside ``tensorplay.compile``).
 
 A case that hits a known gap (``tests/corpus/gaps.py``) is ``xfail(strict=True)`` with the gap
 named, while the gap's probe shows it is still there (once fixed, the case is a plain test with
@@ -34,7 +34,8 @@ np = pytest.importorskip("numpy")
 import tensorplay
 from corpus import all_cases, function_cases
 from corpus.cases import finite_difference_grads
-from corpus.check import check_forward_and_gradients, check_function, check_opcheck
+from corpus.check import (check_forward_and_gradients, check_function, check_function_compiled,
+                          check_opcheck)
 from tensorplay.errors import OpCheckError
 from tensorplay_triton import TritonLaunchError
 from triton.runtime.errors import InterpreterError
@@ -132,6 +133,12 @@ def test_function_forward_and_gradients_match_numpy(case, device):
 @pytest.mark.parametrize("case", _params(False, FUNCTION_CASES))
 def test_function_contract(case, device):
     check_function(case, _device(device))
+
+
+@pytest.mark.parametrize("device", _FUNCTION_DEVICES)
+@pytest.mark.parametrize("case", _params(False, FUNCTION_CASES))
+def test_function_compiled_without_grad(case, device):
+    check_function_compiled(case, _device(device))
 
 
 @pytest.mark.xfail(strict=True, raises=TritonLaunchError, reason=(

@@ -591,6 +591,8 @@ class TritonKernelWrapper:
     # -- fake / capture ----------------------------------------------------------------------
     def _no_launch(self, grid, args, kwargs):
         tensors = [a for a in list(args) + list(kwargs.values()) if isinstance(a, Tensor)]
+        if _is_autotuner(self.kernel):
+            _choose_untimed(self.kernel, args, kwargs, tensors)
         if any(t.capture_info is not None for t in tensors):
             # inside tensorplay.compile: one graph node that launches when the graph runs
             from ._graphlaunch import record_launch
@@ -760,6 +762,39 @@ def _no_torch_import():
             pass
     finally:
         sys.meta_path.remove(blocker)
+
+
+def _is_autotuner(kernel) -> bool:
+    from triton.runtime.autotuner import Autotuner
+    return isinstance(kernel, Autotuner)
+
+
+def _choose_untimed(at, args, kwargs, tensors):
+    """A launch of autotuner ``at`` that does not run (recorded by ``tensorplay.compile``, or
+    skipped on fake tensors) still sets ``at.best_config`` where the real launch's choice is
+    known without timing, so host code reading it after the launch (attorch's
+    ``kernel.best_config.kwargs['BLOCK_SIZE']``) sees the config the launch will use: the config
+    already chosen for this key (``at.cache``, any device); else, on cpu (Triton's interpreter,
+    ``_interp._no_timing``), the first config the pruning keeps. A cuda launch not yet tuned is
+    timed when it runs: nothing is chosen here."""
+    names = at.arg_names
+    nargs = dict(zip(names, args))
+    all_args = {**nargs, **kwargs}
+    key = [all_args[k] for k in at.keys if k in all_args]
+    for a in all_args.values():
+        if hasattr(a, "dtype"):
+            key.append(str(a.dtype))
+    config = at.cache.get(tuple(key)) if len(at.configs) > 1 else at.configs[0]
+    if config is None:
+        if not tensors or any(t.device.type != "cpu" for t in tensors):
+            return
+        saved = getattr(at, "nargs", None)
+        at.nargs = nargs              # what early_config_prune receives in Autotuner.run
+        try:
+            config = list(at.prune_configs(kwargs))[0]
+        finally:
+            at.nargs = saved
+    at.best_config = config
 
 
 def wrap_triton(kernel, *, strided=()):
