@@ -44,9 +44,15 @@ class Case:
     torch_ref: str | None = None
 
 
+def c_array(a):
+    """A C-contiguous copy of ``a`` keeping its shape (``np.ascontiguousarray`` makes a 0-d array
+    1-d: a 0-d input, such as Liger's PolyNorm bias, would reach the op as shape (1,))."""
+    return np.array(a, order="C", copy=True)
+
+
 def to_tensor(a, device, requires_grad=False):
     if isinstance(a, np.ndarray):
-        t = tensorplay.tensor(np.ascontiguousarray(a), device=device)
+        t = tensorplay.tensor(c_array(a), device=device)
         if requires_grad:
             t.requires_grad_()
         return t

@@ -14,7 +14,7 @@ import numpy as np
 import tensorplay
 from tensorplay import library
 
-from .cases import finite_difference_grads, sample_args
+from .cases import c_array, finite_difference_grads, sample_args
 
 
 def _np(t):
@@ -58,7 +58,7 @@ def _leaf(a, device, requires_grad, contiguous=True):
     a non-contiguous view of it holding the same values; ``grad_of(leaf.grad)`` is the gradient
     in the argument's layout."""
     if contiguous or a.ndim == 0:
-        t = tensorplay.tensor(np.ascontiguousarray(a), device=device)
+        t = tensorplay.tensor(c_array(a), device=device)
         return t.requires_grad_(requires_grad), t, lambda g: g
     if a.ndim == 1:     # every other element of a buffer twice as long
         base = np.zeros(2 * a.shape[0], a.dtype)
@@ -66,7 +66,7 @@ def _leaf(a, device, requires_grad, contiguous=True):
         t = tensorplay.tensor(base, device=device).requires_grad_(requires_grad)
         return t, t[::2], lambda g: g[::2]
     # the last two dims transposed in memory, transposed back as a view
-    t = tensorplay.tensor(np.ascontiguousarray(a.swapaxes(-1, -2)), device=device)
+    t = tensorplay.tensor(c_array(a.swapaxes(-1, -2)), device=device)
     t.requires_grad_(requires_grad)
     return t, t.transpose(-1, -2), lambda g: g.swapaxes(-1, -2)
 
@@ -139,7 +139,7 @@ def check_function_compiled(case, device="cpu"):
         return case.op(*args)
 
     compiled = tensorplay.compile(fn)
-    tensors = [tensorplay.tensor(np.ascontiguousarray(np_args[i]), device=device) for i in pos]
+    tensors = [tensorplay.tensor(c_array(np_args[i]), device=device) for i in pos]
     refs = case.ref(*[_f64(a) for a in np_args])
     for run in ("capture", "replay"):
         outs = _as_tuple(compiled(*tensors))

@@ -149,3 +149,17 @@ CASES += [
     # dim 1 of 3: the host transposes to the last dim and back (a non-contiguous output)
     Case("liger.sparsemax", ops.sparsemax, lambda r, s: (2 * _x(r, 2, 9 * s, 5 * s), 1), _sparsemax_ref),
 ]
+
+
+def _poly_norm_ref(x, w, b, eps=1e-6):
+    def norm(u):
+        return u / np.sqrt((u * u).mean(-1, keepdims=True) + eps)
+    return (w[0] * norm(x ** 3) + w[1] * norm(x * x) + w[2] * norm(x) + b,)
+
+
+CASES += [
+    # 7 rows over one program on cpu (sm_count 1): the backward's row loop runs range(0, min(...))
+    Case("liger.poly_norm", ops.poly_norm,
+         lambda r, s: (_x(r, 7 * s, 24 * s), np.array([0.5, -0.3, 1.2], _f32), np.array(0.25, _f32), 1e-6),
+         _poly_norm_ref, grad=(0, 1, 2), gaps=(gaps.LIBDEVICE,), atol=1e-4, rtol=1e-3),
+]

@@ -41,7 +41,8 @@ from .kernels import (_CASTING_MODE_GEMMA, _CASTING_MODE_LLAMA, _CASTING_MODE_NO
                       _softmax_multi_block_backward_kernel, _softmax_multi_block_forward_kernel,
                       _softmax_single_block_backward_kernel, _softmax_single_block_forward_kernel,
                       _swiglu_backward_kernel, _swiglu_forward_kernel, _triton_rope,
-                      _sparsemax_backward_kernel, _sparsemax_forward_kernel)
+                      _sparsemax_backward_kernel, _sparsemax_forward_kernel,
+                      _poly_norm_backward_kernel, _poly_norm_forward_kernel)
 
 
 # --- src/liger_kernel/ops/utils.py -------------------------------------------------------------
@@ -1412,3 +1413,130 @@ def _sparsemax_backward_formula(ctx, grad_out):
 
 
 sparsemax.register_autograd(_sparsemax_backward_formula, setup_context=_sparsemax_setup)
+
+
+# --- poly_norm.py ------------------------------------------------------------------------------
+
+def poly_norm_forward(X, W, B, eps=1e-6):
+    shape = X.shape
+    dim = shape[-1]
+    X = X.view(-1, dim)
+    n_rows, n_cols = X.shape
+    BLOCK_SIZE, num_warps = calculate_settings(n_cols)
+
+    # RSTD is to cache rstd for each row
+    Y = tensorplay.empty((n_rows, n_cols), dtype=X.dtype, device=X.device)
+    RSTD = tensorplay.empty((n_rows, 3), dtype=tensorplay.float32, device=X.device)
+
+    # Check constraints
+    assert W.shape[0] == 3, "Weight tensor must have shape (3,)"
+    assert B.numel() == 1, "Bias must be a scalar"
+
+    # CHANGED: the XPU branch (set_large_grf_mode) is left out
+    kernel_args = {}
+
+    # Launch kernel
+    wrap_triton(_poly_norm_forward_kernel)[(n_rows,)](  # CHANGED: wrap_triton
+        Y,
+        Y.stride(0),
+        X,
+        X.stride(0),
+        W,
+        B,
+        RSTD,
+        RSTD.stride(0),
+        n_cols,
+        eps,
+        BLOCK_SIZE=BLOCK_SIZE,
+        num_warps=num_warps,
+        **kernel_args,
+    )
+
+    return Y.view(*shape), X, RSTD, BLOCK_SIZE, num_warps
+
+
+def poly_norm_backward(dY, X, W, RSTD, BLOCK_SIZE, num_warps, in_place):
+    shape = dY.shape
+    dim = shape[-1]
+    dY = dY.view(-1, dim)
+    n_rows, n_cols = dY.shape
+
+    # Get number of SMs for parallelization
+    import math
+
+    sm_count_ = sm_count(X.device)  # CHANGED: torch.cuda.get_device_properties(...).multi_processor_count (xpu/npu left out)
+
+    # Allocate or reuse gradients
+    if in_place is True:
+        dX = dY
+    else:
+        dX = tensorplay.zeros_like(dY)
+
+    _dW = tensorplay.empty((sm_count_, 3), dtype=tensorplay.float32, device=W.device)
+    _dB = tensorplay.empty((sm_count_,), dtype=tensorplay.float32, device=W.device)
+
+    rows_per_program = math.ceil(n_rows / sm_count_)
+    grid = (sm_count_,)
+
+    # CHANGED: the XPU branch (set_large_grf_mode) is left out
+    kernel_args = {}
+
+    # Launch backward kernel
+    wrap_triton(_poly_norm_backward_kernel)[grid](  # CHANGED: wrap_triton
+        dY,
+        dY.stride(0),
+        dX,
+        dX.stride(0),
+        X,
+        X.stride(0),
+        W,
+        RSTD,
+        RSTD.stride(0),
+        _dW,
+        _dW.stride(0),
+        _dB,
+        n_rows,
+        n_cols,
+        rows_per_program,
+        BLOCK_SIZE=BLOCK_SIZE,
+        num_warps=num_warps,
+        **kernel_args,
+    )
+
+    # Reduce gradients across SMs
+    dX = dX.view(*shape)
+    dW = _dW.sum(dim=0).to(W.dtype)
+    dB = _dB.sum().to(W.dtype)
+
+    return dX, dW, dB
+
+
+@triton_op("liger::poly_norm", mutates_args=())
+def poly_norm(X: Tensor, W: Tensor, B: Tensor, eps: float = 1e-6) -> tuple[Tensor, Tensor]:
+    X = X.contiguous()  # CHANGED: @ensure_contiguous
+    Y, X, RSTD, BLOCK_SIZE, num_warps = poly_norm_forward(X, W, B, eps)
+    return Y, RSTD  # CHANGED: RSTD is an output (the op's backward needs it; ctx is not available)
+
+
+@triton_op("liger::poly_norm_backward", mutates_args=())
+def poly_norm_bwd(grad_output: Tensor, X: Tensor, W: Tensor, RSTD: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    grad_output, X = grad_output.contiguous(), X.contiguous()  # CHANGED: @ensure_contiguous
+    BLOCK_SIZE, num_warps = calculate_settings(X.shape[-1])  # CHANGED: was kept on ctx
+    # CHANGED: in_place=False: upstream writes dX into grad_output by default; an op may not mutate its inputs
+    return poly_norm_backward(grad_output, X.view(-1, X.shape[-1]), W, RSTD, BLOCK_SIZE, num_warps, False)
+
+
+def _poly_norm_setup(ctx, inputs, output):
+    X, W, B = inputs[:3]
+    ctx.save_for_backward(X, W, output[1])
+    # CHANGED: the Function returned only Y and kept RSTD on ctx; as an op output it is declared non-differentiable
+    ctx.mark_non_differentiable(output[1])
+
+
+def _poly_norm_backward(ctx, grad_output, dRSTD):
+    X, W, RSTD = ctx.saved_tensors
+    dX, dW, dB = poly_norm_bwd(grad_output, X, W, RSTD)
+    return dX, dW, dB, None
+
+
+poly_norm.register_autograd(_poly_norm_backward, setup_context=_poly_norm_setup)
