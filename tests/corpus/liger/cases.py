@@ -163,3 +163,22 @@ CASES += [
          lambda r, s: (_x(r, 7 * s, 24 * s), np.array([0.5, -0.3, 1.2], _f32), np.array(0.25, _f32), 1e-6),
          _poly_norm_ref, grad=(0, 1, 2), gaps=(gaps.LIBDEVICE,), atol=1e-4, rtol=1e-3),
 ]
+
+
+def _fused_add_rms_ref(x, r, w, eps, offset=0.0, casting_mode="llama"):
+    s = x + r
+    return (s / np.sqrt((s * s).mean(-1, keepdims=True) + eps) * (offset + w), s)
+
+
+def _fused_add_rms_inputs(r, s):
+    return (_x(r, 2, 3 * s, 40 * s), _x(r, 2, 3 * s, 40 * s), r.random(40 * s).astype(_f32) + 0.5, 1e-6, 0.5)
+
+
+CASES += [
+    # both outputs in the loss (the backward adds dS_out into dX, the gradient of X and of R)
+    Case("liger.fused_add_rms_norm", ops.fused_add_rms_norm, _fused_add_rms_inputs, _fused_add_rms_ref,
+         grad=(0, 1, 2), n_out=2, gaps=(gaps.LIBDEVICE,)),
+    # the residual output unused: its gradient reaches the formula as zeros (materialized, as torch's)
+    Case("liger.fused_add_rms_norm_y_only", ops.fused_add_rms_norm, _fused_add_rms_inputs, _fused_add_rms_ref,
+         grad=(0, 1, 2), n_out=1, gaps=(gaps.LIBDEVICE,)),
+]

@@ -42,7 +42,8 @@ from .kernels import (_CASTING_MODE_GEMMA, _CASTING_MODE_LLAMA, _CASTING_MODE_NO
                       _softmax_single_block_backward_kernel, _softmax_single_block_forward_kernel,
                       _swiglu_backward_kernel, _swiglu_forward_kernel, _triton_rope,
                       _sparsemax_backward_kernel, _sparsemax_forward_kernel,
-                      _poly_norm_backward_kernel, _poly_norm_forward_kernel)
+                      _poly_norm_backward_kernel, _poly_norm_forward_kernel,
+                      _fused_add_rms_norm_backward_kernel, _fused_add_rms_norm_forward_kernel)
 
 
 # --- src/liger_kernel/ops/utils.py -------------------------------------------------------------
@@ -1540,3 +1541,162 @@ def _poly_norm_backward(ctx, grad_output, dRSTD):
 
 
 poly_norm.register_autograd(_poly_norm_backward, setup_context=_poly_norm_setup)
+
+
+# --- fused_add_rms_norm.py ---------------------------------------------------------------------
+# (_str_to_casting_mode: rms_norm.py's, the same table, above)
+
+def fused_add_rms_norm_forward(X, R, W, eps, offset, casting_mode):
+    if not isinstance(casting_mode, int):
+        assert casting_mode in _str_to_casting_mode, f"Invalid casting mode: {casting_mode}"
+        casting_mode = _str_to_casting_mode[casting_mode]
+    else:
+        assert casting_mode in _str_to_casting_mode.values(), f"Invalid casting mode: {casting_mode}"
+
+    shape = X.shape
+    dim = shape[-1]
+    X = X.view(-1, dim)
+    R = R.view(-1, dim)
+    n_rows, n_cols = X.shape
+    BLOCK_SIZE, num_warps = calculate_settings(n_cols)
+
+    num_stages = 2
+
+    Y = tensorplay.empty((n_rows, n_cols), dtype=X.dtype, device=X.device)
+    S = tensorplay.empty((n_rows, n_cols), dtype=X.dtype, device=X.device)
+    # RSTD is to cache rstd for each row
+    # RSTD is always computed/stored in fp32 if we are using Llama or Gemma casting mode
+    rstd_dtype = tensorplay.float32 if casting_mode in (_CASTING_MODE_LLAMA.value, _CASTING_MODE_GEMMA.value) else X.dtype
+    RSTD = tensorplay.empty(n_rows, dtype=rstd_dtype, device=X.device)
+
+    # Check constraints.
+    assert X.shape[1] == W.shape[0], "Incompatible hidden size dimension between tensor1.shape[1] and tensor2.shape[0]"
+
+    # CHANGED: the XPU branch (set_large_grf_mode) is left out
+    kernel_args = {}
+
+    # TODO: add _block_fused_add_rms_norm_forward_kernel
+    wrap_triton(_fused_add_rms_norm_forward_kernel)[(n_rows,)](  # CHANGED: wrap_triton
+        Y,
+        Y.stride(0),
+        S,
+        S.stride(0),
+        X,
+        X.stride(0),
+        R,
+        R.stride(0),
+        W,
+        W.stride(0),
+        RSTD,
+        RSTD.stride(0),
+        n_cols,
+        eps,
+        offset,
+        casting_mode,
+        BLOCK_SIZE=BLOCK_SIZE,
+        num_warps=num_warps,
+        num_stages=num_stages,
+        **kernel_args,  # XPU-specific optimization
+    )
+
+    return Y.view(*shape), S.view(*shape), RSTD, BLOCK_SIZE, num_warps, num_stages, casting_mode
+
+
+def fused_add_rms_norm_backward(
+    dY, dS_out, S, W, RSTD, offset, casting_mode, BLOCK_SIZE, num_warps, num_stages, in_place
+):
+    shape = dY.shape
+    dim = shape[-1]
+    dY = dY.view(-1, dim)
+    dS_out = dS_out.view(-1, dim)
+    S = S.view(-1, dim)
+    n_rows, n_cols = dY.shape
+
+    sm_count_ = sm_count(S.device)  # CHANGED: torch.cuda.get_device_properties(...).multi_processor_count (xpu/npu left out)
+
+    # fp32 for numerical stability especially.
+    _dW = tensorplay.empty((sm_count_, n_cols), dtype=tensorplay.float32, device=W.device)
+
+    if n_cols > BLOCK_SIZE:
+        raise RuntimeError("This layer norm doesn't support feature dim >= 64KB.")
+    rows_per_program = math.ceil(n_rows / sm_count_)
+    grid = (sm_count_,)
+
+    if in_place is True:
+        dX = dY
+    else:
+        dX = tensorplay.empty_like(dY)
+
+    # CHANGED: the XPU branch (set_large_grf_mode) is left out
+    kernel_args = {}
+
+    # TODO: add _block_fused_add_rms_norm_backward_kernel
+    wrap_triton(_fused_add_rms_norm_backward_kernel)[grid](  # CHANGED: wrap_triton
+        dY,
+        dY.stride(0),
+        dS_out,
+        dS_out.stride(0),
+        dX,
+        dX.stride(0),
+        S,
+        S.stride(0),
+        torch_to_triton_dtype[S.dtype],
+        W,
+        W.stride(0),
+        RSTD,
+        RSTD.stride(0),
+        _dW,
+        _dW.stride(0),
+        n_rows,
+        n_cols,
+        offset,
+        rows_per_program,
+        casting_mode,
+        BLOCK_SIZE=BLOCK_SIZE,
+        num_warps=num_warps,
+        num_stages=num_stages,
+        has_dS_out=dS_out is not None,
+        **kernel_args,  # XPU-specific optimization
+    )
+
+    dX = dX.view(*shape)
+    dW = _dW.sum(dim=0).to(W.dtype)
+
+    return dX, dX, dW  # dR is equal to dX
+
+
+@triton_op("liger::fused_add_rms_norm", mutates_args=())
+def fused_add_rms_norm(X: Tensor, R: Tensor, W: Tensor, eps: float, offset: float = 0.0,
+                       casting_mode: str = "llama") -> tuple[Tensor, Tensor, Tensor]:
+    X, R = X.contiguous(), R.contiguous()  # CHANGED: @ensure_contiguous
+    Y, S, RSTD, BLOCK_SIZE, num_warps, num_stages, casting_mode = fused_add_rms_norm_forward(
+        X, R, W, eps, offset, casting_mode
+    )
+    return Y, S, RSTD  # CHANGED: RSTD is an output (the op's backward needs it; ctx is not available)
+
+
+@triton_op("liger::fused_add_rms_norm_backward", mutates_args=())
+def fused_add_rms_norm_bwd(dY: Tensor, dS_out: Tensor, S: Tensor, W: Tensor, RSTD: Tensor, offset: float,
+                           casting_mode: str) -> tuple[Tensor, Tensor]:
+    dY, dS_out = dY.contiguous(), dS_out.contiguous()  # CHANGED: @ensure_contiguous
+    BLOCK_SIZE, num_warps = calculate_settings(S.shape[-1])  # CHANGED: was kept on ctx
+    mode = _str_to_casting_mode[casting_mode]  # CHANGED: was kept on ctx
+    dX, dR, dW = fused_add_rms_norm_backward(dY, dS_out, S, W, RSTD, offset, mode, BLOCK_SIZE, num_warps, 2, False)
+    return dX, dW  # CHANGED: dR is dX (the Function returned it twice; an op's outputs may not alias)
+
+
+def _fused_add_rms_norm_setup(ctx, inputs, output):
+    X, R, W, eps, offset, casting_mode = (list(inputs) + [0.0, "llama"])[:6]
+    ctx.offset, ctx.casting_mode = offset, casting_mode
+    ctx.save_for_backward(output[1], W, output[2])
+    # CHANGED: the Function kept RSTD on ctx; as an op output it is declared non-differentiable
+    ctx.mark_non_differentiable(output[2])
+
+
+def _fused_add_rms_norm_backward(ctx, dY, dS_out, dRSTD):
+    S, W, RSTD = ctx.saved_tensors
+    dX, dW = fused_add_rms_norm_bwd(dY, dS_out, S, W, RSTD, ctx.offset, ctx.casting_mode)
+    return dX, dX, dW, None, None, None
+
+
+fused_add_rms_norm.register_autograd(_fused_add_rms_norm_backward, setup_context=_fused_add_rms_norm_setup)
