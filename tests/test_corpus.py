@@ -129,8 +129,19 @@ def test_function_forward_and_gradients_match_numpy(case, device):
     check_forward_and_gradients(case, _device(device))
 
 
+def _contract_params():
+    out = []
+    for p in _params(False, FUNCTION_CASES):
+        (case,) = p.values
+        if case.upstream_bug:
+            p = pytest.param(case, id=p.id, marks=[*p.marks, pytest.mark.xfail(
+                strict=True, raises=AssertionError, reason=f"upstream bug: {case.upstream_bug}")])
+        out.append(p)
+    return out
+
+
 @pytest.mark.parametrize("device", _FUNCTION_DEVICES)
-@pytest.mark.parametrize("case", _params(False, FUNCTION_CASES))
+@pytest.mark.parametrize("case", _contract_params())
 def test_function_contract(case, device):
     check_function(case, _device(device))
 

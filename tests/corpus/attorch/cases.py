@@ -95,3 +95,43 @@ CASES = [
     _p_loss_case("huber_loss", 3, "none", 0.5),
     _p_loss_case("smooth_l1_loss", 0, "mean", 0.5),
 ]
+
+
+def _ce_ref(x, target, weight=None):
+    m = x.max(-1, keepdims=True)
+    logp = x - (m + np.log(np.exp(x - m).sum(-1, keepdims=True)))
+    picked = -np.take_along_axis(logp, target[:, None], -1)[:, 0]
+    w = np.ones_like(picked) if weight is None else weight[target]
+    return ((w * picked).sum() / w.sum(),)
+
+
+def _nll_ref(x, target, reduction, weight=None):
+    picked = -np.take_along_axis(x, target[:, None], 1)[:, 0]      # (N, C, ...) -> (N, ...)
+    w = np.ones_like(picked) if weight is None else weight[target]
+    loss = w * picked
+    return ({"none": loss, "sum": loss.sum(), "mean": loss.sum() / w.sum()}[reduction],)
+
+
+def _labels(r, n, c, *spatial):
+    return r.integers(0, c, (n, *spatial)).astype(np.int64)
+
+
+CASES += [
+    Case("attorch.cross_entropy", layers.CrossEntropyLossAutoGrad.apply,
+         lambda r, s: (_x(r, 6 * s, 10 * s), _labels(r, 6 * s, 10 * s), None), _ce_ref),
+    Case("attorch.cross_entropy_weighted", layers.CrossEntropyLossAutoGrad.apply,
+         lambda r, s: (_x(r, 6 * s, 10 * s), _labels(r, 6 * s, 10 * s), r.random(10 * s).astype(_f32) + 0.5),
+         _ce_ref),
+    # (N, C, S) log-probabilities against (N, S) labels: the spatial dims flattened by the host
+    Case("attorch.nll_loss_none", layers.NLLLossAutoGrad.apply,
+         lambda r, s: (_x(r, 4 * s, 5, 3), _labels(r, 4 * s, 5, 3), "none", None), _nll_ref),
+    Case("attorch.nll_loss_mean_weighted", layers.NLLLossAutoGrad.apply,
+         lambda r, s: (_x(r, 4 * s, 5), _labels(r, 4 * s, 5), "mean", r.random(5).astype(_f32) + 0.5),
+         _nll_ref),
+    Case("attorch.nll_loss_sum", layers.NLLLossAutoGrad.apply,
+         lambda r, s: (_x(r, 4 * s, 5, 2, 3), _labels(r, 4 * s, 5, 2, 3), "sum", None), _nll_ref,
+         upstream_bug="attorch's NLLLossAutoGrad.forward launches nll_loss_forward_kernel on `input` "
+                      "with `flattened_input`'s strides; input.flatten(2, -1) copies a non-contiguous "
+                      "input with two or more spatial dims, so those strides do not describe `input` "
+                      "(nll_loss_layer.py:77-81; wrong values under torch too)"),
+]

@@ -1,7 +1,8 @@
 """attorch's autograd Functions, migrated from ``torch.autograd.Function`` to ``tensorplay.autograd.Function``.
 
 Upstream: https://github.com/BobMcDear/attorch @ 67c2772baf33, attorch/{act_layers,glu_layer,
-softmax_layers,rms_norm_layer,layer_norm_layer,p_loss_layers}.py (MIT, see kernels.py / LICENSE).
+softmax_layers,rms_norm_layer,layer_norm_layer,p_loss_layers,
+cross_entropy_loss_layer,nll_loss_layer}.py (MIT, see kernels.py / LICENSE).
 Each ``*AutoGrad`` class is upstream's, body for body; what a torch user migrating has to do is:
 
 * ``torch.`` becomes ``tensorplay.`` (not marked below: a mechanical rename);
@@ -31,8 +32,12 @@ from tensorplay.library import wrap_triton
 from triton import cdiv
 
 from .act_kernels import act_func_backward_kernel, act_func_forward_kernel
+from .cross_entropy_loss_kernels import cross_entropy_loss_backward_kernel, \
+    cross_entropy_loss_forward_kernel
 from .glu_kernels import glu_backward_kernel, glu_forward_kernel
 from .layer_norm_kernels import layer_norm_backward_kernel, layer_norm_forward_kernel
+from .nll_loss_kernels import nll_loss_backward_kernel, nll_loss_forward_kernel, \
+    BLOCK_SIZE_BATCH_heuristic as NLL_BLOCK_SIZE_BATCH_heuristic  # CHANGED: renamed (softmax's is imported too)
 from .p_loss_kernels import p_loss_backward_kernel, p_loss_forward_kernel
 from .rms_norm_kernels import rms_norm_backward_kernel, rms_norm_forward_kernel
 from .softmax_kernels import BLOCK_SIZE_BATCH_heuristic, softmax_backward_kernel, softmax_forward_kernel
@@ -48,6 +53,10 @@ _SOFTMAX_BWD_STRIDED = ("output_grad_pointer", "output_pointer", "input_grad_poi
 _NORM_FWD_STRIDED = ("input_pointer", "output_pointer")
 _NORM_BWD_STRIDED = ("output_grad_pointer", "input_pointer", "input_grad_pointer", "weight_grad_pointer")
 _LN_BWD_STRIDED = _NORM_BWD_STRIDED + ("bias_grad_pointer",)
+_CE_FWD_STRIDED = ("input_pointer",)
+_CE_BWD_STRIDED = ("input_pointer", "input_grad_pointer")
+_NLL_FWD_STRIDED = ("input_pointer", "target_pointer", "output_pointer")
+_NLL_BWD_STRIDED = ("output_grad_pointer", "target_pointer", "input_grad_pointer")
 
 
 # --- attorch/act_layers.py:20-117 ---------------------------------------------------------------
@@ -519,3 +528,182 @@ class PLossAutoGrad(tensorplay.autograd.Function):
         # Pads output with None because a gradient is necessary for
         # all input arguments.
         return input_grad.view_as(input), target_grad.view_as(input), None, None, None
+
+
+# --- attorch/cross_entropy_loss_layer.py:20-121 ------------------------------------------------
+
+class CrossEntropyLossAutoGrad(tensorplay.autograd.Function):
+    """
+    Autodiff for cross entropy loss.
+    """
+    @staticmethod
+    def forward(
+        ctx: Context,
+        input: Tensor,
+        target: Tensor,
+        weight: Optional[Tensor] = None,
+        ) -> Tensor:
+        assert input.ndim == 2, f'Inputs of rank other than 2 not valid'
+        assert len(input) == len(target), \
+            f'Incompatible input shape ({input.shape}) and target shape ({target.shape})'
+        assert weight is None or len(weight) == input.shape[1], \
+            f'Dimensionality of weight vector ({len(weight)}) and input features ({input.shape[1]}) not equal'
+
+        batch_dim, feat_dim = input.shape
+        BLOCK_SIZE_BATCH = BLOCK_SIZE_BATCH_heuristic({'batch_dim': batch_dim,
+                                                       'feat_dim': feat_dim})
+        out_batch_dim = batch_dim // BLOCK_SIZE_BATCH
+        weighted = weight is not None
+
+        output_dtype = get_output_dtype(input.dtype, autocast='fp32')
+        output = tensorplay.empty(out_batch_dim,
+                                  dtype=output_dtype,
+                                  device=input.device)
+
+        if weighted:
+            sum_weights = tensorplay.empty_like(output, dtype=tensorplay.float32)
+
+        else:
+            sum_weights = None
+
+        # Launches 1D grid where each program operates over BLOCK_SIZE_BATCH rows.
+        grid = lambda META: (cdiv(len(input), META['BLOCK_SIZE_BATCH']),)
+        wrap_triton(cross_entropy_loss_forward_kernel, strided=_CE_FWD_STRIDED)[grid](  # CHANGED: wrap_triton, strided (see top)
+            input, target, weight, sum_weights, output,
+            batch_dim, feat_dim,
+            *input.stride(),
+            weighted=weighted)
+        output = output.sum()
+
+        if weighted:
+            sum_weights = sum_weights.sum()
+            output /= sum_weights
+
+        ctx.sum_weights = sum_weights
+        ctx.weight = weight
+        ctx.output_dtype = output_dtype
+        if input.requires_grad:
+            ctx.save_for_backward(input, target)
+
+        return output
+
+    @staticmethod
+    def backward(
+        ctx: Context,
+        output_grad: Tensor,
+        ) -> Tuple[Optional[Tensor], ...]:
+        (input, target) = ctx.saved_tensors
+        batch_dim, feat_dim = input.shape
+        input_grad = tensorplay.empty_like(input, dtype=ctx.output_dtype)
+
+        # Launches 1D grid where each program operates over BLOCK_SIZE_BATCH rows.
+        grid = lambda META: (cdiv(len(input), META['BLOCK_SIZE_BATCH']),)
+        wrap_triton(cross_entropy_loss_backward_kernel, strided=_CE_BWD_STRIDED)[grid](  # CHANGED: wrap_triton, strided (see top)
+            output_grad, target, input, ctx.weight,
+            ctx.sum_weights, input_grad,
+            batch_dim, feat_dim,
+            *input.stride(),
+            *input_grad.stride(),
+            weighted=ctx.weight is not None)
+
+        # Pads output with None because a gradient is necessary for
+        # all input arguments.
+        return input_grad, None, None
+
+
+# --- attorch/nll_loss_layer.py:19-142 ----------------------------------------------------------
+
+class NLLLossAutoGrad(tensorplay.autograd.Function):
+    """
+    Autodiff for negative log likelihood loss.
+    """
+    @staticmethod
+    def forward(
+        ctx: Context,
+        input: Tensor,
+        target: Tensor,
+        reduction: str,
+        weight: Optional[Tensor] = None,
+        ) -> Tensor:
+        assert len(input) == len(target) and input.shape[2:] == target.shape[1:], \
+            f'Incompatible input shape ({input.shape}) and target shape ({target.shape})'
+        assert weight is None or len(weight) == input.shape[1], \
+            f'Dimensionality of weight vector ({len(weight)}) and input features ({input.shape[1]}) not equal'
+
+        flattened_input = input.unsqueeze(-1) if input.ndim == 2 else input
+        flattened_input = flattened_input.flatten(2, -1)
+
+        flattened_target = target.unsqueeze(-1) if target.ndim == 1 else target
+        flattened_target = flattened_target.flatten(1, -1)
+
+        batch_dim, _, spatial_dim = flattened_input.shape
+        BLOCK_SIZE_BATCH = NLL_BLOCK_SIZE_BATCH_heuristic({'batch_dim': batch_dim,  # CHANGED: renamed, see imports
+                                                           'spatial_dim': spatial_dim})
+        out_batch_dim = batch_dim // BLOCK_SIZE_BATCH
+
+        output_dtype = get_output_dtype(input.dtype, autocast='fp32')
+        sum_weights = (tensorplay.empty(out_batch_dim, dtype=tensorplay.float32, device=input.device)
+                       if reduction == 'mean' else None)
+        output = (tensorplay.empty_like(flattened_target, dtype=output_dtype)
+                  if reduction == 'none' else
+                  tensorplay.empty(out_batch_dim, dtype=output_dtype, device=input.device))
+
+        # Launches 1D grid where each program operates over BLOCK_SIZE_BATCH rows.
+        grid = lambda META: (cdiv(len(input), META['BLOCK_SIZE_BATCH']),)
+        wrap_triton(nll_loss_forward_kernel, strided=_NLL_FWD_STRIDED)[grid](  # CHANGED: wrap_triton, strided (see top)
+            input, target, weight, sum_weights, output,
+            batch_dim, spatial_dim,
+            *flattened_input.stride(),
+            *flattened_target.stride(),
+            *output.stride() if reduction == 'none' else (1, 1),
+            reduction=reduction,
+            weighted=weight is not None)
+
+        if reduction != 'none':
+            output = output.sum()
+
+            if reduction == 'mean' and weight is not None:
+                sum_weights = sum_weights.sum()
+                output /= sum_weights
+
+        else:
+            output = output.view_as(target)
+
+        ctx.sum_weights = sum_weights
+        ctx.reduction = reduction
+        ctx.weight = weight
+        ctx.output_dtype = output_dtype
+        if input.requires_grad:
+            ctx.save_for_backward(input, flattened_target)
+
+        return output
+
+    @staticmethod
+    def backward(
+        ctx: Context,
+        output_grad: Tensor,
+        ) -> Tuple[Optional[Tensor], ...]:
+        (input, flattened_target) = ctx.saved_tensors
+        flattened_input = input.view(len(flattened_target), -1,
+                                     flattened_target.shape[-1])
+        output_grad = (output_grad.view_as(flattened_target)
+                       if output_grad.ndim > 0 else output_grad)
+
+        batch_dim, _, spatial_dim = flattened_input.shape
+        input_grad = tensorplay.zeros_like(flattened_input, dtype=ctx.output_dtype)
+
+        # Launches 1D grid where each program operates over BLOCK_SIZE_BATCH rows.
+        grid = lambda META: (cdiv(len(input), META['BLOCK_SIZE_BATCH']),)
+        wrap_triton(nll_loss_backward_kernel, strided=_NLL_BWD_STRIDED)[grid](  # CHANGED: wrap_triton, strided (see top)
+            output_grad, flattened_target, ctx.weight,
+            ctx.sum_weights, input_grad,
+            batch_dim, spatial_dim,
+            *output_grad.stride() if ctx.reduction == 'none' else (1, 1),
+            *flattened_target.stride(),
+            *input_grad.stride(),
+            reduction=ctx.reduction,
+            weighted=ctx.weight is not None)
+
+        # Pads output with None because a gradient is necessary for
+        # all input arguments.
+        return input_grad.view_as(input), None, None, None
