@@ -182,3 +182,19 @@ CASES += [
     Case("liger.fused_add_rms_norm_y_only", ops.fused_add_rms_norm, _fused_add_rms_inputs, _fused_add_rms_ref,
          grad=(0, 1, 2), n_out=1, gaps=(gaps.LIBDEVICE,)),
 ]
+
+
+def _group_norm_ref(x, w, b, num_channels, num_groups, eps):
+    g = x.reshape(x.shape[0], num_groups, -1)
+    mean = g.mean(-1, keepdims=True)
+    y = ((g - mean) / np.sqrt(((g - mean) ** 2).mean(-1, keepdims=True) + eps)).reshape(x.shape)
+    return (y * w[:, None] + b[:, None],)
+
+
+CASES += [
+    # (batch, channels, hidden): 6 channels in 3 groups, weight and bias per channel (atomic adds
+    # over the batch in the backward)
+    Case("liger.group_norm", ops.group_norm,
+         lambda r, s: (_x(r, 2, 6, 10 * s), r.random(6).astype(_f32) + 0.5, r.random(6).astype(_f32), 6, 3, 1e-5),
+         _group_norm_ref, grad=(0, 1, 2), gaps=(gaps.LIBDEVICE,)),
+]

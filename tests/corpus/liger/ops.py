@@ -23,6 +23,7 @@ import math
 from typing import Optional
 
 import triton
+import triton.language as tl  # for group_norm.py's host dtype choice
 
 import tensorplay
 from tensorplay import Tensor
@@ -43,7 +44,8 @@ from .kernels import (_CASTING_MODE_GEMMA, _CASTING_MODE_LLAMA, _CASTING_MODE_NO
                       _swiglu_backward_kernel, _swiglu_forward_kernel, _triton_rope,
                       _sparsemax_backward_kernel, _sparsemax_forward_kernel,
                       _poly_norm_backward_kernel, _poly_norm_forward_kernel,
-                      _fused_add_rms_norm_backward_kernel, _fused_add_rms_norm_forward_kernel)
+                      _fused_add_rms_norm_backward_kernel, _fused_add_rms_norm_forward_kernel,
+                      _group_norm_backward_kernel, _group_norm_forward_kernel)
 
 
 # --- src/liger_kernel/ops/utils.py -------------------------------------------------------------
@@ -1700,3 +1702,124 @@ def _fused_add_rms_norm_backward(ctx, dY, dS_out, dRSTD):
 
 
 fused_add_rms_norm.register_autograd(_fused_add_rms_norm_backward, setup_context=_fused_add_rms_norm_setup)
+
+
+# --- group_norm.py -----------------------------------------------------------------------------
+
+# CHANGED: upstream's module-level MAX_FUSED_SIZE (16384 on npu), renamed as kl_div's and jsd's are here
+GROUP_NORM_MAX_FUSED_SIZE = 65536
+
+
+def group_norm_forward(X, num_channels, num_groups, W, B, eps):
+    shape = X.shape
+    batch_size = shape[0]
+    channels_per_group = num_channels // num_groups
+    # Reshape X so that the mean and std are computed across the groups
+    X = X.view(batch_size, num_groups, -1).contiguous()
+    hidden_size = X.shape[-1]
+    BLOCK_SIZE = min(GROUP_NORM_MAX_FUSED_SIZE, triton.next_power_of_2(hidden_size))  # CHANGED: renamed constant
+    Y = tensorplay.empty((batch_size, num_groups, hidden_size), dtype=X.dtype, device=X.device)
+    Mean = tensorplay.zeros((batch_size, num_groups), dtype=X.dtype, device=X.device)
+    RSTD = tensorplay.zeros((batch_size, num_groups), dtype=X.dtype, device=X.device)
+
+    wrap_triton(_group_norm_forward_kernel)[(batch_size, num_groups)](  # CHANGED: wrap_triton
+        Y,
+        Y.stride(0),
+        Y.stride(1),
+        X,
+        X.stride(0),
+        X.stride(1),
+        Mean,
+        Mean.stride(0),
+        Mean.stride(1),
+        RSTD,
+        RSTD.stride(0),
+        RSTD.stride(1),
+        W,
+        B,
+        hidden_size,
+        channels_per_group,
+        eps,
+        BLOCK_SIZE=BLOCK_SIZE,
+    )
+    # Return tensors in the original shape
+    return Y.view(*shape), X.view(*shape), Mean, RSTD, BLOCK_SIZE
+
+
+def group_norm_backward(dY, X, W, B, Mean, RSTD, num_channels, num_groups):
+    shape = dY.shape
+    batch_size = shape[0]
+    hidden_size = dY.shape[-1]
+    channels_per_group = num_channels // num_groups
+    dY = dY.view(batch_size, num_groups, -1)
+    DX = tensorplay.empty(
+        (batch_size, num_groups, hidden_size * channels_per_group),
+        dtype=X.dtype,
+        device=X.device,
+    )
+    DW = tensorplay.zeros((num_channels), dtype=W.dtype, device=W.device)
+    DB = tensorplay.zeros((num_channels), dtype=B.dtype, device=B.device)
+    triton_dtype = tl.float32 if X.dtype == tensorplay.float32 else tl.bfloat16
+
+    BLOCK_SIZE = min(GROUP_NORM_MAX_FUSED_SIZE, triton.next_power_of_2(hidden_size))  # CHANGED: renamed constant
+    wrap_triton(_group_norm_backward_kernel)[(batch_size, num_groups)](  # CHANGED: wrap_triton
+        X,
+        X.stride(0),
+        X.stride(1),
+        W,
+        Mean,
+        Mean.stride(0),
+        Mean.stride(1),
+        RSTD,
+        DX,
+        DW,
+        DB,
+        dY,
+        hidden_size,
+        channels_per_group,
+        BLOCK_SIZE=BLOCK_SIZE,
+        dtype=triton_dtype,
+    )
+
+    # Return tensors in the original shape
+    return DX.view(*shape), DW, DB
+
+
+@triton_op("liger::group_norm", mutates_args=())
+def group_norm(X: Tensor, affine_scaling_weight: Tensor, affine_shifting_bias: Tensor, num_channels: int,
+               num_groups: int, eps: float) -> tuple[Tensor, Tensor, Tensor]:
+    X = X.contiguous()  # CHANGED: @ensure_contiguous
+    Y, X, Mean, RSTD, BLOCK_SIZE = group_norm_forward(
+        X,
+        num_channels,
+        num_groups,
+        affine_scaling_weight,
+        affine_shifting_bias,
+        eps,
+    )
+    return Y, Mean, RSTD  # CHANGED: Mean and RSTD are outputs (the op's backward needs them; ctx is not available)
+
+
+@triton_op("liger::group_norm_backward", mutates_args=())
+def group_norm_bwd(dY: Tensor, X: Tensor, W: Tensor, B: Tensor, Mean: Tensor, RSTD: Tensor, num_channels: int,
+                   num_groups: int) -> tuple[Tensor, Tensor, Tensor]:
+    dY, X = dY.contiguous(), X.contiguous()  # CHANGED: @ensure_contiguous
+    return group_norm_backward(dY, X, W, B, Mean, RSTD, num_channels, num_groups)
+
+
+def _group_norm_setup(ctx, inputs, output):
+    X, W, B, num_channels, num_groups, eps = inputs
+    ctx.num_channels = num_channels
+    ctx.num_groups = num_groups
+    ctx.save_for_backward(X, W, B, output[1], output[2])
+    # CHANGED: the Function kept Mean and RSTD on ctx; as op outputs they are declared non-differentiable
+    ctx.mark_non_differentiable(output[1], output[2])
+
+
+def _group_norm_backward(ctx, dY, dMean, dRSTD):
+    X, W, B, Mean, RSTD = ctx.saved_tensors
+    DX, DW, DB = group_norm_bwd(dY, X, W, B, Mean, RSTD, ctx.num_channels, ctx.num_groups)
+    return DX, DW, DB, None, None, None
+
+
+group_norm.register_autograd(_group_norm_backward, setup_context=_group_norm_setup)
