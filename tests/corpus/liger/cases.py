@@ -198,3 +198,30 @@ CASES += [
          lambda r, s: (_x(r, 2, 6, 10 * s), r.random(6).astype(_f32) + 0.5, r.random(6).astype(_f32), 6, 3, 1e-5),
          _group_norm_ref, grad=(0, 1, 2), gaps=(gaps.LIBDEVICE,)),
 ]
+
+
+def _mrope_ref(q, k, cos, sin, mrope_section, unsqueeze_dim=1):
+    # frequency i of the first half takes its cos/sin from section t, h or w (cos[0], [1], [2])
+    half = q.shape[-1] // 2
+    which = np.repeat(np.arange(3), mrope_section)                      # (half,)
+    c = cos[which, :, :, np.arange(half)].transpose(1, 2, 0)            # (B, S, half)
+    s = sin[which, :, :, np.arange(half)].transpose(1, 2, 0)
+    c, s = c[:, None], s[:, None]                                       # against (B, H, S, half)
+
+    def rot(t):
+        t1, t2 = t[..., :half], t[..., half:]
+        return np.concatenate([t1 * c - t2 * s, t2 * c + t1 * s], -1)
+    return (rot(q), rot(k))
+
+
+def _mrope_inputs(r, scale):
+    B, Hq, Hk, S, D = 2, 4 * scale, 2 * scale, 3 * scale, 16 * scale
+    ang = r.random((3, B, S, D // 2)) * 3
+    ang = np.concatenate([ang, ang], -1)
+    section = [2 * scale, 3 * scale, 3 * scale]                         # t, h, w: sums to D // 2
+    return (_x(r, B, Hq, S, D), _x(r, B, Hk, S, D), np.cos(ang).astype(_f32), np.sin(ang).astype(_f32), section)
+
+
+CASES += [
+    Case("liger.qwen2vl_mrope", ops.qwen2vl_mrope, _mrope_inputs, _mrope_ref, grad=(0, 1), n_out=2),
+]
