@@ -1,11 +1,16 @@
-"""A corpus of third-party Triton kernels (Liger-Kernel, Unsloth, FlagGems), run as triton_ops.
+"""A corpus of third-party Triton kernels (Liger-Kernel, Unsloth, FlagGems as triton_ops; attorch as
+its own autograd Functions).
 
 The kernels are copied verbatim from their libraries (``tests/corpus/<library>/kernels.py``, with
 licence notices and the upstream commit); the host code is what a torch user migrating writes
 (``tests/corpus/<library>/ops.py``: ``triton_op``, ``wrap_triton``, ``register_autograd``; each
 line that had to change says ``# CHANGED: why``). Each op runs on cpu through Triton's
 interpreter, forward and backward, against a float64 NumPy reference (gradients by central finite
-differences of that reference), and through ``tensorplay.library.opcheck``.
+differences of that reference), and through ``tensorplay.library.opcheck``. attorch's kernels
+keep their library's ``autograd.Function``s (``tests/corpus/attorch/layers.py``, migrated to
+``tensorplay.autograd.Function``): the same forward and gradient check, and instead of opcheck
+``corpus.check.check_function`` (no graph without grad, one gradient argument at a time,
+a non-contiguous first argument) and ``check_function_compiled`` (inside ``tensorplay.compile``).
 
 A case that hits a known gap (``tests/corpus/gaps.py``) is ``xfail(strict=True)`` with the gap
 named, while the gap's probe shows it is still there (once fixed, the case is a plain test with
@@ -27,12 +32,16 @@ pytest.importorskip("tensorplay_triton", reason="tensorplay-triton is not instal
 np = pytest.importorskip("numpy")
 
 import tensorplay
-from corpus import all_cases
-from corpus.check import check_forward_and_gradients, check_opcheck
+from corpus import all_cases, function_cases
+from corpus.cases import finite_difference_grads
+from corpus.check import (check_forward_and_gradients, check_function, check_function_compiled,
+                          check_opcheck)
 from tensorplay.errors import OpCheckError
+from tensorplay_triton import TritonLaunchError
 from triton.runtime.errors import InterpreterError
 
 CASES = all_cases()
+FUNCTION_CASES = function_cases()
 _TESTS_DIR = pathlib.Path(__file__).parent
 
 
@@ -40,9 +49,9 @@ class IsolatedCaseFailed(AssertionError):
     """A case run in its own process (``Case.isolate``) failed or crashed."""
 
 
-def _params(isolated):
+def _params(isolated, cases=CASES):
     out = []
-    for c in CASES:
+    for c in cases:
         if c.isolate != isolated:
             continue
         present = [g.reason for g in c.gaps if g.present]
@@ -74,6 +83,22 @@ def test_corpus_size_and_licences():
         assert c.grad, c.id   # every case checks at least one gradient
 
 
+def test_function_corpus_licences():
+    """The autograd.Function cases: at least 10, each library with its licence file and upstream
+    commit, every case checking a gradient, ids distinct from the op cases'."""
+    libs = {c.id.split(".")[0] for c in FUNCTION_CASES}
+    assert len(FUNCTION_CASES) >= 10 and libs, (len(FUNCTION_CASES), libs)
+    ids = [c.id for c in FUNCTION_CASES]
+    assert len(set(ids)) == len(ids) and not set(ids) & {c.id for c in CASES}
+    root = _TESTS_DIR / "corpus"
+    for lib in libs:
+        assert (root / lib / "LICENSE").is_file(), lib
+        head = (root / lib / "kernels.py").read_text()[:3000]
+        assert "Upstream: https://github.com/" in head and "at commit " in head, lib
+    for c in FUNCTION_CASES:
+        assert c.grad, c.id
+
+
 @pytest.mark.parametrize("case", _params(False))
 def test_forward_and_gradients_match_numpy(case):
     check_forward_and_gradients(case, _cpu())
@@ -84,7 +109,66 @@ def test_opcheck(case):
     check_opcheck(case, _cpu())
 
 
-@pytest.mark.parametrize("case", _params(True))
+def _device(name):
+    if name == "cpu":
+        return _cpu()
+    ok, why = tensorplay.plugins.device_status(name)
+    if not ok:
+        pytest.skip(f"{name} unavailable: {why}")
+    return name
+
+
+# the Functions launch their kernels from forward/backward themselves (no triton_op, so
+# bench_corpus.py's cuda run does not reach them): cuda here, for the GPU run
+_FUNCTION_DEVICES = ["cpu", pytest.param("cuda", marks=[pytest.mark.cuda])]
+
+
+@pytest.mark.parametrize("device", _FUNCTION_DEVICES)
+@pytest.mark.parametrize("case", _params(False, FUNCTION_CASES))
+def test_function_forward_and_gradients_match_numpy(case, device):
+    check_forward_and_gradients(case, _device(device))
+
+
+def _contract_params():
+    out = []
+    for p in _params(False, FUNCTION_CASES):
+        (case,) = p.values
+        if case.upstream_bug:
+            p = pytest.param(case, id=p.id, marks=[*p.marks, pytest.mark.xfail(
+                strict=True, raises=AssertionError, reason=f"upstream bug: {case.upstream_bug}")])
+        out.append(p)
+    return out
+
+
+@pytest.mark.parametrize("device", _FUNCTION_DEVICES)
+@pytest.mark.parametrize("case", _contract_params())
+def test_function_contract(case, device):
+    check_function(case, _device(device))
+
+
+@pytest.mark.parametrize("device", _FUNCTION_DEVICES)
+@pytest.mark.parametrize("case", _params(False, FUNCTION_CASES))
+def test_function_compiled_without_grad(case, device):
+    check_function_compiled(case, _device(device))
+
+
+@pytest.mark.xfail(strict=True, raises=TritonLaunchError, reason=(
+    "mean's gradient is a broadcast view in tensorplay (tensorplay/_ops/reduction.py _mean_bw "
+    "divides, then expands: stride 0), a full contiguous tensor in torch (expand, then divide); "
+    "attorch's elementwise backward kernels read output_grad as contiguous, so the launch is "
+    "refused here where torch's runs (sum's gradient is a stride-0 view in both)"))
+def test_function_backward_after_a_mean_loss():
+    """The usual training loss, ``out.mean().backward()``, through attorch's activation Function."""
+    (case,) = [c for c in FUNCTION_CASES if c.id == "attorch.act_gelu"]
+    np_args = case.inputs(np.random.default_rng(0), 1)
+    x = tensorplay.tensor(np_args[0], requires_grad=True)
+    out = case.op(x, *np_args[1:])
+    out.mean().backward()
+    (want,) = finite_difference_grads(case, np_args, [np.full(out.shape, 1.0 / out.numel())])
+    np.testing.assert_allclose(x.grad.numpy(), want, atol=1e-5, rtol=1e-3)
+
+
+@pytest.mark.parametrize("case", _params(True, [*CASES, *FUNCTION_CASES]))
 def test_isolated_case(case):
     """Both checks, in a fresh process (the case's kernels write out of bounds under a known gap)."""
     _cpu()

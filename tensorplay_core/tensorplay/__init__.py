@@ -35,7 +35,8 @@ half, float, double, long, int, short = float16, float32, float64, int64, int32,
 # torch's constants (torch.nan, torch.inf, torch.pi, torch.e): Python floats
 e, inf, nan, pi = _math.e, _math.inf, _math.nan, _math.pi
 
-from ._factories import (arange, as_tensor, cat, empty, empty_like, empty_strided,  # noqa: E402
+from ._factories import (arange, as_tensor, cat, concat, concatenate, empty,  # noqa: E402
+                         empty_like, empty_strided,
                          eye, from_dlpack, from_numpy, full, full_like, linspace, manual_seed,
                          ones, ones_like, rand, rand_like, randint, randn, randn_like, stack,
                          tensor, where, zeros, zeros_like)
@@ -467,7 +468,7 @@ __all__ = [
     "tensor", "as_tensor", "from_numpy", "from_dlpack", "empty", "zeros", "ones", "full", "arange",
     "rand", "randn", "empty_like", "empty_strided", "Tag", "zeros_like", "ones_like",
     "full_like", "rand_like",
-    "randn_like", "manual_seed", "cat", "stack", "where", "eye", "linspace", "randint",
+    "randn_like", "manual_seed", "cat", "concat", "concatenate", "stack", "where", "eye", "linspace", "randint",
     "add", "sub", "mul", "div", "pow", "neg", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid",
     "relu", "abs", "sin", "cos", "erf", "maximum", "minimum", "matmul", "eq", "ne", "lt", "le",
     "gt", "ge", "clone", "logical_and", "logical_or", "logical_not", "bitwise_and",

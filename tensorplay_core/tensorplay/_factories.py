@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "empty", "zeros", "ones", "full",
            "arange", "rand", "randn", "empty_like", "zeros_like", "ones_like", "full_like",
-           "rand_like", "randn_like", "manual_seed", "cat", "stack", "where", "eye", "linspace",
-           "randint"]
+           "rand_like", "randn_like", "manual_seed", "cat", "concat", "concatenate", "stack", "where",
+           "eye", "linspace", "randint"]
 
 _CPU = Device("cpu")
 from ._device import canonical  # noqa: E402 - a tensor's device: cpu:0 is cpu, cuda is cuda:0
@@ -624,12 +624,24 @@ def seed_new_backend(backend) -> None:
         backend.manual_seed(_SEED[0])
 
 
-def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    """Concatenate along ``dim`` (same as ``torch.cat``)."""
+def cat(tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None) -> Tensor:
+    """Concatenate along ``dim`` (same as ``torch.cat``; ``axis=`` is NumPy's name for ``dim``,
+    which torch also takes). ``RuntimeError`` for an empty sequence."""
     tensors = list(tensors)
     if not tensors:   # nothing to dispatch on: torch's error rather than a DispatchError
         raise RuntimeError("cat(): expected a non-empty list of Tensors")
-    return O.cat(tensors, dim)
+    return O.cat(tensors, dim if axis is None else axis)
+
+
+def concat(tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None) -> Tensor:
+    """Alias of :func:`cat` (same as ``torch.concat``): the same results, gradients and errors."""
+    return cat(tensors, dim, axis=axis)
+
+
+def concatenate(tensors: Sequence[Tensor], axis: int = 0, *, dim: int | None = None) -> Tensor:
+    """Alias of :func:`cat` (same as ``torch.concatenate``, whose positional name is NumPy's
+    ``axis``; ``dim=`` is taken too)."""
+    return cat(tensors, axis if dim is None else dim)
 
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:

@@ -11,6 +11,8 @@ A :class:`Case` gives everything ``tests/test_corpus.py`` (cpu, Triton's interpr
 * ``grad``: indices of the arguments whose gradients are checked, against central finite
   differences of ``ref`` (float64), for the loss ``sum(out_i * dy_i)`` over the compared outputs;
 * ``gaps``: the known gaps (``corpus.gaps``) that make the case fail while they are there;
+* ``upstream_bug``: a bug of the library's own host code that ``check_function`` exposes (the
+  Function cases' contract test is then a strict xfail naming it);
 * ``isolate``: run the case in a fresh process (``python -m corpus.check ID``): set where a known
   gap makes a kernel write out of bounds, which would corrupt the test process.
 
@@ -39,14 +41,23 @@ class Case:
     rtol: float = 1e-4
     gaps: tuple = ()
     isolate: bool = False
+    # a bug of the library itself that check_function's non-contiguous run shows (the same code
+    # fails the same way under torch): that test is a strict xfail naming it
+    upstream_bug: str | None = None
     # the library's own torch path for the benchmark: a callable taking torch tensors (by position,
     # same order as the op) and returning the compared outputs; filled in by bench_corpus.py
     torch_ref: str | None = None
 
 
+def c_array(a):
+    """A C-contiguous copy of ``a`` keeping its shape (``np.ascontiguousarray`` makes a 0-d array
+    1-d: a 0-d input, such as Liger's PolyNorm bias, would reach the op as shape (1,))."""
+    return np.array(a, order="C", copy=True)
+
+
 def to_tensor(a, device, requires_grad=False):
     if isinstance(a, np.ndarray):
-        t = tensorplay.tensor(np.ascontiguousarray(a), device=device)
+        t = tensorplay.tensor(c_array(a), device=device)
         if requires_grad:
             t.requires_grad_()
         return t

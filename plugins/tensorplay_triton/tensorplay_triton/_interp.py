@@ -814,6 +814,33 @@ def _build_bf16() -> list:
             return TH(_down(src.data.astype(np.float32), bf), tbf)
         return orig_cast(self, src, dst_type)
 
+    orig_rmw = B.create_atomic_rmw
+    native = interp._interpreter
+    fadd = interp._ir.ATOMIC_OP.FADD
+
+    def create_atomic_rmw(self, rmwOp, ptr, val, mask, sem, scope):
+        # Triton's C++ atomic has no bfloat16 ("Unsupported data type"), a GPU has bf16 atomic
+        # adds (the only bf16 atomic Triton's frontend allows): programs run one at a time here,
+        # so lane by lane, in order (lanes may share an address), a load, the addition in float32
+        # rounded to bf16, and a store is the atomic add; the old values are returned, as
+        # Triton's atomics return them
+        fn = np.add if rmwOp == fadd and val.dtype.scalar == tbf else None
+        if fn is None:
+            return orig_rmw(self, rmwOp, ptr, val, mask, sem, scope)
+        shape = np.shape(ptr.data)
+        ptrs = np.ascontiguousarray(np.broadcast_to(ptr.data, shape)).reshape(-1)
+        vals = np.broadcast_to(val.data, shape).reshape(-1)
+        lanes = np.broadcast_to(mask.data, shape).reshape(-1)
+        old = np.zeros(ptrs.shape, np.uint16)
+        one, zero = np.ones(1, bool), np.zeros(1, np.uint16)
+        for i in np.flatnonzero(lanes):
+            p = ptrs[i:i + 1]
+            o = native.load(p, one, zero, np.dtype(np.uint16))
+            old[i] = o[0]
+            native.store(p, _down(fn(_up(o, bf), _up(vals[i:i + 1].copy(), bf)), bf), one)
+        return TH(old.reshape(shape), tbf)
+
+    sets.append((B, "create_atomic_rmw", create_atomic_rmw))
     sets.append((B, "cast_impl", cast_impl))
     if not hasattr(B, "get_bf16"):   # Triton 3.6: a bf16 constant (``x * 2.0``) had no builder
         sets.append((B, "get_bf16", lambda self, value: TH(_down(np.array([value], np.float32), bf), tbf)))

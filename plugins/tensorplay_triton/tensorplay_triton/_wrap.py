@@ -591,6 +591,8 @@ class TritonKernelWrapper:
     # -- fake / capture ----------------------------------------------------------------------
     def _no_launch(self, grid, args, kwargs):
         tensors = [a for a in list(args) + list(kwargs.values()) if isinstance(a, Tensor)]
+        if _is_autotuner(self.kernel):
+            _choose_untimed(self.kernel, args, kwargs, tensors)
         if any(t.capture_info is not None for t in tensors):
             # inside tensorplay.compile: one graph node that launches when the graph runs
             from ._graphlaunch import record_launch
@@ -762,6 +764,39 @@ def _no_torch_import():
         sys.meta_path.remove(blocker)
 
 
+def _is_autotuner(kernel) -> bool:
+    from triton.runtime.autotuner import Autotuner
+    return isinstance(kernel, Autotuner)
+
+
+def _choose_untimed(at, args, kwargs, tensors):
+    """A launch of autotuner ``at`` that does not run (recorded by ``tensorplay.compile``, or
+    skipped on fake tensors) still sets ``at.best_config`` where the real launch's choice is
+    known without timing, so host code reading it after the launch (attorch's
+    ``kernel.best_config.kwargs['BLOCK_SIZE']``) sees the config the launch will use: the config
+    already chosen for this key (``at.cache``, any device); else, on cpu (Triton's interpreter,
+    ``_interp._no_timing``), the first config the pruning keeps. A cuda launch not yet tuned is
+    timed when it runs: nothing is chosen here."""
+    names = at.arg_names
+    nargs = dict(zip(names, args))
+    all_args = {**nargs, **kwargs}
+    key = [all_args[k] for k in at.keys if k in all_args]
+    for a in all_args.values():
+        if hasattr(a, "dtype"):
+            key.append(str(a.dtype))
+    config = at.cache.get(tuple(key)) if len(at.configs) > 1 else at.configs[0]
+    if config is None:
+        if not tensors or any(t.device.type != "cpu" for t in tensors):
+            return
+        saved = getattr(at, "nargs", None)
+        at.nargs = nargs              # what early_config_prune receives in Autotuner.run
+        try:
+            config = list(at.prune_configs(kwargs))[0]
+        finally:
+            at.nargs = saved
+    at.best_config = config
+
+
 def wrap_triton(kernel, *, strided=()):
     """Make a Triton kernel launchable on tensorplay tensors: ``wrap_triton(k)[grid](*args)``.
 
@@ -770,8 +805,11 @@ def wrap_triton(kernel, *, strided=()):
     grid-indexable launcher. Idempotent: a wrapper is returned as is, and wrapping the same kernel
     again returns the same wrapper (cheap to call inside an op body on every call).
 
-    ``strided``: names of pointer parameters that may receive non-contiguous cuda tensors (the
-    kernel then takes their strides as arguments); other cuda tensors must be contiguous.
+    ``strided``: names of pointer parameters that may receive non-contiguous tensors (the kernel
+    then takes their strides as arguments); every other tensor argument must be contiguous, on
+    every device (cpu too), or the launch raises ``TritonLaunchError`` naming the parameter.
+    torch's ``wrap_triton`` passes any tensor's pointer unchecked: code migrated from torch whose
+    kernels take strides lists those parameters here (tests/corpus/attorch/layers.py does).
 
     Inside a ``tensorplay.library.triton_op`` this is the only way kernels should be launched: the
     launch is skipped on fake tensors (so the op body is its own fake kernel) and refused on tensors

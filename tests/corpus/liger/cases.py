@@ -132,3 +132,96 @@ CASES += [
          _dyt_ref, grad=(0, 1, 2, 3), gaps=(gaps.LIBDEVICE,)),
     Case("liger.cross_entropy", ops.cross_entropy, _ce_inputs, _ce_ref),
 ]
+
+
+def _sparsemax_ref(x, dim=-1):
+    z = np.moveaxis(x, dim, -1)
+    zs = -np.sort(-z, -1)
+    k = np.arange(1, z.shape[-1] + 1)
+    css = np.cumsum(zs, -1)
+    support = zs * k > css - 1
+    kz = support.sum(-1, keepdims=True)
+    tau = (np.take_along_axis(css, kz - 1, -1) - 1) / kz
+    return (np.moveaxis(np.maximum(z - tau, 0), -1, dim),)
+
+
+CASES += [
+    # dim 1 of 3: the host transposes to the last dim and back (a non-contiguous output)
+    Case("liger.sparsemax", ops.sparsemax, lambda r, s: (2 * _x(r, 2, 9 * s, 5 * s), 1), _sparsemax_ref),
+]
+
+
+def _poly_norm_ref(x, w, b, eps=1e-6):
+    def norm(u):
+        return u / np.sqrt((u * u).mean(-1, keepdims=True) + eps)
+    return (w[0] * norm(x ** 3) + w[1] * norm(x * x) + w[2] * norm(x) + b,)
+
+
+CASES += [
+    # 7 rows over one program on cpu (sm_count 1): the backward's row loop runs range(0, min(...))
+    Case("liger.poly_norm", ops.poly_norm,
+         lambda r, s: (_x(r, 7 * s, 24 * s), np.array([0.5, -0.3, 1.2], _f32), np.array(0.25, _f32), 1e-6),
+         _poly_norm_ref, grad=(0, 1, 2), gaps=(gaps.LIBDEVICE,), atol=1e-4, rtol=1e-3),
+]
+
+
+def _fused_add_rms_ref(x, r, w, eps, offset=0.0, casting_mode="llama"):
+    s = x + r
+    return (s / np.sqrt((s * s).mean(-1, keepdims=True) + eps) * (offset + w), s)
+
+
+def _fused_add_rms_inputs(r, s):
+    return (_x(r, 2, 3 * s, 40 * s), _x(r, 2, 3 * s, 40 * s), r.random(40 * s).astype(_f32) + 0.5, 1e-6, 0.5)
+
+
+CASES += [
+    # both outputs in the loss (the backward adds dS_out into dX, the gradient of X and of R)
+    Case("liger.fused_add_rms_norm", ops.fused_add_rms_norm, _fused_add_rms_inputs, _fused_add_rms_ref,
+         grad=(0, 1, 2), n_out=2, gaps=(gaps.LIBDEVICE,)),
+    # the residual output unused: its gradient reaches the formula as zeros (materialized, as torch's)
+    Case("liger.fused_add_rms_norm_y_only", ops.fused_add_rms_norm, _fused_add_rms_inputs, _fused_add_rms_ref,
+         grad=(0, 1, 2), n_out=1, gaps=(gaps.LIBDEVICE,)),
+]
+
+
+def _group_norm_ref(x, w, b, num_channels, num_groups, eps):
+    g = x.reshape(x.shape[0], num_groups, -1)
+    mean = g.mean(-1, keepdims=True)
+    y = ((g - mean) / np.sqrt(((g - mean) ** 2).mean(-1, keepdims=True) + eps)).reshape(x.shape)
+    return (y * w[:, None] + b[:, None],)
+
+
+CASES += [
+    # (batch, channels, hidden): 6 channels in 3 groups, weight and bias per channel (atomic adds
+    # over the batch in the backward)
+    Case("liger.group_norm", ops.group_norm,
+         lambda r, s: (_x(r, 2, 6, 10 * s), r.random(6).astype(_f32) + 0.5, r.random(6).astype(_f32), 6, 3, 1e-5),
+         _group_norm_ref, grad=(0, 1, 2), gaps=(gaps.LIBDEVICE,)),
+]
+
+
+def _mrope_ref(q, k, cos, sin, mrope_section, unsqueeze_dim=1):
+    # frequency i of the first half takes its cos/sin from section t, h or w (cos[0], [1], [2])
+    half = q.shape[-1] // 2
+    which = np.repeat(np.arange(3), mrope_section)                      # (half,)
+    c = cos[which, :, :, np.arange(half)].transpose(1, 2, 0)            # (B, S, half)
+    s = sin[which, :, :, np.arange(half)].transpose(1, 2, 0)
+    c, s = c[:, None], s[:, None]                                       # against (B, H, S, half)
+
+    def rot(t):
+        t1, t2 = t[..., :half], t[..., half:]
+        return np.concatenate([t1 * c - t2 * s, t2 * c + t1 * s], -1)
+    return (rot(q), rot(k))
+
+
+def _mrope_inputs(r, scale):
+    B, Hq, Hk, S, D = 2, 4 * scale, 2 * scale, 3 * scale, 16 * scale
+    ang = r.random((3, B, S, D // 2)) * 3
+    ang = np.concatenate([ang, ang], -1)
+    section = [2 * scale, 3 * scale, 3 * scale]                         # t, h, w: sums to D // 2
+    return (_x(r, B, Hq, S, D), _x(r, B, Hk, S, D), np.cos(ang).astype(_f32), np.sin(ang).astype(_f32), section)
+
+
+CASES += [
+    Case("liger.qwen2vl_mrope", ops.qwen2vl_mrope, _mrope_inputs, _mrope_ref, grad=(0, 1), n_out=2),
+]

@@ -1,0 +1,80 @@
+"""An autotuned kernel's ``best_config`` after a launch that did not run: under
+``tensorplay.compile`` (the launch is recorded as a graph node) and on fake tensors (the launch is
+skipped: a triton_op body as its own fake kernel).
+
+Found by the corpus: attorch's ``PLossAutoGrad.forward`` launches ``p_loss_forward_kernel``
+(``@triton.autotune``) and then reads ``p_loss_forward_kernel.best_config.kwargs['BLOCK_SIZE']``
+to size its partial sums. Eagerly the launch chooses the config; inside ``tensorplay.compile``
+nothing had chosen one, and the host code raised ``AttributeError: 'Autotuner' object has no
+attribute 'best_config'`` (attorch.mse_loss under compile, no grad). A launch that does not run
+now makes the choice the launch would make where it is known without timing (cpu: the first
+config the pruning keeps, as the interpreter's launch does; any device: a config already chosen
+for the same key), so the host code sees the config the graph's launch will use.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("triton", reason="triton is not installed (pip install tensorplay-triton)")
+pytest.importorskip("tensorplay_triton", reason="tensorplay-triton is not installed")
+
+import tensorplay
+import triton
+import triton.language as tl
+from tensorplay import library
+from tensorplay.fake import FakeTensorMode
+from tensorplay.library import triton_op, wrap_triton
+
+
+def _make_kernel(prune=None):
+    """A fresh autotuned kernel (nothing chosen yet): per-program partial sums of BLOCK elements."""
+    @triton.autotune(configs=[triton.Config({"BLOCK": 16}), triton.Config({"BLOCK": 32})],
+                     key=["n"], prune_configs_by=prune)
+    @triton.jit
+    def partial_sums(X, OUT, n, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        offs = pid * BLOCK + tl.arange(0, BLOCK)
+        tl.store(OUT + pid, tl.sum(tl.load(X + offs, mask=offs < n, other=0.0)))
+    return partial_sums
+
+
+def _total(kernel, x):
+    """attorch's host pattern: launch with a grid over META, then read best_config."""
+    n = x.numel()
+    out = tensorplay.zeros(triton.cdiv(n, 8), dtype=x.dtype, device=x.device)
+    wrap_triton(kernel)[lambda META: (triton.cdiv(n, META["BLOCK"]),)](x, out, n)
+    block = kernel.best_config.kwargs["BLOCK"]
+    return out[:triton.cdiv(n, block)].sum()
+
+
+def _prune_to_32(configs, named_args, **kwargs):
+    return [c for c in configs if c.kwargs["BLOCK"] == 32]
+
+
+@pytest.mark.parametrize("prune", [None, {"early_config_prune": _prune_to_32}],
+                         ids=["first-config", "pruned"])
+def test_best_config_inside_compile(prune):
+    x = tensorplay.arange(100, dtype=tensorplay.float32)
+    eager_kernel = _make_kernel(prune)
+    want = _total(eager_kernel, x).item()
+    kernel = _make_kernel(prune)                         # fresh: the compiled call chooses first
+    got = tensorplay.compile(lambda t: _total(kernel, t))(x)
+    assert got.item() == want == 4950.0
+    assert kernel.best_config.kwargs == eager_kernel.best_config.kwargs
+
+
+def test_best_config_on_fake_tensors_and_opcheck():
+    kernel = _make_kernel()
+
+    @triton_op("corpus_autotune_probe::total", mutates_args=())
+    def total(x: tensorplay.Tensor) -> tensorplay.Tensor:
+        return _total(kernel, x)
+
+    with FakeTensorMode():                               # the first launch is a skipped one
+        fake = total(tensorplay.empty(40))
+    assert fake.shape == ()
+    assert kernel.best_config.kwargs == {"BLOCK": 16}
+    x = tensorplay.arange(40, dtype=tensorplay.float32)
+    assert total(x).item() == 780.0
+    assert library.opcheck(total, (x,)) == {}
