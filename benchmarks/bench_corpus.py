@@ -159,7 +159,8 @@ class _Side:
         def conv(a, grad):
             if not isinstance(a, np.ndarray):
                 return a
-            t = fw.tensor(np.ascontiguousarray(a), device=device)
+            # (np.ascontiguousarray makes a 0-d array 1-d: liger.poly_norm has 0-d inputs)
+            t = fw.tensor(np.array(a, order="C", copy=True), device=device)
             return t.requires_grad_() if grad else t
 
         self.args = [conv(a, i in case.grad) for i, a in enumerate(np_args)]

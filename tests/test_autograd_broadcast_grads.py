@@ -1,7 +1,8 @@
-"""Gradients that are a broadcast of fewer elements (the backward of ``sum``/``mean``) stay
-broadcast views through the formulas that can read them as such: ``mean`` divides before it
-expands, and a 2-D ``matmul`` whose output gradient is one element broadcast takes row and
-column sums instead of two full products. Values are those of the formulas written out (bit
+"""Gradients that are a broadcast of fewer elements (the backward of ``sum``) stay broadcast
+views through the formulas that can read them as such: a 2-D ``matmul`` whose output gradient
+is one element broadcast takes row and column sums instead of two full products. ``mean``'s
+gradient is torch's: expanded, then divided -- a full contiguous tensor, as user backward code
+(a Triton kernel reading it as contiguous) receives it under torch. Values are those of the formulas written out (bit
 for bit where the arithmetic is the same); ``.grad`` is still a dense tensor of its own."""
 
 from __future__ import annotations
@@ -20,14 +21,14 @@ def _hooked(y):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
-def test_full_mean_hands_on_one_divided_element_broadcast(dtype):
+def test_full_mean_hands_on_a_contiguous_gradient_as_torch(dtype):
     d = getattr(tp, dtype)
     x = tp.randn(5, 6).to(d).requires_grad_()
     y = x * 2.0
     seen = _hooked(y)
     y.mean().backward()
     (strides, g), = seen
-    assert strides == (0, 0)                       # a view of one element, not 30 written
+    assert strides == (6, 1)                       # torch's layout: expanded, then divided
     want = (np.ones((), dtype) / np.array(30.0, dtype)).astype(dtype)   # the seed / n
     np.testing.assert_array_equal(g, np.broadcast_to(want, (5, 6)))
     np.testing.assert_array_equal(x.grad.numpy(), np.broadcast_to(want * np.array(2, dtype),
@@ -36,7 +37,7 @@ def test_full_mean_hands_on_one_divided_element_broadcast(dtype):
 
 
 @pytest.mark.parametrize("keepdim", [False, True])
-def test_mean_over_a_dim_divides_the_incoming_gradient_then_expands(keepdim):
+def test_mean_over_a_dim_expands_then_divides_as_torch(keepdim):
     x = tp.randn(4, 7, 3, requires_grad=True)
     y = x * 1.5
     seen = _hooked(y)
@@ -44,8 +45,8 @@ def test_mean_over_a_dim_divides_the_incoming_gradient_then_expands(keepdim):
     go = tp.randn(*m.shape)
     m.backward(go)
     (strides, g), = seen
-    assert strides[1] == 0                         # broadcast along the reduced dim
-    q = go.numpy() / np.float32(7)                 # each reduced element divided once
+    assert strides == (21, 3, 1)                   # contiguous, as torch's
+    q = go.numpy() / np.float32(7)                 # each element divided once: the same values
     want = np.broadcast_to(q if keepdim else q[:, None, :], (4, 7, 3))
     np.testing.assert_array_equal(g, want)
     np.testing.assert_array_equal(x.grad.numpy(), want * np.float32(1.5))
@@ -66,13 +67,13 @@ def _mm_case(m=64, k=80, n=72, seed=0):
             rng.standard_normal((k, n)).astype(np.float32))
 
 
-@pytest.mark.parametrize("reduce", ["sum", "mean"])
+@pytest.mark.parametrize("reduce", ["sum"])
 def test_matmul_of_a_one_element_gradient_is_row_and_column_sums(reduce):
     xn, wn = _mm_case()
     x, w = tp.tensor(xn, requires_grad=True), tp.tensor(wn, requires_grad=True)
     y = x @ w
     getattr(y, reduce)().backward()
-    c = np.float32(1) if reduce == "sum" else np.float32(1) / np.float32(64 * 72)
+    c = np.float32(1)
     # the formulas written out: c times w's row sums on every row, x's column sums on every column
     gx = np.broadcast_to(tp.tensor(wn).sum(1).numpy() * c, (64, 80))
     gw = np.broadcast_to((tp.tensor(xn).sum(0).numpy() * c)[:, None], (80, 72))
@@ -213,3 +214,15 @@ def test_one_broadcast_gradient_shared_by_two_leaves_gives_each_its_own_copy():
     with tp.no_grad():
         x.grad.mul_(4.0)
     np.testing.assert_array_equal(w.grad.numpy(), np.ones((6, 5), np.float32))
+
+
+def test_matmul_under_a_mean_loss_takes_the_products():
+    # mean's gradient is dense (torch's layout), so the matmul's formula takes the products
+    xn, wn = _mm_case(seed=5)
+    x, w = tp.tensor(xn, requires_grad=True), tp.tensor(wn, requires_grad=True)
+    (x @ w).mean().backward()
+    ones = np.full((64, 72), 1.0 / (64 * 72), np.float64)
+    np.testing.assert_allclose(x.grad.numpy(), ones @ wn.T.astype(np.float64), rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(w.grad.numpy(), xn.T.astype(np.float64) @ ones, rtol=1e-5,
+                               atol=1e-6)

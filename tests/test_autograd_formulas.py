@@ -385,3 +385,20 @@ def test_setup_context_arity_error_names_both_forms(ns):
     with pytest.raises(ValueError, match=r"must take \(ctx, inputs, output\) or "
                                          r"\(ctx, inputs, keyword_only_inputs, output\)"):
         idn.register_autograd(lambda ctx, g: g, setup_context=lambda ctx, a, b, c, d: None)
+
+
+def test_mean_gradient_is_contiguous_as_torchs():
+    # torch's mean_backward expands, then divides: a full contiguous tensor, which user backward
+    # code (Triton kernels reading it as contiguous) relies on; sum's stays a broadcast view
+    import tensorplay as tp
+    for dims, keepdim in (((), False), ((1,), False), ((0,), True), ((0, 1), False)):
+        x = tp.randn(3, 4, requires_grad=True)
+        seen = []
+        y = x * 2.0
+        y.register_hook(lambda g: seen.append(g))
+        (y.mean(dims, keepdim=keepdim) if dims else y.mean()).sum().backward()
+        (g,) = seen
+        n = 12 if dims in ((), (0, 1)) else (4 if dims == (1,) else 3)
+        assert g.is_contiguous() and g.stride() == (4, 1), (dims, g.stride())
+        assert tp.allclose(g, tp.full((3, 4), 1.0 / n))
+        assert tp.allclose(x.grad, tp.full((3, 4), 2.0 / n))

@@ -56,10 +56,12 @@ def _mean_bw(ctx, g):
     for d in dset:
         if d < len(ctx.shape):      # a 0-dim input "reduces" its dim 0 over one element
             n *= ctx.shape[d]
-    # divided before it is expanded (the same value per element): one division per reduced
-    # element, and the expanded gradient stays a broadcast view (of one element for a full
-    # mean) that the next formula reads as such, instead of a full-size array written here
-    return _expand_back(O.div(g, float(max(n, 1))), ctx.shape, ctx.dims, ctx.keepdim), None, None
+    # expanded, then divided, as torch's mean_backward: the gradient is a full contiguous
+    # tensor, which user backward code (autograd.Function, Triton kernels reading it as
+    # contiguous) receives from a mean loss under torch. (Dividing first and handing back the
+    # broadcast view wrote nothing, but such a kernel's launch was then refused.) sum's
+    # gradient stays a broadcast view, as torch's does.
+    return O.div(_expand_back(g, ctx.shape, ctx.dims, ctx.keepdim), float(max(n, 1))), None, None
 
 
 def _ext_meta(x, dim=(), keepdim=False, api="amax"):
