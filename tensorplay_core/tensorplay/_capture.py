@@ -980,7 +980,20 @@ def record_call(op, args, kwargs):
                     f"kernels must return fake tensors (e.g. x.new_empty(shape)). Check it with "
                     f"tensorplay.library.opcheck.")
             rg = out_rg and f.dtype.is_floating_point
-            v = Value(ctx.graph, "node", f, requires_grad=rg, history=node.index if rg else None)
+            # a view of a tensor requiring grad requires grad without history when no history
+            # was recorded (grad mode off: a leaf of its own), as eager's views
+            # (tensorplay/_tensor_base.py set_view)
+            if not rg and f.view_base is not None and f.dtype.is_floating_point:
+                # (its base, or an input viewing the same storage: a view's flag is its base's)
+                st = f.storage_ref
+                b = ctx.roots.get(id(st))
+                rg_view = b.requires_grad if b is not None else any(
+                    x.requires_grad for x in ins if x.__class__ is Value and
+                    x.fake.storage_ref is st)
+            else:
+                rg_view = False
+            v = Value(ctx.graph, "node", f, requires_grad=rg or rg_view,
+                      history=node.index if rg else None)
             # views: the value made inside the capture that owns the storage (their base)
             sid = id(f.storage_ref)
             root = ctx.roots.get(sid)
@@ -1028,6 +1041,16 @@ def _gain_history(v, node, t) -> None:
     if r is not None:
         r.requires_grad = True
         r.history = node.index
+    # every other view of that base follows its new history, as eager's views do
+    # (autograd/function.py refresh_views)
+    base = r if r is not None else v
+    g = v.graph
+    for n in (g.nodes if g is not None else ()):
+        for o in n.outputs:
+            if o.__class__ is Value and o.root is base and o is not v and \
+                    o.fake.dtype.is_floating_point:
+                o.requires_grad = True
+                o.history = node.index
 
 
 def _bound(op, args, kwargs) -> dict:

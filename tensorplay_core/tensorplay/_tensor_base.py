@@ -24,8 +24,9 @@ module's public face:
   ``backend_key``), ``backend_key`` (the device type, or ``"meta"`` for fake tensors),
   ``needs_grad`` (``requires_grad`` without the property), ``output_nr`` (which output of
   ``grad_fn`` this is, as torch's), ``accumulator`` (a leaf's gradient accumulator node, made on
-  first use), ``view_base`` (the tensor a view was taken of), ``view_version`` (the storage
-  version when the view's history was last set), ``retains_grad_flag`` (``retain_grad()`` was
+  first use), ``view_base`` (the tensor a view was taken of), ``view_version`` (a view's: the storage
+  version when its history was last set; a base's: weak references to its views, see
+  ``set_view``), ``retains_grad_flag`` (``retain_grad()`` was
   called) and ``capture_info`` (the value ``tensorplay.compile`` records for it).
 * **Writers**: ``set_history``, ``set_requires_grad``, ``detach_history``, ``set_accumulator``,
   ``set_retains_grad``, ``set_view``, ``set_view_version``, ``set_capture``, ``set_native``.
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 from operator import attrgetter as _attrgetter
 from typing import TYPE_CHECKING, Any
+from weakref import ref as _ref
 
 from ._backend import _CONTIG_CACHE as _CONTIG
 
@@ -45,7 +47,7 @@ if TYPE_CHECKING:
 __all__ = ["TensorBase", "instance_class", "row_major", "new_tensor", "new_tensor_source", "new_fake", "set_history", "set_history_source", "set_grad_fn",
            "set_requires_grad",
            "detach_history", "refresh_dispatch_key", "set_accumulator", "set_retains_grad",
-           "set_view", "set_view_version", "set_capture", "set_layout", "set_native", "wrap_dim", "FIELDS",
+           "set_view", "live_views", "made_in_no_grad", "set_view_version", "set_capture", "set_layout", "set_native", "wrap_dim", "FIELDS",
            "SLOTS"]
 
 # Every field of a tensor. Public name (read-only by convention) -> slot (written only here and
@@ -244,10 +246,23 @@ class TensorBase:
             raise RuntimeError("requires_grad can only be changed on leaf tensors; use .detach()")
         self._requires_grad = value
         refresh_dispatch_key(self)
+        if self._vver.__class__ is list:
+            # a base with views: a view's requires_grad follows its base's (torch's rule; the
+            # views have no history, so they are leaves of their own)
+            for v in live_views(self):
+                if v.grad_fn is None and v._dtype.is_floating_point:
+                    v._requires_grad = value
+                    refresh_dispatch_key(v)
 
     @property
     def is_leaf(self) -> bool:
-        """True when the tensor was not produced by a recorded operation (``grad_fn is None``)."""
+        """True when the tensor was not produced by a recorded operation (``grad_fn is None``).
+        A view's history is its base's current one (torch's rule): ``RuntimeError`` for a view
+        made under ``no_grad`` of a tensor that requires grad, once the base or another view of
+        it was written in place (torch's words)."""
+        if self._base is not None and self._vver != self._storage.version:
+            from .autograd.graph import current_grad_fn
+            return current_grad_fn(self) is None
         return self.grad_fn is None
 
     @property
@@ -407,13 +422,64 @@ def set_retains_grad(t, flag: bool) -> None:
     t._retains_grad = flag
 
 
-def set_view(t, base, version: int) -> None:
-    """Record that ``t`` is a view of ``base`` taken at storage version ``version``."""
+def set_view(t, base, version: int, grad_enabled: bool = True) -> None:
+    """Record that ``t`` is a view of ``base`` (a tensor that is no view; None: ``t`` is no
+    view) taken at storage version ``version``, with grad mode ``grad_enabled`` when it was made.
+
+    The view's autograd state follows its base's, as torch's: ``t`` requires grad when ``base``
+    does (a view made under ``no_grad``, or one whose op recorded no history, is then a leaf of
+    its own), and ``base`` keeps a weak reference to it, so that an in-place write giving
+    ``base`` a new history later reaches every live view (``live_views``; autograd's
+    ``refresh_views``). A base's ``view_version`` field holds that list of references (an int
+    while it has none): only views have a version of their own."""
     t._base = base
     t._vver = version
+    if base is None:
+        return
+    r = _ref(t) if grad_enabled else (_ref(t),)   # a 1-tuple: made under no_grad
+    vs = base._vver
+    if vs.__class__ is list:
+        vs.append(r)
+        n = len(vs)
+        if n >= 16 and not n & (n - 1):
+            # at each power of two: drop the views that died (amortized O(1) a view)
+            vs[:] = [e for e in vs if (e if e.__class__ is not tuple else e[0])() is not None]
+    else:
+        base._vver = [r]
+    if base._requires_grad and not t._requires_grad and t._dtype.is_floating_point:
+        t._requires_grad = True
+        refresh_dispatch_key(t)
+
+
+def live_views(base) -> list:
+    """The views of ``base`` (``set_view``) still alive, in the order they were made."""
+    vs = base._vver
+    if vs.__class__ is not list:
+        return []
+    out = []
+    keep = []
+    for e in vs:
+        v = (e if e.__class__ is not tuple else e[0])()
+        if v is not None and v._base is base:
+            out.append(v)
+            keep.append(e)
+    vs[:] = keep
+    return out
+
+
+def made_in_no_grad(t) -> bool:
+    """True when view ``t`` was made with grad mode off (torch's ``CreationMeta::NO_GRAD_MODE``)."""
+    base = t._base
+    vs = base._vver if base is not None else None
+    if vs.__class__ is list:
+        for e in vs:
+            if e.__class__ is tuple and e[0]() is t:
+                return True
+    return False
 
 
 def set_view_version(t, version: int) -> None:
+    """A view's version: the storage version its history was last set at (-1: stale)."""
     t._vver = version
 
 

@@ -72,6 +72,11 @@ def _copies(c):
         return xp.astype(x, nd(dtype))
 
     def copy_(dst, src):
+        if src.ndim > dst.ndim:
+            # an array assignment accepts extra leading size-1 dims, torch never does: the
+            # adapter's error path re-explains this with copy_'s fake rule, in torch's words
+            # ("output with shape [] doesn't match the broadcast shape [1]")
+            raise ValueError(f"copy_: source of {src.ndim} dims written into {dst.ndim} dims")
         be.assign(dst, src)
 
     def fill_(dst, value):

@@ -8,6 +8,7 @@ ones. So fake strides always equal real strides.
 from __future__ import annotations
 
 from .._backend import contiguous_strides
+from .._dispatch import grad_state as _grad_state
 from .._tensor_base import new_fake, new_tensor, set_view
 from ._define import defop, ops as O
 from ._shapes import wrap_dim
@@ -28,7 +29,9 @@ def make_view(base, shape, stride, offset, data=None):
             data = be.as_strided(st.root, shape, stride, offset)
         t = new_tensor(st, data, shape, stride, offset, base.dtype, base.device, be)
     root = base.view_base
-    set_view(t, root if root is not None else base, st.version)
+    # (grad mode recorded: a view made under no_grad cannot be written in place with grad on
+    # once its base requires grad, torch's rule; autograd/function.py)
+    set_view(t, root if root is not None else base, st.version, _grad_state.enabled)
     return t
 
 

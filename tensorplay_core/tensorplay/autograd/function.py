@@ -20,8 +20,8 @@ from .. import _codegen, _pytree
 from .. import _tensor_base as _tb
 from .._registry import setup_context_form
 from .._schema import mutation_tag
-from .._tensor_base import TensorBase, instance_class, set_grad_fn, set_history, \
-    set_history_source, set_requires_grad, set_view_version
+from .._tensor_base import TensorBase, instance_class, live_views, made_in_no_grad, \
+    set_grad_fn, set_history, set_history_source, set_requires_grad, set_view_version
 from . import grad_mode as _gm
 from .graph import AccumulateGrad as _AccumulateGrad
 from .graph import Node, edge_of, edge_of_source, move_retained_grad
@@ -1012,25 +1012,66 @@ def _generated_entry(op, info):
     return fn
 
 
-def _rebase(t, node):
+def _rebase(t, node, skip=None):
     """``t`` (written in place) made output 0 of ``node``, its ``retain_grad()`` moved along
-    (torch's ``rebase_history``; ``register_hook`` functions stay on the old history)."""
+    (torch's ``rebase_history``; ``register_hook`` functions stay on the old history); when
+    ``t`` is the base of views, their history follows (``refresh_views``; but ``skip``, the
+    written view that the caller rebases itself)."""
     if t.retains_grad_flag:
         old = t.grad_fn, t.output_nr
         set_history(t, node, 0)
         move_retained_grad(t, *old)
     else:
         set_history(t, node, 0)
+    if t.view_version.__class__ is list:    # a base with views (a view's is its int version)
+        refresh_views(t, skip)
+
+
+_NO_GRAD_VIEW_WRITE = (
+    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
+    "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify "
+    "your code by moving both the view and the inplace either both inside the no_grad block (if "
+    "you don't want the inplace to be tracked) or both outside (if you want the inplace to be "
+    "tracked).")
+_NO_GRAD_VIEW_REBASED = (
+    "A view was created in no_grad mode and its base or another view of its base has been "
+    "modified inplace with grad mode enabled. Given that this use case is ambiguous and "
+    "error-prone, it is forbidden. You can clarify your code by moving both the view and the "
+    "inplace either both inside the no_grad block (if you don't want the inplace to be tracked) "
+    "or both outside (if you want the inplace to be tracked).")
+
+
+def refresh_views(base, skip=None):
+    """After ``base`` got a new history in place: every live view of it (but ``skip``) follows,
+    as torch's views do (their ``requires_grad`` and ``grad_fn`` are their base's current
+    ones). A view that had no history of its own made with grad mode on gets an
+    ``AsStridedBackward`` of the base's new history now (so ``grad_fn``, ``requires_grad`` and
+    the ops that read it see it, the view of a base that required no grad included); one made
+    under ``no_grad`` requires grad and is left stale, so using it raises torch's error
+    (``regenerate_view_grad_fn``)."""
+    for v in live_views(base):
+        if v is skip or not v.raw_dtype.is_floating_point:
+            continue
+        if not v.needs_grad:
+            set_requires_grad(v, True)
+        if v.grad_fn is None and made_in_no_grad(v):
+            set_view_version(v, -1)      # stale: its next use raises
+        else:
+            regenerate_view_grad_fn(v)
 
 
 def check_inplace(api, t):
-    """torch's checks before an in-place op records autograd history on ``t``."""
+    """torch's checks before an in-place op records autograd history on ``t``: a view made under
+    ``no_grad`` that requires grad, a leaf that requires grad, a view of one (``RuntimeError``,
+    torch's words first)."""
+    b = t.view_base
+    if b is not None and t.needs_grad and t.grad_fn is None and made_in_no_grad(t):
+        raise RuntimeError(f"{api}: {_NO_GRAD_VIEW_WRITE}")
     if t.needs_grad and t.grad_fn is None:
         raise RuntimeError(
             f"{api}: a leaf Variable that requires grad is being used in an in-place operation. "
             f"Update parameters inside `with tensorplay.no_grad():`, or write to a copy "
             f"(x = x.clone()) instead.")
-    b = t.view_base
     if b is not None and b.needs_grad and b.grad_fn is None:
         raise RuntimeError(
             f"{api}: a view of a leaf Variable that requires grad is being used in an in-place "
@@ -1066,6 +1107,9 @@ def _make_inplace_autograd(op, info):
         structure, edges, needs = _structure_and_edges(values, Tensor)
         if not any(needs):
             return op.entry(bkey)(*args, **kwargs)
+        if self_.view_base is not None and self_.grad_fn is None and made_in_no_grad(self_):
+            # torch's check_inplace: the write would record history (an input requires grad)
+            raise RuntimeError(f"{api}: {_NO_GRAD_VIEW_WRITE}")
         if backward is None:
             raise RuntimeError(
                 f"{api}: this in-place op has no backward formula, so it cannot write tensors "
@@ -1087,15 +1131,19 @@ def _make_inplace_autograd(op, info):
                 old = self_.grad_fn, self_.output_nr
                 set_history(self_, FunctionNode(name, backward, ctx, edges, structure, meta), 0)
                 move_retained_grad(self_, *old)     # .grad: the gradient of the new value
+                if self_.view_version.__class__ is list:
+                    refresh_views(self_)
                 return out
             set_history(self_, FunctionNode(name, backward, ctx, edges, structure, meta), 0)
+            if self_.view_version.__class__ is list:   # a base with views: they follow
+                refresh_views(self_)
             return out
         inner = FunctionNode(name, backward, ctx, edges, structure, meta)
         base_geom = (base.raw_shape, base.stride_tuple, base.offset)
         numel = base.storage_ref.nbytes // base.raw_dtype.itemsize
         node = CopySlices(inner, base_geom, view_geom, numel, (base_edge,) + edges[1:],
                           ((base.raw_shape, base.raw_dtype, base.raw_device),))
-        _rebase(base, node)
+        _rebase(base, node, self_)    # (its other views follow: refresh_views)
         _rebase(self_, AsStridedBackward(base_geom, view_geom, numel, ((node, 0),), meta))
         set_view_version(self_, self_.storage_ref.version)
         return out
@@ -1180,6 +1228,9 @@ def regenerate_view_grad_fn(t):
     """Point view ``t``'s history at its base's current history (after an in-place write to
     the base or another view of it changed that history); called lazily by ``edge_of``."""
     base = t.view_base
+    if t.grad_fn is None and base.needs_grad and made_in_no_grad(t):
+        # torch's handle_view_on_rebase: a view made under no_grad has no history to regenerate
+        raise RuntimeError(_NO_GRAD_VIEW_REBASED)
     set_view_version(t, t.storage_ref.version)
     if base.grad_fn is None:
         return
@@ -1282,7 +1333,7 @@ def _rebase_dirty_view(fname, t, args, structure, out, T):
     cs = CopySlices(_DirtyViewNode(node, j), base_geom, view_geom, numel,
                     (base_edge,) + tuple(edges[:j]) + tuple(edges[j + 1:]),
                     ((base.raw_shape, base.raw_dtype, base.raw_device),))
-    _rebase(base, cs)
+    _rebase(base, cs, t)
     set_history(t, AsStridedBackward(base_geom, view_geom, numel, ((cs, 0),),
                                      ((t.raw_shape, t.raw_dtype, t.raw_device),)), 0)
     set_view_version(t, t.storage_ref.version)
@@ -1456,6 +1507,8 @@ class Function:
             for t, (fn, nr) in zip(dirty, before):
                 if t.view_base is not None and t.grad_fn is not fn:   # the node: its history
                     _rebase_dirty_view(cls.__name__, t, args, se[0], out, Tensor)
+                elif t.view_version.__class__ is list and t.grad_fn is not fn:
+                    refresh_views(t)    # a base with views: they follow its new history
                 if t.retains_grad_flag:
                     move_retained_grad(t, fn, nr)   # torch's rebase_history moves retain_grad
         return out
