@@ -72,7 +72,8 @@ def _copies(c):
         return xp.astype(x, nd(dtype))
 
     def copy_(dst, src):
-        if src.ndim > dst.ndim:
+        # (src may reach the kernel as a Python number: a 0-dim source the adapter unwrapped)
+        if getattr(src, "ndim", 0) > dst.ndim:
             # an array assignment accepts extra leading size-1 dims, torch never does: the
             # adapter's error path re-explains this with copy_'s fake rule, in torch's words
             # ("output with shape [] doesn't match the broadcast shape [1]")
