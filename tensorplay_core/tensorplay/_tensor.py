@@ -3344,6 +3344,7 @@ from . import _surface  # noqa: E402
 from ._factories import _like_self  # noqa: E402
 from ._factories import tensor as _new_tensor  # noqa: E402
 from ._ops import ops as _O  # noqa: E402
+from ._registry import bind_methods as _bind_methods  # noqa: E402
 from ._ops._shapes import check_fill as _check_fill  # noqa: E402
 from ._ops.copy import check_cast as _check_cast  # noqa: E402
 from ._ops.copy import check_copy_src as _check_copy_src  # noqa: E402
@@ -3357,6 +3358,25 @@ from .autograd.grad_mode import _state as _grad_state  # noqa: E402
 from .autograd.graph import grad_accumulator as _grad_accumulator  # noqa: E402
 from .autograd.graph import output_hooks as _output_hooks  # noqa: E402
 from .autograd.graph import current_grad_fn as _current_grad_fn  # noqa: E402
+
+
+# The operator methods above whose body is only ``return _O.op(self, other)`` (or
+# ``_O.op(self)``) are the op's generated dispatch function itself: ``x * y`` runs one Python
+# frame, not the method's and then the function's (issue 32 item 6; same arguments, result and
+# errors). The definitions above stay as their documentation and types.
+_bind_methods(Tensor, {
+    "__add__": _O.add, "__radd__": _O.add, "__iadd__": _O.add_,
+    "__sub__": _O.sub, "__rsub__": _O.rsub, "__isub__": _O.sub_,
+    "__mul__": _O.mul, "__rmul__": _O.mul, "__imul__": _O.mul_,
+    "__truediv__": _O.div, "__rtruediv__": _O.rdiv, "__itruediv__": _O.div_,
+    "__floordiv__": _O.floor_divide, "__mod__": _O.remainder, "__rpow__": _O.rpow,
+    "__neg__": _O.neg, "__abs__": _O.abs, "__matmul__": _O.matmul,
+    "__lt__": _O.lt, "__le__": _O.le, "__gt__": _O.gt, "__ge__": _O.ge,
+    "__and__": _O.bitwise_and, "__rand__": _O.bitwise_and, "__or__": _O.bitwise_or,
+    "__ror__": _O.bitwise_or, "__xor__": _O.bitwise_xor, "__rxor__": _O.bitwise_xor,
+    "__invert__": _O.bitwise_not, "__lshift__": _O.bitwise_left_shift,
+    "__rshift__": _O.bitwise_right_shift,
+})
 
 
 class _HookHandle:

@@ -166,6 +166,9 @@ def _make_rows_sum(c):
     row_blas = getattr(c.be.np, "__name__", "") == "numpy"
     f32, f64 = nd(_dtype.float32), nd(_dtype.float64)
     ones_rows = {f32: {}, f64: {}}
+    # NumPy's ndarray.sum is its Python wrapper (numpy/_core/_methods._sum) around exactly this
+    # call; calling the ufunc's reduce directly skips that frame (~1.1 k instructions a sum)
+    add_reduce = c.be.np.add.reduce if row_blas else None
 
     def rows_sum(x, axis, keepdim):
         dt = x.dtype
@@ -184,6 +187,8 @@ def _make_rows_sum(c):
                 if keepdim:
                     return r.reshape(x.shape[:-1] + (1,))
                 return r if nd_ > 1 else xp.asarray(r)
+        if add_reduce is not None:
+            return add_reduce(x, axis, None, None, keepdim)
         return x.sum(axis=axis, keepdims=keepdim)
     return rows_sum
 
