@@ -49,6 +49,40 @@ class _GradState(threading.local):
 
 grad_state = _GradState()
 
+
+class GradModeCtx:
+    """Set this thread's grad mode to ``mode`` for a block (``with``) or a decorated function,
+    and put the previous mode back after. ``autograd.grad_mode``'s ``no_grad``/``enable_grad``/
+    ``inference_mode`` are its public subclasses; the built-in ops below autograd use
+    ``NoGradBlock`` (their composite bodies run their inner ops without recording)."""
+
+    mode = True
+
+    def __enter__(self):
+        g = grad_state.__dict__          # this thread's flags: one thread-local lookup
+        self.prev = g["enabled"]
+        g["enabled"] = self.mode
+        return self
+
+    def __exit__(self, *exc):
+        grad_state.enabled = self.prev
+        return False
+
+    def __call__(self, fn):
+        import functools
+
+        @functools.wraps(fn)
+        def wrapper(*a, **k):
+            with self.__class__():
+                return fn(*a, **k)
+        return wrapper
+
+
+class NoGradBlock(GradModeCtx):
+    """Grad mode off for the block (what ``tensorplay.no_grad`` does), for the ops layer."""
+
+    mode = False
+
 _KIND_TENSOR, _KIND_OPT, _KIND_LIST, _KIND_DEVICE = "tensor", "optional_tensor", "tensor_list", "device"
 
 

@@ -14,7 +14,7 @@ import functools
 
 # the per-thread flag object lives in the call-path layer (the built-in ops' fused formulas read
 # it too); ``_state`` is the name the autograd entries, capture and compile bind
-from .._dispatch import grad_state as _state
+from .._dispatch import GradModeCtx as _GradModeCtx, grad_state as _state
 
 
 def is_grad_enabled() -> bool:
@@ -37,27 +37,6 @@ class set_grad_enabled:
     def __exit__(self, *exc):
         _state.enabled = self.prev
         return False
-
-
-class _GradModeCtx:
-    mode = True
-
-    def __enter__(self):
-        g = _state.__dict__          # this thread's flags: one thread-local lookup
-        self.prev = g["enabled"]
-        g["enabled"] = self.mode
-        return self
-
-    def __exit__(self, *exc):
-        _state.enabled = self.prev
-        return False
-
-    def __call__(self, fn):
-        @functools.wraps(fn)
-        def wrapper(*a, **k):
-            with self.__class__():
-                return fn(*a, **k)
-        return wrapper
 
 
 class no_grad(_GradModeCtx):
