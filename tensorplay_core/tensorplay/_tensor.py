@@ -379,6 +379,17 @@ class Tensor(TensorBase, instance_class=True):
 
     __slots__ = ()   # the fields are TensorBase's (tensorplay/_tensor_base.py)
 
+    @property
+    def is_leaf(self) -> bool:
+        """True when the tensor was not produced by a recorded operation (``grad_fn is None``).
+        A view's history is its base's current one (torch's rule): ``RuntimeError`` for a view
+        made under ``no_grad`` of a tensor that requires grad, once the base or another view of
+        it was written in place (torch's words)."""
+        if self._base is not None and self._vver != self._storage.version:
+            return _current_grad_fn(self) is None
+        return self.grad_fn is None
+
+
     # the autograd fields users read and assign (TensorBase's slots), typed for the checkers
     grad: Tensor | None
     grad_fn: Node | None

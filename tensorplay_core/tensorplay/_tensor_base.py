@@ -79,11 +79,6 @@ def row_major(shape, stride) -> bool:
     return True
 
 
-# ``autograd.graph.current_grad_fn`` (a view's history regenerated after its base was written),
-# put here by autograd when it loads: autograd sits above this layer, and only a stale view's
-# ``is_leaf`` needs it (autograd is always loaded before such a view can exist)
-HISTORY: list = [lambda t: t.grad_fn]
-
 class TensorBase:
     """Fields, metadata and dispatch keys of every tensor; see the module docstring. Not made
     directly: ``new_tensor``/``new_fake`` (or, for users, ``tensorplay.tensor``/``empty``/...)."""
@@ -263,11 +258,7 @@ class TensorBase:
     @property
     def is_leaf(self) -> bool:
         """True when the tensor was not produced by a recorded operation (``grad_fn is None``).
-        A view's history is its base's current one (torch's rule): ``RuntimeError`` for a view
-        made under ``no_grad`` of a tensor that requires grad, once the base or another view of
-        it was written in place (torch's words)."""
-        if self._base is not None and self._vver != self._storage.version:
-            return HISTORY[0](self) is None
+        (``Tensor.is_leaf`` reads a view's regenerated history first.)"""
         return self.grad_fn is None
 
     @property

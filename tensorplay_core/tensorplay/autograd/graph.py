@@ -212,9 +212,6 @@ def current_grad_fn(t):
     return t.grad_fn
 
 
-_tb.HISTORY[0] = current_grad_fn     # (see _tensor_base.HISTORY)
-
-
 def edge_of(t):
     """The edge a gradient for tensor ``t`` flows into, or ``None`` if it needs none."""
     if not t.needs_grad:
