@@ -828,7 +828,9 @@ def _build_bf16() -> list:
         if fn is None:
             return orig_rmw(self, rmwOp, ptr, val, mask, sem, scope)
         shape = np.shape(ptr.data)
-        ptrs = np.ascontiguousarray(np.broadcast_to(ptr.data, shape)).reshape(-1)
+        # (a writeable copy: NumPy 1.26's ascontiguousarray hands back a contiguous broadcast
+        # view as is, read-only, which Triton's native load/store refuse)
+        ptrs = np.array(np.broadcast_to(ptr.data, shape), copy=True).reshape(-1)
         vals = np.broadcast_to(val.data, shape).reshape(-1)
         lanes = np.broadcast_to(mask.data, shape).reshape(-1)
         old = np.zeros(ptrs.shape, np.uint16)
@@ -837,7 +839,7 @@ def _build_bf16() -> list:
             p = ptrs[i:i + 1]
             o = native.load(p, one, zero, np.dtype(np.uint16))
             old[i] = o[0]
-            native.store(p, _down(fn(_up(o, bf), _up(vals[i:i + 1].copy(), bf)), bf), one)
+            native.store(p, np.array(_down(fn(_up(o, bf), _up(vals[i:i + 1].copy(), bf)), bf)), one)
         return TH(old.reshape(shape), tbf)
 
     sets.append((B, "create_atomic_rmw", create_atomic_rmw))
