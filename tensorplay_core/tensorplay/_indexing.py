@@ -105,6 +105,18 @@ def _split(x, index):
 
 
 def getitem(x, index):
+    c = index.__class__
+    if len(x.raw_shape):
+        # the common basic indices on dim 0, without the general machinery (same ops, same
+        # errors: select's IndexError for an int out of range)
+        if c is int:
+            return O.select(x, 0, index)
+        if c is slice:
+            step = index.step
+            if step is None:
+                return O.slice(x, 0, index.start, index.stop, 1)
+            if step.__class__ is int and step > 0:
+                return O.slice(x, 0, index.start, index.stop, step)
     out, advanced = _split(x, index)
     if not advanced:
         return out

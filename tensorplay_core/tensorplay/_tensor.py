@@ -1859,9 +1859,13 @@ class Tensor(TensorBase, instance_class=True):
             if "dtype" in kwargs and not shape and len(kwargs) == 1:
                 return _O.view_dtype(self, _dtype.as_dtype(kwargs["dtype"]))
             return _O.view(self, _keyword_sizes(shape, kwargs, "view", "size"))
-        if len(shape) == 1 and isinstance(shape[0], _dtype.DType):
-            # view(dtype): the same bytes as another dtype (torch's Tensor.view(dtype))
-            return _O.view_dtype(self, shape[0])
+        if len(shape) == 1:
+            s = shape[0]
+            if s.__class__ is int:
+                return _O.view(self, [s])
+            if isinstance(s, _dtype.DType):
+                # view(dtype): the same bytes as another dtype (torch's Tensor.view(dtype))
+                return _O.view_dtype(self, s)
         return _O.view(self, _shape_arg(shape))
 
     def reshape(self, *shape: _int | Sequence[_int], **kwargs: Sequence[_int]) -> Tensor:
@@ -1890,9 +1894,12 @@ class Tensor(TensorBase, instance_class=True):
         return _O.reshape(self, shape)
 
     def permute(self, *dims: _int | Sequence[_int], **kwargs: Sequence[_int]) -> Tensor:
-        """A view with the dimensions reordered (ints, one sequence, or ``dims=``)."""
+        """A view with the dimensions reordered (ints, one sequence, or ``dims=``); TypeError
+        without any, as torch (also for a 0-d tensor: ``permute(())`` is its identity)."""
         if kwargs:
             return _O.permute(self, _keyword_sizes(dims, kwargs, "permute", "dims"))
+        if not dims:
+            raise TypeError('permute() missing 1 required positional arguments: "dims"')
         return _O.permute(self, _shape_arg(dims))
 
     def transpose(self, dim0: _int, dim1: _int) -> Tensor:
@@ -3499,8 +3506,12 @@ def _new_size(size, api, kwargs):
 
 
 def _shape_arg(shape):
-    if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
-        return [operator.index(s) for s in shape[0]]
+    if len(shape) == 1:
+        s = shape[0]
+        if s.__class__ is int:          # view(-1), unsqueeze-like single sizes: no loop
+            return [s]
+        if isinstance(s, (list, tuple)):
+            shape = s
     return [operator.index(s) for s in shape]
 
 

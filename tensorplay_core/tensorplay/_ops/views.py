@@ -7,7 +7,9 @@ ones. So fake strides always equal real strides.
 
 from __future__ import annotations
 
+from .._backend import _CONTIG_CACHE as _CONTIG
 from .._backend import contiguous_strides
+from .._backend import contiguous_strides_cached as _contig
 from .._dispatch import grad_state as _grad_state
 from .._tensor_base import new_fake, new_tensor, set_view
 from ._define import defop, ops as O
@@ -17,22 +19,58 @@ from ._shapes import wrap_dim
 def make_view(base, shape, stride, offset, data=None):
     """A tensor over ``base``'s storage with the given metadata (elements). ``data``: the native
     array of exactly that view when the caller has it from a cheaper native view op (a
-    transpose); else the backend materializes it from the storage root."""
-    shape, stride = tuple(shape), tuple(stride)
+    transpose, a reshape of a contiguous tensor, a basic index); else the backend materializes it
+    from the storage root."""
+    if shape.__class__ is not tuple:
+        shape = tuple(shape)
+    if stride.__class__ is not tuple:
+        stride = tuple(stride)
     st = base.storage_ref
     if base.native is None:
-        t = new_fake(st, shape, stride, offset, base.dtype, base.device,
+        t = new_fake(st, shape, stride, offset, base.raw_dtype, base.raw_device,
                      backend_key=base.backend_key)
     else:
         be = base.backend
         if data is None:
             data = be.as_strided(st.root, shape, stride, offset)
-        t = new_tensor(st, data, shape, stride, offset, base.dtype, base.device, be)
+        t = new_tensor(st, data, shape, stride, offset, base.raw_dtype, base.raw_device, be)
     root = base.view_base
     # (grad mode recorded: a view made under no_grad cannot be written in place with grad on
     # once its base requires grad, torch's rule; autograd/function.py)
     set_view(t, root if root is not None else base, st.version, _grad_state.enabled)
     return t
+
+
+def _is_contig(shape, stride) -> bool:
+    """``stride`` is exactly ``shape``'s row-major strides (``contiguous_strides``): a view of
+    such a tensor as another shape has that shape's row-major strides (torch's
+    ``computeStride`` gives them: one chunk), and the native reshape is that very view."""
+    return stride is _CONTIG.get(shape) or stride == contiguous_strides(shape)
+
+
+def _infer_fast(size, numel):
+    """``infer_size`` for the common sizes (ints, at most one -1, consistent with ``numel``) as
+    a tuple; None for anything else (``infer_size`` then decides, with its errors)."""
+    known = 1
+    neg = -1
+    i = 0
+    for s in size:
+        if s.__class__ is not int:
+            return None
+        if s >= 0:
+            known *= s
+        elif s == -1 and neg < 0:
+            neg = i
+        else:
+            return None
+        i += 1
+    if neg < 0:
+        return tuple(size) if known == numel else None
+    if known == 0 or numel % known:
+        return None
+    out = list(size)
+    out[neg] = numel // known
+    return tuple(out)
 
 
 def infer_size(shape, numel, api="view"):
@@ -89,6 +127,19 @@ def compute_stride(old_shape, old_stride, new_shape):
 
 
 def _view(x, size):
+    old, ost = x.raw_shape, x.stride_tuple
+    if _is_contig(old, ost):
+        # the common case, a contiguous input: row-major strides for the new shape, and the
+        # native reshape (a view of a contiguous array) instead of as_strided
+        numel = 1
+        for s in old:
+            numel *= s
+        shape = _infer_fast(size, numel)
+        if shape is None:
+            shape = infer_size(size, numel, "view")
+        data = x.native
+        return make_view(x, shape, _contig(shape), x.offset,
+                         data.reshape(shape) if data is not None else None)
     shape = infer_size(size, x.numel(), "view")
     st = compute_stride(x.shape, x.stride(), shape)
     if st is None:
@@ -100,6 +151,18 @@ def _view(x, size):
 
 
 def _reshape(x, shape):
+    old, ost = x.raw_shape, x.stride_tuple
+    if _is_contig(old, ost):
+        # a contiguous input: always a view (as _view's fast path)
+        numel = 1
+        for s in old:
+            numel *= s
+        shp = _infer_fast(shape, numel)
+        if shp is None:
+            shp = infer_size(shape, numel, "reshape")
+        data = x.native
+        return make_view(x, shp, _contig(shp), x.offset,
+                         data.reshape(shp) if data is not None else None)
     shp = infer_size(shape, x.numel(), "reshape")
     st = compute_stride(x.shape, x.stride(), shp)
     if st is None:
@@ -206,12 +269,19 @@ defop("expand(Tensor(a) self, SymInt[] size) -> Tensor(a)", default=_expand, met
 
 
 def _unsqueeze(x, dim):
-    d = wrap_dim(dim, x.ndim + 1, "unsqueeze: ")
-    shape, stride = list(x.shape), list(x.stride())
-    st = shape[d] * stride[d] if d < x.ndim else 1
-    shape.insert(d, 1)
-    stride.insert(d, st)
-    return make_view(x, shape, stride, x.storage_offset())
+    shape, stride = x.raw_shape, x.stride_tuple
+    nd = len(shape)
+    d = dim if dim.__class__ is int and 0 <= dim <= nd else wrap_dim(dim, nd + 1, "unsqueeze: ")
+    st = shape[d] * stride[d] if d < nd else 1
+    shape, stride = shape[:d] + (1,) + shape[d:], stride[:d] + (st,) + stride[d:]
+    data = x.native
+    if data is not None and _is_contig(x.raw_shape, x.stride_tuple) and 0 not in shape:
+        # a contiguous input (no empty dim): its strides are the row-major ones, and the native
+        # reshape is the view
+        data = data.reshape(shape)
+    else:
+        data = None
+    return make_view(x, shape, stride, x.offset, data)
 
 
 defop("unsqueeze(Tensor(a) self, SymInt dim) -> Tensor(a)", default=_unsqueeze, meta=_unsqueeze,
@@ -219,14 +289,26 @@ defop("unsqueeze(Tensor(a) self, SymInt dim) -> Tensor(a)", default=_unsqueeze, 
 
 
 def _squeeze(x, dim=None):
-    nd = x.ndim
+    shape, stride = x.raw_shape, x.stride_tuple
+    nd = len(shape)
     if dim is None:
-        ds = {i for i, s in enumerate(x.shape) if s == 1}
+        ds = {i for i, s in enumerate(shape) if s == 1}
     else:
         ds = {wrap_dim(d, nd, "squeeze: ") for d in dim}     # (a 0-d x takes 0 and -1)
-        ds = {d for d in ds if nd and x.shape[d] == 1}
-    return make_view(x, [s for i, s in enumerate(x.shape) if i not in ds],
-                     [s for i, s in enumerate(x.stride()) if i not in ds], x.storage_offset())
+        ds = {d for d in ds if nd and shape[d] == 1}
+    if not ds:
+        new_shape, new_stride = shape, stride
+    else:
+        new_shape = tuple([s for i, s in enumerate(shape) if i not in ds])
+        new_stride = tuple([s for i, s in enumerate(stride) if i not in ds])
+    data = x.native
+    if data is not None and 0 not in shape and (not ds or _is_contig(shape, stride)):
+        # nothing dropped (the same layout), or a contiguous input whose kept dims keep their
+        # row-major strides: the native reshape is the view
+        data = data.reshape(new_shape)
+    else:
+        data = None
+    return make_view(x, new_shape, new_stride, x.offset, data)
 
 
 defop("squeeze(Tensor(a) self, SymInt[]? dim=None) -> Tensor(a)", default=_squeeze, meta=_squeeze,
@@ -234,17 +316,27 @@ defop("squeeze(Tensor(a) self, SymInt[]? dim=None) -> Tensor(a)", default=_squee
 
 
 def _slice(x, dim=0, start=None, end=None, step=1):
-    d = wrap_dim(dim, x.ndim, "slice: ")
-    n = x.shape[d]
+    shape, stride = x.raw_shape, x.stride_tuple
+    nd = len(shape)
+    d = dim if dim.__class__ is int and 0 <= dim < nd else wrap_dim(dim, nd, "slice: ")
+    n = shape[d]
     if step <= 0:
         raise ValueError("slice: step must be positive (torch does not support negative steps)")
     start, end, _ = slice(start, end, step).indices(n)
     length = max(0, (end - start + step - 1) // step)
-    shape, stride = list(x.shape), list(x.stride())
-    shape[d] = length
-    stride[d] = stride[d] * step
-    off = x.storage_offset() + (start * x.stride()[d] if length else 0)
-    return make_view(x, shape, stride, off)
+    off = x.offset + start * stride[d]      # also when empty (torch's offset: start clamped)
+    data = x.native
+    if data is not None and length:
+        # the native basic slice is exactly this view (strides times step, the offset moved)
+        data = data[start:end:step] if d == 0 else \
+            data[(_ALL,) * d + (slice(start, end, step), Ellipsis)]
+    else:
+        data = None
+    return make_view(x, shape[:d] + (length,) + shape[d + 1:],
+                     stride[:d] + (stride[d] * step,) + stride[d + 1:], off, data)
+
+
+_ALL = slice(None)
 
 
 def _slice_setup(ctx, inputs, output):
@@ -284,16 +376,22 @@ def _narrow_bw(ctx, g):
 
 
 def _select(x, dim, index):
-    d = wrap_dim(dim, x.ndim, "select: ")
-    n = x.shape[d]
+    shape, stride = x.raw_shape, x.stride_tuple
+    nd = len(shape)
+    d = dim if dim.__class__ is int and 0 <= dim < nd else wrap_dim(dim, nd, "select: ")
+    n = shape[d]
     if not -n <= index < n:
         raise IndexError(f"index {index} is out of bounds for dimension {d} with size {n}")
     if index < 0:
         index += n
-    shape, stride = list(x.shape), list(x.stride())
-    off = x.storage_offset() + index * stride[d]
-    del shape[d], stride[d]
-    return make_view(x, shape, stride, off)
+    off = x.offset + index * stride[d]
+    data = x.native
+    if data is not None and index.__class__ is int:
+        # the native basic index is exactly this view (an array, also 0-d: the Ellipsis)
+        data = data[index] if d == 0 and nd > 1 else data[(_ALL,) * d + (index, Ellipsis)]
+    else:
+        data = None
+    return make_view(x, shape[:d] + shape[d + 1:], stride[:d] + stride[d + 1:], off, data)
 
 
 def _select_bw(ctx, g):
