@@ -18,16 +18,18 @@ import tensorplay as tp
 from tensorplay import fake
 
 
-def _bases():
+def _bases(device="cpu"):
+    def ar(n):
+        return tp.arange(float(n), device=device)
     return {
-        "contig": tp.arange(24.0).reshape(2, 3, 4),
-        "ones_dims": tp.arange(12.0).reshape(3, 1, 4, 1),
-        "transposed": tp.arange(24.0).reshape(2, 3, 4).transpose(0, 2),
-        "strided": tp.arange(60.0).reshape(5, 12)[1:4, 2::3],
-        "odd_one_stride": tp.arange(8.0).as_strided((4, 1), (1, 7)),
-        "offset_contig": tp.arange(30.0)[6:].view(2, 3, 4),
-        "empty": tp.zeros(0, 3),
-        "scalar": tp.tensor(5.0),
+        "contig": ar(24).reshape(2, 3, 4),
+        "ones_dims": ar(12).reshape(3, 1, 4, 1),
+        "transposed": ar(24).reshape(2, 3, 4).transpose(0, 2),
+        "strided": ar(60).reshape(5, 12)[1:4, 2::3],
+        "odd_one_stride": ar(8).as_strided((4, 1), (1, 7)),
+        "offset_contig": ar(30)[6:].view(2, 3, 4),
+        "empty": tp.zeros(0, 3, device=device),
+        "scalar": tp.tensor(5.0, device=device),
     }
 
 
@@ -53,6 +55,10 @@ OPS = [
     ("index_slice_step", lambda x: x[::2], "ndim"),
     ("index_slice_empty", lambda x: x[5:1], "ndim"),
     ("index_tuple", lambda x: x[0, 1:], "2d"),
+    ("index_full_int", lambda x: x[:, 0], "2d"),
+    ("index_none_int_none", lambda x: x[None, 0, None], "nonempty"),
+    ("index_full_full", lambda x: x[:, :], "2d"),
+    ("index_none", lambda x: x[None], None),
     ("select_last_dim", lambda x: x.select(-1, 0), "nonempty_last"),
     ("select_mid", lambda x: x.select(1, 0), "2d"),
     ("slice_dim1", lambda x: x[:, 1::2], "2d"),
@@ -124,6 +130,29 @@ def test_fast_view_is_the_view(op, layout):
         assert x._version == v._version == before + 1
         assert (x.numpy() == -7.0).sum() == v.numel() or layout == "odd_one_stride"
         assert (ref == -7.0).all()
+
+
+CUDA_OK, CUDA_WHY = tp.plugins.device_status("cuda")
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not CUDA_OK, reason=f"no usable CUDA device: {CUDA_WHY}")
+@pytest.mark.parametrize("op,layout", CASES, ids=[f"{o}-{l}" for o, l in CASES])
+def test_fast_view_is_the_view_on_cuda(op, layout):
+    """The same views on cuda (CuPy's reshape and basic indexing as the native views): the cpu
+    view's metadata, values and aliasing."""
+    fn = next(f for o, f, _ in OPS if o == op)
+    x, xc = _bases("cuda")[layout], _bases()[layout]
+    v, vc = fn(x), fn(xc)
+    assert _meta(v) == _meta(vc) and v.device.type == "cuda"
+    assert v.cpu().tolist() == vc.tolist()
+    assert v._storage is x._storage
+    if op != "expand" and v.numel():
+        before = x._version
+        v.fill_(-7.0)
+        vc.fill_(-7.0)
+        assert x._version == v._version == before + 1
+        assert x.cpu().tolist() == xc.tolist()        # the same elements written
 
 
 @pytest.mark.parametrize("op,layout", [c for c in CASES if c[1] in ("contig", "strided")],

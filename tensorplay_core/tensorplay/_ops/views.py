@@ -188,14 +188,15 @@ defop("reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)", default=_reshape, 
 
 
 def _permute(x, dims):
-    nd = x.ndim
-    ds = [wrap_dim(d, nd, "permute: ") for d in dims]
-    if sorted(ds) != list(range(nd)):
+    shape, stride = x.raw_shape, x.stride_tuple
+    nd = len(shape)
+    ds = [d if d.__class__ is int and 0 <= d < nd else wrap_dim(d, nd, "permute: ")
+          for d in dims]
+    if len(ds) != nd or len(set(ds)) != nd:        # (all in range: a permutation iff distinct)
         raise RuntimeError(f"permute: dims {list(dims)} are not a permutation of {nd} dimensions")
-    shape, stride = x.shape, x.stride_tuple
     data = x.native
     # the native transpose is that very view (NumPy, CuPy), cheaper than as_strided
-    return make_view(x, [shape[d] for d in ds], [stride[d] for d in ds], x.offset,
+    return make_view(x, tuple([shape[d] for d in ds]), tuple([stride[d] for d in ds]), x.offset,
                      data.transpose(ds) if data is not None else None)
 
 
@@ -293,6 +294,10 @@ def _squeeze(x, dim=None):
     nd = len(shape)
     if dim is None:
         ds = {i for i, s in enumerate(shape) if s == 1}
+    elif len(dim) == 1:
+        d = dim[0]
+        d = d if d.__class__ is int and 0 <= d < nd else wrap_dim(d, nd, "squeeze: ")
+        ds = {d} if nd and shape[d] == 1 else ()
     else:
         ds = {wrap_dim(d, nd, "squeeze: ") for d in dim}     # (a 0-d x takes 0 and -1)
         ds = {d for d in ds if nd and shape[d] == 1}
