@@ -253,3 +253,18 @@ def test_permute_needs_its_dims():
             x.permute()
     assert tp.tensor(1.0).permute(()).shape == ()
     assert tp.ones(2, 3).permute(dims=(1, 0)).shape == (3, 2)
+
+
+def test_squeeze_refuses_a_repeated_dim():
+    # torch's dim_list_to_bitset (main dropped the repeat: squeeze((0, -1)) of a 0-d tensor, or
+    # squeeze((1, -2)) of (2, 1, 3), was accepted); the range is checked first, as torch
+    for x, dims, d in ((tp.ones(2, 1, 3), (0, 0), 0), (tp.ones(2, 1, 3), (1, -2), 1),
+                       (tp.tensor(1.0), (0, -1), 0)):
+        with pytest.raises(RuntimeError, match=f"dim {d} appears multiple times in the list"):
+            x.squeeze(dims)
+        with pytest.raises(RuntimeError, match=f"dim {d} appears multiple times in the list"):
+            fake.from_real(x).squeeze(dims)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        tp.tensor(1.0).squeeze((1, -2))
+    assert tp.ones(2, 1, 3).squeeze((0, -1)).shape == (2, 1, 3)
+    assert tp.ones(2, 1, 3, 1).squeeze((1, -1)).shape == (2, 3)

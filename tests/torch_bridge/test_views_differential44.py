@@ -41,6 +41,7 @@ OPS = {
     "squeeze": lambda x: x.squeeze(),
     "squeeze0": lambda x: x.squeeze(0),
     "squeeze_last": lambda x: x.squeeze(-1),
+    "squeeze_multi": lambda x: x.squeeze((0, -1)),
     "index0": lambda x: x[0],
     "index_neg": lambda x: x[-1],
     "index_slice": lambda x: x[1:],

@@ -128,15 +128,18 @@ def compute_stride(old_shape, old_stride, new_shape):
 
 def _view(x, size):
     old, ost = x.raw_shape, x.stride_tuple
-    if _is_contig(old, ost):
+    if ost is _CONTIG.get(old) or ost == contiguous_strides(old):
         # the common case, a contiguous input: row-major strides for the new shape, and the
         # native reshape (a view of a contiguous array) instead of as_strided
         numel = 1
         for s in old:
             numel *= s
-        shape = _infer_fast(size, numel)
-        if shape is None:
-            shape = infer_size(size, numel, "view")
+        if len(size) == 1 and size[0] == -1 and size[0].__class__ is int:
+            shape = (numel,)                                # view(-1)
+        else:
+            shape = _infer_fast(size, numel)
+            if shape is None:
+                shape = infer_size(size, numel, "view")
         data = x.native
         return make_view(x, shape, _contig(shape), x.offset,
                          data.reshape(shape) if data is not None else None)
@@ -152,14 +155,17 @@ def _view(x, size):
 
 def _reshape(x, shape):
     old, ost = x.raw_shape, x.stride_tuple
-    if _is_contig(old, ost):
+    if ost is _CONTIG.get(old) or ost == contiguous_strides(old):
         # a contiguous input: always a view (as _view's fast path)
         numel = 1
         for s in old:
             numel *= s
-        shp = _infer_fast(shape, numel)
-        if shp is None:
-            shp = infer_size(shape, numel, "reshape")
+        if len(shape) == 1 and shape[0] == -1 and shape[0].__class__ is int:
+            shp = (numel,)                                  # reshape(-1)
+        else:
+            shp = _infer_fast(shape, numel)
+            if shp is None:
+                shp = infer_size(shape, numel, "reshape")
         data = x.native
         return make_view(x, shp, _contig(shp), x.offset,
                          data.reshape(shp) if data is not None else None)
@@ -214,18 +220,19 @@ defop("permute(Tensor(a) self, SymInt[] dims) -> Tensor(a)", default=_permute, m
 
 
 def _transpose(x, dim0, dim1):
-    nd = x.ndim
+    shape, stride = x.raw_shape, x.stride_tuple
+    nd = len(shape)
     if nd == 0:
-        return make_view(x, (), (), x.storage_offset())
-    a = dim0 if 0 <= dim0 < nd else wrap_dim(dim0, nd, "transpose: ")
-    b = dim1 if 0 <= dim1 < nd else wrap_dim(dim1, nd, "transpose: ")
+        return make_view(x, (), (), x.offset)
+    a = dim0 if dim0.__class__ is int and 0 <= dim0 < nd else wrap_dim(dim0, nd, "transpose: ")
+    b = dim1 if dim1.__class__ is int and 0 <= dim1 < nd else wrap_dim(dim1, nd, "transpose: ")
     # two dims swapped: the view directly (no permutation list to build and check), from the
     # native swapaxes when there is data
-    shape, stride = list(x.shape), list(x.stride_tuple)
+    shape, stride = list(shape), list(stride)
     shape[a], shape[b] = shape[b], shape[a]
     stride[a], stride[b] = stride[b], stride[a]
     data = x.native
-    return make_view(x, shape, stride, x.offset,
+    return make_view(x, tuple(shape), tuple(stride), x.offset,
                      data.swapaxes(a, b) if data is not None else None)
 
 
@@ -237,32 +244,32 @@ defop("transpose(Tensor(a) self, SymInt dim0, SymInt dim1) -> Tensor(a)", defaul
 def _expand(x, size):
     size = list(size)
     nd = len(size)
-    if nd < x.ndim:
+    xshape, xstride = x.raw_shape, x.stride_tuple
+    xnd = len(xshape)
+    if nd < xnd:
         raise RuntimeError(f"expand: the number of sizes provided ({nd}) must be greater or equal "
-                           f"to the number of dimensions in the tensor ({x.ndim})")
+                           f"to the number of dimensions in the tensor ({xnd})")
+    lead = nd - xnd
     shape, stride = [], []
-    lead = nd - x.ndim
-    for i, s in enumerate(size):
-        if i < lead:
-            if s < 0:
-                raise RuntimeError(f"expand: -1 not allowed in leading, non-existing dimension {i}")
-            shape.append(s)
-            stride.append(0)
-            continue
-        cur, st = x.shape[i - lead], x.stride()[i - lead]
-        if s == -1:
-            s = cur
-        if cur == s:
-            shape.append(s)
-            stride.append(st)
+    for i in range(lead):
+        s = size[i]
+        if s < 0:
+            raise RuntimeError(f"expand: -1 not allowed in leading, non-existing dimension {i}")
+        shape.append(s)
+        stride.append(0)
+    for i in range(xnd):
+        s, cur = size[lead + i], xshape[i]
+        if s == -1 or s == cur:
+            shape.append(cur)
+            stride.append(xstride[i])
         elif cur == 1:
             shape.append(s)
             stride.append(0)
         else:
             raise RuntimeError(f"expand: the expanded size of the tensor ({s}) must match the "
-                               f"existing size ({cur}) at non-singleton dimension {i}. Target "
-                               f"sizes: {size}. Tensor sizes: {list(x.shape)}")
-    return make_view(x, shape, stride, x.storage_offset())
+                               f"existing size ({cur}) at non-singleton dimension {lead + i}. "
+                               f"Target sizes: {size}. Tensor sizes: {list(xshape)}")
+    return make_view(x, tuple(shape), tuple(stride), x.offset)
 
 
 defop("expand(Tensor(a) self, SymInt[] size) -> Tensor(a)", default=_expand, meta=_expand,
@@ -292,22 +299,32 @@ defop("unsqueeze(Tensor(a) self, SymInt dim) -> Tensor(a)", default=_unsqueeze, 
 def _squeeze(x, dim=None):
     shape, stride = x.raw_shape, x.stride_tuple
     nd = len(shape)
-    if dim is None:
-        ds = {i for i, s in enumerate(shape) if s == 1}
-    elif len(dim) == 1:
+    if dim is not None and len(dim) == 1:
         d = dim[0]
         d = d if d.__class__ is int and 0 <= d < nd else wrap_dim(d, nd, "squeeze: ")
-        ds = {d} if nd and shape[d] == 1 else ()
+        dropped = nd and shape[d] == 1                      # (a 0-d x takes 0 and -1)
+        if dropped:
+            new_shape, new_stride = shape[:d] + shape[d + 1:], stride[:d] + stride[d + 1:]
+        else:
+            new_shape, new_stride = shape, stride
     else:
-        ds = {wrap_dim(d, nd, "squeeze: ") for d in dim}     # (a 0-d x takes 0 and -1)
-        ds = {d for d in ds if nd and shape[d] == 1}
-    if not ds:
-        new_shape, new_stride = shape, stride
-    else:
-        new_shape = tuple([s for i, s in enumerate(shape) if i not in ds])
-        new_stride = tuple([s for i, s in enumerate(stride) if i not in ds])
+        if dim is None:
+            ds = {i for i, s in enumerate(shape) if s == 1}
+        else:
+            ws = [wrap_dim(d, nd, "squeeze: ") for d in dim]
+            ds = set(ws)
+            if len(ds) != len(ws):          # torch's dim_list_to_bitset, after the range checks
+                dup = next(d for i, d in enumerate(ws) if d in ws[:i])
+                raise RuntimeError(f"dim {dup} appears multiple times in the list of dims")
+            ds = {d for d in ds if nd and shape[d] == 1}
+        dropped = bool(ds)
+        if dropped:
+            new_shape = tuple([s for i, s in enumerate(shape) if i not in ds])
+            new_stride = tuple([s for i, s in enumerate(stride) if i not in ds])
+        else:
+            new_shape, new_stride = shape, stride
     data = x.native
-    if data is not None and 0 not in shape and (not ds or _is_contig(shape, stride)):
+    if data is not None and 0 not in shape and (not dropped or _is_contig(shape, stride)):
         # nothing dropped (the same layout), or a contiguous input whose kept dims keep their
         # row-major strides: the native reshape is the view
         data = data.reshape(new_shape)
