@@ -45,7 +45,10 @@ def _is_contig(shape, stride) -> bool:
     """``stride`` is exactly ``shape``'s row-major strides (``contiguous_strides``): a view of
     such a tensor as another shape has that shape's row-major strides (torch's
     ``computeStride`` gives them: one chunk), and the native reshape is that very view."""
-    return stride is _CONTIG.get(shape) or stride == contiguous_strides(shape)
+    c = _CONTIG.get(shape)
+    if c is None:
+        c = _contig(shape)      # (cached from now on: a non-contiguous input pays one lookup)
+    return stride is c or stride == c
 
 
 def _infer_fast(size, numel):
@@ -128,7 +131,7 @@ def compute_stride(old_shape, old_stride, new_shape):
 
 def _view(x, size):
     old, ost = x.raw_shape, x.stride_tuple
-    if ost is _CONTIG.get(old) or ost == contiguous_strides(old):
+    if ost is _CONTIG.get(old) or _is_contig(old, ost):
         # the common case, a contiguous input: row-major strides for the new shape, and the
         # native reshape (a view of a contiguous array) instead of as_strided
         numel = 1
@@ -155,7 +158,7 @@ def _view(x, size):
 
 def _reshape(x, shape):
     old, ost = x.raw_shape, x.stride_tuple
-    if ost is _CONTIG.get(old) or ost == contiguous_strides(old):
+    if ost is _CONTIG.get(old) or _is_contig(old, ost):
         # a contiguous input: always a view (as _view's fast path)
         numel = 1
         for s in old:
