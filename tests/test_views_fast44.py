@@ -268,3 +268,28 @@ def test_squeeze_refuses_a_repeated_dim():
         tp.tensor(1.0).squeeze((1, -2))
     assert tp.ones(2, 1, 3).squeeze((0, -1)).shape == (2, 1, 3)
     assert tp.ones(2, 1, 3, 1).squeeze((1, -1)).shape == (2, 3)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float64", "int64", "int32", "uint8",
+                                   "bool"])
+def test_fast_views_write_through_every_dtype(dtype):
+    dt = getattr(tp, dtype)
+    x = tp.zeros(3, 4, dtype=dt)
+    one = tp.ones((), dtype=dt)
+    x.view(-1)[5] = one                     # view + select
+    x[1][3] = one                           # select + select
+    x.unsqueeze(0).squeeze(0)[2, 0] = one   # unsqueeze + squeeze + tuple index
+    x[:, 1::2][0, 1] = one                  # slice on dim 1
+    x.reshape(2, 6)[0, 0] = one
+    expect = [[1, 0, 0, 1], [0, 1, 0, 1], [1, 0, 0, 0]]
+    assert x.to(tp.int64).tolist() == expect
+    assert x._version == 5
+
+
+def test_fast_views_of_a_dtype_view():
+    # x.view(dtype) has a storage of its own dtype over the same memory: its fast views write there
+    x = tp.zeros(2, 4)
+    i = x.view(tp.int32)
+    i.view(-1)[1] = 1065353216              # the bits of 1.0 (float32)
+    i[1, 2:][0] = 1073741824                # of 2.0
+    assert x.tolist() == [[0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 2.0, 0.0]]
