@@ -1232,6 +1232,8 @@ class Tensor(TensorBase, instance_class=True):
         return _in_place(self, "bitwise_right_shift_", _O.bitwise_right_shift, other)
 
     def __getitem__(self, index: Any) -> Tensor:
+        if index.__class__ is int and self._shape:
+            return _O.select(self, 0, index)      # x[i]: _getitem's first fast path, inline
         return _getitem(self, index)
 
     def __setitem__(self, index: Any, value: _TensorOrScalar) -> None:
@@ -1914,9 +1916,12 @@ class Tensor(TensorBase, instance_class=True):
 
     def t(self) -> Tensor:
         """Transpose of a tensor with at most 2 dims (a view)."""
-        if self.ndim > 2:
-            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, got {self.ndim}")
-        return self if self.ndim < 2 else _O.transpose(self, 0, 1)
+        nd = len(self._shape)
+        if nd == 2:
+            return _O.transpose(self, 0, 1)
+        if nd > 2:
+            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, got {nd}")
+        return self
 
     # Shape-changing in-place methods (torch's ``t_``, ``transpose_``, ...): ``self`` takes the
     # view's shape, strides and offset (``_restride_``: same storage, one version bump, the

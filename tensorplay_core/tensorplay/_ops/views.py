@@ -416,6 +416,8 @@ def _select(x, dim, index):
         data = data[index] if d == 0 and nd > 1 else data[(_ALL,) * d + (index, Ellipsis)]
     else:
         data = None
+    if d == 0:
+        return make_view(x, shape[1:], stride[1:], off, data)
     return make_view(x, shape[:d] + shape[d + 1:], stride[:d] + stride[d + 1:], off, data)
 
 
