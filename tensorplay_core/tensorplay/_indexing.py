@@ -104,7 +104,62 @@ def _split(x, index):
     return out, advanced
 
 
+def _basic_only(index, ndim) -> bool:
+    """``index`` (a tuple) holds only ints, ``None`` and slices with no or a positive int step,
+    at most ``ndim`` of them not ``None``: ``_split`` would apply it as views, entry by entry,
+    with no check of its own that could fail first."""
+    n = 0
+    for i in index:
+        c = i.__class__
+        if c is int:
+            n += 1
+        elif c is slice:
+            st = i.step
+            if st is not None and (st.__class__ is not int or st <= 0):
+                return False
+            n += 1
+        elif i is not None:
+            return False
+    return n <= ndim
+
+
+def _basic(x, index):
+    """``x[index]`` for an index ``_basic_only`` accepted: the views ``_split`` makes, in its
+    order (select, slice, unsqueeze), so the same results and errors; a full slice (``:``) is
+    no op, as torch skips it (``applySlice``), unless nothing else is applied (None then: the
+    general path's slices)."""
+    out = x
+    dim = 0
+    for i in index:
+        if i.__class__ is int:
+            out = O.select(out, dim, i)
+        elif i is None:
+            out = O.unsqueeze(out, dim)
+            dim += 1
+        else:
+            if i.start is not None or i.stop is not None or i.step not in (None, 1):
+                out = O.slice(out, dim, i.start, i.stop, i.step or 1)
+            dim += 1
+    return out if out is not x else None
+
+
 def getitem(x, index):
+    c = index.__class__
+    # the common basic indices without the general machinery (the same ops in the same order,
+    # so the same results and errors: select's IndexError for an int out of range)
+    if c is int:
+        if len(x.raw_shape):
+            return O.select(x, 0, index)
+    elif c is slice:
+        step = index.step
+        if len(x.raw_shape) and (step is None or step.__class__ is int and step > 0):
+            return O.slice(x, 0, index.start, index.stop, step or 1)
+    elif index is None:
+        return O.unsqueeze(x, 0)
+    elif c is tuple and _basic_only(index, len(x.raw_shape)):
+        out = _basic(x, index)
+        if out is not None:
+            return out
     out, advanced = _split(x, index)
     if not advanced:
         return out

@@ -1243,6 +1243,8 @@ class Tensor(TensorBase, instance_class=True):
         return _in_place(self, "bitwise_right_shift_", _O.bitwise_right_shift, other)
 
     def __getitem__(self, index: Any) -> Tensor:
+        if index.__class__ is int and self._shape:
+            return _O.select(self, 0, index)      # x[i]: _getitem's first fast path, inline
         return _getitem(self, index)
 
     def __setitem__(self, index: Any, value: _TensorOrScalar) -> None:
@@ -1870,9 +1872,13 @@ class Tensor(TensorBase, instance_class=True):
             if "dtype" in kwargs and not shape and len(kwargs) == 1:
                 return _O.view_dtype(self, _dtype.as_dtype(kwargs["dtype"]))
             return _O.view(self, _keyword_sizes(shape, kwargs, "view", "size"))
-        if len(shape) == 1 and isinstance(shape[0], _dtype.DType):
-            # view(dtype): the same bytes as another dtype (torch's Tensor.view(dtype))
-            return _O.view_dtype(self, shape[0])
+        if len(shape) == 1:
+            s = shape[0]
+            if s.__class__ is int:
+                return _O.view(self, [s])
+            if isinstance(s, _dtype.DType):
+                # view(dtype): the same bytes as another dtype (torch's Tensor.view(dtype))
+                return _O.view_dtype(self, s)
         return _O.view(self, _shape_arg(shape))
 
     def reshape(self, *shape: _int | Sequence[_int], **kwargs: Sequence[_int]) -> Tensor:
@@ -1901,9 +1907,12 @@ class Tensor(TensorBase, instance_class=True):
         return _O.reshape(self, shape)
 
     def permute(self, *dims: _int | Sequence[_int], **kwargs: Sequence[_int]) -> Tensor:
-        """A view with the dimensions reordered (ints, one sequence, or ``dims=``)."""
+        """A view with the dimensions reordered (ints, one sequence, or ``dims=``); TypeError
+        without any, as torch (also for a 0-d tensor: ``permute(())`` is its identity)."""
         if kwargs:
             return _O.permute(self, _keyword_sizes(dims, kwargs, "permute", "dims"))
+        if not dims:
+            raise TypeError('permute() missing 1 required positional arguments: "dims"')
         return _O.permute(self, _shape_arg(dims))
 
     def transpose(self, dim0: _int, dim1: _int) -> Tensor:
@@ -1918,9 +1927,12 @@ class Tensor(TensorBase, instance_class=True):
 
     def t(self) -> Tensor:
         """Transpose of a tensor with at most 2 dims (a view)."""
-        if self.ndim > 2:
-            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, got {self.ndim}")
-        return self if self.ndim < 2 else _O.transpose(self, 0, 1)
+        nd = len(self._shape)
+        if nd == 2:
+            return _O.transpose(self, 0, 1)
+        if nd > 2:
+            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, got {nd}")
+        return self
 
     # Shape-changing in-place methods (torch's ``t_``, ``transpose_``, ...): ``self`` takes the
     # view's shape, strides and offset (``_restride_``: same storage, one version bump, the
@@ -3530,8 +3542,12 @@ def _new_size(size, api, kwargs):
 
 
 def _shape_arg(shape):
-    if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
-        return [operator.index(s) for s in shape[0]]
+    if len(shape) == 1:
+        s = shape[0]
+        if s.__class__ is int:          # view(-1), unsqueeze-like single sizes: no loop
+            return [s]
+        if isinstance(s, (list, tuple)):
+            shape = s
     return [operator.index(s) for s in shape]
 
 

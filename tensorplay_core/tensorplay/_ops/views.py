@@ -7,7 +7,9 @@ ones. So fake strides always equal real strides.
 
 from __future__ import annotations
 
+from .._backend import _CONTIG_CACHE as _CONTIG
 from .._backend import contiguous_strides
+from .._backend import contiguous_strides_cached as _contig
 from .._dispatch import grad_state as _grad_state
 from .._tensor_base import new_fake, new_tensor, set_view
 from ._define import defop, ops as O
@@ -17,22 +19,61 @@ from ._shapes import wrap_dim
 def make_view(base, shape, stride, offset, data=None):
     """A tensor over ``base``'s storage with the given metadata (elements). ``data``: the native
     array of exactly that view when the caller has it from a cheaper native view op (a
-    transpose); else the backend materializes it from the storage root."""
-    shape, stride = tuple(shape), tuple(stride)
+    transpose, a reshape of a contiguous tensor, a basic index); else the backend materializes it
+    from the storage root."""
+    if shape.__class__ is not tuple:
+        shape = tuple(shape)
+    if stride.__class__ is not tuple:
+        stride = tuple(stride)
     st = base.storage_ref
     if base.native is None:
-        t = new_fake(st, shape, stride, offset, base.dtype, base.device,
+        t = new_fake(st, shape, stride, offset, base.raw_dtype, base.raw_device,
                      backend_key=base.backend_key)
     else:
         be = base.backend
         if data is None:
             data = be.as_strided(st.root, shape, stride, offset)
-        t = new_tensor(st, data, shape, stride, offset, base.dtype, base.device, be)
+        t = new_tensor(st, data, shape, stride, offset, base.raw_dtype, base.raw_device, be)
     root = base.view_base
     # (grad mode recorded: a view made under no_grad cannot be written in place with grad on
     # once its base requires grad, torch's rule; autograd/function.py)
     set_view(t, root if root is not None else base, st.version, _grad_state.enabled)
     return t
+
+
+def _is_contig(shape, stride) -> bool:
+    """``stride`` is exactly ``shape``'s row-major strides (``contiguous_strides``): a view of
+    such a tensor as another shape has that shape's row-major strides (torch's
+    ``computeStride`` gives them: one chunk), and the native reshape is that very view."""
+    c = _CONTIG.get(shape)
+    if c is None:
+        c = _contig(shape)      # (cached from now on: a non-contiguous input pays one lookup)
+    return stride is c or stride == c
+
+
+def _infer_fast(size, numel):
+    """``infer_size`` for the common sizes (ints, at most one -1, consistent with ``numel``) as
+    a tuple; None for anything else (``infer_size`` then decides, with its errors)."""
+    known = 1
+    neg = -1
+    i = 0
+    for s in size:
+        if s.__class__ is not int:
+            return None
+        if s >= 0:
+            known *= s
+        elif s == -1 and neg < 0:
+            neg = i
+        else:
+            return None
+        i += 1
+    if neg < 0:
+        return tuple(size) if known == numel else None
+    if known == 0 or numel % known:
+        return None
+    out = list(size)
+    out[neg] = numel // known
+    return tuple(out)
 
 
 def infer_size(shape, numel, api="view"):
@@ -89,6 +130,22 @@ def compute_stride(old_shape, old_stride, new_shape):
 
 
 def _view(x, size):
+    old, ost = x.raw_shape, x.stride_tuple
+    if ost is _CONTIG.get(old) or _is_contig(old, ost):
+        # the common case, a contiguous input: row-major strides for the new shape, and the
+        # native reshape (a view of a contiguous array) instead of as_strided
+        numel = 1
+        for s in old:
+            numel *= s
+        if len(size) == 1 and size[0] == -1 and size[0].__class__ is int:
+            shape = (numel,)                                # view(-1)
+        else:
+            shape = _infer_fast(size, numel)
+            if shape is None:
+                shape = infer_size(size, numel, "view")
+        data = x.native
+        return make_view(x, shape, _contig(shape), x.offset,
+                         data.reshape(shape) if data is not None else None)
     shape = infer_size(size, x.numel(), "view")
     st = compute_stride(x.shape, x.stride(), shape)
     if st is None:
@@ -100,6 +157,21 @@ def _view(x, size):
 
 
 def _reshape(x, shape):
+    old, ost = x.raw_shape, x.stride_tuple
+    if ost is _CONTIG.get(old) or _is_contig(old, ost):
+        # a contiguous input: always a view (as _view's fast path)
+        numel = 1
+        for s in old:
+            numel *= s
+        if len(shape) == 1 and shape[0] == -1 and shape[0].__class__ is int:
+            shp = (numel,)                                  # reshape(-1)
+        else:
+            shp = _infer_fast(shape, numel)
+            if shp is None:
+                shp = infer_size(shape, numel, "reshape")
+        data = x.native
+        return make_view(x, shp, _contig(shp), x.offset,
+                         data.reshape(shp) if data is not None else None)
     shp = infer_size(shape, x.numel(), "reshape")
     st = compute_stride(x.shape, x.stride(), shp)
     if st is None:
@@ -125,14 +197,15 @@ defop("reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)", default=_reshape, 
 
 
 def _permute(x, dims):
-    nd = x.ndim
-    ds = [wrap_dim(d, nd, "permute: ") for d in dims]
-    if sorted(ds) != list(range(nd)):
+    shape, stride = x.raw_shape, x.stride_tuple
+    nd = len(shape)
+    ds = [d if d.__class__ is int and 0 <= d < nd else wrap_dim(d, nd, "permute: ")
+          for d in dims]
+    if len(ds) != nd or len(set(ds)) != nd:        # (all in range: a permutation iff distinct)
         raise RuntimeError(f"permute: dims {list(dims)} are not a permutation of {nd} dimensions")
-    shape, stride = x.shape, x.stride_tuple
     data = x.native
     # the native transpose is that very view (NumPy, CuPy), cheaper than as_strided
-    return make_view(x, [shape[d] for d in ds], [stride[d] for d in ds], x.offset,
+    return make_view(x, tuple([shape[d] for d in ds]), tuple([stride[d] for d in ds]), x.offset,
                      data.transpose(ds) if data is not None else None)
 
 
@@ -150,18 +223,19 @@ defop("permute(Tensor(a) self, SymInt[] dims) -> Tensor(a)", default=_permute, m
 
 
 def _transpose(x, dim0, dim1):
-    nd = x.ndim
+    shape, stride = x.raw_shape, x.stride_tuple
+    nd = len(shape)
     if nd == 0:
-        return make_view(x, (), (), x.storage_offset())
-    a = dim0 if 0 <= dim0 < nd else wrap_dim(dim0, nd, "transpose: ")
-    b = dim1 if 0 <= dim1 < nd else wrap_dim(dim1, nd, "transpose: ")
+        return make_view(x, (), (), x.offset)
+    a = dim0 if dim0.__class__ is int and 0 <= dim0 < nd else wrap_dim(dim0, nd, "transpose: ")
+    b = dim1 if dim1.__class__ is int and 0 <= dim1 < nd else wrap_dim(dim1, nd, "transpose: ")
     # two dims swapped: the view directly (no permutation list to build and check), from the
     # native swapaxes when there is data
-    shape, stride = list(x.shape), list(x.stride_tuple)
+    shape, stride = list(shape), list(stride)
     shape[a], shape[b] = shape[b], shape[a]
     stride[a], stride[b] = stride[b], stride[a]
     data = x.native
-    return make_view(x, shape, stride, x.offset,
+    return make_view(x, tuple(shape), tuple(stride), x.offset,
                      data.swapaxes(a, b) if data is not None else None)
 
 
@@ -173,32 +247,32 @@ defop("transpose(Tensor(a) self, SymInt dim0, SymInt dim1) -> Tensor(a)", defaul
 def _expand(x, size):
     size = list(size)
     nd = len(size)
-    if nd < x.ndim:
+    xshape, xstride = x.raw_shape, x.stride_tuple
+    xnd = len(xshape)
+    if nd < xnd:
         raise RuntimeError(f"expand: the number of sizes provided ({nd}) must be greater or equal "
-                           f"to the number of dimensions in the tensor ({x.ndim})")
+                           f"to the number of dimensions in the tensor ({xnd})")
+    lead = nd - xnd
     shape, stride = [], []
-    lead = nd - x.ndim
-    for i, s in enumerate(size):
-        if i < lead:
-            if s < 0:
-                raise RuntimeError(f"expand: -1 not allowed in leading, non-existing dimension {i}")
-            shape.append(s)
-            stride.append(0)
-            continue
-        cur, st = x.shape[i - lead], x.stride()[i - lead]
-        if s == -1:
-            s = cur
-        if cur == s:
-            shape.append(s)
-            stride.append(st)
+    for i in range(lead):
+        s = size[i]
+        if s < 0:
+            raise RuntimeError(f"expand: -1 not allowed in leading, non-existing dimension {i}")
+        shape.append(s)
+        stride.append(0)
+    for i in range(xnd):
+        s, cur = size[lead + i], xshape[i]
+        if s == -1 or s == cur:
+            shape.append(cur)
+            stride.append(xstride[i])
         elif cur == 1:
             shape.append(s)
             stride.append(0)
         else:
             raise RuntimeError(f"expand: the expanded size of the tensor ({s}) must match the "
-                               f"existing size ({cur}) at non-singleton dimension {i}. Target "
-                               f"sizes: {size}. Tensor sizes: {list(x.shape)}")
-    return make_view(x, shape, stride, x.storage_offset())
+                               f"existing size ({cur}) at non-singleton dimension {lead + i}. "
+                               f"Target sizes: {size}. Tensor sizes: {list(xshape)}")
+    return make_view(x, tuple(shape), tuple(stride), x.offset)
 
 
 defop("expand(Tensor(a) self, SymInt[] size) -> Tensor(a)", default=_expand, meta=_expand,
@@ -206,12 +280,19 @@ defop("expand(Tensor(a) self, SymInt[] size) -> Tensor(a)", default=_expand, met
 
 
 def _unsqueeze(x, dim):
-    d = wrap_dim(dim, x.ndim + 1, "unsqueeze: ")
-    shape, stride = list(x.shape), list(x.stride())
-    st = shape[d] * stride[d] if d < x.ndim else 1
-    shape.insert(d, 1)
-    stride.insert(d, st)
-    return make_view(x, shape, stride, x.storage_offset())
+    shape, stride = x.raw_shape, x.stride_tuple
+    nd = len(shape)
+    d = dim if dim.__class__ is int and 0 <= dim <= nd else wrap_dim(dim, nd + 1, "unsqueeze: ")
+    st = shape[d] * stride[d] if d < nd else 1
+    shape, stride = shape[:d] + (1,) + shape[d:], stride[:d] + (st,) + stride[d:]
+    data = x.native
+    if data is not None and _is_contig(x.raw_shape, x.stride_tuple) and 0 not in shape:
+        # a contiguous input (no empty dim): its strides are the row-major ones, and the native
+        # reshape is the view
+        data = data.reshape(shape)
+    else:
+        data = None
+    return make_view(x, shape, stride, x.offset, data)
 
 
 defop("unsqueeze(Tensor(a) self, SymInt dim) -> Tensor(a)", default=_unsqueeze, meta=_unsqueeze,
@@ -219,14 +300,40 @@ defop("unsqueeze(Tensor(a) self, SymInt dim) -> Tensor(a)", default=_unsqueeze, 
 
 
 def _squeeze(x, dim=None):
-    nd = x.ndim
-    if dim is None:
-        ds = {i for i, s in enumerate(x.shape) if s == 1}
+    shape, stride = x.raw_shape, x.stride_tuple
+    nd = len(shape)
+    if dim is not None and len(dim) == 1:
+        d = dim[0]
+        d = d if d.__class__ is int and 0 <= d < nd else wrap_dim(d, nd, "squeeze: ")
+        dropped = nd and shape[d] == 1                      # (a 0-d x takes 0 and -1)
+        if dropped:
+            new_shape, new_stride = shape[:d] + shape[d + 1:], stride[:d] + stride[d + 1:]
+        else:
+            new_shape, new_stride = shape, stride
     else:
-        ds = {wrap_dim(d, nd, "squeeze: ") for d in dim}     # (a 0-d x takes 0 and -1)
-        ds = {d for d in ds if nd and x.shape[d] == 1}
-    return make_view(x, [s for i, s in enumerate(x.shape) if i not in ds],
-                     [s for i, s in enumerate(x.stride()) if i not in ds], x.storage_offset())
+        if dim is None:
+            ds = {i for i, s in enumerate(shape) if s == 1}
+        else:
+            ws = [wrap_dim(d, nd, "squeeze: ") for d in dim]
+            ds = set(ws)
+            if len(ds) != len(ws):          # torch's dim_list_to_bitset, after the range checks
+                dup = next(d for i, d in enumerate(ws) if d in ws[:i])
+                raise RuntimeError(f"dim {dup} appears multiple times in the list of dims")
+            ds = {d for d in ds if nd and shape[d] == 1}
+        dropped = bool(ds)
+        if dropped:
+            new_shape = tuple([s for i, s in enumerate(shape) if i not in ds])
+            new_stride = tuple([s for i, s in enumerate(stride) if i not in ds])
+        else:
+            new_shape, new_stride = shape, stride
+    data = x.native
+    if data is not None and 0 not in shape and (not dropped or _is_contig(shape, stride)):
+        # nothing dropped (the same layout), or a contiguous input whose kept dims keep their
+        # row-major strides: the native reshape is the view
+        data = data.reshape(new_shape)
+    else:
+        data = None
+    return make_view(x, new_shape, new_stride, x.offset, data)
 
 
 defop("squeeze(Tensor(a) self, SymInt[]? dim=None) -> Tensor(a)", default=_squeeze, meta=_squeeze,
@@ -234,17 +341,27 @@ defop("squeeze(Tensor(a) self, SymInt[]? dim=None) -> Tensor(a)", default=_squee
 
 
 def _slice(x, dim=0, start=None, end=None, step=1):
-    d = wrap_dim(dim, x.ndim, "slice: ")
-    n = x.shape[d]
+    shape, stride = x.raw_shape, x.stride_tuple
+    nd = len(shape)
+    d = dim if dim.__class__ is int and 0 <= dim < nd else wrap_dim(dim, nd, "slice: ")
+    n = shape[d]
     if step <= 0:
         raise ValueError("slice: step must be positive (torch does not support negative steps)")
     start, end, _ = slice(start, end, step).indices(n)
     length = max(0, (end - start + step - 1) // step)
-    shape, stride = list(x.shape), list(x.stride())
-    shape[d] = length
-    stride[d] = stride[d] * step
-    off = x.storage_offset() + (start * x.stride()[d] if length else 0)
-    return make_view(x, shape, stride, off)
+    off = x.offset + start * stride[d]      # also when empty (torch's offset: start clamped)
+    data = x.native
+    if data is not None and length:
+        # the native basic slice is exactly this view (strides times step, the offset moved)
+        data = data[start:end:step] if d == 0 else \
+            data[(_ALL,) * d + (slice(start, end, step), Ellipsis)]
+    else:
+        data = None
+    return make_view(x, shape[:d] + (length,) + shape[d + 1:],
+                     stride[:d] + (stride[d] * step,) + stride[d + 1:], off, data)
+
+
+_ALL = slice(None)
 
 
 def _slice_setup(ctx, inputs, output):
@@ -284,16 +401,24 @@ def _narrow_bw(ctx, g):
 
 
 def _select(x, dim, index):
-    d = wrap_dim(dim, x.ndim, "select: ")
-    n = x.shape[d]
+    shape, stride = x.raw_shape, x.stride_tuple
+    nd = len(shape)
+    d = dim if dim.__class__ is int and 0 <= dim < nd else wrap_dim(dim, nd, "select: ")
+    n = shape[d]
     if not -n <= index < n:
         raise IndexError(f"index {index} is out of bounds for dimension {d} with size {n}")
     if index < 0:
         index += n
-    shape, stride = list(x.shape), list(x.stride())
-    off = x.storage_offset() + index * stride[d]
-    del shape[d], stride[d]
-    return make_view(x, shape, stride, off)
+    off = x.offset + index * stride[d]
+    data = x.native
+    if data is not None and index.__class__ is int:
+        # the native basic index is exactly this view (an array, also 0-d: the Ellipsis)
+        data = data[index] if d == 0 and nd > 1 else data[(_ALL,) * d + (index, Ellipsis)]
+    else:
+        data = None
+    if d == 0:
+        return make_view(x, shape[1:], stride[1:], off, data)
+    return make_view(x, shape[:d] + shape[d + 1:], stride[:d] + stride[d + 1:], off, data)
 
 
 def _select_bw(ctx, g):
