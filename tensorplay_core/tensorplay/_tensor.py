@@ -3374,6 +3374,7 @@ from ._ops.copy import check_copy_src as _check_copy_src  # noqa: E402
 from ._ops.copy import check_fill_value as _check_fill_value  # noqa: E402
 from ._ops._shapes import result_dtype as _result_dtype  # noqa: E402
 from ._indexing import getitem as _getitem  # noqa: E402
+from ._ops.indexing import check_scatter_reduce as _check_scatter_reduce  # noqa: E402
 from ._indexing import setitem as _setitem  # noqa: E402
 from .autograd.api import backward as _backward  # noqa: E402
 from .autograd.function import check_inplace as _check_inplace  # noqa: E402
@@ -3434,17 +3435,9 @@ def _scatter_reduce(self, dim, index, src, reduce, include_self):
     reduced into each position (self counted when included; floor division for integers)."""
     if reduce in ("max", "min"):      # torch's undocumented spellings of amax/amin
         reduce = "a" + reduce
-    if reduce not in ("sum", "mean", "prod", "amax", "amin"):
-        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
-                           f"{reduce}")
-    if reduce not in ("sum", "mean"):   # prod, amax, amin: the op tp::scatter_reduce
+    if reduce not in ("sum", "mean"):   # prod, amax, amin (and bad names): tp::scatter_reduce
         return _O.scatter_reduce(self, dim, index, src, reduce, include_self=include_self)
-    if src._dtype is not self._dtype:
-        raise RuntimeError(f"scatter_reduce(): Expected self.dtype to be equal to src.dtype, got "
-                           f"{self._dtype} and {src._dtype}")
-    if reduce == "mean" and self._dtype is _dtype.bool:
-        raise RuntimeError("scatter_reduce(reduce='mean'): not implemented for bool tensors (as "
-                           "torch)")
+    _check_scatter_reduce(self, dim, index, src, reduce)     # the op's checks, in torch's words
     base = self if include_self else _O.scatter(self, dim, index, 0)
     out = _O.scatter_add(base, dim, index, src)
     if reduce == "sum":

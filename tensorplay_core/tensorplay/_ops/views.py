@@ -129,23 +129,31 @@ def compute_stride(old_shape, old_stride, new_shape):
     return tuple(new_stride)
 
 
-def _view(x, size):
+def _contiguous_view(x, size, api):
+    """``x`` viewed as ``size`` when ``x`` is contiguous (always possible then): row-major strides
+    for the new shape and the native reshape (a view of a contiguous array) instead of
+    ``as_strided``; None for any other layout (the general rule then)."""
     old, ost = x.raw_shape, x.stride_tuple
-    if ost is _CONTIG.get(old) or _is_contig(old, ost):
-        # the common case, a contiguous input: row-major strides for the new shape, and the
-        # native reshape (a view of a contiguous array) instead of as_strided
-        numel = 1
-        for s in old:
-            numel *= s
-        if len(size) == 1 and size[0] == -1 and size[0].__class__ is int:
-            shape = (numel,)                                # view(-1)
-        else:
-            shape = _infer_fast(size, numel)
-            if shape is None:
-                shape = infer_size(size, numel, "view")
-        data = x.native
-        return make_view(x, shape, _contig(shape), x.offset,
-                         data.reshape(shape) if data is not None else None)
+    if not (ost is _CONTIG.get(old) or _is_contig(old, ost)):
+        return None
+    numel = 1
+    for s in old:
+        numel *= s
+    if len(size) == 1 and size[0] == -1 and size[0].__class__ is int:
+        shape = (numel,)                                # view(-1) / reshape(-1)
+    else:
+        shape = _infer_fast(size, numel)
+        if shape is None:
+            shape = infer_size(size, numel, api)
+    data = x.native
+    return make_view(x, shape, _contig(shape), x.offset,
+                     data.reshape(shape) if data is not None else None)
+
+
+def _view(x, size):
+    v = _contiguous_view(x, size, "view")
+    if v is not None:
+        return v
     shape = infer_size(size, x.numel(), "view")
     st = compute_stride(x.shape, x.stride(), shape)
     if st is None:
@@ -157,21 +165,9 @@ def _view(x, size):
 
 
 def _reshape(x, shape):
-    old, ost = x.raw_shape, x.stride_tuple
-    if ost is _CONTIG.get(old) or _is_contig(old, ost):
-        # a contiguous input: always a view (as _view's fast path)
-        numel = 1
-        for s in old:
-            numel *= s
-        if len(shape) == 1 and shape[0] == -1 and shape[0].__class__ is int:
-            shp = (numel,)                                  # reshape(-1)
-        else:
-            shp = _infer_fast(shape, numel)
-            if shp is None:
-                shp = infer_size(shape, numel, "reshape")
-        data = x.native
-        return make_view(x, shp, _contig(shp), x.offset,
-                         data.reshape(shp) if data is not None else None)
+    v = _contiguous_view(x, shape, "reshape")      # a contiguous input: always a view
+    if v is not None:
+        return v
     shp = infer_size(shape, x.numel(), "reshape")
     st = compute_stride(x.shape, x.stride(), shp)
     if st is None:
