@@ -287,7 +287,7 @@ def cum_extremum(api, x, dim):
     else:
         pick = O.maximum if api == "cummax" else O.minimum
         plain = xs if xs.dtype is not _dtype.bool else O.to_dtype(xs, _dtype.uint8)
-        with _no_grad():
+        with NoGradBlock():
             run = _scan(plain, d, n, pick)        # NaN-propagating running extremum
             hit = O.eq(plain, run)                # this position reaches the running value
             if plain.dtype.is_floating_point:
@@ -300,8 +300,3 @@ def cum_extremum(api, x, dim):
     if not nd:
         values, idx = O.squeeze(values, [0]), O.squeeze(idx, [0])
     return values, idx
-
-
-def _no_grad():
-    # grad mode off for the block (tensorplay.no_grad's class lives in autograd, above the ops)
-    return NoGradBlock()

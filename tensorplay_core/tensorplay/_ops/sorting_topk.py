@@ -89,7 +89,7 @@ def kthvalue(x, k, dim=-1, keepdim=False):
     xs, d, n = _along("kthvalue", x, dim)
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= n:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}")
-    with _no_grad():
+    with NoGradBlock():
         si = O.sort(xs, d, False, stable=True)[1]
     return _take(x, xs, d, O.narrow(si, d, k - 1, 1), keepdim)
 
@@ -106,7 +106,7 @@ def median_dim(x, dim, keepdim=False, nan_ignored=False):
     if n == 0:
         raise IndexError(f"{api}(): Expected reduction dim {wrap_dim(dim, max(x.ndim, 1))} to "
                          f"have non-zero size.")
-    with _no_grad():
+    with NoGradBlock():
         si = O.sort(xs, d, False, stable=True)[1]
         if not xs.dtype.is_floating_point:
             idx = O.narrow(si, d, (n - 1) // 2, 1)
@@ -133,9 +133,9 @@ def median_all(x, nan_ignored=False):
     if flat.shape[0] == 0:
         return O.full([], float("nan"), dtype=x.dtype, device=x.device)
     v = median_dim(flat, 0, False, nan_ignored)[0]
-    if not x.dtype.is_floating_point or not (x.requires_grad and _grad_on()):
+    if not x.dtype.is_floating_point or not (x.requires_grad and grad_state.enabled):
         return v
-    with _no_grad():
+    with NoGradBlock():
         nan = bool(O.isnan(v))
         same = O.isnan(flat) if nan else O.eq(flat, v)
     if nan:   # NaN either way; the gradient split evenly among the NaN elements
@@ -155,7 +155,7 @@ def mode(x, dim=-1, keepdim=False):
     if n == 0:
         raise IndexError(f"mode(): Expected reduction dim {wrap_dim(dim, max(x.ndim, 1))} to "
                          f"have non-zero size.")
-    with _no_grad():
+    with NoGradBlock():
         sv, si = O.sort(xs, d, False, stable=True)
         # run starts of the sorted values; run r's length counted into slot r
         if n > 1:
@@ -173,12 +173,3 @@ def mode(x, dim=-1, keepdim=False):
         end = O.sub(O.gather(O.cumsum(counts, d), d, best), 1)   # its last sorted position
         idx = O.gather(si, d, end)
     return _take(x, xs, d, idx, keepdim)
-
-
-def _no_grad():
-    # grad mode off for the block (tensorplay.no_grad's class lives in autograd, above the ops)
-    return NoGradBlock()
-
-
-def _grad_on():
-    return grad_state.enabled

@@ -1127,16 +1127,8 @@ def _make_inplace_autograd(op, info):
             out = op.entry(bkey)(*args, **kwargs)
         meta = ((self_.raw_shape, self_.raw_dtype, self_.raw_device),)
         if base is None:
-            if self_.retains_grad_flag:
-                old = self_.grad_fn, self_.output_nr
-                set_history(self_, FunctionNode(name, backward, ctx, edges, structure, meta), 0)
-                move_retained_grad(self_, *old)     # .grad: the gradient of the new value
-                if self_.view_version.__class__ is list:
-                    refresh_views(self_)
-                return out
-            set_history(self_, FunctionNode(name, backward, ctx, edges, structure, meta), 0)
-            if self_.view_version.__class__ is list:   # a base with views: they follow
-                refresh_views(self_)
+            # its retain_grad() and its views follow the new history (_rebase)
+            _rebase(self_, FunctionNode(name, backward, ctx, edges, structure, meta))
             return out
         inner = FunctionNode(name, backward, ctx, edges, structure, meta)
         base_geom = (base.raw_shape, base.stride_tuple, base.offset)
