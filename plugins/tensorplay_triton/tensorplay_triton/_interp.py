@@ -621,9 +621,9 @@ def _from_numpy(out, block, sty=None):
 # -- the signatures the compiler accepts ----------------------------------------------------------
 # A libdevice function compiles only for the argument dtypes its table lists (``abs``: int32,
 # int64, fp32, fp64; ``asin``: fp32, fp64; none takes fp16 or bf16), with the result dtype the
-# table gives; any other dtypes are a compile error ("input arg type does not match", a KeyError
-# on 3.9). The NumPy versions computed in whatever NumPy promoted to: abs of an int32 went
-# through float32 (abs(-16777217) gave 16777216, as float32), exp of a bfloat16 ran on its 16-bit
+# table gives; any other dtypes are a compile error (a KeyError of the table on 3.6 to 3.9: no
+# promotion is tried first). The NumPy versions computed in whatever NumPy promoted to: abs of an
+# int32 went through float32 (abs(-16777217) gave 16777216), exp of a bfloat16 ran on its 16-bit
 # pattern (exp(1.0) gave inf), fp16 computed where the GPU refuses to compile. Here each call
 # looks its argument dtypes up in the table of the backend module the compiler would use (the
 # cuda one for ``triton.language.extra.libdevice``; Python floats are fp32 and ints int32, as
