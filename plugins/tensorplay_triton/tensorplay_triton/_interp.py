@@ -656,6 +656,9 @@ def _ld_signatures(backend, name, arity):
             mod = importlib.import_module(backend)
             # the module's own function, also while a launch has swapped in the NumPy versions
             fn = _LD_ORIG.get(backend, vars(mod)).get(name)
+            # swapped for the call only: this runs inside an interpreted launch, under _lock,
+            # which compiles on other threads also take for their frontend (the one stage that
+            # calls core.extern_elementwise)
             core = _T["tl"].core
             orig = core.extern_elementwise
             core.extern_elementwise = _record_table
