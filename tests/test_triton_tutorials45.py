@@ -8,6 +8,9 @@ promoted to: ``abs`` of an int32 went through float32 (abs(-16777217) was 167772
 a bfloat16 ran on its 16-bit pattern (exp(1.0) was inf), and fp16 inputs computed where the GPU
 refuses to compile the kernel: a kernel green on cpu failed on the GPU, or was silently wrong on
 cpu. The kernels here are ours (a load, one libdevice call, a store), in each dtype and spelling.
+
+Also here (tutorial 08, grouped GEMM): kernels that read tensors' addresses from a table of
+``data_ptr()`` values, eagerly and inside a ``triton_op`` called under ``tensorplay.compile``.
 """
 
 from __future__ import annotations
@@ -123,3 +126,48 @@ def test_unlisted_dtypes_are_refused_by_the_compiler_on_cuda(dtype):
     y = tensorplay.zeros(4, device=d)
     with pytest.raises(Exception, match="input arg type does not match|KeyError|fp16|bf16|float16|bfloat16"):
         wrap_triton(_unary)[(1,)](x, y, 4, OP="asin", BLOCK=4)
+
+
+# -- pointer tables (Triton tutorial 08's grouped GEMM: data_ptr() values in an int64 tensor) ----
+# The tutorial's kernel loads each matrix's address from a device table and casts it to a
+# pointer; on cpu the interpreter dereferences the tensors' real addresses. Inside a triton_op the
+# table is rebuilt on every call, so a compiled caller's replay reads the replay's tensors (a
+# table baked at capture would point at freed memory; a capture refuses data_ptr() outright).
+
+@triton.jit
+def _copy_through_table(table_ptr, n, BLOCK: tl.constexpr):
+    src = tl.load(table_ptr + 0).to(tl.pointer_type(tl.float32))
+    dst = tl.load(table_ptr + 1).to(tl.pointer_type(tl.float32))
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(dst + offs, tl.load(src + offs, mask=m) * 2, mask=m)
+
+
+def _double_via_table(x):
+    out = tensorplay.empty_like(x)
+    table = tensorplay.tensor([x.data_ptr(), out.data_ptr()], dtype=tensorplay.int64, device=x.device)
+    wrap_triton(_copy_through_table)[(1,)](table, x.numel(), BLOCK=16)
+    return out
+
+
+@tensorplay.library.triton_op("tut45::double_via_table", mutates_args=())
+def _double_op(x: tensorplay.Tensor) -> tensorplay.Tensor:
+    return _double_via_table(x)
+
+
+@pytest.mark.parametrize("device", _DEVICES)
+def test_pointer_table_kernel(device):
+    d = _device(device)
+    x = tensorplay.arange(10, dtype=tensorplay.float32, device=d)
+    np.testing.assert_array_equal(_double_via_table(x).cpu().numpy(), np.arange(10) * 2)
+
+
+def test_pointer_table_inside_a_triton_op_under_compile():
+    d = _cpu()
+    f = tensorplay.compile(lambda x: _double_op(x) + 1)
+    for i in range(3):                      # capture, then replays on new tensors
+        x = tensorplay.arange(10, dtype=tensorplay.float32, device=d) + i
+        np.testing.assert_array_equal(f(x).numpy(), (np.arange(10) + i) * 2 + 1)
+    assert f.captures == 1
+    with pytest.raises(Exception, match="data_ptr"):
+        tensorplay.compile(_double_via_table)(tensorplay.ones(4, device=d))
