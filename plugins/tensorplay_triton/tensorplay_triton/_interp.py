@@ -42,7 +42,9 @@ A process therefore had to decide once, before importing triton. Here the decisi
   - ``triton.language.extra.libdevice`` functions (``rsqrt``, ``tanh``, ``exp2``, ``pow``, ...; also
     those of the cuda and hip libdevice modules) are evaluated with NumPy (Triton's interpreter
     returns ``None`` for them: Triton issue 8825), however they are spelled; a libdevice
-    function without a NumPy equivalent raises ``NotImplementedError`` naming it.
+    function without a NumPy equivalent raises ``NotImplementedError`` naming it. Each call keeps
+    the compiler's signatures (the function's own dtype table: ``abs`` of an int32 is computed in
+    int32, an fp16 or bf16 argument no table lists is refused as the compiler refuses it);
   - bfloat16 operands (stored by the interpreter as their 16-bit patterns, on which NumPy's
     arithmetic, comparisons, math functions, dots and reductions would silently compute) are
     computed in float32 and rounded back to bfloat16, as the GPU evaluates them.
@@ -605,16 +607,78 @@ def _as_interp_tensor(a):
     return tl.tensor(interp.TensorHandle(np.array([a], dtype=np.int32), tl.int32), tl.int32)
 
 
-def _from_numpy(out, block):
-    """An interpreted tensor holding ``out`` (a NumPy array); a block tensor if ``block``."""
+def _from_numpy(out, block, sty=None):
+    """An interpreted tensor holding ``out`` (a NumPy array) of Triton type ``sty`` (by default
+    the one of ``out``'s dtype); a block tensor if ``block``."""
     interp, tl = _T["interp"], _T["tl"]
-    sty = {"int32": tl.int32, "float16": tl.float16, "float32": tl.float32,
-           "float64": tl.float64}[out.dtype.name]
+    if sty is None:
+        sty = {"int32": tl.int32, "int64": tl.int64, "float16": tl.float16, "float32": tl.float32,
+               "float64": tl.float64}[out.dtype.name]
     ty = tl.block_type(sty, list(out.shape)) if block else sty
     return tl.tensor(interp.TensorHandle(out, sty), ty)
 
 
-def _make_elementwise(name, fn, arity):
+# -- the signatures the compiler accepts ----------------------------------------------------------
+# A libdevice function compiles only for the argument dtypes its table lists (``abs``: int32,
+# int64, fp32, fp64; ``asin``: fp32, fp64; none takes fp16 or bf16), with the result dtype the
+# table gives; any other dtypes are a compile error (a KeyError of the table on 3.6 to 3.9: no
+# promotion is tried first). The NumPy versions computed in whatever NumPy promoted to: abs of an
+# int32 went through float32 (abs(-16777217) gave 16777216), exp of a bfloat16 ran on its 16-bit
+# pattern (exp(1.0) gave inf), fp16 computed where the GPU refuses to compile. Here each call
+# looks its argument dtypes up in the table of the backend module the compiler would use (the
+# cuda one for ``triton.language.extra.libdevice``; Python floats are fp32 and ints int32, as
+# ``to_tensor`` types them), raises the compiler's error for dtypes it lacks, and computes in the
+# listed dtypes, returning the listed result dtype.
+
+_LD_SIGS: dict = {}          # (backend module name, function name) -> table, or None
+_LD_ORIG: dict = {}          # libdevice module name -> its own public functions (see below)
+
+
+class _Table(Exception):
+    def __init__(self, table):
+        super().__init__()
+        self.table = table
+
+
+def _record_table(lib_name, lib_path, args, arg_type_symbol_dict, is_pure, _semantic=None):
+    raise _Table(arg_type_symbol_dict)
+
+
+def _ld_signatures(backend, name, arity):
+    """``{(arg dtype names...): result dtype name}`` of libdevice function ``name`` in module
+    ``backend`` (read from the function itself: it builds the table when called), or ``None``
+    when the module has no such function or the table cannot be read."""
+    key = (backend, name)
+    if key not in _LD_SIGS:
+        table = None
+        try:
+            import importlib
+            mod = importlib.import_module(backend)
+            # the module's own function, also while a launch has swapped in the NumPy versions
+            fn = _LD_ORIG.get(backend, vars(mod)).get(name)
+            # swapped for the call only: this runs inside an interpreted launch, under _lock,
+            # which compiles on other threads also take for their frontend (the one stage that
+            # calls core.extern_elementwise)
+            core = _T["tl"].core
+            orig = core.extern_elementwise
+            core.extern_elementwise = _record_table
+            try:
+                fn(*([None] * arity), _semantic=object())
+            except _Table as t:
+                table = {tuple(d.name for d in k): v[1].name for k, v in t.table.items()}
+            finally:
+                core.extern_elementwise = orig
+        except Exception:  # noqa: BLE001 - no table: the NumPy version runs unchecked
+            table = None
+        _LD_SIGS[key] = table
+    return _LD_SIGS[key]
+
+
+_NP_OF = {"fp16": np.float16, "fp32": np.float32, "fp64": np.float64, "int32": np.int32,
+          "int64": np.int64, "uint32": np.uint32, "uint64": np.uint64, "int1": np.bool_}
+
+
+def _make_elementwise(name, fn, arity, backend):
     def libdevice_fn(*args, _semantic=None, **kwargs):
         if kwargs:
             args = args + tuple(kwargs.values())
@@ -623,16 +687,40 @@ def _make_elementwise(name, fn, arity):
         ts = [_as_interp_tensor(a) for a in args]
         block = any(t.type.is_block() for t in ts)
         datas = [t.handle.data for t in ts]
-        ft = np.result_type(*[d.dtype for d in datas])
-        if ft.kind != "f":
-            ft = np.dtype(np.float32)
+        table = _ld_signatures(backend, name, arity)
+        sty = None
+        if table is not None:
+            got = tuple(t.dtype.name for t in ts)
+            if got not in table:
+                raise ValueError(
+                    f"libdevice.{name}: input arg type does not match. Expect one of "
+                    f"{sorted(table)}, got {got} (the compiler refuses these dtypes too: cast the "
+                    f"arguments, e.g. x.to(tl.float32))")
+            datas = [d.astype(_NP_OF[n], copy=False) for d, n in zip(datas, got)]
+            rname = table[got]
+            sty = getattr(_T["tl"], {"fp16": "float16", "fp32": "float32", "fp64": "float64",
+                                     "int1": "int1"}.get(rname, rname))
+            ft = np.result_type(*[d.dtype for d in datas])
+            if ft.kind != "f":
+                ft = np.dtype(_NP_OF.get(rname, np.float32))
+            rt = np.dtype(_NP_OF[rname])
+        else:
+            ft = np.result_type(*[d.dtype for d in datas])
+            if ft.kind != "f":
+                ft = np.dtype(np.float32)
+            rt = None
         if block:
             datas = np.broadcast_arrays(*datas)
         with np.errstate(all="ignore"):
-            out = np.asarray(fn(*[d.astype(ft, copy=False) for d in datas]))
-        if out.dtype != np.int32:
+            if rt is not None and rt.kind in "iu" and all(d.dtype.kind in "iu" for d in datas):
+                out = np.asarray(fn(*datas))       # integer signatures compute in integers
+            else:
+                out = np.asarray(fn(*[d.astype(ft, copy=False) for d in datas]))
+        if rt is not None:
+            out = out.astype(rt, copy=False)
+        elif out.dtype != np.int32:
             out = out.astype(ft, copy=False)
-        return _from_numpy(np.ascontiguousarray(out), block)
+        return _from_numpy(np.ascontiguousarray(out), block, sty)
     libdevice_fn.__name__ = name
     return libdevice_fn
 
@@ -646,15 +734,24 @@ def _unsupported(name):
     return libdevice_fn
 
 
-_LIBDEVICE_IMPL: dict = {}
+_LIBDEVICE_IMPL: dict = {}   # backend module name -> {function name: NumPy version}
+
+# the module whose tables the compiler uses for each libdevice module's functions (the generic
+# module's stubs are resolved to the target's module: cuda on the GPUs tensorplay-cuda drives)
+_LD_BACKEND = {"triton.language.extra.libdevice": "triton.language.extra.cuda.libdevice",
+               "triton.language.extra.cuda.libdevice": "triton.language.extra.cuda.libdevice",
+               "triton.language.extra.hip.libdevice": "triton.language.extra.hip.libdevice"}
 
 
-def _libdevice_impl():
-    if not _LIBDEVICE_IMPL:
+def _libdevice_impl(module_name):
+    backend = _LD_BACKEND[module_name]
+    impl = _LIBDEVICE_IMPL.get(backend)
+    if impl is None:
+        impl = _LIBDEVICE_IMPL[backend] = {}
         for table, arity in ((_UNARY, 1), (_BINARY, 2), (_TERNARY, 3)):
             for name, fn in table.items():
-                _LIBDEVICE_IMPL[name] = _make_elementwise(name, fn, arity)
-    return _LIBDEVICE_IMPL
+                impl[name] = _make_elementwise(name, fn, arity, backend)
+    return impl
 
 
 _LD_SWAP: dict = {}          # id(module) -> (module, originals, replacements): built once
@@ -669,11 +766,12 @@ def _libdevice_tables():
             continue
         e = _LD_SWAP.get(id(mod))
         if e is None or e[0] is not mod:
-            impl = _libdevice_impl()
+            impl = _libdevice_impl(mname)
             orig = {name: val for name, val in vars(mod).items()
                     if not name.startswith("_") and callable(val) and not isinstance(val, type)
                     and getattr(val, "__module__", None) in _LIBDEVICE_MODULES}
             repl = {name: impl.get(name) or _unsupported(name) for name in orig}
+            _LD_ORIG[mname] = orig
             subst = {id(v): (v, repl[name]) for name, v in orig.items()}
             e = _LD_SWAP[id(mod)] = (mod, orig, repl, subst)
         out.append(e)
