@@ -1050,16 +1050,35 @@ def refresh_views(base, skip=None):
     the ops that read it see it, the view of a base that required no grad included); one made
     under ``no_grad``, or one whose creation forbids it (an output of ``unbind``/``split``/
     ``chunk``, ``_check_view_creation``), requires grad and is left stale, so using it raises
-    torch's error (``regenerate_view_grad_fn``)."""
-    for v in live_views(base):
+    torch's error (``regenerate_view_grad_fn``). One pass over the views (each view's creation
+    read with it: no search per view)."""
+    views = live_views(base, True)
+    if not views:
+        return
+    ver = base.storage_ref.version
+    node = base.grad_fn
+    if node is not None:
+        # (regenerate_view_grad_fn, its base's part computed once for all the views)
+        base_geom = (base.raw_shape, base.stride_tuple, base.offset)
+        numel = base.storage_ref.nbytes // base.raw_dtype.itemsize
+        edges = (edge_of(base),)
+    for v, no_grad in views:
         if v is skip or not v.raw_dtype.is_floating_point:
             continue
         if not v.needs_grad:
             set_requires_grad(v, True)
-        if v.grad_fn is None and made_in_no_grad(v) or _CMETA and creation_meta(v) is not None:
+        if no_grad and v.grad_fn is None or _CMETA and creation_meta(v) is not None:
             set_view_version(v, -1)      # stale: its next use raises
-        else:
-            regenerate_view_grad_fn(v, True)
+            continue
+        set_view_version(v, ver)
+        if node is None:
+            continue
+        old = v.grad_fn, v.output_nr
+        shape = v.raw_shape
+        set_grad_fn(v, AsStridedBackward(base_geom, (shape, v.stride_tuple, v.offset), numel,
+                                         edges, ((shape, v.raw_dtype, v.raw_device),)), 0)
+        if v.retains_grad_flag:
+            move_retained_grad(v, *old)  # a retain_grad() made before: the current value's grad
 
 
 _MULTI_VIEW = (" This view is the output of a function that returns multiple views. Such "
