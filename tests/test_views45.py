@@ -315,3 +315,64 @@ def test_one_write_gives_every_history_less_view_its_history():
     assert w.grad.tolist() == [5.0] * 4
     with pytest.raises(RuntimeError, match="A view was created in no_grad mode and its base"):
         (frozen * 1).sum().backward()
+
+
+# -- 4. a view without history of a base requiring grad collects no gradient -------------------
+
+def _no_grad_view():
+    y = tp.ones(3, 2, requires_grad=True) * 1
+    with tp.no_grad():
+        v = y[0]
+    return y, v
+
+
+def test_a_no_grad_view_collects_no_gradient():
+    y, v = _no_grad_view()
+    assert v.requires_grad and v.is_leaf        # (passed on main)
+    out = (v * 2).sum()
+    assert out.requires_grad                    # torch's: it requires grad, its gradient is lost
+    out.backward()
+    assert v.grad is None
+
+
+def test_a_no_grad_view_of_a_leaf_gives_the_leaf_nothing():
+    x = tp.ones(3, 2, requires_grad=True)
+    with tp.no_grad():
+        v = x[0]
+    (v * 2 + x[1]).sum().backward()
+    assert v.grad is None and x.grad.tolist() == [[0.0, 0.0], [1.0, 1.0], [0.0, 0.0]]
+
+
+def test_a_view_taken_before_its_leaf_base_required_grad_collects_nothing():
+    x = tp.ones(3, 2)
+    v = x[0]
+    x.requires_grad_()
+    assert v.requires_grad                      # (passed on main)
+    (v * 2).sum().backward()
+    assert v.grad is None and x.grad is None
+
+
+def test_autograd_grad_finds_a_no_grad_view_unused():
+    y, v = _no_grad_view()
+    with pytest.raises(RuntimeError, match="was not used in the graph"):
+        tp.autograd.grad((v * 2).sum(), v)
+    y, v = _no_grad_view()
+    assert tp.autograd.grad((v * 2).sum(), v, allow_unused=True) == (None,)
+
+
+def test_hooks_and_retain_grad_on_a_no_grad_view_see_nothing():
+    y, v = _no_grad_view()
+    seen = []
+    v.register_hook(lambda g: seen.append(g))
+    v.retain_grad()
+    (v * 2).sum().backward()
+    assert seen == [] and v.grad is None
+
+
+def test_a_view_given_its_own_requires_grad_collects_its_gradient():
+    # passed on main: a view of a base without grad, made to require grad itself, is a leaf
+    x = tp.ones(3, 2)
+    v = x[0]
+    v.requires_grad_()
+    (v * 2).sum().backward()
+    assert v.grad.tolist() == [2.0, 2.0] and not x.requires_grad

@@ -225,3 +225,31 @@ def test_no_op_views_are_what_torch_returns(op, rg):
         warnings.simplefilter("ignore")       # torch's deprecation of x.T on non-matrices
         rt = _identity(torch, op, rg)
     assert _identity(tp, op, rg) == rt
+
+
+# -- 4. views without history of a base requiring grad -----------------------------------------
+
+def _history_less(L, case):
+    if case == "view_before_leaf_requires_grad":
+        x = L.ones(3, 2)
+        v = x[0]
+        x.requires_grad_()
+    else:
+        x = L.ones(3, 2, requires_grad=True)
+        base = x * 1 if case.startswith("no_grad_view_of_result") else x
+        with L.no_grad():
+            v = base[0]
+    seen = []
+    v.register_hook(lambda g: seen.append(1))
+    out = (v * 2 + x[1]).sum()
+    if case.endswith("grad_fn"):
+        return out.requires_grad, L.autograd.grad(out, [v, x], allow_unused=True)[0]
+    out.backward()
+    return out.requires_grad, v.grad is None, x.grad.tolist(), seen
+
+
+@pytest.mark.parametrize("case", ["view_before_leaf_requires_grad", "no_grad_view_of_leaf",
+                                  "no_grad_view_of_result", "no_grad_view_of_result_grad_fn"])
+def test_history_less_views_match_torch(case):
+    rt = _history_less(torch, case)
+    assert _history_less(tp, case) == rt
