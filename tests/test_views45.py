@@ -45,6 +45,8 @@ MULTI = {
     "chunk": (lambda y: y.chunk(3), "Split"),
     "tp.chunk": (lambda y: tp.chunk(y, 3), "Split"),
     "split_dim1": (lambda y: y.split(2, 1), "Split"),
+    "iter": (lambda y: tuple(y), "Unbind"),          # torch's __iter__ is unbind(0)
+    "unpack": (lambda y: (lambda a, b, c: (a, b, c))(*y), "Unbind"),
 }
 WRITES = {
     "mul_": lambda v: v.mul_(2),

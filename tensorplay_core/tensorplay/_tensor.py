@@ -537,9 +537,11 @@ class Tensor(TensorBase, instance_class=True):
         return self._shape[0]
 
     def __iter__(self) -> Iterator[Tensor]:
+        """The rows along dim 0, ``unbind(0)``'s views (as torch's: not writable in place while
+        autograd records); TypeError for a 0-D tensor."""
         if not self._shape:
             raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(self._shape[0]))
+        return iter(_surface.unbind(self, 0))
 
     def __hash__(self) -> _int:
         return id(self)

@@ -60,6 +60,8 @@ SPLITS = {
     "tensor_split": lambda y: y.tensor_split(2),
     "hsplit": lambda y: y.hsplit(2),
     "vsplit": lambda y: y.vsplit([1]),
+    "iter": lambda y: tuple(y),
+    "list_unpack": lambda y: [*y],
 }
 
 SCENARIOS = {
