@@ -378,3 +378,26 @@ def test_a_view_given_its_own_requires_grad_collects_its_gradient():
     v.requires_grad_()
     (v * 2).sum().backward()
     assert v.grad.tolist() == [2.0, 2.0] and not x.requires_grad
+
+
+# -- 1, continued: an autograd.Function writing an output of unbind (mark_dirty) ---------------
+
+def test_a_function_marking_an_output_of_unbind_dirty_is_refused():
+    class Double(tp.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.mark_dirty(x)
+            with tp.no_grad():
+                x.mul_(2)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    y = tp.ones(3, 2, requires_grad=True) * 1
+    with pytest.raises(RuntimeError, match=f"Output 1 of Unbind is a view and is being modified "
+                                           f"inplace. {_MULTI}"):
+        Double.apply(y.unbind()[1])
+    Double.apply(y[2])                      # a view by select: allowed (passed on main)
+    (y * 1).sum().backward()

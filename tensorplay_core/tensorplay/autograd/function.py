@@ -1280,14 +1280,14 @@ class AsStridedBackward(_ScratchNode):
         return (_scratch_view(flat, self.base_geom),)
 
 
-def regenerate_view_grad_fn(t, checked=False):
+def regenerate_view_grad_fn(t):
     """Point view ``t``'s history at its base's current history (after an in-place write to
-    the base or another view of it changed that history); called lazily by ``edge_of``.
-    ``RuntimeError`` (torch's words) for a view whose creation forbids it: made under
-    ``no_grad``, an output of a multi-view function (``unbind``, ``split``, ``chunk``) or a view
-    of either. ``checked``: the caller (``refresh_views``) knows it is none of these."""
+    the base or another view of it changed that history); called lazily by ``edge_of``
+    (``refresh_views`` does the same for every view at once). ``RuntimeError`` (torch's words)
+    for a view whose creation forbids it: made under ``no_grad``, an output of a multi-view
+    function (``unbind``, ``split``, ``chunk``) or a view of either."""
     base = t.view_base
-    if not checked and base.needs_grad:
+    if base.needs_grad:
         # torch's handle_view_on_rebase: a view made under no_grad has no history to regenerate
         if t.grad_fn is None and made_in_no_grad(t):
             raise RuntimeError(_NO_GRAD_VIEW_REBASED)
