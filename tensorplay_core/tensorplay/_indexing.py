@@ -162,7 +162,9 @@ def getitem(x, index):
             return out
     out, advanced = _split(x, index)
     if not advanced:
-        return out
+        # ``x[...]``, ``x[()]``: nothing applied, yet a new view of ``x`` (torch's alias: not
+        # ``x`` itself; shares its storage and version, its history a view's)
+        return out if out is not x else O.expand(x, list(x.raw_shape))
     if len(advanced) > 1 or (advanced[0][1].dtype is _dtype.bool and
                              not (advanced[0][0] == 0 and advanced[0][1].ndim == out.ndim)):
         return _advanced(out, advanced)

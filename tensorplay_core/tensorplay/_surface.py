@@ -18,6 +18,7 @@ from . import _dtype
 from . import _factories as F
 from ._ops import ops as O
 from ._ops._shapes import broadcast_shapes, is_tensor, wrap_dim
+from ._ops.views import mark_multi_output
 
 if TYPE_CHECKING:
     from ._tensor import Tensor, _DeviceLike, _Dims, _DTypeLike, _Number
@@ -47,9 +48,14 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
-    """The slices of ``input`` along ``dim`` as a tuple of views (``torch.unbind``)."""
+    """The slices of ``input`` along ``dim`` as a tuple of views (``torch.unbind``). They are
+    the outputs of one function: while autograd records (grad mode on, an input requiring
+    grad), writing one of them, or a view of one, in place raises RuntimeError, and so does
+    using one after its base was written in place (torch's rule)."""
     d = wrap_dim(dim, input.ndim, "unbind(): ")
-    return tuple(O.select(input, d, i) for i in range(input.shape[d]))
+    # torch's outputs of one multi-view function: not writable in place while autograd records
+    return mark_multi_output(tuple(O.select(input, d, i) for i in range(input.shape[d])),
+                             "Unbind")
 
 
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:

@@ -450,7 +450,10 @@ class Tensor(TensorBase, instance_class=True):
         return t
 
     def detach_(self) -> Tensor:
-        """Cut this tensor from the graph in place (it becomes a leaf) and return it."""
+        """Cut this tensor from the graph in place (it becomes a leaf) and return it.
+        RuntimeError for a view (``detach()`` makes a detached alias instead), as torch."""
+        if self._base is not None:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
         detach_history(self)
         return self
 
@@ -534,9 +537,11 @@ class Tensor(TensorBase, instance_class=True):
         return self._shape[0]
 
     def __iter__(self) -> Iterator[Tensor]:
+        """The rows along dim 0, ``unbind(0)``'s views (as torch's: not writable in place while
+        autograd records); TypeError for a 0-D tensor."""
         if not self._shape:
             raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(self._shape[0]))
+        return iter(_surface.unbind(self, 0))
 
     def __hash__(self) -> _int:
         return id(self)
@@ -1897,12 +1902,18 @@ class Tensor(TensorBase, instance_class=True):
         return _O.reshape(self, list(other.shape))
 
     def flatten(self, start_dim: _int = 0, end_dim: _int = -1) -> Tensor:
-        """Merge dims ``start_dim..end_dim`` into one (a view when possible)."""
+        """Merge dims ``start_dim..end_dim`` into one (a view when possible; a 0-D tensor gives
+        a 1-D view). ``self`` itself when that is one dim (``start_dim == end_dim``, a 1-D
+        tensor), as torch's; RuntimeError when ``start_dim`` comes after ``end_dim``."""
         if self.ndim == 0:
             _wrap_dim(start_dim, 0), _wrap_dim(end_dim, 0)    # 0 and -1 only, as torch
             return _O.reshape(self, [1])
         s = _wrap_dim(start_dim, self.ndim)
         e = _wrap_dim(end_dim, self.ndim)
+        if s > e:
+            raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+        if s == e:
+            return self
         shape = list(self._shape[:s]) + [_prod(self._shape[s:e + 1])] + list(self._shape[e + 1:])
         return _O.reshape(self, shape)
 
@@ -1926,13 +1937,15 @@ class Tensor(TensorBase, instance_class=True):
         return _O.transpose(self, axis0, axis1)
 
     def t(self) -> Tensor:
-        """Transpose of a tensor with at most 2 dims (a view)."""
+        """Transpose of a tensor with at most 2 dims: a view, also of a 0-D or 1-D tensor (a new
+        view of the same shape, not ``self``; same as ``torch.Tensor.t``); RuntimeError for more
+        than 2 dims."""
         nd = len(self._shape)
         if nd == 2:
             return _O.transpose(self, 0, 1)
         if nd > 2:
             raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, got {nd}")
-        return self
+        return _O.transpose(self, 0, 0)
 
     # Shape-changing in-place methods (torch's ``t_``, ``transpose_``, ...): ``self`` takes the
     # view's shape, strides and offset (``_restride_``: same storage, one version bump, the
@@ -1957,9 +1970,9 @@ class Tensor(TensorBase, instance_class=True):
         ``self``; RuntimeError for more than 2 dims (same as ``torch.Tensor.t_``)."""
         if self.ndim > 2:
             raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, got {self.ndim}")
-        if self.ndim < 2:
-            return self
-        return _restride_(self, "t_", "t()", _O.transpose, 0, 1)
+        # (a 0-D or 1-D self keeps its layout but is written as torch's: the in-place checks,
+        # one version bump, a view's history)
+        return _restride_(self, "t_", "t()", _O.transpose, 0, 1 if self.ndim == 2 else 0)
 
     def unsqueeze_(self, dim: _int) -> Tensor:
         """Insert a size-1 dimension at ``dim`` in place; returns ``self`` (same as
@@ -2033,7 +2046,8 @@ class Tensor(TensorBase, instance_class=True):
               axis: _int | None = None) -> tuple[Tensor, ...]:
         """Split into at most ``chunks`` views along ``dim`` of ``ceil(size / chunks)`` elements
         (the last may be smaller; an empty dim gives ``chunks`` empty views), as
-        ``torch.chunk``; RuntimeError when ``chunks`` is not positive."""
+        ``torch.chunk``; RuntimeError when ``chunks`` is not positive. The views are ``split``'s
+        (not writable in place while autograd records, as torch's)."""
         if axis is not None:
             dim = _axis("chunk", dim, 0, axis)
         if not self._shape:
@@ -2050,7 +2064,10 @@ class Tensor(TensorBase, instance_class=True):
         chunks of that size (the last smaller; one chunk, possibly empty, when it is at least
         the dim's size); a sequence gives chunks of those sizes, which must be non-negative and
         sum to the dim's size. RuntimeError (torch's words) for a negative size, a 0 size of a
-        non-empty dim, or sizes that do not sum to the dim's size."""
+        non-empty dim, or sizes that do not sum to the dim's size. The views are the outputs of
+        one function (torch's ``Split``/``SplitWithSizes``): while autograd records, writing
+        one of them (or a view of one) in place raises RuntimeError, as torch's; so does using
+        one after its base was written in place (``tensor_split`` makes writable views)."""
         if not self._shape:
             raise RuntimeError("split expects at least a 1-dimensional tensor")
         d = _wrap_dim(dim, self.ndim)
@@ -2082,7 +2099,9 @@ class Tensor(TensorBase, instance_class=True):
         for s in sizes:
             out.append(_O.narrow(self, d, start, s))
             start += s
-        return tuple(out)
+        # torch's outputs of one multi-view function: not writable in place while autograd records
+        return _mark_multi_output(tuple(out), "Split" if split_size.__class__ is int else
+                                  "SplitWithSizes")
 
     def narrow(self, dim: _int, start: _int, length: _int) -> Tensor:
         """A view of ``length`` elements of ``dim`` from ``start``."""
@@ -2090,7 +2109,8 @@ class Tensor(TensorBase, instance_class=True):
 
     # -- torch's everyday composites (tensorplay._surface; autograd comes from their ops) ---------
     def unbind(self, dim: _int = 0, *, axis: _int | None = None) -> tuple[Tensor, ...]:
-        """The slices along ``dim`` as a tuple of views (``torch.unbind``)."""
+        """The slices along ``dim`` as a tuple of views (``torch.unbind``); while autograd
+        records, writing one in place raises RuntimeError, as torch's (``split``)."""
         if axis is not None:
             dim = _axis("unbind", dim, 0, axis)
         return _surface.unbind(self, dim)
@@ -3382,6 +3402,7 @@ from .autograd.grad_mode import _state as _grad_state  # noqa: E402
 from .autograd.graph import grad_accumulator as _grad_accumulator  # noqa: E402
 from .autograd.graph import output_hooks as _output_hooks  # noqa: E402
 from .autograd.graph import current_grad_fn as _current_grad_fn  # noqa: E402
+from ._ops.views import mark_multi_output as _mark_multi_output  # noqa: E402
 
 
 # The operator methods above whose body is only ``return _O.op(self, other)`` (or

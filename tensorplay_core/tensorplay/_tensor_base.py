@@ -447,17 +447,19 @@ def set_view(t, base, version: int, grad_enabled: bool = True) -> None:
         refresh_dispatch_key(t)
 
 
-def live_views(base) -> list:
-    """The views of ``base`` (``set_view``) still alive, in the order they were made."""
+def live_views(base, no_grad_flags: bool = False) -> list:
+    """The views of ``base`` (``set_view``) still alive, in the order they were made; with
+    ``no_grad_flags``, ``(view, made_in_no_grad(view))`` pairs (one pass, no search per view)."""
     vs = base._vver
     if vs.__class__ is not list:
         return []
     out = []
     keep = []
     for e in vs:
-        v = (e if e.__class__ is not tuple else e[0])()
+        ng = e.__class__ is tuple
+        v = (e[0] if ng else e)()
         if v is not None and v._base is base:
-            out.append(v)
+            out.append((v, ng) if no_grad_flags else v)
             keep.append(e)
     vs[:] = keep
     return out

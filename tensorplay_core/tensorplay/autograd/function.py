@@ -17,6 +17,7 @@ history the kernel left as it was (it wrote the array) gets a node whose backwar
 from __future__ import annotations
 
 from .. import _codegen, _pytree
+from .._ops.views import _CMETA, creation_meta
 from .. import _tensor_base as _tb
 from .._registry import setup_context_form
 from .._schema import mutation_tag
@@ -1047,26 +1048,87 @@ def refresh_views(base, skip=None):
     ones). A view that had no history of its own made with grad mode on gets an
     ``AsStridedBackward`` of the base's new history now (so ``grad_fn``, ``requires_grad`` and
     the ops that read it see it, the view of a base that required no grad included); one made
-    under ``no_grad`` requires grad and is left stale, so using it raises torch's error
-    (``regenerate_view_grad_fn``)."""
-    for v in live_views(base):
+    under ``no_grad``, or one whose creation forbids it (an output of ``unbind``/``split``/
+    ``chunk``, ``_check_view_creation``), requires grad and is left stale, so using it raises
+    torch's error (``regenerate_view_grad_fn``). One pass over the views (each view's creation
+    read with it: no search per view)."""
+    views = live_views(base, True)
+    if not views:
+        return
+    ver = base.storage_ref.version
+    node = base.grad_fn
+    if node is not None:
+        # (regenerate_view_grad_fn, its base's part computed once for all the views)
+        base_geom = (base.raw_shape, base.stride_tuple, base.offset)
+        numel = base.storage_ref.nbytes // base.raw_dtype.itemsize
+        edges = (edge_of(base),)
+    for v, no_grad in views:
         if v is skip or not v.raw_dtype.is_floating_point:
             continue
         if not v.needs_grad:
             set_requires_grad(v, True)
-        if v.grad_fn is None and made_in_no_grad(v):
+        if no_grad and v.grad_fn is None or _CMETA and creation_meta(v) is not None:
             set_view_version(v, -1)      # stale: its next use raises
-        else:
-            regenerate_view_grad_fn(v)
+            continue
+        set_view_version(v, ver)
+        if node is None:
+            continue
+        old = v.grad_fn, v.output_nr
+        shape = v.raw_shape
+        set_grad_fn(v, AsStridedBackward(base_geom, (shape, v.stride_tuple, v.offset), numel,
+                                         edges, ((shape, v.raw_dtype, v.raw_device),)), 0)
+        if v.retains_grad_flag:
+            move_retained_grad(v, *old)  # a retain_grad() made before: the current value's grad
+
+
+_MULTI_VIEW = (" This view is the output of a function that returns multiple views. Such "
+               "functions do not allow the output views to be modified inplace. You should "
+               "replace the inplace operation by an out-of-place one.")
+_NO_GRAD_VIEW = (" Given that this use case is ambiguous and error-prone, it is forbidden. You "
+                 "can clarify your code by moving both the view and the inplace either both "
+                 "inside the no_grad block (if you don't want the inplace to be tracked) or both "
+                 "outside (if you want the inplace to be tracked).")
+
+
+def view_rebase_message(t, kind, name, nr, indirect) -> str:
+    """torch's ``handle_view_on_rebase`` words for view ``t`` written in place (``indirect``:
+    its base or another view of its base was) when its creation meta (``kind``: ``"multi"``,
+    ``"no_grad"``; ``name``/``nr``: the multi-view function's output, None for a view of one,
+    ``_ops/views.creation_meta``) forbids it."""
+    obj = "its base or another view of its base has been" if indirect else "is being"
+    node = t.grad_fn
+    if node is not None and name is None:
+        name, nr = node.name, t.output_nr
+    if kind == "no_grad" or node is None:
+        prefix = (f"Output {nr} of {name} is a view of a view which was created in"
+                  if node is not None else "A view was created in")
+        msg = f"{prefix} no_grad mode and {obj} modified inplace with grad mode enabled."
+    else:
+        msg = f"Output {nr} of {name} is a view and {obj} modified inplace."
+    return msg + (_MULTI_VIEW if kind == "multi" else _NO_GRAD_VIEW)
+
+
+def _check_view_creation(api, t):
+    """``RuntimeError`` (torch's words) when ``t`` is a view that its creation forbids writing
+    in place while autograd records (the caller knows it does): an output of a function
+    returning several views (``unbind``, ``split``, ``chunk``), a view of one, or a view of a
+    view made under ``no_grad`` (the views made under ``no_grad`` themselves: ``check_inplace``)."""
+    if _CMETA and t.view_base is not None:
+        m = creation_meta(t)
+        if m is not None:
+            raise RuntimeError(f"{api}: {view_rebase_message(t, *m, False)}")
 
 
 def check_inplace(api, t):
     """torch's checks before an in-place op records autograd history on ``t``: a view made under
-    ``no_grad`` that requires grad, a leaf that requires grad, a view of one (``RuntimeError``,
-    torch's words first)."""
+    ``no_grad`` that requires grad, a view whose creation forbids the write (an output of a
+    multi-view function such as ``unbind``, ``_check_view_creation``), a leaf that requires
+    grad, a view of one (``RuntimeError``, torch's words first)."""
     b = t.view_base
     if b is not None and t.needs_grad and t.grad_fn is None and made_in_no_grad(t):
         raise RuntimeError(f"{api}: {_NO_GRAD_VIEW_WRITE}")
+    if t.needs_grad:
+        _check_view_creation(api, t)
     if t.needs_grad and t.grad_fn is None:
         raise RuntimeError(
             f"{api}: a leaf Variable that requires grad is being used in an in-place operation. "
@@ -1107,9 +1169,11 @@ def _make_inplace_autograd(op, info):
         structure, edges, needs = _structure_and_edges(values, Tensor)
         if not any(needs):
             return op.entry(bkey)(*args, **kwargs)
-        if self_.view_base is not None and self_.grad_fn is None and made_in_no_grad(self_):
+        if self_.view_base is not None:
             # torch's check_inplace: the write would record history (an input requires grad)
-            raise RuntimeError(f"{api}: {_NO_GRAD_VIEW_WRITE}")
+            if self_.grad_fn is None and made_in_no_grad(self_):
+                raise RuntimeError(f"{api}: {_NO_GRAD_VIEW_WRITE}")
+            _check_view_creation(api, self_)
         if backward is None:
             raise RuntimeError(
                 f"{api}: this in-place op has no backward formula, so it cannot write tensors "
@@ -1218,11 +1282,19 @@ class AsStridedBackward(_ScratchNode):
 
 def regenerate_view_grad_fn(t):
     """Point view ``t``'s history at its base's current history (after an in-place write to
-    the base or another view of it changed that history); called lazily by ``edge_of``."""
+    the base or another view of it changed that history); called lazily by ``edge_of``
+    (``refresh_views`` does the same for every view at once). ``RuntimeError`` (torch's words)
+    for a view whose creation forbids it: made under ``no_grad``, an output of a multi-view
+    function (``unbind``, ``split``, ``chunk``) or a view of either."""
     base = t.view_base
-    if t.grad_fn is None and base.needs_grad and made_in_no_grad(t):
+    if base.needs_grad:
         # torch's handle_view_on_rebase: a view made under no_grad has no history to regenerate
-        raise RuntimeError(_NO_GRAD_VIEW_REBASED)
+        if t.grad_fn is None and made_in_no_grad(t):
+            raise RuntimeError(_NO_GRAD_VIEW_REBASED)
+        if _CMETA:
+            m = creation_meta(t)
+            if m is not None:
+                raise RuntimeError(view_rebase_message(t, *m, True))
     set_view_version(t, t.storage_ref.version)
     if base.grad_fn is None:
         return
@@ -1315,6 +1387,7 @@ def _rebase_dirty_view(fname, t, args, structure, out, T):
         j += 1 if s == "t" else (s[1] if s is not None else 0)
     else:
         return   # not a direct argument: nothing to rebase (torch ignores it too)
+    _check_view_creation(fname, t)    # (torch's rebase_history: handle_view_on_rebase)
     node = t.grad_fn
     base = t.view_base
     base_edge = edge_of(base)

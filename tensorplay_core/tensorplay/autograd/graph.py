@@ -222,7 +222,27 @@ def edge_of(t):
     fn = t.grad_fn
     if fn is not None:
         return (fn, t.output_nr)
+    if t.view_base is not None and t.view_base.needs_grad:
+        # a view without history of a base that requires grad (made under no_grad, or before
+        # the base required grad): torch gives it no accumulator, its gradient goes nowhere
+        return (_Discard(), 0)
     return (grad_accumulator(t), 0)
+
+
+class _Discard(Node):
+    """Where the gradient of a view without history of a base requiring grad goes: nowhere
+    (one per edge, so ``autograd.grad`` finds such a view unused, as torch's)."""
+
+    __slots__ = ()
+    name = "Discard"
+
+    def __init__(self):
+        self.next_edges = ()
+        self._out_meta = None
+        self._retained = None
+
+    def apply(self, grads):
+        return ()
 
 
 def edge_of_source(var, t, edge="__edge") -> list:
