@@ -1,0 +1,318 @@
+"""The corpus's third-party Triton kernels, read from their libraries' released wheels (ours).
+
+Nothing of a library's code is committed here. Each library is pinned (:data:`PINS`: the PyPI
+distribution, version, wheel file and its sha256); :func:`wheel` finds that wheel in the cache
+folder or downloads it there once, without installing it or any dependency::
+
+    python -m pip download --no-deps --only-binary=:all: NAME==VERSION -d CACHE
+
+The cache folder is ``$TENSORPLAY_CORPUS_WHEELS`` when set, else ``.corpus-wheels/`` at the
+repository root (git-ignored). A machine without network uses the wheels already there (copy the
+folder, or point the variable at one). With neither, :func:`load` raises
+:class:`UpstreamUnavailable` saying why, and the corpus's cases skip with that reason.
+
+:func:`load` reads the named modules' source out of the wheel (``zipfile``; each module is also
+written verbatim under ``CACHE/src/`` so that ``inspect`` and Triton read the file the code came
+from) and runs, in one fresh namespace per module, only what the kernels need: the requested
+top-level names and every top-level definition they use (helpers, constants, defaults,
+decorator arguments), the module's own imports of the standard library and of Triton, and the
+``if``/``try`` blocks that choose those imports (libdevice's ``rsqrt`` / ``tanh``). Each kept
+statement is upstream's text as released, compiled at its own line numbers. What is not run is
+listed in :data:`DROPPED_IMPORTS`, and what the loader supplies in :data:`SUPPLIED`, each with why;
+a kept definition naming anything else fails the load (a new release that needs more says so).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import dataclasses
+import hashlib
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import types
+import zipfile
+
+_REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+@dataclasses.dataclass(frozen=True)
+class Pin:
+    dist: str          # the PyPI distribution
+    version: str
+    wheel: str         # the wheel's file name
+    sha256: str        # of that wheel, as PyPI serves it
+
+
+PINS = {p.dist: p for p in [
+    Pin("liger-kernel", "0.8.5", "liger_kernel-0.8.5-py3-none-any.whl",
+        "60789cd576af073ab9b192b570d2597fd0cdad489cd62fb44fb16256d43754c9"),
+]}
+
+
+class UpstreamUnavailable(RuntimeError):
+    """The pinned wheel is neither in the cache nor downloadable (the message says why)."""
+
+
+# Top-level imports of upstream modules that are not run, by module root: the kernels never
+# name them (checked at load: a kept definition naming an unsupplied name fails the load).
+DROPPED_IMPORTS = {
+    "torch": "host code only (tensors, autograd.Function, DTensor); no kernel names torch, and "
+             "the corpus's host code is ours (tests/corpus/<library>/ops.py, on tensorplay)",
+    "liger_kernel": "the library's own host helpers (calculate_settings, ensure_contiguous, "
+                    "infer_device, ...) and cross-module imports; the helpers that an "
+                    "import-choosing block calls are in SUPPLIED",
+    "packaging": "liger_kernel.ops.utils's version parsing (host code)",
+}
+
+
+def _triton_version_at_least(package: str, op, target: str) -> bool:
+    # liger_kernel.ops.utils.compare_version's contract (``op(version(package), Version(target))``)
+    # without ``packaging``: the numeric release parts only (triton's versions are plain X.Y.Z)
+    import importlib.metadata
+
+    def parts(v):
+        out = []
+        for p in v.split("+")[0].split("."):
+            digits = "".join(c for c in p if c.isdigit()) if p[:1].isdigit() else ""
+            if not digits:
+                break
+            out.append(int(digits))
+        return tuple(out)
+    return op(parts(importlib.metadata.version(package)), parts(target))
+
+
+# Names an upstream module's kept statements use that come from a dropped import, supplied by the
+# loader (name -> (value, why)).
+SUPPLIED = {
+    "compare_version": (_triton_version_at_least,
+                        "liger_kernel.ops.utils.compare_version: in the `if` that picks libdevice's "
+                        "rsqrt/tanh (triton >= 3.0); same answer for triton's X.Y.Z versions"),
+    "is_npu_available": (lambda: False,
+                         "liger_kernel.utils.is_npu_available: in the same `if`; Ascend NPUs are "
+                         "no tensorplay device"),
+}
+
+
+def cache_dir() -> pathlib.Path:
+    """``$TENSORPLAY_CORPUS_WHEELS``, else ``.corpus-wheels`` at the repository root."""
+    env = os.environ.get("TENSORPLAY_CORPUS_WHEELS")
+    return pathlib.Path(env) if env else _REPO / ".corpus-wheels"
+
+
+def _sha256(path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+_WHEELS: dict[str, pathlib.Path] = {}
+
+
+def wheel(dist: str) -> pathlib.Path:
+    """The pinned wheel of ``dist`` in the cache, downloaded there first if missing.
+
+    Raises :class:`UpstreamUnavailable` when it is missing and cannot be downloaded (no network,
+    no pip), and ``RuntimeError`` when the file there is not the pinned one (wrong sha256)."""
+    if dist in _WHEELS:
+        return _WHEELS[dist]
+    pin = PINS[dist]
+    cache = cache_dir()
+    path = cache / pin.wheel
+    if not path.is_file():
+        _download(pin, cache)
+    got = _sha256(path)
+    if got != pin.sha256:
+        raise RuntimeError(f"{path}: sha256 {got}, not the pinned {pin.sha256} of "
+                           f"{pin.dist}=={pin.version}; delete it to download it again")
+    _WHEELS[dist] = path
+    return path
+
+
+def _download(pin: Pin, cache: pathlib.Path) -> None:
+    spec = f"{pin.dist}=={pin.version}"
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=".download-", dir=cache)
+    except OSError as e:
+        raise UpstreamUnavailable(f"{spec}: cache folder {cache} not writable ({e})") from None
+    try:
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+               "--disable-pip-version-check", "--no-input", "--retries", "1", "--timeout", "30",
+               "-q", spec, "-d", tmp]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise UpstreamUnavailable(f"{spec}: not in {cache} and `pip download` failed: {e}") from None
+        got = os.path.join(tmp, pin.wheel)
+        if proc.returncode != 0 or not os.path.isfile(got):
+            tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+            raise UpstreamUnavailable(
+                f"{spec}: not in {cache} (set TENSORPLAY_CORPUS_WHEELS to a folder holding "
+                f"{pin.wheel}) and `pip download` failed (exit {proc.returncode}): "
+                + " | ".join(tail))
+        os.replace(got, cache / pin.wheel)      # atomic: concurrent runs see all or nothing
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# --- what of a module is run ----------------------------------------------------------------
+
+def _import_roots(node):
+    if isinstance(node, ast.Import):
+        return {a.name.split(".")[0] for a in node.names}
+    if isinstance(node, ast.ImportFrom):
+        return {(node.module or "").split(".")[0]} if node.level == 0 else {"."}
+    return set()
+
+
+def _only_imports(node) -> bool:
+    """An import, or an ``if``/``try`` whose every branch holds only imports and ``pass``."""
+    if isinstance(node, (ast.Import, ast.ImportFrom, ast.Pass)):
+        return True
+    if isinstance(node, ast.If):
+        return all(_only_imports(n) for n in [*node.body, *node.orelse])
+    if isinstance(node, ast.Try):
+        return all(_only_imports(n) for n in
+                   [*node.body, *node.orelse, *node.finalbody, *(s for h in node.handlers for s in h.body)])
+    return False
+
+
+def _all_imports(node):
+    for n in ast.walk(node):
+        if isinstance(n, (ast.Import, ast.ImportFrom)):
+            yield n
+
+
+def _defined(node) -> set[str]:
+    """Top-level names a statement binds."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    out = set()
+    targets = (node.targets if isinstance(node, ast.Assign)
+               else [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
+    for t in targets:
+        out |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+    for imp in _all_imports(node):
+        out |= {(a.asname or a.name).split(".")[0] for a in imp.names}
+    return out
+
+
+def _free_names(node) -> set[str]:
+    """Names a kept statement reads from module scope (not a function's parameters and locals,
+    nor a comprehension's variables)."""
+    def free(n):
+        names = [x for x in ast.walk(n) if isinstance(x, ast.Name)]
+        return ({x.id for x in names if isinstance(x.ctx, ast.Load)}
+                - {x.id for x in names if isinstance(x.ctx, (ast.Store, ast.Del))})
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return free(node)
+    a = node.args
+    params = {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs]}
+    params |= {x.arg for x in (a.vararg, a.kwarg) if x is not None}
+    inner = free(ast.Module(body=node.body, type_ignores=[])) - params
+    # decorators, defaults and annotations are evaluated at module scope
+    outer = [*node.decorator_list, *a.defaults, *(d for d in a.kw_defaults if d is not None),
+             *(x.annotation for x in [*a.posonlyargs, *a.args, *a.kwonlyargs] if x.annotation)]
+    return inner.union(*(free(e) for e in outer))
+
+
+def _select(tree, names, module):
+    """The top-level statements to run: the module's imports of modules that are not dropped
+    (and the ``if``/``try`` blocks made only of such imports), ``names``' definitions and every
+    top-level definition they use, in upstream's order."""
+    body = tree.body
+    keep, candidates = set(), []
+    for i, node in enumerate(body):
+        if _only_imports(node):
+            roots = set().union(*(_import_roots(n) for n in _all_imports(node)))
+            if not roots & (set(DROPPED_IMPORTS) | {"."}):
+                keep.add(i)
+        else:
+            candidates.append(i)
+    defs: dict[str, list[int]] = {}
+    for i in [*sorted(keep), *candidates]:
+        for n in _defined(body[i]):
+            defs.setdefault(n, []).append(i)
+    missing = [n for n in names if n not in defs]
+    if missing:
+        raise RuntimeError(f"{module}: no top-level definition of {missing} in this release")
+    todo, seen = [*sorted(keep), *(i for n in names for i in defs[n])], set()
+    while todo:
+        i = todo.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        keep.add(i)
+        todo.extend(j for name in _free_names(body[i]) for j in defs.get(name, ()) if j not in seen)
+    kept = [body[i] for i in sorted(keep)]
+    bound = set(dir(builtins)) | set(SUPPLIED) | {"__name__", "__file__"}
+    for node in kept:
+        bound |= _defined(node)
+    for node in kept:
+        unbound = _free_names(node) - bound
+        if unbound:
+            label = getattr(node, "name", None) or ast.unparse(node).splitlines()[0][:60]
+            raise RuntimeError(f"{module}: {label} names {sorted(unbound)}, which the loader does "
+                               "not run or supply (see DROPPED_IMPORTS / SUPPLIED)")
+    return kept
+
+
+_MODULES: dict[tuple[str, str], types.ModuleType] = {}
+
+
+def module(dist: str, path: str, names) -> types.ModuleType:
+    """Upstream module ``path`` (inside the wheel) with ``names`` and what they need run."""
+    key = (dist, path)
+    cached = _MODULES.get(key)
+    if cached is not None and all(hasattr(cached, n) for n in names):
+        return cached
+    pin = PINS[dist]
+    whl = wheel(dist)
+    with zipfile.ZipFile(whl) as z:
+        src = z.read(path).decode("utf-8")
+    file = cache_dir() / "src" / f"{pin.dist}-{pin.version}" / path
+    if not file.is_file() or file.read_text(encoding="utf-8") != src:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=".tmp-")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(src)
+        os.replace(tmp, file)
+    tree = ast.parse(src, filename=str(file))
+    wanted = set(names) | (set(cached.__dict__.get("__corpus_names__", ())) if cached else set())
+    code = compile(ast.Module(body=_select(tree, sorted(wanted), path), type_ignores=[]),
+                   str(file), "exec")
+    name = "corpus_upstream." + path[:-3].replace("/", ".")
+    mod = types.ModuleType(name)
+    mod.__file__ = str(file)
+    mod.__corpus_names__ = tuple(sorted(wanted))
+    mod.__dict__.update({k: v for k, (v, _) in SUPPLIED.items()})
+    sys.modules[name] = mod     # inspect.getmodule / Triton find the functions' module
+    exec(code, mod.__dict__)
+    _MODULES[key] = mod
+    return mod
+
+
+def load(dist: str, spec: dict[str, list[str]]) -> dict[str, object]:
+    """``{module path in the wheel: [names]}`` -> ``{name: object}``, each name from its module
+    (:func:`module`). A name requested from two modules is an error."""
+    out: dict[str, object] = {}
+    for path, names in spec.items():
+        mod = module(dist, path, names)
+        for n in names:
+            if n in out:
+                raise RuntimeError(f"{n} requested from two modules")
+            out[n] = getattr(mod, n)
+    return out
+
+
+def describe(dist: str) -> str:
+    """One line naming the pinned release (for reports and skip reasons)."""
+    pin = PINS[dist]
+    return f"{pin.dist}=={pin.version} ({pin.wheel}, sha256 {pin.sha256[:12]}...)"
