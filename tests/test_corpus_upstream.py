@@ -81,6 +81,8 @@ def fake_wheel(tmp_path, monkeypatch):
     monkeypatch.setenv("TENSORPLAY_CORPUS_WHEELS", str(whl.parent))
     monkeypatch.setitem(_upstream.PINS, "fakelib", pin)
     monkeypatch.setitem(_upstream.DROPPED_IMPORTS, "fakelib", "the fake library's host helpers")
+    monkeypatch.setitem(_upstream.SUPPLIED, ("fakelib", None),
+                        _upstream.SUPPLIED[("liger-kernel", None)])
     monkeypatch.setattr(_upstream, "_WHEELS", {})
     monkeypatch.setattr(_upstream, "_MODULES", {})
     return whl
@@ -130,3 +132,49 @@ def test_without_wheel_or_network_the_library_cases_skip_saying_why(tmp_path):
     assert proc.returncode == 0, out[-3000:] + proc.stderr[-3000:]
     assert "2 skipped" in out and "passed" not in out, out[-3000:]
     assert "liger-kernel==0.8.5" in out and "TENSORPLAY_CORPUS_WHEELS" in out, out[-3000:]
+
+
+def test_flaggems_tuned_configs_read_from_yaml():
+    """corpus/flaggems/runtime.py's reader of FlagGems' tune_configs.yaml (ours, no PyYAML): plain
+    entries with FlagGems' defaults (4 warps, 2 stages), and a ``gen: true`` entry expanded over
+    every combination of the lists its param_map names."""
+    from corpus.flaggems import runtime
+    text = """\
+# comment
+plain:
+  - META:
+      BLOCK_M: 8
+      BLOCK_N: 256
+    num_warps: 8
+  - META:
+      BLOCK_M: 16
+gen_one:
+  - gen: true
+    param_map:
+      META:
+        ROWS: block_r
+        COLS: 2048
+      num_warps: warps
+    warps:
+      - 4
+      - 16
+    block_r:
+      - 1
+      - 2
+      - 8
+empty_meta:
+  - gen: true
+    param_map:
+      META: {}
+      num_warps: warps
+    warps:
+      - 2
+"""
+    got = [(c.kwargs, c.num_warps, c.num_stages)
+           for name in ("plain", "gen_one", "empty_meta")
+           for e in runtime._yaml_entry(text, name) for c in runtime._configs(e)]
+    assert got == [({"BLOCK_M": 8, "BLOCK_N": 256}, 8, 2), ({"BLOCK_M": 16}, 4, 2),
+                   *[({"ROWS": r, "COLS": 2048}, w, 2) for r in (1, 2, 8) for w in (4, 16)],
+                   ({}, 2, 2)]
+    with pytest.raises(KeyError, match="missing"):
+        runtime._yaml_entry(text, "missing")

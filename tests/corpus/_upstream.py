@@ -17,9 +17,10 @@ from) and runs, in one fresh namespace per module, only what the kernels need: t
 top-level names and every top-level definition they use (helpers, constants, defaults,
 decorator arguments), the module's own imports of the standard library and of Triton, and the
 ``if``/``try`` blocks that choose those imports (libdevice's ``rsqrt`` / ``tanh``). Each kept
-statement is upstream's text as released, compiled at its own line numbers. What is not run is
-listed in :data:`DROPPED_IMPORTS`, and what the loader supplies in :data:`SUPPLIED`, each with why;
-a kept definition naming anything else fails the load (a new release that needs more says so).
+statement is upstream's text as released, compiled at its own line numbers. The imports not run
+are listed in :data:`DROPPED_IMPORTS`; the names the kept statements use from them are supplied
+by the loader (:data:`SUPPLIED`, per library and module, only where used), each with why. A kept
+definition naming anything else fails the load (a new release that needs more says so).
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ class Pin:
 PINS = {p.dist: p for p in [
     Pin("liger-kernel", "0.8.5", "liger_kernel-0.8.5-py3-none-any.whl",
         "60789cd576af073ab9b192b570d2597fd0cdad489cd62fb44fb16256d43754c9"),
+    Pin("flag-gems", "5.0.2", "flag_gems-5.0.2-py3-none-any.whl",
+        "d7c5a6121bf2d3f7daddde43bfa7cae739de6cb5b294dcfe7ae6173045c35552"),
 ]}
 
 
@@ -67,6 +70,8 @@ DROPPED_IMPORTS = {
                     "infer_device, ...) and cross-module imports; the helpers that an "
                     "import-choosing block calls are in SUPPLIED",
     "packaging": "liger_kernel.ops.utils's version parsing (host code)",
+    "flag_gems": "FlagGems' runtime (vendor detection through torch, YAML configs), its launch "
+                 "cache and device helpers: what the kernels use of them is in SUPPLIED",
 }
 
 
@@ -86,16 +91,64 @@ def _triton_version_at_least(package: str, op, target: str) -> bool:
     return op(parts(importlib.metadata.version(package)), parts(target))
 
 
-# Names an upstream module's kept statements use that come from a dropped import, supplied by the
-# loader (name -> (value, why)).
+class Ref:
+    """A supplied value resolved when a module is loaded: ``"pkg.mod"`` or ``"pkg.mod:attr"``
+    (imported), or ``upstream=(dist, path, names)`` (another module of the wheel, loaded the same
+    way)."""
+
+    def __init__(self, target=None, *, upstream=None):
+        self.target, self.upstream = target, upstream
+
+    def resolve(self):
+        if self.upstream is not None:
+            return module(*self.upstream)
+        import importlib
+        mod, _, attr = self.target.partition(":")
+        obj = importlib.import_module(mod)
+        return getattr(obj, attr) if attr else obj
+
+
+# Names the kept statements of an upstream module use that a dropped import bound, supplied by
+# the loader: (distribution, module path in the wheel or None for all its modules) ->
+# {name: (value or Ref, why)}.
 SUPPLIED = {
-    "compare_version": (_triton_version_at_least,
-                        "liger_kernel.ops.utils.compare_version: in the `if` that picks libdevice's "
-                        "rsqrt/tanh (triton >= 3.0); same answer for triton's X.Y.Z versions"),
-    "is_npu_available": (lambda: False,
-                         "liger_kernel.utils.is_npu_available: in the same `if`; Ascend NPUs are "
-                         "no tensorplay device"),
+    ("liger-kernel", None): {
+        "compare_version": (_triton_version_at_least,
+                            "liger_kernel.ops.utils.compare_version: in the `if` that picks libdevice's "
+                            "rsqrt/tanh (triton >= 3.0); same answer for triton's X.Y.Z versions"),
+        "is_npu_available": (lambda: False,
+                             "liger_kernel.utils.is_npu_available: in the same `if`; Ascend NPUs are "
+                             "no tensorplay device"),
+    },
+    ("flag-gems", None): {
+        "runtime": (Ref("corpus.flaggems.runtime"),
+                    "flag_gems.runtime: get_tuned_config / get_heuristic_config, which the kernels' "
+                    "decorators call; corpus/flaggems/runtime.py answers them from this wheel's "
+                    "nvidia tune_configs.yaml and heuristics_config_utils.py (flag_gems' own "
+                    "runtime detects the vendor through torch)"),
+        "libentry": (Ref("corpus.flaggems.runtime:libentry"),
+                     "flag_gems.utils.libentry: a launch cache reading torch's current stream and "
+                     "device; a no-op decorator (wrap_triton launches the JITFunction it wraps)"),
+        "tle": (Ref(upstream=("flag-gems", "flag_gems/utils/triton_lang_extension.py",
+                              ["program_id", "num_programs"])),
+                "flag_gems.utils.triton_lang_extension: this wheel's module, loaded as the kernels are"),
+        "tl_extra_shim": (Ref("triton.language.extra.cuda.libdevice"),
+                          "flag_gems.utils.tl_extra_shim: the vendor's libdevice module; on nvidia "
+                          "Triton's cuda libdevice (groupnorm.py binds rsqrt from it)"),
+    },
+    ("flag-gems", "flag_gems/runtime/backend/_nvidia/heuristics_config_utils.py"): {
+        "torch": (Ref("corpus.flaggems.runtime:torch_cuda_shim"),
+                  "torch -> tensorplay: softmax_heur_tile_k asks torch.cuda for the SM count "
+                  "(get_device_properties(current_device()).multi_processor_count); answered by "
+                  "tensorplay.cuda, and 1 without a GPU (the interpreter; torch would raise)"),
+    },
 }
+
+
+def _supplied(dist, path):
+    out = dict(SUPPLIED.get((dist, None), {}))
+    out.update(SUPPLIED.get((dist, path), {}))
+    return out
 
 
 def cache_dir() -> pathlib.Path:
@@ -223,7 +276,7 @@ def _free_names(node) -> set[str]:
     return inner.union(*(free(e) for e in outer))
 
 
-def _select(tree, names, module):
+def _select(tree, names, module, supplied):
     """The top-level statements to run: the module's imports of modules that are not dropped
     (and the ``if``/``try`` blocks made only of such imports), ``names``' definitions and every
     top-level definition they use, in upstream's order."""
@@ -252,19 +305,28 @@ def _select(tree, names, module):
         keep.add(i)
         todo.extend(j for name in _free_names(body[i]) for j in defs.get(name, ()) if j not in seen)
     kept = [body[i] for i in sorted(keep)]
-    bound = set(dir(builtins)) | set(SUPPLIED) | {"__name__", "__file__"}
+    bound = set(dir(builtins)) | set(supplied) | {"__name__", "__file__"}
     for node in kept:
         bound |= _defined(node)
+    used = set()
     for node in kept:
-        unbound = _free_names(node) - bound
+        free = _free_names(node)
+        used |= free
+        unbound = free - bound
         if unbound:
             label = getattr(node, "name", None) or ast.unparse(node).splitlines()[0][:60]
             raise RuntimeError(f"{module}: {label} names {sorted(unbound)}, which the loader does "
                                "not run or supply (see DROPPED_IMPORTS / SUPPLIED)")
-    return kept
+    return kept, used & set(supplied)
 
 
 _MODULES: dict[tuple[str, str], types.ModuleType] = {}
+
+
+def read_text(dist: str, path: str) -> str:
+    """The text of file ``path`` inside ``dist``'s pinned wheel (:func:`wheel`)."""
+    with zipfile.ZipFile(wheel(dist)) as z:
+        return z.read(path).decode("utf-8")
 
 
 def module(dist: str, path: str, names) -> types.ModuleType:
@@ -274,9 +336,7 @@ def module(dist: str, path: str, names) -> types.ModuleType:
     if cached is not None and all(hasattr(cached, n) for n in names):
         return cached
     pin = PINS[dist]
-    whl = wheel(dist)
-    with zipfile.ZipFile(whl) as z:
-        src = z.read(path).decode("utf-8")
+    src = read_text(dist, path)
     file = cache_dir() / "src" / f"{pin.dist}-{pin.version}" / path
     if not file.is_file() or file.read_text(encoding="utf-8") != src:
         file.parent.mkdir(parents=True, exist_ok=True)
@@ -286,13 +346,15 @@ def module(dist: str, path: str, names) -> types.ModuleType:
         os.replace(tmp, file)
     tree = ast.parse(src, filename=str(file))
     wanted = set(names) | (set(cached.__dict__.get("__corpus_names__", ())) if cached else set())
-    code = compile(ast.Module(body=_select(tree, sorted(wanted), path), type_ignores=[]),
-                   str(file), "exec")
+    supplied = _supplied(dist, path)
+    kept, used = _select(tree, sorted(wanted), path, supplied)
+    code = compile(ast.Module(body=kept, type_ignores=[]), str(file), "exec")
     name = "corpus_upstream." + path[:-3].replace("/", ".")
     mod = types.ModuleType(name)
     mod.__file__ = str(file)
     mod.__corpus_names__ = tuple(sorted(wanted))
-    mod.__dict__.update({k: v for k, (v, _) in SUPPLIED.items()})
+    mod.__dict__.update({k: v.resolve() if isinstance(v, Ref) else v
+                         for k, (v, _) in supplied.items() if k in used})
     sys.modules[name] = mod     # inspect.getmodule / Triton find the functions' module
     exec(code, mod.__dict__)
     _MODULES[key] = mod
