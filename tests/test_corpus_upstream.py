@@ -7,6 +7,7 @@ sha256 for the test), so they need neither network nor a library's release.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import pathlib
@@ -75,9 +76,13 @@ def fake_wheel(tmp_path, monkeypatch):
     """A pinned ``fakelib-1.0`` wheel holding ``fakelib/ops.py`` in an empty cache folder."""
     whl = tmp_path / "cache" / "fakelib-1.0-py3-none-any.whl"
     whl.parent.mkdir()
+    digest = base64.urlsafe_b64encode(hashlib.sha256(_MODULE.encode()).digest()).rstrip(b"=").decode()
+    record = f"fakelib/ops.py,sha256={digest},{len(_MODULE)}\nfakelib-1.0.dist-info/RECORD,,\n"
     with zipfile.ZipFile(whl, "w") as z:
         z.writestr("fakelib/ops.py", _MODULE)
-    pin = _upstream.Pin("fakelib", "1.0", whl.name, hashlib.sha256(whl.read_bytes()).hexdigest())
+        z.writestr("fakelib-1.0.dist-info/RECORD", record)
+    pin = _upstream.Pin("fakelib", "1.0", whl.name, hashlib.sha256(whl.read_bytes()).hexdigest(),
+                        hashlib.sha256(record.encode()).hexdigest())
     monkeypatch.setenv("TENSORPLAY_CORPUS_WHEELS", str(whl.parent))
     monkeypatch.setitem(_upstream.PINS, "fakelib", pin)
     monkeypatch.setitem(_upstream.DROPPED_IMPORTS, "fakelib", "the fake library's host helpers")
@@ -111,6 +116,37 @@ def test_loader_refuses_a_kernel_naming_a_dropped_import(fake_wheel):
         _upstream.load("fakelib", {"fakelib/ops.py": ["names_torch_kernel"]})
     with pytest.raises(RuntimeError, match=r"no top-level definition of \['gone'\]"):
         _upstream.load("fakelib", {"fakelib/ops.py": ["gone"]})
+
+
+def test_without_the_wheel_the_recorded_sources_serve(fake_wheel, monkeypatch):
+    """A machine given only ``CACHE/src`` (the GPU machine: no network, the wheels are large):
+    the files written there at the first load serve, each checked against the wheel's RECORD
+    (itself pinned by sha256); a file that differs from the release, or a RECORD that is not the
+    pinned one, sends the loader back to the wheel (here: unavailable)."""
+    spec = {"fakelib/ops.py": ["scale_kernel"]}
+    _upstream.load("fakelib", spec)
+    fake_wheel.unlink()
+
+    def offline(pin, cache):
+        raise _upstream.UpstreamUnavailable(f"{pin.dist}: no network in this test")
+
+    monkeypatch.setattr(_upstream, "_download", offline)
+    monkeypatch.setattr(_upstream, "_WHEELS", {})
+    monkeypatch.setattr(_upstream, "_MODULES", {})
+    (kernel,) = _upstream.load("fakelib", spec).values()
+    assert kernel.fn.__name__ == "scale_kernel"
+    pin = _upstream.PINS["fakelib"]
+    copy = pin.src / "fakelib/ops.py"
+    copy.write_text(_MODULE.replace("_SCALE: tl.constexpr = tl.constexpr(4)",
+                                    "_SCALE: tl.constexpr = tl.constexpr(5)"))
+    monkeypatch.setattr(_upstream, "_MODULES", {})
+    with pytest.raises(_upstream.UpstreamUnavailable, match="no network"):
+        _upstream.load("fakelib", spec)
+    copy.write_text(_MODULE)
+    record = pin.src / pin.record
+    record.write_text(record.read_text() + "fakelib/extra.py,sha256=x,1\n")
+    with pytest.raises(_upstream.UpstreamUnavailable, match="no network"):
+        _upstream.load("fakelib", spec)
 
 
 def test_loader_refuses_a_wheel_that_is_not_the_pinned_one(fake_wheel):

@@ -7,13 +7,15 @@ folder or downloads it there once, without installing it or any dependency::
     python -m pip download --no-deps --only-binary=:all: NAME==VERSION -d CACHE
 
 The cache folder is ``$TENSORPLAY_CORPUS_WHEELS`` when set, else ``.corpus-wheels/`` at the
-repository root (git-ignored). A machine without network uses the wheels already there (copy the
-folder, or point the variable at one). With neither, :func:`load` raises
-:class:`UpstreamUnavailable` saying why, and the corpus's cases skip with that reason.
+repository root (git-ignored). Every file read from a wheel is also written there verbatim,
+under ``CACHE/src/<dist>-<version>/`` with the wheel's RECORD; a machine without network uses
+the wheels already in the cache or, without them, those copies, each checked against the RECORD
+whose sha256 is pinned (copy ``CACHE/src``, under a megabyte, or the whole folder; or point the
+variable at one). With neither, :func:`load` raises :class:`UpstreamUnavailable` saying why,
+and the corpus's cases skip with that reason.
 
-:func:`load` reads the named modules' source out of the wheel (``zipfile``; each module is also
-written verbatim under ``CACHE/src/`` so that ``inspect`` and Triton read the file the code came
-from) and runs, in one fresh namespace per module, only what the kernels need: the requested
+:func:`load` reads the named modules' source out of the wheel (``zipfile``; ``inspect`` and
+Triton read the verbatim copy under ``CACHE/src``, the file the code is compiled from) and runs, in one fresh namespace per module, only what the kernels need: the requested
 top-level names and every top-level definition they use (helpers, constants, defaults,
 decorator arguments), the module's own imports of the standard library and of Triton, and the
 ``if``/``try`` blocks that choose those imports (libdevice's ``rsqrt`` / ``tanh``). Each kept
@@ -47,13 +49,30 @@ class Pin:
     version: str
     wheel: str         # the wheel's file name
     sha256: str        # of that wheel, as PyPI serves it
+    record_sha256: str  # of the wheel's RECORD (the sha256 of every file in it)
+
+    @property
+    def record(self) -> str:
+        return f"{self.wheel.split('-')[0]}-{self.version}.dist-info/RECORD"
+
+    @property
+    def src(self) -> pathlib.Path:
+        """Where the files read from the wheel are written, verbatim (with its RECORD)."""
+        return cache_dir() / "src" / f"{self.dist}-{self.version}"
 
 
 PINS = {p.dist: p for p in [
     Pin("liger-kernel", "0.8.5", "liger_kernel-0.8.5-py3-none-any.whl",
-        "60789cd576af073ab9b192b570d2597fd0cdad489cd62fb44fb16256d43754c9"),
+        "60789cd576af073ab9b192b570d2597fd0cdad489cd62fb44fb16256d43754c9",
+        "2f09f33fc5fb36d62fabf6ea6338407a215307dfeadb904328ffdfa1883dff66"),
     Pin("flag-gems", "5.0.2", "flag_gems-5.0.2-py3-none-any.whl",
-        "d7c5a6121bf2d3f7daddde43bfa7cae739de6cb5b294dcfe7ae6173045c35552"),
+        "d7c5a6121bf2d3f7daddde43bfa7cae739de6cb5b294dcfe7ae6173045c35552",
+        "f2a25135fc1c12cfc7557265cc803e0944b418ca687872802d1de01adffc069f"),
+    # the release whose unsloth/kernels are those of the commit the corpus's host code was written
+    # against (015bdef0d94a, 2026-08-22; the kernel files last changed 2026-07-28)
+    Pin("unsloth", "2026.8.19", "unsloth-2026.8.19-py3-none-any.whl",
+        "7e6d7bc77517883fef116b0ef49880b810373ee46cb54bbb026a9811ea2abdd2",
+        "07221b1ad889d3049b7b49954787134ae8f2dbff4b336db3064914ee904c8ec4"),
 ]}
 
 
@@ -72,6 +91,10 @@ DROPPED_IMPORTS = {
     "packaging": "liger_kernel.ops.utils's version parsing (host code)",
     "flag_gems": "FlagGems' runtime (vendor detection through torch, YAML configs), its launch "
                  "cache and device helpers: what the kernels use of them is in SUPPLIED",
+    ".": "a library's own modules imported relatively (Unsloth's .utils: host helpers, device "
+         "detection through torch); what the kernels use of them is in SUPPLIED",
+    "unsloth_zoo": "Unsloth's companion package (patching, loss helpers, Version): host code",
+    "transformers": "Unsloth's host code (a logger, the model classes it patches)",
 }
 
 
@@ -135,6 +158,13 @@ SUPPLIED = {
         "tl_extra_shim": (Ref("triton.language.extra.cuda.libdevice"),
                           "flag_gems.utils.tl_extra_shim: the vendor's libdevice module; on nvidia "
                           "Triton's cuda libdevice (groupnorm.py binds rsqrt from it)"),
+    },
+    ("unsloth", None): {
+        "triton_tanh": (Ref("triton.language.extra.libdevice:tanh"),
+                        "from .utils: unsloth/kernels/utils.py binds it to libdevice.tanh for "
+                        "triton >= 3.0 off xpu (an `if` on its torch-based DEVICE_TYPE)"),
+        "triton_cast": (Ref("triton.language:cast"),
+                        "from .utils: tl.cast, bound in the same `if` of unsloth/kernels/utils.py"),
     },
     ("flag-gems", "flag_gems/runtime/backend/_nvidia/heuristics_config_utils.py"): {
         "torch": (Ref("corpus.flaggems.runtime:torch_cuda_shim"),
@@ -207,8 +237,9 @@ def _download(pin: Pin, cache: pathlib.Path) -> None:
         if proc.returncode != 0 or not os.path.isfile(got):
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
             raise UpstreamUnavailable(
-                f"{spec}: not in {cache} (set TENSORPLAY_CORPUS_WHEELS to a folder holding "
-                f"{pin.wheel}) and `pip download` failed (exit {proc.returncode}): "
+                f"{spec}: not in {cache} (set TENSORPLAY_CORPUS_WHEELS to a cache folder holding "
+                f"{pin.wheel}, or the src/ folder that a run with the wheel wrote there) and "
+                f"`pip download` failed (exit {proc.returncode}): "
                 + " | ".join(tail))
         os.replace(got, cache / pin.wheel)      # atomic: concurrent runs see all or nothing
     finally:
@@ -262,8 +293,9 @@ def _free_names(node) -> set[str]:
     nor a comprehension's variables)."""
     def free(n):
         names = [x for x in ast.walk(n) if isinstance(x, ast.Name)]
+        params = {x.arg for x in ast.walk(n) if isinstance(x, ast.arg)}    # lambdas' parameters
         return ({x.id for x in names if isinstance(x.ctx, ast.Load)}
-                - {x.id for x in names if isinstance(x.ctx, (ast.Store, ast.Del))})
+                - {x.id for x in names if isinstance(x.ctx, (ast.Store, ast.Del))} - params)
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return free(node)
     a = node.args
@@ -285,7 +317,7 @@ def _select(tree, names, module, supplied):
     for i, node in enumerate(body):
         if _only_imports(node):
             roots = set().union(*(_import_roots(n) for n in _all_imports(node)))
-            if not roots & (set(DROPPED_IMPORTS) | {"."}):
+            if not roots & set(DROPPED_IMPORTS):
                 keep.add(i)
         else:
             candidates.append(i)
@@ -323,10 +355,45 @@ def _select(tree, names, module, supplied):
 _MODULES: dict[tuple[str, str], types.ModuleType] = {}
 
 
+def _write(file: pathlib.Path, data: bytes) -> None:
+    if file.is_file() and file.read_bytes() == data:
+        return
+    file.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=".tmp-")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, file)       # atomic: concurrent readers see all or nothing
+
+
+def _recorded(pin: Pin, path: str, data: bytes) -> bool:
+    """``data`` is file ``path`` of the pinned release: the copy of the wheel's RECORD under
+    ``pin.src`` has the pinned sha256 and lists ``path`` with ``data``'s sha256."""
+    import base64
+    record = pin.src / pin.record
+    if not record.is_file() or _sha256(record) != pin.record_sha256:
+        return False
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"{path},sha256={digest}," in record.read_text(encoding="utf-8")
+
+
 def read_text(dist: str, path: str) -> str:
-    """The text of file ``path`` inside ``dist``'s pinned wheel (:func:`wheel`)."""
+    """The text of file ``path`` of ``dist``'s pinned release, written verbatim under
+    ``Pin.src`` (with the wheel's RECORD) the first time it is read from the wheel.
+
+    Without the wheel in the cache, a copy under ``Pin.src`` is used when the wheel's RECORD
+    copied there has the pinned sha256 and gives that file's sha256 (so a machine without network
+    needs only ``CACHE/src``, well under a megabyte, not the wheels); else the wheel is downloaded
+    (:func:`wheel`)."""
+    pin = PINS[dist]
+    if not (cache_dir() / pin.wheel).is_file() and dist not in _WHEELS:
+        copy = pin.src / path
+        if copy.is_file() and _recorded(pin, path, copy.read_bytes()):
+            return copy.read_text(encoding="utf-8")
     with zipfile.ZipFile(wheel(dist)) as z:
-        return z.read(path).decode("utf-8")
+        data = z.read(path)
+        _write(pin.src / pin.record, z.read(pin.record))
+    _write(pin.src / path, data)
+    return data.decode("utf-8")
 
 
 def module(dist: str, path: str, names) -> types.ModuleType:
@@ -335,15 +402,8 @@ def module(dist: str, path: str, names) -> types.ModuleType:
     cached = _MODULES.get(key)
     if cached is not None and all(hasattr(cached, n) for n in names):
         return cached
-    pin = PINS[dist]
     src = read_text(dist, path)
-    file = cache_dir() / "src" / f"{pin.dist}-{pin.version}" / path
-    if not file.is_file() or file.read_text(encoding="utf-8") != src:
-        file.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=".tmp-")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(src)
-        os.replace(tmp, file)
+    file = PINS[dist].src / path
     tree = ast.parse(src, filename=str(file))
     wanted = set(names) | (set(cached.__dict__.get("__corpus_names__", ())) if cached else set())
     supplied = _supplied(dist, path)
