@@ -10,12 +10,13 @@ The cache folder is ``$TENSORPLAY_CORPUS_WHEELS`` when set, else ``.corpus-wheel
 repository root (git-ignored). Every file read from a wheel is also written there verbatim,
 under ``CACHE/src/<dist>-<version>/`` with the wheel's RECORD; a machine without network uses
 the wheels already in the cache or, without them, those copies, each checked against the RECORD
-whose sha256 is pinned (copy ``CACHE/src``, under a megabyte, or the whole folder; or point the
-variable at one). With neither, :func:`load` raises :class:`UpstreamUnavailable` saying why,
+whose sha256 is pinned (copy ``CACHE/src``, about 1 MB for the whole corpus, or the whole
+folder; or point the variable at one). With neither, :func:`load` raises :class:`UpstreamUnavailable` saying why,
 and the corpus's cases skip with that reason.
 
 :func:`load` reads the named modules' source out of the wheel (``zipfile``; ``inspect`` and
-Triton read the verbatim copy under ``CACHE/src``, the file the code is compiled from) and runs, in one fresh namespace per module, only what the kernels need: the requested
+Triton read the verbatim copy under ``CACHE/src``, the file the code is compiled from) and runs,
+in one fresh namespace per module, only what the kernels need: the requested
 top-level names and every top-level definition they use (helpers, constants, defaults,
 decorator arguments), the module's own imports of the standard library and of Triton, and the
 ``if``/``try`` blocks that choose those imports (libdevice's ``rsqrt`` / ``tanh``). Each kept
@@ -432,9 +433,3 @@ def load(dist: str, spec: dict[str, list[str]]) -> dict[str, object]:
                 raise RuntimeError(f"{n} requested from two modules")
             out[n] = getattr(mod, n)
     return out
-
-
-def describe(dist: str) -> str:
-    """One line naming the pinned release (for reports and skip reasons)."""
-    pin = PINS[dist]
-    return f"{pin.dist}=={pin.version} ({pin.wheel}, sha256 {pin.sha256[:12]}...)"
