@@ -157,8 +157,9 @@ SUPPLIED = {
                               ["program_id", "num_programs"])),
                 "flag_gems.utils.triton_lang_extension: this wheel's module, loaded as the kernels are"),
         "tl_extra_shim": (Ref("triton.language.extra.cuda.libdevice"),
-                          "flag_gems.utils.tl_extra_shim: the vendor's libdevice module; on nvidia "
-                          "Triton's cuda libdevice (groupnorm.py binds rsqrt from it)"),
+                          "flag_gems.utils.tl_extra_shim: the vendor's libdevice, which FlagGems "
+                          "imports as triton.language.extra.<vendor>.libdevice; nvidia's "
+                          "(groupnorm.py binds rsqrt from it)"),
     },
     ("unsloth", None): {
         "triton_tanh": (Ref("triton.language.extra.libdevice:tanh"),
