@@ -49,6 +49,10 @@ nox.options.sessions = ["tests", "minimums", "wheels", "docs", "core_without_num
 nox.options.reuse_existing_virtualenvs = True
 
 PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
+# The corpus's pinned kernel wheels (tests/corpus/_upstream.py downloads them once): the suite run
+# from the extracted sdist (session wheels) uses the repository's cache too, not a fresh one.
+CORPUS_WHEELS = {"TENSORPLAY_CORPUS_WHEELS": os.environ.get("TENSORPLAY_CORPUS_WHEELS")
+                 or str(Path(__file__).resolve().parent / ".corpus-wheels")}
 LOCAL = ["-e", ".", "-e", "plugins/tensorplay_cpu", "-e", "plugins/tensorplay_cuda", "-e",
          "plugins/tensorplay_triton", "-e", "examples"]
 
@@ -323,7 +327,7 @@ def wheels(session):
     (top,) = os.listdir(src)
     with session.chdir(os.path.join(src, top)):
         session.run(py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests",
-                    *session.posargs, external=True)
+                    *session.posargs, env=CORPUS_WHEELS, external=True)
 
 
 @nox.session(python=PYTHONS[-2])

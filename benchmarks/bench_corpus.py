@@ -5,8 +5,10 @@ Run on a machine with a CUDA GPU, the cuda and triton plugins installed, torch o
     python benchmarks/bench_corpus.py [--scale 16] [--iters 20] [--rounds 5] [--only liger.]
                                       [--budget 270]
 
-The cases are ``tests/corpus`` (Liger-Kernel, Unsloth, FlagGems kernels, copied verbatim; see
-tests/test_corpus.py). Each runs two ways on float32 inputs ``--scale`` times the cpu test sizes:
+The cases are ``tests/corpus`` (Liger-Kernel, Unsloth, FlagGems kernels as their libraries wrote
+them; see tests/test_corpus.py: those on PyPI come from the pinned wheels, which a machine without
+network finds in ``$TENSORPLAY_CORPUS_WHEELS`` or ``.corpus-wheels/``; a library whose wheel is
+missing is a row ``skip: <why>``). Each runs two ways on float32 inputs ``--scale`` times the cpu test sizes:
 
 * tensorplay: the corpus's ``triton_op`` (``wrap_triton`` launches, ``register_autograd``);
 * torch: the same host code run on torch tensors the way the library runs it: a
@@ -196,7 +198,7 @@ def main() -> int:
     if code is not None:
         return code
     sys.path.insert(0, str(_TESTS))
-    from corpus import all_cases
+    from corpus import all_cases, unavailable
 
     ref_fw, ref_label, ref_wrap = None, "torch", (lambda kernel: kernel)
     if on_cpu:
@@ -229,6 +231,9 @@ def main() -> int:
     cases = [c for c in all_cases() if args.only in c.id]
     ref_ops = {}
     rows, failed = [], False
+    for lib, why in unavailable().items():     # its pinned wheel could not be had
+        if args.only.split(".")[0] in lib:
+            rows.append((f"{lib}.*", None, f"skip: {why}"[:300]))
     start = time.perf_counter()
     for case in cases:
         if time.perf_counter() - start > args.budget:

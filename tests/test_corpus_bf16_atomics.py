@@ -27,7 +27,7 @@ import triton.language as tl
 from tensorplay.library import wrap_triton
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from corpus.liger import ops as liger_ops  # noqa: E402
+from corpus._upstream import UpstreamUnavailable  # noqa: E402
 
 BF16 = tensorplay.bfloat16
 
@@ -72,6 +72,10 @@ def test_bf16_atomic_add_rounds_after_each_operation():
 
 def test_liger_group_norm_in_bfloat16():
     """The corpus op that found it: forward and backward in bfloat16 against float32."""
+    try:
+        from corpus.liger import ops as liger_ops   # Liger-Kernel's kernels, from its wheel
+    except UpstreamUnavailable as e:
+        pytest.skip(str(e))
     rng = np.random.default_rng(0)
     x = rng.standard_normal((2, 6, 10)).astype(np.float32)
     w = (rng.random(6) + 0.5).astype(np.float32)

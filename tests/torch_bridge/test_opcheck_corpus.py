@@ -42,11 +42,13 @@ _TESTS = str(pathlib.Path(__file__).resolve().parents[1])
 if _TESTS not in sys.path:
     sys.path.insert(0, _TESTS)
 
-from corpus import all_cases  # noqa: E402
+from corpus import all_cases, unavailable  # noqa: E402
 from corpus.cases import sample_args  # noqa: E402
 
 NAMESPACES = ("liger", "unsloth", "flaggems")
 CORPUS = all_cases()
+# libraries whose pinned wheel could not be had (corpus._upstream): one skipped test each, saying why
+UNAVAILABLE = unavailable()
 BY_ID = {c.id: c for c in CORPUS}
 tensorplay_torch.register(namespace=list(NAMESPACES))
 BRIDGED = [n for n in tensorplay_torch.bridged_ops() if n.split("::")[0] in NAMESPACES]
@@ -65,8 +67,13 @@ def _marks(case):
     return [pytest.mark.xfail(strict=True, run=not case.isolate, reason="; ".join(present))]
 
 
+def _unavailable_params(n):
+    return [pytest.param(*[None] * n, id=f"{lib}-unavailable", marks=pytest.mark.skip(reason=why))
+            for lib, why in UNAVAILABLE.items()]
+
+
 def _forward_cases():
-    out = []
+    out = _unavailable_params(3)
     for c in CORPUS:
         for dev in DEVICES:
             tag = c.id if dev == "cpu" else f"{c.id}, {dev}"
@@ -160,7 +167,7 @@ def _backward_cases():
     """One case per backward-op call of each corpus case (cases whose formula computes the
     gradient with plain TensorPlay ops, e.g. ``liger::jsd``'s, call none); recorded now, at
     collection. A case whose recording raises becomes one test that raises it again."""
-    out = []
+    out = _unavailable_params(3)
     for c, dev, ones in itertools.product(CORPUS, DEVICES, (False, True)):
         tag = (c.id if dev == "cpu" else f"{c.id}, {dev}") + (", ones" if ones else "")
         marks = _marks(c)
@@ -198,4 +205,6 @@ def test_every_bridged_op_is_checked():
     assert sorted(set(FORWARD) | backward) == BRIDGED
     assert not set(FORWARD) & backward
     assert all(c.op.has_autograd and c.op.backward_fn is not None for c in CORPUS)
+    if UNAVAILABLE:
+        pytest.skip("counts not checked: " + "; ".join(UNAVAILABLE.values()))
     assert len(FORWARD) == 28 and len(BRIDGED) == 54, (len(FORWARD), len(BRIDGED))

@@ -9,6 +9,8 @@ dispatcher, where torch's own autograd formulas call the backward; rms_norm is a
 forward with its backward through ``triton_op`` + ``register_autograd`` (the wiring torch's
 derivatives.yaml did). ``logger.debug`` lines and ``with torch_device_fn.device(...)`` guards
 are left out (tensorplay launches on the tensors' device). Other changes: ``# CHANGED: why``.
+The kernels launched are flag-gems 5.0.2's, read from its wheel (kernels.py; unchanged since that
+commit, so no host line changed for them).
 """
 # ruff: noqa  -- host code kept as upstream wrote it, apart from the CHANGED lines
 

@@ -1,149 +1,151 @@
-"""What FlagGems' kernels take from ``flag_gems.runtime`` and ``flag_gems.utils.libentry`` (ours).
+"""What FlagGems' kernels take from ``flag_gems.runtime`` and ``flag_gems.utils`` (ours).
 
-Upstream (https://github.com/FlagOpen/FlagGems @ 532ff438c703, Apache-2.0) reads autotune configs from
-src/flag_gems/runtime/backend/_nvidia/tune_configs.yaml and heuristics from
-src/flag_gems/runtime/backend/_nvidia/heuristics_config_utils.py through a runtime object that
-detects the vendor with torch. A torch user migrating keeps the kernels' decorators and provides:
+The kernels' decorators ask ``runtime.get_tuned_config(name)`` (autotune configs) and
+``runtime.get_heuristic_config(name)`` (``triton.heuristics`` functions). FlagGems answers from
+the vendor backend it detects through torch; for nvidia, from
+``flag_gems/runtime/backend/_nvidia/tune_configs.yaml`` and ``heuristics_config_utils.py``. Here
+both are read from the same pinned wheel as the kernels (``corpus._upstream``):
 
-* ``get_tuned_config(name)``: the YAML entries the corpus uses, written out as ``triton.Config``
-  (CHANGED: the YAML loader and its ``gen: true`` expansion are flag_gems machinery);
-* ``get_heuristic_config(name)``: the heuristics below, copied from heuristics_config_utils.py
-  (lines 122-180; the one line that asks torch for the SM count is CHANGED);
-* ``libentry()``: FlagGems' launch cache around a JITFunction (it reads torch's current stream
-  and device); CHANGED to a no-op: ``wrap_triton`` launches the JITFunction it wraps.
+* :func:`get_tuned_config`: the op's YAML entry (a small reader of the YAML the file uses: no
+  PyYAML needed), each entry one ``triton.Config`` (``num_warps`` 4 and ``num_stages`` 2 unless
+  given, FlagGems' defaults), a ``gen: true`` entry expanded over every combination of the lists
+  its ``param_map`` names;
+* :func:`get_heuristic_config`: the op's entry of ``HEURISTICS_CONFIGS``, the functions it names
+  run as released (their one torch call, the SM count, answered by :data:`torch_cuda_shim`);
+* :func:`libentry`: FlagGems' launch cache (it reads torch's current stream and device): a no-op,
+  as ``wrap_triton`` launches the JITFunction it wraps.
 """
-# ruff: noqa
+
+from __future__ import annotations
+
+import ast
+import itertools
+import types
 
 import triton
 
 from .._host import current_sm_count
+from .._upstream import module, read_text
+
+DIST = "flag-gems"
+_BACKEND = "flag_gems/runtime/backend/_nvidia/"
+_DEFAULTS = {"num_warps": 4, "num_stages": 2}
 
 
 def libentry():
-    return lambda fn: fn  # CHANGED: see the module docstring
+    return lambda fn: fn
 
 
-def _gen(meta, warps, **lists):
-    """Expand a ``gen: true`` YAML entry: every combination of the listed values."""
-    import itertools
-    names = list(lists)
+class _Cuda:
+    """``torch.cuda``'s two calls in FlagGems' SM-count heuristic, answered by tensorplay.cuda."""
+
+    @staticmethod
+    def current_device():
+        import tensorplay
+        return tensorplay.cuda.current_device() if tensorplay.cuda.is_available() else None
+
+    @staticmethod
+    def get_device_properties(index):
+        import tensorplay
+        if index is None:        # no GPU: one program, what the corpus's host code uses on cpu
+            return types.SimpleNamespace(multi_processor_count=current_sm_count())
+        return tensorplay.cuda.get_device_properties(index)
+
+
+torch_cuda_shim = types.SimpleNamespace(cuda=_Cuda)
+
+
+# --- tune_configs.yaml ------------------------------------------------------------------------
+
+def _scalar(text):
+    text = text.strip()
+    if text == "{}":
+        return {}
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return {"true": True, "false": False}.get(text, text)
+
+
+def _parse_block(lines, i, indent):
+    """Lines[i:] at ``indent`` -> (value, next line): a list (``- ``) or a mapping (``key:``)."""
+    if lines[i][1].startswith("- "):
+        out = []
+        while i < len(lines) and lines[i][0] == indent and lines[i][1].startswith("- "):
+            # a list item: its first line moved right past the dash, then its other lines
+            sub = [(indent + 2, lines[i][1][2:])]
+            j = i + 1
+            while j < len(lines) and lines[j][0] > indent:
+                sub.append(lines[j])
+                j += 1
+            if ":" in sub[0][1]:
+                out.append(_parse_block(sub, 0, indent + 2)[0])
+            else:
+                out.append(_scalar(sub[0][1]))
+            i = j
+        return out, i
+    out = {}
+    while i < len(lines) and lines[i][0] == indent:
+        key, _, rest = lines[i][1].partition(":")
+        if rest.strip():
+            out[key.strip()] = _scalar(rest)
+            i += 1
+        elif i + 1 < len(lines) and lines[i + 1][0] > indent:
+            out[key.strip()], i = _parse_block(lines, i + 1, lines[i + 1][0])
+        else:
+            out[key.strip()] = None
+            i += 1
+    return out, i
+
+
+def _yaml_entry(text, name):
+    """The value of top-level key ``name`` of the YAML ``text`` (block style, as the file is)."""
+    lines = []
+    for raw in text.splitlines():
+        body = raw.split(" #")[0].rstrip() if not raw.lstrip().startswith("#") else ""
+        if body.strip():
+            lines.append((len(body) - len(body.lstrip()), body.strip()))
+    for i, (indent, body) in enumerate(lines):
+        if indent == 0 and body == f"{name}:":
+            return _parse_block(lines, i + 1, lines[i + 1][0])[0]
+    raise KeyError(f"{name}: not in {_BACKEND}tune_configs.yaml")
+
+
+def _configs(entry):
+    if not entry.get("gen"):
+        kw = {k: entry.get(k, v) for k, v in _DEFAULTS.items()}
+        return [triton.Config(dict(entry.get("META") or {}), **kw)]
+    pmap = entry["param_map"]
+    slots = [("META", k, v) for k, v in (pmap.get("META") or {}).items()]
+    slots += [("kw", k, v) for k, v in pmap.items() if k != "META"]
+    # a value naming one of the entry's lists iterates over it; any other value is fixed
+    choices = [entry[v] if isinstance(v, str) and isinstance(entry.get(v), list) else [v]
+               for _, _, v in slots]
     out = []
-    for w in warps:
-        for combo in itertools.product(*(lists[n] for n in names)) if names else [()]:
-            m = dict(meta)
-            m.update(zip(names, combo))
-            out.append(triton.Config(m, num_warps=w))
+    for combo in itertools.product(*choices):
+        meta, kw = {}, dict(_DEFAULTS)
+        for (where, key, _), value in zip(slots, combo):
+            (meta if where == "META" else kw)[key] = value
+        out.append(triton.Config(meta, **kw))
     return out
 
 
-_TUNED = {
-    # tune_configs.yaml:113-125
-    "log_softmax": lambda: [triton.Config({"BLOCK_M": 8, "BLOCK_N": 256}, num_warps=8),
-                            triton.Config({"BLOCK_M": 16, "BLOCK_N": 512}, num_warps=8),
-                            triton.Config({"BLOCK_M": 32, "BLOCK_N": 512}, num_warps=8)],
-    # tune_configs.yaml:211-221
-    "softmax_non_inner": lambda: [triton.Config({"TILE_K": k}) for k in (32, 64, 128, 256, 1024)],
-    # tune_configs.yaml:222-232
-    "softmax_inner": lambda: [triton.Config({"TILE_N": n}) for n in (32, 64, 128, 256, 1024)],
-    # tune_configs.yaml:347-355
-    "layer_norm_persistent": lambda: _gen({}, (4, 8, 16)),
-    # tune_configs.yaml:356-370
-    "layer_norm_loop": lambda: _gen({}, (4, 8, 16), TILE_N=(1024, 2048, 4096, 8192)),
-    # tune_configs.yaml:371-386
-    "layer_norm_backward": lambda: _gen({"BLOCK_COL_SIZE": 2048}, (4, 8, 16), BLOCK_ROW_SIZE=(1, 2, 4, 8)),
-    # tune_configs.yaml:387-400
-    "weight_bias_backward": lambda: _gen({"BLOCK_ROW_SIZE": 128}, (4, 8, 16), BLOCK_COL_SIZE=(1, 2)),
-}
-
-
 def get_tuned_config(name):
-    return _TUNED[name]()
+    entries = _yaml_entry(read_text(DIST, _BACKEND + "tune_configs.yaml"), name)
+    return [c for e in entries for c in _configs(e)]
 
 
-# --- src/flag_gems/runtime/backend/_nvidia/heuristics_config_utils.py:122-180 ---
-def softmax_heur_tile_k(args):
-    MAX_TILE_K = 8192
-    # CHANGED: was torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
-    NUM_SMS = current_sm_count()
-    tile_k = 1
-    upper_bound = min(args["K"], MAX_TILE_K)
-    while tile_k <= upper_bound:
-        num_blocks = args["M"] * triton.cdiv(args["K"], tile_k)
-        num_waves = num_blocks / NUM_SMS
-        if (num_waves > 1) and (tile_k * 2 <= upper_bound):
-            tile_k *= 2
-        else:
-            break
-    return tile_k
-
-
-def softmax_heur_tile_n_non_inner(args):
-    return triton.cdiv(8192, args["TILE_K"])
-
-
-def softmax_heur_one_tile_per_cta(args):
-    return args["TILE_N"] >= args["N"]
-
-
-def softmax_heur_num_warps_non_inner(args):
-    tile_size = args["TILE_N"] * args["TILE_K"]
-    if tile_size < 2048:
-        return 4
-    elif tile_size < 4096:
-        return 8
-    else:
-        return 16
-
-
-def softmax_heur_tile_n_inner(args):
-    if args["N"] <= (32 * 1024):
-        return triton.next_power_of_2(args["N"])
-    else:
-        return 4096
-
-
-def softmax_heur_num_warps_inner(args):
-    tile_size = args["TILE_N"]
-    if tile_size < 2048:
-        return 4
-    elif tile_size < 4096:
-        return 8
-    else:
-        return 16
-
-
-def softmax_heur_tile_n_bwd_non_inner(args):
-    return max(1, 1024 // args["TILE_K"])
-
-
-def softmax_heur_tile_m(args):
-    return max(1, 1024 // args["TILE_N"])
-
-
-
-# --- heuristics_config_utils.py:276-294 (the HEURISTICS_CONFIGS entries used) ---
-_HEURISTICS = {
-    "softmax_non_inner": {
-        "TILE_K": softmax_heur_tile_k,
-        "TILE_N": softmax_heur_tile_n_non_inner,
-        "ONE_TILE_PER_CTA": softmax_heur_one_tile_per_cta,
-        "num_warps": softmax_heur_num_warps_non_inner,
-    },
-    "softmax_inner": {
-        "TILE_N": softmax_heur_tile_n_inner,
-        "ONE_TILE_PER_CTA": softmax_heur_one_tile_per_cta,
-        "num_warps": softmax_heur_num_warps_inner,
-    },
-    "softmax_backward_non_inner": {
-        "TILE_N": softmax_heur_tile_n_bwd_non_inner,
-        "ONE_TILE_PER_CTA": softmax_heur_one_tile_per_cta,
-    },
-    "softmax_backward_inner": {
-        "TILE_M": softmax_heur_tile_m,
-        "ONE_TILE_PER_CTA": softmax_heur_one_tile_per_cta,
-    },
-}
-
+# --- heuristics_config_utils.py ---------------------------------------------------------------
 
 def get_heuristic_config(name):
-    return _HEURISTICS[name]
+    path = _BACKEND + "heuristics_config_utils.py"
+    tree = ast.parse(read_text(DIST, path))
+    (table,) = [n.value for n in tree.body if isinstance(n, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == "HEURISTICS_CONFIGS" for t in n.targets)]
+    (entry,) = [v for k, v in zip(table.keys, table.values)
+                if isinstance(k, ast.Constant) and k.value == name]
+    names = {k.value: v.id for k, v in zip(entry.keys, entry.values)}
+    mod = module(DIST, path, sorted(set(names.values())))
+    return {key: getattr(mod, fn) for key, fn in names.items()}

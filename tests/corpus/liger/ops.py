@@ -11,6 +11,10 @@ keep upstream's structure, names and comments; what a torch user migrating has t
   not tensors or op arguments (``BLOCK_SIZE``, ``num_warps``) are recomputed in the backward;
 * every other line that had to change carries ``# CHANGED: why``.
 
+The kernels launched are liger-kernel 0.8.5's, read from its wheel (kernels.py); where 0.8.5's
+kernels changed from that commit's (rope's partial-rotary arguments, layer_norm's float32
+statistics), the host line says ``# CHANGED (0.8.5)``.
+
 Branches for devices tensorplay has no backend for (xpu, npu), DTensor, Blackwell-only tiling and
 ``device_context`` (a ``torch.cuda.device`` guard; tensorplay launches on the tensors' device)
 are left out: they are unreachable here, not adaptations.
@@ -245,8 +249,9 @@ def layer_norm_forward(X, W, B, eps):
 
     # Allocate output tensors
     Y = tensorplay.empty((n_rows, n_cols), dtype=X.dtype, device=X.device)
-    Mean = tensorplay.empty(n_rows, dtype=X.dtype, device=X.device)
-    RSTD = tensorplay.empty(n_rows, dtype=X.dtype, device=X.device)
+    # CHANGED (0.8.5): the kernel keeps the statistics in float32 (they were stored in X's dtype)
+    Mean = tensorplay.empty(n_rows, dtype=tensorplay.float32, device=X.device)
+    RSTD = tensorplay.empty(n_rows, dtype=tensorplay.float32, device=X.device)
 
     # Validate input dimensions
     if X.shape[1] != W.shape[0]:
@@ -701,6 +706,8 @@ def rope_forward(q, k, cos, sin):
         pad_n_q_head,
         pad_n_kv_head,
         pad_hd,
+        pad_hd,  # CHANGED (0.8.5): pad_rd, rd -- the whole head rotates (no partial RoPE here)
+        head_dim,
         BLOCK_SIZE=BLOCK_SIZE,
         BACKWARD_PASS=False,
     )
@@ -745,6 +752,8 @@ def rope_backward(dq, dk, cos, sin):
         pad_n_q_head,
         pad_n_kv_head,
         pad_hd,
+        pad_hd,  # CHANGED (0.8.5): pad_rd, rd -- the whole head rotates (no partial RoPE here)
+        head_dim,
         BLOCK_SIZE=BLOCK_SIZE,
         BACKWARD_PASS=True,
     )

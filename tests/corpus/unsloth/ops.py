@@ -8,6 +8,9 @@ those bodies are kept line for line as the bodies of a forward and a backward ``
 torch_gpu_device(device):`` (a ``torch.cuda.device`` guard) is left out: tensorplay launches on
 the tensors' device.
 
+The kernels launched are unsloth 2026.8.19's, read from its wheel (kernels.py): the release whose
+kernels are that commit's, so no host line changed for them.
+
 Unsloth's kernels compute only the input gradient of the norms (the weights are frozen in LoRA);
 the backward formulas below return ``None`` for the weights, as upstream does.
 """
