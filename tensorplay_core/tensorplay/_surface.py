@@ -229,7 +229,17 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     if index.dtype.is_floating_point or index.dtype is _dtype.bool:
         raise RuntimeError(f"index_select(): Expected dtype int32/int64 for index but got: "
                            f"{index.dtype}")
-    return O.index(input, dim, O.reshape(index, [-1]))
+    out = O.index(input, dim, O.reshape(index, [-1]))
+    if out.native is not None and not out.numel() and index.numel():
+        # the index kernel checks no index for an empty result; index_select checks them all
+        # (torch: index_select(zeros(3, 0), 0, tensor([5])) is refused)
+        d = wrap_dim(dim, input.ndim, "index_select(): ")
+        n = input.shape[d] if input.ndim else 1
+        lo, hi = _int(O.amin(index, [], False).item()), _int(O.amax(index, [], False).item())
+        if lo < -n or hi >= n:
+            raise RuntimeError(f"index_select(): index {hi if hi >= n else lo} is out of bounds "
+                               f"for dimension {d} with size {n}")
+    return out
 
 
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:
