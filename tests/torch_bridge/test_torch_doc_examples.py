@@ -83,8 +83,6 @@ UNINITIALISED = [r"Tensor\.new_empty: tensor\.new_empty\(\(2, 3\)\)"]
 KNOWN: dict[str, str] = {
     r"torch\.logical_(and|or|not|xor): .*out=torch\.empty.*":
         "no TensorPlay function takes out= (the built-in op records are functional)",
-    r"torch\.kthvalue: x=torch\.arange\(1\.,7\.\)\.resize_\(2,3\)":
-        "Tensor method gap: Tensor.resize_ (the statements after it run on torch's x, copied)",
 }
 
 
