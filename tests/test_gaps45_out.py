@@ -167,8 +167,14 @@ def test_methods_take_no_out_and_calls_without_out_are_unchanged():
     assert "out" in inspect.signature(tp.mul).parameters
     assert inspect.signature(tp.mul).parameters["out"].kind is inspect.Parameter.KEYWORD_ONLY
     assert (x * x).tolist() == tp.mul(x, x).tolist() == tp.mul(x, x, out=None).tolist()
-    with pytest.raises(TypeError):
-        tp.mul(x, x, tp.empty(0))            # out is keyword-only
+    for f in (tp.mul, tp.add, tp.sub, tp.div, tp.atan2):
+        with pytest.raises(TypeError, match="positional"):
+            f(x, x, tp.empty(0))             # out is keyword-only
+        sig = inspect.signature(f)
+        assert sig.parameters["out"].kind is inspect.Parameter.KEYWORD_ONLY
+        assert [p for p in sig.parameters if p.startswith("_")] == []
+    with pytest.raises(TypeError, match="positional"):
+        tp.exp(x, tp.empty(0))
 
 
 def test_out_under_fake_mode():

@@ -31,6 +31,7 @@ from ._tag import Tag
 from . import _ops as _ops_pkg
 from ._ops import ops as _O
 from ._ops._define import write_out as _write_out  # out= of the functions below (torch's rules)
+from ._ops._define import hide_out_slot as _hide_out_slot, no_extra as _no_extra  # noqa: E402
 
 half, float, double, long, int, short = float16, float32, float64, int64, int32, int16  # noqa: A001
 # torch's constants (torch.nan, torch.inf, torch.pi, torch.e): Python floats
@@ -139,8 +140,8 @@ _ALPHA1 = 1       # add/sub's default alpha: ``alpha is _ALPHA1`` is the call wi
 _add_op, _sub_op = _O.add, _O.sub     # the op records, bound once (one global read per call)
 
 
-def add(input: _TensorOrScalar, other: _TensorOrScalar, *,
-        alpha: _Number = _ALPHA1, out: Any = None) -> Tensor:
+def add(input: _TensorOrScalar, other: _TensorOrScalar, _p: None = None,
+        out: Any = None, *, alpha: _Number = _ALPHA1) -> Tensor:
     """``input + alpha * other``, elementwise with broadcasting and torch's dtype promotion;
     same as ``torch.add``. Without ``alpha`` this is the op itself (either operand may be a
     Python number):
@@ -151,7 +152,8 @@ def add(input: _TensorOrScalar, other: _TensorOrScalar, *,
     a floating ``alpha`` with integral operands, or a bool ``alpha`` with a non-bool result, is a
     ``RuntimeError``; an int ``alpha`` out of the result dtype's range too. ``Tensor.add`` is the
     same computation."""
-    if out is not None:
+    if out is not _p:   # out= given (_p: keyword-only out's slot, see _hide_out_slot)
+        _no_extra(_p, "add")
         return _write_out("add", out, add, (input, other), {"alpha": alpha}, "cast")
     if alpha is _ALPHA1:
         return _add_op(input, other)
@@ -159,20 +161,27 @@ def add(input: _TensorOrScalar, other: _TensorOrScalar, *,
     return _O.add(input, _times_alpha(input, other, alpha, "add"))
 
 
-def sub(input: _TensorOrScalar, other: _TensorOrScalar, *,
-        alpha: _Number = _ALPHA1, out: Any = None) -> Tensor:
+_hide_out_slot(add)
+
+
+def sub(input: _TensorOrScalar, other: _TensorOrScalar, _p: None = None,
+        out: Any = None, *, alpha: _Number = _ALPHA1) -> Tensor:
     """``input - alpha * other``, elementwise with broadcasting (same as ``torch.sub``; bool
     operands are refused as torch refuses them). ``alpha``'s rules are ``add``'s. Without
     ``alpha``: the op
 
         tp::sub(Tensor input, Tensor other) -> Tensor
     """
-    if out is not None:
+    if out is not _p:   # out= given (_p: keyword-only out's slot, see _hide_out_slot)
+        _no_extra(_p, "sub")
         return _write_out("sub", out, sub, (input, other), {"alpha": alpha}, "cast")
     if alpha is _ALPHA1:
         return _sub_op(input, other)
     input = _tensor_first(input, other)
     return _O.sub(input, _times_alpha(input, other, alpha, "sub"))
+
+
+_hide_out_slot(sub)
 
 
 def _tensor_first(input, other):
@@ -477,12 +486,13 @@ def squeeze(input: Tensor, dim: _Dims = None) -> Tensor:
     return input.squeeze(dim)
 
 
-def div(input: _TensorOrScalar, other: _TensorOrScalar, *,
-        rounding_mode: builtins.str | None = None, out: Any = None) -> Tensor:
+def div(input: _TensorOrScalar, other: _TensorOrScalar, _p: None = None,
+        out: Any = None, *, rounding_mode: builtins.str | None = None) -> Tensor:
     """``input / other``, as ``torch.div``: true division by default (integer inputs give the
     default float dtype), ``rounding_mode="floor"`` or ``"trunc"`` (see ``Tensor.div``). ``x / y``
     calls the op directly; this function adds one Python call."""
-    if out is not None:
+    if out is not _p:   # out= given (_p: keyword-only out's slot, see _hide_out_slot)
+        _no_extra(_p, "div")
         return _write_out("div", out, div, (input, other), {"rounding_mode": rounding_mode}, "cast")
     if rounding_mode is None:
         return _O.div(input, other)
@@ -490,6 +500,9 @@ def div(input: _TensorOrScalar, other: _TensorOrScalar, *,
         from ._dtype import wrapped_dtype
         input = full((), input, dtype=wrapped_dtype(input), device=other.device)
     return input.div(other, rounding_mode=rounding_mode)
+
+
+_hide_out_slot(div)
 
 
 def clamp(input: Tensor, min: _TensorOrScalar | None = None,

@@ -314,11 +314,15 @@ def make_call(op, scalar_ok=(), number_self=None, out=None) -> None:
     """Generate ``op.__call__`` with the op's signature and install it on a per-op subclass.
 
     ``out``: for a built-in op that torch's function of the same name gives ``out=``, the
-    handler ``out(op, out_value, {schema name: value})`` of a call passing ``out=`` (not None):
-    the generated call then takes a keyword-only ``out=None`` after the schema's parameters and
-    hands such a call to the handler before any dispatch; a call without it runs as before (one
-    ``is not None`` test). The Tensor methods bound to the op (``bind_methods``) keep the
-    function without ``out`` (methods take no ``out=``, as torch's).
+    handler ``out(op, out_value, extra, {schema name: value})`` of a call passing ``out=`` (not
+    None): the generated call then takes ``out`` after the schema's positional parameters and
+    hands such a call to the handler before any dispatch. ``out`` is keyword-only as torch's:
+    a hidden positional parameter ``__p=None`` before it takes an extra positional argument,
+    which the handler refuses (``TypeError``); both are positional parameters with defaults
+    (copied from the defaults tuple: a keyword-only default would cost a dict lookup per
+    call), and a call without them pays one ``out is not __p`` test. ``inspect.signature``
+    shows ``out`` keyword-only and no ``__p``. The Tensor methods bound to the op
+    (``bind_methods``) keep the function without ``out`` (methods take no ``out=``, as torch's).
 
     The generated function takes exactly the schema's parameters (the op itself is bound in its
     namespace, not a parameter, so arity errors count the caller's arguments). Schema names are
@@ -344,7 +348,8 @@ def make_call(op, scalar_ok=(), number_self=None, out=None) -> None:
     params, required, renamed_kw = _codegen.signature(sch.arguments, pynames, ns)
     if out is not None and "out" in pynames:
         out = None      # a schema argument named out: the call takes it as the schema says
-    out_params = [*params, *(() if "*" in params else ("*",)), "out=None"]
+    at = params.index("*") if "*" in params else len(params)
+    out_params = [*params[:at], "__p=None", "out=None", *params[at:]]
     for i, a in enumerate(sch.arguments):
         n = pynames[i]
         names.append((a.name, n))
@@ -486,7 +491,7 @@ def make_call(op, scalar_ok=(), number_self=None, out=None) -> None:
     if out is not None:
         plain_src = src
         src = "\n".join([f"def __call__({', '.join(out_params)}):", *lines[1:out_at],
-                         f"    if out is not None: return __outcall(__op, out, {allvals})",
+                         f"    if out is not __p: return __outcall(__op, out, __p, {allvals})",
                          *lines[out_at:]])
         ns["__outcall"] = out
     from ._device import Device
@@ -532,8 +537,10 @@ def _signature(fn, op):
     by_py = dict(zip(_codegen.py_names(args), args))
     params = []
     for p in sig.parameters.values():
-        if p.kind is p.VAR_KEYWORD:
+        if p.kind is p.VAR_KEYWORD or p.name == "__p":
             continue
+        if p.name == "out" and p.kind is p.POSITIONAL_OR_KEYWORD:
+            p = p.replace(kind=p.KEYWORD_ONLY)    # make_call's out=: keyword-only, as torch's
         a = by_py.get(p.name)
         if p.default is _UNSET and a is not None and a.kwarg_only:
             p = p.replace(default=(inspect.Parameter.empty if a.default is NO_DEFAULT

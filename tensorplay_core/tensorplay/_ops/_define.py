@@ -97,9 +97,14 @@ def _dtname(dt, meta=False) -> str:
     return str(dt) if names is None else names[meta]
 
 
-def out_call(op, out, values: dict):
+def out_call(op, out, extra, values: dict):
     """A call of built-in op ``op`` with ``out=``: ``write_out`` of the op's result (the
-    generated call's handler, see ``OUT_OPS``)."""
+    generated call's handler, see ``OUT_OPS``). ``extra``: a positional argument past the op's
+    own (``TypeError``, as torch: ``out`` is keyword-only)."""
+    if extra is not None:
+        n = sum(not a.kwarg_only for a in op.schema.arguments)
+        raise TypeError(f"{op.name}() takes {n} positional argument{'s' * (n != 1)} but more "
+                        f"were given")
     pos, kw = [], {}
     for a in op.schema.arguments:
         if a.kwarg_only:
@@ -108,6 +113,25 @@ def out_call(op, out, values: dict):
             pos.append(values[a.name])
     name = op.name.split("::")[1]
     return write_out(name, out, op, pos, kw, OUT_OPS[name], stacklevel=4)
+
+
+def hide_out_slot(fn):
+    """For a hot public function written ``f(input, other, _p=None, out=None, *, ...)`` with
+    ``if out is not _p:`` first (the cheap form of a keyword-only ``out``, as the generated op
+    calls have it, see ``_dispatch.make_call``): its ``inspect.signature`` without ``_p`` and
+    with ``out`` keyword-only, as torch's. Returns ``fn``."""
+    import inspect
+    sig = inspect.signature(fn)
+    params = [p.replace(kind=p.KEYWORD_ONLY) if p.name == "out" else p
+              for p in sig.parameters.values() if p.name != "_p"]
+    fn.__signature__ = sig.replace(parameters=params)
+    return fn
+
+
+def no_extra(p, api: str) -> None:
+    """``TypeError`` when ``hide_out_slot``'s hidden slot took a positional argument."""
+    if p is not None:
+        raise TypeError(f"{api}() takes 2 positional arguments but more were given")
 
 
 def _tensors_in(values):
