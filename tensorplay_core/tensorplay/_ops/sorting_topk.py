@@ -205,9 +205,8 @@ def _mode_index_std(xs, d, n):
                     best = (run, el[i][1])
                 run = 0
         idx.append(best[1])
-    from .._factories import tensor
     kept = [xs.shape[i] for i in perm[:-1]] + [1]
-    t = O.reshape(tensor(idx, dtype=_dtype.int64, device=xs.device), kept)
+    t = O.reshape(xs.new_tensor(idx, dtype=_dtype.int64), kept)
     inv = [perm.index(i) for i in range(nd)]
     return O.permute(t, inv)
 
