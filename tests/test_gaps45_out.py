@@ -183,3 +183,24 @@ def test_out_under_fake_mode():
         o = tp.empty(0)
         r = tp.add(tp.ones(2, 3), 1, out=o)
         assert r is o and o.shape == (2, 3)
+
+
+def test_forms_without_out_and_bad_outs():
+    x = _x()
+    with pytest.raises(TypeError, match="takes no out="):
+        tp.where(x > 1, out=tp.empty(0))             # where(condition) alone: no out (torch)
+    with pytest.raises(TypeError, match="must be Tensor, not int"):
+        tp.exp(x, out=3)
+
+
+def test_out_inside_compile():
+    def f(x, o):
+        tp.mul(x, 2, out=o)
+        return o + 1
+
+    cf = tp.compile(f)
+    o = tp.empty(3)
+    assert cf(tp.ones(3), o).tolist() == [3.0] * 3 and o.tolist() == [2.0] * 3
+    assert cf(tp.full((3,), 5.0), o).tolist() == [11.0] * 3 and o.tolist() == [10.0] * 3
+    with pytest.raises(RuntimeError, match="inside tensorplay.compile"):
+        cf(tp.ones(3), tp.empty(0))                  # a resize is not recorded: refused

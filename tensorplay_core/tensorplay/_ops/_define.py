@@ -223,7 +223,8 @@ def write_out(api: str, out, fn, args=(), kwargs=None, rule="cast", n: int = 1,
       input itself is fine (the result is computed first).
     * ``out`` of another shape is resized (``Tensor.resize_``'s rule, without its grad check),
       silently when it has no elements (or ``warn=False``: the factories), with torch's
-      ``UserWarning`` otherwise.
+      ``UserWarning`` otherwise; inside ``tensorplay.compile`` (a captured ``out``) a resize
+      is a ``RuntimeError`` (no recorded op resizes).
     * the result is copied in (cast to ``out``'s dtype; the version counter bumped once) and
       ``out`` is returned (a tuple: the result's named tuple type over the ``out`` tensors).
     Nothing is written when a check fails. ``stacklevel``: the warning's, the caller of the
@@ -241,6 +242,9 @@ def write_out(api: str, out, fn, args=(), kwargs=None, rule="cast", n: int = 1,
         with _dispatch.NoGradBlock():
             result = fn(*args, **kwargs)
     results = (result,) if n == 1 else tuple(result)
+    if not all(isinstance(r, TensorBase) for r in results):
+        # a form of the function that torch gives no out= (where(condition) alone: a tuple)
+        raise TypeError(f"{api}(): this form of {api} takes no out= argument")
     check_out_grad(api, outs, results)
     for o, r in zip(outs, results):
         if o.raw_device != r.raw_device:
@@ -262,6 +266,12 @@ def write_out(api: str, out, fn, args=(), kwargs=None, rule="cast", n: int = 1,
     for o, r in zip(outs, results):
         shape = tuple(r.raw_shape)
         if tuple(o.raw_shape) != shape:
+            if o.capture_info is not None:
+                # a resize is no op tensorplay.compile records: the replay would write into the
+                # out as it came
+                raise RuntimeError(f"{api}(): inside tensorplay.compile, out= needs an out tensor "
+                                   f"of the result's shape {list(shape)} (got "
+                                   f"{list(o.raw_shape)}): resize it before the compiled call")
             if warn and o.numel():
                 warnings.warn(
                     f"An output with one or more elements was resized since it had shape "
