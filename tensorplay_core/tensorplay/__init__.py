@@ -30,6 +30,8 @@ from ._tensor import _times_alpha  # alpha * other with torch's checks (Tensor.a
 from ._tag import Tag
 from . import _ops as _ops_pkg
 from ._ops import ops as _O
+from ._ops._define import write_out as _write_out  # out= of the functions below (torch's rules)
+from ._ops._define import hide_out_slot as _hide_out_slot, no_extra as _no_extra  # noqa: E402
 
 half, float, double, long, int, short = float16, float32, float64, int64, int32, int16  # noqa: A001
 # torch's constants (torch.nan, torch.inf, torch.pi, torch.e): Python floats
@@ -138,8 +140,8 @@ _ALPHA1 = 1       # add/sub's default alpha: ``alpha is _ALPHA1`` is the call wi
 _add_op, _sub_op = _O.add, _O.sub     # the op records, bound once (one global read per call)
 
 
-def add(input: _TensorOrScalar, other: _TensorOrScalar, *,
-        alpha: _Number = _ALPHA1) -> Tensor:
+def add(input: _TensorOrScalar, other: _TensorOrScalar, _p: None = None,
+        out: Any = None, *, alpha: _Number = _ALPHA1) -> Tensor:
     """``input + alpha * other``, elementwise with broadcasting and torch's dtype promotion;
     same as ``torch.add``. Without ``alpha`` this is the op itself (either operand may be a
     Python number):
@@ -150,24 +152,36 @@ def add(input: _TensorOrScalar, other: _TensorOrScalar, *,
     a floating ``alpha`` with integral operands, or a bool ``alpha`` with a non-bool result, is a
     ``RuntimeError``; an int ``alpha`` out of the result dtype's range too. ``Tensor.add`` is the
     same computation."""
+    if out is not _p:   # out= given (_p: keyword-only out's slot, see _hide_out_slot)
+        _no_extra(_p, "add")
+        return _write_out("add", out, add, (input, other), {"alpha": alpha}, "cast")
     if alpha is _ALPHA1:
         return _add_op(input, other)
     input = _tensor_first(input, other)
     return _O.add(input, _times_alpha(input, other, alpha, "add"))
 
 
-def sub(input: _TensorOrScalar, other: _TensorOrScalar, *,
-        alpha: _Number = _ALPHA1) -> Tensor:
+_hide_out_slot(add)
+
+
+def sub(input: _TensorOrScalar, other: _TensorOrScalar, _p: None = None,
+        out: Any = None, *, alpha: _Number = _ALPHA1) -> Tensor:
     """``input - alpha * other``, elementwise with broadcasting (same as ``torch.sub``; bool
     operands are refused as torch refuses them). ``alpha``'s rules are ``add``'s. Without
     ``alpha``: the op
 
         tp::sub(Tensor input, Tensor other) -> Tensor
     """
+    if out is not _p:   # out= given (_p: keyword-only out's slot, see _hide_out_slot)
+        _no_extra(_p, "sub")
+        return _write_out("sub", out, sub, (input, other), {"alpha": alpha}, "cast")
     if alpha is _ALPHA1:
         return _sub_op(input, other)
     input = _tensor_first(input, other)
     return _O.sub(input, _times_alpha(input, other, alpha, "sub"))
+
+
+_hide_out_slot(sub)
 
 
 def _tensor_first(input, other):
@@ -183,41 +197,58 @@ def _tensor_first(input, other):
 
 
 def sum(input: Tensor, dim: _Dims = None, keepdim: builtins.bool = False, *,
-        dtype: _DTypeLike | None = None) -> Tensor:  # noqa: A001
+        dtype: _DTypeLike | None = None, out: Any = None) -> Tensor:  # noqa: A001
     """Sum over ``dim`` (int or list; all dims when None), same as ``torch.sum``."""
+    if out is not None:
+        return _write_out("sum", out, sum, (input, dim, keepdim),
+                          {"dtype": dtype if dtype is not None else out.dtype}, "exact")
     return input.sum(dim, keepdim, dtype=dtype)
 
 
 def mean(input: Tensor, dim: _Dims = None, keepdim: builtins.bool = False, *,
-         dtype: _DTypeLike | None = None) -> Tensor:
+         dtype: _DTypeLike | None = None, out: Any = None) -> Tensor:
     """Mean over ``dim``; floating inputs only (``RuntimeError`` otherwise), as ``torch.mean``."""
+    if out is not None:
+        return _write_out("mean", out, mean, (input, dim, keepdim), {"dtype": dtype}, "cast")
     return input.mean(dim, keepdim, dtype=dtype)
 
 
-def amax(input: Tensor, dim: _Dims = (), keepdim: builtins.bool = False) -> Tensor:
+def amax(input: Tensor, dim: _Dims = (), keepdim: builtins.bool = False, *,
+         out: Any = None) -> Tensor:
     """Maximum over ``dim`` (all dims when empty), values only; same as ``torch.amax``."""
+    if out is not None:
+        return _write_out("amax", out, amax, (input, dim, keepdim), {}, "exact")
     return input.amax(dim, keepdim)
 
 
-def amin(input: Tensor, dim: _Dims = (), keepdim: builtins.bool = False) -> Tensor:
+def amin(input: Tensor, dim: _Dims = (), keepdim: builtins.bool = False, *,
+         out: Any = None) -> Tensor:
     """Minimum over ``dim`` (all dims when empty), values only; same as ``torch.amin``."""
+    if out is not None:
+        return _write_out("amin", out, amin, (input, dim, keepdim), {}, "exact")
     return input.amin(dim, keepdim)
 
 
-def round(input: Tensor, *, decimals: builtins.int = 0) -> Tensor:  # noqa: A001
+def round(input: Tensor, *, decimals: builtins.int = 0, out: Any = None) -> Tensor:  # noqa: A001
     """Round to ``decimals`` places, halves to even (same as ``torch.round``)."""
+    if out is not None:
+        return _write_out("round", out, round, (input,), {"decimals": decimals}, "found")
     return _O.round(input, decimals=decimals)
 
 
-def square(input: Tensor) -> Tensor:
+def square(input: Tensor, *, out: Any = None) -> Tensor:
     """``input * input``, elementwise, in ``input``'s dtype (an integer tensor stays integer, a
     bool one gives int64, as ``pow(input, 2)``); same as ``torch.square``."""
+    if out is not None:
+        return _write_out("square", out, square, (input,), {}, "cast")
     return input.square()
 
 
-def reciprocal(input: Tensor) -> Tensor:
+def reciprocal(input: Tensor, *, out: Any = None) -> Tensor:
     """``1 / input``, elementwise; integer and bool inputs give the default float dtype, division
     by zero gives ``inf`` (same as ``torch.reciprocal``)."""
+    if out is not None:
+        return _write_out("reciprocal", out, reciprocal, (input,), {}, "cast")
     return input.reciprocal()
 
 
@@ -235,9 +266,12 @@ def masked_fill(input: Tensor, mask: Tensor, value: _TensorOrScalar) -> Tensor:
 
 
 def index_add(input: Tensor, dim: builtins.int, index: Tensor, source: Tensor, *,
-              alpha: _Number = 1) -> Tensor:
+              alpha: _Number = 1, out: Any = None) -> Tensor:
     """A copy of ``input`` with ``alpha * source`` added at the positions ``index`` (1-D int64)
     along ``dim``; repeated indices accumulate. Same as ``torch.index_add``."""
+    if out is not None:
+        return _write_out("index_add", out, index_add, (input, dim, index, source),
+                          {"alpha": alpha}, "exact")
     return input.index_add(dim, index, source, alpha=alpha)
 
 
@@ -271,26 +305,39 @@ def unflatten(input: Tensor, dim: builtins.int, sizes: Sequence[builtins.int]) -
 
 
 def prod(input: Tensor, dim: _Dims = None, keepdim: builtins.bool = False, *,
-         dtype: _DTypeLike | None = None) -> Tensor:
+         dtype: _DTypeLike | None = None, out: Any = None) -> Tensor:
     """Product over ``dim`` (all elements when None); ints and bools give int64 (``torch.prod``)."""
+    if out is not None:
+        return _write_out("prod", out, prod, (input, dim, keepdim),
+                          {"dtype": dtype if dtype is not None else out.dtype}, "exact")
     return input.prod(dim, keepdim, dtype=dtype)
 
 
-def cumsum(input: Tensor, dim: builtins.int, *, dtype: _DTypeLike | None = None) -> Tensor:
+def cumsum(input: Tensor, dim: builtins.int, *, dtype: _DTypeLike | None = None,
+           out: Any = None) -> Tensor:
     """Cumulative sum along ``dim`` (same as ``torch.cumsum``)."""
+    if out is not None:
+        return _write_out("cumsum", out, cumsum, (input, dim),
+                          {"dtype": dtype if dtype is not None else out.dtype}, "exact")
     return input.cumsum(dim, dtype=dtype)
 
 
-def all(input: Tensor, dim: _Dims = None, keepdim: builtins.bool = False) -> Tensor:  # noqa: A001
+def all(input: Tensor, dim: _Dims = None, keepdim: builtins.bool = False, *,
+        out: Any = None) -> Tensor:  # noqa: A001
     """True where every element (over ``dim``, or all) is non-zero: bool, uint8 (1/0) for a
     uint8 ``input`` (same as ``torch.all``). An empty ``dim`` (``()`` or ``[]``) reduces no
     dim: ``input != 0``, as torch."""
+    if out is not None:
+        return _write_out("all", out, all, (input, dim, keepdim), {}, "bool")
     return input.all(dim, keepdim)
 
 
-def any(input: Tensor, dim: _Dims = None, keepdim: builtins.bool = False) -> Tensor:  # noqa: A001
+def any(input: Tensor, dim: _Dims = None, keepdim: builtins.bool = False, *,
+        out: Any = None) -> Tensor:  # noqa: A001
     """True where some element (over ``dim``, or all) is non-zero: bool, uint8 (1/0) for a
     uint8 ``input`` (same as ``torch.any``). An empty ``dim`` reduces no dim, as ``all``."""
+    if out is not None:
+        return _write_out("any", out, any, (input, dim, keepdim), {}, "bool")
     return input.any(dim, keepdim)
 
 
@@ -300,9 +347,13 @@ def max(input: Tensor) -> Tensor: ...
 def max(input: Tensor, dim: Tensor) -> Tensor: ...
 @overload
 def max(input: Tensor, dim: builtins.int, keepdim: builtins.bool = False) -> return_types.max: ...
-def max(input: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Any:  # noqa: A001
+def max(input: Tensor, dim: Any = None, keepdim: builtins.bool = False, *,
+        out: Any = None) -> Any:  # noqa: A001
     """``max(input)``: the largest element; ``max(input, dim, keepdim=False)``: the named tuple
     ``(values, indices)``; ``max(input, other)``: the elementwise maximum (as ``torch.max``)."""
+    if out is not None:
+        return _write_out("max", out, max, (input, dim, keepdim), {}, "exact",
+                          2 if isinstance(dim, builtins.int) else 1)
     return input.max(dim, keepdim)
 
 
@@ -312,9 +363,13 @@ def min(input: Tensor) -> Tensor: ...
 def min(input: Tensor, dim: Tensor) -> Tensor: ...
 @overload
 def min(input: Tensor, dim: builtins.int, keepdim: builtins.bool = False) -> return_types.min: ...
-def min(input: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Any:  # noqa: A001
+def min(input: Tensor, dim: Any = None, keepdim: builtins.bool = False, *,
+        out: Any = None) -> Any:  # noqa: A001
     """``min(input)``, ``min(input, dim)`` -> ``(values, indices)``, ``min(input, other)`` (as
     ``torch.min``)."""
+    if out is not None:
+        return _write_out("min", out, min, (input, dim, keepdim), {}, "exact",
+                          2 if isinstance(dim, builtins.int) else 1)
     return input.min(dim, keepdim)
 
 
@@ -325,27 +380,36 @@ def nonzero(input: Tensor, *, as_tuple: builtins.bool = False) -> Any:
 
 
 def argmax(input: Tensor, dim: builtins.int | None = None,
-           keepdim: builtins.bool = False) -> Tensor:
+           keepdim: builtins.bool = False, *, out: Any = None) -> Tensor:
     """Index of the maximum (of the flattened input when ``dim`` is None), as ``torch.argmax``."""
+    if out is not None:
+        return _write_out("argmax", out, argmax, (input, dim, keepdim), {}, "exact")
     return _O.argmax(input, dim, keepdim)
 
 
 def argmin(input: Tensor, dim: builtins.int | None = None,
-           keepdim: builtins.bool = False) -> Tensor:
+           keepdim: builtins.bool = False, *, out: Any = None) -> Tensor:
     """Index of the minimum (of the flattened input when ``dim`` is None), as ``torch.argmin``."""
+    if out is not None:
+        return _write_out("argmin", out, argmin, (input, dim, keepdim), {}, "exact")
     return _O.argmin(input, dim, keepdim)
 
 
 def sort(input: Tensor, dim: builtins.int = -1, descending: builtins.bool = False, *,
-         stable: builtins.bool = False) -> return_types.sort:
+         stable: builtins.bool = False, out: Any = None) -> return_types.sort:
     """``(values, indices)`` sorted along ``dim`` (same as ``torch.sort``)."""
+    if out is not None:
+        return _write_out("sort", out, sort, (input, dim, descending), {"stable": stable},
+                          "exact", 2)
     return input.sort(dim, descending, stable=stable)
 
 
 def topk(input: Tensor, k: builtins.int, dim: builtins.int = -1, largest: builtins.bool = True,
-         sorted: builtins.bool = True) -> return_types.topk:   # noqa: A002 - torch's names
+         sorted: builtins.bool = True, *, out: Any = None) -> return_types.topk:   # noqa: A002 - torch's names
     """``(values, indices)`` of the ``k`` largest (or smallest) elements along ``dim`` (same as
     ``torch.topk``; see ``Tensor.topk``)."""
+    if out is not None:
+        return _write_out("topk", out, topk, (input, k, dim, largest, sorted), {}, "exact", 2)
     return input.topk(k, dim, largest, sorted)
 
 
@@ -356,8 +420,11 @@ def argsort(input: Tensor, dim: builtins.int = -1, descending: builtins.bool = F
 
 
 def gather(input: Tensor, dim: builtins.int, index: Tensor, *,
-           sparse_grad: builtins.bool = False) -> Tensor:
+           sparse_grad: builtins.bool = False, out: Any = None) -> Tensor:
     """Values of ``input`` at ``index`` along ``dim`` (same as ``torch.gather``)."""
+    if out is not None:
+        return _write_out("gather", out, gather, (input, dim, index),
+                          {"sparse_grad": sparse_grad}, "exact")
     return _O.gather(input, dim, index, sparse_grad=sparse_grad)
 
 
@@ -373,17 +440,24 @@ def scatter(input: Tensor, dim: builtins.int, index: Tensor, src: _TensorOrScala
     return input.scatter(dim, index, src, value=value, reduce=reduce)
 
 
-def softmax(input: Tensor, dim: builtins.int, dtype: _DTypeLike | None = None) -> Tensor:
+def softmax(input: Tensor, dim: builtins.int, dtype: _DTypeLike | None = None, *,
+            out: Any = None) -> Tensor:
     """Softmax along ``dim``, same as ``torch.softmax``: a floating ``input`` (an integer or bool
     one is a ``RuntimeError``), the result in its dtype; ``dtype=`` converts ``input`` to that
     dtype first (``softmax(x_int, 0, dtype=tensorplay.float32)`` works). float16 is computed in
     float32 and rounded once, as torch."""
+    if out is not None:
+        return _write_out("softmax", out, softmax, (input, dim, dtype), {}, "exact", grad=False)
     return _O.softmax(input if dtype is None else input.to(dtype), dim)
 
 
-def log_softmax(input: Tensor, dim: builtins.int, dtype: _DTypeLike | None = None) -> Tensor:
+def log_softmax(input: Tensor, dim: builtins.int, dtype: _DTypeLike | None = None, *,
+                out: Any = None) -> Tensor:
     """``log(softmax(input, dim))``, computed stably; ``dtype=`` converts ``input`` first, as
     ``softmax``. Same as ``torch.log_softmax``."""
+    if out is not None:
+        return _write_out("log_softmax", out, log_softmax, (input, dim, dtype), {}, "exact",
+                          grad=False)
     return _O.log_softmax(input if dtype is None else input.to(dtype), dim)
 
 
@@ -412,11 +486,14 @@ def squeeze(input: Tensor, dim: _Dims = None) -> Tensor:
     return input.squeeze(dim)
 
 
-def div(input: _TensorOrScalar, other: _TensorOrScalar, *,
-        rounding_mode: builtins.str | None = None) -> Tensor:
+def div(input: _TensorOrScalar, other: _TensorOrScalar, _p: None = None,
+        out: Any = None, *, rounding_mode: builtins.str | None = None) -> Tensor:
     """``input / other``, as ``torch.div``: true division by default (integer inputs give the
     default float dtype), ``rounding_mode="floor"`` or ``"trunc"`` (see ``Tensor.div``). ``x / y``
     calls the op directly; this function adds one Python call."""
+    if out is not _p:   # out= given (_p: keyword-only out's slot, see _hide_out_slot)
+        _no_extra(_p, "div")
+        return _write_out("div", out, div, (input, other), {"rounding_mode": rounding_mode}, "cast")
     if rounding_mode is None:
         return _O.div(input, other)
     if not isinstance(input, Tensor):   # a 0-d tensor promotes as the Python number would
@@ -425,9 +502,14 @@ def div(input: _TensorOrScalar, other: _TensorOrScalar, *,
     return input.div(other, rounding_mode=rounding_mode)
 
 
+_hide_out_slot(div)
+
+
 def clamp(input: Tensor, min: _TensorOrScalar | None = None,
-          max: _TensorOrScalar | None = None) -> Tensor:  # noqa: A002
+          max: _TensorOrScalar | None = None, *, out: Any = None) -> Tensor:  # noqa: A002
     """``input`` limited to [``min``, ``max``] elementwise, either may be None (``torch.clamp``)."""
+    if out is not None:
+        return _write_out("clamp", out, clamp, (input, min, max), {}, "found")
     return input.clamp(min, max)
 
 
@@ -523,24 +605,30 @@ def _tensor_input(api: str, x: Any, name: str = "input") -> None:
         raise TypeError(f"{api}(): argument '{name}' must be Tensor, not {type(x).__name__}")
 
 
-def logaddexp(input: Tensor, other: Tensor) -> Tensor:
+def logaddexp(input: Tensor, other: Tensor, *, out: Any = None) -> Tensor:
     """``log(exp(input) + exp(other))`` computed stably; floating tensors only (TypeError for a
     number, RuntimeError for integer tensors), as ``torch.logaddexp``."""
+    if out is not None:
+        return _write_out("logaddexp", out, logaddexp, (input, other), {}, "cast")
     _tensor_input("logaddexp", input)
     _tensor_input("logaddexp", other, "other")
     return input.logaddexp(other)
 
 
-def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
+def logaddexp2(input: Tensor, other: Tensor, *, out: Any = None) -> Tensor:
     """``log2(2**input + 2**other)``, as ``logaddexp`` (same as ``torch.logaddexp2``)."""
+    if out is not None:
+        return _write_out("logaddexp2", out, logaddexp2, (input, other), {}, "cast")
     _tensor_input("logaddexp2", input)
     _tensor_input("logaddexp2", other, "other")
     return input.logaddexp2(other)
 
 
-def xlogy(input: _TensorOrScalar, other: _TensorOrScalar) -> Tensor:
+def xlogy(input: _TensorOrScalar, other: _TensorOrScalar, *, out: Any = None) -> Tensor:
     """``input * log(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN); either may be
     a number (not both); integers give the default float dtype (same as ``torch.xlogy``)."""
+    if out is not None:
+        return _write_out("xlogy", out, xlogy, (input, other), {}, "cast")
     if not isinstance(input, Tensor):
         _tensor_input("xlogy", other, "other")
         from ._ops._shapes import float_dtype, result_dtype
@@ -549,9 +637,11 @@ def xlogy(input: _TensorOrScalar, other: _TensorOrScalar) -> Tensor:
     return input.xlogy(other)
 
 
-def float_power(input: _TensorOrScalar, exponent: _TensorOrScalar) -> Tensor:
+def float_power(input: _TensorOrScalar, exponent: _TensorOrScalar, *, out: Any = None) -> Tensor:
     """``input ** exponent`` computed in float64 (the result is float64), either a number (not
     both), as ``torch.float_power``."""
+    if out is not None:
+        return _write_out("float_power", out, float_power, (input, exponent), {}, "exact")
     if not isinstance(input, Tensor):
         _tensor_input("float_power", exponent, "exponent")
         input = full([], input, dtype=float64, device=exponent.device)
@@ -559,50 +649,67 @@ def float_power(input: _TensorOrScalar, exponent: _TensorOrScalar) -> Tensor:
 
 
 def aminmax(input: Tensor, *, dim: builtins.int | None = None,
-            keepdim: builtins.bool = False) -> return_types.aminmax:
+            keepdim: builtins.bool = False, out: Any = None) -> return_types.aminmax:
     """``(min, max)`` (``tensorplay.return_types.aminmax``), as ``torch.aminmax``; see
     ``Tensor.aminmax``."""
+    if out is not None:
+        return _write_out("aminmax", out, aminmax, (input,), {"dim": dim, "keepdim": keepdim},
+                          "exact", 2)
     _tensor_input("aminmax", input)
     return input.aminmax(dim=dim, keepdim=keepdim)
 
 
 def median(input: Tensor, dim: builtins.int | None = None,
-           keepdim: builtins.bool = False) -> Tensor | return_types.median:
+           keepdim: builtins.bool = False, *, out: Any = None) -> Tensor | return_types.median:
     """The lower median (of every element, or ``(values, indices)`` along ``dim``), as
     ``torch.median``; see ``Tensor.median``."""
+    if out is not None:
+        return _write_out("median", out, median, (input, dim, keepdim), {}, "exact",
+                          2 if dim is not None else 1)
     _tensor_input("median", input)
     return input.median(dim, keepdim)
 
 
 def nanmedian(input: Tensor, dim: builtins.int | None = None,
-              keepdim: builtins.bool = False) -> Tensor | return_types.nanmedian:
+              keepdim: builtins.bool = False, *, out: Any = None) -> Tensor | return_types.nanmedian:
     """``median`` ignoring NaN, as ``torch.nanmedian``."""
+    if out is not None:
+        return _write_out("nanmedian", out, nanmedian, (input, dim, keepdim), {}, "exact",
+                          2 if dim is not None else 1)
     _tensor_input("nanmedian", input)
     return input.nanmedian(dim, keepdim)
 
 
 def kthvalue(input: Tensor, k: builtins.int, dim: builtins.int = -1,
-             keepdim: builtins.bool = False) -> return_types.kthvalue:
+             keepdim: builtins.bool = False, *, out: Any = None) -> return_types.kthvalue:
     """The ``k``-th smallest value along ``dim`` and its index, as ``torch.kthvalue``."""
+    if out is not None:
+        return _write_out("kthvalue", out, kthvalue, (input, k, dim, keepdim), {}, "exact", 2)
     _tensor_input("kthvalue", input)
     return input.kthvalue(k, dim, keepdim)
 
 
 def mode(input: Tensor, dim: builtins.int = -1,
-         keepdim: builtins.bool = False) -> return_types.mode:
+         keepdim: builtins.bool = False, *, out: Any = None) -> return_types.mode:
     """The most frequent value along ``dim`` and its last index, as ``torch.mode``."""
+    if out is not None:
+        return _write_out("mode", out, mode, (input, dim, keepdim), {}, "exact", 2)
     _tensor_input("mode", input)
     return input.mode(dim, keepdim)
 
 
-def cummax(input: Tensor, dim: builtins.int) -> return_types.cummax:
+def cummax(input: Tensor, dim: builtins.int, *, out: Any = None) -> return_types.cummax:
     """Running maximum along ``dim`` and its indices, as ``torch.cummax``."""
+    if out is not None:
+        return _write_out("cummax", out, cummax, (input, dim), {}, "exact", 2)
     _tensor_input("cummax", input)
     return input.cummax(dim)
 
 
-def cummin(input: Tensor, dim: builtins.int) -> return_types.cummin:
+def cummin(input: Tensor, dim: builtins.int, *, out: Any = None) -> return_types.cummin:
     """Running minimum along ``dim`` and its indices, as ``torch.cummin``."""
+    if out is not None:
+        return _write_out("cummin", out, cummin, (input, dim), {}, "exact", 2)
     _tensor_input("cummin", input)
     return input.cummin(dim)
 

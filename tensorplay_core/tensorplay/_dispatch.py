@@ -310,8 +310,19 @@ def _check_source(a, i: int, n: str):
     return f"if {c}: __chk(__op, {i}, {n})"
 
 
-def make_call(op, scalar_ok=(), number_self=None) -> None:
+def make_call(op, scalar_ok=(), number_self=None, out=None) -> None:
     """Generate ``op.__call__`` with the op's signature and install it on a per-op subclass.
+
+    ``out``: for a built-in op that torch's function of the same name gives ``out=``, the
+    handler ``out(op, out_value, extra, {schema name: value})`` of a call passing ``out=`` (not
+    None): the generated call then takes ``out`` after the schema's positional parameters and
+    hands such a call to the handler before any dispatch. ``out`` is keyword-only as torch's:
+    a hidden positional parameter ``__p=None`` before it takes an extra positional argument,
+    which the handler refuses (``TypeError``); both are positional parameters with defaults
+    (copied from the defaults tuple: a keyword-only default would cost a dict lookup per
+    call), and a call without them pays one ``out is not __p`` test. ``inspect.signature``
+    shows ``out`` keyword-only and no ``__p``. The Tensor methods bound to the op
+    (``bind_methods``) keep the function without ``out`` (methods take no ``out=``, as torch's).
 
     The generated function takes exactly the schema's parameters (the op itself is bound in its
     namespace, not a parameter, so arity errors count the caller's arguments). Schema names are
@@ -335,6 +346,10 @@ def make_call(op, scalar_ok=(), number_self=None) -> None:
     # only args under another name (a keyword-only "class"/"__x": callers pass **{"class": v}, as
     # in torch, or class_=v)
     params, required, renamed_kw = _codegen.signature(sch.arguments, pynames, ns)
+    if out is not None and "out" in pynames:
+        out = None      # a schema argument named out: the call takes it as the schema says
+    at = params.index("*") if "*" in params else len(params)
+    out_params = [*params[:at], "__p=None", "out=None", *params[at:]]
     for i, a in enumerate(sch.arguments):
         n = pynames[i]
         names.append((a.name, n))
@@ -363,6 +378,7 @@ def make_call(op, scalar_ok=(), number_self=None) -> None:
         device_param = named_device
     if renamed_kw:
         params.append("**__kw")
+        out_params.append("**__kw")
     sig = ", ".join(params)
     call = ", ".join(call_args)
     ns["__names"] = tuple(a.name for a in sch.arguments)
@@ -381,6 +397,7 @@ def make_call(op, scalar_ok=(), number_self=None) -> None:
         ns[f"__n{i}"] = name
         lines.append(f"    if {n} is __unset: __missing(__op, __n{i})")
     lines.extend("    " + c.replace("\n", "\n    ") for c in checks)
+    out_at = len(lines)    # where a call with out= leaves for the handler
     first_required = next((n for n, k in tensor_params if k == _KIND_TENSOR), None)
     body = []   # the key lives in "__k": a parameter may be called "k"
     if first_required is not None:
@@ -470,6 +487,13 @@ def make_call(op, scalar_ok=(), number_self=None) -> None:
         lines.extend(lookup)
         lines.append(f"    return __f({call})")
     src = "\n".join(lines)
+    plain_src = None
+    if out is not None:
+        plain_src = src
+        src = "\n".join([f"def __call__({', '.join(out_params)}):", *lines[1:out_at],
+                         f"    if out is not __p: return __outcall(__op, out, __p, {allvals})",
+                         *lines[out_at:]])
+        ns["__outcall"] = out
     from ._device import Device
     ns.update(__op=op, __table=op.table, __miss=op.entry, __slow=_slow_key, __bad=bad_arguments,
               __T=instance_class(),
@@ -482,17 +506,21 @@ def make_call(op, scalar_ok=(), number_self=None) -> None:
     fn = _codegen.function(src, ns, "__call__", f"<tensorplay dispatch {op.name}>")
     fn.__doc__ = op.__doc__
     fn.__qualname__ = op.name   # "ns::op() missing 1 required positional argument: 'x'"
+    plain = None
+    if plain_src is not None:   # the methods' function: the same call without out=
+        plain = _codegen.function(plain_src, ns, "__call__", f"<tensorplay dispatch {op.name}>")
+        plain.__doc__, plain.__qualname__ = op.__doc__, op.name
     # no __call__ in the class: the op is called through functools.partial's C call path, which
     # runs fn (see _registry.CustomOpDef)
     cls = type(_class_name(op), (type(op) if type(op).__dict__.get("_generated") is None
                                  else type(op).__mro__[1],),
-               {"_generated": True, "_call_source": src,
+               {"_generated": True, "_call_source": src, "_plain_call": plain,
                 "__slots__": (),   # the record is slotted: same layout, so __class__ can change
                 "__dict__": _registry.NO_INSTANCE_DICT,
                 # inspect.signature(op): the caller's parameters (no hidden self)
                 "__signature__": property(lambda self: _signature(fn, self))})
     op.__class__ = cls
-    _registry.set_call(op, fn)
+    _registry.set_call(op, fn, plain)
 
 
 def _signature(fn, op):
@@ -509,8 +537,10 @@ def _signature(fn, op):
     by_py = dict(zip(_codegen.py_names(args), args))
     params = []
     for p in sig.parameters.values():
-        if p.kind is p.VAR_KEYWORD:
+        if p.kind is p.VAR_KEYWORD or p.name == "__p":
             continue
+        if p.name == "out" and p.kind is p.POSITIONAL_OR_KEYWORD:
+            p = p.replace(kind=p.KEYWORD_ONLY)    # make_call's out=: keyword-only, as torch's
         a = by_py.get(p.name)
         if p.default is _UNSET and a is not None and a.kwarg_only:
             p = p.replace(default=(inspect.Parameter.empty if a.default is NO_DEFAULT

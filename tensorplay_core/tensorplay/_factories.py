@@ -16,6 +16,7 @@ from . import _devices, _dispatch, _dtype, _tensor_base
 from ._backend import get_backend
 from ._device import Device
 from ._ops import ops as O
+from ._ops._define import factory_out as _factory_out, write_out as _write_out
 from ._ops._shapes import check_fill, scalar_value, size_ints
 
 if TYPE_CHECKING:
@@ -101,12 +102,15 @@ def _finish(t, requires_grad, api="factory"):
 
 def empty(*sizes: int | Sequence[int], size: Sequence[int] | None = None,
           dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
-          requires_grad: bool = False) -> Tensor:
+          requires_grad: bool = False, out: Any = None) -> Tensor:
     """Uninitialised tensor of ``size`` (ints). ``dtype`` defaults to the default float dtype.
     ``size``: ints, one list/tuple of ints, or the ``size=`` keyword (as torch). ``TypeError``
     naming the factory for a bool/float/None... size or a non-bool ``requires_grad``;
     ``RuntimeError`` (as torch; also a ``ValueError``) for a negative size, on every device,
     meta and fake included."""
+    if out is not None:
+        return _factory_out("empty", out, dtype, empty, sizes, {"size": size,
+                            "requires_grad": requires_grad})
     # _size/_dt/_dev inlined for the common spellings (one int; dtype/device None or canonical)
     if size is not None:
         sizes = _sizes(sizes, size, "empty")
@@ -133,11 +137,14 @@ def empty(*sizes: int | Sequence[int], size: Sequence[int] | None = None,
 
 
 def full(size: Sequence[int], fill_value: _Number, *, dtype: _DTypeLike | None = None,
-         device: _DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
+         device: _DeviceLike | None = None, requires_grad: bool = False, out: Any = None) -> Tensor:
     """Tensor of ``size`` filled with ``fill_value``; dtype inferred from the value as torch does
     (bool -> bool, int -> int64, float -> the default float; numpy scalars as their Python
     values). ``TypeError`` when ``fill_value`` is not a number, ``RuntimeError`` when ``dtype``
     cannot hold it (nan/inf or out of range into an integer dtype, beyond float16's range...)."""
+    if out is not None:
+        return _factory_out("full", out, dtype, full, (size, fill_value),
+                            {"requires_grad": requires_grad})
     c = fill_value.__class__
     if c is not float and c is not int and c is not bool:
         fill_value = scalar_value("full", fill_value)
@@ -185,34 +192,43 @@ def _filled(api, value, sizes, size, dtype, device, requires_grad):
 
 def zeros(*sizes: int | Sequence[int], size: Sequence[int] | None = None,
           dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
-          requires_grad: bool = False) -> Tensor:
+          requires_grad: bool = False, out: Any = None) -> Tensor:
     """Tensor of zeros of ``size`` (default float dtype unless ``dtype``).
     ``size``: ints, one list/tuple of ints, or the ``size=`` keyword (as torch). ``TypeError``
     naming the factory for a bool/float/None... size or a non-bool ``requires_grad``;
     ``RuntimeError`` (as torch; also a ``ValueError``) for a negative size, on every device,
     meta and fake included."""
+    if out is not None:
+        return _factory_out("zeros", out, dtype, zeros, sizes, {"size": size,
+                            "requires_grad": requires_grad})
     return _filled("zeros", 0, sizes, size, dtype, device, requires_grad)
 
 
 def ones(*sizes: int | Sequence[int], size: Sequence[int] | None = None,
          dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
-         requires_grad: bool = False) -> Tensor:
+         requires_grad: bool = False, out: Any = None) -> Tensor:
     """Tensor of ones of ``size`` (default float dtype unless ``dtype``).
     ``size``: ints, one list/tuple of ints, or the ``size=`` keyword (as torch). ``TypeError``
     naming the factory for a bool/float/None... size or a non-bool ``requires_grad``;
     ``RuntimeError`` (as torch; also a ``ValueError``) for a negative size, on every device,
     meta and fake included."""
+    if out is not None:
+        return _factory_out("ones", out, dtype, ones, sizes, {"size": size,
+                            "requires_grad": requires_grad})
     return _filled("ones", 1, sizes, size, dtype, device, requires_grad)
 
 
 def arange(start: _Number, end: _Number | None = None, step: _Number = 1, *,
            dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
-           requires_grad: bool = False) -> Tensor:
+           requires_grad: bool = False, out: Any = None) -> Tensor:
     """``[start, end)`` with ``step``; int64 for int arguments, default float otherwise. With an
     an integer ``dtype`` and float arguments the values are ``int(start) + i * int(step)``, as
     torch (int64: also ``end`` truncated before the size is counted).
     ``RuntimeError`` (as torch) for a zero step, a step whose sign does not lead from ``start``
     to ``end``, or a non-finite bound, on every device, meta and fake included."""
+    if out is not None:
+        return _factory_out("arange", out, dtype, arange, (start, end, step),
+                            {"requires_grad": requires_grad})
     if end is None:
         start, end = 0, start
     if dtype is None:
@@ -239,9 +255,11 @@ def arange(start: _Number, end: _Number | None = None, step: _Number = 1, *,
 
 
 def eye(n: int, m: int | None = None, *, dtype: _DTypeLike | None = None,
-        device: _DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
+        device: _DeviceLike | None = None, requires_grad: bool = False, out: Any = None) -> Tensor:
     """2-D tensor with ones on the diagonal: ``n`` rows, ``m`` columns (``n`` when None);
     default float dtype unless ``dtype`` (same as ``torch.eye``)."""
+    if out is not None:
+        return _factory_out("eye", out, dtype, eye, (n, m), {"requires_grad": requires_grad})
     n = operator.index(n)
     m = n if m is None else operator.index(m)
     return _finish(O.eye(n, m, dtype=_dtype.as_dtype(dtype) if dtype is not None else
@@ -249,22 +267,30 @@ def eye(n: int, m: int | None = None, *, dtype: _DTypeLike | None = None,
 
 
 def linspace(start: _Number, end: _Number, steps: int, *, dtype: _DTypeLike | None = None,
-             device: _DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
+             device: _DeviceLike | None = None, requires_grad: bool = False, out: Any = None) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive (default float dtype
     unless ``dtype``), computed as torch does (both ends exact). ``RuntimeError`` for negative
-    ``steps``."""
-    return _finish(O.linspace(start, end, operator.index(steps),
-                              dtype=_dtype.as_dtype(dtype) if dtype is not None else
-                              _dtype.get_default_dtype(), device=_dev(device)), requires_grad,
-                   "linspace")
+    ``steps``, ``NotImplementedError`` for ``dtype=bool`` (as torch)."""
+    if out is not None:
+        return _factory_out("linspace", out, dtype, linspace, (start, end, steps),
+                            {"requires_grad": requires_grad})
+    dt = _dtype.as_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
+    if dt is _dtype.bool:    # torch has no bool linspace kernel
+        raise NotImplementedError("\"linspace\" not implemented for 'Bool'")
+    return _finish(O.linspace(start, end, operator.index(steps), dtype=dt, device=_dev(device)),
+                   requires_grad, "linspace")
 
 
 def randint(*args: int | Sequence[int], size: Sequence[int] | None = None, low: int | None = None,
             high: int | None = None, dtype: _DTypeLike | None = None,
-            device: _DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
+            device: _DeviceLike | None = None, requires_grad: bool = False, out: Any = None) -> Tensor:
     """Uniform random integers in ``[low, high)`` of shape ``size``: ``randint(high, size)`` or
     ``randint(low, high, size)`` (keywords work too), int64 unless ``dtype``, from the device's
-    generator (``manual_seed``), as ``torch.randint``. ``RuntimeError`` unless ``low < high``."""
+    generator (``manual_seed``), as ``torch.randint``. ``RuntimeError`` unless ``low < high``,
+    and for ``dtype=bool`` unless ``0 <= low < high <= 2`` (torch's bounds)."""
+    if out is not None:
+        return _factory_out("randint", out, dtype, randint, args, {"size": size, "low": low,
+                            "high": high, "requires_grad": requires_grad})
     args = list(args)
     if size is None and args and isinstance(args[-1], (list, tuple)):
         size = args.pop()
@@ -285,6 +311,9 @@ def randint(*args: int | Sequence[int], size: Sequence[int] | None = None, low: 
     if not low < high:
         raise RuntimeError(f"randint(): random_ expects 'from' to be less than 'to', but got "
                            f"from={low} >= to={high}")
+    if dtype is not None and _dtype.as_dtype(dtype) is _dtype.bool and (low < 0 or high > 2):
+        # torch's bounds check of random_(from, to) for bool: values 0 and 1 only
+        raise RuntimeError(f"{'from' if low < 0 else 'to - 1'} is out of bounds for bool")
     return _finish(O.randint(low, high, _size((size,), "randint"),
                              dtype=_dtype.as_dtype(dtype) if dtype is not None else _dtype.int64,
                              device=_dev(device)), requires_grad, "randint")
@@ -303,8 +332,11 @@ def _random_dtype(api, dtype):
 
 def rand(*sizes: int | Sequence[int], size: Sequence[int] | None = None,
          dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
-         requires_grad: bool = False) -> Tensor:
+         requires_grad: bool = False, out: Any = None) -> Tensor:
     """Uniform [0, 1) samples of ``size`` from the device's generator (see ``manual_seed``)."""
+    if out is not None:
+        return _factory_out("rand", out, dtype, rand, sizes, {"size": size,
+                            "requires_grad": requires_grad})
     size = _size(_sizes(sizes, size, "rand"), "rand")
     return _finish(O.rand(size, dtype=_random_dtype("rand", dtype),
                           device=_dev(device)), requires_grad, "rand")
@@ -312,8 +344,11 @@ def rand(*sizes: int | Sequence[int], size: Sequence[int] | None = None,
 
 def randn(*sizes: int | Sequence[int], size: Sequence[int] | None = None,
           dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
-          requires_grad: bool = False) -> Tensor:
+          requires_grad: bool = False, out: Any = None) -> Tensor:
     """Standard normal samples of ``size`` from the device's generator (see ``manual_seed``)."""
+    if out is not None:
+        return _factory_out("randn", out, dtype, randn, sizes, {"size": size,
+                            "requires_grad": requires_grad})
     size = _size(_sizes(sizes, size, "randn"), "randn")
     return _finish(O.randn(size, dtype=_random_dtype("randn", dtype),
                            device=_dev(device)), requires_grad, "randn")
@@ -624,28 +659,39 @@ def seed_new_backend(backend) -> None:
         backend.manual_seed(_SEED[0])
 
 
-def cat(tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None) -> Tensor:
+def cat(tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None,
+        out: Any = None) -> Tensor:
     """Concatenate along ``dim`` (same as ``torch.cat``; ``axis=`` is NumPy's name for ``dim``,
     which torch also takes). ``RuntimeError`` for an empty sequence."""
+    if out is not None:
+        return _write_out("cat", out, cat, (tensors, dim), {"axis": axis}, "cast")
     tensors = list(tensors)
     if not tensors:   # nothing to dispatch on: torch's error rather than a DispatchError
         raise RuntimeError("cat(): expected a non-empty list of Tensors")
     return O.cat(tensors, dim if axis is None else axis)
 
 
-def concat(tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None) -> Tensor:
+def concat(tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None,
+           out: Any = None) -> Tensor:
     """Alias of :func:`cat` (same as ``torch.concat``): the same results, gradients and errors."""
+    if out is not None:
+        return _write_out("concat", out, concat, (tensors, dim), {"axis": axis}, "cast")
     return cat(tensors, dim, axis=axis)
 
 
-def concatenate(tensors: Sequence[Tensor], axis: int = 0, *, dim: int | None = None) -> Tensor:
+def concatenate(tensors: Sequence[Tensor], axis: int = 0, *, dim: int | None = None,
+                out: Any = None) -> Tensor:
     """Alias of :func:`cat` (same as ``torch.concatenate``, whose positional name is NumPy's
     ``axis``; ``dim=`` is taken too)."""
+    if out is not None:
+        return _write_out("concatenate", out, concatenate, (tensors, axis), {"dim": dim}, "cast")
     return cat(tensors, axis if dim is None else dim)
 
 
-def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+def stack(tensors: Sequence[Tensor], dim: int = 0, *, out: Any = None) -> Tensor:
     """Stack along a new dimension ``dim`` (same as ``torch.stack``)."""
+    if out is not None:
+        return _write_out("stack", out, stack, (tensors, dim), {}, "cast")
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
@@ -653,13 +699,15 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 
 def where(condition: Tensor, input: _TensorOrScalar | None = None,
-          other: _TensorOrScalar | None = None) -> Any:
+          other: _TensorOrScalar | None = None, *, out: Any = None) -> Any:
     """Elementwise ``input if condition else other`` with broadcasting (same as ``torch.where``).
     ``condition`` must be a bool tensor (``RuntimeError`` otherwise, as torch); ``input`` and
     ``other`` are tensors or Python numbers, promoted together (a number out of an integer
     dtype's range wraps, as torch: ``where(m, uint8_t, -1)`` puts 255). ``where(condition)``
     alone is ``nonzero(condition, as_tuple=True)``: a tuple of int64 index tensors, one per
     dim."""
+    if out is not None:
+        return _write_out("where", out, where, (condition, input, other), {}, "exact")
     if input is None and other is None:
         return condition.nonzero(as_tuple=True)
     return O.where(condition, input, other)

@@ -271,7 +271,7 @@ def _no_call_path(*args, **kwargs):
     raise RuntimeError("this operator record has no call path yet (it is being defined)")
 
 
-def set_call(op, fn) -> None:
+def set_call(op, fn, plain=None) -> None:
     """Make calling ``op`` run ``fn`` (its generated dispatch function; definition time only).
 
     The partial's instance dict is set (empty) because ``functools.partial(op, ...)`` flattens a
@@ -280,7 +280,7 @@ def set_call(op, fn) -> None:
     (``NO_INSTANCE_DICT``)."""
     functools.partial.__setstate__(op, (fn, (), None, {}))
     for cls, name in _BOUND_METHODS.get(op, ()):
-        setattr(cls, name, fn)
+        setattr(cls, name, plain or fn)    # plain: the call without out= (make_call's)
 
 
 # op -> [(class, method name)]: methods that are ``op``'s generated dispatch function itself
@@ -300,7 +300,7 @@ def bind_methods(cls, methods: dict) -> None:
     tensor first, then the others under the same names, no defaults, nothing keyword-only): a
     definition-time mistake."""
     for name, op in methods.items():
-        fn = op.func
+        fn = type(op).__dict__.get("_plain_call") or op.func    # methods take no out=
         mine, theirs = cls.__dict__[name].__code__, fn.__code__
         params = mine.co_varnames[1:mine.co_argcount]
         if (theirs.co_varnames[1:theirs.co_argcount] != params or fn.__defaults__

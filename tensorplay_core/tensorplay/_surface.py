@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from . import _dtype
 from . import _factories as F
 from ._ops import ops as O
+from ._ops._define import factory_out as _factory_out, write_out as _write_out
 from ._ops._shapes import broadcast_shapes, is_tensor, wrap_dim
 from ._ops.views import mark_multi_output
 
@@ -134,21 +135,27 @@ def _tri(input, diagonal, upper):
     return O.where(keep, input, zero)
 
 
-def tril(input: Tensor, diagonal: int = 0) -> Tensor:
+def tril(input: Tensor, diagonal: int = 0, *, out: Any = None) -> Tensor:
     """The lower triangle of the last two dims (elements with ``col - row <= diagonal``), the
     rest zero (``torch.tril``)."""
+    if out is not None:
+        return _write_out("tril", out, tril, (input, diagonal), {}, "exact")
     return _tri(input, diagonal, False)
 
 
-def triu(input: Tensor, diagonal: int = 0) -> Tensor:
+def triu(input: Tensor, diagonal: int = 0, *, out: Any = None) -> Tensor:
     """The upper triangle of the last two dims (``col - row >= diagonal``), the rest zero
     (``torch.triu``)."""
+    if out is not None:
+        return _write_out("triu", out, triu, (input, diagonal), {}, "exact")
     return _tri(input, diagonal, True)
 
 
-def diag(input: Tensor, diagonal: int = 0) -> Tensor:
+def diag(input: Tensor, diagonal: int = 0, *, out: Any = None) -> Tensor:
     """1-D input: the square matrix with ``input`` on diagonal ``diagonal``; 2-D input: that
     diagonal as a 1-D tensor (``torch.diag``)."""
+    if out is not None:
+        return _write_out("diag", out, diag, (input, diagonal), {}, "exact")
     if input.ndim == 1:
         n = input.shape[0]
         m = n + abs(diagonal)
@@ -228,19 +235,33 @@ def repeat_interleave(input: Tensor, repeats: int | Tensor | None = None, dim: i
     return O.index(input, d, F.tensor(idx, dtype=_dtype.int64, device=input.device))
 
 
-def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
+def index_select(input: Tensor, dim: int, index: Tensor, *, out: Any = None) -> Tensor:
     """The entries of ``dim`` at the 1-D integer ``index`` (a copy), as ``torch.index_select``."""
+    if out is not None:
+        return _write_out("index_select", out, index_select, (input, dim, index), {}, "exact")
     if index.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
     if index.dtype.is_floating_point or index.dtype is _dtype.bool:
         raise RuntimeError(f"index_select(): Expected dtype int32/int64 for index but got: "
                            f"{index.dtype}")
-    return O.index(input, dim, O.reshape(index, [-1]))
+    out = O.index(input, dim, O.reshape(index, [-1]))
+    if out.native is not None and not out.numel() and index.numel():
+        # the index kernel checks no index for an empty result; index_select checks them all
+        # (torch: index_select(zeros(3, 0), 0, tensor([5])) is refused)
+        d = wrap_dim(dim, input.ndim, "index_select(): ")
+        n = input.shape[d] if input.ndim else 1
+        lo, hi = _int(O.amin(index, [], False).item()), _int(O.amax(index, [], False).item())
+        if lo < -n or hi >= n:
+            raise RuntimeError(f"index_select(): index {hi if hi >= n else lo} is out of bounds "
+                               f"for dimension {d} with size {n}")
+    return out
 
 
-def masked_select(input: Tensor, mask: Tensor) -> Tensor:
+def masked_select(input: Tensor, mask: Tensor, *, out: Any = None) -> Tensor:
     """The elements of ``input`` where the bool ``mask`` is True, as a 1-D copy; ``input`` and
     ``mask`` broadcast (``torch.masked_select``)."""
+    if out is not None:
+        return _write_out("masked_select", out, masked_select, (input, mask), {}, "exact")
     if mask.dtype is not _dtype.bool:
         raise RuntimeError(f"masked_select: expected BoolTensor for mask, got {mask.dtype}")
     shape = list(broadcast_shapes(tuple(input.shape), tuple(mask.shape), api="masked_select"))
@@ -295,11 +316,13 @@ def as_strided(input: Tensor, size: Sequence[int], stride: Sequence[int],
     return O.as_strided(input, list(size), list(stride), storage_offset)
 
 
-def dstack(tensors: Sequence[Tensor]) -> Tensor:
+def dstack(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
     """The tensors concatenated along their third dim (depthwise), after making each at least
     3-D as ``atleast_3d`` does (``(n,)`` -> ``(1, n, 1)``, ``(m, n)`` -> ``(m, n, 1)``, a 0-d
     tensor -> ``(1, 1, 1)``); dtypes promote as ``cat``'s. An empty sequence is a
     ``RuntimeError``. Same as ``torch.dstack``."""
+    if out is not None:
+        return _write_out("dstack", out, dstack, (tensors,), {}, "cast")
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("dstack expects a non-empty TensorList")
@@ -376,16 +399,20 @@ def _need(name, t, nd, what):
         raise RuntimeError(f"{name}: {what} must be a {nd}D tensor, got {t.ndim}D")
 
 
-def mm(input: Tensor, mat2: Tensor) -> Tensor:
+def mm(input: Tensor, mat2: Tensor, *, out: Any = None) -> Tensor:
     """Matrix product of two 2-D tensors (``torch.mm``)."""
+    if out is not None:
+        return _write_out("mm", out, mm, (input, mat2), {}, "exact")
     _need("mm", input, 2, "self")
     _need("mm", mat2, 2, "mat2")
     return O.matmul(input, mat2)
 
 
-def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+def bmm(input: Tensor, mat2: Tensor, *, out: Any = None) -> Tensor:
     """Batched matrix product of ``(b, n, m)`` and ``(b, m, p)`` (``torch.bmm``; no
     broadcasting)."""
+    if out is not None:
+        return _write_out("bmm", out, bmm, (input, mat2), {}, "exact")
     _need("bmm", input, 3, "batch1")
     _need("bmm", mat2, 3, "batch2")
     if input.shape[0] != mat2.shape[0]:
@@ -394,9 +421,11 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     return O.matmul(input, mat2)
 
 
-def dot(input: Tensor, tensor: Tensor) -> Tensor:
+def dot(input: Tensor, tensor: Tensor, *, out: Any = None) -> Tensor:
     """Inner product of two 1-D tensors of one size and dtype (``torch.dot``; the second is
     named ``tensor`` as there). ``RuntimeError`` for other ranks, sizes or mixed dtypes."""
+    if out is not None:
+        return _write_out("dot", out, dot, (input, tensor), {}, "exact")
     other = tensor
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D "
@@ -411,25 +440,33 @@ def dot(input: Tensor, tensor: Tensor) -> Tensor:
     return O.matmul(input, other)
 
 
-def outer(input: Tensor, vec2: Tensor) -> Tensor:
+def outer(input: Tensor, vec2: Tensor, *, out: Any = None) -> Tensor:
     """``input[i] * vec2[j]`` of two 1-D tensors (``torch.outer``)."""
+    if out is not None:
+        return _write_out("outer", out, outer, (input, vec2), {}, "cast")
     if input.ndim != 1 or vec2.ndim != 1:
         raise RuntimeError("outer: expected 1D tensors")
     return O.mul(O.unsqueeze(input, 1), O.unsqueeze(vec2, 0))
 
 
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: _Number = 1,
-          alpha: _Number = 1) -> Tensor:
+          alpha: _Number = 1, out: Any = None) -> Tensor:
     """``beta * input + alpha * (mat1 @ mat2)`` with 2-D ``mat1``/``mat2``; ``input``
     broadcasts (``torch.addmm``; ``beta=0`` ignores ``input``, NaNs included). With integer
     operands ``beta`` and ``alpha`` are truncated to integers, as torch (the result stays
     integral)."""
+    if out is not None:
+        return _write_out("addmm", out, addmm, (input, mat1, mat2), {"beta": beta,
+                          "alpha": alpha}, "exact")
     return _low_at_f32(_scaled_sum, input, mm, mat1, mat2, beta, alpha)
 
 
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: _Number = 1,
-            alpha: _Number = 1) -> Tensor:
+            alpha: _Number = 1, out: Any = None) -> Tensor:
     """``beta * input + alpha * bmm(batch1, batch2)`` (``torch.baddbmm``)."""
+    if out is not None:
+        return _write_out("baddbmm", out, baddbmm, (input, batch1, batch2), {"beta": beta,
+                          "alpha": alpha}, "exact")
     return _low_at_f32(_scaled_sum, input, bmm, batch1, batch2, beta, alpha)
 
 
@@ -460,9 +497,12 @@ def _scaled_sum(input, prod, beta, alpha):
     return O.add(O.mul(input, beta) if beta != 1 else input, prod)
 
 
-def tensordot(a: Tensor, b: Tensor, dims: int | Sequence[Sequence[int]] = 2) -> Tensor:
+def tensordot(a: Tensor, b: Tensor, dims: int | Sequence[Sequence[int]] = 2, *,
+              out: Any = None) -> Tensor:
     """Sum of products over ``dims`` (an int: the last ``dims`` of ``a`` with the first of ``b``;
     or two lists of dims), as ``torch.tensordot``."""
+    if out is not None:
+        return _write_out("tensordot", out, tensordot, (a, b, dims), {}, "exact")
     if isinstance(dims, _int):
         if dims < 0:
             raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
@@ -658,9 +698,11 @@ def _align_out(x, labels, out, sizes, keep_ints):
 
 
 # -- reductions ------------------------------------------------------------------------------------
-def logsumexp(input: Tensor, dim: _Dims, keepdim: bool = False) -> Tensor:
+def logsumexp(input: Tensor, dim: _Dims, keepdim: bool = False, *, out: Any = None) -> Tensor:
     """``log(sum(exp(input), dim))`` computed stably (the maximum subtracted first), as
     ``torch.logsumexp``; integer inputs give the default float dtype."""
+    if out is not None:
+        return _write_out("logsumexp", out, logsumexp, (input, dim, keepdim), {}, "cast")
     dims = [dim] if isinstance(dim, _int) else list(dim)
     if not input.dtype.is_floating_point:
         input = O.to_dtype(input, _dtype.get_default_dtype())
@@ -675,9 +717,11 @@ def logsumexp(input: Tensor, dim: _Dims, keepdim: bool = False) -> Tensor:
 
 
 # -- elementwise -------------------------------------------------------------------------------
-def logical_xor(input: Tensor, other: Tensor) -> Tensor:
+def logical_xor(input: Tensor, other: Tensor, *, out: Any = None) -> Tensor:
     """Elementwise ``bool(input) != bool(other)`` with broadcasting, any dtypes; a bool tensor
     (same as ``torch.logical_xor``)."""
+    if out is not None:
+        return _write_out("logical_xor", out, logical_xor, (input, other), {}, "cast")
     return O.ne(O.logical_not(input), O.logical_not(other))
 
 
@@ -688,23 +732,31 @@ def _bound(api: str, name: str, value):
     return value
 
 
-def clamp_min(input: Tensor, min: _Number | Tensor) -> Tensor:  # noqa: A002 - torch's name
+def clamp_min(input: Tensor, min: _Number | Tensor, *,
+              out: Any = None) -> Tensor:  # noqa: A002 - torch's name
     """``clamp(input, min=min)``: elementwise maximum with a number or tensor bound, the result
     promoted with the bound (an int8 tensor with ``4.5`` gives float32; a number out of an
     integer dtype's range raises ``RuntimeError``); ``None`` raises ``TypeError``. Same as
     ``torch.clamp_min``."""
+    if out is not None:
+        return _write_out("clamp_min", out, clamp_min, (input, min), {}, "found")
     return input.clamp(_bound("clamp_min", "min", min), None)
 
 
-def clamp_max(input: Tensor, max: _Number | Tensor) -> Tensor:  # noqa: A002 - torch's name
+def clamp_max(input: Tensor, max: _Number | Tensor, *,
+              out: Any = None) -> Tensor:  # noqa: A002 - torch's name
     """``clamp(input, max=max)``, as ``clamp_min`` (same as ``torch.clamp_max``)."""
+    if out is not None:
+        return _write_out("clamp_max", out, clamp_max, (input, max), {}, "found")
     return input.clamp(None, _bound("clamp_max", "max", max))
 
 
 def clip(input: Tensor, min: _Number | Tensor | None = None,  # noqa: A002 - torch's names
-         max: _Number | Tensor | None = None) -> Tensor:
+         max: _Number | Tensor | None = None, *, out: Any = None) -> Tensor:
     """Alias of ``clamp`` (same as ``torch.clip``): either bound may be None, not both
     (``RuntimeError``)."""
+    if out is not None:
+        return _write_out("clip", out, clip, (input, min, max), {}, "found")
     return input.clamp(min, max)
 
 
@@ -791,27 +843,35 @@ def std_mean(input: Tensor, dim: _Dims | bool = None, *args: bool,
 
 
 def std(input: Tensor, dim: _Dims | bool = None, *args: bool, correction: _Number | None = None,
-        keepdim: bool = False, unbiased: bool | None = None) -> Tensor:
+        keepdim: bool = False, unbiased: bool | None = None, out: Any = None) -> Tensor:
     """Standard deviation over ``dim``, ``Tensor.std``'s arguments (``torch.std``'s overloads:
     ``std(x, dim, unbiased, keepdim)``, ``std(x, unbiased)``, ``std(x, dim, correction=,
     keepdim=)``)."""
+    if out is not None:
+        return _write_out("std", out, std, (input, dim, *args), {"correction": correction,
+                          "keepdim": keepdim, "unbiased": unbiased}, "cast")
     return input.std(dim, *args, correction=correction, keepdim=keepdim, unbiased=unbiased)
 
 
 def var(input: Tensor, dim: _Dims | bool = None, *args: bool, correction: _Number | None = None,
-        keepdim: bool = False, unbiased: bool | None = None) -> Tensor:
+        keepdim: bool = False, unbiased: bool | None = None, out: Any = None) -> Tensor:
     """Variance over ``dim`` with Bessel's ``correction``, ``Tensor.var``'s arguments
     (``torch.var``'s overloads)."""
+    if out is not None:
+        return _write_out("var", out, var, (input, dim, *args), {"correction": correction,
+                          "keepdim": keepdim, "unbiased": unbiased}, "cast")
     return input.var(dim, *args, correction=correction, keepdim=keepdim, unbiased=unbiased)
 
 
 def norm(input: Tensor, p: _Number | str | None = "fro", dim: _Dims = None, keepdim: bool = False,
-         dtype: _DTypeLike | None = None) -> Tensor:
+         dtype: _DTypeLike | None = None, *, out: Any = None) -> Tensor:
     """The ``p``-norm over ``dim`` (all elements when None; ``"fro"`` is the 2-norm, ``inf``
     the largest absolute value, ``-inf`` the smallest, ``0`` the count of non-zeros), as
     ``torch.norm``: a floating ``input`` only (an integer or bool one is a ``RuntimeError``, as
     torch's ``linalg.vector_norm``; ``dtype=`` converts a floating input first). The result has
     ``input``'s dtype (``dtype``'s when given). ``Tensor.norm`` is this function."""
+    if out is not None:
+        return _write_out("norm", out, norm, (input, p, dim, keepdim, dtype), {}, "cast")
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {input.dtype} (convert it first, e.g. x.float().norm())")
@@ -932,8 +992,11 @@ def _unique_dim(input, dim, return_inverse, return_counts):
 
 # -- random ----------------------------------------------------------------------------------------
 def randperm(n: int, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
-             requires_grad: bool = False) -> Tensor:
+             requires_grad: bool = False, out: Any = None) -> Tensor:
     """A random permutation of ``0..n-1`` (int64 by default), as ``torch.randperm``."""
+    if out is not None:
+        return _factory_out("randperm", out, dtype, randperm, (n,),
+                            {"requires_grad": requires_grad})
     if n < 0:
         raise RuntimeError(f"randperm: n must be non-negative, got {n}")
     perm = O.argsort(F.rand(n, device=device), 0, False, stable=True)

@@ -749,6 +749,21 @@ class Tensor(TensorBase, instance_class=True):
         """``self`` if row-major dense, else a contiguous copy (same as torch)."""
         return self if self.is_contiguous() else _O.clone(self)
 
+    def resize_(self, *sizes: int | Sequence[int], memory_format: Any = None) -> Tensor:
+        """Give this tensor the shape ``sizes`` in place; returns ``self`` (same as
+        ``torch.Tensor.resize_``). The same shape keeps the strides; another one gives row-major
+        strides over the same storage from the same offset, so the elements keep their
+        row-major order while the size shrinks or stays; a larger size grows the storage (the
+        new elements are uninitialised; the base and live views see the new storage). Bumps the
+        version counter. ``RuntimeError`` when this tensor requires grad (also under
+        ``no_grad``) or a size is negative; ``memory_format``: None or ``"contiguous_format"``
+        only."""
+        if memory_format is not None and str(memory_format) not in (
+                "contiguous_format", "torch.contiguous_format"):
+            raise RuntimeError(f"resize_: unsupported memory_format {memory_format!r}")
+        from ._ops.copy import resize_sizes, resize_tensor
+        return resize_tensor(self, resize_sizes("resize_", sizes))
+
     def copy_(self, other: Tensor, non_blocking: _bool = False) -> Tensor:
         """Copy ``other`` (broadcast, cast to this dtype/device) into ``self``; returns ``self``
         (same as ``torch.Tensor.copy_``, whose argument is named ``other``; ``non_blocking`` is

@@ -12,9 +12,6 @@ after the setitem) are compared over the single entries and pairs.
 
 The divergences left, each a strict xfail below:
 
-* an out-of-range integer index whose result has no elements (``x[tensor([3]), 5:1]``): torch
-  checks bounds only for the elements it reads, so it returns the empty result; TensorPlay's
-  index kernels check every index (IndexError).
 * a full slice after two ``...`` (``x[..., ..., :]``): torch returns ``x``, TensorPlay raises
   (the second ``...`` moved past the last dim, as torch's, and a slice there has no dim to cut;
   any other entry there raises in torch too).
@@ -189,7 +186,6 @@ def test_indexing_spellings_match_torch(shape):
 
 
 KNOWN = {
-    "empty result, out-of-range index": ((3, 4, 5), (("itensor", [3]), ("slice", (5, 1, None)))),
     "nested list": ((3, 4, 5), (("list", [[0, 1], [1, 2]]),)),
     "full slice after two ellipses": ((3, 4, 5), (("ell", None), ("ell", None),
                                                   ("slice", (None, None, None)))),

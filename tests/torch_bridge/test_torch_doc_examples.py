@@ -80,12 +80,7 @@ LENIENT: dict[str, str] = {
 # deterministic): dtype and shape compared, not values.
 UNINITIALISED = [r"Tensor\.new_empty: tensor\.new_empty\(\(2, 3\)\)"]
 # Divergences not fixed yet: {pattern: reason}; each an xfail(strict=True) case below.
-KNOWN: dict[str, str] = {
-    r"torch\.logical_(and|or|not|xor): .*out=torch\.empty.*":
-        "no TensorPlay function takes out= (the built-in op records are functional)",
-    r"torch\.kthvalue: x=torch\.arange\(1\.,7\.\)\.resize_\(2,3\)":
-        "Tensor method gap: Tensor.resize_ (the statements after it run on torch's x, copied)",
-}
+KNOWN: dict[str, str] = {}    # none left (session 45: out= and Tensor.resize_)
 
 
 # -- the corpus -------------------------------------------------------------------------------------

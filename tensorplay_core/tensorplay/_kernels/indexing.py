@@ -91,12 +91,19 @@ def _index(c):
 
     def index(x, dim, idx):
         flat = xp.reshape(idx, (-1,))
+        if not _region(x.shape, dim, idx):
+            # no element is read, so no index is checked (torch's rule: x[tensor([3]), 5:1] on
+            # a (3, 4, 5) tensor is the empty (1, 0, 5) result)
+            return xp.reshape(xp.take(x, flat[:0], axis=dim),
+                              tuple(x.shape[:dim]) + tuple(idx.shape) + tuple(x.shape[dim + 1:]))
         n = x.shape[dim]
         flat = xp.where(flat < 0, flat + n, flat)
         r = xp.take(x, flat, axis=dim)
         return xp.reshape(r, tuple(x.shape[:dim]) + tuple(idx.shape) + tuple(x.shape[dim + 1:]))
 
     def index_add(x, dim, idx, src):
+        if not _region(x.shape, dim, idx):   # nothing added: no index is checked (torch)
+            return xp.asarray(x, copy=True)
         if x.dtype != src.dtype:
             _checks.check_index_add_dtypes(dt_of(x), dt_of(src))
         if x.dtype == c.F16:   # accumulated in float32, rounded once (torch's opmath)
@@ -107,7 +114,13 @@ def _index(c):
         return out
 
     def index_put_(x, dim, idx, values):
-        be.index_put(x, dim, idx, values)
+        if _region(x.shape, dim, idx):
+            be.index_put(x, dim, idx, values)
+        elif hasattr(values, "shape"):
+            # nothing written: no index is checked (torch), but the values must still broadcast
+            # to the indexed shape (the same error as a write)
+            xp.broadcast_to(values, tuple(x.shape[:dim]) + tuple(idx.shape) +
+                            tuple(x.shape[dim + 1:]))
 
     def masked_select(x, mask):
         return be.masked_select(x, mask)
@@ -132,6 +145,17 @@ def _index(c):
     return dict(index=index, index_add=index_add, index_put_=index_put_,
                 masked_select=masked_select, nonzero=nonzero, masked_scatter_=masked_scatter_,
                 masked_fill_=masked_fill_)
+
+
+def _region(shape, dim, idx) -> int:
+    """How many elements ``x[..., idx, ...]`` (``idx`` along ``dim`` of a ``shape`` array)
+    reads or writes. Zero: the index kernels check no index, as torch checks bounds only for
+    the elements it reads or writes."""
+    n = idx.size
+    for i, s in enumerate(shape):
+        if i != dim:
+            n *= s
+    return n
 
 
 def _index_bounds(xp, api, idx, n, dim):

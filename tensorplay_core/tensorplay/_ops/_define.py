@@ -55,7 +55,8 @@ def defop(schema: str, *, meta=None, backward=None, setup=None, default=None, ke
         kernel_name=kernel or sch.qualname.split("::")[1].split(".")[0],
         scalar_ok=scalar_ok, array_kernel=default is None,
         backward=backward, setup_context=setup if backward is not None else None)
-    _dispatch.make_call(op, scalar_ok=scalar_ok, number_self=number_self)
+    _dispatch.make_call(op, scalar_ok=scalar_ok, number_self=number_self,
+                        out=out_call if sch.qualname.split("::")[1] in OUT_OPS else None)
     _registry.register_op(op)
     if default is not None:
         _registry.add_kernel(op, "default", default)
@@ -64,6 +65,254 @@ def defop(schema: str, *, meta=None, backward=None, setup=None, default=None, ke
     # attribute read, not a __getattr__ call (~0.15 us on every built-in call through `ops`)
     ops.__dict__[sch.qualname.split("::")[1]] = op
     return op
+
+
+# -- out= ---------------------------------------------------------------------------------------
+# The built-in op records that are torch functions taking ``out=`` (``tensorplay.mul`` is the
+# ``tp::mul`` record): their generated call takes a keyword-only ``out`` (``_dispatch.make_call``)
+# and hands a call passing it to ``out_call``. The value is the op's dtype rule for ``out``
+# (``write_out``). torch's relu, isnan, isinf, isfinite and clone take no out=; neither do these.
+OUT_OPS = {name: "cast" for name in (
+    "mul", "pow", "floor_divide", "remainder", "maximum", "minimum", "eq", "ne", "lt", "le", "gt",
+    "ge", "logical_and", "logical_or", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "bitwise_left_shift", "bitwise_right_shift", "bitwise_not", "neg", "exp", "log", "sqrt",
+    "rsqrt", "tanh", "sigmoid", "abs", "sin", "cos", "erf", "expm1", "log1p", "log2", "log10",
+    "exp2", "tan", "asin", "acos", "atan", "sinh", "cosh", "floor", "ceil", "trunc", "atan2",
+    "hypot", "nextafter", "fmod", "copysign", "asinh", "acosh", "atanh")}
+# torch's unary ops that keep their input's dtype (not the floating ones such as exp): out must
+# have the result's dtype
+OUT_OPS.update(matmul="exact", sign="found", neg="found", abs="found", floor="found",
+               ceil="found", trunc="found", bitwise_not="found")
+
+# torch's names of the dtypes in its out= messages (c10::ScalarType / caffe2's TypeMeta)
+_SCALAR_NAMES = {"float32": ("Float", "float"), "float64": ("Double", "double"),
+                 "float16": ("Half", "c10::Half"), "bfloat16": ("BFloat16", "c10::BFloat16"),
+                 "int64": ("Long", "long int"), "int32": ("Int", "int"),
+                 "int16": ("Short", "short int"), "int8": ("Char", "signed char"),
+                 "uint8": ("Byte", "unsigned char"), "bool": ("Bool", "bool")}
+
+
+def _dtname(dt, meta=False) -> str:
+    names = _SCALAR_NAMES.get(str(dt).rsplit(".", 1)[-1])
+    return str(dt) if names is None else names[meta]
+
+
+def out_call(op, out, extra, values: dict):
+    """A call of built-in op ``op`` with ``out=``: ``write_out`` of the op's result (the
+    generated call's handler, see ``OUT_OPS``). ``extra``: a positional argument past the op's
+    own (``TypeError``, as torch: ``out`` is keyword-only)."""
+    if extra is not None:
+        n = sum(not a.kwarg_only for a in op.schema.arguments)
+        raise TypeError(f"{op.name}() takes {n} positional argument{'s' * (n != 1)} but more "
+                        f"were given")
+    pos, kw = [], {}
+    for a in op.schema.arguments:
+        if a.kwarg_only:
+            kw[a.name] = values[a.name]
+        else:
+            pos.append(values[a.name])
+    name = op.name.split("::")[1]
+    return write_out(name, out, op, pos, kw, OUT_OPS[name], stacklevel=4)
+
+
+def hide_out_slot(fn):
+    """For a hot public function written ``f(input, other, _p=None, out=None, *, ...)`` with
+    ``if out is not _p:`` first (the cheap form of a keyword-only ``out``, as the generated op
+    calls have it, see ``_dispatch.make_call``): its ``inspect.signature`` without ``_p`` and
+    with ``out`` keyword-only, as torch's. Returns ``fn``."""
+    import inspect
+    sig = inspect.signature(fn)
+    params = [p.replace(kind=p.KEYWORD_ONLY) if p.name == "out" else p
+              for p in sig.parameters.values() if p.name != "_p"]
+    fn.__signature__ = sig.replace(parameters=params)
+    return fn
+
+
+def no_extra(p, api: str) -> None:
+    """``TypeError`` when ``hide_out_slot``'s hidden slot took a positional argument."""
+    if p is not None:
+        raise TypeError(f"{api}() takes 2 positional arguments but more were given")
+
+
+def _tensors_in(values):
+    for v in values:
+        if isinstance(v, TensorBase):
+            yield v
+        elif isinstance(v, (list, tuple)):
+            yield from (t for t in v if isinstance(t, TensorBase))
+
+
+def check_out_grad(api: str, outs, results) -> None:
+    """torch's autograd rule for ``out=``: with grad mode on, a result that requires grad (a
+    differentiable result of an input that requires grad: not argmax's, eq's...) or an ``out``
+    tensor that requires grad is a ``RuntimeError`` (nothing written)."""
+    if not _gm_state.enabled:
+        return
+    for t in (*results, *outs):
+        if t.needs_grad:
+            raise RuntimeError(f"{api}(): functions with out=... arguments don't support "
+                               f"automatic differentiation, but one of the arguments requires "
+                               f"grad.")
+
+
+def _span(t):
+    """``t``'s elements as a half-open range of storage bytes (None when it has none)."""
+    if not t.numel():
+        return None
+    item = t.raw_dtype.itemsize
+    lo = hi = t.offset
+    for s, st in zip(t.raw_shape, t.stride_tuple):
+        if st > 0:
+            hi += (s - 1) * st
+        else:
+            lo += (s - 1) * st
+    return lo * item, (hi + 1) * item
+
+
+def check_out_overlap(out, inputs) -> None:
+    """torch's rule: ``out`` may be an input itself (the same elements in the same layout) but
+    must not share only some of an input's memory: ``RuntimeError`` then (nothing written)."""
+    so = _span(out)
+    if so is None:
+        return
+    for t in _tensors_in(inputs):
+        if t.storage_ref is not out.storage_ref or t is out:
+            continue
+        st = _span(t)
+        if st is None or st[1] <= so[0] or so[1] <= st[0]:
+            continue
+        if t.offset == out.offset and tuple(t.raw_shape) == tuple(out.raw_shape) and \
+                tuple(t.stride_tuple) == tuple(out.stride_tuple) and t.raw_dtype is out.raw_dtype:
+            continue        # full overlap: out is that input (elementwise ops write in place)
+        raise RuntimeError("unsupported operation: some elements of the input tensor and the "
+                           "written-to tensor refer to a single memory location. Please clone() "
+                           "the tensor before performing the operation.")
+
+
+def check_out_type(api: str, out, n: int = 1):
+    """``out`` as a tuple of ``n`` tensors; ``TypeError`` (torch's words) for anything else."""
+    if n == 1:
+        if not isinstance(out, TensorBase):
+            raise TypeError(f"{api}(): argument 'out' must be Tensor, not {type(out).__name__}")
+        return (out,)
+    if not isinstance(out, (tuple, list)) or len(out) != n or \
+            not all(isinstance(o, TensorBase) for o in out):
+        raise TypeError(f"{api}(): argument 'out' must be tuple of {n} Tensors, not "
+                        f"{type(out).__name__}")
+    return tuple(out)
+
+
+def write_out(api: str, out, fn, args=(), kwargs=None, rule="cast", n: int = 1,
+              stacklevel: int = 3, grad: bool = True, warn: bool = True):
+    """The ``out=`` form of a torch function, for every function that takes it (torch's rules):
+
+    * ``out``: a tensor, or a tuple of ``n`` tensors for a function returning ``n`` (``sort``,
+      ``topk``, ``max(dim)``...); ``TypeError`` otherwise.
+    * autograd: with grad mode on, a result requiring grad (the function is differentiable
+      and an input requires grad) or an ``out`` tensor requiring grad is a ``RuntimeError``
+      ("functions with out=... arguments don't support automatic differentiation");
+      ``grad=False``: torch has no such check for this function (softmax, log_softmax): the
+      result is computed without a graph.
+    * ``fn(*args, **kwargs)`` (the function called without ``out``; passed apart rather than
+      as a closure, so the public functions' calls without ``out=`` make no cells) gives the
+      result; its dtype must suit each ``out``'s: ``rule`` ``"cast"``
+      (``torch.can_cast``: float results into float or complex outs, ints into ints and floats,
+      bools anywhere), ``"exact"`` (matmul: the same dtype) or ``"found"`` (the same dtype,
+      structured-kernel wording); the same device too. ``RuntimeError`` otherwise.
+    * ``out`` sharing only part of an input's memory is a ``RuntimeError``; ``out`` being an
+      input itself is fine (the result is computed first).
+    * ``out`` of another shape is resized (``Tensor.resize_``'s rule, without its grad check),
+      silently when it has no elements (or ``warn=False``: the factories), with torch's
+      ``UserWarning`` otherwise; inside ``tensorplay.compile`` (a captured ``out``) a resize
+      is a ``RuntimeError`` (no recorded op resizes).
+    * the result is copied in (cast to ``out``'s dtype; the version counter bumped once) and
+      ``out`` is returned (a tuple: the result's named tuple type over the ``out`` tensors).
+    Nothing is written when a check fails. ``stacklevel``: the warning's, the caller of the
+    public function (3: that function calls ``write_out`` directly)."""
+    import warnings
+
+    from .._dtype import can_cast
+    from .copy import resize_tensor
+    outs = check_out_type(api, out, n)
+    kwargs = kwargs or {}
+    inputs = (*args, *kwargs.values())    # tensors and lists of them: the overlap check's
+    if grad:
+        result = fn(*args, **kwargs)
+    else:
+        with _dispatch.NoGradBlock():
+            result = fn(*args, **kwargs)
+    results = (result,) if n == 1 else tuple(result)
+    if not all(isinstance(r, TensorBase) for r in results):
+        # a form of the function that torch gives no out= (where(condition) alone: a tuple)
+        raise TypeError(f"{api}(): this form of {api} takes no out= argument")
+    check_out_grad(api, outs, results)
+    for o, r in zip(outs, results):
+        if o.raw_device != r.raw_device:
+            raise RuntimeError(f"Attempting to copy from device {r.raw_device} to device "
+                               f"{o.raw_device}, but cross-device copies are not allowed!")
+        odt, rdt = o.raw_dtype, r.raw_dtype
+        if rule == "cast" and not can_cast(rdt, odt):
+            raise RuntimeError(f"result type {_dtname(rdt)} can't be cast to the desired output "
+                               f"type {_dtname(odt)}")
+        if rule == "exact" and odt is not rdt:
+            raise RuntimeError(f"Expected out tensor to have dtype {_dtname(rdt, True)}, but got "
+                               f"{_dtname(odt, True)} instead")
+        if rule == "found" and odt is not rdt:
+            raise RuntimeError(f"Found dtype {_dtname(odt)} but expected {_dtname(rdt)}")
+        if rule == "bool" and str(odt).rsplit(".", 1)[-1] not in ("bool", "uint8"):
+            raise RuntimeError(f"{api} only supports bool tensor for result, got: "
+                               f"{_dtname(odt)}")
+        check_out_overlap(o, inputs)
+    for o, r in zip(outs, results):
+        shape = tuple(r.raw_shape)
+        if tuple(o.raw_shape) != shape:
+            if o.capture_info is not None:
+                # a resize is no op tensorplay.compile records: the replay would write into the
+                # out as it came
+                raise RuntimeError(f"{api}(): inside tensorplay.compile, out= needs an out tensor "
+                                   f"of the result's shape {list(shape)} (got "
+                                   f"{list(o.raw_shape)}): resize it before the compiled call")
+            if warn and o.numel():
+                warnings.warn(
+                    f"An output with one or more elements was resized since it had shape "
+                    f"{list(o.raw_shape)}, which does not match the required output shape "
+                    f"{list(shape)}. This behavior is deprecated, and in a future PyTorch release "
+                    f"outputs will not be resized unless they have zero elements. You can "
+                    f"explicitly reuse an out tensor t by resizing it, inplace, to zero elements "
+                    f"with t.resize_(0).", UserWarning, stacklevel=stacklevel)
+            resize_tensor(o, shape, public=False)
+        ops.copy_(o, r)
+    if n == 1:
+        return outs[0]
+    return type(result)(*outs) if hasattr(result, "_fields") else outs
+
+
+def factory_out(api: str, out, dtype, fn, args, kwargs):
+    """The ``out=`` form of factory ``api`` (``zeros``, ``arange``, ``rand``...), as torch:
+    ``dtype`` (None: ``out``'s) must be ``out``'s dtype (``RuntimeError`` naming both
+    otherwise), the device is ``out``'s; ``fn(*args, **kwargs, dtype=, device=)`` (the factory
+    called without ``out``) builds the values, which
+    ``write_out`` puts into ``out`` (resized silently when its shape differs). ``empty``
+    writes nothing: ``out`` is only resized (its version bumped then, as torch's)."""
+    from .._dtype import as_dtype
+    from .copy import resize_tensor
+    (o,) = check_out_type(api, out)
+    if dtype is not None and as_dtype(dtype) is not o.raw_dtype:
+        raise RuntimeError(f"dtype {_dtname(as_dtype(dtype))} does not match dtype of out "
+                           f"parameter ({_dtname(o.raw_dtype)})")
+    r = fn(*args, **kwargs, dtype=o.raw_dtype, device=o.raw_device)
+    if api == "empty":
+        check_out_grad(api, (o,), ())
+        if tuple(o.raw_shape) != tuple(r.raw_shape):
+            resize_tensor(o, tuple(r.raw_shape), public=False)
+            o.storage_ref.version += 1
+        return o
+    # arange warns when it resizes a non-empty out (torch's arange does); the others do not
+    return write_out(api, o, _same, (r,), None, "exact", stacklevel=4, warn=api == "arange")
+
+
+def _same(r):
+    return r
 
 
 def fused(name, ref, *tensors, args=()):

@@ -221,3 +221,82 @@ defop("div_(Tensor(a!) self, Tensor other) -> Tensor(a!)",
       scalar_ok=("other",))
 
 __all__ = ["Device"]
+
+
+# -- resize ----------------------------------------------------------------------------------------
+def resize_sizes(api, sizes) -> tuple:
+    """``resize_(2, 3)``, ``resize_((2, 3))`` or ``resize_([2, 3])`` -> ``(2, 3)``; a negative
+    size is a ``RuntimeError``, no size a ``TypeError`` (torch's)."""
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = sizes[0]
+    elif not sizes:
+        raise TypeError(f'{api}() missing 1 required positional arguments: "size"')
+    out = []
+    for s in sizes:
+        if is_tensor(s) or isinstance(s, bool) or not hasattr(s, "__index__"):
+            raise TypeError(f"{api}(): argument 'size' must be tuple of ints, but found element "
+                            f"of type {type(s).__name__}")
+        out.append(s.__index__())
+    if any(s < 0 for s in out):
+        raise RuntimeError(f"Trying to create tensor with negative dimension "
+                           f"{next(s for s in out if s < 0)}: {out}")
+    return tuple(out)
+
+
+def resize_tensor(t, shape: tuple, public: bool = True):
+    """Give ``t`` the shape ``shape`` in place (``Tensor.resize_``; ``out=``'s resize with
+    ``public=False``), as torch: the same shape keeps the strides; another one gives row-major
+    strides over the same storage from the same offset, so the elements keep their row-major
+    order while the size shrinks or stays; a storage too small for the new size grows (a new
+    root array holding the old bytes first; the new elements are uninitialised), and the base
+    and live views sharing it are pointed at the new root. ``RuntimeError`` for a tensor that
+    requires grad ("cannot resize variables that require grad", also under ``no_grad``).
+    ``public``: the method's call, which also bumps the version counter (torch's ``resize_``
+    does; an ``out=`` write bumps it once, with the copy)."""
+    from .. import _tensor_base as tb
+    from .._backend import Storage, contiguous_strides
+    if public and t.needs_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    st = t.storage_ref
+    if tuple(t.raw_shape) != shape:
+        stride = contiguous_strides(shape)
+        numel = 1
+        for s in shape:
+            numel *= s
+        need = (t.offset + numel) * t.raw_dtype.itemsize if numel else 0
+        if t.native is None:                       # fake: the storage's size only
+            if need > st.nbytes and type(st) is Storage:
+                st.nbytes = need
+            tb.set_layout(t, shape, stride)
+        else:
+            be = t.backend
+            if need > st.nbytes:
+                _grow_storage(t, st, be, need)
+            tb.set_layout(t, shape, stride)
+            tb.set_native(t, be.as_strided(st.root, shape, stride, t.offset))
+    if public:
+        st.version += 1
+    return t
+
+
+def _grow_storage(t, st, be, need: int) -> None:
+    """A new root array of at least ``need`` bytes for storage ``st`` (in its root's dtype), the
+    old bytes copied first; the tensors known to share ``st`` (``t``'s base and the base's live
+    views) get native arrays over it."""
+    from .. import _tensor_base as tb
+    from .._backend import Storage
+    root = st.root
+    rdt = be.dtype_of(root)
+    item = rdt.itemsize
+    old_n = st.nbytes // item
+    new_n = -(-need // item)
+    new = be.empty((new_n,), rdt, t.raw_device)
+    if old_n:
+        be.assign(be.as_strided(new, (old_n,), (1,), 0), be.as_strided(root, (old_n,), (1,), 0))
+    st.root = new
+    if type(st) is Storage:
+        st.nbytes = new_n * item
+    base = t.view_base if t.view_base is not None else t
+    for u in (base, *tb.live_views(base)):
+        if u is not t and u.storage_ref is st and u.native is not None:
+            tb.set_native(u, be.as_strided(new, u.raw_shape, u.stride_tuple, u.offset))

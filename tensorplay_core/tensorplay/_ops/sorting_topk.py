@@ -146,15 +146,26 @@ def median_all(x, nan_ignored=False):
 
 
 def mode(x, dim=-1, keepdim=False):
-    """The most frequent value along ``dim`` (the smallest among equally frequent ones) and the
-    index of its last occurrence, as ``torch.mode`` on the CPU. NaN values are each counted
-    once (torch's result there depends on its sort's handling of NaN: not reproduced).
+    """The most frequent value along ``dim`` (the smallest among equally frequent ones) and an
+    index of it, exactly as ``torch.mode`` on the CPU: torch sorts each row's (value, index)
+    pairs with ``std::sort`` comparing values by ``<`` and takes the last pair of the first
+    longest run of equal values. Up to 16 elements that sort is an insertion sort (stable: the
+    index of the value's last occurrence, and NaN, which compares false, stays where it is);
+    beyond, an introsort (unstable: another occurrence's index may come). Rows of more than 16
+    elements, or holding NaN, are therefore resolved by running libstdc++'s algorithm on the
+    row's values (``_std_sort``, on the host); the others by a stable sort on the device.
     IndexError for an empty dim."""
     _check_tensor("mode", x)
     xs, d, n = _along("mode", x, dim)
     if n == 0:
         raise IndexError(f"mode(): Expected reduction dim {wrap_dim(dim, max(x.ndim, 1))} to "
                          f"have non-zero size.")
+    with NoGradBlock():
+        host = xs.native is not None and (n > 16 or (xs.dtype.is_floating_point and bool(
+            O.any(O.isnan(xs), None, False))))
+        idx = _mode_index_std(xs, d, n) if host else None
+    if idx is not None:
+        return _take(x, xs, d, idx, keepdim)
     with NoGradBlock():
         sv, si = O.sort(xs, d, False, stable=True)
         # run starts of the sorted values; run r's length counted into slot r
@@ -173,3 +184,139 @@ def mode(x, dim=-1, keepdim=False):
         end = O.sub(O.gather(O.cumsum(counts, d), d, best), 1)   # its last sorted position
         idx = O.gather(si, d, end)
     return _take(x, xs, d, idx, keepdim)
+
+
+def _mode_index_std(xs, d, n):
+    """``torch.mode``'s CPU indices along ``d`` (kept, size 1), from libstdc++'s ``std::sort``
+    of each row's (value, index) pairs by value (``_std_sort``) and torch's run scan."""
+    nd = xs.ndim
+    perm = [i for i in range(nd) if i != d] + [d]
+    rows = O.reshape(O.permute(xs, perm), [-1, n]).tolist()
+    lt = _first_lt
+    idx = []
+    for row in rows:
+        el = _std_sort([(v, i) for i, v in enumerate(row)], lt)
+        best = (0, 0)
+        run = 0
+        for i in range(n):
+            run += 1
+            if i == n - 1 or el[i][0] != el[i + 1][0]:
+                if run > best[0]:
+                    best = (run, el[i][1])
+                run = 0
+        idx.append(best[1])
+    kept = [xs.shape[i] for i in perm[:-1]] + [1]
+    t = O.reshape(xs.new_tensor(idx, dtype=_dtype.int64), kept)
+    inv = [perm.index(i) for i in range(nd)]
+    return O.permute(t, inv)
+
+
+def _first_lt(p, q):
+    return p[0] < q[0]
+
+
+# -- libstdc++'s std::sort (introsort), as torch's CPU mode runs it --------------------------------
+# Reproduced step by step so that a comparison that is no strict weak order (NaN under <) and the
+# unstable partitioning leave the pairs where libstdc++ leaves them.
+def _std_sort(a, lt):
+    n = len(a)
+    if n > 1:
+        _introsort(a, 0, n, 2 * (n.bit_length() - 1), lt)
+        if n > 16:
+            _insertion(a, 0, 16, lt)
+            for i in range(16, n):
+                _linear_insert(a, i, lt)
+        else:
+            _insertion(a, 0, n, lt)
+    return a
+
+
+def _introsort(a, first, last, depth, lt):
+    while last - first > 16:
+        if depth == 0:
+            _heapsort(a, first, last, lt)
+            return
+        depth -= 1
+        mid = first + (last - first) // 2
+        _median_to_first(a, first, first + 1, mid, last - 1, lt)
+        cut = _unguarded_partition(a, first + 1, last, first, lt)
+        _introsort(a, cut, last, depth, lt)
+        last = cut
+
+
+def _median_to_first(a, r, x, y, z, lt):
+    if lt(a[x], a[y]):
+        m = y if lt(a[y], a[z]) else z if lt(a[x], a[z]) else x
+    elif lt(a[x], a[z]):
+        m = x
+    elif lt(a[y], a[z]):
+        m = z
+    else:
+        m = y
+    a[r], a[m] = a[m], a[r]
+
+
+def _unguarded_partition(a, first, last, pivot, lt):
+    n = len(a)
+    while True:
+        while first < n and lt(a[first], a[pivot]):
+            first += 1
+        last -= 1
+        while last > 0 and lt(a[pivot], a[last]):
+            last -= 1
+        if not first < last:
+            return first
+        a[first], a[last] = a[last], a[first]
+        first += 1
+
+
+def _insertion(a, first, last, lt):
+    for i in range(first + 1, last):
+        v = a[i]
+        if lt(v, a[first]):
+            a[first + 1:i + 1] = a[first:i]
+            a[first] = v
+        else:
+            _linear_insert(a, i, lt)
+
+
+def _linear_insert(a, last, lt):
+    v = a[last]
+    nxt = last - 1
+    while nxt >= 0 and lt(v, a[nxt]):
+        a[last] = a[nxt]
+        last = nxt
+        nxt -= 1
+    a[last] = v
+
+
+def _heapsort(a, first, last, lt):
+    # std::__partial_sort(first, last, last): make_heap, then sort_heap
+    n = last - first
+    for parent in range((n - 2) // 2, -1, -1):
+        _adjust_heap(a, first, parent, n, a[first + parent], lt)
+    while n > 1:
+        n -= 1
+        v = a[first + n]
+        a[first + n] = a[first]
+        _adjust_heap(a, first, 0, n, v, lt)
+
+
+def _adjust_heap(a, first, hole, length, value, lt):
+    top = child = hole
+    while child < (length - 1) // 2:
+        child = 2 * (child + 1)
+        if lt(a[first + child], a[first + child - 1]):
+            child -= 1
+        a[first + hole] = a[first + child]
+        hole = child
+    if (length & 1) == 0 and child == (length - 2) // 2:
+        child = 2 * (child + 1)
+        a[first + hole] = a[first + child - 1]
+        hole = child - 1
+    parent = (hole - 1) // 2
+    while hole > top and lt(a[first + parent], value):
+        a[first + hole] = a[first + parent]
+        hole = parent
+        parent = (hole - 1) // 2
+    a[first + hole] = value

@@ -1,0 +1,62 @@
+"""Session 45 (h-gaps45) on cuda: out= (same-device outs written and resized, a cpu out for a
+cuda result refused), Tensor.resize_ growing a cuda storage, mode's host path and the empty index
+results give the cpu's results. Runs on a GPU machine; skips (saying why) where cuda is
+unavailable."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensorplay as tp
+
+
+def _need_cuda():
+    ok, why = tp.plugins.device_status("cuda")
+    if not ok:
+        pytest.skip(f"cuda unavailable: {why}")
+
+
+X = np.arange(12.0).reshape(3, 4) / 4.0
+
+
+@pytest.mark.cuda
+def test_out_on_cuda():
+    _need_cuda()
+    x = tp.tensor(X, device="cuda")
+    o = tp.empty(0, device="cuda")
+    assert tp.mul(x, 2, out=o) is o and o.device.type == "cuda" and o.shape == (3, 4)
+    assert np.allclose(o.cpu().numpy(), X * 2)
+    v, i = tp.sort(x, 1, descending=True, out=(tp.empty(0, device="cuda"),
+                                              tp.empty(0, dtype=tp.int64, device="cuda")))
+    assert v.cpu().tolist() == tp.sort(tp.tensor(X), 1, descending=True).values.tolist()
+    assert tp.zeros(2, 3, out=tp.empty(0, dtype=tp.int64, device="cuda")).device.type == "cuda"
+    with pytest.raises(RuntimeError, match="cross-device"):
+        tp.exp(x, out=tp.empty(0))
+    with pytest.warns(UserWarning, match="resized"):
+        o = tp.add(x, 1, out=tp.zeros(2, device="cuda"))      # grows the storage
+    assert np.allclose(o.cpu().numpy(), X + 1)
+
+
+@pytest.mark.cuda
+def test_resize_grows_a_cuda_storage():
+    _need_cuda()
+    x = tp.arange(6.0, device="cuda")
+    v = x[2:4]
+    v.resize_(10)
+    v[9] = 7.0
+    v[0] = 100.0
+    assert x.cpu().tolist() == [0.0, 1.0, 100.0, 3.0, 4.0, 5.0]
+    assert v[:4].cpu().tolist() == [100.0, 3.0, 4.0, 5.0] and v[9].item() == 7.0
+
+
+@pytest.mark.cuda
+def test_mode_and_empty_index_results_match_cpu():
+    _need_cuda()
+    row = [1.0, 2.0, 2.0, 1.0] * 5 + [float("nan"), 3.0]
+    for dev_rows in ([row], [row[:6]]):
+        c = tp.mode(tp.tensor(dev_rows), 1)
+        g = tp.mode(tp.tensor(dev_rows, device="cuda"), 1)
+        assert g.indices.cpu().tolist() == c.indices.tolist()
+    x = tp.zeros(3, 4, 5, device="cuda")
+    assert x[tp.tensor([3], device="cuda"), 5:1].shape == (1, 0, 5)
