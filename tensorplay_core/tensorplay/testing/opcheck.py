@@ -42,7 +42,11 @@ speed.
 * ``test_faketensor`` -- the fake kernel (run under ``FakeTensorMode`` on fake copies of the
   inputs) reproduces the real outputs' count, shape, dtype, device, strides and storage offset.
 * ``test_aot_dispatch_dynamic`` -- delegated to ``tensorplay.testing.aot.check`` (capture +
-  execution through ``tensorplay.compile``).
+  execution through ``tensorplay.compile``), on the sample and on a second input shape grown
+  consistently (one size grows in every tensor that has it; see ``tensorplay.testing.aot``).
+  When no size can grow without breaking what ties it to the other arguments (offsets, index
+  tensors, sizes given as ints), or the op's kernel rejects the grown sample, the check is a
+  ``"skip"`` whose message says that the sample passed and why the second shape was not run.
 
 ``run_checks`` is the detailed form used by ``tensorplay check``: it also says which checks had
 nothing to check (``"skip"``) and how long each took.
@@ -954,12 +958,22 @@ def _test_aot(op, args, kwargs, atol, rtol):
     except ImportError as e:
         raise _Fail(f"not available: tensorplay.compile is not installed ({e})") from e
     a, k = _clone_inputs(args, kwargs)
+    detailed = getattr(aot, "check_result", None)
     try:
-        res = aot.check(op, a, k, atol=atol, rtol=rtol)
+        if detailed is None:
+            res, skipped, note = aot.check(op, a, k, atol=atol, rtol=rtol), None, None
+        else:
+            r = detailed(op, a, k, atol=atol, rtol=rtol)
+            res, skipped, note = r.message, r.skipped, r.note
     except ImportError as e:   # tensorplay.compile (or what it needs) missing: never a pass
         raise _Fail(f"not available: tensorplay.compile is not installed ({e})") from e
     if res is not None:
         raise _Fail(str(res))
+    if skipped is not None:
+        # the sample passed, the dynamic-shape half was not run: a skip with the reason, never
+        # a pass
+        raise _Skip(f"compiled and eager agree on the sample; {skipped}")
+    return note
 
 
 def _test_gradients(op, args, kwargs, atol, rtol):
