@@ -54,6 +54,7 @@ nothing to check (``"skip"``) and how long each took.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 
@@ -67,7 +68,7 @@ from .._tensor_base import set_view
 from ..autograd.grad_mode import enable_grad, no_grad
 
 __all__ = ["opcheck", "run_checks", "CheckResult", "ALL_TESTS", "DEFAULT_TESTS",
-           "describe_kernel", "kernel_keys"]
+           "describe_kernel", "kernel_keys", "checking"]
 
 ALL_TESTS = ("test_schema", "test_autograd_registration", "test_gradients", "test_layouts",
              "test_faketensor", "test_aot_dispatch_dynamic")
@@ -181,7 +182,7 @@ def run_checks(op, args, kwargs=None, *, test_utils="DEFAULT", atol=None,
                          f"{dev} (kernels: {', '.join(kernel_keys(o, dev)) or 'none'})")
     where = f" [kernel {describe_kernel(o, key, dev)}]"
     out = {}
-    with _forcing(o, key, dev):
+    with _forcing(o, key, dev), _Checking():
         for name in tests:
             t0 = time.perf_counter()
             try:
@@ -198,6 +199,37 @@ def run_checks(op, args, kwargs=None, *, test_utils="DEFAULT", atol=None,
             res.seconds = time.perf_counter() - t0
             out[name] = res
     return out
+
+
+# ----------------------------------------------------------------------------------------------
+# checks in progress (device plugins' own checks of kernels key on it)
+
+_CHECKING = [0]
+_CHECKING_LOCK = threading.Lock()
+
+
+def checking() -> bool:
+    """True while ``run_checks`` (``opcheck``, ``tensorplay check``, ``check_plugin``) is running
+    in this process, on any thread. Device plugins read it to turn on checks of the kernels
+    themselves that are too slow for every call: tensorplay-triton then bounds-checks every
+    load/store of kernels run through Triton's interpreter (cpu), so a kernel that reads or
+    writes outside its tensors fails the check instead of passing by chance
+    (``TENSORPLAY_TRITON_BOUNDS`` overrides: ``1`` always, ``0`` never)."""
+    return _CHECKING[0] > 0
+
+
+class _Checking:
+    __slots__ = ()
+
+    def __enter__(self):
+        with _CHECKING_LOCK:
+            _CHECKING[0] += 1
+        return self
+
+    def __exit__(self, *exc):
+        with _CHECKING_LOCK:
+            _CHECKING[0] -= 1
+        return False
 
 
 # ----------------------------------------------------------------------------------------------
