@@ -102,12 +102,36 @@ def _(idx, table):
     return table.new_empty((idx.shape[0], table.shape[1]))
 
 
-def test_index_tensor_is_not_grown_its_table_is():
+def test_an_index_tensor_grows_with_copied_indices_its_table_is_left():
     idx = tp.tensor([4, 0, 2])
     status, msg, seen = aot(rows, (idx, tp.randn(5, 8)))
     assert (status, msg) == ("pass", ""), msg
-    grown = [s for s in seen if s != ((3,), (5, 8))]
-    assert grown and all(s[0] == (3,) for s in grown), seen      # the indices kept as they are
+    assert ((4,), (5, 8)) in seen, seen          # [4, 0, 2, 2]: still rows of the table
+
+
+def test_sorted_indices_grow_too():
+    idx = tp.tensor([0, 1, 3])
+    status, msg, seen = aot(rows, (idx, tp.randn(5, 8)))
+    assert (status, msg) == ("pass", ""), msg
+    assert ((4,), (5, 8)) in seen, seen
+
+
+@library.custom_op("g45::gather1", mutates_args=())
+def gather1(x: Tensor, index: Tensor) -> Tensor:
+    _record("g45::gather1", x, index)
+    return tp.gather(x, 1, index)
+
+
+@gather1.register_fake
+def _(x, index):
+    return x.new_empty(tuple(index.shape))
+
+
+def test_a_2d_index_tensor_grows_with_the_data_it_indexes():
+    x, index = tp.randn(3, 4), tp.tensor([[0, 3, 1], [2, 2, 0], [1, 0, 3]])
+    status, msg, seen = aot(gather1, (x, index))
+    assert (status, msg) == ("pass", ""), msg
+    assert ((4, 4), (4, 4)) in seen, seen
 
 
 # -- offsets of B + 1 entries into jagged values (B per-row weights first) ---------------------
@@ -140,15 +164,51 @@ def test_offsets_are_never_left_behind_the_size_they_index():
     assert ((3, 9), (7, 9), (4,)) in seen, seen          # the width grew, in both tensors
 
 
-def test_every_size_tied_is_a_skip_with_the_reason():
-    # every size is tied to the offsets (3 + 1 entries, 4 = its length, 7 its last value)
+def test_offsets_ending_at_the_grown_size_leave_the_new_row_unreferenced():
+    # 3 rows (offsets 3 + 1) and 4 columns (offsets 4 entries, w 3 = 4 - 1 rows) are tied;
+    # the 7 values rows are not: offsets ending at 7 just do not reach the 8th
     w, values = tp.randn(3, 4), tp.randn(7, 4)
     offsets = tp.tensor([0, 2, 5, 7])
+    status, msg, seen = aot(segment_scale, (w, values, offsets))
+    assert (status, msg) == ("pass", ""), msg
+    assert ((3, 4), (8, 4), (4,)) in seen, seen
+
+
+def test_every_size_tied_is_a_skip_with_the_reason():
+    w, values = tp.randn(3, 4), tp.randn(4, 4)
+    offsets = tp.tensor([0, 1, 3, 4])
     status, msg, seen = aot(segment_scale, (w, values, offsets))
     assert status == "skip", (status, msg)
     assert "agree on the sample" in msg and "second input shape was not run" in msg
     assert "'offsets'" in msg, msg
-    assert all(s == ((3, 4), (7, 4), (4,)) for s in seen), seen      # only the sample ran
+    assert all(s == ((3, 4), (4, 4), (4,)) for s in seen), seen      # only the sample ran
+
+
+@library.custom_op("g45::segment_scale_len", mutates_args=())
+def segment_scale_len(w: Tensor, values: Tensor, lengths: Tensor) -> Tensor:
+    _record("g45::segment_scale_len", w, values, lengths)
+    if lengths.shape[0] != w.shape[0] or values.shape[1] != w.shape[1]:
+        raise ValueError("g45::segment_scale_len: one length per row of w, values w's width")
+    ln = lengths.tolist()
+    if sum(ln) > values.shape[0]:
+        raise ValueError("g45::segment_scale_len: lengths past the values")
+    starts = [sum(ln[:i]) for i in range(len(ln))]
+    return tp.stack([values[a:a + n].sum(0) for a, n in zip(starts, ln)]) * w
+
+
+@segment_scale_len.register_fake
+def _(w, values, lengths):
+    return tp.empty_like(w)
+
+
+def test_lengths_are_never_grown_past_the_values():
+    # failed on main: w grew to (4, 8), lengths kept 3 entries
+    w, values = tp.randn(3, 8), tp.randn(7, 8)
+    lengths = tp.tensor([2, 3, 2])
+    status, msg, seen = aot(segment_scale_len, (w, values, lengths))
+    assert (status, msg) == ("pass", ""), msg
+    assert all(ln[0] == ws[0] for ws, _, ln in seen), seen
+    assert ((3, 9), (7, 9), (3,)) in seen, seen
 
 
 # -- an int argument giving a size ------------------------------------------------------------------
@@ -171,6 +231,26 @@ def test_a_size_given_as_an_int_is_not_grown_another_size_is():
     assert (status, msg) == ("pass", ""), msg
     assert seen and all(s[0][0] == 4 for s in seen), seen
     assert ((4, 7),) in seen, seen
+
+
+@library.custom_op("g45::flat", mutates_args=())
+def flat(x: Tensor, n: int) -> Tensor:
+    _record("g45::flat", x)
+    SEEN.setdefault("g45::flat n", []).append(n)
+    return x.reshape(n) * 1
+
+
+@flat.register_fake
+def _(x, n):
+    return x.new_empty((n,))
+
+
+def test_an_element_count_given_as_an_int_grows_with_the_size():
+    # every size of x is tied to n (its element count): n grows with it, 6 -> 8 for (4, 2)
+    SEEN.pop("g45::flat n", None)
+    status, msg, seen = aot(flat, (tp.randn(3, 2), 6))
+    assert (status, msg) == ("pass", ""), msg
+    assert ((4, 2),) in seen and 8 in SEEN["g45::flat n"], (seen, SEEN["g45::flat n"])
 
 
 @library.custom_op("g45::as_rows", mutates_args=())

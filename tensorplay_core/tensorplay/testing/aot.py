@@ -3,29 +3,40 @@
 ``check(op, args, kwargs)`` compiles ``lambda *a, **k: op(*a, **k)``, runs it and the op eagerly
 on separate clones of the sample, and compares outputs, inputs after the call (mutations) and
 input gradients. Then, when the op's fake rule is shape-generic, it does the same on a second
-input shape (below) and requires that the cached graph is reused (no second capture).
+input shape (below) and requires that the cached graph is reused (no second capture; unless
+int arguments grew with it: ints are constants of the graph, guarded by value).
 Same idea as ``torch.library.opcheck``'s ``test_aot_dispatch_dynamic``, which traces the op once
 with every dimension symbolic (``dynamic=True``) and runs no other shape; here the op's kernels
 run on a second, real shape, so that shape must be one the op accepts.
 
 The second shape (``_grow``): one size ``S`` of the sample grows to ``S + 1`` in *every*
-dimension of *every* tensor that has it (the values of the new slices copy the last slice), so
-sizes the op requires to match -- ``(m, k) @ (k, n)``, a weight of ``x``'s last size -- still
-match. ``S`` is the first of the sample's sizes (the first tensor's leading size first, then the
-others in order; 0 and 1 never: the compile guards specialise them, as torch's do) that nothing
-ties to the sample in a way growing cannot follow:
+dimension of *every* tensor that has it (the values of the new slices copy the last slice, so
+index tensors stay valid), so sizes the op requires to match -- ``(m, k) @ (k, n)``, a weight of
+``x``'s last size -- still match. ``S`` is the first of the sample's sizes (the first tensor's
+leading size first, then the others in order; 0 and 1 never: the compile guards specialise
+them, as torch's do) that no 1-d integer tensor ties to another argument in a way growing
+cannot follow:
 
-* an integer tensor with a dimension of size ``S - 1``, ``S`` or ``S + 1`` (its values may be
-  indices, lengths or offsets of that size: ``offsets`` of ``B + 1`` entries for ``B`` rows);
-* an integer tensor holding the value ``S`` (an offset's end, a length, a count);
-* a Python ``int`` argument equal to ``S`` or to the element count of a tensor with a dimension
-  ``S`` (a size given as a number).
+* offsets: non-decreasing, with ``S + 1`` entries while another argument has a size ``S``
+  (``B + 1`` offsets for ``B`` rows), or ``S`` entries while another has a size ``S - 1``;
+* lengths: ``S`` non-negative entries summing to another argument's size.
 
-When every size is tied, or the op's kernel rejects the grown sample (raises; a Triton kernel
-that reads or writes out of bounds on it is a failure), the second-shape run is not made and
-the result says why (``check_result(...).skipped``; ``opcheck`` reports the check as skipped
-with that reason). When the op's fake kernel rejects the grown shapes the op is not
-shape-generic and only the sample's shape is checked (a note says so).
+(Offsets ending at ``S`` and lengths summing to ``S`` are no tie: the grown row is just not
+referenced. Other integer tensors -- indices -- grow with copied values, which stay valid.)
+
+Python ``int`` arguments equal to ``S`` (or to the element count of a tensor with a dimension
+``S``) may be sizes: a size tied to none is preferred; when every size is, the ints grow with it
+(to ``S + 1``, or to the grown count: ``reshape(x, [6])`` of a ``(3, 2)`` sample becomes
+``[8]`` for ``(4, 2)``).
+
+When every size is tied, or the op's kernel rejects the grown sample (raises), the second-shape
+run is not made and the result says why (``check_result(...).skipped``; ``opcheck`` reports the
+check as skipped with that reason). A kernel that reads or writes out of bounds on a grown
+sample of floating tensors only (a device plugin's out-of-bounds report: a mask that the
+sample's size hid) is a failure; where integer tensors or ints were grown with it, it cannot be
+told from a sample the op does not accept, and is a skip whose reason quotes the report. When
+the op's fake kernel rejects the grown shapes the op is not shape-generic and only the sample's
+shape is checked (a note says so).
 """
 
 from __future__ import annotations
@@ -98,33 +109,35 @@ def check_result(op, args, kwargs=None, *, atol=None, rtol=None) -> AotResult:
     if msg is not None:
         return AotResult(f"{name}: {msg}")
     captures = compiled.captures
-    size, why = _growth_size(op, args, kwargs)
-    if size is None:
+    plan, why = _growth_size(op, args, kwargs)
+    if plan is None:
         if why is None:
             return AotResult(note="no second input shape: the sample has no dimension of size "
                                   "2 or more (sizes 0 and 1 are specialised by the compile "
                                   "guards)")
         return AotResult(skipped=f"the second input shape was not run: {why}")
-    gargs, gkwargs = _grow(args, kwargs, size)
+    size, ints, exact = plan
+    gargs, gkwargs = _grow(args, kwargs, size, ints)
+    grown = f"size {size} grown to {size + 1} in every tensor that has it" + (
+        "" if not ints else " (int arguments with it: " +
+        ", ".join(f"{a} -> {b}" for a, b in ints.items()) + ")")
     bad = _fake_rejects(op, gargs, gkwargs)
     if bad is not None:
         return AotResult(note=f"no second input shape: the fake kernel rejects the sample with "
-                              f"size {size} grown to {size + 1} ({bad}): the op is not "
-                              f"shape-generic in that size")
+                              f"{grown} ({bad}): the op is not shape-generic in that size")
     msg = _compare(op, compiled, gargs, gkwargs, atol, rtol, "a second input shape",
-                   grown=(size, size + 1))
+                   grown=(grown, exact))
     if isinstance(msg, _Rejected):
         return AotResult(skipped=f"the second input shape was not run: the op's kernel rejects "
-                                 f"the sample with size {size} grown to {size + 1} in every "
-                                 f"tensor that has it ({msg.error})")
+                                 f"the sample with {grown} ({msg.error})")
     if msg is not None:
         return AotResult(f"{name}: {msg}")
-    if compiled.captures != captures:
+    # (int arguments are constants of the graph, guarded by value: new ints, a new graph)
+    if compiled.captures != captures and not ints:
         return AotResult(
             f"{name}: the compiled graph was captured again for a second input shape "
-            f"(size {size} grown to {size + 1}); a shape-generic op must not make the graph "
-            f"size dependent. Make sure its fake kernel does not read sizes into Python values "
-            f"that end up in the graph.")
+            f"({grown}); a shape-generic op must not make the graph size dependent. Make sure "
+            f"its fake kernel does not read sizes into Python values that end up in the graph.")
     return AotResult()
 
 
@@ -245,20 +258,20 @@ def _close(a, b, atol, rtol) -> str | None:
 
 
 def _compare(op, compiled, args, kwargs, atol, rtol, which, grown=None) -> str | None:
-    """None when compiled and eager agree on the call; else what differed. ``grown``: the
-    (old, new) size of a grown sample, on which an eager call that raises is a ``_Rejected``
-    (the op does not accept the invented shapes) unless it raised an out-of-bounds report."""
+    """None when compiled and eager agree on the call; else what differed. ``grown``:
+    ``(description, exact)`` of a grown sample, on which an eager call that raises is a
+    ``_Rejected`` (the op does not accept the invented shapes), except an out-of-bounds report
+    when ``exact`` (only floating tensors grew: the sample is one the op must accept)."""
     weights: dict = {}     # the cotangents, shared by the eager and the compiled run
     try:
         e_out, e_in, e_grads = _run(op, op, args, kwargs, weights)
     except Exception as e:  # noqa: BLE001 - any failure is a reported failure
-        if grown is not None and not _bounds_error(e):
+        if grown is not None and (not grown[1] or not _bounds_error(e)):
             r = _Rejected("rejected")
             r.error = f"{type(e).__name__}: {_first_line(e)}"
             return r
         if grown is not None:
-            return (f"the eager call on {which} (size {grown[0]} grown to {grown[1]} in every "
-                    f"tensor that has it) raised {type(e).__name__}: {e}")
+            return f"the eager call on {which} ({grown[0]}) raised {type(e).__name__}: {e}"
         return f"the eager call on {which} raised {type(e).__name__}: {e}"
     try:
         c_out, c_in, c_grads = _run(op, compiled, args, kwargs, weights)
@@ -319,8 +332,10 @@ def _named_leaves(op, args, kwargs):
 
 
 def _growth_size(op, args, kwargs):
-    """``(S, None)``: the size to grow (module doc); ``(None, reason)`` when every candidate size
-    is tied to something growing cannot follow; ``(None, None)`` when there is no size >= 2."""
+    """``((S, ints, exact), None)``: the size to grow (module doc), the int arguments that grow
+    with it (``{old: new}``) and whether only floating tensors grow (no integer tensor, no int);
+    ``(None, reason)`` when every candidate size is tied; ``(None, None)`` when there is no size
+    >= 2."""
     tensors = [t for t in _leaves((args, kwargs), []) if t.ndim >= 1]
     cands: list = []
     if tensors:
@@ -340,43 +355,89 @@ def _growth_size(op, args, kwargs):
     for n, v in named:
         for t in _leaves(v, []):
             if _is_int_tensor(t):
-                int_tensors.append((n, t))
+                int_tensors.append((n, t, _int_facts(t)))
     reasons = []
+    untied = []
     for size in cands:
-        why = _tie(size, tensors, ints, int_tensors)
-        if why is None:
-            return size, None
-        reasons.append(f"size {size}: {why}")
+        why = _tensor_tie(size, tensors, int_tensors)
+        if why is not None:
+            reasons.append(f"size {size}: {why}")
+            continue
+        grow_ints = _int_growth(size, tensors, ints)
+        if not grow_ints:
+            return (size, {}, not any(size in tuple(t.shape) for _, t, _ in int_tensors)), None
+        untied.append((size, grow_ints))
+    if untied:      # every untied size is also an int argument: the ints grow with it
+        size, grow_ints = untied[0]
+        return (size, grow_ints, False), None
     return None, ("no size of the sample can grow without breaking what ties it to the other "
                   "arguments (" + "; ".join(reasons) + ")")
 
 
-def _tie(size, tensors, ints, int_tensors):
-    """Why ``size`` cannot grow consistently, or None."""
-    for n, t in int_tensors:
-        near = [d for d in t.shape if abs(int(d) - size) <= 1]
-        if near:
-            return (f"integer tensor argument '{n}' of shape {tuple(t.shape)} has a dimension of "
-                    f"size {near[0]}: its values may be indices, lengths or offsets tied to "
-                    f"size {size}")
-        if t.numel():
-            with no_grad():
-                hit = bool((t == size).any().item())
-            if hit:
-                return (f"integer tensor argument '{n}' holds the value {size} (an offset, "
-                        f"length or count?)")
-    numels = {int(t.numel()) for t in tensors if size in tuple(t.shape)}
-    for n, v in ints:
-        if v == size or v in numels:
-            return (f"int argument '{n}' = {v} may give that size (or an element count with "
-                    f"it)")
+def _int_facts(t):
+    """``(values, non-decreasing)`` of a 1-d integer tensor (None for other ranks)."""
+    if t.ndim != 1 or t.numel() > 1 << 16:
+        return None
+    with no_grad():
+        vals = [int(v) for v in t.tolist()]
+    return vals, all(a <= b for a, b in zip(vals, vals[1:]))
+
+
+def _tensor_tie(size, tensors, int_tensors):
+    """Why a 1-d integer tensor ties ``size`` to another argument (offsets, lengths), or None.
+
+    Growing ``S`` breaks offsets that stay ``S + 1`` entries long while another argument's ``S``
+    rows grow, offsets of ``S`` entries that grow while another argument's ``S - 1`` rows do not,
+    and lengths of ``S`` entries (a copied entry) whose sum is another argument's size. Offsets
+    ending at ``S``, or lengths summing to ``S``, only leave the grown row unreferenced."""
+    for n, t, facts in int_tensors:
+        if facts is None:
+            continue
+        vals, ordered = facts
+        length = len(vals)
+        others = {int(d) for u in tensors if u is not t for d in u.shape}
+        if ordered and ((length == size + 1 and size in others) or
+                        (length == size and size - 1 in others)):
+            return (f"integer tensor argument '{n}' {_show(vals)} looks like offsets "
+                    f"(non-decreasing, {length} entries) for another argument's size "
+                    f"{length - 1}")
+        total = sum(vals)
+        if length == size and min(vals, default=0) >= 0 and total in others:
+            return (f"integer tensor argument '{n}' {_show(vals)} looks like lengths of "
+                    f"{size} segments (sum {total}, another argument's size)")
     return None
 
 
-def _grow(args, kwargs, size):
+def _show(vals) -> str:
+    return str(vals) if len(vals) <= 8 else f"[{vals[0]}, {vals[1]}, ..., {vals[-1]}]"
+
+
+def _int_growth(size, tensors, ints) -> dict:
+    """``{old: new}`` for the int arguments that may give ``size``: equal to it, or to the
+    element count of a tensor with a dimension ``size`` (grown to that tensor's new count)."""
+    counts = {}
+    for t in tensors:
+        shape = tuple(int(d) for d in t.shape)
+        if size in shape:
+            n = 1
+            g = 1
+            for d in shape:
+                n *= d
+                g *= d + 1 if d == size else d
+            counts.setdefault(n, g)
+    out = {}
+    for _, v in ints:
+        if v == size:
+            out[v] = size + 1
+        elif v in counts:
+            out[v] = counts[v]
+    return out
+
+
+def _grow(args, kwargs, size, ints=None):
     """The sample with every dimension of size ``size`` of every tensor grown to ``size + 1``
     (the values of the new slice copy the last one, so index tensors stay valid), in the same
-    layout kind as the sample."""
+    layout kind as the sample, and every int argument in ``ints`` (``{old: new}``) replaced."""
 
     def grow(t):
         dims = [d for d, s in enumerate(t.shape) if s == size]
@@ -398,7 +459,13 @@ def _grow(args, kwargs, size):
         if t.requires_grad:
             g.requires_grad_(True)
         return g
-    return _map(args, grow), _map(kwargs, grow)
+    gargs, gkwargs = _map(args, grow), _map(kwargs, grow)
+    if ints:
+        def sub(v):
+            return ints.get(v, v) if v.__class__ is int else v
+        gargs = _pytree.tree_map(sub, gargs, int)
+        gkwargs = _pytree.tree_map(sub, gkwargs, int)
+    return gargs, gkwargs
 
 
 def _fake_rejects(op, args, kwargs):

@@ -44,8 +44,8 @@ speed.
 * ``test_aot_dispatch_dynamic`` -- delegated to ``tensorplay.testing.aot.check`` (capture +
   execution through ``tensorplay.compile``), on the sample and on a second input shape grown
   consistently (one size grows in every tensor that has it; see ``tensorplay.testing.aot``).
-  When no size can grow without breaking what ties it to the other arguments (offsets, index
-  tensors, sizes given as ints), or the op's kernel rejects the grown sample, the check is a
+  When no size can grow without breaking what ties it to the other arguments (offsets,
+  lengths), or the op's kernel rejects the grown sample, the check is a
   ``"skip"`` whose message says that the sample passed and why the second shape was not run.
 
 ``run_checks`` is the detailed form used by ``tensorplay check``: it also says which checks had
