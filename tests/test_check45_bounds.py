@@ -116,6 +116,11 @@ def test_the_message_names_the_argument_offset_program_and_source_line():
         _launch(b45_double_nomask, x, tp.empty_like(x))
     e = ei.value
     assert (e.kernel, e.argument, e.offset, e.access) == ("b45_double_nomask", "x_ptr", 40, "load")
+    # also the interpreter's own error class: code that caught an interpreted kernel's failure
+    # as InterpreterError keeps working
+    from triton.runtime.errors import InterpreterError
+    assert isinstance(e, InterpreterError) and isinstance(e, IndexError)
+    assert type(e).__name__ == "TritonBoundsError" and e.error_message == str(e)
     msg = str(e)
     assert "test_check45_bounds.py:" in msg and "program id (0, 0, 0)" in msg, msg
     assert "byte offset 40 (element 10)" in msg and "6 of 16 active lane(s)" in msg, msg

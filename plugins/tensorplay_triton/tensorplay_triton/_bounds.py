@@ -56,12 +56,15 @@ class TritonBoundsError(IndexError):
 
     Attributes: ``kernel`` (its name), ``argument`` (the argument nearest to the address),
     ``offset`` (bytes from that argument's first element; negative before it), ``access``
-    (``"load"``, ``"store"``, ``"atomic"``)."""
+    (``"load"``, ``"store"``, ``"atomic"``). The instances raised are also Triton's
+    ``triton.runtime.errors.InterpreterError`` (what an interpreted kernel's failure has been
+    until now: code catching that keeps working)."""
 
     tensorplay_bounds_error = True     # how tensorplay.testing recognises it (no import)
 
     def __init__(self, message, kernel=None, argument=None, offset=None, access=None):
         super().__init__(message)
+        self.error_message = message        # InterpreterError's attribute
         self.kernel = kernel
         self.argument = argument
         self.offset = offset
@@ -298,7 +301,7 @@ def _raise(interp, f, access, addr, nbad, nactive, item, ptrs):
     if near is None:
         msg = (f"{head}, and the launch has no tensor argument. Check the mask: a masked "
                f"tl.load/tl.store may touch only the memory of the launch's tensor arguments.")
-        raise TritonBoundsError(msg, f.kernel, None, None, access)
+        raise _error_class(interp)(msg, f.kernel, None, None, access)
     _, name, ptr, aitem, numel, lo, hi = near
     off = addr - ptr
     el = off // aitem if aitem else off
@@ -313,7 +316,26 @@ def _raise(interp, f, access, addr, nbad, nactive, item, ptrs):
            f"from its first element, {rel}. Check the mask: every lane a masked "
            f"load/store/atomic leaves active must address that tensor's memory (e.g. "
            f"mask = offsets < n_elements).")
-    raise TritonBoundsError(msg, f.kernel, name, off, access)
+    raise _error_class(interp)(msg, f.kernel, name, off, access)
+
+
+_ERR: list = []
+
+
+def _error_class(interp):
+    """``TritonBoundsError`` that is also Triton's ``InterpreterError`` (made once: triton is
+    imported by the time a launch is checked, never by importing this module)."""
+    if not _ERR:
+        base = getattr(interp, "InterpreterError", None)
+        if base is None or issubclass(TritonBoundsError, base):
+            _ERR.append(TritonBoundsError)
+        else:
+            cls = type("TritonBoundsError", (TritonBoundsError, base),
+                       {"__module__": __name__, "__doc__": TritonBoundsError.__doc__,
+                        "__str__": TritonBoundsError.__str__})
+            cls.__qualname__ = "TritonBoundsError"
+            _ERR.append(cls)
+    return _ERR[0]
 
 
 # -- the patches (installed for one interpreted launch; see _interp.launch) --------------------
