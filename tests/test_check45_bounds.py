@@ -208,6 +208,13 @@ _ENV_SCRIPT = textwrap.dedent("""
         print("direct:", type(e).__name__)
     f = library.opcheck(t.double_nomask, (tp.randn(10),), raise_exception=False)
     print("opcheck:", "bounds" if any("bounds check" in m for m in f.values()) else "none")
+    from tensorplay_triton._bounds import bounds_check
+    try:
+        with bounds_check():            # a scope wins over the environment
+            t._launch(t.b45_double_nomask, tp.randn(10), tp.empty(10))
+        print("scoped: no error")
+    except Exception as e:
+        print("scoped:", type(e).__name__)
 """)
 
 
@@ -226,6 +233,7 @@ def test_the_environment_variable(value, direct, checked):
                        capture_output=True, text=True, timeout=300, check=False)
     assert p.returncode == 0, p.stdout + p.stderr
     assert f"direct: {direct}" in p.stdout and f"opcheck: {checked}" in p.stdout, p.stdout
+    assert "scoped: TritonBoundsError" in p.stdout, p.stdout
 
 
 @pytest.mark.parametrize("preset,option,expected", [
