@@ -255,3 +255,70 @@ def test_tensorplays_pytest_plugin_turns_the_check_on_in_test_runs(tmp_path, pre
     p = subprocess.run(cmd + ([option] if option else []), env=env, cwd=tmp_path,
                        capture_output=True, text=True, timeout=300, check=False)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+_PACK = '''
+import tensorplay
+import triton
+import triton.language as tl
+from tensorplay import library
+from tensorplay.plugins import hookimpl, SampleInput
+from tensorplay_triton import wrap_triton
+
+
+@triton.jit
+def masklessk(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, x * 2, mask=offs < n)
+
+
+@triton.jit
+def maskedk(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+
+def _launch(k, x):
+    out = tensorplay.empty_like(x)
+    wrap_triton(k)[(triton.cdiv(x.numel(), 16),)](x, out, x.numel(), BLOCK=16)
+    return out
+
+
+@hookimpl
+def tensorplay_register_ops(registrar):
+    @library.triton_op("maskpack::bad", mutates_args=())
+    def bad(x: tensorplay.Tensor) -> tensorplay.Tensor:
+        return _launch(masklessk, x)
+
+    @library.triton_op("maskpack::good", mutates_args=())
+    def good(x: tensorplay.Tensor) -> tensorplay.Tensor:
+        return _launch(maskedk, x)
+
+
+@hookimpl
+def tensorplay_sample_inputs(op, device):
+    if op.namespace != "maskpack":
+        return None
+    return [SampleInput((tensorplay.randn(10, device=device),), name="n10")]
+'''
+
+
+def test_tensorplay_check_fails_a_pack_whose_kernel_reads_past_its_tensor(tmp_path):
+    # `tensorplay check` passed maskpack::bad on main (every check ok)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from _plugin_dists import PluginEnv
+    env = PluginEnv(tmp_path)
+    env.dist("maskpack", plugins={"maskpack": "maskpack"}, modules={"maskpack": _PACK})
+    e = dict(os.environ)
+    e.pop("TENSORPLAY_TRITON_BOUNDS", None)       # the default outside test runs: on in checks
+    e["PYTHONPATH"] = os.pathsep.join([env.root] + [x for x in [e.get("PYTHONPATH")] if x])
+    p = subprocess.run([sys.executable, "-m", "_tensorplay_cli", "check", "--plugin", "maskpack",
+                        "--device", "cpu", "--test-utils", "test_schema,test_faketensor"],
+                       capture_output=True, text=True, env=e, timeout=600, check=False)
+    out = p.stdout + p.stderr
+    assert p.returncode == 1, out
+    assert "maskpack::bad" in out and "masklessk" in out and "Check the mask" in out, out
+    assert "'x_ptr'" in out, out
+    rows = [ln for ln in p.stdout.splitlines() if "maskpack::good" in ln]
+    assert rows and "FAIL" not in rows[0], p.stdout
