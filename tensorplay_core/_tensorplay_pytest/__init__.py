@@ -10,6 +10,8 @@ test suites that never use TensorPlay. The option's items and the fixture import
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 
@@ -22,6 +24,23 @@ def pytest_addoption(parser):
     group.addoption("--tensorplay-check-device", default=None, metavar="DEVICE",
                     help="only check on this device (cpu, cuda, cuda:1); default: every "
                          "available device")
+    group.addoption("--tensorplay-triton-bounds", default=None, choices=("on", "off"),
+                    help="bounds-check every load/store of Triton kernels run through Triton's "
+                         "interpreter (cpu tensors) in this run: on (the default, unless "
+                         "TENSORPLAY_TRITON_BOUNDS is set) or off")
+
+
+def pytest_configure(config):
+    """Test runs bounds-check Triton kernels run through the interpreter, as ``compute-sanitizer``
+    checks GPU kernels: ``TENSORPLAY_TRITON_BOUNDS=1`` for the run (and the processes it starts)
+    unless the variable is already set; ``--tensorplay-triton-bounds=on|off`` sets it. Only
+    tensorplay-triton reads it (a kernel that reads or writes outside its tensors then raises
+    ``TritonBoundsError`` instead of passing by chance); nothing is imported here."""
+    v = config.getoption("tensorplay_triton_bounds", None)
+    if v is not None:
+        os.environ["TENSORPLAY_TRITON_BOUNDS"] = "1" if v == "on" else "0"
+    else:
+        os.environ.setdefault("TENSORPLAY_TRITON_BOUNDS", "1")
 
 
 def pytest_collection_modifyitems(session, config, items):

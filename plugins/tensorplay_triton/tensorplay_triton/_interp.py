@@ -74,7 +74,7 @@ import threading
 
 import numpy as np
 
-from . import _driver
+from . import _bounds, _driver
 
 _lock = threading.RLock()
 _INTERP: dict = {}          # id(JITFunction) -> (JITFunction, InterpretedFunction)
@@ -374,6 +374,8 @@ def launch(call, chain=()):
             p.set(interp, "_patch_lang_tensor", _patch_tensor_fn(interp._patch_lang_tensor))
             _patch_libdevice(p)
             _patch_bf16(p)
+            if _bounds.wanted():        # loads/stores inside the arguments' memory (_bounds)
+                _bounds.install(p, interp)
             for k in chain[:-1] if len(chain) > 1 else ():
                 if hasattr(k, "configs") and isinstance(getattr(k, "cache", None), dict):
                     # autotune on the host clock, into a cache of its own: Triton keys the choice

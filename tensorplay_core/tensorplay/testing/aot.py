@@ -3,9 +3,40 @@
 ``check(op, args, kwargs)`` compiles ``lambda *a, **k: op(*a, **k)``, runs it and the op eagerly
 on separate clones of the sample, and compares outputs, inputs after the call (mutations) and
 input gradients. Then, when the op's fake rule is shape-generic, it does the same on a second
-input shape -- the leading dimension of every tensor whose leading size equals the first
-tensor's grows by one -- and requires that the cached graph is reused (no second capture).
-Same idea as ``torch.library.opcheck``'s ``test_aot_dispatch_dynamic``.
+input shape (below) and requires that the cached graph is reused (no second capture; unless
+int arguments grew with it: ints are constants of the graph, guarded by value).
+Same idea as ``torch.library.opcheck``'s ``test_aot_dispatch_dynamic``, which traces the op once
+with every dimension symbolic (``dynamic=True``) and runs no other shape; here the op's kernels
+run on a second, real shape, so that shape must be one the op accepts.
+
+The second shape (``_grow``): one size ``S`` of the sample grows to ``S + 1`` in *every*
+dimension of *every* tensor that has it (the values of the new slices copy the last slice, so
+index tensors stay valid), so sizes the op requires to match -- ``(m, k) @ (k, n)``, a weight of
+``x``'s last size -- still match. ``S`` is the first of the sample's sizes (the first tensor's
+leading size first, then the others in order; 0 and 1 never: the compile guards specialise
+them, as torch's do) that no 1-d integer tensor ties to another argument in a way growing
+cannot follow:
+
+* offsets: non-decreasing, with ``S + 1`` entries while another argument has a size ``S``
+  (``B + 1`` offsets for ``B`` rows), or ``S`` entries while another has a size ``S - 1``;
+* lengths: ``S`` non-negative entries summing to another argument's size.
+
+(Offsets ending at ``S`` and lengths summing to ``S`` are no tie: the grown row is just not
+referenced. Other integer tensors -- indices -- grow with copied values, which stay valid.)
+
+Python ``int`` arguments equal to ``S`` (or to the element count of a tensor with a dimension
+``S``) may be sizes: a size tied to none is preferred; when every size is, the ints grow with it
+(to ``S + 1``, or to the grown count: ``reshape(x, [6])`` of a ``(3, 2)`` sample becomes
+``[8]`` for ``(4, 2)``).
+
+When every size is tied, or the op's kernel rejects the grown sample (raises), the second-shape
+run is not made and the result says why (``check_result(...).skipped``; ``opcheck`` reports the
+check as skipped with that reason). A kernel that reads or writes out of bounds on a grown
+sample of floating tensors only (a device plugin's out-of-bounds report: a mask that the
+sample's size hid) is a failure; where integer tensors or ints were grown with it, it cannot be
+told from a sample the op does not accept, and is a skip whose reason quotes the report. When
+the op's fake kernel rejects the grown shapes the op is not shape-generic and only the sample's
+shape is checked (a note says so).
 """
 
 from __future__ import annotations
@@ -16,11 +47,26 @@ from .._tensor import Tensor as _Tensor
 from ..autograd import api as _api
 from ..autograd.grad_mode import no_grad
 from ._layouts import build, strides_like
-from ._layouts import empty as _layouts_empty
 from .assertions import assert_close
 from .opcheck import NONDETERMINISTIC_TAGS, _clone_tensor
 
-__all__ = ["check"]
+__all__ = ["check", "check_result", "AotResult"]
+
+
+class AotResult:
+    """What ``check_result`` found: ``message`` (a failure naming the op, or None), ``skipped``
+    (why the second-shape run was not made although the sample passed, or None) and ``note``
+    (what else was left unchecked and why, or None)."""
+
+    __slots__ = ("message", "note", "skipped")
+
+    def __init__(self, message=None, skipped=None, note=None):
+        self.message = message
+        self.skipped = skipped
+        self.note = note
+
+    def __repr__(self):
+        return f"AotResult(message={self.message!r}, skipped={self.skipped!r}, note={self.note!r})"
 
 
 def check(op, args, kwargs=None, *, atol=None, rtol=None):
@@ -34,9 +80,15 @@ def check(op, args, kwargs=None, *, atol=None, rtol=None):
     Gradients are compared for floating inputs that require grad in the sample and are not
     mutated by the op. Output values are not compared for an op tagged
     ``"nondeterministic_seeded"`` or ``"nondeterministic_bitwise"`` (random or uninitialised
-    values; shapes and dtypes still are). The second-shape run is skipped when the op's fake kernel or eager kernel
-    rejects the grown shapes (the op is not shape-generic).
+    values; shapes and dtypes still are). The second-shape run (module doc) is not made when no
+    size can grow consistently, or when the op's fake kernel or eager kernel rejects the grown
+    sample; ``check_result`` says whether it was made and why not.
     """
+    return check_result(op, args, kwargs, atol=atol, rtol=rtol).message
+
+
+def check_result(op, args, kwargs=None, *, atol=None, rtol=None) -> AotResult:
+    """``check`` with the reason when the second-shape run was not made (an ``AotResult``)."""
     from .. import compile as _compile
     from .._registry import CustomOpDef, lookup
 
@@ -55,23 +107,57 @@ def check(op, args, kwargs=None, *, atol=None, rtol=None):
     compiled = _compile(fn)
     msg = _compare(op, compiled, args, kwargs, atol, rtol, "the sample")
     if msg is not None:
-        return f"{name}: {msg}"
+        return AotResult(f"{name}: {msg}")
     captures = compiled.captures
-    grown = _grow(args, kwargs)
-    if grown is None:
-        return None
-    gargs, gkwargs = grown
-    if not _shape_generic(op, gargs, gkwargs):
-        return None
-    msg = _compare(op, compiled, gargs, gkwargs, atol, rtol, "a second input shape")
+    plan, why = _growth_size(op, args, kwargs)
+    if plan is None:
+        if why is None:
+            return AotResult(note="no second input shape: the sample has no dimension of size "
+                                  "2 or more (sizes 0 and 1 are specialised by the compile "
+                                  "guards)")
+        return AotResult(skipped=f"the second input shape was not run: {why}")
+    size, ints, exact = plan
+    gargs, gkwargs = _grow(args, kwargs, size, ints)
+    grown = f"size {size} grown to {size + 1} in every tensor that has it" + (
+        "" if not ints else " (int arguments with it: " +
+        ", ".join(f"{a} -> {b}" for a, b in ints.items()) + ")")
+    bad = _fake_rejects(op, gargs, gkwargs)
+    if bad is not None:
+        return AotResult(note=f"no second input shape: the fake kernel rejects the sample with "
+                              f"{grown} ({bad}): the op is not shape-generic in that size")
+    msg = _compare(op, compiled, gargs, gkwargs, atol, rtol, "a second input shape",
+                   grown=(grown, exact))
+    if isinstance(msg, _Rejected):
+        return AotResult(skipped=f"the second input shape was not run: the op's kernel rejects "
+                                 f"the sample with {grown} ({msg.error})")
     if msg is not None:
-        return f"{name}: {msg}"
-    if compiled.captures != captures:
-        return (f"{name}: the compiled graph was captured again for a second input shape "
-                f"(leading dimension changed); a shape-generic op must not make the graph size "
-                f"dependent. Make sure its fake kernel does not read sizes into Python values "
-                f"that end up in the graph.")
-    return None
+        return AotResult(f"{name}: {msg}")
+    # (int arguments are constants of the graph, guarded by value: new ints, a new graph)
+    if compiled.captures != captures and not ints:
+        return AotResult(
+            f"{name}: the compiled graph was captured again for a second input shape "
+            f"({grown}); a shape-generic op must not make the graph size dependent. Make sure "
+            f"its fake kernel does not read sizes into Python values that end up in the graph.")
+    return AotResult()
+
+
+class _Rejected(str):
+    """``_compare``'s answer when the eager call on the grown sample raised (not a failure)."""
+
+    error = ""
+
+
+def _bounds_error(e) -> bool:
+    """True when ``e`` (or what it was raised from) is a device plugin's out-of-bounds report
+    (tensorplay-triton's ``TritonBoundsError``: ``tensorplay_bounds_error``): a kernel bug, never
+    a rejection of the shapes."""
+    seen = 0
+    while e is not None and seen < 16:
+        if getattr(e, "tensorplay_bounds_error", False):
+            return True
+        e = e.__cause__ or e.__context__
+        seen += 1
+    return False
 
 
 # ----------------------------------------------------------------------------------------------
@@ -171,11 +257,21 @@ def _close(a, b, atol, rtol) -> str | None:
     return None
 
 
-def _compare(op, compiled, args, kwargs, atol, rtol, which) -> str | None:
+def _compare(op, compiled, args, kwargs, atol, rtol, which, grown=None) -> str | None:
+    """None when compiled and eager agree on the call; else what differed. ``grown``:
+    ``(description, exact)`` of a grown sample, on which an eager call that raises is a
+    ``_Rejected`` (the op does not accept the invented shapes), except an out-of-bounds report
+    when ``exact`` (only floating tensors grew: the sample is one the op must accept)."""
     weights: dict = {}     # the cotangents, shared by the eager and the compiled run
     try:
         e_out, e_in, e_grads = _run(op, op, args, kwargs, weights)
     except Exception as e:  # noqa: BLE001 - any failure is a reported failure
+        if grown is not None and (not grown[1] or not _bounds_error(e)):
+            r = _Rejected("rejected")
+            r.error = f"{type(e).__name__}: {_first_line(e)}"
+            return r
+        if grown is not None:
+            return f"the eager call on {which} ({grown[0]}) raised {type(e).__name__}: {e}"
         return f"the eager call on {which} raised {type(e).__name__}: {e}"
     try:
         c_out, c_in, c_grads = _run(op, compiled, args, kwargs, weights)
@@ -216,46 +312,164 @@ def _compare(op, compiled, args, kwargs, atol, rtol, which) -> str | None:
     return None
 
 
-def _grow(args, kwargs):
-    """The sample with the leading dimension grown by one on every tensor whose leading size
-    equals the first tensor's (values: the original ones plus a copy of the first row, so index
-    tensors stay valid). None when there is no tensor with a leading dimension."""
-    first = next((t for t in _leaves((args, kwargs), []) if t.ndim >= 1), None)
-    if first is None:
+def _first_line(e) -> str:
+    text = str(e).strip().splitlines()
+    return text[0][:300] if text else ""
+
+
+def _is_int_tensor(t) -> bool:
+    dt = t.dtype
+    return not dt.is_floating_point and not getattr(dt, "is_complex", False) and \
+        dt.name not in ("bool",)
+
+
+def _named_leaves(op, args, kwargs):
+    """``[(argument name, value)]`` of the call (names from the op's schema where known)."""
+    names = [a.name for a in op.schema.arguments] if op is not None else []
+    out = [(names[i] if i < len(names) else f"#{i}", v) for i, v in enumerate(args)]
+    out.extend(kwargs.items())
+    return out
+
+
+def _growth_size(op, args, kwargs):
+    """``((S, ints, exact), None)``: the size to grow (module doc), the int arguments that grow
+    with it (``{old: new}``) and whether only floating tensors grow (no integer tensor, no int);
+    ``(None, reason)`` when every candidate size is tied; ``(None, None)`` when there is no size
+    >= 2."""
+    tensors = [t for t in _leaves((args, kwargs), []) if t.ndim >= 1]
+    cands: list = []
+    if tensors:
+        cands.append(int(tensors[0].shape[0]))
+    for t in tensors:
+        cands.extend(int(s) for s in t.shape)
+    cands = [c for c in dict.fromkeys(cands) if c >= 2]
+    if not cands:
+        return None, None
+    named = _named_leaves(op, args, kwargs)
+    ints = []
+    for n, v in named:
+        for x in _pytree.tree_leaves(v, int, []):
+            if x.__class__ is not bool:
+                ints.append((n, int(x)))
+    int_tensors = []
+    for n, v in named:
+        for t in _leaves(v, []):
+            if _is_int_tensor(t):
+                int_tensors.append((n, t, _int_facts(t)))
+    reasons = []
+    untied = []
+    for size in cands:
+        why = _tensor_tie(size, tensors, int_tensors)
+        if why is not None:
+            reasons.append(f"size {size}: {why}")
+            continue
+        grow_ints = _int_growth(size, tensors, ints)
+        if not grow_ints:
+            return (size, {}, not any(size in tuple(t.shape) for _, t, _ in int_tensors)), None
+        untied.append((size, grow_ints))
+    if untied:      # every untied size is also an int argument: the ints grow with it
+        size, grow_ints = untied[0]
+        return (size, grow_ints, False), None
+    return None, ("no size of the sample can grow without breaking what ties it to the other "
+                  "arguments (" + "; ".join(reasons) + ")")
+
+
+def _int_facts(t):
+    """``(values, non-decreasing)`` of a 1-d integer tensor (None for other ranks)."""
+    if t.ndim != 1 or t.numel() > 1 << 16:
         return None
-    lead = first.shape[0]
-    if lead < 2:
-        # 0 and 1 are specialised by the compile guards (as torch does): growing them is a new
-        # graph by design, so there is no "same graph, other size" run to make
-        return None
+    with no_grad():
+        vals = [int(v) for v in t.tolist()]
+    return vals, all(a <= b for a, b in zip(vals, vals[1:]))
+
+
+def _tensor_tie(size, tensors, int_tensors):
+    """Why a 1-d integer tensor ties ``size`` to another argument (offsets, lengths), or None.
+
+    Growing ``S`` breaks offsets that stay ``S + 1`` entries long while another argument's ``S``
+    rows grow, offsets of ``S`` entries that grow while another argument's ``S - 1`` rows do not,
+    and lengths of ``S`` entries (a copied entry) whose sum is another argument's size. Offsets
+    ending at ``S``, or lengths summing to ``S``, only leave the grown row unreferenced."""
+    for n, t, facts in int_tensors:
+        if facts is None:
+            continue
+        vals, ordered = facts
+        length = len(vals)
+        others = {int(d) for u in tensors if u is not t for d in u.shape}
+        if ordered and ((length == size + 1 and size in others) or
+                        (length == size and size - 1 in others)):
+            return (f"integer tensor argument '{n}' {_show(vals)} looks like offsets "
+                    f"(non-decreasing, {length} entries) for another argument's size "
+                    f"{length - 1}")
+        total = sum(vals)
+        if length == size and min(vals, default=0) >= 0 and total in others:
+            return (f"integer tensor argument '{n}' {_show(vals)} looks like lengths of "
+                    f"{size} segments (sum {total}, another argument's size)")
+    return None
+
+
+def _show(vals) -> str:
+    return str(vals) if len(vals) <= 8 else f"[{vals[0]}, {vals[1]}, ..., {vals[-1]}]"
+
+
+def _int_growth(size, tensors, ints) -> dict:
+    """``{old: new}`` for the int arguments that may give ``size``: equal to it, or to the
+    element count of a tensor with a dimension ``size`` (grown to that tensor's new count)."""
+    counts = {}
+    for t in tensors:
+        shape = tuple(int(d) for d in t.shape)
+        if size in shape:
+            n = 1
+            g = 1
+            for d in shape:
+                n *= d
+                g *= d + 1 if d == size else d
+            counts.setdefault(n, g)
+    out = {}
+    for _, v in ints:
+        if v == size:
+            out[v] = size + 1
+        elif v in counts:
+            out[v] = counts[v]
+    return out
+
+
+def _grow(args, kwargs, size, ints=None):
+    """The sample with every dimension of size ``size`` of every tensor grown to ``size + 1``
+    (the values of the new slice copy the last one, so index tensors stay valid), in the same
+    layout kind as the sample, and every int argument in ``ints`` (``{old: new}``) replaced."""
 
     def grow(t):
-        if t.ndim >= 1 and t.shape[0] == lead:
-            with no_grad():
-                src = t.detach()
-                shape = tuple(src.shape)
-                gshape = (lead + 1,) + shape[1:]
-                # the same layout kind as the sample (memory order, inner step, padding,
-                # storage offset, expanded dimensions): the second run differs from the first by
-                # sizes only, so the compile guards see the same contiguity facts
-                stride = strides_like(shape, src.stride(), gshape)
-                if 0 in stride:   # expanded dimensions: build() re-expands constant values
-                    g = build(_factories.cat([src, src[:1]], 0), stride, src.storage_offset())
-                else:             # written in place: no intermediate concatenation
-                    g = _layouts_empty(gshape, stride, src.storage_offset(), src.dtype,
-                                       src.device)
-                    g.narrow(0, 0, lead).copy_(src)
-                    g.narrow(0, lead, 1).copy_(src.narrow(0, 0, 1))
-                    g.storage_ref.version = 0
-            if t.requires_grad:
-                g.requires_grad_(True)
-            return g
-        return t
-    return _map(args, grow), _map(kwargs, grow)
+        dims = [d for d, s in enumerate(t.shape) if s == size]
+        if not dims:
+            return t
+        with no_grad():
+            src = t.detach()
+            shape = tuple(src.shape)
+            vals = src
+            for d in dims:
+                vals = _factories.cat([vals, vals.narrow(d, size - 1, 1)], d)
+            gshape = tuple(vals.shape)
+            # the same layout kind as the sample (memory order, inner step, padding, storage
+            # offset, expanded dimensions): the second run differs from the first by sizes
+            # only, so the compile guards see the same contiguity facts
+            stride = strides_like(shape, src.stride(), gshape)
+            g = build(vals, stride, src.storage_offset())
+            g.storage_ref.version = 0
+        if t.requires_grad:
+            g.requires_grad_(True)
+        return g
+    gargs, gkwargs = _map(args, grow), _map(kwargs, grow)
+    if ints:
+        def sub(v):
+            return ints.get(v, v) if v.__class__ is int else v
+        gargs = _pytree.tree_map(sub, gargs, int)
+        gkwargs = _pytree.tree_map(sub, gkwargs, int)
+    return gargs, gkwargs
 
 
-def _shape_generic(op, args, kwargs) -> bool:
-    """True when the op's fake kernel accepts the grown inputs (on fake copies)."""
+def _fake_rejects(op, args, kwargs):
+    """None when the op's fake kernel accepts the grown inputs (on fake copies); else its error."""
     from .. import _dispatch
     from ..fake import make_fake
 
@@ -266,8 +480,13 @@ def _shape_generic(op, args, kwargs) -> bool:
     mst.mode = "meta"
     try:
         op.entry("meta")(*_map(args, fk), **_map(kwargs, fk))
-    except Exception:  # noqa: BLE001 - the fake rejects the shapes: not shape-generic
-        return False
+    except Exception as e:  # noqa: BLE001 - the fake rejects the shapes: not shape-generic
+        return f"{type(e).__name__}: {_first_line(e)}"
     finally:
         mst.mode = prev
-    return True
+    return None
+
+
+def _shape_generic(op, args, kwargs) -> bool:
+    """True when the op's fake kernel accepts ``args``/``kwargs`` (on fake copies)."""
+    return _fake_rejects(op, args, kwargs) is None

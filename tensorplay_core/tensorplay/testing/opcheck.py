@@ -42,7 +42,11 @@ speed.
 * ``test_faketensor`` -- the fake kernel (run under ``FakeTensorMode`` on fake copies of the
   inputs) reproduces the real outputs' count, shape, dtype, device, strides and storage offset.
 * ``test_aot_dispatch_dynamic`` -- delegated to ``tensorplay.testing.aot.check`` (capture +
-  execution through ``tensorplay.compile``).
+  execution through ``tensorplay.compile``), on the sample and on a second input shape grown
+  consistently (one size grows in every tensor that has it; see ``tensorplay.testing.aot``).
+  When no size can grow without breaking what ties it to the other arguments (offsets,
+  lengths), or the op's kernel rejects the grown sample, the check is a
+  ``"skip"`` whose message says that the sample passed and why the second shape was not run.
 
 ``run_checks`` is the detailed form used by ``tensorplay check``: it also says which checks had
 nothing to check (``"skip"``) and how long each took.
@@ -50,6 +54,7 @@ nothing to check (``"skip"``) and how long each took.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 
@@ -63,7 +68,7 @@ from .._tensor_base import set_view
 from ..autograd.grad_mode import enable_grad, no_grad
 
 __all__ = ["opcheck", "run_checks", "CheckResult", "ALL_TESTS", "DEFAULT_TESTS",
-           "describe_kernel", "kernel_keys"]
+           "describe_kernel", "kernel_keys", "checking"]
 
 ALL_TESTS = ("test_schema", "test_autograd_registration", "test_gradients", "test_layouts",
              "test_faketensor", "test_aot_dispatch_dynamic")
@@ -177,7 +182,7 @@ def run_checks(op, args, kwargs=None, *, test_utils="DEFAULT", atol=None,
                          f"{dev} (kernels: {', '.join(kernel_keys(o, dev)) or 'none'})")
     where = f" [kernel {describe_kernel(o, key, dev)}]"
     out = {}
-    with _forcing(o, key, dev):
+    with _forcing(o, key, dev), _Checking():
         for name in tests:
             t0 = time.perf_counter()
             try:
@@ -194,6 +199,37 @@ def run_checks(op, args, kwargs=None, *, test_utils="DEFAULT", atol=None,
             res.seconds = time.perf_counter() - t0
             out[name] = res
     return out
+
+
+# ----------------------------------------------------------------------------------------------
+# checks in progress (device plugins' own checks of kernels key on it)
+
+_CHECKING = [0]
+_CHECKING_LOCK = threading.Lock()
+
+
+def checking() -> bool:
+    """True while ``run_checks`` (``opcheck``, ``tensorplay check``, ``check_plugin``) is running
+    in this process, on any thread. Device plugins read it to turn on checks of the kernels
+    themselves that are too slow for every call: tensorplay-triton then bounds-checks every
+    load/store of kernels run through Triton's interpreter (cpu), so a kernel that reads or
+    writes outside its tensors fails the check instead of passing by chance
+    (``TENSORPLAY_TRITON_BOUNDS`` overrides: ``1`` always, ``0`` never)."""
+    return _CHECKING[0] > 0
+
+
+class _Checking:
+    __slots__ = ()
+
+    def __enter__(self):
+        with _CHECKING_LOCK:
+            _CHECKING[0] += 1
+        return self
+
+    def __exit__(self, *exc):
+        with _CHECKING_LOCK:
+            _CHECKING[0] -= 1
+        return False
 
 
 # ----------------------------------------------------------------------------------------------
@@ -954,12 +990,22 @@ def _test_aot(op, args, kwargs, atol, rtol):
     except ImportError as e:
         raise _Fail(f"not available: tensorplay.compile is not installed ({e})") from e
     a, k = _clone_inputs(args, kwargs)
+    detailed = getattr(aot, "check_result", None)
     try:
-        res = aot.check(op, a, k, atol=atol, rtol=rtol)
+        if detailed is None:
+            res, skipped, note = aot.check(op, a, k, atol=atol, rtol=rtol), None, None
+        else:
+            r = detailed(op, a, k, atol=atol, rtol=rtol)
+            res, skipped, note = r.message, r.skipped, r.note
     except ImportError as e:   # tensorplay.compile (or what it needs) missing: never a pass
         raise _Fail(f"not available: tensorplay.compile is not installed ({e})") from e
     if res is not None:
         raise _Fail(str(res))
+    if skipped is not None:
+        # the sample passed, the dynamic-shape half was not run: a skip with the reason, never
+        # a pass
+        raise _Skip(f"compiled and eager agree on the sample; {skipped}")
+    return note
 
 
 def _test_gradients(op, args, kwargs, atol, rtol):
