@@ -49,8 +49,10 @@ TENSORPLAY_API_VERSION = 1
 
 __all__ = [
     "TritonKernelWrapper",
+    "TritonBoundsError",
     "TritonLaunchError",
     "block_torch",
+    "bounds_check",
     "install_driver",
     "interpreter_enabled",
     "jit",
@@ -135,6 +137,10 @@ def __getattr__(name):
     if name in ("TritonKernelWrapper", "TritonLaunchError"):
         from . import _wrap
         return getattr(_wrap, name)
+    if name in ("TritonBoundsError", "bounds_check"):
+        # the interpreter's bounds check (cpu launches): see _bounds; imported on first use
+        from . import _bounds
+        return getattr(_bounds, name)
     raise AttributeError(f"module 'tensorplay_triton' has no attribute {name!r}")
 
 
