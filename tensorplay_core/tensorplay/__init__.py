@@ -25,6 +25,8 @@ from . import errors
 from ._device import Device, device
 from ._dtype import (DType, bfloat16, bool, dtype, float16, float32, float64, get_default_dtype,
                      int8, int16, int32, int64, promote_types, set_default_dtype, uint8)
+from ._dtype import (channels_last, channels_last_3d, contiguous_format, memory_format,  # noqa: E402
+                     preserve_format)
 from ._tensor import Tensor
 from ._tensor import _times_alpha  # alpha * other with torch's checks (Tensor.add's)
 from ._tag import Tag
@@ -40,8 +42,10 @@ e, inf, nan, pi = _math.e, _math.inf, _math.nan, _math.pi
 from ._factories import (arange, as_tensor, cat, concat, concatenate, empty,  # noqa: E402
                          empty_like, empty_strided,
                          eye, from_dlpack, from_numpy, full, full_like, linspace, manual_seed,
-                         ones, ones_like, rand, rand_like, randint, randn, randn_like, stack,
+                         ones, ones_like, rand, rand_like, randint, randint_like, randn,
+                         randn_like, stack,
                          tensor, where, zeros, zeros_like)
+
 from . import autograd  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from .autograd.grad_mode import inference_mode  # noqa: E402
@@ -124,7 +128,7 @@ else:   # the op records themselves (run time)
     tanh, sigmoid, relu, abs, sin, cos, erf = _O.tanh, _O.sigmoid, _O.relu, _O.abs, _O.sin, _O.cos, _O.erf  # noqa: A001
     maximum, minimum, matmul = _O.maximum, _O.minimum, _O.matmul
     eq, ne, lt, le, gt, ge = _O.eq, _O.ne, _O.lt, _O.le, _O.gt, _O.ge
-    clone = _O.clone
+    clone = _O.clone     # (redefined below: memory_format=, torch's layout rule)
     logical_and, logical_or, logical_not = _O.logical_and, _O.logical_or, _O.logical_not
     bitwise_and, bitwise_or, bitwise_xor = _O.bitwise_and, _O.bitwise_or, _O.bitwise_xor
     bitwise_not, bitwise_left_shift = _O.bitwise_not, _O.bitwise_left_shift
@@ -543,6 +547,16 @@ from ._threads import get_num_threads, set_num_threads  # noqa: E402
 
 import builtins  # noqa: E402
 
+
+def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:  # noqa: F811, A002
+    """A copy of ``input`` with its own storage, differentiable (same as ``torch.clone``): laid
+    out by ``memory_format`` as ``Tensor.clone`` (``preserve_format`` by default keeps a dense
+    input's strides)."""
+    if isinstance(input, Tensor):
+        return input.clone(memory_format=memory_format)
+    return _O.clone(input)     # the op's own error for a non-tensor
+
+
 __all__ = [
     "Tensor", "Device", "device", "DType", "dtype", "float16", "bfloat16", "float32", "float64",
     "int8", "int16", "int32", "int64", "uint8", "bool", "half", "float", "double", "long", "int",
@@ -550,7 +564,8 @@ __all__ = [
     "tensor", "as_tensor", "from_numpy", "from_dlpack", "empty", "zeros", "ones", "full", "arange",
     "rand", "randn", "empty_like", "empty_strided", "Tag", "zeros_like", "ones_like",
     "full_like", "rand_like",
-    "randn_like", "manual_seed", "cat", "concat", "concatenate", "stack", "where", "eye", "linspace", "randint",
+    "randn_like", "randint_like", "memory_format", "preserve_format", "contiguous_format",
+    "channels_last", "channels_last_3d", "manual_seed", "cat", "concat", "concatenate", "stack", "where", "eye", "linspace", "randint",
     "add", "sub", "mul", "div", "pow", "neg", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid",
     "relu", "abs", "sin", "cos", "erf", "maximum", "minimum", "matmul", "eq", "ne", "lt", "le",
     "gt", "ge", "clone", "logical_and", "logical_or", "logical_not", "bitwise_and",
