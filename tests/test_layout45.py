@@ -158,6 +158,17 @@ def test_clone_gradient_of_a_transposed_input():
     np.testing.assert_array_equal(x.grad.numpy(), (_values((4, 3)) + 1).T)
 
 
+@pytest.mark.parametrize("fn", ["new_empty", "new_zeros", "new_ones"])
+def test_new_factories_are_row_major_and_take_no_memory_format(fn):
+    """torch's ``new_*`` take no ``memory_format`` and make row-major tensors of any ``self``."""
+    t = tp.zeros(4, 3, 7).transpose(0, -1)
+    out = getattr(t, fn)(t.shape)
+    assert out.shape == t.shape and out.is_contiguous()
+    with pytest.raises(TypeError, match="memory_format"):
+        getattr(t, fn)(t.shape, memory_format=tp.preserve_format)
+    assert t.new_full(t.shape, 1.0).is_contiguous()
+
+
 # -- explicit formats -----------------------------------------------------------------------------
 @pytest.mark.parametrize("fn", list(LIKES))
 def test_contiguous_format_is_row_major(fn):

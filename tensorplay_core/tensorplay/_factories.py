@@ -686,13 +686,16 @@ def _need_tensor(t, api):
                         f"{type(t).__name__}")
 
 
+_ROW_MAJOR = _dtype.memory_format("row-major (new_*)")    # _like_self's default: no layout rule
+
+
 def _like_self(t, kind, size, value, dtype, device, requires_grad, api="new_empty",
-               memory_format=None):
+               memory_format=_ROW_MAJOR):
     """A new tensor shaped ``size``; fake when ``t`` is fake (so fake kernels can use
     ``x.new_empty`` / ``empty_like``), a capture node when ``t`` is being captured. ``api``
-    names the caller in errors (sizes, ``requires_grad``). ``size is t.shape`` (the ``*_like``
-    factories) lays the result out by ``memory_format`` (``layout_strides``: preserve by default);
-    another size (``new_*``) is row-major, as torch."""
+    names the caller in errors (sizes, ``requires_grad``). The ``*_like`` factories (``size`` is
+    ``t.shape``) pass their ``memory_format`` (None: preserve) and get ``layout_strides``'
+    layout; the default (``new_*`` and the methods' scalars) is row-major, as torch."""
     if dtype is None:
         dt = t.dtype
     else:
@@ -701,9 +704,10 @@ def _like_self(t, kind, size, value, dtype, device, requires_grad, api="new_empt
         _random_dtype(f"{kind}_like", dt)
     dev = t.device if device is None else _dev(device)
     st = None
+    if memory_format is not _ROW_MAJOR and (memory_format is not None or
+                                            t.stride() is not _CONTIG.get(size)):
+        st = layout_strides(t, memory_format, api)   # *_like (a fresh input's strides: row-major)
     if size is t.shape:        # *_like: the tensor's own shape, a tuple of ints already
-        if memory_format is not None or t.stride() is not _CONTIG.get(size):
-            st = layout_strides(t, memory_format, api)   # (a fresh result's strides: row-major)
         size = list(size)
     elif size.__class__ is list or size.__class__ is tuple:   # new_*: _size's work, inline
         size = list(size)

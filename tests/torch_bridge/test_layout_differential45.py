@@ -100,6 +100,18 @@ def test_empty_memory_format_matches_torch(shape, fmt):
     assert run(tp) == run(torch)
 
 
+@pytest.mark.parametrize("fn", ["new_empty", "new_zeros", "new_ones", "new_full"])
+@pytest.mark.parametrize("inp", ["transposed", "permuted4d", "sliced_perm"])
+def test_new_factories_match_torch(inp, fn):
+    def run(L):
+        t = INPUTS[inp](L)
+        args = (tuple(t.shape),) + ((1.5,) if fn == "new_full" else ())
+        ok = _outcome(lambda: getattr(t, fn)(*args))
+        bad = _outcome(lambda: getattr(t, fn)(*args, memory_format=L.preserve_format))
+        return ok, bad[:2]
+    assert run(tp) == run(torch)
+
+
 def test_memory_format_objects_match_torch():
     for name in ["preserve_format", "contiguous_format", "channels_last", "channels_last_3d"]:
         assert repr(getattr(tp, name)) == repr(getattr(torch, name)).replace("torch", "tensorplay")
