@@ -271,3 +271,12 @@ def test_cuda_like_and_clone_keep_strides(fn):
     np.testing.assert_array_equal(c.cpu().numpy(), t.cpu().numpy())
     cl = tp.empty(2, 3, 4, 5, device="cuda", memory_format=tp.channels_last)
     assert cl.is_contiguous(memory_format=tp.channels_last)
+
+
+def test_gradcheck_of_a_transposed_input():
+    """gradcheck perturbs a copy of each input through a flat view: the copy must be row-major
+    now that ``clone`` keeps a transposed input's strides (it failed: numerical 0)."""
+    x = tp.tensor(_values((3, 4)).astype(np.float64)).t().requires_grad_()
+    assert x.stride() == (1, 4)
+    assert tp.autograd.gradcheck(lambda t: t * t, (x,), eps=1e-6, atol=1e-6, rtol=1e-4)
+    assert tp.autograd.gradcheck(lambda t: t.clone(), (x,), eps=1e-6, atol=1e-6, rtol=1e-4)
