@@ -128,7 +128,7 @@ else:   # the op records themselves (run time)
     tanh, sigmoid, relu, abs, sin, cos, erf = _O.tanh, _O.sigmoid, _O.relu, _O.abs, _O.sin, _O.cos, _O.erf  # noqa: A001
     maximum, minimum, matmul = _O.maximum, _O.minimum, _O.matmul
     eq, ne, lt, le, gt, ge = _O.eq, _O.ne, _O.lt, _O.le, _O.gt, _O.ge
-    clone = _O.clone     # (redefined below: memory_format=, torch's layout rule)
+    clone = _O.clone
     logical_and, logical_or, logical_not = _O.logical_and, _O.logical_or, _O.logical_not
     bitwise_and, bitwise_or, bitwise_xor = _O.bitwise_and, _O.bitwise_or, _O.bitwise_xor
     bitwise_not, bitwise_left_shift = _O.bitwise_not, _O.bitwise_left_shift
@@ -546,15 +546,6 @@ from ._threads import get_num_threads, set_num_threads  # noqa: E402
 
 
 import builtins  # noqa: E402
-
-
-def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:  # noqa: F811, A002
-    """A copy of ``input`` with its own storage, differentiable (same as ``torch.clone``): laid
-    out by ``memory_format`` as ``Tensor.clone`` (``preserve_format`` by default keeps a dense
-    input's strides)."""
-    if isinstance(input, Tensor):
-        return input.clone(memory_format=memory_format)
-    return _O.clone(input)     # the op's own error for a non-tensor
 
 
 __all__ = [

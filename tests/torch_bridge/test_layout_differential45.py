@@ -1,6 +1,6 @@
 """Layouts against torch itself (session 45). Companion of tests/test_layout45.py (torch-free).
 
-1. ``*_like`` (empty, zeros, ones, full, rand, randn, randint), ``Tensor.clone`` and ``clone``
+1. ``*_like`` (empty, zeros, ones, full, rand, randn, randint), ``Tensor.clone``
    with every ``memory_format`` (default, preserve, contiguous, channels_last, channels_last_3d)
    on dense inputs (row-major, transposed, permuted, channels-last, size-1 dims with odd
    strides, empty) and non-dense ones (sliced, expanded, sliced and permuted, offset): the same
@@ -54,7 +54,6 @@ LIKES = {
     "randn_like": lambda L, t, **k: L.randn_like(t, **k),
     "randint_like": lambda L, t, **k: L.randint_like(t, 3, 9, **k),
     "Tensor.clone": lambda L, t, **k: t.clone(**k),
-    "clone": lambda L, t, **k: L.clone(t, **k),
 }
 
 FORMATS = [None, "preserve_format", "contiguous_format", "channels_last", "channels_last_3d"]
