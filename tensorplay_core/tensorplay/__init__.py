@@ -45,7 +45,6 @@ from ._factories import (arange, as_tensor, cat, concat, concatenate, empty,  # 
                          ones, ones_like, rand, rand_like, randint, randint_like, randn,
                          randn_like, stack,
                          tensor, where, zeros, zeros_like)
-
 from . import autograd  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from .autograd.grad_mode import inference_mode  # noqa: E402
@@ -546,7 +545,6 @@ from ._threads import get_num_threads, set_num_threads  # noqa: E402
 
 
 import builtins  # noqa: E402
-
 
 __all__ = [
     "Tensor", "Device", "device", "DType", "dtype", "float16", "bfloat16", "float32", "float64",
