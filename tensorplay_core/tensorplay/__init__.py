@@ -719,6 +719,77 @@ __all__ += ["atan2", "arctan2", "hypot", "nextafter", "fmod", "copysign", "asinh
             "float_power", "aminmax", "median", "nanmedian", "kthvalue", "mode", "cummax",
             "cummin"]
 
+# -- session 45 (h-funcs45): torch's module-level functions over the Tensor methods (_surface) --
+from ._surface import (adjoint, argwhere, atleast_1d, atleast_2d, atleast_3d,  # noqa: E402
+                       column_stack, conj, conj_physical, count_nonzero, cumprod, diag_embed,
+                       diagonal, dsplit, fliplr, flipud, hsplit, hstack, imag, is_complex,
+                       is_conj, is_nonzero, isreal, logcumsumexp, moveaxis, movedim, nanmean,
+                       nansum, positive, ravel, real, resolve_conj, resolve_neg, rot90,
+                       row_stack, swapdims, take, take_along_dim, tensor_split, tile, trace,
+                       vsplit, vstack)
+
+# torch's alias names of the functions above (the same functions: out=, errors, autograd)
+multiply, subtract, divide, negative, absolute, fix = mul, sub, div, neg, abs, trunc
+
+
+def true_divide(dividend: _TensorOrScalar, divisor: _TensorOrScalar, *,
+                out: Any = None) -> Tensor:
+    """``div(dividend, divisor)``: true division (integers give the default float dtype). Same
+    as ``torch.true_divide``."""
+    return div(dividend, divisor, out=out)
+
+
+def rsub(input: _TensorOrScalar, other: _TensorOrScalar, *, alpha: _Number = 1) -> Tensor:
+    """``other - alpha * input`` (``sub`` with the operands swapped; its dtype rules and
+    errors). Same as ``torch.rsub``."""
+    return sub(other, input, alpha=alpha)
+
+
+def _method_function(name: str, doc: str):
+    """``tensorplay.<name>(input, *args, **kwargs)``: the Tensor method (TypeError for an input
+    that is not a tensor)."""
+    method = getattr(Tensor, name)
+
+    def f(input, *args, **kwargs):
+        _tensor_input(name, input)
+        return method(input, *args, **kwargs)
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = doc
+    return f
+
+
+if TYPE_CHECKING:
+    nan_to_num = Tensor.nan_to_num
+    sgn = frac = deg2rad = rad2deg = logit = lerp = Tensor.sgn
+else:
+    nan_to_num = _method_function(
+        "nan_to_num", "NaN, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf`` (by "
+        "default the dtype's largest and lowest finite values); integer and bool tensors are "
+        "copied. Same as ``torch.nan_to_num``.")
+    sgn = _method_function("sgn", "``sign(input)`` (real dtypes). Same as ``torch.sgn``.")
+    frac = _method_function("frac", "``input - trunc(input)``; floating inputs only "
+                            "(RuntimeError otherwise). Same as ``torch.frac``.")
+    deg2rad = _method_function("deg2rad", "``input * pi / 180`` (integers give the default "
+                               "float dtype). Same as ``torch.deg2rad``.")
+    rad2deg = _method_function("rad2deg", "``input * 180 / pi`` (integers give the default "
+                               "float dtype). Same as ``torch.rad2deg``.")
+    logit = _method_function("logit", "``log(z / (1 - z))``, ``z`` clamped to ``[eps, 1 - "
+                             "eps]`` when ``eps`` is given. Same as ``torch.logit``.")
+    lerp = _method_function("lerp", "``input + weight * (end - input)`` evaluated as torch's "
+                            "kernel; floating tensors of one dtype (RuntimeError otherwise). "
+                            "Same as ``torch.lerp``.")
+
+__all__ += ["adjoint", "argwhere", "atleast_1d", "atleast_2d", "atleast_3d", "column_stack",
+            "conj", "conj_physical", "count_nonzero", "cumprod", "diag_embed", "diagonal",
+            "dsplit", "fliplr", "flipud", "hsplit", "hstack", "imag", "is_complex", "is_conj",
+            "is_nonzero", "isreal", "logcumsumexp", "moveaxis", "movedim", "nanmean", "nansum",
+            "positive", "ravel", "real", "resolve_conj", "resolve_neg", "rot90", "row_stack",
+            "swapdims", "take", "take_along_dim", "tensor_split", "tile", "trace", "vsplit",
+            "vstack", "multiply", "subtract", "divide", "negative", "absolute", "fix",
+            "true_divide", "rsub", "nan_to_num", "sgn", "frac", "deg2rad", "rad2deg", "logit",
+            "lerp"]
+
+
 def __getattr__(name):
     # ``tensorplay.testing`` as an attribute after ``import tensorplay`` (torch's habit), imported
     # on first access: it is not needed to run ops, and ``import tensorplay`` stays light.

@@ -1127,3 +1127,397 @@ class iinfo:
 
     def __repr__(self) -> str:
         return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+
+
+# -- session 45 (h-funcs45): torch's module-level functions over the Tensor methods -------------
+# Each is the method of the same name (so the same result, views where the method's is a view,
+# the same autograd) with torch's argument names (``torch.movedim(input=..., source=...,
+# destination=...)``), a TypeError naming the argument for an input that is not a tensor, and
+# ``out=`` where torch takes it (``write_out``: torch's rules).
+def _input(api: str, x: Any, name: str = "input") -> None:
+    if not is_tensor(x):
+        raise TypeError(f"{api}(): argument '{name}' (position 1) must be Tensor, not "
+                        f"{type(x).__name__}")
+
+
+def ravel(input: Tensor) -> Tensor:
+    """``input`` as 1-D, shape ``(numel,)``: a view when the strides allow (a contiguous
+    input), else a copy; a 0-d input gives shape ``(1,)``. Any dtype and device. Same as
+    ``torch.ravel``."""
+    _input("ravel", input)
+    return input.ravel()
+
+
+def movedim(input: Tensor, source: int | Sequence[int],
+            destination: int | Sequence[int]) -> Tensor:
+    """A view of ``input`` with the dims ``source`` moved to the positions ``destination``
+    (ints, or sequences of one length), the other dims in their order. RuntimeError for
+    sequences of different lengths or a dim repeated, IndexError for a dim out of range. Same
+    as ``torch.movedim`` (``torch.moveaxis``)."""
+    _input("movedim", input)
+    return input.movedim(source, destination)
+
+
+moveaxis = movedim
+
+
+def swapdims(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """``transpose(input, dim0, dim1)``: a view with the two dims exchanged; IndexError for a
+    dim out of range. Same as ``torch.swapdims`` (``torch.swapaxes``)."""
+    _input("swapdims", input)
+    return O.transpose(input, dim0, dim1)
+
+
+def adjoint(input: Tensor) -> Tensor:
+    """A view with the last two dims exchanged (the conjugate transpose; TensorPlay's dtypes are
+    real, so the transpose): shape ``(*, n, m)`` for ``(*, m, n)``. RuntimeError (torch's
+    words) for fewer than 2 dims. Same as ``torch.adjoint``."""
+    _input("adjoint", input)
+    if input.ndim < 2:
+        raise RuntimeError("tensor.adjoint() is only supported on matrices or batches of "
+                           "matrices. Got 1-D tensor." if input.ndim == 1 else
+                           "tensor.adjoint() is only supported on matrices or batches of "
+                           "matrices. Got 0-D tensor.")
+    return input.adjoint()
+
+
+def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """A view of the diagonal ``offset`` (above the main one when positive, below when
+    negative) of the planes ``dim1``/``dim2``: those dims removed and the diagonal appended
+    last (length 0 when ``offset`` is past the plane). RuntimeError when ``dim1 == dim2``,
+    IndexError for a dim out of range. Same as ``torch.diagonal``."""
+    _input("diagonal", input)
+    return input.diagonal(offset, dim1, dim2)
+
+
+def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """A new tensor whose planes ``dim1``/``dim2`` (dims of the result, which has one dim more
+    than ``input``) hold the last dim of ``input`` on their diagonal ``offset``, zeros
+    elsewhere; differentiable. Same as ``torch.diag_embed``."""
+    _input("diag_embed", input)
+    return input.diag_embed(offset, dim1, dim2)
+
+
+def _atleast(api: str, fn, tensors):
+    if len(tensors) == 1 and isinstance(tensors[0], (tuple, list)):
+        return tuple(fn(t) for t in tensors[0])
+    if len(tensors) == 1:
+        _input(api, tensors[0])
+        return fn(tensors[0])
+    return tuple(fn(t) for t in tensors)
+
+
+def _atleast_1d(t):
+    _input("atleast_1d", t)
+    return O.reshape(t, [1]) if t.ndim == 0 else t
+
+
+def _atleast_2d(t):
+    _input("atleast_2d", t)
+    if t.ndim == 0:
+        return O.reshape(t, [1, 1])
+    return O.unsqueeze(t, 0) if t.ndim == 1 else t
+
+
+def atleast_1d(*tensors: Tensor | Sequence[Tensor]) -> Tensor | tuple[Tensor, ...]:
+    """Each tensor with at least 1 dim: a 0-d one as shape ``(1,)`` (a view), others as they
+    are (the tensor itself). One tensor gives a tensor; several tensors, or one tuple/list of
+    them, give a tuple (no argument: an empty tuple). TypeError for an argument that is not a
+    tensor. Same as ``torch.atleast_1d``."""
+    return _atleast("atleast_1d", _atleast_1d, tensors)
+
+
+def atleast_2d(*tensors: Tensor | Sequence[Tensor]) -> Tensor | tuple[Tensor, ...]:
+    """Each tensor with at least 2 dims: 0-d -> ``(1, 1)``, ``(n,)`` -> ``(1, n)`` (views),
+    others as they are; returns as ``atleast_1d``. Same as ``torch.atleast_2d``."""
+    return _atleast("atleast_2d", _atleast_2d, tensors)
+
+
+def atleast_3d(*tensors: Tensor | Sequence[Tensor]) -> Tensor | tuple[Tensor, ...]:
+    """Each tensor with at least 3 dims: 0-d -> ``(1, 1, 1)``, ``(n,)`` -> ``(1, n, 1)``,
+    ``(m, n)`` -> ``(m, n, 1)`` (views), others as they are; returns as ``atleast_1d``. Same as
+    ``torch.atleast_3d``."""
+    def one(t):
+        _input("atleast_3d", t)
+        return _atleast_3d(t)
+    return _atleast("atleast_3d", one, tensors)
+
+
+def _stack_list(api: str, tensors) -> list:
+    if is_tensor(tensors) or not isinstance(tensors, (tuple, list)):
+        raise TypeError(f"{api}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
+                        f"{type(tensors).__name__}")
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError(f"{api} expects a non-empty TensorList")
+    for t in tensors:
+        _input(api, t, "tensors")
+    return tensors
+
+
+def hstack(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
+    """The tensors concatenated horizontally: along dim 0 when they are 1-D (0-d ones count as
+    ``(1,)``), along dim 1 otherwise; dtypes promote as ``cat``'s; differentiable.
+    RuntimeError for an empty sequence or shapes ``cat`` refuses. Same as ``torch.hstack``."""
+    if out is not None:
+        return _write_out("hstack", out, hstack, (tensors,), {}, "cast")
+    ts = [_atleast_1d(t) for t in _stack_list("hstack", tensors)]
+    return O.cat(ts, 0 if ts[0].ndim == 1 else 1)
+
+
+def vstack(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
+    """The tensors concatenated vertically (along dim 0) after making each at least 2-D as
+    ``atleast_2d`` (``(n,)`` -> ``(1, n)``); otherwise as ``hstack``. Same as
+    ``torch.vstack`` (``torch.row_stack``)."""
+    if out is not None:
+        return _write_out("vstack", out, vstack, (tensors,), {}, "cast")
+    return O.cat([_atleast_2d(t) for t in _stack_list("vstack", tensors)], 0)
+
+
+row_stack = vstack
+
+
+def column_stack(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
+    """The tensors as columns side by side: 0-d and 1-D tensors become columns ``(n, 1)``,
+    others stay as they are, then all are concatenated along dim 1; otherwise as ``hstack``.
+    Same as ``torch.column_stack``."""
+    if out is not None:
+        return _write_out("column_stack", out, column_stack, (tensors,), {}, "cast")
+    ts = _stack_list("column_stack", tensors)
+    return O.cat([O.reshape(t, [t.numel(), 1]) if t.ndim <= 1 else t for t in ts], 1)
+
+
+def tensor_split(input: Tensor, indices_or_sections: Any = None, dim: int = 0,
+                 **kwargs: Any) -> tuple[Tensor, ...]:
+    """Views of ``input`` along ``dim``: an int ``n`` gives ``n`` parts whose sizes differ by
+    at most one, a sequence (or 1-D integer tensor) of indices the parts between them. Same as
+    ``torch.tensor_split`` (its keywords ``sections=``, ``indices=``,
+    ``tensor_indices_or_sections=`` too)."""
+    _input("tensor_split", input)
+    return input.tensor_split(indices_or_sections, dim, **kwargs)
+
+
+def hsplit(input: Tensor, indices_or_sections: int | Sequence[int]) -> tuple[Tensor, ...]:
+    """``tensor_split`` along dim 1 (dim 0 for a 1-D input) into equal parts or at indices;
+    RuntimeError for a 0-d input or sections that do not divide the dim. Same as
+    ``torch.hsplit``."""
+    _input("hsplit", input)
+    return input.hsplit(indices_or_sections)
+
+
+def vsplit(input: Tensor, indices_or_sections: int | Sequence[int]) -> tuple[Tensor, ...]:
+    """``tensor_split`` along dim 0; RuntimeError for fewer than 2 dims or sections that do not
+    divide the dim. Same as ``torch.vsplit``."""
+    _input("vsplit", input)
+    return input.vsplit(indices_or_sections)
+
+
+def dsplit(input: Tensor, indices_or_sections: int | Sequence[int]) -> tuple[Tensor, ...]:
+    """``tensor_split`` along dim 2; RuntimeError for fewer than 3 dims or sections that do not
+    divide the dim. Same as ``torch.dsplit``."""
+    _input("dsplit", input)
+    return input.dsplit(indices_or_sections)
+
+
+def fliplr(input: Tensor) -> Tensor:
+    """A copy reversed along dim 1; RuntimeError for fewer than 2 dims. Same as
+    ``torch.fliplr``."""
+    _input("fliplr", input)
+    return input.fliplr()
+
+
+def flipud(input: Tensor) -> Tensor:
+    """A copy reversed along dim 0; RuntimeError for a 0-d input. Same as ``torch.flipud``."""
+    _input("flipud", input)
+    return input.flipud()
+
+
+def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
+    """A copy rotated by ``k`` quarter turns in the plane ``dims`` (from the first towards the
+    second dim). Same as ``torch.rot90`` (its errors)."""
+    _input("rot90", input)
+    return input.rot90(k, dims)
+
+
+def tile(input: Tensor, dims: Sequence[int]) -> Tensor:
+    """``input`` repeated ``dims[i]`` times along each dim, ``dims`` padded with leading 1s to
+    ``input``'s number of dims (or ``input`` given leading size-1 dims when ``dims`` is longer).
+    Same as ``torch.tile``."""
+    _input("tile", input)
+    return input.tile(dims)
+
+
+def take(input: Tensor, index: Tensor, *, out: Any = None) -> Tensor:
+    """The elements of ``input`` flattened, at the integer ``index`` (any shape; negative
+    counts from the end), in ``index``'s shape; IndexError for an index out of range.
+    Differentiable in ``input``. Same as ``torch.take``."""
+    if out is not None:
+        return _write_out("take", out, take, (input, index), {}, "found")
+    _input("take", input)
+    return input.take(index)
+
+
+def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None, *,
+                   out: Any = None) -> Tensor:
+    """``gather`` along ``dim`` with ``input`` and ``indices`` (of the same number of dims)
+    broadcast in the other dims; ``dim=None``: both flattened. RuntimeError for different
+    numbers of dims. Same as ``torch.take_along_dim``."""
+    if out is not None:
+        return _write_out("take_along_dim", out, take_along_dim, (input, indices, dim), {},
+                          "found")
+    _input("take_along_dim", input)
+    return input.take_along_dim(indices, dim)
+
+
+def argwhere(input: Tensor) -> Tensor:
+    """The ``(n, ndim)`` int64 indices of the non-zero elements (``nonzero``). Same as
+    ``torch.argwhere``."""
+    _input("argwhere", input)
+    return input.argwhere()
+
+
+# real tensors' complex surface (TensorPlay's dtypes are real; torch's behaviour on real tensors)
+def positive(input: Tensor) -> Tensor:
+    """``input`` itself; RuntimeError for a bool tensor (torch's words). Same as
+    ``torch.positive``."""
+    _input("positive", input)
+    return input.positive()
+
+
+def conj(input: Tensor) -> Tensor:
+    """``input`` itself (a real tensor is its own conjugate). Same as ``torch.conj``."""
+    _input("conj", input)
+    return input
+
+
+def resolve_conj(input: Tensor) -> Tensor:
+    """``input`` itself (nothing lazily conjugated). Same as ``torch.resolve_conj``."""
+    _input("resolve_conj", input)
+    return input
+
+
+def resolve_neg(input: Tensor) -> Tensor:
+    """``input`` itself (nothing lazily negated). Same as ``torch.resolve_neg``."""
+    _input("resolve_neg", input)
+    return input
+
+
+def conj_physical(input: Tensor, *, out: Any = None) -> Tensor:
+    """``input`` itself (real dtypes: nothing to conjugate); with ``out=``, ``input`` copied
+    into ``out``. Same as ``torch.conj_physical``."""
+    if out is not None:
+        return _write_out("conj_physical", out, conj_physical, (input,), {}, "cast")
+    _input("conj_physical", input)
+    return input
+
+
+def is_conj(input: Tensor) -> bool:
+    """False (no lazy conjugation). Same as ``torch.is_conj``."""
+    _input("is_conj", input)
+    return False
+
+
+def is_complex(input: Tensor) -> bool:
+    """False (TensorPlay has no complex dtypes). Same as ``torch.is_complex``."""
+    _input("is_complex", input)
+    return False
+
+
+def is_nonzero(input: Tensor) -> bool:
+    """The one element of ``input`` as a Python bool; RuntimeError (torch's words) for no or
+    several elements. Same as ``torch.is_nonzero``."""
+    _input("is_nonzero", input)
+    return input.is_nonzero()
+
+
+def real(input: Tensor) -> Tensor:
+    """``input`` itself (real dtypes). Same as ``torch.real``."""
+    _input("real", input)
+    return input
+
+
+def imag(input: Tensor) -> Tensor:
+    """RuntimeError (torch's words): real tensors have no imaginary part. Same as
+    ``torch.imag``."""
+    _input("imag", input)
+    return input.imag
+
+
+def isreal(input: Tensor) -> Tensor:
+    """A bool tensor of ``input``'s shape, all True (real dtypes). Same as ``torch.isreal``."""
+    _input("isreal", input)
+    return input.isreal()
+
+
+# reductions and scans composed of public ops
+def trace(input: Tensor) -> Tensor:
+    """The sum of the main diagonal of a 2-D tensor, 0-d (integers and bools sum to int64);
+    differentiable. RuntimeError for other ranks. Same as ``torch.trace``."""
+    _input("trace", input)
+    return input.trace()
+
+
+def count_nonzero(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
+    """The number of non-zero elements over ``dim`` (an int, a sequence, or every dim when
+    None), int64. Same as ``torch.count_nonzero``."""
+    _input("count_nonzero", input)
+    return input.count_nonzero(dim)
+
+
+def nansum(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+           dtype: _DTypeLike | None = None, out: Any = None) -> Tensor:
+    """``sum`` with NaN counted as zero (integer inputs: ``sum``'s result, int64); the gradient
+    is 0 at the NaNs. Same as ``torch.nansum``."""
+    if out is not None:
+        return _write_out("nansum", out, nansum, (input, dim, keepdim), {"dtype": dtype},
+                          "found")
+    _input("nansum", input)
+    return input.nansum(dim, keepdim, dtype=dtype)
+
+
+def nanmean(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+            dtype: _DTypeLike | None = None, out: Any = None) -> Tensor:
+    """The mean of the non-NaN elements over ``dim`` (NaN where there are none); floating
+    inputs only, RuntimeError otherwise. Same as ``torch.nanmean``."""
+    if out is not None:
+        return _write_out("nanmean", out, nanmean, (input, dim, keepdim), {"dtype": dtype},
+                          "found")
+    _input("nanmean", input)
+    return input.nanmean(dim, keepdim, dtype=dtype)
+
+
+def cumprod(input: Tensor, dim: int, *, dtype: _DTypeLike | None = None,
+            out: Any = None) -> Tensor:
+    """The cumulative product along ``dim`` (integers and bools give int64; ``dtype=``
+    converts first); differentiable, zeros included. Same as ``torch.cumprod``."""
+    if out is not None:
+        return _write_out("cumprod", out, cumprod, (input, dim), {"dtype": dtype}, "cast")
+    _input("cumprod", input)
+    return input.cumprod(dim, dtype=dtype)
+
+
+def logcumsumexp(input: Tensor, dim: int, *, out: Any = None) -> Tensor:
+    """``log(cumsum(exp(input), dim))`` computed without overflow or underflow: a running
+    ``logaddexp`` (scanned by doubling, ``ceil(log2(n))`` steps of ``logaddexp`` on views, so
+    the result is exact to rounding for any spread of values, -inf included). Floating inputs
+    (NotImplementedError, a RuntimeError, for integer or bool ones, as torch); a 0-d input gives a copy;
+    differentiable through ``logaddexp`` and ``cat``. Same as ``torch.logcumsumexp``."""
+    if out is not None:
+        return _write_out("logcumsumexp", out, logcumsumexp, (input, dim), {}, "found")
+    _input("logcumsumexp", input)
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"logcumsumexp(): not implemented for {input.dtype} "
+                                  f"(floating inputs only, as torch)")
+    if input.ndim == 0:
+        wrap_dim(dim, 0, "logcumsumexp(): ")
+        return O.clone(input)
+    d = wrap_dim(dim, input.ndim, "logcumsumexp(): ")
+    n = input.shape[d]
+    out = input
+    step = 1
+    while step < n:
+        head = O.narrow(out, d, 0, step)
+        tail = O.narrow(out, d, step, n - step).logaddexp(O.narrow(out, d, 0, n - step))
+        out = O.cat([head, tail], d)
+        step *= 2
+    return out if out is not input else O.clone(input)

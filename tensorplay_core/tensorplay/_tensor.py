@@ -1541,6 +1541,11 @@ class Tensor(TensorBase, instance_class=True):
         """Cumulative sum along ``dim``; ints and bools give int64 (as ``torch.cumsum``)."""
         return _O.cumsum(self, dim, dtype=_dtype.as_dtype(dtype) if dtype is not None else None)
 
+    def logcumsumexp(self, dim: _int) -> Tensor:
+        """``log(cumsum(exp(self), dim))`` without overflow or underflow; floating tensors only
+        (same as ``torch.Tensor.logcumsumexp``; ``tensorplay.logcumsumexp``)."""
+        return _surface.logcumsumexp(self, dim)
+
     def cumprod(self, dim: _int, *, dtype: _DTypeLike | None = None) -> Tensor:
         """Cumulative product along ``dim`` (integers and bools give int64; ``dtype=`` converts
         first), as ``torch.cumprod`` on the cpu: accumulated in float64 for float32 (float32 for

@@ -1,0 +1,350 @@
+"""torch's module-level functions that TensorPlay lacked (session 45, h-funcs45), and advanced
+indices whose broadcast result is empty, against torch itself. Companion of tests/test_funcs45.py
+(torch-free).
+
+Each case builds its inputs with the library it is given (``L`` is ``torch`` or ``tensorplay``)
+and both libraries must agree: the same values, shapes and dtypes, whether the result is a view
+of the input (``y._base is x``) or ``x`` itself, the gradients of the inputs, or both raise
+(the error classes compared; not the words)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import tensorplay as tp  # noqa: E402
+
+
+def _desc(L, v):
+    """A comparable description of a result: tensors by shape, dtype name and values."""
+    if isinstance(v, (L.Tensor,)):
+        return ("T", tuple(v.shape), str(v.dtype).rsplit(".", 1)[-1], v.detach().tolist())
+    if isinstance(v, (tuple, list)):
+        return (type(v).__name__ if type(v) in (tuple, list) else "tuple",
+                [_desc(L, e) for e in v])
+    return ("V", v)
+
+
+def _run(L, fn):
+    try:
+        return ("ok",) + tuple(fn(L))
+    except (RuntimeError, IndexError, TypeError, ValueError) as e:
+        return ("raise", type(e).__name__)
+
+
+def _x(L, *shape, grad=True, dtype=None):
+    n = 1
+    for s in shape:
+        n *= s
+    dt = getattr(L, dtype or "float32")
+    x = (L.arange(n, dtype=dt) - n / 3).reshape(tuple(shape)) if n else \
+        L.zeros(*shape, dtype=dt)
+    return x.requires_grad_() if grad else x
+
+
+def _unary(name, *args, shape=(2, 3, 4), view=False, grad=True, dtype=None, **kw):
+    """Case: ``L.<name>(x, *args, **kw)``: value, view-ness, identity and the gradient of x."""
+    def f(L):
+        x = _x(L, *shape, grad=grad, dtype=dtype)
+        y = getattr(L, name)(x, *args, **kw)
+        ys = y if isinstance(y, (tuple, list)) else (y,)
+        info = [(e is x, e._base is x) for e in ys if isinstance(e, L.Tensor)] if view else None
+        g = None
+        if grad and any(isinstance(e, L.Tensor) and e.requires_grad for e in ys):
+            sum(((e * (L.arange(e.numel()).reshape(e.shape) + 1)).sum() for e in ys
+                 if isinstance(e, L.Tensor) and e.requires_grad), L.zeros(())).backward()
+            g = x.grad.clone().tolist()   # (torch's zero grads may have no storage)
+        return _desc(L, y), info, g
+    return f
+
+
+def _many(name, shapes, *args, **kw):
+    """Case: ``L.<name>([x0, x1, ...], ...)`` with gradients of every input."""
+    def f(L):
+        xs = [_x(L, *s) for s in shapes]
+        y = getattr(L, name)(xs, *args, **kw)
+        (y * (L.arange(y.numel()).reshape(y.shape) + 1)).sum().backward()
+        return _desc(L, y), [x.grad.tolist() for x in xs]
+    return f
+
+
+CASES = {
+    # views and shape functions
+    "ravel": _unary("ravel", view=True),
+    "ravel_0d": _unary("ravel", shape=(), view=True),
+    "ravel_t": lambda L: _unary("ravel", view=True)(L) + (_desc(L, L.ravel(_x(L, 3, 4).t())),),
+    "movedim": _unary("movedim", 0, 2, view=True),
+    "movedim_seq": _unary("movedim", (0, 1), (2, 0), view=True),
+    "movedim_same": _unary("movedim", 1, 1, view=True),
+    "movedim_bad_len": _unary("movedim", (0, 1), (2,)),
+    "movedim_repeat": _unary("movedim", (0, 0), (1, 2)),
+    "movedim_range": _unary("movedim", 3, 0),
+    "moveaxis": _unary("moveaxis", -1, 0, view=True),
+    "swapdims": _unary("swapdims", 0, 2, view=True),
+    "swapdims_same": _unary("swapdims", 1, 1, view=True),
+    "adjoint": _unary("adjoint", view=True),
+    "adjoint_2d": _unary("adjoint", shape=(3, 4), view=True),
+    "adjoint_1d": _unary("adjoint", shape=(3,)),
+    "diagonal": _unary("diagonal", view=True),
+    "diagonal_off": _unary("diagonal", 1, 1, 2, view=True),
+    "diagonal_neg": _unary("diagonal", offset=-1, dim1=-1, dim2=0, view=True),
+    "diagonal_far": _unary("diagonal", 9, view=True),
+    "diagonal_same": _unary("diagonal", 0, 1, 1),
+    "diag_embed": _unary("diag_embed", shape=(2, 3)),
+    "diag_embed_off": _unary("diag_embed", 1, 0, 2, shape=(2, 3)),
+    "atleast_1d_0d": _unary("atleast_1d", shape=(), view=True),
+    "atleast_1d_2d": _unary("atleast_1d", shape=(2, 3), view=True),
+    "atleast_2d_0d": _unary("atleast_2d", shape=(), view=True),
+    "atleast_2d_1d": _unary("atleast_2d", shape=(3,), view=True),
+    "atleast_2d_3d": _unary("atleast_2d", view=True),
+    "atleast_3d_0d": _unary("atleast_3d", shape=(), view=True),
+    "atleast_3d_1d": _unary("atleast_3d", shape=(3,), view=True),
+    "atleast_3d_2d": _unary("atleast_3d", shape=(2, 3), view=True),
+    "atleast_3d_4d": _unary("atleast_3d", shape=(1, 2, 1, 3), view=True),
+    "atleast_1d_many": lambda L: (_desc(L, L.atleast_1d(_x(L), _x(L, 2), _x(L, 1, 2))),),
+    "atleast_2d_tuple": lambda L: (_desc(L, L.atleast_2d((_x(L), _x(L, 2)))),),
+    "atleast_3d_list": lambda L: (_desc(L, L.atleast_3d([_x(L, 2), _x(L, 2, 2)])),),
+    "atleast_1d_one_list": lambda L: (_desc(L, L.atleast_1d([_x(L)])),),
+    "atleast_2d_none": lambda L: (_desc(L, L.atleast_2d()),),
+    "column_stack": _many("column_stack", [(3,), (3, 2), (3,)]),
+    "column_stack_0d": _many("column_stack", [(), ()]),
+    "column_stack_empty": _many("column_stack", []),
+    "column_stack_bad": _many("column_stack", [(3,), (2,)]),
+    "hstack": _many("hstack", [(3,), (2,)]),
+    "hstack_2d": _many("hstack", [(2, 3), (2, 1)]),
+    "hstack_0d": _many("hstack", [(), (2,)]),
+    "vstack": _many("vstack", [(3,), (3,), (2, 3)]),
+    "vstack_0d": _many("vstack", [(), ()]),
+    "row_stack": _many("row_stack", [(3,), (1, 3)]),
+    "vstack_tuple": lambda L: (_desc(L, L.vstack((_x(L, 2), _x(L, 2)))),),
+    "hstack_dtypes": lambda L: (_desc(L, L.hstack([L.arange(2), L.ones(2)])),),
+    "tensor_split": _unary("tensor_split", 3, 2, view=True),
+    "tensor_split_idx": _unary("tensor_split", [1, 5], dim=-1, view=True),
+    "hsplit": _unary("hsplit", 3, view=True),
+    "hsplit_1d": _unary("hsplit", 2, shape=(6,), view=True),
+    "vsplit": _unary("vsplit", [1], view=True),
+    "dsplit": _unary("dsplit", 2, view=True),
+    "dsplit_2d": _unary("dsplit", 2, shape=(2, 4)),
+    "fliplr": _unary("fliplr"),
+    "flipud": _unary("flipud"),
+    "rot90": _unary("rot90", 1, [1, 2]),
+    "rot90_k3": _unary("rot90", -1),
+    "tile": _unary("tile", (2, 1)),
+    "take": lambda L: (_desc(L, L.take(_x(L, 2, 4), L.tensor([[0, -1], [5, 3]]))),),
+    "take_grad": lambda L: (lambda x: (L.take(x, L.tensor([0, 0, -1])).sum().backward(),
+                                       x.grad.tolist()))(_x(L, 2, 3)),
+    "take_oob": lambda L: (_desc(L, L.take(_x(L, 2, 3), L.tensor([6]))),),
+    "take_along_dim": lambda L: (_desc(L, L.take_along_dim(
+        _x(L, 2, 3), L.tensor([[0], [2]]), 1)),),
+    "take_along_dim_none": lambda L: (_desc(L, L.take_along_dim(
+        _x(L, 2, 3), L.tensor([5, 0]))),),
+    "argwhere": lambda L: (_desc(L, L.argwhere(L.tensor([[0, 1], [2, 0]]))),),
+    # real tensors' complex surface
+    "positive": _unary("positive", view=True),
+    "positive_bool": lambda L: (_desc(L, L.positive(L.tensor([True]))),),
+    "conj": _unary("conj", view=True),
+    "conj_physical": _unary("conj_physical", view=True),
+    "resolve_conj": _unary("resolve_conj", view=True),
+    "resolve_neg": _unary("resolve_neg", view=True),
+    "is_conj": lambda L: (L.is_conj(_x(L, 2)),),
+    "is_complex": lambda L: (L.is_complex(_x(L, 2)),),
+    "is_nonzero": lambda L: (L.is_nonzero(L.tensor([2.0])), L.is_nonzero(L.tensor(0))),
+    "is_nonzero_many": lambda L: (L.is_nonzero(L.tensor([1, 2])),),
+    "real": _unary("real", view=True),
+    "imag": _unary("imag"),
+    "isreal": _unary("isreal", grad=False),
+    # reductions and scans
+    "trace": _unary("trace", shape=(3, 4)),
+    "trace_int": _unary("trace", shape=(3, 3), grad=False, dtype="int32"),
+    "trace_3d": _unary("trace"),
+    "count_nonzero": lambda L: (_desc(L, L.count_nonzero(L.tensor([[0, 1.5], [2, 0]]))),
+                                _desc(L, L.count_nonzero(L.tensor([[0, 1], [2, 0]]), 0)),
+                                _desc(L, L.count_nonzero(L.tensor([[0, 1], [2, 0]]), (0, 1)))),
+    "nansum": lambda L: (lambda x: (_desc(L, L.nansum(x)), _desc(L, L.nansum(x, 1, True)),
+                                    L.nansum(x, 0).sum().backward(), x.grad.tolist()))(
+        L.tensor([[1.0, float("nan")], [2.0, 3.0]], requires_grad=True)),
+    "nansum_int": lambda L: (_desc(L, L.nansum(L.tensor([[1, 2], [3, 4]]), dim=1)),),
+    "nanmean": lambda L: (lambda x: (_desc(L, L.nanmean(x)), _desc(L, L.nanmean(x, 1)),
+                                     L.nanmean(x).backward(), x.grad.tolist()))(
+        L.tensor([[1.0, float("nan")], [2.0, 3.0]], requires_grad=True)),
+    "nanmean_int": lambda L: (_desc(L, L.nanmean(L.tensor([1, 2]))),),
+    "cumprod": _unary("cumprod", 1),
+    "cumprod_dtype": _unary("cumprod", -1, dtype="int64", grad=False),
+    "cumprod_kw": lambda L: (_desc(L, L.cumprod(L.tensor([1, 2, 3]), dim=0,
+                                                dtype=L.float64)),),
+    "logcumsumexp_0d": _unary("logcumsumexp", 0, shape=()),
+    "logcumsumexp_empty": _unary("logcumsumexp", 1, shape=(2, 0)),
+    "logcumsumexp_dim": _unary("logcumsumexp", 3),
+    "logcumsumexp_int": lambda L: (_desc(L, L.logcumsumexp(L.tensor([1, 2]), 0)),),
+    # elementwise aliases
+    "negative": _unary("negative"),
+    "absolute": _unary("absolute"),
+    "multiply": lambda L: (_desc(L, L.multiply(_x(L, 2, 3), 2)),),
+    "divide": lambda L: (_desc(L, L.divide(_x(L, 2, 3), 2, rounding_mode="floor")),),
+    "subtract": lambda L: (_desc(L, L.subtract(_x(L, 2, 3), _x(L, 3), alpha=2)),),
+    "true_divide": lambda L: (_desc(L, L.true_divide(L.tensor([3, 4]), 2)),),
+    "rsub": lambda L: (_desc(L, L.rsub(_x(L, 2, 3), _x(L, 3), alpha=2)),),
+    "nan_to_num": lambda L: (_desc(L, L.nan_to_num(L.tensor([float("nan"), float("inf"), 1.0]),
+                                                   posinf=5.0)),),
+    "sgn": _unary("sgn"),
+    "frac": _unary("frac"),
+    "fix": _unary("fix"),
+    "deg2rad": _unary("deg2rad"),
+    "rad2deg": _unary("rad2deg"),
+    "logit": lambda L: (_desc(L, L.logit(L.tensor([0.25, 0.5, 1.0]), eps=1e-6).round(
+        decimals=4)),),
+    "lerp": lambda L: (_desc(L, L.lerp(_x(L, 3), L.ones(3), 0.25)),),
+}
+
+# inputs given as keywords with torch's names
+CASES.update({
+    "kw_movedim": lambda L: (_desc(L, L.movedim(input=_x(L, 2, 3), source=0, destination=1)),),
+    "kw_diagonal": lambda L: (_desc(L, L.diagonal(input=_x(L, 2, 3), offset=1)),),
+    "kw_take": lambda L: (_desc(L, L.take(input=_x(L, 2, 3), index=L.tensor([1]))),),
+    "kw_trace": lambda L: (_desc(L, L.trace(input=_x(L, 2, 3))),),
+    "kw_hstack": lambda L: (_desc(L, L.hstack(tensors=[_x(L, 2)])),),
+    "kw_cumprod": lambda L: (_desc(L, L.cumprod(input=_x(L, 2, 3), dim=1)),),
+    "not_a_tensor": lambda L: (_desc(L, L.ravel([1, 2])),),
+})
+
+# out= where torch takes it
+CASES.update({
+    f"out_{n}": (lambda n, a: lambda L: (lambda o: (_desc(L, getattr(L, n)(*a(L), out=o)),
+                                                    _desc(L, o)))(L.empty(0)))(n, a)
+    for n, a in [
+        ("hstack", lambda L: ([_x(L, 2, grad=False), _x(L, 3, grad=False)],)),
+        ("vstack", lambda L: ([_x(L, 2, grad=False), _x(L, 2, grad=False)],)),
+        ("column_stack", lambda L: ([_x(L, 2, grad=False), _x(L, 2, grad=False)],)),
+        ("take", lambda L: (_x(L, 2, 3, grad=False), L.tensor([1, 4]))),
+        ("cumprod", lambda L: (_x(L, 2, 3, grad=False), 1)),
+        ("logcumsumexp", lambda L: (_x(L, 2, 1, grad=False), 1)),
+        ("nansum", lambda L: (_x(L, 2, 3, grad=False), 1)),
+        ("nanmean", lambda L: (_x(L, 2, 3, grad=False), 1)),
+        ("take_along_dim", lambda L: (_x(L, 2, 3, grad=False), L.tensor([[0], [1]]), 1)),
+    ]})
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_function_as_torch(name):
+    assert _run(tp, CASES[name]) == _run(torch, CASES[name])
+
+
+def _lcse(L, values, dim, dtype, method=False):
+    x = L.tensor(values, dtype=getattr(L, dtype), requires_grad=True)
+    y = x.logcumsumexp(dim) if method else L.logcumsumexp(x, dim)
+    w = L.arange(y.numel(), dtype=y.dtype).reshape(y.shape) / 7 + 1
+    (y * w).sum().backward()
+    return (y.detach().double().numpy(), x.grad.clone().double().numpy(),
+            str(y.dtype).rsplit(".", 1)[-1])
+
+
+_RNG = np.random.default_rng(45)
+LCSE = {
+    "3d_dim2": (lambda: (np.arange(24.0).reshape(2, 3, 4) / 3 - 4).tolist(), 2),
+    "3d_dim0": (lambda: (np.arange(24.0).reshape(2, 3, 4) / 3 - 4).tolist(), 0),
+    "long_random": (lambda: (_RNG.standard_normal((3, 37)) * 20).tolist(), 1),
+    "spread": (lambda: [-1000.0, 0.0, 3.0, -2000.0, float("-inf"), 50.0, 49.0, 1e4, -1e4], 0),
+    "all_neg_inf_head": (lambda: [float("-inf"), float("-inf"), 1.0, 2.0], 0),
+    "one": (lambda: [[3.0]], -1),
+}
+
+
+@pytest.mark.parametrize("method", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("key", sorted(LCSE))
+def test_logcumsumexp_as_torch(key, dtype, method):
+    """Values and gradients to rounding against torch in float64 on the same (rounded) values
+    (torch's cpu kernel is a sequential scan, TensorPlay's a doubling one, so the last bits may
+    differ; and torch's float32 gradient loses up to ~5e-4 relative on wide spreads, where
+    TensorPlay's does not: float64 is the oracle); -inf and wide spreads as torch's."""
+    make, dim = LCSE[key]
+    values = np.asarray(make(), dtype=dtype).astype(np.float64).tolist()
+    a, ga, da = _lcse(tp, values, dim, dtype, method)
+    b, gb, _ = _lcse(torch, values, dim, "float64")
+    tol = 2e-6 if dtype == "float32" else 1e-12
+    assert da == dtype == _lcse(torch, values, dim, dtype)[2]
+    np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+    np.testing.assert_allclose(ga, gb, rtol=tol, atol=tol)
+
+
+# -- advanced indices whose broadcast result is empty: nothing is checked (torch's rule) --------
+def _index_cases(L):
+    e = L.tensor([], dtype=L.long)
+    return {
+        "pair_empty": (lambda x: x[L.tensor([5]), e], (2, 3, 4)),
+        "pair_empty_first": (lambda x: x[e, L.tensor([9])], (2, 3, 4)),
+        "pair_broadcast_empty": (lambda x: x[L.tensor([5]), L.zeros(0, 1, dtype=L.long)],
+                                 (2, 3, 4)),
+        "apart_empty": (lambda x: x[L.tensor([[5]]), :, e], (2, 3, 4)),
+        "late_dims_empty": (lambda x: x[:, L.tensor([7]), e], (2, 3, 4)),
+        "rest_empty": (lambda x: x[L.tensor([5]), L.tensor([1])], (2, 3, 0)),
+        "mask_empty": (lambda x: x[L.zeros(2, dtype=L.bool), L.tensor([7])], (2, 3)),
+        "both_bad_nonempty": (lambda x: x[L.tensor([9]), L.tensor([7])], (2, 3)),
+        "one_bad_nonempty": (lambda x: x[L.tensor([1]), L.tensor([-4])], (2, 3)),
+        "neg_bad_nonempty": (lambda x: x[L.tensor([-3, 0]), L.tensor([1])], (2, 3)),
+    }
+
+
+def _index_get(L, key):
+    fn, shape = _index_cases(L)[key]
+    x = _x(L, *shape)
+    return _run(L, lambda L: (_desc(L, fn(x)), fn(x).sum().backward(), x.grad.tolist()))
+
+
+def _index_set(L, key, value):
+    shape = _index_cases(L)[key][1]
+    x = _x(L, *shape, grad=False)
+
+    def f(L):
+        idx = _setter_index(L, key)
+        x[idx] = value(L) if callable(value) else value
+        return (_desc(L, x),)
+    return _run(L, f)
+
+
+def _setter_index(L, key):
+    e = L.tensor([], dtype=L.long)
+    return {
+        "pair_empty": (L.tensor([5]), e), "pair_empty_first": (e, L.tensor([9])),
+        "pair_broadcast_empty": (L.tensor([5]), L.zeros(0, 1, dtype=L.long)),
+        "apart_empty": (L.tensor([[5]]), slice(None), e),
+        "late_dims_empty": (slice(None), L.tensor([7]), e),
+        "rest_empty": (L.tensor([5]), L.tensor([1])),
+        "mask_empty": (L.zeros(2, dtype=L.bool), L.tensor([7])),
+        "both_bad_nonempty": (L.tensor([9]), L.tensor([7])),
+        "one_bad_nonempty": (L.tensor([1]), L.tensor([-4])),
+        "neg_bad_nonempty": (L.tensor([-3, 0]), L.tensor([1])),
+    }[key]
+
+
+INDEX_KEYS = sorted(_index_cases(torch))
+
+
+@pytest.mark.parametrize("key", INDEX_KEYS)
+def test_empty_broadcast_index_get_as_torch(key):
+    assert _index_get(tp, key) == _index_get(torch, key)
+
+
+@pytest.mark.parametrize("value", [1.0, "zeros0", "ones_like"])
+@pytest.mark.parametrize("key", INDEX_KEYS)
+def test_empty_broadcast_index_set_as_torch(key, value):
+    v = {1.0: 1.0, "zeros0": lambda L: L.zeros(()),
+         "ones_like": None}[value]
+    if v is None:
+        def v(L, key=key):
+            fn, shape = _index_cases(L)[key]
+            try:
+                return L.ones(fn(_x(L, *shape, grad=False)).shape)
+            except IndexError:
+                return L.ones(1)
+    assert _index_set(tp, key, v) == _index_set(torch, key, v)
+
+
+def test_out_of_range_message_names_the_first_bad_dim_as_torch():
+    def msg(L):
+        try:
+            _x(L, 2, 3)[L.tensor([9]), L.tensor([7])]
+        except IndexError as e:
+            return str(e)
+    assert msg(tp) == msg(torch)
