@@ -195,3 +195,40 @@ def test_fake_shapes():
         assert tp.diagonal(x, 0, 1, 2).shape == (2, 3)
         assert tp.hstack([x, x]).shape == (2, 6, 4)
         assert tp.logcumsumexp(x, 1).shape == (2, 3, 4)
+
+
+def test_module_inplace_forms_are_the_methods():
+    for name, args in [("clamp_", (0.0, 1.0)), ("clamp_min_", (0.5,)), ("clamp_max_", (0.5,)),
+                       ("clip_", (None, 0.5)), ("zero_", ()), ("fill_", (3.0,)),
+                       ("sqrt_", ()), ("relu_", ()), ("nan_to_num_", ())]:
+        a, b = tp.tensor([0.25, 2.0, -1.0]), tp.tensor([0.25, 2.0, -1.0])
+        va = a._version
+        r = getattr(tp, name)(a, *args)
+        getattr(b, name)(*args)
+        assert r is a and a._version > va
+        assert a.isnan().tolist() == b.isnan().tolist()
+        assert tp.nan_to_num(a).tolist() == tp.nan_to_num(b).tolist(), name
+    leaf = tp.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf"):
+        tp.clamp_(leaf, 0, 1)
+    with pytest.raises(RuntimeError):
+        tp.clamp_(tp.tensor([1, 2]), 0.5)            # a float bound into an int tensor
+    with pytest.raises(TypeError, match="must be Tensor"):
+        tp.zero_([1.0])
+
+
+def test_module_method_forms():
+    m = tp.tensor([[1.0, 2.0, 3.0], [4.0, -5.0, 6.0]], requires_grad=True)
+    assert tp.msort(m).tolist() == m.msort().tolist()
+    assert tp.diff(m, 1, 1).tolist() == (m[:, 1:] - m[:, :-1]).tolist()
+    assert tp.inner(m, m).tolist() == (m @ m.t()).tolist()
+    assert gradcheck(lambda a: tp.addcmul(a, a, a, value=0.5), (_x(3, grad=True),))
+    assert gradcheck(lambda a: tp.cross(a, a.flip(0) * 2, dim=0), (_x(3, 2, grad=True),))
+    assert tp.bincount(tp.tensor([0, 2, 2])).tolist() == [1, 0, 2]
+    assert tp.greater is tp.gt and tp.less_equal is tp.le and tp.not_equal is tp.ne
+    assert tp.arccos is tp.acos and tp.ger is tp.outer
+    assert tp.is_same_size(m, tp.ones(2, 3)) and tp.is_signed(m) and not tp.is_neg(m)
+    o = tp.empty(0)
+    assert tp.mv(m.detach(), tp.ones(3), out=o) is o and o.tolist() == [6.0, 5.0]
+    with pytest.raises(RuntimeError, match="automatic differentiation"):
+        tp.mv(m, tp.ones(3), out=tp.empty(0))

@@ -745,16 +745,31 @@ def rsub(input: _TensorOrScalar, other: _TensorOrScalar, *, alpha: _Number = 1) 
     return sub(other, input, alpha=alpha)
 
 
-def _method_function(name: str, doc: str):
-    """``tensorplay.<name>(input, *args, **kwargs)``: the Tensor method (TypeError for an input
-    that is not a tensor)."""
-    method = getattr(Tensor, name)
+import inspect as _inspect  # noqa: E402
 
-    def f(input, *args, **kwargs):
-        _tensor_input(name, input)
-        return method(input, *args, **kwargs)
+
+def _method_function(name: str, doc: str | None = None, out: str | None = None):
+    """``tensorplay.<name>(input, *args, **kwargs)``: the Tensor method (TypeError for an input
+    that is not a tensor); ``out``: the ``write_out`` rule of its ``out=`` (None: torch takes
+    no ``out=``). ``doc`` None: the method's own docstring, introduced."""
+    method = getattr(Tensor, name)
+    if out is None:
+        def f(input, *args, **kwargs):
+            _tensor_input(name, input)
+            return method(input, *args, **kwargs)
+    else:
+        def f(input, *args, out=None, **kwargs):
+            if out is not None:
+                return _write_out(name, out, f, (input, *args), kwargs, rule)
+            _tensor_input(name, input)
+            return method(input, *args, **kwargs)
+        rule = out
     f.__name__ = f.__qualname__ = name
-    f.__doc__ = doc
+    f.__doc__ = doc if doc is not None else (
+        f"``input.{name}(...)``, the Tensor method with ``input`` first (same as "
+        f"``torch.{name}``); TypeError for an ``input`` that is not a tensor"
+        + (", ``out=`` as torch's" if out else "") + ". The method:\n\n"
+        + (_inspect.getdoc(method) or ""))
     return f
 
 
@@ -779,6 +794,35 @@ else:
                             "kernel; floating tensors of one dtype (RuntimeError otherwise). "
                             "Same as ``torch.lerp``.")
 
+# more of torch's module-level forms of Tensor methods: the in-place ones (``torch.clamp_(x, 0,
+# 1)``, ``torch.zero_(x)``: no ``out=``) and the rest (``out=`` where torch takes it)
+_INPLACE_FUNCTIONS = (
+    "abs_", "acos_", "acosh_", "arccos_", "arcsin_", "arctan_", "arccosh_", "arcsinh_",
+    "arctanh_", "asin_", "asinh_", "atan_", "atanh_", "ceil_", "clamp_", "clamp_max_",
+    "clamp_min_", "clip_", "cos_", "cosh_", "deg2rad_", "detach_", "erf_", "exp2_", "exp_",
+    "expm1_", "fill_", "fix_", "floor_", "frac_", "index_put_", "log10_", "log1p_", "log2_",
+    "log_", "logit_", "nan_to_num_", "neg_", "negative_", "rad2deg_", "reciprocal_", "relu_",
+    "round_", "rsqrt_", "sigmoid_", "sin_", "sinh_", "sqrt_", "square_", "tan_", "tanh_",
+    "trunc_", "xlogy_", "zero_")
+_METHOD_FUNCTIONS = {   # name: out= rule (None: torch takes no out=)
+    "addcdiv": "cast", "addcmul": "cast", "bernoulli": "found", "bincount": None,
+    "cross": "found", "diagflat": None, "diff": "found", "index_copy": None, "index_fill": None,
+    "index_put": None, "inner": "found", "isneginf": "found", "isposinf": "found",
+    "masked_scatter": None, "msort": "found", "mv": "found", "narrow_copy": "found",
+    "put": None, "scatter_reduce": "found", "split_with_sizes": None, "is_neg": None,
+    "is_same_size": None, "is_signed": None}
+if not TYPE_CHECKING:
+    for _n in _INPLACE_FUNCTIONS:
+        globals()[_n] = _method_function(_n)
+    for _n, _rule in _METHOD_FUNCTIONS.items():
+        globals()[_n] = _method_function(_n, out=_rule)
+    del _n, _rule
+arccos, arcsin, arctan = acos, asin, atan
+greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
+ger = outer
+
+__all__ += [*_INPLACE_FUNCTIONS, *_METHOD_FUNCTIONS, "arccos", "arcsin", "arctan", "greater",
+            "greater_equal", "less", "less_equal", "not_equal", "ger"]
 __all__ += ["adjoint", "argwhere", "atleast_1d", "atleast_2d", "atleast_3d", "column_stack",
             "conj", "conj_physical", "count_nonzero", "cumprod", "diag_embed", "diagonal",
             "dsplit", "fliplr", "flipud", "hsplit", "hstack", "imag", "is_complex", "is_conj",

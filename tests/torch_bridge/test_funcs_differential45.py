@@ -9,6 +9,8 @@ of the input (``y._base is x``) or ``x`` itself, the gradients of the inputs, or
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -348,3 +350,139 @@ def test_out_of_range_message_names_the_first_bad_dim_as_torch():
         except IndexError as e:
             return str(e)
     assert msg(tp) == msg(torch)
+
+
+# -- the module-level in-place forms and the other method forms ------------------------------
+def _inplace(name, *args, values=(0.25, 0.5, 0.75), dtype="float32"):
+    def f(L):
+        x = L.tensor(list(values), dtype=getattr(L, dtype))
+        a = [a(L) if callable(a) else a for a in args]
+        y = getattr(L, name)(x, *a)
+        return y is x, _desc(L, x)
+    return f
+
+
+INPLACE = {n: _inplace(n) for n in [
+    "abs_", "acos_", "arccos_", "arcsin_", "arctan_", "asin_", "asinh_", "atan_", "atanh_",
+    "ceil_", "cos_", "cosh_", "deg2rad_", "detach_", "erf_", "exp2_", "exp_", "expm1_",
+    "fix_", "floor_", "frac_", "log10_", "log1p_", "log2_", "log_", "logit_", "nan_to_num_",
+    "neg_", "negative_", "rad2deg_", "reciprocal_", "relu_", "round_", "rsqrt_", "sigmoid_",
+    "sin_", "sinh_", "sqrt_", "square_", "tan_", "tanh_", "trunc_", "zero_"]}
+INPLACE.update({
+    "acosh_": _inplace("acosh_", values=(1.5, 2.0)),
+    "arccosh_": _inplace("arccosh_", values=(1.5, 2.0)),
+    "arcsinh_": _inplace("arcsinh_"),
+    "arctanh_": _inplace("arctanh_"),
+    "clamp_": _inplace("clamp_", 0.3, 0.6),
+    "clamp_int_float": _inplace("clamp_", 0.5, None, dtype="int64"),
+    "clamp_max_": _inplace("clamp_max_", 0.3),
+    "clamp_min_": _inplace("clamp_min_", lambda L: L.tensor([0.3, 0.6, 0.6])),
+    "clip_": _inplace("clip_", None, 0.3),
+    "fill_": _inplace("fill_", 7),
+    "xlogy_": _inplace("xlogy_", 2.0),
+    "index_put_": _inplace("index_put_", lambda L: (L.tensor([0, 2]),), lambda L: L.tensor(9.0)),
+    "round_int": _inplace("round_", dtype="int64", values=(1, 2)),
+    "sqrt_int": _inplace("sqrt_", dtype="int64", values=(1, 4)),
+})
+
+
+def _close(a, b):
+    """Equal structure and non-float leaves; floats to 1e-6 relative (the element ops' libm and
+    torch's differ in the last bits of float32 transcendental functions -- not what is tested
+    here), NaN equal to NaN."""
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(_close, a, b))
+    if isinstance(a, float) and isinstance(b, float):
+        return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-6,
+                                                                 abs_tol=1e-7)
+    return type(a) is type(b) and a == b
+
+
+@pytest.mark.parametrize("name", sorted(INPLACE))
+def test_inplace_function_as_torch(name):
+    a, b = _run(tp, INPLACE[name]), _run(torch, INPLACE[name])
+    assert _close(a, b), (a, b)
+
+
+def _t(*v, dtype="float32"):
+    return lambda L: L.tensor(list(v), dtype=getattr(L, dtype))
+
+
+def _call(name, *args, grad=False, **kw):
+    def f(L):
+        a = [a(L) if callable(a) else a for a in args]
+        if grad:
+            a[0].requires_grad_()
+        y = getattr(L, name)(*a, **kw)
+        g = None
+        if grad:
+            (y * 1.0).sum().backward()
+            g = a[0].grad.clone().tolist()
+        return _desc(L, y), g
+    return f
+
+
+M3 = lambda L: L.tensor([[1.0, 2.0, 3.0], [4.0, -5.0, 6.0]])  # noqa: E731
+METHOD_FUNCS = {
+    "addcdiv": _call("addcdiv", _t(1, 2), _t(3, 4), _t(2, 8), value=0.5, grad=True),
+    "addcmul": _call("addcmul", _t(1, 2), _t(3, 4), _t(2, 8), value=2, grad=True),
+    "addcmul_out": lambda L: (lambda o: (_desc(L, L.addcmul(L.ones(2), L.ones(2), L.ones(2),
+                                                            out=o)), _desc(L, o)))(L.empty(0)),
+    "bernoulli_shape": lambda L: (tuple(L.bernoulli(L.full((2, 3), 0.5)).shape),
+                                  L.bernoulli(L.ones(3)).tolist(),
+                                  L.bernoulli(L.zeros(3)).tolist()),
+    "bincount": _call("bincount", _t(0, 2, 2, 5, dtype="int64"), minlength=7),
+    "bincount_w": _call("bincount", _t(0, 2, 2, dtype="int64"), _t(0.5, 1, 2)),
+    "cross": _call("cross", M3, lambda L: L.tensor([[0.5, 1, 0], [1, 0, 2]]), dim=1, grad=True),
+    "diagflat": _call("diagflat", _t(1, 2, 3), 1, grad=True),
+    "diff": _call("diff", M3, grad=True),
+    "diff_n": _call("diff", _t(1, 4, 9, 16), n=2),
+    "diff_out": lambda L: (lambda o: (_desc(L, L.diff(L.tensor([1.0, 4.0]), out=o)),
+                                      _desc(L, o)))(L.empty(0)),
+    "index_copy": _call("index_copy", M3, 1, _t(2, 0, dtype="int64"),
+                        lambda L: L.ones(2, 2), grad=True),
+    "index_fill": _call("index_fill", M3, 0, _t(1, dtype="int64"), -1.0, grad=True),
+    "index_put": _call("index_put", M3, lambda L: (L.tensor([0, 1]), L.tensor([2, 0])),
+                       _t(7, 8), grad=True),
+    "index_put_acc": _call("index_put", M3, lambda L: (L.tensor([0, 0]),), _t(7, 8, 9),
+                           accumulate=True),
+    "inner": _call("inner", M3, M3, grad=True),
+    "isneginf": _call("isneginf", _t(float("-inf"), 1, float("inf"))),
+    "isposinf": _call("isposinf", _t(float("-inf"), 1, float("inf"))),
+    "isposinf_out_bad": lambda L: (_desc(L, L.isposinf(L.tensor([1.0]), out=L.empty(1))),),
+    "masked_scatter": _call("masked_scatter", M3, lambda L: L.tensor([True, False, True]),
+                            lambda L: L.arange(6.0).reshape(2, 3) + 10, grad=True),
+    "msort": _call("msort", M3, grad=True),
+    "mv": _call("mv", M3, _t(1, 2, 3), grad=True),
+    "mv_out": lambda L: (lambda o: (_desc(L, L.mv(M3(L), L.ones(3), out=o)), _desc(L, o)))(
+        L.empty(0)),
+    "narrow_copy": _call("narrow_copy", M3, 1, 1, 2),
+    "put": _call("put", M3, _t(0, 5, dtype="int64"), _t(9, 8), grad=True),
+    "put_acc": _call("put", M3, _t(0, 0, dtype="int64"), _t(9, 8), True),
+    "scatter_reduce": _call("scatter_reduce", _t(0, 0, 0), 0, _t(0, 1, 0, 1, dtype="int64"),
+                            _t(1, 2, 3, 4), "amax", include_self=False),
+    "scatter_reduce_sum": _call("scatter_reduce", _t(1, 1, 1), 0, _t(0, 1, 0, dtype="int64"),
+                                _t(1, 2, 3), "sum", grad=True),
+    "split_with_sizes": _call("split_with_sizes", M3, [1, 2], 1),
+    "is_neg": lambda L: (L.is_neg(M3(L)),),
+    "is_same_size": lambda L: (L.is_same_size(M3(L), L.ones(2, 3)),
+                               L.is_same_size(M3(L), L.ones(3))),
+    "is_signed": lambda L: (L.is_signed(M3(L)), L.is_signed(L.tensor([1], dtype=L.uint8))),
+    "arccos": _call("arccos", _t(0.5), grad=True),
+    "arcsin": _call("arcsin", _t(0.5), grad=True),
+    "arctan": _call("arctan", _t(0.5), grad=True),
+    "greater": _call("greater", M3, 2.0),
+    "greater_equal": _call("greater_equal", M3, 2.0),
+    "less": _call("less", M3, lambda L: L.tensor([3.0])),
+    "less_equal": _call("less_equal", M3, 2.0),
+    "not_equal": _call("not_equal", M3, 2.0),
+    "ger": _call("ger", _t(1, 2), _t(3, 4, 5), grad=True),
+    "not_a_tensor": lambda L: (L.msort([1.0]),),
+    "kw_input": lambda L: (_desc(L, L.diagflat(input=L.tensor([1.0, 2.0]), offset=-1)),),
+}
+
+
+@pytest.mark.parametrize("name", sorted(METHOD_FUNCS))
+def test_method_function_as_torch(name):
+    a, b = _run(tp, METHOD_FUNCS[name]), _run(torch, METHOD_FUNCS[name])
+    assert _close(a, b), (a, b)
