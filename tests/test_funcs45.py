@@ -232,3 +232,36 @@ def test_module_method_forms():
     assert tp.mv(m.detach(), tp.ones(3), out=o) is o and o.tolist() == [6.0, 5.0]
     with pytest.raises(RuntimeError, match="automatic differentiation"):
         tp.mv(m, tp.ones(3), out=tp.empty(0))
+
+
+def test_scatter_functions_copy_and_differentiate():
+    x, s = _x(3, 4, grad=True), _x(4, grad=True)
+    y = tp.select_scatter(x, s, 0, 1)
+    assert y[1].tolist() == s.tolist() and y[0].tolist() == x[0].tolist()
+    assert x.tolist() == _x(3, 4).tolist()                   # the input is not written
+    assert gradcheck(lambda a, b: tp.select_scatter(a, b, 0, 1), (x, s))
+    d = _x(3, grad=True)
+    assert tp.diagonal_scatter(x, d).diagonal().tolist() == d.tolist()
+    assert gradcheck(lambda a, b: tp.diagonal_scatter(a, b), (x, d))
+    w = _x(3, 2, grad=True)
+    assert tp.slice_scatter(x, w, 1, 0, None, 2)[:, ::2].tolist() == w.tolist()
+    assert gradcheck(lambda a, b: tp.slice_scatter(a, b, 1, 0, None, 2), (x, w))
+    with pytest.raises(RuntimeError, match="src size = \\[3\\], slice size = \\[4\\]"):
+        tp.select_scatter(x, d, 0, 0)
+
+
+def test_broadcast_shapes_result_type_can_cast():
+    assert tp.broadcast_shapes(2, (3, 1)) == tp.broadcast_tensors(tp.ones(2),
+                                                                  tp.ones(3, 1))[0].shape
+    assert tp.broadcast_shapes() == ()
+    with pytest.raises(RuntimeError):
+        tp.broadcast_shapes((2,), (3,))
+    with pytest.raises(ValueError):
+        tp.broadcast_shapes((-1,))
+    assert tp.result_type(tp.tensor([1, 2]), 1.5) == (tp.tensor([1, 2]) + 1.5).dtype
+    assert tp.result_type(tp.tensor([1], dtype=tp.int8), tp.tensor(3)) is tp.int8
+    assert tp.result_type(1, 2.0) == tp.get_default_dtype()
+    assert tp.can_cast(tp.int32, tp.float16) and not tp.can_cast(tp.float32, tp.int64)
+    assert tp.can_cast(tp.bool, tp.uint8)
+    with pytest.raises(TypeError):
+        tp.can_cast("bool", tp.uint8)            # strings are not dtypes, as in torch

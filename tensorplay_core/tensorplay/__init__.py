@@ -726,7 +726,9 @@ from ._surface import (adjoint, argwhere, atleast_1d, atleast_2d, atleast_3d,  #
                        is_conj, is_nonzero, isreal, logcumsumexp, moveaxis, movedim, nanmean,
                        nansum, positive, ravel, real, resolve_conj, resolve_neg, rot90,
                        row_stack, swapdims, take, take_along_dim, tensor_split, tile, trace,
-                       vsplit, vstack)
+                       vsplit, vstack, select_scatter, slice_scatter, diagonal_scatter,
+                       result_type, can_cast)
+from ._surface import broadcast_shapes_ as broadcast_shapes  # noqa: E402
 
 # torch's alias names of the functions above (the same functions: out=, errors, autograd)
 multiply, subtract, divide, negative, absolute, fix = mul, sub, div, neg, abs, trunc
@@ -831,7 +833,8 @@ __all__ += ["adjoint", "argwhere", "atleast_1d", "atleast_2d", "atleast_3d", "co
             "swapdims", "take", "take_along_dim", "tensor_split", "tile", "trace", "vsplit",
             "vstack", "multiply", "subtract", "divide", "negative", "absolute", "fix",
             "true_divide", "rsub", "nan_to_num", "sgn", "frac", "deg2rad", "rad2deg", "logit",
-            "lerp"]
+            "lerp", "select_scatter", "slice_scatter", "diagonal_scatter", "broadcast_shapes",
+            "result_type", "can_cast"]
 
 
 def __getattr__(name):

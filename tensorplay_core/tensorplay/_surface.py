@@ -1521,3 +1521,77 @@ def logcumsumexp(input: Tensor, dim: int, *, out: Any = None) -> Tensor:
         out = O.cat([head, tail], d)
         step *= 2
     return out if out is not input else O.clone(input)
+
+
+# -- the *_scatter functions: a copy of ``input`` with ``src`` written into one of its views ------
+def _scatter_into(api: str, input, src, view):
+    _input(api, input)
+    _input(api, src, "src")
+    out = O.clone(input)
+    region = view(out)
+    if tuple(src.shape) != tuple(region.shape):
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {list(region.shape)}")
+    O.copy_(region, src)
+    return out
+
+
+def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
+    """A copy of ``input`` whose slice ``select(dim, index)`` is ``src`` (of that slice's
+    shape exactly, RuntimeError otherwise, torch's words; IndexError for ``dim``/``index`` out
+    of range). Differentiable in both: the gradient of ``input`` is zero on the slice, that of
+    ``src`` the slice of the incoming gradient. Same as ``torch.select_scatter``."""
+    return _scatter_into("select_scatter", input, src, lambda t: O.select(t, dim, index))
+
+
+def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = None,
+                  end: int | None = None, step: int = 1) -> Tensor:
+    """A copy of ``input`` whose slice ``[start:end:step]`` along ``dim`` is ``src`` (of that
+    slice's shape exactly); otherwise as ``select_scatter``. Same as ``torch.slice_scatter``."""
+    return _scatter_into("slice_scatter", input, src,
+                         lambda t: O.slice(t, dim, start, end, step))
+
+
+def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
+                     dim2: int = 1) -> Tensor:
+    """A copy of ``input`` whose diagonal ``diagonal(offset, dim1, dim2)`` is ``src`` (of that
+    diagonal's shape exactly); otherwise as ``select_scatter``. Same as
+    ``torch.diagonal_scatter``."""
+    return _scatter_into("diagonal_scatter", input, src,
+                         lambda t: t.diagonal(offset, dim1, dim2))
+
+
+# -- shapes and dtypes ---------------------------------------------------------------------------
+def broadcast_shapes_(*shapes: int | Sequence[int]) -> tuple[int, ...]:
+    """The shape that tensors of ``shapes`` (each an int or a sequence of ints) broadcast to, as
+    a tuple (TensorPlay's shape type); RuntimeError for shapes that do not broadcast,
+    ValueError for a negative size (torch's words). Same as ``torch.broadcast_shapes``; exported as
+    ``tensorplay.broadcast_shapes``."""
+    norm = []
+    for s in shapes:
+        s = (_int(s),) if isinstance(s, _int) else tuple(_int(d) for d in s)
+        if any(d < 0 for d in s):
+            raise ValueError("Attempting to broadcast a dimension with negative length!")
+        norm.append(s)
+    return broadcast_shapes(*norm, api="broadcast_shapes")
+
+
+broadcast_shapes_.__name__ = broadcast_shapes_.__qualname__ = "broadcast_shapes"
+
+
+def result_type(tensor: Tensor | _Number, other: Tensor | _Number) -> Any:
+    """The dtype ``tensor <op> other`` computes in (torch's promotion: dimensioned tensors
+    decide unless a 0-d tensor or a Python number is of a higher category, bool < integer <
+    floating; a number's dtype is bool, int64 or the default float dtype). Either may be a
+    Python number. Same as ``torch.result_type``."""
+    from ._ops._shapes import result_dtype
+    if is_tensor(tensor) or is_tensor(other):
+        return result_dtype(tensor, other)
+    return _dtype.result_type(_dtype.wrapped_dtype(tensor), 0, _dtype.wrapped_dtype(other), 0)
+
+
+def can_cast(from_: _DTypeLike, to: _DTypeLike) -> bool:
+    """True when a value of dtype ``from_`` may be written into a tensor of dtype ``to`` by an
+    in-place op or ``out=``: never from a higher category into a lower one (floating into
+    integer or bool, integer into bool). Same as ``torch.can_cast``."""
+    return _dtype.can_cast(_dtype.as_dtype(from_), _dtype.as_dtype(to))

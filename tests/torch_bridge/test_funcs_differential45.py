@@ -486,3 +486,57 @@ METHOD_FUNCS = {
 def test_method_function_as_torch(name):
     a, b = _run(tp, METHOD_FUNCS[name]), _run(torch, METHOD_FUNCS[name])
     assert _close(a, b), (a, b)
+
+
+def _scatter(name, shape, src_shape, *args, src_dtype="float32", **kw):
+    def f(L):
+        x = _x(L, *shape)
+        s = (L.arange(math.prod(src_shape), dtype=getattr(L, src_dtype)) + 100).reshape(
+            tuple(src_shape))
+        if s.dtype.is_floating_point:
+            s.requires_grad_()
+        y = getattr(L, name)(x, s, *args, **kw)
+        (y * (L.arange(y.numel()).reshape(y.shape) + 1)).sum().backward()
+        return _desc(L, y), x.grad.tolist(), s.grad.tolist() if s.requires_grad else None
+    return f
+
+
+SHAPE_DTYPE = {
+    "select_scatter": _scatter("select_scatter", (2, 3), (3,), 0, 1),
+    "select_scatter_neg": _scatter("select_scatter", (2, 3, 4), (2, 4), -2, -1),
+    "select_scatter_bad": _scatter("select_scatter", (2, 3), (2,), 0, 0),
+    "select_scatter_range": _scatter("select_scatter", (2, 3), (3,), 0, 2),
+    "select_scatter_dtype": _scatter("select_scatter", (2, 3), (3,), 0, 0, src_dtype="float64"),
+    "slice_scatter": _scatter("slice_scatter", (4, 3), (2, 3), start=2),
+    "slice_scatter_step": _scatter("slice_scatter", (4, 6), (4, 3), 1, 0, None, 2),
+    "slice_scatter_bad": _scatter("slice_scatter", (4, 3), (1, 3), start=2),
+    "diagonal_scatter": _scatter("diagonal_scatter", (3, 3), (3,)),
+    "diagonal_scatter_off": _scatter("diagonal_scatter", (2, 3, 4), (2, 2), 1, 1, 2),
+    "diagonal_scatter_bad": _scatter("diagonal_scatter", (3, 3), (2,)),
+    "broadcast_shapes": lambda L: (tuple(L.broadcast_shapes(2, (3, 1), [1, 1, 1])),),
+    "broadcast_shapes_none": lambda L: (tuple(L.broadcast_shapes()),),
+    "broadcast_shapes_zero": lambda L: (tuple(L.broadcast_shapes((0, 1), (3,))),),
+    "broadcast_shapes_bad": lambda L: (tuple(L.broadcast_shapes((2,), (3,))),),
+    "broadcast_shapes_neg": lambda L: (tuple(L.broadcast_shapes((-1,), (3,))),),
+}
+_OPERANDS = {
+    "1": lambda L: 1, "2.0": lambda L: 2.0, "1.5": lambda L: 1.5, "True": lambda L: True,
+    "ints": lambda L: L.tensor([1, 2]), "floats": lambda L: L.tensor([1.0]),
+    "int0d": lambda L: L.tensor(3), "ints8": lambda L: L.tensor([1], dtype=L.int8),
+    "bools": lambda L: L.tensor([True]), "half": lambda L: L.tensor([1.0], dtype=L.float16),
+    "float0d": lambda L: L.tensor(1.0, dtype=L.float64)}
+for _a, _b in [("1", "2.0"), ("True", "1"), ("ints", "1.5"), ("ints", "floats"),
+               ("int0d", "ints8"), ("ints8", "1"), ("bools", "True"), ("half", "1.5"),
+               ("half", "float0d"), ("float0d", "int0d"), ("True", "bools")]:
+    SHAPE_DTYPE[f"result_type_{_a}_{_b}"] = (lambda a, b: lambda L: (str(L.result_type(
+        _OPERANDS[a](L), _OPERANDS[b](L))).rsplit(".", 1)[-1],))(_a, _b)
+for _f in ["bool", "uint8", "int8", "int32", "int64", "float16", "bfloat16", "float32",
+           "float64"]:
+    SHAPE_DTYPE[f"can_cast_{_f}"] = (lambda f: lambda L: tuple(
+        L.can_cast(getattr(L, f), getattr(L, t)) for t in ["bool", "uint8", "int16", "int64",
+                                                           "float16", "float64"]))(_f)
+
+
+@pytest.mark.parametrize("name", sorted(SHAPE_DTYPE))
+def test_scatter_shape_dtype_functions_as_torch(name):
+    assert _run(tp, SHAPE_DTYPE[name]) == _run(torch, SHAPE_DTYPE[name])
