@@ -265,3 +265,29 @@ def test_broadcast_shapes_result_type_can_cast():
     assert tp.can_cast(tp.bool, tp.uint8)
     with pytest.raises(TypeError):
         tp.can_cast("bool", tp.uint8)            # strings are not dtypes, as in torch
+
+
+def test_index_factories_searching_kron_block_diag():
+    r, c = tp.tril_indices(3, 4, 1).tolist()
+    assert all(j - i <= 1 for i, j in zip(r, c)) and len(r) == 9
+    assert tp.tril_indices(3, 4, 1).shape[1] + tp.triu_indices(3, 4, 2).shape[1] == 12
+    assert tp.triu_indices(0, 0).shape == (2, 0)
+    seq, v = tp.tensor([1.0, 3.0, 3.0, 5.0]), tp.tensor([3.0, 0.0, 9.0])
+    assert tp.searchsorted(seq, v).tolist() == [sum(s < x for s in seq.tolist()) for x in
+                                                v.tolist()]
+    assert tp.searchsorted(seq, v, side="right").tolist() == \
+        [sum(s <= x for s in seq.tolist()) for x in v.tolist()]
+    assert tp.bucketize(v, seq).tolist() == tp.searchsorted(seq, v).tolist()
+    assert tp.searchsorted(seq, v, out_int32=True).dtype is tp.int32
+    with pytest.raises(RuntimeError):
+        tp.searchsorted(seq, v, right=True, side="left")
+    a, b = _x(2, 2, grad=True), _x(1, 3, grad=True)
+    k = tp.kron(a, b)
+    assert k.shape == (2, 6) and k[1, 4].item() == a[1, 1].item() * b[0, 1].item()
+    assert gradcheck(tp.kron, (a, b))
+    bd = tp.block_diag(a, b, tp.tensor(2.0, dtype=tp.float64))
+    assert bd.shape == (4, 6) and bd[2:3, 2:5].tolist() == b.tolist() and bd[3, 5].item() == 2.0
+    assert bd.sum().item() == pytest.approx(a.sum().item() + b.sum().item() + 2.0)
+    assert gradcheck(lambda p, q: tp.block_diag(p, q), (a, b))
+    with pytest.raises(RuntimeError, match="2 or fewer"):
+        tp.block_diag(tp.ones(1, 1, 1))

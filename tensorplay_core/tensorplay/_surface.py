@@ -1595,3 +1595,139 @@ def can_cast(from_: _DTypeLike, to: _DTypeLike) -> bool:
     in-place op or ``out=``: never from a higher category into a lower one (floating into
     integer or bool, integer into bool). Same as ``torch.can_cast``."""
     return _dtype.can_cast(_dtype.as_dtype(from_), _dtype.as_dtype(to))
+
+
+# -- index factories and searching, composed ---------------------------------------------------
+def _tri_indices(row, col, offset, dtype, device, keep):
+    pairs = [(i, j) for i in range(_int(row)) for j in range(_int(col)) if keep(j - i, offset)]
+    rows, cols = [p[0] for p in pairs], [p[1] for p in pairs]
+    dt = _dtype.int64 if dtype is None else dtype
+    if not pairs:
+        return F.zeros((2, 0), dtype=dt, device=device)
+    return F.tensor([rows, cols], dtype=dt, device=device)
+
+
+def tril_indices(row: int, col: int, offset: int = 0, *, dtype: _DTypeLike | None = None,
+                 device: _DeviceLike | None = None, layout: Any = None) -> Tensor:
+    """The ``(2, n)`` indices (row, column), in row-major order, of the lower triangle of a
+    ``row x col`` matrix: the elements with ``column - row <= offset``; int64 unless ``dtype``;
+    ``(2, 0)`` when there are none. Same as ``torch.tril_indices``."""
+    return _tri_indices(row, col, offset, dtype, device, lambda d, o: d <= o)
+
+
+def triu_indices(row: int, col: int, offset: int = 0, *, dtype: _DTypeLike | None = None,
+                 device: _DeviceLike | None = None, layout: Any = None) -> Tensor:
+    """The ``(2, n)`` indices of the upper triangle of a ``row x col`` matrix: the elements with
+    ``column - row >= offset``; otherwise as ``tril_indices``. Same as ``torch.triu_indices``."""
+    return _tri_indices(row, col, offset, dtype, device, lambda d, o: d >= o)
+
+
+def searchsorted(sorted_sequence: Tensor, input: Tensor | _Number, *, out_int32: bool = False,
+                 right: bool = False, side: str | None = None, sorter: Tensor | None = None,
+                 out: Any = None) -> Tensor:
+    """For each value of ``input``, the index where it would be inserted into the last dim of
+    ``sorted_sequence`` to keep it sorted: the first position whose element is ``>=`` the value
+    (``right=True`` or ``side="right"``: ``>``). A 1-D ``sorted_sequence`` serves every value;
+    otherwise its leading dims must equal ``input``'s. A number ``input`` gives a 0-d result.
+    int64 (int32 with ``out_int32``); ``sorter`` gives the order of an unsorted sequence.
+    Computed as a count of the elements below each value (``O(len(input) * len(sequence))``
+    comparisons, on any device, fake-traceable). RuntimeError for ``right=True`` with
+    ``side="left"`` or leading dims that differ. Same as ``torch.searchsorted``."""
+    if out is not None:
+        return _write_out("searchsorted", out, searchsorted, (sorted_sequence, input),
+                          {"out_int32": out_int32, "right": right, "side": side,
+                           "sorter": sorter}, "found")
+    _input("searchsorted", sorted_sequence, "sorted_sequence")
+    if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but "
+                               f"got {side}")
+        if right and side == "left":
+            raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, "
+                               "got side of left while right was True")
+        right = side == "right"
+    seq = sorted_sequence
+    if sorter is not None:
+        seq = seq.take_along_dim(sorter, -1)
+    scalar = not is_tensor(input)
+    vals = F.tensor(input, dtype=_dtype.wrapped_dtype(input), device=seq.device) if scalar \
+        else input
+    if seq.ndim == 0:
+        raise RuntimeError("torch.searchsorted(): boundaries tensor should have positive "
+                           "dimension, but got 0 dimension")
+    if seq.ndim > 1 and (scalar or tuple(seq.shape[:-1]) != tuple(vals.shape[:-1])):
+        raise RuntimeError(f"torch.searchsorted(): boundaries tensor should be 1 dimension or the "
+                           f"first N-1 dimensions of boundaries tensor and input value tensor "
+                           f"must match, but we got boundaries tensor {list(seq.shape)} and "
+                           f"input value tensor {list(vals.shape)}")
+    if seq.ndim == 1:
+        below = (O.le if right else O.lt)(seq, O.unsqueeze(vals, -1))
+    else:
+        below = (O.le if right else O.lt)(O.unsqueeze(seq, -2), O.unsqueeze(vals, -1))
+    r = O.sum(below, [-1], False)
+    return O.to_dtype(r, _dtype.int32) if out_int32 else r
+
+
+def bucketize(input: Tensor | _Number, boundaries: Tensor, *, out_int32: bool = False,
+              right: bool = False, out: Any = None) -> Tensor:
+    """The index of the bucket of each value of ``input`` between the sorted 1-D
+    ``boundaries``: ``boundaries[i-1] < x <= boundaries[i]`` (``right=True``: ``boundaries[i-1]
+    <= x < boundaries[i]``), i.e. ``searchsorted(boundaries, input, right=right)``; int64
+    (int32 with ``out_int32``). RuntimeError for boundaries not 1-D. Same as
+    ``torch.bucketize``."""
+    if out is not None:
+        return _write_out("bucketize", out, bucketize, (input, boundaries),
+                          {"out_int32": out_int32, "right": right}, "found")
+    _input("bucketize", boundaries, "boundaries")
+    if boundaries.ndim != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim("
+                           f"{boundaries.ndim})")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+def kron(input: Tensor, other: Tensor, *, out: Any = None) -> Tensor:
+    """The Kronecker product: shape ``(a_i * b_i)`` over the dims of the two tensors (the one
+    with fewer dims given leading size-1 dims); dtypes promote as ``mul``'s; differentiable
+    (``mul`` and reshapes). Same as ``torch.kron``."""
+    if out is not None:
+        return _write_out("kron", out, kron, (input, other), {}, "cast")
+    _input("kron", input)
+    _input("kron", other, "other")
+    n = builtins.max(input.ndim, other.ndim)
+    a = [1] * (n - input.ndim) + list(input.shape)
+    b = [1] * (n - other.ndim) + list(other.shape)
+    ea = [s for d in a for s in (d, 1)]
+    eb = [s for d in b for s in (1, d)]
+    prod = O.mul(O.reshape(input, ea), O.reshape(other, eb))
+    return O.reshape(prod, [x * y for x, y in zip(a, b)])
+
+
+def block_diag(*tensors: Tensor) -> Tensor:
+    """The tensors (0-d as ``(1, 1)``, 1-D ``(n,)`` as ``(1, n)``, 2-D as they are) along the
+    diagonal of one 2-D tensor, zeros elsewhere; dtypes promote together; differentiable
+    (``cat``). RuntimeError for a tensor of more than 2 dims. No tensor: shape ``(1, 0)``
+    (torch's). Same as ``torch.block_diag``."""
+    mats = []
+    for i, t in enumerate(tensors):
+        _input("block_diag", t, "tensors")
+        if t.ndim > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer "
+                               f"dimensions. Input {i} has {t.ndim} dimensions")
+        mats.append(O.reshape(t, [1, 1]) if t.ndim == 0 else
+                    O.unsqueeze(t, 0) if t.ndim == 1 else t)
+    if not mats:
+        return F.zeros((1, 0))                           # torch's shape for no tensor
+    dt = mats[0].dtype
+    for m in mats[1:]:
+        dt = _dtype.promote_types(dt, m.dtype)
+    dev = mats[0].device
+    width = builtins.sum(m.shape[1] for m in mats)
+    rows, left = [], 0
+    for m in mats:
+        r, c = m.shape
+        m = O.to_dtype(m, dt) if m.dtype is not dt else m
+        parts = ([F.zeros((r, left), dtype=dt, device=dev)] if left else []) + [m] + \
+            ([F.zeros((r, width - left - c), dtype=dt, device=dev)] if width - left - c else [])
+        rows.append(O.cat(parts, 1) if len(parts) > 1 else m)
+        left += c
+    return O.cat(rows, 0) if len(rows) > 1 else rows[0]

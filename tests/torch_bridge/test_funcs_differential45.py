@@ -540,3 +540,61 @@ for _f in ["bool", "uint8", "int8", "int32", "int64", "float16", "bfloat16", "fl
 @pytest.mark.parametrize("name", sorted(SHAPE_DTYPE))
 def test_scatter_shape_dtype_functions_as_torch(name):
     assert _run(tp, SHAPE_DTYPE[name]) == _run(torch, SHAPE_DTYPE[name])
+
+
+_SEQ = lambda L: L.tensor([1.0, 3.0, 3.0, 5.0, 7.0])  # noqa: E731
+_VALS = lambda L: L.tensor([[3.0, 6.0, 0.0], [9.0, 1.0, 7.0]])  # noqa: E731
+COMPOSED = {
+    "tril_indices": lambda L: (_desc(L, L.tril_indices(3, 4, 1)),),
+    "tril_indices_neg": lambda L: (_desc(L, L.tril_indices(4, 3, -2)),),
+    "tril_indices_empty": lambda L: (_desc(L, L.tril_indices(0, 3)),),
+    "tril_indices_none": lambda L: (_desc(L, L.tril_indices(3, 3, -5)),),
+    "triu_indices": lambda L: (_desc(L, L.triu_indices(3, 4, 1)),),
+    "triu_indices_int32": lambda L: (_desc(L, L.triu_indices(3, 3, -1, dtype=L.int32)),),
+    "searchsorted": lambda L: (_desc(L, L.searchsorted(_SEQ(L), _VALS(L))),),
+    "searchsorted_right": lambda L: (_desc(L, L.searchsorted(_SEQ(L), _VALS(L), right=True)),),
+    "searchsorted_side": lambda L: (_desc(L, L.searchsorted(_SEQ(L), _VALS(L), side="right")),),
+    "searchsorted_conflict": lambda L: (_desc(L, L.searchsorted(_SEQ(L), _VALS(L), right=True,
+                                                                side="left")),),
+    "searchsorted_scalar": lambda L: (_desc(L, L.searchsorted(_SEQ(L), 3.0)),
+                                      _desc(L, L.searchsorted(_SEQ(L), 3.0, right=True))),
+    "searchsorted_int32": lambda L: (_desc(L, L.searchsorted(_SEQ(L), _VALS(L),
+                                                             out_int32=True)),),
+    "searchsorted_nd": lambda L: (_desc(L, L.searchsorted(
+        L.tensor([[1.0, 2.0, 3.0], [0.0, 5.0, 9.0]]), _VALS(L))),),
+    "searchsorted_nd_bad": lambda L: (_desc(L, L.searchsorted(
+        L.tensor([[1.0, 2.0, 3.0]] * 3), _VALS(L))),),
+    "searchsorted_sorter": lambda L: (_desc(L, L.searchsorted(
+        L.tensor([5.0, 1.0, 7.0, 3.0]), _VALS(L), sorter=L.tensor([1, 3, 0, 2]))),),
+    "searchsorted_out": lambda L: (lambda o: (_desc(L, L.searchsorted(_SEQ(L), _VALS(L),
+                                                                      out=o)), _desc(L, o)))(
+        L.empty(0, dtype=L.int64)),
+    "searchsorted_ints": lambda L: (_desc(L, L.searchsorted(L.tensor([1, 4, 9]),
+                                                            L.tensor([0, 4, 10]))),),
+    "bucketize": lambda L: (_desc(L, L.bucketize(_VALS(L), _SEQ(L))),),
+    "bucketize_right": lambda L: (_desc(L, L.bucketize(_VALS(L), _SEQ(L), right=True,
+                                                       out_int32=True)),),
+    "bucketize_scalar": lambda L: (_desc(L, L.bucketize(4, L.tensor([1, 4, 9]))),),
+    "bucketize_2d": lambda L: (_desc(L, L.bucketize(_VALS(L), _VALS(L))),),
+    "kron": _call("kron", lambda L: L.tensor([[1.0, 2.0], [3.0, 4.0]]),
+                  lambda L: L.tensor([[0.0, 1.0, 2.0]]), grad=True),
+    "kron_ranks": _call("kron", _t(1, -2), lambda L: L.arange(12.0).reshape(2, 3, 2), grad=True),
+    "kron_0d": _call("kron", lambda L: L.tensor(3.0), _t(1, 2), grad=True),
+    "kron_dtypes": _call("kron", _t(1, 2, dtype="int64"), _t(0.5, 1)),
+    "block_diag": lambda L: (lambda ts: (_desc(L, L.block_diag(*ts)),
+                                         (L.block_diag(*ts) * L.arange(20.0).reshape(4, 5))
+                                         .sum().backward(),
+                                         [t.grad.tolist() for t in ts]))(
+        [L.ones(2, 2, requires_grad=True), L.tensor([5.0, 6.0], requires_grad=True),
+         L.tensor(7.0, requires_grad=True)]),
+    "block_diag_dtypes": lambda L: (_desc(L, L.block_diag(L.tensor([[1]]), L.tensor([0.5]))),),
+    "block_diag_one": lambda L: (_desc(L, L.block_diag(L.tensor([1.0, 2.0]))),),
+    "block_diag_empty_cols": lambda L: (_desc(L, L.block_diag(L.ones(2, 0), L.ones(1, 2))),),
+    "block_diag_3d": lambda L: (_desc(L, L.block_diag(L.ones(1, 1, 1))),),
+    "block_diag_none": lambda L: (_desc(L, L.block_diag()),),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMPOSED))
+def test_composed_functions_as_torch(name):
+    assert _run(tp, COMPOSED[name]) == _run(torch, COMPOSED[name])
