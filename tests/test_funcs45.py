@@ -291,3 +291,23 @@ def test_index_factories_searching_kron_block_diag():
     assert gradcheck(lambda p, q: tp.block_diag(p, q), (a, b))
     with pytest.raises(RuntimeError, match="2 or fewer"):
         tp.block_diag(tp.ones(1, 1, 1))
+
+
+def test_signbit_unique_consecutive_movedim_0d():
+    x = tp.tensor([-0.0, 0.0, -2.0, 3.0, -float("inf")])
+    assert tp.signbit(x).tolist() == [math.copysign(1.0, v) < 0 for v in x.tolist()]
+    assert tp.signbit(tp.tensor([-1, 0, 2])).tolist() == [True, False, False]
+    assert tp.signbit(tp.tensor([True])).dtype is tp.bool
+    v = tp.tensor([1, 1, 2, 2, 3, 1, 1])
+    vals, inv, counts = tp.unique_consecutive(v, return_inverse=True, return_counts=True)
+    assert vals[inv].tolist() == v.tolist()                  # the inverse maps back
+    assert counts.sum().item() == v.numel() and counts.tolist() == [2, 2, 1, 2]
+    assert all(a != b for a, b in zip(vals.tolist(), vals.tolist()[1:]))
+    m = tp.tensor([[1, 2], [1, 2], [3, 4]])
+    u, i, c = tp.unique_consecutive(m, True, True, dim=0)
+    assert u.index_select(0, i).tolist() == m.tolist() and c.tolist() == [2, 1]
+    assert tp.unique_consecutive(v).tolist() == vals.tolist()
+    s = tp.tensor(5.0)
+    assert tp.movedim(s, 0, -1)._base is s and tp.movedim(s, 0, 0).item() == 5.0
+    with pytest.raises(IndexError):
+        tp.movedim(s, 1, 0)

@@ -1731,3 +1731,58 @@ def block_diag(*tensors: Tensor) -> Tensor:
         rows.append(O.cat(parts, 1) if len(parts) > 1 else m)
         left += c
     return O.cat(rows, 0) if len(rows) > 1 else rows[0]
+
+
+def signbit(input: Tensor, *, out: Any = None) -> Tensor:
+    """A bool tensor of ``input``'s shape: True where the sign bit is set (negative numbers,
+    ``-0.0`` and a negative NaN included; False everywhere for bool and uint8). Same as
+    ``torch.signbit``."""
+    if out is not None:
+        return _write_out("signbit", out, signbit, (input,), {}, "cast")
+    _input("signbit", input)
+    if input.dtype.is_floating_point:
+        return O.lt(O.copysign(F.ones_like(input), input), 0)
+    if input.dtype is _dtype.bool or input.dtype is _dtype.uint8:
+        return F.zeros_like(input, dtype=_dtype.bool)
+    return O.lt(input, 0)
+
+
+def unique_consecutive(input: Tensor, return_inverse: bool = False, return_counts: bool = False,
+                       dim: int | None = None) -> Any:
+    """``input`` with each run of equal consecutive elements (``dim=None``: of the flattened
+    input; else of equal consecutive slices along ``dim``) kept once; with ``return_inverse``
+    the index of each element's (slice's) run in the result (``input``'s shape; ``(size of
+    dim,)`` with ``dim``), with ``return_counts`` the length of each run (int64). Returns the
+    tensor alone, or a tuple with the ones asked for in this order. NaNs are never equal. The
+    result's size depends on the values (no fake rule). Same as ``torch.unique_consecutive``."""
+    _input("unique_consecutive", input)
+    if dim is None:
+        flat = O.reshape(input, [-1])
+        rows = flat
+    else:
+        d = wrap_dim(dim, input.ndim, "unique_consecutive(): ")
+        flat = input
+        rows = O.reshape(input.movedim(d, 0), [input.shape[d], input.numel() // input.shape[d]
+                                               if input.shape[d] else 0])
+    n = rows.shape[0]
+    dev = input.device
+    if n == 0:
+        values = flat if dim is None else input
+        inverse = F.zeros(tuple(input.shape) if dim is None else (0,), dtype=_dtype.int64,
+                          device=dev)
+        counts = F.zeros((0,), dtype=_dtype.int64, device=dev)
+    else:
+        change = O.ne(O.narrow(rows, 0, 1, n - 1), O.narrow(rows, 0, 0, n - 1))
+        if dim is not None and rows.ndim == 2:
+            change = O.any(change, [1], False)
+        mask = O.cat([F.ones((1,), dtype=_dtype.bool, device=dev), change], 0)
+        starts = O.reshape(O.nonzero(mask), [-1])
+        values = O.masked_select(flat, mask) if dim is None else O.index(input, d, starts)
+        inverse = O.sub(O.cumsum(mask, 0), 1)
+        if dim is None:
+            inverse = O.reshape(inverse, list(input.shape))
+        ends = O.cat([O.narrow(starts, 0, 1, starts.shape[0] - 1),
+                      F.full((1,), n, dtype=_dtype.int64, device=dev)], 0)
+        counts = O.sub(ends, starts)
+    extra = ((inverse,) if return_inverse else ()) + ((counts,) if return_counts else ())
+    return (values, *extra) if extra else values

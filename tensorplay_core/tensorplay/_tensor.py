@@ -2493,6 +2493,8 @@ class Tensor(TensorBase, instance_class=True):
         if len(set(src)) != len(src) or len(set(dst)) != len(dst):
             raise RuntimeError(f"movedim: repeated dim in `source` ({src}) or `destination` "
                                f"({dst})")
+        if not n:       # a 0-d tensor: dims 0 and -1 name it, and there is nothing to move
+            return _O.permute(self, [])
         perm = [-1] * n
         for s_, d_ in zip(src, dst):
             perm[d_] = s_

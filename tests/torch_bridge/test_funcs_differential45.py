@@ -79,6 +79,9 @@ CASES = {
     "movedim": _unary("movedim", 0, 2, view=True),
     "movedim_seq": _unary("movedim", (0, 1), (2, 0), view=True),
     "movedim_same": _unary("movedim", 1, 1, view=True),
+    "movedim_0d": _unary("movedim", 0, -1, shape=(), view=True),
+    "movedim_0d_seq": _unary("movedim", [0], [0], shape=(), view=True),
+    "movedim_0d_range": _unary("movedim", 1, 0, shape=()),
     "movedim_bad_len": _unary("movedim", (0, 1), (2,)),
     "movedim_repeat": _unary("movedim", (0, 0), (1, 2)),
     "movedim_range": _unary("movedim", 3, 0),
@@ -598,3 +601,43 @@ COMPOSED = {
 @pytest.mark.parametrize("name", sorted(COMPOSED))
 def test_composed_functions_as_torch(name):
     assert _run(tp, COMPOSED[name]) == _run(torch, COMPOSED[name])
+
+
+_RUNS = lambda L: L.tensor([1.0, 1.0, 2.0, 2.0, 3.0, 1.0, 1.0, 2.0])  # noqa: E731
+_NANS = lambda L: L.tensor([float("nan"), float("nan"), 1.0, 1.0])  # noqa: E731
+_ROWS = lambda L: L.tensor([[1, 2], [1, 2], [3, 4], [3, 5], [3, 5]])  # noqa: E731
+MORE = {
+    "signbit": lambda L: (_desc(L, L.signbit(L.tensor([-0.0, 0.0, -1.0, 2.0, float("nan"),
+                                                       -float("nan"), -float("inf")]))),),
+    "signbit_half": lambda L: (_desc(L, L.signbit(L.tensor([-0.0, 1.0], dtype=L.float16))),),
+    "signbit_ints": lambda L: (_desc(L, L.signbit(L.tensor([-1, 0, 3]))),
+                               _desc(L, L.signbit(L.tensor([True, False]))),
+                               _desc(L, L.signbit(L.tensor([0, 255], dtype=L.uint8)))),
+    "signbit_out": lambda L: (lambda o: (_desc(L, L.signbit(L.tensor([-1.0, 1.0]), out=o)),
+                                         _desc(L, o)))(L.empty(0, dtype=L.bool)),
+}
+for _name, _mk in [("runs", _RUNS), ("nans", _NANS), ("rows", _ROWS),
+                   ("empty", lambda L: L.tensor([])), ("one", lambda L: L.tensor([4])),
+                   ("scalar", lambda L: L.tensor(5.0)),
+                   ("matrix", lambda L: L.tensor([[1, 1], [1, 2]]))]:
+    for _kw in [{}, {"return_inverse": True}, {"return_counts": True},
+                {"return_inverse": True, "return_counts": True}]:
+        MORE[f"unique_consecutive_{_name}_{'_'.join(_kw) or 'plain'}"] = (
+            lambda mk, kw: lambda L: (_desc(L, L.unique_consecutive(mk(L), **kw)),))(_mk, _kw)
+for _d in [0, 1, -1]:
+    MORE[f"unique_consecutive_rows_dim{_d}"] = (lambda d: lambda L: (_desc(
+        L, L.unique_consecutive(_ROWS(L), True, True, dim=d)),))(_d)
+MORE["unique_consecutive_dim_3d"] = lambda L: (_desc(L, L.unique_consecutive(
+    L.tensor([[[1, 1], [1, 1]], [[1, 1], [1, 1]], [[2, 1], [1, 1]]]), True, True, dim=0)),
+    _desc(L, L.unique_consecutive(L.tensor([[[1, 1], [1, 1]], [[1, 1], [1, 2]]]), True, True,
+                                  dim=2)))
+MORE["unique_consecutive_0d_dim"] = lambda L: (_desc(L, L.unique_consecutive(
+    L.tensor(5.0), dim=0)),)
+MORE["unique_consecutive_empty_dim"] = lambda L: (_desc(L, L.unique_consecutive(
+    L.zeros(0, 3), True, True, dim=0)),)
+
+
+@pytest.mark.parametrize("name", sorted(MORE))
+def test_signbit_unique_consecutive_as_torch(name):
+    a, b = _run(tp, MORE[name]), _run(torch, MORE[name])
+    assert _close(a, b), (a, b)         # (NaN equal to NaN)
