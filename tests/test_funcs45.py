@@ -311,3 +311,22 @@ def test_signbit_unique_consecutive_movedim_0d():
     assert tp.movedim(s, 0, -1)._base is s and tp.movedim(s, 0, 0).item() == 5.0
     with pytest.raises(IndexError):
         tp.movedim(s, 1, 0)
+
+
+def test_combinations_and_new_methods():
+    import itertools
+    x = _x(4, grad=True)
+    c = tp.combinations(x, 3)
+    assert c.tolist() == [list(t) for t in itertools.combinations(x.tolist(), 3)]
+    assert gradcheck(lambda a: tp.combinations(a, 2, True), (x,))
+    assert tp.combinations(x, 0).shape == (0,) and tp.combinations(x, 5).shape == (0, 5)
+    with pytest.raises(RuntimeError, match="1D"):
+        tp.combinations(tp.ones(2, 2))
+    m = _x(2, 3)
+    assert m.signbit().tolist() == tp.signbit(m).tolist()
+    assert m.kron(m).tolist() == tp.kron(m, m).tolist()
+    assert m.select_scatter(tp.ones(3, dtype=tp.float64), 0, 1).tolist() == \
+        tp.select_scatter(m, tp.ones(3, dtype=tp.float64), 0, 1).tolist()
+    assert m.diagonal_scatter(tp.ones(2, dtype=tp.float64)).diagonal().tolist() == [1.0, 1.0]
+    assert m.slice_scatter(tp.ones(2, 1, dtype=tp.float64), 1, 2)[:, 2].tolist() == [1.0, 1.0]
+    assert m.unique_consecutive(dim=1).tolist() == m.tolist()

@@ -728,7 +728,8 @@ from ._surface import (adjoint, argwhere, atleast_1d, atleast_2d, atleast_3d,  #
                        row_stack, swapdims, take, take_along_dim, tensor_split, tile, trace,
                        vsplit, vstack, select_scatter, slice_scatter, diagonal_scatter,
                        result_type, can_cast, tril_indices, triu_indices, searchsorted,
-                       bucketize, kron, block_diag, signbit, unique_consecutive)
+                       bucketize, kron, block_diag, signbit, unique_consecutive,
+                       combinations)
 from ._surface import broadcast_shapes_ as broadcast_shapes  # noqa: E402
 
 # torch's alias names of the functions above (the same functions: out=, errors, autograd)
@@ -836,7 +837,8 @@ __all__ += ["adjoint", "argwhere", "atleast_1d", "atleast_2d", "atleast_3d", "co
             "true_divide", "rsub", "nan_to_num", "sgn", "frac", "deg2rad", "rad2deg", "logit",
             "lerp", "select_scatter", "slice_scatter", "diagonal_scatter", "broadcast_shapes",
             "result_type", "can_cast", "tril_indices", "triu_indices", "searchsorted",
-            "bucketize", "kron", "block_diag", "signbit", "unique_consecutive"]
+            "bucketize", "kron", "block_diag", "signbit", "unique_consecutive",
+            "combinations"]
 
 
 def __getattr__(name):

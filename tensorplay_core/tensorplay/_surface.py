@@ -1786,3 +1786,25 @@ def unique_consecutive(input: Tensor, return_inverse: bool = False, return_count
         counts = O.sub(ends, starts)
     extra = ((inverse,) if return_inverse else ()) + ((counts,) if return_counts else ())
     return (values, *extra) if extra else values
+
+
+def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor:
+    """The length-``r`` combinations of the elements of the 1-D ``input`` as the rows of a
+    ``(k, r)`` tensor, in ``itertools.combinations`` order
+    (``combinations_with_replacement`` with ``with_replacement``); ``r=0`` gives an empty 1-D
+    tensor, no combination a ``(0, r)`` one. Differentiable (``index``). RuntimeError for an
+    input that is not 1-D. Same as ``torch.combinations``."""
+    import itertools
+    _input("combinations", input)
+    if input.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return F.empty((0,), dtype=input.dtype, device=input.device)
+    make = itertools.combinations_with_replacement if with_replacement else \
+        itertools.combinations
+    idx = list(make(range(input.shape[0]), r))
+    if not idx:
+        return F.empty((0, r), dtype=input.dtype, device=input.device)
+    return O.index(input, 0, F.tensor(idx, dtype=_dtype.int64, device=input.device))

@@ -641,3 +641,40 @@ MORE["unique_consecutive_empty_dim"] = lambda L: (_desc(L, L.unique_consecutive(
 def test_signbit_unique_consecutive_as_torch(name):
     a, b = _run(tp, MORE[name]), _run(torch, MORE[name])
     assert _close(a, b), (a, b)         # (NaN equal to NaN)
+
+
+def _comb(*args, **kw):
+    def f(L):
+        x = L.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True) if not args or args[0] != "bad" \
+            else L.ones(2, 2, requires_grad=True)
+        y = L.combinations(x, *args[1:], **kw)
+        if y.numel():
+            (y * (L.arange(y.numel()).reshape(y.shape) + 1)).sum().backward()
+        return _desc(L, y), None if x.grad is None else x.grad.tolist()
+    return f
+
+
+LAST = {
+    "combinations": _comb("ok"),
+    "combinations_3": _comb("ok", 3),
+    "combinations_0": _comb("ok", 0),
+    "combinations_5": _comb("ok", 5),
+    "combinations_repl": _comb("ok", 2, True),
+    "combinations_bad": _comb("bad"),
+    "combinations_empty": lambda L: (_desc(L, L.combinations(L.tensor([]), 2)),),
+    "method_signbit": lambda L: (_desc(L, L.tensor([-0.0, 1.0]).signbit()),),
+    "method_kron": lambda L: (_desc(L, L.tensor([1.0, 2.0]).kron(L.tensor([[1.0], [3.0]]))),),
+    "method_unique_consecutive": lambda L: (_desc(L, L.tensor([1, 1, 2]).unique_consecutive(
+        return_counts=True)),),
+    "method_select_scatter": lambda L: (_desc(L, L.zeros(2, 2).select_scatter(L.ones(2), 1,
+                                                                              0)),),
+    "method_slice_scatter": lambda L: (_desc(L, L.zeros(3, 2).slice_scatter(L.ones(1, 2),
+                                                                            start=2)),),
+    "method_diagonal_scatter": lambda L: (_desc(L, L.zeros(2, 3).diagonal_scatter(
+        L.ones(2), 1)),),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAST))
+def test_combinations_and_methods_as_torch(name):
+    assert _run(tp, LAST[name]) == _run(torch, LAST[name])
