@@ -723,6 +723,128 @@ __all__ += ["atan2", "arctan2", "hypot", "nextafter", "fmod", "copysign", "asinh
             "float_power", "aminmax", "median", "nanmedian", "kthvalue", "mode", "cummax",
             "cummin"]
 
+# -- session 45 (h-funcs45): torch's module-level functions over the Tensor methods (_surface) --
+from ._surface import (adjoint, argwhere, atleast_1d, atleast_2d, atleast_3d,  # noqa: E402
+                       column_stack, conj, conj_physical, count_nonzero, cumprod, diag_embed,
+                       diagonal, dsplit, fliplr, flipud, hsplit, hstack, imag, is_complex,
+                       is_conj, is_nonzero, isreal, logcumsumexp, moveaxis, movedim, nanmean,
+                       nansum, positive, ravel, real, resolve_conj, resolve_neg, rot90,
+                       row_stack, swapdims, take, take_along_dim, tensor_split, tile, trace,
+                       vsplit, vstack, select_scatter, slice_scatter, diagonal_scatter,
+                       result_type, can_cast, tril_indices, triu_indices, searchsorted,
+                       bucketize, kron, block_diag, signbit, unique_consecutive,
+                       combinations)
+from ._surface import broadcast_shapes_ as broadcast_shapes  # noqa: E402
+
+# torch's alias names of the functions above (the same functions: out=, errors, autograd)
+multiply, subtract, divide, negative, absolute, fix = mul, sub, div, neg, abs, trunc
+
+
+def true_divide(dividend: _TensorOrScalar, divisor: _TensorOrScalar, *,
+                out: Any = None) -> Tensor:
+    """``div(dividend, divisor)``: true division (integers give the default float dtype). Same
+    as ``torch.true_divide``."""
+    return div(dividend, divisor, out=out)
+
+
+def rsub(input: _TensorOrScalar, other: _TensorOrScalar, *, alpha: _Number = 1) -> Tensor:
+    """``other - alpha * input`` (``sub`` with the operands swapped; its dtype rules and
+    errors). Same as ``torch.rsub``."""
+    return sub(other, input, alpha=alpha)
+
+
+import inspect as _inspect  # noqa: E402
+
+
+def _method_function(name: str, doc: str | None = None, out: str | None = None):
+    """``tensorplay.<name>(input, *args, **kwargs)``: the Tensor method (TypeError for an input
+    that is not a tensor); ``out``: the ``write_out`` rule of its ``out=`` (None: torch takes
+    no ``out=``). ``doc`` None: the method's own docstring, introduced."""
+    method = getattr(Tensor, name)
+    if out is None:
+        def f(input, *args, **kwargs):
+            _tensor_input(name, input)
+            return method(input, *args, **kwargs)
+    else:
+        def f(input, *args, out=None, **kwargs):
+            if out is not None:
+                return _write_out(name, out, f, (input, *args), kwargs, rule)
+            _tensor_input(name, input)
+            return method(input, *args, **kwargs)
+        rule = out
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = doc if doc is not None else (
+        f"``input.{name}(...)``, the Tensor method with ``input`` first (same as "
+        f"``torch.{name}``); TypeError for an ``input`` that is not a tensor"
+        + (", ``out=`` as torch's" if out else "") + ". The method:\n\n"
+        + (_inspect.getdoc(method) or ""))
+    return f
+
+
+if TYPE_CHECKING:
+    nan_to_num = Tensor.nan_to_num
+    sgn = frac = deg2rad = rad2deg = logit = lerp = Tensor.sgn
+else:
+    nan_to_num = _method_function(
+        "nan_to_num", "NaN, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf`` (by "
+        "default the dtype's largest and lowest finite values); integer and bool tensors are "
+        "copied. Same as ``torch.nan_to_num``.")
+    sgn = _method_function("sgn", "``sign(input)`` (real dtypes). Same as ``torch.sgn``.")
+    frac = _method_function("frac", "``input - trunc(input)``; floating inputs only "
+                            "(RuntimeError otherwise). Same as ``torch.frac``.")
+    deg2rad = _method_function("deg2rad", "``input * pi / 180`` (integers give the default "
+                               "float dtype). Same as ``torch.deg2rad``.")
+    rad2deg = _method_function("rad2deg", "``input * 180 / pi`` (integers give the default "
+                               "float dtype). Same as ``torch.rad2deg``.")
+    logit = _method_function("logit", "``log(z / (1 - z))``, ``z`` clamped to ``[eps, 1 - "
+                             "eps]`` when ``eps`` is given. Same as ``torch.logit``.")
+    lerp = _method_function("lerp", "``input + weight * (end - input)`` evaluated as torch's "
+                            "kernel; floating tensors of one dtype (RuntimeError otherwise). "
+                            "Same as ``torch.lerp``.")
+
+# more of torch's module-level forms of Tensor methods: the in-place ones (``torch.clamp_(x, 0,
+# 1)``, ``torch.zero_(x)``: no ``out=``) and the rest (``out=`` where torch takes it)
+_INPLACE_FUNCTIONS = (
+    "abs_", "acos_", "acosh_", "arccos_", "arcsin_", "arctan_", "arccosh_", "arcsinh_",
+    "arctanh_", "asin_", "asinh_", "atan_", "atanh_", "ceil_", "clamp_", "clamp_max_",
+    "clamp_min_", "clip_", "cos_", "cosh_", "deg2rad_", "detach_", "erf_", "exp2_", "exp_",
+    "expm1_", "fill_", "fix_", "floor_", "frac_", "index_put_", "log10_", "log1p_", "log2_",
+    "log_", "logit_", "nan_to_num_", "neg_", "negative_", "rad2deg_", "reciprocal_", "relu_",
+    "round_", "rsqrt_", "sigmoid_", "sin_", "sinh_", "sqrt_", "square_", "tan_", "tanh_",
+    "trunc_", "xlogy_", "zero_")
+_METHOD_FUNCTIONS = {   # name: out= rule (None: torch takes no out=)
+    "addcdiv": "cast", "addcmul": "cast", "bernoulli": "found", "bincount": None,
+    "cross": "found", "diagflat": None, "diff": "found", "index_copy": None, "index_fill": None,
+    "index_put": None, "inner": "found", "isneginf": "found", "isposinf": "found",
+    "masked_scatter": None, "msort": "found", "mv": "found", "narrow_copy": "found",
+    "put": None, "scatter_reduce": "found", "split_with_sizes": None, "is_neg": None,
+    "is_same_size": None, "is_signed": None}
+if not TYPE_CHECKING:
+    for _n in _INPLACE_FUNCTIONS:
+        globals()[_n] = _method_function(_n)
+    for _n, _rule in _METHOD_FUNCTIONS.items():
+        globals()[_n] = _method_function(_n, out=_rule)
+    del _n, _rule
+arccos, arcsin, arctan = acos, asin, atan
+greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
+ger = outer
+
+__all__ += [*_INPLACE_FUNCTIONS, *_METHOD_FUNCTIONS, "arccos", "arcsin", "arctan", "greater",
+            "greater_equal", "less", "less_equal", "not_equal", "ger"]
+__all__ += ["adjoint", "argwhere", "atleast_1d", "atleast_2d", "atleast_3d", "column_stack",
+            "conj", "conj_physical", "count_nonzero", "cumprod", "diag_embed", "diagonal",
+            "dsplit", "fliplr", "flipud", "hsplit", "hstack", "imag", "is_complex", "is_conj",
+            "is_nonzero", "isreal", "logcumsumexp", "moveaxis", "movedim", "nanmean", "nansum",
+            "positive", "ravel", "real", "resolve_conj", "resolve_neg", "rot90", "row_stack",
+            "swapdims", "take", "take_along_dim", "tensor_split", "tile", "trace", "vsplit",
+            "vstack", "multiply", "subtract", "divide", "negative", "absolute", "fix",
+            "true_divide", "rsub", "nan_to_num", "sgn", "frac", "deg2rad", "rad2deg", "logit",
+            "lerp", "select_scatter", "slice_scatter", "diagonal_scatter", "broadcast_shapes",
+            "result_type", "can_cast", "tril_indices", "triu_indices", "searchsorted",
+            "bucketize", "kron", "block_diag", "signbit", "unique_consecutive",
+            "combinations"]
+
+
 def __getattr__(name):
     # ``tensorplay.testing`` as an attribute after ``import tensorplay`` (torch's habit), imported
     # on first access: it is not needed to run ops, and ``import tensorplay`` stays light.

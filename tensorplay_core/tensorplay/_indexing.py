@@ -184,7 +184,9 @@ def _linear_index(x, advanced):
     ``(dims, rest, bshape, linear, n)``: the indexed dims (ascending), the other dims, the
     broadcast shape of the index tensors, the int64 index (of shape ``bshape``) into
     ``permute(x, dims + rest)`` with ``dims`` merged into one of size ``n``. Bool masks count as
-    their nonzero positions (torch's rule); out-of-range indices raise ``IndexError``."""
+    their nonzero positions (torch's rule); out-of-range indices raise ``IndexError`` (the first
+    indexed dim holding one), unless the result has no elements: nothing is read then, and
+    nothing is checked (torch's rule)."""
     pairs = []
     for dim, t in advanced:
         if t.dtype is _dtype.bool:      # a k-dim mask is k index tensors (its nonzero positions)
@@ -205,15 +207,22 @@ def _linear_index(x, advanced):
         raise IndexError("shape mismatch: indexing tensors could not be broadcast together with "
                          "shapes " + ", ".join(str(list(t.shape)) for t in idxs)) from None
     rest = [d for d in range(x.ndim) if d not in dims]
+    # torch's rule: indices are checked only when the result (the broadcast index shape and the
+    # dims left) has elements -- an index tensor's own size says nothing (``x[tensor([5]),
+    # tensor([])]`` reads nothing); the dims in order, so the first bad one is named
+    if 0 not in bshape and all(x.shape[d] for d in rest):
+        for d, t in pairs:
+            n = x.shape[d]
+            if t.native is not None and t.numel():
+                lo, hi = int(O.amin(t, [], False).item()), int(O.amax(t, [], False).item())
+                if lo < -n or hi >= n:
+                    bad = hi if hi >= n else lo
+                    raise IndexError(f"index {bad} is out of bounds for dimension {d} with "
+                                     f"size {n}")
     linear = None
     stride = 1
     for d, t in reversed(pairs):
         n = x.shape[d]
-        if t.native is not None and t.numel():
-            lo, hi = int(O.amin(t, [], False).item()), int(O.amax(t, [], False).item())
-            if lo < -n or hi >= n:
-                bad = hi if hi >= n else lo
-                raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {n}")
         t = O.where(O.lt(t, 0), O.add(t, n), t)
         term = O.mul(t, stride) if stride != 1 else t
         linear = term if linear is None else O.add(term, linear)

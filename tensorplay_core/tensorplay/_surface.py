@@ -1127,3 +1127,684 @@ class iinfo:
 
     def __repr__(self) -> str:
         return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+
+
+# -- session 45 (h-funcs45): torch's module-level functions over the Tensor methods -------------
+# Each is the method of the same name (so the same result, views where the method's is a view,
+# the same autograd) with torch's argument names (``torch.movedim(input=..., source=...,
+# destination=...)``), a TypeError naming the argument for an input that is not a tensor, and
+# ``out=`` where torch takes it (``write_out``: torch's rules).
+def _input(api: str, x: Any, name: str = "input") -> None:
+    if not is_tensor(x):
+        raise TypeError(f"{api}(): argument '{name}' (position 1) must be Tensor, not "
+                        f"{type(x).__name__}")
+
+
+def ravel(input: Tensor) -> Tensor:
+    """``input`` as 1-D, shape ``(numel,)``: a view when the strides allow (a contiguous
+    input), else a copy; a 0-d input gives shape ``(1,)``. Any dtype and device. Same as
+    ``torch.ravel``."""
+    _input("ravel", input)
+    return input.ravel()
+
+
+def movedim(input: Tensor, source: int | Sequence[int],
+            destination: int | Sequence[int]) -> Tensor:
+    """A view of ``input`` with the dims ``source`` moved to the positions ``destination``
+    (ints, or sequences of one length), the other dims in their order. RuntimeError for
+    sequences of different lengths or a dim repeated, IndexError for a dim out of range. Same
+    as ``torch.movedim`` (``torch.moveaxis``)."""
+    _input("movedim", input)
+    return input.movedim(source, destination)
+
+
+moveaxis = movedim
+
+
+def swapdims(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """``transpose(input, dim0, dim1)``: a view with the two dims exchanged; IndexError for a
+    dim out of range. Same as ``torch.swapdims`` (``torch.swapaxes``)."""
+    _input("swapdims", input)
+    return O.transpose(input, dim0, dim1)
+
+
+def adjoint(input: Tensor) -> Tensor:
+    """A view with the last two dims exchanged (the conjugate transpose; TensorPlay's dtypes are
+    real, so the transpose): shape ``(*, n, m)`` for ``(*, m, n)``. RuntimeError (torch's
+    words) for fewer than 2 dims. Same as ``torch.adjoint``."""
+    _input("adjoint", input)
+    if input.ndim < 2:
+        raise RuntimeError("tensor.adjoint() is only supported on matrices or batches of "
+                           "matrices. Got 1-D tensor." if input.ndim == 1 else
+                           "tensor.adjoint() is only supported on matrices or batches of "
+                           "matrices. Got 0-D tensor.")
+    return input.adjoint()
+
+
+def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """A view of the diagonal ``offset`` (above the main one when positive, below when
+    negative) of the planes ``dim1``/``dim2``: those dims removed and the diagonal appended
+    last (length 0 when ``offset`` is past the plane). RuntimeError when ``dim1 == dim2``,
+    IndexError for a dim out of range. Same as ``torch.diagonal``."""
+    _input("diagonal", input)
+    return input.diagonal(offset, dim1, dim2)
+
+
+def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """A new tensor whose planes ``dim1``/``dim2`` (dims of the result, which has one dim more
+    than ``input``) hold the last dim of ``input`` on their diagonal ``offset``, zeros
+    elsewhere; differentiable. Same as ``torch.diag_embed``."""
+    _input("diag_embed", input)
+    return input.diag_embed(offset, dim1, dim2)
+
+
+def _atleast(api: str, fn, tensors):
+    if len(tensors) == 1 and isinstance(tensors[0], (tuple, list)):
+        return tuple(fn(t) for t in tensors[0])
+    if len(tensors) == 1:
+        _input(api, tensors[0])
+        return fn(tensors[0])
+    return tuple(fn(t) for t in tensors)
+
+
+def _atleast_1d(t):
+    _input("atleast_1d", t)
+    return O.reshape(t, [1]) if t.ndim == 0 else t
+
+
+def _atleast_2d(t):
+    _input("atleast_2d", t)
+    if t.ndim == 0:
+        return O.reshape(t, [1, 1])
+    return O.unsqueeze(t, 0) if t.ndim == 1 else t
+
+
+def atleast_1d(*tensors: Tensor | Sequence[Tensor]) -> Tensor | tuple[Tensor, ...]:
+    """Each tensor with at least 1 dim: a 0-d one as shape ``(1,)`` (a view), others as they
+    are (the tensor itself). One tensor gives a tensor; several tensors, or one tuple/list of
+    them, give a tuple (no argument: an empty tuple). TypeError for an argument that is not a
+    tensor. Same as ``torch.atleast_1d``."""
+    return _atleast("atleast_1d", _atleast_1d, tensors)
+
+
+def atleast_2d(*tensors: Tensor | Sequence[Tensor]) -> Tensor | tuple[Tensor, ...]:
+    """Each tensor with at least 2 dims: 0-d -> ``(1, 1)``, ``(n,)`` -> ``(1, n)`` (views),
+    others as they are; returns as ``atleast_1d``. Same as ``torch.atleast_2d``."""
+    return _atleast("atleast_2d", _atleast_2d, tensors)
+
+
+def atleast_3d(*tensors: Tensor | Sequence[Tensor]) -> Tensor | tuple[Tensor, ...]:
+    """Each tensor with at least 3 dims: 0-d -> ``(1, 1, 1)``, ``(n,)`` -> ``(1, n, 1)``,
+    ``(m, n)`` -> ``(m, n, 1)`` (views), others as they are; returns as ``atleast_1d``. Same as
+    ``torch.atleast_3d``."""
+    def one(t):
+        _input("atleast_3d", t)
+        return _atleast_3d(t)
+    return _atleast("atleast_3d", one, tensors)
+
+
+def _stack_list(api: str, tensors) -> list:
+    if is_tensor(tensors) or not isinstance(tensors, (tuple, list)):
+        raise TypeError(f"{api}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
+                        f"{type(tensors).__name__}")
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError(f"{api} expects a non-empty TensorList")
+    for t in tensors:
+        _input(api, t, "tensors")
+    return tensors
+
+
+def hstack(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
+    """The tensors concatenated horizontally: along dim 0 when they are 1-D (0-d ones count as
+    ``(1,)``), along dim 1 otherwise; dtypes promote as ``cat``'s; differentiable.
+    RuntimeError for an empty sequence or shapes ``cat`` refuses. Same as ``torch.hstack``."""
+    if out is not None:
+        return _write_out("hstack", out, hstack, (tensors,), {}, "cast")
+    ts = [_atleast_1d(t) for t in _stack_list("hstack", tensors)]
+    return O.cat(ts, 0 if ts[0].ndim == 1 else 1)
+
+
+def vstack(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
+    """The tensors concatenated vertically (along dim 0) after making each at least 2-D as
+    ``atleast_2d`` (``(n,)`` -> ``(1, n)``); otherwise as ``hstack``. Same as
+    ``torch.vstack`` (``torch.row_stack``)."""
+    if out is not None:
+        return _write_out("vstack", out, vstack, (tensors,), {}, "cast")
+    return O.cat([_atleast_2d(t) for t in _stack_list("vstack", tensors)], 0)
+
+
+row_stack = vstack
+
+
+def column_stack(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
+    """The tensors as columns side by side: 0-d and 1-D tensors become columns ``(n, 1)``,
+    others stay as they are, then all are concatenated along dim 1; otherwise as ``hstack``.
+    Same as ``torch.column_stack``."""
+    if out is not None:
+        return _write_out("column_stack", out, column_stack, (tensors,), {}, "cast")
+    ts = _stack_list("column_stack", tensors)
+    return O.cat([O.reshape(t, [t.numel(), 1]) if t.ndim <= 1 else t for t in ts], 1)
+
+
+def tensor_split(input: Tensor, indices_or_sections: Any = None, dim: int = 0,
+                 **kwargs: Any) -> tuple[Tensor, ...]:
+    """Views of ``input`` along ``dim``: an int ``n`` gives ``n`` parts whose sizes differ by
+    at most one, a sequence (or 1-D integer tensor) of indices the parts between them. Same as
+    ``torch.tensor_split`` (its keywords ``sections=``, ``indices=``,
+    ``tensor_indices_or_sections=`` too)."""
+    _input("tensor_split", input)
+    return input.tensor_split(indices_or_sections, dim, **kwargs)
+
+
+def hsplit(input: Tensor, indices_or_sections: int | Sequence[int]) -> tuple[Tensor, ...]:
+    """``tensor_split`` along dim 1 (dim 0 for a 1-D input) into equal parts or at indices;
+    RuntimeError for a 0-d input or sections that do not divide the dim. Same as
+    ``torch.hsplit``."""
+    _input("hsplit", input)
+    return input.hsplit(indices_or_sections)
+
+
+def vsplit(input: Tensor, indices_or_sections: int | Sequence[int]) -> tuple[Tensor, ...]:
+    """``tensor_split`` along dim 0; RuntimeError for fewer than 2 dims or sections that do not
+    divide the dim. Same as ``torch.vsplit``."""
+    _input("vsplit", input)
+    return input.vsplit(indices_or_sections)
+
+
+def dsplit(input: Tensor, indices_or_sections: int | Sequence[int]) -> tuple[Tensor, ...]:
+    """``tensor_split`` along dim 2; RuntimeError for fewer than 3 dims or sections that do not
+    divide the dim. Same as ``torch.dsplit``."""
+    _input("dsplit", input)
+    return input.dsplit(indices_or_sections)
+
+
+def fliplr(input: Tensor) -> Tensor:
+    """A copy reversed along dim 1; RuntimeError for fewer than 2 dims. Same as
+    ``torch.fliplr``."""
+    _input("fliplr", input)
+    return input.fliplr()
+
+
+def flipud(input: Tensor) -> Tensor:
+    """A copy reversed along dim 0; RuntimeError for a 0-d input. Same as ``torch.flipud``."""
+    _input("flipud", input)
+    return input.flipud()
+
+
+def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
+    """A copy rotated by ``k`` quarter turns in the plane ``dims`` (from the first towards the
+    second dim). Same as ``torch.rot90`` (its errors)."""
+    _input("rot90", input)
+    return input.rot90(k, dims)
+
+
+def tile(input: Tensor, dims: Sequence[int]) -> Tensor:
+    """``input`` repeated ``dims[i]`` times along each dim, ``dims`` padded with leading 1s to
+    ``input``'s number of dims (or ``input`` given leading size-1 dims when ``dims`` is longer).
+    Same as ``torch.tile``."""
+    _input("tile", input)
+    return input.tile(dims)
+
+
+def take(input: Tensor, index: Tensor, *, out: Any = None) -> Tensor:
+    """The elements of ``input`` flattened, at the integer ``index`` (any shape; negative
+    counts from the end), in ``index``'s shape; IndexError for an index out of range.
+    Differentiable in ``input``. Same as ``torch.take``."""
+    if out is not None:
+        return _write_out("take", out, take, (input, index), {}, "found")
+    _input("take", input)
+    return input.take(index)
+
+
+def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None, *,
+                   out: Any = None) -> Tensor:
+    """``gather`` along ``dim`` with ``input`` and ``indices`` (of the same number of dims)
+    broadcast in the other dims; ``dim=None``: both flattened. RuntimeError for different
+    numbers of dims. Same as ``torch.take_along_dim``."""
+    if out is not None:
+        return _write_out("take_along_dim", out, take_along_dim, (input, indices, dim), {},
+                          "found")
+    _input("take_along_dim", input)
+    return input.take_along_dim(indices, dim)
+
+
+def argwhere(input: Tensor) -> Tensor:
+    """The ``(n, ndim)`` int64 indices of the non-zero elements (``nonzero``). Same as
+    ``torch.argwhere``."""
+    _input("argwhere", input)
+    return input.argwhere()
+
+
+# real tensors' complex surface (TensorPlay's dtypes are real; torch's behaviour on real tensors)
+def positive(input: Tensor) -> Tensor:
+    """``input`` itself; RuntimeError for a bool tensor (torch's words). Same as
+    ``torch.positive``."""
+    _input("positive", input)
+    return input.positive()
+
+
+def conj(input: Tensor) -> Tensor:
+    """``input`` itself (a real tensor is its own conjugate). Same as ``torch.conj``."""
+    _input("conj", input)
+    return input
+
+
+def resolve_conj(input: Tensor) -> Tensor:
+    """``input`` itself (nothing lazily conjugated). Same as ``torch.resolve_conj``."""
+    _input("resolve_conj", input)
+    return input
+
+
+def resolve_neg(input: Tensor) -> Tensor:
+    """``input`` itself (nothing lazily negated). Same as ``torch.resolve_neg``."""
+    _input("resolve_neg", input)
+    return input
+
+
+def conj_physical(input: Tensor, *, out: Any = None) -> Tensor:
+    """``input`` itself (real dtypes: nothing to conjugate); with ``out=``, ``input`` copied
+    into ``out``. Same as ``torch.conj_physical``."""
+    if out is not None:
+        return _write_out("conj_physical", out, conj_physical, (input,), {}, "cast")
+    _input("conj_physical", input)
+    return input
+
+
+def is_conj(input: Tensor) -> bool:
+    """False (no lazy conjugation). Same as ``torch.is_conj``."""
+    _input("is_conj", input)
+    return False
+
+
+def is_complex(input: Tensor) -> bool:
+    """False (TensorPlay has no complex dtypes). Same as ``torch.is_complex``."""
+    _input("is_complex", input)
+    return False
+
+
+def is_nonzero(input: Tensor) -> bool:
+    """The one element of ``input`` as a Python bool; RuntimeError (torch's words) for no or
+    several elements. Same as ``torch.is_nonzero``."""
+    _input("is_nonzero", input)
+    return input.is_nonzero()
+
+
+def real(input: Tensor) -> Tensor:
+    """``input`` itself (real dtypes). Same as ``torch.real``."""
+    _input("real", input)
+    return input
+
+
+def imag(input: Tensor) -> Tensor:
+    """RuntimeError (torch's words): real tensors have no imaginary part. Same as
+    ``torch.imag``."""
+    _input("imag", input)
+    return input.imag
+
+
+def isreal(input: Tensor) -> Tensor:
+    """A bool tensor of ``input``'s shape, all True (real dtypes). Same as ``torch.isreal``."""
+    _input("isreal", input)
+    return input.isreal()
+
+
+# reductions and scans composed of public ops
+def trace(input: Tensor) -> Tensor:
+    """The sum of the main diagonal of a 2-D tensor, 0-d (integers and bools sum to int64);
+    differentiable. RuntimeError for other ranks. Same as ``torch.trace``."""
+    _input("trace", input)
+    return input.trace()
+
+
+def count_nonzero(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
+    """The number of non-zero elements over ``dim`` (an int, a sequence, or every dim when
+    None), int64. Same as ``torch.count_nonzero``."""
+    _input("count_nonzero", input)
+    return input.count_nonzero(dim)
+
+
+def nansum(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+           dtype: _DTypeLike | None = None, out: Any = None) -> Tensor:
+    """``sum`` with NaN counted as zero (integer inputs: ``sum``'s result, int64); the gradient
+    is 0 at the NaNs. Same as ``torch.nansum``."""
+    if out is not None:
+        return _write_out("nansum", out, nansum, (input, dim, keepdim), {"dtype": dtype},
+                          "found")
+    _input("nansum", input)
+    return input.nansum(dim, keepdim, dtype=dtype)
+
+
+def nanmean(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
+            dtype: _DTypeLike | None = None, out: Any = None) -> Tensor:
+    """The mean of the non-NaN elements over ``dim`` (NaN where there are none); floating
+    inputs only, RuntimeError otherwise. Same as ``torch.nanmean``."""
+    if out is not None:
+        return _write_out("nanmean", out, nanmean, (input, dim, keepdim), {"dtype": dtype},
+                          "found")
+    _input("nanmean", input)
+    return input.nanmean(dim, keepdim, dtype=dtype)
+
+
+def cumprod(input: Tensor, dim: int, *, dtype: _DTypeLike | None = None,
+            out: Any = None) -> Tensor:
+    """The cumulative product along ``dim`` (integers and bools give int64; ``dtype=``
+    converts first); differentiable, zeros included. Same as ``torch.cumprod``."""
+    if out is not None:
+        return _write_out("cumprod", out, cumprod, (input, dim), {"dtype": dtype}, "cast")
+    _input("cumprod", input)
+    return input.cumprod(dim, dtype=dtype)
+
+
+def logcumsumexp(input: Tensor, dim: int, *, out: Any = None) -> Tensor:
+    """``log(cumsum(exp(input), dim))`` computed without overflow or underflow: a running
+    ``logaddexp`` (scanned by doubling, ``ceil(log2(n))`` steps of ``logaddexp`` on views, so
+    the result is exact to rounding for any spread of values, -inf included). Floating inputs
+    (NotImplementedError, a RuntimeError, for integer or bool ones, as torch); a 0-d input gives a copy;
+    differentiable through ``logaddexp`` and ``cat``. Same as ``torch.logcumsumexp``."""
+    if out is not None:
+        return _write_out("logcumsumexp", out, logcumsumexp, (input, dim), {}, "found")
+    _input("logcumsumexp", input)
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"logcumsumexp(): not implemented for {input.dtype} "
+                                  f"(floating inputs only, as torch)")
+    if input.ndim == 0:
+        wrap_dim(dim, 0, "logcumsumexp(): ")
+        return O.clone(input)
+    d = wrap_dim(dim, input.ndim, "logcumsumexp(): ")
+    n = input.shape[d]
+    out = input
+    step = 1
+    while step < n:
+        head = O.narrow(out, d, 0, step)
+        tail = O.narrow(out, d, step, n - step).logaddexp(O.narrow(out, d, 0, n - step))
+        out = O.cat([head, tail], d)
+        step *= 2
+    return out if out is not input else O.clone(input)
+
+
+# -- the *_scatter functions: a copy of ``input`` with ``src`` written into one of its views ------
+def _scatter_into(api: str, input, src, view):
+    _input(api, input)
+    _input(api, src, "src")
+    out = O.clone(input)
+    region = view(out)
+    if tuple(src.shape) != tuple(region.shape):
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {list(region.shape)}")
+    O.copy_(region, src)
+    return out
+
+
+def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
+    """A copy of ``input`` whose slice ``select(dim, index)`` is ``src`` (of that slice's
+    shape exactly, RuntimeError otherwise, torch's words; IndexError for ``dim``/``index`` out
+    of range). Differentiable in both: the gradient of ``input`` is zero on the slice, that of
+    ``src`` the slice of the incoming gradient. Same as ``torch.select_scatter``."""
+    return _scatter_into("select_scatter", input, src, lambda t: O.select(t, dim, index))
+
+
+def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = None,
+                  end: int | None = None, step: int = 1) -> Tensor:
+    """A copy of ``input`` whose slice ``[start:end:step]`` along ``dim`` is ``src`` (of that
+    slice's shape exactly); otherwise as ``select_scatter``. Same as ``torch.slice_scatter``."""
+    return _scatter_into("slice_scatter", input, src,
+                         lambda t: O.slice(t, dim, start, end, step))
+
+
+def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
+                     dim2: int = 1) -> Tensor:
+    """A copy of ``input`` whose diagonal ``diagonal(offset, dim1, dim2)`` is ``src`` (of that
+    diagonal's shape exactly); otherwise as ``select_scatter``. Same as
+    ``torch.diagonal_scatter``."""
+    return _scatter_into("diagonal_scatter", input, src,
+                         lambda t: t.diagonal(offset, dim1, dim2))
+
+
+# -- shapes and dtypes ---------------------------------------------------------------------------
+def broadcast_shapes_(*shapes: int | Sequence[int]) -> tuple[int, ...]:
+    """The shape that tensors of ``shapes`` (each an int or a sequence of ints) broadcast to, as
+    a tuple (TensorPlay's shape type); RuntimeError for shapes that do not broadcast,
+    ValueError for a negative size (torch's words). Same as ``torch.broadcast_shapes``; exported as
+    ``tensorplay.broadcast_shapes``."""
+    norm = []
+    for s in shapes:
+        s = (_int(s),) if isinstance(s, _int) else tuple(_int(d) for d in s)
+        if any(d < 0 for d in s):
+            raise ValueError("Attempting to broadcast a dimension with negative length!")
+        norm.append(s)
+    return broadcast_shapes(*norm, api="broadcast_shapes")
+
+
+broadcast_shapes_.__name__ = broadcast_shapes_.__qualname__ = "broadcast_shapes"
+
+
+def result_type(tensor: Tensor | _Number, other: Tensor | _Number) -> Any:
+    """The dtype ``tensor <op> other`` computes in (torch's promotion: dimensioned tensors
+    decide unless a 0-d tensor or a Python number is of a higher category, bool < integer <
+    floating; a number's dtype is bool, int64 or the default float dtype). Either may be a
+    Python number. Same as ``torch.result_type``."""
+    from ._ops._shapes import result_dtype
+    if is_tensor(tensor) or is_tensor(other):
+        return result_dtype(tensor, other)
+    return _dtype.result_type(_dtype.wrapped_dtype(tensor), 0, _dtype.wrapped_dtype(other), 0)
+
+
+def can_cast(from_: _DTypeLike, to: _DTypeLike) -> bool:
+    """True when a value of dtype ``from_`` may be written into a tensor of dtype ``to`` by an
+    in-place op or ``out=``: never from a higher category into a lower one (floating into
+    integer or bool, integer into bool). Same as ``torch.can_cast``."""
+    return _dtype.can_cast(_dtype.as_dtype(from_), _dtype.as_dtype(to))
+
+
+# -- index factories and searching, composed ---------------------------------------------------
+def _tri_indices(row, col, offset, dtype, device, keep):
+    pairs = [(i, j) for i in range(_int(row)) for j in range(_int(col)) if keep(j - i, offset)]
+    rows, cols = [p[0] for p in pairs], [p[1] for p in pairs]
+    dt = _dtype.int64 if dtype is None else dtype
+    if not pairs:
+        return F.zeros((2, 0), dtype=dt, device=device)
+    return F.tensor([rows, cols], dtype=dt, device=device)
+
+
+def tril_indices(row: int, col: int, offset: int = 0, *, dtype: _DTypeLike | None = None,
+                 device: _DeviceLike | None = None, layout: Any = None) -> Tensor:
+    """The ``(2, n)`` indices (row, column), in row-major order, of the lower triangle of a
+    ``row x col`` matrix: the elements with ``column - row <= offset``; int64 unless ``dtype``;
+    ``(2, 0)`` when there are none. Same as ``torch.tril_indices``."""
+    return _tri_indices(row, col, offset, dtype, device, lambda d, o: d <= o)
+
+
+def triu_indices(row: int, col: int, offset: int = 0, *, dtype: _DTypeLike | None = None,
+                 device: _DeviceLike | None = None, layout: Any = None) -> Tensor:
+    """The ``(2, n)`` indices of the upper triangle of a ``row x col`` matrix: the elements with
+    ``column - row >= offset``; otherwise as ``tril_indices``. Same as ``torch.triu_indices``."""
+    return _tri_indices(row, col, offset, dtype, device, lambda d, o: d >= o)
+
+
+def searchsorted(sorted_sequence: Tensor, input: Tensor | _Number, *, out_int32: bool = False,
+                 right: bool = False, side: str | None = None, sorter: Tensor | None = None,
+                 out: Any = None) -> Tensor:
+    """For each value of ``input``, the index where it would be inserted into the last dim of
+    ``sorted_sequence`` to keep it sorted: the first position whose element is ``>=`` the value
+    (``right=True`` or ``side="right"``: ``>``). A 1-D ``sorted_sequence`` serves every value;
+    otherwise its leading dims must equal ``input``'s. A number ``input`` gives a 0-d result.
+    int64 (int32 with ``out_int32``); ``sorter`` gives the order of an unsorted sequence.
+    Computed as a count of the elements below each value (``O(len(input) * len(sequence))``
+    comparisons, on any device, fake-traceable). RuntimeError for ``right=True`` with
+    ``side="left"`` or leading dims that differ. Same as ``torch.searchsorted``."""
+    if out is not None:
+        return _write_out("searchsorted", out, searchsorted, (sorted_sequence, input),
+                          {"out_int32": out_int32, "right": right, "side": side,
+                           "sorter": sorter}, "found")
+    _input("searchsorted", sorted_sequence, "sorted_sequence")
+    if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but "
+                               f"got {side}")
+        if right and side == "left":
+            raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, "
+                               "got side of left while right was True")
+        right = side == "right"
+    seq = sorted_sequence
+    if sorter is not None:
+        seq = seq.take_along_dim(sorter, -1)
+    scalar = not is_tensor(input)
+    vals = F.tensor(input, dtype=_dtype.wrapped_dtype(input), device=seq.device) if scalar \
+        else input
+    if seq.ndim == 0:
+        raise RuntimeError("torch.searchsorted(): boundaries tensor should have positive "
+                           "dimension, but got 0 dimension")
+    if seq.ndim > 1 and (scalar or tuple(seq.shape[:-1]) != tuple(vals.shape[:-1])):
+        raise RuntimeError(f"torch.searchsorted(): boundaries tensor should be 1 dimension or the "
+                           f"first N-1 dimensions of boundaries tensor and input value tensor "
+                           f"must match, but we got boundaries tensor {list(seq.shape)} and "
+                           f"input value tensor {list(vals.shape)}")
+    if seq.ndim == 1:
+        below = (O.le if right else O.lt)(seq, O.unsqueeze(vals, -1))
+    else:
+        below = (O.le if right else O.lt)(O.unsqueeze(seq, -2), O.unsqueeze(vals, -1))
+    r = O.sum(below, [-1], False)
+    return O.to_dtype(r, _dtype.int32) if out_int32 else r
+
+
+def bucketize(input: Tensor | _Number, boundaries: Tensor, *, out_int32: bool = False,
+              right: bool = False, out: Any = None) -> Tensor:
+    """The index of the bucket of each value of ``input`` between the sorted 1-D
+    ``boundaries``: ``boundaries[i-1] < x <= boundaries[i]`` (``right=True``: ``boundaries[i-1]
+    <= x < boundaries[i]``), i.e. ``searchsorted(boundaries, input, right=right)``; int64
+    (int32 with ``out_int32``). RuntimeError for boundaries not 1-D. Same as
+    ``torch.bucketize``."""
+    if out is not None:
+        return _write_out("bucketize", out, bucketize, (input, boundaries),
+                          {"out_int32": out_int32, "right": right}, "found")
+    _input("bucketize", boundaries, "boundaries")
+    if boundaries.ndim != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim("
+                           f"{boundaries.ndim})")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+def kron(input: Tensor, other: Tensor, *, out: Any = None) -> Tensor:
+    """The Kronecker product: shape ``(a_i * b_i)`` over the dims of the two tensors (the one
+    with fewer dims given leading size-1 dims); dtypes promote as ``mul``'s; differentiable
+    (``mul`` and reshapes). Same as ``torch.kron``."""
+    if out is not None:
+        return _write_out("kron", out, kron, (input, other), {}, "cast")
+    _input("kron", input)
+    _input("kron", other, "other")
+    n = builtins.max(input.ndim, other.ndim)
+    a = [1] * (n - input.ndim) + list(input.shape)
+    b = [1] * (n - other.ndim) + list(other.shape)
+    ea = [s for d in a for s in (d, 1)]
+    eb = [s for d in b for s in (1, d)]
+    prod = O.mul(O.reshape(input, ea), O.reshape(other, eb))
+    return O.reshape(prod, [x * y for x, y in zip(a, b)])
+
+
+def block_diag(*tensors: Tensor) -> Tensor:
+    """The tensors (0-d as ``(1, 1)``, 1-D ``(n,)`` as ``(1, n)``, 2-D as they are) along the
+    diagonal of one 2-D tensor, zeros elsewhere; dtypes promote together; differentiable
+    (``cat``). RuntimeError for a tensor of more than 2 dims. No tensor: shape ``(1, 0)``
+    (torch's). Same as ``torch.block_diag``."""
+    mats = []
+    for i, t in enumerate(tensors):
+        _input("block_diag", t, "tensors")
+        if t.ndim > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer "
+                               f"dimensions. Input {i} has {t.ndim} dimensions")
+        mats.append(O.reshape(t, [1, 1]) if t.ndim == 0 else
+                    O.unsqueeze(t, 0) if t.ndim == 1 else t)
+    if not mats:
+        return F.zeros((1, 0))                           # torch's shape for no tensor
+    dt = mats[0].dtype
+    for m in mats[1:]:
+        dt = _dtype.promote_types(dt, m.dtype)
+    dev = mats[0].device
+    width = builtins.sum(m.shape[1] for m in mats)
+    rows, left = [], 0
+    for m in mats:
+        r, c = m.shape
+        m = O.to_dtype(m, dt) if m.dtype is not dt else m
+        parts = ([F.zeros((r, left), dtype=dt, device=dev)] if left else []) + [m] + \
+            ([F.zeros((r, width - left - c), dtype=dt, device=dev)] if width - left - c else [])
+        rows.append(O.cat(parts, 1) if len(parts) > 1 else m)
+        left += c
+    return O.cat(rows, 0) if len(rows) > 1 else rows[0]
+
+
+def signbit(input: Tensor, *, out: Any = None) -> Tensor:
+    """A bool tensor of ``input``'s shape: True where the sign bit is set (negative numbers,
+    ``-0.0`` and a negative NaN included; False everywhere for bool and uint8). Same as
+    ``torch.signbit``."""
+    if out is not None:
+        return _write_out("signbit", out, signbit, (input,), {}, "cast")
+    _input("signbit", input)
+    if input.dtype.is_floating_point:
+        return O.lt(O.copysign(F.ones_like(input), input), 0)
+    if input.dtype is _dtype.bool or input.dtype is _dtype.uint8:
+        return F.zeros_like(input, dtype=_dtype.bool)
+    return O.lt(input, 0)
+
+
+def unique_consecutive(input: Tensor, return_inverse: bool = False, return_counts: bool = False,
+                       dim: int | None = None) -> Any:
+    """``input`` with each run of equal consecutive elements (``dim=None``: of the flattened
+    input; else of equal consecutive slices along ``dim``) kept once; with ``return_inverse``
+    the index of each element's (slice's) run in the result (``input``'s shape; ``(size of
+    dim,)`` with ``dim``), with ``return_counts`` the length of each run (int64). Returns the
+    tensor alone, or a tuple with the ones asked for in this order. NaNs are never equal. The
+    result's size depends on the values (no fake rule). Same as ``torch.unique_consecutive``."""
+    _input("unique_consecutive", input)
+    if dim is None:
+        flat = O.reshape(input, [-1])
+        rows = flat
+    else:
+        d = wrap_dim(dim, input.ndim, "unique_consecutive(): ")
+        flat = input
+        rows = O.reshape(input.movedim(d, 0), [input.shape[d], input.numel() // input.shape[d]
+                                               if input.shape[d] else 0])
+    n = rows.shape[0]
+    dev = input.device
+    if n == 0:
+        values = flat if dim is None else input
+        inverse = F.zeros(tuple(input.shape) if dim is None else (0,), dtype=_dtype.int64,
+                          device=dev)
+        counts = F.zeros((0,), dtype=_dtype.int64, device=dev)
+    else:
+        change = O.ne(O.narrow(rows, 0, 1, n - 1), O.narrow(rows, 0, 0, n - 1))
+        if dim is not None and rows.ndim == 2:
+            change = O.any(change, [1], False)
+        mask = O.cat([F.ones((1,), dtype=_dtype.bool, device=dev), change], 0)
+        starts = O.reshape(O.nonzero(mask), [-1])
+        values = O.masked_select(flat, mask) if dim is None else O.index(input, d, starts)
+        inverse = O.sub(O.cumsum(mask, 0), 1)
+        if dim is None:
+            inverse = O.reshape(inverse, list(input.shape))
+        ends = O.cat([O.narrow(starts, 0, 1, starts.shape[0] - 1),
+                      F.full((1,), n, dtype=_dtype.int64, device=dev)], 0)
+        counts = O.sub(ends, starts)
+    extra = ((inverse,) if return_inverse else ()) + ((counts,) if return_counts else ())
+    return (values, *extra) if extra else values
+
+
+def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor:
+    """The length-``r`` combinations of the elements of the 1-D ``input`` as the rows of a
+    ``(k, r)`` tensor, in ``itertools.combinations`` order
+    (``combinations_with_replacement`` with ``with_replacement``); ``r=0`` gives an empty 1-D
+    tensor, no combination a ``(0, r)`` one. Differentiable (``index``). RuntimeError for an
+    input that is not 1-D. Same as ``torch.combinations``."""
+    import itertools
+    _input("combinations", input)
+    if input.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return F.empty((0,), dtype=input.dtype, device=input.device)
+    make = itertools.combinations_with_replacement if with_replacement else \
+        itertools.combinations
+    idx = list(make(range(input.shape[0]), r))
+    if not idx:
+        return F.empty((0, r), dtype=input.dtype, device=input.device)
+    return O.index(input, 0, F.tensor(idx, dtype=_dtype.int64, device=input.device))

@@ -1562,6 +1562,39 @@ class Tensor(TensorBase, instance_class=True):
         """Cumulative sum along ``dim``; ints and bools give int64 (as ``torch.cumsum``)."""
         return _O.cumsum(self, dim, dtype=_dtype.as_dtype(dtype) if dtype is not None else None)
 
+    # -- forms of session 45's tensorplay functions (h-funcs45; the rules are theirs) -----------
+    def signbit(self) -> Tensor:
+        """Same as ``torch.Tensor.signbit`` (``tensorplay.signbit``)."""
+        return _surface.signbit(self)
+
+    def kron(self, other: Tensor) -> Tensor:
+        """Same as ``torch.Tensor.kron`` (``tensorplay.kron``)."""
+        return _surface.kron(self, other)
+
+    def unique_consecutive(self, return_inverse: _bool = False, return_counts: _bool = False,
+                           dim: _int | None = None) -> Any:
+        """Same as ``torch.Tensor.unique_consecutive`` (``tensorplay.unique_consecutive``)."""
+        return _surface.unique_consecutive(self, return_inverse, return_counts, dim)
+
+    def select_scatter(self, src: Tensor, dim: _int, index: _int) -> Tensor:
+        """Same as ``torch.Tensor.select_scatter`` (``tensorplay.select_scatter``)."""
+        return _surface.select_scatter(self, src, dim, index)
+
+    def slice_scatter(self, src: Tensor, dim: _int = 0, start: _int | None = None,
+                      end: _int | None = None, step: _int = 1) -> Tensor:
+        """Same as ``torch.Tensor.slice_scatter`` (``tensorplay.slice_scatter``)."""
+        return _surface.slice_scatter(self, src, dim, start, end, step)
+
+    def diagonal_scatter(self, src: Tensor, offset: _int = 0, dim1: _int = 0,
+                         dim2: _int = 1) -> Tensor:
+        """Same as ``torch.Tensor.diagonal_scatter`` (``tensorplay.diagonal_scatter``)."""
+        return _surface.diagonal_scatter(self, src, offset, dim1, dim2)
+
+    def logcumsumexp(self, dim: _int) -> Tensor:
+        """``log(cumsum(exp(self), dim))`` without overflow or underflow; floating tensors only
+        (same as ``torch.Tensor.logcumsumexp``; ``tensorplay.logcumsumexp``)."""
+        return _surface.logcumsumexp(self, dim)
+
     def cumprod(self, dim: _int, *, dtype: _DTypeLike | None = None) -> Tensor:
         """Cumulative product along ``dim`` (integers and bools give int64; ``dtype=`` converts
         first), as ``torch.cumprod`` on the cpu: accumulated in float64 for float32 (float32 for
@@ -2509,6 +2542,8 @@ class Tensor(TensorBase, instance_class=True):
         if len(set(src)) != len(src) or len(set(dst)) != len(dst):
             raise RuntimeError(f"movedim: repeated dim in `source` ({src}) or `destination` "
                                f"({dst})")
+        if not n:       # a 0-d tensor: dims 0 and -1 name it, and there is nothing to move
+            return _O.permute(self, [])
         perm = [-1] * n
         for s_, d_ in zip(src, dst):
             perm[d_] = s_
