@@ -686,7 +686,7 @@ def _need_tensor(t, api):
                         f"{type(t).__name__}")
 
 
-_ROW_MAJOR = _dtype.memory_format("row-major (new_*)")    # _like_self's default: no layout rule
+_ROW_MAJOR = object()    # _like_self's default (new_* and scalars): row-major, no layout rule
 
 
 def _like_self(t, kind, size, value, dtype, device, requires_grad, api="new_empty",
