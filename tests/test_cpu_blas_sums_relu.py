@@ -176,3 +176,20 @@ def test_relu_and_column_sums_from_threads():
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_last_axis_sum_of_3d_views_matches_numpy(dtype):
+    rng = np.random.default_rng(11)
+    ref = rng.standard_normal((4, 64, 256)).astype(dtype)
+    x = tp.tensor(ref)
+    tol = dict(rtol=1e-5, atol=1e-3) if dtype == "float32" else dict(rtol=1e-12, atol=1e-9)
+    for v, e in [(x, ref), (x.permute(0, 2, 1), ref.transpose(0, 2, 1)),
+                 (x.permute(2, 1, 0), ref.transpose(2, 1, 0)), (x[:, :, ::2], ref[:, :, ::2]),
+                 (x[:, ::2], ref[:, ::2])]:
+        for keepdim in (False, True):
+            r = v.sum(-1, keepdim=keepdim)
+            exp = e.astype(np.float64).sum(-1, keepdims=keepdim)
+            assert r.shape == exp.shape
+            np.testing.assert_allclose(r.numpy(), exp, **tol)
+        np.testing.assert_allclose(v.mean(-1).numpy(), e.astype(np.float64).mean(-1), **tol)

@@ -166,6 +166,12 @@ def _make_half_opmath(c):
 _ROW_MAX = 4096
 
 
+def _blas_rows(fl, ndim):
+    """True when BLAS reads an array with these flags in place: row-major, or a column-major
+    matrix (NumPy passes it transposed)."""
+    return fl.c_contiguous or (ndim == 2 and fl.f_contiguous)
+
+
 def _make_rows_sum(c):
     xp, nd = c.xp, c.nd
     row_blas = getattr(c.be.np, "__name__", "") == "numpy"
@@ -183,8 +189,9 @@ def _make_rows_sum(c):
             n = x.shape[-1] if nd_ else 0
             # from ~16 rows of 256 on (fewer: NumPy's reduction is as fast, and the branch costs)
             if (d == -1 or d == nd_ - 1) and 1 < n <= _ROW_MAX and x.size >= 4096:
-                fl = x.flags
-                if fl.c_contiguous or (nd_ == 2 and fl.f_contiguous):
+                # a 2-D array owning its memory is row- or column-major (one read, not the
+                # flags object's ~0.6 k instructions); a view or an N-D array: the flags
+                if (nd_ == 2 and x.base is None) or _blas_rows(x.flags, nd_):
                     cache = ones_rows[dt]
                     one = cache.get(n)
                     if one is None:
@@ -197,8 +204,7 @@ def _make_rows_sum(c):
             elif nd_ == 2 and (d == 0 or d == -2) and x.size >= 512:
                 # columns: faster than NumPy's row-by-row reduction from a few hundred elements
                 m = x.shape[0]
-                fl = x.flags
-                if 1 < m <= _ROW_MAX and (fl.c_contiguous or fl.f_contiguous):
+                if 1 < m <= _ROW_MAX and (x.base is None or _blas_rows(x.flags, 2)):
                     cache = ones_rows[dt]
                     one = cache.get(m)
                     if one is None:
