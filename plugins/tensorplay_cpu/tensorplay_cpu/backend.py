@@ -51,6 +51,44 @@ def _namespace():
     return ns
 
 
+# relu over a shared read-only block of zeros: NumPy's maximum(x, 0) with a number runs a scalar
+# loop (~0.4 ns an element on float32), maximum(x, zeros) of one shape its vector loop (~3x faster
+# from ~2 k elements: 7 -> 2.5 us on (64, 256)); the values are the same bit for bit (NaN
+# propagated, +0 for -0.0). One block per dtype, made on first use, up to _ZEROS elements.
+_ZEROS = 1 << 16
+_ZEROS_FROM = 2048
+
+
+def _fast_relu(reference, be):
+    """The cpu ``relu`` kernel: for float32/float64, ``maximum`` against a view of the zero block
+    (row-major arrays of ``_ZEROS_FROM`` to ``_ZEROS`` elements) or against 0 (the reference
+    kernel's own call); other dtypes go to ``reference`` (the core's kernel). Wrapped as the core
+    wraps its kernels (quiet about floating point; the adapters read the wrapper's
+    attributes)."""
+    from tensorplay._kernels import xp as reference_kernels
+    base = reference.__wrapped__
+    f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
+    maximum = np.maximum
+    blocks: dict = {}
+
+    def relu(x):
+        dt = x.dtype
+        if dt is f32 or dt is f64:
+            n = x.size
+            if _ZEROS_FROM <= n <= _ZEROS and x.flags.c_contiguous:
+                z = blocks.get(dt)
+                if z is None:
+                    z = np.zeros(_ZEROS, dtype=dt)
+                    z.flags.writeable = False
+                    z = blocks.setdefault(dt, z)
+                return maximum(x, z[:n].reshape(x.shape))
+            return maximum(x, 0)      # the reference kernel's call, without its frame
+        return base(x)                # other dtypes (bool refused there)
+
+    relu.__doc__ = base.__doc__
+    return reference_kernels._quiet({"relu": relu}, be)["relu"]
+
+
 class CPUBackend(lowp.Bfloat16Dtypes, ArrayBackend):
     """The ``tensorplay.backends.Backend`` of device ``cpu`` (through ``ArrayBackend``): NumPy
     arrays. Optional members it defines: ``as_strided`` over NumPy buffers, ``data_ptr``,
@@ -79,7 +117,8 @@ class CPUBackend(lowp.Bfloat16Dtypes, ArrayBackend):
 
     def kernels(self) -> dict:
         if self._kernels is None:
-            k = super().kernels()   # the reference kernels bound to xp
+            k = dict(super().kernels())   # the reference kernels bound to xp
+            k["relu"] = _fast_relu(k["relu"], self)
             self._kernels = lowp.wrap_kernels(k, self) if self._lowp_enabled else k
         return self._kernels
 
