@@ -85,6 +85,19 @@ def launch(x):
     return y
 
 
+def tripled(X, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(X + offs, 3 * tl.load(X + offs, mask=offs < n), mask=offs < n)
+
+
+tripled = triton.jit(tripled)
+
+
+def launch_tripled(x):
+    tripled[(1,)](x, x.numel(), BLOCK=block_for(x.numel()))
+    return x
+
+
 def hip_only(x):
     return is_hip()
 
@@ -320,3 +333,20 @@ def test_host_refuses_a_name_bound_nowhere(fake_wheel):
     with pytest.raises(RuntimeError, match=r"no top-level host definition of \['gone'\]"):
         _upstream.host("fakelib", {"fakelib/ops.py": ["gone"]}, framework=tensorplay,
                        wrap=wrap_triton)
+
+
+def test_host_launches_a_kernel_made_by_assignment(fake_wheel):
+    """Unsloth's kernels are plain defs made kernels by ``k = triton.jit(k)``: host code naming
+    ``k`` gets load()'s kernel, wrapped, never the plain Python function."""
+    (kernel,) = _upstream.load("fakelib", {"fakelib/ops.py": ["tripled"]}).values()
+    wrapped = []
+
+    def wrap(k):
+        wrapped.append(k)
+        return wrap_triton(k)
+
+    h = _upstream.host("fakelib", {"fakelib/ops.py": ["launch_tripled"]}, framework=tensorplay,
+                       wrap=wrap)
+    assert wrapped == [kernel]
+    x = tensorplay.tensor(np.arange(1, 6, dtype=np.float32))
+    np.testing.assert_allclose(h["launch_tripled"](x).numpy(), 3 * np.arange(1, 6))

@@ -302,6 +302,8 @@ def _free_names(node) -> set[str]:
     def free(n):
         names = [x for x in ast.walk(n) if isinstance(x, ast.Name)]
         params = {x.arg for x in ast.walk(n) if isinstance(x, ast.arg)}    # lambdas' parameters
+        if not isinstance(n, ast.Module):       # an `if` block's own imports (Unsloth's nullcontext)
+            params |= {(al.asname or al.name).split(".")[0] for imp in _all_imports(n) for al in imp.names}
         return ({x.id for x in names if isinstance(x.ctx, ast.Load)}
                 - {x.id for x in names if isinstance(x.ctx, (ast.Store, ast.Del))} - params)
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -496,6 +498,15 @@ HOST_OVERRIDES = {
                    "reads torch.version.hip (None off ROCm); tensorplay has no `version` module "
                    "(FINDING) and no ROCm backend: False, the released answer on CUDA"),
     },
+    ("unsloth", "unsloth/device_type.py"): {
+        "get_device_type": (lambda: "cuda",
+                            "asks torch.xpu / torch.accelerator when cuda is not available and raises "
+                            "NotImplementedError('... only works on NVIDIA, AMD and Intel GPUs') "
+                            "without one; tensorplay has neither module (FINDING): 'cuda', the "
+                            "released answer on an NVIDIA GPU and under its own test-only cpu "
+                            "fallback (UNSLOTH_ALLOW_CPU=1), so the cpu interpreter runs the cuda "
+                            "branches as Unsloth's cpu tests do"),
+    },
     ("liger-kernel", "liger_kernel/utils.py"): {
         "infer_device": (_infer_device_tp,
                          "asks torch.xpu.is_available() when cuda is not available; tensorplay "
@@ -532,6 +543,11 @@ MISSING: dict[tuple[str, str, str], str] = {}
 
 
 def _is_kernel(node) -> bool:
+    """A kernel definition: a def decorated by ``triton.*`` / ``libentry``, or Unsloth's
+    ``k = triton.jit(k)`` / ``k = triton.heuristics({...})(k)``."""
+    if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+        return ast.unparse(node.value.func).startswith(("triton.jit", "triton.heuristics",
+                                                        "triton.autotune", "libentry"))
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
     for d in node.decorator_list:
@@ -584,10 +600,13 @@ def _host_select(tree, names, path, pinned):
                 for n, b in _import_bindings(node).items():
                     imported.setdefault(n, b)
         elif _is_kernel(node):
-            kernels[node.name] = i
+            for n in _defined(node):
+                kernels[n] = i
         else:
             for n in _defined_deep(node):
                 defs.setdefault(n, []).append(i)
+    for n in kernels:       # Unsloth's plain `def k` before `k = triton.jit(k)`: a kernel
+        defs.pop(n, None)
     missing = [n for n in names if n not in defs and n not in pinned and n not in imported
                and n not in kernels]
     if missing:
