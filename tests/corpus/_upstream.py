@@ -28,7 +28,8 @@ definition naming anything else fails the load (a new release that needs more sa
 :func:`host` runs the released HOST functions of a module the same way (upstream's text, only
 what is asked for and what it uses), with ``torch`` bound to the framework given (tensorplay), the
 module's kernels passed through ``wrap`` (``wrap_triton``) and the library's own imports loaded
-likewise: :data:`HOST_BINDINGS`; what is replaced because tensorplay lacks it:
+likewise: :data:`HOST_BINDINGS`; library names bound instead of loaded (a registry, a vendor's
+device module): :data:`HOST_SUPPLIED`; what is replaced because tensorplay lacks it:
 :data:`HOST_OVERRIDES`; torch names tensorplay lacks, found while binding: :data:`MISSING`.
 """
 
@@ -516,6 +517,71 @@ HOST_OVERRIDES = {
 }
 
 
+class _DeviceGuard:
+    """FlagGems' ``torch_device_fn`` (``flag_gems.runtime``: the vendor's torch device module,
+    ``torch.cuda`` on nvidia), for the framework given: ``device(d)`` is the framework's
+    ``cuda.device(d)`` guard for a cuda device and no guard for a cpu one (the interpreter)."""
+
+    def __init__(self, framework, wrap):
+        self._framework = framework
+
+    def device(self, d):
+        import contextlib
+        if getattr(d, "type", None) == "cuda":
+            return self._framework.cuda.device(d)
+        return contextlib.nullcontext()
+
+
+class _LigerDispatch:
+    """liger_kernel.backends.dispatch for the corpus: the op's Triton implementation, as released
+    (its module in the wheel, loaded by host() with the same framework and wrap)."""
+
+    TRITON = {"jsd_loss_and_grad": ("liger_kernel/ops/backends/_triton/jsd.py",
+                                    "jsd_loss_and_grad_triton")}
+
+    def __init__(self, framework, wrap):
+        self._framework, self._wrap = framework, wrap
+
+    def __call__(self, op_name, *args, impl=None, backend=None, **kwargs):
+        path, name = self.TRITON[op_name]
+        fn = host_module("liger-kernel", path, [name], framework=self._framework,
+                         wrap=self._wrap).__dict__[name]
+        return fn(*args, **kwargs)
+
+
+def _register_op(*args, **kwargs):
+    return lambda fn: fn
+
+
+# (distribution, module path or None for all its modules) -> {name: (factory(framework, wrap),
+# why)}: names the released host code imports from its library's modules that host() does not
+# load (they pull in what the host code does not use), bound for every framework
+HOST_SUPPLIED = {
+    ("liger-kernel", None): {
+        "dispatch": (_LigerDispatch,
+                     "liger_kernel.backends.dispatch: picks an implementation of a primitive "
+                     "(jsd_loss_and_grad: Triton, or CuTe-DSL on Hopper+) by device and "
+                     "preference, reading torch's device state; here always the Triton one, "
+                     "liger_kernel/ops/backends/_triton/jsd.py's jsd_loss_and_grad_triton as "
+                     "released (the one dispatch picks without CuTe-DSL installed)"),
+        "register_op": (lambda framework, wrap: _register_op,
+                        "liger_kernel.backends.register_op: enters the function in that "
+                        "registry; here the identity (dispatch above calls the function)"),
+        "Capability": (lambda framework, wrap: dict,
+                       "liger_kernel.backends.Capability: register_op's capability record, "
+                       "unused with the identity register_op"),
+    },
+    ("flag-gems", None): {
+        "torch_device_fn": (_DeviceGuard,
+                            "from flag_gems.runtime: the vendor's torch device module (torch.cuda "
+                            "on nvidia), chosen by flag_gems.runtime's vendor detection (torch, "
+                            "YAML, every backend); the host code uses only its .device(d) guard: "
+                            "the framework's cuda.device(d) on cuda, none on cpu (the interpreter, "
+                            "where torch.cuda.device would refuse a cpu device)"),
+    },
+}
+
+
 class HostUnsupported(RuntimeError):
     """The released host code reached a torch API that tensorplay lacks (a FINDING)."""
 
@@ -704,6 +770,9 @@ def host_module(dist: str, path: str, names, *, framework, wrap) -> types.Module
     if framework.__name__ != "torch":
         for where in ((dist, None), (dist, path)):
             pinned.update({k: v for k, (v, _) in HOST_OVERRIDES.get(where, {}).items()})
+    for where in ((dist, None), (dist, path)):
+        pinned.update({k: make(framework, wrap)
+                       for k, (make, _) in HOST_SUPPLIED.get(where, {}).items()})
     pinned["torch"] = framework
     kept, used_pinned, kernels, imported = _host_select(tree, sorted(wanted), path, pinned)
     ns = {"__name__": "corpus_upstream_host." + path[:-3].replace("/", "."), "__file__": str(file)}

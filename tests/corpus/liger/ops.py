@@ -31,7 +31,7 @@ from tensorplay.library import triton_op, wrap_triton
 
 from .._host import sm_count
 from .._upstream import host
-from .kernels import DIST, _dyt_bwd_kernel, _jsd_kernel
+from .kernels import DIST, _dyt_bwd_kernel
 
 # the released host functions this file calls: {module in the wheel: [names]}
 HOST = {
@@ -44,7 +44,7 @@ HOST = {
     "liger_kernel/ops/softmax.py": ["_softmax_forward", "_softmax_backward"],
     "liger_kernel/ops/rope.py": ["rope_forward", "rope_backward"],
     "liger_kernel/ops/kl_div.py": ["kldiv_forward_triton", "kldiv_backward_triton"],
-    "liger_kernel/ops/jsd.py": ["jsd_backward", "MAX_FUSED_SIZE"],
+    "liger_kernel/ops/jsd.py": ["jsd_forward", "jsd_backward"],
     "liger_kernel/ops/tvd.py": ["tv_distance_forward_triton", "tvd_backward_triton"],
     "liger_kernel/ops/dyt.py": ["liger_dyt_fwd"],
     "liger_kernel/ops/cross_entropy.py": ["cross_entropy_forward", "cross_entropy_backward"],
@@ -57,13 +57,9 @@ HOST = {
 
 # the host functions that stay ours: {name: why}
 OWN_HOST = {
-    "jsd_forward": "0.8.5's computes the loss through liger_kernel.backends.dispatch (a registry "
-                   "of Triton / CuTe-DSL implementations picked by device and preference), not a "
-                   "launch in the host function; ours launches _jsd_kernel as the registered "
-                   "Triton implementation does",
     "liger_dyt_bwd": "0.8.5's sizes its grid by infer_device() and binds NUM_SMS only on "
-                     "cuda/xpu/npu (UnboundLocalError elsewhere: the cpu interpreter); ours asks "
-                     "_host.sm_count, 1 off cuda",
+                     "cuda/xpu/npu: UnboundLocalError elsewhere (the cpu interpreter; a finding "
+                     "about Liger, not tensorplay); ours asks _host.sm_count, 1 off cuda",
 }
 
 globals().update(host(DIST, HOST, framework=tensorplay, wrap=wrap_triton))
@@ -323,40 +319,6 @@ kl_div.register_autograd(_kl_backward, setup_context=_kl_setup)
 
 # --- jsd.py ------------------------------------------------------------------------------------
 
-# OURS (OWN_HOST): a direct launch of the Triton kernel that 0.8.5's jsd_forward dispatches to
-def jsd_forward(_input, target, shift_labels, beta, ignore_index, has_label):
-    BT, V = _input.shape
-    n_rows = BT
-    BLOCK_SIZE = min(MAX_FUSED_SIZE, triton.next_power_of_2(V))  # jsd.py's, loaded (HOST)
-    # non reduction loss
-    loss = tensorplay.zeros(_input.shape, dtype=tensorplay.float32, device=_input.device)
-    dX = tensorplay.empty_like(_input)
-
-    if has_label:
-        n_non_ignore = (shift_labels != ignore_index).sum().item()
-    else:
-        n_non_ignore = BT
-
-    wrap_triton(_jsd_kernel)[(n_rows,)](  # CHANGED: wrap_triton
-        X_ptr=_input,  # input in logspace, X = log Q
-        X_stride=_input.stride(-2),
-        Y_ptr=target,  # ground truth in logspace, Y = log P
-        Y_stride=target.stride(-2),
-        loss_ptr=loss,
-        loss_stride=loss.stride(-2),
-        dX_ptr=dX,
-        dX_stride=dX.stride(-2),
-        label_ptr=(shift_labels if has_label else tensorplay.empty(1, device=_input.device)),  # dummy ptr if no label
-        beta=beta,
-        n_non_ignore=n_non_ignore,
-        ignore_index=ignore_index,
-        n_cols=V,
-        BLOCK_SIZE=BLOCK_SIZE,
-        HAS_LABEL=has_label,
-    )
-
-    loss = tensorplay.sum(loss)
-    return loss.to(_input.dtype), dX
 
 
 @triton_op("liger::jsd", mutates_args=())
@@ -429,27 +391,24 @@ tvd.register_autograd(_tvd_backward, setup_context=_save_second_output)
 # --- dyt.py ------------------------------------------------------------------------------------
 
 
-# OURS (OWN_HOST): 0.8.5's liger_dyt_bwd with NUM_SMS from _host.sm_count
 def liger_dyt_bwd(dy, x, alpha, gamma, beta):
-    assert dy.is_contiguous()
-    input_shape = x.shape
-    x = x.view(-1, input_shape[-1])
-    M, N = x.shape
-    HAVE_BETA = True if beta is not None else False
-
-    NUM_SMS = sm_count(x.device)  # CHANGED: torch.cuda.get_device_properties(...).multi_processor_count
-    da = tensorplay.zeros(NUM_SMS, triton.cdiv(N, 512), dtype=tensorplay.float32, device=x.device)
-    dg = tensorplay.empty(NUM_SMS, N, dtype=tensorplay.float32, device=x.device)
-    db = tensorplay.empty(NUM_SMS, N, dtype=tensorplay.float32, device=x.device) if HAVE_BETA else None
+    """Ours (OWN_HOST): _dyt_bwd_kernel's launch on a (width-tile, program) grid, each program
+    summing its rows' gradients of alpha, gamma, beta into its own row of a float32 buffer (alpha's
+    per 512-column tile), the buffers reduced here."""
+    shape = x.shape
+    rows = x.reshape(-1, shape[-1])
+    n_rows, width = rows.shape
+    programs = sm_count(x.device)
+    f32, dev = tensorplay.float32, x.device
+    part_alpha = tensorplay.zeros(programs, triton.cdiv(width, 512), dtype=f32, device=dev)
+    part_gamma = tensorplay.empty(programs, width, dtype=f32, device=dev)
+    part_beta = None if beta is None else tensorplay.empty(programs, width, dtype=f32, device=dev)
     dx = tensorplay.empty_like(dy)
-
-    grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), NUM_SMS)
-    wrap_triton(_dyt_bwd_kernel)[grid](dy, dx, da, dg, db, x, alpha, gamma, HAVE_BETA, M, N)  # CHANGED: wrap_triton
-    if HAVE_BETA:
-        db = db.sum(0).to(x.dtype)
-    dg = dg.sum(0).to(gamma.dtype)
-    da = da.sum().to(x.dtype).unsqueeze(0)
-    return dx.view(input_shape), da, dg, db
+    launch = wrap_triton(_dyt_bwd_kernel)[lambda meta: (triton.cdiv(width, meta["BLOCK_N"]), programs)]
+    launch(dy, dx, part_alpha, part_gamma, part_beta, rows, alpha, gamma, beta is not None, n_rows, width)
+    d_alpha = part_alpha.sum().to(x.dtype).unsqueeze(0)
+    d_beta = None if beta is None else part_beta.sum(0).to(x.dtype)
+    return dx.view(shape), d_alpha, part_gamma.sum(0).to(gamma.dtype), d_beta
 
 
 @triton_op("liger::dyt", mutates_args=())
