@@ -36,8 +36,10 @@ import torch
 import triton
 import triton.language as tl
 
+from torch.distributed.tensor import DTensor
 from fakelib.utils import compare_version
 from fakelib.utils import is_npu_available
+from fakelib.utils import block_for, is_hip
 
 if compare_version("triton", operator.ge, "3.0.0") and not is_npu_available():
     from triton.language.extra.libdevice import rsqrt
@@ -62,12 +64,60 @@ def scale_kernel(X, Y, n, BLOCK: tl.constexpr, S: tl.constexpr = _SCALE):
 
 
 @triton.jit
+def double_kernel(X, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(X + offs, 2 * tl.load(X + offs, mask=offs < n), mask=offs < n)
+
+
+@triton.jit
 def names_torch_kernel(X):
     tl.store(X, torch.float32)
 
 
 def host(x):
     return torch.empty_like(x)
+
+
+def launch(x):
+    y = torch.empty_like(x)
+    n = x.numel()
+    scale_kernel[(1,)](x, y, n, BLOCK=block_for(n))
+    return y
+
+
+def tripled(X, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(X + offs, 3 * tl.load(X + offs, mask=offs < n), mask=offs < n)
+
+
+tripled = triton.jit(tripled)
+
+
+def launch_tripled(x):
+    tripled[(1,)](x, x.numel(), BLOCK=block_for(x.numel()))
+    return x
+
+
+def hip_only(x):
+    return is_hip()
+
+
+def to_dtensor(x):
+    return DTensor.from_local(x)
+'''
+
+# the library's own helpers module: host code only
+_UTILS = '''\
+import torch
+import triton
+
+
+def block_for(n):
+    return max(8, triton.next_power_of_2(n))
+
+
+def is_hip():
+    return torch.version.hip is not None
 '''
 
 
@@ -76,10 +126,15 @@ def fake_wheel(tmp_path, monkeypatch):
     """A pinned ``fakelib-1.0`` wheel holding ``fakelib/ops.py`` in an empty cache folder."""
     whl = tmp_path / "cache" / "fakelib-1.0-py3-none-any.whl"
     whl.parent.mkdir()
-    digest = base64.urlsafe_b64encode(hashlib.sha256(_MODULE.encode()).digest()).rstrip(b"=").decode()
-    record = f"fakelib/ops.py,sha256={digest},{len(_MODULE)}\nfakelib-1.0.dist-info/RECORD,,\n"
+    files = {"fakelib/ops.py": _MODULE, "fakelib/utils.py": _UTILS}
+    record = ""
+    for name, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record += f"{name},sha256={digest},{len(text)}\n"
+    record += "fakelib-1.0.dist-info/RECORD,,\n"
     with zipfile.ZipFile(whl, "w") as z:
-        z.writestr("fakelib/ops.py", _MODULE)
+        for name, text in files.items():
+            z.writestr(name, text)
         z.writestr("fakelib-1.0.dist-info/RECORD", record)
     pin = _upstream.Pin("fakelib", "1.0", whl.name, hashlib.sha256(whl.read_bytes()).hexdigest(),
                         hashlib.sha256(record.encode()).hexdigest())
@@ -90,6 +145,8 @@ def fake_wheel(tmp_path, monkeypatch):
                         _upstream.SUPPLIED[("liger-kernel", None)])
     monkeypatch.setattr(_upstream, "_WHEELS", {})
     monkeypatch.setattr(_upstream, "_MODULES", {})
+    monkeypatch.setattr(_upstream, "_HOSTS", {})
+    monkeypatch.setattr(_upstream, "MISSING", {})
     return whl
 
 
@@ -214,3 +271,82 @@ empty_meta:
                    ({}, 2, 2)]
     with pytest.raises(KeyError, match="missing"):
         runtime._yaml_entry(text, "missing")
+
+
+def test_more_names_of_a_loaded_module_keep_the_kernels_handed_out(fake_wheel):
+    """A second load() of the same module for more names runs only what was not run: the
+    kernel objects handed out first stay those in the module (one compilation cache)."""
+    (kernel,) = _upstream.load("fakelib", {"fakelib/ops.py": ["scale_kernel"]}).values()
+    helper = sys.modules["corpus_upstream.fakelib.ops"]._helper
+    _upstream.load("fakelib", {"fakelib/ops.py": ["double_kernel"]})
+    mod = sys.modules["corpus_upstream.fakelib.ops"]
+    assert mod.scale_kernel is kernel and mod._helper is helper
+    assert _upstream.module("fakelib", "fakelib/ops.py", ["scale_kernel"]) is mod
+
+
+def test_host_runs_the_released_host_code_on_tensorplay(fake_wheel):
+    """host(): the released host function runs as written with torch bound to tensorplay, its
+    library's own import (fakelib.utils.block_for) loaded the same way, and its raw launch
+    `scale_kernel[grid](...)` going to wrap(kernel) -- load()'s kernel object."""
+    import inspect
+    (kernel,) = _upstream.load("fakelib", {"fakelib/ops.py": ["scale_kernel"]}).values()
+    wrapped = []
+
+    def wrap(k):
+        wrapped.append(k)
+        return wrap_triton(k)
+
+    h = _upstream.host("fakelib", {"fakelib/ops.py": ["launch"]}, framework=tensorplay, wrap=wrap)
+    assert wrapped == [kernel]
+    x = tensorplay.tensor(np.arange(1, 6, dtype=np.float32))
+    y = h["launch"](x)
+    assert isinstance(y, tensorplay.Tensor)
+    np.testing.assert_allclose(y.numpy(), 4 * np.arange(1, 6) + 2)   # 4x + 4 / sqrt(4)
+    assert inspect.getsource(h["launch"]).startswith("def launch(x):")
+    g = h["launch"].__globals__
+    assert g["torch"] is tensorplay and "host" not in g and "names_torch_kernel" not in g
+
+
+def test_host_overrides_what_tensorplay_lacks_and_missing_torch_names_raise_when_used(
+        fake_wheel, monkeypatch):
+    """A released definition asking tensorplay for what it lacks (torch.version.hip) fails as
+    released, and runs replaced once HOST_OVERRIDES names it; an import of a torch name
+    tensorplay lacks (torch.distributed.tensor.DTensor) loads, is listed in MISSING, and raises
+    HostUnsupported naming it when used."""
+    spec = {"fakelib/ops.py": ["hip_only", "to_dtensor"]}
+    h = _upstream.host("fakelib", spec, framework=tensorplay, wrap=wrap_triton)
+    x = tensorplay.zeros(2)
+    with pytest.raises(AttributeError, match="version"):
+        h["hip_only"](x)
+    assert _upstream.MISSING == {("fakelib", "fakelib/ops.py", "DTensor"):
+                                 "tensorplay has no tensorplay.distributed.tensor.DTensor"}
+    with pytest.raises(_upstream.HostUnsupported, match="torch.distributed.tensor.DTensor"):
+        h["to_dtensor"](x)
+    monkeypatch.setitem(_upstream.HOST_OVERRIDES, ("fakelib", "fakelib/utils.py"),
+                        {"is_hip": (lambda: False, "no tensorplay.version")})
+    monkeypatch.setattr(_upstream, "_HOSTS", {})
+    h = _upstream.host("fakelib", spec, framework=tensorplay, wrap=wrap_triton)
+    assert h["hip_only"](x) is False
+
+
+def test_host_refuses_a_name_bound_nowhere(fake_wheel):
+    with pytest.raises(RuntimeError, match=r"no top-level host definition of \['gone'\]"):
+        _upstream.host("fakelib", {"fakelib/ops.py": ["gone"]}, framework=tensorplay,
+                       wrap=wrap_triton)
+
+
+def test_host_launches_a_kernel_made_by_assignment(fake_wheel):
+    """Unsloth's kernels are plain defs made kernels by ``k = triton.jit(k)``: host code naming
+    ``k`` gets load()'s kernel, wrapped, never the plain Python function."""
+    (kernel,) = _upstream.load("fakelib", {"fakelib/ops.py": ["tripled"]}).values()
+    wrapped = []
+
+    def wrap(k):
+        wrapped.append(k)
+        return wrap_triton(k)
+
+    h = _upstream.host("fakelib", {"fakelib/ops.py": ["launch_tripled"]}, framework=tensorplay,
+                       wrap=wrap)
+    assert wrapped == [kernel]
+    x = tensorplay.tensor(np.arange(1, 6, dtype=np.float32))
+    np.testing.assert_allclose(h["launch_tripled"](x).numpy(), 3 * np.arange(1, 6))

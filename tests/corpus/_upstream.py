@@ -24,6 +24,13 @@ statement is upstream's text as released, compiled at its own line numbers. The 
 are listed in :data:`DROPPED_IMPORTS`; the names the kept statements use from them are supplied
 by the loader (:data:`SUPPLIED`, per library and module, only where used), each with why. A kept
 definition naming anything else fails the load (a new release that needs more says so).
+
+:func:`host` runs the released HOST functions of a module the same way (upstream's text, only
+what is asked for and what it uses), with ``torch`` bound to the framework given (tensorplay), the
+module's kernels passed through ``wrap`` (``wrap_triton``) and the library's own imports loaded
+likewise: :data:`HOST_BINDINGS`; library names bound instead of loaded (a registry, a vendor's
+device module): :data:`HOST_SUPPLIED`; what is replaced because tensorplay lacks it:
+:data:`HOST_OVERRIDES`; torch names tensorplay lacks, found while binding: :data:`MISSING`.
 """
 
 from __future__ import annotations
@@ -84,8 +91,8 @@ class UpstreamUnavailable(RuntimeError):
 # Top-level imports of upstream modules that are not run, by module root: the kernels never
 # name them (checked at load: a kept definition naming an unsupplied name fails the load).
 DROPPED_IMPORTS = {
-    "torch": "host code only (tensors, autograd.Function, DTensor); no kernel names torch, and "
-             "the corpus's host code is ours (tests/corpus/<library>/ops.py, on tensorplay)",
+    "torch": "host code only (tensors, autograd.Function, DTensor); no kernel names torch; "
+             "host() binds it to the framework it is given (HOST_BINDINGS)",
     "liger_kernel": "the library's own host helpers (calculate_settings, ensure_contiguous, "
                     "infer_device, ...) and cross-module imports; the helpers that an "
                     "import-choosing block calls are in SUPPLIED",
@@ -296,6 +303,8 @@ def _free_names(node) -> set[str]:
     def free(n):
         names = [x for x in ast.walk(n) if isinstance(x, ast.Name)]
         params = {x.arg for x in ast.walk(n) if isinstance(x, ast.arg)}    # lambdas' parameters
+        if not isinstance(n, ast.Module):       # an `if` block's own imports (Unsloth's nullcontext)
+            params |= {(al.asname or al.name).split(".")[0] for imp in _all_imports(n) for al in imp.names}
         return ({x.id for x in names if isinstance(x.ctx, ast.Load)}
                 - {x.id for x in names if isinstance(x.ctx, (ast.Store, ast.Del))} - params)
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -303,6 +312,8 @@ def _free_names(node) -> set[str]:
     a = node.args
     params = {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs]}
     params |= {x.arg for x in (a.vararg, a.kwarg) if x is not None}
+    # a function's own imports bind locals (poly_norm_backward's `import math`)
+    params |= {(al.asname or al.name).split(".")[0] for imp in _all_imports(node) for al in imp.names}
     inner = free(ast.Module(body=node.body, type_ignores=[])) - params
     # decorators, defaults and annotations are evaluated at module scope
     outer = [*node.decorator_list, *a.defaults, *(d for d in a.kw_defaults if d is not None),
@@ -410,15 +421,24 @@ def module(dist: str, path: str, names) -> types.ModuleType:
     wanted = set(names) | (set(cached.__dict__.get("__corpus_names__", ())) if cached else set())
     supplied = _supplied(dist, path)
     kept, used = _select(tree, sorted(wanted), path, supplied)
-    code = compile(ast.Module(body=kept, type_ignores=[]), str(file), "exec")
-    name = "corpus_upstream." + path[:-3].replace("/", ".")
-    mod = types.ModuleType(name)
-    mod.__file__ = str(file)
+    if cached is not None:
+        # more names of a module already run: only the statements not run yet run, in the same
+        # namespace, so the kernels handed out before stay the objects in use (one compilation
+        # cache; host code loaded later launches them)
+        mod = cached
+        todo = [n for n in kept if (n.lineno, n.col_offset) not in mod.__corpus_ran_at__]
+    else:
+        name = "corpus_upstream." + path[:-3].replace("/", ".")
+        mod, todo = types.ModuleType(name), kept
+        mod.__file__ = str(file)
+        mod.__corpus_ran_at__ = set()    # the statements run, by their place in the file
+        sys.modules[name] = mod     # inspect.getmodule / Triton find the functions' module
     mod.__corpus_names__ = tuple(sorted(wanted))
-    mod.__dict__.update({k: v.resolve() if isinstance(v, Ref) else v
-                         for k, (v, _) in supplied.items() if k in used})
-    sys.modules[name] = mod     # inspect.getmodule / Triton find the functions' module
-    exec(code, mod.__dict__)
+    for k, (v, _) in supplied.items():
+        if k in used and k not in mod.__dict__:
+            mod.__dict__[k] = v.resolve() if isinstance(v, Ref) else v
+    exec(compile(ast.Module(body=todo, type_ignores=[]), str(file), "exec"), mod.__dict__)
+    mod.__corpus_ran_at__ |= {(n.lineno, n.col_offset) for n in todo}
     _MODULES[key] = mod
     return mod
 
@@ -433,4 +453,372 @@ def load(dist: str, spec: dict[str, list[str]]) -> dict[str, object]:
             if n in out:
                 raise RuntimeError(f"{n} requested from two modules")
             out[n] = getattr(mod, n)
+    return out
+
+
+# --- host code ------------------------------------------------------------------------------
+#
+# :func:`host` runs a module's released HOST functions (the code around the launches: shapes,
+# allocations, block sizes, the launch itself) the same way: upstream's text, only the requested
+# top-level definitions and what they use, each compiled at its own line numbers. What differs
+# from :func:`module` is the namespace they run in (:data:`HOST_BINDINGS`): ``torch`` is the
+# framework the caller passes (tensorplay; torch on the reference side of
+# benchmarks/bench_corpus.py), the module's kernels are :func:`module`'s objects passed through the
+# caller's ``wrap`` (``tensorplay.library.wrap_triton``), and the library's own imports (``from
+# liger_kernel.ops.utils import calculate_settings``, ``from ..utils import ...``) are that
+# module's host definitions, loaded the same way. Where the released text asks the framework for
+# something tensorplay lacks, the definition is replaced (:data:`HOST_OVERRIDES`, each with why;
+# applied only when the framework is tensorplay) or the host function stays the corpus's own (the
+# library's ops.py says which and why).
+
+HOST_BINDINGS = {
+    "torch": "the framework passed to host() (`torch -> tensorplay`: the module itself, the "
+             "migration's only rename); `import torch.x.y as z` / `from torch.x import y` bind "
+             "that module's attributes",
+    "<kernels>": "a name the host code launches (a top-level def decorated by triton.* or "
+                 "libentry) is module()'s kernel object passed through `wrap` "
+                 "(tensorplay.library.wrap_triton): a raw `kernel[grid](...)` inside a triton_op "
+                 "body must be `wrap_triton(kernel)[grid](...)`; the kernels themselves keep "
+                 "their own namespace (module()), where other jit functions call them unwrapped",
+    "<own imports>": "`from <library>.<module> import name` (or relative): that module's host "
+                     "definition of `name`, loaded by host() with the same framework and wrap",
+}
+
+
+def _infer_device_tp():
+    import tensorplay
+    return "cuda" if tensorplay.cuda.is_available() else "cpu"
+
+
+# (distribution, module path or None for all its modules) -> {name: (value, why)}: definitions
+# replaced when the framework is tensorplay (the released one runs on torch). Each is a FINDING
+# about tensorplay's torch surface, or a device tensorplay has no backend for.
+HOST_OVERRIDES = {
+    ("liger-kernel", "liger_kernel/ops/utils.py"): {
+        "is_hip": (lambda: False,
+                   "reads torch.version.hip (None off ROCm); tensorplay has no `version` module "
+                   "(FINDING) and no ROCm backend: False, the released answer on CUDA"),
+    },
+    ("unsloth", "unsloth/device_type.py"): {
+        "get_device_type": (lambda: "cuda",
+                            "asks torch.xpu / torch.accelerator when cuda is not available and raises "
+                            "NotImplementedError('... only works on NVIDIA, AMD and Intel GPUs') "
+                            "without one; tensorplay has neither module (FINDING): 'cuda', the "
+                            "released answer on an NVIDIA GPU and under its own test-only cpu "
+                            "fallback (UNSLOTH_ALLOW_CPU=1), so the cpu interpreter runs the cuda "
+                            "branches as Unsloth's cpu tests do"),
+    },
+    ("liger-kernel", "liger_kernel/utils.py"): {
+        "infer_device": (_infer_device_tp,
+                         "asks torch.xpu.is_available() when cuda is not available; tensorplay "
+                         "has no `xpu` module (FINDING): 'cuda' when tensorplay.cuda.is_available(), "
+                         "else 'cpu' (the released answers off npu/xpu)"),
+    },
+}
+
+
+class _DeviceGuard:
+    """FlagGems' ``torch_device_fn`` (``flag_gems.runtime``: the vendor's torch device module,
+    ``torch.cuda`` on nvidia), for the framework given: ``device(d)`` is the framework's
+    ``cuda.device(d)`` guard for a cuda device and no guard for a cpu one (the interpreter)."""
+
+    def __init__(self, framework, wrap):
+        self._framework = framework
+
+    def device(self, d):
+        import contextlib
+        if getattr(d, "type", None) == "cuda":
+            return self._framework.cuda.device(d)
+        return contextlib.nullcontext()
+
+
+class _LigerDispatch:
+    """liger_kernel.backends.dispatch for the corpus: the op's Triton implementation, as released
+    (its module in the wheel, loaded by host() with the same framework and wrap)."""
+
+    TRITON = {"jsd_loss_and_grad": ("liger_kernel/ops/backends/_triton/jsd.py",
+                                    "jsd_loss_and_grad_triton")}
+
+    def __init__(self, framework, wrap):
+        self._framework, self._wrap = framework, wrap
+
+    def __call__(self, op_name, *args, impl=None, backend=None, **kwargs):
+        path, name = self.TRITON[op_name]
+        fn = host_module("liger-kernel", path, [name], framework=self._framework,
+                         wrap=self._wrap).__dict__[name]
+        return fn(*args, **kwargs)
+
+
+def _register_op(*args, **kwargs):
+    return lambda fn: fn
+
+
+# (distribution, module path or None for all its modules) -> {name: (factory(framework, wrap),
+# why)}: names the released host code imports from its library's modules that host() does not
+# load (they pull in what the host code does not use), bound for every framework
+HOST_SUPPLIED = {
+    ("liger-kernel", None): {
+        "dispatch": (_LigerDispatch,
+                     "liger_kernel.backends.dispatch: picks an implementation of a primitive "
+                     "(jsd_loss_and_grad: Triton, or CuTe-DSL on Hopper+) by device and "
+                     "preference, reading torch's device state; here always the Triton one, "
+                     "liger_kernel/ops/backends/_triton/jsd.py's jsd_loss_and_grad_triton as "
+                     "released (the one dispatch picks without CuTe-DSL installed)"),
+        "register_op": (lambda framework, wrap: _register_op,
+                        "liger_kernel.backends.register_op: enters the function in that "
+                        "registry; here the identity (dispatch above calls the function)"),
+        "Capability": (lambda framework, wrap: dict,
+                       "liger_kernel.backends.Capability: register_op's capability record, "
+                       "unused with the identity register_op"),
+    },
+    ("flag-gems", None): {
+        "torch_device_fn": (_DeviceGuard,
+                            "from flag_gems.runtime: the vendor's torch device module (torch.cuda "
+                            "on nvidia), chosen by flag_gems.runtime's vendor detection (torch, "
+                            "YAML, every backend); the host code uses only its .device(d) guard: "
+                            "the framework's cuda.device(d) on cuda, none on cpu (the interpreter, "
+                            "where torch.cuda.device would refuse a cpu device)"),
+    },
+}
+
+
+class HostUnsupported(RuntimeError):
+    """The released host code reached a torch API that tensorplay lacks (a FINDING)."""
+
+
+class _Missing:
+    """A name the released host code imports from torch that tensorplay lacks: bound (so the
+    functions that only name it on another device's branch load), raising when used."""
+
+    def __init__(self, what, why):
+        self._what, self._why = what, why
+
+    def _fail(self, *a, **k):
+        raise HostUnsupported(f"released host code used {self._what}: {self._why}")
+
+    __call__ = _fail
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        self._fail()
+
+
+# what the framework lacks, found while binding released host code: {(dist, path, name): what}
+MISSING: dict[tuple[str, str, str], str] = {}
+
+
+def _is_kernel(node) -> bool:
+    """A kernel definition: a def decorated by ``triton.*`` / ``libentry``, or Unsloth's
+    ``k = triton.jit(k)`` / ``k = triton.heuristics({...})(k)``."""
+    if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+        return ast.unparse(node.value.func).startswith(("triton.jit", "triton.heuristics",
+                                                        "triton.autotune", "libentry"))
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    for d in node.decorator_list:
+        text = ast.unparse(d)
+        if text.startswith(("triton.", "libentry", "tl.")):
+            return True
+    return False
+
+
+def _defined_deep(node) -> set[str]:
+    """Top-level names a statement binds, also inside a top-level ``if``/``try`` (kl_div.py's
+    ``MAX_FUSED_SIZE``, chosen by an ``if`` on the device)."""
+    if isinstance(node, (ast.If, ast.Try)):
+        subs = [*node.body, *node.orelse, *getattr(node, "finalbody", []),
+                *(s for h in getattr(node, "handlers", []) for s in h.body)]
+        return set().union(*(_defined_deep(s) for s in subs))
+    return _defined(node)
+
+
+def _import_bindings(node):
+    """``name -> (module, attr or None, level)`` bound by the imports in a statement."""
+    out = {}
+    for imp in _all_imports(node):
+        for a in imp.names:
+            if isinstance(imp, ast.Import):
+                if a.asname:
+                    out[a.asname] = (a.name, None, 0)
+                else:
+                    root = a.name.split(".")[0]
+                    out.setdefault(root, (root, None, 0))
+            else:
+                out[a.asname or a.name] = (imp.module or "", a.name, imp.level)
+    return out
+
+
+def _host_select(tree, names, path, pinned):
+    """The host statements to run for ``names``: like :func:`_select`, but the kernels a host
+    statement names, the names bound by dropped imports and the ``pinned`` ones (overrides and
+    supplied values, which win over the module's own definitions) are returned to be bound."""
+    body = tree.body
+    keep, defs, kernels, imported = set(), {}, {}, {}
+    for i, node in enumerate(body):
+        if _only_imports(node):
+            roots = set().union(*(_import_roots(n) for n in _all_imports(node)))
+            if not roots & set(DROPPED_IMPORTS):
+                keep.add(i)
+                for n in _defined(node):
+                    defs.setdefault(n, []).append(i)
+            else:
+                for n, b in _import_bindings(node).items():
+                    imported.setdefault(n, b)
+        elif _is_kernel(node):
+            for n in _defined(node):
+                kernels[n] = i
+        else:
+            for n in _defined_deep(node):
+                defs.setdefault(n, []).append(i)
+    for n in kernels:       # Unsloth's plain `def k` before `k = triton.jit(k)`: a kernel
+        defs.pop(n, None)
+    missing = [n for n in names if n not in defs and n not in pinned and n not in imported
+               and n not in kernels]
+    if missing:
+        raise RuntimeError(f"{path}: no top-level host definition of {missing} in this release")
+    bound = set(dir(builtins)) | {"__name__", "__file__"}
+    used_pinned, used_kernels, used_imported = set(), set(), set()
+    todo, seen = [*sorted(keep), *(i for n in names if n not in pinned for i in defs.get(n, ()))], set()
+    # asked for by another module's import: a kernel (wrapped), or a name this one imports
+    used_kernels |= {n for n in names if n not in pinned and n not in defs and n in kernels}
+    used_imported |= {n for n in names if n not in pinned and n not in defs and n in imported}
+    while todo:
+        i = todo.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        keep.add(i)
+        for name in _free_names(body[i]):
+            if name in pinned:
+                used_pinned.add(name)
+            elif name in defs:
+                todo.extend(j for j in defs[name] if j not in seen)
+            elif name in kernels:
+                used_kernels.add(name)
+            elif name in imported:
+                used_imported.add(name)
+            elif name not in bound:
+                label = getattr(body[i], "name", None) or ast.unparse(body[i]).splitlines()[0][:60]
+                raise RuntimeError(f"{path}: {label} names {name!r}, bound nowhere in the module")
+    return ([body[i] for i in sorted(keep)], used_pinned, sorted(used_kernels),
+            {n: imported[n] for n in used_imported})
+
+
+def _module_path(dist, modname, level, path):
+    """The wheel path of module ``modname`` imported from ``path`` (``level`` dots)."""
+    if level:
+        base = path.split("/")[:-level]
+        parts = base + ([p for p in modname.split(".") if p] if modname else [])
+    else:
+        parts = modname.split(".")
+    stem = "/".join(parts)
+    with zipfile.ZipFile(wheel(dist)) if (cache_dir() / PINS[dist].wheel).is_file() else \
+            _NoZip(dist) as z:
+        names = set(z.namelist())
+    for cand in (stem + ".py", stem + "/__init__.py"):
+        if cand in names:
+            return cand
+    return None
+
+
+class _NoZip:
+    """The wheel's file list from its RECORD copy under CACHE/src (no wheel in the cache)."""
+
+    def __init__(self, dist):
+        self.dist = dist
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def namelist(self):
+        pin = PINS[self.dist]
+        record = pin.src / pin.record
+        if not record.is_file() or _sha256(record) != pin.record_sha256:
+            wheel(self.dist)            # downloads, or raises UpstreamUnavailable
+            with zipfile.ZipFile(wheel(self.dist)) as z:
+                return z.namelist()
+        return [line.split(",")[0] for line in record.read_text(encoding="utf-8").splitlines()]
+
+
+def _framework_attr(framework, dotted):
+    obj = framework
+    for part in dotted.split(".")[1:]:
+        obj = getattr(obj, part)
+    return obj
+
+
+_HOSTS: dict[tuple, types.ModuleType] = {}
+
+
+def host_module(dist: str, path: str, names, *, framework, wrap) -> types.ModuleType:
+    """Module ``path``'s released host definitions ``names`` (and what they use) run with
+    ``torch`` bound to ``framework`` and the module's kernels passed through ``wrap``
+    (:data:`HOST_BINDINGS`, :data:`HOST_OVERRIDES`)."""
+    key = (dist, path, id(framework), id(wrap))
+    cached = _HOSTS.get(key)
+    if cached is not None and all(n in cached.__dict__ for n in names):
+        return cached
+    wanted = set(names) | (set(cached.__corpus_names__) if cached is not None else set())
+    src = read_text(dist, path)
+    file = PINS[dist].src / path
+    tree = ast.parse(src, filename=str(file))
+    pinned = {k: (v.resolve() if isinstance(v, Ref) else v) for k, (v, _) in _supplied(dist, path).items()}
+    if framework.__name__ != "torch":
+        for where in ((dist, None), (dist, path)):
+            pinned.update({k: v for k, (v, _) in HOST_OVERRIDES.get(where, {}).items()})
+    for where in ((dist, None), (dist, path)):
+        pinned.update({k: make(framework, wrap)
+                       for k, (make, _) in HOST_SUPPLIED.get(where, {}).items()})
+    pinned["torch"] = framework
+    kept, used_pinned, kernels, imported = _host_select(tree, sorted(wanted), path, pinned)
+    ns = {"__name__": "corpus_upstream_host." + path[:-3].replace("/", "."), "__file__": str(file)}
+    ns.update({k: pinned[k] for k in used_pinned})
+    if kernels:
+        kmod = module(dist, path, kernels)
+        ns.update({k: wrap(getattr(kmod, k)) for k in kernels})
+    for name, (modname, attr, level) in imported.items():
+        root = modname.split(".")[0]
+        if level == 0 and root == "torch":
+            dotted = modname + ("." + attr if attr else "")
+            try:
+                ns[name] = _framework_attr(framework, dotted)
+            except AttributeError:
+                why = f"{framework.__name__} has no {dotted.replace('torch', framework.__name__, 1)}"
+                MISSING[(dist, path, name)] = why
+                ns[name] = _Missing(dotted, why)
+            continue
+        target = _module_path(dist, modname, level, path) if (level or root in _packages(dist)) else None
+        if target is None or attr is None:
+            raise RuntimeError(f"{path}: the host code names {name!r} (import of {modname!r}), "
+                               "which host() neither binds nor loads")
+        ns[name] = host_module(dist, target, [attr], framework=framework, wrap=wrap).__dict__[attr]
+    mod = types.ModuleType(ns["__name__"])
+    mod.__dict__.update(ns)
+    mod.__corpus_names__ = tuple(sorted(wanted))
+    exec(compile(ast.Module(body=kept, type_ignores=[]), str(file), "exec"), mod.__dict__)
+    for n in wanted:
+        if n not in mod.__dict__ and n in pinned:
+            mod.__dict__[n] = pinned[n]
+    _HOSTS[key] = mod
+    return mod
+
+
+def _packages(dist):
+    return {PINS[dist].wheel.split("-")[0]}
+
+
+def host(dist: str, spec: dict[str, list[str]], *, framework, wrap) -> dict[str, object]:
+    """``{module path in the wheel: [host names]}`` -> ``{name: object}``
+    (:func:`host_module`). A name requested from two modules is an error."""
+    out: dict[str, object] = {}
+    for path, names in spec.items():
+        mod = host_module(dist, path, names, framework=framework, wrap=wrap)
+        for n in names:
+            if n in out:
+                raise RuntimeError(f"{n} requested from two modules")
+            out[n] = mod.__dict__[n]
     return out

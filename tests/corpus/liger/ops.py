@@ -1,206 +1,71 @@
-"""Liger-Kernel's host code, migrated from ``torch.autograd.Function`` to tensorplay.library.
+"""Liger-Kernel's ops on tensorplay.library: the released host functions, our op wrappers.
 
-Upstream: https://github.com/linkedin/Liger-Kernel @ ead96b618e5c, src/liger_kernel/ops/*.py (BSD 2-Clause,
-see kernels.py / LICENSE). The host functions (``rms_norm_forward``, ``swiglu_backward``, ...)
-keep upstream's structure, names and comments; what a torch user migrating has to do is:
+Upstream: https://github.com/linkedin/Liger-Kernel, released as PyPI liger-kernel==0.8.5 (BSD
+2-Clause, see kernels.py / LICENSE). Nothing of its code is in this file: the host functions
+(``rms_norm_forward``, ``swiglu_backward``, ...: shapes, allocations, block sizes, the launches)
+are 0.8.5's, read from the wheel at import and run as released with ``torch`` bound to
+``tensorplay`` and the kernels passed through ``wrap_triton`` (``corpus._upstream.host``:
+``HOST_BINDINGS``; what is replaced for tensorplay: ``HOST_OVERRIDES``). :data:`HOST` names them.
 
-* ``torch.`` becomes ``tensorplay.`` (not marked below: a mechanical rename);
-* every raw launch ``kernel[grid](...)`` becomes ``wrap_triton(kernel)[grid](...)`` (marked);
-* each ``LigerXFunction(torch.autograd.Function)`` becomes a ``triton_op`` for the forward, one
-  for the backward, and ``register_autograd``; values the Function kept on ``ctx`` that are
-  not tensors or op arguments (``BLOCK_SIZE``, ``num_warps``) are recomputed in the backward;
-* every other line that had to change carries ``# CHANGED: why``.
+Ours (the migration a torch user makes): each ``LigerXFunction(torch.autograd.Function)`` becomes
+a ``triton_op`` for the forward, one for the backward, and ``register_autograd``; values the
+Function kept on ``ctx`` that are not tensors or op arguments (``BLOCK_SIZE``, ``num_warps``) are
+recomputed in the backward; ``@ensure_contiguous`` becomes ``.contiguous()`` calls; where a
+released host function writes into its arguments (in-place gradients, rotations), the op passes
+it a copy (an op may not mutate its inputs). Every such line carries ``# CHANGED: why``.
 
-The kernels launched are liger-kernel 0.8.5's, read from its wheel (kernels.py); where 0.8.5's
-kernels changed from that commit's (rope's partial-rotary arguments, layer_norm's float32
-statistics), the host line says ``# CHANGED (0.8.5)``.
-
-Branches for devices tensorplay has no backend for (xpu, npu), DTensor, Blackwell-only tiling and
-``device_context`` (a ``torch.cuda.device`` guard; tensorplay launches on the tensors' device)
-are left out: they are unreachable here, not adaptations.
+Still ours (:data:`OWN_HOST`): the host functions whose released text cannot run here, each
+with why.
 """
-# ruff: noqa  -- host code kept as upstream wrote it, apart from the CHANGED lines
+# ruff: noqa  -- the op wrappers keep the Functions' names and layout
 
 from __future__ import annotations
 
-import math
 from typing import Optional
 
 import triton
-import triton.language as tl  # for group_norm.py's host dtype choice
 
 import tensorplay
 from tensorplay import Tensor
 from tensorplay.library import triton_op, wrap_triton
 
 from .._host import sm_count
-from .kernels import (_CASTING_MODE_GEMMA, _CASTING_MODE_LLAMA, _CASTING_MODE_NONE,
-                      _REDUCTION_MODE_BATCHMEAN, _REDUCTION_MODE_MEAN, _REDUCTION_MODE_NONE,
-                      _REDUCTION_MODE_SUM, _dyt_bwd_kernel, _dyt_fwd_kernel, _jsd_kernel,
-                      _kldiv_kernel_backward, _kldiv_kernel_forward, _tv_distance_kernel,
-                      element_mul_kernel, liger_cross_entropy_kernel,
-                      _geglu_tanh_backward_kernel, _geglu_tanh_forward_kernel,
-                      _layer_norm_backward_kernel, _layer_norm_forward_kernel,
-                      _relu_squared_backward_kernel, _relu_squared_forward_kernel,
-                      _rms_norm_backward_kernel, _rms_norm_forward_kernel,
-                      _softmax_multi_block_backward_kernel, _softmax_multi_block_forward_kernel,
-                      _softmax_single_block_backward_kernel, _softmax_single_block_forward_kernel,
-                      _swiglu_backward_kernel, _swiglu_forward_kernel, _triton_rope,
-                      _sparsemax_backward_kernel, _sparsemax_forward_kernel,
-                      _poly_norm_backward_kernel, _poly_norm_forward_kernel,
-                      _fused_add_rms_norm_backward_kernel, _fused_add_rms_norm_forward_kernel,
-                      _group_norm_backward_kernel, _group_norm_forward_kernel, _triton_qwen2vl_mrope)
+from .._upstream import host
+from .kernels import DIST, _dyt_bwd_kernel
 
-
-# --- src/liger_kernel/ops/utils.py -------------------------------------------------------------
-
-def is_hip() -> bool:
-    return False  # CHANGED: upstream reads torch.version.hip; tensorplay has no ROCm backend
-
-
-def calculate_settings(n):
-    # reference: https://github.com/unslothai/unsloth/blob/fd753fed99ed5f10ef8a9b7139588d9de9ddecfb/unsloth/kernels/utils.py#L43
-
-    MAX_FUSED_SIZE = 65536
-    BLOCK_SIZE = triton.next_power_of_2(n)
-    if BLOCK_SIZE > MAX_FUSED_SIZE:
-        raise RuntimeError(
-            f"Cannot launch Triton kernel since n = {n} exceeds the recommended Triton blocksize = {MAX_FUSED_SIZE}."
-        )
-
-    num_warps = 4
-    if BLOCK_SIZE >= 32768:
-        num_warps = 32 if not is_hip() else 16
-    elif BLOCK_SIZE >= 8192:
-        num_warps = 16
-    elif BLOCK_SIZE >= 2048:
-        num_warps = 8
-    return BLOCK_SIZE, num_warps
-
-
-# CHANGED: upstream's torch_to_triton_dtype is keyed by torch dtypes
-torch_to_triton_dtype = {
-    tensorplay.float32: triton.language.float32,
-    tensorplay.float16: triton.language.float16,
-    tensorplay.bfloat16: triton.language.bfloat16,
+# the released host functions this file calls: {module in the wheel: [names]}
+HOST = {
+    "liger_kernel/ops/utils.py": ["calculate_settings"],
+    "liger_kernel/ops/rms_norm.py": ["_str_to_casting_mode", "rms_norm_forward", "rms_norm_backward"],
+    "liger_kernel/ops/layer_norm.py": ["layer_norm_forward", "layer_norm_backward"],
+    "liger_kernel/ops/swiglu.py": ["swiglu_forward", "swiglu_backward"],
+    "liger_kernel/ops/geglu.py": ["geglu_forward", "geglu_backward"],
+    "liger_kernel/ops/relu_squared.py": ["relu_squared_forward", "relu_squared_backward"],
+    "liger_kernel/ops/softmax.py": ["_softmax_forward", "_softmax_backward"],
+    "liger_kernel/ops/rope.py": ["rope_forward", "rope_backward"],
+    "liger_kernel/ops/kl_div.py": ["kldiv_forward_triton", "kldiv_backward_triton"],
+    "liger_kernel/ops/jsd.py": ["jsd_forward", "jsd_backward"],
+    "liger_kernel/ops/tvd.py": ["tv_distance_forward_triton", "tvd_backward_triton"],
+    "liger_kernel/ops/dyt.py": ["liger_dyt_fwd"],
+    "liger_kernel/ops/cross_entropy.py": ["cross_entropy_forward", "cross_entropy_backward"],
+    "liger_kernel/ops/sparsemax.py": ["_sparsemax_forward", "_sparsemax_backward"],
+    "liger_kernel/ops/poly_norm.py": ["poly_norm_forward", "poly_norm_backward"],
+    "liger_kernel/ops/fused_add_rms_norm.py": ["fused_add_rms_norm_forward", "fused_add_rms_norm_backward"],
+    "liger_kernel/ops/group_norm.py": ["group_norm_forward", "group_norm_backward"],
+    "liger_kernel/ops/qwen2vl_mrope.py": ["qwen2vl_mrope_forward", "qwen2vl_mrope_backward"],
 }
+
+# the host functions that stay ours: {name: why}
+OWN_HOST = {
+    "liger_dyt_bwd": "0.8.5's sizes its grid by infer_device() and binds NUM_SMS only on "
+                     "cuda/xpu/npu: UnboundLocalError elsewhere (the cpu interpreter; a finding "
+                     "about Liger, not tensorplay); ours asks _host.sm_count, 1 off cuda",
+}
+
+globals().update(host(DIST, HOST, framework=tensorplay, wrap=wrap_triton))
 
 
 # --- rms_norm.py -------------------------------------------------------------------------------
-
-_str_to_casting_mode = {
-    "llama": _CASTING_MODE_LLAMA.value,
-    "gemma": _CASTING_MODE_GEMMA.value,
-    "none": _CASTING_MODE_NONE.value,
-}
-
-
-def rms_norm_forward(X, W, eps, offset, casting_mode, row_mode):
-    if not isinstance(casting_mode, int):
-        assert casting_mode in _str_to_casting_mode, f"Invalid casting mode: {casting_mode}"
-        casting_mode = _str_to_casting_mode[casting_mode]
-    else:
-        assert casting_mode in _str_to_casting_mode.values(), f"Invalid casting mode: {casting_mode}"
-
-    shape = X.shape
-    dim = shape[-1]
-    X = X.view(-1, dim)
-    n_rows, n_cols = X.shape
-    BLOCK_SIZE, num_warps = calculate_settings(n_cols)
-
-    Y = tensorplay.empty((n_rows, n_cols), dtype=X.dtype, device=X.device)
-    # RSTD is to cache rstd for each row
-    # RSTD is always computed/stored in fp32 if we are using Llama or Gemma casting mode
-    rstd_dtype = tensorplay.float32 if casting_mode in (_CASTING_MODE_LLAMA.value, _CASTING_MODE_GEMMA.value) else X.dtype
-    RSTD = tensorplay.empty(n_rows, dtype=rstd_dtype, device=X.device)
-
-    if W is not None:
-        # Check constraints.
-        assert X.shape[1] == W.shape[0], (
-            "Incompatible hidden size dimension between tensor1.shape[1] and tensor2.shape[0]"
-        )
-        elementwise_affine = True
-    else:
-        elementwise_affine = False
-
-    # CHANGED: the block-row kernel (n_rows >= 32768 and BLOCK_SIZE <= 256) is not in the corpus
-    wrap_triton(_rms_norm_forward_kernel)[(n_rows,)](  # CHANGED: wrap_triton
-        Y,
-        Y.stride(0),
-        X,
-        X.stride(0),
-        W,
-        W.stride(0) if elementwise_affine else 0,
-        RSTD,
-        RSTD.stride(0),
-        n_cols,
-        eps,
-        offset,
-        casting_mode,
-        elementwise_affine=elementwise_affine,
-        BLOCK_SIZE=BLOCK_SIZE,
-        num_warps=num_warps,
-    )
-    return Y.view(*shape), X, RSTD, BLOCK_SIZE, num_warps, casting_mode
-
-
-def rms_norm_backward(dY, X, W, RSTD, offset, casting_mode, BLOCK_SIZE, num_warps, in_place, row_mode):
-    shape = dY.shape
-    dim = shape[-1]
-    dY = dY.view(-1, dim)
-    n_rows, n_cols = dY.shape
-
-    sm_count_ = sm_count(X.device)  # CHANGED: torch.cuda.get_device_properties(...).multi_processor_count
-
-    if W is not None:
-        # fp32 for numerical stability especially.
-        _dW = tensorplay.empty((sm_count_, n_cols), dtype=tensorplay.float32, device=W.device)
-        elementwise_affine = True
-    else:
-        _dW = None
-        elementwise_affine = False
-
-    if n_cols > BLOCK_SIZE:
-        raise RuntimeError("This layer norm doesn't support feature dim >= 64KB.")
-    rows_per_program = math.ceil(n_rows / sm_count_)
-    grid = (sm_count_,)
-
-    if in_place is True:
-        dX = dY
-    else:
-        dX = tensorplay.zeros_like(dY)
-
-    wrap_triton(_rms_norm_backward_kernel)[grid](  # CHANGED: wrap_triton
-        dY,
-        dY.stride(0),
-        dX,
-        dX.stride(0),
-        X,
-        X.stride(0),
-        torch_to_triton_dtype[X.dtype],
-        W,
-        W.stride(0) if elementwise_affine else 0,
-        RSTD,
-        RSTD.stride(0),
-        _dW,
-        _dW.stride(0) if elementwise_affine else 0,
-        n_rows,
-        n_cols,
-        offset,
-        rows_per_program,
-        casting_mode,
-        elementwise_affine=elementwise_affine,
-        BLOCK_SIZE=BLOCK_SIZE,
-        num_warps=num_warps,
-    )
-    dX = dX.view(*shape)
-
-    if elementwise_affine:
-        dW = _dW.sum(dim=0).to(W.dtype)
-    else:
-        dW = None
-
-    return dX, dW
 
 
 @triton_op("liger::rms_norm", mutates_args=())
@@ -238,106 +103,6 @@ rms_norm.register_autograd(_rms_norm_backward, setup_context=_rms_norm_setup)
 
 # --- layer_norm.py -----------------------------------------------------------------------------
 
-def layer_norm_forward(X, W, B, eps):
-    shape = X.shape
-    dim = shape[-1]
-    X = X.view(-1, dim)
-    n_rows, n_cols = X.shape
-
-    # Calculate optimal block size and warp configuration
-    BLOCK_SIZE, num_warps = calculate_settings(n_cols)
-
-    # Allocate output tensors
-    Y = tensorplay.empty((n_rows, n_cols), dtype=X.dtype, device=X.device)
-    # CHANGED (0.8.5): the kernel keeps the statistics in float32 (they were stored in X's dtype)
-    Mean = tensorplay.empty(n_rows, dtype=tensorplay.float32, device=X.device)
-    RSTD = tensorplay.empty(n_rows, dtype=tensorplay.float32, device=X.device)
-
-    # Validate input dimensions
-    if X.shape[1] != W.shape[0]:
-        raise ValueError(
-            f"Incompatible dimensions: input feature size (X.shape[1]={X.shape[1]}) "
-            f"must match weight size (W.shape[0]={W.shape[0]})"
-        )
-
-    # Launch kernel with one thread block per row for optimal performance
-    grid = (n_rows,)
-    wrap_triton(_layer_norm_forward_kernel)[grid](  # CHANGED: wrap_triton
-        Y,
-        Y.stride(0),
-        X,
-        X.stride(0),
-        W,
-        W.stride(0),
-        B,
-        B.stride(0),
-        Mean,
-        Mean.stride(0),
-        RSTD,
-        RSTD.stride(0),
-        n_cols,
-        eps,
-        BLOCK_SIZE=BLOCK_SIZE,
-        num_warps=num_warps,
-    )
-
-    return Y.view(*shape), X, Mean, RSTD, BLOCK_SIZE, num_warps
-
-
-def layer_norm_backward(dY, X, W, B, Mean, RSTD):
-    shape = dY.shape
-    dim = shape[-1]
-    dY = dY.view(-1, dim)
-    n_rows, n_cols = dY.shape
-
-    sm_count_ = sm_count(X.device)  # CHANGED: torch.cuda.get_device_properties(...).multi_processor_count
-
-    # fp32 for numerical stability especially.
-    _DW = tensorplay.empty((sm_count_, n_cols), dtype=tensorplay.float32, device=W.device)
-    _DB = tensorplay.empty((sm_count_, n_cols), dtype=tensorplay.float32, device=W.device)
-
-    # Calculate optimal block size and warp configuration
-    BLOCK_SIZE, num_warps = calculate_settings(n_cols)
-    if n_cols > BLOCK_SIZE:
-        raise RuntimeError(f"Feature dimension {n_cols} exceeds maximum supported size of {BLOCK_SIZE}.")
-    rows_per_program = math.ceil(n_rows / sm_count_)
-    grid = (sm_count_,)
-
-    # Allocate gradient tensors
-    DX = tensorplay.empty((n_rows, n_cols), dtype=X.dtype, device=X.device)
-
-    kernel_args = {"num_warps": num_warps}
-
-    # Launch kernel with one thread block per row for optimal performance
-    wrap_triton(_layer_norm_backward_kernel)[grid](  # CHANGED: wrap_triton
-        X,
-        X.stride(0),
-        W,
-        Mean,
-        Mean.stride(0),
-        RSTD,
-        RSTD.stride(0),
-        DX,
-        DX.stride(0),
-        _DW,
-        _DW.stride(0),
-        _DB,
-        _DB.stride(0),
-        dY,
-        dY.stride(0),
-        n_rows,
-        n_cols,
-        rows_per_program=rows_per_program,
-        BLOCK_SIZE=BLOCK_SIZE,
-        **kernel_args,
-    )
-
-    DX = DX.view(*shape)
-    DW = _DW.sum(dim=0).to(W.dtype)
-    DB = _DB.sum(dim=0).to(B.dtype)
-
-    return DX, DW, DB
-
 
 @triton_op("liger::layer_norm", mutates_args=())
 def layer_norm(X: Tensor, W: Tensor, B: Tensor, eps: float) -> tuple[Tensor, Tensor, Tensor]:
@@ -370,50 +135,6 @@ layer_norm.register_autograd(_layer_norm_backward, setup_context=_layer_norm_set
 
 # --- swiglu.py ---------------------------------------------------------------------------------
 
-def swiglu_forward(a, b, gate_multiplier: float = 1.0):
-    ori_shape = a.shape
-
-    n_cols = ori_shape[-1]
-    a = a.view(-1, n_cols)
-    b = b.view(-1, n_cols)
-    c = tensorplay.empty_like(a)
-    n_rows = a.shape[0]
-
-    BLOCK_SIZE, num_warps = calculate_settings(n_cols)
-
-    wrap_triton(_swiglu_forward_kernel)[(n_rows,)](  # CHANGED: wrap_triton
-        a,
-        b,
-        c,
-        c.stride(-2),
-        float(gate_multiplier),
-        n_cols=n_cols,
-        BLOCK_SIZE=BLOCK_SIZE,
-        num_warps=num_warps,
-    )
-    return a, b, c.view(*ori_shape)
-
-
-def swiglu_backward(a, b, dc, gate_multiplier: float = 1.0):
-    ori_shape = dc.shape
-    n_cols = ori_shape[-1]
-    dc = dc.view(-1, n_cols)
-    n_rows = dc.shape[0]
-
-    BLOCK_SIZE, num_warps = calculate_settings(n_cols)
-
-    wrap_triton(_swiglu_backward_kernel)[(n_rows,)](  # CHANGED: wrap_triton
-        dc,
-        a,
-        b,
-        dc.stride(-2),
-        float(gate_multiplier),
-        n_cols=n_cols,
-        BLOCK_SIZE=BLOCK_SIZE,
-        num_warps=num_warps,
-    )
-    return a.view(*ori_shape), b.view(*ori_shape)
-
 
 @triton_op("liger::swiglu", mutates_args=())
 def swiglu(a: Tensor, b: Tensor) -> Tensor:
@@ -443,49 +164,6 @@ swiglu.register_autograd(_swiglu_backward, setup_context=_ab_setup)
 
 # --- geglu.py ----------------------------------------------------------------------------------
 
-def geglu_forward(a, b):
-    ori_shape = a.shape
-
-    n_cols = ori_shape[-1]
-    a = a.view(-1, n_cols)
-    b = b.view(-1, n_cols)
-    c = tensorplay.empty_like(a)
-    n_rows = a.shape[0]
-
-    BLOCK_SIZE, num_warps = calculate_settings(n_cols)
-
-    wrap_triton(_geglu_tanh_forward_kernel)[(n_rows,)](  # CHANGED: wrap_triton
-        a,
-        b,
-        c,
-        c.stride(-2),
-        n_cols=n_cols,
-        BLOCK_SIZE=BLOCK_SIZE,
-        num_warps=num_warps,
-    )
-    return a, b, c.view(*ori_shape)
-
-
-def geglu_backward(a, b, dc):
-    ori_shape = dc.shape
-    n_cols = ori_shape[-1]
-    dc = dc.view(-1, n_cols)
-    n_rows = dc.shape[0]
-
-    BLOCK_SIZE, num_warps = calculate_settings(n_cols)
-
-    wrap_triton(_geglu_tanh_backward_kernel)[(n_rows,)](  # CHANGED: wrap_triton
-        dc,
-        a,
-        b,
-        dc.stride(-2),
-        n_cols=n_cols,
-        BLOCK_SIZE=BLOCK_SIZE,
-        num_warps=num_warps,
-    )
-
-    return a.view(*ori_shape), b.view(*ori_shape)
-
 
 @triton_op("liger::geglu", mutates_args=())
 def geglu(a: Tensor, b: Tensor) -> Tensor:
@@ -511,50 +189,6 @@ geglu.register_autograd(_geglu_backward, setup_context=_ab_setup)
 
 # --- relu_squared.py ---------------------------------------------------------------------------
 
-def relu_squared_forward(X):
-    ori_shape = X.shape
-    n_cols = ori_shape[-1]
-    X_2d = X.view(-1, n_cols)
-    n_rows = X_2d.shape[0]
-
-    Y = tensorplay.empty_like(X_2d)
-    BLOCK_SIZE, num_warps = calculate_settings(n_cols)
-
-    wrap_triton(_relu_squared_forward_kernel)[(n_rows,)](  # CHANGED: wrap_triton
-        Y,
-        Y.stride(-2),
-        X_2d,
-        X_2d.stride(-2),
-        n_cols=n_cols,
-        BLOCK_SIZE=BLOCK_SIZE,
-        num_warps=num_warps,
-    )
-    return Y.view(*ori_shape)
-
-
-def relu_squared_backward(X, dY):
-    ori_shape = dY.shape
-    n_cols = ori_shape[-1]
-    X_2d = X.view(-1, n_cols)
-    dY_2d = dY.view(-1, n_cols)
-    n_rows = dY_2d.shape[0]
-
-    dX = tensorplay.empty_like(dY_2d)
-    BLOCK_SIZE, num_warps = calculate_settings(n_cols)
-
-    wrap_triton(_relu_squared_backward_kernel)[(n_rows,)](  # CHANGED: wrap_triton
-        dX,
-        dX.stride(-2),
-        dY_2d,
-        dY_2d.stride(-2),
-        X_2d,
-        X_2d.stride(-2),
-        n_cols=n_cols,
-        BLOCK_SIZE=BLOCK_SIZE,
-        num_warps=num_warps,
-    )
-    return dX.view(*ori_shape)
-
 
 @triton_op("liger::relu_squared", mutates_args=())
 def relu_squared(X: Tensor) -> Tensor:
@@ -575,68 +209,6 @@ relu_squared.register_autograd(_relu_squared_backward, setup_context=_ab_setup)
 
 
 # --- softmax.py --------------------------------------------------------------------------------
-
-def _softmax_forward(x: Tensor) -> tuple[Tensor, int, int, bool]:
-    *batch, n_cols = x.shape
-    x2d = x.contiguous().view(-1, n_cols)
-    n_rows = x2d.shape[0]
-
-    BLOCK_SIZE, num_warps = calculate_settings(n_cols)
-    y2d = tensorplay.empty_like(x2d)
-
-    if n_cols <= BLOCK_SIZE:
-        wrap_triton(_softmax_single_block_forward_kernel)[(n_rows,)](  # CHANGED: wrap_triton
-            y2d, y2d.stride(0), x2d, x2d.stride(0), n_cols, BLOCK_SIZE=BLOCK_SIZE, num_warps=num_warps
-        )
-        multi_block_launch = False
-    else:
-        wrap_triton(_softmax_multi_block_forward_kernel)[(n_rows,)](  # CHANGED: wrap_triton
-            y2d, y2d.stride(0), x2d, x2d.stride(0), n_cols, BLOCK_SIZE=BLOCK_SIZE, num_warps=num_warps
-        )
-        multi_block_launch = True
-
-    return y2d.view(*batch, n_cols), BLOCK_SIZE, num_warps, multi_block_launch
-
-
-def _softmax_backward(
-    dy: Tensor,
-    y: Tensor,
-    BLOCK_SIZE: int,
-    num_warps: int,
-    multi_block_launch: bool,
-) -> Tensor:
-    *batch, n_cols = dy.shape
-    dy2d = dy.contiguous().view(-1, n_cols)
-    y2d = y.contiguous().view(-1, n_cols)
-    n_rows = dy2d.shape[0]
-    dx2d = tensorplay.empty_like(dy2d)
-
-    if not multi_block_launch and n_cols <= BLOCK_SIZE:
-        wrap_triton(_softmax_single_block_backward_kernel)[(n_rows,)](  # CHANGED: wrap_triton
-            dy2d,
-            dy2d.stride(0),
-            y2d,
-            y2d.stride(0),
-            dx2d,
-            dx2d.stride(0),
-            n_cols,
-            BLOCK_SIZE=BLOCK_SIZE,
-            num_warps=num_warps,
-        )
-    else:
-        wrap_triton(_softmax_multi_block_backward_kernel)[(n_rows,)](  # CHANGED: wrap_triton
-            dy2d,
-            dy2d.stride(0),
-            y2d,
-            y2d.stride(0),
-            dx2d,
-            dx2d.stride(0),
-            n_cols,
-            BLOCK_SIZE=BLOCK_SIZE,
-            num_warps=num_warps,
-        )
-
-    return dx2d.view(*batch, n_cols)
 
 
 @triton_op("liger::softmax", mutates_args=())
@@ -665,109 +237,23 @@ softmax.register_autograd(_softmax_backward_formula, setup_context=_softmax_setu
 
 # --- rope.py -----------------------------------------------------------------------------------
 
-def rope_forward(q, k, cos, sin):
-    # transpose it back to the physical shape because Triton looks at the physical storage
-    # note: q and k are incontiguous before the transformation and will become contiguous after transpose
-    q = q.transpose(1, 2)
-    k = k.transpose(1, 2)
+def _copy_heads_major(t):
+    return t.transpose(1, 2).clone().transpose(1, 2)
 
-    batch_size, seq_len, n_q_head, head_dim = q.shape
-    n_kv_head = k.shape[2]
-    pad_hd = triton.next_power_of_2(head_dim)
-    pad_n_q_head = triton.next_power_of_2(n_q_head)
-    pad_n_kv_head = triton.next_power_of_2(n_kv_head)
-    BLOCK_SIZE = max(pad_n_q_head, pad_n_kv_head)
-
-    n_row = batch_size * seq_len
-
-    # ensure tensors passed into the kernel are contiguous. It will be no-op if they are already contiguous
-    # CHANGED: .clone(): the kernel rotates q and k in place; an op may not mutate its inputs
-    q = q.contiguous().clone()
-    k = k.contiguous().clone()
-    cos = cos.contiguous()
-    sin = sin.contiguous()
-    cos_batch_size = cos.shape[0]
-
-    wrap_triton(_triton_rope)[(n_row,)](  # CHANGED: wrap_triton
-        q,
-        q.stride(1),
-        k,
-        k.stride(1),
-        cos,
-        cos.stride(-2),
-        sin,
-        sin.stride(-2),
-        seq_len,
-        batch_size,
-        cos_batch_size,
-        n_q_head,
-        n_kv_head,
-        head_dim,
-        pad_n_q_head,
-        pad_n_kv_head,
-        pad_hd,
-        pad_hd,  # CHANGED (0.8.5): pad_rd, rd -- the whole head rotates (no partial RoPE here)
-        head_dim,
-        BLOCK_SIZE=BLOCK_SIZE,
-        BACKWARD_PASS=False,
-    )
-    return q.transpose(1, 2), k.transpose(1, 2), cos, sin
-
-
-def rope_backward(dq, dk, cos, sin):
-    dq = dq.transpose(1, 2)
-    dk = dk.transpose(1, 2)
-
-    batch_size, seq_len, n_q_head, head_dim = dq.shape
-    cos_batch_size = cos.shape[0]
-    n_kv_head = dk.shape[2]
-    pad_hd = triton.next_power_of_2(head_dim)
-    pad_n_q_head = triton.next_power_of_2(n_q_head)
-    pad_n_kv_head = triton.next_power_of_2(n_kv_head)
-    BLOCK_SIZE = max(pad_n_q_head, pad_n_kv_head)
-
-    n_row = batch_size * seq_len
-
-    # ensure dq and dk are contiguous
-    # CHANGED: .clone(): the kernel rotates dq and dk in place; an op may not mutate its inputs
-    dq = dq.contiguous().clone()
-    dk = dk.contiguous().clone()
-
-    # backward is similar to forward except swapping few ops
-    wrap_triton(_triton_rope)[(n_row,)](  # CHANGED: wrap_triton
-        dq,
-        dq.stride(1),
-        dk,
-        dk.stride(1),
-        cos,
-        cos.stride(-2),
-        sin,
-        sin.stride(-2),
-        seq_len,
-        batch_size,
-        cos_batch_size,
-        n_q_head,
-        n_kv_head,
-        head_dim,
-        pad_n_q_head,
-        pad_n_kv_head,
-        pad_hd,
-        pad_hd,  # CHANGED (0.8.5): pad_rd, rd -- the whole head rotates (no partial RoPE here)
-        head_dim,
-        BLOCK_SIZE=BLOCK_SIZE,
-        BACKWARD_PASS=True,
-    )
-    return dq.transpose(1, 2), dk.transpose(1, 2)
 
 
 @triton_op("liger::rope", mutates_args=())
 def rope(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor) -> tuple[Tensor, Tensor]:
+    # CHANGED: the kernel rotates q and k in place; an op may not mutate its inputs: a copy whose
+    # transpose(1, 2) (what rope_forward launches on) is contiguous, so it copies nothing more
+    q, k = _copy_heads_major(q), _copy_heads_major(k)
     q, k, cos, sin = rope_forward(q, k, cos, sin)
     return q, k
 
 
 @triton_op("liger::rope_backward", mutates_args=())
 def rope_bwd(dq: Tensor, dk: Tensor, cos: Tensor, sin: Tensor) -> tuple[Tensor, Tensor]:
+    dq, dk = _copy_heads_major(dq), _copy_heads_major(dk)  # CHANGED: rotated in place, as above
     return rope_backward(dq, dk, cos.contiguous(), sin.contiguous())
 
 
@@ -785,99 +271,7 @@ def _rope_backward(ctx, dq, dk):
 rope.register_autograd(_rope_backward, setup_context=_rope_setup)
 
 
-def _is_one(grad_output):
-    # CHANGED: upstream tests `torch.equal(grad_output, torch.tensor(1.0, device=...))`;
-    # tensorplay has no `equal` (same shape and all elements equal)
-    return grad_output.shape == () and grad_output.item() == 1.0
-
-
 # --- kl_div.py ---------------------------------------------------------------------------------
-
-def get_num_warps(BLOCK_SIZE):
-    num_warps = 4
-    if BLOCK_SIZE >= 32768:
-        num_warps = 32 if not is_hip() else 16
-    elif BLOCK_SIZE >= 8192:
-        num_warps = 16
-    elif BLOCK_SIZE >= 2048:
-        num_warps = 8
-
-    return num_warps
-
-
-KLDIV_MAX_FUSED_SIZE = 65536 // 4  # 65536 // 4 or 8 works the best
-
-_str_to_reduction_mode = {
-    "none": _REDUCTION_MODE_NONE.value,
-    "sum": _REDUCTION_MODE_SUM.value,
-    "mean": _REDUCTION_MODE_MEAN.value,
-    "batchmean": _REDUCTION_MODE_BATCHMEAN.value,
-}
-
-
-def kldiv_forward_triton(y_pred, y_true, log_target, reduction, eps):  # [BT, V]
-    BT, V = y_pred.shape
-    BLOCK_SIZE = min(KLDIV_MAX_FUSED_SIZE, triton.next_power_of_2(V))
-    num_warps = get_num_warps(BLOCK_SIZE)
-
-    grid = (BT,)
-    reduction = _str_to_reduction_mode[reduction]
-
-    out_size = (BT, V) if reduction == _REDUCTION_MODE_NONE.value else (BT,)
-    output_tensor = tensorplay.zeros(out_size, device=y_pred.device, dtype=tensorplay.float32)
-
-    wrap_triton(_kldiv_kernel_forward)[grid](  # CHANGED: wrap_triton
-        y_pred,
-        y_pred.stride(0),
-        y_true,
-        y_true.stride(0),
-        output_tensor,
-        output_tensor.stride(0),
-        V,
-        eps=eps,
-        BLOCK_SIZE=BLOCK_SIZE,
-        num_warps=num_warps,
-        log_target=log_target,
-        reduction=reduction,
-    )
-
-    # calculated according to the reduction mode same as in Pytorch. In the later versions, `mean` will be changed to the same behavior as `batchmean`
-    # https://pytorch.org/docs/stable/generated/torch.nn.KLDivLoss.html
-    # https://github.com/pytorch/pytorch/blob/d7b57c4d63edb42e1deeeba9497fcb5f1f748ff2/torch/nn/functional.py#L3372
-    if reduction == _REDUCTION_MODE_BATCHMEAN.value:
-        return output_tensor.sum() / BT
-    elif reduction == _REDUCTION_MODE_SUM.value:
-        return output_tensor.sum(dim=0)
-    elif reduction == _REDUCTION_MODE_MEAN.value:
-        return output_tensor.sum() / (BT * V)
-    else:
-        return output_tensor
-
-
-def kldiv_backward_triton(target, grad_output, new_grads, log_target):
-    BT, V = target.shape
-    BLOCK_SIZE = min(KLDIV_MAX_FUSED_SIZE, triton.next_power_of_2(V))
-    num_warps = get_num_warps(BLOCK_SIZE)
-
-    grid = (BT,)
-
-    # We store the gradients in-place in the input tensor
-    wrap_triton(_kldiv_kernel_backward)[grid](  # CHANGED: wrap_triton
-        target,
-        target.stride(0),
-        new_grads,
-        new_grads.stride(0),
-        V,
-        BLOCK_SIZE=BLOCK_SIZE,
-        num_warps=num_warps,
-        log_target=log_target,
-    )
-
-    # If cross entropy is the last layer, grad_output is 1.0. Skip the mul then.
-    if _is_one(grad_output):  # CHANGED: torch.equal (see _is_one)
-        return new_grads
-
-    return new_grads * grad_output
 
 
 @triton_op("liger::kl_div", mutates_args=())
@@ -904,7 +298,7 @@ def kl_div_bwd(y_true: Tensor, grad_output: Tensor, reduction: str, log_target: 
 
 @kl_div_bwd.register_fake
 def _kl_div_bwd_fake(y_true, grad_output, reduction, log_target):
-    # CHANGED (new): the body tests grad_output == 1.0 with .item() (_is_one), which a fake tensor
+    # CHANGED (new): the body tests grad_output == 1.0 (torch.equal), which a fake tensor
     # cannot answer; the shape does not depend on it
     return y_true.new_empty(y_true.shape)
 
@@ -925,50 +319,6 @@ kl_div.register_autograd(_kl_backward, setup_context=_kl_setup)
 
 # --- jsd.py ------------------------------------------------------------------------------------
 
-JSD_MAX_FUSED_SIZE = 65536
-
-
-def jsd_forward(_input, target, shift_labels, beta, ignore_index, has_label):
-    BT, V = _input.shape
-    n_rows = BT
-    BLOCK_SIZE = min(JSD_MAX_FUSED_SIZE, triton.next_power_of_2(V))
-    # non reduction loss
-    loss = tensorplay.zeros(_input.shape, dtype=tensorplay.float32, device=_input.device)
-    dX = tensorplay.empty_like(_input)
-
-    if has_label:
-        n_non_ignore = (shift_labels != ignore_index).sum().item()
-    else:
-        n_non_ignore = BT
-
-    wrap_triton(_jsd_kernel)[(n_rows,)](  # CHANGED: wrap_triton
-        X_ptr=_input,  # input in logspace, X = log Q
-        X_stride=_input.stride(-2),
-        Y_ptr=target,  # ground truth in logspace, Y = log P
-        Y_stride=target.stride(-2),
-        loss_ptr=loss,
-        loss_stride=loss.stride(-2),
-        dX_ptr=dX,
-        dX_stride=dX.stride(-2),
-        label_ptr=(shift_labels if has_label else tensorplay.empty(1, device=_input.device)),  # dummy ptr if no label
-        beta=beta,
-        n_non_ignore=n_non_ignore,
-        ignore_index=ignore_index,
-        n_cols=V,
-        BLOCK_SIZE=BLOCK_SIZE,
-        HAS_LABEL=has_label,
-    )
-
-    loss = tensorplay.sum(loss)
-    return loss.to(_input.dtype), dX
-
-
-def jsd_backward(dX, grad_output):
-    # If jsd is the last layer, grad_output is 1.0. Skip the mul to save time
-    if _is_one(grad_output):  # CHANGED: torch.equal (see _is_one)
-        return dX
-    else:
-        return grad_output * dX
 
 
 @triton_op("liger::jsd", mutates_args=())
@@ -1003,68 +353,6 @@ jsd.register_autograd(_jsd_backward, setup_context=_save_second_output)
 
 
 # --- tvd.py ------------------------------------------------------------------------------------
-
-TVD_MAX_FUSED_SIZE = 65536 // 4
-
-
-def tv_distance_forward_triton(p, q, shift_labels, reduction, ignore_index, has_label):
-    BT, V = p.shape
-
-    BLOCK_SIZE = min(TVD_MAX_FUSED_SIZE, triton.next_power_of_2(V))
-    num_warps = get_num_warps(BLOCK_SIZE)
-
-    grid = (BT,)
-
-    reduction = _str_to_reduction_mode[reduction]
-
-    out_size = (BT, V) if reduction == _REDUCTION_MODE_NONE.value else (BT,)
-    output_tensor = tensorplay.zeros(out_size, device=p.device, dtype=tensorplay.float32)
-    grads = tensorplay.empty_like(p)
-
-    n_non_ignore = (shift_labels != ignore_index).sum().item() if has_label else BT
-
-    # Pre-compute gradient scale factor (fused into kernel to avoid separate division)
-    if reduction == _REDUCTION_MODE_BATCHMEAN.value:
-        scale = 1.0 / n_non_ignore
-    elif reduction == _REDUCTION_MODE_MEAN.value:
-        scale = 1.0 / (n_non_ignore * V)
-    else:
-        scale = 1.0
-
-    wrap_triton(_tv_distance_kernel)[grid](  # CHANGED: wrap_triton
-        p,
-        p.stride(0),
-        q,
-        q.stride(0),
-        output_tensor,
-        output_tensor.stride(0),
-        grads,
-        grads.stride(0),
-        shift_labels if has_label else tensorplay.empty(1, device=p.device),
-        ignore_index,
-        V,
-        scale,
-        BLOCK_SIZE=BLOCK_SIZE,
-        HAS_LABEL=has_label,
-        num_warps=num_warps,
-        reduction=reduction,
-    )
-
-    # Loss and gradients are already scaled inside the kernel — no separate division needed
-    if reduction in (_REDUCTION_MODE_BATCHMEAN.value, _REDUCTION_MODE_MEAN.value):
-        return output_tensor.sum(), grads
-    elif reduction == _REDUCTION_MODE_SUM.value:
-        return output_tensor.sum(dim=0), grads
-    else:
-        return output_tensor, grads
-
-
-def tvd_backward_triton(grad_output, grads):
-    # If cross entropy is the last layer, grad_output is 1.0. Skip the mul then.
-    if _is_one(grad_output):  # CHANGED: torch.equal (see _is_one)
-        return grads
-
-    return grads * grad_output
 
 
 @triton_op("liger::tvd", mutates_args=())
@@ -1102,48 +390,25 @@ tvd.register_autograd(_tvd_backward, setup_context=_save_second_output)
 
 # --- dyt.py ------------------------------------------------------------------------------------
 
-def liger_dyt_fwd(x, alpha, gamma, beta):
-    assert x.is_contiguous()
-    HAVE_BETA = True if beta is not None else False
-    input_shape = x.shape
-    x = x.view(-1, input_shape[-1])
-    M, N = x.shape
-
-    y = tensorplay.empty_like(x)
-
-    grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), M)
-    wrap_triton(_dyt_fwd_kernel)[grid](  # CHANGED: wrap_triton
-        x,
-        y,
-        alpha,
-        gamma,
-        beta,
-        HAVE_BETA,
-        N,
-    )
-    return y.view(input_shape)
-
 
 def liger_dyt_bwd(dy, x, alpha, gamma, beta):
-    assert dy.is_contiguous()
-    input_shape = x.shape
-    x = x.view(-1, input_shape[-1])
-    M, N = x.shape
-    HAVE_BETA = True if beta is not None else False
-
-    NUM_SMS = sm_count(x.device)  # CHANGED: torch.cuda.get_device_properties(...).multi_processor_count
-    da = tensorplay.zeros(NUM_SMS, triton.cdiv(N, 512), dtype=tensorplay.float32, device=x.device)
-    dg = tensorplay.empty(NUM_SMS, N, dtype=tensorplay.float32, device=x.device)
-    db = tensorplay.empty(NUM_SMS, N, dtype=tensorplay.float32, device=x.device) if HAVE_BETA else None
+    """Ours (OWN_HOST): _dyt_bwd_kernel's launch on a (width-tile, program) grid, each program
+    summing its rows' gradients of alpha, gamma, beta into its own row of a float32 buffer (alpha's
+    per 512-column tile), the buffers reduced here."""
+    shape = x.shape
+    rows = x.reshape(-1, shape[-1])
+    n_rows, width = rows.shape
+    programs = sm_count(x.device)
+    f32, dev = tensorplay.float32, x.device
+    part_alpha = tensorplay.zeros(programs, triton.cdiv(width, 512), dtype=f32, device=dev)
+    part_gamma = tensorplay.empty(programs, width, dtype=f32, device=dev)
+    part_beta = None if beta is None else tensorplay.empty(programs, width, dtype=f32, device=dev)
     dx = tensorplay.empty_like(dy)
-
-    grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), NUM_SMS)
-    wrap_triton(_dyt_bwd_kernel)[grid](dy, dx, da, dg, db, x, alpha, gamma, HAVE_BETA, M, N)  # CHANGED: wrap_triton
-    if HAVE_BETA:
-        db = db.sum(0).to(x.dtype)
-    dg = dg.sum(0).to(gamma.dtype)
-    da = da.sum().to(x.dtype).unsqueeze(0)
-    return dx.view(input_shape), da, dg, db
+    launch = wrap_triton(_dyt_bwd_kernel)[lambda meta: (triton.cdiv(width, meta["BLOCK_N"]), programs)]
+    launch(dy, dx, part_alpha, part_gamma, part_beta, rows, alpha, gamma, beta is not None, n_rows, width)
+    d_alpha = part_alpha.sum().to(x.dtype).unsqueeze(0)
+    d_beta = None if beta is None else part_beta.sum(0).to(x.dtype)
+    return dx.view(shape), d_alpha, part_gamma.sum(0).to(gamma.dtype), d_beta
 
 
 @triton_op("liger::dyt", mutates_args=())
@@ -1172,133 +437,16 @@ dyt.register_autograd(_dyt_backward, setup_context=_dyt_setup)
 
 # --- cross_entropy.py --------------------------------------------------------------------------
 
-CE_MAX_FUSED_SIZE = 65536 // 2
-
-
-def cross_entropy_forward(
-    _input,
-    target,
-    weight,
-    ignore_index,
-    lse_square_scale,
-    label_smoothing,
-    reduction,
-    softcap,
-    return_z_loss,
-    return_token_accuracy=False,
-    return_predicted_tokens=False,
-):
-    assert isinstance(return_z_loss, bool), f"return_z_loss must be True or False. Got: {return_z_loss}"
-
-    BT, V = _input.shape
-    n_rows = BT
-
-    BLOCK_SIZE = min(CE_MAX_FUSED_SIZE, triton.next_power_of_2(V))
-
-    # unreduced loss
-    loss_1d = tensorplay.zeros(n_rows, dtype=_input.dtype, device=_input.device)
-    z_loss_1d = tensorplay.zeros(n_rows, dtype=_input.dtype, device=_input.device) if return_z_loss else None
-
-    target_mask = target != ignore_index
-    n_non_ignore = target_mask.sum().item()
-    assert (target * target_mask).max() < _input.shape[-1], (
-        f"Target {target.max()} is out of bounds. Expected < {_input.shape[-1]}"
-    )
-    assert (target * target_mask).min() >= 0, f"Target {target.min()} is out of bounds. Expected >= 0"
-    sum_non_ignore_weight = n_non_ignore
-    weight_sum = 0.0
-    # CHANGED: the class-weight branch (weight is not None) is not in the corpus
-
-    # ensure _input and target are contiguous in the last dimension
-    if _input.stride(-1) != 1:
-        _input = _input.contiguous()
-    if target.stride(-1) != 1:
-        target = target.contiguous()
-    # CHANGED: .clone(): "we use a trick to store X_ptr gradient in X_ptr": the kernel overwrites
-    # the logits with their gradient; an op may not mutate its inputs
-    _input = _input.clone()
-
-    ce_num_warps = 32  # CHANGED: upstream asks torch for the arch (8 on Blackwell for 16-bit inputs)
-
-    # Here we use a trick to store X_ptr gradient in X_ptr so we can save memory
-    wrap_triton(liger_cross_entropy_kernel)[(n_rows,)](  # CHANGED: wrap_triton
-        X_ptr=_input,
-        X_stride=_input.stride(-2),
-        Y_ptr=target,
-        Y_stride=target.stride(-1),  # always 1
-        weight_ptr=weight,  # dummy if None
-        loss_ptr=loss_1d,
-        z_loss_ptr=z_loss_1d,
-        loss_stride=loss_1d.stride(-1),  # always 1
-        token_accuracy_ptr=None,  # CHANGED: token accuracy / predicted tokens are not in the corpus
-        token_accuracy_stride=0,
-        predicted_tokens_ptr=None,
-        predicted_tokens_stride=0,
-        n_cols=V,
-        n_non_ignore=n_non_ignore,
-        sum_non_ignore_weight=sum_non_ignore_weight,
-        ignore_index=ignore_index,
-        weight_sum=weight_sum,
-        lse_square_scale=lse_square_scale,
-        label_smoothing=label_smoothing,
-        reduction=reduction,
-        softcap=softcap,
-        RETURN_Z_LOSS=return_z_loss,
-        RETURN_TOKEN_ACCURACY=False,
-        RETURN_PREDICTED_TOKENS=False,
-        BLOCK_SIZE=BLOCK_SIZE,
-        HAS_WEIGHT=True if weight is not None else False,
-        HAS_SOFTCAPPING=True if softcap is not None else False,
-        # CHANGED: was `_input.requires_grad`: inside an op (as inside a torch custom op) the
-        # inputs never require grad; the op always returns the gradient
-        HAS_GRADIENTS=True,
-        num_warps=ce_num_warps,
-    )
-
-    if reduction == "none":
-        loss = loss_1d
-        z_loss = z_loss_1d if return_z_loss else None
-    else:
-        loss = tensorplay.sum(loss_1d)
-        z_loss = tensorplay.sum(z_loss_1d) if return_z_loss else None
-
-    return loss, z_loss, None, None, _input
-
-
-def cross_entropy_backward(_input, grad_output):
-    # If cross entropy is the last layer, grad_output is 1.0. Skip the mul to save time
-    if _is_one(grad_output):  # CHANGED: torch.equal (see _is_one)
-        # CHANGED: a copy (upstream returns the tensor it was given: its gradient, written over the
-        # logits in the forward); an op's output may not be its input
-        _input = _input.clone()
-    # If reduction is 'none'
-    elif grad_output.ndim > 0:
-        _input = _input * grad_output.unsqueeze(dim=1)
-    # If reduction is ['mean', 'sum'], grad_output is just a scalar
-    # We use a Triton kernel instead of a PyTorch operation because modifying inputs in-place
-    # for gradient storage and backward multiple times causes anomalies with PyTorch but not with Triton.
-    else:
-        BT, V = _input.shape
-        n_rows = BT
-        BLOCK_SIZE = min(CE_MAX_FUSED_SIZE, triton.next_power_of_2(V))
-
-        _input = _input.clone()  # CHANGED: the kernel scales in place; an op may not mutate its inputs
-        wrap_triton(element_mul_kernel)[(n_rows,)](  # CHANGED: wrap_triton
-            _input,
-            _input.stride(-2),
-            grad_output,
-            V,
-            BLOCK_SIZE=BLOCK_SIZE,
-            num_warps=32 if not is_hip() else 16,
-        )
-
-    return _input
-
 
 @triton_op("liger::cross_entropy", mutates_args=())
 def cross_entropy(_input: Tensor, target: Tensor, ignore_index: int = -100, lse_square_scale: float = 0.0,
                   label_smoothing: float = 0.0, reduction: str = "mean",
                   softcap: Optional[float] = None) -> tuple[Tensor, Tensor]:
+    # CHANGED: the kernel writes the gradient over the logits ("a trick to store X_ptr gradient in
+    # X_ptr"); an op may not mutate its inputs: a copy. The released code launches with
+    # HAS_GRADIENTS=_input.requires_grad; inside an op (as inside a torch custom op) the inputs never
+    # require grad, and this op always returns the gradient: the copy is marked as requiring it
+    _input = _input.clone().requires_grad_()
     loss, z_loss, token_accuracy, predicted_tokens, _input = cross_entropy_forward(
         _input,
         target,
@@ -1310,7 +458,7 @@ def cross_entropy(_input: Tensor, target: Tensor, ignore_index: int = -100, lse_
         softcap,
         False,
     )
-    return loss, _input  # CHANGED: the gradient (computed in the forward) is an output
+    return loss, _input.detach()  # CHANGED: the gradient (computed in the forward) is an output
 
 
 @cross_entropy.register_fake
@@ -1324,12 +472,14 @@ def _cross_entropy_fake(_input, target, ignore_index=-100, lse_square_scale=0.0,
 
 @triton_op("liger::cross_entropy_backward", mutates_args=())
 def cross_entropy_bwd(grad_input: Tensor, grad_output: Tensor) -> Tensor:
-    return cross_entropy_backward(grad_input, grad_output)
+    # CHANGED: a copy: the released code scales the saved gradient in place (element_mul_kernel), or
+    # returns it as is when grad_output is 1; an op may not mutate, nor return, its inputs
+    return cross_entropy_backward(grad_input.clone(), grad_output)
 
 
 @cross_entropy_bwd.register_fake
 def _cross_entropy_bwd_fake(grad_input, grad_output):
-    # CHANGED (new): the body tests grad_output == 1.0 with .item() (_is_one), which a fake tensor
+    # CHANGED (new): the body tests grad_output == 1.0 (torch.equal), which a fake tensor
     # cannot answer; the shape does not depend on it
     return grad_input.new_empty(grad_input.shape)
 
@@ -1343,60 +493,6 @@ cross_entropy.register_autograd(_ce_backward, setup_context=_save_second_output)
 
 
 # --- sparsemax.py ------------------------------------------------------------------------------
-
-def _sparsemax_forward(x: Tensor, dim: int) -> tuple[Tensor, Tensor]:
-    if dim < 0:
-        dim += x.dim()
-    x_sw = x.transpose(dim, -1).contiguous()
-    n_cols = x_sw.size(-1)
-    n_rows = x_sw.numel() // n_cols
-    x_flat = x_sw.view(n_rows, n_cols)
-    x_sorted_flat = tensorplay.sort(x_flat.float(), dim=-1, descending=True).values
-
-    BLOCK_SIZE, num_warps = calculate_settings(n_cols)
-    out_flat = tensorplay.empty_like(x_flat)
-    grid = (n_rows,)
-    wrap_triton(_sparsemax_forward_kernel)[grid](  # CHANGED: wrap_triton
-        x_flat,
-        x_flat.stride(0),
-        x_sorted_flat,
-        x_sorted_flat.stride(0),
-        out_flat,
-        out_flat.stride(0),
-        n_cols,
-        BLOCK_SIZE=BLOCK_SIZE,
-        num_warps=num_warps,
-    )
-
-    y = out_flat.view_as(x_sw).transpose(dim, -1)
-    return y, out_flat
-
-
-def _sparsemax_backward(
-    grad_out: Tensor,
-    out_flat: Tensor,
-    dim: int,
-) -> Tensor:
-    grad_sw = grad_out.transpose(dim, -1).contiguous()
-    n_cols = grad_sw.size(-1)
-    n_rows = grad_sw.numel() // n_cols
-    go_flat = grad_sw.view(n_rows, n_cols)
-
-    BLOCK_SIZE, num_warps = calculate_settings(n_cols)
-    dx_flat = tensorplay.empty_like(go_flat)
-    grid = (n_rows,)
-    wrap_triton(_sparsemax_backward_kernel)[grid](  # CHANGED: wrap_triton
-        out_flat,
-        go_flat,
-        dx_flat,
-        out_flat.stride(0),
-        n_cols,
-        BLOCK_SIZE=BLOCK_SIZE,
-        num_warps=num_warps,
-    )
-
-    dx = dx_flat.view_as(grad_sw).transpose(dim, -1)
-    return dx
 
 
 @triton_op("liger::sparsemax", mutates_args=())
@@ -1428,99 +524,6 @@ sparsemax.register_autograd(_sparsemax_backward_formula, setup_context=_sparsema
 
 
 # --- poly_norm.py ------------------------------------------------------------------------------
-
-def poly_norm_forward(X, W, B, eps=1e-6):
-    shape = X.shape
-    dim = shape[-1]
-    X = X.view(-1, dim)
-    n_rows, n_cols = X.shape
-    BLOCK_SIZE, num_warps = calculate_settings(n_cols)
-
-    # RSTD is to cache rstd for each row
-    Y = tensorplay.empty((n_rows, n_cols), dtype=X.dtype, device=X.device)
-    RSTD = tensorplay.empty((n_rows, 3), dtype=tensorplay.float32, device=X.device)
-
-    # Check constraints
-    assert W.shape[0] == 3, "Weight tensor must have shape (3,)"
-    assert B.numel() == 1, "Bias must be a scalar"
-
-    # CHANGED: the XPU branch (set_large_grf_mode) is left out
-    kernel_args = {}
-
-    # Launch kernel
-    wrap_triton(_poly_norm_forward_kernel)[(n_rows,)](  # CHANGED: wrap_triton
-        Y,
-        Y.stride(0),
-        X,
-        X.stride(0),
-        W,
-        B,
-        RSTD,
-        RSTD.stride(0),
-        n_cols,
-        eps,
-        BLOCK_SIZE=BLOCK_SIZE,
-        num_warps=num_warps,
-        **kernel_args,
-    )
-
-    return Y.view(*shape), X, RSTD, BLOCK_SIZE, num_warps
-
-
-def poly_norm_backward(dY, X, W, RSTD, BLOCK_SIZE, num_warps, in_place):
-    shape = dY.shape
-    dim = shape[-1]
-    dY = dY.view(-1, dim)
-    n_rows, n_cols = dY.shape
-
-    # Get number of SMs for parallelization
-    import math
-
-    sm_count_ = sm_count(X.device)  # CHANGED: torch.cuda.get_device_properties(...).multi_processor_count (xpu/npu left out)
-
-    # Allocate or reuse gradients
-    if in_place is True:
-        dX = dY
-    else:
-        dX = tensorplay.zeros_like(dY)
-
-    _dW = tensorplay.empty((sm_count_, 3), dtype=tensorplay.float32, device=W.device)
-    _dB = tensorplay.empty((sm_count_,), dtype=tensorplay.float32, device=W.device)
-
-    rows_per_program = math.ceil(n_rows / sm_count_)
-    grid = (sm_count_,)
-
-    # CHANGED: the XPU branch (set_large_grf_mode) is left out
-    kernel_args = {}
-
-    # Launch backward kernel
-    wrap_triton(_poly_norm_backward_kernel)[grid](  # CHANGED: wrap_triton
-        dY,
-        dY.stride(0),
-        dX,
-        dX.stride(0),
-        X,
-        X.stride(0),
-        W,
-        RSTD,
-        RSTD.stride(0),
-        _dW,
-        _dW.stride(0),
-        _dB,
-        n_rows,
-        n_cols,
-        rows_per_program,
-        BLOCK_SIZE=BLOCK_SIZE,
-        num_warps=num_warps,
-        **kernel_args,
-    )
-
-    # Reduce gradients across SMs
-    dX = dX.view(*shape)
-    dW = _dW.sum(dim=0).to(W.dtype)
-    dB = _dB.sum().to(W.dtype)
-
-    return dX, dW, dB
 
 
 @triton_op("liger::poly_norm", mutates_args=())
@@ -1556,124 +559,6 @@ poly_norm.register_autograd(_poly_norm_backward, setup_context=_poly_norm_setup)
 
 # --- fused_add_rms_norm.py ---------------------------------------------------------------------
 # (_str_to_casting_mode: rms_norm.py's, the same table, above)
-
-def fused_add_rms_norm_forward(X, R, W, eps, offset, casting_mode):
-    if not isinstance(casting_mode, int):
-        assert casting_mode in _str_to_casting_mode, f"Invalid casting mode: {casting_mode}"
-        casting_mode = _str_to_casting_mode[casting_mode]
-    else:
-        assert casting_mode in _str_to_casting_mode.values(), f"Invalid casting mode: {casting_mode}"
-
-    shape = X.shape
-    dim = shape[-1]
-    X = X.view(-1, dim)
-    R = R.view(-1, dim)
-    n_rows, n_cols = X.shape
-    BLOCK_SIZE, num_warps = calculate_settings(n_cols)
-
-    num_stages = 2
-
-    Y = tensorplay.empty((n_rows, n_cols), dtype=X.dtype, device=X.device)
-    S = tensorplay.empty((n_rows, n_cols), dtype=X.dtype, device=X.device)
-    # RSTD is to cache rstd for each row
-    # RSTD is always computed/stored in fp32 if we are using Llama or Gemma casting mode
-    rstd_dtype = tensorplay.float32 if casting_mode in (_CASTING_MODE_LLAMA.value, _CASTING_MODE_GEMMA.value) else X.dtype
-    RSTD = tensorplay.empty(n_rows, dtype=rstd_dtype, device=X.device)
-
-    # Check constraints.
-    assert X.shape[1] == W.shape[0], "Incompatible hidden size dimension between tensor1.shape[1] and tensor2.shape[0]"
-
-    # CHANGED: the XPU branch (set_large_grf_mode) is left out
-    kernel_args = {}
-
-    # TODO: add _block_fused_add_rms_norm_forward_kernel
-    wrap_triton(_fused_add_rms_norm_forward_kernel)[(n_rows,)](  # CHANGED: wrap_triton
-        Y,
-        Y.stride(0),
-        S,
-        S.stride(0),
-        X,
-        X.stride(0),
-        R,
-        R.stride(0),
-        W,
-        W.stride(0),
-        RSTD,
-        RSTD.stride(0),
-        n_cols,
-        eps,
-        offset,
-        casting_mode,
-        BLOCK_SIZE=BLOCK_SIZE,
-        num_warps=num_warps,
-        num_stages=num_stages,
-        **kernel_args,  # XPU-specific optimization
-    )
-
-    return Y.view(*shape), S.view(*shape), RSTD, BLOCK_SIZE, num_warps, num_stages, casting_mode
-
-
-def fused_add_rms_norm_backward(
-    dY, dS_out, S, W, RSTD, offset, casting_mode, BLOCK_SIZE, num_warps, num_stages, in_place
-):
-    shape = dY.shape
-    dim = shape[-1]
-    dY = dY.view(-1, dim)
-    dS_out = dS_out.view(-1, dim)
-    S = S.view(-1, dim)
-    n_rows, n_cols = dY.shape
-
-    sm_count_ = sm_count(S.device)  # CHANGED: torch.cuda.get_device_properties(...).multi_processor_count (xpu/npu left out)
-
-    # fp32 for numerical stability especially.
-    _dW = tensorplay.empty((sm_count_, n_cols), dtype=tensorplay.float32, device=W.device)
-
-    if n_cols > BLOCK_SIZE:
-        raise RuntimeError("This layer norm doesn't support feature dim >= 64KB.")
-    rows_per_program = math.ceil(n_rows / sm_count_)
-    grid = (sm_count_,)
-
-    if in_place is True:
-        dX = dY
-    else:
-        dX = tensorplay.empty_like(dY)
-
-    # CHANGED: the XPU branch (set_large_grf_mode) is left out
-    kernel_args = {}
-
-    # TODO: add _block_fused_add_rms_norm_backward_kernel
-    wrap_triton(_fused_add_rms_norm_backward_kernel)[grid](  # CHANGED: wrap_triton
-        dY,
-        dY.stride(0),
-        dS_out,
-        dS_out.stride(0),
-        dX,
-        dX.stride(0),
-        S,
-        S.stride(0),
-        torch_to_triton_dtype[S.dtype],
-        W,
-        W.stride(0),
-        RSTD,
-        RSTD.stride(0),
-        _dW,
-        _dW.stride(0),
-        n_rows,
-        n_cols,
-        offset,
-        rows_per_program,
-        casting_mode,
-        BLOCK_SIZE=BLOCK_SIZE,
-        num_warps=num_warps,
-        num_stages=num_stages,
-        has_dS_out=dS_out is not None,
-        **kernel_args,  # XPU-specific optimization
-    )
-
-    dX = dX.view(*shape)
-    dW = _dW.sum(dim=0).to(W.dtype)
-
-    return dX, dX, dW  # dR is equal to dX
 
 
 @triton_op("liger::fused_add_rms_norm", mutates_args=())
@@ -1714,84 +599,6 @@ fused_add_rms_norm.register_autograd(_fused_add_rms_norm_backward, setup_context
 
 
 # --- group_norm.py -----------------------------------------------------------------------------
-
-# CHANGED: upstream's module-level MAX_FUSED_SIZE (16384 on npu), renamed as kl_div's and jsd's are here
-GROUP_NORM_MAX_FUSED_SIZE = 65536
-
-
-def group_norm_forward(X, num_channels, num_groups, W, B, eps):
-    shape = X.shape
-    batch_size = shape[0]
-    channels_per_group = num_channels // num_groups
-    # Reshape X so that the mean and std are computed across the groups
-    X = X.view(batch_size, num_groups, -1).contiguous()
-    hidden_size = X.shape[-1]
-    BLOCK_SIZE = min(GROUP_NORM_MAX_FUSED_SIZE, triton.next_power_of_2(hidden_size))  # CHANGED: renamed constant
-    Y = tensorplay.empty((batch_size, num_groups, hidden_size), dtype=X.dtype, device=X.device)
-    Mean = tensorplay.zeros((batch_size, num_groups), dtype=X.dtype, device=X.device)
-    RSTD = tensorplay.zeros((batch_size, num_groups), dtype=X.dtype, device=X.device)
-
-    wrap_triton(_group_norm_forward_kernel)[(batch_size, num_groups)](  # CHANGED: wrap_triton
-        Y,
-        Y.stride(0),
-        Y.stride(1),
-        X,
-        X.stride(0),
-        X.stride(1),
-        Mean,
-        Mean.stride(0),
-        Mean.stride(1),
-        RSTD,
-        RSTD.stride(0),
-        RSTD.stride(1),
-        W,
-        B,
-        hidden_size,
-        channels_per_group,
-        eps,
-        BLOCK_SIZE=BLOCK_SIZE,
-    )
-    # Return tensors in the original shape
-    return Y.view(*shape), X.view(*shape), Mean, RSTD, BLOCK_SIZE
-
-
-def group_norm_backward(dY, X, W, B, Mean, RSTD, num_channels, num_groups):
-    shape = dY.shape
-    batch_size = shape[0]
-    hidden_size = dY.shape[-1]
-    channels_per_group = num_channels // num_groups
-    dY = dY.view(batch_size, num_groups, -1)
-    DX = tensorplay.empty(
-        (batch_size, num_groups, hidden_size * channels_per_group),
-        dtype=X.dtype,
-        device=X.device,
-    )
-    DW = tensorplay.zeros((num_channels), dtype=W.dtype, device=W.device)
-    DB = tensorplay.zeros((num_channels), dtype=B.dtype, device=B.device)
-    triton_dtype = tl.float32 if X.dtype == tensorplay.float32 else tl.bfloat16
-
-    BLOCK_SIZE = min(GROUP_NORM_MAX_FUSED_SIZE, triton.next_power_of_2(hidden_size))  # CHANGED: renamed constant
-    wrap_triton(_group_norm_backward_kernel)[(batch_size, num_groups)](  # CHANGED: wrap_triton
-        X,
-        X.stride(0),
-        X.stride(1),
-        W,
-        Mean,
-        Mean.stride(0),
-        Mean.stride(1),
-        RSTD,
-        DX,
-        DW,
-        DB,
-        dY,
-        hidden_size,
-        channels_per_group,
-        BLOCK_SIZE=BLOCK_SIZE,
-        dtype=triton_dtype,
-    )
-
-    # Return tensors in the original shape
-    return DX.view(*shape), DW, DB
 
 
 @triton_op("liger::group_norm", mutates_args=())
@@ -1836,88 +643,6 @@ group_norm.register_autograd(_group_norm_backward, setup_context=_group_norm_set
 
 # --- qwen2vl_mrope.py --------------------------------------------------------------------------
 
-def qwen2vl_mrope_forward(q, k, cos, sin, mrope_section):
-    # transpose it back to the physical shape because Triton looks at the physical storage
-    # note: q and k are incontiguous before the transformation and will become contiguous after transpose
-    q = q.transpose(1, 2)
-    k = k.transpose(1, 2)
-
-    batch_size, seq_len, n_q_head, head_dim = q.shape
-    n_kv_head = k.shape[2]
-    pad_hd = triton.next_power_of_2(head_dim)
-    pad_n_q_head = triton.next_power_of_2(n_q_head)
-    pad_n_kv_head = triton.next_power_of_2(n_kv_head)
-    BLOCK_SIZE = max(pad_n_q_head, pad_n_kv_head)
-
-    n_row = batch_size * seq_len
-
-    # ensure tensors passed into the kernel are contiguous. It will be no-op if they are already contiguous
-    # CHANGED: .clone(): the kernel rotates q and k in place; an op may not mutate its inputs
-    q = q.contiguous().clone()
-    k = k.contiguous().clone()
-    cos = cos.contiguous()
-    sin = sin.contiguous()
-
-    wrap_triton(_triton_qwen2vl_mrope)[(n_row,)](  # CHANGED: wrap_triton
-        q,
-        k,
-        cos,
-        sin,
-        seq_len,
-        batch_size,
-        n_q_head,
-        n_kv_head,
-        head_dim,
-        pad_n_q_head,
-        pad_n_kv_head,
-        pad_hd,
-        mrope_section[0],
-        mrope_section[1],
-        BLOCK_SIZE=BLOCK_SIZE,
-        BACKWARD_PASS=False,
-    )
-    return q.transpose(1, 2), k.transpose(1, 2), cos, sin
-
-
-def qwen2vl_mrope_backward(dq, dk, cos, sin, mrope_section):
-    dq = dq.transpose(1, 2)
-    dk = dk.transpose(1, 2)
-
-    batch_size, seq_len, n_q_head, head_dim = dq.shape
-    n_kv_head = dk.shape[2]
-    pad_hd = triton.next_power_of_2(head_dim)
-    pad_n_q_head = triton.next_power_of_2(n_q_head)
-    pad_n_kv_head = triton.next_power_of_2(n_kv_head)
-    BLOCK_SIZE = max(pad_n_q_head, pad_n_kv_head)
-
-    n_row = batch_size * seq_len
-
-    # ensure dq and dk are contiguous
-    # CHANGED: .clone(): the kernel rotates dq and dk in place; an op may not mutate its inputs
-    dq = dq.contiguous().clone()
-    dk = dk.contiguous().clone()
-
-    # backward is similar to forward except swapping few ops
-    wrap_triton(_triton_qwen2vl_mrope)[(n_row,)](  # CHANGED: wrap_triton
-        dq,
-        dk,
-        cos,
-        sin,
-        seq_len,
-        batch_size,
-        n_q_head,
-        n_kv_head,
-        head_dim,
-        pad_n_q_head,
-        pad_n_kv_head,
-        pad_hd,
-        mrope_section[0],
-        mrope_section[1],
-        BLOCK_SIZE=BLOCK_SIZE,
-        BACKWARD_PASS=True,
-    )
-    return dq.transpose(1, 2), dk.transpose(1, 2)
-
 
 @triton_op("liger::qwen2vl_mrope", mutates_args=())
 def qwen2vl_mrope(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, mrope_section: list[int],
@@ -1929,12 +654,14 @@ def qwen2vl_mrope(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, mrope_section:
     if tuple(cos.shape) != (3, q.shape[0], q.shape[2], q.shape[3]) or tuple(sin.shape) != tuple(cos.shape):
         raise ValueError(f"cos/sin must have shape (3, bsz, seq_len, head_dim) = "
                          f"{(3, q.shape[0], q.shape[2], q.shape[3])}, got {tuple(cos.shape)}, {tuple(sin.shape)}")
+    q, k = _copy_heads_major(q), _copy_heads_major(k)  # CHANGED: rotated in place (see rope)
     q, k, cos, sin = qwen2vl_mrope_forward(q, k, cos, sin, mrope_section)
     return q, k
 
 
 @triton_op("liger::qwen2vl_mrope_backward", mutates_args=())
 def qwen2vl_mrope_bwd(dq: Tensor, dk: Tensor, cos: Tensor, sin: Tensor, mrope_section: list[int]) -> tuple[Tensor, Tensor]:
+    dq, dk = _copy_heads_major(dq), _copy_heads_major(dk)  # CHANGED: rotated in place (see rope)
     return qwen2vl_mrope_backward(dq, dk, cos.contiguous(), sin.contiguous(), mrope_section)
 
 
