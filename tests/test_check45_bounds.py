@@ -322,3 +322,47 @@ def test_tensorplay_check_fails_a_pack_whose_kernel_reads_past_its_tensor(tmp_pa
     assert "'x_ptr'" in out, out
     rows = [ln for ln in p.stdout.splitlines() if "maskpack::good" in ln]
     assert rows and "FAIL" not in rows[0], p.stdout
+
+
+# -- pointer tables: addresses loaded from memory (Triton's grouped-GEMM tutorial builds them) ----
+
+@triton.jit
+def b45_copy_through_table(table_ptr, n, BLOCK: tl.constexpr):
+    src = tl.load(table_ptr + 0).to(tl.pointer_type(tl.float32))
+    dst = tl.load(table_ptr + 1).to(tl.pointer_type(tl.float32))
+    offs = tl.arange(0, BLOCK)
+    tl.store(dst + offs, tl.load(src + offs, mask=offs < n) * 2, mask=offs < n)
+
+
+def test_a_pointer_table_reaches_live_tensors_that_are_not_arguments():
+    # failed before the fix: the pointed-to tensors are not launch arguments, so every access
+    # through the table was reported out of bounds
+    from tensorplay_triton._bounds import bounds_check
+    x, out = tp.randn(10), tp.zeros(10)
+    table = tp.tensor([x.data_ptr(), out.data_ptr()], dtype=tp.int64)
+    with bounds_check():
+        wrap_triton(b45_copy_through_table)[(1,)](table, 10, BLOCK=16)
+    assert tp.equal(out, x * 2)
+
+
+def test_a_pointer_table_access_outside_every_live_tensor_is_still_caught():
+    from tensorplay_triton._bounds import TritonBoundsError, bounds_check
+    out = tp.zeros(10)
+    # a source address inside no tensor: 1 MiB past the end of out's storage
+    bogus = out.data_ptr() + (1 << 20)
+    table = tp.tensor([bogus, out.data_ptr()], dtype=tp.int64)
+    with bounds_check(), pytest.raises(TritonBoundsError):
+        wrap_triton(b45_copy_through_table)[(1,)](table, 10, BLOCK=16)
+    del out
+
+
+def test_a_kernel_without_integer_to_pointer_casts_gets_its_arguments_only():
+    # the live-tensor lookup is only for kernels that cast integers to pointers: a plain kernel
+    # reading past its argument is caught even when another live tensor sits at that address
+    from tensorplay_triton._bounds import TritonBoundsError, bounds_check
+    storage = tp.randn(64)
+    x, out = storage[:10].clone(), tp.zeros(10)
+    keep = [tp.randn(10) for _ in range(32)]    # live neighbours in memory
+    with bounds_check(), pytest.raises(TritonBoundsError):
+        _launch(b45_double_nomask, x, out)
+    del keep

@@ -14,9 +14,13 @@ pointers on 3.6, included: the interpreter lowers them to masked loads and store
 each *active* lane's ``[pointer, pointer + itemsize)`` lies inside one of them. A violation
 stops the launch, before the access, with :class:`TritonBoundsError` naming the kernel (and its
 source line), the program id, the access, the argument the address is nearest to, the offset in
-bytes and elements from that argument's first element, and the fix (check the mask). What it
-cannot see: an address inside *another* argument's storage passes (the check knows the launch's
-memory, not which argument a pointer was computed from).
+bytes and elements from that argument's first element, and the fix (check the mask). In a kernel
+that casts an integer to a pointer, an access outside every argument is then looked up among
+every live tensorplay storage (a scan, once per launch, only on that path): kernels that load addresses from memory (pointer tables of
+``data_ptr()`` values, as Triton's grouped-GEMM tutorial builds them) reach live tensors that are
+not arguments. What it cannot see: an address inside *another* argument's or another live
+tensor's storage passes (the check knows the process's tensor memory, not which tensor a pointer
+was computed from).
 
 When it is on:
 
@@ -127,9 +131,11 @@ class bounds_check:
 # -- the allocations of a launch ---------------------------------------------------------------
 
 class _Frame:
-    __slots__ = ("allocs", "fn", "hi", "his", "kernel", "lo", "los")
+    __slots__ = ("allocs", "fn", "foreign", "hi", "his", "kernel", "live", "lo", "los")
 
     def __init__(self, kernel, fn, allocs):
+        self.foreign = False                      # the kernel cast an integer to a pointer
+        self.live = None                          # _live_spans' result, made when first needed
         self.kernel = kernel
         self.fn = fn
         self.allocs = allocs                      # [(lo, hi, name, ptr, itemsize, numel)]
@@ -144,6 +150,45 @@ class _Frame:
         self.his = [m[1] for m in merged]
         self.lo = np.array(self.los, dtype=np.uint64)
         self.hi = np.array(self.his, dtype=np.uint64)
+
+
+_EMPTY = np.zeros(0, dtype=np.uint64)
+
+
+def _merged(spans):
+    """Sorted, merged ``(lo, hi)`` spans as two uint64 arrays."""
+    merged: list = []
+    for lo, hi in sorted(spans):
+        if merged and lo <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], hi)
+        else:
+            merged.append([lo, hi])
+    return (np.array([m[0] for m in merged], dtype=np.uint64),
+            np.array([m[1] for m in merged], dtype=np.uint64))
+
+
+def _live_spans(f):
+    """The spans of every live tensorplay storage, found once per launch, and only when an access
+    falls outside the launch's arguments of a kernel that cast an integer to a pointer: a kernel that loads addresses from memory (Triton
+    tutorial 08's pointer tables: ``data_ptr()`` values in an int64 tensor) reaches tensors that
+    are not its arguments, and those are live tensors the host code holds. A scan of the garbage
+    collector's objects (tens of ms), never on the common path."""
+    if f.live is None:
+        import gc
+
+        from tensorplay._backend import Storage
+        spans = []
+        for o in gc.get_objects():
+            if isinstance(o, Storage):
+                try:
+                    lo = int(o.backend.data_ptr(o.root))
+                    hi = lo + int(o.nbytes)
+                except Exception:   # noqa: BLE001 - a storage without host memory (fake, cuda)
+                    continue
+                if hi > lo:
+                    spans.append((lo, hi))
+        f.live = _merged(spans)
+    return f.live
 
 
 def _storage_span(arg):
@@ -257,6 +302,15 @@ def _check(interp, access, ptrs, mask):
         bad = p[~ok]
     else:
         bad = p
+    # a kernel that made pointers from integers (a pointer table loaded from memory) may reach
+    # live tensors that are not its arguments; any other kernel gets the arguments only
+    live_lo, live_hi = _live_spans(f) if f.foreign else (_EMPTY, _EMPTY)
+    if live_lo.size:
+        j = np.searchsorted(live_lo, bad, side="right").astype(np.int64) - 1
+        inside = (j >= 0) & ((bad + np.uint64(item)) <= live_hi[np.maximum(j, 0)])
+        if inside.all():
+            return
+        bad = bad[~inside]
     _raise(interp, f, access, int(bad[0]), int(bad.size), int(p.size), item, ptrs)
 
 
@@ -395,6 +449,14 @@ def install(p, interp) -> None:
         _check(interp, "atomic", ptr, None)
         return cas(self, ptr, cmp, val, *rest, **kw)
 
+    int_to_ptr = B.create_int_to_ptr
+
+    def create_int_to_ptr(self, *args, **kw):
+        f = _FRAME[0]
+        if f is not None:
+            f.foreign = True
+        return int_to_ptr(self, *args, **kw)
+
     setattr(create_masked_load, _MARK, True)
     p.set(G, "_init_args_hst", _init_args_hst)
     p.set(G, "__call__", call)
@@ -402,3 +464,4 @@ def install(p, interp) -> None:
     p.set(B, "create_masked_store", create_masked_store)
     p.set(B, "create_atomic_rmw", create_atomic_rmw)
     p.set(B, "create_atomic_cas", create_atomic_cas)
+    p.set(B, "create_int_to_ptr", create_int_to_ptr)
