@@ -199,7 +199,13 @@ def test_builtin_kernels_are_the_reference_kernels_bound_to_cupy():
             assert type(k).__module__.startswith("cupy"), (name, type(k))
             continue
         # the cpu kernels are wrapped once to silence NumPy's floating point warnings
-        assert code is getattr(kn[name], "__wrapped__", kn[name]).__code__, name
+        ref = getattr(kn[name], "__wrapped__", kn[name])
+        if name == "relu":
+            # cpu's relu is tensorplay-cpu's own (maximum against a block of zeros, the
+            # reference kernel for other dtypes); cuda keeps the reference kernel itself
+            assert Path(ref.__code__.co_filename).parts[-2:] == ("tensorplay_cpu", "backend.py")
+        else:
+            assert code is ref.__code__, name
         # (the core's reference kernels: tensorplay/_kernels/, one module per op family)
         assert Path(code.co_filename).parent.parts[-2:] == ("tensorplay", "_kernels"), (
             name, code.co_filename)

@@ -70,6 +70,9 @@ def _fast_relu(reference, be):
     f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
     maximum = np.maximum
     blocks: dict = {}
+    # a zero of the array's own dtype: NumPy < 2's value-based casting makes maximum of a 0-d
+    # float32 array and the Python int 0 a float64
+    zero = {f32: f32.type(0), f64: f64.type(0)}
 
     def relu(x):
         dt = x.dtype
@@ -82,7 +85,7 @@ def _fast_relu(reference, be):
                     z.flags.writeable = False
                     z = blocks.setdefault(dt, z)
                 return maximum(x, z[:n].reshape(x.shape))
-            return maximum(x, 0)      # the reference kernel's call, without its frame
+            return maximum(x, zero[dt])   # the reference kernel's call, without its frame
         return base(x)                # other dtypes (bool refused there)
 
     relu.__doc__ = base.__doc__
