@@ -139,17 +139,9 @@ class _Frame:
         self.kernel = kernel
         self.fn = fn
         self.allocs = allocs                      # [(lo, hi, name, ptr, itemsize, numel)]
-        spans = sorted((a[0], a[1]) for a in allocs if a[1] > a[0])
-        merged: list = []
-        for lo, hi in spans:                      # arguments sharing a storage: one span
-            if merged and lo <= merged[-1][1]:
-                merged[-1][1] = max(merged[-1][1], hi)
-            else:
-                merged.append([lo, hi])
-        self.los = [m[0] for m in merged]
-        self.his = [m[1] for m in merged]
-        self.lo = np.array(self.los, dtype=np.uint64)
-        self.hi = np.array(self.his, dtype=np.uint64)
+        # arguments sharing a storage: one span; ints for bisect, arrays for the lane test
+        self.lo, self.hi = _merged((a[0], a[1]) for a in allocs if a[1] > a[0])
+        self.los, self.his = self.lo.tolist(), self.hi.tolist()
 
 
 _EMPTY = np.zeros(0, dtype=np.uint64)
