@@ -71,8 +71,12 @@ def _grads(call, device):
 def _same(c, g, what):
     assert g.device.type == "cuda", what
     assert (c.dtype, tuple(c.shape)) == (g.dtype, tuple(g.shape)), what
+    # float32 results of transcendental functions (atan2 of integers) come from CUDA's libm on
+    # cuda and NumPy's on cpu: both within about 1 ulp, not bit-equal (torch's two devices differ
+    # the same way); float64 and exact results are held to 1e-10
+    rtol = 1e-6 if c.dtype == tp.float32 else 1e-10
     np.testing.assert_allclose(g.cpu().numpy().astype(np.float64), c.numpy().astype(np.float64),
-                               rtol=1e-10, atol=1e-12, err_msg=str(what))
+                               rtol=rtol, atol=1e-12, err_msg=str(what))
 
 
 @pytest.mark.cuda

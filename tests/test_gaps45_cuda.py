@@ -27,7 +27,8 @@ def test_out_on_cuda():
     o = tp.empty(0, device="cuda")
     assert tp.mul(x, 2, out=o) is o and o.device.type == "cuda" and o.shape == (3, 4)
     assert np.allclose(o.cpu().numpy(), X * 2)
-    v, i = tp.sort(x, 1, descending=True, out=(tp.empty(0, device="cuda"),
+    # sort's out= must have the result's dtype (torch's rule; x is float64)
+    v, i = tp.sort(x, 1, descending=True, out=(tp.empty(0, dtype=x.dtype, device="cuda"),
                                               tp.empty(0, dtype=tp.int64, device="cuda")))
     assert v.cpu().tolist() == tp.sort(tp.tensor(X), 1, descending=True).values.tolist()
     assert tp.zeros(2, 3, out=tp.empty(0, dtype=tp.int64, device="cuda")).device.type == "cuda"

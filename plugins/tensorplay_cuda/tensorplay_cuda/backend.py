@@ -93,6 +93,10 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
     # ``tensorplay.device`` canonical rule, which the factories, ``.to`` and adapters apply)
     indexed_devices = True
     np = cupy
+    # CuPy's ``add.at`` is atomic adds (exact per add); its ``multiply.at`` raises
+    # NotImplementedError and its ``maximum.at``/``minimum.at`` lost float64 digits on an H200
+    # (scatter_reduce amax/amin gave float32-rounded values): the core combines those itself
+    ufunc_at = frozenset({"add"})
     # array-api-compat's CuPy namespace, floating floor_divide/remainder as the cpu device
     # computes them (CuPy's are floor(x / y): ``floordiv``)
     xp = _floordiv.namespace(_xp_cupy, cupy, numpy) if cupy is not None else None

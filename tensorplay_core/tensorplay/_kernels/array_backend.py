@@ -79,6 +79,11 @@ class ArrayBackend(Backend):
 
     _ndarray = None   # the array class of np (set per instance: wrap's one-read type test)
 
+    # Names of the ufuncs whose ``.at`` (combine at repeated indices) ``np`` computes exactly for
+    # every dtype; None: all of them (NumPy). scatter_reduce combines the others by a sort-based
+    # segmented reduction instead (CuPy has no ``multiply.at`` or ``logical_or.at``).
+    ufunc_at: frozenset | None = None
+
     def __init__(self):
         self._dtype_cache = {}
         self._native_cache = {}

@@ -257,6 +257,28 @@ def _gather_scatter(c):
         info = np_mod.iinfo(dt)
         return int(info.min) if reduce == "amax" else int(info.max)
 
+    def combine_at(uf, out, lin, s):
+        """``uf.at(out, lin, s)`` without ``ufunc.at``: ``out[lin[i]] = uf(out[lin[i]], s[i])`` for
+        every i, the values of a repeated position combined first, pairwise in a tree over their
+        original order (log2 of the largest repeat count passes; one value read back). ``lin``
+        1-D int64, ``s`` 1-D of ``out``'s dtype."""
+        n = lin.shape[0]
+        if n == 0:
+            return
+        order = xp.argsort(lin, stable=True)
+        sl, v = lin[order], s[order]                  # grouped by position, original order kept
+        first = xp.searchsorted(sl, sl, side="left")
+        size = xp.searchsorted(sl, sl, side="right") - first
+        rank = xp.arange(n, dtype=sl.dtype) - first   # place within its position's group
+        width, step = int(xp.max(size)), 1
+        while step < width:
+            pick = xp.nonzero((rank % (2 * step) == 0) & (rank + step < size))[0]
+            v[pick] = uf(v[pick], v[pick + step])
+            step *= 2
+        heads = xp.nonzero(rank == 0)[0]
+        pos = sl[heads]
+        out[pos] = uf(out[pos], v[heads])
+
     def scatter_reduce(x, dim, idx, src, reduce, *, include_self=True):
         # torch.scatter_reduce: every src value reduced into out[...index...] (repeated indices
         # combine: ufunc.at), the position's own value first unless include_self=False
@@ -281,12 +303,11 @@ def _gather_scatter(c):
             uf = getattr(np_mod, "logical_or" if reduce == "sum" else "logical_and")
         else:
             uf = getattr(np_mod, _SCATTER_UFUNCS[reduce])
-        at = getattr(uf, "at", None)
-        if at is None:     # pragma: no cover - an array library without ufunc.at
-            raise NotImplementedError(f"scatter_reduce(reduce={reduce!r}): the array library "
-                                      f"{getattr(np_mod, '__name__', np_mod)!r} has no "
-                                      f"{uf.__name__}.at")
-        at(out, lin, s)
+        exact = be.ufunc_at
+        if exact is None or uf.__name__ in exact:
+            uf.at(out, lin, s)
+        else:
+            combine_at(uf, out, lin, s)
         if reduce == "mean":
             count = xp.full(out.shape, 1 if include_self else 0, dtype=i64)
             be.scatter_add(count, 0, lin, xp.ones(lin.shape, dtype=i64))
