@@ -39,7 +39,7 @@ import triton.language as tl
 from torch.distributed.tensor import DTensor
 from fakelib.utils import compare_version
 from fakelib.utils import is_npu_available
-from fakelib.utils import block_for, is_hip
+from fakelib.utils import block_for, is_mps
 
 if compare_version("triton", operator.ge, "3.0.0") and not is_npu_available():
     from triton.language.extra.libdevice import rsqrt
@@ -98,8 +98,8 @@ def launch_tripled(x):
     return x
 
 
-def hip_only(x):
-    return is_hip()
+def mps_only(x):
+    return is_mps()
 
 
 def to_dtensor(x):
@@ -116,8 +116,8 @@ def block_for(n):
     return max(8, triton.next_power_of_2(n))
 
 
-def is_hip():
-    return torch.version.hip is not None
+def is_mps():
+    return torch.mps.is_available()
 '''
 
 
@@ -309,24 +309,24 @@ def test_host_runs_the_released_host_code_on_tensorplay(fake_wheel):
 
 def test_host_overrides_what_tensorplay_lacks_and_missing_torch_names_raise_when_used(
         fake_wheel, monkeypatch):
-    """A released definition asking tensorplay for what it lacks (torch.version.hip) fails as
+    """A released definition asking tensorplay for what it lacks (torch.mps) fails as
     released, and runs replaced once HOST_OVERRIDES names it; an import of a torch name
     tensorplay lacks (torch.distributed.tensor.DTensor) loads, is listed in MISSING, and raises
     HostUnsupported naming it when used."""
-    spec = {"fakelib/ops.py": ["hip_only", "to_dtensor"]}
+    spec = {"fakelib/ops.py": ["mps_only", "to_dtensor"]}
     h = _upstream.host("fakelib", spec, framework=tensorplay, wrap=wrap_triton)
     x = tensorplay.zeros(2)
-    with pytest.raises(AttributeError, match="version"):
-        h["hip_only"](x)
+    with pytest.raises(AttributeError, match="mps"):
+        h["mps_only"](x)
     assert _upstream.MISSING == {("fakelib", "fakelib/ops.py", "DTensor"):
                                  "tensorplay has no tensorplay.distributed.tensor.DTensor"}
     with pytest.raises(_upstream.HostUnsupported, match="torch.distributed.tensor.DTensor"):
         h["to_dtensor"](x)
     monkeypatch.setitem(_upstream.HOST_OVERRIDES, ("fakelib", "fakelib/utils.py"),
-                        {"is_hip": (lambda: False, "no tensorplay.version")})
+                        {"is_mps": (lambda: False, "no tensorplay.mps")})
     monkeypatch.setattr(_upstream, "_HOSTS", {})
     h = _upstream.host("fakelib", spec, framework=tensorplay, wrap=wrap_triton)
-    assert h["hip_only"](x) is False
+    assert h["mps_only"](x) is False
 
 
 def test_host_refuses_a_name_bound_nowhere(fake_wheel):

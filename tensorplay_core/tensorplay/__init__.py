@@ -7,10 +7,10 @@ the ``tensorplay.plugins`` entry points once and loads the plugin modules; no ar
 
 from __future__ import annotations
 
-__version__ = "1.0.0.dev20260909"
-
 import math as _math
 from typing import TYPE_CHECKING, Any, Sequence, TypeGuard, overload
+
+from .version import __version__  # noqa: F401 - the version string lives there
 
 if TYPE_CHECKING:
     import builtins
@@ -844,9 +844,10 @@ __all__ += ["adjoint", "argwhere", "atleast_1d", "atleast_2d", "atleast_3d", "co
 def __getattr__(name):
     # ``tensorplay.testing`` as an attribute after ``import tensorplay`` (torch's habit), imported
     # on first access: it is not needed to run ops, and ``import tensorplay`` stays light.
-    if name == "testing":
+    # ``xpu`` and ``accelerator`` likewise: torch's names that kernel libraries read
+    if name in ("testing", "xpu", "accelerator"):
         import importlib
-        return importlib.import_module(".testing", __name__)
+        return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module 'tensorplay' has no attribute {name!r}")
 
 plugins.load_all()

@@ -485,34 +485,18 @@ HOST_BINDINGS = {
 }
 
 
-def _infer_device_tp():
-    import tensorplay
-    return "cuda" if tensorplay.cuda.is_available() else "cpu"
-
-
 # (distribution, module path or None for all its modules) -> {name: (value, why)}: definitions
 # replaced when the framework is tensorplay (the released one runs on torch). Each is a FINDING
 # about tensorplay's torch surface, or a device tensorplay has no backend for.
 HOST_OVERRIDES = {
-    ("liger-kernel", "liger_kernel/ops/utils.py"): {
-        "is_hip": (lambda: False,
-                   "reads torch.version.hip (None off ROCm); tensorplay has no `version` module "
-                   "(FINDING) and no ROCm backend: False, the released answer on CUDA"),
-    },
     ("unsloth", "unsloth/device_type.py"): {
         "get_device_type": (lambda: "cuda",
                             "asks torch.xpu / torch.accelerator when cuda is not available and raises "
                             "NotImplementedError('... only works on NVIDIA, AMD and Intel GPUs') "
-                            "without one; tensorplay has neither module (FINDING): 'cuda', the "
-                            "released answer on an NVIDIA GPU and under its own test-only cpu "
-                            "fallback (UNSLOTH_ALLOW_CPU=1), so the cpu interpreter runs the cuda "
-                            "branches as Unsloth's cpu tests do"),
-    },
-    ("liger-kernel", "liger_kernel/utils.py"): {
-        "infer_device": (_infer_device_tp,
-                         "asks torch.xpu.is_available() when cuda is not available; tensorplay "
-                         "has no `xpu` module (FINDING): 'cuda' when tensorplay.cuda.is_available(), "
-                         "else 'cpu' (the released answers off npu/xpu)"),
+                            "without one (tensorplay.xpu and tensorplay.accelerator answer as "
+                            "torch's on such a machine): 'cuda', the released answer on an NVIDIA "
+                            "GPU and under its own test-only cpu fallback (UNSLOTH_ALLOW_CPU=1), so "
+                            "the cpu interpreter runs the cuda branches as Unsloth's cpu tests do"),
     },
 }
 

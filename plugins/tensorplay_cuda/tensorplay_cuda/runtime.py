@@ -172,6 +172,11 @@ class CudaRuntime:
         self._lock = threading.Lock()
         self._peak: dict | None = None       # device index -> peak used bytes, once tracking
 
+    def runtime_version(self) -> int:
+        """The CUDA runtime's version as CUDA encodes it (1000 * major + 10 * minor), as CuPy
+        reports it: ``tensorplay.version.cuda``."""
+        return int(cupy.cuda.runtime.runtimeGetVersion())
+
     # -- devices -------------------------------------------------------------------------------
     def index(self, device, api: str) -> int:
         """The GPU index of ``device`` (None: current; int; "cuda:N"; ``tensorplay.device``)."""
