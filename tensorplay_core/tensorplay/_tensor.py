@@ -111,10 +111,10 @@ def _restride_(self, api, alternative, view, *args):
     st.version += 1
     if self._base is not None:
         self._vver = st.version          # its history is the view's, current
-    if recording and out.grad_fn is not None:
+    if recording and out.raw_grad_fn is not None:
         # (a retain_grad() made before stays on the old history: .grad is the gradient of the
         # tensor as it was, as torch's for its in-place view ops)
-        self.grad_fn = out.grad_fn
+        self.raw_grad_fn = out.raw_grad_fn
         self._output_nr = out._output_nr
     return self
 
@@ -387,12 +387,28 @@ class Tensor(TensorBase, instance_class=True):
         it was written in place (torch's words)."""
         if self._base is not None and self._vver != self._storage.version:
             return _current_grad_fn(self) is None
-        return self.grad_fn is None
+        return self.grad_fn is None     # (a capture tensor's answers as eager)
 
 
-    # the autograd fields users read and assign (TensorBase's slots), typed for the checkers
+    # the autograd field users read and assign (TensorBase's slot), typed for the checkers
     grad: Tensor | None
-    grad_fn: Node | None
+
+    @property
+    def grad_fn(self) -> Node | None:
+        """The autograd node that made this tensor (None for a leaf), as ``torch.Tensor.grad_fn``.
+        A view whose base, or another view of its base, was written in place since its history
+        was last set gets its history regenerated first (an ``AsStridedBackward`` of the base's
+        current history, torch's rule), so reading it names the node gradients flow through;
+        ``RuntimeError`` (torch's words) for a view whose creation forbids that: made under
+        ``no_grad``, or an output of ``unbind``/``split``/``chunk`` (or a view of one), once its
+        base requires grad."""
+        if self._base is not None and self._vver != self._storage.version:
+            return _current_grad_fn(self)
+        return self.raw_grad_fn
+
+    @grad_fn.setter
+    def grad_fn(self, node: Node | None) -> None:
+        self.raw_grad_fn = node
 
     def requires_grad_(self, requires_grad: _bool = True) -> Tensor:
         """Set ``requires_grad`` in place and return ``self`` (same as torch)."""
@@ -553,8 +569,10 @@ class Tensor(TensorBase, instance_class=True):
             extra = [f"device='{self._device}'"]
             if self._dtype is not _dtype.float32 and self._dtype is not _dtype.int64:
                 extra.append(f"dtype={self._dtype}")
-            if self.grad_fn is not None:
-                extra.append(f"grad_fn=<{self.grad_fn.name}>")
+            from ._format import grad_fn_name
+            name = grad_fn_name(self)
+            if name is not None:
+                extra.append(f"grad_fn=<{name}>")
             elif self._requires_grad:
                 extra.append("requires_grad=True")
             kind = "fake" if self._device.type != "meta" else "meta"

@@ -27,7 +27,9 @@ module's public face:
   first use), ``view_base`` (the tensor a view was taken of), ``view_version`` (a view's: the storage
   version when its history was last set; a base's: weak references to its views, see
   ``set_view``), ``retains_grad_flag`` (``retain_grad()`` was
-  called) and ``capture_info`` (the value ``tensorplay.compile`` records for it).
+  called), ``capture_info`` (the value ``tensorplay.compile`` records for it) and
+  ``raw_grad_fn`` (the ``grad_fn`` slot itself: ``tensorplay.Tensor.grad_fn`` regenerates a
+  stale view's history first, as torch's getter).
 * **Writers**: ``set_history``, ``set_requires_grad``, ``detach_history``, ``set_accumulator``,
   ``set_retains_grad``, ``set_view``, ``set_view_version``, ``set_capture``, ``set_native``.
 """
@@ -101,6 +103,7 @@ class TensorBase:
         accumulator: Any
         view_base: Any
         view_version: int
+        raw_grad_fn: Any
         retains_grad_flag: bool
         capture_info: Any
         grad: Any
@@ -271,6 +274,12 @@ class TensorBase:
 for _public, _slot in FIELDS.items():
     setattr(TensorBase, _public, TensorBase.__dict__[_slot])
 del _public, _slot
+# ``grad_fn`` as stored, for the layers: ``tensorplay.Tensor.grad_fn`` is a property that first
+# regenerates the history of a view made stale by an in-place write (torch's getter), which the
+# autograd internals must not trigger (their checks read the history a view was given, and
+# regenerate through ``autograd.graph.edge_of`` only when they record); reading or writing
+# ``raw_grad_fn`` costs what the slot costs
+TensorBase.raw_grad_fn = TensorBase.__dict__["grad_fn"]
 
 
 def instance_class() -> type:
@@ -315,7 +324,7 @@ def new_tensor(storage, data, shape, stride, offset, dtype, device, backend, cls
     t._dkey = t._bkey = device.type
     t._requires_grad = False
     t.grad = None
-    t.grad_fn = None
+    t.raw_grad_fn = None
     t._output_nr = 0
     t._accum = None
     t._base = None
@@ -344,7 +353,7 @@ def new_tensor_source(var, storage, data, shape, stride, dtype, device, backend,
             f"{var}._dkey = {var}._bkey = {var}._device.type",
             f"{var}._requires_grad = False",
             f"{var}.grad = None",
-            f"{var}.grad_fn = None",
+            f"{var}.raw_grad_fn = None",
             f"{var}._output_nr = 0",
             f"{var}._accum = None",
             f"{var}._base = None",
@@ -374,7 +383,7 @@ def refresh_dispatch_key(t) -> None:
 
 def set_history(t, node, nr: int) -> None:
     """Make ``t`` output ``nr`` of autograd node ``node`` (it then requires grad)."""
-    t.grad_fn = node
+    t.raw_grad_fn = node
     t._output_nr = nr
     t._requires_grad = True
     refresh_dispatch_key(t)
@@ -383,7 +392,7 @@ def set_history(t, node, nr: int) -> None:
 def set_history_source(var, node, nr) -> list:
     """Source lines doing ``set_history(var, node, nr)`` without its frame, for the autograd
     entries generated per op (arguments are source expressions, each evaluated once)."""
-    return [f"{var}.grad_fn = {node}",
+    return [f"{var}.raw_grad_fn = {node}",
             f"{var}._output_nr = {nr}",
             f"{var}._requires_grad = True",
             f"{var}._dkey = 'autograd' if {var}._capture is None else 'capture'"]
@@ -392,7 +401,7 @@ def set_history_source(var, node, nr) -> list:
 def set_grad_fn(t, node, nr: int) -> None:
     """Point ``t``'s history at output ``nr`` of ``node`` without touching ``requires_grad``
     (a view's history regenerated from its base's)."""
-    t.grad_fn = node
+    t.raw_grad_fn = node
     t._output_nr = nr
 
 
@@ -404,7 +413,7 @@ def set_requires_grad(t, flag: bool) -> None:
 
 def detach_history(t) -> None:
     """Cut ``t`` from the graph in place (``detach_``): no ``grad_fn``, no grad required."""
-    t.grad_fn = None
+    t.raw_grad_fn = None
     t._requires_grad = False
     refresh_dispatch_key(t)
 

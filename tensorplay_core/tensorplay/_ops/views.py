@@ -43,7 +43,7 @@ def make_view(base, shape, stride, offset, data=None):
         set_view(t, base, st.version, _grad_state.enabled)
         return t
     set_view(t, root, st.version, _grad_state.enabled)
-    if _CMETA or base.grad_fn is None and base.needs_grad:
+    if _CMETA or base.raw_grad_fn is None and base.needs_grad:
         # a view of a view keeps its creation rule. (Not by grad mode here: an op whose input
         # requires grad runs its kernel with grad mode off, and the view is recorded after.)
         _propagate_creation_meta(base, t)
@@ -123,7 +123,7 @@ def _propagate_creation_meta(base, t):
     m = creation_meta(base) if _CMETA else None
     if m is not None:
         _register(t, m[0], None, None)
-    elif base.grad_fn is None and base.needs_grad and made_in_no_grad(base):
+    elif base.raw_grad_fn is None and base.needs_grad and made_in_no_grad(base):
         _register(t, "no_grad", None, None)
 
 

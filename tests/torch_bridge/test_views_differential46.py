@@ -1,0 +1,106 @@
+"""Views and in-place writes against torch itself (session 46). Companion of tests/test_views46.py
+(torch-free).
+
+1. ``grad_fn`` of a view after its base, another view of the base, or a detached alias was
+   written in place (recorded or under ``no_grad``): the same node name (torch's ``...0``
+   suffix aside; ``RuntimeError`` with the same words where torch raises), the same ``repr``
+   suffix, the same gradients through the view.
+2. k writes, one to each of k views of one base: the same node names and gradients."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import tensorplay as tp  # noqa: E402
+
+
+def _name(fn):
+    if fn is None:
+        return None
+    n = fn.name() if callable(fn.name) else fn.name
+    n = n.replace("torch::autograd::", "")
+    n = re.sub(r"Backward0$", "Backward", n)
+    return re.sub(r"^tp::(\w)", lambda m: m.group(1).upper(), n)     # tp::selectBackward
+
+
+def _run(L, fn):
+    try:
+        return "ok", fn(L)
+    except RuntimeError as e:
+        msg = re.sub(r"^[\w:]+: ", "", str(e))
+        return "raise", re.sub(r"Output (\d+) of \S+", r"Output \1 of OP", msg)
+
+
+def _grad_fn_name(t):
+    try:
+        return _name(t.grad_fn)
+    except RuntimeError as e:
+        return ("raise", re.sub(r"Output (\d+) of \S+", r"Output \1 of OP", str(e)))
+
+
+def _repr_suffix(t):
+    r = repr(t)
+    m = re.search(r"grad_fn=<([^>]*)>", r)
+    return None if m is None else _name(type("N", (), {"name": m.group(1)})())
+
+
+def _no_grad(L, f):
+    with L.no_grad():
+        f()
+
+
+MAKE = {
+    "select": lambda y: y[0],
+    "slice_of_select": lambda y: y[0][1:],
+    "view": lambda y: y.view(-1),
+    "transpose": lambda y: y.t(),
+    "unbind": lambda y: y.unbind()[1],
+    "no_grad_select": None,          # made under no_grad
+}
+WRITE = {
+    "base_mul_": lambda L, y, v: y.mul_(2),
+    "no_grad_base_mul_": lambda L, y, v: _no_grad(L, lambda: y.mul_(2)),
+    "no_grad_view_mul_": lambda L, y, v: _no_grad(L, lambda: v.mul_(2)),
+    "other_view_mul_": lambda L, y, v: y[1].mul_(3),
+    "no_grad_other_view": lambda L, y, v: _no_grad(L, lambda: y[1].mul_(3)),
+    "detached_alias": lambda L, y, v: y.detach().add_(1),
+}
+CASES = [(m, w) for m in MAKE for w in WRITE]
+
+
+def _case(L, make, write):
+    x = L.arange(6.0).reshape(2, 3).requires_grad_()
+    y = x * 1
+    if MAKE[make] is None:
+        with L.no_grad():
+            v = y[0]
+    else:
+        v = MAKE[make](y)
+    WRITE[write](L, y, v)
+    names = (_grad_fn_name(v), _repr_suffix(v), v.requires_grad)
+    got = _run(L, lambda L: ((v * v).sum().backward(),
+                             None if x.grad is None else x.grad.tolist())[1])
+    return names, got
+
+
+@pytest.mark.parametrize("make,write", CASES, ids=[f"{m}-{w}" for m, w in CASES])
+def test_grad_fn_of_views_after_writes_matches_torch(make, write):
+    assert _case(tp, make, write) == _case(torch, make, write)
+
+
+@pytest.mark.parametrize("k", [1, 5, 33])
+def test_writes_to_each_of_k_views_match_torch(k):
+    def f(L):
+        x = L.arange(2.0 * k).reshape(k, 2).requires_grad_()
+        y = x * 1
+        vs = [y[i] if i % 2 else y[i:i + 1].view(2) for i in range(k)]
+        for i, v in enumerate(vs):
+            v.mul_(i + 2)
+        names = [_name(v.grad_fn) for v in vs] + [_name(y.grad_fn)]
+        loss = sum((v * v).sum() for v in vs[::3]) + (y * 3).sum()
+        loss.backward()
+        return names, x.grad.tolist()
+    assert f(tp) == f(torch)
