@@ -131,8 +131,8 @@ class Node:
     """One call in the graph.
 
     ``kind``: ``"op"`` (an operator call: ``op(*args, **kwargs)``), ``"requires_grad_"``,
-    ``"detach"``, ``"detach_"``, ``"retain_grad"`` (tensor methods that change autograd state
-    without an op). ``args``/``kwargs`` hold ``Value`` objects where tensors were passed (also
+    ``"detach"``, ``"data"``, ``"detach_"``, ``"retain_grad"`` (tensor methods that change
+    autograd state without an op). ``args``/``kwargs`` hold ``Value`` objects where tensors were passed (also
     inside lists/tuples) and plain Python values otherwise. ``result`` is the structure the call
     returned with ``Value``s for tensors; ``outputs`` the new values it produced. ``grad_enabled``
     is the grad mode the call ran under; ``version`` the op's version at capture.
@@ -618,7 +618,9 @@ class CaptureTensor(Tensor):
 
     @property
     def data(self):
-        return self.detach()
+        # recorded as itself: at replay its version counter is its own, as eager's (a write
+        # through it is not seen by autograd's checks on the tensor; detach() shares them)
+        return _record_method(self, "data", (), new_output=True)
 
     def detach_(self):
         _record_method(self, "detach_", ())

@@ -17,6 +17,7 @@ from . import _dtype
 from ._device import Device
 from ._device import canonical as _canonical_device
 from ._tensor_base import TensorBase, detach_history, new_tensor, set_retains_grad
+from ._tensor_base import data_alias as _data_alias
 from ._tensor_base import wrap_dim as _wrap_dim
 
 if TYPE_CHECKING:
@@ -475,8 +476,14 @@ class Tensor(TensorBase, instance_class=True):
 
     @property
     def data(self) -> Tensor:
-        """A detached alias (shares storage, no history), as ``torch.Tensor.data``."""
-        return self.detach()
+        """A detached alias, as ``torch.Tensor.data``: same memory and layout, no history, does
+        not require grad, no view (``_base`` None even for a view), and -- unlike ``detach()``
+        -- a version counter of its own starting at 0: in-place writes through it (or its
+        views) are invisible to autograd, so a graph that saved this tensor does not raise
+        "modified by an inplace operation" at backward (it computes with the new values, as
+        torch's). Use it only where that is meant (a manual parameter update); prefer
+        ``with tensorplay.no_grad():``, whose writes autograd checks."""
+        return _data_alias(self)
 
     # -- conversion -----------------------------------------------------------------------------
     def numpy(self, *, force: _bool = False) -> Any:

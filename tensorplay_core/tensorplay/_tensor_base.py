@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from weakref import ref as _ref
 
 from ._backend import _CONTIG_CACHE as _CONTIG
+from ._backend import Storage as _Storage
 
 if TYPE_CHECKING:
     from ._device import Device
@@ -49,7 +50,8 @@ if TYPE_CHECKING:
 __all__ = ["TensorBase", "instance_class", "row_major", "new_tensor", "new_tensor_source", "new_fake", "set_history", "set_history_source", "set_grad_fn",
            "set_requires_grad",
            "detach_history", "refresh_dispatch_key", "set_accumulator", "set_retains_grad",
-           "set_view", "live_views", "made_in_no_grad", "set_view_version", "set_capture", "set_layout", "set_native", "wrap_dim", "FIELDS",
+           "set_view", "live_views", "made_in_no_grad", "set_view_version", "DataStorage",
+           "data_alias", "shared_storage", "set_capture", "set_layout", "set_native", "wrap_dim", "FIELDS",
            "SLOTS"]
 
 # Every field of a tensor. Public name (read-only by convention) -> slot (written only here and
@@ -229,10 +231,11 @@ class TensorBase:
         return self._backend.data_ptr(self._data)
 
     def untyped_storage(self) -> Any:
-        """The ``Storage`` shared by this tensor and all its views."""
+        """The ``Storage`` shared by this tensor and all its views (for ``x.data``, ``x``'s: an
+        alias with a version counter of its own shares the memory, as torch's)."""
         if self._capture is not None:   # Triton's interpreter copies tensors through this
             self.data_ptr()
-        return self._storage
+        return shared_storage(self._storage)
 
     # -- autograd fields ------------------------------------------------------------------------
     @property
@@ -483,6 +486,60 @@ def made_in_no_grad(t) -> bool:
             if e.__class__ is tuple and e[0]() is t:
                 return True
     return False
+
+
+class DataStorage(_Storage):
+    """The ``Storage`` of ``x.data`` (``data_alias``): ``x``'s memory -- its storage's root
+    array, size and backend, read through ``shared`` (so a resize of either is seen by both) --
+    with a version counter of its own, starting at 0, as torch's ``.data`` (a new
+    ``VariableVersion``): in-place writes through it, or through its views, are not seen by
+    autograd's checks on ``x`` (no "modified by an inplace operation" error), nor writes to
+    ``x`` by its checks. ``untyped_storage()`` answers ``shared``."""
+
+    __slots__ = ("shared",)
+
+    def __init__(self, shared):     # (no Storage.__init__: root, nbytes, backend are shared's)
+        self.shared = shared
+        self.version = 0
+
+    @property
+    def root(self):
+        return self.shared.root
+
+    @root.setter
+    def root(self, value) -> None:      # (resize_ through the alias grows the shared storage)
+        self.shared.root = value
+
+    @property
+    def nbytes(self) -> int:
+        return self.shared.nbytes
+
+    @nbytes.setter
+    def nbytes(self, value: int) -> None:
+        self.shared.nbytes = value
+
+    @property
+    def backend(self):
+        return self.shared.backend
+
+
+def shared_storage(st):
+    """The storage ``st`` aliases: a ``DataStorage``'s ``shared``, else ``st`` itself."""
+    return st.shared if st.__class__ is DataStorage else st
+
+
+def data_alias(t):
+    """``t.data``: a tensor over ``t``'s memory with ``t``'s layout, no history, not requiring
+    grad, no view, and a version counter of its own (``DataStorage``), as torch's ``.data``;
+    a fake tensor's stays fake (same dispatch key)."""
+    st = t._storage
+    alias = _new(DataStorage)        # (DataStorage(shared) without its __init__ frame)
+    alias.shared = st.shared if st.__class__ is DataStorage else st
+    alias.version = 0
+    a = new_tensor(alias, t._data, t._shape, t._stride, t._offset, t._dtype, t._device,
+                   t._backend)
+    a._bkey = a._dkey = t._bkey
+    return a
 
 
 def set_view_version(t, version: int) -> None:

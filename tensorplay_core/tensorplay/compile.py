@@ -1116,6 +1116,8 @@ def _gen_node(n, ns, ref, checked):
             return [f"{v}.requires_grad_({ref(n.args[1])})"]
         if n.kind == "detach":
             return [f"v{n.outputs[0].id} = {v}.detach()"]
+        if n.kind == "data":        # (a detached alias with a version counter of its own)
+            return [f"v{n.outputs[0].id} = {v}.data"]
         return [f"{v}.{n.kind}()"]
     opname = f"op{n.index}"
     ns[opname] = n.op

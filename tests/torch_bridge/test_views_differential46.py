@@ -5,7 +5,9 @@
    written in place (recorded or under ``no_grad``): the same node name (torch's ``...0``
    suffix aside; ``RuntimeError`` with the same words where torch raises), the same ``repr``
    suffix, the same gradients through the view.
-2. k writes, one to each of k views of one base: the same node names and gradients."""
+2. k writes, one to each of k views of one base: the same node names and gradients.
+3. In-place writes through ``x.data`` (of a leaf, a non-leaf, a view; saved by the graph or not)
+   and through ``detach()``: the same versions, values, gradients or error."""
 
 from __future__ import annotations
 
@@ -104,3 +106,26 @@ def test_writes_to_each_of_k_views_match_torch(k):
         loss.backward()
         return names, x.grad.tolist()
     assert f(tp) == f(torch)
+
+
+def _data_case(L, src, alias, write):
+    x = (L.arange(1.0, 7.0) / 8).reshape(2, 3).requires_grad_()
+    t = {"leaf": lambda: x, "non_leaf": lambda: x * 2, "view": lambda: (x * 2)[1]}[src]()
+    y = (t * t).sum() + t.exp().sum()                    # saves t and exp(t)
+    a = t.data if alias == "data" else t.detach()
+    {"mul_": lambda: a.mul_(2), "view_add_": lambda: a[..., 1:].add_(1),
+     "setitem": lambda: a.__setitem__(0, 0.5), "fill_": lambda: a.fill_(1.0)}[write]()
+    versions = (a._version, t._version)
+    got = _run(L, lambda L: (y.backward(), [round(v, 4) for v in x.grad.flatten().tolist()])[1])
+    if got[0] == "raise" and "modified by an inplace operation" in got[1]:
+        got = ("raise", "a saved tensor was modified by an inplace operation")   # (wording)
+    return versions, [round(v, 4) for v in t.flatten().tolist()], got
+
+
+DATA = [(s, a, w) for s in ("leaf", "non_leaf", "view") for a in ("data", "detach")
+        for w in ("mul_", "view_add_", "setitem", "fill_")]
+
+
+@pytest.mark.parametrize("src,alias,write", DATA, ids=["-".join(c) for c in DATA])
+def test_writes_through_data_and_detach_match_torch(src, alias, write):
+    assert _data_case(tp, src, alias, write) == _data_case(torch, src, alias, write)
