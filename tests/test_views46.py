@@ -8,7 +8,10 @@ with tests/torch_bridge/test_views_differential46.py where torch is installed).
    (an output of ``unbind``, a view made under ``no_grad``), and ``repr`` shows
    ``grad_fn=<Invalid>`` for it. The views' history follows their base lazily: k writes, one
    to each of k live views of one base, cost O(k) (the figures are in the commit).
-4. ``x.data`` is a detached alias with a version counter of its own (torch's): in-place writes
+4. Inside ``tensorplay.compile`` the outputs of ``unbind``/``split``/``chunk`` (recorded as
+   ``narrow``/``select``) keep torch's rule: the graph records the mark and the compiled
+   function refuses what eager refuses, in eager's words, on its first call and later ones.
+5. ``x.data`` is a detached alias with a version counter of its own (torch's): in-place writes
    through it (or its views) are not seen by autograd (no "modified by an inplace operation"
    error at backward), also inside ``tensorplay.compile``; ``detach()`` still shares the
    counter.
@@ -170,7 +173,7 @@ def test_retain_grad_of_a_view_follows_a_write_to_its_base():
         assert x.grad.tolist() == [0.0, 10.0, 10.0]
 
 
-# -- 4. x.data: a detached alias with a version counter of its own (torch's) ----------------------
+# -- 5. x.data: a detached alias with a version counter of its own (torch's) ----------------------
 DATA_WRITES = {
     "mul_": lambda d: d.mul_(2),
     "setitem": lambda d: d.__setitem__(0, 7.0),
@@ -271,3 +274,97 @@ def test_data_inside_compile_is_its_own_alias_as_eager():
         y.sum().backward()
         got.append((y.tolist(), x.grad.tolist()))
     assert got[0] == got[1] == got[2] == ([0.0, 1.0, 4.0], [0.0, 4.0, 8.0])
+
+
+# -- 4. tensorplay.compile: the outputs of unbind/split/chunk are refused in place as eager -------
+def _multi(fn):
+    return {
+        "unbind": lambda y: y.unbind(),
+        "tp.unbind": lambda y: tp.unbind(y),
+        "split": lambda y: y.split(1),
+        "split_list": lambda y: y.split([1, 2]),
+        "split_with_sizes": lambda y: y.split_with_sizes([2, 1]),
+        "chunk": lambda y: y.chunk(3),
+        "tp.chunk": lambda y: tp.chunk(y, 3),
+        "iter": lambda y: tuple(y),
+    }[fn]
+
+
+COMPILED_WRITES = {
+    "mul_": lambda L, y, o: o[-1].mul_(2),
+    "add_": lambda L, y, o: o[-1].add_(tp.ones(o[-1].shape)),
+    "setitem": lambda L, y, o: o[-1].__setitem__(0, 5.0),
+    "view_mul_": lambda L, y, o: o[-1][0].mul_(2),
+    "view_of_view": lambda L, y, o: o[-1].view(-1)[1:].zero_(),
+    "base_mul_then_use": lambda L, y, o: y.mul_(2),
+    "other_view_then_use": lambda L, y, o: y[0].add_(1),
+    "no_grad_write_then_use": lambda L, y, o: _in_no_grad(lambda: o[-1].mul_(2)),
+    "none": lambda L, y, o: None,
+}
+
+
+def _in_no_grad(f):
+    with tp.no_grad():
+        f()
+
+
+def _outcome(fn, x):
+    try:
+        out = fn(x * 1)
+        out.sum().backward()
+        return "ok", out.tolist(), x.grad.tolist()
+    except RuntimeError as e:
+        return "raise", str(e)
+
+
+@pytest.mark.parametrize("write", COMPILED_WRITES)
+@pytest.mark.parametrize("split", ["unbind", "tp.unbind", "split", "split_list",
+                                   "split_with_sizes", "chunk", "tp.chunk", "iter"])
+def test_compiled_writes_to_multi_view_outputs_match_eager(split, write):
+    def f(y):
+        outs = _multi(split)(y)
+        COMPILED_WRITES[write](tp, y, outs)
+        return outs[-1] * 3
+
+    x = tp.arange(12.0).reshape(3, 4).requires_grad_()
+    want = _outcome(f, x)
+    if write != "none":
+        assert want[0] == "raise" and _MULTI in want[1]
+    g = tp.compile(f)
+    for _ in range(2):               # the call that captures, then the compiled graph's
+        x.grad = None
+        assert _outcome(g, x) == want
+
+
+def test_compiled_tensor_split_and_no_grad_writes_are_allowed_as_eager():
+    # passed on main: tensor_split makes writable views; nothing records under no_grad
+    def f(y):
+        a, b = y.tensor_split(2)
+        b.mul_(2)
+        with tp.no_grad():
+            c, d = y.chunk(2)
+            d.add_(1)
+        return y * 1
+
+    x = tp.arange(8.0).reshape(4, 2).requires_grad_()
+    want = _outcome(f, x)
+    assert want[0] == "ok"
+    x.grad = None
+    assert _outcome(tp.compile(f), x) == want
+
+
+def test_compiled_multi_view_outputs_without_writes_give_eager_values_and_gradients():
+    def f(y):
+        a, b, c = y.unbind()
+        p, q = y.split([1, 3], 1)
+        return (a * b + c) * 2 + (p * q).sum(0)[:1]
+
+    x = tp.arange(12.0).reshape(3, 4).requires_grad_()
+    want = _outcome(f, x)
+    assert want[0] == "ok"
+    g = tp.compile(f)
+    for _ in range(2):
+        x.grad = None
+        assert _outcome(g, x) == want
+    text = str(g.graph)
+    assert "Tensor.multi_output((%" in text and "'Unbind')" in text and "'SplitWithSizes')" in text
