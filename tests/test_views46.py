@@ -124,6 +124,25 @@ def test_grad_fn_of_a_stale_no_grad_view_raises():
     assert "grad_fn=<Invalid>" in repr(v)
 
 
+@pytest.mark.parametrize("grad", [False, True])
+def test_an_in_place_view_op_on_a_stale_view_regenerates_with_the_new_layout(grad):
+    # t_ on a view made stale by a write to its base: torch's gradients (2 * the weights,
+    # transposed back); main gave the transposed region (no_grad: the history regenerated for
+    # the old layout before t_), and, lazily without this fix, the base's write was lost
+    x = tp.arange(6.0).reshape(2, 3).requires_grad_()
+    y = x * 1
+    v = y[:, :2]
+    y.mul_(2)
+    if grad:
+        v.t_()
+    else:
+        with tp.no_grad():
+            v.t_()
+        assert v.grad_fn.name == "AsStridedBackward"
+    (v * tp.arange(4.0).reshape(2, 2)).sum().backward()
+    assert x.grad.tolist() == [[0.0, 4.0, 0.0], [2.0, 6.0, 0.0]]
+
+
 def test_writes_to_each_of_many_views_give_torch_histories_and_gradients():
     # passed on main (each write refreshed every other view at once: O(k) a write)
     k = 40

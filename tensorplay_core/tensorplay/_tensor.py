@@ -109,9 +109,13 @@ def _restride_(self, api, alternative, view, *args):
     self._offset = out._offset
     self._data = out._data
     st = self._storage
+    # a view whose history was current stays so (the op recorded it, or none is recorded); a
+    # stale one stays stale: its history is regenerated when next read, with its new layout
+    # (torch's), not from the layout it had before this op
+    current = self._base is not None and self._vver == st.version
     st.version += 1
-    if self._base is not None:
-        self._vver = st.version          # its history is the view's, current
+    if current:
+        self._vver = st.version
     if recording and out.raw_grad_fn is not None:
         # (a retain_grad() made before stays on the old history: .grad is the gradient of the
         # tensor as it was, as torch's for its in-place view ops)

@@ -6,7 +6,10 @@
    suffix aside; ``RuntimeError`` with the same words where torch raises), the same ``repr``
    suffix, the same gradients through the view.
 2. k writes, one to each of k views of one base: the same node names and gradients.
-3. In-place writes through ``x.data`` (of a leaf, a non-leaf, a view; saved by the graph or not)
+3. In-place view ops (``t_``, ``transpose_``, ``unsqueeze_``, ``squeeze_``) on a view made stale
+   by a write to its base, with and without grad mode: the same node name and gradients (the
+   history regenerated with the view's new layout).
+4. In-place writes through ``x.data`` (of a leaf, a non-leaf, a view; saved by the graph or not)
    and through ``detach()``: the same versions, values, gradients or error."""
 
 from __future__ import annotations
@@ -129,3 +132,32 @@ DATA = [(s, a, w) for s in ("leaf", "non_leaf", "view") for a in ("data", "detac
 @pytest.mark.parametrize("src,alias,write", DATA, ids=["-".join(c) for c in DATA])
 def test_writes_through_data_and_detach_match_torch(src, alias, write):
     assert _data_case(tp, src, alias, write) == _data_case(torch, src, alias, write)
+
+
+VIEW_OPS = {      # (the view of y, the in-place view op)
+    "t_": (lambda y: y[:, :2], lambda v: v.t_()),
+    "transpose_": (lambda y: y[:, 1:], lambda v: v.transpose_(0, 1)),
+    "unsqueeze_": (lambda y: y[:, :2], lambda v: v.unsqueeze_(1)),
+    "squeeze_": (lambda y: y[1:, :2], lambda v: v.squeeze_(0)),
+}
+
+
+@pytest.mark.parametrize("grad", [False, True])
+@pytest.mark.parametrize("op", VIEW_OPS)
+def test_in_place_view_ops_on_a_stale_view_match_torch(op, grad):
+    def f(L):
+        x = L.arange(6.0).reshape(2, 3).requires_grad_()
+        y = x * 1
+        make, inplace = VIEW_OPS[op]
+        v = make(y)
+        y.mul_(2)
+        if grad:
+            r = inplace(v)
+        else:
+            with L.no_grad():
+                r = inplace(v)
+        name = _grad_fn_name(r)
+        w = L.arange(float(r.numel())).reshape(tuple(r.shape))
+        (r * w).sum().backward()
+        return (name if not grad else None), tuple(r.shape), x.grad.tolist()
+    assert f(tp) == f(torch)
