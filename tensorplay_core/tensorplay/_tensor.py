@@ -478,16 +478,17 @@ class Tensor(TensorBase, instance_class=True):
         detach_history(self)
         return self
 
-    @property
-    def data(self) -> Tensor:
-        """A detached alias, as ``torch.Tensor.data``: same memory and layout, no history, does
-        not require grad, no view (``_base`` None even for a view), and -- unlike ``detach()``
-        -- a version counter of its own starting at 0: in-place writes through it (or its
-        views) are invisible to autograd, so a graph that saved this tensor does not raise
-        "modified by an inplace operation" at backward (it computes with the new values, as
-        torch's). Use it only where that is meant (a manual parameter update); prefer
-        ``with tensorplay.no_grad():``, whose writes autograd checks."""
-        return _data_alias(self)
+    if TYPE_CHECKING:
+        @property
+        def data(self) -> Tensor: ...
+    else:   # (the getter is _tensor_base.data_alias itself: no frame of its own)
+        data = property(_data_alias, doc="""A detached alias, as ``torch.Tensor.data``: same
+        memory and layout, no history, does not require grad, no view (``_base`` None even for a
+        view), and -- unlike ``detach()`` -- a version counter of its own starting at 0: in-place
+        writes through it (or its views) are invisible to autograd, so a graph that saved this
+        tensor does not raise "modified by an inplace operation" at backward (it computes with
+        the new values, as torch's). Use it only where that is meant (a manual parameter
+        update); prefer ``with tensorplay.no_grad():``, whose writes autograd checks.""")
 
     # -- conversion -----------------------------------------------------------------------------
     def numpy(self, *, force: _bool = False) -> Any:
