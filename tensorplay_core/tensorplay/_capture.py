@@ -131,8 +131,9 @@ class Node:
     """One call in the graph.
 
     ``kind``: ``"op"`` (an operator call: ``op(*args, **kwargs)``), ``"requires_grad_"``,
-    ``"detach"``, ``"detach_"``, ``"retain_grad"`` (tensor methods that change autograd state
-    without an op). ``args``/``kwargs`` hold ``Value`` objects where tensors were passed (also
+    ``"detach"``, ``"data"``, ``"detach_"``, ``"retain_grad"`` (tensor methods that change
+    autograd state without an op), ``"multi_output"`` (``args``: a tuple of values and the name
+    of the function that returned them as views, ``record_multi_output``). ``args``/``kwargs`` hold ``Value`` objects where tensors were passed (also
     inside lists/tuples) and plain Python values otherwise. ``result`` is the structure the call
     returned with ``Value``s for tensors; ``outputs`` the new values it produced. ``grad_enabled``
     is the grad mode the call ran under; ``version`` the op's version at capture.
@@ -618,7 +619,9 @@ class CaptureTensor(Tensor):
 
     @property
     def data(self):
-        return self.detach()
+        # recorded as itself: at replay its version counter is its own, as eager's (a write
+        # through it is not seen by autograd's checks on the tensor; detach() shares them)
+        return _record_method(self, "data", (), new_output=True)
 
     def detach_(self):
         _record_method(self, "detach_", ())
@@ -902,6 +905,19 @@ def _record_method(t, kind, extra, new_output=False):
     n.outputs = [out]
     n.result = out
     return _new_capture_tensor(out, v.fake)
+
+
+def record_multi_output(outs, name) -> None:
+    """Record ``_ops.views.mark_multi_output(outs, name)`` on capture tensors ``outs`` (the
+    outputs of ``unbind``/``split``/``chunk``, recorded as ``narrow``/``select`` calls) as a
+    graph node of kind ``"multi_output"``: the compiled function marks the real views when it
+    runs (grad mode as the node's), so an in-place write to one of them, or a use after their
+    base was written, raises eager's error (views.py's ``creation_meta``)."""
+    ctx = active()
+    if ctx is None:
+        raise CompileError(_leak_msg(name))
+    vals = tuple(ctx.value_of(t, name) for t in outs)
+    ctx.add_node("multi_output", None, (vals, name), {}).result = None
 
 
 def _leak_msg(what):

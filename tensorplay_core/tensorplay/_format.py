@@ -145,6 +145,17 @@ def _add_suffixes(text: str, suffixes: list, indent: int) -> str:
     return "".join(parts)
 
 
+def grad_fn_name(t):
+    """The name ``repr`` shows for ``t.grad_fn`` (None: no history): ``"Invalid"`` where reading
+    it raises (a view whose base was written in place after its creation forbade it, e.g. an
+    output of ``unbind``), as torch's ``repr`` prints ``grad_fn=<Invalid>``."""
+    try:
+        fn = t.grad_fn
+    except RuntimeError:
+        return "Invalid"
+    return None if fn is None else fn.name
+
+
 def tensor_repr(t) -> str:
     """``repr`` of a real tensor, torch's layout: ``tensor([...], device=..., dtype=...,
     grad_fn=<...>)``."""
@@ -166,8 +177,9 @@ def tensor_repr(t) -> str:
         if t.dtype not in (default, _dtype.int64, _dtype.bool):
             suffixes.append(f"dtype={t.dtype}")
         body = tensor_str(d, indent)
-    if t.grad_fn is not None:
-        suffixes.append(f"grad_fn=<{t.grad_fn.name}>")
+    name = grad_fn_name(t)
+    if name is not None:
+        suffixes.append(f"grad_fn=<{name}>")
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
     return _add_suffixes(prefix + body, suffixes, indent)

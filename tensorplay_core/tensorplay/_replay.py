@@ -161,8 +161,8 @@ def why_not(graph, leaves) -> str | None:
         if "cudagraph_unsafe" in tags:
             return f"the graph calls {n.target}, tagged cudagraph_unsafe"
     for n in graph.nodes:
-        if n.kind == "detach":
-            continue                   # a view without history: nothing is mutated
+        if n.kind == "detach" or n.kind == "data" or n.kind == "multi_output":
+            continue                   # an alias without history, a mark: nothing is mutated
         if n.kind != "op" or n.is_barrier:
             return f"the graph mutates a tensor ({n.target})"
     return None

@@ -17,6 +17,7 @@ from . import _dtype
 from ._device import Device
 from ._device import canonical as _canonical_device
 from ._tensor_base import TensorBase, detach_history, new_tensor, set_retains_grad
+from ._tensor_base import data_alias as _data_alias
 from ._tensor_base import wrap_dim as _wrap_dim
 
 if TYPE_CHECKING:
@@ -108,13 +109,17 @@ def _restride_(self, api, alternative, view, *args):
     self._offset = out._offset
     self._data = out._data
     st = self._storage
+    # a view whose history was current stays so (the op recorded it, or none is recorded); a
+    # stale one stays stale: its history is regenerated when next read, with its new layout
+    # (torch's), not from the layout it had before this op
+    current = self._base is not None and self._vver == st.version
     st.version += 1
-    if self._base is not None:
-        self._vver = st.version          # its history is the view's, current
-    if recording and out.grad_fn is not None:
+    if current:
+        self._vver = st.version
+    if recording and out.raw_grad_fn is not None:
         # (a retain_grad() made before stays on the old history: .grad is the gradient of the
         # tensor as it was, as torch's for its in-place view ops)
-        self.grad_fn = out.grad_fn
+        self.raw_grad_fn = out.raw_grad_fn
         self._output_nr = out._output_nr
     return self
 
@@ -387,12 +392,28 @@ class Tensor(TensorBase, instance_class=True):
         it was written in place (torch's words)."""
         if self._base is not None and self._vver != self._storage.version:
             return _current_grad_fn(self) is None
-        return self.grad_fn is None
+        return self.grad_fn is None     # (a capture tensor's answers as eager)
 
 
-    # the autograd fields users read and assign (TensorBase's slots), typed for the checkers
+    # the autograd field users read and assign (TensorBase's slot), typed for the checkers
     grad: Tensor | None
-    grad_fn: Node | None
+
+    @property
+    def grad_fn(self) -> Node | None:
+        """The autograd node that made this tensor (None for a leaf), as ``torch.Tensor.grad_fn``.
+        A view whose base, or another view of its base, was written in place since its history
+        was last set gets its history regenerated first (an ``AsStridedBackward`` of the base's
+        current history, torch's rule), so reading it names the node gradients flow through;
+        ``RuntimeError`` (torch's words) for a view whose creation forbids that: made under
+        ``no_grad``, or an output of ``unbind``/``split``/``chunk`` (or a view of one), once its
+        base requires grad."""
+        if self._base is not None and self._vver != self._storage.version:
+            return _current_grad_fn(self)
+        return self.raw_grad_fn
+
+    @grad_fn.setter
+    def grad_fn(self, node: Node | None) -> None:
+        self.raw_grad_fn = node
 
     def requires_grad_(self, requires_grad: _bool = True) -> Tensor:
         """Set ``requires_grad`` in place and return ``self`` (same as torch)."""
@@ -457,10 +478,17 @@ class Tensor(TensorBase, instance_class=True):
         detach_history(self)
         return self
 
-    @property
-    def data(self) -> Tensor:
-        """A detached alias (shares storage, no history), as ``torch.Tensor.data``."""
-        return self.detach()
+    if TYPE_CHECKING:
+        @property
+        def data(self) -> Tensor: ...
+    else:   # (the getter is _tensor_base.data_alias itself: no frame of its own)
+        data = property(_data_alias, doc="""A detached alias, as ``torch.Tensor.data``: same
+        memory and layout, no history, does not require grad, no view (``_base`` None even for a
+        view), and -- unlike ``detach()`` -- a version counter of its own starting at 0: in-place
+        writes through it (or its views) are invisible to autograd, so a graph that saved this
+        tensor does not raise "modified by an inplace operation" at backward (it computes with
+        the new values, as torch's). Use it only where that is meant (a manual parameter
+        update); prefer ``with tensorplay.no_grad():``, whose writes autograd checks.""")
 
     # -- conversion -----------------------------------------------------------------------------
     def numpy(self, *, force: _bool = False) -> Any:
@@ -553,8 +581,10 @@ class Tensor(TensorBase, instance_class=True):
             extra = [f"device='{self._device}'"]
             if self._dtype is not _dtype.float32 and self._dtype is not _dtype.int64:
                 extra.append(f"dtype={self._dtype}")
-            if self.grad_fn is not None:
-                extra.append(f"grad_fn=<{self.grad_fn.name}>")
+            from ._format import grad_fn_name
+            name = grad_fn_name(self)
+            if name is not None:
+                extra.append(f"grad_fn=<{name}>")
             elif self._requires_grad:
                 extra.append("requires_grad=True")
             kind = "fake" if self._device.type != "meta" else "meta"

@@ -27,7 +27,9 @@ module's public face:
   first use), ``view_base`` (the tensor a view was taken of), ``view_version`` (a view's: the storage
   version when its history was last set; a base's: weak references to its views, see
   ``set_view``), ``retains_grad_flag`` (``retain_grad()`` was
-  called) and ``capture_info`` (the value ``tensorplay.compile`` records for it).
+  called), ``capture_info`` (the value ``tensorplay.compile`` records for it) and
+  ``raw_grad_fn`` (the ``grad_fn`` slot itself: ``tensorplay.Tensor.grad_fn`` regenerates a
+  stale view's history first, as torch's getter).
 * **Writers**: ``set_history``, ``set_requires_grad``, ``detach_history``, ``set_accumulator``,
   ``set_retains_grad``, ``set_view``, ``set_view_version``, ``set_capture``, ``set_native``.
 """
@@ -39,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from weakref import ref as _ref
 
 from ._backend import _CONTIG_CACHE as _CONTIG
+from ._backend import Storage as _Storage
 
 if TYPE_CHECKING:
     from ._device import Device
@@ -47,7 +50,8 @@ if TYPE_CHECKING:
 __all__ = ["TensorBase", "instance_class", "row_major", "new_tensor", "new_tensor_source", "new_fake", "set_history", "set_history_source", "set_grad_fn",
            "set_requires_grad",
            "detach_history", "refresh_dispatch_key", "set_accumulator", "set_retains_grad",
-           "set_view", "live_views", "made_in_no_grad", "set_view_version", "set_capture", "set_layout", "set_native", "wrap_dim", "FIELDS",
+           "set_view", "live_views", "made_in_no_grad", "set_view_version", "DataStorage",
+           "data_alias", "shared_storage", "set_capture", "set_layout", "set_native", "wrap_dim", "FIELDS",
            "SLOTS"]
 
 # Every field of a tensor. Public name (read-only by convention) -> slot (written only here and
@@ -101,6 +105,7 @@ class TensorBase:
         accumulator: Any
         view_base: Any
         view_version: int
+        raw_grad_fn: Any
         retains_grad_flag: bool
         capture_info: Any
         grad: Any
@@ -226,10 +231,11 @@ class TensorBase:
         return self._backend.data_ptr(self._data)
 
     def untyped_storage(self) -> Any:
-        """The ``Storage`` shared by this tensor and all its views."""
+        """The ``Storage`` shared by this tensor and all its views (for ``x.data``, ``x``'s: an
+        alias with a version counter of its own shares the memory, as torch's)."""
         if self._capture is not None:   # Triton's interpreter copies tensors through this
             self.data_ptr()
-        return self._storage
+        return shared_storage(self._storage)
 
     # -- autograd fields ------------------------------------------------------------------------
     @property
@@ -271,6 +277,12 @@ class TensorBase:
 for _public, _slot in FIELDS.items():
     setattr(TensorBase, _public, TensorBase.__dict__[_slot])
 del _public, _slot
+# ``grad_fn`` as stored, for the layers: ``tensorplay.Tensor.grad_fn`` is a property that first
+# regenerates the history of a view made stale by an in-place write (torch's getter), which the
+# autograd internals must not trigger (their checks read the history a view was given, and
+# regenerate through ``autograd.graph.edge_of`` only when they record); reading or writing
+# ``raw_grad_fn`` costs what the slot costs
+TensorBase.raw_grad_fn = TensorBase.__dict__["grad_fn"]
 
 
 def instance_class() -> type:
@@ -315,7 +327,7 @@ def new_tensor(storage, data, shape, stride, offset, dtype, device, backend, cls
     t._dkey = t._bkey = device.type
     t._requires_grad = False
     t.grad = None
-    t.grad_fn = None
+    t.raw_grad_fn = None
     t._output_nr = 0
     t._accum = None
     t._base = None
@@ -344,7 +356,7 @@ def new_tensor_source(var, storage, data, shape, stride, dtype, device, backend,
             f"{var}._dkey = {var}._bkey = {var}._device.type",
             f"{var}._requires_grad = False",
             f"{var}.grad = None",
-            f"{var}.grad_fn = None",
+            f"{var}.raw_grad_fn = None",
             f"{var}._output_nr = 0",
             f"{var}._accum = None",
             f"{var}._base = None",
@@ -374,7 +386,7 @@ def refresh_dispatch_key(t) -> None:
 
 def set_history(t, node, nr: int) -> None:
     """Make ``t`` output ``nr`` of autograd node ``node`` (it then requires grad)."""
-    t.grad_fn = node
+    t.raw_grad_fn = node
     t._output_nr = nr
     t._requires_grad = True
     refresh_dispatch_key(t)
@@ -383,7 +395,7 @@ def set_history(t, node, nr: int) -> None:
 def set_history_source(var, node, nr) -> list:
     """Source lines doing ``set_history(var, node, nr)`` without its frame, for the autograd
     entries generated per op (arguments are source expressions, each evaluated once)."""
-    return [f"{var}.grad_fn = {node}",
+    return [f"{var}.raw_grad_fn = {node}",
             f"{var}._output_nr = {nr}",
             f"{var}._requires_grad = True",
             f"{var}._dkey = 'autograd' if {var}._capture is None else 'capture'"]
@@ -392,7 +404,7 @@ def set_history_source(var, node, nr) -> list:
 def set_grad_fn(t, node, nr: int) -> None:
     """Point ``t``'s history at output ``nr`` of ``node`` without touching ``requires_grad``
     (a view's history regenerated from its base's)."""
-    t.grad_fn = node
+    t.raw_grad_fn = node
     t._output_nr = nr
 
 
@@ -404,7 +416,7 @@ def set_requires_grad(t, flag: bool) -> None:
 
 def detach_history(t) -> None:
     """Cut ``t`` from the graph in place (``detach_``): no ``grad_fn``, no grad required."""
-    t.grad_fn = None
+    t.raw_grad_fn = None
     t._requires_grad = False
     refresh_dispatch_key(t)
 
@@ -474,6 +486,60 @@ def made_in_no_grad(t) -> bool:
             if e.__class__ is tuple and e[0]() is t:
                 return True
     return False
+
+
+class DataStorage(_Storage):
+    """The ``Storage`` of ``x.data`` (``data_alias``): ``x``'s memory -- its storage's root
+    array, size and backend, read through ``shared`` (so a resize of either is seen by both) --
+    with a version counter of its own, starting at 0, as torch's ``.data`` (a new
+    ``VariableVersion``): in-place writes through it, or through its views, are not seen by
+    autograd's checks on ``x`` (no "modified by an inplace operation" error), nor writes to
+    ``x`` by its checks. ``untyped_storage()`` answers ``shared``."""
+
+    __slots__ = ("shared",)
+
+    def __init__(self, shared):     # (no Storage.__init__: root, nbytes, backend are shared's)
+        self.shared = shared
+        self.version = 0
+
+    @property
+    def root(self):
+        return self.shared.root
+
+    @root.setter
+    def root(self, value) -> None:      # (resize_ through the alias grows the shared storage)
+        self.shared.root = value
+
+    @property
+    def nbytes(self) -> int:
+        return self.shared.nbytes
+
+    @nbytes.setter
+    def nbytes(self, value: int) -> None:
+        self.shared.nbytes = value
+
+    @property
+    def backend(self):
+        return self.shared.backend
+
+
+def shared_storage(st):
+    """The storage ``st`` aliases: a ``DataStorage``'s ``shared``, else ``st`` itself."""
+    return st.shared if st.__class__ is DataStorage else st
+
+
+def data_alias(t):
+    """``t.data``: a tensor over ``t``'s memory with ``t``'s layout, no history, not requiring
+    grad, no view, and a version counter of its own (``DataStorage``), as torch's ``.data``;
+    a fake tensor's stays fake (same dispatch key)."""
+    st = t._storage
+    alias = _new(DataStorage)        # (DataStorage(shared) without its __init__ frame)
+    alias.shared = st.shared if st.__class__ is DataStorage else st
+    alias.version = 0
+    a = new_tensor(alias, t._data, t._shape, t._stride, t._offset, t._dtype, t._device,
+                   t._backend)
+    a._bkey = a._dkey = t._bkey
+    return a
 
 
 def set_view_version(t, version: int) -> None:

@@ -1110,12 +1110,18 @@ def _assign(res, ref) -> str:
 
 def _gen_node(n, ns, ref, checked):
     from ._capture import Value
+    if n.kind == "multi_output":     # (the outputs of unbind/split/chunk: _capture)
+        from ._ops.views import mark_multi_output
+        ns["__multi_output"] = mark_multi_output
+        return [f"__multi_output({ref(n.args[0])}, {ref(n.args[1])})"]
     if n.kind != "op":
         v = ref(n.args[0])
         if n.kind == "requires_grad_":
             return [f"{v}.requires_grad_({ref(n.args[1])})"]
         if n.kind == "detach":
             return [f"v{n.outputs[0].id} = {v}.detach()"]
+        if n.kind == "data":        # (a detached alias with a version counter of its own)
+            return [f"v{n.outputs[0].id} = {v}.data"]
         return [f"{v}.{n.kind}()"]
     opname = f"op{n.index}"
     ns[opname] = n.op

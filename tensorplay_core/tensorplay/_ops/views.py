@@ -43,7 +43,7 @@ def make_view(base, shape, stride, offset, data=None):
         set_view(t, base, st.version, _grad_state.enabled)
         return t
     set_view(t, root, st.version, _grad_state.enabled)
-    if _CMETA or base.grad_fn is None and base.needs_grad:
+    if _CMETA or base.raw_grad_fn is None and base.needs_grad:
         # a view of a view keeps its creation rule. (Not by grad mode here: an op whose input
         # requires grad runs its kernel with grad mode off, and the view is recorded after.)
         _propagate_creation_meta(base, t)
@@ -88,8 +88,15 @@ def mark_multi_output(outs, name):
     using one after its base or another view of the base was written in place (torch's
     ``CreationMeta::MULTI_OUTPUT_NODE``; autograd/function.py). Views made under ``no_grad``
     keep the no_grad rule instead (torch's), as do views of non-floating dtypes (no autograd).
-    Costs about 0.2 µs an output."""
+    Costs about 0.2 µs an output. While ``tensorplay.compile`` captures (capture tensors,
+    which are no views: the graph records ``narrow``), the mark is recorded as a graph node that
+    the compiled function replays on the real views, so it refuses what eager refuses, with
+    eager's words, on its first call and every call."""
     if _grad_state.enabled:
+        if outs and outs[0].capture_info is not None:
+            from .._capture import record_multi_output
+            record_multi_output(outs, name)
+            return outs
         i = 0
         for t in outs:
             if t.view_base is not None and t.raw_dtype.is_floating_point:
@@ -123,7 +130,7 @@ def _propagate_creation_meta(base, t):
     m = creation_meta(base) if _CMETA else None
     if m is not None:
         _register(t, m[0], None, None)
-    elif base.grad_fn is None and base.needs_grad and made_in_no_grad(base):
+    elif base.raw_grad_fn is None and base.needs_grad and made_in_no_grad(base):
         _register(t, "no_grad", None, None)
 
 

@@ -796,13 +796,13 @@ def check_written_args(op_name, written, values) -> list:
             # then fails backward); it has no history to become stale. The kernel then runs
             # with grad off, as torch's runs below autograd: its own in-place tensorplay ops
             # would otherwise refuse the leaf (torch.library's custom ops never record them)
-            if t.needs_grad and t.grad_fn is None or \
-                    base is not None and base.needs_grad and base.grad_fn is None:
+            if t.needs_grad and t.raw_grad_fn is None or \
+                    base is not None and base.needs_grad and base.raw_grad_fn is None:
                 leaf = True
                 continue
             if t.needs_grad:
                 root = base if base is not None and base.needs_grad else t
-                pending.append((t, name, root, root.grad_fn))
+                pending.append((t, name, root, root.raw_grad_fn))
     return pending, leaf
 
 
@@ -814,7 +814,7 @@ def rebase_written_args(op_name, pending, values) -> None:
     ``values``: every argument of the call (the node's edges)."""
     from .. import _dispatch
     for t, name, root, before in pending:
-        if root.grad_fn is not before:
+        if root.raw_grad_fn is not before:
             continue      # the kernel's own tensorplay ops rebased it (or an earlier argument did)
         edges = [edge_of(x) for x in _dispatch.flat_tensors(values)]
         if root is not t:
@@ -1016,15 +1016,21 @@ def _generated_entry(op, info):
 def _rebase(t, node, skip=None):
     """``t`` (written in place) made output 0 of ``node``, its ``retain_grad()`` moved along
     (torch's ``rebase_history``; ``register_hook`` functions stay on the old history); when
-    ``t`` is the base of views, their history follows (``refresh_views``; but ``skip``, the
-    written view that the caller rebases itself)."""
+    ``t`` is the base of views, their history follows: lazily, as torch's, when ``t`` required
+    grad before the write (the write bumped the storage version, so each view's history is
+    regenerated from the base's current one where it is next read: ``Tensor.grad_fn``,
+    ``autograd.graph.edge_of``), at once when this write is what makes ``t`` require grad (its
+    views then require grad too: ``refresh_views``; but ``skip``, the written view that the
+    caller rebases itself). So k writes, one to each of k views of one base, cost O(k), not
+    O(k) each."""
+    had = t.needs_grad
     if t.retains_grad_flag:
-        old = t.grad_fn, t.output_nr
+        old = t.raw_grad_fn, t.output_nr
         set_history(t, node, 0)
         move_retained_grad(t, *old)
     else:
         set_history(t, node, 0)
-    if t.view_version.__class__ is list:    # a base with views (a view's is its int version)
+    if not had and t.view_version.__class__ is list:   # a base with views (a view's: an int)
         refresh_views(t, skip)
 
 
@@ -1043,9 +1049,10 @@ _NO_GRAD_VIEW_REBASED = (
 
 
 def refresh_views(base, skip=None):
-    """After ``base`` got a new history in place: every live view of it (but ``skip``) follows,
-    as torch's views do (their ``requires_grad`` and ``grad_fn`` are their base's current
-    ones). A view that had no history of its own made with grad mode on gets an
+    """After ``base`` got a new history in place that made it require grad: every live view of
+    it (but ``skip``) follows, as torch's views do (their ``requires_grad`` and ``grad_fn`` are
+    their base's current ones; ``_rebase`` leaves the views of a base that required grad
+    already to regenerate their history lazily). A view that had no history of its own made with grad mode on gets an
     ``AsStridedBackward`` of the base's new history now (so ``grad_fn``, ``requires_grad`` and
     the ops that read it see it, the view of a base that required no grad included); one made
     under ``no_grad``, or one whose creation forbids it (an output of ``unbind``/``split``/
@@ -1056,7 +1063,7 @@ def refresh_views(base, skip=None):
     if not views:
         return
     ver = base.storage_ref.version
-    node = base.grad_fn
+    node = base.raw_grad_fn
     if node is not None:
         # (regenerate_view_grad_fn, its base's part computed once for all the views)
         base_geom = (base.raw_shape, base.stride_tuple, base.offset)
@@ -1067,13 +1074,13 @@ def refresh_views(base, skip=None):
             continue
         if not v.needs_grad:
             set_requires_grad(v, True)
-        if no_grad and v.grad_fn is None or _CMETA and creation_meta(v) is not None:
+        if no_grad and v.raw_grad_fn is None or _CMETA and creation_meta(v) is not None:
             set_view_version(v, -1)      # stale: its next use raises
             continue
         set_view_version(v, ver)
         if node is None:
             continue
-        old = v.grad_fn, v.output_nr
+        old = v.raw_grad_fn, v.output_nr
         shape = v.raw_shape
         set_grad_fn(v, AsStridedBackward(base_geom, (shape, v.stride_tuple, v.offset), numel,
                                          edges, ((shape, v.raw_dtype, v.raw_device),)), 0)
@@ -1096,7 +1103,7 @@ def view_rebase_message(t, kind, name, nr, indirect) -> str:
     ``"no_grad"``; ``name``/``nr``: the multi-view function's output, None for a view of one,
     ``_ops/views.creation_meta``) forbids it."""
     obj = "its base or another view of its base has been" if indirect else "is being"
-    node = t.grad_fn
+    node = t.raw_grad_fn
     if node is not None and name is None:
         name, nr = node.name, t.output_nr
     if kind == "no_grad" or node is None:
@@ -1125,16 +1132,17 @@ def check_inplace(api, t):
     multi-view function such as ``unbind``, ``_check_view_creation``), a leaf that requires
     grad, a view of one (``RuntimeError``, torch's words first)."""
     b = t.view_base
-    if b is not None and t.needs_grad and t.grad_fn is None and made_in_no_grad(t):
+    if b is not None and t.needs_grad and t.raw_grad_fn is None and made_in_no_grad(t):
         raise RuntimeError(f"{api}: {_NO_GRAD_VIEW_WRITE}")
     if t.needs_grad:
         _check_view_creation(api, t)
-    if t.needs_grad and t.grad_fn is None:
+    if t.needs_grad and t.raw_grad_fn is None and t.grad_fn is None:
+        # (the property: torch's is_leaf, a stale view's history regenerated; a capture tensor's)
         raise RuntimeError(
             f"{api}: a leaf Variable that requires grad is being used in an in-place operation. "
             f"Update parameters inside `with tensorplay.no_grad():`, or write to a copy "
             f"(x = x.clone()) instead.")
-    if b is not None and b.needs_grad and b.grad_fn is None:
+    if b is not None and b.needs_grad and b.raw_grad_fn is None:
         raise RuntimeError(
             f"{api}: a view of a leaf Variable that requires grad is being used in an in-place "
             f"operation. Clone the leaf first (y = x.clone()) and modify views of the clone, or "
@@ -1171,7 +1179,7 @@ def _make_inplace_autograd(op, info):
             return op.entry(bkey)(*args, **kwargs)
         if self_.view_base is not None:
             # torch's check_inplace: the write would record history (an input requires grad)
-            if self_.grad_fn is None and made_in_no_grad(self_):
+            if self_.raw_grad_fn is None and made_in_no_grad(self_):
                 raise RuntimeError(f"{api}: {_NO_GRAD_VIEW_WRITE}")
             _check_view_creation(api, self_)
         if backward is None:
@@ -1289,17 +1297,17 @@ def regenerate_view_grad_fn(t):
     base = t.view_base
     if base.needs_grad:
         # torch's handle_view_on_rebase: a view made under no_grad has no history to regenerate
-        if t.grad_fn is None and made_in_no_grad(t):
+        if t.raw_grad_fn is None and made_in_no_grad(t):
             raise RuntimeError(_NO_GRAD_VIEW_REBASED)
         if _CMETA:
             m = creation_meta(t)
             if m is not None:
                 raise RuntimeError(view_rebase_message(t, *m, True))
     set_view_version(t, t.storage_ref.version)
-    if base.grad_fn is None:
+    if base.raw_grad_fn is None:
         return
     numel = base.storage_ref.nbytes // base.raw_dtype.itemsize
-    old = t.grad_fn, t.output_nr
+    old = t.raw_grad_fn, t.output_nr
     set_grad_fn(t, AsStridedBackward((base.raw_shape, base.stride_tuple, base.offset),
                                      (t.raw_shape, t.stride_tuple, t.offset), numel, (edge_of(base),),
                                      ((t.raw_shape, t.raw_dtype, t.raw_device),)), 0)
@@ -1388,7 +1396,7 @@ def _rebase_dirty_view(fname, t, args, structure, out, T):
     else:
         return   # not a direct argument: nothing to rebase (torch ignores it too)
     _check_view_creation(fname, t)    # (torch's rebase_history: handle_view_on_rebase)
-    node = t.grad_fn
+    node = t.raw_grad_fn
     base = t.view_base
     base_edge = edge_of(base)
     edges = node.next_edges
@@ -1561,7 +1569,7 @@ class Function:
         for t in dirty:
             check_inplace(f"{cls.__name__}.apply", t)
         out = _alias_returned_inputs(out, args, Tensor, dirty)
-        before = [(t.grad_fn, t.output_nr) for t in dirty] if dirty else None
+        before = [(t.raw_grad_fn, t.output_nr) for t in dirty] if dirty else None
         name = info.name
         out = attach(name, _count_checked(
             info.backward, len(args),
@@ -1570,9 +1578,9 @@ class Function:
                      node_cls=info.node)
         if dirty:
             for t, (fn, nr) in zip(dirty, before):
-                if t.view_base is not None and t.grad_fn is not fn:   # the node: its history
+                if t.view_base is not None and t.raw_grad_fn is not fn:   # the node: its history
                     _rebase_dirty_view(cls.__name__, t, args, se[0], out, Tensor)
-                elif t.view_version.__class__ is list and t.grad_fn is not fn:
+                elif t.view_version.__class__ is list and t.raw_grad_fn is not fn:
                     refresh_views(t)    # a base with views: they follow its new history
                 if t.retains_grad_flag:
                     move_retained_grad(t, fn, nr)   # torch's rebase_history moves retain_grad

@@ -90,7 +90,7 @@ class AccumulateGrad(Node):
         if v.grad is None and g.__class__ is _tb._instance_class and \
                 g.raw_shape == v.raw_shape and g.raw_dtype is v.raw_dtype:
             if owned and _exclusive(g):
-                v.grad = g if not (g.needs_grad or g.grad_fn is not None or g.view_base is not None
+                v.grad = g if not (g.needs_grad or g.raw_grad_fn is not None or g.view_base is not None
                                    or g.capture_info is not None or g.accumulator is not None) else g.detach()
                 return ()
             if not _gm.is_grad_enabled():
@@ -209,7 +209,7 @@ def current_grad_fn(t):
             t.view_base.needs_grad:
         from .function import regenerate_view_grad_fn
         regenerate_view_grad_fn(t)
-    return t.grad_fn
+    return t.raw_grad_fn
 
 
 def edge_of(t):
@@ -219,7 +219,7 @@ def edge_of(t):
     if t.view_base is not None and t.view_version != t.storage_ref.version and t.view_base.needs_grad:
         from .function import regenerate_view_grad_fn
         regenerate_view_grad_fn(t)
-    fn = t.grad_fn
+    fn = t.raw_grad_fn
     if fn is not None:
         return (fn, t.output_nr)
     if t.view_base is not None and t.view_base.needs_grad:
@@ -255,8 +255,8 @@ def edge_of_source(var, t, edge="__edge") -> list:
             f"    {var} = None",
             f"elif {t}.view_base is not None:",
             f"    {var} = {edge}({t})",
-            f"elif {t}.grad_fn is not None:",
-            f"    {var} = ({t}.grad_fn, {t}.output_nr)",
+            f"elif {t}.raw_grad_fn is not None:",
+            f"    {var} = ({t}.raw_grad_fn, {t}.output_nr)",
             f"elif {t}.accumulator is not None:",
             f"    {var} = ({t}.accumulator, 0)",
             "else:",
@@ -617,7 +617,7 @@ def move_retained_grad(t, old, old_nr) -> None:
     the gradient of the value they were registered on). torch's
     ``update_tensor_hooks_on_new_gradfn``. Callers check ``t.retains_grad_flag`` first (the
     common write has nothing to move)."""
-    new = t.grad_fn
+    new = t.raw_grad_fn
     if old is None or new is None or new is old and t.output_nr == old_nr:
         return
     ret = getattr(old, "_retained", None)
@@ -647,7 +647,7 @@ def _keep_retained(retained, grads):
             g = run_hooks(entry.hooks, grads[nr])
             grads = grads[:nr] + (g,) + grads[nr + 1:]
         t = entry.ref() if entry.ref is not None else None
-        if t is None or t.grad_fn is None:
+        if t is None or t.raw_grad_fn is None:
             continue
         g = grads[nr].detach()
         if g.raw_dtype is not t.raw_dtype:
