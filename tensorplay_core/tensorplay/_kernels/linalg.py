@@ -1,0 +1,310 @@
+"""Reference kernels of the linear-algebra decompositions (``tp::linalg_*``: det, slogdet,
+inv_ex, solve, cholesky_ex, qr, svd, eigh), written once against the backend's NumPy-like module:
+``numpy.linalg`` on cpu, ``cupy.linalg`` on cuda (``be.np.linalg``). Inputs are batches of
+matrices ``(..., m, n)`` of float32/float64; results are row-major arrays.
+
+The argument checks (``check_matrix``, ``check_solve``, ``qr_shapes``...) are plain functions of
+shapes and dtypes shared with the fake rules (``_ops/linalg.py``), so eager, fake and captured
+calls refuse the same arguments with torch's words. ``LinAlgError`` (torch's
+``torch.linalg.LinAlgError``, a ``RuntimeError``) is raised for a singular or non positive-definite
+input where torch raises it; on cuda, CuPy reports no per-matrix error code, so a failure is
+detected as a non-finite result of a finite input (the message then names no pivot).
+"""
+
+from __future__ import annotations
+
+
+class LinAlgError(RuntimeError):
+    """A linear-algebra function failed on its input (a singular matrix for ``inv``/``solve``,
+    one that is not positive-definite for ``cholesky``...). A ``RuntimeError`` subclass, as
+    ``torch.linalg.LinAlgError``."""
+
+
+LinAlgError.__module__ = "tensorplay.linalg"
+
+_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+          "int8": "Char", "uint8": "Byte", "int16": "Short", "int32": "Int", "int64": "Long",
+          "bool": "Bool"}
+
+
+def scalar_name(dt) -> str:
+    """torch's ScalarType name of dtype ``dt`` (``Float``, ``Long``...)."""
+    name = getattr(dt, "name", str(dt))
+    return _NAMES.get(name, name)
+
+
+def check_dtype(api: str, dt) -> None:
+    """float32/float64 only: torch's ``RuntimeError`` for an integer/bool or a low-precision
+    input."""
+    name = getattr(dt, "name", str(dt))
+    if name in ("float16", "bfloat16"):
+        raise RuntimeError(f"{api}: Low precision dtypes not supported. Got {scalar_name(dt)}")
+    if name not in ("float32", "float64"):
+        raise RuntimeError(f"{api}: Expected a floating point or complex tensor as input. Got "
+                           f"{scalar_name(dt)}")
+
+
+def check_matrix(api: str, shape, dt, square: bool = True, name: str = "A") -> None:
+    """``shape`` is a batch of (square) matrices of a floating dtype: torch's errors otherwise."""
+    if len(shape) < 2:
+        raise RuntimeError(f"{api}: The input tensor {name} must have at least 2 dimensions.")
+    check_dtype(api, dt)
+    if square and shape[-1] != shape[-2]:
+        raise RuntimeError(f"{api}: {name} must be batches of square matrices, but they are "
+                           f"{shape[-2]} by {shape[-1]} matrices")
+
+
+def broadcast(a, b, api: str):
+    """The broadcast of batch shapes ``a`` and ``b`` (tuples); ``RuntimeError`` when they do
+    not broadcast."""
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
+    out = []
+    for x, y in zip(a, b):
+        if x != y and 1 not in (x, y):
+            raise RuntimeError(f"{api}: The size of tensor a ({x}) must match the size of tensor "
+                               f"b ({y}) at non-singleton dimension")
+        out.append(y if x == 1 else x)
+    return tuple(out)
+
+
+def solve_shape(sa, sb, da, db, api="linalg.solve"):
+    """The result shape of ``solve(A, B)`` with ``B`` a batch of matrices ``(..., n, k)``."""
+    check_matrix(api, sa, da)
+    if len(sb) < 2:
+        raise RuntimeError(f"{api}: The input tensor B must have at least 2 dimensions.")
+    if da is not db:
+        raise RuntimeError(f"{api}: Expected A and B to have the same dtype, but found A of type "
+                           f"{scalar_name(da)} and B of type {scalar_name(db)} instead")
+    if sa[-1] != sb[-2]:
+        raise RuntimeError(f"{api}: Incompatible shapes of A and B for the equation AX = B "
+                           f"({sa[-2]}x{sa[-1]} and {sb[-2]}x{sb[-1]})")
+    return broadcast(sa[:-2], sb[:-2], api) + (sb[-2], sb[-1])
+
+
+QR_MODES = ("reduced", "complete", "r")
+
+
+def qr_shapes(shape, mode):
+    """``(Q shape, R shape)`` of ``qr`` in ``mode`` (``"r"``: Q is empty, ``(0,)``, as torch)."""
+    if mode not in QR_MODES:
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
+                           f"'reduced' (default), 'r', or 'complete'")
+    *batch, m, n = shape
+    batch = tuple(batch)
+    k = min(m, n)
+    if mode == "reduced":
+        return batch + (m, k), batch + (k, n)
+    if mode == "complete":
+        return batch + (m, m), batch + (m, n)
+    return (0,), batch + (k, n)
+
+
+def svd_shapes(shape, full_matrices):
+    """``(U, S, Vh)`` shapes of ``svd``."""
+    *batch, m, n = shape
+    batch = tuple(batch)
+    k = min(m, n)
+    if full_matrices:
+        return batch + (m, m), batch + (k,), batch + (n, n)
+    return batch + (m, k), batch + (k,), batch + (k, n)
+
+
+def check_uplo(uplo) -> None:
+    if uplo not in ("L", "U", "l", "u"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {uplo}")
+
+
+def _batch_prefix(shape, index) -> str:
+    """torch's ``(Batch element i): `` prefix for a batched input (none for one matrix)."""
+    return f"(Batch element {index}): " if len(shape) > 2 else ""
+
+
+def bind(c) -> dict:
+    """``{op name: kernel}`` for this family on the context ``c`` (``_context.Context``)."""
+    np = c.be.np
+    lin = np.linalg
+    dt_of = c.dt_of
+    is_numpy = getattr(np, "__name__", "") == "numpy"
+    NpLinAlgError = getattr(lin, "LinAlgError", ())
+
+    def contig(a):
+        a = np.asarray(a)      # (numpy.linalg gives a NumPy scalar for one matrix's det)
+        # (ascontiguousarray would make a 0-d array 1-d)
+        return a if a.flags.c_contiguous else np.ascontiguousarray(a)
+
+    def mT(a):
+        return np.swapaxes(a, -1, -2)
+
+    def first_zero_pivot(m) -> int:
+        """LAPACK getrf's ``info`` of square matrix ``m`` (host copy): the 1-based index of the
+        first exactly zero pivot of LU with partial pivoting, 0 when there is none."""
+        import numpy
+        u = numpy.array(m.get() if hasattr(m, "get") else m, dtype=numpy.float64)
+        n = u.shape[0]
+        for j in range(n):
+            p = j + int(numpy.argmax(numpy.abs(u[j:, j])))
+            if u[p, j] == 0:
+                return j + 1
+            if p != j:
+                u[[j, p]] = u[[p, j]]
+            u[j + 1:, j] /= u[j, j]
+            u[j + 1:, j + 1:] -= numpy.outer(u[j + 1:, j], u[j, j + 1:])
+        return 0
+
+    def not_pd_order(m) -> int:
+        """The order of the first leading minor of ``m`` that is not positive-definite (potrf's
+        ``info``), 0 when ``m`` is positive-definite."""
+        import numpy
+        u = numpy.array(m.get() if hasattr(m, "get") else m, dtype=numpy.float64)
+        n = u.shape[0]
+        for k in range(1, n + 1):
+            try:
+                r = numpy.linalg.cholesky(u[:k, :k])
+                if not numpy.isfinite(r).all():
+                    return k
+            except numpy.linalg.LinAlgError:
+                return k
+        return 0
+
+    def per_matrix(a, f):
+        """``f`` of each matrix of batch ``a`` (host loop: the error path only)."""
+        flat = a.reshape((-1,) + a.shape[-2:])
+        return [f(flat[i]) for i in range(flat.shape[0])]
+
+    def infos(a, f, shape):
+        vals = per_matrix(a, f) if a.size else []
+        return np.asarray(vals, dtype=np.int32).reshape(shape)
+
+    def nonfinite(r, batch_shape):
+        """Per matrix: 1 where ``r`` holds a non-finite value (CuPy's failures), else 0."""
+        bad = ~np.isfinite(r)
+        bad = bad.reshape(tuple(batch_shape) + (-1,)).any(axis=-1)
+        return bad.astype(np.int32)
+
+    def raise_first(api, shape, info, what):
+        host = info.get() if hasattr(info, "get") else info
+        import numpy
+        flat = numpy.asarray(host).reshape(-1)
+        bad = numpy.nonzero(flat)[0]
+        if not bad.size:
+            return
+        i = int(bad[0])
+        raise LinAlgError(f"{api}: {_batch_prefix(shape, i)}{what(int(flat[i]))}")
+
+    def det(a):
+        check_matrix("linalg.det", a.shape, dt_of(a))
+        return contig(np.asarray(lin.det(a), dtype=a.dtype))
+
+    def slogdet(a):
+        check_matrix("linalg.slogdet", a.shape, dt_of(a))
+        s, ld = lin.slogdet(a)
+        return contig(np.asarray(s, dtype=a.dtype)), contig(np.asarray(ld, dtype=a.dtype))
+
+    def _inv_info(a):
+        batch = a.shape[:-2]
+        if not is_numpy:
+            r = lin.inv(a)
+            return r, nonfinite(r, batch) & ~nonfinite(a, batch).astype(bool)
+        try:
+            return lin.inv(a), np.zeros(batch, dtype=np.int32)
+        except NpLinAlgError:
+            info = infos(a, first_zero_pivot, batch)
+            flat = a.reshape((-1,) + a.shape[-2:])
+            out = np.full(flat.shape, np.nan, dtype=a.dtype)
+            for i, v in enumerate(info.reshape(-1)):
+                if not v:
+                    out[i] = lin.inv(flat[i])
+            return out.reshape(a.shape), info
+
+    def inv_ex(a, check_errors=False):
+        check_matrix("linalg.inv", a.shape, dt_of(a))
+        r, info = _inv_info(a)
+        if check_errors:
+            raise_first("linalg.inv", a.shape, info, lambda k: (
+                f"The diagonal element {k} is zero, the inversion could not be completed "
+                f"because the input matrix is singular." if is_numpy else
+                "The inversion could not be completed because the input matrix is singular."))
+        return contig(r.astype(a.dtype, copy=False)), info
+
+    def solve(a, b):
+        shape = solve_shape(a.shape, b.shape, dt_of(a), dt_of(b))
+        a = np.broadcast_to(a, shape[:-2] + a.shape[-2:])
+        b = np.broadcast_to(b, shape)
+        msg = "The solver failed because the input matrix is singular."
+        if not is_numpy:
+            r = lin.solve(a, b)
+            bad = nonfinite(r, shape[:-2]) & ~nonfinite(a, shape[:-2]).astype(bool)
+            raise_first("linalg.solve", a.shape, bad, lambda k: msg)
+            return contig(r)
+        try:
+            return contig(lin.solve(a, b).astype(a.dtype, copy=False))
+        except NpLinAlgError:
+            info = infos(a, first_zero_pivot, shape[:-2])
+            raise_first("linalg.solve", a.shape, info, lambda k: msg)
+            raise
+
+    def cholesky_ex(a, upper=False, check_errors=False):
+        check_matrix("linalg.cholesky", a.shape, dt_of(a))
+        batch = a.shape[:-2]
+        src = mT(a) if upper else a      # upper: read A's upper triangle, as torch
+        if not is_numpy:
+            r = lin.cholesky(src)
+            info = nonfinite(r, batch) & ~nonfinite(a, batch).astype(bool)
+        else:
+            try:
+                r, info = lin.cholesky(src), np.zeros(batch, dtype=np.int32)
+            except NpLinAlgError:
+                info = infos(src, not_pd_order, batch)
+                flat = src.reshape((-1,) + src.shape[-2:])
+                r = np.full(flat.shape, np.nan, dtype=a.dtype)
+                for i, v in enumerate(info.reshape(-1)):
+                    if not v:
+                        r[i] = lin.cholesky(flat[i])
+                r = r.reshape(a.shape)
+        if check_errors:
+            raise_first("linalg.cholesky", a.shape, info, lambda k: (
+                f"The factorization could not be completed because the input is not "
+                f"positive-definite (the leading minor of order {k} is not positive-definite)."
+                if is_numpy else "The factorization could not be completed because the input "
+                "is not positive-definite."))
+        r = mT(r) if upper else r
+        return contig(r.astype(a.dtype, copy=False)), info
+
+    def qr(a, mode="reduced"):
+        check_matrix("linalg.qr", a.shape, dt_of(a), square=False)
+        qs, rs = qr_shapes(a.shape, mode)
+        if a.size == 0:
+            q = np.zeros(qs, dtype=a.dtype)
+            if mode == "complete" and qs[-1]:
+                q = q + np.eye(qs[-1], dtype=a.dtype)
+            return q, np.zeros(rs, dtype=a.dtype)
+        if mode == "r":
+            r = lin.qr(a, mode="r")
+            return np.zeros((0,), dtype=a.dtype), contig(r.astype(a.dtype, copy=False))
+        q, r = lin.qr(a, mode=mode)
+        return contig(q.astype(a.dtype, copy=False)), contig(r.astype(a.dtype, copy=False))
+
+    def svd(a, full_matrices=True):
+        check_matrix("linalg.svd", a.shape, dt_of(a), square=False)
+        us, ss, vs = svd_shapes(a.shape, full_matrices)
+        if a.size == 0:
+            def eye(s):
+                z = np.zeros(s, dtype=a.dtype)
+                return z + np.eye(s[-1], dtype=a.dtype) if len(s) and s[-1] and \
+                    s[-1] == s[-2] and 0 not in s else z
+            return eye(us), np.zeros(ss, dtype=a.dtype), eye(vs)
+        u, s, vh = lin.svd(a, full_matrices=full_matrices)
+        return tuple(contig(x.astype(a.dtype, copy=False)) for x in (u, s, vh))
+
+    def eigh(a, UPLO="L"):   # noqa: N803 - torch's name
+        check_uplo(UPLO)
+        check_matrix("linalg.eigh", a.shape, dt_of(a))
+        if a.size == 0:
+            return np.zeros(a.shape[:-1], dtype=a.dtype), np.zeros(a.shape, dtype=a.dtype)
+        w, v = lin.eigh(a, UPLO=UPLO.upper())
+        return contig(w.astype(a.dtype, copy=False)), contig(v.astype(a.dtype, copy=False))
+
+    return {"linalg_det": det, "linalg_slogdet": slogdet, "linalg_inv_ex": inv_ex,
+            "linalg_solve": solve, "linalg_cholesky_ex": cholesky_ex, "linalg_qr": qr,
+            "linalg_svd": svd, "linalg_eigh": eigh}
