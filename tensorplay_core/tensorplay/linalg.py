@@ -27,6 +27,7 @@ from ._kernels.linalg import LinAlgError
 from ._ops import ops as O
 from ._ops._define import write_out as _write_out
 from ._tensor import Tensor
+from .autograd import is_grad_enabled
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh",
            "eigvalsh", "inv", "inv_ex", "lstsq", "matmul", "matrix_norm", "matrix_power",
@@ -471,7 +472,8 @@ def pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = Fal
          out: Any = None) -> Tensor:
     """The Moore-Penrose pseudo-inverse ``(..., n, m)`` of ``A`` ``(..., m, n)``, from its SVD
     (``hermitian=True``: its ``eigh``), singular values at or below ``max(atol, rtol * s_max)``
-    taken as zero (default rtol: eps * max(m, n)). Differentiable (through ``svd``/``eigh``).
+    taken as zero (default rtol: eps * max(m, n)). Differentiable (through ``svd``: the gradient
+    of the whole matrix, as torch's ``pinv_backward``, also with ``hermitian=True``).
     Same as ``torch.linalg.pinv``."""
     if out is not None:
         return _out("linalg.pinv", out, pinv, (A,), {"atol": atol, "rtol": rtol,
@@ -482,7 +484,9 @@ def pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = Fal
     m, n = A.shape[-2], A.shape[-1]
     if m == 0 or n == 0:
         return O.full(list(A.shape[:-2]) + [n, m], 0.0, dtype=A.dtype, device=A.device)
-    if hermitian:
+    if hermitian and not (A.requires_grad and is_grad_enabled()):
+        # (under autograd the SVD below: its gradient is torch's pinv_backward, the derivative
+        # of pinv of the whole matrix; eigh's would be a symmetric one)
         lam, v = O.linalg_eigh(A, "L")
         s = O.abs(lam)
         tol = _tol("linalg.pinv", A, O.amax(s, [-1], True), atol, rtol)
@@ -529,8 +533,9 @@ def matrix_power(A: Tensor, n: int, *, out: Any = None) -> Tensor:
     if isinstance(n, builtins.bool) or not isinstance(n, int):
         raise TypeError(f"linalg.matrix_power(): argument 'n' must be int, not {type(n).__name__}")
     if n == 0:
+        # torch's: a clone of A overwritten with the identity (in the graph, zero gradient)
         eye = O.eye(A.shape[-1], A.shape[-1], dtype=A.dtype, device=A.device)
-        return O.clone(O.expand(eye, list(A.shape)))
+        return O.copy_(O.clone(A), O.expand(eye, list(A.shape)))
     if n < 0:
         A = inv(A)
         n = -n
