@@ -183,8 +183,9 @@ def slogdet(A: Tensor, *, out: Any = None) -> linalg_slogdet:
 
 def inv_ex(A: Tensor, *, check_errors: bool = False, out: Any = None) -> linalg_inv_ex:
     """``(inverse, info)``: the inverse of each square matrix and an int32 ``(...)`` code, 0 for
-    success and positive for a singular matrix (LAPACK getrf's first zero pivot on cpu, 1 on
-    cuda), whose inverse then holds NaN (torch leaves LAPACK's partial values). With
+    success and positive for a singular matrix (LAPACK getrf's first zero pivot, found on the
+    host for the failed matrices), whose inverse then holds NaN (torch leaves LAPACK's partial
+    values). With
     ``check_errors=True`` a singular matrix raises ``LinAlgError``. Same as
     ``torch.linalg.inv_ex``."""
     if out is not None:
@@ -232,7 +233,7 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False,
     """``(L, info)``: the Cholesky factor of each symmetric positive-definite matrix (lower,
     read from ``A``'s lower triangle; ``upper=True``: upper ``U = L^T``, read from the upper
     triangle) and an int32 ``(...)`` code: 0, or the order of the first leading minor that is
-    not positive-definite (1 on cuda), whose factor then holds NaN. ``check_errors=True`` raises
+    not positive-definite, whose factor then holds NaN. ``check_errors=True`` raises
     ``LinAlgError`` instead. Gradient as torch's ``cholesky_backward`` (symmetric). Same as
     ``torch.linalg.cholesky_ex``."""
     if out is not None:

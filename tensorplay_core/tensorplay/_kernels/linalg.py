@@ -7,8 +7,9 @@ The argument checks (``check_matrix``, ``check_solve``, ``qr_shapes``...) are pl
 shapes and dtypes shared with the fake rules (``_ops/linalg.py``), so eager, fake and captured
 calls refuse the same arguments with torch's words. ``LinAlgError`` (torch's
 ``torch.linalg.LinAlgError``, a ``RuntimeError``) is raised for a singular or non positive-definite
-input where torch raises it; on cuda, CuPy reports no per-matrix error code, so a failure is
-detected as a non-finite result of a finite input (the message then names no pivot).
+input where torch raises it (CuPy is asked to raise too: ``cupyx.errstate(linalg="raise")``);
+the failed matrix's code (the first zero pivot, the order of the leading minor) is then found
+on the host, matrix by matrix, on that error path only.
 """
 
 from __future__ import annotations
@@ -122,11 +123,23 @@ def _batch_prefix(shape, index) -> str:
 
 def bind(c) -> dict:
     """``{op name: kernel}`` for this family on the context ``c`` (``_context.Context``)."""
+    import contextlib
+
+    import numpy
     np = c.be.np
     lin = np.linalg
     dt_of = c.dt_of
-    is_numpy = getattr(np, "__name__", "") == "numpy"
-    NpLinAlgError = getattr(lin, "LinAlgError", ())
+    Failed = numpy.linalg.LinAlgError    # (CuPy raises NumPy's)
+    raising = contextlib.nullcontext
+    if getattr(np, "__name__", "") != "numpy":
+        # CuPy checks cuSOLVER's info codes only when asked: raise as NumPy does
+        try:
+            import cupyx
+
+            def raising():
+                return cupyx.errstate(linalg="raise")
+        except ImportError:  # pragma: no cover - CuPy ships cupyx
+            pass
 
     def contig(a):
         a = np.asarray(a)      # (numpy.linalg gives a NumPy scalar for one matrix's det)
@@ -136,11 +149,14 @@ def bind(c) -> dict:
     def mT(a):
         return np.swapaxes(a, -1, -2)
 
+    def host(m):
+        return numpy.array(m.get() if hasattr(m, "get") else m, dtype=numpy.float64)
+
     def first_zero_pivot(m) -> int:
-        """LAPACK getrf's ``info`` of square matrix ``m`` (host copy): the 1-based index of the
-        first exactly zero pivot of LU with partial pivoting, 0 when there is none."""
-        import numpy
-        u = numpy.array(m.get() if hasattr(m, "get") else m, dtype=numpy.float64)
+        """LAPACK getrf's ``info`` of square matrix ``m``: the 1-based index of the first
+        exactly zero pivot of LU with partial pivoting (on the host), 1 when there is none
+        (the backend's own solver failed all the same)."""
+        u = host(m)
         n = u.shape[0]
         for j in range(n):
             p = j + int(numpy.argmax(numpy.abs(u[j:, j])))
@@ -150,47 +166,50 @@ def bind(c) -> dict:
                 u[[j, p]] = u[[p, j]]
             u[j + 1:, j] /= u[j, j]
             u[j + 1:, j + 1:] -= numpy.outer(u[j + 1:, j], u[j, j + 1:])
-        return 0
+        return 1
 
     def not_pd_order(m) -> int:
         """The order of the first leading minor of ``m`` that is not positive-definite (potrf's
-        ``info``), 0 when ``m`` is positive-definite."""
-        import numpy
-        u = numpy.array(m.get() if hasattr(m, "get") else m, dtype=numpy.float64)
+        ``info``, found on the host), ``n`` when none is found."""
+        u = host(m)
         n = u.shape[0]
         for k in range(1, n + 1):
             try:
-                r = numpy.linalg.cholesky(u[:k, :k])
-                if not numpy.isfinite(r).all():
-                    return k
+                numpy.linalg.cholesky(u[:k, :k])
             except numpy.linalg.LinAlgError:
                 return k
-        return 0
+        return n
 
-    def per_matrix(a, f):
-        """``f`` of each matrix of batch ``a`` (host loop: the error path only)."""
+    def batched(f, a, info_of):
+        """``(f(a), info)``: ``f`` over the batch ``a`` at once; where it fails (a
+        ``LinAlgError``), matrix by matrix, the failed ones NaN with ``info_of(matrix)``."""
+        batch = a.shape[:-2]
+        try:
+            with raising():
+                return f(a), np.zeros(batch, dtype=np.int32)
+        except Failed:
+            pass
         flat = a.reshape((-1,) + a.shape[-2:])
-        return [f(flat[i]) for i in range(flat.shape[0])]
-
-    def infos(a, f, shape):
-        vals = per_matrix(a, f) if a.size else []
-        return np.asarray(vals, dtype=np.int32).reshape(shape)
-
-    def nonfinite(r, batch_shape):
-        """Per matrix: 1 where ``r`` holds a non-finite value (CuPy's failures), else 0."""
-        bad = ~np.isfinite(r)
-        bad = bad.reshape(tuple(batch_shape) + (-1,)).any(axis=-1)
-        return bad.astype(np.int32)
+        outs, info = [], numpy.zeros(flat.shape[0], dtype=numpy.int32)
+        for i in range(flat.shape[0]):
+            try:
+                with raising():
+                    outs.append(f(flat[i]))
+            except Failed:
+                info[i] = info_of(flat[i])
+                outs.append(None)
+        good = next(o for o in outs if o is not None) if info.min() == 0 else None
+        shape = good.shape if good is not None else a.shape[-2:]
+        r = np.stack([o if o is not None else np.full(shape, np.nan, dtype=a.dtype)
+                      for o in outs])
+        return r.reshape(batch + shape), np.asarray(info.reshape(batch))
 
     def raise_first(api, shape, info, what):
-        host = info.get() if hasattr(info, "get") else info
-        import numpy
-        flat = numpy.asarray(host).reshape(-1)
+        flat = numpy.asarray(info.get() if hasattr(info, "get") else info).reshape(-1)
         bad = numpy.nonzero(flat)[0]
-        if not bad.size:
-            return
-        i = int(bad[0])
-        raise LinAlgError(f"{api}: {_batch_prefix(shape, i)}{what(int(flat[i]))}")
+        if bad.size:
+            i = int(bad[0])
+            raise LinAlgError(f"{api}: {_batch_prefix(shape, i)}{what(int(flat[i]))}")
 
     def det(a):
         check_matrix("linalg.det", a.shape, dt_of(a))
@@ -201,73 +220,36 @@ def bind(c) -> dict:
         s, ld = lin.slogdet(a)
         return contig(np.asarray(s, dtype=a.dtype)), contig(np.asarray(ld, dtype=a.dtype))
 
-    def _inv_info(a):
-        batch = a.shape[:-2]
-        if not is_numpy:
-            r = lin.inv(a)
-            return r, nonfinite(r, batch) & ~nonfinite(a, batch).astype(bool)
-        try:
-            return lin.inv(a), np.zeros(batch, dtype=np.int32)
-        except NpLinAlgError:
-            info = infos(a, first_zero_pivot, batch)
-            flat = a.reshape((-1,) + a.shape[-2:])
-            out = np.full(flat.shape, np.nan, dtype=a.dtype)
-            for i, v in enumerate(info.reshape(-1)):
-                if not v:
-                    out[i] = lin.inv(flat[i])
-            return out.reshape(a.shape), info
-
     def inv_ex(a, check_errors=False):
         check_matrix("linalg.inv", a.shape, dt_of(a))
-        r, info = _inv_info(a)
+        r, info = batched(lin.inv, a, first_zero_pivot)
         if check_errors:
             raise_first("linalg.inv", a.shape, info, lambda k: (
                 f"The diagonal element {k} is zero, the inversion could not be completed "
-                f"because the input matrix is singular." if is_numpy else
-                "The inversion could not be completed because the input matrix is singular."))
+                f"because the input matrix is singular."))
         return contig(r.astype(a.dtype, copy=False)), info
 
     def solve(a, b):
         shape = solve_shape(a.shape, b.shape, dt_of(a), dt_of(b))
-        a = np.broadcast_to(a, shape[:-2] + a.shape[-2:])
-        b = np.broadcast_to(b, shape)
-        msg = "The solver failed because the input matrix is singular."
-        if not is_numpy:
-            r = lin.solve(a, b)
-            bad = nonfinite(r, shape[:-2]) & ~nonfinite(a, shape[:-2]).astype(bool)
-            raise_first("linalg.solve", a.shape, bad, lambda k: msg)
-            return contig(r)
+        a = np.ascontiguousarray(np.broadcast_to(a, shape[:-2] + a.shape[-2:]))
+        b = np.ascontiguousarray(np.broadcast_to(b, shape))
         try:
-            return contig(lin.solve(a, b).astype(a.dtype, copy=False))
-        except NpLinAlgError:
-            info = infos(a, first_zero_pivot, shape[:-2])
-            raise_first("linalg.solve", a.shape, info, lambda k: msg)
+            with raising():
+                return contig(lin.solve(a, b).astype(a.dtype, copy=False))
+        except Failed:
+            info = batched(lin.inv, a, first_zero_pivot)[1]
+            raise_first("linalg.solve", a.shape, info,
+                        lambda k: "The solver failed because the input matrix is singular.")
             raise
 
     def cholesky_ex(a, upper=False, check_errors=False):
         check_matrix("linalg.cholesky", a.shape, dt_of(a))
-        batch = a.shape[:-2]
         src = mT(a) if upper else a      # upper: read A's upper triangle, as torch
-        if not is_numpy:
-            r = lin.cholesky(src)
-            info = nonfinite(r, batch) & ~nonfinite(a, batch).astype(bool)
-        else:
-            try:
-                r, info = lin.cholesky(src), np.zeros(batch, dtype=np.int32)
-            except NpLinAlgError:
-                info = infos(src, not_pd_order, batch)
-                flat = src.reshape((-1,) + src.shape[-2:])
-                r = np.full(flat.shape, np.nan, dtype=a.dtype)
-                for i, v in enumerate(info.reshape(-1)):
-                    if not v:
-                        r[i] = lin.cholesky(flat[i])
-                r = r.reshape(a.shape)
+        r, info = batched(lin.cholesky, src, not_pd_order)
         if check_errors:
             raise_first("linalg.cholesky", a.shape, info, lambda k: (
                 f"The factorization could not be completed because the input is not "
-                f"positive-definite (the leading minor of order {k} is not positive-definite)."
-                if is_numpy else "The factorization could not be completed because the input "
-                "is not positive-definite."))
+                f"positive-definite (the leading minor of order {k} is not positive-definite)."))
         r = mT(r) if upper else r
         return contig(r.astype(a.dtype, copy=False)), info
 
