@@ -519,3 +519,19 @@ def test_gradgradcheck_inv_and_solve():
     B = _t(_R.standard_normal((3, 2)), grad=True)
     assert tp.autograd.gradgradcheck(LA.solve, (A, B), eps=1e-6, atol=1e-5, rtol=1e-4)
     assert tp.autograd.gradgradcheck(LA.det, (A,), eps=1e-6, atol=1e-5, rtol=1e-4)
+
+
+def test_singular_and_eigen_vectors_have_a_device_independent_sign():
+    # each vector's largest-magnitude entry is positive (LAPACK and cuSOLVER may differ in sign;
+    # this convention makes cpu and cuda agree), and the factorisations still reconstruct A
+    a = _R.standard_normal((3, 5, 4))
+    U, S, Vh = LA.svd(_t(a))
+    # U's columns (Vh's rows flip with their pair)
+    cols = U.numpy()
+    assert (np.take_along_axis(cols, np.abs(cols).argmax(-2)[..., None, :], -2) > 0).all()
+    _close(U[..., :4] @ (S.unsqueeze(-1) * Vh), a)
+    s = _sym(3, 4, 4)
+    w, V = LA.eigh(_t(s))
+    v = V.numpy()
+    assert (np.take_along_axis(v, np.abs(v).argmax(-2)[..., None, :], -2) > 0).all()
+    _close(V @ (w.unsqueeze(-1) * V.mT), s)

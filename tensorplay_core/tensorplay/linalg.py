@@ -271,8 +271,9 @@ def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None,
     """``(U, S, Vh)`` with ``A = U diag(S) Vh`` for ``A`` ``(..., m, n)``, k = min(m, n): S
     ``(..., k)`` descending; ``full_matrices=True``: U ``(..., m, m)``, Vh ``(..., n, n)``;
     else U ``(..., m, k)``, Vh ``(..., k, n)``. ``driver`` is accepted for torch's signature
-    (cuda-only in torch) and ignored. The singular vectors are unique up to sign (LAPACK gesdd's
-    choice on cpu). Backward as torch's ``svd_backward`` (finite for distinct non-zero
+    (cuda-only in torch) and ignored. The singular vectors are unique up to sign only (torch's
+    are its backend's, which differ between its devices); here each column of U has its
+    largest-magnitude entry positive (Vh's paired row flips with it), the same on every device. Backward as torch's ``svd_backward`` (finite for distinct non-zero
     singular values; ``full_matrices`` uses the first k vectors). Same as ``torch.linalg.svd``."""
     if out is not None:
         return _out("linalg.svd", out, svd, (A, full_matrices), {"driver": driver}, n=3)
@@ -292,7 +293,8 @@ def svdvals(A: Tensor, *, driver: str | None = None, out: Any = None) -> Tensor:
 def eigh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> linalg_eigh:  # noqa: N803
     """``(eigenvalues, eigenvectors)`` of each symmetric matrix ``(..., n, n)``, read from its
     lower (``UPLO="L"``) or upper (``"U"``) triangle: eigenvalues ``(..., n)`` ascending,
-    eigenvectors ``(..., n, n)`` as columns (unique up to sign). Backward as torch's (the
+    eigenvectors ``(..., n, n)`` as columns (unique up to sign only: here each has its
+    largest-magnitude entry positive, the same on every device). Backward as torch's (the
     gradient of a symmetric input; eigenvector gradients are finite for distinct eigenvalues).
     Same as ``torch.linalg.eigh``."""
     if out is not None:

@@ -204,6 +204,16 @@ def bind(c) -> dict:
                       for o in outs])
         return r.reshape(batch + shape), np.asarray(info.reshape(batch))
 
+    def col_signs(x):
+        """``(..., 1, n)``: per column of ``x``, the sign of its entry of largest magnitude (the
+        first such entry; 1 for a zero column). Singular and eigen vectors are unique up to sign
+        only, and LAPACK (cpu) and cuSOLVER (cuda) may pick different ones; scaling each column
+        by this makes that entry positive, so every device returns the same vectors (torch's
+        own sign is the backend's, and differs between its devices)."""
+        idx = np.argmax(np.abs(x), axis=-2)[..., None, :]
+        sg = np.sign(np.take_along_axis(x, idx, axis=-2))
+        return np.where(sg == 0, 1, sg).astype(x.dtype, copy=False)
+
     def raise_first(api, shape, info, what):
         flat = numpy.asarray(info.get() if hasattr(info, "get") else info).reshape(-1)
         bad = numpy.nonzero(flat)[0]
@@ -277,6 +287,13 @@ def bind(c) -> dict:
                     s[-1] == s[-2] and 0 not in s else z
             return eye(us), np.zeros(ss, dtype=a.dtype), eye(vs)
         u, s, vh = lin.svd(a, full_matrices=full_matrices)
+        k = s.shape[-1]
+        su = col_signs(u)                        # (..., 1, m or k)
+        u = u * su
+        sv = np.swapaxes(su[..., :k], -1, -2)    # the paired rows of Vh flip with them
+        if vh.shape[-2] > k:                     # full_matrices: Vh's unpaired rows, alone
+            sv = np.concatenate([sv, np.swapaxes(col_signs(mT(vh[..., k:, :])), -1, -2)], -2)
+        vh = vh * sv
         return tuple(contig(x.astype(a.dtype, copy=False)) for x in (u, s, vh))
 
     def eigh(a, UPLO="L"):   # noqa: N803 - torch's name
@@ -285,6 +302,7 @@ def bind(c) -> dict:
         if a.size == 0:
             return np.zeros(a.shape[:-1], dtype=a.dtype), np.zeros(a.shape, dtype=a.dtype)
         w, v = lin.eigh(a, UPLO=UPLO.upper())
+        v = v * col_signs(v)
         return contig(w.astype(a.dtype, copy=False)), contig(v.astype(a.dtype, copy=False))
 
     return {"linalg_det": det, "linalg_slogdet": slogdet, "linalg_inv_ex": inv_ex,

@@ -34,9 +34,11 @@ DOCS = {
     "linalg_qr": ("``(Q, R)`` with ``A = Q R``, ``mode`` \"reduced\", \"complete\" or "
                   "\"r\" (Q empty); LAPACK's signs.", "torch.linalg.qr"),
     "linalg_svd": ("``(U, S, Vh)`` with ``A = U diag(S) Vh``, S descending, ``full_matrices`` "
-                   "as torch; singular vectors unique up to sign.", "torch.linalg.svd"),
+                   "as torch; singular vectors unique up to sign only (here: each column of U with its "
+                   "largest-magnitude entry positive, on every device).", "torch.linalg.svd"),
     "linalg_eigh": ("``(eigenvalues, eigenvectors)`` of each symmetric matrix read from its "
-                    "``UPLO`` (\"L\"/\"U\") triangle; eigenvalues ascending.",
+                    "``UPLO`` (\"L\"/\"U\") triangle; eigenvalues ascending; each eigenvector with "
+                    "its largest-magnitude entry positive.",
                     "torch.linalg.eigh"),
     # two-operand math and inverse hyperbolics added in session 44
     "atan2": ("Arctangent of ``input / other`` in (-pi, pi] by the quadrant of ``(other, "
