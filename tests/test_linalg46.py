@@ -535,3 +535,33 @@ def test_singular_and_eigen_vectors_have_a_device_independent_sign():
     v = V.numpy()
     assert (np.take_along_axis(v, np.abs(v).argmax(-2)[..., None, :], -2) > 0).all()
     _close(V @ (w.unsqueeze(-1) * V.mT), s)
+
+
+def test_solve_ex_and_solve_triangular():
+    a, b = _wc(2, 3, 3), _R.standard_normal((2, 3, 2))
+    r = LA.solve_ex(_t(a), _t(b))
+    _close(r.result, np.linalg.solve(a, b))
+    assert r.info.tolist() == [0, 0] and r.info.dtype is tp.int32
+    sing = np.stack([a[0], [[1.0, 2, 3], [2, 4, 6], [0, 0, 1]]])
+    r = LA.solve_ex(_t(sing), _t(b))
+    assert r.info.tolist() == [0, 2]
+    _close(r.result[0], np.linalg.solve(a[0], b[0]))
+    assert np.isnan(r.result[1].numpy()).all()
+    with pytest.raises(LA.LinAlgError, match="singular"):
+        LA.solve_ex(_t(sing), _t(b), check_errors=True)
+    up = np.triu(a) + np.tril(_R.standard_normal(a.shape), -1)      # junk below: not read
+    x = LA.solve_triangular(_t(up), _t(b), upper=True)
+    _close(x, np.linalg.solve(np.triu(a), b))
+    lo = np.tril(a)
+    _close(LA.solve_triangular(_t(lo), _t(b), upper=False), np.linalg.solve(lo, b))
+    unit = np.triu(a, 1) + np.eye(3)
+    _close(LA.solve_triangular(_t(np.triu(a)), _t(b), upper=True, unitriangular=True),
+           np.linalg.solve(unit, b))
+    bl = _R.standard_normal((2, 4, 3))
+    _close(LA.solve_triangular(_t(up), _t(bl), upper=True, left=False) @ _t(np.triu(a)), bl)
+    A = _t(up, grad=True)
+    _gc(lambda m, v: LA.solve_triangular(m, v, upper=True), A, _t(b, grad=True))
+    LA.solve_triangular(A, _t(b), upper=True).sum().backward()
+    assert not np.tril(A.grad.numpy(), -1).any()          # the gradient is triangular, as torch
+    with pytest.raises(RuntimeError, match="B must have at least 2 dimensions"):
+        LA.solve_triangular(_t(up), _t(b[0, :, 0]), upper=True)

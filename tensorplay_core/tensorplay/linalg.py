@@ -31,7 +31,8 @@ from .autograd import is_grad_enabled
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh",
            "eigvalsh", "inv", "inv_ex", "lstsq", "matmul", "matrix_norm", "matrix_power",
-           "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "svd", "svdvals",
+           "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex",
+           "solve_triangular", "svd", "svdvals",
            "vecdot", "vector_norm"]
 
 
@@ -226,6 +227,67 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True, out: Any = None) -> Tensor
     if not left:
         return _mT(O.linalg_solve(_mT(A), _mT(B)))
     return O.linalg_solve(A, B)
+
+
+class linalg_solve_ex(NamedTuple):  # noqa: N801
+    """``(result, info)`` of ``linalg.solve_ex``."""
+    result: Tensor
+    info: Tensor
+
+
+def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False,
+             out: Any = None) -> linalg_solve_ex:
+    """``(result, info)``: ``solve(A, B, left=left)`` and an int32 ``(...)`` code per matrix of
+    ``A`` (0; > 0 for a singular one, whose result then holds NaN); ``check_errors=True`` raises
+    ``LinAlgError`` as ``solve``. Same as ``torch.linalg.solve_ex``."""
+    if out is not None:
+        return _out("linalg.solve_ex", out, solve_ex, (A, B),
+                    {"left": left, "check_errors": check_errors}, n=2)
+    _check_tensor("linalg.solve_ex", A)
+    _check_tensor("linalg.solve_ex", B, "B")
+    try:
+        x = solve(A, B, left=left)
+    except LinAlgError:
+        if check_errors:
+            raise
+    else:
+        return linalg_solve_ex(x, O.full(list(A.shape[:-2]), 0, dtype=_dtype.int32,
+                                          device=A.device))
+    # a singular matrix in the batch: the others' solutions through their inverses, NaN for it
+    inv_a, info = O.linalg_inv_ex(A if left else _mT(A), check_errors=False)
+    if left and _vector_rhs(A, B):
+        x = O.squeeze(O.matmul(inv_a, O.unsqueeze(B, -1)), [-1])
+    elif left:
+        x = O.matmul(inv_a, B)
+    else:
+        x = _mT(O.matmul(inv_a, _mT(B)))
+    return linalg_solve_ex(x, info)
+
+
+def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
+                     unitriangular: bool = False, out: Any = None) -> Tensor:
+    """The solution ``X`` of ``A X = B`` (``X A = B`` with ``left=False``) for triangular ``A``
+    ``(..., n, n)`` (only its ``upper`` or lower triangle is read; ``unitriangular=True``: its
+    diagonal is taken as ones) and ``B`` ``(..., n, k)`` (``(..., k, n)`` with ``left=False``),
+    batch dims broadcast. Computed as ``solve`` of that triangle, so differentiable (``A``'s
+    gradient is triangular too, as torch's). Same as ``torch.linalg.solve_triangular``."""
+    if out is not None:
+        return _out("linalg.solve_triangular", out, solve_triangular, (A, B),
+                    {"upper": upper, "left": left, "unitriangular": unitriangular})
+    api = "linalg.solve_triangular"
+    _check_tensor(api, A)
+    _check_tensor(api, B, "B")
+    if B.ndim < 2:
+        raise RuntimeError(f"{api}: The input tensor B must have at least 2 dimensions.")
+    from ._ops.linalg import _tri
+    from ._kernels.linalg import check_matrix
+    check_matrix(api, tuple(A.shape), A.dtype)
+    t = _tri(A, not upper, 0)
+    if unitriangular:
+        n = A.shape[-1]
+        eye = O.eye(n, n, dtype=A.dtype, device=A.device)
+        t = O.add(O.mul(t, O.rsub(eye, 1.0)), eye)     # the diagonal replaced by ones
+    return O.linalg_solve(t, B) if left else _mT(O.linalg_solve(_mT(t), _mT(B)))
 
 
 def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False,

@@ -99,6 +99,21 @@ def test_solve_forms():
     _check(torch.linalg.solve, LA.solve, [_wc(1, 3, 3), _R.standard_normal((4, 1, 3, 2))])
 
 
+def test_solve_ex_and_solve_triangular():
+    a, b = _wc(2, 3, 3), _R.standard_normal((2, 3, 2))
+    _check(torch.linalg.solve_ex, LA.solve_ex, [a, b])
+    junk = a + np.tril(_R.standard_normal(a.shape), -1)
+    for upper in (True, False):
+        for unit in (False, True):
+            _check(lambda x, y, u=upper, t=unit: torch.linalg.solve_triangular(
+                       x, y, upper=u, unitriangular=t),
+                   lambda x, y, u=upper, t=unit: LA.solve_triangular(
+                       x, y, upper=u, unitriangular=t), [junk, b])
+    _check(lambda x, y: torch.linalg.solve_triangular(x, y, upper=True, left=False),
+           lambda x, y: LA.solve_triangular(x, y, upper=True, left=False),
+           [junk, _R.standard_normal((2, 4, 3))])
+
+
 def test_cholesky_gradients_of_the_whole_matrix_match_torch():
     s = _spd(2, 4, 4)
     _check(torch.linalg.cholesky, LA.cholesky, [s])
