@@ -389,6 +389,9 @@ def vector_norm(x: Tensor, ord: float = 2, dim: int | Sequence[int] | None = Non
         raise RuntimeError(f"linalg.vector_norm: ord must be a number, got {ord!r}")
     if dtype is not None:
         x = O.to_dtype(x, _dtype.as_dtype(dtype))
+    if x.dtype in (_dtype.float16, _dtype.bfloat16):
+        # accumulated in float32 and rounded once, as torch's (a float16 sum of powers overflows)
+        return O.to_dtype(vector_norm(O.to_dtype(x, _dtype.float32), ord, dim, keepdim), x.dtype)
     dims = _dims(dim, x.ndim)
     if ord == math.inf or ord == -math.inf:
         if x.numel() == 0 and any(x.shape[d] == 0 for d in dims) or (x.numel() == 0 and

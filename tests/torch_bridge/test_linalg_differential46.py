@@ -192,6 +192,16 @@ def test_norms_pinv_power_rank_and_friends():
            [_R.standard_normal((2, 5, 3)), _R.standard_normal((2, 5, 2))])
 
 
+def test_vector_norm_low_precision_accumulates_in_float32():
+    a = (_R.standard_normal((4, 300)) * 30).astype(np.float32)
+    for dt in ("float16", "bfloat16"):
+        for o in (2, 3, 1, math.inf):
+            t = torch.linalg.vector_norm(torch.tensor(a).to(getattr(torch, dt)), o, dim=-1)
+            p = LA.vector_norm(tp.tensor(a).to(getattr(tp, dt)), o, dim=-1)
+            assert p.dtype.name == dt
+            np.testing.assert_array_equal(p.float().numpy(), t.float().numpy())
+
+
 def test_cdist_and_dist():
     x, y = _R.standard_normal((2, 5, 3)), _R.standard_normal((2, 4, 3))
     for p in (2.0, 1.0, 3.0, math.inf, 0.0):
