@@ -334,8 +334,9 @@ def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None,
     ``(..., k)`` descending; ``full_matrices=True``: U ``(..., m, m)``, Vh ``(..., n, n)``;
     else U ``(..., m, k)``, Vh ``(..., k, n)``. ``driver`` is accepted for torch's signature
     (cuda-only in torch) and ignored. The singular vectors are unique up to sign only (torch's
-    are its backend's, which differ between its devices); here each column of U has its
-    largest-magnitude entry positive (Vh's paired row flips with it), the same on every device. Backward as torch's ``svd_backward`` (finite for distinct non-zero
+    are its LAPACK's, which differ between its devices and from NumPy's); here each column of
+    U has its largest-magnitude entry positive (Vh's paired row flips with it), the same on
+    every device. Backward as torch's ``svd_backward`` (finite for distinct non-zero
     singular values; ``full_matrices`` uses the first k vectors). Same as ``torch.linalg.svd``."""
     if out is not None:
         return _out("linalg.svd", out, svd, (A, full_matrices), {"driver": driver}, n=3)

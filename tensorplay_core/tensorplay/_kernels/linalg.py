@@ -207,9 +207,10 @@ def bind(c) -> dict:
     def col_signs(x):
         """``(..., 1, n)``: per column of ``x``, the sign of its entry of largest magnitude (the
         first such entry; 1 for a zero column). Singular and eigen vectors are unique up to sign
-        only, and LAPACK (cpu) and cuSOLVER (cuda) may pick different ones; scaling each column
-        by this makes that entry positive, so every device returns the same vectors (torch's
-        own sign is the backend's, and differs between its devices)."""
+        only, and each LAPACK picks its own (NumPy's OpenBLAS, cuSOLVER on cuda, and torch's
+        MKL differ); scaling each column by this makes that entry positive, so every device
+        returns the same vectors. (torch's signs are its backend's and differ between its own
+        devices: no convention reproduces them.)"""
         idx = np.argmax(np.abs(x), axis=-2)[..., None, :]
         sg = np.sign(np.take_along_axis(x, idx, axis=-2))
         return np.where(sg == 0, 1, sg).astype(x.dtype, copy=False)
