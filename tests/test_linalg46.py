@@ -565,3 +565,21 @@ def test_solve_ex_and_solve_triangular():
     assert not np.tril(A.grad.numpy(), -1).any()          # the gradient is triangular, as torch
     with pytest.raises(RuntimeError, match="B must have at least 2 dimensions"):
         LA.solve_triangular(_t(up), _t(b[0, :, 0]), upper=True)
+
+
+def _cofactors(m):
+    n = m.shape[0]
+    return np.array([[(-1) ** (i + j) * np.linalg.det(np.delete(np.delete(m, i, 0), j, 1))
+                      for j in range(n)] for i in range(n)])
+
+
+def test_det_gradient_of_a_singular_matrix_is_the_cofactor_matrix():
+    # torch's formula there (the SVD's cofactors), not the inverse's NaN
+    sing = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.5, -1.0, 2.0]])
+    rank1 = np.outer([1.0, 2.0, -1.0], [0.5, 1.0, 3.0])
+    batch = np.stack([_wc(3, 3), sing, rank1, np.zeros((3, 3))])
+    A = _t(batch, grad=True)
+    LA.det(A).sum().backward()
+    _close(A.grad, np.stack([_cofactors(m) for m in batch]), atol=1e-12)
+    _gc(LA.det, _t(sing, grad=True))
+    _gc(LA.det, _t(np.stack([sing, _wc(3, 3)]), grad=True))

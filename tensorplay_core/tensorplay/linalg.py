@@ -164,8 +164,9 @@ def det(A: Tensor, *, out: Any = None) -> Tensor:
 
     float32/float64 on every device (numpy.linalg.det on cpu, cupy.linalg.det on cuda).
     ``RuntimeError`` for fewer than 2 dims, non-square matrices, integer/bool/low-precision
-    dtypes. Gradient ``(g * det) A^{-T}`` (torch's for an invertible A; a singular A gives
-    non-finite gradients here where torch takes an SVD path). Same as ``torch.linalg.det``."""
+    dtypes. Gradient ``(g * det) A^{-T}``; for an exactly singular A the cofactor matrix from
+    its SVD (torch's formula under ``create_graph=True``; torch's first-order gradient is 0
+    there). Same as ``torch.linalg.det``."""
     if out is not None:
         return _out("linalg.det", out, det, (A,))
     _check_tensor("linalg.det", A)

@@ -89,6 +89,22 @@ def test_det_slogdet_inv_logdet(shape):
            dtype="float32")
 
 
+def test_det_gradient_of_singular_matrices_is_torchs_svd_formula():
+    """At an exactly singular matrix the gradient is the cofactor matrix: torch's SVD formula,
+    which torch takes under create_graph=True. (torch's first-order path instead solves its
+    perturbed LU against det * grad = 0 and gives 0 there -- a known divergence, kept visible
+    here: the finite differences agree with the cofactors, see test_linalg46.py.)"""
+    sing = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.5, -1.0, 2.0]])
+    rank1 = np.outer([1.0, 2.0, -1.0], [0.5, 1.0, 3.0])
+    a = np.stack([_wc(3, 3), sing, rank1, np.zeros((3, 3))])
+    t, p = _pair(a)
+    want, = torch.autograd.grad(torch.linalg.det(t).sum(), t, create_graph=True)
+    LA.det(p).sum().backward()
+    np.testing.assert_allclose(_np(p.grad), _np(want), rtol=1e-9, atol=1e-12)
+    first, = torch.autograd.grad(torch.linalg.det(t).sum(), t)
+    assert not _np(first)[1].any() and _np(want)[1].any()
+
+
 def test_solve_forms():
     a = _wc(2, 3, 3)
     _check(torch.linalg.solve, LA.solve, [a, _R.standard_normal((3, 2))])

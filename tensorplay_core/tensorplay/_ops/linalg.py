@@ -150,10 +150,30 @@ def _save_in_out(ctx, inputs, output):
     ctx.save_for_backward(inputs[0], output if not isinstance(output, tuple) else output[0])
 
 
+def _det_singular_grad(a, g):
+    """``g`` times the cofactor matrix of each matrix of ``a`` from its SVD (torch's formula for
+    a singular A): ``alpha U diag(prod_{j != i} s_j) Vh`` with ``alpha = det(U) det(Vh)``."""
+    u, s, vh = O.linalg_svd(a, False)
+    alpha = O.mul(O.linalg_det(u), O.linalg_det(vh))
+    eye = _eye(s.shape[-1], s)
+    others = O.add(O.mul(O.unsqueeze(s, -2), O.rsub(eye, 1.0)), eye)   # row i: s with s_i -> 1
+    d = O.mul(O.unsqueeze(O.mul(g, alpha), -1), O.prod(others, [-1], False))
+    return O.matmul(O.mul(u, O.unsqueeze(d, -2)), vh)
+
+
 def _det_bw(ctx, g):
-    # torch's linalg_det_backward for an invertible A: (g * det) A^{-T}
+    # torch's linalg_det_backward: (g * det) A^{-T} for an invertible A; for a singular one
+    # (its inverse failed: info > 0) the cofactors from the SVD, which torch also uses there.
+    # The singular case is looked for on real tensors only (a fake or captured graph keeps the
+    # inverse's formula: it cannot read the data)
     a, d = ctx.saved_tensors
-    return O.mul(_bmat(O.mul(g, d)), _mT(_inv(a)))
+    ai, info = O.linalg_inv_ex(a, check_errors=False)
+    ga = O.mul(_bmat(O.mul(g, d)), _mT(ai))
+    if info.native is not None and info.capture_info is None and info.numel():
+        bad = O.ne(info, 0)
+        if bool(O.any(bad, None, False)):
+            ga = O.where(_bmat(bad), _det_singular_grad(a, g), O.where(_bmat(bad), 0.0, ga))
+    return ga
 
 
 defop("linalg_det(Tensor A) -> Tensor", meta=_det_meta, setup=_save_in_out, backward=_det_bw)
