@@ -22,6 +22,8 @@ _m = _R.uniform(-1, 1, (2, 4, 4))
 SPD = _m @ np.swapaxes(_m, -1, -2) + 4 * np.eye(4)
 SYM = 0.2 * (_m + np.swapaxes(_m, -1, -2)) + np.diag(1.5 * np.arange(4))
 B = _R.standard_normal((2, 4, 3))
+SING = np.stack([A[0], np.outer([1.0, 2.0, -1.0, 0.5], [0.5, 1.0, 3.0, -2.0]) + np.diag(
+    [0.0, 0.0, 0.0, 1.0])])                                  # one singular matrix
 
 CALLS = [
     ("det", lambda t: LA.det(t["a"])),
@@ -51,12 +53,17 @@ CALLS = [
     ("cdist", lambda t: tp.cdist(t["m"], t["m"][:, :2])),
     ("logdet", lambda t: tp.logdet(t["spd"])),
     ("svd V", lambda t: tp.svd(t["m"]).V.abs()),
+    ("det singular", lambda t: LA.det(t["sing"])),
+    ("solve_ex singular", lambda t: LA.solve_ex(t["sing"], t["b"]).info),
+    ("solve_triangular", lambda t: LA.solve_triangular(t["a"], t["b"], upper=True)),
+    ("lstsq", lambda t: LA.lstsq(t["m"], t["m"][..., :2]).solution),
 ]
 
 
 def _tensors(device, grad=False):
     return {k: tp.tensor(v, device=device, requires_grad=grad)
-            for k, v in (("a", A), ("m", M), ("w", W), ("spd", SPD), ("sym", SYM), ("b", B))}
+            for k, v in (("a", A), ("m", M), ("w", W), ("spd", SPD), ("sym", SYM), ("b", B),
+                         ("sing", SING))}
 
 
 def _flat(r):
