@@ -306,6 +306,9 @@ def test_out_arguments():
     d = tp.empty((), dtype=F64)
     LA.det(A, out=d)
     _close(d, np.linalg.det(a))
+    m = tp.empty(3, 3, dtype=F64)
+    assert LA.matmul(A, A, out=m) is m
+    _close(m, a @ a)
 
 
 # -- empty inputs ----------------------------------------------------------------------------------

@@ -116,7 +116,7 @@ def _check_tensor(api: str, x: Any, name: str = "A") -> None:
         raise TypeError(f"{api}(): argument '{name}' must be Tensor, not {type(x).__name__}")
 
 
-def _out(api, out, fn, args, kwargs=None, n=1):
+def _out(api, out, fn, args, kwargs=None, n=1) -> Any:
     return _write_out(api, out, fn, args, kwargs or {}, "exact", n, stacklevel=4)
 
 
@@ -612,12 +612,17 @@ def matrix_power(A: Tensor, n: int, *, out: Any = None) -> Tensor:
     if n == 1:
         return O.clone(A)
     # torch's binary decomposition: z holds A^(2^i); the result multiplies the set bits' powers
-    result = z = None
+    result: Tensor | None = None
+    z = A
+    first = True
     while n:
-        z = A if z is None else O.matmul(z, z)
+        if not first:
+            z = O.matmul(z, z)
+        first = False
         if n & 1:
             result = z if result is None else O.matmul(result, z)
         n >>= 1
+    assert result is not None     # n >= 2 here
     return result
 
 
@@ -691,11 +696,12 @@ def _chain(ts):
     for length in range(1, n):
         for i in range(n - length):
             j = i + length
-            cost[i][j] = None
+            best = -1
             for k in range(i, j):
                 c = cost[i][k] + cost[k + 1][j] + p[i] * p[k + 1] * p[j + 1]
-                if cost[i][j] is None or c < cost[i][j]:
-                    cost[i][j], split[i][j] = c, k
+                if best < 0 or c < best:
+                    best, split[i][j] = c, k
+            cost[i][j] = best
 
     def build(i, j):
         if i == j:
@@ -717,8 +723,9 @@ def vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out: Any = None) -> Tensor:
 
 def matmul(input: Tensor, other: Tensor, *, out: Any = None) -> Tensor:  # noqa: A002
     """``input @ other``. Same as ``torch.linalg.matmul`` (``torch.matmul``)."""
-    from . import matmul as _mm
-    return _mm(input, other, out=out)
+    if out is not None:
+        return _out("linalg.matmul", out, matmul, (input, other))
+    return O.matmul(input, other)
 
 
 def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:

@@ -14,6 +14,8 @@ on the host, matrix by matrix, on that error path only.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class LinAlgError(RuntimeError):
     """A linear-algebra function failed on its input (a singular matrix for ``inv``/``solve``,
@@ -124,21 +126,21 @@ def _batch_prefix(shape, index) -> str:
 def bind(c) -> dict:
     """``{op name: kernel}`` for this family on the context ``c`` (``_context.Context``)."""
     import contextlib
+    import functools
+    import importlib
 
     import numpy
     np = c.be.np
     lin = np.linalg
     dt_of = c.dt_of
     Failed = numpy.linalg.LinAlgError    # (CuPy raises NumPy's)
-    raising = contextlib.nullcontext
+    raising: Any = contextlib.nullcontext
     if getattr(np, "__name__", "") != "numpy":
         # CuPy checks cuSOLVER's info codes only when asked: raise as NumPy does
         try:
-            import cupyx
-
-            def raising():
-                return cupyx.errstate(linalg="raise")
-        except ImportError:  # pragma: no cover - CuPy ships cupyx
+            errstate = importlib.import_module("cupyx").errstate
+            raising = functools.partial(errstate, linalg="raise")
+        except (ImportError, AttributeError):  # pragma: no cover - CuPy ships cupyx
             pass
 
     def contig(a):
