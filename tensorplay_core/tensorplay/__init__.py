@@ -841,6 +841,15 @@ __all__ += ["adjoint", "argwhere", "atleast_1d", "atleast_2d", "atleast_3d", "co
             "combinations"]
 
 
+# -- linear algebra (session 46, h-linalg46): torch.linalg and torch's top-level forms -------------
+from . import linalg  # noqa: E402
+from .linalg import cdist, det, inverse, logdet, matrix_power, pinverse  # noqa: E402
+from .linalg import top_cholesky as cholesky, top_qr as qr, top_slogdet as slogdet  # noqa: E402
+from .linalg import top_svd as svd  # noqa: E402
+__all__ += ["linalg", "cdist", "det", "inverse", "logdet", "matrix_power", "pinverse",
+            "cholesky", "qr", "slogdet", "svd"]
+
+
 def __getattr__(name):
     # ``tensorplay.testing`` as an attribute after ``import tensorplay`` (torch's habit), imported
     # on first access: it is not needed to run ops, and ``import tensorplay`` stays light.

@@ -3191,6 +3191,56 @@ class Tensor(TensorBase, instance_class=True):
                        _O.sub(_O.mul(a2, b0), _O.mul(a0, b2)),
                        _O.sub(_O.mul(a0, b1), _O.mul(a1, b0))], d)
 
+    # -- linear algebra (session 46, h-linalg46): torch's methods, forwarding to tensorplay.linalg
+    def det(self) -> Tensor:
+        """The determinant of each matrix (same as ``torch.Tensor.det``; ``linalg.det``)."""
+        from . import linalg
+        return linalg.det(self)
+
+    def logdet(self) -> Tensor:
+        """``log(det(self))`` (NaN for a negative determinant; ``torch.Tensor.logdet``)."""
+        from . import linalg
+        return linalg.logdet(self)
+
+    def slogdet(self) -> Any:
+        """``(sign, logabsdet)`` of the determinant (``torch.Tensor.slogdet``)."""
+        from . import linalg
+        return linalg.top_slogdet(self)
+
+    def inverse(self) -> Tensor:
+        """The inverse of each square matrix (``torch.Tensor.inverse``; ``linalg.inv``)."""
+        from . import linalg
+        return linalg.inverse(self)
+
+    def cholesky(self, upper: _bool = False) -> Tensor:
+        """The Cholesky factor, lower or upper (``torch.Tensor.cholesky``)."""
+        from . import linalg
+        return linalg.top_cholesky(self, upper)
+
+    def qr(self, some: _bool = True) -> Any:
+        """``(Q, R)``, reduced or complete (``torch.Tensor.qr``)."""
+        from . import linalg
+        return linalg.top_qr(self, some)
+
+    def svd(self, some: _bool = True, compute_uv: _bool = True) -> Any:
+        """``(U, S, V)`` (V, not Vh; ``torch.Tensor.svd``)."""
+        from . import linalg
+        return linalg.top_svd(self, some, compute_uv)
+
+    def pinverse(self, rcond: _float = 1e-15) -> Tensor:
+        """The pseudo-inverse (``torch.Tensor.pinverse``; ``linalg.pinv``)."""
+        from . import linalg
+        return linalg.pinverse(self, rcond)
+
+    def matrix_power(self, n: _int) -> Tensor:
+        """``self`` to the integer power ``n`` (``torch.Tensor.matrix_power``)."""
+        from . import linalg
+        return linalg.matrix_power(self, n)
+
+    def dist(self, other: Tensor, p: _float = 2) -> Tensor:
+        """The ``p``-norm of ``self - other`` (``torch.Tensor.dist``; ``tensorplay.dist``)."""
+        return _surface.dist(self, other, p)
+
     # -- floating composites ------------------------------------------------------------------
     def logaddexp(self, other: Tensor) -> Tensor:
         """``log(exp(self) + exp(other))`` computed stably, as torch's kernel (equal infinities

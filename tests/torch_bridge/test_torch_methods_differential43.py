@@ -407,7 +407,10 @@ SWEEP_SKIP = {  # random, host-side, identity or layout answers that differ by d
     "uniform_", "normal_", "bernoulli", "bernoulli_", "exponential_", "log_normal_", "cauchy_",
     "geometric_", "apply_", "register_hook", "retain_grad", "requires_grad_", "detach_", "cuda",
     "cpu", "type", "new", "element_size", "storage_offset", "stride", "is_contiguous", "unique",
-    "nonzero", "argwhere", "masked_select", "dim_order", "share_memory_", "pin_memory"}
+    "nonzero", "argwhere", "masked_select", "dim_order", "share_memory_", "pin_memory",
+    # singular vectors are unique up to sign only (torch's MKL and NumPy's LAPACK pick differently;
+    # tensorplay.linalg fixes one sign): compared sign-free in test_linalg_differential46.py
+    "svd"}
 SWEEP_VALUES = [[0.5, -1.5, 2.0], [3.0, -0.0, 1.0]]
 
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 import contextvars
 import sys
 
-from . import binary, bitwise, factories, indexing, reduction, unary
+from . import binary, bitwise, factories, indexing, linalg, reduction, unary
 from ._context import Context
 
-_FAMILIES = (binary, bitwise, unary, reduction, indexing, factories)
+_FAMILIES = (binary, bitwise, unary, reduction, indexing, factories, linalg)
 
 
 def bind(xp, be) -> dict:

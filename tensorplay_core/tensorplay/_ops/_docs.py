@@ -10,6 +10,36 @@ from __future__ import annotations
 
 # name -> (what it computes, the torch name whose semantics it follows)
 DOCS = {
+    # linear algebra added in session 46 (tensorplay.linalg's decompositions); input A is a batch
+    # (..., m, n) of float32/float64 matrices; numpy.linalg on cpu, cupy.linalg on cuda
+    "linalg_det": ("The determinant of each square matrix, ``(..., n, n)`` -> ``(...)``; "
+                   "RuntimeError for fewer than 2 dims, non-square or non-float input.",
+                   "torch.linalg.det"),
+    "linalg_slogdet": ("``(sign, logabsdet)`` of each square matrix's determinant, each "
+                       "``(...)``; the gradient flows through logabsdet.",
+                       "torch.linalg.slogdet"),
+    "linalg_inv_ex": ("``(inverse, info)``: the inverse of each square matrix and an int32 "
+                      "``(...)`` code (0: success; > 0: singular, the inverse then NaN); "
+                      "``check_errors=True`` raises ``tensorplay.linalg.LinAlgError`` instead.",
+                      "torch.linalg.inv_ex"),
+    "linalg_solve": ("``X`` with ``A X = B`` for square ``A`` ``(..., n, n)`` and ``B`` "
+                     "``(..., n, k)``, batch dims broadcast, one float dtype; LinAlgError for a "
+                     "singular ``A`` (``tensorplay.linalg.solve`` also takes vectors and "
+                     "``left=``).", "torch.linalg.solve"),
+    "linalg_cholesky_ex": ("``(L, info)``: the Cholesky factor (lower, or ``upper=True``) of "
+                           "each symmetric positive-definite matrix, read from that triangle, "
+                           "and an int32 ``(...)`` code (> 0: not positive-definite); "
+                           "``check_errors=True`` raises LinAlgError instead.",
+                           "torch.linalg.cholesky_ex"),
+    "linalg_qr": ("``(Q, R)`` with ``A = Q R``, ``mode`` \"reduced\", \"complete\" or "
+                  "\"r\" (Q empty); LAPACK's signs.", "torch.linalg.qr"),
+    "linalg_svd": ("``(U, S, Vh)`` with ``A = U diag(S) Vh``, S descending, ``full_matrices`` "
+                   "as torch; singular vectors unique up to sign only (here: each column of U with its "
+                   "largest-magnitude entry positive, on every device).", "torch.linalg.svd"),
+    "linalg_eigh": ("``(eigenvalues, eigenvectors)`` of each symmetric matrix read from its "
+                    "``UPLO`` (\"L\"/\"U\") triangle; eigenvalues ascending; each eigenvector with "
+                    "its largest-magnitude entry positive.",
+                    "torch.linalg.eigh"),
     # two-operand math and inverse hyperbolics added in session 44
     "atan2": ("Arctangent of ``input / other`` in (-pi, pi] by the quadrant of ``(other, "
               "input)``, elementwise with broadcasting; tensors only; integer and bool operands "

@@ -1,0 +1,857 @@
+"""``tensorplay.linalg``: linear algebra on batches of matrices, as ``torch.linalg``.
+
+Every function takes tensors of shape ``(..., m, n)`` (any number of leading batch dims, empty
+batches included) of dtype float32 or float64, on any device with a plugin: the decompositions
+(``det``, ``slogdet``, ``inv_ex``, ``solve``, ``cholesky_ex``, ``qr``, ``svd``, ``eigh``) are
+built-in ops ``tp::linalg_*`` whose kernels are ``numpy.linalg`` on cpu and ``cupy.linalg`` on
+cuda, with torch's backward formulas; the rest (norms, ``pinv``, ``matrix_power``,
+``matrix_rank``, ``cross``, ``multi_dot``, ``vecdot``, ``lstsq``) are composites of tensorplay ops,
+so autograd comes with them.
+
+Errors, as torch's: a ``RuntimeError`` for an input of fewer than 2 dims, a non-square matrix
+where a square one is needed, an integer/bool (``Expected a floating point or complex tensor as
+input. Got Long``) or float16/bfloat16 input (``Low precision dtypes not supported``);
+``LinAlgError`` (a ``RuntimeError`` subclass, as ``torch.linalg.LinAlgError``) for a singular
+matrix (``inv``, ``solve``) or one that is not positive-definite (``cholesky``), naming the batch
+element. Complex dtypes are not supported (tensorplay has none).
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from typing import Any, NamedTuple, Sequence
+
+from . import _dtype
+from ._kernels.linalg import LinAlgError
+from ._ops import ops as O
+from ._ops._define import write_out as _write_out
+from ._tensor import Tensor
+from .autograd import is_grad_enabled
+
+__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh",
+           "eigvalsh", "inv", "inv_ex", "lstsq", "matmul", "matrix_norm", "matrix_power",
+           "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex",
+           "solve_triangular", "svd", "svdvals",
+           "vecdot", "vector_norm"]
+
+
+# -- named tuples (torch.return_types.linalg_*) --------------------------------------------------
+class linalg_slogdet(NamedTuple):  # noqa: N801 - torch's names
+    """``(sign, logabsdet)`` of ``linalg.slogdet``."""
+    sign: Tensor
+    logabsdet: Tensor
+
+
+class slogdet_(NamedTuple):
+    """``(sign, logabsdet)`` of ``tensorplay.slogdet`` (``torch.return_types.slogdet``)."""
+    sign: Tensor
+    logabsdet: Tensor
+
+
+slogdet_.__name__ = slogdet_.__qualname__ = "slogdet"
+
+
+class linalg_inv_ex(NamedTuple):  # noqa: N801
+    """``(inverse, info)`` of ``linalg.inv_ex``."""
+    inverse: Tensor
+    info: Tensor
+
+
+class linalg_cholesky_ex(NamedTuple):  # noqa: N801
+    """``(L, info)`` of ``linalg.cholesky_ex``."""
+    L: Tensor
+    info: Tensor
+
+
+class linalg_qr(NamedTuple):  # noqa: N801
+    """``(Q, R)`` of ``linalg.qr``."""
+    Q: Tensor
+    R: Tensor
+
+
+class qr_(NamedTuple):
+    """``(Q, R)`` of ``tensorplay.qr`` (``torch.return_types.qr``)."""
+    Q: Tensor
+    R: Tensor
+
+
+qr_.__name__ = qr_.__qualname__ = "qr"
+
+
+class linalg_svd(NamedTuple):  # noqa: N801
+    """``(U, S, Vh)`` of ``linalg.svd``."""
+    U: Tensor
+    S: Tensor
+    Vh: Tensor
+
+
+class svd_(NamedTuple):
+    """``(U, S, V)`` of ``tensorplay.svd`` (``torch.return_types.svd``: V, not Vh)."""
+    U: Tensor
+    S: Tensor
+    V: Tensor
+
+
+svd_.__name__ = svd_.__qualname__ = "svd"
+
+
+class linalg_eigh(NamedTuple):  # noqa: N801
+    """``(eigenvalues, eigenvectors)`` of ``linalg.eigh``."""
+    eigenvalues: Tensor
+    eigenvectors: Tensor
+
+
+class linalg_lstsq(NamedTuple):  # noqa: N801
+    """``(solution, residuals, rank, singular_values)`` of ``linalg.lstsq``."""
+    solution: Tensor
+    residuals: Tensor
+    rank: Tensor
+    singular_values: Tensor
+
+
+# -- helpers ------------------------------------------------------------------------------------
+def _check_tensor(api: str, x: Any, name: str = "A") -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{api}(): argument '{name}' must be Tensor, not {type(x).__name__}")
+
+
+def _out(api, out, fn, args, kwargs=None, n=1) -> Any:
+    return _write_out(api, out, fn, args, kwargs or {}, "exact", n, stacklevel=4)
+
+
+def _mT(x):
+    return O.transpose(x, -2, -1)
+
+
+def _dims(dim, ndim):
+    if dim is None:
+        return list(range(ndim))
+    ds = [dim] if isinstance(dim, int) else list(dim)
+    return [d + ndim if d < 0 else d for d in ds] if ndim else ds
+
+
+def _safe_root(s, p):
+    """``s ** (1/p)`` (``sqrt`` for p = 2) with a zero gradient where ``s`` is 0 (torch's norm
+    backward masks the zero norm): the root of ``s`` where it is positive, 0 elsewhere, the
+    untaken branch fed 1 so its gradient is finite."""
+    zero = O.eq(s, 0)
+    safe = O.where(zero, 1.0, s)
+    root = O.sqrt(safe) if p == 2 else O.pow(safe, 1.0 / p)
+    return O.where(zero, 0.0, root)
+
+
+def _float_input(api, x):
+    _check_tensor(api, x, "x" if api.endswith("vector_norm") else "A")
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"{api}: Expected a floating point or complex tensor as input. Got "
+                           f"{_scalar_name(x.dtype)}")
+
+
+def _scalar_name(dt):
+    from ._kernels.linalg import scalar_name
+    return scalar_name(dt)
+
+
+def _eps(dt):
+    return {"float32": 1.1920928955078125e-07, "float64": 2.220446049250313e-16,
+            "float16": 0.0009765625, "bfloat16": 0.0078125}[dt.name]
+
+
+# -- decompositions (built-in ops) --------------------------------------------------------------
+def det(A: Tensor, *, out: Any = None) -> Tensor:
+    """The determinant of each matrix: ``(..., n, n)`` -> ``(...)``, as ``torch.linalg.det``.
+
+    float32/float64 on every device (numpy.linalg.det on cpu, cupy.linalg.det on cuda).
+    ``RuntimeError`` for fewer than 2 dims, non-square matrices, integer/bool/low-precision
+    dtypes. Gradient ``(g * det) A^{-T}``; for an exactly singular A the cofactor matrix from
+    its SVD (torch's formula under ``create_graph=True``; torch's first-order gradient is 0
+    there). Same as ``torch.linalg.det``."""
+    if out is not None:
+        return _out("linalg.det", out, det, (A,))
+    _check_tensor("linalg.det", A)
+    return O.linalg_det(A)
+
+
+def slogdet(A: Tensor, *, out: Any = None) -> linalg_slogdet:
+    """``(sign, logabsdet)`` of each matrix's determinant (``(...)`` each; sign is -1, 0 or 1;
+    logabsdet is ``-inf`` for a singular matrix), as ``torch.linalg.slogdet``. Errors as ``det``;
+    the gradient flows through ``logabsdet`` (``g A^{-T}``). Same as ``torch.linalg.slogdet``."""
+    if out is not None:
+        return _out("linalg.slogdet", out, slogdet, (A,), n=2)
+    _check_tensor("linalg.slogdet", A)
+    return linalg_slogdet(*O.linalg_slogdet(A))
+
+
+def inv_ex(A: Tensor, *, check_errors: bool = False, out: Any = None) -> linalg_inv_ex:
+    """``(inverse, info)``: the inverse of each square matrix and an int32 ``(...)`` code, 0 for
+    success and positive for a singular matrix (LAPACK getrf's first zero pivot, found on the
+    host for the failed matrices), whose inverse then holds NaN (torch leaves LAPACK's partial
+    values). With
+    ``check_errors=True`` a singular matrix raises ``LinAlgError``. Same as
+    ``torch.linalg.inv_ex``."""
+    if out is not None:
+        return _out("linalg.inv_ex", out, inv_ex, (A,), {"check_errors": check_errors}, n=2)
+    _check_tensor("linalg.inv_ex", A)
+    return linalg_inv_ex(*O.linalg_inv_ex(A, check_errors=check_errors))
+
+
+def inv(A: Tensor, *, out: Any = None) -> Tensor:
+    """The inverse of each square matrix ``(..., n, n)``. ``LinAlgError`` for a singular matrix
+    (``linalg.inv: (Batch element i): The diagonal element k is zero, ...``); ``RuntimeError``
+    for non-square, fewer than 2 dims or a non-float dtype. Gradient ``-A^{-T} g A^{-T}``.
+    Same as ``torch.linalg.inv``."""
+    if out is not None:
+        return _out("linalg.inv", out, inv, (A,))
+    _check_tensor("linalg.inv", A)
+    return O.linalg_inv_ex(A, check_errors=True)[0]
+
+
+def _vector_rhs(A, B):
+    # torch's rule: B is a (batch of) vector(s) when it is 1-D or has A's shape without the last dim
+    return B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+
+
+def solve(A: Tensor, B: Tensor, *, left: bool = True, out: Any = None) -> Tensor:
+    """The solution ``X`` of ``A X = B`` (``X A = B`` with ``left=False``) for square ``A``
+    ``(..., n, n)`` and ``B`` ``(..., n, k)`` or a vector ``(..., n)`` (torch's rule: 1-D, or
+    ``A``'s shape without its last dim); batch dims broadcast. ``A`` and ``B`` of one float
+    dtype. ``LinAlgError`` for a singular ``A``; ``RuntimeError`` for mismatched shapes or
+    dtypes. Gradients as torch's (``gB = A^{-T} g``, ``gA = -gB X^T``). Same as
+    ``torch.linalg.solve``."""
+    if out is not None:
+        return _out("linalg.solve", out, solve, (A, B), {"left": left})
+    _check_tensor("linalg.solve", A)
+    _check_tensor("linalg.solve", B, "B")
+    if left and A.ndim >= 2 and _vector_rhs(A, B):
+        return O.squeeze(O.linalg_solve(A, O.unsqueeze(B, -1)), [-1])
+    if not left:
+        return _mT(O.linalg_solve(_mT(A), _mT(B)))
+    return O.linalg_solve(A, B)
+
+
+class linalg_solve_ex(NamedTuple):  # noqa: N801
+    """``(result, info)`` of ``linalg.solve_ex``."""
+    result: Tensor
+    info: Tensor
+
+
+def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False,
+             out: Any = None) -> linalg_solve_ex:
+    """``(result, info)``: ``solve(A, B, left=left)`` and an int32 ``(...)`` code per matrix of
+    ``A`` (0; > 0 for a singular one, whose result then holds NaN); ``check_errors=True`` raises
+    ``LinAlgError`` as ``solve``. Same as ``torch.linalg.solve_ex``."""
+    if out is not None:
+        return _out("linalg.solve_ex", out, solve_ex, (A, B),
+                    {"left": left, "check_errors": check_errors}, n=2)
+    _check_tensor("linalg.solve_ex", A)
+    _check_tensor("linalg.solve_ex", B, "B")
+    try:
+        x = solve(A, B, left=left)
+    except LinAlgError:
+        if check_errors:
+            raise
+    else:
+        return linalg_solve_ex(x, O.full(list(A.shape[:-2]), 0, dtype=_dtype.int32,
+                                          device=A.device))
+    # a singular matrix in the batch: the others' solutions through their inverses, NaN for it
+    inv_a, info = O.linalg_inv_ex(A if left else _mT(A), check_errors=False)
+    if left and _vector_rhs(A, B):
+        x = O.squeeze(O.matmul(inv_a, O.unsqueeze(B, -1)), [-1])
+    elif left:
+        x = O.matmul(inv_a, B)
+    else:
+        x = _mT(O.matmul(inv_a, _mT(B)))
+    return linalg_solve_ex(x, info)
+
+
+def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
+                     unitriangular: bool = False, out: Any = None) -> Tensor:
+    """The solution ``X`` of ``A X = B`` (``X A = B`` with ``left=False``) for triangular ``A``
+    ``(..., n, n)`` (only its ``upper`` or lower triangle is read; ``unitriangular=True``: its
+    diagonal is taken as ones) and ``B`` ``(..., n, k)`` (``(..., k, n)`` with ``left=False``),
+    batch dims broadcast. Computed as ``solve`` of that triangle, so differentiable (``A``'s
+    gradient is triangular too, as torch's). Same as ``torch.linalg.solve_triangular``."""
+    if out is not None:
+        return _out("linalg.solve_triangular", out, solve_triangular, (A, B),
+                    {"upper": upper, "left": left, "unitriangular": unitriangular})
+    api = "linalg.solve_triangular"
+    _check_tensor(api, A)
+    _check_tensor(api, B, "B")
+    if B.ndim < 2:
+        raise RuntimeError(f"{api}: The input tensor B must have at least 2 dimensions.")
+    from ._ops.linalg import _tri
+    from ._kernels.linalg import check_matrix
+    check_matrix(api, tuple(A.shape), A.dtype)
+    t = _tri(A, not upper, 0)
+    if unitriangular:
+        n = A.shape[-1]
+        eye = O.eye(n, n, dtype=A.dtype, device=A.device)
+        t = O.add(O.mul(t, O.rsub(eye, 1.0)), eye)     # the diagonal replaced by ones
+    return O.linalg_solve(t, B) if left else _mT(O.linalg_solve(_mT(t), _mT(B)))
+
+
+def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False,
+                out: Any = None) -> linalg_cholesky_ex:
+    """``(L, info)``: the Cholesky factor of each symmetric positive-definite matrix (lower,
+    read from ``A``'s lower triangle; ``upper=True``: upper ``U = L^T``, read from the upper
+    triangle) and an int32 ``(...)`` code: 0, or the order of the first leading minor that is
+    not positive-definite, whose factor then holds NaN. ``check_errors=True`` raises
+    ``LinAlgError`` instead. Gradient as torch's ``cholesky_backward`` (symmetric). Same as
+    ``torch.linalg.cholesky_ex``."""
+    if out is not None:
+        return _out("linalg.cholesky_ex", out, cholesky_ex, (A,),
+                    {"upper": upper, "check_errors": check_errors}, n=2)
+    _check_tensor("linalg.cholesky_ex", A)
+    return linalg_cholesky_ex(*O.linalg_cholesky_ex(A, upper=upper, check_errors=check_errors))
+
+
+def cholesky(A: Tensor, *, upper: bool = False, out: Any = None) -> Tensor:
+    """The Cholesky factor ``L`` (``A = L L^T``; ``upper=True``: ``U``, ``A = U^T U``) of each
+    symmetric positive-definite matrix ``(..., n, n)``. ``LinAlgError`` when one is not
+    positive-definite (``... the leading minor of order k is not positive-definite``).
+    Same as ``torch.linalg.cholesky``."""
+    if out is not None:
+        return _out("linalg.cholesky", out, cholesky, (A,), {"upper": upper})
+    _check_tensor("linalg.cholesky", A)
+    return O.linalg_cholesky_ex(A, upper=upper, check_errors=True)[0]
+
+
+def qr(A: Tensor, mode: str = "reduced", *, out: Any = None) -> linalg_qr:
+    """``(Q, R)`` with ``A = Q R`` for ``A`` ``(..., m, n)``, k = min(m, n): ``mode="reduced"``
+    Q ``(..., m, k)``, R ``(..., k, n)``; ``"complete"`` Q ``(..., m, m)``, R ``(..., m, n)``;
+    ``"r"`` R only (Q is an empty tensor). LAPACK's signs (geqrf), as torch on cpu. Backward as
+    torch's (``RuntimeError`` for ``mode="r"`` and for ``"complete"`` with m > n). Same as
+    ``torch.linalg.qr``."""
+    if out is not None:
+        return _out("linalg.qr", out, qr, (A,), {"mode": mode}, n=2)
+    _check_tensor("linalg.qr", A)
+    return linalg_qr(*O.linalg_qr(A, mode))
+
+
+def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None,
+        out: Any = None) -> linalg_svd:
+    """``(U, S, Vh)`` with ``A = U diag(S) Vh`` for ``A`` ``(..., m, n)``, k = min(m, n): S
+    ``(..., k)`` descending; ``full_matrices=True``: U ``(..., m, m)``, Vh ``(..., n, n)``;
+    else U ``(..., m, k)``, Vh ``(..., k, n)``. ``driver`` is accepted for torch's signature
+    (cuda-only in torch) and ignored. The singular vectors are unique up to sign only (torch's
+    are its LAPACK's, which differ between its devices and from NumPy's); here each column of
+    U has its largest-magnitude entry positive (Vh's paired row flips with it), the same on
+    every device. Backward as torch's ``svd_backward`` (finite for distinct non-zero
+    singular values; ``full_matrices`` uses the first k vectors). Same as ``torch.linalg.svd``."""
+    if out is not None:
+        return _out("linalg.svd", out, svd, (A, full_matrices), {"driver": driver}, n=3)
+    _check_tensor("linalg.svd", A)
+    return linalg_svd(*O.linalg_svd(A, full_matrices))
+
+
+def svdvals(A: Tensor, *, driver: str | None = None, out: Any = None) -> Tensor:
+    """The singular values ``(..., k)`` of ``A`` ``(..., m, n)``, descending. Same as
+    ``torch.linalg.svdvals``."""
+    if out is not None:
+        return _out("linalg.svdvals", out, svdvals, (A,), {"driver": driver})
+    _check_tensor("linalg.svdvals", A)
+    return O.linalg_svd(A, False)[1]
+
+
+def eigh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> linalg_eigh:  # noqa: N803
+    """``(eigenvalues, eigenvectors)`` of each symmetric matrix ``(..., n, n)``, read from its
+    lower (``UPLO="L"``) or upper (``"U"``) triangle: eigenvalues ``(..., n)`` ascending,
+    eigenvectors ``(..., n, n)`` as columns (unique up to sign only: here each has its
+    largest-magnitude entry positive, the same on every device). Backward as torch's (the
+    gradient of a symmetric input; eigenvector gradients are finite for distinct eigenvalues).
+    Same as ``torch.linalg.eigh``."""
+    if out is not None:
+        return _out("linalg.eigh", out, eigh, (A, UPLO), n=2)
+    _check_tensor("linalg.eigh", A)
+    return linalg_eigh(*O.linalg_eigh(A, UPLO))
+
+
+def eigvalsh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> Tensor:  # noqa: N803
+    """The eigenvalues ``(..., n)`` (ascending) of each symmetric matrix. Same as
+    ``torch.linalg.eigvalsh``."""
+    if out is not None:
+        return _out("linalg.eigvalsh", out, eigvalsh, (A, UPLO))
+    _check_tensor("linalg.eigvalsh", A)
+    return O.linalg_eigh(A, UPLO)[0]
+
+
+# -- norms (composites) -------------------------------------------------------------------------
+def vector_norm(x: Tensor, ord: float = 2, dim: int | Sequence[int] | None = None,  # noqa: A002
+                keepdim: bool = False, *, dtype: Any = None, out: Any = None) -> Tensor:
+    """The ``ord``-norm of ``x`` over ``dim`` (all elements when None), any shape:
+    ``sum(|x|**ord)**(1/ord)``; ``inf``: max ``|x|``, ``-inf``: min, ``0``: the count of
+    non-zeros. Floating ``x`` only (``RuntimeError`` otherwise); ``dtype=`` converts first.
+    The gradient at a zero norm is 0, as torch's. Same as ``torch.linalg.vector_norm``."""
+    if out is not None:
+        return _out("linalg.vector_norm", out, vector_norm, (x, ord, dim, keepdim),
+                    {"dtype": dtype})
+    _float_input("linalg.vector_norm", x)
+    if isinstance(ord, str):
+        raise RuntimeError(f"linalg.vector_norm: ord must be a number, got {ord!r}")
+    if dtype is not None:
+        x = O.to_dtype(x, _dtype.as_dtype(dtype))
+    if x.dtype in (_dtype.float16, _dtype.bfloat16):
+        # accumulated in float32 and rounded once, as torch's (a float16 sum of powers overflows)
+        return O.to_dtype(vector_norm(O.to_dtype(x, _dtype.float32), ord, dim, keepdim), x.dtype)
+    dims = _dims(dim, x.ndim)
+    if ord == math.inf or ord == -math.inf:
+        if x.numel() == 0 and any(x.shape[d] == 0 for d in dims) or (x.numel() == 0 and
+                                                                      dim is None):
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty "
+                               f"tensor because the operation does not have an identity")
+        a = O.abs(x)
+        return O.amax(a, dims, keepdim) if ord > 0 else O.amin(a, dims, keepdim)
+    red = dims if dims else None
+    if not x.ndim:
+        red = None
+    if ord == 0:
+        return O.sum(O.to_dtype(O.ne(x, 0), x.dtype), red, keepdim)
+    if ord == 1:
+        return O.sum(O.abs(x), red, keepdim)
+    if ord == 2:
+        return _safe_root(O.sum(O.mul(x, x), red, keepdim), 2)
+    return _safe_root(O.sum(O.pow(O.abs(x), float(ord)), red, keepdim), float(ord))
+
+
+def _matrix_dims(api, A, dim):
+    if A.ndim < 2:
+        raise RuntimeError(f"{api}: The input tensor A must have at least 2 dimensions.")
+    if not isinstance(dim, (tuple, list)) or len(dim) != 2:
+        raise RuntimeError(f"{api}: dim must be a 2-tuple. Got {dim}")
+    d0, d1 = (d + A.ndim if d < 0 else d for d in dim)
+    if not (0 <= d0 < A.ndim and 0 <= d1 < A.ndim):
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-A.ndim}, "
+                         f"{A.ndim - 1}], but got {dim})")
+    if d0 == d1:
+        raise RuntimeError(f"{api}: dims must be different. Got ({dim[0]}, {dim[1]})")
+    return d0, d1
+
+
+def _to_end(A, d0, d1):
+    rest = [i for i in range(A.ndim) if i not in (d0, d1)]
+    return O.permute(A, rest + [d0, d1])
+
+
+def _keep(r, d0, d1, keepdim):
+    if not keepdim:
+        return r
+    for d in sorted((d0, d1)):
+        r = O.unsqueeze(r, d)
+    return r
+
+
+def matrix_norm(A: Tensor, ord: float | str = "fro",  # noqa: A002 - torch's name
+                dim: tuple = (-2, -1), keepdim: bool = False, *, dtype: Any = None,
+                out: Any = None) -> Tensor:
+    """The ``ord``-norm of the matrices in dims ``dim`` of ``A`` (``(..., m, n)`` by default):
+    ``"fro"`` (Frobenius), ``"nuc"`` (sum of singular values), ``inf``/``-inf`` (max/min row
+    sum of ``|A|``), ``1``/``-1`` (max/min column sum), ``2``/``-2`` (largest/smallest singular
+    value). Floating ``A`` only; ``RuntimeError`` for another ``ord`` or fewer than 2 dims.
+    Same as ``torch.linalg.matrix_norm``."""
+    if out is not None:
+        return _out("linalg.matrix_norm", out, matrix_norm, (A, ord, dim, keepdim),
+                    {"dtype": dtype})
+    api = "linalg.matrix_norm"
+    _float_input(api, A)
+    if dtype is not None:
+        A = O.to_dtype(A, _dtype.as_dtype(dtype))
+    d0, d1 = _matrix_dims(api, A, dim)
+    if ord == "fro":
+        return vector_norm(A, 2, (d0, d1), keepdim)
+    if ord == "nuc" or ord in (2, -2):
+        s = svdvals(_to_end(A, d0, d1))
+        if ord == "nuc":
+            r = O.sum(s, [-1], False)
+        else:
+            r = O.amax(s, [-1], False) if ord == 2 else O.amin(s, [-1], False)
+        return _keep(r, d0, d1, keepdim)
+    if ord in (1, -1, math.inf, -math.inf):
+        # 1: max over columns of the column sums (sum over d0); inf: max over rows (sum over d1)
+        s_dim, m_dim = (d0, d1) if ord in (1, -1) else (d1, d0)
+        r = O.sum(O.abs(A), [s_dim], True)
+        r = O.amax(r, [m_dim], True) if ord > 0 else O.amin(r, [m_dim], True)
+        return r if keepdim else O.squeeze(r, sorted([d0, d1]))
+    raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+
+
+def norm(A: Tensor, ord: float | str | None = None,  # noqa: A002 - torch's name
+         dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: Any = None,
+         out: Any = None) -> Tensor:
+    """A vector or matrix norm, as ``torch.linalg.norm``: with an int ``dim`` (or one dim), the
+    vector norm over it; with two dims, the matrix norm; with ``dim=None``: the 2-norm of every
+    element when ``ord`` is None, else the vector norm of a 1-D ``A`` or the matrix norm of a
+    2-D one (``RuntimeError`` for other ranks). Same as ``torch.linalg.norm``."""
+    if out is not None:
+        return _out("linalg.norm", out, norm, (A, ord, dim, keepdim), {"dtype": dtype})
+    _float_input("linalg.norm", A)
+    if dim is not None:
+        ds = [dim] if isinstance(dim, int) else list(dim)
+        if len(ds) == 1:
+            if isinstance(ord, str):
+                raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 "
+                                   f"or 2 and ord={ord!r} needs a matrix. Got dim={dim}")
+            return vector_norm(A, 2 if ord is None else ord, ds, keepdim, dtype=dtype)
+        if len(ds) == 2:
+            return matrix_norm(A, "fro" if ord is None else ord, tuple(ds), keepdim, dtype=dtype)
+        raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got "
+                           f"{list(ds)}")
+    if ord is None:
+        return vector_norm(A, 2, None, keepdim, dtype=dtype)
+    if A.ndim == 1:
+        if isinstance(ord, str):
+            raise RuntimeError(f"linalg.norm: ord={ord!r} is not a vector norm")
+        return vector_norm(A, ord, None, keepdim, dtype=dtype)
+    if A.ndim == 2:
+        return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
+    raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D "
+                       f"or 2D. Got {A.ndim}D.")
+
+
+def cond(A: Tensor, p: float | str | None = None, *, out: Any = None) -> Tensor:
+    """The condition number of each matrix in the norm ``p`` (None or 2: largest over smallest
+    singular value; else ``norm(A, p) * norm(inv(A), p)`` for square matrices). Same as
+    ``torch.linalg.cond``."""
+    if out is not None:
+        return _out("linalg.cond", out, cond, (A, p))
+    _float_input("linalg.cond", A)
+    if A.ndim < 2:
+        raise RuntimeError("linalg.cond: The input tensor A must have at least 2 dimensions.")
+    if p is None or p in (2, -2):
+        s = svdvals(A)
+        big, small = O.amax(s, [-1], False), O.amin(s, [-1], False)
+        return O.div(big, small) if p in (None, 2) else O.div(small, big)
+    return O.mul(matrix_norm(A, p), matrix_norm(inv(A), p))
+
+
+# -- composites ---------------------------------------------------------------------------------
+def _tol(api, A, s_max, atol, rtol):
+    """torch's tolerance ``max(atol, rtol * s_max)`` (rtol default eps * max(m, n) when neither
+    is given, 0 when only atol is)."""
+    m, n = A.shape[-2], A.shape[-1]
+    if rtol is None:
+        rtol = _eps(A.dtype) * builtins.max(m, n) if atol is None else 0.0
+    atol = 0.0 if atol is None else atol
+    r = O.mul(s_max, rtol)
+    if isinstance(atol, Tensor):
+        return O.maximum(r, atol)
+    return O.where(O.gt(r, atol), r, float(atol))
+
+
+def pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = False,
+         out: Any = None) -> Tensor:
+    """The Moore-Penrose pseudo-inverse ``(..., n, m)`` of ``A`` ``(..., m, n)``, from its SVD
+    (``hermitian=True``: its ``eigh``), singular values at or below ``max(atol, rtol * s_max)``
+    taken as zero (default rtol: eps * max(m, n)). Differentiable (through ``svd``: the gradient
+    of the whole matrix, as torch's ``pinv_backward``, also with ``hermitian=True``).
+    Same as ``torch.linalg.pinv``."""
+    if out is not None:
+        return _out("linalg.pinv", out, pinv, (A,), {"atol": atol, "rtol": rtol,
+                                                      "hermitian": hermitian})
+    _float_input("linalg.pinv", A)
+    if A.ndim < 2:
+        raise RuntimeError("linalg.pinv: The input tensor A must have at least 2 dimensions.")
+    m, n = A.shape[-2], A.shape[-1]
+    if m == 0 or n == 0:
+        return O.full(list(A.shape[:-2]) + [n, m], 0.0, dtype=A.dtype, device=A.device)
+    if hermitian and not (A.requires_grad and is_grad_enabled()):
+        # (under autograd the SVD below: its gradient is torch's pinv_backward, the derivative
+        # of pinv of the whole matrix; eigh's would be a symmetric one)
+        lam, v = O.linalg_eigh(A, "L")
+        s = O.abs(lam)
+        tol = _tol("linalg.pinv", A, O.amax(s, [-1], True), atol, rtol)
+        keep = O.gt(s, tol)
+        sinv = O.where(keep, O.rdiv(O.where(keep, lam, 1.0), 1.0), 0.0)
+        return O.matmul(O.mul(v, O.unsqueeze(sinv, -2)), _mT(v))
+    u, s, vh = O.linalg_svd(A, False)
+    tol = _tol("linalg.pinv", A, O.narrow(s, -1, 0, 1), atol, rtol)
+    keep = O.gt(s, tol)
+    sinv = O.where(keep, O.rdiv(O.where(keep, s, 1.0), 1.0), 0.0)
+    return O.matmul(O.mul(_mT(vh), O.unsqueeze(sinv, -2)), _mT(u))
+
+
+def matrix_rank(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = False,
+                out: Any = None) -> Tensor:
+    """The number of singular values (absolute eigenvalues with ``hermitian=True``) above
+    ``max(atol, rtol * s_max)`` (default rtol: eps * max(m, n)), int64 ``(...)``. Same as
+    ``torch.linalg.matrix_rank``."""
+    if out is not None:
+        return _out("linalg.matrix_rank", out, matrix_rank, (A,),
+                    {"atol": atol, "rtol": rtol, "hermitian": hermitian})
+    _float_input("linalg.matrix_rank", A)
+    if A.ndim < 2:
+        raise RuntimeError("linalg.matrix_rank: The input tensor A must have at least 2 "
+                           "dimensions.")
+    if A.shape[-1] == 0 or A.shape[-2] == 0:
+        return O.full(list(A.shape[:-2]), 0, dtype=_dtype.int64, device=A.device)
+    s = O.abs(O.linalg_eigh(A, "L")[0]) if hermitian else O.linalg_svd(A, False)[1]
+    tol = _tol("linalg.matrix_rank", A, O.amax(s, [-1], True), atol, rtol)
+    return O.sum(O.to_dtype(O.gt(s, tol), _dtype.int64), [-1], False)
+
+
+def matrix_power(A: Tensor, n: int, *, out: Any = None) -> Tensor:
+    """``A`` to the integer power ``n`` for square ``A`` ``(..., m, m)``: the identity for
+    ``n = 0``, ``inv(A) ** -n`` for ``n < 0`` (``LinAlgError`` when singular); computed by
+    repeated squaring with ``matmul`` (torch's order of products), so differentiable. Same as
+    ``torch.linalg.matrix_power``."""
+    if out is not None:
+        return _out("linalg.matrix_power", out, matrix_power, (A, n))
+    _check_tensor("linalg.matrix_power", A)
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but "
+                           f"they are {A.shape[-2] if A.ndim >= 2 else 1} by {A.shape[-1] if A.ndim else 1} matrices")
+    if isinstance(n, builtins.bool) or not isinstance(n, int):
+        raise TypeError(f"linalg.matrix_power(): argument 'n' must be int, not {type(n).__name__}")
+    if n == 0:
+        # torch's: a clone of A overwritten with the identity (in the graph, zero gradient)
+        eye = O.eye(A.shape[-1], A.shape[-1], dtype=A.dtype, device=A.device)
+        return O.copy_(O.clone(A), O.expand(eye, list(A.shape)))
+    if n < 0:
+        A = inv(A)
+        n = -n
+    if n == 1:
+        return O.clone(A)
+    # torch's binary decomposition: z holds A^(2^i); the result multiplies the set bits' powers
+    result: Tensor | None = None
+    z = A
+    first = True
+    while n:
+        if not first:
+            z = O.matmul(z, z)
+        first = False
+        if n & 1:
+            result = z if result is None else O.matmul(result, z)
+        n >>= 1
+    assert result is not None     # n >= 2 here
+    return result
+
+
+def cross(input: Tensor, other: Tensor, *, dim: int = -1,  # noqa: A002 - torch's name
+          out: Any = None) -> Tensor:
+    """The cross product of 3-vectors along ``dim`` (default -1) of ``input`` and ``other``
+    broadcast together; ``RuntimeError`` unless both have size 3 there. Same as
+    ``torch.linalg.cross``."""
+    if out is not None:
+        return _out("linalg.cross", out, cross, (input, other), {"dim": dim})
+    _check_tensor("linalg.cross", input, "input")
+    _check_tensor("linalg.cross", other, "other")
+    if input.ndim != other.ndim:
+        raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions. Got "
+                           f"{input.ndim} and {other.ndim}")
+    d = dim + input.ndim if dim < 0 else dim
+    if not 0 <= d < builtins.max(input.ndim, 1) or input.shape[d] != 3 or other.shape[d] != 3:
+        if 0 <= d < input.ndim:
+            raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
+                               f"{input.shape[d]} and {other.shape[d]}")
+        raise IndexError(f"Dimension out of range (expected to be in range of "
+                         f"[{-input.ndim}, {input.ndim - 1}], but got {dim})")
+    return input.cross(other, d)
+
+
+def multi_dot(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
+    """The product of the matrices ``tensors`` (at least 2): the first may be a 1-D row
+    vector and the last a 1-D column vector, the others 2-D; the result's shape is as
+    ``matmul`` of the ends. Multiplied in the order that costs the fewest multiply-adds (as
+    torch). Same as ``torch.linalg.multi_dot``."""
+    if out is not None:
+        return _out("linalg.multi_dot", out, multi_dot, (tensors,))
+    ts = list(tensors)
+    if len(ts) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(ts)}")
+    for i, t in enumerate(ts):
+        _check_tensor("linalg.multi_dot", t, "tensors")
+        want = (1, 2) if i in (0, len(ts) - 1) else (2,)
+        if t.ndim not in want:
+            which = "first" if i == 0 else "last" if i == len(ts) - 1 else None
+            if which:
+                raise RuntimeError(f"multi_dot(): the {which} tensor must be 1D or 2D but got "
+                                   f"{t.ndim}D")
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.ndim}D")
+    first_1d, last_1d = ts[0].ndim == 1, ts[-1].ndim == 1
+    if first_1d:
+        ts[0] = O.unsqueeze(ts[0], 0)
+    if last_1d:
+        ts[-1] = O.unsqueeze(ts[-1], 1)
+    for i in range(len(ts) - 1):
+        if ts[i].shape[1] != ts[i + 1].shape[0]:
+            raise RuntimeError(f"multi_dot(): tensors {i} and {i + 1} with shapes "
+                               f"{tuple(ts[i].shape)} and {tuple(ts[i + 1].shape)} cannot be "
+                               f"multiplied")
+    r = _chain(ts)
+    if first_1d:
+        r = O.squeeze(r, [0])
+    if last_1d:
+        r = O.squeeze(r, [-1])
+    return r
+
+
+def _chain(ts):
+    """The product of 2-D ``ts`` in the cheapest order (matrix-chain dynamic programme)."""
+    n = len(ts)
+    if n == 2:
+        return O.matmul(ts[0], ts[1])
+    p = [ts[0].shape[0]] + [t.shape[1] for t in ts]
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            best = -1
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + p[i] * p[k + 1] * p[j + 1]
+                if best < 0 or c < best:
+                    best, split[i][j] = c, k
+            cost[i][j] = best
+
+    def build(i, j):
+        if i == j:
+            return ts[i]
+        k = split[i][j]
+        return O.matmul(build(i, k), build(k + 1, j))
+    return build(0, n - 1)
+
+
+def vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out: Any = None) -> Tensor:
+    """The dot product of ``x`` and ``y`` (broadcast together) along ``dim``: ``sum(x * y,
+    dim)``. Same as ``torch.linalg.vecdot``."""
+    if out is not None:
+        return _out("linalg.vecdot", out, vecdot, (x, y), {"dim": dim})
+    _check_tensor("linalg.vecdot", x, "x")
+    _check_tensor("linalg.vecdot", y, "y")
+    return O.sum(O.mul(x, y), [dim], False)
+
+
+def matmul(input: Tensor, other: Tensor, *, out: Any = None) -> Tensor:  # noqa: A002
+    """``input @ other``. Same as ``torch.linalg.matmul`` (``torch.matmul``)."""
+    if out is not None:
+        return _out("linalg.matmul", out, matmul, (input, other))
+    return O.matmul(input, other)
+
+
+def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """The diagonals of the matrices in dims ``dim1``/``dim2`` (default the last two) as a view.
+    Same as ``torch.linalg.diagonal``."""
+    return A.diagonal(offset, dim1, dim2)
+
+
+def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *,
+          driver: str | None = None) -> linalg_lstsq:
+    """The least-squares solution ``X`` minimising ``||A X - B||`` for ``A`` ``(..., m, n)``
+    and ``B`` ``(..., m, k)`` (or a vector ``(..., m)``), batch dims broadcast, computed as
+    ``pinv(A) @ B`` (singular values at or below ``rcond * s_max`` dropped; default eps *
+    max(m, n)). Returns ``(solution, residuals, rank, singular_values)``: as torch's default
+    cpu driver ("gelsy"), residuals and singular_values are empty; rank is int64 ``(...)``.
+    Differentiable through ``pinv``. Same as ``torch.linalg.lstsq`` (full-rank inputs: the
+    same solution; rank-deficient: the minimum-norm one, as drivers gelsd/gelss)."""
+    _float_input("linalg.lstsq", A)
+    _check_tensor("linalg.lstsq", B, "B")
+    if A.ndim < 2:
+        raise RuntimeError("linalg.lstsq: input must have at least 2 dimensions.")
+    if A.dtype is not B.dtype:
+        raise RuntimeError(f"linalg.lstsq: Expected input and other to have the same dtype, but "
+                           f"got input's dtype {_scalar_name(A.dtype)} and other's dtype "
+                           f"{_scalar_name(B.dtype)}")
+    vec = B.ndim == A.ndim - 1
+    b = O.unsqueeze(B, -1) if vec else B
+    if b.shape[-2] != A.shape[-2]:
+        raise RuntimeError(f"linalg.lstsq: input.size(-2) should match other.size(-2). Got "
+                           f"{A.shape[-2]} and {b.shape[-2]}")
+    x = O.matmul(pinv(A, rtol=rcond), b)
+    if vec:
+        x = O.squeeze(x, [-1])
+    rank = matrix_rank(A, rtol=rcond)
+    empty = O.full([0], 0.0, dtype=A.dtype, device=A.device)
+    return linalg_lstsq(x, empty, rank, O.full([0], 0.0, dtype=A.dtype, device=A.device))
+
+
+# -- torch's top-level forms (tensorplay.det, .logdet, .inverse, .qr, .svd, .cdist ...) ---------
+def logdet(input: Tensor) -> Tensor:  # noqa: A002
+    """``log(det(input))`` of each square matrix: NaN for a negative determinant, ``-inf`` for
+    zero. Same as ``torch.logdet``."""
+    _check_tensor("logdet", input, "input")
+    sign, lad = O.linalg_slogdet(input)
+    return O.where(O.lt(sign, 0), math.nan, lad)
+
+
+def top_slogdet(input: Tensor) -> slogdet_:  # noqa: A002
+    """``(sign, logabsdet)``, as ``torch.slogdet`` (``linalg.slogdet``)."""
+    _check_tensor("slogdet", input, "input")
+    return slogdet_(*O.linalg_slogdet(input))
+
+
+def inverse(input: Tensor, *, out: Any = None) -> Tensor:  # noqa: A002
+    """The inverse of each square matrix, as ``torch.inverse`` (``linalg.inv``)."""
+    if out is not None:
+        return _out("inverse", out, inverse, (input,))
+    _check_tensor("inverse", input, "input")
+    return O.linalg_inv_ex(input, check_errors=True)[0]
+
+
+def top_cholesky(input: Tensor, upper: bool = False, *, out: Any = None) -> Tensor:  # noqa: A002
+    """The Cholesky factor (lower; ``upper=True``: upper), as ``torch.cholesky``."""
+    if out is not None:
+        return _out("cholesky", out, top_cholesky, (input, upper))
+    _check_tensor("cholesky", input, "input")
+    return O.linalg_cholesky_ex(input, upper=upper, check_errors=True)[0]
+
+
+def top_qr(input: Tensor, some: bool = True, *, out: Any = None) -> qr_:  # noqa: A002
+    """``(Q, R)``, reduced (``some=True``) or complete, as ``torch.qr``."""
+    if out is not None:
+        return _out("qr", out, top_qr, (input, some), n=2)
+    _check_tensor("qr", input, "input")
+    return qr_(*O.linalg_qr(input, "reduced" if some else "complete"))
+
+
+def top_svd(input: Tensor, some: bool = True, compute_uv: bool = True, *,  # noqa: A002
+            out: Any = None) -> svd_:
+    """``(U, S, V)`` with ``input = U diag(S) V^T``, as ``torch.svd`` (V, not Vh; ``some=True``:
+    reduced; ``compute_uv=False``: U ``(..., m, m)`` and V ``(..., n, n)`` are zeros)."""
+    if out is not None:
+        return _out("svd", out, top_svd, (input, some, compute_uv), n=3)
+    _check_tensor("svd", input, "input")
+    if not compute_uv:
+        s = svdvals(input)
+        m, n = input.shape[-2], input.shape[-1]
+        b = list(input.shape[:-2])
+        z = O.full(b + [m, m], 0.0, dtype=input.dtype, device=input.device)
+        return svd_(z, s, O.full(b + [n, n], 0.0, dtype=input.dtype, device=input.device))
+    u, s, vh = O.linalg_svd(input, not some)
+    return svd_(u, s, _mT(vh))
+
+
+def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:  # noqa: A002
+    """The pseudo-inverse with singular values at or below ``rcond * s_max`` dropped, as
+    ``torch.pinverse``."""
+    _check_tensor("pinverse", input, "input")
+    return pinv(input, rtol=rcond)
+
+
+def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
+          compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
+    """The ``p``-norm distance between each row of ``x1`` ``(..., P, M)`` and each row of ``x2``
+    ``(..., R, M)``: ``(..., P, R)``, batch dims broadcast; ``p >= 0`` (``inf`` too). Computed
+    from the differences (``compute_mode`` accepted and ignored: torch's matrix-product form for
+    p = 2 gives the same values up to rounding); floating inputs of one dtype. The gradient at a
+    zero distance is 0, as torch's. Same as ``torch.cdist``."""
+    _check_tensor("cdist", x1, "x1")
+    _check_tensor("cdist", x2, "x2")
+    if x1.ndim < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.ndim}D")
+    if x2.ndim < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X2 got: {x2.ndim}D")
+    if not x1.dtype.is_floating_point:
+        raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: "
+                           f"{_scalar_name(x1.dtype)}")
+    if not x2.dtype.is_floating_point:
+        raise RuntimeError(f"cdist only supports floating-point dtypes, X2 got: "
+                           f"{_scalar_name(x2.dtype)}")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} "
+                           f"X2: {x2.shape[-1]}")
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
+    diff = O.sub(O.unsqueeze(x1, -2), O.unsqueeze(x2, -3))
+    if diff.numel() == 0 and diff.shape[-1] == 0 and p in (math.inf, -math.inf):
+        return O.full(list(diff.shape[:-1]), 0.0, dtype=diff.dtype, device=diff.device)
+    return vector_norm(diff, p, -1)
