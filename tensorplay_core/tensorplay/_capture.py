@@ -121,6 +121,11 @@ class Value:
     def __repr__(self):
         return self.name
 
+    def record_multi_output(self, outs, name) -> None:
+        """``record_multi_output(outs, name)``, reached through an output's ``capture_info``: the
+        op layer (``_ops.views``) sits below this module and must not import it."""
+        record_multi_output(outs, name)
+
     def describe(self) -> str:
         f = self.fake
         return f"{_short_dtype(f.dtype)}[{', '.join(map(str, f.shape))}] {f.device}" + \

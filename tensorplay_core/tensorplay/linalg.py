@@ -20,14 +20,17 @@ from __future__ import annotations
 
 import builtins
 import math
-from typing import Any, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 from . import _dtype
 from ._kernels.linalg import LinAlgError
 from ._ops import ops as O
 from ._ops._define import write_out as _write_out
-from ._tensor import Tensor
+from ._ops._shapes import is_tensor
 from .autograd import is_grad_enabled
+
+if TYPE_CHECKING:
+    from ._tensor import Tensor
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh",
            "eigvalsh", "inv", "inv_ex", "lstsq", "matmul", "matrix_norm", "matrix_power",
@@ -112,7 +115,7 @@ class linalg_lstsq(NamedTuple):  # noqa: N801
 
 # -- helpers ------------------------------------------------------------------------------------
 def _check_tensor(api: str, x: Any, name: str = "A") -> None:
-    if not isinstance(x, Tensor):
+    if not is_tensor(x):
         raise TypeError(f"{api}(): argument '{name}' must be Tensor, not {type(x).__name__}")
 
 
@@ -533,7 +536,7 @@ def _tol(api, A, s_max, atol, rtol):
         rtol = _eps(A.dtype) * builtins.max(m, n) if atol is None else 0.0
     atol = 0.0 if atol is None else atol
     r = O.mul(s_max, rtol)
-    if isinstance(atol, Tensor):
+    if is_tensor(atol):
         return O.maximum(r, atol)
     return O.where(O.gt(r, atol), r, float(atol))
 

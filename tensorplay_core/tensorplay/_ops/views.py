@@ -93,9 +93,9 @@ def mark_multi_output(outs, name):
     the compiled function replays on the real views, so it refuses what eager refuses, with
     eager's words, on its first call and every call."""
     if _grad_state.enabled:
-        if outs and outs[0].capture_info is not None:
-            from .._capture import record_multi_output
-            record_multi_output(outs, name)
+        info = outs[0].capture_info if outs else None
+        if info is not None:
+            info.record_multi_output(outs, name)     # _capture's Value (a layer above this one)
             return outs
         i = 0
         for t in outs:
