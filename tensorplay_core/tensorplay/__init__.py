@@ -841,6 +841,31 @@ __all__ += ["adjoint", "argwhere", "atleast_1d", "atleast_2d", "atleast_3d", "co
             "combinations"]
 
 
+# -- session 46 (h-special46): special functions (the tp:: ops of _ops/special.py) and the
+# tensorplay.special module (torch.special's names)
+if TYPE_CHECKING:
+    lgamma = digamma = erfc = erfinv = i0 = sinc = Tensor.lgamma
+    polygamma = _O.polygamma
+    mvlgamma, heaviside, ldexp = Tensor.mvlgamma, Tensor.heaviside, Tensor.ldexp
+else:
+    lgamma, digamma, polygamma, mvlgamma = _O.lgamma, _O.digamma, _O.polygamma, _O.mvlgamma
+    erfc, erfinv, i0, sinc = _O.erfc, _O.erfinv, _O.i0, _O.sinc
+    heaviside, ldexp = _O.heaviside, _O.ldexp
+
+
+def frexp(input: Tensor) -> return_types.frexp:
+    """``(mantissa, exponent)`` with ``input == mantissa * 2 ** exponent`` and ``|mantissa|``
+    in [0.5, 1) (0, inf and NaN kept, exponent 0); ``exponent`` is int32; floating tensors only
+    (RuntimeError otherwise); TypeError for a non-tensor. Same as ``torch.frexp``."""
+    _tensor_input("frexp", input)
+    return input.frexp()
+
+
+from . import special  # noqa: E402
+
+__all__ += ["lgamma", "digamma", "polygamma", "mvlgamma", "erfc", "erfinv", "i0", "sinc",
+            "heaviside", "ldexp", "frexp", "special"]
+
 def __getattr__(name):
     # ``tensorplay.testing`` as an attribute after ``import tensorplay`` (torch's habit), imported
     # on first access: it is not needed to run ops, and ``import tensorplay`` stays light.
