@@ -14,8 +14,8 @@ import math
 
 from .. import _dtype
 from ._define import defop, ops as O
-from ._shapes import (binary_meta, broadcast_shapes, first_tensor, is_tensor, out_like,
-                      shape_of, unary_meta)
+from ._shapes import (binary_meta, broadcast_shapes, first_tensor, float_dtype, is_tensor,
+                      out_like, shape_of, unary_meta)
 from .elementwise import _red, _save_inputs, _val
 
 _U = "(Tensor input) -> Tensor"
@@ -202,9 +202,11 @@ defop("heaviside(Tensor input, Tensor values) -> Tensor", meta=_heaviside_meta,
 
 def _ldexp_meta(x, other):
     shape = broadcast_shapes(shape_of(x), shape_of(other), api="ldexp")
-    # torch's composition x * pow(2.0, other): pow of an integer exponent is the default float
-    e = other.dtype if other.dtype.is_floating_point else _dtype.get_default_dtype()
-    dt = _dtype.result_type(x.dtype, 2 if x.ndim else 1, e, 2 if other.ndim else 1)
+    if not other.dtype.is_floating_point:
+        # torch 2.13: an integer exponent scales exactly; x's floating dtype (or the default)
+        dt = float_dtype(x.dtype)
+    else:   # x * pow(2.0, other) at the promoted dtype
+        dt = _dtype.result_type(x.dtype, 2 if x.ndim else 1, other.dtype, 2 if other.ndim else 1)
     return out_like(shape, dt, first_tensor(x, other))
 
 
@@ -216,7 +218,7 @@ def _ldexp_bw(ctx, g):      # self: grad * 2^other; other: grad * result * ln 2
     x, e, r = ctx.saved_tensors
     ga = gb = None
     if ctx.needs_input_grad[0]:
-        ga = _red(O.mul(g, O.exp2(e)), x)
+        ga = _red(O.mul(g, O.exp2(O.to_dtype(e, r.dtype))), x)
     if ctx.needs_input_grad[1]:
         gb = _red(O.mul(g, O.mul(r, math.log(2.0))), e)
     return ga, gb
