@@ -387,6 +387,12 @@ def test_methods_and_in_place_forms():
     y.heaviside_(_t([0.5]))
     assert y.tolist() == [0.0, 0.5, 1.0]
     assert x.frexp().exponent.tolist() == [-1, 1, 2]
+    for name in ("erfc_", "i0_", "sinc_"):       # torch's module-level in-place forms
+        y = x.clone()
+        assert getattr(tp, name)(y) is y
+        np.testing.assert_array_equal(_np(y), _np(getattr(tp, name[:-1])(x)))
+    y = x.clone()
+    assert tp.ldexp_(y, tp.tensor([1, 1, 1])) is y and y.tolist() == pytest.approx([0.6, 3.4, 5.0])
 
 
 def test_special_module_names_and_aliases():

@@ -861,10 +861,16 @@ def frexp(input: Tensor) -> return_types.frexp:
     return input.frexp()
 
 
+# torch's module-level in-place forms of four of them (torch.erfc_(x), torch.ldexp_(x, e))
+if not TYPE_CHECKING:
+    for _n in ("erfc_", "i0_", "sinc_", "ldexp_"):
+        globals()[_n] = _method_function(_n)
+    del _n
+
 from . import special  # noqa: E402
 
 __all__ += ["lgamma", "digamma", "polygamma", "mvlgamma", "erfc", "erfinv", "i0", "sinc",
-            "heaviside", "ldexp", "frexp", "special"]
+            "heaviside", "ldexp", "frexp", "special", "erfc_", "i0_", "sinc_", "ldexp_"]
 
 def __getattr__(name):
     # ``tensorplay.testing`` as an attribute after ``import tensorplay`` (torch's habit), imported
