@@ -333,6 +333,13 @@ def test_special_values_of_the_other_functions():
     assert tp.logit(_t([0.0, 1.0, 0.5]), eps=0.25).tolist() == pytest.approx(
         [math.log(1 / 3), math.log(3), 0.0])
     assert math.isnan(tp.logit(_t([NAN]), eps=0.1).item())
+    # the clamp's bounds in the compute type: float32(1 - 1e-6), then log(hi / (1 - hi))
+    hi = float(np.float32(1 - 1e-6))
+    assert tp.logit(_t([1.0], F32), eps=1e-6).item() == pytest.approx(
+        math.log(hi / (1 - hi)), rel=1e-7)
+    hi = 1 - 1e-6
+    assert tp.logit(_t([1.0]), eps=1e-6).item() == pytest.approx(math.log(hi / (1 - hi)),
+                                                                  rel=1e-15)
     r = S.xlog1py(_t([0.0, 0.0, 1.0, 0.0]), _t([-1.0, NAN, -1.0, -2.0]))
     assert _np(r)[[0, 2, 3]].tolist() == [0.0, -INF, 0.0] and math.isnan(_np(r)[1])
     assert S.entr(_t([0.0, -1.0, INF])).tolist() == [0.0, -INF, -INF]

@@ -484,11 +484,23 @@ def bind(c) -> dict:
         r = xp.sin(px) / xp.where(x == 0, xp.ones_like(x), px)
         return xp.where(x == 0, xp.ones_like(x), r)
 
-    def logit64(x, eps=None):
-        if eps is not None:     # torch's clamp: lo first, then hi (NaN passes)
-            lo, hi = eps, 1.0 - eps
-            x = xp.where(x < lo, full(x, lo), xp.where(x > hi, full(x, hi), x))
+    def logit64(x):
         return xp.log(x / (1.0 - x))
+
+    logit_f64 = f64(logit64)
+    F32 = nd(_dtype.float32)
+
+    def logit(x, eps=None):
+        x = fl(x)
+        if eps is not None:
+            # torch's clamp (lo first, then hi; NaN passes) in its compute type: the bounds
+            # rounded to float32 for float32 and narrower (logit(1.0, eps=1e-6) in float32 is
+            # log(hi / (1 - hi)) with hi = float32(1 - 1e-6): 13.8023, not 13.8155)
+            xc = x if x.dtype.itemsize >= 4 else xp.astype(x, F32)
+            lo, hi = full(xc, eps), full(xc, 1.0 - eps)
+            xc = xp.where(xc < lo, lo, xp.where(xc > hi, hi, xc))
+            return xp.astype(logit_f64(xc), x.dtype) if xc.dtype != x.dtype else logit_f64(xc)
+        return logit_f64(x)
 
     prep = c.prep
     I32 = nd(_dtype.int32)
@@ -537,5 +549,5 @@ def bind(c) -> dict:
         polygamma=lambda n, x: f64(polygamma64)(x, n),
         mvlgamma=f64(mvlgamma64), erfc=f64(erfc64), erfcx=f64(erfcx64), erfinv=f64(erfinv64),
         ndtri=f64(ndtri64), i0=f64(i0_64), i0e=f64(i0e64), i1=f64(i1_64), i1e=f64(i1e64),
-        sinc=f64(sinc64), logit=f64(logit64), xlog1py=xlog1py, heaviside=heaviside,
+        sinc=f64(sinc64), logit=logit, xlog1py=xlog1py, heaviside=heaviside,
         ldexp=ldexp, frexp=frexp)
