@@ -189,6 +189,11 @@ def bind(c) -> dict:
     def full(x, v):
         return xp.full_like(x, v)
 
+    def some(mask):
+        """Whether any lane takes a branch: a branch no lane takes is not computed (each is
+        tens of array operations; on CuPy the answer is one small device-to-host read)."""
+        return bool(xp.any(mask))
+
     # -- gamma family -----------------------------------------------------------------------
     def lgamma_pos(y):
         """lgamma of y > 0 (finite), float64; other lanes give garbage that callers mask."""
@@ -198,25 +203,34 @@ def bind(c) -> dict:
         # [0.5, 1.5): series about 1; [1.5, 3): about 2; [3, 10): down to [2, 3) by
         # lgamma(y) = log((y-1)...(y-m)) + lgamma(y-m); >= 10: Stirling
         small = y < 0.5
-        mid1 = (y >= 0.5) & (y < 1.5)
+        near1 = y < 1.5
         big = y >= 10.0
-        yr = xp.where(big, full(y, 2.5), y)
-        prod = xp.ones_like(y)
-        for _ in range(8):
-            m = yr >= 3.0
-            yr = xp.where(m, yr - 1.0, yr)
-            prod = xp.where(m, prod * yr, prod)
-        z1 = xp.where(small, y, yr - 1.0)
-        s1 = z1 * (-_EULER + z1 * _horner(None, z1, T.lg1))
-        z2 = yr - 2.0
-        s2 = z2 * ((1.0 - _EULER) + z2 * _horner(None, z2, T.lg2))
-        yb = xp.where(big, y, full(y, 10.0))
-        inv = 1.0 / yb
-        st = (yb - 0.5) * xp.log(yb) - yb + _HALF_LOG_2PI + inv * _horner(None, inv * inv,
-                                                                          T.stirling)
-        r = xp.where(mid1 | small, s1, s2 + xp.log(prod))
-        r = xp.where(small, r - xp.log(y), r)
-        return xp.where(big, st, r) + 0.0      # (+0.0: lgamma(1) is +0, not -0)
+        near2 = ~near1 & ~big
+        r = xp.zeros_like(y)
+        if some(near1):
+            z1 = xp.where(small, y, xp.where(near1, y, full(y, 1.0)) - 1.0)
+            s1 = z1 * (-_EULER + z1 * _horner(None, z1, T.lg1))
+            r = xp.where(near1, xp.where(small, s1 - xp.log(xp.where(small, y, full(y, 1.0))),
+                                         s1), r)
+        if some(near2):
+            yr = xp.where(near2, y, full(y, 2.5))
+            prod = xp.ones_like(y)
+            for _ in range(8):
+                m = yr >= 3.0
+                if not some(m):
+                    break
+                yr = xp.where(m, yr - 1.0, yr)
+                prod = xp.where(m, prod * yr, prod)
+            z2 = yr - 2.0
+            s2 = z2 * ((1.0 - _EULER) + z2 * _horner(None, z2, T.lg2))
+            r = xp.where(near2, s2 + xp.log(prod), r)
+        if some(big):
+            yb = xp.where(big, y, full(y, 10.0))
+            inv = 1.0 / yb
+            st = (yb - 0.5) * xp.log(yb) - yb + _HALF_LOG_2PI + inv * _horner(
+                None, inv * inv, T.stirling)
+            r = xp.where(big, st, r)
+        return r + 0.0      # (+0.0: lgamma(1) is +0, not -0)
 
     def sinpi_abs(x):
         """|sin(pi x)| with the argument reduced exactly first (x - round(x))."""
@@ -237,6 +251,8 @@ def bind(c) -> dict:
         acc = xp.zeros_like(y)
         for _ in range(10):
             m = y < 10.0
+            if not some(m):
+                break
             acc = xp.where(m, acc - 1.0 / y, acc)
             y = xp.where(m, y + 1.0, y)
         z = 1.0 / (y * y)
@@ -251,11 +267,12 @@ def bind(c) -> dict:
         # [2, 3): psi(x - 1) + 1 / (x - 1) from it (x - 1 exact)
         hi, lo, coefs = _tables().psi_root
         root = (x >= 1.0) & (x < 3.0)
-        up = x >= 2.0
-        xr = xp.where(root, xp.where(up, x - 1.0, x), full(x, hi))
-        z = (xr - hi) - lo
-        rr = z * _horner(None, z, coefs)
-        r = xp.where(root, xp.where(up, rr + 1.0 / xr, rr), r)
+        if some(root):
+            up = x >= 2.0
+            xr = xp.where(root, xp.where(up, x - 1.0, x), full(x, hi))
+            z = (xr - hi) - lo
+            rr = z * _horner(None, z, coefs)
+            r = xp.where(root, xp.where(up, rr + 1.0 / xr, rr), r)
         r = xp.where(xp.isinf(ys), full(x, inf), r)
         # reflection: psi(x) = psi(1 - x) - pi / tan(pi frac(x))
         frac = x - xp.trunc(x)
@@ -370,38 +387,52 @@ def bind(c) -> dict:
 
     def erfc_pos(a):
         """erfc(a) for a >= 0 (NaN passes)."""
+        lo = a < 0.5
         taylor = a < _ERFC_TAYLOR_END
-        at = xp.where(taylor & (a >= 0.5), a, full(a, 0.5))
-        small = 1.0 - erf_small(xp.where(a < 0.5, a, xp.zeros_like(a)))
-        mid = erfc_taylor(at)
-        al = xp.where(taylor, full(a, 7.0), a)
-        tail = expm_sq(xp.minimum(al, full(a, 40.0))) / (_SQRT_PI * erfc_cf(al))
-        return xp.where(a < 0.5, small, xp.where(taylor, mid, tail))
+        mid_lanes = taylor & ~lo
+        r = a     # NaN lanes pass through; every other lane is one of the branches
+        if some(lo):
+            r = xp.where(lo, 1.0 - erf_small(xp.where(lo, a, xp.zeros_like(a))), r)
+        if some(mid_lanes):
+            r = xp.where(mid_lanes, erfc_taylor(xp.where(mid_lanes, a, full(a, 0.5))), r)
+        tail_lanes = a >= _ERFC_TAYLOR_END
+        if some(tail_lanes):
+            al = xp.where(tail_lanes, a, full(a, 7.0))
+            tail = expm_sq(xp.minimum(al, full(a, 40.0))) / (_SQRT_PI * erfc_cf(al))
+            r = xp.where(tail_lanes, tail, r)
+        return r
 
     def erfc64(x):
         r = erfc_pos(xp.abs(x))
         r = xp.where(x < 0, 2.0 - r, r)
         return xp.where(xp.isnan(x), x, r)
 
-    def erf64(x):
+    def erf64(x, e=None):
+        """erf(x); ``e``: erfc(|x|) when the caller has it."""
         a = xp.abs(x)
+        if e is None:
+            e = erfc_pos(a)
         r = xp.where(a < 0.5, erf_small(xp.where(a < 0.5, x, xp.zeros_like(x))),
-                     xp.sign(x) * (1.0 - erfc_pos(a)))
+                     xp.sign(x) * (1.0 - e))
         return xp.where(x == 0, x, r)
 
     def erfcx64(x):
         a = xp.abs(x)
+        r = x
         taylor = (x >= 0.5) & (x < _ERFC_TAYLOR_END)
-        at = xp.where(taylor, x, full(x, 0.5))
-        mid = expp_sq(at) * erfc_taylor(at)
-        al = xp.where(x >= _ERFC_TAYLOR_END, x, full(x, 7.0))
-        tail = 1.0 / (_SQRT_PI * erfc_cf(al))
-        # x < 0.5: exp(x^2) erfc(x) (overflows to inf below about -26.6, as torch)
-        xs = xp.where(x < 0.5, x, xp.zeros_like(x))
-        xs = xp.maximum(xs, full(x, -27.0))
-        low = expp_sq(xs) * erfc64(xs)
-        low = xp.where(x < -26.7, full(x, inf), low)
-        r = xp.where(x < 0.5, low, xp.where(taylor, mid, tail))
+        if some(taylor):
+            at = xp.where(taylor, x, full(x, 0.5))
+            r = xp.where(taylor, expp_sq(at) * erfc_taylor(at), r)
+        tail_lanes = x >= _ERFC_TAYLOR_END
+        if some(tail_lanes):
+            al = xp.where(tail_lanes, x, full(x, 7.0))
+            r = xp.where(tail_lanes, 1.0 / (_SQRT_PI * erfc_cf(al)), r)
+        low_lanes = x < 0.5
+        if some(low_lanes):
+            # exp(x^2) erfc(x) (overflows to inf below about -26.6, as torch)
+            xs = xp.maximum(xp.where(low_lanes, x, xp.zeros_like(x)), full(x, -27.0))
+            low = expp_sq(xs) * erfc64(xs)
+            r = xp.where(low_lanes, xp.where(x < -26.7, full(x, inf), low), r)
         r = xp.where(xp.isinf(a) & (x > 0), xp.zeros_like(x), r)
         return xp.where(xp.isnan(x), x, r)
 
@@ -418,7 +449,7 @@ def bind(c) -> dict:
         x = xp.where(ac <= 0.7, x_lo, x_hi)
         for _ in range(3):      # cubic: a guess within 2e-2 ends below 1e-16
             e = erfc_pos(x)
-            r = xp.where(in_a, erf64(x) - a, q - e)
+            r = xp.where(in_a, erf64(x, e) - a, q - e)
             u = r / (_TWO_OVER_SQRT_PI * expm_sq(x))
             u = xp.where(xp.isfinite(u), u, xp.zeros_like(u))
             x = x - u / (1.0 + x * u)
@@ -448,19 +479,24 @@ def bind(c) -> dict:
         T = _tables()
         a = xp.abs(x)
         small = a < _BESSEL_SWITCH
-        s = xp.where(small, a, xp.zeros_like(a))
-        z = s * s / 4.0
-        term = xp.ones_like(s) if nu == 0 else s / 2.0
-        total = term
-        for k in range(1, _BESSEL_SERIES_TERMS):
-            term = term * z / (k * (k + nu))
-            total = total + term
-        series = total * xp.exp(-s)
-        b = xp.where(small, full(a, _BESSEL_SWITCH), a)
-        inv = 1.0 / b
-        coefs = T.i0_asym if nu == 0 else T.i1_asym
-        asym = _horner(None, inv, coefs) / xp.sqrt(2.0 * _PI * b)
-        return xp.where(small, series, asym)
+        r = a
+        if some(small):
+            s = xp.where(small, a, xp.zeros_like(a))
+            # terms up to (s/2)^2K / (K!)^2 below 1e-17 e^s: K from the largest argument
+            n = min(_BESSEL_SERIES_TERMS, int(math.ceil(10 + 1.7 * float(xp.max(s)))))
+            z = s * s / 4.0
+            term = xp.ones_like(s) if nu == 0 else s / 2.0
+            total = term
+            for k in range(1, n):
+                term = term * z / (k * (k + nu))
+                total = total + term
+            r = xp.where(small, total * xp.exp(-s), r)
+        large = a >= _BESSEL_SWITCH
+        if some(large):
+            b = xp.where(large, a, full(a, _BESSEL_SWITCH))
+            coefs = T.i0_asym if nu == 0 else T.i1_asym
+            r = xp.where(large, _horner(None, 1.0 / b, coefs) / xp.sqrt(2.0 * _PI * b), r)
+        return r
 
     def i0e64(x):
         return xp.where(xp.isnan(x), x, bessel_scaled(x, 0))
