@@ -516,3 +516,13 @@ def test_compile_matches_eager():
     np.testing.assert_allclose(_np(cf(x)), _np(f(x)), rtol=1e-15)
     y = _t(_R.uniform(0.1, 3, 7))       # a second shape
     np.testing.assert_allclose(_np(cf(y)), _np(f(y)), rtol=1e-15)
+
+
+def test_empty_and_zero_dim_inputs():
+    e, z = tp.empty(0, 3, dtype=F64), _t(0.7)
+    for f in (tp.lgamma, tp.digamma, tp.erfc, tp.erfinv, tp.i0, tp.sinc, S.erfcx, S.ndtri,
+              S.i0e, S.i1, S.i1e, S.log_ndtr, lambda t: tp.polygamma(2, t),
+              lambda t: tp.mvlgamma(t + 1, 2), lambda t: tp.frexp(t).mantissa):
+        assert f(e).shape == (0, 3)
+        r = f(z)
+        assert r.shape == () and r.item() == f(_t([0.7])).item()
