@@ -9,8 +9,8 @@ dtype (float32, float16: ~1 ulp; bfloat16 through ``lowp``'s float32 path); inte
 inputs give the default float dtype, as torch.
 
 The approximations are derived here from closed forms, not tables copied from a library: each
-coefficient is computed at import from Bernoulli numbers, zeta values, Hermite polynomials or
-``math.erfc`` at fixed points (``_tables``). Accuracy in float64 (tests/test_special46.py checks
+coefficient is computed (on the first special-function call, ``_tables``) from Bernoulli numbers,
+zeta values, Hermite polynomials or ``math.erfc`` at fixed points. Accuracy in float64 (tests/test_special46.py checks
 it against Python's ``math`` and closed forms): erfc/erfcx/erfinv/ndtri within a few ulp;
 lgamma a few ulp away from its roots (absolute error ~1e-16 near the roots of negative
 arguments); digamma and polygamma a few ulp away from their zeros; i0/i0e/i1/i1e a few ulp.
@@ -314,7 +314,8 @@ def bind(c) -> dict:
             raise RuntimeError("polygamma(n, x) does not support negative n.")
         if n == 0:
             return digamma64(x)
-        sign_fact = (1.0 if n % 2 else -1.0) * math.factorial(n)
+        sign_fact = (1.0 if n % 2 else -1.0) * (
+            float(math.factorial(n)) if n <= 170 else inf)     # n! overflows float64 past 170
         if n == 1:
             # torch's trigamma reflects below 1/2: psi1(x) = -psi1(1 - x) + pi^2 / sin^2(pi x)
             lo = x < 0.5
