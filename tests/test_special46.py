@@ -328,6 +328,7 @@ def test_special_values_of_the_other_functions():
     assert not np.signbit(_np(tp.lgamma(_t([1.0, 2.0])))).any()
     assert _np(tp.polygamma(1, _t([0.0, INF]))).tolist() == [INF, 0.0]
     assert _np(tp.polygamma(2, _t([0.0, -2.0]))).tolist() == [-INF, -INF]
+    assert _np(tp.polygamma(171, _t([1.0, 20.0]))).tolist() == [INF, INF]   # 171! overflows
     assert _np(S.ndtri(_t([-0.1, 1.1])))[0] != _np(S.ndtri(_t([-0.1, 1.1])))[0]   # NaN
     assert tp.logit(_t([0.0, 1.0])).tolist() == [-INF, INF]
     assert tp.logit(_t([0.0, 1.0, 0.5]), eps=0.25).tolist() == pytest.approx(
