@@ -850,6 +850,115 @@ __all__ += ["linalg", "cdist", "det", "inverse", "logdet", "matrix_power", "pinv
             "cholesky", "qr", "slogdet", "svd"]
 
 
+# -- session 46 (h-special46): special functions (the tp:: ops of _ops/special.py, called here
+# with torch's out=) and the tensorplay.special module (torch.special's names)
+def lgamma(input: Tensor, *, out: Any = None) -> Tensor:
+    """``log|Gamma(input)|``, elementwise (+inf at 0, the negative integers and +-inf); any
+    shape and device; integer and bool inputs give the default float dtype; float16/float32
+    computed in float64 and rounded once; ``out=`` as torch's. Same as ``torch.lgamma``."""
+    if out is not None:
+        return _write_out("lgamma", out, lgamma, (input,), {}, "cast")
+    return _O.lgamma(input)
+
+
+def digamma(input: Tensor, *, out: Any = None) -> Tensor:
+    """``d/dx log Gamma(input)``, elementwise (-inf at +0, +inf at -0, NaN at the negative
+    integers and -inf); dtypes as ``lgamma``; ``out=`` as torch's. Same as ``torch.digamma``."""
+    if out is not None:
+        return _write_out("digamma", out, digamma, (input,), {}, "cast")
+    return _O.digamma(input)
+
+
+def polygamma(n: builtins.int, input: Tensor, *, out: Any = None) -> Tensor:
+    """The ``n``-th derivative of ``digamma`` at ``input``, elementwise (``n >= 0``, else
+    RuntimeError); dtypes as ``lgamma``; ``out=`` as torch's. Same as ``torch.polygamma``."""
+    if out is not None:
+        return _write_out("polygamma", out, polygamma, (n, input), {}, "cast")
+    return _O.polygamma(n, input)
+
+
+def mvlgamma(input: Tensor, p: builtins.int, *, out: Any = None) -> Tensor:
+    """The multivariate log-gamma function of dimension ``p`` (``p >= 1``, else RuntimeError):
+    ``p(p-1)/4 log(pi) + sum_{i<p} lgamma(input - i/2)``, elementwise; dtypes as ``lgamma``;
+    ``out=`` as torch's. Same as ``torch.mvlgamma``."""
+    if out is not None:
+        return _write_out("mvlgamma", out, mvlgamma, (input, p), {}, "cast")
+    return _O.mvlgamma(input, p)
+
+
+def erfc(input: Tensor, *, out: Any = None) -> Tensor:
+    """``1 - erf(input)`` without cancellation (relative accuracy in the upper tail),
+    elementwise; dtypes as ``lgamma``; ``out=`` as torch's. Same as ``torch.erfc``."""
+    if out is not None:
+        return _write_out("erfc", out, erfc, (input,), {}, "cast")
+    return _O.erfc(input)
+
+
+def erfinv(input: Tensor, *, out: Any = None) -> Tensor:
+    """The inverse error function, elementwise (+-inf at +-1, NaN outside [-1, 1]); dtypes as
+    ``lgamma``; ``out=`` as torch's. Same as ``torch.erfinv``."""
+    if out is not None:
+        return _write_out("erfinv", out, erfinv, (input,), {}, "cast")
+    return _O.erfinv(input)
+
+
+def i0(input: Tensor, *, out: Any = None) -> Tensor:
+    """The modified Bessel function of the first kind of order 0, elementwise (NaN at +-inf,
+    as torch's); dtypes as ``lgamma``; ``out=`` as torch's. Same as ``torch.i0``."""
+    if out is not None:
+        return _write_out("i0", out, i0, (input,), {}, "cast")
+    return _O.i0(input)
+
+
+def sinc(input: Tensor, *, out: Any = None) -> Tensor:
+    """``sin(pi input) / (pi input)``, 1 at 0, elementwise; dtypes as ``lgamma``; ``out=`` as
+    torch's. Same as ``torch.sinc``."""
+    if out is not None:
+        return _write_out("sinc", out, sinc, (input,), {}, "cast")
+    return _O.sinc(input)
+
+
+def heaviside(input: Tensor, values: Tensor, *, out: Any = None) -> Tensor:
+    """0 where ``input < 0``, ``values`` where ``input == 0``, 1 where ``input > 0``, with
+    broadcasting; both of one dtype (RuntimeError otherwise), which the result keeps; not
+    differentiable; ``out=`` as torch's. Same as ``torch.heaviside``."""
+    if out is not None:
+        return _write_out("heaviside", out, heaviside, (input, values), {}, "cast")
+    return _O.heaviside(input, values)
+
+
+def ldexp(input: Tensor, other: Tensor, *, out: Any = None) -> Tensor:
+    """``input * 2 ** other`` with broadcasting; tensors only (TypeError for a number). An
+    integer ``other`` scales exactly, in ``input``'s floating dtype (the default one for
+    integers); a floating one is ``input * pow(2.0, other)`` at the promoted dtype; ``out=`` as
+    torch's. Same as ``torch.ldexp``."""
+    if out is not None:
+        return _write_out("ldexp", out, ldexp, (input, other), {}, "cast")
+    return _O.ldexp(input, other)
+
+
+def frexp(input: Tensor, *, out: Any = None) -> return_types.frexp:
+    """``(mantissa, exponent)`` with ``input == mantissa * 2 ** exponent`` and ``|mantissa|``
+    in [0.5, 1) (0, inf and NaN kept, exponent 0); ``exponent`` is int32; floating tensors only
+    (RuntimeError otherwise); TypeError for a non-tensor; ``out=`` a pair, as torch's. Same as
+    ``torch.frexp``."""
+    if out is not None:
+        return _write_out("frexp", out, frexp, (input,), {}, "exact", 2)
+    _tensor_input("frexp", input)
+    return input.frexp()
+
+
+# torch's module-level in-place forms of four of them (torch.erfc_(x), torch.ldexp_(x, e))
+if not TYPE_CHECKING:
+    for _n in ("erfc_", "i0_", "sinc_", "ldexp_"):
+        globals()[_n] = _method_function(_n)
+    del _n
+
+from . import special  # noqa: E402
+
+__all__ += ["lgamma", "digamma", "polygamma", "mvlgamma", "erfc", "erfinv", "i0", "sinc",
+            "heaviside", "ldexp", "frexp", "special", "erfc_", "i0_", "sinc_", "ldexp_"]
+
 def __getattr__(name):
     # ``tensorplay.testing`` as an attribute after ``import tensorplay`` (torch's habit), imported
     # on first access: it is not needed to run ops, and ``import tensorplay`` stays light.

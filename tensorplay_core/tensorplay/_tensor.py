@@ -3392,17 +3392,117 @@ class Tensor(TensorBase, instance_class=True):
 
     def logit(self, eps: _float | None = None) -> Tensor:
         """``log(z / (1 - z))`` with ``z`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given;
-        integers give the default float dtype (same as ``torch.Tensor.logit``)."""
-        z = self if self._dtype.is_floating_point else \
-            _O.to_dtype(self, _dtype.get_default_dtype())
-        if eps is not None:           # torch's clamp: lo first, then hi (eps > 0.5 included)
-            lo, hi = eps, 1 - eps
-            z = _O.where(_O.lt(z, lo), lo, _O.where(_O.gt(z, hi), hi, z))
-        return _O.log(_O.div(z, _O.rsub(z, 1)))
+        integers give the default float dtype (same as ``torch.Tensor.logit``). The op
+        ``tp::logit`` (torch's backward: NaN outside [0, 1] without ``eps``, 0 outside the
+        clamp with it)."""
+        return _O.logit(self, eps)
 
     def logit_(self, eps: _float | None = None) -> Tensor:
         """In-place ``logit`` (same as ``torch.Tensor.logit_``)."""
         return _in_place(self, "logit_", Tensor.logit, eps)
+
+    # -- special functions (session 46: the ops of _ops/special.py) ---------------------------
+    # Each floating one gives the default float dtype for integer and bool tensors; its in-place
+    # form raises RuntimeError for an integer or bool ``self`` (a floating result cannot be cast
+    # into it), nothing written.
+    def lgamma(self) -> Tensor:
+        """``log|Gamma(self)|``, elementwise (+inf at the poles 0, -1, -2, ... and at +-inf;
+        same as ``torch.Tensor.lgamma``)."""
+        return _O.lgamma(self)
+
+    def lgamma_(self) -> Tensor:
+        """In-place ``lgamma`` (same as ``torch.Tensor.lgamma_``)."""
+        return _in_place(self, "lgamma_", _O.lgamma)
+
+    def digamma(self) -> Tensor:
+        """``d/dx log Gamma(self)``, elementwise (-inf at +0, +inf at -0, NaN at negative
+        integers; same as ``torch.Tensor.digamma``)."""
+        return _O.digamma(self)
+
+    def digamma_(self) -> Tensor:
+        """In-place ``digamma`` (same as ``torch.Tensor.digamma_``)."""
+        return _in_place(self, "digamma_", _O.digamma)
+
+    def polygamma(self, n: _int) -> Tensor:
+        """The ``n``-th derivative of ``digamma`` (``n >= 0``; RuntimeError for a negative
+        ``n``), elementwise (same as ``torch.Tensor.polygamma``)."""
+        return _O.polygamma(n, self)
+
+    def polygamma_(self, n: _int) -> Tensor:
+        """In-place ``polygamma`` (same as ``torch.Tensor.polygamma_``)."""
+        return _in_place(self, "polygamma_", lambda x: _O.polygamma(n, x))
+
+    def mvlgamma(self, p: _int) -> Tensor:
+        """The multivariate log-gamma function of dimension ``p`` (``p >= 1``, else
+        RuntimeError), elementwise (same as ``torch.Tensor.mvlgamma``)."""
+        return _O.mvlgamma(self, p)
+
+    def mvlgamma_(self, p: _int) -> Tensor:
+        """In-place ``mvlgamma`` (same as ``torch.Tensor.mvlgamma_``)."""
+        return _in_place(self, "mvlgamma_", _O.mvlgamma, p)
+
+    def erfc(self) -> Tensor:
+        """``1 - erf(self)`` computed without cancellation, elementwise (same as
+        ``torch.Tensor.erfc``)."""
+        return _O.erfc(self)
+
+    def erfc_(self) -> Tensor:
+        """In-place ``erfc`` (same as ``torch.Tensor.erfc_``)."""
+        return _in_place(self, "erfc_", _O.erfc)
+
+    def erfinv(self) -> Tensor:
+        """The inverse error function on [-1, 1] (+-inf at +-1, NaN outside), elementwise
+        (same as ``torch.Tensor.erfinv``)."""
+        return _O.erfinv(self)
+
+    def erfinv_(self) -> Tensor:
+        """In-place ``erfinv`` (same as ``torch.Tensor.erfinv_``)."""
+        return _in_place(self, "erfinv_", _O.erfinv)
+
+    def i0(self) -> Tensor:
+        """The modified Bessel function of the first kind of order 0, elementwise (same as
+        ``torch.Tensor.i0``)."""
+        return _O.i0(self)
+
+    def i0_(self) -> Tensor:
+        """In-place ``i0`` (same as ``torch.Tensor.i0_``)."""
+        return _in_place(self, "i0_", _O.i0)
+
+    def sinc(self) -> Tensor:
+        """``sin(pi x) / (pi x)``, 1 at 0, elementwise (same as ``torch.Tensor.sinc``)."""
+        return _O.sinc(self)
+
+    def sinc_(self) -> Tensor:
+        """In-place ``sinc`` (same as ``torch.Tensor.sinc_``)."""
+        return _in_place(self, "sinc_", _O.sinc)
+
+    def heaviside(self, values: Tensor) -> Tensor:
+        """0 where ``self < 0``, ``values`` where ``self == 0``, 1 where ``self > 0``, with
+        broadcasting; ``values`` must have ``self``'s dtype (RuntimeError otherwise); not
+        differentiable (same as ``torch.Tensor.heaviside``)."""
+        return _O.heaviside(self, values)
+
+    def heaviside_(self, values: Tensor) -> Tensor:
+        """In-place ``heaviside`` (same as ``torch.Tensor.heaviside_``)."""
+        return _in_place(self, "heaviside_", _O.heaviside, values)
+
+    def ldexp(self, other: Tensor) -> Tensor:
+        """``self * 2 ** other`` (torch's composition: ``2 ** other`` in ``other``'s floating
+        dtype, the default one for integers, then the product's promotion; same as
+        ``torch.Tensor.ldexp``)."""
+        return _O.ldexp(self, other)
+
+    def ldexp_(self, other: Tensor) -> Tensor:
+        """In-place ``ldexp`` (same as ``torch.Tensor.ldexp_``)."""
+        return _in_place(self, "ldexp_", _O.ldexp, other)
+
+    def frexp(self) -> _rt.frexp:
+        """``(mantissa, exponent)`` with ``self == mantissa * 2 ** exponent``, ``|mantissa|`` in
+        [0.5, 1) (0, inf and NaN kept with exponent 0); ``exponent`` is int32; floating tensors
+        only (RuntimeError otherwise). Same as ``torch.Tensor.frexp``
+        (``tensorplay.return_types.frexp``)."""
+        from . import return_types
+        return return_types.frexp(*_O.frexp(self))
 
     def isposinf(self) -> Tensor:
         """Bool tensor: True where the element is +inf (same as ``torch.Tensor.isposinf``)."""

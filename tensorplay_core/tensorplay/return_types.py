@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:
     from ._tensor import Tensor
 
-__all__ = ["aminmax", "cummax", "cummin", "kthvalue", "max", "median", "min", "mode",
+__all__ = ["aminmax", "cummax", "cummin", "frexp", "kthvalue", "max", "median", "min", "mode",
            "nanmedian", "sort", "topk"]
 
 
@@ -79,3 +79,9 @@ class cummin(NamedTuple):
     """``(values, indices)`` of ``Tensor.cummin``."""
     values: Tensor
     indices: Tensor
+
+
+class frexp(NamedTuple):
+    """``(mantissa, exponent)`` of ``Tensor.frexp`` (``torch.return_types.frexp``)."""
+    mantissa: Tensor
+    exponent: Tensor

@@ -18,16 +18,16 @@ from __future__ import annotations
 import contextvars
 import sys
 
-from . import binary, bitwise, factories, indexing, linalg, reduction, unary
+from . import binary, bitwise, factories, indexing, linalg, reduction, special, unary
 from ._context import Context
 
-_FAMILIES = (binary, bitwise, unary, reduction, indexing, factories, linalg)
+_FAMILIES = (binary, bitwise, unary, reduction, indexing, factories, linalg, special)
 
 
 def bind(xp, be) -> dict:
     """``{op name: kernel}`` of every built-in op on the array namespace ``xp`` of backend ``be``:
     each family module's kernels (``binary``, ``bitwise``, ``unary``, ``reduction``, ``indexing``,
-    ``factories``), closed over one shared ``Context``, made quiet about floating point
+    ``factories``, ``special``), closed over one shared ``Context``, made quiet about floating point
     exceptions (``_quiet``)."""
     c = Context(xp, be)
     kernels: dict = {}

@@ -8,6 +8,7 @@ and again when a loaded array backend turns bf16-correct (``_kernels.lowp.enable
 from ._define import BUILTINS, defop, install_backend, ops
 from . import elementwise, reduction, linalg, nn, shape, views, copy, creation, indexing  # noqa: F401
 from . import sorting_topk  # noqa: F401
+from . import special  # noqa: F401
 from . import _docs
 
 _docs.apply(BUILTINS)      # help(tp.add): the op's docstring (after every op is defined)

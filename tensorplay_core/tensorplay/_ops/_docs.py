@@ -253,6 +253,49 @@ DOCS = {
               "torch.where"),
 }
 
+# special functions (session 46): integer and bool inputs give the default float dtype; float16
+# computed in float64, bfloat16 in float32, rounded once
+_FL = " Integer and bool inputs give the default float dtype."
+DOCS.update({
+    "lgamma": ("``log|Gamma(input)|``, elementwise: +inf at 0, the negative integers and +-inf."
+               + _FL, "torch.lgamma"),
+    "digamma": ("``d/dx log Gamma(input)``, elementwise: -inf at +0, +inf at -0, NaN at the "
+                "negative integers and -inf." + _FL, "torch.digamma"),
+    "polygamma": ("The ``n``-th derivative of digamma (``n`` >= 0, RuntimeError otherwise), "
+                  "elementwise." + _FL, "torch.polygamma"),
+    "mvlgamma": ("The multivariate log-gamma function of dimension ``p``: ``p(p-1)/4 log(pi) + "
+                 "sum_{i<p} lgamma(input - i/2)``, elementwise (RuntimeError for ``p`` < 1)."
+                 + _FL, "torch.mvlgamma"),
+    "erfc": ("``1 - erf(input)`` without cancellation (relative accuracy in the upper tail), "
+             "elementwise." + _FL, "torch.erfc"),
+    "erfcx": ("The scaled complementary error function ``exp(input**2) * erfc(input)``, "
+              "elementwise (inf below about -26.6)." + _FL, "torch.special.erfcx"),
+    "erfinv": ("The inverse error function, elementwise: +-inf at +-1, NaN outside [-1, 1]."
+               + _FL, "torch.erfinv"),
+    "ndtri": ("The inverse of the standard normal CDF, elementwise: -inf at 0, inf at 1, NaN "
+              "outside [0, 1]." + _FL, "torch.special.ndtri"),
+    "i0": ("The modified Bessel function of the first kind of order 0, elementwise (NaN at "
+           "+-inf, as torch)." + _FL, "torch.i0"),
+    "i0e": ("``exp(-|input|) * i0(input)``, elementwise." + _FL, "torch.special.i0e"),
+    "i1": ("The modified Bessel function of the first kind of order 1, elementwise (NaN at "
+           "+-inf, as torch)." + _FL, "torch.special.i1"),
+    "i1e": ("``exp(-|input|) * i1(input)``, elementwise." + _FL, "torch.special.i1e"),
+    "sinc": ("``sin(pi input) / (pi input)``, 1 at 0, elementwise." + _FL, "torch.sinc"),
+    "logit": ("``log(z / (1 - z))``, ``z`` the input clamped to ``[eps, 1 - eps]`` when "
+              "``eps`` is given, elementwise." + _FL, "torch.logit"),
+    "xlog1py": ("``input * log1p(other)``, 0 where ``input`` is 0 (NaN where ``other`` is NaN), "
+                "elementwise with broadcasting; ``other`` may be a number." + _FL,
+                "torch.special.xlog1py"),
+    "heaviside": ("0 where ``input < 0``, ``values`` where ``input == 0``, 1 where ``input > "
+                  "0``, with broadcasting; operands of one dtype (RuntimeError otherwise); not "
+                  "differentiable.", "torch.heaviside"),
+    "ldexp": ("``input * 2 ** other`` (``2 ** other`` in ``other``'s floating dtype, the "
+              "default one for integers), with broadcasting; tensors only.", "torch.ldexp"),
+    "frexp": ("``(mantissa, exponent)`` with ``input == mantissa * 2 ** exponent``, "
+              "``|mantissa|`` in [0.5, 1), ``exponent`` int32; floating tensors only "
+              "(RuntimeError otherwise).", "torch.frexp"),
+})
+
 _RULES = ("Operands share one device (a 0-dim cpu tensor joins any) and promote their dtypes "
           "as torch does; runs on every device with a plugin, on fake tensors through its fake "
           "rule, and under autograd where torch has a gradient. Raises ``DispatchError`` for "

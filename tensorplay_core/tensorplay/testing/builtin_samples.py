@@ -40,7 +40,8 @@ NOT_DIFFERENTIABLE = frozenset({
     "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "argmax",
     "empty", "full", "arange", "rand", "randn", "argmin", "all", "any", "isnan", "isinf",
     "isfinite", "argsort", "eye", "linspace", "randint", "nonzero", "view_dtype", "bitwise_and",
-    "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift"})
+    "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift",
+    "heaviside"})
 
 DEFAULT_SEED = 1234
 
@@ -478,6 +479,35 @@ SAMPLES = {
                               S(_SYM(g, 3, 3), grad=False), S(_SYM(g, 2, 3, 3), "U", grad=False),
                               S(_SYM(g, 4, 4, dtype=g.tp.float32), grad=False)],
 }
+# special functions (session 46): domains away from poles and kinks; values at special points
+SAMPLES.update({
+    "lgamma": _unary_float(0.2, 4.0, (1, 3)), "digamma": _unary_float(0.3, 4.0, (1, 5)),
+    "polygamma": lambda g: [S(1, g.T(2, 3, lo=0.3, hi=3.0)), S(0, g.T(lo=0.5, hi=2.0)),
+                            S(3, g.T(4, lo=0.5, hi=3.0, dtype=g.tp.float32), grad=False),
+                            S(2, g.IDX([1, 4]), grad=False)],
+    "mvlgamma": lambda g: [S(g.T(2, 3, lo=2.0, hi=4.0), 3), S(g.T(lo=1.0, hi=2.0), 1),
+                           S(g.IDX([2, 5]), 2, grad=False)],
+    "erfc": _unary_float(-2.0, 3.0, (0, 2)), "erfcx": _unary_float(-1.0, 8.0, (0, 7)),
+    "erfinv": _unary_float(-0.9, 0.9, (0, 1)), "ndtri": _unary_float(0.05, 0.95, (0, 1)),
+    "i0": _unary_float(-3.0, 3.0, (0, 2)), "i0e": _unary_float(-3.0, 3.0, (1, 25)),
+    "i1": _unary_float(-3.0, 3.0, (0, 2)), "i1e": _unary_float(-3.0, 3.0, (1, 25)),
+    "sinc": _unary_float(-2.0, 2.0, (0, 3)),
+    "logit": lambda g: [S(g.T(2, 3, lo=0.1, hi=0.9)), S(g.T(3, lo=0.2, hi=0.8), 0.25),
+                        S(g.V([0.0, 0.5, 1.0, float("nan")], g.f64), 0.1, grad=False),
+                        S(g.IDX([0, 1]), grad=False)],
+    "xlog1py": lambda g: [S(g.T(3, 1), g.POS(4)), S(g.T(2, 3), g.POS(3)), S(g.T(2, 3), 2.5),
+                          S(g.IDX([0, 2, 3]), g.IDX([1, 0, 2]), grad=False),
+                          S(g.V([0.0, 1.5, 0.0], g.f64), g.V([-1.0, float("nan"), 2.0], g.f64),
+                            grad=False)],
+    "heaviside": lambda g: [S(g.V([-1.5, 0.0, 2.0], g.f64), g.T(3), grad=False),
+                            S(g.V([[0.0], [3.0]], g.f64), g.T(4), grad=False),
+                            S(g.IDX([-2, 0, 5]), g.IDX([7]), grad=False)],
+    "ldexp": lambda g: [S(g.T(2, 3), g.IDX([1, -2, 3])), S(g.T(3, 1), g.T(4, lo=-2, hi=2)),
+                        S(g.T(4, dtype=g.tp.float32), g.IDX([0, 1, 2, 3]), grad=False)],
+    "frexp": lambda g: [S(g.T(2, 3, lo=-9.0, hi=9.0)),
+                        S(g.V([0.0, -0.0, 1.0, -3.0, 8.0], g.f64), grad=False),
+                        S(g.T(4, dtype=g.tp.float32), grad=False)],
+})
 
 
 def names() -> list:

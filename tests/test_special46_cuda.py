@@ -1,0 +1,94 @@
+"""Session 46's special functions on cuda give the cpu's results (values, dtype, shape, and the
+gradients of the float inputs): the reference kernels of _kernels/special.py bound to CuPy
+(``xp.take`` of the erfc tables on the device, the host read of polygamma's smallest argument,
+CuPy's frexp/ldexp). Runs on a GPU machine; skips (saying why) where cuda is unavailable."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensorplay as tp
+import tensorplay.special as S
+
+_R = np.random.default_rng(46)
+X = np.concatenate([_R.uniform(-6, 6, 30), [0.0, -0.0, -1.0, 1.0, 2.5, 30.0, -30.0, 1e-300,
+                                            np.inf, -np.inf, np.nan]])
+P = np.concatenate([_R.uniform(0, 1, 20), [0.0, 1.0, 0.5, 1e-300, 1 - 1e-12]])
+POS = _R.uniform(0.1, 8, 20)
+N = np.array([-3, 0, 2, 7], np.int64)
+
+CALLS = [
+    ("lgamma", lambda t: tp.lgamma(t["x"])), ("digamma", lambda t: tp.digamma(t["x"])),
+    ("polygamma 1", lambda t: tp.polygamma(1, t["x"])),
+    ("polygamma 3", lambda t: tp.polygamma(3, t["x"])),
+    ("mvlgamma", lambda t: tp.mvlgamma(t["pos"] + 1.0, 3)),
+    ("erfc", lambda t: tp.erfc(t["x"] * 4)), ("erfcx", lambda t: S.erfcx(t["x"] * 5)),
+    ("erfinv", lambda t: tp.erfinv(t["p"] * 2 - 1)), ("ndtri", lambda t: S.ndtri(t["p"])),
+    ("i0", lambda t: tp.i0(t["x"] * 5)), ("i0e", lambda t: S.i0e(t["x"] * 5)),
+    ("i1", lambda t: S.i1(t["x"] * 5)), ("i1e", lambda t: S.i1e(t["x"] * 5)),
+    ("sinc", lambda t: tp.sinc(t["x"])), ("logit", lambda t: tp.logit(t["p"], eps=0.01)),
+    ("xlog1py", lambda t: S.xlog1py(t["x"], t["pos"][:1])),
+    ("heaviside", lambda t: tp.heaviside(t["x"], t["pos"][:1])),
+    ("ldexp int", lambda t: tp.ldexp(t["x"], t["n"][:1])),
+    ("ldexp float", lambda t: tp.ldexp(t["pos"], t["pos"] / 4)),
+    ("frexp", lambda t: tuple(tp.frexp(t["x"]))),
+    ("ndtr", lambda t: S.ndtr(t["x"])), ("log_ndtr", lambda t: S.log_ndtr(t["x"] * 6)),
+    ("entr", lambda t: S.entr(t["x"])),
+    ("lgamma float32", lambda t: tp.lgamma(t["x"].float())),
+    ("erfinv float16", lambda t: tp.erfinv((t["p"] * 1.8 - 0.9).half())),
+    ("i0 int", lambda t: tp.i0(t["n"])),
+]
+
+
+def _tensors(device, grad=False):
+    return {"x": tp.tensor(X, device=device, requires_grad=grad),
+            "p": tp.tensor(P, device=device, requires_grad=grad),
+            "pos": tp.tensor(POS, device=device, requires_grad=grad),
+            "n": tp.tensor(N, device=device)}
+
+
+def _flat(r):
+    return list(r) if isinstance(r, (tuple, list)) else [r]
+
+
+def _grads(call, device):
+    t = _tensors(device, grad=True)
+    outs = [o for o in _flat(call(t)) if o.requires_grad]
+    if not outs:
+        return []
+    loss = sum(o.nan_to_num(0.0, 0.0, 0.0).sum() for o in outs)
+    loss.backward()
+    return [t[k].grad for k in ("x", "p", "pos")]
+
+
+def _same(c, g, what):
+    assert g.device.type == "cuda", what
+    assert (c.dtype, tuple(c.shape)) == (g.dtype, tuple(g.shape)), what
+    np.testing.assert_allclose(g.cpu().float().numpy().astype(np.float64) if c.dtype.itemsize < 4
+                               else g.cpu().numpy().astype(np.float64),
+                               c.float().numpy().astype(np.float64) if c.dtype.itemsize < 4
+                               else c.numpy().astype(np.float64),
+                               rtol=1e-12, atol=1e-300, err_msg=str(what))
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("name,call", CALLS, ids=[c[0] for c in CALLS])
+def test_special46_op_on_cuda_matches_cpu(name, call):
+    ok, why = tp.plugins.device_status("cuda")
+    if not ok:
+        pytest.skip(f"cuda unavailable: {why}")
+    rc, rg = call(_tensors("cpu")), call(_tensors("cuda"))
+    for c, g in zip(_flat(rc), _flat(rg), strict=True):
+        _same(c, g, name)
+    for c, g in zip(_grads(call, "cpu"), _grads(call, "cuda"), strict=True):
+        assert (c is None) == (g is None), name
+        if c is not None:
+            _same(c, g, ("grad", name))
+
+
+def test_every_call_here_runs_on_cpu_with_gradients():
+    for name, call in CALLS:
+        r = call(_tensors("cpu"))
+        assert all(isinstance(t, tp.Tensor) for t in _flat(r)), name
+        _grads(call, "cpu")
