@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _cuda_vs_cpu import check_call, check_runs_on_cpu
 
 import tensorplay as tp
 
@@ -54,48 +55,22 @@ def _tensors(device, grad=False):
             "i": tp.tensor(I, device=device), "n": tp.tensor(N, device=device)}
 
 
-def _flat(r):
-    return list(r) if isinstance(r, (tuple, list)) else [r]
-
-
-def _grads(call, device):
-    t = _tensors(device, grad=True)
-    outs = [o for o in _flat(call(t)) if o.requires_grad]
-    if not outs:
-        return []
-    loss = sum(o.nan_to_num(0.0).sum() for o in outs)
-    loss.backward()
-    return [t[k].grad for k in ("x", "y", "d")]
-
-
-def _same(c, g, what):
-    assert g.device.type == "cuda", what
-    assert (c.dtype, tuple(c.shape)) == (g.dtype, tuple(g.shape)), what
+def _rtol(c):
     # float32 results of transcendental functions (atan2 of integers) come from CUDA's libm on
     # cuda and NumPy's on cpu: both within about 1 ulp, not bit-equal (torch's two devices differ
     # the same way); float64 and exact results are held to 1e-10
-    rtol = 1e-6 if c.dtype == tp.float32 else 1e-10
-    np.testing.assert_allclose(g.cpu().numpy().astype(np.float64), c.numpy().astype(np.float64),
-                               rtol=rtol, atol=1e-12, err_msg=str(what))
+    return 1e-6 if c.dtype == tp.float32 else 1e-10
+
+
+_NAN_TO_0 = lambda o: o.nan_to_num(0.0).sum()   # noqa: E731
+_KEYS = ("x", "y", "d")
 
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("name,call", CALLS, ids=[c[0] for c in CALLS])
 def test_session44_op_on_cuda_matches_cpu(name, call):
-    ok, why = tp.plugins.device_status("cuda")
-    if not ok:
-        pytest.skip(f"cuda unavailable: {why}")
-    rc, rg = call(_tensors("cpu")), call(_tensors("cuda"))
-    for c, g in zip(_flat(rc), _flat(rg), strict=True):
-        _same(c, g, name)
-    for c, g in zip(_grads(call, "cpu"), _grads(call, "cuda"), strict=True):
-        assert (c is None) == (g is None), name
-        if c is not None:
-            _same(c, g, ("grad", name))
+    check_call(name, call, _tensors, _KEYS, rtol=_rtol, atol=1e-12, loss=_NAN_TO_0)
 
 
 def test_every_call_here_runs_on_cpu_with_gradients():
-    for name, call in CALLS:
-        r = call(_tensors("cpu"))
-        assert all(isinstance(t, tp.Tensor) for t in _flat(r)), name
-        _grads(call, "cpu")
+    check_runs_on_cpu(CALLS, _tensors, _KEYS, _NAN_TO_0)

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import pytest
+from _cuda_vs_cpu import check_call, check_runs_on_cpu, need_cuda
 
 import tensorplay as tp
 from tensorplay import linalg as LA
@@ -66,48 +67,18 @@ def _tensors(device, grad=False):
                          ("sing", SING))}
 
 
-def _flat(r):
-    return list(r) if isinstance(r, (tuple, list)) else [r]
-
-
-def _grads(call, device):
-    t = _tensors(device, grad=True)
-    outs = [o for o in _flat(call(t)) if o.requires_grad]
-    if not outs:
-        return []
-    sum(o.sum() for o in outs).backward()
-    return [t[k].grad for k in sorted(t)]
-
-
-def _same(c, g, what):
-    assert g.device.type == "cuda", what
-    assert (c.dtype, tuple(c.shape)) == (g.dtype, tuple(g.shape)), what
-    np.testing.assert_allclose(g.cpu().numpy().astype(np.float64), c.numpy().astype(np.float64),
-                               rtol=1e-8, atol=1e-9, err_msg=str(what))
-
-
-def _need_cuda():
-    ok, why = tp.plugins.device_status("cuda")
-    if not ok:
-        pytest.skip(f"cuda unavailable: {why}")
+_KEYS = ("a", "b", "m", "sing", "spd", "sym", "w")
 
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("name,call", CALLS, ids=[c[0] for c in CALLS])
 def test_linalg_on_cuda_matches_cpu(name, call):
-    _need_cuda()
-    rc, rg = call(_tensors("cpu")), call(_tensors("cuda"))
-    for c, g in zip(_flat(rc), _flat(rg), strict=True):
-        _same(c, g, name)
-    for c, g in zip(_grads(call, "cpu"), _grads(call, "cuda"), strict=True):
-        assert (c is None) == (g is None), name
-        if c is not None:
-            _same(c, g, ("grad", name))
+    check_call(name, call, _tensors, _KEYS, rtol=1e-8, atol=1e-9)
 
 
 @pytest.mark.cuda
 def test_linalg_errors_on_cuda_match_cpu():
-    _need_cuda()
+    need_cuda()
     sing = np.stack([np.eye(3), [[1.0, 2, 3], [2, 4, 6], [0, 0, 1]]])
     notpd = np.stack([np.eye(3), np.diag([1.0, -1.0, 1.0])])
     for fn, data in ((LA.inv, sing), (LA.cholesky, notpd),
@@ -125,7 +96,4 @@ def test_linalg_errors_on_cuda_match_cpu():
 
 
 def test_every_call_here_runs_on_cpu_with_gradients():
-    for name, call in CALLS:
-        r = call(_tensors("cpu"))
-        assert all(isinstance(t, tp.Tensor) for t in _flat(r)), name
-        _grads(call, "cpu")
+    check_runs_on_cpu(CALLS, _tensors, _KEYS)

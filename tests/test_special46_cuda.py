@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _cuda_vs_cpu import check_call, check_runs_on_cpu
 
 import tensorplay as tp
 import tensorplay.special as S
@@ -48,47 +49,15 @@ def _tensors(device, grad=False):
             "n": tp.tensor(N, device=device)}
 
 
-def _flat(r):
-    return list(r) if isinstance(r, (tuple, list)) else [r]
-
-
-def _grads(call, device):
-    t = _tensors(device, grad=True)
-    outs = [o for o in _flat(call(t)) if o.requires_grad]
-    if not outs:
-        return []
-    loss = sum(o.nan_to_num(0.0, 0.0, 0.0).sum() for o in outs)
-    loss.backward()
-    return [t[k].grad for k in ("x", "p", "pos")]
-
-
-def _same(c, g, what):
-    assert g.device.type == "cuda", what
-    assert (c.dtype, tuple(c.shape)) == (g.dtype, tuple(g.shape)), what
-    np.testing.assert_allclose(g.cpu().float().numpy().astype(np.float64) if c.dtype.itemsize < 4
-                               else g.cpu().numpy().astype(np.float64),
-                               c.float().numpy().astype(np.float64) if c.dtype.itemsize < 4
-                               else c.numpy().astype(np.float64),
-                               rtol=1e-12, atol=1e-300, err_msg=str(what))
+_KEYS = ("x", "p", "pos")
+_NAN_TO_0 = lambda o: o.nan_to_num(0.0, 0.0, 0.0).sum()   # noqa: E731
 
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("name,call", CALLS, ids=[c[0] for c in CALLS])
 def test_special46_op_on_cuda_matches_cpu(name, call):
-    ok, why = tp.plugins.device_status("cuda")
-    if not ok:
-        pytest.skip(f"cuda unavailable: {why}")
-    rc, rg = call(_tensors("cpu")), call(_tensors("cuda"))
-    for c, g in zip(_flat(rc), _flat(rg), strict=True):
-        _same(c, g, name)
-    for c, g in zip(_grads(call, "cpu"), _grads(call, "cuda"), strict=True):
-        assert (c is None) == (g is None), name
-        if c is not None:
-            _same(c, g, ("grad", name))
+    check_call(name, call, _tensors, _KEYS, rtol=1e-12, atol=1e-300, loss=_NAN_TO_0)
 
 
 def test_every_call_here_runs_on_cpu_with_gradients():
-    for name, call in CALLS:
-        r = call(_tensors("cpu"))
-        assert all(isinstance(t, tp.Tensor) for t in _flat(r)), name
-        _grads(call, "cpu")
+    check_runs_on_cpu(CALLS, _tensors, _KEYS, _NAN_TO_0)
