@@ -15,9 +15,9 @@ A second table times the autograd work that grows with the number ``k`` of views
 float32 base with history): a chain of ``k`` views of views, forward and backward; one in-place
 write to a base that has ``k`` live views without history of their own (each gets the base's
 new history: linear in ``k``, quadratic before session 45); ``k`` in-place writes, one to each of
-``k`` live views, then backward (each write gives every other live view the base's new history
-at once, since ``grad_fn`` is a plain attribute: ``k`` squared node updates in all, where torch
-regenerates lazily). Each figure: the best of 5 runs (garbage collection off during the
+``k`` live views, then backward (a view's history is regenerated when read after its base
+was written, as torch's ``grad_fn`` getter: linear in ``k`` since session 46, quadratic before).
+Each figure: the best of 5 runs (garbage collection off during the
 runs, as ``timeit``), median over ``--rounds // 3`` (at least 3) rounds, total µs.
 
 Usage: ``python benchmarks/bench_views.py [--rounds N] [--number N] [--no-growth]`` from a venv
@@ -85,7 +85,7 @@ def _growth_cases(L):
             buf.add_(w)
             return time.perf_counter() - t0, rows
         cases[f"1 write, {k} history-less views"] = one_write
-    for k in (8, 64):
+    for k in (8, 64, 256):
         def writes(k=k):
             y = leaf * 1
             vs = [y.view(16) if i % 2 == 0 else y.view(4, 4) for i in range(k)]
