@@ -150,3 +150,104 @@ def test_relu_cuda_matches_cpu(reps):
         a = np.asarray(_relu_grad(x.to("cuda"), g.to("cuda")).cpu().tolist())
         b = np.asarray(_relu_grad(x, g).tolist())
         assert np.array_equal(a, b, equal_nan=True)
+
+
+# -- 3. searchsorted / bucketize: a binary search (tp::searchsorted) --------------------------
+def _count_search(seq, vals, right):
+    """torch's answer for a sorted row: the count of elements e with !(e >= v) (right: !(e > v))."""
+    return sum(1 for e in seq if not (e > vals if right else e >= vals))
+
+
+@pytest.mark.parametrize("right", [False, True])
+@pytest.mark.parametrize("dtype", [tp.float32, tp.float64, tp.int64, tp.int32])
+def test_searchsorted_matches_the_count(right, dtype):
+    rng = np.random.default_rng(5)
+    seq = np.sort(rng.integers(-20, 20, 37)).astype(np.float64)
+    vals = rng.integers(-25, 25, (4, 9)).astype(np.float64)
+    if dtype.is_floating_point:
+        vals[0, :3] = [np.nan, np.inf, -np.inf]
+    s, v = tp.tensor(seq, dtype=dtype), tp.tensor(vals, dtype=dtype)
+    r = tp.searchsorted(s, v, right=right)
+    assert r.dtype is tp.int64 and r.shape == (4, 9)
+    want = [[_count_search(s.tolist(), x, right) for x in row] for row in v.tolist()]
+    assert r.tolist() == want
+    assert tp.searchsorted(s, v, side="right" if right else "left").tolist() == want
+    assert tp.searchsorted(s, v, right=right, out_int32=True).dtype is tp.int32
+    # rows: each row of a 2-D sequence searched for its own values
+    seq2 = np.sort(rng.integers(-20, 20, (4, 11)), axis=1).astype(np.float64)
+    s2 = tp.tensor(seq2, dtype=dtype)
+    r2 = tp.searchsorted(s2, v, right=right)
+    want2 = [[_count_search(srow, x, right) for x in row]
+             for srow, row in zip(s2.tolist(), v.tolist())]
+    assert r2.tolist() == want2
+    # sorter: the order of an unsorted sequence
+    perm = rng.permutation(37)
+    unsorted = tp.tensor(seq[perm], dtype=dtype)
+    sorter = tp.argsort(unsorted, stable=True)
+    assert tp.searchsorted(unsorted, v, right=right, sorter=sorter).tolist() == want
+    # bucketize is searchsorted with the operands swapped
+    assert tp.bucketize(v, s, right=right).tolist() == want
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 7, 8, 9, 64, 1000])
+def test_searchsorted_rows_every_length(n):
+    seq = tp.sort(tp.tensor(np.random.default_rng(n).integers(0, 50, (3, n)).astype(np.float32)),
+                  -1).values
+    v = tp.tensor(np.arange(-1.0, 52.0, 2.5, dtype=np.float32)).expand(3, -1).contiguous()
+    for right in (False, True):
+        got = tp.searchsorted(seq, v, right=right).tolist()
+        want = [[_count_search(srow, x, right) for x in row]
+                for srow, row in zip(seq.tolist(), v.tolist())]
+        assert got == want
+
+
+def test_searchsorted_mixed_dtypes_scalars_and_errors():
+    assert tp.searchsorted(tp.tensor([1, 2, 3]), tp.tensor([1.5])).tolist() == [1]
+    assert tp.searchsorted(tp.tensor([1.0, 2, 3]), tp.tensor([1])).tolist() == [0]
+    r = tp.searchsorted(tp.tensor([1.0, 2, 3]), 2, right=True)
+    assert r.shape == () and r.item() == 2
+    assert tp.searchsorted(tp.tensor([]), tp.tensor([1.0])).tolist() == [0]
+    assert tp.bucketize(tp.tensor([1, 5]), tp.tensor([1.5, 3.0])).tolist() == [0, 2]
+    with pytest.raises(RuntimeError, match="sorter must be a tensor of long dtype"):
+        tp.searchsorted(tp.tensor([1.0, 2]), tp.tensor([1.0]), sorter=tp.tensor([0.0, 1.0]))
+    with pytest.raises(RuntimeError, match="boundary and sorter must have the same size"):
+        tp.searchsorted(tp.tensor([1.0, 2, 3]), tp.tensor([1.0]), sorter=tp.tensor([0, 1]))
+    with pytest.raises(RuntimeError, match="sorter index out of range"):
+        tp.searchsorted(tp.tensor([1.0, 2, 3]), tp.tensor([1.0]), sorter=tp.tensor([0, 1, 5]))
+    with pytest.raises(RuntimeError, match="first N-1 dimensions"):
+        tp.searchsorted(tp.ones(2, 3), tp.ones(3, 1))
+    with pytest.raises(RuntimeError, match="positive dimension"):
+        tp.searchsorted(tp.tensor(1.0), tp.ones(3))
+    with pytest.raises(RuntimeError, match="can't be set to opposites"):
+        tp.searchsorted(tp.ones(3), tp.ones(1), right=True, side="left")
+    o = tp.empty(0, dtype=tp.int64)
+    assert tp.searchsorted(tp.tensor([1.0, 2]), tp.tensor([1.5, 3]), out=o) is o
+    assert o.tolist() == [1, 2]
+
+
+def test_searchsorted_is_a_fake_traceable_op():
+    from tensorplay.fake import FakeTensorMode
+    assert hasattr(tp.ops.tp, "searchsorted")
+    with FakeTensorMode():
+        r = tp.searchsorted(tp.empty(3, 4), tp.empty(3, 5), out_int32=True)
+        assert r.shape == (3, 5) and r.dtype is tp.int32
+
+    @tp.compile
+    def f(s, v):
+        return tp.searchsorted(s, v * 1.0)
+    s = tp.tensor([1.0, 2, 3])
+    assert f(s, tp.tensor([0.5, 2.5])).tolist() == [0, 2]
+
+
+@pytest.mark.cuda
+def test_searchsorted_cuda_matches_cpu():
+    _need_cuda()
+    rng = np.random.default_rng(1)
+    s = tp.tensor(np.sort(rng.standard_normal(100)).astype(np.float32))
+    s2 = tp.sort(tp.tensor(rng.standard_normal((4, 50)).astype(np.float32)), -1).values
+    v = tp.tensor(rng.standard_normal((4, 30)).astype(np.float32))
+    for right in (False, True):
+        assert tp.searchsorted(s.cuda(), v.cuda(), right=right).cpu().tolist() == \
+            tp.searchsorted(s, v, right=right).tolist()
+        assert tp.searchsorted(s2.cuda(), v.cuda(), right=right).cpu().tolist() == \
+            tp.searchsorted(s2, v, right=right).tolist()

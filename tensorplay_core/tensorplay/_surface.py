@@ -19,6 +19,7 @@ from . import _factories as F
 from ._ops import ops as O
 from ._ops._define import factory_out as _factory_out, write_out as _write_out
 from ._ops._shapes import broadcast_shapes, is_tensor, wrap_dim
+from ._ops.sorting_topk import searchsorted_check
 from ._ops.views import mark_multi_output
 
 if TYPE_CHECKING:
@@ -1627,12 +1628,18 @@ def searchsorted(sorted_sequence: Tensor, input: Tensor | _Number, *, out_int32:
                  out: Any = None) -> Tensor:
     """For each value of ``input``, the index where it would be inserted into the last dim of
     ``sorted_sequence`` to keep it sorted: the first position whose element is ``>=`` the value
-    (``right=True`` or ``side="right"``: ``>``). A 1-D ``sorted_sequence`` serves every value;
-    otherwise its leading dims must equal ``input``'s. A number ``input`` gives a 0-d result.
-    int64 (int32 with ``out_int32``); ``sorter`` gives the order of an unsorted sequence.
-    Computed as a count of the elements below each value (``O(len(input) * len(sequence))``
-    comparisons, on any device, fake-traceable). RuntimeError for ``right=True`` with
-    ``side="left"`` or leading dims that differ. Same as ``torch.searchsorted``."""
+    (``right=True`` or ``side="right"``: ``>``); a NaN value goes past the end (torch's
+    comparisons). A 1-D ``sorted_sequence`` serves every value; otherwise its leading dims must
+    equal ``input``'s (each row searched for its values). A number ``input`` gives a 0-d
+    result. The two are compared in their promoted dtype. int64 (int32 with ``out_int32``);
+    ``sorter`` (int64, ``sorted_sequence``'s shape) gives the order of an unsorted sequence.
+    A binary search, ``O(m log n)``: the array namespace's ``searchsorted`` (NumPy, CuPy) for
+    a 1-D sequence, a branchless one over all rows at once otherwise; any device; not
+    differentiable. RuntimeError for ``right=True`` with ``side="left"``, leading dims that
+    differ, a 0-d sequence, a ``sorter`` of another shape or dtype or with an index out of
+    range (torch's messages). A sequence holding NaN is searched as NumPy does (NaN the
+    largest), which can differ from torch (whose answer there depends on its search path).
+    Same as ``torch.searchsorted``."""
     if out is not None:
         return _write_out("searchsorted", out, searchsorted, (sorted_sequence, input),
                           {"out_int32": out_int32, "right": right, "side": side,
@@ -1647,25 +1654,21 @@ def searchsorted(sorted_sequence: Tensor, input: Tensor | _Number, *, out_int32:
                                "got side of left while right was True")
         right = side == "right"
     seq = sorted_sequence
-    if sorter is not None:
-        seq = seq.take_along_dim(sorter, -1)
     scalar = not is_tensor(input)
     vals = F.tensor(input, dtype=_dtype.wrapped_dtype(input), device=seq.device) if scalar \
         else input
-    if seq.ndim == 0:
-        raise RuntimeError("torch.searchsorted(): boundaries tensor should have positive "
-                           "dimension, but got 0 dimension")
-    if seq.ndim > 1 and (scalar or tuple(seq.shape[:-1]) != tuple(vals.shape[:-1])):
+    if seq.ndim > 1 and scalar:
         raise RuntimeError(f"torch.searchsorted(): boundaries tensor should be 1 dimension or the "
                            f"first N-1 dimensions of boundaries tensor and input value tensor "
                            f"must match, but we got boundaries tensor {list(seq.shape)} and "
                            f"input value tensor {list(vals.shape)}")
-    if seq.ndim == 1:
-        below = (O.le if right else O.lt)(seq, O.unsqueeze(vals, -1))
-    else:
-        below = (O.le if right else O.lt)(O.unsqueeze(seq, -2), O.unsqueeze(vals, -1))
-    r = O.sum(below, [-1], False)
-    return O.to_dtype(r, _dtype.int32) if out_int32 else r
+    dt = _dtype.promote_types(seq.dtype, vals.dtype)
+    if seq.dtype is not dt:
+        seq = O.to_dtype(seq, dt)
+    if vals.dtype is not dt:
+        vals = O.to_dtype(vals, dt)
+    searchsorted_check(seq, vals, sorter)
+    return O.searchsorted(seq, vals, out_int32=out_int32, right=right, sorter=sorter)
 
 
 def bucketize(input: Tensor | _Number, boundaries: Tensor, *, out_int32: bool = False,
