@@ -251,3 +251,80 @@ def test_searchsorted_cuda_matches_cpu():
             tp.searchsorted(s, v, right=right).tolist()
         assert tp.searchsorted(s2.cuda(), v.cuda(), right=right).cpu().tolist() == \
             tp.searchsorted(s2, v, right=right).tolist()
+
+
+# -- 2. refusals torch makes ------------------------------------------------------------------
+@pytest.mark.parametrize("api", ["cumsum", "cumprod"])
+def test_cumulative_ops_refuse_bool_dtype(api):
+    for x in (tp.tensor([1.0, 2.0]), tp.tensor([True, False]), tp.tensor([[1, 0], [2, 3]])):
+        with pytest.raises(NotImplementedError, match=f'"{api}_out_cpu" not implemented for '
+                                                      f"'Bool'.*integer dtype"):
+            getattr(tp, api)(x, 0, dtype=tp.bool)
+        with pytest.raises(NotImplementedError, match="'Bool'"):
+            getattr(x, api)(-1, dtype=tp.bool)
+        with pytest.raises(NotImplementedError, match="'Bool'"):
+            getattr(tp, api)(x, 0, dtype=tp.bool, out=tp.empty(0, dtype=tp.bool))
+    # the neighbours torch allows: bool input summed to int64, an explicit integer dtype
+    assert getattr(tp, api)(tp.tensor([True, True]), 0).tolist() == \
+        ([1, 2] if api == "cumsum" else [1, 1])
+    assert getattr(tp, api)(tp.tensor([True, True]), 0, dtype=tp.int32).dtype is tp.int32
+
+
+def test_cumsum_bool_dtype_refused_under_fake():
+    from tensorplay.fake import FakeTensorMode
+    with FakeTensorMode():
+        with pytest.raises(NotImplementedError, match="'Bool'"):
+            tp.ops.tp.cumsum(tp.empty(3), 0, dtype=tp.bool)
+
+
+@pytest.mark.parametrize("reduce", ["add", "multiply"])
+@pytest.mark.parametrize("src_kind", ["tensor", "number", "value"])
+def test_scatter_with_reduce_has_no_derivative(reduce, src_kind):
+    idx = tp.tensor([0, 1])
+    x = tp.randn(3, requires_grad=True)
+    s = tp.randn(2, requires_grad=True)
+    kw = {"value": 2.0} if src_kind == "value" else {}
+    args = (s,) if src_kind == "tensor" else ((2.0,) if src_kind == "number" else ())
+    r = x.scatter(0, idx, *args, **kw, reduce=reduce)
+    assert r.requires_grad and r.grad_fn is not None
+    with pytest.raises(RuntimeError, match="derivative for aten::scatter is not implemented.*"
+                                           "scatter_add|derivative for aten::scatter"):
+        r.sum().backward()
+    # the values are still the reduction's; without grad nothing is recorded
+    base = tp.zeros(3)
+    v = base.scatter(0, idx, tp.tensor([2.0, 3.0]), reduce=reduce)
+    assert v.tolist() == ([2.0, 3.0, 0.0] if reduce == "add" else [0.0, 0.0, 0.0])
+    assert not v.requires_grad
+    with tp.no_grad():
+        assert not x.scatter(0, idx, 2.0, reduce=reduce).requires_grad
+    # the differentiable spellings keep their gradients
+    y = x.scatter_add(0, idx, s)
+    y.sum().backward()
+    assert s.grad.tolist() == [1.0, 1.0]
+
+
+def test_scatter_in_place_with_reduce_has_no_derivative():
+    x = tp.randn(3, requires_grad=True)
+    y = x * 1.0
+    y.scatter_(0, tp.tensor([0]), 2.0, reduce="multiply")
+    with pytest.raises(RuntimeError, match="derivative for aten::scatter is not implemented"):
+        y.sum().backward()
+
+
+@pytest.mark.parametrize("api", ["sum", "prod", "median", "nanmedian"])
+def test_full_reduction_takes_no_out(api):
+    x = tp.tensor([1.0, 2.0, 4.0])
+    o = tp.empty(())
+    with pytest.raises(TypeError, match=f"{api}\\(\\) received an invalid combination.*give dim"):
+        getattr(tp, api)(x, out=o)
+    # with a dim, out= works (sum also with dim=None, as torch)
+    r = getattr(tp, api)(x, 0, out=tp.empty(0) if api in ("sum", "prod") else
+                         (tp.empty(0), tp.empty(0, dtype=tp.int64)))
+    assert (r if api in ("sum", "prod") else r[0]).tolist() == \
+        {"sum": 7.0, "prod": 8.0, "median": 2.0, "nanmedian": 2.0}[api]
+    if api == "sum":
+        assert tp.sum(x, None, out=o) is o and o.item() == 7.0
+        assert tp.sum(x).item() == 7.0 and tp.sum(x, dtype=tp.float64).dtype is tp.float64
+    if api == "prod":
+        with pytest.raises(TypeError):
+            tp.prod(x, None, out=o)
