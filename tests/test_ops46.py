@@ -10,6 +10,7 @@ that were missing. Companion of tests/torch_bridge/test_ops_differential46.py (a
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -328,3 +329,240 @@ def test_full_reduction_takes_no_out(api):
     if api == "prod":
         with pytest.raises(TypeError):
             tp.prod(x, None, out=o)
+
+
+# -- 4. torch functions that were missing (NumPy's as the reference) ---------------------------
+def _a(t):
+    return t.detach().numpy()
+
+
+def test_logspace_values_dtypes_and_out():
+    np.testing.assert_allclose(_a(tp.logspace(-1.5, 3.25, 7)), np.logspace(-1.5, 3.25, 7),
+                               rtol=1e-6)
+    np.testing.assert_allclose(_a(tp.logspace(0, 3, 4, base=2.0, dtype=tp.float64)),
+                               [1, 2, 4, 8], rtol=0)
+    assert tp.logspace(0, 2, 3, dtype=tp.int64).tolist() == [1, 10, 100]
+    assert tp.logspace(0, 2, 0).shape == (0,) and tp.logspace(2, 5, 1).tolist() == [100.0]
+    assert tp.logspace(0, 1, 3, requires_grad=True).requires_grad
+    o = tp.empty(0, dtype=tp.float64)
+    assert tp.logspace(0, 1, 2, out=o) is o and o.tolist() == [1.0, 10.0]
+    with pytest.raises(RuntimeError, match="number of steps must be non-negative"):
+        tp.logspace(0, 1, -1)
+
+
+def test_isin_against_numpy():
+    rng = np.random.default_rng(8)
+    a = rng.integers(0, 20, (4, 6))
+    b = rng.integers(0, 20, 9)
+    assert tp.isin(tp.tensor(a), tp.tensor(b)).tolist() == np.isin(a, b).tolist()
+    assert tp.isin(tp.tensor(a), tp.tensor(b), invert=True).tolist() == \
+        np.isin(a, b, invert=True).tolist()
+    f = tp.tensor([1.0, NAN, 2.5, -0.0])
+    assert tp.isin(f, tp.tensor([NAN, 2.5, 0.0])).tolist() == [False, False, True, True]
+    assert tp.isin(tp.tensor([1, 2, 3]), tp.tensor([1.5, 2.0])).tolist() == [False, True, False]
+    assert tp.isin(2, tp.tensor([1, 2])).item() is True
+    assert tp.isin(tp.tensor([1, 2]), 2).tolist() == [False, True]
+    assert tp.isin(tp.tensor([1, 2]), tp.tensor([], dtype=tp.int64)).tolist() == [False, False]
+    with pytest.raises(TypeError):
+        tp.isin(1, 2)
+    with pytest.raises(RuntimeError, match="Unsupported input type encountered for isin"):
+        tp.isin(tp.tensor([True]), tp.tensor([1]))
+
+
+@pytest.mark.parametrize("N", [None, 0, 1, 2, 5])
+@pytest.mark.parametrize("increasing", [False, True])
+def test_vander_values_and_gradient(N, increasing):
+    x = np.array([0.5, -2.0, 3.0, 1.25])
+    v = tp.vander(tp.tensor(x), N=N, increasing=increasing)
+    np.testing.assert_allclose(_a(v), np.vander(x, N, increasing), rtol=1e-15)
+    assert tp.vander(tp.tensor([1, 2], dtype=tp.int32), N=N).dtype is tp.int64
+    # d/dx x**k = k x**(k-1): summed over the columns
+    t = tp.tensor(x, requires_grad=True)
+    n = len(x) if N is None else N
+    r = tp.vander(t, N=N, increasing=increasing)
+    assert r.requires_grad is (n > 1)      # all ones for N <= 1: no history (torch's too)
+    if n > 1:
+        r.sum().backward()
+        want = sum(k * x ** (k - 1) for k in range(1, n))
+        np.testing.assert_allclose(_a(t.grad), want, rtol=1e-14)
+
+
+def test_vander_errors():
+    with pytest.raises(RuntimeError, match="x must be a one-dimensional tensor"):
+        tp.vander(tp.ones(2, 2))
+    with pytest.raises(RuntimeError, match="N must be non-negative"):
+        tp.vander(tp.ones(2), N=-1)
+
+
+def test_histc_and_histogram_against_numpy():
+    rng = np.random.default_rng(9)
+    r = rng.standard_normal(5000)
+    for bins, rng_ in ((10, None), (7, (-1.0, 2.0)), (1, (0.0, 1.0))):
+        h, e = np.histogram(r, bins, range=rng_)
+        got = tp.histogram(tp.tensor(r), bins, range=rng_)
+        assert isinstance(got, tp.return_types.histogram)
+        np.testing.assert_allclose(_a(got.bin_edges), e, rtol=1e-12)
+        assert _a(got.hist).tolist() == h.astype(float).tolist()
+        hd, _ = np.histogram(r, bins, range=rng_, density=True)
+        np.testing.assert_allclose(_a(tp.histogram(tp.tensor(r), bins, range=rng_,
+                                                   density=True).hist), hd, rtol=1e-12)
+        w = rng.random(5000)
+        hw, _ = np.histogram(r, bins, range=rng_, weights=w)
+        np.testing.assert_allclose(_a(tp.tensor(r).histogram(bins, range=rng_,
+                                                             weight=tp.tensor(w)).hist), hw,
+                                   rtol=1e-12)
+        lo, hi = rng_ or (0, 0)
+        hc = tp.histc(tp.tensor(r), bins, lo, hi)
+        assert _a(hc).tolist() == h.astype(float).tolist() and hc.dtype is tp.float64
+    edges = np.array([-3.0, -0.5, 0.0, 0.25, 4.0])
+    h, _ = np.histogram(r, edges)
+    assert _a(tp.histogram(tp.tensor(r), tp.tensor(edges)).hist).tolist() == h.tolist()
+    # ends: the data's range (histc: min == max), widened when all equal; NaN not counted
+    assert tp.histc(tp.tensor([1.0, 1.0]), bins=4).tolist() == [0.0, 0.0, 2.0, 0.0]
+    assert tp.histc(tp.tensor([1.0, 2, NAN]), 4, 0, 3).tolist() == [0.0, 1.0, 1.0, 0.0]
+    assert tp.histogram(tp.tensor([]), 2).bin_edges.tolist() == [0.0, 0.5, 1.0]
+
+
+def test_histc_histogram_errors():
+    with pytest.raises(RuntimeError, match="is not finite"):
+        tp.histc(tp.tensor([1.0, NAN]))
+    with pytest.raises(RuntimeError, match="max must be larger than min"):
+        tp.histc(tp.tensor([1.0]), 3, 3, 1)
+    with pytest.raises(RuntimeError, match="bins must be > 0"):
+        tp.histc(tp.tensor([1.0]), 0)
+    with pytest.raises(NotImplementedError, match="'Long'"):
+        tp.histc(tp.tensor([1, 2]))
+    with pytest.raises(RuntimeError, match="min should not exceed max"):
+        tp.histogram(tp.tensor([1.0]), 2, range=(3.0, 1.0))
+    with pytest.raises(RuntimeError, match="same dtype"):
+        tp.histogram(tp.tensor([1.0]), tp.tensor([0.0, 1.0], dtype=tp.float64))
+
+
+def test_cov_corrcoef_against_numpy():
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((3, 8))
+    fw = rng.integers(0, 4, 8)
+    aw = rng.random(8)
+    for corr in (0, 1, 2):
+        np.testing.assert_allclose(_a(tp.cov(tp.tensor(x), correction=corr)),
+                                   np.cov(x, ddof=corr), rtol=1e-12)
+        np.testing.assert_allclose(
+            _a(tp.cov(tp.tensor(x), correction=corr, fweights=tp.tensor(fw),
+                      aweights=tp.tensor(aw))),
+            np.cov(x, ddof=corr, fweights=fw, aweights=aw), rtol=1e-12)
+    np.testing.assert_allclose(_a(tp.tensor(x).corrcoef()), np.corrcoef(x), rtol=1e-12)
+    assert tp.cov(tp.tensor([1, 2, 4])).dtype is tp.float32
+    assert tp.cov(tp.tensor(x[0])).shape == ()
+    with pytest.warns(UserWarning, match="degrees of freedom is <= 0"):
+        assert math.isinf(tp.cov(tp.tensor([[1.0, 2, 4]]), correction=5).item())
+    t = tp.tensor(x, requires_grad=True)
+    tp.corrcoef(t).sum().backward()
+    assert t.grad.shape == (3, 8) and np.isfinite(_a(t.grad)).all()
+
+
+_NP_METHOD = {"linear": "linear", "lower": "lower", "higher": "higher", "midpoint": "midpoint",
+              "nearest": "nearest"}
+
+
+@pytest.mark.parametrize("interpolation", list(_NP_METHOD))
+def test_quantile_against_numpy(interpolation):
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((4, 7, 3))
+    q = [0.0, 0.1, 0.5, 0.77, 1.0]
+    m = _NP_METHOD[interpolation]
+    for dim in (None, 0, 1, -1):
+        for keepdim in (False, True):
+            got = tp.quantile(tp.tensor(a), tp.tensor(q, dtype=tp.float64), dim, keepdim,
+                              interpolation=interpolation)
+            want = np.quantile(a, q, axis=dim, keepdims=keepdim, method=m)
+            np.testing.assert_allclose(_a(got), want, rtol=1e-12)
+            got1 = tp.tensor(a).quantile(0.3, dim, keepdim, interpolation=interpolation)
+            np.testing.assert_allclose(_a(got1), np.quantile(a, 0.3, axis=dim,
+                                                             keepdims=keepdim, method=m),
+                                       rtol=1e-12)
+    b = a.copy()
+    b[0, 0, :] = np.nan     # (an all-NaN slice: NumPy warns, NaN either way)
+    b[1, 2, 1] = np.nan
+    for dim in (None, 2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            want = np.nanquantile(b, q, axis=dim, method=m)
+        np.testing.assert_allclose(
+            _a(tp.nanquantile(tp.tensor(b), tp.tensor(q, dtype=tp.float64), dim,
+                              interpolation=interpolation)), want, rtol=1e-12)
+        np.testing.assert_allclose(
+            _a(tp.quantile(tp.tensor(b), 0.5, dim, interpolation=interpolation)),
+            np.quantile(b, 0.5, axis=dim, method=m), rtol=1e-12)
+
+
+def test_quantile_gradient_and_errors():
+    x = tp.tensor([3.0, 1.0, 2.0, 4.0], requires_grad=True)
+    tp.quantile(x, 0.5).backward()          # the mean of 2 and 3
+    assert x.grad.tolist() == [0.5, 0.0, 0.5, 0.0]
+    with pytest.raises(RuntimeError, match="input tensor must be either float or double"):
+        tp.quantile(tp.tensor([1, 2]), 0.5)
+    with pytest.raises(RuntimeError, match=r"q must be in the range \[0, 1\] but got 1.5"):
+        tp.quantile(tp.tensor([1.0, 2.0]), 1.5)
+    with pytest.raises(RuntimeError, match="q tensor must be same dtype"):
+        tp.quantile(tp.tensor([1.0, 2.0]), tp.tensor([0.5], dtype=tp.float64))
+    with pytest.raises(RuntimeError, match="interpolation must be one of"):
+        tp.nanquantile(tp.tensor([1.0, 2.0]), 0.5, interpolation="foo")
+    with pytest.raises(RuntimeError, match="input tensor must be non-empty"):
+        tp.quantile(tp.tensor([]), 0.5)
+
+
+@pytest.mark.parametrize("edge_order", [1, 2])
+def test_gradient_against_numpy(edge_order):
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((5, 6))
+    for got, want in zip(tp.gradient(tp.tensor(a), edge_order=edge_order),
+                         np.gradient(a, edge_order=edge_order)):
+        np.testing.assert_allclose(_a(got), want, rtol=1e-12, atol=1e-14)
+    (g1,) = tp.gradient(tp.tensor(a), spacing=2.5, dim=1, edge_order=edge_order)
+    np.testing.assert_allclose(_a(g1), np.gradient(a, 2.5, axis=1, edge_order=edge_order),
+                               rtol=1e-12, atol=1e-14)
+    c0, c1 = np.array([0.0, 1, 3, 3.5, 6]), np.array([0.0, 0.5, 1, 3, 6, 6.5])
+    got = tp.gradient(tp.tensor(a), spacing=(tp.tensor(c0), tp.tensor(c1)),
+                      edge_order=edge_order)
+    for g, w in zip(got, np.gradient(a, c0, c1, edge_order=edge_order)):
+        np.testing.assert_allclose(_a(g), w, rtol=1e-12, atol=1e-13)
+    assert tp.gradient(tp.tensor([1, 2, 4]))[0].dtype is tp.float32
+    with pytest.raises(RuntimeError, match="does not support uint8"):
+        tp.gradient(tp.tensor([1, 2, 3], dtype=tp.uint8))
+    with pytest.raises(RuntimeError, match="at least edge_order\\+1"):
+        tp.gradient(tp.tensor([1.0, 2.0]), edge_order=2)
+
+
+@pytest.mark.parametrize("p", [1, 2, 3.0, math.inf])
+def test_renorm_against_numpy(p):
+    rng = np.random.default_rng(13)
+    a = rng.standard_normal((4, 3, 2)) * 2
+    for dim in (0, 1, 2):
+        axes = tuple(i for i in range(3) if i != dim)
+        norm = (np.abs(a).max(axis=axes, keepdims=True) if p == math.inf else
+                (np.abs(a) ** p).sum(axis=axes, keepdims=True) ** (1 / p))
+        want = a * np.where(norm > 1.5, 1.5 / (norm + 1e-7), 1.0)
+        np.testing.assert_allclose(_a(tp.renorm(tp.tensor(a), p, dim, 1.5)), want,
+                                   rtol=1e-12)
+        t = tp.tensor(a)
+        assert t.renorm_(p, dim, 1.5) is t
+        np.testing.assert_allclose(_a(t), want, rtol=1e-12)
+    x = tp.tensor(a, requires_grad=True)
+    tp.renorm(x, p, 0, 1.5).sum().backward()
+    assert np.isfinite(_a(x.grad)).all()
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        tp.renorm(tp.ones(3), p, 0, 1.0)
+    with pytest.raises(RuntimeError, match="non-positive-norm"):
+        tp.renorm(tp.ones(3, 2), 0, 0, 1.0)
+    with pytest.raises(RuntimeError, match="maxnorm to be >= 0"):
+        tp.renorm(tp.ones(3, 2), p, 0, -1.0)
+
+
+def test_new_functions_are_exported_with_methods():
+    for n in ("logspace", "isin", "vander", "histc", "histogram", "cov", "corrcoef",
+              "quantile", "nanquantile", "gradient", "renorm"):
+        assert n in tp.__all__ and callable(getattr(tp, n))
+        assert "Same as ``torch." in getattr(tp, n).__doc__
+    for n in ("histc", "histogram", "cov", "corrcoef", "quantile", "nanquantile", "renorm",
+              "renorm_"):
+        assert callable(getattr(tp.Tensor, n))

@@ -758,6 +758,9 @@ from ._surface import (adjoint, argwhere, atleast_1d, atleast_2d, atleast_3d,  #
                        bucketize, kron, block_diag, signbit, unique_consecutive,
                        combinations)
 from ._surface import broadcast_shapes_ as broadcast_shapes  # noqa: E402
+# -- session 46 (h-ops46): torch functions that were missing (_surface, composed of tp:: ops) ---
+from ._surface import (logspace, isin, vander, histc, histogram, cov, corrcoef,  # noqa: E402
+                       quantile, nanquantile, gradient, renorm)
 
 # torch's alias names of the functions above (the same functions: out=, errors, autograd)
 multiply, subtract, divide, negative, absolute, fix = mul, sub, div, neg, abs, trunc
@@ -866,6 +869,8 @@ __all__ += ["adjoint", "argwhere", "atleast_1d", "atleast_2d", "atleast_3d", "co
             "result_type", "can_cast", "tril_indices", "triu_indices", "searchsorted",
             "bucketize", "kron", "block_diag", "signbit", "unique_consecutive",
             "combinations"]
+__all__ += ["logspace", "isin", "vander", "histc", "histogram", "cov", "corrcoef", "quantile",
+            "nanquantile", "gradient", "renorm"]
 
 
 def __getattr__(name):

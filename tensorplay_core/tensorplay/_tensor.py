@@ -1574,6 +1574,43 @@ class Tensor(TensorBase, instance_class=True):
         """Same as ``torch.Tensor.diagonal_scatter`` (``tensorplay.diagonal_scatter``)."""
         return _surface.diagonal_scatter(self, src, offset, dim1, dim2)
 
+    # -- forms of session 46's tensorplay functions (h-ops46; the rules are theirs) ---------------
+    def histc(self, bins: _int = 100, min: _Number = 0, max: _Number = 0) -> Tensor:  # noqa: A002
+        """Same as ``torch.Tensor.histc`` (``tensorplay.histc``)."""
+        return _surface.histc(self, bins, min, max)
+
+    def histogram(self, bins: Any, *, range: Any = None, weight: Tensor | None = None,  # noqa: A002
+                  density: _bool = False) -> Any:
+        """Same as ``torch.Tensor.histogram`` (``tensorplay.histogram``)."""
+        return _surface.histogram(self, bins, range=range, weight=weight, density=density)
+
+    def cov(self, *, correction: _int = 1, fweights: Tensor | None = None,
+            aweights: Tensor | None = None) -> Tensor:
+        """Same as ``torch.Tensor.cov`` (``tensorplay.cov``)."""
+        return _surface.cov(self, correction=correction, fweights=fweights, aweights=aweights)
+
+    def corrcoef(self) -> Tensor:
+        """Same as ``torch.Tensor.corrcoef`` (``tensorplay.corrcoef``)."""
+        return _surface.corrcoef(self)
+
+    def quantile(self, q: Any, dim: _int | None = None, keepdim: _bool = False, *,
+                 interpolation: str = "linear") -> Tensor:
+        """Same as ``torch.Tensor.quantile`` (``tensorplay.quantile``)."""
+        return _surface.quantile(self, q, dim, keepdim, interpolation=interpolation)
+
+    def nanquantile(self, q: Any, dim: _int | None = None, keepdim: _bool = False, *,
+                    interpolation: str = "linear") -> Tensor:
+        """Same as ``torch.Tensor.nanquantile`` (``tensorplay.nanquantile``)."""
+        return _surface.nanquantile(self, q, dim, keepdim, interpolation=interpolation)
+
+    def renorm(self, p: _Number, dim: _int, maxnorm: _Number) -> Tensor:
+        """Same as ``torch.Tensor.renorm`` (``tensorplay.renorm``)."""
+        return _surface.renorm(self, p, dim, maxnorm)
+
+    def renorm_(self, p: _Number, dim: _int, maxnorm: _Number) -> Tensor:
+        """In-place ``renorm``; returns ``self`` (same as ``torch.Tensor.renorm_``)."""
+        return _in_place(self, "renorm_", _surface.renorm, p, dim, maxnorm)
+
     def logcumsumexp(self, dim: _int) -> Tensor:
         """``log(cumsum(exp(self), dim))`` without overflow or underflow; floating tensors only
         (same as ``torch.Tensor.logcumsumexp``; ``tensorplay.logcumsumexp``)."""

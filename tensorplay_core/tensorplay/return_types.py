@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:
     from ._tensor import Tensor
 
-__all__ = ["aminmax", "cummax", "cummin", "kthvalue", "max", "median", "min", "mode",
-           "nanmedian", "sort", "topk"]
+__all__ = ["aminmax", "cummax", "cummin", "histogram", "kthvalue", "max", "median", "min",
+           "mode", "nanmedian", "sort", "topk"]
 
 
 class max(NamedTuple):  # noqa: A001
@@ -79,3 +79,9 @@ class cummin(NamedTuple):
     """``(values, indices)`` of ``Tensor.cummin``."""
     values: Tensor
     indices: Tensor
+
+
+class histogram(NamedTuple):
+    """``(hist, bin_edges)`` of ``tensorplay.histogram`` (``torch.return_types.histogram``)."""
+    hist: Tensor
+    bin_edges: Tensor
