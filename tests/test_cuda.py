@@ -200,9 +200,10 @@ def test_builtin_kernels_are_the_reference_kernels_bound_to_cupy():
             continue
         # the cpu kernels are wrapped once to silence NumPy's floating point warnings
         ref = getattr(kn[name], "__wrapped__", kn[name])
-        if name == "relu":
-            # cpu's relu is tensorplay-cpu's own (maximum against a block of zeros, the
-            # reference kernel for other dtypes); cuda keeps the reference kernel itself
+        if name in ("relu", "_threshold_backward"):
+            # cpu's relu and its backward are tensorplay-cpu's own (maximum against a block of
+            # zeros; an integer product selecting the gradient's bits; the reference kernel for
+            # other dtypes); cuda keeps the reference kernels themselves
             assert Path(ref.__code__.co_filename).parts[-2:] == ("tensorplay_cpu", "backend.py")
         else:
             assert code is ref.__code__, name

@@ -196,13 +196,35 @@ def _tensor_first(input, other):
     return full((), input, dtype=wrapped_dtype(input), device=other.device)
 
 
-def sum(input: Tensor, dim: _Dims = None, keepdim: builtins.bool = False, *,
+class _NoDim:
+    """``sum``'s ``dim`` when not given (shown as None): torch's full sum ``sum(input, *,
+    dtype)`` takes no ``out=``; its ``dim`` form does, ``dim=None`` included."""
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "None"
+
+
+_NO_DIM: Any = _NoDim()
+
+
+def _full_reduction_out(api: str) -> TypeError:
+    """torch's refusal of ``out=`` for the full-reduction form of ``api`` (no ``dim``)."""
+    return TypeError(f"{api}() received an invalid combination of arguments - got (Tensor, "
+                     f"out=Tensor): the full {api} {api}(input) takes no out= (as torch); give "
+                     f"dim ({api}(input, 0, out=o)), or write the result: o.copy_({api}(input))")
+
+
+def sum(input: Tensor, dim: _Dims = _NO_DIM, keepdim: builtins.bool = False, *,
         dtype: _DTypeLike | None = None, out: Any = None) -> Tensor:  # noqa: A001
-    """Sum over ``dim`` (int or list; all dims when None), same as ``torch.sum``."""
+    """Sum over ``dim`` (int or list; all dims when None), same as ``torch.sum``. ``out=`` only
+    with ``dim`` given (``None`` included): TypeError without it, as torch."""
     if out is not None:
+        if dim is _NO_DIM:
+            raise _full_reduction_out("sum")
         return _write_out("sum", out, sum, (input, dim, keepdim),
                           {"dtype": dtype if dtype is not None else out.dtype}, "exact")
-    return input.sum(dim, keepdim, dtype=dtype)
+    return input.sum(None if dim is _NO_DIM else dim, keepdim, dtype=dtype)
 
 
 def mean(input: Tensor, dim: _Dims = None, keepdim: builtins.bool = False, *,
@@ -306,8 +328,11 @@ def unflatten(input: Tensor, dim: builtins.int, sizes: Sequence[builtins.int]) -
 
 def prod(input: Tensor, dim: _Dims = None, keepdim: builtins.bool = False, *,
          dtype: _DTypeLike | None = None, out: Any = None) -> Tensor:
-    """Product over ``dim`` (all elements when None); ints and bools give int64 (``torch.prod``)."""
+    """Product over ``dim`` (all elements when None); ints and bools give int64 (``torch.prod``).
+    ``out=`` only with an int ``dim``: TypeError otherwise, as torch."""
     if out is not None:
+        if dim is None:
+            raise _full_reduction_out("prod")
         return _write_out("prod", out, prod, (input, dim, keepdim),
                           {"dtype": dtype if dtype is not None else out.dtype}, "exact")
     return input.prod(dim, keepdim, dtype=dtype)
@@ -664,8 +689,9 @@ def median(input: Tensor, dim: builtins.int | None = None,
     """The lower median (of every element, or ``(values, indices)`` along ``dim``), as
     ``torch.median``; see ``Tensor.median``."""
     if out is not None:
-        return _write_out("median", out, median, (input, dim, keepdim), {}, "exact",
-                          2 if dim is not None else 1)
+        if dim is None:   # torch's full median(input) has no out=
+            raise _full_reduction_out("median")
+        return _write_out("median", out, median, (input, dim, keepdim), {}, "exact", 2)
     _tensor_input("median", input)
     return input.median(dim, keepdim)
 
@@ -674,8 +700,9 @@ def nanmedian(input: Tensor, dim: builtins.int | None = None,
               keepdim: builtins.bool = False, *, out: Any = None) -> Tensor | return_types.nanmedian:
     """``median`` ignoring NaN, as ``torch.nanmedian``."""
     if out is not None:
-        return _write_out("nanmedian", out, nanmedian, (input, dim, keepdim), {}, "exact",
-                          2 if dim is not None else 1)
+        if dim is None:   # torch's full nanmedian(input) has no out=
+            raise _full_reduction_out("nanmedian")
+        return _write_out("nanmedian", out, nanmedian, (input, dim, keepdim), {}, "exact", 2)
     _tensor_input("nanmedian", input)
     return input.nanmedian(dim, keepdim)
 
@@ -731,6 +758,9 @@ from ._surface import (adjoint, argwhere, atleast_1d, atleast_2d, atleast_3d,  #
                        bucketize, kron, block_diag, signbit, unique_consecutive,
                        combinations)
 from ._surface import broadcast_shapes_ as broadcast_shapes  # noqa: E402
+# -- session 46 (h-ops46): torch functions that were missing (_surface, composed of tp:: ops) ---
+from ._surface import (logspace, isin, vander, histc, histogram, cov, corrcoef,  # noqa: E402
+                       quantile, nanquantile, gradient, renorm)
 
 # torch's alias names of the functions above (the same functions: out=, errors, autograd)
 multiply, subtract, divide, negative, absolute, fix = mul, sub, div, neg, abs, trunc
@@ -839,6 +869,8 @@ __all__ += ["adjoint", "argwhere", "atleast_1d", "atleast_2d", "atleast_3d", "co
             "result_type", "can_cast", "tril_indices", "triu_indices", "searchsorted",
             "bucketize", "kron", "block_diag", "signbit", "unique_consecutive",
             "combinations"]
+__all__ += ["logspace", "isin", "vander", "histc", "histogram", "cov", "corrcoef", "quantile",
+            "nanquantile", "gradient", "renorm"]
 
 
 # -- linear algebra (session 46, h-linalg46): torch.linalg and torch's top-level forms -------------

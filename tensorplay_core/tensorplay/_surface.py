@@ -19,6 +19,7 @@ from . import _factories as F
 from ._ops import ops as O
 from ._ops._define import factory_out as _factory_out, write_out as _write_out
 from ._ops._shapes import broadcast_shapes, is_tensor, wrap_dim
+from ._ops.sorting_topk import searchsorted_check
 from ._ops.views import mark_multi_output
 
 if TYPE_CHECKING:
@@ -1627,12 +1628,18 @@ def searchsorted(sorted_sequence: Tensor, input: Tensor | _Number, *, out_int32:
                  out: Any = None) -> Tensor:
     """For each value of ``input``, the index where it would be inserted into the last dim of
     ``sorted_sequence`` to keep it sorted: the first position whose element is ``>=`` the value
-    (``right=True`` or ``side="right"``: ``>``). A 1-D ``sorted_sequence`` serves every value;
-    otherwise its leading dims must equal ``input``'s. A number ``input`` gives a 0-d result.
-    int64 (int32 with ``out_int32``); ``sorter`` gives the order of an unsorted sequence.
-    Computed as a count of the elements below each value (``O(len(input) * len(sequence))``
-    comparisons, on any device, fake-traceable). RuntimeError for ``right=True`` with
-    ``side="left"`` or leading dims that differ. Same as ``torch.searchsorted``."""
+    (``right=True`` or ``side="right"``: ``>``); a NaN value goes past the end (torch's
+    comparisons). A 1-D ``sorted_sequence`` serves every value; otherwise its leading dims must
+    equal ``input``'s (each row searched for its values). A number ``input`` gives a 0-d
+    result. The two are compared in their promoted dtype. int64 (int32 with ``out_int32``);
+    ``sorter`` (int64, ``sorted_sequence``'s shape) gives the order of an unsorted sequence.
+    A binary search, ``O(m log n)``: the array namespace's ``searchsorted`` (NumPy, CuPy) for
+    a 1-D sequence, a branchless one over all rows at once otherwise; any device; not
+    differentiable. RuntimeError for ``right=True`` with ``side="left"``, leading dims that
+    differ, a 0-d sequence, a ``sorter`` of another shape or dtype or with an index out of
+    range (torch's messages). A sequence holding NaN is searched as NumPy does (NaN the
+    largest), which can differ from torch (whose answer there depends on its search path).
+    Same as ``torch.searchsorted``."""
     if out is not None:
         return _write_out("searchsorted", out, searchsorted, (sorted_sequence, input),
                           {"out_int32": out_int32, "right": right, "side": side,
@@ -1647,25 +1654,21 @@ def searchsorted(sorted_sequence: Tensor, input: Tensor | _Number, *, out_int32:
                                "got side of left while right was True")
         right = side == "right"
     seq = sorted_sequence
-    if sorter is not None:
-        seq = seq.take_along_dim(sorter, -1)
     scalar = not is_tensor(input)
     vals = F.tensor(input, dtype=_dtype.wrapped_dtype(input), device=seq.device) if scalar \
         else input
-    if seq.ndim == 0:
-        raise RuntimeError("torch.searchsorted(): boundaries tensor should have positive "
-                           "dimension, but got 0 dimension")
-    if seq.ndim > 1 and (scalar or tuple(seq.shape[:-1]) != tuple(vals.shape[:-1])):
+    if seq.ndim > 1 and scalar:
         raise RuntimeError(f"torch.searchsorted(): boundaries tensor should be 1 dimension or the "
                            f"first N-1 dimensions of boundaries tensor and input value tensor "
                            f"must match, but we got boundaries tensor {list(seq.shape)} and "
                            f"input value tensor {list(vals.shape)}")
-    if seq.ndim == 1:
-        below = (O.le if right else O.lt)(seq, O.unsqueeze(vals, -1))
-    else:
-        below = (O.le if right else O.lt)(O.unsqueeze(seq, -2), O.unsqueeze(vals, -1))
-    r = O.sum(below, [-1], False)
-    return O.to_dtype(r, _dtype.int32) if out_int32 else r
+    dt = _dtype.promote_types(seq.dtype, vals.dtype)
+    if seq.dtype is not dt:
+        seq = O.to_dtype(seq, dt)
+    if vals.dtype is not dt:
+        vals = O.to_dtype(vals, dt)
+    searchsorted_check(seq, vals, sorter)
+    return O.searchsorted(seq, vals, out_int32=out_int32, right=right, sorter=sorter)
 
 
 def bucketize(input: Tensor | _Number, boundaries: Tensor, *, out_int32: bool = False,
@@ -1808,3 +1811,554 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
     if not idx:
         return F.empty((0, r), dtype=input.dtype, device=input.device)
     return O.index(input, 0, F.tensor(idx, dtype=_dtype.int64, device=input.device))
+
+
+# -- session 46 (h-ops46): torch functions that were missing, composed of tp:: ops -------------
+def logspace(start: _Number, end: _Number, steps: int, base: float = 10.0, *,
+             dtype: _DTypeLike | None = None, layout: Any = None,
+             device: _DeviceLike | None = None, requires_grad: bool = False,
+             out: Any = None) -> Tensor:
+    """``steps`` values ``base ** e`` for ``e`` evenly spaced from ``start`` to ``end``
+    inclusive, shape ``(steps,)``; the default float dtype unless ``dtype`` (integers truncate);
+    any device. Computed as torch's cpu kernel: the exponents in float64 from both ends
+    (``start + step * i`` in the first half, ``end - step * (steps - 1 - i)`` in the second),
+    the powers in float64, one rounding to ``dtype``. RuntimeError for negative ``steps``.
+    Same as ``torch.logspace``."""
+    if out is not None:
+        return _factory_out("logspace", out, dtype, logspace, (start, end, steps, base),
+                            {"requires_grad": requires_grad})
+    steps = _int(steps)
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    dt = _dtype.as_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
+    if dt is _dtype.bool:
+        raise NotImplementedError("\"logspace_cpu\" not implemented for 'Bool'")
+    dev = F._dev(device)
+    f64 = _dtype.float64
+
+    def as_dt(v):   # the ends as torch reads them: converted to the result's dtype first
+        return float(F.tensor(v, dtype=dt).to(f64).item()) if dt.is_floating_point else \
+            float(_int(v))
+    s, e = as_dt(start), as_dt(end)
+    # torch: (end - start) in the result's dtype, then float64
+    span = float(O.sub(F.tensor(e, dtype=dt), F.tensor(s, dtype=dt)).to(f64).item()) \
+        if dt.is_floating_point else e - s
+    b = float(F.tensor(float(base), dtype=_dtype.float32).to(f64).item()) \
+        if not dt.is_floating_point else float(base)
+    if steps == 0:
+        return F.empty(0, dtype=dt, device=dev, requires_grad=requires_grad)
+    if steps == 1:
+        ex = F.full((1,), s, dtype=f64, device=dev)
+    else:
+        step = span / (steps - 1)
+        i = F.arange(steps, dtype=f64, device=dev)
+        ex = O.where(O.lt(i, float(steps // 2)), O.add(O.mul(i, step), s),
+                     O.rsub(O.mul(O.rsub(i, float(steps - 1)), step), e))
+    r = O.rpow(ex, b)
+    r = r if dt is f64 else O.to_dtype(r, dt)
+    return r.requires_grad_() if requires_grad else r
+
+
+def isin(elements: Tensor | _Number, test_elements: Tensor | _Number, *,
+         assume_unique: bool = False, invert: bool = False, out: Any = None) -> Tensor:
+    """A bool tensor of ``elements``' shape: True where the element equals one of
+    ``test_elements`` (False with ``invert``). Either may be a Python number (not both: a
+    TypeError); both are compared in their promoted dtype, NaN matches nothing. Sorting the
+    test elements and a binary search (``searchsorted``): ``O((n + m) log m)``, any device.
+    ``assume_unique`` is accepted and changes nothing. RuntimeError for bool tensors (torch's
+    "Unsupported input type encountered for isin(): Bool"). Same as ``torch.isin``."""
+    if out is not None:
+        return _write_out("isin", out, isin, (elements, test_elements),
+                          {"assume_unique": assume_unique, "invert": invert}, "found")
+    if not is_tensor(elements) and not is_tensor(test_elements):
+        raise TypeError(f"isin() received an invalid combination of arguments - got "
+                        f"({type(elements).__name__}, {type(test_elements).__name__}): "
+                        f"elements or test_elements must be a Tensor")
+    ref = elements if is_tensor(elements) else test_elements
+    a = elements if is_tensor(elements) else F.tensor(
+        elements, dtype=_dtype.wrapped_dtype(elements), device=ref.device)
+    b = test_elements if is_tensor(test_elements) else F.tensor(
+        [test_elements], dtype=_dtype.wrapped_dtype(test_elements), device=ref.device)
+    for t in (a, b):
+        if t.dtype is _dtype.bool:
+            raise RuntimeError("Unsupported input type encountered for isin(): Bool")
+    dt = _dtype.promote_types(a.dtype, b.dtype)
+    a = a if a.dtype is dt else O.to_dtype(a, dt)
+    b = b if b.dtype is dt else O.to_dtype(b, dt)
+    flat = O.reshape(b, [-1])
+    m = flat.shape[0]
+    if m == 0:
+        found = F.zeros(list(a.shape), dtype=_dtype.bool, device=a.device)
+    else:
+        srt = O.sort(flat, -1, False, stable=False)[0]
+        pos = O.minimum(searchsorted(srt, a), m - 1)
+        found = O.eq(O.reshape(O.index(srt, 0, O.reshape(pos, [-1])), list(a.shape)), a)
+    return O.logical_not(found) if invert else found
+
+
+def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
+    """The Vandermonde matrix of the 1-D ``x``: shape ``(len(x), N)`` (``N`` defaults to
+    ``len(x)``), column ``j`` is ``x ** (N - 1 - j)`` (``x ** j`` with ``increasing``). dtype:
+    ``x``'s promoted with int64 (bools and integers give int64). The powers are running
+    products (``cumprod``), differentiable. RuntimeError for ``x`` not 1-D or ``N`` negative.
+    Same as ``torch.vander``."""
+    _input("vander", x, "x")
+    if x.ndim != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = x.shape[0] if N is None else _int(N)
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    dt = _dtype.promote_types(x.dtype, _dtype.int64)
+    xs = x if x.dtype is dt else O.to_dtype(x, dt)
+    ones = F.ones((x.shape[0], builtins.min(n, 1)), dtype=dt, device=x.device)
+    if n <= 1:
+        r = ones
+    else:
+        rest = O.expand(O.unsqueeze(xs, 1), [x.shape[0], n - 1]).cumprod(1)
+        r = O.cat([ones, rest], 1)
+    return r if increasing or n <= 1 else O.index(r, 1, F.arange(n - 1, -1, -1,
+                                                                  device=x.device))
+
+
+def histc(input: Tensor, bins: int = 100, min: _Number = 0, max: _Number = 0, *,
+          out: Any = None) -> Tensor:   # noqa: A002 - torch's names
+    """Counts of ``input``'s elements in ``bins`` equal-width bins over ``[min, max]`` (both 0:
+    the data's smallest and largest element; equal ends are widened by 1 each way), as a 1-D
+    tensor of ``input``'s dtype. Elements outside the range (and NaN) are not counted; an
+    element equal to ``max`` falls in the last bin. Floating inputs only (NotImplementedError
+    otherwise, as torch's cpu kernel); not differentiable. RuntimeError for ``bins <= 0``,
+    ``min > max``, or a range that is not finite (NaN or inf in the data with min = max = 0).
+    Same as ``torch.histc``."""
+    if out is not None:
+        return _write_out("histc", out, histc, (input, bins, min, max), {}, "found")
+    _input("histc", input)
+    return _histogram_counts("histc", input, bins, min, max, None, False)[0]
+
+
+def _histogram_counts(api, x, bins, lo, hi, weight, density):
+    """``(hist, edges)`` of ``x`` over ``bins`` equal bins of ``[lo, hi]`` (None or 0/0 ends:
+    the data's range), torch's linear binning; ``weight``/``density`` as torch.histogram."""
+    bins = _int(bins)
+    if bins <= 0:
+        raise RuntimeError(f"torch.{'histogram()' if api == 'histc' else 'histogramdd'}: bins "
+                           f"must be > 0, but got {bins} for dimension 0")
+    flat = O.reshape(x, [-1])
+    dt = x.dtype
+    n = flat.shape[0]
+    if api == "histc":   # torch's histc_select_outer_bin_edges
+        lo, hi = float(lo), float(hi)
+        if lo == hi and n:
+            lo, hi = float(O.amin(flat, [], False).item()), float(O.amax(flat, [], False).item())
+        if lo == hi:
+            lo, hi = lo - 1, hi + 1
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise RuntimeError(f"torch.histc: range of [{_fmt(lo)}, {_fmt(hi)}] is not finite")
+        if not lo < hi:
+            raise RuntimeError("torch.histc: max must be larger than min")
+    else:                # torch's histogramdd select_outer_bin_edges
+        if lo is not None:
+            lo, hi = float(lo), float(hi)
+        elif n:
+            lo, hi = float(O.amin(flat, [], False).item()), float(O.amax(flat, [], False).item())
+        else:
+            lo, hi = 0.0, 1.0
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise RuntimeError(f"torch.histogramdd: dimension 0's range [{_fmt(lo)}, "
+                               f"{_fmt(hi)}] is not finite")
+        if lo > hi:
+            raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min "
+                               f"{_fmt(lo)} max {_fmt(hi)} for dimension 0")
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+    if not x.dtype.is_floating_point:   # (torch checks the dtype after the bins and range)
+        raise NotImplementedError(f"\"{'histogram_cpu' if api == 'histc' else 'histogramdd'}\" "
+                                  f"not implemented for '{_title(x.dtype)}': {api}() counts "
+                                  f"floating tensors (as torch); convert first, e.g. x.float()")
+    edges = O.linspace(lo, hi, bins + 1, dtype=dt, device=x.device)
+    lo_x, hi_x = O.select(edges, 0, 0), O.select(edges, 0, bins)
+    with _no_grad():
+        inside = O.logical_and(O.ge(flat, lo_x), O.le(flat, hi_x))
+        # torch's position: (x - leftmost) * bins / (rightmost - leftmost), truncated; the
+        # right edge into the last bin; then moved to the bin whose edges hold x (local search)
+        pos = O.div(O.mul(O.sub(flat, lo_x), float(bins)), O.sub(hi_x, lo_x))
+        pos = O.to_dtype(O.trunc(O.where(inside, pos, 0.0)), _dtype.int64)
+        pos = O.minimum(O.maximum(pos, 0), bins - 1)
+        if api != "histc":
+            left = O.index(edges, 0, pos)
+            right = O.index(edges, 0, O.add(pos, 1))
+            pos = O.where(O.lt(flat, left), O.sub(pos, 1), pos)
+            pos = O.where(O.logical_and(O.ge(flat, right), O.ne(pos, bins - 1)),
+                          O.add(pos, 1), pos)
+            pos = O.minimum(O.maximum(pos, 0), bins - 1)
+        w = O.to_dtype(inside, dt) if weight is None else \
+            O.where(inside, O.reshape(weight, [-1]), 0.0)
+        hist = O.scatter_add(F.zeros(bins, dtype=dt, device=x.device), 0, pos, w)
+    if density:   # torch: divided by the total, then by each bin's width
+        widths = O.sub(O.narrow(edges, 0, 1, bins), O.narrow(edges, 0, 0, bins))
+        hist = O.div(O.div(hist, O.sum(hist, [], False)), widths)
+    return hist, edges
+
+
+def _fmt(v):
+    return "nan" if v != v else ("inf" if v == math.inf else "-inf" if v == -math.inf else
+                                 (f"{v:g}" if v != _int(v) else str(_int(v))))
+
+
+def _title(dt):
+    from ._ops.sorting_topk import _dtype_title
+    return _dtype_title(dt)
+
+
+def _no_grad():
+    from ._dispatch import NoGradBlock
+    return NoGradBlock()
+
+
+def histogram(input: Tensor, bins: int | Tensor, *, range: Sequence[float] | None = None,
+              weight: Tensor | None = None, density: bool = False,
+              out: Any = None) -> Any:   # noqa: A002 - torch's names
+    """``(hist, bin_edges)`` (``tensorplay.return_types.histogram``) of ``input``'s elements:
+    ``bins`` an int (that many equal bins over ``range``, or the data's min and max; equal ends
+    widened by 0.5 each way) or a 1-D tensor of increasing edges. Bin ``i`` holds ``edges[i] <=
+    x < edges[i + 1]``, the last bin also its right edge; elements outside are not counted.
+    ``weight`` (``input``'s shape) sums weights instead of counting; ``density`` divides by
+    the total and the bin widths. Floating ``input`` of one dtype with ``bins``/``weight``
+    (NotImplementedError for integers, as torch); not differentiable; any device (torch's is
+    cpu only). RuntimeError for ``bins <= 0`` or ``range`` min > max. 
+    Same as ``torch.histogram``."""
+    from . import return_types
+    if out is not None:
+        return _write_out("histogram", out, histogram, (input, bins),
+                          {"range": range, "weight": weight, "density": density}, "exact", 2)
+    _input("histogram", input)
+    if weight is not None and tuple(weight.shape) != tuple(input.shape):
+        raise RuntimeError(f"torch.histogramdd: if weight tensor is provided, it should have the "
+                           f"same shape as the input tensor excluding its innermost dimension, "
+                           f"but got input with shape {list(input.shape)} and weight with "
+                           f"shape {list(weight.shape)}")
+    if is_tensor(bins):
+        if not input.dtype.is_floating_point:
+            raise NotImplementedError(f"\"histogramdd\" not implemented for "
+                                      f"'{_title(input.dtype)}'")
+        if bins.ndim != 1:
+            raise RuntimeError(f"torch.histogramdd: bins tensor should have one dimension, but "
+                               f"got {bins.ndim} dimensions in the bins tensor for dimension 0")
+        if bins.dtype is not input.dtype:
+            raise RuntimeError("torch.histogramdd: input tensor and bins tensors should have the "
+                               "same dtype, but got input with dtype "
+                               f"{_title(input.dtype)} and bins with dtype {_title(bins.dtype)}")
+        edges = bins
+        nb = edges.shape[0] - 1
+        flat = O.reshape(input, [-1])
+        with _no_grad():
+            if nb <= 0:
+                hist = F.zeros(builtins.max(nb, 0), dtype=input.dtype, device=input.device)
+            else:
+                first, last = O.select(edges, 0, 0), O.select(edges, 0, nb)
+                inside = O.logical_and(O.ge(flat, first), O.le(flat, last))
+                pos = O.sub(searchsorted(edges, flat, right=True), 1)
+                pos = O.minimum(O.maximum(pos, 0), nb - 1)
+                w = O.to_dtype(inside, input.dtype) if weight is None else \
+                    O.where(inside, O.reshape(weight, [-1]), 0.0)
+                hist = O.scatter_add(F.zeros(nb, dtype=input.dtype, device=input.device), 0,
+                                     pos, w)
+        if density and nb > 0:
+            widths = O.sub(O.narrow(edges, 0, 1, nb), O.narrow(edges, 0, 0, nb))
+            hist = O.div(O.div(hist, O.sum(hist, [], False)), widths)
+        return return_types.histogram(hist, edges)
+    lo, hi = (None, None) if range is None else (range[0], range[1])
+    hist, edges = _histogram_counts("histogram", input, bins, lo, hi, weight, density)
+    return return_types.histogram(hist, edges)
+
+
+def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
+        aweights: Tensor | None = None) -> Tensor:
+    """The covariance matrix of the variables in ``input``'s rows (columns: observations; a
+    1-D input is one variable): shape ``(rows, rows)``, 0-d for one variable. ``correction``
+    (1: Bessel's), integer frequency weights ``fweights`` and floating ``aweights`` (1-D, one
+    per observation) as torch's formula; integer inputs give the default float dtype.
+    Differentiable. RuntimeError for more than 2 dims or bad weights (torch's messages);
+    degrees of freedom <= 0 warn and give inf/NaN, as torch. Same as ``torch.cov``."""
+    import warnings
+    _input("cov", input)
+    if input.ndim > 2:
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
+                           f"input with {input.ndim} dimensions")
+    x = O.reshape(input, [1, -1]) if input.ndim < 2 else input
+    nobs = x.shape[1]
+    w = None
+    if fweights is not None:
+        if fweights.ndim > 1:
+            raise RuntimeError(f"cov(): expected fweights to have one or fewer dimensions but "
+                               f"got fweights with {fweights.ndim} dimensions")
+        if fweights.numel() != nobs:
+            raise RuntimeError(f"cov(): expected fweights to have the same numel as there are "
+                               f"observations in the input but got {fweights.numel()} != {nobs}")
+        if fweights.dtype.is_floating_point or fweights.dtype is _dtype.bool:
+            raise RuntimeError(f"cov(): expected fweights to have integral dtype but got "
+                               f"fweights with {_title(fweights.dtype)} dtype")
+        if nobs and bool(O.any(O.lt(fweights, 0), None, False)):
+            raise RuntimeError("cov(): fweights cannot be negative")
+        w = fweights
+    if aweights is not None:
+        if aweights.ndim > 1:
+            raise RuntimeError(f"cov(): expected aweights to have one or fewer dimensions but "
+                               f"got aweights with {aweights.ndim} dimensions")
+        if aweights.numel() != nobs:
+            raise RuntimeError(f"cov(): expected aweights to have the same numel as there are "
+                               f"observations in the input but got {aweights.numel()} != {nobs}")
+        if not aweights.dtype.is_floating_point:
+            raise RuntimeError(f"cov(): expected aweights to have floating point dtype but got "
+                               f"aweights with {_title(aweights.dtype)} dtype")
+        if nobs and bool(O.any(O.lt(aweights, 0), None, False)):
+            raise RuntimeError("cov(): aweights cannot be negative")
+        w = aweights if w is None else O.mul(w, aweights)
+    if w is None:
+        w_sum = F.tensor(nobs, dtype=_dtype.int64, device=input.device)
+    else:
+        w_sum = O.sum(w, [], False)
+        if not bool(O.ne(w_sum, 0)):
+            raise RuntimeError("cov(): weights sum to zero, can't be normalized")
+    avg = O.div(O.sum(x if w is None else O.mul(x, w), [1], False), w_sum)
+    if w is not None and aweights is not None and correction != 0:
+        norm = O.sub(w_sum, O.div(O.mul(O.sum(O.mul(w, aweights), [], False), correction), w_sum))
+    else:
+        norm = O.sub(w_sum, correction)
+    if bool(O.le(norm, 0)):
+        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
+                      "than the number of observations.", UserWarning, stacklevel=2)
+        norm = F.zeros_like(norm)     # (+0: torch's zero_(); norm * 0 could be -0)
+    xc = O.sub(x, O.unsqueeze(avg, 1))
+    c = O.matmul(xc, O.transpose(xc if w is None else O.mul(xc, w), 0, 1))
+    return O.div(c, norm).squeeze()
+
+
+def corrcoef(input: Tensor) -> Tensor:
+    """The Pearson correlation coefficients of the variables in ``input``'s rows: ``cov``
+    divided by the outer product of the standard deviations, clipped to ``[-1, 1]``; 0-d for one
+    variable (``c / c``: 1, or NaN for a constant one). Differentiable. 
+    Same as ``torch.corrcoef``."""
+    _input("corrcoef", input)
+    c = cov(input)
+    if c.ndim == 0:
+        return O.div(c, c)
+    d = O.sqrt(c.diagonal())
+    c = O.div(c, O.reshape(d, [-1, 1]))
+    c = O.div(c, O.reshape(d, [1, -1]))
+    return c.clamp(-1, 1)
+
+
+_QUANTILE_MODES = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(api, input, q, dim, keepdim, interpolation):
+    _input(api, input)
+    if input.numel() == 0:
+        raise RuntimeError(f"{api}() input tensor must be non-empty")
+    if input.dtype not in (_dtype.float32, _dtype.float64):
+        raise RuntimeError(f"{api}() input tensor must be either float or double dtype")
+    if interpolation not in _QUANTILE_MODES:
+        raise RuntimeError(f"{api}() interpolation must be one of linear, lower, higher, "
+                           f"midpoint or nearest, but got {interpolation}")
+    if is_tensor(q):
+        if q.ndim > 1:
+            raise RuntimeError(f"{api}() q must be a scalar or 1D tensor")
+        if q.dtype is not input.dtype:
+            raise RuntimeError(f"{api}() q tensor must be same dtype as the input tensor")
+        if q.numel() and not bool(O.all(O.logical_and(O.ge(q, 0), O.le(q, 1)), None, False)):
+            raise RuntimeError(f"{api}() q values must be in the range [0, 1]")
+        qs, scalar_q = O.reshape(q, [-1]), q.ndim == 0
+    else:
+        qf = float(q)
+        if not 0 <= qf <= 1:
+            raise RuntimeError(f"{api}() q must be in the range [0, 1] but got {qf}")
+        qs, scalar_q = F.tensor([qf], dtype=input.dtype, device=input.device), True
+    if dim is None:
+        srt = O.sort(O.reshape(input, [-1]), -1, False)[0]
+        base = [1] * input.ndim if keepdim else []
+    else:
+        d = wrap_dim(dim, builtins.max(input.ndim, 1), f"{api}(): ")
+        x = input if input.ndim else O.reshape(input, [1])
+        srt = O.sort(x.movedim(d, -1), -1, False)[0]
+        base = list(input.shape)
+        if input.ndim:
+            if keepdim:
+                base[d] = 1
+            else:
+                del base[d]
+    n = srt.shape[-1]
+    lead = list(srt.shape[:-1])
+    nq = qs.shape[0]
+    qb = O.expand(O.reshape(qs, [1] * len(lead) + [nq]), lead + [nq])
+    isnan = O.isnan(srt)
+    if api == "nanquantile":
+        cnt = O.sum(O.logical_not(isnan), [-1], True)
+        ranks = O.mul(qb, O.sub(cnt, 1))
+        ranks = O.where(O.lt(ranks, 0), 0.0, ranks)
+    else:
+        ranks = O.where(O.any(isnan, [-1], True), float(n - 1), O.mul(qb, n - 1))
+    if interpolation == "lower":
+        ranks = O.floor(ranks)
+    elif interpolation == "higher":
+        ranks = O.ceil(ranks)
+    elif interpolation == "nearest":
+        ranks = O.round(ranks)
+    below = O.to_dtype(ranks, _dtype.int64)
+    values = O.gather(srt, -1, below)
+    if interpolation in ("linear", "midpoint"):
+        weights = F.full_like(ranks, 0.5) if interpolation == "midpoint" else \
+            O.sub(ranks, below)
+        above = O.to_dtype(O.ceil(ranks), _dtype.int64)
+        values = values.lerp(O.gather(srt, -1, above), weights)
+    if scalar_q:
+        return O.reshape(O.squeeze(values, [-1]), base)
+    return O.reshape(values.movedim(-1, 0), [nq] + base)
+
+
+def quantile(input: Tensor, q: float | Tensor, dim: int | None = None, keepdim: bool = False, *,
+             interpolation: str = "linear", out: Any = None) -> Tensor:
+    """The ``q``-th quantiles of ``input`` (every element, or along ``dim``): ``q`` a number or
+    a 0-d/1-D tensor of ``input``'s dtype in ``[0, 1]`` (a 1-D ``q`` puts its quantiles in a
+    new first dim). ``interpolation`` between the two nearest sorted values: "linear",
+    "lower", "higher", "midpoint", "nearest" (rounding half to even). A slice holding NaN gives
+    NaN. float32/float64 only; differentiable (sort, gather, lerp: torch's composition).
+    RuntimeError for an empty input, another dtype, ``q`` out of range or of another dtype, an
+    unknown interpolation (torch's messages). Same as ``torch.quantile``."""
+    if out is not None:
+        return _write_out("quantile", out, quantile, (input, q, dim, keepdim),
+                          {"interpolation": interpolation}, "exact")
+    return _quantile("quantile", input, q, dim, keepdim, interpolation)
+
+
+def nanquantile(input: Tensor, q: float | Tensor, dim: int | None = None,
+                keepdim: bool = False, *, interpolation: str = "linear",
+                out: Any = None) -> Tensor:
+    """``quantile`` ignoring NaN: the quantiles of each slice's other values (NaN only for a
+    slice of NaN only). Same as ``torch.nanquantile``."""
+    if out is not None:
+        return _write_out("nanquantile", out, nanquantile, (input, q, dim, keepdim),
+                          {"interpolation": interpolation}, "exact")
+    return _quantile("nanquantile", input, q, dim, keepdim, interpolation)
+
+
+def gradient(input: Tensor, *, spacing: Any = 1, dim: int | Sequence[int] | None = None,
+             edge_order: int = 1) -> tuple[Tensor, ...]:
+    """The derivative of ``input`` along each dim (or ``dim``), estimated by second-order
+    central differences inside and first- or second-order (``edge_order``) one-sided ones at
+    the ends, as a tuple of tensors of ``input``'s shape. ``spacing``: a number (uniform step
+    for every dim), a sequence of numbers (one per dim) or of 1-D coordinate tensors (one per
+    dim: unevenly spaced samples). Integers give the default float dtype. Differentiable.
+    RuntimeError for uint8 input, a dim shorter than ``edge_order + 1``, ``edge_order`` other
+    than 1 or 2, a spacing list of the wrong length (torch's messages). 
+    Same as ``torch.gradient``."""
+    _input("gradient", input)
+    if input.dtype is _dtype.uint8:
+        raise RuntimeError("torch.gradient does not support uint8 input.")
+    dims = None if dim is None else ([dim] if isinstance(dim, _int) else list(dim))
+    nd = input.ndim
+    if isinstance(spacing, (list, tuple)):
+        sp = list(spacing)
+        if dims is None and len(sp) != nd:
+            raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar, "
+                               f"or a list of length equal to 'self.dim() = {nd}', since dim "
+                               f"argument was not given, but got a list of length {len(sp)}")
+        if dims is not None and len(sp) != len(dims):
+            raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or "
+                               f"it's spacing and dim arguments to have the same length, but "
+                               f"got a spacing argument of length {len(sp)} and a dim argument "
+                               f"of length {len(dims)}.")
+    elif is_tensor(spacing):
+        raise TypeError("gradient(): spacing must be a number or a sequence of numbers or of "
+                        "1-D tensors, not a Tensor (as torch); pass (t,) for one dim")
+    else:
+        sp = [spacing] * (nd if dims is None else len(dims))
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    dims = list(range(nd)) if dims is None else [wrap_dim(d, nd, "gradient(): ") for d in dims]
+    if len(set(dims)) != len(dims):
+        raise RuntimeError(f"dim {dims[0]} appears multiple times in the list of dims")
+    for d in dims:
+        if input.shape[d] < edge_order + 1:
+            raise RuntimeError("torch.gradient expected each dimension size to be at least "
+                               "edge_order+1")
+
+    def sl(d, a, b=None):
+        n = input.shape[d]
+        a = a + n if a < 0 else a
+        b = n if b is None else (b + n if b < 0 else b)
+        return O.narrow(input, d, a, b - a)
+
+    out = []
+    for d, h in zip(dims, sp):
+        if is_tensor(h):
+            if h.ndim != 1:
+                raise RuntimeError("torch.gradient expected each tensor to be on the same "
+                                   "device and 1-D coordinates")
+            shape = [1] * nd
+            shape[d] = -1
+            dx = O.sub(O.narrow(h, 0, 1, h.shape[0] - 1), O.narrow(h, 0, 0, h.shape[0] - 1))
+            k = dx.shape[0]
+            dx1, dx2 = O.narrow(dx, 0, 0, k - 1), O.narrow(dx, 0, 1, k - 1)
+            a = O.reshape(O.div(O.neg(dx2), O.mul(dx1, O.add(dx1, dx2))), shape)
+            b = O.reshape(O.div(O.sub(dx2, dx1), O.mul(dx1, dx2)), shape)
+            c = O.reshape(O.div(dx1, O.mul(dx2, O.add(dx1, dx2))), shape)
+            center = O.add(O.add(O.mul(a, sl(d, 0, -2)), O.mul(b, sl(d, 1, -1))),
+                           O.mul(c, sl(d, 2)))
+            d0, d1 = O.select(dx, 0, 0), O.select(dx, 0, 1 if k > 1 else 0)
+            dl, dl2 = O.select(dx, 0, k - 1), O.select(dx, 0, k - 2 if k > 1 else 0)
+            if edge_order == 1:
+                pre = O.div(O.sub(sl(d, 1, 2), sl(d, 0, 1)), d0)
+                app = O.div(O.sub(sl(d, -1), sl(d, -2, -1)), dl)
+            else:
+                a0 = O.div(O.neg(O.add(O.mul(d0, 2.0), d1)), O.mul(d0, O.add(d0, d1)))
+                b0 = O.div(O.add(d0, d1), O.mul(d0, d1))
+                c0 = O.div(O.neg(d0), O.mul(d1, O.add(d0, d1)))
+                pre = O.add(O.add(O.mul(a0, sl(d, 0, 1)), O.mul(b0, sl(d, 1, 2))),
+                            O.mul(c0, sl(d, 2, 3)))
+                a1 = O.div(dl, O.mul(dl2, O.add(dl, dl2)))
+                b1 = O.div(O.neg(O.add(dl, dl2)), O.mul(dl, dl2))
+                c1 = O.div(O.add(O.mul(dl, 2), dl2), O.mul(dl, O.add(dl, dl2)))
+                app = O.add(O.add(O.mul(a1, sl(d, -3, -2)), O.mul(b1, sl(d, -2, -1))),
+                            O.mul(c1, sl(d, -1)))
+        else:
+            center = O.div(O.div(O.sub(sl(d, 2), sl(d, 0, -2)), h), 2)
+            if edge_order == 1:
+                pre = O.div(O.sub(sl(d, 1, 2), sl(d, 0, 1)), h)
+                app = O.div(O.sub(sl(d, -1), sl(d, -2, -1)), h)
+            else:
+                pre = O.div(O.sub(O.add(O.mul(sl(d, 0, 1), -1.5), O.mul(sl(d, 1, 2), 2)),
+                                  O.mul(sl(d, 2, 3), 0.5)), h)
+                app = O.div(O.add(O.add(O.mul(sl(d, -3, -2), 0.5), O.mul(sl(d, -2, -1), -2)),
+                                  O.mul(sl(d, -1), 1.5)), h)
+        out.append(O.cat([pre, center, app], d))
+    return tuple(out)
+
+
+def renorm(input: Tensor, p: float, dim: int, maxnorm: float, *, out: Any = None) -> Tensor:
+    """``input`` with each sub-tensor along ``dim`` (``input.select(dim, i)``) whose ``p``-norm
+    exceeds ``maxnorm`` scaled down to norm ``maxnorm`` (by ``maxnorm / (norm + 1e-7)``, torch's
+    factor); the others unchanged. Floating inputs of at least 2 dims; float16/bfloat16 norms
+    accumulated in float32. Differentiable (through the norm too, as torch's formula).
+    RuntimeError for ``p <= 0``, ``maxnorm < 0``, fewer than 2 dims, an integer input (torch's
+    messages). Same as ``torch.renorm``."""
+    if out is not None:
+        return _write_out("renorm", out, renorm, (input, p, dim, maxnorm), {}, "exact")
+    _input("renorm", input)
+    if isinstance(p, complex) or not float(p) > 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if float(maxnorm) < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {float(maxnorm)}")
+    if input.ndim <= 1:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.ndim} "
+                           f"dimensions")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
+                           f"input. Got {_title(input.dtype)}")
+    d = wrap_dim(dim, input.ndim, "renorm(): ")
+    others = [i for i in range(input.ndim) if i != d]
+    low = input.dtype in (_dtype.float16, _dtype.bfloat16)
+    norm = input.norm(float(p), others, True, dtype=_dtype.float32 if low else None)
+    factor = O.where(O.gt(norm, float(maxnorm)), O.rdiv(O.add(norm, 1e-7), float(maxnorm)), 1.0)
+    if low:
+        factor = O.to_dtype(factor, input.dtype)
+    return O.mul(input, factor)

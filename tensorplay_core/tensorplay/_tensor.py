@@ -1568,8 +1568,13 @@ class Tensor(TensorBase, instance_class=True):
                        dtype=_dtype.as_dtype(dtype) if dtype is not None else None)
 
     def cumsum(self, dim: _int, *, dtype: _DTypeLike | None = None) -> Tensor:
-        """Cumulative sum along ``dim``; ints and bools give int64 (as ``torch.cumsum``)."""
-        return _O.cumsum(self, dim, dtype=_dtype.as_dtype(dtype) if dtype is not None else None)
+        """Cumulative sum along ``dim``; ints and bools give int64 (as ``torch.cumsum``).
+        NotImplementedError for ``dtype=bool`` (torch has no bool cumsum)."""
+        if dtype is not None:
+            dtype = _dtype.as_dtype(dtype)
+            if dtype is _dtype.bool:
+                raise _no_bool_scan("cumsum")
+        return _O.cumsum(self, dim, dtype=dtype)
 
     # -- forms of session 45's tensorplay functions (h-funcs45; the rules are theirs) -----------
     def signbit(self) -> Tensor:
@@ -1599,6 +1604,43 @@ class Tensor(TensorBase, instance_class=True):
         """Same as ``torch.Tensor.diagonal_scatter`` (``tensorplay.diagonal_scatter``)."""
         return _surface.diagonal_scatter(self, src, offset, dim1, dim2)
 
+    # -- forms of session 46's tensorplay functions (h-ops46; the rules are theirs) ---------------
+    def histc(self, bins: _int = 100, min: _Number = 0, max: _Number = 0) -> Tensor:  # noqa: A002
+        """Same as ``torch.Tensor.histc`` (``tensorplay.histc``)."""
+        return _surface.histc(self, bins, min, max)
+
+    def histogram(self, bins: Any, *, range: Any = None, weight: Tensor | None = None,  # noqa: A002
+                  density: _bool = False) -> Any:
+        """Same as ``torch.Tensor.histogram`` (``tensorplay.histogram``)."""
+        return _surface.histogram(self, bins, range=range, weight=weight, density=density)
+
+    def cov(self, *, correction: _int = 1, fweights: Tensor | None = None,
+            aweights: Tensor | None = None) -> Tensor:
+        """Same as ``torch.Tensor.cov`` (``tensorplay.cov``)."""
+        return _surface.cov(self, correction=correction, fweights=fweights, aweights=aweights)
+
+    def corrcoef(self) -> Tensor:
+        """Same as ``torch.Tensor.corrcoef`` (``tensorplay.corrcoef``)."""
+        return _surface.corrcoef(self)
+
+    def quantile(self, q: Any, dim: _int | None = None, keepdim: _bool = False, *,
+                 interpolation: str = "linear") -> Tensor:
+        """Same as ``torch.Tensor.quantile`` (``tensorplay.quantile``)."""
+        return _surface.quantile(self, q, dim, keepdim, interpolation=interpolation)
+
+    def nanquantile(self, q: Any, dim: _int | None = None, keepdim: _bool = False, *,
+                    interpolation: str = "linear") -> Tensor:
+        """Same as ``torch.Tensor.nanquantile`` (``tensorplay.nanquantile``)."""
+        return _surface.nanquantile(self, q, dim, keepdim, interpolation=interpolation)
+
+    def renorm(self, p: _Number, dim: _int, maxnorm: _Number) -> Tensor:
+        """Same as ``torch.Tensor.renorm`` (``tensorplay.renorm``)."""
+        return _surface.renorm(self, p, dim, maxnorm)
+
+    def renorm_(self, p: _Number, dim: _int, maxnorm: _Number) -> Tensor:
+        """In-place ``renorm``; returns ``self`` (same as ``torch.Tensor.renorm_``)."""
+        return _in_place(self, "renorm_", _surface.renorm, p, dim, maxnorm)
+
     def logcumsumexp(self, dim: _int) -> Tensor:
         """``log(cumsum(exp(self), dim))`` without overflow or underflow; floating tensors only
         (same as ``torch.Tensor.logcumsumexp``; ``tensorplay.logcumsumexp``)."""
@@ -1609,9 +1651,12 @@ class Tensor(TensorBase, instance_class=True):
         first), as ``torch.cumprod`` on the cpu: accumulated in float64 for float32 (float32 for
         float16/bfloat16) and rounded at each output, so the values are torch's bit for bit up
         to 2048 elements along ``dim`` (longer dims are scanned by doubling, last-bit
-        differences possible). Differentiable, zeros included."""
+        differences possible). Differentiable, zeros included. NotImplementedError for
+        ``dtype=bool`` (torch has no bool cumprod)."""
         x = self
         if dtype is not None:
+            if _dtype.as_dtype(dtype) is _dtype.bool:
+                raise _no_bool_scan("cumprod")
             x = x.to(_dtype.as_dtype(dtype))
         elif not x._dtype.is_floating_point:
             x = _O.to_dtype(x, _dtype.int64)
@@ -3629,6 +3674,7 @@ from ._indexing import setitem as _setitem  # noqa: E402
 from .autograd.api import backward as _backward  # noqa: E402
 from .autograd.function import check_inplace as _check_inplace  # noqa: E402
 from .autograd.grad_mode import _state as _grad_state  # noqa: E402
+from ._dispatch import NoGradBlock as _NoGradBlock  # noqa: E402
 from .autograd.graph import grad_accumulator as _grad_accumulator  # noqa: E402
 from .autograd.graph import output_hooks as _output_hooks  # noqa: E402
 from .autograd.graph import current_grad_fn as _current_grad_fn  # noqa: E402
@@ -3667,6 +3713,14 @@ class _HookHandle:
             self._hooks.remove(self._fn)
 
 
+def _no_bool_scan(api):
+    """torch's refusal of ``api`` (cumsum, cumprod) computed in bool (``dtype=bool``)."""
+    return NotImplementedError(f'"{api}_out_cpu" not implemented for \'Bool\': {api}() has no '
+                               f"bool result (as torch); give an integer dtype "
+                               f"(dtype=tensorplay.int64, the default for bool input) and "
+                               f"compare with 0 if a mask is wanted: {api}(x, dim) != 0")
+
+
 def _scatter_reduced(self, dim, index, src, value, reduce):
     """``scatter(..., reduce=)``: "add" is ``scatter_add``, "multiply" is ``scatter_reduce``'s
     "prod" (a number ``src``/``value`` used at every index); RuntimeError for another reduce."""
@@ -3675,9 +3729,40 @@ def _scatter_reduced(self, dim, index, src, value, reduce):
     v = _scatter_src(src, value, None)
     if not isinstance(v, Tensor):
         v = _like_self(self, "full", list(index._shape), v, self._dtype, None, False)
-    if reduce == "multiply":
-        return _O.scatter_reduce(self, dim, index, v, "prod")
-    return _O.scatter_add(self, dim, index, v)
+    if not _grad_state.enabled or not (self.requires_grad or v.requires_grad):
+        if reduce == "multiply":
+            return _O.scatter_reduce(self, dim, index, v, "prod")
+        return _O.scatter_add(self, dim, index, v)
+    # torch has no derivative for scatter(reduce=): the result requires grad and backward
+    # through it raises (scatter_add and scatter_reduce, which compute the same, have one)
+    with _NoGradBlock():
+        r = _scatter_reduced(self, dim, index, src, value, reduce)
+    from .autograd.graph import edge_of
+    from ._tensor_base import set_history
+    node = _ScatterReducedBackward("scatter", (edge_of(self), edge_of(v)),
+                                   ((r.raw_shape, r.raw_dtype, r.raw_device),))
+    set_history(r, node, 0)
+    return r
+
+
+def _scatter_reduced_node_class():
+    from .autograd.function import NoFormulaBackward
+
+    class ScatterReducedBackward(NoFormulaBackward):
+        """History of ``scatter(..., reduce=)``'s result: torch has no derivative for it."""
+        __slots__ = ()
+
+        def __init__(self, op_name, edges, out_meta):
+            super().__init__(op_name, edges, out_meta)
+            self.name = "ScatterReduceNotImplemented"
+
+        def apply(self, grads):
+            raise RuntimeError(
+                "derivative for aten::scatter is not implemented: scatter(..., reduce=) has no "
+                "gradient (as torch). Use scatter_add(dim, index, src) for reduce='add' or "
+                "scatter_reduce(dim, index, src, 'prod') for reduce='multiply', which compute "
+                "the same and are differentiable")
+    return ScatterReducedBackward
 
 
 def _scatter_reduce(self, dim, index, src, reduce, include_self):
@@ -3813,3 +3898,5 @@ def _keyword_sizes(args, kwargs, api, name, ignored=()):
 
 
 _MISSING = object()
+
+_ScatterReducedBackward = _scatter_reduced_node_class()

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:
     from ._tensor import Tensor
 
-__all__ = ["aminmax", "cummax", "cummin", "frexp", "kthvalue", "max", "median", "min", "mode",
-           "nanmedian", "sort", "topk"]
+__all__ = ["aminmax", "cummax", "cummin", "frexp", "histogram", "kthvalue", "max", "median",
+           "min", "mode", "nanmedian", "sort", "topk"]
 
 
 class max(NamedTuple):  # noqa: A001
@@ -85,3 +85,9 @@ class frexp(NamedTuple):
     """``(mantissa, exponent)`` of ``Tensor.frexp`` (``torch.return_types.frexp``)."""
     mantissa: Tensor
     exponent: Tensor
+
+
+class histogram(NamedTuple):
+    """``(hist, bin_edges)`` of ``tensorplay.histogram`` (``torch.return_types.histogram``)."""
+    hist: Tensor
+    bin_edges: Tensor

@@ -75,9 +75,6 @@ LENIENT: dict[str, str] = {
     # deliberate, documented choices
     rf"(Tensor\.)?sign_?\({_F}:special\)": "sign(NaN) stays NaN (NumPy's rule, documented in "
                                             "tp.sign); torch gives 0",
-    rf"(Tensor\.)?relu_?\({_F}:special\)":
-        "relu(-0.0) is +0.0 (NumPy's maximum; torch keeps -0.0): a where on the sign is ~15x "
-        "slower on NumPy (the kernel's comment)",
     r"where\(uint8 cond, .*": "a uint8 condition is refused with a hint (torch 2.13 still "
                              "accepts it, deprecated)",
     r"(Tensor\.)?(log_)?softmax\(\w+\(0, 3\), -?\d(, dtype='dtype:int64')?\)":

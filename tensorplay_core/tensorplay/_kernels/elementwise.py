@@ -145,9 +145,10 @@ _TABLE = (
     _unary_math("sigmoid", ufunc=None, triton="1.0 / (1.0 + tl.exp(-{0}))",
                 steps=(("negative", "x"), ("exp", "x"), ("add", "x", 1), ("divide", 1, "x")),
                 cupy="((T)1 / ((T)1 + exp(-{0})))"),
-    # maximum(x, 0) in the reference: NaN passes through, -0.0 gives +0 (torch's clamp_min(0))
-    _op("relu", "arith", 1, steps=(("maximum", "x", 0),), triton="tl.where({0} <= 0, 0, {0})",
-        cupy="(({0} <= (T)0) ? (T)0 : {0})"),
+    # torch's x < 0 ? 0 : x: NaN passes through, -0.0 stays -0.0 (NumPy's maximum gives its second
+    # operand on a tie, so the zero goes first)
+    _op("relu", "arith", 1, steps=(("maximum", 0, "x"),), triton="tl.where({0} < 0, 0, {0})",
+        cupy="(({0} < (T)0) ? (T)0 : {0})"),
     _op("sign", "arith", 1, xp="sign", ufunc="sign",
         triton="tl.where({0} != {0}, {0}, tl.where({0} > 0, 1, tl.where({0} < 0, -1, 0)))"),
     _cmp("eq", "equal", "=="), _cmp("ne", "not_equal", "!="), _cmp("lt", "less", "<"),

@@ -41,8 +41,11 @@ def _matmul(c):
     def _matmul_backward(g, a, b, need_a, need_b):   # 2-D: (g @ b.T, a.T @ g)
         return (matmul(g, b.T) if need_a else None), (matmul(a.T, g) if need_b else None)
 
-    def _threshold_backward(g, y):          # relu: g * (y != 0)
-        return xp.multiply(g, xp.not_equal(y, 0))
+    def _threshold_backward(g, y):
+        # relu's backward, torch's threshold_backward(g, y, 0): g where the output is not <= 0
+        # (NaN passes), else exactly 0 -- a product with the mask gave NaN for an infinite or NaN
+        # g there. (The cpu plugin has a faster exact form.)
+        return xp.where(xp.less_equal(y, 0), xp.zeros((), dtype=g.dtype), g)
 
     return dict(matmul=matmul, _matmul_backward=_matmul_backward,
                 _threshold_backward=_threshold_backward)

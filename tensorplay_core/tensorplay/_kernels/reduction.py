@@ -214,8 +214,39 @@ def _sorting(c):
             return xp.asarray(x, copy=True), idx
         return take_along(x, idx, axis=_checks.wrap_dim(dim, x.ndim)), idx
 
+    def searchsorted(seq, x, *, out_int32=False, right=False, sorter=None):
+        # torch's binary search (aten's cus_lower_bound/cus_upper_bound): the count of leading
+        # elements e of each row with !(e >= v) (right: !(e > v)); the fake rule checked the
+        # shapes and dtypes, ``tensorplay.searchsorted`` promoted the two to one dtype
+        n = seq.shape[-1]
+        i64 = nd(_dtype.int64)
+        if sorter is not None:
+            if sorter.size and (bool(xp.any(sorter < 0)) or bool(xp.any(sorter >= n))):
+                raise RuntimeError("torch.searchsorted(): sorter index out of range")
+            seq = take_along(seq, sorter, axis=-1)
+        side = "right" if right else "left"
+        if seq.ndim == 1:
+            # the array namespace's binary search (O(log n) a value); NaN values go past the end
+            # as torch's comparisons send them (NumPy stops before NaN boundaries)
+            r = xp.searchsorted(seq, xp.reshape(x, (-1,)), side=side)
+            r = xp.reshape(r, x.shape)
+            if n and x.dtype.kind == "f":
+                r = xp.where(xp.isnan(x), xp.asarray(n, dtype=r.dtype), r)
+        else:
+            # rows: a branchless binary search over every row at once, ceil(log2(n + 1)) steps
+            # of a gather and a comparison (the array API's searchsorted takes one 1-D sequence)
+            r = xp.zeros(x.shape, dtype=i64)
+            step = 1 << (n.bit_length() - 1) if n else 0   # the highest power of 2 <= n
+            while step:
+                cand = r + step
+                e = take_along(seq, xp.clip(cand, 1, n) - 1, axis=-1)
+                go = xp.logical_not(e > x if right else e >= x)
+                r = xp.where(xp.logical_and(cand <= n, go), cand, r)
+                step //= 2
+        return xp.astype(r, nd(_dtype.int32) if out_int32 else i64)
+
     return dict(max_dim=minmax_dim(xp.argmax, "max"), min_dim=minmax_dim(xp.argmin, "min"),
-                sort=sort, argsort=argsort)
+                sort=sort, argsort=argsort, searchsorted=searchsorted)
 
 
 def _topk(c):

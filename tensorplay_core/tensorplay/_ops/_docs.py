@@ -226,6 +226,9 @@ DOCS = {
     "sign": ("-1, 0 or 1 by the sign of each element, in its dtype (-0.0 gives 0); NaN stays "
              "NaN (NumPy's rule: torch gives 0); a bool tensor is returned as it is (a copy).",
              "torch.sign"),
+    "searchsorted": ("For each value of ``self``, the index where it would be inserted into the "
+                     "sorted last dim of ``sorted_sequence`` (binary search; int64, int32 with "
+                     "``out_int32``).", "torch.searchsorted"),
     "sin": ("Sine, elementwise.", "torch.sin"),
     "slice": ("A view of ``dim`` from ``start`` to ``end`` by ``step`` (``t[a:b:c]``).",
               "torch.Tensor.__getitem__"),

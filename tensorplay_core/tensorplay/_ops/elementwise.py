@@ -320,15 +320,15 @@ defop("tanh" + _U, meta=unary_meta("float"), setup=_save_out,
 defop("sigmoid" + _U, meta=unary_meta("float"), setup=_save_out,
       backward=lambda ctx, g: O.mul(g, O.mul(ctx.saved_tensors[0], O.rsub(ctx.saved_tensors[0], 1.0))))
 def _relu_bw(g, y):
-    r = fused("_threshold_backward", g, y)   # one kernel call instead of two ops
-    return r if r is not None else O.mul(g, O.ne(y, 0))
+    # torch's threshold_backward(g, y, 0): g where the output is not <= 0 (NaN passes), else
+    # exactly 0, also for an infinite or NaN g (a product with the mask gave NaN there). One
+    # kernel call (the cpu's selects g's bits with an integer product, as fast as the float one);
+    # op by op (create_graph, captures, 2-byte floats) a `where`
+    r = fused("_threshold_backward", g, y)
+    return r if r is not None else O.where(O.le(y, 0), 0.0, g)
 
 
-# torch's threshold_backward: zero where the output is <= 0, else the gradient (NaN passes)
 defop("relu" + _U, meta=_relu_meta, setup=_save_out,
-      # torch's threshold_backward: g where the output is not <= 0 (a relu output is >= 0 or
-      # NaN: `!= 0` says it; NaN outputs pass g), else 0. A product with the mask, not `where`:
-      # NumPy's where on a random mask is ~15x slower than a multiply
       backward=lambda ctx, g: _relu_bw(g, ctx.saved_tensors[0]))
 # abs of a bool tensor gives it back (torch refuses it): the eager kernel is the array API's abs
 # itself, no frame of ours, and a dtype test there would cost ~0.2 µs on every abs call

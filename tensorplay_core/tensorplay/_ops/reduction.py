@@ -160,6 +160,9 @@ defop("prod(Tensor self, SymInt[]? dim=None, bool keepdim=False, *, ScalarType? 
 # -- cumsum ---------------------------------------------------------------------------------------
 def _cumsum_meta(x, dim, *, dtype=None):
     wrap_dim(dim, x.ndim, "cumsum(): ")
+    if dtype is _dtype.bool:     # torch has no bool cumsum kernel
+        raise NotImplementedError('"cumsum_out_cpu" not implemented for \'Bool\': cumsum() has '
+                                  'no bool result (as torch); give an integer dtype')
     dt = dtype or (x.dtype if x.dtype.is_floating_point else _dtype.int64)
     return out_like(x.shape, dt, x)
 

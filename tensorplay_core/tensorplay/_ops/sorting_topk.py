@@ -320,3 +320,46 @@ def _adjust_heap(a, first, hole, length, value, lt):
         hole = parent
         parent = (hole - 1) // 2
     a[first + hole] = value
+
+
+# -- searchsorted (session 46): the array namespace's binary search (NumPy's, CuPy's) for a 1-D
+# sequence, a branchless one over every row for a batch of rows; O(m log n) --------------------
+def searchsorted_check(seq, x, sorter):
+    """torch's checks of ``searchsorted``'s shapes and dtypes (its messages), without values."""
+    if seq.ndim == 0:
+        raise RuntimeError("torch.searchsorted(): boundaries tensor should have positive "
+                           "dimension, but got 0 dimension")
+    if seq.ndim > 1 and tuple(seq.shape[:-1]) != tuple(x.shape[:-1]):
+        raise RuntimeError(f"torch.searchsorted(): boundaries tensor should be 1 dimension or the "
+                           f"first N-1 dimensions of boundaries tensor and input value tensor "
+                           f"must match, but we got boundaries tensor {list(seq.shape)} and "
+                           f"input value tensor {list(x.shape)}")
+    if seq.dtype is not x.dtype:
+        raise RuntimeError(f"torch.searchsorted(): boundaries and input value tensors must have "
+                           f"one dtype, got {seq.dtype} and {x.dtype} (tensorplay.searchsorted "
+                           f"promotes them)")
+    if sorter is not None:
+        if sorter.dtype is not _dtype.int64:
+            raise RuntimeError(f"torch.searchsorted(): sorter must be a tensor of long dtype but "
+                               f"got dtype {_dtype_title(sorter.dtype)}")
+        if tuple(sorter.shape) != tuple(seq.shape):
+            raise RuntimeError(f"torch.searchsorted(): boundary and sorter must have the same "
+                               f"size, but got boundary tensor {list(seq.shape)}and got sorter "
+                               f"tensor {list(sorter.shape)}")
+
+
+def _searchsorted_meta(seq, x, *, out_int32=False, right=False, sorter=None):
+    searchsorted_check(seq, x, sorter)
+    return out_like(tuple(x.shape), _dtype.int32 if out_int32 else _dtype.int64, x)
+
+
+def _dtype_title(dt):
+    """torch's ScalarType name of ``dt`` (``Float``, ``Long``, ...)."""
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+            "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+            "bool": "Bool"}.get(dt.name, dt.name)
+
+
+defop("searchsorted(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, "
+      "bool right=False, Tensor? sorter=None) -> Tensor", meta=_searchsorted_meta,
+      differentiable=False)
