@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import builtins
 import math
-from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from . import _dtype
 from ._kernels.linalg import LinAlgError
@@ -28,6 +28,9 @@ from ._ops import ops as O
 from ._ops._define import write_out as _write_out
 from ._ops._shapes import is_tensor
 from .autograd import is_grad_enabled
+from .return_types import (linalg_cholesky_ex, linalg_eigh, linalg_inv_ex, linalg_lstsq,
+                           linalg_qr, linalg_slogdet, linalg_solve_ex, linalg_svd)
+from .return_types import qr as qr_, slogdet as slogdet_, svd as svd_
 
 if TYPE_CHECKING:
     from ._tensor import Tensor
@@ -37,80 +40,6 @@ __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "di
            "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex",
            "solve_triangular", "svd", "svdvals",
            "vecdot", "vector_norm"]
-
-
-# -- named tuples (torch.return_types.linalg_*) --------------------------------------------------
-class linalg_slogdet(NamedTuple):  # noqa: N801 - torch's names
-    """``(sign, logabsdet)`` of ``linalg.slogdet``."""
-    sign: Tensor
-    logabsdet: Tensor
-
-
-class slogdet_(NamedTuple):
-    """``(sign, logabsdet)`` of ``tensorplay.slogdet`` (``torch.return_types.slogdet``)."""
-    sign: Tensor
-    logabsdet: Tensor
-
-
-slogdet_.__name__ = slogdet_.__qualname__ = "slogdet"
-
-
-class linalg_inv_ex(NamedTuple):  # noqa: N801
-    """``(inverse, info)`` of ``linalg.inv_ex``."""
-    inverse: Tensor
-    info: Tensor
-
-
-class linalg_cholesky_ex(NamedTuple):  # noqa: N801
-    """``(L, info)`` of ``linalg.cholesky_ex``."""
-    L: Tensor
-    info: Tensor
-
-
-class linalg_qr(NamedTuple):  # noqa: N801
-    """``(Q, R)`` of ``linalg.qr``."""
-    Q: Tensor
-    R: Tensor
-
-
-class qr_(NamedTuple):
-    """``(Q, R)`` of ``tensorplay.qr`` (``torch.return_types.qr``)."""
-    Q: Tensor
-    R: Tensor
-
-
-qr_.__name__ = qr_.__qualname__ = "qr"
-
-
-class linalg_svd(NamedTuple):  # noqa: N801
-    """``(U, S, Vh)`` of ``linalg.svd``."""
-    U: Tensor
-    S: Tensor
-    Vh: Tensor
-
-
-class svd_(NamedTuple):
-    """``(U, S, V)`` of ``tensorplay.svd`` (``torch.return_types.svd``: V, not Vh)."""
-    U: Tensor
-    S: Tensor
-    V: Tensor
-
-
-svd_.__name__ = svd_.__qualname__ = "svd"
-
-
-class linalg_eigh(NamedTuple):  # noqa: N801
-    """``(eigenvalues, eigenvectors)`` of ``linalg.eigh``."""
-    eigenvalues: Tensor
-    eigenvectors: Tensor
-
-
-class linalg_lstsq(NamedTuple):  # noqa: N801
-    """``(solution, residuals, rank, singular_values)`` of ``linalg.lstsq``."""
-    solution: Tensor
-    residuals: Tensor
-    rank: Tensor
-    singular_values: Tensor
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -231,12 +160,6 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True, out: Any = None) -> Tensor
     if not left:
         return _mT(O.linalg_solve(_mT(A), _mT(B)))
     return O.linalg_solve(A, B)
-
-
-class linalg_solve_ex(NamedTuple):  # noqa: N801
-    """``(result, info)`` of ``linalg.solve_ex``."""
-    result: Tensor
-    info: Tensor
 
 
 def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False,

@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:
     from ._tensor import Tensor
 
-__all__ = ["aminmax", "cummax", "cummin", "frexp", "histogram", "kthvalue", "max", "median",
-           "min", "mode", "nanmedian", "sort", "topk"]
+__all__ = ["aminmax", "cummax", "cummin", "frexp", "histogram", "kthvalue", "linalg_cholesky_ex",
+           "linalg_eigh", "linalg_inv_ex", "linalg_lstsq", "linalg_qr", "linalg_slogdet",
+           "linalg_solve_ex", "linalg_svd", "max", "median", "min", "mode", "nanmedian", "qr", "slogdet", "sort",
+           "svd", "topk"]
 
 
 class max(NamedTuple):  # noqa: A001
@@ -91,3 +93,74 @@ class histogram(NamedTuple):
     """``(hist, bin_edges)`` of ``tensorplay.histogram`` (``torch.return_types.histogram``)."""
     hist: Tensor
     bin_edges: Tensor
+
+
+# -- linear algebra (tensorplay.linalg and torch's top-level forms) ---------------------------
+class linalg_slogdet(NamedTuple):  # noqa: N801
+    """``(sign, logabsdet)`` of ``linalg.slogdet``."""
+    sign: Tensor
+    logabsdet: Tensor
+
+
+class slogdet(NamedTuple):
+    """``(sign, logabsdet)`` of ``tensorplay.slogdet`` (``torch.return_types.slogdet``)."""
+    sign: Tensor
+    logabsdet: Tensor
+
+
+class linalg_inv_ex(NamedTuple):  # noqa: N801
+    """``(inverse, info)`` of ``linalg.inv_ex``."""
+    inverse: Tensor
+    info: Tensor
+
+
+class linalg_cholesky_ex(NamedTuple):  # noqa: N801
+    """``(L, info)`` of ``linalg.cholesky_ex``."""
+    L: Tensor
+    info: Tensor
+
+
+class linalg_solve_ex(NamedTuple):  # noqa: N801
+    """``(result, info)`` of ``linalg.solve_ex``."""
+    result: Tensor
+    info: Tensor
+
+
+class linalg_qr(NamedTuple):  # noqa: N801
+    """``(Q, R)`` of ``linalg.qr``."""
+    Q: Tensor
+    R: Tensor
+
+
+class qr(NamedTuple):
+    """``(Q, R)`` of ``tensorplay.qr`` (``torch.return_types.qr``)."""
+    Q: Tensor
+    R: Tensor
+
+
+class linalg_svd(NamedTuple):  # noqa: N801
+    """``(U, S, Vh)`` of ``linalg.svd``."""
+    U: Tensor
+    S: Tensor
+    Vh: Tensor
+
+
+class svd(NamedTuple):
+    """``(U, S, V)`` of ``tensorplay.svd`` (``torch.return_types.svd``: V, not Vh)."""
+    U: Tensor
+    S: Tensor
+    V: Tensor
+
+
+class linalg_eigh(NamedTuple):  # noqa: N801
+    """``(eigenvalues, eigenvectors)`` of ``linalg.eigh``."""
+    eigenvalues: Tensor
+    eigenvectors: Tensor
+
+
+class linalg_lstsq(NamedTuple):  # noqa: N801
+    """``(solution, residuals, rank, singular_values)`` of ``linalg.lstsq``."""
+    solution: Tensor
+    residuals: Tensor
+    rank: Tensor
+    singular_values: Tensor

@@ -41,7 +41,7 @@ NOT_DIFFERENTIABLE = frozenset({
     "empty", "full", "arange", "rand", "randn", "argmin", "all", "any", "isnan", "isinf",
     "isfinite", "argsort", "eye", "linspace", "randint", "nonzero", "view_dtype", "bitwise_and",
     "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift",
-    "heaviside"})
+    "heaviside", "searchsorted"})
 
 DEFAULT_SEED = 1234
 
