@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from . import _devices, _dispatch, _dtype, _tensor_base
 from ._backend import _CONTIG_CACHE as _CONTIG, contiguous_strides, get_backend
+from ._kernels import elementwise as _ew
 from ._device import Device
 from ._ops import ops as O
 from ._ops._define import factory_out as _factory_out, write_out as _write_out
@@ -112,53 +113,8 @@ _PRESERVE, _CONTIGUOUS = _dtype.preserve_format, _dtype.contiguous_format
 _CL, _CL3D = _dtype.channels_last, _dtype.channels_last_3d
 
 
-def _dense(shape, stride):
-    """torch's ``is_non_overlapping_and_dense``: some order of the dims (size-1 dims ignored) has
-    row-major strides."""
-    if len(shape) == 1:
-        return shape[0] < 2 or stride[0] == 1
-    req = 1
-    for i in sorted(range(len(shape)), key=lambda d: (shape[d] < 2, stride[d])):
-        if shape[i] < 2:
-            return True
-        if stride[i] != req:
-            return False
-        req *= shape[i]
-    return True
-
-
-def _infer_dense_strides(shape, stride):
-    """torch's ``infer_dense_strides``: dense strides in the order of ``stride`` (insertion sort
-    from the innermost dim; a stride 0 leaves two dims in row-major order; equal strides put the
-    smaller size inside)."""
-    n = len(shape)
-    perm = list(range(n - 1, -1, -1))
-
-    def swap(d0, d1):
-        s0, s1 = stride[d0], stride[d1]
-        if s0 == 0 or s1 == 0:
-            return 0
-        if s0 < s1:
-            return -1
-        if s0 > s1:
-            return 1
-        return 1 if shape[d0] > shape[d1] else 0
-    for i in range(1, n):
-        d1 = i
-        for d0 in range(i - 1, -1, -1):
-            c = swap(perm[d0], perm[d1])
-            if c > 0:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif c < 0:
-                break
-    out = [0] * n
-    acc = 1
-    for idx in perm:
-        out[idx] = acc
-        if shape[idx] > 1:
-            acc *= shape[idx]
-    return tuple(out)
+_dense = _ew.is_dense                          # torch's is_non_overlapping_and_dense
+_infer_dense_strides = _ew.infer_dense_strides  # torch's infer_dense_strides
 
 
 def _channels_last_strides(shape, fmt, api):

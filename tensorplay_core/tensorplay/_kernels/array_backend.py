@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from .. import _codegen, _dtype
 from .._backend import _CONTIG_CACHE, Backend, RootStorage, Storage, contiguous_strides_cached
-from .._tensor_base import instance_class, new_tensor, new_tensor_source
+from .._tensor_base import instance_class, new_tensor, new_tensor_source, set_layout, set_native
+from .elementwise import layout_for
 
 __all__ = ["ArrayBackend"]
 
@@ -108,6 +109,30 @@ class ArrayBackend(Backend):
 
     # -- tensors ----------------------------------------------------------------------------
     wrap = _generated_wrap()   # see its docstring
+
+    def wrap_elementwise(self, arr, device, args, preserve=False):
+        """Tensor owning the result ``arr`` of an elementwise op on arguments ``args`` (its
+        tensors and numbers, in order), laid out by torch's rule (``elementwise.layout_for``:
+        TensorIterator's): row-major through ``wrap``; another layout allocated in its dims'
+        stride order (``arr`` viewed in that order and made contiguous there, no copy when the
+        array module already chose that order) and viewed back, the storage a flat array. The
+        generated adapters call it only when an operand is not row-major; NumPy and CuPy alike
+        (the array's own ``transpose``/``reshape``, the module's ``ascontiguousarray``).
+        ``preserve``: a dtype conversion's result, laid out by ``preserve_format``."""
+        shape = arr.shape
+        st = layout_for(shape, args, preserve)
+        if st is None:
+            return self.wrap(arr, device)
+        n = len(shape)
+        order = sorted(range(n), key=lambda d: -st[d])      # outermost first
+        base = self.np.ascontiguousarray(arr.transpose(order))
+        t = self.wrap(base.reshape(-1), device)
+        inv = [0] * n
+        for i, d in enumerate(order):
+            inv[d] = i
+        set_native(t, base.transpose(inv))
+        set_layout(t, tuple(shape), st)     # (a fresh tensor of its own: nothing sees it)
+        return t
 
     def wrap_shared(self, arr, device):
         """Tensor sharing ``arr``'s memory, keeping its strides (``from_numpy``/``from_dlpack``).

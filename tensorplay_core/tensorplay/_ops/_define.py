@@ -486,6 +486,8 @@ def make_adapter(op, kernel, backend, writes=False):
     early = guard is None and quiet is None and backend.root_storage is not None
     fast = _float_ufunc_lines(op, kernel if quiet is None else kernel.__wrapped__, backend, ns,
                               early, kcall)
+    if fast and _layout_guard(op, pn, ns, backend):
+        fast = _layout_returns(fast, ns)
     if fast and early:
         # the inline ufunc case first, before any device bookkeeping: operands on one device
         # need no aligning, and no guard is entered on this backend
@@ -555,6 +557,13 @@ def make_adapter(op, kernel, backend, writes=False):
             lines.append(f"{ind}__r = {call}")
             lines += [ind + x for x in built]
             lines.append(f"{ind}return __wrap(__r, __dev)")
+        elif _layout_guard(op, pn, ns, backend):
+            # an elementwise op (its fake rule's mark): torch's result layout when an operand
+            # is not row-major (_kernels/elementwise.layout_for), wrap's row-major otherwise
+            lines.append(f"{ind}__r = {call}")
+            lines.append(f"{ind}if {ns['__lguard']}:")
+            lines.append(f"{ind}    return __wrap(__r, __dev)")
+            lines.append(f"{ind}return __wrap_ew(__r, __dev, ({ns['__largs']})")
         else:
             lines.append(f"{ind}return __wrap({call}, __dev)")
     elif len(sch.returns) == 1:
@@ -563,11 +572,57 @@ def make_adapter(op, kernel, backend, writes=False):
         lines.append(f"{ind}return tuple(__wrap(__r, __dev) for __r in {call})")
     lines.append(exc)
     from .._device import Device, canonical
+    if "__lguard" in ns:
+        from .._backend import _CONTIG_CACHE
+        ns.update(__wrap_ew=backend.wrap_elementwise, __C=_CONTIG_CACHE)
     ns.update(__k=kernel, __wrap=backend.wrap, __T=instance_class(), __D=Device, __canon=canonical,
                __guard=guard,
               __op=op, __kerr=kernel_error)
     return _codegen.function("\n".join(lines), ns, "adapter",
                              f"<tensorplay kernel {op.name}.{backend.device_type}>")
+
+
+def _layout_returns(lines, ns) -> list:
+    """``lines`` with each ``return __wrap(<expr>, <dev>)`` made layout-aware (see
+    ``_layout_guard``): row-major operands keep ``wrap``, others take ``wrap_elementwise``."""
+    out = []
+    for line in lines:
+        body = line.lstrip()
+        if body.startswith("return __wrap(") and body.endswith(")"):
+            ind = line[:len(line) - len(body)]
+            expr, dev = body[len("return __wrap("):-1].rsplit(", ", 1)
+            if expr != "__r":
+                out.append(f"{ind}__r = {expr}")
+            out += [f"{ind}if {ns['__lguard']}:", f"{ind}    return __wrap(__r, {dev})",
+                    f"{ind}return __wrap_ew(__r, {dev}, ({ns['__largs']})"]
+        else:
+            out.append(line)
+    return out
+
+
+def _layout_guard(op, pn, ns, backend) -> bool:
+    """For an elementwise op (its fake rule carries ``_tp_layout``: how many leading arguments
+    are its operands) on a backend with ``wrap_elementwise``: put in ``ns`` the source of the
+    test that every operand is a number or a row-major tensor (``__lguard``: the result is then
+    row-major) and of the operands' tuple (``__largs``); False for any other op."""
+    k = getattr(op.builtin_fake, "_tp_layout", None)
+    if not k or getattr(backend, "wrap_elementwise", None) is None:
+        return False
+    tests, names = [], []
+    for n, a in list(zip(pn, op.schema.arguments))[:k]:
+        t = f"{n}.stride_tuple is __C.get({n}.raw_shape)"
+        if a.name in op.scalar_ok:
+            t = f"({n}.__class__ is not __T or {t})"
+            if getattr(op.builtin_fake, "_tp_number_parameter", False):
+                n = f"({n} if {n}.__class__ is __T else None)"    # (no operand: left out)
+        elif a.kind == "optional_tensor":
+            t = f"({n} is None or {t})"
+        tests.append(t)
+        names.append(n)
+    ns["__lguard"] = " and ".join(tests)
+    ns["__largs"] = ", ".join(names) + "," + (
+        "), True" if getattr(op.builtin_fake, "_tp_layout_preserve", False) else ")")
+    return True
 
 
 def _writes_adapter(op, kernel, backend):
