@@ -602,12 +602,13 @@ def _layout_returns(lines, ns) -> list:
 
 def _layout_guard(op, pn, ns, backend) -> bool:
     """For an elementwise op (its fake rule carries ``_tp_layout``: how many leading arguments
-    are its operands) on a backend with ``wrap_elementwise``: put in ``ns`` the source of the
+    are its operands) on an ``ArrayBackend`` (``wrap_elementwise``): put in ``ns`` the source of the
     test that every operand is a number or a row-major tensor (``__lguard``: the result is then
     row-major) and of the operands' tuple (``__largs``); False for any other op."""
+    from .._kernels.array_backend import ArrayBackend
     k = getattr(op.builtin_fake, "_tp_layout", None)
-    if not k or getattr(backend, "wrap_elementwise", None) is None:
-        return False
+    if not k or not isinstance(backend, ArrayBackend):
+        return False     # (another Backend's results stay row-major: its wrap's)
     tests, names = [], []
     for n, a in list(zip(pn, op.schema.arguments))[:k]:
         t = f"{n}.stride_tuple is __C.get({n}.raw_shape)"
