@@ -67,6 +67,22 @@ def _generated_wrap():
     return wrap
 
 
+_T = instance_class()
+_PLANS: dict = {}   # (shape, operands' layouts) -> (strides, dims outermost first, axes back)
+
+
+def _plan(shape, st):
+    """``wrap_elementwise``'s plan for strides ``st`` (None: row-major -> False)."""
+    if st is None:
+        return False
+    n = len(shape)
+    order = sorted(range(n), key=lambda d: -st[d])      # outermost first
+    inv = [0] * n
+    for i, d in enumerate(order):
+        inv[d] = i
+    return st, tuple(order), tuple(inv)
+
+
 class ArrayBackend(Backend):
     """``Backend`` for a NumPy-like array module. Subclasses set ``device_type``, ``np`` and
     ``xp`` and implement ``as_strided`` (and the optional members their device needs).
@@ -120,18 +136,21 @@ class ArrayBackend(Backend):
         (the array's own ``transpose``/``reshape``, the module's ``ascontiguousarray``).
         ``preserve``: a dtype conversion's result, laid out by ``preserve_format``."""
         shape = arr.shape
-        st = layout_for(shape, args, preserve)
-        if st is None:
+        key = (shape, preserve, *[(a.raw_shape, a.stride_tuple) if a.__class__ is _T else
+                                  a.__class__ is not None.__class__ for a in args])
+        plan = _PLANS.get(key)
+        if plan is None:
+            plan = _plan(shape, layout_for(shape, args, preserve))
+            if len(_PLANS) > 4096:
+                _PLANS.clear()
+            _PLANS[key] = plan
+        if plan is False:
             return self.wrap(arr, device)
-        n = len(shape)
-        order = sorted(range(n), key=lambda d: -st[d])      # outermost first
+        st, order, inv = plan
         base = self.np.ascontiguousarray(arr.transpose(order))
         t = self.wrap(base.reshape(-1), device)
-        inv = [0] * n
-        for i, d in enumerate(order):
-            inv[d] = i
         set_native(t, base.transpose(inv))
-        set_layout(t, tuple(shape), st)     # (a fresh tensor of its own: nothing sees it)
+        set_layout(t, shape, st)     # (a fresh tensor of its own: nothing sees it)
         return t
 
     def wrap_shared(self, arr, device):
