@@ -222,7 +222,7 @@ def clone_as(t, memory_format=None):
         _dtype.as_memory_format(memory_format, "clone")
     if layout_strides(t, memory_format, "clone") is None:
         return O.clone(t)
-    r = _like_self(t, "empty", t.shape, None, None, None, False, "clone", memory_format)
+    r = _like_self(t, "empty", t.raw_shape, None, None, None, False, "clone", memory_format)
     return r.copy_(t)
 
 
@@ -565,7 +565,7 @@ def empty_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLik
     ``channels_last`` (4-D) or ``channels_last_3d`` (5-D), as torch (``RuntimeError`` for a
     channels-last format of another rank)."""
     _need_tensor(t, "empty_like")
-    return _like_self(t, "empty", t.shape, None, dtype, device, requires_grad,
+    return _like_self(t, "empty", t.raw_shape, None, dtype, device, requires_grad,
                       "empty_like", memory_format)
 
 
@@ -577,7 +577,7 @@ def zeros_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLik
     ``channels_last`` (4-D) or ``channels_last_3d`` (5-D), as torch (``RuntimeError`` for a
     channels-last format of another rank)."""
     _need_tensor(t, "zeros_like")
-    return _like_self(t, "full", t.shape, 0, dtype, device, requires_grad,
+    return _like_self(t, "full", t.raw_shape, 0, dtype, device, requires_grad,
                       "zeros_like", memory_format)
 
 
@@ -589,7 +589,7 @@ def ones_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLike
     ``channels_last`` (4-D) or ``channels_last_3d`` (5-D), as torch (``RuntimeError`` for a
     channels-last format of another rank)."""
     _need_tensor(t, "ones_like")
-    return _like_self(t, "full", t.shape, 1, dtype, device, requires_grad,
+    return _like_self(t, "full", t.raw_shape, 1, dtype, device, requires_grad,
                       "ones_like", memory_format)
 
 
@@ -607,7 +607,7 @@ def full_like(t: Tensor, fill_value: _Number, *, dtype: _DTypeLike | None = None
     c = fill_value.__class__
     if not ((c is float or c is int) and -65504.0 <= fill_value <= 65504.0 and dt._kind == "f"):
         fill_value = check_fill("full_like", fill_value, dt)    # see full: the common case skips
-    return _like_self(t, "full", t.shape, fill_value, dt, device, requires_grad, "full_like",
+    return _like_self(t, "full", t.raw_shape, fill_value, dt, device, requires_grad, "full_like",
                       memory_format)
 
 
@@ -619,7 +619,7 @@ def rand_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLike
     ``channels_last`` (4-D) or ``channels_last_3d`` (5-D), as torch (``RuntimeError`` for a
     channels-last format of another rank)."""
     _need_tensor(t, "rand_like")
-    return _like_self(t, "rand", t.shape, None, dtype, device, requires_grad,
+    return _like_self(t, "rand", t.raw_shape, None, dtype, device, requires_grad,
                       "rand_like", memory_format)
 
 
@@ -631,7 +631,7 @@ def randn_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLik
     ``channels_last`` (4-D) or ``channels_last_3d`` (5-D), as torch (``RuntimeError`` for a
     channels-last format of another rank)."""
     _need_tensor(t, "randn_like")
-    return _like_self(t, "randn", t.shape, None, dtype, device, requires_grad,
+    return _like_self(t, "randn", t.raw_shape, None, dtype, device, requires_grad,
                       "randn_like", memory_format)
 
 
@@ -653,17 +653,19 @@ def _like_self(t, kind, size, value, dtype, device, requires_grad, api="new_empt
     ``t.shape``) pass their ``memory_format`` (None: preserve) and get ``layout_strides``'
     layout; the default (``new_*`` and the methods' scalars) is row-major, as torch."""
     if dtype is None:
-        dt = t.dtype
+        dt = t.raw_dtype          # (the slots: a third of the properties' cost)
     else:
         dt = dtype if dtype.__class__ is _DT else _dtype.as_dtype(dtype)
     if kind == "rand" or kind == "randn":
         _random_dtype(f"{kind}_like", dt)
-    dev = t.device if device is None else _dev(device)
+    dev = t.raw_device if device is None else _dev(device)
     st = None
-    if memory_format is not _ROW_MAJOR and (memory_format is not None or
-                                            t.stride() is not _CONTIG.get(size)):
-        st = layout_strides(t, memory_format, api)   # *_like (a fresh input's strides: row-major)
-    if size is t.shape:        # *_like: the tensor's own shape, a tuple of ints already
+    if memory_format is not _ROW_MAJOR:     # *_like (a row-major input's result: row-major)
+        if memory_format is not None:
+            st = layout_strides(t, memory_format, api)
+        elif t.stride_tuple is not _CONTIG.get(size):
+            st = layout_strides(t, None, api)
+    if size is t.raw_shape:    # *_like: the tensor's own shape, a tuple of ints already
         size = list(size)
     elif size.__class__ is list or size.__class__ is tuple:   # new_*: _size's work, inline
         size = list(size)
@@ -682,14 +684,19 @@ def _like_self(t, kind, size, value, dtype, device, requires_grad, api="new_empt
             check_nonnegative(kind, size)     # as the real kernels: every mode refuses the same
             return _finish(make_fake(size, dt, dev, st), requires_grad)
         # the common case: a real tensor, no capture (the op call dispatches as usual)
-        n = size if st is None else [_numel(size)]     # a strided result: flat, then viewed
-        if kind == "full":
-            r = O.full(n, value, dtype=dt, device=dev)
-        elif kind == "empty":
-            r = O.empty(n, dtype=dt, device=dev)
-        else:
-            r = getattr(O, kind)(n, dtype=dt, device=dev)
-        if st is not None:
+        if st is None:
+            if kind == "full":
+                r = O.full(size, value, dtype=dt, device=dev)
+            elif kind == "empty":
+                r = O.empty(size, dtype=dt, device=dev)
+            else:
+                r = getattr(O, kind)(size, dtype=dt, device=dev)
+        else:                                          # a strided result: flat, then viewed
+            n = [_numel(size)]
+            if kind == "full":
+                r = O.full(n, value, dtype=dt, device=dev)
+            else:
+                r = getattr(O, kind)(n, dtype=dt, device=dev)
             r = _restrided(r, size, st)
         if requires_grad:
             r.requires_grad_(True)

@@ -747,8 +747,12 @@ class Tensor(TensorBase, instance_class=True):
         and gives another input dense strides in its stride order; ``contiguous_format``,
         ``channels_last`` (4-D) and ``channels_last_3d`` (5-D) as named (``RuntimeError`` for a
         channels-last format of another rank, ``TypeError`` for a non-``memory_format``)."""
-        if memory_format is None and self._stride is _CONTIG.get(self._shape):
-            return _O.clone(self)      # row-major input: row-major copy, the fast path
+        if memory_format is None:
+            try:
+                if self._stride is _CONTIG[self._shape]:
+                    return _O.clone(self)      # row-major input: row-major copy, the fast path
+            except KeyError:
+                pass
         return _clone_as(self, memory_format)
 
     def contiguous(self, memory_format: Any = None) -> Tensor:
