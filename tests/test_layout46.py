@@ -162,3 +162,29 @@ def test_layouts_check_takes_a_reordered_sum_and_catches_ignored_strides():
     assert library.opcheck(wsum, (x, w), test_utils="test_layouts") == {}
     bad = library.opcheck(flat_sum, (x, w), test_utils="test_layouts", raise_exception=False)
     assert "test_layouts" in bad and "differs from the contiguous one" in bad["test_layouts"]
+
+
+# -- cuda (the lead's GPU runs): CuPy's arrays through the same wrap_elementwise ------------------
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("op", list(OPS))
+def test_cuda_results_follow_the_rule(op):
+    ok, why = tp.plugins.device_status("cuda")
+    if not ok:
+        pytest.skip(f"cuda unavailable: {why}")
+    fn = OPS[op]
+    for make in (lambda: tp.randn(4, 3, device="cuda").t(),
+                 lambda: tp.randn(2, 4, 5, 3, device="cuda").permute(0, 3, 1, 2),
+                 lambda: tp.randn(8, 3, device="cuda")[::2].t()):
+        x = make()
+        r = fn(x)
+        ref = fn(x.cpu())                       # the cpu result: the same rule, the same values
+        assert r.device.type == "cuda" and (r.shape, r.stride(), r.dtype) == \
+            (ref.shape, ref.stride(), ref.dtype)
+        np.testing.assert_allclose(r.cpu().numpy().astype(np.float64),
+                                   ref.numpy().astype(np.float64), rtol=1e-5, atol=1e-6)
+        with tp.fake.FakeTensorMode() as m:
+            f = fn(m.from_tensor(x))
+        assert f.stride() == r.stride()
+        c = tp.compile(fn)(x)
+        assert c.stride() == r.stride()

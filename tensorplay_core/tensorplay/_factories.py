@@ -139,18 +139,22 @@ def layout_strides(t, memory_format, api):
     fmt = memory_format
     if fmt is None or fmt is _PRESERVE:
         shape, stride = t.shape, t.stride()
-        if stride is _CONTIG.get(shape):
-            return None
         key = (shape, stride)
-        st = _PRESERVED.get(key, key)
+        try:
+            if stride is _CONTIG.get(shape):
+                return None
+            st = _PRESERVED.get(key, key)
+        except TypeError:     # symbolic sizes (torch's, through tensorplay-torch): no cache
+            key = st = None
         if st is not key:
             return st
         stride = tuple(stride)
         st = stride if _dense(shape, stride) else _infer_dense_strides(shape, stride)
         st = None if st == contiguous_strides(shape) else st
-        if len(_PRESERVED) > 4096:     # (a program's layouts are few: a bound, not an LRU)
-            _PRESERVED.clear()
-        _PRESERVED[key] = st
+        if key is not None:
+            if len(_PRESERVED) > 4096:     # (a program's layouts are few: a bound, not an LRU)
+                _PRESERVED.clear()
+            _PRESERVED[key] = st
         return st
     elif fmt is _CONTIGUOUS:
         return None
@@ -663,8 +667,13 @@ def _like_self(t, kind, size, value, dtype, device, requires_grad, api="new_empt
     if memory_format is not _ROW_MAJOR:     # *_like (a row-major input's result: row-major)
         if memory_format is not None:
             st = layout_strides(t, memory_format, api)
-        elif t.stride_tuple is not _CONTIG.get(size):
-            st = layout_strides(t, None, api)
+        else:
+            try:
+                rm = t.stride_tuple is _CONTIG.get(size)
+            except TypeError:     # symbolic sizes (torch's, through tensorplay-torch)
+                rm = False
+            if not rm:
+                st = layout_strides(t, None, api)
     if size is t.raw_shape:    # *_like: the tensor's own shape, a tuple of ints already
         size = list(size)
     elif size.__class__ is list or size.__class__ is tuple:   # new_*: _size's work, inline

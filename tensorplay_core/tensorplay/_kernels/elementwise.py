@@ -275,7 +275,7 @@ def preserve_strides(shape, stride):
     ``preserve_format`` (``*_like``, ``clone``, ``to``'s copy): a dense, non-overlapping one's
     exactly, another's dense in its stride order; None when they are row-major."""
     st = tuple(stride) if is_dense(shape, stride) else infer_dense_strides(shape, stride)
-    return None if st == contiguous_strides_cached(tuple(shape)) else st
+    return None if st == _contiguous(tuple(shape)) else st
 
 
 def _row_major(shape, stride) -> bool:
@@ -416,7 +416,7 @@ def layout_for(shape, args, preserve=False):
                 ops.append(None)
             continue
         s, st = tuple(tuple.__iter__(a.raw_shape)), tuple(tuple.__iter__(st))
-        if row_major and st != contiguous_strides_cached(s):
+        if row_major and st != _contiguous(s):
             row_major = False
         ops.append((s, st))
     if preserve and ops[0] is not None:
@@ -425,4 +425,19 @@ def layout_for(shape, args, preserve=False):
         # row-major operands: a row-major result, as the generated adapters' own test says
         # without this call (torch's rule differs only for an empty broadcast result)
         return None
-    return iter_strides_cached(tuple(tuple.__iter__(shape)), tuple(ops))
+    shape, ops = tuple(tuple.__iter__(shape)), tuple(ops)
+    try:
+        return iter_strides_cached(shape, ops)
+    except TypeError:     # symbolic sizes (torch's, through tensorplay-torch): no cache
+        return iter_strides(shape, ops)
+
+
+def _contiguous(shape):
+    try:
+        return contiguous_strides_cached(shape)
+    except TypeError:     # symbolic sizes: the same rule, uncached
+        st, acc = [], 1
+        for s in reversed(shape):
+            st.append(acc)
+            acc *= max(s, 1)
+        return tuple(reversed(st))
