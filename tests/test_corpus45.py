@@ -9,9 +9,9 @@ copied, so the output has the input's layout and those strides describe it. tens
 always C-contiguous: the same host code then gets an output whose layout differs from torch's
 (attorch's batch norm returns a non-contiguous tensor where torch's is contiguous), and a
 kernel given the input's strides for it writes in the wrong places. That is core behaviour
-(``tensorplay/_factories.py``'s ``_like_self``, ``Tensor.clone``): the tests below are strict
-xfails until it follows torch's rule; the neighbours that already agree with torch (non-dense
-inputs get contiguous strides) are plain tests.
+(``tensorplay/_factories.py``'s ``_like_self``, ``Tensor.clone``), which now follows torch's rule
+(``layout_strides``): the tests below check it, with the neighbours (non-dense inputs get dense
+strides).
 
 The second finding is a bug of the libraries' own host code that tensorplay turns into an error:
 torch hands a ``Function``'s backward the gradient of ``out.sum()`` as an expanded tensor
@@ -46,11 +46,8 @@ _LIKE = {
     "randn_like": lambda t: tensorplay.randn_like(t),
     "clone": lambda t: t.clone(),
 }
-_CORE = ("core (tensorplay/_factories.py _like_self, Tensor.clone): *_like and clone make "
-         "C-contiguous tensors; torch's default preserve_format copies a dense input's strides")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=_CORE)
 @pytest.mark.parametrize("fn", list(_LIKE))
 @pytest.mark.parametrize("layout", list(_DENSE_LAYOUTS))
 def test_like_and_clone_keep_a_dense_inputs_strides(layout, fn):
@@ -71,7 +68,6 @@ def test_like_and_clone_of_a_non_dense_input_are_contiguous(layout, fn):
     assert out.shape == t.shape and out.stride() == torch_strides, (fn, layout, out.stride())
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=_CORE)
 def test_output_allocated_like_a_transposed_input_takes_its_strides():
     """The host-code pattern: ``out = empty_like(x_t)``; the kernel is given ``x_t``'s strides for
     both. With torch's layout the values land where ``out``'s own strides say; here a strided copy

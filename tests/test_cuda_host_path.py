@@ -242,9 +242,11 @@ def test_the_dense_case_is_only_for_what_it_vouches_for():
     rec = _DenseRecorder(out)
     add, exp = _dense_adapter(be, rec), _dense_adapter(be, rec, "exp")
     add(x, row)                                      # broadcast
+    rec.out = _arr((2, 3)).T     # (the ufunc's result of strided operands: in their layout)
     add(t, t)                                        # one shape, strided
     add(t, 2.0)                                      # a number with a strided tensor
     exp(t)                                           # unary, strided
+    rec.out = out
     assert [c[0] for c in rec.calls] == ["ufunc"] * 4
     rec.calls.clear()
     add(x, True)                                     # a bool is not a number here: the kernel
@@ -257,9 +259,11 @@ def test_the_dense_case_is_only_for_what_it_vouches_for():
     big(x, x)                                        # 6 elements, dense: the dense case
     big(x, 2.0)
     big_exp(x)
+    rec.out = _arr((2, 3)).T     # (the kernel's result of strided operands: in their layout)
     big(t, t)                                        # 6 elements, strided: past the ufunc
     big(t, 2.0)                                      # case's bound, the kernel's own path
     big_exp(t)
+    rec.out = out
     assert [c[0] for c in rec.calls] == ["dense"] * 3 + ["reference"] * 3
     if _has_bf16():
         bf = np.dtype("bfloat16")
@@ -278,8 +282,10 @@ def test_the_dense_case_is_only_for_what_it_vouches_for():
         addb(xb, xb)
         addb(xb, 2.0)
         expb(xb)
+        rec.out = _arr((2, 3), bf).T     # (strided operands' result: in their layout)
         addb(tb, tb)
         expb(tb)
+        rec.out = out
         addb(x, x)
         assert [c[0] for c in rec.calls] == ["dense"] * 3 + ["reference"] * 2 + ["dense"]
 
@@ -720,10 +726,16 @@ def test_only_row_major_operands_of_one_layout_get_the_inline_result(monkeypatch
     adapter(x, y)
     adapter(x, 2.0)
     assert wrapped == []
-    adapter(x, t)
-    adapter(t, x)
-    adapter(t, 2.0)
-    assert wrapped == [out, out, out]
+    r = adapter(x, t)            # a row-major first operand decides (torch's rule): row-major
+    assert wrapped == [out] and r.stride() == (2, 1)
+    # a transposed first operand: torch's layout, (1, 2); the ufunc's result already in it (as
+    # CuPy's order-K ufuncs give it) is viewed, not copied: wrap gets its flat storage
+    rec = _Recorder(_arr((2, 2)).T)
+    adapter = _adapter(be, rec)
+    wrapped.clear()
+    for r in (adapter(t, t), adapter(t, 2.0)):
+        assert r.stride() == (1, 2) and r.native.base is not None
+    assert [w.shape for w in wrapped] == [(4,), (4,)]
 
 
 def _two_fake_gpus(monkeypatch):
@@ -822,13 +834,15 @@ def test_unary_ops_take_the_inline_case_on_floating_tensors_only(monkeypatch, op
     if _has_bf16():
         adapter(real_wrap(_arr((2, 3), np.dtype("bfloat16")), dev))
     assert calls[1:] == ["reference"] * (2 if _has_bf16() else 1)
-    # a non-row-major operand: the ufunc, then wrap reads the result
+    # a non-row-major operand: the ufunc (its result in the operand's layout, as CuPy's order-K
+    # ufuncs give it), then the result keeps that layout (torch's rule): wrap gets its storage
     a = _arr((3, 2))
-    t = new_tensor(Storage(a, a.nbytes, be), a, (2, 3), (1, 2), 0, tp.float32, dev, be)
+    t = new_tensor(Storage(a, a.nbytes, be), a.T, (2, 3), (1, 2), 0, tp.float32, dev, be)
+    out = _arr((3, 2)).T
     calls.clear()
     wrapped.clear()
-    adapter(t)
-    assert calls == ["ufunc"] and wrapped == [out]
+    r = adapter(t)
+    assert calls == ["ufunc"] and [w.shape for w in wrapped] == [(6,)] and r.stride() == (1, 2)
 
 
 def test_unary_kernels_without_a_ufunc_declare_no_inline_case():

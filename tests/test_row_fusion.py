@@ -261,7 +261,8 @@ def test_reductions_over_other_dims_stay_out_of_chains(rows):
 
 
 def test_a_declined_call_runs_the_ops_one_by_one(rows):
-    x = tp.randn(33, 4, device="rowmock").t()        # strided: the kernel declines it
+    # strided (its elementwise results row-major: the chain is planned), the kernel declines it
+    x = tp.randn(4, 66, device="rowmock")[:, ::2]
     y = tp.randn(4, 33, device="rowmock")
     got = tp.compile(softmax)(x, y)
     assert rows.fused == [False]

@@ -88,7 +88,9 @@ def bias_gelu(x: Tensor, bias: Tensor) -> Tensor:
     """
     _need_floating_pair(x, bias)
     u = x + bias
-    return 0.5 * u * (1.0 + tensorplay.tanh(_C * (u + _A * u * u * u)))
+    # contiguous on every device, as the cuda kernel's result and the fake kernel say
+    # (elementwise ops lay their result out as their inputs: a transposed x gives a transposed u)
+    return (0.5 * u * (1.0 + tensorplay.tanh(_C * (u + _A * u * u * u)))).contiguous()
 
 
 def _need_floating_pair(x, bias):

@@ -158,7 +158,7 @@ def _need_floating(api, name, t):
 def gelu(x: Tensor) -> Tensor:
     """GELU, tanh approximation: ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`` (same as
     ``torch.nn.functional.gelu(x, approximate="tanh")``). Any shape, floating dtype; the result
-    has ``x``'s shape and dtype, contiguous.
+    has ``x``'s shape and dtype, laid out as ``x`` (torch's elementwise rule).
 
     Raises ``TypeError`` for an integer or bool ``x`` (torch's gelu refuses them too; without
     the check the arithmetic would promote them to float32, which the fake kernel cannot
@@ -171,8 +171,9 @@ def gelu(x: Tensor) -> Tensor:
 @gelu.register_fake
 def _(x):
     _need_floating("example::gelu", "x", x)
-    # elementwise ops produce contiguous results whatever the input layout
-    return x.new_empty(x.shape)
+    # elementwise ops lay their result out as their input (torch's rule): empty_like's default
+    # (preserve_format) says the same
+    return tensorplay.empty_like(x)
 
 
 @register_samples("example::gelu")

@@ -25,6 +25,8 @@ from . import errors
 from ._device import Device, device
 from ._dtype import (DType, bfloat16, bool, dtype, float16, float32, float64, get_default_dtype,
                      int8, int16, int32, int64, promote_types, set_default_dtype, uint8)
+from ._dtype import (channels_last, channels_last_3d, contiguous_format, memory_format,  # noqa: E402
+                     preserve_format)
 from ._tensor import Tensor
 from ._tensor import _times_alpha  # alpha * other with torch's checks (Tensor.add's)
 from ._tag import Tag
@@ -40,7 +42,8 @@ e, inf, nan, pi = _math.e, _math.inf, _math.nan, _math.pi
 from ._factories import (arange, as_tensor, cat, concat, concatenate, empty,  # noqa: E402
                          empty_like, empty_strided,
                          eye, from_dlpack, from_numpy, full, full_like, linspace, manual_seed,
-                         ones, ones_like, rand, rand_like, randint, randn, randn_like, stack,
+                         ones, ones_like, rand, rand_like, randint, randint_like, randn,
+                         randn_like, stack,
                          tensor, where, zeros, zeros_like)
 from . import autograd  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
@@ -575,7 +578,8 @@ __all__ = [
     "tensor", "as_tensor", "from_numpy", "from_dlpack", "empty", "zeros", "ones", "full", "arange",
     "rand", "randn", "empty_like", "empty_strided", "Tag", "zeros_like", "ones_like",
     "full_like", "rand_like",
-    "randn_like", "manual_seed", "cat", "concat", "concatenate", "stack", "where", "eye", "linspace", "randint",
+    "randn_like", "randint_like", "memory_format", "preserve_format", "contiguous_format",
+    "channels_last", "channels_last_3d", "manual_seed", "cat", "concat", "concatenate", "stack", "where", "eye", "linspace", "randint",
     "add", "sub", "mul", "div", "pow", "neg", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid",
     "relu", "abs", "sin", "cos", "erf", "maximum", "minimum", "matmul", "eq", "ne", "lt", "le",
     "gt", "ge", "clone", "logical_and", "logical_or", "logical_not", "bitwise_and",

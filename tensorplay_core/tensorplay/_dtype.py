@@ -9,7 +9,8 @@ from __future__ import annotations
 __all__ = [
     "DType", "dtype", "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32",
     "int64", "uint8", "bool", "get_default_dtype", "set_default_dtype", "promote_types",
-    "as_dtype", "can_cast",
+    "as_dtype", "can_cast", "memory_format", "preserve_format", "contiguous_format",
+    "channels_last", "channels_last_3d", "as_memory_format",
 ]
 
 _builtin_bool = bool
@@ -57,6 +58,45 @@ int64 = DType("int64", 8, "i", 6)
 bool = DType("bool", 1, "b", 0)  # noqa: A001 - torch.bool
 
 dtype = DType  # ``tensorplay.dtype`` is the type, as ``torch.dtype``
+
+
+class memory_format:  # noqa: N801 - torch's name: ``torch.memory_format``
+    """A layout request (same objects as torch's): ``preserve_format`` (the default of ``*_like``
+    and ``clone``: a dense input's strides are kept, another gets dense strides in its dims'
+    stride order), ``contiguous_format`` (row-major), ``channels_last`` (4-D, NHWC order) and
+    ``channels_last_3d`` (5-D, NDHWC order). Interned: compare with ``is``."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __repr__(self) -> str:
+        return f"tensorplay.{self._name}"
+
+    __str__ = __repr__
+
+    def __reduce__(self):
+        return (_memory_format_named, (self._name,))
+
+
+preserve_format = memory_format("preserve_format")
+contiguous_format = memory_format("contiguous_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
+
+
+def _memory_format_named(name):
+    return globals()[name]
+
+
+def as_memory_format(fmt, api: str):
+    """``fmt`` (None or a ``memory_format``) checked: ``TypeError`` in torch's words naming ``api``
+    for anything else (a string included, as torch)."""
+    if fmt is None or fmt.__class__ is memory_format:
+        return fmt
+    raise TypeError(f"{api}(): argument 'memory_format' must be tensorplay.memory_format, not "
+                    f"{type(fmt).__name__}")
 
 _BY_NAME: dict[str, DType] = {
     d.name: d for d in (float16, bfloat16, float32, float64, int8, uint8, int16, int32, int64, bool)

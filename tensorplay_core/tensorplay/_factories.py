@@ -13,7 +13,8 @@ import operator
 from typing import TYPE_CHECKING, Any, Sequence
 
 from . import _devices, _dispatch, _dtype, _tensor_base
-from ._backend import get_backend
+from ._backend import _CONTIG_CACHE as _CONTIG, contiguous_strides, get_backend
+from ._kernels import elementwise as _ew
 from ._device import Device
 from ._ops import ops as O
 from ._ops._define import factory_out as _factory_out, write_out as _write_out
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "empty", "zeros", "ones", "full",
            "arange", "rand", "randn", "empty_like", "zeros_like", "ones_like", "full_like",
            "rand_like", "randn_like", "manual_seed", "cat", "concat", "concatenate", "stack", "where",
-           "eye", "linspace", "randint"]
+           "eye", "linspace", "randint", "randint_like"]
 
 _CPU = Device("cpu")
 from ._device import canonical  # noqa: E402 - a tensor's device: cpu:0 is cpu, cuda is cuda:0
@@ -100,17 +101,183 @@ def _finish(t, requires_grad, api="factory"):
     return t
 
 
+# -- layouts: torch's memory_format rule, in one place --------------------------------------------
+# ``*_like`` and ``clone`` take ``memory_format=preserve_format`` by default (as torch): a dense,
+# non-overlapping input's strides are copied exactly; another input gets dense strides whose
+# order follows its strides (torch's ``infer_dense_strides``); ``contiguous_format`` is row-major;
+# ``channels_last`` / ``channels_last_3d`` are NHWC / NDHWC of a 4-D / 5-D shape. A strided result
+# is allocated flat (its ``numel`` elements, every device, fake and capture included) and viewed
+# with the strides (``_restrided``); a row-major one takes the usual path, untouched.
+_MF = _dtype.memory_format
+_PRESERVE, _CONTIGUOUS = _dtype.preserve_format, _dtype.contiguous_format
+_CL, _CL3D = _dtype.channels_last, _dtype.channels_last_3d
+
+
+_dense = _ew.is_dense                          # torch's is_non_overlapping_and_dense
+_infer_dense_strides = _ew.infer_dense_strides  # torch's infer_dense_strides
+
+
+def _channels_last_strides(shape, fmt, api):
+    n = 4 if fmt is _CL else 5
+    if len(shape) != n:
+        raise RuntimeError(f"required rank {n} tensor to use {fmt._name} format")
+    st = [0] * n
+    st[1] = 1
+    acc = shape[1]                     # (torch's sizes as they are: a 0 size gives 0 strides)
+    for d in range(n - 1, 1, -1):      # W, H (, D): innermost after the channels
+        st[d] = acc
+        acc *= shape[d]
+    st[0] = acc
+    return tuple(st)
+
+
+def layout_strides(t, memory_format, api):
+    """The strides torch gives a new tensor shaped and laid out like ``t`` for ``memory_format``
+    (None means ``preserve_format``), or None when they are row-major. ``TypeError`` for a
+    ``memory_format`` that is no ``tensorplay.memory_format``; ``RuntimeError`` (as torch) for
+    ``channels_last`` on a tensor that is not 4-D, ``channels_last_3d`` on one not 5-D."""
+    fmt = memory_format
+    if fmt is None or fmt is _PRESERVE:
+        shape, stride = t.shape, t.stride()
+        key = (shape, stride)
+        try:
+            if stride is _CONTIG.get(shape):
+                return None
+            st = _PRESERVED.get(key, key)
+        except TypeError:     # symbolic sizes (torch's, through tensorplay-torch): no cache
+            key = st = None
+        if st is not key:
+            return st
+        stride = tuple(stride)
+        st = stride if _dense(shape, stride) else _infer_dense_strides(shape, stride)
+        st = None if st == contiguous_strides(shape) else st
+        if key is not None:
+            if len(_PRESERVED) > 4096:     # (a program's layouts are few: a bound, not an LRU)
+                _PRESERVED.clear()
+            _PRESERVED[key] = st
+        return st
+    elif fmt is _CONTIGUOUS:
+        return None
+    elif fmt.__class__ is _MF:
+        shape = t.shape
+        st = _channels_last_strides(shape, fmt, api)
+    else:
+        _dtype.as_memory_format(fmt, api)
+    return None if st == contiguous_strides(shape) else st
+
+
+_PRESERVED: dict = {}     # (shape, stride) -> preserve_format's strides (None: row-major)
+
+
+def _numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _restrided(r, shape, stride):
+    """Fresh flat tensor ``r`` (its own storage of ``numel`` elements) as ``shape`` with
+    ``stride``: real and fake tensors are relabelled in place (no view: ``_base`` stays None, as
+    torch's ``empty_strided``); a capture tensor becomes an ``as_strided`` node of the graph."""
+    shape, stride = tuple(shape), tuple(stride)
+    if r.capture_info is not None:
+        return O.as_strided(r, shape, stride, 0)
+    data = r.native
+    if data is not None:
+        _tensor_base.set_native(r, _strided_native(data, shape, stride, r.device))
+    _tensor_base.set_layout(r, shape, stride)    # (a fresh tensor of its own: nothing sees it)
+    return r
+
+
+def _strided_native(flat, shape, stride, device):
+    """Flat contiguous native array ``flat`` seen with ``shape`` and dense ``stride``: reshaped in
+    the dims' stride order and transposed back (NumPy and CuPy both do it, ~10x cheaper than
+    building a strided array); the backend's ``as_strided`` when that order does not give
+    ``stride`` on every dim of size > 1."""
+    key = (shape, stride)
+    plan = _PLANS.get(key)
+    if plan is None:
+        n = len(shape)
+        perm = sorted(range(n), key=lambda d: -stride[d])
+        pshape = tuple(shape[d] for d in perm)
+        want = contiguous_strides(pshape)
+        plan = False
+        if all(shape[d] < 2 or stride[d] == want[i] for i, d in enumerate(perm)):
+            inv = [0] * n
+            for i, d in enumerate(perm):
+                inv[d] = i
+            plan = (pshape, tuple(inv))
+        if len(_PLANS) > 4096:
+            _PLANS.clear()
+        _PLANS[key] = plan
+    if plan:
+        return flat.reshape(plan[0]).transpose(plan[1])
+    return get_backend(device.type).as_strided(flat, shape, stride, 0)
+
+
+_PLANS: dict = {}    # (shape, strides) -> (shape in stride order, axes back) or False
+
+
+def clone_as(t, memory_format=None):
+    """``t.clone(memory_format=)`` off the row-major fast path: a tensor laid out by
+    ``layout_strides`` holding ``t``'s values (``copy_`` into it: differentiable, captured)."""
+    if memory_format is not None and memory_format.__class__ is not _MF:
+        _dtype.as_memory_format(memory_format, "clone")
+    if layout_strides(t, memory_format, "clone") is None:
+        return O.clone(t)
+    r = _like_self(t, "empty", t.raw_shape, None, None, None, False, "clone", memory_format)
+    return r.copy_(t)
+
+
+def contiguous_as(t, memory_format):
+    """``t.contiguous(memory_format=)`` for a format other than row-major: ``t`` itself when it
+    is already laid out so, else a copy (as torch). ``RuntimeError`` for ``preserve_format``
+    (torch: the contiguous operator does not take it)."""
+    fmt = _dtype.as_memory_format(memory_format, "contiguous")
+    if is_contiguous_as(t, fmt):
+        return t
+    if fmt is _PRESERVE:       # (torch refuses it only when a copy is needed)
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+    return clone_as(t, fmt)
+
+
+def is_contiguous_as(t, memory_format):
+    """``t.is_contiguous(memory_format=)``, torch's rule: ``channels_last`` (``_3d``) asks for NHWC
+    (NDHWC) strides on a 4-D (5-D) tensor, size-1 dims ignored (False for another rank; no
+    exception for empty tensors); ``contiguous_format`` / ``preserve_format``: row-major."""
+    fmt = _dtype.as_memory_format(memory_format, "is_contiguous")
+    if fmt is None or fmt is _PRESERVE or fmt is _CONTIGUOUS:
+        return t.is_contiguous()
+    shape, stride = t.shape, t.stride()
+    order = (1, 3, 2, 0) if fmt is _CL else (1, 4, 3, 2, 0)
+    if len(shape) != len(order):
+        return False
+    expected = 1
+    for d in order:
+        if shape[d] != 1:
+            if stride[d] != expected:
+                return False
+            expected *= shape[d]
+    return True
+
+
 def empty(*sizes: int | Sequence[int], size: Sequence[int] | None = None,
           dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
-          requires_grad: bool = False, out: Any = None) -> Tensor:
+          requires_grad: bool = False, out: Any = None, memory_format: Any = None) -> Tensor:
     """Uninitialised tensor of ``size`` (ints). ``dtype`` defaults to the default float dtype.
+    ``memory_format``: None / ``contiguous_format`` (row-major), ``channels_last`` (4-D sizes
+    only) or ``channels_last_3d`` (5-D only): ``RuntimeError`` otherwise, as torch
+    (``preserve_format`` included).
     ``size``: ints, one list/tuple of ints, or the ``size=`` keyword (as torch). ``TypeError``
     naming the factory for a bool/float/None... size or a non-bool ``requires_grad``;
     ``RuntimeError`` (as torch; also a ``ValueError``) for a negative size, on every device,
     meta and fake included."""
     if out is not None:
         return _factory_out("empty", out, dtype, empty, sizes, {"size": size,
-                            "requires_grad": requires_grad})
+                            "requires_grad": requires_grad, "memory_format": memory_format})
+    if memory_format is not None and memory_format is not _CONTIGUOUS:
+        return _empty_format(sizes, size, dtype, device, requires_grad, memory_format)
     # _size/_dt/_dev inlined for the common spellings (one int; dtype/device None or canonical)
     if size is not None:
         sizes = _sizes(sizes, size, "empty")
@@ -134,6 +301,19 @@ def empty(*sizes: int | Sequence[int], size: Sequence[int] | None = None,
             _bad_grad("empty", requires_grad)
         t.requires_grad_(True)
     return t
+
+
+def _empty_format(sizes, size, dtype, device, requires_grad, memory_format):
+    """``empty(..., memory_format=channels_last / channels_last_3d)``."""
+    fmt = _dtype.as_memory_format(memory_format, "empty")
+    if fmt is _PRESERVE:
+        raise RuntimeError("unsupported memory format Preserve")
+    shape = _size(_sizes(sizes, size, "empty"), "empty")
+    st = _channels_last_strides(shape, fmt, "empty")
+    if st == contiguous_strides(shape):    # (sizes whose NHWC strides are row-major ones)
+        return empty(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    t = _restrided(empty(_numel(shape), dtype=dtype, device=device), shape, st)
+    return _finish(t, requires_grad, "empty")
 
 
 def full(size: Sequence[int], fill_value: _Number, *, dtype: _DTypeLike | None = None,
@@ -382,55 +562,81 @@ def empty_strided(size: Sequence[int], stride: Sequence[int], *, dtype: _DTypeLi
 
 
 def empty_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
-               requires_grad: bool = False) -> Tensor:
-    """``empty`` with ``t``'s shape, dtype and device (fake if ``t`` is fake)."""
+               requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+    """``empty`` with ``t``'s shape, dtype and device (fake if ``t`` is fake).
+    ``memory_format``: ``preserve_format`` (None, the default: a dense input's
+    strides are kept, another input gets dense strides in its stride order), ``contiguous_format``,
+    ``channels_last`` (4-D) or ``channels_last_3d`` (5-D), as torch (``RuntimeError`` for a
+    channels-last format of another rank)."""
     _need_tensor(t, "empty_like")
-    return _like_self(t, "empty", t.shape, None, dtype, device, requires_grad,
-                      "empty_like")
+    return _like_self(t, "empty", t.raw_shape, None, dtype, device, requires_grad,
+                      "empty_like", memory_format)
 
 
 def zeros_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
-               requires_grad: bool = False) -> Tensor:
-    """Zeros with ``t``'s shape, dtype and device unless given (fake if ``t`` is fake)."""
+               requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+    """Zeros with ``t``'s shape, dtype and device unless given (fake if ``t`` is fake).
+    ``memory_format``: ``preserve_format`` (None, the default: a dense input's
+    strides are kept, another input gets dense strides in its stride order), ``contiguous_format``,
+    ``channels_last`` (4-D) or ``channels_last_3d`` (5-D), as torch (``RuntimeError`` for a
+    channels-last format of another rank)."""
     _need_tensor(t, "zeros_like")
-    return _like_self(t, "full", t.shape, 0, dtype, device, requires_grad,
-                      "zeros_like")
+    return _like_self(t, "full", t.raw_shape, 0, dtype, device, requires_grad,
+                      "zeros_like", memory_format)
 
 
 def ones_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
-              requires_grad: bool = False) -> Tensor:
-    """Ones with ``t``'s shape, dtype and device unless given (fake if ``t`` is fake)."""
+              requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+    """Ones with ``t``'s shape, dtype and device unless given (fake if ``t`` is fake).
+    ``memory_format``: ``preserve_format`` (None, the default: a dense input's
+    strides are kept, another input gets dense strides in its stride order), ``contiguous_format``,
+    ``channels_last`` (4-D) or ``channels_last_3d`` (5-D), as torch (``RuntimeError`` for a
+    channels-last format of another rank)."""
     _need_tensor(t, "ones_like")
-    return _like_self(t, "full", t.shape, 1, dtype, device, requires_grad,
-                      "ones_like")
+    return _like_self(t, "full", t.raw_shape, 1, dtype, device, requires_grad,
+                      "ones_like", memory_format)
 
 
 def full_like(t: Tensor, fill_value: _Number, *, dtype: _DTypeLike | None = None,
-              device: _DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
-    """``fill_value`` with ``t``'s shape, dtype and device unless given."""
+              device: _DeviceLike | None = None, requires_grad: bool = False,
+              memory_format: Any = None) -> Tensor:
+    """``fill_value`` with ``t``'s shape, dtype and device unless given.
+    ``memory_format``: ``preserve_format`` (None, the default: a dense input's
+    strides are kept, another input gets dense strides in its stride order), ``contiguous_format``,
+    ``channels_last`` (4-D) or ``channels_last_3d`` (5-D), as torch (``RuntimeError`` for a
+    channels-last format of another rank)."""
     _need_tensor(t, "full_like")
     dt = t.dtype if dtype is None else dtype if dtype.__class__ is _DT else \
         _dtype.as_dtype(dtype)
     c = fill_value.__class__
     if not ((c is float or c is int) and -65504.0 <= fill_value <= 65504.0 and dt._kind == "f"):
         fill_value = check_fill("full_like", fill_value, dt)    # see full: the common case skips
-    return _like_self(t, "full", t.shape, fill_value, dt, device, requires_grad, "full_like")
+    return _like_self(t, "full", t.raw_shape, fill_value, dt, device, requires_grad, "full_like",
+                      memory_format)
 
 
 def rand_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
-              requires_grad: bool = False) -> Tensor:
-    """Uniform [0, 1) samples shaped like ``t`` (its dtype and device unless given)."""
+              requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+    """Uniform [0, 1) samples shaped like ``t`` (its dtype and device unless given).
+    ``memory_format``: ``preserve_format`` (None, the default: a dense input's
+    strides are kept, another input gets dense strides in its stride order), ``contiguous_format``,
+    ``channels_last`` (4-D) or ``channels_last_3d`` (5-D), as torch (``RuntimeError`` for a
+    channels-last format of another rank)."""
     _need_tensor(t, "rand_like")
-    return _like_self(t, "rand", t.shape, None, dtype, device, requires_grad,
-                      "rand_like")
+    return _like_self(t, "rand", t.raw_shape, None, dtype, device, requires_grad,
+                      "rand_like", memory_format)
 
 
 def randn_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
-               requires_grad: bool = False) -> Tensor:
-    """Standard normal samples shaped like ``t`` (its dtype and device unless given)."""
+               requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+    """Standard normal samples shaped like ``t`` (its dtype and device unless given).
+    ``memory_format``: ``preserve_format`` (None, the default: a dense input's
+    strides are kept, another input gets dense strides in its stride order), ``contiguous_format``,
+    ``channels_last`` (4-D) or ``channels_last_3d`` (5-D), as torch (``RuntimeError`` for a
+    channels-last format of another rank)."""
     _need_tensor(t, "randn_like")
-    return _like_self(t, "randn", t.shape, None, dtype, device, requires_grad,
-                      "randn_like")
+    return _like_self(t, "randn", t.raw_shape, None, dtype, device, requires_grad,
+                      "randn_like", memory_format)
 
 
 def _need_tensor(t, api):
@@ -440,18 +646,35 @@ def _need_tensor(t, api):
                         f"{type(t).__name__}")
 
 
-def _like_self(t, kind, size, value, dtype, device, requires_grad, api="new_empty"):
+_ROW_MAJOR = object()    # _like_self's default (new_* and scalars): row-major, no layout rule
+
+
+def _like_self(t, kind, size, value, dtype, device, requires_grad, api="new_empty",
+               memory_format=_ROW_MAJOR):
     """A new tensor shaped ``size``; fake when ``t`` is fake (so fake kernels can use
     ``x.new_empty`` / ``empty_like``), a capture node when ``t`` is being captured. ``api``
-    names the caller in errors (sizes, ``requires_grad``)."""
+    names the caller in errors (sizes, ``requires_grad``). The ``*_like`` factories (``size`` is
+    ``t.shape``) pass their ``memory_format`` (None: preserve) and get ``layout_strides``'
+    layout; the default (``new_*`` and the methods' scalars) is row-major, as torch."""
     if dtype is None:
-        dt = t.dtype
+        dt = t.raw_dtype          # (the slots: a third of the properties' cost)
     else:
         dt = dtype if dtype.__class__ is _DT else _dtype.as_dtype(dtype)
     if kind == "rand" or kind == "randn":
         _random_dtype(f"{kind}_like", dt)
-    dev = t.device if device is None else _dev(device)
-    if size is t.shape:        # *_like: the tensor's own shape, a tuple of ints already
+    dev = t.raw_device if device is None else _dev(device)
+    st = None
+    if memory_format is not _ROW_MAJOR:     # *_like (a row-major input's result: row-major)
+        if memory_format is not None:
+            st = layout_strides(t, memory_format, api)
+        else:
+            try:
+                rm = t.stride_tuple is _CONTIG.get(size)
+            except TypeError:     # symbolic sizes (torch's, through tensorplay-torch)
+                rm = False
+            if not rm:
+                st = layout_strides(t, None, api)
+    if size is t.raw_shape:    # *_like: the tensor's own shape, a tuple of ints already
         size = list(size)
     elif size.__class__ is list or size.__class__ is tuple:   # new_*: _size's work, inline
         size = list(size)
@@ -468,14 +691,22 @@ def _like_self(t, kind, size, value, dtype, device, requires_grad, api="new_empt
             from .fake import make_fake
             from ._ops._shapes import check_nonnegative
             check_nonnegative(kind, size)     # as the real kernels: every mode refuses the same
-            return _finish(make_fake(size, dt, dev), requires_grad)
+            return _finish(make_fake(size, dt, dev, st), requires_grad)
         # the common case: a real tensor, no capture (the op call dispatches as usual)
-        if kind == "full":
-            r = O.full(size, value, dtype=dt, device=dev)
-        elif kind == "empty":
-            r = O.empty(size, dtype=dt, device=dev)
-        else:
-            r = getattr(O, kind)(size, dtype=dt, device=dev)
+        if st is None:
+            if kind == "full":
+                r = O.full(size, value, dtype=dt, device=dev)
+            elif kind == "empty":
+                r = O.empty(size, dtype=dt, device=dev)
+            else:
+                r = getattr(O, kind)(size, dtype=dt, device=dev)
+        else:                                          # a strided result: flat, then viewed
+            n = [_numel(size)]
+            if kind == "full":
+                r = O.full(n, value, dtype=dt, device=dev)
+            else:
+                r = getattr(O, kind)(n, dtype=dt, device=dev)
+            r = _restrided(r, size, st)
         if requires_grad:
             r.requires_grad_(True)
         return r
@@ -483,15 +714,41 @@ def _like_self(t, kind, size, value, dtype, device, requires_grad, api="new_empt
     prev = mst.mode
     mst.mode = "capture"
     try:
-        return _like_self_real(kind, size, value, dt, dev, requires_grad)
+        return _like_self_real(kind, size, value, dt, dev, requires_grad, st)
     finally:
         mst.mode = prev
 
 
-def _like_self_real(kind, size, value, dt, dev, requires_grad):
+def _like_self_real(kind, size, value, dt, dev, requires_grad, st=None):
+    n = size if st is None else [_numel(size)]
     if kind == "full":
-        return _finish(O.full(size, value, dtype=dt, device=dev), requires_grad)
-    return _finish(getattr(O, kind)(size, dtype=dt, device=dev), requires_grad)
+        r = O.full(n, value, dtype=dt, device=dev)
+    else:
+        r = getattr(O, kind)(n, dtype=dt, device=dev)
+    if st is not None:
+        r = _restrided(r, size, st)
+    return _finish(r, requires_grad)
+
+
+def randint_like(t: Tensor, low: int = 0, high: int | None = None, *,
+                 dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
+                 requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+    """Uniform random integers in ``[low, high)`` shaped like ``t``: ``randint_like(t, high)`` or
+    ``randint_like(t, low, high)``, ``t``'s dtype and device unless given, laid out by
+    ``memory_format`` as the other ``*_like`` factories (same as ``torch.randint_like``).
+    ``RuntimeError`` unless ``low < high`` (``randint``'s checks)."""
+    _need_tensor(t, "randint_like")
+    if high is None:
+        low, high = 0, low
+    dt = t.dtype if dtype is None else dtype if dtype.__class__ is _DT else _dtype.as_dtype(dtype)
+    dev = t.device if device is None else _dev(device)
+    st = layout_strides(t, memory_format, "randint_like")
+    size = list(t.shape)
+    if st is None:
+        r = randint(low, high, size, dtype=dt, device=dev)
+    else:
+        r = _restrided(randint(low, high, [_numel(size)], dtype=dt, device=dev), size, st)
+    return _finish(r, requires_grad, "randint_like")
 
 
 def _infer_dtype(data):

@@ -116,7 +116,12 @@ def _fusible(node) -> bool:
         return False
     if len(node.outputs) != 1 or node.result is not node.outputs[0]:
         return False
-    dev = node.outputs[0].fake.device
+    out = node.outputs[0].fake
+    if not out.is_contiguous():
+        # a result laid out otherwise (torch's elementwise rule follows the operands' layout):
+        # the fusers make row-major arrays, so the eager kernel runs it
+        return False
+    dev = out.device
     for a in node.args:
         if isinstance(a, Value):
             if a.fake.device != dev:

@@ -771,13 +771,38 @@ class Tensor(TensorBase, instance_class=True):
                                  requires_grad=requires_grad)
 
     # -- ops ----------------------------------------------------------------------------------------
-    def clone(self) -> Tensor:
-        """A copy with its own (contiguous) storage; differentiable."""
-        return _O.clone(self)
+    def clone(self, *, memory_format: Any = None) -> Tensor:
+        """A copy with its own storage; differentiable. Its layout follows ``memory_format``
+        (same as torch): ``preserve_format`` (None, the default) keeps a dense input's strides
+        and gives another input dense strides in its stride order; ``contiguous_format``,
+        ``channels_last`` (4-D) and ``channels_last_3d`` (5-D) as named (``RuntimeError`` for a
+        channels-last format of another rank, ``TypeError`` for a non-``memory_format``)."""
+        if memory_format is None:
+            try:
+                if self._stride is _CONTIG[self._shape]:
+                    return _O.clone(self)      # row-major input: row-major copy, the fast path
+            except KeyError:
+                pass
+        return _clone_as(self, memory_format)
 
-    def contiguous(self) -> Tensor:
-        """``self`` if row-major dense, else a contiguous copy (same as torch)."""
-        return self if self.is_contiguous() else _O.clone(self)
+    def contiguous(self, memory_format: Any = None) -> Tensor:
+        """``self`` if laid out as ``memory_format`` asks (row-major by default), else a copy so
+        laid out (same as torch; ``channels_last`` needs 4 dims, ``channels_last_3d`` 5:
+        ``RuntimeError`` otherwise, and for ``preserve_format``)."""
+        if memory_format is None:
+            return self if self.is_contiguous() else _O.clone(self)
+        return _contiguous_as(self, memory_format)
+
+    def is_contiguous(self, memory_format: Any = None) -> _bool:
+        """True when the layout is row-major dense (size-1 dimensions may have any stride), or,
+        with ``memory_format=channels_last`` (``_3d``), NHWC (NDHWC) dense on a 4-D (5-D) tensor
+        (same as torch; False for another rank). An empty tensor is row-major contiguous
+        whatever its strides, as torch's."""
+        if memory_format is None:
+            if self._stride is _CONTIG.get(self._shape):
+                return True
+            return _row_major(self._shape, self._stride) or 0 in self._shape
+        return _is_contiguous_as(self, memory_format)
 
     def resize_(self, *sizes: int | Sequence[int], memory_format: Any = None) -> Tensor:
         """Give this tensor the shape ``sizes`` in place; returns ``self`` (same as
@@ -789,7 +814,7 @@ class Tensor(TensorBase, instance_class=True):
         ``no_grad``) or a size is negative; ``memory_format``: None or ``"contiguous_format"``
         only."""
         if memory_format is not None and str(memory_format) not in (
-                "contiguous_format", "torch.contiguous_format"):
+                "contiguous_format", "torch.contiguous_format", "tensorplay.contiguous_format"):
             raise RuntimeError(f"resize_: unsupported memory_format {memory_format!r}")
         from ._ops.copy import resize_sizes, resize_tensor
         return resize_tensor(self, resize_sizes("resize_", sizes))
@@ -3660,6 +3685,10 @@ Tensor.__array_priority__ = 1000
 # generates code that names ``Tensor`` (``tensorplay._tensor_base.instance_class()``).
 from . import _surface  # noqa: E402
 from ._factories import _like_self  # noqa: E402
+from ._factories import clone_as as _clone_as, contiguous_as as _contiguous_as  # noqa: E402
+from ._factories import is_contiguous_as as _is_contiguous_as  # noqa: E402
+from ._backend import _CONTIG_CACHE as _CONTIG  # noqa: E402
+from ._tensor_base import row_major as _row_major  # noqa: E402
 from ._factories import tensor as _new_tensor  # noqa: E402
 from ._ops import ops as _O  # noqa: E402
 from ._registry import bind_methods as _bind_methods  # noqa: E402

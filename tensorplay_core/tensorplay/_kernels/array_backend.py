@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from .. import _codegen, _dtype
 from .._backend import _CONTIG_CACHE, Backend, RootStorage, Storage, contiguous_strides_cached
-from .._tensor_base import instance_class, new_tensor, new_tensor_source
+from .._tensor_base import instance_class, new_tensor, new_tensor_source, set_layout, set_native
+from .elementwise import layout_for
 
 __all__ = ["ArrayBackend"]
 
@@ -66,6 +67,22 @@ def _generated_wrap():
     return wrap
 
 
+_T = instance_class()
+_PLANS: dict = {}   # (shape, operands' layouts) -> (strides, dims outermost first, axes back)
+
+
+def _plan(shape, st):
+    """``wrap_elementwise``'s plan for strides ``st`` (None: row-major -> False)."""
+    if st is None:
+        return False
+    n = len(shape)
+    order = sorted(range(n), key=lambda d: -st[d])      # outermost first
+    inv = [0] * n
+    for i, d in enumerate(order):
+        inv[d] = i
+    return st, tuple(order), tuple(inv)
+
+
 class ArrayBackend(Backend):
     """``Backend`` for a NumPy-like array module. Subclasses set ``device_type``, ``np`` and
     ``xp`` and implement ``as_strided`` (and the optional members their device needs).
@@ -113,6 +130,33 @@ class ArrayBackend(Backend):
 
     # -- tensors ----------------------------------------------------------------------------
     wrap = _generated_wrap()   # see its docstring
+
+    def wrap_elementwise(self, arr, device, args, preserve=False):
+        """Tensor owning the result ``arr`` of an elementwise op on arguments ``args`` (its
+        tensors and numbers, in order), laid out by torch's rule (``elementwise.layout_for``:
+        TensorIterator's): row-major through ``wrap``; another layout allocated in its dims'
+        stride order (``arr`` viewed in that order and made contiguous there, no copy when the
+        array module already chose that order) and viewed back, the storage a flat array. The
+        generated adapters call it only when an operand is not row-major; NumPy and CuPy alike
+        (the array's own ``transpose``/``reshape``, the module's ``ascontiguousarray``).
+        ``preserve``: a dtype conversion's result, laid out by ``preserve_format``."""
+        shape = arr.shape
+        key = (shape, preserve, *[(a.raw_shape, a.stride_tuple) if a.__class__ is _T else
+                                  a.__class__ is not None.__class__ for a in args])
+        plan = _PLANS.get(key)
+        if plan is None:
+            plan = _plan(shape, layout_for(shape, args, preserve))
+            if len(_PLANS) > 4096:
+                _PLANS.clear()
+            _PLANS[key] = plan
+        if plan is False:
+            return self.wrap(arr, device)
+        st, order, inv = plan
+        base = self.np.ascontiguousarray(arr.transpose(order))
+        t = self.wrap(base.reshape(-1), device)
+        set_native(t, base.transpose(inv))
+        set_layout(t, shape, st)     # (a fresh tensor of its own: nothing sees it)
+        return t
 
     def wrap_shared(self, arr, device):
         """Tensor sharing ``arr``'s memory, keeping its strides (``from_numpy``/``from_dlpack``).

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 
 from .. import _dtype
+from .._backend import contiguous_strides_cached
 
 __all__ = ["CUDA_EAGER", "HALF_NUMBER_AT_FLOAT32", "OPS", "REDUCTIONS", "Pointwise", "Reduction"]
 
@@ -204,3 +205,240 @@ REDUCTIONS: dict = {r.name: r for r in (
     Reduction("amax", "tl.max", "atomic_max", -math.inf, "-float('inf')"),
     Reduction("amin", "tl.min", "atomic_min", math.inf, "float('inf')"),
 )}
+
+
+# -- the result layout of an elementwise op: torch's TensorIterator rule, in one place ----------
+# Used by the real kernels' results (``ArrayBackend.wrap_elementwise``: every device), the fake
+# rules (``_ops._shapes.out_like``) and so by tensorplay.compile's capture and replay. Facts from
+# torch's ``TensorIteratorBase`` (``compute_fast_setup_type``, ``compute_strides``,
+# ``reorder_dimensions``, ``allocate_or_resize_outputs``):
+# * operands of one shape (a Python number or a 0-d operand beside >= 1-d ones is not "one
+#   shape"): all row-major -> row-major; else all channels-last (4-D) -> channels-last; else all
+#   dense, non-overlapping with equal strides -> exactly those strides;
+# * otherwise the dims are sorted by the operands' strides, operands in order: a broadcast dim
+#   (stride 0) leaves the pair to the next operand, a smaller stride goes inside, equal strides
+#   put the larger size outside (else the next operand decides), no decision keeps row-major
+#   order; the result is dense in that order (row-major when the order is row-major's).
+# Outputs the user gives (``out=``, in-place ops) keep their own layout: not this rule's concern.
+
+def is_dense(shape, stride) -> bool:
+    """torch's ``is_non_overlapping_and_dense``: some order of the dims (size-1 dims ignored)
+    has row-major strides."""
+    n = len(shape)
+    if n == 1:
+        return shape[0] < 2 or stride[0] == 1
+    req = 1
+    for i in sorted(range(n), key=lambda d: (shape[d] < 2, stride[d])):
+        if shape[i] < 2:
+            return True
+        if stride[i] != req:
+            return False
+        req *= shape[i]
+    return True
+
+
+def infer_dense_strides(shape, stride) -> tuple:
+    """torch's ``infer_dense_strides``: dense strides in the order of ``stride`` (insertion sort
+    from the innermost dim; a stride 0 leaves two dims in row-major order; equal strides put the
+    smaller size inside)."""
+    n = len(shape)
+    perm = list(range(n - 1, -1, -1))
+
+    def swap(d0, d1):
+        s0, s1 = stride[d0], stride[d1]
+        if s0 == 0 or s1 == 0:
+            return 0
+        if s0 < s1:
+            return -1
+        if s0 > s1:
+            return 1
+        return 1 if shape[d0] > shape[d1] else 0
+    for i in range(1, n):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    out = [0] * n
+    acc = 1
+    for idx in perm:
+        out[idx] = acc
+        if shape[idx] > 1:
+            acc *= shape[idx]
+    return tuple(out)
+
+
+def preserve_strides(shape, stride):
+    """The strides of a tensor made like one of ``shape``/``stride`` with torch's
+    ``preserve_format`` (``*_like``, ``clone``, ``to``'s copy): a dense, non-overlapping one's
+    exactly, another's dense in its stride order; None when they are row-major."""
+    st = tuple(stride) if is_dense(shape, stride) else infer_dense_strides(shape, stride)
+    return None if st == _contiguous(tuple(shape)) else st
+
+
+def _row_major(shape, stride) -> bool:
+    # torch's is_contiguous: size-1 dims take any stride; an empty tensor is contiguous
+    expected = 1
+    for s, st in zip(reversed(shape), reversed(stride)):
+        if s == 1:
+            continue
+        if s == 0:
+            return True
+        if st != expected:
+            return False
+        expected *= s
+    return True
+
+
+def _channels_last(shape, stride) -> bool:
+    # torch's is_contiguous(memory_format=channels_last) of a 4-D tensor
+    expected = 1
+    for d in (1, 3, 2, 0):
+        s = shape[d]
+        if s != 1:
+            if stride[d] != expected:
+                return False
+            expected *= s
+    return True
+
+
+def _dense_in(shape, order):
+    """Dense strides laying ``shape`` out with ``order[0]`` innermost (torch's
+    ``compatible_stride``: each dim's stride is the product of the sizes inside it)."""
+    out = [0] * len(shape)
+    acc = 1
+    for d in order:
+        out[d] = acc
+        acc *= shape[d]
+    return tuple(out)
+
+
+def iter_strides(shape, operands):
+    """The strides torch's TensorIterator gives the result of an elementwise op of broadcast
+    shape ``shape`` over ``operands`` (in the op's argument order): each a ``(shape, strides)``
+    pair of a tensor operand (strides in elements), or None for a Python number. Returns None when the result is row-major (the common case), else
+    the strides in elements. Pure Python: the real kernels, the fake rules and capture share it."""
+    n = len(shape)
+    if n == 0:
+        return None
+    same = True
+    tensors = []
+    for op in operands:
+        if op is None:
+            same = False
+            continue
+        s = op[0]
+        if s != shape:
+            same = False
+        tensors.append(op)
+    if not tensors:
+        return None
+    if same:      # torch's fast set-up: every operand of the result's shape
+        if all(_row_major(s, st) for s, st in tensors):
+            return None
+        if n == 4 and all(_channels_last(s, st) for s, st in tensors):
+            return _dense_in(shape, (1, 3, 2, 0))
+        st0 = tuple(tensors[0][1])
+        if all(tuple(st) == st0 for _, st in tensors) and is_dense(shape, st0):
+            return st0
+    # compute_strides: each operand's strides over the result's dims, 0 where it broadcasts
+    strides = []
+    for s, st in tensors:
+        off = n - len(s)
+        row = [0] * n
+        for i, d in enumerate(s):
+            if not (d == 1 and shape[off + i] != 1):
+                row[off + i] = st[i]
+        if any(row):
+            strides.append(row)
+
+    def should_swap(d0, d1):
+        for row in strides:
+            s0, s1 = row[d0], row[d1]
+            if s0 == 0 or s1 == 0:
+                continue
+            if s0 < s1:
+                return -1
+            if s0 > s1:
+                return 1
+            if shape[d0] > shape[d1]:
+                return 1
+        return 0
+
+    perm = list(range(n - 1, -1, -1))        # innermost first
+    for i in range(1, n):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    if all(perm[i] == n - 1 - i for i in range(n)):
+        return None
+    return _dense_in(shape, perm)
+
+
+_LAYOUTS: dict = {}    # (shape, operands' layouts) -> iter_strides (a program's layouts are few)
+
+
+def iter_strides_cached(shape, operands):
+    """``iter_strides`` memoised on its (hashable) arguments: ``operands`` a tuple of
+    ``(shape, strides)`` tuples or None."""
+    key = (shape, operands)
+    try:
+        return _LAYOUTS[key]
+    except KeyError:
+        pass
+    r = iter_strides(shape, operands)
+    if len(_LAYOUTS) > 4096:
+        _LAYOUTS.clear()
+    _LAYOUTS[key] = r
+    return r
+
+
+def layout_for(shape, args, preserve=False):
+    """``iter_strides`` of an elementwise op's result of shape ``shape`` from its arguments
+    ``args`` as the op takes them: tensors (real, fake or captured: their sizes and strides read
+    without guards, as the graph's signature holds them), Python numbers, None for an absent
+    optional operand (left out). None when row-major. ``preserve``: a one-operand copy whose
+    result torch lays out by ``preserve_format`` instead (``to``'s dtype conversion:
+    ``preserve_strides``)."""
+    ops = []
+    row_major = True
+    for a in args:
+        st = getattr(a, "stride_tuple", None)
+        if st is None:
+            if a is not None:
+                ops.append(None)
+            continue
+        s, st = tuple(tuple.__iter__(a.raw_shape)), tuple(tuple.__iter__(st))
+        if row_major and st != _contiguous(s):
+            row_major = False
+        ops.append((s, st))
+    if preserve and ops[0] is not None:
+        return None if row_major else preserve_strides(*ops[0])
+    if row_major:
+        # row-major operands: a row-major result, as the generated adapters' own test says
+        # without this call (torch's rule differs only for an empty broadcast result)
+        return None
+    shape, ops = tuple(tuple.__iter__(shape)), tuple(ops)
+    try:
+        return iter_strides_cached(shape, ops)
+    except TypeError:     # symbolic sizes (torch's, through tensorplay-torch): no cache
+        return iter_strides(shape, ops)
+
+
+def _contiguous(shape):
+    try:
+        return contiguous_strides_cached(shape)
+    except TypeError:     # symbolic sizes: the same rule, uncached
+        st, acc = [], 1
+        for s in reversed(shape):
+            st.append(acc)
+            acc *= max(s, 1)
+        return tuple(reversed(st))

@@ -486,6 +486,8 @@ def make_adapter(op, kernel, backend, writes=False):
     early = guard is None and quiet is None and backend.root_storage is not None
     fast = _float_ufunc_lines(op, kernel if quiet is None else kernel.__wrapped__, backend, ns,
                               early, kcall)
+    if fast and _layout_guard(op, pn, ns, backend):
+        fast = _layout_returns(fast, ns, backend)
     if fast and early:
         # the inline ufunc case first, before any device bookkeeping: operands on one device
         # need no aligning, and no guard is entered on this backend
@@ -555,6 +557,19 @@ def make_adapter(op, kernel, backend, writes=False):
             lines.append(f"{ind}__r = {call}")
             lines += [ind + x for x in built]
             lines.append(f"{ind}return __wrap(__r, __dev)")
+        elif op.kernel_name in _INLINE_RESULT and _row_major_build(backend, ns, "__dev"):
+            # (clone: Tensor.clone's layout test paid for by wrap's frame, as the elementwise ops)
+            lines.append(f"{ind}__r = {call}")
+            lines += [ind + x for x in _row_major_build(backend, ns, "__dev")]
+            lines.append(f"{ind}return __wrap(__r, __dev)")
+        elif _layout_guard(op, pn, ns, backend):
+            # an elementwise op (its fake rule's mark): torch's result layout when an operand
+            # is not row-major (_kernels/elementwise.layout_for), wrap's row-major otherwise
+            lines.append(f"{ind}__r = {call}")
+            lines.append(f"{ind}if {ns['__lguard']}:")
+            lines += [f"{ind}    {x}" for x in _row_major_build(backend, ns, "__dev")]
+            lines.append(f"{ind}    return __wrap(__r, __dev)")
+            lines.append(f"{ind}return __wrap_ew(__r, __dev, ({ns['__largs']})")
         else:
             lines.append(f"{ind}return __wrap({call}, __dev)")
     elif len(sch.returns) == 1:
@@ -563,11 +578,97 @@ def make_adapter(op, kernel, backend, writes=False):
         lines.append(f"{ind}return tuple(__wrap(__r, __dev) for __r in {call})")
     lines.append(exc)
     from .._device import Device, canonical
+    if "__lguard" in ns:
+        from .._backend import _CONTIG_CACHE
+        ns.update(__wrap_ew=backend.wrap_elementwise, __C=_CONTIG_CACHE)
     ns.update(__k=kernel, __wrap=backend.wrap, __T=instance_class(), __D=Device, __canon=canonical,
                __guard=guard,
               __op=op, __kerr=kernel_error)
     return _codegen.function("\n".join(lines), ns, "adapter",
                              f"<tensorplay kernel {op.name}.{backend.device_type}>")
+
+
+_INLINE_RESULT = frozenset({"clone"})    # ops whose row-major results are built inline too
+
+
+def _row_major_build(backend, ns, dev) -> list:
+    """Source lines (unindented) building the result tensor of kernel result ``__r`` on device
+    ``dev`` inline when it is a row-major array of the backend's class with a cached shape and
+    dtype -- ``ArrayBackend.wrap``'s own fast case without its frame (which pays for the layout
+    test before it); [] for a backend with another ``wrap`` (its own rules)."""
+    from .._backend import _CONTIG_CACHE, RootStorage
+    from .._kernels.array_backend import ArrayBackend
+    from .._tensor_base import new_tensor_source
+    nd = getattr(backend.np, "ndarray", None)
+    if type(backend).wrap is not ArrayBackend.wrap or nd is None:
+        return []
+    ns.update(__LRS=RootStorage, __nd=nd, __be=backend, __new=object.__new__, __C=_CONTIG_CACHE,
+              __dtc=backend._dtype_cache)
+    return ["if __r.__class__ is __nd and __r.flags.c_contiguous:",
+            "    __s = __r.shape",
+            "    __sd = __C.get(__s)",
+            "    __dt = __dtc.get(__r.dtype)",
+            "    if __sd is not None and __dt is not None:",
+            "        __st = __new(__LRS)",
+            "        __st.root = __r",
+            "        __st.version = 0",
+            "        __st.backend = __be",
+            *("        " + x for x in new_tensor_source(
+                "__t", "__st", "__r", "__s", "__sd", "__dt", dev, "__be")),
+            "        return __t"]
+
+
+def _layout_returns(lines, ns, backend) -> list:
+    """``lines`` with each ``return __wrap(<expr>, <dev>)`` made layout-aware (see
+    ``_layout_guard``): row-major operands keep ``wrap``, others take ``wrap_elementwise``."""
+    out = []
+    for line in lines:
+        body = line.lstrip()
+        if body.startswith("return __wrap(") and body.endswith(")"):
+            ind = line[:len(line) - len(body)]
+            expr, dev = body[len("return __wrap("):-1].rsplit(", ", 1)
+            if expr != "__r":
+                out.append(f"{ind}__r = {expr}")
+            out += [f"{ind}if {ns['__lguard']}:",
+                    *(f"{ind}    {x}" for x in _row_major_build(backend, ns, dev)),
+                    f"{ind}    return __wrap(__r, {dev})",
+                    f"{ind}return __wrap_ew(__r, {dev}, ({ns['__largs']})"]
+        else:
+            out.append(line)
+    return out
+
+
+def _layout_guard(op, pn, ns, backend) -> bool:
+    """For an elementwise op (its fake rule carries ``_tp_layout``: how many leading arguments
+    are its operands) on an ``ArrayBackend`` (``wrap_elementwise``): put in ``ns`` the source of the
+    test that every operand is a number or a row-major tensor (``__lguard``: the result is then
+    row-major) and of the operands' tuple (``__largs``); False for any other op."""
+    from .._kernels.array_backend import ArrayBackend
+    k = getattr(op.builtin_fake, "_tp_layout", None)
+    if not k or not isinstance(backend, ArrayBackend):
+        return False     # (another Backend's results stay row-major: its wrap's)
+    tests, names = [], []
+    first = None
+    for n, a in list(zip(pn, op.schema.arguments))[:k]:
+        t = f"{n}.stride_tuple is __C.get({n}.raw_shape)"
+        if first is None:
+            first = n
+        else:
+            # the first operand's cached tuple: an operand with exactly those strides cannot
+            # turn the order of a row-major first operand (one dict read fewer for equal shapes)
+            t = f"({n}.stride_tuple is {first}.stride_tuple or {t})"
+        if a.name in op.scalar_ok:
+            t = f"({n}.__class__ is not __T or {t})"
+            if getattr(op.builtin_fake, "_tp_number_parameter", False):
+                n = f"({n} if {n}.__class__ is __T else None)"    # (no operand: left out)
+        elif a.kind == "optional_tensor":
+            t = f"({n} is None or {t})"
+        tests.append(t)
+        names.append(n)
+    ns["__lguard"] = " and ".join(tests)
+    ns["__largs"] = ", ".join(names) + "," + (
+        "), True" if getattr(op.builtin_fake, "_tp_layout_preserve", False) else ")")
+    return True
 
 
 def _writes_adapter(op, kernel, backend):

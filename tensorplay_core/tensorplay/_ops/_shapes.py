@@ -5,6 +5,7 @@ from __future__ import annotations
 from .. import _dtype
 from .._tensor_base import TensorBase
 from ..fake import make_fake
+from .._kernels.elementwise import layout_for
 from .._kernels._checks import (  # noqa: F401 - re-exported: the fake rules' one import point
     _C_NAMES, NegativeSizeError, check_arange, check_eye, check_linspace, check_nonempty_reduction,
     check_nonnegative, check_randint, check_same_dtype, wrap_dim)
@@ -58,8 +59,23 @@ def float_dtype(d):
     return d if d.is_floating_point else _dtype.get_default_dtype()
 
 
-def out_like(shape, dtype, ref):
-    return make_fake(shape, dtype, ref.device)
+def out_like(shape, dtype, ref, operands=None, preserve=False):
+    """A fake result of ``shape``/``dtype`` on ``ref``'s device: row-major, or, given the
+    elementwise op's ``operands`` (its tensors and numbers in order), laid out by torch's
+    TensorIterator rule (``_kernels.elementwise.layout_for``, the rule the real kernels'
+    results follow); ``preserve``: by ``preserve_format`` (a dtype conversion's copy)."""
+    if operands is None:
+        return make_fake(shape, dtype, ref.device)
+    return make_fake(shape, dtype, ref.device, layout_for(shape, operands, preserve))
+
+
+def elementwise_meta(meta, k: int, preserve: bool = False):
+    """Mark fake rule ``meta`` as an elementwise op's whose first ``k`` arguments are its
+    operands: the generated adapters then lay the real results out by the same rule
+    (``_define._layout_guard``); ``preserve``: by ``preserve_format`` (a dtype conversion)."""
+    meta._tp_layout = k
+    meta._tp_layout_preserve = preserve
+    return meta
 
 
 def first_tensor(*xs):
@@ -109,9 +125,16 @@ def check_bool_mask(api: str, mask) -> None:
                            f"rule); pass a bool mask such as `mask != 0`")
 
 
+# ops whose Python-number operand torch takes as a parameter of a one-operand loop, not as a
+# 0-d operand (pow(Tensor, Scalar); clamp's bounds, which tensorplay's maximum/minimum carry): it
+# has no say in the result's layout
+NUMBER_IS_PARAMETER = frozenset({"pow", "maximum", "minimum"})
+
+
 def binary_meta(kind: str = "same", api: str = "broadcast"):
     """Fake rule of a broadcasting binary op. ``kind``: same / float / bool (comparisons)."""
     checked = api in ("sub", "rsub") or api in _NO_BOOL_KERNEL
+    param = api in NUMBER_IS_PARAMETER
 
     def meta(a, b):
         shape = broadcast_shapes(shape_of(a), shape_of(b), api=api)
@@ -123,8 +146,10 @@ def binary_meta(kind: str = "same", api: str = "broadcast"):
                 dt = float_dtype(dt)
         if checked:
             check_bool_operands(api, a, b, dt)
-        return out_like(shape, dt, first_tensor(a, b))
-    return meta
+        return out_like(shape, dt, first_tensor(a, b),
+                        (a, None if param and not is_tensor(b) else b))
+    meta._tp_number_parameter = param
+    return elementwise_meta(meta, 2)
 
 
 def unary_meta(kind: str = "same"):
@@ -134,8 +159,8 @@ def unary_meta(kind: str = "same"):
             dt = float_dtype(dt)
         elif kind == "bool":
             dt = _dtype.bool
-        return out_like(x.shape, dt, x)
-    return meta
+        return out_like(x.shape, dt, x, (x,))
+    return elementwise_meta(meta, 1)
 
 
 def reduce_shape(shape, dims, keepdim):

@@ -6,8 +6,8 @@ from __future__ import annotations
 from .._device import Device
 from .._dtype import can_cast
 from ._define import defop, ops as O
-from ._shapes import (broadcast_shapes, check_bool_operands, float_dtype, is_tensor, out_like,
-                      result_dtype)
+from ._shapes import (broadcast_shapes, check_bool_operands, elementwise_meta, float_dtype,
+                      is_tensor, out_like, result_dtype)
 
 
 def _clone_meta(x):
@@ -18,7 +18,10 @@ defop("clone(Tensor input) -> Tensor", meta=_clone_meta, backward=lambda ctx, g:
 
 
 def _to_dtype_meta(x, dtype):
-    return out_like(x.shape, dtype, x)
+    return out_like(x.shape, dtype, x, (x,), preserve=True)   # torch's _to_copy: preserve_format
+
+
+elementwise_meta(_to_dtype_meta, 1, preserve=True)
 
 
 def _to_dtype_setup(ctx, inputs, output):

@@ -10,8 +10,8 @@ import math
 
 from .. import _dtype
 from ._define import defop, fused, ops as O
-from ._shapes import (TensorStandIn, binary_meta, broadcast_shapes, first_tensor, is_tensor,
-                      out_like, result_dtype, shape_of, unary_meta)
+from ._shapes import (TensorStandIn, binary_meta, broadcast_shapes, elementwise_meta,
+                      first_tensor, is_tensor, out_like, result_dtype, shape_of, unary_meta)
 
 
 def _red(g, x):
@@ -263,13 +263,16 @@ def _bitwise_meta(api: str, shift: bool = False):
         shape = broadcast_shapes(shape_of(a), shape_of(b), api=api)
         dt = result_dtype(a, b)
         check_bitwise_dtype(api, dt, shift)
-        return out_like(shape, dt, first_tensor(a, b))
-    return meta
+        return out_like(shape, dt, first_tensor(a, b), (a, b))
+    return elementwise_meta(meta, 2)
 
 
 def _bitwise_not_meta(x):
     check_bitwise_dtype("bitwise_not", x.dtype)
-    return out_like(x.shape, x.dtype, x)
+    return out_like(x.shape, x.dtype, x, (x,))
+
+
+elementwise_meta(_bitwise_not_meta, 1)
 
 
 _REFLECTED = {"bitwise_and": "__rand__", "bitwise_or": "__ror__", "bitwise_xor": "__rxor__",
@@ -297,7 +300,7 @@ def _bool_refused(message):
         if x.dtype.name == "bool":
             raise RuntimeError(message)
         return same(x)
-    return meta
+    return elementwise_meta(meta, 1)
 
 
 _neg_meta = _bool_refused("Negation, the `-` operator, on a bool tensor is not supported. If you "
@@ -394,7 +397,10 @@ def _where_meta(cond, a, b):
         dt = result_dtype(a, b)
     else:
         dt = binary_result_dtype(_wrapped_dtype(a), 0, _wrapped_dtype(b), 0)
-    return out_like(shape, dt, first_tensor(a, b, cond))
+    return out_like(shape, dt, first_tensor(a, b, cond), (cond, a, b))
+
+
+elementwise_meta(_where_meta, 3)
 
 
 def _where_setup(ctx, inputs, output):
@@ -448,8 +454,8 @@ def _floating_only_meta(api: str):
             # step by float32's and round back to the input
             raise NotImplementedError("nextafter: bfloat16 is not supported by tensorplay (torch "
                                       "has it); convert to float32 first, or step the bits")
-        return out_like(shape, dt, first_tensor(a, b))
-    return meta
+        return out_like(shape, dt, first_tensor(a, b), (a, b))
+    return elementwise_meta(meta, 2)
 
 
 def _fmod_meta(a, b):
@@ -459,7 +465,10 @@ def _fmod_meta(a, b):
         raise NotImplementedError("\"fmod\" not implemented for 'Bool' (as torch: bool operands "
                                   "have no fmod kernel); cast one operand to an integer dtype "
                                   "first, e.g. x.long()")
-    return out_like(shape, dt, first_tensor(a, b))
+    return out_like(shape, dt, first_tensor(a, b), (a, b))
+
+
+elementwise_meta(_fmod_meta, 2)
 
 
 def _atan2_bw(ctx, g):   # d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2); 0 where a = b = 0

@@ -23,6 +23,7 @@ def gradcheck(fn, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float 
     from .._tensor_base import TensorBase as Tensor
     from .api import grad as _grad
     from .grad_mode import no_grad
+    from .._dtype import contiguous_format
     if not isinstance(inputs, tuple):
         inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
     diff = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
@@ -50,7 +51,8 @@ def gradcheck(fn, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float 
                 g = _grad([flat_out[j]], [x], retain_graph=True, allow_unused=True)[0]
                 analytic.append(g.reshape(-1).tolist() if g is not None else [0.0] * x.numel())
             # numerical Jacobian columns
-            base = x.detach().clone()
+            # row-major, so that flat is a view of it (clone keeps a dense input's strides)
+            base = x.detach().clone(memory_format=contiguous_format)
             flat = base.reshape(-1)
             for k in range(x.numel()):
                 orig = flat[k].item()

@@ -446,7 +446,9 @@ def cross_entropy(_input: Tensor, target: Tensor, ignore_index: int = -100, lse_
     # X_ptr"); an op may not mutate its inputs: a copy. The released code launches with
     # HAS_GRADIENTS=_input.requires_grad; inside an op (as inside a torch custom op) the inputs never
     # require grad, and this op always returns the gradient: the copy is marked as requiring it
-    _input = _input.clone().requires_grad_()
+    # The copy is row-major: the kernel addresses rows by stride(-2) alone (a transposed copy,
+    # which clone now keeps as torch's does, was read and written in the wrong places)
+    _input = _input.clone(memory_format=tensorplay.contiguous_format).requires_grad_()
     loss, z_loss, token_accuracy, predicted_tokens, _input = cross_entropy_forward(
         _input,
         target,
@@ -467,7 +469,7 @@ def _cross_entropy_fake(_input, target, ignore_index=-100, lse_square_scale=0.0,
     # CHANGED (new): the body counts the targets that are not ignored with .item(), which a fake
     # tensor cannot answer; the shapes do not depend on it
     loss = _input.new_empty((_input.shape[0],) if reduction == "none" else ())
-    return loss, tensorplay.empty_like(_input)
+    return loss, _input.new_empty(_input.shape)     # (the row-major copy's gradient)
 
 
 @triton_op("liger::cross_entropy_backward", mutates_args=())
