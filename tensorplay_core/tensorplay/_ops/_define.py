@@ -649,7 +649,8 @@ def _layout_guard(op, pn, ns, backend) -> bool:
         return False     # (another Backend's results stay row-major: its wrap's)
     tests, names = [], []
     first = None
-    for n, a in list(zip(pn, op.schema.arguments))[:k]:
+    pairs = list(zip(pn, op.schema.arguments))
+    for n, a in (pairs[:k] if k.__class__ is int else [pairs[i] for i in k]):
         t = f"{n}.stride_tuple is __C.get({n}.raw_shape)"
         if first is None:
             first = n

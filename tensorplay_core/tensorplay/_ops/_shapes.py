@@ -69,10 +69,13 @@ def out_like(shape, dtype, ref, operands=None, preserve=False):
     return make_fake(shape, dtype, ref.device, layout_for(shape, operands, preserve))
 
 
-def elementwise_meta(meta, k: int, preserve: bool = False):
+def elementwise_meta(meta, k, preserve: bool = False):
     """Mark fake rule ``meta`` as an elementwise op's whose first ``k`` arguments are its
-    operands: the generated adapters then lay the real results out by the same rule
-    (``_define._layout_guard``); ``preserve``: by ``preserve_format`` (a dtype conversion)."""
+    operands (``k`` an int; or a tuple of the operands' argument positions, as ``(1,)`` for
+    ``polygamma(n, input)``): the generated adapters then lay the real results out by the same
+    rule (``_define._layout_guard``); ``preserve``: by ``preserve_format`` (a dtype conversion).
+    A fake rule that lays its result out by the rule (``out_like`` with operands) must carry
+    this mark, or the real result stays row-major while the fake's does not."""
     meta._tp_layout = k
     meta._tp_layout_preserve = preserve
     return meta

@@ -432,7 +432,14 @@ def _zero_grad(ctx, g):   # floor/ceil/trunc/round: piecewise constant (torch: z
 defop("floor" + _U, meta=unary_meta(), backward=_zero_grad)
 defop("ceil" + _U, meta=unary_meta(), backward=_zero_grad)
 defop("trunc" + _U, meta=unary_meta(), backward=_zero_grad)
-defop("round(Tensor self, *, int decimals=0) -> Tensor", meta=lambda x, *, decimals=0: unary_meta()(x),
+_same_meta = unary_meta()
+
+
+def _round_meta(x, *, decimals=0):
+    return _same_meta(x)
+
+
+defop("round(Tensor self, *, int decimals=0) -> Tensor", meta=elementwise_meta(_round_meta, 1),
       backward=lambda ctx, g: (O.mul(g, 0.0), None))
 
 

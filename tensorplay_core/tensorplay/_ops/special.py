@@ -14,7 +14,8 @@ import math
 
 from .. import _dtype
 from ._define import defop, ops as O
-from ._shapes import (binary_meta, broadcast_shapes, first_tensor, float_dtype, is_tensor,
+from ._shapes import (binary_meta, broadcast_shapes, elementwise_meta, first_tensor, float_dtype,
+                      is_tensor,
                       out_like, shape_of, unary_meta)
 from .elementwise import _red, _save_inputs, _val
 
@@ -50,6 +51,9 @@ def _polygamma_meta(n, x):
     return _F(x)
 
 
+elementwise_meta(_polygamma_meta, (1,))    # laid out as its operand (torch's TensorIterator)
+
+
 def _polygamma_setup(ctx, inputs, output):
     ctx.n = inputs[0]
     ctx.save_for_backward(inputs[1])
@@ -63,6 +67,9 @@ def _mvlgamma_meta(x, p):
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
     return _F(x)
+
+
+elementwise_meta(_mvlgamma_meta, 1)
 
 
 def _mvlgamma_setup(ctx, inputs, output):
@@ -146,6 +153,9 @@ def _logit_meta(x, eps=None):
     return _F(x)
 
 
+elementwise_meta(_logit_meta, 1)
+
+
 def _logit_setup(ctx, inputs, output):
     ctx.eps = inputs[1] if len(inputs) > 1 else None
     ctx.save_for_backward(inputs[0])
@@ -192,7 +202,10 @@ def _heaviside_meta(x, values):
     shape = broadcast_shapes(shape_of(x), shape_of(values), api="heaviside")
     if x.dtype is not values.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
-    return out_like(shape, x.dtype, first_tensor(x, values))
+    return out_like(shape, x.dtype, first_tensor(x, values), (x, values))
+
+
+elementwise_meta(_heaviside_meta, 2)
 
 
 # torch: "derivative for aten::heaviside is not implemented" (no formula: not differentiable)
@@ -207,7 +220,10 @@ def _ldexp_meta(x, other):
         dt = float_dtype(x.dtype)
     else:   # x * pow(2.0, other) at the promoted dtype
         dt = _dtype.result_type(x.dtype, 2 if x.ndim else 1, other.dtype, 2 if other.ndim else 1)
-    return out_like(shape, dt, first_tensor(x, other))
+    return out_like(shape, dt, first_tensor(x, other), (x, other))
+
+
+elementwise_meta(_ldexp_meta, 2)
 
 
 def _ldexp_setup(ctx, inputs, output):
