@@ -563,3 +563,42 @@ def test_module_functions_take_torch_out():
         tp.frexp(x, out=(m, tp.empty(3, dtype=F64)))     # exponent must be int32, as torch
     with pytest.raises(RuntimeError):
         tp.lgamma(x, out=tp.empty(3, dtype=tp.int64))    # a float result into an int out
+
+
+# -- erf's approximations (session 46, h-specialfast46) and large arrays in blocks -----------------
+def test_erf_float64_within_two_ulp_of_math_erf_in_both_branches_and_past_them():
+    x = np.concatenate([_R.uniform(-7, 7, 3000), _R.uniform(-1.05, 1.05, 2000),
+                        np.exp(_R.uniform(-700, 3, 500)), [1.0, -1.0, 6.0, 27.0, 1e300]])
+    got = _np(tp.erf(_t(x)))
+    assert _ulps(got, [math.erf(v) for v in x]).max() <= 2
+    r = _np(tp.erf(_t([0.0, -0.0, INF, -INF, NAN])))
+    assert r[:4].tolist() == [0.0, -0.0, 1.0, -1.0] and np.signbit(r[1]) and math.isnan(r[4])
+
+
+def test_erf_float32_within_2e_7_relative_computed_in_float32():
+    # (1.8e-7 measured over 2e6 points: 1.5 to 3 float32 ulp, by where the value sits in its
+    # binade; the float32 evaluation of the float32 fits)
+    x = np.concatenate([_R.uniform(-5, 5, 4000), np.exp(_R.uniform(-80, 1.5, 1000))])
+    x = x.astype(np.float32)
+    got = tp.erf(tp.tensor(x)).numpy()
+    assert got.dtype == np.float32
+    ref = np.array([math.erf(float(v)) for v in x])
+    assert (np.abs(got - ref) <= 2e-7 * np.abs(ref)).all()
+
+
+@pytest.mark.parametrize("name", ["erf", "erfc", "lgamma", "digamma", "erfinv", "i0", "i1e",
+                                  "ndtri", "erfcx"])
+@pytest.mark.parametrize("dtype", [F32, F64])
+def test_a_large_array_gives_each_element_its_small_array_value(name, dtype):
+    # large arrays are computed in cache-sized blocks: element by element the same result as
+    # a short array's, for any layout (here a transposed, non-contiguous view)
+    lo, hi = DOMAIN.get(name, (-6.0, 6.0))
+    if name == "erfinv":
+        lo, hi = -0.999, 0.999
+    x = _R.uniform(lo, hi, (300, 131))
+    t = tp.tensor(x, dtype=dtype).t()
+    f = _fn(name)
+    big = f(t)
+    assert big.shape == (131, 300) and big.dtype is dtype
+    rows = np.stack([f(t[i].contiguous()).numpy() for i in (0, 7, 130)])
+    np.testing.assert_array_equal(big.numpy()[[0, 7, 130]], rows)

@@ -1,0 +1,117 @@
+"""Derives the coefficient tables of erf's approximations in
+``tensorplay_core/tensorplay/_kernels/unary.py`` (``_ERF_A64``, ``_ERF_B64``, ``_ERF_A32``,
+``_ERF_B32``) and prints them, with the error each reaches when evaluated by Horner's rule in its
+own precision. Not a test and not imported by anything: run it (NumPy needed) to check or remake
+the tables. ~1 minute.
+
+Method (no library's table is used): references from 50-digit ``decimal`` arithmetic -- erf(x)/x
+from its Maclaurin series, erfcx(x) = exp(x^2) erfc(x) from the series below 3 and Laplace's
+continued fraction (600 terms) from 3 on -- at Chebyshev nodes; a polynomial fitted by weighted
+least squares with Lawson's reweighting (towards the minimax error), the residuals taken in long
+double and the solution refined with them (so the fit is not limited by the normal equations'
+conditioning). The error minimised is relative, times a weight: for erf's second branch
+erfc(x)/erf(x), i.e. the error that branch leaves in erf itself.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal, getcontext
+
+import numpy as np
+
+getcontext().prec = 50
+PI = Decimal("3.14159265358979323846264338327950288419716939937510")
+SQPI = PI.sqrt()
+LD = np.longdouble
+
+
+def erf_over_x(x):
+    """erf(x) / x from the Maclaurin series (50 digits)."""
+    x = Decimal(x)
+    s, term, n, z = Decimal(0), Decimal(1), 0, x * x
+    while True:
+        c = term / (2 * n + 1)
+        s += c
+        n += 1
+        term = -term * z / n
+        if abs(c) < Decimal("1e-40"):
+            break
+    return 2 / SQPI * s
+
+
+def erfcx(x):
+    """exp(x^2) erfc(x), x > 0 (50 digits)."""
+    d = Decimal(x)
+    if x < 3:
+        return (d * d).exp() * (1 - d * erf_over_x(x))
+    f = d
+    for k in range(600, 0, -1):
+        f = d + Decimal(k) / 2 / f
+    return 1 / (SQPI * f)
+
+
+def fit_raw(fn, lo, hi, deg, n=400, var=lambda x: x, weight=None, lawson=15):
+    """Polynomial in v = var(x) itself (no centring): minimise max |P/ref - 1| * weight(x)."""
+    k = np.arange(n)
+    xs = (lo + hi) / 2 + (hi - lo) / 2 * np.cos(np.pi * (k + 0.5) / n)
+    v = var(xs)
+    refd = [fn(float(x)) for x in xs]
+    ref = np.array([LD(str(r)) if isinstance(r, Decimal) else LD(r) for r in refd])
+    wt = np.ones(n, LD) if weight is None else np.array([LD(weight(float(x))) for x in xs])
+    vv = v.astype(LD)
+    scale = float(np.max(np.abs(v)))
+    A = np.vander(vv / LD(scale), deg + 1, increasing=True) / ref[:, None] * wt[:, None]
+    Ad = A.astype(np.float64)
+    b = wt.copy()
+    w = np.ones(n)
+    for it in range(lawson):
+        sw = np.sqrt(w)
+        c = np.zeros(deg + 1, LD)
+        for _ in range(4):
+            r = (b - A @ c)
+            dc, *_ = np.linalg.lstsq(Ad * sw[:, None], (r * sw).astype(np.float64), rcond=None)
+            c = c + dc.astype(LD)
+        res = np.abs((A @ c - b).astype(np.float64))
+        w = w * (res + 1e-30)
+        w /= w.sum()
+    return [float(ci / LD(scale) ** i) for i, ci in enumerate(c)]
+
+
+def horner_error(coefs, fn, lo, hi, var, weight=None, dtype=np.float64, n=3000):
+    """Max of |P(var(x)) / fn(x) - 1| * weight(x) over random x, P evaluated in ``dtype``."""
+    xs = np.random.default_rng(2).uniform(lo, hi, n)
+    v = var(xs).astype(dtype)
+    r = np.full_like(v, dtype(coefs[-1]))
+    for c in coefs[-2::-1]:
+        r = r * v + dtype(c)
+    ref = np.array([float(fn(float(x))) for x in xs])
+    e = np.abs(r.astype(np.float64) - ref) / np.abs(ref)
+    if weight is not None:
+        e = e * np.array([weight(float(x)) for x in xs])
+    return float(e.max())
+
+
+def main():
+    def in_erf(a):
+        return math.erfc(a) / math.erf(a)
+
+    def square(x):
+        return x * x
+
+    tables = [
+        # name, function, interval, degree, variable, weight, evaluation dtype
+        ("_ERF_A64", erf_over_x, (0, 1), 11, square, None, np.float64),
+        ("_ERF_B64", erfcx, (1, 6), 11, lambda x: 1 / (2 + x), in_erf, np.float64),
+        ("_ERF_A32", erf_over_x, (0, 1), 5, square, None, np.float32),
+        ("_ERF_B32", erfcx, (1, 4), 5, lambda x: 1 / (1 + x), in_erf, np.float32),
+    ]
+    for name, fn, (lo, hi), deg, var, weight, dt in tables:
+        c = fit_raw(fn, lo, hi, deg, var=var, weight=weight, n=300 if weight else 400)
+        err = horner_error(c, fn, lo, hi, var, weight, dt)
+        print(f"# {name}: max error {err:.3g} ({np.dtype(dt).name} Horner)")
+        print(f"{name} = ({', '.join(repr(v) for v in c)})")
+
+
+if __name__ == "__main__":
+    main()
