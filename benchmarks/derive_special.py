@@ -1,6 +1,6 @@
 """Derives the coefficient tables of erf's approximations in
 ``tensorplay_core/tensorplay/_kernels/unary.py`` (``_ERF_A64``, ``_ERF_B64``, ``_ERF_A32``,
-``_ERF_B32``) and prints them, with the error each reaches when evaluated by Horner's rule in its
+``_ERF_B32``) and of lgamma's in ``_kernels/special.py`` (``_LG1``, ``_LG2``) and prints them, with the error each reaches when evaluated by Horner's rule in its
 own precision. Not a test and not imported by anything: run it (NumPy needed) to check or remake
 the tables. ~1 minute.
 
@@ -10,7 +10,9 @@ continued fraction (600 terms) from 3 on -- at Chebyshev nodes; a polynomial fit
 least squares with Lawson's reweighting (towards the minimax error), the residuals taken in long
 double and the solution refined with them (so the fit is not limited by the normal equations'
 conditioning). The error minimised is relative, times a weight: for erf's second branch
-erfc(x)/erf(x), i.e. the error that branch leaves in erf itself.
+erfc(x)/erf(x), i.e. the error that branch leaves in erf itself. lgamma's references are its
+Taylor series about 1 and 2 (58 terms; coefficients from zeta values, ``special._tables``) summed
+exactly in rational arithmetic, where they converge to below 1e-17.
 """
 
 from __future__ import annotations
@@ -92,6 +94,22 @@ def horner_error(coefs, fn, lo, hi, var, weight=None, dtype=np.float64, n=3000):
     return float(e.max())
 
 
+def _taylor(name):
+    """The exact sum of the Taylor series ``special._tables().<name>`` (lowest power first) at z."""
+    from fractions import Fraction
+
+    from tensorplay._kernels import special
+    coefs = [Fraction(c) for c in getattr(special._tables(), name)]
+
+    def f(z):
+        z, acc, p = Fraction(z), Fraction(0), Fraction(1)
+        for c in coefs:
+            acc += c * p
+            p *= z
+        return Decimal(acc.numerator) / Decimal(acc.denominator)
+    return f
+
+
 def main():
     def in_erf(a):
         return math.erfc(a) / math.erf(a)
@@ -105,9 +123,14 @@ def main():
         ("_ERF_B64", erfcx, (1, 6), 11, lambda x: 1 / (2 + x), in_erf, np.float64),
         ("_ERF_A32", erf_over_x, (0, 1), 5, square, None, np.float32),
         ("_ERF_B32", erfcx, (1, 4), 5, lambda x: 1 / (1 + x), in_erf, np.float32),
+        # lgamma(1 + z) = z (-gamma + z LG1(z)), |z| <= 1/2; lgamma(2 + z) = z (1 - gamma + z LG2(z))
+        ("_LG1", _taylor("lg1"), (-0.5, 0.5), 26, lambda x: x, None, np.float64),
+        ("_LG2", _taylor("lg2"), (-0.5, 1.0), 20, lambda x: x, None, np.float64),
     ]
     for name, fn, (lo, hi), deg, var, weight, dt in tables:
-        c = fit_raw(fn, lo, hi, deg, var=var, weight=weight, n=300 if weight else 400)
+        c = fit_raw(fn, lo, hi, deg, var=var, weight=weight,
+                    n=300 if weight else (200 if name.startswith("_LG") else 400),
+                    lawson=8 if name.startswith("_LG") else 15)
         err = horner_error(c, fn, lo, hi, var, weight, dt)
         print(f"# {name}: max error {err:.3g} ({np.dtype(dt).name} Horner)")
         print(f"{name} = ({', '.join(repr(v) for v in c)})")

@@ -42,6 +42,29 @@ _EULER = 0.57721566490153286061
 _BESSEL_SWITCH = 20.0          # power series below, Hankel's expansion from here
 _BESSEL_SERIES_TERMS = 44
 _PSI_ROOT_TERMS = 40           # digamma's Taylor series about its positive zero, on [1, 2)
+_BLOCK = 8192                  # elements per block of a large NumPy array (f64's temporaries in L2)
+
+
+# lgamma near its zeros, fitted (benchmarks/derive_special.py) to the Taylor series about 1 and 2
+# (``_tables().lg1``/``lg2``, 58 terms each from zeta values, summed exactly): with z = y - 1 on
+# [-1/2, 1/2], lgamma(1 + z) = z (-gamma + z _LG1(z)); with z = y - 2 on [-1/2, 1),
+# lgamma(2 + z) = z (1 - gamma + z _LG2(z)). 27 and 21 terms instead of 58 (relative error of
+# the polynomial 2.2e-16 and 2.1e-16 in double Horner).
+_LG1 = (
+    0.8224670334241132, -0.4006856343865327, 0.2705808084277938, -0.20738555102806372,
+    0.16955717699501138, -0.14404989685560463, 0.12550966976773362, -0.11133426013724305,
+    0.10009944469011618, -0.09095423002370999, 0.08335424461479919, -0.07692760188784417,
+    0.07142472987136424, -0.06674342494983365, 0.06261377035507806, -0.05805174792203815,
+    0.05448396571386267, -0.05812432366859948, 0.05709982041404673, -0.02090059823888068,
+    0.012973538446972056, -0.12971361063782216, 0.1409904019465675, 0.13163998188355763,
+    -0.14979677525485616, -0.21165087232364946, 0.21838675725946663,)
+_LG2 = (
+    0.3224670334241132, -0.06735230105319806, 0.020580808427785046, -0.0073855510286808075,
+    0.0028905103307100546, -0.0011927539113816346, 0.00050966952536757, -0.00022315476540699843,
+    9.945750990410335e-05, -4.492615784611641e-05, 2.050716405080135e-05, -9.439964020602925e-06,
+    4.375573718340547e-06, -2.0379157357370678e-06, 9.515275615987506e-07, -4.491353989222085e-07,
+    2.1956805718457575e-07, -1.0820254724204756e-07, 4.6050158318945554e-08,
+    -1.3336770757447851e-08, 1.831038803307834e-09,)
 
 
 def _bernoulli(n: int) -> list:
@@ -177,10 +200,34 @@ def bind(c) -> dict:
     F64 = nd(_dtype.float64)
     inf, nan = math.inf, math.nan
 
+    # NumPy (the cpu device) computes on the host: a branch no lane takes is skipped (asking
+    # costs one reduction) and large arrays go in blocks. Any other array module (CuPy) computes
+    # every branch and selects with `where`: asking "does any lane take it" would read a value
+    # back from the device, a synchronisation per branch that stalls the GPU's queue.
+    numpy_mod = c.be.np if getattr(c.be.np, "__name__", "") == "numpy" else None
+
     def f64(fn):
-        """Kernel computing ``fn`` in float64 and rounding once to the floating input dtype."""
+        """Kernel computing ``fn`` in float64 and rounding once to the floating input dtype.
+        On NumPy an array of more than ``_BLOCK`` elements is computed block by block (the
+        tens of temporaries of a block stay in cache instead of each being a fresh mapping of
+        the whole array's size); each element's value is the same either way."""
         def k(x, *args):
             x = fl(x)
+            if numpy_mod is not None and x.size > _BLOCK:
+                flat = xp.reshape(x, (-1,))
+                out = numpy_mod.empty(x.size, dtype=x.dtype)
+                for s in range(0, x.size, _BLOCK):
+                    blk = flat[s:s + _BLOCK]
+                    # (the assignment rounds a float64 result to x's dtype, as astype would)
+                    out[s:s + _BLOCK] = fn(blk if blk.dtype == F64 else xp.astype(blk, F64),
+                                           *args)
+                return xp.reshape(out, x.shape)
+            if numpy_mod is not None:
+                # one dimension (``branch`` gathers lanes; a 0-dim array's arithmetic would
+                # give NumPy scalars)
+                flat = xp.reshape(x, (-1,))
+                r = fn(flat if flat.dtype == F64 else xp.astype(flat, F64), *args)
+                return xp.reshape(r if x.dtype == F64 else xp.astype(r, x.dtype), x.shape)
             if x.dtype == F64:
                 return fn(x, *args)
             return xp.astype(fn(xp.astype(x, F64), *args), x.dtype)
@@ -190,46 +237,58 @@ def bind(c) -> dict:
         return xp.full_like(x, v)
 
     def some(mask):
-        """Whether any lane takes a branch: a branch no lane takes is not computed (each is
-        tens of array operations; on CuPy the answer is one small device-to-host read)."""
-        return bool(xp.any(mask))
+        """Whether any lane takes a branch: a branch no lane takes is not computed on NumPy
+        (each is tens of array operations). Elsewhere True, reading nothing back."""
+        return bool(xp.any(mask)) if numpy_mod is not None else True
 
     # -- gamma family -----------------------------------------------------------------------
+    def branch(r, mask, fn, arg, safe):
+        """``r`` with ``fn(arg)`` in the lanes of ``mask`` (arrays of one dimension). On NumPy
+        ``fn`` sees only those lanes (gathered, then scattered back into ``r``, which it
+        writes: a fresh array); elsewhere it sees every lane, ``safe`` in the others, and
+        ``where`` keeps its lanes (no host read)."""
+        if numpy_mod is None:
+            return xp.where(mask, fn(xp.where(mask, arg, full(arg, safe))), r)
+        idx = numpy_mod.flatnonzero(mask)
+        if idx.size:
+            r[idx] = fn(arg[idx])
+        return r
+
+    # -- gamma family -----------------------------------------------------------------------
+    def lgamma_near1(y):
+        # y < 0.5: lgamma(1 + y) - log(y), the polynomial taken at z = y itself (no rounding);
+        # [0.5, 1.5): about 1
+        small = y < 0.5
+        z1 = xp.where(small, y, y - 1.0)
+        s1 = z1 * (-_EULER + z1 * _horner(None, z1, _LG1))
+        return xp.where(small, s1 - xp.log(y), s1)
+
+    def lgamma_mid(y):
+        # [1.5, 7): down to [1.5, 3) by lgamma(y) = log((y-1)...(y-m)) + lgamma(y-m), then
+        # the polynomial about 2
+        yr, prod = y, xp.ones_like(y)
+        for _ in range(4):
+            m = yr >= 3.0
+            if not some(m):
+                break
+            yr = xp.where(m, yr - 1.0, yr)
+            prod = xp.where(m, prod * yr, prod)
+        z2 = yr - 2.0
+        return z2 * ((1.0 - _EULER) + z2 * _horner(None, z2, _LG2)) + xp.log(prod)
+
+    def lgamma_big(y):
+        # >= 7: Stirling (10 terms: the first left out is below 4e-18 of lgamma(7))
+        inv = 1.0 / y
+        return (y - 0.5) * xp.log(y) - y + _HALF_LOG_2PI + inv * _horner(
+            None, inv * inv, _tables().stirling)
+
     def lgamma_pos(y):
         """lgamma of y > 0 (finite), float64; other lanes give garbage that callers mask."""
-        T = _tables()
         y = xp.where((y > 0) & xp.isfinite(y), y, full(y, 1.0))
-        # y < 0.5: lgamma(1 + y) - log(y), the series taken at z = y itself (no rounding)
-        # [0.5, 1.5): series about 1; [1.5, 3): about 2; [3, 10): down to [2, 3) by
-        # lgamma(y) = log((y-1)...(y-m)) + lgamma(y-m); >= 10: Stirling
-        small = y < 0.5
-        near1 = y < 1.5
-        big = y >= 10.0
-        near2 = ~near1 & ~big
         r = xp.zeros_like(y)
-        if some(near1):
-            z1 = xp.where(small, y, xp.where(near1, y, full(y, 1.0)) - 1.0)
-            s1 = z1 * (-_EULER + z1 * _horner(None, z1, T.lg1))
-            r = xp.where(near1, xp.where(small, s1 - xp.log(xp.where(small, y, full(y, 1.0))),
-                                         s1), r)
-        if some(near2):
-            yr = xp.where(near2, y, full(y, 2.5))
-            prod = xp.ones_like(y)
-            for _ in range(8):
-                m = yr >= 3.0
-                if not some(m):
-                    break
-                yr = xp.where(m, yr - 1.0, yr)
-                prod = xp.where(m, prod * yr, prod)
-            z2 = yr - 2.0
-            s2 = z2 * ((1.0 - _EULER) + z2 * _horner(None, z2, T.lg2))
-            r = xp.where(near2, s2 + xp.log(prod), r)
-        if some(big):
-            yb = xp.where(big, y, full(y, 10.0))
-            inv = 1.0 / yb
-            st = (yb - 0.5) * xp.log(yb) - yb + _HALF_LOG_2PI + inv * _horner(
-                None, inv * inv, T.stirling)
-            r = xp.where(big, st, r)
+        r = branch(r, y < 1.5, lgamma_near1, y, 1.0)
+        r = branch(r, (y >= 1.5) & (y < 7.0), lgamma_mid, y, 2.5)
+        r = branch(r, y >= 7.0, lgamma_big, y, 10.0)
         return r + 0.0      # (+0.0: lgamma(1) is +0, not -0)
 
     def sinpi_abs(x):
@@ -240,7 +299,8 @@ def bind(c) -> dict:
         neg = x < 0
         r = lgamma_pos(xp.where(neg, 1.0 - x, x))
         # reflection: lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x)
-        r = xp.where(neg, _LOG_PI - xp.log(sinpi_abs(x)) - r, r)
+        refl = branch(xp.zeros_like(x), neg, lambda v: _LOG_PI - xp.log(sinpi_abs(v)), x, -0.5)
+        r = xp.where(neg, refl - r, r)
         pole = (x <= 0) & (x == xp.floor(x))            # 0, -0.0, negative integers, -inf
         r = xp.where(pole | xp.isinf(x), full(x, inf), r)
         return xp.where(xp.isnan(x), x, r)
@@ -484,7 +544,8 @@ def bind(c) -> dict:
         if some(small):
             s = xp.where(small, a, xp.zeros_like(a))
             # terms up to (s/2)^2K / (K!)^2 below 1e-17 e^s: K from the largest argument
-            n = min(_BESSEL_SERIES_TERMS, int(math.ceil(10 + 1.7 * float(xp.max(s)))))
+            n = (min(_BESSEL_SERIES_TERMS, int(math.ceil(10 + 1.7 * float(xp.max(s)))))
+                 if numpy_mod is not None else _BESSEL_SERIES_TERMS)   # (no host read)
             z = s * s / 4.0
             term = xp.ones_like(s) if nu == 0 else s / 2.0
             total = term
