@@ -31,11 +31,15 @@ _SQRT2 = math.sqrt(2.0)
 
 
 # -- coefficient tables, computed from closed forms on first use (_tables) ------------------------
-_ERFC_CENTRES, _ERFC_TERMS = 23, 26
-_ERFC_TAYLOR_END = 0.5 + 0.25 * (_ERFC_CENTRES - 1) + 0.125      # 6.125: the CF beyond
-# erf(x) = 2/sqrt(pi) sum_n (-1)^n x^(2n+1) / (n! (2n+1)), highest power first (|x| < 0.5)
+# erfc's Taylor tables: centres 0.5, 0.625, ..., 6.125 (|h| <= 1/16 from the nearest; the terms
+# go as (2 c h)^n / n!, below 1e-18 of erfc(c) from n = 18 on at c = 6.125)
+_ERFC_STEP = 0.125
+_ERFC_CENTRES, _ERFC_TERMS = 46, 19
+_ERFC_TAYLOR_END = 0.5 + _ERFC_STEP * (_ERFC_CENTRES - 1) + _ERFC_STEP / 2   # 6.1875: CF beyond
+# erf(x) = 2/sqrt(pi) sum_n (-1)^n x^(2n+1) / (n! (2n+1)), highest power first (|x| < 0.5:
+# the term n = 14 is below 2e-21 of the sum)
 _ERF_SERIES = [_TWO_OVER_SQRT_PI * (-1) ** n / (math.factorial(n) * (2 * n + 1))
-               for n in range(22, -1, -1)]
+               for n in range(13, -1, -1)]
 # erfinv(y) = sqrt(pi)/2 (y + pi/12 y^3 + 7 pi^2/480 y^5 + 127 pi^3/40320 y^7): a first guess
 _ERFINV_SERIES = [1.0, _PI / 12, 7 * _PI ** 2 / 480, 127 * _PI ** 3 / 40320]
 _EULER = 0.57721566490153286061
@@ -97,12 +101,12 @@ def _zeta_tail(s: int, q: float, bern: list) -> float:
 
 
 def _erfc_taylor_table():
-    """Taylor coefficients of erfc at the centres 0.5, 0.75, ..., 6.0 (26 terms each):
+    """Taylor coefficients of erfc at the centres 0.5, 0.625, ..., 6.125 (19 terms each):
     erfc^(n)(c) / n! = -(2/sqrt(pi)) exp(-c^2) (-1)^(n-1) H_(n-1)(c) / n!, with the physicists'
     Hermite polynomials H, and erfc(c) itself from ``math.erfc``."""
     rows = []
     for j in range(_ERFC_CENTRES):
-        c = 0.5 + 0.25 * j
+        c = 0.5 + _ERFC_STEP * j
         e = _TWO_OVER_SQRT_PI * math.exp(-c * c)
         h_prev, h = 0.0, 1.0           # H_-1 (unused), H_0
         row = [math.erfc(c)]
@@ -261,7 +265,7 @@ def bind(c) -> dict:
         small = y < 0.5
         z1 = xp.where(small, y, y - 1.0)
         s1 = z1 * (-_EULER + z1 * _horner(None, z1, _LG1))
-        return xp.where(small, s1 - xp.log(y), s1)
+        return xp.where(small, s1 - xp.log(y), s1) + 0.0      # (lgamma(1) is +0, not -0)
 
     def lgamma_mid(y):
         # [1.5, 7): down to [1.5, 3) by lgamma(y) = log((y-1)...(y-m)) + lgamma(y-m), then
@@ -283,13 +287,12 @@ def bind(c) -> dict:
             None, inv * inv, _tables().stirling)
 
     def lgamma_pos(y):
-        """lgamma of y > 0 (finite), float64; other lanes give garbage that callers mask."""
-        y = xp.where((y > 0) & xp.isfinite(y), y, full(y, 1.0))
+        """lgamma of y > 0 (finite), float64; other lanes (0, inf, NaN) give garbage that
+        callers mask."""
         r = xp.zeros_like(y)
         r = branch(r, y < 1.5, lgamma_near1, y, 1.0)
         r = branch(r, (y >= 1.5) & (y < 7.0), lgamma_mid, y, 2.5)
-        r = branch(r, y >= 7.0, lgamma_big, y, 10.0)
-        return r + 0.0      # (+0.0: lgamma(1) is +0, not -0)
+        return branch(r, y >= 7.0, lgamma_big, y, 10.0)
 
     def sinpi_abs(x):
         """|sin(pi x)| with the argument reduced exactly first (x - round(x))."""
@@ -297,13 +300,18 @@ def bind(c) -> dict:
 
     def lgamma64(x):
         neg = x < 0
-        r = lgamma_pos(xp.where(neg, 1.0 - x, x))
-        # reflection: lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x)
-        refl = branch(xp.zeros_like(x), neg, lambda v: _LOG_PI - xp.log(sinpi_abs(v)), x, -0.5)
-        r = xp.where(neg, refl - r, r)
-        pole = (x <= 0) & (x == xp.floor(x))            # 0, -0.0, negative integers, -inf
-        r = xp.where(pole | xp.isinf(x), full(x, inf), r)
-        return xp.where(xp.isnan(x), x, r)
+        any_neg = some(neg)
+        r = lgamma_pos(xp.where(neg, 1.0 - x, x) if any_neg else x)
+        if any_neg:
+            # reflection: lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x); a negative
+            # integer's sin(pi (x - round(x))) is exactly 0, so its lgamma is +inf
+            refl = branch(xp.zeros_like(x), neg, lambda v: _LOG_PI - xp.log(sinpi_abs(v)), x,
+                          -0.5)
+            r = xp.where(neg, refl - r, r)
+        # +-0 and +-inf give +inf, NaN NaN (|x| + inf)
+        a = xp.abs(x)
+        special = ~((a > 0) & (a < inf))
+        return xp.where(special, a + inf, r) if some(special) else r
 
     def digamma_pos(y):
         """digamma of y > 0: shifted to y >= 10, then the asymptotic series (torch's scheme)."""
@@ -405,7 +413,8 @@ def bind(c) -> dict:
         t = table.get("erfc")
         dev = getattr(like, "device", None)
         if t is None or t[0] != dev:
-            arr = xp.asarray(_tables().erfc, dtype=F64)
+            # (terms, centres): one gather of a lane's column gives its coefficients
+            arr = xp.asarray([list(col) for col in zip(*_tables().erfc)], dtype=F64)
             if dev is not None and getattr(arr, "device", dev) != dev:
                 arr = xp.asarray(arr, device=dev)
             table["erfc"] = t = (dev, arr)
@@ -435,33 +444,25 @@ def bind(c) -> dict:
         return f
 
     def erfc_taylor(a):
-        """erfc(a) for 0.375 <= a < 6.125 from the Taylor tables (other lanes: garbage)."""
+        """erfc(a) for 0.4375 <= a < 6.1875 from the Taylor tables (other lanes: garbage)."""
         tab = erfc_table(a)
-        idx = xp.clip(xp.round((a - 0.5) * 4.0), 0, _ERFC_CENTRES - 1)
-        h = a - (0.5 + 0.25 * idx)
-        flat_i = xp.reshape(xp.astype(idx, nd(_dtype.int64)), (-1,))
-        flat_h = xp.reshape(h, (-1,))
-        p = xp.take(tab[:, _ERFC_TERMS - 1], flat_i)
+        idx = xp.clip(xp.round((a - 0.5) * (1 / _ERFC_STEP)), 0, _ERFC_CENTRES - 1)
+        h = xp.reshape(a - (0.5 + _ERFC_STEP * idx), (-1,))
+        coefs = xp.take(tab, xp.reshape(xp.astype(idx, nd(_dtype.int64)), (-1,)), axis=1)
+        p = coefs[_ERFC_TERMS - 1]
         for j in range(_ERFC_TERMS - 2, -1, -1):
-            p = p * flat_h + xp.take(tab[:, j], flat_i)
+            p = p * h + coefs[j]
         return xp.reshape(p, a.shape)
+
+    def erfc_tail(a):
+        return expm_sq(xp.minimum(a, full(a, 40.0))) / (_SQRT_PI * erfc_cf(a))
 
     def erfc_pos(a):
         """erfc(a) for a >= 0 (NaN passes)."""
-        lo = a < 0.5
-        taylor = a < _ERFC_TAYLOR_END
-        mid_lanes = taylor & ~lo
-        r = a     # NaN lanes pass through; every other lane is one of the branches
-        if some(lo):
-            r = xp.where(lo, 1.0 - erf_small(xp.where(lo, a, xp.zeros_like(a))), r)
-        if some(mid_lanes):
-            r = xp.where(mid_lanes, erfc_taylor(xp.where(mid_lanes, a, full(a, 0.5))), r)
-        tail_lanes = a >= _ERFC_TAYLOR_END
-        if some(tail_lanes):
-            al = xp.where(tail_lanes, a, full(a, 7.0))
-            tail = expm_sq(xp.minimum(al, full(a, 40.0))) / (_SQRT_PI * erfc_cf(al))
-            r = xp.where(tail_lanes, tail, r)
-        return r
+        r = a * 1.0   # NaN lanes pass through; every other lane is one of the branches
+        r = branch(r, a < 0.5, lambda v: 1.0 - erf_small(v), a, 0.0)
+        r = branch(r, (a >= 0.5) & (a < _ERFC_TAYLOR_END), erfc_taylor, a, 0.5)
+        return branch(r, a >= _ERFC_TAYLOR_END, erfc_tail, a, 7.0)
 
     def erfc64(x):
         r = erfc_pos(xp.abs(x))
@@ -473,27 +474,21 @@ def bind(c) -> dict:
         a = xp.abs(x)
         if e is None:
             e = erfc_pos(a)
-        r = xp.where(a < 0.5, erf_small(xp.where(a < 0.5, x, xp.zeros_like(x))),
-                     xp.sign(x) * (1.0 - e))
+        r = branch(xp.sign(x) * (1.0 - e), a < 0.5, erf_small, x, 0.0)
         return xp.where(x == 0, x, r)
 
     def erfcx64(x):
         a = xp.abs(x)
-        r = x
-        taylor = (x >= 0.5) & (x < _ERFC_TAYLOR_END)
-        if some(taylor):
-            at = xp.where(taylor, x, full(x, 0.5))
-            r = xp.where(taylor, expp_sq(at) * erfc_taylor(at), r)
-        tail_lanes = x >= _ERFC_TAYLOR_END
-        if some(tail_lanes):
-            al = xp.where(tail_lanes, x, full(x, 7.0))
-            r = xp.where(tail_lanes, 1.0 / (_SQRT_PI * erfc_cf(al)), r)
-        low_lanes = x < 0.5
-        if some(low_lanes):
+        r = x * 1.0
+
+        def low(v):
             # exp(x^2) erfc(x) (overflows to inf below about -26.6, as torch)
-            xs = xp.maximum(xp.where(low_lanes, x, xp.zeros_like(x)), full(x, -27.0))
-            low = expp_sq(xs) * erfc64(xs)
-            r = xp.where(low_lanes, xp.where(x < -26.7, full(x, inf), low), r)
+            xs = xp.maximum(v, full(v, -27.0))
+            return xp.where(v < -26.7, full(v, inf), expp_sq(xs) * erfc64(xs))
+        r = branch(r, (x >= 0.5) & (x < _ERFC_TAYLOR_END),
+                   lambda v: expp_sq(v) * erfc_taylor(v), x, 0.5)
+        r = branch(r, x >= _ERFC_TAYLOR_END, lambda v: 1.0 / (_SQRT_PI * erfc_cf(v)), x, 7.0)
+        r = branch(r, x < 0.5, low, x, 0.0)
         r = xp.where(xp.isinf(a) & (x > 0), xp.zeros_like(x), r)
         return xp.where(xp.isnan(x), x, r)
 
