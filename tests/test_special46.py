@@ -602,3 +602,48 @@ def test_a_large_array_gives_each_element_its_small_array_value(name, dtype):
     assert big.shape == (131, 300) and big.dtype is dtype
     rows = np.stack([f(t[i].contiguous()).numpy() for i in (0, 7, 130)])
     np.testing.assert_array_equal(big.numpy()[[0, 7, 130]], rows)
+
+
+def _device_path_kernels():
+    """The special-function and erf kernels bound as for an array module that is not NumPy
+    (CuPy's path: every branch computed and selected with ``where``, no host reads, no
+    blocks), here over NumPy itself, so the cuda code path runs without a GPU."""
+    import types
+
+    from tensorplay import backends
+    from tensorplay._kernels import special as special_kernels
+    from tensorplay._kernels import unary as unary_kernels
+    from tensorplay._kernels._context import Context
+
+    cpu = backends.get("cpu")
+    not_numpy = types.SimpleNamespace(**{k: getattr(np, k) for k in dir(np)
+                                         if not k.startswith("__")})
+    not_numpy.__name__ = "not_numpy"
+
+    class Be:
+        np = not_numpy
+        native_dtype = staticmethod(cpu.native_dtype)
+        dtype_of = staticmethod(cpu.dtype_of)
+
+    c = Context(cpu.xp, Be())
+    k = special_kernels.bind(c)
+    k["erf"] = unary_kernels.bind(c)["erf"]
+    return k
+
+
+@pytest.mark.parametrize("name", ["erf", "erfc", "erfcx", "erfinv", "ndtri", "lgamma", "digamma",
+                                  "i0", "i0e", "i1", "i1e"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_device_path_without_host_reads_gives_the_cpu_values(name, dtype):
+    kernels = _device_path_kernels()
+    lo, hi = DOMAIN.get(name, (-30.0, 30.0))
+    if name in ("erfinv", "ndtri"):
+        lo, hi = (-1.0, 1.0) if name == "erfinv" else (0.0, 1.0)
+    x = np.concatenate([_R.uniform(lo, hi, 2000), _R.uniform(-1, 1, 199),
+                        [0.0, -0.0, INF, -INF, NAN, 1.0, 2.0, -3.0, 0.5, 6.1875, 30.0]])
+    x = x.astype(dtype)
+    with np.errstate(all="ignore"):
+        dev = kernels[name](x.reshape(2, -1))
+    assert dev.dtype == dtype and dev.shape == (2, x.size // 2)
+    cpu = _fn(name)(tp.tensor(x)).numpy()
+    np.testing.assert_array_equal(dev.reshape(-1), cpu)
