@@ -1,6 +1,6 @@
 """Derives the coefficient tables of erf's approximations in
 ``tensorplay_core/tensorplay/_kernels/unary.py`` (``_ERF_A64``, ``_ERF_B64``, ``_ERF_A32``,
-``_ERF_B32``) and of lgamma's in ``_kernels/special.py`` (``_LG1``, ``_LG2``) and prints them, with the error each reaches when evaluated by Horner's rule in its
+``_ERF_B32``) and of lgamma's in ``_kernels/special.py`` (``_LG1``, ``_LG2``, ``_PSI_ROOT``) and prints them, with the error each reaches when evaluated by Horner's rule in its
 own precision. Not a test and not imported by anything: run it (NumPy needed) to check or remake
 the tables. ~1 minute.
 
@@ -110,6 +110,24 @@ def _taylor(name):
     return f
 
 
+def _psi_root_taylor():
+    """The exact sum of digamma's Taylor series about its positive zero x0 (40 terms from zeta
+    values, ``special._tables().psi_root``) divided by z = x - x0, and x0."""
+    from fractions import Fraction
+
+    from tensorplay._kernels import special
+    x0, _, coefs = special._tables().psi_root
+    cf = [Fraction(c) for c in coefs]
+
+    def f(z):
+        z, acc, p = Fraction(z), Fraction(0), Fraction(1)
+        for c in cf:
+            acc += c * p
+            p *= z
+        return Decimal(acc.numerator) / Decimal(acc.denominator)
+    return f, x0
+
+
 def main():
     def in_erf(a):
         return math.erfc(a) / math.erf(a)
@@ -117,6 +135,7 @@ def main():
     def square(x):
         return x * x
 
+    psi_root, x0 = _psi_root_taylor()
     tables = [
         # name, function, interval, degree, variable, weight, evaluation dtype
         ("_ERF_A64", erf_over_x, (0, 1), 11, square, None, np.float64),
@@ -126,11 +145,13 @@ def main():
         # lgamma(1 + z) = z (-gamma + z LG1(z)), |z| <= 1/2; lgamma(2 + z) = z (1 - gamma + z LG2(z))
         ("_LG1", _taylor("lg1"), (-0.5, 0.5), 26, lambda x: x, None, np.float64),
         ("_LG2", _taylor("lg2"), (-0.5, 1.0), 20, lambda x: x, None, np.float64),
+        # digamma(x0 + z) = z _PSI_ROOT(z) for x in [1, 2)
+        ("_PSI_ROOT", psi_root, (1.0 - x0, 2.0 - x0), 22, lambda x: x, None, np.float64),
     ]
     for name, fn, (lo, hi), deg, var, weight, dt in tables:
         c = fit_raw(fn, lo, hi, deg, var=var, weight=weight,
-                    n=300 if weight else (200 if name.startswith("_LG") else 400),
-                    lawson=8 if name.startswith("_LG") else 15)
+                    n=300 if weight else (400 if name.startswith("_ERF") else 200),
+                    lawson=15 if name.startswith("_ERF") else 8)
         err = horner_error(c, fn, lo, hi, var, weight, dt)
         print(f"# {name}: max error {err:.3g} ({np.dtype(dt).name} Horner)")
         print(f"{name} = ({', '.join(repr(v) for v in c)})")
