@@ -1,6 +1,7 @@
 """Derives the coefficient tables of erf's approximations in
 ``tensorplay_core/tensorplay/_kernels/unary.py`` (``_ERF_A64``, ``_ERF_B64``, ``_ERF_A32``,
-``_ERF_B32``) and of lgamma's in ``_kernels/special.py`` (``_LG1``, ``_LG2``, ``_PSI_ROOT``) and prints them, with the error each reaches when evaluated by Horner's rule in its
+``_ERF_B32``) and of lgamma's in ``_kernels/special.py`` (``_LG1``, ``_LG2``, ``_PSI_ROOT``,
+``_ERFINV_C``, ``_ERFINV_T``) and prints them, with the error each reaches when evaluated by Horner's rule in its
 own precision. Not a test and not imported by anything: run it (NumPy needed) to check or remake
 the tables. ~1 minute.
 
@@ -128,6 +129,44 @@ def _psi_root_taylor():
     return f, x0
 
 
+def fit_pairs(v, y, deg, lawson=10):
+    """Polynomial P with P(v_i) ~ y_i, minimising max |P/y - 1| (as ``fit_raw``, from sample
+    pairs rather than a function)."""
+    scale = float(np.max(np.abs(v)))
+    A = np.vander((v / scale).astype(LD), deg + 1, increasing=True) / y.astype(LD)[:, None]
+    Ad = A.astype(np.float64)
+    b = np.ones(len(v), LD)
+    w = np.ones(len(v))
+    for _ in range(lawson):
+        sw = np.sqrt(w)
+        c = np.zeros(deg + 1, LD)
+        for _ in range(3):
+            r = b - A @ c
+            dc, *_ = np.linalg.lstsq(Ad * sw[:, None], (r * sw).astype(np.float64), rcond=None)
+            c = c + dc.astype(LD)
+        res = np.abs((A @ c - b).astype(np.float64))
+        w = w * (res + 1e-30)
+        w /= w.sum()
+    return [float(ci / LD(scale) ** i) for i, ci in enumerate(c)], float(res.max())
+
+
+def erfinv_guess_tables():
+    """erfinv's first guess (``_ERFINV_C``, ``_ERFINV_T``): with w = -log((1 - y)(1 + y)),
+    erfinv(y) / y = C(w) for w < 5 and erfinv(y) / s = T(1 / s), s = sqrt(w), beyond; fitted
+    to pairs (w(x), x) made from x with ``math.erf``/``math.erfc`` (no inverse needed)."""
+    xs = np.linspace(1e-4, 2.2, 3000)
+    w = np.array([-math.log(math.erfc(x) * (1 + math.erf(x))) for x in xs])
+    a = np.array([math.erf(x) for x in xs])
+    m = w <= 5.0
+    central, e1 = fit_pairs(w[m], xs[m] / a[m], 8)
+    xt = np.linspace(xs[m].max() - 0.01, 26.5, 4000)
+    s = np.sqrt([-math.log(math.erfc(x)) - math.log1p(math.erf(x)) for x in xt])
+    tail, e2 = fit_pairs(1 / s, xt / s, 10)
+    print(f"# _ERFINV_C: max relative error {e1:.3g}; _ERFINV_T: {e2:.3g}")
+    print(f"_ERFINV_C = ({', '.join(repr(v) for v in central)})")
+    print(f"_ERFINV_T = ({', '.join(repr(v) for v in tail)})")
+
+
 def main():
     def in_erf(a):
         return math.erfc(a) / math.erf(a)
@@ -155,6 +194,7 @@ def main():
         err = horner_error(c, fn, lo, hi, var, weight, dt)
         print(f"# {name}: max error {err:.3g} ({np.dtype(dt).name} Horner)")
         print(f"{name} = ({', '.join(repr(v) for v in c)})")
+    erfinv_guess_tables()
 
 
 if __name__ == "__main__":
