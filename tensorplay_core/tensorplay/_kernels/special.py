@@ -54,6 +54,9 @@ _ERF_SERIES = [_TWO_OVER_SQRT_PI * (-1) ** n / (math.factorial(n) * (2 * n + 1))
 _EULER = 0.57721566490153286061
 _BESSEL_SWITCH = 20.0          # power series below, Hankel's expansion from here
 _BESSEL_SERIES_TERMS = 44
+# 1 / (k! (k + nu)!), the power series' coefficients in (x/2)^2 (nu = 0, 1)
+_BESSEL_SERIES = [[1.0 / (math.factorial(k) * math.factorial(k + nu))
+                   for k in range(_BESSEL_SERIES_TERMS)] for nu in (0, 1)]
 _PSI_ROOT_TERMS = 40           # digamma's Taylor series about its positive zero, on [1, 2)
 _BLOCK = 8192                  # elements per block of a large NumPy array (f64's temporaries in L2)
 
@@ -582,30 +585,27 @@ def bind(c) -> dict:
         return xp.where(xp.isnan(p), p, r)
 
     # -- modified Bessel functions -----------------------------------------------------------
+    def bessel_series(s, nu):
+        """exp(-s) I_nu(s) for 0 <= s < 20: the power series sum_k (s/2)^(2k+nu) / (k! (k+nu)!)
+        by Horner's rule in (s/2)^2 (terms positive: no cancellation)."""
+        # terms up to (s/2)^2K / (K!)^2 below 1e-17 e^s: K from the largest argument on NumPy
+        # (a host value: free there), all of them elsewhere (no host read)
+        n = (min(_BESSEL_SERIES_TERMS, int(math.ceil(10 + 1.7 * float(xp.max(s)))))
+             if numpy_mod is not None and s.size else _BESSEL_SERIES_TERMS)
+        p = _horner(None, s * s * 0.25, _BESSEL_SERIES[nu][:n])
+        if nu:
+            p = p * (s * 0.5)
+        return p * xp.exp(-s)
+
     def bessel_scaled(x, nu):
         """exp(-|x|) I_nu(|x|) for nu in (0, 1), float64."""
-        T = _tables()
+        coefs = _tables().i0_asym if nu == 0 else _tables().i1_asym
         a = xp.abs(x)
-        small = a < _BESSEL_SWITCH
-        r = a
-        if some(small):
-            s = xp.where(small, a, xp.zeros_like(a))
-            # terms up to (s/2)^2K / (K!)^2 below 1e-17 e^s: K from the largest argument
-            n = (min(_BESSEL_SERIES_TERMS, int(math.ceil(10 + 1.7 * float(xp.max(s)))))
-                 if numpy_mod is not None else _BESSEL_SERIES_TERMS)   # (no host read)
-            z = s * s / 4.0
-            term = xp.ones_like(s) if nu == 0 else s / 2.0
-            total = term
-            for k in range(1, n):
-                term = term * z / (k * (k + nu))
-                total = total + term
-            r = xp.where(small, total * xp.exp(-s), r)
-        large = a >= _BESSEL_SWITCH
-        if some(large):
-            b = xp.where(large, a, full(a, _BESSEL_SWITCH))
-            coefs = T.i0_asym if nu == 0 else T.i1_asym
-            r = xp.where(large, _horner(None, 1.0 / b, coefs) / xp.sqrt(2.0 * _PI * b), r)
-        return r
+        r = a * 1.0        # (NaN passes)
+        r = branch(r, a < _BESSEL_SWITCH, lambda v: bessel_series(v, nu), a, 0.0)
+        return branch(r, a >= _BESSEL_SWITCH,
+                      lambda b: _horner(None, 1.0 / b, coefs) / xp.sqrt(2.0 * _PI * b), a,
+                      _BESSEL_SWITCH)
 
     def i0e64(x):
         return xp.where(xp.isnan(x), x, bessel_scaled(x, 0))
