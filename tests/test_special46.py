@@ -640,7 +640,7 @@ def test_the_device_path_without_host_reads_gives_the_cpu_values(name, dtype):
     if name in ("erfinv", "ndtri"):
         lo, hi = (-1.0, 1.0) if name == "erfinv" else (0.0, 1.0)
     x = np.concatenate([_R.uniform(lo, hi, 2000), _R.uniform(-1, 1, 199),
-                        [0.0, -0.0, INF, -INF, NAN, 1.0, 2.0, -3.0, 0.5, 6.1875, 30.0]])
+                        [0.0, -0.0, INF, -INF, NAN, 1.0, 2.0, -3.0, 0.5, 6.15625, 30.0]])
     x = x.astype(dtype)
     with np.errstate(all="ignore"):
         dev = kernels[name](x.reshape(2, -1))
