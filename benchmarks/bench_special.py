@@ -14,9 +14,13 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _harness as H  # noqa: E402
 
 import tensorplay as tp
 import tensorplay.special as S
@@ -62,7 +66,7 @@ def _best(fn, arg, number):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--rounds", type=int, default=3 if H.QUICK else 9)
     ap.add_argument("--sizes", default=f"16,{1 << 20}")
     ap.add_argument("--ops", default=",".join(OPS))
     ap.add_argument("--dtypes", default="float32,float64")
@@ -73,6 +77,7 @@ def main(argv=None):
         names = ["exp"] + names
     print(f"load: {os.getloadavg()}; torch: {torch.__version__ if torch else 'not imported'}")
     rng = np.random.default_rng(0)
+    results = []
     for n in sizes:
         number = 200 if n <= 4096 else 3
         for dt in a.dtypes.split(","):
@@ -97,6 +102,10 @@ def main(argv=None):
             print(f"\n{n} elements, {dt}  (median of {a.rounds} rounds, best of {number})")
             for label, _, _ in cases:
                 print(f"  {label:22s} {med[label] * 1e6:12.1f} us   {med[label] / ref:8.1f}x tp.exp")
+                results.append({"n": n, "dtype": dt, "fn": label, "us": med[label] * 1e6,
+                                "x_tp_exp": med[label] / ref})
+    H.write_json("bench_special", {"rounds": a.rounds, "load": os.getloadavg(),
+                                   "results": results})
 
 
 if __name__ == "__main__":
