@@ -1,7 +1,7 @@
 """Derives the coefficient tables of erf's approximations in
 ``tensorplay_core/tensorplay/_kernels/unary.py`` (``_ERF_A64``, ``_ERF_B64``, ``_ERF_A32``,
 ``_ERF_B32``) and of lgamma's in ``_kernels/special.py`` (``_LG1``, ``_LG2``, ``_PSI_ROOT``,
-``_ERFINV_C``, ``_ERFINV_T``) and prints them, with the error each reaches when evaluated by Horner's rule in its
+``_STIRLING``, ``_PSI_ASYM``, ``_ERFINV_C``, ``_ERFINV_T``) and prints them, with the error each reaches when evaluated by Horner's rule in its
 own precision. Not a test and not imported by anything: run it (NumPy needed) to check or remake
 the tables. ~1 minute.
 
@@ -167,6 +167,25 @@ def erfinv_guess_tables():
     print(f"_ERFINV_T = ({', '.join(repr(v) for v in tail)})")
 
 
+def _asymptotic(stirling):
+    """The asymptotic series' correction as a function of w = 1/x^2, 14 terms in 50 digits:
+    Stirling's sum_k B_2k / (2k (2k-1)) w^(k-1) (lgamma = ... + that / x) or digamma's
+    sum_k B_2k / (2k) w^(k-1) (psi = log x - 1/(2x) - w * that). Both converge far below double
+    precision on the fitted ranges (x >= 7, x >= 10)."""
+    from tensorplay._kernels import special
+    bern = special._bernoulli(30)
+    cs = [Decimal(bern[2 * k].numerator) / Decimal(bern[2 * k].denominator)
+          / (2 * k * (2 * k - 1) if stirling else 2 * k) for k in range(1, 15)]
+
+    def f(w):
+        w, acc, p = Decimal(w), Decimal(0), Decimal(1)
+        for c in cs:
+            acc += c * p
+            p *= w
+        return acc
+    return f
+
+
 def main():
     def in_erf(a):
         return math.erfc(a) / math.erf(a)
@@ -186,6 +205,9 @@ def main():
         ("_LG2", _taylor("lg2"), (-0.5, 1.0), 20, lambda x: x, None, np.float64),
         # digamma(x0 + z) = z _PSI_ROOT(z) for x in [1, 2)
         ("_PSI_ROOT", psi_root, (1.0 - x0, 2.0 - x0), 22, lambda x: x, None, np.float64),
+        # the asymptotic corrections in w = 1/x^2: lgamma from x = 7 on, digamma from 10 on
+        ("_STIRLING", _asymptotic(True), (0.0, 1 / 49), 6, lambda x: x, None, np.float64),
+        ("_PSI_ASYM", _asymptotic(False), (0.0, 1 / 100), 5, lambda x: x, None, np.float64),
     ]
     for name, fn, (lo, hi), deg, var, weight, dt in tables:
         c = fit_raw(fn, lo, hi, deg, var=var, weight=weight,

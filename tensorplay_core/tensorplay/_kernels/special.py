@@ -106,6 +106,17 @@ _ERFINV_T = (
     -45.61124479547864, 204.76367715515775, -672.0558560106529, 1513.7626212059768,
     -2200.1773066859187, 1849.3575527740657, -681.3225620651782,)
 
+# The asymptotic corrections in w = 1/x^2 (benchmarks/derive_special.py, fitted to their 14-term
+# Bernoulli sums): lgamma(x) = (x - 1/2) log x - x + log(2 pi)/2 + _STIRLING(w) / x for x >= 7 (7
+# terms, not 10; error below 3e-19 of lgamma), digamma(x) = log x - 1/(2x) - w _PSI_ASYM(w) for
+# x >= 10 (6 terms, not 10; below 2e-19 of digamma).
+_STIRLING = (
+    0.08333333333333333, -0.002777777777761082, 0.000793650780351223, -0.0005952341087555683,
+    0.0008411776298116643, -0.0018745376912175124, 0.004744894078112409,)
+_PSI_ASYM = (
+    0.0833333333333333, -0.008333333333085655, 0.003968253676721579, -0.004166540846068972,
+    0.007551063056553302, -0.018822963271249552,)
+
 
 def _bernoulli(n: int) -> list:
     """B_0 .. B_n as Fractions: B_m = -1/(m+1) sum_{k<m} C(m+1, k) B_k (B_1 = -1/2; the odd
@@ -324,10 +335,10 @@ def bind(c) -> dict:
         return z2 * ((1.0 - _EULER) + z2 * _horner(None, z2, _LG2)) + xp.log(prod)
 
     def lgamma_big(y):
-        # >= 7: Stirling (10 terms: the first left out is below 4e-18 of lgamma(7))
+        # >= 7: Stirling
         inv = 1.0 / y
         return (y - 0.5) * xp.log(y) - y + _HALF_LOG_2PI + inv * _horner(
-            None, inv * inv, _tables().stirling)
+            None, inv * inv, _STIRLING)
 
     def lgamma_pos(y):
         """lgamma of y > 0 (finite), float64; other lanes (0, inf, NaN) give garbage that
@@ -357,9 +368,9 @@ def bind(c) -> dict:
         return xp.where(special, a + inf, r) if some(special) else r
 
     def psi_asym(y):
-        """digamma of y >= 10: the asymptotic series (10 terms)."""
+        """digamma of y >= 10: the asymptotic series."""
         z = 1.0 / (y * y)
-        return xp.log(y) - 0.5 / y - z * _horner(None, z, _tables().psi_asym)
+        return xp.log(y) - 0.5 / y - z * _horner(None, z, _PSI_ASYM)
 
     def psi_shifted(y):
         """digamma of 0 < y < 10: psi(y) = psi(y + 10) - sum_{j<10} 1 / (y + j) (a fixed shift:
