@@ -58,7 +58,7 @@ _BESSEL_SERIES_TERMS = 44
 _BESSEL_SERIES = [[1.0 / (math.factorial(k) * math.factorial(k + nu))
                    for k in range(_BESSEL_SERIES_TERMS)] for nu in (0, 1)]
 _PSI_ROOT_TERMS = 40           # digamma's Taylor series about its positive zero, on [1, 2)
-_BLOCK = 8192                  # elements per block of a large NumPy array (f64's temporaries in L2)
+_BLOCK = 65536                 # elements per block of a large NumPy array (temporaries in L2)
 
 
 # lgamma near its zeros, fitted (benchmarks/derive_special.py) to the Taylor series about 1 and 2

@@ -93,7 +93,7 @@ _ERF_A32 = (
 _ERF_B32 = (
     0.0007951927279598328, 0.5562801576840747, 0.5777094613360164, 0.4091885600007958,
     -0.9699554629998135, 0.43822680774999045,)
-_ERF_BLOCK = 16384     # elements per block of a large array (the temporaries stay in L2)
+_ERF_BLOCK = 32768     # elements per block of a large array (the temporaries stay in L2)
 
 
 def _erf(c):
