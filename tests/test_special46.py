@@ -563,3 +563,104 @@ def test_module_functions_take_torch_out():
         tp.frexp(x, out=(m, tp.empty(3, dtype=F64)))     # exponent must be int32, as torch
     with pytest.raises(RuntimeError):
         tp.lgamma(x, out=tp.empty(3, dtype=tp.int64))    # a float result into an int out
+
+
+# -- erf's approximations (session 46, h-specialfast46) and large arrays in blocks -----------------
+def test_erf_float64_within_two_ulp_of_math_erf_in_both_branches_and_past_them():
+    x = np.concatenate([_R.uniform(-7, 7, 3000), _R.uniform(-1.05, 1.05, 2000),
+                        np.exp(_R.uniform(-700, 3, 500)), [1.0, -1.0, 6.0, 27.0, 1e300]])
+    got = _np(tp.erf(_t(x)))
+    assert _ulps(got, [math.erf(v) for v in x]).max() <= 2
+    r = _np(tp.erf(_t([0.0, -0.0, INF, -INF, NAN])))
+    assert r[:4].tolist() == [0.0, -0.0, 1.0, -1.0] and np.signbit(r[1]) and math.isnan(r[4])
+
+
+def test_erf_float32_within_2e_7_relative_computed_in_float32():
+    # (1.8e-7 measured over 2e6 points: 1.5 to 3 float32 ulp, by where the value sits in its
+    # binade; the float32 evaluation of the float32 fits)
+    x = np.concatenate([_R.uniform(-5, 5, 4000), np.exp(_R.uniform(-80, 1.5, 1000))])
+    x = x.astype(np.float32)
+    got = tp.erf(tp.tensor(x)).numpy()
+    assert got.dtype == np.float32
+    ref = np.array([math.erf(float(v)) for v in x])
+    assert (np.abs(got - ref) <= 2e-7 * np.abs(ref)).all()
+
+
+@pytest.mark.parametrize("name", ["erf", "erfc", "lgamma", "digamma", "erfinv", "i0", "i1e",
+                                  "ndtri", "erfcx"])
+@pytest.mark.parametrize("dtype", [F32, F64])
+def test_a_large_array_gives_each_element_its_small_array_value(name, dtype):
+    # large arrays are computed in cache-sized blocks: element by element the same result as
+    # a short array's, for any layout (here a transposed, non-contiguous view)
+    lo, hi = DOMAIN.get(name, (-6.0, 6.0))
+    if name == "erfinv":
+        lo, hi = -0.999, 0.999
+    # (75300 elements: more than one block of either module, 32768 and 65536)
+    x = _R.uniform(lo, hi, (300, 251))
+    t = tp.tensor(x, dtype=dtype).t()
+    f = _fn(name)
+    big = f(t)
+    assert big.shape == (251, 300) and big.dtype is dtype
+    rows = np.stack([f(t[i].contiguous()).numpy() for i in (0, 7, 250)])
+    np.testing.assert_array_equal(big.numpy()[[0, 7, 250]], rows)
+
+
+def _device_path_kernels():
+    """The special-function and erf kernels bound as for an array module that is not NumPy
+    (CuPy's path: every branch computed and selected with ``where``, no host reads, no
+    blocks), here over NumPy itself, so the cuda code path runs without a GPU."""
+    import types
+
+    from tensorplay import backends
+    from tensorplay._kernels import special as special_kernels
+    from tensorplay._kernels import unary as unary_kernels
+    from tensorplay._kernels._context import Context
+
+    cpu = backends.get("cpu")
+    not_numpy = types.SimpleNamespace(**{k: getattr(np, k) for k in dir(np)
+                                         if not k.startswith("__")})
+    not_numpy.__name__ = "not_numpy"
+
+    class Be:
+        np = not_numpy
+        native_dtype = staticmethod(cpu.native_dtype)
+        dtype_of = staticmethod(cpu.dtype_of)
+
+    c = Context(cpu.xp, Be())
+    k = special_kernels.bind(c)
+    k["erf"] = unary_kernels.bind(c)["erf"]
+    return k
+
+
+@pytest.mark.parametrize("name", ["erf", "erfc", "erfcx", "erfinv", "ndtri", "lgamma", "digamma",
+                                  "i0", "i0e", "i1", "i1e"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_device_path_without_host_reads_gives_the_cpu_values(name, dtype):
+    kernels = _device_path_kernels()
+    lo, hi = DOMAIN.get(name, (-30.0, 30.0))
+    if name in ("erfinv", "ndtri"):
+        lo, hi = (-1.0, 1.0) if name == "erfinv" else (0.0, 1.0)
+    x = np.concatenate([_R.uniform(lo, hi, 2000), _R.uniform(-1, 1, 199),
+                        [0.0, -0.0, INF, -INF, NAN, 1.0, 2.0, -3.0, 0.5, 6.15625, 30.0]])
+    x = x.astype(dtype)
+    with np.errstate(all="ignore"):
+        dev = kernels[name](x.reshape(2, -1))
+    assert dev.dtype == dtype and dev.shape == (2, x.size // 2)
+    cpu = _fn(name)(tp.tensor(x)).numpy()
+    np.testing.assert_array_equal(dev.reshape(-1), cpu)
+
+
+def test_digamma_float64_within_a_few_ulp_of_a_40_digit_reference_on_0_10():
+    # (below 1 it is psi(x + 1) - 1/x with psi(x + 1) from the polynomial about the zero; the
+    # shift by ten steps used before lost up to 11 ulp there to cancellation)
+    def psi_ref(v):
+        d, acc = Decimal(v), Decimal(0)
+        while d < 40:
+            acc -= 1 / d
+            d += 1
+        r = acc + d.ln() - 1 / (2 * d)
+        for k in range(1, 14):
+            r -= _D(_B[2 * k]) / (2 * k) / d ** (2 * k)
+        return float(r)
+    x = np.concatenate([_R.uniform(0.001, 10, 400), _R.uniform(0.8, 0.9, 100)])
+    assert _ulps(_np(tp.digamma(_t(x))), [psi_ref(v) for v in x]).max() <= 6

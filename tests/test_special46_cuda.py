@@ -61,3 +61,22 @@ def test_special46_op_on_cuda_matches_cpu(name, call):
 
 def test_every_call_here_runs_on_cpu_with_gradients():
     check_runs_on_cpu(CALLS, _tensors, _KEYS, _NAN_TO_0)
+
+
+# erf (h-specialfast46): on cuda both of its branches run on every lane and `where` selects (no
+# host read); float32 is computed in float32 arithmetic, so two libms' expf may differ by an ulp
+ERF_CALLS = [("erf", lambda t: tp.erf(t["x"])), ("erf float32", lambda t: tp.erf(t["x"].float())),
+             ("erf float16", lambda t: tp.erf(t["x"].half())),
+             ("erf of a view", lambda t: tp.erf(t["x"][::3] * 0.7))]
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("name,call", ERF_CALLS, ids=[c[0] for c in ERF_CALLS])
+def test_erf_on_cuda_matches_cpu(name, call):
+    check_call(name, call, _tensors, _KEYS, atol=1e-300, loss=_NAN_TO_0,
+               rtol=lambda c: 1e-13 if c.dtype == tp.float64 else 4e-7 if c.dtype == tp.float32
+               else 1e-3)
+
+
+def test_every_erf_call_here_runs_on_cpu_with_gradients():
+    check_runs_on_cpu(ERF_CALLS, _tensors, _KEYS, _NAN_TO_0)

@@ -8,12 +8,23 @@ these functions). Every floating function is computed in float64 and rounded onc
 dtype (float32, float16: ~1 ulp; bfloat16 through ``lowp``'s float32 path); integer and bool
 inputs give the default float dtype, as torch.
 
-The approximations are derived here from closed forms, not tables copied from a library: each
-coefficient is computed (on the first special-function call, ``_tables``) from Bernoulli numbers,
-zeta values, Hermite polynomials or ``math.erfc`` at fixed points. Accuracy in float64 (tests/test_special46.py checks
-it against Python's ``math`` and closed forms): erfc/erfcx/erfinv/ndtri within a few ulp;
-lgamma a few ulp away from its roots (absolute error ~1e-16 near the roots of negative
-arguments); digamma and polygamma a few ulp away from their zeros; i0/i0e/i1/i1e a few ulp.
+The approximations are derived here, not tables copied from a library: the Taylor, Stirling,
+asymptotic and Euler-Maclaurin coefficients are computed (on the first special-function call,
+``_tables``) from Bernoulli numbers, zeta values, Hermite polynomials or ``math.erfc`` at fixed
+points; the polynomials ``_LG1``, ``_LG2``, ``_PSI_ROOT`` (lgamma and digamma near their zeros)
+and ``_ERFINV_C``/``_ERFINV_T`` (erfinv's first guess) are fitted to those series (or to
+``math.erf`` pairs) by benchmarks/derive_special.py, which reproduces them. Accuracy in float64
+(tests/test_special46.py checks it against Python's ``math`` and closed forms):
+erfc/erfcx/erfinv/ndtri within a few ulp; lgamma a few ulp away from its roots (absolute error
+~1e-16 near the roots of negative arguments); digamma and polygamma a few ulp away from their
+zeros; i0/i0e/i1/i1e a few ulp.
+
+Cost: on NumPy (the cpu device) each branch of a function runs on its own lanes only
+(``branch``: gathered, computed, scattered back) and arrays of more than ``_BLOCK`` elements go
+block by block, so a block's temporaries stay in cache. On any other array module (CuPy) every
+branch is computed on every lane and ``where`` selects: nothing is read back to the host (a
+read is a device synchronisation), except polygamma's smallest argument (the length of its
+direct sum).
 """
 
 from __future__ import annotations
@@ -31,17 +42,80 @@ _SQRT2 = math.sqrt(2.0)
 
 
 # -- coefficient tables, computed from closed forms on first use (_tables) ------------------------
-_ERFC_CENTRES, _ERFC_TERMS = 23, 26
-_ERFC_TAYLOR_END = 0.5 + 0.25 * (_ERFC_CENTRES - 1) + 0.125      # 6.125: the CF beyond
-# erf(x) = 2/sqrt(pi) sum_n (-1)^n x^(2n+1) / (n! (2n+1)), highest power first (|x| < 0.5)
+# erfc's Taylor tables: centres 0.5, 0.5625, ..., 6.125 (|h| <= 1/32 from the nearest; the terms
+# go as (2 c h)^n / n!, below 3e-19 of erfc(c) from n = 15 on at c = 6.125)
+_ERFC_STEP = 0.0625
+_ERFC_CENTRES, _ERFC_TERMS = 91, 15
+_ERFC_TAYLOR_END = 0.5 + _ERFC_STEP * (_ERFC_CENTRES - 1) + _ERFC_STEP / 2   # 6.15625: CF beyond
+# erf(x) = 2/sqrt(pi) sum_n (-1)^n x^(2n+1) / (n! (2n+1)), highest power first (|x| < 0.5:
+# the term n = 14 is below 2e-21 of the sum)
 _ERF_SERIES = [_TWO_OVER_SQRT_PI * (-1) ** n / (math.factorial(n) * (2 * n + 1))
-               for n in range(22, -1, -1)]
-# erfinv(y) = sqrt(pi)/2 (y + pi/12 y^3 + 7 pi^2/480 y^5 + 127 pi^3/40320 y^7): a first guess
-_ERFINV_SERIES = [1.0, _PI / 12, 7 * _PI ** 2 / 480, 127 * _PI ** 3 / 40320]
+               for n in range(13, -1, -1)]
 _EULER = 0.57721566490153286061
 _BESSEL_SWITCH = 20.0          # power series below, Hankel's expansion from here
 _BESSEL_SERIES_TERMS = 44
+# 1 / (k! (k + nu)!), the power series' coefficients in (x/2)^2 (nu = 0, 1)
+_BESSEL_SERIES = [[1.0 / (math.factorial(k) * math.factorial(k + nu))
+                   for k in range(_BESSEL_SERIES_TERMS)] for nu in (0, 1)]
 _PSI_ROOT_TERMS = 40           # digamma's Taylor series about its positive zero, on [1, 2)
+_BLOCK = 65536                 # elements per block of a large NumPy array (temporaries in L2)
+
+
+# lgamma near its zeros, fitted (benchmarks/derive_special.py) to the Taylor series about 1 and 2
+# (``_tables().lg1``/``lg2``, 58 terms each from zeta values, summed exactly): with z = y - 1 on
+# [-1/2, 1/2], lgamma(1 + z) = z (-gamma + z _LG1(z)); with z = y - 2 on [-1/2, 1),
+# lgamma(2 + z) = z (1 - gamma + z _LG2(z)). 27 and 21 terms instead of 58 (relative error of
+# the polynomial 2.2e-16 and 2.1e-16 in double Horner).
+_LG1 = (
+    0.8224670334241132, -0.4006856343865327, 0.2705808084277938, -0.20738555102806372,
+    0.16955717699501138, -0.14404989685560463, 0.12550966976773362, -0.11133426013724305,
+    0.10009944469011618, -0.09095423002370999, 0.08335424461479919, -0.07692760188784417,
+    0.07142472987136424, -0.06674342494983365, 0.06261377035507806, -0.05805174792203815,
+    0.05448396571386267, -0.05812432366859948, 0.05709982041404673, -0.02090059823888068,
+    0.012973538446972056, -0.12971361063782216, 0.1409904019465675, 0.13163998188355763,
+    -0.14979677525485616, -0.21165087232364946, 0.21838675725946663,)
+_LG2 = (
+    0.3224670334241132, -0.06735230105319806, 0.020580808427785046, -0.0073855510286808075,
+    0.0028905103307100546, -0.0011927539113816346, 0.00050966952536757, -0.00022315476540699843,
+    9.945750990410335e-05, -4.492615784611641e-05, 2.050716405080135e-05, -9.439964020602925e-06,
+    4.375573718340547e-06, -2.0379157357370678e-06, 9.515275615987506e-07, -4.491353989222085e-07,
+    2.1956805718457575e-07, -1.0820254724204756e-07, 4.6050158318945554e-08,
+    -1.3336770757447851e-08, 1.831038803307834e-09,)
+
+# digamma about its positive zero x0 = 1.4616...: psi(x0 + z) = z _PSI_ROOT(z) for x in [1, 2),
+# fitted (benchmarks/derive_special.py) to the 40-term Taylor series (``_tables().psi_root``,
+# coefficients from zeta values): 23 terms, relative error 2.2e-16 in double Horner.
+_PSI_ROOT = (
+    0.9676722454476212, -0.44276316898359214, 0.2584997609556485, -0.16394270544240813,
+    0.10782405069170678, -0.07219956125644711, 0.0488042881337107, -0.033161126463933675,
+    0.02259764930123399, -0.015424766601216751, 0.010538769756671593, -0.007204514688048549,
+    0.004927058356013814, -0.0033701143006763354, 0.002302902853333921, -0.0015739287054436163,
+    0.0010899682855613302, -0.0007559198154567391, 0.0004725765033533736, -0.0002822713048591059,
+    0.0002785634983508581, -0.00028030545740132635, 0.00012081580205362982,)
+
+# erfinv's first guess (benchmarks/derive_special.py, fitted to pairs (w(x), x) from math.erf and
+# math.erfc): with w = -log((1 - y)(1 + y)), erfinv(y) = y _ERFINV_C(w) for w < 5 and
+# s _ERFINV_T(1 / s), s = sqrt(w), beyond; relative error below 1e-7 (down to 1 - y = 1e-307), so
+# one Halley step (cubic) ends below double precision.
+_ERFINV_C = (
+    0.8862268433538016, 0.23201662398008505, 0.011532271995287561, -0.002298112980756145,
+    -0.0001670040273753409, 6.85800720839515e-05, -4.5239263671777215e-06,
+    -2.3052744638765512e-07, 2.8726860858666893e-08,)
+_ERFINV_T = (
+    1.0001021109004986, -0.015730072546784036, -1.5045104103403275, 8.63123985324543,
+    -45.61124479547864, 204.76367715515775, -672.0558560106529, 1513.7626212059768,
+    -2200.1773066859187, 1849.3575527740657, -681.3225620651782,)
+
+# The asymptotic corrections in w = 1/x^2 (benchmarks/derive_special.py, fitted to their 14-term
+# Bernoulli sums): lgamma(x) = (x - 1/2) log x - x + log(2 pi)/2 + _STIRLING(w) / x for x >= 7 (7
+# terms, not 10; error below 3e-19 of lgamma), digamma(x) = log x - 1/(2x) - w _PSI_ASYM(w) for
+# x >= 10 (6 terms, not 10; below 2e-19 of digamma).
+_STIRLING = (
+    0.08333333333333333, -0.002777777777761082, 0.000793650780351223, -0.0005952341087555683,
+    0.0008411776298116643, -0.0018745376912175124, 0.004744894078112409,)
+_PSI_ASYM = (
+    0.0833333333333333, -0.008333333333085655, 0.003968253676721579, -0.004166540846068972,
+    0.007551063056553302, -0.018822963271249552,)
 
 
 def _bernoulli(n: int) -> list:
@@ -74,12 +148,12 @@ def _zeta_tail(s: int, q: float, bern: list) -> float:
 
 
 def _erfc_taylor_table():
-    """Taylor coefficients of erfc at the centres 0.5, 0.75, ..., 6.0 (26 terms each):
+    """Taylor coefficients of erfc at the centres 0.5, 0.5625, ..., 6.125 (15 terms each):
     erfc^(n)(c) / n! = -(2/sqrt(pi)) exp(-c^2) (-1)^(n-1) H_(n-1)(c) / n!, with the physicists'
     Hermite polynomials H, and erfc(c) itself from ``math.erfc``."""
     rows = []
     for j in range(_ERFC_CENTRES):
-        c = 0.5 + 0.25 * j
+        c = 0.5 + _ERFC_STEP * j
         e = _TWO_OVER_SQRT_PI * math.exp(-c * c)
         h_prev, h = 0.0, 1.0           # H_-1 (unused), H_0
         row = [math.erfc(c)]
@@ -164,10 +238,17 @@ def _tables():
 
 
 def _horner(p, z, coefs):
-    """``sum_k coefs[k] z^k`` (coefs lowest power first), as ``p`` (None: start at zero)."""
-    r = coefs[-1]
-    for c in reversed(coefs[:-1]):
-        r = r * z + c
+    """``sum_k coefs[k] z^k`` (coefs lowest power first), as ``p`` (None: start at zero).
+    In place after the first product, a fresh array (~25% faster on NumPy than ``r * z + c``:
+    fewer temporaries), with the same roundings."""
+    if len(coefs) == 1:
+        r = coefs[0]
+    else:
+        r = z * coefs[-1]
+        r += coefs[-2]
+        for c in coefs[-3::-1]:
+            r *= z
+            r += c
     return r if p is None else p + r
 
 
@@ -177,10 +258,34 @@ def bind(c) -> dict:
     F64 = nd(_dtype.float64)
     inf, nan = math.inf, math.nan
 
+    # NumPy (the cpu device) computes on the host: a branch no lane takes is skipped (asking
+    # costs one reduction) and large arrays go in blocks. Any other array module (CuPy) computes
+    # every branch and selects with `where`: asking "does any lane take it" would read a value
+    # back from the device, a synchronisation per branch that stalls the GPU's queue.
+    numpy_mod = c.be.np if getattr(c.be.np, "__name__", "") == "numpy" else None
+
     def f64(fn):
-        """Kernel computing ``fn`` in float64 and rounding once to the floating input dtype."""
+        """Kernel computing ``fn`` in float64 and rounding once to the floating input dtype.
+        On NumPy an array of more than ``_BLOCK`` elements is computed block by block (the
+        tens of temporaries of a block stay in cache instead of each being a fresh mapping of
+        the whole array's size); each element's value is the same either way."""
         def k(x, *args):
             x = fl(x)
+            if numpy_mod is not None and x.size > _BLOCK:
+                flat = xp.reshape(x, (-1,))
+                out = numpy_mod.empty(x.size, dtype=x.dtype)
+                for s in range(0, x.size, _BLOCK):
+                    blk = flat[s:s + _BLOCK]
+                    # (the assignment rounds a float64 result to x's dtype, as astype would)
+                    out[s:s + _BLOCK] = fn(blk if blk.dtype == F64 else xp.astype(blk, F64),
+                                           *args)
+                return xp.reshape(out, x.shape)
+            if numpy_mod is not None:
+                # one dimension (``branch`` gathers lanes; a 0-dim array's arithmetic would
+                # give NumPy scalars)
+                flat = xp.reshape(x, (-1,))
+                r = fn(flat if flat.dtype == F64 else xp.astype(flat, F64), *args)
+                return xp.reshape(r if x.dtype == F64 else xp.astype(r, x.dtype), x.shape)
             if x.dtype == F64:
                 return fn(x, *args)
             return xp.astype(fn(xp.astype(x, F64), *args), x.dtype)
@@ -190,47 +295,58 @@ def bind(c) -> dict:
         return xp.full_like(x, v)
 
     def some(mask):
-        """Whether any lane takes a branch: a branch no lane takes is not computed (each is
-        tens of array operations; on CuPy the answer is one small device-to-host read)."""
-        return bool(xp.any(mask))
+        """Whether any lane takes a branch: a branch no lane takes is not computed on NumPy
+        (each is tens of array operations). Elsewhere True, reading nothing back."""
+        return bool(xp.any(mask)) if numpy_mod is not None else True
 
     # -- gamma family -----------------------------------------------------------------------
-    def lgamma_pos(y):
-        """lgamma of y > 0 (finite), float64; other lanes give garbage that callers mask."""
-        T = _tables()
-        y = xp.where((y > 0) & xp.isfinite(y), y, full(y, 1.0))
-        # y < 0.5: lgamma(1 + y) - log(y), the series taken at z = y itself (no rounding)
-        # [0.5, 1.5): series about 1; [1.5, 3): about 2; [3, 10): down to [2, 3) by
-        # lgamma(y) = log((y-1)...(y-m)) + lgamma(y-m); >= 10: Stirling
+    def branch(r, mask, fn, arg, safe):
+        """``r`` with ``fn(arg)`` in the lanes of ``mask`` (arrays of one dimension). On NumPy
+        ``fn`` sees only those lanes (gathered, then scattered back into ``r``, which it
+        writes: a fresh array); elsewhere it sees every lane, ``safe`` in the others, and
+        ``where`` keeps its lanes (no host read)."""
+        if numpy_mod is None:
+            return xp.where(mask, fn(xp.where(mask, arg, full(arg, safe))), r)
+        idx = numpy_mod.flatnonzero(mask)
+        if idx.size:
+            r[idx] = fn(arg[idx])
+        return r
+
+    # -- gamma family -----------------------------------------------------------------------
+    def lgamma_near1(y):
+        # y < 0.5: lgamma(1 + y) - log(y), the polynomial taken at z = y itself (no rounding);
+        # [0.5, 1.5): about 1
         small = y < 0.5
-        near1 = y < 1.5
-        big = y >= 10.0
-        near2 = ~near1 & ~big
+        z1 = xp.where(small, y, y - 1.0)
+        s1 = z1 * (-_EULER + z1 * _horner(None, z1, _LG1))
+        return xp.where(small, s1 - xp.log(y), s1) + 0.0      # (lgamma(1) is +0, not -0)
+
+    def lgamma_mid(y):
+        # [1.5, 7): down to [1.5, 3) by lgamma(y) = log((y-1)...(y-m)) + lgamma(y-m), then
+        # the polynomial about 2
+        yr, prod = y, xp.ones_like(y)
+        for _ in range(4):
+            m = yr >= 3.0
+            if not some(m):
+                break
+            yr = xp.where(m, yr - 1.0, yr)
+            prod = xp.where(m, prod * yr, prod)
+        z2 = yr - 2.0
+        return z2 * ((1.0 - _EULER) + z2 * _horner(None, z2, _LG2)) + xp.log(prod)
+
+    def lgamma_big(y):
+        # >= 7: Stirling
+        inv = 1.0 / y
+        return (y - 0.5) * xp.log(y) - y + _HALF_LOG_2PI + inv * _horner(
+            None, inv * inv, _STIRLING)
+
+    def lgamma_pos(y):
+        """lgamma of y > 0 (finite), float64; other lanes (0, inf, NaN) give garbage that
+        callers mask."""
         r = xp.zeros_like(y)
-        if some(near1):
-            z1 = xp.where(small, y, xp.where(near1, y, full(y, 1.0)) - 1.0)
-            s1 = z1 * (-_EULER + z1 * _horner(None, z1, T.lg1))
-            r = xp.where(near1, xp.where(small, s1 - xp.log(xp.where(small, y, full(y, 1.0))),
-                                         s1), r)
-        if some(near2):
-            yr = xp.where(near2, y, full(y, 2.5))
-            prod = xp.ones_like(y)
-            for _ in range(8):
-                m = yr >= 3.0
-                if not some(m):
-                    break
-                yr = xp.where(m, yr - 1.0, yr)
-                prod = xp.where(m, prod * yr, prod)
-            z2 = yr - 2.0
-            s2 = z2 * ((1.0 - _EULER) + z2 * _horner(None, z2, T.lg2))
-            r = xp.where(near2, s2 + xp.log(prod), r)
-        if some(big):
-            yb = xp.where(big, y, full(y, 10.0))
-            inv = 1.0 / yb
-            st = (yb - 0.5) * xp.log(yb) - yb + _HALF_LOG_2PI + inv * _horner(
-                None, inv * inv, T.stirling)
-            r = xp.where(big, st, r)
-        return r + 0.0      # (+0.0: lgamma(1) is +0, not -0)
+        r = branch(r, y < 1.5, lgamma_near1, y, 1.0)
+        r = branch(r, (y >= 1.5) & (y < 7.0), lgamma_mid, y, 2.5)
+        return branch(r, y >= 7.0, lgamma_big, y, 10.0)
 
     def sinpi_abs(x):
         """|sin(pi x)| with the argument reduced exactly first (x - round(x))."""
@@ -238,48 +354,63 @@ def bind(c) -> dict:
 
     def lgamma64(x):
         neg = x < 0
-        r = lgamma_pos(xp.where(neg, 1.0 - x, x))
-        # reflection: lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x)
-        r = xp.where(neg, _LOG_PI - xp.log(sinpi_abs(x)) - r, r)
-        pole = (x <= 0) & (x == xp.floor(x))            # 0, -0.0, negative integers, -inf
-        r = xp.where(pole | xp.isinf(x), full(x, inf), r)
-        return xp.where(xp.isnan(x), x, r)
+        any_neg = some(neg)
+        r = lgamma_pos(xp.where(neg, 1.0 - x, x) if any_neg else x)
+        if any_neg:
+            # reflection: lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x); a negative
+            # integer's sin(pi (x - round(x))) is exactly 0, so its lgamma is +inf
+            refl = branch(xp.zeros_like(x), neg, lambda v: _LOG_PI - xp.log(sinpi_abs(v)), x,
+                          -0.5)
+            r = xp.where(neg, refl - r, r)
+        # +-0 and +-inf give +inf, NaN NaN (|x| + inf)
+        a = xp.abs(x)
+        special = ~((a > 0) & (a < inf))
+        return xp.where(special, a + inf, r) if some(special) else r
 
-    def digamma_pos(y):
-        """digamma of y > 0: shifted to y >= 10, then the asymptotic series (torch's scheme)."""
-        T = _tables()
-        acc = xp.zeros_like(y)
-        for _ in range(10):
-            m = y < 10.0
-            if not some(m):
-                break
-            acc = xp.where(m, acc - 1.0 / y, acc)
-            y = xp.where(m, y + 1.0, y)
+    def psi_asym(y):
+        """digamma of y >= 10: the asymptotic series."""
         z = 1.0 / (y * y)
-        return acc + xp.log(y) - 0.5 / y - z * _horner(None, z, T.psi_asym)
+        return xp.log(y) - 0.5 / y - z * _horner(None, z, _PSI_ASYM)
+
+    def psi_shifted(y):
+        """digamma of 0 < y < 10: psi(y) = psi(y + 10) - sum_{j<10} 1 / (y + j) (a fixed shift:
+        no loop whose length depends on the lanes)."""
+        acc = 1.0 / y
+        for j in range(1, 10):
+            acc = acc + 1.0 / (y + float(j))
+        return psi_asym(y + 10.0) - acc
+
+    def psi_root(x):
+        """digamma of 0 < x < 3: on [1, 2) the polynomial about the zero x0 = 1.4616...
+        (relative accuracy there; the shifted sum cancels to it); on [2, 3) psi(x - 1) +
+        1 / (x - 1) (x - 1 exact), below 1 psi(x + 1) - 1 / x, both from it."""
+        hi, lo, _ = _tables().psi_root
+        up, down = x >= 2.0, x < 1.0
+        xr = xp.where(up, x - 1.0, xp.where(down, x + 1.0, x))
+        z = (xr - hi) - lo
+        rr = z * _horner(None, z, _PSI_ROOT)
+        return xp.where(up, rr + 1.0 / xr, xp.where(down, rr - 1.0 / x, rr))
+
+    def reflect_psi(v):
+        # pi / tan(pi frac(v)); NaN at the integers (torch: psi is NaN at negative integers)
+        frac = v - xp.trunc(v)
+        return xp.where(frac == 0, full(v, nan), _PI / xp.tan(_PI * frac))
 
     def digamma64(x):
         neg = x < 0
-        ys = xp.where(neg, 1.0 - x, xp.where(x > 0, x, full(x, 1.0)))
-        r = digamma_pos(xp.where(xp.isinf(ys), full(x, 1.0), ys))
-        # [1, 2): the Taylor series about the zero x0 = 1.4616... (relative accuracy there; the
-        # shifted asymptotic sum cancels to it)
-        # [2, 3): psi(x - 1) + 1 / (x - 1) from it (x - 1 exact)
-        hi, lo, coefs = _tables().psi_root
-        root = (x >= 1.0) & (x < 3.0)
-        if some(root):
-            up = x >= 2.0
-            xr = xp.where(root, xp.where(up, x - 1.0, x), full(x, hi))
-            z = (xr - hi) - lo
-            rr = z * _horner(None, z, coefs)
-            r = xp.where(root, xp.where(up, rr + 1.0 / xr, rr), r)
-        r = xp.where(xp.isinf(ys), full(x, inf), r)
-        # reflection: psi(x) = psi(1 - x) - pi / tan(pi frac(x))
-        frac = x - xp.trunc(x)
-        r = xp.where(neg, r - _PI / xp.tan(_PI * frac), r)
-        # torch: psi(+-0) = -+inf, NaN at negative integers and -inf
-        r = xp.where(neg & (frac == 0), full(x, nan), r)
-        r = xp.where(x == 0, xp.where(xp.signbit(x), full(x, inf), full(x, -inf)), r)
+        any_neg = some(neg)
+        ys = xp.where(neg, 1.0 - x, x) if any_neg else x
+        root = (x > 0) & (x < 3.0)
+        r = branch(xp.zeros_like(x), root, psi_root, x, 1.5)
+        r = branch(r, (ys > 0) & (ys < 10.0) & ~root, psi_shifted, ys, 1.0)
+        r = branch(r, ys >= 10.0, psi_asym, ys, 10.0)       # (+inf: +inf)
+        if any_neg:
+            # reflection: psi(x) = psi(1 - x) - pi / tan(pi frac(x)) (-inf: NaN)
+            r = xp.where(neg, r - branch(xp.zeros_like(x), neg, reflect_psi, x, -0.5), r)
+        zero = x == 0
+        if some(zero):
+            # torch: psi(+-0) = -+inf
+            r = xp.where(zero, xp.where(xp.signbit(x), full(x, inf), full(x, -inf)), r)
         return xp.where(xp.isnan(x), x, r)
 
     def hurwitz(s: int, q):
@@ -345,7 +476,8 @@ def bind(c) -> dict:
         t = table.get("erfc")
         dev = getattr(like, "device", None)
         if t is None or t[0] != dev:
-            arr = xp.asarray(_tables().erfc, dtype=F64)
+            # (terms, centres): one gather of a lane's column gives its coefficients
+            arr = xp.asarray([list(col) for col in zip(*_tables().erfc)], dtype=F64)
             if dev is not None and getattr(arr, "device", dev) != dev:
                 arr = xp.asarray(arr, device=dev)
             table["erfc"] = t = (dev, arr)
@@ -375,33 +507,25 @@ def bind(c) -> dict:
         return f
 
     def erfc_taylor(a):
-        """erfc(a) for 0.375 <= a < 6.125 from the Taylor tables (other lanes: garbage)."""
+        """erfc(a) for 0.46875 <= a < 6.15625 from the Taylor tables (other lanes: garbage)."""
         tab = erfc_table(a)
-        idx = xp.clip(xp.round((a - 0.5) * 4.0), 0, _ERFC_CENTRES - 1)
-        h = a - (0.5 + 0.25 * idx)
-        flat_i = xp.reshape(xp.astype(idx, nd(_dtype.int64)), (-1,))
-        flat_h = xp.reshape(h, (-1,))
-        p = xp.take(tab[:, _ERFC_TERMS - 1], flat_i)
+        idx = xp.clip(xp.round((a - 0.5) * (1 / _ERFC_STEP)), 0, _ERFC_CENTRES - 1)
+        h = xp.reshape(a - (0.5 + _ERFC_STEP * idx), (-1,))
+        coefs = xp.take(tab, xp.reshape(xp.astype(idx, nd(_dtype.int64)), (-1,)), axis=1)
+        p = coefs[_ERFC_TERMS - 1]
         for j in range(_ERFC_TERMS - 2, -1, -1):
-            p = p * flat_h + xp.take(tab[:, j], flat_i)
+            p = p * h + coefs[j]
         return xp.reshape(p, a.shape)
+
+    def erfc_tail(a):
+        return expm_sq(xp.minimum(a, full(a, 40.0))) / (_SQRT_PI * erfc_cf(a))
 
     def erfc_pos(a):
         """erfc(a) for a >= 0 (NaN passes)."""
-        lo = a < 0.5
-        taylor = a < _ERFC_TAYLOR_END
-        mid_lanes = taylor & ~lo
-        r = a     # NaN lanes pass through; every other lane is one of the branches
-        if some(lo):
-            r = xp.where(lo, 1.0 - erf_small(xp.where(lo, a, xp.zeros_like(a))), r)
-        if some(mid_lanes):
-            r = xp.where(mid_lanes, erfc_taylor(xp.where(mid_lanes, a, full(a, 0.5))), r)
-        tail_lanes = a >= _ERFC_TAYLOR_END
-        if some(tail_lanes):
-            al = xp.where(tail_lanes, a, full(a, 7.0))
-            tail = expm_sq(xp.minimum(al, full(a, 40.0))) / (_SQRT_PI * erfc_cf(al))
-            r = xp.where(tail_lanes, tail, r)
-        return r
+        r = a * 1.0   # NaN lanes pass through; every other lane is one of the branches
+        r = branch(r, a < 0.5, lambda v: 1.0 - erf_small(v), a, 0.0)
+        r = branch(r, (a >= 0.5) & (a < _ERFC_TAYLOR_END), erfc_taylor, a, 0.5)
+        return branch(r, a >= _ERFC_TAYLOR_END, erfc_tail, a, 7.0)
 
     def erfc64(x):
         r = erfc_pos(xp.abs(x))
@@ -413,48 +537,45 @@ def bind(c) -> dict:
         a = xp.abs(x)
         if e is None:
             e = erfc_pos(a)
-        r = xp.where(a < 0.5, erf_small(xp.where(a < 0.5, x, xp.zeros_like(x))),
-                     xp.sign(x) * (1.0 - e))
+        r = branch(xp.sign(x) * (1.0 - e), a < 0.5, erf_small, x, 0.0)
         return xp.where(x == 0, x, r)
 
     def erfcx64(x):
         a = xp.abs(x)
-        r = x
-        taylor = (x >= 0.5) & (x < _ERFC_TAYLOR_END)
-        if some(taylor):
-            at = xp.where(taylor, x, full(x, 0.5))
-            r = xp.where(taylor, expp_sq(at) * erfc_taylor(at), r)
-        tail_lanes = x >= _ERFC_TAYLOR_END
-        if some(tail_lanes):
-            al = xp.where(tail_lanes, x, full(x, 7.0))
-            r = xp.where(tail_lanes, 1.0 / (_SQRT_PI * erfc_cf(al)), r)
-        low_lanes = x < 0.5
-        if some(low_lanes):
+        r = x * 1.0
+
+        def low(v):
             # exp(x^2) erfc(x) (overflows to inf below about -26.6, as torch)
-            xs = xp.maximum(xp.where(low_lanes, x, xp.zeros_like(x)), full(x, -27.0))
-            low = expp_sq(xs) * erfc64(xs)
-            r = xp.where(low_lanes, xp.where(x < -26.7, full(x, inf), low), r)
+            xs = xp.maximum(v, full(v, -27.0))
+            return xp.where(v < -26.7, full(v, inf), expp_sq(xs) * erfc64(xs))
+        r = branch(r, (x >= 0.5) & (x < _ERFC_TAYLOR_END),
+                   lambda v: expp_sq(v) * erfc_taylor(v), x, 0.5)
+        r = branch(r, x >= _ERFC_TAYLOR_END, lambda v: 1.0 / (_SQRT_PI * erfc_cf(v)), x, 7.0)
+        r = branch(r, x < 0.5, low, x, 0.0)
         r = xp.where(xp.isinf(a) & (x > 0), xp.zeros_like(x), r)
         return xp.where(xp.isnan(x), x, r)
 
+    def erfinv_tail(w):
+        s = xp.sqrt(w)
+        return s * _horner(None, 1.0 / s, _ERFINV_T)
+
     def erf_inverse(a, q):
         """x >= 0 with erf(x) = a, where q = 1 - a; whichever of a, q is below 1/2 is exact
-        (the residual is taken in that form). A first guess, then Halley's iteration."""
+        (the residual is taken in that form). A first guess within 1e-7, then one step of
+        Halley's (cubic) iteration."""
         in_a = a < 0.5
         ac = xp.clip(a, 0.0, 1.0)
-        z = ac * ac
-        x_lo = _SQRT_PI / 2 * ac * _horner(None, z, _ERFINV_SERIES)
-        qs = xp.where((q > 0) & (q < 1), q, full(q, 0.5))
-        t = -xp.log(qs)
-        x_hi = xp.sqrt(xp.maximum(t - 0.5 * xp.log(_PI * t), full(t, 1e-3)))
-        x = xp.where(ac <= 0.7, x_lo, x_hi)
-        for _ in range(3):      # cubic: a guess within 2e-2 ends below 1e-16
-            e = erfc_pos(x)
-            r = xp.where(in_a, erf64(x, e) - a, q - e)
-            u = r / (_TWO_OVER_SQRT_PI * expm_sq(x))
-            u = xp.where(xp.isfinite(u), u, xp.zeros_like(u))
-            x = x - u / (1.0 + x * u)
-        return x
+        qs = xp.clip(q, 0.0, 1.0)
+        w = -xp.log(qs * (1.0 + ac))            # (q = 0: inf, the guess inf; callers mask)
+        central = w < 5.0
+        x = branch(w * 1.0, central, lambda v: _horner(None, v, _ERFINV_C), w, 0.0)
+        x = xp.where(central, ac * x, x)
+        x = branch(x, ~central, erfinv_tail, w, 25.0)
+        e = erfc_pos(x)
+        r = xp.where(in_a, erf64(x, e) - a, q - e)
+        u = r / (_TWO_OVER_SQRT_PI * expm_sq(x))
+        u = xp.where(xp.isfinite(u), u, xp.zeros_like(u))
+        return x - u / (1.0 + x * u)
 
     def erfinv64(y):
         a = xp.abs(y)
@@ -475,29 +596,27 @@ def bind(c) -> dict:
         return xp.where(xp.isnan(p), p, r)
 
     # -- modified Bessel functions -----------------------------------------------------------
+    def bessel_series(s, nu):
+        """exp(-s) I_nu(s) for 0 <= s < 20: the power series sum_k (s/2)^(2k+nu) / (k! (k+nu)!)
+        by Horner's rule in (s/2)^2 (terms positive: no cancellation)."""
+        # terms up to (s/2)^2K / (K!)^2 below 1e-17 e^s: K from the largest argument on NumPy
+        # (a host value: free there), all of them elsewhere (no host read)
+        n = (min(_BESSEL_SERIES_TERMS, int(math.ceil(10 + 1.7 * float(xp.max(s)))))
+             if numpy_mod is not None and s.size else _BESSEL_SERIES_TERMS)
+        p = _horner(None, s * s * 0.25, _BESSEL_SERIES[nu][:n])
+        if nu:
+            p = p * (s * 0.5)
+        return p * xp.exp(-s)
+
     def bessel_scaled(x, nu):
         """exp(-|x|) I_nu(|x|) for nu in (0, 1), float64."""
-        T = _tables()
+        coefs = _tables().i0_asym if nu == 0 else _tables().i1_asym
         a = xp.abs(x)
-        small = a < _BESSEL_SWITCH
-        r = a
-        if some(small):
-            s = xp.where(small, a, xp.zeros_like(a))
-            # terms up to (s/2)^2K / (K!)^2 below 1e-17 e^s: K from the largest argument
-            n = min(_BESSEL_SERIES_TERMS, int(math.ceil(10 + 1.7 * float(xp.max(s)))))
-            z = s * s / 4.0
-            term = xp.ones_like(s) if nu == 0 else s / 2.0
-            total = term
-            for k in range(1, n):
-                term = term * z / (k * (k + nu))
-                total = total + term
-            r = xp.where(small, total * xp.exp(-s), r)
-        large = a >= _BESSEL_SWITCH
-        if some(large):
-            b = xp.where(large, a, full(a, _BESSEL_SWITCH))
-            coefs = T.i0_asym if nu == 0 else T.i1_asym
-            r = xp.where(large, _horner(None, 1.0 / b, coefs) / xp.sqrt(2.0 * _PI * b), r)
-        return r
+        r = a * 1.0        # (NaN passes)
+        r = branch(r, a < _BESSEL_SWITCH, lambda v: bessel_series(v, nu), a, 0.0)
+        return branch(r, a >= _BESSEL_SWITCH,
+                      lambda b: _horner(None, 1.0 / b, coefs) / xp.sqrt(2.0 * _PI * b), a,
+                      _BESSEL_SWITCH)
 
     def i0e64(x):
         return xp.where(xp.isnan(x), x, bessel_scaled(x, 0))
