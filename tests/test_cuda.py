@@ -848,8 +848,9 @@ def test_cuda_fill_factories_values_and_zero_sign(dtype):
 @needs_cuda
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64", "int64", "bool"])
 def test_cuda_clone_and_contiguous_copy_once_with_the_values_cpu_gives(dtype):
-    """``clone`` of a row-major tensor is one memcpy into new memory; of a transposed, sliced or
-    broadcast one a row-major copy; ``contiguous`` of a non-contiguous tensor the same copy. The
+    """``clone`` of a row-major tensor is one memcpy into new memory; of a transposed or permuted
+    one a copy with its strides (preserve_format), of a sliced or broadcast one a row-major copy;
+    ``contiguous`` of a non-contiguous tensor a row-major copy. The
     values are cpu's, the result never aliases its input (writing into it leaves the source
     alone), and a later write to the source leaves the copy alone (the copy is ordered on the
     stream before it)."""
@@ -864,7 +865,8 @@ def test_cuda_clone_and_contiguous_copy_once_with_the_values_cpu_gives(dtype):
         for make in (lambda t: t.clone(), lambda t: t.contiguous()):
             r = make(x)
             assert r.device.type == "cuda" and r.dtype == dt and r.shape == want.shape
-            assert r.is_contiguous()
+            # clone keeps a dense input's strides (torch's preserve_format), as cpu's clone
+            assert r.stride() == make(want).stride()
             assert_close(r.cpu(), want.contiguous(), rtol=0, atol=0)
     x = base.clone()
     y = x.clone()

@@ -36,7 +36,9 @@ CALLS = [
     ("scatter_reduce amax", lambda t: t["x"].scatter_reduce(1, t["i"], t["y"], "amax",
                                                             include_self=False)),
     ("scatter_reduce amin", lambda t: t["x"].scatter_reduce(1, t["i"], t["y"], "amin")),
-    ("scatter multiply", lambda t: t["x"].scatter(1, t["i"], t["y"], reduce="multiply")),
+    # (values only: scatter(reduce=) has no derivative, as torch's)
+    ("scatter multiply", lambda t: t["x"].detach().scatter(1, t["i"], t["y"].detach(),
+                                                           reduce="multiply")),
     ("aminmax", lambda t: tp.aminmax(t["d"], dim=1)),
     ("median", lambda t: tp.median(t["d"], 1)),
     ("median all", lambda t: tp.median(t["x"])),

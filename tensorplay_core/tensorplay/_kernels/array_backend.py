@@ -152,10 +152,17 @@ class ArrayBackend(Backend):
         if plan is False:
             return self.wrap(arr, device)
         st, order, inv = plan
-        base = self.np.ascontiguousarray(arr.transpose(order))
+        return self.wrap_permuted(self.np.ascontiguousarray(arr.transpose(order)), device,
+                                  shape, st, inv)
+
+    def wrap_permuted(self, base, device, shape, stride, inv):
+        """A fresh Tensor (no view) of ``shape``/``stride`` owning ``base``, a row-major array
+        holding its elements in memory order (its dims ordered by decreasing stride), whose
+        ``transpose(inv)`` is the tensor's array: how results laid out other than row-major
+        (``wrap_elementwise``, ``to``'s preserve_format copy) are made."""
         t = self.wrap(base.reshape(-1), device)
         set_native(t, base.transpose(inv))
-        set_layout(t, shape, st)     # (a fresh tensor of its own: nothing sees it)
+        set_layout(t, shape, stride)     # (a fresh tensor of its own: nothing sees it)
         return t
 
     def wrap_shared(self, arr, device):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from .._device import Device
 from .._dtype import can_cast
+from .._kernels.array_backend import ArrayBackend
+from .._kernels.elementwise import preserve_strides
 from ._define import defop, ops as O
 from ._shapes import (broadcast_shapes, check_bool_operands, elementwise_meta, float_dtype,
                       is_tensor, out_like, result_dtype)
@@ -43,15 +45,23 @@ def _to_device(x, device):
         return _to_device_meta(x, device)   # to "meta": no data to copy (torch gives a meta tensor)
     dst = _backend.get_backend(device.type)
     src = x.backend
-    arr = x.native
-    return dst.wrap(dst.from_other(arr, src, device), device)
+    st = None if x.is_contiguous() else preserve_strides(x.shape, x.stride())
+    if st is None or not isinstance(dst, ArrayBackend):
+        return dst.wrap(dst.from_other(x.native, src, device), device)
+    # torch's to(): preserve_format -- a dense tensor keeps its strides (another gets dense ones
+    # in its stride order). Its elements move in memory order (one row-major array of the
+    # permuted shape: no copy on the source side for a dense one) and are viewed back.
+    order = sorted(range(len(st)), key=lambda d: -st[d])
+    inv = sorted(range(len(order)), key=order.__getitem__)
+    moved = dst.from_other(x.permute(order).contiguous().native, src, device)
+    return dst.wrap_permuted(moved, device, tuple(x.shape), st, inv)
 
 
 def _to_device_meta(x, device):
     if x.device.type == "meta" and device.type != "meta":
         raise NotImplementedError("Cannot copy out of meta tensor; no data!")   # torch's error
     from ..fake import make_fake
-    return make_fake(x.shape, x.dtype, device)
+    return make_fake(x.shape, x.dtype, device, preserve_strides(x.shape, x.stride()))
 
 
 def _to_device_setup(ctx, inputs, output):
