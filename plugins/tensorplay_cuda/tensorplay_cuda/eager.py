@@ -5,8 +5,9 @@
   as torch's wrapped numbers) -- the CuPy ufunc is called directly, skipping the reference
   kernel's dtype resolution (two ``dtype_of`` look-ups and the promotion rule per call). The
   result is the one the reference kernel computes (same ufunc, same dtypes). ``relu`` is one
-  ``cupy.ElementwiseKernel`` instead of the reference's ``where(x > 0, x, zeros_like(x))`` (three
-  launches), with the same semantics (NaN passes through, as in torch).
+  ``cupy.ElementwiseKernel`` (``x < 0 ? 0 : x``) instead of the reference's
+  ``where(x < 0, zeros_like(x), x)`` (three launches), with the same semantics (NaN and -0.0
+  pass through, as in torch).
 * **Bandwidth** (large arrays): CuPy's generic elementwise kernels reach about half of the copy
   bandwidth on an H200; a Triton kernel with plain masked block loads reaches it. ``accelerate``
   puts, in front of each elementwise built-in kernel, a size test: arrays of at least
