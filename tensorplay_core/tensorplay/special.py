@@ -82,22 +82,23 @@ def xlogy(input: Any, other: Any) -> Tensor:
     """``input * log(other)``, 0 where ``input`` is 0 (NaN where ``other`` is NaN), with
     broadcasting; either operand may be a Python number; integers give the default float dtype.
     Same as ``torch.special.xlogy``."""
-    from ._tensor import Tensor
-    if not isinstance(input, Tensor) and isinstance(other, Tensor):
-        return _number_first(_O.xlogy, input, other)
-    _tensor("xlogy", input)
-    return _O.xlogy(input, other)
+    return _x_times(_O.xlogy, "xlogy", input, other)
 
 
 def xlog1py(input: Any, other: Any) -> Tensor:
     """``input * log1p(other)``, 0 where ``input`` is 0 (NaN where ``other`` is NaN), with
     broadcasting; either operand may be a Python number; integers give the default float dtype.
     Same as ``torch.special.xlog1py``."""
+    return _x_times(_O.xlog1py, "xlog1py", input, other)
+
+
+def _x_times(op, api: str, input: Any, other: Any) -> Tensor:
+    # xlogy/xlog1py: a number first becomes a tensor (see _number_first), else input must be one
     from ._tensor import Tensor
     if not isinstance(input, Tensor) and isinstance(other, Tensor):
-        return _number_first(_O.xlog1py, input, other)
-    _tensor("xlog1py", input)
-    return _O.xlog1py(input, other)
+        return _number_first(op, input, other)
+    _tensor(api, input)
+    return op(input, other)
 
 
 _SQRT1_2 = math.sqrt(0.5)

@@ -245,6 +245,22 @@ def _logic(c):
                 where=where)
 
 
+def x_times(c, f, name):
+    """The kernel of ``input * f(other)`` as torch's xlogy/xlog1py: NaN where ``other`` is NaN,
+    else 0 where ``input`` is 0; integer operands in the default float dtype."""
+    xp, prep = c.xp, c.prep
+
+    def k(a, b):
+        a, b = prep(a, b, True)
+        if not hasattr(b, "dtype"):
+            b = xp.asarray(b, dtype=a.dtype)
+        r = a * f(b)
+        r = xp.where(a == 0, xp.zeros_like(r), r)
+        return xp.where(xp.isnan(b), b + xp.zeros_like(r), r)
+    k.__name__ = k.__qualname__ = name
+    return k
+
+
 def _math2(c):
     """atan2, hypot, copysign, nextafter: torch's promotion (integer and bool operands of atan2
     and copysign in the default float dtype); hypot and nextafter on floating operands only (a
@@ -277,16 +293,7 @@ def _math2(c):
         # torch's rule; NumPy's float16 loop gives ``input`` there)
         return xp.where(a == b, b, f_nextafter(a, b))
 
-    def xlogy(a, b):
-        # torch: NaN where other is NaN, else 0 where input is 0, else input * log(other)
-        a, b = prep(a, b, True)
-        if not hasattr(b, "dtype"):
-            b = xp.asarray(b, dtype=a.dtype)
-        r = a * xp.log(b)
-        r = xp.where(a == 0, xp.zeros_like(r), r)
-        return xp.where(xp.isnan(b), b + xp.zeros_like(r), r)
-
-    return dict(xlogy=xlogy, atan2=floating_op(f_atan2, "atan2", True),
+    return dict(xlogy=x_times(c, xp.log, "xlogy"), atan2=floating_op(f_atan2, "atan2", True),
                 copysign=floating_op(f_copysign, "copysign", True),
                 hypot=floating_op(f_hypot, "hypot", False),
                 nextafter=floating_op(nextafter_or_equal, "nextafter", False))

@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 
 from .. import _dtype
+from .binary import x_times
 
 _PI = math.pi
 _SQRT_PI = math.sqrt(math.pi)
@@ -662,14 +663,7 @@ def bind(c) -> dict:
     prep = c.prep
     I32 = nd(_dtype.int32)
 
-    def xlog1py(a, b):
-        # torch: NaN where other is NaN, else 0 where input is 0, else input * log1p(other)
-        a, b = prep(a, b, True)
-        if not hasattr(b, "dtype"):
-            b = xp.asarray(b, dtype=a.dtype)
-        r = a * xp.log1p(b)
-        r = xp.where(a == 0, xp.zeros_like(r), r)
-        return xp.where(xp.isnan(b), b + xp.zeros_like(r), r)
+    xlog1py = x_times(c, xp.log1p, "xlog1py")     # xlogy's kernel with log1p
 
     def heaviside(x, values):
         if x.dtype != values.dtype:
