@@ -78,3 +78,20 @@ def test_best_config_on_fake_tensors_and_opcheck():
     x = tensorplay.arange(40, dtype=tensorplay.float32)
     assert total(x).item() == 780.0
     assert library.opcheck(total, (x,)) == {}
+
+
+def test_a_gpu_choice_for_the_same_key_does_not_decide_a_cpu_capture():
+    # Triton's autotuner keys its choices by argument values and dtypes, not by device: after a
+    # cuda launch of the same kernel and size, ``kernel.cache`` holds the GPU's timed choice for
+    # the key of a cpu launch too. The interpreter's launch ignores it (the first config the pruning
+    # keeps, in a cache of its own), so a recorded cpu launch must choose as that launch will, not
+    # from the GPU's cache: a GPU machine ran attorch's mse/l1/smooth-l1 losses under compile with
+    # BLOCK 1024 read back while the launch used 64, summing a third of the partial sums.
+    x = tensorplay.arange(100, dtype=tensorplay.float32)
+    kernel = _make_kernel()
+    gpu_choice = kernel.configs[1]                      # BLOCK 32, as a cuda launch had timed
+    kernel.cache[(100, str(x.dtype), str(x.dtype))] = gpu_choice   # Autotuner.run's key: n, X, OUT
+    got = tensorplay.compile(lambda t: _total(kernel, t))(x)
+    assert got.item() == 4950.0
+    assert kernel.best_config.kwargs == {"BLOCK": 16}
+    assert _total(kernel, x).item() == 4950.0           # eager cpu: the interpreter's choice too

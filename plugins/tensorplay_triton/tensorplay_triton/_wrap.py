@@ -773,21 +773,29 @@ def _choose_untimed(at, args, kwargs, tensors):
     """A launch of autotuner ``at`` that does not run (recorded by ``tensorplay.compile``, or
     skipped on fake tensors) still sets ``at.best_config`` where the real launch's choice is
     known without timing, so host code reading it after the launch (attorch's
-    ``kernel.best_config.kwargs['BLOCK_SIZE']``) sees the config the launch will use: the config
-    already chosen for this key (``at.cache``, any device); else, on cpu (Triton's interpreter,
-    ``_interp._no_timing``), the first config the pruning keeps. A cuda launch not yet tuned is
-    timed when it runs: nothing is chosen here."""
+    ``kernel.best_config.kwargs['BLOCK_SIZE']``) sees the config the launch will use, chosen
+    as that launch chooses: on cpu (Triton's interpreter, ``_interp._no_timing``) the first config
+    the pruning keeps -- never the GPU's choice for the same key, which Triton's ``at.cache``
+    also holds (its key has no device: a cuda launch of the same kernel and size earlier in the
+    process made a cpu capture read BLOCK 1024 while its launch used 64); on cuda the config
+    already timed for this key (``at.cache``), else nothing (the launch times when it runs)."""
+    if len(at.configs) == 1:
+        at.best_config = at.configs[0]
+        return
+    if not tensors:
+        return
     names = at.arg_names
     nargs = dict(zip(names, args))
-    all_args = {**nargs, **kwargs}
-    key = [all_args[k] for k in at.keys if k in all_args]
-    for a in all_args.values():
-        if hasattr(a, "dtype"):
-            key.append(str(a.dtype))
-    config = at.cache.get(tuple(key)) if len(at.configs) > 1 else at.configs[0]
-    if config is None:
-        if not tensors or any(t.device.type != "cpu" for t in tensors):
+    if any(t.device.type != "cpu" for t in tensors):
+        all_args = {**nargs, **kwargs}
+        key = [all_args[k] for k in at.keys if k in all_args]
+        for a in all_args.values():
+            if hasattr(a, "dtype"):
+                key.append(str(a.dtype))
+        config = at.cache.get(tuple(key))
+        if config is None:
             return
+    else:
         saved = getattr(at, "nargs", None)
         at.nargs = nargs              # what early_config_prune receives in Autotuner.run
         try:
