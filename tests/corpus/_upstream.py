@@ -194,6 +194,15 @@ SUPPLIED = {
                                       "interpreter times nothing)"),
         "IS_AMD": (False, "fla.utils.hardware: AMD detection through torch / triton's driver; "
                           "False on NVIDIA and on cpu (the interpreter), as released there"),
+        **{n: (Ref(f"corpus.fla.runtime:{n}"),
+               f"fla.utils.hardware.{n}: computed there through torch.cuda at import; the same "
+               "expression on tensorplay.cuda (corpus/fla/runtime.py), False without a GPU")
+           for n in ("IS_NVIDIA", "IS_NVIDIA_HOPPER", "IS_NVIDIA_BLACKWELL", "IS_TF32_SUPPORTED")},
+        **{n: (Ref(f"corpus.fla.runtime:{n}"),
+               f"fla.utils.env.{n}: triton's version against {n[13:].replace('_', '.')} "
+               "(packaging's parse; compare_version's numeric parts here, corpus/fla/runtime.py)")
+           for n in ("TRITON_ABOVE_3_4_0", "TRITON_ABOVE_3_5_1", "TRITON_ABOVE_3_6_0",
+                     "TRITON_ABOVE_3_7_1", "TRITON_ABOVE_3_8_0")},
         "IS_INTEL": (False, "fla.utils.hardware: the same for Intel GPUs"),
         "IS_NPU": (False, "fla.utils.hardware: the same for Ascend NPUs"),
         "check_shared_mem": (lambda arch="none", tensor_idx=0: False,
@@ -531,6 +540,17 @@ HOST_BINDINGS = {
 # replaced when the framework is tensorplay (the released one runs on torch). Each is a FINDING
 # about tensorplay's torch surface, or a device tensorplay has no backend for.
 HOST_OVERRIDES = {
+    ("fla-core", None): {
+        "autocast_custom_fwd": (lambda fn: fn,
+                                "fla.utils.hardware: functools.partial(torch.amp.custom_fwd, "
+                                "device_type=<device>) (defined in an `if` on torch's version, "
+                                "checked with `packaging`); tensorplay has no torch.amp (no "
+                                "autocast), so the decorator's one effect, running the forward and "
+                                "backward under the caller's autocast state, has nothing to carry: "
+                                "the identity"),
+        "autocast_custom_bwd": (lambda fn: fn, "fla.utils.hardware: torch.amp.custom_bwd's partial; "
+                                               "the identity, as autocast_custom_fwd"),
+    },
     ("unsloth", "unsloth/device_type.py"): {
         "get_device_type": (lambda: "cuda",
                             "asks torch.xpu / torch.accelerator when cuda is not available and raises "
@@ -579,6 +599,12 @@ def _register_op(*args, **kwargs):
     return lambda fn: fn
 
 
+def _fla_dispatch(entry_point):
+    """fla.backends.dispatch with no backend available: the function itself (``@dispatch``), or
+    for ``@dispatch('<operation>')`` a decorator returning it."""
+    return (lambda fn: fn) if isinstance(entry_point, str) else entry_point
+
+
 def _fla_device_ctx(framework, wrap):
     """fla.utils.hardware.custom_device_ctx(index) for the framework given: its ``cuda.device``
     guard for an index, none for ``None`` (a cpu tensor's index: the interpreter)."""
@@ -610,11 +636,11 @@ HOST_SUPPLIED = {
                        "unused with the identity register_op"),
     },
     ("fla-core", None): {
-        "dispatch": (lambda framework, wrap: (lambda fn: fn),
-                     "fla.backends.dispatch: wraps a host function so that a registered backend "
-                     "(Ascend's triton, TileLang) that is available, enabled and accepts the call "
-                     "runs instead; with none of them (no NPU, no tilelang) the function itself "
-                     "runs: the identity"),
+        "dispatch": (lambda framework, wrap: _fla_dispatch,
+                     "fla.backends.dispatch (`@dispatch` or `@dispatch('<operation>')`): wraps a "
+                     "host function so that a registered backend (Ascend's triton, TileLang) that "
+                     "is available, enabled and accepts the call runs instead; with none of them "
+                     "(no NPU, no tilelang) the function itself runs: the identity"),
         "custom_device_ctx": (_fla_device_ctx,
                               "fla.utils.hardware.custom_device_ctx (input_guard's device guard): "
                               "torch.<device>.device(index), the device module chosen by "

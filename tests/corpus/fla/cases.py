@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import gaps
 from ..cases import Case
 from . import ops
 
@@ -121,6 +122,33 @@ CASES = [
 ]
 
 
+def _sgla_inputs(r, s):
+    B, T, H, K, V = 1, 18 * s, 2, 16, 16         # two chunks of 16, the second partial
+    return (_x(r, B, T, H, K), _x(r, B, T, H, K), _x(r, B, T, H, V),
+            (-0.1 * np.abs(r.standard_normal((B, T, H)))).astype(_f32), _x(r, B, H, K, V), K ** -0.5, 16)
+
+
+def _sgla_fn_inputs(r, s):
+    q, k, v, g, h0, scale, chunk_size = _sgla_inputs(r, s)
+    return (q, k, v, g, None, scale, h0, True, False, None, None, chunk_size)
+
+
+def _sgla_ref(q, k, v, g, h0, scale, *_):
+    """The recurrence itself (fla's naive_recurrent_simple_gla), in float64."""
+    S = h0.copy()
+    o = np.zeros((*q.shape[:-1], v.shape[-1]))
+    for t in range(q.shape[1]):
+        S = S * np.exp(g[:, t])[..., None, None] + k[:, t, :, :, None] * v[:, t, :, None, :]
+        o[:, t] = np.einsum("bhk,bhkv->bhv", q[:, t] * scale, S)
+    return o, S
+
+
+CASES += [
+    Case("fla.chunk_simple_gla", ops.chunk_simple_gla, _sgla_inputs, _sgla_ref, grad=(0, 1, 2, 3, 4),
+         n_out=2, atol=2e-5, gaps=(gaps.LOOP_VAR,)),
+]
+
+
 # --- the released autograd.Functions themselves ------------------------------------------------
 
 _L2 = ops.L2NormFunction.apply
@@ -164,4 +192,10 @@ FUNCTION_CASES = [
          lambda x: (x * _sigmoid(x),)),
     Case("fla.fn_logsigmoid", ops.LogSigmoidFunction.apply, lambda r, s: (_x(r, 3 * s, 37 * s), 2.0),
          lambda x, t: (_logsigmoid(x, t),)),
+    # fla.ops.simple_gla.chunk_simple_gla: ChunkSimpleGLAFunction.apply(q, k, v, g, g_gamma, scale,
+    # initial_state, output_final_state, state_v_first, cu_seqlens, cu_seqlens_cpu, chunk_size)
+    Case("fla.fn_chunk_simple_gla", ops.ChunkSimpleGLAFunction.apply,
+         _sgla_fn_inputs,
+         lambda q, k, v, g, gg, scale, h0, *_: _sgla_ref(q, k, v, g, h0, scale),
+         grad=(0, 1, 2, 3, 6), n_out=2, atol=2e-5, gaps=(gaps.LOOP_VAR,)),
 ]

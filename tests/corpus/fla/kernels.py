@@ -30,6 +30,11 @@ KERNELS = {
     "fla/ops/utils/cumsum.py": ["chunk_local_cumsum_scalar_kernel", "chunk_local_cumsum_vector_kernel"],
     "fla/ops/utils/logsumexp.py": ["logsumexp_fwd_kernel"],
     "fla/ops/utils/softmax.py": ["softmax_fwd_kernel", "softmax_bwd_kernel"],
+    # simple GLA's chunked forward and backward (fla/ops/simple_gla/chunk.py's host code launches
+    # these, and chunk_local_cumsum's, through fla.ops.common)
+    "fla/ops/common/chunk_h.py": ["chunk_fwd_kernel_h", "chunk_bwd_kernel_dh"],
+    "fla/ops/common/chunk_o.py": ["chunk_fwd_kernel_o", "chunk_bwd_kernel_dqkwg", "chunk_bwd_kernel_dv",
+                                  "chunk_bwd_kernel_dv_local"],
 }
 
 globals().update(load(DIST, KERNELS))

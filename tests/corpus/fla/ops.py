@@ -42,6 +42,7 @@ HOST = {
     "fla/ops/utils/cumsum.py": ["chunk_local_cumsum"],
     "fla/ops/utils/logsumexp.py": ["logsumexp_fwd"],
     "fla/ops/utils/softmax.py": ["softmax_fwd", "softmax_bwd"],
+    "fla/ops/simple_gla/chunk.py": ["ChunkSimpleGLAFunction"],
 }
 
 globals().update(host(DIST, HOST, framework=tensorplay, wrap=wrap_triton))
@@ -307,3 +308,48 @@ def _cs_backward(ctx, do):
 
 
 chunk_local_cumsum_op.register_autograd(_cs_backward, setup_context=_cs_setup)
+
+
+# --- ops/simple_gla/chunk.py: ChunkSimpleGLAFunction (chunked simple gated linear attention) ---
+# o_t = scale * q_t S_t, S_t = exp(g_t) S_{t-1} + k_t^T v_t (per head; S_0 = initial_state),
+# [B, T, H, K] / [B, T, H, V] inputs, g [B, T, H] log decays; ht = S_T
+
+@triton_op("fla::chunk_simple_gla", mutates_args=())
+def chunk_simple_gla(q: Tensor, k: Tensor, v: Tensor, g: Tensor, initial_state: Tensor, scale: float,
+                     chunk_size: int = 64) -> tuple[Tensor, Tensor, Tensor]:
+    ctx = _Ctx()
+    o, ht = ChunkSimpleGLAFunction.forward(ctx, q, k, v, g, None, scale, initial_state, True, False, None,
+                                           None, chunk_size)
+    g_cum = ctx.saved_tensors[3]
+    return o, ht, g_cum  # CHANGED: the in-chunk cumsum of g is an output (saved for the backward op)
+
+
+@triton_op("fla::chunk_simple_gla_backward", mutates_args=())
+def chunk_simple_gla_bwd(do: Tensor, dht: Tensor, q: Tensor, k: Tensor, v: Tensor, g_cum: Tensor,
+                         initial_state: Tensor, scale: float, chunk_size: int
+                         ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    # CHANGED: what ChunkSimpleGLAFunction.forward kept on ctx, rebuilt for the backward op
+    ctx = _Ctx((q, k, v, g_cum, None, initial_state, None), chunk_size=chunk_size, scale=scale,
+               cu_seqlens=None, state_v_first=False)
+    dq, dk, dv, dg, _, _, dh0, *_ = ChunkSimpleGLAFunction.backward(ctx, do, dht)
+    return dq, dk, dv, dg, dh0
+
+
+def _sgla_setup(ctx, inputs, output):
+    q, k, v, g, h0, scale, chunk_size = inputs
+    ctx.scale, ctx.chunk_size = scale, chunk_size
+    ctx.save_for_backward(q, k, v, output[2], h0)
+    ctx.mark_non_differentiable(output[2])  # CHANGED: a saved intermediate as an output
+
+
+def _sgla_backward(ctx, do, dht, dg_cum):
+    q, k, v, g_cum, h0 = ctx.saved_tensors
+    if do is None:  # CHANGED: an unused output's gradient arrives as None; the kernels read zeros
+        do = tensorplay.zeros((*v.shape[:-1], v.shape[-1]), dtype=v.dtype, device=v.device)
+    if dht is None:
+        dht = tensorplay.zeros_like(h0)
+    dq, dk, dv, dg, dh0 = chunk_simple_gla_bwd(do, dht, q, k, v, g_cum, h0, ctx.scale, ctx.chunk_size)
+    return dq, dk, dv, dg, dh0, None, None
+
+
+chunk_simple_gla.register_autograd(_sgla_backward, setup_context=_sgla_setup)
