@@ -1,5 +1,5 @@
-"""A corpus of third-party Triton kernels (Liger-Kernel, Unsloth, FlagGems as triton_ops; attorch as
-its own autograd Functions).
+"""A corpus of third-party Triton kernels (Liger-Kernel, Unsloth, FlagGems, flash-linear-attention as
+triton_ops; attorch and flash-linear-attention as their own autograd Functions).
 
 The kernels are their libraries' own: those released on PyPI are read from the pinned wheel at run
 time (``tests/corpus/_upstream.py``; downloaded once into a git-ignored cache, never committed; with
@@ -94,7 +94,8 @@ def test_corpus_size_and_licences():
 
 def test_function_corpus_licences():
     """The autograd.Function cases: at least 10, each library with its licence file and upstream
-    commit, every case checking a gradient, ids distinct from the op cases'."""
+    (a commit it was copied at, or a pinned PyPI release read from its wheel: fla's released
+    Functions), every case checking a gradient, ids distinct from the op cases'."""
     libs = {c.id.split(".")[0] for c in FUNCTION_CASES}
     assert len(FUNCTION_CASES) >= 10 and libs, (len(FUNCTION_CASES), libs)
     ids = [c.id for c in FUNCTION_CASES]
@@ -103,7 +104,9 @@ def test_function_corpus_licences():
     for lib in libs:
         assert (root / lib / "LICENSE").is_file(), lib
         head = (root / lib / "kernels.py").read_text()[:3000]
-        assert "Upstream: https://github.com/" in head and "at commit " in head, lib
+        pinned = {f"{p.dist}=={p.version}" for p in _upstream.PINS.values()}
+        assert "Upstream: https://github.com/" in head, lib
+        assert "at commit " in head or any(f"PyPI {p}" in head for p in pinned), lib
     for c in FUNCTION_CASES:
         assert c.grad, c.id
 

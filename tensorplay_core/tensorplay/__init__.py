@@ -998,8 +998,8 @@ __all__ += ["lgamma", "digamma", "polygamma", "mvlgamma", "erfc", "erfinv", "i0"
 def __getattr__(name):
     # ``tensorplay.testing`` as an attribute after ``import tensorplay`` (torch's habit), imported
     # on first access: it is not needed to run ops, and ``import tensorplay`` stays light.
-    # ``xpu`` and ``accelerator`` likewise: torch's names that kernel libraries read
-    if name in ("testing", "xpu", "accelerator"):
+    # ``xpu``, ``accelerator`` and ``compiler`` likewise: torch's names that kernel libraries read
+    if name in ("testing", "xpu", "accelerator", "compiler"):
         import importlib
         return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module 'tensorplay' has no attribute {name!r}")

@@ -58,6 +58,7 @@ class Pin:
     wheel: str         # the wheel's file name
     sha256: str        # of that wheel, as PyPI serves it
     record_sha256: str  # of the wheel's RECORD (the sha256 of every file in it)
+    package: str | None = None  # the import package, where not the wheel's name (fla-core: fla)
 
     @property
     def record(self) -> str:
@@ -81,6 +82,11 @@ PINS = {p.dist: p for p in [
     Pin("unsloth", "2026.8.19", "unsloth-2026.8.19-py3-none-any.whl",
         "7e6d7bc77517883fef116b0ef49880b810373ee46cb54bbb026a9811ea2abdd2",
         "07221b1ad889d3049b7b49954787134ae8f2dbff4b336db3064914ee904c8ec4"),
+    # flash-linear-attention (https://github.com/fla-org/flash-linear-attention): its kernels and
+    # host code ship as `fla-core` (package `fla`; `flash-linear-attention` adds the layers/models)
+    Pin("fla-core", "0.6.0", "fla_core-0.6.0-py3-none-any.whl",
+        "b0708b70e0b119cd58a0a5146ea56cb175cef6ed969d8ac60267e3e077ce3ebd",
+        "21cc3735e00260dba738ac3ca321102373ba5267fd7035e98fc99dac245affe4", package="fla"),
 ]}
 
 
@@ -103,6 +109,11 @@ DROPPED_IMPORTS = {
          "detection through torch); what the kernels use of them is in SUPPLIED",
     "unsloth_zoo": "Unsloth's companion package (patching, loss helpers, Version): host code",
     "transformers": "Unsloth's host code (a logger, the model classes it patches)",
+    "einops": "fla's host code (rearrange in module layers); no kernel names it",
+    "fla": "flash-linear-attention's own modules (fla.utils: hardware detection through torch, "
+           "env flags, decorators; fla.backends: the backend registry; fla.ops.utils.cache: the "
+           "autotuner reading tuned configs): what the kernels use of them is in SUPPLIED; the "
+           "host code's imports of them are loaded by host() (HOST_BINDINGS)",
 }
 
 
@@ -125,14 +136,15 @@ def _triton_version_at_least(package: str, op, target: str) -> bool:
 class Ref:
     """A supplied value resolved when a module is loaded: ``"pkg.mod"`` or ``"pkg.mod:attr"``
     (imported), or ``upstream=(dist, path, names)`` (another module of the wheel, loaded the same
-    way)."""
+    way; with ``attr``, that module's attribute)."""
 
-    def __init__(self, target=None, *, upstream=None):
-        self.target, self.upstream = target, upstream
+    def __init__(self, target=None, *, upstream=None, attr=None):
+        self.target, self.upstream, self.attr = target, upstream, attr
 
     def resolve(self):
         if self.upstream is not None:
-            return module(*self.upstream)
+            mod = module(*self.upstream)
+            return getattr(mod, self.attr) if self.attr else mod
         import importlib
         mod, _, attr = self.target.partition(":")
         obj = importlib.import_module(mod)
@@ -174,6 +186,38 @@ SUPPLIED = {
                         "triton >= 3.0 off xpu (an `if` on its torch-based DEVICE_TYPE)"),
         "triton_cast": (Ref("triton.language:cast"),
                         "from .utils: tl.cast, bound in the same `if` of unsloth/kernels/utils.py"),
+    },
+    ("fla-core", None): {
+        "autotune_cache_kwargs": ({}, "fla.utils.env: {'cache_results': FLA_CACHE_RESULTS} where "
+                                      "triton.autotune takes cache_results (Triton's on-disk "
+                                      "record of timings: which config runs is unchanged; the "
+                                      "interpreter times nothing)"),
+        "IS_AMD": (False, "fla.utils.hardware: AMD detection through torch / triton's driver; "
+                          "False on NVIDIA and on cpu (the interpreter), as released there"),
+        **{n: (Ref(f"corpus.fla.runtime:{n}"),
+               f"fla.utils.hardware.{n}: computed there through torch.cuda at import; the same "
+               "expression on tensorplay.cuda (corpus/fla/runtime.py), False without a GPU")
+           for n in ("IS_NVIDIA", "IS_NVIDIA_HOPPER", "IS_NVIDIA_BLACKWELL", "IS_TF32_SUPPORTED")},
+        **{n: (Ref(f"corpus.fla.runtime:{n}"),
+               f"fla.utils.env.{n}: triton's version against {n[13:].replace('_', '.')} "
+               "(packaging's parse; compare_version's numeric parts here, corpus/fla/runtime.py)")
+           for n in ("TRITON_ABOVE_3_4_0", "TRITON_ABOVE_3_5_1", "TRITON_ABOVE_3_6_0",
+                     "TRITON_ABOVE_3_7_1", "TRITON_ABOVE_3_8_0")},
+        "IS_INTEL": (False, "fla.utils.hardware: the same for Intel GPUs"),
+        "IS_NPU": (False, "fla.utils.hardware: the same for Ascend NPUs"),
+        "check_shared_mem": (lambda arch="none", tensor_idx=0: False,
+                             "fla.utils.hardware.check_shared_mem: whether the device's shared "
+                             "memory reaches an arch's (through triton's driver and torch's device "
+                             "count); False, its answer without a GPU (the interpreter), which "
+                             "only picks the smaller autotune block lists (cumsum's BS_LIST)"),
+        "fla_cache_autotune": (Ref("triton:autotune"),
+                               "fla.ops.utils.cache.fla_cache_autotune: triton.autotune whose "
+                               "Autotuner first looks for a tuned config in fla/configs/<GPU "
+                               "name>/<kernel>.json (FLA_CACHE_MODE); the wheel ships none, so "
+                               "it falls back to triton's autotune: that one"),
+        **{n: (Ref(upstream=("fla-core", "fla/ops/utils/op.py", [n]), attr=n),
+               f"from fla.ops.utils.op: this wheel's jit {n}, loaded as the kernels are")
+           for n in ("exp", "exp2", "log", "log2", "unflatten_program_id")},
     },
     ("flag-gems", "flag_gems/runtime/backend/_nvidia/heuristics_config_utils.py"): {
         "torch": (Ref("corpus.flaggems.runtime:torch_cuda_shim"),
@@ -305,6 +349,9 @@ def _free_names(node) -> set[str]:
         params = {x.arg for x in ast.walk(n) if isinstance(x, ast.arg)}    # lambdas' parameters
         if not isinstance(n, ast.Module):       # an `if` block's own imports (Unsloth's nullcontext)
             params |= {(al.asname or al.name).split(".")[0] for imp in _all_imports(n) for al in imp.names}
+        # functions and classes defined inside (fla's `def grid(meta)` in a host function)
+        params |= {x.name for x in ast.walk(n)
+                   if isinstance(x, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and x is not n}
         return ({x.id for x in names if isinstance(x.ctx, ast.Load)}
                 - {x.id for x in names if isinstance(x.ctx, (ast.Store, ast.Del))} - params)
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -338,6 +385,10 @@ def _select(tree, names, module, supplied):
     for i in [*sorted(keep), *candidates]:
         for n in _defined(body[i]):
             defs.setdefault(n, []).append(i)
+    for i in candidates:    # names defined only inside a top-level `if`/`try` (fla's jit `exp`,
+        if isinstance(body[i], (ast.If, ast.Try)):     # chosen by an env flag): that block
+            for n in _defined_deep(body[i]) - set(defs):
+                defs.setdefault(n, []).append(i)
     missing = [n for n in names if n not in defs]
     if missing:
         raise RuntimeError(f"{module}: no top-level definition of {missing} in this release")
@@ -489,6 +540,17 @@ HOST_BINDINGS = {
 # replaced when the framework is tensorplay (the released one runs on torch). Each is a FINDING
 # about tensorplay's torch surface, or a device tensorplay has no backend for.
 HOST_OVERRIDES = {
+    ("fla-core", None): {
+        "autocast_custom_fwd": (lambda fn: fn,
+                                "fla.utils.hardware: functools.partial(torch.amp.custom_fwd, "
+                                "device_type=<device>) (defined in an `if` on torch's version, "
+                                "checked with `packaging`); tensorplay has no torch.amp (no "
+                                "autocast), so the decorator's one effect, running the forward and "
+                                "backward under the caller's autocast state, has nothing to carry: "
+                                "the identity"),
+        "autocast_custom_bwd": (lambda fn: fn, "fla.utils.hardware: torch.amp.custom_bwd's partial; "
+                                               "the identity, as autocast_custom_fwd"),
+    },
     ("unsloth", "unsloth/device_type.py"): {
         "get_device_type": (lambda: "cuda",
                             "asks torch.xpu / torch.accelerator when cuda is not available and raises "
@@ -537,6 +599,24 @@ def _register_op(*args, **kwargs):
     return lambda fn: fn
 
 
+def _fla_dispatch(entry_point):
+    """fla.backends.dispatch with no backend available: the function itself (``@dispatch``), or
+    for ``@dispatch('<operation>')`` a decorator returning it."""
+    return (lambda fn: fn) if isinstance(entry_point, str) else entry_point
+
+
+def _fla_device_ctx(framework, wrap):
+    """fla.utils.hardware.custom_device_ctx(index) for the framework given: its ``cuda.device``
+    guard for an index, none for ``None`` (a cpu tensor's index: the interpreter)."""
+    import contextlib
+
+    def custom_device_ctx(index):
+        if index is None:
+            return contextlib.nullcontext()
+        return framework.cuda.device(index)
+    return custom_device_ctx
+
+
 # (distribution, module path or None for all its modules) -> {name: (factory(framework, wrap),
 # why)}: names the released host code imports from its library's modules that host() does not
 # load (they pull in what the host code does not use), bound for every framework
@@ -554,6 +634,19 @@ HOST_SUPPLIED = {
         "Capability": (lambda framework, wrap: dict,
                        "liger_kernel.backends.Capability: register_op's capability record, "
                        "unused with the identity register_op"),
+    },
+    ("fla-core", None): {
+        "dispatch": (lambda framework, wrap: _fla_dispatch,
+                     "fla.backends.dispatch (`@dispatch` or `@dispatch('<operation>')`): wraps a "
+                     "host function so that a registered backend (Ascend's triton, TileLang) that "
+                     "is available, enabled and accepts the call runs instead; with none of them "
+                     "(no NPU, no tilelang) the function itself runs: the identity"),
+        "custom_device_ctx": (_fla_device_ctx,
+                              "fla.utils.hardware.custom_device_ctx (input_guard's device guard): "
+                              "torch.<device>.device(index), the device module chosen by "
+                              "fla.utils.hardware's detection through torch and triton's driver at "
+                              "import; the framework's cuda.device(index), none for a cpu tensor "
+                              "(index None), as released"),
     },
     ("flag-gems", None): {
         "torch_device_fn": (_DeviceGuard,
@@ -792,7 +885,8 @@ def host_module(dist: str, path: str, names, *, framework, wrap) -> types.Module
 
 
 def _packages(dist):
-    return {PINS[dist].wheel.split("-")[0]}
+    pin = PINS[dist]
+    return {pin.package or pin.wheel.split("-")[0]}
 
 
 def host(dist: str, spec: dict[str, list[str]], *, framework, wrap) -> dict[str, object]:

@@ -73,6 +73,20 @@ def _probe_boolop(m: int, n: int) -> tensorplay.Tensor:
     return y
 
 
+@triton.jit
+def _loopvar_probe_kernel(Y, N):
+    # fla's chunk_fwd_kernel_h: `for i_t in range(NT): i_t.to(tl.int64)`
+    for i in range(N):
+        tl.store(Y + i, i.to(tl.int64) * 2)
+
+
+@triton_op("corpus_gap_probe::loopvar", mutates_args=())
+def _probe_loopvar(n: int) -> tensorplay.Tensor:
+    y = tensorplay.zeros((n,), dtype=tensorplay.int64)
+    wrap_triton(_loopvar_probe_kernel)[(1,)](y, n)
+    return y
+
+
 def _fails(fn) -> bool:
     try:
         return not fn()
@@ -94,6 +108,10 @@ def _boolop_gap() -> bool:
     return _fails(lambda: _probe_boolop(2, 3).sum().item() == 6.0)
 
 
+def _loopvar_gap() -> bool:
+    return _fails(lambda: _probe_loopvar(3).tolist() == [0, 2, 4])
+
+
 LIBDEVICE = Gap("gap: names imported from triton.language.extra.libdevice (or bound from it at "
                 "import) are not callable under the interpreter, fixed on h-triton", _libdevice_gap)
 TL_ALIAS = Gap("gap: triton.language builtins bound to module-level names at import (triton_cast "
@@ -101,3 +119,6 @@ TL_ALIAS = Gap("gap: triton.language builtins bound to module-level names at imp
 BOOLOP = Gap("gap: `and`/`or` between tensors in a kernel are Python truthiness under the "
              "interpreter (not logical_and/or): masks lose a dimension, out-of-bounds access",
              _boolop_gap)
+LOOP_VAR = Gap("gap: a `for i in range(...)` loop variable is a Python int under the interpreter "
+               "(a scalar tensor when compiled): `i.to(tl.int64)` raises AttributeError; "
+               "tensorplay-triton types it as the compiler does (h-fla47)", _loopvar_gap)

@@ -49,6 +49,11 @@ A process therefore had to decide once, before importing triton. Here the decisi
     arithmetic, comparisons, math functions, dots and reductions would silently compute) are
     computed in float32 and rounded back to bfloat16, as the GPU evaluates them.
 
+  - the variable of a ``for i in range(...)`` / ``tl.range(...)`` loop is a scalar tensor of the
+    integer promotion of the bounds' types (int32, or int64 for an int64 bound), as the compiler's
+    ``scf.for`` makes it, not a Python int (``i.to(tl.int64)``, ``i.dtype``: flash-linear-attention's
+    ``chunk_fwd_kernel_h``); ``tl.static_range`` keeps its constexpr (``_LoopVarsAsCompiled``).
+
   - NumPy's floating-point error handling is off during the launch (``numpy.errstate(all=
     "ignore")``): the interpreter evaluates masked lanes too, so ``tl.log`` of an ``other=0.0``
     load warned "divide by zero" (or raised under the caller's ``errstate``) where a GPU computes
@@ -261,6 +266,78 @@ def _bool_op(which: str, a, b):
     return a.logical_and(b) if which == "and" else a.logical_or(b)
 
 
+class _LoopVarsAsCompiled(ast.NodeTransformer):
+    """``for i in range(...)`` / ``tl.range(...)`` in a kernel, with ``i`` typed as the compiler
+    types it.
+
+    The compiler lowers both to ``scf.for``, whose induction variable is a scalar *tensor* of the
+    integer promotion of the bounds' types (int32 for Python ints that fit, an int64 bound makes
+    it int64): kernels call ``i.to(tl.int64)`` on it (flash-linear-attention's ``chunk_fwd_kernel_h``)
+    or read ``i.dtype``. Triton's interpreter runs the loop as Python's ``range``, so ``i`` was a
+    Python int and ``i.to`` raised ``AttributeError: 'int' object has no attribute 'to'``. Each such
+    loop's iterable becomes a call of ``_loop_range`` below (reached through ``__import__``, as
+    ``_bool_op``), which yields the interpreter's scalar tensors of that type.
+    ``tl.static_range`` is left alone: the compiler unrolls it with a constexpr variable."""
+
+    def visit_For(self, node):
+        self.generic_visit(node)
+        it = node.iter
+        if isinstance(it, ast.Call) and (
+                (isinstance(it.func, ast.Name) and it.func.id == "range")
+                or (isinstance(it.func, ast.Attribute) and it.func.attr == "range")):
+            mod = ast.Call(func=ast.Name("__import__", ast.Load()),
+                           args=[ast.Constant(__name__)],
+                           keywords=[ast.keyword("fromlist", ast.Constant(("_loop_range",)))])
+            node.iter = ast.copy_location(
+                ast.Call(func=ast.Attribute(mod, "_loop_range", ast.Load()),
+                         args=[it.func, *it.args], keywords=it.keywords), it)
+        return node
+
+
+_LOOP_VARS = _LoopVarsAsCompiled()
+
+_INT_NP = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
+           "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64}
+
+
+def _bound_type(b):
+    """The compiler's type of a loop bound (``semantic.to_tensor``): a tensor's dtype, a Python
+    int's as the interpreter converts arguments (int32 if it fits, else uint32 / int64 / uint64)."""
+    tl = _T["tl"]
+    if isinstance(b, tl.constexpr):
+        b = b.value
+    if isinstance(b, tl.tensor):
+        return b.dtype
+    if isinstance(b, bool):
+        return tl.int1
+    b = int(b)
+    return (tl.int32 if -2**31 <= b < 2**31 else tl.uint32 if 0 <= b < 2**32
+            else tl.int64 if -2**63 <= b < 2**63 else tl.uint64)
+
+
+def _promote(a, b):
+    """``semantic.integer_promote_impl``: the wider type; of a signed and an unsigned one, the
+    unsigned when it is at least as wide, else the signed."""
+    if a.is_int_signed() == b.is_int_signed():
+        return a if a.int_bitwidth >= b.int_bitwidth else b
+    u, s = (a, b) if a.is_int_unsigned() else (b, a)
+    return u if u.int_bitwidth >= s.int_bitwidth else s
+
+
+def _loop_range(fn, *args, **kwargs):
+    """The iterable of ``for i in fn(*args, **kwargs)`` (``range`` or ``tl.range``, which the
+    interpreter makes Python's range): its values as scalar tensors of the compiler's type."""
+    interp, tl = _T["interp"], _T["tl"]
+    bounds = [*args[:3], *(kwargs[k] for k in ("arg1", "arg2", "step") if kwargs.get(k) is not None)]
+    ty = tl.int32
+    for b in bounds:
+        bt = _bound_type(b)
+        ty = _promote(ty, bt if bt.is_int() and bt.int_bitwidth >= 8 else tl.int32)
+    np_ty = _INT_NP[ty.name]
+    for i in fn(*args, **kwargs):
+        yield tl.tensor(interp.TensorHandle(np.array([i], dtype=np_ty), ty), ty)
+
+
 def _track_injections(orig):
     """``FunctionRewriter._compile_and_exec`` recording the names it adds to the function's
     module globals (Triton adds every interpreter global the module lacks, and never removes it)."""
@@ -270,7 +347,8 @@ def _track_injections(orig):
         g = self.fn.__globals__
         added = {k: v for k, v in vars(interp).items() if k not in g}
         try:
-            transformed_ast = ast.fix_missing_locations(_BOOL_OPS.visit(transformed_ast))
+            transformed_ast = ast.fix_missing_locations(
+                _LOOP_VARS.visit(_BOOL_OPS.visit(transformed_ast)))
             return _constexpr_annotations(self.fn, orig(self, transformed_ast))
         finally:
             added = {k: v for k, v in added.items() if g.get(k, _CALL) is v}

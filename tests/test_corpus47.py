@@ -1,0 +1,150 @@
+"""The corpus loader (tests/corpus/_upstream.py) on the ways flash-linear-attention 0.6.0 writes
+its modules, which the loader refused before (found adding fla-core to the corpus):
+
+* a jit helper defined only inside a top-level ``if``/``else`` (``fla/ops/utils/op.py`` picks
+  ``exp`` / ``log`` by an environment flag): "no top-level definition";
+* a host function defining a function inside it (``def grid(meta)`` before the launch, in every
+  fla host function): "names 'grid', bound nowhere in the module";
+* a distribution whose import package has another name (``fla-core`` ships ``fla``): the host
+  code's ``from fla.utils import ...`` was "neither bound nor loaded";
+* a supplied value that is an attribute of another module of the wheel (``Ref(upstream=...,
+  attr=...)``: fla's kernels import ``exp`` from ``fla.ops.utils.op``).
+
+Each test builds a small wheel of its own (as tests/test_corpus_upstream.py does), so it needs
+neither network nor fla's release.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import zipfile
+
+import pytest
+
+pytest.importorskip("triton", reason="triton is not installed (pip install tensorplay-triton)")
+pytest.importorskip("tensorplay_triton", reason="tensorplay-triton is not installed")
+np = pytest.importorskip("numpy")
+
+import tensorplay  # noqa: E402
+from corpus import _upstream  # noqa: E402
+from tensorplay.library import wrap_triton  # noqa: E402
+
+# fla-style: helpers chosen by an env flag in a top-level if/else, imported by the kernels'
+# module from the package (whose name is not the distribution's)
+_OP = '''\
+import os
+
+import triton
+import triton.language as tl
+
+if os.environ.get("FAKEPKG_FAST_OPS", "0") == "1":
+    @triton.jit
+    def twice(x): return x + x + 1000.0
+else:
+    @triton.jit
+    def twice(x): return x * 2.0
+'''
+
+_OPS = '''\
+import torch
+import triton
+import triton.language as tl
+
+from fakepkg.op import twice
+from fakepkg.utils import cdiv_rows
+
+
+@triton.jit(do_not_specialize=["n"])
+def twice_kernel(X, Y, n, B: tl.constexpr):
+    offs = tl.program_id(0) * B + tl.arange(0, B)
+    m = offs < n
+    tl.store(Y + offs, twice(tl.load(X + offs, mask=m)), mask=m)
+
+
+def twice_fwd(x):
+    y = torch.empty_like(x)
+    n = x.numel()
+
+    def grid(meta):
+        return (cdiv_rows(n, meta["B"]),)
+
+    twice_kernel[grid](X=x, Y=y, n=n, B=4)
+    return y
+'''
+
+_UTILS = '''\
+import triton
+
+
+def cdiv_rows(n, b):
+    return triton.cdiv(n, b)
+'''
+
+
+@pytest.fixture
+def fake_core(tmp_path, monkeypatch):
+    """A pinned ``fake-core 1.0`` wheel (``fake_core-1.0-...whl``) holding package ``fakepkg``."""
+    whl = tmp_path / "cache" / "fake_core-1.0-py3-none-any.whl"
+    whl.parent.mkdir()
+    files = {"fakepkg/op.py": _OP, "fakepkg/ops.py": _OPS, "fakepkg/utils.py": _UTILS}
+    record = ""
+    for name, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record += f"{name},sha256={digest},{len(text)}\n"
+    record += "fake_core-1.0.dist-info/RECORD,,\n"
+    with zipfile.ZipFile(whl, "w") as z:
+        for name, text in files.items():
+            z.writestr(name, text)
+        z.writestr("fake_core-1.0.dist-info/RECORD", record)
+    pin = _upstream.Pin("fake-core", "1.0", whl.name, hashlib.sha256(whl.read_bytes()).hexdigest(),
+                        hashlib.sha256(record.encode()).hexdigest(), package="fakepkg")
+    monkeypatch.setenv("TENSORPLAY_CORPUS_WHEELS", str(whl.parent))
+    monkeypatch.delenv("FAKEPKG_FAST_OPS", raising=False)
+    monkeypatch.setitem(_upstream.PINS, "fake-core", pin)
+    monkeypatch.setitem(_upstream.DROPPED_IMPORTS, "fakepkg", "the fake package's own modules")
+    monkeypatch.setitem(_upstream.SUPPLIED, ("fake-core", None), {
+        "twice": (_upstream.Ref(upstream=("fake-core", "fakepkg/op.py", ["twice"]), attr="twice"),
+                  "from fakepkg.op: that module's jit helper, loaded as the kernels are")})
+    for name in ("_WHEELS", "_MODULES", "_HOSTS", "MISSING"):
+        monkeypatch.setattr(_upstream, name, {})
+    return whl
+
+
+def test_a_helper_defined_only_inside_a_top_level_if_loads(fake_core, monkeypatch):
+    mod = _upstream.module("fake-core", "fakepkg/op.py", ["twice"])
+    x = tensorplay.tensor(np.arange(6, dtype=np.float32))
+    y = tensorplay.empty(6)
+
+    # the helper as a kernel's callee: through the kernels' module (Ref attr) and its launch
+    (kernel,) = _upstream.load("fake-core", {"fakepkg/ops.py": ["twice_kernel"]}).values()
+    assert kernel.fn.__globals__["twice"] is mod.twice
+    wrap_triton(kernel)[(2,)](x, y, 6, B=4)
+    np.testing.assert_allclose(y.numpy(), 2 * np.arange(6))
+    # the branch the flag picks, as the released module would (a fresh load)
+    monkeypatch.setenv("FAKEPKG_FAST_OPS", "1")
+    monkeypatch.setattr(_upstream, "_MODULES", {})
+    fast = _upstream.module("fake-core", "fakepkg/op.py", ["twice"])
+    assert fast.twice is not mod.twice and "1000.0" in fast.twice.src
+
+
+def test_a_host_function_defining_a_function_inside_runs(fake_core):
+    """``def grid(meta)`` inside the host function is its local; ``from fakepkg.utils import
+    cdiv_rows`` is the package's module (named ``fakepkg``, not the wheel's ``fake_core``)."""
+    h = _upstream.host("fake-core", {"fakepkg/ops.py": ["twice_fwd"]}, framework=tensorplay,
+                       wrap=wrap_triton)
+    x = tensorplay.tensor(np.arange(10, dtype=np.float32))
+    np.testing.assert_allclose(h["twice_fwd"](x).numpy(), 2 * np.arange(10))
+    g = h["twice_fwd"].__globals__
+    assert "grid" not in g and g["cdiv_rows"](9, 4) == 3
+
+
+def test_names_still_bound_nowhere_are_refused(fake_core):
+    """Nested definitions are locals of their function only: a module-level use of a name that
+    only a function defines inside stays an error."""
+    bad = _OPS + "\n\ndef uses_grid(x):\n    return grid\n"
+    text = {"fakepkg/ops.py": bad}
+    import ast
+    tree = ast.parse(text["fakepkg/ops.py"])
+    with pytest.raises(RuntimeError, match="names 'grid', bound nowhere"):
+        _upstream._host_select(tree, ["uses_grid"], "fakepkg/ops.py", {"torch": tensorplay})
