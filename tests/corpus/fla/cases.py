@@ -133,6 +133,19 @@ def _sgla_fn_inputs(r, s):
     return (q, k, v, g, None, scale, h0, True, False, None, None, chunk_size)
 
 
+def _retention_inputs(r, s):
+    # fla.ops.retention.chunk_retention's call of chunk_simple_gla: no gate, the head-wise
+    # decays g_gamma = log(1 - 2^(-5 - h)) (that function is `@torch.compiler.disable`d, which
+    # tensorplay lacks: its one line of host code is repeated here)
+    q, k, v, _, h0, scale, chunk_size = _sgla_inputs(r, s)
+    g_gamma = np.log(1 - 2.0 ** (-5.0 - np.arange(q.shape[2]))).astype(_f32)
+    return (q, k, v, None, g_gamma, scale, h0, True, False, None, None, chunk_size)
+
+
+def _retention_ref(q, k, v, g, g_gamma, scale, h0, *_):
+    return _sgla_ref(q, k, v, np.broadcast_to(g_gamma, q.shape[:-1]), h0, scale)
+
+
 def _sgla_ref(q, k, v, g, h0, scale, *_):
     """The recurrence itself (fla's naive_recurrent_simple_gla), in float64."""
     S = h0.copy()
@@ -198,4 +211,6 @@ FUNCTION_CASES = [
          _sgla_fn_inputs,
          lambda q, k, v, g, gg, scale, h0, *_: _sgla_ref(q, k, v, g, h0, scale),
          grad=(0, 1, 2, 3, 6), n_out=2, atol=2e-5, gaps=(gaps.LOOP_VAR,)),
+    Case("fla.fn_chunk_retention", ops.ChunkSimpleGLAFunction.apply, _retention_inputs, _retention_ref,
+         grad=(0, 1, 2, 6), n_out=2, atol=2e-5, gaps=(gaps.LOOP_VAR,)),
 ]
