@@ -10,8 +10,9 @@ its modules, which the loader refused before (found adding fla-core to the corpu
 * a supplied value that is an attribute of another module of the wheel (``Ref(upstream=...,
   attr=...)``: fla's kernels import ``exp`` from ``fla.ops.utils.op``).
 
-Each test builds a small wheel of its own (as tests/test_corpus_upstream.py does), so it needs
-neither network nor fla's release.
+Each of those tests builds a small wheel of its own (as tests/test_corpus_upstream.py does), so it
+needs neither network nor fla's release. The last test runs fla's released Functions (the
+corpus's, tests/corpus/fla) in bfloat16, the dtype fla is used in (skipped without fla's wheel).
 """
 
 from __future__ import annotations
@@ -148,3 +149,60 @@ def test_names_still_bound_nowhere_are_refused(fake_core):
     tree = ast.parse(text["fakepkg/ops.py"])
     with pytest.raises(RuntimeError, match="names 'grid', bound nowhere"):
         _upstream._host_select(tree, ["uses_grid"], "fakepkg/ops.py", {"torch": tensorplay})
+
+
+# --- flash-linear-attention's released Functions in bfloat16 (the dtype fla trains in) ----------
+
+def _fla():
+    from corpus import _upstream as up
+    try:
+        from corpus.fla import cases, ops
+    except up.UpstreamUnavailable as e:
+        pytest.skip(str(e))
+    return cases, ops
+
+
+def _bf16_vs_f32(fn, args, grad):
+    """``fn`` on bfloat16 copies of the float arrays and on float32 copies of those same rounded
+    values: outputs and the gradients of ``sum(outputs)`` (as float64 arrays) for both, and the
+    bfloat16 run's output dtypes."""
+    def run(dtype):
+        ts = [tensorplay.tensor(a).to(tensorplay.bfloat16).to(dtype).requires_grad_(i in grad)
+              if isinstance(a, np.ndarray) else a for i, a in enumerate(args)]
+        outs = fn(*ts)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        sum(o.float().sum() for o in outs).backward()
+        vals = [o.detach().float().numpy().astype(np.float64) for o in outs]
+        vals += [ts[i].grad.float().numpy().astype(np.float64) for i in grad]
+        return vals, [o.dtype for o in outs]
+    return run(tensorplay.bfloat16), run(tensorplay.float32)
+
+
+@pytest.mark.parametrize("which", ["l2norm", "rms_norm", "layer_norm_gated", "swish", "logsigmoid",
+                                   "chunk_simple_gla"])
+def test_fla_functions_in_bfloat16(which):
+    """fla's kernels load bfloat16, compute in float32 and store back through
+    ``.to(p.dtype.element_ty)``; under the interpreter (cpu) the results and gradients are those of
+    the float32 run to bfloat16's precision, in the dtypes fla returns (its outputs keep the input
+    dtype; simple GLA's final state is float32)."""
+    cases, ops = _fla()
+    r = np.random.default_rng(0)
+    x = r.standard_normal((4, 32)).astype(np.float32)
+    w = (r.random(32) + 0.5).astype(np.float32)
+    fn, args, grad, want = {
+        "l2norm": (ops.L2NormFunction.apply, (x, 1e-6, None), (0,), [tensorplay.bfloat16]),
+        "rms_norm": (ops.LayerNormFunction.apply, (x, w, None, None, 1e-5, False, False, True, 1), (0, 1),
+                     [tensorplay.bfloat16]),
+        "layer_norm_gated": (ops.LayerNormGatedFunction.apply,
+                             (x, x[::-1].copy(), w, w - 1, "swish", None, 1e-5, False, False, False),
+                             (0, 1, 2, 3), [tensorplay.bfloat16]),
+        "swish": (ops.SwishFunction.apply, (x,), (0,), [tensorplay.bfloat16]),
+        "logsigmoid": (ops.LogSigmoidFunction.apply, (x, 2.0), (0,), [tensorplay.bfloat16]),
+        "chunk_simple_gla": (ops.ChunkSimpleGLAFunction.apply, cases._sgla_fn_inputs(r, 1), (0, 1, 2, 3, 6),
+                             [tensorplay.bfloat16, tensorplay.float32]),
+    }[which]
+    (lo, dtypes), (hi, _) = _bf16_vs_f32(fn, args, grad)
+    assert dtypes == want
+    for a, b in zip(lo, hi):
+        scale = max(np.abs(b).max(), 1e-6)
+        assert np.abs(a - b).max() <= 2 ** -5 * scale, (which, np.abs(a - b).max(), scale)
