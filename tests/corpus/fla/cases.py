@@ -162,6 +162,41 @@ CASES += [
 ]
 
 
+def _ce_inputs(label_smoothing=0.0, logit_scale=1.0, lse_square_scale=0.0, softcap=None):
+    def make(r, s):
+        target = r.integers(0, 50 * s, 6 * s).astype(np.int64)
+        target[2] = -100                      # ignore_index
+        return (_x(r, 6 * s, 50 * s), target, label_smoothing, logit_scale, lse_square_scale, softcap, -100,
+                False, None)
+    return make
+
+
+def _ce_ref(x, target, ls, scale, lse_sq, softcap, ignore, *_):
+    """fla.modules.fused_cross_entropy's unreduced loss: (1 - ls) * (lse - z_target) +
+    ls * (lse - mean(z)) + lse_square_scale * lse^2 on z = softcap(scale * x), 0 where ignored."""
+    z = x * scale
+    if softcap is not None:
+        z = softcap * np.tanh(z / softcap)
+    m = z.max(-1, keepdims=True)
+    lse = (m + np.log(np.exp(z - m).sum(-1, keepdims=True)))[:, 0]
+    zt = np.take_along_axis(z, np.maximum(target, 0)[:, None], -1)[:, 0]
+    loss = (1 - ls) * (lse - zt) + ls * (lse - z.mean(-1)) + lse_sq * lse * lse
+    return (np.where(target == ignore, 0.0, loss),)
+
+
+def _shift_inputs(T):
+    def make(r, s):
+        return (_x(r, 2, T * s, 24), None, _x(r, 2, 24), True, None)
+    return make
+
+
+def _shift_ref(x, cu_seqlens, cache, output_cache, *_):
+    """fla.modules.token_shift.token_shift_ref with a cache: x_{t-1} - x_t, x_{-1} = cache; the
+    last token is the next cache."""
+    shifted = np.concatenate([cache[:, None], x[:, :-1]], 1)
+    return (shifted - x, x[:, -1])
+
+
 # --- the released autograd.Functions themselves ------------------------------------------------
 
 _L2 = ops.L2NormFunction.apply
@@ -213,4 +248,14 @@ FUNCTION_CASES = [
          grad=(0, 1, 2, 3, 6), n_out=2, atol=2e-5, gaps=(gaps.LOOP_VAR,)),
     Case("fla.fn_chunk_retention", ops.ChunkSimpleGLAFunction.apply, _retention_inputs, _retention_ref,
          grad=(0, 1, 2, 6), n_out=2, atol=2e-5, gaps=(gaps.LOOP_VAR,)),
+    # fla.modules.fused_cross_entropy.cross_entropy_loss: FusedCrossEntropyFunction.apply(logits, target,
+    # label_smoothing, logit_scale, lse_square_scale, logit_softcapping, ignore_index, inplace_backward,
+    # process_group); the loss per row (its z-loss output is for logging, not compared)
+    Case("fla.fn_cross_entropy_smoothed_zloss", ops.FusedCrossEntropyFunction.apply,
+         _ce_inputs(label_smoothing=0.1, lse_square_scale=1e-3), _ce_ref),
+    Case("fla.fn_cross_entropy_scaled_softcap", ops.FusedCrossEntropyFunction.apply,
+         _ce_inputs(logit_scale=0.5, softcap=3.0), _ce_ref),
+    # fla.modules.token_shift: TokenShift.apply(x, cu_seqlens, cache, output_cache, chunk_indices) ->
+    # (x_{t-1} - x_t, the last token), with the cache of the previous segment
+    Case("fla.fn_token_shift", ops.TokenShift.apply, _shift_inputs(10), _shift_ref, grad=(0, 2), n_out=2),
 ]

@@ -35,6 +35,9 @@ KERNELS = {
     "fla/ops/common/chunk_h.py": ["chunk_fwd_kernel_h", "chunk_bwd_kernel_dh"],
     "fla/ops/common/chunk_o.py": ["chunk_fwd_kernel_o", "chunk_bwd_kernel_dqkwg", "chunk_bwd_kernel_dv",
                                   "chunk_bwd_kernel_dv_local"],
+    "fla/modules/fused_cross_entropy/ops.py": ["cross_entropy_fwd_kernel", "cross_entropy_bwd_kernel"],
+    "fla/modules/token_shift.py": ["token_shift_fwd_kernel_short", "token_shift_fwd_kernel_long",
+                                   "token_shift_bwd_kernel_short", "token_shift_bwd_kernel_long"],
 }
 
 globals().update(load(DIST, KERNELS))
