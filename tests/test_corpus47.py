@@ -2,7 +2,9 @@
 its modules, which the loader refused before (found adding fla-core to the corpus):
 
 * a jit helper defined only inside a top-level ``if``/``else`` (``fla/ops/utils/op.py`` picks
-  ``exp`` / ``log`` by an environment flag): "no top-level definition";
+  ``exp`` / ``log`` by an environment flag): "no top-level definition"; a constant a kernel uses,
+  bound in both branches of one (``fla/ops/utils/solve_tril.py``'s
+  ``DOT_PRECISION_AUTOTUNE_LIST``): "names [...], which the loader does not run or supply";
 * a host function defining a function inside it (``def grid(meta)`` before the launch, in every
   fla host function): "names 'grid', bound nowhere in the module";
 * a distribution whose import package has another name (``fla-core`` ships ``fla``): the host
@@ -48,6 +50,8 @@ else:
 '''
 
 _OPS = '''\
+import os
+
 import torch
 import triton
 import triton.language as tl
@@ -55,12 +59,17 @@ import triton.language as tl
 from fakepkg.op import twice
 from fakepkg.utils import cdiv_rows
 
+if os.environ.get("FAKEPKG_OFFSET", "0") == "1":
+    OFFSET = tl.constexpr(100.0)
+else:
+    OFFSET = tl.constexpr(0.0)
+
 
 @triton.jit(do_not_specialize=["n"])
 def twice_kernel(X, Y, n, B: tl.constexpr):
     offs = tl.program_id(0) * B + tl.arange(0, B)
     m = offs < n
-    tl.store(Y + offs, twice(tl.load(X + offs, mask=m)), mask=m)
+    tl.store(Y + offs, twice(tl.load(X + offs, mask=m)) + OFFSET, mask=m)
 
 
 def twice_fwd(x):
@@ -102,6 +111,7 @@ def fake_core(tmp_path, monkeypatch):
                         hashlib.sha256(record.encode()).hexdigest(), package="fakepkg")
     monkeypatch.setenv("TENSORPLAY_CORPUS_WHEELS", str(whl.parent))
     monkeypatch.delenv("FAKEPKG_FAST_OPS", raising=False)
+    monkeypatch.delenv("FAKEPKG_OFFSET", raising=False)
     monkeypatch.setitem(_upstream.PINS, "fake-core", pin)
     monkeypatch.setitem(_upstream.DROPPED_IMPORTS, "fakepkg", "the fake package's own modules")
     monkeypatch.setitem(_upstream.SUPPLIED, ("fake-core", None), {
@@ -127,6 +137,19 @@ def test_a_helper_defined_only_inside_a_top_level_if_loads(fake_core, monkeypatc
     monkeypatch.setattr(_upstream, "_MODULES", {})
     fast = _upstream.module("fake-core", "fakepkg/op.py", ["twice"])
     assert fast.twice is not mod.twice and "1000.0" in fast.twice.src
+
+
+def test_a_constant_bound_in_both_branches_of_a_top_level_if_loads(fake_core, monkeypatch):
+    """The kernel's module binds OFFSET in an `if`/`else` on a flag: the branch the flag picks
+    runs, as in the released module."""
+    x = tensorplay.tensor(np.arange(6, dtype=np.float32))
+    for flag, off in (("0", 0.0), ("1", 100.0)):
+        monkeypatch.setenv("FAKEPKG_OFFSET", flag)
+        monkeypatch.setattr(_upstream, "_MODULES", {})
+        (kernel,) = _upstream.load("fake-core", {"fakepkg/ops.py": ["twice_kernel"]}).values()
+        y = tensorplay.empty(6)
+        wrap_triton(kernel)[(2,)](x, y, 6, B=4)
+        np.testing.assert_allclose(y.numpy(), 2 * np.arange(6) + off)
 
 
 def test_a_host_function_defining_a_function_inside_runs(fake_core):

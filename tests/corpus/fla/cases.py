@@ -197,6 +197,32 @@ def _shift_ref(x, cu_seqlens, cache, output_cache, *_):
     return (shifted - x, x[:, -1])
 
 
+def _delta_inputs(l2norm, chunk_size=16):
+    def make(r, s):
+        B, T, H, K, V = 1, 18 * s, 2, 16, 16
+        k = _x(r, B, T, H, K)
+        if not l2norm:      # DeltaNet's keys are unit vectors (fla normalises them before the op)
+            k = (k / np.linalg.norm(k, axis=-1, keepdims=True)).astype(_f32)
+        beta = (1 / (1 + np.exp(-_x(r, B, T, H)))).astype(_f32)
+        return (_x(r, B, T, H, K), k, _x(r, B, T, H, V), beta, K ** -0.5, _x(r, B, H, K, V), True, l2norm,
+                None, None, chunk_size)
+    return make
+
+
+def _delta_ref(q, k, v, beta, scale, h0, final, l2norm, *_):
+    """The delta rule's recurrence (fla's delta_rule_recurrence), float64: v_t' = beta_t (v_t -
+    k_t S), S += k_t^T v_t', o_t = scale q_t S; q and k l2-normalised first when asked."""
+    if l2norm:
+        q, k = (a / np.sqrt((a * a).sum(-1, keepdims=True) + 1e-6) for a in (q, k))
+    S = h0.copy()
+    o = np.zeros((*q.shape[:-1], v.shape[-1]))
+    for t in range(q.shape[1]):
+        u = (v[:, t] - np.einsum("bhk,bhkv->bhv", k[:, t], S)) * beta[:, t, :, None]
+        S = S + k[:, t, :, :, None] * u[:, :, None, :]
+        o[:, t] = np.einsum("bhk,bhkv->bhv", q[:, t] * scale, S)
+    return o, S
+
+
 # --- the released autograd.Functions themselves ------------------------------------------------
 
 _L2 = ops.L2NormFunction.apply
@@ -258,4 +284,11 @@ FUNCTION_CASES = [
     # fla.modules.token_shift: TokenShift.apply(x, cu_seqlens, cache, output_cache, chunk_indices) ->
     # (x_{t-1} - x_t, the last token), with the cache of the previous segment
     Case("fla.fn_token_shift", ops.TokenShift.apply, _shift_inputs(10), _shift_ref, grad=(0, 2), n_out=2),
+    # fla.ops.delta_rule.chunk_delta_rule: ChunkDeltaRuleFunction.apply(q, k, v, beta, scale, initial_state,
+    # output_final_state, use_qk_l2norm_in_kernel, cu_seqlens, cu_seqlens_cpu, chunk_size)
+    Case("fla.fn_chunk_delta_rule", ops.ChunkDeltaRuleFunction.apply, _delta_inputs(False), _delta_ref,
+         grad=(0, 1, 2, 3, 5), n_out=2, atol=2e-5, gaps=(gaps.LOOP_VAR,)),
+    # chunks of 32: the 16x16 inverses merged into a 32x32 one (merge_16x16_to_32x32_inverse_kernel)
+    Case("fla.fn_chunk_delta_rule_qk_l2norm", ops.ChunkDeltaRuleFunction.apply, _delta_inputs(True, 32), _delta_ref,
+         grad=(0, 1, 2, 3), n_out=2, atol=2e-5, gaps=(gaps.LOOP_VAR,)),
 ]

@@ -45,6 +45,7 @@ HOST = {
     "fla/ops/simple_gla/chunk.py": ["ChunkSimpleGLAFunction"],
     "fla/modules/fused_cross_entropy/ops.py": ["FusedCrossEntropyFunction"],
     "fla/modules/token_shift.py": ["TokenShift"],
+    "fla/ops/delta_rule/chunk.py": ["ChunkDeltaRuleFunction"],
 }
 
 globals().update(host(DIST, HOST, framework=tensorplay, wrap=wrap_triton))
