@@ -223,6 +223,23 @@ def _delta_ref(q, k, v, beta, scale, h0, final, l2norm, *_):
     return o, S
 
 
+def _gla_inputs(r, s):
+    # GLA: gates per key dimension, g [B, T, H, K] (log decays)
+    q, k, v, _, h0, scale, _ = _sgla_inputs(r, s)
+    g = (-0.1 * np.abs(r.standard_normal(q.shape))).astype(_f32)
+    return (q, k, v, g, scale, h0, True, False, None, None)
+
+
+def _gla_ref(q, k, v, g, scale, h0, *_):
+    """GLA's recurrence (fla's naive_recurrent_gla), float64: S = diag(exp(g_t)) S + k_t^T v_t."""
+    S = h0.copy()
+    o = np.zeros((*q.shape[:-1], v.shape[-1]))
+    for t in range(q.shape[1]):
+        S = S * np.exp(g[:, t])[..., None] + k[:, t, :, :, None] * v[:, t, :, None, :]
+        o[:, t] = np.einsum("bhk,bhkv->bhv", q[:, t] * scale, S)
+    return o, S
+
+
 # --- the released autograd.Functions themselves ------------------------------------------------
 
 _L2 = ops.L2NormFunction.apply
@@ -291,4 +308,8 @@ FUNCTION_CASES = [
     # chunks of 32: the 16x16 inverses merged into a 32x32 one (merge_16x16_to_32x32_inverse_kernel)
     Case("fla.fn_chunk_delta_rule_qk_l2norm", ops.ChunkDeltaRuleFunction.apply, _delta_inputs(True, 32), _delta_ref,
          grad=(0, 1, 2, 3), n_out=2, atol=2e-5, gaps=(gaps.LOOP_VAR,)),
+    # fla.ops.gla.chunk_gla: ChunkGLAFunction.apply(q, k, v, g, scale, initial_state, output_final_state,
+    # state_v_first, cu_seqlens, cu_seqlens_cpu) (chunks of 64, one partial chunk here)
+    Case("fla.fn_chunk_gla", ops.ChunkGLAFunction.apply, _gla_inputs, _gla_ref, grad=(0, 1, 2, 3, 5), n_out=2,
+         atol=2e-5, gaps=(gaps.LOOP_VAR,)),
 ]

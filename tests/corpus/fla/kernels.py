@@ -45,6 +45,10 @@ KERNELS = {
     "fla/ops/delta_rule/wy_fast.py": ["recompute_w_u_fwd_kernel", "prepare_wy_repr_bwd_kernel"],
     "fla/ops/common/chunk_delta_h.py": ["chunk_gated_delta_rule_fwd_kernel_h_blockdim64",
                                         "chunk_gated_delta_rule_bwd_kernel_dhu_blockdim64"],
+    # GLA's chunked form (fla/ops/gla/chunk.py): the intra-chunk attention with per-key gates
+    "fla/ops/gla/chunk.py": ["chunk_gla_fwd_A_kernel_intra_sub_inter", "chunk_gla_fwd_A_kernel_intra_sub_intra",
+                             "chunk_gla_fwd_kernel_o", "chunk_gla_bwd_kernel_intra", "chunk_gla_bwd_kernel_dA",
+                             "chunk_gla_bwd_kernel_dv", "chunk_gla_bwd_kernel_inter"],
 }
 
 globals().update(load(DIST, KERNELS))

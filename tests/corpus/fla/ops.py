@@ -46,6 +46,7 @@ HOST = {
     "fla/modules/fused_cross_entropy/ops.py": ["FusedCrossEntropyFunction"],
     "fla/modules/token_shift.py": ["TokenShift"],
     "fla/ops/delta_rule/chunk.py": ["ChunkDeltaRuleFunction"],
+    "fla/ops/gla/chunk.py": ["ChunkGLAFunction"],
 }
 
 globals().update(host(DIST, HOST, framework=tensorplay, wrap=wrap_triton))
