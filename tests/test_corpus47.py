@@ -97,7 +97,8 @@ def fake_core(tmp_path, monkeypatch):
     """A pinned ``fake-core 1.0`` wheel (``fake_core-1.0-...whl``) holding package ``fakepkg``."""
     whl = tmp_path / "cache" / "fake_core-1.0-py3-none-any.whl"
     whl.parent.mkdir()
-    files = {"fakepkg/op.py": _OP, "fakepkg/ops.py": _OPS, "fakepkg/utils.py": _UTILS}
+    files = {"fakepkg/op.py": _OP, "fakepkg/ops.py": _OPS, "fakepkg/utils.py": _UTILS,
+             "fakepkg/bad.py": _OPS + "\n\ndef uses_grid(x):\n    return grid\n"}
     record = ""
     for name, text in files.items():
         digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
@@ -166,12 +167,9 @@ def test_a_host_function_defining_a_function_inside_runs(fake_core):
 def test_names_still_bound_nowhere_are_refused(fake_core):
     """Nested definitions are locals of their function only: a module-level use of a name that
     only a function defines inside stays an error."""
-    bad = _OPS + "\n\ndef uses_grid(x):\n    return grid\n"
-    text = {"fakepkg/ops.py": bad}
-    import ast
-    tree = ast.parse(text["fakepkg/ops.py"])
-    with pytest.raises(RuntimeError, match="names 'grid', bound nowhere"):
-        _upstream._host_select(tree, ["uses_grid"], "fakepkg/ops.py", {"torch": tensorplay})
+    with pytest.raises(RuntimeError, match="uses_grid names 'grid', bound nowhere"):
+        _upstream.host("fake-core", {"fakepkg/bad.py": ["uses_grid"]}, framework=tensorplay,
+                       wrap=wrap_triton)
 
 
 # --- flash-linear-attention's released Functions in bfloat16 (the dtype fla trains in) ----------
