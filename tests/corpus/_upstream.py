@@ -197,7 +197,8 @@ SUPPLIED = {
         **{n: (Ref(f"corpus.fla.runtime:{n}"),
                f"fla.utils.hardware.{n}: computed there through torch.cuda at import; the same "
                "expression on tensorplay.cuda (corpus/fla/runtime.py), False without a GPU")
-           for n in ("IS_NVIDIA", "IS_NVIDIA_HOPPER", "IS_NVIDIA_BLACKWELL", "IS_TF32_SUPPORTED")},
+           for n in ("IS_NVIDIA", "IS_NVIDIA_HOPPER", "IS_NVIDIA_BLACKWELL", "IS_TF32_SUPPORTED",
+                     "IS_TMA_SUPPORTED", "IS_GATHER_SUPPORTED")},
         **{n: (Ref(f"corpus.fla.runtime:{n}"),
                f"fla.utils.env.{n}: triton's version against {n[13:].replace('_', '.')} "
                "(packaging's parse; compare_version's numeric parts here, corpus/fla/runtime.py)")
@@ -217,7 +218,8 @@ SUPPLIED = {
                                "it falls back to triton's autotune: that one"),
         **{n: (Ref(upstream=("fla-core", "fla/ops/utils/op.py", [n]), attr=n),
                f"from fla.ops.utils.op: this wheel's jit {n}, loaded as the kernels are")
-           for n in ("exp", "exp2", "log", "log2", "unflatten_program_id")},
+           for n in ("exp", "exp2", "log", "log2", "unflatten_program_id", "safe_dot",
+                     "make_tensor_descriptor", "gather")},
     },
     ("flag-gems", "flag_gems/runtime/backend/_nvidia/heuristics_config_utils.py"): {
         "torch": (Ref("corpus.flaggems.runtime:torch_cuda_shim"),
@@ -403,7 +405,7 @@ def _select(tree, names, module, supplied):
     kept = [body[i] for i in sorted(keep)]
     bound = set(dir(builtins)) | set(supplied) | {"__name__", "__file__"}
     for node in kept:
-        bound |= _defined(node)
+        bound |= _defined_deep(node)    # an `if`/`else` binding a constant in both branches too
     used = set()
     for node in kept:
         free = _free_names(node)

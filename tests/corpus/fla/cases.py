@@ -133,6 +133,19 @@ def _sgla_fn_inputs(r, s):
     return (q, k, v, g, None, scale, h0, True, False, None, None, chunk_size)
 
 
+def _retention_inputs(r, s):
+    # fla.ops.retention.chunk_retention's call of chunk_simple_gla: no gate, the head-wise
+    # decays g_gamma = log(1 - 2^(-5 - h)) (that function is `@torch.compiler.disable`d, which
+    # tensorplay lacks: its one line of host code is repeated here)
+    q, k, v, _, h0, scale, chunk_size = _sgla_inputs(r, s)
+    g_gamma = np.log(1 - 2.0 ** (-5.0 - np.arange(q.shape[2]))).astype(_f32)
+    return (q, k, v, None, g_gamma, scale, h0, True, False, None, None, chunk_size)
+
+
+def _retention_ref(q, k, v, g, g_gamma, scale, h0, *_):
+    return _sgla_ref(q, k, v, np.broadcast_to(g_gamma, q.shape[:-1]), h0, scale)
+
+
 def _sgla_ref(q, k, v, g, h0, scale, *_):
     """The recurrence itself (fla's naive_recurrent_simple_gla), in float64."""
     S = h0.copy()
@@ -147,6 +160,84 @@ CASES += [
     Case("fla.chunk_simple_gla", ops.chunk_simple_gla, _sgla_inputs, _sgla_ref, grad=(0, 1, 2, 3, 4),
          n_out=2, atol=2e-5, gaps=(gaps.LOOP_VAR,)),
 ]
+
+
+def _ce_inputs(label_smoothing=0.0, logit_scale=1.0, lse_square_scale=0.0, softcap=None):
+    def make(r, s):
+        target = r.integers(0, 50 * s, 6 * s).astype(np.int64)
+        target[2] = -100                      # ignore_index
+        return (_x(r, 6 * s, 50 * s), target, label_smoothing, logit_scale, lse_square_scale, softcap, -100,
+                False, None)
+    return make
+
+
+def _ce_ref(x, target, ls, scale, lse_sq, softcap, ignore, *_):
+    """fla.modules.fused_cross_entropy's unreduced loss: (1 - ls) * (lse - z_target) +
+    ls * (lse - mean(z)) + lse_square_scale * lse^2 on z = softcap(scale * x), 0 where ignored."""
+    z = x * scale
+    if softcap is not None:
+        z = softcap * np.tanh(z / softcap)
+    m = z.max(-1, keepdims=True)
+    lse = (m + np.log(np.exp(z - m).sum(-1, keepdims=True)))[:, 0]
+    zt = np.take_along_axis(z, np.maximum(target, 0)[:, None], -1)[:, 0]
+    loss = (1 - ls) * (lse - zt) + ls * (lse - z.mean(-1)) + lse_sq * lse * lse
+    return (np.where(target == ignore, 0.0, loss),)
+
+
+def _shift_inputs(T):
+    def make(r, s):
+        return (_x(r, 2, T * s, 24), None, _x(r, 2, 24), True, None)
+    return make
+
+
+def _shift_ref(x, cu_seqlens, cache, output_cache, *_):
+    """fla.modules.token_shift.token_shift_ref with a cache: x_{t-1} - x_t, x_{-1} = cache; the
+    last token is the next cache."""
+    shifted = np.concatenate([cache[:, None], x[:, :-1]], 1)
+    return (shifted - x, x[:, -1])
+
+
+def _delta_inputs(l2norm, chunk_size=16):
+    def make(r, s):
+        B, T, H, K, V = 1, 18 * s, 2, 16, 16
+        k = _x(r, B, T, H, K)
+        if not l2norm:      # DeltaNet's keys are unit vectors (fla normalises them before the op)
+            k = (k / np.linalg.norm(k, axis=-1, keepdims=True)).astype(_f32)
+        beta = (1 / (1 + np.exp(-_x(r, B, T, H)))).astype(_f32)
+        return (_x(r, B, T, H, K), k, _x(r, B, T, H, V), beta, K ** -0.5, _x(r, B, H, K, V), True, l2norm,
+                None, None, chunk_size)
+    return make
+
+
+def _delta_ref(q, k, v, beta, scale, h0, final, l2norm, *_):
+    """The delta rule's recurrence (fla's delta_rule_recurrence), float64: v_t' = beta_t (v_t -
+    k_t S), S += k_t^T v_t', o_t = scale q_t S; q and k l2-normalised first when asked."""
+    if l2norm:
+        q, k = (a / np.sqrt((a * a).sum(-1, keepdims=True) + 1e-6) for a in (q, k))
+    S = h0.copy()
+    o = np.zeros((*q.shape[:-1], v.shape[-1]))
+    for t in range(q.shape[1]):
+        u = (v[:, t] - np.einsum("bhk,bhkv->bhv", k[:, t], S)) * beta[:, t, :, None]
+        S = S + k[:, t, :, :, None] * u[:, :, None, :]
+        o[:, t] = np.einsum("bhk,bhkv->bhv", q[:, t] * scale, S)
+    return o, S
+
+
+def _gla_inputs(r, s):
+    # GLA: gates per key dimension, g [B, T, H, K] (log decays)
+    q, k, v, _, h0, scale, _ = _sgla_inputs(r, s)
+    g = (-0.1 * np.abs(r.standard_normal(q.shape))).astype(_f32)
+    return (q, k, v, g, scale, h0, True, False, None, None)
+
+
+def _gla_ref(q, k, v, g, scale, h0, *_):
+    """GLA's recurrence (fla's naive_recurrent_gla), float64: S = diag(exp(g_t)) S + k_t^T v_t."""
+    S = h0.copy()
+    o = np.zeros((*q.shape[:-1], v.shape[-1]))
+    for t in range(q.shape[1]):
+        S = S * np.exp(g[:, t])[..., None] + k[:, t, :, :, None] * v[:, t, :, None, :]
+        o[:, t] = np.einsum("bhk,bhkv->bhv", q[:, t] * scale, S)
+    return o, S
 
 
 # --- the released autograd.Functions themselves ------------------------------------------------
@@ -198,4 +289,27 @@ FUNCTION_CASES = [
          _sgla_fn_inputs,
          lambda q, k, v, g, gg, scale, h0, *_: _sgla_ref(q, k, v, g, h0, scale),
          grad=(0, 1, 2, 3, 6), n_out=2, atol=2e-5, gaps=(gaps.LOOP_VAR,)),
+    Case("fla.fn_chunk_retention", ops.ChunkSimpleGLAFunction.apply, _retention_inputs, _retention_ref,
+         grad=(0, 1, 2, 6), n_out=2, atol=2e-5, gaps=(gaps.LOOP_VAR,)),
+    # fla.modules.fused_cross_entropy.cross_entropy_loss: FusedCrossEntropyFunction.apply(logits, target,
+    # label_smoothing, logit_scale, lse_square_scale, logit_softcapping, ignore_index, inplace_backward,
+    # process_group); the loss per row (its z-loss output is for logging, not compared)
+    Case("fla.fn_cross_entropy_smoothed_zloss", ops.FusedCrossEntropyFunction.apply,
+         _ce_inputs(label_smoothing=0.1, lse_square_scale=1e-3), _ce_ref),
+    Case("fla.fn_cross_entropy_scaled_softcap", ops.FusedCrossEntropyFunction.apply,
+         _ce_inputs(logit_scale=0.5, softcap=3.0), _ce_ref),
+    # fla.modules.token_shift: TokenShift.apply(x, cu_seqlens, cache, output_cache, chunk_indices) ->
+    # (x_{t-1} - x_t, the last token), with the cache of the previous segment
+    Case("fla.fn_token_shift", ops.TokenShift.apply, _shift_inputs(10), _shift_ref, grad=(0, 2), n_out=2),
+    # fla.ops.delta_rule.chunk_delta_rule: ChunkDeltaRuleFunction.apply(q, k, v, beta, scale, initial_state,
+    # output_final_state, use_qk_l2norm_in_kernel, cu_seqlens, cu_seqlens_cpu, chunk_size)
+    Case("fla.fn_chunk_delta_rule", ops.ChunkDeltaRuleFunction.apply, _delta_inputs(False), _delta_ref,
+         grad=(0, 1, 2, 3, 5), n_out=2, atol=2e-5, gaps=(gaps.LOOP_VAR,)),
+    # chunks of 32: the 16x16 inverses merged into a 32x32 one (merge_16x16_to_32x32_inverse_kernel)
+    Case("fla.fn_chunk_delta_rule_qk_l2norm", ops.ChunkDeltaRuleFunction.apply, _delta_inputs(True, 32), _delta_ref,
+         grad=(0, 1, 2, 3), n_out=2, atol=2e-5, gaps=(gaps.LOOP_VAR,)),
+    # fla.ops.gla.chunk_gla: ChunkGLAFunction.apply(q, k, v, g, scale, initial_state, output_final_state,
+    # state_v_first, cu_seqlens, cu_seqlens_cpu) (chunks of 64, one partial chunk here)
+    Case("fla.fn_chunk_gla", ops.ChunkGLAFunction.apply, _gla_inputs, _gla_ref, grad=(0, 1, 2, 3, 5), n_out=2,
+         atol=2e-5, gaps=(gaps.LOOP_VAR,)),
 ]

@@ -35,6 +35,20 @@ KERNELS = {
     "fla/ops/common/chunk_h.py": ["chunk_fwd_kernel_h", "chunk_bwd_kernel_dh"],
     "fla/ops/common/chunk_o.py": ["chunk_fwd_kernel_o", "chunk_bwd_kernel_dqkwg", "chunk_bwd_kernel_dv",
                                   "chunk_bwd_kernel_dv_local"],
+    "fla/modules/fused_cross_entropy/ops.py": ["cross_entropy_fwd_kernel", "cross_entropy_bwd_kernel"],
+    "fla/modules/token_shift.py": ["token_shift_fwd_kernel_short", "token_shift_fwd_kernel_long",
+                                   "token_shift_bwd_kernel_short", "token_shift_bwd_kernel_long"],
+    # DeltaNet's chunked form (fla/ops/delta_rule/chunk.py): the WY representation, the blocked
+    # triangular inverse and the delta-rule state recurrence
+    "fla/ops/common/chunk_scaled_dot_kkt.py": ["chunk_scaled_dot_kkt_fwd_kernel"],
+    "fla/ops/utils/solve_tril.py": ["solve_tril_16x16_kernel", "merge_16x16_to_32x32_inverse_kernel"],
+    "fla/ops/delta_rule/wy_fast.py": ["recompute_w_u_fwd_kernel", "prepare_wy_repr_bwd_kernel"],
+    "fla/ops/common/chunk_delta_h.py": ["chunk_gated_delta_rule_fwd_kernel_h_blockdim64",
+                                        "chunk_gated_delta_rule_bwd_kernel_dhu_blockdim64"],
+    # GLA's chunked form (fla/ops/gla/chunk.py): the intra-chunk attention with per-key gates
+    "fla/ops/gla/chunk.py": ["chunk_gla_fwd_A_kernel_intra_sub_inter", "chunk_gla_fwd_A_kernel_intra_sub_intra",
+                             "chunk_gla_fwd_kernel_o", "chunk_gla_bwd_kernel_intra", "chunk_gla_bwd_kernel_dA",
+                             "chunk_gla_bwd_kernel_dv", "chunk_gla_bwd_kernel_inter"],
 }
 
 globals().update(load(DIST, KERNELS))

@@ -43,6 +43,10 @@ HOST = {
     "fla/ops/utils/logsumexp.py": ["logsumexp_fwd"],
     "fla/ops/utils/softmax.py": ["softmax_fwd", "softmax_bwd"],
     "fla/ops/simple_gla/chunk.py": ["ChunkSimpleGLAFunction"],
+    "fla/modules/fused_cross_entropy/ops.py": ["FusedCrossEntropyFunction"],
+    "fla/modules/token_shift.py": ["TokenShift"],
+    "fla/ops/delta_rule/chunk.py": ["ChunkDeltaRuleFunction"],
+    "fla/ops/gla/chunk.py": ["ChunkGLAFunction"],
 }
 
 globals().update(host(DIST, HOST, framework=tensorplay, wrap=wrap_triton))

@@ -9,8 +9,10 @@ device flag False.
 from __future__ import annotations
 
 import operator
+import os
 
 import tensorplay
+import triton
 
 from .._upstream import _triton_version_at_least
 
@@ -30,6 +32,10 @@ IS_NVIDIA = _CAP is not None
 IS_NVIDIA_HOPPER = IS_NVIDIA and ("NVIDIA H" in _NAME or _CAP[0] == 9)
 IS_NVIDIA_BLACKWELL = IS_NVIDIA and _CAP[0] in (10, 12)
 IS_TF32_SUPPORTED = IS_NVIDIA and _CAP[0] >= 8
+IS_GATHER_SUPPORTED = hasattr(triton.language, "gather")
+IS_TMA_SUPPORTED = (IS_NVIDIA and _CAP[0] >= 9 and os.environ.get("FLA_USE_TMA", "0") == "1"
+                    and (hasattr(triton.language, "_experimental_make_tensor_descriptor")
+                         or hasattr(triton.language, "make_tensor_descriptor")))
 
 TRITON_ABOVE_3_4_0 = _triton_version_at_least("triton", operator.ge, "3.4.0")
 TRITON_ABOVE_3_5_1 = _triton_version_at_least("triton", operator.ge, "3.5.1")
