@@ -5,7 +5,7 @@ Run on a machine with a CUDA GPU, the cuda and triton plugins installed, torch o
     python benchmarks/bench_corpus.py [--scale 16] [--iters 20] [--rounds 5] [--only liger.]
                                       [--budget 270]
 
-The cases are ``tests/corpus`` (Liger-Kernel, Unsloth, FlagGems kernels as their libraries wrote
+The cases are ``tests/corpus`` (Liger-Kernel, Unsloth, FlagGems and flash-linear-attention kernels as their libraries wrote
 them; see tests/test_corpus.py: those on PyPI come from the pinned wheels, which a machine without
 network finds in ``$TENSORPLAY_CORPUS_WHEELS`` or ``.corpus-wheels/``; a library whose wheel is
 missing is a row ``skip: <why>``). Each runs two ways on float32 inputs ``--scale`` times the cpu test sizes:
