@@ -1,0 +1,78 @@
+"""Session 47 (h-corr47): divergences from torch a user can meet -- masked subgradients of the
+norm family, ``x.data``'s aliasing in the storage-identity checks, a view's lazily regenerated
+``grad_fn`` read by two threads at once, polygamma's host read. Torch-free (the torch
+differential is tests/torch_bridge/test_corr47_differential.py)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+
+import tensorplay as tp
+
+
+# -- item 3: a stale view's grad_fn regenerated once, whichever thread reads it ------------------
+def test_view_grad_fn_regenerated_once_across_threads():
+    """Two threads reading ``v.grad_fn`` of one stale view at once see the same node (torch
+    has one node per view history); before the fix each could build its own, or one could see
+    the old node while the other was regenerating."""
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        n_threads, rounds, n_views = 4, 40, 16
+        barrier = threading.Barrier(n_threads, timeout=60)
+        seen = [[None] * n_views for _ in range(n_threads)]
+        state = {}
+        bad = []
+
+        def reader(k):
+            try:
+                _read(k)
+            except BaseException as e:   # noqa: BLE001 - reported below, the others released
+                bad.append(repr(e))
+                barrier.abort()
+
+        def _read(k):
+            for _ in range(rounds):
+                barrier.wait()
+                views = state["views"]
+                seen[k] = [v.grad_fn for v in views]
+                barrier.wait()
+                if k == 0:
+                    for j in range(n_views):
+                        nodes = {id(seen[i][j]) for i in range(n_threads)}
+                        if len(nodes) != 1 or seen[0][j] is not views[j].grad_fn or \
+                                type(seen[0][j]).__name__ != "AsStridedBackward":
+                            bad.append((j, len(nodes)))
+                    _new_round()
+                barrier.wait()
+
+        def _new_round():
+            a = tp.randn(n_views, 3, requires_grad=True)
+            base = a * 1.0
+            views = [base[j] for j in range(n_views)]
+            base.mul_(2.0)                 # every view's history is now stale
+            state["views"] = views
+
+        _new_round()
+        ts = [threading.Thread(target=reader, args=(k,)) for k in range(n_threads)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        assert not bad, bad[:5]
+    finally:
+        sys.setswitchinterval(old)
+
+
+def test_view_grad_fn_regenerated_gradient_flows():
+    # the regenerated node is the one backward uses (the single-thread neighbour)
+    a = tp.ones(2, 3, requires_grad=True)
+    base = a * 1.0
+    v = base[0]
+    base.mul_(3.0)
+    node = v.grad_fn
+    assert node is v.grad_fn and type(node).__name__ == "AsStridedBackward"
+    v.sum().backward()
+    assert a.grad.tolist() == [[3.0, 3.0, 3.0], [0.0, 0.0, 0.0]]
