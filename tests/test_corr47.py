@@ -5,9 +5,11 @@ differential is tests/torch_bridge/test_corr47_differential.py)."""
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 
+import pytest
 
 import tensorplay as tp
 
@@ -76,3 +78,69 @@ def test_view_grad_fn_regenerated_gradient_flows():
     assert node is v.grad_fn and type(node).__name__ == "AsStridedBackward"
     v.sum().backward()
     assert a.grad.tolist() == [[3.0, 3.0, 3.0], [0.0, 0.0, 0.0]]
+
+
+# -- item 2: x.data is the same storage as x in the storage-identity checks -------------------
+def test_data_alias_same_storage_and_pointer():
+    x = tp.arange(6.0)
+    d = x.data
+    assert d.data_ptr() == x.data_ptr()
+    assert d.untyped_storage() is x.untyped_storage()
+    assert d[2:].untyped_storage() is x[1:].data.untyped_storage()
+
+
+@pytest.mark.parametrize("which", ["out_is_data", "input_is_data", "both_data"])
+def test_out_partial_overlap_through_data_raises(which):
+    """``out=`` sharing only part of an input's memory is refused (torch's message), when one
+    side is reached through ``.data`` (its own version counter, the same memory) too."""
+    x = tp.arange(6.0)
+    src = x.data[:3] if which != "out_is_data" else x[:3]
+    dst = x.data[1:4] if which != "input_is_data" else x[1:4]
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        tp.exp(src, out=dst)
+    assert x.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]     # nothing written
+
+
+def test_out_full_overlap_through_data_allowed():
+    # out= the input itself (same elements, same layout) is allowed, through .data too (torch)
+    x = tp.arange(4.0)
+    r = tp.exp(x, out=x.data)
+    assert r.data_ptr() == x.data_ptr()
+    assert x.tolist() == pytest.approx([math.exp(i) for i in range(4)])
+
+
+def _alias_op(name, body):
+    from tensorplay import library
+
+    @library.custom_op(f"corr47::{name}", mutates_args=())
+    def op(x: tp.Tensor) -> tp.Tensor:
+        return body(x)
+
+    @op.register_fake
+    def _(x):
+        return x.new_empty(x.shape)
+    return op
+
+
+def test_opcheck_flags_output_that_is_input_data():
+    from tensorplay import library
+    op = _alias_op("returns_data", lambda x: x.data)
+    x = tp.randn(3)
+    res = library.opcheck(op, (x,), test_utils=("test_schema",), raise_exception=False)
+    msg = str(res)
+    assert "shares storage with input" in msg, msg
+
+
+def test_opcheck_flags_two_outputs_one_storage_through_data():
+    from tensorplay import library
+
+    @library.custom_op("corr47::two_aliases", mutates_args=())
+    def op(x: tp.Tensor) -> tuple[tp.Tensor, tp.Tensor]:
+        y = x.clone()
+        return y, y.data
+
+    @op.register_fake
+    def _(x):
+        return x.new_empty(x.shape), x.new_empty(x.shape)
+    res = library.opcheck(op, (tp.randn(3),), test_utils=("test_schema",), raise_exception=False)
+    assert "shares storage with output" in str(res), str(res)
