@@ -12,6 +12,7 @@ import threading
 import pytest
 
 import tensorplay as tp
+from tensorplay import linalg as LA
 
 
 # -- item 3: a stale view's grad_fn regenerated once, whichever thread reads it ------------------
@@ -144,3 +145,78 @@ def test_opcheck_flags_two_outputs_one_storage_through_data():
         return x.new_empty(x.shape), x.new_empty(x.shape)
     res = library.opcheck(op, (tp.randn(3),), test_utils=("test_schema",), raise_exception=False)
     assert "shares storage with output" in str(res), str(res)
+
+
+# -- item 1: masked subgradients of the norm family (torch's norm backward) ---------------------
+def _grad(fn, *arrays):
+    ts = [tp.tensor(a, dtype=tp.float64, requires_grad=True) for a in arrays]
+    fn(*ts).sum().backward()
+    return [t.grad.tolist() for t in ts]
+
+
+@pytest.mark.parametrize("p", [2, 3, 1.5, 0.5, "fro", math.inf])
+def test_norm_of_zeros_has_zero_gradient(p):
+    assert _grad(lambda x: tp.norm(x, p), [0.0, 0.0, 0.0]) == [[0.0, 0.0, 0.0]]
+    assert _grad(lambda x: x.norm(p, dim=1, keepdim=True), [[0.0, 0.0], [3.0, 4.0]])[0][0] == \
+        [0.0, 0.0]
+
+
+def test_dist_at_equal_inputs_has_zero_gradient():
+    a = [[1.0, -2.0], [0.5, 3.0]]
+    for p in (2, 3, 0.5):
+        assert _grad(lambda x, y: tp.dist(x, y, p), a, a) == [[[0.0, 0.0], [0.0, 0.0]]] * 2
+
+
+def test_vector_norm_small_ord_masks_zero_elements():
+    # 0 < ord < 1: the zero element's gradient is 0 (torch), not nan; the others are finite
+    g = _grad(lambda x: LA.vector_norm(x, 0.5), [0.0, 1.0, 4.0])[0]
+    assert g[0] == 0.0 and all(math.isfinite(v) and v > 0 for v in g[1:])
+
+
+def test_vector_norm_ord0_records_history_with_zero_gradient():
+    x = tp.tensor([0.0, 2.0, -1.0], requires_grad=True)
+    r = LA.vector_norm(x, 0)
+    assert r.grad_fn is not None and r.item() == 2.0
+    (r + x.sum()).backward()
+    assert x.grad.tolist() == [1.0, 1.0, 1.0]
+    with tp.no_grad():
+        assert LA.vector_norm(x, 0).grad_fn is None
+    assert LA.vector_norm(tp.tensor([0.0, math.inf]), 0).item() == 1.0   # inf stays a non-zero
+
+
+@pytest.mark.parametrize("p", [0, 1, 2, 0.5, math.inf])
+def test_cdist_of_equal_rows_finite_gradient(p):
+    g1, g2 = _grad(lambda a, b: tp.cdist(a, b, p), [[0.0, 1.0], [1.0, 0.0]], [[0.0, 1.0]])
+    assert all(math.isfinite(v) for row in g1 + g2 for v in row)
+    assert g1[0] == [0.0, 0.0]             # the row equal to x2's: a zero distance
+
+
+def test_cdist_inf_ties_take_the_whole_gradient():
+    # |diff| = [1, 1]: both tied elements get the whole gradient (torch's cdist), not half
+    g1, _ = _grad(lambda a, b: tp.cdist(a, b, math.inf), [[1.0, 0.0]], [[0.0, 1.0]])
+    assert g1 == [[1.0, -1.0]]
+    r = tp.cdist(tp.tensor([[math.inf, 0.0]], requires_grad=True), tp.tensor([[0.0, 1.0]]),
+                 math.inf)
+    assert r.item() == math.inf
+
+
+def test_std_of_constant_input_has_zero_gradient():
+    assert _grad(lambda x: x.std(1), [[2.0, 2.0, 2.0], [1.0, 2.0, 3.0]])[0][0] == [0.0] * 3
+    x = tp.full((2, 3), 1.5, dtype=tp.float64, requires_grad=True)
+    s, m = tp.std_mean(x)
+    (s + m).backward()
+    assert x.grad.tolist() == [[1 / 6] * 3] * 2
+
+
+def test_renorm_with_zero_row_finite_gradient():
+    g = _grad(lambda x: tp.renorm(x, 2, 0, 1.0), [[0.0, 0.0], [3.0, 4.0]])[0]
+    assert g[0] == [1.0, 1.0] and all(math.isfinite(v) for v in g[1])
+
+
+def test_norm_of_0d_tensor_checks_dim():
+    # tp.norm now goes through linalg.vector_norm, which took any dim of a 0-d tensor
+    x = tp.tensor(2.0)
+    for f in (lambda: tp.norm(x, dim=1), lambda: LA.vector_norm(x, 2, 1)):
+        with pytest.raises(IndexError, match=r"expected to be in range of \[-1, 0\], but got 1"):
+            f()
+    assert LA.vector_norm(x, 2, 0).item() == 2.0 and tp.norm(x, dim=-1).item() == 2.0

@@ -838,9 +838,10 @@ def std_mean(input: Tensor, dim: _Dims | bool = None, *args: bool,
              correction: _Number | None = None, keepdim: bool = False,
              unbiased: bool | None = None) -> tuple[Tensor, Tensor]:
     """The tuple ``(std, mean)``: ``var_mean``'s arguments, the square root of its variance
-    (same as ``torch.std_mean``)."""
+    (same as ``torch.std_mean``; the std's gradient is 0 where it is 0, as torch's)."""
     v, m = variance_and_mean("std_mean", input, dim, args, correction, keepdim, unbiased)
-    return O.sqrt(v), m
+    from .linalg import _masked_sqrt
+    return _masked_sqrt(v), m
 
 
 def std(input: Tensor, dim: _Dims | bool = None, *args: bool, correction: _Number | None = None,
@@ -870,7 +871,8 @@ def norm(input: Tensor, p: _Number | str | None = "fro", dim: _Dims = None, keep
     the largest absolute value, ``-inf`` the smallest, ``0`` the count of non-zeros), as
     ``torch.norm``: a floating ``input`` only (an integer or bool one is a ``RuntimeError``, as
     torch's ``linalg.vector_norm``; ``dtype=`` converts a floating input first). The result has
-    ``input``'s dtype (``dtype``'s when given). ``Tensor.norm`` is this function."""
+    ``input``'s dtype (``dtype``'s when given). Gradients as torch's (``linalg.vector_norm``'s:
+    0 at a zero norm, e.g. ``dist(x, y)`` at ``x == y``). ``Tensor.norm`` is this function."""
     if out is not None:
         return _write_out("norm", out, norm, (input, p, dim, keepdim, dtype), {}, "cast")
     if not input.dtype.is_floating_point:
@@ -884,18 +886,9 @@ def norm(input: Tensor, p: _Number | str | None = "fro", dim: _Dims = None, keep
     if p == "fro" or p is None:
         p = 2
     dims = [] if dim is None else ([dim] if isinstance(dim, _int) else list(dim))
-    a = O.abs(input)
-    if p == math.inf:
-        return O.amax(a, dims, keepdim)
-    if p == -math.inf:
-        return O.amin(a, dims, keepdim)
-    if p == 0:
-        return O.sum(O.to_dtype(O.ne(input, 0), input.dtype), dims or None, keepdim)
-    if p == 2:
-        return O.sqrt(O.sum(O.mul(input, input), dims or None, keepdim))
-    if p == 1:
-        return O.sum(a, dims or None, keepdim)
-    return O.pow(O.sum(O.pow(a, p), dims or None, keepdim), 1.0 / p)
+    # linalg.vector_norm: its gradients are masked as torch's norm backward (0 at a zero norm)
+    from . import linalg as _linalg
+    return _linalg.vector_norm(input, p, dims or None, keepdim)
 
 
 def dist(input: Tensor, other: Tensor, p: _Number = 2) -> Tensor:

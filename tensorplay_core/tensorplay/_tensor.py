@@ -1997,11 +1997,13 @@ class Tensor(TensorBase, instance_class=True):
             keepdim: _bool = False, unbiased: _bool | None = None,
             axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """Standard deviation over ``dim``: ``sqrt(var(...))`` with ``var``'s arguments (same
-        overloads as ``torch.std``)."""
+        overloads as ``torch.std``); its gradient is 0 where the result is 0 (a constant
+        input), as torch's."""
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("std", dim, keepdim, axis, keepdims)
-        return self.var(dim, *args, correction=correction, keepdim=keepdim,
-                        unbiased=unbiased).sqrt()
+        from .linalg import _masked_sqrt
+        return _masked_sqrt(self.var(dim, *args, correction=correction, keepdim=keepdim,
+                                     unbiased=unbiased))
 
     def norm(self, p: _Number | str | None = "fro", dim: _Dims = None, keepdim: _bool = False,
              dtype: Any = None) -> Tensor:
