@@ -220,3 +220,93 @@ def test_norm_of_0d_tensor_checks_dim():
         with pytest.raises(IndexError, match=r"expected to be in range of \[-1, 0\], but got 1"):
             f()
     assert LA.vector_norm(x, 2, 0).item() == 2.0 and tp.norm(x, dim=-1).item() == 2.0
+
+
+# -- item 4: polygamma computes on the device (no host read) -------------------------------------
+class _NoRead:
+    """What the reductions of the device-like namespace below return: reading one back to the
+    host (``float``, ``int``, ``bool``, ``item``) fails, as it would cost a synchronisation."""
+
+
+def _device_like_special_kernels():
+    """The special-function kernels bound as the cuda plugin binds them (an array module that
+    is not NumPy: every branch on every lane), over NumPy arrays, with the reductions' results
+    unreadable on the host."""
+    np = pytest.importorskip("numpy")
+    xpn = pytest.importorskip("array_api_compat.numpy")
+    from tensorplay import backends
+    from tensorplay._kernels import special as SK
+    from tensorplay._kernels._context import Context
+
+    class NoRead(np.ndarray, _NoRead):
+        def _no(self, *a):
+            raise AssertionError("a value read back to the host")
+        __float__ = __int__ = __bool__ = __index__ = item = tolist = _no
+
+    class XP:
+        def __getattr__(self, k):
+            f = getattr(xpn, k)
+            if k in ("min", "max", "any", "all", "sum", "mean", "argmin", "argmax"):
+                return lambda *a, **kw: np.asarray(f(*a, **kw)).view(NoRead)
+            return f
+
+    class NotNumpy:
+        __name__ = "devicelike"
+
+        def __getattr__(self, k):
+            return getattr(np, k)
+
+    class Be:
+        np = NotNumpy()
+
+        def __getattr__(self, k):
+            return getattr(backends.get("cpu"), k)
+
+    return SK.bind(Context(XP(), Be())), np
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7])
+def test_polygamma_device_path_reads_nothing_back_and_matches_cpu(n):
+    """Off NumPy polygamma reflects negative arguments (before: a direct sum whose length was
+    the smallest argument, read back from the device per call); its values are the cpu
+    plugin's (NumPy's direct sum) within 1e-10 relative, the non-finite ones exactly."""
+    K, np = _device_like_special_kernels()
+    rng = np.random.default_rng(47)
+    x = np.concatenate([rng.uniform(-30, 30, 300), -rng.uniform(0, 1, 40),
+                        [0.0, -0.0, -1.0, -2.0, -0.5, -2.5, -100.3, -1e5 - 0.25, 1e-300,
+                         math.inf, -math.inf, math.nan]])
+    with np.errstate(all="ignore"):
+        dev = np.asarray(K["polygamma"](n, x.copy()))
+    cpu = tp.polygamma(n, tp.tensor(x)).numpy()
+    fin = np.isfinite(cpu)
+    np.testing.assert_array_equal(dev[~fin], cpu[~fin])
+    np.testing.assert_allclose(dev[fin], cpu[fin], rtol=1e-10, atol=0)
+
+
+def test_polygamma_negative_arguments_cpu_closed_forms():
+    # psi_2(-1/2) = psi_2(3/2) - pi^3 P_2(cot(-pi/2)) = psi_2(3/2) (P_2(0) = 0), through the cpu
+    # plugin; and psi_n's poles at the non-positive integers
+    got = tp.polygamma(2, tp.tensor([-0.5, 1.5], dtype=tp.float64)).tolist()
+    assert got[0] == pytest.approx(got[1], rel=1e-14)
+    assert tp.polygamma(2, tp.tensor([0.0, -3.0])).tolist() == [-math.inf, -math.inf]
+
+
+@pytest.mark.cuda
+def test_polygamma_on_cuda_without_synchronising():
+    """On a GPU: polygamma of negative arguments with CuPy's implicit synchronisations
+    forbidden (a host read raises), values as the cpu's."""
+    ok, why = tp.plugins.device_status("cuda")
+    if not ok:
+        pytest.skip(f"cuda unavailable: {why}")
+    np = pytest.importorskip("numpy")
+    cupyx = pytest.importorskip("cupyx")
+    x = np.concatenate([np.linspace(-20.3, 20.1, 97), [-0.5, -2.0, 0.0, math.inf, math.nan]])
+    xc = tp.tensor(x, device="cuda")
+    for n in (1, 2, 3, 4):
+        tp.polygamma(n, xc)          # warm (first-use set-up may read)
+        with cupyx.allow_synchronize(False):
+            r = tp.polygamma(n, xc)
+        got, want = r.cpu().numpy(), tp.polygamma(n, tp.tensor(x)).numpy()
+        fin = np.isfinite(want)
+        np.testing.assert_array_equal(got[~fin], want[~fin])
+        np.testing.assert_allclose(got[fin], want[fin], rtol=1e-10, atol=0)
