@@ -310,3 +310,31 @@ def test_polygamma_on_cuda_without_synchronising():
         fin = np.isfinite(want)
         np.testing.assert_array_equal(got[~fin], want[~fin])
         np.testing.assert_allclose(got[fin], want[fin], rtol=1e-10, atol=0)
+
+
+# -- sweep: clamp by tensor bounds gives a tied element's whole gradient to the input (torch) ----
+def test_clamp_tensor_bounds_gradient_at_the_bounds():
+    x = tp.tensor([0.0, 1.0, 2.0, -3.0, 5.0], requires_grad=True)
+    lo = tp.tensor([0.0, 0.0, 1.0, -3.0, 1.0], requires_grad=True)
+    hi = lo.detach() + 1.0
+    hi.requires_grad_()
+    r = tp.clamp(x, lo, hi)
+    assert r.tolist() == [0.0, 1.0, 2.0, -3.0, 2.0]
+    r.sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0, 1.0, 1.0, 0.0]
+    assert lo.grad.tolist() == [0.0] * 5
+    assert hi.grad.tolist() == [0.0, 0.0, 0.0, 0.0, 1.0]
+    y = tp.tensor([1.0, -1.0], requires_grad=True)       # only the input records history
+    y.clamp_min(tp.tensor([1.0, 0.0])).sum().backward()
+    assert y.grad.tolist() == [1.0, 0.0]
+
+
+def test_clamp_tensor_bounds_values_keep_nan_and_inf():
+    x = tp.tensor([math.nan, math.inf, -math.inf, 0.5], requires_grad=True)
+    lo, hi = tp.tensor([0.0, 0.0, 0.0, math.nan]), tp.tensor([1.0, math.inf, 1.0, 1.0])
+    r = tp.clamp(x, lo, hi)
+    want = tp.clamp(x.detach(), lo, hi).tolist()
+    got = r.tolist()
+    assert [str(v) for v in got] == [str(v) for v in want]
+    r.sum().backward()
+    assert x.grad.tolist() == [0.0, 1.0, 0.0, 0.0]     # torch's

@@ -1455,6 +1455,10 @@ class Tensor(TensorBase, instance_class=True):
             out = _O.maximum(out, min)
         if max is not None:
             out = _O.minimum(out, max)
+        if out._requires_grad and (isinstance(min, Tensor) or isinstance(max, Tensor)):
+            # torch's gradients at the bounds (maximum/minimum share a tie with the bound)
+            from ._ops.nn import clamp_with_torch_gradients
+            return clamp_with_torch_gradients(self, min, max, out)
         return out
 
     clip = clamp

@@ -145,7 +145,13 @@ SWEEP = {
                   [np.array([0.0, -1.0, 1.0])]),
     "clamp_tensor_bounds": (lambda x, lo: torch.clamp(x, lo, lo + 1),
                             lambda x, lo: tp.clamp(x, lo, lo + 1),
-                            [np.array([0.0, 1.0, 2.0, -3.0]), np.array([0.0, 0.0, 1.0, -3.0])]),
+                            [np.array([0.0, 1.0, 2.0, -3.0, 5.0, -5.0]),
+                             np.array([0.0, 0.0, 1.0, -3.0, 1.0, 1.0])]),
+    "clamp_tensor_lo_only": (lambda x, lo: torch.clamp(x, min=lo),
+                             lambda x, lo: tp.clamp(x, min=lo),
+                             [np.array([[0.0, 1.0, -2.0]]), np.array([[0.0], [1.0]])]),
+    "clamp_max_tensor": (lambda x, hi: torch.clamp_max(x, hi), lambda x, hi: tp.clamp_max(x, hi),
+                         [np.array([0.0, 1.0, 2.0]), np.array([0.0, 2.0, 1.0])]),
     "amax": (lambda x: torch.amax(x, 1), lambda x: tp.amax(x, 1), [TIES]),
     "amin": (lambda x: torch.amin(x, 1), lambda x: tp.amin(x, 1), [TIES]),
     "amax_all": (torch.amax, tp.amax, [TIES]),
@@ -182,12 +188,7 @@ _INDEX_OUTPUT = {"max_dim", "min_dim", "median_dim", "kthvalue", "sort", "topk",
                  "cummin"}
 
 
-_KNOWN = {"clamp_tensor_bounds": "clamp by tensor bounds is maximum/minimum: an element at a "
-                                  "bound shares its gradient with the bound (torch: all to input)"}
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(
-    reason=_KNOWN[n], strict=True)) if n in _KNOWN else n for n in sorted(SWEEP)])
+@pytest.mark.parametrize("name", sorted(SWEEP))
 def test_masked_gradients_sweep(name):
     tfn, pfn, arrays = SWEEP[name]
     _check(tfn, pfn, *arrays, values_only_outputs=(1,) if name in _INDEX_OUTPUT else ())
