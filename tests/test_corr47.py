@@ -338,3 +338,13 @@ def test_clamp_tensor_bounds_values_keep_nan_and_inf():
     assert [str(v) for v in got] == [str(v) for v in want]
     r.sum().backward()
     assert x.grad.tolist() == [0.0, 1.0, 0.0, 0.0]     # torch's
+
+
+def test_norm_nuc_is_the_nuclear_norm():
+    # tp.norm(x, "nuc") was refused ("ord must be a number"); torch.norm takes it (matrix_norm)
+    a = tp.tensor([[3.0, 0.0], [0.0, -4.0]], dtype=tp.float64)
+    assert tp.norm(a, "nuc").item() == pytest.approx(7.0, rel=1e-14)
+    b = tp.stack([a, a * 2])
+    assert tp.norm(b, "nuc", dim=(1, 2)).tolist() == pytest.approx([7.0, 14.0], rel=1e-14)
+    with pytest.raises(RuntimeError, match="dim must be a 2-tuple. Got 0 1 2"):
+        tp.norm(b, "nuc")

@@ -868,7 +868,8 @@ def var(input: Tensor, dim: _Dims | bool = None, *args: bool, correction: _Numbe
 def norm(input: Tensor, p: _Number | str | None = "fro", dim: _Dims = None, keepdim: bool = False,
          dtype: _DTypeLike | None = None, *, out: Any = None) -> Tensor:
     """The ``p``-norm over ``dim`` (all elements when None; ``"fro"`` is the 2-norm, ``inf``
-    the largest absolute value, ``-inf`` the smallest, ``0`` the count of non-zeros), as
+    the largest absolute value, ``-inf`` the smallest, ``0`` the count of non-zeros; ``"nuc"``
+    the nuclear norm of the matrices in the two dims ``dim``, of a 2-D input when None), as
     ``torch.norm``: a floating ``input`` only (an integer or bool one is a ``RuntimeError``, as
     torch's ``linalg.vector_norm``; ``dtype=`` converts a floating input first). The result has
     ``input``'s dtype (``dtype``'s when given). Gradients as torch's (``linalg.vector_norm``'s:
@@ -883,11 +884,19 @@ def norm(input: Tensor, p: _Number | str | None = "fro", dim: _Dims = None, keep
     if input.dtype in (_dtype.float16, _dtype.bfloat16):
         # computed in float32, rounded once, as torch (a float16 sum of squares overflowed)
         return O.to_dtype(norm(O.to_dtype(input, _dtype.float32), p, dim, keepdim), input.dtype)
+    from . import linalg as _linalg
+    if isinstance(p, str) and p != "fro":
+        # "nuc" (or an unknown name): torch.norm goes to linalg.matrix_norm with dim as given,
+        # None meaning every dim (its messages for a non-matrix input or another name)
+        if dim is None and input.ndim > 2:
+            raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got "
+                               f"{' '.join(str(d) for d in range(input.ndim))}")
+        return _linalg.matrix_norm(input, p, (-2, -1) if dim is None else
+                                   (tuple(dim) if not isinstance(dim, _int) else dim), keepdim)
     if p == "fro" or p is None:
         p = 2
     dims = [] if dim is None else ([dim] if isinstance(dim, _int) else list(dim))
     # linalg.vector_norm: its gradients are masked as torch's norm backward (0 at a zero norm)
-    from . import linalg as _linalg
     return _linalg.vector_norm(input, p, dims or None, keepdim)
 
 

@@ -76,6 +76,21 @@ def test_norm_at_zero_and_zero_rows(p):
     _check(lambda x: x.norm(p, dim=0), lambda x: x.norm(p, dim=0), MIXED)
 
 
+def test_norm_nuc():
+    a = np.stack([MIXED, np.zeros((3, 3))])
+    _check(lambda x: torch.norm(x, "nuc", dim=(1, 2)), lambda x: tp.norm(x, "nuc", dim=(1, 2)), a)
+    _check(lambda x: torch.norm(x, "nuc"), lambda x: tp.norm(x, "nuc"), np.zeros((2, 3)))
+    _check(lambda x: x.norm("nuc", dim=(0, 2), keepdim=True),
+           lambda x: x.norm("nuc", dim=(0, 2), keepdim=True), a)
+    for bad in (lambda m: m.norm(m.ones(3, 2, 2), "nuc"), lambda m: m.norm(m.ones(2), "nuc"),
+                lambda m: m.norm(m.ones(2, 2), "bad")):
+        with pytest.raises(RuntimeError) as et:
+            bad(torch)
+        with pytest.raises(RuntimeError) as ep:
+            bad(tp)
+        assert str(ep.value) == str(et.value)
+
+
 @pytest.mark.parametrize("p", ORDS)
 def test_vector_norm_and_linalg_norm(p):
     _check(lambda x: torch.linalg.vector_norm(x, p), lambda x: LA.vector_norm(x, p), Z3)
@@ -92,7 +107,7 @@ def test_vector_norm_ord0_has_history():
     assert float(rp) == float(rt)
 
 
-@pytest.mark.parametrize("ord_", ["fro", 1, -1, INF, -INF])
+@pytest.mark.parametrize("ord_", ["fro", "nuc", 1, -1, 2, -2, INF, -INF])
 def test_matrix_norm_at_zero(ord_):
     _check(lambda x: torch.linalg.matrix_norm(x, ord_), lambda x: LA.matrix_norm(x, ord_),
            np.zeros((2, 3)))
