@@ -794,7 +794,8 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
     ``(..., R, M)``: ``(..., P, R)``, batch dims broadcast; ``p >= 0`` (``inf`` too). Computed
     from the differences (``compute_mode`` accepted and ignored: torch's matrix-product form for
     p = 2 gives the same values up to rounding); floating inputs of one dtype. The gradient at a
-    zero distance is 0, as torch's. Same as ``torch.cdist``."""
+    zero distance is 0, and for ``p = inf`` each tied largest element gets the whole gradient,
+    as torch's. Same as ``torch.cdist``."""
     _check_tensor("cdist", x1, "x1")
     _check_tensor("cdist", x2, "x2")
     if x1.ndim < 2:
