@@ -220,6 +220,8 @@ def test_norm_of_0d_tensor_checks_dim():
         with pytest.raises(IndexError, match=r"expected to be in range of \[-1, 0\], but got 1"):
             f()
     assert LA.vector_norm(x, 2, 0).item() == 2.0 and tp.norm(x, dim=-1).item() == 2.0
+    with pytest.raises(RuntimeError, match="dim 0 appears multiple times in the list of dims"):
+        tp.norm(x, dim=[0, -1])
 
 
 # -- item 4: polygamma computes on the device (no host read) -------------------------------------

@@ -61,10 +61,12 @@ def _dims(dim, ndim):
         return list(range(ndim))
     ds = [dim] if isinstance(dim, int) else list(dim)
     if not ndim:
-        for d in ds:      # a 0-d tensor takes dims 0 and -1 only (torch's IndexError)
+        for d in ds:      # a 0-d tensor takes dims 0 and -1 only (torch's IndexError), once
             if d not in (0, -1):
                 raise IndexError(f"Dimension out of range (expected to be in range of [-1, 0], "
                                  f"but got {d})")
+        if len(ds) > 1:
+            raise RuntimeError("dim 0 appears multiple times in the list of dims")
         return ds
     return [d + ndim if d < 0 else d for d in ds]
 
