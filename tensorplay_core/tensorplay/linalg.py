@@ -74,7 +74,10 @@ def _dims(dim, ndim):
 def _safe_root(s, p):
     """``s ** (1/p)`` (``sqrt`` for p = 2) with a zero gradient where ``s`` is 0 (torch's norm
     backward masks the zero norm): the root of ``s`` where it is positive, 0 elsewhere, the
-    untaken branch fed 1 so its gradient is finite."""
+    untaken branch fed 1 so its gradient is finite. Without history (no gradient to mask) the
+    plain root: one op instead of four."""
+    if not s.requires_grad:
+        return O.sqrt(s) if p == 2 else O.pow(s, 1.0 / p)
     zero = O.eq(s, 0)
     safe = O.where(zero, 1.0, s)
     root = O.sqrt(safe) if p == 2 else O.pow(safe, 1.0 / p)
@@ -85,7 +88,7 @@ def _masked_sqrt(v):
     """``sqrt(v)`` whose gradient is 0 where ``v`` is 0 (``std``'s: torch's std backward masks
     a zero standard deviation, e.g. of a constant input); a plain ``sqrt`` when ``v`` records
     no history."""
-    return _safe_root(v, 2) if v.requires_grad else O.sqrt(v)
+    return _safe_root(v, 2)
 
 
 def _float_input(api, x):
@@ -366,7 +369,7 @@ def vector_norm(x: Tensor, ord: float = 2, dim: int | Sequence[int] | None = Non
 def _safe_pow(a, p):
     """``a ** p`` for ``a = |x| >= 0``; for ``0 < p < 1`` a zero gradient where ``a`` is 0 (the
     power's derivative is infinite there: torch's norm backward masks those elements)."""
-    if not 0 < p < 1:
+    if not 0 < p < 1 or not a.requires_grad:
         return O.pow(a, p)
     zero = O.eq(a, 0)
     return O.where(zero, 0.0, O.pow(O.where(zero, 1.0, a), p))
