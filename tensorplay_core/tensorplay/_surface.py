@@ -838,9 +838,10 @@ def std_mean(input: Tensor, dim: _Dims | bool = None, *args: bool,
              correction: _Number | None = None, keepdim: bool = False,
              unbiased: bool | None = None) -> tuple[Tensor, Tensor]:
     """The tuple ``(std, mean)``: ``var_mean``'s arguments, the square root of its variance
-    (same as ``torch.std_mean``)."""
+    (same as ``torch.std_mean``; the std's gradient is 0 where it is 0, as torch's)."""
     v, m = variance_and_mean("std_mean", input, dim, args, correction, keepdim, unbiased)
-    return O.sqrt(v), m
+    from .linalg import _masked_sqrt
+    return _masked_sqrt(v), m
 
 
 def std(input: Tensor, dim: _Dims | bool = None, *args: bool, correction: _Number | None = None,
@@ -867,10 +868,12 @@ def var(input: Tensor, dim: _Dims | bool = None, *args: bool, correction: _Numbe
 def norm(input: Tensor, p: _Number | str | None = "fro", dim: _Dims = None, keepdim: bool = False,
          dtype: _DTypeLike | None = None, *, out: Any = None) -> Tensor:
     """The ``p``-norm over ``dim`` (all elements when None; ``"fro"`` is the 2-norm, ``inf``
-    the largest absolute value, ``-inf`` the smallest, ``0`` the count of non-zeros), as
+    the largest absolute value, ``-inf`` the smallest, ``0`` the count of non-zeros; ``"nuc"``
+    the nuclear norm of the matrices in the two dims ``dim``, of a 2-D input when None), as
     ``torch.norm``: a floating ``input`` only (an integer or bool one is a ``RuntimeError``, as
     torch's ``linalg.vector_norm``; ``dtype=`` converts a floating input first). The result has
-    ``input``'s dtype (``dtype``'s when given). ``Tensor.norm`` is this function."""
+    ``input``'s dtype (``dtype``'s when given). Gradients as torch's (``linalg.vector_norm``'s:
+    0 at a zero norm, e.g. ``dist(x, y)`` at ``x == y``). ``Tensor.norm`` is this function."""
     if out is not None:
         return _write_out("norm", out, norm, (input, p, dim, keepdim, dtype), {}, "cast")
     if not input.dtype.is_floating_point:
@@ -881,21 +884,20 @@ def norm(input: Tensor, p: _Number | str | None = "fro", dim: _Dims = None, keep
     if input.dtype in (_dtype.float16, _dtype.bfloat16):
         # computed in float32, rounded once, as torch (a float16 sum of squares overflowed)
         return O.to_dtype(norm(O.to_dtype(input, _dtype.float32), p, dim, keepdim), input.dtype)
+    from . import linalg as _linalg
+    if isinstance(p, str) and p != "fro":
+        # "nuc" (or an unknown name): torch.norm goes to linalg.matrix_norm with dim as given,
+        # None meaning every dim (its messages for a non-matrix input or another name)
+        if dim is None and input.ndim > 2:
+            raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got "
+                               f"{' '.join(str(d) for d in range(input.ndim))}")
+        return _linalg.matrix_norm(input, p, (-2, -1) if dim is None else
+                                   (tuple(dim) if not isinstance(dim, _int) else dim), keepdim)
     if p == "fro" or p is None:
         p = 2
     dims = [] if dim is None else ([dim] if isinstance(dim, _int) else list(dim))
-    a = O.abs(input)
-    if p == math.inf:
-        return O.amax(a, dims, keepdim)
-    if p == -math.inf:
-        return O.amin(a, dims, keepdim)
-    if p == 0:
-        return O.sum(O.to_dtype(O.ne(input, 0), input.dtype), dims or None, keepdim)
-    if p == 2:
-        return O.sqrt(O.sum(O.mul(input, input), dims or None, keepdim))
-    if p == 1:
-        return O.sum(a, dims or None, keepdim)
-    return O.pow(O.sum(O.pow(a, p), dims or None, keepdim), 1.0 / p)
+    # linalg.vector_norm: its gradients are masked as torch's norm backward (0 at a zero norm)
+    return _linalg.vector_norm(input, p, dims or None, keepdim)
 
 
 def dist(input: Tensor, other: Tensor, p: _Number = 2) -> Tensor:

@@ -1455,6 +1455,10 @@ class Tensor(TensorBase, instance_class=True):
             out = _O.maximum(out, min)
         if max is not None:
             out = _O.minimum(out, max)
+        if out._requires_grad and (isinstance(min, Tensor) or isinstance(max, Tensor)):
+            # torch's gradients at the bounds (maximum/minimum share a tie with the bound)
+            from ._ops.nn import clamp_with_torch_gradients
+            return clamp_with_torch_gradients(self, min, max, out)
         return out
 
     clip = clamp
@@ -1997,11 +2001,13 @@ class Tensor(TensorBase, instance_class=True):
             keepdim: _bool = False, unbiased: _bool | None = None,
             axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """Standard deviation over ``dim``: ``sqrt(var(...))`` with ``var``'s arguments (same
-        overloads as ``torch.std``)."""
+        overloads as ``torch.std``); its gradient is 0 where the result is 0 (a constant
+        input), as torch's."""
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("std", dim, keepdim, axis, keepdims)
-        return self.var(dim, *args, correction=correction, keepdim=keepdim,
-                        unbiased=unbiased).sqrt()
+        from .linalg import _masked_sqrt
+        return _masked_sqrt(self.var(dim, *args, correction=correction, keepdim=keepdim,
+                                     unbiased=unbiased))
 
     def norm(self, p: _Number | str | None = "fro", dim: _Dims = None, keepdim: _bool = False,
              dtype: Any = None) -> Tensor:

@@ -60,17 +60,35 @@ def _dims(dim, ndim):
     if dim is None:
         return list(range(ndim))
     ds = [dim] if isinstance(dim, int) else list(dim)
-    return [d + ndim if d < 0 else d for d in ds] if ndim else ds
+    if not ndim:
+        for d in ds:      # a 0-d tensor takes dims 0 and -1 only (torch's IndexError), once
+            if d not in (0, -1):
+                raise IndexError(f"Dimension out of range (expected to be in range of [-1, 0], "
+                                 f"but got {d})")
+        if len(ds) > 1:
+            raise RuntimeError("dim 0 appears multiple times in the list of dims")
+        return ds
+    return [d + ndim if d < 0 else d for d in ds]
 
 
 def _safe_root(s, p):
     """``s ** (1/p)`` (``sqrt`` for p = 2) with a zero gradient where ``s`` is 0 (torch's norm
     backward masks the zero norm): the root of ``s`` where it is positive, 0 elsewhere, the
-    untaken branch fed 1 so its gradient is finite."""
+    untaken branch fed 1 so its gradient is finite. Without history (no gradient to mask) the
+    plain root: one op instead of four."""
+    if not s.requires_grad:
+        return O.sqrt(s) if p == 2 else O.pow(s, 1.0 / p)
     zero = O.eq(s, 0)
     safe = O.where(zero, 1.0, s)
     root = O.sqrt(safe) if p == 2 else O.pow(safe, 1.0 / p)
     return O.where(zero, 0.0, root)
+
+
+def _masked_sqrt(v):
+    """``sqrt(v)`` whose gradient is 0 where ``v`` is 0 (``std``'s: torch's std backward masks
+    a zero standard deviation, e.g. of a constant input); a plain ``sqrt`` when ``v`` records
+    no history."""
+    return _safe_root(v, 2)
 
 
 def _float_input(api, x):
@@ -308,7 +326,10 @@ def vector_norm(x: Tensor, ord: float = 2, dim: int | Sequence[int] | None = Non
     """The ``ord``-norm of ``x`` over ``dim`` (all elements when None), any shape:
     ``sum(|x|**ord)**(1/ord)``; ``inf``: max ``|x|``, ``-inf``: min, ``0``: the count of
     non-zeros. Floating ``x`` only (``RuntimeError`` otherwise); ``dtype=`` converts first.
-    The gradient at a zero norm is 0, as torch's. Same as ``torch.linalg.vector_norm``."""
+    Gradients where torch's norm backward masks: 0 at a zero norm, 0 at the zero elements for
+    ``0 < ord < 1``, ``inf``/``-inf`` shared evenly among the tied elements, and a zero gradient
+    for ``ord=0`` (the result has a history, as torch's; torch's gradient there is undefined,
+    which ``.grad`` reads as None). Same as ``torch.linalg.vector_norm``."""
     if out is not None:
         return _out("linalg.vector_norm", out, vector_norm, (x, ord, dim, keepdim),
                     {"dtype": dtype})
@@ -332,12 +353,31 @@ def vector_norm(x: Tensor, ord: float = 2, dim: int | Sequence[int] | None = Non
     if not x.ndim:
         red = None
     if ord == 0:
-        return O.sum(O.to_dtype(O.ne(x, 0), x.dtype), red, keepdim)
+        nz = O.ne(x, 0)
+        if x.requires_grad and _grad_enabled():
+            # the count has a history and a zero gradient (torch's norm backward gives none):
+            # 1 where x != 0, else x * 0 (= 0, finite; the untaken branch gets no gradient)
+            return O.sum(O.where(nz, 1.0, O.mul(x, 0.0)), red, keepdim)
+        return O.sum(O.to_dtype(nz, x.dtype), red, keepdim)
     if ord == 1:
         return O.sum(O.abs(x), red, keepdim)
     if ord == 2:
         return _safe_root(O.sum(O.mul(x, x), red, keepdim), 2)
-    return _safe_root(O.sum(O.pow(O.abs(x), float(ord)), red, keepdim), float(ord))
+    return _safe_root(O.sum(_safe_pow(O.abs(x), float(ord)), red, keepdim), float(ord))
+
+
+def _safe_pow(a, p):
+    """``a ** p`` for ``a = |x| >= 0``; for ``0 < p < 1`` a zero gradient where ``a`` is 0 (the
+    power's derivative is infinite there: torch's norm backward masks those elements)."""
+    if not 0 < p < 1 or not a.requires_grad:
+        return O.pow(a, p)
+    zero = O.eq(a, 0)
+    return O.where(zero, 0.0, O.pow(O.where(zero, 1.0, a), p))
+
+
+def _grad_enabled():
+    from .autograd.grad_mode import is_grad_enabled
+    return is_grad_enabled()
 
 
 def _matrix_dims(api, A, dim):
@@ -759,7 +799,8 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
     ``(..., R, M)``: ``(..., P, R)``, batch dims broadcast; ``p >= 0`` (``inf`` too). Computed
     from the differences (``compute_mode`` accepted and ignored: torch's matrix-product form for
     p = 2 gives the same values up to rounding); floating inputs of one dtype. The gradient at a
-    zero distance is 0, as torch's. Same as ``torch.cdist``."""
+    zero distance is 0, and for ``p = inf`` each tied largest element gets the whole gradient,
+    as torch's. Same as ``torch.cdist``."""
     _check_tensor("cdist", x1, "x1")
     _check_tensor("cdist", x2, "x2")
     if x1.ndim < 2:
@@ -780,4 +821,19 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
     diff = O.sub(O.unsqueeze(x1, -2), O.unsqueeze(x2, -3))
     if diff.numel() == 0 and diff.shape[-1] == 0 and p in (math.inf, -math.inf):
         return O.full(list(diff.shape[:-1]), 0.0, dtype=diff.dtype, device=diff.device)
+    if p == math.inf and diff.requires_grad and diff.shape[-1] > 1:
+        return _cdist_inf(diff)
     return vector_norm(diff, p, -1)
+
+
+def _cdist_inf(diff):
+    """The largest ``|diff|`` over the last dim with torch's cdist gradient: the whole gradient
+    to every tied element (``sign(diff) * (|diff| == dist)``; ``amax`` would share it). The
+    value is the detached maximum plus ``|diff| - |diff|.detach()`` (exactly 0) at the maxima."""
+    a = O.abs(diff)
+    ad = a.detach()
+    r = O.amax(ad, [-1], False)
+    fin = O.isfinite(ad)
+    at_max = O.logical_and(O.eq(ad, O.unsqueeze(r, -1)), fin)
+    zero_part = O.where(at_max, O.sub(a, O.where(fin, ad, 0.0)), 0.0)
+    return O.add(r, O.sum(zero_part, [-1], False))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from .. import _codegen, _dispatch, _pytree, _registry
 from .._dispatch import grad_state as _gm_state
 from .._schema import FunctionSchema
-from .._tensor_base import TensorBase, instance_class
+from .._tensor_base import TensorBase, instance_class, shared_storage
 
 BUILTINS: dict[str, _registry.CustomOpDef] = {}
 
@@ -171,12 +171,14 @@ def _span(t):
 
 def check_out_overlap(out, inputs) -> None:
     """torch's rule: ``out`` may be an input itself (the same elements in the same layout) but
-    must not share only some of an input's memory: ``RuntimeError`` then (nothing written)."""
+    must not share only some of an input's memory: ``RuntimeError`` then (nothing written).
+    ``x.data`` (and views of it) count as ``x``'s storage, as torch's."""
     so = _span(out)
     if so is None:
         return
+    ost = shared_storage(out.storage_ref)     # (x.data: x's memory, a version counter of its own)
     for t in _tensors_in(inputs):
-        if t.storage_ref is not out.storage_ref or t is out:
+        if shared_storage(t.storage_ref) is not ost or t is out:
             continue
         st = _span(t)
         if st is None or st[1] <= so[0] or so[1] <= st[0]:

@@ -40,3 +40,29 @@ defop("softmax(Tensor self, SymInt dim) -> Tensor", meta=_sm_meta, setup=_sm_set
       backward=_softmax_bw)
 defop("log_softmax(Tensor self, SymInt dim) -> Tensor", meta=_sm_meta, setup=_sm_setup,
       backward=_log_softmax_bw)
+
+
+
+def clamp_with_torch_gradients(x, lo, hi, out):
+    """``out`` (``clamp(x, lo, hi)`` computed as ``minimum(maximum(x, lo), hi)``; a bound may
+    be None or a number) with torch's clamp gradients: all of it to ``x`` where ``lo <= x <=
+    hi`` (a tie with a bound included: ``maximum``/``minimum`` would share it with the bound),
+    to ``lo`` where ``x < lo <= hi``, to ``hi`` where ``x > hi``; elsewhere (NaN) none. Each
+    selected value equals ``out`` there, so the values are ``out``'s. Used when a bound is a
+    tensor and something records history."""
+    inside = below = above = None
+    if lo is not None:
+        inside = O.ge(x, lo)
+        below = O.lt(x, lo)
+        if hi is not None:
+            below = O.logical_and(below, O.le(lo, hi))
+    if hi is not None:
+        m = O.le(x, hi)
+        inside = m if inside is None else O.logical_and(inside, m)
+        above = O.gt(x, hi)
+    r = out.detach()
+    if above is not None:
+        r = O.where(above, hi, r)
+    if below is not None:
+        r = O.where(below, lo, r)
+    return O.where(inside, x, r)

@@ -16,6 +16,8 @@ history the kernel left as it was (it wrote the array) gets a node whose backwar
 
 from __future__ import annotations
 
+import threading
+
 from .. import _codegen, _pytree
 from .._ops.views import _CMETA, creation_meta
 from .. import _tensor_base as _tb
@@ -1223,7 +1225,7 @@ def _scratch_view(flat, geom):
     v = make_view(flat, *geom)
     if flat.needs_grad and _gm._state.enabled:
         set_requires_grad(v, True)
-        regenerate_view_grad_fn(v)
+        _regenerate_view_grad_fn(v)    # (a fresh view, current: no staleness check, no lock)
     return v
 
 
@@ -1293,7 +1295,21 @@ def regenerate_view_grad_fn(t):
     the base or another view of it changed that history); called lazily by ``edge_of``
     (``refresh_views`` does the same for every view at once). ``RuntimeError`` (torch's words)
     for a view whose creation forbids it: made under ``no_grad``, an output of a multi-view
-    function (``unbind``, ``split``, ``chunk``) or a view of either."""
+    function (``unbind``, ``split``, ``chunk``) or a view of either.
+
+    Thread-safe: two threads regenerating one view at once get one node (torch's one node per
+    view history). Only this path takes the lock (the callers read ``grad_fn`` without it when
+    the view is current); staleness is checked again under it, and the view's version is set
+    after its new node, so a lock-free reader that finds the view current finds the new node."""
+    with _REGEN_LOCK:
+        if t.view_version != t.storage_ref.version:
+            _regenerate_view_grad_fn(t)
+
+
+_REGEN_LOCK = threading.RLock()   # (re-entrant: edge_of(base) below never comes back, but cheap)
+
+
+def _regenerate_view_grad_fn(t):
     base = t.view_base
     if base.needs_grad:
         # torch's handle_view_on_rebase: a view made under no_grad has no history to regenerate
@@ -1303,8 +1319,9 @@ def regenerate_view_grad_fn(t):
             m = creation_meta(t)
             if m is not None:
                 raise RuntimeError(view_rebase_message(t, *m, True))
-    set_view_version(t, t.storage_ref.version)
+    version = t.storage_ref.version
     if base.raw_grad_fn is None:
+        set_view_version(t, version)
         return
     numel = base.storage_ref.nbytes // base.raw_dtype.itemsize
     old = t.raw_grad_fn, t.output_nr
@@ -1313,6 +1330,7 @@ def regenerate_view_grad_fn(t):
                                      ((t.raw_shape, t.raw_dtype, t.raw_device),)), 0)
     if t.retains_grad_flag:
         move_retained_grad(t, *old)    # a retain_grad() made before: the current value's gradient
+    set_view_version(t, version)       # last: a reader that sees it current sees the new node
 
 
 def _alias_returned_inputs(out, args, T, dirty=()):
