@@ -116,6 +116,7 @@ def test_the_ops_around_the_disabled_call_are_compiled_and_its_own_are_not():
     assert not any("tanh" in n or "exp" in n for n in nodes)
     assert "fused group 0" in nodes[0] and "fused group 1" in nodes[-1]
     assert "2 fused groups" in str(cf.graph)
+    assert "sizes: guarded (a disabled call's outputs were seen for these sizes)" in str(cf.graph)
 
 
 def test_inside_the_disabled_function_is_compiling_is_false_outside_it_true_while_capturing():
@@ -430,6 +431,35 @@ def test_a_compiled_method_and_a_partial_as_the_disabled_function():
     assert_close(cf(x), (x * 3.0).exp())
 
 
+@pytest.mark.parametrize("inner_first", [False, True])
+def test_a_compiled_function_calling_a_compiled_function_with_a_disabled_call(inner_first):
+    log = []
+
+    @tp.compiler.disable
+    def side(a):
+        log.append(1)
+        return a * 2
+
+    @tp.compile
+    def inner(x):
+        return side(x.exp()) + 1
+
+    @tp.compile
+    def outer(x):
+        return inner(x * 3).log()
+
+    x = tp.rand(4)
+    if inner_first:                      # inner cached: a replay inside outer's eager run
+        assert_close(inner(x), x.exp() * 2 + 1)
+        log.clear()
+    for n in range(1, 4):
+        x = tp.rand(4)
+        assert_close(outer(x), ((x * 3).exp() * 2 + 1).log())
+        assert len(log) == n
+    assert outer.captures == 1 and inner.captures == 1
+    assert sum("disabled" in ln for ln in _node_lines(outer.graph)) == 1   # inlined
+
+
 # ---------------------------------------------------------------------------------- fla as released
 
 def _fla_host(names: dict):
@@ -497,3 +527,32 @@ def test_fla_chunk_retention_as_released_inside_compile_matches_eager():
         for a, b in zip(cf(q, k, v, h0), f(q, k, v, h0)):
             assert_close(a, b, rtol=1e-5, atol=1e-5)
     assert cf.captures == 1
+
+
+# ---------------------------------------------------------------------------------- cuda
+
+_CUDA_OK, _CUDA_WHY = tp.plugins.device_status("cuda")
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not _CUDA_OK, reason=f"no usable CUDA device: {_CUDA_WHY}")
+def test_cuda_disabled_call_runs_each_call_and_reduce_overhead_says_why_no_graph():
+    log = []
+
+    @tp.compiler.disable
+    def side(a):
+        log.append(a.device.type)
+        return a.tanh() * 2.0
+
+    def f(x, y):
+        return (side((x * y).sin() + 1.0) * 3.0).cos() - y
+
+    for mode in (None, "reduce-overhead"):
+        log.clear()
+        cf = tp.compile(f, mode=mode)
+        for i in range(3):
+            x, y = tp.randn(64, 64).cuda(), tp.randn(64, 64).cuda()
+            assert_close(cf(x, y), f(x, y))
+            assert log == ["cuda"] * (2 * i + 2)
+        assert cf.captures == 1
+    assert any("disabled" in why and "side" in why for why in cf.graph_skips.values())

@@ -261,7 +261,9 @@ class Graph:
         for n in self.nodes:
             lines.append("    " + n.format())
         lines.append(f"    return {_fmt(self.output)}")
-        lines.append(f"    # sizes: {'guarded (the code reads sizes)' if self.size_dependent else 'dynamic'}"
+        why = "a disabled call's outputs were seen for these sizes" \
+            if any(n.kind == "disabled" for n in self.nodes) else "the code reads sizes"
+        lines.append(f"    # sizes: {f'guarded ({why})' if self.size_dependent else 'dynamic'}"
                      f"; {len(self.nodes)} nodes, {len(self.groups)} fused groups")
         return "\n".join(lines)
 
@@ -1208,12 +1210,17 @@ def run_logged(fn, args, kwargs):
     ``(wrapper, description)`` in call order."""
     st = _state
     prev, prev_depth = st.log, st.log_depth
-    st.log, st.log_depth = [], 0
+    log = st.log = []
+    st.log_depth = 0
     try:
         out = fn(*args, **kwargs)
-        return out, st.log
     finally:
         st.log, st.log_depth = prev, prev_depth
+    if prev is not None and not prev_depth:
+        # a compiled function's first call inside another's eager run: its disabled calls are
+        # the outer function's too (a capture of the outer inlines it)
+        prev.extend(log)
+    return out, log
 
 
 def call_logged(wrapper, fn, args, kwargs):

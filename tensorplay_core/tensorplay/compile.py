@@ -919,6 +919,10 @@ def _fn_sources(fn, names, out, seen, depth) -> None:
     for v in found:
         if isinstance(v, CompiledFunction):      # inlined into this capture: its reads count
             v = v.fn
+        if v.__class__ is _FunctionType and getattr(v, "_tensorplay_disabled", False):
+            # tensorplay.compiler.disable's wrapper: the reads of the function it runs (its
+            # outputs' metadata may depend on them), not the wrapper's own (tensorplay's state)
+            v = v.__wrapped__
         t = v.__class__
         if t in _SCALAR_TYPES or t in _CONTAINER_TYPES or isinstance(v, Tensor):
             continue
