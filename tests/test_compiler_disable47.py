@@ -342,12 +342,12 @@ def test_errors_of_the_disabled_function_propagate_unchanged():
         g(tp.randn(2))                        # on a replay
 
 
-def test_a_branch_on_is_compiling_around_the_call():
+def test_a_branch_on_is_compiling_around_the_call_takes_the_compiled_path_on_every_call():
     log = []
 
     @tp.compiler.disable
     def side(a):
-        log.append(1)
+        log.append(tp.compiler.is_compiling())
         return a * 2
 
     # taken only eagerly: under compile the branch is not taken (as under torch.compile)
@@ -361,17 +361,53 @@ def test_a_branch_on_is_compiling_around_the_call():
     assert_close(f(x), x + 1)
     assert log == []
 
-    # taken only while compiling: the eager run that learns the outputs cannot see the call
+    # taken only while compiling: on every call, the first one too (its eager run takes the
+    # compiled path); inside the disabled function is_compiling() is False, as under torch
     @tp.compile
     def g(x):
         if tp.compiler.is_compiling():
             x = side(x)
         return x + 1
 
-    with pytest.raises(CompileError, match=r"different disabled functions: the eager run called "
-                                           r"\[\], the capture's call number 1 of a disabled "
-                                           r"function is .*side"):
-        g(tp.randn(3))
+    for n in range(1, 4):
+        x = tp.randn(3)
+        assert_close(g(x), x * 2 + 1)
+        assert log == [False] * n
+
+    # not taken while compiling, next to a disabled call that is: the compiled path each call
+    log.clear()
+
+    @tp.compile
+    def h(x):
+        if not tp.compiler.is_compiling():
+            x = side(x)
+        return side(x + 1)
+
+    for n in range(1, 4):
+        x = tp.randn(3)
+        assert_close(h(x), (x + 1) * 2)
+        assert len(log) == n
+
+
+def test_a_capture_taking_another_path_than_the_eager_run_is_refused_with_an_explanation():
+    runs = []
+
+    @tp.compiler.disable
+    def side(a):
+        return a * 2
+
+    @tp.compile
+    def f(x):
+        x = side(x)
+        runs.append(1)
+        if len(runs) == 2:            # the function's own state: true only in the capture
+            x = side(x[:2])
+        return x + 1
+
+    with pytest.raises(CompileError, match=r"different disabled functions: the capture calls "
+                                           r".*side on \(f32\[2\]\), which the eager run did "
+                                           r"not call there \(its calls left: \[\]\)"):
+        f(tp.randn(3))
 
 
 def test_threads_each_run_their_own_calls():
@@ -429,6 +465,66 @@ def test_a_compiled_method_and_a_partial_as_the_disabled_function():
     cf = tp.compile(lambda x: p(x).exp())
     x = tp.randn(4)
     assert_close(cf(x), (x * 3.0).exp())
+
+
+def test_data_dependent_python_inside_the_disabled_function_works_under_compile():
+    # why libraries disable a function: .item(), .tolist(), numpy() on values, which a capture
+    # refuses (DispatchError) in compiled code
+    np = pytest.importorskip("numpy")
+
+    @tp.compiler.disable
+    def host_side(a):
+        m = a.abs().max().item()
+        rows = a.tolist()
+        arr = np.asarray(a.numpy()) * 0.0 + len(rows)
+        return a / m + tp.tensor(arr)
+
+    def f(x):
+        return host_side(x * 2.0).relu()
+
+    cf = tp.compile(f)
+    for _ in range(3):
+        x = tp.randn(3, 4)
+        assert_close(cf(x), f(x))
+    assert cf.captures == 1
+
+
+def test_a_custom_op_body_calling_a_disabled_function_stays_inside_the_op():
+    from tensorplay.library import custom_op
+    log = []
+
+    @tp.compiler.disable
+    def helper(a):
+        log.append(1)
+        return a * 2.0
+
+    @custom_op("t_disable47::twice_plus", mutates_args=())
+    def twice_plus(x: tp.Tensor) -> tp.Tensor:    # no register_fake: the body is its own fake
+        return helper(x) + 1.0
+
+    @tp.compile
+    def f(x):
+        return twice_plus(x.sin()).cos()
+
+    x = tp.randn(5)
+    assert_close(f(x), (x.sin() * 2.0 + 1.0).cos())
+    nodes = _node_lines(f.graph)
+    assert not any("disabled" in ln for ln in nodes)
+    assert any("t_disable47::twice_plus" in ln and "opaque" in ln for ln in nodes)
+    n = len(log)
+    f(tp.randn(5))
+    assert len(log) == n + 1                  # the op's body ran (once) on the replay
+
+    # next to a disabled call of its own: the eager run's call inside the op's body is not one
+    # of the graph's
+    @tp.compile
+    def g(x):
+        return helper(twice_plus(helper(x)))
+
+    for _ in range(2):
+        x = tp.randn(5)
+        assert_close(g(x), (x * 4.0 + 1.0) * 2.0)
+    assert sum("disabled" in ln for ln in _node_lines(g.graph)) == 2
 
 
 @pytest.mark.parametrize("inner_first", [False, True])

@@ -887,8 +887,6 @@ def capture(fn, args_template, leaves, *, name="fn", disabled=None):
                 f"values while being captured, so the captured graph would follow a branch "
                 f"eager code does not take: {ctx.data_read} Do not catch this error inside the "
                 f"compiled function.") from ctx.data_read
-        if disabled is not None and ctx.disabled_next != len(disabled):
-            raise _disabled_mismatch(ctx, None)
         graph.output = _output_structure(ctx, out)
         exit_grad = graph.exit_grad
     finally:
@@ -1207,7 +1205,7 @@ def _describe(out):
 def run_logged(fn, args, kwargs):
     """Run ``fn(*args, **kwargs)`` eagerly (real tensors), logging what each disabled call it
     makes returns (``_describe``); returns ``(out, log)``, ``log`` a list of
-    ``(wrapper, description)`` in call order."""
+    ``(wrapper, argument signature, description)`` in call order."""
     st = _state
     prev, prev_depth = st.log, st.log_depth
     log = st.log = []
@@ -1233,22 +1231,27 @@ def call_logged(wrapper, fn, args, kwargs):
         out = fn(*args, **kwargs)
     finally:
         st.log_depth -= 1
-    st.log.append((wrapper, _describe(out)))
+    st.log.append((wrapper, _arg_sig(args, kwargs), _describe(out)))
     return out
 
 
-def _disabled_mismatch(ctx, wrapper) -> CompileError:
+def _arg_sig(args, kwargs) -> tuple:
+    """The shapes, dtypes and devices of a call's tensor arguments (capture tensors' too)."""
+    return tuple((tuple(tuple.__iter__(t.shape)), t.dtype, t.device)
+                 for t in _pytree.tree_leaves((args, kwargs), Tensor))
+
+
+def _disabled_mismatch(ctx, wrapper, sig) -> CompileError:
     log = ctx.disabled_log
-    k = ctx.disabled_next
-    eager = [_fn_name(w) for w, _ in log]
-    what = (f"the capture's call number {k + 1} of a disabled function is {_fn_name(wrapper)}"
-            if wrapper is not None else f"the capture made {k} disabled call(s)")
+    eager = [_fn_name(e[0]) for e in log[ctx.disabled_next:]]
+    shown = ", ".join(f"{_short_dtype(dt)}{list(sh)}" for sh, dt, _ in sig)
     return CompileError(
         f"{ctx.api()}: the function ran eagerly once to learn what its disabled functions return "
         f"(tensorplay.compiler.disable), then was captured, and the two runs called different "
-        f"disabled functions: the eager run called {eager}, {what}. The function's Python code "
-        f"must take the same path in both (code testing tensorplay.compiler.is_compiling() "
-        f"around a disabled call does not): move the disabled call out of such a branch.")
+        f"disabled functions: the capture calls {_fn_name(wrapper)} on ({shown}), which the "
+        f"eager run did not call there (its calls left: {eager}). The function's Python code "
+        f"must take the same path in both (a branch on state the function itself changes "
+        f"does not): move the disabled call out of such a branch.")
 
 
 def record_disabled(wrapper, args, kwargs):
@@ -1265,11 +1268,17 @@ def record_disabled(wrapper, args, kwargs):
     log = ctx.disabled_log
     if log is None:
         raise NeedsEagerRun()
+    # the eager run's next call of this function on tensors of these shapes: calls it made that
+    # a capture does not see (inside a custom op's body, which the capture does not run; in a
+    # branch not taken while compiling) are passed over
+    sig = _arg_sig(args, kwargs)
     k = ctx.disabled_next
-    if k >= len(log) or log[k][0] is not wrapper:
-        raise _disabled_mismatch(ctx, wrapper)
+    while k < len(log) and (log[k][0] is not wrapper or log[k][1] != sig):
+        k += 1
+    if k == len(log):
+        raise _disabled_mismatch(ctx, wrapper, sig)
     ctx.disabled_next = k + 1
-    spec, metas = log[k][1]
+    spec, metas = log[k][2]
     name = _fn_name(wrapper)
 
     def conv(x):

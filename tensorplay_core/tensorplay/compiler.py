@@ -21,10 +21,13 @@ _dstate = _dispatch._state       # per thread: the dispatch mode ("capture" whil
 
 def is_compiling() -> bool:
     """True while ``tensorplay.compile`` captures in the calling thread (the run whose calls become
-    the compiled graph), else False: eager calls, a compiled function's replays, other threads.
+    the compiled graph), and in the eager run that stands for the first call of a compiled
+    function calling a disabled function (see :func:`disable`; outside the disabled functions,
+    so that it takes the capture's path); else False: eager calls, a compiled function's
+    replays, code run by a disabled function, other threads.
     Same role as ``torch.compiler.is_compiling()`` (True while torch.compile traces). Takes no
     argument, never raises."""
-    return _dstate.mode == "capture"
+    return _dstate.mode == "capture" or (_cstate.log is not None and not _cstate.log_depth)
 
 
 def is_dynamo_compiling() -> bool:
@@ -55,8 +58,9 @@ def disable(fn=None, recursive=True, *, reason=None):
     metadata, which exist only when it runs. So the first call of a compiled function that
     meets a disabled call (each new signature: the graph is guarded on exact sizes) runs the
     function eagerly once -- that run is the call's result, so ``fn`` and every other effect
-    happen once -- logging what each disabled call returned, then captures it again with those
-    outputs (the function's own Python, outside ``fn``, runs at each of these passes, as
+    happen once; :func:`is_compiling` is True in it outside disabled functions, so it takes the
+    capture's path -- logging what each disabled call returned, then captures it again with
+    those outputs (the function's own Python, outside ``fn``, runs at each of these passes, as
     captured code runs only when captured). Each later call checks that ``fn``'s outputs have
     the structure, shapes, dtypes, devices and strides seen then.
 
@@ -69,9 +73,9 @@ def disable(fn=None, recursive=True, *, reason=None):
     Errors: ``TypeError`` when ``fn`` is not callable or ``recursive`` is not a bool (at
     decoration). Under ``tensorplay.compile``: ``CompileError`` when a later call's ``fn``
     returns outputs of another structure or metadata than when captured (naming ``fn`` and what
-    changed), and when the function's code calls different disabled functions in its eager run
-    and its capture (a branch on ``is_compiling()`` around the call); errors ``fn`` raises
-    propagate unchanged.
+    changed), and when the capture calls a disabled function that the eager run did not call on
+    tensors of those shapes (the function's Python took another path: a branch on its own
+    side effects); errors ``fn`` raises propagate unchanged.
     """
     if not isinstance(recursive, bool):
         raise TypeError(f"tensorplay.compiler.disable: recursive must be a bool, got {recursive!r}")
