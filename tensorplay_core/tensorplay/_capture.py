@@ -1305,14 +1305,19 @@ def record_disabled(wrapper, args, kwargs):
 def disabled_check(node):
     """``check(out)`` for a ``"disabled"`` node's run: the flat list of ``out``'s tensors when
     its structure and tensors' shapes, dtypes, devices and strides are the ones the capture
-    saw, else ``CompileError`` naming the function and what changed."""
+    saw, else ``CompileError`` naming the function and what changed. A result that is one
+    plain tensor, or a tuple of them, as captured, is checked by slot reads (about 0.3 us)."""
     wrapper = node.op
     outs = node.outputs
     want = _pytree.tree_unflatten(_pytree.tree_flatten(node.result, Value, [])[1],
                                   [v.fake for v in outs])
     spec_w = _pytree.tree_flatten(want, Tensor, [])[1]
     metas = [(tuple(f.shape), tuple(f.stride_tuple), f.dtype, f.device) for f in
-              (v.fake for v in outs)]
+             (v.fake for v in outs)]
+    single = spec_w == _pytree.LEAF
+    flat = (not single and spec_w[0] is tuple
+            and all(s == _pytree.LEAF for s in spec_w[1]))
+    n = len(metas)
 
     def fail(what):
         raise CompileError(
@@ -1322,7 +1327,7 @@ def disabled_check(node):
             f"shapes, dtypes, devices and strides depend only on its inputs' metadata, or call "
             f"it outside the compiled function.")
 
-    def check(out):
+    def full(out):
         leaves: list = []
         spec = _pytree.tree_flatten(out, Tensor, leaves)[1]
         try:
@@ -1340,6 +1345,25 @@ def disabled_check(node):
                 fail(f"returned tensor {i} with strides {tuple(t.stride_tuple)}, not {stride} "
                      f"as when captured (shape {list(ts)})")
         return leaves
+
+    def same(t, m) -> bool:
+        return t.__class__ is Tensor and t.raw_shape == m[0] and t.stride_tuple == m[1] and \
+            t.raw_dtype is m[2] and t.raw_device == m[3]
+
+    if single:
+        m0 = metas[0]
+
+        def check(out):
+            if same(out, m0):
+                return [out]
+            return full(out)
+    elif flat:
+        def check(out):
+            if out.__class__ is tuple and len(out) == n and all(map(same, out, metas)):
+                return out
+            return full(out)
+    else:
+        check = full
     return check
 
 
