@@ -60,6 +60,23 @@ def test_the_three_forms_return_a_wrapper_that_runs_the_function_as_is_outside_c
         tp.compiler.disable(lambda: 1 / 0)()
 
 
+def test_compiling_a_disabled_function_runs_it_eagerly_every_call():
+    log = []
+
+    @tp.compiler.disable
+    def f(x):
+        log.append(1)
+        return x.exp() - 1
+
+    cf = tp.compile(f)
+    for n in range(1, 4):
+        x = tp.randn(3)
+        assert_close(cf(x), x.exp() - 1)
+        assert len(log) == n
+    assert [ln.split("= ", 1)[1].split("(")[0] for ln in _node_lines(cf.graph)] == \
+        ["disabled test_compiling_a_disabled_function_runs_it_eagerly_every_call.<locals>.f"]
+
+
 def test_decoration_errors():
     with pytest.raises(TypeError, match="expected a function"):
         tp.compiler.disable(3)
@@ -174,6 +191,29 @@ def test_gradients_through_a_compiled_function_with_a_disabled_call_equal_eager(
         for a, b in zip(c, e):
             assert_close(a.grad, b.grad)
     assert cf.captures == 1
+
+
+def test_a_disabled_call_under_no_grad_inside_the_compiled_function_runs_under_it():
+    seen = []
+
+    @tp.compiler.disable
+    def side(a):
+        seen.append(tp.is_grad_enabled())
+        return a * 2
+
+    def f(x):
+        with tp.no_grad():
+            y = side(x)
+        return y + x
+
+    cf = tp.compile(f)
+    for _ in range(2):
+        x = tp.randn(3, requires_grad=True)
+        out, want = cf(x), f(x)
+        assert out.requires_grad and want.requires_grad
+        out.sum().backward()
+        assert_close(x.grad, tp.ones(3))      # no gradient through the no_grad call, as eager
+    assert seen == [False] * 4
 
 
 def test_nested_disabled_functions_each_run_once_per_call_and_only_the_outer_is_a_node():
