@@ -96,7 +96,8 @@ def _pipeline(disabled_fn):
     return f
 
 
-def test_side_effects_run_on_every_compiled_call_not_only_at_capture():
+@pytest.mark.parametrize("mode", [None, "reduce-overhead"])
+def test_side_effects_run_on_every_compiled_call_not_only_at_capture(mode):
     log = []
 
     @tp.compiler.disable
@@ -105,7 +106,7 @@ def test_side_effects_run_on_every_compiled_call_not_only_at_capture():
         return a.tanh() * 2.0
 
     eager = _pipeline(side)
-    cf = tp.compile(_pipeline(side))
+    cf = tp.compile(_pipeline(side), mode=mode)
     for i in range(4):
         x, y = tp.randn(3, 5), tp.randn(3, 5)
         got = cf(x, y)
