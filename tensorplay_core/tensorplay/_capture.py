@@ -64,6 +64,11 @@ class _CaptureState(threading.local):
 
     def __init__(self):
         self.active: list = []
+        # ``tensorplay.compiler.disable``: while ``run_logged`` runs a function eagerly, the
+        # outputs of each disabled call it makes (its own calls, not those nested in a disabled
+        # call: ``log_depth``) are described here for the capture that follows
+        self.log = None
+        self.log_depth = 0
 
 
 _state = _CaptureState()
@@ -135,7 +140,9 @@ class Value:
 class Node:
     """One call in the graph.
 
-    ``kind``: ``"op"`` (an operator call: ``op(*args, **kwargs)``), ``"requires_grad_"``,
+    ``kind``: ``"op"`` (an operator call: ``op(*args, **kwargs)``), ``"disabled"`` (a call of
+    a ``tensorplay.compiler.disable``d function, ``op`` its wrapper: run eagerly, opaque, a
+    barrier; see ``record_disabled``), ``"requires_grad_"``,
     ``"detach"``, ``"data"``, ``"detach_"``, ``"retain_grad"`` (tensor methods that change
     autograd state without an op), ``"multi_output"`` (``args``: a tuple of values and the name
     of the function that returned them as views, ``record_multi_output``). ``args``/``kwargs`` hold ``Value`` objects where tensors were passed (also
@@ -173,10 +180,13 @@ class Node:
     def is_barrier(self) -> bool:
         """True for calls that mutate an argument (declared ``mutates_args``): nothing is fused
         or moved across them."""
-        return self.kind == "op" and bool(self.op.mutates_args) or self.kind == "detach_"
+        return self.kind == "op" and bool(self.op.mutates_args) or self.kind == "detach_" \
+            or self.kind == "disabled"
 
     @property
     def target(self) -> str:
+        if self.kind == "disabled":
+            return f"disabled {_fn_name(self.op)}"
         return self.op.name if self.kind == "op" else f"Tensor.{self.kind}"
 
     def inputs(self) -> list:
@@ -199,6 +209,8 @@ class Node:
         notes = []
         if self.kind == "op" and not self.op.is_builtin:
             notes.append("opaque" + (" triton_op" if getattr(self.op, "is_triton", False) else ""))
+        if self.kind == "disabled":
+            notes.append("runs eagerly (tensorplay.compiler.disable); barrier")
         if self.is_barrier and self.kind == "op":
             notes.append(f"barrier: mutates {', '.join(self.op.mutates_args)}")
         if self.fused is not None:
@@ -249,7 +261,9 @@ class Graph:
         for n in self.nodes:
             lines.append("    " + n.format())
         lines.append(f"    return {_fmt(self.output)}")
-        lines.append(f"    # sizes: {'guarded (the code reads sizes)' if self.size_dependent else 'dynamic'}"
+        why = "a disabled call's outputs were seen for these sizes" \
+            if any(n.kind == "disabled" for n in self.nodes) else "the code reads sizes"
+        lines.append(f"    # sizes: {f'guarded ({why})' if self.size_dependent else 'dynamic'}"
                      f"; {len(self.nodes)} nodes, {len(self.groups)} fused groups")
         return "\n".join(lines)
 
@@ -763,6 +777,8 @@ class _Capture:
         self.data_read = None         # the first data-dependent read's error (_data_dependent)
         self.grad_fns: dict = {}      # Value.history (or the value) -> its CapturedGradFn
         self.roots: dict = {}         # id(fake storage) -> the value made inside that owns it
+        self.disabled_log = None      # run_logged's descriptions of the disabled calls, or None
+        self.disabled_next = 0        # the next one record_disabled takes
 
     def api(self) -> str:
         return f"tensorplay.compile({self.fn_name})"
@@ -817,16 +833,19 @@ class _Capture:
 capture_scopes: list = []
 
 
-def capture(fn, args_template, leaves, *, name="fn"):
+def capture(fn, args_template, leaves, *, name="fn", disabled=None):
     """Run ``fn`` on capture tensors standing for ``leaves`` and return the ``Graph``.
 
     ``args_template`` rebuilds ``(args, kwargs)`` from a list of leaf replacements
     (``compile._Spec.rebuild``). Capture tensors keep each input's sizes, strides, storage
     offset, dtype, device and ``requires_grad``; inputs sharing a storage share a fake storage.
+    ``disabled``: ``run_logged``'s log of the disabled calls an eager run of ``fn`` on these
+    leaves made; None: a disabled call raises ``NeedsEagerRun`` (see ``record_disabled``).
     """
     from .fake import make_fake
     graph = Graph(name)
     ctx = _Capture(graph, name)
+    ctx.disabled_log = disabled
     storages: dict = {}
     ctensors = []
     for t in leaves:
@@ -858,7 +877,7 @@ def capture(fn, args_template, leaves, *, name="fn"):
             # the function's own exceptions (and eager's errors, which the capture raises as
             # eager does) leave the grad mode the function set, as eager; what only the capture
             # raises (CompileError, a data-dependent read) leaves the entry mode
-            if not isinstance(e, CompileError) and e is not ctx.data_read:
+            if not isinstance(e, (CompileError, NeedsEagerRun)) and e is not ctx.data_read:
                 exit_grad = gst.enabled
             raise
         if ctx.data_read is not None:
@@ -1155,3 +1174,211 @@ def make_capture_entry(op):
         return record_call(op, args, kwargs)
     return capture
 
+
+
+# ---------------------------------------------------------------------------------------------
+# tensorplay.compiler.disable: a disabled call is one opaque graph node run eagerly
+
+class NeedsEagerRun(BaseException):
+    """Raised by ``record_disabled`` in a capture made without a log (``capture(disabled=None)``):
+    the function calls a disabled function, whose outputs exist only when it runs. ``compile``
+    then runs the function eagerly once (``run_logged``: that is the call's result) and
+    captures again with the log. A ``BaseException``: the function's own ``except Exception``
+    must not take it for one of its errors."""
+
+
+def _fn_name(wrapper) -> str:
+    fn = getattr(wrapper, "__wrapped__", wrapper)
+    return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+
+
+def _describe(out):
+    """(spec, [(shape, strides, dtype, device, requires_grad, has history)]) of a disabled
+    call's result: its structure (non-tensor parts as values, ``_pytree``) and its tensors."""
+    leaves: list = []
+    spec = _pytree.tree_flatten(out, Tensor, leaves)[1]
+    metas = [(tuple(t.shape), tuple(t.stride_tuple), t.dtype, t.device, t.needs_grad,
+              t.grad_fn is not None) for t in leaves]
+    return spec, metas
+
+
+def run_logged(fn, args, kwargs):
+    """Run ``fn(*args, **kwargs)`` eagerly (real tensors), logging what each disabled call it
+    makes returns (``_describe``); returns ``(out, log)``, ``log`` a list of
+    ``(wrapper, argument signature, description)`` in call order."""
+    st = _state
+    prev, prev_depth = st.log, st.log_depth
+    log = st.log = []
+    st.log_depth = 0
+    try:
+        out = fn(*args, **kwargs)
+    finally:
+        st.log, st.log_depth = prev, prev_depth
+    if prev is not None and not prev_depth:
+        # a compiled function's first call inside another's eager run: its disabled calls are
+        # the outer function's too (a capture of the outer inlines it)
+        prev.extend(log)
+    return out, log
+
+
+def call_logged(wrapper, fn, args, kwargs):
+    """A disabled call while ``run_logged`` runs (no capture in progress): run it, log it."""
+    st = _state
+    if st.log_depth:                 # inside another disabled call: part of that one
+        return fn(*args, **kwargs)
+    st.log_depth += 1
+    try:
+        out = fn(*args, **kwargs)
+    finally:
+        st.log_depth -= 1
+    st.log.append((wrapper, _arg_sig(args, kwargs), _describe(out)))
+    return out
+
+
+def _arg_sig(args, kwargs) -> tuple:
+    """The shapes, dtypes and devices of a call's tensor arguments (capture tensors' too)."""
+    return tuple((tuple(tuple.__iter__(t.shape)), t.dtype, t.device)
+                 for t in _pytree.tree_leaves((args, kwargs), Tensor))
+
+
+def _disabled_mismatch(ctx, wrapper, sig) -> CompileError:
+    log = ctx.disabled_log
+    eager = [_fn_name(e[0]) for e in log[ctx.disabled_next:]]
+    shown = ", ".join(f"{_short_dtype(dt)}{list(sh)}" for sh, dt, _ in sig)
+    return CompileError(
+        f"{ctx.api()}: the function ran eagerly once to learn what its disabled functions return "
+        f"(tensorplay.compiler.disable), then was captured, and the two runs called different "
+        f"disabled functions: the capture calls {_fn_name(wrapper)} on ({shown}), which the "
+        f"eager run did not call there (its calls left: {eager}). The function's Python code "
+        f"must take the same path in both (a branch on state the function itself changes "
+        f"does not): move the disabled call out of such a branch.")
+
+
+def record_disabled(wrapper, args, kwargs):
+    """A call of a ``tensorplay.compiler.disable``d function (``wrapper``) while capturing: one
+    node of kind ``"disabled"`` that the compiled function runs eagerly on every call, on that
+    call's tensors (the function's own Python runs each time, side effects included; nothing
+    is traced into it). Its outputs are those the eager run of the same call returned
+    (``run_logged``: ``compile`` runs the function eagerly once when a capture meets a disabled
+    call, that run being the call's result, then captures with the log): their shapes, dtypes,
+    devices and strides become the graph's, so the graph is guarded on exact sizes, and each
+    run checks that the outputs still match (``disabled_check``). Tensors are passed in lists,
+    tuples and dicts as in op calls; other values are baked in, as an op's are."""
+    ctx = active()
+    log = ctx.disabled_log
+    if log is None:
+        raise NeedsEagerRun()
+    # the eager run's next call of this function on tensors of these shapes: calls it made that
+    # a capture does not see (inside a custom op's body, which the capture does not run; in a
+    # branch not taken while compiling) are passed over
+    sig = _arg_sig(args, kwargs)
+    k = ctx.disabled_next
+    while k < len(log) and (log[k][0] is not wrapper or log[k][1] != sig):
+        k += 1
+    if k == len(log):
+        raise _disabled_mismatch(ctx, wrapper, sig)
+    ctx.disabled_next = k + 1
+    spec, metas = log[k][2]
+    name = _fn_name(wrapper)
+
+    def conv(x):
+        return ctx.value_of(x, f"disabled {name}")
+
+    gargs = _pytree.tree_map(conv, tuple(args), Tensor)
+    gkwargs = _pytree.tree_map(conv, dict(kwargs), Tensor)
+    node = ctx.add_node("disabled", wrapper, gargs, gkwargs)
+    ctx.graph.size_dependent = True      # the outputs' sizes were seen for these sizes only
+    from .fake import make_fake
+    values, tensors = [], []
+    for shape, stride, dtype, device, rg, hist in metas:
+        f = make_fake(shape, dtype, device, stride)
+        v = Value(ctx.graph, "node", f, requires_grad=rg,
+                  history=node.index if hist else None)
+        ctx.roots[id(f.storage_ref)] = v
+        values.append(v)
+        tensors.append(_new_capture_tensor(v, f))
+    node.outputs = values
+    node.result = _pytree.tree_unflatten(spec, values)
+    return _pytree.tree_unflatten(spec, tensors)
+
+
+def disabled_check(node):
+    """``check(out)`` for a ``"disabled"`` node's run: the flat list of ``out``'s tensors when
+    its structure and tensors' shapes, dtypes, devices and strides are the ones the capture
+    saw, else ``CompileError`` naming the function and what changed. A result that is one
+    plain tensor, or a tuple of them, as captured, is checked by slot reads (about 0.3 us)."""
+    wrapper = node.op
+    outs = node.outputs
+    want = _pytree.tree_unflatten(_pytree.tree_flatten(node.result, Value, [])[1],
+                                  [v.fake for v in outs])
+    spec_w = _pytree.tree_flatten(want, Tensor, [])[1]
+    metas = [(tuple(f.shape), tuple(f.stride_tuple), f.dtype, f.device) for f in
+             (v.fake for v in outs)]
+    single = spec_w == _pytree.LEAF
+    flat = (not single and spec_w[0] is tuple
+            and all(s == _pytree.LEAF for s in spec_w[1]))
+    n = len(metas)
+
+    def fail(what):
+        raise CompileError(
+            f"tensorplay.compile: the disabled function {_fn_name(wrapper)} "
+            f"(tensorplay.compiler.disable, run eagerly on every call) {what}; the compiled "
+            f"graph was built from what it returned when captured. Make its outputs' structure, "
+            f"shapes, dtypes, devices and strides depend only on its inputs' metadata, or call "
+            f"it outside the compiled function.")
+
+    def full(out):
+        leaves: list = []
+        spec = _pytree.tree_flatten(out, Tensor, leaves)[1]
+        try:
+            same = spec == spec_w
+        except Exception:  # noqa: BLE001 - values without a usable ==
+            same = False
+        if not same:
+            fail(f"returned {_short(out)} on this call, not {_short(want)} as when captured")
+        for i, (t, (shape, stride, dtype, device)) in enumerate(zip(leaves, metas)):
+            ts = tuple(t.shape)
+            if ts != shape or t.dtype is not dtype or t.device != device:
+                fail(f"returned tensor {i} as {_short_dtype(t.dtype)}{list(ts)} on {t.device}, "
+                     f"not {_short_dtype(dtype)}{list(shape)} on {device} as when captured")
+            if any(a != b for a, b, s in zip(t.stride_tuple, stride, ts) if s > 1):
+                fail(f"returned tensor {i} with strides {tuple(t.stride_tuple)}, not {stride} "
+                     f"as when captured (shape {list(ts)})")
+        return leaves
+
+    def same(t, m) -> bool:
+        return t.__class__ is Tensor and t.raw_shape == m[0] and t.stride_tuple == m[1] and \
+            t.raw_dtype is m[2] and t.raw_device == m[3]
+
+    if single:
+        m0 = metas[0]
+
+        def check(out):
+            if same(out, m0):
+                return [out]
+            return full(out)
+    elif flat:
+        def check(out):
+            if out.__class__ is tuple and len(out) == n and all(map(same, out, metas)):
+                return out
+            return full(out)
+    else:
+        check = full
+    return check
+
+
+def _short(x) -> str:
+    """A one-line description of a result structure (tensors by dtype and shape)."""
+    def one(t):
+        return _Shown(f"{_short_dtype(t.dtype)}{list(tuple.__iter__(t.shape))}")
+    r = repr(_pytree.tree_map(one, x, Tensor))
+    return r if len(r) <= 200 else r[:197] + "..."
+
+
+class _Shown(str):
+    """A text shown as is inside a ``repr`` (no quotes)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return str(self)

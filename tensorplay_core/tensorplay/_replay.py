@@ -163,6 +163,8 @@ def why_not(graph, leaves) -> str | None:
     for n in graph.nodes:
         if n.kind == "detach" or n.kind == "data" or n.kind == "multi_output":
             continue                   # an alias without history, a mark: nothing is mutated
+        if n.kind == "disabled":
+            return f"the graph calls {n.target}, run eagerly (tensorplay.compiler.disable)"
         if n.kind != "op" or n.is_barrier:
             return f"the graph mutates a tensor ({n.target})"
     return None

@@ -37,7 +37,10 @@ Same idea as ``torch.compile`` (PyTorch 2.9) with a much simpler tracer: there a
 breaks -- data-dependent Python in the function (``if t.sum() > 0``, ``.item()``, ``int(t)``,
 ``.tolist()``) raises a ``DispatchError`` naming that construct, so every capture is a full
 graph (``fullgraph`` is accepted for compatibility). Any other error a capture meets is the one
-the same code raises eagerly (see ``compile``'s docstring).
+the same code raises eagerly (see ``compile``'s docstring). A function decorated with
+``tensorplay.compiler.disable`` (torch's graph-break decorator) is one opaque node run eagerly on
+every call, the ops around it staying in the graph; its outputs' metadata is learnt from one
+eager run of the capturing call (see ``tensorplay.compiler.disable``).
 Tensors the function reaches through closures, module globals or attributes of its non-tensor
 arguments or of the ``self`` it is bound to (also ``self.layer.w``) are graph constants used by
 reference (in-place updates are seen); rebinding one recaptures. One compiled function may be called from several threads: its captures (and the
@@ -346,9 +349,10 @@ class CompiledFunction(Generic[_P, _R]):
                 return _replay.run(self, entry, sig, leaves)
             return entry.run(leaves)
         # the first call of this signature: check custom ops' real outputs against their fakes
-        out = entry.run_checked(leaves)
-        if len(entry.validated) < _MAX_VALIDATED:
-            entry.validated.add(sig)
+        checked = entry.run_checked
+        out = checked(leaves)
+        if len(entry.validated) < _MAX_VALIDATED and checked is entry.run_checked:
+            entry.validated.add(sig)     # (not when that was the eager run of hand_first)
         return out
 
     def _lookup(self, args, kwargs):
@@ -425,13 +429,27 @@ class CompiledFunction(Generic[_P, _R]):
         roots: list = []
         sources = _value_sources(self.fn, spec, roots)
         before = [_snapshot(_read(s)) for s in sources]
-        graph = _capture.capture(self.fn, rebuild, leaves, name=name)
+        try:
+            graph = _capture.capture(self.fn, rebuild, leaves, name=name)
+            first = None
+        except _capture.NeedsEagerRun:
+            # fn calls a tensorplay.compiler.disable'd function: its outputs exist only when it
+            # runs. This call runs fn eagerly (its result is this call's: every disabled call,
+            # and every other effect, happens once), logging what each disabled call returned,
+            # then fn is captured again with the disabled calls as nodes of those outputs
+            args, kwargs = rebuild(list(leaves))
+            out, log = _capture.run_logged(self.fn, args, kwargs)
+            graph = _capture.capture(self.fn, rebuild, leaves, name=name, disabled=log)
+            first = (out,)
         self.captures += 1
         _fusion.plan(graph)
         # size-dependent code: guard on exact sizes and strides
         exact = sig if (graph.size_dependent or self.dynamic is False) else None
-        return _Entry(graph, exact, _tensor_refs(sources, roots, graph),
-                      _value_guard(sources, before, graph))
+        entry = _Entry(graph, exact, _tensor_refs(sources, roots, graph),
+                       _value_guard(sources, before, graph))
+        if first is not None:
+            entry.hand_first(first[0], leaves)
+        return entry
 
 
 # ---------------------------------------------------------------------------------------------
@@ -610,6 +628,30 @@ class _Entry:
         if self._source is None:
             self.run, self._source = _generate(self.graph, checked=False)
         return self._source
+
+    def hand_first(self, out, leaves) -> None:
+        """The capturing call already has its result ``out`` (the eager run made when the
+        function calls a disabled function, ``CompiledFunction._capture``): the next run of
+        this entry returns it when it is that call's (same thread, same argument tensors)
+        instead of running the graph (the custom ops' check then waits for the signature's next
+        call); any run puts the graph's runners back first."""
+        owner = threading.get_ident()
+        keep = list(leaves)
+        d = self.__dict__
+        saved = {k: d[k] for k in ("run", "run_checked") if k in d}
+
+        def once(runner):
+            def run(now):
+                d.pop("run", None)
+                d.update(saved)          # the graph's runners from now on
+                if threading.get_ident() == owner and len(now) == len(keep) and \
+                        all(a is b for a, b in zip(now, keep)):
+                    return out
+                return getattr(self, runner)(now)
+            return run
+
+        d["run"] = once("run")
+        d["run_checked"] = once("run_checked")
 
     def refs_valid(self) -> bool:
         """The tensors the graph holds as constants are still the ones ``fn`` refers to."""
@@ -877,6 +919,10 @@ def _fn_sources(fn, names, out, seen, depth) -> None:
     for v in found:
         if isinstance(v, CompiledFunction):      # inlined into this capture: its reads count
             v = v.fn
+        if v.__class__ is _FunctionType and getattr(v, "_tensorplay_disabled", False):
+            # tensorplay.compiler.disable's wrapper: the reads of the function it runs (its
+            # outputs' metadata may depend on them), not the wrapper's own (tensorplay's state)
+            v = v.__wrapped__
         t = v.__class__
         if t in _SCALAR_TYPES or t in _CONTAINER_TYPES or isinstance(v, Tensor):
             continue
@@ -1110,6 +1156,14 @@ def _assign(res, ref) -> str:
 
 def _gen_node(n, ns, ref, checked):
     from ._capture import Value
+    if n.kind == "disabled":         # run eagerly, its outputs checked (_capture.record_disabled)
+        ns[f"dis{n.index}"] = n.op
+        ns[f"dischk{n.index}"] = _capture.disabled_check(n)
+        args = [ref(a) for a in n.args] + [_codegen.keyword_arg(k, ref(v), ref)
+                                           for k, v in n.kwargs.items()]
+        outs = "".join(f"v{v.id}, " for v in n.outputs)
+        call = f"dischk{n.index}(dis{n.index}({', '.join(args)}))"
+        return [f"({outs}) = {call}" if outs else call]
     if n.kind == "multi_output":     # (the outputs of unbind/split/chunk: _capture)
         from ._ops.views import mark_multi_output
         ns["__multi_output"] = mark_multi_output
