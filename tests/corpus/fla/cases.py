@@ -135,8 +135,9 @@ def _sgla_fn_inputs(r, s):
 
 def _retention_inputs(r, s):
     # fla.ops.retention.chunk_retention's call of chunk_simple_gla: no gate, the head-wise
-    # decays g_gamma = log(1 - 2^(-5 - h)) (that function is `@torch.compiler.disable`d, which
-    # tensorplay lacks: its one line of host code is repeated here)
+    # decays g_gamma = log(1 - 2^(-5 - h)); this case calls the Function directly, so its one line
+    # of host code is repeated here (chunk_retention itself, `@torch.compiler.disable`d as
+    # released, runs in tests/test_compiler_disable47.py)
     q, k, v, _, h0, scale, chunk_size = _sgla_inputs(r, s)
     g_gamma = np.log(1 - 2.0 ** (-5.0 - np.arange(q.shape[2]))).astype(_f32)
     return (q, k, v, None, g_gamma, scale, h0, True, False, None, None, chunk_size)
