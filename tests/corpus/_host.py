@@ -30,3 +30,17 @@ def current_sm_count() -> int:
         return 1
     return tensorplay.cuda.get_device_properties(
         tensorplay.cuda.current_device()).multi_processor_count
+
+
+class Ctx:
+    """The ``ctx`` a ``torch.autograd.Function``'s forward / backward is handed, for calling a
+    library's released ``Function.forward`` / ``backward`` inside an op body (Unsloth's
+    ``Fast_*``, fla's ``*Function``): ``save_for_backward`` records the tensors,
+    ``saved_tensors`` hands them back, other attributes are plain."""
+
+    def __init__(self, saved=(), **attrs):
+        self.saved_tensors = tuple(saved)
+        self.__dict__.update(attrs)
+
+    def save_for_backward(self, *tensors):
+        self.saved_tensors = tensors

@@ -30,6 +30,7 @@ import tensorplay
 from tensorplay import Tensor
 from tensorplay.library import triton_op, wrap_triton
 
+from .._host import Ctx as _Ctx
 from .._upstream import host
 from .kernels import DIST
 
@@ -50,19 +51,6 @@ HOST = {
 }
 
 globals().update(host(DIST, HOST, framework=tensorplay, wrap=wrap_triton))
-
-
-class _Ctx:
-    """The ``ctx`` a ``torch.autograd.Function``'s forward / backward is handed, for calling the
-    released ``XFunction.forward`` / ``backward`` inside an op body: ``save_for_backward`` records
-    the tensors, ``saved_tensors`` hands them back, other attributes are plain."""
-
-    def __init__(self, saved=(), **attrs):
-        self.saved_tensors = tuple(saved)
-        self.__dict__.update(attrs)
-
-    def save_for_backward(self, *tensors):
-        self.saved_tensors = tensors
 
 
 # --- norm/l2norm.py: L2NormFunction ------------------------------------------------------------
