@@ -237,12 +237,29 @@ def is_dense(shape, stride) -> bool:
     return True
 
 
+def _sort_dims(n, should_swap) -> list:
+    """The dims ``0..n-1`` innermost first, as torch sorts them for a layout (``infer_dense_strides``,
+    TensorIterator's ``reorder_dimensions``): an insertion sort from row-major order, where
+    ``should_swap(d0, d1)`` (``d0`` now inside ``d1``) answers 1 (swap), -1 (keep, stop) or 0
+    (no decision: look further out)."""
+    perm = list(range(n - 1, -1, -1))
+    for i in range(1, n):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    return perm
+
+
 def infer_dense_strides(shape, stride) -> tuple:
     """torch's ``infer_dense_strides``: dense strides in the order of ``stride`` (insertion sort
     from the innermost dim; a stride 0 leaves two dims in row-major order; equal strides put the
     smaller size inside)."""
     n = len(shape)
-    perm = list(range(n - 1, -1, -1))
 
     def swap(d0, d1):
         s0, s1 = stride[d0], stride[d1]
@@ -253,15 +270,7 @@ def infer_dense_strides(shape, stride) -> tuple:
         if s0 > s1:
             return 1
         return 1 if shape[d0] > shape[d1] else 0
-    for i in range(1, n):
-        d1 = i
-        for d0 in range(i - 1, -1, -1):
-            c = swap(perm[d0], perm[d1])
-            if c > 0:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif c < 0:
-                break
+    perm = _sort_dims(n, swap)
     out = [0] * n
     acc = 1
     for idx in perm:
@@ -368,16 +377,7 @@ def iter_strides(shape, operands):
                 return 1
         return 0
 
-    perm = list(range(n - 1, -1, -1))        # innermost first
-    for i in range(1, n):
-        d1 = i
-        for d0 in range(i - 1, -1, -1):
-            c = should_swap(perm[d0], perm[d1])
-            if c > 0:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif c < 0:
-                break
+    perm = _sort_dims(n, should_swap)
     if all(perm[i] == n - 1 - i for i in range(n)):
         return None
     return _dense_in(shape, perm)
