@@ -2073,6 +2073,22 @@ def histogram(input: Tensor, bins: int | Tensor, *, range: Sequence[float] | Non
     return return_types.histogram(hist, edges)
 
 
+def _cov_weights(name, w, nobs, kind, kind_ok) -> None:
+    """cov()'s checks of ``fweights``/``aweights`` (torch's messages): at most 1-d, one weight per
+    observation, of the ``kind`` of dtype (``kind_ok``), none negative."""
+    if w.ndim > 1:
+        raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got "
+                           f"{name} with {w.ndim} dimensions")
+    if w.numel() != nobs:
+        raise RuntimeError(f"cov(): expected {name} to have the same numel as there are "
+                           f"observations in the input but got {w.numel()} != {nobs}")
+    if not kind_ok:
+        raise RuntimeError(f"cov(): expected {name} to have {kind} dtype but got {name} with "
+                           f"{_title(w.dtype)} dtype")
+    if nobs and bool(O.any(O.lt(w, 0), None, False)):
+        raise RuntimeError(f"cov(): {name} cannot be negative")
+
+
 def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
         aweights: Tensor | None = None) -> Tensor:
     """The covariance matrix of the variables in ``input``'s rows (columns: observations; a
@@ -2090,30 +2106,12 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
     nobs = x.shape[1]
     w = None
     if fweights is not None:
-        if fweights.ndim > 1:
-            raise RuntimeError(f"cov(): expected fweights to have one or fewer dimensions but "
-                               f"got fweights with {fweights.ndim} dimensions")
-        if fweights.numel() != nobs:
-            raise RuntimeError(f"cov(): expected fweights to have the same numel as there are "
-                               f"observations in the input but got {fweights.numel()} != {nobs}")
-        if fweights.dtype.is_floating_point or fweights.dtype is _dtype.bool:
-            raise RuntimeError(f"cov(): expected fweights to have integral dtype but got "
-                               f"fweights with {_title(fweights.dtype)} dtype")
-        if nobs and bool(O.any(O.lt(fweights, 0), None, False)):
-            raise RuntimeError("cov(): fweights cannot be negative")
+        _cov_weights("fweights", fweights, nobs, "integral",
+                     not (fweights.dtype.is_floating_point or fweights.dtype is _dtype.bool))
         w = fweights
     if aweights is not None:
-        if aweights.ndim > 1:
-            raise RuntimeError(f"cov(): expected aweights to have one or fewer dimensions but "
-                               f"got aweights with {aweights.ndim} dimensions")
-        if aweights.numel() != nobs:
-            raise RuntimeError(f"cov(): expected aweights to have the same numel as there are "
-                               f"observations in the input but got {aweights.numel()} != {nobs}")
-        if not aweights.dtype.is_floating_point:
-            raise RuntimeError(f"cov(): expected aweights to have floating point dtype but got "
-                               f"aweights with {_title(aweights.dtype)} dtype")
-        if nobs and bool(O.any(O.lt(aweights, 0), None, False)):
-            raise RuntimeError("cov(): aweights cannot be negative")
+        _cov_weights("aweights", aweights, nobs, "floating point",
+                     aweights.dtype.is_floating_point)
         w = aweights if w is None else O.mul(w, aweights)
     if w is None:
         w_sum = F.tensor(nobs, dtype=_dtype.int64, device=input.device)
