@@ -623,8 +623,12 @@ def _sgla_inputs(seed):
     return x(B, T, H, K), x(B, T, H, K), x(B, T, H, V), g, x(B, H, K, V)
 
 
-def test_fla_chunk_simple_gla_as_released_inside_compile_matches_eager_with_gradients():
+def test_fla_chunk_simple_gla_as_released_inside_compile_matches_eager_with_gradients(request):
     chunk_simple_gla = _fla_host({"fla/ops/simple_gla/chunk.py": ["chunk_simple_gla"]})["chunk_simple_gla"]
+    from corpus.fla import runtime
+    if runtime.GATED_BWD_REFUSED:   # fla's own guard on this machine (its gated backward, #640)
+        request.applymarker(pytest.mark.xfail(strict=True, raises=RuntimeError, reason=(
+            "fla refuses chunk_bwd_dqkwg with a gate on a Hopper GPU with Triton >= 3.4.0, < 3.7.1")))
     assert chunk_simple_gla._tensorplay_disabled      # @torch.compiler.disable as released
 
     def layer(q, k, v, g, h0):

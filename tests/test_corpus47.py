@@ -201,12 +201,16 @@ def _bf16_vs_f32(fn, args, grad):
 
 @pytest.mark.parametrize("which", ["l2norm", "rms_norm", "layer_norm_gated", "swish", "logsigmoid",
                                    "chunk_simple_gla"])
-def test_fla_functions_in_bfloat16(which):
+def test_fla_functions_in_bfloat16(which, request):
     """fla's kernels load bfloat16, compute in float32 and store back through
     ``.to(p.dtype.element_ty)``; under the interpreter (cpu) the results and gradients are those of
     the float32 run to bfloat16's precision, in the dtypes fla returns (its outputs keep the input
     dtype; simple GLA's final state is float32)."""
     cases, ops = _fla()
+    from corpus.fla import runtime
+    if which == "chunk_simple_gla" and runtime.GATED_BWD_REFUSED:   # fla's own guard (#640)
+        request.applymarker(pytest.mark.xfail(strict=True, raises=RuntimeError, reason=(
+            "fla refuses chunk_bwd_dqkwg with a gate on a Hopper GPU with Triton >= 3.4.0, < 3.7.1")))
     r = np.random.default_rng(0)
     x = r.standard_normal((4, 32)).astype(np.float32)
     w = (r.random(32) + 0.5).astype(np.float32)

@@ -42,3 +42,8 @@ TRITON_ABOVE_3_5_1 = _triton_version_at_least("triton", operator.ge, "3.5.1")
 TRITON_ABOVE_3_6_0 = _triton_version_at_least("triton", operator.ge, "3.6.0")
 TRITON_ABOVE_3_7_1 = _triton_version_at_least("triton", operator.ge, "3.7.1")
 TRITON_ABOVE_3_8_0 = _triton_version_at_least("triton", operator.ge, "3.8.0")
+
+# fla's own guard in chunk_bwd_dqkwg (fla/ops/common/chunk_o.py): the gated backward (simple GLA
+# with a gate g) raises RuntimeError on a machine with a Hopper GPU and Triton >= 3.4.0, < 3.7.1
+# (fla's #640). The flags describe the machine, so the guard fires for cpu tensors there too.
+GATED_BWD_REFUSED = IS_NVIDIA_HOPPER and TRITON_ABOVE_3_4_0 and not TRITON_ABOVE_3_7_1
