@@ -237,14 +237,7 @@ class TritonKernelWrapper:
         (benchmarking), a config pre-hook, clashing keywords."""
         at = self.kernel
         if len(at.configs) > 1:
-            names = at.arg_names
-            all_args = {**dict(zip(names, args)), **kwargs}
-            _args = {k: v for (k, v) in all_args.items() if k in names}
-            key = [_args[k] for k in at.keys if k in _args]
-            for arg in _args.values():
-                if hasattr(arg, "dtype"):
-                    key.append(str(arg.dtype))
-            config = at.cache.get(tuple(key))
+            config = at.cache.get(_autotune_key(at, args, kwargs))
             if config is None:
                 return _MISS
         else:
@@ -769,6 +762,22 @@ def _is_autotuner(kernel) -> bool:
     return isinstance(kernel, Autotuner)
 
 
+def _autotune_key(at, args, kwargs):
+    """The key of autotuner ``at``'s config cache (``at.cache``) for a launch, as
+    ``Autotuner.run`` (Triton 3.6) computes it: the values of its ``key`` arguments, then the
+    dtype of every kernel argument that has one (keywords that are not kernel arguments, such as
+    a config's own, are left out)."""
+    names = at.arg_names
+    a = dict(zip(names, args))
+    if kwargs:      # {**positional, **keywords} filtered to kernel arguments: the same order
+        a.update({k: v for k, v in kwargs.items() if k in names})
+    key = [a[k] for k in at.keys if k in a]
+    for v in a.values():
+        if hasattr(v, "dtype"):
+            key.append(str(v.dtype))
+    return tuple(key)
+
+
 def _choose_untimed(at, args, kwargs, tensors):
     """A launch of autotuner ``at`` that does not run (recorded by ``tensorplay.compile``, or
     skipped on fake tensors) still sets ``at.best_config`` where the real launch's choice is
@@ -784,20 +793,13 @@ def _choose_untimed(at, args, kwargs, tensors):
         return
     if not tensors:
         return
-    names = at.arg_names
-    nargs = dict(zip(names, args))
     if any(t.device.type != "cpu" for t in tensors):
-        all_args = {**nargs, **kwargs}
-        key = [all_args[k] for k in at.keys if k in all_args]
-        for a in all_args.values():
-            if hasattr(a, "dtype"):
-                key.append(str(a.dtype))
-        config = at.cache.get(tuple(key))
+        config = at.cache.get(_autotune_key(at, args, kwargs))
         if config is None:
             return
     else:
         saved = getattr(at, "nargs", None)
-        at.nargs = nargs              # what early_config_prune receives in Autotuner.run
+        at.nargs = dict(zip(at.arg_names, args))   # what early_config_prune receives in Autotuner.run
         try:
             config = list(at.prune_configs(kwargs))[0]
         finally:
