@@ -17,6 +17,7 @@ from . import _dtype
 from ._device import Device
 from ._device import canonical as _canonical_device
 from ._tensor_base import TensorBase, detach_history, new_tensor, set_retains_grad
+from ._tensor_base import check_partial_overlap as _check_partial_overlap
 from ._tensor_base import data_alias as _data_alias
 from ._tensor_base import wrap_dim as _wrap_dim
 
@@ -72,7 +73,11 @@ def _in_place(dst, api, op, *others):
     one ``copy_`` (so: returns ``dst``, one version bump, a leaf requiring grad refused, a view's
     base sees the write). While autograd records, the op reads a clone of ``dst`` (torch's
     "original self"): a formula that saved ``dst`` itself would find it overwritten at
-    backward."""
+    backward. A tensor in ``others`` sharing only part of ``dst``'s memory is refused first
+    (torch's partial-overlap RuntimeError, as its in-place ops; ``dst`` itself is allowed)."""
+    for o in others:
+        if isinstance(o, Tensor):
+            _check_partial_overlap(dst, o)
     src = dst
     if _grad_state.enabled and (dst._requires_grad or any(
             isinstance(o, Tensor) and o._requires_grad for o in others)):
@@ -849,16 +854,20 @@ class Tensor(TensorBase, instance_class=True):
 
     def add_(self, other: _TensorOrScalar, *, alpha: _Number = 1) -> Tensor:
         """``self += alpha * other`` in place; the result may not need a higher dtype category."""
-        if alpha != 1 and other.__class__ is Tensor and _scaled_add_(self, other, alpha):
-            return self
+        if alpha != 1 and isinstance(other, Tensor):
+            _check_partial_overlap(self, other)     # (before other * alpha, a fresh tensor)
+            if _scaled_add_(self, other, alpha):
+                return self
         return _O.add_(self, other if alpha.__class__ is int and alpha == 1 else _times_alpha(self, other, alpha, "add"))
 
     def sub_(self, other: _TensorOrScalar, *, alpha: _Number = 1) -> Tensor:
         """``self -= alpha * other`` in place, with ``sub``'s promotion (a bool operand is
         refused, as torch); RuntimeError when the result's dtype cannot be cast to ``self``'s
         (``torch.can_cast``), nothing written."""
-        if other.__class__ is Tensor and alpha != 1 and _scaled_add_(self, other, -alpha):
-            return self
+        if alpha != 1 and isinstance(other, Tensor):
+            _check_partial_overlap(self, other)     # (before other * alpha, a fresh tensor)
+            if _scaled_add_(self, other, -alpha):
+                return self
         return _O.sub_(self, other if alpha.__class__ is int and alpha == 1 else _times_alpha(self, other, alpha, "sub"))
 
     def mul_(self, other: _TensorOrScalar) -> Tensor:
@@ -915,7 +924,10 @@ class Tensor(TensorBase, instance_class=True):
 
     def index_add_(self, dim: _int, index: Tensor, source: Tensor, *,
                    alpha: _Number = 1) -> Tensor:
-        """In-place ``index_add``; returns ``self`` (``torch.Tensor.index_add_``)."""
+        """In-place ``index_add``; returns ``self`` (``torch.Tensor.index_add_``). A ``source``
+        sharing only part of ``self``'s memory is refused (RuntimeError, as torch's)."""
+        if isinstance(source, Tensor):
+            _check_partial_overlap(self, source)
         return _O.copy_(self, self.index_add(dim, index, source, alpha=alpha))
 
     def clamp_(self, min: _TensorOrScalar | None = None,
@@ -2973,8 +2985,8 @@ class Tensor(TensorBase, instance_class=True):
     def index_copy_(self, dim: _int, index: Tensor, source: Tensor) -> Tensor:
         """Copy the slices of ``source`` along ``dim`` to the positions ``index`` (0-D or 1-D
         int64) of ``self``; ``source`` has ``self``'s dtype and shape except ``len(index)`` along
-        ``dim`` (RuntimeError otherwise); returns ``self`` (same as
-        ``torch.Tensor.index_copy_``)."""
+        ``dim`` (RuntimeError otherwise, and when ``source`` shares only part of ``self``'s
+        memory); returns ``self`` (same as ``torch.Tensor.index_copy_``)."""
         index = _index_vector("index_copy_", index)
         if source._dtype is not self._dtype:
             raise RuntimeError(f"index_copy_(): self and source expected to have the same "
@@ -2988,6 +3000,7 @@ class Tensor(TensorBase, instance_class=True):
             raise RuntimeError(f"index_copy_(): source shape {tuple(source._shape)} does not "
                                f"match self's {tuple(self._shape)} with {index._shape[0]} "
                                f"indices along dim {dim}")
+        _check_partial_overlap(self, source)     # (torch's partial-overlap RuntimeError)
         return _O.index_put_(self, dim, index, source)
 
     def index_copy(self, dim: _int, index: Tensor, source: Tensor) -> Tensor:

@@ -51,7 +51,8 @@ __all__ = ["TensorBase", "instance_class", "row_major", "new_tensor", "new_tenso
            "set_requires_grad",
            "detach_history", "refresh_dispatch_key", "set_accumulator", "set_retains_grad",
            "set_view", "live_views", "made_in_no_grad", "set_view_version", "DataStorage",
-           "data_alias", "shared_storage", "set_capture", "set_layout", "set_native", "wrap_dim", "FIELDS",
+           "data_alias", "shared_storage", "is_dense", "partial_overlap",
+           "check_partial_overlap", "PARTIAL_OVERLAP_MSG", "set_capture", "set_layout", "set_native", "wrap_dim", "FIELDS",
            "SLOTS"]
 
 # Every field of a tensor. Public name (read-only by convention) -> slot (written only here and
@@ -526,6 +527,59 @@ class DataStorage(_Storage):
 def shared_storage(st):
     """The storage ``st`` aliases: a ``DataStorage``'s ``shared``, else ``st`` itself."""
     return st.shared if st.__class__ is DataStorage else st
+
+
+def is_dense(shape, stride) -> bool:
+    """torch's ``is_non_overlapping_and_dense``: some order of the dims (size-1 dims ignored)
+    has row-major strides."""
+    n = len(shape)
+    if n == 1:
+        return shape[0] < 2 or stride[0] == 1
+    req = 1
+    for i in sorted(range(n), key=lambda d: (shape[d] < 2, stride[d])):
+        if shape[i] < 2:
+            return True
+        if stride[i] != req:
+            return False
+        req *= shape[i]
+    return True
+
+
+PARTIAL_OVERLAP_MSG = ("unsupported operation: some elements of the input tensor and the "
+                       "written-to tensor refer to a single memory location. Please clone() the "
+                       "tensor before performing the operation.")
+
+
+def partial_overlap(out, t) -> bool:
+    """torch's ``get_overlap_status(out, t) == Partial``, the rule of its in-place ops and
+    ``out=``: the two tensors share a storage (``x.data`` counts as ``x``'s: ``shared_storage``),
+    both have elements and are dense and non-overlapping (``is_dense``; other layouts are torch's
+    "too hard": not refused), and their byte ranges intersect without being the same range with
+    the same strides (that is a full overlap: ``t`` is ``out`` itself, allowed)."""
+    if t is out or shared_storage(t._storage) is not shared_storage(out._storage):
+        return False
+    so, st = out._shape, t._shape
+    if 0 in so or 0 in st or not is_dense(so, out._stride) or not is_dense(st, t._stride):
+        return False
+    io, it = out._dtype.itemsize, t._dtype.itemsize
+    no = nt = 1
+    for s in so:
+        no *= s
+    for s in st:
+        nt *= s
+    o0, t0 = out._offset * io, t._offset * it
+    o1, t1 = o0 + no * io, t0 + nt * it
+    if o0 == t0 and o1 == t1:
+        return tuple(out._stride) != tuple(t._stride)
+    return o0 < t1 and t0 < o1
+
+
+def check_partial_overlap(out, t) -> None:
+    """``RuntimeError`` (torch's words) when ``partial_overlap(out, t)``: an op writing ``out``
+    would read elements of ``t`` it has already overwritten (or not yet). Called by the in-place
+    ops, ``out=`` and ``copy_`` for each input tensor whose storage may be ``out``'s."""
+    if partial_overlap(out, t):
+        raise RuntimeError(PARTIAL_OVERLAP_MSG)
 
 
 def data_alias(t):

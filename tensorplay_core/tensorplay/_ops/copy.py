@@ -112,7 +112,7 @@ def _copy_bw(ctx, g):
 
 
 defop("copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)", meta=_inplace_meta, setup=_copy_setup,
-      backward=_copy_bw, scalar_ok=("src",))
+      backward=_copy_bw, scalar_ok=("src",), partial=("src",))
 def _fill_setup(ctx, inputs, output):
     v = inputs[1]
     ctx.value = (v.shape, v.dtype) if is_tensor(v) else None
@@ -182,14 +182,14 @@ def _add_setup(ctx, inputs, output):
 defop("add_(Tensor(a!) self, Tensor other) -> Tensor(a!)", meta=_arith_inplace_meta("add_"),
       setup=_add_setup,
       backward=lambda ctx, g: (g, _grad_for(g, *ctx.other) if ctx.other is not None else None),
-      scalar_ok=("other",))
+      scalar_ok=("other",), partial=("other",))
 
 
 defop("sub_(Tensor(a!) self, Tensor other) -> Tensor(a!)",
       meta=_arith_inplace_meta("sub_", bool_rule="sub"), setup=_add_setup,
       backward=lambda ctx, g: (g, O.neg(_grad_for(g, *ctx.other)) if ctx.other is not None
                                else None),
-      scalar_ok=("other",))
+      scalar_ok=("other",), partial=("other",))
 
 
 def _mul_setup(ctx, inputs, output):
@@ -228,10 +228,10 @@ _div_bw = _scaling_bw(lambda g, o: O.div(g, o),
 
 
 defop("mul_(Tensor(a!) self, Tensor other) -> Tensor(a!)", meta=_arith_inplace_meta("mul_"),
-      setup=_mul_setup, backward=_mul_bw, scalar_ok=("other",))
+      setup=_mul_setup, backward=_mul_bw, scalar_ok=("other",), partial=("other",))
 defop("div_(Tensor(a!) self, Tensor other) -> Tensor(a!)",
       meta=_arith_inplace_meta("div_", floating=True), setup=_mul_setup, backward=_div_bw,
-      scalar_ok=("other",))
+      scalar_ok=("other",), partial=("other",))
 
 __all__ = ["Device"]
 
