@@ -118,3 +118,86 @@ def test_partial_overlap_in_autograd_recording():
         x[1:].add_(x[:-1])
     with pytest.raises(RuntimeError, match=MSG):
         x[1:].mul_(x[:-1])
+
+
+# -- item 2: x.data's memory is x's in resize_ and in compile(mode="reduce-overhead") ------------
+def test_resize_of_owner_repoints_its_data_alias():
+    x = tp.arange(4.0)
+    d = x.data
+    v = x.data[1:]
+    x.resize_(8)
+    assert d.data_ptr() == x.data_ptr()
+    d[0] = 100.0
+    v[0] = 50.0
+    assert x[0].item() == 100.0 and x[1].item() == 50.0
+    x[2] = 9.0
+    assert d[2].item() == 9.0
+    assert tuple(d.shape) == (4,)        # the alias keeps its own shape (torch's)
+
+
+def test_resize_through_data_alias_repoints_its_owner():
+    x = tp.arange(4.0)
+    xv = x[1:]
+    d = x.data
+    d.resize_(8)
+    assert tuple(x.shape) == (4,) and tuple(d.shape) == (8,)
+    assert d.data_ptr() == x.data_ptr()
+    x[0] = 7.0
+    xv[0] = 8.0
+    assert d[0].item() == 7.0 and d[1].item() == 8.0
+    d[5] = 3.0
+    x.resize_(8)
+    assert x[5].item() == 3.0 and x[:4].tolist() == [7.0, 8.0, 2.0, 3.0]
+
+
+def test_resize_keeps_data_of_many_aliases_in_step():
+    x = tp.arange(2.0)
+    aliases = [x.data for _ in range(40)]     # (the alias list drops dead entries as it grows)
+    del aliases[5:]
+    x.resize_(64)
+    x[0] = 5.0
+    assert all(a[0].item() == 5.0 for a in aliases)
+
+
+@pytest.fixture
+def mock():
+    from tensorplay.testing.backend import MockBackend
+    with MockBackend("mockg48", graphs=True) as be:
+        yield be
+
+
+def test_reduce_overhead_output_that_is_data_of_an_argument_stays_an_alias(mock):
+    c = tp.compile(lambda x: x.data, mode="reduce-overhead")
+    x = tp.arange(4.0).to("mockg48")
+    for _ in range(4):
+        out = c(x)
+    out[0] = 55.0
+    assert x.tolist() == [55.0, 1.0, 2.0, 3.0]
+    assert "an output is an argument" in next(iter(c.graph_skips.values()))
+
+
+def test_reduce_overhead_outputs_aliasing_through_data_keep_sharing(mock):
+    def f(x):
+        y = x * 2.0
+        return y, y.data
+
+    c = tp.compile(f, mode="reduce-overhead")
+    x = tp.arange(4.0).to("mockg48")
+    for _ in range(4):
+        a, b = c(x)
+    b[0] = 77.0
+    assert a.tolist() == [77.0, 2.0, 4.0, 6.0]
+    assert "share memory" in next(iter(c.graph_skips.values()))
+
+
+def test_compiled_function_mutating_data_of_an_argument():
+    def f(x):
+        x.data.mul_(2.0)
+        return x + 1.0
+
+    c = tp.compile(f)
+    x = tp.arange(4.0)
+    for i in range(3):
+        out = c(x)
+    assert x.tolist() == [0.0, 8.0, 16.0, 24.0]
+    assert out.tolist() == [1.0, 9.0, 17.0, 25.0]

@@ -51,7 +51,7 @@ __all__ = ["TensorBase", "instance_class", "row_major", "new_tensor", "new_tenso
            "set_requires_grad",
            "detach_history", "refresh_dispatch_key", "set_accumulator", "set_retains_grad",
            "set_view", "live_views", "made_in_no_grad", "set_view_version", "DataStorage",
-           "data_alias", "shared_storage", "is_dense", "partial_overlap",
+           "data_alias", "storage_tensors", "shared_storage", "is_dense", "partial_overlap",
            "check_partial_overlap", "PARTIAL_OVERLAP_MSG", "set_capture", "set_layout", "set_native", "wrap_dim", "FIELDS",
            "SLOTS"]
 
@@ -593,7 +593,37 @@ def data_alias(t):
     a = new_tensor(alias, t._data, t._shape, t._stride, t._offset, t._dtype, t._device,
                    t._backend)
     a._bkey = a._dkey = t._bkey
+    # the memory's tensors that no view list reaches (the owner, each .data): a resize of any of
+    # them that moves the memory re-points the others (resize_, as torch's shared StorageImpl)
+    sh = alias.shared
+    try:
+        refs = sh.aliases
+    except AttributeError:
+        refs = sh.aliases = [_ref(t._base if t._base is not None else t)]
+    refs.append(_ref(a))
+    n = len(refs)
+    if n >= 16 and not n & (n - 1):     # dead ones dropped at 16, 32, 64... entries
+        refs[:] = [r for r in refs if r() is not None]
     return a
+
+
+def storage_tensors(t) -> list:
+    """Every live tensor known to share ``t``'s memory, ``t`` included: ``t``'s base and its
+    views, and, when a ``.data`` of that memory was taken (``data_alias``), the owner, each
+    alias and their views (torch's tensors sharing one ``StorageImpl``)."""
+    sh = shared_storage(t._storage)
+    bases = [t._base if t._base is not None else t]
+    for r in getattr(sh, "aliases", ()):
+        b = r()
+        if b is not None:
+            bases.append(b._base if b._base is not None else b)
+    out, seen = [], set()
+    for b in bases:
+        for u in (b, *live_views(b)):
+            if id(u) not in seen and shared_storage(u._storage) is sh:
+                seen.add(id(u))
+                out.append(u)
+    return out
 
 
 def set_view_version(t, version: int) -> None:

@@ -1,5 +1,6 @@
 """Session 48 (h-corr48), against torch 2.13 cpu: in-place ops and ``out=`` on overlapping
-memory (refused or not, torch's message, the values otherwise), on the same inputs."""
+memory (refused or not, torch's message, the values otherwise), ``resize_`` of a tensor whose
+``.data`` was taken, on the same inputs."""
 
 from __future__ import annotations
 
@@ -84,3 +85,22 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_overlap_rule_matches_torch(case):
     _both(CASES[case])
+
+
+def _resize_run(m, via_data):
+    x = m.arange(4.0)
+    d = x.data
+    xv, dv = x[1:], d[1:]
+    (d if via_data else x).resize_(8)
+    x[0] = 10.0
+    d[2] = 20.0
+    xv[2] = 30.0
+    dv[0] = 40.0
+    # (the grown elements past the 4 written are uninitialised: not compared)
+    return (x.tolist()[:4], d.tolist()[:4], tuple(x.shape), tuple(d.shape),
+            d.data_ptr() == x.data_ptr())
+
+
+@pytest.mark.parametrize("via_data", [False, True])
+def test_resize_with_data_alias_matches_torch(via_data):
+    assert _resize_run(tp, via_data) == _resize_run(torch, via_data)
