@@ -201,3 +201,34 @@ def test_compiled_function_mutating_data_of_an_argument():
         out = c(x)
     assert x.tolist() == [0.0, 8.0, 16.0, 24.0]
     assert out.tolist() == [1.0, 9.0, 17.0, 25.0]
+
+
+# -- item 3: kthvalue's index among equal values is torch's cpu kernel's ------------------------
+V = [3.0, 1.0, 3.0, 2.0, 1.0, 3.0, 2.0, 1.0]
+
+
+def test_kthvalue_ties_torch_indices():
+    got = [tp.kthvalue(tp.tensor(V), k).indices.item() for k in range(1, 9)]
+    assert got == [7, 4, 1, 6, 3, 2, 5, 0]           # torch 2.13 cpu
+    got = [tp.tensor([3, 1, 3, 2, 1, 3, 2, 1]).kthvalue(k).indices.item() for k in range(1, 9)]
+    assert got == [7, 4, 1, 6, 3, 2, 5, 0]
+
+
+def test_kthvalue_ties_dims_nan_and_signed_zero():
+    m = tp.tensor([[1.0, 1.0, 1.0, 0.0], [2.0, 2.0, 0.0, 2.0]])
+    assert tp.kthvalue(m, 2, dim=1).indices.tolist() == [0, 1]
+    r = tp.kthvalue(tp.tensor([[1.0, 1.0], [1.0, 0.0], [1.0, 1.0]]), 2, dim=0, keepdim=True)
+    assert r.indices.tolist() == [[0, 0]] and r.values.tolist() == [[1.0, 1.0]]
+    nan = float("nan")
+    got = [tp.kthvalue(tp.tensor([nan, 1.0, nan, 1.0]), k).indices.item() for k in range(1, 5)]
+    assert got == [1, 3, 2, 0]
+    got = [tp.kthvalue(tp.tensor([0.0, -0.0, 0.0, -0.0]), k).indices.item() for k in range(1, 5)]
+    assert got == [1, 0, 2, 3]
+
+
+def test_kthvalue_ties_gradient_goes_to_the_chosen_index():
+    x = tp.tensor(V, requires_grad=True)
+    v, i = tp.kthvalue(x, 2)
+    v.backward()
+    assert i.item() == 4
+    assert x.grad.tolist() == [0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0]

@@ -1745,7 +1745,9 @@ class Tensor(TensorBase, instance_class=True):
     def sort(self, dim: _int = -1, descending: _bool = False, *, stable: _bool = False,
              axis: _int | None = None) -> _rt.sort:
         """``(values, indices)`` sorted along ``dim`` (``tensorplay.return_types.sort``); NaN
-        sorts as the largest value; equal values keep their order (always stable). ``axis=`` is
+        sorts as the largest value; equal values keep their order (always stable: torch's
+        ``stable=True`` indices; with ``stable=False`` torch does not specify the order of equal
+        values, and its cpu kernel's differs from this one past 16 or so elements). ``axis=`` is
         torch's NumPy spelling of ``dim``, here and in ``argsort``, ``topk``, ``chunk``,
         ``unbind``, ``squeeze``, ``repeat_interleave``."""
         if axis is not None:
@@ -1758,7 +1760,10 @@ class Tensor(TensorBase, instance_class=True):
         """``(values, indices)`` of the ``k`` largest (``largest=False``: smallest) elements
         along ``dim`` (``tensorplay.return_types.topk``; indices int64), as ``torch.topk``.
         Results come sorted (largest first; smallest first with ``largest=False``); NaN counts
-        as the largest value. ``RuntimeError`` unless ``0 <= k <= size of dim``."""
+        as the largest value. Equal values come lowest index first; torch does not specify their
+        order (its cpu kernel leaves them as ``std::nth_element``/``partial_sort`` do), so the
+        indices of ties may differ from torch's, the values never. ``RuntimeError`` unless
+        ``0 <= k <= size of dim``."""
         if axis is not None:
             dim = _axis("topk", dim, -1, axis)
         from . import return_types
@@ -3453,7 +3458,10 @@ class Tensor(TensorBase, instance_class=True):
     def kthvalue(self, k: _int, dim: _int = -1, keepdim: _bool = False) -> _rt.kthvalue:
         """The ``k``-th smallest value along ``dim`` and its index
         (``tensorplay.return_types.kthvalue``; NaN counts as the largest value), as
-        ``torch.Tensor.kthvalue``; RuntimeError for ``k`` outside ``[1, size]``."""
+        ``torch.Tensor.kthvalue``; RuntimeError for ``k`` outside ``[1, size]``. When the
+        ``k``-th value occurs more than once, the index on cpu is the one torch's cpu kernel
+        returns (same as ``torch.kthvalue``: its quickselect replayed on those slices); on other
+        devices the ``k``-th of a stable sort."""
         from . import return_types
         from ._ops.sorting_topk import kthvalue
         return return_types.kthvalue(*kthvalue(self, k, dim, keepdim))

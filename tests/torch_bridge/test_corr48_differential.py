@@ -1,6 +1,6 @@
 """Session 48 (h-corr48), against torch 2.13 cpu: in-place ops and ``out=`` on overlapping
 memory (refused or not, torch's message, the values otherwise), ``resize_`` of a tensor whose
-``.data`` was taken, on the same inputs."""
+``.data`` was taken, and ``kthvalue``'s index among equal values, on the same inputs."""
 
 from __future__ import annotations
 
@@ -104,3 +104,31 @@ def _resize_run(m, via_data):
 @pytest.mark.parametrize("via_data", [False, True])
 def test_resize_with_data_alias_matches_torch(via_data):
     assert _resize_run(tp, via_data) == _resize_run(torch, via_data)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_kthvalue_tie_indices_match_torch(dtype):
+    pool = np.array([0.0, 1.0, 2.0, -1.0] + ([np.nan] if dtype != "int64" else []))
+    for n in (3, 5, 8, 17, 64):
+        a = _R.choice(pool, size=(4, n)).astype(dtype)
+        for k in sorted({1, 2, n // 2 + 1, n - 1, n}):
+            for dim in (1, -1):
+                rt = torch.kthvalue(torch.from_numpy(a.copy()), k, dim)
+                rp = tp.kthvalue(tp.tensor(a), k, dim)
+                assert rp.indices.tolist() == rt.indices.tolist(), (a, k)
+                np.testing.assert_array_equal(rp.values.numpy(), rt.values.numpy())
+        at = a.T.copy()
+        k = n // 2 + 1
+        rt = torch.kthvalue(torch.from_numpy(at), k, 0, keepdim=True)
+        rp = tp.kthvalue(tp.tensor(at), k, 0, keepdim=True)
+        assert rp.indices.tolist() == rt.indices.tolist()
+
+
+def test_kthvalue_tie_gradient_matches_torch():
+    a = np.array([[3.0, 1.0, 3.0, 2.0, 1.0, 3.0, 2.0, 1.0], [1.0] * 8])
+    xt = torch.tensor(a, requires_grad=True)
+    xp = tp.tensor(a, requires_grad=True)
+    for k in (2, 5):
+        torch.kthvalue(xt, k, 1).values.sum().backward()
+        tp.kthvalue(xp, k, 1).values.sum().backward()
+    np.testing.assert_array_equal(xp.grad.numpy(), xt.grad.numpy())
