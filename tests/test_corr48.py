@@ -120,6 +120,28 @@ def test_partial_overlap_in_autograd_recording():
         x[1:].mul_(x[:-1])
 
 
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_partial_overlap_inside_compile_as_eager(dynamic):
+    def bad(x):
+        y = x * 1.0
+        y[1:].add_(y[:-1])
+        return y
+
+    def good(x):
+        y = x * 1.0
+        y[1:].add_(y[1:])
+        y[:2].mul_(y[2:4])
+        return y
+
+    cb, cg = tp.compile(bad, dynamic=dynamic), tp.compile(good, dynamic=dynamic)
+    for n in (6, 7, 9):
+        with pytest.raises(RuntimeError, match=MSG):
+            cb(tp.arange(float(n)))
+        for _ in range(3):
+            out = cg(tp.arange(float(n)))
+        assert out.tolist() == good(tp.arange(float(n))).tolist()
+
+
 # -- item 2: x.data's memory is x's in resize_ and in compile(mode="reduce-overhead") ------------
 def test_resize_of_owner_repoints_its_data_alias():
     x = tp.arange(4.0)
