@@ -310,9 +310,12 @@ def missing_members(obj) -> tuple[list, list]:
 
 
 class Storage:
-    """Shared by a tensor and all its views: the root array, size in bytes, version counter."""
+    """Shared by a tensor and all its views: the root array, size in bytes, version counter.
+    ``aliases`` (unset until a ``.data`` of it is taken: ``_tensor_base.data_alias``): weak
+    references to the other tensors over this memory that are not views of one base (the owner
+    and each ``x.data``), which a resize that moves the memory re-points (``resize_``)."""
 
-    __slots__ = ("root", "nbytes", "version", "backend", "__weakref__")
+    __slots__ = ("root", "nbytes", "version", "backend", "aliases", "__weakref__")
 
     def __init__(self, root, nbytes: int, backend):
         self.root = root

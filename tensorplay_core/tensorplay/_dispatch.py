@@ -18,7 +18,7 @@ import threading
 
 from . import _codegen, _registry
 from ._schema import NO_DEFAULT, mutation_tag
-from ._tensor_base import TensorBase, instance_class
+from ._tensor_base import TensorBase, check_partial_overlap, instance_class
 from .errors import DispatchError
 
 
@@ -310,7 +310,7 @@ def _check_source(a, i: int, n: str):
     return f"if {c}: __chk(__op, {i}, {n})"
 
 
-def make_call(op, scalar_ok=(), number_self=None, out=None) -> None:
+def make_call(op, scalar_ok=(), number_self=None, out=None, partial=()) -> None:
     """Generate ``op.__call__`` with the op's signature and install it on a per-op subclass.
 
     ``out``: for a built-in op that torch's function of the same name gives ``out=``, the
@@ -323,6 +323,12 @@ def make_call(op, scalar_ok=(), number_self=None, out=None) -> None:
     call), and a call without them pays one ``out is not __p`` test. ``inspect.signature``
     shows ``out`` keyword-only and no ``__p``. The Tensor methods bound to the op
     (``bind_methods``) keep the function without ``out`` (methods take no ``out=``, as torch's).
+
+    ``partial``: names of tensor arguments that the op's first written argument must not
+    partially overlap (torch's ``assert_no_partial_overlap`` of its in-place ops: ``add_``,
+    ``copy_``...; ``_tensor_base.partial_overlap``). The call tests whether such an argument's
+    storage root is the written one's (two slot reads a side, one ``is``; a Python number in a
+    ``scalar_ok`` argument pays nothing) and only then calls ``check_partial_overlap``.
 
     The generated function takes exactly the schema's parameters (the op itself is bound in its
     namespace, not a parameter, so arity errors count the caller's arguments). Schema names are
@@ -376,6 +382,17 @@ def make_call(op, scalar_ok=(), number_self=None, out=None) -> None:
             overlap.append((i, n, kind))
     if device_param is None:
         device_param = named_device
+    # partial= (schema names) -> {parameter: the first written parameter}
+    partial_names, scalar_names = {}, set()
+    if partial:
+        w = next(pynames[i] for i, a in enumerate(sch.arguments) if a.is_write)
+        for i, a in enumerate(sch.arguments):
+            if a.name in partial:
+                if a.kind != _KIND_TENSOR:
+                    raise ValueError(f"{op.name}: partial= names {a.name}, not a Tensor argument")
+                partial_names[pynames[i]] = w
+                if a.name in scalar_ok:
+                    scalar_names.add(pynames[i])
     if renamed_kw:
         params.append("**__kw")
         out_params.append("**__kw")
@@ -414,6 +431,20 @@ def make_call(op, scalar_ok=(), number_self=None, out=None) -> None:
             continue
         if kind == _KIND_TENSOR:
             body.append(f"if {n}.dispatch_key is not __k: __k = {mixed.format(n=n)}__slow(__op, {allvals})")
+        elif kind == "scalar_ok" and n in partial_names:
+            # the same tests, with the partial-overlap one in the tensor branch (a number pays
+            # nothing): a storage root that is the written argument's gets a closer look
+            slow = (f"{mixed.format(n=n)}__slow(__op, {allvals})" if first_required is not None
+                    else f"__slow(__op, {allvals})")
+            w = partial_names[n]
+            body.append(f"if {n}.__class__ is not __T:\n"
+                        f"        if {n}.__class__ not in __scalars:\n"
+                        f"            __k = __slow(__op, {allvals})\n"
+                        f"            if isinstance({n}, __TB): __povl({w}, {n})\n"
+                        f"    else:\n"
+                        f"        if {n}.dispatch_key is not __k: __k = {slow}\n"
+                        f"        if {n}.storage_ref.root is {w}.storage_ref.root and {n} is not {w}: "
+                        f"__povl({w}, {n})")
         elif kind == "scalar_ok":
             slow = (f"{mixed.format(n=n)}__slow(__op, {allvals})" if first_required is not None
                     else f"__slow(__op, {allvals})")
@@ -454,6 +485,15 @@ def make_call(op, scalar_ok=(), number_self=None, out=None) -> None:
         elif kind == _KIND_LIST:
             lines.append(f"    for __t in {n} or ():\n"
                          f"        if __t is not None and __has(__t.stride_tuple, 0): __overlap(__op, {i}, __t)")
+    # an input sharing only part of the written argument's memory is refused, as torch's
+    # in-place ops (partial: schema names; a Python-number-or-Tensor argument is tested in the
+    # dispatch-key code above, in its tensor branch). The storage roots decide who is looked at
+    # closer: x.data's storage (a DataStorage) reads x's root; fake tensors have none (None is
+    # None: the closer look compares the storages themselves)
+    for n, w in partial_names.items():
+        if n not in scalar_names:
+            lines.append(f"    if {n}.storage_ref.root is {w}.storage_ref.root and {n} is not {w}: "
+                         f"__povl({w}, {n})")
     # the table is a plain dict (fastest subscript); a key not in it yet goes to op.entry (first
     # use of a device, a device-agnostic fallback, or the DispatchError), called outside the
     # except clause so its errors are not shown as raised "during handling of" the KeyError
@@ -502,7 +542,8 @@ def make_call(op, scalar_ok=(), number_self=None, out=None) -> None:
               __kwarg=_take_kwarg, __extra=_extra_kwargs, __c_int=int, __c_float=float,
               __c_bool=bool, __c_str=str, __c_list=list, __c_tuple=tuple,
               __overlap=check_overlap, __has=tuple.__contains__, __gs=grad_state,
-              __wvers=written_versions, __wbump=bump_written)
+              __wvers=written_versions, __wbump=bump_written, __povl=check_partial_overlap,
+              __TB=TensorBase)
     fn = _codegen.function(src, ns, "__call__", f"<tensorplay dispatch {op.name}>")
     fn.__doc__ = op.__doc__
     fn.__qualname__ = op.name   # "ns::op() missing 1 required positional argument: 'x'"

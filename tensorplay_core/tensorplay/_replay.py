@@ -38,6 +38,7 @@ import threading
 
 from . import _pytree
 from ._tensor import Tensor
+from ._tensor_base import shared_storage
 from .autograd import grad_mode as _gm
 
 __all__ = ["GraphReplay", "run"]
@@ -174,15 +175,16 @@ def _outputs_reason(out, leaves, graph) -> str | None:
     """Why the outputs of a normal run could not be copied out of a graph faithfully, or None:
     an output sharing memory with an argument, a constant or another output (copies would not
     share it), or not contiguous (a copy would change its strides)."""
-    roots = {id(t.storage_ref) for t in leaves}
-    roots.update(id(c.const.storage_ref) for c in graph.consts)
+    # storages by memory: x.data (a version counter of its own) is x's (shared_storage)
+    roots = {id(shared_storage(t.storage_ref)) for t in leaves}
+    roots.update(id(shared_storage(c.const.storage_ref)) for c in graph.consts)
     found: list = []
     _pytree.tree_flatten(out, Tensor, found)
     seen: set = set()
     for t in found:
         if not isinstance(t, Tensor):
             continue
-        r = id(t.storage_ref)
+        r = id(shared_storage(t.storage_ref))
         if r in roots:
             return "an output is an argument, a tensor the function reads, or a view of one"
         if r in seen:

@@ -17,6 +17,7 @@ from . import _dtype
 from ._device import Device
 from ._device import canonical as _canonical_device
 from ._tensor_base import TensorBase, detach_history, new_tensor, set_retains_grad
+from ._tensor_base import check_partial_overlap as _check_partial_overlap
 from ._tensor_base import data_alias as _data_alias
 from ._tensor_base import wrap_dim as _wrap_dim
 
@@ -72,7 +73,11 @@ def _in_place(dst, api, op, *others):
     one ``copy_`` (so: returns ``dst``, one version bump, a leaf requiring grad refused, a view's
     base sees the write). While autograd records, the op reads a clone of ``dst`` (torch's
     "original self"): a formula that saved ``dst`` itself would find it overwritten at
-    backward."""
+    backward. A tensor in ``others`` sharing only part of ``dst``'s memory is refused first
+    (torch's partial-overlap RuntimeError, as its in-place ops; ``dst`` itself is allowed)."""
+    for o in others:
+        if isinstance(o, Tensor):
+            _check_partial_overlap(dst, o)
     src = dst
     if _grad_state.enabled and (dst._requires_grad or any(
             isinstance(o, Tensor) and o._requires_grad for o in others)):
@@ -849,16 +854,20 @@ class Tensor(TensorBase, instance_class=True):
 
     def add_(self, other: _TensorOrScalar, *, alpha: _Number = 1) -> Tensor:
         """``self += alpha * other`` in place; the result may not need a higher dtype category."""
-        if alpha != 1 and other.__class__ is Tensor and _scaled_add_(self, other, alpha):
-            return self
+        if alpha != 1 and isinstance(other, Tensor):
+            _check_partial_overlap(self, other)     # (before other * alpha, a fresh tensor)
+            if _scaled_add_(self, other, alpha):
+                return self
         return _O.add_(self, other if alpha.__class__ is int and alpha == 1 else _times_alpha(self, other, alpha, "add"))
 
     def sub_(self, other: _TensorOrScalar, *, alpha: _Number = 1) -> Tensor:
         """``self -= alpha * other`` in place, with ``sub``'s promotion (a bool operand is
         refused, as torch); RuntimeError when the result's dtype cannot be cast to ``self``'s
         (``torch.can_cast``), nothing written."""
-        if other.__class__ is Tensor and alpha != 1 and _scaled_add_(self, other, -alpha):
-            return self
+        if alpha != 1 and isinstance(other, Tensor):
+            _check_partial_overlap(self, other)     # (before other * alpha, a fresh tensor)
+            if _scaled_add_(self, other, -alpha):
+                return self
         return _O.sub_(self, other if alpha.__class__ is int and alpha == 1 else _times_alpha(self, other, alpha, "sub"))
 
     def mul_(self, other: _TensorOrScalar) -> Tensor:
@@ -915,7 +924,10 @@ class Tensor(TensorBase, instance_class=True):
 
     def index_add_(self, dim: _int, index: Tensor, source: Tensor, *,
                    alpha: _Number = 1) -> Tensor:
-        """In-place ``index_add``; returns ``self`` (``torch.Tensor.index_add_``)."""
+        """In-place ``index_add``; returns ``self`` (``torch.Tensor.index_add_``). A ``source``
+        sharing only part of ``self``'s memory is refused (RuntimeError, as torch's)."""
+        if isinstance(source, Tensor):
+            _check_partial_overlap(self, source)
         return _O.copy_(self, self.index_add(dim, index, source, alpha=alpha))
 
     def clamp_(self, min: _TensorOrScalar | None = None,
@@ -1733,7 +1745,9 @@ class Tensor(TensorBase, instance_class=True):
     def sort(self, dim: _int = -1, descending: _bool = False, *, stable: _bool = False,
              axis: _int | None = None) -> _rt.sort:
         """``(values, indices)`` sorted along ``dim`` (``tensorplay.return_types.sort``); NaN
-        sorts as the largest value; equal values keep their order (always stable). ``axis=`` is
+        sorts as the largest value; equal values keep their order (always stable: torch's
+        ``stable=True`` indices; with ``stable=False`` torch does not specify the order of equal
+        values, and its cpu kernel's differs from this one past 16 or so elements). ``axis=`` is
         torch's NumPy spelling of ``dim``, here and in ``argsort``, ``topk``, ``chunk``,
         ``unbind``, ``squeeze``, ``repeat_interleave``."""
         if axis is not None:
@@ -1746,7 +1760,10 @@ class Tensor(TensorBase, instance_class=True):
         """``(values, indices)`` of the ``k`` largest (``largest=False``: smallest) elements
         along ``dim`` (``tensorplay.return_types.topk``; indices int64), as ``torch.topk``.
         Results come sorted (largest first; smallest first with ``largest=False``); NaN counts
-        as the largest value. ``RuntimeError`` unless ``0 <= k <= size of dim``."""
+        as the largest value. Equal values come lowest index first; torch does not specify their
+        order (its cpu kernel leaves them as ``std::nth_element``/``partial_sort`` do), so the
+        indices of ties may differ from torch's, the values never. ``RuntimeError`` unless
+        ``0 <= k <= size of dim``."""
         if axis is not None:
             dim = _axis("topk", dim, -1, axis)
         from . import return_types
@@ -2973,8 +2990,8 @@ class Tensor(TensorBase, instance_class=True):
     def index_copy_(self, dim: _int, index: Tensor, source: Tensor) -> Tensor:
         """Copy the slices of ``source`` along ``dim`` to the positions ``index`` (0-D or 1-D
         int64) of ``self``; ``source`` has ``self``'s dtype and shape except ``len(index)`` along
-        ``dim`` (RuntimeError otherwise); returns ``self`` (same as
-        ``torch.Tensor.index_copy_``)."""
+        ``dim`` (RuntimeError otherwise, and when ``source`` shares only part of ``self``'s
+        memory); returns ``self`` (same as ``torch.Tensor.index_copy_``)."""
         index = _index_vector("index_copy_", index)
         if source._dtype is not self._dtype:
             raise RuntimeError(f"index_copy_(): self and source expected to have the same "
@@ -2988,6 +3005,7 @@ class Tensor(TensorBase, instance_class=True):
             raise RuntimeError(f"index_copy_(): source shape {tuple(source._shape)} does not "
                                f"match self's {tuple(self._shape)} with {index._shape[0]} "
                                f"indices along dim {dim}")
+        _check_partial_overlap(self, source)     # (torch's partial-overlap RuntimeError)
         return _O.index_put_(self, dim, index, source)
 
     def index_copy(self, dim: _int, index: Tensor, source: Tensor) -> Tensor:
@@ -3440,7 +3458,10 @@ class Tensor(TensorBase, instance_class=True):
     def kthvalue(self, k: _int, dim: _int = -1, keepdim: _bool = False) -> _rt.kthvalue:
         """The ``k``-th smallest value along ``dim`` and its index
         (``tensorplay.return_types.kthvalue``; NaN counts as the largest value), as
-        ``torch.Tensor.kthvalue``; RuntimeError for ``k`` outside ``[1, size]``."""
+        ``torch.Tensor.kthvalue``; RuntimeError for ``k`` outside ``[1, size]``. When the
+        ``k``-th value occurs more than once, the index on cpu is the one torch's cpu kernel
+        returns (same as ``torch.kthvalue``: its quickselect replayed on those slices); on other
+        devices the ``k``-th of a stable sort."""
         from . import return_types
         from ._ops.sorting_topk import kthvalue
         return return_types.kthvalue(*kthvalue(self, k, dim, keepdim))

@@ -51,7 +51,8 @@ __all__ = ["TensorBase", "instance_class", "row_major", "new_tensor", "new_tenso
            "set_requires_grad",
            "detach_history", "refresh_dispatch_key", "set_accumulator", "set_retains_grad",
            "set_view", "live_views", "made_in_no_grad", "set_view_version", "DataStorage",
-           "data_alias", "shared_storage", "set_capture", "set_layout", "set_native", "wrap_dim", "FIELDS",
+           "data_alias", "storage_tensors", "shared_storage", "is_dense", "partial_overlap",
+           "check_partial_overlap", "PARTIAL_OVERLAP_MSG", "set_capture", "set_layout", "set_native", "wrap_dim", "FIELDS",
            "SLOTS"]
 
 # Every field of a tensor. Public name (read-only by convention) -> slot (written only here and
@@ -528,6 +529,59 @@ def shared_storage(st):
     return st.shared if st.__class__ is DataStorage else st
 
 
+def is_dense(shape, stride) -> bool:
+    """torch's ``is_non_overlapping_and_dense``: some order of the dims (size-1 dims ignored)
+    has row-major strides."""
+    n = len(shape)
+    if n == 1:
+        return shape[0] < 2 or stride[0] == 1
+    req = 1
+    for i in sorted(range(n), key=lambda d: (shape[d] < 2, stride[d])):
+        if shape[i] < 2:
+            return True
+        if stride[i] != req:
+            return False
+        req *= shape[i]
+    return True
+
+
+PARTIAL_OVERLAP_MSG = ("unsupported operation: some elements of the input tensor and the "
+                       "written-to tensor refer to a single memory location. Please clone() the "
+                       "tensor before performing the operation.")
+
+
+def partial_overlap(out, t) -> bool:
+    """torch's ``get_overlap_status(out, t) == Partial``, the rule of its in-place ops and
+    ``out=``: the two tensors share a storage (``x.data`` counts as ``x``'s: ``shared_storage``),
+    both have elements and are dense and non-overlapping (``is_dense``; other layouts are torch's
+    "too hard": not refused), and their byte ranges intersect without being the same range with
+    the same strides (that is a full overlap: ``t`` is ``out`` itself, allowed)."""
+    if t is out or shared_storage(t._storage) is not shared_storage(out._storage):
+        return False
+    so, st = out._shape, t._shape
+    if 0 in so or 0 in st or not is_dense(so, out._stride) or not is_dense(st, t._stride):
+        return False
+    io, it = out._dtype.itemsize, t._dtype.itemsize
+    no = nt = 1
+    for s in so:
+        no *= s
+    for s in st:
+        nt *= s
+    o0, t0 = out._offset * io, t._offset * it
+    o1, t1 = o0 + no * io, t0 + nt * it
+    if o0 == t0 and o1 == t1:
+        return tuple(out._stride) != tuple(t._stride)
+    return o0 < t1 and t0 < o1
+
+
+def check_partial_overlap(out, t) -> None:
+    """``RuntimeError`` (torch's words) when ``partial_overlap(out, t)``: an op writing ``out``
+    would read elements of ``t`` it has already overwritten (or not yet). Called by the in-place
+    ops, ``out=`` and ``copy_`` for each input tensor whose storage may be ``out``'s."""
+    if partial_overlap(out, t):
+        raise RuntimeError(PARTIAL_OVERLAP_MSG)
+
+
 def data_alias(t):
     """``t.data``: a tensor over ``t``'s memory with ``t``'s layout, no history, not requiring
     grad, no view, and a version counter of its own (``DataStorage``), as torch's ``.data``;
@@ -539,7 +593,37 @@ def data_alias(t):
     a = new_tensor(alias, t._data, t._shape, t._stride, t._offset, t._dtype, t._device,
                    t._backend)
     a._bkey = a._dkey = t._bkey
+    # the memory's tensors that no view list reaches (the owner, each .data): a resize of any of
+    # them that moves the memory re-points the others (resize_, as torch's shared StorageImpl)
+    sh = alias.shared
+    try:
+        refs = sh.aliases
+    except AttributeError:
+        refs = sh.aliases = [_ref(t._base if t._base is not None else t)]
+    refs.append(_ref(a))
+    n = len(refs)
+    if n >= 16 and not n & (n - 1):     # dead ones dropped at 16, 32, 64... entries
+        refs[:] = [r for r in refs if r() is not None]
     return a
+
+
+def storage_tensors(t) -> list:
+    """Every live tensor known to share ``t``'s memory, ``t`` included: ``t``'s base and its
+    views, and, when a ``.data`` of that memory was taken (``data_alias``), the owner, each
+    alias and their views (torch's tensors sharing one ``StorageImpl``)."""
+    sh = shared_storage(t._storage)
+    bases = [t._base if t._base is not None else t]
+    for r in getattr(sh, "aliases", ()):
+        b = r()
+        if b is not None:
+            bases.append(b._base if b._base is not None else b)
+    out, seen = [], set()
+    for b in bases:
+        for u in (b, *live_views(b)):
+            if id(u) not in seen and shared_storage(u._storage) is sh:
+                seen.add(id(u))
+                out.append(u)
+    return out
 
 
 def set_view_version(t, version: int) -> None:

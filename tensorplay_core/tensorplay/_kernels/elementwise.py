@@ -31,6 +31,7 @@ import math
 
 from .. import _dtype
 from .._backend import contiguous_strides_cached
+from .._tensor_base import is_dense  # torch's is_non_overlapping_and_dense (also the overlap rule's)
 
 __all__ = ["CUDA_EAGER", "HALF_NUMBER_AT_FLOAT32", "OPS", "REDUCTIONS", "Pointwise", "Reduction"]
 
@@ -220,22 +221,6 @@ REDUCTIONS: dict = {r.name: r for r in (
 #   put the larger size outside (else the next operand decides), no decision keeps row-major
 #   order; the result is dense in that order (row-major when the order is row-major's).
 # Outputs the user gives (``out=``, in-place ops) keep their own layout: not this rule's concern.
-
-def is_dense(shape, stride) -> bool:
-    """torch's ``is_non_overlapping_and_dense``: some order of the dims (size-1 dims ignored)
-    has row-major strides."""
-    n = len(shape)
-    if n == 1:
-        return shape[0] < 2 or stride[0] == 1
-    req = 1
-    for i in sorted(range(n), key=lambda d: (shape[d] < 2, stride[d])):
-        if shape[i] < 2:
-            return True
-        if stride[i] != req:
-            return False
-        req *= shape[i]
-    return True
-
 
 def _sort_dims(n, should_swap) -> list:
     """The dims ``0..n-1`` innermost first, as torch sorts them for a layout (``infer_dense_strides``,

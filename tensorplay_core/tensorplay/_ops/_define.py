@@ -12,7 +12,7 @@ from __future__ import annotations
 from .. import _codegen, _dispatch, _pytree, _registry
 from .._dispatch import grad_state as _gm_state
 from .._schema import FunctionSchema
-from .._tensor_base import TensorBase, instance_class, shared_storage
+from .._tensor_base import TensorBase, check_partial_overlap, instance_class
 
 BUILTINS: dict[str, _registry.CustomOpDef] = {}
 
@@ -31,7 +31,7 @@ ops = _Ns()
 
 
 def defop(schema: str, *, meta=None, backward=None, setup=None, default=None, kernel=None,
-          scalar_ok=(), differentiable=True, tags=(), number_self=None):
+          scalar_ok=(), differentiable=True, tags=(), number_self=None, partial=()):
     """Declare built-in op ``tp::<name>`` from its schema.
 
     ``meta(*args)`` returns fake outputs (shape/dtype/strides); ``setup(ctx, inputs, output)`` +
@@ -43,7 +43,9 @@ def defop(schema: str, *, meta=None, backward=None, setup=None, default=None, ke
     values, compared by metadata only in checks). ``number_self``: for a binary op that torch
     also calls with a Python number first (``pow(2, t)``, ``bitwise_and(5, t)``), the Tensor
     method computing it with the tensor second (``"__rpow__"``), used on the dispatcher's error
-    path only (``_dispatch.bad_arguments``).
+    path only (``_dispatch.bad_arguments``). ``partial``: the tensor arguments that may not
+    share only part of the written argument's memory (torch's in-place ops: RuntimeError, see
+    ``_dispatch.make_call``).
     """
     sch = FunctionSchema.parse(schema if "::" in schema.split("(")[0] else "tp::" + schema)
     mutated = tuple(a.name for a in sch.arguments if a.is_write)
@@ -56,7 +58,8 @@ def defop(schema: str, *, meta=None, backward=None, setup=None, default=None, ke
         scalar_ok=scalar_ok, array_kernel=default is None,
         backward=backward, setup_context=setup if backward is not None else None)
     _dispatch.make_call(op, scalar_ok=scalar_ok, number_self=number_self,
-                        out=out_call if sch.qualname.split("::")[1] in OUT_OPS else None)
+                        out=out_call if sch.qualname.split("::")[1] in OUT_OPS else None,
+                        partial=partial)
     _registry.register_op(op)
     if default is not None:
         _registry.add_kernel(op, "default", default)
@@ -155,40 +158,14 @@ def check_out_grad(api: str, outs, results) -> None:
                                f"grad.")
 
 
-def _span(t):
-    """``t``'s elements as a half-open range of storage bytes (None when it has none)."""
-    if not t.numel():
-        return None
-    item = t.raw_dtype.itemsize
-    lo = hi = t.offset
-    for s, st in zip(t.raw_shape, t.stride_tuple):
-        if st > 0:
-            hi += (s - 1) * st
-        else:
-            lo += (s - 1) * st
-    return lo * item, (hi + 1) * item
-
-
 def check_out_overlap(out, inputs) -> None:
-    """torch's rule: ``out`` may be an input itself (the same elements in the same layout) but
-    must not share only some of an input's memory: ``RuntimeError`` then (nothing written).
-    ``x.data`` (and views of it) count as ``x``'s storage, as torch's."""
-    so = _span(out)
-    if so is None:
-        return
-    ost = shared_storage(out.storage_ref)     # (x.data: x's memory, a version counter of its own)
+    """torch's rule (``partial_overlap``): ``out`` may be an input itself (the same bytes with the
+    same strides) or share none of an input's memory, but must not share only some of it:
+    ``RuntimeError`` then (nothing written). ``x.data`` (and views of it) count as ``x``'s
+    storage, as torch's; layouts that are not dense (``x[::2]`` beside ``x[1::2]``) are not
+    refused, as torch's."""
     for t in _tensors_in(inputs):
-        if shared_storage(t.storage_ref) is not ost or t is out:
-            continue
-        st = _span(t)
-        if st is None or st[1] <= so[0] or so[1] <= st[0]:
-            continue
-        if t.offset == out.offset and tuple(t.raw_shape) == tuple(out.raw_shape) and \
-                tuple(t.stride_tuple) == tuple(out.stride_tuple) and t.raw_dtype is out.raw_dtype:
-            continue        # full overlap: out is that input (elementwise ops write in place)
-        raise RuntimeError("unsupported operation: some elements of the input tensor and the "
-                           "written-to tensor refer to a single memory location. Please clone() "
-                           "the tensor before performing the operation.")
+        check_partial_overlap(out, t)
 
 
 def check_out_type(api: str, out, n: int = 1):

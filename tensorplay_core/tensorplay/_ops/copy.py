@@ -112,7 +112,7 @@ def _copy_bw(ctx, g):
 
 
 defop("copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)", meta=_inplace_meta, setup=_copy_setup,
-      backward=_copy_bw, scalar_ok=("src",))
+      backward=_copy_bw, scalar_ok=("src",), partial=("src",))
 def _fill_setup(ctx, inputs, output):
     v = inputs[1]
     ctx.value = (v.shape, v.dtype) if is_tensor(v) else None
@@ -182,14 +182,14 @@ def _add_setup(ctx, inputs, output):
 defop("add_(Tensor(a!) self, Tensor other) -> Tensor(a!)", meta=_arith_inplace_meta("add_"),
       setup=_add_setup,
       backward=lambda ctx, g: (g, _grad_for(g, *ctx.other) if ctx.other is not None else None),
-      scalar_ok=("other",))
+      scalar_ok=("other",), partial=("other",))
 
 
 defop("sub_(Tensor(a!) self, Tensor other) -> Tensor(a!)",
       meta=_arith_inplace_meta("sub_", bool_rule="sub"), setup=_add_setup,
       backward=lambda ctx, g: (g, O.neg(_grad_for(g, *ctx.other)) if ctx.other is not None
                                else None),
-      scalar_ok=("other",))
+      scalar_ok=("other",), partial=("other",))
 
 
 def _mul_setup(ctx, inputs, output):
@@ -228,10 +228,10 @@ _div_bw = _scaling_bw(lambda g, o: O.div(g, o),
 
 
 defop("mul_(Tensor(a!) self, Tensor other) -> Tensor(a!)", meta=_arith_inplace_meta("mul_"),
-      setup=_mul_setup, backward=_mul_bw, scalar_ok=("other",))
+      setup=_mul_setup, backward=_mul_bw, scalar_ok=("other",), partial=("other",))
 defop("div_(Tensor(a!) self, Tensor other) -> Tensor(a!)",
       meta=_arith_inplace_meta("div_", floating=True), setup=_mul_setup, backward=_div_bw,
-      scalar_ok=("other",))
+      scalar_ok=("other",), partial=("other",))
 
 __all__ = ["Device"]
 
@@ -278,8 +278,9 @@ def resize_tensor(t, shape: tuple, public: bool = True):
             numel *= s
         need = (t.offset + numel) * t.raw_dtype.itemsize if numel else 0
         if t.native is None:                       # fake: the storage's size only
-            if need > st.nbytes and type(st) is Storage:
-                st.nbytes = need
+            sh = tb.shared_storage(st)               # (x.data: x's storage's size)
+            if need > sh.nbytes and type(sh) is Storage:
+                sh.nbytes = need
             tb.set_layout(t, shape, stride)
         else:
             be = t.backend
@@ -294,10 +295,12 @@ def resize_tensor(t, shape: tuple, public: bool = True):
 
 def _grow_storage(t, st, be, need: int) -> None:
     """A new root array of at least ``need`` bytes for storage ``st`` (in its root's dtype), the
-    old bytes copied first; the tensors known to share ``st`` (``t``'s base and the base's live
-    views) get native arrays over it."""
+    old bytes copied first; the tensors known to share ``st``'s memory (``t``'s base and the
+    base's live views; the owner of a ``.data`` alias, the aliases and their views:
+    ``storage_tensors``) get native arrays over it, as torch's tensors over one storage."""
     from .. import _tensor_base as tb
     from .._backend import Storage
+    st = tb.shared_storage(st)     # (through x.data: x's storage, whose root and size grow)
     root = st.root
     rdt = be.dtype_of(root)
     item = rdt.itemsize
@@ -309,7 +312,6 @@ def _grow_storage(t, st, be, need: int) -> None:
     st.root = new
     if type(st) is Storage:
         st.nbytes = new_n * item
-    base = t.view_base if t.view_base is not None else t
-    for u in (base, *tb.live_views(base)):
-        if u is not t and u.storage_ref is st and u.native is not None:
+    for u in tb.storage_tensors(t):
+        if u is not t and u.native is not None:
             tb.set_native(u, be.as_strided(new, u.raw_shape, u.stride_tuple, u.offset))

@@ -260,7 +260,7 @@ defop("scatter(Tensor self, SymInt dim, Tensor index, Tensor src) -> Tensor",
       meta=_scatter_meta, setup=_scatter_setup, backward=_scatter_bw, scalar_ok=("src",))
 defop("scatter_(Tensor(a!) self, SymInt dim, Tensor index, Tensor src) -> Tensor(a!)",
       meta=lambda x, dim, index, src: (_scatter_meta(x, dim, index, src), x)[1],
-      setup=_scatter_setup, backward=_scatter_bw, scalar_ok=("src",))
+      setup=_scatter_setup, backward=_scatter_bw, scalar_ok=("src",), partial=("src",))
 
 
 def _nonzero_meta(x):

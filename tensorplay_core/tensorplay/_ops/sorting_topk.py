@@ -81,8 +81,11 @@ def _no_bool(api, x):
 
 def kthvalue(x, k, dim=-1, keepdim=False):
     """The ``k``-th smallest element along ``dim`` and its index, as ``torch.kthvalue`` (NaN
-    counts as the largest value). Among equal values the index is one of theirs (torch does not
-    specify which; here: the ``k``-th of a stable sort). ``RuntimeError`` when ``k`` is not in
+    counts as the largest value). Among equal values (the ``k``-th value occurring more than
+    once in a slice) the index on cpu is the one torch's cpu kernel returns (same as
+    ``torch.kthvalue``: its quickselect, ``_torch_kth_index``, replayed on that slice's values;
+    slices without such ties pay nothing more); on other devices, the ``k``-th of a stable sort
+    (torch's cuda kernel specifies none either). ``RuntimeError`` when ``k`` is not in
     ``[1, size]``."""
     _check_tensor("kthvalue", x)
     _no_bool("kthvalue", x)
@@ -90,8 +93,79 @@ def kthvalue(x, k, dim=-1, keepdim=False):
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= n:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}")
     with NoGradBlock():
-        si = O.sort(xs, d, False, stable=True)[1]
-    return _take(x, xs, d, O.narrow(si, d, k - 1, 1), keepdim)
+        sv, si = O.sort(xs, d, False, stable=True)
+        idx = O.narrow(si, d, k - 1, 1)
+        if n > 1 and xs.device.type == "cpu" and xs.native is not None:
+            idx = _cpu_tie_indices(xs, d, n, k, sv, idx)
+    return _take(x, xs, d, idx, keepdim)
+
+
+def _cpu_tie_indices(xs, d, n, k, sv, idx):
+    """``idx`` (the stable sort's ``k``-th index, kept dim ``d``) with torch's cpu choice in the
+    slices whose ``k``-th value occurs more than once (a sorted neighbour in ``sv`` equal to it;
+    NaN ties NaN): ``_torch_kth_index`` on those slices' values (read to the host; the others
+    keep ``idx``, which is then the only index). The neighbours are read to the host, at most
+    three values a slice: no pass over the input."""
+    lo, hi = max(k - 2, 0), min(k + 1, n)
+    near = O.narrow(sv, d, lo, hi - lo).movedim(d, -1).reshape(-1, hi - lo).tolist()
+    at = k - 1 - lo
+    tied = [any(u == w[at] or (u != u and w[at] != w[at]) for j, u in enumerate(w) if j != at)
+            for w in near]
+    if not any(tied):
+        return idx
+    rows = xs.movedim(d, -1).reshape(-1, n)
+    flat = idx.movedim(d, -1).reshape(-1).tolist()
+    for r, t in enumerate(tied):
+        if t:
+            flat[r] = _torch_kth_index(rows[r].tolist(), k - 1)
+    moved = idx.movedim(d, -1)
+    return idx.new_tensor(flat).reshape(moved.shape).movedim(-1, d)
+
+
+def _torch_kth_index(a, k0):
+    """The index that torch's cpu ``kthvalue`` kernel (``quick_select_template`` of
+    ATen/native/SortingUtils.h: median-of-three pivot, NaN greater than every number) leaves at
+    position ``k0`` of the list ``a``: torch's answer among equal values, replayed step by step."""
+    ix = list(range(len(a)))
+
+    def gt(x, y):
+        return (x != x and y == y) or x > y
+
+    def sw(i, j):
+        a[i], a[j] = a[j], a[i]
+        ix[i], ix[j] = ix[j], ix[i]
+
+    lo, hi = 0, len(a) - 1
+    while True:
+        if hi <= lo:
+            return ix[k0]
+        if hi == lo + 1:
+            if gt(a[lo], a[hi]):
+                sw(lo, hi)
+            return ix[k0]
+        sw(lo + (hi - lo) // 2, lo + 1)
+        if gt(a[lo + 1], a[hi]):
+            sw(lo + 1, hi)
+        if gt(a[lo], a[hi]):
+            sw(lo, hi)
+        if gt(a[lo + 1], a[lo]):
+            sw(lo + 1, lo)
+        i, j, piv = lo + 1, hi, a[lo]
+        while True:
+            i += 1
+            while gt(piv, a[i]):
+                i += 1
+            j -= 1
+            while gt(a[j], piv):
+                j -= 1
+            if j < i:
+                break
+            sw(i, j)
+        sw(lo, j)
+        if j <= k0:
+            lo = i
+        if j >= k0:
+            hi = j - 1
 
 
 def median_dim(x, dim, keepdim=False, nan_ignored=False):
