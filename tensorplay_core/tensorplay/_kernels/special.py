@@ -17,9 +17,9 @@ and ``_ERFINV_C``/``_ERFINV_T`` (erfinv's first guess) are fitted to those serie
 (tests/test_special46.py checks it against Python's ``math`` and closed forms):
 erfc/erfcx/erfinv/ndtri within a few ulp; lgamma a few ulp away from its roots (absolute error
 ~1e-16 near the roots of negative arguments); digamma within 3 ulp on (0, 1), 2 on [1, 2), 1
-on [2, 10) (Taylor tables, ``_tables().psi_tab``), 2 beyond, and at negative arguments within 4
-ulp of the larger term of its reflection (session 48: dense grids against 50-digit references);
-polygamma a few ulp away from its zeros; i0/i0e/i1/i1e a few ulp.
+on [2, 10) (Taylor tables, ``_psi_tab``), 2 beyond, and at negative arguments within 6 ulp of
+the larger term of its reflection (28 next to -1/2; session 48, dense grids against 50-digit
+references); polygamma a few ulp away from its zeros; i0/i0e/i1/i1e a few ulp.
 
 Cost: on NumPy (the cpu device) each branch of a function runs on its own lanes only
 (``branch``: gathered, computed, scattered back) and arrays of more than ``_BLOCK`` elements go
@@ -62,10 +62,12 @@ _BESSEL_SERIES_TERMS = 44
 _BESSEL_SERIES = [[1.0 / (math.factorial(k) * math.factorial(k + nu))
                    for k in range(_BESSEL_SERIES_TERMS)] for nu in (0, 1)]
 _PSI_ROOT_TERMS = 40           # digamma's Taylor series about its positive zero, on [1, 2)
-# digamma on [2, 10): Taylor tables at the centres 2.125, 2.375, ..., 9.875 (|h| <= 1/8 from the
-# nearest; the term h^k zeta(k + 1, c) is below 1e-17 of psi(c) from k = 14 on at c = 2.125)
-_PSI_TAB_STEP = 0.25
-_PSI_TAB_CENTRES, _PSI_TAB_TERMS = 32, 14
+# digamma on [2, 10): Taylor tables at the centres 2 + (j + 1/2)/16, j < 128 (|h| <= 1/32 from
+# the nearest; the term h^k zeta(k + 1, c) is below 1e-18 of psi(c) from k = 10 on at c = 2.03).
+# Steps of 1/4 needed 14 terms, 1/8 11: each term is a gather, and 10 made the branch 10% faster
+# than the shift to 10 it replaced, 14 25% slower (session 48)
+_PSI_TAB_STEP = 1.0 / 16
+_PSI_TAB_CENTRES, _PSI_TAB_TERMS = 128, 10
 _BLOCK = 65536                 # elements per block of a large NumPy array (temporaries in L2)
 
 
@@ -202,18 +204,31 @@ def _psi_decimal(x, bern: list):
 
 
 def _psi_taylor_table(bern: list):
-    """digamma's Taylor coefficients at the centres 2.125, 2.375, ..., 9.875
-    (``_PSI_TAB_TERMS`` each): psi(c) from 40-digit decimal arithmetic (rounded once), then
-    psi^(k)(c) / k! = (-1)^(k+1) zeta(k+1, c)."""
+    """digamma's Taylor coefficients at the centres c = 2 + (j + 1/2) / 16 (``_PSI_TAB_TERMS``
+    each, a row per centre): psi(c) in 40-digit decimal arithmetic (on [2, 3), then psi(c + 1) =
+    psi(c) + 1/c), rounded once; psi^(k)(c) / k! = (-1)^(k+1) zeta(k+1, c), with zeta(s, c) =
+    zeta(s, c + m) + sum_{i<m} (c + i)^-s from the centres of [9, 10) (``math.fsum``: each
+    coefficient within ~1 ulp)."""
     from decimal import Decimal, localcontext
-    rows = []
+    per_unit = int(round(1 / _PSI_TAB_STEP))
+    units = _PSI_TAB_CENTRES // per_unit
+    cs = [2.0 + _PSI_TAB_STEP * (j + 0.5) for j in range(_PSI_TAB_CENTRES)]
+    psi = [None] * _PSI_TAB_CENTRES
     with localcontext() as ctx:
         ctx.prec = 40
-        for j in range(_PSI_TAB_CENTRES):
-            c = 2.0 + _PSI_TAB_STEP * (j + 0.5)
-            rows.append([float(_psi_decimal(Decimal(c), bern))]
-                        + [(-1) ** (k + 1) * _zeta_tail(k + 1, c, bern)
-                           for k in range(1, _PSI_TAB_TERMS)])
+        for j in range(per_unit):
+            d = _psi_decimal(Decimal(cs[j]), bern)
+            for u in range(units):
+                psi[j + u * per_unit] = float(d)
+                d += 1 / Decimal(cs[j] + u)          # (exact: c + u, c a multiple of 1/32)
+    top = [[_zeta_tail(k + 1, cs[j + (units - 1) * per_unit], bern)
+            for k in range(1, _PSI_TAB_TERMS)] for j in range(per_unit)]
+    rows = []
+    for j in range(_PSI_TAB_CENTRES):
+        c, m = cs[j], units - 1 - j // per_unit
+        rows.append([psi[j]] + [(-1) ** (k + 1) * math.fsum(
+            [top[j % per_unit][k - 1]] + [(c + i) ** -float(k + 1) for i in range(m)])
+            for k in range(1, _PSI_TAB_TERMS)])
     return rows
 
 
@@ -240,6 +255,18 @@ def _psi_root(bern: list):
 _TABLES = None
 
 
+_PSI_TAB = None
+
+
+def _psi_tab():
+    """digamma's Taylor tables on [2, 10) (``_psi_taylor_table``), made on the first digamma
+    call that needs them (~7 ms: the other special functions do not pay for them)."""
+    global _PSI_TAB
+    if _PSI_TAB is None:
+        _PSI_TAB = _psi_taylor_table(_bernoulli(26))
+    return _PSI_TAB
+
+
 def _tables():
     """The coefficient tables, made on the first special-function call (~10 ms, so loading a
     backend costs nothing for programs that never call one)."""
@@ -259,7 +286,7 @@ def _tables():
         stirling=[float(bern[2 * k] / (2 * k * (2 * k - 1))) for k in range(1, 11)],
         # digamma: psi(x) = log x - 1/(2x) - sum B_2k / (2k x^2k)
         psi_asym=[float(bern[2 * k] / (2 * k)) for k in range(1, 11)],
-        psi_root=_psi_root(bern), psi_tab=_psi_taylor_table(bern),
+        psi_root=_psi_root(bern),
         # Euler-Maclaurin: B_2j / (2j)!
         em=[float(bern[2 * j]) / math.factorial(2 * j) for j in range(1, 14)],
         erfc=_erfc_taylor_table(),
@@ -419,6 +446,10 @@ def bind(c) -> dict:
         return xp.log(y) - 0.5 / y - z * _horner(None, z, _PSI_ASYM)
 
     psi_tables = {}
+    I64 = nd(_dtype.int64)
+    # a gather: NumPy's method on the host (xp.take's wrapper costs ~0.8 us a call, ten calls
+    # per digamma on [2, 10): 10% of a 16-element call)
+    take = (lambda a, i: a.take(i)) if numpy_mod is not None else xp.take
 
     def psi_table(like):
         """The Taylor tables of digamma on [2, 10) as a (terms, centres) array on ``like``'s
@@ -426,7 +457,7 @@ def bind(c) -> dict:
         dev = getattr(like, "device", None)
         t = psi_tables.get("tab")
         if t is None or t[0] != dev:
-            arr = xp.asarray([list(col) for col in zip(*_tables().psi_tab)], dtype=F64)
+            arr = xp.asarray([list(col) for col in zip(*_psi_tab())], dtype=F64)
             if dev is not None and getattr(arr, "device", dev) != dev:
                 arr = xp.asarray(arr, device=dev)
             psi_tables["tab"] = t = (dev, arr)
@@ -434,20 +465,25 @@ def bind(c) -> dict:
 
     def psi_taylor(y):
         """digamma of 2 <= y < 10 from the Taylor table of the nearest centre c (y - c exact,
-        |y - c| <= 1/8; all terms computed in float64 and added to psi(c) last: ~1 ulp, where
+        |y - c| <= 1/32; all terms computed in float64 and added to psi(c) last: ~1 ulp, where
         the shift to 10 and the asymptotic series lost up to 8 ulp to cancellation below
         psi = 1 and 4 ulp beyond, session 48)."""
         tab = psi_table(y)
-        idx = xp.clip(xp.floor((y - 2.0) * (1 / _PSI_TAB_STEP)), 0.0,
-                      float(_PSI_TAB_CENTRES - 1))
-        h = xp.reshape(y - (2.0 + _PSI_TAB_STEP * (idx + 0.5)), (-1,))
-        coefs = xp.take(tab, xp.reshape(xp.astype(idx, nd(_dtype.int64)), (-1,)), axis=1)
-        p = h * coefs[_PSI_TAB_TERMS - 1]
+        shape = y.shape
+        if len(shape) != 1:                      # (off NumPy: the kernel's own shape)
+            y = xp.reshape(y, (-1,))
+        # the cell: y - 2 and its scaling are exact, so idx is in [0, 127] with no clip (the
+        # lanes outside [2, 10) are never here: gathered out on NumPy, 3.0 elsewhere)
+        idx = xp.floor((y - 2.0) * (1 / _PSI_TAB_STEP))
+        h = y - (2.0 + _PSI_TAB_STEP * (idx + 0.5))
+        ii = xp.astype(idx, I64)
+        # one gather per term from its row (a (terms, n) gather at once was 5% slower)
+        p = h * take(tab[_PSI_TAB_TERMS - 1], ii)
         for j in range(_PSI_TAB_TERMS - 2, 0, -1):
-            p += coefs[j]
+            p += take(tab[j], ii)
             p *= h
-        p += coefs[0]
-        return xp.reshape(p, y.shape)
+        p += take(tab[0], ii)
+        return p if len(shape) == 1 else xp.reshape(p, shape)
 
     def psi_root(x):
         """digamma of 0 < x < 2: on [1, 2) the polynomial about the zero x0 = 1.4616...
@@ -460,19 +496,15 @@ def bind(c) -> dict:
         return xp.where(down, rr - 1.0 / x, rr)
 
     def reflect_psi(v):
-        # pi cot(pi v) from f = v - round(v), the signed distance to the nearest integer
-        # (exact): 1 / tan(pi f) for |f| < 1/4, tan(pi (1/2 - |f|)) with f's sign beyond (1/2 -
-        # |f| exact; either tangent's argument within pi/4, where its condition is below 2).
-        # torch's tan(pi (v - trunc(v))) lost up to 640 ulp of the reflection's larger term
-        # next to the integer above v (pi f rounded near pi, where tan is small), and ~30 next
-        # to the half-integers (near pi/2, tan's pole). NaN at the integers (torch: psi is NaN
-        # at the negative integers).
+        # pi / tan(pi f), f = v - round(v) (exact), the distance to the nearest integer: torch's
+        # v - trunc(v) lost up to 640 ulp of the reflection's larger term next to the integer
+        # above v (pi f rounded near pi, where tan is small); |f| <= 1/2 leaves 28 ulp at -1/2
+        # (pi f rounded near tan's pole; torch's too) and 6 below -1. Taking tan(pi (1/2 - |f|))
+        # beyond |f| = 1/4 made that 3 and 4 but doubled this function's cost (fresh temporaries;
+        # digamma of 20u 15% slower, session 48). NaN at the integers (torch: psi is NaN at
+        # the negative integers).
         frac = v - xp.round(v)
-        a = xp.abs(frac)
-        near = a < 0.25
-        t = xp.tan(_PI * xp.where(near, frac, 0.5 - a))
-        cot = xp.where(near, 1.0 / t, xp.where(frac < 0, -t, t))
-        return xp.where(frac == 0, full(v, nan), _PI * cot)
+        return xp.where(frac == 0, full(v, nan), _PI / xp.tan(_PI * frac))
 
     def digamma64(x):
         neg = x < 0
