@@ -13,7 +13,9 @@ double and the solution refined with them (so the fit is not limited by the norm
 conditioning). The error minimised is relative, times a weight: for erf's second branch
 erfc(x)/erf(x), i.e. the error that branch leaves in erf itself. lgamma's references are its
 Taylor series about 1 and 2 (58 terms; coefficients from zeta values, ``special._tables``) summed
-exactly in rational arithmetic, where they converge to below 1e-17.
+exactly in rational arithmetic, where they converge to below 1e-17. (digamma's Taylor tables on
+[2, 10), ``special._psi_taylor_table``, are not fitted: psi(c) in 40-digit decimal arithmetic and
+zeta values, computed on the first digamma call.)
 """
 
 from __future__ import annotations

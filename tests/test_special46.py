@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+import zlib
 from decimal import Decimal, getcontext
 from fractions import Fraction
 
@@ -19,7 +20,13 @@ import tensorplay.special as S
 
 F64, F32 = tp.float64, tp.float32
 EULER = 0.57721566490153286061
-_R = np.random.default_rng(46)
+
+
+@pytest.fixture
+def rng(request):
+    """A generator of each test's own, seeded from the test's name (parameters included): what
+    a test draws does not depend on which tests ran before it in the process (serial, -n 15)."""
+    return np.random.default_rng(zlib.crc32(request.node.name.encode()))
 
 
 def _t(values, dtype=F64, grad=False):
@@ -117,16 +124,16 @@ def _hurwitz_ref(s: int, q: float) -> Decimal:
 
 
 # -- float64 accuracy ------------------------------------------------------------------------------
-def test_lgamma_float64_within_a_few_ulp_of_a_50_digit_reference():
-    x = np.concatenate([_R.uniform(0, 12, 400), _R.uniform(0.9, 1.1, 60),
-                        _R.uniform(1.9, 2.1, 60), np.exp(_R.uniform(-40, 60, 100))])
+def test_lgamma_float64_within_a_few_ulp_of_a_50_digit_reference(rng):
+    x = np.concatenate([rng.uniform(0, 12, 400), rng.uniform(0.9, 1.1, 60),
+                        rng.uniform(1.9, 2.1, 60), np.exp(rng.uniform(-40, 60, 100))])
     got = _np(tp.lgamma(_t(x)))
     ref = np.array([_lgamma_ref(v) for v in x])
     assert _ulps(got, ref).max() <= 4
 
 
-def test_lgamma_matches_math_lgamma_including_negative_arguments():
-    x = np.concatenate([_R.uniform(-30, 30, 400), -np.exp(_R.uniform(-20, 6, 100))])
+def test_lgamma_matches_math_lgamma_including_negative_arguments(rng):
+    x = np.concatenate([rng.uniform(-30, 30, 400), -np.exp(rng.uniform(-20, 6, 100))])
     x = x[np.abs(x - np.round(x)) > 1e-3]          # away from the poles
     got = _np(tp.lgamma(_t(x)))
     ref = np.array([math.lgamma(v) for v in x])
@@ -134,8 +141,8 @@ def test_lgamma_matches_math_lgamma_including_negative_arguments():
     np.testing.assert_allclose(got, ref, rtol=1e-13, atol=1e-14)
 
 
-def test_erfc_float64_within_a_few_ulp_of_math_erfc_and_the_reference():
-    x = np.concatenate([_R.uniform(-6, 27, 1500), _R.uniform(-0.6, 0.6, 200),
+def test_erfc_float64_within_a_few_ulp_of_math_erfc_and_the_reference(rng):
+    x = np.concatenate([rng.uniform(-6, 27, 1500), rng.uniform(-0.6, 0.6, 200),
                         np.array([0.5, 0.625, 6.125, 6.0, 26.5])])
     got = _np(tp.erfc(_t(x)))
     assert _ulps(got, [math.erfc(v) for v in x]).max() <= 6
@@ -143,8 +150,8 @@ def test_erfc_float64_within_a_few_ulp_of_math_erfc_and_the_reference():
     assert _ulps(_np(tp.erfc(_t(sub))), [_erfc_ref(v) for v in sub]).max() <= 4
 
 
-def test_erfcx_is_exp_x2_erfc_with_relative_accuracy_in_the_tail():
-    x = np.concatenate([_R.uniform(-5, 30, 300), np.array([1e3, 1e8, 1e300])])
+def test_erfcx_is_exp_x2_erfc_with_relative_accuracy_in_the_tail(rng):
+    x = np.concatenate([rng.uniform(-5, 30, 300), np.array([1e3, 1e8, 1e300])])
     got = _np(S.erfcx(_t(x)))
     ref = []
     for v in x:
@@ -159,8 +166,8 @@ def test_erfcx_is_exp_x2_erfc_with_relative_accuracy_in_the_tail():
     assert _ulps(got, ref).max() <= 8
 
 
-def test_erfinv_inverts_erf_to_an_ulp():
-    x = _R.uniform(-5.8, 5.8, 1500)
+def test_erfinv_inverts_erf_to_an_ulp(rng):
+    x = rng.uniform(-5.8, 5.8, 1500)
     y = np.array([math.erf(v) for v in x])
     inv = _np(tp.erfinv(_t(y)))
     assert _ulps([math.erf(v) for v in inv], y).max() <= 2
@@ -168,9 +175,9 @@ def test_erfinv_inverts_erf_to_an_ulp():
     assert _ulps(inv[small], x[small]).max() <= 4
 
 
-def test_ndtri_inverts_ndtr_in_both_tails():
-    p = np.concatenate([_R.uniform(0, 1, 500), np.exp(_R.uniform(-700, -1, 200)),
-                        1 - np.exp(_R.uniform(-36, -1, 100))])
+def test_ndtri_inverts_ndtr_in_both_tails(rng):
+    p = np.concatenate([rng.uniform(0, 1, 500), np.exp(rng.uniform(-700, -1, 200)),
+                        1 - np.exp(rng.uniform(-36, -1, 100))])
     x = _np(S.ndtri(_t(p)))
     back = np.array([0.5 * math.erfc(-v / math.sqrt(2)) for v in x])
     # the round trip's own error: ndtr's argument -x/sqrt(2) rounded (relative ~x^2 eps)
@@ -179,14 +186,14 @@ def test_ndtri_inverts_ndtr_in_both_tails():
     assert _np(S.ndtri(_t([0.5, 0.0, 1.0]))).tolist() == [0.0, -math.inf, math.inf]
 
 
-def test_digamma_closed_forms_recurrence_and_reflection():
+def test_digamma_closed_forms_recurrence_and_reflection(rng):
     g = Decimal("0.57721566490153286060651209008240243104215933593992")
     ln4 = Decimal(4).ln()
     xs = [1.0, 0.5, 2.0, 5.0, 1.5, 10.5]
     ref = [-g, -g - ln4, 1 - g, 1 + Decimal(1) / 2 + Decimal(1) / 3 + Decimal(1) / 4 - g,
            -g - ln4 + 2, -g - ln4 + sum(Decimal(2) / (2 * k - 1) for k in range(1, 11))]
     assert _ulps(_np(tp.digamma(_t(xs))), [float(r) for r in ref]).max() <= 4
-    x = _R.uniform(0.1, 30, 300)
+    x = rng.uniform(0.1, 30, 300)
     d0, d1 = _np(tp.digamma(_t(x))), _np(tp.digamma(_t(x + 1)))
     np.testing.assert_allclose(d1, d0 + 1 / x, rtol=1e-14, atol=1e-14)
     xn = -x[np.abs(x - np.round(x)) > 1e-2]
@@ -196,8 +203,8 @@ def test_digamma_closed_forms_recurrence_and_reflection():
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 5])
-def test_polygamma_matches_hurwitz_zeta_reference(n):
-    x = np.concatenate([_R.uniform(0.5, 30, 120), np.exp(_R.uniform(-8, 8, 40))])
+def test_polygamma_matches_hurwitz_zeta_reference(n, rng):
+    x = np.concatenate([rng.uniform(0.5, 30, 120), np.exp(rng.uniform(-8, 8, 40))])
     ref = [float((-1) ** (n + 1) * math.factorial(n) * _hurwitz_ref(n + 1, v)) for v in x]
     assert _ulps(_np(tp.polygamma(n, _t(x))), ref).max() <= 8
 
@@ -217,26 +224,26 @@ def test_polygamma_closed_forms():
 
 @pytest.mark.parametrize("name,nu,scaled", [("i0", 0, False), ("i1", 1, False),
                                             ("i0e", 0, True), ("i1e", 1, True)])
-def test_modified_bessel_against_the_power_series(name, nu, scaled):
-    x = np.concatenate([_R.uniform(-40, 40, 300), _R.uniform(-600, 600, 60)])
+def test_modified_bessel_against_the_power_series(name, nu, scaled, rng):
+    x = np.concatenate([rng.uniform(-40, 40, 300), rng.uniform(-600, 600, 60)])
     ref = [_bessel_ref(nu, v, scaled) for v in x]
     assert _ulps(_np(getattr(S, name)(_t(x))), ref).max() <= 12
 
 
-def test_sinc_mvlgamma_xlog1py_logit_against_math():
-    x = _R.uniform(-5, 5, 200)
+def test_sinc_mvlgamma_xlog1py_logit_against_math(rng):
+    x = rng.uniform(-5, 5, 200)
     np.testing.assert_allclose(_np(tp.sinc(_t(x))), np.sin(np.pi * x) / (np.pi * x), rtol=1e-14)
-    z = _R.uniform(1.6, 9, 100)
+    z = rng.uniform(1.6, 9, 100)
     for p in (1, 2, 4):
         ref = [p * (p - 1) / 4 * math.log(math.pi) + sum(math.lgamma(v - i / 2) for i in range(p))
                for v in z]
         # (math.lgamma, a Lanczos sum, keeps ~1e-16 absolute accuracy next to lgamma's zeros)
         np.testing.assert_allclose(_np(tp.mvlgamma(_t(z), p)), ref, rtol=1e-13, atol=1e-15)
         np.testing.assert_allclose(_np(S.multigammaln(_t(z), p)), ref, rtol=1e-13, atol=1e-15)
-    a, b = _R.uniform(-3, 3, 50), _R.uniform(-0.9, 5, 50)
+    a, b = rng.uniform(-3, 3, 50), rng.uniform(-0.9, 5, 50)
     np.testing.assert_allclose(_np(S.xlog1py(_t(a), _t(b))),
                                [u * math.log1p(v) for u, v in zip(a, b)], rtol=1e-14)
-    u = _R.uniform(0.01, 0.99, 50)
+    u = rng.uniform(0.01, 0.99, 50)
     np.testing.assert_allclose(_np(tp.logit(_t(u))), np.log(u / (1 - u)), rtol=1e-13)
 
 
@@ -266,9 +273,9 @@ def _fn(name):
 
 
 @pytest.mark.parametrize("name", UNARY + SPECIAL_UNARY)
-def test_float32_is_the_float64_result_rounded_once(name):
+def test_float32_is_the_float64_result_rounded_once(name, rng):
     lo, hi = DOMAIN.get(name, (-6.0, 6.0))
-    x32 = _R.uniform(lo, hi, 400).astype(np.float32)
+    x32 = rng.uniform(lo, hi, 400).astype(np.float32)
     f = _fn(name)
     r32 = f(tp.tensor(x32.tolist(), dtype=F32))
     assert r32.dtype is F32
@@ -463,8 +470,8 @@ GRADCHECK = [
 
 
 @pytest.mark.parametrize("name,fn", GRADCHECK, ids=[g[0] for g in GRADCHECK])
-def test_gradcheck(name, fn):
-    x = _t(_R.uniform(0.05, 0.95, 6), grad=True)
+def test_gradcheck(name, fn, rng):
+    x = _t(rng.uniform(0.05, 0.95, 6), grad=True)
     assert tp.autograd.gradcheck(fn, (x,))
 
 
@@ -512,13 +519,13 @@ def test_fake_rules():
         assert tp.polygamma(2, x).shape == (2, 3)
 
 
-def test_compile_matches_eager():
+def test_compile_matches_eager(rng):
     def f(x):
         return S.gammaln(x) + S.erfcx(x) * S.i1e(x) + tp.frexp(x).mantissa + S.log_ndtr(x)
-    x = _t(_R.uniform(0.1, 3, 5))
+    x = _t(rng.uniform(0.1, 3, 5))
     cf = tp.compile(f)
     np.testing.assert_allclose(_np(cf(x)), _np(f(x)), rtol=1e-15)
-    y = _t(_R.uniform(0.1, 3, 7))       # a second shape
+    y = _t(rng.uniform(0.1, 3, 7))       # a second shape
     np.testing.assert_allclose(_np(cf(y)), _np(f(y)), rtol=1e-15)
 
 
@@ -566,19 +573,19 @@ def test_module_functions_take_torch_out():
 
 
 # -- erf's approximations (session 46, h-specialfast46) and large arrays in blocks -----------------
-def test_erf_float64_within_two_ulp_of_math_erf_in_both_branches_and_past_them():
-    x = np.concatenate([_R.uniform(-7, 7, 3000), _R.uniform(-1.05, 1.05, 2000),
-                        np.exp(_R.uniform(-700, 3, 500)), [1.0, -1.0, 6.0, 27.0, 1e300]])
+def test_erf_float64_within_two_ulp_of_math_erf_in_both_branches_and_past_them(rng):
+    x = np.concatenate([rng.uniform(-7, 7, 3000), rng.uniform(-1.05, 1.05, 2000),
+                        np.exp(rng.uniform(-700, 3, 500)), [1.0, -1.0, 6.0, 27.0, 1e300]])
     got = _np(tp.erf(_t(x)))
     assert _ulps(got, [math.erf(v) for v in x]).max() <= 2
     r = _np(tp.erf(_t([0.0, -0.0, INF, -INF, NAN])))
     assert r[:4].tolist() == [0.0, -0.0, 1.0, -1.0] and np.signbit(r[1]) and math.isnan(r[4])
 
 
-def test_erf_float32_within_2e_7_relative_computed_in_float32():
+def test_erf_float32_within_2e_7_relative_computed_in_float32(rng):
     # (1.8e-7 measured over 2e6 points: 1.5 to 3 float32 ulp, by where the value sits in its
     # binade; the float32 evaluation of the float32 fits)
-    x = np.concatenate([_R.uniform(-5, 5, 4000), np.exp(_R.uniform(-80, 1.5, 1000))])
+    x = np.concatenate([rng.uniform(-5, 5, 4000), np.exp(rng.uniform(-80, 1.5, 1000))])
     x = x.astype(np.float32)
     got = tp.erf(tp.tensor(x)).numpy()
     assert got.dtype == np.float32
@@ -589,14 +596,14 @@ def test_erf_float32_within_2e_7_relative_computed_in_float32():
 @pytest.mark.parametrize("name", ["erf", "erfc", "lgamma", "digamma", "erfinv", "i0", "i1e",
                                   "ndtri", "erfcx"])
 @pytest.mark.parametrize("dtype", [F32, F64])
-def test_a_large_array_gives_each_element_its_small_array_value(name, dtype):
+def test_a_large_array_gives_each_element_its_small_array_value(name, dtype, rng):
     # large arrays are computed in cache-sized blocks: element by element the same result as
     # a short array's, for any layout (here a transposed, non-contiguous view)
     lo, hi = DOMAIN.get(name, (-6.0, 6.0))
     if name == "erfinv":
         lo, hi = -0.999, 0.999
     # (75300 elements: more than one block of either module, 32768 and 65536)
-    x = _R.uniform(lo, hi, (300, 251))
+    x = rng.uniform(lo, hi, (300, 251))
     t = tp.tensor(x, dtype=dtype).t()
     f = _fn(name)
     big = f(t)
@@ -635,12 +642,12 @@ def _device_path_kernels():
 @pytest.mark.parametrize("name", ["erf", "erfc", "erfcx", "erfinv", "ndtri", "lgamma", "digamma",
                                   "i0", "i0e", "i1", "i1e"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_the_device_path_without_host_reads_gives_the_cpu_values(name, dtype):
+def test_the_device_path_without_host_reads_gives_the_cpu_values(name, dtype, rng):
     kernels = _device_path_kernels()
     lo, hi = DOMAIN.get(name, (-30.0, 30.0))
     if name in ("erfinv", "ndtri"):
         lo, hi = (-1.0, 1.0) if name == "erfinv" else (0.0, 1.0)
-    x = np.concatenate([_R.uniform(lo, hi, 2000), _R.uniform(-1, 1, 199),
+    x = np.concatenate([rng.uniform(lo, hi, 2000), rng.uniform(-1, 1, 199),
                         [0.0, -0.0, INF, -INF, NAN, 1.0, 2.0, -3.0, 0.5, 6.15625, 30.0]])
     x = x.astype(dtype)
     with np.errstate(all="ignore"):
@@ -650,17 +657,112 @@ def test_the_device_path_without_host_reads_gives_the_cpu_values(name, dtype):
     np.testing.assert_array_equal(dev.reshape(-1), cpu)
 
 
-def test_digamma_float64_within_a_few_ulp_of_a_40_digit_reference_on_0_10():
-    # (below 1 it is psi(x + 1) - 1/x with psi(x + 1) from the polynomial about the zero; the
-    # shift by ten steps used before lost up to 11 ulp there to cancellation)
-    def psi_ref(v):
-        d, acc = Decimal(v), Decimal(0)
-        while d < 40:
-            acc -= 1 / d
-            d += 1
-        r = acc + d.ln() - 1 / (2 * d)
-        for k in range(1, 14):
-            r -= _D(_B[2 * k]) / (2 * k) / d ** (2 * k)
-        return float(r)
-    x = np.concatenate([_R.uniform(0.001, 10, 400), _R.uniform(0.8, 0.9, 100)])
-    assert _ulps(_np(tp.digamma(_t(x))), [psi_ref(v) for v in x]).max() <= 6
+# -- digamma and trigamma on dense grids (session 48, h-digamma48) ------------------------------
+def _psi_dec(d: Decimal) -> Decimal:
+    """digamma of a Decimal (any non-integer sign) to ~45 digits: the recurrence up to 40, then
+    the asymptotic series with 13 Bernoulli terms."""
+    acc = Decimal(0)
+    while d < 40:
+        acc -= 1 / d
+        d += 1
+    r = acc + d.ln() - 1 / (2 * d)
+    for k in range(1, 14):
+        r -= _D(_B[2 * k]) / (2 * k) / d ** (2 * k)
+    return r
+
+
+def _psi_ulps(x):
+    got = _np(tp.digamma(_t(x)))
+    with np.errstate(invalid="ignore"):       # (-inf at 5e-324, both)
+        return _ulps(got, [float(_psi_dec(Decimal(v))) for v in x])
+
+
+# digamma's own edges: its zero x0 and the neighbours, the ends of its branches ((0, 1) from
+# the polynomial about x0, [2, 10) from Taylor tables at 2 + (j + 1/2)/16, then the
+# asymptotic series), the tables' cells' ends
+_X0 = 1.4616321449683622
+_PSI_EDGES = np.array(
+    [5e-324, 1e-300, 1e-100, 1e-10, 1e-3, 0.5, np.nextafter(1.0, 0), 1.0, np.nextafter(1.0, 2),
+     np.nextafter(_X0, 0), _X0, np.nextafter(_X0, 2), np.nextafter(2.0, 0), 2.0, 3.0,
+     3.1266438753646115, np.nextafter(10.0, 0)]
+    + [v for k in range(129) for v in (np.nextafter(2 + k / 16, 0), 2 + k / 16)])
+
+
+def test_digamma_float64_within_3_ulp_of_a_50_digit_reference_on_0_10():
+    # a dense grid, [0.5, 1) denser (where the shift psi(x + 1) - 1/x rounds x + 1), and the
+    # edges. Measured (session 48, 6e5 points): 3 ulp below 1, 2 on [1, 2), 1 on [2, 10). The
+    # shift to 10 and the asymptotic series, on [3, 10) before, lost 8 ulp (3.1266, where psi
+    # falls below 1 and the terms are near 2.5) to cancellation, and 4 ulp on [2, 3) and [5, 10)
+    x = np.concatenate([np.linspace(1e-3, 10, 8001), np.linspace(0.5, 1, 2001),
+                        np.exp(np.linspace(-700, -7, 200)), _PSI_EDGES])
+    u = _psi_ulps(x)
+    assert u[x < 1].max() <= 3
+    assert u[(x >= 1) & (x < 2)].max() <= 2
+    assert u[x >= 2].max() <= 1, x[x >= 2][np.argmax(u[x >= 2])]
+
+
+def test_digamma_float64_within_2_ulp_from_10_on():
+    # (the asymptotic series; measured 2 ulp on 6e4 points of [10, 1e3], as torch's)
+    x = np.concatenate([np.linspace(10, 30, 2001), np.exp(np.linspace(np.log(30), 700, 1000)),
+                        [10.0, np.nextafter(10.0, 20), 54.977084399704864, 1e15, 1e300,
+                         1.7e308]])
+    assert _psi_ulps(x).max() <= 2
+
+
+def _reflection_ulps(x):
+    """digamma's error at negative x in ulps of the larger term of the reflection
+    psi(x) = psi(1 - x) - pi cot(pi x) (the error any evaluation through it can reach: its
+    relative error at psi's zeros is unbounded), both terms in 50 digits."""
+    got = _np(tp.digamma(_t(x)))
+    ref, scale = [], []
+    for v in x:
+        d = Decimal(v)
+        p, q = _psi_dec(d), _psi_dec(1 - d)
+        ref.append(float(p))
+        scale.append(float(max(abs(q), abs(q - p))))
+    return np.abs(got - ref) / np.spacing(scale)
+
+
+def test_digamma_negative_arguments_within_a_few_ulp_of_the_reflection_terms():
+    # pi / tan(pi f) with f = x - round(x) (exact); tan(pi (x - trunc(x))), as torch, lost up
+    # to 3e5 ulp of the larger term next to the integer above x (pi f rounded near pi, where
+    # tan is small; 640 on this grid without its edge points). Measured (session 48, this
+    # grid): 6 ulp below -1, 28 on (-1, 0), at -1/2 (pi / 2 rounded next to tan's pole, as
+    # torch's), where both terms are small
+    x = np.linspace(-30, -1e-3, 12001)
+    x = x[np.abs(x - np.round(x)) > 1e-9]
+    x = np.concatenate([x, [-1 + 2 ** -40, -2 - 2 ** -40, -3 + 1e-6, -29.999, -0.5, -7.5,
+                            -0.5040830082644554, -1e-300]])
+    u = _reflection_ulps(x)
+    assert u[x < -1].max() <= 6
+    assert u[x > -1].max() <= 28
+
+
+def test_digamma_float32_within_half_an_ulp_of_the_reference():
+    # (float64, rounded once)
+    x = np.concatenate([np.linspace(1e-3, 30, 6001), np.linspace(-20, -1e-3, 3001)])
+    x = x[np.abs(x - np.round(x)) > 1e-3].astype(np.float32)
+    got = tp.digamma(tp.tensor(x)).numpy().astype(np.float64)
+    ref = np.array([float(_psi_dec(Decimal(float(v)))) for v in x])
+    err = np.abs(got - ref) / np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64)
+    assert err.max() <= 0.5 + 1e-3
+
+
+def test_trigamma_negative_arguments_within_a_few_ulp_of_the_hurwitz_reference():
+    # sin(pi f) with f = x - round(x) exact; sin(pi x) lost 4e4 ulp at -28 (pi x rounded)
+    x = np.concatenate([np.linspace(-30, 0.5, 6001), [-29.75, -1e5 - 0.25, -0.5, -2.5]])
+    x = x[np.abs(x - np.round(x)) > 1e-9]
+    ref = [float(_hurwitz_ref(2, v)) for v in x]
+    u = _ulps(_np(tp.polygamma(1, _t(x))), ref)
+    assert u.max() <= 4, x[np.argmax(u)]
+
+
+def test_trigamma_at_the_non_positive_integers_is_torchs():
+    # torch 2.13's trigamma reflects through pi^2 / sin(pi x)^2 with sin(pi x) unreduced: a
+    # large finite value at a negative integer (sin(pi x) is pi x's rounding error, not 0), +inf
+    # at 0; tensorplay gives the same there (and the exact reduction elsewhere)
+    x = [-1.0, -2.0, -3.0, -10.0, -1e6, -(2.0 ** 52)]
+    got = _np(tp.polygamma(1, _t(x)))
+    assert got.tolist() == [math.pi ** 2 / math.sin(math.pi * v) ** 2 for v in x]
+    assert _np(tp.polygamma(1, _t([0.0, -0.0]))).tolist() == [INF, INF]
+    assert math.isnan(tp.polygamma(1, _t([-INF])).item())

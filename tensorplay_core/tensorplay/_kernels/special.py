@@ -16,8 +16,10 @@ and ``_ERFINV_C``/``_ERFINV_T`` (erfinv's first guess) are fitted to those serie
 ``math.erf`` pairs) by benchmarks/derive_special.py, which reproduces them. Accuracy in float64
 (tests/test_special46.py checks it against Python's ``math`` and closed forms):
 erfc/erfcx/erfinv/ndtri within a few ulp; lgamma a few ulp away from its roots (absolute error
-~1e-16 near the roots of negative arguments); digamma and polygamma a few ulp away from their
-zeros; i0/i0e/i1/i1e a few ulp.
+~1e-16 near the roots of negative arguments); digamma within 3 ulp on (0, 1), 2 on [1, 2), 1
+on [2, 10) (Taylor tables, ``_psi_tab``), 2 beyond, and at negative arguments within 6 ulp of
+the larger term of its reflection (28 next to -1/2; session 48, dense grids against 50-digit
+references); polygamma a few ulp away from its zeros; i0/i0e/i1/i1e a few ulp.
 
 Cost: on NumPy (the cpu device) each branch of a function runs on its own lanes only
 (``branch``: gathered, computed, scattered back) and arrays of more than ``_BLOCK`` elements go
@@ -60,6 +62,12 @@ _BESSEL_SERIES_TERMS = 44
 _BESSEL_SERIES = [[1.0 / (math.factorial(k) * math.factorial(k + nu))
                    for k in range(_BESSEL_SERIES_TERMS)] for nu in (0, 1)]
 _PSI_ROOT_TERMS = 40           # digamma's Taylor series about its positive zero, on [1, 2)
+# digamma on [2, 10): Taylor tables at the centres 2 + (j + 1/2)/16, j < 128 (|h| <= 1/32 from
+# the nearest; the term h^k zeta(k + 1, c) is below 1e-18 of psi(c) from k = 10 on at c = 2.03).
+# Steps of 1/4 needed 14 terms, 1/8 11: each term is a gather, and 10 made the branch 10% faster
+# than the shift to 10 it replaced, 14 25% slower (session 48)
+_PSI_TAB_STEP = 1.0 / 16
+_PSI_TAB_CENTRES, _PSI_TAB_TERMS = 128, 10
 _BLOCK = 65536                 # elements per block of a large NumPy array (temporaries in L2)
 
 
@@ -180,6 +188,50 @@ def _bessel_asym(nu: int, terms: int) -> list:
     return out
 
 
+def _psi_decimal(x, bern: list):
+    """digamma of the ``Decimal`` x > 0 in the current decimal context (40 digits: the
+    recurrence up to 40, then the asymptotic series with 12 Bernoulli terms, below 1e-40)."""
+    from decimal import Decimal
+    acc = Decimal(0)
+    while x < 40:
+        acc -= 1 / x
+        x += 1
+    r = acc + x.ln() - 1 / (2 * x)
+    for k in range(1, 13):
+        b = bern[2 * k]
+        r -= Decimal(b.numerator) / Decimal(b.denominator) / (2 * k) / x ** (2 * k)
+    return r
+
+
+def _psi_taylor_table(bern: list):
+    """digamma's Taylor coefficients at the centres c = 2 + (j + 1/2) / 16 (``_PSI_TAB_TERMS``
+    each, a row per centre): psi(c) in 40-digit decimal arithmetic (on [2, 3), then psi(c + 1) =
+    psi(c) + 1/c), rounded once; psi^(k)(c) / k! = (-1)^(k+1) zeta(k+1, c), with zeta(s, c) =
+    zeta(s, c + m) + sum_{i<m} (c + i)^-s from the centres of [9, 10) (``math.fsum``: each
+    coefficient within ~1 ulp)."""
+    from decimal import Decimal, localcontext
+    per_unit = int(round(1 / _PSI_TAB_STEP))
+    units = _PSI_TAB_CENTRES // per_unit
+    cs = [2.0 + _PSI_TAB_STEP * (j + 0.5) for j in range(_PSI_TAB_CENTRES)]
+    psi = [None] * _PSI_TAB_CENTRES
+    with localcontext() as ctx:
+        ctx.prec = 40
+        for j in range(per_unit):
+            d = _psi_decimal(Decimal(cs[j]), bern)
+            for u in range(units):
+                psi[j + u * per_unit] = float(d)
+                d += 1 / Decimal(cs[j] + u)          # (exact: c + u, c a multiple of 1/32)
+    top = [[_zeta_tail(k + 1, cs[j + (units - 1) * per_unit], bern)
+            for k in range(1, _PSI_TAB_TERMS)] for j in range(per_unit)]
+    rows = []
+    for j in range(_PSI_TAB_CENTRES):
+        c, m = cs[j], units - 1 - j // per_unit
+        rows.append([psi[j]] + [(-1) ** (k + 1) * math.fsum(
+            [top[j % per_unit][k - 1]] + [(c + i) ** -float(k + 1) for i in range(m)])
+            for k in range(1, _PSI_TAB_TERMS)])
+    return rows
+
+
 def _psi_root(bern: list):
     """(x0_hi, x0_lo, coefficients): x0 the positive zero of digamma to ~1e-32 (Newton's
     method in 40-digit decimal arithmetic), and psi's Taylor coefficients about it,
@@ -187,17 +239,9 @@ def _psi_root(bern: list):
     from decimal import Decimal, localcontext
     with localcontext() as ctx:
         ctx.prec = 40
-        bd = [Decimal(b.numerator) / Decimal(b.denominator) for b in bern]
 
         def psi(x):
-            acc = Decimal(0)
-            while x < 40:
-                acc -= 1 / x
-                x += 1
-            r = acc + x.ln() - 1 / (2 * x)
-            for k in range(1, 13):
-                r -= bd[2 * k] / (2 * k) / x ** (2 * k)
-            return r
+            return _psi_decimal(x, bern)
 
         x = Decimal("1.4616321449683623")
         for _ in range(3):
@@ -209,6 +253,18 @@ def _psi_root(bern: list):
 
 
 _TABLES = None
+
+
+_PSI_TAB = None
+
+
+def _psi_tab():
+    """digamma's Taylor tables on [2, 10) (``_psi_taylor_table``), made on the first digamma
+    call that needs them (~7 ms: the other special functions do not pay for them)."""
+    global _PSI_TAB
+    if _PSI_TAB is None:
+        _PSI_TAB = _psi_taylor_table(_bernoulli(26))
+    return _PSI_TAB
 
 
 def _tables():
@@ -389,37 +445,73 @@ def bind(c) -> dict:
         z = 1.0 / (y * y)
         return xp.log(y) - 0.5 / y - z * _horner(None, z, _PSI_ASYM)
 
-    def psi_shifted(y):
-        """digamma of 0 < y < 10: psi(y) = psi(y + 10) - sum_{j<10} 1 / (y + j) (a fixed shift:
-        no loop whose length depends on the lanes)."""
-        acc = 1.0 / y
-        for j in range(1, 10):
-            acc = acc + 1.0 / (y + float(j))
-        return psi_asym(y + 10.0) - acc
+    psi_tables = {}
+    I64 = nd(_dtype.int64)
+    # a gather: NumPy's method on the host (xp.take's wrapper costs ~0.8 us a call, ten calls
+    # per digamma on [2, 10): 10% of a 16-element call)
+    take = (lambda a, i: a.take(i)) if numpy_mod is not None else xp.take
+
+    def psi_table(like):
+        """The Taylor tables of digamma on [2, 10) as a (terms, centres) array on ``like``'s
+        device (one gather of a lane's column gives its coefficients)."""
+        dev = getattr(like, "device", None)
+        t = psi_tables.get("tab")
+        if t is None or t[0] != dev:
+            arr = xp.asarray([list(col) for col in zip(*_psi_tab())], dtype=F64)
+            if dev is not None and getattr(arr, "device", dev) != dev:
+                arr = xp.asarray(arr, device=dev)
+            psi_tables["tab"] = t = (dev, arr)
+        return t[1]
+
+    def psi_taylor(y):
+        """digamma of 2 <= y < 10 from the Taylor table of the nearest centre c (y - c exact,
+        |y - c| <= 1/32; all terms computed in float64 and added to psi(c) last: ~1 ulp, where
+        the shift to 10 and the asymptotic series lost up to 8 ulp to cancellation below
+        psi = 1 and 4 ulp beyond, session 48)."""
+        tab = psi_table(y)
+        shape = y.shape
+        if len(shape) != 1:                      # (off NumPy: the kernel's own shape)
+            y = xp.reshape(y, (-1,))
+        # the cell: y - 2 and its scaling are exact, so idx is in [0, 127] with no clip (the
+        # lanes outside [2, 10) are never here: gathered out on NumPy, 3.0 elsewhere)
+        idx = xp.floor((y - 2.0) * (1 / _PSI_TAB_STEP))
+        h = y - (2.0 + _PSI_TAB_STEP * (idx + 0.5))
+        ii = xp.astype(idx, I64)
+        # one gather per term from its row (a (terms, n) gather at once was 5% slower)
+        p = h * take(tab[_PSI_TAB_TERMS - 1], ii)
+        for j in range(_PSI_TAB_TERMS - 2, 0, -1):
+            p += take(tab[j], ii)
+            p *= h
+        p += take(tab[0], ii)
+        return p if len(shape) == 1 else xp.reshape(p, shape)
 
     def psi_root(x):
-        """digamma of 0 < x < 3: on [1, 2) the polynomial about the zero x0 = 1.4616...
-        (relative accuracy there; the shifted sum cancels to it); on [2, 3) psi(x - 1) +
-        1 / (x - 1) (x - 1 exact), below 1 psi(x + 1) - 1 / x, both from it."""
+        """digamma of 0 < x < 2: on [1, 2) the polynomial about the zero x0 = 1.4616...
+        (relative accuracy there), below 1 psi(x + 1) - 1 / x from it."""
         hi, lo, _ = _tables().psi_root
-        up, down = x >= 2.0, x < 1.0
-        xr = xp.where(up, x - 1.0, xp.where(down, x + 1.0, x))
+        down = x < 1.0
+        xr = xp.where(down, x + 1.0, x)
         z = (xr - hi) - lo
         rr = z * _horner(None, z, _PSI_ROOT)
-        return xp.where(up, rr + 1.0 / xr, xp.where(down, rr - 1.0 / x, rr))
+        return xp.where(down, rr - 1.0 / x, rr)
 
     def reflect_psi(v):
-        # pi / tan(pi frac(v)); NaN at the integers (torch: psi is NaN at negative integers)
-        frac = v - xp.trunc(v)
+        # pi / tan(pi f), f = v - round(v) (exact), the distance to the nearest integer: torch's
+        # v - trunc(v) lost up to 640 ulp of the reflection's larger term next to the integer
+        # above v (pi f rounded near pi, where tan is small); |f| <= 1/2 leaves 28 ulp at -1/2
+        # (pi f rounded near tan's pole; torch's too) and 6 below -1. Taking tan(pi (1/2 - |f|))
+        # beyond |f| = 1/4 made that 3 and 4 but doubled this function's cost (fresh temporaries;
+        # digamma of 20u 15% slower, session 48). NaN at the integers (torch: psi is NaN at
+        # the negative integers).
+        frac = v - xp.round(v)
         return xp.where(frac == 0, full(v, nan), _PI / xp.tan(_PI * frac))
 
     def digamma64(x):
         neg = x < 0
         any_neg = some(neg)
         ys = xp.where(neg, 1.0 - x, x) if any_neg else x
-        root = (x > 0) & (x < 3.0)
-        r = branch(xp.zeros_like(x), root, psi_root, x, 1.5)
-        r = branch(r, (ys > 0) & (ys < 10.0) & ~root, psi_shifted, ys, 1.0)
+        r = branch(xp.zeros_like(x), (ys > 0) & (ys < 2.0), psi_root, ys, 1.5)
+        r = branch(r, (ys >= 2.0) & (ys < 10.0), psi_taylor, ys, 3.0)
         r = branch(r, ys >= 10.0, psi_asym, ys, 10.0)       # (+inf: +inf)
         if any_neg:
             # reflection: psi(x) = psi(1 - x) - pi / tan(pi frac(x)) (-inf: NaN)
@@ -473,7 +565,11 @@ def bind(c) -> dict:
             lo = x < 0.5
             q = xp.where(lo, 1.0 - x, x)
             z, finite = hurwitz(2, q)
-            s = xp.sin(_PI * x)
+            # sin(pi f), f = x - round(x) (exact; sin(pi x) of a large |x| lost its digits to
+            # the rounding of pi x: 4e4 ulp at -28); at an integer sin(pi x) itself, whose
+            # rounding leaves torch's finite value there (pi^2 / sin(pi x)^2: 6.58e32 at -1)
+            f = x - xp.round(x)
+            s = xp.sin(_PI * xp.where(f == 0, x, f))
             r = xp.where(lo, -z + (_PI * _PI) / (s * s), z)
             r = xp.where(finite, r, xp.where(x > 0, xp.zeros_like(x), full(x, nan)))
         else:
