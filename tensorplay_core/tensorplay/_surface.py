@@ -19,6 +19,7 @@ from . import _factories as F
 from ._ops import ops as O
 from ._ops._define import factory_out as _factory_out, write_out as _write_out
 from ._ops._shapes import broadcast_shapes, is_tensor, wrap_dim
+from ._ops.elementwise import norm_root
 from ._ops.sorting_topk import searchsorted_check
 from ._ops.views import mark_multi_output
 
@@ -840,8 +841,7 @@ def std_mean(input: Tensor, dim: _Dims | bool = None, *args: bool,
     """The tuple ``(std, mean)``: ``var_mean``'s arguments, the square root of its variance
     (same as ``torch.std_mean``; the std's gradient is 0 where it is 0, as torch's)."""
     v, m = variance_and_mean("std_mean", input, dim, args, correction, keepdim, unbiased)
-    from .linalg import _masked_sqrt
-    return _masked_sqrt(v), m
+    return norm_root(v, 2), m
 
 
 def std(input: Tensor, dim: _Dims | bool = None, *args: bool, correction: _Number | None = None,

@@ -2022,9 +2022,8 @@ class Tensor(TensorBase, instance_class=True):
         input), as torch's."""
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("std", dim, keepdim, axis, keepdims)
-        from .linalg import _masked_sqrt
-        return _masked_sqrt(self.var(dim, *args, correction=correction, keepdim=keepdim,
-                                     unbiased=unbiased))
+        return _norm_root(self.var(dim, *args, correction=correction, keepdim=keepdim,
+                                   unbiased=unbiased), 2)
 
     def norm(self, p: _Number | str | None = "fro", dim: _Dims = None, keepdim: _bool = False,
              dtype: Any = None) -> Tensor:
@@ -3718,6 +3717,7 @@ from ._backend import _CONTIG_CACHE as _CONTIG  # noqa: E402
 from ._tensor_base import row_major as _row_major  # noqa: E402
 from ._factories import tensor as _new_tensor  # noqa: E402
 from ._ops import ops as _O  # noqa: E402
+from ._ops.elementwise import norm_root as _norm_root  # noqa: E402
 from ._registry import bind_methods as _bind_methods  # noqa: E402
 from ._ops._shapes import check_fill as _check_fill  # noqa: E402
 from ._ops.copy import check_cast as _check_cast  # noqa: E402

@@ -26,6 +26,7 @@ from . import _dtype
 from ._kernels.linalg import LinAlgError
 from ._ops import ops as O
 from ._ops._define import write_out as _write_out
+from ._ops.elementwise import norm_root
 from ._ops._shapes import is_tensor
 from .autograd import is_grad_enabled
 from .return_types import (linalg_cholesky_ex, linalg_eigh, linalg_inv_ex, linalg_lstsq,
@@ -69,26 +70,6 @@ def _dims(dim, ndim):
             raise RuntimeError("dim 0 appears multiple times in the list of dims")
         return ds
     return [d + ndim if d < 0 else d for d in ds]
-
-
-def _safe_root(s, p):
-    """``s ** (1/p)`` (``sqrt`` for p = 2) with a zero gradient where ``s`` is 0 (torch's norm
-    backward masks the zero norm): the root of ``s`` where it is positive, 0 elsewhere, the
-    untaken branch fed 1 so its gradient is finite. Without history (no gradient to mask) the
-    plain root: one op instead of four."""
-    if not s.requires_grad:
-        return O.sqrt(s) if p == 2 else O.pow(s, 1.0 / p)
-    zero = O.eq(s, 0)
-    safe = O.where(zero, 1.0, s)
-    root = O.sqrt(safe) if p == 2 else O.pow(safe, 1.0 / p)
-    return O.where(zero, 0.0, root)
-
-
-def _masked_sqrt(v):
-    """``sqrt(v)`` whose gradient is 0 where ``v`` is 0 (``std``'s: torch's std backward masks
-    a zero standard deviation, e.g. of a constant input); a plain ``sqrt`` when ``v`` records
-    no history."""
-    return _safe_root(v, 2)
 
 
 def _float_input(api, x):
@@ -326,8 +307,10 @@ def vector_norm(x: Tensor, ord: float = 2, dim: int | Sequence[int] | None = Non
     """The ``ord``-norm of ``x`` over ``dim`` (all elements when None), any shape:
     ``sum(|x|**ord)**(1/ord)``; ``inf``: max ``|x|``, ``-inf``: min, ``0``: the count of
     non-zeros. Floating ``x`` only (``RuntimeError`` otherwise); ``dtype=`` converts first.
-    Gradients where torch's norm backward masks: 0 at a zero norm, 0 at the zero elements for
-    ``0 < ord < 1``, ``inf``/``-inf`` shared evenly among the tied elements, and a zero gradient
+    Gradients where torch's norm backward masks: 0 at a zero norm (the root is one op,
+    ``tp::_norm_root``), 0 at the zero elements for ``ord < 1`` (a negative ``ord`` with a zero
+    element: the norm is 0 and the whole gradient 0), ``inf``/``-inf`` shared evenly among the
+    tied elements, and a zero gradient
     for ``ord=0`` (the result has a history, as torch's; torch's gradient there is undefined,
     which ``.grad`` reads as None). Same as ``torch.linalg.vector_norm``."""
     if out is not None:
@@ -362,17 +345,18 @@ def vector_norm(x: Tensor, ord: float = 2, dim: int | Sequence[int] | None = Non
     if ord == 1:
         return O.sum(O.abs(x), red, keepdim)
     if ord == 2:
-        return _safe_root(O.sum(O.mul(x, x), red, keepdim), 2)
-    return _safe_root(O.sum(_safe_pow(O.abs(x), float(ord)), red, keepdim), float(ord))
+        return norm_root(O.sum(O.mul(x, x), red, keepdim), 2)
+    return norm_root(O.sum(_safe_pow(O.abs(x), float(ord)), red, keepdim), float(ord))
 
 
 def _safe_pow(a, p):
-    """``a ** p`` for ``a = |x| >= 0``; for ``0 < p < 1`` a zero gradient where ``a`` is 0 (the
-    power's derivative is infinite there: torch's norm backward masks those elements)."""
-    if not 0 < p < 1 or not a.requires_grad:
+    """``a ** p`` for ``a = |x| >= 0``; for ``p < 1`` a zero gradient where ``a`` is 0 (the
+    power's derivative is infinite there: torch's norm backward masks those elements; for
+    ``p < 0`` the value there is ``inf``, so the norm is 0 and its gradient 0 everywhere)."""
+    if not p < 1 or not a.requires_grad:
         return O.pow(a, p)
     zero = O.eq(a, 0)
-    return O.where(zero, 0.0, O.pow(O.where(zero, 1.0, a), p))
+    return O.where(zero, 0.0 if p > 0 else math.inf, O.pow(O.where(zero, 1.0, a), p))
 
 
 def _grad_enabled():
@@ -799,8 +783,8 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
     ``(..., R, M)``: ``(..., P, R)``, batch dims broadcast; ``p >= 0`` (``inf`` too). Computed
     from the differences (``compute_mode`` accepted and ignored: torch's matrix-product form for
     p = 2 gives the same values up to rounding); floating inputs of one dtype. The gradient at a
-    zero distance is 0, and for ``p = inf`` each tied largest element gets the whole gradient,
-    as torch's. Same as ``torch.cdist``."""
+    zero distance is 0, and for ``p = inf`` each tied largest element gets the whole gradient
+    (NaN at an infinite element), as torch's. Same as ``torch.cdist``."""
     _check_tensor("cdist", x1, "x1")
     _check_tensor("cdist", x2, "x2")
     if x1.ndim < 2:
@@ -828,12 +812,18 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
 
 def _cdist_inf(diff):
     """The largest ``|diff|`` over the last dim with torch's cdist gradient: the whole gradient
-    to every tied element (``sign(diff) * (|diff| == dist)``; ``amax`` would share it). The
-    value is the detached maximum plus ``|diff| - |diff|.detach()`` (exactly 0) at the maxima."""
+    to every tied element (``sign(diff) * (|diff| == dist)``; ``amax`` would share it), and NaN
+    at an infinite element (torch's ``1 - min(1, ceil(||diff| - dist|))`` is NaN there:
+    ``inf - inf``). The value is the detached maximum plus ``|diff| - |diff|.detach()``
+    (exactly 0) at the finite maxima, plus ``hypot(|diff|, 0)`` (``inf``, which the maximum is
+    already; its gradient ``|diff| / hypot`` is ``inf / inf``) at the infinite elements."""
     a = O.abs(diff)
     ad = a.detach()
     r = O.amax(ad, [-1], False)
     fin = O.isfinite(ad)
     at_max = O.logical_and(O.eq(ad, O.unsqueeze(r, -1)), fin)
-    zero_part = O.where(at_max, O.sub(a, O.where(fin, ad, 0.0)), 0.0)
-    return O.add(r, O.sum(zero_part, [-1], False))
+    finite = O.where(fin, ad, 0.0)
+    zero_part = O.where(at_max, O.sub(a, finite), 0.0)
+    at_inf = O.isinf(ad)
+    inf_part = O.where(at_inf, O.hypot(O.where(at_inf, a, 1.0), O.sub(finite, finite)), 0.0)
+    return O.add(r, O.sum(O.add(zero_part, inf_part), [-1], False))

@@ -235,6 +235,12 @@ DOCS = {
     "softmax": ("``exp(self) / sum(exp(self), dim)``, computed stably.", "torch.softmax"),
     "sort": ("``(values, indices)`` of ``self`` sorted along ``dim``.", "torch.sort"),
     "sqrt": ("Square root, elementwise.", "torch.sqrt"),
+    "_norm_root": ("The root of a norm, ``self ** (1/p)`` elementwise (``sqrt`` for p = 2; the "
+                   "values of ``sqrt``/``pow``), ``self`` a sum of ``|x|**p`` or a variance; its "
+                   "gradient ``grad * result**(1-p) / p`` is 0 where the result is 0, as torch's "
+                   "norm and std backward. Integers give the default float dtype; RuntimeError "
+                   "for p = 0. Internal (``tensorplay.linalg.vector_norm``, ``norm``, ``dist``, "
+                   "``renorm``, ``cdist``, ``std`` take it).", None),
     "squeeze": ("A view without the size-1 dimensions (or just ``dim``).", "torch.squeeze"),
     "stack": ("Tensors of one shape joined along a new ``dim``.", "torch.stack"),
     "sub": ("``input - other``, elementwise with broadcasting; either operand may be a Python "

@@ -11,7 +11,8 @@ import math
 from .. import _dtype
 from ._define import defop, fused, ops as O
 from ._shapes import (TensorStandIn, binary_meta, broadcast_shapes, elementwise_meta,
-                      first_tensor, is_tensor, out_like, result_dtype, shape_of, unary_meta)
+                      first_tensor, float_dtype, is_tensor, out_like, result_dtype, shape_of,
+                      unary_meta)
 
 
 def _red(g, x):
@@ -318,6 +319,52 @@ defop("sqrt" + _U, meta=unary_meta("float"), setup=_save_out,
       backward=lambda ctx, g: O.div(g, O.mul(ctx.saved_tensors[0], 2.0)))
 defop("rsqrt" + _U, meta=unary_meta("float"), setup=_save_out,
       backward=lambda ctx, g: O.mul(O.mul(g, O.pow(ctx.saved_tensors[0], 3)), -0.5))
+
+
+# -- the norms' root (session 48) ----------------------------------------------------------------
+# ``s ** (1/p)`` elementwise (``sqrt`` for p = 2) whose gradient is torch's at a norm's root: 0
+# where the root is 0. ``linalg.vector_norm`` (so ``norm``, ``dist``, ``renorm``, ``cdist``) takes
+# it over the sum of ``|x|**p``, ``std`` over the variance: one op with history where composing
+# the mask took four (eq, where, sqrt/pow, where).
+def _norm_root_meta(x, p):
+    if p == 0:
+        raise RuntimeError("_norm_root: p must not be 0 (the 0-norm is a count, no root)")
+    return out_like(x.shape, float_dtype(x.dtype), x, (x,))
+
+
+def _norm_root_save(ctx, inputs, output):
+    ctx.save_for_backward(output)
+    ctx.p = inputs[1]
+
+
+def _norm_root_bw(ctx, g):
+    """torch's norm backward at the root (``norm_backward``, ``std_backward``):
+    ``g * r**(1-p) / p`` (``g / (2 r)`` for p = 2), 0 where the root ``r`` is 0."""
+    r = ctx.saved_tensors[0]
+    p = ctx.p
+    d = fused("_norm_root_backward", g, r, args=(p,))   # one kernel call instead of four
+    if d is not None:
+        return d, None
+    if p == 2:
+        d = O.div(g, O.mul(r, 2.0))
+    else:
+        d = O.mul(g, O.div(O.pow(r, 1.0 - p), p))
+    return O.where(O.eq(r, 0), 0.0, d), None
+
+
+defop("_norm_root(Tensor self, float p) -> Tensor", meta=elementwise_meta(_norm_root_meta, 1),
+      setup=_norm_root_save, backward=_norm_root_bw)
+
+
+def norm_root(s, p):
+    """The root of a norm or of a variance, ``s ** (1/p)`` (``sqrt`` for p = 2), as its callers
+    take it (``linalg.vector_norm``, ``Tensor.std``, ``std_mean``): ``tp::_norm_root`` when ``s``
+    records history (its gradient masked where the root is 0, as torch's); the plain
+    ``sqrt``/``pow`` otherwise (nothing to mask; ``tensorplay.compile``'s fusers take those into
+    a chain)."""
+    if s.requires_grad:
+        return O._norm_root(s, p)
+    return O.sqrt(s) if p == 2 else O.pow(s, 1.0 / p)
 defop("tanh" + _U, meta=unary_meta("float"), setup=_save_out,
       backward=lambda ctx, g: O.mul(g, O.rsub(O.mul(ctx.saved_tensors[0], ctx.saved_tensors[0]), 1.0)))
 defop("sigmoid" + _U, meta=unary_meta("float"), setup=_save_out,
@@ -411,9 +458,10 @@ def _where_setup(ctx, inputs, output):
 def _where_bw(ctx, g):
     cond, = ctx.saved_tensors
     a, b = ctx.shapes
-    zero = O.mul(g, 0.0)
-    return (None, _red(O.where(cond, g, zero), a) if a is not None else None,
-            _red(O.where(cond, zero, g), b) if b is not None else None)
+    # torch's where(condition, grad, 0): the untaken branch gets an exact 0 even where grad is
+    # inf or NaN (``g * 0`` gave NaN there: a norm's masked power under an infinite gradient)
+    return (None, _red(O.where(cond, g, 0.0), a) if a is not None else None,
+            _red(O.where(cond, 0.0, g), b) if b is not None else None)
 
 
 defop("where(Tensor condition, Tensor self, Tensor other) -> Tensor", meta=_where_meta,

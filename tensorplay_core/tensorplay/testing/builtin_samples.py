@@ -516,6 +516,12 @@ SAMPLES.update({
                         S(g.V([0.0, -0.0, 1.0, -3.0, 8.0], g.f64), grad=False),
                         S(g.T(4, dtype=g.tp.float32), grad=False)],
 })
+# the norms' root (session 48): positive sums of powers (the gradient at 0 is masked, a kink);
+# the value 0 without gradients (its root is 0 for p > 0, inf for p < 0)
+SAMPLES["_norm_root"] = lambda g: [
+    S(g.POS(2, 3), 2.0), S(g.POS(3), 3.0), S(g.POS(2, 2), 0.5), S(g.POS(3), -1.5),
+    S(g.POS(dtype=g.tp.float32), 2.0, grad=False), S(g.V([0.0, 4.0], g.f64), 2.0, grad=False),
+    S(g.V([0.0, 8.0], g.f64), -3.0, grad=False), S(g.IDX([4, 9]), 2.0, grad=False)]
 
 
 def names() -> list:
