@@ -3,7 +3,8 @@ trunc, round, floor_divide, ``x ** 0``), of the inputs whose values an op ignore
 (copysign's and nextafter's ``other``, copy_/fill_'s ``self``, masked_fill/masked_scatter where
 the mask is set, qr's right block when only Q is used) and of ``vector_norm(x, 0)`` are exact
 zeros, as torch's formulas (``zeros_like(grad)``, ``grad.masked_fill(mask, 0)``): ``grad * 0``
-gave NaN where the incoming gradient is inf or NaN. scatter_reduce("prod")'s zero count with an
+gave NaN where the incoming gradient is inf or NaN; maximum/minimum/clamp's losing operand
+(torch's where/masked_fill, not ``g * mask``; a NaN operand gives g to both). scatter_reduce("prod")'s zero count with an
 infinite ``self``. ``polygamma(n >= 2, x)`` on cpu below -2^20 (was a RuntimeError; torch gives
 +-inf at the poles: every float below -2^52 is an integer). Torch-free (the values checked here
 are torch 2.13's, read from it; the differential is
@@ -110,6 +111,39 @@ def test_masked_fill_and_scatter(gval):
     assert gs[2].item() == 0 and gs[3].item() == 0       # the unused tail of the source
 
 
+@pytest.mark.parametrize("gval", [INF, NAN])
+def test_maximum_minimum_clamp_losers_get_zero(gval):
+    # torch 2.13: where(a == b, g / 2, g).masked_fill(a loses, 0); clamp: where(inside, g, 0)
+    a, b = [-1.5, 0.0, 2.5, 1.0], [2.0, 0.0, 0.5, 1.0]
+    ga, gb = _grads(tp.maximum, gval, a, b)
+    assert ga[0].item() == 0 and gb[2].item() == 0
+    ga, gb = _grads(tp.minimum, gval, a, b)
+    assert ga[2].item() == 0 and gb[0].item() == 0
+    g, = _grads(lambda x: tp.clamp(x, -1.0, 1.0), gval, a)
+    assert g[0].item() == 0 and g[2].item() == 0
+    g, = _grads(lambda x: x.clamp(min=0.0), gval, a)
+    assert g[0].item() == 0
+    g, = _grads(lambda x: x.clamp(max=0.0), gval, a)
+    assert g[2].item() == 0 and g[3].item() == 0
+
+
+def test_maximum_minimum_nan_operand_and_ties():
+    # torch 2.13: a NaN on either side gives g to both operands; a tie g / 2 to each
+    a = tp.tensor([NAN, 1.0, 2.0, 3.0], requires_grad=True)
+    b = tp.tensor([1.0, NAN, 2.0, 1.0], requires_grad=True)
+    w = tp.tensor([1.0, 2.0, 3.0, 4.0])
+    tp.maximum(a, b).backward(w)
+    assert a.grad.tolist() == [1.0, 2.0, 1.5, 4.0] and b.grad.tolist() == [1.0, 2.0, 1.5, 0.0]
+    a.grad = b.grad = None
+    tp.minimum(a, b).backward(w)
+    assert a.grad.tolist() == [1.0, 2.0, 1.5, 0.0] and b.grad.tolist() == [1.0, 2.0, 1.5, 4.0]
+    # broadcast operand: its gradient reduced to its shape
+    a = tp.tensor([[1.0, 3.0], [2.0, 0.0]], requires_grad=True)
+    b = tp.tensor([2.0], requires_grad=True)
+    tp.maximum(a, b).sum().backward()
+    assert a.grad.tolist() == [[0.0, 1.0], [0.5, 0.0]] and b.grad.tolist() == [2.5]
+
+
 def test_vector_norm_ord0_gradient_is_zero():
     for gval in (INF, NAN, 1.0):
         g, = _grads(lambda x: LA.vector_norm(x, 0), gval, X)
@@ -195,3 +229,79 @@ def test_polygamma_far_negative_mixed():
     # trigamma (n = 1) was never refused; unchanged
     assert tp.polygamma(1, tp.tensor([-2.0 ** 52], dtype=tp.float64)).item() == \
         pytest.approx(35.945908185665665, rel=1e-12)
+
+
+# -- maximum/minimum: the one-kernel backward and the op-by-op one give the same gradients ------
+def _minmax_cases():
+    a = [[1.0, NAN, 2.0, -INF], [0.5, 3.0, 3.0, 0.0]]
+    b = [[1.0, 0.0, NAN, -INF], [1.5, 2.0, 3.0, -0.0]]
+    g = [[INF, 2.0, 3.0, NAN], [-INF, 1.0, 0.25, 4.0]]
+    return a, b, g
+
+
+@pytest.mark.parametrize("op", [tp.maximum, tp.minimum])
+@pytest.mark.parametrize("dtype", [tp.float32, tp.float64])
+def test_minmax_fused_equals_op_by_op(op, dtype):
+    a, b, g = _minmax_cases()
+
+    def grads(create_graph):
+        ta = tp.tensor(a, dtype=dtype, requires_grad=True)
+        tb = tp.tensor(b, dtype=dtype, requires_grad=True)
+        # create_graph: the op-by-op formula (the ops record the graph); else the one kernel
+        ga, gb = tp.autograd.grad(op(ta, tb), [ta, tb], grad_outputs=tp.tensor(g, dtype=dtype),
+                                  create_graph=create_graph)
+        return ga.tolist(), gb.tolist()
+
+    fused_ = grads(False)
+    plain = grads(True)
+    assert str(fused_) == str(plain)      # (NaN in the same places)
+    ga, gb = fused_
+    # ties split, losers exact zeros under inf/NaN g, a NaN operand gives g to both
+    assert ga[0][0] == INF / 2 and gb[0][0] == INF / 2
+    assert ga[0][1] == 2.0 and gb[0][1] == 2.0 and ga[0][2] == 3.0 and gb[0][2] == 3.0
+    assert ga[1][2] == 0.125 and gb[1][2] == 0.125
+    lose_a = 0 if op is tp.maximum else 1
+    assert (ga[1][0], gb[1][0])[lose_a] == 0.0
+
+
+def test_minmax_broadcast_and_mixed_dtypes():
+    # broadcast operand (reduced); float32 with float64 (no one-kernel path: dtypes differ);
+    # bfloat16 (op by op)
+    a = tp.tensor([[1.0, 3.0], [2.0, 0.0]], requires_grad=True)
+    b = tp.tensor([2.0], dtype=tp.float64, requires_grad=True)
+    tp.maximum(a, b).backward(tp.full((2, 2), INF, dtype=tp.float64))
+    assert a.grad.dtype is tp.float32 and a.grad.tolist() == [[0.0, INF], [INF, 0.0]]
+    assert b.grad.tolist() == [INF]
+    a = tp.tensor([1.0, 3.0, 2.0], dtype=tp.bfloat16, requires_grad=True)
+    b = tp.tensor([2.0, 2.0, 2.0], dtype=tp.bfloat16, requires_grad=True)
+    tp.minimum(a, b).backward(tp.full((3,), INF, dtype=tp.bfloat16))
+    assert a.grad.tolist() == [INF, 0.0, INF] and b.grad.tolist() == [0.0, INF, INF]
+
+
+@pytest.mark.cuda
+def test_zero_gradients_on_cuda():
+    """On a GPU: the zero gradients (zeros_like, where) and maximum's one-kernel backward as the
+    cpu's; polygamma below -2^20 (the reflection, as on the cpu now)."""
+    ok, why = tp.plugins.device_status("cuda")
+    if not ok:
+        pytest.skip(f"cuda unavailable: {why}")
+    for fn in (tp.floor, tp.sign, lambda x: x ** 0, lambda x: x.masked_fill(x > 0, 1.0)):
+        x = tp.tensor(X, dtype=tp.float64, device="cuda", requires_grad=True)
+        y = fn(x)
+        y.backward(tp.full(y.shape, INF, dtype=tp.float64, device="cuda"))
+        xh = tp.tensor(X, dtype=tp.float64, requires_grad=True)
+        yh = fn(xh)
+        yh.backward(tp.full(yh.shape, INF, dtype=tp.float64))
+        assert str(x.grad.cpu().tolist()) == str(xh.grad.tolist())
+    a, b, g = _minmax_cases()
+    for op in (tp.maximum, tp.minimum):
+        out = []
+        for dev in ("cuda", "cpu"):
+            ta = tp.tensor(a, dtype=tp.float64, device=dev, requires_grad=True)
+            tb = tp.tensor(b, dtype=tp.float64, device=dev, requires_grad=True)
+            op(ta, tb).backward(tp.tensor(g, dtype=tp.float64, device=dev))
+            out.append(str([ta.grad.cpu().tolist(), tb.grad.cpu().tolist()]))
+        assert out[0] == out[1]
+    xs = [-2.0 ** 52, -1e300, -INF, -2.0 ** 20 - 1]
+    r = tp.polygamma(3, tp.tensor(xs, dtype=tp.float64, device="cuda"))
+    assert r.cpu().tolist() == [INF] * 4

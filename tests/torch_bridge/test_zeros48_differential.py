@@ -1,9 +1,9 @@
 """Session 48 (h-zeros48), against torch 2.13 cpu: gradients under an inf, -inf and NaN incoming
 gradient (and a finite one) of the ops whose formulas give exact zeros (sign, floor, ceil, trunc,
 round, ``x ** 0``, copysign/nextafter's other, copy_/fill_'s self, masked_fill/masked_scatter
-where the mask is set, scatter_reduce prod, qr's right block) and of their neighbours that
-multiply in torch too (remainder, fmod, pow with a tensor exponent); ``polygamma(n >= 2)`` below
--2^20. Values and gradients compared on the same inputs (NaN where torch gives NaN)."""
+where the mask is set, scatter_reduce prod, qr's right block, maximum/minimum/clamp's losing
+side) and of their neighbours that multiply in torch too (remainder, fmod, pow with a tensor
+exponent); ``polygamma(n >= 2)`` below -2^20. Values and gradients compared on the same inputs (NaN where torch gives NaN)."""
 
 from __future__ import annotations
 
@@ -73,6 +73,15 @@ OPS = {
                            lambda x, y: x.masked_fill(_masked(tp), y.sum()), 2),
     "masked_scatter": (lambda x, y: x.masked_scatter(_masked(torch), y),
                        lambda x, y: x.masked_scatter(_masked(tp), y), 2),
+    "maximum": (torch.maximum, tp.maximum, 2),
+    "minimum": (torch.minimum, tp.minimum, 2),
+    "maximum_nan": (lambda x, y: torch.maximum(x, y / y), lambda x, y: tp.maximum(x, y / y), 2),
+    "minimum_ties": (lambda x, y: torch.minimum(x.floor(), y.ceil()),
+                     lambda x, y: tp.minimum(x.floor(), y.ceil()), 2),
+    "clamp": (lambda x: torch.clamp(x, -1.0, 1.0), lambda x: tp.clamp(x, -1.0, 1.0), 1),
+    "clamp_min": (lambda x: x.clamp(min=0.0), lambda x: x.clamp(min=0.0), 1),
+    "clamp_max": (lambda x: x.clamp(max=0.0), lambda x: x.clamp(max=0.0), 1),
+    "clamp_tensor": (lambda x, y: torch.clamp(x, min=y), lambda x, y: tp.clamp(x, min=y), 2),
     "vector_norm_0": (lambda x: torch.linalg.vector_norm(x, 0),
                       lambda x: LA.vector_norm(x, 0), 1),
 }

@@ -208,13 +208,22 @@ defop("remainder" + _B, meta=binary_meta("same", "remainder"),
 def _minmax_bw(pick_gt: bool):
     def bw(ctx, g):
         a, b = _val(ctx, 0), _val(ctx, 1)
+        # torch's formulas: where(a == b, g / 2, g).masked_fill(a loses, 0) for each operand
+        # (a NaN on either side: g to both), clamp's where(x within the bound, g, 0): exact
+        # zeros, where g * mask gave NaN under an inf/NaN gradient (session 48)
         if is_tensor(b):
-            win = O.gt(a, b) if pick_gt else O.lt(a, b)
-            tie = O.eq(a, b)
-            wa = O.add(O.to_dtype(win, g.dtype), O.mul(O.to_dtype(tie, g.dtype), 0.5))
-            return _red(O.mul(g, wa), a), _red(O.mul(g, O.rsub(wa, 1.0)), b)
-        win = O.ge(a, b) if pick_gt else O.le(a, b)
-        return _red(O.mul(g, O.to_dtype(win, g.dtype)), a), None
+            r = fused("_minmax_backward", g, a, b, args=(pick_gt,))   # one kernel call
+            if r is not None:
+                return _red(r[0], a), _red(r[1], b)
+            share = O.where(O.eq(a, b), O.mul(g, 0.5), g)
+            a_loses, b_loses = (O.lt(a, b), O.gt(a, b)) if pick_gt else (O.gt(a, b), O.lt(a, b))
+            return _red(O.where(a_loses, 0.0, share), a), _red(O.where(b_loses, 0.0, share), b)
+        if not ctx.needs_input_grad[0]:
+            return None, None
+        r = fused("_clamp_backward", g, a, args=(b, pick_gt))
+        if r is None:
+            r = O.where(O.ge(a, b) if pick_gt else O.le(a, b), g, 0.0)
+        return _red(r, a), None
     return bw
 
 
