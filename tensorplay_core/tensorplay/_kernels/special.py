@@ -27,7 +27,10 @@ block by block, so a block's temporaries stay in cache. On any other array modul
 branch is computed on every lane and ``where`` selects: nothing is read back to the host (a
 read is a device synchronisation; there polygamma reflects negative arguments instead of a
 direct sum whose length was their smallest, read back, until session 47: a few times less
-accurate near the zeros of the even orders than NumPy's direct sum, within 1e-11 relative).
+accurate near the zeros of the even orders than NumPy's direct sum, within 1e-11 relative;
+NumPy takes the reflection too below -2^20, where the sum would be too long: before session
+48 a RuntimeError there). At large negative non-integers the reflection cancels to an
+absolute error of about pi^(n+1) * 1e-16 (tan rounded next to a half integer).
 """
 
 from __future__ import annotations
