@@ -339,8 +339,9 @@ def vector_norm(x: Tensor, ord: float = 2, dim: int | Sequence[int] | None = Non
         nz = O.ne(x, 0)
         if x.requires_grad and _grad_enabled():
             # the count has a history and a zero gradient (torch's norm backward gives none):
-            # 1 where x != 0, else x * 0 (= 0, finite; the untaken branch gets no gradient)
-            return O.sum(O.where(nz, 1.0, O.mul(x, 0.0)), red, keepdim)
+            # 1 where x != 0, else sign(x) (= 0; sign's gradient is exact zeros, where x * 0's
+            # was NaN under an inf/NaN incoming gradient)
+            return O.sum(O.where(nz, 1.0, O.sign(x)), red, keepdim)
         return O.sum(O.to_dtype(nz, x.dtype), red, keepdim)
     if ord == 1:
         return O.sum(O.abs(x), red, keepdim)

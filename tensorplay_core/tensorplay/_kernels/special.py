@@ -27,7 +27,10 @@ block by block, so a block's temporaries stay in cache. On any other array modul
 branch is computed on every lane and ``where`` selects: nothing is read back to the host (a
 read is a device synchronisation; there polygamma reflects negative arguments instead of a
 direct sum whose length was their smallest, read back, until session 47: a few times less
-accurate near the zeros of the even orders than NumPy's direct sum, within 1e-11 relative).
+accurate near the zeros of the even orders than NumPy's direct sum, within 1e-11 relative;
+NumPy takes the reflection too below -2^20, where the sum would be too long: before session
+48 a RuntimeError there). At large negative non-integers the reflection cancels to an
+absolute error of about pi^(n+1) n! 6e-17 (the cot of a half integer rounded: 4e-15 for n = 2).
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ from .. import _dtype
 from .binary import x_times
 
 _PI = math.pi
+# polygamma(n >= 2) on the host: the direct sum above this, the reflection below (session 48)
+_POLYGAMMA_FAR = -float(1 << 20)
 _SQRT_PI = math.sqrt(math.pi)
 _TWO_OVER_SQRT_PI = 2.0 / _SQRT_PI
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -553,6 +558,23 @@ def bind(c) -> dict:
             t = t * inv * inv
         return acc, finite
 
+    def reflected_polygamma(x, n, sign_fact):
+        """psi_n(x) for n >= 2 without a direct sum over negative arguments: negative x by
+        reflection, psi_n(x) = (-1)^n psi_n(1 - x) - pi^(n+1) P_n(cot(pi x)), P_0(c) = c,
+        P_k+1(c) = -(1 + c^2) P_k'(c); cot of the distance to the nearest integer (exact), so
+        large |x| keep their accuracy; sign_fact * inf at the non-positive integers (poles)."""
+        neg = x < 0
+        z, finite = hurwitz(n + 1, xp.where(neg, 1.0 - x, x))
+        r = sign_fact * z
+        if some(neg):
+            f = x - xp.round(x)
+            pole = f == 0
+            c = 1.0 / xp.tan(_PI * xp.where(pole, full(x, 0.5), f))
+            refl = (r if n % 2 == 0 else -r) - _PI ** (n + 1) * _horner(None, c, _cot_poly(n))
+            # a non-positive integer: the pole of a term, as torch (sign_fact * inf)
+            r = xp.where(neg, xp.where(pole, full(x, sign_fact * inf), refl), r)
+        return xp.where(finite, r, xp.where(x > 0, xp.zeros_like(x), full(x, sign_fact * inf)))
+
     def polygamma64(x, n):
         if n < 0:
             raise RuntimeError("polygamma(n, x) does not support negative n.")
@@ -573,28 +595,22 @@ def bind(c) -> dict:
             r = xp.where(lo, -z + (_PI * _PI) / (s * s), z)
             r = xp.where(finite, r, xp.where(x > 0, xp.zeros_like(x), full(x, nan)))
         else:
-            # off NumPy, negative x by reflection (no direct sum whose length depends on the
-            # smallest argument, a host read per call before session 47): psi_n(x) = (-1)^n psi_n(1 - x)
-            # - pi^(n+1) P_n(cot(pi x)), P_0(c) = c, P_k+1(c) = -(1 + c^2) P_k'(c); cot of the
-            # distance to the nearest integer (exact), so large |x| keep their accuracy
+            # off NumPy, negative x by reflection (reflected_polygamma: no direct sum whose
+            # length depends on the smallest argument, a host read per call before session 47)
             if numpy_mod is not None:      # the host: the direct sum (exact near the zeros)
-                z, finite = hurwitz(n + 1, x)
+                # below -2^20 (the sum's length bound; -inf and every float below -2^52 are
+                # integers, so poles) the reflection below: torch gives +-inf at the poles
+                far = x < _POLYGAMMA_FAR
+                any_far = some(far)
+                z, finite = hurwitz(n + 1, xp.where(far, full(x, 1.0), x) if any_far else x)
                 r = sign_fact * z
                 r = xp.where(finite, r, xp.where(x > 0, xp.zeros_like(x),
                                                  full(x, sign_fact * inf)))
+                if any_far:
+                    r = xp.where(far, reflected_polygamma(
+                        xp.where(far, x, full(x, -0.5)), n, sign_fact), r)
                 return xp.where(xp.isnan(x), x, r)
-            neg = x < 0
-            z, finite = hurwitz(n + 1, xp.where(neg, 1.0 - x, x))
-            r = sign_fact * z
-            if some(neg):
-                f = x - xp.round(x)
-                pole = f == 0
-                c = 1.0 / xp.tan(_PI * xp.where(pole, full(x, 0.5), f))
-                refl = (r if n % 2 == 0 else -r) - _PI ** (n + 1) * _horner(None, c,
-                                                                            _cot_poly(n))
-                # a non-positive integer: the pole of a term, as torch (sign_fact * inf)
-                r = xp.where(neg, xp.where(pole, full(x, sign_fact * inf), refl), r)
-            r = xp.where(finite, r, xp.where(x > 0, xp.zeros_like(x), full(x, sign_fact * inf)))
+            r = reflected_polygamma(x, n, sign_fact)
         return xp.where(xp.isnan(x), x, r)
 
     def mvlgamma64(x, p):

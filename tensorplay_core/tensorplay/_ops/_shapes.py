@@ -300,3 +300,17 @@ def check_fill(api: str, value, dtype):
     if not lo <= f <= hi:
         raise _overflow(value, dtype)
     return f
+
+
+_zeros_like = None
+
+
+def zeros_grad(g):
+    """torch's ``zeros_like(grad)``: exact zeros of ``g``'s shape, dtype, device and layout, the
+    gradient of a piecewise-constant op (sign, floor, ...) or of an overwritten input (copy_,
+    fill_). ``g * 0`` gave NaN where ``g`` is inf or NaN; torch's formulas give 0. No history and
+    no host read; fake when ``g`` is fake, a capture node when ``g`` is captured (session 48)."""
+    global _zeros_like
+    if _zeros_like is None:
+        from .._factories import zeros_like as _zeros_like   # (_factories imports _ops)
+    return _zeros_like(g)

@@ -10,6 +10,7 @@ from .._kernels.elementwise import preserve_strides
 from ._define import defop, ops as O
 from ._shapes import (broadcast_shapes, check_bool_operands, elementwise_meta, float_dtype,
                       is_tensor, out_like, result_dtype)
+from ._shapes import zeros_grad
 
 
 def _clone_meta(x):
@@ -108,7 +109,7 @@ def _copy_bw(ctx, g):
             gs = O.to_dtype(gs, dtype)
         if gs.device is not dev:
             gs = O.to_device(gs, dev)
-    return O.mul(g, 0.0), gs
+    return zeros_grad(g), gs     # torch: zeros_like(grad) (g * 0 gave NaN at an inf g)
 
 
 defop("copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)", meta=_inplace_meta, setup=_copy_setup,
@@ -125,7 +126,7 @@ def _fill_bw(ctx, g):
         gv = O.reshape(O.sum(g), list(shape))
         if gv.dtype is not dtype:
             gv = O.to_dtype(gv, dtype)
-    return O.mul(g, 0.0), gv
+    return zeros_grad(g), gv
 
 
 def check_fill_value(value):

@@ -13,6 +13,7 @@ from ._define import defop, fused, ops as O
 from ._shapes import (TensorStandIn, binary_meta, broadcast_shapes, elementwise_meta,
                       first_tensor, float_dtype, is_tensor, out_like, result_dtype, shape_of,
                       unary_meta)
+from ._shapes import zeros_grad
 
 
 def _red(g, x):
@@ -151,8 +152,8 @@ def _pow_bw(ctx, g):
                 gl = O.where(O.logical_and(O.ge(e, 0), zero), 0.0, gl)
             gb = _red(gl, e)
         return ga, gb
-    if e == 0:
-        return O.mul(g, 0.0), None
+    if e == 0:   # torch's pow_backward: zeros where the exponent is 0 (g * 0: NaN at an inf g)
+        return zeros_grad(g), None
     return _red(O.mul(g, O.mul(O.pow(a, e - 1), float(e))), a), None
 
 
@@ -184,9 +185,10 @@ defop("rpow" + _B, meta=binary_meta("same", "rpow"),
       setup=_pow_save, backward=_rpow_bw, scalar_ok=("other",))
 
 
-def _zero_bw(ctx, g):
+def _zero_bw(ctx, g):   # floor_divide: zeros (exact, not g * 0)
     a, b = _val(ctx, 0), _val(ctx, 1)
-    return _red(O.mul(g, 0.0), a), (_red(O.mul(g, 0.0), b) if is_tensor(b) else None)
+    z = zeros_grad(g)
+    return _red(z, a), (_red(z, b) if is_tensor(b) else None)
 
 
 def _remainder_bw(ctx, g):   # self - floor(self / other) * other
@@ -206,13 +208,22 @@ defop("remainder" + _B, meta=binary_meta("same", "remainder"),
 def _minmax_bw(pick_gt: bool):
     def bw(ctx, g):
         a, b = _val(ctx, 0), _val(ctx, 1)
+        # torch's formulas: where(a == b, g / 2, g).masked_fill(a loses, 0) for each operand
+        # (a NaN on either side: g to both), clamp's where(x within the bound, g, 0): exact
+        # zeros, where g * mask gave NaN under an inf/NaN gradient (session 48)
         if is_tensor(b):
-            win = O.gt(a, b) if pick_gt else O.lt(a, b)
-            tie = O.eq(a, b)
-            wa = O.add(O.to_dtype(win, g.dtype), O.mul(O.to_dtype(tie, g.dtype), 0.5))
-            return _red(O.mul(g, wa), a), _red(O.mul(g, O.rsub(wa, 1.0)), b)
-        win = O.ge(a, b) if pick_gt else O.le(a, b)
-        return _red(O.mul(g, O.to_dtype(win, g.dtype)), a), None
+            r = fused("_minmax_backward", g, a, b, args=(pick_gt,))   # one kernel call
+            if r is not None:
+                return _red(r[0], a), _red(r[1], b)
+            share = O.where(O.eq(a, b), O.mul(g, 0.5), g)
+            a_loses, b_loses = (O.lt(a, b), O.gt(a, b)) if pick_gt else (O.gt(a, b), O.lt(a, b))
+            return _red(O.where(a_loses, 0.0, share), a), _red(O.where(b_loses, 0.0, share), b)
+        if not ctx.needs_input_grad[0]:
+            return None, None
+        r = fused("_clamp_backward", g, a, args=(b, pick_gt))
+        if r is None:
+            r = O.where(O.ge(a, b) if pick_gt else O.le(a, b), g, 0.0)
+        return _red(r, a), None
     return bw
 
 
@@ -286,7 +297,7 @@ for _name in ("bitwise_left_shift", "bitwise_right_shift"):
           differentiable=False, number_self=_REFLECTED[_name])
 defop("bitwise_not(Tensor input) -> Tensor", meta=_bitwise_not_meta, differentiable=False)
 
-defop("sign(Tensor input) -> Tensor", meta=unary_meta(), backward=lambda ctx, g: O.mul(g, 0.0))
+defop("sign(Tensor input) -> Tensor", meta=unary_meta(), backward=lambda ctx, g: zeros_grad(g))
 
 # -- unary math -------------------------------------------------------------------------------
 _U = "(Tensor input) -> Tensor"
@@ -474,7 +485,7 @@ for _name in ("isnan", "isinf", "isfinite"):
 
 
 def _zero_grad(ctx, g):   # floor/ceil/trunc/round: piecewise constant (torch: zeros_like(grad))
-    return O.mul(g, 0.0)
+    return zeros_grad(g)
 
 
 defop("floor" + _U, meta=unary_meta(), backward=_zero_grad)
@@ -488,7 +499,7 @@ def _round_meta(x, *, decimals=0):
 
 
 defop("round(Tensor self, *, int decimals=0) -> Tensor", meta=elementwise_meta(_round_meta, 1),
-      backward=lambda ctx, g: (O.mul(g, 0.0), None))
+      backward=lambda ctx, g: (zeros_grad(g), None))
 
 
 # -- two-operand math and inverse hyperbolics (session 44: torch.atan2 ... torch.atanh) ----------
@@ -562,14 +573,14 @@ def _copysign_save(ctx, inputs, output):
 def _copysign_bw(ctx, g):   # grad * result / self (0 where self is 0); other: zeros
     a, r = ctx.saved_tensors
     ratio = O.where(O.eq(a, 0), 0.0, O.div(r, a))
-    gb = _red(O.mul(g, 0.0), ctx.other) if ctx.other is not None else None
+    gb = _red(zeros_grad(g), ctx.other) if ctx.other is not None else None
     return _red(O.mul(g, ratio), a), gb
 
 
 def _nextafter_bw(ctx, g):   # torch 2.13: grad where self != other (else 0); zeros for other
     a, b = ctx.saved_tensors
     ga = _red(O.where(O.eq(a, b), 0.0, g), a) if ctx.needs_input_grad[0] else None
-    gb = _red(O.mul(g, 0.0), b) if ctx.needs_input_grad[1] else None
+    gb = _red(zeros_grad(g), b) if ctx.needs_input_grad[1] else None
     return ga, gb
 
 

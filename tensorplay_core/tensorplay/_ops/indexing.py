@@ -11,6 +11,7 @@ from ..errors import DispatchError
 from ._define import defop, ops as O
 from .._kernels._checks import check_index_add_dtypes
 from ._shapes import check_bool_mask, is_tensor, out_like, wrap_dim
+from ._shapes import zeros_grad
 
 
 def _index_meta(x, dim, index):
@@ -97,7 +98,7 @@ def _cast(g, dtype):
 
 def _masked_scatter_bw(ctx, g):
     mask, = ctx.saved_tensors
-    gself = O.where(mask, O.mul(g, 0.0), g)
+    gself = O.where(mask, 0.0, g)   # torch's grad.masked_fill(mask, 0): exact zeros
     gsrc = None
     if ctx.src is not None and ctx.needs_input_grad[2]:
         shape, dtype = ctx.src
@@ -114,11 +115,11 @@ def _masked_scatter_bw(ctx, g):
 
 def _masked_fill_bw(ctx, g):
     mask, = ctx.saved_tensors
-    gself = O.where(mask, O.mul(g, 0.0), g)
+    gself = O.where(mask, 0.0, g)   # torch's grad.masked_fill(mask, 0): exact zeros
     gval = None
     if ctx.src is not None and ctx.needs_input_grad[2]:
         shape, dtype = ctx.src
-        gval = _cast(O.reshape(O.sum(O.where(mask, g, O.mul(g, 0.0))), list(shape)), dtype)
+        gval = _cast(O.reshape(O.sum(O.where(mask, g, 0.0)), list(shape)), dtype)
     return gself, None, gval
 
 
@@ -341,7 +342,8 @@ def _scatter_reduce_bw(ctx, g):
                                               include_self=inc)
         gself = O.div(O.mul(g, masked_self_result), masked_self)
         src_zero = O.eq(src, 0)
-        zeros_at = O.gather(O.scatter_add(O.mul(x, 0.0), d, index, O.to_dtype(src_zero, x.dtype)),
+        # (torch's zeros_like(self): x * 0 was NaN at an infinite x)
+        zeros_at = O.gather(O.scatter_add(zeros_grad(x), d, index, O.to_dtype(src_zero, x.dtype)),
                             d, index)
         single_zero = O.logical_and(src_zero, O.eq(zeros_at, 1))
         masked_src = O.where(single_zero, 1.0, src)

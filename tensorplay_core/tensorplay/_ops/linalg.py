@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ._define import defop, fused, ops as O
 from ._shapes import broadcast_shapes, check_same_dtype, out_like
+from ._shapes import zeros_grad
 
 
 def _matmul_meta(a, b):
@@ -330,7 +331,7 @@ def _qr_bw(ctx, gq, gr):
         t = O.matmul(q, O.matmul(y, _mT(gy)))
         gq2 = t if gq2 is None else O.add(gq2, t)
     gax = _qr_square_bw(gq2, gx, q, x)
-    gay = O.matmul(q, gy) if gy is not None else O.mul(O.matmul(q, y), 0.0)
+    gay = O.matmul(q, gy) if gy is not None else zeros_grad(y)   # (q @ y's shape: y's)
     return O.cat([gax, gay], -1), None
 
 
