@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import _dtype
 from .._tensor_base import TensorBase
+from ._define import ops as _ops
 from ..fake import make_fake
 from .._kernels.elementwise import layout_for
 from .._kernels._checks import (  # noqa: F401 - re-exported: the fake rules' one import point
@@ -302,15 +303,10 @@ def check_fill(api: str, value, dtype):
     return f
 
 
-_zeros_like = None
-
-
 def zeros_grad(g):
-    """torch's ``zeros_like(grad)``: exact zeros of ``g``'s shape, dtype, device and layout, the
-    gradient of a piecewise-constant op (sign, floor, ...) or of an overwritten input (copy_,
-    fill_). ``g * 0`` gave NaN where ``g`` is inf or NaN; torch's formulas give 0. No history and
-    no host read; fake when ``g`` is fake, a capture node when ``g`` is captured (session 48)."""
-    global _zeros_like
-    if _zeros_like is None:
-        from .._factories import zeros_like as _zeros_like   # (_factories imports _ops)
-    return _zeros_like(g)
+    """torch's ``zeros_like(grad)``: exact zeros of ``g``'s shape, dtype and device (a dense
+    tensor: the ``full`` op), the gradient of a piecewise-constant op (sign, floor, ...) or of an
+    overwritten input (copy_, fill_). ``g * 0`` gave NaN where ``g`` is inf or NaN; torch's
+    formulas give 0. No history and no host read; fake when ``g`` is fake, a capture node when
+    ``g`` is captured (session 48)."""
+    return _ops.full(list(g.shape), 0, dtype=g.dtype, device=g.device)
