@@ -1490,8 +1490,9 @@ class Tensor(TensorBase, instance_class=True):
         both ways."""
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("sum", dim, keepdim, axis, keepdims)
-        # (one int dim, the common call, listed without _dims' frame)
-        return _O.sum(self, [dim] if dim.__class__ is int else _dims(dim), keepdim,
+        # (one int dim or None, the common calls, without _dims' frame)
+        return _O.sum(self, [dim] if dim.__class__ is int else None if dim is None else _dims(dim),
+                      keepdim,
                       dtype=_dtype.as_dtype(dtype) if dtype is not None else None)
 
     def mean(self, dim: _Dims = None, keepdim: _bool = False, *,
@@ -1500,7 +1501,8 @@ class Tensor(TensorBase, instance_class=True):
         """Mean over ``dim``; floating inputs (or ``dtype=``) only, as ``torch.mean``."""
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("mean", dim, keepdim, axis, keepdims)
-        return _O.mean(self, [dim] if dim.__class__ is int else _dims(dim), keepdim,
+        return _O.mean(self, [dim] if dim.__class__ is int else None if dim is None else _dims(dim),
+                       keepdim,
                        dtype=_dtype.as_dtype(dtype) if dtype is not None else None)
 
     def amax(self, dim: _Dims = None, keepdim: _bool = False, *,

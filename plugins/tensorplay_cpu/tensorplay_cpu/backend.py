@@ -16,6 +16,8 @@ float32 and round the result back (``tensorplay._kernels.lowp``), as torch does 
 from __future__ import annotations
 
 import types
+from itertools import repeat as _repeat
+from operator import mul as _mul
 
 import numpy as np
 
@@ -217,7 +219,7 @@ class CPUBackend(lowp.Bfloat16Dtypes, ArrayBackend):
         if 0 in shape or root.size == 0:
             return np.empty(shape, dtype=root.dtype)
         return np.ndarray(shape, dtype=root.dtype, buffer=root, offset=offset * item,
-                          strides=tuple(s * item for s in stride))
+                          strides=tuple(map(_mul, stride, _repeat(item))))   # (no generator frame)
 
     def data_ptr(self, arr) -> int:
         return arr.__array_interface__["data"][0]

@@ -371,7 +371,28 @@ def _inplace(c, k):
             return
         inplace_result("div_", dst, div(dst, other))   # an integer dst: refused there
 
+    # NumPy's ufunc call with a Python float operand costs ~2.5 k instructions more than with a
+    # 0-d array of the other operand's dtype (its weak-scalar conversion, NEP 50; NumPy < 2
+    # casts the number the same way for an array operand): an optimizer step passes the same
+    # learning rate every step, so its 0-d array is kept, read-only, per (float, dtype) --
+    # the same value NumPy converts the number to, so the same products. Only NumPy's own
+    # arrays (a CuPy array would need one per device); not -0.0/0.0 (one key for both) nor NaN.
+    np_mod = be.np
+    nd_cls = getattr(np_mod, "ndarray", None) if getattr(np_mod, "__name__", "") == "numpy" \
+        else None
+    alphas: dict = {}
+
     def _add_scaled_(dst, other, alpha):    # dst += other * alpha (add_/sub_ with alpha)
+        if other.__class__ is nd_cls and alpha.__class__ is float:
+            key = (alpha, other.dtype)
+            a = alphas.get(key)
+            if a is None and alpha == alpha and alpha != 0.0 and len(alphas) < 64:
+                a = np_mod.array(alpha, dtype=other.dtype)
+                a.flags.writeable = False
+                alphas[key] = a
+            if a is not None:
+                dst += xp.multiply(other, a)
+                return
         dst += xp.multiply(other, alpha)
 
     return dict(add_=add_, sub_=sub_, mul_=mul_, div_=div_, _add_scaled_=_add_scaled_)

@@ -44,9 +44,11 @@ def one_element(g):
 
 def _matmul_bw(ctx, g):
     a, b = ctx.saved_tensors
-    if a.native is not None and len(a.shape) == 2 and len(b.shape) == 2:
-        (m, k), n = a.shape, b.shape[1]
-        if m * k * n >= _ONE_ELEMENT_MIN_WORK and g.dtype is a.dtype:
+    # (the slots, not the shape/dtype properties: ~0.4 k instructions less per read)
+    sa, sb = a.raw_shape, b.raw_shape
+    if a.native is not None and len(sa) == 2 and len(sb) == 2:
+        (m, k), n = sa, sb[1]
+        if m * k * n >= _ONE_ELEMENT_MIN_WORK and g.raw_dtype is a.raw_dtype:
             c = one_element(g)
             if c is not None:
                 # g = c everywhere ((a @ b).sum(), .mean()): g @ b.T is b's row sums times c on
