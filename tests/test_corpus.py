@@ -72,8 +72,8 @@ def _params(isolated, cases=CASES, backward=True):
 @pytest.fixture
 def ieee_on_cuda(monkeypatch):
     """``ieee_on_cuda(case, device)``: for a ``Case.tf32`` case on cuda, Triton's float32 dots in
-    IEEE float32 (read when a kernel compiles; part of its cache key), so that its gradients are
-    checked at the case's own tolerance, as the interpreter's on cpu."""
+    IEEE float32 (read when a kernel compiles; part of its cache key), so that its outputs and
+    gradients are checked at the case's own tolerance, as the interpreter's on cpu."""
     def use(case, device):
         if case.tf32 and device == "cuda":
             monkeypatch.setenv("TRITON_F32_DEFAULT", "ieee")
@@ -175,9 +175,8 @@ def test_function_contract(case, device, ieee_on_cuda):
 
 @pytest.mark.parametrize("device", _FUNCTION_DEVICES)
 @pytest.mark.parametrize("case", _params(False, FUNCTION_CASES, backward=False))
-def test_function_compiled_without_grad(case, device):
-    # at Triton's default precision: a Case.tf32 case's outputs held to TF32's tolerance on cuda
-    check_function_compiled(case, _device(device))
+def test_function_compiled_without_grad(case, device, ieee_on_cuda):
+    check_function_compiled(case, ieee_on_cuda(case, _device(device)))
 
 
 def test_function_backward_after_a_mean_loss():

@@ -14,7 +14,7 @@ import numpy as np
 import tensorplay
 from tensorplay import library
 
-from .cases import c_array, finite_difference_grads, sample_args, tolerance
+from .cases import c_array, finite_difference_grads, sample_args
 
 
 def _np(t):
@@ -37,10 +37,9 @@ def check_forward_and_gradients(case, device="cpu"):
     args = sample_args(case, np.random.default_rng(0), device, requires_grad=True)
     outs = _as_tuple(case.op(*args))
     refs = case.ref(*[_f64(a) for a in np_args])
-    atol, rtol = tolerance(case, device)
     for i in range(case.n_out):
-        np.testing.assert_allclose(_np(outs[i]).astype(np.float64), refs[i], atol=atol,
-                                   rtol=rtol, err_msg=f"{case.id}: output {i}")
+        np.testing.assert_allclose(_np(outs[i]).astype(np.float64), refs[i], atol=case.atol,
+                                   rtol=case.rtol, err_msg=f"{case.id}: output {i}")
     dys = [rng.standard_normal(np.shape(refs[i])) for i in range(case.n_out)]
     loss = None
     for i in range(case.n_out):
@@ -50,8 +49,8 @@ def check_forward_and_gradients(case, device="cpu"):
     want = finite_difference_grads(case, np_args, dys)
     for i, g in zip(case.grad, want):
         assert args[i].grad is not None, f"{case.id}: no gradient for argument {i}"
-        np.testing.assert_allclose(_np(args[i].grad).astype(np.float64), g, atol=10 * atol,
-                                   rtol=10 * rtol, err_msg=f"{case.id}: gradient of argument {i}")
+        np.testing.assert_allclose(_np(args[i].grad).astype(np.float64), g, atol=10 * case.atol,
+                                   rtol=10 * case.rtol, err_msg=f"{case.id}: gradient of argument {i}")
 
 
 def _leaf(a, device, requires_grad, contiguous=True):
@@ -90,10 +89,9 @@ def _run_function(case, device, grad, contiguous=True):
     outs = _as_tuple(case.op(*args))
     refs = case.ref(*[_f64(a) for a in np_args])
     what = f"{case.id} (requiring grad: {sorted(grad)}, contiguous: {contiguous})"
-    atol, rtol = tolerance(case, device)
     for i in range(case.n_out):
-        np.testing.assert_allclose(_np(outs[i]).astype(np.float64), refs[i], atol=atol,
-                                   rtol=rtol, err_msg=f"{what}: output {i}")
+        np.testing.assert_allclose(_np(outs[i]).astype(np.float64), refs[i], atol=case.atol,
+                                   rtol=case.rtol, err_msg=f"{what}: output {i}")
     if not grad:
         return outs
     dys = [rng.standard_normal(np.shape(refs[i])) for i in range(case.n_out)]
@@ -104,7 +102,7 @@ def _run_function(case, device, grad, contiguous=True):
     for i, g in zip(sorted(grad), want):
         assert leaves[i].grad is not None, f"{what}: no gradient for argument {i}"
         np.testing.assert_allclose(grad_of[i](_np(leaves[i].grad)).astype(np.float64), g,
-                                   atol=10 * atol, rtol=10 * rtol,
+                                   atol=10 * case.atol, rtol=10 * case.rtol,
                                    err_msg=f"{what}: gradient of argument {i}")
     for i, leaf in enumerate(leaves):
         if leaf is not None and i not in grad:
@@ -143,12 +141,11 @@ def check_function_compiled(case, device="cpu"):
     compiled = tensorplay.compile(fn)
     tensors = [tensorplay.tensor(c_array(np_args[i]), device=device) for i in pos]
     refs = case.ref(*[_f64(a) for a in np_args])
-    atol, rtol = tolerance(case, device)
     for run in ("capture", "replay"):
         outs = _as_tuple(compiled(*tensors))
         for i in range(case.n_out):
-            np.testing.assert_allclose(_np(outs[i]).astype(np.float64), refs[i], atol=atol,
-                                       rtol=rtol, err_msg=f"{case.id} compiled ({run}): output {i}")
+            np.testing.assert_allclose(_np(outs[i]).astype(np.float64), refs[i], atol=case.atol,
+                                       rtol=case.rtol, err_msg=f"{case.id} compiled ({run}): output {i}")
 
 
 def check_opcheck(case, device="cpu"):
