@@ -305,3 +305,13 @@ def test_zero_gradients_on_cuda():
     xs = [-2.0 ** 52, -1e300, -INF, -2.0 ** 20 - 1]
     r = tp.polygamma(3, tp.tensor(xs, dtype=tp.float64, device="cuda"))
     assert r.cpu().tolist() == [INF] * 4
+
+
+def test_polygamma_at_negative_zero_is_the_pole_of_positive_zero():
+    # torch 2.13: a zero of either sign is the pole at 0, (-1)^(n+1) n! * inf (psi_2(-0.0) = -inf,
+    # not the +inf that (-0.0)^-3 gave the series)
+    import math
+    for n, want in ((1, math.inf), (2, -math.inf), (3, math.inf), (4, -math.inf)):
+        for dt in (tp.float32, tp.float64):
+            for z in (0.0, -0.0):
+                assert tp.polygamma(n, tp.tensor([z], dtype=dt)).tolist() == [want], (n, dt, z)

@@ -609,8 +609,10 @@ def bind(c) -> dict:
                 if any_far:
                     r = xp.where(far, reflected_polygamma(
                         xp.where(far, x, full(x, -0.5)), n, sign_fact), r)
-                return xp.where(xp.isnan(x), x, r)
-            r = reflected_polygamma(x, n, sign_fact)
+            else:
+                r = reflected_polygamma(x, n, sign_fact)
+            # a zero of either sign is the pole at 0, as torch: (-0.0)^-(n+1) flipped its sign
+            r = xp.where(x == 0, full(x, sign_fact * inf), r)
         return xp.where(xp.isnan(x), x, r)
 
     def mvlgamma64(x, p):
