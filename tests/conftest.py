@@ -2,7 +2,7 @@
 header naming the installed plugins and devices (and the torch block), the same terminal width
 (none) for every test, a collection error for test ids that carry a memory address (ids that
 differ between processes, which pytest-xdist refuses), and fixtures for tests that need the cpu
-device or a throw-away plugin on ``PYTHONPATH``."""
+device, a throw-away plugin on ``PYTHONPATH`` or a GPU stand-in (``gpu_stand_in``)."""
 
 from __future__ import annotations
 
@@ -89,6 +89,23 @@ def cpu():
     if not ok:
         pytest.skip(f"cpu device unavailable: {why}")
     return tensorplay.device("cpu")
+
+
+#: The device type of ``gpu_stand_in``.
+STAND_IN = "gpustandin"
+
+
+@pytest.fixture(scope="module")
+def gpu_stand_in():
+    """A NumPy device standing in for a GPU, registered as ``"gpustandin"`` while the module's
+    tests run: ``tensorplay.testing.backend.MockBackend(device_arrays=True)``, so the kernels take
+    the branch they take for CuPy (CI has no GPU and would never run it) and
+    ``be.forbid_sync()`` refuses host reads as ``cupyx.allow_synchronize(False)`` does. Skips
+    without NumPy (core-only runs)."""
+    pytest.importorskip("numpy")
+    from tensorplay.testing.backend import MockBackend
+    with MockBackend(STAND_IN, device_arrays=True) as be:
+        yield be
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ differential is tests/torch_bridge/test_corr47_differential.py)."""
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import threading
@@ -293,20 +294,25 @@ def test_polygamma_negative_arguments_cpu_closed_forms():
     assert tp.polygamma(2, tp.tensor([0.0, -3.0])).tolist() == [-math.inf, -math.inf]
 
 
-@pytest.mark.cuda
-def test_polygamma_on_cuda_without_synchronising():
+@pytest.mark.parametrize("dev", [pytest.param("cuda", marks=pytest.mark.cuda), "gpustandin"])
+def test_polygamma_on_cuda_without_synchronising(dev, request):
     """On a GPU: polygamma of negative arguments with CuPy's implicit synchronisations
-    forbidden (a host read raises), values as the cpu's."""
-    ok, why = tp.plugins.device_status("cuda")
-    if not ok:
-        pytest.skip(f"cuda unavailable: {why}")
+    forbidden (a host read raises), values as the cpu's; on conftest's stand-in for a GPU (the
+    kernels' device branch where there is no GPU) with its host reads forbidden the same way."""
     np = pytest.importorskip("numpy")
-    cupyx = pytest.importorskip("cupyx")
-    x = np.concatenate([np.linspace(-20.3, 20.1, 97), [-0.5, -2.0, 0.0, math.inf, math.nan]])
-    xc = tp.tensor(x, device="cuda")
-    for n in (1, 2, 3, 4):
+    if dev == "cuda":
+        ok, why = tp.plugins.device_status("cuda")
+        if not ok:
+            pytest.skip(f"cuda unavailable: {why}")
+        no_sync = functools.partial(pytest.importorskip("cupyx").allow_synchronize, False)
+    else:
+        no_sync = request.getfixturevalue("gpu_stand_in").forbid_sync
+    x = np.concatenate([np.linspace(-20.3, 20.1, 97), [-0.5, -2.0, -0.0, 0.0, math.inf,
+                                                        -math.inf, math.nan]])
+    xc = tp.tensor(x, device=dev)
+    for n in (0, 1, 2, 3, 4):
         tp.polygamma(n, xc)          # warm (first-use set-up may read)
-        with cupyx.allow_synchronize(False):
+        with no_sync():
             r = tp.polygamma(n, xc)
         got, want = r.cpu().numpy(), tp.polygamma(n, tp.tensor(x)).numpy()
         fin = np.isfinite(want)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _cuda_vs_cpu import check_call, check_runs_on_cpu
+from _cuda_vs_cpu import DEVICES, check_call, check_runs_on_cpu
 
 import tensorplay as tp
 
@@ -68,10 +68,11 @@ _NAN_TO_0 = lambda o: o.nan_to_num(0.0).sum()   # noqa: E731
 _KEYS = ("x", "y", "d")
 
 
-@pytest.mark.cuda
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name,call", CALLS, ids=[c[0] for c in CALLS])
-def test_session44_op_on_cuda_matches_cpu(name, call):
-    check_call(name, call, _tensors, _KEYS, rtol=_rtol, atol=1e-12, loss=_NAN_TO_0)
+def test_session44_op_on_cuda_matches_cpu(name, call, device, request):
+    check_call(name, call, _tensors, _KEYS, rtol=_rtol, atol=1e-12, loss=_NAN_TO_0,
+               device=device, request=request)
 
 
 def test_every_call_here_runs_on_cpu_with_gradients():

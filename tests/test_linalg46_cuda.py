@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 import pytest
-from _cuda_vs_cpu import check_call, check_runs_on_cpu, need_cuda
+from _cuda_vs_cpu import DEVICES, check_call, check_runs_on_cpu, need_cuda
 
 import tensorplay as tp
 from tensorplay import linalg as LA
@@ -70,10 +70,10 @@ def _tensors(device, grad=False):
 _KEYS = ("a", "b", "m", "sing", "spd", "sym", "w")
 
 
-@pytest.mark.cuda
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name,call", CALLS, ids=[c[0] for c in CALLS])
-def test_linalg_on_cuda_matches_cpu(name, call):
-    check_call(name, call, _tensors, _KEYS, rtol=1e-8, atol=1e-9)
+def test_linalg_on_cuda_matches_cpu(name, call, device, request):
+    check_call(name, call, _tensors, _KEYS, rtol=1e-8, atol=1e-9, device=device, request=request)
 
 
 @pytest.mark.cuda

@@ -241,28 +241,33 @@ def test_compiled_zero_row_gradient_is_zero():
 
 
 # -- GPU ---------------------------------------------------------------------------------------
-@pytest.mark.cuda
-def test_norm_root_on_cuda():
-    """On a GPU: the op's values as the cpu's, gradients 0 at a zero norm and a constant row."""
-    ok, why = tp.plugins.device_status("cuda")
-    if not ok:
-        pytest.skip(f"cuda unavailable: {why}")
+@pytest.mark.parametrize("dev", [pytest.param("cuda", marks=pytest.mark.cuda), "gpustandin"])
+def test_norm_root_on_cuda(dev, request):
+    """On a GPU (and on conftest's stand-in for one, which runs the kernels' device branch
+    where there is no GPU): the op's values as the cpu's, gradients 0 at a zero norm and a
+    constant row."""
+    if dev == "cuda":
+        ok, why = tp.plugins.device_status("cuda")
+        if not ok:
+            pytest.skip(f"cuda unavailable: {why}")
+    else:
+        request.getfixturevalue("gpu_stand_in")
     vals = [[0.0, 0.0, 0.0], [1.0, -2.0, 0.5]]
     for p in (2, 3, 0.5, -1):
-        xc, xh = _leaf(vals, device="cuda"), _leaf(vals)
+        xc, xh = _leaf(vals, device=dev), _leaf(vals)
         rc, rh = LA.vector_norm(xc, p, 1), LA.vector_norm(xh, p, 1)
-        assert rc.device.type == "cuda"
+        assert rc.device.type == dev
         assert rc.cpu().tolist() == pytest.approx(rh.tolist(), rel=1e-14)
         rc.sum().backward()
         rh.sum().backward()
         assert sum(xc.grad.cpu().tolist(), []) == pytest.approx(sum(xh.grad.tolist(), []),
                                                                 rel=1e-13)   # (approx: flat)
         assert xc.grad.cpu().tolist()[0] == [0.0, 0.0, 0.0]
-    s = _leaf([0.0, 4.0], device="cuda")
+    s = _leaf([0.0, 4.0], device=dev)
     ROOT(s, 2.0).sum().backward()
     assert s.grad.cpu().tolist() == [0.0, 0.25]
-    x = _leaf([[2.0, 2.0], [1.0, 3.0]], device="cuda")
+    x = _leaf([[2.0, 2.0], [1.0, 3.0]], device=dev)
     x.std(1).sum().backward()
     assert x.grad.cpu().tolist()[0] == [0.0, 0.0]
-    assert library.opcheck(ROOT, (tp.tensor([[0.5, 1.25]], dtype=tp.float64, device="cuda",
+    assert library.opcheck(ROOT, (tp.tensor([[0.5, 1.25]], dtype=tp.float64, device=dev,
                                             requires_grad=True), 2.0)) == {}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _cuda_vs_cpu import check_call, check_runs_on_cpu
+from _cuda_vs_cpu import DEVICES, check_call, check_runs_on_cpu
 
 import tensorplay as tp
 import tensorplay.special as S
@@ -53,10 +53,11 @@ _KEYS = ("x", "p", "pos")
 _NAN_TO_0 = lambda o: o.nan_to_num(0.0, 0.0, 0.0).sum()   # noqa: E731
 
 
-@pytest.mark.cuda
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name,call", CALLS, ids=[c[0] for c in CALLS])
-def test_special46_op_on_cuda_matches_cpu(name, call):
-    check_call(name, call, _tensors, _KEYS, rtol=1e-12, atol=1e-300, loss=_NAN_TO_0)
+def test_special46_op_on_cuda_matches_cpu(name, call, device, request):
+    check_call(name, call, _tensors, _KEYS, rtol=1e-12, atol=1e-300, loss=_NAN_TO_0,
+               device=device, request=request, no_sync=True)
 
 
 def test_every_call_here_runs_on_cpu_with_gradients():
@@ -70,15 +71,15 @@ ERF_CALLS = [("erf", lambda t: tp.erf(t["x"])), ("erf float32", lambda t: tp.erf
              ("erf of a view", lambda t: tp.erf(t["x"][::3] * 0.7))]
 
 
-@pytest.mark.cuda
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name,call", ERF_CALLS, ids=[c[0] for c in ERF_CALLS])
-def test_erf_on_cuda_matches_cpu(name, call):
+def test_erf_on_cuda_matches_cpu(name, call, device, request):
     # float32 is computed in float32 on both devices: CUDA's expf and NumPy's differ by up to
     # 2 ulp, and the polynomial's rounding with them (the H100 run of 12:40 UTC failed at 4e-7);
     # 2e-6 is about 16 ulp, torch's own float32 tolerance between devices is 1.3e-6
     check_call(name, call, _tensors, _KEYS, atol=1e-300, loss=_NAN_TO_0,
                rtol=lambda c: 1e-13 if c.dtype == tp.float64 else 2e-6 if c.dtype == tp.float32
-               else 1e-3)
+               else 1e-3, device=device, request=request, no_sync=True)
 
 
 def test_every_erf_call_here_runs_on_cpu_with_gradients():

@@ -16,18 +16,29 @@ records what the core asked of it::
         assert be.allocations[0].device == tp.device("mock", 1)
         tp.ones(3, device="mock:0") + a        # DispatchError: tensors on mock:0 and mock:1
 
+With ``device_arrays=True`` its arrays behave as a GPU array library's do where the kernels can
+tell: the array module is not NumPy (kernels take the branch they take for CuPy) and a read of an
+array's values by the host is a synchronisation, refused inside ``forbid_sync()``::
+
+    with MockBackend("gpu", device_arrays=True) as be:
+        x = tp.tensor([0.5, -1.5], device="gpu")
+        with be.forbid_sync():
+            y = tp.digamma(x)                  # fine: computed without reading x back
+            bool(y.sum() > 0)                  # DeviceSynchronized: a host read
+
 Importing this module imports no array library; NumPy is imported when a ``MockBackend`` is made.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import NamedTuple
 
 from .. import backends as _backends
 from .._device import Device
 from ..errors import DeviceUnavailableError, DispatchError
 
-__all__ = ["Allocation", "MockBackend"]
+__all__ = ["Allocation", "DeviceSynchronized", "MockBackend"]
 
 
 class Allocation(NamedTuple):
@@ -82,8 +93,19 @@ class MockBackend(_backends.ArrayBackend):
             cpu). Its "graph" re-runs the recorded function on replay and copies the results
             into the recorded output arrays, which a recording leaves poisoned (NaN / -1).
 
+        device_arrays: whether its arrays stand in for a GPU library's (default False: plain
+            NumPy arrays, as cpu). True: the array module is a NumPy stand-in not named
+            ``numpy``, so kernels that compute on the host only for NumPy take the branch they
+            take for CuPy; its arrays (a NumPy subclass) turn NumPy scalar results into 0-dim
+            arrays, as CuPy; and inside ``forbid_sync()`` a host read of an array's values
+            (``bool``, ``int``, ``float``, ``operator.index``, ``.item()``, ``.tolist()``, a
+            boolean-mask subscript, ``nonzero`` and its kin, ``to_host``) raises
+            ``DeviceSynchronized``, as CuPy's ``cupyx.allow_synchronize(False)``. CI has no
+            GPU: this is how a test runs the kernels' device branch there.
+
     Data: NumPy arrays of every dtype NumPy has (``bfloat16`` is refused with ``TypeError``);
-    built-in ops run the core's reference kernels, so results equal the cpu device's.
+    built-in ops run the core's reference kernels, so results equal the cpu device's (with
+    ``device_arrays``, within the rounding of the device branch's own formulas).
 
     Records (cleared by ``reset()``):
         ``allocations``: ``Allocation`` per array made by the backend API (factories, copies in);
@@ -99,15 +121,17 @@ class MockBackend(_backends.ArrayBackend):
     """
 
     def __init__(self, device_type: str = "mock", *, device_count: int = 1,
-                 graphs: bool = False):
+                 graphs: bool = False, device_arrays: bool = False):
         import numpy
-        super().__init__()
-        self.graphs = graphs
         if device_count.__class__ is not int or device_count < 1:
             raise ValueError(f"MockBackend: device_count must be an int >= 1, got "
                              f"{device_count!r}")
+        self.graphs = graphs
+        self.device_arrays = bool(device_arrays)
         self.device_type = device_type
-        self.np = numpy
+        # (before Backend.__init__, which reads the array class off np)
+        self.np = _device_module(numpy) if device_arrays else numpy
+        super().__init__()
         self.xp = _namespace(numpy)
         self._count = device_count
         self._rng = numpy.random.default_rng(0)
@@ -167,6 +191,16 @@ class MockBackend(_backends.ArrayBackend):
     def synchronize(self, device=None) -> None:
         self.calls.append("synchronize")
         self.syncs.append(device)
+
+    def forbid_sync(self):
+        """Context manager: inside it (in this thread), a host read of a ``device_arrays``
+        backend's array raises ``DeviceSynchronized`` naming the read (see the class); nests.
+        Raises ``ValueError`` on a backend made without ``device_arrays=True`` (its arrays are
+        host arrays: nothing to forbid)."""
+        if not self.device_arrays:
+            raise ValueError(f"{self!r}.forbid_sync(): made without device_arrays=True, its "
+                             f"arrays are host arrays; pass device_arrays=True to MockBackend")
+        return _Forbid()
 
     def device_guard(self, device):
         self.calls.append("device_guard")
@@ -246,6 +280,10 @@ class MockBackend(_backends.ArrayBackend):
 
     def to_host(self, arr):
         self.calls.append("to_host")
+        if self.device_arrays:
+            _check_read("to_host (a copy to the host)")
+            import numpy
+            return arr.view(numpy.ndarray)
         return arr
 
     def from_dlpack(self, obj):
@@ -258,11 +296,11 @@ class MockBackend(_backends.ArrayBackend):
 
     def rand(self, shape, dtype, device):
         self._alloc("rand", shape, dtype, device)
-        return self._rng.random(shape).astype(self.native_dtype(dtype))
+        return self.np.asarray(self._rng.random(shape).astype(self.native_dtype(dtype)))
 
     def randn(self, shape, dtype, device):
         self._alloc("randn", shape, dtype, device)
-        return self._rng.standard_normal(shape).astype(self.native_dtype(dtype))
+        return self.np.asarray(self._rng.standard_normal(shape).astype(self.native_dtype(dtype)))
 
     def capture_graph(self, fn, device):
         """With ``graphs=True``: records ``"capture_graph"``, calls ``fn()`` and returns its
@@ -308,3 +346,140 @@ def _namespace(numpy):
     except Exception:   # noqa: BLE001 - no cpu plugin: the compat namespace does the same
         import array_api_compat.numpy as xp
         return xp
+
+
+# -- device_arrays: a NumPy stand-in for a GPU array library ------------------------------------
+class DeviceSynchronized(RuntimeError):
+    """A host read of a ``MockBackend(device_arrays=True)`` array inside ``forbid_sync()``: on
+    a GPU, a device-to-host copy that waits for the queue (CuPy raises its own
+    ``DeviceSynchronized`` under ``cupyx.allow_synchronize(False)``)."""
+
+
+_STATE = threading.local()
+
+
+class _Forbid:
+    __slots__ = ("prev",)
+
+    def __enter__(self):
+        self.prev = getattr(_STATE, "forbidden", False)
+        _STATE.forbidden = True
+        return self
+
+    def __exit__(self, *exc):
+        _STATE.forbidden = self.prev
+        return False
+
+
+def _check_read(what: str) -> None:
+    if getattr(_STATE, "forbidden", False):
+        raise DeviceSynchronized(
+            f"{what} of a device array inside forbid_sync(): on a GPU this copies to the host "
+            f"and waits for the device; keep the value on the device (a where/mask instead of "
+            f"a Python branch on it), or read it outside forbid_sync()")
+
+
+_DEVICE_MODULE = None
+
+
+def _device_module(numpy):
+    """The stand-in module (made once): NumPy's functions, their array results as the
+    ``DeviceArray`` subclass (NumPy scalars as 0-dim arrays, as CuPy gives), named
+    ``mock_device_numpy``."""
+    global _DEVICE_MODULE
+    if _DEVICE_MODULE is not None:
+        return _DEVICE_MODULE
+    import functools
+    import types
+
+    ndarray, generic = numpy.ndarray, numpy.generic
+
+    def plain(a):
+        if isinstance(a, DeviceArray):
+            return a.view(ndarray)
+        if a.__class__ in (list, tuple):
+            return a.__class__(plain(v) for v in a)
+        return a
+
+    def device(r):
+        if r.__class__ is ndarray:
+            return r.view(DeviceArray)
+        if isinstance(r, generic):
+            return numpy.asarray(r).view(DeviceArray)
+        if r.__class__ is tuple:
+            return tuple(device(v) for v in r)
+        return r
+
+    reads = {"nonzero", "flatnonzero", "argwhere", "count_nonzero", "unique", "unique_values",
+             "unique_counts", "unique_inverse", "unique_all", "extract", "compress"}
+
+    class DeviceArray(ndarray):
+        """A NumPy array standing in for a device array (see ``MockBackend``)."""
+
+        def __array_wrap__(self, arr, context=None, return_scalar=False):
+            return numpy.asarray(arr).view(DeviceArray)   # (0-dim stays an array, as CuPy)
+
+        def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+            # without NumPy's floating-point warnings: a GPU library computes every lane of a
+            # branch (the masked ones too) silently
+            out = kwargs.get("out")
+            if out is not None:
+                kwargs["out"] = plain(out)
+            with numpy.errstate(all="ignore"):
+                r = getattr(ufunc, method)(*plain(inputs), **kwargs)
+            if out is not None:
+                return out[0] if out.__class__ is tuple and len(out) == 1 else out
+            return device(r)
+
+        def __array_function__(self, func, types, args, kwargs):
+            if func.__name__ in reads:
+                _check_read(f"{func.__name__}()")
+            return device(func(*plain(args), **{k: plain(v) for k, v in kwargs.items()}))
+
+        def __getitem__(self, key):
+            if isinstance(key, ndarray) and key.dtype.kind == "b":
+                _check_read("a boolean-mask subscript")
+            return device(super().__getitem__(plain(key)))
+
+        def __setitem__(self, key, value):
+            if isinstance(key, ndarray) and key.dtype.kind == "b":
+                _check_read("a boolean-mask assignment")
+            super().__setitem__(plain(key), plain(value))
+
+        def __bool__(self):
+            _check_read("bool()")
+            return super().__bool__()
+
+        def __int__(self):
+            _check_read("int()")
+            return super().__int__()
+
+        def __float__(self):
+            _check_read("float()")
+            return super().__float__()
+
+        def __index__(self):
+            _check_read("operator.index()")
+            return super().__index__()
+
+        def item(self, *args):
+            _check_read(".item()")
+            return super().item(*args)
+
+        def tolist(self):
+            _check_read(".tolist()")
+            return super().tolist()
+
+    mod = types.ModuleType("mock_device_numpy", "NumPy standing in for a GPU array module "
+                                                "(tensorplay.testing.backend.MockBackend)")
+    for name in dir(numpy):
+        if name.startswith("__"):
+            continue
+        v = getattr(numpy, name)
+        if callable(v) and not isinstance(v, (type, numpy.ufunc)):
+            v = functools.wraps(v)((lambda f: lambda *a, **k: device(f(*a, **k)))(v))
+        setattr(mod, name, v)
+    mod.__version__ = numpy.__version__
+    mod.ndarray = DeviceArray
+    _DEVICE_MODULE = mod
+    return mod
