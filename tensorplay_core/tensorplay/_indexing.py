@@ -12,6 +12,7 @@ ops and the factories rather than with the index ops in ``_ops/indexing``.
 from __future__ import annotations
 
 from . import _dtype
+from ._dispatch import check_overlap as _check_overlap
 from ._factories import tensor as _tensor
 from ._ops import ops as O
 from ._ops._shapes import broadcast_shapes, is_tensor
@@ -320,6 +321,10 @@ def setitem(x, index, value):
             O.copy_(out, value)
             return
     elif not advanced:
+        # torch writes a number through copy_ here, which refuses an expanded region (fill_
+        # allows it): x.expand(3)[:] = 1 is a RuntimeError, x.expand(3)[0] = 1 is not
+        if 0 in out.stride_tuple:
+            _check_overlap(O.copy_, 0, out)
         O.fill_(out, value)
         return
     # a full-shape bool mask with a number or a 0-d value is masked_fill_ (where-like); with a

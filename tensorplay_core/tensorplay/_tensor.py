@@ -3007,6 +3007,10 @@ class Tensor(TensorBase, instance_class=True):
                                f"match self's {tuple(self._shape)} with {index._shape[0]} "
                                f"indices along dim {dim}")
         _check_partial_overlap(self, source)     # (torch's partial-overlap RuntimeError)
+        if 0 in self.stride_tuple:
+            # index_put_ may write an expanded tensor (as torch's); torch's index_copy_ refuses
+            from ._dispatch import check_overlap
+            check_overlap(_O.index_put_, 0, self)
         return _O.index_put_(self, dim, index, source)
 
     def index_copy(self, dim: _int, index: Tensor, source: Tensor) -> Tensor:
