@@ -72,3 +72,90 @@ def test_expanded_fill_nd():
     # a row of an expanded matrix is itself expanded: x[0] = v refused (torch: copy_)
     with pytest.raises(RuntimeError, match="single memory location"):
         b.expand(2, 3)[0] = 5.0
+
+
+# -- 2. vector_norm(x, ord=0): torch's backward gives no gradient (undefined) ----------------------
+@pytest.mark.parametrize("f", [
+    lambda x: tp.linalg.vector_norm(x, 0),
+    lambda x: tp.linalg.vector_norm(x, 0.0, dim=-1).sum(),
+    lambda x: tp.linalg.vector_norm(x, 0, dtype=tp.float64),
+    lambda x: tp.linalg.norm(x.reshape(-1), 0),
+    lambda x: tp.norm(x, p=0),
+    lambda x: x.norm(p=0),
+])
+def test_norm0_has_history_but_no_gradient(f):
+    x = tp.tensor([[1.0, 0.0], [2.0, nan]], requires_grad=True)
+    y = f(x)
+    assert y.requires_grad and y.grad_fn is not None
+    y.backward()
+    assert x.grad is None
+    with pytest.raises(RuntimeError, match="not used in the graph"):
+        tp.autograd.grad(f(x), x)
+    assert tp.autograd.grad(f(x), x, allow_unused=True) == (None,)
+
+
+def test_norm0_beside_another_path():
+    x = tp.tensor([1.0, 0.0, 2.0], requires_grad=True)
+    (tp.linalg.vector_norm(x * 2, 0) * 3 + (x * x).sum()).backward()
+    assert x.grad.tolist() == [2.0, 0.0, 4.0]
+    h = tp.tensor([1.0, 0.0, 2.0], dtype=tp.float16, requires_grad=True)
+    y = tp.linalg.vector_norm(h, 0)
+    assert y.dtype is tp.float16 and y.item() == 2.0
+    y.backward()
+    assert h.grad is None
+    with tp.no_grad():
+        assert not tp.linalg.vector_norm(x, 0).requires_grad
+
+
+# -- 4. cdist with NaN, p = inf and p = 0 (torch 2.13 cpu values) ---------------------------------
+def _cdist(a, b, p, weights=None):
+    x1 = tp.tensor(a, requires_grad=True)
+    x2 = tp.tensor(b, requires_grad=True)
+    d = tp.cdist(x1, x2, p)
+    (d * (weights if weights is not None else 1.0)).sum().backward()
+    with tp.no_grad():
+        plain = tp.cdist(x1, x2, p).tolist()
+    assert plain == d.tolist() or str(plain) == str(d.tolist())
+    return d.tolist(), x1.grad.tolist(), x2.grad.tolist()
+
+
+def _same(got, want):
+    assert str(got) == str(want), (got, want)
+
+
+@pytest.mark.parametrize("a, b, d, g1, g2", [
+    ([[nan, 1.0]], [[0.0, 0.0]], [[1.0]], [[nan, 1.0]], [[nan, -1.0]]),
+    ([[1.0, 2.0]], [[nan, 0.0]], [[2.0]], [[nan, 1.0]], [[nan, -1.0]]),
+    ([[inf, 1.0]], [[inf, 0.0]], [[1.0]], [[nan, 1.0]], [[nan, -1.0]]),
+    ([[1.0, nan]], [[1.0, nan]], [[0.0]], [[0.0, nan]], [[0.0, nan]]),
+    ([[nan]], [[0.0]], [[0.0]], [[nan]], [[nan]]),
+    ([[inf, 1.0]], [[0.0, 0.0]], [[inf]], [[nan, 0.0]], [[nan, 0.0]]),
+    ([[1.0, 2.0]], [[3.0, 2.0]], [[2.0]], [[-1.0, 0.0]], [[1.0, 0.0]]),
+    ([[nan, 1.0], [2.0, 3.0]], [[0.0, 0.0], [1.0, 1.0]], [[1.0, 0.0], [3.0, 2.0]],
+     [[nan, 1.0], [0.0, 2.0]], [[nan, -2.0], [nan, -1.0]]),
+])
+def test_cdist_inf_skips_nan(a, b, d, g1, g2):
+    _same(_cdist(a, b, inf), (d, g1, g2))
+
+
+@pytest.mark.parametrize("a, b, d", [
+    ([[nan, 1.0]], [[0.0, 0.0]], [[nan]]),
+    ([[inf, 1.0]], [[inf, 0.0]], [[nan]]),
+    ([[1.0, nan]], [[1.0, nan]], [[nan]]),
+    ([[inf, 1.0]], [[0.0, 0.0]], [[2.0]]),
+    ([[1.0, 2.0]], [[3.0, 2.0]], [[1.0]]),
+    ([[nan, 1.0], [2.0, 3.0]], [[0.0, 0.0], [1.0, 1.0]], [[nan, nan], [2.0, 2.0]]),
+])
+def test_cdist_0_nan_counts_as_nan_and_zero_gradient(a, b, d):
+    zeros = lambda t: [[0.0] * len(r) for r in t]     # noqa: E731
+    _same(_cdist(a, b, 0), (d, zeros(a), zeros(b)))
+
+
+def test_cdist_batched_nan():
+    a = [[[1.0, nan], [2.0, 3.0]]]
+    b = [[[0.0, 0.0]], [[1.0, 5.0]]]
+    w = tp.arange(1.0, 5.0).reshape(2, 2, 1)
+    _same(_cdist(a, b, inf, w), ([[[1.0], [3.0]], [[0.0], [2.0]]],
+                                 [[[1.0, nan], [0.0, -2.0]]], [[[-1.0, nan]], [[0.0, nan]]]))
+    _same(_cdist(a, b, 0, w), ([[[nan], [2.0]], [[nan], [2.0]]],
+                               [[[0.0, 0.0], [0.0, 0.0]]], [[[0.0, 0.0]], [[0.0, 0.0]]]))
