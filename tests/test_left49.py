@@ -159,3 +159,16 @@ def test_cdist_batched_nan():
                                  [[[1.0, nan], [0.0, -2.0]]], [[[-1.0, nan]], [[0.0, nan]]]))
     _same(_cdist(a, b, 0, w), ([[[nan], [2.0]], [[nan], [2.0]]],
                                [[[0.0, 0.0], [0.0, 0.0]]], [[[0.0, 0.0]], [[0.0, 0.0]]]))
+
+
+def test_norm0_and_cdist_under_compile_keep_a_history():
+    # tensorplay.compile records built-in ops only: the compiled versions keep the values and
+    # a (zero / torch-formula) gradient instead of losing the history
+    x1 = tp.tensor([[1.0, nan], [2.0, 3.0]], dtype=tp.float64, requires_grad=True)
+    x2 = tp.tensor([[0.0, 0.0], [1.0, 5.0]], dtype=tp.float64, requires_grad=True)
+    for p in (0, inf):
+        y = tp.compile(lambda a, b: tp.cdist(a, b, p) * 1)(x1, x2)
+        assert y.requires_grad
+        _same(y.tolist(), tp.cdist(x1, x2, p).tolist())
+    y = tp.compile(lambda a: tp.linalg.vector_norm(a, 0) * 1)(x1)
+    assert y.requires_grad and y.item() == 4.0

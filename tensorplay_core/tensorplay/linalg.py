@@ -338,10 +338,15 @@ def vector_norm(x: Tensor, ord: float = 2, dim: int | Sequence[int] | None = Non
     if not x.ndim:
         red = None
     if ord == 0:
-        count = O.sum(O.to_dtype(O.ne(x, 0), x.dtype), red, keepdim)
+        nz = O.ne(x, 0)
         if x.requires_grad and _grad_enabled():
-            return _no_gradient("tp::linalg_vector_normBackward", x, count)
-        return count
+            if _capturing():
+                # tensorplay.compile records built-in ops only: a count with a zero gradient
+                # (1 where x != 0, else sign(x) = 0, whose gradient is exact zeros)
+                return O.sum(O.where(nz, 1.0, O.sign(x)), red, keepdim)
+            return _no_gradient("tp::linalg_vector_normBackward", x,
+                                O.sum(O.to_dtype(nz, x.dtype), red, keepdim))
+        return O.sum(O.to_dtype(nz, x.dtype), red, keepdim)
     if ord == 1:
         return O.sum(O.abs(x), red, keepdim)
     if ord == 2:
@@ -367,6 +372,11 @@ def _no_gradient(name, x, out):
     ``allow_unused=True``), and another path's gradient arrives unchanged."""
     from .autograd.function import FunctionCtx, attach
     return attach(name, lambda ctx, g: None, FunctionCtx(), (x,), out, TensorBase)
+
+
+def _capturing():
+    from .autograd.function import _capturing
+    return _capturing()
 
 
 def _grad_enabled():
@@ -847,6 +857,8 @@ def _cdist_count_or_max(x1, x2, p):
             out = O.amax(O.where(O.isnan(ad), 0.0, ad), [-1], False)
     if not ((x1.requires_grad or x2.requires_grad) and _grad_enabled()):
         return out
+    if _capturing():
+        return _cdist_composite(x1, x2, p, out)
     ctx = FunctionCtx()
     if p == 0:
         ctx.shapes = [(list(x.shape), x.dtype, x.device) for x in (x1, x2)]
@@ -875,3 +887,24 @@ def _cdist_inf_bw(ctx, g):
     n1, n2 = ctx.needs_input_grad
     return (one(x1, x2, g, dist) if n1 else None,
             one(x2, x1, _mT(g), _mT(dist)) if n2 else None)
+
+
+def _cdist_composite(x1, x2, p, out):
+    """The same values from built-in ops, for ``tensorplay.compile`` (it records built-in ops
+    only): ``p = 0`` a count whose gradient is zeros (``sign``'s); ``p = inf`` the detached
+    result ``out`` plus terms that are exactly 0 with the gradient of ``|diff|`` at each tied
+    finite maximum, and ``hypot(|diff|, 0)`` (``inf``, NaN gradient) at infinite elements of
+    an infinite distance."""
+    diff = O.sub(O.unsqueeze(x1, -2), O.unsqueeze(x2, -3))
+    if p == 0:
+        counted = O.where(O.ne(diff, 0), 1.0, O.sign(diff))
+        return O.sum(O.where(O.isnan(diff), math.nan, counted), [-1], False)
+    a = O.abs(diff)
+    ad = a.detach()
+    fin = O.isfinite(ad)
+    at_max = O.logical_and(O.eq(ad, O.unsqueeze(out, -1)), fin)
+    finite = O.where(fin, ad, 0.0)
+    zero_part = O.where(at_max, O.sub(a, finite), 0.0)
+    at_inf = O.logical_and(O.isinf(ad), O.isinf(O.unsqueeze(out, -1)))
+    inf_part = O.where(at_inf, O.hypot(O.where(at_inf, a, 1.0), O.sub(finite, finite)), 0.0)
+    return O.add(out, O.sum(O.add(zero_part, inf_part), [-1], False))
