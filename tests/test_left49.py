@@ -172,3 +172,77 @@ def test_norm0_and_cdist_under_compile_keep_a_history():
         _same(y.tolist(), tp.cdist(x1, x2, p).tolist())
     y = tp.compile(lambda a: tp.linalg.vector_norm(a, 0) * 1)(x1)
     assert y.requires_grad and y.item() == 4.0
+
+
+# -- 1. max()/min() of all elements: torch's evenly_distribute_backward (cpu) ---------------------
+def _grad(f, values, g=1.0):
+    x = tp.tensor(values, requires_grad=True)
+    y = f(x)
+    y.backward(tp.full_like(y, g))
+    return x.grad.tolist()
+
+
+@pytest.mark.parametrize("values, g, gmax, gmin", [
+    ([inf, 1.0, 2.0], inf, [inf, 0.0, 0.0], [0.0, inf, 0.0]),
+    ([inf, 1.0, 2.0], nan, [nan, 0.0, 0.0], [0.0, nan, 0.0]),
+    ([inf, inf, 1.0], 1.0, [0.5, 0.5, 0.0], [0.0, 0.0, 1.0]),
+    ([inf, inf, 1.0], -inf, [-inf, -inf, 0.0], [0.0, 0.0, -inf]),
+    ([-inf, -inf, 1.0], inf, [0.0, 0.0, inf], [inf, inf, 0.0]),
+    ([1.0, 2.0, 2.0], inf, [0.0, inf, inf], [inf, 0.0, 0.0]),
+    ([nan, 1.0, inf], 1.0, [1.0, 0.0, 0.0], [1.0, 0.0, 0.0]),
+    ([nan, nan, 1.0], 1.0, [0.5, 0.5, 0.0], [0.5, 0.5, 0.0]),
+    ([inf, nan], 1.0, [0.0, 1.0], [0.0, 1.0]),
+    ([nan, 1.0], inf, [inf, 0.0], [inf, 0.0]),
+])
+def test_max_min_of_all_gradient(values, g, gmax, gmin):
+    _same(_grad(lambda x: x.max(), values, g), gmax)
+    _same(_grad(lambda x: x.min(), values, g), gmin)
+    _same(_grad(lambda x: tp.max(x), values, g), gmax)
+    _same(_grad(lambda x: tp.min(x), values, g), gmin)
+
+
+@pytest.mark.parametrize("values, g, gamax", [
+    ([inf, 1.0, 2.0], inf, [inf, nan, nan]),      # amax keeps torch's g / count * mask
+    ([nan, 1.0], 1.0, [nan, nan]),
+    ([inf, inf, 1.0], 1.0, [0.5, 0.5, 0.0]),
+])
+def test_amax_gradient_unchanged(values, g, gamax):
+    _same(_grad(lambda x: x.amax(), values, g), gamax)
+    _same(_grad(lambda x: x.max(0).values, [1.0, 3.0, 3.0], g), [0.0, g, 0.0])
+
+
+def test_max_of_all_keeps_dtype_and_0dim():
+    x = tp.tensor([[1.0, -2.0], [3.0, nan]], dtype=tp.float16, requires_grad=True)
+    x.max().backward()
+    assert x.grad.dtype is tp.float16 and str(x.grad.tolist()) == "[[0.0, 0.0], [0.0, 1.0]]"
+    x0 = tp.tensor(3.0, requires_grad=True)
+    x0.min().backward()
+    assert x0.grad.item() == 1.0
+    with pytest.raises(RuntimeError):
+        tp.tensor([], requires_grad=True).max()
+
+
+# the inf norms: torch's sgn(x) * (g / count * mask), mask = |x| == norm or NaN; sgn(NaN) = 0
+@pytest.mark.parametrize("values, g, want", [
+    ([nan, 1.0], 1.0, [0.0, 0.0]),
+    ([nan, -2.0], 2.0, [0.0, -0.0]),
+    ([nan, inf], 1.0, [0.0, 0.0]),
+    ([nan, 1.0], inf, [nan, nan]),
+    ([inf, 1.0, 2.0], inf, [inf, nan, nan]),
+    ([-inf, -inf, 1.0], 1.0, [-0.5, -0.5, 0.0]),
+])
+def test_inf_norm_gradient_with_nan(values, g, want):
+    _same(_grad(lambda x: tp.linalg.vector_norm(x, inf), values, g), want)
+    if values[0] != values[0]:
+        _same(_grad(lambda x: tp.linalg.vector_norm(x, -inf), values, g), want)
+        _same(_grad(lambda x: tp.norm(x, inf), values, g), want)
+
+
+def test_inf_norm_rows_and_abs_of_nan():
+    _same(_grad(lambda x: tp.linalg.vector_norm(x, inf, dim=-1), [[nan, 1.0], [2.0, 3.0]]),
+          [[0.0, 0.0], [0.0, 1.0]])
+    _same(_grad(lambda x: tp.linalg.vector_norm(x, -inf, dim=(0, 1), keepdim=True),
+                [[1.0, -5.0], [3.0, 2.0]]), [[1.0, -0.0], [0.0, 0.0]])
+    # abs's gradient is g * sgn(x), torch's sgn(NaN) being 0
+    _same(_grad(lambda x: x.abs().sum(), [nan, 1.0, -2.0]), [0.0, 1.0, -1.0])
+    _same(_grad(lambda x: x.abs().max(), [nan, 1.0, -2.0]), [0.0, 0.0, -0.0])

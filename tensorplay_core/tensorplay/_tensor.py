@@ -1533,14 +1533,16 @@ class Tensor(TensorBase, instance_class=True):
         """Maximum of all elements (a 0-dim tensor), or along ``dim`` the named tuple
         ``(values, indices)`` (``tensorplay.return_types.max``), as ``torch.Tensor.max``; with a
         Tensor ``dim`` (``x.max(other)``), the elementwise maximum. The gradient of the values
-        goes to the selected index. Empty inputs: torch's ``RuntimeError``/``IndexError``.
+        goes to the selected index; that of the maximum of all elements is shared evenly among
+        the elements equal to it (the NaN elements when it is NaN), zeros elsewhere even under
+        an infinite or NaN incoming gradient (torch's on cpu; ``amax``'s gives NaN there). Empty inputs: torch's ``RuntimeError``/``IndexError``.
         ``other=`` (torch's keyword of the elementwise form) is ``x.max(other)``."""
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("max", dim, keepdim, axis, keepdims)
         if other is not None:
             return _O.maximum(self, other)
         if dim is None:
-            return _O.amax(self, [], False)
+            return _extreme_all(self, True)
         if isinstance(dim, Tensor):
             return _O.maximum(self, dim)
         from . import return_types
@@ -1564,7 +1566,7 @@ class Tensor(TensorBase, instance_class=True):
         if other is not None:
             return _O.minimum(self, other)
         if dim is None:
-            return _O.amin(self, [], False)
+            return _extreme_all(self, False)
         if isinstance(dim, Tensor):
             return _O.minimum(self, dim)
         from . import return_types
@@ -3723,6 +3725,7 @@ from ._backend import _CONTIG_CACHE as _CONTIG  # noqa: E402
 from ._tensor_base import row_major as _row_major  # noqa: E402
 from ._factories import tensor as _new_tensor  # noqa: E402
 from ._ops import ops as _O  # noqa: E402
+from ._ops.reduction import extreme_all as _extreme_all  # noqa: E402
 from ._ops.elementwise import norm_root as _norm_root  # noqa: E402
 from ._registry import bind_methods as _bind_methods  # noqa: E402
 from ._ops._shapes import check_fill as _check_fill  # noqa: E402

@@ -311,7 +311,7 @@ def vector_norm(x: Tensor, ord: float = 2, dim: int | Sequence[int] | None = Non
     Gradients where torch's norm backward masks: 0 at a zero norm (the root is one op,
     ``tp::_norm_root``), 0 at the zero elements for ``ord < 1`` (a negative ``ord`` with a zero
     element: the norm is 0 and the whole gradient 0), ``inf``/``-inf`` shared evenly among the
-    tied elements, and no gradient at all for ``ord=0``, as torch's (the count has a history,
+    tied elements (a slice holding NaN: ``g * 0``, torch's ``sgn(NaN) = 0`` at the NaN), and no gradient at all for ``ord=0``, as torch's (the count has a history,
     but its backward gives ``x`` nothing: ``x.grad`` stays None, ``autograd.grad`` reports ``x``
     unused unless ``allow_unused=True``, and the gradient of another path through ``x`` arrives
     unchanged). Same as ``torch.linalg.vector_norm``."""
@@ -332,6 +332,8 @@ def vector_norm(x: Tensor, ord: float = 2, dim: int | Sequence[int] | None = Non
                                                                       dim is None):
             raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty "
                                f"tensor because the operation does not have an identity")
+        if x.requires_grad and _grad_enabled() and not _capturing():
+            return _norm_inf(x, ord, dims, keepdim)
         a = O.abs(x)
         return O.amax(a, dims, keepdim) if ord > 0 else O.amin(a, dims, keepdim)
     red = dims if dims else None
@@ -362,6 +364,37 @@ def _safe_pow(a, p):
         return O.pow(a, p)
     zero = O.eq(a, 0)
     return O.where(zero, 0.0 if p > 0 else math.inf, O.pow(O.where(zero, 1.0, a), p))
+
+
+def _norm_inf(x, ord, dims, keepdim):
+    """``vector_norm(x, +-inf)`` with torch's norm backward: ``sgn(x) * (g / count * mask)``,
+    ``mask`` the elements whose ``|x|`` equals the norm or is NaN, ``count`` their number per
+    reduced slice (so a slice holding NaN gets 0 from a finite ``g``, where ``amax``'s formula
+    gave NaN); torch's ``sgn`` of NaN is 0."""
+    from .autograd.function import FunctionCtx, attach
+    from .autograd.grad_mode import no_grad
+    with no_grad():
+        a = O.abs(x)
+        out = O.amax(a, dims, keepdim) if ord > 0 else O.amin(a, dims, keepdim)
+    ctx = FunctionCtx()
+    ctx.dims = list(dims) if dims else list(range(x.ndim))
+    ctx.keepdim = keepdim
+    ctx.save_for_backward(x, out)
+    return attach("tp::linalg_vector_normBackward", _norm_inf_bw, ctx, (x,), out, TensorBase)
+
+
+def _norm_inf_bw(ctx, g):
+    x, norm = ctx.saved_tensors
+    if not ctx.keepdim:
+        for d in sorted(d % max(x.ndim, 1) for d in ctx.dims):
+            if x.ndim:
+                g = O.unsqueeze(g, d)
+                norm = O.unsqueeze(norm, d)
+    a = O.abs(x)
+    mask = O.logical_or(O.eq(a, norm), O.isnan(a))
+    count = O.sum(mask, ctx.dims if x.ndim else [], True)
+    sgn = O.where(O.isnan(x), 0.0, O.sign(x))
+    return O.mul(sgn, O.mul(O.div(g, count), O.to_dtype(mask, g.dtype)))
 
 
 def _no_gradient(name, x, out):
