@@ -307,7 +307,9 @@ def setitem(x, index, value):
     """``x[index] = value`` (torch's rules): a tensor ``value`` loses its leading size-1 dims,
     then broadcasts to the shape of ``x[index]`` (``RuntimeError`` otherwise, nothing written);
     a full-shape bool mask with a value of 1 or more dims takes one value per True element.
-    ``x[False] = value`` writes nothing and checks nothing (torch returns at once)."""
+    ``x[False] = value`` writes nothing and checks nothing (torch returns at once). Into an
+    expanded ``x`` (stride 0, size > 1), as torch: ``x[idx] = v`` / ``x[mask] = v`` write, a
+    region that is still expanded (``x[:] = v``) is a ``RuntimeError``."""
     if index is False:
         return
     out, advanced = _split(x, index)

@@ -841,7 +841,9 @@ class Tensor(TensorBase, instance_class=True):
         Raises ``TypeError`` for a value that is not a number or tensor and ``RuntimeError`` when
         this tensor's dtype cannot hold it (nan/inf or out of range into integers, beyond the
         range of float16/bfloat16/float32), checked once before anything is written (same rule
-        as torch)."""
+        as torch). An expanded ``self`` (a stride-0 dimension of size > 1) is written with a
+        number, and refused (``RuntimeError``: "more than one element of the written-to tensor
+        refers to a single memory location") with a Tensor ``value``, as torch."""
         if value.__class__ is not Tensor:
             value = _check_fill("fill_", value, self._dtype)
         elif value._shape:
@@ -849,7 +851,8 @@ class Tensor(TensorBase, instance_class=True):
         return _O.fill_(self, value)
 
     def zero_(self) -> Tensor:
-        """Set every element to zero; returns ``self``."""
+        """Set every element to zero; returns ``self``. An expanded ``self`` is written (its
+        shared elements all get 0), as torch's."""
         return _O.fill_(self, 0)
 
     def add_(self, other: _TensorOrScalar, *, alpha: _Number = 1) -> Tensor:
@@ -898,7 +901,8 @@ class Tensor(TensorBase, instance_class=True):
         return _in_place(self, "pow_", _O.pow, exponent)
 
     def masked_fill_(self, mask: Tensor, value: _TensorOrScalar) -> Tensor:
-        """Write ``value`` (number or 0-dim tensor) where ``mask`` (bool, broadcastable) is True."""
+        """Write ``value`` (number or 0-dim tensor) where ``mask`` (bool, broadcastable) is True;
+        an expanded ``self`` (stride 0, size > 1) is written too, as torch's."""
         return _O.masked_fill_(self, mask, value)
 
     def masked_fill(self, mask: Tensor, value: _TensorOrScalar) -> Tensor:
@@ -2977,7 +2981,8 @@ class Tensor(TensorBase, instance_class=True):
     # -- index writes along a dim ------------------------------------------------------------------
     def index_fill_(self, dim: _int, index: Tensor, value: _TensorOrScalar) -> Tensor:
         """Write ``value`` (a number or 0-dim tensor) at the positions ``index`` (0-D or 1-D
-        int64) of ``dim``; returns ``self`` (same as ``torch.Tensor.index_fill_``)."""
+        int64) of ``dim``; returns ``self``; an expanded ``self`` is written too (same as
+        ``torch.Tensor.index_fill_``)."""
         if isinstance(value, Tensor):
             if value._shape:
                 raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but "
@@ -2994,7 +2999,8 @@ class Tensor(TensorBase, instance_class=True):
         """Copy the slices of ``source`` along ``dim`` to the positions ``index`` (0-D or 1-D
         int64) of ``self``; ``source`` has ``self``'s dtype and shape except ``len(index)`` along
         ``dim`` (RuntimeError otherwise, and when ``source`` shares only part of ``self``'s
-        memory); returns ``self`` (same as ``torch.Tensor.index_copy_``)."""
+        memory, and for an expanded ``self``: a stride-0 dimension of size > 1); returns ``self``
+        (same as ``torch.Tensor.index_copy_``)."""
         index = _index_vector("index_copy_", index)
         if source._dtype is not self._dtype:
             raise RuntimeError(f"index_copy_(): self and source expected to have the same "
