@@ -246,3 +246,16 @@ def test_inf_norm_rows_and_abs_of_nan():
     # abs's gradient is g * sgn(x), torch's sgn(NaN) being 0
     _same(_grad(lambda x: x.abs().sum(), [nan, 1.0, -2.0]), [0.0, 1.0, -1.0])
     _same(_grad(lambda x: x.abs().max(), [nan, 1.0, -2.0]), [0.0, 0.0, -0.0])
+
+
+@pytest.mark.parametrize("mask, want", [([True, False], 7.0), ([False, True], 7.0),
+                                        ([False, False], 1.0)])
+def test_expanded_masked_fill_writes_only_the_true_positions(mask, want):
+    # torch writes only where the mask is True: a False position after a True one does not
+    # put the old value back
+    b = tp.tensor([1.0])
+    b.expand(2).masked_fill_(tp.tensor(mask), 7.0)
+    assert b.tolist() == [want]
+    b = tp.tensor([[1.0], [2.0]])
+    b.expand(2, 3).masked_fill_(tp.tensor([[True, False, False], [False, False, True]]), 7.0)
+    assert b.tolist() == [[7.0], [7.0]]
