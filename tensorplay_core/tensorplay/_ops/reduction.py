@@ -107,8 +107,10 @@ def extreme_all(x, largest):
     ``amax``: ``g / count * mask``). Under ``tensorplay.compile`` (built-in ops only) the
     recorded op is ``amax``/``amin`` with its gradient."""
     op = O.amax if largest else O.amin
+    if not x.requires_grad:
+        return op(x, [], False)
     from ..autograd.grad_mode import is_grad_enabled
-    if not (x.requires_grad and is_grad_enabled()):
+    if not is_grad_enabled():
         return op(x, [], False)
     from ..autograd.function import FunctionCtx, _capturing, attach
     if _capturing():
