@@ -3731,7 +3731,6 @@ from ._backend import _CONTIG_CACHE as _CONTIG  # noqa: E402
 from ._tensor_base import row_major as _row_major  # noqa: E402
 from ._factories import tensor as _new_tensor  # noqa: E402
 from ._ops import ops as _O  # noqa: E402
-from ._ops.reduction import extreme_all as _extreme_all  # noqa: E402
 from ._ops.elementwise import norm_root as _norm_root  # noqa: E402
 from ._registry import bind_methods as _bind_methods  # noqa: E402
 from ._ops._shapes import check_fill as _check_fill  # noqa: E402
@@ -3971,3 +3970,33 @@ def _keyword_sizes(args, kwargs, api, name, ignored=()):
 _MISSING = object()
 
 _ScatterReducedBackward = _scatter_reduced_node_class()
+
+
+def _extreme_all(x, largest):
+    """``x.max()`` / ``x.min()`` (no ``dim``): the largest / smallest element, a 0-dim tensor of
+    ``x``'s dtype (NaN when ``x`` holds one; ``RuntimeError`` for an empty ``x``, amax's). Its
+    gradient is torch's ``evenly_distribute_backward`` on cpu, not ``amax``'s: ``g / count`` at
+    each element equal to the result (each NaN element when the result is NaN) and exact zeros
+    elsewhere, also under an infinite or NaN ``g`` (``amax``/``amin`` give NaN there, as torch's
+    ``amax``: ``g / count * mask``). Under ``tensorplay.compile`` (built-in ops only) the
+    recorded op is ``amax``/``amin`` with its gradient."""
+    op = _O.amax if largest else _O.amin
+    if not x.requires_grad:
+        return op(x, [], False)
+    from .autograd.function import FunctionCtx, _capturing, attach
+    from .autograd.grad_mode import is_grad_enabled, no_grad
+    if not is_grad_enabled() or _capturing():
+        return op(x, [], False)
+    with no_grad():
+        out = op(x, [], False)
+    ctx = FunctionCtx()
+    ctx.save_for_backward(x, out)
+    return attach("tp::maxBackward" if largest else "tp::minBackward", _evenly_bw, ctx, (x,),
+                  out, Tensor)
+
+
+def _evenly_bw(ctx, g):
+    x, value = ctx.saved_tensors
+    # torch's mask on cpu (value.isnan() ? input.isnan() : input == value), without a host read
+    mask = _O.logical_or(_O.eq(x, value), _O.logical_and(_O.isnan(x), _O.isnan(value)))
+    return _O.where(mask, _O.div(g, _O.sum(mask, [], False)), 0.0)

@@ -98,39 +98,6 @@ defop("amin(Tensor self, SymInt[] dim=[], bool keepdim=False) -> Tensor", meta=_
       setup=_ext_setup, backward=_ext_bw)
 
 
-def extreme_all(x, largest):
-    """``x.max()`` / ``x.min()`` (no ``dim``): the largest / smallest element, a 0-dim tensor of
-    ``x``'s dtype (NaN when ``x`` holds one; ``RuntimeError`` for an empty ``x``, amax's). Its
-    gradient is torch's ``evenly_distribute_backward`` on cpu, not ``amax``'s: ``g / count`` at
-    each element equal to the result (each NaN element when the result is NaN) and exact zeros
-    elsewhere, also under an infinite or NaN ``g`` (``amax``/``amin`` give NaN there, as torch's
-    ``amax``: ``g / count * mask``). Under ``tensorplay.compile`` (built-in ops only) the
-    recorded op is ``amax``/``amin`` with its gradient."""
-    op = O.amax if largest else O.amin
-    if not x.requires_grad:
-        return op(x, [], False)
-    from ..autograd.grad_mode import is_grad_enabled
-    if not is_grad_enabled():
-        return op(x, [], False)
-    from ..autograd.function import FunctionCtx, _capturing, attach
-    if _capturing():
-        return op(x, [], False)
-    with NoGradBlock():
-        out = op(x, [], False)
-    ctx = FunctionCtx()
-    ctx.save_for_backward(x, out)
-    from .._tensor_base import TensorBase
-    return attach("tp::maxBackward" if largest else "tp::minBackward", _evenly_bw, ctx, (x,),
-                  out, TensorBase)
-
-
-def _evenly_bw(ctx, g):
-    x, value = ctx.saved_tensors
-    # torch's mask on cpu (value.isnan() ? input.isnan() : input == value), without a host read
-    mask = O.logical_or(O.eq(x, value), O.logical_and(O.isnan(x), O.isnan(value)))
-    return O.where(mask, O.div(g, O.sum(mask, [], False)), 0.0)
-
-
 def _arg_meta(api):
     def meta(x, dim=None, keepdim=False):
         shape, _ = reduce_shape(x.shape, None if dim is None else [dim], keepdim)
