@@ -3997,6 +3997,8 @@ def _extreme_all(x, largest):
 
 def _evenly_bw(ctx, g):
     x, value = ctx.saved_tensors
-    # torch's mask on cpu (value.isnan() ? input.isnan() : input == value), without a host read
-    mask = _O.logical_or(_O.eq(x, value), _O.logical_and(_O.isnan(x), _O.isnan(value)))
+    # torch's mask on cpu (value.isnan() ? input.isnan() : input == value), without a host
+    # read: the result is NaN exactly when x holds a NaN, so x == value is all False then and
+    # isnan(x) all False otherwise
+    mask = _O.logical_or(_O.eq(x, value), _O.isnan(x))
     return _O.where(mask, _O.div(g, _O.sum(mask, [], False)), 0.0)

@@ -390,10 +390,10 @@ def _norm_inf_bw(ctx, g):
             if x.ndim:
                 g = O.unsqueeze(g, d)
                 norm = O.unsqueeze(norm, d)
-    a = O.abs(x)
-    mask = O.logical_or(O.eq(a, norm), O.isnan(a))
+    nan = O.isnan(x)
+    mask = O.logical_or(O.eq(O.abs(x), norm), nan)
     count = O.sum(mask, ctx.dims if x.ndim else [], True)
-    sgn = O.where(O.isnan(x), 0.0, O.sign(x))
+    sgn = O.where(nan, 0.0, O.sign(x))
     return O.mul(sgn, O.mul(O.div(g, count), O.to_dtype(mask, g.dtype)))
 
 

@@ -438,15 +438,8 @@ defop("relu" + _U, meta=_relu_meta, setup=_save_out,
       backward=lambda ctx, g: _relu_bw(g, ctx.saved_tensors[0]))
 # abs of a bool tensor gives it back (torch refuses it): the eager kernel is the array API's abs
 # itself, no frame of ours, and a dtype test there would cost ~0.2 µs on every abs call
-def _abs_bw(ctx, g):
-    # torch's g * sgn(x), whose sgn(NaN) is 0 (sign(NaN) is NaN here): a NaN element gets 0
-    # from a finite g (g * 0: NaN from an infinite one)
-    x = ctx.saved_tensors[0]
-    return O.mul(g, O.where(O.isnan(x), 0, O.sign(x)))
-
-
 defop("abs" + _U, meta=unary_meta(), setup=lambda c, i, o: c.save_for_backward(i[0]),
-      backward=_abs_bw)
+      backward=lambda ctx, g: O.mul(g, O.sign(ctx.saved_tensors[0])))
 defop("sin" + _U, meta=unary_meta("float"), setup=lambda c, i, o: c.save_for_backward(i[0]),
       backward=lambda ctx, g: O.mul(g, O.cos(ctx.saved_tensors[0])))
 defop("cos" + _U, meta=unary_meta("float"), setup=lambda c, i, o: c.save_for_backward(i[0]),
