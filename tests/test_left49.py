@@ -238,7 +238,7 @@ def test_inf_norm_gradient_with_nan(values, g, want):
         _same(_grad(lambda x: tp.norm(x, inf), values, g), want)
 
 
-def test_inf_norm_rows_and_abs_of_nan():
+def test_inf_norm_rows_and_keepdim():
     _same(_grad(lambda x: tp.linalg.vector_norm(x, inf, dim=-1), [[nan, 1.0], [2.0, 3.0]]),
           [[0.0, 0.0], [0.0, 1.0]])
     _same(_grad(lambda x: tp.linalg.vector_norm(x, -inf, dim=(0, 1), keepdim=True),
