@@ -310,7 +310,8 @@ def _check_source(a, i: int, n: str):
     return f"if {c}: __chk(__op, {i}, {n})"
 
 
-def make_call(op, scalar_ok=(), number_self=None, out=None, partial=()) -> None:
+def make_call(op, scalar_ok=(), number_self=None, out=None, partial=(),
+              overlap_ok=None) -> None:
     """Generate ``op.__call__`` with the op's signature and install it on a per-op subclass.
 
     ``out``: for a built-in op that torch's function of the same name gives ``out=``, the
@@ -329,6 +330,13 @@ def make_call(op, scalar_ok=(), number_self=None, out=None, partial=()) -> None:
     ``copy_``...; ``_tensor_base.partial_overlap``). The call tests whether such an argument's
     storage root is the written one's (two slot reads a side, one ``is``; a Python number in a
     ``scalar_ok`` argument pays nothing) and only then calls ``check_partial_overlap``.
+
+    ``overlap_ok``: None (the default) refuses a write into an expanded tensor (a written
+    argument with a dimension of stride 0 and size > 1: ``check_overlap``); a tuple of schema
+    names allows it when none of those arguments is a Tensor (``()``: always), for the built-in
+    ops torch writes through such memory (``fill_`` with a number, ``masked_fill_``,
+    ``index_put_``: every element sharing a location gets the same value, or torch does not
+    check).
 
     The generated function takes exactly the schema's parameters (the op itself is bound in its
     namespace, not a parameter, so arity errors count the caller's arguments). Schema names are
@@ -477,9 +485,17 @@ def make_call(op, scalar_ok=(), number_self=None, out=None, partial=()) -> None:
     # writes through overlapping memory (an expanded tensor) are refused, as torch does: one
     # C-level scan of the strides per written argument; calls that write nothing pay nothing.
     # tuple.__contains__ itself: a capture tensor's strides would count the scan as a size read
+    unless = ""
+    if overlap_ok is not None:
+        tensor_args = [pynames[j] for j, a in enumerate(sch.arguments) if a.name in overlap_ok]
+        if not tensor_args:
+            overlap = []
+        else:
+            unless = " or ".join(f"isinstance({n}, __TB)" for n in tensor_args)
+            unless = f"({unless}) and "
     for i, n, kind in overlap:
         if kind == _KIND_TENSOR:
-            lines.append(f"    if __has({n}.stride_tuple, 0): __overlap(__op, {i}, {n})")
+            lines.append(f"    if {unless}__has({n}.stride_tuple, 0): __overlap(__op, {i}, {n})")
         elif kind == _KIND_OPT:
             lines.append(f"    if {n} is not None and __has({n}.stride_tuple, 0): __overlap(__op, {i}, {n})")
         elif kind == _KIND_LIST:

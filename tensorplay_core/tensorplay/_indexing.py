@@ -12,6 +12,7 @@ ops and the factories rather than with the index ops in ``_ops/indexing``.
 from __future__ import annotations
 
 from . import _dtype
+from ._dispatch import check_overlap as _check_overlap
 from ._factories import tensor as _tensor
 from ._ops import ops as O
 from ._ops._shapes import broadcast_shapes, is_tensor
@@ -306,7 +307,9 @@ def setitem(x, index, value):
     """``x[index] = value`` (torch's rules): a tensor ``value`` loses its leading size-1 dims,
     then broadcasts to the shape of ``x[index]`` (``RuntimeError`` otherwise, nothing written);
     a full-shape bool mask with a value of 1 or more dims takes one value per True element.
-    ``x[False] = value`` writes nothing and checks nothing (torch returns at once)."""
+    ``x[False] = value`` writes nothing and checks nothing (torch returns at once). Into an
+    expanded ``x`` (stride 0, size > 1), as torch: ``x[idx] = v`` / ``x[mask] = v`` write, a
+    region that is still expanded (``x[:] = v``) is a ``RuntimeError``."""
     if index is False:
         return
     out, advanced = _split(x, index)
@@ -320,6 +323,10 @@ def setitem(x, index, value):
             O.copy_(out, value)
             return
     elif not advanced:
+        # torch writes a number through copy_ here, which refuses an expanded region (fill_
+        # allows it): x.expand(3)[:] = 1 is a RuntimeError, x.expand(3)[0] = 1 is not
+        if 0 in out.stride_tuple:
+            _check_overlap(O.copy_, 0, out)
         O.fill_(out, value)
         return
     # a full-shape bool mask with a number or a 0-d value is masked_fill_ (where-like); with a

@@ -841,7 +841,9 @@ class Tensor(TensorBase, instance_class=True):
         Raises ``TypeError`` for a value that is not a number or tensor and ``RuntimeError`` when
         this tensor's dtype cannot hold it (nan/inf or out of range into integers, beyond the
         range of float16/bfloat16/float32), checked once before anything is written (same rule
-        as torch)."""
+        as torch). An expanded ``self`` (a stride-0 dimension of size > 1) is written with a
+        number, and refused (``RuntimeError``: "more than one element of the written-to tensor
+        refers to a single memory location") with a Tensor ``value``, as torch."""
         if value.__class__ is not Tensor:
             value = _check_fill("fill_", value, self._dtype)
         elif value._shape:
@@ -849,7 +851,8 @@ class Tensor(TensorBase, instance_class=True):
         return _O.fill_(self, value)
 
     def zero_(self) -> Tensor:
-        """Set every element to zero; returns ``self``."""
+        """Set every element to zero; returns ``self``. An expanded ``self`` is written (its
+        shared elements all get 0), as torch's."""
         return _O.fill_(self, 0)
 
     def add_(self, other: _TensorOrScalar, *, alpha: _Number = 1) -> Tensor:
@@ -898,7 +901,8 @@ class Tensor(TensorBase, instance_class=True):
         return _in_place(self, "pow_", _O.pow, exponent)
 
     def masked_fill_(self, mask: Tensor, value: _TensorOrScalar) -> Tensor:
-        """Write ``value`` (number or 0-dim tensor) where ``mask`` (bool, broadcastable) is True."""
+        """Write ``value`` (number or 0-dim tensor) where ``mask`` (bool, broadcastable) is True;
+        an expanded ``self`` (stride 0, size > 1) is written too, as torch's."""
         return _O.masked_fill_(self, mask, value)
 
     def masked_fill(self, mask: Tensor, value: _TensorOrScalar) -> Tensor:
@@ -1533,14 +1537,16 @@ class Tensor(TensorBase, instance_class=True):
         """Maximum of all elements (a 0-dim tensor), or along ``dim`` the named tuple
         ``(values, indices)`` (``tensorplay.return_types.max``), as ``torch.Tensor.max``; with a
         Tensor ``dim`` (``x.max(other)``), the elementwise maximum. The gradient of the values
-        goes to the selected index. Empty inputs: torch's ``RuntimeError``/``IndexError``.
+        goes to the selected index; that of the maximum of all elements is shared evenly among
+        the elements equal to it (the NaN elements when it is NaN), zeros elsewhere even under
+        an infinite or NaN incoming gradient (torch's on cpu; ``amax``'s gives NaN there). Empty inputs: torch's ``RuntimeError``/``IndexError``.
         ``other=`` (torch's keyword of the elementwise form) is ``x.max(other)``."""
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("max", dim, keepdim, axis, keepdims)
         if other is not None:
             return _O.maximum(self, other)
         if dim is None:
-            return _O.amax(self, [], False)
+            return _extreme_all(self, True)
         if isinstance(dim, Tensor):
             return _O.maximum(self, dim)
         from . import return_types
@@ -1564,7 +1570,7 @@ class Tensor(TensorBase, instance_class=True):
         if other is not None:
             return _O.minimum(self, other)
         if dim is None:
-            return _O.amin(self, [], False)
+            return _extreme_all(self, False)
         if isinstance(dim, Tensor):
             return _O.minimum(self, dim)
         from . import return_types
@@ -2975,7 +2981,8 @@ class Tensor(TensorBase, instance_class=True):
     # -- index writes along a dim ------------------------------------------------------------------
     def index_fill_(self, dim: _int, index: Tensor, value: _TensorOrScalar) -> Tensor:
         """Write ``value`` (a number or 0-dim tensor) at the positions ``index`` (0-D or 1-D
-        int64) of ``dim``; returns ``self`` (same as ``torch.Tensor.index_fill_``)."""
+        int64) of ``dim``; returns ``self``; an expanded ``self`` is written too (same as
+        ``torch.Tensor.index_fill_``)."""
         if isinstance(value, Tensor):
             if value._shape:
                 raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but "
@@ -2992,7 +2999,8 @@ class Tensor(TensorBase, instance_class=True):
         """Copy the slices of ``source`` along ``dim`` to the positions ``index`` (0-D or 1-D
         int64) of ``self``; ``source`` has ``self``'s dtype and shape except ``len(index)`` along
         ``dim`` (RuntimeError otherwise, and when ``source`` shares only part of ``self``'s
-        memory); returns ``self`` (same as ``torch.Tensor.index_copy_``)."""
+        memory, and for an expanded ``self``: a stride-0 dimension of size > 1); returns ``self``
+        (same as ``torch.Tensor.index_copy_``)."""
         index = _index_vector("index_copy_", index)
         if source._dtype is not self._dtype:
             raise RuntimeError(f"index_copy_(): self and source expected to have the same "
@@ -3007,6 +3015,10 @@ class Tensor(TensorBase, instance_class=True):
                                f"match self's {tuple(self._shape)} with {index._shape[0]} "
                                f"indices along dim {dim}")
         _check_partial_overlap(self, source)     # (torch's partial-overlap RuntimeError)
+        if 0 in self.stride_tuple:
+            # index_put_ may write an expanded tensor (as torch's); torch's index_copy_ refuses
+            from ._dispatch import check_overlap
+            check_overlap(_O.index_put_, 0, self)
         return _O.index_put_(self, dim, index, source)
 
     def index_copy(self, dim: _int, index: Tensor, source: Tensor) -> Tensor:
@@ -3958,3 +3970,35 @@ def _keyword_sizes(args, kwargs, api, name, ignored=()):
 _MISSING = object()
 
 _ScatterReducedBackward = _scatter_reduced_node_class()
+
+
+def _extreme_all(x, largest):
+    """``x.max()`` / ``x.min()`` (no ``dim``): the largest / smallest element, a 0-dim tensor of
+    ``x``'s dtype (NaN when ``x`` holds one; ``RuntimeError`` for an empty ``x``, amax's). Its
+    gradient is torch's ``evenly_distribute_backward`` on cpu, not ``amax``'s: ``g / count`` at
+    each element equal to the result (each NaN element when the result is NaN) and exact zeros
+    elsewhere, also under an infinite or NaN ``g`` (``amax``/``amin`` give NaN there, as torch's
+    ``amax``: ``g / count * mask``). Under ``tensorplay.compile`` (built-in ops only) the
+    recorded op is ``amax``/``amin`` with its gradient."""
+    op = _O.amax if largest else _O.amin
+    if not x.requires_grad:
+        return op(x, [], False)
+    from .autograd.function import FunctionCtx, _capturing, attach
+    from .autograd.grad_mode import is_grad_enabled, no_grad
+    if not is_grad_enabled() or _capturing():
+        return op(x, [], False)
+    with no_grad():
+        out = op(x, [], False)
+    ctx = FunctionCtx()
+    ctx.save_for_backward(x, out)
+    return attach("tp::maxBackward" if largest else "tp::minBackward", _evenly_bw, ctx, (x,),
+                  out, Tensor)
+
+
+def _evenly_bw(ctx, g):
+    x, value = ctx.saved_tensors
+    # torch's mask on cpu (value.isnan() ? input.isnan() : input == value), without a host
+    # read: the result is NaN exactly when x holds a NaN, so x == value is all False then and
+    # isnan(x) all False otherwise
+    mask = _O.logical_or(_O.eq(x, value), _O.isnan(x))
+    return _O.where(mask, _O.div(g, _O.sum(mask, [], False)), 0.0)

@@ -28,6 +28,7 @@ from ._ops import ops as O
 from ._ops._define import write_out as _write_out
 from ._ops.elementwise import norm_root
 from ._ops._shapes import is_tensor
+from ._tensor_base import TensorBase
 from .autograd import is_grad_enabled
 from .return_types import (linalg_cholesky_ex, linalg_eigh, linalg_inv_ex, linalg_lstsq,
                            linalg_qr, linalg_slogdet, linalg_solve_ex, linalg_svd)
@@ -310,9 +311,10 @@ def vector_norm(x: Tensor, ord: float = 2, dim: int | Sequence[int] | None = Non
     Gradients where torch's norm backward masks: 0 at a zero norm (the root is one op,
     ``tp::_norm_root``), 0 at the zero elements for ``ord < 1`` (a negative ``ord`` with a zero
     element: the norm is 0 and the whole gradient 0), ``inf``/``-inf`` shared evenly among the
-    tied elements, and a zero gradient
-    for ``ord=0`` (the result has a history, as torch's; torch's gradient there is undefined,
-    which ``.grad`` reads as None). Same as ``torch.linalg.vector_norm``."""
+    tied elements (a slice holding NaN: ``g * 0``, torch's ``sgn(NaN) = 0`` at the NaN), and no gradient at all for ``ord=0``, as torch's (the count has a history,
+    but its backward gives ``x`` nothing: ``x.grad`` stays None, ``autograd.grad`` reports ``x``
+    unused unless ``allow_unused=True``, and the gradient of another path through ``x`` arrives
+    unchanged). Same as ``torch.linalg.vector_norm``."""
     if out is not None:
         return _out("linalg.vector_norm", out, vector_norm, (x, ord, dim, keepdim),
                     {"dtype": dtype})
@@ -330,6 +332,8 @@ def vector_norm(x: Tensor, ord: float = 2, dim: int | Sequence[int] | None = Non
                                                                       dim is None):
             raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty "
                                f"tensor because the operation does not have an identity")
+        if x.requires_grad and _grad_enabled() and not _capturing():
+            return _norm_inf(x, ord, dims, keepdim)
         a = O.abs(x)
         return O.amax(a, dims, keepdim) if ord > 0 else O.amin(a, dims, keepdim)
     red = dims if dims else None
@@ -338,10 +342,12 @@ def vector_norm(x: Tensor, ord: float = 2, dim: int | Sequence[int] | None = Non
     if ord == 0:
         nz = O.ne(x, 0)
         if x.requires_grad and _grad_enabled():
-            # the count has a history and a zero gradient (torch's norm backward gives none):
-            # 1 where x != 0, else sign(x) (= 0; sign's gradient is exact zeros, where x * 0's
-            # was NaN under an inf/NaN incoming gradient)
-            return O.sum(O.where(nz, 1.0, O.sign(x)), red, keepdim)
+            if _capturing():
+                # tensorplay.compile records built-in ops only: a count with a zero gradient
+                # (1 where x != 0, else sign(x) = 0, whose gradient is exact zeros)
+                return O.sum(O.where(nz, 1.0, O.sign(x)), red, keepdim)
+            return _no_gradient("tp::linalg_vector_normBackward", x,
+                                O.sum(O.to_dtype(nz, x.dtype), red, keepdim))
         return O.sum(O.to_dtype(nz, x.dtype), red, keepdim)
     if ord == 1:
         return O.sum(O.abs(x), red, keepdim)
@@ -358,6 +364,52 @@ def _safe_pow(a, p):
         return O.pow(a, p)
     zero = O.eq(a, 0)
     return O.where(zero, 0.0 if p > 0 else math.inf, O.pow(O.where(zero, 1.0, a), p))
+
+
+def _norm_inf(x, ord, dims, keepdim):
+    """``vector_norm(x, +-inf)`` with torch's norm backward: ``sgn(x) * (g / count * mask)``,
+    ``mask`` the elements whose ``|x|`` equals the norm or is NaN, ``count`` their number per
+    reduced slice (so a slice holding NaN gets 0 from a finite ``g``, where ``amax``'s formula
+    gave NaN); torch's ``sgn`` of NaN is 0."""
+    from .autograd.function import FunctionCtx, attach
+    from .autograd.grad_mode import no_grad
+    with no_grad():
+        a = O.abs(x)
+        out = O.amax(a, dims, keepdim) if ord > 0 else O.amin(a, dims, keepdim)
+    ctx = FunctionCtx()
+    ctx.dims = list(dims) if dims else list(range(x.ndim))
+    ctx.keepdim = keepdim
+    ctx.save_for_backward(x, out)
+    return attach("tp::linalg_vector_normBackward", _norm_inf_bw, ctx, (x,), out, TensorBase)
+
+
+def _norm_inf_bw(ctx, g):
+    x, norm = ctx.saved_tensors
+    if not ctx.keepdim:
+        for d in sorted(d % max(x.ndim, 1) for d in ctx.dims):
+            if x.ndim:
+                g = O.unsqueeze(g, d)
+                norm = O.unsqueeze(norm, d)
+    nan = O.isnan(x)
+    mask = O.logical_or(O.eq(O.abs(x), norm), nan)
+    count = O.sum(mask, ctx.dims if x.ndim else [], True)
+    sgn = O.where(nan, 0.0, O.sign(x))
+    return O.mul(sgn, O.mul(O.div(g, count), O.to_dtype(mask, g.dtype)))
+
+
+def _no_gradient(name, x, out):
+    """``out`` (computed from ``x`` without a history) given a history whose backward gives
+    ``x`` no gradient at all: torch's undefined gradient (its ``vector_norm`` backward for
+    ``ord=0``). The result requires grad and has a ``grad_fn``; ``backward()`` through it alone
+    leaves ``x.grad`` None, ``autograd.grad`` reports ``x`` unused (None with
+    ``allow_unused=True``), and another path's gradient arrives unchanged."""
+    from .autograd.function import FunctionCtx, attach
+    return attach(name, lambda ctx, g: None, FunctionCtx(), (x,), out, TensorBase)
+
+
+def _capturing():
+    from .autograd.function import _capturing
+    return _capturing()
 
 
 def _grad_enabled():
@@ -785,7 +837,10 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
     from the differences (``compute_mode`` accepted and ignored: torch's matrix-product form for
     p = 2 gives the same values up to rounding); floating inputs of one dtype. The gradient at a
     zero distance is 0, and for ``p = inf`` each tied largest element gets the whole gradient
-    (NaN at an infinite element), as torch's. Same as ``torch.cdist``."""
+    (NaN at an infinite element), as torch's. NaN in the inputs, as torch's cdist kernels:
+    ``p = inf`` skips a NaN difference (the largest of the others, 0 when none; its gradient is
+    NaN there), ``p = 0`` counts it as NaN (the distance is NaN; the gradient of ``p = 0`` is
+    zeros, never NaN). Same as ``torch.cdist``."""
     _check_tensor("cdist", x1, "x1")
     _check_tensor("cdist", x2, "x2")
     if x1.ndim < 2:
@@ -803,28 +858,86 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
                            f"X2: {x2.shape[-1]}")
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
+    if p == 0 or p == math.inf:
+        return _cdist_count_or_max(x1, x2, p)
     diff = O.sub(O.unsqueeze(x1, -2), O.unsqueeze(x2, -3))
-    if diff.numel() == 0 and diff.shape[-1] == 0 and p in (math.inf, -math.inf):
-        return O.full(list(diff.shape[:-1]), 0.0, dtype=diff.dtype, device=diff.device)
-    if p == math.inf and diff.requires_grad and diff.shape[-1] > 1:
-        return _cdist_inf(diff)
     return vector_norm(diff, p, -1)
 
 
-def _cdist_inf(diff):
-    """The largest ``|diff|`` over the last dim with torch's cdist gradient: the whole gradient
-    to every tied element (``sign(diff) * (|diff| == dist)``; ``amax`` would share it), and NaN
-    at an infinite element (torch's ``1 - min(1, ceil(||diff| - dist|))`` is NaN there:
-    ``inf - inf``). The value is the detached maximum plus ``|diff| - |diff|.detach()``
-    (exactly 0) at the finite maxima, plus ``hypot(|diff|, 0)`` (``inf``, which the maximum is
-    already; its gradient ``|diff| / hypot`` is ``inf / inf``) at the infinite elements."""
+def _cdist_count_or_max(x1, x2, p):
+    """cdist for ``p = 0`` and ``p = inf``, values and gradients as torch's cdist kernels (not
+    its norms'): over the last dim of ``diff = x1[..., :, None, :] - x2[..., None, :, :]``,
+    ``p = 0`` counts the non-zeros, a NaN ``diff`` (NaN input, ``inf - inf``) giving NaN
+    (torch's ``min(ceil(|diff|), 1)``); ``p = inf`` is the largest ``|diff|`` that is not NaN
+    (0 when every one is NaN, or M = 0: torch starts from 0 and its ``max`` skips NaN).
+    Gradients: ``p = 0`` exact zeros for both inputs (torch's cdist backward, where
+    ``vector_norm(ord=0)`` gives none); ``p = inf`` the whole gradient to every tied element,
+    ``g * sign(diff) * (1 - min(1, ceil(||diff| - dist|)))`` summed per row (NaN where ``diff``
+    is NaN, and at an infinite element of an infinite distance: ``inf - inf``), x2's from
+    ``x2 - x1`` (its zeros stay +0). The result has a history when either input requires grad
+    (grad mode on); the formula is made of tensorplay ops (double backward works)."""
+    from .autograd.function import FunctionCtx, attach
+    from .autograd.grad_mode import no_grad
+    with no_grad():
+        diff = O.sub(O.unsqueeze(x1, -2), O.unsqueeze(x2, -3))
+        if p == 0:
+            out = O.sum(O.where(O.isnan(diff), math.nan, O.to_dtype(O.ne(diff, 0), diff.dtype)),
+                        [-1], False)
+        elif diff.shape[-1] == 0:
+            out = O.full(list(diff.shape[:-1]), 0.0, dtype=diff.dtype, device=diff.device)
+        else:
+            ad = O.abs(diff)
+            out = O.amax(O.where(O.isnan(ad), 0.0, ad), [-1], False)
+    if not ((x1.requires_grad or x2.requires_grad) and _grad_enabled()):
+        return out
+    if _capturing():
+        return _cdist_composite(x1, x2, p, out)
+    ctx = FunctionCtx()
+    if p == 0:
+        ctx.shapes = [(list(x.shape), x.dtype, x.device) for x in (x1, x2)]
+        return attach("tp::cdistBackward", _cdist_zero_bw, ctx, (x1, x2), out, TensorBase)
+    ctx.save_for_backward(x1, x2, out)
+    return attach("tp::cdistBackward", _cdist_inf_bw, ctx, (x1, x2), out, TensorBase)
+
+
+def _cdist_zero_bw(ctx, g):
+    return tuple(O.full(shape, 0, dtype=dt, device=dev) if need else None
+                 for (shape, dt, dev), need in zip(ctx.shapes, ctx.needs_input_grad))
+
+
+def _cdist_inf_bw(ctx, g):
+    x1, x2, dist = ctx.saved_tensors
+
+    def one(a, b, ga, da):
+        # a's gradient from diff = a[..., :, None, :] - b[..., None, :, :] (torch's formula)
+        d = O.sub(O.unsqueeze(a, -2), O.unsqueeze(b, -3))
+        gap = O.abs(O.sub(O.abs(d), O.unsqueeze(da, -1)))
+        one_ = O.full([], 1.0, dtype=gap.dtype, device=gap.device)
+        at_max = O.rsub(O.minimum(O.ceil(gap), one_), 1.0)
+        gd = O.mul(O.unsqueeze(ga, -1), O.mul(O.sign(d), at_max))
+        return O.sum(gd, [-2], False).sum_to_size(tuple(a.shape))
+
+    n1, n2 = ctx.needs_input_grad
+    return (one(x1, x2, g, dist) if n1 else None,
+            one(x2, x1, _mT(g), _mT(dist)) if n2 else None)
+
+
+def _cdist_composite(x1, x2, p, out):
+    """The same values from built-in ops, for ``tensorplay.compile`` (it records built-in ops
+    only): ``p = 0`` a count whose gradient is zeros (``sign``'s); ``p = inf`` the detached
+    result ``out`` plus terms that are exactly 0 with the gradient of ``|diff|`` at each tied
+    finite maximum, and ``hypot(|diff|, 0)`` (``inf``, NaN gradient) at infinite elements of
+    an infinite distance."""
+    diff = O.sub(O.unsqueeze(x1, -2), O.unsqueeze(x2, -3))
+    if p == 0:
+        counted = O.where(O.ne(diff, 0), 1.0, O.sign(diff))
+        return O.sum(O.where(O.isnan(diff), math.nan, counted), [-1], False)
     a = O.abs(diff)
     ad = a.detach()
-    r = O.amax(ad, [-1], False)
     fin = O.isfinite(ad)
-    at_max = O.logical_and(O.eq(ad, O.unsqueeze(r, -1)), fin)
+    at_max = O.logical_and(O.eq(ad, O.unsqueeze(out, -1)), fin)
     finite = O.where(fin, ad, 0.0)
     zero_part = O.where(at_max, O.sub(a, finite), 0.0)
-    at_inf = O.isinf(ad)
+    at_inf = O.logical_and(O.isinf(ad), O.isinf(O.unsqueeze(out, -1)))
     inf_part = O.where(at_inf, O.hypot(O.where(at_inf, a, 1.0), O.sub(finite, finite)), 0.0)
-    return O.add(r, O.sum(O.add(zero_part, inf_part), [-1], False))
+    return O.add(out, O.sum(O.add(zero_part, inf_part), [-1], False))

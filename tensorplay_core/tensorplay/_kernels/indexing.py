@@ -173,8 +173,13 @@ def _index(c):
     def masked_fill_(x, mask, value):
         if mask.dtype.kind != "b":
             raise TypeError("masked_fill_: mask is not bool")      # the fake rule: torch's words
-        be.assign(x, xp.where(mask, xp.asarray(value, dtype=x.dtype) if isinstance(
-            value, (int, float)) else value, x))
+        v = xp.asarray(value, dtype=x.dtype) if isinstance(value, (int, float)) else value
+        if 0 in getattr(x, "strides", ()):
+            # an expanded x (elements sharing memory): only the True positions are written, as
+            # torch's (writing back where(mask, v, x) whole let a False position's old value win)
+            x[be.np.broadcast_to(mask, x.shape)] = v
+            return
+        be.assign(x, xp.where(mask, v, x))
 
     return dict(index=index, index_add=index_add, index_put_=index_put_,
                 masked_select=masked_select, nonzero=nonzero, masked_scatter_=masked_scatter_,

@@ -31,7 +31,8 @@ ops = _Ns()
 
 
 def defop(schema: str, *, meta=None, backward=None, setup=None, default=None, kernel=None,
-          scalar_ok=(), differentiable=True, tags=(), number_self=None, partial=()):
+          scalar_ok=(), differentiable=True, tags=(), number_self=None, partial=(),
+          overlap_ok=None):
     """Declare built-in op ``tp::<name>`` from its schema.
 
     ``meta(*args)`` returns fake outputs (shape/dtype/strides); ``setup(ctx, inputs, output)`` +
@@ -45,7 +46,8 @@ def defop(schema: str, *, meta=None, backward=None, setup=None, default=None, ke
     method computing it with the tensor second (``"__rpow__"``), used on the dispatcher's error
     path only (``_dispatch.bad_arguments``). ``partial``: the tensor arguments that may not
     share only part of the written argument's memory (torch's in-place ops: RuntimeError, see
-    ``_dispatch.make_call``).
+    ``_dispatch.make_call``). ``overlap_ok``: when a write into an expanded tensor is allowed
+    (``_dispatch.make_call``; default: refused, as torch's in-place ops).
     """
     sch = FunctionSchema.parse(schema if "::" in schema.split("(")[0] else "tp::" + schema)
     mutated = tuple(a.name for a in sch.arguments if a.is_write)
@@ -59,7 +61,7 @@ def defop(schema: str, *, meta=None, backward=None, setup=None, default=None, ke
         backward=backward, setup_context=setup if backward is not None else None)
     _dispatch.make_call(op, scalar_ok=scalar_ok, number_self=number_self,
                         out=out_call if sch.qualname.split("::")[1] in OUT_OPS else None,
-                        partial=partial)
+                        partial=partial, overlap_ok=overlap_ok)
     _registry.register_op(op)
     if default is not None:
         _registry.add_kernel(op, "default", default)

@@ -142,7 +142,7 @@ def _fill_meta(self, value):
 
 
 defop("fill_(Tensor(a!) self, Tensor value) -> Tensor(a!)", meta=_fill_meta,
-      setup=_fill_setup, backward=_fill_bw, scalar_ok=("value",))
+      setup=_fill_setup, backward=_fill_bw, scalar_ok=("value",), overlap_ok=("value",))
 
 
 def _grad_for(g, shape, dtype):

@@ -145,9 +145,10 @@ defop("masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!
       meta=_masked_meta("masked_scatter_"), setup=_mask_setup, backward=_masked_scatter_bw)
 defop("masked_fill_(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)",
       meta=_masked_meta("masked_fill_"), setup=_mask_setup, backward=_masked_fill_bw,
-      scalar_ok=("value",))
+      scalar_ok=("value",), overlap_ok=())
 defop("index_put_(Tensor(a!) self, SymInt dim, Tensor index, Tensor values) -> Tensor(a!)",
-      meta=_meta_self, setup=_index_put_setup, backward=_index_put_bw, scalar_ok=("values",))
+      meta=_meta_self, setup=_index_put_setup, backward=_index_put_bw, scalar_ok=("values",),
+      overlap_ok=())
 
 
 # -- gather / scatter_add (torch.gather, torch.scatter_add) ----------------------------------------
