@@ -1545,8 +1545,8 @@ class Tensor(TensorBase, instance_class=True):
             dim, keepdim = _numpy_names("max", dim, keepdim, axis, keepdims)
         if other is not None:
             return _O.maximum(self, other)
-        if dim is None:
-            return _extreme_all(self, True)
+        if dim is None:    # (no history: amax's call itself, no extra frame)
+            return _extreme_all(self, True) if self._requires_grad else _O.amax(self, [], False)
         if isinstance(dim, Tensor):
             return _O.maximum(self, dim)
         from . import return_types
@@ -1569,8 +1569,8 @@ class Tensor(TensorBase, instance_class=True):
             dim, keepdim = _numpy_names("min", dim, keepdim, axis, keepdims)
         if other is not None:
             return _O.minimum(self, other)
-        if dim is None:
-            return _extreme_all(self, False)
+        if dim is None:    # (no history: amax's call itself, no extra frame)
+            return _extreme_all(self, False) if self._requires_grad else _O.amin(self, [], False)
         if isinstance(dim, Tensor):
             return _O.minimum(self, dim)
         from . import return_types
