@@ -247,12 +247,16 @@ def test_inf_norm_rows_and_keepdim():
 
 @pytest.mark.parametrize("mask, want", [([True, False], 7.0), ([False, True], 7.0),
                                         ([False, False], 1.0)])
-def test_expanded_masked_fill_writes_only_the_true_positions(mask, want):
+@pytest.mark.parametrize("dev", ["cpu", "gpustandin"])
+def test_expanded_masked_fill_writes_only_the_true_positions(mask, want, dev, request):
     # torch writes only where the mask is True: a False position after a True one does not
-    # put the old value back
-    b = tp.tensor([1.0])
-    b.expand(2).masked_fill_(tp.tensor(mask), 7.0)
+    # put the old value back (also on conftest's GPU stand-in: the kernel's device branch)
+    if dev != "cpu":
+        request.getfixturevalue("gpu_stand_in")
+    b = tp.tensor([1.0], device=dev)
+    b.expand(2).masked_fill_(tp.tensor(mask, device=dev), 7.0)
     assert b.tolist() == [want]
-    b = tp.tensor([[1.0], [2.0]])
-    b.expand(2, 3).masked_fill_(tp.tensor([[True, False, False], [False, False, True]]), 7.0)
+    b = tp.tensor([[1.0], [2.0]], device=dev)
+    b.expand(2, 3).masked_fill_(tp.tensor([[True, False, False], [False, False, True]],
+                                          device=dev), 7.0)
     assert b.tolist() == [[7.0], [7.0]]
