@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _cuda_vs_cpu import DEVICES, need
 
 import tensorplay as tp
 
@@ -106,16 +107,14 @@ def _flat(r):
     return list(r) if isinstance(r, (tuple, list)) else [r]
 
 
-@pytest.mark.cuda
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name,call", CALLS, ids=[c[0] for c in CALLS])
-def test_session43_method_on_cuda_matches_cpu(name, call):
-    ok, why = tp.plugins.device_status("cuda")
-    if not ok:
-        pytest.skip(f"cuda unavailable: {why}")
-    tc, tg = _tensors("cpu"), _tensors("cuda")
+def test_session43_method_on_cuda_matches_cpu(name, call, device, request):
+    need(device, request)       # (cuda, or conftest's GPU stand-in: the device branch in CI)
+    tc, tg = _tensors("cpu"), _tensors(device)
     rc, rg = call(tc), call(tg)
     for c, g in zip(_flat(rc), _flat(rg), strict=True):
-        assert g.device.type == "cuda", name
+        assert g.device.type == device, name
         assert (c.dtype, tuple(c.shape)) == (g.dtype, tuple(g.shape)), name
         np.testing.assert_allclose(g.cpu().numpy().astype(np.float64),
                                    c.numpy().astype(np.float64), rtol=2e-5, atol=2e-6,
