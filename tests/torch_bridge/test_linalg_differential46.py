@@ -92,8 +92,9 @@ def test_det_slogdet_inv_logdet(shape):
 def test_det_gradient_of_singular_matrices_is_torchs_svd_formula():
     """At an exactly singular matrix the gradient is the cofactor matrix: torch's SVD formula,
     which torch takes under create_graph=True. (torch's first-order path instead solves its
-    perturbed LU against det * grad = 0 and gives 0 there -- a known divergence, kept visible
-    here: the finite differences agree with the cofactors, see test_linalg46.py.)"""
+    perturbed LU against det * grad = 0 and gives 0 or the cofactors there, as its LU rounds on
+    the machine: 0 on the machines of sessions 46-48, the cofactors with 1e-16 residues on
+    session 49's; the finite differences agree with the cofactors, see test_linalg46.py.)"""
     sing = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.5, -1.0, 2.0]])
     rank1 = np.outer([1.0, 2.0, -1.0], [0.5, 1.0, 3.0])
     a = np.stack([_wc(3, 3), sing, rank1, np.zeros((3, 3))])
@@ -101,8 +102,7 @@ def test_det_gradient_of_singular_matrices_is_torchs_svd_formula():
     want, = torch.autograd.grad(torch.linalg.det(t).sum(), t, create_graph=True)
     LA.det(p).sum().backward()
     np.testing.assert_allclose(_np(p.grad), _np(want), rtol=1e-9, atol=1e-12)
-    first, = torch.autograd.grad(torch.linalg.det(t).sum(), t)
-    assert not _np(first)[1].any() and _np(want)[1].any()
+    assert _np(want)[1].any()        # (the cofactors: not a vacuous comparison)
 
 
 def test_solve_forms():
