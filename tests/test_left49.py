@@ -260,3 +260,29 @@ def test_expanded_masked_fill_writes_only_the_true_positions(mask, want, dev, re
     b.expand(2, 3).masked_fill_(tp.tensor([[True, False, False], [False, False, True]],
                                           device=dev), 7.0)
     assert b.tolist() == [[7.0], [7.0]]
+
+
+# -- dtype= of the norms: no narrowing, as torch (2.13: "should be convertible without narrowing")
+@pytest.mark.parametrize("call, api", [
+    (lambda x, dt: tp.linalg.vector_norm(x, dtype=dt), "linalg.vector_norm"),
+    (lambda x, dt: tp.linalg.norm(x, dtype=dt), "linalg.vector_norm"),
+    (lambda x, dt: tp.norm(x, dtype=dt), "linalg.vector_norm"),
+    (lambda x, dt: tp.linalg.matrix_norm(x.reshape(2, 2), dtype=dt), "linalg.matrix_norm"),
+    (lambda x, dt: tp.linalg.matrix_norm(x.reshape(2, 2), "nuc", dtype=dt),
+     "linalg.matrix_norm"),
+], ids=["vector_norm", "linalg.norm", "norm", "matrix_norm", "matrix_norm nuc"])
+def test_norm_dtype_refuses_narrowing(call, api):
+    x = tp.tensor([3.0, -4.0, 1.0, 2.0])
+    with pytest.raises(RuntimeError, match=rf"{api}: the dtype of the input \(Float\) should be "
+                                           r"convertible without narrowing to the specified "
+                                           r"dtype \(Half\)"):
+        call(x, tp.float16)
+    with pytest.raises(RuntimeError, match=r"\(Double\) should be convertible without narrowing "
+                                           r"to the specified dtype \(Float\)"):
+        call(x.double(), tp.float32)
+    with pytest.raises(RuntimeError, match=r"\(Half\) should be .* dtype \(BFloat16\)"):
+        call(x.half(), tp.bfloat16)
+    r = call(x, tp.float64)                      # widening: computed in float64
+    assert r.dtype == tp.float64
+    assert r.item() == pytest.approx(call(x.double(), None).item(), rel=1e-15)
+    assert call(x.half(), tp.float32).dtype == tp.float32

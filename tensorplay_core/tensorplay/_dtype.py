@@ -156,6 +156,18 @@ def _category(d: DType) -> int:
     return {"b": 0, "i": 1, "f": 2}[d._kind]
 
 
+# torch's c10::ScalarType names of the dtypes, as its error messages print them
+SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
+                     "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
+                     "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def scalar_type_name(dt: DType) -> str:
+    """torch's ScalarType name of ``dt`` (``"Float"``, ``"Long"``, ...), as torch's messages
+    print it; the dtype's own name for one torch does not have."""
+    return SCALAR_TYPE_NAMES.get(dt.name, dt.name)
+
+
 _PROMOTE_CACHE: dict = {}
 
 

@@ -871,7 +871,8 @@ def norm(input: Tensor, p: _Number | str | None = "fro", dim: _Dims = None, keep
     the largest absolute value, ``-inf`` the smallest, ``0`` the count of non-zeros; ``"nuc"``
     the nuclear norm of the matrices in the two dims ``dim``, of a 2-D input when None), as
     ``torch.norm``: a floating ``input`` only (an integer or bool one is a ``RuntimeError``, as
-    torch's ``linalg.vector_norm``; ``dtype=`` converts a floating input first). The result has
+    torch's ``linalg.vector_norm``; ``dtype=`` converts a floating input first, a narrowing one
+    is a ``RuntimeError``, as torch's). The result has
     ``input``'s dtype (``dtype``'s when given). Gradients as torch's (``linalg.vector_norm``'s:
     0 at a zero norm, e.g. ``dist(x, y)`` at ``x == y``). ``Tensor.norm`` is this function."""
     if out is not None:
@@ -879,12 +880,13 @@ def norm(input: Tensor, p: _Number | str | None = "fro", dim: _Dims = None, keep
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {input.dtype} (convert it first, e.g. x.float().norm())")
-    if dtype is not None:
-        input = O.to_dtype(input, dtype)
+    from . import linalg as _linalg
+    if dtype is not None:   # (a narrowing dtype: RuntimeError in the words of torch's norm)
+        input = _linalg._norm_dtype("linalg.matrix_norm" if isinstance(p, str) and p != "fro"
+                                    else "linalg.vector_norm", input, dtype)
     if input.dtype in (_dtype.float16, _dtype.bfloat16):
         # computed in float32, rounded once, as torch (a float16 sum of squares overflowed)
         return O.to_dtype(norm(O.to_dtype(input, _dtype.float32), p, dim, keepdim), input.dtype)
-    from . import linalg as _linalg
     if isinstance(p, str) and p != "fro":
         # "nuc" (or an unknown name): torch.norm goes to linalg.matrix_norm with dim as given,
         # None meaning every dim (its messages for a non-matrix input or another name)
@@ -2007,8 +2009,7 @@ def _fmt(v):
 
 
 def _title(dt):
-    from ._ops.sorting_topk import _dtype_title
-    return _dtype_title(dt)
+    return _dtype.scalar_type_name(dt)
 
 
 def _no_grad():

@@ -2441,15 +2441,11 @@ class Tensor(TensorBase, instance_class=True):
         ``"tensorplay.cuda.FloatTensor"``); with a dtype (or such a name): ``self.to(dtype)``,
         as ``torch.Tensor.type``."""
         if dtype is None:
-            cap = {"float32": "Float", "float64": "Double", "float16": "Half",
-                   "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
-                   "int8": "Char", "uint8": "Byte", "bool": "Bool"}[self._dtype.name]
+            cap = _dtype.SCALAR_TYPE_NAMES[self._dtype.name]
             dev = "cuda." if self._device.type == "cuda" else ""
             return f"tensorplay.{dev}{cap}Tensor"
         if isinstance(dtype, str) and dtype.endswith("Tensor"):
-            names = {"Float": "float32", "Double": "float64", "Half": "float16",
-                     "BFloat16": "bfloat16", "Long": "int64", "Int": "int32", "Short": "int16",
-                     "Char": "int8", "Byte": "uint8", "Bool": "bool"}
+            names = {v: k for k, v in _dtype.SCALAR_TYPE_NAMES.items()}
             key = dtype.rsplit(".", 1)[-1][:-len("Tensor")]
             if key not in names:
                 raise ValueError(f"invalid type: {dtype!r}")

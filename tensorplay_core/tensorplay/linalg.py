@@ -307,7 +307,8 @@ def vector_norm(x: Tensor, ord: float = 2, dim: int | Sequence[int] | None = Non
                 keepdim: bool = False, *, dtype: Any = None, out: Any = None) -> Tensor:
     """The ``ord``-norm of ``x`` over ``dim`` (all elements when None), any shape:
     ``sum(|x|**ord)**(1/ord)``; ``inf``: max ``|x|``, ``-inf``: min, ``0``: the count of
-    non-zeros. Floating ``x`` only (``RuntimeError`` otherwise); ``dtype=`` converts first.
+    non-zeros. Floating ``x`` only (``RuntimeError`` otherwise); ``dtype=`` converts first
+    (``RuntimeError`` when it narrows: float32 to float16, float16 to bfloat16, as torch).
     Gradients where torch's norm backward masks: 0 at a zero norm (the root is one op,
     ``tp::_norm_root``), 0 at the zero elements for ``ord < 1`` (a negative ``ord`` with a zero
     element: the norm is 0 and the whole gradient 0), ``inf``/``-inf`` shared evenly among the
@@ -322,7 +323,7 @@ def vector_norm(x: Tensor, ord: float = 2, dim: int | Sequence[int] | None = Non
     if isinstance(ord, str):
         raise RuntimeError(f"linalg.vector_norm: ord must be a number, got {ord!r}")
     if dtype is not None:
-        x = O.to_dtype(x, _dtype.as_dtype(dtype))
+        x = _norm_dtype("linalg.vector_norm", x, dtype)
     if x.dtype in (_dtype.float16, _dtype.bfloat16):
         # accumulated in float32 and rounded once, as torch's (a float16 sum of powers overflows)
         return O.to_dtype(vector_norm(O.to_dtype(x, _dtype.float32), ord, dim, keepdim), x.dtype)
@@ -354,6 +355,18 @@ def vector_norm(x: Tensor, ord: float = 2, dim: int | Sequence[int] | None = Non
     if ord == 2:
         return norm_root(O.sum(O.mul(x, x), red, keepdim), 2)
     return norm_root(O.sum(_safe_pow(O.abs(x), float(ord)), red, keepdim), float(ord))
+
+
+def _norm_dtype(api, x, dtype):
+    """``x`` converted to the norm's ``dtype=``; ``RuntimeError`` when that narrows (``dtype``
+    is not ``promote_types(x.dtype, dtype)``: float32 to float16, float16 to bfloat16), in
+    torch's words."""
+    dt = _dtype.as_dtype(dtype)
+    if _dtype.promote_types(x.dtype, dt) is not dt:
+        raise RuntimeError(f"{api}: the dtype of the input ({_dtype.scalar_type_name(x.dtype)}) "
+                           f"should be convertible without narrowing to the specified dtype "
+                           f"({_dtype.scalar_type_name(dt)})")
+    return O.to_dtype(x, dt)
 
 
 def _safe_pow(a, p):
@@ -450,15 +463,15 @@ def matrix_norm(A: Tensor, ord: float | str = "fro",  # noqa: A002 - torch's nam
     """The ``ord``-norm of the matrices in dims ``dim`` of ``A`` (``(..., m, n)`` by default):
     ``"fro"`` (Frobenius), ``"nuc"`` (sum of singular values), ``inf``/``-inf`` (max/min row
     sum of ``|A|``), ``1``/``-1`` (max/min column sum), ``2``/``-2`` (largest/smallest singular
-    value). Floating ``A`` only; ``RuntimeError`` for another ``ord`` or fewer than 2 dims.
-    Same as ``torch.linalg.matrix_norm``."""
+    value). Floating ``A`` only; ``RuntimeError`` for another ``ord``, fewer than 2 dims or a
+    narrowing ``dtype=`` (float32 to float16). Same as ``torch.linalg.matrix_norm``."""
     if out is not None:
         return _out("linalg.matrix_norm", out, matrix_norm, (A, ord, dim, keepdim),
                     {"dtype": dtype})
     api = "linalg.matrix_norm"
     _float_input(api, A)
     if dtype is not None:
-        A = O.to_dtype(A, _dtype.as_dtype(dtype))
+        A = _norm_dtype(api, A, dtype)
     d0, d1 = _matrix_dims(api, A, dim)
     if ord == "fro":
         return vector_norm(A, 2, (d0, d1), keepdim)

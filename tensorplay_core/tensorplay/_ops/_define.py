@@ -9,7 +9,7 @@ Ops whose implementation is device-independent core code (views, composites) pas
 
 from __future__ import annotations
 
-from .. import _codegen, _dispatch, _pytree, _registry
+from .. import _codegen, _dispatch, _dtype, _pytree, _registry
 from .._dispatch import grad_state as _gm_state
 from .._schema import FunctionSchema
 from .._tensor_base import TensorBase, check_partial_overlap, instance_class
@@ -90,11 +90,10 @@ OUT_OPS.update(matmul="exact", sign="found", neg="found", abs="found", floor="fo
                ceil="found", trunc="found", bitwise_not="found")
 
 # torch's names of the dtypes in its out= messages (c10::ScalarType / caffe2's TypeMeta)
-_SCALAR_NAMES = {"float32": ("Float", "float"), "float64": ("Double", "double"),
-                 "float16": ("Half", "c10::Half"), "bfloat16": ("BFloat16", "c10::BFloat16"),
-                 "int64": ("Long", "long int"), "int32": ("Int", "int"),
-                 "int16": ("Short", "short int"), "int8": ("Char", "signed char"),
-                 "uint8": ("Byte", "unsigned char"), "bool": ("Bool", "bool")}
+_SCALAR_NAMES = {k: (_dtype.SCALAR_TYPE_NAMES[k], meta) for k, meta in {
+    "float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+    "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+    "uint8": "unsigned char", "bool": "bool"}.items()}
 
 
 def _dtname(dt, meta=False) -> str:

@@ -287,10 +287,6 @@ defop("logical_not(Tensor input) -> Tensor", meta=unary_meta("bool"), differenti
 
 
 # -- bitwise ------------------------------------------------------------------------------------
-# torch's ScalarType names, as its messages print them
-_TORCH_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
-                       "bfloat16": "BFloat16", "int8": "Char", "uint8": "Byte", "int16": "Short",
-                       "int32": "Int", "int64": "Long", "bool": "Bool"}
 
 # torch's kernels: and/or/xor/not on integer and bool dtypes (on bool: the logical ops), shifts on
 # integer dtypes; every other result dtype is "not implemented". No gradient (integer results).
@@ -303,7 +299,7 @@ def check_bitwise_dtype(api: str, dt, shift: bool = False) -> None:
     bool for the shifts. ``RuntimeError`` naming the op and torch's name of the dtype."""
     if not dt.is_floating_point and not (shift and dt.name == "bool"):
         return
-    name = _TORCH_SCALAR_NAMES.get(dt.name, dt.name)
+    name = _dtype.scalar_type_name(dt)
     if shift:
         raise RuntimeError(f"{api}: not implemented for '{name}' (as in torch: shifts take "
                            f"integer tensors only); cast the operands to an integer dtype "
@@ -493,7 +489,7 @@ def _where_meta(cond, a, b):
     from .._dtype import result_type as binary_result_dtype, wrapped_dtype as _wrapped_dtype
     if cond.dtype.name != "bool":
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
-                           f"with dtype {_TORCH_SCALAR_NAMES.get(cond.dtype.name, cond.dtype.name)}"
+                           f"with dtype {_dtype.scalar_type_name(cond.dtype)}"
                            f" (torch's rule); pass a mask such as `cond != 0`")
     shape = broadcast_shapes(cond.shape, shape_of(a), shape_of(b), api="where")
     if is_tensor(a) or is_tensor(b):
@@ -558,7 +554,7 @@ def _floating_only_meta(api: str):
         dt = result_dtype(a, b)
         if not dt.is_floating_point:
             raise NotImplementedError(
-                f'"{api}" not implemented for \'{_TORCH_SCALAR_NAMES.get(dt.name, dt.name)}\' (as '
+                f'"{api}" not implemented for \'{_dtype.scalar_type_name(dt)}\' (as '
                 f"torch: floating tensors only); convert the operands first, e.g. x.float()")
         if api == "nextafter" and dt is _dtype.bfloat16:
             # its step is bfloat16's spacing: the float32 "opmath" of the other bf16 ops would

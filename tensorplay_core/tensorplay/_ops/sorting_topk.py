@@ -415,7 +415,7 @@ def searchsorted_check(seq, x, sorter):
     if sorter is not None:
         if sorter.dtype is not _dtype.int64:
             raise RuntimeError(f"torch.searchsorted(): sorter must be a tensor of long dtype but "
-                               f"got dtype {_dtype_title(sorter.dtype)}")
+                               f"got dtype {_dtype.scalar_type_name(sorter.dtype)}")
         if tuple(sorter.shape) != tuple(seq.shape):
             raise RuntimeError(f"torch.searchsorted(): boundary and sorter must have the same "
                                f"size, but got boundary tensor {list(seq.shape)}and got sorter "
@@ -427,11 +427,6 @@ def _searchsorted_meta(seq, x, *, out_int32=False, right=False, sorter=None):
     return out_like(tuple(x.shape), _dtype.int32 if out_int32 else _dtype.int64, x)
 
 
-def _dtype_title(dt):
-    """torch's ScalarType name of ``dt`` (``Float``, ``Long``, ...)."""
-    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-            "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-            "bool": "Bool"}.get(dt.name, dt.name)
 
 
 defop("searchsorted(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, "
