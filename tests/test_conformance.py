@@ -21,6 +21,8 @@ under ``cupyx.allow_synchronize(False)``, but for the few that read by design (`
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 import tensorplay as tp
@@ -80,7 +82,6 @@ _READS_BACK = {
 
 def _no_sync(dev, name):
     """Host reads refused while ``tp::name`` runs on the stand-in (a no-op elsewhere)."""
-    import contextlib
     if dev.type != _STAND_IN or name in _READS_BACK:
         return contextlib.nullcontext()
     return tp.backends.get(_STAND_IN).forbid_sync()
