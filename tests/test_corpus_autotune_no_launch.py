@@ -95,3 +95,40 @@ def test_a_gpu_choice_for_the_same_key_does_not_decide_a_cpu_capture():
     assert got.item() == 4950.0
     assert kernel.best_config.kwargs == {"BLOCK": 16}
     assert _total(kernel, x).item() == 4950.0           # eager cpu: the interpreter's choice too
+
+
+def _cuda_or_skip():
+    ok, why = tensorplay.plugins.device_status("cuda")
+    if not ok:
+        pytest.skip(f"cuda unavailable: {why}")
+    return "cuda"
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("prune", [None, {"early_config_prune": _prune_to_32}],
+                         ids=["first-config", "pruned"])
+def test_best_config_inside_compile_on_cuda_before_any_launch(prune):
+    # On a GPU a launch times the configs when it first runs. A recorded launch runs only when the
+    # graph does, after the host code has read ``best_config`` (attorch's mse/l1 losses under
+    # compile on cuda raised AttributeError: nothing had chosen one). The recorded launch is
+    # pinned to the config the host code read (the first the pruning keeps), so both agree.
+    x = tensorplay.arange(100, dtype=tensorplay.float32, device=_cuda_or_skip())
+    kernel = _make_kernel(prune)
+    got = tensorplay.compile(lambda t: _total(kernel, t))(x)
+    assert got.item() == 4950.0
+    assert kernel.best_config.kwargs == ({"BLOCK": 32} if prune else {"BLOCK": 16})
+    assert tensorplay.compile(lambda t: _total(kernel, t))(x * 2).item() == 9900.0
+
+
+@pytest.mark.cuda
+def test_a_timed_gpu_choice_decides_a_cuda_capture():
+    # after an eager cuda launch timed the configs, a capture of the same key reads that choice
+    # and its launch uses it
+    x = tensorplay.arange(100, dtype=tensorplay.float32, device=_cuda_or_skip())
+    kernel = _make_kernel()
+    assert _total(kernel, x).item() == 4950.0
+    timed = kernel.best_config
+    kernel.cache[(100, str(x.dtype), str(x.dtype))] = kernel.configs[1]   # as if BLOCK 32 won
+    got = tensorplay.compile(lambda t: _total(kernel, t))(x)
+    assert got.item() == 4950.0
+    assert kernel.best_config is kernel.configs[1] and timed is not None

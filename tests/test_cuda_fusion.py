@@ -853,10 +853,14 @@ def test_small_dense_ops_cover_empty_and_nan_and_inf(compiled):
     # -(+0.0) is -0.0 (Triton's own unary minus, 0 - x, would give +0.0), NaN's sign flips too;
     # the first WARMUP_CALLS calls run CuPy's ufunc, the later ones the generated kernel: both
     want = -_host(x._data)
-    for _ in range(eager.WARMUP_CALLS + 2):
+    # (each failure names its call and path: a GPU run saw +NaN from one of them, not known which)
+    for i in range(eager.WARMUP_CALLS + 2):
+        path = "CuPy's negative" if i < eager.WARMUP_CALLS else "the generated kernel"
         neg = _host(tp.ops.tp.neg(x)._data)
-        np.testing.assert_array_equal(neg, want)
-        np.testing.assert_array_equal(np.signbit(neg), np.signbit(want))
+        np.testing.assert_array_equal(neg, want, err_msg=f"call {i}: {path}")
+        np.testing.assert_array_equal(np.signbit(neg), np.signbit(want),
+                                      err_msg=f"call {i}: {path}; cupy.negative gives "
+                                              f"{np.signbit(_host(cupy.negative(x._data)))}")
     np.testing.assert_array_equal(_host(tp.ops.tp.relu(x)._data), [np.nan, np.inf, 0, 0, 0, 1])
 
 

@@ -28,7 +28,7 @@ import threading
 
 from tensorplay import Tensor
 
-__all__ = ["capture_scope", "record_launch"]
+__all__ = ["capture_scope", "pin_launch", "record_launch"]
 
 _LAUNCHES: list = []        # launch index -> (wrapper, grid, args, kwargs) with _Slot for tensors
 _OP: list = []              # the launch op, once defined
@@ -67,8 +67,9 @@ def _no_output(kernel, launch, tensors):
     return None
 
 
-def record_launch(wrapper, grid, args, kwargs):
-    """Record ``wrapper[grid](*args, **kwargs)`` (tensors being captured) as a graph node."""
+def record_launch(wrapper, grid, args, kwargs) -> int:
+    """Record ``wrapper[grid](*args, **kwargs)`` (tensors being captured) as a graph node;
+    returns the launch's index (``pin_launch``)."""
     tensors: list = []
     targs = list(args)
     for i, a in enumerate(targs):
@@ -84,6 +85,15 @@ def record_launch(wrapper, grid, args, kwargs):
         idx = len(_LAUNCHES)
         _LAUNCHES.append((wrapper, grid, targs, tkw))
     _launch_op()(wrapper.name, idx, tensors)
+    return idx
+
+
+def pin_launch(idx, wrapper, config_kwargs) -> None:
+    """Launch ``idx`` (recorded, not yet run: its capture is in progress) launches ``wrapper``
+    (an autotuner's inner kernel) with ``config_kwargs`` added to its keyword arguments."""
+    with _lock:
+        _, grid, targs, tkw = _LAUNCHES[idx]
+        _LAUNCHES[idx] = (wrapper, grid, targs, {**tkw, **config_kwargs})
 
 
 def _captured(args, kwargs) -> bool:

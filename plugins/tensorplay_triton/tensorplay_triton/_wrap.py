@@ -584,12 +584,21 @@ class TritonKernelWrapper:
     # -- fake / capture ----------------------------------------------------------------------
     def _no_launch(self, grid, args, kwargs):
         tensors = [a for a in list(args) + list(kwargs.values()) if isinstance(a, Tensor)]
-        if _is_autotuner(self.kernel):
-            _choose_untimed(self.kernel, args, kwargs, tensors)
+        at = self.kernel if _is_autotuner(self.kernel) else None
+        chosen = None
+        if at is not None:
+            chosen = _choose_untimed(at, args, kwargs, tensors)
         if any(t.capture_info is not None for t in tensors):
             # inside tensorplay.compile: one graph node that launches when the graph runs
             from ._graphlaunch import record_launch
-            return record_launch(self, grid, args, kwargs)
+            index = record_launch(self, grid, args, kwargs)
+            if at is not None and chosen is None and tensors:
+                # on a GPU with no config timed for this key yet: the launch times the configs
+                # when the graph runs. Host code that reads best_config now pins the launch to
+                # the config it read (_UntimedChoice), so both agree; otherwise it stays timed
+                first = _first_pruned(at, args, kwargs)
+                at.best_config = _UntimedChoice(first, self.name, index, at, kwargs)
+            return None
         real = [t for t in tensors if t.native is not None]
         if real:
             raise TritonLaunchError(
@@ -787,24 +796,75 @@ def _choose_untimed(at, args, kwargs, tensors):
     the pruning keeps -- never the GPU's choice for the same key, which Triton's ``at.cache``
     also holds (its key has no device: a cuda launch of the same kernel and size earlier in the
     process made a cpu capture read BLOCK 1024 while its launch used 64); on cuda the config
-    already timed for this key (``at.cache``), else nothing (the launch times when it runs)."""
+    already timed for this key (``at.cache``), else nothing (the launch times when it runs; a
+    recorded launch then gets an ``_UntimedChoice``). Returns the config set, or None."""
     if len(at.configs) == 1:
         at.best_config = at.configs[0]
-        return
+        return at.best_config
     if not tensors:
-        return
+        return None
     if any(t.device.type != "cpu" for t in tensors):
         config = at.cache.get(_autotune_key(at, args, kwargs))
         if config is None:
-            return
+            return None
     else:
-        saved = getattr(at, "nargs", None)
-        at.nargs = dict(zip(at.arg_names, args))   # what early_config_prune receives in Autotuner.run
-        try:
-            config = list(at.prune_configs(kwargs))[0]
-        finally:
-            at.nargs = saved
+        config = _first_pruned(at, args, kwargs)
     at.best_config = config
+    return config
+
+
+def _first_pruned(at, args, kwargs):
+    """The first config of autotuner ``at`` that its pruning keeps for these arguments (what
+    Triton's interpreter launches: it times nothing)."""
+    saved = getattr(at, "nargs", None)
+    at.nargs = dict(zip(at.arg_names, args))   # what early_config_prune receives in Autotuner.run
+    try:
+        return list(at.prune_configs(kwargs))[0]
+    finally:
+        at.nargs = saved
+
+
+class _UntimedChoice:
+    """``best_config`` after a launch recorded by ``tensorplay.compile`` on a GPU before any
+    config was timed for its arguments. Reading it (any attribute: ``.kwargs``,
+    ``.all_kwargs()``...) answers with the first config the pruning keeps and pins the recorded
+    launch to that config, launched as ``Autotuner.run`` (Triton 3.6) launches a chosen one (its
+    keyword arguments added to the inner kernel's): what the host code read is what the graph
+    runs. Host code that never reads it leaves the launch to time the configs when the graph
+    runs, as an eager launch would. ``TritonLaunchError`` on reading when the launch cannot be
+    pinned (a config pre-hook, a keyword given twice, an inner kernel that is not a plain
+    ``@triton.jit`` function)."""
+
+    __slots__ = ("_config", "_name", "_index", "_at", "_kwargs", "_pinned")
+
+    def __init__(self, config, name, index, at, kwargs):
+        self._config, self._name, self._index, self._at = config, name, index, at
+        self._kwargs, self._pinned = dict(kwargs), False
+
+    def __getattr__(self, attr):
+        if not self._pinned:
+            self._pin()
+        return getattr(self._config, attr)
+
+    def __repr__(self) -> str:
+        return repr(self._config)
+
+    def _pin(self):
+        from triton.runtime.jit import JITFunction
+
+        from ._graphlaunch import pin_launch
+        at, config = self._at, self._config
+        ckw = config.all_kwargs()
+        if (config.pre_hook is not None or type(getattr(at, "fn", None)) is not JITFunction
+                or any(k in ckw for k in self._kwargs)):
+            raise TritonLaunchError(
+                f"wrap_triton({self._name}): best_config was read inside tensorplay.compile "
+                f"before any config was timed for these arguments on the GPU, and this launch "
+                f"cannot be pinned to the config read (a config pre_hook, a keyword given twice, "
+                f"or an inner kernel that is not a @triton.jit function); launch the kernel "
+                f"once eagerly with arguments of these sizes before compiling")
+        pin_launch(self._index, wrap_triton(at.fn), ckw)
+        self._pinned = True
 
 
 def wrap_triton(kernel, *, strided=()):
