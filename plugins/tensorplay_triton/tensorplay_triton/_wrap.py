@@ -585,19 +585,18 @@ class TritonKernelWrapper:
     def _no_launch(self, grid, args, kwargs):
         tensors = [a for a in list(args) + list(kwargs.values()) if isinstance(a, Tensor)]
         at = self.kernel if _is_autotuner(self.kernel) else None
-        chosen = None
-        if at is not None:
-            chosen = _choose_untimed(at, args, kwargs, tensors)
+        chosen, timed = _choose_untimed(at, args, kwargs, tensors) if at else (None, True)
         if any(t.capture_info is not None for t in tensors):
             # inside tensorplay.compile: one graph node that launches when the graph runs
             from ._graphlaunch import record_launch
             index = record_launch(self, grid, args, kwargs)
-            if at is not None and chosen is None and tensors:
-                # on a GPU with no config timed for this key yet: the launch times the configs
-                # when the graph runs. Host code that reads best_config now pins the launch to
-                # the config it read (_UntimedChoice), so both agree; otherwise it stays timed
-                first = _first_pruned(at, args, kwargs)
-                at.best_config = _UntimedChoice(first, self.name, index, at, kwargs)
+            if not timed:
+                # a config no timing chose (cpu), or none yet (a GPU: the launch would time
+                # the configs when the graph runs): host code reading best_config now pins the
+                # recorded launch to the config it read, so both agree (_UntimedChoice)
+                first = chosen if chosen is not None else _first_pruned(at, args, kwargs)
+                if chosen is None or _pinned_kwargs(at, first, kwargs) is not None:
+                    at.best_config = _UntimedChoice(first, self.name, index, at, kwargs)
             return None
         real = [t for t in tensors if t.native is not None]
         if real:
@@ -788,29 +787,29 @@ def _autotune_key(at, args, kwargs):
 
 
 def _choose_untimed(at, args, kwargs, tensors):
-    """A launch of autotuner ``at`` that does not run (recorded by ``tensorplay.compile``, or
-    skipped on fake tensors) still sets ``at.best_config`` where the real launch's choice is
-    known without timing, so host code reading it after the launch (attorch's
-    ``kernel.best_config.kwargs['BLOCK_SIZE']``) sees the config the launch will use, chosen
-    as that launch chooses: on cpu (Triton's interpreter, ``_interp._no_timing``) the first config
-    the pruning keeps -- never the GPU's choice for the same key, which Triton's ``at.cache``
-    also holds (its key has no device: a cuda launch of the same kernel and size earlier in the
-    process made a cpu capture read BLOCK 1024 while its launch used 64); on cuda the config
-    already timed for this key (``at.cache``), else nothing (the launch times when it runs; a
-    recorded launch then gets an ``_UntimedChoice``). Returns the config set, or None."""
+    """``(config, timed)`` for a launch of autotuner ``at`` that does not run (recorded by
+    ``tensorplay.compile``, or skipped on fake tensors), with ``at.best_config`` set to
+    ``config`` where the real launch's choice is known without timing, so host code reading it
+    after the launch (attorch's ``kernel.best_config.kwargs['BLOCK_SIZE']``) sees the config the
+    launch will use. On cpu (Triton's interpreter, ``_interp._no_timing``) the first config the
+    pruning keeps -- never the GPU's choice for the same key, which Triton's ``at.cache`` also
+    holds (its key has no device: a cuda launch of the same kernel and size earlier in the process
+    made a cpu capture read BLOCK 1024 while its launch used 64); on a GPU the config already
+    timed for this key (``at.cache``), else ``(None, False)``: the launch times the configs when
+    it runs. ``timed`` is False where no timing chose the config."""
     if len(at.configs) == 1:
         at.best_config = at.configs[0]
-        return at.best_config
+        return at.best_config, True
     if not tensors:
-        return None
+        return None, True
     if any(t.device.type != "cpu" for t in tensors):
         config = at.cache.get(_autotune_key(at, args, kwargs))
         if config is None:
-            return None
-    else:
-        config = _first_pruned(at, args, kwargs)
-    at.best_config = config
-    return config
+            return None, False
+        at.best_config = config
+        return config, True
+    at.best_config = _first_pruned(at, args, kwargs)
+    return at.best_config, False
 
 
 def _first_pruned(at, args, kwargs):
@@ -824,16 +823,30 @@ def _first_pruned(at, args, kwargs):
         at.nargs = saved
 
 
+def _pinned_kwargs(at, config, kwargs):
+    """The config's keyword arguments, to launch ``at``'s inner kernel with ``config`` as
+    ``Autotuner.run`` (Triton 3.6) launches a chosen one (added to the launch's own keywords);
+    None where that launch must stay the autotuner's: a config pre-hook (``Autotuner.run`` runs
+    it first), a keyword given twice (``Autotuner.run`` raises), an inner kernel that is not a
+    plain ``@triton.jit`` function."""
+    from triton.runtime.jit import JITFunction
+    if config.pre_hook is not None or type(getattr(at, "fn", None)) is not JITFunction:
+        return None
+    ckw = config.all_kwargs()
+    return None if any(k in ckw for k in kwargs) else ckw
+
+
 class _UntimedChoice:
-    """``best_config`` after a launch recorded by ``tensorplay.compile`` on a GPU before any
-    config was timed for its arguments. Reading it (any attribute: ``.kwargs``,
-    ``.all_kwargs()``...) answers with the first config the pruning keeps and pins the recorded
-    launch to that config, launched as ``Autotuner.run`` (Triton 3.6) launches a chosen one (its
-    keyword arguments added to the inner kernel's): what the host code read is what the graph
-    runs. Host code that never reads it leaves the launch to time the configs when the graph
-    runs, as an eager launch would. ``TritonLaunchError`` on reading when the launch cannot be
-    pinned (a config pre-hook, a keyword given twice, an inner kernel that is not a plain
-    ``@triton.jit`` function)."""
+    """``best_config`` after a launch recorded by ``tensorplay.compile`` whose config no timing
+    chose: on a GPU before any config was timed for its arguments, and on cpu (where the
+    interpreter's launch takes the same config anyway: one mechanism, tested without a GPU).
+    Reading it (any attribute: ``.kwargs``, ``.all_kwargs()``...) answers with the first config
+    the pruning keeps and pins the recorded launch to that config, launched as
+    ``Autotuner.run`` (Triton 3.6) launches a chosen one (its keyword arguments added to the
+    inner kernel's): what the host code read is what the graph runs. On a GPU, host code that
+    never reads it leaves the launch to time the configs when the graph runs, as an eager launch
+    would. ``TritonLaunchError`` on reading when the launch cannot be pinned (a config pre-hook,
+    a keyword given twice, an inner kernel that is not a plain ``@triton.jit`` function)."""
 
     __slots__ = ("_config", "_name", "_index", "_at", "_kwargs", "_pinned")
 
@@ -850,20 +863,16 @@ class _UntimedChoice:
         return repr(self._config)
 
     def _pin(self):
-        from triton.runtime.jit import JITFunction
-
         from ._graphlaunch import pin_launch
-        at, config = self._at, self._config
-        ckw = config.all_kwargs()
-        if (config.pre_hook is not None or type(getattr(at, "fn", None)) is not JITFunction
-                or any(k in ckw for k in self._kwargs)):
+        ckw = _pinned_kwargs(self._at, self._config, self._kwargs)
+        if ckw is None:
             raise TritonLaunchError(
                 f"wrap_triton({self._name}): best_config was read inside tensorplay.compile "
                 f"before any config was timed for these arguments on the GPU, and this launch "
                 f"cannot be pinned to the config read (a config pre_hook, a keyword given twice, "
                 f"or an inner kernel that is not a @triton.jit function); launch the kernel "
                 f"once eagerly with arguments of these sizes before compiling")
-        pin_launch(self._index, wrap_triton(at.fn), ckw)
+        pin_launch(self._index, wrap_triton(self._at.fn), ckw)
         self._pinned = True
 
 
