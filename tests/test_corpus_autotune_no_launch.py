@@ -64,6 +64,24 @@ def test_best_config_inside_compile(prune):
     assert kernel.best_config.kwargs == eager_kernel.best_config.kwargs
 
 
+def test_best_config_compares_as_the_config_inside_compile():
+    # host code may compare the choice with the kernel's configs instead of reading its kwargs
+    x = tensorplay.arange(100, dtype=tensorplay.float32)
+    kernel = _make_kernel()
+    seen = {}
+
+    def total(t):
+        r = _total(kernel, t)
+        seen["first"] = kernel.best_config == kernel.configs[0]
+        seen["second"] = kernel.best_config != kernel.configs[1]
+        seen["hashed"] = kernel.best_config in {kernel.configs[0]}
+        seen["text"] = str(kernel.best_config) == str(kernel.configs[0])
+        return r
+
+    assert tensorplay.compile(total)(x).item() == 4950.0
+    assert seen == {"first": True, "second": True, "hashed": True, "text": True}
+
+
 def test_best_config_on_fake_tensors_and_opcheck():
     kernel = _make_kernel()
 

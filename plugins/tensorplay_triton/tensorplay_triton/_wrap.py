@@ -862,6 +862,18 @@ class _UntimedChoice:
     def __repr__(self) -> str:
         return repr(self._config)
 
+    def __str__(self) -> str:
+        return str(self._config)
+
+    # comparing it is reading it too (special methods bypass __getattr__)
+    def __eq__(self, other):
+        if not self._pinned:
+            self._pin()
+        return self._config == (other._config if isinstance(other, _UntimedChoice) else other)
+
+    def __hash__(self) -> int:
+        return hash(self._config)
+
     def _pin(self):
         from ._graphlaunch import pin_launch
         ckw = _pinned_kwargs(self._at, self._config, self._kwargs)
