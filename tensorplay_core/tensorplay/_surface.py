@@ -1976,8 +1976,9 @@ def _histogram_counts(api, x, bins, lo, hi, weight, density):
             lo, hi = lo - 0.5, hi + 0.5
     if not x.dtype.is_floating_point:   # (torch checks the dtype after the bins and range)
         raise NotImplementedError(f"\"{'histogram_cpu' if api == 'histc' else 'histogramdd'}\" "
-                                  f"not implemented for '{_title(x.dtype)}': {api}() counts "
-                                  f"floating tensors (as torch); convert first, e.g. x.float()")
+                                  f"not implemented for '{_dtype.scalar_type_name(x.dtype)}': "
+                                  f"{api}() counts floating tensors (as torch); convert first, "
+                                  f"e.g. x.float()")
     edges = O.linspace(lo, hi, bins + 1, dtype=dt, device=x.device)
     lo_x, hi_x = O.select(edges, 0, 0), O.select(edges, 0, bins)
     with _no_grad():
@@ -2006,10 +2007,6 @@ def _histogram_counts(api, x, bins, lo, hi, weight, density):
 def _fmt(v):
     return "nan" if v != v else ("inf" if v == math.inf else "-inf" if v == -math.inf else
                                  (f"{v:g}" if v != _int(v) else str(_int(v))))
-
-
-def _title(dt):
-    return _dtype.scalar_type_name(dt)
 
 
 def _no_grad():
@@ -2042,14 +2039,15 @@ def histogram(input: Tensor, bins: int | Tensor, *, range: Sequence[float] | Non
     if is_tensor(bins):
         if not input.dtype.is_floating_point:
             raise NotImplementedError(f"\"histogramdd\" not implemented for "
-                                      f"'{_title(input.dtype)}'")
+                                      f"'{_dtype.scalar_type_name(input.dtype)}'")
         if bins.ndim != 1:
             raise RuntimeError(f"torch.histogramdd: bins tensor should have one dimension, but "
                                f"got {bins.ndim} dimensions in the bins tensor for dimension 0")
         if bins.dtype is not input.dtype:
             raise RuntimeError("torch.histogramdd: input tensor and bins tensors should have the "
                                "same dtype, but got input with dtype "
-                               f"{_title(input.dtype)} and bins with dtype {_title(bins.dtype)}")
+                               f"{_dtype.scalar_type_name(input.dtype)} and bins with dtype "
+                               f"{_dtype.scalar_type_name(bins.dtype)}")
         edges = bins
         nb = edges.shape[0] - 1
         flat = O.reshape(input, [-1])
@@ -2085,7 +2083,7 @@ def _cov_weights(name, w, nobs, kind, kind_ok) -> None:
                            f"observations in the input but got {w.numel()} != {nobs}")
     if not kind_ok:
         raise RuntimeError(f"cov(): expected {name} to have {kind} dtype but got {name} with "
-                           f"{_title(w.dtype)} dtype")
+                           f"{_dtype.scalar_type_name(w.dtype)} dtype")
     if nobs and bool(O.any(O.lt(w, 0), None, False)):
         raise RuntimeError(f"cov(): {name} cannot be negative")
 
@@ -2354,7 +2352,7 @@ def renorm(input: Tensor, p: float, dim: int, maxnorm: float, *, out: Any = None
                            f"dimensions")
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
-                           f"input. Got {_title(input.dtype)}")
+                           f"input. Got {_dtype.scalar_type_name(input.dtype)}")
     d = wrap_dim(dim, input.ndim, "renorm(): ")
     others = [i for i in range(input.ndim) if i != d]
     low = input.dtype in (_dtype.float16, _dtype.bfloat16)

@@ -595,8 +595,9 @@ class TritonKernelWrapper:
                 # the configs when the graph runs): host code reading best_config now pins the
                 # recorded launch to the config it read, so both agree (_UntimedChoice)
                 first = chosen if chosen is not None else _first_pruned(at, args, kwargs)
-                if chosen is None or _pinned_kwargs(at, first, kwargs) is not None:
-                    at.best_config = _UntimedChoice(first, self.name, index, at, kwargs)
+                ckw = _pinned_kwargs(at, first, kwargs)
+                if chosen is None or ckw is not None:
+                    at.best_config = _UntimedChoice(first, self.name, index, at.fn, ckw)
             return None
         real = [t for t in tensors if t.native is not None]
         if real:
@@ -848,11 +849,13 @@ class _UntimedChoice:
     would. ``TritonLaunchError`` on reading when the launch cannot be pinned (a config pre-hook,
     a keyword given twice, an inner kernel that is not a plain ``@triton.jit`` function)."""
 
-    __slots__ = ("_config", "_name", "_index", "_at", "_kwargs", "_pinned")
+    __slots__ = ("_config", "_name", "_index", "_inner", "_ckw", "_pinned")
 
-    def __init__(self, config, name, index, at, kwargs):
-        self._config, self._name, self._index, self._at = config, name, index, at
-        self._kwargs, self._pinned = dict(kwargs), False
+    def __init__(self, config, name, index, inner, ckw):
+        # ckw: the config's keyword arguments for the inner kernel (_pinned_kwargs), None when
+        # the launch cannot be pinned
+        self._config, self._name, self._index = config, name, index
+        self._inner, self._ckw, self._pinned = inner, ckw, False
 
     def __getattr__(self, attr):
         if not self._pinned:
@@ -876,7 +879,7 @@ class _UntimedChoice:
 
     def _pin(self):
         from ._graphlaunch import pin_launch
-        ckw = _pinned_kwargs(self._at, self._config, self._kwargs)
+        ckw = self._ckw
         if ckw is None:
             raise TritonLaunchError(
                 f"wrap_triton({self._name}): best_config was read inside tensorplay.compile "
@@ -884,7 +887,7 @@ class _UntimedChoice:
                 f"cannot be pinned to the config read (a config pre_hook, a keyword given twice, "
                 f"or an inner kernel that is not a @triton.jit function); launch the kernel "
                 f"once eagerly with arguments of these sizes before compiling")
-        pin_launch(self._index, wrap_triton(self._at.fn), ckw)
+        pin_launch(self._index, wrap_triton(self._inner), ckw)
         self._pinned = True
 
 

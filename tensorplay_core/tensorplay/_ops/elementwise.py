@@ -287,7 +287,6 @@ defop("logical_not(Tensor input) -> Tensor", meta=unary_meta("bool"), differenti
 
 
 # -- bitwise ------------------------------------------------------------------------------------
-
 # torch's kernels: and/or/xor/not on integer and bool dtypes (on bool: the logical ops), shifts on
 # integer dtypes; every other result dtype is "not implemented". No gradient (integer results).
 _LOGICAL_FOR = {"bitwise_and": "logical_and", "bitwise_or": "logical_or",

@@ -427,8 +427,6 @@ def _searchsorted_meta(seq, x, *, out_int32=False, right=False, sorter=None):
     return out_like(tuple(x.shape), _dtype.int32 if out_int32 else _dtype.int64, x)
 
 
-
-
 defop("searchsorted(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, "
       "bool right=False, Tensor? sorter=None) -> Tensor", meta=_searchsorted_meta,
       differentiable=False)
