@@ -73,6 +73,8 @@ _READS_BACK = {
     "nonzero": "the result's size", "masked_select": "the result's size",
     "masked_scatter_": "the count of the mask's elements",
     "gather": "index bounds", "scatter": "index bounds", "scatter_": "index bounds",
+    # (CuPy's take, scatter and add.at wrap any index modulo the size: checked by the kernels)
+    "index": "index bounds", "index_put_": "index bounds", "index_add": "index bounds",
     "scatter_add": "index bounds", "scatter_reduce": "index bounds",
     "floor_divide": "integer division by zero", "remainder": "integer division by zero",
     "fmod": "integer division by zero", "searchsorted": "the sorter's bounds",

@@ -16,6 +16,7 @@ from ._dispatch import check_overlap as _check_overlap
 from ._factories import tensor as _tensor
 from ._ops import ops as O
 from ._ops._shapes import broadcast_shapes, is_tensor
+from ._ops.indexing import index_extremes
 from ._tensor_base import TensorBase
 
 
@@ -212,10 +213,13 @@ def _linear_index(x, advanced):
     # dims left) has elements -- an index tensor's own size says nothing (``x[tensor([5]),
     # tensor([])]`` reads nothing); the dims in order, so the first bad one is named
     if 0 not in bshape and all(x.shape[d] for d in rest):
-        for d, t in pairs:
-            n = x.shape[d]
-            if t.native is not None and t.numel():
-                lo, hi = int(O.amin(t, [], False).item()), int(O.amax(t, [], False).item())
+        # every index tensor's extremes in one read of the device (index_extremes: each read
+        # waits for the queued work on a GPU)
+        checked = [(d, t) for d, t in pairs if t.native is not None and t.numel()]
+        if checked:
+            ends = index_extremes([t for _, t in checked])
+            for (d, _), (lo, hi) in zip(checked, ends):
+                n = x.shape[d]
                 if lo < -n or hi >= n:
                     bad = hi if hi >= n else lo
                     raise IndexError(f"index {bad} is out of bounds for dimension {d} with "

@@ -20,6 +20,7 @@ from ._ops import ops as O
 from ._ops._define import factory_out as _factory_out, write_out as _write_out
 from ._ops._shapes import broadcast_shapes, is_tensor, wrap_dim
 from ._ops.elementwise import norm_root
+from ._ops.indexing import index_extremes
 from ._ops.sorting_topk import searchsorted_check
 from ._ops.views import mark_multi_output
 
@@ -252,7 +253,7 @@ def index_select(input: Tensor, dim: int, index: Tensor, *, out: Any = None) -> 
         # (torch: index_select(zeros(3, 0), 0, tensor([5])) is refused)
         d = wrap_dim(dim, input.ndim, "index_select(): ")
         n = input.shape[d] if input.ndim else 1
-        lo, hi = _int(O.amin(index, [], False).item()), _int(O.amax(index, [], False).item())
+        (lo, hi), = index_extremes([index])
         if lo < -n or hi >= n:
             raise RuntimeError(f"index_select(): index {hi if hi >= n else lo} is out of bounds "
                                f"for dimension {d} with size {n}")

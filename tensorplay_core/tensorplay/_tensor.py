@@ -3123,9 +3123,10 @@ class Tensor(TensorBase, instance_class=True):
         if minlength < 0:
             raise RuntimeError("minlength should be >= 0")
         n = self._shape[0]
-        if n and _O.amin(self, [], False).item() < 0:
+        lo, hi = _index_extremes([self])[0] if n else (0, -1)     # (one read of the device)
+        if lo < 0:
             raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
-        size = max(minlength, _O.amax(self, [], False).item() + 1 if n else 0)
+        size = max(minlength, hi + 1)
         idx = _O.to_dtype(self, _dtype.int64) if self._dtype is not _dtype.int64 else self
         if weights is None:
             src = _like_self(self, "full", [n], 1, _dtype.int64, None, False)
@@ -3736,6 +3737,7 @@ from ._ops.copy import check_fill_value as _check_fill_value  # noqa: E402
 from ._ops._shapes import result_dtype as _result_dtype  # noqa: E402
 from ._indexing import getitem as _getitem  # noqa: E402
 from ._ops.indexing import check_scatter_reduce as _check_scatter_reduce  # noqa: E402
+from ._ops.indexing import index_extremes as _index_extremes  # noqa: E402
 from ._indexing import setitem as _setitem  # noqa: E402
 from .autograd.api import backward as _backward  # noqa: E402
 from .autograd.function import check_inplace as _check_inplace  # noqa: E402

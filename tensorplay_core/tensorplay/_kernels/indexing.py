@@ -131,6 +131,9 @@ def _index(c):
             return xp.reshape(xp.take(x, flat[:0], axis=dim),
                               tuple(x.shape[:dim]) + tuple(idx.shape) + tuple(x.shape[dim + 1:]))
         n = x.shape[dim]
+        # checked here, not left to take: CuPy's take wraps every index modulo n, and NumPy's
+        # wraps what is still negative after the + n below (x[tensor([-5])] of 4 rows was row 3)
+        check_range(c, idx, n, dim, negative=True)
         flat = xp.where(flat < 0, flat + n, flat)
         r = xp.take(x, flat, axis=dim)
         return xp.reshape(r, tuple(x.shape[:dim]) + tuple(idx.shape) + tuple(x.shape[dim + 1:]))
@@ -140,15 +143,24 @@ def _index(c):
             return xp.asarray(x, copy=True)
         if x.dtype != src.dtype:
             _checks.check_index_add_dtypes(dt_of(x), dt_of(src))
+        # torch's range: no negative index; CuPy's add.at would wrap any index, NumPy's a
+        # negative one
+        check_range(c, idx, x.shape[dim] if x.ndim else 1, dim, negative=False,
+                    exc=RuntimeError)
         if x.dtype == c.F16:   # accumulated in float32, rounded once (torch's opmath)
-            return xp.astype(index_add(xp.astype(x, c.F32), dim, idx, xp.astype(src, c.F32)),
+            return xp.astype(_added(xp.astype(x, c.F32), dim, idx, xp.astype(src, c.F32)),
                              c.F16)
+        return _added(x, dim, idx, src)
+
+    def _added(x, dim, idx, src):
         out = xp.asarray(x, copy=True)
         be.scatter_add(out, dim, idx, src)
         return out
 
     def index_put_(x, dim, idx, values):
         if _region(x.shape, dim, idx):
+            # (CuPy's scatter wraps any index modulo n: checked here as for index)
+            check_range(c, idx, x.shape[dim] if x.ndim else 1, dim, negative=True)
             be.index_put(x, dim, idx, values)
         elif hasattr(values, "shape"):
             # nothing written: no index is checked (torch), but the values must still broadcast
@@ -197,13 +209,46 @@ def _region(shape, dim, idx) -> int:
     return n
 
 
-def _index_bounds(xp, api, idx, n, dim):
-    if idx.size:
-        lo, hi = int(xp.min(idx)), int(xp.max(idx))
-        if lo < 0 or hi >= n:
-            bad = lo if lo < 0 else hi
-            raise RuntimeError(f"{api}(): index {bad} is out of bounds for dimension {dim} "
-                               f"with size {n}")
+SMALL_INDEX = 64     # index arrays up to this many elements are read whole as a list
+HOST_INDEX = 1 << 16     # ... up to this many are copied to the host and reduced there
+
+
+def extremes(c, a) -> tuple:
+    """``(smallest, largest)`` element of the non-empty integer array ``a`` (of the kernels'
+    context ``c``), as ints, with one read of its device. Why one, and why mostly none of the
+    device's reductions: on a GPU every read waits for all the work queued before it (the
+    pipeline drains) and every reduction is a launch (~10 µs of host time each on CuPy). Up to
+    ``SMALL_INDEX`` elements: the values as a list (``tolist``), Python takes the ends; up to
+    ``HOST_INDEX`` (512 KiB of int64): one copy to the host (``to_host``; on cpu the array
+    itself), reduced there by NumPy; larger: reduced on the device, both ends copied back
+    together."""
+    if a.size <= SMALL_INDEX:
+        v = c.xp.reshape(a, (-1,)).tolist()
+        return min(v), max(v)
+    if a.size <= HOST_INDEX:
+        h = c.be.to_host(a)
+        return int(h.min()), int(h.max())
+    xp = c.xp
+    lo, hi = xp.min(a), xp.max(a)
+    if lo.__class__ is a.__class__:       # 0-dim device arrays (CuPy): one copy for both
+        lo, hi = xp.stack((lo, hi)).tolist()
+    return int(lo), int(hi)
+
+
+def check_range(c, idx, n, dim, *, negative, api=None, exc=IndexError) -> None:
+    """Raise ``exc`` naming the first bad extreme of index array ``idx`` along ``dim`` of size
+    ``n``, in torch's words ("index 4 is out of bounds for dimension 0 with size 4", after
+    ``api + "(): "`` when given): the valid range is ``[-n, n)`` with ``negative`` (indexing,
+    ``index_put_``), else ``[0, n)`` (``gather``, the scatters, ``index_add``). One device
+    read (``extremes``); nothing for an empty ``idx``. The array libraries do not check for
+    us: CuPy's ``take``, scatter and ``add.at`` wrap every index modulo ``n``."""
+    if not idx.size:
+        return
+    lo, hi = extremes(c, idx)
+    if lo < (-n if negative else 0) or hi >= n:
+        bad = hi if hi >= n else lo
+        raise exc(f"{api + '(): ' if api else ''}index {bad} is out of bounds for dimension "
+                  f"{dim} with size {n}")
 
 
 def _scatter_prep(c, api, x, dim, idx, src):
@@ -212,7 +257,7 @@ def _scatter_prep(c, api, x, dim, idx, src):
     xp = c.xp
     shape = x.shape
     d = _checks.wrap_dim(dim, x.ndim)
-    _index_bounds(xp, api, idx, shape[d], d)
+    check_range(c, idx, shape[d], d, negative=False, api=api, exc=RuntimeError)
     ish = idx.shape
     strides = [1] * x.ndim
     for k in range(x.ndim - 2, -1, -1):
@@ -240,7 +285,7 @@ def _gather_scatter(c):
             x = xp.reshape(x, (1,))
             return xp.reshape(gather(x, 0, xp.reshape(idx, (-1,))), idx.shape)
         d = _checks.wrap_dim(dim, x.ndim)
-        _index_bounds(xp, "gather", idx, x.shape[d], d)
+        check_range(c, idx, x.shape[d], d, negative=False, api="gather", exc=RuntimeError)
         if idx.ndim != x.ndim:
             raise RuntimeError("gather(): Index tensor must have the same number of dimensions "
                                "as input tensor")

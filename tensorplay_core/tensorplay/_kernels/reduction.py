@@ -8,6 +8,7 @@ import math
 
 from .. import _dtype
 from . import _checks
+from .indexing import extremes
 
 
 def bind(c) -> dict:
@@ -221,8 +222,10 @@ def _sorting(c):
         n = seq.shape[-1]
         i64 = nd(_dtype.int64)
         if sorter is not None:
-            if sorter.size and (bool(xp.any(sorter < 0)) or bool(xp.any(sorter >= n))):
-                raise RuntimeError("torch.searchsorted(): sorter index out of range")
+            if sorter.size:
+                lo, hi = extremes(c, sorter)          # (one device read for both ends)
+                if lo < 0 or hi >= n:
+                    raise RuntimeError("torch.searchsorted(): sorter index out of range")
             seq = take_along(seq, sorter, axis=-1)
         side = "right" if right else "left"
         if seq.ndim == 1:

@@ -10,8 +10,45 @@ from .. import _dtype
 from ..errors import DispatchError
 from ._define import defop, ops as O
 from .._kernels._checks import check_index_add_dtypes
+from .._kernels.indexing import HOST_INDEX, SMALL_INDEX
 from ._shapes import check_bool_mask, is_tensor, out_like, wrap_dim
 from ._shapes import zeros_grad
+
+
+def index_extremes(tensors) -> list:
+    """``[(smallest, largest), ...]`` of each non-empty integer tensor of ``tensors``, as ints.
+    On a device (one for all of them) with one read and no reduction there, as the kernels'
+    ``extremes``: on a GPU each read waits for all the work queued before it and each
+    reduction is a launch. Up to ``HOST_INDEX`` elements in all: flattened, joined (``cat``),
+    copied to cpu once and reduced there; more: each one's ``amin`` and ``amax`` on the device,
+    stacked, copied back together. On cpu (or across devices) each tensor is reduced where it
+    is: host reads cost no wait."""
+    dev = tensors[0].device
+    i64 = _dtype.int64
+    if dev.type != "cpu" and all(t.device == dev for t in tensors):
+        if sum(t.numel() for t in tensors) > HOST_INDEX:
+            ends = [e if e.dtype is i64 else O.to_dtype(e, i64)
+                    for t in tensors for e in (O.amin(t, [], False), O.amax(t, [], False))]
+            vals = [int(v) for v in O.stack(ends, 0).tolist()]
+            return list(zip(vals[::2], vals[1::2]))
+        flat = [O.reshape(t if t.dtype is i64 else O.to_dtype(t, i64), [-1]) for t in tensors]
+        host = (O.cat(flat, 0) if len(flat) > 1 else flat[0]).cpu()
+        out, k = [], 0
+        for t in tensors:
+            n = t.numel()
+            part = O.slice(host, 0, k, k + n, 1)
+            out.append((int(O.amin(part, [], False).item()),
+                        int(O.amax(part, [], False).item())))
+            k += n
+        return out
+    out = []
+    for t in tensors:
+        if t.numel() <= SMALL_INDEX:
+            v = O.reshape(t, [-1]).tolist()
+            out.append((min(v), max(v)))
+        else:
+            out.append((int(O.amin(t, [], False).item()), int(O.amax(t, [], False).item())))
+    return out
 
 
 def _index_meta(x, dim, index):

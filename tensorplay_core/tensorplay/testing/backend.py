@@ -113,7 +113,12 @@ class MockBackend(_backends.ArrayBackend):
         ``switches``: each device made current by ``device_guard`` (and the one restored);
         ``wraps``: the device of each kernel result wrapped into a tensor;
         ``calls``: every recorded method name, in call order (``"capture_graph"`` and
-        ``"replay_graph"`` among them).
+        ``"replay_graph"`` among them);
+        ``host_reads``: with ``device_arrays``, what each host read of an array's values was
+        (``".item()"``, ``".tolist()"``, ``"int()"``... as ``DeviceSynchronized`` names them),
+        inside ``forbid_sync()`` or not: on a GPU each is a copy that waits for the device, so a
+        test can hold an op to the number of waits it makes. The list is shared by every
+        ``device_arrays`` backend of the process (their arrays are one class).
     ``current`` is the index currently selected (0 at start).
 
     Raises ``ValueError`` on entering when ``device_type`` is already loaded or invalid (see
@@ -141,13 +146,20 @@ class MockBackend(_backends.ArrayBackend):
         self.reset()
 
     def reset(self) -> None:
-        """Clear the records (``allocations``, ``syncs``, ``switches``, ``wraps``, ``calls``)."""
+        """Clear the records (``allocations``, ``syncs``, ``switches``, ``wraps``, ``calls``,
+        ``host_reads``)."""
         self.allocations: list = []
         self.syncs: list = []
         self.switches: list = []
         self.wraps: list = []
         self.calls: list = []
         self.current = 0
+        _READS.clear()
+
+    @property
+    def host_reads(self) -> list:
+        """See the class: each host read of a ``device_arrays`` array's values, what it was."""
+        return _READS
 
     # -- registration ----------------------------------------------------------------------
     def register(self) -> MockBackend:
@@ -371,7 +383,11 @@ class _Forbid:
         return False
 
 
+_READS: list = []      # MockBackend.host_reads: every read, in order (the arrays are one class)
+
+
 def _check_read(what: str) -> None:
+    _READS.append(what)
     if getattr(_STATE, "forbidden", False):
         raise DeviceSynchronized(
             f"{what} of a device array inside forbid_sync(): on a GPU this copies to the host "

@@ -1,0 +1,168 @@
+"""Index bounds checks read the device once per op, not twice per index tensor.
+
+On a GPU every host read of a device value (``.item()``, ``int()``, ``.tolist()``) is a copy
+that waits for all the work queued before it: the pipeline drains, and the host then queues the
+rest of the op with the GPU idle. Advanced indexing (``x[idx]``, ``x[i, j]``, ``x[idx] = v``),
+``gather``, the ``scatter`` family, ``index_select`` and ``searchsorted``'s ``sorter`` checked
+their indices with one read for the smallest index and another for the largest, per index
+tensor (``x[i, j]``: four waits). torch's cuda kernels check bounds on the device; here the
+bounds are still read (the error is raised by the op itself, naming the index), but the extremes
+of every index tensor of one op come back in a single read.
+
+Run on ``MockBackend(device_arrays=True)`` (the kernels' device branch; ``host_reads`` counts the
+reads), with the errors compared to cpu's: each bad index is still named, low or high.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import tensorplay as tp
+from tensorplay.testing.backend import MockBackend
+
+np = pytest.importorskip("numpy")
+
+DEV = "standin51"
+
+
+@pytest.fixture(scope="module")
+def be():
+    with MockBackend(DEV, device_arrays=True) as b:
+        yield b
+
+
+def _reads(be, fn):
+    be.reset()
+    r = fn()
+    n = len(be.host_reads)
+    return r, n
+
+
+def _x(device, shape=(4, 5)):
+    return tp.arange(float(np.prod(shape)), device=device).reshape(shape)
+
+
+def _i(values, device):
+    return tp.tensor(values, dtype=tp.int64, device=device)
+
+
+CASES = {
+    "x[idx]": lambda d: _x(d)[_i([0, 3, -1], d)],
+    "x[i, j]": lambda d: _x(d)[_i([0, 3, -1], d), _i([4, 0, 2], d)],
+    "x[:, j]": lambda d: _x(d)[:, _i([[4, 0], [1, -5]], d)],
+    "x[idx] = v": lambda d: _x(d).index_put_((_i([1, 2], d),), tp.tensor(7.0, device=d)),
+    "gather": lambda d: tp.gather(_x(d), 1, _i([[0, 4], [3, 3], [1, 0], [2, 2]], d)),
+    "scatter": lambda d: tp.zeros(4, 5, device=d).scatter(1, _i([[0, 4], [3, 3]], d),
+                                                           tp.ones(2, 2, device=d)),
+    "scatter_add": lambda d: tp.zeros(4, 5, device=d).scatter_add(
+        0, _i([[0, 3, 1]], d), tp.ones(1, 3, device=d)),
+    "scatter_reduce": lambda d: tp.zeros(4, 5, device=d).scatter_reduce(
+        1, _i([[0, 4], [3, 3]], d), tp.ones(2, 2, device=d), "amax"),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_one_read_per_op_and_the_cpu_result(be, name):
+    fn = CASES[name]
+    got, n = _reads(be, lambda: fn(DEV))
+    want = fn("cpu")
+    assert got.cpu().tolist() == want.tolist()
+    # x[i, j]: one read for both index tensors, one by the index kernel on the linear index
+    assert n <= (2 if name == "x[i, j]" else 1), f"{name} read the device {n} times: {be.host_reads}"
+
+
+def test_index_select_of_an_empty_result_reads_once(be):
+    # an empty result checks every index anyway (as torch); both extremes in one read
+    _, n = _reads(be, lambda: tp.index_select(tp.zeros(3, 0, device=DEV), 0, _i([2, 0], DEV)))
+    assert n <= 1, be.host_reads
+    with pytest.raises(RuntimeError, match="index 5 is out of bounds"):
+        tp.index_select(tp.zeros(3, 0, device=DEV), 0, _i([5, 0], DEV))
+
+
+def test_searchsorted_sorter_check_reads_once(be):
+    seq = tp.tensor([3.0, 1.0, 2.0], device=DEV)
+    got, n = _reads(be, lambda: tp.searchsorted(seq, tp.tensor([2.5], device=DEV),
+                                                sorter=_i([1, 2, 0], DEV)))
+    assert got.cpu().tolist() == [2] and n <= 1, be.host_reads
+    with pytest.raises(RuntimeError, match="sorter index out of range"):
+        tp.searchsorted(seq, tp.tensor([2.5], device=DEV), sorter=_i([1, 3, 0], DEV))
+
+
+BAD = {
+    "x[idx] high": (lambda d: _x(d)[_i([0, 4], d)], IndexError, "index 4 is out of bounds"),
+    "x[idx] low": (lambda d: _x(d)[_i([0, -5], d)], IndexError, "index -5 is out of bounds"),
+    "x[i, j] second": (lambda d: _x(d)[_i([0, 1], d), _i([5, 0], d)], IndexError,
+                       "index 5 is out of bounds for dimension 1 with size 5"),
+    "x[i, j] both bad: the first dim named": (
+        lambda d: _x(d)[_i([9, 1], d), _i([5, 0], d)], IndexError,
+        "index 9 is out of bounds for dimension 0 with size 4"),
+    "gather high": (lambda d: tp.gather(_x(d), 1, _i([[0, 5]], d)), RuntimeError,
+                    r"gather\(\): index 5 is out of bounds for dimension 1 with size 5"),
+    "gather low": (lambda d: tp.gather(_x(d), 0, _i([[-1, 0]], d)), RuntimeError,
+                   r"gather\(\): index -1 is out of bounds for dimension 0 with size 4"),
+    "scatter_add high": (lambda d: tp.zeros(4, 5, device=d).scatter_add(
+        0, _i([[0, 4]], d), tp.ones(1, 2, device=d)), RuntimeError,
+        "index 4 is out of bounds for dimension 0 with size 4"),
+}
+
+
+# what CuPy's take, scatter and add.at would wrap modulo n (no error, another element read or
+# written), and NumPy's take or setitem a second time (a negative index of one lap too many)
+BAD.update({
+    "x[idx] one past": (lambda d: _x(d)[_i([4], d)], IndexError, "index 4 is out of bounds"),
+    "x[:, idx] low": (lambda d: _x(d)[:, _i([-6], d)], IndexError,
+                      "index -6 is out of bounds for dimension 1 with size 5"),
+    "x[idx] = v": (lambda d: _x(d).__setitem__(_i([4], d), 1.0), IndexError,
+                   "index 4 is out of bounds for dimension 0 with size 4"),
+    "index_put_ low": (lambda d: _x(d).index_put_((_i([-5], d),), tp.tensor(1.0, device=d)),
+                       IndexError, "index -5 is out of bounds for dimension 0 with size 4"),
+    "index_add_ high": (lambda d: _x(d).index_add_(0, _i([4], d), tp.ones(1, 5, device=d)),
+                        RuntimeError, "index 4 is out of bounds for dimension 0 with size 4"),
+    "index_add_ negative (torch refuses it)": (
+        lambda d: _x(d).index_add_(0, _i([-1], d), tp.ones(1, 5, device=d)), RuntimeError,
+        "index -1 is out of bounds for dimension 0 with size 4"),
+    "index_fill_ high": (lambda d: _x(d).index_fill_(1, _i([5], d), 2.0), IndexError,
+                         "index 5 is out of bounds for dimension 1 with size 5"),
+    "index_select high": (lambda d: tp.index_select(_x(d), 0, _i([4], d)), IndexError,
+                          "index 4 is out of bounds"),
+    "take high": (lambda d: tp.take(_x(d), _i([20], d)), IndexError, "index 20 is out of bounds"),
+    "take low": (lambda d: tp.take(_x(d), _i([-21], d)), IndexError,
+                 "index -21 is out of bounds"),
+    "put_ high": (lambda d: _x(d).put_(_i([20], d), tp.ones(1, device=d)), IndexError,
+                  "index 20 is out of bounds"),
+})
+
+DEVICES = ["cpu", DEV, pytest.param("cuda", marks=pytest.mark.cuda)]
+
+
+@pytest.mark.parametrize("name", list(BAD))
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_bad_index_is_refused_and_named(be, name, device):
+    if device == "cuda":
+        ok, why = tp.plugins.device_status("cuda")
+        if not ok:
+            pytest.skip(f"cuda unavailable: {why}")
+    fn, exc, msg = BAD[name]
+    with pytest.raises(exc, match=msg):
+        fn(device)
+
+
+GOOD = {
+    "x[-4]": lambda d: _x(d)[_i([-4, 3], d)],
+    "x[:, -5]": lambda d: _x(d)[:, _i([-5, 4], d)],
+    "x[i, j] negative": lambda d: _x(d)[_i([-1, 0], d), _i([-5, 4], d)],
+    "setitem -4": lambda d: _x(d).index_put_((_i([-4], d),), tp.tensor(9.0, device=d)),
+    "take -20": lambda d: tp.take(_x(d), _i([-20, 19], d)),
+    "index_add_ 3": lambda d: _x(d).index_add_(0, _i([3, 3], d), tp.ones(2, 5, device=d)),
+    "bincount": lambda d: _i([0, 3, 3, 1], d).bincount(),
+}
+
+
+@pytest.mark.parametrize("name", list(GOOD))
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_edges_of_the_range_still_work(be, name, device):
+    if device == "cuda":
+        ok, why = tp.plugins.device_status("cuda")
+        if not ok:
+            pytest.skip(f"cuda unavailable: {why}")
+    assert GOOD[name](device).cpu().tolist() == GOOD[name]("cpu").tolist()
