@@ -135,13 +135,17 @@ BAD.update({
 DEVICES = ["cpu", DEV, pytest.param("cuda", marks=pytest.mark.cuda)]
 
 
-@pytest.mark.parametrize("name", list(BAD))
-@pytest.mark.parametrize("device", DEVICES)
-def test_a_bad_index_is_refused_and_named(be, name, device):
+def _need(device):
     if device == "cuda":
         ok, why = tp.plugins.device_status("cuda")
         if not ok:
             pytest.skip(f"cuda unavailable: {why}")
+
+
+@pytest.mark.parametrize("name", list(BAD))
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_bad_index_is_refused_and_named(be, name, device):
+    _need(device)
     fn, exc, msg = BAD[name]
     with pytest.raises(exc, match=msg):
         fn(device)
@@ -161,8 +165,5 @@ GOOD = {
 @pytest.mark.parametrize("name", list(GOOD))
 @pytest.mark.parametrize("device", DEVICES)
 def test_the_edges_of_the_range_still_work(be, name, device):
-    if device == "cuda":
-        ok, why = tp.plugins.device_status("cuda")
-        if not ok:
-            pytest.skip(f"cuda unavailable: {why}")
+    _need(device)
     assert GOOD[name](device).cpu().tolist() == GOOD[name]("cpu").tolist()

@@ -40,6 +40,7 @@ from tensorplay.backends import ArrayBackend, Storage, device_finder, new_tensor
 from tensorplay._kernels import lowp
 from tensorplay.errors import DeviceUnavailableError, DispatchError
 
+from . import bcast as _bcast
 from . import clone as _clone
 from . import eager as _eager
 from . import fill as _fill
@@ -454,15 +455,18 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
         """``dst[...] = src`` (broadcasting; ``dst`` a view into storage). Two row-major arrays
         of one shape and dtype on one GPU: one ``cudaMemcpyAsync`` on the current stream (a
         copy-engine transfer, recordable in a CUDA graph, and ~3x less host time than CuPy's
-        elementwise copy); anything else: CuPy's ``dst[...] = src``."""
+        elementwise copy); a row-major ``dst`` from a broadcast of its shape (a 0 stride):
+        ``bcast.copy_broadcast``'s kernel; anything else: CuPy's ``dst[...] = src``."""
         if src.__class__ is _ndarray and dst.__class__ is _ndarray and dst._c_contiguous \
-                and src._c_contiguous and dst.dtype is src.dtype and dst.shape == src.shape \
-                and dst.data.device_id == src.data.device_id:
-            n = dst.nbytes
-            if n:
-                _memcpy_async(dst.data.ptr, src.data.ptr, n, _D2D,
-                              cupy.cuda.get_current_stream().ptr)
-            return
+                and dst.shape == src.shape and dst.data.device_id == src.data.device_id:
+            if src._c_contiguous and dst.dtype is src.dtype:
+                n = dst.nbytes
+                if n:
+                    _memcpy_async(dst.data.ptr, src.data.ptr, n, _D2D,
+                                  cupy.cuda.get_current_stream().ptr)
+                return
+            if _bcast.copy_broadcast(cupy, dst, src):
+                return
         dst[...] = src
 
     def capture_graph(self, fn, device):

@@ -8,12 +8,16 @@ it row-major (``x.transpose(1, 2).contiguous()``: two CuPy copy kernels, 54 µs 
 
 * a row-major array is one ``cudaMemcpyAsync`` of its bytes (device to device, on CuPy's current
   stream, the adapters' device current) into a fresh array from CuPy's pool;
+* a broadcast (a 0 stride) that collapses to two dims: ``bcast.copy_broadcast`` (no index
+  arithmetic per element);
 * any other layout is one ``cupy.ascontiguousarray`` (one copy kernel, row-major result).
 
 Same values, dtype and shape as the reference kernel's result; never an alias of the input.
 """
 
 from __future__ import annotations
+
+from .bcast import copy_broadcast
 
 
 def accelerate(kernels: dict, cupy) -> dict:
@@ -34,6 +38,10 @@ def accelerate(kernels: dict, cupy) -> dict:
             if n:
                 r.data.copy_from_device_async(a.data, n)
             return r
+        if 0 in a.strides:           # a broadcast: the division-free kernel (bcast.py)
+            r = nd(a.shape, a.dtype)
+            if copy_broadcast(cupy, r, a):
+                return r
         return contiguous(a)
     clone.__wrapped__ = ref
     for attr in ("_tp_quiet",):

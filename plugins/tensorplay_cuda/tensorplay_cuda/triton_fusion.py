@@ -101,9 +101,9 @@ def _tanh_f64(x):
     return tl.where(x != x, x, tl.where(x < 0, -r, r))
 
 
-# negation flips the sign bit, as C's -x and CuPy's negative do: -(+0.0) is -0.0 and a NaN's
-# sign flips too (Triton's unary minus is 0 - x, which gives +0.0; x * -1.0 gives the GPU's
-# canonical, positive NaN). Unsigned: Triton types the literal 0x80000000 as uint32 (a negative
+# negation flips the sign bit, as the cpu's -x does: -(+0.0) is -0.0 and a NaN's sign flips too
+# (Triton's unary minus is 0 - x, which gives +0.0; x * -1.0, CUDA C's -x and CuPy's negative
+# give the GPU's canonical, positive NaN, as torch's cuda neg does: an H100, 2026-12-06). Unsigned: Triton types the literal 0x80000000 as uint32 (a negative
 # int32 literal would be the negation of an int64 2147483648, and xor would widen to int64)
 @_jit
 def _neg_f32(x):

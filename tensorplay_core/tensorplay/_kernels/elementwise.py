@@ -118,7 +118,9 @@ _TABLE = (
     _op("minimum", "arith", 2, xp="minimum", ufunc="minimum", triton=_NAN_PICK_TL % "<",
         cupy=_NAN_PICK_C % "<"),
     # Triton's unary minus is `0 - x`, which gives +0.0 for -(+0.0) (a -0.0 literal is folded to
-    # +0.0 too); x * -1.0 compiles to a flip of the sign bit, -x for every value, NaN included
+    # +0.0 too): the Triton spellings flip the sign bit (_neg_f32/_neg_f64), -0.0 right; a NaN's
+    # sign then flips as on cpu, where CUDA C's -x (the cupy spelling) gives the GPU's positive
+    # canonical NaN, as torch's cuda neg does (an H100, 2026-12-06)
     _op("neg", "arith", 1, xp="negative", ufunc="negative", triton="-{0}",
         triton_float="_neg_f32({0})", triton_f64="_neg_f64({0})", cupy="-{0}"),
     _op("abs", "arith", 1, xp="abs", ufunc="absolute", triton="tl.abs({0})", cupy="abs({0})"),
