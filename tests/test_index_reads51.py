@@ -130,6 +130,13 @@ BAD.update({
                  "index -21 is out of bounds"),
     "put_ high": (lambda d: _x(d).put_(_i([20], d), tp.ones(1, device=d)), IndexError,
                   "index 20 is out of bounds"),
+    "index_put_ accumulate high": (
+        lambda d: _x(d).index_put_((_i([4], d),), tp.tensor(1.0, device=d), accumulate=True),
+        IndexError, "index 4 is out of bounds for dimension 0 with size 4"),
+    "index_put_ accumulate low, named as given": (
+        lambda d: _x(d).index_put_((_i([0], d), _i([-6], d)), tp.tensor(1.0, device=d),
+                                   accumulate=True),
+        IndexError, "index -6 is out of bounds for dimension 1 with size 5"),
 })
 
 DEVICES = ["cpu", DEV, pytest.param("cuda", marks=pytest.mark.cuda)]
@@ -159,6 +166,8 @@ GOOD = {
     "take -20": lambda d: tp.take(_x(d), _i([-20, 19], d)),
     "index_add_ 3": lambda d: _x(d).index_add_(0, _i([3, 3], d), tp.ones(2, 5, device=d)),
     "bincount": lambda d: _i([0, 3, 3, 1], d).bincount(),
+    "accumulate -4": lambda d: _x(d).index_put_((_i([-4, 3, -4], d),), tp.tensor(1.0, device=d),
+                                                accumulate=True),
 }
 
 
@@ -167,3 +176,20 @@ GOOD = {
 def test_the_edges_of_the_range_still_work(be, name, device):
     _need(device)
     assert GOOD[name](device).cpu().tolist() == GOOD[name]("cpu").tolist()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_gradients_through_negative_indices(be, device):
+    # the index's backward adds the gradient at the indices it read, negative ones from the end
+    # (index_add itself takes no negative index, as torch's)
+    _need(device)
+    got = []
+    for d in ("cpu", device):
+        x = _x(d).requires_grad_(True)
+        (x[_i([-1, 0, -1], d)] * 2).sum().backward()
+        f = tp.arange(20.0, device=d).requires_grad_(True)
+        tp.take(f, _i([[-1, 3], [-20, -1]], d)).sum().backward()
+        got.append((x.grad.cpu().tolist(), f.grad.cpu().tolist()))
+    assert got[0] == got[1]
+    assert got[0][0][3] == [4.0] * 5 and got[0][0][0] == [2.0] * 5
+    assert got[0][1][19] == 2.0 and got[0][1][0] == 1.0 and got[0][1][3] == 1.0

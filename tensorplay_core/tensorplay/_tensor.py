@@ -265,6 +265,13 @@ def _index_put_accumulated(self, indices, values):
     for i in idx:
         bshape = list(broadcast_shapes(tuple(bshape), tuple(i._shape), api="index_put_"))
     lead, rest = self._shape[:k], list(self._shape[k:])
+    # torch's IndexError naming the index as given (after the wrap below index_add would name
+    # -1 for a -5 into 4 rows): every index tensor's ends in one read of the device
+    if 0 not in bshape and all(i.numel() for i in idx):
+        for j, (lo, hi) in enumerate(_index_extremes(list(idx))):
+            if lo < -lead[j] or hi >= lead[j]:
+                raise IndexError(f"index {hi if hi >= lead[j] else lo} is out of bounds for "
+                                 f"dimension {j} with size {lead[j]}")
     lin = None
     for j, i in enumerate(idx):
         i = _O.where(_O.lt(i, 0), _O.add(i, lead[j]), i)

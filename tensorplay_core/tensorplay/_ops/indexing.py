@@ -65,6 +65,10 @@ def _index_setup(ctx, inputs, output):
 def _index_bw(ctx, g):
     idx, = ctx.saved_tensors
     z = g.new_zeros(ctx.shape)
+    # index took [-n, n), index_add takes [0, n) (torch's ranges): the negative ones counted
+    # from the end first
+    n = ctx.shape[wrap_dim(ctx.dim, len(ctx.shape))] if ctx.shape else 1
+    idx = O.where(O.lt(idx, 0), O.add(idx, n), idx)
     return O.index_add(z, ctx.dim, idx, g), None, None
 
 
