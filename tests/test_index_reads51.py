@@ -193,3 +193,38 @@ def test_gradients_through_negative_indices(be, device):
     assert got[0] == got[1]
     assert got[0][0][3] == [4.0] * 5 and got[0][0][0] == [2.0] * 5
     assert got[0][1][19] == 2.0 and got[0][1][0] == 1.0 and got[0][1][3] == 1.0
+
+
+NEG_DIM = {
+    "index_select": lambda d: _x(d).index_select(-1, _i([0, 4], d)),
+    "index_fill": lambda d: _x(d).index_fill(-1, _i([0, 2], d), -1.0),
+    "index_fill -2 of 3-D": lambda d: tp.arange(24.0, device=d).reshape(2, 3, 4).index_fill(
+        -2, _i([1], d), -1.0),
+    "index_add": lambda d: _x(d).index_add(-1, _i([0, 3], d), tp.ones(4, 2, device=d)),
+    "index_copy": lambda d: _x(d).index_copy(-1, _i([0, 3], d), tp.ones(4, 2, device=d)),
+}
+
+
+@pytest.mark.parametrize("name", list(NEG_DIM))
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_negative_dim_counts_from_the_end(be, name, device):
+    # (index_fill(-1, ...) filled rows; index_select/index_add/index_copy with -1 failed in a
+    # reshape): as the same call with the dim counted from the end
+    _need(device)
+    fn = NEG_DIM[name]
+    pos = {"index_select": lambda d: _x(d).index_select(1, _i([0, 4], d)),
+           "index_fill": lambda d: _x(d).index_fill(1, _i([0, 2], d), -1.0),
+           "index_fill -2 of 3-D": lambda d: tp.arange(24.0, device=d).reshape(2, 3, 4)
+           .index_fill(1, _i([1], d), -1.0),
+           "index_add": lambda d: _x(d).index_add(1, _i([0, 3], d), tp.ones(4, 2, device=d)),
+           "index_copy": lambda d: _x(d).index_copy(1, _i([0, 3], d), tp.ones(4, 2, device=d))}
+    assert fn(device).cpu().tolist() == pos[name]("cpu").tolist()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_scatter_refuses_an_index_wider_than_self(be, device):
+    # the linear index ran into the next row: row 1 became [9, 5, 6, 7], no error
+    _need(device)
+    with pytest.raises(RuntimeError, match=r"expected index \[2, 5\] to be no larger than self"):
+        _x(device)[:3, :4].scatter(0, _i([[0] * 5] * 2, device),
+                                   tp.arange(10.0, device=device).reshape(2, 5))

@@ -123,7 +123,11 @@ def _copies(c):
 def _index(c):
     xp, be, dt_of = c.xp, c.be, c.dt_of
 
+    # (each takes a negative dim from the end, as torch: dim=-1 went to NumPy as given, and the
+    # slicing below read it as dim 0 -- index_fill(-1, ...) filled rows)
     def index(x, dim, idx):
+        if dim < 0:
+            dim = _checks.wrap_dim(dim, x.ndim)
         flat = xp.reshape(idx, (-1,))
         if not _region(x.shape, dim, idx):
             # no element is read, so no index is checked (torch's rule: x[tensor([3]), 5:1] on
@@ -139,6 +143,8 @@ def _index(c):
         return xp.reshape(r, tuple(x.shape[:dim]) + tuple(idx.shape) + tuple(x.shape[dim + 1:]))
 
     def index_add(x, dim, idx, src):
+        if dim < 0:
+            dim = _checks.wrap_dim(dim, x.ndim)
         if not _region(x.shape, dim, idx):   # nothing added: no index is checked (torch)
             return xp.asarray(x, copy=True)
         if x.dtype != src.dtype:
@@ -158,6 +164,8 @@ def _index(c):
         return out
 
     def index_put_(x, dim, idx, values):
+        if dim < 0:
+            dim = _checks.wrap_dim(dim, x.ndim)
         if _region(x.shape, dim, idx):
             # (CuPy's scatter wraps any index modulo n: checked here as for index)
             check_range(c, idx, x.shape[dim] if x.ndim else 1, dim, negative=True)
@@ -259,6 +267,11 @@ def _scatter_prep(c, api, x, dim, idx, src):
     d = _checks.wrap_dim(dim, x.ndim)
     check_range(c, idx, shape[d], d, negative=False, api=api, exc=RuntimeError)
     ish = idx.shape
+    if len(ish) == len(shape) and any(ish[k] > shape[k] for k in range(len(ish)) if k != d):
+        # the linear index below would run into the next row: refused (the adapter then runs
+        # the op's shape rule, which raises torch's words)
+        raise ValueError(f"{api}: index {list(ish)} larger than self {list(shape)} apart from "
+                         f"dimension {d}")
     strides = [1] * x.ndim
     for k in range(x.ndim - 2, -1, -1):
         strides[k] = strides[k + 1] * shape[k + 1]
