@@ -228,3 +228,23 @@ def test_scatter_refuses_an_index_wider_than_self(be, device):
     with pytest.raises(RuntimeError, match=r"expected index \[2, 5\] to be no larger than self"):
         _x(device)[:3, :4].scatter(0, _i([[0] * 5] * 2, device),
                                    tp.arange(10.0, device=device).reshape(2, 5))
+
+
+@pytest.mark.parametrize("i,j,bad,dim", [([0], [-4], -4, 1), ([1], [3], 3, 1), ([-5], [0], -5, 0),
+                                         ([4], [0], 4, 0)])
+def test_compiled_two_index_tensors_check_each_dim(i, j, bad, dim):
+    # captured, the check before the flattening cannot read values: x[0, -4] of a 4x3 x read
+    # x[3, 2] (inside the flattened 12), x[1, 3] read x[2, 0]; each dim is checked at replay
+    x = tp.arange(12.0).reshape(4, 3)
+    get = tp.compile(lambda x, i, j: x[i, j])
+
+    def put(x, i, j):
+        y = x.clone()
+        y[i, j] = 5.0
+        return y
+    put = tp.compile(put)
+    assert get(x, tp.tensor([3]), tp.tensor([-1])).tolist() == [11.0]       # in range: as eager
+    assert put(x, tp.tensor([-4]), tp.tensor([2]))[0, 2].item() == 5.0
+    for fn in (get, put):
+        with pytest.raises(IndexError, match=f"index {bad} is out of bounds for dimension {dim} "):
+            fn(x, tp.tensor(i), tp.tensor(j))

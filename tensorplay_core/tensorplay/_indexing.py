@@ -226,9 +226,18 @@ def _linear_index(x, advanced):
                                      f"size {n}")
     linear = None
     stride = 1
+    check_in_graph = 0 not in bshape and all(x.shape[d] for d in rest)
     for d, t in reversed(pairs):
         n = x.shape[d]
-        t = O.where(O.lt(t, 0), O.add(t, n), t)
+        if t.native is None and check_in_graph and t.numel():
+            # a capture (fake tensors): the check above cannot read values, and the flattened
+            # index alone lets x[0, -4] of a 4x3 x read x[3, 2]; the wrap is an index op instead,
+            # whose kernel checks the range (named at dim d) each time the graph runs
+            ar = O.reshape(O.arange(0, n, 1, dtype=_dtype.int64, device=t.device),
+                           [1] * d + [n])
+            t = O.reshape(O.index(ar, d, t), list(t.shape))
+        else:
+            t = O.where(O.lt(t, 0), O.add(t, n), t)
         term = O.mul(t, stride) if stride != 1 else t
         linear = term if linear is None else O.add(term, linear)
         stride *= n
