@@ -80,6 +80,8 @@ DTYPE_RULES = {
                np.arange(3.0)[I].tolist()),
     "take_along_dim": (lambda d, i: _ar(d).take_along_dim(i), _INTS, RuntimeError, "gather",
                        np.arange(3.0)[I].tolist()),
+    "take_along_dim dim": (lambda d, i: _ar(d).take_along_dim(i, 0), _LONG, RuntimeError,
+                           "take_along_dim", np.arange(3.0)[I].tolist()),
     "scatter value": (lambda d, i: _z(d).scatter(0, i, 5.0), _INTS, RuntimeError, "scatter",
                       _np_put(3, I, 5.0)),
     "scatter src": (lambda d, i: _z(d).scatter(0, i, _v(SRC, d)), _INTS, RuntimeError,
@@ -327,8 +329,11 @@ NEG_REFUSED = {
     "scatter": (lambda d, i: _z(d).scatter(0, i, 1.0), RuntimeError, "scatter"),
     "scatter_add": (lambda d, i: _z(d).scatter_add(0, i, _v([1.0], d)), RuntimeError,
                     "scatter_add"),
+    # (sum and mean are scatter_add's: its range check names it)
     "scatter_reduce": (lambda d, i: _z(d).scatter_reduce(0, i, _v([1.0], d), "sum"),
-                       RuntimeError, "scatter_reduce"),
+                       RuntimeError, "scatter"),
+    "scatter_reduce amax": (lambda d, i: _z(d).scatter_reduce(0, i, _v([1.0], d), "amax"),
+                            RuntimeError, "scatter_reduce"),
 }
 
 

@@ -16,8 +16,38 @@ from ._dispatch import check_overlap as _check_overlap
 from ._factories import tensor as _tensor
 from ._ops import ops as O
 from ._ops._shapes import broadcast_shapes, is_tensor
+from ._kernels.indexing import check_index_dtype
 from ._ops.indexing import index_extremes
 from ._tensor_base import TensorBase
+
+
+def byte_mask(t, stacklevel=5):
+    """A uint8 index as the bool mask torch reads it as (``t != 0``; deprecated there, with a
+    UserWarning): ``x[tensor([1, 0, 1], dtype=uint8)]`` is ``x[[0, 2]]``, not rows 1, 0, 1."""
+    import warnings
+    if t.ndim:     # (torch reads a 0-dim one as a Python bool, without the warning)
+        warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
+                      "torch.bool instead.", UserWarning, stacklevel=stacklevel)
+    return O.ne(t, 0)
+
+
+def refuse_byte_fill(indices, value, api):
+    """torch's refusal of a one-element write through a single uint8 mask (``x[m] = 1.0``,
+    ``index_put_((m,), tensor(1.))``): it writes those with ``masked_fill_``, which takes bool
+    masks only. ``indices``: the index entries; a RuntimeError naming the fix."""
+    tensors = [i for i in indices if _is_tensor(i) or isinstance(i, (list, tuple)) or
+               (getattr(i, "ndim", 0) and hasattr(i, "__array__"))]
+    if len(tensors) != 1:
+        return
+    m = tensors[0]
+    dt = getattr(m, "dtype", None)
+    if not (dt is _dtype.uint8 or getattr(dt, "name", None) == "uint8" and not _is_tensor(m)):
+        return
+    if _is_tensor(value) and value.numel() != 1:
+        return
+    raise RuntimeError(f"{api}: a uint8 mask with a one-element value is refused, as torch's "
+                       f"masked_fill_ only supports boolean masks (got mask with dtype uint8); "
+                       f"use a bool mask: mask.bool()")
 
 
 def _is_tensor(x):
@@ -42,7 +72,7 @@ def _dims_consumed(i):
     return 1
 
 
-def _split(x, index):
+def _split(x, index, api="index"):
     """Apply the basic part of ``index`` as views; return (view, [(dim, tensor_index)]).
 
     torch's rules beyond NumPy's: a Python bool or a 0-d bool tensor inserts a dim (as ``None``)
@@ -72,10 +102,13 @@ def _split(x, index):
             dim += 1
         elif getattr(i, "ndim", 0) and not _is_tensor(i) and hasattr(i, "__array__"):
             # a NumPy (or other array-like) index array: as the tensor of its values
-            advanced.append((dim, _tensor(i, device=x.device)))
-            dim += advanced[-1][1].ndim if advanced[-1][1].dtype is _dtype.bool else 1
-            if advanced[-1][1].dtype.is_floating_point:
-                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+            t = _tensor(i, device=x.device)
+            if t.dtype is _dtype.uint8:
+                t = byte_mask(t)
+            elif t.dtype is not _dtype.bool:
+                check_index_dtype(api, t.dtype)
+            advanced.append((dim, t))
+            dim += t.ndim if t.dtype is _dtype.bool else 1
         elif isinstance(i, int) or (hasattr(i, "__index__") and not _is_tensor(i)
                                     and not isinstance(i, (list, tuple))):
             out = O.select(out, dim, int(i))
@@ -86,6 +119,8 @@ def _split(x, index):
             dim += 1
         elif _is_tensor(i) or isinstance(i, (list, tuple)):
             t = i if _is_tensor(i) else _tensor(i, device=x.device)
+            if t.raw_dtype is _dtype.uint8:
+                t = byte_mask(t)      # torch's (deprecated) byte mask
             if t.dtype is _dtype.bool:
                 if not t.ndim:
                     # a 0-d bool tensor as a Python bool (its value not read): a mask of the
@@ -97,8 +132,8 @@ def _split(x, index):
             elif t.ndim == 0 and not t.dtype.is_floating_point and t.native is not None:
                 out = O.select(out, dim, int(t.item()))
             else:
-                if t.dtype.is_floating_point:
-                    raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+                if t.raw_dtype is not _dtype.int64:
+                    check_index_dtype(api, t.raw_dtype)     # int32 too (IndexError otherwise)
                 advanced.append((dim, t))
                 dim += 1
         else:
@@ -176,6 +211,10 @@ def getitem(x, index):
             out = O.reshape(out, list(out.shape[:dim]) + [-1] + list(out.shape[dim + idx.ndim:])) \
                 if idx.ndim == out.ndim - dim else out
         if idx.ndim == out.ndim and dim == 0:
+            if idx.raw_shape != out.raw_shape:
+                # (masked_select would broadcast them, or fail with no word about the mask)
+                raise IndexError(f"The shape of the mask {list(idx.shape)} at index 0 does not "
+                                 f"match the shape of the indexed tensor {list(out.shape)}")
             return O.masked_select(out, idx)
         raise IndexError("bool mask indices must cover the leading dimensions of the tensor")
     return O.index(out, dim, idx)
@@ -229,6 +268,8 @@ def _linear_index(x, advanced):
     check_in_graph = 0 not in bshape and all(x.shape[d] for d in rest)
     for d, t in reversed(pairs):
         n = x.shape[d]
+        if t.raw_dtype is _dtype.int32:
+            t = O.to_dtype(t, _dtype.int64)     # (the flattened index may pass 2**31)
         if t.native is None and check_in_graph and t.numel():
             # a capture (fake tensors): the check above cannot read values, and the flattened
             # index alone lets x[0, -4] of a 4x3 x read x[3, 2]; the wrap is an index op instead,
@@ -325,7 +366,11 @@ def setitem(x, index, value):
     region that is still expanded (``x[:] = v``) is a ``RuntimeError``."""
     if index is False:
         return
-    out, advanced = _split(x, index)
+    c = index.__class__
+    if (c is tuple or c is list or _is_tensor(index) and index.raw_dtype is _dtype.uint8) and \
+            (not _is_tensor(value) or value.numel() == 1):
+        refuse_byte_fill(_normalize(index), value, "x[index] = value")
+    out, advanced = _split(x, index, "index_put_")
     if _is_tensor(value):
         vs = value.raw_shape
         if vs and vs[0] == 1:

@@ -244,17 +244,21 @@ def index_select(input: Tensor, dim: int, index: Tensor, *, out: Any = None) -> 
         return _write_out("index_select", out, index_select, (input, dim, index), {}, "exact")
     if index.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
-    if index.dtype.is_floating_point or index.dtype is _dtype.bool:
-        raise RuntimeError(f"index_select(): Expected dtype int32/int64 for index but got: "
-                           f"{index.dtype}")
-    out = O.index(input, dim, O.reshape(index, [-1]))
+    if not input.ndim:
+        # a 0-dim input is one element along dim 0: one index, a 0-dim result (torch)
+        if index.numel() != 1 and index.dtype in (_dtype.int64, _dtype.int32):
+            raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
+                               f"{index.numel()} value(s)")
+        return O.reshape(O.index(input, dim, O.reshape(index, [-1]), api="index_select"), [])
+    # (the index op applies index_select's rule: int64 or int32, no negative index)
+    out = O.index(input, dim, O.reshape(index, [-1]), api="index_select")
     if out.native is not None and not out.numel() and index.numel():
         # the index kernel checks no index for an empty result; index_select checks them all
         # (torch: index_select(zeros(3, 0), 0, tensor([5])) is refused)
         d = wrap_dim(dim, input.ndim, "index_select(): ")
         n = input.shape[d] if input.ndim else 1
         (lo, hi), = index_extremes([index])
-        if lo < -n or hi >= n:
+        if lo < 0 or hi >= n:
             raise RuntimeError(f"index_select(): index {hi if hi >= n else lo} is out of bounds "
                                f"for dimension {d} with size {n}")
     return out

@@ -228,10 +228,12 @@ def _uniform_like(t):
 
 
 def _index_vector(api, index):
-    """``index`` of ``index_fill_``/``index_copy_``: a 0-D or 1-D integer tensor, as 1-D."""
-    if not isinstance(index, Tensor) or index._dtype.is_floating_point or \
-            index._dtype is _dtype.bool or index.ndim > 1:
+    """``index`` of ``index_fill_``/``index_copy_``: a 0-D or 1-D int64 tensor, as 1-D (torch's
+    dtype rule of ``api``, ``INDEX_RULES``, first)."""
+    if not isinstance(index, Tensor) or index.ndim > 1:
         raise RuntimeError(f"{api}(): Index is supposed to be a vector of int64")
+    if index._dtype is not _dtype.int64:
+        _check_index_dtype(api, index._dtype)
     return _O.reshape(index, [1]) if not index._shape else index
 
 
@@ -243,6 +245,10 @@ def _int_indices(indices):
         if i is None:
             raise NotImplementedError("index_put_ with None among the indices is not supported; "
                                       "index with tensors only (or use x[...] = values)")
+        if i._dtype is _dtype.uint8:
+            i = _byte_mask(i, 4)     # torch's (deprecated) byte mask
+        elif i._dtype is not _dtype.bool:
+            _check_index_dtype("index_put_", i._dtype)
         if i._dtype is _dtype.bool:
             nz = _O.nonzero(i)
             idx.extend(nz[:, j] for j in range(i.ndim))
@@ -307,6 +313,8 @@ def _no_generator(api, generator):
 
 def _put(self, index, source, accumulate):
     """``put``: ``self`` read as 1-D (row-major), ``source`` written or added at ``index``."""
+    if index._dtype is not _dtype.int64:
+        _check_index_dtype("put_", index._dtype)     # int64 only (torch)
     if source._dtype is not self._dtype:
         raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got "
                            f"self.dtype = {self._dtype} and source.dtype = {source._dtype}")
@@ -2992,7 +3000,8 @@ class Tensor(TensorBase, instance_class=True):
                                    f"got tensor with {value.ndim} dimension(s).")
         else:
             value = _check_fill("index_fill_", value, self._dtype)
-        return _O.index_put_(self, dim, _index_vector("index_fill_", index), value)
+        return _O.index_put_(self, dim, _index_vector("index_fill_", index), value,
+                             api="index_fill_")
 
     def index_fill(self, dim: _int, index: Tensor, value: _TensorOrScalar) -> Tensor:
         """Out-of-place ``index_fill_`` (same as ``torch.Tensor.index_fill``)."""
@@ -3013,6 +3022,12 @@ class Tensor(TensorBase, instance_class=True):
         want = list(self._shape)
         if want:
             want[d] = index._shape[0]
+        elif source._shape:
+            # a 0-dim self is one element along dim 0: a 1-D source of one value per index
+            want = [index._shape[0]]
+        if not source._shape and index._shape != (1,):
+            raise IndexError(f"index_copy_(): When source is scalar, index should have one "
+                             f"element (got {index._shape[0]})")
         if list(source._shape) != want and not (not source._shape and index._shape == (1,)):
             raise RuntimeError(f"index_copy_(): source shape {tuple(source._shape)} does not "
                                f"match self's {tuple(self._shape)} with {index._shape[0]} "
@@ -3022,7 +3037,8 @@ class Tensor(TensorBase, instance_class=True):
             # index_put_ may write an expanded tensor (as torch's); torch's index_copy_ refuses
             from ._dispatch import check_overlap
             check_overlap(_O.index_put_, 0, self)
-        return _O.index_put_(self, dim, index, source)
+        # (the op applies index_copy_'s rule: int64, no negative index)
+        return _O.index_put_(self, dim, index, source, api="index_copy_")
 
     def index_copy(self, dim: _int, index: Tensor, source: Tensor) -> Tensor:
         """Out-of-place ``index_copy_`` (same as ``torch.Tensor.index_copy``)."""
@@ -3098,6 +3114,8 @@ class Tensor(TensorBase, instance_class=True):
                                f"{self._dtype} for the destination and {values._dtype} for the "
                                f"source.")
         if not accumulate:
+            if not isinstance(values, Tensor) or values.numel() == 1:
+                _refuse_byte_fill(indices, values, "index_put_()")
             # bool masks as their nonzero positions: x[mask] = values (values one per True)
             # through the integer-index path, which takes them
             _setitem(self, _int_indices(indices), values)
@@ -3148,14 +3166,16 @@ class Tensor(TensorBase, instance_class=True):
 
     def take(self, index: Tensor) -> Tensor:
         """The elements at ``index`` of the flattened tensor, in ``index``'s shape; negative
-        indices count from the end (same as ``torch.Tensor.take``)."""
-        return _O.index(_O.reshape(self, [-1]), 0, index)
+        indices count from the end (same as ``torch.Tensor.take``); ``index`` is int64."""
+        return _O.index(_O.reshape(self, [-1]), 0, index, api="take")
 
     def take_along_dim(self, indices: Tensor, dim: _int | None = None) -> Tensor:
         """``gather`` along ``dim`` with ``self`` and ``indices`` broadcast in the other dims;
         ``dim=None``: both flattened (same as ``torch.Tensor.take_along_dim``)."""
         if dim is None:
             return _O.gather(_O.reshape(self, [-1]), 0, _O.reshape(indices, [-1]))
+        if indices._dtype is not _dtype.int64:     # int64 only with a dim (torch's rule)
+            _check_index_dtype("take_along_dim", indices._dtype)
         if indices.ndim != self.ndim:
             raise RuntimeError("torch.take_along_dim(): input and indices should have the same "
                                "number of dimensions, but got " f"{self.ndim} dimensions for "
@@ -3746,6 +3766,8 @@ from ._indexing import getitem as _getitem  # noqa: E402
 from ._ops.indexing import check_scatter_reduce as _check_scatter_reduce  # noqa: E402
 from ._ops.indexing import index_extremes as _index_extremes  # noqa: E402
 from ._indexing import setitem as _setitem  # noqa: E402
+from ._indexing import byte_mask as _byte_mask, refuse_byte_fill as _refuse_byte_fill  # noqa: E402
+from ._kernels.indexing import check_index_dtype as _check_index_dtype  # noqa: E402
 from .autograd.api import backward as _backward  # noqa: E402
 from .autograd.function import check_inplace as _check_inplace  # noqa: E402
 from .autograd.grad_mode import _state as _grad_state  # noqa: E402

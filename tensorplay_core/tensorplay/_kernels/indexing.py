@@ -11,6 +11,70 @@ from . import _checks
 _UINT = {4: "uint32", 8: "uint64"}
 
 
+# -- torch's index rules, op by op (session 52) -----------------------------------------------
+# the index dtypes an op takes, whether it counts negative indices from the end ([-n, n)) or
+# refuses them ([0, n)), and the exception classes of a refused dtype and of an index out of
+# range. The ops' fake rules check the dtype (``check_index_dtype``: fake tensors, compile), the
+# kernels the dtype (a cheap test, re-explained by the fake rule) and the range (one read of the
+# index's extremes, ``check_range``). ``index`` and ``index_put_`` are the indexing ops' own
+# rules (advanced indexing, after a bool or uint8 mask became its positions); the composites
+# built on them (``index_select``, ``take``, ``put_``, ``index_copy_``, ``index_fill_``) name
+# themselves to the op (its ``api`` argument), which then applies their rule.
+_INTS = (_dtype.int64, _dtype.int32)
+_LONG = (_dtype.int64,)
+_W_MASKS = "tensors used as indices must be long, int, byte or bool tensors"
+_W_INTS = "Expected dtype int32/int64 for index"     # (torch's words)
+_W_LONG = "Expected a long tensor for index"
+INDEX_RULES = {
+    # api:          (dtypes, negatives, dtype error, range error, torch's words)
+    "index": (_INTS, True, IndexError, IndexError, _W_MASKS),
+    "index_put_": (_INTS, True, IndexError, IndexError, _W_MASKS),
+    "index_select": (_INTS, False, RuntimeError, IndexError,
+                     "Expected dtype int32 or int64 for index"),
+    "index_add": (_INTS, False, RuntimeError, IndexError, _W_INTS),
+    "take": (_LONG, True, RuntimeError, IndexError, _W_LONG),
+    "put_": (_LONG, True, RuntimeError, IndexError, _W_LONG),
+    "index_copy_": (_LONG, False, RuntimeError, IndexError, _W_LONG),
+    "index_fill_": (_LONG, True, IndexError, IndexError, "Expected dtype int64 for index"),
+    "gather": (_INTS, False, RuntimeError, RuntimeError, _W_INTS),
+    "scatter": (_INTS, False, RuntimeError, RuntimeError, _W_INTS),
+    "scatter_": (_INTS, False, RuntimeError, RuntimeError, _W_INTS),
+    "scatter_add": (_INTS, False, RuntimeError, RuntimeError, _W_INTS),
+    "scatter_reduce": (_INTS, False, RuntimeError, RuntimeError, _W_INTS),
+    # (with a dim; without one it is gather's of the flattened tensor)
+    "take_along_dim": (_LONG, False, RuntimeError, RuntimeError,
+                       "dtype of indices should be Long"),
+}
+
+
+def check_index_dtype(api: str, dtype) -> None:
+    """Raise torch's exception for an index of ``dtype`` that ``api`` refuses (``INDEX_RULES``),
+    naming the op and the fix. An identity test for the dtypes taken."""
+    rule = INDEX_RULES[api]
+    ok = rule[0]
+    if dtype is ok[0] or (dtype is _dtype.int32 and ok is _INTS):
+        return
+    got = getattr(dtype, "name", dtype)
+    if api == "index" or api == "index_put_":
+        name = "x[index]" if api == "index" else "x[index] = value / index_put_()"
+        raise rule[2](f"{name}: {rule[4]} (got {got}); convert it with index.long()")
+    raise rule[2](f"{api}(): {rule[4]} (got {got}); convert it with index.long()")
+
+
+def _index_dtype_test(c):
+    """``bad(idx, api)``: True when the native array ``idx`` has a dtype ``api`` refuses (two
+    identity tests for the dtypes taken); the kernel then raises, and the op's fake rule says
+    why in torch's words (``check_index_dtype``)."""
+    np_mod = c.be.np
+    i64, i32 = np_mod.dtype(c.nd(_dtype.int64)), np_mod.dtype(c.nd(_dtype.int32))
+    rules = INDEX_RULES
+
+    def bad(idx, api):
+        dt = idx.dtype
+        return dt is not i64 and not (dt is i32 and rules[api][0] is _INTS)
+    return bad
+
+
 def bind(c) -> dict:
     """``{op name: kernel}`` for this family on the context ``c`` (``_context.Context``)."""
     k = _matmul(c)
@@ -125,7 +189,18 @@ def _index(c):
 
     # (each takes a negative dim from the end, as torch: dim=-1 went to NumPy as given, and the
     # slicing below read it as dim 0 -- index_fill(-1, ...) filled rows)
-    def index(x, dim, idx):
+    bad_dtype = _index_dtype_test(c)
+    rules = INDEX_RULES
+    I64 = be.np.dtype(c.nd(_dtype.int64))
+
+    def index(x, dim, idx, *, api="index"):
+        # api: the op this reads for (index_select, take, ...): its rule (INDEX_RULES)
+        if idx.dtype is not I64 and bad_dtype(idx, api):
+            raise TypeError(f"{api}: index of dtype {idx.dtype}")   # the fake rule: torch's words
+        if not x.ndim:
+            # a 0-dim self is one element along dim 0 (dim 0 or -1), as torch's
+            _checks.wrap_dim(dim, 0)
+            return xp.reshape(index(xp.reshape(x, (1,)), 0, idx, api=api), idx.shape)
         if dim < 0:
             dim = _checks.wrap_dim(dim, x.ndim)
         flat = xp.reshape(idx, (-1,))
@@ -137,22 +212,34 @@ def _index(c):
         n = x.shape[dim]
         # checked here, not left to take: CuPy's take wraps every index modulo n, and NumPy's
         # wraps what is still negative after the + n below (x[tensor([-5])] of 4 rows was row 3)
-        check_range(c, idx, n, dim, negative=True)
-        flat = xp.where(flat < 0, flat + n, flat)
+        rule = rules[api]
+        check_range(c, idx, n, dim, negative=rule[1], api=None if api == "index" else api,
+                    exc=rule[3])
+        if rule[1]:
+            flat = xp.where(flat < 0, flat + n, flat)
         r = xp.take(x, flat, axis=dim)
         return xp.reshape(r, tuple(x.shape[:dim]) + tuple(idx.shape) + tuple(x.shape[dim + 1:]))
 
     def index_add(x, dim, idx, src):
+        if bad_dtype(idx, "index_add"):
+            raise TypeError(f"index_add: index of dtype {idx.dtype}")   # the fake rule says why
+        if not x.ndim:
+            # a 0-dim self: one element along dim 0 (dim 0 or -1), a 0-dim source and one index
+            # (torch's); other shapes are refused by the fake rule
+            _checks.wrap_dim(dim, 0)
+            if src.ndim or idx.size != 1:
+                raise ValueError("index_add: a 0-dim self takes one index and a 0-dim source")
+            return xp.reshape(index_add(xp.reshape(x, (1,)), 0, xp.reshape(idx, (1,)),
+                                        xp.reshape(src, (1,))), ())
         if dim < 0:
             dim = _checks.wrap_dim(dim, x.ndim)
         if not _region(x.shape, dim, idx):   # nothing added: no index is checked (torch)
             return xp.asarray(x, copy=True)
         if x.dtype != src.dtype:
             _checks.check_index_add_dtypes(dt_of(x), dt_of(src))
-        # torch's range: no negative index; CuPy's add.at would wrap any index, NumPy's a
-        # negative one
-        check_range(c, idx, x.shape[dim] if x.ndim else 1, dim, negative=False,
-                    exc=RuntimeError)
+        # torch's range: no negative index (IndexError); CuPy's add.at would wrap any index,
+        # NumPy's a negative one
+        check_range(c, idx, x.shape[dim], dim, negative=False)
         if x.dtype == c.F16:   # accumulated in float32, rounded once (torch's opmath)
             return xp.astype(_added(xp.astype(x, c.F32), dim, idx, xp.astype(src, c.F32)),
                              c.F16)
@@ -163,12 +250,25 @@ def _index(c):
         be.scatter_add(out, dim, idx, src)
         return out
 
-    def index_put_(x, dim, idx, values):
+    def index_put_(x, dim, idx, values, *, api="index_put_"):
+        # api: the op this writes for (index_fill_, index_copy_, put_): its rule (INDEX_RULES)
+        if idx.dtype is not I64 and bad_dtype(idx, api):
+            raise TypeError(f"{api}: index of dtype {idx.dtype}")   # the fake rule: torch's words
+        if not x.ndim:
+            # a 0-dim self is one element along dim 0 (dim 0 or -1), as torch's
+            _checks.wrap_dim(dim, 0)
+            one = xp.reshape(x, (1,))
+            index_put_(one, 0, xp.reshape(idx, (-1,)), xp.reshape(values, (-1,))
+                       if getattr(values, "ndim", 0) else values, api=api)
+            be.assign(x, xp.reshape(one, ()))     # (a view on NumPy and CuPy: no change)
+            return
         if dim < 0:
             dim = _checks.wrap_dim(dim, x.ndim)
         if _region(x.shape, dim, idx):
             # (CuPy's scatter wraps any index modulo n: checked here as for index)
-            check_range(c, idx, x.shape[dim] if x.ndim else 1, dim, negative=True)
+            rule = rules[api]
+            check_range(c, idx, x.shape[dim], dim, negative=rule[1],
+                        api=None if api == "index_put_" else api, exc=rule[3])
             be.index_put(x, dim, idx, values)
         elif hasattr(values, "shape"):
             # nothing written: no index is checked (torch), but the values must still broadcast
@@ -291,9 +391,12 @@ def _scatter_prep(c, api, x, dim, idx, src):
 
 def _gather_scatter(c):
     xp, be = c.xp, c.be
+    bad_dtype = _index_dtype_test(c)
     take_along = getattr(xp, "take_along_axis", None) or be.np.take_along_axis
 
     def gather(x, dim, idx, *, sparse_grad=False):
+        if bad_dtype(idx, "gather"):
+            raise TypeError(f"gather: index of dtype {idx.dtype}")   # the fake rule says why
         if x.ndim == 0:
             x = xp.reshape(x, (1,))
             return xp.reshape(gather(x, 0, xp.reshape(idx, (-1,))), idx.shape)
@@ -306,6 +409,8 @@ def _gather_scatter(c):
         return take_along(x[sl], idx, axis=d)
 
     def scatter_add(x, dim, idx, src):
+        if bad_dtype(idx, "scatter_add"):
+            raise TypeError("scatter_add: index dtype")   # the fake rule says why
         shape = x.shape
         if x.ndim == 0:
             return xp.reshape(scatter_add(xp.reshape(x, (1,)), 0, xp.reshape(idx, (-1,)),
@@ -321,6 +426,8 @@ def _gather_scatter(c):
         return xp.astype(out, c.F16) if half else out
 
     def scatter(x, dim, idx, src):
+        if bad_dtype(idx, "scatter"):
+            raise TypeError("scatter: index dtype")   # the fake rule says why
         # src: an array or a Python number (torch's scatter.value); a repeated index keeps one
         # of its values (which one is unspecified, as torch)
         if hasattr(src, "dtype") and src.dtype != x.dtype:
@@ -377,6 +484,8 @@ def _gather_scatter(c):
         out[pos] = uf(out[pos], v[heads])
 
     def scatter_reduce(x, dim, idx, src, reduce, *, include_self=True):
+        if bad_dtype(idx, "scatter_reduce"):
+            raise TypeError("scatter_reduce: index dtype")   # the fake rule says why
         # torch.scatter_reduce: every src value reduced into out[...index...] (repeated indices
         # combine: ufunc.at), the position's own value first unless include_self=False
         if src.dtype != x.dtype or reduce not in _SCATTER_UFUNCS or (

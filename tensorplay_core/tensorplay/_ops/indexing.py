@@ -10,7 +10,7 @@ from .. import _dtype
 from ..errors import DispatchError
 from ._define import defop, ops as O
 from .._kernels._checks import check_index_add_dtypes
-from .._kernels.indexing import HOST_INDEX, SMALL_INDEX
+from .._kernels.indexing import HOST_INDEX, SMALL_INDEX, check_index_dtype
 from ._shapes import check_bool_mask, is_tensor, out_like, wrap_dim
 from ._shapes import zeros_grad
 
@@ -51,8 +51,12 @@ def index_extremes(tensors) -> list:
     return out
 
 
-def _index_meta(x, dim, index):
+def _index_meta(x, dim, index, *, api="index"):
+    # api: the op this reads for (x[idx], index_select, take): its index rule (INDEX_RULES)
+    check_index_dtype(api, index.dtype)
     d = wrap_dim(dim, x.ndim, "index: ")
+    if not x.ndim:     # a 0-dim self: one element along dim 0
+        return out_like(tuple(index.shape), x.dtype, x)
     return out_like(tuple(x.shape[:d]) + tuple(index.shape) + tuple(x.shape[d + 1:]), x.dtype, x)
 
 
@@ -67,28 +71,46 @@ def _index_bw(ctx, g):
     z = g.new_zeros(ctx.shape)
     # index took [-n, n), index_add takes [0, n) (torch's ranges): the negative ones counted
     # from the end first
-    n = ctx.shape[wrap_dim(ctx.dim, len(ctx.shape))] if ctx.shape else 1
+    if not ctx.shape:
+        # a 0-dim self (index_select's): every index read its one element
+        return O.sum(g), None, None, None
+    n = ctx.shape[wrap_dim(ctx.dim, len(ctx.shape))]
     idx = O.where(O.lt(idx, 0), O.add(idx, n), idx)
-    return O.index_add(z, ctx.dim, idx, g), None, None
+    return O.index_add(z, ctx.dim, idx, g), None, None, None
 
 
-defop("index(Tensor self, SymInt dim, Tensor index) -> Tensor", meta=_index_meta,
-      setup=_index_setup, backward=_index_bw)
+defop('index(Tensor self, SymInt dim, Tensor index, *, str api="index") -> Tensor',
+      meta=_index_meta, setup=_index_setup, backward=_index_bw)
 
 
 def _index_add_meta(x, dim, index, source):
+    check_index_dtype("index_add", index.dtype)
     check_index_add_dtypes(x.dtype, source.dtype)
+    if not x.ndim:
+        # a 0-dim self: one element along dim 0 (dim 0 or -1), one index, a 0-dim source (torch)
+        wrap_dim(dim, 0, "index_add(): ")
+        if source.ndim:
+            raise RuntimeError(f"index_add(): source tensor shape must match self tensor shape, "
+                               f"excluding the specified dimension. Got self.shape = [] "
+                               f"source.shape = {list(source.shape)}")
+        if index.numel() != 1:
+            raise IndexError(f"index_add(): a 0-dim self takes one index (got "
+                             f"{index.numel()})")
     return out_like(x.shape, x.dtype, x)
 
 
 def _index_add_setup(ctx, inputs, output):
     ctx.dim = inputs[1]
+    ctx.src_shape = tuple(inputs[3].shape)
     ctx.save_for_backward(inputs[2])
 
 
 def _index_add_bw(ctx, g):
     idx, = ctx.saved_tensors
-    return g, None, None, O.index(g, ctx.dim, idx)
+    gsrc = O.index(g, ctx.dim, idx)
+    if not g.ndim:     # a 0-dim self: the source is 0-dim too
+        gsrc = O.reshape(gsrc, list(ctx.src_shape))
+    return g, None, None, gsrc
 
 
 defop("index_add(Tensor self, SymInt dim, Tensor index, Tensor source) -> Tensor",
@@ -116,6 +138,13 @@ def _ms_bw(ctx, g):
 defop("masked_select(Tensor self, Tensor mask) -> Tensor", meta=_data_dependent, setup=_ms_setup,
       backward=_ms_bw)
 def _meta_self(x, *rest):
+    return x
+
+
+def _index_put_meta(x, dim, index, values, *, api="index_put_"):
+    # api: the op this writes for (index_fill_, index_copy_, put_): its rule (INDEX_RULES)
+    check_index_dtype(api, index.dtype)
+    wrap_dim(dim, x.ndim, f"{api}(): ")
     return x
 
 
@@ -174,12 +203,12 @@ def _index_put_setup(ctx, inputs, output):
 def _index_put_bw(ctx, g):
     idx, = ctx.saved_tensors
     gself = O.clone(g)
-    O.index_put_(gself, ctx.dim, idx, 0.0)
+    O.index_put_(gself, ctx.dim, idx, 0.0)     # (negatives wrapped: index_put_'s own rule)
     gval = None
     if ctx.src is not None and ctx.needs_input_grad[3]:
         shape, dtype = ctx.src
         gval = _cast(O.index(g, ctx.dim, idx).sum_to_size(shape), dtype)
-    return gself, None, None, gval
+    return gself, None, None, gval, None
 
 
 defop("masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)",
@@ -187,16 +216,16 @@ defop("masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!
 defop("masked_fill_(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)",
       meta=_masked_meta("masked_fill_"), setup=_mask_setup, backward=_masked_fill_bw,
       scalar_ok=("value",), overlap_ok=())
-defop("index_put_(Tensor(a!) self, SymInt dim, Tensor index, Tensor values) -> Tensor(a!)",
-      meta=_meta_self, setup=_index_put_setup, backward=_index_put_bw, scalar_ok=("values",),
+defop('index_put_(Tensor(a!) self, SymInt dim, Tensor index, Tensor values, *, '
+      'str api="index_put_") -> Tensor(a!)',
+      meta=_index_put_meta, setup=_index_put_setup, backward=_index_put_bw, scalar_ok=("values",),
       overlap_ok=())
 
 
 # -- gather / scatter_add (torch.gather, torch.scatter_add) ----------------------------------------
 def _check_gather_shapes(api, x, dim, index, src=None):
     d = wrap_dim(dim, x.ndim, f"{api}(): ")
-    if index.dtype is not _dtype.int64:
-        raise RuntimeError(f"{api}(): Expected dtype int64 for index, got {index.dtype}")
+    check_index_dtype(api, index.dtype)
     if index.ndim != x.ndim and not (index.ndim <= 1 and x.ndim <= 1):
         raise RuntimeError(f"{api}(): Index tensor must have the same number of dimensions as "
                            f"input tensor ({index.ndim} vs {x.ndim})")
