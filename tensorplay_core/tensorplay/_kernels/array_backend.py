@@ -83,6 +83,12 @@ def _plan(shape, st):
     return st, tuple(order), tuple(inv)
 
 
+# ArrayBackend.scatter_add: slices this long or longer go by rounds of fancy-indexed adds, up
+# to this many repeats of one index (below: NumPy's add.at, fast for single elements)
+_AT_ROW = 16
+_AT_ROUNDS = 16
+
+
 class ArrayBackend(Backend):
     """``Backend`` for a NumPy-like array module. Subclasses set ``device_type``, ``np`` and
     ``xp`` and implement ``as_strided`` (and the optional members their device needs).
@@ -225,11 +231,44 @@ class ArrayBackend(Backend):
         dst[...] = src
 
     def scatter_add(self, out, dim, idx, src) -> None:
-        """``out.index_add_(dim, idx, src)``: add slices of ``src`` at ``idx`` along ``dim``."""
+        """``out.index_add_(dim, idx, src)``: add slices of ``src`` at ``idx`` along ``dim``, in
+        ``idx``'s order (a repeated index adds its slices one after another, as torch's cpu
+        ``index_add_`` and NumPy's ``add.at``: the same rounding).
+
+        Slices of ``_AT_ROW`` elements or more (``x[i]``'s gradient, an embedding's) go by
+        rounds of fancy-indexed adds instead of ``add.at``, which walks them element by element
+        (512 rows of 256 float32: 1.6 ms against ~0.2 ms): the k-th occurrence of every index
+        is added in round k, so each round's indices are distinct and every slice still meets
+        its predecessors in ``idx``'s order. An index repeated ``_AT_ROUNDS`` times or more falls
+        back to ``add.at`` (one round per repeat would cost more)."""
         np = self.np
         flat = idx.reshape(-1)
         src = src.reshape(tuple(out.shape[:dim]) + (flat.shape[0],) + tuple(out.shape[dim + 1:]))
-        np.add.at(np.moveaxis(out, dim, 0), flat, np.moveaxis(src, dim, 0))
+        # (np.moveaxis costs ~4 µs a call here: not for dim 0)
+        o, s = (out, src) if not dim else (np.moveaxis(out, dim, 0), np.moveaxis(src, dim, 0))
+        m = flat.shape[0]
+        if m < 2 or o.size < _AT_ROW * o.shape[0]:
+            np.add.at(o, flat, s)
+            return
+        order = np.argsort(flat, kind="stable")
+        sf = flat[order]
+        first = np.empty(m, dtype=bool)         # where a run of one index starts, sorted
+        first[0] = True
+        np.not_equal(sf[1:], sf[:-1], out=first[1:])
+        if first.all():                          # distinct: one round
+            o[flat] += s
+            return
+        at = np.arange(m)
+        start = np.where(first, at, 0)
+        np.maximum.accumulate(start, out=start)
+        rank = at - start                        # (sorted) occurrence number of each index
+        top = int(rank.max())
+        if top >= _AT_ROUNDS:
+            np.add.at(o, flat, s)
+            return
+        for k in range(top + 1):
+            sel = order[rank == k]
+            o[flat[sel]] += s[sel]
 
     def index_put(self, x, dim, idx, values) -> None:
         x[(slice(None),) * dim + (idx,)] = values
