@@ -197,6 +197,11 @@ def getitem(x, index):
         out = _basic(x, index)
         if out is not None:
             return out
+    elif isinstance(index, TensorBase) and index.raw_dtype is _dtype.int64 and \
+            len(index.raw_shape) and len(x.raw_shape):
+        # x[i] with one int64 index tensor (a lookup, an embedding's): what _split and the
+        # end of this function do for it, without them
+        return O.index(x, 0, index)
     out, advanced = _split(x, index)
     if not advanced:
         # ``x[...]``, ``x[()]``: nothing applied, yet a new view of ``x`` (torch's alias: not

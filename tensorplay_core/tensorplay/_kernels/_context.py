@@ -48,6 +48,10 @@ class Context:
         self.rows_sum = _make_rows_sum(self)
         self.sum = _make_sum(self)
         self.reshape, self.take = _make_reshape_take(xp)
+        # whether ``take`` gives torch's element for a negative index already checked to lie in
+        # [-n, n): NumPy's reads it from the end, CuPy's wraps every index modulo n; the array
+        # API leaves it unspecified (the kernels add n first there)
+        self.take_negative = getattr(np_mod, "__name__", None) in ("numpy", "cupy")
 
     def axis(self, x, dim):
         """The reduction axes of ``dim`` for ``x`` (None: all; a 0-dim ``x`` allows dim 0/-1)."""

@@ -186,7 +186,7 @@ def _copies(c):
 
 def _index(c):
     xp, be, dt_of = c.xp, c.be, c.dt_of
-    reshape, take = c.reshape, c.take
+    reshape, take, take_negative = c.reshape, c.take, c.take_negative
 
     # (each takes a negative dim from the end, as torch: dim=-1 went to NumPy as given, and the
     # slicing below read it as dim 0 -- index_fill(-1, ...) filled rows)
@@ -216,9 +216,9 @@ def _index(c):
         rule = rules[api]
         lo = check_range(c, idx, n, dim, negative=rule[1],
                          api=None if api == "index" else api, exc=rule[3])
-        if lo < 0:
-            # (only when the read extremes say some index is negative: the wrap is three more
-            # array ops, three launches on a GPU)
+        if lo < 0 and not take_negative:
+            # (only when the read extremes say some index is negative, and the namespace's take
+            # does not count it from the end: the wrap is three more array ops)
             flat = xp.where(flat < 0, flat + n, flat)
         r = take(x, flat, dim)
         return reshape(r, tuple(x.shape[:dim]) + tuple(idx.shape) + tuple(x.shape[dim + 1:]))
