@@ -250,8 +250,10 @@ def index_select(input: Tensor, dim: int, index: Tensor, *, out: Any = None) -> 
             raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
                                f"{index.numel()} value(s)")
         return O.reshape(O.index(input, dim, O.reshape(index, [-1]), api="index_select"), [])
-    # (the index op applies index_select's rule: int64 or int32, no negative index)
-    out = O.index(input, dim, O.reshape(index, [-1]), api="index_select")
+    # (the index op applies index_select's rule: int64 or int32, no negative index; a 1-D
+    # index as is: the reshape costs as much as half the op)
+    out = O.index(input, dim, index if len(index.raw_shape) == 1 else O.reshape(index, [-1]),
+                  api="index_select")
     if out.native is not None and not out.numel() and index.numel():
         # the index kernel checks no index for an empty result; index_select checks them all
         # (torch: index_select(zeros(3, 0), 0, tensor([5])) is refused)

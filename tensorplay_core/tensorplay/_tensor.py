@@ -3167,7 +3167,8 @@ class Tensor(TensorBase, instance_class=True):
     def take(self, index: Tensor) -> Tensor:
         """The elements at ``index`` of the flattened tensor, in ``index``'s shape; negative
         indices count from the end (same as ``torch.Tensor.take``); ``index`` is int64."""
-        return _O.index(_O.reshape(self, [-1]), 0, index, api="take")
+        return _O.index(self if len(self._shape) == 1 else _O.reshape(self, [-1]), 0, index,
+                        api="take")
 
     def take_along_dim(self, indices: Tensor, dim: _int | None = None) -> Tensor:
         """``gather`` along ``dim`` with ``self`` and ``indices`` broadcast in the other dims;
