@@ -18,6 +18,7 @@ from ._device import Device
 from ._device import canonical as _canonical_device
 from ._tensor_base import TensorBase, detach_history, new_tensor, set_retains_grad
 from ._tensor_base import check_partial_overlap as _check_partial_overlap
+from ._tensor_base import DataStorage as _DataStorage
 from ._tensor_base import data_alias as _data_alias
 from ._tensor_base import wrap_dim as _wrap_dim
 
@@ -873,7 +874,13 @@ class Tensor(TensorBase, instance_class=True):
     def add_(self, other: _TensorOrScalar, *, alpha: _Number = 1) -> Tensor:
         """``self += alpha * other`` in place; the result may not need a higher dtype category."""
         if alpha != 1 and isinstance(other, Tensor):
-            _check_partial_overlap(self, other)     # (before other * alpha, a fresh tensor)
+            # (before other * alpha, a fresh tensor) only where the two may share memory: the
+            # same storage, or a ``.data`` alias (DataStorage) on either side; any other pair
+            # has no shared storage, so check_partial_overlap would return (an optimizer's
+            # update reads a gradient on storage of its own: four frames less)
+            so, sd = other._storage, self._storage
+            if so is sd or so.__class__ is _DataStorage or sd.__class__ is _DataStorage:
+                _check_partial_overlap(self, other)
             if _scaled_add_(self, other, alpha):
                 return self
         return _O.add_(self, other if alpha.__class__ is int and alpha == 1 else _times_alpha(self, other, alpha, "add"))
@@ -883,7 +890,13 @@ class Tensor(TensorBase, instance_class=True):
         refused, as torch); RuntimeError when the result's dtype cannot be cast to ``self``'s
         (``torch.can_cast``), nothing written."""
         if alpha != 1 and isinstance(other, Tensor):
-            _check_partial_overlap(self, other)     # (before other * alpha, a fresh tensor)
+            # (before other * alpha, a fresh tensor) only where the two may share memory: the
+            # same storage, or a ``.data`` alias (DataStorage) on either side; any other pair
+            # has no shared storage, so check_partial_overlap would return (an optimizer's
+            # update reads a gradient on storage of its own: four frames less)
+            so, sd = other._storage, self._storage
+            if so is sd or so.__class__ is _DataStorage or sd.__class__ is _DataStorage:
+                _check_partial_overlap(self, other)
             if _scaled_add_(self, other, -alpha):
                 return self
         return _O.sub_(self, other if alpha.__class__ is int and alpha == 1 else _times_alpha(self, other, alpha, "sub"))
@@ -1510,9 +1523,11 @@ class Tensor(TensorBase, instance_class=True):
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("sum", dim, keepdim, axis, keepdims)
         # (one int dim or None, the common calls, without _dims' frame)
-        return _O.sum(self, [dim] if dim.__class__ is int else None if dim is None else _dims(dim),
-                      keepdim,
-                      dtype=_dtype.as_dtype(dtype) if dtype is not None else None)
+        dims = [dim] if dim.__class__ is int else None if dim is None else _dims(dim)
+        if dtype is None:
+            # (no keyword argument: an op object's call then builds no keyword dict)
+            return _O.sum(self, dims, keepdim)
+        return _O.sum(self, dims, keepdim, dtype=_dtype.as_dtype(dtype))
 
     def mean(self, dim: _Dims = None, keepdim: _bool = False, *,
              dtype: _DTypeLike | None = None,
@@ -1520,9 +1535,11 @@ class Tensor(TensorBase, instance_class=True):
         """Mean over ``dim``; floating inputs (or ``dtype=``) only, as ``torch.mean``."""
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("mean", dim, keepdim, axis, keepdims)
-        return _O.mean(self, [dim] if dim.__class__ is int else None if dim is None else _dims(dim),
-                       keepdim,
-                       dtype=_dtype.as_dtype(dtype) if dtype is not None else None)
+        dims = [dim] if dim.__class__ is int else None if dim is None else _dims(dim)
+        if dtype is None:
+            # (no keyword argument: an op object's call then builds no keyword dict)
+            return _O.mean(self, dims, keepdim)
+        return _O.mean(self, dims, keepdim, dtype=_dtype.as_dtype(dtype))
 
     def amax(self, dim: _Dims = None, keepdim: _bool = False, *,
              axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:

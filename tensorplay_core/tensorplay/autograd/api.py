@@ -93,7 +93,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     or a non-scalar output has no gradient given.
     """
     if grad_tensors is None and inputs is None and not create_graph:
-        fn = getattr(tensors, "grad_fn", None)
+        # (not a view: its grad_fn is the slot, read without the property's frame)
+        fn = getattr(tensors, "raw_grad_fn", None)
         if fn is not None and tensors.view_base is None and tensors.raw_shape in _ONE_ELEMENT:
             # y.backward() of a one-element non-leaf (the training-loop case): the implicit
             # seed goes straight to the engine, which hands it on without a copy

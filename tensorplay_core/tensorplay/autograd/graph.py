@@ -89,7 +89,23 @@ class AccumulateGrad(Node):
         # (_tb._instance_class: instance_class() without its call, once per leaf per backward)
         if v.grad is None and g.__class__ is _tb._instance_class and \
                 g.raw_shape == v.raw_shape and g.raw_dtype is v.raw_dtype:
-            if owned and _exclusive(g):
+            if owned:
+                # _exclusive(g) inline (once per leaf per backward), the same reads and counts:
+                # st and data are this frame's locals as they are _exclusive's
+                st = g.storage_ref
+                data = g.native
+                sd = g.stride_tuple
+                if data is None or g.offset != 0 or g.retains_grad_flag or g.grad is not None or \
+                        (sd is not _CONTIG_CACHE.get(g.raw_shape) and
+                         sd != _contiguous_strides(g.raw_shape)):
+                    owned = False
+                elif g.view_base is not None:
+                    owned = _exclusive_view(g)
+                else:
+                    owned = st.root is data and sys.getrefcount(st) <= 3 and \
+                        sys.getrefcount(data) <= 4
+                st = data = sd = None
+            if owned:
                 v.grad = g if not (g.needs_grad or g.raw_grad_fn is not None or g.view_base is not None
                                    or g.capture_info is not None or g.accumulator is not None) else g.detach()
                 return ()
@@ -441,6 +457,10 @@ def _walk(ready, pending, deps, keep_graph, create_graph):
                             # (x * 3.0: the number's slot has no edge and must get None)
                             in_grads = (in_grads[0],) if st[1] is None and in_grads[1] is None \
                                 else node.shaped(in_grads)
+                    elif n == 1 and in_grads.__class__ is g.__class__ and st[0] == "t":
+                        # one tensor input and a bare gradient (neg, relu, sum): what shaped
+                        # gives it, without its frame
+                        in_grads = (in_grads,)
                     else:
                         in_grads = node.shaped(in_grads)
                 else:
