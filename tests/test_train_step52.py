@@ -7,7 +7,7 @@ behaviour of the code they shortcut.
 * ``sum``/``mean`` methods without ``dtype`` call the op without a keyword argument: the same
   values and dtypes as with ``dtype=`` given;
 * the engine's bare-gradient case (a one-input formula returning a tensor, not a tuple) and the
-  leaf's ownership test inline: gradients and ``.grad`` ownership as before.
+  leaf's ownership test (not inlined on main): gradients and ``.grad`` ownership as before.
 """
 
 import numpy as np

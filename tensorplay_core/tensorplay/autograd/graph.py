@@ -89,23 +89,7 @@ class AccumulateGrad(Node):
         # (_tb._instance_class: instance_class() without its call, once per leaf per backward)
         if v.grad is None and g.__class__ is _tb._instance_class and \
                 g.raw_shape == v.raw_shape and g.raw_dtype is v.raw_dtype:
-            if owned:
-                # _exclusive(g) inline (once per leaf per backward), the same reads and counts:
-                # st and data are this frame's locals as they are _exclusive's
-                st = g.storage_ref
-                data = g.native
-                sd = g.stride_tuple
-                if data is None or g.offset != 0 or g.retains_grad_flag or g.grad is not None or \
-                        (sd is not _CONTIG_CACHE.get(g.raw_shape) and
-                         sd != _contiguous_strides(g.raw_shape)):
-                    owned = False
-                elif g.view_base is not None:
-                    owned = _exclusive_view(g)
-                else:
-                    owned = st.root is data and sys.getrefcount(st) <= 3 and \
-                        sys.getrefcount(data) <= 4
-                st = data = sd = None
-            if owned:
+            if owned and _exclusive(g):
                 v.grad = g if not (g.needs_grad or g.raw_grad_fn is not None or g.view_base is not None
                                    or g.capture_info is not None or g.accumulator is not None) else g.detach()
                 return ()
