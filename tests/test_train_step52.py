@@ -43,7 +43,8 @@ def test_scaled_in_place_full_overlap_and_separate(method, sign):
         np.testing.assert_allclose(x.numpy(), np.array([1.0, 2.0, 3.0]) * (1 + sign * 0.5))
         d = x.data
         getattr(x, method)(d, alpha=2.0)                    # its .data alias, same range: allowed
-        p = tp.tensor([1.0, 2.0]); g = tp.tensor([10.0, 20.0])
+        p = tp.tensor([1.0, 2.0])
+        g = tp.tensor([10.0, 20.0])
         getattr(p, method)(g, alpha=0.1)
         np.testing.assert_allclose(p.numpy(), np.array([1.0, 2.0]) + sign * np.array([1.0, 2.0]),
                                    rtol=1e-6)
