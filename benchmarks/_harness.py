@@ -207,6 +207,19 @@ def try_import_torch():
         return None, f"torch not importable ({type(e).__name__}: {e})"
 
 
+def cpu_libs():
+    """``(libs, torch, why)`` for a one-thread cpu comparison: ``libs`` maps ``"tensorplay"``
+    (and ``"torch"`` where importable, set to one thread) to the module; ``why`` says why torch
+    is missing (``try_import_torch``)."""
+    import tensorplay as tp
+    libs = {"tensorplay": tp}
+    torch, why = try_import_torch()
+    if torch is not None:
+        torch.set_num_threads(1)
+        libs["torch"] = torch
+    return libs, torch, why
+
+
 class CudaBench:
     """What a cuda benchmark script needs once cuda is known to work (``cuda_setup``).
 

@@ -79,12 +79,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     import numpy as np
-    import tensorplay as tp
-    libs = {"tensorplay": tp}
-    torch, why = H.try_import_torch()
-    if torch is not None:
-        torch.set_num_threads(1)
-        libs["torch"] = torch
+    libs, torch, why = H.cpu_libs()
     glb = {n: _globals(L, np) for n, L in libs.items()}
     glb["numpy"] = _globals(None, np)
     # each library's result checked against NumPy's once before timing

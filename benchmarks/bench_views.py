@@ -123,12 +123,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-growth", action="store_true", help="skip the second table")
     args = ap.parse_args(argv)
 
-    import tensorplay as tp
-    libs = {"tensorplay": tp}
-    torch, why = H.try_import_torch()
-    if torch is not None:
-        torch.set_num_threads(1)
-        libs["torch"] = torch
+    libs, torch, why = H.cpu_libs()
+    tp = libs["tensorplay"]
     glb = {}
     for name, L in libs.items():
         x = L.ones(8, 16)
