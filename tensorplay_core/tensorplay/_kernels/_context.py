@@ -47,11 +47,12 @@ class Context:
         self.half_opmath = _make_half_opmath(self)
         self.rows_sum = _make_rows_sum(self)
         self.sum = _make_sum(self)
-        self.reshape, self.take = _make_reshape_take(xp)
+        numpy_like = getattr(np_mod, "__name__", None) in ("numpy", "cupy")
+        self.reshape, self.take = _make_reshape_take(xp, numpy_like)
         # whether ``take`` gives torch's element for a negative index already checked to lie in
         # [-n, n): NumPy's reads it from the end, CuPy's wraps every index modulo n; the array
         # API leaves it unspecified (the kernels add n first there)
-        self.take_negative = getattr(np_mod, "__name__", None) in ("numpy", "cupy")
+        self.take_negative = numpy_like
 
     def axis(self, x, dim):
         """The reduction axes of ``dim`` for ``x`` (None: all; a 0-dim ``x`` allows dim 0/-1)."""
@@ -61,15 +62,15 @@ class Context:
         return None if not dim else tuple(dim)
 
 
-def _make_reshape_take(xp):
+def _make_reshape_take(xp, numpy_like):
     """``(reshape(a, shape), take(a, indices, axis))`` with ``xp.reshape``'s and ``xp.take``'s
-    meaning, as the arrays' own methods where the namespace's arrays have them (NumPy, CuPy).
+    meaning, as the arrays' own methods for NumPy and CuPy arrays (``numpy_like``: the backend's
+    array module is one of them; decided by name, as making an array would need the device).
     Why: NumPy 2's module functions dispatch through a Python wrapper (``_wrapfunc``) that costs
     ~0.8 µs a call on a 2-core Xeon, four to five times the method; the small indexing kernels
-    call them three or four times. A namespace whose arrays lack the methods (the array API
-    standard defines only the functions) keeps the functions."""
-    arr = type(xp.asarray(0))
-    if not (hasattr(arr, "reshape") and hasattr(arr, "take")):
+    call them three or four times. Other namespaces (the array API standard defines only the
+    functions) keep the functions."""
+    if not numpy_like:
         return xp.reshape, xp.take
 
     def reshape(a, shape):
