@@ -116,11 +116,12 @@ BAD.update({
                    "index 4 is out of bounds for dimension 0 with size 4"),
     "index_put_ low": (lambda d: _x(d).index_put_((_i([-5], d),), tp.tensor(1.0, device=d)),
                        IndexError, "index -5 is out of bounds for dimension 0 with size 4"),
-    # (IndexError, torch's class: session 52)
+    # (RuntimeError, torch's class for an int64 index into 2 or more dims; IndexError for a 1-D
+    # self or an int32 index: tests/test_index_accumulate52.py)
     "index_add_ high": (lambda d: _x(d).index_add_(0, _i([4], d), tp.ones(1, 5, device=d)),
-                        IndexError, "index 4 is out of bounds for dimension 0 with size 4"),
+                        RuntimeError, "index 4 is out of bounds for dimension 0 with size 4"),
     "index_add_ negative (torch refuses it)": (
-        lambda d: _x(d).index_add_(0, _i([-1], d), tp.ones(1, 5, device=d)), IndexError,
+        lambda d: _x(d).index_add_(0, _i([-1], d), tp.ones(1, 5, device=d)), RuntimeError,
         "index -1 is out of bounds for dimension 0 with size 4"),
     "index_fill_ high": (lambda d: _x(d).index_fill_(1, _i([5], d), 2.0), IndexError,
                          "index 5 is out of bounds for dimension 1 with size 5"),

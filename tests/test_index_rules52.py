@@ -296,7 +296,10 @@ def test_zero_dim_self_neighbours():
             fn()
     # a 0-dim index on a 1-D self (as torch: index_select's result is 1-D)
     assert tp.arange(3.0).index_select(0, tp.tensor(1)).tolist() == [1.0]
-    assert tp.zeros(3).index_add(0, tp.tensor(1), tp.tensor(2.0)).tolist() == [0.0, 2.0, 0.0]
+    # (index_add's source has self's dims: a 0-dim one into a 1-D self is refused, as torch's)
+    with pytest.raises(RuntimeError, match="source tensor shape must match self tensor shape"):
+        tp.zeros(3).index_add(0, tp.tensor(1), tp.tensor(2.0))
+    assert tp.zeros(3).index_add(0, tp.tensor(1), tp.tensor([2.0])).tolist() == [0.0, 2.0, 0.0]
 
 
 def test_zero_dim_self_backward():

@@ -267,27 +267,15 @@ def _index_put_accumulated(self, indices, values):
         raise IndexError("index_put_(accumulate=True) needs at least one index tensor")
     if k > self.ndim:
         raise IndexError(f"too many indices for tensor of dimension {self.ndim} (got {k})")
-    from ._ops._shapes import broadcast_shapes
-    bshape = []
-    for i in idx:
-        bshape = list(broadcast_shapes(tuple(bshape), tuple(i._shape), api="index_put_"))
-    lead, rest = self._shape[:k], list(self._shape[k:])
-    # torch's IndexError naming the index as given (after the wrap below index_add would name
-    # -1 for a -5 into 4 rows): every index tensor's ends in one read of the device
-    if 0 not in bshape and all(i.numel() for i in idx):
-        for j, (lo, hi) in enumerate(_index_extremes(list(idx))):
-            if lo < -lead[j] or hi >= lead[j]:
-                raise IndexError(f"index {hi if hi >= lead[j] else lo} is out of bounds for "
-                                 f"dimension {j} with size {lead[j]}")
-    lin = None
-    for j, i in enumerate(idx):
-        i = _O.where(_O.lt(i, 0), _O.add(i, lead[j]), i)
-        lin = i if lin is None else _O.add(_O.mul(lin, lead[j]), i)
-    lin = _O.reshape(_O.expand(lin, bshape) if list(lin._shape) != bshape else lin, [-1])
+    # the leading k dims flattened to one: the advanced-indexing linearisation, with its range
+    # checks (one read of the device eagerly; under a capture, per dim each time the graph runs)
+    _, _, bshape, lin, n = _linear_index(self, list(enumerate(idx)))
+    bshape, rest = list(bshape), list(self._shape[k:])
+    lin = _O.reshape(lin, [-1])
     if not isinstance(values, Tensor):
         values = _like_self(self, "full", [], values, self._dtype, None, False)
     vals = _O.reshape(_O.expand(values, bshape + rest), [-1] + rest)
-    flat = _O.reshape(self, [_prod(lead)] + rest)
+    flat = _O.reshape(self, [n] + rest)
     return _O.reshape(_O.index_add(flat, 0, lin, vals), list(self._shape))
 
 
@@ -3780,7 +3768,7 @@ from ._ops.copy import check_cast as _check_cast  # noqa: E402
 from ._ops.copy import check_copy_src as _check_copy_src  # noqa: E402
 from ._ops.copy import check_fill_value as _check_fill_value  # noqa: E402
 from ._ops._shapes import result_dtype as _result_dtype  # noqa: E402
-from ._indexing import getitem as _getitem  # noqa: E402
+from ._indexing import getitem as _getitem, _linear_index  # noqa: E402
 from ._ops.indexing import check_scatter_reduce as _check_scatter_reduce  # noqa: E402
 from ._ops.indexing import index_extremes as _index_extremes  # noqa: E402
 from ._indexing import setitem as _setitem  # noqa: E402

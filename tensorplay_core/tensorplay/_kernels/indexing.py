@@ -236,13 +236,19 @@ def _index(c):
                                         xp.reshape(src, (1,))), ())
         if dim < 0:
             dim = _checks.wrap_dim(dim, x.ndim)
+        if idx.ndim > 1 or src.shape != x.shape[:dim] + (idx.size,) + x.shape[dim + 1:]:
+            # (the fake rule then says which of torch's shape rules is broken)
+            raise ValueError(f"index_add: index {idx.shape} and source {src.shape} do not fit "
+                             f"self {x.shape} along dim {dim}")
         if not _region(x.shape, dim, idx):   # nothing added: no index is checked (torch)
             return xp.asarray(x, copy=True)
         if x.dtype != src.dtype:
             _checks.check_index_add_dtypes(dt_of(x), dt_of(src))
-        # torch's range: no negative index (IndexError); CuPy's add.at would wrap any index,
-        # NumPy's a negative one
-        check_range(c, idx, x.shape[dim], dim, negative=False)
+        # torch's range: no negative index; CuPy's add.at would wrap any index, NumPy's a
+        # negative one. torch's class: RuntimeError for an int64 index into 2 or more dims,
+        # IndexError for a 1-D self or an int32 index
+        check_range(c, idx, x.shape[dim], dim, negative=False,
+                    exc=RuntimeError if x.ndim > 1 and idx.dtype is I64 else IndexError)
         if x.dtype == c.F16:   # accumulated in float32, rounded once (torch's opmath)
             return xp.astype(_added(xp.astype(x, c.F32), dim, idx, xp.astype(src, c.F32)),
                              c.F16)

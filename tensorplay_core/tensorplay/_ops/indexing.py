@@ -74,8 +74,15 @@ def _index_bw(ctx, g):
     if not ctx.shape:
         # a 0-dim self (index_select's): every index read its one element
         return O.sum(g), None, None, None
-    n = ctx.shape[wrap_dim(ctx.dim, len(ctx.shape))]
+    d = wrap_dim(ctx.dim, len(ctx.shape))
+    n = ctx.shape[d]
     idx = O.where(O.lt(idx, 0), O.add(idx, n), idx)
+    if idx.ndim != 1:
+        # index_add takes a vector (torch's rule): an n-d (or 0-dim) index and its gradient's
+        # dims flattened to one
+        m = idx.numel()
+        idx = O.reshape(idx, [m])
+        g = O.reshape(g, list(ctx.shape[:d]) + [m] + list(ctx.shape[d + 1:]))
     return O.index_add(z, ctx.dim, idx, g), None, None, None
 
 
@@ -96,6 +103,22 @@ def _index_add_meta(x, dim, index, source):
         if index.numel() != 1:
             raise IndexError(f"index_add(): a 0-dim self takes one index (got "
                              f"{index.numel()})")
+        return out_like(x.shape, x.dtype, x)
+    # torch's shape rules, in its order: a vector index (IndexError), one index per slice of
+    # the source along dim, the source's other dims self's
+    if index.ndim > 1:
+        raise IndexError(f"index_add_(): Index is supposed to be a vector, but got dim: "
+                         f"{index.ndim} with type: {index.dtype} and size: {list(index.shape)}")
+    d = wrap_dim(dim, x.ndim, "index_add(): ")
+    ns = source.shape[d] if d < source.ndim else 1
+    if index.numel() != ns:
+        raise RuntimeError(f"index_add_(): Number of indices ({index.numel()}) should be equal "
+                           f"to source.size(dim): ({ns}), for dim: {d}")
+    if source.ndim != x.ndim or any(source.shape[k] != x.shape[k] for k in range(x.ndim)
+                                    if k != d):
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the "
+                           f"specified dimension. Got self.shape = {list(x.shape)} "
+                           f"source.shape = {list(source.shape)}")
     return out_like(x.shape, x.dtype, x)
 
 
@@ -108,7 +131,8 @@ def _index_add_setup(ctx, inputs, output):
 def _index_add_bw(ctx, g):
     idx, = ctx.saved_tensors
     gsrc = O.index(g, ctx.dim, idx)
-    if not g.ndim:     # a 0-dim self: the source is 0-dim too
+    if tuple(gsrc.shape) != ctx.src_shape:
+        # a 0-dim self (its source 0-dim too), or a 0-dim index (its source one slice long)
         gsrc = O.reshape(gsrc, list(ctx.src_shape))
     return g, None, None, gsrc
 
