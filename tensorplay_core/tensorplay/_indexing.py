@@ -26,8 +26,8 @@ def byte_mask(t, stacklevel=5):
     UserWarning): ``x[tensor([1, 0, 1], dtype=uint8)]`` is ``x[[0, 2]]``, not rows 1, 0, 1."""
     import warnings
     if t.ndim:     # (torch reads a 0-dim one as a Python bool, without the warning)
-        warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
-                      "torch.bool instead.", UserWarning, stacklevel=stacklevel)
+        warnings.warn("indexing with dtype tensorplay.uint8 is now deprecated, please use a dtype "
+                      "tensorplay.bool instead (mask.bool()).", UserWarning, stacklevel=stacklevel)
     return O.ne(t, 0)
 
 
