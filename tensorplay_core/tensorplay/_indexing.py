@@ -15,7 +15,7 @@ from . import _dtype
 from ._dispatch import check_overlap as _check_overlap
 from ._factories import tensor as _tensor
 from ._ops import ops as O
-from ._ops._shapes import broadcast_shapes, is_tensor
+from ._ops._shapes import broadcast_shapes, check_fill, is_tensor
 from ._kernels.indexing import check_index_dtype
 from ._ops.indexing import index_extremes
 from ._tensor_base import TensorBase
@@ -371,6 +371,10 @@ def setitem(x, index, value):
     region that is still expanded (``x[:] = v``) is a ``RuntimeError``."""
     if index is False:
         return
+    if isinstance(value, (int, float)):
+        # a number follows fill_'s rule whichever write takes it (torch's): RuntimeError when
+        # the dtype cannot hold it, a negative int into uint8 wraps (NumPy would raise)
+        value = check_fill("x[index] = value", value, x.dtype)
     c = index.__class__
     if (c is tuple or c is list or _is_tensor(index) and index.raw_dtype is _dtype.uint8) and \
             (not _is_tensor(value) or value.numel() == 1):

@@ -918,7 +918,11 @@ class Tensor(TensorBase, instance_class=True):
 
     def masked_fill_(self, mask: Tensor, value: _TensorOrScalar) -> Tensor:
         """Write ``value`` (number or 0-dim tensor) where ``mask`` (bool, broadcastable) is True;
-        an expanded ``self`` (stride 0, size > 1) is written too, as torch's."""
+        an expanded ``self`` (stride 0, size > 1) is written too, as torch's. A number follows
+        ``fill_``'s rule (RuntimeError when the dtype cannot hold it; a negative int into uint8
+        wraps)."""
+        if value.__class__ is not Tensor:
+            value = _check_fill("masked_fill_", value, self._dtype)
         return _O.masked_fill_(self, mask, value)
 
     def masked_fill(self, mask: Tensor, value: _TensorOrScalar) -> Tensor:
@@ -930,6 +934,8 @@ class Tensor(TensorBase, instance_class=True):
             shape = broadcast_shapes(tuple(self._shape), tuple(mask._shape), api="masked_fill")
             if shape != tuple(self._shape):
                 base = self.expand(*shape)    # (a mask wider than self: NumPy's error before)
+        if value.__class__ is not Tensor:
+            value = _check_fill("masked_fill", value, self._dtype)
         return _O.masked_fill_(_O.clone(base), mask, value)
 
     def index_add(self, dim: _int, index: Tensor, source: Tensor, *,
