@@ -113,3 +113,14 @@ def test_index_add_shapes_torch_accepts():
     w = tp.zeros(5, 3, requires_grad=True)
     w[tp.tensor([[0, 1], [1, 4]])].sum().backward()
     assert w.grad.tolist() == [[1.0] * 3, [2.0] * 3, [0.0] * 3, [0.0] * 3, [1.0] * 3]
+
+
+def test_gather_of_a_1d_tensor_takes_a_0dim_index_as_torch():
+    # torch: index and input of at most one dim each need not have the same number of dims
+    x = tp.arange(12.0, requires_grad=True)
+    out = x.gather(0, tp.tensor(5))
+    assert out.shape == () and out.item() == 5.0
+    out.backward()
+    assert x.grad.tolist() == [0.0] * 5 + [1.0] + [0.0] * 6
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        tp.arange(12.0).gather(0, tp.tensor(12))
