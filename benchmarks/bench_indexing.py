@@ -1,4 +1,4 @@
-"""Per-call cost of the index-taking ops on cpu, tensorplay vs torch vs NumPy (where importable).
+"""Per-call cost of the index-taking ops, tensorplay vs torch vs NumPy / CuPy (where importable).
 
 Two sizes, float32, int64 indices, one thread (``OMP_NUM_THREADS=1``,
 ``torch.set_num_threads(1)``):
@@ -19,9 +19,14 @@ Each case is timed interleaved over ``--rounds`` rounds; a round's figure is the
 the ratio tensorplay / torch (same process, same run). ``TENSORPLAY_BENCH_CPU_TIME=1`` times
 with the process's CPU clock (a machine shared with other work), as ``_harness``.
 
-Usage: ``python benchmarks/bench_indexing.py [--rounds N] [--number N]`` from a venv with torch
-for torch's column (``nox -s bench``). Writes ``benchmarks/results/indexing.json`` (headline
-rows: ``x[i]`` and ``x.index_select(0, i)`` on the small tensor).
+``--device cuda`` runs the same cases on a GPU: the bare column is CuPy's, and every timed loop
+ends with a device synchronisation (µs per call pipelined: the queued work counted); exit 2
+without a usable GPU.
+
+Usage: ``python benchmarks/bench_indexing.py [--rounds N] [--number N] [--device cuda]`` from a
+venv with torch for torch's column (``nox -s bench``). Writes ``benchmarks/results/indexing.json``
+(``indexing_cuda.json`` on cuda; headline rows: ``x[i]`` and ``x.index_select(0, i)`` on the
+small tensor).
 """
 
 from __future__ import annotations
@@ -57,9 +62,10 @@ CASES = {
 HEADLINE = ("small x[i]", "small x.index_select(0, i)")
 
 
-def _globals(L, np):
-    """The operands of ``CASES`` in library ``L`` (tensorplay, torch, or NumPy when ``L`` is
-    None), built from the same NumPy values."""
+def _globals(L, np, device="cpu", xp=None):
+    """The operands of ``CASES`` in library ``L`` (tensorplay, torch, or the bare array library
+    ``xp`` when ``L`` is None: NumPy, or CuPy on cuda), built from the same NumPy values, on
+    ``device``."""
     rng = np.random.default_rng(0)
     s = rng.standard_normal(16).astype(np.float32)
     r = rng.standard_normal((4096, 256)).astype(np.float32)
@@ -68,30 +74,54 @@ def _globals(L, np):
     vals = {"s": s, "si": si, "sn": -si, "sm": s > 0, "sv": s[:3].copy(), "r": r, "ri": ri,
             "rv": rng.standard_normal((512, 256)).astype(np.float32)}
     if L is None:
-        return dict(vals, np=np)
-    return {k: L.tensor(v.tolist(), dtype=getattr(L, str(v.dtype))) for k, v in vals.items()}
+        if xp is None or xp is np:
+            return dict(vals, np=np)
+        return dict({k: xp.asarray(v) for k, v in vals.items()}, np=xp)
+    return {k: L.tensor(v.tolist(), dtype=getattr(L, str(v.dtype)), device=device)
+            for k, v in vals.items()}
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5 if H.QUICK else 15)
     ap.add_argument("--number", type=int, default=100 if H.QUICK else 400)
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     args = ap.parse_args(argv)
 
     import numpy as np
-    libs, torch, why = H.cpu_libs()
-    glb = {n: _globals(L, np) for n, L in libs.items()}
-    glb["numpy"] = _globals(None, np)
+    dev = args.device
+    clock = time.process_time if H.CPU_TIME else time.perf_counter
+    if dev == "cuda":
+        cb = H.cuda_setup("bench_indexing")
+        if cb is None:
+            return 2
+        import tensorplay
+        libs, torch, why = {"tensorplay": tensorplay}, cb.torch, cb.torch_why
+        if torch is not None:
+            libs["torch"] = torch
+        xp, sync = cb.cupy, cb.sync
+
+        def timer():
+            # (read at a loop's start and end: the end's wait counts the loop's queued work)
+            sync()
+            return clock()
+    else:
+        libs, torch, why = H.cpu_libs()
+        xp, timer = np, clock
+    glb = {n: _globals(L, np, dev) for n, L in libs.items()}
+    glb["numpy"] = _globals(None, np, dev, xp)
+
+    def host(n, a):
+        if n == "numpy":
+            return np.asarray(a.get() if xp is not np else a)
+        return a.cpu().numpy() if n == "torch" else np.asarray(a.tolist(), dtype=np.float32)
     # each library's result checked against NumPy's once before timing
     for c, (stmt, np_stmt) in CASES.items():
         if "__setitem__" in stmt or "index_add" in stmt:   # (timed only)
             continue
-        want = eval(np_stmt, glb["numpy"])
+        want = host("numpy", eval(np_stmt, glb["numpy"]))
         for n in libs:
-            got = eval(stmt, glb[n])
-            got = got.numpy() if n == "torch" else np.asarray(got.tolist(), dtype=np.float32)
-            assert np.array_equal(got, want), (n, c)
-    timer = time.process_time if H.CPU_TIME else time.perf_counter
+            assert np.array_equal(host(n, eval(stmt, glb[n])), want), (n, c)
     names = list(libs) + ["numpy"]
     out = {(n, c): [] for n in names for c in CASES}
     for _ in range(args.rounds):
@@ -105,9 +135,11 @@ def main(argv=None) -> int:
         a, b, z = med["tensorplay", c], med.get(("torch", c)), med["numpy", c]
         rows.append([c, f"{a:.2f}", "n/a" if b is None else f"{b:.2f}", f"{z:.2f}",
                      "n/a" if b is None else f"{a / b:.2f}"])
-    H.print_table(f"Index ops on cpu, float32, µs per call (median of {args.rounds} rounds x best "
-                  f"of 3 x {args.number})" + ("" if torch is not None else f"; torch: {why}"),
-                  ["call", "tensorplay", "torch", "numpy", "tensorplay / torch"], rows)
+    bare = "numpy" if dev == "cpu" else "cupy"
+    H.print_table(f"Index ops on {dev}, float32, µs per call (median of {args.rounds} rounds x "
+                  f"best of 3 x {args.number}{', pipelined' if dev == 'cuda' else ''})"
+                  + ("" if torch is not None else f"; torch: {why}"),
+                  ["call", "tensorplay", "torch", bare, "tensorplay / torch"], rows)
     res = {"cases": {c: {n: med[n, c] for n in names} for c in CASES},
            "rounds": args.rounds, "number": args.number,
            "headline": [{"figure": f"{c} (µs per call, cpu)",
