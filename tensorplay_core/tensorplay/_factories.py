@@ -626,7 +626,11 @@ def empty_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLik
     if dtype is None and device is None and memory_format is None and isinstance(t, _TB) and \
             t.native is not None and t.capture_info is None and requires_grad is False:
         shape = t.raw_shape     # the common call: see _like_fast
-        if t.stride_tuple is _CONTIG.get(shape):
+        try:
+            rm = t.stride_tuple is _CONTIG.get(shape)
+        except TypeError:   # symbolic sizes (torch's, via tensorplay-torch): not hashable
+            rm = False
+        if rm:
             dev = t.raw_device
             f = _EMPTY_TABLE.get(_mst.mode or dev.type)
             if f is not None:
@@ -655,7 +659,11 @@ def zeros_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLik
     if dtype is None and device is None and memory_format is None and isinstance(t, _TB) and \
             t.native is not None and t.capture_info is None and requires_grad is False:
         shape = t.raw_shape     # the common call: see _like_fast
-        if t.stride_tuple is _CONTIG.get(shape):
+        try:
+            rm = t.stride_tuple is _CONTIG.get(shape)
+        except TypeError:   # symbolic sizes (torch's, via tensorplay-torch): not hashable
+            rm = False
+        if rm:
             dev = t.raw_device
             f = _FULL_TABLE.get(_mst.mode or dev.type)
             if f is not None:
@@ -675,7 +683,11 @@ def ones_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLike
     if dtype is None and device is None and memory_format is None and isinstance(t, _TB) and \
             t.native is not None and t.capture_info is None and requires_grad is False:
         shape = t.raw_shape     # the common call: see _like_fast
-        if t.stride_tuple is _CONTIG.get(shape):
+        try:
+            rm = t.stride_tuple is _CONTIG.get(shape)
+        except TypeError:   # symbolic sizes (torch's, via tensorplay-torch): not hashable
+            rm = False
+        if rm:
             dev = t.raw_device
             f = _FULL_TABLE.get(_mst.mode or dev.type)
             if f is not None:
@@ -702,7 +714,11 @@ def full_like(t: Tensor, fill_value: _Number, *, dtype: _DTypeLike | None = None
     if device is None and memory_format is None and requires_grad is False and \
             t.native is not None and t.capture_info is None:
         shape = t.raw_shape     # the common call: see _like_fast
-        if t.stride_tuple is _CONTIG.get(shape):
+        try:
+            rm = t.stride_tuple is _CONTIG.get(shape)
+        except TypeError:   # symbolic sizes (torch's, via tensorplay-torch): not hashable
+            rm = False
+        if rm:
             dev = t.raw_device
             f = _FULL_TABLE.get(_mst.mode or dev.type)
             if f is not None:
