@@ -14,8 +14,11 @@ over ``--rounds`` rounds of 20000 calls each (minimums: the machine may be share
   alone (every other op's result), and one ``device_guard`` ``with`` block (what the adapters
   skip with one GPU);
 * the factories (``tp.empty``, ``empty_like``, ``zeros``, ``zeros_like``, ``new_empty``,
-  ``full_like``) on ``cuda:0`` with ``cupy.empty``/``cupy.full`` stubbed the same way (net of
-  the stub): dispatch -> adapter -> kernel -> backend allocation -> ``wrap``;
+  ``full_like``, and ``ones``, ``full``, ``empty('cuda')``: the device spelled as a string, as
+  ``bench_cuda_factories.py`` spells it) on ``cuda:0`` with the CuPy allocation stubbed the same
+  way (net of the stub: ``cupy.empty`` and the plugin's ``_new_array``, i.e. ``cupy.ndarray``,
+  which its allocations call; ``fill.filled``, the memset / fill-kernel launch): the factory ->
+  the op's dispatch -> adapter -> kernel -> allocation -> the result tensor;
 * ``custom op``: a ``library.custom_op`` on cuda whose body is ``from_cupy(cupy.add(as_cupy(t),
   1.0))`` (the stub again) called through the op, minus the same body called directly (what
   ``bench_gpu.py`` pairs as "custom op - its body": minimum through the op minus minimum of the
@@ -75,6 +78,7 @@ def main(argv=None) -> int:
     from tensorplay_cuda import fill
     fill.filled = lambda cupy, shape, value, dtype: res_arr    # the memset / fill-kernel stand-in
     from tensorplay_cuda import backend as B
+    B._new_array = stub_alloc                         # cupy.ndarray(shape, dtype): empty's call
     B.CUDABackend.is_available = lambda self: (setattr(self, "_count", 1) or (True, ""))
     import tensorplay as tp
     from tensorplay import _backend
@@ -94,6 +98,7 @@ def main(argv=None) -> int:
     body = library.get_kernel(plus1, "cuda")
     assert plus1(x)._data is res_arr
     assert tp.empty(1, device=dev)._data is res_arr and tp.zeros_like(x)._data is res_arr
+    assert tp.ones(1, device="cuda")._data is res_arr
     g = dict(tp=tp, dt=tp.float32, sa=stub_alloc, sh=(1,), add=add, x=x, y=y, a=x._data, b=y._data, stub=stub, k=be.kernels()["add"],
              adapter=tp.ops.tp.add.table["cuda"], wrap=be.wrap, r=res_arr, d=x._device,
              guard=B.CUDABackend.device_guard.__get__(be), plus1=plus1, body=body)
@@ -102,7 +107,9 @@ def main(argv=None) -> int:
              "body": "body(x)", "custom op": "plus1(x)", "alloc stub": "sa(sh, dtype=dt)",
              "tp.empty": "tp.empty(sh, dtype=dt, device=d)", "empty_like": "tp.empty_like(x)",
              "zeros": "tp.zeros(sh, device=d)", "zeros_like": "tp.zeros_like(x)",
-             "new_empty": "x.new_empty(sh)", "full_like": "tp.full_like(x, 2.0)"}
+             "new_empty": "x.new_empty(sh)", "full_like": "tp.full_like(x, 2.0)",
+             "ones": "tp.ones(sh, device=d)", "full": "tp.full(sh, 2.0, device=d)",
+             "empty('cuda')": "tp.empty(sh, device='cuda')"}
     timer = time.process_time if os.environ.get("TENSORPLAY_BENCH_CPU_TIME") else time.perf_counter
     out = {n: [] for n in stmts}
     for _ in range(args.rounds):
@@ -111,7 +118,8 @@ def main(argv=None) -> int:
     m = {n: min(v) for n, v in out.items()}
     m["custom op"] -= m["body"]     # its overhead: minimum through the op - minimum of the body
     net = {"tp.add", "adapter", "kernel", "body"}
-    alloc = {"tp.empty", "empty_like", "zeros", "zeros_like", "new_empty", "full_like"}
+    alloc = {"tp.empty", "empty_like", "zeros", "zeros_like", "new_empty", "full_like", "ones",
+             "full", "empty('cuda')"}
     print("  ".join(f"{n} {v - (m['stub'] if n in net else m['alloc stub'] if n in alloc else 0):.3f}"
                     for n, v in m.items() if n != "alloc stub"),
           " (µs per call, minimum; tp.add/adapter/kernel/body net of the stubbed CuPy call, "

@@ -76,16 +76,21 @@ class _Params(threading.local):
 _PARAMS = _Params()
 
 
-_patterns: dict = {}    # (native, value's class, value, sign) -> (lo, hi) pair of ints
+_patterns: dict = {}    # (native, value) or (native, value, sign) -> (lo, hi) pair of ints
 
 
 def _pattern(value, native) -> tuple:
     """``(lo, hi)``: 16 bytes holding ``value`` as ``native`` repeated, as two little-endian
     unsigned 64-bit ``int`` (the kernel's argument types). Remembered per value: building it through
-    NumPy took 1.9 µs of a 17 µs call on an H200 host; the sign is part of the key because
-    ``-0.0 == 0.0`` hash alike."""
-    c = value.__class__
-    key = (native, c, value, math.copysign(1.0, value) if c is float else 0)
+    NumPy took 1.9 µs of a 17 µs call on an H200 host.
+
+    The key is ``(native, value)``: Python numbers that compare equal (``1``, ``1.0``, ``True``;
+    an int and a float only when the float is that exact integer) convert to the same element
+    of any dtype, so their class need not be part of it. Zeros alone differ in what they
+    hold (``-0.0 == 0.0`` hash alike): their key carries the sign (the only zero ``filled``
+    sends here is ``-0.0``: positive zeros are a memset)."""
+    key = (native, value) if value else \
+        (native, value, math.copysign(1.0, value) if value.__class__ is float else 0)
     r = _patterns.get(key)
     if r is None:
         b = numpy.array(value, dtype=native).tobytes()
@@ -100,7 +105,7 @@ def _pattern(value, native) -> tuple:
 def filled(cupy, shape, value, native):
     """A fresh C-contiguous ``cupy.ndarray`` of ``shape`` and dtype ``native`` holding
     ``value`` (a Python bool, int or float the caller has range-checked for the dtype)."""
-    a = cupy.empty(shape, dtype=native)
+    a = cupy.ndarray(shape, native)   # cupy.empty(shape, native)'s own call, one frame less
     nbytes = a.nbytes
     if nbytes == 0:
         return a
