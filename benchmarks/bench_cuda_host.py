@@ -24,7 +24,19 @@ over ``--rounds`` rounds of 20000 calls each (minimums: the machine may be share
 On an H200 host this stubbed figure was about half to two thirds of the paired
 ``tp.add - cupy.add`` that ``bench_gpu.py`` measures with real launches.
 
-Usage: ``python benchmarks/bench_cuda_host.py [--rounds N]``. Prints one line of µs figures.
+``--launch``: instead, the small dense ops' one-launch path (``tensorplay_cuda.eager._dense``, on
+by default on a GPU): ``tp.mul(x, y)``, ``x + 1.0`` and ``tp.relu(x)`` on 2^16-element float32
+tensors, each call dispatch -> adapter -> the dense case -> the op's generated kernel launched
+with one driver call. What has no GPU here is stood in for: CuPy's allocator hands out host
+memory (``cupy.cuda.set_allocator``: the pool's own cost is not in these figures), the current
+device is 0, the driver's ``launchKernel`` counts its calls (nothing is launched) and the
+current stream is the null stream; the kernels are compiled for real by Triton for an sm_90
+target, with the signature Triton's first launch would specialise, and the launch is built
+from them as on a GPU (``_cupylaunch.make_direct``). Printed: µs per call (minimum over the
+rounds) and the stubbed ``launchKernel`` alone.
+
+Usage: ``python benchmarks/bench_cuda_host.py [--rounds N] [--launch]``. Prints one line of µs
+figures.
 ``TENSORPLAY_BENCH_CPU_TIME=1`` times with the process's CPU clock (a machine shared with other
 work then does not add the time spent waiting for a core; for comparisons, as ``_harness``).
 """
@@ -40,7 +52,11 @@ import timeit
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=25)
+    ap.add_argument("--launch", action="store_true",
+                    help="the small dense ops' one-launch path instead (see the docstring)")
     args = ap.parse_args(argv)
+    if args.launch:
+        return launch_path(args.rounds)
     import numpy as np
     try:
         import cupy
@@ -116,6 +132,95 @@ def main(argv=None) -> int:
                     for n, v in m.items() if n != "alloc stub"),
           " (µs per call, minimum; tp.add/adapter/kernel/body net of the stubbed CuPy call, "
           "custom op net of its body, factories net of the stubbed cupy.empty/full)")
+    return 0
+
+
+# NumPy dtype name -> Triton's pointer element type (what the eager kernels take)
+_TRITON_TYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64"}
+
+
+def launch_path(rounds: int) -> int:
+    """``--launch``: the host cost of the small dense ops' one-launch path (module docstring)."""
+    import numpy as np
+    try:
+        import cupy
+        import triton
+        from triton.backends.compiler import GPUTarget
+        from triton.compiler import ASTSource
+    except ImportError as e:
+        print(f"bench_cuda_host --launch: needs CuPy and Triton installed ({e})")
+        return 2
+    n = 1 << 16
+    heap = np.zeros(4 * n + 4096, np.uint8)
+    base = -heap.ctypes.data % 512                      # CuPy's pool aligns to 512 bytes
+    mem = cupy.cuda.UnownedMemory(heap.ctypes.data + base, 4 * n + 512, heap, device_id=0)
+    block = cupy.cuda.MemoryPointer(mem, 0)
+    cupy.cuda.set_allocator(lambda size: block)         # every array over the same host block
+    cupy.cuda.runtime.getDevice = lambda: 0             # before the cuda kernels bind it
+    from tensorplay_cuda import _cupy_install
+    _cupy_install.setup_problem = lambda: None
+    from tensorplay_cuda import backend as B
+    B.CUDABackend.is_available = lambda self: (setattr(self, "_count", 1) or (True, ""))
+    from tensorplay_cuda import eager, triton_fusion
+    from tensorplay_triton import _cupylaunch
+    # the launch convention is only checked on a GPU for some releases; its host side is the
+    # same code whatever the release
+    _cupylaunch.TESTED_VERSIONS = (triton.__version__,)
+    launched = [0]
+
+    def launch_kernel(f, g0, g1, g2, b0, b1, b2, shared, stream, params, extra):
+        launched[0] += 1
+
+    null = cupy.cuda.Stream.null
+
+    def current_stream(device_id=-1):
+        return null
+    _cupylaunch.CupyLaunch.load = lambda self, cubin, name, idx: (None, 0x1000)
+    _cupylaunch.CupyLaunch.launch = property(lambda self: launch_kernel)
+    _cupylaunch.CupyLaunch.current_stream = property(lambda self: current_stream)
+    eager._capturing = lambda backend: False            # (reads the stream: no driver here)
+    eager.WARMUP_CALLS = 0                              # (the warm-up would run CuPy's ufunc)
+    fconst = cupy.ndarray((1,), np.float64)             # (the chain copies it to the GPU)
+    triton_fusion.TritonChain._fconst_array = lambda self, fconsts, arrays: fconst
+
+    def compile_only(kern, grid, args, arrays, blk=None, num_warps=triton_fusion.NUM_WARPS):
+        """Triton's first launch, compiled for an sm_90 target and not launched: the general
+        kernels specialise nothing (``do_not_specialize``): pointers, i32 ints, fp32 floats."""
+        sig = {}
+        for name, v in zip(kern.arg_names, args):
+            if isinstance(v, cupy.ndarray):
+                sig[name] = "*" + _TRITON_TYPES[v.dtype.name]
+            else:
+                sig[name] = "fp32" if isinstance(v, float) else "i32"
+        sig["BLOCK"] = "constexpr"
+        return triton.compile(ASTSource(kern, signature=sig, constexprs={"BLOCK": blk}),
+                              target=GPUTarget("cuda", 90, 32), options={"num_warps": num_warps})
+    triton_fusion._launch_cuda = compile_only
+    import tensorplay as tp
+    from tensorplay import _backend
+    be = _backend.get_backend("cuda")
+    dev = tp.device("cuda", 0)
+    x = be.wrap(cupy.ndarray((n,), np.float32), dev)
+    y = be.wrap(cupy.ndarray((n,), np.float32), dev)
+    g = dict(tp=tp, x=x, y=y, launch=launch_kernel)
+    stmts = {"tp.mul(x, y)": "tp.mul(x, y)", "x + 1.0": "x + 1.0", "tp.relu(x)": "tp.relu(x)"}
+    for s in stmts.values():
+        eval(s, g)                                      # compiles the op's kernel  # noqa: S307
+        before = launched[0]
+        r = eval(s, g)                                  # noqa: S307
+        assert launched[0] == before + 1 and r.shape == (n,), f"{s}: not one launch"
+    for op, key in (("mul", (np.dtype("float32"), 0)), ("add", (np.dtype("float32"), 0, float)),
+                    ("relu", (np.dtype("float32"), 0))):
+        e = be.kernels()[op]._tp_dense_ufunc.launches.get(key)
+        assert isinstance(getattr(e, "direct", None), _cupylaunch.Direct), f"{op}: {e!r}"
+    stmts["launchKernel stub"] = "launch(0, 1, 1, 1, 128, 1, 1, 0, 0, 0, 0)"
+    timer = time.process_time if os.environ.get("TENSORPLAY_BENCH_CPU_TIME") else time.perf_counter
+    out = {s: [] for s in stmts}
+    for _ in range(rounds):
+        for name, s in stmts.items():
+            out[name].append(timeit.Timer(s, globals=g, timer=timer).timeit(20000) / 20000 * 1e6)
+    print("  ".join(f"{name} {min(v):.3f}" for name, v in out.items()),
+          " (µs per call, minimum; the one-launch path, launchKernel stubbed)")
     return 0
 
 
