@@ -136,56 +136,52 @@ def main(argv=None) -> int:
 
 
 # NumPy dtype name -> Triton's pointer element type (what the eager kernels take)
-_TRITON_TYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64"}
+_TRITON_TYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64",
+                 "bool": "i1"}
 
 
-def launch_path(rounds: int) -> int:
-    """``--launch``: the host cost of the small dense ops' one-launch path (module docstring)."""
+def launch_stand_ins(setattr, launch_kernel, nbytes):
+    """Install what the one-launch path needs of a GPU, on a machine without one, with
+    ``setattr`` (the builtin, or a test's ``monkeypatch.setattr``): CuPy's allocator hands out one
+    host block of ``nbytes`` (512-byte aligned, as CuPy's pool; every array over it), the
+    current device is 0, the current stream the null stream, the driver's ``launchKernel`` is
+    ``launch_kernel`` (same parameters) and loading a cubin gives function address 0x1000; a
+    chain's first launch (``triton_fusion._launch_cuda``) compiles the kernel for an sm_90 target
+    with the signature Triton's first launch would specialise (the dense case's kernels
+    specialise nothing: pointers, i32 ints, fp32 floats) and launches nothing; the dense case
+    compiles on its first call (no warm-up: that would run CuPy's ufunc) and never sees a
+    capture. The Triton release is taken as one whose launch convention was checked (its host
+    side is the same code). Returns the allocator to restore (``cupy.cuda.set_allocator``)."""
     import numpy as np
-    try:
-        import cupy
-        import triton
-        from triton.backends.compiler import GPUTarget
-        from triton.compiler import ASTSource
-    except ImportError as e:
-        print(f"bench_cuda_host --launch: needs CuPy and Triton installed ({e})")
-        return 2
-    n = 1 << 16
-    heap = np.zeros(4 * n + 4096, np.uint8)
-    base = -heap.ctypes.data % 512                      # CuPy's pool aligns to 512 bytes
-    mem = cupy.cuda.UnownedMemory(heap.ctypes.data + base, 4 * n + 512, heap, device_id=0)
-    block = cupy.cuda.MemoryPointer(mem, 0)
-    cupy.cuda.set_allocator(lambda size: block)         # every array over the same host block
-    cupy.cuda.runtime.getDevice = lambda: 0             # before the cuda kernels bind it
-    from tensorplay_cuda import _cupy_install
-    _cupy_install.setup_problem = lambda: None
-    from tensorplay_cuda import backend as B
-    B.CUDABackend.is_available = lambda self: (setattr(self, "_count", 1) or (True, ""))
+    import cupy
+    import triton
     from tensorplay_cuda import eager, triton_fusion
-    from tensorplay_triton import _cupylaunch
-    # the launch convention is only checked on a GPU for some releases; its host side is the
-    # same code whatever the release
-    _cupylaunch.TESTED_VERSIONS = (triton.__version__,)
-    launched = [0]
-
-    def launch_kernel(f, g0, g1, g2, b0, b1, b2, shared, stream, params, extra):
-        launched[0] += 1
-
+    from tensorplay_triton import _cupylaunch, _wrap
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    heap = np.zeros(nbytes + 512, np.uint8)
+    base = -heap.ctypes.data % 512
+    mem = cupy.cuda.UnownedMemory(heap.ctypes.data + base, nbytes, heap, device_id=0)
+    block = cupy.cuda.MemoryPointer(mem, 0)
+    previous = cupy.cuda.get_allocator()
+    cupy.cuda.set_allocator(lambda size: block)
+    setattr(cupy.cuda.runtime, "getDevice", lambda: 0)
+    setattr(_cupylaunch, "TESTED_VERSIONS", (triton.__version__,))
+    for name in ("_RT", "_COMP", "_HOOKCHAIN"):         # (_direct_setup's cache of the check)
+        setattr(_wrap, name, [None])
     null = cupy.cuda.Stream.null
 
     def current_stream(device_id=-1):
         return null
-    _cupylaunch.CupyLaunch.load = lambda self, cubin, name, idx: (None, 0x1000)
-    _cupylaunch.CupyLaunch.launch = property(lambda self: launch_kernel)
-    _cupylaunch.CupyLaunch.current_stream = property(lambda self: current_stream)
-    eager._capturing = lambda backend: False            # (reads the stream: no driver here)
-    eager.WARMUP_CALLS = 0                              # (the warm-up would run CuPy's ufunc)
+    setattr(_cupylaunch.CupyLaunch, "load", lambda self, cubin, name, idx: (None, 0x1000))
+    setattr(_cupylaunch.CupyLaunch, "launch", property(lambda self: launch_kernel))
+    setattr(_cupylaunch.CupyLaunch, "current_stream", property(lambda self: current_stream))
+    setattr(eager, "_capturing", lambda backend: False)
+    setattr(eager, "WARMUP_CALLS", 0)
     fconst = cupy.ndarray((1,), np.float64)             # (the chain copies it to the GPU)
-    triton_fusion.TritonChain._fconst_array = lambda self, fconsts, arrays: fconst
+    setattr(triton_fusion.TritonChain, "_fconst_array", lambda self, fconsts, arrays: fconst)
 
     def compile_only(kern, grid, args, arrays, blk=None, num_warps=triton_fusion.NUM_WARPS):
-        """Triton's first launch, compiled for an sm_90 target and not launched: the general
-        kernels specialise nothing (``do_not_specialize``): pointers, i32 ints, fp32 floats."""
         sig = {}
         for name, v in zip(kern.arg_names, args):
             if isinstance(v, cupy.ndarray):
@@ -195,7 +191,31 @@ def launch_path(rounds: int) -> int:
         sig["BLOCK"] = "constexpr"
         return triton.compile(ASTSource(kern, signature=sig, constexprs={"BLOCK": blk}),
                               target=GPUTarget("cuda", 90, 32), options={"num_warps": num_warps})
-    triton_fusion._launch_cuda = compile_only
+    setattr(triton_fusion, "_launch_cuda", compile_only)
+    return previous
+
+
+def launch_path(rounds: int) -> int:
+    """``--launch``: the host cost of the small dense ops' one-launch path (module docstring)."""
+    import numpy as np
+    try:
+        import cupy
+        import triton  # noqa: F401
+    except ImportError as e:
+        print(f"bench_cuda_host --launch: needs CuPy and Triton installed ({e})")
+        return 2
+    n = 1 << 16
+    launched = [0]
+
+    def launch_kernel(f, g0, g1, g2, b0, b1, b2, shared, stream, params, extra):
+        launched[0] += 1
+
+    launch_stand_ins(setattr, launch_kernel, 4 * n)
+    from tensorplay_cuda import _cupy_install
+    _cupy_install.setup_problem = lambda: None
+    from tensorplay_cuda import backend as B
+    B.CUDABackend.is_available = lambda self: (setattr(self, "_count", 1) or (True, ""))
+    from tensorplay_triton import _cupylaunch
     import tensorplay as tp
     from tensorplay import _backend
     be = _backend.get_backend("cuda")
@@ -222,7 +242,6 @@ def launch_path(rounds: int) -> int:
     print("  ".join(f"{name} {min(v):.3f}" for name, v in out.items()),
           " (µs per call, minimum; the one-launch path, launchKernel stubbed)")
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())
