@@ -580,7 +580,7 @@ class TritonChain:
         launch.direct = d                     # keeps the kernel's module and constants alive
         launch.fconst = fc
         if not aligned:
-            launch.call = _dense_call(d, np.ndarray, out.dtype, n_in, consts, fcp, blk)
+            launch.call = _dense_call(d, np.ndarray, out.dtype, n_in, consts, fc, blk)
         return out, launch
 
     def run(self, arrays, consts=None):
@@ -806,15 +806,16 @@ class _Plan:
         return [a.astype(acc[2])]
 
 
-def _dense_call(direct, nd, rdt, n_in, consts, fcp, blk):
+def _dense_call(direct, nd, rdt, n_in, consts, fconst, blk):
     """``call(a, b, n)`` / ``call(a, c, n)`` / ``call(a, n)`` (two arrays, an array and a number,
     one array; ``n = a.size > 0``): a fresh row-major ``nd`` array of ``a``'s shape and dtype
     ``rdt``, into which an unaligned ``dense_launcher`` launch (``direct``, its kernel compiled
-    with ``n_in`` inputs and ``consts``' types) computes -- one generated function doing the
-    allocation, the packing and the driver call: what ``launch`` plus ``Direct.go`` do in two
-    frames, with an argument tuple built and indexed. The eager ops' dense case
-    (``eager._dense``) calls it once per op, where on an H100 host the frames between the
-    adapter and ``launchKernel`` were a measurable part of a ~7.8 µs ``x * y``.
+    with ``n_in`` inputs, ``consts``' types and the float-constant array ``fconst``, kept alive
+    here) computes -- one generated function doing the allocation, the packing and the driver
+    call: what the caller's allocation, ``launch`` and ``Direct.go`` did, with two frames below
+    the caller and an argument tuple built and indexed. The eager ops' dense case (``eager._dense``) calls it on
+    every small op, where on an H100 host the work between the adapter and ``launchKernel`` was
+    a measurable part of a ~7.8 µs ``x * y``.
 
     It launches as ``go`` does -- the same function, threads, shared memory, parameter block and
     packing (``go``'s own namespace, from ``_cupylaunch.make_direct``), the current CuPy stream
@@ -855,10 +856,11 @@ def _dense_call(direct, nd, rdt, n_in, consts, fcp, blk):
                         "        if not MAKE_CURRENT(e, DEVICE):", "            raise",
                         f"        {launch}", "    return r", ""])
     g = {k: ns[k] for k in need}
-    g.update(ND=nd, RDT=rdt, FCP=fcp)
+    g.update(ND=nd, RDT=rdt, FCP=fconst.data.ptr)
     exec(compile(source, f"<tensorplay dense call of {ns['FN']:#x}>", "exec"), g)  # noqa: S102
     call = g["call"]
     call.direct = direct                 # keeps the kernel's module alive (and for the tests)
+    call.fconst = fconst                 # (the kernel's fconst argument: its address is packed)
     call.source = source
     return call
 
