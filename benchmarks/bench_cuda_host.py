@@ -27,7 +27,19 @@ over ``--rounds`` rounds of 20000 calls each (minimums: the machine may be share
 On an H200 host this stubbed figure was about half to two thirds of the paired
 ``tp.add - cupy.add`` that ``bench_gpu.py`` measures with real launches.
 
-Usage: ``python benchmarks/bench_cuda_host.py [--rounds N]``. Prints one line of µs figures.
+``--launch``: instead, the small dense ops' one-launch path (``tensorplay_cuda.eager._dense``, on
+by default on a GPU): ``tp.mul(x, y)``, ``x + 1.0`` and ``tp.relu(x)`` on 2^16-element float32
+tensors, each call dispatch -> adapter -> the dense case -> the op's generated kernel launched
+with one driver call. What has no GPU here is stood in for: CuPy's allocator hands out host
+memory (``cupy.cuda.set_allocator``: the pool's own cost is not in these figures), the current
+device is 0, the driver's ``launchKernel`` counts its calls (nothing is launched) and the
+current stream is the null stream; the kernels are compiled for real by Triton for an sm_90
+target, with the signature Triton's first launch would specialise, and the launch is built
+from them as on a GPU (``_cupylaunch.make_direct``). Printed: µs per call (minimum over the
+rounds) and the stubbed ``launchKernel`` alone.
+
+Usage: ``python benchmarks/bench_cuda_host.py [--rounds N] [--launch]``. Prints one line of µs
+figures.
 ``TENSORPLAY_BENCH_CPU_TIME=1`` times with the process's CPU clock (a machine shared with other
 work then does not add the time spent waiting for a core; for comparisons, as ``_harness``).
 """
@@ -43,7 +55,11 @@ import timeit
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=25)
+    ap.add_argument("--launch", action="store_true",
+                    help="the small dense ops' one-launch path instead (see the docstring)")
     args = ap.parse_args(argv)
+    if args.launch:
+        return launch_path(args.rounds)
     import numpy as np
     try:
         import cupy
@@ -126,6 +142,114 @@ def main(argv=None) -> int:
           "custom op net of its body, factories net of the stubbed cupy.empty/full)")
     return 0
 
+
+# NumPy dtype name -> Triton's pointer element type (what the eager kernels take)
+_TRITON_TYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64",
+                 "bool": "i1"}
+
+
+def launch_stand_ins(setattr, launch_kernel, nbytes):
+    """Install what the one-launch path needs of a GPU, on a machine without one, with
+    ``setattr`` (the builtin, or a test's ``monkeypatch.setattr``): CuPy's allocator hands out one
+    host block of ``nbytes`` (512-byte aligned, as CuPy's pool; every array over it), the
+    current device is 0, the current stream the null stream, the driver's ``launchKernel`` is
+    ``launch_kernel`` (same parameters) and loading a cubin gives function address 0x1000; a
+    chain's first launch (``triton_fusion._launch_cuda``) compiles the kernel for an sm_90 target
+    with the signature Triton's first launch would specialise (the dense case's kernels
+    specialise nothing: pointers, i32 ints, fp32 floats) and launches nothing; the dense case
+    compiles on its first call (no warm-up: that would run CuPy's ufunc) and never sees a
+    capture. The Triton release is taken as one whose launch convention was checked (its host
+    side is the same code). Returns the allocator to restore (``cupy.cuda.set_allocator``)."""
+    import numpy as np
+    import cupy
+    import triton
+    from tensorplay_cuda import eager, triton_fusion
+    from tensorplay_triton import _cupylaunch, _wrap
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    heap = np.zeros(nbytes + 512, np.uint8)
+    base = -heap.ctypes.data % 512
+    mem = cupy.cuda.UnownedMemory(heap.ctypes.data + base, nbytes, heap, device_id=0)
+    block = cupy.cuda.MemoryPointer(mem, 0)
+    previous = cupy.cuda.get_allocator()
+    cupy.cuda.set_allocator(lambda size: block)
+    setattr(cupy.cuda.runtime, "getDevice", lambda: 0)
+    setattr(_cupylaunch, "TESTED_VERSIONS", (triton.__version__,))
+    for name in ("_RT", "_COMP", "_HOOKCHAIN"):         # (_direct_setup's cache of the check)
+        setattr(_wrap, name, [None])
+    null = cupy.cuda.Stream.null
+
+    def current_stream(device_id=-1):
+        return null
+    setattr(_cupylaunch.CupyLaunch, "load", lambda self, cubin, name, idx: (None, 0x1000))
+    setattr(_cupylaunch.CupyLaunch, "launch", property(lambda self: launch_kernel))
+    setattr(_cupylaunch.CupyLaunch, "current_stream", property(lambda self: current_stream))
+    setattr(eager, "_capturing", lambda backend: False)
+    setattr(eager, "WARMUP_CALLS", 0)
+    fconst = cupy.ndarray((1,), np.float64)             # (the chain copies it to the GPU)
+    setattr(triton_fusion.TritonChain, "_fconst_array", lambda self, fconsts, arrays: fconst)
+
+    def compile_only(kern, grid, args, arrays, blk=None, num_warps=triton_fusion.NUM_WARPS):
+        sig = {}
+        for name, v in zip(kern.arg_names, args):
+            if isinstance(v, cupy.ndarray):
+                sig[name] = "*" + _TRITON_TYPES[v.dtype.name]
+            else:
+                sig[name] = "fp32" if isinstance(v, float) else "i32"
+        sig["BLOCK"] = "constexpr"
+        return triton.compile(ASTSource(kern, signature=sig, constexprs={"BLOCK": blk}),
+                              target=GPUTarget("cuda", 90, 32), options={"num_warps": num_warps})
+    setattr(triton_fusion, "_launch_cuda", compile_only)
+    return previous
+
+
+def launch_path(rounds: int) -> int:
+    """``--launch``: the host cost of the small dense ops' one-launch path (module docstring)."""
+    import numpy as np
+    try:
+        import cupy
+        import triton  # noqa: F401
+    except ImportError as e:
+        print(f"bench_cuda_host --launch: needs CuPy and Triton installed ({e})")
+        return 2
+    n = 1 << 16
+    launched = [0]
+
+    def launch_kernel(f, g0, g1, g2, b0, b1, b2, shared, stream, params, extra):
+        launched[0] += 1
+
+    launch_stand_ins(setattr, launch_kernel, 4 * n)
+    from tensorplay_cuda import _cupy_install
+    _cupy_install.setup_problem = lambda: None
+    from tensorplay_cuda import backend as B
+    B.CUDABackend.is_available = lambda self: (setattr(self, "_count", 1) or (True, ""))
+    from tensorplay_triton import _cupylaunch
+    import tensorplay as tp
+    from tensorplay import _backend
+    be = _backend.get_backend("cuda")
+    dev = tp.device("cuda", 0)
+    x = be.wrap(cupy.ndarray((n,), np.float32), dev)
+    y = be.wrap(cupy.ndarray((n,), np.float32), dev)
+    g = dict(tp=tp, x=x, y=y, launch=launch_kernel)
+    stmts = {"tp.mul(x, y)": "tp.mul(x, y)", "x + 1.0": "x + 1.0", "tp.relu(x)": "tp.relu(x)"}
+    for s in stmts.values():
+        eval(s, g)                                      # compiles the op's kernel  # noqa: S307
+        before = launched[0]
+        r = eval(s, g)                                  # noqa: S307
+        assert launched[0] == before + 1 and r.shape == (n,), f"{s}: not one launch"
+    for op, key in (("mul", (np.dtype("float32"), 0)), ("add", (np.dtype("float32"), 0, float)),
+                    ("relu", (np.dtype("float32"), 0))):
+        e = be.kernels()[op]._tp_dense_ufunc.launches.get(key)
+        assert isinstance(getattr(e, "direct", None), _cupylaunch.Direct), f"{op}: {e!r}"
+    stmts["launchKernel stub"] = "launch(0, 1, 1, 1, 128, 1, 1, 0, 0, 0, 0)"
+    timer = time.process_time if os.environ.get("TENSORPLAY_BENCH_CPU_TIME") else time.perf_counter
+    out = {s: [] for s in stmts}
+    for _ in range(rounds):
+        for name, s in stmts.items():
+            out[name].append(timeit.Timer(s, globals=g, timer=timer).timeit(20000) / 20000 * 1e6)
+    print("  ".join(f"{name} {min(v):.3f}" for name, v in out.items()),
+          " (µs per call, minimum; the one-launch path, launchKernel stubbed)")
+    return 0
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -1191,6 +1191,67 @@ def test_small_bf16_ops_take_one_launch_and_round_float32_results(compiled, monk
     assert not eager._FAILED, eager._FAILED
 
 
+@pytest.mark.cuda
+@needs_cuda
+@pytest.mark.parametrize("dt", ["float16", "bfloat16", "float32", "float64"])
+def test_small_dense_launches_follow_the_current_stream_at_every_call(compiled, dt, monkeypatch):
+    """The dense case's kept launch (``triton_fusion._dense_call``: allocation, packing and the
+    driver call in one generated function) for every floating dtype -- ``x * y``, ``x + 1.0``
+    (float64: a float keeps the ufunc), ``relu``, ``x > y`` and a cast -- reads CuPy's current
+    stream at each call: calls alternating between the null stream and another stream give
+    CuPy's values, and calls made while that stream is captured into a CUDA graph are recorded
+    there (a launch on the null stream during the capture would fail it) and run with the
+    graph."""
+    import cupy
+    if dt == "bfloat16":
+        pytest.importorskip("ml_dtypes")
+    monkeypatch.setattr(eager, "WARMUP_CALLS", 0)       # the launch from the first call on
+    d = getattr(tp, dt)
+    tp.manual_seed(5)
+    x = (tp.rand(1000, device="cuda") + 0.5).to(d)
+    y = (tp.rand(1000, device="cuda") - 0.25).to(d)
+    xf, yf = _host(x._data).astype(np.float64), _host(y._data).astype(np.float64)
+    ops = {"mul": (lambda: tp.ops.tp.mul(x, y), xf * yf),
+           "relu": (lambda: tp.ops.tp.relu(x), np.maximum(xf, 0)),
+           "gt": (lambda: tp.ops.tp.gt(x, y), xf > yf)}
+    if dt != "float64":
+        ops["add"] = (lambda: x + 1.0, xf + 1.0)
+    if dt == "float32":
+        ops["to_dtype"] = (lambda: x.to(tp.float16), xf.astype(np.float16))
+    tol = 8e-3 if dt == "bfloat16" else 1e-3 if dt == "float16" else 1e-6
+
+    def check(results, where):
+        for (op, (_, want)), got in zip(ops.items(), results):
+            np.testing.assert_allclose(_host(got._data).astype(np.float64), want, rtol=tol,
+                                       atol=tol, err_msg=f"{op} {dt} {where}")
+
+    check([f() for f, _ in ops.values()], "first call (compiles)")
+    dev = cupy.cuda.runtime.getDevice()
+    kept = {op: (compiled.kernels()["to_dtype"].launches.get((x._data.dtype, tp.float16, dev))
+                 if op == "to_dtype" else _dense_launches(compiled, op).get(
+                     (x._data.dtype, dev) + ((float,) if op == "add" else ())))
+            for op in ops if op != "gt"}         # (a comparison's dense case is not exposed)
+    for op, call in kept.items():       # the generated call (not the address launch's wrapper)
+        assert call is not None and "def call(" in getattr(call, "source", ""), (op, dt, call)
+    s = cupy.cuda.Stream(non_blocking=True)
+    cupy.cuda.get_current_stream().synchronize()
+    for i in range(4):
+        if i % 2:
+            with s:
+                check([f() for f, _ in ops.values()], f"call {i} on a stream")
+        else:
+            check([f() for f, _ in ops.values()], f"call {i} on the null stream")
+    cupy.cuda.Device().synchronize()
+    with s:
+        s.begin_capture()
+        results = [f() for f, _ in ops.values()]
+        graph = s.end_capture()
+    graph.launch(s)
+    s.synchronize()
+    check(results, "captured")
+    assert not eager._FAILED, eager._FAILED
+
+
 def test_eager_large_path_reads_a_broadcast_element_once(interp, monkeypatch):
     """An operand that is a broadcast of one element (every stride 0: the gradient ``sum`` and
     ``mean`` hand back) reaches the generated kernel as a 0-d operand, read once (mode ``"s"``),

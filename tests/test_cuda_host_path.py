@@ -944,3 +944,92 @@ def test_integer_and_bool_operands_take_the_ufunc_only_where_it_is_the_reference
     assert kind == ("ufunc" if ufunc else "reference"), rec.calls
     if ufunc:
         assert (x, y) == ((other, a) if swap else (a, other))
+
+
+def _bench_cuda_host():
+    """``benchmarks/bench_cuda_host.py`` as a module (its ``launch_stand_ins``)."""
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "bench_cuda_host.py"
+    spec = importlib.util.spec_from_file_location("tensorplay_test_bench_cuda_host", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_dense_call_is_the_address_launch_in_one_function(monkeypatch):
+    """``triton_fusion._dense_call``, the kept launch of the dense case (allocation, packing and the
+    driver call in one generated function): for two arrays, an array and a float or an int, one
+    array, a comparison (bool result), in float32, float16, float64 and bfloat16, it makes the
+    same driver call as ``launch(*addresses, n[, number])`` through ``Direct.go`` -- function,
+    grid, threads, shared memory, stream, every byte of the parameter block -- into a fresh
+    row-major array of the output dtype; a float beyond float32's range packs as inf (as ``go``'s
+    NumPy conversion), and the current stream is looked up for the launch's device. No GPU: the
+    kernels are compiled for an sm_90 target and the driver call recorded
+    (``bench_cuda_host.launch_stand_ins``)."""
+    import ctypes
+    import struct
+    import warnings
+    pytest.importorskip("triton", reason="triton is not installed")
+    pytest.importorskip("tensorplay_triton", reason="tensorplay-triton is not installed")
+    from tensorplay_cuda import triton_fusion
+    from tensorplay_triton import _cupylaunch
+    calls, streams = [], []
+
+    def launch_kernel(f, g0, g1, g2, b0, b1, b2, shared, stream, params, extra):
+        slots = (ctypes.c_void_p * _cupylaunch.MAX_PARAMS).from_address(params)
+        raw = b"".join(ctypes.string_at(slots[i], 8) for i in range(10))
+        calls.append((f, (g0, g1, g2), (b0, b1, b2), shared, stream, extra, raw))
+
+    previous = _bench_cuda_host().launch_stand_ins(monkeypatch.setattr, launch_kernel, 1 << 16)
+    null = cupy.cuda.Stream.null
+
+    def current_stream(device_id=-1):
+        streams.append(device_id)
+        return null
+    monkeypatch.setattr(_cupylaunch.CupyLaunch, "current_stream", property(lambda s: current_stream))
+    try:
+        be = _backend()
+        cases = [("mul", 2, None, "float32", ()), ("add", 1, float, "float32", (0.1, 1e300, -3.0)),
+                 ("add", 1, int, "float32", (-3, 7)), ("relu", 1, None, "float16", ()),
+                 ("mul", 2, None, "float64", ()), ("gt", 2, None, "float32", ())]
+        if _has_bf16():
+            cases.append(("mul", 1, float, "bfloat16", (2.5,)))
+        for op, n_in, number, dt, values in cases:
+            d = np.dtype(dt) if dt != "bfloat16" else np.dtype(__import__("ml_dtypes").bfloat16)
+            a, b = HostArray((37, 3), d), HostArray((37, 3), d)
+            R = tp.bool if op == "gt" else getattr(tp, dt)
+            ch = eager._chain(op, n_in, number, R, be)
+            try:
+                out, launch = ch.dense_launcher([a, b][:n_in], list(values[:1]))
+            except Exception as e:  # noqa: BLE001 - only a missing ptxas is a reason to skip
+                if "ptxas" in str(e):
+                    pytest.skip(f"Triton cannot compile here: {e}")
+                raise
+            call = launch.call
+            assert call is not None and "STREAM(DEVICE)" in call.source, (op, dt)
+            n = a.size
+            for v in values or (None,):
+                calls.clear()
+                streams.clear()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)   # (1e300: float32 overflow)
+                    if v is not None:
+                        r = call(a, v, n)
+                        launch(a.data.ptr, r.data.ptr, n, v)
+                    elif n_in == 2:
+                        r = call(a, b, n)
+                        launch(a.data.ptr, b.data.ptr, r.data.ptr, n)
+                    else:
+                        r = call(a, n)
+                        launch(a.data.ptr, r.data.ptr, n)
+                assert len(calls) == 2 and calls[0] == calls[1], (op, dt, v, calls)
+                assert streams == [0, -1]             # the call: for its device; go: the current
+                assert r.__class__ is cupy.ndarray and r.shape == (37, 3) and r.flags.c_contiguous
+                assert r.dtype == out.dtype == (np.bool_ if op == "gt" else d)
+                if v == 1e300:
+                    assert struct.unpack_from("=f", calls[0][-1], 8 * 5)[0] == float("inf")
+    finally:
+        cupy.cuda.set_allocator(previous)
+    assert triton_fusion._stream_takes_device(cupy.cuda.get_current_stream)
+    assert not triton_fusion._stream_takes_device(lambda: null)

@@ -150,7 +150,7 @@ def _cast(k, backend):
     for the process), a CUDA-graph capture -- is the reference kernel ``k``."""
     nd = backend.np.ndarray
     getdev = backend.np.cuda.runtime.getDevice
-    launches: dict = {}          # (source dtype, tensorplay dtype, device) -> (launch, dtype) | None
+    launches: dict = {}          # (source dtype, tensorplay dtype, device) -> call(a, n) | None
     seen: dict = {}
 
     def first(key, a, dtype):
@@ -172,7 +172,7 @@ def _cast(k, backend):
             _failed(e)
             return k(a, dtype)
         if launch is not None:
-            launches[key] = (launch, out.dtype)
+            launches[key] = _call_of(launch, nd, out.dtype, 1, False)
         return k(a, dtype) if out is None else out
 
     def to_dtype(a, dtype):
@@ -180,13 +180,11 @@ def _cast(k, backend):
             n = a.size
             if 0 < n < THRESHOLD:
                 key = (a.dtype, dtype, getdev())
-                e = launches.get(key, first)
-                if e is first:
+                call = launches.get(key, first)
+                if call is first:
                     return first(key, a, dtype)
-                if e is not None:
-                    r = nd(a.shape, e[1])
-                    e[0](a.data.ptr, r.data.ptr, n)
-                    return r
+                if call is not None:
+                    return call(a, n)
         return k(a, dtype)
     to_dtype.__wrapped__ = k
     to_dtype.launches = launches
@@ -633,10 +631,9 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
     f16 = backend.np.dtype("float16")
     rounds, round_arg = _scalar_rounding(op, backend)
     top = THRESHOLD if beyond is not None else 1 << 62      # (captured, as the adapters' bound)
-    # a comparison's result is bool (the launch's output; the other ops' have the operands' dtype)
-    rbool = backend.np.dtype("bool") if op in _BOOL_RESULT else None
-    # (dtype, device index[, the number's class]) -> launch(*addresses, n[, number]), or None: the
-    # ufunc for good
+    # (dtype, device index[, the number's class]) -> call(a[, b or number], n) (_call_of: the result
+    # array, allocated and computed by one launch: of the first launch's output dtype, bool for a
+    # comparison, else the operands'), or None: the ufunc for good
     launches: dict = {}
     seen: dict = {}              # key -> calls so far, while fewer than WARMUP_CALLS
     # the aligned launches: key -> (launch, result dtype) or None; {} without ``aligned``
@@ -674,7 +671,8 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
         if _capturing(backend):
             return other(a, b)        # no compiling inside a CUDA-graph capture (see _capturing)
         out, launch = _first_launch(op, n_in, backend, a, b, aligned=False)
-        launches[key] = launch
+        launches[key] = None if launch is None else _call_of(
+            launch, nd, out.dtype, n_in, b.__class__ in (float, int))
         if out is not None:
             return out
         return other(a, b)
@@ -698,9 +696,7 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
                     elif launch is None and d is not bf16:
                         return uf(a, b)         # off the launch for good: no more frames
                     return slow(key, launch, n, a, b)
-                r = nd(a.shape, d if rbool is None else rbool)
-                launch(a.data.ptr, b.data.ptr, r.data.ptr, n)
-                return r
+                return launch(a, b, n)
             # a Python float or int (weak, as in torch: the result has a's dtype) as a kernel
             # argument: float32 for the float32-computing dtypes, int32 range for ints; rounded
             # to float16/bfloat16 first where torch rounds it (tensorplay._dtype.scalar_operand)
@@ -722,9 +718,7 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
                 elif launch is None and d is not bf16 and not (half_ref and d is f16):
                     return uf(a, b)             # (a float on float64: as above)
                 return slow(key, launch, n, a, b)
-            r = nd(a.shape, d if rbool is None else rbool)
-            launch(a.data.ptr, r.data.ptr, n, b)
-            return r
+            return launch(a, b, n)
     else:
         def dense(a):
             d = a.dtype
@@ -742,11 +736,38 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
                 elif launch is None and d is not bf16:
                     return uf(a)
                 return slow(key, launch, n, a)
-            r = nd(a.shape, d)
-            launch(a.data.ptr, r.data.ptr, n)
-            return r
+            return launch(a, n)
     dense.launches = launches
     return dense
+
+
+def _call_of(launch, nd, rdt, n_in, number):
+    """How ``_dense`` and ``_cast`` run a kept launch: ``call(a, b, n)`` (two arrays),
+    ``call(a, c, n)`` (an array and a number) or ``call(a, n)`` (one array) -> a fresh ``nd``
+    array of ``a``'s shape and dtype ``rdt`` (``n = a.size > 0``). ``launch.call`` where the chain
+    built one (``triton_fusion._dense_call``: allocation, packing and the driver call in one
+    generated function); else the same through ``launch(*addresses, n[, number])`` (a chain
+    without it, the tests' stand-ins)."""
+    call = getattr(launch, "call", None)
+    if call is not None:
+        return call
+    if number:
+        def call(a, c, n):
+            r = nd(a.shape, rdt)
+            launch(a.data.ptr, r.data.ptr, n, c)
+            return r
+    elif n_in == 2:
+        def call(a, b, n):
+            r = nd(a.shape, rdt)
+            launch(a.data.ptr, b.data.ptr, r.data.ptr, n)
+            return r
+    else:
+        def call(a, n):
+            r = nd(a.shape, rdt)
+            launch(a.data.ptr, r.data.ptr, n)
+            return r
+    call.direct = getattr(launch, "direct", None)
+    return call
 
 
 def _large(op, n_in, backend):

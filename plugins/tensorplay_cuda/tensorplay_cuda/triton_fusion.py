@@ -504,7 +504,9 @@ class TritonChain:
         later ones through ``tensorplay_triton``'s CuPy launch. ``launch`` is None when this
         Triton release or the compiled kernel is not one that launch path takes (then the output
         came from Triton's launcher, and the caller should keep its other path); the output is
-        None (nothing launched) when the generator declines these dtypes or constants."""
+        None (nothing launched) when the generator declines these dtypes or constants.
+        Unaligned launches also have ``launch.call`` (``_dense_call``): the same launch from the
+        arrays, allocating the output -- or None where it cannot be built."""
         be = self.backend
         np = be.np
         expr = self.expr
@@ -577,6 +579,8 @@ class TritonChain:
                 go((*a[:n_in + 1], fcp, n, 0, *a[n_in + 2:]), (n + blk - 1) // blk, 1, 1)
         launch.direct = d                     # keeps the kernel's module and constants alive
         launch.fconst = fc
+        if not aligned:
+            launch.call = _dense_call(d, np.ndarray, out.dtype, n_in, consts, fc, blk)
         return out, launch
 
     def run(self, arrays, consts=None):
@@ -800,6 +804,81 @@ class _Plan:
         if acc is None:
             return outs
         return [a.astype(acc[2])]
+
+
+def _dense_call(direct, nd, rdt, n_in, consts, fconst, blk):
+    """``call(a, b, n)`` / ``call(a, c, n)`` / ``call(a, n)`` (two arrays, an array and a number,
+    one array; ``n = a.size > 0``): a fresh row-major ``nd`` array of ``a``'s shape and dtype
+    ``rdt``, into which an unaligned ``dense_launcher`` launch (``direct``, its kernel compiled
+    with ``n_in`` inputs, ``consts``' types and the float-constant array ``fconst``, kept alive
+    here) computes -- one generated function doing the allocation, the packing and the driver
+    call: what the caller's allocation, ``launch`` and ``Direct.go`` did, with two frames below
+    the caller and an argument tuple built and indexed. The eager ops' dense case (``eager._dense``) calls it on
+    every small op, where on an H100 host the work between the adapter and ``launchKernel`` was
+    a measurable part of a ~7.8 µs ``x * y``.
+
+    It launches as ``go`` does -- the same function, threads, shared memory, parameter block and
+    packing (``go``'s own namespace, from ``_cupylaunch.make_direct``), the current CuPy stream
+    read per call, a thread without a CUDA context given one (``make_current``) -- except that
+    the stream is looked up for the launch's device index when the look-up takes one (CuPy's
+    ``get_current_stream``): the caller launches only on that device (its key), so it is the
+    current one, and CuPy then skips its own ``getDevice``. A float is packed by ``struct`` as a
+    float32 (the same rounding as ``go``'s NumPy conversion; a value beyond float32's range, which
+    ``struct`` refuses, goes through NumPy to inf as there). None where ``direct``'s parameters
+    are not the ones this layout packs (another Triton, another ``make_direct``): the caller
+    then launches through ``launch``."""
+    ns = getattr(getattr(direct, "go", None), "__globals__", {})
+    need = ("PACK", "BLOCK_OF_THREAD", "LAUNCH", "STREAM", "MAKE_CURRENT", "F32", "FN", "THREADS",
+            "SHARED", "DEVICE")
+    kinds = ("ptr",) * (n_in + 2) + ("i32", "i32") + tuple(
+        "fp32" if c.__class__ is float else "i32" for c in consts) + ("null", "null")
+    if any(k not in ns for k in need) or tuple(getattr(direct, "kinds", ())) != kinds or \
+            len(consts) > 1 or n_in + len(consts) not in (1, 2):
+        return None
+    if consts:
+        args, ptrs = "a, c, n", "a.data.ptr, r.data.ptr"
+    elif n_in == 2:
+        args, ptrs = "a, b, n", "a.data.ptr, b.data.ptr, r.data.ptr"
+    else:
+        args, ptrs = "a, n", "a.data.ptr, r.data.ptr"
+    values = f"buf, 0, {ptrs}, FCP, n, 0" + (", c" if consts else "")
+    stream = "STREAM(DEVICE)" if _stream_takes_device(ns["STREAM"]) else "STREAM()"
+    launch = f"LAUNCH(FN, (n + {int(blk) - 1}) // {int(blk)}, 1, 1, THREADS, 1, 1, SHARED, " \
+             f"{stream}.ptr, params, 0)"
+    if consts and consts[0].__class__ is float:
+        pack = ["    try:", f"        PACK({values})", "    except OverflowError:",
+                f"        PACK({values[:-1]}F32(c))"]
+    else:
+        pack = [f"    PACK({values})"]
+    source = "\n".join([f"def call({args}):", "    r = ND(a.shape, RDT)",
+                        "    buf, params, _ = BLOCK_OF_THREAD.block", *pack,
+                        "    try:", f"        {launch}", "    except Exception as e:",
+                        "        if not MAKE_CURRENT(e, DEVICE):", "            raise",
+                        f"        {launch}", "    return r", ""])
+    g = {k: ns[k] for k in need}
+    g.update(ND=nd, RDT=rdt, FCP=fconst.data.ptr)
+    exec(compile(source, f"<tensorplay dense call of {ns['FN']:#x}>", "exec"), g)  # noqa: S102
+    call = g["call"]
+    call.direct = direct                 # keeps the kernel's module alive (and for the tests)
+    call.fconst = fconst                 # (the kernel's fconst argument: its address is packed)
+    call.source = source
+    return call
+
+
+def _stream_takes_device(stream) -> bool:
+    """Whether current-stream look-up ``stream`` takes a device index (CuPy's
+    ``get_current_stream(device_id)``; a stand-in declaring ``device_id``)."""
+    try:
+        import cupy
+        if stream is cupy.cuda.get_current_stream:
+            return True
+    except ImportError:
+        pass
+    import inspect
+    try:
+        return "device_id" in inspect.signature(stream).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 _GETDEV: list = []
