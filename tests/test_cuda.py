@@ -195,6 +195,12 @@ def test_builtin_kernels_are_the_reference_kernels_bound_to_cupy():
             assert k.__module__ == "tensorplay_cuda.clone", name
             k = k.__wrapped__
         code = getattr(k, "__code__", None)
+        if name in ("empty", "full") and code is not None and \
+                Path(code.co_filename).parts[-2:] == ("tensorplay_cuda", "backend.py"):
+            # with one GPU the allocation kernels are the backend's own (no device switch to
+            # make: CUDABackend._allocation_kernels); several GPUs keep the reference ones
+            assert cu.device_count() == 1, name
+            continue
         if code is None:            # a bare namespace function (e.g. xp.negative): CuPy's own
             assert type(k).__module__.startswith("cupy"), (name, type(k))
             continue
