@@ -152,11 +152,10 @@ def test_one_gpu_allocates_in_the_kernel(monkeypatch):
     assert k["full"]([4], 0, dtype=tp.float32, device=d0) == "filled"
     assert k["full"]([], -0.0, dtype=tp.float32, device=d0) == "filled"
     assert calls == [("new", [2, 3], nd), ("filled", [4], 0, nd), ("filled", [], -0.0, nd)]
-    # the core binds them for this backend (an allocation: no floating point state around it)
-    from types import SimpleNamespace
-    from tensorplay._kernels.factories import _allocations
-    bound = _allocations(SimpleNamespace(be=be))
-    assert bound["empty"]._tp_fp_free and bound["empty"].__code__ is k["empty"].__code__
+    assert k["empty"]._tp_fp_free     # (the reference kernel's mark: an allocation)
+    # the backend's kernels are these (in place of the reference ones)
+    bound = be.kernels()
+    assert bound["empty"].__code__ is k["empty"].__code__
     assert bound["full"].__code__ is k["full"].__code__
     # the backend's own methods allocate the same way (autograd's seeds, other callers)
     calls.clear()

@@ -279,8 +279,12 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
                 k = lowp.wrap_kernels(k, self)
             # sum/mean/amax/amin along dims: generated kernels, one driver launch (``reduce``);
             # clone as one memcpy (``clone``)
-            self._kernels = _clone.accelerate(
-                _reduce.accelerate(_eager.accelerate(k, self), self), cupy)
+            k = _clone.accelerate(_reduce.accelerate(_eager.accelerate(k, self), self), cupy)
+            # tp::empty / tp::full: with one GPU, allocated in the kernel itself
+            own = self._allocation_kernels()
+            if own is not None:
+                k.update(own)
+            self._kernels = k
         return self._kernels
 
     def fuse_elementwise(self, expr):
@@ -451,9 +455,9 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
     empty._tp_fresh_alloc = full._tp_fresh_alloc = True
 
     def _allocation_kernels(self):
-        """The ``tp::empty`` / ``tp::full`` kernels on this backend (``_kernels/factories`` asks
-        once, when the kernels are bound), or None for the reference ones (several GPUs: the
-        device decides which GPU allocates, ``empty``/``full`` above).
+        """The ``tp::empty`` / ``tp::full`` kernels on this backend (``kernels`` puts them in
+        place of the reference ones, once), or None to keep those (several GPUs: the device
+        decides which GPU allocates, ``empty``/``full`` above).
 
         With one visible GPU the allocation needs no device switch, so the kernel itself makes
         it: ``cupy.ndarray(size, native dtype)`` (what ``cupy.empty`` runs, without its frame),
@@ -477,6 +481,7 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
             if r is not None and device.index == 0:
                 return filled(cp, size, fill_value, r)
             return be_full(tuple(size), fill_value, dtype, device)
+        empty._tp_fp_free = True     # as the reference kernel's mark: an allocation computes nothing
         return dict(empty=empty, full=full)
 
     def arange(self, start, end, step, dtype, device):

@@ -19,13 +19,6 @@ def _allocations(c):
     # native dtype: their ``_tp_np_alloc`` mark) gets that call here, one frame less; others are
     # called as bound. (One code object for every backend: the kernels are the same code on each.)
     be = c.be
-    # a backend may bind its own (tensorplay_cuda with one GPU: the allocation made in the
-    # kernel itself, no backend method frame); asked here, once, never per call
-    own = getattr(be, "_allocation_kernels", None)
-    own = own() if own is not None else None
-    if own is not None:
-        own["empty"]._tp_fp_free = True    # (an allocation: see below)
-        return own
     be_empty, be_full = be.empty, be.full
     direct = getattr(be_empty, "_tp_np_alloc", False) and getattr(be_full, "_tp_np_alloc", False)
     np_empty, np_full, np_zeros = (be.np.empty, be.np.full, be.np.zeros) if direct else \
