@@ -121,6 +121,16 @@ def _set_mask_partial_mask_0d():
     b[:3][b[1:]] = t(False)
 
 
+def _set_mask_partial_mask_values():
+    b = t([True, False, True, True])
+    b[:3][b[1:]] = t([False, False])      # two values: index_put_, the mask overlaps b[:3]
+
+
+def _set_mask_is_self_values():
+    x = t([True, False, True])
+    x[x] = t([False, False])
+
+
 def _index_put_self():
     x = ar(3)
     x.index_put_((t([0, 1, 2]),), x)
@@ -225,7 +235,8 @@ REFUSED = [_ia_self, _ia_alpha_self, _ia_index_alias, _ia_index_is_self, _ia_dat
            _ia_empty_self, _set_x_x, _set_idx_view, _set_idx_view_disjoint, _set_idx_same,
            _set_mask_view, _set_mask_full_value, _set_idx_0d_view, _set_two_idx_alias,
            _set_number_idx_alias, _set_int32_idx_alias, _set_mask_partial_mask,
-           _set_mask_partial_mask_0d, _index_put_self, _index_put_acc_self,
+           _set_mask_partial_mask_0d, _set_mask_partial_mask_values, _set_mask_is_self_values,
+           _index_put_self, _index_put_acc_self,
            _index_put_idx_alias, _index_put_acc_idx_alias, _index_copy_self,
            _index_copy_idx_alias, _index_fill_idx_alias, _scatter_self, _scatter_idx_alias,
            _scatter_value_idx_alias, _scatter_reduce_kw_self, _scatter_add_self,

@@ -377,14 +377,14 @@ def _put_checks(out, advanced, value):
     if len(advanced) == 1:
         idx = advanced[0][1]
         si = idx.storage_ref
-        if idx.raw_dtype is _dtype.bool:
-            if not vt or (value.numel() == 1 and value.raw_device.type == "cpu" and
-                          idx.raw_device == out.raw_device):
-                # masked_fill_'s rule (x[x] = 0 is allowed: a full overlap)
-                if si is so or si.root is root:
-                    _check_partial_overlap(out, idx)
-                return
-        elif si is so or si.root is root:
+        if idx.raw_dtype is _dtype.bool and (
+                not vt or (value.numel() == 1 and value.raw_device.type == "cpu" and
+                           idx.raw_device == out.raw_device)):
+            # masked_fill_'s rule (x[x] = 0 is allowed: a full overlap)
+            if si is so or si.root is root:
+                _check_partial_overlap(out, idx)
+            return
+        if si is so or si.root is root:
             check_no_overlap(out, idx)
         if vt:
             sv = value.storage_ref
