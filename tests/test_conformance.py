@@ -287,7 +287,8 @@ def _setitem(tp_or_np, a, idx, mask):
     b[0] = 1.0
     b[:, 1] = -3.0
     b[1:3, ::2] = 7.0
-    b[idx] = b[0]          # index_put rows
+    # index_put rows (a copy: torch refuses a value sharing the written tensor's memory)
+    b[idx] = b[0].copy() if isinstance(b, np.ndarray) else b[0].clone()
     b[mask] = 0.5
     return b
 

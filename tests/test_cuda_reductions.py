@@ -194,7 +194,7 @@ def test_each_op_dtype_and_layout_matches_numpy(dev, dt):
         a = _np(x)
         for op in reduce.OPS:
             n0 = len(dev.launches)
-            got = getattr(x, op)(*([] if dims is None else [dims]), keepdim=keepdim)
+            got = getattr(x, op)(dims, keepdim=keepdim)
             want = _want(op, a, dims, keepdim)
             assert got.dtype is d and tuple(got.shape) == want.shape, (op, shape, dims)
             assert len(dev.launches) == n0 + 1, (op, shape, dims, "not the generated kernel")
@@ -303,9 +303,9 @@ def test_integer_and_bool_reductions_are_exact_with_torchs_dtypes(dev, dt):
         assert x.dtype is d
         for op in ("sum", "amax", "amin"):
             n0 = len(dev.launches)
-            got = getattr(x, op)(*([] if dims is None else [dims]), keepdim=keepdim)
+            got = getattr(x, op)(dims, keepdim=keepdim)
             assert len(dev.launches) == n0 + 1, (op, shape, dims, "not the generated kernel")
-            ref = getattr(x.cpu(), op)(*([] if dims is None else [dims]), keepdim=keepdim)
+            ref = getattr(x.cpu(), op)(dims, keepdim=keepdim)
             assert got.dtype is ref.dtype is (tp.int64 if op == "sum" else d), (op, shape)
             want = _want_int(op, a, dims, keepdim)
             g = got.cpu().numpy()
@@ -390,9 +390,9 @@ def test_a_split_full_reduction_adds_partial_results(dev, monkeypatch, dt):
     for op in ("sum", "amax", "amin") + (("mean",) if dt == "float32" else ()):
         for dims, keepdim in ((None, False), ((1,), True), ((0, 1), True)):
             n0 = len(dev.launches)
-            got = getattr(x, op)(*([] if dims is None else [dims]), keepdim=keepdim)
+            got = getattr(x, op)(dims, keepdim=keepdim)
             assert len(dev.launches) == n0 + 2, (op, dims)
-            ref = getattr(x.cpu(), op)(*([] if dims is None else [dims]), keepdim=keepdim)
+            ref = getattr(x.cpu(), op)(dims, keepdim=keepdim)
             assert got.dtype is ref.dtype and tuple(got.shape) == tuple(ref.shape)
             if dt == "float32" and op in ("sum", "mean"):
                 np.testing.assert_allclose(got.cpu().numpy(), ref.numpy(), rtol=1e-5, atol=1e-5)
@@ -954,7 +954,7 @@ def test_cuda_reductions_launch_directly_and_match_numpy_and_cupy(dt):
     for shape, dims, keepdim in GPU_CASES:
         x = tp.randn(*shape, device="cuda").to(d)
         a = _np(x)
-        args = [] if dims is None else [dims]
+        args = [dims]  # (None too: torch takes keepdim only with dim)
         for op in reduce.OPS:
             ref = tp.backends.get("cuda").kernels()[op].__wrapped__(x._data, dims, keepdim)
             for _ in range(reduce.WARMUP_CALLS + 2):
@@ -979,7 +979,7 @@ def test_cuda_integer_reductions_launch_directly_and_match_numpy_and_cupy(dt):
     for i, (shape, dims, keepdim) in enumerate(GPU_CASES + [((1 << 20,), (0,), True)]):
         a = _ints(shape, dt, i)
         x = tp.from_numpy(a).to("cuda")
-        args = [] if dims is None else [dims]
+        args = [dims]  # (None too: torch takes keepdim only with dim)
         for op in ("sum", "amax", "amin"):
             ref = tp.backends.get("cuda").kernels()[op].__wrapped__(x._data, dims, keepdim)
             for _ in range(reduce.WARMUP_CALLS + 2):

@@ -420,14 +420,16 @@ def test_advanced_index_assignment_matches_numpy():
     base = np.arange(40.0).reshape(5, 8)
     t = tp.tensor(base)
     ref = base.copy()
-    t[:, ::2][[0, 4], [1, 3]] = tp.tensor(7.0)
+    # (a float64 value: torch's index_put_ refuses another dtype)
+    t[:, ::2][[0, 4], [1, 3]] = tp.tensor(7.0, dtype=tp.float64)
     ref[:, ::2][[0, 4], [1, 3]] = 7.0
     np.testing.assert_array_equal(_np(t), ref)
 
 
 def test_advanced_index_assignment_backward():
     x = tp.tensor(np.zeros((3, 4)), requires_grad=True)
-    v = tp.tensor([2.0, 3.0], requires_grad=True)
+    # (x's dtype: torch's index_put_ refuses another)
+    v = tp.tensor([2.0, 3.0], dtype=tp.float64, requires_grad=True)
     y = x * 1.0
     y[[0, 2], [1, 3]] = v
     (y * tp.tensor(np.arange(12.0).reshape(3, 4))).sum().backward()

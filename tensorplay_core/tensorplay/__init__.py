@@ -199,16 +199,10 @@ def _tensor_first(input, other):
     return full((), input, dtype=wrapped_dtype(input), device=other.device)
 
 
-class _NoDim:
-    """``sum``'s ``dim`` when not given (shown as None): torch's full sum ``sum(input, *,
-    dtype)`` takes no ``out=``; its ``dim`` form does, ``dim=None`` included."""
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "None"
-
-
-_NO_DIM: Any = _NoDim()
+# a reduction's dim/keepdim when not given (shown as None/False): torch's full sum
+# ``sum(input, *, dtype)`` takes no ``out=`` and no keepdim; its ``dim`` form takes both,
+# ``dim=None`` included (the methods apply the rule: Tensor._keepdim_without_dim)
+from ._tensor import _NO_DIM, _NO_KEEPDIM  # noqa: E402
 
 
 def _full_reduction_out(api: str) -> TypeError:
@@ -218,7 +212,7 @@ def _full_reduction_out(api: str) -> TypeError:
                      f"dim ({api}(input, 0, out=o)), or write the result: o.copy_({api}(input))")
 
 
-def sum(input: Tensor, dim: _Dims = _NO_DIM, keepdim: builtins.bool = False, *,
+def sum(input: Tensor, dim: _Dims = _NO_DIM, keepdim: builtins.bool = _NO_KEEPDIM, *,
         dtype: _DTypeLike | None = None, out: Any = None) -> Tensor:  # noqa: A001
     """Sum over ``dim`` (int or list; all dims when None), same as ``torch.sum``. ``out=`` only
     with ``dim`` given (``None`` included): TypeError without it, as torch."""
@@ -227,10 +221,10 @@ def sum(input: Tensor, dim: _Dims = _NO_DIM, keepdim: builtins.bool = False, *,
             raise _full_reduction_out("sum")
         return _write_out("sum", out, sum, (input, dim, keepdim),
                           {"dtype": dtype if dtype is not None else out.dtype}, "exact")
-    return input.sum(None if dim is _NO_DIM else dim, keepdim, dtype=dtype)
+    return input.sum(dim, keepdim, dtype=dtype)
 
 
-def mean(input: Tensor, dim: _Dims = None, keepdim: builtins.bool = False, *,
+def mean(input: Tensor, dim: _Dims = _NO_DIM, keepdim: builtins.bool = _NO_KEEPDIM, *,
          dtype: _DTypeLike | None = None, out: Any = None) -> Tensor:
     """Mean over ``dim``; floating inputs only (``RuntimeError`` otherwise), as ``torch.mean``."""
     if out is not None:
@@ -329,12 +323,12 @@ def unflatten(input: Tensor, dim: builtins.int, sizes: Sequence[builtins.int]) -
     return input.unflatten(dim, sizes)
 
 
-def prod(input: Tensor, dim: _Dims = None, keepdim: builtins.bool = False, *,
+def prod(input: Tensor, dim: _Dims = _NO_DIM, keepdim: builtins.bool = _NO_KEEPDIM, *,
          dtype: _DTypeLike | None = None, out: Any = None) -> Tensor:
     """Product over ``dim`` (all elements when None); ints and bools give int64 (``torch.prod``).
     ``out=`` only with an int ``dim``: TypeError otherwise, as torch."""
     if out is not None:
-        if dim is None:
+        if dim is None or dim is _NO_DIM:
             raise _full_reduction_out("prod")
         return _write_out("prod", out, prod, (input, dim, keepdim),
                           {"dtype": dtype if dtype is not None else out.dtype}, "exact")
@@ -375,7 +369,7 @@ def max(input: Tensor) -> Tensor: ...
 def max(input: Tensor, dim: Tensor) -> Tensor: ...
 @overload
 def max(input: Tensor, dim: builtins.int, keepdim: builtins.bool = False) -> return_types.max: ...
-def max(input: Tensor, dim: Any = None, keepdim: builtins.bool = False, *,
+def max(input: Tensor, dim: Any = _NO_DIM, keepdim: builtins.bool = _NO_KEEPDIM, *,
         out: Any = None) -> Any:  # noqa: A001
     """``max(input)``: the largest element; ``max(input, dim, keepdim=False)``: the named tuple
     ``(values, indices)``; ``max(input, other)``: the elementwise maximum (as ``torch.max``)."""
@@ -391,7 +385,7 @@ def min(input: Tensor) -> Tensor: ...
 def min(input: Tensor, dim: Tensor) -> Tensor: ...
 @overload
 def min(input: Tensor, dim: builtins.int, keepdim: builtins.bool = False) -> return_types.min: ...
-def min(input: Tensor, dim: Any = None, keepdim: builtins.bool = False, *,
+def min(input: Tensor, dim: Any = _NO_DIM, keepdim: builtins.bool = _NO_KEEPDIM, *,
         out: Any = None) -> Any:  # noqa: A001
     """``min(input)``, ``min(input, dim)`` -> ``(values, indices)``, ``min(input, other)`` (as
     ``torch.min``)."""
@@ -688,23 +682,23 @@ def aminmax(input: Tensor, *, dim: builtins.int | None = None,
     return input.aminmax(dim=dim, keepdim=keepdim)
 
 
-def median(input: Tensor, dim: builtins.int | None = None,
-           keepdim: builtins.bool = False, *, out: Any = None) -> Tensor | return_types.median:
+def median(input: Tensor, dim: builtins.int | None = _NO_DIM,
+           keepdim: builtins.bool = _NO_KEEPDIM, *, out: Any = None) -> Tensor | return_types.median:
     """The lower median (of every element, or ``(values, indices)`` along ``dim``), as
     ``torch.median``; see ``Tensor.median``."""
     if out is not None:
-        if dim is None:   # torch's full median(input) has no out=
+        if dim is None or dim is _NO_DIM:   # torch's full median(input) has no out=
             raise _full_reduction_out("median")
         return _write_out("median", out, median, (input, dim, keepdim), {}, "exact", 2)
     _tensor_input("median", input)
     return input.median(dim, keepdim)
 
 
-def nanmedian(input: Tensor, dim: builtins.int | None = None,
-              keepdim: builtins.bool = False, *, out: Any = None) -> Tensor | return_types.nanmedian:
+def nanmedian(input: Tensor, dim: builtins.int | None = _NO_DIM,
+              keepdim: builtins.bool = _NO_KEEPDIM, *, out: Any = None) -> Tensor | return_types.nanmedian:
     """``median`` ignoring NaN, as ``torch.nanmedian``."""
     if out is not None:
-        if dim is None:   # torch's full nanmedian(input) has no out=
+        if dim is None or dim is _NO_DIM:   # torch's full nanmedian(input) has no out=
             raise _full_reduction_out("nanmedian")
         return _write_out("nanmedian", out, nanmedian, (input, dim, keepdim), {}, "exact", 2)
     _tensor_input("nanmedian", input)

@@ -17,7 +17,9 @@ from ._factories import tensor as _tensor
 from ._ops import ops as O
 from ._ops._shapes import broadcast_shapes, check_fill, is_tensor
 from ._kernels.indexing import check_index_dtype
-from ._ops.indexing import index_extremes
+from ._ops.indexing import (check_index_put_dtype, check_index_write, check_no_overlap,
+                            check_value_shape, dispatches_to_masked_fill, index_extremes)
+from ._tensor_base import check_partial_overlap as _check_partial_overlap
 from ._tensor_base import TensorBase
 
 
@@ -333,6 +335,7 @@ def _advanced_put(x, advanced, value):
         rshape = list(bshape) + [x.shape[d] for d in rest]
         if first:     # the value is laid out like x[...]: bring the index dims to the front
             rshape = rshape[nb:nb + first] + rshape[:nb] + rshape[nb + first:]
+        check_value_shape(value, rshape)      # (torch's words; expand's otherwise)
         value = O.expand(value, rshape) if list(value.shape) != rshape else value
         if first:
             value = O.permute(value, list(range(first, first + nb)) + list(range(first)) +
@@ -362,15 +365,66 @@ def _refuse_more_dims(value, target):
         f"tensor ({value.ndim})")
 
 
-def setitem(x, index, value):
+def _put_checks(out, advanced, value):
+    """torch's ``index_put_`` rules for ``out[advanced] = value``, before anything is written
+    (torch applies them to the indexed view, ``out``): ``dispatches_to_masked_fill`` -- then
+    only a mask partially overlapping ``out`` is refused --, else ``check_index_write`` and
+    ``check_index_put_dtype``. The common one-index writes inline: each tensor's storage is
+    looked at closer only when it is ``out``'s or has its root (fake tensors: None, so always)."""
+    so = out.storage_ref
+    root = so.root
+    vt = isinstance(value, TensorBase)
+    if len(advanced) == 1:
+        idx = advanced[0][1]
+        si = idx.storage_ref
+        if idx.raw_dtype is _dtype.bool and (
+                not vt or (value.numel() == 1 and value.raw_device.type == "cpu" and
+                           idx.raw_device == out.raw_device)):
+            # masked_fill_'s rule (x[x] = 0 is allowed: a full overlap)
+            if si is so or si.root is root:
+                _check_partial_overlap(out, idx)
+            return
+        if si is so or si.root is root:
+            check_no_overlap(out, idx)
+        if vt:
+            sv = value.storage_ref
+            if sv is so or sv.root is root:
+                check_no_overlap(out, value)
+            if value.raw_dtype is not out.raw_dtype:
+                check_index_put_dtype(out, value)
+        return
+    idxs = [i for _, i in advanced]
+    if dispatches_to_masked_fill(idxs, value, out.raw_device):
+        m = next(i for i in idxs if i is not None)
+        if m.storage_ref is so or m.storage_ref.root is root:
+            _check_partial_overlap(out, m)
+        return
+    check_index_write(out, idxs, value)
+    check_index_put_dtype(out, value)
+
+
+def setitem(x, index, value, checks=True):
     """``x[index] = value`` (torch's rules): a tensor ``value`` loses its leading size-1 dims,
     then broadcasts to the shape of ``x[index]`` (``RuntimeError`` otherwise, nothing written);
     a full-shape bool mask with a value of 1 or more dims takes one value per True element.
     ``x[False] = value`` writes nothing and checks nothing (torch returns at once). Into an
     expanded ``x`` (stride 0, size > 1), as torch: ``x[idx] = v`` / ``x[mask] = v`` write, a
-    region that is still expanded (``x[:] = v``) is a ``RuntimeError``."""
+    region that is still expanded (``x[:] = v``) is a ``RuntimeError``.
+
+    An index with tensors (advanced indexing) writes through torch's ``index_put_``, with its
+    rules (same as ``torch.Tensor.index_put_``): a tensor ``value`` must have ``x``'s dtype and
+    must not share memory with the indexed ``x``, nor may any index tensor (``RuntimeError``,
+    torch's words; ``x[x] = v``, ``x[i] = x[:2]``), except in torch's ``masked_fill_`` case --
+    one bool mask with a Python number or a one-element cpu value: that value is cast and only
+    a mask partially overlapping ``x`` is refused. Basic indices (ints, slices, ``None``,
+    ``...``, ``True``) copy (``copy_``: a value of another dtype is cast, as torch).
+    ``checks=False``: ``index_put_``'s own call, its checks already made."""
     if index is False:
         return
+    if index is True:
+        # torch's setitem takes a bare True (as None) as a view with a new leading dim, written
+        # by copy_ (not index_put_: a value of another dtype is cast)
+        index = None
     if isinstance(value, (int, float)):
         # a number follows fill_'s rule whichever write takes it (torch's): RuntimeError when
         # the dtype cannot hold it, a negative int into uint8 wraps (NumPy would raise)
@@ -396,6 +450,8 @@ def setitem(x, index, value):
             _check_overlap(O.copy_, 0, out)
         O.fill_(out, value)
         return
+    if checks:
+        _put_checks(out, advanced, value)
     # a full-shape bool mask with a number or a 0-d value is masked_fill_ (where-like); with a
     # value of 1 or more dims it takes one value per True element, in order, as torch's
     # x[mask] = v (index_put_ with the mask's positions): the integer-index path

@@ -383,6 +383,26 @@ def _rounded_div(a, b, mode):
     return _O.add(q, _O.to_dtype(fix, q._dtype))
 
 
+class _Unset:
+    """The default of a reduction's ``dim``/``keepdim`` when not passed, shown as the value it
+    stands for (None, False): torch's parser tells ``x.sum()`` (its full-reduction overload,
+    which takes no ``keepdim``) from ``x.sum(None, True)`` (its ``dim`` overload)."""
+    __slots__ = ("shown",)
+
+    def __init__(self, shown):
+        self.shown = shown
+
+    def __repr__(self) -> str:
+        return repr(self.shown)
+
+    def __bool__(self) -> bool:
+        return bool(self.shown)
+
+
+_NO_DIM: Any = _Unset(None)
+_NO_KEEPDIM: Any = _Unset(False)
+
+
 class Tensor(TensorBase, instance_class=True):
     """A multi-dimensional array on a device, with autograd (same surface as ``torch.Tensor``).
 
@@ -950,10 +970,13 @@ class Tensor(TensorBase, instance_class=True):
 
     def index_add_(self, dim: _int, index: Tensor, source: Tensor, *,
                    alpha: _Number = 1) -> Tensor:
-        """In-place ``index_add``; returns ``self`` (``torch.Tensor.index_add_``). A ``source``
-        sharing only part of ``self``'s memory is refused (RuntimeError, as torch's)."""
+        """In-place ``index_add``; returns ``self`` (same as ``torch.Tensor.index_add_``). An
+        ``index`` or ``source`` sharing memory with ``self`` is refused (RuntimeError, torch's
+        ``assert_no_overlap``: ``x.index_add_(0, i, x)`` too)."""
         if isinstance(source, Tensor):
-            _check_partial_overlap(self, source)
+            _check_no_overlap(self, source)
+        if isinstance(index, Tensor):
+            _check_no_overlap(self, index)
         return _O.copy_(self, self.index_add(dim, index, source, alpha=alpha))
 
     def clamp_(self, min: _TensorOrScalar | None = None,
@@ -1505,7 +1528,7 @@ class Tensor(TensorBase, instance_class=True):
         """``condition ? self : other`` elementwise, as ``torch.Tensor.where``."""
         return _O.where(condition, self, other)
 
-    def sum(self, dim: _Dims = None, keepdim: _bool = False, *,
+    def sum(self, dim: _Dims = _NO_DIM, keepdim: _bool = _NO_KEEPDIM, *,
             dtype: _DTypeLike | None = None,
             axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """Sum over ``dim`` (int, sequence, or all when None); ints and bools sum to int64.
@@ -1513,9 +1536,16 @@ class Tensor(TensorBase, instance_class=True):
         ``axis=``/``keepdims=`` are torch's NumPy spellings of ``dim``/``keepdim``, taken by
         every reduction method here (sum, mean, prod, amax, amin, max, min, argmax, argmin,
         all, any, var, std, nansum, nanmean, count_nonzero); TypeError when a value comes
-        both ways."""
+        both ways. ``keepdim`` without ``dim`` is a TypeError (same as ``torch.Tensor.sum``,
+        whose full sum takes none); ``dim=None`` with it is the sum of all elements."""
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("sum", dim, keepdim, axis, keepdims)
+        if keepdim is _NO_KEEPDIM:      # (inline: the common calls pay two tests)
+            keepdim = False
+            if dim is _NO_DIM:
+                dim = None
+        elif dim is _NO_DIM:
+            _keepdim_without_dim("sum", dim, keepdim, True)
         # (one int dim or None, the common calls, without _dims' frame)
         dims = [dim] if dim.__class__ is int else None if dim is None else _dims(dim)
         if dtype is None:
@@ -1523,12 +1553,19 @@ class Tensor(TensorBase, instance_class=True):
             return _O.sum(self, dims, keepdim)
         return _O.sum(self, dims, keepdim, dtype=_dtype.as_dtype(dtype))
 
-    def mean(self, dim: _Dims = None, keepdim: _bool = False, *,
+    def mean(self, dim: _Dims = _NO_DIM, keepdim: _bool = _NO_KEEPDIM, *,
              dtype: _DTypeLike | None = None,
              axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
-        """Mean over ``dim``; floating inputs (or ``dtype=``) only, as ``torch.mean``."""
+        """Mean over ``dim``; floating inputs (or ``dtype=``) only, as ``torch.mean``;
+        ``keepdim`` without ``dim``: TypeError (``sum``'s rule)."""
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("mean", dim, keepdim, axis, keepdims)
+        if keepdim is _NO_KEEPDIM:      # (inline: the common calls pay two tests)
+            keepdim = False
+            if dim is _NO_DIM:
+                dim = None
+        elif dim is _NO_DIM:
+            _keepdim_without_dim("mean", dim, keepdim, True)
         dims = [dim] if dim.__class__ is int else None if dim is None else _dims(dim)
         if dtype is None:
             # (no keyword argument: an op object's call then builds no keyword dict)
@@ -1557,7 +1594,7 @@ class Tensor(TensorBase, instance_class=True):
     def max(self, dim: _int, keepdim: _bool = False) -> _rt.max: ...
     @overload
     def max(self, *, axis: _int, keepdims: _bool = False) -> _rt.max: ...
-    def max(self, dim: _int | Tensor | None = None, keepdim: _bool = False, *,
+    def max(self, dim: _int | Tensor | None = _NO_DIM, keepdim: _bool = _NO_KEEPDIM, *,
             other: Tensor | None = None,
             axis: _Dims = None, keepdims: _bool | None = None) -> Tensor | _rt.max:
         """Maximum of all elements (a 0-dim tensor), or along ``dim`` the named tuple
@@ -1566,9 +1603,13 @@ class Tensor(TensorBase, instance_class=True):
         goes to the selected index; that of the maximum of all elements is shared evenly among
         the elements equal to it (the NaN elements when it is NaN), zeros elsewhere even under
         an infinite or NaN incoming gradient (torch's on cpu; ``amax``'s gives NaN there). Empty inputs: torch's ``RuntimeError``/``IndexError``.
-        ``other=`` (torch's keyword of the elementwise form) is ``x.max(other)``."""
+        ``other=`` (torch's keyword of the elementwise form) is ``x.max(other)``. ``keepdim``
+        without ``dim``, or ``dim=None``: TypeError (torch's overloads)."""
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("max", dim, keepdim, axis, keepdims)
+        if dim is _NO_DIM or dim is None or keepdim is _NO_KEEPDIM:
+            # (torch's rule: keepdim needs dim, and no dim=None)
+            dim, keepdim = _keepdim_without_dim("max", dim, keepdim, False)
         if other is not None:
             return _O.maximum(self, other)
         if dim is None:    # (no history: amax's call itself, no extra frame)
@@ -1586,13 +1627,16 @@ class Tensor(TensorBase, instance_class=True):
     def min(self, dim: _int, keepdim: _bool = False) -> _rt.min: ...
     @overload
     def min(self, *, axis: _int, keepdims: _bool = False) -> _rt.min: ...
-    def min(self, dim: _int | Tensor | None = None, keepdim: _bool = False, *,
+    def min(self, dim: _int | Tensor | None = _NO_DIM, keepdim: _bool = _NO_KEEPDIM, *,
             other: Tensor | None = None,
             axis: _Dims = None, keepdims: _bool | None = None) -> Tensor | _rt.min:
         """Minimum of all elements, or ``(values, indices)`` along ``dim``
         (``tensorplay.return_types.min``), as ``torch.Tensor.min``; see ``max``."""
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("min", dim, keepdim, axis, keepdims)
+        if dim is _NO_DIM or dim is None or keepdim is _NO_KEEPDIM:
+            # (torch's rule: keepdim needs dim, and no dim=None)
+            dim, keepdim = _keepdim_without_dim("min", dim, keepdim, False)
         if other is not None:
             return _O.minimum(self, other)
         if dim is None:    # (no history: amax's call itself, no extra frame)
@@ -1632,13 +1676,16 @@ class Tensor(TensorBase, instance_class=True):
             dim, keepdim = _numpy_names("any", dim, keepdim, axis, keepdims)
         return _O.any(self, _dims(dim), keepdim)
 
-    def prod(self, dim: _Dims = None, keepdim: _bool = False, *,
+    def prod(self, dim: _Dims = _NO_DIM, keepdim: _bool = _NO_KEEPDIM, *,
              dtype: _DTypeLike | None = None,
              axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
-        """Product over ``dim`` (an int, or all elements when None); ints and bools give int64.
-        The gradient is exact with zeros among the inputs (as torch)."""
+        """Product over ``dim`` (an int, or all elements when not given); ints and bools give
+        int64. The gradient is exact with zeros among the inputs (as torch). ``keepdim``
+        without ``dim``, or ``dim=None``: TypeError (same as ``torch.Tensor.prod``)."""
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("prod", dim, keepdim, axis, keepdims)
+        if dim is _NO_DIM or dim is None or keepdim is _NO_KEEPDIM:
+            dim, keepdim = _keepdim_without_dim("prod", dim, keepdim, False)
         return _O.prod(self, _dims(dim), keepdim,
                        dtype=_dtype.as_dtype(dtype) if dtype is not None else None)
 
@@ -1841,7 +1888,10 @@ class Tensor(TensorBase, instance_class=True):
 
     def scatter_add_(self, dim: _int, index: Tensor, src: Tensor) -> Tensor:
         """In-place ``scatter_add``: ``src`` added into ``self`` at ``index`` along ``dim``
-        (repeated indices accumulate); returns ``self`` (same as ``torch.Tensor.scatter_add_``)."""
+        (repeated indices accumulate); returns ``self`` (same as ``torch.Tensor.scatter_add_``).
+        An ``index`` or ``src`` sharing memory with ``self`` is refused (RuntimeError, torch's
+        ``assert_no_overlap``)."""
+        _scatter_no_overlap(self, index, src)
         return _in_place(self, "scatter_add_", _O.scatter_add, dim, index, src)
 
     def scatter(self, dim: _int, index: Tensor, src: _TensorOrScalar | None = None, *,
@@ -1857,7 +1907,10 @@ class Tensor(TensorBase, instance_class=True):
 
     def scatter_(self, dim: _int, index: Tensor, src: _TensorOrScalar | None = None, *,
                  value: _Number | None = None, reduce: str | None = None) -> Tensor:
-        """In-place ``scatter`` (``torch.Tensor.scatter_``); returns ``self``."""
+        """In-place ``scatter`` (``torch.Tensor.scatter_``); returns ``self``. An ``index`` or
+        ``src`` sharing memory with ``self`` is refused (RuntimeError, torch's
+        ``assert_no_overlap``)."""
+        _scatter_no_overlap(self, index, src)
         if reduce is not None:
             return _in_place(self, "scatter_", _scatter_reduced, dim, index, src, value, reduce)
         return _O.scatter_(self, dim, index, _scatter_src(src, value, reduce))
@@ -1875,7 +1928,9 @@ class Tensor(TensorBase, instance_class=True):
     def scatter_reduce_(self, dim: _int, index: Tensor, src: Tensor, reduce: str, *,
                         include_self: _bool = True) -> Tensor:
         """In-place ``scatter_reduce``; returns ``self`` (same as
-        ``torch.Tensor.scatter_reduce_``)."""
+        ``torch.Tensor.scatter_reduce_``); ``index`` or ``src`` sharing memory with ``self``:
+        RuntimeError (torch's ``assert_no_overlap``)."""
+        _scatter_no_overlap(self, index, src)
         return _in_place(self, "scatter_reduce_", _scatter_reduce, dim, index, src, reduce,
                          include_self)
 
@@ -3011,8 +3066,9 @@ class Tensor(TensorBase, instance_class=True):
                                    f"got tensor with {value.ndim} dimension(s).")
         else:
             value = _check_fill("index_fill_", value, self._dtype)
-        return _O.index_put_(self, dim, _index_vector("index_fill_", index), value,
-                             api="index_fill_")
+        vec = _index_vector("index_fill_", index)
+        _check_no_overlap(self, index)     # (torch's assert_no_overlap(self, index))
+        return _O.index_put_(self, dim, vec, value, api="index_fill_")
 
     def index_fill(self, dim: _int, index: Tensor, value: _TensorOrScalar) -> Tensor:
         """Out-of-place ``index_fill_`` (same as ``torch.Tensor.index_fill``)."""
@@ -3020,34 +3076,53 @@ class Tensor(TensorBase, instance_class=True):
 
     def index_copy_(self, dim: _int, index: Tensor, source: Tensor) -> Tensor:
         """Copy the slices of ``source`` along ``dim`` to the positions ``index`` (0-D or 1-D
-        int64) of ``self``; ``source`` has ``self``'s dtype and shape except ``len(index)`` along
-        ``dim`` (RuntimeError otherwise, and when ``source`` shares only part of ``self``'s
-        memory, and for an expanded ``self``: a stride-0 dimension of size > 1); returns ``self``
-        (same as ``torch.Tensor.index_copy_``)."""
-        index = _index_vector("index_copy_", index)
-        if source._dtype is not self._dtype:
-            raise RuntimeError(f"index_copy_(): self and source expected to have the same "
-                               f"dtype, but got (self) {self._dtype} and (source) "
-                               f"{source._dtype}")
+        int64) of ``self``; returns ``self`` (same as ``torch.Tensor.index_copy_``), with
+        torch's checks in its order and classes: an expanded ``self`` (a stride-0 dimension of
+        size > 1) or an ``index``/``source`` sharing memory with ``self``: RuntimeError; an
+        index of 2 or more dims, a 0-dim ``source`` with other than one index, a ``source`` of
+        another number of dims: IndexError; an index not int64, a ``source`` of another dtype,
+        other slice shapes: RuntimeError; as many indices as ``source.size(dim)``: IndexError
+        otherwise."""
+        if not isinstance(index, Tensor) or not isinstance(source, Tensor):
+            _index_vector("index_copy_", index)
+            raise TypeError("index_copy_(): index and source must be tensors")
         d = _wrap_dim(dim, self.ndim)
-        want = list(self._shape)
-        if want:
-            want[d] = index._shape[0]
-        elif source._shape:
-            # a 0-dim self is one element along dim 0: a 1-D source of one value per index
-            want = [index._shape[0]]
-        if not source._shape and index._shape != (1,):
-            raise IndexError(f"index_copy_(): When source is scalar, index should have one "
-                             f"element (got {index._shape[0]})")
-        if list(source._shape) != want and not (not source._shape and index._shape == (1,)):
-            raise RuntimeError(f"index_copy_(): source shape {tuple(source._shape)} does not "
-                               f"match self's {tuple(self._shape)} with {index._shape[0]} "
-                               f"indices along dim {dim}")
-        _check_partial_overlap(self, source)     # (torch's partial-overlap RuntimeError)
         if 0 in self.stride_tuple:
             # index_put_ may write an expanded tensor (as torch's); torch's index_copy_ refuses
             from ._dispatch import check_overlap
             check_overlap(_O.index_put_, 0, self)
+        _check_no_overlap(self, index)       # (torch's assert_no_overlap, both)
+        _check_no_overlap(self, source)
+        if index.ndim > 1:
+            raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got "
+                             f"{index.ndim})")
+        n = index.numel()
+        sd, xd = source.ndim, self.ndim
+        if not sd and n != 1:
+            raise IndexError(f"index_copy_(): When source is scalar, index should have one "
+                             f"element (got {n})")
+        if sd != xd and sd and xd:
+            raise IndexError(f"index_copy_(): When source and destination are not scalars, "
+                             f"their dimensionality must match. Source dimensionality ({sd}), "
+                             f"destination dimensionality ({xd})")
+        if index._dtype is not _dtype.int64:
+            _check_index_dtype("index_copy_", index._dtype)
+        if source._dtype is not self._dtype:
+            raise RuntimeError(f"index_copy_(): self and source expected to have the same "
+                               f"dtype, but got (self) {self._dtype} and (source) "
+                               f"{source._dtype}")
+        xs = [k for i, k in enumerate(self._shape) if i != d]
+        ss = [k for i, k in enumerate(source._shape) if i != d]
+        if xs != ss:
+            raise RuntimeError(f"index_copy_(): Source/destination tensor must have same slice "
+                               f"shapes. Destination slice shape: {', '.join(map(str, xs))} at "
+                               f"dimension {d} and source slice shape: "
+                               f"{', '.join(map(str, ss))} at dimension 0.")
+        if sd and n != source._shape[d]:
+            raise IndexError(f"index_copy_(): Number of indices ({n}) should be equal to "
+                             f"source.size(dim) ({source._shape[d]})")
+        if not index._shape:
+            index = _O.reshape(index, [1])
         # (the op applies index_copy_'s rule: int64, no negative index)
         return _O.index_put_(self, dim, index, source, api="index_copy_")
 
@@ -3117,19 +3192,24 @@ class Tensor(TensorBase, instance_class=True):
                    accumulate: _bool = False) -> Tensor:
         """``self[indices] = values`` (``indices``: a tuple of integer or bool index tensors,
         broadcast together, indexing the leading dims); with ``accumulate=True`` the values are
-        added, repeated positions summing. ``values`` has ``self``'s dtype (RuntimeError
-        otherwise, as torch). Returns ``self`` (same as ``torch.Tensor.index_put_``)."""
+        added, repeated positions summing. Returns ``self`` (same as
+        ``torch.Tensor.index_put_``), with torch's rules: ``values`` has ``self``'s dtype and
+        neither it nor an index tensor shares memory with ``self`` (RuntimeError), except that
+        one bool mask with a one-element cpu ``values`` (not accumulating) is torch's
+        ``masked_fill_``: the value is cast, a mask partially overlapping ``self`` refused."""
         indices = tuple(indices)
-        if isinstance(values, Tensor) and values._dtype is not self._dtype:
-            raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
-                               f"{self._dtype} for the destination and {values._dtype} for the "
-                               f"source.")
+        if not accumulate and _to_masked_fill(indices, values, self._device):
+            m = next(i for i in indices if i is not None)
+            _check_partial_overlap(self, m)
+        else:
+            _check_index_write(self, indices, values)
+            _check_index_put_dtype(self, values)
         if not accumulate:
             if not isinstance(values, Tensor) or values.numel() == 1:
                 _refuse_byte_fill(indices, values, "index_put_()")
             # bool masks as their nonzero positions: x[mask] = values (values one per True)
-            # through the integer-index path, which takes them
-            _setitem(self, _int_indices(indices), values)
+            # through the integer-index path, which takes them (its checks made above)
+            _setitem(self, _int_indices(indices), values, False)
             return self
         return _in_place(self, "index_put_", _index_put_accumulated, indices, values)
 
@@ -3142,7 +3222,12 @@ class Tensor(TensorBase, instance_class=True):
         """Write (``accumulate=True``: add) ``source``'s elements at the positions ``index`` of
         the tensor read as 1-D in row-major order (negative indices from the end); returns
         ``self`` (same as ``torch.Tensor.put_``). ``source`` has ``self``'s dtype and as many
-        elements as ``index`` (RuntimeError otherwise)."""
+        elements as ``index`` (RuntimeError otherwise), and neither shares memory with ``self``
+        (RuntimeError, torch's ``assert_no_overlap``)."""
+        if isinstance(index, Tensor):
+            _check_no_overlap(self, index)
+        if isinstance(source, Tensor):
+            _check_no_overlap(self, source)
         return _in_place(self, "put_", _put, index, source, accumulate)
 
     def put(self, index: Tensor, source: Tensor, accumulate: _bool = False) -> Tensor:
@@ -3183,9 +3268,13 @@ class Tensor(TensorBase, instance_class=True):
 
     def take_along_dim(self, indices: Tensor, dim: _int | None = None) -> Tensor:
         """``gather`` along ``dim`` with ``self`` and ``indices`` broadcast in the other dims;
-        ``dim=None``: both flattened (same as ``torch.Tensor.take_along_dim``)."""
+        ``dim=None``: both flattened (same as ``torch.Tensor.take_along_dim``). An index out
+        of range is a RuntimeError naming take_along_dim."""
         if dim is None:
-            return _O.gather(_O.reshape(self, [-1]), 0, _O.reshape(indices, [-1]))
+            try:
+                return _O.gather(_O.reshape(self, [-1]), 0, _O.reshape(indices, [-1]))
+            except RuntimeError as e:
+                raise _renamed(e, "gather", "take_along_dim") from None
         if indices._dtype is not _dtype.int64:     # int64 only with a dim (torch's rule)
             _check_index_dtype("take_along_dim", indices._dtype)
         if indices.ndim != self.ndim:
@@ -3201,7 +3290,10 @@ class Tensor(TensorBase, instance_class=True):
         sa[d], sb[d] = self._shape[d], indices._shape[d]
         x = self if list(self._shape) == sa else _O.expand(self, sa)
         i = indices if list(indices._shape) == sb else _O.expand(indices, sb)
-        return _O.gather(x, d, i)
+        try:
+            return _O.gather(x, d, i)
+        except RuntimeError as e:
+            raise _renamed(e, "gather", "take_along_dim") from None
 
     def fill_diagonal_(self, fill_value: _Number, wrap: _bool = False) -> Tensor:
         """Write ``fill_value`` on the main diagonal (all dims equal for more than 2); a tall
@@ -3482,23 +3574,27 @@ class Tensor(TensorBase, instance_class=True):
         from ._ops.reduction import aminmax
         return return_types.aminmax(*aminmax(self, dim=dim, keepdim=keepdim))
 
-    def median(self, dim: _int | None = None, keepdim: _bool = False) -> Tensor | _rt.median:
+    def median(self, dim: _int | None = _NO_DIM,
+               keepdim: _bool = _NO_KEEPDIM) -> Tensor | _rt.median:
         """Without ``dim``: the lower median of every element (0-dim; NaN if any is NaN; NaN for
         no element); with ``dim``: ``(values, indices)`` along it
         (``tensorplay.return_types.median``; a slice holding NaN gives NaN and its first NaN's
         index), as ``torch.Tensor.median``. NotImplementedError for bool, IndexError for an
-        empty dim."""
+        empty dim. ``keepdim`` without ``dim``, or ``dim=None``: TypeError (torch's
+        overloads)."""
         from ._ops.sorting_topk import median_all, median_dim
+        dim, keepdim = _keepdim_without_dim("median", dim, keepdim, False)
         if dim is None:
             return median_all(self)
         from . import return_types
         return return_types.median(*median_dim(self, dim, keepdim))
 
-    def nanmedian(self, dim: _int | None = None,
-                  keepdim: _bool = False) -> Tensor | _rt.nanmedian:
+    def nanmedian(self, dim: _int | None = _NO_DIM,
+                  keepdim: _bool = _NO_KEEPDIM) -> Tensor | _rt.nanmedian:
         """``median`` ignoring NaN (NaN only where every value is NaN), as
-        ``torch.Tensor.nanmedian``."""
+        ``torch.Tensor.nanmedian`` (its rule for ``keepdim``/``dim=None`` too)."""
         from ._ops.sorting_topk import median_all, median_dim
+        dim, keepdim = _keepdim_without_dim("nanmedian", dim, keepdim, False)
         if dim is None:
             return median_all(self, nan_ignored=True)
         from . import return_types
@@ -3777,6 +3873,10 @@ from ._ops._shapes import result_dtype as _result_dtype  # noqa: E402
 from ._indexing import getitem as _getitem, _linear_index  # noqa: E402
 from ._ops.indexing import check_scatter_reduce as _check_scatter_reduce  # noqa: E402
 from ._ops.indexing import index_extremes as _index_extremes  # noqa: E402
+from ._ops.indexing import check_no_overlap as _check_no_overlap  # noqa: E402
+from ._ops.indexing import check_index_put_dtype as _check_index_put_dtype  # noqa: E402
+from ._ops.indexing import check_index_write as _check_index_write  # noqa: E402
+from ._ops.indexing import dispatches_to_masked_fill as _to_masked_fill  # noqa: E402
 from ._indexing import setitem as _setitem  # noqa: E402
 from ._indexing import byte_mask as _byte_mask, refuse_byte_fill as _refuse_byte_fill  # noqa: E402
 from ._kernels.indexing import check_index_dtype as _check_index_dtype  # noqa: E402
@@ -3839,9 +3939,13 @@ def _scatter_reduced(self, dim, index, src, value, reduce):
     if not isinstance(v, Tensor):
         v = _like_self(self, "full", list(index._shape), v, self._dtype, None, False)
     if not _grad_state.enabled or not (self.requires_grad or v.requires_grad):
-        if reduce == "multiply":
-            return _O.scatter_reduce(self, dim, index, v, "prod")
-        return _O.scatter_add(self, dim, index, v)
+        try:
+            if reduce == "multiply":
+                return _O.scatter_reduce(self, dim, index, v, "prod")
+            return _O.scatter_add(self, dim, index, v)
+        except RuntimeError as e:     # (an index out of range: named as the op called)
+            raise _renamed(_renamed(e, "scatter_add", "scatter"), "scatter_reduce",
+                           "scatter") from None
     # torch has no derivative for scatter(reduce=): the result requires grad and backward
     # through it raises (scatter_add and scatter_reduce, which compute the same, have one)
     with _NoGradBlock():
@@ -3883,8 +3987,12 @@ def _scatter_reduce(self, dim, index, src, reduce, include_self):
     if reduce not in ("sum", "mean"):   # prod, amax, amin (and bad names): tp::scatter_reduce
         return _O.scatter_reduce(self, dim, index, src, reduce, include_self=include_self)
     _check_scatter_reduce(self, dim, index, src, reduce)     # the op's checks, in torch's words
-    base = self if include_self else _O.scatter(self, dim, index, 0)
-    out = _O.scatter_add(base, dim, index, src)
+    try:
+        base = self if include_self else _O.scatter(self, dim, index, 0)
+        out = _O.scatter_add(base, dim, index, src)
+    except RuntimeError as e:     # (an index out of range: named as the op called)
+        raise _renamed(_renamed(e, "scatter_add", "scatter_reduce"), "scatter",
+                       "scatter_reduce") from None
     if reduce == "sum":
         return out
     count = _like_self(self, "full", list(self._shape), 1 if include_self else 0, self._dtype,
@@ -3894,6 +4002,30 @@ def _scatter_reduce(self, dim, index, src, reduce, include_self):
     count = _O.where(_O.eq(count, 0), 1, count)
     return _O.div(out, count) if self._dtype.is_floating_point else \
         _O.floor_divide(out, count)
+
+
+def _renamed(e, old, new):
+    """Range error ``e`` of op ``old`` (its message starting ``"old(): index "``, maybe after
+    the dispatcher's ``"tp::old: "``) as raised by ``new``, the op the user called and ``old``
+    a step of (``take_along_dim``'s ``gather``): the same class and text naming ``new``; ``e``
+    itself otherwise (other errors keep torch's words, which name the step as torch's do)."""
+    msg = str(e)
+    for head in (f"tp::{old}: {old}(): index ", f"{old}(): index "):
+        if msg.startswith(head):
+            try:
+                return type(e)(f"{new}(): index {msg[len(head):]}")
+            except Exception:      # noqa: BLE001 - a class with another constructor
+                return e
+    return e
+
+
+def _scatter_no_overlap(self, index, src):
+    """torch's ``assert_no_overlap`` of the in-place scatters: ``self`` shares memory with
+    neither ``index`` nor a tensor ``src`` (RuntimeError)."""
+    if isinstance(index, Tensor):
+        _check_no_overlap(self, index)
+    if isinstance(src, Tensor):
+        _check_no_overlap(self, src)
 
 
 def _scatter_src(src, value, reduce):
@@ -3931,12 +4063,30 @@ def _from_keyword(kwargs, from_, default, api):
     return from_ if value is _MISSING else value
 
 
+def _keepdim_without_dim(api, dim, keepdim, none_dim_ok):
+    """``(dim, keepdim)`` of a reduction called with ``dim``/``keepdim`` possibly not passed
+    (``_NO_DIM``/``_NO_KEEPDIM``), by torch's overloads: ``keepdim`` without ``dim`` is a
+    TypeError (``x.sum(keepdim=True)``: torch's full reduction takes no keepdim), as is
+    ``dim=None`` where torch has no such overload (``none_dim_ok`` False: prod, max, min,
+    median, nanmedian; sum and mean take it). ``dim`` None means all dims."""
+    if dim is _NO_DIM:
+        if keepdim is not _NO_KEEPDIM:
+            raise TypeError(f"{api}() received an invalid combination of arguments - got "
+                            f"keepdim={keepdim!r} without dim: the full {api}() takes no keepdim "
+                            f"(as torch); give dim")
+        return None, False
+    if dim is None and not none_dim_ok:
+        raise TypeError(f"{api}(): argument 'dim' must be int, not NoneType (as torch; leave "
+                        f"dim out for the {api} of all elements)")
+    return dim, (False if keepdim is _NO_KEEPDIM else keepdim)
+
+
 def _numpy_names(api, dim, keepdim, axis, keepdims):
     """``(dim, keepdim)`` given torch's NumPy spellings of them, ``axis=`` and ``keepdims=``
     (torch's argument parser accepts both on every method with ``dim``/``keepdim``); TypeError
     when a value comes both ways."""
     if axis is not None:
-        if dim is not None:
+        if dim is not None and dim is not _NO_DIM:
             raise TypeError(f"{api}() got multiple values for argument 'dim' (axis= is its NumPy "
                             f"spelling)")
         dim = axis

@@ -219,8 +219,14 @@ def _index(c):
         # checked here, not left to take: CuPy's take wraps every index modulo n, and NumPy's
         # wraps what is still negative after the + n below (x[tensor([-5])] of 4 rows was row 3)
         rule = rules[api]
+        exc = rule[3]
+        if dim == 1 and api == "index_select" and x.ndim > 1:
+            # torch's cpu index_select has its own path for dim 1 of a 2+-dim self, whose
+            # range check is a RuntimeError ("INDICES element is out of DATA bounds"), where
+            # every other dim's is an IndexError
+            exc = RuntimeError
         lo = check_range(c, idx, n, dim, negative=rule[1],
-                         api=None if api == "index" else api, exc=rule[3])
+                         api=None if api == "index" else api, exc=exc)
         if lo < 0 and not take_negative:
             # (only when the read extremes say some index is negative, and the namespace's take
             # does not count it from the end: the wrap is three more array ops)

@@ -13,6 +13,79 @@ from .._kernels._checks import check_index_add_dtypes
 from .._kernels.indexing import HOST_INDEX, SMALL_INDEX, check_index_dtype
 from ._shapes import check_bool_mask, is_tensor, out_like, wrap_dim
 from ._shapes import zeros_grad
+from .._tensor_base import PARTIAL_OVERLAP_MSG, is_dense, shared_storage
+
+
+def check_no_overlap(out, t) -> None:
+    """torch's ``assert_no_overlap(out, t)``: ``RuntimeError`` (torch's words) when tensor ``t``
+    shares any element's memory with ``out``, which an index write is about to overwrite while
+    it reads ``t`` (its index or its source). Unlike the in-place ops' partial-overlap rule
+    (``check_partial_overlap``) a full overlap counts too: ``x.index_add_(0, i, x)``,
+    ``x[x] = v``. ``t`` being ``out`` itself is refused whatever its size; otherwise, as torch,
+    both must have elements and be dense and non-overlapping (``is_dense``; other layouts are
+    torch's "too hard": not refused) and their byte ranges must intersect. The common call (no
+    shared memory) costs four slot reads and two ``is``; fake tensors have storages too, so the
+    rule holds under ``FakeTensorMode`` and ``tensorplay.compile``."""
+    st, so = t.storage_ref, out.storage_ref
+    # (the roots first, as the in-place ops' generated test: fake tensors have none, None is
+    # None, and their storages decide)
+    if st is not so and (st.root is not so.root or
+                         shared_storage(st) is not shared_storage(so)):
+        return
+    if t is not out:
+        shp_o, shp_t = out.raw_shape, t.raw_shape
+        if 0 in shp_o or 0 in shp_t or not is_dense(shp_o, out.stride_tuple) or \
+                not is_dense(shp_t, t.stride_tuple):
+            return
+        io, it = out.raw_dtype.itemsize, t.raw_dtype.itemsize
+        no = nt = 1
+        for n in shp_o:
+            no *= n
+        for n in shp_t:
+            nt *= n
+        o0, t0 = out.offset * io, t.offset * it
+        if not (o0 < t0 + nt * it and t0 < o0 + no * io):
+            return
+    raise RuntimeError(PARTIAL_OVERLAP_MSG)
+
+
+def check_index_write(out, indices, value) -> None:
+    """The aliasing rule of torch's ``index_put_`` (``_index_put_impl_``): ``out`` overlaps
+    neither ``value`` (when a tensor) nor any index tensor (``check_no_overlap``). ``indices``:
+    tensors (None entries skipped)."""
+    if is_tensor(value):
+        check_no_overlap(out, value)
+    for i in indices:
+        if i is not None:
+            check_no_overlap(out, i)
+
+
+def check_index_put_dtype(out, value) -> None:
+    """torch's ``index_put_`` rule: a tensor ``value`` has ``out``'s dtype (RuntimeError, its
+    words, otherwise; Python numbers are cast)."""
+    if is_tensor(value) and value.raw_dtype is not out.raw_dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{out.raw_dtype} for the destination and {value.raw_dtype} for the "
+                           f"source.")
+
+
+def dispatches_to_masked_fill(indices, value, device) -> bool:
+    """torch's ``canDispatchToMaskedFill``: ``index_put_`` (not accumulating) with exactly one
+    bool (or uint8) index tensor, on ``out``'s ``device``, the other entries None, and a Python
+    number or a one-element value tensor on cpu writes through ``masked_fill_`` instead: the
+    value is read as a number (cast, whatever its dtype) and only the mask's partial overlap
+    with ``out`` is refused (``masked_fill_``'s rule)."""
+    if is_tensor(value) and (value.numel() != 1 or value.raw_device.type != "cpu"):
+        return False
+    mask = None
+    for i in indices:
+        if i is None:
+            continue
+        if mask is not None or (i.raw_dtype is not _dtype.bool and
+                                i.raw_dtype is not _dtype.uint8) or i.raw_device != device:
+            return False
+        mask = i
+    return mask is not None
 
 
 def index_extremes(tensors) -> list:
@@ -165,10 +238,25 @@ def _meta_self(x, *rest):
     return x
 
 
+def check_value_shape(value, shape) -> None:
+    """torch's ``index_put_`` rule: a tensor ``value`` broadcasts to the indexed ``shape``
+    (RuntimeError, its words, otherwise)."""
+    vs = tuple(value.shape)
+    if len(vs) <= len(shape) and all(a == 1 or a == b for a, b in
+                                     zip(reversed(vs), reversed(tuple(shape)))):
+        return
+    raise RuntimeError(f"shape mismatch: value tensor of shape {list(vs)} cannot be broadcast to "
+                       f"indexing result of shape {list(shape)}")
+
+
 def _index_put_meta(x, dim, index, values, *, api="index_put_"):
     # api: the op this writes for (index_fill_, index_copy_, put_): its rule (INDEX_RULES)
     check_index_dtype(api, index.dtype)
-    wrap_dim(dim, x.ndim, f"{api}(): ")
+    d = wrap_dim(dim, x.ndim, f"{api}(): ")
+    if is_tensor(values):
+        # (the kernel's NumPy broadcast error, re-explained here in torch's class and words)
+        check_value_shape(values, tuple(index.shape) if not x.ndim else
+                          tuple(x.shape[:d]) + tuple(index.shape) + tuple(x.shape[d + 1:]))
     return x
 
 
@@ -239,7 +327,7 @@ defop("masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!
       meta=_masked_meta("masked_scatter_"), setup=_mask_setup, backward=_masked_scatter_bw)
 defop("masked_fill_(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)",
       meta=_masked_meta("masked_fill_"), setup=_mask_setup, backward=_masked_fill_bw,
-      scalar_ok=("value",), overlap_ok=())
+      scalar_ok=("value",), overlap_ok=(), partial=("mask",))
 defop('index_put_(Tensor(a!) self, SymInt dim, Tensor index, Tensor values, *, '
       'str api="index_put_") -> Tensor(a!)',
       meta=_index_put_meta, setup=_index_put_setup, backward=_index_put_bw, scalar_ok=("values",),
