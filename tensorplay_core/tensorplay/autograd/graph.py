@@ -401,59 +401,56 @@ def _walk(ready, pending, deps, keep_graph, create_graph):
         if slot is not None or node.always_run:   # slot: at least one gradient reached it
             try:     # set by every node but a few rare ones (no getattr call per node)
                 m = node._out_meta
-            except AttributeError:
-                m = None
-            if slot is None:
-                grads = (None,) * (len(m) if m else 1)
-            elif slot.__class__ is not dict:   # output 0's gradient alone
-                grads = (slot,) if m is None or len(m) == 1 else \
-                    (slot,) + (None,) * (len(m) - 1)
-            elif (m is None or len(m) == 1) and len(slot) == 1 and 0 in slot:
-                grads = (slot[0],)
-            else:
-                n_all = len(m) if m else 1
-                n_out = max(slot) + 1
-                if n_out > n_all:  # noqa: PLR1730 - no max() call per node
-                    n_all = n_out
-                grads = tuple(slot.get(i) for i in range(n_all))
-            slot = None
-            try:
                 retained = node._retained
             except AttributeError:
-                retained = None
-            if retained is not None:
-                grads = _keep_retained(retained, grads)
-            if node.__class__ is FN and len(grads) == 1:
-                # FunctionNode.apply's first case inlined (a built-in formula called with its
-                # one gradient; a result already one gradient per tensor input returned as is,
-                # a (tensor, number) call's as apply gives it, any other shaped by
-                # FunctionNode.shaped), then FunctionNode.release's steps
+                m = getattr(node, "_out_meta", None)
+                retained = getattr(node, "_retained", None)
+            if node.__class__ is FN and slot.__class__ is not dict and retained is None and \
+                    len(m) == 1 and slot.raw_dtype is m[0][1]:
+                # the common node: a built-in formula of one output whose one gradient came
+                # in its dtype, no hooks (a FunctionNode is never always_run: slot is that
+                # gradient). FunctionNode.apply's first case inlined, called with the slot
+                # itself (no gradient tuple built and read back); a result already one gradient
+                # per tensor input returned as is, a (tensor, number) call's as apply gives it,
+                # any other shaped by FunctionNode.shaped; then FunctionNode.release's steps
                 ctx = node.ctx
-                g = grads[0]
-                if g is not None and g.raw_dtype is m[0][1]:
-                    grads = None
-                    in_grads = node.fn(ctx, g)
-                    st = node.structure
-                    n = len(st)
-                    if in_grads.__class__ is tuple and len(in_grads) == n and n <= 2 and \
-                            st[0] == "t":
-                        if n == 2 and st[1] != "t":
-                            # (x * 3.0: the number's slot has no edge and must get None)
-                            in_grads = (in_grads[0],) if st[1] is None and in_grads[1] is None \
-                                else node.shaped(in_grads)
-                    elif n == 1 and in_grads.__class__ is g.__class__ and st[0] == "t":
-                        # one tensor input and a bare gradient (neg, relu, sum): what shaped
-                        # gives it, without its frame
-                        in_grads = (in_grads,)
-                    else:
-                        in_grads = node.shaped(in_grads)
+                in_grads = node.fn(ctx, slot)
+                g = slot
+                slot = None
+                st = node.structure
+                n = len(st)
+                if in_grads.__class__ is tuple and len(in_grads) == n and n <= 2 and \
+                        st[0] == "t":
+                    if n == 2 and st[1] != "t":
+                        # (x * 3.0: the number's slot has no edge and must get None)
+                        in_grads = (in_grads[0],) if st[1] is None and in_grads[1] is None \
+                            else node.shaped(in_grads)
+                elif n == 1 and in_grads.__class__ is g.__class__ and st[0] == "t":
+                    # one tensor input and a bare gradient (neg, relu, sum): what shaped
+                    # gives it, without its frame
+                    in_grads = (in_grads,)
                 else:
-                    in_grads = node.apply(grads)
-                    grads = None
+                    in_grads = node.shaped(in_grads)
                 if not keep_graph and ctx._saved:
                     ctx._released = True
                     ctx._saved = ()
             else:
+                if slot is None:
+                    grads = (None,) * (len(m) if m else 1)
+                elif slot.__class__ is not dict:   # output 0's gradient alone
+                    grads = (slot,) if m is None or len(m) == 1 else \
+                        (slot,) + (None,) * (len(m) - 1)
+                elif (m is None or len(m) == 1) and len(slot) == 1 and 0 in slot:
+                    grads = (slot[0],)
+                else:
+                    n_all = len(m) if m else 1
+                    n_out = max(slot) + 1
+                    if n_out > n_all:  # noqa: PLR1730 - no max() call per node
+                        n_all = n_out
+                    grads = tuple(slot.get(i) for i in range(n_all))
+                slot = None
+                if retained is not None:
+                    grads = _keep_retained(retained, grads)
                 in_grads = node.apply(grads)
                 grads = None
                 if not keep_graph:
