@@ -21,13 +21,26 @@ import pytest
 
 import tensorplay as tp
 
-t = tp.tensor
 OVERLAP = "refer to a single memory location"
 DTYPES = "Index put requires the source and destination dtypes match"
+# the device the aliasing cases make their tensors on (cpu; test_*_on_device sets another)
+_DEV = ["cpu"]
+
+
+def t(data, **kw):
+    return tp.tensor(data, device=_DEV[0], **kw)
+
+
+def _arange(*a, **kw):
+    return tp.arange(*a, device=_DEV[0], **kw)
+
+
+def _ones(*a, **kw):
+    return tp.ones(*a, device=_DEV[0], **kw)
 
 
 def ar(n, dtype=tp.float32):
-    return tp.arange(n, dtype=dtype)
+    return _arange(n, dtype=dtype)
 
 
 # -- 1. aliased writes ------------------------------------------------------------------------
@@ -42,13 +55,13 @@ def _ia_alpha_self():
 
 
 def _ia_index_alias():
-    x = tp.arange(4)
+    x = _arange(4)
     x.index_add_(0, x[:2], t([1, 1]))
 
 
 def _ia_index_is_self():
-    x = tp.arange(4)
-    x.index_add_(0, x, tp.ones(4, dtype=tp.int64))
+    x = _arange(4)
+    x.index_add_(0, x, _ones(4, dtype=tp.int64))
 
 
 def _ia_data():
@@ -102,12 +115,12 @@ def _set_two_idx_alias():
 
 
 def _set_number_idx_alias():
-    x = tp.arange(4)
+    x = _arange(4)
     x[x[:2]] = 9
 
 
 def _set_int32_idx_alias():
-    x = tp.arange(4, dtype=tp.int32)
+    x = _arange(4, dtype=tp.int32)
     x[x[:2]] = t([7, 7], dtype=tp.int32)
 
 
@@ -142,12 +155,12 @@ def _index_put_acc_self():
 
 
 def _index_put_idx_alias():
-    x = tp.arange(3)
+    x = _arange(3)
     x.index_put_((x,), t([5, 6, 7]))
 
 
 def _index_put_acc_idx_alias():
-    x = tp.arange(3)
+    x = _arange(3)
     x.index_put_((x,), t([5, 6, 7]), accumulate=True)
 
 
@@ -157,12 +170,12 @@ def _index_copy_self():
 
 
 def _index_copy_idx_alias():
-    x = tp.arange(3)
+    x = _arange(3)
     x.index_copy_(0, x, t([5, 6, 7]))
 
 
 def _index_fill_idx_alias():
-    x = tp.arange(3)
+    x = _arange(3)
     x.index_fill_(0, x[:1], 9)
 
 
@@ -172,12 +185,12 @@ def _scatter_self():
 
 
 def _scatter_idx_alias():
-    x = tp.arange(3)
+    x = _arange(3)
     x.scatter_(0, x, t([5, 6, 7]))
 
 
 def _scatter_value_idx_alias():
-    x = tp.arange(3)
+    x = _arange(3)
     x.scatter_(0, x, 5)
 
 
@@ -192,7 +205,7 @@ def _scatter_add_self():
 
 
 def _scatter_add_idx_alias():
-    x = tp.arange(3)
+    x = _arange(3)
     x.scatter_add_(0, x, t([1, 1, 1]))
 
 
@@ -207,7 +220,7 @@ def _scatter_reduce_amax_self():
 
 
 def _scatter_reduce_idx_alias():
-    x = tp.arange(3)
+    x = _arange(3)
     x.scatter_reduce_(0, x, t([1, 1, 1]), "sum")
 
 
@@ -217,7 +230,7 @@ def _put_self():
 
 
 def _put_idx_alias():
-    x = tp.arange(3)
+    x = _arange(3)
     x.put_(x, t([5, 6, 7]))
 
 
@@ -348,6 +361,48 @@ ACCEPTED = [_acc_clone, _acc_noncontig_src, _acc_mask_0d_view, _acc_mask_1elem_v
 
 @pytest.mark.parametrize("case", ACCEPTED, ids=lambda f: f.__name__[1:])
 def test_write_torch_accepts(case):
+    got, want = case()
+    assert (got if isinstance(got, list) else got.tolist()) == want
+
+
+@pytest.fixture(params=["standin53w", pytest.param("cuda", marks=pytest.mark.cuda)])
+def other_device(request):
+    """The aliasing cases again on a GPU stand-in (the kernels' device branch) and on cuda:
+    the overlap rule reads storages and byte ranges, never the device."""
+    dev = request.param
+    if dev == "cuda":
+        ok, why = tp.plugins.device_status("cuda")
+        if not ok:
+            pytest.skip(f"cuda unavailable: {why}")
+        _DEV[0] = dev
+        yield dev
+    else:
+        pytest.importorskip("numpy")
+        from tensorplay.testing.backend import MockBackend
+        with MockBackend(dev, device_arrays=True):
+            _DEV[0] = dev
+            yield dev
+    _DEV[0] = "cpu"
+
+
+@pytest.mark.parametrize("case", REFUSED, ids=lambda f: f.__name__[1:])
+def test_aliased_write_refused_on_device(other_device, case):
+    with pytest.raises(RuntimeError, match=OVERLAP):
+        case()
+
+
+# torch's masked_fill_ shortcut of index_put_ takes a one-element value only when it is on the
+# cpu (canDispatchToMaskedFill); a value on the written tensor's own device is checked for
+# overlap like any other: these writes are refused there
+_CPU_VALUE_ONLY = {_acc_mask_0d_view, _acc_mask_1elem_view, _acc_slice_mask_0d_alias}
+
+
+@pytest.mark.parametrize("case", ACCEPTED, ids=lambda f: f.__name__[1:])
+def test_write_torch_accepts_on_device(other_device, case):
+    if case in _CPU_VALUE_ONLY:
+        with pytest.raises(RuntimeError, match=OVERLAP):
+            case()
+        return
     got, want = case()
     assert (got if isinstance(got, list) else got.tolist()) == want
 
