@@ -318,12 +318,7 @@ def empty(*sizes: int | Sequence[int], size: Sequence[int] | None = None,
         dtype = _default[0]
     elif dtype.__class__ is not _DT:
         dtype = _dtype.as_dtype(dtype)
-    if device is None:
-        device = _CPU
-    elif device.__class__ is not Device or device._canon is None:
-        device = _dev(device)
-    else:
-        device = device._canon
+    device = _CPU if device is None else _dev(device)
     f = _EMPTY_TABLE.get(_mst.mode or device.type)     # the op's dispatch (see _EMPTY_TABLE)
     t = f(size, dtype=dtype, device=device) if f is not None else \
         _EMPTY(size, dtype=dtype, device=device)
@@ -409,12 +404,7 @@ def _filled(api, value, sizes, size, dtype, device, requires_grad):
         dtype = _default[0]
     elif dtype.__class__ is not _DT:
         dtype = _dtype.as_dtype(dtype)
-    if device is None:
-        device = _CPU
-    elif device.__class__ is not Device or device._canon is None:
-        device = _dev(device)
-    else:
-        device = device._canon
+    device = _CPU if device is None else _dev(device)
     f = _FULL_TABLE.get(_mst.mode or device.type)      # the op's dispatch (see _EMPTY_TABLE)
     t = f(size, value, dtype=dtype, device=device) if f is not None else \
         _FULL(size, value, dtype=dtype, device=device)
@@ -623,30 +613,35 @@ def empty_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLik
     strides are kept, another input gets dense strides in its stride order), ``contiguous_format``,
     ``channels_last`` (4-D) or ``channels_last_3d`` (5-D), as torch (``RuntimeError`` for a
     channels-last format of another rank)."""
-    if dtype is None and device is None and memory_format is None and isinstance(t, _TB) and \
-            t.native is not None and t.capture_info is None and requires_grad is False:
-        shape = t.raw_shape     # the common call: see _like_fast
-        try:
-            rm = t.stride_tuple is _CONTIG.get(shape)
-        except TypeError:   # symbolic sizes (torch's, via tensorplay-torch): not hashable
-            rm = False
-        if rm:
-            dev = t.raw_device
-            f = _EMPTY_TABLE.get(_mst.mode or dev.type)
-            if f is not None:
-                return f(list(shape), dtype=t.raw_dtype, device=dev)
+    if dtype is None and device is None and memory_format is None and requires_grad is False:
+        f = _like_fast(t, _EMPTY_TABLE)
+        if f is not None:
+            return f(list(t.raw_shape), dtype=t.raw_dtype, device=t.raw_device)
     _need_tensor(t, "empty_like")
     return _like_self(t, "empty", t.raw_shape, None, dtype, device, requires_grad,
                       "empty_like", memory_format)
 
 
-# _like_fast: the common call of a *_like factory -- a real tensor (not fake, not being
-# captured), row-major (its strides the cached row-major tuple: preserve_format keeps that
-# layout), no dtype/device/memory_format/requires_grad given -- is tp::empty / tp::full of its
-# shape, dtype and device, dispatched inline as the factories do (see _EMPTY_TABLE): the same
-# op call _like_self makes for it, without its frame and its checks of what was not given
-# (~0.5 µs of a 2 µs zeros_like). Anything else, a table miss included, takes _like_self.
 _TB = _tensor_base.TensorBase
+
+
+def _like_fast(t, table):
+    """The kernel of ``tp::empty``/``tp::full`` (``table``: the op's dispatch table) that the
+    common call of a ``*_like`` factory runs, or None: that call -- a real tensor (not fake, not
+    being captured), row-major (its strides the cached row-major tuple: preserve_format keeps
+    that layout), no device/memory_format/requires_grad given (the caller tests those) -- is
+    that op on its shape, dtype and device, dispatched inline as the factories do (see
+    _EMPTY_TABLE): the same op call _like_self makes for it, without _like_self's checks of
+    what was not given (~0.5 µs of a 2 µs zeros_like). None (anything else, a table miss
+    included): the caller takes _like_self."""
+    if not isinstance(t, _TB) or t.native is None or t.capture_info is not None:
+        return None
+    try:
+        if t.stride_tuple is not _CONTIG.get(t.raw_shape):
+            return None
+    except TypeError:   # symbolic sizes (torch's, via tensorplay-torch): not hashable
+        return None
+    return table.get(_mst.mode or t.raw_device.type)
 
 
 def zeros_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
@@ -656,18 +651,10 @@ def zeros_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLik
     strides are kept, another input gets dense strides in its stride order), ``contiguous_format``,
     ``channels_last`` (4-D) or ``channels_last_3d`` (5-D), as torch (``RuntimeError`` for a
     channels-last format of another rank)."""
-    if dtype is None and device is None and memory_format is None and isinstance(t, _TB) and \
-            t.native is not None and t.capture_info is None and requires_grad is False:
-        shape = t.raw_shape     # the common call: see _like_fast
-        try:
-            rm = t.stride_tuple is _CONTIG.get(shape)
-        except TypeError:   # symbolic sizes (torch's, via tensorplay-torch): not hashable
-            rm = False
-        if rm:
-            dev = t.raw_device
-            f = _FULL_TABLE.get(_mst.mode or dev.type)
-            if f is not None:
-                return f(list(shape), 0, dtype=t.raw_dtype, device=dev)
+    if dtype is None and device is None and memory_format is None and requires_grad is False:
+        f = _like_fast(t, _FULL_TABLE)
+        if f is not None:
+            return f(list(t.raw_shape), 0, dtype=t.raw_dtype, device=t.raw_device)
     _need_tensor(t, "zeros_like")
     return _like_self(t, "full", t.raw_shape, 0, dtype, device, requires_grad,
                       "zeros_like", memory_format)
@@ -680,18 +667,10 @@ def ones_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLike
     strides are kept, another input gets dense strides in its stride order), ``contiguous_format``,
     ``channels_last`` (4-D) or ``channels_last_3d`` (5-D), as torch (``RuntimeError`` for a
     channels-last format of another rank)."""
-    if dtype is None and device is None and memory_format is None and isinstance(t, _TB) and \
-            t.native is not None and t.capture_info is None and requires_grad is False:
-        shape = t.raw_shape     # the common call: see _like_fast
-        try:
-            rm = t.stride_tuple is _CONTIG.get(shape)
-        except TypeError:   # symbolic sizes (torch's, via tensorplay-torch): not hashable
-            rm = False
-        if rm:
-            dev = t.raw_device
-            f = _FULL_TABLE.get(_mst.mode or dev.type)
-            if f is not None:
-                return f(list(shape), 1, dtype=t.raw_dtype, device=dev)
+    if dtype is None and device is None and memory_format is None and requires_grad is False:
+        f = _like_fast(t, _FULL_TABLE)
+        if f is not None:
+            return f(list(t.raw_shape), 1, dtype=t.raw_dtype, device=t.raw_device)
     _need_tensor(t, "ones_like")
     return _like_self(t, "full", t.raw_shape, 1, dtype, device, requires_grad,
                       "ones_like", memory_format)
@@ -711,18 +690,10 @@ def full_like(t: Tensor, fill_value: _Number, *, dtype: _DTypeLike | None = None
     c = fill_value.__class__
     if not ((c is float or c is int) and -65504.0 <= fill_value <= 65504.0 and dt._kind == "f"):
         fill_value = check_fill("full_like", fill_value, dt)    # see full: the common case skips
-    if device is None and memory_format is None and requires_grad is False and \
-            t.native is not None and t.capture_info is None:
-        shape = t.raw_shape     # the common call: see _like_fast
-        try:
-            rm = t.stride_tuple is _CONTIG.get(shape)
-        except TypeError:   # symbolic sizes (torch's, via tensorplay-torch): not hashable
-            rm = False
-        if rm:
-            dev = t.raw_device
-            f = _FULL_TABLE.get(_mst.mode or dev.type)
-            if f is not None:
-                return f(list(shape), fill_value, dtype=dt, device=dev)
+    if device is None and memory_format is None and requires_grad is False:
+        f = _like_fast(t, _FULL_TABLE)
+        if f is not None:
+            return f(list(t.raw_shape), fill_value, dtype=dt, device=t.raw_device)
     return _like_self(t, "full", t.raw_shape, fill_value, dt, device, requires_grad, "full_like",
                       memory_format)
 

@@ -558,9 +558,23 @@ def partial_overlap(out, t) -> bool:
     the same strides (that is a full overlap: ``t`` is ``out`` itself, allowed)."""
     if t is out or shared_storage(t._storage) is not shared_storage(out._storage):
         return False
+    r = dense_byte_ranges(out, t)
+    if r is None:
+        return False
+    o0, o1, t0, t1 = r
+    if o0 == t0 and o1 == t1:
+        return tuple(out._stride) != tuple(t._stride)
+    return o0 < t1 and t0 < o1
+
+
+def dense_byte_ranges(out, t):
+    """``(o0, o1, t0, t1)``: the byte ranges ``[o0, o1)`` and ``[t0, t1)`` that tensors ``out``
+    and ``t`` cover in their storage, when both have elements and are dense and
+    non-overlapping (``is_dense``); None otherwise (torch's overlap checks call those layouts
+    "too hard" and refuse nothing)."""
     so, st = out._shape, t._shape
     if 0 in so or 0 in st or not is_dense(so, out._stride) or not is_dense(st, t._stride):
-        return False
+        return None
     io, it = out._dtype.itemsize, t._dtype.itemsize
     no = nt = 1
     for s in so:
@@ -568,10 +582,7 @@ def partial_overlap(out, t) -> bool:
     for s in st:
         nt *= s
     o0, t0 = out._offset * io, t._offset * it
-    o1, t1 = o0 + no * io, t0 + nt * it
-    if o0 == t0 and o1 == t1:
-        return tuple(out._stride) != tuple(t._stride)
-    return o0 < t1 and t0 < o1
+    return o0, o0 + no * io, t0, t0 + nt * it
 
 
 def check_partial_overlap(out, t) -> None:

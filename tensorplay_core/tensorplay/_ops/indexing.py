@@ -13,7 +13,7 @@ from .._kernels._checks import check_index_add_dtypes
 from .._kernels.indexing import HOST_INDEX, SMALL_INDEX, check_index_dtype
 from ._shapes import check_bool_mask, is_tensor, out_like, wrap_dim
 from ._shapes import zeros_grad
-from .._tensor_base import PARTIAL_OVERLAP_MSG, is_dense, shared_storage
+from .._tensor_base import PARTIAL_OVERLAP_MSG, dense_byte_ranges, shared_storage
 
 
 def check_no_overlap(out, t) -> None:
@@ -33,18 +33,8 @@ def check_no_overlap(out, t) -> None:
                          shared_storage(st) is not shared_storage(so)):
         return
     if t is not out:
-        shp_o, shp_t = out.raw_shape, t.raw_shape
-        if 0 in shp_o or 0 in shp_t or not is_dense(shp_o, out.stride_tuple) or \
-                not is_dense(shp_t, t.stride_tuple):
-            return
-        io, it = out.raw_dtype.itemsize, t.raw_dtype.itemsize
-        no = nt = 1
-        for n in shp_o:
-            no *= n
-        for n in shp_t:
-            nt *= n
-        o0, t0 = out.offset * io, t.offset * it
-        if not (o0 < t0 + nt * it and t0 < o0 + no * io):
+        r = dense_byte_ranges(out, t)
+        if r is None or not (r[0] < r[3] and r[2] < r[1]):
             return
     raise RuntimeError(PARTIAL_OVERLAP_MSG)
 
