@@ -45,8 +45,11 @@ def test_empty_broadcast_result_gradient_and_write():
     y = _x(2, 3)
     before = y.tolist()
     y[tp.tensor([5]), tp.tensor([], dtype=tp.int64)] = 1.0
-    y[tp.tensor([], dtype=tp.int64), tp.tensor([9])] = tp.ones(0)
+    y[tp.tensor([], dtype=tp.int64), tp.tensor([9])] = tp.ones(0, dtype=tp.float64)
     assert y.tolist() == before
+    # torch checks index_put_'s dtypes before anything is written, an empty write too
+    with pytest.raises(RuntimeError, match="Index put requires the source and destination"):
+        y[tp.tensor([], dtype=tp.int64), tp.tensor([9])] = tp.ones(0)
 
 
 def test_nonempty_result_still_checks_every_index_first_bad_dim_named():
