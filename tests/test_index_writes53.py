@@ -744,3 +744,61 @@ def test_range_errors_name_the_op_called():
         assert "scatter_add" not in str(e.value)
     with pytest.raises(RuntimeError, match="scatter_add"):
         ar(3).scatter_add(0, t([5]), t([1.0]))
+
+
+# -- basic indexing writing a tensor onto its own memory (torch's copy_to: copy_ or fill_) ----
+# torch expands the value to the destination's shape (a new or size-1 dim gets the stride that
+# addresses nothing new), so the same elements in the same order are a full overlap: allowed,
+# a no-op. Strides of size-1 dims never address memory; the rule ignores them.
+def _b_true():
+    x = ar(3)
+    x[True] = x
+    return x, [0.0, 1.0, 2.0]
+
+
+def _b_true_0d():
+    x = t(2.0)
+    x[True] = x
+    return x, 2.0
+
+
+def _b_none():
+    x = ar(3)
+    x[None] = x
+    return x, [0.0, 1.0, 2.0]
+
+
+def _b_slice_0d_value():
+    x = ar(3)
+    x[0:1] = x[0]
+    return x, [0.0, 1.0, 2.0]
+
+
+def _b_view_all():
+    x = ar(3)
+    y = x.view(1, 3)
+    y[:] = x
+    return x, [0.0, 1.0, 2.0]
+
+
+def _b_row_none():
+    x = ar(6).reshape(2, 3)
+    x[0, None] = x[0]
+    return x, [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+
+
+SAME_MEMORY = [_b_true, _b_true_0d, _b_none, _b_slice_0d_value, _b_view_all, _b_row_none]
+
+
+@pytest.mark.parametrize("case", SAME_MEMORY, ids=lambda f: f.__name__[3:])
+def test_basic_index_write_of_the_same_memory_is_a_no_op(case):
+    got, want = case()
+    assert got.tolist() == want
+
+
+def test_basic_index_write_of_shifted_memory_is_still_refused():
+    x = ar(4)
+    with pytest.raises(RuntimeError, match=OVERLAP):
+        x[None, 1:] = x[:3]
+    with pytest.raises(RuntimeError, match=OVERLAP):
+        x[1:].copy_(x[:3])
