@@ -67,6 +67,16 @@ class AccumulateGrad(Node):
             return ()
         if self.hooks:
             g = run_hooks(self.hooks, g)
+        if _gm.is_grad_enabled():
+            # backward(create_graph=True): .grad keeps its history, as torch's accumulation with
+            # grad mode on (a clone, or grad + g, recorded), so a second backward through x.grad
+            # gives the second derivative (a gradient penalty's x.grad.norm().backward())
+            if g.raw_dtype is not v.raw_dtype:
+                g = g.to(v.raw_dtype)
+            if g.raw_shape != v.raw_shape:
+                g = g.sum_to_size(v.raw_shape)
+            v.grad = g.clone() if v.grad is None else v.grad + g
+            return ()
         with _gm.no_grad():
             if g.raw_dtype is not v.raw_dtype:
                 g = g.to(v.raw_dtype)   # a formula's gradient takes its input's dtype (torch)
