@@ -121,6 +121,13 @@ def _run(fn, d):
             return None, e
 
 
+def _need(device):
+    if device == "cuda":
+        ok, why = tp.plugins.device_status("cuda")
+        if not ok:
+            pytest.skip(f"cuda unavailable: {why}")
+
+
 def _host(t):
     return t.cpu().numpy()
 
@@ -131,10 +138,7 @@ DEVICES = [STAND_IN, pytest.param("cuda", marks=pytest.mark.cuda)]
 @pytest.mark.parametrize("name", list(CASES))
 @pytest.mark.parametrize("device", DEVICES)
 def test_every_device_gives_cpus_answer(be, name, device):
-    if device == "cuda":
-        ok, why = tp.plugins.device_status("cuda")
-        if not ok:
-            pytest.skip(f"cuda unavailable: {why}")
+    _need(device)
     fn = CASES[name]
     want, want_err = _run(fn, "cpu")
     got, got_err = _run(fn, device)
@@ -196,10 +200,7 @@ LONGLONG_CASES = {
 @pytest.mark.parametrize("name", list(LONGLONG_CASES))
 @pytest.mark.parametrize("device", ["cpu", *DEVICES])
 def test_an_index_of_numpys_other_int64_object_is_int64(be, name, device):
-    if device == "cuda":
-        ok, why = tp.plugins.device_status("cuda")
-        if not ok:
-            pytest.skip(f"cuda unavailable: {why}")
+    _need(device)
     fn = LONGLONG_CASES[name]
     x = _x(device)
     ll = tp.from_numpy(np.array([4, 0, 4], dtype=np.longlong)).to(device)
@@ -215,10 +216,7 @@ def test_an_index_of_numpys_other_int64_object_is_int64(be, name, device):
 
 @pytest.mark.parametrize("device", ["cpu", *DEVICES])
 def test_mode_gives_cpus_indices(be, device):
-    if device == "cuda":
-        ok, why = tp.plugins.device_status("cuda")
-        if not ok:
-            pytest.skip(f"cuda unavailable: {why}")
+    _need(device)
     rows = [[1.0, 2.0, 2.0, 1.0, 3.0, 3.0], [5.0, 4.0, 4.0, 5.0, 5.0, 0.0]]
     got = tp.mode(tp.tensor(rows, device=device), 1)
     want = tp.mode(tp.tensor(rows), 1)
