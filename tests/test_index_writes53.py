@@ -802,3 +802,19 @@ def test_basic_index_write_of_shifted_memory_is_still_refused():
         x[None, 1:] = x[:3]
     with pytest.raises(RuntimeError, match=OVERLAP):
         x[1:].copy_(x[:3])
+
+
+def test_expand_gives_new_size1_dims_torchs_strides():
+    # torch 2.13's strides for these expands (inferExpandGeometry: a new dim of size 1 takes the
+    # next dim's expanded size times its stride; a 0-dim tensor's new dims are all 0)
+    x = tp.arange(6.0)
+    z = tp.arange(6.0).reshape(2, 3)[:, :1]
+    w = tp.arange(6.0).reshape(1, 6)
+    cases = [(x.expand(1, 6), (6, 1)), (x.expand(2, 6), (0, 1)), (x.expand(1, 1, 6), (6, 6, 1)),
+             (x.expand(2, 1, 6), (0, 6, 1)), (x.expand(1, 2, 6), (0, 0, 1)),
+             (tp.tensor(2.0).expand(1), (0,)), (tp.tensor(2.0).expand(1, 1), (0, 0)),
+             (z.expand(1, 2, 4), (6, 3, 0)), (z.expand(1, 1, 2, 4), (6, 6, 3, 0)),
+             (w.expand(1, 3, 6), (0, 0, 1)), (w.expand(1, 1, 6), (6, 6, 1))]
+    for t_, want in cases:
+        assert t_.stride() == want, (t_.shape, t_.stride(), want)
+    assert x.expand(1, 6).is_contiguous() and x.expand(1, 6).tolist() == [x.tolist()]

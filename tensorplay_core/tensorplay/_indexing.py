@@ -356,6 +356,22 @@ def _strip_leading_ones(value):
     return O.view(value, list(shape[k:]))
 
 
+def _copy_to_value(value, shape):
+    """The value torch's setitem copies onto a basic-indexing view of ``shape`` (its
+    ``copy_to``): a 0-dim value on the cpu is a fill (read first: a copy of its one element,
+    so ``x[0:1] = x[0]`` overlaps nothing), any other is expanded to ``shape`` first -- so the
+    overlap rule of ``copy_`` compares the two as laid out, and ``x[None] = x`` (the same
+    memory walked the same way) is a no-op. A value that does not broadcast is left to
+    ``copy_``'s own error."""
+    vs = value.raw_shape
+    if not vs and value.raw_device.type == "cpu":
+        return O.clone(value)
+    k = len(shape) - len(vs)
+    if k < 0 or any(v != 1 and v != n for v, n in zip(vs, shape[k:])):
+        return value
+    return O.expand(value, list(shape))
+
+
 def _refuse_more_dims(value, target):
     """torch's setitem error for a value (leading size-1 dims stripped) of more dims than the
     indexed region: its ``expand`` refuses it (``copy_`` would name the broadcast shape)."""
@@ -441,6 +457,8 @@ def setitem(x, index, value, checks=True):
         if not advanced:
             if len(value.raw_shape) > len(out.raw_shape):
                 _refuse_more_dims(value, out.raw_shape)
+            if value.raw_shape != out.raw_shape:
+                value = _copy_to_value(value, out.raw_shape)
             O.copy_(out, value)
             return
     elif not advanced:

@@ -563,18 +563,8 @@ def partial_overlap(out, t) -> bool:
         return False
     o0, o1, t0, t1 = r
     if o0 == t0 and o1 == t1:
-        # the same bytes: a full overlap (allowed: each element is copied onto itself) when
-        # they are walked the same way. Strides of size-1 dims address nothing, so they are
-        # left out: torch compares its operands after expanding the value to the written
-        # shape, where a new or size-1 dim gets a stride of no consequence (x[None] = x,
-        # x[True] = x, x.view(1, n)[:] = x, x[0:1] = x[0] are no-ops there)
-        return _sized_strides(out) != _sized_strides(t)
+        return tuple(out._stride) != tuple(t._stride)
     return o0 < t1 and t0 < o1
-
-
-def _sized_strides(t) -> tuple:
-    """``t``'s strides of the dims whose size is not 1."""
-    return tuple(s for n, s in zip(t._shape, t._stride) if n != 1)
 
 
 def dense_byte_ranges(out, t):

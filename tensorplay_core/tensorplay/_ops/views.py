@@ -342,13 +342,10 @@ def _expand(x, size):
         raise RuntimeError(f"expand: the number of sizes provided ({nd}) must be greater or equal "
                            f"to the number of dimensions in the tensor ({xnd})")
     lead = nd - xnd
-    shape, stride = [], []
     for i in range(lead):
-        s = size[i]
-        if s < 0:
+        if size[i] < 0:
             raise RuntimeError(f"expand: -1 not allowed in leading, non-existing dimension {i}")
-        shape.append(s)
-        stride.append(0)
+    shape, stride = size[:lead], [0] * lead
     for i in range(xnd):
         s, cur = size[lead + i], xshape[i]
         if s == -1 or s == cur:
@@ -361,6 +358,14 @@ def _expand(x, size):
             raise RuntimeError(f"expand: the expanded size of the tensor ({s}) must match the "
                                f"existing size ({cur}) at non-singleton dimension {lead + i}. "
                                f"Target sizes: {size}. Tensor sizes: {list(xshape)}")
+    if xnd:
+        # a new dim of size 1 gets the stride torch's expand gives it (the next dim's expanded
+        # size times its stride, as an unsqueeze would): x.expand(1, n) is x.view(1, n), so a
+        # write of x onto it is the same memory walked the same way (torch's setitem expands
+        # the value to the written shape, then copies: x[None] = x is a no-op)
+        for i in range(lead - 1, -1, -1):
+            if shape[i] == 1:
+                stride[i] = shape[i + 1] * stride[i + 1]
     return make_view(x, tuple(shape), tuple(stride), x.offset)
 
 
