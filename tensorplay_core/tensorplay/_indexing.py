@@ -20,7 +20,7 @@ from ._kernels.indexing import check_index_dtype
 from ._ops.indexing import (check_index_put_dtype, check_index_write, check_no_overlap,
                             check_value_shape, dispatches_to_masked_fill, index_extremes)
 from ._tensor_base import check_partial_overlap as _check_partial_overlap
-from ._tensor_base import TensorBase
+from ._tensor_base import TensorBase, shared_storage
 
 
 def byte_mask(t, stacklevel=5):
@@ -356,16 +356,19 @@ def _strip_leading_ones(value):
     return O.view(value, list(shape[k:]))
 
 
-def _copy_to_value(value, shape):
-    """The value torch's setitem copies onto a basic-indexing view of ``shape`` (its
-    ``copy_to``): a 0-dim value on the cpu is a fill (read first: a copy of its one element,
-    so ``x[0:1] = x[0]`` overlaps nothing), any other is expanded to ``shape`` first -- so the
-    overlap rule of ``copy_`` compares the two as laid out, and ``x[None] = x`` (the same
-    memory walked the same way) is a no-op. A value that does not broadcast is left to
-    ``copy_``'s own error."""
-    vs = value.raw_shape
+def _copy_to_value(value, out):
+    """The value torch's setitem copies onto ``out``, a basic-indexing view of another shape
+    (its ``copy_to``): a 0-dim value on the cpu is a fill (read first: when it shares ``out``'s
+    memory, a copy of its one element, so ``x[0:1] = x[0]`` overlaps nothing), any other is
+    expanded to ``out``'s shape first -- so the overlap rule of ``copy_`` compares the two as
+    laid out, and ``x[None] = x`` (the same memory walked the same way) is a no-op. A value
+    that does not broadcast is left to ``copy_``'s own error."""
+    vs, shape = value.raw_shape, out.raw_shape
     if not vs and value.raw_device.type == "cpu":
-        return O.clone(value)
+        if value.storage_ref is out.storage_ref or \
+                shared_storage(value.storage_ref) is shared_storage(out.storage_ref):
+            return O.clone(value)
+        return value
     k = len(shape) - len(vs)
     if k < 0 or any(v != 1 and v != n for v, n in zip(vs, shape[k:])):
         return value
@@ -458,7 +461,7 @@ def setitem(x, index, value, checks=True):
             if len(value.raw_shape) > len(out.raw_shape):
                 _refuse_more_dims(value, out.raw_shape)
             if value.raw_shape != out.raw_shape:
-                value = _copy_to_value(value, out.raw_shape)
+                value = _copy_to_value(value, out)
             O.copy_(out, value)
             return
     elif not advanced:
