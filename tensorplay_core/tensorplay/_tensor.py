@@ -2266,7 +2266,9 @@ class Tensor(TensorBase, instance_class=True):
 
     def expand(self, *sizes: _int | Sequence[_int], **kwargs: Any) -> Tensor:
         """A view broadcasting size-1 dims to ``sizes`` (ints, one sequence, or ``size=``;
-        stride 0; -1 keeps a size). torch's ``implicit=`` is accepted and changes nothing."""
+        -1 keeps a size): a broadcast dim has stride 0; a new leading dim of size 1 has the
+        next dim's size times its stride, as torch's. ``implicit=`` is accepted and changes
+        nothing."""
         if kwargs:
             return _O.expand(self, _keyword_sizes(sizes, kwargs, "expand", "size", ("implicit",)))
         return _O.expand(self, _shape_arg(sizes))
