@@ -17,8 +17,9 @@ from ._factories import tensor as _tensor
 from ._ops import ops as O
 from ._ops._shapes import broadcast_shapes, check_fill, is_tensor
 from ._kernels.indexing import check_index_dtype
-from ._ops.indexing import (check_index_put_dtype, check_index_write, check_no_overlap,
-                            check_value_shape, dispatches_to_masked_fill, index_extremes)
+from ._ops.indexing import (broadcasts_to, check_index_put_dtype, check_index_write,
+                            check_no_overlap, check_value_shape, dispatches_to_masked_fill,
+                            index_extremes)
 from ._tensor_base import check_partial_overlap as _check_partial_overlap
 from ._tensor_base import TensorBase, shared_storage
 
@@ -369,8 +370,7 @@ def _copy_to_value(value, out):
                 shared_storage(value.storage_ref) is shared_storage(out.storage_ref):
             return O.clone(value)
         return value
-    k = len(shape) - len(vs)
-    if k < 0 or any(v != 1 and v != n for v, n in zip(vs, shape[k:])):
+    if not broadcasts_to(vs, shape):
         return value
     return O.expand(value, list(shape))
 

@@ -973,10 +973,7 @@ class Tensor(TensorBase, instance_class=True):
         """In-place ``index_add``; returns ``self`` (same as ``torch.Tensor.index_add_``). An
         ``index`` or ``source`` sharing memory with ``self`` is refused (RuntimeError, torch's
         ``assert_no_overlap``: ``x.index_add_(0, i, x)`` too)."""
-        if isinstance(source, Tensor):
-            _check_no_overlap(self, source)
-        if isinstance(index, Tensor):
-            _check_no_overlap(self, index)
+        _no_overlap(self, index, source)
         return _O.copy_(self, self.index_add(dim, index, source, alpha=alpha))
 
     def clamp_(self, min: _TensorOrScalar | None = None,
@@ -1891,7 +1888,7 @@ class Tensor(TensorBase, instance_class=True):
         (repeated indices accumulate); returns ``self`` (same as ``torch.Tensor.scatter_add_``).
         An ``index`` or ``src`` sharing memory with ``self`` is refused (RuntimeError, torch's
         ``assert_no_overlap``)."""
-        _scatter_no_overlap(self, index, src)
+        _no_overlap(self, index, src)
         return _in_place(self, "scatter_add_", _O.scatter_add, dim, index, src)
 
     def scatter(self, dim: _int, index: Tensor, src: _TensorOrScalar | None = None, *,
@@ -1910,7 +1907,7 @@ class Tensor(TensorBase, instance_class=True):
         """In-place ``scatter`` (``torch.Tensor.scatter_``); returns ``self``. An ``index`` or
         ``src`` sharing memory with ``self`` is refused (RuntimeError, torch's
         ``assert_no_overlap``)."""
-        _scatter_no_overlap(self, index, src)
+        _no_overlap(self, index, src)
         if reduce is not None:
             return _in_place(self, "scatter_", _scatter_reduced, dim, index, src, value, reduce)
         return _O.scatter_(self, dim, index, _scatter_src(src, value, reduce))
@@ -1930,7 +1927,7 @@ class Tensor(TensorBase, instance_class=True):
         """In-place ``scatter_reduce``; returns ``self`` (same as
         ``torch.Tensor.scatter_reduce_``); ``index`` or ``src`` sharing memory with ``self``:
         RuntimeError (torch's ``assert_no_overlap``)."""
-        _scatter_no_overlap(self, index, src)
+        _no_overlap(self, index, src)
         return _in_place(self, "scatter_reduce_", _scatter_reduce, dim, index, src, reduce,
                          include_self)
 
@@ -3093,8 +3090,7 @@ class Tensor(TensorBase, instance_class=True):
             # index_put_ may write an expanded tensor (as torch's); torch's index_copy_ refuses
             from ._dispatch import check_overlap
             check_overlap(_O.index_put_, 0, self)
-        _check_no_overlap(self, index)       # (torch's assert_no_overlap, both)
-        _check_no_overlap(self, source)
+        _no_overlap(self, index, source)       # (torch's assert_no_overlap, both)
         if index.ndim > 1:
             raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got "
                              f"{index.ndim})")
@@ -3226,10 +3222,7 @@ class Tensor(TensorBase, instance_class=True):
         ``self`` (same as ``torch.Tensor.put_``). ``source`` has ``self``'s dtype and as many
         elements as ``index`` (RuntimeError otherwise), and neither shares memory with ``self``
         (RuntimeError, torch's ``assert_no_overlap``)."""
-        if isinstance(index, Tensor):
-            _check_no_overlap(self, index)
-        if isinstance(source, Tensor):
-            _check_no_overlap(self, source)
+        _no_overlap(self, index, source)
         return _in_place(self, "put_", _put, index, source, accumulate)
 
     def put(self, index: Tensor, source: Tensor, accumulate: _bool = False) -> Tensor:
@@ -4021,9 +4014,10 @@ def _renamed(e, old, new):
     return e
 
 
-def _scatter_no_overlap(self, index, src):
-    """torch's ``assert_no_overlap`` of the in-place scatters: ``self`` shares memory with
-    neither ``index`` nor a tensor ``src`` (RuntimeError)."""
+def _no_overlap(self, index, src):
+    """torch's ``assert_no_overlap`` of the in-place index writes (``index_add_``,
+    ``index_copy_``, ``put_``, the scatters): ``self`` shares memory with neither ``index`` nor
+    a tensor ``src`` (RuntimeError)."""
     if isinstance(index, Tensor):
         _check_no_overlap(self, index)
     if isinstance(src, Tensor):

@@ -228,12 +228,18 @@ def _meta_self(x, *rest):
     return x
 
 
+def broadcasts_to(vs, shape) -> bool:
+    """Whether a shape ``vs`` broadcasts to ``shape`` (fewer or as many dims, each 1 or equal
+    to ``shape``'s, aligned from the right), as ``expand`` takes it."""
+    return len(vs) <= len(shape) and all(a == 1 or a == b for a, b in
+                                         zip(reversed(tuple(vs)), reversed(tuple(shape))))
+
+
 def check_value_shape(value, shape) -> None:
     """torch's ``index_put_`` rule: a tensor ``value`` broadcasts to the indexed ``shape``
     (RuntimeError, its words, otherwise)."""
     vs = tuple(value.shape)
-    if len(vs) <= len(shape) and all(a == 1 or a == b for a, b in
-                                     zip(reversed(vs), reversed(tuple(shape)))):
+    if broadcasts_to(vs, shape):
         return
     raise RuntimeError(f"shape mismatch: value tensor of shape {list(vs)} cannot be broadcast to "
                        f"indexing result of shape {list(shape)}")
