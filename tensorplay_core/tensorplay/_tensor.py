@@ -488,7 +488,12 @@ class Tensor(TensorBase, instance_class=True):
     def backward(self, gradient: Tensor | None = None, retain_graph: _bool | None = None,
                  create_graph: _bool = False,
                  inputs: Tensor | Sequence[Tensor] | None = None) -> None:
-        """Accumulate gradients of this tensor into the leaves (same as ``torch.Tensor.backward``)."""
+        """Accumulate gradients of this tensor into the leaves' ``.grad`` (same as
+        ``torch.Tensor.backward``): ``gradient`` has this tensor's shape (omitted only for one
+        element); each leaf's gradient is summed to its shape and cast to its dtype, on its
+        device. ``create_graph=True`` records the backward pass, so ``.grad`` keeps its history
+        and can be differentiated again. ``RuntimeError`` when this tensor does not require
+        grad."""
         _backward(self, gradient, retain_graph=retain_graph,
                                create_graph=create_graph, inputs=inputs)
 
