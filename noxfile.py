@@ -53,6 +53,12 @@ PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
 # from the extracted sdist (session wheels) uses the repository's cache too, not a fresh one.
 CORPUS_WHEELS = {"TENSORPLAY_CORPUS_WHEELS": os.environ.get("TENSORPLAY_CORPUS_WHEELS")
                  or str(Path(__file__).resolve().parent / ".corpus-wheels")}
+# The whole suite runs in four places in CI (the README's serial command, then tests-3.13,
+# minimums and wheels here) on 2 cores with 90 minutes for all of it: the nox sessions spread it
+# over the cores with pytest-xdist (its test ids are the same in every process). A run's own
+# ``-- -n 0`` (later on the command line) makes it serial again.
+XDIST = ("pytest-xdist",)
+PARALLEL = ("-n", "auto")
 LOCAL = ["-e", ".", "-e", "plugins/tensorplay_cpu", "-e", "plugins/tensorplay_cuda", "-e",
          "plugins/tensorplay_triton", "-e", "examples"]
 
@@ -92,8 +98,8 @@ print("core without numpy: ok")
 @nox.session(python=PYTHONS)
 def tests(session):
     """The whole suite on core + cpu + example pack."""
-    session.install("-e", ".[test]", *LOCAL[2:])
-    session.run("python", "-m", "pytest", "-q", "tests", *session.posargs)
+    session.install("-e", ".[test]", *LOCAL[2:], *XDIST)
+    session.run("python", "-m", "pytest", "-q", *PARALLEL, "tests", *session.posargs)
 
 
 DIST_DIRS = [".", "plugins/tensorplay_cpu", "plugins/tensorplay_cuda", "plugins/tensorplay_triton",
@@ -138,10 +144,10 @@ def minimums(session):
     """The whole suite with every direct dependency at its declared minimum version."""
     pins = _minimum_pins()
     session.log("declared minimums: " + " ".join(pins))
-    session.install(*pins)
+    session.install(*pins, *XDIST)     # one resolve: xdist fits the pinned pytest
     session.install("--no-deps", *LOCAL)
     session.run("python", "-m", "pip", "check")
-    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests",
+    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", *PARALLEL, "tests",
                 *session.posargs)
 
 
@@ -314,7 +320,7 @@ def wheels(session):
     py = os.path.join(venv, "bin", "python")
     tp_exe = os.path.join(venv, "bin", "tensorplay")
     session.run(py, "-m", "pip", "install", "-q", "--find-links", dist,
-                "tensorplay-core[all,test]", "tensorplay-example-ops", external=True)
+                "tensorplay-core[all,test]", "tensorplay-example-ops", *XDIST, external=True)
     session.run(py, "-m", "pip", "check", external=True)
     session.run(py, "-c", "import importlib.resources as r; "
                 "assert r.files('tensorplay').joinpath('py.typed').is_file(), 'py.typed missing'",
@@ -326,7 +332,7 @@ def wheels(session):
         tar.extractall(src, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
     (top,) = os.listdir(src)
     with session.chdir(os.path.join(src, top)):
-        session.run(py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests",
+        session.run(py, "-m", "pytest", "-q", "-p", "no:cacheprovider", *PARALLEL, "tests",
                     *session.posargs, env=CORPUS_WHEELS, external=True)
 
 
