@@ -83,3 +83,17 @@ def test_scaled_update_of_a_leaf_with_grad_on_is_refused():
     with pytest.raises(RuntimeError, match="leaf"):
         p.sub_(tp.ones(3), alpha=0.1)
     assert p._version == 0
+
+
+# -- row sums of small arrays ---------------------------------------------------------------
+@pytest.mark.parametrize("shape", [(1, 256), (1, 10), (2, 255), (511,), (1, 511), (3, 7)])
+@pytest.mark.parametrize("dim", [-1, 0])
+def test_small_row_sums_and_means_are_numpys_reduction(shape, dim):
+    # fewer than 512 elements: NumPy's own reduction (no BLAS product), bit for bit
+    a = np.random.default_rng(len(shape) * 100 + shape[-1]).standard_normal(shape).astype(np.float32)
+    t = tp.tensor(a)
+    for keepdim in (False, True):
+        s = t.sum(dim, keepdim=keepdim).numpy()
+        np.testing.assert_array_equal(s, np.add.reduce(a, dim, keepdims=keepdim))
+        m = t.mean(dim, keepdim=keepdim).numpy()
+        np.testing.assert_array_equal(m, np.add.reduce(a, dim, keepdims=keepdim) / a.shape[dim])
