@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import tensorplay as tp
+from tensorplay.library import custom_op
 
 
 def _pair(dt=np.float32, n=33, seed=0):
@@ -97,3 +98,72 @@ def test_small_row_sums_and_means_are_numpys_reduction(shape, dim):
         np.testing.assert_array_equal(s, np.add.reduce(a, dim, keepdims=keepdim))
         m = t.mean(dim, keepdim=keepdim).numpy()
         np.testing.assert_array_equal(m, np.add.reduce(a, dim, keepdims=keepdim) / a.shape[dim])
+
+
+# -- ops with grad mode off on tensors that require grad --------------------------------------
+def _cube_op(name, scale):
+    """A custom op ``x * x * x * w`` whose registered formula multiplies the true gradient by
+    ``scale``: a gradient that is ``scale`` times the true one proves the body's own ops recorded
+    nothing (only the formula did)."""
+    def body(x: tp.Tensor, w: tp.Tensor) -> tp.Tensor:
+        return x * x * x * w
+
+    def setup(ctx, inputs, output):
+        ctx.save_for_backward(*inputs)
+
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return g * 3.0 * x * x * w * scale, (g * x * x * x).sum(0) * scale
+
+    op = custom_op(name, body, mutates_args=())
+    op.register_autograd(backward, setup_context=setup)
+    return op
+
+
+def _name(node):
+    n = node.name
+    return n() if callable(n) else n
+
+
+def test_custom_op_body_with_grad_on_and_off_gives_one_value_and_records_only_the_op():
+    op = _cube_op("train54test::cube", 2.0)
+    x0 = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    x = tp.tensor(x0, requires_grad=True)
+    w = tp.tensor(np.full(4, 0.5, np.float32), requires_grad=True)
+    with tp.no_grad():
+        off = op(x, w)
+    assert off.grad_fn is None and not off.requires_grad
+    on = op(x, w)
+    np.testing.assert_array_equal(on.detach().numpy(), off.numpy())
+    assert on.requires_grad and on.grad_fn is not None
+    assert "cube" in _name(on.grad_fn)
+    # its inputs' edges lead to the leaves' accumulators, not to nodes of the body's ops
+    assert all(e[0] is None or "Accumulate" in _name(e[0]) for e in on.grad_fn.next_functions)
+    on.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2.0 * 3.0 * x0 * x0 * 0.5, rtol=1e-6)
+    np.testing.assert_allclose(w.grad.numpy(), 2.0 * (x0 ** 3).sum(0), rtol=1e-6)
+    assert x._version == 0 and w._version == 0
+
+
+def test_backward_formula_ops_record_with_create_graph():
+    op = _cube_op("train54test::cube2", 1.0)
+    x0 = np.array([[0.5, -1.0, 2.0]], np.float32)
+    x = tp.tensor(x0, requires_grad=True)
+    w = tp.tensor(np.ones(3, np.float32), requires_grad=True)
+    (gx,) = tp.autograd.grad(op(x, w).sum(), (x,), create_graph=True)
+    assert gx.requires_grad and gx.grad_fn is not None     # the formula's ops were recorded
+    np.testing.assert_allclose(gx.detach().numpy(), 3.0 * x0 * x0, rtol=1e-6)
+    (ggx,) = tp.autograd.grad(gx.sum(), (x,))
+    np.testing.assert_allclose(ggx.numpy(), 6.0 * x0, rtol=1e-6)
+    # without create_graph the same formula records nothing
+    (gx2,) = tp.autograd.grad(op(x, w).sum(), (x,))
+    assert gx2.grad_fn is None and not gx2.requires_grad
+
+
+def test_no_grad_ops_on_tensors_that_require_grad_record_nothing_and_name_the_op():
+    w = tp.tensor(np.ones((2, 3), np.float32), requires_grad=True)
+    with tp.no_grad():
+        for r in (w * w, w + 1.0, w - w, w.mean(-1, keepdim=True), tp.rsqrt(w), w @ w.T):
+            assert r.grad_fn is None and not r.requires_grad
+        with pytest.raises(RuntimeError, match="mul"):
+            w * tp.ones((4, 5))
