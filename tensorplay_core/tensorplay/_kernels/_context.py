@@ -207,13 +207,15 @@ def _make_rows_sum(c):
     add_reduce = c.be.np.add.reduce if row_blas else None
 
     def rows_sum(x, axis, keepdim):
-        dt = x.dtype
-        if row_blas and (dt is f32 or dt is f64) and axis is not None and len(axis) == 1:
+        # both BLAS cases below need 512 elements or more: a smaller array (a training step's
+        # batch-1 rows) goes to the reduction after one size read, not the eight tests
+        if row_blas and axis is not None and len(axis) == 1 and (size := x.size) >= 512 and (
+                (dt := x.dtype) is f32 or dt is f64):
             nd_ = x.ndim
             d = axis[0]
             n = x.shape[-1] if nd_ else 0
             # from ~16 rows of 256 on (fewer: NumPy's reduction is as fast, and the branch costs)
-            if (d == -1 or d == nd_ - 1) and 1 < n <= _ROW_MAX and x.size >= 4096:
+            if (d == -1 or d == nd_ - 1) and 1 < n <= _ROW_MAX and size >= 4096:
                 # a 2-D array owning its memory is row- or column-major (one read, not the
                 # flags object's ~0.6 k instructions); a view or an N-D array: the flags
                 if (nd_ == 2 and x.base is None) or _blas_rows(x.flags, nd_):
@@ -226,7 +228,7 @@ def _make_rows_sum(c):
                     if keepdim:
                         return r.reshape(x.shape[:-1] + (1,))
                     return r if nd_ > 1 else xp.asarray(r)
-            elif nd_ == 2 and (d == 0 or d == -2) and x.size >= 512:
+            elif nd_ == 2 and (d == 0 or d == -2):
                 # columns: faster than NumPy's row-by-row reduction from a few hundred elements
                 m = x.shape[0]
                 if 1 < m <= _ROW_MAX and (x.base is None or _blas_rows(x.flags, 2)):
