@@ -86,7 +86,10 @@ class AccumulateGrad(Node):
                 # a gradient may be shared by several leaves (e.g. add's backward): own a copy
                 v.grad = _own_copy(g.detach())
             else:
-                v.grad = v.grad + g.detach()
+                # in place, as torch's AccumulateGrad with grad mode off (``grad += new``): the
+                # .grad object stays the same one -- references to it (an optimizer's, a
+                # user's) see the sum, and a grad_fn left by a create_graph backward is kept
+                v.grad.add_(g.detach())
         return ()
 
 

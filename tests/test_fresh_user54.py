@@ -1,0 +1,73 @@
+"""A fresh user's findings of session 54: divergences from torch 2.13, each behaviour checked
+in torch 2.13 (cpu) before it was asserted here."""
+
+from __future__ import annotations
+
+import pytest
+
+import tensorplay as tp
+
+pytest.importorskip("numpy")
+
+
+# -- 1. AccumulateGrad with grad mode off adds into the existing .grad in place ---------------
+
+def test_plain_backward_after_create_graph_keeps_grad_object_and_grad_fn():
+    # torch: .grad += new (grad mode off) -- same object, its grad_fn (from the create_graph
+    # backward) kept
+    x = tp.tensor([1.0, 2.0], requires_grad=True)
+    (x * x).sum().backward(create_graph=True)
+    g0 = x.grad
+    (x * 3).sum().backward()
+    assert x.grad is g0
+    assert x.grad.tolist() == [5.0, 7.0]
+    assert x.grad.grad_fn is not None
+
+
+def test_second_plain_backward_adds_into_the_same_grad_tensor():
+    w = tp.tensor([1.0, 2.0], requires_grad=True)
+    (w * w).sum().backward()
+    ref = w.grad                     # e.g. an optimizer's reference
+    (w * 3).sum().backward()
+    assert w.grad is ref and ref.tolist() == [5.0, 7.0]
+    assert not w.grad.requires_grad
+
+
+def test_user_set_grad_is_accumulated_into_in_place():
+    v = tp.tensor([1.0, 2.0], requires_grad=True)
+    g = tp.zeros(2)
+    v.grad = g
+    (v * 2).sum().backward()
+    assert v.grad is g and g.tolist() == [2.0, 2.0]
+
+
+def test_in_place_accumulation_for_broadcast_leaf_and_other_dtype_gradient():
+    s = tp.tensor(2.0, requires_grad=True)
+    (s.expand(3) * 1).sum().backward()
+    r = s.grad
+    (s.expand(3) * 1).sum().backward()
+    assert s.grad is r and r.item() == 6.0
+    h = tp.tensor([1.0, 3.0], requires_grad=True)
+    (h * 1).sum().backward()
+    r = h.grad
+    (h.double() ** 2).sum().backward()
+    assert h.grad is r and r.dtype is tp.float32 and r.tolist() == [3.0, 7.0]
+
+
+def test_create_graph_backward_into_existing_grad_is_out_of_place():
+    z = tp.tensor([1.0, 2.0], requires_grad=True)
+    (z * 2).sum().backward()
+    g1 = z.grad
+    (z * z).sum().backward(create_graph=True)
+    assert z.grad is not g1 and z.grad.grad_fn is not None
+    assert g1.tolist() == [2.0, 2.0] and z.grad.tolist() == [4.0, 6.0]
+
+
+def test_retain_grad_of_non_leaf_accumulates_out_of_place():
+    a = tp.tensor([1.0, 2.0], requires_grad=True)
+    b = a * 2
+    b.retain_grad()
+    (b * b).sum().backward(retain_graph=True)
+    r = b.grad
+    (b * b).sum().backward()
+    assert b.grad is not r and b.grad.tolist() == [8.0, 16.0]
