@@ -71,3 +71,71 @@ def test_retain_grad_of_non_leaf_accumulates_out_of_place():
     r = b.grad
     (b * b).sum().backward()
     assert b.grad is not r and b.grad.tolist() == [8.0, 16.0]
+
+
+# -- 2. a tensor hook may not change the gradient's dtype, device or shape --------------------
+
+def _leaf_hook_backward(hook):
+    x = tp.tensor([1.0, 2.0], requires_grad=True)
+    x.register_hook(hook)
+    (x * 2).sum().backward()
+
+
+def _nonleaf_hook_backward(hook):
+    x = tp.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    y.register_hook(hook)
+    y.sum().backward()
+
+
+@pytest.mark.parametrize("run", [_leaf_hook_backward, _nonleaf_hook_backward])
+def test_hook_changing_dtype_is_refused(run):
+    def myhook(g):
+        return g.double()
+    # torch: RuntimeError "hook 'myhook' has changed the type of value (was torch.FloatTensor
+    # got torch.DoubleTensor)"
+    with pytest.raises(RuntimeError, match=r"hook 'myhook' has changed the type of value "
+                                           r"\(was tensorplay.FloatTensor got tensorplay.DoubleTensor"):
+        run(myhook)
+
+
+@pytest.mark.parametrize("run", [_leaf_hook_backward, _nonleaf_hook_backward])
+def test_hook_changing_shape_is_refused(run):
+    # torch: RuntimeError "hook '<lambda>' has changed the size of value"
+    with pytest.raises(RuntimeError, match="hook '<lambda>' has changed the size of value"):
+        run(lambda g: g.sum())
+    with pytest.raises(RuntimeError, match="has changed the size of value"):
+        run(lambda g: g.unsqueeze(0))
+
+
+def test_hook_changing_device_is_refused():
+    # torch (a meta result): "hook '<lambda>' has changed the type of value (was
+    # torch.FloatTensor got MetaFloatType)"
+    with pytest.raises(RuntimeError, match="hook '<lambda>' has changed the type of value"):
+        _nonleaf_hook_backward(lambda g: g.to("meta"))
+
+
+def test_hook_returning_a_non_tensor_is_a_type_error():
+    # torch: TypeError "expected Variable, but hook returned 'int'"
+    with pytest.raises(TypeError, match="hook '<lambda>' returned 'int'"):
+        _leaf_hook_backward(lambda g: 3)
+
+
+def test_hook_on_a_callable_object_is_named_unknown_and_autograd_grad_checks_too():
+    class H:
+        def __call__(self, g):
+            return g.double()
+    with pytest.raises(RuntimeError, match="hook '<unknown>' has changed the type of value"):
+        _leaf_hook_backward(H())
+    x = tp.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    y.register_hook(lambda g: g.double())
+    with pytest.raises(RuntimeError, match="has changed the type of value"):
+        tp.autograd.grad(y.sum(), [x])
+
+
+def test_hook_returning_same_dtype_shape_other_strides_is_taken():
+    x = tp.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    x.register_hook(lambda g: (g * 3).t().contiguous().t())
+    (x * 2).sum().backward()
+    assert x.grad.tolist() == [[6.0, 6.0], [6.0, 6.0]]
