@@ -139,3 +139,54 @@ def test_hook_returning_same_dtype_shape_other_strides_is_taken():
     x.register_hook(lambda g: (g * 3).t().contiguous().t())
     (x * 2).sum().backward()
     assert x.grad.tolist() == [[6.0, 6.0], [6.0, 6.0]]
+
+
+# -- 3. std/var(unbiased, keepdim) without dim: torch's std(unbiased) overload has no keepdim --
+
+_X = [[1.0, 2.0], [3.0, 5.0]]
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: x.std(unbiased=False, keepdim=True),
+    lambda x: x.var(unbiased=False, keepdim=True),
+    lambda x: x.var(unbiased=False, keepdim=False),
+    lambda x: x.std(False, keepdim=True),
+    lambda x: tp.std(x, unbiased=False, keepdim=True),
+    lambda x: tp.var(x, unbiased=False, keepdim=True),
+    lambda x: tp.std_mean(x, unbiased=False, keepdim=True),
+    lambda x: tp.var_mean(x, unbiased=False, keepdim=True),
+])
+def test_unbiased_with_keepdim_and_no_dim_is_a_type_error(call):
+    # torch: TypeError "std() received an invalid combination of arguments - got
+    # (keepdim=bool, unbiased=bool, ), but expected one of: ..."
+    with pytest.raises(TypeError, match=r"(std|var|std_mean|var_mean)\(\) received an invalid "
+                                        r"combination of arguments.*pass dim=None"):
+        call(tp.tensor(_X))
+
+
+@pytest.mark.parametrize("call, shape", [
+    (lambda x: x.std(keepdim=True), (1, 1)),
+    (lambda x: x.std(correction=0, keepdim=True), (1, 1)),
+    (lambda x: x.std(unbiased=False), ()),
+    (lambda x: x.std(False), ()),
+    (lambda x: x.std(0, False, True), (1, 2)),
+    (lambda x: x.std(dim=None, unbiased=False, keepdim=True), (1, 1)),
+    (lambda x: x.std(None, keepdim=True), (1, 1)),
+    (lambda x: tp.std_mean(x, keepdim=True)[0], (1, 1)),
+    (lambda x: tp.var_mean(x, dim=None, unbiased=False, keepdim=True)[1], (1, 1)),
+    (lambda x: tp.std(x, 1, False, True), (2, 1)),
+    (lambda x: tp.var(x, dim=None, correction=1, keepdim=True), (1, 1)),
+])
+def test_the_accepted_std_var_overloads_keep_working(call, shape):
+    # shapes as torch 2.13 gives them
+    assert tuple(call(tp.tensor(_X)).shape) == shape
+
+
+def test_std_value_and_errors_name_std_not_var():
+    x = tp.tensor(_X)
+    assert abs(x.std(dim=None, unbiased=False, keepdim=True).item() - 1.479019945774904) < 1e-6
+    # torch: TypeError for both (invalid combination of arguments)
+    with pytest.raises(TypeError, match=r"^std\(\)"):
+        x.std(unbiased=False, correction=0)
+    with pytest.raises(TypeError, match=r"^std\(\)"):
+        x.std(True, True)

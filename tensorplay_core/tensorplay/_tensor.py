@@ -2090,8 +2090,8 @@ class Tensor(TensorBase, instance_class=True):
         """Round to ``decimals`` places, halves to even (as ``torch.round``)."""
         return _O.round(self, decimals=decimals)
 
-    def var(self, dim: _Dims | _bool = None, *args: _bool, correction: _Number | None = None,
-            keepdim: _bool = False, unbiased: _bool | None = None,
+    def var(self, dim: _Dims | _bool = _NO_DIM, *args: _bool, correction: _Number | None = None,
+            keepdim: _bool = _NO_KEEPDIM, unbiased: _bool | None = None,
             axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """Variance over ``dim`` (all elements when None) with Bessel's ``correction`` (1 by
         default): ``sum((x - mean)**2) / (N - correction)``; floating tensors only.
@@ -2105,16 +2105,16 @@ class Tensor(TensorBase, instance_class=True):
         return _surface.variance_and_mean("var", self, dim, args, correction, keepdim,
                                           unbiased)[0]
 
-    def std(self, dim: _Dims | _bool = None, *args: _bool, correction: _Number | None = None,
-            keepdim: _bool = False, unbiased: _bool | None = None,
+    def std(self, dim: _Dims | _bool = _NO_DIM, *args: _bool, correction: _Number | None = None,
+            keepdim: _bool = _NO_KEEPDIM, unbiased: _bool | None = None,
             axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """Standard deviation over ``dim``: ``sqrt(var(...))`` with ``var``'s arguments (same
         overloads as ``torch.std``); its gradient is 0 where the result is 0 (a constant
         input), as torch's."""
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("std", dim, keepdim, axis, keepdims)
-        return _norm_root(self.var(dim, *args, correction=correction, keepdim=keepdim,
-                                   unbiased=unbiased), 2)
+        return _norm_root(_surface.variance_and_mean("std", self, dim, args, correction, keepdim,
+                                                     unbiased)[0], 2)
 
     def norm(self, p: _Number | str | None = "fro", dim: _Dims = None, keepdim: _bool = False,
              dtype: Any = None) -> Tensor:
