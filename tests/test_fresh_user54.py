@@ -190,3 +190,52 @@ def test_std_value_and_errors_name_std_not_var():
         x.std(unbiased=False, correction=0)
     with pytest.raises(TypeError, match=r"^std\(\)"):
         x.std(True, True)
+
+
+# -- 4. a tuple (or other non-int) dim of a single-dim reduction: torch's TypeError -----------
+
+@pytest.mark.parametrize("api, call", [
+    ("max", lambda x: x.max((0, 1))),
+    ("min", lambda x: x.min((0, 1))),
+    ("max", lambda x: tp.max(x, (0, 1))),
+    ("min", lambda x: tp.min(x, dim=(0, 1))),
+    ("max", lambda x: x.max((0,), keepdim=True)),
+    ("median", lambda x: x.median((0, 1))),
+    ("median", lambda x: tp.median(x, (0, 1))),
+    ("nanmedian", lambda x: x.nanmedian((0, 1))),
+    ("mode", lambda x: x.mode((0, 1))),
+    ("kthvalue", lambda x: x.kthvalue(1, (0, 1))),
+    ("cummax", lambda x: x.cummax((0,))),
+    ("argmax", lambda x: x.argmax((0, 1))),
+    ("argmin", lambda x: x.argmin((0, 1))),
+    ("argmax", lambda x: tp.argmax(x, dim=(0, 1), keepdim=True)),
+])
+def test_tuple_dim_of_single_dim_reduction_is_a_type_error_naming_op_and_dim(api, call):
+    # torch: TypeError ("argmax(): argument 'dim' (position 1) must be int, not tuple"; max/min:
+    # "max() received an invalid combination of arguments - got (tuple), ...")
+    with pytest.raises(TypeError, match=rf"^{api}\(\): argument 'dim' must be int, not tuple$"):
+        call(tp.tensor(_X))
+
+
+@pytest.mark.parametrize("call, msg", [
+    (lambda x: x.max(0.5), r"^max\(\): argument 'dim' must be int, not float$"),
+    (lambda x: x.argmax(0.0), r"^argmax\(\): argument 'dim' must be int, not float$"),
+    (lambda x: x.median(0.5), r"^median\(\): argument 'dim' must be int, not float$"),
+    (lambda x: x.argmax(dim=[0]), r"^argmax\(\): argument 'dim' must be int, not list$"),
+    (lambda x: x.argmax(True), r"^argmax\(\): argument 'dim' must be int, not bool$"),
+    (lambda x: x.sum((0.5,)), r"^sum\(\): argument 'dim' must be tuple of ints, but found "
+                              r"element of type float at pos 0$"),
+    (lambda x: x.amax((0.5,)), r"^amax\(\): argument 'dim' must be tuple of ints"),
+])
+def test_other_non_int_dims_are_type_errors_naming_the_op(call, msg):
+    # torch: TypeError for each (checked in torch 2.13)
+    with pytest.raises(TypeError, match=msg):
+        call(tp.tensor(_X))
+
+
+def test_int_like_dims_still_work():
+    x = tp.tensor(_X)
+    np = pytest.importorskip("numpy")
+    assert x.max(dim=np.int64(0)).values.tolist() == [3.0, 5.0]
+    assert x.argmax(tp.tensor(1)).tolist() == [1, 1]
+    assert x.median(-1).values.tolist() == [1.0, 3.0]
