@@ -239,3 +239,65 @@ def test_int_like_dims_still_work():
     assert x.max(dim=np.int64(0)).values.tolist() == [3.0, 5.0]
     assert x.argmax(tp.tensor(1)).tolist() == [1, 1]
     assert x.median(-1).values.tolist() == [1.0, 3.0]
+
+
+# -- 5. a 0-dim bool tensor index writes by index_put_'s rules (torch: an int64 index) --------
+
+_OVERLAP = "some elements of the input tensor and the written-to tensor refer to a single memory"
+_DTYPE = "Index put requires the source and destination dtypes match"
+
+
+def test_0d_self_0d_bool_index_value_overlapping_self_is_refused():
+    x = tp.tensor(1.0)
+    with pytest.raises(RuntimeError, match=_OVERLAP):
+        x[tp.tensor(True)] = x
+    with pytest.raises(RuntimeError, match=_OVERLAP):
+        x[tp.tensor(False)] = x            # torch checks before the (empty) write
+    with pytest.raises(RuntimeError, match=_OVERLAP):
+        x[tp.tensor(True)] = x.view(())
+    y = tp.tensor([1.0, 2.0])
+    with pytest.raises(RuntimeError, match=_OVERLAP):
+        y[tp.tensor(True)] = y[0]
+    assert x.item() == 1.0 and y.tolist() == [1.0, 2.0]
+
+
+@pytest.mark.parametrize("make, value", [
+    (lambda: tp.tensor(1.0), lambda: tp.tensor(3)),
+    (lambda: tp.tensor(1.0), lambda: tp.tensor(3.0, dtype=tp.float64)),
+    (lambda: tp.tensor(1), lambda: tp.tensor(3.0)),
+    (lambda: tp.tensor([1.0, 2.0]), lambda: tp.tensor(3)),
+])
+def test_0d_bool_index_value_of_other_dtype_is_refused(make, value):
+    # torch: RuntimeError "Index put requires the source and destination dtypes match, got
+    # Float for the destination and Long for the source."
+    x = make()
+    before = x.tolist()
+    with pytest.raises(RuntimeError, match=_DTYPE):
+        x[tp.tensor(True)] = value()
+    with pytest.raises(RuntimeError, match=_DTYPE):
+        x[tp.tensor(False)] = value()
+    with pytest.raises(RuntimeError, match=_DTYPE):
+        x[..., tp.tensor(True)] = value()
+    assert x.tolist() == before
+
+
+def test_0d_bool_index_writes_that_torch_takes():
+    x = tp.tensor(1.0)
+    x[tp.tensor(True)] = 3                  # a number: cast, as torch
+    assert x.item() == 3.0
+    x[tp.tensor(True)] = tp.tensor(3.5)
+    assert x.item() == 3.5
+    x[tp.tensor(True)] = x.clone() * 2
+    assert x.item() == 7.0
+    x[tp.tensor(False)] = tp.tensor(9.0)
+    assert x.item() == 7.0
+    b = tp.tensor(True)
+    b[b] = False                            # the index is not checked against self (torch)
+    assert b.item() is False
+    y = tp.tensor([1.0, 2.0])
+    y[tp.tensor(True)] = tp.tensor([7.0, 8.0])
+    assert y.tolist() == [7.0, 8.0]
+    y[tp.tensor([True, False])] = tp.tensor(3)   # a real mask, 0-d value: masked_fill_ (cast)
+    assert y.tolist() == [3.0, 8.0]
+    y[True] = tp.tensor(5)                  # a Python True alone: copy_ (cast)
+    assert y.tolist() == [5.0, 5.0]

@@ -384,15 +384,34 @@ def _refuse_more_dims(value, target):
         f"tensor ({value.ndim})")
 
 
-def _put_checks(out, advanced, value):
+def _has_0d_bool(index) -> bool:
+    """Whether ``index`` has a 0-dim bool tensor: torch indexes with it as with a Python bool
+    (an int64 index tensor, ``[0]`` or ``[]``), so its write follows ``index_put_``'s rules,
+    not ``masked_fill_``'s (``_split`` makes it a mask of the inserted size-1 dim)."""
+    return any(_is_tensor(i) and i.raw_dtype is _dtype.bool and not i.raw_shape
+               for i in _normalize(index))
+
+
+def _put_checks(out, advanced, value, bool_0d=False):
     """torch's ``index_put_`` rules for ``out[advanced] = value``, before anything is written
     (torch applies them to the indexed view, ``out``): ``dispatches_to_masked_fill`` -- then
     only a mask partially overlapping ``out`` is refused --, else ``check_index_write`` and
     ``check_index_put_dtype``. The common one-index writes inline: each tensor's storage is
-    looked at closer only when it is ``out``'s or has its root (fake tensors: None, so always)."""
+    looked at closer only when it is ``out``'s or has its root (fake tensors: None, so always).
+    ``bool_0d``: the index has a 0-dim bool tensor, torch's int64 index (``_has_0d_bool``):
+    ``index_put_``'s checks of the value, never the masked_fill_ case; the index, a new tensor
+    in torch, is not checked for overlap (``x[x] = False`` of a 0-dim bool ``x`` is allowed)."""
     so = out.storage_ref
     root = so.root
     vt = isinstance(value, TensorBase)
+    if bool_0d:
+        if vt:
+            sv = value.storage_ref
+            if sv is so or sv.root is root:
+                check_no_overlap(out, value)
+            if value.raw_dtype is not out.raw_dtype:
+                check_index_put_dtype(out, value)
+        return
     if len(advanced) == 1:
         idx = advanced[0][1]
         si = idx.storage_ref
@@ -472,7 +491,8 @@ def setitem(x, index, value, checks=True):
         O.fill_(out, value)
         return
     if checks:
-        _put_checks(out, advanced, value)
+        _put_checks(out, advanced, value, _has_0d_bool(index) if any(
+            i.raw_dtype is _dtype.bool for _, i in advanced) else False)
     # a full-shape bool mask with a number or a 0-d value is masked_fill_ (where-like); with a
     # value of 1 or more dims it takes one value per True element, in order, as torch's
     # x[mask] = v (index_put_ with the mask's positions): the integer-index path
