@@ -301,3 +301,46 @@ def test_0d_bool_index_writes_that_torch_takes():
     assert y.tolist() == [3.0, 8.0]
     y[True] = tp.tensor(5)                  # a Python True alone: copy_ (cast)
     assert y.tolist() == [5.0, 5.0]
+
+
+# -- 6. *_like / new_* of a meta tensor on a real device: a real tensor (torch's) -------------
+
+@pytest.mark.parametrize("call, total", [
+    (lambda m: tp.zeros_like(m, device="cpu"), 0.0),
+    (lambda m: tp.ones_like(m, device="cpu"), 6.0),
+    (lambda m: tp.full_like(m, 7, device="cpu"), 42.0),
+    (lambda m: m.new_zeros(2, device="cpu"), 0.0),
+    (lambda m: m.new_ones(2, device="cpu"), 2.0),
+    (lambda m: m.new_full((2,), 4.0, device="cpu"), 8.0),
+    (lambda m: m.new_tensor([1.0, 2.0], device="cpu"), 3.0),
+])
+def test_like_and_new_of_meta_on_cpu_have_values(call, total):
+    r = call(tp.empty(2, 3, device="meta"))
+    assert r.device.type == "cpu"
+    assert r.sum().item() == total        # torch: a real cpu tensor (values readable)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: tp.empty_like(m, device="cpu"),
+    lambda m: tp.rand_like(m, device="cpu"),
+    lambda m: tp.randn_like(m, device="cpu"),
+    lambda m: tp.randint_like(m, 5, device="cpu"),
+    lambda m: m.new_empty(2, device="cpu"),
+])
+def test_uninitialised_and_random_like_of_meta_on_cpu_are_real(call):
+    r = call(tp.empty(2, 3, device="meta"))
+    assert r.device.type == "cpu"
+    assert len(r.tolist()) == r.shape[0]   # has data (a fake tensor refuses tolist)
+
+
+def test_like_of_meta_keeps_layout_dtype_grad_and_meta_stays_meta():
+    m = tp.empty(2, 3, device="meta")
+    r = tp.zeros_like(m.t(), device="cpu")
+    assert r.stride() == (1, 3)            # preserve_format, as torch
+    r = tp.ones_like(m, dtype=tp.int64, device="cpu", requires_grad=False)
+    assert r.dtype is tp.int64 and r.sum().item() == 6
+    r = tp.zeros_like(m, device="cpu", requires_grad=True)
+    assert r.requires_grad and r.sum().item() == 0.0
+    assert tp.zeros_like(m).device.type == "meta"
+    assert m.new_zeros(2).device.type == "meta"
+    assert tp.zeros_like(tp.ones(2), device="meta").device.type == "meta"
