@@ -344,3 +344,57 @@ def test_like_of_meta_keeps_layout_dtype_grad_and_meta_stays_meta():
     assert tp.zeros_like(m).device.type == "meta"
     assert m.new_zeros(2).device.type == "meta"
     assert tp.zeros_like(tp.ones(2), device="meta").device.type == "meta"
+
+
+# -- 7. index_put_(accumulate=True) into an expanded tensor: torch warns and accumulates ------
+
+_EXPANDED_WARNING = "Use of index_put_ on expanded tensors is deprecated"
+
+
+def test_index_put_accumulate_into_expanded_adds_every_value_into_shared_memory():
+    base = tp.zeros(1)
+    with pytest.warns(UserWarning, match=_EXPANDED_WARNING):
+        base.expand(3).index_put_((tp.tensor([0, 2]),), tp.tensor([1.0, 2.0]), accumulate=True)
+    assert base.tolist() == [3.0]          # torch: tensor([3.])
+    base = tp.zeros(1, 2)
+    with pytest.warns(UserWarning, match=_EXPANDED_WARNING):
+        base.expand(3, 2).index_put_((tp.tensor([0, 2]),), tp.tensor(1.0), accumulate=True)
+    assert base.tolist() == [[2.0, 2.0]]
+    base = tp.zeros(1)
+    with pytest.warns(UserWarning, match=_EXPANDED_WARNING):
+        base.expand(3).index_put_((tp.tensor([True, False, True]),), tp.tensor([1.0, 2.0]),
+                                  accumulate=True)
+    assert base.tolist() == [3.0]
+
+
+def test_index_put_accumulate_into_expanded_int_and_inner_expanded_dim():
+    b = tp.zeros(1, dtype=tp.int32)
+    x = b.expand(3)
+    with pytest.warns(UserWarning, match=_EXPANDED_WARNING):
+        r = x.index_put_((tp.tensor([0, 2, 2]),), tp.tensor([1, 2, 3], dtype=tp.int32),
+                         accumulate=True)
+    assert r is x and x.tolist() == [6, 6, 6] and x.dtype is tp.int32
+    c = tp.zeros(2, 1).expand(2, 3)
+    with pytest.warns(UserWarning, match=_EXPANDED_WARNING):
+        c.index_put_((tp.tensor([1]), tp.tensor([0])), tp.tensor(5.0), accumulate=True)
+    assert c.tolist() == [[0.0, 0.0, 0.0], [5.0, 5.0, 5.0]]
+
+
+def test_index_put_into_expanded_without_accumulate_warns_too():
+    base = tp.zeros(1)
+    with pytest.warns(UserWarning, match=_EXPANDED_WARNING):
+        base.expand(3).index_put_((tp.tensor([0, 2]),), tp.tensor([1.0, 2.0]))
+    assert base.tolist() == [2.0]
+    base = tp.zeros(1)
+    x = base.expand(3)
+    with pytest.warns(UserWarning, match=_EXPANDED_WARNING):
+        x[tp.tensor([0, 2])] = tp.tensor([1.0, 2.0])
+    assert base.tolist() == [2.0]
+
+
+def test_out_of_place_index_put_of_expanded_does_not_warn_or_write(recwarn):
+    base = tp.zeros(1)
+    r = tp.index_put(base.expand(3), (tp.tensor([0, 2]),), tp.tensor([1.0, 2.0]),
+                     accumulate=True)
+    assert r.tolist() == [1.0, 0.0, 2.0] and base.tolist() == [0.0]
+    assert not [w for w in recwarn if _EXPANDED_WARNING in str(w.message)]

@@ -24,6 +24,41 @@ from ._tensor_base import check_partial_overlap as _check_partial_overlap
 from ._tensor_base import TensorBase, shared_storage
 
 
+_EXPANDED_PUT = ("Use of index_put_ on expanded tensors is deprecated. Please clone() the tensor "
+                 "before performing this operation. This also applies to advanced indexing e.g. "
+                 "tensor[indices] = tensor")
+
+
+def expanded(t) -> bool:
+    """Whether ``t`` has a dim of stride 0 and size > 1 (an ``expand``: elements sharing memory)."""
+    return 0 in t.stride_tuple and any(
+        st == 0 and n > 1 for n, st in zip(t.raw_shape, t.stride_tuple))
+
+
+def warn_expanded_put(stacklevel=3):
+    """torch's deprecation warning of an ``index_put_`` (``x[idx] = v``) into an expanded tensor."""
+    import warnings
+    warnings.warn(_EXPANDED_PUT, UserWarning, stacklevel=stacklevel + 1)
+
+
+def index_put_accumulate_expanded(x, indices, values, accumulated):
+    """``x.index_put_(indices, values, accumulate=True)`` into an expanded ``x`` (torch's: a
+    warning, then each value is added into the memory its position shares, so ``zeros(1)
+    .expand(3)`` indexed at 0 and 2 gets both values). The sums per position (``accumulated``,
+    into zeros), summed over the expanded dims, are added into ``x`` narrowed to size 1 there
+    (the same memory, no element shared). Returns ``x``."""
+    warn_expanded_put(3)
+    shape = list(x.raw_shape)
+    delta = accumulated(O.full(shape, 0, dtype=x.dtype, device=x.device), indices, values)
+    dims = [d for d, (n, st) in enumerate(zip(shape, x.stride_tuple)) if st == 0 and n > 1]
+    delta = delta.sum(dims, keepdim=True, dtype=x.dtype)
+    u = x
+    for d in dims:
+        u = O.slice(u, d, 0, 1, 1)
+    u.add_(delta)
+    return x
+
+
 def byte_mask(t, stacklevel=5):
     """A uint8 index as the bool mask torch reads it as (``t != 0``; deprecated there, with a
     UserWarning): ``x[tensor([1, 0, 1], dtype=uint8)]`` is ``x[[0, 2]]``, not rows 1, 0, 1."""
@@ -490,6 +525,8 @@ def setitem(x, index, value, checks=True):
             _check_overlap(O.copy_, 0, out)
         O.fill_(out, value)
         return
+    if 0 in out.stride_tuple and expanded(out):
+        warn_expanded_put(3)     # (the caller of x[idx] = v, or of index_put_)
     if checks:
         _put_checks(out, advanced, value, _has_0d_bool(index) if any(
             i.raw_dtype is _dtype.bool for _, i in advanced) else False)

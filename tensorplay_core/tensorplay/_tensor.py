@@ -3214,6 +3214,8 @@ class Tensor(TensorBase, instance_class=True):
             # through the integer-index path, which takes them (its checks made above)
             _setitem(self, _int_indices(indices), values, False)
             return self
+        if 0 in self._stride and _expanded(self):    # (torch: a warning, the sums written)
+            return _put_accumulate_expanded(self, indices, values, _index_put_accumulated)
         return _in_place(self, "index_put_", _index_put_accumulated, indices, values)
 
     def index_put(self, indices: Sequence[Tensor], values: _TensorOrScalar,
@@ -3878,6 +3880,8 @@ from ._ops.indexing import check_index_put_dtype as _check_index_put_dtype  # no
 from ._ops.indexing import check_index_write as _check_index_write  # noqa: E402
 from ._ops.indexing import dispatches_to_masked_fill as _to_masked_fill  # noqa: E402
 from ._indexing import setitem as _setitem  # noqa: E402
+from ._indexing import expanded as _expanded  # noqa: E402
+from ._indexing import index_put_accumulate_expanded as _put_accumulate_expanded  # noqa: E402
 from ._indexing import byte_mask as _byte_mask, refuse_byte_fill as _refuse_byte_fill  # noqa: E402
 from ._kernels.indexing import check_index_dtype as _check_index_dtype  # noqa: E402
 from .autograd.api import backward as _backward  # noqa: E402
