@@ -398,3 +398,43 @@ def test_out_of_place_index_put_of_expanded_does_not_warn_or_write(recwarn):
                      accumulate=True)
     assert r.tolist() == [1.0, 0.0, 2.0] and base.tolist() == [0.0]
     assert not [w for w in recwarn if _EXPANDED_WARNING in str(w.message)]
+
+
+# -- 8. index range errors read as torch's, without internal op-name prefixes -----------------
+
+_X3 = [1.0, 2.0, 3.0]
+
+
+@pytest.mark.parametrize("call, msg", [
+    (lambda x: x[tp.tensor([5])], "index 5 is out of bounds for dimension 0 with size 3"),
+    (lambda x: x[tp.tensor([-4])], "index -4 is out of bounds for dimension 0 with size 3"),
+    (lambda x: x[[5]], "index 5 is out of bounds for dimension 0 with size 3"),
+    (lambda x: x.__setitem__(tp.tensor([5]), 1.0),
+     "index 5 is out of bounds for dimension 0 with size 3"),
+    (lambda x: x.__setitem__([5], tp.tensor([1.0])),
+     "index 5 is out of bounds for dimension 0 with size 3"),
+    (lambda x: x.index_put_((tp.tensor([5]),), tp.tensor(1.0)),
+     "index 5 is out of bounds for dimension 0 with size 3"),
+    (lambda x: tp.zeros(2, 3)[:, tp.tensor([7])],
+     "index 7 is out of bounds for dimension 1 with size 3"),
+])
+def test_indexing_range_errors_are_torchs_words(call, msg):
+    # torch: IndexError with exactly these words (torch says dimension 0 for the [:, idx] one)
+    with pytest.raises(IndexError, match=f"^{msg}$"):
+        call(tp.tensor(_X3))
+
+
+@pytest.mark.parametrize("call, api", [
+    (lambda x: x.index_select(0, tp.tensor([5])), "index_select"),
+    (lambda x: x.take(tp.tensor([5])), "take"),
+    (lambda x: x.index_add_(0, tp.tensor([5]), tp.tensor([1.0])), "index_add_"),
+    (lambda x: x.index_copy_(0, tp.tensor([5]), tp.tensor([1.0])), "index_copy_"),
+    (lambda x: x.index_fill_(0, tp.tensor([5]), 1.0), "index_fill_"),
+])
+def test_index_op_range_errors_name_the_op_without_namespace(call, api):
+    # torch: IndexError for each ("index out of range in self", "out of range: tried to access
+    # index 5 on a tensor of 3 elements.", "index_copy_(): index 5 is out of bounds for
+    # dimension 0 with size 3", ...)
+    with pytest.raises(IndexError, match=rf"^{api}\(\): index 5 is out of bounds for dimension "
+                                         r"0 with size 3$"):
+        call(tp.tensor(_X3))

@@ -926,8 +926,8 @@ def kernel_error(op, err, values):
             meta(*pos, **kw)
         except (RuntimeError, IndexError, ValueError, TypeError) as e:
             raise e.with_traceback(None) from None
-    if str(err).startswith(op.name):
-        raise err
+    if str(err).startswith(op.name) or getattr(err, "complete", False):
+        raise err     # (already naming the op, or a kernel's message in torch's words in full)
     try:
         new = type(err)(f"{op.name}: {err}")
     except Exception:  # noqa: BLE001 - an exception type with an unusual constructor
