@@ -32,6 +32,7 @@ def _expanded():
     (lambda t: t.__setitem__(tp.tensor([True, False, True]), 5.0), 5.0),
     (lambda t: t.__setitem__(0, 4.0), 4.0),
 ])
+@pytest.mark.filterwarnings("ignore:Use of index_put_ on expanded tensors:UserWarning")  # torch's
 def test_expanded_write_allowed(write, want):
     base, t = _expanded()
     v = t._version

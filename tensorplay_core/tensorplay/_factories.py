@@ -770,7 +770,9 @@ def _like_self(t, kind, size, value, dtype, device, requires_grad, api="new_empt
     if requires_grad is not False and requires_grad is not True:
         _bad_grad(api, requires_grad)
     if t.capture_info is None:
-        if t.native is None:
+        if t.native is None and (dev.type == "meta" or t.raw_device.type != "meta"):
+            # (a meta tensor's result on a real device is a real tensor, as torch's: only
+            # fake tensors -- on the device they stand for -- give fake results there)
             from .fake import make_fake
             from ._ops._shapes import check_nonnegative
             check_nonnegative(kind, size)     # as the real kernels: every mode refuses the same

@@ -24,6 +24,41 @@ from ._tensor_base import check_partial_overlap as _check_partial_overlap
 from ._tensor_base import TensorBase, shared_storage
 
 
+_EXPANDED_PUT = ("Use of index_put_ on expanded tensors is deprecated. Please clone() the tensor "
+                 "before performing this operation. This also applies to advanced indexing e.g. "
+                 "tensor[indices] = tensor")
+
+
+def expanded(t) -> bool:
+    """Whether ``t`` has a dim of stride 0 and size > 1 (an ``expand``: elements sharing memory)."""
+    return 0 in t.stride_tuple and any(
+        st == 0 and n > 1 for n, st in zip(t.raw_shape, t.stride_tuple))
+
+
+def warn_expanded_put(stacklevel=3):
+    """torch's deprecation warning of an ``index_put_`` (``x[idx] = v``) into an expanded tensor."""
+    import warnings
+    warnings.warn(_EXPANDED_PUT, UserWarning, stacklevel=stacklevel + 1)
+
+
+def index_put_accumulate_expanded(x, indices, values, accumulated):
+    """``x.index_put_(indices, values, accumulate=True)`` into an expanded ``x`` (torch's: a
+    warning, then each value is added into the memory its position shares, so ``zeros(1)
+    .expand(3)`` indexed at 0 and 2 gets both values). The sums per position (``accumulated``,
+    into zeros), summed over the expanded dims, are added into ``x`` narrowed to size 1 there
+    (the same memory, no element shared). Returns ``x``."""
+    warn_expanded_put(3)
+    shape = list(x.raw_shape)
+    delta = accumulated(O.full(shape, 0, dtype=x.dtype, device=x.device), indices, values)
+    dims = [d for d, (n, st) in enumerate(zip(shape, x.stride_tuple)) if st == 0 and n > 1]
+    delta = delta.sum(dims, keepdim=True, dtype=x.dtype)
+    u = x
+    for d in dims:
+        u = O.slice(u, d, 0, 1, 1)
+    u.add_(delta)
+    return x
+
+
 def byte_mask(t, stacklevel=5):
     """A uint8 index as the bool mask torch reads it as (``t != 0``; deprecated there, with a
     UserWarning): ``x[tensor([1, 0, 1], dtype=uint8)]`` is ``x[[0, 2]]``, not rows 1, 0, 1."""
@@ -384,15 +419,34 @@ def _refuse_more_dims(value, target):
         f"tensor ({value.ndim})")
 
 
-def _put_checks(out, advanced, value):
+def _has_0d_bool(index) -> bool:
+    """Whether ``index`` has a 0-dim bool tensor: torch indexes with it as with a Python bool
+    (an int64 index tensor, ``[0]`` or ``[]``), so its write follows ``index_put_``'s rules,
+    not ``masked_fill_``'s (``_split`` makes it a mask of the inserted size-1 dim)."""
+    return any(_is_tensor(i) and i.raw_dtype is _dtype.bool and not i.raw_shape
+               for i in _normalize(index))
+
+
+def _put_checks(out, advanced, value, bool_0d=False):
     """torch's ``index_put_`` rules for ``out[advanced] = value``, before anything is written
     (torch applies them to the indexed view, ``out``): ``dispatches_to_masked_fill`` -- then
     only a mask partially overlapping ``out`` is refused --, else ``check_index_write`` and
     ``check_index_put_dtype``. The common one-index writes inline: each tensor's storage is
-    looked at closer only when it is ``out``'s or has its root (fake tensors: None, so always)."""
+    looked at closer only when it is ``out``'s or has its root (fake tensors: None, so always).
+    ``bool_0d``: the index has a 0-dim bool tensor, torch's int64 index (``_has_0d_bool``):
+    ``index_put_``'s checks of the value, never the masked_fill_ case; the index, a new tensor
+    in torch, is not checked for overlap (``x[x] = False`` of a 0-dim bool ``x`` is allowed)."""
     so = out.storage_ref
     root = so.root
     vt = isinstance(value, TensorBase)
+    if bool_0d:
+        if vt:
+            sv = value.storage_ref
+            if sv is so or sv.root is root:
+                check_no_overlap(out, value)
+            if value.raw_dtype is not out.raw_dtype:
+                check_index_put_dtype(out, value)
+        return
     if len(advanced) == 1:
         idx = advanced[0][1]
         si = idx.storage_ref
@@ -471,8 +525,11 @@ def setitem(x, index, value, checks=True):
             _check_overlap(O.copy_, 0, out)
         O.fill_(out, value)
         return
+    if 0 in out.stride_tuple and expanded(out):
+        warn_expanded_put(3)     # (the caller of x[idx] = v, or of index_put_)
     if checks:
-        _put_checks(out, advanced, value)
+        _put_checks(out, advanced, value, _has_0d_bool(index) if any(
+            i.raw_dtype is _dtype.bool for _, i in advanced) else False)
     # a full-shape bool mask with a number or a 0-d value is masked_fill_ (where-like); with a
     # value of 1 or more dims it takes one value per True element, in order, as torch's
     # x[mask] = v (index_put_ with the mask's positions): the integer-index path

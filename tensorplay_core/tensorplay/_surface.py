@@ -23,6 +23,7 @@ from ._ops.elementwise import norm_root
 from ._ops.indexing import index_extremes
 from ._ops.sorting_topk import searchsorted_check
 from ._ops.views import mark_multi_output
+from ._tensor import _NO_DIM, _NO_KEEPDIM
 
 if TYPE_CHECKING:
     from ._tensor import Tensor, _DeviceLike, _Dims, _DTypeLike, _Number
@@ -777,10 +778,22 @@ def variance_and_mean(api: str, input: Tensor, dim, args: tuple, correction, kee
     ``(unbiased)`` with a bool first argument, or ``(dim, correction=c, keepdim=k)``. The
     divisor is ``max(0, N - correction)``: inf/nan when that is 0, as torch (which also warns).
     ``mean`` has ``var``'s shape (``keepdim`` applied)."""
+    no_dim = dim is _NO_DIM              # (dim not passed, not even None)
+    if no_dim:
+        dim = None
+    keep_given = keepdim is not _NO_KEEPDIM
+    if not keep_given:
+        keepdim = False
     if dim.__class__ is bool:                    # var(unbiased): the all-elements overload
         if args:
-            raise TypeError(f"{api}(): a bool first argument is 'unbiased'; pass dim= too")
-        dim, unbiased = None, dim
+            raise TypeError(f"{api}(): a bool first argument is 'unbiased', and {api}(unbiased) "
+                            f"takes nothing more; pass dim too: {api}(dim, unbiased, keepdim)")
+        dim, unbiased, no_dim = None, dim, True
+    if no_dim and unbiased is not None and keep_given:
+        # torch's overloads: {api}(unbiased) has no keepdim; keepdim with unbiased needs dim
+        raise TypeError(f"{api}() received an invalid combination of arguments - got unbiased= "
+                        f"and keepdim= without dim: {api}(unbiased) takes no keepdim (as torch); "
+                        f"pass dim=None to reduce every dim, or correction= instead of unbiased=")
     if args:
         if len(args) > 2 or args[0].__class__ is not bool:
             raise TypeError(f"{api}(): after dim, positional arguments are (unbiased: bool, "
@@ -829,8 +842,8 @@ def variance_and_mean(api: str, input: Tensor, dim, args: tuple, correction, kee
     return var, mu
 
 
-def var_mean(input: Tensor, dim: _Dims | bool = None, *args: bool,
-             correction: _Number | None = None, keepdim: bool = False,
+def var_mean(input: Tensor, dim: _Dims | bool = _NO_DIM, *args: bool,
+             correction: _Number | None = None, keepdim: bool = _NO_KEEPDIM,
              unbiased: bool | None = None) -> tuple[Tensor, Tensor]:
     """The tuple ``(var, mean)`` of ``input`` over ``dim`` (all elements when None), as
     ``torch.var_mean``: ``var`` exactly ``tensorplay.var(input, ...)`` with the same arguments
@@ -842,8 +855,8 @@ def var_mean(input: Tensor, dim: _Dims | bool = None, *args: bool,
     return variance_and_mean("var_mean", input, dim, args, correction, keepdim, unbiased)
 
 
-def std_mean(input: Tensor, dim: _Dims | bool = None, *args: bool,
-             correction: _Number | None = None, keepdim: bool = False,
+def std_mean(input: Tensor, dim: _Dims | bool = _NO_DIM, *args: bool,
+             correction: _Number | None = None, keepdim: bool = _NO_KEEPDIM,
              unbiased: bool | None = None) -> tuple[Tensor, Tensor]:
     """The tuple ``(std, mean)``: ``var_mean``'s arguments, the square root of its variance
     (same as ``torch.std_mean``; the std's gradient is 0 where it is 0, as torch's)."""
@@ -851,8 +864,8 @@ def std_mean(input: Tensor, dim: _Dims | bool = None, *args: bool,
     return norm_root(v, 2), m
 
 
-def std(input: Tensor, dim: _Dims | bool = None, *args: bool, correction: _Number | None = None,
-        keepdim: bool = False, unbiased: bool | None = None, out: Any = None) -> Tensor:
+def std(input: Tensor, dim: _Dims | bool = _NO_DIM, *args: bool, correction: _Number | None = None,
+        keepdim: bool = _NO_KEEPDIM, unbiased: bool | None = None, out: Any = None) -> Tensor:
     """Standard deviation over ``dim``, ``Tensor.std``'s arguments (``torch.std``'s overloads:
     ``std(x, dim, unbiased, keepdim)``, ``std(x, unbiased)``, ``std(x, dim, correction=,
     keepdim=)``)."""
@@ -862,8 +875,8 @@ def std(input: Tensor, dim: _Dims | bool = None, *args: bool, correction: _Numbe
     return input.std(dim, *args, correction=correction, keepdim=keepdim, unbiased=unbiased)
 
 
-def var(input: Tensor, dim: _Dims | bool = None, *args: bool, correction: _Number | None = None,
-        keepdim: bool = False, unbiased: bool | None = None, out: Any = None) -> Tensor:
+def var(input: Tensor, dim: _Dims | bool = _NO_DIM, *args: bool, correction: _Number | None = None,
+        keepdim: bool = _NO_KEEPDIM, unbiased: bool | None = None, out: Any = None) -> Tensor:
     """Variance over ``dim`` with Bessel's ``correction``, ``Tensor.var``'s arguments
     (``torch.var``'s overloads)."""
     if out is not None:

@@ -2127,8 +2127,8 @@ class Tensor(TensorBase, instance_class=True):
         """Round to ``decimals`` places, halves to even (as ``torch.round``)."""
         return _O.round(self, decimals=decimals)
 
-    def var(self, dim: _Dims | _bool = None, *args: _bool, correction: _Number | None = None,
-            keepdim: _bool = False, unbiased: _bool | None = None,
+    def var(self, dim: _Dims | _bool = _NO_DIM, *args: _bool, correction: _Number | None = None,
+            keepdim: _bool = _NO_KEEPDIM, unbiased: _bool | None = None,
             axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """Variance over ``dim`` (all elements when None) with Bessel's ``correction`` (1 by
         default): ``sum((x - mean)**2) / (N - correction)``; floating tensors only.
@@ -2142,16 +2142,16 @@ class Tensor(TensorBase, instance_class=True):
         return _surface.variance_and_mean("var", self, dim, args, correction, keepdim,
                                           unbiased)[0]
 
-    def std(self, dim: _Dims | _bool = None, *args: _bool, correction: _Number | None = None,
-            keepdim: _bool = False, unbiased: _bool | None = None,
+    def std(self, dim: _Dims | _bool = _NO_DIM, *args: _bool, correction: _Number | None = None,
+            keepdim: _bool = _NO_KEEPDIM, unbiased: _bool | None = None,
             axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """Standard deviation over ``dim``: ``sqrt(var(...))`` with ``var``'s arguments (same
         overloads as ``torch.std``); its gradient is 0 where the result is 0 (a constant
         input), as torch's."""
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("std", dim, keepdim, axis, keepdims)
-        return _norm_root(self.var(dim, *args, correction=correction, keepdim=keepdim,
-                                   unbiased=unbiased), 2)
+        return _norm_root(_surface.variance_and_mean("std", self, dim, args, correction, keepdim,
+                                                     unbiased)[0], 2)
 
     def norm(self, p: _Number | str | None = "fro", dim: _Dims = None, keepdim: _bool = False,
              dtype: Any = None) -> Tensor:
@@ -3251,6 +3251,8 @@ class Tensor(TensorBase, instance_class=True):
             # through the integer-index path, which takes them (its checks made above)
             _setitem(self, _int_indices(indices), values, False)
             return self
+        if 0 in self._stride and _expanded(self):    # (torch: a warning, the sums written)
+            return _put_accumulate_expanded(self, indices, values, _index_put_accumulated)
         return _in_place(self, "index_put_", _index_put_accumulated, indices, values)
 
     def index_put(self, indices: Sequence[Tensor], values: _TensorOrScalar,
@@ -3915,6 +3917,8 @@ from ._ops.indexing import check_index_put_dtype as _check_index_put_dtype  # no
 from ._ops.indexing import check_index_write as _check_index_write  # noqa: E402
 from ._ops.indexing import dispatches_to_masked_fill as _to_masked_fill  # noqa: E402
 from ._indexing import setitem as _setitem  # noqa: E402
+from ._indexing import expanded as _expanded  # noqa: E402
+from ._indexing import index_put_accumulate_expanded as _put_accumulate_expanded  # noqa: E402
 from ._indexing import byte_mask as _byte_mask, refuse_byte_fill as _refuse_byte_fill  # noqa: E402
 from ._kernels.indexing import check_index_dtype as _check_index_dtype  # noqa: E402
 from .autograd.api import backward as _backward  # noqa: E402

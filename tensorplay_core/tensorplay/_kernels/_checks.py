@@ -9,6 +9,10 @@ import math
 
 
 def wrap_dim(dim: int, ndim: int, api: str = "") -> int:
+    if dim.__class__ is not int and not hasattr(type(dim), "__index__"):
+        # (torch's parser: x.median((0, 1)) is "argument 'dim' must be int, not tuple")
+        raise TypeError(f"{api}argument 'dim' must be int, not "
+                        f"{type(dim).__name__}")
     n = max(ndim, 1)
     if not -n <= dim < n:
         raise IndexError(f"{api}Dimension out of range (expected to be in range of "

@@ -258,7 +258,7 @@ def _index(c):
         # torch's range: no negative index; CuPy's add.at would wrap any index, NumPy's a
         # negative one. torch's class: RuntimeError for an int64 index into 2 or more dims,
         # IndexError for a 1-D self or an int32 index
-        check_range(c, idx, x.shape[dim], dim, negative=False,
+        check_range(c, idx, x.shape[dim], dim, negative=False, api="index_add_",
                     exc=RuntimeError if x.ndim > 1 and idx.dtype == I64 else IndexError)
         if x.dtype == c.F16:   # accumulated in float32, rounded once (torch's opmath)
             return xp.astype(_added(xp.astype(x, c.F32), dim, idx, xp.astype(src, c.F32)),
@@ -377,8 +377,10 @@ def check_range(c, idx, n, dim, *, negative, api=None, exc=IndexError) -> int:
     lo, hi = extremes(c, idx)
     if lo < (-n if negative else 0) or hi >= n:
         bad = hi if hi >= n else lo
-        raise exc(f"{api + '(): ' if api else ''}index {bad} is out of bounds for dimension "
-                  f"{dim} with size {n}")
+        e = exc(f"{api + '(): ' if api else ''}index {bad} is out of bounds for dimension "
+                f"{dim} with size {n}")
+        e.complete = True   # torch's words in full: no op-name prefix (_define.kernel_error)
+        raise e
     return lo
 
 

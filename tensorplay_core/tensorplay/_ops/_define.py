@@ -885,6 +885,22 @@ def check_tensor_arguments(op, values: dict) -> None:
             what = "Tensor or a Python number" if a.name in op.scalar_ok else "Tensor"
             raise TypeError(f"{op.name}: argument '{a.name}' must be a {what}, got "
                             f"{type(v).__name__} ({v!r:.60})") from None
+        if a.type in _INT_TYPES and v is not None and (v.__class__ is bool or not isinstance(
+                v, (int, Tensor)) and not hasattr(type(v), "__index__")):
+            # (torch's parser: x.max((0, 1)) is "argument 'dim' must be int, not tuple")
+            raise TypeError(f"{op.name.partition('::')[2]}(): argument '{a.name}' must be int, "
+                            f"not {type(v).__name__}") from None
+        if a.type in _INTS_TYPES and isinstance(v, (list, tuple)):
+            for i, e in enumerate(v):
+                if e.__class__ is bool or not isinstance(e, (int, Tensor)) and \
+                        not hasattr(type(e), "__index__"):
+                    raise TypeError(f"{op.name.partition('::')[2]}(): argument '{a.name}' must be "
+                                    f"tuple of ints, but found element of type "
+                                    f"{type(e).__name__} at pos {i}") from None
+
+
+_INT_TYPES = frozenset({"int", "int?", "SymInt", "SymInt?"})
+_INTS_TYPES = frozenset({"int[]", "int[]?", "SymInt[]", "SymInt[]?"})
 
 
 def kernel_error(op, err, values):
@@ -910,8 +926,8 @@ def kernel_error(op, err, values):
             meta(*pos, **kw)
         except (RuntimeError, IndexError, ValueError, TypeError) as e:
             raise e.with_traceback(None) from None
-    if str(err).startswith(op.name):
-        raise err
+    if str(err).startswith(op.name) or getattr(err, "complete", False):
+        raise err     # (already naming the op, or a kernel's message in torch's words in full)
     try:
         new = type(err)(f"{op.name}: {err}")
     except Exception:  # noqa: BLE001 - an exception type with an unusual constructor

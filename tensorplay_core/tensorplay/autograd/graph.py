@@ -86,7 +86,10 @@ class AccumulateGrad(Node):
                 # a gradient may be shared by several leaves (e.g. add's backward): own a copy
                 v.grad = _own_copy(g.detach())
             else:
-                v.grad = v.grad + g.detach()
+                # in place, as torch's AccumulateGrad with grad mode off (``grad += new``): the
+                # .grad object stays the same one -- references to it (an optimizer's, a
+                # user's) see the sum, and a grad_fn left by a create_graph backward is kept
+                v.grad.add_(g.detach())
         return ()
 
 
@@ -644,8 +647,34 @@ def run_hooks(hooks, g):
     for fn in list(hooks):
         r = fn(g)
         if r is not None:
+            _check_hook_result(fn, g, r)
             g = r
     return g
+
+
+def _check_hook_result(fn, g, r):
+    """torch's check of a tensor hook's replacement gradient (``check_variable_result``): a
+    Tensor (else TypeError) of the dtype, device and shape of the gradient it was given (else
+    RuntimeError, naming the hook as torch does)."""
+    name = getattr(fn, "__name__", None)
+    name = name if isinstance(name, str) else "<unknown>"
+    if not isinstance(r, TensorBase):
+        raise TypeError(
+            f"expected Tensor, but hook '{name}' returned '{type(r).__name__}'; a tensor hook "
+            f"(register_hook) must return a Tensor or None")
+    if r.raw_dtype is not g.raw_dtype or r.device != g.device:
+        was, got = g.type(), r.type()
+        if r.device != g.device:
+            was, got = f"{was} on {g.device}", f"{got} on {r.device}"
+        raise RuntimeError(
+            f"hook '{name}' has changed the type of value (was {was} got {got}); a tensor hook "
+            f"(register_hook) must return a gradient of the dtype and device it was given "
+            f"(cast it back, e.g. with .to(grad.dtype))")
+    if r.raw_shape != g.raw_shape:
+        raise RuntimeError(
+            f"hook '{name}' has changed the size of value (was {list(g.raw_shape)} got "
+            f"{list(r.raw_shape)}); a tensor hook (register_hook) must return a gradient of "
+            f"the shape it was given")
 
 
 def _keep_retained(retained, grads):
