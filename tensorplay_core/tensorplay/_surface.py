@@ -18,12 +18,11 @@ from . import _dtype
 from . import _factories as F
 from ._ops import ops as O
 from ._ops._define import factory_out as _factory_out, write_out as _write_out
-from ._ops._shapes import broadcast_shapes, is_tensor, wrap_dim
+from ._ops._shapes import _NO_DIM, _NO_KEEPDIM, broadcast_shapes, is_tensor, wrap_dim
 from ._ops.elementwise import norm_root
 from ._ops.indexing import index_extremes
 from ._ops.sorting_topk import searchsorted_check
 from ._ops.views import mark_multi_output
-from ._tensor import _NO_DIM, _NO_KEEPDIM
 
 if TYPE_CHECKING:
     from ._tensor import Tensor, _DeviceLike, _Dims, _DTypeLike, _Number

@@ -21,6 +21,7 @@ from ._tensor_base import check_partial_overlap as _check_partial_overlap
 from ._tensor_base import DataStorage as _DataStorage
 from ._tensor_base import data_alias as _data_alias
 from ._tensor_base import wrap_dim as _wrap_dim
+from ._tensor_base import _NO_DIM, _NO_KEEPDIM
 
 if TYPE_CHECKING:
     # Annotation-only names. ``Tensor`` has methods called ``bool``/``int``/``float``, so the
@@ -420,24 +421,6 @@ def _rounded_div(a, b, mode):
     return _O.add(q, _O.to_dtype(fix, q._dtype))
 
 
-class _Unset:
-    """The default of a reduction's ``dim``/``keepdim`` when not passed, shown as the value it
-    stands for (None, False): torch's parser tells ``x.sum()`` (its full-reduction overload,
-    which takes no ``keepdim``) from ``x.sum(None, True)`` (its ``dim`` overload)."""
-    __slots__ = ("shown",)
-
-    def __init__(self, shown):
-        self.shown = shown
-
-    def __repr__(self) -> str:
-        return repr(self.shown)
-
-    def __bool__(self) -> bool:
-        return bool(self.shown)
-
-
-_NO_DIM: Any = _Unset(None)
-_NO_KEEPDIM: Any = _Unset(False)
 
 
 class Tensor(TensorBase, instance_class=True):

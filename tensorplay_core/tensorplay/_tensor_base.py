@@ -668,3 +668,23 @@ def wrap_dim(dim: int, ndim: int) -> int:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
                          f"but got {dim})")
     return dim + n if dim < 0 else dim
+
+
+class _Unset:
+    """The default of a reduction's ``dim``/``keepdim`` when not passed, shown as the value it
+    stands for (None, False): torch's parser tells ``x.sum()`` (its full-reduction overload,
+    which takes no ``keepdim``) from ``x.sum(None, True)`` (its ``dim`` overload)."""
+    __slots__ = ("shown",)
+
+    def __init__(self, shown):
+        self.shown = shown
+
+    def __repr__(self) -> str:
+        return repr(self.shown)
+
+    def __bool__(self) -> bool:
+        return bool(self.shown)
+
+
+_NO_DIM: Any = _Unset(None)
+_NO_KEEPDIM: Any = _Unset(False)
