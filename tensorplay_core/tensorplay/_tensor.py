@@ -59,7 +59,7 @@ def _scaled_add_(dst, other, alpha) -> bool:
         return False
     be = dst._backend
     ent = _SCALED.get(be)
-    if ent is None or ent[0] is not getattr(be, "_kernels", None):
+    if ent is None or ent[0] is not be._kernels:      # (entries: ArrayBackends only)
         ent = _scaled_kernel(be)
         if ent is None:
             return False
@@ -80,9 +80,9 @@ def _scaled_add_(dst, other, alpha) -> bool:
 
 
 # backend -> (its kernels table, Context.run or None, bare kernel, kernel, busy): the backend's
-# ``_add_scaled_`` resolved once per kernels table. The table is the backend's ``_kernels`` (an
-# ``ArrayBackend`` builds it once and replaces it when its kernels change: ``lowp.enable``); a
-# backend without one is asked each call (its token, None, never matches a table)
+# ``_add_scaled_`` resolved once per kernels table. The table is an ``ArrayBackend``'s ``_kernels``
+# (built once, replaced when its kernels change: ``lowp.enable``); only those are cached (other
+# backends: asked each call), so the check reads ``_kernels`` with no attribute probe
 _SCALED: dict = {}
 _SCALED_DTYPES = frozenset((_dtype.float32, _dtype.float64))   # floating, 4 bytes or more
 
@@ -98,7 +98,7 @@ def _scaled_kernel(be):
         ent = (kd, None, k, k, None)
     else:
         ent = (kd, runner[0], k.__wrapped__, k, runner[1])
-    if getattr(be, "_kernels", None) is kd:
+    if isinstance(be, _ArrayBackend) and be._kernels is kd:
         _SCALED[be] = ent
     return ent
 
@@ -3908,6 +3908,7 @@ from .autograd.api import backward as _backward  # noqa: E402
 from .autograd.function import check_inplace as _check_inplace  # noqa: E402
 from .autograd.grad_mode import _state as _grad_state  # noqa: E402
 from ._dispatch import NoGradBlock as _NoGradBlock  # noqa: E402
+from ._kernels.array_backend import ArrayBackend as _ArrayBackend  # noqa: E402
 from .autograd.graph import grad_accumulator as _grad_accumulator  # noqa: E402
 from .autograd.graph import output_hooks as _output_hooks  # noqa: E402
 from .autograd.graph import current_grad_fn as _current_grad_fn  # noqa: E402
