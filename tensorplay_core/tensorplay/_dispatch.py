@@ -700,17 +700,36 @@ def reset_written(before) -> None:
     for st, v in before:
         st.version = v
 
-def check_overlap(op, i: int, t) -> None:
+class OverlapError(RuntimeError):
+    """Writing a tensor several of whose elements share one memory location (torch's
+    "unsupported operation: more than one element of the written-to tensor ..."). ``who``: the
+    op or method named; ``argument``, ``shape``, ``stride``: the written tensor."""
+
+    def __init__(self, who: str, argument: str, shape: tuple, stride: tuple):
+        self.who, self.argument, self.shape, self.stride = who, argument, shape, stride
+        super().__init__(
+            f"{who}: argument '{argument}' (shape {shape}, stride {stride}): unsupported "
+            f"operation: more than one element of the written-to tensor refers to a single memory "
+            f"location. Please clone() the tensor before performing the operation.")
+
+    def named(self, who: str) -> "OverlapError":
+        """The same error naming ``who``: an in-place method made of an op and a ``copy_``
+        names itself, not the ``copy_`` that found the overlap."""
+        return OverlapError(who, self.argument, self.shape, self.stride)
+
+
+def check_overlap(op, i: int, t, who: str | None = None) -> None:
     """Refuse to write argument ``i`` of ``op`` when ``t`` has a dimension of stride 0 and size
     greater than 1 (an ``expand``ed tensor: several elements share one memory location), with
-    torch's message; raises ``RuntimeError`` naming the op and the argument."""
+    torch's message; raises :class:`OverlapError` (a ``RuntimeError``) naming ``who`` (default:
+    the op; a built-in op by its bare name, ``add_``, a custom op by ``ns::name``) and the
+    argument."""
     if any(st == 0 and sz > 1 for sz, st in zip(tuple(tuple.__iter__(t.shape)),
                                                 tuple(tuple.__iter__(t.stride_tuple)))):
-        name = op.schema.arguments[i].name
-        raise RuntimeError(
-            f"{op.name}: argument '{name}' (shape {tuple(t.shape)}, stride {tuple(t.stride_tuple)}): "
-            f"unsupported operation: more than one element of the written-to tensor refers to a "
-            f"single memory location. Please clone() the tensor before performing the operation.")
+        if who is None:
+            who = op.name[4:] if op.name.startswith("tp::") else op.name
+        raise OverlapError(who, op.schema.arguments[i].name, tuple(t.shape),
+                           tuple(t.stride_tuple))
 
 
 def _values(names, vals) -> dict:

@@ -127,7 +127,19 @@ def _in_place(dst, api, op, *others):
         _check_cast(api, result._dtype, dst._dtype)
     if len(result._shape) > len(dst._shape):
         _check_copy_src(dst, result)      # (copy_ of more dims: refused, as torch)
-    return _O.copy_(dst, result)
+    try:
+        return _O.copy_(dst, result)
+    except _OverlapError as e:            # an expanded dst: named as the method called
+        raise e.named(api) if e.who == "copy_" else e from None
+
+
+def _write_back(api, dst, value):
+    """``copy_(dst, value)`` as the last step of the in-place method ``api``: an expanded
+    ``dst`` is refused (RuntimeError) naming ``api``, not the internal ``copy_``."""
+    try:
+        return _O.copy_(dst, value)
+    except _OverlapError as e:
+        raise e.named(api) if e.who == "copy_" else e from None
 
 
 def _restride_(self, api, alternative, view, *args):
@@ -999,7 +1011,7 @@ class Tensor(TensorBase, instance_class=True):
         ``index`` or ``source`` sharing memory with ``self`` is refused (RuntimeError, torch's
         ``assert_no_overlap``: ``x.index_add_(0, i, x)`` too)."""
         _no_overlap(self, index, source)
-        return _O.copy_(self, self.index_add(dim, index, source, alpha=alpha))
+        return _write_back("index_add_", self, self.index_add(dim, index, source, alpha=alpha))
 
     def clamp_(self, min: _TensorOrScalar | None = None,
                max: _TensorOrScalar | None = None) -> Tensor:
@@ -1068,7 +1080,7 @@ class Tensor(TensorBase, instance_class=True):
 
     def relu_(self) -> Tensor:
         """In-place ``relu``."""
-        return _O.copy_(self, _O.relu(self))
+        return _write_back("relu_", self, _O.relu(self))
 
     # In-place forms of the unary ops (torch's ``Tensor.<op>_``): the out-of-place op's value
     # written into ``self`` (``_in_place``: returns ``self``, bumps its version, differentiable,
@@ -1390,7 +1402,7 @@ class Tensor(TensorBase, instance_class=True):
 
     def bitwise_not_(self) -> Tensor:
         """In-place ``bitwise_not``; returns ``self``. Same as ``torch.Tensor.bitwise_not_``."""
-        return _O.copy_(self, _O.bitwise_not(self))
+        return _write_back("bitwise_not_", self, _O.bitwise_not(self))
 
     def bitwise_left_shift_(self, other: _TensorOrScalar) -> Tensor:
         """In-place ``bitwise_left_shift`` (``self <<= other``), as ``bitwise_and_``."""
@@ -1409,7 +1421,10 @@ class Tensor(TensorBase, instance_class=True):
         """``self[index] = value``, torch's rules. A bool mask of ``self``'s full shape with a
         tensor ``value`` of 1 or more dims takes one value per True element, in order (``value``
         broadcasts to ``(mask.sum(),)``; RuntimeError otherwise), as torch's ``x[mask] = v``."""
-        _setitem(self, index, value)
+        try:
+            _setitem(self, index, value)
+        except _OverlapError as e:      # x.expand(3)[:] = v: named as the write, not copy_
+            raise e.named("__setitem__") if e.who == "copy_" else e from None
 
     def add(self, other: _TensorOrScalar, *, alpha: _Number = 1) -> Tensor:
         """``self + alpha * other`` with broadcasting and torch's dtype promotion."""
@@ -2654,7 +2669,7 @@ class Tensor(TensorBase, instance_class=True):
                                "call it under tensorplay.no_grad()")
         flat = self.reshape(-1).tolist()
         new = _new_tensor([callable(v) for v in flat], dtype=self._dtype)
-        _O.copy_(self, _O.reshape(new, list(self._shape)))
+        _write_back("apply_", self, _O.reshape(new, list(self._shape)))
         return self
 
     def as_strided(self, size: Sequence[_int], stride: Sequence[_int],
@@ -3114,7 +3129,7 @@ class Tensor(TensorBase, instance_class=True):
         if 0 in self.stride_tuple:
             # index_put_ may write an expanded tensor (as torch's); torch's index_copy_ refuses
             from ._dispatch import check_overlap
-            check_overlap(_O.index_put_, 0, self)
+            check_overlap(_O.index_put_, 0, self, "index_copy_")
         _no_overlap(self, index, source)       # (torch's assert_no_overlap, both)
         if index.ndim > 1:
             raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got "
@@ -3174,7 +3189,7 @@ class Tensor(TensorBase, instance_class=True):
         _no_generator("bernoulli_", generator)
         if not isinstance(p, Tensor) and not 0 <= p <= 1:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
-        return _O.copy_(self, _O.lt(_uniform_like(self), p.detach() if isinstance(p, Tensor)
+        return _write_back("bernoulli_", self, _O.lt(_uniform_like(self), p.detach() if isinstance(p, Tensor)
                                     else p))
 
     def exponential_(self, lambd: _float = 1.0, *, generator: None = None) -> Tensor:
@@ -3182,7 +3197,7 @@ class Tensor(TensorBase, instance_class=True):
         ``torch.Tensor.exponential_``)."""
         _no_generator("exponential_", generator)
         u = _uniform_like(self)
-        return _O.copy_(self, _O.div(_O.neg(_O.log1p(_O.neg(u))), lambd))
+        return _write_back("exponential_", self, _O.div(_O.neg(_O.log1p(_O.neg(u))), lambd))
 
     def log_normal_(self, mean: _float = 1.0, std: _float = 2.0, *,
                     generator: None = None) -> Tensor:
@@ -3190,14 +3205,14 @@ class Tensor(TensorBase, instance_class=True):
         ``torch.Tensor.log_normal_``)."""
         _no_generator("log_normal_", generator)
         z = _O.randn(list(self._shape), dtype=_draw_dtype(self), device=self._device)
-        return _O.copy_(self, _O.exp(_O.add(_O.mul(z, std), mean)))
+        return _write_back("log_normal_", self, _O.exp(_O.add(_O.mul(z, std), mean)))
 
     def cauchy_(self, median: _float = 0.0, sigma: _float = 1.0, *,
                 generator: None = None) -> Tensor:
         """Fill in place with Cauchy draws (same as ``torch.Tensor.cauchy_``)."""
         _no_generator("cauchy_", generator)
         u = _uniform_like(self)
-        return _O.copy_(self, _O.add(_O.mul(_O.tan(_O.mul(_O.sub(u, 0.5), 3.141592653589793)),
+        return _write_back("cauchy_", self, _O.add(_O.mul(_O.tan(_O.mul(_O.sub(u, 0.5), 3.141592653589793)),
                                             sigma), median))
 
     def geometric_(self, p: _float, *, generator: None = None) -> Tensor:
@@ -3208,7 +3223,7 @@ class Tensor(TensorBase, instance_class=True):
             raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
         import math
         u = _uniform_like(self)
-        return _O.copy_(self, _O.ceil(_O.div(_O.log1p(_O.neg(u)), math.log1p(-p))))
+        return _write_back("geometric_", self, _O.ceil(_O.div(_O.log1p(_O.neg(u)), math.log1p(-p))))
 
     # -- torch's indexing methods --------------------------------------------------------------
     def index_put_(self, indices: Sequence[Tensor], values: _TensorOrScalar,
@@ -3908,6 +3923,7 @@ from .autograd.api import backward as _backward  # noqa: E402
 from .autograd.function import check_inplace as _check_inplace  # noqa: E402
 from .autograd.grad_mode import _state as _grad_state  # noqa: E402
 from ._dispatch import NoGradBlock as _NoGradBlock  # noqa: E402
+from ._dispatch import OverlapError as _OverlapError  # noqa: E402
 from ._kernels.array_backend import ArrayBackend as _ArrayBackend  # noqa: E402
 from .autograd.graph import grad_accumulator as _grad_accumulator  # noqa: E402
 from .autograd.graph import output_hooks as _output_hooks  # noqa: E402
