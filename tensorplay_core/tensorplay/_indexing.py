@@ -27,6 +27,9 @@ from ._tensor_base import TensorBase, shared_storage
 _EXPANDED_PUT = ("Use of index_put_ on expanded tensors is deprecated. Please clone() the tensor "
                  "before performing this operation. This also applies to advanced indexing e.g. "
                  "tensor[indices] = tensor")
+_EXPANDED_MASKED_FILL = ("Use of masked_fill_ on expanded tensors is deprecated. Please clone() the "
+                         "tensor before performing this operation. This also applies to advanced "
+                         "indexing e.g. tensor[mask] = scalar")
 
 
 def expanded(t) -> bool:
@@ -35,10 +38,12 @@ def expanded(t) -> bool:
         st == 0 and n > 1 for n, st in zip(t.raw_shape, t.stride_tuple))
 
 
-def warn_expanded_put(stacklevel=3):
-    """torch's deprecation warning of an ``index_put_`` (``x[idx] = v``) into an expanded tensor."""
+def warn_expanded_put(stacklevel=3, op="index_put_"):
+    """torch's deprecation warning of an ``index_put_`` (``x[idx] = v``), or of ``op``
+    ``"masked_fill_"``, into an expanded tensor."""
     import warnings
-    warnings.warn(_EXPANDED_PUT, UserWarning, stacklevel=stacklevel + 1)
+    msg = _EXPANDED_PUT if op == "index_put_" else _EXPANDED_MASKED_FILL
+    warnings.warn(msg, UserWarning, stacklevel=stacklevel + 1)
 
 
 def index_put_accumulate_expanded(x, indices, values, accumulated):

@@ -18,7 +18,8 @@ from . import _dtype
 from . import _factories as F
 from ._ops import ops as O
 from ._ops._define import factory_out as _factory_out, write_out as _write_out
-from ._ops._shapes import _NO_DIM, _NO_KEEPDIM, broadcast_shapes, is_tensor, wrap_dim
+from ._ops._shapes import broadcast_shapes, is_tensor, wrap_dim
+from ._tensor_base import _NO_DIM, _NO_KEEPDIM, dim_list
 from ._ops.elementwise import norm_root
 from ._ops.indexing import index_extremes
 from ._ops.sorting_topk import searchsorted_check
@@ -712,7 +713,7 @@ def logsumexp(input: Tensor, dim: _Dims, keepdim: bool = False, *, out: Any = No
     ``torch.logsumexp``; integer inputs give the default float dtype."""
     if out is not None:
         return _write_out("logsumexp", out, logsumexp, (input, dim, keepdim), {}, "cast")
-    dims = [dim] if isinstance(dim, _int) else list(dim)
+    dims = dim_list(dim)
     if not input.dtype.is_floating_point:
         input = O.to_dtype(input, _dtype.get_default_dtype())
     if input.numel() == 0:
@@ -813,7 +814,7 @@ def variance_and_mean(api: str, input: Tensor, dim, args: tuple, correction, kee
         what = "std and var" if api in ("var", "std") else api
         raise RuntimeError(f"{what} only support floating point and complex dtypes "
                            f"(got {input.dtype}); cast first, e.g. x.float()")
-    dims = None if dim is None else [dim] if isinstance(dim, _int) else list(dim)
+    dims = dim_list(dim)
     if dims == []:
         dims = None         # an empty dim list reduces every dim (torch's rule, as sum's)
     low = input.dtype if input.dtype in (_dtype.float16, _dtype.bfloat16) else None
@@ -823,7 +824,15 @@ def variance_and_mean(api: str, input: Tensor, dim, args: tuple, correction, kee
         var, mu = variance_and_mean(api, O.to_dtype(input, _dtype.float32), dims, (),
                                     correction, keepdim, None)
         return O.to_dtype(var, low), O.to_dtype(mu, low)
-    mu = input.mean(dims, keepdim=True)
+    try:
+        mu = input.mean(dims, keepdim=True)
+    except TypeError:
+        # a dim that is not an int: named as the caller (var, std, ...), not the mean inside
+        for i, x in enumerate(dims or ()):
+            if getattr(type(x), "__index__", None) is None:
+                raise TypeError(f"{api}(): argument 'dim' must be tuple of ints, but found "
+                                f"element of type {type(x).__name__} at pos {i}") from None
+        raise
     d = input - mu
     shape = input.shape
     if dims is None:
@@ -916,7 +925,7 @@ def norm(input: Tensor, p: _Number | str | None = "fro", dim: _Dims = None, keep
                                    (tuple(dim) if not isinstance(dim, _int) else dim), keepdim)
     if p == "fro" or p is None:
         p = 2
-    dims = [] if dim is None else ([dim] if isinstance(dim, _int) else list(dim))
+    dims = [] if dim is None else dim_list(dim)
     # linalg.vector_norm: its gradients are masked as torch's norm backward (0 at a zero norm)
     return _linalg.vector_norm(input, p, dims or None, keepdim)
 

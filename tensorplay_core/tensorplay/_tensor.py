@@ -22,6 +22,7 @@ from ._tensor_base import DataStorage as _DataStorage
 from ._tensor_base import data_alias as _data_alias
 from ._tensor_base import wrap_dim as _wrap_dim
 from ._tensor_base import _NO_DIM, _NO_KEEPDIM
+from ._tensor_base import dim_list as _dim_list
 
 if TYPE_CHECKING:
     # Annotation-only names. ``Tensor`` has methods called ``bool``/``int``/``float``, so the
@@ -980,6 +981,8 @@ class Tensor(TensorBase, instance_class=True):
         wraps)."""
         if value.__class__ is not Tensor:
             value = _check_fill("masked_fill_", value, self._dtype)
+        if 0 in self._stride and _expanded(self):
+            _warn_expanded_put(2, "masked_fill_")      # (torch's deprecation warning)
         return _O.masked_fill_(self, mask, value)
 
     def masked_fill(self, mask: Tensor, value: _TensorOrScalar) -> Tensor:
@@ -3236,6 +3239,8 @@ class Tensor(TensorBase, instance_class=True):
         one bool mask with a one-element cpu ``values`` (not accumulating) is torch's
         ``masked_fill_``: the value is cast, a mask partially overlapping ``self`` refused."""
         indices = tuple(indices)
+        if not self._shape and indices:       # (torch's, whatever the index: a 0-dim bool too)
+            raise IndexError(f"too many indices for tensor of dimension 0 (got {len(indices)})")
         if not accumulate and _to_masked_fill(indices, values, self._device):
             m = next(i for i in indices if i is not None)
             _check_partial_overlap(self, m)
@@ -3916,6 +3921,7 @@ from ._ops.indexing import check_index_write as _check_index_write  # noqa: E402
 from ._ops.indexing import dispatches_to_masked_fill as _to_masked_fill  # noqa: E402
 from ._indexing import setitem as _setitem  # noqa: E402
 from ._indexing import expanded as _expanded  # noqa: E402
+from ._indexing import warn_expanded_put as _warn_expanded_put  # noqa: E402
 from ._indexing import index_put_accumulate_expanded as _put_accumulate_expanded  # noqa: E402
 from ._indexing import byte_mask as _byte_mask, refuse_byte_fill as _refuse_byte_fill  # noqa: E402
 from ._kernels.indexing import check_index_dtype as _check_index_dtype  # noqa: E402
@@ -4149,12 +4155,7 @@ def _axis(api, dim, default, axis):
     return axis
 
 
-def _dims(dim):
-    if dim is None:
-        return None
-    if isinstance(dim, int):
-        return [dim]
-    return list(dim)
+_dims = _dim_list      # (the methods' name for it)
 
 
 def _new_size(size, api, kwargs):

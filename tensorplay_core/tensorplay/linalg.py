@@ -28,6 +28,7 @@ from ._ops import ops as O
 from ._ops._define import write_out as _write_out
 from ._ops.elementwise import norm_root
 from ._ops._shapes import is_tensor
+from ._tensor_base import dim_list
 from ._tensor_base import TensorBase
 from .autograd import is_grad_enabled
 from .return_types import (linalg_cholesky_ex, linalg_eigh, linalg_inv_ex, linalg_lstsq,
@@ -61,7 +62,7 @@ def _mT(x):
 def _dims(dim, ndim):
     if dim is None:
         return list(range(ndim))
-    ds = [dim] if isinstance(dim, int) else list(dim)
+    ds = dim_list(dim)
     if not ndim:
         for d in ds:      # a 0-d tensor takes dims 0 and -1 only (torch's IndexError), once
             if d not in (0, -1):
@@ -502,7 +503,7 @@ def norm(A: Tensor, ord: float | str | None = None,  # noqa: A002 - torch's name
         return _out("linalg.norm", out, norm, (A, ord, dim, keepdim), {"dtype": dtype})
     _float_input("linalg.norm", A)
     if dim is not None:
-        ds = [dim] if isinstance(dim, int) else list(dim)
+        ds = dim_list(dim)
         if len(ds) == 1:
             if isinstance(ord, str):
                 raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 "

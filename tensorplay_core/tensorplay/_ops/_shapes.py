@@ -10,7 +10,6 @@ from .._kernels.elementwise import layout_for
 from .._kernels._checks import (  # noqa: F401 - re-exported: the fake rules' one import point
     _C_NAMES, NegativeSizeError, check_arange, check_eye, check_linspace, check_nonempty_reduction,
     check_nonnegative, check_randint, check_same_dtype, wrap_dim)
-from .._tensor_base import _NO_DIM, _NO_KEEPDIM  # noqa: F401 - re-exported for _surface
 
 
 def broadcast_shapes(*shapes, api: str = "broadcast") -> tuple:
