@@ -5,8 +5,8 @@ point, the released ``cce_linear_cross_entropy`` (``LinearCrossEntropyFunction.a
 valid positions), checked by ``corpus.check.check_function`` and ``check_function_compiled``.
 
 The library's backward requires float16/bfloat16 embeddings (``cce_backward_kernel`` asserts
-it): ``e`` is float16, the classifier ``c`` float32 holding float16 values (the kernels read it
-as ``e``'s dtype), so the float64 reference sees the operands the kernels multiply; the
+it): ``e`` is float16 (bfloat16 in the ``_bf16`` cases), the classifier ``c`` float32 holding
+values of ``e``'s dtype (the kernels read it as ``e``'s dtype), so the float64 reference sees the operands the kernels multiply; the
 gradient's rounding to float16 (the kernel writes ``dE`` / ``dC`` in ``e``'s dtype) sets the
 tolerances. Sizes are small (the interpreter runs every program: one 256 x 128 tile here).
 
@@ -19,6 +19,7 @@ in the log-sum-exp. ``_cce_lse_forward_kernel`` sets them to ``-inf``, then soft
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from .. import gaps
@@ -28,12 +29,15 @@ from . import ops
 _IGNORE = -100      # cut_cross_entropy.constants.IGNORE_INDEX
 
 
-def _e(r, *shape):
-    return (0.5 * r.standard_normal(shape)).astype(np.float16)
+_BF16 = ml_dtypes.bfloat16
 
 
-def _c(r, v, d):
-    return (0.5 * r.standard_normal((v, d))).astype(np.float16).astype(np.float32)
+def _e(r, *shape, dtype=np.float16):
+    return (0.5 * r.standard_normal(shape)).astype(dtype)
+
+
+def _c(r, v, d, dtype=np.float16):
+    return (0.5 * r.standard_normal((v, d))).astype(dtype).astype(np.float32)
 
 
 def _cap(x, softcap):
@@ -103,6 +107,11 @@ CASES = [
     Case("cce.linear_cross_entropy_softcap_sum", ops.linear_cross_entropy,
          lambda r, s: (_e(r, 6 * s, 24 * s), _c(r, 128 * s, 24 * s), _targets(r, 128 * s, 6 * s), 2.0, "sum"),
          _lce_ref, grad=(0, 1), **_TOL),
+    # bfloat16 embeddings, the library's usual training dtype
+    Case("cce.linear_cross_entropy_bf16", ops.linear_cross_entropy,
+         lambda r, s: (_e(r, 6 * s, 24 * s, dtype=_BF16), _c(r, 40 * s, 24 * s, _BF16), _targets(r, 40 * s, 6 * s),
+                       None, "mean"),
+         _lce_ref, grad=(0, 1), atol=1e-3, rtol=2e-3),
 ]
 
 _F = ops.cce_linear_cross_entropy
@@ -127,6 +136,10 @@ FUNCTION_CASES = [
          lambda r, s: (_e(r, 7 * s, 24 * s), _c(r, 128 * s, 24 * s), _targets(r, 128 * s, 7 * s), _IGNORE,
                        2.0, "sum", False, "auto"),
          _fn_ref, grad=(0, 1), gaps=(gaps.COMPILE_GRAPH_BREAK,), **_TOL),
+    Case("cce.fn_linear_cross_entropy_bf16_shift_ignore", _F,
+         lambda r, s: (_e(r, 2, 5 * s, 24 * s, dtype=_BF16), _c(r, 40 * s, 24 * s, _BF16),
+                       _targets(r, 40 * s, 2, 5 * s, ignored=3), _IGNORE, None, "mean", True, "auto"),
+         _fn_ref, grad=(0, 1), gaps=(gaps.COMPILE_GRAPH_BREAK,), atol=1e-3, rtol=2e-3),
     # reduction="none" with ignored targets: the per-position loss scattered back to the batch's
     # shape (utils.handle_reduction_none: `loss.new_zeros((batch_shape.numel(),))`)
     Case("cce.fn_linear_cross_entropy_none_ignore", _F,
