@@ -5,10 +5,11 @@ Run on a machine with a CUDA GPU, the cuda and triton plugins installed, torch o
     python benchmarks/bench_corpus.py [--scale 16] [--iters 20] [--rounds 5] [--only liger.]
                                       [--budget 270]
 
-The cases are ``tests/corpus`` (Liger-Kernel, Unsloth, FlagGems and flash-linear-attention kernels as their libraries wrote
-them; see tests/test_corpus.py: those on PyPI come from the pinned wheels, which a machine without
+The cases are ``tests/corpus`` (Liger-Kernel, Unsloth, FlagGems, flash-linear-attention and Cut Cross-Entropy kernels as
+their libraries wrote them; see tests/test_corpus.py: those on PyPI come from the pinned wheels, which a machine without
 network finds in ``$TENSORPLAY_CORPUS_WHEELS`` or ``.corpus-wheels/``; a library whose wheel is
-missing is a row ``skip: <why>``). Each runs two ways on float32 inputs ``--scale`` times the cpu test sizes:
+missing is a row ``skip: <why>``). Each runs two ways on its inputs (float32; Cut Cross-Entropy's embeddings
+float16 or bfloat16, as its backward requires) ``--scale`` times the cpu test sizes:
 
 * tensorplay: the corpus's ``triton_op`` (``wrap_triton`` launches, ``register_autograd``);
 * torch: the same host code run on torch tensors the way the library runs it: a

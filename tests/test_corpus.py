@@ -1,5 +1,6 @@
-"""A corpus of third-party Triton kernels (Liger-Kernel, Unsloth, FlagGems, flash-linear-attention as
-triton_ops; attorch and flash-linear-attention as their own autograd Functions).
+"""A corpus of third-party Triton kernels (Liger-Kernel, Unsloth, FlagGems, flash-linear-attention, Cut
+Cross-Entropy as triton_ops; attorch, flash-linear-attention and Cut Cross-Entropy as their own
+autograd Functions).
 
 The kernels are their libraries' own: those released on PyPI are read from the pinned wheel at run
 time (``tests/corpus/_upstream.py``; downloaded once into a git-ignored cache, never committed; with
@@ -51,16 +52,19 @@ class IsolatedCaseFailed(AssertionError):
     """A case run in its own process (``Case.isolate``) failed or crashed."""
 
 
-def _params(isolated, cases=CASES, backward=True):
+def _params(isolated, cases=CASES, backward=True, check=None):
     # a library whose kernels could not be had: one skipped parameter saying why (never a pass)
     out = [pytest.param(None, id=f"{lib}-unavailable", marks=pytest.mark.skip(reason=why))
            for lib, why in UNAVAILABLE.items()] if cases is CASES else []
     for c in cases:
         if c.isolate != isolated:
             continue
-        present = [g.reason for g in c.gaps if g.present]
-        marks = ([pytest.mark.xfail(strict=True, reason="; ".join(present),
-                                    raises=(InterpreterError, OpCheckError, IsolatedCaseFailed))]
+        # the gaps that fail this check (``check``: the test's kind; None: all of them)
+        present = [g for g in c.gaps if g.applies(check) and g.present]
+        raises = (InterpreterError, OpCheckError, IsolatedCaseFailed,
+                  *(e for g in present for e in g.raises))
+        marks = ([pytest.mark.xfail(strict=True, reason="; ".join(g.reason for g in present),
+                                    raises=raises)]
                  if present else [])
         if c.refused and backward:      # the library's own guard (OpCheckError is a RuntimeError)
             marks.append(pytest.mark.xfail(strict=True, raises=RuntimeError,
@@ -126,12 +130,12 @@ def test_function_corpus_licences():
         assert c.grad, c.id
 
 
-@pytest.mark.parametrize("case", _params(False))
+@pytest.mark.parametrize("case", _params(False, check="forward"))
 def test_forward_and_gradients_match_numpy(case):
     check_forward_and_gradients(case, _cpu())
 
 
-@pytest.mark.parametrize("case", _params(False))
+@pytest.mark.parametrize("case", _params(False, check="opcheck"))
 def test_opcheck(case):
     check_opcheck(case, _cpu())
 
@@ -151,14 +155,14 @@ _FUNCTION_DEVICES = ["cpu", pytest.param("cuda", marks=[pytest.mark.cuda])]
 
 
 @pytest.mark.parametrize("device", _FUNCTION_DEVICES)
-@pytest.mark.parametrize("case", _params(False, FUNCTION_CASES))
+@pytest.mark.parametrize("case", _params(False, FUNCTION_CASES, check="forward"))
 def test_function_forward_and_gradients_match_numpy(case, device, ieee_on_cuda):
     check_forward_and_gradients(case, ieee_on_cuda(case, _device(device)))
 
 
 def _contract_params():
     out = []
-    for p in _params(False, FUNCTION_CASES):
+    for p in _params(False, FUNCTION_CASES, check="contract"):
         (case,) = p.values
         if case.upstream_bug:
             p = pytest.param(case, id=p.id, marks=[*p.marks, pytest.mark.xfail(
@@ -174,7 +178,7 @@ def test_function_contract(case, device, ieee_on_cuda):
 
 
 @pytest.mark.parametrize("device", _FUNCTION_DEVICES)
-@pytest.mark.parametrize("case", _params(False, FUNCTION_CASES, backward=False))
+@pytest.mark.parametrize("case", _params(False, FUNCTION_CASES, backward=False, check="compiled"))
 def test_function_compiled_without_grad(case, device, ieee_on_cuda):
     check_function_compiled(case, ieee_on_cuda(case, _device(device)))
 

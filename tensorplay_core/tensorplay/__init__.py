@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 from . import errors
 from ._device import Device, device
 from ._dtype import (DType, bfloat16, bool, dtype, float16, float32, float64, get_default_dtype,
-                     int8, int16, int32, int64, promote_types, set_default_dtype, uint8)
+                     int8, int16, int32, int64, promote_types, set_default_dtype, uint8,
+                     uint32)
 from ._dtype import (channels_last, channels_last_3d, contiguous_format, memory_format,  # noqa: E402
                      preserve_format)
 from ._tensor import Tensor
@@ -567,7 +568,7 @@ import builtins  # noqa: E402
 
 __all__ = [
     "Tensor", "Device", "device", "DType", "dtype", "float16", "bfloat16", "float32", "float64",
-    "int8", "int16", "int32", "int64", "uint8", "bool", "half", "float", "double", "long", "int",
+    "int8", "int16", "int32", "int64", "uint8", "uint32", "bool", "half", "float", "double", "long", "int",
     "short", "get_default_dtype", "set_default_dtype", "promote_types",
     "tensor", "as_tensor", "from_numpy", "from_dlpack", "empty", "zeros", "ones", "full", "arange",
     "rand", "randn", "empty_like", "empty_strided", "Tag", "zeros_like", "ones_like",
@@ -988,6 +989,35 @@ from . import special  # noqa: E402
 
 __all__ += ["lgamma", "digamma", "polygamma", "mvlgamma", "erfc", "erfinv", "i0", "sinc",
             "heaviside", "ldexp", "frexp", "special", "erfc_", "i0_", "sinc_", "ldexp_"]
+
+_FLOAT32_MATMUL_PRECISION = ["highest"]
+
+
+def get_float32_matmul_precision() -> builtins.str:
+    """The float32 matmul precision asked for (``"highest"``, ``"high"`` or ``"medium"``;
+    ``"highest"`` until set), as ``torch.get_float32_matmul_precision``. Kernel libraries read it
+    to pick their own dots' precision (Cut Cross-Entropy: ``"high"`` -> TF32, else IEEE);
+    tensorplay's own matmuls compute in float32 whatever it says, as torch's cpu ones do."""
+    return _FLOAT32_MATMUL_PRECISION[0]
+
+
+def set_float32_matmul_precision(precision: builtins.str) -> None:
+    """Set what :func:`get_float32_matmul_precision` answers, as
+    ``torch.set_float32_matmul_precision``: ``RuntimeError`` for a non-string; another string
+    than ``"highest"``, ``"high"``, ``"medium"`` warns and changes nothing (as torch)."""
+    if not isinstance(precision, builtins.str):
+        raise RuntimeError(f"set_float32_matmul_precision expects a str, but got "
+                           f"{type(precision).__name__}")
+    if precision not in ("highest", "high", "medium"):
+        import warnings
+        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
+                      f"set_float32_matmul_precision call has no effect.", stacklevel=2)
+        return
+    _FLOAT32_MATMUL_PRECISION[0] = precision
+
+
+__all__ += ["get_float32_matmul_precision", "set_float32_matmul_precision"]
+
 
 def __getattr__(name):
     # ``tensorplay.testing`` as an attribute after ``import tensorplay`` (torch's habit), imported

@@ -273,7 +273,7 @@ class Graph:
 def _short_dtype(dt) -> str:
     n = dt.name
     return {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16",
-            "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8",
+            "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8", "uint32": "u32",
             "bool": "b8"}.get(n, n)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "DType", "dtype", "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32",
-    "int64", "uint8", "bool", "get_default_dtype", "set_default_dtype", "promote_types",
+    "int64", "uint8", "uint32", "bool", "get_default_dtype", "set_default_dtype", "promote_types",
     "as_dtype", "can_cast", "memory_format", "preserve_format", "contiguous_format",
     "channels_last", "channels_last_3d", "as_memory_format",
 ]
@@ -30,7 +30,7 @@ class DType:
         self.itemsize = itemsize
         self._kind = kind  # "b" bool, "i" integer, "f" floating
         self.is_floating_point = kind == "f"
-        self.is_signed = name != "uint8" and kind != "b"
+        self.is_signed = name not in ("uint8", "uint32") and kind != "b"
         self._rank = rank
 
     def __repr__(self) -> str:
@@ -55,6 +55,10 @@ uint8 = DType("uint8", 1, "i", 3)
 int16 = DType("int16", 2, "i", 4)
 int32 = DType("int32", 4, "i", 5)
 int64 = DType("int64", 8, "i", 6)
+# torch's barebones unsigned dtype (torch.uint32): made, filled, copied, converted, viewed and
+# handed to kernels (Triton's lock arrays: Cut Cross-Entropy's ``new_full(..., dtype=uint32)``);
+# promotion with another integer or bool dtype is refused as torch refuses it
+uint32 = DType("uint32", 4, "i", 7)
 bool = DType("bool", 1, "b", 0)  # noqa: A001 - torch.bool
 
 dtype = DType  # ``tensorplay.dtype`` is the type, as ``torch.dtype``
@@ -99,7 +103,8 @@ def as_memory_format(fmt, api: str):
                     f"{type(fmt).__name__}")
 
 _BY_NAME: dict[str, DType] = {
-    d.name: d for d in (float16, bfloat16, float32, float64, int8, uint8, int16, int32, int64, bool)
+    d.name: d for d in (float16, bfloat16, float32, float64, int8, uint8, int16, int32, int64,
+                        uint32, bool)
 }
 _BY_NAME.update({"half": float16, "float": float32, "double": float64, "long": int64,
                  "int": int32, "short": int16})
@@ -159,7 +164,7 @@ def _category(d: DType) -> int:
 # torch's c10::ScalarType names of the dtypes, as its error messages print them
 SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
                      "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
-                     "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+                     "int8": "Char", "uint8": "Byte", "uint32": "UInt32", "bool": "Bool"}
 
 
 def scalar_type_name(dt: DType) -> str:
@@ -169,6 +174,8 @@ def scalar_type_name(dt: DType) -> str:
 
 
 _PROMOTE_CACHE: dict = {}
+# torch's unsigned dtypes beyond uint8: no promotion with other integer or bool dtypes
+_SHELL_UNSIGNED = frozenset({uint32})
 
 
 def promote_types(a: DType, b: DType) -> DType:
@@ -179,6 +186,11 @@ def promote_types(a: DType, b: DType) -> DType:
         return r
     if a is b:
         r = a
+    elif (a in _SHELL_UNSIGNED or b in _SHELL_UNSIGNED) and _category(a) < 2 and _category(b) < 2:
+        raise RuntimeError(
+            f"Promotion for uint16, uint32, uint64 types is not supported, attempted to promote "
+            f"{scalar_type_name(a)} and {scalar_type_name(b)} (convert one operand, e.g. "
+            f"x.to(tensorplay.int64))")
     elif _category(a) != _category(b):
         r = a if _category(a) > _category(b) else b
     elif a._kind == "f":

@@ -1152,8 +1152,8 @@ class iinfo:
         if d.is_floating_point:
             raise TypeError(f"iinfo: {d} is not an integer dtype; use finfo for floating dtypes")
         self.bits = 8 if d is _dtype.bool else d.itemsize * 8
-        if d is _dtype.bool or d is _dtype.uint8:
-            self.min, self.max = 0, (1 if d is _dtype.bool else 255)
+        if not d.is_signed:         # bool, uint8, uint32
+            self.min, self.max = 0, (1 if d is _dtype.bool else 2 ** self.bits - 1)
         else:
             self.min, self.max = -(2 ** (self.bits - 1)), 2 ** (self.bits - 1) - 1
         self.dtype = d.name

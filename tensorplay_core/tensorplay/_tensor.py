@@ -2710,7 +2710,7 @@ class Tensor(TensorBase, instance_class=True):
 
     def is_signed(self) -> _bool:
         """True unless the dtype is uint8 or bool (same as ``torch.Tensor.is_signed``)."""
-        return self._dtype is not _dtype.uint8 and self._dtype is not _dtype.bool
+        return self._dtype.is_signed     # False for bool and the unsigned dtypes
 
     def is_complex(self) -> _bool:
         """False: TensorPlay has no complex dtypes (``torch.Tensor.is_complex``)."""

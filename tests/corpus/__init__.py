@@ -24,7 +24,7 @@ def _library_cases(lib):
 def all_cases():
     """Every corpus case whose op is a ``triton_op``, library by library (imports the libraries'
     kernels: needs triton). Libraries whose wheel is unavailable are left out (:func:`unavailable`)."""
-    return [c for lib in ("liger", "unsloth", "flaggems", "fla") for c in _library_cases(lib)]
+    return [c for lib in ("liger", "unsloth", "flaggems", "fla", "cce") for c in _library_cases(lib)]
 
 
 def unavailable() -> dict[str, str]:
@@ -36,9 +36,10 @@ def function_cases():
     """The corpus cases whose op is a library's own ``autograd.Function`` (``apply``), not a
     ``triton_op``: checked by ``corpus.check.check_function`` instead of ``opcheck``."""
     from .attorch.cases import CASES as attorch
-    try:
-        from .fla.cases import FUNCTION_CASES as fla
-    except UpstreamUnavailable as e:
-        _UNAVAILABLE["fla"] = str(e)
-        fla = []
-    return [*attorch, *fla]
+    out = [*attorch]
+    for lib in ("fla", "cce"):
+        try:
+            out += importlib.import_module(f".{lib}.cases", __name__).FUNCTION_CASES
+        except UpstreamUnavailable as e:
+            _UNAVAILABLE[lib] = str(e)
+    return out

@@ -87,6 +87,11 @@ PINS = {p.dist: p for p in [
     Pin("fla-core", "0.6.0", "fla_core-0.6.0-py3-none-any.whl",
         "b0708b70e0b119cd58a0a5146ea56cb175cef6ed969d8ac60267e3e077ce3ebd",
         "21cc3735e00260dba738ac3ca321102373ba5267fd7035e98fc99dac245affe4", package="fla"),
+    # Apple's Cut Cross-Entropy (https://github.com/apple/ml-cross-entropy): a 22 KB wheel, the
+    # linear-cross-entropy kernels (logits never materialized) and their host code
+    Pin("cut-cross-entropy", "25.1.1", "cut_cross_entropy-25.1.1-py3-none-any.whl",
+        "e46f26d348f6a67927d17e65c5a212e795be13dcad5b10a77a200d6b8102d9d1",
+        "c1ab652d9d5f304e6257066172e2d133ff71162a9be5503600656f185a3ab032"),
 ]}
 
 
@@ -114,6 +119,10 @@ DROPPED_IMPORTS = {
            "env flags, decorators; fla.backends: the backend registry; fla.ops.utils.cache: the "
            "autotuner reading tuned configs): what the kernels use of them is in SUPPLIED; the "
            "host code's imports of them are loaded by host() (HOST_BINDINGS)",
+    "cut_cross_entropy": "Cut Cross-Entropy's own modules imported by its kernel modules "
+                         "(tl_utils' jit helpers, tl_autotune's config choice): what the kernels "
+                         "use of them is in SUPPLIED; the host code's imports of them are loaded "
+                         "by host() (HOST_BINDINGS)",
 }
 
 
@@ -220,6 +229,32 @@ SUPPLIED = {
                f"from fla.ops.utils.op: this wheel's jit {n}, loaded as the kernels are")
            for n in ("exp", "exp2", "log", "log2", "unflatten_program_id", "safe_dot",
                      "make_tensor_descriptor", "gather")},
+    },
+    **{("cut-cross-entropy", f"cut_cross_entropy/{mod}.py"): {
+        **{n: (Ref(upstream=("cut-cross-entropy", "cut_cross_entropy/tl_utils.py", [n]), attr=n),
+               f"from cut_cross_entropy.tl_utils: this wheel's {n}, loaded as the kernels are")
+           for n in names},
+        auto: (Ref(upstream=("cut-cross-entropy", "cut_cross_entropy/tl_autotune.py", [auto]),
+                   attr=auto),
+               f"from cut_cross_entropy.tl_autotune: this wheel's {auto}, loaded as the kernels "
+               "are (without CCE_AUTOTUNE=1, as released: triton.heuristics fixing its best "
+               "config)"),
+        **extra,
+    } for mod, names, auto, extra in [
+        ("cce_lse_forward", ["tl_logaddexp", "tl_softcapping"], "cce_forward_autotune", {
+            "torch": (Ref("tensorplay"),
+                      "torch -> tensorplay: the DOT_PRECISION heuristic asks "
+                      "torch.get_float32_matmul_precision() ('high': tf32, else ieee); "
+                      "tensorplay's answers the same question")}),
+        ("indexed_dot", [], "indexed_dot_autotune", {}),
+        ("cce_backward", ["tl_and_reduce_fn", "tl_lock_add", "tl_softcapping",
+                          "tl_softcapping_grad"], "cce_backward_autotune", {}),
+    ]},
+    ("cut-cross-entropy", "cut_cross_entropy/tl_autotune.py"): {
+        "torch": (Ref("tensorplay"),
+                  "torch -> tensorplay: early_config_prune / estimate_matmul_time ask torch.cuda "
+                  "for the device and its capability, only when CCE_AUTOTUNE=1 (autotuning on a "
+                  "GPU); tensorplay.cuda answers the same questions"),
     },
     ("flag-gems", "flag_gems/runtime/backend/_nvidia/heuristics_config_utils.py"): {
         "torch": (Ref("corpus.flaggems.runtime:torch_cuda_shim"),
@@ -878,6 +913,9 @@ def host_module(dist: str, path: str, names, *, framework, wrap) -> types.Module
     mod = types.ModuleType(ns["__name__"])
     mod.__dict__.update(ns)
     mod.__corpus_names__ = tuple(sorted(wanted))
+    # as module() does: a released @dataclass finds its module there (its field annotations are
+    # strings, under this file's `from __future__ import annotations` that compile() passes on)
+    sys.modules[ns["__name__"]] = mod
     exec(compile(ast.Module(body=kept, type_ignores=[]), str(file), "exec"), mod.__dict__)
     for n in wanted:
         if n not in mod.__dict__ and n in pinned:

@@ -61,6 +61,12 @@ class Case:
 
 
 
+def is_floating(a) -> bool:
+    """A NumPy array of a floating dtype, ``ml_dtypes.bfloat16`` included (its dtype's kind is
+    ``'V'``, not ``'f'``: a bfloat16 input would otherwise be taken as an integer one)."""
+    return isinstance(a, np.ndarray) and (a.dtype.kind == "f" or a.dtype.name == "bfloat16")
+
+
 def c_array(a):
     """A C-contiguous copy of ``a`` keeping its shape (``np.ascontiguousarray`` makes a 0-d array
     1-d: a 0-d input, such as Liger's PolyNorm bias, would reach the op as shape (1,))."""
@@ -83,7 +89,7 @@ def sample_args(case: Case, rng, device, scale=1, requires_grad=False):
 
 def finite_difference_grads(case: Case, args: tuple, dys: list, h: float = 1e-6):
     """d/d(args[i]) of sum_j sum(ref(args)[j] * dys[j]), in float64 by central differences."""
-    base = [a.astype(np.float64) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a
+    base = [a.astype(np.float64) if is_floating(a) else a
             for a in args]
 
     def loss(vals):

@@ -14,7 +14,7 @@ import numpy as np
 import tensorplay
 from tensorplay import library
 
-from .cases import c_array, finite_difference_grads, sample_args
+from .cases import c_array, finite_difference_grads, is_floating, sample_args
 
 
 def _np(t):
@@ -26,7 +26,7 @@ def _as_tuple(out):
 
 
 def _f64(a):
-    return a.astype(np.float64) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a
+    return a.astype(np.float64) if is_floating(a) else a
 
 
 def check_forward_and_gradients(case, device="cpu"):

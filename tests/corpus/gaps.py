@@ -1,4 +1,4 @@
-"""Known gaps of Triton's interpreter (cpu) that corpus cases hit, each with a probe.
+"""Known gaps of Triton's interpreter (cpu) or of tensorplay that corpus cases hit, each with a probe.
 
 A case names the gaps it hits (``Case.gaps``); ``tests/test_corpus.py`` marks it
 ``xfail(strict=True)`` only while a probe shows the gap is still there, so a fix (in
@@ -6,6 +6,10 @@ tensorplay-triton or in Triton) turns the case into a plain passing test with no
 and a case that fails for any other reason is a failure. Each probe is a minimal kernel written
 the way the libraries write theirs, launched through ``wrap_triton`` on cpu tensors; the probes
 never access memory outside their buffers.
+
+A gap of tensorplay itself (not the interpreter) names the exception it shows as (``raises``,
+beyond the interpreter's) and, where it fails only some of a case's checks, which (``checks``:
+``"forward"``, ``"opcheck"``, ``"contract"``, ``"compiled"``; None: all).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from collections.abc import Callable
 import tensorplay
 import triton
 import triton.language as tl
+from tensorplay.errors import CompileError
 from tensorplay.library import triton_op, wrap_triton
 
 try:
@@ -31,6 +36,11 @@ _bound_cast = tl.cast   # Unsloth's `triton_cast = tl.cast`
 class Gap:
     reason: str
     probe: Callable[[], bool]     # True while the gap is there
+    raises: tuple = ()            # the exceptions it shows as, beyond the interpreter's
+    checks: frozenset | None = None   # the checks of a case it fails (None: every one)
+
+    def applies(self, check) -> bool:
+        return self.checks is None or check is None or check in self.checks
 
     @functools.cached_property
     def present(self) -> bool:
@@ -122,3 +132,27 @@ BOOLOP = Gap("gap: `and`/`or` between tensors in a kernel are Python truthiness 
 LOOP_VAR = Gap("gap: a `for i in range(...)` loop variable is a Python int under the interpreter "
                "(a scalar tensor when compiled): `i.to(tl.int64)` raises AttributeError; "
                "tensorplay-triton types it as the compiler does (h-fla47)", _loopvar_gap)
+
+
+def _size_gap() -> bool:
+    return not callable(getattr(tensorplay.zeros(2, 3).size(), "numel", None))
+
+
+def _compile_break_gap() -> bool:
+    def fn(t):
+        # released host code's pattern (Cut Cross-Entropy's _build_flat_valids): a nonzero's
+        # length read as a Python value to choose what runs
+        return t * (2 if t.nonzero().numel() == t.numel() else 3)
+
+    t = tensorplay.tensor([1.0, 0.0])
+    return _fails(lambda: tensorplay.compile(fn)(t).tolist() == [3.0, 0.0])
+
+
+TORCH_SIZE = Gap("gap (tensorplay._tensor_base: Tensor.shape / size()): sizes are a plain tuple, "
+                 "not a torch.Size: no .numel() (Cut Cross-Entropy's handle_reduction_none: "
+                 "`loss.new_zeros((batch_shape.numel(),))`)", _size_gap, raises=(AttributeError,))
+COMPILE_GRAPH_BREAK = Gap(
+    "gap (tensorplay.compile): no graph breaks: a data-dependent size read as a Python value "
+    "inside the compiled function (released host code: `valids.numel() != targets.numel()` "
+    "after nonzero()) refuses the capture, where torch.compile breaks the graph there and runs "
+    "the rest eagerly", _compile_break_gap, raises=(CompileError,), checks=frozenset({"compiled"}))

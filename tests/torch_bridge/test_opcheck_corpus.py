@@ -1,6 +1,6 @@
 """``torch.library.opcheck`` on every bridged op of the third-party kernel corpus (tests/corpus:
-Liger-Kernel, Unsloth, FlagGems and flash-linear-attention Triton kernels registered as TensorPlay
-``triton_op``s in the namespaces ``liger``, ``unsloth``, ``flaggems``, ``fla``), over the corpus's own sample inputs
+Liger-Kernel, Unsloth, FlagGems, flash-linear-attention and Cut Cross-Entropy Triton kernels registered
+as TensorPlay ``triton_op``s in the namespaces ``liger``, ``unsloth``, ``flaggems``, ``fla``, ``cce``), over the corpus's own sample inputs
 (``corpus.cases.sample_args``, the small cpu sizes) converted to torch, on cpu (the kernels run
 through Triton's interpreter) and on cuda where torch and TensorPlay both have it.
 
@@ -18,7 +18,7 @@ through Triton's interpreter) and on cuda where torch and TensorPlay both have i
   double backward), and torch's checks of an op without one only say so. Some formulas call no
   backward op (``liger::jsd``'s and ``liger::tvd``'s: TensorPlay ops only; ``fla::logsumexp``'s
   likewise; ``fla::chunk_local_cumsum``'s calls the forward op itself, reversed, opchecked as a
-  forward op). ``test_every_bridged_op_is_checked`` proves every bridged op of the four namespaces is
+  forward op). ``test_every_bridged_op_is_checked`` proves every bridged op of the five namespaces is
   reached by one of the two.
 
 A case that hits a known interpreter gap (``corpus.gaps``) is ``xfail(strict=True)`` while the
@@ -46,7 +46,7 @@ if _TESTS not in sys.path:
 from corpus import all_cases, unavailable  # noqa: E402
 from corpus.cases import sample_args  # noqa: E402
 
-NAMESPACES = ("liger", "unsloth", "flaggems", "fla")
+NAMESPACES = ("liger", "unsloth", "flaggems", "fla", "cce")
 CORPUS = all_cases()
 # libraries whose pinned wheel could not be had (corpus._upstream): one skipped test each, saying why
 UNAVAILABLE = unavailable()
@@ -200,7 +200,7 @@ def test_opcheck_backward(name, args, kwargs):
 
 
 def test_every_bridged_op_is_checked():
-    """Every bridged op of the four namespaces is opchecked: the forward ops on the cases' inputs,
+    """Every bridged op of the five namespaces is opchecked: the forward ops on the cases' inputs,
     each backward op on the inputs its formula gave it in at least one case."""
     backward = {p.values[0] for p in BACKWARD_CASES} - {"recording", None}
     assert sorted(set(FORWARD) | backward) == BRIDGED
@@ -208,4 +208,4 @@ def test_every_bridged_op_is_checked():
     assert all(c.op.has_autograd and c.op.backward_fn is not None for c in CORPUS)
     if UNAVAILABLE:
         pytest.skip("counts not checked: " + "; ".join(UNAVAILABLE.values()))
-    assert len(FORWARD) == 39 and len(BRIDGED) == 74, (len(FORWARD), len(BRIDGED))
+    assert len(FORWARD) == 41 and len(BRIDGED) == 78, (len(FORWARD), len(BRIDGED))

@@ -107,6 +107,7 @@ DTYPES = {
     torch.float16: tp.float16, torch.bfloat16: tp.bfloat16, torch.float32: tp.float32,
     torch.float64: tp.float64, torch.int8: tp.int8, torch.int16: tp.int16,
     torch.int32: tp.int32, torch.int64: tp.int64, torch.uint8: tp.uint8, torch.bool: tp.bool,
+    torch.uint32: tp.uint32,
 }
 _TO_TORCH = {v: k for k, v in DTYPES.items()}
 

@@ -37,7 +37,8 @@ def check_dims_0d(dims, api: str = "") -> None:
 # the C type names torch prints in its dtype mismatch message
 _C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
             "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
-            "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
+            "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+            "uint32": "unsigned int", "bool": "bool"}
 
 
 def check_same_dtype(da, db) -> None:
@@ -61,7 +62,7 @@ def check_mean_dtype(dtype) -> None:
 
 _SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
                  "bfloat16": "BFloat16", "int8": "Char", "uint8": "Byte", "int16": "Short",
-                 "int32": "Int", "int64": "Long", "bool": "Bool"}
+                 "int32": "Int", "int64": "Long", "uint32": "UInt32", "bool": "Bool"}
 
 
 def check_index_add_dtypes(dx, ds) -> None:

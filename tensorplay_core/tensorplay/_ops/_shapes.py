@@ -219,7 +219,7 @@ _LIMITS = {
     _dtype.float32: (-_F32_MAX, _F32_MAX, False),
     _dtype.int8: (-128, 127, True), _dtype.uint8: (0, 255, True),
     _dtype.int16: (-32768, 32767, True), _dtype.int32: (-2**31, 2**31 - 1, True),
-    _dtype.int64: (-2**63, 2**63 - 1, True),
+    _dtype.int64: (-2**63, 2**63 - 1, True), _dtype.uint32: (0, 2**32 - 1, True),
 }
 
 
@@ -292,7 +292,7 @@ def check_fill(api: str, value, dtype):
     if is_int:
         if lo <= value <= hi:
             return value
-        if lo == 0 and -hi <= value < 0:      # uint8: -1 -> 255 as torch
+        if lo == 0 and -hi <= value < 0:      # uint8: -1 -> 255 as torch (uint32 likewise)
             return value & hi
         raise _overflow(value, dtype)
     if not -2**63 <= value < 2**64:            # beyond int64/uint64: torch cannot take it
