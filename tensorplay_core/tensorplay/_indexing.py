@@ -444,26 +444,19 @@ def _put_checks(out, advanced, value, bool_0d=False):
     so = out.storage_ref
     root = so.root
     vt = isinstance(value, TensorBase)
-    if bool_0d:
-        if vt:
-            sv = value.storage_ref
-            if sv is so or sv.root is root:
-                check_no_overlap(out, value)
-            if value.raw_dtype is not out.raw_dtype:
-                check_index_put_dtype(out, value)
-        return
-    if len(advanced) == 1:
-        idx = advanced[0][1]
-        si = idx.storage_ref
-        if idx.raw_dtype is _dtype.bool and (
-                not vt or (value.numel() == 1 and value.raw_device.type == "cpu" and
-                           idx.raw_device == out.raw_device)):
-            # masked_fill_'s rule (x[x] = 0 is allowed: a full overlap)
+    if len(advanced) == 1 or bool_0d:
+        if not bool_0d:             # (a 0-dim bool index: the value's checks only)
+            idx = advanced[0][1]
+            si = idx.storage_ref
+            if idx.raw_dtype is _dtype.bool and (
+                    not vt or (value.numel() == 1 and value.raw_device.type == "cpu" and
+                               idx.raw_device == out.raw_device)):
+                # masked_fill_'s rule (x[x] = 0 is allowed: a full overlap)
+                if si is so or si.root is root:
+                    _check_partial_overlap(out, idx)
+                return
             if si is so or si.root is root:
-                _check_partial_overlap(out, idx)
-            return
-        if si is so or si.root is root:
-            check_no_overlap(out, idx)
+                check_no_overlap(out, idx)
         if vt:
             sv = value.storage_ref
             if sv is so or sv.root is root:
