@@ -691,16 +691,22 @@ _NO_KEEPDIM: Any = _Unset(False)
 
 
 def dim_list(dim) -> list | None:
-    """A reduction's ``dim`` as a list (None: all dims): an int, a list/tuple of them, or
-    anything with ``__index__`` (a 0-dim integer tensor, a NumPy integer), as torch's argument
-    parser takes them. Anything else is passed on as one element, and the op's own TypeError
-    names it ("sum(): argument 'dim' must be tuple of ints, but found element of type float at
-    pos 0"); it was Python's "'float' object is not iterable"."""
+    """A reduction's ``dim`` as a list of ints (None: all dims): an int, a list/tuple of them, or
+    anything with ``__index__`` (a 0-dim integer tensor, a NumPy integer), alone or in the
+    list, as torch's argument parser takes them. Anything else is passed on as one element, and
+    the op's own TypeError names it ("sum(): argument 'dim' must be tuple of ints, but found
+    element of type float at pos 0"); it was Python's "'float' object is not iterable"."""
     if dim is None:
         return None
     if isinstance(dim, int):
         return [dim]
     if isinstance(dim, (list, tuple)):
-        return list(dim)
+        dims = list(dim)
+        for i, d in enumerate(dims):
+            if d.__class__ is not int:      # (a bool stays: the op's TypeError names it)
+                index = getattr(type(d), "__index__", None)
+                if index is not None and d.__class__ is not bool:
+                    dims[i] = index(d)
+        return dims
     index = getattr(type(dim), "__index__", None)
     return [dim if index is None else index(dim)]

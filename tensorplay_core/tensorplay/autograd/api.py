@@ -111,10 +111,14 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         gs = run_backward(roots, grads, keep_graph=keep, create_graph=create_graph, inputs=ins,
                           allow_unused=True)
         from . import grad_mode
-        with grad_mode.no_grad():
+        from .graph import accumulate_into
+        # each named tensor's .grad as its AccumulateGrad would leave it (an owned copy first,
+        # then in place; out of place and recorded with create_graph): never the caller's
+        # gradient tensor itself, which a later backward would then write into
+        with grad_mode.set_grad_enabled(create_graph):
             for t, g in zip(ins, gs):
                 if g is not None:
-                    t.grad = g if t.grad is None else t.grad + g
+                    accumulate_into(t, g)
         return None
     run_backward(roots, grads, keep_graph=keep, create_graph=create_graph)
 

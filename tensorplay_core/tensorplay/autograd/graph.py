@@ -67,31 +67,8 @@ class AccumulateGrad(Node):
             return ()
         if self.hooks:
             g = run_hooks(self.hooks, g)
-        if _gm.is_grad_enabled():
-            # backward(create_graph=True): .grad keeps its history, as torch's accumulation with
-            # grad mode on (a clone, or grad + g, recorded), so a second backward through x.grad
-            # gives the second derivative (a gradient penalty's x.grad.norm().backward())
-            if g.raw_dtype is not v.raw_dtype:
-                g = g.to(v.raw_dtype)
-            if g.raw_shape != v.raw_shape:
-                g = g.sum_to_size(v.raw_shape)
-            v.grad = g.clone() if v.grad is None else v.grad + g
-            return ()
-        with _gm.no_grad():
-            if g.raw_dtype is not v.raw_dtype:
-                g = g.to(v.raw_dtype)   # a formula's gradient takes its input's dtype (torch)
-            if g.raw_shape != v.raw_shape:
-                g = g.sum_to_size(v.raw_shape)
-            if v.grad is None:
-                # a gradient may be shared by several leaves (e.g. add's backward): own a copy
-                v.grad = _own_copy(g.detach())
-            else:
-                # in place, as torch's AccumulateGrad with grad mode off (``grad += new``): the
-                # .grad object stays the same one -- references to it (an optimizer's, a
-                # user's) see the sum, and a grad_fn left by a create_graph backward is kept
-                v.grad.add_(g.detach())
+        accumulate_into(v, g)
         return ()
-
 
     def accumulate(self, g, owned=False):
         """``apply((g,))``; ``owned``: no one else holds ``g``, so when it is a plain dense
@@ -112,6 +89,60 @@ class AccumulateGrad(Node):
                 v.grad = _own_copy(g)
                 return ()
         return self.apply((g,))
+
+
+def accumulate_into(v, g) -> None:
+    """Add the gradient ``g`` into ``v.grad``, as torch's AccumulateGrad (after the leaf's hooks;
+    ``backward(inputs=...)`` for every tensor it names): ``g`` cast to ``v``'s dtype and summed
+    to its shape; with grad mode on (``create_graph=True``) out of place and recorded, else a
+    first gradient is an owned copy (never the caller's tensor or one shared with another leaf)
+    and a later one is added into ``.grad`` in place. A ``.grad`` set by hand that does not fit
+    ``v`` (another dtype, shape or device, or ``v``'s own memory) is refused here with torch's
+    reason (torch refuses the assignment itself): RuntimeError."""
+    if v.grad is not None:
+        _check_grad_fits(v, v.grad)
+    if _gm.is_grad_enabled():
+        # backward(create_graph=True): .grad keeps its history, as torch's accumulation with
+        # grad mode on (a clone, or grad + g, recorded), so a second backward through x.grad
+        # gives the second derivative (a gradient penalty's x.grad.norm().backward())
+        if g.raw_dtype is not v.raw_dtype:
+            g = g.to(v.raw_dtype)
+        if g.raw_shape != v.raw_shape:
+            g = g.sum_to_size(v.raw_shape)
+        v.grad = g.clone() if v.grad is None else v.grad + g
+        return
+    with _gm.no_grad():
+        if g.raw_dtype is not v.raw_dtype:
+            g = g.to(v.raw_dtype)   # a formula's gradient takes its input's dtype (torch)
+        if g.raw_shape != v.raw_shape:
+            g = g.sum_to_size(v.raw_shape)
+        if v.grad is None:
+            # a gradient may be shared by several leaves (e.g. add's backward): own a copy
+            v.grad = _own_copy(g.detach())
+        else:
+            # in place, as torch's AccumulateGrad with grad mode off (``grad += new``): the
+            # .grad object stays the same one -- references to it (an optimizer's, a
+            # user's) see the sum, and a grad_fn left by a create_graph backward is kept
+            v.grad.add_(g.detach())
+
+
+def _check_grad_fits(v, gr) -> None:
+    """RuntimeError unless ``gr`` can be ``v``'s ``.grad`` (torch's checks of ``x.grad = gr``)."""
+    why = None
+    if not isinstance(gr, _tb.TensorBase):
+        why = f"is a {type(gr).__name__}, not a Tensor"
+    elif gr is v or (gr.storage_ref is not None and gr.storage_ref is v.storage_ref):
+        why = "shares the tensor's own memory (torch: can't assign Variable as its own grad)"
+    elif gr.raw_dtype is not v.raw_dtype:
+        why = f"has dtype {gr.raw_dtype}, not the tensor's {v.raw_dtype}"
+    elif gr.raw_shape != v.raw_shape:
+        why = f"has shape {tuple(gr.raw_shape)}, not the tensor's {tuple(v.raw_shape)}"
+    elif gr.raw_device != v.raw_device:
+        why = f"is on {gr.raw_device}, not the tensor's {v.raw_device}"
+    if why is not None:
+        raise RuntimeError(f"backward: the .grad assigned to a tensor {why}, so the gradient "
+                           f"cannot be accumulated into it; assign a tensor of the same dtype, "
+                           f"shape and device (e.g. torch.zeros_like(x)), or None")
 
 
 def _own_copy(g):
