@@ -118,3 +118,13 @@ def test_masked_fill_on_a_plain_tensor_does_not_warn():
         warnings.simplefilter("error")
         x.masked_fill_(tp.tensor([True, False, True]), 2.0)
     assert x.tolist() == [2.0, 0.0, 2.0]
+
+
+@pytest.mark.parametrize("call", [lambda x: x.logsumexp(None), lambda x: tp.logsumexp(x, None),
+                                  lambda x: tp.logsumexp(x, None, True)])
+def test_logsumexp_dim_none_stays_torchs_type_error(call):
+    # torch's logsumexp has no all-dims overload (dim=[] reduces every dim); dim_list's None
+    # must not turn into one (CI's torch comparison caught it)
+    with pytest.raises(TypeError, match=r"logsumexp\(\): argument 'dim' must be tuple of ints, "
+                                        r"not NoneType"):
+        call(tp.ones(2, 3))

@@ -713,6 +713,9 @@ def logsumexp(input: Tensor, dim: _Dims, keepdim: bool = False, *, out: Any = No
     ``torch.logsumexp``; integer inputs give the default float dtype."""
     if out is not None:
         return _write_out("logsumexp", out, logsumexp, (input, dim, keepdim), {}, "cast")
+    if dim is None:         # (torch's logsumexp has no all-dims overload; an empty list is one)
+        raise TypeError("logsumexp(): argument 'dim' must be tuple of ints, not NoneType (as "
+                        "torch; pass dim=[] or a tuple of every dim to reduce them all)")
     dims = dim_list(dim)
     if not input.dtype.is_floating_point:
         input = O.to_dtype(input, _dtype.get_default_dtype())
