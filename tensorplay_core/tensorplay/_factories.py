@@ -892,7 +892,9 @@ def tensor(data: Any, *, dtype: _DTypeLike | None = None, device: _DeviceLike | 
     native_like = hasattr(data, "dtype") and hasattr(data, "shape")
     dt = _dtype.as_dtype(dtype) if dtype is not None else (
         _dtype.as_dtype(data.dtype) if native_like else _infer_dtype(data))
-    if _dispatch._state.mode == "meta":
+    if _dispatch._state.mode == "meta" or dev.type == "meta":
+        # fake mode, or device="meta" (torch.tensor(data, device="meta"): the shape and dtype
+        # of the data, no values)
         from .fake import make_fake
         if not native_like:
             _check_ragged(data)
