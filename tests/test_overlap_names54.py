@@ -28,6 +28,9 @@ CALLS = [
     ("index_copy_", lambda e: e.index_copy_(0, tp.tensor([0]), tp.ones(1))),
     ("bernoulli_", lambda e: e.bernoulli_(0.5)),
     ("exponential_", lambda e: e.exponential_()),
+    ("uniform_", lambda e: e.uniform_()),
+    ("normal_", lambda e: e.normal_()),
+    ("random_", lambda e: e.random_(0, 5)),
     ("__setitem__", lambda e: e.__setitem__(slice(None), tp.ones(3))),
     ("__setitem__", lambda e: e.__setitem__(slice(0, 2), 1.0)),
 ]

@@ -134,11 +134,12 @@ def _in_place(dst, api, op, *others):
         raise e.named(api) if e.who == "copy_" else e from None
 
 
-def _write_back(api, dst, value):
-    """``copy_(dst, value)`` as the last step of the in-place method ``api``: an expanded
-    ``dst`` is refused (RuntimeError) naming ``api``, not the internal ``copy_``."""
+def _named(api, fn, *args):
+    """``fn(*args)`` for the in-place method ``api`` whose write is an internal ``copy_`` (its
+    last step, or inside ``fn``): an expanded tensor written is refused (RuntimeError) naming
+    ``api``, not that ``copy_``."""
     try:
-        return _O.copy_(dst, value)
+        return fn(*args)
     except _OverlapError as e:
         raise e.named(api) if e.who == "copy_" else e from None
 
@@ -1014,7 +1015,7 @@ class Tensor(TensorBase, instance_class=True):
         ``index`` or ``source`` sharing memory with ``self`` is refused (RuntimeError, torch's
         ``assert_no_overlap``: ``x.index_add_(0, i, x)`` too)."""
         _no_overlap(self, index, source)
-        return _write_back("index_add_", self, self.index_add(dim, index, source, alpha=alpha))
+        return _named("index_add_", _O.copy_, self, self.index_add(dim, index, source, alpha=alpha))
 
     def clamp_(self, min: _TensorOrScalar | None = None,
                max: _TensorOrScalar | None = None) -> Tensor:
@@ -1083,7 +1084,7 @@ class Tensor(TensorBase, instance_class=True):
 
     def relu_(self) -> Tensor:
         """In-place ``relu``."""
-        return _write_back("relu_", self, _O.relu(self))
+        return _named("relu_", _O.copy_, self, _O.relu(self))
 
     # In-place forms of the unary ops (torch's ``Tensor.<op>_``): the out-of-place op's value
     # written into ``self`` (``_in_place``: returns ``self``, bumps its version, differentiable,
@@ -1405,7 +1406,7 @@ class Tensor(TensorBase, instance_class=True):
 
     def bitwise_not_(self) -> Tensor:
         """In-place ``bitwise_not``; returns ``self``. Same as ``torch.Tensor.bitwise_not_``."""
-        return _write_back("bitwise_not_", self, _O.bitwise_not(self))
+        return _named("bitwise_not_", _O.copy_, self, _O.bitwise_not(self))
 
     def bitwise_left_shift_(self, other: _TensorOrScalar) -> Tensor:
         """In-place ``bitwise_left_shift`` (``self <<= other``), as ``bitwise_and_``."""
@@ -2598,13 +2599,13 @@ class Tensor(TensorBase, instance_class=True):
         _no_generator("uniform_", generator)
         if kwargs:
             from_ = _from_keyword(kwargs, from_, 0.0, "uniform_")
-        return _surface.uniform_(self, from_, to)
+        return _named("uniform_", _surface.uniform_, self, from_, to)
 
     def normal_(self, mean: _float = 0.0, std: _float = 1.0, *,
                 generator: None = None) -> Tensor:
         """Fill in place with normal values (``torch.Tensor.normal_``)."""
         _no_generator("normal_", generator)
-        return _surface.normal_(self, mean, std)
+        return _named("normal_", _surface.normal_, self, mean, std)
 
     def random_(self, from_: _int = 0, to: _int | None = None, *, generator: None = None,
                 **kwargs: _int) -> Tensor:
@@ -2613,7 +2614,7 @@ class Tensor(TensorBase, instance_class=True):
         _no_generator("random_", generator)
         if kwargs:
             from_ = _from_keyword(kwargs, from_, 0, "random_")
-        return _surface.random_(self, from_, to)
+        return _named("random_", _surface.random_, self, from_, to)
 
     def unique(self, sorted: _bool = True, return_inverse: _bool = False,
                return_counts: _bool = False, dim: _int | None = None) -> Any:  # noqa: A002
@@ -2672,7 +2673,7 @@ class Tensor(TensorBase, instance_class=True):
                                "call it under tensorplay.no_grad()")
         flat = self.reshape(-1).tolist()
         new = _new_tensor([callable(v) for v in flat], dtype=self._dtype)
-        _write_back("apply_", self, _O.reshape(new, list(self._shape)))
+        _named("apply_", _O.copy_, self, _O.reshape(new, list(self._shape)))
         return self
 
     def as_strided(self, size: Sequence[_int], stride: Sequence[_int],
@@ -3192,7 +3193,7 @@ class Tensor(TensorBase, instance_class=True):
         _no_generator("bernoulli_", generator)
         if not isinstance(p, Tensor) and not 0 <= p <= 1:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
-        return _write_back("bernoulli_", self, _O.lt(_uniform_like(self), p.detach() if isinstance(p, Tensor)
+        return _named("bernoulli_", _O.copy_, self, _O.lt(_uniform_like(self), p.detach() if isinstance(p, Tensor)
                                     else p))
 
     def exponential_(self, lambd: _float = 1.0, *, generator: None = None) -> Tensor:
@@ -3200,7 +3201,7 @@ class Tensor(TensorBase, instance_class=True):
         ``torch.Tensor.exponential_``)."""
         _no_generator("exponential_", generator)
         u = _uniform_like(self)
-        return _write_back("exponential_", self, _O.div(_O.neg(_O.log1p(_O.neg(u))), lambd))
+        return _named("exponential_", _O.copy_, self, _O.div(_O.neg(_O.log1p(_O.neg(u))), lambd))
 
     def log_normal_(self, mean: _float = 1.0, std: _float = 2.0, *,
                     generator: None = None) -> Tensor:
@@ -3208,14 +3209,14 @@ class Tensor(TensorBase, instance_class=True):
         ``torch.Tensor.log_normal_``)."""
         _no_generator("log_normal_", generator)
         z = _O.randn(list(self._shape), dtype=_draw_dtype(self), device=self._device)
-        return _write_back("log_normal_", self, _O.exp(_O.add(_O.mul(z, std), mean)))
+        return _named("log_normal_", _O.copy_, self, _O.exp(_O.add(_O.mul(z, std), mean)))
 
     def cauchy_(self, median: _float = 0.0, sigma: _float = 1.0, *,
                 generator: None = None) -> Tensor:
         """Fill in place with Cauchy draws (same as ``torch.Tensor.cauchy_``)."""
         _no_generator("cauchy_", generator)
         u = _uniform_like(self)
-        return _write_back("cauchy_", self, _O.add(_O.mul(_O.tan(_O.mul(_O.sub(u, 0.5), 3.141592653589793)),
+        return _named("cauchy_", _O.copy_, self, _O.add(_O.mul(_O.tan(_O.mul(_O.sub(u, 0.5), 3.141592653589793)),
                                             sigma), median))
 
     def geometric_(self, p: _float, *, generator: None = None) -> Tensor:
@@ -3226,7 +3227,7 @@ class Tensor(TensorBase, instance_class=True):
             raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
         import math
         u = _uniform_like(self)
-        return _write_back("geometric_", self, _O.ceil(_O.div(_O.log1p(_O.neg(u)), math.log1p(-p))))
+        return _named("geometric_", _O.copy_, self, _O.ceil(_O.div(_O.log1p(_O.neg(u)), math.log1p(-p))))
 
     # -- torch's indexing methods --------------------------------------------------------------
     def index_put_(self, indices: Sequence[Tensor], values: _TensorOrScalar,
