@@ -702,11 +702,19 @@ def dim_list(dim) -> list | None:
         return [dim]
     if isinstance(dim, (list, tuple)):
         dims = list(dim)
-        for i, d in enumerate(dims):
-            if d.__class__ is not int:      # (a bool stays: the op's TypeError names it)
-                index = getattr(type(d), "__index__", None)
-                if index is not None and d.__class__ is not bool:
-                    dims[i] = index(d)
+        for d in dims:          # (all ints, the common case: one pass, no enumerate)
+            if d.__class__ is not int:
+                return _indexed(dims)
         return dims
     index = getattr(type(dim), "__index__", None)
     return [dim if index is None else index(dim)]
+
+
+def _indexed(dims: list) -> list:
+    """``dims`` with each element that has ``__index__`` (a 0-dim int tensor, a NumPy int)
+    replaced by that int; a bool or anything else stays, for the op's TypeError to name."""
+    for i, d in enumerate(dims):
+        index = getattr(type(d), "__index__", None)
+        if index is not None and d.__class__ is not bool:
+            dims[i] = index(d)
+    return dims
