@@ -97,7 +97,8 @@ def test_small_row_sums_and_means_are_numpys_reduction(shape, dim):
         s = t.sum(dim, keepdim=keepdim).numpy()
         np.testing.assert_array_equal(s, np.add.reduce(a, dim, keepdims=keepdim))
         m = t.mean(dim, keepdim=keepdim).numpy()
-        np.testing.assert_array_equal(m, np.add.reduce(a, dim, keepdims=keepdim) / a.shape[dim])
+        # the count as float32: NumPy 1.x promotes a float32 scalar / int to float64
+        np.testing.assert_array_equal(m, np.add.reduce(a, dim, keepdims=keepdim) / np.float32(a.shape[dim]))
 
 
 # -- ops with grad mode off on tensors that require grad --------------------------------------
