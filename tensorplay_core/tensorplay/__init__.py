@@ -30,6 +30,7 @@ from ._dtype import (channels_last, channels_last_3d, contiguous_format, memory_
                      preserve_format)
 from ._tensor import Tensor
 from ._tensor import _times_alpha  # alpha * other with torch's checks (Tensor.add's)
+from ._ops import opmath as _opmath  # add/sub with alpha of float16/bfloat16: one op
 from ._tag import Tag
 from . import _ops as _ops_pkg
 from ._ops import ops as _O
@@ -162,6 +163,8 @@ def add(input: _TensorOrScalar, other: _TensorOrScalar, _p: None = None,
     if alpha is _ALPHA1:
         return _add_op(input, other)
     input = _tensor_first(input, other)
+    if _opmath.takes_alpha(input, other, alpha):     # float16/bfloat16: at float32, one op
+        return _opmath.add_alpha(input, other, alpha, "add")
     return _O.add(input, _times_alpha(input, other, alpha, "add"))
 
 
@@ -182,6 +185,8 @@ def sub(input: _TensorOrScalar, other: _TensorOrScalar, _p: None = None,
     if alpha is _ALPHA1:
         return _sub_op(input, other)
     input = _tensor_first(input, other)
+    if _opmath.takes_alpha(input, other, alpha):     # float16/bfloat16: at float32, one op
+        return _opmath.add_alpha(input, other, alpha, "sub")
     return _O.sub(input, _times_alpha(input, other, alpha, "sub"))
 
 
@@ -825,7 +830,7 @@ else:
                              "eps]`` when ``eps`` is given. Same as ``torch.logit``.")
     lerp = _method_function("lerp", "``input + weight * (end - input)`` evaluated as torch's "
                             "kernel; floating tensors of one dtype (RuntimeError otherwise). "
-                            "Same as ``torch.lerp``.")
+                            "Same as ``torch.lerp`` (``out=`` too).", out="cast")
 
 # more of torch's module-level forms of Tensor methods: the in-place ones (``torch.clamp_(x, 0,
 # 1)``, ``torch.zero_(x)``: no ``out=``) and the rest (``out=`` where torch takes it)

@@ -244,6 +244,8 @@ def _addc(self, t1, t2, value, op, api):
         t2 = _O.to_dtype(t2, rt)
     if not rt.is_floating_point and value.__class__ is float:
         value = int(value)              # torch converts the scalar to the integer dtype
+    if rt in _LOWP:     # float16/bfloat16: at float32, rounded once (torch's opmath)
+        return _opmath.addc(self, t1, t2, value, api, rt)
     if value != 1 or value is True:
         t1 = _O.mul(t1, value)
     return _O.add(self, op(t1, t2))
@@ -257,10 +259,12 @@ def _lerp(self, end, weight):
         raise RuntimeError(f"lerp: not implemented for {dt} (floating tensors only, as torch)")
     if end._dtype is not dt:
         raise RuntimeError(f"expected dtype {dt} for `end` but got dtype {end._dtype}")
+    if isinstance(weight, Tensor) and weight._dtype is not dt:
+        raise RuntimeError(f"expected dtype {dt} for `weight` but got dtype {weight._dtype}")
+    if dt in _LOWP:     # float16/bfloat16: at float32, rounded once (torch's opmath)
+        return _opmath.lerp(self, end, weight)
     diff = _O.sub(end, self)
     if isinstance(weight, Tensor):
-        if weight._dtype is not dt:
-            raise RuntimeError(f"expected dtype {dt} for `weight` but got dtype {weight._dtype}")
         small = _O.lt(_O.abs(weight), 0.5)
         return _O.where(small, _O.add(self, _O.mul(weight, diff)),
                         _O.sub(end, _O.mul(diff, _O.rsub(weight, 1))))
@@ -930,6 +934,8 @@ class Tensor(TensorBase, instance_class=True):
                 _check_partial_overlap(self, other)
             if _scaled_add_(self, other, alpha):
                 return self
+        if alpha != 1 and _opmath.takes_alpha(self, other, alpha):   # float16/bfloat16
+            return _in_place(self, "add_", _opmath.add_alpha, other, alpha, "add")
         return _O.add_(self, other if alpha.__class__ is int and alpha == 1 else _times_alpha(self, other, alpha, "add"))
 
     def sub_(self, other: _TensorOrScalar, *, alpha: _Number = 1) -> Tensor:
@@ -946,6 +952,8 @@ class Tensor(TensorBase, instance_class=True):
                 _check_partial_overlap(self, other)
             if _scaled_add_(self, other, -alpha):
                 return self
+        if alpha != 1 and _opmath.takes_alpha(self, other, alpha):   # float16/bfloat16
+            return _in_place(self, "sub_", _opmath.add_alpha, other, alpha, "sub")
         return _O.sub_(self, other if alpha.__class__ is int and alpha == 1 else _times_alpha(self, other, alpha, "sub"))
 
     def mul_(self, other: _TensorOrScalar) -> Tensor:
@@ -1432,10 +1440,14 @@ class Tensor(TensorBase, instance_class=True):
 
     def add(self, other: _TensorOrScalar, *, alpha: _Number = 1) -> Tensor:
         """``self + alpha * other`` with broadcasting and torch's dtype promotion."""
+        if alpha != 1 and _opmath.takes_alpha(self, other, alpha):   # float16/bfloat16
+            return _opmath.add_alpha(self, other, alpha, "add")
         return _O.add(self, other if alpha.__class__ is int and alpha == 1 else _times_alpha(self, other, alpha, "add"))
 
     def sub(self, other: _TensorOrScalar, *, alpha: _Number = 1) -> Tensor:
         """``self - alpha * other``."""
+        if alpha != 1 and _opmath.takes_alpha(self, other, alpha):   # float16/bfloat16
+            return _opmath.add_alpha(self, other, alpha, "sub")
         return _O.sub(self, other if alpha.__class__ is int and alpha == 1 else _times_alpha(self, other, alpha, "sub"))
 
     def mul(self, other: _TensorOrScalar) -> Tensor:
@@ -3907,6 +3919,8 @@ from ._tensor_base import row_major as _row_major  # noqa: E402
 from ._factories import tensor as _new_tensor  # noqa: E402
 from ._ops import ops as _O  # noqa: E402
 from ._ops.elementwise import norm_root as _norm_root  # noqa: E402
+from ._ops import opmath as _opmath  # noqa: E402  (float16/bfloat16 ops of several steps)
+_LOWP = _opmath.LOWP
 from ._registry import bind_methods as _bind_methods  # noqa: E402
 from ._ops._shapes import check_fill as _check_fill  # noqa: E402
 from ._ops.copy import check_cast as _check_cast  # noqa: E402

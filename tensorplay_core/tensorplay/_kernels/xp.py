@@ -9,7 +9,8 @@ the result dtype equals the fake rule's.
 
 A few operations the array API lacks (scatter-add, masked writes, strided views, random numbers)
 go through small backend methods. The kernels live in one module per family (``binary``,
-``bitwise``, ``unary``, ``reduction``, ``indexing``, ``factories``); what each elementwise op
+``bitwise``, ``unary``, ``reduction``, ``indexing``, ``factories``, ``opmath``: the float16/bfloat16
+ops of several steps); what each elementwise op
 computes is stated once in ``elementwise.OPS``, which the fusers of every backend read too.
 """
 
@@ -18,10 +19,10 @@ from __future__ import annotations
 import contextvars
 import sys
 
-from . import binary, bitwise, factories, indexing, linalg, reduction, special, unary
+from . import binary, bitwise, factories, indexing, linalg, opmath, reduction, special, unary
 from ._context import Context
 
-_FAMILIES = (binary, bitwise, unary, reduction, indexing, factories, linalg, special)
+_FAMILIES = (binary, bitwise, unary, reduction, indexing, factories, linalg, special, opmath)
 
 
 def bind(xp, be) -> dict:

@@ -9,6 +9,7 @@ from ._define import BUILTINS, defop, install_backend, ops
 from . import elementwise, reduction, linalg, nn, shape, views, copy, creation, indexing  # noqa: F401
 from . import sorting_topk  # noqa: F401
 from . import special  # noqa: F401
+from . import opmath  # noqa: F401  (float16/bfloat16 ops of several steps)
 from . import _docs
 
 _docs.apply(BUILTINS)      # help(tp.add): the op's docstring (after every op is defined)
