@@ -129,6 +129,13 @@ def test_add_alpha_broadcast_and_numbers(dt):
     # a 0-dim float32 other takes the dimensioned tensor's dtype (rounded to it first)
     z = tp.tensor(2.7, dtype=tp.float32)
     same(tp.add(T(a, dt), z, alpha=0.3), a + num(2.7, dt) * num(0.3, dt), dt)
+    # ... and so does a 0-dim float32 input, and a dimensioned integer one
+    same(tp.sub(z, T(b, dt), alpha=0.3), num(2.7, dt) - num(0.3, dt) * b, dt)
+    ints = np.arange(-3, 4, dtype=np.int64)
+    bb = b[0]
+    same(tp.add(tp.tensor(ints.tolist()), T(bb, dt), alpha=0.3),
+         ints.astype(F32) + num(0.3, dt) * bb, dt)
+    same(T(bb, dt).sub(tp.tensor(ints.tolist()), alpha=0.3), bb - num(0.3, dt) * ints, dt)
 
 
 # -- addcmul / addcdiv -------------------------------------------------------------------------

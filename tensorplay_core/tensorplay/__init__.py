@@ -163,7 +163,9 @@ def add(input: _TensorOrScalar, other: _TensorOrScalar, _p: None = None,
     if alpha is _ALPHA1:
         return _add_op(input, other)
     input = _tensor_first(input, other)
-    if _opmath.takes_alpha(input, other, alpha):     # float16/bfloat16: at float32, one op
+    # float16/bfloat16 results: one op (never with a dimensioned float32/float64 input)
+    if ((dt := input._dtype) in _opmath.LOWP or dt._kind != "f" or not input._shape) and \
+            _opmath.takes_alpha(input, other, alpha):
         return _opmath.add_alpha(input, other, alpha, "add")
     return _O.add(input, _times_alpha(input, other, alpha, "add"))
 
@@ -185,7 +187,9 @@ def sub(input: _TensorOrScalar, other: _TensorOrScalar, _p: None = None,
     if alpha is _ALPHA1:
         return _sub_op(input, other)
     input = _tensor_first(input, other)
-    if _opmath.takes_alpha(input, other, alpha):     # float16/bfloat16: at float32, one op
+    # float16/bfloat16 results: one op (never with a dimensioned float32/float64 input)
+    if ((dt := input._dtype) in _opmath.LOWP or dt._kind != "f" or not input._shape) and \
+            _opmath.takes_alpha(input, other, alpha):
         return _opmath.add_alpha(input, other, alpha, "sub")
     return _O.sub(input, _times_alpha(input, other, alpha, "sub"))
 

@@ -934,7 +934,9 @@ class Tensor(TensorBase, instance_class=True):
                 _check_partial_overlap(self, other)
             if _scaled_add_(self, other, alpha):
                 return self
-        if alpha != 1 and _opmath.takes_alpha(self, other, alpha):   # float16/bfloat16
+        # float16/bfloat16 results: one op (never with a dimensioned float32/float64 self)
+        if alpha != 1 and ((dt := self._dtype) in _LOWP or dt._kind != "f" or not self._shape) \
+                and _opmath.takes_alpha(self, other, alpha):
             return _in_place(self, "add_", _opmath.add_alpha, other, alpha, "add")
         return _O.add_(self, other if alpha.__class__ is int and alpha == 1 else _times_alpha(self, other, alpha, "add"))
 
@@ -952,7 +954,9 @@ class Tensor(TensorBase, instance_class=True):
                 _check_partial_overlap(self, other)
             if _scaled_add_(self, other, -alpha):
                 return self
-        if alpha != 1 and _opmath.takes_alpha(self, other, alpha):   # float16/bfloat16
+        # float16/bfloat16 results: one op (never with a dimensioned float32/float64 self)
+        if alpha != 1 and ((dt := self._dtype) in _LOWP or dt._kind != "f" or not self._shape) \
+                and _opmath.takes_alpha(self, other, alpha):
             return _in_place(self, "sub_", _opmath.add_alpha, other, alpha, "sub")
         return _O.sub_(self, other if alpha.__class__ is int and alpha == 1 else _times_alpha(self, other, alpha, "sub"))
 
@@ -1440,13 +1444,17 @@ class Tensor(TensorBase, instance_class=True):
 
     def add(self, other: _TensorOrScalar, *, alpha: _Number = 1) -> Tensor:
         """``self + alpha * other`` with broadcasting and torch's dtype promotion."""
-        if alpha != 1 and _opmath.takes_alpha(self, other, alpha):   # float16/bfloat16
+        # float16/bfloat16 results: one op (never with a dimensioned float32/float64 self)
+        if alpha != 1 and ((dt := self._dtype) in _LOWP or dt._kind != "f" or not self._shape) \
+                and _opmath.takes_alpha(self, other, alpha):
             return _opmath.add_alpha(self, other, alpha, "add")
         return _O.add(self, other if alpha.__class__ is int and alpha == 1 else _times_alpha(self, other, alpha, "add"))
 
     def sub(self, other: _TensorOrScalar, *, alpha: _Number = 1) -> Tensor:
         """``self - alpha * other``."""
-        if alpha != 1 and _opmath.takes_alpha(self, other, alpha):   # float16/bfloat16
+        # float16/bfloat16 results: one op (never with a dimensioned float32/float64 self)
+        if alpha != 1 and ((dt := self._dtype) in _LOWP or dt._kind != "f" or not self._shape) \
+                and _opmath.takes_alpha(self, other, alpha):
             return _opmath.add_alpha(self, other, alpha, "sub")
         return _O.sub(self, other if alpha.__class__ is int and alpha == 1 else _times_alpha(self, other, alpha, "sub"))
 

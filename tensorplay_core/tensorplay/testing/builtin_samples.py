@@ -74,7 +74,7 @@ class _Gen:
         from .. import _device, _dtype, _factories
         tp = SimpleNamespace(device=_device.device, tensor=_factories.tensor,
                              zeros=_factories.zeros, **{n: getattr(_dtype, n) for n in (
-                                 "float32", "float64", "int8", "uint8", "int16", "int32",
+                                 "float16", "float32", "float64", "int8", "uint8", "int16", "int32",
                                  "int64", "bool")})
         self.tp = tp
         self.device = tp.device(device)
@@ -522,6 +522,27 @@ SAMPLES["_norm_root"] = lambda g: [
     S(g.POS(2, 3), 2.0), S(g.POS(3), 3.0), S(g.POS(2, 2), 0.5), S(g.POS(3), -1.5),
     S(g.POS(dtype=g.tp.float32), 2.0, grad=False), S(g.V([0.0, 4.0], g.f64), 2.0, grad=False),
     S(g.V([0.0, 8.0], g.f64), -3.0, grad=False), S(g.IDX([4, 9]), 2.0, grad=False)]
+
+# float16/bfloat16 ops of several steps at float32 (session 55; their callers take them for
+# float16/bfloat16 results only): float64 samples for the gradients (the kernels compute any
+# floating dtype), float16 ones for the float32 path; broadcasting, a number operand/weight
+SAMPLES["_add_alpha"] = lambda g: [
+    S(g.T(2, 3), g.T(3), 0.3), S(g.T(3, 1), g.T(2, 1, 4), -2.0), S(g.T(2, 3), 2.5, 0.5),
+    S(g.T(2, 3, dtype=g.tp.float16), g.T(3, dtype=g.tp.float16), 0.3, grad=False),
+    S(g.T(4, dtype=g.tp.float16), 2.7, -1.5, grad=False)]
+SAMPLES["_addcmul"] = lambda g: [
+    S(g.T(2, 3), g.T(3), g.T(2, 1), 0.7), S(g.T(3), g.T(2, 3), g.T(2, 3), -2.0),
+    S(g.T(2, 3, dtype=g.tp.float16), g.T(2, 3, dtype=g.tp.float16),
+      g.T(3, dtype=g.tp.float16), 0.7, grad=False)]
+SAMPLES["_addcdiv"] = lambda g: [
+    S(g.T(2, 3), g.T(3), g.POS(2, 1), 0.7), S(g.T(3), g.T(2, 3), g.POS(2, 3), -2.0),
+    S(g.T(2, 3, dtype=g.tp.float16), g.T(2, 3, dtype=g.tp.float16),
+      g.POS(3, dtype=g.tp.float16), 0.7, grad=False)]
+SAMPLES["_lerp"] = lambda g: [
+    S(g.T(2, 3), g.T(3), 0.3), S(g.T(2, 3), g.T(2, 3), 0.8), S(g.T(2, 3), g.T(3), g.T(2, 1)),
+    S(g.T(2, 3, dtype=g.tp.float16), g.T(2, 3, dtype=g.tp.float16), 0.3, grad=False),
+    S(g.T(2, 3, dtype=g.tp.float16), g.T(3, dtype=g.tp.float16),
+      g.T(2, 1, lo=-0.5, hi=1.5, dtype=g.tp.float16), grad=False)]
 
 
 def names() -> list:
