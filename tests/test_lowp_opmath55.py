@@ -304,3 +304,55 @@ def test_compiled_matches_eager(dt):
                                  lerp_expected(a, b, np.full(N, 0.3, F32)),
                                  add_expected(a, b, 0.3, dt))):
             same(r, exp, dt)
+
+
+# -- ops whose torch kernels round an operand or a step to the dtype (torch 2.13's cpu kernels:
+# TensorIterator converts numbers and 0-dim tensors to the common dtype; the vectorized
+# float16/bfloat16 arithmetic of logit, of bf16 pow by 3 / -2 and bf16 log in xlogy rounds each
+# step), and float16 composites that torch computes at float32 (sigmoid, rsqrt) ---------------
+def pos(dt, n=N, seed=9, lo=0.05, hi=0.95):
+    return rnd(np.random.default_rng(seed).uniform(lo, hi, n).astype(F32), dt)
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+def test_float16_composites_round_once(dt):
+    x, = data(dt, N, seed=4)
+    q = pos(dt, lo=0.05, hi=3.0)
+    with np.errstate(over="ignore"):
+        same(tp.sigmoid(T(x, dt)), F32(1) / (F32(1) + np.exp(-x)), dt)
+    same(tp.rsqrt(T(q, dt)), F32(1) / np.sqrt(q), dt)
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+def test_number_operands_rounded(dt):
+    x, = data(dt, N, seed=4)
+    q = pos(dt, lo=0.05, hi=3.0)
+    same(tp.fmod(T(x, dt), 0.7), np.fmod(x, num(0.7, dt)), dt)
+    same(tp.fmod(T(x, dt), tp.tensor(0.7)), np.fmod(x, num(0.7, dt)), dt)
+    same(tp.pow(T(q, dt), 0.7), q ** num(0.7, dt), dt)
+    same(tp.atan2(T(x, dt), tp.tensor(0.7)), np.arctan2(x, num(0.7, dt)), dt)
+    same(tp.hypot(T(x, dt), tp.tensor(0.7)), np.hypot(x, num(0.7, dt)), dt)
+
+
+def test_bfloat16_pow_steps():
+    dt = tp.bfloat16
+    x, = data(dt, N, seed=4)
+    same(T(x, dt) ** 3, rnd(x * x, dt) * x, dt)
+    with np.errstate(divide="ignore"):
+        same(T(x, dt) ** -2, F32(1) / rnd(x * x, dt), dt)
+    same(T(x, dt) ** 2, x * x, dt)
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+def test_xlogy_and_logit_steps(dt):
+    x, = data(dt, N, seed=4)
+    q = pos(dt, lo=0.05, hi=3.0)
+    same(tp.xlogy(T(x, dt), T(q, dt)), x * rnd(np.log(q), dt), dt)
+    same(tp.xlogy(T(x, dt), 2.7), x * rnd(np.log(num(2.7, dt)), dt), dt)
+    same(tp.special.xlog1py(T(x, dt), T(q, dt)), x * rnd(np.log1p(q), dt), dt)
+    p = pos(dt)
+    same(tp.logit(T(p, dt)), np.log(rnd(p / rnd(F32(1) - p, dt), dt)), dt)
+    lo = num(0.1, dt)
+    hi = rnd(F32(1) - lo, dt)
+    pc = np.clip(p, lo, hi)
+    same(tp.logit(T(p, dt), eps=0.1), np.log(rnd(pc / rnd(F32(1) - pc, dt), dt)), dt)

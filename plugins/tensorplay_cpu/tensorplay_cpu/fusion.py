@@ -18,7 +18,8 @@ Results are the eager ones bit for bit: a step runs as a ufunc only where the re
 float16/32/64 arithmetic, comparisons, boolean logic, bitwise and/or/xor/not on integers and
 bools of one dtype; Python scalars are converted to the operands' dtype first, as NumPy's
 weak-scalar rule does; ``relu``, ``sigmoid`` and ``rsqrt`` as
-the reference kernel's own sequence of ufuncs). Any other step (mixed dtypes, ``where``, ``erf``,
+the reference kernel's own sequence of ufuncs, float16 ``sigmoid``/``rsqrt`` excepted: the kernel
+computes their steps at float32). Any other step (mixed dtypes, ``where``, ``erf``,
 casts, shifts, integer arithmetic...) calls the reference kernel on the block, so it is exact by construction. The
 tests (``tests/test_cpu_fusion.py``, ``tests/test_cpu_fusion_threads.py``) compare bits with eager
 on NaN, +-inf, -0.0 and subnormals, so a change of a reference kernel that the table
@@ -493,6 +494,8 @@ def _plan_arith(op, args, dt, dt_of, const):
         return None   # torch reads this number at float32: the reference kernel does that
     if dt == _F16 and op == "relu":
         return None   # NumPy's float16 maximum gives its first operand on a tie: the kernel's order
+    if dt == _F16 and op in _COMPOSITE:
+        return None   # float16 sigmoid/rsqrt: the kernel computes the steps at float32 (opmath)
     ops = _operands(args, dt, dt_of, const)
     if ops is None:
         return None

@@ -34,9 +34,20 @@ COMPUTE = frozenset({
     "trunc", "atan2", "hypot", "fmod", "xlogy", "copysign", "asinh", "acosh", "atanh",
     # special functions (session 46)
     "lgamma", "digamma", "polygamma", "mvlgamma", "erfc", "erfcx", "erfinv", "ndtri", "i0",
-    "i0e", "i1", "i1e", "sinc", "logit", "xlog1py", "heaviside", "ldexp", "frexp",
+    "i0e", "i1", "i1e", "sinc", "xlog1py", "heaviside", "ldexp", "frexp",
     "_norm_root",   # session 48
 })
+# (logit: its kernel takes bfloat16 itself -- torch rounds each of its steps, _kernels/special)
+
+# binary ops outside BINARY whose operands torch's TensorIterator converts to the common dtype
+# first: a Python number or a 0-dim tensor of another floating dtype beside a dimensioned bf16
+# tensor is rounded to bf16 before the float32 computation (fmod(x, 0.7) divides by bf16(0.7))
+OPERANDS_ROUNDED = frozenset({"pow", "rpow", "fmod", "atan2", "hypot", "xlogy", "xlog1py",
+                              "copysign"})
+# torch's bf16 kernels that round an intermediate step to bf16 (its Vectorized<BFloat16>
+# arithmetic, or BFloat16 overloads of std::log): xlogy/xlog1py (log(y), then x * it), pow by
+# 3 or -2 (x * x, then * x or 1 / it)
+STEPPED = frozenset({"pow", "xlogy", "xlog1py"})
 
 
 # binary ops whose operands follow torch's reduced-float scalar rule (``_dtype``)
@@ -78,9 +89,45 @@ def wrap_kernels(kernels: dict, backend) -> dict:
             out.append(x)
         return out
 
+    np_mod = backend.np
+
+    def rnd(x):
+        """A float32 array rounded to bf16, as float32."""
+        return x.astype(BF).astype(F32)
+
+    def common(x):
+        """An operand of a bf16-result op of OPERANDS_ROUNDED at float32, converted to bf16 first
+        (torch's common dtype): numbers and non-bf16 floating arrays rounded."""
+        xd = getattr(x, "dtype", None)
+        if xd is None:
+            return x if x.__class__ is bool else round_scalar(x, bf16)
+        if xd == BF:
+            return x.astype(F32)
+        if xd.kind == "f":
+            return rnd(x)
+        return x
+
+    def stepped(name, a, b):
+        """torch's rounded intermediate (STEPPED) of ``name`` on float32 operands ``a``, ``b``
+        (``common``'s): the float32 result, or None where the op has none."""
+        if name == "pow":
+            if b.__class__ in (int, float) and b in (3, -2) and hasattr(a, "dtype"):
+                sq = rnd(a * a)
+                return sq * a if b == 3 else 1.0 / sq
+            return None
+        # xlogy / xlog1py: x * bf16(log(y)), 0 where x is 0, NaN where y is NaN
+        x = np_mod.asarray(a, dtype=F32)
+        y = np_mod.asarray(b, dtype=F32)
+        lg = rnd((np_mod.log if name == "xlogy" else np_mod.log1p)(y))
+        r = x * lg
+        r = np_mod.where(x == 0, F32.type(0), r)
+        return np_mod.where(np_mod.isnan(y), y + np_mod.zeros_like(r), r)
+
     def opmath(k, name):
         binary = name in BINARY
         recip = name == "rdiv"
+        rounds = name in OPERANDS_ROUNDED
+        steps = name in STEPPED
 
         def kernel(*args, **kw):
             bf = False
@@ -110,6 +157,11 @@ def wrap_kernels(kernels: dict, backend) -> dict:
                     r = plain_mul(a, b)
                 else:
                     r = k(*operands(name, a, b))
+            elif rounds and back and len(args) == 2 and asked is None:
+                a, b = common(args[0]), common(args[1])
+                r = stepped(name, a, b) if steps else None
+                if r is None:
+                    r = k(a, b)
             else:
                 r = k(*[a.astype(F32) if getattr(a, "dtype", None) == BF else a for a in args],
                       **kw)

@@ -801,7 +801,25 @@ def bind(c) -> dict:
     logit_f64 = f64(logit64)
     F32 = nd(_dtype.float32)
 
+    def logit_half(x, eps):
+        """float16/bfloat16 as torch's cpu kernel: its vectorized steps each round to the dtype
+        (``(x / (1 - x)).log()`` on ``Vectorized<Half/BFloat16>``), the bounds ``eps`` and
+        ``1 - eps`` in the dtype."""
+        dt = x.dtype
+
+        def rnd(v):
+            return xp.astype(xp.astype(v, dt), F32)
+
+        x = xp.astype(x, F32)
+        if eps is not None:
+            lo = float(rnd(xp.asarray(eps, dtype=F32)))
+            hi = float(rnd(xp.asarray(1.0 - lo, dtype=F32)))
+            x = xp.where(x < lo, F32.type(lo), xp.where(x > hi, F32.type(hi), x))
+        return xp.astype(xp.log(rnd(x / rnd(1.0 - x))), dt)
+
     def logit(x, eps=None):
+        if x.dtype.itemsize == 2 and x.dtype.kind in "fV":    # float16, bfloat16
+            return logit_half(x, eps)
         x = fl(x)
         if eps is not None:
             # torch's clamp (lo first, then hi; NaN passes) in its compute type: the bounds
