@@ -31,6 +31,7 @@ from ._dtype import (channels_last, channels_last_3d, contiguous_format, memory_
 from ._tensor import Tensor
 from ._tensor import _times_alpha  # alpha * other with torch's checks (Tensor.add's)
 from ._ops import opmath as _opmath  # add/sub with alpha of float16/bfloat16: one op
+_LOWP16 = _opmath.LOWP
 from ._tag import Tag
 from . import _ops as _ops_pkg
 from ._ops import ops as _O
@@ -164,7 +165,7 @@ def add(input: _TensorOrScalar, other: _TensorOrScalar, _p: None = None,
         return _add_op(input, other)
     input = _tensor_first(input, other)
     # float16/bfloat16 results: one op (never with a dimensioned float32/float64 input)
-    if ((dt := input._dtype) in _opmath.LOWP or dt._kind != "f" or not input._shape) and \
+    if ((dt := input._dtype) in _LOWP16 or dt._kind != "f" or not input._shape) and \
             _opmath.takes_alpha(input, other, alpha):
         return _opmath.add_alpha(input, other, alpha, "add")
     return _O.add(input, _times_alpha(input, other, alpha, "add"))
@@ -188,7 +189,7 @@ def sub(input: _TensorOrScalar, other: _TensorOrScalar, _p: None = None,
         return _sub_op(input, other)
     input = _tensor_first(input, other)
     # float16/bfloat16 results: one op (never with a dimensioned float32/float64 input)
-    if ((dt := input._dtype) in _opmath.LOWP or dt._kind != "f" or not input._shape) and \
+    if ((dt := input._dtype) in _LOWP16 or dt._kind != "f" or not input._shape) and \
             _opmath.takes_alpha(input, other, alpha):
         return _opmath.add_alpha(input, other, alpha, "sub")
     return _O.sub(input, _times_alpha(input, other, alpha, "sub"))

@@ -53,7 +53,7 @@ def _composites(c):
 
     def sigmoid(x):
         x = fl(x)
-        if x.dtype == F16:
+        if x.dtype is F16:
             return xp.astype(1.0 / (1.0 + xp.exp(-xp.astype(x, F32))), F16)
         return xp.astype(1.0 / (1.0 + xp.exp(-x)), x.dtype)
 
@@ -67,7 +67,7 @@ def _composites(c):
 
     def rsqrt(x):
         x = fl(x)
-        if x.dtype == F16:
+        if x.dtype is F16:
             return xp.astype(1.0 / xp.sqrt(xp.astype(x, F32)), F16)
         r = 1.0 / xp.sqrt(x)
         # a Python float keeps a floating array's dtype: no cast (xp.astype copies always)
