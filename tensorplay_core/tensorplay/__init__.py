@@ -31,7 +31,7 @@ from ._dtype import (channels_last, channels_last_3d, contiguous_format, memory_
 from ._tensor import Tensor
 from ._tensor import _times_alpha  # alpha * other with torch's checks (Tensor.add's)
 from ._ops import opmath as _opmath  # add/sub with alpha of float16/bfloat16: one op
-_LOWP16 = _opmath.LOWP
+from ._ops.opmath import LOWP as _LOWP16
 from ._tag import Tag
 from . import _ops as _ops_pkg
 from ._ops import ops as _O
