@@ -53,7 +53,7 @@ import functools
 import threading
 from typing import Any, Callable, Generic, ParamSpec, TypeVar, overload
 
-from . import _capture, _codegen, _dispatch, _dtype, _fusion, _pytree, _registry, _replay
+from . import _capture, _codegen, _dispatch, _dtype, _fusion, _joint, _pytree, _registry, _replay
 from ._tensor import Tensor
 from .autograd import grad_mode as _gm
 from .errors import CompileError
@@ -338,6 +338,8 @@ class CompiledFunction(Generic[_P, _R]):
                 if not entry.ops or sig in entry.validated:   # as in _run, without its frame
                     if self._replay:
                         return _replay.run(self, entry, sig, leaves)
+                    if entry.joint is not None and _gm._state.enabled:
+                        return entry.joint(sig, leaves, entry)     # AOT autograd (_joint)
                     return entry.run(leaves)
                 return self._run(entry, sig, leaves)
         return self._run(*self._lookup(args, kwargs))
@@ -347,6 +349,8 @@ class CompiledFunction(Generic[_P, _R]):
         if not entry.ops or sig in entry.validated:   # no custom op, or validated: trusted
             if self._replay:
                 return _replay.run(self, entry, sig, leaves)
+            if entry.joint is not None and _gm._state.enabled:
+                return entry.joint(sig, leaves, entry)     # AOT autograd (_joint)
             return entry.run(leaves)
         # the first call of this signature: check custom ops' real outputs against their fakes
         checked = entry.run_checked
@@ -612,6 +616,10 @@ class _Entry:
         # an op runs with grad on (then a constant or input needing grad must record history)
         self.grad_inside = any(n.grad_enabled for n in graph.nodes)
         self._source = None          # of ``run``, once generated
+        # calls with grad mode on and something requiring grad: the graph as one autograd node
+        # (``_joint``); None when the graph is not one it handles (the per-op path then)
+        self.joint_skip = _joint.unsupported(graph)
+        self.joint = _joint.Joint(graph) if self.joint_skip is None else None
         self.run_checked, self.source_checked = _generate(graph, checked=True)
 
     def run(self, leaves):
