@@ -4,7 +4,12 @@ graph as ONE autograd node (``CompiledFunctionBackward``, torch's name) whose ba
 second graph traced from the ops' formulas. Gradients equal the per-op (eager) path's; graphs
 it does not handle take the per-op path (the output's ``grad_fn`` is then the last op's node).
 
-Public API only; the fast path is seen through the outputs' ``grad_fn`` name.
+Public API only (the fast path is seen through the outputs' ``grad_fn`` name), but for one
+fixture: every test runs with both ways the backward can run -- ``"replay"`` (the formulas
+called on the saved values with the ctx their setup_context made when traced) and ``"graph"``
+(the traced backward graph, used when a setup_context computes a tensor) -- by setting the
+module knob ``tensorplay._joint.BACKWARD``; ``test_setup_context_computing_a_tensor`` reaches
+the graph through the public API.
 """
 
 from __future__ import annotations
@@ -16,6 +21,13 @@ import tensorplay as tp
 from tensorplay.library import custom_op
 
 NODE = "CompiledFunctionBackward"
+
+
+@pytest.fixture(autouse=True, params=["replay", "graph"])
+def backward_mode(request, monkeypatch):
+    from tensorplay import _joint
+    monkeypatch.setattr(_joint, "BACKWARD", request.param)
+    return request.param
 
 
 def _name(node):
@@ -158,6 +170,27 @@ def test_user_formula_gradient_is_summed_to_the_input_shape():
     op.register_fake(lambda x, b: tp.empty_like(x))
     op.register_autograd(backward)
     out, _ = _grads_of(lambda x, b: (op(x, b) * 2.0).sum(), [_arr(4, 3), _arr(3, seed=1)])
+    _check(out)
+
+
+def test_setup_context_computing_a_tensor():
+    # a setup_context that saves a tensor it computes (not a forward value): the traced
+    # backward graph computes it from the saved values
+    def body(x: tp.Tensor, w: tp.Tensor) -> tp.Tensor:
+        return x * w * w
+
+    def setup(ctx, inputs, output):
+        x, w = inputs
+        ctx.save_for_backward(x, w * w, w)
+
+    def backward(ctx, g):
+        x, w2, w = ctx.saved_tensors
+        return g * w2, (g * x * w * 2).sum(0)
+
+    op = custom_op("joint55test::sq", body, mutates_args=())
+    op.register_fake(lambda x, w: tp.empty_like(x))
+    op.register_autograd(backward, setup_context=setup)
+    out, _ = _grads_of(lambda x, w: (op(x, w) + x).exp().sum(), [_arr(3, 4), _arr(4, seed=1)])
     _check(out)
 
 

@@ -36,13 +36,16 @@ reach). torch.compile refuses double backward; this gives eager's second derivat
 
 from __future__ import annotations
 
+import operator
 import threading
 
 from . import _capture, _fusion, _pytree
 from ._capture import Value
 from ._tensor import Tensor
 from ._schema import NO_DEFAULT
+from ._tensor_base import set_history
 from .autograd import grad_mode as _gm
+from .autograd.graph import edge_of
 from .autograd.function import (
     Function,
     FunctionCtx,
@@ -55,9 +58,15 @@ from .autograd.function import (
 __all__ = ["Joint", "JointPlan", "unsupported"]
 
 NODE_NAME = "CompiledFunctionBackward"
+_new = object.__new__
 # fuse the elementwise chains of the generated forward / backward (``_fusion``)
 FUSE_FWD = True
 FUSE_BWD = True
+# how the backward runs: "replay" (the ops' formulas called straight, on the saved values, with
+# the ctx each setup_context made when traced -- their fused-kernel fast paths included) where
+# every setup_context saved only forward values, else "graph" (the traced backward graph);
+# "graph" forces the graph
+BACKWARD = "replay"
 _MAX_PLANS = 16            # (sizes, constants requiring grad) planned per graph
 
 
@@ -146,7 +155,8 @@ class JointPlan:
     requiring grad (``Joint.plan``)."""
 
     __slots__ = ("bwd", "bwd_checked", "diff_consts", "diff_in", "diff_out", "forward_graph",
-                 "fwd", "grad_idx", "graph", "n_out", "n_saved", "nondiff", "spec")
+                 "fwd", "grad_idx", "graph", "n_out", "n_saved", "needs", "nondiff", "replay", "spec",
+                 "structure")
 
     def __init__(self):
         self.bwd_checked = False
@@ -257,10 +267,12 @@ def _make_plan(joint, leaves, crg):
     pos = {id(v): i for i, v in enumerate(fvals)}
     out_pos = [pos[id(outvals[k])] for k in diff_out]
 
+    want = [pos[id(graph.inputs[i])] for i in diff_in] + \
+        [pos[id(graph.consts[j])] for j in diff_consts]
+    steps: list = []
+
     def joint_backward(*cts):
-        return _trace(graph, dnodes, rg, cts[:nf], pos, cts[nf:], out_pos,
-                      [pos[id(graph.inputs[i])] for i in diff_in] +
-                      [pos[id(graph.consts[j])] for j in diff_consts])
+        return _trace(graph, dnodes, rg, cts[:nf], pos, cts[nf:], out_pos, want, steps)
 
     prev = _gm._state.enabled
     _gm._state.enabled = False     # the engine runs formulas with grad mode off
@@ -277,6 +289,14 @@ def _make_plan(joint, leaves, crg):
         used.add(id(v))
     saved_idx = [i for i in range(nf) if id(bgraph.inputs[i]) in used]
     grad_idx = [k for k in range(len(diff_out)) if id(bgraph.inputs[nf + k]) in used]
+    replay = BACKWARD == "replay" and all(st is not None for st in steps)
+    if replay:
+        # the values the formulas' ctx hold: saved by the forward instead
+        need = sorted({i for st in steps for i in st.positions()})
+        at = {i: k for k, i in enumerate(need)}
+        for st in steps:
+            st.bind(at)
+        saved_idx = need
     bgraph.inputs = [bgraph.inputs[i] for i in saved_idx] + \
         [bgraph.inputs[nf + k] for k in grad_idx]
     _fusion.plan(bgraph)
@@ -285,9 +305,13 @@ def _make_plan(joint, leaves, crg):
     plan = JointPlan()
     plan.graph = bgraph
     plan.forward_graph = graph
-    plan.bwd = _generate(bgraph, checked=False)[0]
-    if bgraph.custom_ops():
-        plan.bwd_checked = _generate(bgraph, checked=True)[0]
+    if replay:
+        plan.bwd = _replayer(steps, out_pos, want)
+    else:
+        plan.bwd = _generate(bgraph, checked=False)[0]
+        if bgraph.custom_ops():
+            plan.bwd_checked = _generate(bgraph, checked=True)[0]
+    plan.replay = replay
     # the forward: the graph's outputs, then the saved values, fused where it can
     fg = _capture.Graph(graph.name)
     fg.inputs, fg.nodes, fg.consts = graph.inputs, graph.nodes, graph.consts
@@ -310,10 +334,13 @@ def _make_plan(joint, leaves, crg):
     plan.diff_out = diff_out
     plan.nondiff = [k for k in range(len(outvals)) if k not in set(diff_out)]
     plan.spec = joint.spec
+    k = len(diff_in) + len(diff_consts)
+    plan.structure = ["t"] * k
+    plan.needs = (True,) * k
     return plan
 
 
-def _trace(graph, dnodes, rg, fv, pos, gouts, out_pos, want):
+def _trace(graph, dnodes, rg, fv, pos, gouts, out_pos, want, steps):
     """``joint_backward``'s body, run on capture tensors: ``fv`` the forward values (in ``pos``
     order), ``gouts`` the gradients of the differentiable outputs (at ``out_pos``); returns the
     gradients of the values at ``want`` (None where none reaches)."""
@@ -331,6 +358,8 @@ def _trace(graph, dnodes, rg, fv, pos, gouts, out_pos, want):
 
     def t_of(x):
         return fv[pos[id(x)]]
+
+    leaf_at = {id(t): i for i, t in enumerate(fv)}
 
     for n in reversed(dnodes):
         op = n.op
@@ -363,6 +392,8 @@ def _trace(graph, dnodes, rg, fv, pos, gouts, out_pos, want):
         output = out_t[0] if n.result.__class__ is Value else type(n.result)(out_t)
         if info.setup is not None:
             info.setup(ctx, values, output)
+        steps.append(_Step.make(ctx, leaf_at, info, structure, outs, out_t, tins, rg, pos,
+                                user, reach, t_of))
         if ctx._non_diff:
             for o, t in zip(outs, out_t):
                 if id(t) in ctx._non_diff and id(o) in rg:
@@ -384,6 +415,230 @@ def _trace(graph, dnodes, rg, fv, pos, gouts, out_pos, want):
     return tuple(acc.get(p) for p in want)
 
 
+class _Step:
+    """One node of a replayed backward: its formula and the ctx its setup_context made while
+    traced, with each forward value the ctx holds replaced by the saved value's index."""
+
+    __slots__ = ("conform", "dyn", "fn", "ins", "meta", "name", "outs", "run_empty", "saved",
+                 "static", "structure")
+
+    @classmethod
+    def make(cls, ctx, leaf_at, info, structure, outs, out_t, tins, rg, pos, user, reach, t_of):
+        """The step of a node whose ctx was just set up on capture tensors, or None when the ctx
+        holds a tensor that is not a forward value (a setup_context that computed one): such a
+        graph's backward runs as the traced graph."""
+        st = cls()
+        d = dict(ctx.__dict__)
+        saved = d.pop("_saved", ())
+        d.pop("_saved_versions", None)
+        d.pop("_released", None)
+        try:
+            st.saved = tuple(-1 if t is None else leaf_at[id(t)] for t in saved)
+            st.dyn = []
+            st.static = {}
+            for k, v in d.items():
+                r = _rebuilder(v, leaf_at)
+                if r is None and v.__class__ in (list, dict, set):
+                    r = _Copy(v)       # (a formula may change it: each call gets its own)
+                if r is None:
+                    st.static[k] = v
+                else:
+                    st.dyn.append((k, r))
+        except KeyError:
+            return None
+        st.fn = info.backward
+        st.name = info.name
+        st.structure = structure
+        st.meta = tuple((tuple(t.shape), t.dtype, t.device) for t in out_t)
+        st.outs = tuple(pos[id(o)] if id(o) in rg else None for o in outs)
+        st.ins = tuple(pos[id(v)] if v is not None and id(v) in rg else None for v in tins)
+        st.conform = tuple((tuple(t_of(v).shape), t_of(v).dtype, t_of(v).device)
+                           if user and v is not None and id(v) in rg else None for v in tins)
+        st.run_empty = user and any(pos[id(o)] in reach for o in outs)
+        return st
+
+    def positions(self):
+        out = [i for i in self.saved if i >= 0]
+        for _, r in self.dyn:
+            out.extend(r.positions)
+        return out
+
+    def bind(self, at):
+        """Positions of forward values -> indices into the forward's saved values."""
+        self.saved = tuple(-1 if i < 0 else at[i] for i in self.saved)
+        for _, r in self.dyn:
+            r.bind(at)
+
+
+class _Rebuild:
+    """An attribute of a ctx that holds forward values (a tensor, or a tuple/list with some):
+    ``self(saved)`` builds it from the saved values."""
+
+    __slots__ = ("kind", "parts", "positions")
+
+    def __init__(self, kind, parts):
+        self.kind = kind            # "t": one tensor (parts: its position); tuple / list
+        self.parts = parts
+        self.positions = [parts] if kind == "t" else [
+            i for p in parts if isinstance(p, _Rebuild) for i in p.positions]
+
+    def bind(self, at):
+        if self.kind == "t":
+            self.parts = at[self.parts]
+        else:
+            for p in self.parts:
+                if isinstance(p, _Rebuild):
+                    p.bind(at)
+
+    def __call__(self, saved):
+        if self.kind == "t":
+            return saved[self.parts]
+        seq = [p(saved) if isinstance(p, _Rebuild) else p for p in self.parts]
+        return seq if self.kind is list else self.kind(seq)
+
+
+class _Copy:
+    """A mutable attribute of a ctx template without tensors: a shallow copy per call."""
+
+    __slots__ = ("value",)
+    positions = ()
+
+    def __init__(self, value):
+        self.value = value
+
+    def bind(self, at):
+        pass
+
+    def __call__(self, saved):
+        return self.value.copy()
+
+
+def _rebuilder(v, leaf_at, depth=0):
+    """None when ``v`` holds no tensor; a ``_Rebuild`` when it holds forward values (in a
+    tuple or list); ``KeyError`` for a tensor anywhere else (not a forward value, or inside an
+    object: the step cannot be replayed). Sizes read while tracing become plain tuples."""
+    if isinstance(v, Tensor):
+        return _Rebuild("t", leaf_at[id(v)])
+    t = v.__class__
+    if t is tuple or t is list:
+        parts = [_rebuilder(x, leaf_at, depth + 1) for x in v]
+        if all(p is None for p in parts):
+            return None
+        return _Rebuild(t, [p if p is not None else x for p, x in zip(parts, v)])
+    if isinstance(v, dict) or depth > 3:
+        if isinstance(v, dict) and any(isinstance(x, Tensor) for x in v.values()):
+            raise KeyError("a tensor in a dict")
+        return None
+    slots = getattr(t, "__slots__", None)
+    names = list(getattr(v, "__dict__", {}) or ()) + (
+        [slots] if isinstance(slots, str) else list(slots or ()))
+    for n in names:
+        x = getattr(v, n, None)
+        if isinstance(x, _capture.SizeTuple):
+            object.__setattr__(v, n, tuple(tuple.__iter__(x)))
+        elif x is not None and _rebuilder(x, leaf_at, depth + 1) is not None:
+            raise KeyError("a tensor inside an object")
+    return None
+
+
+def _replayer(steps, out_pos, want):
+    """``bwd(saved, grads)``: the traced nodes' formulas called in reverse order on the saved
+    values, the gradients summed per value (the engine's rules, see ``_trace``), as one
+    generated straight-line function (no per-node object, loop or list): each step makes its
+    ctx from its template, casts a gradient of another dtype to its output's, calls the formula
+    and shapes its result as ``FunctionNode`` does. Only generated names reach the text."""
+    from . import _codegen
+    ns: dict = {"__new": object.__new__, "__C": FunctionCtx, "__conform": _conform,
+                "__T": Tensor, "__FN": FunctionNode}
+    used = set(out_pos) | set(want)
+    for st in steps:
+        used.update(p for p in st.outs if p is not None)
+        used.update(p for p in st.ins if p is not None)
+    lines = ["def bwd(S, G):"]
+    lines += [f"    a{p} = None" for p in sorted(used)]
+    for k, p in enumerate(out_pos):
+        lines.append(f"    a{p} = G[{k}] if a{p} is None else a{p} + G[{k}]")
+    for k, st in enumerate(steps):
+        ns[f"__t{k}"] = st.static
+        ns[f"__bw{k}"] = st.fn
+        ns[f"__n{k}"] = FunctionNode(st.name, st.fn, None, (), st.structure, st.meta)
+        body = ["c = __new(__C)", f"c.__dict__.update(__t{k})"]
+        if st.saved:
+            items = "".join("None, " if i < 0 else f"S[{i}], " for i in st.saved)
+            vers = "".join("None, " if i < 0 else f"S[{i}].storage_ref.version, "
+                           for i in st.saved)
+            body += [f"c._saved = ({items})", f"c._saved_versions = ({vers})"]
+        for m, (name, r) in enumerate(st.dyn):
+            ns[f"__r{k}_{m}"] = r
+            ns[f"__a{k}_{m}"] = name
+            body.append(f"setattr(c, __a{k}_{m}, __r{k}_{m}(S))")
+        one = len(st.outs) == 1 and not st.run_empty
+        if one:
+            p = st.outs[0]
+            ns[f"__dt{k}"] = st.meta[0][1]
+            head = [f"g = a{p}", f"a{p} = None", "if g is not None:"]
+            body += [f"if g.raw_dtype is not __dt{k}: g = g.to(__dt{k})",
+                     f"r = __bw{k}(c, g)"]
+        else:
+            gs = "".join("None, " if p is None else f"a{p}, " for p in st.outs)
+            head = [f"gs = ({gs})"] + [f"a{p} = None" for p in st.outs if p is not None]
+            if not st.run_empty:
+                head.append("if gs.count(None) != len(gs):")
+            else:
+                head.append("if True:")
+            # (a node per call: the generated function is shared by threads)
+            ns[f"__s{k}"] = (st.name, st.fn)
+            body += [f"r = __FN(__s{k}[0], __s{k}[1], c, (), __n{k}.structure, "
+                     f"__n{k}._out_meta).apply(gs)"]
+        n_t = len(st.ins)
+        if st.structure == ["t"]:
+            # one tensor input: a bare gradient is what shaped gives as (r,)
+            body.append(f"if r.__class__ is not tuple: r = (r,) if r.__class__ is not list "
+                        f"else __n{k}.shaped(r)")
+            body.append(f"elif len(r) != 1: r = __n{k}.shaped(r)")
+        elif st.structure == ["t", None]:
+            # a tensor and a number (x * 3.0): (g, None) needs no reshaping (r[0] is read)
+            body.append(f"if r.__class__ is not tuple or len(r) != 2 or r[1] is not None: "
+                        f"r = __n{k}.shaped(r)")
+        elif all(x == "t" for x in st.structure) and n_t == len(st.structure):
+            body.append(f"if r.__class__ is not tuple or len(r) != {n_t}: "
+                        f"r = __n{k}.shaped(r)")
+        else:
+            body.append(f"r = __n{k}.shaped(r)")
+        for m, (q, cm) in enumerate(zip(st.ins, st.conform)):
+            if q is None:
+                continue
+            body.append(f"x = r[{m}]")
+            body.append("if x is not None:")
+            if cm is not None:
+                ns[f"__cm{k}_{m}"] = cm
+                ns[f"__nm{k}"] = st.name
+                body.append(f"    if x.__class__ is not __T or x.raw_shape != __cm{k}_{m}[0] or "
+                            f"x.raw_dtype is not __cm{k}_{m}[1] or x.raw_device != "
+                            f"__cm{k}_{m}[2]: x = __fix(__nm{k}, {m}, x, __cm{k}_{m})")
+            body.append(f"    a{q} = x if a{q} is None else a{q} + x")
+        lines += ["    " + h for h in head]
+        lines += ["        " + b for b in body]
+    lines.append(f"    return ({''.join(f'a{p}, ' for p in want)})")
+    ns["__fix"] = _fix_user_grad
+    src = "\n".join(lines)
+    fn = _codegen.function(src, ns, "bwd", "<tensorplay.compile replayed backward>")
+    fn.source = src
+    return fn
+
+
+def _fix_user_grad(name, i, g, meta):
+    """A user formula's gradient ``i`` that does not fit its input: torch's checks and
+    reductions (``UserFunctionNode``)."""
+    if not isinstance(g, Tensor):
+        raise RuntimeError(f"Function {name} returned an invalid gradient at index {i} - "
+                           f"expected a Tensor or None (got {type(g).__name__})")
+    return _conform(name, i, g, meta)
+
+
+_version_of = operator.attrgetter("storage_ref.version")
+
+
 def _run(plan, leaves, consts):
     """One call on the AOT path: the forward runner under no_grad, one node recorded."""
     st = _gm._state
@@ -393,29 +648,71 @@ def _run(plan, leaves, consts):
     finally:
         st.enabled = True
     n_out = plan.n_out
-    outs = res[:n_out]
-    diff = [leaves[i] for i in plan.diff_in] + [consts[j] for j in plan.diff_consts]
-    ctx = FunctionCtx()
-    ctx._op_name = NODE_NAME
-    ctx.materialize_grads = False
-    ctx.save_for_backward(*res[n_out:], *diff)
-    ctx.plan = plan
-    ctx.leaves = leaves
-    ctx.consts = consts
-    ctx.versions = tuple([t.storage_ref.version for t in leaves])
-    if plan.nondiff:
-        ctx.mark_non_differentiable(*(outs[k] for k in plan.nondiff))
-    attach(NODE_NAME, _backward, ctx, diff, outs[0] if n_out == 1 else tuple(outs), Tensor)
-    return _pytree.tree_unflatten(plan.spec, outs)
+    diff = [leaves[i] for i in plan.diff_in]
+    if plan.diff_consts:
+        diff.extend(consts[j] for j in plan.diff_consts)
+    ctx = _new(FunctionCtx)
+    d = ctx.__dict__
+    d["_op_name"] = NODE_NAME
+    d["materialize_grads"] = False
+    # save_for_backward's bookkeeping without its generic loop: the saved values, then the
+    # tensors requiring grad (a recompute's inputs), each with its version now
+    saved = (*res[n_out:], *diff)
+    d["_saved"] = saved
+    d["_saved_versions"] = tuple(map(_version_of, saved))
+    d["plan"] = plan
+    d["leaves"] = leaves
+    d["consts"] = consts
+    d["versions"] = tuple(map(_version_of, leaves))
+    d["needs_input_grad"] = plan.needs
+    if n_out != 1 or plan.nondiff:
+        outs = res[:n_out]
+        if plan.nondiff:
+            if n_out == 1:             # (an output that requires no grad: no node at all)
+                return _pytree.tree_unflatten(plan.spec, outs)
+            ctx.mark_non_differentiable(*(outs[k] for k in plan.nondiff))
+        attach(NODE_NAME, _backward, ctx, diff, tuple(outs), Tensor)
+        return _pytree.tree_unflatten(plan.spec, outs)
+    out = res[0]
+    # attach's work for one output and tensors that all require grad (edge_of's common cases
+    # inline: a non-view with history, a leaf whose accumulator exists)
+    edges = []
+    for t in diff:
+        if t.view_base is None:
+            fn = t.raw_grad_fn
+            if fn is not None:
+                edges.append((fn, t.output_nr))
+                continue
+            acc = t.accumulator
+            if acc is not None:
+                edges.append((acc, 0))
+                continue
+        edges.append(edge_of(t))
+    node = _new(FunctionNode)
+    node.name = NODE_NAME
+    node.fn = _backward
+    node.ctx = ctx
+    node.next_edges = tuple(edges)
+    node.structure = plan.structure
+    node._out_meta = ((out.raw_shape, out.raw_dtype, out.raw_device),)
+    node._retained = None
+    set_history(out, node, 0)
+    return out if plan.spec == _pytree.LEAF else _pytree.tree_unflatten(plan.spec, (out,))
 
 
 def _backward(ctx, *grads):
     plan = ctx.plan
-    saved = ctx.saved_tensors      # (the version check: a saved value written in place raises)
+    saved = ctx._saved
+    if ctx._released or tuple(map(_version_of, saved)) != ctx._saved_versions:
+        # backward through the graph a second time, or a saved value written in place since:
+        # saved_tensors raises torch's error
+        saved = ctx.saved_tensors
     diff_out = plan.diff_out
     gs = [grads[k] if k < len(grads) else None for k in diff_out]
     if _gm._state.enabled or None in gs:
         return _recompute(ctx, saved[plan.n_saved:], grads)
+    if plan.replay:
+        return plan.bwd(saved, gs)
     args = list(saved[:plan.n_saved])
     args.extend(gs[k] for k in plan.grad_idx)
     if plan.bwd_checked:
