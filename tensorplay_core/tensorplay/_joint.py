@@ -39,7 +39,7 @@ from __future__ import annotations
 import operator
 import threading
 
-from . import _capture, _fusion, _pytree
+from . import _capture, _dispatch, _fusion, _pytree
 from ._capture import Value
 from ._tensor import Tensor
 from ._schema import NO_DEFAULT
@@ -188,9 +188,13 @@ class Joint:
                     break
             else:
                 return entry.run(leaves)
+        if _dispatch._state.mode is not None:
+            return entry.run(leaves)      # (fake/meta tensors, a dispatch mode: op by op)
         key = (sig, crg)
         plan = self.plans.get(key, False)
         if plan is False:
+            if any(t.native is None for t in leaves) or any(c.native is None for c in consts):
+                return entry.run(leaves)
             plan = self._plan(key, leaves, crg)
         if plan is None:
             return entry.run(leaves)

@@ -24,10 +24,32 @@
 3. on a miss, captures ``fn`` (``tensorplay.capture_info``): custom ops become opaque nodes whose
    fake kernels give the output metadata, built-in ops are recorded with their shape rules;
 4. runs the graph: a generated Python function calls every node through normal dispatch (so
-   autograd and every device work, and gradients equal eager), in program order, with chains of
-   elementwise built-in ops fused (``tensorplay._fusion``) when no input needs grad -- on cuda
-   with the last-dim ``keepdim`` reductions between them (a row softmax or a layer norm is one
-   kernel). Ops with mutated arguments are barriers: nothing is fused or moved across them.
+   every device works), in program order, with chains of elementwise built-in ops fused
+   (``tensorplay._fusion``) when no input needs grad -- on cuda with the last-dim ``keepdim``
+   reductions between them (a row softmax or a layer norm is one kernel). Ops with mutated
+   arguments are barriers: nothing is fused or moved across them;
+5. with grad mode on and an input, or a tensor the function reads (a graph constant),
+   requiring grad, runs the graph as ONE autograd node, ``CompiledFunctionBackward`` -- what
+   ``torch.compile``'s AOTAutograd does (``tensorplay._joint``): the forward is the graph
+   replayed under ``no_grad`` (fused as above, no per-op recording), returning the outputs and
+   the forward values the backward needs; the backward is derived once per graph, set of sizes
+   and set of tensors requiring grad, by tracing every node's own autograd formula (built-in
+   ops' and custom ops' ``register_autograd``: ``setup_context`` on the node's inputs and
+   output, then its backward) in reverse with the engine's rules, and runs those formulas
+   straight on the saved values (or, where a ``setup_context`` computes a tensor, the traced
+   backward graph, generated and fused as a forward graph). Gradients are eager's (the same
+   formulas on the same values); hooks on inputs, ``.grad`` accumulation, ``backward(inputs=)``,
+   ``autograd.grad``, ``retain_graph`` and the second-backward error work as for any node. A
+   backward with ``create_graph=True`` (double backward, any order) and one that reached only
+   some of several outputs recompute eagerly from the node's inputs (torch.compile refuses
+   double backward; this gives eager's derivatives). Graphs it does not handle run op by op
+   with autograd recording each op (the per-op path, step 4 with nothing fused where grad is
+   needed): ops writing a tensor (in-place ops, ``mutates_args``), ``detach``/``requires_grad_``/
+   ``retain_grad`` inside, an op run with grad mode off inside (``no_grad`` blocks), a random
+   op, a ``compiler.disable``d call, a custom op without a formula on a tensor requiring grad,
+   outputs that are inputs, views of inputs or of each other, returned twice, or not floating
+   point, and any graph whose formulas cannot be traced (a formula reading values: decided at
+   the first call, never failing a call).
 
 The first run of a graph for each set of input sizes also checks that every custom op's real
 outputs have the shape, dtype, device and strides its fake kernel promised (the graph was built
@@ -198,6 +220,23 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
     disagrees with the real kernel (found on the first run), a tensor leaked out of a capture or
     made fake outside it, ``backward()`` inside the function (on a tensor that requires grad;
     otherwise eager's ``RuntimeError``), and reading a data-dependent size as a Python value.
+
+    Autograd (AOT). Called with grad mode on where an input or a tensor the function reads
+    requires grad, a graph runs as ONE autograd node named ``CompiledFunctionBackward`` (as
+    ``torch.compile``'s AOTAutograd): its forward under ``no_grad`` (elementwise chains fused,
+    nothing recorded per op), its backward the ops' own formulas, traced once per graph, set of
+    sizes and set of tensors requiring grad (the first call of each runs the graph once more
+    without grad to trace them), run on the values the forward saved. Gradients equal eager's;
+    hooks on inputs, ``.grad``, ``backward(inputs=)``, ``autograd.grad``, ``retain_graph`` and
+    in-place changes of saved values (``RuntimeError``, as eager) behave as for any node.
+    ``create_graph=True`` (double backward) recomputes the graph with autograd from the node's
+    inputs: eager's higher derivatives (``torch.compile`` refuses them). Outputs that do not
+    require grad eagerly have no ``grad_fn``. Graphs with in-place ops or ``mutates_args``
+    custom ops, ``detach``/``retain_grad``/``requires_grad_`` or ``no_grad`` blocks inside,
+    random ops, ``compiler.disable``d calls, custom ops without a formula on tensors requiring
+    grad, outputs that alias inputs or each other or are not floating point, or formulas that
+    cannot be traced run op by op instead, each op recording its own node, as eager (the
+    outputs' ``grad_fn`` is then the last op's).
 
     Example::
 
