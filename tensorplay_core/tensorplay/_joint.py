@@ -59,9 +59,14 @@ __all__ = ["Joint", "JointPlan", "unsupported"]
 
 NODE_NAME = "CompiledFunctionBackward"
 _new = object.__new__
-# fuse the elementwise chains of the generated forward / backward (``_fusion``)
+# fuse the elementwise chains of the generated forward / backward (``_fusion``) that have at
+# least FUSE_MIN_NODES ops: on the cpu plugin a chain of two small ops (bias add + relu,
+# neg + div of a loss) cost more fused than op by op (bench_train's step, batch 1 and 64:
+# 3.5% and 11% more process time with them fused), and the per-op path then runs them with
+# grad mode off anyway (no recording to save)
 FUSE_FWD = True
 FUSE_BWD = True
+FUSE_MIN_NODES = 3
 # how the backward runs: "replay" (the ops' formulas called straight, on the saved values, with
 # the ctx each setup_context made when traced -- their fused-kernel fast paths included) where
 # every setup_context saved only forward values, else "graph" (the traced backward graph);
@@ -304,8 +309,7 @@ def _make_plan(joint, leaves, crg):
     bgraph.inputs = [bgraph.inputs[i] for i in saved_idx] + \
         [bgraph.inputs[nf + k] for k in grad_idx]
     _fusion.plan(bgraph)
-    if not FUSE_BWD:
-        bgraph.groups = []
+    bgraph.groups = [ch for ch in bgraph.groups if FUSE_BWD and len(ch.nodes) >= FUSE_MIN_NODES]
     plan = JointPlan()
     plan.graph = bgraph
     plan.forward_graph = graph
@@ -324,8 +328,7 @@ def _make_plan(joint, leaves, crg):
     fused = [n.fused for n in graph.nodes]
     try:
         _fusion.plan(fg)
-        if not FUSE_FWD:
-            fg.groups = []
+        fg.groups = [ch for ch in fg.groups if FUSE_FWD and len(ch.nodes) >= FUSE_MIN_NODES]
     finally:
         for n, f in zip(graph.nodes, fused):
             n.fused = f
