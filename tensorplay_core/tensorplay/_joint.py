@@ -67,6 +67,8 @@ _new = object.__new__
 FUSE_FWD = True
 FUSE_BWD = True
 FUSE_MIN_NODES = 3
+# the forward calls each built-in op's backend entry straight (``_kernels``)
+DIRECT = True
 # how the backward runs: "replay" (the ops' formulas called straight, on the saved values, with
 # the ctx each setup_context made when traced -- their fused-kernel fast paths included) where
 # every setup_context saved only forward values, else "graph" (the traced backward graph);
@@ -332,7 +334,7 @@ def _make_plan(joint, leaves, crg):
     finally:
         for n, f in zip(graph.nodes, fused):
             n.fused = f
-    plan.fwd = _generate(fg, checked=False)[0]
+    plan.fwd = _generate(fg, checked=False, kernels=_kernels(graph, env) if DIRECT else None)[0]
     plan.n_out = len(outvals)
     plan.n_saved = len(saved_idx)
     plan.grad_idx = grad_idx
@@ -345,6 +347,29 @@ def _make_plan(joint, leaves, crg):
     plan.structure = ["t"] * k
     plan.needs = (True,) * k
     return plan
+
+
+def _kernels(graph, env) -> dict:
+    """Node index -> the backend entry its op's dispatch reached in the planning run, for the
+    built-in ops (the forward runs with grad mode off, on the backend the guards fix, outside
+    any dispatch mode: the dispatch key is known); custom ops keep their dispatch (its checks
+    of non-tensor arguments)."""
+    out = {}
+    for n in graph.nodes:
+        op = n.op
+        if not op.is_builtin:
+            continue
+        tensors = _dispatch.flat_tensors(_sub(n.args, env), _sub(n.kwargs, env))
+        if not tensors:
+            continue
+        try:
+            key = _dispatch.backend_key(tensors)
+        except Exception:  # noqa: BLE001 - several devices and the like: dispatch decides
+            continue
+        k = op.table.get(key)
+        if k is not None:
+            out[n.index] = k
+    return out
 
 
 def _trace(graph, dnodes, rg, fv, pos, gouts, out_pos, want, steps):

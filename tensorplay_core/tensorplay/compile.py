@@ -1109,14 +1109,16 @@ _MappingProxy = type(type.__dict__)
 # ---------------------------------------------------------------------------------------------
 # code generation: one Python function per graph
 
-def _generate(graph, *, checked: bool):
+def _generate(graph, *, checked: bool, kernels: dict | None = None):
     """Generate ``run(leaves)`` replaying ``graph`` through dispatch; returns (fn, source).
 
     ``checked`` adds, after each custom-op node, a comparison of the real outputs with the
-    metadata its fake kernel gives for the real inputs.
+    metadata its fake kernel gives for the real inputs. ``kernels``: node index -> the callable
+    to call instead of the op (``_joint``: a built-in op's backend entry, called straight where
+    the dispatch key is known -- grad mode off, one backend, no dispatch mode).
     """
     from ._capture import Value
-    ns: dict = {"__gm": _gm._state, "__CompileError": CompileError}
+    ns: dict = {"__gm": _gm._state, "__CompileError": CompileError, "__kernels": kernels or {}}
     def const(x):
         return _codegen.bind(ns, x)
 
@@ -1225,7 +1227,7 @@ def _gen_node(n, ns, ref, checked):
             return [f"v{n.outputs[0].id} = {v}.data"]
         return [f"{v}.{n.kind}()"]
     opname = f"op{n.index}"
-    ns[opname] = n.op
+    ns[opname] = ns["__kernels"].get(n.index, n.op)
     args = [ref(a) for a in n.args] + [_codegen.keyword_arg(k, ref(v), ref)
                                        for k, v in n.kwargs.items()]
     call = f"{opname}({', '.join(args)})"
