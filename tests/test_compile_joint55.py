@@ -499,3 +499,39 @@ def test_fallback_random_op():
     for _ in range(2):
         y = cf(x)
     assert _name(y.grad_fn) != NODE
+
+
+def test_hooks_and_retain_grad_on_outputs_after_the_call():
+    cf = tp.compile(lambda x: (x * 3).tanh())
+    cf(tp.tensor(_arr(4), requires_grad=True))
+    x = tp.tensor(_arr(4), requires_grad=True)
+    y = cf(x)
+    assert _name(y.grad_fn) == NODE and not y.is_leaf
+    y.retain_grad()
+    seen = []
+    y.register_hook(lambda g: seen.append(g) or g * 2)
+    (y * y).sum().backward()
+    tp.testing.assert_close(y.grad, 4 * y.detach())   # (torch: retain_grad stores last)
+    assert len(seen) == 1
+    x2 = tp.tensor(x.detach().numpy().copy(), requires_grad=True)
+    y2 = (x2 * 3).tanh()
+    y2.register_hook(lambda g: g * 2)
+    (y2 * y2).sum().backward()
+    tp.testing.assert_close(x.grad, x2.grad)
+
+
+def test_size_dependent_graph_and_python_scalars():
+    # x.shape[0] read as a Python value: guarded on exact sizes, one plan per size
+    def f(x, w):
+        return (x @ w).exp().sum() / x.shape[0]
+
+    cf = tp.compile(f)
+    for n in (3, 3, 5, 5):
+        x, w = _leaves([_arr(n, 2, seed=n), _arr(2, 2)])
+        y = cf(x, w)
+        y.backward()
+        x2, w2 = _leaves([_arr(n, 2, seed=n), _arr(2, 2)])
+        f(x2, w2).backward()
+        tp.testing.assert_close(x.grad, x2.grad)
+        tp.testing.assert_close(w.grad, w2.grad)
+    assert _name(y.grad_fn) == NODE
