@@ -535,3 +535,46 @@ def test_size_dependent_graph_and_python_scalars():
         tp.testing.assert_close(x.grad, x2.grad)
         tp.testing.assert_close(w.grad, w2.grad)
     assert _name(y.grad_fn) == NODE
+
+
+def test_multi_output_op_and_integer_intermediates():
+    def f(x, w):
+        v, i = (x @ w).max(dim=1)
+        return (v * 2).sum() + x.gather(1, i.unsqueeze(1) % x.shape[1]).sum()
+    out, _ = _grads_of(f, [_arr(4, 3), _arr(3, 5, seed=1)])
+    _check(out)
+
+
+def test_same_tensor_passed_twice_and_mixed_dtypes():
+    def f(x, y, z):
+        return ((x * y).exp() + z.to(tp.float32)).sum()
+    cf = tp.compile(f)
+    a = _arr(3)
+    for _ in range(2):
+        x = tp.tensor(a.copy(), requires_grad=True)
+        z = tp.tensor(_arr(3, seed=2, dt=np.float64), requires_grad=True)
+        y = cf(x, x, z)
+        assert _name(y.grad_fn) == NODE
+        y.backward()
+    x2 = tp.tensor(a.copy(), requires_grad=True)
+    z2 = tp.tensor(_arr(3, seed=2, dt=np.float64), requires_grad=True)
+    f(x2, x2, z2).backward()
+    tp.testing.assert_close(x.grad, x2.grad)
+    tp.testing.assert_close(z.grad, z2.grad)
+    assert z.grad.dtype == tp.float64
+
+
+def test_constant_with_history():
+    base = tp.tensor(_arr(3), requires_grad=True)
+    w = base * 2                     # a non-leaf constant: gradients flow into base
+
+    def f(x):
+        return (x * w).sum()
+
+    cf = tp.compile(f)
+    for _ in range(2):
+        base.grad = None
+        y = cf(tp.tensor(_arr(3, seed=1)))
+        assert _name(y.grad_fn) == NODE
+        y.backward(retain_graph=True)
+    tp.testing.assert_close(base.grad, tp.tensor(_arr(3, seed=1)) * 2)

@@ -31,7 +31,8 @@
 5. with grad mode on and an input, or a tensor the function reads (a graph constant),
    requiring grad, runs the graph as ONE autograd node, ``CompiledFunctionBackward`` -- what
    ``torch.compile``'s AOTAutograd does (``tensorplay._joint``): the forward is the graph
-   replayed under ``no_grad`` (fused as above, no per-op recording), returning the outputs and
+   replayed under ``no_grad`` (no per-op recording; built-in ops called through their backend
+   entry; chains of three or more elementwise ops fused as above), returning the outputs and
    the forward values the backward needs; the backward is derived once per graph, set of sizes
    and set of tensors requiring grad, by tracing every node's own autograd formula (built-in
    ops' and custom ops' ``register_autograd``: ``setup_context`` on the node's inputs and
@@ -223,8 +224,9 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
 
     Autograd (AOT). Called with grad mode on where an input or a tensor the function reads
     requires grad, a graph runs as ONE autograd node named ``CompiledFunctionBackward`` (as
-    ``torch.compile``'s AOTAutograd): its forward under ``no_grad`` (elementwise chains fused,
-    nothing recorded per op), its backward the ops' own formulas, traced once per graph, set of
+    ``torch.compile``'s AOTAutograd): its forward under ``no_grad`` (chains of three or more
+    elementwise ops fused, nothing recorded per op), its backward the ops' own formulas, traced
+    once per graph, set of
     sizes and set of tensors requiring grad (the first call of each runs the graph once more
     without grad to trace them), run on the values the forward saved. Gradients equal eager's;
     hooks on inputs, ``.grad``, ``backward(inputs=)``, ``autograd.grad``, ``retain_graph`` and
