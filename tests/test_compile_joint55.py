@@ -578,3 +578,45 @@ def test_constant_with_history():
         assert _name(y.grad_fn) == NODE
         y.backward(retain_graph=True)
     tp.testing.assert_close(base.grad, tp.tensor(_arr(3, seed=1)) * 2)
+
+
+def test_fallback_output_is_a_view_of_a_value_made_inside():
+    # eager: an in-place write to the returned view goes through its base's history
+    def f(x):
+        return (x * 2).t()
+
+    cf = tp.compile(f)
+    res = []
+    for g in (cf, cf, f):
+        x = tp.tensor(_arr(2, 3), requires_grad=True)
+        y = g(x)
+        y.mul_(3.0)
+        y.sum().backward()
+        res.append((y, x.grad))
+    assert _name(res[1][0].grad_fn) != NODE
+    tp.testing.assert_close(res[1][1], res[2][1])
+
+
+def test_in_place_write_to_an_output_after_the_call():
+    def f(x):
+        return (x * 2).sin()            # sin saves its input, not its output
+
+    cf = tp.compile(f)
+    res = []
+    for g in (cf, cf, f):
+        x = tp.tensor(_arr(2, 3), requires_grad=True)
+        y = g(x)
+        y.mul_(3.0)
+        y[0].sum().backward()
+        res.append((y, x.grad))
+    assert _name(res[1][0].grad_fn) != NODE            # the write's node, over this one
+    tp.testing.assert_close(res[1][1], res[2][1])
+    # an output the backward saved (exp saves its result), written in place: eager's error
+    cf2 = tp.compile(lambda x: (x * 2).exp())
+    for _ in range(2):
+        x = tp.tensor(_arr(3), requires_grad=True)
+        y = cf2(x)
+    assert _name(y.grad_fn) == NODE
+    y.mul_(3.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()

@@ -113,9 +113,11 @@ def unsupported(graph) -> str | None:
         if not v.fake.dtype.is_floating_point:
             return "an output is not floating point"
         sid = id(v.fake.storage_ref)
-        if sid in shared:
-            return "an output is a view of an input, of a tensor the function reads, or of " \
-                   "another output"
+        if sid in shared or v.root is not None or v.fake.view_base is not None:
+            # (an output viewing a value made inside: eager's view relation, which an in-place
+            # write to the output follows into its base's history, is not one this node has)
+            return "an output is a view (of an input, of a tensor the function reads, of " \
+                   "another output or of a value made inside)"
         shared.add(sid)
     return None
 
