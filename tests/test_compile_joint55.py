@@ -620,3 +620,35 @@ def test_in_place_write_to_an_output_after_the_call():
     y.mul_(3.0)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
+
+
+def test_threads_share_one_compiled_function():
+    import threading
+    ln = _layer_norm_op("joint55test::layer_norm_threads")
+
+    def f(x, w, g, b):
+        return (ln(x @ w, g, b) * 2).tanh().sum()
+
+    cf = tp.compile(f)
+    arrays = [_arr(4, 6), _arr(6, 5, seed=1), np.ones(5, np.float32), np.zeros(5, np.float32)]
+    ref = _leaves(arrays)
+    f(*ref).backward()
+    errors = []
+
+    def work():
+        try:
+            for _ in range(20):
+                xs = _leaves(arrays)
+                cf(*xs).backward()
+                for a, b in zip(xs, ref):
+                    tp.testing.assert_close(a.grad, b.grad, rtol=1e-4, atol=1e-6)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+    assert _name(cf(*_leaves(arrays)).grad_fn) == NODE
