@@ -3,35 +3,43 @@
 Same idea as ``torch.compile``'s AOTAutograd. When a compiled function runs with grad mode on and
 an input (or a tensor it reads from a closure, a global, an attribute: a graph constant)
 requires grad, the per-op path replays every op through dispatch and each records its own
-autograd node (about 20 Python frames per op between the entry, the ctx and the engine). Here
-instead, for a graph this module handles (``unsupported`` says which: anything else keeps the
-per-op path, unchanged):
+autograd node, which the engine then walks node by node. Here instead, for a graph this module
+handles (``unsupported`` says which: anything else keeps the per-op path, unchanged), one plan
+per graph, set of sizes and set of tensors requiring grad (``JointPlan``, made on the first call
+that needs it; a plan that cannot be made leaves that key on the per-op path, never failing a
+call):
 
 * forward: the captured graph replayed under ``no_grad`` by a runner generated as
-  ``compile``'s are (``compile._generate``: elementwise chains fused), returning the outputs and
-  the forward values the backward reads;
-* backward: a second generated runner, the *backward graph*, derived once per graph, set of
-  sizes and set of tensors requiring grad (``JointPlan``) by *tracing the autograd formulas*:
-  ``joint_backward`` walks the forward graph's nodes in reverse, builds a ``FunctionCtx`` per
-  node, runs the op's ``setup_context`` on the node's (captured) inputs and output and its
-  backward formula on the node's output gradient, and sums the gradients reaching each value
-  as the engine does (torch's rules: ``needs_input_grad``, a built-in node that no gradient
-  reached does not run, a user formula runs with zeros, a user formula's gradients are summed
-  to its input's shape and cast to its dtype). That function is captured by ``_capture`` like
-  a user function, pruned (only the forward values it reads are saved) and generated like any
-  graph, so the formulas' ops fuse too;
+  ``compile``'s are (``compile._generate``; built-in ops called through the backend entry their
+  dispatch reaches, chains of ``FUSE_MIN_NODES``+ elementwise ops fused), returning the outputs
+  and the forward values the backward reads;
+* tracing: ``joint_backward`` walks the forward graph's differentiable nodes in reverse, builds
+  a ``FunctionCtx`` per node, runs the op's ``setup_context`` on the node's inputs and output
+  and its backward formula on the node's output gradient, and sums the gradients reaching each
+  value as the engine does (torch's rules: ``needs_input_grad``, a built-in node that no
+  gradient reached does not run, a user formula on a path from an output runs with zeros, a
+  user formula's gradients are summed to its input's shape and cast to its dtype). It runs once,
+  captured by ``_capture`` like a user function (capture tensors: a formula that reads values
+  fails here, and the graph keeps the per-op path);
+* backward, ``"replay"`` (the default, ``BACKWARD``): each traced node's formula called on the
+  saved values with the ctx its ``setup_context`` made while traced (forward values mapped to
+  the saved ones, ``_Step``), as one generated straight-line function (``_replayer``): eager's
+  formulas with their fused-kernel fast paths, without the engine's per-node work. Where a
+  ``setup_context`` computed a tensor (it is no forward value), ``"graph"``: the captured
+  backward graph, pruned (only the forward values it reads are saved) and generated like any
+  graph (its chains fused). The graph loses the formulas' fast paths (capture tensors have no
+  data), which measured slower (benchmarks/README.md, session 55);
 * the node: one ``FunctionNode`` named ``CompiledFunctionBackward`` (torch's name) with an edge
-  per tensor requiring grad (``autograd.function.attach``), so hooks on inputs, ``.grad``
-  accumulation, ``backward(inputs=)``, ``autograd.grad``, ``retain_graph`` and the "backward
-  through the graph a second time" error work as for any node. Outputs that do not require
-  grad eagerly are marked non-differentiable.
+  per tensor requiring grad, so hooks on inputs, ``.grad`` accumulation, ``backward(inputs=)``,
+  ``autograd.grad``, ``retain_graph`` and the "backward through the graph a second time" error
+  work as for any node. Outputs that do not require grad eagerly are marked non-differentiable.
 
-Gradients that the generated backward does not give exactly are computed by *recomputing*:
-the forward graph replayed op by op with autograd from the node's inputs, then
-``autograd.grad`` (``_Vjp``, itself a differentiable ``autograd.Function``): a backward run
-with grad mode on (``create_graph=True``: double backward, to any order), and a graph with
-several outputs of which some got no gradient (eager skips the formulas that only those would
-reach). torch.compile refuses double backward; this gives eager's second derivatives.
+Gradients that the plan does not give exactly are computed by *recomputing*: the forward graph
+replayed op by op with autograd from the node's inputs, then ``autograd.grad`` (``_Vjp``,
+itself a differentiable ``autograd.Function``): a backward run with grad mode on
+(``create_graph=True``: double backward, to any order), and a graph with several outputs of
+which some got no gradient (eager skips the formulas that only those would reach).
+torch.compile refuses double backward; this gives eager's derivatives.
 """
 
 from __future__ import annotations
@@ -310,16 +318,18 @@ def _make_plan(joint, leaves, crg):
         for st in steps:
             st.bind(at)
         saved_idx = need
-    bgraph.inputs = [bgraph.inputs[i] for i in saved_idx] + \
-        [bgraph.inputs[nf + k] for k in grad_idx]
-    _fusion.plan(bgraph)
-    bgraph.groups = [ch for ch in bgraph.groups if FUSE_BWD and len(ch.nodes) >= FUSE_MIN_NODES]
     plan = JointPlan()
     plan.graph = bgraph
     plan.forward_graph = graph
     if replay:
         plan.bwd = _replayer(steps, out_pos, want)
     else:
+        # the backward graph reads the saved values, then the output gradients it uses
+        bgraph.inputs = [bgraph.inputs[i] for i in saved_idx] + \
+            [bgraph.inputs[nf + k] for k in grad_idx]
+        _fusion.plan(bgraph)
+        bgraph.groups = [ch for ch in bgraph.groups
+                         if FUSE_BWD and len(ch.nodes) >= FUSE_MIN_NODES]
         plan.bwd = _generate(bgraph, checked=False)[0]
         if bgraph.custom_ops():
             plan.bwd_checked = _generate(bgraph, checked=True)[0]
