@@ -652,3 +652,16 @@ def test_threads_share_one_compiled_function():
         t.join()
     assert not errors, errors[0]
     assert _name(cf(*_leaves(arrays)).grad_fn) == NODE
+
+
+def test_fallback_custom_op_with_mutates_args():
+    @custom_op("joint55test::scale_into", mutates_args=("out",))
+    def scale_into(x: tp.Tensor, out: tp.Tensor) -> None:
+        out.copy_(x * 2)
+
+    def f(x, w):
+        buf = tp.zeros_like(x)
+        scale_into(x, buf)
+        return (buf * w).sum()
+
+    _fallback(f, [_arr(4), _arr(4, seed=1)])
