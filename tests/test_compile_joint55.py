@@ -665,3 +665,24 @@ def test_fallback_custom_op_with_mutates_args():
         return (buf * w).sum()
 
     _fallback(f, [_arr(4), _arr(4, seed=1)])
+
+
+def test_a_call_whose_values_fail_raises_eagers_error_and_later_calls_take_the_node():
+    # the values fail the kernel (a singular matrix) on the call that would plan: eager's
+    # error, and the next call of these sizes plans
+    def f(a):
+        return (tp.linalg.inv(a * 2.0) ** 2).sum()
+
+    cf = tp.compile(f)
+    bad = tp.tensor(np.ones((3, 3), np.float32), requires_grad=True)
+    with pytest.raises(Exception) as eager:
+        f(bad)
+    with pytest.raises(type(eager.value)):
+        cf(bad)
+    a = tp.tensor(np.eye(3, dtype=np.float32) + _arr(3, 3) * 0.1, requires_grad=True)
+    y = cf(a)
+    assert _name(y.grad_fn) == NODE
+    y.backward()
+    a2 = tp.tensor(a.detach().numpy().copy(), requires_grad=True)
+    f(a2).backward()
+    tp.testing.assert_close(a.grad, a2.grad, rtol=1e-4, atol=1e-5)

@@ -89,6 +89,11 @@ class Unsupported(Exception):
     """The graph (or this call of it) is not handled: the per-op path runs it."""
 
 
+class _CallFailed(Exception):
+    """The planning run of the graph raised: the call's own error, which the per-op path then
+    raises as eager does (nothing is cached for the key)."""
+
+
 def unsupported(graph) -> str | None:
     """Why ``graph`` cannot run as one autograd node (None: it can, for calls where something
     requires grad). Decided once per cached graph, on its structure."""
@@ -224,7 +229,10 @@ class Joint:
                 return plan
             try:
                 plan = _make_plan(self, leaves, crg)
-            except (Unsupported, Exception):   # noqa: BLE001 - any failure: the per-op path
+            except _CallFailed:
+                return None          # these values fail eagerly: the per-op path raises it;
+                                     # the next call of these sizes plans again
+            except Exception:  # noqa: BLE001 - any other failure: the per-op path for the key
                 plan = None
             if len(self.plans) >= _MAX_PLANS:
                 self.plans.clear()
@@ -275,6 +283,8 @@ def _make_plan(joint, leaves, crg):
     _gm._state.enabled = False
     try:
         interpret(graph, env)
+    except Exception as e:  # noqa: BLE001 - the call's own error (a singular matrix...)
+        raise _CallFailed() from e
     finally:
         _gm._state.enabled = prev
     fvals = [*graph.inputs, *graph.consts, *(o for n in graph.nodes for o in _outputs(n))]
