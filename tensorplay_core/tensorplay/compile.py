@@ -48,8 +48,8 @@
    needed): ops writing a tensor (in-place ops, ``mutates_args``), ``detach``/``requires_grad_``/
    ``retain_grad`` inside, an op run with grad mode off inside (``no_grad`` blocks), a random
    op, a ``compiler.disable``d call, a custom op without a formula on a tensor requiring grad,
-   outputs that are inputs, views of inputs or of each other, returned twice, or not floating
-   point, and any graph whose formulas cannot be traced (a formula reading values: decided at
+   outputs that are inputs or views (of inputs, of each other, of values made inside: eager's
+   view relations), returned twice, or not floating point, and any graph whose formulas cannot be traced (a formula reading values: decided at
    the first call, never failing a call).
 
 The first run of a graph for each set of input sizes also checks that every custom op's real
@@ -236,7 +236,7 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
     require grad eagerly have no ``grad_fn``. Graphs with in-place ops or ``mutates_args``
     custom ops, ``detach``/``retain_grad``/``requires_grad_`` or ``no_grad`` blocks inside,
     random ops, ``compiler.disable``d calls, custom ops without a formula on tensors requiring
-    grad, outputs that alias inputs or each other or are not floating point, or formulas that
+    grad, outputs that are inputs or views or are not floating point, or formulas that
     cannot be traced run op by op instead, each op recording its own node, as eager (the
     outputs' ``grad_fn`` is then the last op's).
 
