@@ -71,13 +71,27 @@ def _layer_norm_formula(lib):
     return body, setup, backward
 
 
-def _make_step(lib, layer_norm):
-    """One training step (forward, loss, backward, SGD, zero_grad) in ``lib``'s ops."""
-    def step(params, x, onehot):
-        w1, b1, g, beta, w2, b2 = params
+def _make_loss(lib, layer_norm):
+    """The forward and the loss in ``lib``'s ops (positional tensors: the compiled variants
+    take the exact-signature fast path of their library's compiler)."""
+    def forward_loss(w1, b1, g, beta, w2, b2, x, onehot):
         h = layer_norm(lib.relu(x @ w1 + b1), g, beta)
         logits = h @ w2 + b2
-        loss = -(lib.log_softmax(logits, -1) * onehot).sum() / x.shape[0]
+        return -(lib.log_softmax(logits, -1) * onehot).sum() / x.shape[0]
+
+    return forward_loss
+
+
+def _make_step(lib, layer_norm, compile_fn=None):
+    """One training step (forward, loss, backward, SGD, zero_grad) in ``lib``'s ops; with
+    ``compile_fn`` (``tensorplay.compile``, ``torch.compile``) the forward and the loss are
+    compiled, backward/SGD/zero_grad are the eager step's."""
+    loss_of = _make_loss(lib, layer_norm)
+    if compile_fn is not None:
+        loss_of = compile_fn(loss_of)
+
+    def step(params, x, onehot):
+        loss = loss_of(*params, x, onehot)
         loss.backward()
         with lib.no_grad():
             for p in params:
@@ -93,6 +107,9 @@ _body, _setup, _backward = _layer_norm_formula(tp)
 tp_layer_norm = custom_op("tpbench_train::layer_norm", _body, mutates_args=())
 tp_layer_norm.register_autograd(_backward, setup_context=_setup)
 tp_step = _make_step(tp, tp_layer_norm)
+# the forward and loss through tensorplay.compile: with the parameters requiring grad the
+# graph runs as one autograd node (AOT autograd, tensorplay/_joint.py)
+tpc_step = _make_step(tp, tp_layer_norm, tp.compile)
 
 
 def _torch_defs(torch):
@@ -101,6 +118,21 @@ def _torch_defs(torch):
     ln.register_fake(lambda x, w, b: torch.empty_like(x))
     ln.register_autograd(backward, setup_context=setup)
     return _make_step(torch, ln)
+
+
+def _torch_compiled(torch):
+    """torch.compile's step (forward and loss compiled), or (None, why) when it cannot run
+    here (inductor needs a C++ compiler for cpu code)."""
+    import shutil
+    if os.environ.get("TENSORPLAY_BENCH_TORCH_COMPILE", "1") == "0":
+        return None, "disabled (TENSORPLAY_BENCH_TORCH_COMPILE=0)"
+    if shutil.which(os.environ.get("CXX", "c++")) is None and shutil.which("g++") is None:
+        return None, "no C++ compiler for inductor's cpu code"
+    body, setup, backward = _layer_norm_formula(torch)
+    ln = torch.library.custom_op("tpbench_train::layer_norm_c", body, mutates_args=())
+    ln.register_fake(lambda x, w, b: torch.empty_like(x))
+    ln.register_autograd(backward, setup_context=setup)
+    return _make_step(torch, ln, torch.compile), None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -155,79 +187,113 @@ def _init(np, batch):
     return params, x, onehot
 
 
-def _check(np, torch, t_step, batch):
-    """Each library's step gives NumPy's loss and updated weights (we time the right work)."""
+def _check(np, torch, t_steps, batch):
+    """Each library's step gives NumPy's loss and updated weights (we time the right work).
+    Every step runs three times from the same start (a compiled one captures, validates, then
+    takes its fast path) and is compared with three NumPy steps."""
     params, x, oh = _init(np, batch)
     ref = [p.copy() for p in params]
-    ref_loss = np_step(np, ref, x, oh)
-    tps = [tp.tensor(p, requires_grad=True) for p in params]
-    loss = tp_step(tps, tp.tensor(x), tp.tensor(oh))
-    assert abs(loss.item() - ref_loss) < 1e-4 * max(1.0, abs(ref_loss)), (loss.item(), ref_loss)
-    for a, b in zip(tps, ref):
-        assert np.allclose(a.detach().numpy(), b, atol=1e-5, rtol=1e-4)
-        assert a.grad is None
-    if torch is not None:
-        tts = [torch.tensor(p, requires_grad=True) for p in params]
-        loss = t_step(tts, torch.tensor(x), torch.tensor(oh))
-        assert abs(loss.item() - ref_loss) < 1e-4 * max(1.0, abs(ref_loss))
-        for a, b in zip(tts, ref):
+    ref_losses = [np_step(np, ref, x, oh) for _ in range(3)]
+
+    def same(step, lib):
+        ps = [lib.tensor(p, requires_grad=True) for p in params]
+        for want in ref_losses:
+            loss = step(ps, lib.tensor(x), lib.tensor(oh))
+            assert abs(loss.item() - want) < 1e-4 * max(1.0, abs(want)), (loss.item(), want)
+        for a, b in zip(ps, ref):
             assert np.allclose(a.detach().numpy(), b, atol=1e-5, rtol=1e-4)
+            assert a.grad is None
+
+    same(tp_step, tp)
+    same(tpc_step, tp)
+    if torch is not None:
+        for step in t_steps:
+            same(step, torch)
 
 
 def run() -> dict:
     import numpy as np
     torch, why = H.try_import_torch()
-    t_step = None
+    t_step = tc_step = None
+    tc_why = why
     if torch is not None:
         torch.set_num_threads(1)
         t_step = _torch_defs(torch)
-    g = {"tp_step": tp_step, "np_step": np_step, "t_step": t_step, "np": np}
+        tc_step, tc_why = _torch_compiled(torch)
+    g = {"tp_step": tp_step, "tpc_step": tpc_step, "np_step": np_step, "t_step": t_step,
+         "tc_step": tc_step, "np": np}
     stmts = {}
     for b in BATCHES:
-        _check(np, torch, t_step, b)
+        t_steps = [t_step]
+        if tc_step is not None:
+            try:
+                _check(np, torch, [tc_step], b)
+                t_steps.append(tc_step)
+            except Exception as e:  # noqa: BLE001 - inductor failing here is a note, not an error
+                tc_step, tc_why = None, f"torch.compile failed: {type(e).__name__}: {e}"[:300]
+        _check(np, torch, t_steps[:1], b)
         params, x, oh = _init(np, b)
-        g[f"tp_p{b}"] = [tp.tensor(p, requires_grad=True) for p in params]
+        for pre, lib in (("tp", tp), ("tpc", tp)):
+            g[f"{pre}_p{b}"] = [lib.tensor(p, requires_grad=True) for p in params]
         g[f"tp_x{b}"], g[f"tp_oh{b}"] = tp.tensor(x), tp.tensor(oh)
         g[f"np_p{b}"] = [p.copy() for p in params]
         g[f"np_x{b}"], g[f"np_oh{b}"] = x, oh
         stmts[f"tensorplay_b{b}"] = f"tp_step(tp_p{b}, tp_x{b}, tp_oh{b})"
+        stmts[f"tensorplay_compile_b{b}"] = f"tpc_step(tpc_p{b}, tp_x{b}, tp_oh{b})"
         stmts[f"numpy_b{b}"] = f"np_step(np, np_p{b}, np_x{b}, np_oh{b})"
         if torch is not None:
-            g[f"t_p{b}"] = [torch.tensor(p, requires_grad=True) for p in params]
+            for pre in ("t", "tc"):
+                g[f"{pre}_p{b}"] = [torch.tensor(p, requires_grad=True) for p in params]
             g[f"t_x{b}"], g[f"t_oh{b}"] = torch.tensor(x), torch.tensor(oh)
             stmts[f"torch_b{b}"] = f"t_step(t_p{b}, t_x{b}, t_oh{b})"
+            if tc_step is not None:
+                stmts[f"torch_compile_b{b}"] = f"tc_step(tc_p{b}, t_x{b}, t_oh{b})"
     raw = H.paired(stmts, g, repeat=9 if H.QUICK else 31, target_s=0.01 if H.QUICK else 0.03)
-    res = {"torch_missing": why, "raw_us": {k: H.us(v) for k, v in raw.items()}, "targets": {}}
+    res = {"torch_missing": why, "torch_compile_missing": tc_why if tc_step is None else None,
+           "raw_us": {k: H.us(v) for k, v in raw.items()}, "targets": {}}
+    med = {k: v["median"] for k, v in res["raw_us"].items()}
     for b in BATCHES:
         if torch is not None:
             r = H.diff(raw[f"tensorplay_b{b}"], raw[f"torch_b{b}"])
-            res[f"ratio_b{b}"] = (res["raw_us"][f"tensorplay_b{b}"]["median"] /
-                                  res["raw_us"][f"torch_b{b}"]["median"])
+            res[f"ratio_b{b}"] = med[f"tensorplay_b{b}"] / med[f"torch_b{b}"]
+            res[f"ratio_compile_b{b}"] = med[f"tensorplay_compile_b{b}"] / med[f"torch_b{b}"]
             res["targets"][f"batch{b}_not_slower_than_torch"] = H.us(r)["median"] <= 0
+            res["targets"][f"batch{b}_compiled_at_most_0.75x_torch"] = \
+                res[f"ratio_compile_b{b}"] <= 0.75
     res["headline"] = [
         {"figure": f"MLP training step, batch {b} (µs)",
-         "tensorplay": round(res["raw_us"][f"tensorplay_b{b}"]["median"], 1),
-         "torch": (round(res["raw_us"][f"torch_b{b}"]["median"], 1) if torch is not None
-                   else None),
-         "numpy": round(res["raw_us"][f"numpy_b{b}"]["median"], 1),
-         "goal": "<= torch (issue 14 goal 1)"} for b in BATCHES]
+         "tensorplay": round(med[f"tensorplay_b{b}"], 1),
+         "tensorplay.compile": round(med[f"tensorplay_compile_b{b}"], 1),
+         "torch": (round(med[f"torch_b{b}"], 1) if torch is not None else None),
+         "torch.compile": (round(med[f"torch_compile_b{b}"], 1)
+                           if f"torch_compile_b{b}" in med else None),
+         "numpy": round(med[f"numpy_b{b}"], 1),
+         "goal": "<= torch (issue 14 goal 1); compiled <= 0.75x torch (issue 32 item 6)"}
+        for b in BATCHES]
     return res
 
 
 def report(res) -> None:
     if res["torch_missing"]:
         print(f"\nNOTE: {res['torch_missing']}: torch columns are n/a")
+    elif res.get("torch_compile_missing"):
+        print(f"\nNOTE: torch.compile column n/a: {res['torch_compile_missing']}")
     raw = res["raw_us"]
     rows = []
     for b in BATCHES:
         r = res.get(f"ratio_b{b}")
+        rc = res.get(f"ratio_compile_b{b}")
         rows.append([f"batch {b}", H.fmt(raw[f"tensorplay_b{b}"], digits=1),
+                     H.fmt(raw[f"tensorplay_compile_b{b}"], digits=1),
                      H.fmt(raw.get(f"torch_b{b}"), digits=1),
-                     H.fmt(raw[f"numpy_b{b}"], digits=1), f"{r:.2f}x" if r else "n/a"])
+                     H.fmt(raw.get(f"torch_compile_b{b}"), digits=1),
+                     H.fmt(raw[f"numpy_b{b}"], digits=1), f"{r:.2f}x" if r else "n/a",
+                     f"{rc:.2f}x" if rc else "n/a"])
     H.print_table("MLP training step (256 -> 256 -> layer norm -> 10, SGD), µs per step, "
-                  "median (IQR)", ["batch", "tensorplay", "torch", "numpy by hand",
-                                   "tensorplay / torch"], rows)
-    H.print_targets("Targets (issue 14, goal 1)", res["targets"])
+                  "median (IQR)", ["batch", "tensorplay", "tensorplay.compile", "torch",
+                                   "torch.compile", "numpy by hand", "tensorplay / torch",
+                                   "compiled / torch"], rows)
+    H.print_targets("Targets (issue 14 goal 1; issue 32 item 6)", res["targets"])
 
 
 def main():

@@ -426,7 +426,10 @@ def test_elementwise_chain_is_fused_into_one_kernel_and_equals_eager():
     assert_close(cf(x, y), f(x, y))
 
 
-def test_fusion_is_off_when_an_input_needs_grad():
+def test_fusion_when_an_input_needs_grad():
+    # (session 55: with an input requiring grad the graph runs as one autograd node, its
+    # forward under no_grad, so its chains are fused as torch.compile's AOTAutograd fuses them;
+    # before, the ops ran one by one, recording their nodes, never offered to a fuser)
     f = lambda x: (x * 2.0 + 1.0).exp()
     with _fusing_mock("mockgrad") as be:
         cf = tp.compile(f)
@@ -435,7 +438,20 @@ def test_fusion_is_off_when_an_input_needs_grad():
         cf(xc).sum().backward()
         f(xe).sum().backward()
         assert_close(xc.grad.cpu(), xe.grad.cpu())
-        assert be.offered == []           # never offered to a fuser: autograd needs the ops
+        assert be.offered != []           # the AOT path's forward fuses the chain
+        # a graph the AOT path does not take (a write inside) runs op by op: not offered
+        be.offered.clear()
+
+        def g(x):
+            y = x * 2.0
+            y.add_(1.0)
+            return (y * 3.0 + 1.0).exp()
+        xc = _x(8).to("mockgrad").requires_grad_(True)
+        xe = _x(8).to("mockgrad").requires_grad_(True)
+        tp.compile(g)(xc).sum().backward()
+        g(xe).sum().backward()
+        assert_close(xc.grad.cpu(), xe.grad.cpu())
+        assert be.offered == []           # op by op: autograd needs the ops
 
 
 def test_a_backend_fuser_is_used_when_offered():

@@ -280,7 +280,10 @@ def test_gradients_flow_through_a_compiled_row_chain(rows):
     ref = layer_norm(x, w, b)[0]
     (ref * ref).sum().backward()
     np.testing.assert_allclose(g, x.grad.cpu().numpy(), rtol=1e-5, atol=1e-6)
-    assert rows.fused == []            # an input needs grad: op by op, recording the nodes
+    # (session 55: an input needs grad, so the graph runs as one autograd node whose forward
+    # runs under no_grad and fuses the row chain, as torch.compile's AOTAutograd; before, the
+    # ops ran one by one, recording their nodes, and nothing was fused)
+    assert True in rows.fused
 
 
 def test_backends_that_do_not_fuse_rows_keep_reductions_out_of_chains():

@@ -24,10 +24,33 @@
 3. on a miss, captures ``fn`` (``tensorplay.capture_info``): custom ops become opaque nodes whose
    fake kernels give the output metadata, built-in ops are recorded with their shape rules;
 4. runs the graph: a generated Python function calls every node through normal dispatch (so
-   autograd and every device work, and gradients equal eager), in program order, with chains of
-   elementwise built-in ops fused (``tensorplay._fusion``) when no input needs grad -- on cuda
-   with the last-dim ``keepdim`` reductions between them (a row softmax or a layer norm is one
-   kernel). Ops with mutated arguments are barriers: nothing is fused or moved across them.
+   every device works), in program order, with chains of elementwise built-in ops fused
+   (``tensorplay._fusion``) when no input needs grad -- on cuda with the last-dim ``keepdim``
+   reductions between them (a row softmax or a layer norm is one kernel). Ops with mutated
+   arguments are barriers: nothing is fused or moved across them;
+5. with grad mode on and an input, or a tensor the function reads (a graph constant),
+   requiring grad, runs the graph as ONE autograd node, ``CompiledFunctionBackward`` -- what
+   ``torch.compile``'s AOTAutograd does (``tensorplay._joint``): the forward is the graph
+   replayed under ``no_grad`` (no per-op recording; built-in ops called through their backend
+   entry; chains of three or more elementwise ops fused as above), returning the outputs and
+   the forward values the backward needs; the backward is derived once per graph, set of sizes
+   and set of tensors requiring grad, by tracing every node's own autograd formula (built-in
+   ops' and custom ops' ``register_autograd``: ``setup_context`` on the node's inputs and
+   output, then its backward) in reverse with the engine's rules, and runs those formulas
+   straight on the saved values (or, where a ``setup_context`` computes a tensor, the traced
+   backward graph, generated and fused as a forward graph). Gradients are eager's (the same
+   formulas on the same values); hooks on inputs, ``.grad`` accumulation, ``backward(inputs=)``,
+   ``autograd.grad``, ``retain_graph`` and the second-backward error work as for any node. A
+   backward with ``create_graph=True`` (double backward, any order) and one that reached only
+   some of several outputs recompute eagerly from the node's inputs (torch.compile refuses
+   double backward; this gives eager's derivatives). Graphs it does not handle run op by op
+   with autograd recording each op (the per-op path, step 4 with nothing fused where grad is
+   needed): ops writing a tensor (in-place ops, ``mutates_args``), ``detach``/``requires_grad_``/
+   ``retain_grad`` inside, an op run with grad mode off inside (``no_grad`` blocks), a random
+   op, a ``compiler.disable``d call, a custom op without a formula on a tensor requiring grad,
+   outputs that are inputs or views (of inputs, of each other, of values made inside: eager's
+   view relations), returned twice, or not floating point, and any graph whose formulas cannot be traced (a formula reading values: decided at
+   the first call, never failing a call).
 
 The first run of a graph for each set of input sizes also checks that every custom op's real
 outputs have the shape, dtype, device and strides its fake kernel promised (the graph was built
@@ -53,7 +76,7 @@ import functools
 import threading
 from typing import Any, Callable, Generic, ParamSpec, TypeVar, overload
 
-from . import _capture, _codegen, _dispatch, _dtype, _fusion, _pytree, _registry, _replay
+from . import _capture, _codegen, _dispatch, _dtype, _fusion, _joint, _pytree, _registry, _replay
 from ._tensor import Tensor
 from .autograd import grad_mode as _gm
 from .errors import CompileError
@@ -199,6 +222,24 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
     made fake outside it, ``backward()`` inside the function (on a tensor that requires grad;
     otherwise eager's ``RuntimeError``), and reading a data-dependent size as a Python value.
 
+    Autograd (AOT). Called with grad mode on where an input or a tensor the function reads
+    requires grad, a graph runs as ONE autograd node named ``CompiledFunctionBackward`` (as
+    ``torch.compile``'s AOTAutograd): its forward under ``no_grad`` (chains of three or more
+    elementwise ops fused, nothing recorded per op), its backward the ops' own formulas, traced
+    once per graph, set of
+    sizes and set of tensors requiring grad (the first call of each runs the graph once more
+    without grad to trace them), run on the values the forward saved. Gradients equal eager's;
+    hooks on inputs, ``.grad``, ``backward(inputs=)``, ``autograd.grad``, ``retain_graph`` and
+    in-place changes of saved values (``RuntimeError``, as eager) behave as for any node.
+    ``create_graph=True`` (double backward) recomputes the graph with autograd from the node's
+    inputs: eager's higher derivatives (``torch.compile`` refuses them). Outputs that do not
+    require grad eagerly have no ``grad_fn``. Graphs with in-place ops or ``mutates_args``
+    custom ops, ``detach``/``retain_grad``/``requires_grad_`` or ``no_grad`` blocks inside,
+    random ops, ``compiler.disable``d calls, custom ops without a formula on tensors requiring
+    grad, outputs that are inputs or views or are not floating point, or formulas that
+    cannot be traced run op by op instead, each op recording its own node, as eager (the
+    outputs' ``grad_fn`` is then the last op's).
+
     Example::
 
         @tensorplay.compile
@@ -338,6 +379,8 @@ class CompiledFunction(Generic[_P, _R]):
                 if not entry.ops or sig in entry.validated:   # as in _run, without its frame
                     if self._replay:
                         return _replay.run(self, entry, sig, leaves)
+                    if entry.joint is not None and _gm._state.enabled:
+                        return entry.joint(sig, leaves, entry)     # AOT autograd (_joint)
                     return entry.run(leaves)
                 return self._run(entry, sig, leaves)
         return self._run(*self._lookup(args, kwargs))
@@ -347,6 +390,8 @@ class CompiledFunction(Generic[_P, _R]):
         if not entry.ops or sig in entry.validated:   # no custom op, or validated: trusted
             if self._replay:
                 return _replay.run(self, entry, sig, leaves)
+            if entry.joint is not None and _gm._state.enabled:
+                return entry.joint(sig, leaves, entry)     # AOT autograd (_joint)
             return entry.run(leaves)
         # the first call of this signature: check custom ops' real outputs against their fakes
         checked = entry.run_checked
@@ -612,6 +657,10 @@ class _Entry:
         # an op runs with grad on (then a constant or input needing grad must record history)
         self.grad_inside = any(n.grad_enabled for n in graph.nodes)
         self._source = None          # of ``run``, once generated
+        # calls with grad mode on and something requiring grad: the graph as one autograd node
+        # (``_joint``); None when the graph is not one it handles (the per-op path then)
+        self.joint_skip = _joint.unsupported(graph)
+        self.joint = _joint.Joint(graph) if self.joint_skip is None else None
         self.run_checked, self.source_checked = _generate(graph, checked=True)
 
     def run(self, leaves):
@@ -1062,14 +1111,16 @@ _MappingProxy = type(type.__dict__)
 # ---------------------------------------------------------------------------------------------
 # code generation: one Python function per graph
 
-def _generate(graph, *, checked: bool):
+def _generate(graph, *, checked: bool, kernels: dict | None = None):
     """Generate ``run(leaves)`` replaying ``graph`` through dispatch; returns (fn, source).
 
     ``checked`` adds, after each custom-op node, a comparison of the real outputs with the
-    metadata its fake kernel gives for the real inputs.
+    metadata its fake kernel gives for the real inputs. ``kernels``: node index -> the callable
+    to call instead of the op (``_joint``: a built-in op's backend entry, called straight where
+    the dispatch key is known -- grad mode off, one backend, no dispatch mode).
     """
     from ._capture import Value
-    ns: dict = {"__gm": _gm._state, "__CompileError": CompileError}
+    ns: dict = {"__gm": _gm._state, "__CompileError": CompileError, "__kernels": kernels or {}}
     def const(x):
         return _codegen.bind(ns, x)
 
@@ -1178,7 +1229,7 @@ def _gen_node(n, ns, ref, checked):
             return [f"v{n.outputs[0].id} = {v}.data"]
         return [f"{v}.{n.kind}()"]
     opname = f"op{n.index}"
-    ns[opname] = n.op
+    ns[opname] = ns["__kernels"].get(n.index, n.op)
     args = [ref(a) for a in n.args] + [_codegen.keyword_arg(k, ref(v), ref)
                                        for k, v in n.kwargs.items()]
     call = f"{opname}({', '.join(args)})"
