@@ -23,6 +23,8 @@ from ._tensor_base import data_alias as _data_alias
 from ._tensor_base import wrap_dim as _wrap_dim
 from ._tensor_base import _NO_DIM, _NO_KEEPDIM
 from ._tensor_base import dim_list as _dim_list
+from ._tensor_base import index_dim as _index_dim
+from ._tensor_base import checked_dims as _checked_dims
 
 if TYPE_CHECKING:
     # Annotation-only names. ``Tensor`` has methods called ``bool``/``int``/``float``, so the
@@ -1635,7 +1637,8 @@ class Tensor(TensorBase, instance_class=True):
     def max(self, dim: _int, keepdim: _bool = False) -> _rt.max: ...
     @overload
     def max(self, *, axis: _int, keepdims: _bool = False) -> _rt.max: ...
-    def max(self, dim: _int | Tensor | None = _NO_DIM, keepdim: _bool = _NO_KEEPDIM, *,
+    def max(self, dim_or_other: _int | Tensor | None = _NO_DIM, /,
+            keepdim: _bool = _NO_KEEPDIM, *, dim: _int | None = _NO_DIM,
             other: Tensor | None = None,
             axis: _Dims = None, keepdims: _bool | None = None) -> Tensor | _rt.max:
         """Maximum of all elements (a 0-dim tensor), or along ``dim`` the named tuple
@@ -1646,6 +1649,11 @@ class Tensor(TensorBase, instance_class=True):
         an infinite or NaN incoming gradient (torch's on cpu; ``amax``'s gives NaN there). Empty inputs: torch's ``RuntimeError``/``IndexError``.
         ``other=`` (torch's keyword of the elementwise form) is ``x.max(other)``. ``keepdim``
         without ``dim``, or ``dim=None``: TypeError (torch's overloads)."""
+        if dim is not _NO_DIM or keepdim is not _NO_KEEPDIM:
+            # a keyword dim, or a keepdim: the dim overload, a tensor is the dim (torch's)
+            dim = _dim_overload("max", dim_or_other, dim)
+        else:
+            dim = dim_or_other
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("max", dim, keepdim, axis, keepdims)
         if dim is _NO_DIM or dim is None or keepdim is _NO_KEEPDIM:
@@ -1668,11 +1676,17 @@ class Tensor(TensorBase, instance_class=True):
     def min(self, dim: _int, keepdim: _bool = False) -> _rt.min: ...
     @overload
     def min(self, *, axis: _int, keepdims: _bool = False) -> _rt.min: ...
-    def min(self, dim: _int | Tensor | None = _NO_DIM, keepdim: _bool = _NO_KEEPDIM, *,
+    def min(self, dim_or_other: _int | Tensor | None = _NO_DIM, /,
+            keepdim: _bool = _NO_KEEPDIM, *, dim: _int | None = _NO_DIM,
             other: Tensor | None = None,
             axis: _Dims = None, keepdims: _bool | None = None) -> Tensor | _rt.min:
         """Minimum of all elements, or ``(values, indices)`` along ``dim``
         (``tensorplay.return_types.min``), as ``torch.Tensor.min``; see ``max``."""
+        if dim is not _NO_DIM or keepdim is not _NO_KEEPDIM:
+            # a keyword dim, or a keepdim: the dim overload, a tensor is the dim (torch's)
+            dim = _dim_overload("min", dim_or_other, dim)
+        else:
+            dim = dim_or_other
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("min", dim, keepdim, axis, keepdims)
         if dim is _NO_DIM or dim is None or keepdim is _NO_KEEPDIM:
@@ -2129,7 +2143,7 @@ class Tensor(TensorBase, instance_class=True):
         """Round to ``decimals`` places, halves to even (as ``torch.round``)."""
         return _O.round(self, decimals=decimals)
 
-    def var(self, dim: _Dims | _bool = _NO_DIM, *args: _bool, correction: _Number | None = None,
+    def var(self, *args: Any, dim: _Dims = _NO_DIM, correction: _Number | None = None,
             keepdim: _bool = _NO_KEEPDIM, unbiased: _bool | None = None,
             axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """Variance over ``dim`` (all elements when None) with Bessel's ``correction`` (1 by
@@ -2139,17 +2153,19 @@ class Tensor(TensorBase, instance_class=True):
         (the third positional is ``unbiased``, not ``keepdim``), ``var(unbiased)`` with a bool
         first argument, or ``var(dim, correction=c, keepdim=k)``. The divisor is ``max(0, N -
         correction)``: inf/nan when that is 0, as torch (which also warns)."""
+        dim, args = _surface.dim_and_rest("var", args, dim)   # (dim=True: torch's TypeError)
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("var", dim, keepdim, axis, keepdims)
         return _surface.variance_and_mean("var", self, dim, args, correction, keepdim,
                                           unbiased)[0]
 
-    def std(self, dim: _Dims | _bool = _NO_DIM, *args: _bool, correction: _Number | None = None,
+    def std(self, *args: Any, dim: _Dims = _NO_DIM, correction: _Number | None = None,
             keepdim: _bool = _NO_KEEPDIM, unbiased: _bool | None = None,
             axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """Standard deviation over ``dim``: ``sqrt(var(...))`` with ``var``'s arguments (same
         overloads as ``torch.std``); its gradient is 0 where the result is 0 (a constant
         input), as torch's."""
+        dim, args = _surface.dim_and_rest("std", args, dim)   # (dim=True: torch's TypeError)
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("std", dim, keepdim, axis, keepdims)
         return _norm_root(_surface.variance_and_mean("std", self, dim, args, correction, keepdim,
@@ -2760,8 +2776,9 @@ class Tensor(TensorBase, instance_class=True):
         long sequences), the others in their order (same as ``torch.Tensor.movedim``).
         RuntimeError for lengths that differ or a dim repeated; IndexError out of range."""
         n = self.ndim
-        src = [source] if isinstance(source, int) else list(source)
-        dst = [destination] if isinstance(destination, int) else list(destination)
+        # (dim_list: one int, a 0-dim integer tensor or a sequence, as torch's int[] parser)
+        src = [source] if source.__class__ is int else _dim_list(source)
+        dst = [destination] if destination.__class__ is int else _dim_list(destination)
         if len(src) != len(dst):
             raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} "
                                f"dims) should contain the same number of dims as destination "
@@ -2978,7 +2995,7 @@ class Tensor(TensorBase, instance_class=True):
             dim = [dim, *dims]
         if axis is not None:
             dim = _numpy_names("count_nonzero", dim, False, axis, None)[0]
-        return _O.sum(_O.ne(self, 0), _dims(dim), False)
+        return _O.sum(_O.ne(self, 0), _checked_dims(dim, "count_nonzero"), False)
 
     def argwhere(self) -> Tensor:
         """``nonzero()``: the ``(n, ndim)`` int64 indices of the non-zero elements (same as
@@ -2991,6 +3008,8 @@ class Tensor(TensorBase, instance_class=True):
         """``sum`` with NaN counted as zero (same as ``torch.Tensor.nansum``)."""
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("nansum", dim, keepdim, axis, keepdims)
+        if dim is not None and dim.__class__ is not int:
+            dim = _checked_dims(dim, "nansum")     # (its errors name nansum, not sum)
         x = _O.where(_O.isnan(self), 0, self) if self._dtype.is_floating_point else self
         return x.sum(dim, keepdim, dtype=dtype)
 
@@ -4112,6 +4131,21 @@ def _from_keyword(kwargs, from_, default, api):
     return from_ if value is _MISSING else value
 
 
+def _dim_overload(api, positional, dim):
+    """``max``/``min``'s ``dim`` when torch's parser picks the dim overload (``dim=`` given as
+    a keyword, or a ``keepdim``): the keyword ``dim`` (TypeError if also given positionally),
+    else the positional one; a tensor there is a dim, a 0-dim integer one its int (torch:
+    ``x.max(dim=tensor(1))`` is ``x.max(1)``; ``x.max(tensor(1))`` alone is the elementwise
+    maximum). Off the plain ``x.max(1)`` path."""
+    if dim is not _NO_DIM:
+        if positional is not _NO_DIM:
+            raise TypeError(f"{api}() got multiple values for argument 'dim'")
+        positional = dim
+    if isinstance(positional, TensorBase):
+        return _index_dim(positional, f"{api}(): ")
+    return positional
+
+
 def _keepdim_without_dim(api, dim, keepdim, none_dim_ok):
     """``(dim, keepdim)`` of a reduction called with ``dim``/``keepdim`` possibly not passed
     (``_NO_DIM``/``_NO_KEEPDIM``), by torch's overloads: ``keepdim`` without ``dim`` is a
@@ -4180,7 +4214,17 @@ def _shape_arg(shape):
             return [s]
         if isinstance(s, (list, tuple)):
             shape = s
-    return [operator.index(s) for s in shape]
+    return [s if s.__class__ is int else _int_elem(s, i) for i, s in enumerate(shape)]
+
+
+def _int_elem(s, i):
+    """An element of a size or dim list that is not an int: its ``__index__`` (a 0-dim integer
+    tensor, a NumPy integer), but a bool is torch's ``TypeError`` (``x.view(True, 6)``,
+    ``x.flip(True)``, ``x.permute((True, 0))``: never 1)."""
+    if s.__class__ is bool or type(s).__name__ in ("bool_", "bool"):
+        raise TypeError(f"argument must be tuple of ints, but found element of type "
+                        f"{type(s).__name__} at pos {i}")
+    return operator.index(s)
 
 
 def _keyword_sizes(args, kwargs, api, name, ignored=()):

@@ -52,7 +52,7 @@ __all__ = ["TensorBase", "instance_class", "row_major", "new_tensor", "new_tenso
            "detach_history", "refresh_dispatch_key", "set_accumulator", "set_retains_grad",
            "set_view", "live_views", "made_in_no_grad", "set_view_version", "DataStorage",
            "data_alias", "storage_tensors", "shared_storage", "is_dense", "partial_overlap",
-           "check_partial_overlap", "PARTIAL_OVERLAP_MSG", "set_capture", "set_layout", "set_native", "wrap_dim", "FIELDS",
+           "check_partial_overlap", "PARTIAL_OVERLAP_MSG", "set_capture", "set_layout", "set_native", "wrap_dim", "index_dim", "checked_dims", "FIELDS",
            "SLOTS"]
 
 # Every field of a tensor. Public name (read-only by convention) -> slot (written only here and
@@ -149,7 +149,7 @@ class TensorBase:
         """``shape``, or the size of dimension ``dim`` (negative indices count from the end)."""
         if dim is None:
             return self._shape
-        return self._shape[wrap_dim(dim, len(self._shape))]
+        return self._shape[wrap_dim(dim, len(self._shape), "size(): ")]
 
     @property
     def ndim(self) -> int:
@@ -177,7 +177,7 @@ class TensorBase:
         """Strides in elements (a tuple), or the stride of ``dim``."""
         if dim is None:
             return self._stride
-        return self._stride[wrap_dim(dim, len(self._shape))]
+        return self._stride[wrap_dim(dim, len(self._shape), "stride(): ")]
 
     def storage_offset(self) -> int:
         """Offset in elements of this view's first element within its storage."""
@@ -660,14 +660,38 @@ def set_native(t, data) -> None:
     t._data = data
 
 
-def wrap_dim(dim: int, ndim: int) -> int:
+def wrap_dim(dim: int, ndim: int, api: str = "") -> int:
     """``dim`` in ``[-ndim, ndim)`` as a non-negative index (0-d tensors take -1 and 0);
-    ``IndexError`` otherwise (torch's message)."""
+    ``IndexError`` otherwise (torch's message). A ``dim`` that is not an int goes through
+    ``index_dim`` (a 0-dim integer tensor is its int; a bool is a ``TypeError``)."""
+    if dim.__class__ is not int:
+        dim = index_dim(dim, api)
     n = max(ndim, 1)
     if not -n <= dim < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
                          f"but got {dim})")
     return dim + n if dim < 0 else dim
+
+
+def index_dim(dim, api: str = "", name: str = "dim") -> int:
+    """A single-dim argument that is not an ``int``, as torch's argument parser takes it: a
+    0-dim integer tensor or anything else with ``__index__`` (a NumPy integer) is that int;
+    a bool (Python's or NumPy's), a tensor of another dtype or with dims (``tensor([1])``,
+    which ``__index__`` would take), a float or a sequence is torch's ``TypeError``
+    ("argument 'dim' must be int, not Tensor"), never used as 0/1 or iterated. Every shared
+    dim normalisation (``wrap_dim`` here and in ``_kernels/_checks``) calls it, off their
+    int path only. ``api``: the prefix naming the op the user called ("cumsum(): ")."""
+    t = type(dim)
+    if isinstance(dim, TensorBase):
+        dt = dim._dtype
+        ok = (not dim._shape and not dt.is_floating_point and not dt.is_complex
+              and dt.name != "bool")
+    else:
+        ok = (t is not bool and hasattr(t, "__index__")
+              and not (t.__module__ == "numpy" and t.__name__ in ("bool_", "bool")))
+    if not ok:
+        raise TypeError(f"{api}argument '{name}' must be int, not {t.__name__}")
+    return t.__index__(dim)
 
 
 class _Unset:
@@ -707,7 +731,29 @@ def dim_list(dim) -> list | None:
                 return _indexed(dims)
         return dims
     index = getattr(type(dim), "__index__", None)
-    return [dim if index is None else index(dim)]
+    if index is None or isinstance(dim, TensorBase) and (
+            dim._shape or dim._dtype.is_floating_point or dim._dtype.name == "bool"):
+        # (torch's int list takes no float, bool or 1-element tensor alone, which __index__
+        # would take or refuse in its own words: the op's TypeError names it)
+        return [dim]
+    return [index(dim)]
+
+
+def checked_dims(dim, api: str) -> list | None:
+    """``dim_list(dim)`` for a composite op that hands the list to inner ops (``logsumexp``,
+    ``nansum``, ``count_nonzero``): an element that is not an int (a bool, a float, a tensor
+    of another dtype or with dims) is torch's ``TypeError`` naming ``api``, the op the user
+    called, not the inner op that would have refused it."""
+    dims = dim_list(dim)
+    if dims is not None:
+        for i, d in enumerate(dims):
+            if d.__class__ is not int:
+                if isinstance(d, int) and d.__class__ is not bool:
+                    dims[i] = int(d)
+                    continue
+                raise TypeError(f"{api}(): argument 'dim' must be tuple of ints, but found "
+                                f"element of type {type(d).__name__} at pos {i}")
+    return dims
 
 
 def _indexed(dims: list) -> list:
