@@ -275,3 +275,109 @@ def test_positional_bool_is_still_unbiased():
     assert tp.var_mean(x, True)[0].item() == pytest.approx(3.5)
     assert x.std(0, True, True).shape == (1, 3)
     assert tp.std(x, dim=1).tolist() == pytest.approx([1.0, 1.0])
+
+
+# -- 4. Tensor.register_post_accumulate_grad_hook (torch >= 2.1) ---------------------------------
+def test_post_accumulate_grad_hook_sees_the_accumulated_grad():
+    # torch: hook(tensor) after .grad holds the sum, once per backward; handle.remove()
+    x = tp.tensor([1.0, 2.0], requires_grad=True)
+    calls = []
+    h = x.register_post_accumulate_grad_hook(lambda t: calls.append((t is x, t.grad.tolist())))
+    (x * 3).sum().backward()
+    (x * 3).sum().backward()
+    assert calls == [(True, [3.0, 3.0]), (True, [6.0, 6.0])]
+    h.remove()
+    h.remove()                                   # idempotent, as torch's RemovableHandle
+    (x * 3).sum().backward()
+    assert len(calls) == 2
+
+
+def test_post_accumulate_grad_hook_only_on_leaves_requiring_grad():
+    x = tp.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError,
+                       match="post accumulate grad hooks cannot be registered on non-leaf "
+                             "tensors"):
+        (x * 2).register_post_accumulate_grad_hook(lambda t: None)
+    with pytest.raises(RuntimeError,
+                       match="cannot register a hook on a tensor that doesn't require gradient"):
+        tp.ones(2).register_post_accumulate_grad_hook(lambda t: None)
+
+
+def test_post_accumulate_grad_hook_must_return_none():
+    x = tp.tensor([1.0, 2.0], requires_grad=True)
+    x.register_post_accumulate_grad_hook(lambda t: tp.zeros(2))
+    with pytest.raises(RuntimeError, match="Tensor post accumulate grad hooks should return "
+                                           "None."):
+        (x * 3).sum().backward()
+    y = tp.tensor([1.0, 2.0], requires_grad=True)
+    y.register_post_accumulate_grad_hook(lambda t: 3)
+    with pytest.raises(TypeError, match="expected Variable, but hook returned 'int'"):
+        (y * 3).sum().backward()
+
+
+def test_post_accumulate_grad_hook_may_return_the_tensor_itself():
+    # torch's own docs example: an SGD step whose in-place add_ returns the parameter; also
+    # on backward() of the leaf itself
+    v = tp.tensor([0.0, 0.0, 0.0], requires_grad=True)
+    h = v.register_post_accumulate_grad_hook(lambda p: p.add_(p.grad, alpha=-0.01))
+    v.backward(tp.tensor([1.0, 2.0, 3.0]))
+    assert v.tolist() == pytest.approx([-0.01, -0.02, -0.03])
+    assert v.grad.tolist() == [1.0, 2.0, 3.0]
+    h.remove()
+
+
+def test_post_accumulate_grad_hook_order_and_sum():
+    # torch: the tensor hooks (register_hook) first, then accumulation, then the post hooks
+    # in registration order, once for a leaf used twice (its gradients summed first)
+    v = tp.tensor([1.0], requires_grad=True)
+    order = []
+    v.register_post_accumulate_grad_hook(lambda t: order.append(("post1", t.grad.item())))
+    v.register_hook(lambda g: order.append(("pre", g.item())))
+    v.register_post_accumulate_grad_hook(lambda t: order.append(("post2", t.grad.item())))
+    (v * 2 + v * 3).sum().backward()
+    assert order == [("pre", 5.0), ("post1", 5.0), ("post2", 5.0)]
+
+
+def test_post_accumulate_grad_hook_as_an_optimizer_step():
+    # the documented use: step and clear .grad inside the hook
+    p = tp.tensor([1.0, 2.0], requires_grad=True)
+
+    def step(t):
+        with tp.no_grad():
+            t.sub_(0.1 * t.grad)
+        t.grad = None
+    p.register_post_accumulate_grad_hook(step)
+    (p * p).sum().backward()
+    assert p.tolist() == pytest.approx([0.8, 1.6]) and p.grad is None
+
+
+def test_post_accumulate_grad_hook_with_inputs_and_not_with_autograd_grad():
+    # torch: backward(inputs=[w]) accumulates (the hook runs); autograd.grad does not
+    w = tp.tensor([1.0, 2.0], requires_grad=True)
+    c = []
+    w.register_post_accumulate_grad_hook(lambda t: c.append(t.grad.tolist()))
+    (w * w).sum().backward(inputs=[w])
+    assert c == [[2.0, 4.0]]
+    tp.autograd.grad((w * w).sum(), w)
+    assert len(c) == 1
+
+
+def test_post_accumulate_grad_hook_with_a_custom_function_and_create_graph():
+    class Double(tp.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+    x = tp.tensor([1.0, 2.0], requires_grad=True)
+    seen = []
+    x.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.tolist()))
+    Double.apply(x).sum().backward()
+    assert seen == [[2.0, 2.0]]
+    r = tp.tensor([1.0], requires_grad=True)
+    rr = []
+    r.register_post_accumulate_grad_hook(lambda t: rr.append(t.grad.requires_grad))
+    (r * r).sum().backward(create_graph=True)
+    assert rr == [True]

@@ -516,10 +516,30 @@ class Tensor(TensorBase, instance_class=True):
         else:
             acc = _grad_accumulator(self)
             if acc.hooks is None:
-                acc.hooks = []
+                acc.hooks = _LeafHooks()
             hooks = acc.hooks
         hooks.append(hook)
         return _HookHandle(hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]) -> _HookHandle:
+        """Call ``hook(self)`` in each ``backward`` after the gradient has been accumulated
+        into this leaf's ``.grad`` (after its ``register_hook`` functions; hooks in
+        registration order; also for ``backward(inputs=...)``, not for ``autograd.grad``);
+        the hook returns None (else ``RuntimeError``). Returns a handle whose ``remove()``
+        unregisters it. Leaves only: ``RuntimeError`` on a non-leaf tensor or one that does
+        not require grad. Same as ``torch.Tensor.register_post_accumulate_grad_hook`` (e.g.
+        an optimizer step per parameter, freeing each ``.grad`` as soon as it is used)."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if _current_grad_fn(self) is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
+                               "tensors")
+        acc = _grad_accumulator(self)
+        if acc.hooks is None:
+            acc.hooks = _LeafHooks()
+        post = acc.hooks.post
+        post.append(hook)
+        return _HookHandle(post, hook)
 
     def backward(self, gradient: Tensor | None = None, retain_graph: _bool | None = None,
                  create_graph: _bool = False,
@@ -3952,6 +3972,7 @@ from ._dispatch import NoGradBlock as _NoGradBlock  # noqa: E402
 from ._dispatch import OverlapError as _OverlapError  # noqa: E402
 from ._kernels.array_backend import ArrayBackend as _ArrayBackend  # noqa: E402
 from .autograd.graph import grad_accumulator as _grad_accumulator  # noqa: E402
+from .autograd.graph import LeafHooks as _LeafHooks  # noqa: E402
 from .autograd.graph import output_hooks as _output_hooks  # noqa: E402
 from .autograd.graph import current_grad_fn as _current_grad_fn  # noqa: E402
 from ._ops.views import mark_multi_output as _mark_multi_output  # noqa: E402
