@@ -381,3 +381,61 @@ def test_post_accumulate_grad_hook_with_a_custom_function_and_create_graph():
     r.register_post_accumulate_grad_hook(lambda t: rr.append(t.grad.requires_grad))
     (r * r).sum().backward(create_graph=True)
     assert rr == [True]
+
+
+# -- 7. writes into expanded tensors -------------------------------------------------------------
+_OVERLAP = "more than one element of the written-to tensor refers to a single memory location"
+
+
+@pytest.mark.parametrize("api,call", [
+    ("add", lambda x, o: tp.add(x, x, out=o)), ("exp", lambda x, o: tp.exp(x, out=o)),
+    ("tril", lambda x, o: tp.tril(x, out=o)), ("mul", lambda x, o: tp.mul(x, 2, out=o)),
+    ("clamp", lambda x, o: tp.clamp(x, 0, 1, out=o)),
+])
+def test_out_into_an_expanded_tensor_names_the_called_op(api, call):
+    # torch: RuntimeError "unsupported operation: more than one element of the written-to
+    # tensor refers to a single memory location" (no op named); it named copy_ here, an
+    # inner op, and its 'self' argument
+    o = tp.zeros(1, 3).expand(2, 3)
+    with pytest.raises(RuntimeError, match=_OVERLAP) as e:
+        call(_x(), o)
+    msg = str(e.value)
+    assert "copy_" not in msg and msg.startswith(f"{api}: argument 'out'"), msg
+    assert o.tolist() == [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]      # nothing written
+
+
+def test_out_tuple_with_an_expanded_second_out_writes_nothing():
+    v, i = tp.zeros(1, 3).expand(2, 3).clone(), tp.zeros(1, 3, dtype=tp.int64).expand(2, 3)
+    with pytest.raises(RuntimeError, match=_OVERLAP):
+        tp.sort(_x(), 1, out=(v, i))
+    assert v.tolist() == [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
+
+
+@pytest.mark.parametrize("base,expand,method,diagonal,want", [
+    ((1, 3), (3, 3), "tril_", 0, [[1.0, 0.0, 0.0]] * 3),
+    ((1, 3), (3, 3), "triu_", 0, [[0.0, 0.0, 1.0]] * 3),
+    ((3, 1), (3, 3), "tril_", 1, [[0.0] * 3, [1.0] * 3, [1.0] * 3]),
+    ((1, 3), (3, 3), "triu_", -5, [[1.0] * 3] * 3),
+    ((1, 3), (3, 3), "tril_", 5, [[1.0] * 3] * 3),
+    ((1, 1, 3), (2, 3, 3), "tril_", 0, [[[1.0, 0.0, 0.0]] * 3] * 2),
+])
+def test_tril_triu_in_place_on_an_expanded_tensor(base, expand, method, diagonal, want):
+    # torch allows it, without a warning: tril_/triu_ write only zeros, so every memory
+    # location some element outside the triangle maps to becomes 0, whatever the order
+    b = tp.ones(*base)
+    x = b.expand(*expand)
+    r = getattr(x, method)(diagonal)
+    assert r is x
+    assert x.tolist() == want
+
+
+@pytest.mark.parametrize("dim,value", [(0, 5.0), (1, 5.0), (1, "tensor")])
+def test_index_fill_on_an_expanded_tensor_warns_as_torch(dim, value):
+    # torch: UserWarning "Use of index_fill_ on expanded tensors is deprecated. ..." (as
+    # masked_fill_), then the write
+    x = tp.ones(1, 3).expand(2, 3)
+    v = tp.tensor(5.0) if value == "tensor" else value
+    with pytest.warns(UserWarning, match="Use of index_fill_ on expanded tensors is "
+                                         "deprecated. Please clone"):
+        x.index_fill_(dim, tp.tensor([0]), v)
+    assert x.tolist() == ([[5.0] * 3] * 2 if dim == 0 else [[5.0, 1.0, 1.0]] * 2)

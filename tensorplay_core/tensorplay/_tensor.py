@@ -2477,11 +2477,15 @@ class Tensor(TensorBase, instance_class=True):
 
     def tril_(self, diagonal: _int = 0) -> Tensor:
         """In-place ``tril``: zeros above diagonal ``diagonal`` of the last two dims; returns
-        ``self`` (same as ``torch.Tensor.tril_``)."""
+        ``self`` (same as ``torch.Tensor.tril_``, also on an expanded tensor)."""
+        if 0 in self._stride and len(self._shape) >= 2 and _expanded(self):
+            return _zero_outside_triangle(self, _surface.tril, diagonal)
         return _in_place(self, "tril_", _surface.tril, diagonal)
 
     def triu_(self, diagonal: _int = 0) -> Tensor:
-        """In-place ``triu`` (same as ``torch.Tensor.triu_``)."""
+        """In-place ``triu`` (same as ``torch.Tensor.triu_``, also on an expanded tensor)."""
+        if 0 in self._stride and len(self._shape) >= 2 and _expanded(self):
+            return _zero_outside_triangle(self, _surface.triu, diagonal)
         return _in_place(self, "triu_", _surface.triu, diagonal)
 
     def diag(self, diagonal: _int = 0) -> Tensor:
@@ -3150,6 +3154,8 @@ class Tensor(TensorBase, instance_class=True):
             value = _check_fill("index_fill_", value, self._dtype)
         vec = _index_vector("index_fill_", index)
         _check_no_overlap(self, index)     # (torch's assert_no_overlap(self, index))
+        if 0 in self._stride and _expanded(self):
+            _warn_expanded_put(2, "index_fill_")      # (torch's, as masked_fill_'s)
         return _O.index_put_(self, dim, vec, value, api="index_fill_")
 
     def index_fill(self, dim: _int, index: Tensor, value: _TensorOrScalar) -> Tensor:
@@ -4008,6 +4014,17 @@ class _HookHandle:
     def remove(self) -> None:
         if self._fn in self._hooks:
             self._hooks.remove(self._fn)
+
+
+def _zero_outside_triangle(x, triangle, diagonal):
+    """``tril_``/``triu_`` (``triangle``: ``tril``/``triu``) of an expanded ``x``, as torch
+    allows it: they write only zeros, so every memory location that some element outside the
+    triangle maps to becomes 0 whatever the order of the writes -- a ``masked_fill_`` with 0
+    (the op, which may write an expanded tensor; no deprecation warning, as torch's)."""
+    n, m = x._shape[-2:]
+    keep = triangle(_O.full([n, m], True, dtype=_dtype.bool, device=x.device), diagonal)
+    _O.masked_fill_(x, _O.logical_not(keep), False if x._dtype is _dtype.bool else 0)
+    return x
 
 
 def _no_bool_scan(api):

@@ -243,6 +243,8 @@ def write_out(api: str, out, fn, args=(), kwargs=None, rule="cast", n: int = 1,
             raise RuntimeError(f"{api} only supports bool tensor for result, got: "
                                f"{_dtname(odt)}")
         check_out_overlap(o, inputs)
+        if 0 in o.stride_tuple and tuple(o.raw_shape) == tuple(r.raw_shape):
+            _check_out_expanded(api, o)
     for o, r in zip(outs, results):
         shape = tuple(r.raw_shape)
         if tuple(o.raw_shape) != shape:
@@ -265,6 +267,16 @@ def write_out(api: str, out, fn, args=(), kwargs=None, rule="cast", n: int = 1,
     if n == 1:
         return outs[0]
     return type(result)(*outs) if hasattr(result, "_fields") else outs
+
+
+def _check_out_expanded(api: str, o) -> None:
+    """An ``out`` with a dimension of stride 0 and size > 1 (an expanded tensor: several
+    elements share one memory location) is torch's "unsupported operation" RuntimeError, named
+    for the function called and its ``out`` argument (the copy into it would name itself,
+    ``copy_`` and its ``self``), before anything is written."""
+    for n, st in zip(o.raw_shape, o.stride_tuple):
+        if st == 0 and n > 1:
+            raise _dispatch.OverlapError(api, "out", tuple(o.raw_shape), tuple(o.stride_tuple))
 
 
 def factory_out(api: str, out, dtype, fn, args, kwargs):
