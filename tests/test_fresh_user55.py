@@ -208,6 +208,17 @@ def test_float_tensor_dim_is_torchs_type_error(name):
         SINGLE_DIM_OPS[name](_x(), tp.tensor(1.0))
 
 
+def test_size_stride_of_a_0dim_tensor():
+    # torch: IndexError "Dimension specified as 0 but tensor has no dimensions" (it was
+    # Python's "tuple index out of range")
+    z = tp.tensor(1.0)
+    for call, d in ((z.size, 0), (z.size, -1), (z.stride, 0), (z.size, 1)):
+        with pytest.raises(IndexError, match=f"^Dimension specified as {d} but tensor has no "
+                                             "dimensions$"):
+            call(d)
+    assert z.size() == () and _x().size(tp.tensor(-1)) == 3 and _x().stride(-2) == 3
+
+
 # -- 3. dims torch refuses ----------------------------------------------------------------------
 @pytest.mark.parametrize("call", [
     lambda x: x.softmax((0,)), lambda x: tp.softmax(x, (0,)), lambda x: x.log_softmax((1,)),

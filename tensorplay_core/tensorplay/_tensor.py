@@ -4252,14 +4252,16 @@ def _shape_arg(shape):
             return [s]
         if isinstance(s, (list, tuple)):
             shape = s
-    return [s if s.__class__ is int else _int_elem(s, i) for i, s in enumerate(shape)]
+    return [s if s.__class__ is int else _int_elem(s, shape) for s in shape]
 
 
-def _int_elem(s, i):
-    """An element of a size or dim list that is not an int: its ``__index__`` (a 0-dim integer
-    tensor, a NumPy integer), but a bool is torch's ``TypeError`` (``x.view(True, 6)``,
-    ``x.flip(True)``, ``x.permute((True, 0))``: never 1)."""
+def _int_elem(s, shape):
+    """An element ``s`` of the size or dim list ``shape`` that is not an int: its
+    ``__index__`` (a 0-dim integer tensor, a NumPy integer), but a bool is torch's
+    ``TypeError`` (``x.view(True, 6)``, ``x.flip(True)``, ``x.permute((True, 0))``: never
+    1)."""
     if s.__class__ is bool or type(s).__name__ in ("bool_", "bool"):
+        i = next(i for i, e in enumerate(shape) if e is s)
         raise TypeError(f"argument must be tuple of ints, but found element of type "
                         f"{type(s).__name__} at pos {i}")
     return operator.index(s)

@@ -147,9 +147,12 @@ class TensorBase:
 
     def size(self, dim: int | None = None) -> Any:
         """``shape``, or the size of dimension ``dim`` (negative indices count from the end)."""
+        s = self._shape
+        if dim.__class__ is int and -len(s) <= dim < len(s):   # (None: not an int)
+            return s[dim]
         if dim is None:
-            return self._shape
-        return self._shape[wrap_dim(dim, len(self._shape), "size(): ")]
+            return s
+        return s[_dim_of(dim, len(s), "size(): ")]
 
     @property
     def ndim(self) -> int:
@@ -175,9 +178,12 @@ class TensorBase:
 
     def stride(self, dim: int | None = None) -> Any:
         """Strides in elements (a tuple), or the stride of ``dim``."""
+        st = self._stride
+        if dim.__class__ is int and -len(st) <= dim < len(st):   # (None: not an int)
+            return st[dim]
         if dim is None:
-            return self._stride
-        return self._stride[wrap_dim(dim, len(self._shape), "stride(): ")]
+            return st
+        return st[_dim_of(dim, len(st), "stride(): ")]
 
     def storage_offset(self) -> int:
         """Offset in elements of this view's first element within its storage."""
@@ -658,6 +664,16 @@ def set_layout(t, shape, stride) -> None:
 def set_native(t, data) -> None:
     """Replace the native array of ``t`` (same shape, dtype and layout)."""
     t._data = data
+
+
+def _dim_of(dim, ndim: int, api: str) -> int:
+    """``size(dim)``/``stride(dim)``'s dim off their int path: ``wrap_dim``'s, but a 0-dim
+    tensor has no dim to give (torch: "Dimension specified as 0 but tensor has no
+    dimensions", IndexError, for any int)."""
+    if not ndim:
+        d = dim if dim.__class__ is int else index_dim(dim, api)
+        raise IndexError(f"Dimension specified as {d} but tensor has no dimensions")
+    return wrap_dim(dim, ndim, api)
 
 
 def wrap_dim(dim: int, ndim: int, api: str = "") -> int:
