@@ -450,3 +450,67 @@ def test_index_fill_on_an_expanded_tensor_warns_as_torch(dim, value):
                                          "deprecated. Please clone"):
         x.index_fill_(dim, tp.tensor([0]), v)
     assert x.tolist() == ([[5.0] * 3] * 2 if dim == 0 else [[5.0, 1.0, 1.0]] * 2)
+
+
+# -- 5. x.data = y (torch's set_data) -----------------------------------------------------------
+def test_data_setter_takes_the_memory_and_layout_keeps_identity():
+    # torch: x keeps its identity and requires_grad, takes y's shape/dtype and memory
+    x = tp.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = tp.arange(6.0).reshape(2, 3).double()
+    same = x
+    x.data = y
+    assert x is same and x.requires_grad and x.is_leaf
+    assert x.shape == (2, 3) and x.dtype == tp.float64
+    y[0, 0] = 100.0
+    assert x[0, 0].item() == 100.0                      # shares y's memory
+
+
+def test_data_setter_then_backward_uses_the_new_data():
+    w = tp.tensor([1.0, 2.0], requires_grad=True)
+    w.data = tp.tensor([5.0, 6.0, 7.0])
+    (w * 2).sum().backward()
+    assert w.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_data_setter_keeps_history_grad_and_version_counters_apart():
+    q = tp.ones(2, requires_grad=True) * 2
+    fn = q.grad_fn
+    q.data = tp.zeros(2)
+    assert q.grad_fn is fn and q.tolist() == [0.0, 0.0]
+    b = tp.ones(2, requires_grad=True)
+    g = tp.zeros(2)
+    b.grad = g
+    b.data = tp.ones(2) * 3
+    assert b.grad is g
+    # torch: d and e share memory, each keeps its own version counter
+    d, e = tp.ones(2), tp.zeros(2)
+    d.data = e
+    e.add_(1)
+    assert d.tolist() == [1.0, 1.0] and d._version == 0 and e._version == 1
+    d.add_(1)
+    assert e.tolist() == [2.0, 2.0] and d._version == 1
+
+
+def test_data_setter_refusals_are_torchs():
+    w = tp.ones(2, requires_grad=True)
+    with pytest.raises(TypeError, match="Variable data has to be a tensor, but got list"):
+        w.data = [1, 2]
+    with pytest.raises(RuntimeError, match="data set to a tensor that requires gradients must "
+                                           "be floating point or complex dtype"):
+        w.data = tp.arange(3)
+    m = tp.ones(2)
+    with pytest.raises(RuntimeError, match="incompatible tensor type"):
+        m.data = tp.ones(2, device="meta")
+    i = tp.ones(2, dtype=tp.int64)
+    i.data = tp.ones(3, dtype=tp.float16)             # no grad: any dtype, as torch
+    assert i.dtype == tp.float16 and i.shape == (3,)
+
+
+def test_data_setter_on_a_view_is_refused_here():
+    # torch lets a view take other memory while it keeps its _base; tensorplay's view history
+    # would then rebase the base with it: refused, saying what to do instead
+    a = tp.ones(4)
+    v = a[:2]
+    with pytest.raises(RuntimeError, match="on a view is not supported"):
+        v.data = tp.zeros(3)
+    assert v.tolist() == [1.0, 1.0]

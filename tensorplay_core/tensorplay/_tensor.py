@@ -20,6 +20,7 @@ from ._tensor_base import TensorBase, detach_history, new_tensor, set_retains_gr
 from ._tensor_base import check_partial_overlap as _check_partial_overlap
 from ._tensor_base import DataStorage as _DataStorage
 from ._tensor_base import data_alias as _data_alias
+from ._tensor_base import set_data as _set_data
 from ._tensor_base import wrap_dim as _wrap_dim
 from ._tensor_base import _NO_DIM, _NO_KEEPDIM
 from ._tensor_base import dim_list as _dim_list
@@ -572,13 +573,18 @@ class Tensor(TensorBase, instance_class=True):
         @property
         def data(self) -> Tensor: ...
     else:   # (the getter is _tensor_base.data_alias itself: no frame of its own)
-        data = property(_data_alias, doc="""A detached alias, as ``torch.Tensor.data``: same
+        data = property(_data_alias, _set_data, doc="""A detached alias, as ``torch.Tensor.data``: same
         memory and layout, no history, does not require grad, no view (``_base`` None even for a
         view), and -- unlike ``detach()`` -- a version counter of its own starting at 0: in-place
         writes through it (or its views) are invisible to autograd, so a graph that saved this
         tensor does not raise "modified by an inplace operation" at backward (it computes with
         the new values, as torch's). Use it only where that is meant (a manual parameter
-        update); prefer ``with tensorplay.no_grad():``, whose writes autograd checks.""")
+        update); prefer ``with tensorplay.no_grad():``, whose writes autograd checks.
+
+        ``x.data = y`` (torch's ``set_data``): ``x`` keeps its identity, ``requires_grad``,
+        history, ``.grad`` and version counter and takes ``y``'s memory and layout (shape and
+        dtype may change; a non-floating ``y`` for an ``x`` that requires grad is a
+        RuntimeError, as torch's); not on a view (RuntimeError).""")
 
     # -- conversion -----------------------------------------------------------------------------
     def numpy(self, *, force: _bool = False) -> Any:

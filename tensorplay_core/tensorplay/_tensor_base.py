@@ -52,7 +52,7 @@ __all__ = ["TensorBase", "instance_class", "row_major", "new_tensor", "new_tenso
            "detach_history", "refresh_dispatch_key", "set_accumulator", "set_retains_grad",
            "set_view", "live_views", "made_in_no_grad", "set_view_version", "DataStorage",
            "data_alias", "storage_tensors", "shared_storage", "is_dense", "partial_overlap",
-           "check_partial_overlap", "PARTIAL_OVERLAP_MSG", "set_capture", "set_layout", "set_native", "wrap_dim", "index_dim", "checked_dims", "FIELDS",
+           "check_partial_overlap", "PARTIAL_OVERLAP_MSG", "set_capture", "set_layout", "set_native", "set_data", "wrap_dim", "index_dim", "checked_dims", "FIELDS",
            "SLOTS"]
 
 # Every field of a tensor. Public name (read-only by convention) -> slot (written only here and
@@ -622,6 +622,56 @@ def data_alias(t):
     if n >= 16 and not n & (n - 1):     # dead ones dropped at 16, 32, 64... entries
         refs[:] = [r for r in refs if r() is not None]
     return a
+
+
+def set_data(t, src) -> None:
+    """``t.data = src``, as torch's ``set_data``: ``t`` keeps its identity, ``requires_grad``,
+    ``grad_fn``, ``.grad`` and version counter, and takes ``src``'s memory, shape, strides,
+    offset, dtype and device (a later write through either is seen by the other; the version
+    counters stay apart, as torch's: ``t``'s storage becomes a ``DataStorage`` over ``src``'s
+    memory carrying ``t``'s version). torch's refusals: a non-tensor (``TypeError``), a
+    non-floating ``src`` for a ``t`` that requires grad, another kind of tensor (a fake for a
+    real one, another device type). Refused here, where torch goes on (``RuntimeError``): a
+    view (it would keep its base's view history over memory that is no longer the base's,
+    and an in-place write would rebase the base with it), a tensor being captured by
+    ``tensorplay.compile``."""
+    if not isinstance(src, TensorBase):
+        raise TypeError(f"Variable data has to be a tensor, but got {type(src).__name__}")
+    if t._requires_grad and not (src._dtype.is_floating_point or src._dtype.is_complex):
+        raise RuntimeError("data set to a tensor that requires gradients must be floating "
+                           "point or complex dtype")
+    if t._bkey != src._bkey:
+        raise RuntimeError("Attempted to call `variable.set_data(tensor)`, but `variable` and "
+                           "`tensor` have incompatible tensor type.")
+    if t._capture is not None or src._capture is not None:
+        raise RuntimeError("x.data = ... inside tensorplay.compile: the captured function "
+                           "cannot replace a tensor's memory; do it outside the compiled call")
+    if t._base is not None:
+        raise RuntimeError("x.data = ... on a view is not supported by tensorplay (the view "
+                           "would keep its base's history over other memory); assign to the "
+                           "base, or write the values with x.copy_(...) under no_grad()")
+    alias = _new(DataStorage)
+    sh = alias.shared = src._storage.shared if src._storage.__class__ is DataStorage \
+        else src._storage
+    alias.version = t._storage.version
+    t._storage = alias
+    t._data = src._data
+    t._shape = src._shape
+    t._stride = src._stride
+    t._offset = src._offset
+    t._dtype = src._dtype
+    t._device = src._device
+    t._backend = src._backend
+    t._bkey = src._bkey
+    refresh_dispatch_key(t)
+    # one more tensor over that memory that no view list reaches (see data_alias): a resize
+    # that moves the memory re-points it too
+    if sh is not None:
+        try:
+            refs = sh.aliases
+        except AttributeError:
+            refs = sh.aliases = [_ref(src._base if src._base is not None else src)]
+        refs.append(_ref(t))
 
 
 def storage_tensors(t) -> list:
