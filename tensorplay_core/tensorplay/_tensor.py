@@ -2179,7 +2179,11 @@ class Tensor(TensorBase, instance_class=True):
         (the third positional is ``unbiased``, not ``keepdim``), ``var(unbiased)`` with a bool
         first argument, or ``var(dim, correction=c, keepdim=k)``. The divisor is ``max(0, N -
         correction)``: inf/nan when that is 0, as torch (which also warns)."""
-        dim, args = _surface.dim_and_rest("var", args, dim)   # (dim=True: torch's TypeError)
+        if dim is _NO_DIM:      # (dim, unbiased, keepdim) positionally: the common call, inline
+            if args:
+                dim, args = args[0], args[1:]
+        else:                   # dim= by name (dim=True: torch's TypeError)
+            dim, args = _surface.dim_and_rest("var", args, dim)
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("var", dim, keepdim, axis, keepdims)
         return _surface.variance_and_mean("var", self, dim, args, correction, keepdim,
@@ -2191,7 +2195,11 @@ class Tensor(TensorBase, instance_class=True):
         """Standard deviation over ``dim``: ``sqrt(var(...))`` with ``var``'s arguments (same
         overloads as ``torch.std``); its gradient is 0 where the result is 0 (a constant
         input), as torch's."""
-        dim, args = _surface.dim_and_rest("std", args, dim)   # (dim=True: torch's TypeError)
+        if dim is _NO_DIM:      # (dim, unbiased, keepdim) positionally: the common call, inline
+            if args:
+                dim, args = args[0], args[1:]
+        else:                   # dim= by name (dim=True: torch's TypeError)
+            dim, args = _surface.dim_and_rest("std", args, dim)
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("std", dim, keepdim, axis, keepdims)
         return _norm_root(_surface.variance_and_mean("std", self, dim, args, correction, keepdim,
@@ -4258,19 +4266,23 @@ def _shape_arg(shape):
             return [s]
         if isinstance(s, (list, tuple)):
             shape = s
-    return [s if s.__class__ is int else _int_elem(s, shape) for s in shape]
+    for s in shape:         # (all ints, the common case: one pass, no call per element)
+        if s.__class__ is not int:
+            return _int_list(shape)
+    return list(shape)
 
 
-def _int_elem(s, shape):
-    """An element ``s`` of the size or dim list ``shape`` that is not an int: its
-    ``__index__`` (a 0-dim integer tensor, a NumPy integer), but a bool is torch's
-    ``TypeError`` (``x.view(True, 6)``, ``x.flip(True)``, ``x.permute((True, 0))``: never
-    1)."""
-    if s.__class__ is bool or type(s).__name__ in ("bool_", "bool"):
-        i = next(i for i, e in enumerate(shape) if e is s)
-        raise TypeError(f"argument must be tuple of ints, but found element of type "
-                        f"{type(s).__name__} at pos {i}")
-    return operator.index(s)
+def _int_list(shape) -> list:
+    """A size or dim list with an element that is not an int: each element's ``__index__``
+    (a 0-dim integer tensor, a NumPy integer), but a bool is torch's ``TypeError``
+    (``x.view(True, 6)``, ``x.flip(True)``, ``x.permute((True, 0))``: never 1)."""
+    out = []
+    for i, s in enumerate(shape):
+        if s.__class__ is bool or type(s).__name__ in ("bool_", "bool"):
+            raise TypeError(f"argument must be tuple of ints, but found element of type "
+                            f"{type(s).__name__} at pos {i}")
+        out.append(operator.index(s))
+    return out
 
 
 def _keyword_sizes(args, kwargs, api, name, ignored=()):
