@@ -214,6 +214,7 @@ def _tensor_first(input, other):
 # ``sum(input, *, dtype)`` takes no ``out=`` and no keepdim; its ``dim`` form takes both,
 # ``dim=None`` included (the methods apply the rule: Tensor._keepdim_without_dim)
 from ._tensor import _NO_DIM, _NO_KEEPDIM  # noqa: E402
+from ._tensor_base import index_dim as _index_dim  # noqa: E402
 
 
 def _full_reduction_out(api: str) -> TypeError:
@@ -380,14 +381,22 @@ def max(input: Tensor) -> Tensor: ...
 def max(input: Tensor, dim: Tensor) -> Tensor: ...
 @overload
 def max(input: Tensor, dim: builtins.int, keepdim: builtins.bool = False) -> return_types.max: ...
-def max(input: Tensor, dim: Any = _NO_DIM, keepdim: builtins.bool = _NO_KEEPDIM, *,
-        out: Any = None) -> Any:  # noqa: A001
+def max(input: Tensor, dim_or_other: Any = _NO_DIM, keepdim: builtins.bool = _NO_KEEPDIM, *,
+        dim: Any = _NO_DIM, other: Any = None, out: Any = None) -> Any:  # noqa: A001
     """``max(input)``: the largest element; ``max(input, dim, keepdim=False)``: the named tuple
     ``(values, indices)``; ``max(input, other)``: the elementwise maximum (as ``torch.max``)."""
+    if dim is not _NO_DIM:     # a keyword dim is always the dim (torch's overloads)
+        if dim_or_other is not _NO_DIM:
+            raise TypeError("max() got multiple values for argument 'dim'")
+        dim_or_other = _index_dim(dim, "max(): ") if isinstance(dim, Tensor) else dim
+        if keepdim is _NO_KEEPDIM:
+            keepdim = False
+    if other is not None:
+        return input.max(dim_or_other, keepdim, other=other)
     if out is not None:
-        return _write_out("max", out, max, (input, dim, keepdim), {}, "exact",
-                          2 if isinstance(dim, builtins.int) else 1)
-    return input.max(dim, keepdim)
+        return _write_out("max", out, max, (input, dim_or_other, keepdim), {}, "exact",
+                          2 if isinstance(dim_or_other, builtins.int) else 1)
+    return input.max(dim_or_other, keepdim)
 
 
 @overload
@@ -396,14 +405,22 @@ def min(input: Tensor) -> Tensor: ...
 def min(input: Tensor, dim: Tensor) -> Tensor: ...
 @overload
 def min(input: Tensor, dim: builtins.int, keepdim: builtins.bool = False) -> return_types.min: ...
-def min(input: Tensor, dim: Any = _NO_DIM, keepdim: builtins.bool = _NO_KEEPDIM, *,
-        out: Any = None) -> Any:  # noqa: A001
+def min(input: Tensor, dim_or_other: Any = _NO_DIM, keepdim: builtins.bool = _NO_KEEPDIM, *,
+        dim: Any = _NO_DIM, other: Any = None, out: Any = None) -> Any:  # noqa: A001
     """``min(input)``, ``min(input, dim)`` -> ``(values, indices)``, ``min(input, other)`` (as
     ``torch.min``)."""
+    if dim is not _NO_DIM:     # a keyword dim is always the dim (torch's overloads)
+        if dim_or_other is not _NO_DIM:
+            raise TypeError("min() got multiple values for argument 'dim'")
+        dim_or_other = _index_dim(dim, "min(): ") if isinstance(dim, Tensor) else dim
+        if keepdim is _NO_KEEPDIM:
+            keepdim = False
+    if other is not None:
+        return input.min(dim_or_other, keepdim, other=other)
     if out is not None:
-        return _write_out("min", out, min, (input, dim, keepdim), {}, "exact",
-                          2 if isinstance(dim, builtins.int) else 1)
-    return input.min(dim, keepdim)
+        return _write_out("min", out, min, (input, dim_or_other, keepdim), {}, "exact",
+                          2 if isinstance(dim_or_other, builtins.int) else 1)
+    return input.min(dim_or_other, keepdim)
 
 
 def nonzero(input: Tensor, *, as_tuple: builtins.bool = False) -> Any:

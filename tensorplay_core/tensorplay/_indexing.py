@@ -40,9 +40,10 @@ def expanded(t) -> bool:
 
 def warn_expanded_put(stacklevel=3, op="index_put_"):
     """torch's deprecation warning of an ``index_put_`` (``x[idx] = v``), or of ``op``
-    ``"masked_fill_"``, into an expanded tensor."""
+    ``"masked_fill_"`` or ``"index_fill_"``, into an expanded tensor."""
     import warnings
-    msg = _EXPANDED_PUT if op == "index_put_" else _EXPANDED_MASKED_FILL
+    msg = _EXPANDED_PUT if op == "index_put_" else _EXPANDED_MASKED_FILL.replace(
+        "masked_fill_", op)     # (index_fill_: torch's same words)
     warnings.warn(msg, UserWarning, stacklevel=stacklevel + 1)
 
 

@@ -19,7 +19,7 @@ from . import _factories as F
 from ._ops import ops as O
 from ._ops._define import factory_out as _factory_out, write_out as _write_out
 from ._ops._shapes import broadcast_shapes, is_tensor, wrap_dim
-from ._tensor_base import _NO_DIM, _NO_KEEPDIM, dim_list
+from ._tensor_base import _NO_DIM, _NO_KEEPDIM, checked_dims, dim_list
 from ._ops.elementwise import norm_root
 from ._ops.indexing import index_extremes
 from ._ops.sorting_topk import searchsorted_check
@@ -112,7 +112,7 @@ def roll(input: Tensor, shifts: int | Sequence[int],
     if dims is None:
         return roll(O.reshape(input, [-1]), shifts, 0).reshape(list(input.shape))
     shifts = [shifts] if isinstance(shifts, _int) else list(shifts)
-    dims = [dims] if isinstance(dims, _int) else list(dims)
+    dims = [dims] if dims.__class__ is _int else dim_list(dims)   # (a 0-dim int tensor too)
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:"
                            f"{len(dims)}")
@@ -716,7 +716,7 @@ def logsumexp(input: Tensor, dim: _Dims, keepdim: bool = False, *, out: Any = No
     if dim is None:         # (torch's logsumexp has no all-dims overload; an empty list is one)
         raise TypeError("logsumexp(): argument 'dim' must be tuple of ints, not NoneType (as "
                         "torch; pass dim=[] or a tuple of every dim to reduce them all)")
-    dims = dim_list(dim)
+    dims = checked_dims(dim, "logsumexp")
     if not input.dtype.is_floating_point:
         input = O.to_dtype(input, _dtype.get_default_dtype())
     if input.numel() == 0:
@@ -771,6 +771,23 @@ def clip(input: Tensor, min: _Number | Tensor | None = None,  # noqa: A002 - tor
     if out is not None:
         return _write_out("clip", out, clip, (input, min, max), {}, "found")
     return input.clamp(min, max)
+
+
+def dim_and_rest(api: str, args: tuple, dim) -> tuple[Any, tuple]:
+    """``(dim, the other positional arguments)`` of ``var``/``std``/``var_mean``/``std_mean``
+    called as ``f(*args, dim=dim)``: torch's overloads tell a ``dim`` given by name from the
+    first positional argument, which a bool makes ``unbiased`` (``x.var(True)``), while
+    ``x.var(dim=True)`` is a ``TypeError`` (no overload takes a bool ``dim``). ``_NO_DIM``:
+    not given."""
+    if dim is _NO_DIM:
+        return (args[0], args[1:]) if args else (_NO_DIM, ())
+    if args:
+        raise TypeError(f"{api}() got multiple values for argument 'dim'")
+    if dim.__class__ is bool:
+        raise TypeError(f"{api}() received an invalid combination of arguments - got "
+                        f"(dim=bool): 'dim' takes an int or a tuple of ints, as torch's "
+                        f"(a bool is 'unbiased' only as the first positional argument)")
+    return dim, ()
 
 
 def variance_and_mean(api: str, input: Tensor, dim, args: tuple, correction, keepdim,
@@ -853,7 +870,7 @@ def variance_and_mean(api: str, input: Tensor, dim, args: tuple, correction, kee
     return var, mu
 
 
-def var_mean(input: Tensor, dim: _Dims | bool = _NO_DIM, *args: bool,
+def var_mean(input: Tensor, *args: Any, dim: _Dims = _NO_DIM,
              correction: _Number | None = None, keepdim: bool = _NO_KEEPDIM,
              unbiased: bool | None = None) -> tuple[Tensor, Tensor]:
     """The tuple ``(var, mean)`` of ``input`` over ``dim`` (all elements when None), as
@@ -863,37 +880,41 @@ def var_mean(input: Tensor, dim: _Dims | bool = _NO_DIM, *args: bool,
     divisor ``max(0, N - correction)``), ``mean`` of the same shape, both of ``input``'s
     floating dtype and device. Integer and bool input raises ``RuntimeError``; a dim out of range
     ``IndexError``; ``unbiased`` with ``correction`` ``TypeError``. Differentiable in ``input``."""
+    dim, args = dim_and_rest("var_mean", args, dim)
     return variance_and_mean("var_mean", input, dim, args, correction, keepdim, unbiased)
 
 
-def std_mean(input: Tensor, dim: _Dims | bool = _NO_DIM, *args: bool,
+def std_mean(input: Tensor, *args: Any, dim: _Dims = _NO_DIM,
              correction: _Number | None = None, keepdim: bool = _NO_KEEPDIM,
              unbiased: bool | None = None) -> tuple[Tensor, Tensor]:
     """The tuple ``(std, mean)``: ``var_mean``'s arguments, the square root of its variance
     (same as ``torch.std_mean``; the std's gradient is 0 where it is 0, as torch's)."""
+    dim, args = dim_and_rest("std_mean", args, dim)
     v, m = variance_and_mean("std_mean", input, dim, args, correction, keepdim, unbiased)
     return norm_root(v, 2), m
 
 
-def std(input: Tensor, dim: _Dims | bool = _NO_DIM, *args: bool, correction: _Number | None = None,
+def std(input: Tensor, *args: Any, dim: _Dims = _NO_DIM, correction: _Number | None = None,
         keepdim: bool = _NO_KEEPDIM, unbiased: bool | None = None, out: Any = None) -> Tensor:
     """Standard deviation over ``dim``, ``Tensor.std``'s arguments (``torch.std``'s overloads:
     ``std(x, dim, unbiased, keepdim)``, ``std(x, unbiased)``, ``std(x, dim, correction=,
     keepdim=)``)."""
     if out is not None:
-        return _write_out("std", out, std, (input, dim, *args), {"correction": correction,
-                          "keepdim": keepdim, "unbiased": unbiased}, "cast")
-    return input.std(dim, *args, correction=correction, keepdim=keepdim, unbiased=unbiased)
+        return _write_out("std", out, std, (input, *args), {"dim": dim,
+                          "correction": correction, "keepdim": keepdim, "unbiased": unbiased},
+                          "cast")
+    return input.std(*args, dim=dim, correction=correction, keepdim=keepdim, unbiased=unbiased)
 
 
-def var(input: Tensor, dim: _Dims | bool = _NO_DIM, *args: bool, correction: _Number | None = None,
+def var(input: Tensor, *args: Any, dim: _Dims = _NO_DIM, correction: _Number | None = None,
         keepdim: bool = _NO_KEEPDIM, unbiased: bool | None = None, out: Any = None) -> Tensor:
     """Variance over ``dim`` with Bessel's ``correction``, ``Tensor.var``'s arguments
     (``torch.var``'s overloads)."""
     if out is not None:
-        return _write_out("var", out, var, (input, dim, *args), {"correction": correction,
-                          "keepdim": keepdim, "unbiased": unbiased}, "cast")
-    return input.var(dim, *args, correction=correction, keepdim=keepdim, unbiased=unbiased)
+        return _write_out("var", out, var, (input, *args), {"dim": dim,
+                          "correction": correction, "keepdim": keepdim, "unbiased": unbiased},
+                          "cast")
+    return input.var(*args, dim=dim, correction=correction, keepdim=keepdim, unbiased=unbiased)
 
 
 def norm(input: Tensor, p: _Number | str | None = "fro", dim: _Dims = None, keepdim: bool = False,

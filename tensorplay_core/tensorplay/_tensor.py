@@ -20,9 +20,12 @@ from ._tensor_base import TensorBase, detach_history, new_tensor, set_retains_gr
 from ._tensor_base import check_partial_overlap as _check_partial_overlap
 from ._tensor_base import DataStorage as _DataStorage
 from ._tensor_base import data_alias as _data_alias
+from ._tensor_base import set_data as _set_data
 from ._tensor_base import wrap_dim as _wrap_dim
 from ._tensor_base import _NO_DIM, _NO_KEEPDIM
 from ._tensor_base import dim_list as _dim_list
+from ._tensor_base import index_dim as _index_dim
+from ._tensor_base import checked_dims as _checked_dims
 
 if TYPE_CHECKING:
     # Annotation-only names. ``Tensor`` has methods called ``bool``/``int``/``float``, so the
@@ -518,10 +521,30 @@ class Tensor(TensorBase, instance_class=True):
         else:
             acc = _grad_accumulator(self)
             if acc.hooks is None:
-                acc.hooks = []
+                acc.hooks = _LeafHooks()
             hooks = acc.hooks
         hooks.append(hook)
         return _HookHandle(hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]) -> _HookHandle:
+        """Call ``hook(self)`` in each ``backward`` after the gradient has been accumulated
+        into this leaf's ``.grad`` (after its ``register_hook`` functions; hooks in
+        registration order; also for ``backward(inputs=...)``, not for ``autograd.grad``);
+        the hook returns None (else ``RuntimeError``). Returns a handle whose ``remove()``
+        unregisters it. Leaves only: ``RuntimeError`` on a non-leaf tensor or one that does
+        not require grad. Same as ``torch.Tensor.register_post_accumulate_grad_hook`` (e.g.
+        an optimizer step per parameter, freeing each ``.grad`` as soon as it is used)."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if _current_grad_fn(self) is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
+                               "tensors")
+        acc = _grad_accumulator(self)
+        if acc.hooks is None:
+            acc.hooks = _LeafHooks()
+        post = acc.hooks.post
+        post.append(hook)
+        return _HookHandle(post, hook)
 
     def backward(self, gradient: Tensor | None = None, retain_graph: _bool | None = None,
                  create_graph: _bool = False,
@@ -554,13 +577,18 @@ class Tensor(TensorBase, instance_class=True):
         @property
         def data(self) -> Tensor: ...
     else:   # (the getter is _tensor_base.data_alias itself: no frame of its own)
-        data = property(_data_alias, doc="""A detached alias, as ``torch.Tensor.data``: same
+        data = property(_data_alias, _set_data, doc="""A detached alias, as ``torch.Tensor.data``: same
         memory and layout, no history, does not require grad, no view (``_base`` None even for a
         view), and -- unlike ``detach()`` -- a version counter of its own starting at 0: in-place
         writes through it (or its views) are invisible to autograd, so a graph that saved this
         tensor does not raise "modified by an inplace operation" at backward (it computes with
         the new values, as torch's). Use it only where that is meant (a manual parameter
-        update); prefer ``with tensorplay.no_grad():``, whose writes autograd checks.""")
+        update); prefer ``with tensorplay.no_grad():``, whose writes autograd checks.
+
+        ``x.data = y`` (torch's ``set_data``): ``x`` keeps its identity, ``requires_grad``,
+        history, ``.grad`` and version counter and takes ``y``'s memory and layout (shape and
+        dtype may change; a non-floating ``y`` for an ``x`` that requires grad is a
+        RuntimeError, as torch's); not on a view (RuntimeError).""")
 
     # -- conversion -----------------------------------------------------------------------------
     def numpy(self, *, force: _bool = False) -> Any:
@@ -1655,7 +1683,8 @@ class Tensor(TensorBase, instance_class=True):
     def max(self, dim: _int, keepdim: _bool = False) -> _rt.max: ...
     @overload
     def max(self, *, axis: _int, keepdims: _bool = False) -> _rt.max: ...
-    def max(self, dim: _int | Tensor | None = _NO_DIM, keepdim: _bool = _NO_KEEPDIM, *,
+    def max(self, dim_or_other: _int | Tensor | None = _NO_DIM, /,
+            keepdim: _bool = _NO_KEEPDIM, *, dim: _int | None = _NO_DIM,
             other: Tensor | None = None,
             axis: _Dims = None, keepdims: _bool | None = None) -> Tensor | _rt.max:
         """Maximum of all elements (a 0-dim tensor), or along ``dim`` the named tuple
@@ -1666,6 +1695,11 @@ class Tensor(TensorBase, instance_class=True):
         an infinite or NaN incoming gradient (torch's on cpu; ``amax``'s gives NaN there). Empty inputs: torch's ``RuntimeError``/``IndexError``.
         ``other=`` (torch's keyword of the elementwise form) is ``x.max(other)``. ``keepdim``
         without ``dim``, or ``dim=None``: TypeError (torch's overloads)."""
+        if dim is not _NO_DIM or keepdim is not _NO_KEEPDIM:
+            # a keyword dim, or a keepdim: the dim overload, a tensor is the dim (torch's)
+            dim = _dim_overload("max", dim_or_other, dim)
+        else:
+            dim = dim_or_other
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("max", dim, keepdim, axis, keepdims)
         if dim is _NO_DIM or dim is None or keepdim is _NO_KEEPDIM:
@@ -1688,11 +1722,17 @@ class Tensor(TensorBase, instance_class=True):
     def min(self, dim: _int, keepdim: _bool = False) -> _rt.min: ...
     @overload
     def min(self, *, axis: _int, keepdims: _bool = False) -> _rt.min: ...
-    def min(self, dim: _int | Tensor | None = _NO_DIM, keepdim: _bool = _NO_KEEPDIM, *,
+    def min(self, dim_or_other: _int | Tensor | None = _NO_DIM, /,
+            keepdim: _bool = _NO_KEEPDIM, *, dim: _int | None = _NO_DIM,
             other: Tensor | None = None,
             axis: _Dims = None, keepdims: _bool | None = None) -> Tensor | _rt.min:
         """Minimum of all elements, or ``(values, indices)`` along ``dim``
         (``tensorplay.return_types.min``), as ``torch.Tensor.min``; see ``max``."""
+        if dim is not _NO_DIM or keepdim is not _NO_KEEPDIM:
+            # a keyword dim, or a keepdim: the dim overload, a tensor is the dim (torch's)
+            dim = _dim_overload("min", dim_or_other, dim)
+        else:
+            dim = dim_or_other
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("min", dim, keepdim, axis, keepdims)
         if dim is _NO_DIM or dim is None or keepdim is _NO_KEEPDIM:
@@ -2149,7 +2189,7 @@ class Tensor(TensorBase, instance_class=True):
         """Round to ``decimals`` places, halves to even (as ``torch.round``)."""
         return _O.round(self, decimals=decimals)
 
-    def var(self, dim: _Dims | _bool = _NO_DIM, *args: _bool, correction: _Number | None = None,
+    def var(self, *args: Any, dim: _Dims = _NO_DIM, correction: _Number | None = None,
             keepdim: _bool = _NO_KEEPDIM, unbiased: _bool | None = None,
             axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """Variance over ``dim`` (all elements when None) with Bessel's ``correction`` (1 by
@@ -2159,17 +2199,27 @@ class Tensor(TensorBase, instance_class=True):
         (the third positional is ``unbiased``, not ``keepdim``), ``var(unbiased)`` with a bool
         first argument, or ``var(dim, correction=c, keepdim=k)``. The divisor is ``max(0, N -
         correction)``: inf/nan when that is 0, as torch (which also warns)."""
+        if dim is _NO_DIM:      # (dim, unbiased, keepdim) positionally: the common call, inline
+            if args:
+                dim, args = args[0], args[1:]
+        else:                   # dim= by name (dim=True: torch's TypeError)
+            dim, args = _surface.dim_and_rest("var", args, dim)
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("var", dim, keepdim, axis, keepdims)
         return _surface.variance_and_mean("var", self, dim, args, correction, keepdim,
                                           unbiased)[0]
 
-    def std(self, dim: _Dims | _bool = _NO_DIM, *args: _bool, correction: _Number | None = None,
+    def std(self, *args: Any, dim: _Dims = _NO_DIM, correction: _Number | None = None,
             keepdim: _bool = _NO_KEEPDIM, unbiased: _bool | None = None,
             axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """Standard deviation over ``dim``: ``sqrt(var(...))`` with ``var``'s arguments (same
         overloads as ``torch.std``); its gradient is 0 where the result is 0 (a constant
         input), as torch's."""
+        if dim is _NO_DIM:      # (dim, unbiased, keepdim) positionally: the common call, inline
+            if args:
+                dim, args = args[0], args[1:]
+        else:                   # dim= by name (dim=True: torch's TypeError)
+            dim, args = _surface.dim_and_rest("std", args, dim)
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("std", dim, keepdim, axis, keepdims)
         return _norm_root(_surface.variance_and_mean("std", self, dim, args, correction, keepdim,
@@ -2461,11 +2511,15 @@ class Tensor(TensorBase, instance_class=True):
 
     def tril_(self, diagonal: _int = 0) -> Tensor:
         """In-place ``tril``: zeros above diagonal ``diagonal`` of the last two dims; returns
-        ``self`` (same as ``torch.Tensor.tril_``)."""
+        ``self`` (same as ``torch.Tensor.tril_``, also on an expanded tensor)."""
+        if 0 in self._stride and len(self._shape) >= 2 and _expanded(self):
+            return _zero_outside_triangle(self, _surface.tril, diagonal)
         return _in_place(self, "tril_", _surface.tril, diagonal)
 
     def triu_(self, diagonal: _int = 0) -> Tensor:
-        """In-place ``triu`` (same as ``torch.Tensor.triu_``)."""
+        """In-place ``triu`` (same as ``torch.Tensor.triu_``, also on an expanded tensor)."""
+        if 0 in self._stride and len(self._shape) >= 2 and _expanded(self):
+            return _zero_outside_triangle(self, _surface.triu, diagonal)
         return _in_place(self, "triu_", _surface.triu, diagonal)
 
     def diag(self, diagonal: _int = 0) -> Tensor:
@@ -2780,8 +2834,9 @@ class Tensor(TensorBase, instance_class=True):
         long sequences), the others in their order (same as ``torch.Tensor.movedim``).
         RuntimeError for lengths that differ or a dim repeated; IndexError out of range."""
         n = self.ndim
-        src = [source] if isinstance(source, int) else list(source)
-        dst = [destination] if isinstance(destination, int) else list(destination)
+        # (dim_list: one int, a 0-dim integer tensor or a sequence, as torch's int[] parser)
+        src = [source] if source.__class__ is int else _dim_list(source)
+        dst = [destination] if destination.__class__ is int else _dim_list(destination)
         if len(src) != len(dst):
             raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} "
                                f"dims) should contain the same number of dims as destination "
@@ -2998,7 +3053,7 @@ class Tensor(TensorBase, instance_class=True):
             dim = [dim, *dims]
         if axis is not None:
             dim = _numpy_names("count_nonzero", dim, False, axis, None)[0]
-        return _O.sum(_O.ne(self, 0), _dims(dim), False)
+        return _O.sum(_O.ne(self, 0), _checked_dims(dim, "count_nonzero"), False)
 
     def argwhere(self) -> Tensor:
         """``nonzero()``: the ``(n, ndim)`` int64 indices of the non-zero elements (same as
@@ -3011,6 +3066,8 @@ class Tensor(TensorBase, instance_class=True):
         """``sum`` with NaN counted as zero (same as ``torch.Tensor.nansum``)."""
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("nansum", dim, keepdim, axis, keepdims)
+        if dim is not None and dim.__class__ is not int:
+            dim = _checked_dims(dim, "nansum")     # (its errors name nansum, not sum)
         x = _O.where(_O.isnan(self), 0, self) if self._dtype.is_floating_point else self
         return x.sum(dim, keepdim, dtype=dtype)
 
@@ -3131,6 +3188,8 @@ class Tensor(TensorBase, instance_class=True):
             value = _check_fill("index_fill_", value, self._dtype)
         vec = _index_vector("index_fill_", index)
         _check_no_overlap(self, index)     # (torch's assert_no_overlap(self, index))
+        if 0 in self._stride and _expanded(self):
+            _warn_expanded_put(2, "index_fill_")      # (torch's, as masked_fill_'s)
         return _O.index_put_(self, dim, vec, value, api="index_fill_")
 
     def index_fill(self, dim: _int, index: Tensor, value: _TensorOrScalar) -> Tensor:
@@ -3955,6 +4014,7 @@ from ._dispatch import NoGradBlock as _NoGradBlock  # noqa: E402
 from ._dispatch import OverlapError as _OverlapError  # noqa: E402
 from ._kernels.array_backend import ArrayBackend as _ArrayBackend  # noqa: E402
 from .autograd.graph import grad_accumulator as _grad_accumulator  # noqa: E402
+from .autograd.graph import LeafHooks as _LeafHooks  # noqa: E402
 from .autograd.graph import output_hooks as _output_hooks  # noqa: E402
 from .autograd.graph import current_grad_fn as _current_grad_fn  # noqa: E402
 from ._ops.views import mark_multi_output as _mark_multi_output  # noqa: E402
@@ -3990,6 +4050,17 @@ class _HookHandle:
     def remove(self) -> None:
         if self._fn in self._hooks:
             self._hooks.remove(self._fn)
+
+
+def _zero_outside_triangle(x, triangle, diagonal):
+    """``tril_``/``triu_`` (``triangle``: ``tril``/``triu``) of an expanded ``x``, as torch
+    allows it: they write only zeros, so every memory location that some element outside the
+    triangle maps to becomes 0 whatever the order of the writes -- a ``masked_fill_`` with 0
+    (the op, which may write an expanded tensor; no deprecation warning, as torch's)."""
+    n, m = x._shape[-2:]
+    keep = triangle(_O.full([n, m], True, dtype=_dtype.bool, device=x.device), diagonal)
+    _O.masked_fill_(x, _O.logical_not(keep), False if x._dtype is _dtype.bool else 0)
+    return x
 
 
 def _no_bool_scan(api):
@@ -4134,6 +4205,21 @@ def _from_keyword(kwargs, from_, default, api):
     return from_ if value is _MISSING else value
 
 
+def _dim_overload(api, positional, dim):
+    """``max``/``min``'s ``dim`` when torch's parser picks the dim overload (``dim=`` given as
+    a keyword, or a ``keepdim``): the keyword ``dim`` (TypeError if also given positionally),
+    else the positional one; a tensor there is a dim, a 0-dim integer one its int (torch:
+    ``x.max(dim=tensor(1))`` is ``x.max(1)``; ``x.max(tensor(1))`` alone is the elementwise
+    maximum). Off the plain ``x.max(1)`` path."""
+    if dim is not _NO_DIM:
+        if positional is not _NO_DIM:
+            raise TypeError(f"{api}() got multiple values for argument 'dim'")
+        positional = dim
+    if isinstance(positional, TensorBase):
+        return _index_dim(positional, f"{api}(): ")
+    return positional
+
+
 def _keepdim_without_dim(api, dim, keepdim, none_dim_ok):
     """``(dim, keepdim)`` of a reduction called with ``dim``/``keepdim`` possibly not passed
     (``_NO_DIM``/``_NO_KEEPDIM``), by torch's overloads: ``keepdim`` without ``dim`` is a
@@ -4202,7 +4288,23 @@ def _shape_arg(shape):
             return [s]
         if isinstance(s, (list, tuple)):
             shape = s
-    return [operator.index(s) for s in shape]
+    for s in shape:         # (all ints, the common case: one pass, no call per element)
+        if s.__class__ is not int:
+            return _int_list(shape)
+    return list(shape)
+
+
+def _int_list(shape) -> list:
+    """A size or dim list with an element that is not an int: each element's ``__index__``
+    (a 0-dim integer tensor, a NumPy integer), but a bool is torch's ``TypeError``
+    (``x.view(True, 6)``, ``x.flip(True)``, ``x.permute((True, 0))``: never 1)."""
+    out = []
+    for i, s in enumerate(shape):
+        if s.__class__ is bool or type(s).__name__ in ("bool_", "bool"):
+            raise TypeError(f"argument must be tuple of ints, but found element of type "
+                            f"{type(s).__name__} at pos {i}")
+        out.append(operator.index(s))
+    return out
 
 
 def _keyword_sizes(args, kwargs, api, name, ignored=()):

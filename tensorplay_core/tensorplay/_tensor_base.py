@@ -52,7 +52,7 @@ __all__ = ["TensorBase", "instance_class", "row_major", "new_tensor", "new_tenso
            "detach_history", "refresh_dispatch_key", "set_accumulator", "set_retains_grad",
            "set_view", "live_views", "made_in_no_grad", "set_view_version", "DataStorage",
            "data_alias", "storage_tensors", "shared_storage", "is_dense", "partial_overlap",
-           "check_partial_overlap", "PARTIAL_OVERLAP_MSG", "set_capture", "set_layout", "set_native", "wrap_dim", "FIELDS",
+           "check_partial_overlap", "PARTIAL_OVERLAP_MSG", "set_capture", "set_layout", "set_native", "set_data", "wrap_dim", "index_dim", "checked_dims", "FIELDS",
            "SLOTS"]
 
 # Every field of a tensor. Public name (read-only by convention) -> slot (written only here and
@@ -147,9 +147,12 @@ class TensorBase:
 
     def size(self, dim: int | None = None) -> Any:
         """``shape``, or the size of dimension ``dim`` (negative indices count from the end)."""
+        s = self._shape
+        if dim.__class__ is int and -len(s) <= dim < len(s):   # (None: not an int)
+            return s[dim]
         if dim is None:
-            return self._shape
-        return self._shape[wrap_dim(dim, len(self._shape))]
+            return s
+        return s[_dim_of(dim, len(s), "size(): ")]
 
     @property
     def ndim(self) -> int:
@@ -175,9 +178,12 @@ class TensorBase:
 
     def stride(self, dim: int | None = None) -> Any:
         """Strides in elements (a tuple), or the stride of ``dim``."""
+        st = self._stride
+        if dim.__class__ is int and -len(st) <= dim < len(st):   # (None: not an int)
+            return st[dim]
         if dim is None:
-            return self._stride
-        return self._stride[wrap_dim(dim, len(self._shape))]
+            return st
+        return st[_dim_of(dim, len(st), "stride(): ")]
 
     def storage_offset(self) -> int:
         """Offset in elements of this view's first element within its storage."""
@@ -618,6 +624,56 @@ def data_alias(t):
     return a
 
 
+def set_data(t, src) -> None:
+    """``t.data = src``, as torch's ``set_data``: ``t`` keeps its identity, ``requires_grad``,
+    ``grad_fn``, ``.grad`` and version counter, and takes ``src``'s memory, shape, strides,
+    offset, dtype and device (a later write through either is seen by the other; the version
+    counters stay apart, as torch's: ``t``'s storage becomes a ``DataStorage`` over ``src``'s
+    memory carrying ``t``'s version). torch's refusals: a non-tensor (``TypeError``), a
+    non-floating ``src`` for a ``t`` that requires grad, another kind of tensor (a fake for a
+    real one, another device type). Refused here, where torch goes on (``RuntimeError``): a
+    view (it would keep its base's view history over memory that is no longer the base's,
+    and an in-place write would rebase the base with it), a tensor being captured by
+    ``tensorplay.compile``."""
+    if not isinstance(src, TensorBase):
+        raise TypeError(f"Variable data has to be a tensor, but got {type(src).__name__}")
+    if t._requires_grad and not (src._dtype.is_floating_point or src._dtype.is_complex):
+        raise RuntimeError("data set to a tensor that requires gradients must be floating "
+                           "point or complex dtype")
+    if t._bkey != src._bkey:
+        raise RuntimeError("Attempted to call `variable.set_data(tensor)`, but `variable` and "
+                           "`tensor` have incompatible tensor type.")
+    if t._capture is not None or src._capture is not None:
+        raise RuntimeError("x.data = ... inside tensorplay.compile: the captured function "
+                           "cannot replace a tensor's memory; do it outside the compiled call")
+    if t._base is not None:
+        raise RuntimeError("x.data = ... on a view is not supported by tensorplay (the view "
+                           "would keep its base's history over other memory); assign to the "
+                           "base, or write the values with x.copy_(...) under no_grad()")
+    alias = _new(DataStorage)
+    sh = alias.shared = src._storage.shared if src._storage.__class__ is DataStorage \
+        else src._storage
+    alias.version = t._storage.version
+    t._storage = alias
+    t._data = src._data
+    t._shape = src._shape
+    t._stride = src._stride
+    t._offset = src._offset
+    t._dtype = src._dtype
+    t._device = src._device
+    t._backend = src._backend
+    t._bkey = src._bkey
+    refresh_dispatch_key(t)
+    # one more tensor over that memory that no view list reaches (see data_alias): a resize
+    # that moves the memory re-points it too
+    if sh is not None:
+        try:
+            refs = sh.aliases
+        except AttributeError:
+            refs = sh.aliases = [_ref(src._base if src._base is not None else src)]
+        refs.append(_ref(t))
+
+
 def storage_tensors(t) -> list:
     """Every live tensor known to share ``t``'s memory, ``t`` included: ``t``'s base and its
     views, and, when a ``.data`` of that memory was taken (``data_alias``), the owner, each
@@ -660,14 +716,48 @@ def set_native(t, data) -> None:
     t._data = data
 
 
-def wrap_dim(dim: int, ndim: int) -> int:
+def _dim_of(dim, ndim: int, api: str) -> int:
+    """``size(dim)``/``stride(dim)``'s dim off their int path: ``wrap_dim``'s, but a 0-dim
+    tensor has no dim to give (torch: "Dimension specified as 0 but tensor has no
+    dimensions", IndexError, for any int)."""
+    if not ndim:
+        d = dim if dim.__class__ is int else index_dim(dim, api)
+        raise IndexError(f"Dimension specified as {d} but tensor has no dimensions")
+    return wrap_dim(dim, ndim, api)
+
+
+def wrap_dim(dim: int, ndim: int, api: str = "") -> int:
     """``dim`` in ``[-ndim, ndim)`` as a non-negative index (0-d tensors take -1 and 0);
-    ``IndexError`` otherwise (torch's message)."""
+    ``IndexError`` otherwise (torch's message). A ``dim`` that is not an int goes through
+    ``index_dim`` (a 0-dim integer tensor is its int; a bool is a ``TypeError``)."""
+    if dim.__class__ is not int:
+        dim = index_dim(dim, api)
     n = max(ndim, 1)
     if not -n <= dim < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
                          f"but got {dim})")
     return dim + n if dim < 0 else dim
+
+
+def index_dim(dim, api: str = "", name: str = "dim") -> int:
+    """A single-dim argument that is not an ``int``, as torch's argument parser takes it: a
+    0-dim integer tensor or anything else with ``__index__`` (a NumPy integer) is that int;
+    a bool (Python's or NumPy's), a tensor of another dtype or with dims (``tensor([1])``,
+    which ``__index__`` would take), a float or a sequence is torch's ``TypeError``
+    ("argument 'dim' must be int, not Tensor"), never used as 0/1 or iterated. Every shared
+    dim normalisation (``wrap_dim`` here and in ``_kernels/_checks``) calls it, off their
+    int path only. ``api``: the prefix naming the op the user called ("cumsum(): ")."""
+    t = type(dim)
+    if isinstance(dim, TensorBase):
+        dt = dim._dtype
+        ok = (not dim._shape and not dt.is_floating_point and not dt.is_complex
+              and dt.name != "bool")
+    else:
+        ok = (t is not bool and hasattr(t, "__index__")
+              and not (t.__module__ == "numpy" and t.__name__ in ("bool_", "bool")))
+    if not ok:
+        raise TypeError(f"{api}argument '{name}' must be int, not {t.__name__}")
+    return t.__index__(dim)
 
 
 class _Unset:
@@ -707,7 +797,29 @@ def dim_list(dim) -> list | None:
                 return _indexed(dims)
         return dims
     index = getattr(type(dim), "__index__", None)
-    return [dim if index is None else index(dim)]
+    if index is None or isinstance(dim, TensorBase) and (
+            dim._shape or dim._dtype.is_floating_point or dim._dtype.name == "bool"):
+        # (torch's int list takes no float, bool or 1-element tensor alone, which __index__
+        # would take or refuse in its own words: the op's TypeError names it)
+        return [dim]
+    return [index(dim)]
+
+
+def checked_dims(dim, api: str) -> list | None:
+    """``dim_list(dim)`` for a composite op that hands the list to inner ops (``logsumexp``,
+    ``nansum``, ``count_nonzero``): an element that is not an int (a bool, a float, a tensor
+    of another dtype or with dims) is torch's ``TypeError`` naming ``api``, the op the user
+    called, not the inner op that would have refused it."""
+    dims = dim_list(dim)
+    if dims is not None:
+        for i, d in enumerate(dims):
+            if d.__class__ is not int:
+                if isinstance(d, int) and d.__class__ is not bool:
+                    dims[i] = int(d)
+                    continue
+                raise TypeError(f"{api}(): argument 'dim' must be tuple of ints, but found "
+                                f"element of type {type(d).__name__} at pos {i}")
+    return dims
 
 
 def _indexed(dims: list) -> list:

@@ -7,12 +7,17 @@ from __future__ import annotations
 
 import math
 
+from .._tensor_base import index_dim
+
 
 def wrap_dim(dim: int, ndim: int, api: str = "") -> int:
-    if dim.__class__ is not int and not hasattr(type(dim), "__index__"):
-        # (torch's parser: x.median((0, 1)) is "argument 'dim' must be int, not tuple")
-        raise TypeError(f"{api}argument 'dim' must be int, not "
-                        f"{type(dim).__name__}")
+    """``dim`` in ``[-ndim, ndim)`` as a non-negative int, else torch's ``IndexError`` (``api``
+    names the called op). Anything but an int goes through ``index_dim`` (torch's parser: a
+    0-dim integer tensor or NumPy integer is its int; ``x.median((0, 1))`` is "argument 'dim'
+    must be int, not tuple", ``True`` "... not bool", ``tensor([1])`` "... not Tensor"), so
+    the callers get an int and never carry the object itself into their arithmetic."""
+    if dim.__class__ is not int:
+        dim = index_dim(dim, api)
     n = max(ndim, 1)
     if not -n <= dim < n:
         raise IndexError(f"{api}Dimension out of range (expected to be in range of "

@@ -163,9 +163,14 @@ def _copies(c):
 
     def cat(ts, dim=0):
         ts = [t for t in ts if not (t.ndim == 1 and t.shape[0] == 0)] or ts
+        if dim.__class__ is not int:
+            # NumPy's axis=None would flatten, a 1-element tensor be its int: torch's int only
+            dim = _checks.wrap_dim(dim, ts[0].ndim if ts else 0, "cat(): ")
         return xp.concat(promoted(ts), axis=dim)
 
     def stack(ts, dim=0):
+        if dim.__class__ is not int:
+            dim = _checks.wrap_dim(dim, ts[0].ndim + 1 if ts else 1, "stack(): ")
         return xp.stack(promoted(ts), axis=dim)
 
     def clone(x):
@@ -207,7 +212,7 @@ def _index(c):
             # a 0-dim self is one element along dim 0 (dim 0 or -1), as torch's
             _checks.wrap_dim(dim, 0)
             return xp.reshape(index(xp.reshape(x, (1,)), 0, idx, api=api), idx.shape)
-        if dim < 0:
+        if dim.__class__ is not int or dim < 0:    # (a 0-dim int tensor: its int)
             dim = _checks.wrap_dim(dim, x.ndim)
         flat = reshape(idx, (-1,))
         if not _region(x.shape, dim, idx):
@@ -245,7 +250,7 @@ def _index(c):
                 raise ValueError("index_add: a 0-dim self takes one index and a 0-dim source")
             return xp.reshape(index_add(xp.reshape(x, (1,)), 0, xp.reshape(idx, (1,)),
                                         xp.reshape(src, (1,))), ())
-        if dim < 0:
+        if dim.__class__ is not int or dim < 0:    # (a 0-dim int tensor: its int)
             dim = _checks.wrap_dim(dim, x.ndim)
         if idx.ndim > 1 or src.shape != x.shape[:dim] + (idx.size,) + x.shape[dim + 1:]:
             # (the fake rule then says which of torch's shape rules is broken)
@@ -282,7 +287,7 @@ def _index(c):
                        if getattr(values, "ndim", 0) else values, api=api)
             be.assign(x, xp.reshape(one, ()))     # (a view on NumPy and CuPy: no change)
             return
-        if dim < 0:
+        if dim.__class__ is not int or dim < 0:    # (a 0-dim int tensor: its int)
             dim = _checks.wrap_dim(dim, x.ndim)
         if _region(x.shape, dim, idx):
             # (CuPy's scatter wraps any index modulo n: checked here as for index)

@@ -83,6 +83,8 @@ def _extrema(c):
             if dim is None:
                 r = f(xp.reshape(x, (-1,)))
                 return xp.reshape(r, (1,) * x.ndim) if keepdim else r
+            if dim.__class__ is not int:    # (not NumPy's axis rules: torch's int only)
+                dim = _checks.wrap_dim(dim, x.ndim, f"{api}(): ")
             return f(x, axis=dim if x.ndim else None, keepdims=keepdim)
         return k
 
@@ -151,6 +153,9 @@ def _softmax(c):
         return fl(x)
 
     def softmax(x, dim):
+        if dim.__class__ is not int:
+            # NumPy's axis= would take a tuple, None or a 1-element tensor: torch's int only
+            dim = _checks.wrap_dim(dim, x.ndim, "softmax(): ")
         x = need_float(x, "softmax")
         if x.size == 0:   # torch: an empty result (no reduction over a 0-size dim)
             return xp.empty(x.shape, dtype=x.dtype)
@@ -160,6 +165,8 @@ def _softmax(c):
         return e / e.sum(axis=dim, keepdims=True)
 
     def log_softmax(x, dim):
+        if dim.__class__ is not int:
+            dim = _checks.wrap_dim(dim, x.ndim, "log_softmax(): ")
         x = need_float(x, "log_softmax")
         if x.size == 0:
             return xp.empty(x.shape, dtype=x.dtype)

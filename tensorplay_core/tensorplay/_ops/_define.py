@@ -243,6 +243,8 @@ def write_out(api: str, out, fn, args=(), kwargs=None, rule="cast", n: int = 1,
             raise RuntimeError(f"{api} only supports bool tensor for result, got: "
                                f"{_dtname(odt)}")
         check_out_overlap(o, inputs)
+        if 0 in o.stride_tuple and tuple(o.raw_shape) == tuple(r.raw_shape):
+            _check_out_expanded(api, o)
     for o, r in zip(outs, results):
         shape = tuple(r.raw_shape)
         if tuple(o.raw_shape) != shape:
@@ -265,6 +267,16 @@ def write_out(api: str, out, fn, args=(), kwargs=None, rule="cast", n: int = 1,
     if n == 1:
         return outs[0]
     return type(result)(*outs) if hasattr(result, "_fields") else outs
+
+
+def _check_out_expanded(api: str, o) -> None:
+    """An ``out`` with a dimension of stride 0 and size > 1 (an expanded tensor: several
+    elements share one memory location) is torch's "unsupported operation" RuntimeError, named
+    for the function called and its ``out`` argument (the copy into it would name itself,
+    ``copy_`` and its ``self``), before anything is written."""
+    for n, st in zip(o.raw_shape, o.stride_tuple):
+        if st == 0 and n > 1:
+            raise _dispatch.OverlapError(api, "out", tuple(o.raw_shape), tuple(o.stride_tuple))
 
 
 def factory_out(api: str, out, dtype, fn, args, kwargs):
@@ -878,6 +890,9 @@ def check_tensor_arguments(op, values: dict) -> None:
     or a Python number, got str ('a')``. Off the fast path: run when a kernel or a shape rule
     failed."""
     Tensor = TensorBase
+    # an op serving several (index for index_select, index_put_ for index_fill_): the one called
+    api = values.get("api")
+    name = api if api.__class__ is str else op.name.partition('::')[2]
     for a in op.schema.arguments:
         v = values.get(a.name)
         if a.kind == "tensor" and not isinstance(v, Tensor) and not (
@@ -888,13 +903,13 @@ def check_tensor_arguments(op, values: dict) -> None:
         if a.type in _INT_TYPES and v is not None and (v.__class__ is bool or not isinstance(
                 v, (int, Tensor)) and not hasattr(type(v), "__index__")):
             # (torch's parser: x.max((0, 1)) is "argument 'dim' must be int, not tuple")
-            raise TypeError(f"{op.name.partition('::')[2]}(): argument '{a.name}' must be int, "
+            raise TypeError(f"{name}(): argument '{a.name}' must be int, "
                             f"not {type(v).__name__}") from None
         if a.type in _INTS_TYPES and isinstance(v, (list, tuple)):
             for i, e in enumerate(v):
                 if e.__class__ is bool or not isinstance(e, (int, Tensor)) and \
                         not hasattr(type(e), "__index__"):
-                    raise TypeError(f"{op.name.partition('::')[2]}(): argument '{a.name}' must be "
+                    raise TypeError(f"{name}(): argument '{a.name}' must be "
                                     f"tuple of ints, but found element of type "
                                     f"{type(e).__name__} at pos {i}") from None
 
@@ -920,8 +935,13 @@ def kernel_error(op, err, values):
 
         def fk(v):
             return _pytree.tree_map(lambda t: from_real(t.detach()), v, Tensor)
-        pos = [fk(values[a.name]) for a in op.schema.arguments if not a.kwarg_only]
-        kw = {a.name: fk(values[a.name]) for a in op.schema.arguments if a.kwarg_only}
+        # (only the tensor arguments are faked: a 0-dim int tensor given as an int argument, a
+        # dim, stays real, for the rule to read its value or name it as torch does)
+        args = op.schema.arguments
+        pos = [fk(values[a.name]) if a.is_tensor_like else values[a.name]
+               for a in args if not a.kwarg_only]
+        kw = {a.name: fk(values[a.name]) if a.is_tensor_like else values[a.name]
+              for a in args if a.kwarg_only}
         try:
             meta(*pos, **kw)
         except (RuntimeError, IndexError, ValueError, TypeError) as e:

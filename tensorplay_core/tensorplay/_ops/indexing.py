@@ -117,7 +117,7 @@ def index_extremes(tensors) -> list:
 def _index_meta(x, dim, index, *, api="index"):
     # api: the op this reads for (x[idx], index_select, take): its index rule (INDEX_RULES)
     check_index_dtype(api, index.dtype)
-    d = wrap_dim(dim, x.ndim, "index: ")
+    d = wrap_dim(dim, x.ndim, "index: " if api == "index" else f"{api}(): ")
     if not x.ndim:     # a 0-dim self: one element along dim 0
         return out_like(tuple(index.shape), x.dtype, x)
     return out_like(tuple(x.shape[:d]) + tuple(index.shape) + tuple(x.shape[d + 1:]), x.dtype, x)

@@ -6,13 +6,19 @@ from ._define import defop, fused, ops as O
 from ._shapes import float_dtype, out_like, wrap_dim
 
 
-def _sm_meta(x, dim):
-    wrap_dim(dim, x.ndim, "softmax: ")
-    if not x.dtype.is_floating_point:   # same check as the array kernel (torch refuses too)
-        raise RuntimeError(f"softmax(): expected a floating point input, got {x.dtype} (not "
-                           f"implemented for integer/bool tensors, as in torch); convert it "
-                           f"first, e.g. x.float().softmax(dim)")
-    return out_like(x.shape, float_dtype(x.dtype), x)
+def _sm_meta_of(api):
+    """The fake rule of ``softmax``/``log_softmax`` (``api``: the op named in its errors)."""
+    def meta(x, dim):
+        wrap_dim(dim, x.ndim, f"{api}(): ")
+        if not x.dtype.is_floating_point:   # same check as the array kernel (torch refuses too)
+            raise RuntimeError(f"{api}(): expected a floating point input, got {x.dtype} (not "
+                               f"implemented for integer/bool tensors, as in torch); convert "
+                               f"it first, e.g. x.float().{api}(dim)")
+        return out_like(x.shape, float_dtype(x.dtype), x)
+    return meta
+
+
+_sm_meta = _sm_meta_of("softmax")
 
 
 def _sm_setup(ctx, inputs, output):
@@ -38,7 +44,8 @@ def _log_softmax_bw(ctx, g):
 
 defop("softmax(Tensor self, SymInt dim) -> Tensor", meta=_sm_meta, setup=_sm_setup,
       backward=_softmax_bw)
-defop("log_softmax(Tensor self, SymInt dim) -> Tensor", meta=_sm_meta, setup=_sm_setup,
+defop("log_softmax(Tensor self, SymInt dim) -> Tensor", meta=_sm_meta_of("log_softmax"),
+      setup=_sm_setup,
       backward=_log_softmax_bw)
 
 

@@ -111,7 +111,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         gs = run_backward(roots, grads, keep_graph=keep, create_graph=create_graph, inputs=ins,
                           allow_unused=True)
         from . import grad_mode
-        from .graph import accumulate_into
+        from .graph import accumulate_into, post_accumulate
         # each named tensor's .grad as its AccumulateGrad would leave it (an owned copy first,
         # then in place; out of place and recorded with create_graph): never the caller's
         # gradient tensor itself, which a later backward would then write into
@@ -119,6 +119,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             for t, g in zip(ins, gs):
                 if g is not None:
                     accumulate_into(t, g)
+                    post_accumulate(t)     # (as its AccumulateGrad node would)
         return None
     run_backward(roots, grads, keep_graph=keep, create_graph=create_graph)
 

@@ -48,6 +48,23 @@ class Node:
         return tuple((e[0], e[1]) if e is not None else (None, 0) for e in self.next_edges)
 
 
+class LeafHooks(list):
+    """A leaf's hooks, on its ``AccumulateGrad`` node: the ``Tensor.register_hook`` functions
+    (the list itself: run on the gradient before it is accumulated) and ``post``, the
+    ``register_post_accumulate_grad_hook`` functions (run with the tensor once ``.grad`` holds
+    the sum). True when either has one, so the node's one ``if self.hooks`` test sends a hooked
+    leaf to ``apply`` and a leaf without hooks pays nothing for them."""
+
+    __slots__ = ("post",)
+
+    def __init__(self):
+        super().__init__()
+        self.post = []
+
+    def __bool__(self):
+        return list.__len__(self) > 0 or len(self.post) > 0
+
+
 class AccumulateGrad(Node):
     """Sink for a leaf tensor: adds the incoming gradient to ``variable.grad``."""
 
@@ -58,16 +75,19 @@ class AccumulateGrad(Node):
         self.variable = variable
         self.next_edges = ()
         self._out_meta = None
-        self.hooks = None      # the leaf's Tensor.register_hook functions (a list), run first
+        self.hooks = None      # the leaf's hooks (a LeafHooks, made by the first registration)
 
     def apply(self, grads):
         g = grads[0]
         v = self.variable
         if g is None:
             return ()
-        if self.hooks:
-            g = run_hooks(self.hooks, g)
+        hooks = self.hooks
+        if hooks:
+            g = run_hooks(hooks, g)
         accumulate_into(v, g)
+        if hooks and hooks.post:
+            run_post_hooks(hooks.post, v)
         return ()
 
     def accumulate(self, g, owned=False):
@@ -671,6 +691,28 @@ def move_retained_grad(t, old, old_nr) -> None:
         return
     output_hooks(new, t.output_nr).ref = entry.ref
     entry.ref = None
+
+
+def run_post_hooks(post, v) -> None:
+    """The leaf ``v``'s post-accumulate-grad hooks, in order, each called with ``v`` (its
+    ``.grad`` just accumulated), as torch's: a hook returns None or ``v`` itself (``lambda p:
+    p.add_(p.grad, alpha=-lr)``, torch's own example); another tensor is a RuntimeError,
+    anything else a TypeError (torch's words)."""
+    for fn in list(post):
+        r = fn(v)
+        if r is not None and r is not v:
+            if not isinstance(r, TensorBase):
+                raise TypeError(f"expected Variable, but hook returned '{type(r).__name__}'")
+            raise RuntimeError("Tensor post accumulate grad hooks should return None.")
+
+
+def post_accumulate(v) -> None:
+    """Run ``v``'s post-accumulate-grad hooks if it has any (``backward(inputs=...)``, which
+    accumulates into the named tensors itself rather than through their nodes)."""
+    acc = v.accumulator
+    hooks = acc.hooks if acc is not None else None
+    if hooks and hooks.post:
+        run_post_hooks(hooks.post, v)
 
 
 def run_hooks(hooks, g):
