@@ -165,7 +165,7 @@ def add(input: _TensorOrScalar, other: _TensorOrScalar, _p: None = None,
         return _add_op(input, other)
     input = _tensor_first(input, other)
     # float16/bfloat16 results: one op (never with a dimensioned float32/float64 input)
-    if ((dt := input._dtype) in _LOWP16 or dt._kind != "f" or not input._shape) and \
+    if ((dt := input.dtype) in _LOWP16 or dt._kind != "f" or not input.shape) and \
             _opmath.takes_alpha(input, other, alpha):
         return _opmath.add_alpha(input, other, alpha, "add")
     return _O.add(input, _times_alpha(input, other, alpha, "add"))
@@ -189,7 +189,7 @@ def sub(input: _TensorOrScalar, other: _TensorOrScalar, _p: None = None,
         return _sub_op(input, other)
     input = _tensor_first(input, other)
     # float16/bfloat16 results: one op (never with a dimensioned float32/float64 input)
-    if ((dt := input._dtype) in _LOWP16 or dt._kind != "f" or not input._shape) and \
+    if ((dt := input.dtype) in _LOWP16 or dt._kind != "f" or not input.shape) and \
             _opmath.takes_alpha(input, other, alpha):
         return _opmath.add_alpha(input, other, alpha, "sub")
     return _O.sub(input, _times_alpha(input, other, alpha, "sub"))
