@@ -356,3 +356,20 @@ def test_xlogy_and_logit_steps(dt):
     hi = rnd(F32(1) - lo, dt)
     pc = np.clip(p, lo, hi)
     same(tp.logit(T(p, dt), eps=0.1), np.log(rnd(pc / rnd(F32(1) - pc, dt), dt)), dt)
+
+
+@pytest.mark.parametrize("dt", [tp.float16, tp.bfloat16])
+@pytest.mark.parametrize("alpha", [2, 0.5])
+def test_sub_with_a_bool_operand_and_alpha_is_refused_as_torch(dt, alpha):
+    # torch: "Subtraction, the `-` operator, with a bool tensor is not supported" (RuntimeError),
+    # also when the other operand is float16/bfloat16 and alpha is given; add keeps bool rules
+    b, f = tp.ones(3, dtype=tp.bool), tp.ones(3, dtype=dt)
+    for x, y in ((b, f), (f, b)):
+        with pytest.raises(RuntimeError, match="with a bool tensor is not supported"):
+            tp.sub(x, y, alpha=alpha)
+        with pytest.raises(RuntimeError, match="with a bool tensor is not supported"):
+            x.sub(y, alpha=alpha)
+    with pytest.raises(RuntimeError, match="with a bool tensor is not supported"):
+        f.clone().sub_(b, alpha=alpha)
+    assert tp.add(b, f, alpha=2).tolist() == [3.0, 3.0, 3.0]
+    assert tp.add(f, b, alpha=2).dtype == dt

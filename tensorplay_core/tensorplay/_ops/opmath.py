@@ -33,7 +33,9 @@ def takes_alpha(self, other, alpha) -> bool:
     sd = self.raw_dtype
     if isinstance(other, TensorBase):
         od = other.raw_dtype
-        if sd not in LOWP and od not in LOWP:
+        # a bool operand takes the op-by-op path: it raises torch's errors (``sub`` of a bool
+        # tensor) or computes add's bool rules
+        if sd not in LOWP and od not in LOWP or sd._kind == "b" or od._kind == "b":
             return False
         return _dtype.result_type(sd, 2 if self.raw_shape else 1,
                                   od, 2 if other.raw_shape else 1) in LOWP
