@@ -551,25 +551,22 @@ def _walk(ready, pending, deps, keep_graph, create_graph):
 
 
 def run_backward(roots, grad_roots, *, keep_graph=False, create_graph=False, inputs=None,
-                 allow_unused=False, accumulate=True):
+                 allow_unused=False, accumulate_inputs=False):
     """Core engine. ``roots``: list of edges ``(node, nr)``; ``grad_roots``: their gradients.
 
-    With ``inputs`` (a list of tensors), returns their gradients instead of accumulating into
-    leaves (``autograd.grad``); otherwise accumulates into ``.grad`` of every reachable leaf.
-    """
-    Tensor = TensorBase
-
+    Without ``inputs``: accumulates into ``.grad`` of every reachable leaf (``backward()``).
+    With ``inputs`` (a list of tensors) only the nodes on a path from the roots to the inputs'
+    nodes run, as torch's engine (``_reach``): a branch that leads elsewhere runs neither its
+    formula nor its hooks. ``accumulate_inputs`` (``backward(inputs=...)``): the inputs' own
+    nodes run too -- a leaf's AccumulateGrad (its hooks, ``.grad``, its post-accumulate hooks),
+    a non-leaf's ``grad_fn`` (its hooks and ``retain_grad`` store: the caller retains its grad);
+    returns None. Otherwise (``autograd.grad``) returns the inputs' gradients, each captured
+    where it reaches the input's node: after that node's tensor hooks and ``retain_grad`` store
+    when the node is not needed to reach another input (the node itself does not run), before
+    them when it is (torch's rule: the hooks then run with the node)."""
     capture = {}
-    if inputs is not None:
-        targets = {}
-        for i, t in enumerate(inputs):
-            if not isinstance(t, Tensor) or not t.requires_grad:
-                raise RuntimeError(f"autograd.grad: input {i} does not require grad")
-            e = edge_of(t)
-            targets.setdefault((id(e[0]), e[1]), []).append(i)
     root_nodes = [e[0] for e in roots if e is not None]
     deps = _topo(root_nodes)
-    # pending[node] = list of grads per output index
     pending: dict = {}
     for e, g in zip(roots, grad_roots):
         if e is None:
@@ -580,30 +577,33 @@ def run_backward(roots, grad_roots, *, keep_graph=False, create_graph=False, inp
         ready = root_nodes if deps.get(root_nodes[0], 0) == 0 else []
     else:
         ready = [n for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0]
-    if inputs is None and accumulate:
+    if inputs is None:
         grad_roots = g = slot = None   # only pending holds the root gradients now
         with (_GRAD_OFF if not create_graph else _gm.set_grad_enabled(True)):
             _walk(ready, pending, deps, keep_graph, create_graph)
         return None
+    targets: dict = {}   # id(node) -> {output nr: [input indexes]}
+    target_nodes = []
+    for i, t in enumerate(inputs):
+        if not isinstance(t, TensorBase) or not t.requires_grad:
+            raise RuntimeError(f"autograd.grad: input {i} does not require grad")
+        e = edge_of(t)
+        by_nr = targets.get(id(e[0]))
+        if by_nr is None:
+            by_nr = targets[id(e[0])] = {}
+            target_nodes.append(e[0])
+        by_nr.setdefault(e[1], []).append(i)
+    reach = _reach(root_nodes, set(target_nodes))
+    # torch runs a lone root's node even when no input lies below it (its hooks run)
+    lone_root = root_nodes[0] if len(roots) == 1 and root_nodes else None
+    if lone_root is not None:
+        reach[lone_root] = True
+    ready = [n for n in ready if reach.get(n)]
     with (_GRAD_OFF if not create_graph else _gm.set_grad_enabled(True)):
         while ready:
             node = ready.pop()
             slot = pending.pop(node, {})
-            if inputs is not None:
-                for nr, g in slot.items():
-                    for i in targets.get((id(node), nr), ()):
-                        capture[i] = g if i not in capture else capture[i] + g
-                if isinstance(node, AccumulateGrad):
-                    continue
-            if isinstance(node, AccumulateGrad):
-                if accumulate:
-                    g = slot.pop(0, None)
-                    # only this frame holds g (local + call argument): the leaf may own it as is
-                    # instead of a copy (torch's AccumulateGrad "steals" such gradients too)
-                    owned = not create_graph and g is not None and _getrefcount(g) <= 2
-                    node.accumulate(g, owned)
-                    del g
-                continue
+            is_ag = node.__class__ is AccumulateGrad
             m = getattr(node, "_out_meta", None)   # the node's number of outputs
             n_all = len(m) if m else 1
             if slot:
@@ -611,7 +611,38 @@ def run_backward(roots, grad_roots, *, keep_graph=False, create_graph=False, inp
                 if n_out > n_all:  # noqa: PLR1730 - no max() call per node
                     n_all = n_out
             grads = (slot.get(0),) if n_all == 1 else tuple(slot.get(i) for i in range(n_all))
-            retained = getattr(node, "_retained", None)
+            slot = None
+            retained = None if is_ag else getattr(node, "_retained", None)
+            by_nr = targets.get(id(node)) if not accumulate_inputs else None
+            if by_nr is not None:
+                # autograd.grad's input: needed to reach another input (or the lone root, run
+                # as torch runs it) -- capture before the node's hooks, which run with it;
+                # else run the tensor hooks and retain_grad's store, capture, and stop here
+                needed = node is lone_root or (not is_ag and any(
+                    e is not None and reach.get(e[0]) for e in node.next_edges))
+                if not needed:
+                    if is_ag:
+                        hooks = node.hooks
+                        if hooks and grads[0] is not None:
+                            grads = (run_hooks(hooks, grads[0]),)
+                    elif retained is not None:
+                        grads = _keep_retained(retained, grads)
+                for nr, idx in by_nr.items():
+                    g = grads[nr] if nr < len(grads) else None
+                    if g is not None:
+                        for i in idx:
+                            capture[i] = g if i not in capture else capture[i] + g
+                if not needed:
+                    continue
+            if is_ag:
+                if accumulate_inputs and grads[0] is not None:
+                    g = grads[0]
+                    grads = None
+                    # only this frame holds g (local + call argument): the leaf may own it
+                    owned = not create_graph and _getrefcount(g) <= 2
+                    node.accumulate(g, owned)
+                    g = None
+                continue
             if retained is not None:
                 grads = _keep_retained(retained, grads)
             for g in grads:
@@ -626,6 +657,8 @@ def run_backward(roots, grad_roots, *, keep_graph=False, create_graph=False, inp
                 if e is None:
                     continue
                 nxt, nr = e
+                if not reach.get(nxt):
+                    continue    # leads to no input: never runs (torch's engine skips it)
                 if g is not None:
                     s = pending.setdefault(nxt, {})
                     s[nr] = g if nr not in s else s[nr] + g
@@ -633,22 +666,52 @@ def run_backward(roots, grad_roots, *, keep_graph=False, create_graph=False, inp
                 if deps[nxt] == 0:
                     ready.append(nxt)
             in_grads = g = grads = None   # the pending slots hold the gradients now
-    if inputs is not None:
-        out = []
-        for i, t in enumerate(inputs):
-            g = capture.get(i)
-            if g is None and not allow_unused:
-                raise RuntimeError(
-                    f"autograd.grad: input {i} was not used in the graph; pass allow_unused=True "
-                    f"to get None for it")
-            if g is not None:
-                if g.raw_dtype is not t.raw_dtype:
-                    g = g.to(t.raw_dtype)   # a formula's gradient takes its input's dtype (torch)
-                if not create_graph:
-                    g = g.detach()
-            out.append(g)
-        return tuple(out)
-    return None
+    if accumulate_inputs:
+        return None
+    out = []
+    for i, t in enumerate(inputs):
+        g = capture.get(i)
+        if g is None and not allow_unused:
+            raise RuntimeError(
+                f"autograd.grad: input {i} was not used in the graph; pass allow_unused=True "
+                f"to get None for it")
+        if g is not None:
+            if g.raw_dtype is not t.raw_dtype:
+                g = g.to(t.raw_dtype)   # a formula's gradient takes its input's dtype (torch)
+            if not create_graph:
+                g = g.detach()
+        out.append(g)
+    return tuple(out)
+
+
+def _reach(roots, targets) -> dict:
+    """For each node reachable from ``roots``: True when it is one of ``targets`` or one of them
+    lies below it (torch's ``exec_info``: the nodes the engine runs for ``inputs``). Iterative
+    depth-first walk, each node once (a deep graph does not hit the recursion limit)."""
+    reach: dict = {}
+    for r in roots:
+        if r in reach:
+            continue
+        reach[r] = r in targets
+        stack = [(r, iter(r.next_edges))]
+        while stack:
+            node, it = stack[-1]
+            for e in it:
+                if e is None:
+                    continue
+                nxt = e[0]
+                seen = reach.get(nxt)
+                if seen is None:
+                    reach[nxt] = nxt in targets
+                    stack.append((nxt, iter(nxt.next_edges)))
+                    break
+                if seen:
+                    reach[node] = True
+            else:
+                stack.pop()
+                if stack and reach[node]:
+                    reach[stack[-1][0]] = True
+    return reach
 
 
 class OutputHooks:
@@ -762,7 +825,9 @@ def _keep_retained(retained, grads):
         t = entry.ref() if entry.ref is not None else None
         if t is None or t.raw_grad_fn is None:
             continue
-        g = grads[nr].detach()
+        # with create_graph (grad mode on) .grad keeps the gradient's history, as torch's
+        # retain_grad hook (a backward through it gives the second derivative)
+        g = grads[nr] if _gm.is_grad_enabled() else grads[nr].detach()
         if g.raw_dtype is not t.raw_dtype:
             g = g.to(t.raw_dtype)
         t.grad = g.clone() if t.grad is None else t.grad + g

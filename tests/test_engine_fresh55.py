@@ -1,0 +1,144 @@
+"""What the backward engine runs and returns, as torch's (checked against torch 2.13):
+
+- a tensor hook (``register_hook``) and ``retain_grad`` on an input of ``autograd.grad`` run,
+  and the hooked gradient is what ``grad`` returns (leaf or non-leaf input); an input whose node
+  is also needed to reach another input is captured before its hooks (torch's rule);
+- ``backward(inputs=[t])``: ``t``'s hooks run and ``t.grad`` is the hooked gradient (once, also
+  when ``t`` retains its grad); a non-leaf ``t`` retains its grad afterwards;
+- with ``inputs`` (``backward(inputs=...)``, ``autograd.grad``) only the nodes on a path to the
+  inputs run: a branch that does not lead to them runs neither its hooks nor ``retain_grad``;
+- ``grad_fn.name()``, ``grad_fn.register_hook``/``register_prehook``,
+  ``autograd.grad(..., materialize_grads=True)``."""
+
+import pytest
+
+import tensorplay as tp
+
+
+def _x():
+    return tp.tensor([1.0, 2.0], requires_grad=True)
+
+
+def test_grad_returns_hooked_gradient_of_non_leaf_input():
+    x = _x()
+    a = x * 2
+    a.register_hook(lambda g: g * 3)
+    (ga,) = tp.autograd.grad(a.sum(), [a])
+    assert ga.tolist() == [3.0, 3.0]
+
+
+def test_grad_input_retain_grad_sees_hooked_gradient():
+    x = _x()
+    a = x * 2
+    a.retain_grad()
+    (ga,) = tp.autograd.grad(a.sum(), [a])
+    assert ga.tolist() == [1.0, 1.0] and a.grad.tolist() == [1.0, 1.0]
+    x = _x()
+    a = x * 2
+    a.register_hook(lambda g: g * 3)
+    a.retain_grad()
+    (ga,) = tp.autograd.grad(a.sum(), [a])
+    assert ga.tolist() == [3.0, 3.0] and a.grad.tolist() == [3.0, 3.0]
+
+
+def test_grad_returns_hooked_gradient_of_leaf_input():
+    x = _x()
+    x.register_hook(lambda g: g * 5)
+    calls = []
+    x.register_post_accumulate_grad_hook(lambda p: calls.append(p))
+    (gx,) = tp.autograd.grad((x * 2).sum(), [x])
+    assert gx.tolist() == [10.0, 10.0]
+    assert x.grad is None and calls == []     # nothing accumulated: no post-accumulate hook
+
+
+def test_grad_input_needed_for_another_input_is_captured_before_its_hooks():
+    x = _x()
+    a = x * 2
+    a.register_hook(lambda g: g * 3)
+    ga, gx = tp.autograd.grad((a * a).sum(), [a, x])
+    assert ga.tolist() == [4.0, 8.0]          # torch: the capture precedes the node's hooks
+    assert gx.tolist() == [24.0, 48.0]        # ... which still run on the way to x
+
+
+def test_backward_inputs_non_leaf_runs_its_hook_once():
+    x = _x()
+    a = x * 2
+    a.register_hook(lambda g: g * 3)
+    (a * a).sum().backward(inputs=[a])
+    assert a.grad.tolist() == [12.0, 24.0] and a.retains_grad and x.grad is None
+    x = _x()
+    a = x * 2
+    a.register_hook(lambda g: g * 3)
+    a.retain_grad()
+    (a * a).sum().backward(inputs=[a])
+    assert a.grad.tolist() == [12.0, 24.0]    # not twice
+
+
+def test_backward_inputs_leaf_runs_its_hooks():
+    x = _x()
+    x.register_hook(lambda g: g * 3)
+    calls = []
+    x.register_post_accumulate_grad_hook(lambda p: calls.append(p.grad.tolist()))
+    (x * x).sum().backward(inputs=[x])
+    assert x.grad.tolist() == [6.0, 12.0] and calls == [[6.0, 12.0]]
+
+
+def _branch():
+    x, w = _x(), tp.tensor([3.0, 4.0], requires_grad=True)
+    b = x * x
+    called = []
+    b.register_hook(lambda g: called.append("b"))
+    b.retain_grad()
+    return x, w, b, called, (x * w).sum() + b.sum()
+
+
+def test_backward_inputs_skips_nodes_not_leading_to_inputs():
+    x, w, b, called, loss = _branch()
+    loss.backward(inputs=[w])
+    assert w.grad.tolist() == [1.0, 2.0] and x.grad is None
+    assert called == [] and b.grad is None
+
+
+def test_grad_skips_nodes_not_leading_to_inputs():
+    x, w, b, called, loss = _branch()
+    (gw,) = tp.autograd.grad(loss, [w])
+    assert gw.tolist() == [1.0, 2.0]
+    assert called == [] and b.grad is None and x.grad is None
+
+
+def test_grad_of_several_outputs_skips_an_output_not_leading_to_inputs():
+    x, w = _x(), _x()
+    y, z = (x * x).sum(), (w * 2).sum()
+    called = []
+    y.register_hook(lambda g: called.append("y"))
+    (gw,) = tp.autograd.grad([y, z], [w])
+    assert gw.tolist() == [2.0, 2.0] and called == []
+
+
+def test_grad_materialize_grads():
+    x, w = _x(), _x()
+    gx, gw = tp.autograd.grad((x * 2).sum(), [x, w], materialize_grads=True)
+    assert gx.tolist() == [2.0, 2.0] and gw.tolist() == [0.0, 0.0]
+    assert gw.dtype == w.dtype and tuple(gw.shape) == (2,)
+
+
+def test_grad_materialize_grads_refuses_allow_unused_false():
+    x, w = _x(), _x()
+    with pytest.raises(ValueError, match="allow_unused"):
+        tp.autograd.grad((x * 2).sum(), [x, w], materialize_grads=True, allow_unused=False)
+
+
+def test_retained_grad_keeps_history_with_create_graph():
+    x = _x()
+    a = x * 2
+    a.retain_grad()
+    (a * a).sum().backward(create_graph=True)
+    assert a.grad.requires_grad and a.grad.tolist() == [4.0, 8.0]
+    x = _x()
+    a = x * 2
+    (a * a).sum().backward(inputs=[a], create_graph=True)
+    assert a.grad.requires_grad
+    (gx,) = tp.autograd.grad(a.grad.sum(), [x])    # d(sum 2a)/dx = 4
+    assert gx.tolist() == [4.0, 4.0]
+
+
