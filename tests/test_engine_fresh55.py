@@ -142,3 +142,30 @@ def test_retained_grad_keeps_history_with_create_graph():
     assert gx.tolist() == [4.0, 4.0]
 
 
+def test_grad_fn_name_is_a_method():
+    x = _x()
+    y = (x * 2).sum()
+    # (the names themselves differ: torch's SumBackward0, tensorplay's tp::sumBackward)
+    assert type(y.grad_fn.name()) is str and "sum" in y.grad_fn.name().lower()
+    assert "mul" in y.grad_fn.next_functions[0][0].name().lower()
+    assert x.grad_fn is None
+    leaf_node = y.grad_fn.next_functions[0][0].next_functions[0][0]
+    assert "AccumulateGrad" in leaf_node.name()
+
+
+def test_name_method_on_custom_function_and_in_place_nodes():
+    class Twice(tp.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = _x()
+    y = Twice.apply(x)
+    assert y.grad_fn.name() == "TwiceBackward"    # torch's name for a custom Function's node
+    z = x.clone()
+    z[0].mul_(3)                                  # a write through a view: CopySlices
+    assert z.grad_fn.name().endswith("CopySlices")   # (torch: torch::autograd::CopySlices)

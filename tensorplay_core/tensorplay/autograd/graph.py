@@ -17,13 +17,36 @@ from .._backend import _CONTIG_CACHE
 from .._tensor_base import TensorBase, instance_class, set_accumulator
 
 
+class NodeName(str):
+    """A graph node's name: the string itself (``node.name == "MulBackward"``, f-strings, as the
+    library reads it) and, called, torch's ``Node.name()`` method (``grad_fn.name()`` gives it as
+    a plain ``str``). Made once per op or node class, never per node."""
+
+    __slots__ = ()
+
+    def __call__(self) -> str:
+        return str.__str__(self)
+
+
+def node_name(name):
+    """``name`` as a ``NodeName`` (as is when it is one)."""
+    return name if name.__class__ is NodeName else NodeName(name)
+
+
 class Node:
     """A backward function. ``next_edges[i]`` is ``(node, nr)`` or ``None`` for input ``i``;
-    ``apply(grads)`` maps output gradients (one per forward output) to input gradients."""
+    ``apply(grads)`` maps output gradients (one per forward output) to input gradients.
+    ``name``: a ``NodeName`` (a subclass's class-level string is made one here)."""
 
     __slots__ = ("next_edges", "__weakref__", "_out_meta", "_retained")
 
-    name = "Node"
+    name = NodeName("Node")
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        n = cls.__dict__.get("name")
+        if n.__class__ is str:
+            cls.name = NodeName(n)
     # run even when no gradient reached it (torch's engine runs every node it reaches; a
     # built-in formula turns undefined gradients into undefined ones, which skipping it gives,
     # but a user's Python formula runs: with zeros, or None after set_materialize_grads(False))
