@@ -169,3 +169,94 @@ def test_name_method_on_custom_function_and_in_place_nodes():
     z = x.clone()
     z[0].mul_(3)                                  # a write through a view: CopySlices
     assert z.grad_fn.name().endswith("CopySlices")   # (torch: torch::autograd::CopySlices)
+
+
+def test_node_hooks_run_in_torch_order_and_remove():
+    x, w = _x(), _x()
+    a = x * w
+    y = (a * 2).sum()
+    log = []
+    h1 = a.grad_fn.register_prehook(lambda go: log.append(("pre", [g.tolist() for g in go])))
+    h2 = a.grad_fn.register_hook(
+        lambda gi, go: log.append(("post", [g.tolist() for g in gi], [g.tolist() for g in go])))
+    a.register_hook(lambda g: (log.append(("tensor", g.tolist())), g * 10)[1])
+    a.retain_grad()
+    y.backward(retain_graph=True)
+    assert log == [("tensor", [2.0, 2.0]), ("pre", [[20.0, 20.0]]),
+                   ("post", [[20.0, 40.0], [20.0, 40.0]], [[20.0, 20.0]])]
+    assert x.grad.tolist() == [20.0, 40.0] and a.grad.tolist() == [20.0, 20.0]
+    log.clear()
+    x.grad = None
+    h1.remove()
+    h2.remove()
+    y.backward()
+    assert log == [("tensor", [2.0, 2.0])] and x.grad.tolist() == [20.0, 40.0]
+
+
+def test_node_hooks_replace_gradients():
+    x, w = _x(), _x()
+    a = x * w
+    y = (a * 2).sum()
+    a.grad_fn.register_prehook(lambda go: (go[0] * 3,))
+    a.grad_fn.register_hook(lambda gi, go: (gi[0] + 100, None))   # None drops w's gradient
+    y.backward()
+    assert x.grad.tolist() == [106.0, 112.0] and w.grad is None
+    x = _x()
+    y = (x * 2).sum()
+    y.grad_fn.register_prehook(lambda go: (go[0] * 4,))            # the root's node
+    y.backward()
+    assert x.grad.tolist() == [8.0, 8.0]
+
+
+def test_node_hook_results_are_checked():
+    x, w = _x(), _x()
+    a = x * w
+    a.grad_fn.register_hook(lambda gi, go: (gi[0], gi[0], gi[0]))
+    with pytest.raises(RuntimeError, match="incorrect number of values"):
+        a.sum().backward()
+    x = _x()
+    a = x * w
+    a.grad_fn.register_prehook(lambda go: 5)
+    with pytest.raises(TypeError, match="expected tuple"):
+        a.sum().backward()
+
+
+def test_node_hooks_with_grad_inputs_and_leaf_and_custom_nodes():
+    x = _x()
+    a = x.exp()
+    log = []
+    a.grad_fn.register_hook(lambda gi, go: log.append("post"))
+    a.grad_fn.register_prehook(lambda go: log.append("pre"))
+    tp.autograd.grad(a.sum(), [x])
+    assert log == ["pre", "post"]
+    log.clear()
+    tp.autograd.grad(x.exp().sum(), [x])          # another graph: its nodes have no hooks
+    x = _x()
+    a = x.exp()
+    a.grad_fn.register_hook(lambda gi, go: log.append("post"))
+    a.grad_fn.register_prehook(lambda go: log.append("pre"))
+    tp.autograd.grad(a.sum(), [a])                # a's node is not run: its hooks neither
+    assert log == []
+    x = _x()
+    y = (x * 2).sum()
+    acc = y.grad_fn.next_functions[0][0].next_functions[0][0]
+    acc.register_prehook(lambda go: log.append(("accpre", [g.tolist() for g in go])))
+    acc.register_hook(lambda gi, go: log.append(("accpost", len(gi), [g.tolist() for g in go])))
+    y.backward()
+    assert log == [("accpre", [[2.0, 2.0]]), ("accpost", 0, [[2.0, 2.0]])]
+    assert x.grad.tolist() == [2.0, 2.0]
+
+    class Twice(tp.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = _x()
+    y = Twice.apply(x)
+    y.grad_fn.register_hook(lambda gi, go: (gi[0] * 0 + 7,))
+    y.sum().backward()
+    assert x.grad.tolist() == [7.0, 7.0]

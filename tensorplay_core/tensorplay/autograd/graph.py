@@ -58,6 +58,19 @@ class Node:
     def name_(self):
         return self.name
 
+    def register_prehook(self, hook):
+        """torch's ``Node.register_prehook``: ``hook(grad_outputs)`` runs before the node
+        computes its gradients (after the output tensors' hooks and ``retain_grad``) and may
+        return a tuple of replacement ``grad_outputs``. Returns a handle with ``remove()``.
+        Nodes without hooks pay nothing (the engine's existing ``_retained`` test)."""
+        return _NodeHookHandle(_node_hooks(self).pre, hook)
+
+    def register_hook(self, hook):
+        """torch's ``Node.register_hook``: ``hook(grad_inputs, grad_outputs)`` runs after the
+        node computed its gradients and may return a tuple of replacement ``grad_inputs``.
+        Returns a handle with ``remove()``."""
+        return _NodeHookHandle(_node_hooks(self).post, hook)
+
     def release(self):
         """Free what the node saved for backward (the engine calls it unless the graph is
         retained); nothing to free by default."""
@@ -78,14 +91,15 @@ class LeafHooks(list):
     the sum). True when either has one, so the node's one ``if self.hooks`` test sends a hooked
     leaf to ``apply`` and a leaf without hooks pays nothing for them."""
 
-    __slots__ = ("post",)
+    __slots__ = ("post", "node")
 
     def __init__(self):
         super().__init__()
         self.post = []
+        self.node = None    # the node's own hooks (register_prehook/register_hook), a NodeHooks
 
     def __bool__(self):
-        return list.__len__(self) > 0 or len(self.post) > 0
+        return list.__len__(self) > 0 or len(self.post) > 0 or self.node is not None
 
 
 class AccumulateGrad(Node):
@@ -108,9 +122,17 @@ class AccumulateGrad(Node):
         hooks = self.hooks
         if hooks:
             g = run_hooks(hooks, g)
+            nh = hooks.node
+            if nh is not None and nh.pre:
+                (g,) = run_node_prehooks(nh.pre, (g,))
+            if g is not None:
+                accumulate_into(v, g)
+            if hooks.post:
+                run_post_hooks(hooks.post, v)
+            if nh is not None and nh.post:
+                run_node_posthooks(nh.post, (), (g,))
+            return ()
         accumulate_into(v, g)
-        if hooks and hooks.post:
-            run_post_hooks(hooks.post, v)
         return ()
 
     def accumulate(self, g, owned=False):
@@ -399,9 +421,7 @@ def backward_root(node, nr, g, keep_graph=False):
                                                            for i in range(len(m)))
         del g
         with _GRAD_OFF:
-            if ret is not None:
-                grads = _keep_retained(ret, grads)
-            in_grads = node.apply(grads)
+            in_grads = node.apply(grads) if ret is None else _apply_hooked(node, ret, grads)
             grads = None
             if not keep_graph:
                 node.release()
@@ -536,9 +556,8 @@ def _walk(ready, pending, deps, keep_graph, create_graph):
                         n_all = n_out
                     grads = tuple(slot.get(i) for i in range(n_all))
                 slot = None
-                if retained is not None:
-                    grads = _keep_retained(retained, grads)
-                in_grads = node.apply(grads)
+                in_grads = node.apply(grads) if retained is None else \
+                    _apply_hooked(node, retained, grads)
                 grads = None
                 if not keep_graph:
                     node.release()
@@ -666,14 +685,13 @@ def run_backward(roots, grad_roots, *, keep_graph=False, create_graph=False, inp
                     node.accumulate(g, owned)
                     g = None
                 continue
-            if retained is not None:
-                grads = _keep_retained(retained, grads)
             for g in grads:
-                if g is not None:
-                    in_grads = node.apply(grads)
+                if g is not None or node.always_run:
+                    in_grads = node.apply(grads) if retained is None else \
+                        _apply_hooked(node, retained, grads)
                     break
             else:
-                in_grads = node.apply(grads) if node.always_run else (None,) * len(node.next_edges)
+                in_grads = (None,) * len(node.next_edges)
             if not keep_graph:
                 _release(node)
             for e, g in zip(node.next_edges, in_grads):
@@ -840,8 +858,8 @@ def _keep_retained(retained, grads):
     """Run the output hooks (``Tensor.register_hook``) on the gradients reaching a node, then
     ``Tensor.retain_grad``'s accumulation into non-leaf ``.grad``; returns the gradients."""
     for nr, entry in list(retained.items()):
-        if nr >= len(grads) or grads[nr] is None:
-            continue
+        if nr is None or nr >= len(grads) or grads[nr] is None:
+            continue    # (None: the node's own hooks, NodeHooks; _apply_hooked runs them)
         if entry.hooks:
             g = run_hooks(entry.hooks, grads[nr])
             grads = grads[:nr] + (g,) + grads[nr + 1:]
@@ -855,6 +873,101 @@ def _keep_retained(retained, grads):
             g = g.to(t.raw_dtype)
         t.grad = g.clone() if t.grad is None else t.grad + g
     return grads
+
+
+class NodeHooks:
+    """A node's own hooks (``Node.register_prehook`` / ``register_hook``): ``pre`` run on its
+    gradients before it computes, ``post`` after. Kept in the node's ``_retained`` dict under
+    key ``None`` (a leaf's AccumulateGrad: in its ``LeafHooks.node``)."""
+
+    __slots__ = ("pre", "post")
+
+    def __init__(self):
+        self.pre = []
+        self.post = []
+
+
+class _NodeHookHandle:
+    """A node hook's handle: ``remove()`` unregisters it (idempotent)."""
+
+    __slots__ = ("_hooks", "_fn")
+
+    def __init__(self, hooks, fn):
+        if not callable(fn):
+            raise TypeError(f"register_hook/register_prehook: expected a callable hook, got "
+                            f"{type(fn).__name__}")
+        hooks.append(fn)
+        self._hooks, self._fn = hooks, fn
+
+    def remove(self) -> None:
+        if self._fn in self._hooks:
+            self._hooks.remove(self._fn)
+
+
+def _node_hooks(node) -> NodeHooks:
+    """The node's ``NodeHooks`` (made on first use)."""
+    if node.__class__ is AccumulateGrad:
+        if node.hooks is None:
+            node.hooks = LeafHooks()
+        if node.hooks.node is None:
+            node.hooks.node = NodeHooks()
+        return node.hooks.node
+    if getattr(node, "_retained", None) is None:
+        node._retained = {}
+    h = node._retained.get(None)
+    if h is None:
+        h = node._retained[None] = NodeHooks()
+    return h
+
+
+def _apply_hooked(node, retained, grads):
+    """``node.apply(grads)`` for a node with output hooks or hooks of its own, in torch's order:
+    the output tensors' hooks and ``retain_grad`` store, the node's pre-hooks, the node, its
+    post-hooks."""
+    grads = _keep_retained(retained, grads)
+    nh = retained.get(None)
+    if nh is None:
+        return node.apply(grads)
+    if nh.pre:
+        grads = run_node_prehooks(nh.pre, grads)
+    in_grads = node.apply(grads)
+    if nh.post:
+        in_grads = run_node_posthooks(nh.post, tuple(in_grads), grads)
+    return in_grads
+
+
+def _hook_result(fn, r, old):
+    """A node hook's result ``r`` checked against the values ``old`` it may replace (torch's
+    checks and words); ``old`` when ``r`` is None."""
+    if r is None:
+        return old
+    name = getattr(fn, "__name__", None)
+    name = name if isinstance(name, str) else "<unknown>"
+    if not isinstance(r, tuple):
+        raise TypeError(f"expected tuple, but hook returned '{type(r).__name__}'")
+    if len(r) != len(old):
+        raise RuntimeError(f"hook '{name}' has returned an incorrect number of values (got "
+                           f"{len(r)}, but expected {len(old)})")
+    for v, o in zip(r, old):
+        if v is not None and not isinstance(v, TensorBase):
+            raise TypeError(f"expected Variable or None (got {type(v).__name__})")
+        if v is not None and o is None:
+            raise RuntimeError("can't replace a None gradient with a non-None value")
+    return r
+
+
+def run_node_prehooks(hooks, grads):
+    """``grads`` (a node's gradient outputs) through its pre-hooks in order."""
+    for fn in list(hooks):
+        grads = _hook_result(fn, fn(grads), grads)
+    return grads
+
+
+def run_node_posthooks(hooks, in_grads, grads):
+    """A node's computed ``in_grads`` through its post-hooks ``fn(in_grads, grads)`` in order."""
+    for fn in list(hooks):
+        in_grads = _hook_result(fn, fn(in_grads, grads), in_grads)
+    return in_grads
 
 
 def _release(node):
