@@ -260,3 +260,19 @@ def test_node_hooks_with_grad_inputs_and_leaf_and_custom_nodes():
     y.grad_fn.register_hook(lambda gi, go: (gi[0] * 0 + 7,))
     y.sum().backward()
     assert x.grad.tolist() == [7.0, 7.0]
+
+
+def test_grad_leaves_a_branch_it_does_not_run_intact():
+    x, w = _x(), tp.tensor([3.0, 4.0], requires_grad=True)
+    b = x.exp()
+    tp.autograd.grad((x * w).sum() + b.sum(), [w])   # b's node is not run, so not freed
+    b.sum().backward()
+    assert x.grad.allclose(x.detach().exp())
+
+
+def test_grad_through_a_deep_chain():
+    x = tp.tensor([1.0], requires_grad=True)
+    y = x
+    for _ in range(5000):
+        y = y * 1.0
+    assert tp.autograd.grad(y.sum(), [x])[0].tolist() == [1.0]
