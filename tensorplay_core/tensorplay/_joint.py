@@ -53,7 +53,7 @@ from ._tensor import Tensor
 from ._schema import NO_DEFAULT
 from ._tensor_base import set_history
 from .autograd import grad_mode as _gm
-from .autograd.graph import edge_of
+from .autograd.graph import NodeName, edge_of
 from .autograd.function import (
     Function,
     FunctionCtx,
@@ -65,7 +65,7 @@ from .autograd.function import (
 
 __all__ = ["Joint", "JointPlan", "unsupported"]
 
-NODE_NAME = "CompiledFunctionBackward"
+NODE_NAME = NodeName("CompiledFunctionBackward")   # (grad_fn.name() callable, as torch)
 _new = object.__new__
 # fuse the elementwise chains of the generated forward / backward (``_fusion``) that have at
 # least FUSE_MIN_NODES ops: on the cpu plugin a chain of two small ops (bias add + relu,

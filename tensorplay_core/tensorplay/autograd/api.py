@@ -108,31 +108,38 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         if not ins:
             raise RuntimeError("backward: inputs must not be empty (pass None to accumulate "
                                "into every leaf)")
-        gs = run_backward(roots, grads, keep_graph=keep, create_graph=create_graph, inputs=ins,
-                          allow_unused=True)
-        from . import grad_mode
-        from .graph import accumulate_into, post_accumulate
-        # each named tensor's .grad as its AccumulateGrad would leave it (an owned copy first,
-        # then in place; out of place and recorded with create_graph): never the caller's
-        # gradient tensor itself, which a later backward would then write into
-        with grad_mode.set_grad_enabled(create_graph):
-            for t, g in zip(ins, gs):
-                if g is not None:
-                    accumulate_into(t, g)
-                    post_accumulate(t)     # (as its AccumulateGrad node would)
+        for i, t in enumerate(ins):
+            if not t.requires_grad:
+                raise RuntimeError(f"backward: inputs[{i}] does not require grad (torch: One of "
+                                   f"the differentiated Tensors does not require grad)")
+            if t.grad_fn is not None:
+                t.retain_grad()   # torch's: a non-leaf input's .grad is its retained gradient
+        # only the nodes on a path to the inputs run, the inputs' own included: a leaf's
+        # AccumulateGrad (hooks, .grad, post-accumulate hooks), a non-leaf's grad_fn (hooks,
+        # retain_grad's store), as torch's engine does
+        run_backward(roots, grads, keep_graph=keep, create_graph=create_graph, inputs=ins,
+                     accumulate_inputs=True)
         return None
     run_backward(roots, grads, keep_graph=keep, create_graph=create_graph)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         allow_unused=False):
+         allow_unused=None, materialize_grads=False):
     """Return d(outputs)/d(inputs) without touching ``.grad`` (same as ``torch.autograd.grad``).
 
     Returns a tuple with one gradient per input; ``None`` for unused inputs when
     ``allow_unused=True``, otherwise an unused input raises ``RuntimeError``. ``outputs`` and
     ``inputs`` must be a Tensor or a sequence of Tensors, ``grad_outputs`` ``None``, a Tensor
     or a sequence of Tensors/None: ``TypeError`` naming the argument otherwise (torch's rule).
+    ``materialize_grads=True``: zeros instead of None for unused inputs (``allow_unused``
+    defaults to it; ``allow_unused=False`` with it is torch's ValueError). Only the nodes on a
+    path to ``inputs`` run; an input's tensor hooks run on the gradient ``grad`` returns.
     """
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when "
+                         "materialize_grads=True, but got: allow_unused=False.")
+    if allow_unused is None:
+        allow_unused = materialize_grads
     outs = _tensors_arg(outputs, "autograd.grad", "outputs")
     ins = _tensors_arg(inputs, "autograd.grad", "inputs")
     if not ins:
@@ -140,5 +147,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                            "non-empty inputs)")
     roots, grads = _roots(outs, grad_outputs, "autograd.grad", "grad_outputs")
     keep = create_graph if retain_graph is None else retain_graph
-    return run_backward(roots, grads, keep_graph=keep, create_graph=create_graph, inputs=ins,
-                        allow_unused=allow_unused)
+    res = run_backward(roots, grads, keep_graph=keep, create_graph=create_graph, inputs=ins,
+                       allow_unused=allow_unused)
+    if materialize_grads and None in res:
+        from .. import _factories
+        res = tuple(g if g is not None else
+                    _factories.zeros_like(t, requires_grad=bool(create_graph))
+                    for g, t in zip(res, ins))
+    return res

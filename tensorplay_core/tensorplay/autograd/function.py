@@ -27,7 +27,7 @@ from .._tensor_base import TensorBase, instance_class, live_views, made_in_no_gr
     set_grad_fn, set_history, set_history_source, set_requires_grad, set_view_version
 from . import grad_mode as _gm
 from .graph import AccumulateGrad as _AccumulateGrad
-from .graph import Node, edge_of, edge_of_source, move_retained_grad
+from .graph import Node, NodeName, edge_of, edge_of_source, move_retained_grad, node_name
 
 
 _FREED_MSG = (
@@ -193,7 +193,7 @@ class FunctionNode(Node):
     __slots__ = ("fn", "ctx", "structure", "name")
 
     def __init__(self, name, fn, ctx, edges, structure, out_meta):
-        self.name = name
+        self.name = name if name.__class__ is NodeName else NodeName(name)
         self.fn = fn
         self.ctx = ctx
         self.next_edges = edges
@@ -531,7 +531,7 @@ class AutogradInfo:
     __slots__ = ("name", "op_name", "backward", "setup", "node")
 
     def __init__(self, name, op_name, backward, setup, node=None):
-        self.name = name
+        self.name = node_name(name)   # (the nodes made per call take it as is)
         self.op_name = op_name
         self.backward = backward
         self.setup = setup
@@ -685,7 +685,7 @@ class NoFormulaBackward(Node):
     into a fresh tensor). Its gradient is unknown, so backward through it raises, as torch does
     for an op with no autograd kernel."""
 
-    __slots__ = ("name", "op_name")
+    __slots__ = ("_name", "op_name")
 
     def __init__(self, op_name, edges, out_meta):
         self.op_name = op_name
@@ -693,6 +693,16 @@ class NoFormulaBackward(Node):
         self.next_edges = edges
         self._out_meta = out_meta
         self._retained = None
+
+    # (a rare node: its name set through a property, so a subclass's ``self.name = "..."``
+    # is a NodeName too)
+    @property
+    def name(self):
+        return self._name
+
+    @name.setter
+    def name(self, value):
+        self._name = node_name(value)
 
     def apply(self, grads):
         which = ", ".join(str(i) for i, g in enumerate(grads) if g is not None)

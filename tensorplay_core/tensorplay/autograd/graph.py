@@ -17,13 +17,36 @@ from .._backend import _CONTIG_CACHE
 from .._tensor_base import TensorBase, instance_class, set_accumulator
 
 
+class NodeName(str):
+    """A graph node's name: the string itself (``node.name == "MulBackward"``, f-strings, as the
+    library reads it) and, called, torch's ``Node.name()`` method (``grad_fn.name()`` gives it as
+    a plain ``str``). Made once per op or node class, never per node."""
+
+    __slots__ = ()
+
+    def __call__(self) -> str:
+        return str.__str__(self)
+
+
+def node_name(name):
+    """``name`` as a ``NodeName`` (as is when it is one)."""
+    return name if name.__class__ is NodeName else NodeName(name)
+
+
 class Node:
     """A backward function. ``next_edges[i]`` is ``(node, nr)`` or ``None`` for input ``i``;
-    ``apply(grads)`` maps output gradients (one per forward output) to input gradients."""
+    ``apply(grads)`` maps output gradients (one per forward output) to input gradients.
+    ``name``: a ``NodeName`` (a subclass's class-level string is made one here)."""
 
     __slots__ = ("next_edges", "__weakref__", "_out_meta", "_retained")
 
-    name = "Node"
+    name = NodeName("Node")
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        n = cls.__dict__.get("name")
+        if n.__class__ is str:
+            cls.name = NodeName(n)
     # run even when no gradient reached it (torch's engine runs every node it reaches; a
     # built-in formula turns undefined gradients into undefined ones, which skipping it gives,
     # but a user's Python formula runs: with zeros, or None after set_materialize_grads(False))
@@ -34,6 +57,19 @@ class Node:
 
     def name_(self):
         return self.name
+
+    def register_prehook(self, hook):
+        """torch's ``Node.register_prehook``: ``hook(grad_outputs)`` runs before the node
+        computes its gradients (after the output tensors' hooks and ``retain_grad``) and may
+        return a tuple of replacement ``grad_outputs``. Returns a handle with ``remove()``.
+        Nodes without hooks pay nothing (the engine's existing ``_retained`` test)."""
+        return _NodeHookHandle(_node_hooks(self).pre, hook)
+
+    def register_hook(self, hook):
+        """torch's ``Node.register_hook``: ``hook(grad_inputs, grad_outputs)`` runs after the
+        node computed its gradients and may return a tuple of replacement ``grad_inputs``.
+        Returns a handle with ``remove()``."""
+        return _NodeHookHandle(_node_hooks(self).post, hook)
 
     def release(self):
         """Free what the node saved for backward (the engine calls it unless the graph is
@@ -55,14 +91,15 @@ class LeafHooks(list):
     the sum). True when either has one, so the node's one ``if self.hooks`` test sends a hooked
     leaf to ``apply`` and a leaf without hooks pays nothing for them."""
 
-    __slots__ = ("post",)
+    __slots__ = ("post", "node")
 
     def __init__(self):
         super().__init__()
         self.post = []
+        self.node = None    # the node's own hooks (register_prehook/register_hook), a NodeHooks
 
     def __bool__(self):
-        return list.__len__(self) > 0 or len(self.post) > 0
+        return list.__len__(self) > 0 or len(self.post) > 0 or self.node is not None
 
 
 class AccumulateGrad(Node):
@@ -85,9 +122,17 @@ class AccumulateGrad(Node):
         hooks = self.hooks
         if hooks:
             g = run_hooks(hooks, g)
+            nh = hooks.node
+            if nh is not None and nh.pre:
+                (g,) = run_node_prehooks(nh.pre, (g,))
+            if g is not None:
+                accumulate_into(v, g)
+            if hooks.post:
+                run_post_hooks(hooks.post, v)
+            if nh is not None and nh.post:
+                run_node_posthooks(nh.post, (), (g,))
+            return ()
         accumulate_into(v, g)
-        if hooks and hooks.post:
-            run_post_hooks(hooks.post, v)
         return ()
 
     def accumulate(self, g, owned=False):
@@ -376,9 +421,7 @@ def backward_root(node, nr, g, keep_graph=False):
                                                            for i in range(len(m)))
         del g
         with _GRAD_OFF:
-            if ret is not None:
-                grads = _keep_retained(ret, grads)
-            in_grads = node.apply(grads)
+            in_grads = node.apply(grads) if ret is None else _apply_hooked(node, ret, grads)
             grads = None
             if not keep_graph:
                 node.release()
@@ -513,9 +556,8 @@ def _walk(ready, pending, deps, keep_graph, create_graph):
                         n_all = n_out
                     grads = tuple(slot.get(i) for i in range(n_all))
                 slot = None
-                if retained is not None:
-                    grads = _keep_retained(retained, grads)
-                in_grads = node.apply(grads)
+                in_grads = node.apply(grads) if retained is None else \
+                    _apply_hooked(node, retained, grads)
                 grads = None
                 if not keep_graph:
                     node.release()
@@ -551,25 +593,22 @@ def _walk(ready, pending, deps, keep_graph, create_graph):
 
 
 def run_backward(roots, grad_roots, *, keep_graph=False, create_graph=False, inputs=None,
-                 allow_unused=False, accumulate=True):
+                 allow_unused=False, accumulate_inputs=False):
     """Core engine. ``roots``: list of edges ``(node, nr)``; ``grad_roots``: their gradients.
 
-    With ``inputs`` (a list of tensors), returns their gradients instead of accumulating into
-    leaves (``autograd.grad``); otherwise accumulates into ``.grad`` of every reachable leaf.
-    """
-    Tensor = TensorBase
-
+    Without ``inputs``: accumulates into ``.grad`` of every reachable leaf (``backward()``).
+    With ``inputs`` (a list of tensors) only the nodes on a path from the roots to the inputs'
+    nodes run, as torch's engine (``_reach``): a branch that leads elsewhere runs neither its
+    formula nor its hooks. ``accumulate_inputs`` (``backward(inputs=...)``): the inputs' own
+    nodes run too -- a leaf's AccumulateGrad (its hooks, ``.grad``, its post-accumulate hooks),
+    a non-leaf's ``grad_fn`` (its hooks and ``retain_grad`` store: the caller retains its grad);
+    returns None. Otherwise (``autograd.grad``) returns the inputs' gradients, each captured
+    where it reaches the input's node: after that node's tensor hooks and ``retain_grad`` store
+    when the node is not needed to reach another input (the node itself does not run), before
+    them when it is (torch's rule: the hooks then run with the node)."""
     capture = {}
-    if inputs is not None:
-        targets = {}
-        for i, t in enumerate(inputs):
-            if not isinstance(t, Tensor) or not t.requires_grad:
-                raise RuntimeError(f"autograd.grad: input {i} does not require grad")
-            e = edge_of(t)
-            targets.setdefault((id(e[0]), e[1]), []).append(i)
     root_nodes = [e[0] for e in roots if e is not None]
     deps = _topo(root_nodes)
-    # pending[node] = list of grads per output index
     pending: dict = {}
     for e, g in zip(roots, grad_roots):
         if e is None:
@@ -580,30 +619,33 @@ def run_backward(roots, grad_roots, *, keep_graph=False, create_graph=False, inp
         ready = root_nodes if deps.get(root_nodes[0], 0) == 0 else []
     else:
         ready = [n for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0]
-    if inputs is None and accumulate:
+    if inputs is None:
         grad_roots = g = slot = None   # only pending holds the root gradients now
         with (_GRAD_OFF if not create_graph else _gm.set_grad_enabled(True)):
             _walk(ready, pending, deps, keep_graph, create_graph)
         return None
+    targets: dict = {}   # id(node) -> {output nr: [input indexes]}
+    target_nodes = []
+    for i, t in enumerate(inputs):
+        if not isinstance(t, TensorBase) or not t.requires_grad:
+            raise RuntimeError(f"autograd.grad: input {i} does not require grad")
+        e = edge_of(t)
+        by_nr = targets.get(id(e[0]))
+        if by_nr is None:
+            by_nr = targets[id(e[0])] = {}
+            target_nodes.append(e[0])
+        by_nr.setdefault(e[1], []).append(i)
+    reach = _reach(root_nodes, set(target_nodes))
+    # torch runs a lone root's node even when no input lies below it (its hooks run)
+    lone_root = root_nodes[0] if len(roots) == 1 and root_nodes else None
+    if lone_root is not None:
+        reach[lone_root] = True
+    ready = [n for n in ready if reach.get(n)]
     with (_GRAD_OFF if not create_graph else _gm.set_grad_enabled(True)):
         while ready:
             node = ready.pop()
             slot = pending.pop(node, {})
-            if inputs is not None:
-                for nr, g in slot.items():
-                    for i in targets.get((id(node), nr), ()):
-                        capture[i] = g if i not in capture else capture[i] + g
-                if isinstance(node, AccumulateGrad):
-                    continue
-            if isinstance(node, AccumulateGrad):
-                if accumulate:
-                    g = slot.pop(0, None)
-                    # only this frame holds g (local + call argument): the leaf may own it as is
-                    # instead of a copy (torch's AccumulateGrad "steals" such gradients too)
-                    owned = not create_graph and g is not None and _getrefcount(g) <= 2
-                    node.accumulate(g, owned)
-                    del g
-                continue
+            is_ag = node.__class__ is AccumulateGrad
             m = getattr(node, "_out_meta", None)   # the node's number of outputs
             n_all = len(m) if m else 1
             if slot:
@@ -611,21 +653,53 @@ def run_backward(roots, grad_roots, *, keep_graph=False, create_graph=False, inp
                 if n_out > n_all:  # noqa: PLR1730 - no max() call per node
                     n_all = n_out
             grads = (slot.get(0),) if n_all == 1 else tuple(slot.get(i) for i in range(n_all))
-            retained = getattr(node, "_retained", None)
-            if retained is not None:
-                grads = _keep_retained(retained, grads)
+            slot = None
+            retained = None if is_ag else getattr(node, "_retained", None)
+            by_nr = targets.get(id(node)) if not accumulate_inputs else None
+            if by_nr is not None:
+                # autograd.grad's input: needed to reach another input (or the lone root, run
+                # as torch runs it) -- capture before the node's hooks, which run with it;
+                # else run the tensor hooks and retain_grad's store, capture, and stop here
+                needed = node is lone_root or (not is_ag and any(
+                    e is not None and reach.get(e[0]) for e in node.next_edges))
+                if not needed:
+                    if is_ag:
+                        hooks = node.hooks
+                        if hooks and grads[0] is not None:
+                            grads = (run_hooks(hooks, grads[0]),)
+                    elif retained is not None:
+                        grads = _keep_retained(retained, grads)
+                for nr, idx in by_nr.items():
+                    g = grads[nr] if nr < len(grads) else None
+                    if g is not None:
+                        for i in idx:
+                            capture[i] = g if i not in capture else capture[i] + g
+                if not needed:
+                    continue
+            if is_ag:
+                if accumulate_inputs and grads[0] is not None:
+                    g = grads[0]
+                    grads = None
+                    # only this frame holds g (local + call argument): the leaf may own it
+                    owned = not create_graph and _getrefcount(g) <= 2
+                    node.accumulate(g, owned)
+                    g = None
+                continue
             for g in grads:
-                if g is not None:
-                    in_grads = node.apply(grads)
+                if g is not None or node.always_run:
+                    in_grads = node.apply(grads) if retained is None else \
+                        _apply_hooked(node, retained, grads)
                     break
             else:
-                in_grads = node.apply(grads) if node.always_run else (None,) * len(node.next_edges)
+                in_grads = (None,) * len(node.next_edges)
             if not keep_graph:
                 _release(node)
             for e, g in zip(node.next_edges, in_grads):
                 if e is None:
                     continue
                 nxt, nr = e
+                if not reach.get(nxt):
+                    continue    # leads to no input: never runs (torch's engine skips it)
                 if g is not None:
                     s = pending.setdefault(nxt, {})
                     s[nr] = g if nr not in s else s[nr] + g
@@ -633,22 +707,52 @@ def run_backward(roots, grad_roots, *, keep_graph=False, create_graph=False, inp
                 if deps[nxt] == 0:
                     ready.append(nxt)
             in_grads = g = grads = None   # the pending slots hold the gradients now
-    if inputs is not None:
-        out = []
-        for i, t in enumerate(inputs):
-            g = capture.get(i)
-            if g is None and not allow_unused:
-                raise RuntimeError(
-                    f"autograd.grad: input {i} was not used in the graph; pass allow_unused=True "
-                    f"to get None for it")
-            if g is not None:
-                if g.raw_dtype is not t.raw_dtype:
-                    g = g.to(t.raw_dtype)   # a formula's gradient takes its input's dtype (torch)
-                if not create_graph:
-                    g = g.detach()
-            out.append(g)
-        return tuple(out)
-    return None
+    if accumulate_inputs:
+        return None
+    out = []
+    for i, t in enumerate(inputs):
+        g = capture.get(i)
+        if g is None and not allow_unused:
+            raise RuntimeError(
+                f"autograd.grad: input {i} was not used in the graph; pass allow_unused=True "
+                f"to get None for it")
+        if g is not None:
+            if g.raw_dtype is not t.raw_dtype:
+                g = g.to(t.raw_dtype)   # a formula's gradient takes its input's dtype (torch)
+            if not create_graph:
+                g = g.detach()
+        out.append(g)
+    return tuple(out)
+
+
+def _reach(roots, targets) -> dict:
+    """For each node reachable from ``roots``: True when it is one of ``targets`` or one of them
+    lies below it (torch's ``exec_info``: the nodes the engine runs for ``inputs``). Iterative
+    depth-first walk, each node once (a deep graph does not hit the recursion limit)."""
+    reach: dict = {}
+    for r in roots:
+        if r in reach:
+            continue
+        reach[r] = r in targets
+        stack = [(r, iter(r.next_edges))]
+        while stack:
+            node, it = stack[-1]
+            for e in it:
+                if e is None:
+                    continue
+                nxt = e[0]
+                seen = reach.get(nxt)
+                if seen is None:
+                    reach[nxt] = nxt in targets
+                    stack.append((nxt, iter(nxt.next_edges)))
+                    break
+                if seen:
+                    reach[node] = True
+            else:
+                stack.pop()
+                if stack and reach[node]:
+                    reach[stack[-1][0]] = True
+    return reach
 
 
 class OutputHooks:
@@ -754,19 +858,116 @@ def _keep_retained(retained, grads):
     """Run the output hooks (``Tensor.register_hook``) on the gradients reaching a node, then
     ``Tensor.retain_grad``'s accumulation into non-leaf ``.grad``; returns the gradients."""
     for nr, entry in list(retained.items()):
-        if nr >= len(grads) or grads[nr] is None:
-            continue
+        if nr is None or nr >= len(grads) or grads[nr] is None:
+            continue    # (None: the node's own hooks, NodeHooks; _apply_hooked runs them)
         if entry.hooks:
             g = run_hooks(entry.hooks, grads[nr])
             grads = grads[:nr] + (g,) + grads[nr + 1:]
         t = entry.ref() if entry.ref is not None else None
         if t is None or t.raw_grad_fn is None:
             continue
-        g = grads[nr].detach()
+        # with create_graph (grad mode on) .grad keeps the gradient's history, as torch's
+        # retain_grad hook (a backward through it gives the second derivative)
+        g = grads[nr] if _gm.is_grad_enabled() else grads[nr].detach()
         if g.raw_dtype is not t.raw_dtype:
             g = g.to(t.raw_dtype)
         t.grad = g.clone() if t.grad is None else t.grad + g
     return grads
+
+
+class NodeHooks:
+    """A node's own hooks (``Node.register_prehook`` / ``register_hook``): ``pre`` run on its
+    gradients before it computes, ``post`` after. Kept in the node's ``_retained`` dict under
+    key ``None`` (a leaf's AccumulateGrad: in its ``LeafHooks.node``)."""
+
+    __slots__ = ("pre", "post")
+
+    def __init__(self):
+        self.pre = []
+        self.post = []
+
+
+class _NodeHookHandle:
+    """A node hook's handle: ``remove()`` unregisters it (idempotent)."""
+
+    __slots__ = ("_hooks", "_fn")
+
+    def __init__(self, hooks, fn):
+        if not callable(fn):
+            raise TypeError(f"register_hook/register_prehook: expected a callable hook, got "
+                            f"{type(fn).__name__}")
+        hooks.append(fn)
+        self._hooks, self._fn = hooks, fn
+
+    def remove(self) -> None:
+        if self._fn in self._hooks:
+            self._hooks.remove(self._fn)
+
+
+def _node_hooks(node) -> NodeHooks:
+    """The node's ``NodeHooks`` (made on first use)."""
+    if node.__class__ is AccumulateGrad:
+        if node.hooks is None:
+            node.hooks = LeafHooks()
+        if node.hooks.node is None:
+            node.hooks.node = NodeHooks()
+        return node.hooks.node
+    if getattr(node, "_retained", None) is None:
+        node._retained = {}
+    h = node._retained.get(None)
+    if h is None:
+        h = node._retained[None] = NodeHooks()
+    return h
+
+
+def _apply_hooked(node, retained, grads):
+    """``node.apply(grads)`` for a node with output hooks or hooks of its own, in torch's order:
+    the output tensors' hooks and ``retain_grad`` store, the node's pre-hooks, the node, its
+    post-hooks."""
+    grads = _keep_retained(retained, grads)
+    nh = retained.get(None)
+    if nh is None:
+        return node.apply(grads)
+    if nh.pre:
+        grads = run_node_prehooks(nh.pre, grads)
+    in_grads = node.apply(grads)
+    if nh.post:
+        in_grads = run_node_posthooks(nh.post, tuple(in_grads), grads)
+    return in_grads
+
+
+def _hook_result(fn, r, old):
+    """A node hook's result ``r`` checked against the values ``old`` it may replace (torch's
+    checks and words); ``old`` when ``r`` is None."""
+    if r is None:
+        return old
+    name = getattr(fn, "__name__", None)
+    name = name if isinstance(name, str) else "<unknown>"
+    if not isinstance(r, tuple):
+        raise TypeError(f"expected tuple, but hook returned '{type(r).__name__}'")
+    if len(r) != len(old):
+        raise RuntimeError(f"hook '{name}' has returned an incorrect number of values (got "
+                           f"{len(r)}, but expected {len(old)})")
+    for v, o in zip(r, old):
+        if v is not None and not isinstance(v, TensorBase):
+            raise TypeError(f"expected Variable or None (got {type(v).__name__})")
+        if v is not None and o is None:
+            raise RuntimeError("can't replace a None gradient with a non-None value")
+    return r
+
+
+def run_node_prehooks(hooks, grads):
+    """``grads`` (a node's gradient outputs) through its pre-hooks in order."""
+    for fn in list(hooks):
+        grads = _hook_result(fn, fn(grads), grads)
+    return grads
+
+
+def run_node_posthooks(hooks, in_grads, grads):
+    """A node's computed ``in_grads`` through its post-hooks ``fn(in_grads, grads)`` in order."""
+    for fn in list(hooks):
+        in_grads = _hook_result(fn, fn(in_grads, grads), in_grads)
+    return in_grads
 
 
 def _release(node):
