@@ -218,3 +218,20 @@ def test_lerp_weight_dtype_rules():
     assert tp.lerp(a, b, tp.tensor(1)).dtype is tp.bfloat16
     a0, b0 = tp.tensor(1.0, dtype=tp.bfloat16), tp.tensor(2.0, dtype=tp.bfloat16)
     assert tp.lerp(a0, b0, tp.tensor(0.3)).dtype is tp.float32   # all 0-dim: promoted
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+def test_cumsum_grad_is_reversed_cumsum(dt):
+    # torch's cumsum_backward: grad.flip(dim).cumsum(dim).flip(dim), the sums at float32 and
+    # each element rounded once (total - cumsum(g) + g rounded three times)
+    x = data(dt, (4, 32), 14)
+    for dim in (1, 0):
+        _, g, (gx,) = grads(lambda a: a.cumsum(dim), dt, x, seed=dim)
+        flip = np.flip(g, dim)
+        same(gx, rnd(np.flip(np.cumsum(flip, dim, dtype=F32), dim), dt))
+    # with dtype=float32: the gradient converted to the input's dtype first
+    xt = T(x, dt, True)
+    g32 = np.random.default_rng(3).standard_normal((4, 32)).astype(F32)
+    (gx,) = tp.autograd.grad(xt.cumsum(1, dtype=tp.float32), [xt], T(g32, tp.float32))
+    g = rnd(g32, dt)
+    same(npy(gx), rnd(np.flip(np.cumsum(np.flip(g, 1), 1, dtype=F32), 1), dt))
