@@ -263,7 +263,14 @@ def _lerp(self, end, weight):
     if end._dtype is not dt:
         raise RuntimeError(f"expected dtype {dt} for `end` but got dtype {end._dtype}")
     if isinstance(weight, Tensor) and weight._dtype is not dt:
-        raise RuntimeError(f"expected dtype {dt} for `weight` but got dtype {weight._dtype}")
+        if weight._shape:
+            raise RuntimeError(f"expected dtype {dt} for `weight` but got dtype {weight._dtype}")
+        # a 0-dim weight takes part like a number (torch's common dtype): converted to the
+        # result's dtype, self's unless self and end are 0-dim too (then promoted together)
+        rt = _dtype.result_type(dt, 2 if self._shape or end._shape else 1, weight._dtype, 1)
+        if rt is not dt:
+            self, end, dt = _O.to_dtype(self, rt), _O.to_dtype(end, rt), rt
+        weight = _O.to_dtype(weight, dt)
     if dt in _LOWP:     # float16/bfloat16: at float32, rounded once (torch's opmath)
         return _opmath.lerp(self, end, weight)
     diff = _O.sub(end, self)

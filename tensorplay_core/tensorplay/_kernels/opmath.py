@@ -21,6 +21,12 @@ there) and rounded to float32, then to the dtype: torch's float32 ``fmadd``. (to
 compute a tail of fewer elements than one vector, and tensors that small, with the dtype's own
 scalar arithmetic instead -- each step rounded; the vectorized path is followed here.)
 
+Gradients whose torch formula is one kernel (derivatives.yaml's ``tanh_backward``,
+``sigmoid_backward``, ``_softmax_backward_data``, ``_log_softmax_backward_data``) are ops here too:
+``_tanh_backward(g, y)``: ``g * (1 - y * y)``; ``_sigmoid_backward(g, y)``: ``g * (1 - y) * y``
+(float16: each step rounded to float16, as torch's Half vectors compute it); the softmax pair:
+``y * (g - sum(g * y))`` and ``g - exp(y) * sum(g)`` along ``dim``, the sums at float32.
+
 Operands of float32/float64 (not reached through ``_ops.opmath``, kept total) compute in their
 own dtype, step by step. Every operand tensor has the result's dtype (the ops' fake rules say so;
 the callers convert first, as torch's TensorIterator casts to the common dtype).
@@ -102,4 +108,39 @@ def bind(c) -> dict:
         base = xp.where(small, a32, b32)
         return fma_to(coeff, d, base, dt)
 
-    return dict(_add_alpha=_add_alpha, _addcmul=_addcmul, _addcdiv=_addcdiv, _lerp=_lerp)
+    # -- gradients whose torch formula is one kernel (``*_backward`` in derivatives.yaml) ------
+    def _tanh_backward(g, y):        # g * (1 - y * y)
+        if not lowp(g):
+            return g * (1 - y * y)
+        y32 = up(y)
+        return (up(g) * (f32(1) - y32 * y32)).astype(g.dtype)
+
+    def _sigmoid_backward(g, y):     # g * (1 - y) * y
+        dt = g.dtype
+        if not lowp(g):
+            return g * (1 - y) * y
+        y32 = up(y)
+        if dt.kind == "f":
+            # float16: torch's kernel computes with Half vectors, each step rounded to float16
+            # (bfloat16's converts to float32); one float16 op of two float16 values is exact
+            # at float32 before its rounding
+            t = (f32(1) - y32).astype(dt).astype(F32)
+            return (((up(g) * t).astype(dt).astype(F32)) * y32).astype(dt)
+        return (up(g) * (f32(1) - y32) * y32).astype(dt)
+
+    def _softmax_backward_data(g, y, dim):        # y * (g - sum(g * y, dim))
+        if not lowp(g):
+            return y * (g - xp.sum(g * y, axis=dim, keepdims=True))
+        g32, y32 = up(g), up(y)
+        return (y32 * (g32 - xp.sum(g32 * y32, axis=dim, keepdims=True))).astype(g.dtype)
+
+    def _log_softmax_backward_data(g, y, dim):    # g - exp(y) * sum(g, dim)
+        if not lowp(g):
+            return g - xp.exp(y) * xp.sum(g, axis=dim, keepdims=True)
+        g32 = up(g)
+        return (g32 - xp.exp(up(y)) * xp.sum(g32, axis=dim, keepdims=True)).astype(g.dtype)
+
+    return dict(_add_alpha=_add_alpha, _addcmul=_addcmul, _addcdiv=_addcdiv, _lerp=_lerp,
+                _tanh_backward=_tanh_backward, _sigmoid_backward=_sigmoid_backward,
+                _softmax_backward_data=_softmax_backward_data,
+                _log_softmax_backward_data=_log_softmax_backward_data)

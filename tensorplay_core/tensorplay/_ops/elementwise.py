@@ -163,12 +163,24 @@ def _div_bw(ctx, g):
     v = ctx.vals
     a, b = v if v is not None else (_val(ctx, 0), _val(ctx, 1))
     ga = _red(O.div(g, b), a)
-    gb = _red(O.neg(O.div(O.mul(g, a), O.mul(b, b))), b) if isinstance(b, _TENSORISH) else None
+    gb = None
+    if isinstance(b, _TENSORISH):
+        if g.raw_dtype in _LOWP:
+            # torch's order (div_tensor_other_backward), each step rounded as its ops do:
+            # -grad * ((self / other) / other)
+            gb = _red(O.mul(O.neg(g), O.div(O.div(a, b), b)), b)
+        else:
+            gb = _red(O.neg(O.div(O.mul(g, a), O.mul(b, b))), b)
     return ga, gb
 
 
 def _rdiv_bw(ctx, g):   # s / a
     a, s = _val(ctx, 0), _val(ctx, 1)
+    if g.raw_dtype in _LOWP and not isinstance(s, _TENSORISH):
+        # torch's ``s / x`` is ``x.reciprocal() * s``: mul's gradient ``grad * s``, then
+        # reciprocal's ``-grad * (result * result)``, each step rounded as torch's ops do
+        r = O.rdiv(a, 1)
+        return _red(O.mul(O.neg(O.mul(g, s)), O.mul(r, r)), a), None
     return _red(O.neg(O.div(O.mul(g, s), O.mul(a, a))), a), None
 
 
@@ -416,10 +428,27 @@ def norm_root(s, p):
     if s.requires_grad:
         return O._norm_root(s, p)
     return O.sqrt(s) if p == 2 else O.pow(s, 1.0 / p)
-defop("tanh" + _U, meta=unary_meta("float"), setup=_save_out,
-      backward=lambda ctx, g: O.mul(g, O.rsub(O.mul(ctx.saved_tensors[0], ctx.saved_tensors[0]), 1.0)))
-defop("sigmoid" + _U, meta=unary_meta("float"), setup=_save_out,
-      backward=lambda ctx, g: O.mul(g, O.mul(ctx.saved_tensors[0], O.rsub(ctx.saved_tensors[0], 1.0))))
+# float16/bfloat16 gradients: torch's one-kernel tanh_backward/sigmoid_backward (_ops/opmath);
+# float32/float64 op by op, as before
+_LOWP = frozenset((_dtype.float16, _dtype.bfloat16))
+
+
+def _tanh_bw(ctx, g):
+    y = ctx.saved_tensors[0]
+    if g.raw_dtype in _LOWP:
+        return O._tanh_backward(g, y)
+    return O.mul(g, O.rsub(O.mul(y, y), 1.0))
+
+
+def _sigmoid_bw(ctx, g):
+    y = ctx.saved_tensors[0]
+    if g.raw_dtype in _LOWP:
+        return O._sigmoid_backward(g, y)
+    return O.mul(g, O.mul(y, O.rsub(y, 1.0)))
+
+
+defop("tanh" + _U, meta=unary_meta("float"), setup=_save_out, backward=_tanh_bw)
+defop("sigmoid" + _U, meta=unary_meta("float"), setup=_save_out, backward=_sigmoid_bw)
 def _relu_bw(g, y):
     # torch's threshold_backward(g, y, 0): g where the output is not <= 0 (NaN passes), else
     # exactly 0, also for an infinite or NaN g (a product with the mask gave NaN there). One
@@ -462,8 +491,14 @@ defop("log2" + _U, meta=_F, setup=_save_in,          # grad / (self * ln 2)
       backward=lambda ctx, g: O.div(g, O.mul(ctx.saved_tensors[0], _LN2)))
 defop("log10" + _U, meta=_F, setup=_save_in,         # grad / (self * ln 10)
       backward=lambda ctx, g: O.div(g, O.mul(ctx.saved_tensors[0], _LN10)))
-defop("exp2" + _U, meta=_F, setup=_save_out,         # grad * result * ln 2
-      backward=lambda ctx, g: O.mul(g, O.mul(ctx.saved_tensors[0], _LN2)))
+def _exp2_bw(ctx, g):   # grad * result * ln 2 (float16/bfloat16: torch's order, (g * r) * ln 2)
+    r = ctx.saved_tensors[0]
+    if g.raw_dtype in _LOWP:
+        return O.mul(O.mul(g, r), _LN2)
+    return O.mul(g, O.mul(r, _LN2))
+
+
+defop("exp2" + _U, meta=_F, setup=_save_out, backward=_exp2_bw)
 defop("tan" + _U, meta=_F, setup=_save_out,          # grad * (1 + result**2)
       backward=lambda ctx, g: O.mul(g, O.add(O.mul(ctx.saved_tensors[0],
                                                    ctx.saved_tensors[0]), 1.0)))
@@ -592,6 +627,10 @@ def _hypot_save(ctx, inputs, output):
 
 def _hypot_bw(ctx, g):   # grad * self / result, grad * other / result
     a, b, r = ctx.saved_tensors
+    if g.raw_dtype in _LOWP:   # torch's order, each step rounded: (grad * self) / result
+        ga = _red(O.div(O.mul(g, a), r), a) if ctx.needs_input_grad[0] else None
+        gb = _red(O.div(O.mul(g, b), r), b) if ctx.needs_input_grad[1] else None
+        return ga, gb
     ga = _red(O.mul(g, O.div(a, r)), a) if ctx.needs_input_grad[0] else None
     gb = _red(O.mul(g, O.div(b, r)), b) if ctx.needs_input_grad[1] else None
     return ga, gb

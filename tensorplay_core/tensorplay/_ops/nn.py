@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .. import _dtype
 from ._define import defop, fused, ops as O
 from ._shapes import float_dtype, out_like, wrap_dim
 
@@ -19,6 +20,7 @@ def _sm_meta_of(api):
 
 
 _sm_meta = _sm_meta_of("softmax")
+_LOWP = frozenset((_dtype.float16, _dtype.bfloat16))
 
 
 def _sm_setup(ctx, inputs, output):
@@ -28,6 +30,8 @@ def _sm_setup(ctx, inputs, output):
 
 def _softmax_bw(ctx, g):
     y, = ctx.saved_tensors
+    if g.raw_dtype in _LOWP:   # torch's one kernel, at float32 (_ops/opmath)
+        return O._softmax_backward_data(g, y, ctx.dim), None
     r = fused("_softmax_backward", g, y, args=(ctx.dim,))   # one kernel call instead of four
     if r is not None:
         return r, None
@@ -36,6 +40,8 @@ def _softmax_bw(ctx, g):
 
 def _log_softmax_bw(ctx, g):
     y, = ctx.saved_tensors
+    if g.raw_dtype in _LOWP:   # torch's one kernel, at float32 (_ops/opmath)
+        return O._log_softmax_backward_data(g, y, ctx.dim), None
     r = fused("_log_softmax_backward", g, y, args=(ctx.dim,))
     if r is not None:
         return r, None

@@ -174,3 +174,81 @@ def _lerp_bw(ctx, g):
 defop("_lerp(Tensor self, Tensor end, Tensor weight) -> Tensor",
       meta=_same_dtype_meta("lerp", 3), setup=_lerp_setup, backward=_lerp_bw,
       scalar_ok=("weight",))
+
+
+# -- gradients whose torch formula is one kernel -------------------------------------------------
+# Composed op by op, a float16/bfloat16 gradient of tanh, sigmoid, softmax or log_softmax rounded
+# every intermediate (``y * y``, ``1 - y``, ``exp(y)``...) to its dtype: 30-60% of the elements
+# off torch's, whose ``tanh_backward``, ``sigmoid_backward``, ``_softmax_backward_data`` and
+# ``_log_softmax_backward_data`` are one kernel each, at float32 (session 55). The formulas of
+# those ops call these for a float16/bfloat16 gradient (``backward_op``); float32/float64 keep
+# their fused kernel or op-by-op path. Each has torch's gradient formulas (a second backward).
+def backward_op(g) -> bool:
+    """Whether the gradient ``g`` takes the one-kernel ops below (float16/bfloat16)."""
+    return g.raw_dtype in LOWP
+
+
+def _bw_meta(api):
+    meta = _same_dtype_meta(api, 2)
+
+    def m(g, y, *dim):
+        return meta(g, y)
+    return elementwise_meta(m, 2)
+
+
+def _save_gy(ctx, inputs, output):
+    ctx.save_for_backward(inputs[0], inputs[1])
+    ctx.dim = inputs[2] if len(inputs) > 2 else None
+
+
+def _tanh_backward_bw(ctx, gg):
+    # torch: grad_output: tanh_backward(grad, output); output: -2 * output * grad * grad_output
+    g, y = ctx.saved_tensors
+    need = ctx.needs_input_grad
+    return (_red(O._tanh_backward(gg, y), g) if need[0] else None,
+            _red(O.mul(O.mul(O.mul(y, -2.0), gg), g), y) if need[1] else None)
+
+
+def _sigmoid_backward_bw(ctx, gg):
+    # torch: grad_output: sigmoid_backward(grad, output);
+    # output: grad * grad_output * (-2 * output + 1)
+    g, y = ctx.saved_tensors
+    need = ctx.needs_input_grad
+    return (_red(O._sigmoid_backward(gg, y), g) if need[0] else None,
+            _red(O.mul(O.mul(gg, g), O.add(O.mul(y, -2.0), 1.0)), y) if need[1] else None)
+
+
+def _softmax_backward_data_bw(ctx, gg):
+    # out = y * (g - sum(g * y)): grad_output: _softmax_backward_data(grad, y);
+    # output: grad * (g - sum(g * y)) - g * sum(grad * y)
+    g, y = ctx.saved_tensors
+    d = [ctx.dim]
+    need = ctx.needs_input_grad
+    gy = None
+    if need[1]:
+        gy = _red(O.sub(O.mul(gg, O.sub(g, O.sum(O.mul(g, y), d, True))),
+                        O.mul(g, O.sum(O.mul(gg, y), d, True))), y)
+    return (_red(O._softmax_backward_data(gg, y, ctx.dim), g) if need[0] else None), gy, None
+
+
+def _log_softmax_backward_data_bw(ctx, gg):
+    # out = g - exp(y) * sum(g): grad_output: grad - sum(grad * exp(y));
+    # output: -sum(g) * exp(y) * grad
+    g, y = ctx.saved_tensors
+    d = [ctx.dim]
+    need = ctx.needs_input_grad
+    e = O.exp(y)
+    gg_g = _red(O.sub(gg, O.sum(O.mul(gg, e), d, True)), g) if need[0] else None
+    gg_y = _red(O.mul(O.mul(O.neg(O.sum(g, d, True)), e), gg), y) if need[1] else None
+    return gg_g, gg_y, None
+
+
+defop("_tanh_backward(Tensor grad_output, Tensor output) -> Tensor",
+      meta=_bw_meta("tanh_backward"), setup=_save_gy, backward=_tanh_backward_bw)
+defop("_sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor",
+      meta=_bw_meta("sigmoid_backward"), setup=_save_gy, backward=_sigmoid_backward_bw)
+defop("_softmax_backward_data(Tensor grad_output, Tensor output, SymInt dim) -> Tensor",
+      meta=_bw_meta("_softmax_backward_data"), setup=_save_gy, backward=_softmax_backward_data_bw)
+defop("_log_softmax_backward_data(Tensor grad_output, Tensor output, SymInt dim) -> Tensor",
+      meta=_bw_meta("_log_softmax_backward_data"), setup=_save_gy,
+      backward=_log_softmax_backward_data_bw)

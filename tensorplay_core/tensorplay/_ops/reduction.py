@@ -10,6 +10,8 @@ from ._define import defop, ops as O
 from ._shapes import check_nonempty_reduction, out_like, reduce_shape, wrap_dim
 from .._dispatch import NoGradBlock
 
+_LOWP = frozenset((_dtype.float16, _dtype.bfloat16))
+
 
 def _sum_meta(x, dim=None, keepdim=False, *, dtype=None):
     shape, _ = reduce_shape(x.shape, dim, keepdim)
@@ -173,8 +175,16 @@ def _cumsum_setup(ctx, inputs, output):
 
 
 def _cumsum_bw(ctx, g):
-    # the reversed cumulative sum: total - cumsum(g) + g
-    r = O.add(O.sub(O.sum(g, [ctx.dim], True), O.cumsum(g, ctx.dim)), g)
+    # the reversed cumulative sum: total - cumsum(g) + g; float16/bfloat16 as torch's
+    # cumsum_backward, g.flip(dim).cumsum(dim).flip(dim) (one rounding per element, where the
+    # three ops rounded the total and each difference: session 55)
+    # (the gradient converted to the input's dtype first, as torch's)
+    if ctx.dtype in _LOWP and g.raw_shape:
+        if g.raw_dtype is not ctx.dtype:
+            g = O.to_dtype(g, ctx.dtype)
+        r = O.cumsum(g.flip([ctx.dim]), ctx.dim).flip([ctx.dim])
+    else:
+        r = O.add(O.sub(O.sum(g, [ctx.dim], True), O.cumsum(g, ctx.dim)), g)
     return (r if r.dtype is ctx.dtype else O.to_dtype(r, ctx.dtype)), None, None
 
 

@@ -20,6 +20,7 @@ from ._shapes import (binary_meta, broadcast_shapes, elementwise_meta, first_ten
 from .elementwise import _red, _save_inputs, _val
 
 _U = "(Tensor input) -> Tensor"
+_LOWP = frozenset((_dtype.float16, _dtype.bfloat16))
 _F = unary_meta("float")
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _HALF_SQRT_PI = math.sqrt(math.pi) / 2.0
@@ -142,6 +143,12 @@ defop("i1e" + _U, meta=_F, setup=_save_in_out, backward=_i1e_bw)
 def _sinc_bw(ctx, g):       # (cos(pi x) pi x - sin(pi x)) / (pi x^2), 0 at 0
     x, = ctx.saved_tensors
     px = O.mul(x, math.pi)
+    if g.raw_dtype in _LOWP:
+        # torch's order (sinc_backward), each step rounded: grad * ((x pi cos(x pi) - sin(x pi))
+        # / (x * x * pi)), 0 where x * x * pi is 0
+        sq = O.mul(O.mul(x, x), math.pi)
+        d = O.div(O.sub(O.mul(px, O.cos(px)), O.sin(px)), sq)
+        return O.where(O.eq(sq, 0), 0.0, O.mul(g, d))
     d = O.div(O.sub(O.mul(O.cos(px), px), O.sin(px)), O.mul(px, x))
     return O.mul(g, O.where(O.eq(x, 0), 0.0, d))
 

@@ -544,6 +544,23 @@ SAMPLES["_lerp"] = lambda g: [
     S(g.T(2, 3, dtype=g.tp.float16), g.T(3, dtype=g.tp.float16),
       g.T(2, 1, lo=-0.5, hi=1.5, dtype=g.tp.float16), grad=False)]
 
+# the one-kernel gradients of float16/bfloat16 tanh/sigmoid/softmax/log_softmax (session 55):
+# (grad_output, output[, dim]); float64 samples check their own gradients (a second backward)
+SAMPLES["_tanh_backward"] = lambda g: [
+    S(g.T(2, 3), g.T(2, 3, lo=-0.9, hi=0.9)), S(g.T(3), g.T(2, 3, lo=-0.9, hi=0.9)),
+    S(g.T(2, 3, dtype=g.tp.float16), g.T(2, 3, lo=-0.9, hi=0.9, dtype=g.tp.float16), grad=False)]
+SAMPLES["_sigmoid_backward"] = lambda g: [
+    S(g.T(2, 3), g.T(2, 3, lo=0.1, hi=0.9)), S(g.T(3), g.T(2, 3, lo=0.1, hi=0.9)),
+    S(g.T(2, 3, dtype=g.tp.float16), g.T(2, 3, lo=0.1, hi=0.9, dtype=g.tp.float16), grad=False)]
+SAMPLES["_softmax_backward_data"] = lambda g: [
+    S(g.T(2, 3), g.T(2, 3, lo=0.1, hi=0.9), 1), S(g.T(2, 3), g.T(2, 3, lo=0.1, hi=0.9), 0),
+    S(g.T(2, 3, dtype=g.tp.float16), g.T(2, 3, lo=0.1, hi=0.9, dtype=g.tp.float16), -1,
+      grad=False)]
+SAMPLES["_log_softmax_backward_data"] = lambda g: [
+    S(g.T(2, 3), g.T(2, 3, lo=-2.0, hi=-0.1), 1), S(g.T(2, 3), g.T(2, 3, lo=-2.0, hi=-0.1), 0),
+    S(g.T(2, 3, dtype=g.tp.float16), g.T(2, 3, lo=-2.0, hi=-0.1, dtype=g.tp.float16), -1,
+      grad=False)]
+
 
 def names() -> list:
     """The built-in op names (without ``tp::``) that have samples, sorted."""
