@@ -771,7 +771,7 @@ def _backward(ctx, *grads):
     plan = ctx.plan
     saved = ctx._saved
     if ctx._released:
-        ctx.saved_tensors          # backward through the graph a second time: torch's error
+        ctx.saved_tensors  # noqa: B018 - backward through the graph a second time: raises
     k = plan.n_checked
     if k and tuple(map(_version_of, saved[:k])) != ctx._saved_versions[:k]:
         _refuse(saved[:k], ctx._saved_versions[:k])

@@ -446,6 +446,8 @@ class CompiledFunction(Generic[_P, _R]):
                         continue             # captured under other global/closure values
                     if e.autograd is not None and not e.autograd(leaves):
                         continue             # read is_leaf/requires_grad that differ now
+                    if e.data is not None and not e.data():
+                        continue             # read a constant's values, changed since
                     entry = e
                     break
             if entry is None:
@@ -597,9 +599,14 @@ def _refs_valid(refs) -> bool:
     return True
 
 
-def _entry_check(ops, refs, guard, autograd):
+def _entry_check(ops, refs, guard, autograd, data=None):
     """``check(leaves)`` of an entry with something to check (a closure over the lists, not
     over the entry: no reference cycle)."""
+    if data is not None:
+        if not (ops or refs or guard or autograd):
+            return lambda leaves: data()
+        rest = _entry_check(ops, refs, guard, autograd)
+        return lambda leaves: rest(leaves) and data()
     if autograd is not None:
         if guard is None:
             return lambda leaves: _ops_valid(ops) and _refs_valid(refs) and autograd(leaves)
@@ -608,6 +615,34 @@ def _entry_check(ops, refs, guard, autograd):
     if guard is None:
         return lambda leaves: _ops_valid(ops) and _refs_valid(refs)
     return lambda leaves: _ops_valid(ops) and _refs_valid(refs) and guard()
+
+
+def _data_guard(reads):
+    """``check()`` for a graph whose capture read graph constants' values (``graph.data_reads``:
+    ``int(t)``, ``t.item()``, a dim, a size, a slice bound -- baked into the graph), None when
+    it read none. True while each such tensor still holds the values read: the fast test is its
+    storage and version counter (two slot reads); after a write (or ``t.data = ...``) its
+    values are compared with those read, and when equal the new version is remembered (a write
+    of the same value keeps the graph). A value changed fails the guard: the lookup tries the
+    other cached graphs (one captured for the new value) and otherwise recaptures. Writes the
+    version counter does not count (through ``t.data``'s own counter or ``t.numpy()``'s array)
+    are not seen, as autograd does not see them either."""
+    if not reads:
+        return None
+    recs = [[t, st, ver, snap] for t, st, ver, snap in reads]
+    value_bytes = _capture.value_bytes
+
+    def check():
+        for r in recs:
+            t = r[0]
+            st = t.storage_ref
+            if st is not r[1] or st.version != r[2]:
+                snap = r[3]
+                if snap is None or value_bytes(t) != snap:
+                    return False
+                r[1], r[2] = st, st.version      # written, same values: the fast test again
+        return True
+    return check
 
 
 def _autograd_guard(graph):
@@ -649,9 +684,12 @@ class _Entry:
         self.ops = [(op, v) for op, v in graph.custom_ops()]
         # (leaves) -> bool: the autograd metadata the code read is unchanged; None: none read
         self.autograd = _autograd_guard(graph)
+        # () -> bool: the graph constants whose values the capture read hold them still; None:
+        # it read none
+        self.data = _data_guard(graph.data_reads)
         # (leaves) -> bool: the guards the fast path checks on every call; None: nothing to check
-        self.check = _entry_check(self.ops, refs, guard, self.autograd) \
-            if (self.ops or refs or guard or self.autograd) else None
+        self.check = _entry_check(self.ops, refs, guard, self.autograd, self.data) \
+            if (self.ops or refs or guard or self.autograd or self.data) else None
         self.validated: set = set()
         self.replays: dict = {}      # mode="reduce-overhead": signature -> GraphReplay or state
         # an op runs with grad on (then a constant or input needing grad must record history)
