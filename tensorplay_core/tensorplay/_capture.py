@@ -374,7 +374,7 @@ def value_bytes(t):
 
 
 def _note_data_read(t) -> None:
-    """``Tensor._need_data`` passed on real tensor ``t`` under a dispatch mode: when a capture
+    """``Tensor._need_data`` passed on real tensor ``t`` while a capture runs: when a capture
     is active in this thread, ``t`` is a graph constant (a tensor the function reads from a
     closure, a global, an attribute: the inputs are capture tensors) whose values the code read
     as Python values (``int(t)``, ``t.item()``, ``t.tolist()``, a dim, a size or a slice bound:
@@ -389,12 +389,18 @@ def _note_data_read(t) -> None:
     c.keep.append(t)
 
 
-def _install_hook() -> None:
+_hook_lock = threading.Lock()
+_hook_users = [0]           # captures in progress, all threads
+
+
+def _hook(on: bool) -> None:
+    """Install ``_note_data_read`` as ``_tensor.data_read_hook`` while a capture is in
+    progress in any thread (None otherwise: eager ``item()`` pays one global read). The hook
+    itself ignores the threads that are not capturing (``active()``)."""
     from . import _tensor
-    _tensor.data_read_hook = _note_data_read
-
-
-_install_hook()
+    with _hook_lock:
+        _hook_users[0] += 1 if on else -1
+        _tensor.data_read_hook = _note_data_read if _hook_users[0] > 0 else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -910,6 +916,7 @@ def capture(fn, args_template, leaves, *, name="fn", disabled=None):
     args, kwargs = args_template(ctensors)
     stack = _state.active
     stack.append(ctx)
+    _hook(True)
     mst, gst = _dispatch._state, _gm._state
     prev_mode = mst.mode
     prev_grad = gst.enabled
@@ -943,6 +950,7 @@ def capture(fn, args_template, leaves, *, name="fn", disabled=None):
         mst.mode = prev_mode
         gst.enabled = exit_grad
         stack.pop()
+        _hook(False)
     return graph
 
 
