@@ -186,7 +186,7 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
     constant whose *values* the captured code read as Python values (``x.sum(dim=D)``,
     ``x.reshape(k, -1)``, ``x[:n]``, ``int(t)``, ``t.item()``, ``t.tolist()``: baked into the
     graph) also guards the graph on those values, as ``torch.compile`` specializes on them: a
-    call checks its version counter (about 60 ns), and after an in-place write its values --
+    call checks its version counter (about 0.15 us), and after an in-place write its values --
     the same values keep the graph, others take the graph cached for them or recapture.
     Writes its version counter does not count (through ``t.data`` or ``t.numpy()``) are not
     seen. A value the function itself
