@@ -244,6 +244,11 @@ class Graph:
         self.reads_history = False
         self._next_id = 0
         self.groups: list = []      # fusion groups (see _fusion.plan)
+        # the real tensors (graph constants: closures, globals, attributes) whose values the
+        # captured code read as Python values -- ``int(t)``, ``t.item()``, a dim, a size, a
+        # slice bound: ``(tensor, storage, version, value bytes or None)`` each; ``compile``
+        # guards the graph on them (``_note_data_read``)
+        self.data_reads: list = []
 
     def custom_ops(self) -> list:
         """(op, version) of each distinct non-built-in op called by the graph."""
@@ -349,6 +354,53 @@ def _add_note(err, note: str) -> None:
 
 def _collect_values(x, out):
     _pytree.tree_leaves(x, Value, out)
+
+
+# ---------------------------------------------------------------------------------------------
+# graph constants whose values the capture reads
+
+_SNAPSHOT_MAX = 1 << 16     # elements: a larger constant is guarded on its version only
+
+
+def value_bytes(t):
+    """The values of real tensor ``t`` as bytes (logical order), or None when it is too large
+    to keep a copy of (or its backend cannot give one)."""
+    try:
+        if t.numel() > _SNAPSHOT_MAX:
+            return None
+        return t.backend.to_host(t.native).tobytes()
+    except Exception:  # noqa: BLE001 - an exotic backend or dtype: the version alone then
+        return None
+
+
+def _note_data_read(t) -> None:
+    """``Tensor._need_data`` passed on real tensor ``t`` while a capture runs: when a capture
+    is active in this thread, ``t`` is a graph constant (a tensor the function reads from a
+    closure, a global, an attribute: the inputs are capture tensors) whose values the code read
+    as Python values (``int(t)``, ``t.item()``, ``t.tolist()``, a dim, a size or a slice bound:
+    in the function, in a Tensor method, or in an op's shape rule, ``record_call``). The
+    graph bakes what was read, so it is guarded on them (``compile._data_guard``): its
+    identity, version and values, as torch.compile specializes on such values and guards."""
+    c = active()
+    if c is None or id(t) in c.data_reads:
+        return
+    st = t.storage_ref
+    c.data_reads[id(t)] = (t, st, st.version, value_bytes(t))
+    c.keep.append(t)
+
+
+_hook_lock = threading.Lock()
+_hook_users = [0]           # captures in progress, all threads
+
+
+def _hook(on: bool) -> None:
+    """Install ``_note_data_read`` as ``_tensor.data_read_hook`` while a capture is in
+    progress in any thread (None otherwise: eager ``item()`` pays one global read). The hook
+    itself ignores the threads that are not capturing (``active()``)."""
+    from . import _tensor
+    with _hook_lock:
+        _hook_users[0] += 1 if on else -1
+        _tensor.data_read_hook = _note_data_read if _hook_users[0] > 0 else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -779,6 +831,9 @@ class _Capture:
         self.roots: dict = {}         # id(fake storage) -> the value made inside that owns it
         self.disabled_log = None      # run_logged's descriptions of the disabled calls, or None
         self.disabled_next = 0        # the next one record_disabled takes
+        # id(real tensor) -> (tensor, storage, version, value bytes or None): the tensors whose
+        # values the capture read (``_note_data_read``)
+        self.data_reads: dict = {}
 
     def api(self) -> str:
         return f"tensorplay.compile({self.fn_name})"
@@ -861,6 +916,7 @@ def capture(fn, args_template, leaves, *, name="fn", disabled=None):
     args, kwargs = args_template(ctensors)
     stack = _state.active
     stack.append(ctx)
+    _hook(True)
     mst, gst = _dispatch._state, _gm._state
     prev_mode = mst.mode
     prev_grad = gst.enabled
@@ -888,11 +944,13 @@ def capture(fn, args_template, leaves, *, name="fn", disabled=None):
                 f"eager code does not take: {ctx.data_read} Do not catch this error inside the "
                 f"compiled function.") from ctx.data_read
         graph.output = _output_structure(ctx, out)
+        graph.data_reads = list(ctx.data_reads.values())
         exit_grad = graph.exit_grad
     finally:
         mst.mode = prev_mode
         gst.enabled = exit_grad
         stack.pop()
+        _hook(False)
     return graph
 
 
@@ -984,6 +1042,9 @@ def record_call(op, args, kwargs):
         _check_device(op, args, kwargs)
     fargs = tuple(_to_fake(a) for a in gargs)
     fkwargs = {k: _to_fake(v) for k, v in gkwargs.items()}
+    numbers = None
+    if fake_of and op.is_builtin:
+        fargs, fkwargs, numbers = _as_numbers(op, gargs, gkwargs, fargs, fkwargs, fake_of)
     mst = _dispatch._state
     prev_mode = mst.mode
     mst.mode = "meta"
@@ -997,6 +1058,12 @@ def record_call(op, args, kwargs):
     finally:
         mst.mode = prev_mode
     if failed is not None:
+        if numbers and failed.__class__ is DispatchError and failed is ctx.data_read:
+            # the shape rule read the values of a capture tensor passed as a number (compared
+            # it, converted it): what the user wrote is a tensor used as that number
+            ctx.data_read = None
+            raise _data_dependent(_NUMBER_READS.get(numbers[0].split("[")[0].rstrip("?"),
+                                                    "__index__")) from None
         _raise_fake_failure(ctx, op, args, kwargs, failed)
     node = ctx.add_node("op", op, gargs, gkwargs)
     differentiable = not (op.is_builtin and op.backward_fn is None)
@@ -1091,6 +1158,60 @@ def _gain_history(v, node, t) -> None:
                     o.fake.dtype.is_floating_point:
                 o.requires_grad = True
                 o.history = node.index
+
+
+def _as_numbers(op, gargs, gkwargs, fargs, fkwargs, fake_of):
+    """The fake run's arguments, with a tensor passed where the schema takes a number (``int
+    dim``, ``SymInt[] size``, a slice bound: ``x.softmax(t)``, ``x.select(0, t)``, ``x[:t]``)
+    handed over as the tensor itself, not its plain fake: the shape rule converts it as eager
+    does (``index_dim``, ``__index__``), so a capture tensor (an input, a value made inside)
+    raises compile's data-dependent ``DispatchError`` naming ``Tensor.__index__`` (a plain fake
+    said "fake/meta tensors have no data"), and a graph constant gives its real value, which
+    the graph is then guarded on (``_note_data_read``; the node keeps the constant, by
+    reference, for the kernel to read)."""
+    captured: list = []          # the schema types of the slots given capture tensors
+
+    def passed(v):
+        return fake_of.get(id(v.fake), v.fake)
+
+    def sub(g, a):
+        if any(v.kind != "const" for v in _pytree.tree_leaves(g, Value)):
+            captured.append(a.type)
+        return _pytree.tree_map(passed, g, Value)
+
+    args = op.schema.arguments
+    pos = [a for a in args if not a.kwarg_only]
+    out = None
+    for i, g in enumerate(gargs):
+        if i < len(pos) and pos[i].kind == "other" and _has_value(g):
+            if out is None:
+                out = list(fargs)
+            out[i] = sub(g, pos[i])
+    if out is not None:
+        fargs = tuple(out)
+    named = None
+    for k, g in gkwargs.items():
+        if _has_value(g):
+            if named is None:
+                named = {a.name: a for a in args}
+            a = named.get(k)
+            if a is not None and a.kind == "other":
+                fkwargs = dict(fkwargs)
+                fkwargs[k] = sub(g, a)
+    return fargs, fkwargs, captured
+
+
+# the data-dependent construct (``_DATA_READS``) of a tensor passed where a schema type is taken
+_NUMBER_READS = {"int": "__index__", "SymInt": "__index__", "float": "__float__",
+                 "bool": "__bool__", "Scalar": "item"}
+
+
+def _has_value(x) -> bool:
+    if x.__class__ is Value:
+        return True
+    if isinstance(x, (list, tuple)):
+        return any(_has_value(y) for y in x)
+    return False
 
 
 def _bound(op, args, kwargs) -> dict:

@@ -177,8 +177,8 @@ class JointPlan:
     requiring grad (``Joint.plan``)."""
 
     __slots__ = ("bwd", "bwd_checked", "diff_consts", "diff_in", "diff_out", "forward_graph",
-                 "fwd", "grad_idx", "graph", "n_out", "n_saved", "needs", "nondiff", "replay", "spec",
-                 "structure")
+                 "fwd", "grad_idx", "graph", "n_checked", "n_in", "n_out", "n_saved", "needs",
+                 "nondiff", "replay", "spec", "structure")
 
     def __init__(self):
         self.bwd_checked = False
@@ -321,9 +321,20 @@ def _make_plan(joint, leaves, crg):
     saved_idx = [i for i in range(nf) if id(bgraph.inputs[i]) in used]
     grad_idx = [k for k in range(len(diff_out)) if id(bgraph.inputs[nf + k]) in used]
     replay = BACKWARD == "replay" and all(st is not None for st in steps)
+    # the saved values whose version the backward checks (eager's "modified by an inplace
+    # operation" error): first in the forward's saved values
+    n_checked = len(saved_idx)
     if replay:
-        # the values the formulas' ctx hold: saved by the forward instead
-        need = sorted({i for st in steps for i in st.positions()})
+        # the values the formulas' ctx hold: saved by the forward instead. Those the formulas
+        # saved with save_for_backward first: version-checked, as eager checks them; then those
+        # a ctx holds as plain attributes, which eager does not check. Nothing else: an input
+        # no formula reads (``x * 2``'s x) may be written in place before backward, as eager
+        # (graph mode checks every value its graph reads: what it computes from them is no
+        # value eager saved at the call)
+        checked = sorted({i for st in steps for i in st.saved if i >= 0})
+        rest = sorted({i for st in steps for i in st.positions()}.difference(checked))
+        need = checked + rest
+        n_checked = len(checked)
         at = {i: k for k, i in enumerate(need)}
         for st in steps:
             st.bind(at)
@@ -359,6 +370,8 @@ def _make_plan(joint, leaves, crg):
     plan.fwd = _generate(fg, checked=False, kernels=_kernels(graph, env) if DIRECT else None)[0]
     plan.n_out = len(outvals)
     plan.n_saved = len(saved_idx)
+    plan.n_checked = n_checked
+    plan.n_in = len(graph.inputs)
     plan.grad_idx = grad_idx
     plan.diff_in = diff_in
     plan.diff_consts = diff_consts
@@ -709,15 +722,15 @@ def _run(plan, leaves, consts):
     d = ctx.__dict__
     d["_op_name"] = NODE_NAME
     d["materialize_grads"] = False
-    # save_for_backward's bookkeeping without its generic loop: the saved values, then the
-    # tensors requiring grad (a recompute's inputs), each with its version now
-    saved = (*res[n_out:], *diff)
+    # save_for_backward's bookkeeping without its generic loop, each value with its version
+    # now: the forward values the formulas read (the first ``plan.n_checked``, those eager's
+    # formulas save, are checked by the backward), then every input and constant, which only a
+    # recompute reads (``_recompute`` checks them then). All of it is released (the engine
+    # empties ``_saved``) when a backward without retain_graph has run
+    saved = (*res[n_out:], *leaves, *consts)
     d["_saved"] = saved
     d["_saved_versions"] = tuple(map(_version_of, saved))
     d["plan"] = plan
-    d["leaves"] = leaves
-    d["consts"] = consts
-    d["versions"] = tuple(map(_version_of, leaves))
     d["needs_input_grad"] = plan.needs
     if n_out != 1 or plan.nondiff:
         outs = res[:n_out]
@@ -757,14 +770,15 @@ def _run(plan, leaves, consts):
 def _backward(ctx, *grads):
     plan = ctx.plan
     saved = ctx._saved
-    if ctx._released or tuple(map(_version_of, saved)) != ctx._saved_versions:
-        # backward through the graph a second time, or a saved value written in place since:
-        # saved_tensors raises torch's error
-        saved = ctx.saved_tensors
+    if ctx._released:
+        ctx.saved_tensors  # noqa: B018 - backward through the graph a second time: raises
+    k = plan.n_checked
+    if k and tuple(map(_version_of, saved[:k])) != ctx._saved_versions[:k]:
+        _refuse(saved[:k], ctx._saved_versions[:k])
     diff_out = plan.diff_out
     gs = [grads[k] if k < len(grads) else None for k in diff_out]
     if _gm._state.enabled or None in gs:
-        return _recompute(ctx, saved[plan.n_saved:], grads)
+        return _recompute(ctx, saved, grads)
     if plan.replay:
         return plan.bwd(saved, gs)
     args = list(saved[:plan.n_saved])
@@ -775,19 +789,38 @@ def _backward(ctx, *grads):
     return tuple(plan.bwd(args))
 
 
+def _refuse(saved, versions):
+    """A value the formulas saved was written in place since the call: ``saved_tensors``
+    raises eager's error (naming its index among those)."""
+    c = _new(FunctionCtx)
+    d = c.__dict__
+    d["_op_name"] = NODE_NAME
+    d["_saved"] = saved
+    d["_saved_versions"] = versions
+    c.saved_tensors  # noqa: B018 - raises
+
+
 # ---------------------------------------------------------------------------------------------
 # recomputing: eager's gradients from the node's inputs (double backward, missing gradients)
 
-def _recompute(ctx, diff, grads):
+def _recompute(ctx, saved, grads):
     plan = ctx.plan
-    leaves, consts = ctx.leaves, ctx.consts
-    for t, ver in zip(leaves, ctx.versions):
+    n0, n_in = plan.n_saved, plan.n_in
+    versions = ctx._saved_versions
+    for i, t in enumerate(saved[n0:]):
+        ver = versions[n0 + i]
         if t.storage_ref.version != ver:
+            what = f"input {i}" if i < n_in else \
+                f"graph constant {i - n_in} (a tensor it reads from a closure, global or attribute)"
             raise RuntimeError(
-                f"autograd ({NODE_NAME}): an input of the compiled function was modified by an "
-                f"inplace operation after the call, and the gradient must be recomputed from "
-                f"it (a backward with create_graph=True, or one that reached only some of its "
-                f"outputs). Clone it before modifying it.")
+                f"autograd ({NODE_NAME}): one of the variables needed for gradient computation "
+                f"has been modified by an inplace operation: {what} of the compiled function "
+                f"(shape {tuple(t.shape)}) is at version {t.storage_ref.version}; expected version "
+                f"{ver} instead. This backward (create_graph=True, or one that reached only some of "
+                f"the outputs) recomputes the compiled graph from its inputs and constants, "
+                f"which must be unchanged since the call. Clone it before modifying it.")
+    leaves, consts = saved[n0:n0 + n_in], saved[n0 + n_in:]
+    diff = [leaves[i] for i in plan.diff_in] + [consts[j] for j in plan.diff_consts]
     graph = plan.forward_graph
     outs_k = [k for k in plan.diff_out if k < len(grads) and grads[k] is not None]
     vs = [grads[k] for k in outs_k]

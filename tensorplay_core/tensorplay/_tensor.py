@@ -639,6 +639,10 @@ class Tensor(TensorBase, instance_class=True):
         ``tensorplay.compile`` capture tensor overrides it to name the data-dependent construct."""
         if self._data is None:
             raise RuntimeError(f"Tensor.{what}(): fake/meta tensors have no data")
+        if data_read_hook is not None:
+            # a tensorplay.compile capture is in progress (in some thread): one reading a graph
+            # constant's values (a dim, a size, int(t)) guards the graph on them
+            data_read_hook(self)
 
     def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
         self._need_data("__dlpack__")
@@ -4018,6 +4022,10 @@ from .autograd.api import backward as _backward  # noqa: E402
 from .autograd.function import check_inplace as _check_inplace  # noqa: E402
 from .autograd.grad_mode import _state as _grad_state  # noqa: E402
 from ._dispatch import NoGradBlock as _NoGradBlock  # noqa: E402
+# ``hook(tensor)``, set by ``tensorplay._capture`` while a capture is in progress in any thread
+# (else None: one global read on the eager path): called when ``_need_data`` passes (the
+# capture records which constants' values it read)
+data_read_hook = None
 from ._dispatch import OverlapError as _OverlapError  # noqa: E402
 from ._kernels.array_backend import ArrayBackend as _ArrayBackend  # noqa: E402
 from .autograd.graph import grad_accumulator as _grad_accumulator  # noqa: E402

@@ -19,8 +19,9 @@
    when the captured code read a size as a Python value or returned ``x.shape``/``x.stride()``
    (or ``dynamic=False``), and the ``version`` and
    registry identity of every custom op it calls (a redefined op invalidates it),
-   and the Python values the function read from globals, closure cells and attributes (see
-   ``compile``'s docstring: a changed ``SCALE`` global misses and recaptures);
+   the Python values the function read from globals, closure cells and attributes (see
+   ``compile``'s docstring: a changed ``SCALE`` global misses and recaptures), and the values
+   of the graph constants whose values the capture read (``x.sum(dim=D)``, ``int(n)``);
 3. on a miss, captures ``fn`` (``tensorplay.capture_info``): custom ops become opaque nodes whose
    fake kernels give the output metadata, built-in ops are recorded with their shape rules;
 4. runs the graph: a generated Python function calls every node through normal dispatch (so
@@ -40,10 +41,11 @@
    straight on the saved values (or, where a ``setup_context`` computes a tensor, the traced
    backward graph, generated and fused as a forward graph). Gradients are eager's (the same
    formulas on the same values); hooks on inputs, ``.grad`` accumulation, ``backward(inputs=)``,
-   ``autograd.grad``, ``retain_graph`` and the second-backward error work as for any node. A
+   ``autograd.grad``, ``retain_graph`` and the second-backward error work as for any node, and
+   the in-place check covers what eager's formulas save. A
    backward with ``create_graph=True`` (double backward, any order) and one that reached only
    some of several outputs recompute eagerly from the node's inputs (torch.compile refuses
-   double backward; this gives eager's derivatives). Graphs it does not handle run op by op
+   double backward; this gives eager's derivatives), refusing inputs written since the call. Graphs it does not handle run op by op
    with autograd recording each op (the per-op path, step 4 with nothing fused where grad is
    needed): ops writing a tensor (in-place ops, ``mutates_args``), ``detach``/``requires_grad_``/
    ``retain_grad`` inside, an op run with grad mode off inside (``no_grad`` blocks), a random
@@ -66,7 +68,9 @@ every call, the ops around it staying in the graph; its outputs' metadata is lea
 eager run of the capturing call (see ``tensorplay.compiler.disable``).
 Tensors the function reaches through closures, module globals or attributes of its non-tensor
 arguments or of the ``self`` it is bound to (also ``self.layer.w``) are graph constants used by
-reference (in-place updates are seen); rebinding one recaptures. One compiled function may be called from several threads: its captures (and the
+reference (in-place updates are seen); rebinding one recaptures. One whose values the capture
+read as Python values (a dim, a size, a slice bound, ``int(t)``, ``t.item()``) guards the graph
+on them: an in-place change of those values recaptures (``_data_guard``). One compiled function may be called from several threads: its captures (and the
 cache's evictions) are serialised, as torch.compile serialises compilation.
 """
 
@@ -178,7 +182,14 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
 
     Tensors held in those places (globals, closures, attributes of arguments and of ``self``,
     ``self.layer.w``, elements of a guarded list) are graph constants used by reference:
-    in-place updates are seen without a recapture, rebinding (``m.w = new``) recaptures. A value the function itself
+    in-place updates are seen without a recapture, rebinding (``m.w = new``) recaptures. A
+    constant whose *values* the captured code read as Python values (``x.sum(dim=D)``,
+    ``x.reshape(k, -1)``, ``x[:n]``, ``int(t)``, ``t.item()``, ``t.tolist()``: baked into the
+    graph) also guards the graph on those values, as ``torch.compile`` specializes on them: a
+    call checks its version counter (about 0.15 us), and after an in-place write its values --
+    the same values keep the graph, others take the graph cached for them or recapture.
+    Writes its version counter does not count (through ``t.data`` or ``t.numpy()``) are not
+    seen. A value the function itself
     changes while it is captured (a Python side effect such as appending to a log list) is not
     guarded: compiled graphs do not replay Python side effects.
 
@@ -214,7 +225,9 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
     ``Tensor.item()``, ``int(tensor)``, ``float(tensor)``, a tensor as a Python index
     (``Tensor.__index__``), ``Tensor.tolist()``, ``Tensor.numpy()``, ``numpy.asarray(tensor)``,
     an f-string format spec, ``Tensor.__dlpack__()`` -- after the checks eager makes without the
-    values (``item()`` of several elements is eager's ``RuntimeError``). A message that prints a
+    values (``item()`` of several elements is eager's ``RuntimeError``); an input tensor passed
+    where an op takes a number (``x[:n]``, ``x.select(0, n)``, ``x.softmax(d)``) is a tensor
+    used as a Python index. A message that prints a
     tensor shows the captured one (``capture_tensor(%0, ...)``: it has no values). ``CompileError`` is kept
     for what only compile can fail on: a custom op without a usable fake kernel (none
     registered, or one that fails on fake tensors or returns a real tensor), a fake kernel that
@@ -230,9 +243,12 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
     sizes and set of tensors requiring grad (the first call of each runs the graph once more
     without grad to trace them), run on the values the forward saved. Gradients equal eager's;
     hooks on inputs, ``.grad``, ``backward(inputs=)``, ``autograd.grad``, ``retain_graph`` and
-    in-place changes of saved values (``RuntimeError``, as eager) behave as for any node.
-    ``create_graph=True`` (double backward) recomputes the graph with autograd from the node's
-    inputs: eager's higher derivatives (``torch.compile`` refuses them). Outputs that do not
+    in-place changes of saved values (``RuntimeError``, as eager: only the values eager's
+    formulas save are checked, so ``x * 2``'s input may be written before backward) behave as
+    for any node. ``create_graph=True`` (double backward) recomputes the graph with autograd
+    from the node's inputs: eager's higher derivatives (``torch.compile`` refuses them); the
+    node keeps the call's inputs and constants for it until a backward releases them, and the
+    recompute refuses (``RuntimeError``) an input or constant written in place since the call. Outputs that do not
     require grad eagerly have no ``grad_fn``. Graphs with in-place ops or ``mutates_args``
     custom ops, ``detach``/``retain_grad``/``requires_grad_`` or ``no_grad`` blocks inside,
     random ops, ``compiler.disable``d calls, custom ops without a formula on tensors requiring
@@ -446,6 +462,8 @@ class CompiledFunction(Generic[_P, _R]):
                         continue             # captured under other global/closure values
                     if e.autograd is not None and not e.autograd(leaves):
                         continue             # read is_leaf/requires_grad that differ now
+                    if e.data is not None and not e.data():
+                        continue             # read a constant's values, changed since
                     entry = e
                     break
             if entry is None:
@@ -597,9 +615,14 @@ def _refs_valid(refs) -> bool:
     return True
 
 
-def _entry_check(ops, refs, guard, autograd):
+def _entry_check(ops, refs, guard, autograd, data=None):
     """``check(leaves)`` of an entry with something to check (a closure over the lists, not
     over the entry: no reference cycle)."""
+    if data is not None:
+        if not (ops or refs or guard or autograd):
+            return lambda leaves: data()
+        rest = _entry_check(ops, refs, guard, autograd)
+        return lambda leaves: rest(leaves) and data()
     if autograd is not None:
         if guard is None:
             return lambda leaves: _ops_valid(ops) and _refs_valid(refs) and autograd(leaves)
@@ -608,6 +631,34 @@ def _entry_check(ops, refs, guard, autograd):
     if guard is None:
         return lambda leaves: _ops_valid(ops) and _refs_valid(refs)
     return lambda leaves: _ops_valid(ops) and _refs_valid(refs) and guard()
+
+
+def _data_guard(reads):
+    """``check()`` for a graph whose capture read graph constants' values (``graph.data_reads``:
+    ``int(t)``, ``t.item()``, a dim, a size, a slice bound -- baked into the graph), None when
+    it read none. True while each such tensor still holds the values read: the fast test is its
+    storage and version counter (two slot reads); after a write (or ``t.data = ...``) its
+    values are compared with those read, and when equal the new version is remembered (a write
+    of the same value keeps the graph). A value changed fails the guard: the lookup tries the
+    other cached graphs (one captured for the new value) and otherwise recaptures. Writes the
+    version counter does not count (through ``t.data``'s own counter or ``t.numpy()``'s array)
+    are not seen, as autograd does not see them either."""
+    if not reads:
+        return None
+    recs = [[t, st, ver, snap] for t, st, ver, snap in reads]
+    value_bytes = _capture.value_bytes
+
+    def check():
+        for r in recs:
+            t = r[0]
+            st = t.storage_ref
+            if st is not r[1] or st.version != r[2]:
+                snap = r[3]
+                if snap is None or value_bytes(t) != snap:
+                    return False
+                r[1], r[2] = st, st.version      # written, same values: the fast test again
+        return True
+    return check
 
 
 def _autograd_guard(graph):
@@ -649,9 +700,12 @@ class _Entry:
         self.ops = [(op, v) for op, v in graph.custom_ops()]
         # (leaves) -> bool: the autograd metadata the code read is unchanged; None: none read
         self.autograd = _autograd_guard(graph)
+        # () -> bool: the graph constants whose values the capture read hold them still; None:
+        # it read none
+        self.data = _data_guard(graph.data_reads)
         # (leaves) -> bool: the guards the fast path checks on every call; None: nothing to check
-        self.check = _entry_check(self.ops, refs, guard, self.autograd) \
-            if (self.ops or refs or guard or self.autograd) else None
+        self.check = _entry_check(self.ops, refs, guard, self.autograd, self.data) \
+            if (self.ops or refs or guard or self.autograd or self.data) else None
         self.validated: set = set()
         self.replays: dict = {}      # mode="reduce-overhead": signature -> GraphReplay or state
         # an op runs with grad on (then a constant or input needing grad must record history)
