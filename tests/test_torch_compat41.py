@@ -373,7 +373,9 @@ def test_zero_remainder_sign_in_place_reflected_and_compiled():
 
 @pytest.mark.parametrize("call", [
     lambda x: x.sum((0, 0)), lambda x: x.mean((1, -1)), lambda x: x.amax((0, -2)),
-    lambda x: x.all((0, 0)), lambda x: x.prod((1, 1)), lambda x: x.var((0, 0)),
+    # (not prod: torch's prod takes one int dim, x.prod((1, 1)) is a TypeError there: see
+    # tests/test_dims_writes55.py)
+    lambda x: x.all((0, 0)), lambda x: x.std((1, 1)), lambda x: x.var((0, 0)),
     lambda x: tp.var_mean(x, (0, 0)), lambda x: tp.std_mean(x, [1, -1], keepdim=True),
 ])
 def test_a_dim_named_twice_is_refused_as_torch(call):

@@ -531,7 +531,7 @@ def unsqueeze(input: Tensor, dim: builtins.int) -> Tensor:
     return input.unsqueeze(dim)
 
 
-def squeeze(input: Tensor, dim: _Dims = None) -> Tensor:
+def squeeze(input: Tensor, dim: _Dims = _NO_DIM) -> Tensor:
     """A view of ``input`` without its size-1 dimensions (or only ``dim``) (``torch.squeeze``)."""
     return input.squeeze(dim)
 

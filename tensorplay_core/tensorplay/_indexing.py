@@ -363,6 +363,8 @@ def _advanced_put(x, advanced, value):
     """``x[...] = value`` with several index tensors: ``index_put_`` on the flattened indexed
     dims (a view of ``x`` where the strides allow; else a contiguous copy written back with
     ``copy_``). ``value`` broadcasts to the shape ``x[...]`` would have."""
+    if 0 in x.stride_tuple and expanded(x):
+        return _advanced_put_expanded(x, advanced, value)
     dims, rest, bshape, linear, n = _linear_index(x, advanced)
     order = dims + rest
     p = O.permute(x, order) if order != list(range(x.ndim)) else x
@@ -385,6 +387,32 @@ def _advanced_put(x, advanced, value):
     O.index_put_(flat, 0, linear, value)
     if tmp is not None:
         O.copy_(p, tmp)
+
+
+def _advanced_put_expanded(x, advanced, value):
+    """``_advanced_put`` into an expanded ``x`` (dims of stride 0, size > 1), as torch's
+    ``index_put_`` (after its deprecation warning): each element is written into the memory its
+    position shares, so ``ones(1, 3).expand(2, 3)[[0], [1]] = 5`` shows 5 in both rows. The
+    put runs on a contiguous copy, with a mask of the positions written; along each expanded
+    dim the last written position's value (or the old one where none was written) goes into
+    ``x`` narrowed to size 1 there (the same memory, no element shared)."""
+    tmp = x.contiguous()
+    _advanced_put(tmp, advanced, value)
+    mask = O.full(list(x.raw_shape), False, dtype=_dtype.bool, device=x.device)
+    _advanced_put(mask, advanced, True)
+    u = x
+    for d, (n, st) in enumerate(zip(x.raw_shape, x.stride_tuple)):
+        if st == 0 and n > 1:
+            # (1 + the last written position along d, 0 where none: then position 0, the old)
+            pos = O.arange(1, n + 1, 1, dtype=_dtype.int64, device=x.device)
+            shape = [1] * x.ndim
+            shape[d] = n
+            last = O.amax(O.mul(O.to_dtype(mask, pos.dtype), O.view(pos, shape)), [d], True)
+            at = O.sub(last, O.to_dtype(O.gt(last, 0), last.dtype))
+            tmp = O.gather(tmp, d, at)
+            mask = O.any(mask, [d], True)
+            u = O.slice(u, d, 0, 1, 1)
+    O.copy_(u, tmp)
 
 
 def _strip_leading_ones(value):

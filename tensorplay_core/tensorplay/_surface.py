@@ -112,7 +112,7 @@ def roll(input: Tensor, shifts: int | Sequence[int],
     if dims is None:
         return roll(O.reshape(input, [-1]), shifts, 0).reshape(list(input.shape))
     shifts = [shifts] if isinstance(shifts, _int) else list(shifts)
-    dims = [dims] if dims.__class__ is _int else dim_list(dims)   # (a 0-dim int tensor too)
+    dims = [dims] if dims.__class__ is _int else dim_list(dims, "roll")   # (tensor([1]) too)
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:"
                            f"{len(dims)}")
@@ -834,7 +834,7 @@ def variance_and_mean(api: str, input: Tensor, dim, args: tuple, correction, kee
         what = "std and var" if api in ("var", "std") else api
         raise RuntimeError(f"{what} only support floating point and complex dtypes "
                            f"(got {input.dtype}); cast first, e.g. x.float()")
-    dims = dim_list(dim)
+    dims = dim_list(dim, api)
     if dims == []:
         dims = None         # an empty dim list reduces every dim (torch's rule, as sum's)
     low = input.dtype if input.dtype in (_dtype.float16, _dtype.bfloat16) else None
@@ -949,7 +949,7 @@ def norm(input: Tensor, p: _Number | str | None = "fro", dim: _Dims = None, keep
                                    (tuple(dim) if not isinstance(dim, _int) else dim), keepdim)
     if p == "fro" or p is None:
         p = 2
-    dims = [] if dim is None else dim_list(dim)
+    dims = [] if dim is None else dim_list(dim, "norm")
     # linalg.vector_norm: its gradients are masked as torch's norm backward (0 at a zero norm)
     return _linalg.vector_norm(input, p, dims or None, keepdim)
 

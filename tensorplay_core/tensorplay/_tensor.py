@@ -1647,7 +1647,7 @@ class Tensor(TensorBase, instance_class=True):
         elif dim is _NO_DIM:
             _keepdim_without_dim("sum", dim, keepdim, True)
         # (one int dim or None, the common calls, without _dims' frame)
-        dims = [dim] if dim.__class__ is int else None if dim is None else _dims(dim)
+        dims = [dim] if dim.__class__ is int else None if dim is None else _dims(dim, "sum")
         if dtype is None:
             # (no keyword argument: an op object's call then builds no keyword dict)
             return _O.sum(self, dims, keepdim)
@@ -1666,7 +1666,7 @@ class Tensor(TensorBase, instance_class=True):
                 dim = None
         elif dim is _NO_DIM:
             _keepdim_without_dim("mean", dim, keepdim, True)
-        dims = [dim] if dim.__class__ is int else None if dim is None else _dims(dim)
+        dims = [dim] if dim.__class__ is int else None if dim is None else _dims(dim, "mean")
         if dtype is None:
             # (no keyword argument: an op object's call then builds no keyword dict)
             return _O.mean(self, dims, keepdim)
@@ -1677,14 +1677,14 @@ class Tensor(TensorBase, instance_class=True):
         """Maximum over ``dim`` (all dims when None); the gradient is split among ties."""
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("amax", dim, keepdim, axis, keepdims)
-        return _O.amax(self, _dims(dim) or [], keepdim)
+        return _O.amax(self, _dims(dim, "amax") or [], keepdim)
 
     def amin(self, dim: _Dims = None, keepdim: _bool = False, *,
              axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
         """Minimum over ``dim`` (all dims when None)."""
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("amin", dim, keepdim, axis, keepdims)
-        return _O.amin(self, _dims(dim) or [], keepdim)
+        return _O.amin(self, _dims(dim, "amin") or [], keepdim)
 
     @overload
     def max(self) -> Tensor: ...
@@ -1763,6 +1763,8 @@ class Tensor(TensorBase, instance_class=True):
         """Index of the maximum (of the flattened tensor when ``dim`` is None); int64."""
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("argmax", dim, keepdim, axis, keepdims)
+        if dim is not None and dim.__class__ is not int:
+            dim = _index_dim(dim, "argmax(): ")      # (its TypeError names argmax)
         return _O.argmax(self, dim, keepdim)
 
     def argmin(self, dim: _int | None = None, keepdim: _bool = False, *,
@@ -1770,6 +1772,8 @@ class Tensor(TensorBase, instance_class=True):
         """Index of the minimum (of the flattened tensor when ``dim`` is None); int64."""
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("argmin", dim, keepdim, axis, keepdims)
+        if dim is not None and dim.__class__ is not int:
+            dim = _index_dim(dim, "argmin(): ")
         return _O.argmin(self, dim, keepdim)
 
     def all(self, dim: _Dims = None, keepdim: _bool = False, *,
@@ -1778,7 +1782,7 @@ class Tensor(TensorBase, instance_class=True):
         uint8 one (1/0) for a uint8 ``self`` (same as ``torch.Tensor.all``)."""
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("all", dim, keepdim, axis, keepdims)
-        return _O.all(self, _dims(dim), keepdim)
+        return _O.all(self, _int_or_dims(dim, "all"), keepdim)
 
     def any(self, dim: _Dims = None, keepdim: _bool = False, *,
             axis: _Dims = None, keepdims: _bool | None = None) -> Tensor:
@@ -1786,7 +1790,7 @@ class Tensor(TensorBase, instance_class=True):
         uint8 one (1/0) for a uint8 ``self`` (same as ``torch.Tensor.any``)."""
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("any", dim, keepdim, axis, keepdims)
-        return _O.any(self, _dims(dim), keepdim)
+        return _O.any(self, _int_or_dims(dim, "any"), keepdim)
 
     def prod(self, dim: _Dims = _NO_DIM, keepdim: _bool = _NO_KEEPDIM, *,
              dtype: _DTypeLike | None = None,
@@ -1798,7 +1802,9 @@ class Tensor(TensorBase, instance_class=True):
             dim, keepdim = _numpy_names("prod", dim, keepdim, axis, keepdims)
         if dim is _NO_DIM or dim is None or keepdim is _NO_KEEPDIM:
             dim, keepdim = _keepdim_without_dim("prod", dim, keepdim, False)
-        return _O.prod(self, _dims(dim), keepdim,
+        # (torch's prod takes one int dim: no tuple, no tensor([1]))
+        return _O.prod(self, None if dim is None else
+                       [dim if dim.__class__ is int else _index_dim(dim, "prod(): ")], keepdim,
                        dtype=_dtype.as_dtype(dtype) if dtype is not None else None)
 
     def cumsum(self, dim: _int, *, dtype: _DTypeLike | None = None) -> Tensor:
@@ -2360,13 +2366,13 @@ class Tensor(TensorBase, instance_class=True):
         ``torch.Tensor.unsqueeze_``; IndexError for ``dim`` out of range, nothing changed)."""
         return _restride_(self, "unsqueeze_", "unsqueeze(dim)", _O.unsqueeze, dim)
 
-    def squeeze_(self, dim: _Dims = None, *dims: _int, axis: _Dims = None) -> Tensor:
+    def squeeze_(self, dim: _Dims = _NO_DIM, *dims: _int, axis: _Dims = None) -> Tensor:
         """Drop size-1 dimensions (all, or those in ``dim``: an int, a sequence, or several
         ints) in place; returns ``self`` (same as ``torch.Tensor.squeeze_``)."""
         if axis is not None:
-            dim = _axis("squeeze_", dim, None, axis)
+            dim = _axis("squeeze_", dim, _NO_DIM, axis)
         return _restride_(self, "squeeze_", "squeeze(dim)", _O.squeeze,
-                          [dim, *dims] if dims else _dims(dim) if dim is not None else None)
+                          _squeeze_dims("squeeze_", dim, dims))
 
     def as_strided_(self, size: Sequence[_int], stride: Sequence[_int],
                     storage_offset: _int | None = None) -> Tensor:
@@ -2407,18 +2413,18 @@ class Tensor(TensorBase, instance_class=True):
         """A view with a size-1 dimension inserted at ``dim``."""
         return _O.unsqueeze(self, dim)
 
-    def squeeze(self, dim: _Dims = None, *dims: _int, axis: _Dims = None) -> Tensor:
+    def squeeze(self, dim: _Dims = _NO_DIM, *dims: _int, axis: _Dims = None) -> Tensor:
         """A view without size-1 dims (all of them, or those in ``dim``: an int, a sequence, or
         several ints as torch's ``squeeze(0, 2)``)."""
+        if dim is _NO_DIM and axis is None:
+            return _O.squeeze(self, None)
         if axis is not None:
-            dim = _axis("squeeze", dim, None, axis)
-        if dims:
-            return _O.squeeze(self, [dim, *dims])
-        return _O.squeeze(self, _dims(dim) if dim is not None else None)
+            dim = _axis("squeeze", dim, _NO_DIM, axis)
+        return _O.squeeze(self, _squeeze_dims("squeeze", dim, dims))
 
     def unflatten(self, dim: _int, sizes: Sequence[_int]) -> Tensor:
         """A view splitting ``dim`` into ``sizes`` (one may be -1)."""
-        d = _wrap_dim(dim, self.ndim)
+        d = _wrap_dim(dim, self.ndim, "unflatten(): ")
         sizes = list(sizes)
         if -1 in sizes:
             known = _prod(s for s in sizes if s != -1)
@@ -2845,9 +2851,7 @@ class Tensor(TensorBase, instance_class=True):
         long sequences), the others in their order (same as ``torch.Tensor.movedim``).
         RuntimeError for lengths that differ or a dim repeated; IndexError out of range."""
         n = self.ndim
-        # (dim_list: one int, a 0-dim integer tensor or a sequence, as torch's int[] parser)
-        src = [source] if source.__class__ is int else _dim_list(source)
-        dst = [destination] if destination.__class__ is int else _dim_list(destination)
+        src, dst = _movedim_args(source, destination)
         if len(src) != len(dst):
             raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} "
                                f"dims) should contain the same number of dims as destination "
@@ -3089,6 +3093,8 @@ class Tensor(TensorBase, instance_class=True):
         tensors only, RuntimeError otherwise (same as ``torch.Tensor.nanmean``)."""
         if axis is not None or keepdims is not None:
             dim, keepdim = _numpy_names("nanmean", dim, keepdim, axis, keepdims)
+        if dim is not None and dim.__class__ is not int:
+            dim = _dims(dim, "nanmean")     # (its errors name nanmean, not sum or nansum)
         if not self._dtype.is_floating_point:
             raise RuntimeError(f"nanmean(): expected input to have floating point or complex "
                                f"dtype but got {self._dtype}")
@@ -3705,6 +3711,8 @@ class Tensor(TensorBase, instance_class=True):
         RuntimeError over an empty dim; gradients split evenly among ties (as amin/amax)."""
         from . import return_types
         from ._ops.reduction import aminmax
+        if dim is not None and dim.__class__ is not int:
+            dim = _index_dim(dim, "aminmax(): ")    # (one int dim: no tuple, no tensor([1]))
         return return_types.aminmax(*aminmax(self, dim=dim, keepdim=keepdim))
 
     def median(self, dim: _int | None = _NO_DIM,
@@ -4282,6 +4290,47 @@ def _axis(api, dim, default, axis):
 _dims = _dim_list      # (the methods' name for it)
 
 
+def _int_or_dims(dim, api):
+    """``dim`` of ``all``/``any``, by torch's two overloads: one int (a 0-dim integer tensor
+    too) or a list of them (``int[]?`` without a size: ``tensor([1])`` alone is refused)."""
+    if dim is None:
+        return None
+    if dim.__class__ is int:
+        return [dim]
+    if isinstance(dim, (list, tuple)):
+        return _dim_list(dim, api)
+    return [_index_dim(dim, f"{api}(): ")]
+
+
+def _squeeze_dims(api, dim, dims):
+    """``squeeze``'s dims: none (all size-1 dims), one int or a list (``squeeze(0, 2)``: several
+    ints) by torch's overloads; ``squeeze(None)`` is torch's TypeError."""
+    if dims:
+        return _dim_list([dim, *dims], api)
+    if dim is _NO_DIM:
+        return None
+    if dim is None:
+        raise TypeError(f"{api}() received an invalid combination of arguments - got "
+                        f"(NoneType): dim is an int or a tuple of ints (as torch); leave it out "
+                        f"to squeeze every size-1 dim")
+    return _dim_list(dim, api)
+
+
+def _movedim_args(source, destination):
+    """``movedim``'s ``(source, destination)`` as two lists, by torch's two overloads: both
+    ints (0-dim integer tensors too) or both int lists; one of each is torch's TypeError."""
+    ls, ld = isinstance(source, (list, tuple)), isinstance(destination, (list, tuple))
+    if ls != ld:
+        raise TypeError(f"movedim() received an invalid combination of arguments - got "
+                        f"({type(source).__name__}, {type(destination).__name__}): source and "
+                        f"destination are both ints or both tuples of ints (as torch)")
+    if ls:
+        return _dim_list(source, "movedim"), _dim_list(destination, "movedim")
+    return ([source if source.__class__ is int else _index_dim(source, "movedim(): ", "source")],
+            [destination if destination.__class__ is int
+             else _index_dim(destination, "movedim(): ", "destination")])
+
+
 def _new_size(size, api, kwargs):
     """``*size`` of ``new_empty``/``new_zeros``/``new_ones``: ints, one list/tuple or torch's
     keyword ``size=`` (checked by ``_like_self``); torch requires it, so none at all is a
@@ -4318,7 +4367,11 @@ def _int_list(shape) -> list:
         if s.__class__ is bool or type(s).__name__ in ("bool_", "bool"):
             raise TypeError(f"argument must be tuple of ints, but found element of type "
                             f"{type(s).__name__} at pos {i}")
-        out.append(operator.index(s))
+        try:
+            out.append(operator.index(s))
+        except (TypeError, RuntimeError):   # (tensor([0, 1]): its item() refused in other words)
+            raise TypeError(f"argument must be tuple of ints, but found element of type "
+                            f"{type(s).__name__} at pos {i}") from None
     return out
 
 

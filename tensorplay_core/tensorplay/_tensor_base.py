@@ -780,53 +780,63 @@ _NO_DIM: Any = _Unset(None)
 _NO_KEEPDIM: Any = _Unset(False)
 
 
-def dim_list(dim) -> list | None:
-    """A reduction's ``dim`` as a list of ints (None: all dims): an int, a list/tuple of them, or
-    anything with ``__index__`` (a 0-dim integer tensor, a NumPy integer), alone or in the
-    list, as torch's argument parser takes them. Anything else is passed on as one element, and
-    the op's own TypeError names it ("sum(): argument 'dim' must be tuple of ints, but found
-    element of type float at pos 0"); it was Python's "'float' object is not iterable"."""
+def dim_list(dim, api: str = "") -> list | None:
+    """A dim LIST argument (torch's ``int[1]``: ``sum``, ``mean``, ``amax``, ``var``, ``std``,
+    ``logsumexp``, ``nansum``, ``roll``, ...) as a list of ints (None: all dims), by torch's
+    parser: an int, a list/tuple of ints, or alone or in the list a NumPy integer or an integer
+    tensor of ONE element (``tensor(1)``, ``tensor([1])``, a bool tensor too: torch reads its
+    item). A bool, a float, None in the list, a float tensor or one of several elements is
+    torch's ``TypeError`` naming ``api``, the op the user called ("var(): argument 'dim' must
+    be tuple of ints, not Tensor"). A single-dim argument (torch's ``int``) is ``index_dim``'s."""
     if dim is None:
         return None
-    if isinstance(dim, int):
+    if dim.__class__ is int:
         return [dim]
     if isinstance(dim, (list, tuple)):
         dims = list(dim)
         for d in dims:          # (all ints, the common case: one pass, no enumerate)
             if d.__class__ is not int:
-                return _indexed(dims)
+                return _indexed(dims, api)
         return dims
-    index = getattr(type(dim), "__index__", None)
-    if index is None or isinstance(dim, TensorBase) and (
-            dim._shape or dim._dtype.is_floating_point or dim._dtype.name == "bool"):
-        # (torch's int list takes no float, bool or 1-element tensor alone, which __index__
-        # would take or refuse in its own words: the op's TypeError names it)
-        return [dim]
-    return [index(dim)]
+    d = _list_int(dim)
+    if d is None:
+        raise TypeError(f"{_named(api)}argument 'dim' must be tuple of ints, not "
+                        f"{type(dim).__name__}")
+    return [d]
+
+
+def _named(api: str) -> str:
+    return f"{api}(): " if api else ""
+
+
+def _list_int(d):
+    """``d`` as an element of torch's int list (its int), or None where torch's parser
+    refuses it: a bool, a float, a tensor not integral or not of one element."""
+    if isinstance(d, TensorBase):
+        dt = d._dtype
+        if dt.is_floating_point or dt.is_complex or d.numel() != 1:
+            return None
+        return int(d.item())
+    t = type(d)
+    if t is bool or t.__module__ == "numpy" and t.__name__ in ("bool_", "bool"):
+        return None
+    index = getattr(t, "__index__", None)
+    return None if index is None else index(d)
 
 
 def checked_dims(dim, api: str) -> list | None:
-    """``dim_list(dim)`` for a composite op that hands the list to inner ops (``logsumexp``,
-    ``nansum``, ``count_nonzero``): an element that is not an int (a bool, a float, a tensor
-    of another dtype or with dims) is torch's ``TypeError`` naming ``api``, the op the user
-    called, not the inner op that would have refused it."""
-    dims = dim_list(dim)
-    if dims is not None:
-        for i, d in enumerate(dims):
-            if d.__class__ is not int:
-                if isinstance(d, int) and d.__class__ is not bool:
-                    dims[i] = int(d)
-                    continue
-                raise TypeError(f"{api}(): argument 'dim' must be tuple of ints, but found "
-                                f"element of type {type(d).__name__} at pos {i}")
-    return dims
+    """``dim_list(dim, api)`` (kept for the composite ops' call sites)."""
+    return dim_list(dim, api)
 
 
-def _indexed(dims: list) -> list:
-    """``dims`` with each element that has ``__index__`` (a 0-dim int tensor, a NumPy int)
-    replaced by that int; a bool or anything else stays, for the op's TypeError to name."""
+def _indexed(dims: list, api: str = "") -> list:
+    """``dims`` with each element that is not an int replaced by its int (``_list_int``);
+    torch's ``TypeError`` naming ``api`` for one it refuses (a bool, a float, None, ...)."""
     for i, d in enumerate(dims):
-        index = getattr(type(d), "__index__", None)
-        if index is not None and d.__class__ is not bool:
-            dims[i] = index(d)
+        if d.__class__ is not int:
+            v = _list_int(d)
+            if v is None:
+                raise TypeError(f"{_named(api)}argument 'dim' must be tuple of ints, but found "
+                                f"element of type {type(d).__name__} at pos {i}")
+            dims[i] = v
     return dims

@@ -243,10 +243,16 @@ def write_out(api: str, out, fn, args=(), kwargs=None, rule="cast", n: int = 1,
             raise RuntimeError(f"{api} only supports bool tensor for result, got: "
                                f"{_dtname(odt)}")
         check_out_overlap(o, inputs)
-        if 0 in o.stride_tuple and tuple(o.raw_shape) == tuple(r.raw_shape):
+        if 0 in o.stride_tuple and (api in POINTWISE_OUT or tuple(o.raw_shape) == tuple(
+                r.raw_shape) and api not in REDUCE_INTO_EXPANDED):
+            # (torch's TensorIterator refuses an expanded out before it would resize it)
             _check_out_expanded(api, o)
     for o, r in zip(outs, results):
         shape = tuple(r.raw_shape)
+        if 0 in o.stride_tuple and api in REDUCE_INTO_EXPANDED and \
+                tuple(o.raw_shape) == shape and _expanded_dims(o):
+            _reduce_into_expanded(api, o, r)
+            continue
         if tuple(o.raw_shape) != shape:
             if o.capture_info is not None:
                 # a resize is no op tensorplay.compile records: the replay would write into the
@@ -267,6 +273,44 @@ def write_out(api: str, out, fn, args=(), kwargs=None, rule="cast", n: int = 1,
     if n == 1:
         return outs[0]
     return type(result)(*outs) if hasattr(result, "_fields") else outs
+
+
+# out= of torch's TensorIterator (pointwise) functions: an expanded out is refused before any
+# resize (torch.add(ones(1, 3), 1, out=zeros(1, 3).expand(2, 3)) is a RuntimeError, not a resize)
+POINTWISE_OUT = frozenset(OUT_OPS) - {"matmul"} | {
+    "add", "sub", "div", "clamp", "clamp_max", "clamp_min", "clip", "where", "digamma", "erfc",
+    "erfinv", "float_power", "heaviside", "ldexp", "lgamma", "logaddexp", "logical_xor",
+    "mvlgamma", "polygamma", "reciprocal", "round", "signbit", "sinc", "square", "xlogy", "take",
+    "index_select"}
+# torch's reduction kernels write an expanded out of the result's shape: its dims of stride 0
+# join the reduction (tp.sum(ones(2, 3), 0, out=zeros(1).expand(3)) is [6., 6., 6.]), the value
+# landing in the one shared element. Reducing the result again along those dims gives it for
+# these (sum, max, min, prod, all, any of partial results); mean, var, std, norm, argmax and the
+# scans refuse (mean, logsumexp, cumsum: as torch; var, std, norm, argmax: torch goes on)
+REDUCE_INTO_EXPANDED = {"sum": "sum", "nansum": "sum", "amax": "amax", "amin": "amin",
+                        "prod": "prod", "all": "all", "any": "any"}
+
+
+def _expanded_dims(o) -> list:
+    return [d for d, (n, st) in enumerate(zip(o.raw_shape, o.stride_tuple)) if st == 0 and n > 1]
+
+
+def _reduce_into_expanded(api: str, o, r) -> None:
+    """Write result ``r`` into the expanded ``out`` ``o`` of reduction ``api``, as torch's
+    reduction kernels do: reduced again along ``o``'s expanded dims, into ``o`` narrowed to size
+    1 there (its own memory, no element shared)."""
+    dims = _expanded_dims(o)
+    if r.raw_dtype is not o.raw_dtype:
+        r = ops.to_dtype(r, o.raw_dtype)
+    red = REDUCE_INTO_EXPANDED[api]
+    if red == "prod":
+        for d in dims:
+            r = ops.prod(r, [d], True)
+    else:
+        r = getattr(ops, red)(r, dims, True)
+    for d in dims:
+        o = ops.slice(o, d, 0, 1, 1)
+    ops.copy_(o, r)
 
 
 def _check_out_expanded(api: str, o) -> None:
