@@ -375,6 +375,23 @@ def any(input: Tensor, dim: _Dims = None, keepdim: builtins.bool = False, *,
     return input.any(dim, keepdim)
 
 
+def _max_min(fn, name, input, dim_or_other, keepdim, dim, other, out):
+    """``max``/``min`` (``fn``, called ``name``) after their signature: torch's overloads."""
+    if dim is not _NO_DIM:     # a keyword dim is always the dim (torch's overloads)
+        if dim_or_other is not _NO_DIM:
+            raise TypeError(f"{name}() got multiple values for argument 'dim'")
+        dim_or_other = _index_dim(dim, f"{name}(): ") if isinstance(dim, Tensor) else dim
+        if keepdim is _NO_KEEPDIM:
+            keepdim = False
+    method = getattr(input, name)
+    if other is not None:
+        return method(dim_or_other, keepdim, other=other)
+    if out is not None:
+        return _write_out(name, out, fn, (input, dim_or_other, keepdim), {}, "exact",
+                          2 if isinstance(dim_or_other, builtins.int) else 1)
+    return method(dim_or_other, keepdim)
+
+
 @overload
 def max(input: Tensor) -> Tensor: ...
 @overload
@@ -385,18 +402,7 @@ def max(input: Tensor, dim_or_other: Any = _NO_DIM, keepdim: builtins.bool = _NO
         dim: Any = _NO_DIM, other: Any = None, out: Any = None) -> Any:  # noqa: A001
     """``max(input)``: the largest element; ``max(input, dim, keepdim=False)``: the named tuple
     ``(values, indices)``; ``max(input, other)``: the elementwise maximum (as ``torch.max``)."""
-    if dim is not _NO_DIM:     # a keyword dim is always the dim (torch's overloads)
-        if dim_or_other is not _NO_DIM:
-            raise TypeError("max() got multiple values for argument 'dim'")
-        dim_or_other = _index_dim(dim, "max(): ") if isinstance(dim, Tensor) else dim
-        if keepdim is _NO_KEEPDIM:
-            keepdim = False
-    if other is not None:
-        return input.max(dim_or_other, keepdim, other=other)
-    if out is not None:
-        return _write_out("max", out, max, (input, dim_or_other, keepdim), {}, "exact",
-                          2 if isinstance(dim_or_other, builtins.int) else 1)
-    return input.max(dim_or_other, keepdim)
+    return _max_min(max, "max", input, dim_or_other, keepdim, dim, other, out)
 
 
 @overload
@@ -409,18 +415,7 @@ def min(input: Tensor, dim_or_other: Any = _NO_DIM, keepdim: builtins.bool = _NO
         dim: Any = _NO_DIM, other: Any = None, out: Any = None) -> Any:  # noqa: A001
     """``min(input)``, ``min(input, dim)`` -> ``(values, indices)``, ``min(input, other)`` (as
     ``torch.min``)."""
-    if dim is not _NO_DIM:     # a keyword dim is always the dim (torch's overloads)
-        if dim_or_other is not _NO_DIM:
-            raise TypeError("min() got multiple values for argument 'dim'")
-        dim_or_other = _index_dim(dim, "min(): ") if isinstance(dim, Tensor) else dim
-        if keepdim is _NO_KEEPDIM:
-            keepdim = False
-    if other is not None:
-        return input.min(dim_or_other, keepdim, other=other)
-    if out is not None:
-        return _write_out("min", out, min, (input, dim_or_other, keepdim), {}, "exact",
-                          2 if isinstance(dim_or_other, builtins.int) else 1)
-    return input.min(dim_or_other, keepdim)
+    return _max_min(min, "min", input, dim_or_other, keepdim, dim, other, out)
 
 
 def nonzero(input: Tensor, *, as_tuple: builtins.bool = False) -> Any:

@@ -770,11 +770,17 @@ class OutputHooks:
 
 def output_hooks(node, nr) -> OutputHooks:
     """The node's ``OutputHooks`` of output ``nr`` (created on first use)."""
+    return _retained_entry(node, nr, OutputHooks)
+
+
+def _retained_entry(node, key, make):
+    """``node._retained[key]`` (output ``nr``'s hooks, or the node's own under None), made by
+    ``make()`` on first use."""
     if getattr(node, "_retained", None) is None:
         node._retained = {}
-    h = node._retained.get(nr)
+    h = node._retained.get(key)
     if h is None:
-        h = node._retained[nr] = OutputHooks()
+        h = node._retained[key] = make()
     return h
 
 
@@ -912,12 +918,7 @@ def _node_hooks(node) -> NodeHooks:
         if node.hooks.node is None:
             node.hooks.node = NodeHooks()
         return node.hooks.node
-    if getattr(node, "_retained", None) is None:
-        node._retained = {}
-    h = node._retained.get(None)
-    if h is None:
-        h = node._retained[None] = NodeHooks()
-    return h
+    return _retained_entry(node, None, NodeHooks)
 
 
 def _apply_hooked(node, retained, grads):
