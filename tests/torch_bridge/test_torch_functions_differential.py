@@ -50,8 +50,6 @@ LENIENT: dict[str, str] = {
         "argmax/argmin of a bool tensor answer as for uint8 (False < True); torch has no kernel",
     r"topk\(\(bool.*": "topk of a bool tensor answers as sort does (False < True); torch's cpu "
                       "topk has no bool kernel",
-    r"(Tensor\.)?prod\(.*dim=(\(.*\)|\[.*\]).*":
-        "prod over a list/tuple of dims reduces them, as sum; torch's prod takes one int",
     r"(Tensor\.)?logsumexp\(.*dim=(\[\]|\(\)), keepdim=False\)":
         "logsumexp(x, dim=[]) reduces every dim, as sum; torch 2.13 computes it and then fails "
         "to write it ('output with shape [] doesn't match the broadcast shape [1, 1]')",
