@@ -402,6 +402,8 @@ def max(input: Tensor, dim_or_other: Any = _NO_DIM, keepdim: builtins.bool = _NO
         dim: Any = _NO_DIM, other: Any = None, out: Any = None) -> Any:  # noqa: A001
     """``max(input)``: the largest element; ``max(input, dim, keepdim=False)``: the named tuple
     ``(values, indices)``; ``max(input, other)``: the elementwise maximum (as ``torch.max``)."""
+    if dim is _NO_DIM and other is None and out is None:    # the common call, inline
+        return input.max(dim_or_other, keepdim)
     return _max_min(max, "max", input, dim_or_other, keepdim, dim, other, out)
 
 
@@ -415,6 +417,8 @@ def min(input: Tensor, dim_or_other: Any = _NO_DIM, keepdim: builtins.bool = _NO
         dim: Any = _NO_DIM, other: Any = None, out: Any = None) -> Any:  # noqa: A001
     """``min(input)``, ``min(input, dim)`` -> ``(values, indices)``, ``min(input, other)`` (as
     ``torch.min``)."""
+    if dim is _NO_DIM and other is None and out is None:    # the common call, inline
+        return input.min(dim_or_other, keepdim)
     return _max_min(min, "min", input, dim_or_other, keepdim, dim, other, out)
 
 
