@@ -384,20 +384,26 @@ def test_output_not_requiring_grad_has_no_history():
     tp.testing.assert_close(x.grad, tp.full((3,), 2.0))
 
 
-def test_recapture_on_new_shapes_gives_right_gradients():
-    def f(x, w):
-        return (x @ w).relu().sum(0).mean()
-
+def _grads_match_per_size(f, sizes, k, m):
+    """``tp.compile(f)(x, w)`` for x of each (n, k) in ``sizes`` and w (k, m): gradients equal
+    eager's, and the last call's output has the AOT node."""
     cf = tp.compile(f)
-    for n in (2, 5, 2, 7):
-        x, w = _leaves([_arr(n, 4, seed=n), _arr(4, 3)])
+    for n in sizes:
+        x, w = _leaves([_arr(n, k, seed=n), _arr(k, m)])
         y = cf(x, w)
         y.backward()
-        x2, w2 = _leaves([_arr(n, 4, seed=n), _arr(4, 3)])
+        x2, w2 = _leaves([_arr(n, k, seed=n), _arr(k, m)])
         f(x2, w2).backward()
         tp.testing.assert_close(x.grad, x2.grad)
         tp.testing.assert_close(w.grad, w2.grad)
     assert _name(y.grad_fn) == NODE
+
+
+def test_recapture_on_new_shapes_gives_right_gradients():
+    def f(x, w):
+        return (x @ w).relu().sum(0).mean()
+
+    _grads_match_per_size(f, (2, 5, 2, 7), 4, 3)
 
 
 def test_no_grad_call_and_nothing_requiring_grad_record_nothing():
@@ -525,16 +531,7 @@ def test_size_dependent_graph_and_python_scalars():
     def f(x, w):
         return (x @ w).exp().sum() / x.shape[0]
 
-    cf = tp.compile(f)
-    for n in (3, 3, 5, 5):
-        x, w = _leaves([_arr(n, 2, seed=n), _arr(2, 2)])
-        y = cf(x, w)
-        y.backward()
-        x2, w2 = _leaves([_arr(n, 2, seed=n), _arr(2, 2)])
-        f(x2, w2).backward()
-        tp.testing.assert_close(x.grad, x2.grad)
-        tp.testing.assert_close(w.grad, w2.grad)
-    assert _name(y.grad_fn) == NODE
+    _grads_match_per_size(f, (3, 3, 5, 5), 2, 2)
 
 
 def test_multi_output_op_and_integer_intermediates():

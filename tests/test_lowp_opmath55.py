@@ -147,19 +147,23 @@ def addcdiv_expected(a, t1, t2, value):
     return a + (F32(value) * t1) / t2
 
 
+def _check_addc_forms(name, exp, dt, a, t1, t2, value):
+    """``tp.<name>``, the method, the in-place method (returns self) and ``out=`` all give ``exp``."""
+    same(getattr(tp, name)(T(a, dt), T(t1, dt), T(t2, dt), value=value), exp, dt)
+    same(getattr(T(a, dt), name)(T(t1, dt), T(t2, dt), value=value), exp, dt)
+    x = T(a, dt)
+    assert getattr(x, name + "_")(T(t1, dt), T(t2, dt), value=value) is x
+    same(x, exp, dt)
+    out = tp.empty(N, dtype=dt)
+    getattr(tp, name)(T(a, dt), T(t1, dt), T(t2, dt), value=value, out=out)
+    same(out, exp, dt)
+
+
 @pytest.mark.parametrize("dt", DTYPES)
 @pytest.mark.parametrize("value", [0.7, -2.3, 1])
 def test_addcmul_forms(dt, value):
     a, t1, t2 = data(dt, N, N, N)
-    exp = addcmul_expected(a, t1, t2, value)
-    same(tp.addcmul(T(a, dt), T(t1, dt), T(t2, dt), value=value), exp, dt)
-    same(T(a, dt).addcmul(T(t1, dt), T(t2, dt), value=value), exp, dt)
-    x = T(a, dt)
-    assert x.addcmul_(T(t1, dt), T(t2, dt), value=value) is x
-    same(x, exp, dt)
-    out = tp.empty(N, dtype=dt)
-    tp.addcmul(T(a, dt), T(t1, dt), T(t2, dt), value=value, out=out)
-    same(out, exp, dt)
+    _check_addc_forms("addcmul", addcmul_expected(a, t1, t2, value), dt, a, t1, t2, value)
 
 
 @pytest.mark.parametrize("dt", DTYPES)
@@ -167,15 +171,7 @@ def test_addcmul_forms(dt, value):
 def test_addcdiv_forms(dt, value):
     a, t1, t2 = data(dt, N, N, N)
     t2 = rnd(t2 + F32(3.0) * np.sign(t2), dt)        # away from zero
-    exp = addcdiv_expected(a, t1, t2, value)
-    same(tp.addcdiv(T(a, dt), T(t1, dt), T(t2, dt), value=value), exp, dt)
-    same(T(a, dt).addcdiv(T(t1, dt), T(t2, dt), value=value), exp, dt)
-    x = T(a, dt)
-    assert x.addcdiv_(T(t1, dt), T(t2, dt), value=value) is x
-    same(x, exp, dt)
-    out = tp.empty(N, dtype=dt)
-    tp.addcdiv(T(a, dt), T(t1, dt), T(t2, dt), value=value, out=out)
-    same(out, exp, dt)
+    _check_addc_forms("addcdiv", addcdiv_expected(a, t1, t2, value), dt, a, t1, t2, value)
 
 
 @pytest.mark.parametrize("dt", DTYPES)
