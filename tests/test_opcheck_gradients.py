@@ -560,3 +560,20 @@ def test_wrong_formula_is_caught_on_half_precision_samples(dtype, n):
         with formula(half_square, right, _square_setup):
             r = grads(half_square, (x,))
             assert r.status in ("pass", "skip"), (seed, r)
+
+
+def test_slowest_samples_name_the_kernel_where_an_op_has_several_on_a_device():
+    # example::rms_norm has a cpu kernel and a CompositeExplicitAutograd (default) kernel, both
+    # checked on cpu: each footer line must say which kernel it timed, or two lines read the same
+    import subprocess
+    import sys
+    p = subprocess.run([sys.executable, "-m", "tensorplay.cli", "check", "example::rms_norm",
+                        "--test-utils", "test_schema", "-q"], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    lines = [ln.split("ms  ", 1)[1] for ln in
+             p.stdout.split("Slowest samples:", 1)[1].strip().splitlines() if ln.startswith("- ")]
+    labels = [ln.split(" (most in ")[0] for ln in lines]
+    assert len(labels) >= 2 and len(set(labels)) == len(labels), labels
+    assert all(s.split(" [")[0] in ("example::rms_norm on cpu, cpu kernel",
+                                    "example::rms_norm on cpu, default kernel") for s in labels)

@@ -1148,11 +1148,20 @@ _N_SLOWEST = 5
 def _slowest(results) -> list:
     """Footer lines for the slowest samples: time, op, device, sample, and its slowest check."""
     ran = sorted((x for x in results if x.checks), key=lambda x: -x.seconds)[:_N_SLOWEST]
+    # an op checked through several kernels on one device (e.g. its cpu kernel and its default
+    # one) gets the kernel named, else its lines for one sample read the same
+    kernels: dict = {}
+    for x in results:
+        kernels.setdefault((x.op, x.device), set()).add(x.kernel)
     out = []
     for x in ran:
         worst = max(x.check_seconds.items(), key=lambda kv: kv[1], default=None)
         most = f" (most in {worst[0]}: {worst[1] * 1e3:.0f} ms)" if worst else ""
-        out.append(f"{x.seconds * 1e3:.0f} ms  {x.op} on {x.device} [{x.sample or '-'}]{most}")
+        # the kernel's dispatch key ("cpu", "default"): its module path is in the table above
+        which = (f", {str(x.kernel).split(':', 1)[0]} kernel"
+                 if len(kernels[x.op, x.device]) > 1 else "")
+        out.append(f"{x.seconds * 1e3:.0f} ms  {x.op} on {x.device}{which} "
+                   f"[{x.sample or '-'}]{most}")
     return out
 
 
