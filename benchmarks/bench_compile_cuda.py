@@ -13,6 +13,10 @@ round times every engine once, so all see the same machine state):
   host time + launch latency + GPU time of one call, nothing overlapped.
 
 Ratios are tensorplay / torch within the same run and the same mode (< 1: tensorplay faster).
+``tp.compile ro`` runs a signature without a graph where the recording holds no more launches
+than the copies a replay adds (the 8-op chain is one fused kernel: it runs as the default mode,
+the reason printed per size); ``tp.compile ro graph`` is the same function with its graph
+recorded regardless (the rule off while recording), the cost the rule avoids.
 Before timing, every engine's result is compared with tensorplay eager (allclose).
 
 ``--fn softmax_rows`` times a row softmax instead (rows of 1024: two reductions and three
@@ -78,6 +82,23 @@ def layer_norm_rows(x, y):
     return d * (v + 1e-5).rsqrt() * y
 
 
+def _forced_graph(fn, x, y):
+    """``fn`` compiled with ``mode="reduce-overhead"`` and its signature recorded even where the
+    graph saves no launch (``_replay.SKIP_FEW_LAUNCHES`` off for its first two calls: the rule
+    is applied when recording), so one run shows the graph's cost beside the rule's choice;
+    None on a tree without the rule."""
+    from tensorplay import _replay
+    if not hasattr(_replay, "SKIP_FEW_LAUNCHES"):
+        return None
+    c = tp.compile(fn, mode="reduce-overhead")
+    _replay.SKIP_FEW_LAUNCHES = False
+    try:
+        c(x, y), c(x, y)              # the normal run, then the recording
+    finally:
+        _replay.SKIP_FEW_LAUNCHES = True
+    return c
+
+
 def one_size(lg, cupy, torch, sync, args):
     """{engine: {"pipelined_us", "synced_us"}} at 2^lg elements, and the warm-up seconds;
     ``sync`` waits for CuPy's and (with ``torch``) torch's queued work."""
@@ -97,6 +118,9 @@ def one_size(lg, cupy, torch, sync, args):
         print(f"tp.compile reduce-overhead: {e}")
     else:
         engines["tp.compile ro"] = lambda: c_ro(x, y)
+        forced = _forced_graph(chain, x, y)
+        if forced is not None:
+            engines["tp.compile ro graph"] = lambda: forced(x, y)
     if torch is not None:
         tx, ty = torch.from_dlpack(x._data), torch.from_dlpack(y._data)
         t_def = torch.compile(chain, dynamic=False)
@@ -113,6 +137,10 @@ def one_size(lg, cupy, torch, sync, args):
         if not bool(cupy.allclose(o, ref, rtol=1e-4, atol=1e-4)):
             print(f"WARNING 2^{lg}: {name} disagrees with tensorplay eager", file=sys.stderr)
     warm_s = time.perf_counter() - t0
+    if "tp.compile ro" in engines:
+        why = list(c_ro.graph_skips.values())
+        print(f"2^{lg}: tp.compile ro " + (f"runs without a graph: {why[0]}" if why
+                                          else "replays a graph"), flush=True)
     pip = {k: [] for k in engines}
     syn = {k: [] for k in engines}
     for _ in range(args.rounds):
@@ -153,7 +181,8 @@ def main(argv=None) -> int:
         for k, v in res.items():
             ratio = ""
             anchor = {"tp eager": "torch eager", "tp.compile": "torch.compile",
-                      "tp.compile ro": "torch.compile ro"}.get(k)
+                      "tp.compile ro": "torch.compile ro",
+                      "tp.compile ro graph": "torch.compile ro"}.get(k)
             if anchor in res:
                 ratio = (f"{v['pipelined_us'] / res[anchor]['pipelined_us']:.2f} / "
                          f"{v['synced_us'] / res[anchor]['synced_us']:.2f}")

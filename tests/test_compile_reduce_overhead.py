@@ -23,6 +23,15 @@ def chain(x, y):
     return a.tanh(), a.sum()
 
 
+@pytest.fixture(autouse=True)
+def _replay_small_graphs(monkeypatch):
+    """This file tests the replay itself, on graphs of one or two launches, which a replay
+    would not speed up (``_replay.SKIP_FEW_LAUNCHES``, tested in
+    ``test_compile_reduce_overhead_launches56.py``): recorded here all the same."""
+    from tensorplay import _replay
+    monkeypatch.setattr(_replay, "SKIP_FEW_LAUNCHES", False)
+
+
 def graph_calls(be):
     return [c for c in be.calls if c.endswith("_graph")]
 

@@ -17,6 +17,13 @@ CUDA_OK, CUDA_WHY = tp.plugins.device_status("cuda")
 pytestmark = pytest.mark.skipif(not CUDA_OK, reason=f"no usable CUDA device: {CUDA_WHY}")
 
 
+@pytest.fixture(autouse=True)
+def _replay_small_graphs(monkeypatch):
+    """This file tests the replay itself, on graphs of one or two launches, which a replay
+    would not speed up (``_replay.SKIP_FEW_LAUNCHES``, tested in
+    ``test_compile_reduce_overhead_launches56.py``): recorded here all the same."""
+    from tensorplay import _replay
+    monkeypatch.setattr(_replay, "SKIP_FEW_LAUNCHES", False)
 
 
 def close(a, b, tol=1e-5):

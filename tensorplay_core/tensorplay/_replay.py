@@ -26,10 +26,15 @@ op (a replay would repeat the same numbers) or an op tagged ``cudagraph_unsafe``
 sharing memory with an argument, a constant or each other, or not contiguous (copies out would
 lose the sharing or the strides); signatures beyond the first ``MAX_GRAPHS`` recorded; a
 recording that failed (e.g. a custom op that synchronises with the host; on cuda, a matmul:
-CuPy refuses cuBLAS calls during a capture). Calls from several threads take turns on one
+CuPy refuses cuBLAS calls during a capture); a recording holding no more device launches than
+the copies a replay adds (``_few_launches``: one fused chain of two arguments and one output is one
+launch against three copies), where a replay costs more than a normal run and gives the same
+values. Calls from several threads take turns on one
 recorded graph (a lock: its static inputs are shared); a backend's ``replay`` may offer
 ``before()``/``after()``, called under that lock around each call's device work, to order the
-work of calls made on different streams.
+work of calls made on different streams, and ``launches``, the number of device operations the
+recording holds (cuda: the CUDA graph's nodes); without it the runner's structure is counted
+(``compile._Entry.launches``: one per fused chain, one per op that is not a view).
 """
 
 from __future__ import annotations
@@ -46,6 +51,9 @@ __all__ = ["GraphReplay", "run"]
 _WARM = "warm"     # the signature ran once; the next call records
 MAX_GRAPHS = 16    # recorded signatures kept per compiled graph (each pins its arrays)
 MAX_SKIPS = 64     # reasons kept in CompiledFunction.graph_skips (the newest)
+# a graph whose replay would save no launch runs without one (``_few_launches``); the tests of
+# the replay machinery itself, whose graphs are one or two launches, turn this off
+SKIP_FEW_LAUNCHES = True
 
 
 class GraphReplay:
@@ -247,6 +255,37 @@ def run(cf, entry, sig, leaves):
         graphs[sig] = reason
         _skip(cf, sig, reason)
         return entry.run(leaves)
+    reason = _few_launches(g, entry)
+    if reason is not None:
+        # dropped: its arrays (on cuda, its memory pool) go with it
+        graphs[sig] = reason
+        _skip(cf, sig, reason)
+        return entry.run(leaves)
     graphs[sig] = g
     cf.graph_skips.pop(sig, None)
     return g(leaves)
+
+
+def _few_launches(g, entry) -> str | None:
+    """Why recording ``g`` of ``entry``'s graph saves nothing, or None when it may: a replay
+    makes one copy per argument in and one per tensor output out besides its graph launch, so
+    a graph holding no more launches than those copies gives no fewer launches per call, and
+    the copies add device traffic (at 2^24 float32 elements, one fused chain of two arguments:
+    150 µs a replay against 45 µs without, an H200). The count is the backend's, when its
+    recording reports one (``replay.launches``: cuda counts the CUDA graph's nodes), else the
+    runner's structure (``_Entry.launches``). Skipping changes the cost only: the normal run
+    gives the same values, in fresh tensors as a replay's copies out do."""
+    if not SKIP_FEW_LAUNCHES:
+        return None
+    copies = len(g.static_in)
+    for o in g.outs:
+        if o is not None:
+            copies += 1
+    n = getattr(g.replay, "launches", None)
+    if n is None:
+        n = entry.launches(g.backend)
+    if n > copies:
+        return None
+    return (f"the graph makes {n} device launch{'es' if n != 1 else ''}, no more than the "
+            f"{copies} copies a replay adds (arguments in, outputs out): it runs without a "
+            f"graph, which costs less and gives the same results")

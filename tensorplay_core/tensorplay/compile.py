@@ -138,7 +138,11 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
       an op tagged ``cudagraph_unsafe``; outputs that are an argument or a view of one, share
       memory with each other, or are not contiguous; a recording that failed (a custom op that
       synchronises with the host, say; on cuda also any matmul, since CuPy refuses cuBLAS
-      calls during a CUDA-graph capture).
+      calls during a CUDA-graph capture); and a recording that holds no more device launches
+      than the copies a replay adds (one per tensor argument and per tensor output): a replay
+      would then launch as often as a normal run and move the data twice more (a single fused
+      chain is one launch, so ``x * y + 1`` runs as ``"default"``). A skip changes the cost
+      only, never the results (a replay's outputs are fresh tensors too).
       Other modes raise ``ValueError`` (there is no autotuning, so ``"max-autotune"`` is not
       accepted).
 
@@ -755,6 +759,34 @@ class _Entry:
 
         d["run"] = once("run")
         d["run_checked"] = once("run_checked")
+
+    def launches(self, backend) -> int:
+        """The device launches one run of the graph makes on ``backend``, counted from the
+        runner's structure (``mode="reduce-overhead"`` weighs them against the copies a replay
+        adds, ``_replay``; used where the backend's recording does not count its own work): a
+        fused chain whose backend function exists is one launch (one kernel), a chain the
+        backend does not fuse one per node; every other op node one, except a view (its
+        outputs share an input's storage: no device work). A lower bound where an op launches
+        several kernels; called once per recorded signature, after the signature's normal run
+        (which made each chain's fused function)."""
+        g = self.graph
+        n = 0
+        chained: set = set()
+        for ch in g.groups:
+            chained.update(x.index for x in ch.nodes)
+            n += 1 if ch._compiled.get(backend) else len(ch.nodes)
+        Value = _capture.Value
+        for node in g.nodes:
+            if node.kind != "op" or node.index in chained:
+                continue
+            ins: set = set()
+            for a in _pytree.tree_flatten([node.args, node.kwargs], Value, [])[0]:
+                if isinstance(a, Value):
+                    ins.add(id(a.fake.storage_ref))
+            if node.outputs and all(id(v.fake.storage_ref) in ins for v in node.outputs):
+                continue                 # a view of an input: metadata only
+            n += 1
+        return n
 
     def refs_valid(self) -> bool:
         """The tensors the graph holds as constants are still the ones ``fn`` refers to."""

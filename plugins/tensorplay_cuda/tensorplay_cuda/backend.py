@@ -28,6 +28,7 @@ Importing this module imports CuPy but never touches the GPU; ``is_available`` a
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import threading
 
@@ -518,7 +519,9 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
         the graph and never handed to other allocations while ``replay`` lives (as torch's
         private graph pools). ``RuntimeError`` (CuPy's ``CUDARuntimeError`` is one) when the
         work cannot be recorded -- a host synchronisation such as ``.item()``, or a copy to
-        the host; the capture is ended and dropped then."""
+        the host; the capture is ended and dropped then. ``replay.launches``: the graph's node
+        count (``graph_nodes``; None when the driver cannot say), which ``tensorplay.compile``
+        weighs against the copies a replay adds."""
         with self.device_guard(device):
             pool = cupy.cuda.MemoryPool()
             stream = cupy.cuda.Stream(non_blocking=True)
@@ -556,6 +559,8 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
             last[1] = cur.ptr
         replay.before, replay.after = before, after
         replay.graph, replay.pool, replay.stream = graph, pool, stream   # kept alive with it
+        # what the recording holds (tensorplay.compile drops a graph that saves no launch)
+        replay.launches = graph_nodes(graph)
         return result, replay
 
     def data_ptr(self, arr) -> int:
@@ -669,3 +674,29 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
         if src.dtype != out.dtype:
             src = src.astype(out.dtype)
         cupy.add.at(cupy.moveaxis(out, dim, 0), flat, cupy.moveaxis(src, dim, 0))
+
+
+_GET_NODES: list = []      # [cuGraphGetNodes or None], looked up on the first recording
+
+
+def graph_nodes(graph) -> int | None:
+    """The number of nodes (kernel launches, copies, memsets) of a recorded CuPy ``Graph``, or
+    None when the driver cannot say. CuPy exposes the graph's ``cudaGraph_t`` (``graph.graph``)
+    but not ``cudaGraphGetNodes``; the driver's ``cuGraphGetNodes`` takes the same handle (the
+    runtime's graph types are the driver's), called once per recording."""
+    if not _GET_NODES:
+        try:
+            fn = ctypes.CDLL("libcuda.so.1").cuGraphGetNodes
+            fn.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t))
+            fn.restype = ctypes.c_int
+        except (OSError, AttributeError):
+            fn = None
+        _GET_NODES.append(fn)
+    fn = _GET_NODES[0]
+    handle = getattr(graph, "graph", 0)
+    if fn is None or not handle:
+        return None
+    n = ctypes.c_size_t(0)
+    if fn(handle, None, ctypes.byref(n)) != 0:     # CUDA_SUCCESS is 0
+        return None
+    return int(n.value)
