@@ -289,7 +289,10 @@ class Backend(Protocol):
         for as long as ``replay`` is referenced. ``replay`` may have ``before()`` and
         ``after()``, which the caller runs (one call at a time) before copying into the graph's
         arrays and after copying out of them, to order the work of calls made on different
-        streams. Raises whatever ``fn`` raises, and
+        streams. ``replay`` may have ``launches``, the number of device operations the
+        recording holds (cuda: the CUDA graph's nodes), or None when unknown: a recording of no
+        more launches than the copies a replay adds is dropped (the call runs without a graph;
+        without ``launches`` the compiled graph's structure is counted). Raises whatever ``fn`` raises, and
         ``RuntimeError`` when the work cannot be recorded (a host synchronisation, say); nothing
         stays captured then. Default: ``NotImplementedError`` (the device has no graphs)."""
         raise NotImplementedError(f"device '{self.device_type}': its backend cannot capture "
