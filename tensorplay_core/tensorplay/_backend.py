@@ -293,8 +293,8 @@ class Backend(Protocol):
         recording holds (cuda: the CUDA graph's nodes), or None when unknown: a recording of no
         more launches than the copies a replay adds is dropped (the call runs without a graph;
         without ``launches`` the compiled graph's structure is counted). Raises whatever
-        ``fn`` raises, and ``RuntimeError`` when the work cannot be recorded (a host synchronisation, say); nothing
-        stays captured then. Default: ``NotImplementedError`` (the device has no graphs)."""
+        ``fn`` raises, and ``RuntimeError`` when the work cannot be recorded (a host
+        synchronisation, say); nothing stays captured then. Default: ``NotImplementedError`` (the device has no graphs)."""
         raise NotImplementedError(f"device '{self.device_type}': its backend cannot capture "
                                   f"graphs (capture_graph)")
 
