@@ -294,7 +294,8 @@ class Backend(Protocol):
         more launches than the copies a replay adds is dropped (the call runs without a graph;
         without ``launches`` the compiled graph's structure is counted). Raises whatever
         ``fn`` raises, and ``RuntimeError`` when the work cannot be recorded (a host
-        synchronisation, say); nothing stays captured then. Default: ``NotImplementedError`` (the device has no graphs)."""
+        synchronisation, say); nothing stays captured then. Default: ``NotImplementedError``
+        (the device has no graphs)."""
         raise NotImplementedError(f"device '{self.device_type}': its backend cannot capture "
                                   f"graphs (capture_graph)")
 
