@@ -634,6 +634,8 @@ if TYPE_CHECKING:
     arctan2: CustomOpDef[[Tensor, Tensor], Tensor]
     hypot: CustomOpDef[[Tensor, Tensor], Tensor]
     nextafter: CustomOpDef[[Tensor, Tensor], Tensor]
+    fmax: CustomOpDef[[Tensor, Tensor], Tensor]
+    fmin: CustomOpDef[[Tensor, Tensor], Tensor]
     fmod: _Binary
     copysign: _Binary
     asinh: _Unary
@@ -645,6 +647,7 @@ if TYPE_CHECKING:
 else:
     atan2 = arctan2 = _O.atan2
     hypot, nextafter, fmod, copysign = _O.hypot, _O.nextafter, _O.fmod, _O.copysign
+    fmax, fmin = _O.fmax, _O.fmin
     asinh = arcsinh = _O.asinh
     acosh = arccosh = _O.acosh
     atanh = arctanh = _O.atanh
@@ -766,7 +769,8 @@ def cummin(input: Tensor, dim: builtins.int, *, out: Any = None) -> return_types
     return input.cummin(dim)
 
 
-__all__ += ["atan2", "arctan2", "hypot", "nextafter", "fmod", "copysign", "asinh", "arcsinh",
+__all__ += ["atan2", "arctan2", "hypot", "nextafter", "fmod", "copysign", "fmax", "fmin",
+            "asinh", "arcsinh",
             "acosh", "arccosh", "atanh", "arctanh", "logaddexp", "logaddexp2", "xlogy",
             "float_power", "aminmax", "median", "nanmedian", "kthvalue", "mode", "cummax",
             "cummin"]

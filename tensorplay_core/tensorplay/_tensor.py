@@ -3648,6 +3648,16 @@ class Tensor(TensorBase, instance_class=True):
         """In-place ``hypot`` (same as ``torch.Tensor.hypot_``)."""
         return _in_place(self, "hypot_", _O.hypot, other)
 
+    def fmax(self, other: Tensor) -> Tensor:
+        """Elementwise maximum where a NaN loses to a number (NaN only where both are NaN);
+        tensors only, broadcast, promoted as ``maximum`` (same as ``torch.Tensor.fmax``)."""
+        return _O.fmax(self, other)
+
+    def fmin(self, other: Tensor) -> Tensor:
+        """Elementwise minimum where a NaN loses to a number (NaN only where both are NaN);
+        tensors only, broadcast, promoted as ``minimum`` (same as ``torch.Tensor.fmin``)."""
+        return _O.fmin(self, other)
+
     def fmod(self, other: _TensorOrScalar) -> Tensor:
         """C's ``fmod``: the remainder of ``self / other`` with ``self``'s sign (``remainder``
         takes ``other``'s); keeps integer dtypes (RuntimeError for an integer zero divisor,

@@ -310,7 +310,16 @@ def _math2(c):
         # torch's rule; NumPy's float16 loop gives ``input`` there)
         return xp.where(a == b, b, f_nextafter(a, b))
 
+    def nan_ignoring(f, name):
+        # C's fmax/fmin (torch.fmax): a NaN loses to a number; any dtype (bool included)
+        def k(a, b):
+            a, b = prep(a, b, False)
+            return f(a, b)
+        k.__name__ = k.__qualname__ = name
+        return k
+
     return dict(xlogy=x_times(c, xp.log, "xlogy"), atan2=floating_op(f_atan2, "atan2", True),
+                fmax=nan_ignoring(fn("fmax"), "fmax"), fmin=nan_ignoring(fn("fmin"), "fmin"),
                 copysign=floating_op(f_copysign, "copysign", True),
                 hypot=floating_op(f_hypot, "hypot", False),
                 nextafter=floating_op(nextafter_or_equal, "nextafter", False))

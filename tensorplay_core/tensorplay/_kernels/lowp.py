@@ -32,6 +32,7 @@ COMPUTE = frozenset({
     "any", "prod", "cumsum", "max_dim", "min_dim", "sort", "argsort", "argmin", "scatter_add",
     "expm1", "log1p", "log2", "log10", "exp2", "tan", "asin", "acos", "atan", "sinh", "cosh",
     "trunc", "atan2", "hypot", "fmod", "xlogy", "copysign", "asinh", "acosh", "atanh",
+    "fmax", "fmin",
     # special functions (session 46)
     "lgamma", "digamma", "polygamma", "mvlgamma", "erfc", "erfcx", "erfinv", "ndtri", "i0",
     "i0e", "i1", "i1e", "sinc", "xlog1py", "heaviside", "ldexp", "frexp",

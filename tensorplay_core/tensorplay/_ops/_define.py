@@ -83,7 +83,7 @@ OUT_OPS = {name: "cast" for name in (
     "bitwise_left_shift", "bitwise_right_shift", "bitwise_not", "neg", "exp", "log", "sqrt",
     "rsqrt", "tanh", "sigmoid", "abs", "sin", "cos", "erf", "expm1", "log1p", "log2", "log10",
     "exp2", "tan", "asin", "acos", "atan", "sinh", "cosh", "floor", "ceil", "trunc", "atan2",
-    "hypot", "nextafter", "fmod", "copysign", "asinh", "acosh", "atanh")}
+    "hypot", "nextafter", "fmod", "copysign", "asinh", "acosh", "atanh", "fmax", "fmin")}
 # torch's unary ops that keep their input's dtype (not the floating ones such as exp): out must
 # have the result's dtype
 OUT_OPS.update(matmul="exact", sign="found", neg="found", abs="found", floor="found",

@@ -46,6 +46,10 @@ DOCS = {
               "give the default float dtype.", "torch.atan2"),
     "hypot": ("``sqrt(input**2 + other**2)`` without overflow, elementwise with broadcasting; "
               "floating tensors only (NotImplementedError otherwise).", "torch.hypot"),
+    "fmax": ("Elementwise maximum with broadcasting where a NaN loses to a number (C's ``fmax``; "
+             "NaN only where both are NaN).", "torch.fmax"),
+    "fmin": ("Elementwise minimum with broadcasting where a NaN loses to a number (C's ``fmin``; "
+             "NaN only where both are NaN).", "torch.fmin"),
     "nextafter": ("The next floating value after ``input`` toward ``other``, elementwise; "
                   "floating tensors only (NotImplementedError otherwise).", "torch.nextafter"),
     "fmod": ("C's fmod: the remainder of ``input / other`` with the dividend's sign; keeps "

@@ -663,6 +663,22 @@ def _nextafter_bw(ctx, g):   # torch 2.13: grad where self != other (else 0); ze
     return ga, gb
 
 
+def _fmax_fmin_bw(pick_ge):
+    # torch 2.13's derivatives.yaml: the gradient goes to ``input`` where it is picked -- it is
+    # >= (fmin: <=) other, a tie included, or other is NaN -- and to ``other`` elsewhere
+    def bw(ctx, g):
+        a, b = ctx.saved_tensors
+        to_a = O.logical_or(O.ge(a, b) if pick_ge else O.le(a, b), O.isnan(b))
+        ga = _red(O.where(to_a, g, 0.0), a) if ctx.needs_input_grad[0] else None
+        gb = _red(O.where(to_a, 0.0, g), b) if ctx.needs_input_grad[1] else None
+        return ga, gb
+    return bw
+
+
+defop("fmax" + _B, meta=binary_meta("same", "fmax"), setup=_save_inputs,
+      backward=_fmax_fmin_bw(True))
+defop("fmin" + _B, meta=binary_meta("same", "fmin"), setup=_save_inputs,
+      backward=_fmax_fmin_bw(False))
 defop("atan2" + _B, meta=binary_meta("float", "atan2"), setup=_save_inputs, backward=_atan2_bw)
 defop("hypot" + _B, meta=_floating_only_meta("hypot"), setup=_hypot_save, backward=_hypot_bw)
 defop("nextafter" + _B, meta=_floating_only_meta("nextafter"), setup=_save_inputs,

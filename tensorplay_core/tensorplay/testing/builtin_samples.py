@@ -433,6 +433,13 @@ SAMPLES = {
     "nextafter": lambda g: [S(g.T(3, 1), g.T(4)),
                             S(g.T(2, 3, dtype=g.tp.float32), g.T(3, dtype=g.tp.float32),
                               grad=False)],
+    # session 56: operands apart (the gradient's pick is not at a tie for finite differences)
+    "fmax": lambda g: [S(g.T(3, 1, lo=0.1, hi=0.4), g.T(4, lo=0.6, hi=0.9)),
+                       S(g.T(2, 3, lo=0.6, hi=0.9), g.T(3, lo=-0.9, hi=-0.1)),
+                       S(g.IDX([1, 5]), g.IDX([3, 2]), grad=False)],
+    "fmin": lambda g: [S(g.T(3, 1, lo=0.1, hi=0.4), g.T(4, lo=0.6, hi=0.9)),
+                       S(g.T(2, 3, lo=0.6, hi=0.9), g.T(3, lo=-0.9, hi=-0.1)),
+                       S(g.IDX([1, 5]), g.IDX([3, 2]), grad=False)],
     "fmod": lambda g: [S(g.T(3, 1, lo=0.1, hi=0.9), g.T(4, lo=1.0, hi=1.5)),
                        S(g.T(2, 3, lo=-0.9, hi=-0.1), g.T(3, lo=1.0, hi=1.5)),
                        S(g.T(2, 3, lo=0.1, hi=0.9), 1.0),
