@@ -69,12 +69,19 @@ def _roots(tensors, grad_tensors, api, grad_arg):
           _tensors_arg(grad_tensors, api, grad_arg, none_ok=True))
     if len(gl) != len(tensors):
         raise RuntimeError(f"{api}: got {len(tensors)} tensors but {len(gl)} gradients")
-    for t, g in zip(tensors, gl):
+    for i, (t, g) in enumerate(zip(tensors, gl)):
         if not t.requires_grad:
             raise RuntimeError(
-                f"{api}: element 0 of tensors does not require grad and does not have a grad_fn "
-                f"(shape {tuple(t.shape)}). Set requires_grad=True on an input first.")
-        if g is None:
+                f"{api}: element {i} of tensors does not require grad and does not have a "
+                f"grad_fn (shape {tuple(t.shape)}). Set requires_grad=True on an input first.")
+        if g is not None:
+            if g.raw_shape != t.raw_shape:
+                # torch's validate_outputs: a broadcastable gradient is refused too
+                raise RuntimeError(
+                    f"{api}: Mismatch in shape: grad_output[{i}] has a shape of "
+                    f"{tuple(g.raw_shape)} and output[{i}] has a shape of {tuple(t.raw_shape)}. "
+                    f"Pass a gradient of the output's shape.")
+        else:
             if t.numel() != 1:
                 raise RuntimeError(f"{api}: grad can be implicitly created only for scalar "
                                    f"outputs; got shape {tuple(t.shape)}. Pass a gradient.")

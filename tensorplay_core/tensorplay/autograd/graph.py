@@ -207,7 +207,7 @@ def _check_grad_fits(v, gr) -> None:
     if why is not None:
         raise RuntimeError(f"backward: the .grad assigned to a tensor {why}, so the gradient "
                            f"cannot be accumulated into it; assign a tensor of the same dtype, "
-                           f"shape and device (e.g. torch.zeros_like(x)), or None")
+                           f"shape and device (e.g. tensorplay.zeros_like(x)), or None")
 
 
 def _own_copy(g):
