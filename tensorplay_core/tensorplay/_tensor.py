@@ -1719,7 +1719,11 @@ class Tensor(TensorBase, instance_class=True):
         if other is not None:
             return _O.maximum(self, other)
         if dim is None:    # (no history: amax's call itself, no extra frame)
-            return _extreme_all(self, True) if self._requires_grad else _O.amax(self, [], False)
+            try:
+                return (_extreme_all(self, True) if self._requires_grad else
+                        _O.amax(self, [], False))
+            except RuntimeError as e:   # (a try costs nothing until it catches)
+                raise _as_api(e, "amax()", "max()") from None
         if isinstance(dim, Tensor):
             return _O.maximum(self, dim)
         from . import return_types
@@ -1752,7 +1756,11 @@ class Tensor(TensorBase, instance_class=True):
         if other is not None:
             return _O.minimum(self, other)
         if dim is None:    # (no history: amax's call itself, no extra frame)
-            return _extreme_all(self, False) if self._requires_grad else _O.amin(self, [], False)
+            try:
+                return (_extreme_all(self, False) if self._requires_grad else
+                        _O.amin(self, [], False))
+            except RuntimeError as e:   # (a try costs nothing until it catches)
+                raise _as_api(e, "amin()", "min()") from None
         if isinstance(dim, Tensor):
             return _O.minimum(self, dim)
         from . import return_types
@@ -4405,6 +4413,13 @@ def _keyword_sizes(args, kwargs, api, name, ignored=()):
 _MISSING = object()
 
 _ScatterReducedBackward = _scatter_reduced_node_class()
+
+
+def _as_api(e: RuntimeError, inner: str, api: str) -> RuntimeError:
+    """``e`` raised by the op ``inner`` that ``api`` calls, worded as ``api``'s own (torch names
+    the function the user called: ``x.max()`` of an empty tensor says ``max():``)."""
+    msg = str(e)
+    return RuntimeError(api + msg[len(inner):]) if msg.startswith(inner) else e
 
 
 def _extreme_all(x, largest):
