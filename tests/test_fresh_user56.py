@@ -14,4 +14,4 @@ def test_an_empty_reduction_error_names_the_function_called(call, api):
     # torch: "max(): Expected reduction dim to be specified for input.numel() == 0. ..."
     with pytest.raises(RuntimeError) as e:
         call()
-    assert str(e.value).startswith(api + " Expected reduction dim to be specified"), e.value
+    assert str(e.value).startswith(api + ": Expected reduction dim to be specified"), e.value
