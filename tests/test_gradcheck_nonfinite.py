@@ -19,24 +19,21 @@ def _x(vals=(1.0, 2.0)):
     return tp.tensor(list(vals), dtype=tp.float64, requires_grad=True)
 
 
-class NanGrad(Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x * 2
+def _doubling_with_backward_times(factor):
+    """``x * 2`` whose backward returns ``g * factor`` (NaN/inf: a broken formula)."""
+    class Broken(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
 
-    @staticmethod
-    def backward(ctx, g):
-        return g * float("nan")
+        @staticmethod
+        def backward(ctx, g):
+            return g * factor
+    return Broken.apply
 
 
-class InfGrad(Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x * 2
-
-    @staticmethod
-    def backward(ctx, g):
-        return g * float("inf")
+nan_grad = _doubling_with_backward_times(float("nan"))
+inf_grad = _doubling_with_backward_times(float("inf"))
 
 
 class NanSecond(Function):
@@ -54,13 +51,13 @@ class NanSecond(Function):
 
 
 def test_nan_analytical_gradient_fails_gradcheck():
-    assert gradcheck(NanGrad.apply, (_x(),), raise_exception=False) is False
+    assert gradcheck(nan_grad, (_x(),), raise_exception=False) is False
     with pytest.raises(GradcheckError, match=r"analytical=nan"):
-        gradcheck(NanGrad.apply, (_x(),))
+        gradcheck(nan_grad, (_x(),))
 
 
 def test_infinite_analytical_gradient_against_a_finite_one_fails():
-    assert gradcheck(InfGrad.apply, (_x(),), raise_exception=False) is False
+    assert gradcheck(inf_grad, (_x(),), raise_exception=False) is False
 
 
 def test_infinite_numerical_gradient_against_a_finite_one_fails():
