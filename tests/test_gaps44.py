@@ -82,7 +82,8 @@ def test_inverse_hyperbolics_and_aliases(name, ref):
     lambda a, b: tp.atan2(a, b), lambda a, b: tp.hypot(a, b), lambda a, b: tp.fmod(a, b),
     lambda a, b: tp.copysign(a, b), lambda a, b: tp.nextafter(a, b),
     lambda a, b: tp.logaddexp(a, b), lambda a, b: tp.logaddexp2(a, b),
-    lambda a, b: tp.float_power(a, b.abs()), lambda a, b: tp.xlogy(a, b.abs()),
+    # a positive base: a negative one to a fractional power is NaN (gradcheck fails it, as torch)
+    lambda a, b: tp.float_power(a.abs(), b), lambda a, b: tp.xlogy(a, b.abs()),
     lambda a, b: tp.asinh(a) + tp.atanh(a * 0.5) + tp.acosh(b.abs() + 1.5),
 ])
 def test_gradients_match_finite_differences(call):

@@ -6,7 +6,7 @@ No per-op math lives here: each op's backward formula sits beside its forward (`
 from .function import Function, FunctionCtx
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .api import backward, grad
-from .gradcheck import gradcheck, gradgradcheck
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 
-__all__ = ["Function", "FunctionCtx", "backward", "grad", "gradcheck", "gradgradcheck", "no_grad",
-           "enable_grad", "set_grad_enabled", "is_grad_enabled"]
+__all__ = ["Function", "FunctionCtx", "GradcheckError", "backward", "grad", "gradcheck",
+           "gradgradcheck", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]

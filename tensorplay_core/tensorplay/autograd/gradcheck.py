@@ -2,6 +2,26 @@
 
 from __future__ import annotations
 
+import math
+
+
+class GradcheckError(RuntimeError):
+    """Raised by ``gradcheck``/``gradgradcheck`` (``raise_exception=True``) when an analytical
+    gradient disagrees with finite differences (torch's ``torch.autograd.GradcheckError``)."""
+
+
+def _close(ana: float, num: float, atol: float, rtol: float) -> bool:
+    """``torch.allclose(ana, num, rtol, atol)`` for one entry (``equal_nan=False``): equal
+    values (infinities of one sign included) are close; NaN on either side, or an infinity
+    against anything else, is not; else ``|ana - num| <= atol + rtol * |num|``."""
+    if ana == num:
+        return True
+    err = abs(ana - num)
+    # NaN compares False and an infinite error is never within a tolerance (even an infinite
+    # one, rtol * |inf|): both fail, as in torch.isclose
+    return math.isfinite(err) and err <= atol + rtol * abs(num)
+
+
 
 def gradcheck(fn, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
               raise_exception: bool = True) -> bool:
@@ -11,9 +31,11 @@ def gradcheck(fn, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float 
     (use float64 for tight tolerances, as with ``torch.autograd.gradcheck``). The analytical
     Jacobian is built one row per output element (one ``autograd.grad`` each) and compared with
     central differences ``(f(x + eps) - f(x - eps)) / 2 eps``, one input element at a time.
-    Returns True when every entry agrees within ``atol + rtol * |numerical|``; otherwise raises
-    ``RuntimeError`` naming the output, the input and the entry (or returns False when
-    ``raise_exception=False``). ``ValueError`` when no input requires grad.
+    Returns True when every entry agrees within ``atol + rtol * |numerical|`` (``torch.allclose``
+    semantics: a NaN on either side, or an infinity against a finite value, disagrees);
+    otherwise raises ``GradcheckError`` (a ``RuntimeError``) naming the output, the input, the
+    entry and both values in full precision (or returns False when ``raise_exception=False``).
+    ``ValueError`` when no input requires grad.
 
     Example::
 
@@ -67,12 +89,19 @@ def gradcheck(fn, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float 
                 for j in range(n_out):
                     num = (plus[j] - minus[j]) / (2 * eps)
                     ana = analytic[j][k]
-                    if abs(num - ana) > atol + rtol * abs(num):
+                    if not _close(ana, num, atol, rtol):
+                        # repr: the shortest digits that tell two different floats apart
                         msg = (f"gradcheck: Jacobian mismatch for output {oi} with respect to input "
-                               f"{i}: d out[{j}] / d in[{k}] numerical={num:.6g} "
-                               f"analytical={ana:.6g}")
+                               f"{i}: d out[{j}] / d in[{k}] numerical={num!r} "
+                               f"analytical={ana!r} (atol={atol!r}, rtol={rtol!r})")
+                        if math.isnan(num) or math.isnan(ana):
+                            side = ("both are" if math.isnan(num) and math.isnan(ana) else
+                                    "the numerical one (the function's value next to the input) "
+                                    "is" if math.isnan(num) else "the analytical one (the "
+                                    "backward's result) is")
+                            msg += f"; {side} NaN"
                         if raise_exception:
-                            raise RuntimeError(msg)
+                            raise GradcheckError(msg)
                         return False
     return True
 
@@ -84,7 +113,8 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: flo
     Runs ``gradcheck`` on ``(inputs, grad_outputs) -> autograd.grad(fn(inputs), inputs,
     grad_outputs, create_graph=True)``, so the backward formulas themselves must be
     differentiable. ``grad_outputs`` default to fixed pseudo-random float64 tensors (``seed``)
-    shaped like ``fn``'s floating outputs. Raises/returns as ``gradcheck``.
+    shaped like ``fn``'s floating outputs. Raises/returns as ``gradcheck`` (``GradcheckError``
+    on a mismatch, NaN included).
     """
     import random
 

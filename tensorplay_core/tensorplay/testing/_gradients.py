@@ -43,6 +43,10 @@ differ by a good part of the disagreement at both steps (a kink inside the step:
 difference does not change with the step), or when it is not finite; it fails only when most
 comparisons at the nearby point are smooth, stable and disagree.
 
+A gradient with NaN/inf elements where the op is finite on both sides of the step disagrees in
+every comparison (an infinite one would otherwise widen the relative tolerance to infinity and
+pass); the failure counts the NaN/inf elements and names the first.
+
 Same scope rules as ``test_autograd_registration``: mutating ops, integer/bool inputs and
 outputs, outputs the formula marks non-differentiable and inputs the formula returns ``None``
 for are not compared, except an input the sample itself marks ``requires_grad``: for it ``None``
@@ -422,11 +426,14 @@ def _attempt(s, base, atol, rtol, rng, only=None, probe=None, pairs=1):
                 raise _Fail(f"the gradient of input '{s.labels[i]}' has shape {tuple(g.shape)} "
                             f"but the input has shape {tuple(t.shape)}. Fix: {_fix(op)}")
             g64s.append(_f64(g))
+        # a gradient with NaN/inf elements: its projections are NaN (summing +inf and -inf
+        # would warn), which no comparison accepts (_agrees)
+        finite = [bool(np.isfinite(g).all()) for g in g64s]
         prec = _lowest([t.dtype, *out_dtypes])
         h = _STEP[prec]
         r = rtol if rtol is not None else _RTOL[prec]
 
-        def measure(step, v, x=x, t=t, i=i, g64s=g64s, prec=prec, r=r):
+        def measure(step, v, x=x, t=t, i=i, g64s=g64s, prec=prec, r=r, finite=finite):
             """The comparisons along ``v`` at ``step``, one per cotangent (the same two calls
             of the op serve them all); None where the op is not finite there."""
             ap, am = x + step * v, x - step * v
@@ -452,20 +459,23 @@ def _attempt(s, base, atol, rtol, rng, only=None, probe=None, pairs=1):
             curv = [fp[lbl] - 2 * f0[lbl] + fm[lbl] for lbl in fp]
             mag = [fp[lbl] ** 2 + fm[lbl] ** 2 for lbl in fp]
             out = []
-            for us, g64 in zip(us_k, g64s):
+            for us, g64, fin in zip(us_k, g64s, finite):
                 u = [us[lbl] for lbl in fp]
                 num = sum(float(np.vdot(a, b)) for a, b in zip(u, diff)) / (2 * step)
                 asym = sum(float(np.vdot(a, b)) for a, b in zip(u, curv)) / step
-                contrib = g64 * d
-                ana = float(contrib.sum()) / (2 * step)
-                spread = math.sqrt(float(np.vdot(contrib, contrib))) / (2 * step)
+                if fin:
+                    contrib = g64 * d
+                    ana = float(contrib.sum()) / (2 * step)
+                    spread = math.sqrt(float(np.vdot(contrib, contrib))) / (2 * step)
+                else:
+                    ana, spread = math.nan, 0.0
                 noise = _NOISE_ULPS * _EPS[prec] * math.sqrt(
                     sum(float(np.vdot(a * a, b)) for a, b in zip(u, mag))) / (2 * step)
                 scale = max(abs(ana), abs(num), spread)
                 tol = r * scale + noise + (atol or 0.0)
                 out.append({"num": num, "ana": ana, "tol": tol, "err": num - ana,
                             "scale": scale, "step": step, "asym": asym, "us": us,
-                            "fp": fp, "fm": fm, "d": d})
+                            "fp": fp, "fm": fm, "d": d, "g": g64})
             return out
 
         verdicts = []                       # (status, figures, cotangent k, direction j)
@@ -476,7 +486,7 @@ def _attempt(s, base, atol, rtol, rng, only=None, probe=None, pairs=1):
                 continue
             m2s = None
             for k, m1 in enumerate(m1s):
-                if abs(m1["err"]) <= m1["tol"]:
+                if _agrees(m1):
                     verdicts.append(("ok", m1, k, j))
                     continue
                 if m2s is None:
@@ -487,7 +497,8 @@ def _attempt(s, base, atol, rtol, rng, only=None, probe=None, pairs=1):
             m1, m2 = res[i][1]
             info = {"m1": m1, "m2": m2, "prec": prec, "dtype": _dname(t.dtype),
                     "sample": s.describe(base), "none": none}
-            info["per_output"], info["worst"] = _diagnose(roots, m1["us"], leaves[i], m1)
+            if math.isfinite(m1["ana"]):     # else _verdict counts the NaN/inf elements
+                info["per_output"], info["worst"] = _diagnose(roots, m1["us"], leaves[i], m1)
             res[i] = ("bad", info)
     return res
 
@@ -518,6 +529,13 @@ def _tally(verdicts, pairs):
     m1, m2 = bad[0]
     return "unstable", {"m1": m1, "m2": m2}
 
+def _agrees(m) -> bool:
+    """Whether the comparison ``m`` agrees. A non-finite analytical side never does (the
+    numerical one is finite here): ``NaN <= tol`` is False already, but an infinite gradient
+    makes the tolerance (``rtol * scale``) infinite too, and ``inf <= inf`` would pass it."""
+    return math.isfinite(m["ana"]) and abs(m["err"]) <= m["tol"]
+
+
 def _rel(x, m) -> float:
     """``x`` relative to the size of the comparison ``m`` (inf where that is zero)."""
     return x / m["scale"] if m["scale"] > 0 else math.inf
@@ -526,8 +544,12 @@ def _rel(x, m) -> float:
 def _judge(m1, m2):
     """The verdict of one comparison that disagreed at the step (``m1``), given the same at
     half the step (``m2``): ``("ok", m2)``, ``("unstable", (m1, m2))`` or ``("bad", (m1, m2))``."""
-    if abs(m2["err"]) <= m2["tol"]:
+    if _agrees(m2):
         return "ok", m2
+    if not (math.isfinite(m1["ana"]) and math.isfinite(m2["ana"])):
+        # the backward gave NaN/inf where the op is finite on both sides: no step size or kink
+        # explains that (the nearby point still gets its say, as for any disagreement)
+        return "bad", (m1, m2)
     drift = abs(m1["err"] - m2["err"])
     if drift > max(m1["tol"], m2["tol"]) and min(abs(m1["err"]), abs(m2["err"])) <= \
             3 * drift + m2["tol"]:
@@ -587,6 +609,24 @@ def _diagnose(roots, us, leaf, m):
     return per, best
 
 
+def _nonfinite_part(label, m, info) -> str:
+    """The failure of an input whose analytical gradient is not finite: how many elements are
+    NaN/inf and where the first is (the headline figures, NaN, would say nothing)."""
+    import numpy as np
+    g = m["g"]
+    nan, inf = np.isnan(g), np.isinf(g)
+    kinds = [f"{what} in {int(mask.sum())}" for what, mask in (("NaN", nan), ("inf", inf))
+             if mask.any()]
+    first = tuple(int(q) for q in np.argwhere(nan | inf)[0]) if (nan | inf).any() else ()
+    return (f"the analytical gradient of input '{label}' (what the backward returns) is not "
+            f"finite: {' and '.join(kinds)} of {g.size} elements (first at "
+            f"[{', '.join(map(str, first))}]), although the op is finite at and around the "
+            f"sample (finite differences give {_fmt(m['num'])} along a random direction, "
+            f"{info['prec']}, step {_fmt(m['step'])}). Look in the backward for 0 * inf, inf - "
+            f"inf, 0 / 0, or sqrt/log/pow of a value outside its domain (a where() whose "
+            f"unselected branch is not finite still passes NaN gradients: mask its input)")
+
+
 def _fmt(x) -> str:
     return f"{x:.6g}"
 
@@ -597,6 +637,9 @@ def _verdict(op, s, verdicts):
         parts = []
         for i, info in bad.items():
             m = info["m1"]
+            if not math.isfinite(m["ana"]):
+                parts.append(_nonfinite_part(s.labels[i], m, info))
+                continue
             w = info.get("worst")
             where = ""
             if w is not None:

@@ -13,7 +13,9 @@ speed.
   is trusted.
 * ``test_autograd_registration`` -- with every floating, non-mutated input requiring grad, each
   floating output requires grad and a backward pass brings a gradient of the right shape to every
-  such input. A missing ``register_autograd`` formula is legal (CompositeImplicitAutograd).
+  such input, without writing the incoming gradient (grad_output) in place: autograd owns it
+  (``op(x).sum().backward()`` hands the backward a broadcast, stride-0 gradient, which refuses
+  the write; torch's opcheck fails such an op too). A missing ``register_autograd`` formula is legal (CompositeImplicitAutograd).
   Exempt, as in torch: integer/bool outputs, outputs the registered formula marks
   non-differentiable (``ctx.mark_non_differentiable``), and inputs for which the registered
   formula returns ``None`` (a declaration). An op that is not differentiable on purpose (a
@@ -30,7 +32,8 @@ speed.
   non-smooth points (relu at 0, max ties, floor/round) it retries with half the step and at a
   nearby point, and skips the input with the reason rather than fail; it fails only on a stable
   disagreement, naming the input, the worst output element, analytical vs numerical values and
-  the formula's file and line. Same scope rules as ``test_autograd_registration`` (mutating
+  the formula's file and line. An analytical gradient with NaN/inf elements where the op is
+  finite fails, saying how many elements and where the first is. Same scope rules as ``test_autograd_registration`` (mutating
   ops, non-differentiable outputs, ``None`` gradients, samples not asking for grad); ops tagged
   nondeterministic are skipped. Not in torch's opcheck (whose docs ask users to run gradcheck).
 * ``test_layouts`` -- each sample re-run with the same values in other memory layouts
@@ -760,6 +763,7 @@ def _test_autograd(op, args, kwargs, atol, rtol):
         if not roots:
             return    # every output declared non-differentiable by the formula
         seeds = [_factories.ones_like(v) for v in roots]
+        versions = [sd._version for sd in seeds]
         try:
             grads = _api.grad(roots, [t for _, t in diff], seeds, allow_unused=True)
         except Exception as e:
@@ -777,7 +781,8 @@ def _test_autograd(op, args, kwargs, atol, rtol):
                           "of its kernel; check them, or register a formula with "
                           "register_autograd")
             raise _Fail(f"backward raised {type(e).__name__}: {why}{advice}") from e
-    problems = []
+    problems = _grad_output_writes(op, [lbl for lbl, v in outs if v.requires_grad], seeds,
+                                   versions)
     for (label, t), g in zip(diff, grads):
         if g is None:
             if formula:
@@ -797,6 +802,29 @@ def _test_autograd(op, args, kwargs, atol, rtol):
                             f"on {t.device}")
     if problems:
         raise _Fail("; ".join(problems))
+
+
+def _grad_output_writes(op, labels, seeds, versions) -> list:
+    """Problems for the incoming gradients (``seeds``, all ones, version counters ``versions``
+    before the backward) that the backward wrote in place: a changed version counter (a
+    tensorplay in-place op) or changed values (a write through ``.numpy()``, which the counter
+    does not see)."""
+    import numpy as np
+    written = [lbl for lbl, sd, ver in zip(labels, seeds, versions)
+               if sd._version != ver or not bool(np.all(np.asarray(_host(sd)) == 1))]
+    if not written:
+        return []
+    if op.has_autograd:
+        from ._gradients import formula_where
+        where = f"the formula registered with register_autograd at {formula_where(op)}"
+    else:
+        where = "the backward of an op the kernel calls"
+    return [f"the backward writes its grad_output in place (the incoming gradient of output "
+            f"{', '.join(written)} changed during the backward): autograd owns that tensor -- "
+            f"{op.opname}(x).sum().backward() hands it a broadcast (stride-0) gradient and the "
+            f"write raises, and a gradient shared with another branch of the graph would be "
+            f"corrupted. Fix: in {where}, clone before writing (g = g.clone()) or compute out "
+            f"of place (g * 2 instead of g.mul_(2))"]
 
 
 # ----------------------------------------------------------------------------------------------
