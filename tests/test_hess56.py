@@ -148,3 +148,62 @@ def test_sign_nan_is_zero(dt):
 def test_sign_ints_and_bool_unchanged():
     assert tp.sign(tp.tensor([-3, 0, 7])).tolist() == [-1, 0, 1]
     assert tp.sign(tp.tensor([True, False])).tolist() == [True, False]
+
+
+@pytest.mark.parametrize("dt", [tp.float32, tp.float64, tp.float16])
+def test_sign_nan_is_zero_on_large_and_strided_tensors(dt):
+    # large tensors take the comparison kernel on the cpu; -0.0 and NaN give +0.0
+    n = 1 << 15
+    x = tp.randn(n).to(dt)
+    x[::7] = float("nan")
+    x[1::7] = -0.0
+    x[2::7] = -float("inf")
+    r = tp.sign(x)
+    assert r.dtype == dt
+    want = tp.where(x > 0, 1.0, tp.where(x < 0, -1.0, 0.0)).to(dt)
+    assert tp.equal(r, want)
+    assert not tp.signbit(r[::7]).any() and not tp.signbit(r[1::7]).any()
+    s = x.reshape(256, -1).t()[::2]        # a non-contiguous view
+    assert tp.equal(tp.sign(s), want.reshape(256, -1).t()[::2])
+
+
+def test_sign_nan_in_a_compiled_chain():
+    # the cpu fuser declines sign (NumPy's ufunc keeps NaN); the compiled result is eager's
+    x = tp.tensor([float("nan"), -2.0, 0.0, 3.0] * 8)
+    f = tp.compile(lambda a: tp.sign(a * 2.0) + 1.0)
+    assert f(x).tolist() == [1.0, 0.0, 1.0, 2.0] * 8
+
+
+def test_sign_nan_in_the_generated_triton_kernel():
+    # the cuda fuser's Triton form (run here by Triton's interpreter on the cpu's arrays)
+    pytest.importorskip("triton", reason="triton is not installed")
+    pytest.importorskip("tensorplay_triton", reason="tensorplay-triton is not installed")
+    triton_fusion = pytest.importorskip("tensorplay_cuda.triton_fusion")
+    from tensorplay.backends import ElementwiseExpr, Step
+    np = pytest.importorskip("numpy")
+    for dt in (tp.float32, tp.float64):
+        x = tp.tensor([float("nan"), -float("nan"), -0.0, 0.0, -2.0, 3.0], dtype=dt)
+        expr = ElementwiseExpr(1, (Step("sign", (("in", 0),)),), (0,), (dt,), tp.device("cpu"))
+        got = triton_fusion.TritonChain(expr, tp.backends.get("cpu")).run([x.numpy()])
+        assert got is not None
+        assert got[0].tolist() == [0.0, 0.0, 0.0, 0.0, -1.0, 1.0]
+        assert not np.signbit(got[0][:4]).any()
+
+
+@pytest.mark.cuda
+def test_sign_nan_on_cuda_eager_and_compiled():
+    ok, why = tp.plugins.device_status("cuda")
+    if not ok:
+        pytest.skip(f"no usable CUDA device: {why}")
+    for dt in (tp.float16, tp.bfloat16, tp.float32, tp.float64):
+        for n in (6, 1 << 20):     # the eager large-tensor path too
+            x = tp.tensor([float("nan"), -float("nan"), -0.0, 0.0, -2.0, 3.0] * (n // 6 + 1),
+                          dtype=dt, device="cuda")[:n]
+            want = [0.0, 0.0, 0.0, 0.0, -1.0, 1.0] * (n // 6 + 1)
+            assert tp.sign(x).cpu().tolist() == want[:n]
+            assert tp.sgn(x).cpu().tolist() == want[:n]
+            y = x.clone()
+            y.sign_()
+            assert y.cpu().tolist() == want[:n]
+            f = tp.compile(lambda a: tp.sign(a * 2.0) + 1.0)
+            assert f(x).cpu().tolist() == [v + 1.0 for v in want[:n]]
