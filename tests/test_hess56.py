@@ -207,3 +207,18 @@ def test_sign_nan_on_cuda_eager_and_compiled():
             assert y.cpu().tolist() == want[:n]
             f = tp.compile(lambda a: tp.sign(a * 2.0) + 1.0)
             assert f(x).cpu().tolist() == [v + 1.0 for v in want[:n]]
+
+
+@pytest.mark.cuda
+def test_prod_and_det_second_derivatives_on_cuda():
+    ok, why = tp.plugins.device_status("cuda")
+    if not ok:
+        pytest.skip(f"no usable CUDA device: {why}")
+    x = tp.tensor([0.0, 2.0, 3.0], dtype=tp.float64, device="cuda", requires_grad=True)
+    _close([[v for v in r] for r in _hess(lambda a: a.prod(), x)],
+           [[0, 3, 2], [3, 0, 0], [2, 0, 0]])
+    m = tp.tensor([[1.0, 2.0], [2.0, 4.0]], dtype=tp.float64, device="cuda", requires_grad=True)
+    g, = tp.autograd.grad(tp.det(m), m, create_graph=True)
+    h, = tp.autograd.grad(g[0, 0], m)
+    assert h.device.type == "cuda"
+    _close(h.cpu().tolist(), [[0, 0], [0, 1]])
