@@ -153,8 +153,10 @@ _TABLE = (
     # operand on a tie, so the zero goes first)
     _op("relu", "arith", 1, steps=(("maximum", 0, "x"),), triton="tl.where({0} < 0, 0, {0})",
         cupy="(({0} < (T)0) ? (T)0 : {0})"),
-    _op("sign", "arith", 1, xp="sign", ufunc="sign",
-        triton="tl.where({0} != {0}, {0}, tl.where({0} > 0, 1, tl.where({0} < 0, -1, 0)))"),
+    # torch's (x > 0) - (x < 0): NaN gives 0. No ufunc: NumPy's sign keeps NaN (the cpu fuser
+    # declines sign and the reference kernel runs)
+    _op("sign", "arith", 1, xp="sign",
+        triton="tl.where({0} > 0, 1, tl.where({0} < 0, -1, 0))"),
     _cmp("eq", "equal", "=="), _cmp("ne", "not_equal", "!="), _cmp("lt", "less", "<"),
     _cmp("le", "less_equal", "<="), _cmp("gt", "greater", ">"),
     _cmp("ge", "greater_equal", ">="),

@@ -33,15 +33,68 @@ def _from_table(c):
         f = getattr(xp, p.xp, None) or getattr(c.be.np, p.ufunc)
         k[name] = floating(f) if p.float_result else f
 
-    def sign(x):
-        # bool: the input itself, as torch (NumPy's sign has no bool loop)
-        return xp.asarray(x, copy=True) if x.dtype.kind == "b" else xp.sign(x)
-    k["sign"] = sign
+    k["sign"] = _sign(c)
     # inverse hyperbolics (torch.asinh/acosh/atanh): the array API's, integers as the default float
     for name in ("asinh", "acosh", "atanh"):
         k[name] = floating(getattr(xp, name, None) or getattr(c.be.np, "arc" + name[1:]))
     k.update(isnan=xp.isnan, isinf=xp.isinf, isfinite=xp.isfinite)
     return k
+
+
+# from this many elements the cpu's float sign takes its large-array forms (below it each extra
+# NumPy call costs more than the pass it saves)
+_SIGN_LARGE = 16384
+
+
+def _sign(c):
+    """torch.sign: -1, 0 or 1 in the input's dtype; NaN gives 0 (torch, and CuPy's own float
+    loop, ``(x > 0) - (x < 0)``: NumPy's sign keeps NaN); -0.0 gives +0.0; bool the input
+    itself (a copy: NumPy's sign has no bool loop)."""
+    xp, np_mod = c.xp, c.be.np
+    name = getattr(np_mod, "__name__", "")
+
+    if name == "cupy":
+        def sign(x):
+            return xp.asarray(x, copy=True) if x.dtype.kind == "b" else xp.sign(x)
+        return sign
+    if name != "numpy":     # another array-API namespace: its sign's NaN rule is unknown
+        def sign(x):
+            if x.dtype.kind == "b":
+                return xp.asarray(x, copy=True)
+            r = xp.sign(x)
+            return xp.where(xp.isnan(r), 0, r) if x.dtype.kind == "f" else r
+        return sign
+    i8, isnan, cnz, where = np_mod.int8, np_mod.isnan, np_mod.count_nonzero, np_mod.where
+    gt, lt, sub, nsign = np_mod.greater, np_mod.less, np_mod.subtract, np_mod.sign
+    bor = np_mod.bitwise_or.reduce
+    # np.sign's values are +-1, +-0 or NaN: only a NaN has the exponent's top bit set, so one
+    # OR-reduction of the bits (a SIMD pass, no temporary) tells whether there is one
+    bits = {2: (np_mod.uint16, 1 << 14), 4: (np_mod.uint32, 1 << 30),
+            8: (np_mod.uint64, 1 << 62)}
+
+    def sign(x):
+        dt = x.dtype
+        k = dt.kind
+        if k != "f":
+            return xp.asarray(x, copy=True) if k == "b" else nsign(x)
+        if x.size < _SIGN_LARGE:
+            # np.sign and a NaN test: two calls more than NumPy's sign alone, the least an
+            # exact form takes on a small array (the comparison form is three)
+            r = nsign(x)
+            m = isnan(r)
+            return where(m, 0, r) if cnz(m) else r
+        if dt.itemsize == 4:
+            # float32: two comparisons and an int8 subtract (SIMD loops; NumPy's float32 sign
+            # loop is slower than the three together), NaN 0 by construction
+            d = gt(x, 0).view(i8)
+            sub(d, lt(x, 0).view(i8), out=d)
+            return d.astype(dt)
+        # float64 (the comparisons' extra reads cost more than np.sign there), float16 (whose
+        # int8 -> float16 cast is slow): np.sign, then the NaN test
+        r = nsign(x)
+        u, bit = bits[dt.itemsize]
+        return where(isnan(r), 0, r) if int(bor(r.view(u), axis=None)) & bit else r
+    return sign
 
 
 def _composites(c):

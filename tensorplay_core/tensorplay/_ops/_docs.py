@@ -227,8 +227,8 @@ DOCS = {
     "select": ("A view of index ``index`` of ``dim`` (that dimension removed).",
                "torch.select"),
     "sigmoid": ("``1 / (1 + exp(-input))``, elementwise.", "torch.sigmoid"),
-    "sign": ("-1, 0 or 1 by the sign of each element, in its dtype (-0.0 gives 0); NaN stays "
-             "NaN (NumPy's rule: torch gives 0); a bool tensor is returned as it is (a copy).",
+    "sign": ("-1, 0 or 1 by the sign of each element, in its dtype (-0.0 gives 0); NaN gives "
+             "0, as torch (NumPy's sign keeps NaN); a bool tensor is returned as it is (a copy).",
              "torch.sign"),
     "searchsorted": ("For each value of ``self``, the index where it would be inserted into the "
                      "sorted last dim of ``sorted_sequence`` (binary search; int64, int32 with "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._define import defop, fused, ops as O
+from .._dispatch import NoGradBlock, grad_state as _gm_state
 from ._shapes import broadcast_shapes, check_same_dtype, out_like
 from ._shapes import zeros_grad
 
@@ -170,6 +171,8 @@ def _det_bw(ctx, g):
     # The singular case is looked for on real tensors only (a fake or captured graph keeps the
     # inverse's formula: it cannot read the data)
     a, d = ctx.saved_tensors
+    if _gm_state.enabled:
+        return _det_bw_graph(a, d, g)
     ai, info = O.linalg_inv_ex(a, check_errors=False)
     ga = O.mul(_bmat(O.mul(g, d)), _mT(ai))
     if info.native is not None and info.capture_info is None and info.numel():
@@ -177,6 +180,34 @@ def _det_bw(ctx, g):
         if bool(O.any(bad, None, False)):
             ga = O.where(_bmat(bad), _det_singular_grad(a, g), O.where(_bmat(bad), 0.0, ga))
     return ga
+
+
+def _det_bw_graph(a, d, g):
+    """det's gradient under create_graph (it is differentiated again). Singular as torch's
+    cutoff ``|det| < eps ||A||_F`` (or a failed inverse): a matrix just off singular has a huge
+    inverse whose derivative, times the tiny det, is noise. Each branch of the ``where`` runs
+    on matrices it is finite for -- the identity in place of a singular one for the inverse,
+    ``diag(1..n)`` (distinct singular values, which the SVD's derivative divides by the
+    differences of) in place of an invertible one for the SVD -- since the gradient the
+    ``where`` sends to the branch it did not take is 0, and 0 times an infinite derivative is
+    NaN."""
+    n = a.shape[-1]
+    if a.native is None or a.capture_info is not None or not a.numel():
+        return O.mul(_bmat(O.mul(g, d)), _mT(_inv(a)))    # cannot read the data
+    eye = _eye(n, a)
+    with NoGradBlock():
+        ai, info = O.linalg_inv_ex(a, check_errors=False)
+        # (finfo's eps: the linalg kernels take float32/float64 only)
+        eps = 2.0 ** -52 if a.dtype is _dt.float64 else 2.0 ** -23
+        cut = O.mul(O.sqrt(O.sum(O.mul(a, a), [-2, -1], False)), eps)
+        bad = O.logical_or(O.ne(info, 0), O.lt(O.abs(d), cut))
+        any_bad = bool(O.any(bad, None, False))
+    if not any_bad:
+        return O.mul(_bmat(O.mul(g, d)), _mT(_inv(a)))
+    badm = _bmat(bad)
+    ga = O.mul(_bmat(O.mul(g, d)), _mT(_inv(O.where(badm, eye, a))))
+    spread = _diag_embed(O.arange(1, n + 1, 1, dtype=a.dtype, device=a.device))
+    return O.where(badm, _det_singular_grad(O.where(badm, a, spread), g), ga)
 
 
 defop("linalg_det(Tensor A) -> Tensor", meta=_det_meta, setup=_save_in_out, backward=_det_bw)

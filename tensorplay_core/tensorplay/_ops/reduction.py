@@ -8,7 +8,7 @@ from .. import _dtype
 from .._kernels import _checks
 from ._define import defop, ops as O
 from ._shapes import check_nonempty_reduction, out_like, reduce_shape, wrap_dim
-from .._dispatch import NoGradBlock
+from .._dispatch import NoGradBlock, grad_state as _gm_state
 
 _LOWP = frozenset((_dtype.float16, _dtype.bfloat16))
 
@@ -141,18 +141,61 @@ def _prod_setup(ctx, inputs, output):
     ctx.save_for_backward(inputs[0])
 
 
+def _exclusive_cumprod(x):
+    """Products of the elements before each one along the last dim (1 at the first), by log2(n)
+    shifted multiplies (Hillis-Steele): only products, no division, so every derivative of it,
+    to any order, is exact also where x holds zeros."""
+    n = x.raw_shape[-1]
+    ones = O.full([*x.raw_shape[:-1], n], 1.0, dtype=x.raw_dtype, device=x.raw_device)
+    e = O.cat([O.narrow(ones, -1, 0, 1), O.narrow(x, -1, 0, n - 1)], -1)
+    s = 1
+    while s < n:
+        e = O.mul(e, O.cat([O.narrow(ones, -1, 0, s), O.narrow(e, -1, 0, n - s)], -1))
+        s *= 2
+    return e
+
+
+def _prod_others(x, dims):
+    """For each element of x, the product of the other elements of its reduced slice (torch's
+    prod_safe_zeros_backward: exclusive products from both sides), built from differentiable ops
+    so that create_graph gives exact higher derivatives with zeros in x."""
+    nd = len(x.raw_shape)
+    red = sorted({wrap_dim(d, nd) for d in dims}) if dims else list(range(nd))
+    perm = [d for d in range(nd) if d not in red] + red
+    xp = O.permute(x, perm)
+    kept = list(xp.raw_shape[:nd - len(red)])
+    n = 1
+    for d in red:
+        n *= x.raw_shape[d]
+    if n == 0:
+        return x
+    xf = O.reshape(xp, kept + [n])
+    r = O.mul(_exclusive_cumprod(xf), _exclusive_cumprod(xf.flip([-1])).flip([-1]))
+    inv = [0] * nd
+    for i, d in enumerate(perm):
+        inv[d] = i
+    return O.permute(O.reshape(r, list(xp.raw_shape)), inv)
+
+
 def _prod_bw(ctx, g):
-    # d prod / d x_i = product of the others, exact with zeros (as torch): no zero -> p / x;
-    # one zero -> the product of the non-zeros at the zero, 0 elsewhere; more zeros -> 0
     x, = ctx.saved_tensors
     dims = list(ctx.dims or [])
+    gx = _expand_back(g, ctx.shape, ctx.dims, ctx.keepdim)
+    if _gm_state.enabled and len(ctx.shape):
+        # create_graph: this gradient is differentiated again. The formula below is exact in
+        # value but piecewise (where on the zero count): its derivative misses the terms where a
+        # zero's neighbour moves (d^2 prod / dx_0 dx_1 at x_0 = 0). The exclusive products are
+        # a polynomial in x, right to every order (log2(n) extra multiplies; grad mode only)
+        return O.mul(gx, _prod_others(x, dims)), None, None
+    # d prod / d x_i = product of the others, exact with zeros (as torch): no zero -> p / x;
+    # one zero -> the product of the non-zeros at the zero, 0 elsewhere; more zeros -> 0
     zero = O.eq(x, 0)
     nz = O.sum(zero, dims, True)
     x1 = O.where(zero, 1.0, x)
     p1 = O.prod(x1, dims, True)
     one_zero = O.where(zero, p1, 0.0)
     grad = O.where(O.eq(nz, 0), O.div(p1, x1), O.where(O.eq(nz, 1), one_zero, 0.0))
-    return O.mul(_expand_back(g, ctx.shape, ctx.dims, ctx.keepdim), grad), None, None
+    return O.mul(gx, grad), None, None
 
 
 defop("prod(Tensor self, SymInt[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> "
