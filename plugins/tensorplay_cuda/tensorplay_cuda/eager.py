@@ -37,6 +37,8 @@ import sys
 from tensorplay import _dtype
 from tensorplay._kernels.elementwise import CUDA_EAGER, HALF_NUMBER_AT_FLOAT32, OPS
 
+from .fresh import new_array_for
+
 THRESHOLD = 1 << 22          # elements; below, CuPy's lower launch cost wins
 
 # the ops with fast paths, their forms and result rules: tensorplay._kernels.elementwise
@@ -626,6 +628,7 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
     here are already of one shape and dtype, row-major and on the current device, so none of
     ``beyond``'s tests is needed (on an H200 host they cost ~3 µs of a 2^22-element op's ~14)."""
     nd = backend.np.ndarray
+    new = new_array_for(nd)     # the large launches' result arrays: nd(shape, dtype), fresh.py
     getdev = backend.np.cuda.runtime.getDevice
     bf16 = _bf16_of(backend) if ref is not None else None
     f16 = backend.np.dtype("float16")
@@ -689,7 +692,7 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
                         e = big.get(key)
                         if e is not None and not (n & 15 or n >= big_top or a.data.ptr & 15 or
                                                   b.data.ptr & 15):
-                            r = nd(a.shape, e[1])
+                            r = new(a.shape, e[1])
                             if not r.data.ptr & 15:
                                 e[0](a.data.ptr, b.data.ptr, r.data.ptr, n)
                                 return r
@@ -711,7 +714,7 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
                     e = big.get(key)
                     if e is not None and not (n & 15 or n >= big_top or a.data.ptr & 15) and (
                             bc is float or -0x80000000 <= b <= 0x7FFFFFFF):
-                        r = nd(a.shape, e[1])
+                        r = new(a.shape, e[1])
                         if not r.data.ptr & 15:
                             e[0](a.data.ptr, r.data.ptr, n, b)
                             return r
@@ -729,7 +732,7 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
                 if n >= top:
                     e = big.get(key)
                     if e is not None and not (n & 15 or n >= big_top or a.data.ptr & 15):
-                        r = nd(a.shape, e[1])
+                        r = new(a.shape, e[1])
                         if not r.data.ptr & 15:
                             e[0](a.data.ptr, r.data.ptr, n)
                             return r
@@ -787,6 +790,7 @@ def _large(op, n_in, backend):
     (dtype, device[, number class]) compiles through Triton; a key whose launch is unavailable
     (another Triton release, a declined dtype or constant, a failure) returns None for good."""
     nd = backend.np.ndarray
+    new = new_array_for(nd)     # the result arrays: nd(shape, dtype) with less host time (fresh.py)
     getdev = backend.np.cuda.runtime.getDevice
     rounds, round_arg = _scalar_rounding(op, backend)
     from .triton_fusion import BLOCK, BLOCK_NARROW
@@ -836,7 +840,7 @@ def _large(op, n_in, backend):
             if e is _NO_OPERAND:
                 return compile_(key, a, b, modes)
             launch, rdt = e
-            r = nd(c.shape, rdt)
+            r = new(c.shape, rdt)
             if r.data.ptr & 15:
                 return None
             launch(a.data.ptr, b.data.ptr, r.data.ptr, n)
@@ -860,7 +864,7 @@ def _large(op, n_in, backend):
         if e is _NO_OPERAND:
             return compile_(key, a, b)
         launch, rdt = e
-        r = nd(a.shape, rdt)
+        r = new(a.shape, rdt)
         if r.data.ptr & 15:
             return None
         if b is _NO_OPERAND:

@@ -850,13 +850,21 @@ def _dense_call(direct, nd, rdt, n_in, consts, fconst, blk):
                 f"        PACK({values[:-1]}F32(c))"]
     else:
         pack = [f"    PACK({values})"]
-    source = "\n".join([f"def call({args}):", "    r = ND(a.shape, RDT)",
+    # the result array: fresh.route's two steps of cupy.ndarray(a.shape, RDT) where they apply
+    # (0.5 µs less per call on a CPU host), else the constructor
+    from .fresh import route_for
+    fresh = route_for(nd)
+    alloc = ["    r = NEW(ND)", "    INIT(r, a.shape, RDT, None, None, None)"] if fresh else \
+        ["    r = ND(a.shape, RDT)"]
+    source = "\n".join([f"def call({args}):", *alloc,
                         "    buf, params, _ = BLOCK_OF_THREAD.block", *pack,
                         "    try:", f"        {launch}", "    except Exception as e:",
                         "        if not MAKE_CURRENT(e, DEVICE):", "            raise",
                         f"        {launch}", "    return r", ""])
     g = {k: ns[k] for k in need}
     g.update(ND=nd, RDT=rdt, FCP=fconst.data.ptr)
+    if fresh:
+        g.update(NEW=fresh[0], INIT=fresh[1])
     exec(compile(source, f"<tensorplay dense call of {ns['FN']:#x}>", "exec"), g)  # noqa: S102
     call = g["call"]
     call.direct = direct                 # keeps the kernel's module alive (and for the tests)
