@@ -35,8 +35,11 @@ memory (``cupy.cuda.set_allocator``: the pool's own cost is not in these figures
 device is 0, the driver's ``launchKernel`` counts its calls (nothing is launched) and the
 current stream is the null stream; the kernels are compiled for real by Triton for an sm_90
 target, with the signature Triton's first launch would specialise, and the launch is built
-from them as on a GPU (``_cupylaunch.make_direct``). Printed: µs per call (minimum over the
-rounds) and the stubbed ``launchKernel`` alone.
+from them as on a GPU (``_cupylaunch.make_direct``). Also ``tp.empty``, ``empty_like`` and
+``new_empty`` of that size on ``cuda:0``: the factories that launch nothing, with their
+``cupy.ndarray`` built for real over the stubbed allocator (the plain mode's figures leave the
+array's construction out). Printed: µs per call (minimum over the rounds) and the stubbed
+``launchKernel`` alone.
 
 Usage: ``python benchmarks/bench_cuda_host.py [--rounds N] [--launch]``. Prints one line of µs
 figures.
@@ -241,6 +244,14 @@ def launch_path(rounds: int) -> int:
                     ("relu", (np.dtype("float32"), 0))):
         e = be.kernels()[op]._tp_dense_ufunc.launches.get(key)
         assert isinstance(getattr(e, "direct", None), _cupylaunch.Direct), f"{op}: {e!r}"
+    # the factories that launch nothing, their allocation made for real (CuPy's ndarray over
+    # the stubbed allocator: what the plain mode's stub leaves out)
+    g.update(dev=dev, sh=(n,))
+    stmts.update({"tp.empty": "tp.empty(sh, device=dev)", "empty_like": "tp.empty_like(x)",
+                  "new_empty": "x.new_empty(sh)"})
+    for s in ("tp.empty", "empty_like", "new_empty"):
+        r = eval(stmts[s], g)                           # noqa: S307
+        assert r.shape == (n,) and r._data.__class__ is cupy.ndarray, s
     stmts["launchKernel stub"] = "launch(0, 1, 1, 1, 128, 1, 1, 0, 0, 0, 0)"
     timer = time.process_time if os.environ.get("TENSORPLAY_BENCH_CPU_TIME") else time.perf_counter
     out = {s: [] for s in stmts}
@@ -248,7 +259,8 @@ def launch_path(rounds: int) -> int:
         for name, s in stmts.items():
             out[name].append(timeit.Timer(s, globals=g, timer=timer).timeit(20000) / 20000 * 1e6)
     print("  ".join(f"{name} {min(v):.3f}" for name, v in out.items()),
-          " (µs per call, minimum; the one-launch path, launchKernel stubbed)")
+          " (µs per call, minimum; the one-launch path, launchKernel stubbed; the factories "
+          "with CuPy's allocator stubbed)")
     return 0
 
 if __name__ == "__main__":

@@ -1,0 +1,218 @@
+"""Fresh result arrays on cuda through ``cupy.ndarray``'s two construction steps
+(``tensorplay_cuda.fresh``, issue 32 items 2 and 3): the same array as
+``cupy.ndarray(shape, dtype)``, from the same allocator, with less host time.
+
+No GPU needed for most: CuPy's allocator is replaced by one handing out host memory (as
+``benchmarks/bench_cuda_host.py --launch`` does), so both constructions run for real up to the
+allocation. ``@pytest.mark.cuda`` tests check the arrays, the pool and the eager ops and
+factories that allocate this way on a GPU.
+"""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+import pytest
+
+import tensorplay as tp
+
+cupy = pytest.importorskip("cupy", reason="CuPy is not installed")
+tensorplay_cuda = pytest.importorskip("tensorplay_cuda")
+from tensorplay_cuda import backend as B  # noqa: E402
+from tensorplay_cuda import clone as C  # noqa: E402
+from tensorplay_cuda import fill as F  # noqa: E402
+from tensorplay_cuda import fresh  # noqa: E402
+
+CUDA_OK, CUDA_WHY = tp.plugins.device_status("cuda")
+needs_cuda = pytest.mark.skipif(not CUDA_OK, reason=f"no usable CUDA device: {CUDA_WHY}")
+ROUTED = fresh.route(cupy) is not None
+needs_route = pytest.mark.skipif(not ROUTED, reason=f"CuPy {cupy.__version__}: not a release "
+                                 "fresh.route was checked on")
+
+_ATTRS = ("shape", "strides", "dtype", "size", "nbytes", "ndim", "_c_contiguous",
+          "_f_contiguous", "_index_32_bits", "base")
+
+
+@pytest.fixture
+def host_allocator():
+    """CuPy's allocator handing out host memory (no GPU here): records each request's size and
+    returns a fresh block for it, so both constructions run up to the allocation."""
+    keep, sizes = [], []
+
+    def alloc(size):
+        sizes.append(size)
+        h = np.zeros(size + 512, np.uint8)
+        keep.append(h)
+        mem = cupy.cuda.UnownedMemory(h.ctypes.data, h.nbytes, h, device_id=0)
+        return cupy.cuda.MemoryPointer(mem, 0)
+    previous = cupy.cuda.get_allocator()
+    cupy.cuda.set_allocator(alloc)
+    try:
+        yield sizes
+    finally:
+        cupy.cuda.set_allocator(previous)
+
+
+def _same(a, b):
+    assert a.__class__ is b.__class__ is cupy.ndarray
+    for attr in _ATTRS:
+        assert getattr(a, attr) == getattr(b, attr), attr
+    assert a.flags.c_contiguous == b.flags.c_contiguous and a.flags.owndata == b.flags.owndata
+
+
+def _dtypes():
+    out = [np.float32, np.float16, np.float64, np.int64, np.int8, np.bool_, np.complex64]
+    try:
+        import ml_dtypes
+        out.append(ml_dtypes.bfloat16)
+    except ImportError:
+        pass
+    return [np.dtype(d) for d in out]
+
+
+@needs_route
+@pytest.mark.parametrize("shape", [(), 0, 5, (0,), (3, 4), [2, 3], (2, 0, 3), (1, 1, 1, 7),
+                                   (np.int64(3), 2)])
+def test_the_two_steps_make_what_the_constructor_makes(host_allocator, shape):
+    new, init = fresh.route(cupy)
+    new_array = fresh.new_array_for(cupy.ndarray)
+    for d in _dtypes():
+        host_allocator.clear()
+        want = cupy.ndarray(shape, d)
+        a = new(cupy.ndarray)
+        init(a, shape, d, None, None, None)
+        b = new_array(shape, d)
+        _same(a, want)
+        _same(b, want)
+        # the same allocator, asked for the same bytes, once per array
+        assert host_allocator == [want.nbytes] * 3 or want.nbytes == 0, (d, host_allocator)
+        assert a.data.ptr != want.data.ptr != b.data.ptr or want.nbytes == 0
+
+
+@needs_route
+def test_bad_shapes_raise_the_constructors_errors(host_allocator):
+    new_array = fresh.new_array_for(cupy.ndarray)
+    for shape in ((-1,), (2, -3), (1,) * 65, "ab", (2.5,)):
+        with pytest.raises(Exception) as want:
+            cupy.ndarray(shape, np.float32)
+        with pytest.raises(type(want.value)) as got:
+            new_array(shape, np.float32)
+        assert str(got.value) == str(want.value)
+
+
+def test_the_route_only_where_it_was_checked():
+    """A release outside ``TESTED_MAJORS``, a module without the classes, no CuPy, a subclass or
+    a stand-in class: no route, and ``new_array_for`` gives the class itself (its
+    constructor)."""
+    fake = types.SimpleNamespace(__version__="99.1.0", ndarray=cupy.ndarray, _core=cupy._core)
+    assert fresh.route(fake) is None
+    assert fresh.route(types.SimpleNamespace(__version__="14.2.0")) is None
+    assert fresh.route(None) is None
+
+    class Sub(cupy.ndarray):
+        pass
+    for cls in (Sub, np.ndarray, None):
+        assert fresh.route_for(cls) is None
+        assert fresh.new_array_for(cls) is cls
+    if ROUTED:
+        assert fresh.route_for(cupy.ndarray) == fresh.route(cupy)
+        assert fresh.new_array_for(cupy.ndarray) is not cupy.ndarray
+
+
+@needs_route
+def test_the_allocation_sites_use_the_route(host_allocator, monkeypatch):
+    """``backend._new_array`` (``empty``, the factories' kernels), ``fill.filled`` (an empty
+    fill launches nothing), ``clone`` of an empty array and the eager one-launch call
+    (``triton_fusion._dense_call``: see tests/test_cuda_host_path.py for its launch) allocate
+    through the two steps: the constructor is never called."""
+    new, init = fresh.route(cupy)
+    made = []
+
+    def counting_init(a, *args):
+        made.append(args)
+        return init(a, *args)
+    assert B._new_array.__code__ is fresh.new_array_for(cupy.ndarray).__code__
+    a = B._new_array([2, 3], np.dtype(np.float32))
+    _same(a, cupy.ndarray((2, 3), np.float32))
+    monkeypatch.setattr(F, "_INIT", counting_init)
+    assert F._CUPY is cupy and F._ND is cupy.ndarray
+    r = F.filled(cupy, (0, 4), 1.5, np.dtype(np.float16))
+    _same(r, cupy.ndarray((0, 4), np.float16))
+    assert made == [((0, 4), np.dtype(np.float16), None, None, None)]
+    # another module given to filled keeps its own constructor
+    other = types.SimpleNamespace(ndarray=lambda shape, dt: made.append("other") or
+                                  cupy.ndarray(shape, dt))
+    F.filled(other, (0,), 1.0, np.dtype(np.float32))
+    assert made[-1] == "other"
+    monkeypatch.setattr(fresh, "route", lambda cp: (new, counting_init))
+    made.clear()
+    clone = C.accelerate({"clone": lambda a: None}, cupy)["clone"]
+    src = cupy.ndarray((0, 3), np.float64)
+    out = clone(src)
+    _same(out, src)
+    assert made == [((0, 3), np.dtype(np.float64), None, None, None)]
+
+
+def test_fill_binds_nothing_for_an_unchecked_release(monkeypatch):
+    monkeypatch.setattr(F, "_CUPY", None)
+    monkeypatch.setattr(F, "_ND", None)
+    F.bind(types.SimpleNamespace(__version__="99.0", ndarray=cupy.ndarray))
+    assert F._CUPY is None and F._ND is None
+
+
+# -- on a GPU ---------------------------------------------------------------------------------------
+
+@pytest.mark.cuda
+@needs_cuda
+@needs_route
+def test_on_a_gpu_the_arrays_come_from_the_pool_of_the_current_device():
+    pool = cupy.get_default_memory_pool()
+    new_array = fresh.new_array_for(cupy.ndarray)
+    for shape, d in (((1024,), np.float32), ((3, 5), np.float16), ((), np.int64), ((0,), np.bool_)):
+        want = cupy.ndarray(shape, d)
+        before = pool.used_bytes()
+        a = new_array(shape, d)
+        _same(a, want)
+        assert pool.used_bytes() - before == want.data.mem.size
+        assert a.data.device_id == cupy.cuda.runtime.getDevice()
+        a[...] = 1
+        assert bool((a == 1).all())
+        del a
+        assert pool.used_bytes() == before
+    if cupy.cuda.runtime.getDeviceCount() > 1:
+        with cupy.cuda.Device(1):
+            assert new_array((8,), np.float32).data.device_id == 1
+
+
+@pytest.mark.cuda
+@needs_cuda
+@pytest.mark.parametrize("dt", ["float32", "float16", "bfloat16"])
+def test_on_a_gpu_eager_ops_and_factories_give_the_values(dt, monkeypatch):
+    """The allocation sites on the device: the small dense ops' kept launch (from the first
+    call), the factories, ``clone``, each against NumPy."""
+    if dt == "bfloat16":
+        pytest.importorskip("ml_dtypes")
+    from tensorplay_cuda import eager
+    monkeypatch.setattr(eager, "WARMUP_CALLS", 0)
+    d = getattr(tp, dt)
+    tol = 8e-3 if dt == "bfloat16" else 1e-3 if dt == "float16" else 1e-6
+    x = (tp.arange(4096, device="cuda", dtype=tp.float32) / 1000 - 2).to(d)
+    y = (tp.arange(4096, device="cuda", dtype=tp.float32) / 3000 + 0.5).to(d)
+    xf = x.to(tp.float32).cpu().numpy().astype(np.float64)
+    yf = y.to(tp.float32).cpu().numpy().astype(np.float64)
+    for _ in range(3):              # the first call compiles, the next ones take the kept launch
+        for got, want in ((tp.mul(x, y), xf * yf), (x + 1.0, xf + 1.0),
+                          (tp.relu(x), np.maximum(xf, 0)), (x.clone(), xf)):
+            assert got.dtype is d and got.shape == (4096,) and got.stride() == (1,)
+            np.testing.assert_allclose(got.to(tp.float32).cpu().numpy(), want, rtol=tol,
+                                       atol=tol)
+    for t, v in ((tp.zeros(3, 5, device="cuda", dtype=d), 0.0),
+                 (tp.ones((7,), device="cuda", dtype=d), 1.0),
+                 (tp.full((2, 3), 2.5, device="cuda", dtype=d), 2.5),
+                 (tp.zeros_like(x), 0.0), (tp.full_like(x, -3.0), -3.0)):
+        assert t.dtype is d and t.is_contiguous()
+        np.testing.assert_array_equal(t.to(tp.float32).cpu().numpy(),
+                                      np.full(tuple(t.shape), v, np.float32))
+    e = tp.empty((4, 6), device="cuda", dtype=d)
+    assert e.shape == (4, 6) and e.stride() == (6, 1) and e.dtype is d
