@@ -58,17 +58,23 @@ def _same(a, b):
     assert a.__class__ is b.__class__ is cupy.ndarray
     for attr in _ATTRS:
         assert getattr(a, attr) == getattr(b, attr), attr
+    assert a.dtype is b.dtype         # (the eager paths compare dtypes by identity)
     assert a.flags.c_contiguous == b.flags.c_contiguous and a.flags.owndata == b.flags.owndata
 
 
 def _dtypes():
-    out = [np.float32, np.float16, np.float64, np.int64, np.int8, np.bool_, np.complex64]
+    out = [np.dtype(d) for d in (np.float32, np.float16, np.float64, np.int64, np.int8, np.bool_,
+                                 np.complex64, np.uint16)]
+    # NumPy's two int64 objects (equal, not identical: CuPy's argmax gives the 'q' one), a dtype
+    # with metadata and a byte-swapped one (not the canonical objects of their types)
+    out += [np.dtype("q"), np.dtype("l"), np.dtype(np.float32, metadata={"tp": 1}),
+            np.dtype(">f4")]
     try:
         import ml_dtypes
-        out.append(ml_dtypes.bfloat16)
+        out.append(np.dtype(ml_dtypes.bfloat16))
     except ImportError:
         pass
-    return [np.dtype(d) for d in out]
+    return out
 
 
 @needs_route
@@ -79,15 +85,48 @@ def test_the_two_steps_make_what_the_constructor_makes(host_allocator, shape):
     new_array = fresh.new_array_for(cupy.ndarray)
     for d in _dtypes():
         host_allocator.clear()
-        want = cupy.ndarray(shape, d)
+        try:
+            want = cupy.ndarray(shape, d)
+        except ValueError as e:          # (CuPy refuses a byte-swapped dtype: so do these)
+            with pytest.raises(ValueError) as got:
+                new_array(shape, d)
+            assert str(got.value) == str(e)
+            continue
         a = new(cupy.ndarray)
         init(a, shape, d, None, None, None)
+        fresh._FROM_TYPE.pop(d.type, None)     # (b: the type's first check, then c)
         b = new_array(shape, d)
-        _same(a, want)
-        _same(b, want)
-        # the same allocator, asked for the same bytes, once per array
-        assert host_allocator == [want.nbytes] * 3 or want.nbytes == 0, (d, host_allocator)
-        assert a.data.ptr != want.data.ptr != b.data.ptr or want.nbytes == 0
+        c = new_array(shape, d)
+        for r in (a, b, c):
+            _same(r, want)
+            assert r.dtype is d
+        # the same allocator, asked for the same bytes, once per array (and 0 for the check)
+        assert sorted(host_allocator) == sorted([want.nbytes] * 4 + [0]), (d, host_allocator)
+        assert len({r.data.ptr for r in (want, a, b, c)}) == 4 or want.nbytes == 0
+
+
+@needs_route
+def test_the_dtype_is_given_as_its_type_only_where_cupy_makes_that_very_dtype(host_allocator):
+    new, init = fresh.route(cupy)
+    for d in _dtypes():
+        arg = fresh.dtype_arg(new, init, cupy.ndarray, d)
+        canonical = np.dtype(d.type) is d
+        assert arg is (d.type if canonical else d), d
+        assert fresh._FROM_TYPE[d.type] is np.dtype(d.type)
+    # a dtype whose scalar type CuPy refuses: the dtype itself is passed on -- CuPy's error
+    # for the dtype where it refuses that too, not one about its type; its array where not
+    new_array = fresh.new_array_for(cupy.ndarray)
+    for d in (np.dtype("U3"), np.dtype("S4"), np.dtype("M8[s]"), np.dtype([("a", np.int32)]),
+              np.dtype("V8")):
+        assert fresh.dtype_arg(new, init, cupy.ndarray, d) is d
+        try:
+            want = cupy.ndarray((2,), d)
+        except ValueError as e:
+            with pytest.raises(ValueError) as got:
+                new_array((2,), d)
+            assert str(got.value) == str(e)
+        else:
+            _same(new_array((2,), d), want)
 
 
 @needs_route
@@ -132,14 +171,15 @@ def test_the_allocation_sites_use_the_route(host_allocator, monkeypatch):
     def counting_init(a, *args):
         made.append(args)
         return init(a, *args)
-    assert B._new_array.__code__ is fresh.new_array_for(cupy.ndarray).__code__
+    code = fresh.new_array_for(cupy.ndarray).__code__
+    assert B._new_array.__code__ is code
     a = B._new_array([2, 3], np.dtype(np.float32))
     _same(a, cupy.ndarray((2, 3), np.float32))
-    monkeypatch.setattr(F, "_INIT", counting_init)
-    assert F._CUPY is cupy and F._ND is cupy.ndarray
+    assert F._CUPY is cupy and F._NEW_ARRAY.__code__ is code
+    monkeypatch.setattr(F, "_NEW_ARRAY", lambda *a: made.append(a) or cupy.ndarray(*a))
     r = F.filled(cupy, (0, 4), 1.5, np.dtype(np.float16))
     _same(r, cupy.ndarray((0, 4), np.float16))
-    assert made == [((0, 4), np.dtype(np.float16), None, None, None)]
+    assert made == [((0, 4), np.dtype(np.float16))]
     # another module given to filled keeps its own constructor
     other = types.SimpleNamespace(ndarray=lambda shape, dt: made.append("other") or
                                   cupy.ndarray(shape, dt))
@@ -151,14 +191,14 @@ def test_the_allocation_sites_use_the_route(host_allocator, monkeypatch):
     src = cupy.ndarray((0, 3), np.float64)
     out = clone(src)
     _same(out, src)
-    assert made == [((0, 3), np.dtype(np.float64), None, None, None)]
+    assert made == [((0, 3), np.float64, None, None, None)]     # (the type: dtype_arg)
 
 
 def test_fill_binds_nothing_for_an_unchecked_release(monkeypatch):
     monkeypatch.setattr(F, "_CUPY", None)
-    monkeypatch.setattr(F, "_ND", None)
+    monkeypatch.setattr(F, "_NEW_ARRAY", None)
     F.bind(types.SimpleNamespace(__version__="99.0", ndarray=cupy.ndarray))
-    assert F._CUPY is None and F._ND is None
+    assert F._CUPY is None and F._NEW_ARRAY is None
 
 
 # -- on a GPU ---------------------------------------------------------------------------------------

@@ -65,7 +65,7 @@ if cupy is not None:
 _ndarray = cupy.ndarray if cupy is not None else None
 # a fresh array: what ``cupy.ndarray(shape, dtype)`` makes (``cupy.empty(shape, dtype)``'s own
 # call, one Python frame less: 0.37 µs per allocation on an H100 host), through its two steps
-# where fresh.route applies (about 0.4 µs less again on a CPU host); a module name so that
+# where fresh.route applies (about 0.6 µs less again on a CPU host); a module name so that
 # benchmarks/bench_cuda_host.py can stand in for it
 _new_array = _fresh.new_array_for(_ndarray)
 
