@@ -39,7 +39,9 @@ from them as on a GPU (``_cupylaunch.make_direct``). Also ``tp.empty``, ``empty_
 ``new_empty`` of that size on ``cuda:0``: the factories that launch nothing, with their
 ``cupy.ndarray`` built for real over the stubbed allocator (the plain mode's figures leave the
 array's construction out). Printed: µs per call (minimum over the rounds) and the stubbed
-``launchKernel`` alone.
+``launchKernel`` alone. With them ``tp.full``, ``full_like`` and ``ones``: the fill kernel's
+launch (``fill.filled``) through the same stubbed ``launchKernel`` (``zeros``' memset has no
+stand-in).
 
 Usage: ``python benchmarks/bench_cuda_host.py [--rounds N] [--launch]``. Prints one line of µs
 figures.
@@ -244,14 +246,25 @@ def launch_path(rounds: int) -> int:
                     ("relu", (np.dtype("float32"), 0))):
         e = be.kernels()[op]._tp_dense_ufunc.launches.get(key)
         assert isinstance(getattr(e, "direct", None), _cupylaunch.Direct), f"{op}: {e!r}"
-    # the factories that launch nothing, their allocation made for real (CuPy's ndarray over
-    # the stubbed allocator: what the plain mode's stub leaves out)
+    # the factories, their allocation made for real (CuPy's ndarray over the stubbed allocator:
+    # what the plain mode's stub leaves out); full's fill kernel (fill.filled) launched through
+    # the same stubbed launchKernel, as loaded on this thread, on the null stream (the zero
+    # fills' memset has no stand-in: zeros is not timed here)
+    from tensorplay_cuda import fill
+    fill._launch[:] = [launch_kernel]
+    fill._functions[0] = (None, 0x1000)
+    fill._PARAMS.ready.add(0)
+    null = cupy.cuda.Stream.null
+    cupy.cuda.get_current_stream = lambda device_id=-1: null
     g.update(dev=dev, sh=(n,))
     stmts.update({"tp.empty": "tp.empty(sh, device=dev)", "empty_like": "tp.empty_like(x)",
-                  "new_empty": "x.new_empty(sh)"})
-    for s in ("tp.empty", "empty_like", "new_empty"):
+                  "new_empty": "x.new_empty(sh)", "tp.full": "tp.full(sh, 2.0, device=dev)",
+                  "full_like": "tp.full_like(x, 2.0)", "ones": "tp.ones(sh, device=dev)"})
+    for s in ("tp.empty", "empty_like", "new_empty", "tp.full", "full_like", "ones"):
+        before = launched[0]
         r = eval(stmts[s], g)                           # noqa: S307
         assert r.shape == (n,) and r._data.__class__ is cupy.ndarray, s
+        assert launched[0] == before + (s in ("tp.full", "full_like", "ones")), s
     stmts["launchKernel stub"] = "launch(0, 1, 1, 1, 128, 1, 1, 0, 0, 0, 0)"
     timer = time.process_time if os.environ.get("TENSORPLAY_BENCH_CPU_TIME") else time.perf_counter
     out = {s: [] for s in stmts}

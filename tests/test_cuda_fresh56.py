@@ -256,3 +256,49 @@ def test_on_a_gpu_eager_ops_and_factories_give_the_values(dt, monkeypatch):
                                       np.full(tuple(t.shape), v, np.float32))
     e = tp.empty((4, 6), device="cuda", dtype=d)
     assert e.shape == (4, 6) and e.stride() == (6, 1) and e.dtype is d
+
+
+# -- fill.filled's launch (zeros, ones, full...: the kernel's grid, pattern and stream) ---------------
+
+def test_the_fill_launch_keeps_its_grid_pattern_and_stream(host_allocator, monkeypatch):
+    """``fill.filled``'s launch with the driver recorded (no GPU): the grid is
+    ``min(_MAX_BLOCKS, ceil(nbytes / (16 * _THREADS)))`` blocks of ``_THREADS`` threads, the
+    parameter block holds the array's address, the value's 16-byte pattern (``_pattern``, read
+    from its memo or made) and the byte count, and the stream is the current one of the array's
+    device, looked up for that device; a zero size launches nothing."""
+    import math
+    import struct
+    launches, streams = [], []
+    null = cupy.cuda.Stream.null
+
+    def current_stream(device_id=-1):
+        streams.append(device_id)
+        return null
+    monkeypatch.setattr(F, "_launch", [lambda *a: launches.append(a)])
+    monkeypatch.setattr(F, "_functions", {0: (None, 0x1000)})
+    monkeypatch.setattr(cupy.cuda, "get_current_stream", current_stream)
+    monkeypatch.setattr(F._PARAMS, "ready", {0})   # (this thread's: restored after)
+    cases = [((1,), 2.5, np.float32), ((1023,), 2.5, np.float32), ((1024,), -0.0, np.float32),
+             ((1025,), 7, np.int64), ((3, 5), True, np.bool_), ((1 << 24,), 1.0, np.float16),
+             ((1 << 22,), -3, np.int8), ((0, 4), 1.0, np.float32)]
+    for shape, value, dt in cases:
+        for memo in (False, True):        # the value's pattern made, then read from the memo
+            if not memo:
+                F._patterns.clear()
+            launches.clear()
+            streams.clear()
+            d = np.dtype(dt)
+            a = F.filled(cupy, shape, value, d)
+            _same(a, cupy.ndarray(shape, d))
+            nbytes = a.nbytes
+            if nbytes == 0:
+                assert launches == [] and streams == []
+                continue
+            want = np.array(value, d).tobytes() * (16 // d.itemsize)
+            lo, hi = (int.from_bytes(want[:8], "little"), int.from_bytes(want[8:], "little"))
+            blocks = min(F._MAX_BLOCKS, max(1, math.ceil(nbytes / (16 * F._THREADS))))
+            assert launches == [(0x1000, blocks, 1, 1, F._THREADS, 1, 1, 0, null.ptr,
+                                 F._PARAMS.block[1], 0)], (shape, value, dt)
+            assert streams == [0]
+            raw = F._PARAMS.block[0].raw
+            assert struct.unpack_from("=QQQq", raw) == (a.data.ptr, lo, hi, nbytes)

@@ -54,6 +54,7 @@ extern "C" __global__ void tp_fill16(ulonglong2* p, unsigned long long lo, unsig
 
 _THREADS = 256
 _MAX_BLOCKS = 132 * 16          # enough resident blocks for an H200; the loop strides the rest
+_BLOCK_BYTES = 16 * _THREADS    # what one block's threads write per pass, 16 bytes each
 _kernel = []                    # [cupy.RawKernel], compiled on the first non-zero fill
 _functions: dict = {}           # device index -> (its cupy Function, the CUfunction address)
 _PACK = struct.Struct("=QQQq").pack_into     # p, lo, hi, nbytes: the kernel's parameters
@@ -131,12 +132,18 @@ def filled(cupy, shape, value, native):
     if value == 0 and (value.__class__ is not float or math.copysign(1.0, value) > 0.0):
         a.data.memset_async(0, nbytes)
         return a
-    lo, hi = _pattern(value, native)
+    # (_pattern's memo read inline for a non-zero value: its key is (native, value) then)
+    lh = _patterns.get((native, value)) if value else None
+    lo, hi = lh if lh is not None else _pattern(value, native)
     dev = a.data.device_id            # the current device: cupy.empty allocated there
     f = _functions.get(dev)
     if f is None:
         f = _function(cupy, dev)
-    blocks = min(_MAX_BLOCKS, max(1, (nbytes + 16 * _THREADS - 1) // (16 * _THREADS)))
+    # min(_MAX_BLOCKS, ceil(nbytes / (16 * _THREADS))), at least 1 as nbytes > 0, without the two
+    # builtin calls (0.2 µs on a CPU host)
+    blocks = (nbytes + _BLOCK_BYTES - 1) // _BLOCK_BYTES
+    if blocks > _MAX_BLOCKS:
+        blocks = _MAX_BLOCKS
     p = _PARAMS
     if dev not in p.ready:          # this thread's first fill on dev: CuPy's launch
         _kernel[0]((blocks,), (_THREADS,), (a, numpy.uint64(lo), numpy.uint64(hi),
@@ -145,7 +152,8 @@ def filled(cupy, shape, value, native):
         return a
     buf, params, _ = p.block
     _PACK(buf, 0, a.data.ptr, lo, hi, nbytes)
-    _launch[0](f[1], blocks, 1, 1, _THREADS, 1, 1, 0, cupy.cuda.get_current_stream().ptr,
+    # the current stream looked up for dev, the current device (CuPy then skips its getDevice)
+    _launch[0](f[1], blocks, 1, 1, _THREADS, 1, 1, 0, cupy.cuda.get_current_stream(dev).ptr,
                params, 0)
     return a
 
