@@ -258,6 +258,29 @@ def test_on_a_gpu_eager_ops_and_factories_give_the_values(dt, monkeypatch):
     assert e.shape == (4, 6) and e.stride() == (6, 1) and e.dtype is d
 
 
+@pytest.mark.cuda
+@needs_cuda
+def test_on_a_gpu_the_large_launches_and_broadcast_clones_give_the_values():
+    """The other allocation sites: the large aligned one-launch path (``eager._large`` and the
+    dense case's large branch, at least ``eager.THRESHOLD`` elements) and ``clone`` of a
+    broadcast (``bcast.copy_broadcast`` into a fresh array)."""
+    from tensorplay_cuda import eager
+    n = eager.THRESHOLD
+    x = tp.arange(n, device="cuda", dtype=tp.float32) / n - 0.5
+    y = tp.arange(n, device="cuda", dtype=tp.float32) / (2 * n) + 0.25
+    xf, yf = x.cpu().numpy(), y.cpu().numpy()
+    for _ in range(3):
+        for got, want in ((tp.mul(x, y), xf * yf), (x + 1.0, xf + np.float32(1.0)),
+                          (tp.relu(x), np.maximum(xf, 0))):
+            assert got.shape == (n,) and got.stride() == (1,) and got.dtype is tp.float32
+            np.testing.assert_allclose(got.cpu().numpy(), want, rtol=1e-6, atol=1e-7)
+    row = tp.arange(7, device="cuda", dtype=tp.float32)
+    c = row.expand(5, 7).clone()
+    assert c.stride() == (7, 1)
+    np.testing.assert_array_equal(c.cpu().numpy(), np.broadcast_to(np.arange(7, dtype=np.float32),
+                                                                   (5, 7)))
+
+
 # -- fill.filled's launch (zeros, ones, full...: the kernel's grid, pattern and stream) ---------------
 
 def test_the_fill_launch_keeps_its_grid_pattern_and_stream(host_allocator, monkeypatch):
