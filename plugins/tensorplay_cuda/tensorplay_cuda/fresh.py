@@ -31,8 +31,10 @@ from __future__ import annotations
 
 import sys
 
-# CuPy major releases whose ndarray.__new__ / _ndarray_base._init were read and tested as above
-# (14.2 on the H100/H200 hosts and this project's CI); another release keeps cupy.ndarray
+# CuPy major releases whose ndarray.__new__ / _ndarray_base._init are the two steps above: 14
+# (14.2, the release on this project's CI and GPU hosts: tests/test_cuda_fresh56.py) and 13 (the
+# same code in its source, where ndarray became a Python subclass); another release keeps the
+# constructor
 TESTED_MAJORS = (13, 14)
 
 
@@ -86,10 +88,11 @@ def dtype_arg(new, init, nd, dtype):
 def new_array_for(nd):
     """``new_array(shape, native_dtype)``: a fresh row-major array of class ``nd`` on the current
     device (``native_dtype`` a NumPy dtype object; any other dtype-like is passed on as is) --
-    for CuPy's own ``ndarray``, through
-    ``route`` where it applies, the dtype given as ``dtype_arg`` says (one Python frame, about
-    0.65 µs less than the constructor on a CPU host); ``nd`` itself otherwise (another release,
-    a subclass, a test's stand-in, None)."""
+    for CuPy's own ``ndarray``, through ``route`` where it applies, the dtype given as
+    ``dtype_arg`` says (one Python frame, about 0.65 µs less than the constructor on a CPU
+    host); ``nd`` itself otherwise (another release, a subclass, a test's stand-in, None).
+    Errors: CuPy's own, as the constructor raises them (a negative size: ``ValueError``; a dtype
+    CuPy does not support: ``ValueError``)."""
     r = route_for(nd)
     if r is None:
         return nd
