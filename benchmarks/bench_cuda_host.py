@@ -43,7 +43,14 @@ array's construction out). Printed: µs per call (minimum over the rounds) and t
 launch (``fill.filled``) through the same stubbed ``launchKernel`` (``zeros``' memset has no
 stand-in).
 
-Usage: ``python benchmarks/bench_cuda_host.py [--rounds N] [--launch]``. Prints one line of µs
+``--alloc`` (a GPU needed): what a result array's allocation costs the host, each made and
+dropped (back to CuPy's pool) per call, 2^16 float32 elements: ``cupy.ndarray(shape, dtype)``,
+``tensorplay_cuda.fresh``'s route (what the eager ops and factories use), ``cupy.empty``, the
+pool's ``malloc`` of the bytes alone and ``cupy.cuda.memory.alloc``; and the look-ups around a
+launch: ``get_current_stream(0).ptr`` and ``runtime.getDevice()``. What is left of an op's
+host time beside the allocation is the stubbed figures above.
+
+Usage: ``python benchmarks/bench_cuda_host.py [--rounds N] [--launch | --alloc]``. Prints one line of µs
 figures.
 ``TENSORPLAY_BENCH_CPU_TIME=1`` times with the process's CPU clock (a machine shared with other
 work then does not add the time spent waiting for a core; for comparisons, as ``_harness``).
@@ -62,9 +69,13 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=25)
     ap.add_argument("--launch", action="store_true",
                     help="the small dense ops' one-launch path instead (see the docstring)")
+    ap.add_argument("--alloc", action="store_true",
+                    help="on a GPU: the host cost of a result array's allocation (docstring)")
     args = ap.parse_args(argv)
     if args.launch:
         return launch_path(args.rounds)
+    if args.alloc:
+        return alloc_costs(args.rounds)
     import numpy as np
     try:
         import cupy
@@ -145,6 +156,38 @@ def main(argv=None) -> int:
                     for n, v in m.items() if n != "alloc stub"),
           " (µs per call, minimum; tp.add/adapter/kernel/body net of the stubbed CuPy call, "
           "custom op net of its body, factories net of the stubbed cupy.empty/full)")
+    return 0
+
+
+def alloc_costs(rounds: int) -> int:
+    """``--alloc``: the host cost of allocating a result array on a GPU (module docstring)."""
+    import numpy as np
+    try:
+        import cupy
+        cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # noqa: BLE001 - no CuPy, no driver, no GPU: said, not raised
+        print(f"bench_cuda_host --alloc: needs CuPy and a GPU ({e})")
+        return 2
+    from tensorplay_cuda import fresh
+    f32, shape = np.dtype(np.float32), (1 << 16,)
+    pool = cupy.get_default_memory_pool()
+    g = dict(cupy=cupy, f32=f32, sh=shape, nb=4 << 16, new=fresh.new_array_for(cupy.ndarray),
+             malloc=pool.malloc, alloc=cupy.cuda.memory.alloc,
+             stream=cupy.cuda.get_current_stream, getdev=cupy.cuda.runtime.getDevice)
+    stmts = {"cupy.ndarray": "cupy.ndarray(sh, f32)", "fresh route": "new(sh, f32)",
+             "cupy.empty": "cupy.empty(sh, f32)", "pool.malloc": "malloc(nb)",
+             "memory.alloc": "alloc(nb)", "stream(0).ptr": "stream(0).ptr",
+             "getDevice": "getdev()"}
+    for st in stmts.values():
+        eval(st, g)                                     # noqa: S307
+    timer = time.process_time if os.environ.get("TENSORPLAY_BENCH_CPU_TIME") else time.perf_counter
+    out = {n: [] for n in stmts}
+    for _ in range(rounds):
+        for n, st in stmts.items():
+            out[n].append(timeit.Timer(st, globals=g, timer=timer).timeit(20000) / 20000 * 1e6)
+    print("  ".join(f"{n} {min(v):.3f}" for n, v in out.items()),
+          f" (µs per call, minimum; made and dropped; fresh route applies: "
+          f"{fresh.route(cupy) is not None})")
     return 0
 
 
