@@ -39,7 +39,8 @@ from them as on a GPU (``_cupylaunch.make_direct``). Also ``tp.empty``, ``empty_
 ``new_empty`` of that size on ``cuda:0``: the factories that launch nothing, with their
 ``cupy.ndarray`` built for real over the stubbed allocator (the plain mode's figures leave the
 array's construction out). Printed: µs per call (minimum over the rounds) and the stubbed
-``launchKernel`` alone. With them ``tp.full``, ``full_like`` and ``ones``: the fill kernel's
+``launchKernel`` alone. Then the same three ops on 2^22 elements (``eager.THRESHOLD``: the
+large arrays' aligned one-launch path). With them ``tp.full``, ``full_like`` and ``ones``: the fill kernel's
 launch (``fill.filled``) through the same stubbed ``launchKernel`` (``zeros``' memset has no
 stand-in).
 
@@ -285,6 +286,21 @@ def launch_path(rounds: int) -> int:
         before = launched[0]
         r = eval(s, g)                                  # noqa: S307
         assert launched[0] == before + 1 and r.shape == (n,), f"{s}: not one launch"
+    # the large arrays' case (eager.THRESHOLD elements: the aligned one-launch path, its arrays
+    # over the same stubbed allocator, never touched)
+    from tensorplay_cuda import eager
+    big = eager.THRESHOLD
+    g.update(X=be.wrap(cupy.ndarray((big,), np.float32), dev),
+             Y=be.wrap(cupy.ndarray((big,), np.float32), dev))
+    e2 = f"2^{big.bit_length() - 1}"
+    large = {f"tp.mul(X, Y) {e2}": "tp.mul(X, Y)", f"X + 1.0 {e2}": "X + 1.0",
+             f"tp.relu(X) {e2}": "tp.relu(X)"}
+    for s in large.values():
+        eval(s, g)                                      # compiles the aligned kernel  # noqa: S307
+        before = launched[0]
+        r = eval(s, g)                                  # noqa: S307
+        assert launched[0] == before + 1 and r.shape == (big,), f"{s}: not one launch"
+    stmts.update(large)
     for op, key in (("mul", (np.dtype("float32"), 0)), ("add", (np.dtype("float32"), 0, float)),
                     ("relu", (np.dtype("float32"), 0))):
         e = be.kernels()[op]._tp_dense_ufunc.launches.get(key)

@@ -262,8 +262,9 @@ def test_on_a_gpu_eager_ops_and_factories_give_the_values(dt, monkeypatch):
 @needs_cuda
 def test_on_a_gpu_the_large_launches_and_broadcast_clones_give_the_values():
     """The other allocation sites: the large aligned one-launch path (``eager._large`` and the
-    dense case's large branch, at least ``eager.THRESHOLD`` elements) and ``clone`` of a
-    broadcast (``bcast.copy_broadcast`` into a fresh array)."""
+    dense case's large branch, at least ``eager.THRESHOLD`` elements: its kept launches are
+    generated calls) and ``clone`` of a broadcast (``bcast.copy_broadcast`` into a fresh
+    array)."""
     from tensorplay_cuda import eager
     n = eager.THRESHOLD
     x = tp.arange(n, device="cuda", dtype=tp.float32) / n - 0.5
@@ -274,6 +275,14 @@ def test_on_a_gpu_the_large_launches_and_broadcast_clones_give_the_values():
                           (tp.relu(x), np.maximum(xf, 0))):
             assert got.shape == (n,) and got.stride() == (1,) and got.dtype is tp.float32
             np.testing.assert_allclose(got.cpu().numpy(), want, rtol=1e-6, atol=1e-7)
+    # the kept aligned launches run as one generated call each (triton_fusion._dense_call)
+    from tensorplay import _backend
+    kernels = _backend.get_backend("cuda").kernels()
+    f32, dev = np.dtype(np.float32), cupy.cuda.runtime.getDevice()
+    for op, key in (("mul", (f32, dev)), ("add", (f32, dev, float)), ("relu", (f32, dev))):
+        e = kernels[op].launch_large.launches.get(key)
+        assert e is not None and "FLIP(g)" in getattr(e[2], "source", ""), (op, e)
+    assert not eager._FAILED, eager._FAILED
     row = tp.arange(7, device="cuda", dtype=tp.float32)
     c = row.expand(5, 7).clone()
     assert c.stride() == (7, 1)
@@ -325,3 +334,86 @@ def test_the_fill_launch_keeps_its_grid_pattern_and_stream(host_allocator, monke
             assert streams == [0]
             raw = F._PARAMS.block[0].raw
             assert struct.unpack_from("=QQQq", raw) == (a.data.ptr, lo, hi, nbytes)
+
+
+# -- the large arrays' aligned launch as one generated call ------------------------------------------
+
+def _bench_cuda_host():
+    """``benchmarks/bench_cuda_host.py`` as a module (its ``launch_stand_ins``)."""
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "bench_cuda_host.py"
+    spec = importlib.util.spec_from_file_location("tensorplay_test_bench_cuda_host56", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_aligned_call_is_the_aligned_address_launch_in_one_function(monkeypatch):
+    """``dense_launcher(..., aligned=True)`` (the large arrays' launch, ``eager._large``) has a
+    ``launch.call`` too (``triton_fusion._dense_call``): for two arrays, an array and a float or
+    an int, and one array, it makes the same driver call as ``launch(*addresses, n[, number])``
+    -- function, grid, threads, stream, every byte of the parameter block, the blocks' direction
+    (``_next_flip``) included -- into a fresh row-major array; an output that is not 16-byte
+    aligned launches nothing and gives None. No GPU: kernels compiled for an sm_90 target, the
+    driver call recorded (``bench_cuda_host.launch_stand_ins``)."""
+    import ctypes
+    pytest.importorskip("triton", reason="triton is not installed")
+    pytest.importorskip("tensorplay_triton", reason="tensorplay-triton is not installed")
+    from tensorplay_cuda import eager, triton_fusion
+    from tensorplay_triton import _cupylaunch
+    calls = []
+
+    def launch_kernel(f, g0, g1, g2, b0, b1, b2, shared, stream, params, extra):
+        slots = (ctypes.c_void_p * _cupylaunch.MAX_PARAMS).from_address(params)
+        raw = b"".join(ctypes.string_at(slots[i], 8) for i in range(10))
+        calls.append((f, (g0, g1, g2), (b0, b1, b2), shared, stream, extra, raw))
+
+    previous = _bench_cuda_host().launch_stand_ins(monkeypatch.setattr, launch_kernel, 1 << 16)
+    try:
+        be = B.CUDABackend()
+        be._count = 1
+        n = 4096
+        for op, n_in, number, values in (("mul", 2, None, ()), ("add", 1, float, (0.5,)),
+                                         ("add", 1, int, (-3,)), ("relu", 1, None, ())):
+            d = np.dtype(np.float32)
+            a, b = cupy.ndarray((n,), d), cupy.ndarray((n,), d)
+            ch = eager._chain(op, n_in, number, tp.float32, be)
+            try:
+                out, launch = ch.dense_launcher([a, b][:n_in], list(values), aligned=True)
+            except Exception as e:  # noqa: BLE001 - only a missing ptxas is a reason to skip
+                if "ptxas" in str(e):
+                    pytest.skip(f"Triton cannot compile here: {e}")
+                raise
+            call = launch.call
+            assert call is not None and "FLIP(g)" in call.source, (op, number)
+            for flip in (0, 1):          # both directions: the call and launch see the same one
+                calls.clear()
+                triton_fusion._FLIP[0] = flip
+                if values:
+                    r = call(a, values[0], n)
+                    triton_fusion._FLIP[0] = flip
+                    launch(a.data.ptr, r.data.ptr, n, values[0])
+                elif n_in == 2:
+                    r = call(a, b, n)
+                    triton_fusion._FLIP[0] = flip
+                    launch(a.data.ptr, b.data.ptr, r.data.ptr, n)
+                else:
+                    r = call(a, n)
+                    triton_fusion._FLIP[0] = flip
+                    launch(a.data.ptr, r.data.ptr, n)
+                assert len(calls) == 2 and calls[0] == calls[1], (op, number, flip, calls)
+                assert r.__class__ is cupy.ndarray and r.shape == (n,) and r.dtype is d
+
+            # an output off 16-byte alignment: nothing launched, None
+            class Off(cupy.ndarray):
+                def __new__(cls, shape, dtype):
+                    m = cupy.ndarray(int(np.prod(shape)) + 4, dtype)
+                    return cupy.ndarray.__new__(cls, shape, dtype, memptr=m.data + 8)
+            off = triton_fusion._dense_call(call.direct, Off, d, n_in, list(values), call.fconst,
+                                            triton_fusion.BLOCK, aligned=True)
+            calls.clear()
+            args = (a, values[0], n) if values else (a, b, n) if n_in == 2 else (a, n)
+            assert off(*args) is None and calls == []
+    finally:
+        cupy.cuda.set_allocator(previous)
