@@ -160,6 +160,18 @@ def main(argv=None) -> int:
     return 0
 
 
+def _minimums(stmts: dict, g: dict, rounds: int) -> dict:
+    """name -> µs per call of its statement (``stmts``, run in namespace ``g``): the minimum over
+    ``rounds`` interleaved rounds of 20000 calls each (``TENSORPLAY_BENCH_CPU_TIME=1``: process
+    CPU time)."""
+    timer = time.process_time if os.environ.get("TENSORPLAY_BENCH_CPU_TIME") else time.perf_counter
+    out = {n: [] for n in stmts}
+    for _ in range(rounds):
+        for n, st in stmts.items():
+            out[n].append(timeit.Timer(st, globals=g, timer=timer).timeit(20000) / 20000 * 1e6)
+    return {n: min(v) for n, v in out.items()}
+
+
 def alloc_costs(rounds: int) -> int:
     """``--alloc``: the host cost of allocating a result array on a GPU (module docstring)."""
     import numpy as np
@@ -181,12 +193,7 @@ def alloc_costs(rounds: int) -> int:
              "getDevice": "getdev()"}
     for st in stmts.values():
         eval(st, g)                                     # noqa: S307
-    timer = time.process_time if os.environ.get("TENSORPLAY_BENCH_CPU_TIME") else time.perf_counter
-    out = {n: [] for n in stmts}
-    for _ in range(rounds):
-        for n, st in stmts.items():
-            out[n].append(timeit.Timer(st, globals=g, timer=timer).timeit(20000) / 20000 * 1e6)
-    print("  ".join(f"{n} {min(v):.3f}" for n, v in out.items()),
+    print("  ".join(f"{n} {v:.3f}" for n, v in _minimums(stmts, g, rounds).items()),
           f" (µs per call, minimum; made and dropped; fresh route applies: "
           f"{fresh.route(cupy) is not None})")
     return 0
@@ -325,12 +332,7 @@ def launch_path(rounds: int) -> int:
         assert r.shape == (n,) and r._data.__class__ is cupy.ndarray, s
         assert launched[0] == before + (s in ("tp.full", "full_like", "ones")), s
     stmts["launchKernel stub"] = "launch(0, 1, 1, 1, 128, 1, 1, 0, 0, 0, 0)"
-    timer = time.process_time if os.environ.get("TENSORPLAY_BENCH_CPU_TIME") else time.perf_counter
-    out = {s: [] for s in stmts}
-    for _ in range(rounds):
-        for name, s in stmts.items():
-            out[name].append(timeit.Timer(s, globals=g, timer=timer).timeit(20000) / 20000 * 1e6)
-    print("  ".join(f"{name} {min(v):.3f}" for name, v in out.items()),
+    print("  ".join(f"{name} {v:.3f}" for name, v in _minimums(stmts, g, rounds).items()),
           " (µs per call, minimum; the one-launch path, launchKernel stubbed; the factories "
           "with CuPy's allocator stubbed)")
     return 0
