@@ -35,10 +35,23 @@ memory (``cupy.cuda.set_allocator``: the pool's own cost is not in these figures
 device is 0, the driver's ``launchKernel`` counts its calls (nothing is launched) and the
 current stream is the null stream; the kernels are compiled for real by Triton for an sm_90
 target, with the signature Triton's first launch would specialise, and the launch is built
-from them as on a GPU (``_cupylaunch.make_direct``). Printed: µs per call (minimum over the
-rounds) and the stubbed ``launchKernel`` alone.
+from them as on a GPU (``_cupylaunch.make_direct``). Also ``tp.empty``, ``empty_like`` and
+``new_empty`` of that size on ``cuda:0``: the factories that launch nothing, with their
+``cupy.ndarray`` built for real over the stubbed allocator (the plain mode's figures leave the
+array's construction out). Printed: µs per call (minimum over the rounds) and the stubbed
+``launchKernel`` alone. Then the same three ops on 2^22 elements (``eager.THRESHOLD``: the
+large arrays' aligned one-launch path). With them ``tp.full``, ``full_like`` and ``ones``: the fill kernel's
+launch (``fill.filled``) through the same stubbed ``launchKernel`` (``zeros``' memset has no
+stand-in).
 
-Usage: ``python benchmarks/bench_cuda_host.py [--rounds N] [--launch]``. Prints one line of µs
+``--alloc`` (a GPU needed): what a result array's allocation costs the host, each made and
+dropped (back to CuPy's pool) per call, 2^16 float32 elements: ``cupy.ndarray(shape, dtype)``,
+``tensorplay_cuda.fresh``'s route (what the eager ops and factories use), ``cupy.empty``, the
+pool's ``malloc`` of the bytes alone and ``cupy.cuda.memory.alloc``; and the look-ups around a
+launch: ``get_current_stream(0).ptr`` and ``runtime.getDevice()``. What is left of an op's
+host time beside the allocation is the stubbed figures above.
+
+Usage: ``python benchmarks/bench_cuda_host.py [--rounds N] [--launch | --alloc]``. Prints one line of µs
 figures.
 ``TENSORPLAY_BENCH_CPU_TIME=1`` times with the process's CPU clock (a machine shared with other
 work then does not add the time spent waiting for a core; for comparisons, as ``_harness``).
@@ -57,9 +70,13 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=25)
     ap.add_argument("--launch", action="store_true",
                     help="the small dense ops' one-launch path instead (see the docstring)")
+    ap.add_argument("--alloc", action="store_true",
+                    help="on a GPU: the host cost of a result array's allocation (docstring)")
     args = ap.parse_args(argv)
     if args.launch:
         return launch_path(args.rounds)
+    if args.alloc:
+        return alloc_costs(args.rounds)
     import numpy as np
     try:
         import cupy
@@ -140,6 +157,45 @@ def main(argv=None) -> int:
                     for n, v in m.items() if n != "alloc stub"),
           " (µs per call, minimum; tp.add/adapter/kernel/body net of the stubbed CuPy call, "
           "custom op net of its body, factories net of the stubbed cupy.empty/full)")
+    return 0
+
+
+def _minimums(stmts: dict, g: dict, rounds: int) -> dict:
+    """name -> µs per call of its statement (``stmts``, run in namespace ``g``): the minimum over
+    ``rounds`` interleaved rounds of 20000 calls each (``TENSORPLAY_BENCH_CPU_TIME=1``: process
+    CPU time)."""
+    timer = time.process_time if os.environ.get("TENSORPLAY_BENCH_CPU_TIME") else time.perf_counter
+    out = {n: [] for n in stmts}
+    for _ in range(rounds):
+        for n, st in stmts.items():
+            out[n].append(timeit.Timer(st, globals=g, timer=timer).timeit(20000) / 20000 * 1e6)
+    return {n: min(v) for n, v in out.items()}
+
+
+def alloc_costs(rounds: int) -> int:
+    """``--alloc``: the host cost of allocating a result array on a GPU (module docstring)."""
+    import numpy as np
+    try:
+        import cupy
+        cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # noqa: BLE001 - no CuPy, no driver, no GPU: said, not raised
+        print(f"bench_cuda_host --alloc: needs CuPy and a GPU ({e})")
+        return 2
+    from tensorplay_cuda import fresh
+    f32, shape = np.dtype(np.float32), (1 << 16,)
+    pool = cupy.get_default_memory_pool()
+    g = dict(cupy=cupy, f32=f32, sh=shape, nb=4 << 16, new=fresh.new_array_for(cupy.ndarray),
+             malloc=pool.malloc, alloc=cupy.cuda.memory.alloc,
+             stream=cupy.cuda.get_current_stream, getdev=cupy.cuda.runtime.getDevice)
+    stmts = {"cupy.ndarray": "cupy.ndarray(sh, f32)", "fresh route": "new(sh, f32)",
+             "cupy.empty": "cupy.empty(sh, f32)", "pool.malloc": "malloc(nb)",
+             "memory.alloc": "alloc(nb)", "stream(0).ptr": "stream(0).ptr",
+             "getDevice": "getdev()"}
+    for st in stmts.values():
+        eval(st, g)                                     # noqa: S307
+    print("  ".join(f"{n} {v:.3f}" for n, v in _minimums(stmts, g, rounds).items()),
+          f" (µs per call, minimum; made and dropped; fresh route applies: "
+          f"{fresh.route(cupy) is not None})")
     return 0
 
 
@@ -237,18 +293,48 @@ def launch_path(rounds: int) -> int:
         before = launched[0]
         r = eval(s, g)                                  # noqa: S307
         assert launched[0] == before + 1 and r.shape == (n,), f"{s}: not one launch"
+    # the large arrays' case (eager.THRESHOLD elements: the aligned one-launch path, its arrays
+    # over the same stubbed allocator, never touched)
+    from tensorplay_cuda import eager
+    big = eager.THRESHOLD
+    g.update(X=be.wrap(cupy.ndarray((big,), np.float32), dev),
+             Y=be.wrap(cupy.ndarray((big,), np.float32), dev))
+    e2 = f"2^{big.bit_length() - 1}"
+    large = {f"tp.mul(X, Y) {e2}": "tp.mul(X, Y)", f"X + 1.0 {e2}": "X + 1.0",
+             f"tp.relu(X) {e2}": "tp.relu(X)"}
+    for s in large.values():
+        eval(s, g)                                      # compiles the aligned kernel  # noqa: S307
+        before = launched[0]
+        r = eval(s, g)                                  # noqa: S307
+        assert launched[0] == before + 1 and r.shape == (big,), f"{s}: not one launch"
+    stmts.update(large)
     for op, key in (("mul", (np.dtype("float32"), 0)), ("add", (np.dtype("float32"), 0, float)),
                     ("relu", (np.dtype("float32"), 0))):
         e = be.kernels()[op]._tp_dense_ufunc.launches.get(key)
         assert isinstance(getattr(e, "direct", None), _cupylaunch.Direct), f"{op}: {e!r}"
+    # the factories, their allocation made for real (CuPy's ndarray over the stubbed allocator:
+    # what the plain mode's stub leaves out); full's fill kernel (fill.filled) launched through
+    # the same stubbed launchKernel, as loaded on this thread, on the null stream (the zero
+    # fills' memset has no stand-in: zeros is not timed here)
+    from tensorplay_cuda import fill
+    fill._launch[:] = [launch_kernel]
+    fill._functions[0] = (None, 0x1000)
+    fill._PARAMS.ready.add(0)
+    null = cupy.cuda.Stream.null
+    cupy.cuda.get_current_stream = lambda device_id=-1: null
+    g.update(dev=dev, sh=(n,))
+    stmts.update({"tp.empty": "tp.empty(sh, device=dev)", "empty_like": "tp.empty_like(x)",
+                  "new_empty": "x.new_empty(sh)", "tp.full": "tp.full(sh, 2.0, device=dev)",
+                  "full_like": "tp.full_like(x, 2.0)", "ones": "tp.ones(sh, device=dev)"})
+    for s in ("tp.empty", "empty_like", "new_empty", "tp.full", "full_like", "ones"):
+        before = launched[0]
+        r = eval(stmts[s], g)                           # noqa: S307
+        assert r.shape == (n,) and r._data.__class__ is cupy.ndarray, s
+        assert launched[0] == before + (s in ("tp.full", "full_like", "ones")), s
     stmts["launchKernel stub"] = "launch(0, 1, 1, 1, 128, 1, 1, 0, 0, 0, 0)"
-    timer = time.process_time if os.environ.get("TENSORPLAY_BENCH_CPU_TIME") else time.perf_counter
-    out = {s: [] for s in stmts}
-    for _ in range(rounds):
-        for name, s in stmts.items():
-            out[name].append(timeit.Timer(s, globals=g, timer=timer).timeit(20000) / 20000 * 1e6)
-    print("  ".join(f"{name} {min(v):.3f}" for name, v in out.items()),
-          " (µs per call, minimum; the one-launch path, launchKernel stubbed)")
+    print("  ".join(f"{name} {v:.3f}" for name, v in _minimums(stmts, g, rounds).items()),
+          " (µs per call, minimum; the one-launch path, launchKernel stubbed; the factories "
+          "with CuPy's allocator stubbed)")
     return 0
 
 if __name__ == "__main__":

@@ -37,6 +37,8 @@ import sys
 from tensorplay import _dtype
 from tensorplay._kernels.elementwise import CUDA_EAGER, HALF_NUMBER_AT_FLOAT32, OPS
 
+from .fresh import new_array_for
+
 THRESHOLD = 1 << 22          # elements; below, CuPy's lower launch cost wins
 
 # the ops with fast paths, their forms and result rules: tensorplay._kernels.elementwise
@@ -636,7 +638,7 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
     # comparison, else the operands'), or None: the ufunc for good
     launches: dict = {}
     seen: dict = {}              # key -> calls so far, while fewer than WARMUP_CALLS
-    # the aligned launches: key -> (launch, result dtype) or None; {} without ``aligned``
+    # the aligned launches: key -> (launch, result dtype, call) or None; {} without ``aligned``
     big = getattr(aligned, "launches", {})      # (the same dict: filled as _large compiles)
     from .triton_fusion import BLOCK, BLOCK_NARROW
     big_top = 2 ** 31 - max(BLOCK, BLOCK_NARROW)      # (as _large's bound)
@@ -689,9 +691,8 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
                         e = big.get(key)
                         if e is not None and not (n & 15 or n >= big_top or a.data.ptr & 15 or
                                                   b.data.ptr & 15):
-                            r = nd(a.shape, e[1])
-                            if not r.data.ptr & 15:
-                                e[0](a.data.ptr, b.data.ptr, r.data.ptr, n)
+                            r = e[2](a, b, n)       # (None: an unaligned output, nothing run)
+                            if r is not None:
                                 return r
                     elif launch is None and d is not bf16:
                         return uf(a, b)         # off the launch for good: no more frames
@@ -711,9 +712,8 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
                     e = big.get(key)
                     if e is not None and not (n & 15 or n >= big_top or a.data.ptr & 15) and (
                             bc is float or -0x80000000 <= b <= 0x7FFFFFFF):
-                        r = nd(a.shape, e[1])
-                        if not r.data.ptr & 15:
-                            e[0](a.data.ptr, r.data.ptr, n, b)
+                        r = e[2](a, b, n)
+                        if r is not None:
                             return r
                 elif launch is None and d is not bf16 and not (half_ref and d is f16):
                     return uf(a, b)             # (a float on float64: as above)
@@ -729,9 +729,8 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
                 if n >= top:
                     e = big.get(key)
                     if e is not None and not (n & 15 or n >= big_top or a.data.ptr & 15):
-                        r = nd(a.shape, e[1])
-                        if not r.data.ptr & 15:
-                            e[0](a.data.ptr, r.data.ptr, n)
+                        r = e[2](a, n)
+                        if r is not None:
                             return r
                 elif launch is None and d is not bf16:
                     return uf(a)
@@ -741,29 +740,37 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
     return dense
 
 
-def _call_of(launch, nd, rdt, n_in, number):
+def _call_of(launch, nd, rdt, n_in, number, aligned=False):
     """How ``_dense`` and ``_cast`` run a kept launch: ``call(a, b, n)`` (two arrays),
     ``call(a, c, n)`` (an array and a number) or ``call(a, n)`` (one array) -> a fresh ``nd``
     array of ``a``'s shape and dtype ``rdt`` (``n = a.size > 0``). ``launch.call`` where the chain
     built one (``triton_fusion._dense_call``: allocation, packing and the driver call in one
     generated function); else the same through ``launch(*addresses, n[, number])`` (a chain
-    without it, the tests' stand-ins)."""
+    without it, the tests' stand-ins). ``aligned`` (``_large``'s launches): None, nothing
+    launched, when the fresh array is not 16-byte aligned."""
     call = getattr(launch, "call", None)
     if call is not None:
         return call
+    new = new_array_for(nd)          # nd(shape, dtype) with less host time (fresh.py)
     if number:
         def call(a, c, n):
-            r = nd(a.shape, rdt)
+            r = new(a.shape, rdt)
+            if aligned and r.data.ptr & 15:
+                return None
             launch(a.data.ptr, r.data.ptr, n, c)
             return r
     elif n_in == 2:
         def call(a, b, n):
-            r = nd(a.shape, rdt)
+            r = new(a.shape, rdt)
+            if aligned and r.data.ptr & 15:
+                return None
             launch(a.data.ptr, b.data.ptr, r.data.ptr, n)
             return r
     else:
         def call(a, n):
-            r = nd(a.shape, rdt)
+            r = new(a.shape, rdt)
+            if aligned and r.data.ptr & 15:
+                return None
             launch(a.data.ptr, r.data.ptr, n)
             return r
     call.direct = getattr(launch, "direct", None)
@@ -787,6 +794,7 @@ def _large(op, n_in, backend):
     (dtype, device[, number class]) compiles through Triton; a key whose launch is unavailable
     (another Triton release, a declined dtype or constant, a failure) returns None for good."""
     nd = backend.np.ndarray
+    new = new_array_for(nd)     # the result arrays: nd(shape, dtype) with less host time (fresh.py)
     getdev = backend.np.cuda.runtime.getDevice
     rounds, round_arg = _scalar_rounding(op, backend)
     from .triton_fusion import BLOCK, BLOCK_NARROW
@@ -798,7 +806,14 @@ def _large(op, n_in, backend):
         if _capturing(backend):
             return None               # the caller's other path (see _capturing)
         out, launch = _first_launch(op, n_in, backend, a, b, aligned=True, modes=modes)
-        launches[key] = None if launch is None else (launch, out.dtype)
+        if launch is None:
+            launches[key] = None
+        else:
+            # (launch, result dtype, call): the call is what _dense's large case runs (one
+            # generated function, triton_fusion._dense_call); a 0-d operand's launch has none
+            call = None if modes is not None else _call_of(
+                launch, nd, out.dtype, n_in, b.__class__ in (float, int), aligned=True)
+            launches[key] = (launch, out.dtype, call)
         return out
 
     def large(a, b=_NO_OPERAND):
@@ -835,8 +850,8 @@ def _large(op, n_in, backend):
                 return None
             if e is _NO_OPERAND:
                 return compile_(key, a, b, modes)
-            launch, rdt = e
-            r = nd(c.shape, rdt)
+            launch, rdt, _ = e
+            r = new(c.shape, rdt)
             if r.data.ptr & 15:
                 return None
             launch(a.data.ptr, b.data.ptr, r.data.ptr, n)
@@ -859,8 +874,8 @@ def _large(op, n_in, backend):
             return None
         if e is _NO_OPERAND:
             return compile_(key, a, b)
-        launch, rdt = e
-        r = nd(a.shape, rdt)
+        launch, rdt, _ = e
+        r = new(a.shape, rdt)
         if r.data.ptr & 15:
             return None
         if b is _NO_OPERAND:
