@@ -6,7 +6,9 @@ Two ways an op becomes differentiable (same model as torch.library):
   each built-in op's forward in ``tensorplay/_ops``): the kernel runs below autograd and one
   ``FunctionNode`` is recorded;
 * no formula (CompositeImplicitAutograd): the kernel runs with grad mode on, so the tensorplay
-  ops inside it record the graph themselves.
+  ops inside it record the graph themselves; a custom op's kernel that calls ``.numpy()`` with
+  grad mode on left the graph for part of its math, and its outputs get a node whose backward
+  raises torch's "no autograd formula was registered" (``kernel_marks``).
 
 A custom op that writes arguments (``Tensor(a!)``; it has no formula) is the second kind, with
 ``check_written_args`` and ``rebase_written_args`` at its boundary: a written leaf is written as
@@ -37,6 +39,19 @@ _FREED_MSG = (
     "through the graph a second time or if you need to access saved tensors after calling "
     "backward.")
 
+
+# {thread ident: mark}: while the kernel of a custom op without a formula runs with grad mode
+# on as a composite (its tensorplay ops record the graph) in a thread, its mark is a list that
+# Tensor.numpy() appends to when called there with grad mode on. A kernel that went through
+# NumPy left the graph for part of its math, so the gradient its ops recorded is incomplete: its
+# outputs then get a NoFormulaBackward node that raises, as torch's opaque custom ops do,
+# instead of a silently wrong gradient; and numpy() there works on an input that requires grad,
+# as in torch's kernels (which run with grad mode off). A plain dict, not a threading.local:
+# numpy() outside such kernels reads one global (empty: nothing more), and the entry pays dict
+# operations, not thread-local lookups. Each thread reads and writes only its own key (dict
+# operations are atomic).
+kernel_marks = {}
+_get_ident = threading.get_ident
 
 _dispatch_state = None
 
@@ -583,32 +598,50 @@ def make_op_autograd(op):
             if backward is None and op.is_builtin:
                 with _gm.no_grad():
                     return op.entry(bkey)(*args, **kwargs)
-            if written and _gm._state.enabled:
-                # a custom op that writes arguments (as in the generated entry)
-                values = list(args) + [kwargs.get(n, None) for n in names[len(args):]]
-                pend, leaf = check_written_args(op.name, written,
-                                                [values[i] for i, _, _ in written])
-                if leaf:
-                    before = _dispatch.written_versions([values[i] for i, _, _ in written],
-                                                        [k for _, _, k in written])
-                    with _gm.no_grad():
-                        out = op.entry(bkey)(*args, **kwargs)
-                    # nothing was recorded: the call bumps each written argument once
-                    _dispatch.reset_written(before)
-                else:
-                    out = op.entry(bkey)(*args, **kwargs)
-                if pend:
-                    rebase_written_args(op.name, pend, values)
-                return no_formula_outputs(op.name, out, values)
-            out = op.entry(bkey)(*args, **kwargs)
             if backward is None:
-                return no_formula_outputs(op.name, out, list(args) + list(kwargs.values()))
-            return out
+                # a custom op's composite kernel: watch for .numpy() (kernel_marks)
+                tid = _get_ident()
+                prev = kernel_marks.get(tid)
+                kernel_marks[tid] = mark = []
+                try:
+                    out = composite_call(bkey, args, kwargs)
+                finally:
+                    if prev is None:
+                        del kernel_marks[tid]
+                    else:
+                        kernel_marks[tid] = prev
+                if mark:
+                    return no_formula_outputs(op.name, out, list(args) + list(kwargs.values()),
+                                              True)
+                return out
+            return op.entry(bkey)(*args, **kwargs)
         with _gm.no_grad():
             out = op.entry(bkey)(*args, **kwargs)
         values = list(args) + [kwargs.get(n, _missing) for n in names[len(args):]]
         values = [v for v in values if v is not _missing] if len(values) != len(names) else values
         return _record(info, tuple(values), out)
+
+    def composite_call(bkey, args, kwargs):
+        """The no-formula call of a custom op (the composite path, grad mode on or off)."""
+        if written and _gm._state.enabled:
+            # a custom op that writes arguments (as in the generated entry)
+            values = list(args) + [kwargs.get(n, None) for n in names[len(args):]]
+            pend, leaf = check_written_args(op.name, written,
+                                            [values[i] for i, _, _ in written])
+            if leaf:
+                before = _dispatch.written_versions([values[i] for i, _, _ in written],
+                                                    [k for _, _, k in written])
+                with _gm.no_grad():
+                    out = op.entry(bkey)(*args, **kwargs)
+                # nothing was recorded: the call bumps each written argument once
+                _dispatch.reset_written(before)
+            else:
+                out = op.entry(bkey)(*args, **kwargs)
+            if pend:
+                rebase_written_args(op.name, pend, values)
+            return no_formula_outputs(op.name, out, values)
+        out = op.entry(bkey)(*args, **kwargs)
+        return no_formula_outputs(op.name, out, list(args) + list(kwargs.values()))
 
     return autograd_entry
 
@@ -685,10 +718,11 @@ class NoFormulaBackward(Node):
     into a fresh tensor). Its gradient is unknown, so backward through it raises, as torch does
     for an op with no autograd kernel."""
 
-    __slots__ = ("_name", "op_name")
+    __slots__ = ("_name", "op_name", "via_numpy")
 
-    def __init__(self, op_name, edges, out_meta):
+    def __init__(self, op_name, edges, out_meta, via_numpy=False):
         self.op_name = op_name
+        self.via_numpy = via_numpy
         self.name = f"{op_name}NotDifferentiable"
         self.next_edges = edges
         self._out_meta = out_meta
@@ -706,6 +740,17 @@ class NoFormulaBackward(Node):
 
     def apply(self, grads):
         which = ", ".join(str(i) for i, g in enumerate(grads) if g is not None)
+        if self.via_numpy:
+            # torch's words (torch._library.autograd: its custom ops are opaque), then why here
+            raise RuntimeError(
+                f"Trying to backward through {self.op_name} but no autograd formula was "
+                f"registered. Please use register_autograd to add one: "
+                f"tensorplay.library.register_autograd({self.op_name!r}, backward, "
+                f"setup_context=...). (Backprop through output {which}: the kernel called "
+                f".numpy() with grad mode on, which breaks the autograd graph: part of its math "
+                f"is outside the graph, so the gradient its tensorplay ops recorded would be "
+                f"wrong. A kernel written only with tensorplay ops is differentiable without a "
+                f"formula.)")
         raise RuntimeError(
             f"{self.op_name}: trying to backprop through output {which}, which the kernel "
             f"returned without autograd history although an input requires grad: the kernel "
@@ -718,10 +763,12 @@ class NoFormulaBackward(Node):
             f"ctx.mark_non_differentiable on the outputs (or whose backward returns None).")
 
 
-def no_formula_outputs(op_name, out, values):
+def no_formula_outputs(op_name, out, values, via_numpy=False):
     """After a kernel without a formula ran with grad mode on: give each floating output that
     has no history a ``NoFormulaBackward`` node when a tensor among ``values`` requires grad
-    (the eager safety net against silently missing gradients). Returns ``out``."""
+    (the eager safety net against silently missing gradients). ``via_numpy``: the kernel called
+    ``.numpy()`` (``kernel_marks``): every floating output gets the node, its recorded history
+    replaced. Returns ``out``."""
     T = TensorBase
     if isinstance(out, T):
         outs = (out,)
@@ -729,8 +776,9 @@ def no_formula_outputs(op_name, out, values):
         outs = out
     else:
         return out
-    bad = [i for i, o in enumerate(outs) if isinstance(o, T) and not o.needs_grad and
-           o.raw_dtype.is_floating_point and o.native is not None]
+    bad = [i for i, o in enumerate(outs) if isinstance(o, T) and
+           (via_numpy or not o.needs_grad) and o.raw_dtype.is_floating_point and
+           o.native is not None]
     if not bad or not _gm.is_grad_enabled():
         return out
     from .. import _dispatch
@@ -740,7 +788,7 @@ def no_formula_outputs(op_name, out, values):
         return out
     meta = tuple((o.raw_shape, o.raw_dtype, o.raw_device) if isinstance(o, T) else None
                  for o in outs)
-    node = NoFormulaBackward(op_name, tuple(edges), meta)
+    node = NoFormulaBackward(op_name, tuple(edges), meta, via_numpy)
     for i in bad:
         o = outs[i]
         if not any(o is t for t in inputs):   # an input returned as is keeps its own state
@@ -906,7 +954,9 @@ def _generated_entry(op, info):
                       "    finally:", "        __g['enabled'] = True"]
         else:
             # CompositeImplicitAutograd: the body's own ops record the graph. An output without
-            # history (the kernel left the graph) gets a node that raises in backward.
+            # history (the kernel left the graph) gets a node that raises in backward; so does
+            # every output when the kernel called .numpy() with grad on (kernel_marks)
+            seg_at = len(lines)
             written = written_params(op)
             if written:
                 # an op that writes arguments (its only autograd path: such ops have no
@@ -915,9 +965,8 @@ def _generated_entry(op, info):
                 # Only here, where an input requires grad: calls without one never come here.
                 wvals = "(" + "".join(f"{names[i]}, " for i, _, _ in written) + ")"
                 # two slot reads only for the common call (the written tensor is a plain
-                # tensor without grad, another input requires grad; the grad flag, a
-                # thread-local, is read after them): a written tensor that needs grad or is a
-                # view (of what might be a leaf) takes the checks
+                # tensor without grad, another input requires grad): a written tensor that
+                # needs grad or is a view (of what might be a leaf) takes the checks
                 conds = []
                 for i, _, kind in written:
                     n = names[i]
@@ -928,7 +977,8 @@ def _generated_entry(op, info):
                                      f"{n}.view_base is not None)")
                     else:
                         conds.append("True")
-                lines += [f"    if ({' or '.join(conds)}) and __en.enabled:",
+                # (grad mode is on here: checked before, see below)
+                lines += [f"    if {' or '.join(conds)}:",
                           f"        __pend, __leaf = __chkw(__opname, __written, {wvals})",
                           "        if __leaf:",
                           f"            __wv = __wvers({wvals}, __wkinds)",
@@ -947,9 +997,20 @@ def _generated_entry(op, info):
                           __wkinds=tuple(k for _, _, k in written))
             else:
                 lines += [f"    __out = __kern({call_s})"]
-            lines += ["    if __out.__class__ is __T and __out.needs_grad:",
+            seg = ["    " + x for x in lines[seg_at:]]
+            del lines[seg_at:]
+            # grad mode off (an input requires grad, under no_grad): nothing to record or to
+            # mark, straight to the kernel (the call's version bumps are the dispatcher's)
+            lines += [f"    if not __en.enabled: return __kern({call_s})",
+                      "    __tid = __ident()", "    __prev = __marks.get(__tid)",
+                      "    __marks[__tid] = __m = []", "    try:", *seg, "    finally:",
+                      "        if __prev is None: del __marks[__tid]",
+                      "        else: __marks[__tid] = __prev",
+                      f"    if __m: return __nf(__opname, __out, {vals}, True)",
+                      "    if __out.__class__ is __T and __out.needs_grad:",
                       "        return __out",
                       f"    return __nf(__opname, __out, {vals})"]
+            ns.update(__marks=kernel_marks, __ident=_get_ident)
     else:
         # grad mode is per thread: __g is this thread's dict of the flag (one lookup, then plain
         # dict reads/writes, half the cost of three thread-local attribute accesses)
