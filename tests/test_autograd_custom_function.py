@@ -540,3 +540,49 @@ def test_save_for_backward_of_a_non_tensor_is_a_type_error(saved):
     with pytest.raises(TypeError, match="save_for_backward can only save variables, but "
                                         "argument [0-9] is of type int"):
         S.apply(tensorplay.ones(2, requires_grad=True))
+
+
+# -- an input returned as-is after ctx.mark_non_differentiable (fresh56 #05) -------------------
+
+class _PassNonDiff(Function):
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.mark_non_differentiable(y)
+        return x * 2, y
+
+    @staticmethod
+    def backward(ctx, g, gy):
+        return g * 2, None
+
+
+def test_input_returned_as_is_and_marked_non_differentiable_is_a_detached_alias():
+    # torch 2.13: requires_grad=False, grad_fn None, the same values and memory (a detached
+    # alias, not the input itself); the input keeps its own state
+    a = tensorplay.ones(2, requires_grad=True)
+    b = tensorplay.ones(2, requires_grad=True)
+    o, yy = _PassNonDiff.apply(a, b)
+    assert yy is not b
+    assert not yy.requires_grad and yy.grad_fn is None
+    assert b.requires_grad and b.is_leaf
+    yy_np = yy.numpy()        # allowed: yy does not require grad
+    b.detach().add_(1)
+    assert yy_np.tolist() == [2.0, 2.0]       # shares b's memory
+    (o.sum() + (yy * 3).sum()).backward()
+    assert a.grad.tolist() == [2.0, 2.0] and b.grad is None
+
+
+def test_input_returned_as_is_unmarked_keeps_the_functions_history():
+    class Pass(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 5
+
+    a = tensorplay.ones(2, requires_grad=True)
+    y = Pass.apply(a)
+    assert y is not a and y.requires_grad and y.grad_fn is not None
+    y.sum().backward()
+    assert a.grad.tolist() == [5.0, 5.0]

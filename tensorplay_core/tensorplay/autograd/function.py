@@ -1404,12 +1404,21 @@ def _regenerate_view_grad_fn(t):
     set_view_version(t, version)       # last: a reader that sees it current sees the new node
 
 
-def _alias_returned_inputs(out, args, T, dirty=()):
+def _alias_returned_inputs(out, args, T, dirty=(), ctx=None):
     """A ``forward`` that returns one of its inputs gets a fresh alias (a view sharing storage)
     as the output, so recording history never rewrites the input's own ``grad_fn`` (torch
-    does the same)."""
+    does the same). An input marked non-differentiable (``ctx.mark_non_differentiable``)
+    comes back as a detached alias (``requires_grad=False``, no ``grad_fn``), as torch's
+    ``_process_backward_mode_ad`` returns it; the alias joins ``ctx``'s non-differentiable
+    outputs, so ``attach`` leaves it without history."""
+    non_diff = ctx._non_diff if ctx is not None else ()
+
     def fix(o):
         if any(o is a for a in args) and not any(o is d for d in dirty):
+            if non_diff and id(o) in non_diff:
+                d = o.detach()
+                ctx._non_diff = ctx._non_diff.union((id(d),))
+                return d
             from .._ops.views import make_view
             return make_view(o, o.raw_shape, o.stride_tuple, o.offset)
         return o
@@ -1657,7 +1666,7 @@ class Function:
                 f"register_autograd (captured as one node, its formula used by backward).")
         for t in dirty:
             check_inplace(f"{cls.__name__}.apply", t)
-        out = _alias_returned_inputs(out, args, Tensor, dirty)
+        out = _alias_returned_inputs(out, args, Tensor, dirty, ctx)
         before = [(t.raw_grad_fn, t.output_nr) for t in dirty] if dirty else None
         name = info.name
         out = attach(name, _count_checked(
