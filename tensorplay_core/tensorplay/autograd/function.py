@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 
 from .. import _codegen, _pytree
-from .._ops.views import _CMETA, creation_meta
+from .._ops.views import _CMETA, creation_meta, mark_custom_function_output
 from .. import _tensor_base as _tb
 from .._registry import setup_context_form
 from .._schema import mutation_tag
@@ -1164,6 +1164,11 @@ def refresh_views(base, skip=None):
 _MULTI_VIEW = (" This view is the output of a function that returns multiple views. Such "
                "functions do not allow the output views to be modified inplace. You should "
                "replace the inplace operation by an out-of-place one.")
+_CUSTOM_VIEW = (" This view was created inside a custom Function (or because an input was "
+                 "returned as-is) and the autograd logic to handle view+inplace would override "
+                 "the custom backward associated with the custom Function, leading to incorrect "
+                 "gradients. This behavior is forbidden. You can fix this by cloning the output "
+                 "of the custom Function.")
 _NO_GRAD_VIEW = (" Given that this use case is ambiguous and error-prone, it is forbidden. You "
                  "can clarify your code by moving both the view and the inplace either both "
                  "inside the no_grad block (if you don't want the inplace to be tracked) or both "
@@ -1173,7 +1178,8 @@ _NO_GRAD_VIEW = (" Given that this use case is ambiguous and error-prone, it is 
 def view_rebase_message(t, kind, name, nr, indirect) -> str:
     """torch's ``handle_view_on_rebase`` words for view ``t`` written in place (``indirect``:
     its base or another view of its base was) when its creation meta (``kind``: ``"multi"``,
-    ``"no_grad"``; ``name``/``nr``: the multi-view function's output, None for a view of one,
+    ``"no_grad"``, ``"custom"``: an ``autograd.Function``'s output; ``name``/``nr``: the
+    multi-view function's (or Function's) output, None for a view of one,
     ``_ops/views.creation_meta``) forbids it."""
     obj = "its base or another view of its base has been" if indirect else "is being"
     node = t.raw_grad_fn
@@ -1185,7 +1191,8 @@ def view_rebase_message(t, kind, name, nr, indirect) -> str:
         msg = f"{prefix} no_grad mode and {obj} modified inplace with grad mode enabled."
     else:
         msg = f"Output {nr} of {name} is a view and {obj} modified inplace."
-    return msg + (_MULTI_VIEW if kind == "multi" else _NO_GRAD_VIEW)
+    return msg + (_MULTI_VIEW if kind == "multi" else _CUSTOM_VIEW if kind == "custom" else
+                  _NO_GRAD_VIEW)
 
 
 def _check_view_creation(api, t):
@@ -1423,6 +1430,22 @@ def _alias_returned_inputs(out, args, T, dirty=(), ctx=None):
             return make_view(o, o.raw_shape, o.stride_tuple, o.offset)
         return o
     return _pytree.tree_map(fix, out, T)
+
+
+def _mark_view_outputs(name, out, T, dirty):
+    """Each output of ``Function`` ``name`` that is a view with autograd history (made inside
+    ``forward``, or the alias of an input returned as-is) refuses in-place writes while autograd
+    records, as torch's (``_ops/views.mark_custom_function_output``). A dirty input returned
+    (``mark_dirty``) is exempt: the Function wrote it itself."""
+    if out.__class__ is not tuple and out.__class__ is not list:
+        if isinstance(out, T) and out.view_base is not None and out.raw_grad_fn is not None \
+                and not (dirty and any(out is d for d in dirty)):
+            mark_custom_function_output(out, name, 0)
+        return
+    for i, o in enumerate(out):
+        if isinstance(o, T) and o.view_base is not None and o.raw_grad_fn is not None and \
+                not (dirty and any(o is d for d in dirty)):
+            mark_custom_function_output(o, name, i)
 
 
 def _n_positional(fn) -> int:
@@ -1674,6 +1697,8 @@ class Function:
             lambda n, got: f"function {name} returned an incorrect number of gradients "
                            f"(expected {n}, got {got})"), ctx, args, out, Tensor, se,
                      node_cls=info.node)
+        if not (isinstance(out, Tensor) and out.view_base is None):   # (one plain output: done)
+            _mark_view_outputs(cls.__name__, out, Tensor, dirty)
         if dirty:
             for t, (fn, nr) in zip(dirty, before):
                 if t.view_base is not None and t.raw_grad_fn is not fn:   # the node: its history
