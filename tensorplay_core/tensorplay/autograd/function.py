@@ -8,7 +8,7 @@ Two ways an op becomes differentiable (same model as torch.library):
 * no formula (CompositeImplicitAutograd): the kernel runs with grad mode on, so the tensorplay
   ops inside it record the graph themselves; a custom op's kernel that calls ``.numpy()`` with
   grad mode on left the graph for part of its math, and its outputs get a node whose backward
-  raises torch's "no autograd formula was registered" (``kernel_marks``).
+  raises torch's "no autograd formula was registered" (``KERNEL_MARK``).
 
 A custom op that writes arguments (``Tensor(a!)``; it has no formula) is the second kind, with
 ``check_written_args`` and ``rebase_written_args`` at its boundary: a written leaf is written as
@@ -40,18 +40,18 @@ _FREED_MSG = (
     "backward.")
 
 
-# {thread ident: mark}: while the kernel of a custom op without a formula runs with grad mode
-# on as a composite (its tensorplay ops record the graph) in a thread, its mark is a list that
-# Tensor.numpy() appends to when called there with grad mode on. A kernel that went through
-# NumPy left the graph for part of its math, so the gradient its ops recorded is incomplete: its
-# outputs then get a NoFormulaBackward node that raises, as torch's opaque custom ops do,
-# instead of a silently wrong gradient; and numpy() there works on an input that requires grad,
-# as in torch's kernels (which run with grad mode off). A plain dict, not a threading.local:
-# numpy() outside such kernels reads one global (empty: nothing more), and the entry pays dict
-# operations, not thread-local lookups. Each thread reads and writes only its own key (dict
-# operations are atomic).
-kernel_marks = {}
-_get_ident = threading.get_ident
+# The kernel mark: while the kernel of a custom op without a formula runs with grad mode on as a
+# composite (its tensorplay ops record the graph), the key KERNEL_MARK of the thread's grad-mode
+# dict (``grad_mode._state.__dict__``, per thread; the entry reads that dict for the grad flag
+# anyway) holds a list that Tensor.numpy() appends to when called there with grad mode on. A
+# kernel that went through NumPy left the graph for part of its math, so the gradient its ops
+# recorded is incomplete: its outputs then get a NoFormulaBackward node that raises, as torch's
+# opaque custom ops do, instead of a silently wrong gradient; and numpy() there works on an
+# input that requires grad, as in torch's kernels (which run with grad mode off).
+# kernel_gate[0] turns True (for good) when a first mark opens: until then numpy() reads only
+# this plain list, not the thread-local.
+KERNEL_MARK = "kernel_mark"
+kernel_gate = [False]
 
 _dispatch_state = None
 
@@ -599,17 +599,15 @@ def make_op_autograd(op):
                 with _gm.no_grad():
                     return op.entry(bkey)(*args, **kwargs)
             if backward is None:
-                # a custom op's composite kernel: watch for .numpy() (kernel_marks)
-                tid = _get_ident()
-                prev = kernel_marks.get(tid)
-                kernel_marks[tid] = mark = []
+                # a custom op's composite kernel: watch for .numpy() (KERNEL_MARK)
+                g = _gm._state.__dict__
+                prev = g.get(KERNEL_MARK)
+                g[KERNEL_MARK] = mark = []
+                kernel_gate[0] = True
                 try:
                     out = composite_call(bkey, args, kwargs)
                 finally:
-                    if prev is None:
-                        del kernel_marks[tid]
-                    else:
-                        kernel_marks[tid] = prev
+                    g[KERNEL_MARK] = prev
                 if mark:
                     return no_formula_outputs(op.name, out, list(args) + list(kwargs.values()),
                                               True)
@@ -767,7 +765,7 @@ def no_formula_outputs(op_name, out, values, via_numpy=False):
     """After a kernel without a formula ran with grad mode on: give each floating output that
     has no history a ``NoFormulaBackward`` node when a tensor among ``values`` requires grad
     (the eager safety net against silently missing gradients). ``via_numpy``: the kernel called
-    ``.numpy()`` (``kernel_marks``): every floating output gets the node, its recorded history
+    ``.numpy()`` (``KERNEL_MARK``): every floating output gets the node, its recorded history
     replaced. Returns ``out``."""
     T = TensorBase
     if isinstance(out, T):
@@ -955,7 +953,7 @@ def _generated_entry(op, info):
         else:
             # CompositeImplicitAutograd: the body's own ops record the graph. An output without
             # history (the kernel left the graph) gets a node that raises in backward; so does
-            # every output when the kernel called .numpy() with grad on (kernel_marks)
+            # every output when the kernel called .numpy() with grad on (KERNEL_MARK)
             seg_at = len(lines)
             written = written_params(op)
             if written:
@@ -1001,16 +999,16 @@ def _generated_entry(op, info):
             del lines[seg_at:]
             # grad mode off (an input requires grad, under no_grad): nothing to record or to
             # mark, straight to the kernel (the call's version bumps are the dispatcher's)
-            lines += [f"    if not __en.enabled: return __kern({call_s})",
-                      "    __tid = __ident()", "    __prev = __marks.get(__tid)",
-                      "    __marks[__tid] = __m = []", "    try:", *seg, "    finally:",
-                      "        if __prev is None: del __marks[__tid]",
-                      "        else: __marks[__tid] = __prev",
+            lines += ["    __g = __en.__dict__",
+                      f"    if not __g['enabled']: return __kern({call_s})",
+                      "    __prev = __g.get(__KM)", "    __g[__KM] = __m = []",
+                      "    if not __gate[0]: __gate[0] = True",
+                      "    try:", *seg, "    finally:", "        __g[__KM] = __prev",
                       f"    if __m: return __nf(__opname, __out, {vals}, True)",
                       "    if __out.__class__ is __T and __out.needs_grad:",
                       "        return __out",
                       f"    return __nf(__opname, __out, {vals})"]
-            ns.update(__marks=kernel_marks, __ident=_get_ident)
+            ns.update(__KM=KERNEL_MARK, __gate=kernel_gate)
     else:
         # grad mode is per thread: __g is this thread's dict of the flag (one lookup, then plain
         # dict reads/writes, half the cost of three thread-local attribute accesses)
