@@ -8,7 +8,7 @@ ops are opaque (the kernel runs with grad mode off): backward through such an op
 "Trying to backward through ns.op.default but no autograd formula was registered. Please use
 register_autograd to add one.", and ``x.numpy()`` on an input that requires grad works inside
 the kernel. TensorPlay now does the same for a kernel that called ``.numpy()`` with grad mode on
-(it marks the call, ``autograd.function.kernel_state``); a kernel written only with tensorplay
+(it marks the call, ``autograd.function.KERNEL_MARK``); a kernel written only with tensorplay
 ops keeps its exact composite gradient.
 """
 
