@@ -540,3 +540,117 @@ def test_save_for_backward_of_a_non_tensor_is_a_type_error(saved):
     with pytest.raises(TypeError, match="save_for_backward can only save variables, but "
                                         "argument [0-9] is of type int"):
         S.apply(tensorplay.ones(2, requires_grad=True))
+
+
+# -- an input returned as-is after ctx.mark_non_differentiable (fresh56 #05) -------------------
+
+class _PassNonDiff(Function):
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.mark_non_differentiable(y)
+        return x * 2, y
+
+    @staticmethod
+    def backward(ctx, g, gy):
+        return g * 2, None
+
+
+def test_input_returned_as_is_and_marked_non_differentiable_is_a_detached_alias():
+    # torch 2.13: requires_grad=False, grad_fn None, the same values and memory (a detached
+    # alias, not the input itself); the input keeps its own state
+    a = tensorplay.ones(2, requires_grad=True)
+    b = tensorplay.ones(2, requires_grad=True)
+    o, yy = _PassNonDiff.apply(a, b)
+    assert yy is not b
+    assert not yy.requires_grad and yy.grad_fn is None
+    assert b.requires_grad and b.is_leaf
+    yy_np = yy.numpy()        # allowed: yy does not require grad
+    b.detach().add_(1)
+    assert yy_np.tolist() == [2.0, 2.0]       # shares b's memory
+    (o.sum() + (yy * 3).sum()).backward()
+    assert a.grad.tolist() == [2.0, 2.0] and b.grad is None
+
+
+def test_input_returned_as_is_unmarked_keeps_the_functions_history():
+    class Pass(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 5
+
+    a = tensorplay.ones(2, requires_grad=True)
+    y = Pass.apply(a)
+    assert y is not a and y.requires_grad and y.grad_fn is not None
+    y.sum().backward()
+    assert a.grad.tolist() == [5.0, 5.0]
+
+
+# -- in-place writes to a view returned by a Function (fresh56 #11d) ----------------------------
+
+_CUSTOM_VIEW_MSG = ("is a view and is being modified inplace. This view was created inside a "
+                    "custom Function (or because an input was returned as-is) and the autograd "
+                    "logic to handle view+inplace would override the custom backward associated "
+                    "with the custom Function, leading to incorrect gradients. This behavior is "
+                    "forbidden. You can fix this by cloning the output of the custom Function.")
+
+
+class _ViewRet(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.view(-1)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.view(2, 2) * 3
+
+
+class _Same(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def test_in_place_write_to_a_view_returned_by_forward_is_refused():
+    # torch 2.13: RuntimeError (CreationMeta::IN_CUSTOM_FUNCTION); the write's view+inplace
+    # history would replace the Function's backward (here: gradient 2 instead of 3 * 2)
+    a = tensorplay.ones(2, 2, requires_grad=True)
+    y = _ViewRet.apply(a.clone())
+    with pytest.raises(RuntimeError, match="Output 0 of _ViewRet " + _CUSTOM_VIEW_MSG[:40]):
+        y.mul_(2)
+    y = _Same.apply(a.clone())      # an input returned as-is: its alias, the same rule
+    with pytest.raises(RuntimeError, match="Output 0 of _Same is a view and is being modified"):
+        y.mul_(2)
+    w = _ViewRet.apply(a.clone())[0:2]     # a view of such a view
+    with pytest.raises(RuntimeError, match="This view was created inside a custom Function"):
+        w.mul_(2)
+
+
+def test_view_returned_by_forward_used_after_its_base_was_written_is_refused():
+    a = tensorplay.ones(2, 2, requires_grad=True)
+    b = a.clone()
+    y = _ViewRet.apply(b)
+    b.mul_(2)
+    with pytest.raises(RuntimeError, match="Output 0 of _ViewRet is a view and its base or "
+                                           "another view of its base has been modified inplace"):
+        y.sum().backward()
+
+
+def test_view_returned_by_forward_without_writes_or_under_no_grad():
+    a = tensorplay.ones(2, 2, requires_grad=True)
+    y = _ViewRet.apply(a.clone())
+    y.sum().backward()
+    assert a.grad.tolist() == [[3.0, 3.0], [3.0, 3.0]]
+    with tensorplay.no_grad():
+        y = _ViewRet.apply(a.clone())
+        y.mul_(2)                     # nothing records: allowed, as in torch
+    assert y.tolist() == [2.0] * 4
+    y = _ViewRet.apply(a.clone()).clone()
+    y.mul_(2)                         # the fix torch's message suggests
+    assert y.requires_grad

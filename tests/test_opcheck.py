@@ -252,7 +252,9 @@ def numpy_no_detach(x: Tensor) -> Tensor:
 
 @lib.custom_op("oc_ag::drops_w", mutates_args=())
 def drops_w(x: Tensor, w: Tensor) -> Tensor:
-    return x * tp.from_numpy(w.detach().numpy().copy())
+    # w leaves the graph through .detach() (a kernel that goes through .numpy() instead makes
+    # the whole op non-differentiable: backward raises, test_library's TestKernelViaNumpy)
+    return x * w.detach().clone()
 
 
 @drops_w.register_fake

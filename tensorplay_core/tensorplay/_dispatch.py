@@ -229,12 +229,14 @@ _CHECKED = {"SymInt": ((int,), "int"), "int": ((int,), "int"), "float": ((float,
 
 
 def _accepts(base: str, v) -> bool:
-    """Whether ``v`` fits the non-tensor schema type ``base`` (torch's rules: ``int`` refuses
-    bools and floats, ``float`` takes ints but not strings, ``bool`` only bools)."""
+    """Whether ``v`` fits the non-tensor schema type ``base`` of a custom op's argument (torch's
+    dispatcher rules: ``int`` takes bools but refuses floats, ``float`` takes ints but not
+    strings, ``bool`` only bools)."""
     t = type(v)
     if base in ("SymInt", "int"):
-        # ints and integer-like objects (numpy integers: __index__); floats have no __index__
-        return t is not bool and not _np_bool(t) and hasattr(t, "__index__")
+        # ints, bools (torch.library's custom ops take True for an int: it is an int) and
+        # integer-like objects (numpy integers and bools: __index__); floats have no __index__
+        return hasattr(t, "__index__") or _np_bool(t)
     if base == "float":
         return t is not str and (hasattr(t, "__float__") or hasattr(t, "__index__"))
     if base == "bool":

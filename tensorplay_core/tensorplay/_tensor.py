@@ -605,10 +605,21 @@ class Tensor(TensorBase, instance_class=True):
         ``TypeError`` for a non-cpu tensor without ``force``; both are checked before the values
         are needed (a fake or captured tensor gets the same refusals as a real one)."""
         # torch refuses only while grad mode is on: under no_grad (and inside a kernel that runs
-        # below autograd, e.g. a custom op with register_autograd) .numpy() is allowed
-        if self._requires_grad and not force and _grad_state.enabled:
-            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
-                               "tensor.detach().numpy() instead.")
+        # below autograd, e.g. a custom op with register_autograd) .numpy() is allowed. Inside
+        # the composite kernel of a custom op without a formula it is allowed too (torch's
+        # custom-op kernels run with grad off) and marks the call's outputs not differentiable
+        # (autograd.function.KERNEL_MARK; the gate keeps the thread-local read out of programs
+        # that never ran such a kernel)
+        if _kernel_gate[0]:
+            g = _grad_state.__dict__
+            if g["enabled"]:
+                mark = g.get(_KERNEL_MARK)
+                if mark is not None:
+                    mark.append(True)
+                elif self._requires_grad and not force:
+                    raise RuntimeError(_NUMPY_REQUIRES_GRAD)
+        elif self._requires_grad and not force and _grad_state.enabled:
+            raise RuntimeError(_NUMPY_REQUIRES_GRAD)
         if self._device.type != "cpu":
             if not force:
                 raise TypeError(f"can't convert {self._device} tensor to numpy; use .cpu() first")
@@ -4022,6 +4033,10 @@ from ._backend import _CONTIG_CACHE as _CONTIG  # noqa: E402
 from ._tensor_base import row_major as _row_major  # noqa: E402
 from ._factories import tensor as _new_tensor  # noqa: E402
 from ._ops import ops as _O  # noqa: E402
+from .autograd.function import KERNEL_MARK as _KERNEL_MARK  # noqa: E402
+from .autograd.function import kernel_gate as _kernel_gate  # noqa: E402
+_NUMPY_REQUIRES_GRAD = ("Can't call numpy() on Tensor that requires grad. Use "
+                        "tensor.detach().numpy() instead.")
 from ._ops.elementwise import norm_root as _norm_root  # noqa: E402
 from ._ops import opmath as _opmath  # noqa: E402  (float16/bfloat16 ops of several steps)
 _LOWP = _opmath.LOWP

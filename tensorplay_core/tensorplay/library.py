@@ -281,6 +281,16 @@ def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None,
       Triton store), it is left not requiring grad. torch runs every custom-op kernel below
       autograd, so there ``out`` never requires grad.
 
+    A kernel without a formula that calls ``.numpy()`` while grad mode is on and an input
+    requires grad (``np.sin(x.numpy())``, ``x * from_numpy(np.cos(x.detach().numpy()))``) left
+    the autograd graph for part of its math: the call runs (``.numpy()`` of an input that
+    requires grad is allowed inside the kernel, as in torch, whose custom-op kernels run with
+    grad mode off), and every floating output gets a node whose backward raises torch's
+    ``RuntimeError`` "Trying to backward through ns::op but no autograd formula was registered.
+    Please use register_autograd to add one." instead of the incomplete gradient its tensorplay
+    ops recorded. A kernel written only with tensorplay ops stays differentiable without a
+    formula (its ``.detach()`` calls stop gradients as written).
+
     Typing: the op is a ``CustomOpDef[P, R]`` carrying ``fn``'s parameters and return type, so
     type checkers check calls of the op as calls of ``fn``.
 

@@ -110,6 +110,15 @@ def mark_multi_output(outs, name):
     return outs
 
 
+def mark_custom_function_output(t, name, nr):
+    """Record view ``t``, output ``nr`` of ``autograd.Function`` ``name`` (a view made inside
+    its ``forward``, or an input returned as-is), so that an in-place write to it (or to a view
+    of it) while autograd records raises ``RuntimeError``, as torch's
+    ``CreationMeta::IN_CUSTOM_FUNCTION``: the write's view+inplace history would override the
+    Function's own backward (wrong gradients)."""
+    _register(t, "custom", name, nr)
+
+
 def creation_meta(t):
     """``(kind, name, output_nr)`` of view ``t`` when ``mark_multi_output`` (or a view of a
     view, ``make_view``) recorded one (kind ``"multi"`` or ``"no_grad"``), else None."""
@@ -624,4 +633,5 @@ defop("view_dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)", default=_view
       meta=_view_dtype, differentiable=False)
 
 
-__all__ = ["make_view", "compute_stride", "infer_size", "mark_multi_output", "creation_meta"]
+__all__ = ["make_view", "compute_stride", "infer_size", "mark_multi_output", "creation_meta",
+           "mark_custom_function_output"]

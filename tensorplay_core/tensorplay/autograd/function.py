@@ -6,7 +6,9 @@ Two ways an op becomes differentiable (same model as torch.library):
   each built-in op's forward in ``tensorplay/_ops``): the kernel runs below autograd and one
   ``FunctionNode`` is recorded;
 * no formula (CompositeImplicitAutograd): the kernel runs with grad mode on, so the tensorplay
-  ops inside it record the graph themselves.
+  ops inside it record the graph themselves; a custom op's kernel that calls ``.numpy()`` with
+  grad mode on left the graph for part of its math, and its outputs get a node whose backward
+  raises torch's "no autograd formula was registered" (``KERNEL_MARK``).
 
 A custom op that writes arguments (``Tensor(a!)``; it has no formula) is the second kind, with
 ``check_written_args`` and ``rebase_written_args`` at its boundary: a written leaf is written as
@@ -19,7 +21,7 @@ from __future__ import annotations
 import threading
 
 from .. import _codegen, _pytree
-from .._ops.views import _CMETA, creation_meta
+from .._ops.views import _CMETA, creation_meta, mark_custom_function_output
 from .. import _tensor_base as _tb
 from .._registry import setup_context_form
 from .._schema import mutation_tag
@@ -37,6 +39,19 @@ _FREED_MSG = (
     "through the graph a second time or if you need to access saved tensors after calling "
     "backward.")
 
+
+# The kernel mark: while the kernel of a custom op without a formula runs with grad mode on as a
+# composite (its tensorplay ops record the graph), the key KERNEL_MARK of the thread's grad-mode
+# dict (``grad_mode._state.__dict__``, per thread; the entry reads that dict for the grad flag
+# anyway) holds a list that Tensor.numpy() appends to when called there with grad mode on. A
+# kernel that went through NumPy left the graph for part of its math, so the gradient its ops
+# recorded is incomplete: its outputs then get a NoFormulaBackward node that raises, as torch's
+# opaque custom ops do, instead of a silently wrong gradient; and numpy() there works on an
+# input that requires grad, as in torch's kernels (which run with grad mode off).
+# kernel_gate[0] turns True (for good) when a first mark opens: until then numpy() reads only
+# this plain list, not the thread-local.
+KERNEL_MARK = "kernel_mark"
+kernel_gate = [False]
 
 _dispatch_state = None
 
@@ -583,32 +598,48 @@ def make_op_autograd(op):
             if backward is None and op.is_builtin:
                 with _gm.no_grad():
                     return op.entry(bkey)(*args, **kwargs)
-            if written and _gm._state.enabled:
-                # a custom op that writes arguments (as in the generated entry)
-                values = list(args) + [kwargs.get(n, None) for n in names[len(args):]]
-                pend, leaf = check_written_args(op.name, written,
-                                                [values[i] for i, _, _ in written])
-                if leaf:
-                    before = _dispatch.written_versions([values[i] for i, _, _ in written],
-                                                        [k for _, _, k in written])
-                    with _gm.no_grad():
-                        out = op.entry(bkey)(*args, **kwargs)
-                    # nothing was recorded: the call bumps each written argument once
-                    _dispatch.reset_written(before)
-                else:
-                    out = op.entry(bkey)(*args, **kwargs)
-                if pend:
-                    rebase_written_args(op.name, pend, values)
-                return no_formula_outputs(op.name, out, values)
-            out = op.entry(bkey)(*args, **kwargs)
             if backward is None:
-                return no_formula_outputs(op.name, out, list(args) + list(kwargs.values()))
-            return out
+                # a custom op's composite kernel: watch for .numpy() (KERNEL_MARK)
+                g = _gm._state.__dict__
+                prev = g.get(KERNEL_MARK)
+                g[KERNEL_MARK] = mark = []
+                kernel_gate[0] = True
+                try:
+                    out = composite_call(bkey, args, kwargs)
+                finally:
+                    g[KERNEL_MARK] = prev
+                if mark:
+                    return no_formula_outputs(op.name, out, list(args) + list(kwargs.values()),
+                                              True)
+                return out
+            return op.entry(bkey)(*args, **kwargs)
         with _gm.no_grad():
             out = op.entry(bkey)(*args, **kwargs)
         values = list(args) + [kwargs.get(n, _missing) for n in names[len(args):]]
         values = [v for v in values if v is not _missing] if len(values) != len(names) else values
         return _record(info, tuple(values), out)
+
+    def composite_call(bkey, args, kwargs):
+        """The no-formula call of a custom op (the composite path, grad mode on or off)."""
+        if written and _gm._state.enabled:
+            # a custom op that writes arguments (as in the generated entry)
+            values = list(args) + [kwargs.get(n, None) for n in names[len(args):]]
+            pend, leaf = check_written_args(op.name, written,
+                                            [values[i] for i, _, _ in written])
+            if leaf:
+                before = _dispatch.written_versions([values[i] for i, _, _ in written],
+                                                    [k for _, _, k in written])
+                with _gm.no_grad():
+                    out = op.entry(bkey)(*args, **kwargs)
+                # nothing was recorded: the call bumps each written argument once
+                _dispatch.reset_written(before)
+            else:
+                out = op.entry(bkey)(*args, **kwargs)
+            if pend:
+                rebase_written_args(op.name, pend, values)
+            return no_formula_outputs(op.name, out, values)
+        out = op.entry(bkey)(*args, **kwargs)
+        return no_formula_outputs(op.name, out, list(args) + list(kwargs.values()))
 
     return autograd_entry
 
@@ -685,10 +716,11 @@ class NoFormulaBackward(Node):
     into a fresh tensor). Its gradient is unknown, so backward through it raises, as torch does
     for an op with no autograd kernel."""
 
-    __slots__ = ("_name", "op_name")
+    __slots__ = ("_name", "op_name", "via_numpy")
 
-    def __init__(self, op_name, edges, out_meta):
+    def __init__(self, op_name, edges, out_meta, via_numpy=False):
         self.op_name = op_name
+        self.via_numpy = via_numpy
         self.name = f"{op_name}NotDifferentiable"
         self.next_edges = edges
         self._out_meta = out_meta
@@ -706,6 +738,17 @@ class NoFormulaBackward(Node):
 
     def apply(self, grads):
         which = ", ".join(str(i) for i, g in enumerate(grads) if g is not None)
+        if self.via_numpy:
+            # torch's words (torch._library.autograd: its custom ops are opaque), then why here
+            raise RuntimeError(
+                f"Trying to backward through {self.op_name} but no autograd formula was "
+                f"registered. Please use register_autograd to add one: "
+                f"tensorplay.library.register_autograd({self.op_name!r}, backward, "
+                f"setup_context=...). (Backprop through output {which}: the kernel called "
+                f".numpy() with grad mode on, which breaks the autograd graph: part of its math "
+                f"is outside the graph, so the gradient its tensorplay ops recorded would be "
+                f"wrong. A kernel written only with tensorplay ops is differentiable without a "
+                f"formula.)")
         raise RuntimeError(
             f"{self.op_name}: trying to backprop through output {which}, which the kernel "
             f"returned without autograd history although an input requires grad: the kernel "
@@ -718,10 +761,12 @@ class NoFormulaBackward(Node):
             f"ctx.mark_non_differentiable on the outputs (or whose backward returns None).")
 
 
-def no_formula_outputs(op_name, out, values):
+def no_formula_outputs(op_name, out, values, via_numpy=False):
     """After a kernel without a formula ran with grad mode on: give each floating output that
     has no history a ``NoFormulaBackward`` node when a tensor among ``values`` requires grad
-    (the eager safety net against silently missing gradients). Returns ``out``."""
+    (the eager safety net against silently missing gradients). ``via_numpy``: the kernel called
+    ``.numpy()`` (``KERNEL_MARK``): every floating output gets the node, its recorded history
+    replaced. Returns ``out``."""
     T = TensorBase
     if isinstance(out, T):
         outs = (out,)
@@ -729,8 +774,9 @@ def no_formula_outputs(op_name, out, values):
         outs = out
     else:
         return out
-    bad = [i for i, o in enumerate(outs) if isinstance(o, T) and not o.needs_grad and
-           o.raw_dtype.is_floating_point and o.native is not None]
+    bad = [i for i, o in enumerate(outs) if isinstance(o, T) and
+           (via_numpy or not o.needs_grad) and o.raw_dtype.is_floating_point and
+           o.native is not None]
     if not bad or not _gm.is_grad_enabled():
         return out
     from .. import _dispatch
@@ -740,7 +786,7 @@ def no_formula_outputs(op_name, out, values):
         return out
     meta = tuple((o.raw_shape, o.raw_dtype, o.raw_device) if isinstance(o, T) else None
                  for o in outs)
-    node = NoFormulaBackward(op_name, tuple(edges), meta)
+    node = NoFormulaBackward(op_name, tuple(edges), meta, via_numpy)
     for i in bad:
         o = outs[i]
         if not any(o is t for t in inputs):   # an input returned as is keeps its own state
@@ -906,7 +952,9 @@ def _generated_entry(op, info):
                       "    finally:", "        __g['enabled'] = True"]
         else:
             # CompositeImplicitAutograd: the body's own ops record the graph. An output without
-            # history (the kernel left the graph) gets a node that raises in backward.
+            # history (the kernel left the graph) gets a node that raises in backward; so does
+            # every output when the kernel called .numpy() with grad on (KERNEL_MARK)
+            seg_at = len(lines)
             written = written_params(op)
             if written:
                 # an op that writes arguments (its only autograd path: such ops have no
@@ -915,9 +963,8 @@ def _generated_entry(op, info):
                 # Only here, where an input requires grad: calls without one never come here.
                 wvals = "(" + "".join(f"{names[i]}, " for i, _, _ in written) + ")"
                 # two slot reads only for the common call (the written tensor is a plain
-                # tensor without grad, another input requires grad; the grad flag, a
-                # thread-local, is read after them): a written tensor that needs grad or is a
-                # view (of what might be a leaf) takes the checks
+                # tensor without grad, another input requires grad): a written tensor that
+                # needs grad or is a view (of what might be a leaf) takes the checks
                 conds = []
                 for i, _, kind in written:
                     n = names[i]
@@ -928,7 +975,8 @@ def _generated_entry(op, info):
                                      f"{n}.view_base is not None)")
                     else:
                         conds.append("True")
-                lines += [f"    if ({' or '.join(conds)}) and __en.enabled:",
+                # (grad mode is on here: checked before, see below)
+                lines += [f"    if {' or '.join(conds)}:",
                           f"        __pend, __leaf = __chkw(__opname, __written, {wvals})",
                           "        if __leaf:",
                           f"            __wv = __wvers({wvals}, __wkinds)",
@@ -947,9 +995,20 @@ def _generated_entry(op, info):
                           __wkinds=tuple(k for _, _, k in written))
             else:
                 lines += [f"    __out = __kern({call_s})"]
-            lines += ["    if __out.__class__ is __T and __out.needs_grad:",
+            seg = ["    " + x for x in lines[seg_at:]]
+            del lines[seg_at:]
+            # grad mode off (an input requires grad, under no_grad): nothing to record or to
+            # mark, straight to the kernel (the call's version bumps are the dispatcher's)
+            lines += ["    __g = __en.__dict__",
+                      f"    if not __g['enabled']: return __kern({call_s})",
+                      "    __prev = __g.get(__KM)", "    __g[__KM] = __m = []",
+                      "    if not __gate[0]: __gate[0] = True",
+                      "    try:", *seg, "    finally:", "        __g[__KM] = __prev",
+                      f"    if __m: return __nf(__opname, __out, {vals}, True)",
+                      "    if __out.__class__ is __T and __out.needs_grad:",
                       "        return __out",
                       f"    return __nf(__opname, __out, {vals})"]
+            ns.update(__KM=KERNEL_MARK, __gate=kernel_gate)
     else:
         # grad mode is per thread: __g is this thread's dict of the flag (one lookup, then plain
         # dict reads/writes, half the cost of three thread-local attribute accesses)
@@ -1103,6 +1162,11 @@ def refresh_views(base, skip=None):
 _MULTI_VIEW = (" This view is the output of a function that returns multiple views. Such "
                "functions do not allow the output views to be modified inplace. You should "
                "replace the inplace operation by an out-of-place one.")
+_CUSTOM_VIEW = (" This view was created inside a custom Function (or because an input was "
+                 "returned as-is) and the autograd logic to handle view+inplace would override "
+                 "the custom backward associated with the custom Function, leading to incorrect "
+                 "gradients. This behavior is forbidden. You can fix this by cloning the output "
+                 "of the custom Function.")
 _NO_GRAD_VIEW = (" Given that this use case is ambiguous and error-prone, it is forbidden. You "
                  "can clarify your code by moving both the view and the inplace either both "
                  "inside the no_grad block (if you don't want the inplace to be tracked) or both "
@@ -1112,7 +1176,8 @@ _NO_GRAD_VIEW = (" Given that this use case is ambiguous and error-prone, it is 
 def view_rebase_message(t, kind, name, nr, indirect) -> str:
     """torch's ``handle_view_on_rebase`` words for view ``t`` written in place (``indirect``:
     its base or another view of its base was) when its creation meta (``kind``: ``"multi"``,
-    ``"no_grad"``; ``name``/``nr``: the multi-view function's output, None for a view of one,
+    ``"no_grad"``, ``"custom"``: an ``autograd.Function``'s output; ``name``/``nr``: the
+    multi-view function's (or Function's) output, None for a view of one,
     ``_ops/views.creation_meta``) forbids it."""
     obj = "its base or another view of its base has been" if indirect else "is being"
     node = t.raw_grad_fn
@@ -1124,7 +1189,8 @@ def view_rebase_message(t, kind, name, nr, indirect) -> str:
         msg = f"{prefix} no_grad mode and {obj} modified inplace with grad mode enabled."
     else:
         msg = f"Output {nr} of {name} is a view and {obj} modified inplace."
-    return msg + (_MULTI_VIEW if kind == "multi" else _NO_GRAD_VIEW)
+    return msg + (_MULTI_VIEW if kind == "multi" else _CUSTOM_VIEW if kind == "custom" else
+                  _NO_GRAD_VIEW)
 
 
 def _check_view_creation(api, t):
@@ -1343,16 +1409,41 @@ def _regenerate_view_grad_fn(t):
     set_view_version(t, version)       # last: a reader that sees it current sees the new node
 
 
-def _alias_returned_inputs(out, args, T, dirty=()):
+def _alias_returned_inputs(out, args, T, dirty=(), ctx=None):
     """A ``forward`` that returns one of its inputs gets a fresh alias (a view sharing storage)
     as the output, so recording history never rewrites the input's own ``grad_fn`` (torch
-    does the same)."""
+    does the same). An input marked non-differentiable (``ctx.mark_non_differentiable``)
+    comes back as a detached alias (``requires_grad=False``, no ``grad_fn``), as torch's
+    ``_process_backward_mode_ad`` returns it; the alias joins ``ctx``'s non-differentiable
+    outputs, so ``attach`` leaves it without history."""
+    non_diff = ctx._non_diff if ctx is not None else ()
+
     def fix(o):
         if any(o is a for a in args) and not any(o is d for d in dirty):
+            if non_diff and id(o) in non_diff:
+                d = o.detach()
+                ctx._non_diff = ctx._non_diff.union((id(d),))
+                return d
             from .._ops.views import make_view
             return make_view(o, o.raw_shape, o.stride_tuple, o.offset)
         return o
     return _pytree.tree_map(fix, out, T)
+
+
+def _mark_view_outputs(name, out, T, dirty):
+    """Each output of ``Function`` ``name`` that is a view with autograd history (made inside
+    ``forward``, or the alias of an input returned as-is) refuses in-place writes while autograd
+    records, as torch's (``_ops/views.mark_custom_function_output``). A dirty input returned
+    (``mark_dirty``) is exempt: the Function wrote it itself."""
+    if out.__class__ is not tuple and out.__class__ is not list:
+        if isinstance(out, T) and out.view_base is not None and out.raw_grad_fn is not None \
+                and not (dirty and any(out is d for d in dirty)):
+            mark_custom_function_output(out, name, 0)
+        return
+    for i, o in enumerate(out):
+        if isinstance(o, T) and o.view_base is not None and o.raw_grad_fn is not None and \
+                not (dirty and any(o is d for d in dirty)):
+            mark_custom_function_output(o, name, i)
 
 
 def _n_positional(fn) -> int:
@@ -1596,7 +1687,7 @@ class Function:
                 f"register_autograd (captured as one node, its formula used by backward).")
         for t in dirty:
             check_inplace(f"{cls.__name__}.apply", t)
-        out = _alias_returned_inputs(out, args, Tensor, dirty)
+        out = _alias_returned_inputs(out, args, Tensor, dirty, ctx)
         before = [(t.raw_grad_fn, t.output_nr) for t in dirty] if dirty else None
         name = info.name
         out = attach(name, _count_checked(
@@ -1604,6 +1695,8 @@ class Function:
             lambda n, got: f"function {name} returned an incorrect number of gradients "
                            f"(expected {n}, got {got})"), ctx, args, out, Tensor, se,
                      node_cls=info.node)
+        if not (isinstance(out, Tensor) and out.view_base is None):   # (one plain output: done)
+            _mark_view_outputs(cls.__name__, out, Tensor, dirty)
         if dirty:
             for t, (fn, nr) in zip(dirty, before):
                 if t.view_base is not None and t.raw_grad_fn is not fn:   # the node: its history
