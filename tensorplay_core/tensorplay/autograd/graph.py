@@ -404,6 +404,20 @@ def _leaf_edges(edges, n) -> bool:
     return e1[0].__class__ is AccumulateGrad and e1[1] == 0 and (e0 is None or e0[0] is not e1[0])
 
 
+def _distinct_leaf_edges(edges) -> bool:
+    """Every edge of ``edges`` (any number) leads to a leaf's AccumulateGrad node (output 0) or
+    nowhere, no leaf twice, at least one leaf: the graph of a node whose inputs are all leaves
+    (a compiled function's one node, ``CompiledFunctionBackward``, with an edge per parameter)."""
+    seen = set()     # (nodes hash by identity)
+    for e in edges:
+        if e is not None:
+            a = e[0]
+            if a.__class__ is not AccumulateGrad or e[1] != 0 or a in seen:
+                return False
+            seen.add(a)
+    return bool(seen)
+
+
 def backward_root(node, nr, g, keep_graph=False):
     """``Tensor.backward()`` of one root: ``run_backward([(node, nr)], [g], keep_graph=...)``.
     ``g`` is handed over (no one else holds it), so a leaf may own it as its ``.grad``."""
@@ -450,6 +464,35 @@ def backward_root(node, nr, g, keep_graph=False):
             if g1 is not None:
                 owned = sys.getrefcount(g1) <= 2
                 e1[0].accumulate(g1, owned)
+        return
+    if n > 2 and node.__class__ is not AccumulateGrad and _distinct_leaf_edges(edges):
+        # the same for any number of distinct leaves (a compiled training step's loss: one
+        # node, an edge per parameter): _walk's steps without its dependency counts and pending
+        # dict, in its order -- the leaves' nodes become ready in edge order and run last
+        # first, each gradient owned when no other leaf's slot holds it too
+        ret = node._retained
+        m = node._out_meta
+        grads = (g,) if nr == 0 and len(m) == 1 else tuple(g if i == nr else None
+                                                           for i in range(len(m)))
+        del g
+        with _GRAD_OFF:
+            in_grads = node.apply(grads) if ret is None else _apply_hooked(node, ret, grads)
+            grads = None
+            if not keep_graph:
+                node.release()
+            gs = list(in_grads[:n])   # (_walk's zip: a gradient beyond the edges is dropped)
+            in_grads = None
+            for i, e in enumerate(edges):
+                if e is None and i < len(gs):
+                    gs[i] = None       # a gradient nobody takes: dropped before any is owned
+            for i in range(len(gs) - 1, -1, -1):
+                g = gs[i]
+                if g is not None:
+                    gs[i] = None
+                    # only this frame holds g (see _walk: counted before the call)
+                    owned = sys.getrefcount(g) <= 2
+                    edges[i][0].accumulate(g, owned)
+                    g = None
         return
     deps: dict = {}   # _topo((node,)), inlined: one root, so no root bookkeeping
     stack = [node]
