@@ -423,10 +423,11 @@ def backward_root(node, nr, g, keep_graph=False):
     ``g`` is handed over (no one else holds it), so a leaf may own it as its ``.grad``."""
     edges = node.next_edges
     n = len(edges)
-    if (n == 1 or n == 2) and node.__class__ is not AccumulateGrad and _leaf_edges(edges, n):
-        # one node whose inputs are distinct leaves (y = f(x) or f(x, w); y.backward()):
-        # _walk's steps for this graph, without its bookkeeping (dependency counts, pending
-        # slots)
+    if node.__class__ is not AccumulateGrad and (
+            _leaf_edges(edges, n) if n == 1 or n == 2 else n > 2 and _distinct_leaf_edges(edges)):
+        # one node whose inputs are distinct leaves (y = f(x) or f(x, w); a compiled training
+        # step's loss, an edge per parameter; y.backward()): _walk's steps for this graph,
+        # without its bookkeeping (dependency counts, pending slots)
         ret = node._retained
         # one gradient per output of the node (None but the root's), as _walk gives (every
         # node but AccumulateGrad has its _out_meta tuple)
@@ -448,6 +449,22 @@ def backward_root(node, nr, g, keep_graph=False):
                     owned = sys.getrefcount(ig) <= 2
                     edges[0][0].accumulate(ig, owned)
                 return
+            if n > 2:
+                # _walk's order: the leaves' nodes become ready in edge order and run last
+                # first, each gradient owned when no other leaf's slot holds it too
+                gs = list(in_grads[:n])   # (_walk's zip: a gradient beyond the edges: dropped)
+                in_grads = None
+                for i, e in enumerate(edges):
+                    if e is None and i < len(gs):
+                        gs[i] = None      # a gradient nobody takes: dropped before any is owned
+                for i in range(len(gs) - 1, -1, -1):
+                    g = gs[i]
+                    if g is not None:
+                        gs[i] = None
+                        owned = sys.getrefcount(g) <= 2      # (as for one leaf)
+                        edges[i][0].accumulate(g, owned)
+                        g = None
+                return
             g0, g1 = in_grads if len(in_grads) == 2 else (tuple(in_grads) + (None, None))[:2]
             in_grads = None
             e0, e1 = edges
@@ -464,35 +481,6 @@ def backward_root(node, nr, g, keep_graph=False):
             if g1 is not None:
                 owned = sys.getrefcount(g1) <= 2
                 e1[0].accumulate(g1, owned)
-        return
-    if n > 2 and node.__class__ is not AccumulateGrad and _distinct_leaf_edges(edges):
-        # the same for any number of distinct leaves (a compiled training step's loss: one
-        # node, an edge per parameter): _walk's steps without its dependency counts and pending
-        # dict, in its order -- the leaves' nodes become ready in edge order and run last
-        # first, each gradient owned when no other leaf's slot holds it too
-        ret = node._retained
-        m = node._out_meta
-        grads = (g,) if nr == 0 and len(m) == 1 else tuple(g if i == nr else None
-                                                           for i in range(len(m)))
-        del g
-        with _GRAD_OFF:
-            in_grads = node.apply(grads) if ret is None else _apply_hooked(node, ret, grads)
-            grads = None
-            if not keep_graph:
-                node.release()
-            gs = list(in_grads[:n])   # (_walk's zip: a gradient beyond the edges is dropped)
-            in_grads = None
-            for i, e in enumerate(edges):
-                if e is None and i < len(gs):
-                    gs[i] = None       # a gradient nobody takes: dropped before any is owned
-            for i in range(len(gs) - 1, -1, -1):
-                g = gs[i]
-                if g is not None:
-                    gs[i] = None
-                    # only this frame holds g (see _walk: counted before the call)
-                    owned = sys.getrefcount(g) <= 2
-                    edges[i][0].accumulate(g, owned)
-                    g = None
         return
     deps: dict = {}   # _topo((node,)), inlined: one root, so no root bookkeeping
     stack = [node]
