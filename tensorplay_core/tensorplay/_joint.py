@@ -660,8 +660,17 @@ def _replayer(steps, out_pos, want):
                 head.append("if True:")
             # (a node per call: the generated function is shared by threads)
             ns[f"__s{k}"] = (st.name, st.fn)
-            body += [f"r = __FN(__s{k}[0], __s{k}[1], c, (), __n{k}.structure, "
-                     f"__n{k}._out_meta).apply(gs)"]
+            call = (f"r = __FN(__s{k}[0], __s{k}[1], c, (), __n{k}.structure, "
+                    f"__n{k}._out_meta).apply(gs)")
+            if len(st.outs) == 1:
+                # one output whose gradient came in its dtype (a custom op's, every step):
+                # what FunctionNode.apply calls, without the node (the result is shaped below)
+                ns[f"__dt{k}"] = st.meta[0][1]
+                body += [f"if gs[0] is not None and gs[0].raw_dtype is __dt{k}: "
+                         f"r = __bw{k}(c, gs[0])",
+                         f"else: {call}"]
+            else:
+                body.append(call)
         n_t = len(st.ins)
         if st.structure == ["t"]:
             # one tensor input: a bare gradient is what shaped gives as (r,)
