@@ -507,6 +507,11 @@ class _Step:
                 r = _rebuilder(v, leaf_at)
                 if r is None and v.__class__ in (list, dict, set):
                     r = _Copy(v)       # (a formula may change it: each call gets its own)
+                if r is None and isinstance(v, _capture.SizeTuple):
+                    # a size the setup read while traced (sum's ctx.shape): a plain tuple, as
+                    # _rebuilder makes those inside objects -- the capture's tuple would mark a
+                    # size read (three frames) on every replayed read
+                    v = tuple(tuple.__iter__(v))
                 if r is None:
                     st.static[k] = v
                 else:
@@ -655,8 +660,17 @@ def _replayer(steps, out_pos, want):
                 head.append("if True:")
             # (a node per call: the generated function is shared by threads)
             ns[f"__s{k}"] = (st.name, st.fn)
-            body += [f"r = __FN(__s{k}[0], __s{k}[1], c, (), __n{k}.structure, "
-                     f"__n{k}._out_meta).apply(gs)"]
+            call = (f"r = __FN(__s{k}[0], __s{k}[1], c, (), __n{k}.structure, "
+                    f"__n{k}._out_meta).apply(gs)")
+            if len(st.outs) == 1:
+                # one output whose gradient came in its dtype (a custom op's, every step):
+                # what FunctionNode.apply calls, without the node (the result is shaped below)
+                ns[f"__dt{k}"] = st.meta[0][1]
+                body += [f"if gs[0] is not None and gs[0].raw_dtype is __dt{k}: "
+                         f"r = __bw{k}(c, gs[0])",
+                         f"else: {call}"]
+            else:
+                body.append(call)
         n_t = len(st.ins)
         if st.structure == ["t"]:
             # one tensor input: a bare gradient is what shaped gives as (r,)
@@ -680,9 +694,11 @@ def _replayer(steps, out_pos, want):
             if cm is not None:
                 ns[f"__cm{k}_{m}"] = cm
                 ns[f"__nm{k}"] = st.name
+                # (the device by identity first: Device's == is a Python method)
                 body.append(f"    if x.__class__ is not __T or x.raw_shape != __cm{k}_{m}[0] or "
-                            f"x.raw_dtype is not __cm{k}_{m}[1] or x.raw_device != "
-                            f"__cm{k}_{m}[2]: x = __fix(__nm{k}, {m}, x, __cm{k}_{m})")
+                            f"x.raw_dtype is not __cm{k}_{m}[1] or (x.raw_device is not "
+                            f"__cm{k}_{m}[2] and x.raw_device != __cm{k}_{m}[2]): "
+                            f"x = __fix(__nm{k}, {m}, x, __cm{k}_{m})")
             body.append(f"    a{q} = x if a{q} is None else a{q} + x")
         lines += ["    " + h for h in head]
         lines += ["        " + b for b in body]
@@ -777,7 +793,13 @@ def _backward(ctx, *grads):
         _refuse(saved[:k], ctx._saved_versions[:k])
     diff_out = plan.diff_out
     gs = [grads[k] if k < len(grads) else None for k in diff_out]
-    if _gm._state.enabled or None in gs:
+    # (by identity: `None in gs` would call each gradient's Tensor.__eq__)
+    missing = False
+    for g in gs:
+        if g is None:
+            missing = True
+            break
+    if missing or _gm._state.enabled:
         return _recompute(ctx, saved, grads)
     if plan.replay:
         return plan.bwd(saved, gs)

@@ -627,6 +627,16 @@ def _entry_check(ops, refs, guard, autograd, data=None):
             return lambda leaves: data()
         rest = _entry_check(ops, refs, guard, autograd)
         return lambda leaves: rest(leaves) and data()
+    if not refs:
+        # (no graph constant read from a closure, global or attribute, the common case: no
+        # _refs_valid frame on every call)
+        if autograd is not None:
+            if guard is None:
+                return lambda leaves: _ops_valid(ops) and autograd(leaves)
+            return lambda leaves: _ops_valid(ops) and guard() and autograd(leaves)
+        if guard is None:
+            return lambda leaves: _ops_valid(ops)
+        return lambda leaves: _ops_valid(ops) and guard()
     if autograd is not None:
         if guard is None:
             return lambda leaves: _ops_valid(ops) and _refs_valid(refs) and autograd(leaves)

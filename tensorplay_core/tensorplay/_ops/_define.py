@@ -624,7 +624,9 @@ def make_adapter(op, kernel, backend, writes=False):
                              f"<tensorplay kernel {op.name}.{backend.device_type}>")
 
 
-_INLINE_RESULT = frozenset({"clone"})    # ops whose row-major results are built inline too
+# ops whose row-major results are built inline too (wrap's fast case without its frame): clone,
+# and the reductions and products of a training step (13 results a step of bench_train's MLP)
+_INLINE_RESULT = frozenset({"clone", "mean", "sum", "matmul", "log_softmax", "softmax"})
 
 
 def _row_major_build(backend, ns, dev) -> list:
@@ -632,20 +634,21 @@ def _row_major_build(backend, ns, dev) -> list:
     ``dev`` inline when it is a row-major array of the backend's class with a cached shape and
     dtype -- ``ArrayBackend.wrap``'s own fast case without its frame (which pays for the layout
     test before it); [] for a backend with another ``wrap`` (its own rules)."""
-    from .._backend import _CONTIG_CACHE, RootStorage
-    from .._kernels.array_backend import ArrayBackend
+    from .._backend import _CONTIG_CACHE
+    from .._kernels.array_backend import ArrayBackend, _WrapStorage
     from .._tensor_base import new_tensor_source
     nd = getattr(backend.np, "ndarray", None)
     if type(backend).wrap is not ArrayBackend.wrap or nd is None:
         return []
-    ns.update(__LRS=RootStorage, __nd=nd, __be=backend, __new=object.__new__, __C=_CONTIG_CACHE,
+    # (wrap's own storage class, made as wrap makes it: a call with no arguments)
+    ns.update(__LRS=_WrapStorage, __nd=nd, __be=backend, __new=object.__new__, __C=_CONTIG_CACHE,
               __dtc=backend._dtype_cache)
     return ["if __r.__class__ is __nd and __r.flags.c_contiguous:",
             "    __s = __r.shape",
             "    __sd = __C.get(__s)",
             "    __dt = __dtc.get(__r.dtype)",
             "    if __sd is not None and __dt is not None:",
-            "        __st = __new(__LRS)",
+            "        __st = __LRS()",
             "        __st.root = __r",
             "        __st.version = 0",
             "        __st.backend = __be",
@@ -847,9 +850,10 @@ def _float_ufunc_lines(op, kernel, backend, ns, early, kcall=None) -> list:
         from .._kernels.array_backend import ArrayBackend
         if isinstance(backend, ArrayBackend) and type(backend).wrap is ArrayBackend.wrap and \
                 getattr(backend.np, "ndarray", None) is not None:
-            # ArrayBackend's own wrap: its result (a RootStorage over the array) built here
-            from .._backend import RootStorage
-            rs, make_st = RootStorage, "__new(__RS)"
+            # ArrayBackend's own wrap: its result (the RootStorage class wrap makes, called with
+            # no arguments: ~0.3 k instructions less than object.__new__) built here
+            from .._kernels.array_backend import _WrapStorage
+            rs = _WrapStorage
     if rs is None and unary:
         return [f"if {isf}:",
                 f"    return __wrap({c('__f', f'{s_}.native')}, {dev})"]

@@ -404,15 +404,30 @@ def _leaf_edges(edges, n) -> bool:
     return e1[0].__class__ is AccumulateGrad and e1[1] == 0 and (e0 is None or e0[0] is not e1[0])
 
 
+def _distinct_leaf_edges(edges) -> bool:
+    """Every edge of ``edges`` (any number) leads to a leaf's AccumulateGrad node (output 0) or
+    nowhere, no leaf twice, at least one leaf: the graph of a node whose inputs are all leaves
+    (a compiled function's one node, ``CompiledFunctionBackward``, with an edge per parameter)."""
+    seen = set()     # (nodes hash by identity)
+    for e in edges:
+        if e is not None:
+            a = e[0]
+            if a.__class__ is not AccumulateGrad or e[1] != 0 or a in seen:
+                return False
+            seen.add(a)
+    return bool(seen)
+
+
 def backward_root(node, nr, g, keep_graph=False):
     """``Tensor.backward()`` of one root: ``run_backward([(node, nr)], [g], keep_graph=...)``.
     ``g`` is handed over (no one else holds it), so a leaf may own it as its ``.grad``."""
     edges = node.next_edges
     n = len(edges)
-    if (n == 1 or n == 2) and node.__class__ is not AccumulateGrad and _leaf_edges(edges, n):
-        # one node whose inputs are distinct leaves (y = f(x) or f(x, w); y.backward()):
-        # _walk's steps for this graph, without its bookkeeping (dependency counts, pending
-        # slots)
+    if node.__class__ is not AccumulateGrad and (
+            _leaf_edges(edges, n) if n == 1 or n == 2 else n > 2 and _distinct_leaf_edges(edges)):
+        # one node whose inputs are distinct leaves (y = f(x) or f(x, w); a compiled training
+        # step's loss, an edge per parameter; y.backward()): _walk's steps for this graph,
+        # without its bookkeeping (dependency counts, pending slots)
         ret = node._retained
         # one gradient per output of the node (None but the root's), as _walk gives (every
         # node but AccumulateGrad has its _out_meta tuple)
@@ -433,6 +448,22 @@ def backward_root(node, nr, g, keep_graph=False):
                     # the call, where ig on the stack would count once more)
                     owned = sys.getrefcount(ig) <= 2
                     edges[0][0].accumulate(ig, owned)
+                return
+            if n > 2:
+                # _walk's order: the leaves' nodes become ready in edge order and run last
+                # first, each gradient owned when no other leaf's slot holds it too
+                gs = list(in_grads[:n])   # (_walk's zip: a gradient beyond the edges: dropped)
+                in_grads = None
+                for i, e in enumerate(edges):
+                    if e is None and i < len(gs):
+                        gs[i] = None      # a gradient nobody takes: dropped before any is owned
+                for i in range(len(gs) - 1, -1, -1):
+                    g = gs[i]
+                    if g is not None:
+                        gs[i] = None
+                        owned = sys.getrefcount(g) <= 2      # (as for one leaf)
+                        edges[i][0].accumulate(g, owned)
+                        g = None
                 return
             g0, g1 = in_grads if len(in_grads) == 2 else (tuple(in_grads) + (None, None))[:2]
             in_grads = None
