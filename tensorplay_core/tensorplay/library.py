@@ -46,18 +46,37 @@ __all__ = ["custom_op", "triton_op", "wrap_triton", "CustomOpDef", "Library", "d
            "RegistrationHandle"]
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_]*")
+_OVERLOAD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _check_name(name, api: str) -> None:
-    """``ValueError`` unless ``name`` is ``"namespace::op"`` (two identifiers joined by one ``::``)."""
+def _check_name(name, api: str, *, overload: bool = False) -> None:
+    """``ValueError`` unless ``name`` is ``"namespace::op"`` (two identifiers joined by one
+    ``::``), or with ``overload`` also ``"namespace::op.overload"`` (a third identifier after one
+    ``.``; not ``default``, which is ``namespace::op`` itself, nor a name the overload packet
+    uses for itself)."""
     if isinstance(name, str) and _NAME_RE.fullmatch(name):
         return
+    is_overload = isinstance(name, str) and _OVERLOAD_RE.fullmatch(name)
+    if overload and is_overload:
+        base, _, ov = name.partition(".")
+        if ov == "default":
+            raise ValueError(f"{api}: 'default' is the overload of {base!r} itself: define "
+                             f"{base!r} for the default overload, or pick another overload name")
+        from .ops import OpOverloadPacket
+        if hasattr(OpOverloadPacket, ov):
+            raise ValueError(f"{api}: the overload name {ov!r} is reserved: "
+                             f"tensorplay.ops.{base.replace('::', '.')}.{ov} is the overload "
+                             f"packet's own attribute; pick another overload name")
+        return
     extra = ""
-    if isinstance(name, str) and re.fullmatch(r"\w+::\w+\.\w+", name):
-        extra = " Overload names ('.overload') are not supported: give each variant its own name."
-    raise ValueError(
-        f"{api}: {name!r} is not a valid operator name; expected 'namespace::name' where both "
-        f"parts are Python identifiers joined by exactly one '::', e.g. 'mylib::add'.{extra}")
+    if is_overload:
+        extra = (" Overload names ('.overload') are defined with tensorplay.library.define or "
+                 "Library.define (as in torch.library); custom_op takes 'namespace::name'.")
+    form = ("'namespace::name' or 'namespace::name.overload' where each part is a Python "
+            "identifier, joined by exactly one '::' (and one '.')") if overload else \
+        "'namespace::name' where both parts are Python identifiers joined by exactly one '::'"
+    raise ValueError(f"{api}: {name!r} is not a valid operator name; expected {form}, e.g. "
+                     f"'mylib::add'.{extra}")
 
 
 def _site(fn) -> tuple[str | None, str]:
@@ -401,17 +420,8 @@ def _resolve(op, api):
     if isinstance(op, CustomOpDef):
         return op
     if isinstance(op, str):
-        base, dot, overload = op.partition(".")
-        if dot and "::" in base and overload.isidentifier():
-            # "ns::op.overload" (torch's OpOverload names): a custom op has one overload,
-            # "default"; a built-in tp op stands for all of torch's overloads of its name
-            # ("tp::add.Tensor" and "tp::add.Scalar" are tp::add)
-            o = _registry.registered(base) or _resolve(base, api)
-            if overload == "default" or o.namespace == _registry.RESERVED_NAMESPACE:
-                return o
-            raise LookupError(f"{api}: {o.name!r} has no overload {overload!r}; a custom op has "
-                              f"one overload, 'default' (write {o.name!r} or "
-                              f"'{o.name}.default')")
+        # "ns::op.overload" (torch's OpOverload names) is looked up as it is: "ns::op.default"
+        # is "ns::op", and a built-in tp op stands for all of torch's overloads of its name
         try:
             return _registry.lookup(op)
         except LookupError as e:
@@ -420,6 +430,12 @@ def _resolve(op, api):
             raise LookupError(f"{api}: {e}" + (f"; {hint}" if hint else
                                                 "; define it first (custom_op or define)")) \
                 from (rec.error if rec is not None else None)   # the failed plugin's error
+    from .ops import OpOverloadPacket
+    if isinstance(op, OpOverloadPacket):
+        names = ", ".join(f"tensorplay.ops.{op.name.replace('::', '.')}.{o}"
+                          for o in op.overloads())
+        raise TypeError(f"{api}: {op.name!r} is an overload packet (several operators); "
+                        f"register on one overload: {names}")
     raise TypeError(f"{api}: expected a CustomOpDef or a qualified name 'ns::op', got {op!r}")
 
 
@@ -480,12 +496,12 @@ def define(qualname: str, schema: str | None = None, *, lib: Library | None = No
         if "(" in qualname:
             raise ValueError(f"{api}: the schema is given twice (in qualname and as schema=); "
                              f"pass qualname='ns::op' with schema='(...) -> ...'")
-        _check_name(qualname, api)
+        _check_name(qualname, api, overload=True)
         sch = _parse_schema(schema, api)
         if sch.qualname and sch.qualname != qualname:
             raise ValueError(f"{api}: schema {schema!r} names {sch.qualname!r}, not {qualname!r}")
-        sch = sch.with_name(qualname) if not sch.overload_name else sch
-    _check_name(sch.qualname, api)
+        sch = sch.with_name(qualname)
+    _check_name(sch.qualname, api, overload=True)
     _check_lib(lib, api, sch.namespace, defining=True)
     tags = _tags(tags, api)
     check_tagged_schema(sch, tags, api)
