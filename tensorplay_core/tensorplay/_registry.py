@@ -1235,7 +1235,7 @@ def register_op(op: CustomOpDef) -> CustomOpDef:
 # now, so ``tensorplay.ops.ns.name`` knows with one set lookup whether to hand out the op itself
 # (the common case: the record, no packet between the user and the generated call) or a packet.
 _FAMILIES: dict[str, list[str]] = {}
-PACKETS: set = set()
+PACKETS: set = set()     # mutated in place only: tensorplay.ops holds this very set
 
 
 def split_overload(qualname: str) -> tuple[str, str]:

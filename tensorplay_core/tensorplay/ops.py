@@ -16,6 +16,9 @@ if TYPE_CHECKING:
     from ._registry import CustomOpDef
 
 
+_packets = _registry.PACKETS     # the "ns::op" with named overloads (mutated in place only)
+
+
 class _Namespace:
     """``tensorplay.ops.<ns>``: the ops of one namespace as attributes (live view of the registry,
     like ``torch.ops.<ns>``). A missing op is an ``AttributeError`` naming it (and the plugin that
@@ -31,7 +34,10 @@ class _Namespace:
             _plugins.load_namespace(self._ns)
         key = f"{self._ns}::{name}"
         op = _registry.registered(key)
-        if key in _registry.PACKETS:   # named overloads: the packet (an op without is itself)
+        # named overloads: the packet (an op without them is itself). ``_packets`` is the
+        # registry's set itself, read as a global: empty (no overload anywhere) costs one truth
+        # test on this path
+        if _packets and key in _packets:
             return OpOverloadPacket(key)
         if op is None:
             from .plugins import manager as _pm
