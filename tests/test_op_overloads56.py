@@ -224,3 +224,50 @@ def test_dir_lists_names_without_overloads(ns):
     assert dir(_ops(ns)) == ["d", "e"]
     assert _ops(ns).e.overloads() == ["only"]
     assert repr(_ops(ns).d).startswith(f"<tensorplay op packet {ns}::d")
+
+
+OVERLOAD_PACK = '''
+    import pluggy
+    hookimpl = pluggy.HookimplMarker("tensorplay")
+
+    @hookimpl
+    def tensorplay_register_ops(registrar):
+        import tensorplay as tp
+        from tensorplay import library as lib
+
+        lib.define("ovlpack::twice(Tensor x) -> Tensor")
+        lib.define("ovlpack::twice.leaky(Tensor x) -> Tensor")
+        lib.impl("ovlpack::twice", "default", lambda x: x * 2)
+        lib.impl("ovlpack::twice.leaky", "default", lambda x: x[1:])   # aliases its input
+
+    @hookimpl
+    def tensorplay_sample_inputs(op, device):
+        import tensorplay as tp
+        if op.name.startswith("ovlpack::"):
+            return [((tp.randn(8, 4, device=device),), {})]
+        return None
+'''
+
+
+def test_cli_check_names_the_overload(plugin_env):
+    import subprocess
+    import sys
+    make, env = plugin_env
+    make("ovl-pack", "ovl_pack", OVERLOAD_PACK)
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "tensorplay.cli", "check", "--plugin",
+                               "ovl-pack", "--test-utils",
+                               "test_schema,test_autograd_registration,test_faketensor", *args],
+                              capture_output=True, text=True, env=env, timeout=120)
+    p = cli()
+    assert p.returncode == 1, p.stdout + p.stderr
+    lines = p.stdout.splitlines()
+    leaky = next(line for line in lines if line.startswith("ovlpack::twice.leaky"))
+    assert "FAIL" in leaky
+    plain = next(line for line in lines if line.startswith("ovlpack::twice "))
+    assert "FAIL" not in plain and "ok" in plain
+    # one overload selected by its qualified name
+    p2 = cli("ovlpack::twice")
+    assert p2.returncode == 0, p2.stdout + p2.stderr
+    assert "ovlpack::twice.leaky" not in p2.stdout
