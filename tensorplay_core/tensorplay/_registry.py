@@ -908,7 +908,7 @@ class CustomOpDef(_CallBase, Generic[_P, _R]):
         return _KernelEnabled(self, key, enabled)
 
     @property
-    def default(self):
+    def default(self) -> CustomOpDef[_P, _R]:
         """The op itself when it is a default overload (``ns::op``): ``tensorplay.ops.ns.op.default``
         resolves as torch's overload packet (``torch.ops.ns.op.default``) does. A named overload
         (``ns::op.out``) is not a packet: ``AttributeError``."""

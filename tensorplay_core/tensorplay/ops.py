@@ -27,7 +27,7 @@ class _Namespace:
     def __init__(self, ns: str):
         self._ns = ns
 
-    def __getattr__(self, name: str) -> CustomOpDef[..., Any]:
+    def __getattr__(self, name: str) -> CustomOpDef[..., Any] | OpOverloadPacket:
         if name.startswith("__"):
             raise AttributeError(name)
         if self._ns in _registry.lazy_namespaces:   # an op pack not imported yet (or loading)
