@@ -85,8 +85,10 @@ class OpOverloadPacket:
     (``packet.out``) in hot code. An op without named overloads is never a packet, so its
     calls pay nothing for this.
 
-    Raises ``TypeError`` when no overload takes the arguments, naming the op and each overload
-    tried with the reason; ``AttributeError`` for an overload that does not exist (naming the
+    Several overloads taking the arguments is not an error: the first in registration order
+    runs, as in torch. Raises ``TypeError`` when no overload takes the arguments, naming the op
+    and each overload tried with the reason (torch raises ``RuntimeError`` "failed to match any
+    schema"; here it is the error of any call whose arguments do not bind); ``AttributeError`` for an overload that does not exist (naming the
     ones that do), or ``.default`` when the op has no default overload.
     """
 
