@@ -195,12 +195,23 @@ def test_packet_is_not_an_op_for_registration(ns):
     ("X::f.1a", r"not a valid operator name"),
     ("X::f.default", r"'default' is the overload of 'X::f' itself"),
     ("X::f.overloads", r"overload name 'overloads' is reserved"),
+    ("X::f.name", r"overload name 'name' is reserved"),
+    ("X::f.__call__", r"overload name '__call__' is reserved"),
 ])
 def test_invalid_overload_names_are_clear_errors(ns, name, match):
     name = name.replace("X", ns)
     with pytest.raises(ValueError, match=match.replace("X", ns)):
         lib.define(name, "(Tensor x) -> Tensor")
     assert getattr(_ops(ns), "f", None) is None
+
+
+def test_overload_names_torch_uses_are_fine(ns):
+    # torch's own overload names (aten::add.Tensor/.Scalar/.out, pow.Tensor_Scalar, ...) and
+    # names that happen to be attributes of Python's type (mro) are ordinary overloads
+    for ov in ("Tensor", "Scalar", "out", "Tensor_Scalar", "mro", "int"):
+        lib.define(f"{ns}::g.{ov}", "(Tensor x) -> Tensor")
+    assert _ops(ns).g.overloads() == ["Tensor", "Scalar", "out", "Tensor_Scalar", "mro", "int"]
+    assert _ops(ns).g.mro.name == f"{ns}::g.mro"
 
 
 def test_overload_already_defined_is_refused(ns):

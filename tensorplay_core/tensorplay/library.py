@@ -74,7 +74,8 @@ def _check_name(name, api: str, *, overload: bool = False) -> None:
             raise ValueError(f"{api}: 'default' is the overload of {base!r} itself: define "
                              f"{base!r} for the default overload, or pick another overload name")
         from .ops import OpOverloadPacket
-        if hasattr(OpOverloadPacket, ov):
+        # the packet's own attributes (and dunders) would hide the overload: packet.<ov>
+        if ov.startswith("__") or ov in vars(OpOverloadPacket):
             raise ValueError(f"{api}: the overload name {ov!r} is reserved: "
                              f"tensorplay.ops.{base.replace('::', '.')}.{ov} is the overload "
                              f"packet's own attribute; pick another overload name")
