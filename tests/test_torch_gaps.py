@@ -172,7 +172,8 @@ def test_get_kernel_custom_op_overloads():
         return x + 1
 
     assert library.get_kernel("gaps::inc.default", "cpu") is library.get_kernel("gaps::inc", "cpu")
-    with pytest.raises(LookupError, match="one overload, 'default'"):
+    with pytest.raises(LookupError, match="'gaps::inc' has no overload 'Tensor'; its overloads: "
+                                          "default"):
         library.get_kernel("gaps::inc.Tensor", "cpu")
 
 

@@ -361,7 +361,7 @@ class CustomOpDef(_CallBase, Generic[_P, _R]):
     """
 
     # -- identity, fixed at definition ------------------------------------------------------
-    name: str                     # "ns::op"
+    name: str                     # "ns::op", or "ns::op.overload" for a named overload
     namespace: str                # "ns"
     _opname: str                  # "op" (read through ``opname``)
     schema: Any                   # FunctionSchema
@@ -499,7 +499,8 @@ class CustomOpDef(_CallBase, Generic[_P, _R]):
     # -- read API (tools: the CLI, opcheck, plugin checks, the plugin platform) -------------
     @property
     def opname(self) -> str:
-        """The op's name without its namespace (``"op"`` for ``"ns::op"``)."""
+        """The op's name without its namespace (``"op"`` for ``"ns::op"``, ``"op.out"`` for the
+        overload ``"ns::op.out"``)."""
         return self._opname
 
     @property
@@ -907,10 +908,25 @@ class CustomOpDef(_CallBase, Generic[_P, _R]):
         return _KernelEnabled(self, key, enabled)
 
     @property
-    def default(self):
-        """The op itself: ``tensorplay.ops.ns.op.default`` resolves as torch's overload packet
-        (``torch.ops.ns.op.default``) does."""
+    def default(self) -> CustomOpDef[_P, _R]:
+        """The op itself when it is a default overload (``ns::op``): ``tensorplay.ops.ns.op.default``
+        resolves as torch's overload packet (``torch.ops.ns.op.default``) does. A named overload
+        (``ns::op.out``) is not a packet: ``AttributeError``."""
+        if "." in self._opname:     # __getattr__ says why
+            raise AttributeError("default")
         return self
+
+    @property
+    def overloadname(self) -> str:
+        """The overload name: ``"default"`` for ``ns::op``, ``"out"`` for ``ns::op.out``
+        (torch's ``OpOverload._overloadname``, with ``"default"`` for the empty one)."""
+        return split_overload(self.name)[1]
+
+    def overloads(self) -> list[str]:
+        """The overload names registered under this op's name (``["default"]`` for an op
+        without named overloads), in registration order: torch's ``OpOverloadPacket.overloads()``,
+        since ``tensorplay.ops.ns.op`` is the op itself when it has no named overloads."""
+        return overload_names(split_overload(self.name)[0])
 
     def __getattr__(self, name: str):
         """torch's overload names of a built-in op (``tensorplay.ops.tp.add.Tensor``,
@@ -919,6 +935,10 @@ class CustomOpDef(_CallBase, Generic[_P, _R]):
         upper-case letter (torch's overload spelling) and only on built-in ops; anything else is
         an ``AttributeError``, so a misspelt method never resolves. Called only for attributes
         that do not exist: no cost on the call path."""
+        if name == "default":       # a named overload's (the property refused it)
+            raise AttributeError(f"{self.name!r} is the overload {self.overloadname!r}, not an "
+                                 f"overload packet; the default overload is tensorplay.ops."
+                                 f"{self.namespace}.{self._opname.partition('.')[0]}.default")
         if name[:1].isupper() and name.isidentifier() and not name.startswith("__"):
             try:
                 builtin = object.__getattribute__(self, "namespace") == RESERVED_NAMESPACE
@@ -1117,7 +1137,10 @@ def check_binds(op, fn, what: str, api: str) -> None:
 
 
 def lookup(qualname: str) -> CustomOpDef:
-    """The op registered as ``qualname`` (``"ns::op"``); ``LookupError`` naming it otherwise."""
+    """The op registered as ``qualname`` (``"ns::op"`` or an overload ``"ns::op.overload"``;
+    ``"ns::op.default"`` is ``"ns::op"``, and a built-in ``tp`` op answers every torch overload
+    name of its own: ``"tp::add.Tensor"`` is ``tp::add``); ``LookupError`` naming it (and the
+    overloads that exist, when some do) otherwise."""
     op = _OPS.get(qualname)
     if op is None or (lazy_namespaces and qualname.partition("::")[0] in lazy_namespaces):
         # a plugin still pending, an op pack not imported yet: the plugin manager (above) loads
@@ -1127,6 +1150,23 @@ def lookup(qualname: str) -> CustomOpDef:
         import_module("tensorplay.plugins.packs").load_for(qualname)
         op = _OPS.get(qualname)
     if op is None:
+        base, ov = split_overload(qualname)
+        if "." in qualname:
+            if ov == "default" and base in _OPS:
+                return _OPS[base]          # torch's spelling of the default overload
+            b = _OPS.get(base)
+            if b is not None and b.namespace == RESERVED_NAMESPACE:
+                # a built-in tp op stands for all of torch's overloads of its name
+                # ("tp::add.Tensor" and "tp::add.Scalar" are tp::add)
+                return b
+        fam = _FAMILIES.get(base)
+        if fam:
+            if ov == "default" or "." not in qualname:
+                raise LookupError(
+                    f"operator {base!r} has no default overload; its overloads: "
+                    f"{', '.join(fam)} (name one, e.g. {overload_qualname(base, fam[0])!r})")
+            raise LookupError(f"operator {base!r} has no overload {ov!r}; its overloads: "
+                              f"{', '.join(fam)}")
         known = sorted({o.namespace for o in all_ops()})
         raise LookupError(f"no operator named {qualname!r} is registered (known namespaces: "
                           f"{', '.join(known) or 'none'})")
@@ -1183,8 +1223,59 @@ def register_op(op: CustomOpDef) -> CustomOpDef:
         if prev is not None and prev is not op:
             op._previous = prev
         _OPS[op.name] = op
+        _add_to_family(op.name)
         op._rebuild()
     return op
+
+
+# Overloads (torch's ``ns::name.overload``): each overload is its own record in ``_OPS`` under
+# its full name; the default overload is ``ns::name`` itself. ``_FAMILIES`` lists, for every
+# ``ns::name`` with at least one registered record, the overload names in registration order
+# ("default" for ``ns::name``); ``PACKETS`` holds the ``ns::name`` that have a named overload
+# now, so ``tensorplay.ops.ns.name`` knows with one set lookup whether to hand out the op itself
+# (the common case: the record, no packet between the user and the generated call) or a packet.
+_FAMILIES: dict[str, list[str]] = {}
+PACKETS: set = set()     # mutated in place only: tensorplay.ops holds this very set
+
+
+def split_overload(qualname: str) -> tuple[str, str]:
+    """``("ns::name", "overload")`` for ``"ns::name.overload"``, ``(qualname, "default")``
+    otherwise."""
+    base, dot, ov = qualname.partition(".")
+    return (base, ov) if dot else (qualname, "default")
+
+
+def _add_to_family(qualname: str) -> None:
+    base, ov = split_overload(qualname)
+    fam = _FAMILIES.setdefault(base, [])
+    if ov not in fam:
+        fam.append(ov)
+    if ov != "default":
+        PACKETS.add(base)
+
+
+def _drop_from_family(qualname: str) -> None:
+    base, ov = split_overload(qualname)
+    fam = _FAMILIES.get(base)
+    if fam is None or ov not in fam:
+        return
+    fam.remove(ov)
+    if not fam:
+        del _FAMILIES[base]
+    if fam == [] or fam == ["default"]:
+        PACKETS.discard(base)
+
+
+def overload_names(base: str) -> list[str]:
+    """The registered overloads of ``"ns::name"`` in registration order (``"default"`` is
+    ``ns::name`` itself); ``[]`` when none. A snapshot."""
+    with _lock:
+        return list(_FAMILIES.get(base, ()))
+
+
+def overload_qualname(base: str, overload: str) -> str:
+    """``"ns::name"`` for ``"default"``, else ``"ns::name.overload"``."""
+    return base if overload == "default" else f"{base}.{overload}"
 
 
 def unregister_op(op: CustomOpDef) -> None:
@@ -1201,6 +1292,7 @@ def unregister_op(op: CustomOpDef) -> None:
                 restore_replaced(prev)
             else:
                 del _OPS[op.name]
+                _drop_from_family(op.name)
         else:
             o = cur
             while o is not None:

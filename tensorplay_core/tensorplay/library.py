@@ -5,6 +5,17 @@ Entry points: ``custom_op``, ``triton_op``, ``define``, ``impl``, ``register_ker
 ``wrap_triton``, ``Library`` and ``CustomOpDef``. Behaviour follows torch.library
 (PyTorch 2.9); docstrings say where we differ.
 
+Overloads, as in torch.library: ``define("ns::name.overload", schema)`` (or
+``Library.define("name.overload(...) -> ...")``) defines the overload ``overload`` of
+``ns::name``, an operator of its own (its own schema, kernels, fake kernel and formula);
+``ns::name`` itself is the default overload (torch's ``.default``). Every function taking an op
+name (``impl``, ``register_kernel``, ``register_fake``, ``register_autograd``, ``get_kernel``,
+``opcheck``, ``Library.impl``) takes ``"ns::name.overload"``, and ``"ns::name.default"`` for
+``ns::name``. ``tensorplay.ops.ns.name`` is then an overload packet (``tensorplay.ops``),
+which is not an operator: passing one where an op is expected raises ``TypeError`` naming its
+overloads. A name whose overload does not exist raises ``LookupError`` listing those that do.
+``custom_op``/``triton_op`` take ``"ns::name"`` only, as torch's.
+
 Example::
 
     @tensorplay.library.custom_op("mylib::weighted_sum", mutates_args=())
@@ -46,18 +57,38 @@ __all__ = ["custom_op", "triton_op", "wrap_triton", "CustomOpDef", "Library", "d
            "RegistrationHandle"]
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_]*")
+_OVERLOAD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _check_name(name, api: str) -> None:
-    """``ValueError`` unless ``name`` is ``"namespace::op"`` (two identifiers joined by one ``::``)."""
+def _check_name(name, api: str, *, overload: bool = False) -> None:
+    """``ValueError`` unless ``name`` is ``"namespace::op"`` (two identifiers joined by one
+    ``::``), or with ``overload`` also ``"namespace::op.overload"`` (a third identifier after one
+    ``.``; not ``default``, which is ``namespace::op`` itself, nor a name the overload packet
+    uses for itself)."""
     if isinstance(name, str) and _NAME_RE.fullmatch(name):
         return
+    is_overload = isinstance(name, str) and _OVERLOAD_RE.fullmatch(name)
+    if overload and is_overload:
+        base, _, ov = name.partition(".")
+        if ov == "default":
+            raise ValueError(f"{api}: 'default' is the overload of {base!r} itself: define "
+                             f"{base!r} for the default overload, or pick another overload name")
+        from .ops import OpOverloadPacket
+        # the packet's own attributes (and dunders) would hide the overload: packet.<ov>
+        if ov.startswith("__") or ov in vars(OpOverloadPacket):
+            raise ValueError(f"{api}: the overload name {ov!r} is reserved: "
+                             f"tensorplay.ops.{base.replace('::', '.')}.{ov} is the overload "
+                             f"packet's own attribute; pick another overload name")
+        return
     extra = ""
-    if isinstance(name, str) and re.fullmatch(r"\w+::\w+\.\w+", name):
-        extra = " Overload names ('.overload') are not supported: give each variant its own name."
-    raise ValueError(
-        f"{api}: {name!r} is not a valid operator name; expected 'namespace::name' where both "
-        f"parts are Python identifiers joined by exactly one '::', e.g. 'mylib::add'.{extra}")
+    if is_overload:
+        extra = (" Overload names ('.overload') are defined with tensorplay.library.define or "
+                 "Library.define (as in torch.library); custom_op takes 'namespace::name'.")
+    form = ("'namespace::name' or 'namespace::name.overload' where each part is a Python "
+            "identifier, joined by exactly one '::' (and one '.')") if overload else \
+        "'namespace::name' where both parts are Python identifiers joined by exactly one '::'"
+    raise ValueError(f"{api}: {name!r} is not a valid operator name; expected {form}, e.g. "
+                     f"'mylib::add'.{extra}")
 
 
 def _site(fn) -> tuple[str | None, str]:
@@ -207,7 +238,8 @@ def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None,
 
     Arguments:
 
-    * ``name`` -- ``"namespace::op"``: Python identifiers joined by exactly one ``::``.
+    * ``name`` -- ``"namespace::op"``: Python identifiers joined by exactly one ``::`` (no
+      overload name, as in torch: define overloads with ``define``/``Library.define``).
     * ``fn`` -- the kernel; omit it to get a decorator.
     * ``mutates_args`` -- required: the names of the parameters the kernel writes (any iterable
       of names: a tuple, list, set, ``{}``, a dict's keys), or ``"unknown"`` (every tensor
@@ -401,17 +433,8 @@ def _resolve(op, api):
     if isinstance(op, CustomOpDef):
         return op
     if isinstance(op, str):
-        base, dot, overload = op.partition(".")
-        if dot and "::" in base and overload.isidentifier():
-            # "ns::op.overload" (torch's OpOverload names): a custom op has one overload,
-            # "default"; a built-in tp op stands for all of torch's overloads of its name
-            # ("tp::add.Tensor" and "tp::add.Scalar" are tp::add)
-            o = _registry.registered(base) or _resolve(base, api)
-            if overload == "default" or o.namespace == _registry.RESERVED_NAMESPACE:
-                return o
-            raise LookupError(f"{api}: {o.name!r} has no overload {overload!r}; a custom op has "
-                              f"one overload, 'default' (write {o.name!r} or "
-                              f"'{o.name}.default')")
+        # "ns::op.overload" (torch's OpOverload names) is looked up as it is: "ns::op.default"
+        # is "ns::op", and a built-in tp op stands for all of torch's overloads of its name
         try:
             return _registry.lookup(op)
         except LookupError as e:
@@ -420,6 +443,12 @@ def _resolve(op, api):
             raise LookupError(f"{api}: {e}" + (f"; {hint}" if hint else
                                                 "; define it first (custom_op or define)")) \
                 from (rec.error if rec is not None else None)   # the failed plugin's error
+    from .ops import OpOverloadPacket
+    if isinstance(op, OpOverloadPacket):
+        names = ", ".join(f"tensorplay.ops.{op.name.replace('::', '.')}.{o}"
+                          for o in op.overloads())
+        raise TypeError(f"{api}: {op.name!r} is an overload packet (several operators); "
+                        f"register on one overload: {names}")
     raise TypeError(f"{api}: expected a CustomOpDef or a qualified name 'ns::op', got {op!r}")
 
 
@@ -444,7 +473,11 @@ def define(qualname: str, schema: str | None = None, *, lib: Library | None = No
     ``torch.library.define``).
 
     ``qualname`` is ``"ns::op"`` with ``schema="(Tensor x) -> Tensor"``, or the full
-    ``"ns::op(Tensor x) -> Tensor"`` with ``schema`` omitted. Written
+    ``"ns::op(Tensor x) -> Tensor"`` with ``schema`` omitted. ``"ns::op.overload"`` (each part an
+    identifier) defines that overload of ``ns::op``, an operator of its own under that name
+    (``tensorplay.ops.ns.op.overload``; registrations name it ``"ns::op.overload"``), as torch
+    does; ``"ns::op"`` is the default overload, and ``overload`` may not be ``default`` or one of
+    the packet's own attributes (``overloads``, ``name``). Written
     arguments (``Tensor(a!)``) become ``op.mutates_args`` and follow ``custom_op``'s rule for
     written arguments under autograd (torch's ``Library.define`` ops with a device kernel neither
     bump the version nor check; ours do, as ``custom_op``'s). The op has no kernel yet: attach them
@@ -460,7 +493,8 @@ def define(qualname: str, schema: str | None = None, *, lib: Library | None = No
     that tag's shape (``(Tensor(a!) x, ...) -> Tensor(a!)``; ``(..., *, Tensor(a!) out) ->
     Tensor(a!)``), as torch 2.13's ``Library.define`` checks: see ``custom_op``'s ``tags``.
 
-    Raises ``ValueError`` for a bad name, no schema, a schema given twice or naming another op,
+    Raises ``ValueError`` for a bad name (two dots, an empty or non-identifier overload, the
+    overload ``default``), no schema, a schema given twice or naming another op,
     a malformed schema (``SchemaError``), a tagged schema without its tag's shape (naming the
     argument), or a ``lib`` of another namespace / of kind ``"IMPL"``;
     ``TypeError`` for non-string arguments.
@@ -480,12 +514,12 @@ def define(qualname: str, schema: str | None = None, *, lib: Library | None = No
         if "(" in qualname:
             raise ValueError(f"{api}: the schema is given twice (in qualname and as schema=); "
                              f"pass qualname='ns::op' with schema='(...) -> ...'")
-        _check_name(qualname, api)
+        _check_name(qualname, api, overload=True)
         sch = _parse_schema(schema, api)
         if sch.qualname and sch.qualname != qualname:
             raise ValueError(f"{api}: schema {schema!r} names {sch.qualname!r}, not {qualname!r}")
-        sch = sch.with_name(qualname) if not sch.overload_name else sch
-    _check_name(sch.qualname, api)
+        sch = sch.with_name(qualname)
+    _check_name(sch.qualname, api, overload=True)
     _check_lib(lib, api, sch.namespace, defining=True)
     tags = _tags(tags, api)
     check_tagged_schema(sch, tags, api)
@@ -511,7 +545,8 @@ def impl(qualname: str | CustomOpDef[..., Any], types: DeviceTypes, func: _F, /,
 
 
 def impl(qualname, types, func=None, /, *, lib=None):
-    """Attach ``func`` as the kernel of op ``qualname`` (``"ns::op"`` or a ``CustomOpDef``) for
+    """Attach ``func`` as the kernel of op ``qualname`` (``"ns::op"``, an overload
+    ``"ns::op.overload"``, or a ``CustomOpDef``) for
     ``types`` (same as ``torch.library.impl``); decorator when ``func`` is omitted.
 
     ``types``: concrete devices (``"cpu"``, ``"CUDA"``, a list) or composite spellings
@@ -539,7 +574,8 @@ def register_kernel(op: str | CustomOpDef[..., Any], device_types: DeviceTypes, 
 
 
 def register_kernel(op, device_types, func=None, /, *, lib=None):
-    """Register ``func`` as the kernel of ``op`` (a ``CustomOpDef`` or ``"ns::op"``) for
+    """Register ``func`` as the kernel of ``op`` (a ``CustomOpDef``, ``"ns::op"`` or
+    ``"ns::op.overload"``) for
     ``device_types``; ``None``/empty iterable/composite spellings mean the device-agnostic slot.
     Usable directly or as a decorator (same as ``torch.library.register_kernel``); returns ``func``.
 
@@ -564,7 +600,8 @@ def register_fake(op: str | CustomOpDef[..., Any], func: _F, /, *, lib: Library 
 
 
 def register_fake(op, func=None, /, *, lib=None, _stacklevel=1):
-    """Register the fake (meta) kernel of ``op`` (a ``CustomOpDef`` or ``"ns::op"``); directly or
+    """Register the fake (meta) kernel of ``op`` (a ``CustomOpDef``, ``"ns::op"`` or
+    ``"ns::op.overload"``); directly or
     as a decorator (same as ``torch.library.register_fake``). Returns ``func``.
 
     The fake kernel receives fake tensors (shape, dtype, device, strides; no data) and returns fake
@@ -597,7 +634,8 @@ def register_autograd(op: str | CustomOpDef[..., Any], backward: _F, /, *,
 
 
 def register_autograd(op, backward=None, /, *, setup_context=None, lib=None):
-    """Register the backward formula of ``op`` (a ``CustomOpDef`` or ``"ns::op"``); same as
+    """Register the backward formula of ``op`` (a ``CustomOpDef``, ``"ns::op"`` or
+    ``"ns::op.overload"``); same as
     ``torch.library.register_autograd``.
 
     ``setup_context(ctx, inputs, output)`` saves what ``backward(ctx, *grads)`` needs; backward
@@ -617,8 +655,8 @@ def get_kernel(op: str | CustomOpDef[..., Any], dispatch_key: str) -> Callable[.
     """The kernel registered for exactly ``dispatch_key``.
 
     ``op``: a ``CustomOpDef`` or ``"ns::op"``, with an optional overload name as torch spells
-    them (``"tp::add.Tensor"``: a built-in op stands for all of torch's overloads of its name; a
-    custom op has only ``.default``). ``dispatch_key``: ``"cpu"``, ``"cuda"`` (any case),
+    them (``"ns::op.out"``: that overload; ``"ns::op.default"``: ``ns::op``; ``"tp::add.Tensor"``:
+    a built-in op stands for all of torch's overloads of its name). ``dispatch_key``: ``"cpu"``, ``"cuda"`` (any case),
     ``"default"`` or a composite spelling (the device-agnostic slot). A concrete key does not fall
     back to the device-agnostic kernel: ask ``"default"`` for that. Raises ``LookupError`` when
     nothing usable is registered for the key -- a kernel disabled by ``set_kernel_enabled`` counts
@@ -744,6 +782,8 @@ class Library:
     def define(self, schema: str, alias_analysis: str = "", *, tags: Any = ()) -> str:
         """Define ``<ns>::<name>`` from ``"name(Tensor x) -> Tensor"`` (a name already carrying
         this namespace is accepted) and return the qualified name, as torch does.
+        ``"name.overload(Tensor x, *, Tensor(a!) out) -> Tensor(a!)"`` defines the overload
+        ``<ns>::<name>.overload`` and returns that name (see ``define``).
         ``alias_analysis`` is accepted for torch compatibility and ignored (aliasing comes from
         the schema's annotations); ``tags`` are kept on the op. Written arguments
         (``Tensor(a!)``) follow ``custom_op``'s rule under autograd.
@@ -762,8 +802,8 @@ class Library:
 
     def impl(self, op_name: str | CustomOpDef[..., Any], fn: Callable[..., Any],
              dispatch_key: str = "", *, with_keyset: bool = False) -> None:
-        """Attach ``fn`` as the kernel of ``op_name`` (``"op"`` in this namespace, ``"ns::op"`` or
-        a ``CustomOpDef``) for ``dispatch_key`` (default: the library's key, else the
+        """Attach ``fn`` as the kernel of ``op_name`` (``"op"`` or ``"op.overload"`` in this
+        namespace, ``"ns::op"``, ``"ns::op.overload"`` or a ``CustomOpDef``) for ``dispatch_key`` (default: the library's key, else the
         device-agnostic slot). ``"Meta"`` registers the fake kernel; autograd keys are refused
         (use ``register_autograd``). Undone when the library closes.
 
