@@ -47,26 +47,18 @@ _SIGN_LARGE = 16384
 
 
 def _sign(c):
-    """torch.sign: -1, 0 or 1 in the input's dtype; NaN gives 0 (torch, and CuPy's own float
-    loop, ``(x > 0) - (x < 0)``: NumPy's sign keeps NaN); -0.0 gives +0.0; bool the input
-    itself (a copy: NumPy's sign has no bool loop)."""
+    """torch.sign: -1, 0 or 1 in the input's dtype; NaN gives 0 (torch's ``(x > 0) - (x < 0)``,
+    which CuPy's float loop is too: NumPy's sign keeps NaN); -0.0 gives +0.0; bool the input
+    itself (a copy: NumPy's sign has no bool loop). One function for every namespace (the cuda
+    kernels are these same code objects bound to CuPy): what differs is closed over."""
     xp, np_mod = c.xp, c.be.np
     name = getattr(np_mod, "__name__", "")
-
-    if name == "cupy":
-        def sign(x):
-            return xp.asarray(x, copy=True) if x.dtype.kind == "b" else xp.sign(x)
-        return sign
-    if name != "numpy":     # another array-API namespace: its sign's NaN rule is unknown
-        def sign(x):
-            if x.dtype.kind == "b":
-                return xp.asarray(x, copy=True)
-            r = xp.sign(x)
-            return xp.where(xp.isnan(r), 0, r) if x.dtype.kind == "f" else r
-        return sign
+    # "zero": the namespace's float sign already gives 0 for NaN (CuPy); "numpy": NumPy's fast
+    # forms below; anything else: its sign, then NaN -> 0
+    nan_rule = "zero" if name == "cupy" else "numpy" if name == "numpy" else "where"
     i8, isnan, cnz, where = np_mod.int8, np_mod.isnan, np_mod.count_nonzero, np_mod.where
     gt, lt, sub, nsign = np_mod.greater, np_mod.less, np_mod.subtract, np_mod.sign
-    bor = np_mod.bitwise_or.reduce
+    bor = getattr(np_mod.bitwise_or, "reduce", None)
     # np.sign's values are +-1, +-0 or NaN: only a NaN has the exponent's top bit set, so one
     # OR-reduction of the bits (a SIMD pass, no temporary) tells whether there is one
     bits = {2: (np_mod.uint16, 1 << 14), 4: (np_mod.uint32, 1 << 30),
@@ -75,8 +67,11 @@ def _sign(c):
     def sign(x):
         dt = x.dtype
         k = dt.kind
-        if k != "f":
-            return xp.asarray(x, copy=True) if k == "b" else nsign(x)
+        if k != "f" or nan_rule == "zero":
+            return xp.asarray(x, copy=True) if k == "b" else xp.sign(x)
+        if nan_rule == "where":
+            r = xp.sign(x)
+            return xp.where(xp.isnan(r), 0, r)
         if x.size < _SIGN_LARGE:
             # np.sign and a NaN test: two calls more than NumPy's sign alone, the least an
             # exact form takes on a small array (the comparison form is three)

@@ -745,10 +745,13 @@ class NoFormulaBackward(Node):
                 f"registered. Please use register_autograd to add one: "
                 f"tensorplay.library.register_autograd({self.op_name!r}, backward, "
                 f"setup_context=...). (Backprop through output {which}: the kernel called "
-                f".numpy() with grad mode on, which breaks the autograd graph: part of its math "
-                f"is outside the graph, so the gradient its tensorplay ops recorded would be "
-                f"wrong. A kernel written only with tensorplay ops is differentiable without a "
-                f"formula.)")
+                f".numpy() with grad mode on, so it leaves the autograd graph: part of its math "
+                f"is outside the graph, and the gradient its tensorplay ops recorded would be "
+                f"wrong. Fix: register a formula and read the inputs with x.detach().numpy() "
+                f"in the kernel; or compute the kernel with tensorplay ops only (differentiable "
+                f"without a formula); or, if the op is not differentiable on purpose, register "
+                f"a formula whose setup_context calls ctx.mark_non_differentiable on the "
+                f"outputs.)")
         raise RuntimeError(
             f"{self.op_name}: trying to backprop through output {which}, which the kernel "
             f"returned without autograd history although an input requires grad: the kernel "
