@@ -568,7 +568,8 @@ def test_slowest_samples_name_the_kernel_where_an_op_has_several_on_a_device():
     import subprocess
     import sys
     p = subprocess.run([sys.executable, "-m", "tensorplay.cli", "check", "example::rms_norm",
-                        "--test-utils", "test_schema", "-q"], capture_output=True, text=True,
+                        "--test-utils", "test_schema", "--device", "cpu", "-q"],
+                       capture_output=True, text=True,
                        timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     lines = [ln.split("ms  ", 1)[1] for ln in

@@ -47,15 +47,15 @@ _SIGN_LARGE = 16384
 
 
 def _sign(c):
-    """torch.sign: -1, 0 or 1 in the input's dtype; NaN gives 0 (torch's ``(x > 0) - (x < 0)``,
-    which CuPy's float loop is too: NumPy's sign keeps NaN); -0.0 gives +0.0; bool the input
+    """torch.sign: -1, 0 or 1 in the input's dtype; NaN gives 0 (torch's ``(x > 0) - (x < 0)``:
+    NumPy's and CuPy's sign keep NaN); -0.0 gives +0.0; bool the input
     itself (a copy: NumPy's sign has no bool loop). One function for every namespace (the cuda
     kernels are these same code objects bound to CuPy): what differs is closed over."""
     xp, np_mod = c.xp, c.be.np
     name = getattr(np_mod, "__name__", "")
-    # "zero": the namespace's float sign already gives 0 for NaN (CuPy); "numpy": NumPy's fast
-    # forms below; anything else: its sign, then NaN -> 0
-    nan_rule = "zero" if name == "cupy" else "numpy" if name == "numpy" else "where"
+    # "numpy": NumPy's fast forms below; anything else (CuPy's float sign keeps NaN too: an
+    # H200, CuPy 14, 2026-12-06): its sign, then NaN -> 0
+    nan_rule = "numpy" if name == "numpy" else "where"
     i8, isnan, cnz, where = np_mod.int8, np_mod.isnan, np_mod.count_nonzero, np_mod.where
     gt, lt, sub, nsign = np_mod.greater, np_mod.less, np_mod.subtract, np_mod.sign
     bor = getattr(np_mod.bitwise_or, "reduce", None)
@@ -67,7 +67,7 @@ def _sign(c):
     def sign(x):
         dt = x.dtype
         k = dt.kind
-        if k != "f" or nan_rule == "zero":
+        if k != "f":
             return xp.asarray(x, copy=True) if k == "b" else xp.sign(x)
         if nan_rule == "where":
             r = xp.sign(x)
