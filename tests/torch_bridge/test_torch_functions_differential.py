@@ -69,8 +69,6 @@ LENIENT: dict[str, str] = {
     r"topk\(special, 3, largest=False\) picks":
         "-0.0 and 0.0 are equal: which one torch's topk picks is its kernel's order",
     # deliberate, documented choices
-    rf"(Tensor\.)?sign_?\({_F}:special\)": "sign(NaN) stays NaN (NumPy's rule, documented in "
-                                            "tp.sign); torch gives 0",
     r"where\(uint8 cond, .*": "a uint8 condition is refused with a hint (torch 2.13 still "
                              "accepts it, deprecated)",
     r"(Tensor\.)?(log_)?softmax\(\w+\(0, 3\), -?\d(, dtype='dtype:int64')?\)":

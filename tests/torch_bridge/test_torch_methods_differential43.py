@@ -283,8 +283,6 @@ METHOD_CASES = {
 }
 
 METHOD_LENIENT = {
-    ("sgn()", "float32"): "sign(NaN) stays NaN (NumPy's rule, documented in tp.sign); torch gives 0",
-    ("sgn()", "float64"): "same",
     ("trace()", "bool"): "the diagonal of a bool matrix sums to int64, as sum does; torch has no "
                          "bool kernel",
 }
