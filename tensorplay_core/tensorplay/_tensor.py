@@ -634,11 +634,16 @@ class Tensor(TensorBase, instance_class=True):
 
     def tolist(self) -> Any:
         """Nested Python lists of Python scalars."""
+        if _kernel_gate[0] and self._requires_grad:
+            _mark_kernel_exit()
         self._need_data("tolist")
         return self._data.tolist()
 
     def item(self) -> _Number:
-        """The single value as a Python scalar; ``RuntimeError`` unless ``numel() == 1``."""
+        """The single value as a Python scalar; ``RuntimeError`` unless ``numel() == 1``
+        (``float(t)``, ``int(t)``, ``bool(t)`` read it)."""
+        if _kernel_gate[0] and self._requires_grad:
+            _mark_kernel_exit()
         self._need_data("item")
         if self.numel() != 1:
             raise RuntimeError(f"item(): a Tensor with {self.numel()} elements cannot be "
@@ -4034,6 +4039,18 @@ from ._tensor_base import row_major as _row_major  # noqa: E402
 from ._factories import tensor as _new_tensor  # noqa: E402
 from ._ops import ops as _O  # noqa: E402
 from .autograd.function import KERNEL_MARK as _KERNEL_MARK  # noqa: E402
+
+
+def _mark_kernel_exit() -> None:
+    """A value of a tensor that requires grad read as Python numbers (``tolist``, ``item``,
+    ``float(t)``) inside the composite kernel of a custom op without a formula: its math leaves
+    the graph there as through ``.numpy()``, so the call's outputs refuse backward (the same
+    mark). Control flow on tensors that need no grad (``if (x > 0).all():``) marks nothing."""
+    g = _grad_state.__dict__
+    if g["enabled"]:
+        mark = g.get(_KERNEL_MARK)
+        if mark is not None:
+            mark.append(True)
 from .autograd.function import kernel_gate as _kernel_gate  # noqa: E402
 _NUMPY_REQUIRES_GRAD = ("Can't call numpy() on Tensor that requires grad. Use "
                         "tensor.detach().numpy() instead.")
