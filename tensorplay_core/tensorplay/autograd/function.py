@@ -1681,6 +1681,13 @@ class Function:
                 # bump): saving the written input in forward stays valid
                 ctx.save_for_backward(*ctx._saved)
         if not _gm._state.enabled:
+            # nothing recorded: an input returned as-is comes back as a detached alias, as
+            # torch's (the input itself would carry its requires_grad and history out of the
+            # no_grad block, and a later backward would flow through it)
+            if any(se[2]):
+                out = _pytree.tree_map(
+                    lambda o: o.detach() if (any(o is a for a in args) and
+                                             not any(o is d for d in dirty)) else o, out, Tensor)
             return out
         if _capturing() and any(se[2]):
             from ..errors import CompileError
