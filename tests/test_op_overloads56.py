@@ -282,3 +282,23 @@ def test_cli_check_names_the_overload(plugin_env):
     p2 = cli("ovlpack::twice")
     assert p2.returncode == 0, p2.stdout + p2.stderr
     assert "ovlpack::twice.leaky" not in p2.stdout
+
+
+def test_a_packet_takes_a_bool_for_an_int_or_float_and_its_refusal_is_a_runtime_error():
+    # a second fresh user (session 56): torch's packet picks .int / .float for True, and
+    # raises RuntimeError when no overload fits (tensorplay's is also a TypeError)
+    lib = tp.library.Library("ov56b", "DEF")
+    lib.define("h.int(Tensor x, int n) -> Tensor")
+    lib.define("h.float(Tensor x, float n) -> Tensor")
+    lib.define("s.Scalar(Tensor x, float s) -> Tensor")
+    lib.impl("h.int", lambda x, n: x * n, "CPU")
+    lib.impl("h.float", lambda x, n: x * n * 10, "CPU")
+    lib.impl("s.Scalar", lambda x, s: x * s, "CPU")
+    x = tp.ones(2)
+    assert tp.ops.ov56b.h(x, True).tolist() == [1.0, 1.0]        # the first that fits: .int
+    assert tp.ops.ov56b.s(x, True).tolist() == [1.0, 1.0]
+    with pytest.raises(RuntimeError, match="no overload takes these arguments"):
+        tp.ops.ov56b.h(x, "two")
+    with pytest.raises(TypeError):
+        tp.ops.ov56b.h(x, "two")
+    lib._destroy()

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from . import _registry
 from . import plugins as _plugins
 from ._schema import _type_info
+from .errors import DispatchError
 
 if TYPE_CHECKING:
     from ._registry import CustomOpDef
@@ -124,7 +125,7 @@ class OpOverloadPacket:
             if why is None:
                 return op(*args, **kwargs)
             tried.append(f"  {op.schema}: {why}")
-        raise TypeError(f"{self.name}: no overload takes these arguments "
+        raise NoMatchingOverloadError(f"{self.name}: no overload takes these arguments "
                         f"({_describe(args, kwargs)}); tried:\n" + "\n".join(tried))
 
     def __dir__(self):
@@ -140,16 +141,21 @@ def _describe(args, kwargs) -> str:
     return ", ".join(parts) or "no arguments"
 
 
+class NoMatchingOverloadError(TypeError, DispatchError):
+    """No overload of a packet takes the arguments: a ``TypeError`` as any call whose arguments
+    do not fit, and a ``RuntimeError`` (``DispatchError``) as torch raises there."""
+
+
 def _fits_one(base: str, v) -> bool:
-    """Whether ``v`` (not None) fits the schema base type ``base`` (torch's Python argument
-    rules: bool is not an int, an int is a float)."""
+    """Whether ``v`` (not None) fits the schema base type ``base`` (torch 2.13's custom-op
+    argument rules: a bool is an int, an int is a float)."""
     from ._tensor import Tensor
     if base == "Tensor":
         return isinstance(v, Tensor)
     if base in ("int", "SymInt"):
-        return isinstance(v, int) and not isinstance(v, bool)
+        return isinstance(v, int)
     if base == "float":
-        return isinstance(v, (int, float)) and not isinstance(v, bool)
+        return isinstance(v, (int, float))
     if base == "bool":
         return isinstance(v, bool)
     if base == "str":
