@@ -654,3 +654,17 @@ def test_view_returned_by_forward_without_writes_or_under_no_grad():
     y = _ViewRet.apply(a.clone()).clone()
     y.mul_(2)                         # the fix torch's message suggests
     assert y.requires_grad
+
+
+def test_a_function_returning_its_input_under_no_grad_gives_a_detached_alias():
+    x = tensorplay.ones(2, requires_grad=True)
+    with tensorplay.no_grad():
+        o = _Same.apply(x)
+    # torch: a new alias without grad; a later backward through it raises (a second fresh
+    # user, session 56)
+    assert o is not x and not o.requires_grad and o.grad_fn is None
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        (o * 3).sum().backward()
+    assert x.grad is None
+    o.add_(1)                                    # an alias: it shares x's memory
+    assert x.tolist() == [2.0, 2.0]
