@@ -610,15 +610,8 @@ class Tensor(TensorBase, instance_class=True):
         # custom-op kernels run with grad off) and marks the call's outputs not differentiable
         # (autograd.function.KERNEL_MARK; the gate keeps the thread-local read out of programs
         # that never ran such a kernel)
-        if _kernel_gate[0]:
-            g = _grad_state.__dict__
-            if g["enabled"]:
-                mark = g.get(_KERNEL_MARK)
-                if mark is not None:
-                    mark.append(True)
-                elif self._requires_grad and not force:
-                    raise RuntimeError(_NUMPY_REQUIRES_GRAD)
-        elif self._requires_grad and not force and _grad_state.enabled:
+        if not (_kernel_gate[0] and _mark_kernel_exit()) and self._requires_grad and \
+                not force and _grad_state.enabled:
             raise RuntimeError(_NUMPY_REQUIRES_GRAD)
         if self._device.type != "cpu":
             if not force:
@@ -4041,16 +4034,19 @@ from ._ops import ops as _O  # noqa: E402
 from .autograd.function import KERNEL_MARK as _KERNEL_MARK  # noqa: E402
 
 
-def _mark_kernel_exit() -> None:
-    """A value of a tensor that requires grad read as Python numbers (``tolist``, ``item``,
-    ``float(t)``) inside the composite kernel of a custom op without a formula: its math leaves
-    the graph there as through ``.numpy()``, so the call's outputs refuse backward (the same
-    mark). Control flow on tensors that need no grad (``if (x > 0).all():``) marks nothing."""
+def _mark_kernel_exit() -> bool:
+    """Inside the composite kernel of a custom op without a formula, with grad on: mark that
+    the kernel's math leaves the graph (``.numpy()``; ``tolist``/``item``/``float(t)`` of a
+    tensor that requires grad), so the call's outputs refuse backward; True when marked (no
+    such kernel runs, or grad is off: False). Control flow on tensors that need no grad
+    (``if (x > 0).all():``) marks nothing: its callers mark only tensors requiring grad."""
     g = _grad_state.__dict__
     if g["enabled"]:
         mark = g.get(_KERNEL_MARK)
         if mark is not None:
             mark.append(True)
+            return True
+    return False
 from .autograd.function import kernel_gate as _kernel_gate  # noqa: E402
 _NUMPY_REQUIRES_GRAD = ("Can't call numpy() on Tensor that requires grad. Use "
                         "tensor.detach().numpy() instead.")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from . import _registry
 from . import plugins as _plugins
 from ._schema import _type_info
+from ._dispatch import _accepts
 from .errors import DispatchError
 
 if TYPE_CHECKING:
@@ -147,27 +148,21 @@ class NoMatchingOverloadError(TypeError, DispatchError):
 
 
 def _fits_one(base: str, v) -> bool:
-    """Whether ``v`` (not None) fits the schema base type ``base`` (torch 2.13's custom-op
-    argument rules: a bool is an int, an int is a float)."""
+    """Whether ``v`` (not None) fits the schema base type ``base``: the rule an overload's own
+    call checks its arguments with (``_dispatch._accepts``: a bool is an int, an int is a
+    float), so a packet picks only an overload that takes the arguments; a tensor fits only
+    ``Tensor`` (it has ``__index__``, but no number parameter takes it)."""
     from ._tensor import Tensor
     if base == "Tensor":
         return isinstance(v, Tensor)
-    if base in ("int", "SymInt"):
-        return isinstance(v, int)
-    if base == "float":
-        return isinstance(v, (int, float))
-    if base == "bool":
-        return isinstance(v, bool)
-    if base == "str":
-        return isinstance(v, str)
-    if base == "Scalar":
-        return isinstance(v, (int, float, complex))
     if base == "ScalarType":
         from ._dtype import DType
         return isinstance(v, DType)
     if base == "Device":
         from ._device import Device
         return isinstance(v, (str, Device))
+    if base in ("int", "SymInt", "float", "bool", "str", "Scalar"):
+        return not isinstance(v, Tensor) and _accepts(base, v)
     return True      # Layout, MemoryFormat: not told apart
 
 
