@@ -456,8 +456,11 @@ def function_node_source(var, name, fn, ctx, edges, structure, out_meta) -> list
             f"{var}._retained = None"]
 
 
-def _structure_and_edges(values, T):
-    """For forward inputs ``values``: the gradient structure and the edges of tensor inputs."""
+def _structure_and_edges(values, T, lists=True):
+    """For forward inputs ``values``: the gradient structure and the edges of tensor inputs.
+    ``lists``: a list or tuple of tensors is an input too (an op's ``Tensor[]`` argument);
+    False for ``autograd.Function``, whose inputs are its direct tensor arguments only
+    (torch's ``THPFunction_apply``)."""
     structure, edges, needs = [], [], []
     for v in values:
         if isinstance(v, T):
@@ -465,7 +468,7 @@ def _structure_and_edges(values, T):
             e = edge_of(v)
             edges.append(e)
             needs.append(e is not None)
-        elif isinstance(v, (list, tuple)) and v and any(isinstance(x, T) for x in v):
+        elif lists and isinstance(v, (list, tuple)) and v and any(isinstance(x, T) for x in v):
             structure.append(("l", len(v)))
             es = [edge_of(x) if isinstance(x, T) else None for x in v]
             edges.extend(es)
@@ -1660,7 +1663,7 @@ class Function:
             args, kwargs = _bound_args(cls.forward, args, kwargs)   # torch's bind_default_args
         # edges are collected before forward (torch's THPFunction_apply): a dirty input's
         # history is the one from before the write
-        se = _structure_and_edges(args, Tensor)
+        se = _structure_and_edges(args, Tensor, lists=False)
         ctx.needs_input_grad = se[2]
         with _gm.no_grad():
             if setup is not None:
