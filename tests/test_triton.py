@@ -304,7 +304,7 @@ def test_offset_views_and_strided_opt_in_on_cpu():
     np.testing.assert_allclose(_host(out), _host(base)[2:].reshape(-1))
     t = base.t()                                   # (16, 10), non-contiguous
     with pytest.raises(TritonLaunchError, match=r"'x_ptr' is a non-contiguous cpu tensor.*strided="):
-        wrap_triton(strided_copy_kernel)[(16,)](t, out, 1, 16, 10, BLOCK=16)
+        wrap_triton(strided_copy_kernel)[(16,)](t, out, 10, 1, 10, BLOCK=16)   # strides not passed
     out2 = tensorplay.empty(16, 10)
     wrap_triton(strided_copy_kernel, strided=["x_ptr"])[(16,)](t, out2, t.stride(0), t.stride(1),
                                                                10, BLOCK=16)

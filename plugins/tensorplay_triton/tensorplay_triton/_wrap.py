@@ -5,8 +5,10 @@
 * tensorplay ``Tensor`` arguments go to compiled cuda kernels as they are (a ``Tensor`` answers
   ``data_ptr()`` and ``dtype``, all Triton's compiled path asks); for Triton's interpreter (cpu, or
   cuda with a kernel decorated under ``TRITON_INTERPRET=1``) they are adapted (``_adapters``) into
-  the torch-tensor look-alike it copies through; custom launchers get them unchanged. Triton sees only a base pointer, so every tensor must be contiguous unless its parameter
-  is listed in ``strided`` (same rule on every device, so an op behaves the same everywhere);
+  the torch-tensor look-alike it copies through; custom launchers get them unchanged. Triton sees
+  only a base pointer, so a non-contiguous tensor is taken only when its parameter is listed in
+  ``strided`` or the launch passes the tensor's strides as int arguments (same rule on every
+  device, so an op behaves the same everywhere);
 * NumPy scalars become Python ``int``/``float`` (Triton refuses NumPy scalars);
 * the launch happens on the tensors' device (``cupy.cuda.Device``) and CuPy's current stream, through
   the CuPy-backed Triton driver (``_driver.install_cuda_driver``), so PyTorch is never needed;
@@ -283,7 +285,7 @@ class TritonKernelWrapper:
                     continue
                 if a.stride_tuple != _CONTIG_CACHE.get(a.shape) and not _is_contig(a) and \
                         not (strided and self._pname(i) in strided):
-                    self._non_contiguous(a, self._pname(i))
+                    self._non_contiguous(a, self._pname(i), args, kwargs)
                 if make is not _as_is:
                     if out is None:
                         out = list(args)
@@ -311,7 +313,7 @@ class TritonKernelWrapper:
                         continue
                     if a.stride_tuple != _CONTIG_CACHE.get(a.shape) and not _is_contig(a) and \
                             k not in strided:
-                        self._non_contiguous(a, k)
+                        self._non_contiguous(a, k, args, kwargs)
                     if make is not _as_is:
                         kwargs[k] = make(a)
                 elif isinstance(a, _NP_GENERIC):
@@ -621,12 +623,28 @@ class TritonKernelWrapper:
             f"arguments are on {dev}; a kernel launches on one device. Move it with "
             f".to('{dev}').")
 
-    def _non_contiguous(self, t, name):
+    def _non_contiguous(self, t, name, args, kwargs):
+        """A non-contiguous tensor for a parameter not listed in ``strided``: accepted when the
+        launch passes the tensor's strides (every stride other than 1 of a dimension longer than
+        1 is among the launch's runtime int arguments: the kernel indexes with them, as the
+        Triton tutorials' softmax and matmul do; torch's ``wrap_triton`` passes any pointer);
+        refused otherwise, since a kernel given only the base pointer would read the wrong
+        elements. Constexpr arguments (block sizes) are not strides."""
+        rt = self._runtime_names
+        names = self.arg_names
+        ints = {a for i, a in enumerate(args) if a.__class__ is int and
+                (not rt or i >= len(names) or names[i] in rt)}
+        ints.update(a for k, a in kwargs.items() if a.__class__ is int and (not rt or k in rt))
+        need = {s for s, n in zip(t.stride(), t.shape) if n > 1 and s != 1}
+        if need and need <= ints:
+            return
         raise TritonLaunchError(
             f"wrap_triton({self.name}): argument '{name}' is a non-contiguous {t.device} tensor "
-            f"(shape {tuple(t.shape)}, stride {tuple(t.stride())}); Triton receives only its base "
-            f"pointer. Pass {name}.contiguous(), or pass its strides to the kernel and wrap it with "
-            f"tensorplay_triton.wrap_triton(kernel, strided=[{name!r}]).")
+            f"(shape {tuple(t.shape)}, stride {tuple(t.stride())}) and the launch does not pass "
+            f"its strides; Triton receives only its base pointer. Pass {name}.contiguous(), or "
+            f"pass its strides to the kernel and index with them (or wrap it with "
+            f"tensorplay_triton.wrap_triton(kernel, strided=[{name!r}]) when they reach it "
+            f"otherwise).")
 
 
 
@@ -900,10 +918,12 @@ def wrap_triton(kernel, *, strided=()):
     again returns the same wrapper (cheap to call inside an op body on every call).
 
     ``strided``: names of pointer parameters that may receive non-contiguous tensors (the kernel
-    then takes their strides as arguments); every other tensor argument must be contiguous, on
-    every device (cpu too), or the launch raises ``TritonLaunchError`` naming the parameter.
-    torch's ``wrap_triton`` passes any tensor's pointer unchecked: code migrated from torch whose
-    kernels take strides lists those parameters here (tests/corpus/attorch/layers.py does).
+    then takes their strides as arguments). Any other non-contiguous tensor argument is taken
+    when the launch passes its strides (each stride other than 1 of a dimension longer than 1
+    is one of the launch's int arguments, as in Triton's softmax and matmul tutorials), and
+    otherwise the launch raises ``TritonLaunchError`` naming the parameter, on every device (cpu
+    too): a kernel given only the base pointer of a view would read the wrong elements. torch's
+    ``wrap_triton`` passes any tensor's pointer unchecked.
 
     Inside a ``tensorplay.library.triton_op`` this is the only way kernels should be launched: the
     launch is skipped on fake tensors (so the op body is its own fake kernel) and refused on tensors

@@ -1,0 +1,108 @@
+"""Triton kernels that take their tensors' strides run on views, as through torch's
+``wrap_triton`` (a fresh user's finding, session 57: Triton's fused-softmax tutorial on a row
+slice and a ``tl.dot`` matmul on a transposed operand were refused unless re-wrapped with
+``strided=``). A kernel that is given a view but none of its strides is still refused: it would
+read the wrong elements. Runs on cpu through Triton's interpreter, and on cuda when there is one."""
+
+import numpy as np
+import pytest
+
+triton = pytest.importorskip("triton")
+tl = pytest.importorskip("triton.language")
+
+import tensorplay as tp  # noqa: E402
+from tensorplay.library import wrap_triton  # noqa: E402
+from tensorplay_triton import TritonLaunchError  # noqa: E402
+
+
+def _devices():
+    return ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
+
+
+def _need(device):
+    ok, why = tp.plugins.device_status(device)
+    if not ok:
+        pytest.skip(why)
+
+
+# Triton's fused-softmax tutorial kernel, as published (row strides as arguments)
+@triton.jit
+def softmax_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
+                   BLOCK_SIZE: tl.constexpr, num_stages: tl.constexpr):
+    row_start = tl.program_id(0)
+    row_step = tl.num_programs(0)
+    for row_idx in tl.range(row_start, n_rows, row_step, num_stages=num_stages):
+        row_start_ptr = input_ptr + row_idx * input_row_stride
+        col_offsets = tl.arange(0, BLOCK_SIZE)
+        input_ptrs = row_start_ptr + col_offsets
+        mask = col_offsets < n_cols
+        row = tl.load(input_ptrs, mask=mask, other=-float('inf'))
+        row_minus_max = row - tl.max(row, axis=0)
+        numerator = tl.exp(row_minus_max)
+        denominator = tl.sum(numerator, axis=0)
+        softmax_output = numerator / denominator
+        output_row_start_ptr = output_ptr + row_idx * output_row_stride
+        output_ptrs = output_row_start_ptr + col_offsets
+        tl.store(output_ptrs, softmax_output, mask=mask)
+
+
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = tl.load(a_ptr + rm[:, None] * sam + (k * BK + rk)[None, :] * sak,
+                    mask=(rm[:, None] < M) & ((k * BK + rk)[None, :] < K), other=0.)
+        b = tl.load(b_ptr + (k * BK + rk)[:, None] * sbk + rn[None, :] * sbn,
+                    mask=((k * BK + rk)[:, None] < K) & (rn[None, :] < N), other=0.)
+        acc += tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * scm + rn[None, :] * scn, acc,
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
+def copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m), mask=m)
+
+
+@pytest.mark.parametrize("device", _devices())
+def test_softmax_tutorial_on_a_row_slice(device):
+    _need(device)
+    big = np.random.RandomState(0).randn(8, 100).astype(np.float32)
+    x = tp.tensor(big, device=device)[:, :81]            # stride (100, 1)
+    y = tp.empty_like(x)
+    wrap_triton(softmax_kernel)[(8, 1, 1)](y, x, x.stride(0), y.stride(0), 8, 81,
+                                            triton.next_power_of_2(81), 2)
+    ref = np.exp(big[:, :81] - big[:, :81].max(1, keepdims=True))
+    np.testing.assert_allclose(y.cpu().numpy(), ref / ref.sum(1, keepdims=True), rtol=1e-5,
+                               atol=1e-7)
+
+
+@pytest.mark.parametrize("device", _devices())
+def test_matmul_on_a_transposed_operand(device):
+    _need(device)
+    an = np.random.RandomState(1).randn(20, 33).astype(np.float32)
+    bn = np.random.RandomState(2).randn(20, 17).astype(np.float32)
+    a = tp.tensor(an, device=device).t()                  # (33, 20), stride (1, 33)
+    b = tp.tensor(bn, device=device)
+    c = tp.empty(33, 17, device=device)
+    wrap_triton(matmul_kernel)[(3, 2)](a, b, c, 33, 17, 20, a.stride(0), a.stride(1), b.stride(0),
+                                       b.stride(1), c.stride(0), c.stride(1), BM=16, BN=16, BK=16)
+    np.testing.assert_allclose(c.cpu().numpy(), an.T @ bn, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("device", _devices())
+def test_a_view_without_its_strides_is_still_refused(device):
+    _need(device)
+    x = tp.randn(8, 16, device=device).t()                # (16, 8), stride (1, 16)
+    out = tp.empty(128, device=device)
+    with pytest.raises(TritonLaunchError, match=r"'x_ptr' is a non-contiguous .*does not pass its "
+                                                r"strides.*contiguous\(\)"):
+        wrap_triton(copy_kernel)[(1,)](x, out, 128, BLOCK=128)
