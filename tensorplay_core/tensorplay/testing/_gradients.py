@@ -64,7 +64,8 @@ from .. import _factories
 from .._dtype import float32, float64
 from ..autograd import api as _api
 from ..autograd.grad_mode import enable_grad, no_grad
-from .opcheck import (NO_GRAD_ASKED, NONDETERMINISTIC_TAGS, _Fail, _flat_outputs, _host, _map_tensors,
+from .opcheck import (NO_GRAD_ASKED, NONDETERMINISTIC_TAGS, _Fail, _flat_outputs, _formula_fix,
+                      _formula_raised, _host, _map_tensors,
                       _mutated, _named_tensors, _Skip, _T)
 
 #: relative step (times ``max(1, |x|)``), per dtype of the computation: about eps^(1/3), the
@@ -359,6 +360,9 @@ def _attempt(s, base, atol, rtol, rng, only=None, probe=None, pairs=1):
             if not op.has_autograd:     # the kernel leaves the graph: the other check's finding
                 raise _Skip(f"calling the op with inputs that require grad raised "
                             f"{type(e).__name__} (test_autograd_registration reports it)") from e
+            blame = _formula_raised(op, e)
+            if blame is not None:
+                raise _Fail(_formula_fix(blame)) from e
             raise _Fail(f"calling the op with inputs that require grad raised "
                         f"{type(e).__name__}: {e}") from e
         outs = [(lbl, v) for lbl, v in _flat_outputs(out)

@@ -669,6 +669,32 @@ def _any_requires_grad(args, kwargs) -> bool:
     return any(t.requires_grad for t in found)
 
 
+def _formula_raised(op, e) -> str | None:
+    """When ``e`` was raised inside the op's autograd formula (its ``setup_context`` or
+    ``backward``, found among the traceback's frames), a clause naming that function; else None
+    (the kernel, or the core, raised)."""
+    parts = [(f, "setup_context") for f in (op.setup_context_fn,) if f is not None]
+    parts += [(f, "backward") for f in (op.backward_fn,) if f is not None]
+    codes = {getattr(f, "__code__", None): (f, role) for f, role in parts}
+    codes.pop(None, None)
+    tb = e.__traceback__
+    while tb is not None:
+        hit = codes.get(tb.tb_frame.f_code)
+        if hit is not None:
+            f, role = hit
+            return (f"the op's {role} ({getattr(f, '__module__', '?')}:"
+                    f"{getattr(f, '__qualname__', f)}) raised {type(e).__name__}: "
+                    f"{str(e).rstrip('.')}")
+        tb = tb.tb_next
+    return None
+
+
+def _formula_fix(role_clause: str) -> str:
+    return (f"{role_clause}, when the op was called with inputs that require grad; the kernel "
+            f"itself ran. Fix the formula: setup_context(ctx, inputs, output) receives all of "
+            f"the op's inputs as one tuple, in the schema's order (as in torch.library)")
+
+
 def _left_graph(e) -> bool:
     """Whether a kernel's error says that it read an input that requires grad outside
     tensorplay (``x.numpy()`` refuses such a tensor and says to detach it)."""
@@ -734,6 +760,9 @@ def _test_autograd(op, args, kwargs, atol, rtol):
                     f"ops); if the op is not differentiable, mark its outputs "
                     f"non-differentiable (register_autograd with a setup_context calling "
                     f"ctx.mark_non_differentiable(*outputs))") from e
+            blame = _formula_raised(op, e)
+            if blame is not None:
+                raise _Fail(_formula_fix(blame)) from e
             if plain_ok:
                 raise _Fail(f"the kernel runs on the sample without grad, but with inputs that "
                             f"require grad ({', '.join(lbl for lbl, _ in diff)}) it raised "
