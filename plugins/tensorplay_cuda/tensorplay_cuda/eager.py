@@ -588,14 +588,25 @@ def _scalar_rounding(op, backend):
     and ``round_arg(value, native dtype)`` doing it."""
     tp_of = {}      # native dtype -> tensorplay dtype: NumPy's ``dtype.name`` is a Python
     # property (about 1 µs of a 2^22-element bfloat16 ``add``'s host time on an H200 host)
+    # the last call's (native dtype, value, result): a loop passes the same number object (a
+    # literal) on every call, found by two identity tests instead of the look-ups and the
+    # ``round_scalar`` frame (0.2-0.3 µs of a bfloat16 ``x + 1.0`` on a CPU host). The same object
+    # is the same value (no 0.0/-0.0 or 1/1.0 confusion); one tuple swapped in, so a racing
+    # thread reads a whole entry
+    last = (None, None, None)
 
     def round_arg(v, d):
+        nonlocal last
+        m = last
+        if m[1] is v and m[0] is d:
+            return m[2]
         t = tp_of.get(d)
         if t is None:
             t = tp_of[d] = _dtype.from_name(d.name)
         r = _dtype.round_scalar(v, t)
         if v.__class__ is int:     # an int keeps its kernel argument type (its value rounded)
-            return int(r) if math.isfinite(r) else v
+            r = int(r) if math.isfinite(r) else v
+        last = (d, v, r)
         return r
     return op in _dtype.SCALAR_ROUNDED, round_arg
 
