@@ -37,7 +37,7 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 
 # (op, operands: "xy" two tensors, a float, or "x" one tensor) -- the benchmark's four
 # (bench_cuda_eager.py: mul(x, y), add(x, 1.0), relu, tanh) and others of a training step
-CASES = [("mul", "xy"), ("add", 1.0), ("relu", "x"), ("tanh", "x"), ("sub", "xy"),
+CASES = [("mul", "xy"), ("add", 1.0), ("relu", "x"), ("tanh", "x"), ("sub", "xy"), ("rsub", 1.0),
          ("mul", 0.5), ("div", "xy"), ("maximum", "xy"), ("neg", "x"), ("exp", "x")]
 SIZES = [1 << 10, (1 << 16) + 3, eager.THRESHOLD, eager.THRESHOLD + 16]
 
@@ -108,7 +108,7 @@ def test_bf16_ops_are_one_launch_at_every_size_through_the_adapter(stubbed, op, 
     # kept by the large path where n and the addresses allow it (n % 16 == 0), else the
     # generated kernel through the chain
     key = (BF16, 0) if operand in ("xy", "x") else (BF16, 0, float)
-    small = kernel._tp_dense_ufunc.launches.get(key)
+    small = kernel.dense.launches.get(key)
     large = kernel.launch_large.launches.get(key)
     if n < eager.THRESHOLD:
         assert callable(small)
@@ -184,7 +184,7 @@ def test_on_a_gpu_bf16_ops_are_one_launch_with_the_reference_bits(monkeypatch, o
     dev = cupy.cuda.runtime.getDevice()
     key = (BF16, dev) if operand in ("xy", "x") else (BF16, dev, float)
     if n < eager.THRESHOLD:
-        call = kernel._tp_dense_ufunc.launches.get(key)
+        call = kernel.dense.launches.get(key)
     elif n % 16 == 0:
         call = kernel.launch_large.launches.get(key)[2]
     else:

@@ -49,6 +49,11 @@ _BOOL_RESULT = frozenset(n for n in BINARY if OPS[n].family == "cmp")
 # binary ops whose result, on floating operands of one dtype (or one and a Python number), has
 # that dtype and the operands' broadcast shape: the adapters' inline ufunc case (_binary)
 _SAME_DTYPE = frozenset(n for n in BINARY if not OPS[n].swap and OPS[n].family == "arith")
+# swapped ops whose generated kernel computes what the reference kernel does, bit for bit, on
+# bfloat16 (one float32 subtraction, rounded once): their one-launch dense case for bf16 (the
+# kernel's own, the adapters have no inline case for swapped ops) and their large arrays'
+# aligned launch. Not rdiv: the reference computes torch's ``s / t`` as ``t.reciprocal() * s``
+_SWAP_LAUNCH = frozenset({"rsub"})
 # op -> (CuPy ufunc name, operands swapped)
 _UFUNC = {n: (OPS[n].ufunc, OPS[n].swap) for n in CUDA_EAGER if OPS[n].ufunc is not None}
 
@@ -279,7 +284,8 @@ def _binary(op, k, backend, uf, swap, big):
 
     # (a driver launch: CuPy only)
     launch_large = (_large(op, 2, backend) if big and _DENSE[0] and backend.np.__name__ == "cupy"
-                    and not swap and op in _SAME_DTYPE else None)
+                    and (not swap and op in _SAME_DTYPE or op in _SWAP_LAUNCH) else None)
+    # (a swapped op's dense case is for bfloat16 only, called below: its `uf` never runs there)
     dense = (_dense(op, 2, backend, uf, k, beyond, half_ref, launch_large)
              if launch_large is not None else None)
     if dense is None and big and _DENSE[0] and backend.np.__name__ == "cupy" and not swap and \
@@ -319,6 +325,14 @@ def _binary(op, k, backend, uf, swap, big):
                             return uf(b, a)
                         if rounds:                  # (else half_ref: the reference kernel)
                             return uf(round_arg(b, d), a)
+                elif d is bf16 and dense is not None and a._c_contiguous:
+                    # bfloat16 (`1.0 - x`): the dense case's one launch, as below for the
+                    # unswapped ops, where the reference takes several float32 launches
+                    bc = b.__class__
+                    if bc is float or bc is int or (
+                            bc is nd and b.dtype is d and a.shape == b.shape and
+                            b._c_contiguous):
+                        return dense(a, b)
                 else:
                     r = ints.get(d)
                     if r is not None:
@@ -390,6 +404,7 @@ def _binary(op, k, backend, uf, swap, big):
             kernel._tp_dense_ufunc = dense
             kernel._tp_dense_dtypes = _dense_dtypes(bf16)
     kernel.launch_large = launch_large          # (its launches, for the GPU tests)
+    kernel.dense = dense                        # (the same: the dense case's launches)
     return kernel
 
 
@@ -529,6 +544,7 @@ def _unary(op, k, backend, uf, big):
             kernel._tp_dense_ufunc = dense
             kernel._tp_dense_dtypes = _dense_dtypes(bf16)
     kernel.launch_large = launch_large          # (its launches, for the GPU tests)
+    kernel.dense = dense                        # (the same: the dense case's launches)
     return kernel
 
 
