@@ -656,6 +656,8 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
     ``beyond``'s tests is needed (on an H200 host they cost ~3 µs of a 2^22-element op's ~14)."""
     nd = backend.np.ndarray
     getdev = backend.np.cuda.runtime.getDevice
+    # one visible GPU: the current device is 0, no getDevice call per op (_one_gpu)
+    one = _one_gpu(backend)
     bf16 = _bf16_of(backend) if ref is not None else None
     f16 = backend.np.dtype("float16")
     rounds, round_arg = _scalar_rounding(op, backend)
@@ -711,7 +713,7 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
             d = a.dtype
             n = a.size
             if b.__class__ is nd:
-                key = (d, getdev())
+                key = (d, 0 if one else getdev())
                 launch = launches.get(key, first)
                 if launch is None or launch is first or not n or n >= top:
                     if n >= top:
@@ -731,7 +733,7 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
             bc = b.__class__
             if rounds and (d is bf16 or d is f16) and (bc is float or bc is int):
                 b = round_arg(b, d)
-            key = (d, getdev(), bc)
+            key = (d, 0 if one else getdev(), bc)
             launch = launches.get(key, first)
             if launch is None or launch is first or not n or n >= top or (
                     bc is int and not -0x80000000 <= b <= 0x7FFFFFFF):
@@ -750,7 +752,7 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
         def dense(a):
             d = a.dtype
             n = a.size
-            key = (d, getdev())
+            key = (d, 0 if one else getdev())
             launch = launches.get(key, first)
             if launch is None or launch is first or not n or n >= top:
                 if n >= top:
@@ -765,6 +767,18 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
             return launch(a, n)
     dense.launches = launches
     return dense
+
+
+def _one_gpu(backend) -> bool:
+    """Whether ``backend`` sees exactly one GPU (asked once, as the kernels are built: the
+    backend's ``device_count``; False for a backend without one). Then the current device is
+    always 0 and the dense case's keys need no ``getDevice`` call (a driver query per op); with
+    several, each call asks, as a thread may have switched devices."""
+    count = getattr(backend, "device_count", None)
+    try:
+        return count is not None and count() == 1
+    except Exception:  # noqa: BLE001 - a stand-in's or a failed query: ask per call
+        return False
 
 
 def _call_of(launch, nd, rdt, n_in, number, aligned=False):

@@ -1,4 +1,5 @@
-"""bfloat16 elementwise ops on cuda take one launch at every size (issue 32 item 2).
+"""Eager elementwise ops on cuda: bfloat16 ops take one launch at every size, and the dense case
+asks no device per call with one GPU (issue 32 item 2).
 
 CuPy has no bfloat16 arithmetic (its ufuncs compute and return float32 on bf16 arrays), so a
 bf16 op's reference kernel is several launches: the operands cast to float32, the float32
@@ -206,3 +207,26 @@ def test_on_a_gpu_bf16_ops_are_one_launch_with_the_reference_bits(monkeypatch, o
         ref(x._data, operand)
     assert r.dtype is tp.bfloat16 and want.dtype == BF16
     _same_bits(r._data, want, 1 if op in _TRANSCENDENTAL else 0)
+
+
+@pytest.mark.parametrize("gpus", [1, 2])
+def test_with_one_gpu_the_dense_case_asks_no_device_per_call(stubbed, monkeypatch, gpus):
+    """The dense case's key carries the current device: with one visible GPU that is 0 and no
+    ``getDevice`` is called per op (``eager._one_gpu``); with several it is asked per call (a
+    thread may have switched). Either way the call is one launch."""
+    asked = []
+    monkeypatch.setattr(cupy.cuda.runtime, "getDevice", lambda: asked.append(1) or 0)
+    be = CUDABackend()
+    be._count = gpus
+    kernel = be.kernels()["mul"]
+    a, b = cupy.ndarray((1000,), np.float32), cupy.ndarray((1000,), np.float32)
+    dense = kernel._tp_dense_ufunc
+    dense(a, b)                               # compiles (the stand-ins launch nothing)
+    launched = stubbed[1]
+    for call in (lambda: dense(a, b), lambda: dense(a, 2.0), lambda: be.kernels()["relu"].dense(a)):
+        call()                                # (a first call of its key compiles)
+        asked.clear()
+        before = len(launched)
+        call()
+        assert len(launched) == before + 1
+        assert len(asked) == (0 if gpus == 1 else 1)
