@@ -311,11 +311,20 @@ def _binary(op, k, backend, uf, swap, big):
     if swap:
         def kernel(a, b):
             if a.__class__ is nd:
+                d = a.dtype
+                if d is bf16 and dense is not None and a._c_contiguous:
+                    # bfloat16 (`1.0 - x`): the dense case's one launch at any size (large
+                    # arrays: its aligned launch), as the adapters take it for the unswapped
+                    # ops, where the reference takes several float32 launches
+                    bc = b.__class__
+                    if bc is float or bc is int or (
+                            bc is nd and b.dtype is d and a.shape == b.shape and
+                            b._c_contiguous):
+                        return dense(a, b)
                 if big and a.size >= THRESHOLD:
                     r = large(a, b)
                     if r is not None:
                         return r
-                d = a.dtype
                 if d.kind == "f":
                     bc = b.__class__
                     if bc is nd and b.dtype is d:
@@ -325,14 +334,6 @@ def _binary(op, k, backend, uf, swap, big):
                             return uf(b, a)
                         if rounds:                  # (else half_ref: the reference kernel)
                             return uf(round_arg(b, d), a)
-                elif d is bf16 and dense is not None and a._c_contiguous:
-                    # bfloat16 (`1.0 - x`): the dense case's one launch, as below for the
-                    # unswapped ops, where the reference takes several float32 launches
-                    bc = b.__class__
-                    if bc is float or bc is int or (
-                            bc is nd and b.dtype is d and a.shape == b.shape and
-                            b._c_contiguous):
-                        return dense(a, b)
                 else:
                     r = ints.get(d)
                     if r is not None:
