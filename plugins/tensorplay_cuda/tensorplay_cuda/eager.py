@@ -652,7 +652,8 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
     (the eager kernel's large-array path, which returns such an array too); None: the same path
     at every size. ``aligned``: that path's one-launch case (``_large``), whose launches kept for
     this call's key (dtype, device[, number class]) a large call takes here directly when its
-    element count and addresses fit that kernel (``n % 16 == 0``, 16-byte aligned): the operands
+    element count and addresses fit that kernel (``n % 16 == 0`` here; 16-byte aligned
+    addresses: the kept call's own test, None where they are not): the operands
     here are already of one shape and dtype, row-major and on the current device, so none of
     ``beyond``'s tests is needed (on an H200 host they cost ~3 µs of a 2^22-element op's ~14)."""
     nd = backend.np.ndarray
@@ -719,9 +720,9 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
                 if launch is None or launch is first or not n or n >= top:
                     if n >= top:
                         e = big.get(key)
-                        if e is not None and not (n & 15 or n >= big_top or a.data.ptr & 15 or
-                                                  b.data.ptr & 15):
-                            r = e[2](a, b, n)       # (None: an unaligned output, nothing run)
+                        if e is not None and not (n & 15 or n >= big_top):
+                            # (None: an address off 16-byte alignment, nothing run)
+                            r = e[2](a, b, n)
                             if r is not None:
                                 return r
                     elif launch is None and d is not bf16:
@@ -740,7 +741,7 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
                     bc is int and not -0x80000000 <= b <= 0x7FFFFFFF):
                 if n >= top:
                     e = big.get(key)
-                    if e is not None and not (n & 15 or n >= big_top or a.data.ptr & 15) and (
+                    if e is not None and not (n & 15 or n >= big_top) and (
                             bc is float or -0x80000000 <= b <= 0x7FFFFFFF):
                         r = e[2](a, b, n)
                         if r is not None:
@@ -758,7 +759,7 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
             if launch is None or launch is first or not n or n >= top:
                 if n >= top:
                     e = big.get(key)
-                    if e is not None and not (n & 15 or n >= big_top or a.data.ptr & 15):
+                    if e is not None and not (n & 15 or n >= big_top):
                         r = e[2](a, n)
                         if r is not None:
                             return r
@@ -789,13 +790,16 @@ def _call_of(launch, nd, rdt, n_in, number, aligned=False):
     built one (``triton_fusion._dense_call``: allocation, packing and the driver call in one
     generated function); else the same through ``launch(*addresses, n[, number])`` (a chain
     without it, the tests' stand-ins). ``aligned`` (``_large``'s launches): None, nothing
-    launched, when the fresh array is not 16-byte aligned."""
+    launched, when an operand's address or the fresh array's is not 16-byte aligned (the dense
+    case leaves the operands' test to the call, which reads their addresses anyway)."""
     call = getattr(launch, "call", None)
     if call is not None:
         return call
     new = new_array_for(nd)          # nd(shape, dtype) with less host time (fresh.py)
     if number:
         def call(a, c, n):
+            if aligned and a.data.ptr & 15:
+                return None
             r = new(a.shape, rdt)
             if aligned and r.data.ptr & 15:
                 return None
@@ -803,6 +807,8 @@ def _call_of(launch, nd, rdt, n_in, number, aligned=False):
             return r
     elif n_in == 2:
         def call(a, b, n):
+            if aligned and (a.data.ptr | b.data.ptr) & 15:
+                return None
             r = new(a.shape, rdt)
             if aligned and r.data.ptr & 15:
                 return None
@@ -810,6 +816,8 @@ def _call_of(launch, nd, rdt, n_in, number, aligned=False):
             return r
     else:
         def call(a, n):
+            if aligned and a.data.ptr & 15:
+                return None
             r = new(a.shape, rdt)
             if aligned and r.data.ptr & 15:
                 return None
