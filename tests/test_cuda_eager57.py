@@ -43,16 +43,6 @@ CASES = [("mul", "xy"), ("add", 1.0), ("relu", "x"), ("tanh", "x"), ("sub", "xy"
 SIZES = [1 << 10, (1 << 16) + 3, eager.THRESHOLD, eager.THRESHOLD + 16]
 
 
-def _bench_cuda_host():
-    import importlib.util
-    import pathlib
-    path = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "bench_cuda_host.py"
-    spec = importlib.util.spec_from_file_location("tensorplay_test_bench_cuda_host57", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def _needs_triton():
     pytest.importorskip("triton", reason="triton is not installed")
     pytest.importorskip("tensorplay_triton", reason="tensorplay-triton is not installed")
@@ -72,9 +62,12 @@ def stubbed():
 
     def launch_kernel(f, g0, g1, g2, b0, b1, b2, shared, stream, params, extra):
         launched.append((f, g0))
+    import pathlib
     mp = pytest.MonkeyPatch()
-    previous = _bench_cuda_host().launch_stand_ins(mp.setattr, launch_kernel,
-                                                   2 * (eager.THRESHOLD + 64))
+    mp.syspath_prepend(str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
+    import bench_cuda_host
+    previous = bench_cuda_host.launch_stand_ins(mp.setattr, launch_kernel,
+                                                2 * (eager.THRESHOLD + 64))
     try:
         be = CUDABackend()
         be._count = 1
