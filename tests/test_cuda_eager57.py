@@ -39,7 +39,8 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 # (op, operands: "xy" two tensors, a float, or "x" one tensor) -- the benchmark's four
 # (bench_cuda_eager.py: mul(x, y), add(x, 1.0), relu, tanh) and others of a training step
 CASES = [("mul", "xy"), ("add", 1.0), ("relu", "x"), ("tanh", "x"), ("sub", "xy"), ("rsub", 1.0),
-         ("mul", 0.5), ("div", "xy"), ("maximum", "xy"), ("neg", "x"), ("exp", "x")]
+         ("rsub", "xy"), ("mul", 0.5), ("div", "xy"), ("maximum", "xy"), ("neg", "x"),
+         ("exp", "x")]
 SIZES = [1 << 10, (1 << 16) + 3, eager.THRESHOLD, eager.THRESHOLD + 16]
 
 

@@ -400,8 +400,8 @@ def test_the_aligned_call_is_the_aligned_address_launch_in_one_function(monkeypa
     an int, and one array, it makes the same driver call as ``launch(*addresses, n[, number])``
     -- function, grid, threads, stream, every byte of the parameter block, the blocks' direction
     (``_next_flip``'s state) included -- into a fresh row-major array; an operand or an output
-    that is not 16-byte aligned launches nothing and gives None. No GPU: kernels compiled for an sm_90 target, the
-    driver call recorded (``bench_cuda_host.launch_stand_ins``)."""
+    that is not 16-byte aligned launches nothing and gives None. No GPU: kernels compiled for an
+    sm_90 target, the driver call recorded (``bench_cuda_host.launch_stand_ins``)."""
     import pathlib
     pytest.importorskip("triton", reason="triton is not installed")
     pytest.importorskip("tensorplay_triton", reason="tensorplay-triton is not installed")
