@@ -51,8 +51,13 @@ pool's ``malloc`` of the bytes alone and ``cupy.cuda.memory.alloc``; and the loo
 launch: ``get_current_stream(0).ptr`` and ``runtime.getDevice()``. What is left of an op's
 host time beside the allocation is the stubbed figures above.
 
-Usage: ``python benchmarks/bench_cuda_host.py [--rounds N] [--launch | --alloc]``. Prints one line of µs
-figures.
+``--launch --dtype bfloat16``: the same ops on bfloat16 arrays (the factories stay float32):
+every one of them is one launch too (the reference kernel's float32 launches never run).
+Session 57 added ``tp.tanh(x)`` and ``1.0 - x`` (``rsub``; small arrays in bfloat16 only) to
+the ops.
+
+Usage: ``python benchmarks/bench_cuda_host.py [--rounds N] [--launch [--dtype bfloat16] |
+--alloc]``. Prints one line of µs figures.
 ``TENSORPLAY_BENCH_CPU_TIME=1`` times with the process's CPU clock (a machine shared with other
 work then does not add the time spent waiting for a core; for comparisons, as ``_harness``).
 """
@@ -72,9 +77,11 @@ def main(argv=None) -> int:
                     help="the small dense ops' one-launch path instead (see the docstring)")
     ap.add_argument("--alloc", action="store_true",
                     help="on a GPU: the host cost of a result array's allocation (docstring)")
+    ap.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"),
+                    help="--launch: the ops' dtype (the factories stay float32)")
     args = ap.parse_args(argv)
     if args.launch:
-        return launch_path(args.rounds)
+        return launch_path(args.rounds, args.dtype)
     if args.alloc:
         return alloc_costs(args.rounds)
     import numpy as np
@@ -259,8 +266,9 @@ def launch_stand_ins(setattr, launch_kernel, nbytes):
     return previous
 
 
-def launch_path(rounds: int) -> int:
-    """``--launch``: the host cost of the small dense ops' one-launch path (module docstring)."""
+def launch_path(rounds: int, dtype: str = "float32") -> int:
+    """``--launch``: the host cost of the small dense ops' one-launch path (module docstring),
+    the ops on ``dtype`` arrays (``bfloat16``: ml_dtypes' dtype, as the cuda backend stores it)."""
     import numpy as np
     try:
         import cupy
@@ -284,10 +292,19 @@ def launch_path(rounds: int) -> int:
     from tensorplay import _backend
     be = _backend.get_backend("cuda")
     dev = tp.device("cuda", 0)
-    x = be.wrap(cupy.ndarray((n,), np.float32), dev)
-    y = be.wrap(cupy.ndarray((n,), np.float32), dev)
+    if dtype == "bfloat16":
+        import ml_dtypes
+        nat = np.dtype(ml_dtypes.bfloat16)
+        be.native_dtype(tp.bfloat16)             # bf16 in use: the kernels bf16-correct
+    else:
+        nat = np.dtype(np.float32)
+    x = be.wrap(cupy.ndarray((n,), nat), dev)
+    y = be.wrap(cupy.ndarray((n,), nat), dev)
     g = dict(tp=tp, x=x, y=y, launch=launch_kernel)
-    stmts = {"tp.mul(x, y)": "tp.mul(x, y)", "x + 1.0": "x + 1.0", "tp.relu(x)": "tp.relu(x)"}
+    stmts = {"tp.mul(x, y)": "tp.mul(x, y)", "x + 1.0": "x + 1.0", "tp.relu(x)": "tp.relu(x)",
+             "tp.tanh(x)": "tp.tanh(x)"}
+    if dtype == "bfloat16":          # (float32's small rsub is CuPy's ufunc: no stand-in here)
+        stmts["1.0 - x"] = "1.0 - x"
     for s in stmts.values():
         eval(s, g)                                      # compiles the op's kernel  # noqa: S307
         before = launched[0]
@@ -297,19 +314,18 @@ def launch_path(rounds: int) -> int:
     # over the same stubbed allocator, never touched)
     from tensorplay_cuda import eager
     big = eager.THRESHOLD
-    g.update(X=be.wrap(cupy.ndarray((big,), np.float32), dev),
-             Y=be.wrap(cupy.ndarray((big,), np.float32), dev))
+    g.update(X=be.wrap(cupy.ndarray((big,), nat), dev),
+             Y=be.wrap(cupy.ndarray((big,), nat), dev))
     e2 = f"2^{big.bit_length() - 1}"
     large = {f"tp.mul(X, Y) {e2}": "tp.mul(X, Y)", f"X + 1.0 {e2}": "X + 1.0",
-             f"tp.relu(X) {e2}": "tp.relu(X)"}
+             f"tp.relu(X) {e2}": "tp.relu(X)", f"1.0 - X {e2}": "1.0 - X"}
     for s in large.values():
         eval(s, g)                                      # compiles the aligned kernel  # noqa: S307
         before = launched[0]
         r = eval(s, g)                                  # noqa: S307
         assert launched[0] == before + 1 and r.shape == (big,), f"{s}: not one launch"
     stmts.update(large)
-    for op, key in (("mul", (np.dtype("float32"), 0)), ("add", (np.dtype("float32"), 0, float)),
-                    ("relu", (np.dtype("float32"), 0))):
+    for op, key in (("mul", (nat, 0)), ("add", (nat, 0, float)), ("relu", (nat, 0))):
         e = be.kernels()[op]._tp_dense_ufunc.launches.get(key)
         assert isinstance(getattr(e, "direct", None), _cupylaunch.Direct), f"{op}: {e!r}"
     # the factories, their allocation made for real (CuPy's ndarray over the stubbed allocator:

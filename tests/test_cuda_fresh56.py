@@ -176,11 +176,17 @@ def test_the_allocation_sites_use_the_route(host_allocator, monkeypatch):
     assert B._new_array.__code__ is code
     a = B._new_array([2, 3], np.dtype(np.float32))
     _same(a, cupy.ndarray((2, 3), np.float32))
-    assert F._CUPY is cupy and F._NEW_ARRAY.__code__ is code
-    monkeypatch.setattr(F, "_NEW_ARRAY", lambda *a: made.append(a) or cupy.ndarray(*a))
+    # filled: the two steps inline (fill.bind took them from the route)
+    assert F._CUPY is cupy and (F._NEW, F._INIT) == (new, init) and F._ND is cupy.ndarray
+    monkeypatch.setattr(F, "_INIT", counting_init)
     r = F.filled(cupy, (0, 4), 1.5, np.dtype(np.float16))
     _same(r, cupy.ndarray((0, 4), np.float16))
-    assert made == [((0, 4), np.dtype(np.float16))]
+    # (the type, as dtype_arg gives it; a first use of float16 in the process adds its one
+    # probe, a 0-element array, before it)
+    assert made[-1] == ((0, 4), np.float16, None, None, None)
+    assert all(m == (0, np.float16, None, None, None) for m in made[:-1]), made
+    monkeypatch.setattr(F, "_INIT", init)
+    made.clear()
     # another module given to filled keeps its own constructor
     other = types.SimpleNamespace(ndarray=lambda shape, dt: made.append("other") or
                                   cupy.ndarray(shape, dt))
@@ -199,10 +205,10 @@ def test_the_allocation_sites_use_the_route(host_allocator, monkeypatch):
 
 
 def test_fill_binds_nothing_for_an_unchecked_release(monkeypatch):
-    monkeypatch.setattr(F, "_CUPY", None)
-    monkeypatch.setattr(F, "_NEW_ARRAY", None)
+    for name in ("_CUPY", "_ND", "_NEW", "_INIT"):
+        monkeypatch.setattr(F, name, None)
     F.bind(types.SimpleNamespace(__version__="99.0", ndarray=cupy.ndarray))
-    assert F._CUPY is None and F._NEW_ARRAY is None
+    assert F._CUPY is None and F._NEW is None and F._INIT is None
 
 
 # -- on a GPU ---------------------------------------------------------------------------------------
@@ -313,14 +319,20 @@ def test_the_fill_launch_keeps_its_grid_pattern_and_stream(host_allocator, monke
     monkeypatch.setattr(F, "_launch", [lambda *a: launches.append(a)])
     monkeypatch.setattr(F, "_functions", {0: (None, 0x1000)})
     monkeypatch.setattr(cupy.cuda, "get_current_stream", current_stream)
-    monkeypatch.setattr(F._PARAMS, "ready", {0})   # (this thread's: restored after)
+    # (this thread's devices launched on, in its parameter block: restored after)
+    monkeypatch.setattr(F._PARAMS, "block", F._PARAMS.block[:3] + ({0},))
     cases = [((1,), 2.5, np.float32), ((1023,), 2.5, np.float32), ((1024,), -0.0, np.float32),
              ((1025,), 7, np.int64), ((3, 5), True, np.bool_), ((1 << 24,), 1.0, np.float16),
              ((1 << 22,), -3, np.int8), ((0, 4), 1.0, np.float32)]
     for shape, value, dt in cases:
-        for memo in (False, True):        # the value's pattern made, then read from the memo
+        # the value's pattern made, then read from the memo, then from the last fill's (the
+        # same value object and dtype)
+        for memo in (False, True, "last"):
             if not memo:
                 F._patterns.clear()
+                F._LAST = (None, None, 0, 0)
+            elif memo is True:
+                F._LAST = (None, None, 0, 0)
             launches.clear()
             streams.clear()
             d = np.dtype(dt)
@@ -338,6 +350,34 @@ def test_the_fill_launch_keeps_its_grid_pattern_and_stream(host_allocator, monke
             assert streams == [0]
             raw = F._PARAMS.block[0].raw
             assert struct.unpack_from("=QQQq", raw) == (a.data.ptr, lo, hi, nbytes)
+
+
+def test_the_last_fills_pattern_serves_only_the_same_value_object_and_dtype(host_allocator,
+                                                                           monkeypatch):
+    """``fill._LAST`` (the last non-zero fill's pattern, found by identity): the same value object
+    on another dtype, an equal value of another class (``2`` after ``2.0``) or sign (``-0.0``
+    after ``0.0`` is a memset: never there) each get their own bytes; the same object and dtype
+    reuses them."""
+    import struct
+    launches = []
+    monkeypatch.setattr(F, "_launch", [lambda *a: launches.append(a)])
+    monkeypatch.setattr(F, "_functions", {0: (None, 0x1000)})
+    monkeypatch.setattr(cupy.cuda, "get_current_stream", lambda device_id=-1: cupy.cuda.Stream.null)
+    monkeypatch.setattr(F._PARAMS, "block", F._PARAMS.block[:3] + ({0},))
+    monkeypatch.setattr(F, "_LAST", (None, None, 0, 0))
+    v = 2.5
+    big = 1 << 40
+    for value, dt in ((v, np.float32), (v, np.float32), (v, np.float16), (v, np.float64),
+                      (2.0, np.float32), (2, np.float32), (2, np.int64), (-0.0, np.float32),
+                      (-0.0, np.float32), (big, np.int64), (big + 1, np.int64), (True, np.int8)):
+        d = np.dtype(dt)
+        a = F.filled(cupy, (8,), value, d)
+        want = np.array(value, d).tobytes() * (16 // d.itemsize)
+        lo, hi = int.from_bytes(want[:8], "little"), int.from_bytes(want[8:], "little")
+        assert struct.unpack_from("=QQQq", F._PARAMS.block[0].raw) == (
+            a.data.ptr, lo, hi, a.nbytes), (value, dt)
+        assert F._LAST[:2] == (d, value) and F._LAST[1] is value
+    assert len(launches) == 12
 
 
 # -- the large arrays' aligned launch as one generated call ------------------------------------------
@@ -359,9 +399,9 @@ def test_the_aligned_call_is_the_aligned_address_launch_in_one_function(monkeypa
     ``launch.call`` too (``triton_fusion._dense_call``): for two arrays, an array and a float or
     an int, and one array, it makes the same driver call as ``launch(*addresses, n[, number])``
     -- function, grid, threads, stream, every byte of the parameter block, the blocks' direction
-    (``_next_flip``) included -- into a fresh row-major array; an output that is not 16-byte
-    aligned launches nothing and gives None. No GPU: kernels compiled for an sm_90 target, the
-    driver call recorded (``bench_cuda_host.launch_stand_ins``)."""
+    (``_next_flip``'s state) included -- into a fresh row-major array; an operand or an output
+    that is not 16-byte aligned launches nothing and gives None. No GPU: kernels compiled for an
+    sm_90 target, the driver call recorded (``bench_cuda_host.launch_stand_ins``)."""
     import pathlib
     pytest.importorskip("triton", reason="triton is not installed")
     pytest.importorskip("tensorplay_triton", reason="tensorplay-triton is not installed")
@@ -387,7 +427,7 @@ def test_the_aligned_call_is_the_aligned_address_launch_in_one_function(monkeypa
             with _skip_without_ptxas():
                 out, launch = ch.dense_launcher([a, b][:n_in], list(values), aligned=True)
             call = launch.call
-            assert call is not None and "FLIP(g)" in call.source, (op, number)
+            assert call is not None and "FLIPS[0]" in call.source, (op, number)
             block = call.__globals__["BLOCK_OF_THREAD"]       # (what call and go pack into)
             for flip in (0, 1):          # both directions: the call and launch see the same one
                 calls.clear()
@@ -417,5 +457,12 @@ def test_the_aligned_call_is_the_aligned_address_launch_in_one_function(monkeypa
             calls.clear()
             args = (a, values[0], n) if values else (a, b, n) if n_in == 2 else (a, n)
             assert off(*args) is None and calls == []
+            # an operand off 16-byte alignment (a view 8 bytes in): nothing allocated or
+            # launched, None (the dense case leaves this test to the call)
+            m = cupy.ndarray(n + 4, d)
+            skew = cupy.ndarray((n,), d, memptr=m.data + 8)
+            for bad in ([(skew, values[0], n)] if values else
+                        [(skew, b, n), (a, skew, n)] if n_in == 2 else [(skew, n)]):
+                assert call(*bad) is None and calls == [], (op, number)
     finally:
         cupy.cuda.set_allocator(previous)

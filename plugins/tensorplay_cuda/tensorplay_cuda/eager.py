@@ -49,6 +49,11 @@ _BOOL_RESULT = frozenset(n for n in BINARY if OPS[n].family == "cmp")
 # binary ops whose result, on floating operands of one dtype (or one and a Python number), has
 # that dtype and the operands' broadcast shape: the adapters' inline ufunc case (_binary)
 _SAME_DTYPE = frozenset(n for n in BINARY if not OPS[n].swap and OPS[n].family == "arith")
+# swapped ops whose generated kernel computes what the reference kernel does, bit for bit, on
+# bfloat16 (one float32 subtraction, rounded once): their one-launch dense case for bf16 (the
+# kernel's own, the adapters have no inline case for swapped ops) and their large arrays'
+# aligned launch. Not rdiv: the reference computes torch's ``s / t`` as ``t.reciprocal() * s``
+_SWAP_LAUNCH = frozenset({"rsub"})
 # op -> (CuPy ufunc name, operands swapped)
 _UFUNC = {n: (OPS[n].ufunc, OPS[n].swap) for n in CUDA_EAGER if OPS[n].ufunc is not None}
 
@@ -279,7 +284,8 @@ def _binary(op, k, backend, uf, swap, big):
 
     # (a driver launch: CuPy only)
     launch_large = (_large(op, 2, backend) if big and _DENSE[0] and backend.np.__name__ == "cupy"
-                    and not swap and op in _SAME_DTYPE else None)
+                    and (not swap and op in _SAME_DTYPE or op in _SWAP_LAUNCH) else None)
+    # (a swapped op's dense case is for bfloat16 only, called below: its `uf` never runs there)
     dense = (_dense(op, 2, backend, uf, k, beyond, half_ref, launch_large)
              if launch_large is not None else None)
     if dense is None and big and _DENSE[0] and backend.np.__name__ == "cupy" and not swap and \
@@ -305,11 +311,20 @@ def _binary(op, k, backend, uf, swap, big):
     if swap:
         def kernel(a, b):
             if a.__class__ is nd:
+                d = a.dtype
+                if d is bf16 and dense is not None and a._c_contiguous:
+                    # bfloat16 (`1.0 - x`): the dense case's one launch at any size (large
+                    # arrays: its aligned launch), as the adapters take it for the unswapped
+                    # ops, where the reference takes several float32 launches
+                    bc = b.__class__
+                    if bc is float or bc is int or (
+                            bc is nd and b.dtype is d and a.shape == b.shape and
+                            b._c_contiguous):
+                        return dense(a, b)
                 if big and a.size >= THRESHOLD:
                     r = large(a, b)
                     if r is not None:
                         return r
-                d = a.dtype
                 if d.kind == "f":
                     bc = b.__class__
                     if bc is nd and b.dtype is d:
@@ -390,6 +405,7 @@ def _binary(op, k, backend, uf, swap, big):
             kernel._tp_dense_ufunc = dense
             kernel._tp_dense_dtypes = _dense_dtypes(bf16)
     kernel.launch_large = launch_large          # (its launches, for the GPU tests)
+    kernel.dense = dense                        # (the same: the dense case's launches)
     return kernel
 
 
@@ -529,6 +545,7 @@ def _unary(op, k, backend, uf, big):
             kernel._tp_dense_ufunc = dense
             kernel._tp_dense_dtypes = _dense_dtypes(bf16)
     kernel.launch_large = launch_large          # (its launches, for the GPU tests)
+    kernel.dense = dense                        # (the same: the dense case's launches)
     return kernel
 
 
@@ -588,14 +605,25 @@ def _scalar_rounding(op, backend):
     and ``round_arg(value, native dtype)`` doing it."""
     tp_of = {}      # native dtype -> tensorplay dtype: NumPy's ``dtype.name`` is a Python
     # property (about 1 µs of a 2^22-element bfloat16 ``add``'s host time on an H200 host)
+    # the last call's (native dtype, value, result): a loop passes the same number object (a
+    # literal) on every call, found by two identity tests instead of the look-ups and the
+    # ``round_scalar`` frame (0.2-0.3 µs of a bfloat16 ``x + 1.0`` on a CPU host). The same object
+    # is the same value (no 0.0/-0.0 or 1/1.0 confusion); one tuple swapped in, so a racing
+    # thread reads a whole entry
+    last = (None, None, None)
 
     def round_arg(v, d):
+        nonlocal last
+        m = last
+        if m[1] is v and m[0] is d:
+            return m[2]
         t = tp_of.get(d)
         if t is None:
             t = tp_of[d] = _dtype.from_name(d.name)
         r = _dtype.round_scalar(v, t)
         if v.__class__ is int:     # an int keeps its kernel argument type (its value rounded)
-            return int(r) if math.isfinite(r) else v
+            r = int(r) if math.isfinite(r) else v
+        last = (d, v, r)
         return r
     return op in _dtype.SCALAR_ROUNDED, round_arg
 
@@ -624,11 +652,14 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
     (the eager kernel's large-array path, which returns such an array too); None: the same path
     at every size. ``aligned``: that path's one-launch case (``_large``), whose launches kept for
     this call's key (dtype, device[, number class]) a large call takes here directly when its
-    element count and addresses fit that kernel (``n % 16 == 0``, 16-byte aligned): the operands
+    element count and addresses fit that kernel (``n % 16 == 0`` here; 16-byte aligned
+    addresses: the kept call's own test, None where they are not): the operands
     here are already of one shape and dtype, row-major and on the current device, so none of
     ``beyond``'s tests is needed (on an H200 host they cost ~3 µs of a 2^22-element op's ~14)."""
     nd = backend.np.ndarray
     getdev = backend.np.cuda.runtime.getDevice
+    # one visible GPU: the current device is 0, no getDevice call per op (_one_gpu)
+    one = _one_gpu(backend)
     bf16 = _bf16_of(backend) if ref is not None else None
     f16 = backend.np.dtype("float16")
     rounds, round_arg = _scalar_rounding(op, backend)
@@ -684,14 +715,14 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
             d = a.dtype
             n = a.size
             if b.__class__ is nd:
-                key = (d, getdev())
+                key = (d, 0 if one else getdev())
                 launch = launches.get(key, first)
                 if launch is None or launch is first or not n or n >= top:
                     if n >= top:
                         e = big.get(key)
-                        if e is not None and not (n & 15 or n >= big_top or a.data.ptr & 15 or
-                                                  b.data.ptr & 15):
-                            r = e[2](a, b, n)       # (None: an unaligned output, nothing run)
+                        if e is not None and not (n & 15 or n >= big_top):
+                            # (None: an address off 16-byte alignment, nothing run)
+                            r = e[2](a, b, n)
                             if r is not None:
                                 return r
                     elif launch is None and d is not bf16:
@@ -704,13 +735,13 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
             bc = b.__class__
             if rounds and (d is bf16 or d is f16) and (bc is float or bc is int):
                 b = round_arg(b, d)
-            key = (d, getdev(), bc)
+            key = (d, 0 if one else getdev(), bc)
             launch = launches.get(key, first)
             if launch is None or launch is first or not n or n >= top or (
                     bc is int and not -0x80000000 <= b <= 0x7FFFFFFF):
                 if n >= top:
                     e = big.get(key)
-                    if e is not None and not (n & 15 or n >= big_top or a.data.ptr & 15) and (
+                    if e is not None and not (n & 15 or n >= big_top) and (
                             bc is float or -0x80000000 <= b <= 0x7FFFFFFF):
                         r = e[2](a, b, n)
                         if r is not None:
@@ -723,12 +754,12 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
         def dense(a):
             d = a.dtype
             n = a.size
-            key = (d, getdev())
+            key = (d, 0 if one else getdev())
             launch = launches.get(key, first)
             if launch is None or launch is first or not n or n >= top:
                 if n >= top:
                     e = big.get(key)
-                    if e is not None and not (n & 15 or n >= big_top or a.data.ptr & 15):
+                    if e is not None and not (n & 15 or n >= big_top):
                         r = e[2](a, n)
                         if r is not None:
                             return r
@@ -740,6 +771,18 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
     return dense
 
 
+def _one_gpu(backend) -> bool:
+    """Whether ``backend`` sees exactly one GPU (asked once, as the kernels are built: the
+    backend's ``device_count``; False for a backend without one). Then the current device is
+    always 0 and the dense case's keys need no ``getDevice`` call (a driver query per op); with
+    several, each call asks, as a thread may have switched devices."""
+    count = getattr(backend, "device_count", None)
+    try:
+        return count is not None and count() == 1
+    except Exception:  # noqa: BLE001 - a stand-in's or a failed query: ask per call
+        return False
+
+
 def _call_of(launch, nd, rdt, n_in, number, aligned=False):
     """How ``_dense`` and ``_cast`` run a kept launch: ``call(a, b, n)`` (two arrays),
     ``call(a, c, n)`` (an array and a number) or ``call(a, n)`` (one array) -> a fresh ``nd``
@@ -747,13 +790,16 @@ def _call_of(launch, nd, rdt, n_in, number, aligned=False):
     built one (``triton_fusion._dense_call``: allocation, packing and the driver call in one
     generated function); else the same through ``launch(*addresses, n[, number])`` (a chain
     without it, the tests' stand-ins). ``aligned`` (``_large``'s launches): None, nothing
-    launched, when the fresh array is not 16-byte aligned."""
+    launched, when an operand's address or the fresh array's is not 16-byte aligned (the dense
+    case leaves the operands' test to the call, which reads their addresses anyway)."""
     call = getattr(launch, "call", None)
     if call is not None:
         return call
     new = new_array_for(nd)          # nd(shape, dtype) with less host time (fresh.py)
     if number:
         def call(a, c, n):
+            if aligned and a.data.ptr & 15:
+                return None
             r = new(a.shape, rdt)
             if aligned and r.data.ptr & 15:
                 return None
@@ -761,6 +807,8 @@ def _call_of(launch, nd, rdt, n_in, number, aligned=False):
             return r
     elif n_in == 2:
         def call(a, b, n):
+            if aligned and (a.data.ptr | b.data.ptr) & 15:
+                return None
             r = new(a.shape, rdt)
             if aligned and r.data.ptr & 15:
                 return None
@@ -768,6 +816,8 @@ def _call_of(launch, nd, rdt, n_in, number, aligned=False):
             return r
     else:
         def call(a, n):
+            if aligned and a.data.ptr & 15:
+                return None
             r = new(a.shape, rdt)
             if aligned and r.data.ptr & 15:
                 return None
