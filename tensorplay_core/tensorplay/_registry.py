@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Generic, NamedTuple, ParamSpec, TypeVar, overload
 
 from . import _devices
-from .errors import DispatchError, NonFunctionalFormulaError
+from .errors import DispatchError, NoKernelError, NonFunctionalFormulaError
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -754,7 +754,7 @@ class CustomOpDef(_CallBase, Generic[_P, _R]):
         with _lock:
             registered = sorted(k for k, v in self._kernels.items() if v)
         if key == DEFAULT:
-            raise DispatchError(
+            raise NoKernelError(
                 f"{self._api()}: no device-agnostic kernel registered, and a call without tensor "
                 f"arguments or a 'device' parameter cannot pick a device (registered: "
                 f"{', '.join(registered) or 'none'}). Register one with "
@@ -763,7 +763,7 @@ class CustomOpDef(_CallBase, Generic[_P, _R]):
         hint = _devices.device_hint(key)
         disabled = " (a kernel is registered but disabled by set_kernel_enabled)" \
             if self._kernels.get(key) and self._disabled.get(key) else ""
-        raise DispatchError(
+        raise NoKernelError(
             f"{self._api()}: no kernel for device '{key}'{disabled} (registered: "
             f"{', '.join(registered) or 'none'}). {hint}Register one with "
             f"{self._opname}.register_kernel({key!r}) or tensorplay.library.impl("

@@ -11,7 +11,9 @@
     │   ├── NonFunctionalFormulaError  register_autograd on an op that mutates its inputs
     │   │                          (also a ValueError, the type earlier releases raised)
     │   ├── DispatchError          no kernel for a device, mixed devices, data-dependent Python
-    │   │                          while tensorplay.compile captures, ...
+    │   │   │                      while tensorplay.compile captures, ...
+    │   │   └── NoKernelError      no kernel registered for the call's device (also a
+    │   │                          NotImplementedError, the type torch raises)
     │   ├── OpCheckError           opcheck found failures (carries ``.failures``)
     │   ├── PluginError            a plugin failed to load / conflicts (carries the record)
     │   ├── DeviceUnavailableError a device's plugin is installed but the device cannot be used
@@ -44,6 +46,13 @@ class NonFunctionalFormulaError(RuntimeError, ValueError):
 
 class DispatchError(RuntimeError):
     """A call could not be routed to a kernel (no kernel for the device, mixed devices, ...)."""
+
+
+class NoKernelError(DispatchError, NotImplementedError):
+    """An op has no kernel (enabled) for the device a call dispatched to. Also a
+    ``NotImplementedError``, the type torch's dispatcher raises for "Could not run 'ns::op' with
+    arguments from the 'CPU' backend", so ``except NotImplementedError`` code ported from torch
+    catches it."""
 
 
 class OpCheckError(RuntimeError):
