@@ -165,12 +165,10 @@ def _div_bw(ctx, g):
     ga = _red(O.div(g, b), a)
     gb = None
     if isinstance(b, _TENSORISH):
-        if g.raw_dtype in _LOWP:
-            # torch's order (div_tensor_other_backward), each step rounded as its ops do:
-            # -grad * ((self / other) / other)
-            gb = _red(O.mul(O.neg(g), O.div(O.div(a, b), b)), b)
-        else:
-            gb = _red(O.neg(O.div(O.mul(g, a), O.mul(b, b))), b)
+        # torch's order (div_tensor_other_backward), each step rounded as its ops do:
+        # -grad * ((self / other) / other). (-(grad * self) / (other * other) overflowed or
+        # underflowed where torch's does not: other = 1e-30 in float32 squares to 0)
+        gb = _red(O.mul(O.neg(g), O.div(O.div(a, b), b)), b)
     return ga, gb
 
 
