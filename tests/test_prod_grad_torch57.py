@@ -163,3 +163,11 @@ def test_div_gradient_of_the_divisor_in_torchs_order():
         y = tp.tensor([b], dtype=getattr(tp, dt), requires_grad=True)
         (x / y).sum().backward()
         assert y.grad.item() == want
+
+
+def test_div_in_place_divisor_gradient_in_torchs_order():
+    # div_'s formula, the same order (it matched out-of-place div's old -(g*a)/(b*b))
+    x = tp.tensor([1e-30, 0.0, 1e20])
+    y = tp.tensor([1e-30, 1e-30, 1e20], requires_grad=True)
+    (x * 1).div_(y).sum().backward()
+    assert y.grad.tolist() == [-1.0000000150474662e+30, -0.0, -9.999999682655225e-21]
