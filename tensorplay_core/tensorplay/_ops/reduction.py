@@ -181,7 +181,9 @@ def _prod_others(x, dims):
     if n == 0:
         return x
     xf = O.reshape(xp, kept + [n])
-    r = O.mul(_exclusive_cumprod(xf), _exclusive_cumprod(xf.flip([-1])).flip([-1]))
+    # both directions in one scan: the slices and their reverses stacked on a new first dim
+    e = _exclusive_cumprod(O.stack([xf, xf.flip([-1])], 0))
+    r = O.mul(O.select(e, 0, 0), O.select(e, 0, 1).flip([-1]))
     inv = [0] * nd
     for i, d in enumerate(perm):
         inv[d] = i
