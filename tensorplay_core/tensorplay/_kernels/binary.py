@@ -220,7 +220,7 @@ def _compare(c):
                 # maximum/minimum give their second operand on a tie (relu's rule,
                 # _kernels/elementwise), its float16 ones their first: the array goes there
                 b = xp.asarray(b, dtype=a.dtype)
-                return f(a, b) if a.dtype == F16 else f(b, a)
+                return f(a, b) if a.dtype is F16 else f(b, a)
             return f(a, b)
         k.__name__ = k.__qualname__ = name
         return k
