@@ -37,8 +37,11 @@ def _rng():
     return np.random.default_rng(1234)
 
 
+NO_DERIVATIVE = builtin_samples.NO_DERIVATIVE
+
+
 def _differentiable():
-    return sorted(n for n, op in BUILTINS.items() if op.has_autograd)
+    return sorted(n for n, op in BUILTINS.items() if op.has_autograd and n not in NO_DERIVATIVE)
 
 
 def test_tables_cover_every_builtin():
@@ -47,8 +50,10 @@ def test_tables_cover_every_builtin():
     stale = sorted(set(SAMPLES) - set(BUILTINS))
     assert not stale, f"SAMPLES names ops that do not exist: {stale}"
     diff = set(_differentiable())
-    assert diff | NOT_DIFFERENTIABLE == set(BUILTINS)
+    assert diff | NOT_DIFFERENTIABLE | NO_DERIVATIVE == set(BUILTINS)
     assert not diff & NOT_DIFFERENTIABLE, "an op listed as non-differentiable has a formula"
+    assert all(BUILTINS[n].has_autograd for n in NO_DERIVATIVE), "a NO_DERIVATIVE op needs " \
+        "the formula that raises (its output requires grad, as torch's)"
     no_grad_sample = [n for n in diff if not any(s.grad for s in _samples(n))]
     assert not no_grad_sample, f"differentiable ops without a gradcheck sample: {no_grad_sample}"
 
@@ -369,3 +374,17 @@ def test_errors_name_the_op_and_argument():
         O.add(x, "nope")
     with pytest.raises(IndexError, match="Dimension out of range"):
         x.sum(5)
+
+
+@pytest.mark.parametrize("name", sorted(NO_DERIVATIVE))
+def test_no_derivative_ops_raise_torchs_error_in_backward(name):
+    op = BUILTINS[name]
+    for s in _samples(name):
+        leaves, rebuild = _leaves_and_rebuild(s.args, s.kwargs)
+        if not leaves:
+            continue
+        args, kwargs = rebuild(leaves)
+        out = op(*args, **kwargs)
+        assert out.requires_grad
+        with pytest.raises(RuntimeError, match=f"derivative for aten::{name} is not implemented"):
+            tp.autograd.grad(out.sum(), leaves)

@@ -77,6 +77,7 @@ _READS_BACK = {
     "index": "index bounds", "index_put_": "index bounds", "index_add": "index bounds",
     "scatter_add": "index bounds", "scatter_reduce": "index bounds",
     "floor_divide": "integer division by zero", "remainder": "integer division by zero",
+    "_div_floor": "integer division by zero",
     "fmod": "integer division by zero", "searchsorted": "the sorter's bounds",
     "to_device": "a copy to the host (a sample moves the tensor to cpu)",
 }

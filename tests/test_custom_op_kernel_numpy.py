@@ -184,16 +184,19 @@ class TestKernelViaNumpy:
 
     def test_generic_entry_path(self):
         # a keyword-only argument named by a Python keyword: the op's autograd entry is the
-        # generic one, not the generated one; same rule there
+        # generic one, not the generated one. A Library.define op has torch's autograd fallback
+        # there too (session 57): its kernel runs with grad mode on, so .numpy() of an input
+        # that requires grad raises at the call; a detached read is the kernel's own business
+        # (torch: the composite's gradient, the NumPy part left out)
         with lib.Library("knp56g", "DEF") as L:
             L.define("op(Tensor x, *, float lambda=1.0) -> Tensor")
 
             def kernel(x, **kw):
-                return x * tp.from_numpy(np.cos(x.detach().numpy())) * kw.get("lambda", 1.0)
+                return x * tp.from_numpy(np.cos(x.numpy())) * kw.get("lambda", 1.0)
             L.impl("op", kernel, "CompositeImplicitAutograd")
             x = _x(0.5, 1.0)
-            y = tp.ops.knp56g.op(x, **{"lambda": 2.0})
+            with pytest.raises(RuntimeError, match="Can't call numpy"):
+                tp.ops.knp56g.op(x, **{"lambda": 2.0})
+            with tp.no_grad():
+                y = tp.ops.knp56g.op(x, **{"lambda": 2.0})
             assert y.tolist() == pytest.approx([2 * v * math.cos(v) for v in (0.5, 1.0)])
-            with pytest.raises(RuntimeError, match="Trying to backward through knp56g::op but "
-                                                   "no autograd formula was registered"):
-                y.sum().backward()

@@ -478,9 +478,12 @@ def define(qualname: str, schema: str | None = None, *, lib: Library | None = No
     (``tensorplay.ops.ns.op.overload``; registrations name it ``"ns::op.overload"``), as torch
     does; ``"ns::op"`` is the default overload, and ``overload`` may not be ``default`` or one of
     the packet's own attributes (``overloads``, ``name``). Written
-    arguments (``Tensor(a!)``) become ``op.mutates_args`` and follow ``custom_op``'s rule for
-    written arguments under autograd (torch's ``Library.define`` ops with a device kernel neither
-    bump the version nor check; ours do, as ``custom_op``'s). The op has no kernel yet: attach them
+    arguments (``Tensor(a!)``) become ``op.mutates_args``; each call bumps their version once
+    (torch's ``Library.define`` ops with a device kernel do not). Without ``register_autograd``
+    the kernel runs as torch's autograd fallback runs it: with grad mode on, so inside it
+    ``x.numpy()`` of a tensor that requires grad raises ``RuntimeError`` at the call, and an
+    in-place tensorplay op on a written leaf that requires grad raises torch's leaf error
+    (``custom_op`` kernels run opaque instead: see ``custom_op``). The op has no kernel yet: attach them
     with ``impl``, ``register_kernel`` or ``Library(ns, "IMPL").impl``; a call before that raises
     ``DispatchError`` listing what is registered. With ``lib``, closing that library removes the op.
 
@@ -781,12 +784,13 @@ class Library:
 
     def define(self, schema: str, alias_analysis: str = "", *, tags: Any = ()) -> str:
         """Define ``<ns>::<name>`` from ``"name(Tensor x) -> Tensor"`` (a name already carrying
-        this namespace is accepted) and return the qualified name, as torch does.
+        this namespace is accepted) and return the operator's name as the schema writes it,
+        without an overload, as torch does: ``"name"`` (``"ns::name"`` when written so).
         ``"name.overload(Tensor x, *, Tensor(a!) out) -> Tensor(a!)"`` defines the overload
-        ``<ns>::<name>.overload`` and returns that name (see ``define``).
+        ``<ns>::<name>.overload`` and returns ``"name"`` (see ``define``).
         ``alias_analysis`` is accepted for torch compatibility and ignored (aliasing comes from
-        the schema's annotations); ``tags`` are kept on the op. Written arguments
-        (``Tensor(a!)``) follow ``custom_op``'s rule under autograd.
+        the schema's annotations); ``tags`` are kept on the op. Under autograd the op follows
+        ``define``'s rule (torch's autograd fallback: the kernel runs with grad mode on).
 
         Raises ``ValueError`` on an IMPL library, for another namespace, or a malformed schema
         (``SchemaError``); ``RuntimeError`` when the library is closed. See ``define``.
@@ -797,8 +801,9 @@ class Library:
             raise TypeError(f"{api}: schema must be a str such as 'op(Tensor x) -> Tensor'")
         head = schema.split("(")[0]
         text = schema if "::" in head else f"{self.ns}::{schema.lstrip()}"
-        op = define(text, lib=self, tags=tags)
-        return op.name
+        define(text, lib=self, tags=tags)
+        # torch returns the parsed schema's operator name: as written, overload dropped
+        return head.strip().partition(".")[0]
 
     def impl(self, op_name: str | CustomOpDef[..., Any], fn: Callable[..., Any],
              dispatch_key: str = "", *, with_keyset: bool = False) -> None:

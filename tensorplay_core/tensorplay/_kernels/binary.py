@@ -209,11 +209,18 @@ def _power(c):
 def _compare(c):
     xp, prep = c.xp, c.prep
 
+    F16 = c.F16
+
     def extremum(f, name):
         def k(a, b):
             a, b = prep(a, b)
             if isinstance(b, (int, float)):
+                # a number bound (clamp's): torch returns the input on a tie of zeros
+                # (clamp(-0.0, min=0.0) is -0.0, at every size). NumPy's float32/float64
+                # maximum/minimum give their second operand on a tie (relu's rule,
+                # _kernels/elementwise), its float16 ones their first: the array goes there
                 b = xp.asarray(b, dtype=a.dtype)
+                return f(a, b) if a.dtype is F16 else f(b, a)
             return f(a, b)
         k.__name__ = k.__qualname__ = name
         return k
@@ -311,10 +318,16 @@ def _math2(c):
         return xp.where(a == b, b, f_nextafter(a, b))
 
     def nan_ignoring(f, name):
-        # C's fmax/fmin (torch.fmax): a NaN loses to a number; any dtype (bool included)
+        # C's fmax/fmin (torch.fmax): a NaN loses to a number; any dtype (bool included). On a
+        # tie of zeros torch returns the input (float32/float64/float16, every size); NumPy's
+        # fmax/fmin return either zero depending on the loop (size, a NaN elsewhere), so the
+        # tie is settled here
         def k(a, b):
             a, b = prep(a, b, False)
-            return f(a, b)
+            r = f(a, b)
+            if r.dtype.kind == "f":
+                r = xp.where(a == b, a, r)
+            return r
         k.__name__ = k.__qualname__ = name
         return k
 

@@ -129,6 +129,10 @@ def wrap_kernels(kernels: dict, backend) -> dict:
         recip = name == "rdiv"
         rounds = name in OPERANDS_ROUNDED
         steps = name in STEPPED
+        # torch's bf16 fmax/fmin return ``other`` on a tie of zeros (its float32 ones, the
+        # kernel's, ``input``): the operands are handed over swapped (the ops are symmetric
+        # but for that tie; a NaN loses either way)
+        swap = name in ("fmax", "fmin")
 
         def kernel(*args, **kw):
             bf = False
@@ -164,6 +168,8 @@ def wrap_kernels(kernels: dict, backend) -> dict:
                 if r is None:
                     r = k(a, b)
             else:
+                if swap and len(args) == 2:
+                    args = args[::-1]
                 r = k(*[a.astype(F32) if getattr(a, "dtype", None) == BF else a for a in args],
                       **kw)
             if back:

@@ -573,7 +573,8 @@ def bind(c) -> dict:
             refl = (r if n % 2 == 0 else -r) - _PI ** (n + 1) * _horner(None, c, _cot_poly(n))
             # a non-positive integer: the pole of a term, as torch (sign_fact * inf)
             r = xp.where(neg, xp.where(pole, full(x, sign_fact * inf), refl), r)
-        return xp.where(finite, r, xp.where(x > 0, xp.zeros_like(x), full(x, sign_fact * inf)))
+        # +inf: NaN, as torch's (its zeta(n + 1, inf) for n >= 2; trigamma's limit 0 is n = 1's)
+        return xp.where(finite, r, xp.where(x > 0, full(x, nan), full(x, sign_fact * inf)))
 
     def polygamma64(x, n):
         if n < 0:
@@ -604,7 +605,7 @@ def bind(c) -> dict:
                 any_far = some(far)
                 z, finite = hurwitz(n + 1, xp.where(far, full(x, 1.0), x) if any_far else x)
                 r = sign_fact * z
-                r = xp.where(finite, r, xp.where(x > 0, xp.zeros_like(x),
+                r = xp.where(finite, r, xp.where(x > 0, full(x, nan),   # +inf: torch's NaN
                                                  full(x, sign_fact * inf)))
                 if any_far:
                     r = xp.where(far, reflected_polygamma(

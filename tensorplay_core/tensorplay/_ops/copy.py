@@ -223,9 +223,10 @@ def _scaling_bw(scale, other_grad):
 
 
 _mul_bw = _scaling_bw(lambda g, o: O.mul(g, o), lambda g, x0, o: O.mul(g, x0))
-# d(x / o)/do = -x / o**2, with the original x
+# d(x / o)/do = -x / o**2, with the original x, in torch's order (div's own formula:
+# -grad * ((x / o) / o), which o * o does not underflow)
 _div_bw = _scaling_bw(lambda g, o: O.div(g, o),
-                      lambda g, x0, o: O.neg(O.div(O.mul(g, x0), O.mul(o, o))))
+                      lambda g, x0, o: O.mul(O.neg(g), O.div(O.div(x0, o), o)))
 
 
 defop("mul_(Tensor(a!) self, Tensor other) -> Tensor(a!)", meta=_arith_inplace_meta("mul_"),

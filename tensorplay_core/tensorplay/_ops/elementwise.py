@@ -165,12 +165,10 @@ def _div_bw(ctx, g):
     ga = _red(O.div(g, b), a)
     gb = None
     if isinstance(b, _TENSORISH):
-        if g.raw_dtype in _LOWP:
-            # torch's order (div_tensor_other_backward), each step rounded as its ops do:
-            # -grad * ((self / other) / other)
-            gb = _red(O.mul(O.neg(g), O.div(O.div(a, b), b)), b)
-        else:
-            gb = _red(O.neg(O.div(O.mul(g, a), O.mul(b, b))), b)
+        # torch's order (div_tensor_other_backward), each step rounded as its ops do:
+        # -grad * ((self / other) / other). (-(grad * self) / (other * other) overflowed or
+        # underflowed where torch's does not: other = 1e-30 in float32 squares to 0)
+        gb = _red(O.mul(O.neg(g), O.div(O.div(a, b), b)), b)
     return ga, gb
 
 
@@ -242,7 +240,7 @@ defop("rpow" + _B, meta=binary_meta("same", "rpow"),
       setup=_pow_save, backward=_rpow_bw, scalar_ok=("other",))
 
 
-def _zero_bw(ctx, g):   # floor_divide: zeros (exact, not g * 0)
+def _zero_bw(ctx, g):   # floor_divide, div(rounding_mode=...): zeros (exact, not g * 0)
     a, b = _val(ctx, 0), _val(ctx, 1)
     z = zeros_grad(g)
     return _red(z, a), (_red(z, b) if is_tensor(b) else None)
@@ -252,12 +250,17 @@ def _remainder_bw(ctx, g):   # self - floor(self / other) * other
     a, b = _val(ctx, 0), _val(ctx, 1)
     gb = None
     if is_tensor(b) and ctx.needs_input_grad[1]:
-        gb = _red(O.neg(O.mul(g, O.floor_divide(a, b))), b)
+        gb = _red(O.neg(O.mul(g, O._div_floor(a, b))), b)   # torch: self.div(other, floor)
     return _red(g, a), gb
 
 
 defop("floor_divide" + _B, meta=binary_meta("same", "floor_divide"),
       setup=_save_inputs, backward=_zero_bw, scalar_ok=("other",), number_self="__rfloordiv__")
+# torch's div(..., rounding_mode='floor'/'trunc'): floor_divide's values, gradient zeros
+# (derivatives.yaml: div.Tensor_mode), for Tensor.div's rounding modes once floor_divide (``//``)
+# has torch's "derivative not implemented" (notes/wrong57-changelog.md: a change in _tensor.py)
+defop("_div_floor" + _B, meta=binary_meta("same", "floor_divide"), kernel="floor_divide",
+      setup=_save_inputs, backward=_zero_bw, scalar_ok=("other",))
 defop("remainder" + _B, meta=binary_meta("same", "remainder"),
       setup=_save_inputs, backward=_remainder_bw, scalar_ok=("other",), number_self="__rmod__")
 

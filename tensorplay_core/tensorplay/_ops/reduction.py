@@ -7,7 +7,7 @@ from __future__ import annotations
 from .. import _dtype
 from .._kernels import _checks
 from ._define import defop, ops as O
-from ._shapes import check_nonempty_reduction, out_like, reduce_shape, wrap_dim
+from ._shapes import check_nonempty_reduction, out_like, reduce_shape, wrap_dim, zeros_grad
 from .._dispatch import NoGradBlock, grad_state as _gm_state
 
 _LOWP = frozenset((_dtype.float16, _dtype.bfloat16))
@@ -138,27 +138,38 @@ defop("any(Tensor self, SymInt[]? dim=None, bool keepdim=False) -> Tensor", meta
 # -- prod -----------------------------------------------------------------------------------------
 def _prod_setup(ctx, inputs, output):
     _red_setup(ctx, inputs, output)
-    ctx.save_for_backward(inputs[0])
+    ctx.save_for_backward(inputs[0], output)
+
+
+# torch's cpu cumprod accumulates in this dtype (at::acc_type), rounding at each output
+_CUMPROD_ACC = {_dtype.float32: _dtype.float64, _dtype.float16: _dtype.float32,
+                _dtype.bfloat16: _dtype.float32}
 
 
 def _exclusive_cumprod(x):
     """Products of the elements before each one along the last dim (1 at the first), by log2(n)
     shifted multiplies (Hillis-Steele): only products, no division, so every derivative of it,
-    to any order, is exact also where x holds zeros."""
+    to any order, is exact also where x holds zeros. Accumulated as torch's cpu cumprod (float32
+    in float64, rounded once at the end), so an intermediate product that leaves float32's
+    range gives torch's value, not inf or 0."""
     n = x.raw_shape[-1]
+    dt = x.raw_dtype
+    acc = _CUMPROD_ACC.get(dt)
+    if acc is not None:
+        x = O.to_dtype(x, acc)
     ones = O.full([*x.raw_shape[:-1], n], 1.0, dtype=x.raw_dtype, device=x.raw_device)
     e = O.cat([O.narrow(ones, -1, 0, 1), O.narrow(x, -1, 0, n - 1)], -1)
     s = 1
     while s < n:
         e = O.mul(e, O.cat([O.narrow(ones, -1, 0, s), O.narrow(e, -1, 0, n - s)], -1))
         s *= 2
-    return e
+    return e if acc is None else O.to_dtype(e, dt)
 
 
 def _prod_others(x, dims):
     """For each element of x, the product of the other elements of its reduced slice (torch's
-    prod_safe_zeros_backward: exclusive products from both sides), built from differentiable ops
-    so that create_graph gives exact higher derivatives with zeros in x."""
+    prod_safe_zeros_backward: exclusive products from both sides, multiplied), built from
+    differentiable ops so that create_graph gives exact higher derivatives with zeros in x."""
     nd = len(x.raw_shape)
     red = sorted({wrap_dim(d, nd) for d in dims}) if dims else list(range(nd))
     perm = [d for d in range(nd) if d not in red] + red
@@ -170,7 +181,9 @@ def _prod_others(x, dims):
     if n == 0:
         return x
     xf = O.reshape(xp, kept + [n])
-    r = O.mul(_exclusive_cumprod(xf), _exclusive_cumprod(xf.flip([-1])).flip([-1]))
+    # both directions in one scan: the slices and their reverses stacked on a new first dim
+    e = _exclusive_cumprod(O.stack([xf, xf.flip([-1])], 0))
+    r = O.mul(O.select(e, 0, 0), O.select(e, 0, 1).flip([-1]))
     inv = [0] * nd
     for i, d in enumerate(perm):
         inv[d] = i
@@ -178,24 +191,28 @@ def _prod_others(x, dims):
 
 
 def _prod_bw(ctx, g):
-    x, = ctx.saved_tensors
+    # torch's prod_backward, branch for branch, with and without create_graph (the same formula
+    # differentiated again): a 0-dim input's gradient is g as is; no zero in the whole input:
+    # g * result / x (inf and NaN give torch's NaN: inf / inf); otherwise the exclusive
+    # products (every slice, also one without a zero: prod(dim) of [[inf, 2], [3, 0]] gives
+    # 2 at the inf), except prod() of an input with two zeros or more outside create_graph:
+    # zeros. A fake or captured input cannot be read: the exclusive products, as torch's
+    # tensor-subclass (compile) path.
+    x, p = ctx.saved_tensors
+    if not len(ctx.shape):
+        return g, None, None
+    if x.raw_dtype is not g.raw_dtype:
+        x = O.to_dtype(x, g.raw_dtype)    # torch: self.to(grad's dtype) (prod(dtype=...))
     dims = list(ctx.dims or [])
     gx = _expand_back(g, ctx.shape, ctx.dims, ctx.keepdim)
-    if _gm_state.enabled and len(ctx.shape):
-        # create_graph: this gradient is differentiated again. The formula below is exact in
-        # value but piecewise (where on the zero count): its derivative misses the terms where a
-        # zero's neighbour moves (d^2 prod / dx_0 dx_1 at x_0 = 0). The exclusive products are
-        # a polynomial in x, right to every order (log2(n) extra multiplies; grad mode only)
-        return O.mul(gx, _prod_others(x, dims)), None, None
-    # d prod / d x_i = product of the others, exact with zeros (as torch): no zero -> p / x;
-    # one zero -> the product of the non-zeros at the zero, 0 elsewhere; more zeros -> 0
-    zero = O.eq(x, 0)
-    nz = O.sum(zero, dims, True)
-    x1 = O.where(zero, 1.0, x)
-    p1 = O.prod(x1, dims, True)
-    one_zero = O.where(zero, p1, 0.0)
-    grad = O.where(O.eq(nz, 0), O.div(p1, x1), O.where(O.eq(nz, 1), one_zero, 0.0))
-    return O.mul(gx, grad), None, None
+    if x.native is not None and x.capture_info is None:
+        zeros = int(O.sum(O.eq(x, 0), [], False).item())
+        if not zeros:
+            return O.mul(gx, O.div(_expand_back(p, ctx.shape, ctx.dims, ctx.keepdim), x)), \
+                None, None
+        if not dims and zeros > 1 and not _gm_state.enabled:
+            return zeros_grad(x), None, None
+    return O.mul(gx, _prod_others(x, dims)), None, None
 
 
 defop("prod(Tensor self, SymInt[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> "

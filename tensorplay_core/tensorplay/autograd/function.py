@@ -591,6 +591,7 @@ def make_op_autograd(op):
     backward = info.backward
     names = op.param_names
     written = () if op.is_builtin else written_params(op)
+    define = runs_with_grad(op)
 
     def autograd_entry(*args, **kwargs):
         tensors = _dispatch.flat_tensors(args, kwargs)
@@ -601,6 +602,8 @@ def make_op_autograd(op):
             if backward is None and op.is_builtin:
                 with _gm.no_grad():
                     return op.entry(bkey)(*args, **kwargs)
+            if backward is None and define:
+                return composite_call(bkey, args, kwargs)   # torch's fallback: no mark
             if backward is None:
                 # a custom op's composite kernel: watch for .numpy() (KERNEL_MARK)
                 g = _gm._state.__dict__
@@ -629,7 +632,7 @@ def make_op_autograd(op):
             values = list(args) + [kwargs.get(n, None) for n in names[len(args):]]
             pend, leaf = check_written_args(op.name, written,
                                             [values[i] for i, _, _ in written])
-            if leaf:
+            if leaf and not define:
                 before = _dispatch.written_versions([values[i] for i, _, _ in written],
                                                     [k for _, _, k in written])
                 with _gm.no_grad():
@@ -827,6 +830,15 @@ class WrittenNoFormulaBackward(NoFormulaBackward):
             f"tensor that does not require grad (out.detach()) if no gradient should flow.")
 
 
+def runs_with_grad(op) -> bool:
+    """Whether custom op ``op``, when it has no formula, runs its kernel as torch's autograd
+    fallback runs a ``Library.define`` op's: with grad mode on, no kernel mark (``.numpy()`` of
+    a tensor that requires grad raises in the kernel, an in-place op of the kernel on a written
+    leaf that requires grad refuses), as opposed to a ``custom_op``/``triton_op``, whose kernel
+    torch runs opaque to autograd (``KERNEL_MARK``, a written leaf written with grad off)."""
+    return not op.is_builtin and op.defined_by not in ("custom_op", "triton_op")
+
+
 def written_params(op) -> tuple:
     """``(index, name, kind)`` of every tensor parameter that custom op ``op`` writes (alias
     ``!`` in its schema: ``mutates_args``, ``Tensor(a!)``); empty for ops that write nothing."""
@@ -964,11 +976,15 @@ def _generated_entry(op, info):
             # every output when the kernel called .numpy() with grad on (KERNEL_MARK)
             seg_at = len(lines)
             written = written_params(op)
+            # a define-based op (torch's autograd fallback, no custom_op wrapper): its kernel
+            # runs with grad mode on, whatever it writes
+            define = runs_with_grad(op)
             if written:
                 # an op that writes arguments (its only autograd path: such ops have no
-                # formula), with grad on: a written leaf runs the kernel with grad off, rebase
-                # the history of a written tensor the kernel wrote outside the graph after it.
-                # Only here, where an input requires grad: calls without one never come here.
+                # formula), with grad on: a written leaf runs a custom_op's kernel with grad
+                # off; rebase the history of a written tensor the kernel wrote outside the
+                # graph after it. Only here, where an input requires grad: calls without one
+                # never come here.
                 wvals = "(" + "".join(f"{names[i]}, " for i, _, _ in written) + ")"
                 # two slot reads only for the common call (the written tensor is a plain
                 # tensor without grad, another input requires grad): a written tensor that
@@ -985,16 +1001,20 @@ def _generated_entry(op, info):
                         conds.append("True")
                 # (grad mode is on here: checked before, see below)
                 lines += [f"    if {' or '.join(conds)}:",
-                          f"        __pend, __leaf = __chkw(__opname, __written, {wvals})",
-                          "        if __leaf:",
-                          f"            __wv = __wvers({wvals}, __wkinds)",
-                          "            with __nog():",
-                          f"                __out = __kern({call_s})",
-                          # nothing was recorded: the call bumps each written argument once
-                          "            __wreset(__wv)",
-                          "        else:",
-                          f"            __out = __kern({call_s})",
-                          f"        if __pend: __rebw(__opname, __pend, {vals})",
+                          f"        __pend, __leaf = __chkw(__opname, __written, {wvals})"]
+                if define:
+                    # (a leaf written by the kernel's own in-place ops refuses, as torch's)
+                    lines += [f"        __out = __kern({call_s})"]
+                else:
+                    lines += ["        if __leaf:",
+                              f"            __wv = __wvers({wvals}, __wkinds)",
+                              "            with __nog():",
+                              f"                __out = __kern({call_s})",
+                              # nothing was recorded: the call bumps each written argument once
+                              "            __wreset(__wv)",
+                              "        else:",
+                              f"            __out = __kern({call_s})"]
+                lines += [f"        if __pend: __rebw(__opname, __pend, {vals})",
                           "    else:",
                           f"        __out = __kern({call_s})"]
                 ns.update(__chkw=check_written_args, __rebw=rebase_written_args, __nog=_gm.no_grad,
@@ -1008,15 +1028,19 @@ def _generated_entry(op, info):
             # grad mode off (an input requires grad, under no_grad): nothing to record or to
             # mark, straight to the kernel (the call's version bumps are the dispatcher's)
             lines += ["    __g = __en.__dict__",
-                      f"    if not __g['enabled']: return __kern({call_s})",
-                      "    __prev = __g.get(__KM)", "    __g[__KM] = __m = []",
-                      "    if not __gate[0]: __gate[0] = True",
-                      "    try:", *seg, "    finally:", "        __g[__KM] = __prev",
-                      f"    if __m: return __nf(__opname, __out, {vals}, True)",
-                      "    if __out.__class__ is __T and __out.needs_grad:",
+                      f"    if not __g['enabled']: return __kern({call_s})"]
+            if define:
+                # no kernel mark: .numpy() of a tensor that requires grad raises in the kernel
+                lines += [x[4:] for x in seg]
+            else:
+                lines += ["    __prev = __g.get(__KM)", "    __g[__KM] = __m = []",
+                          "    if not __gate[0]: __gate[0] = True",
+                          "    try:", *seg, "    finally:", "        __g[__KM] = __prev",
+                          f"    if __m: return __nf(__opname, __out, {vals}, True)"]
+                ns.update(__KM=KERNEL_MARK, __gate=kernel_gate)
+            lines += ["    if __out.__class__ is __T and __out.needs_grad:",
                       "        return __out",
                       f"    return __nf(__opname, __out, {vals})"]
-            ns.update(__KM=KERNEL_MARK, __gate=kernel_gate)
     else:
         # grad mode is per thread: __g is this thread's dict of the flag (one lookup, then plain
         # dict reads/writes, half the cost of three thread-local attribute accesses)

@@ -43,6 +43,10 @@ NOT_DIFFERENTIABLE = frozenset({
     "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift",
     "heaviside", "searchsorted"})
 
+#: Built-in ops whose backward raises torch's "derivative for aten::<op> is not implemented"
+#: (their output requires grad, as torch's): no gradcheck sample.
+NO_DERIVATIVE: frozenset = frozenset()
+
 DEFAULT_SEED = 1234
 
 
@@ -256,6 +260,9 @@ SAMPLES = {
     "floor_divide": lambda g: [S(g.T(3, 1), g.POS(4)), S(g.T(2, 3), 0.7),
                                S(g.IDX([[7, -7], [5, 0]]), g.IDX([2, 3]), grad=False),
                                S(g.IDX([7, -7]), 3, grad=False)],
+    # div(rounding_mode='floor'/'trunc')'s op: floor_divide's values, gradient zeros
+    "_div_floor": lambda g: [S(g.T(3, 1), g.POS(4)), S(g.T(2, 3), 0.7),
+                             S(g.IDX([[7, -7], [5, 0]]), g.IDX([2, 3]), grad=False)],
     "remainder": lambda g: [S(g.T(3, 1, lo=0.1, hi=0.9), g.T(4, lo=1.0, hi=1.5)),
                             S(g.T(2, 3, lo=-0.9, hi=-0.1), g.T(3, lo=1.0, hi=1.5)),
                             S(g.T(2, 3, lo=0.1, hi=0.9), 1.0),
