@@ -77,6 +77,11 @@ FUSE_BWD = True
 FUSE_MIN_NODES = 3
 # the forward calls each built-in op's backend entry straight (``_kernels``)
 DIRECT = True
+# a custom op's body (forward) and autograd formula (replayed backward) traced once per plan to
+# array level where every op of it is elementwise or a reduction on cpu float32/float64
+# (``_array_chain``): one call of the backend's reference kernels on the native arrays, no Tensor
+# between ops; anything else keeps the op's dispatch / the formula's per-op calls
+ARRAY_COMPOSITES = True
 # how the backward runs: "replay" (the ops' formulas called straight, on the saved values, with
 # the ctx each setup_context made when traced -- their fused-kernel fast paths included) where
 # every setup_context saved only forward values, else "graph" (the traced backward graph);
@@ -331,6 +336,9 @@ def _make_plan(joint, leaves, crg):
         # no formula reads (``x * 2``'s x) may be written in place before backward, as eager
         # (graph mode checks every value its graph reads: what it computes from them is no
         # value eager saved at the call)
+        if ARRAY_COMPOSITES:
+            for st in steps:
+                st.fast = _array_formula(st, real) if st.user else None
         checked = sorted({i for st in steps for i in st.saved if i >= 0})
         rest = sorted({i for st in steps for i in st.positions()}.difference(checked))
         need = checked + rest
@@ -367,7 +375,14 @@ def _make_plan(joint, leaves, crg):
     finally:
         for n, f in zip(graph.nodes, fused):
             n.fused = f
-    plan.fwd = _generate(fg, checked=False, kernels=_kernels(graph, env) if DIRECT else None)[0]
+    kernels = _kernels(graph, env) if DIRECT else {}
+    if ARRAY_COMPOSITES:
+        for n in graph.nodes:
+            if not n.op.is_builtin:
+                k = _composite_kernel(n, env)
+                if k is not None:
+                    kernels[n.index] = k
+    plan.fwd = _generate(fg, checked=False, kernels=kernels)[0]
     plan.n_out = len(outvals)
     plan.n_saved = len(saved_idx)
     plan.n_checked = n_checked
@@ -405,6 +420,247 @@ def _kernels(graph, env) -> dict:
         if k is not None:
             out[n.index] = k
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# custom ops at array level: a body or formula traced once per plan, run as one chain
+
+_ARRAY_FLOATS = frozenset(("float32", "float64"))
+_ARRAY_REDUCTIONS = frozenset(("sum", "mean"))
+
+
+def _array_reduction(n) -> bool:
+    """``x.sum(dims, keepdim)`` / ``x.mean(...)`` over explicit dims, result in ``x``'s
+    dtype: the reference kernel takes the arguments as eager's adapter hands them."""
+    if n.op.opname not in _ARRAY_REDUCTIONS or len(n.args) != 3 or \
+            n.kwargs not in ({}, {"dtype": None}) or n.result is not n.outputs[0]:
+        return False
+    x, dims, keepdim = n.args
+    return (x.__class__ is Value and keepdim.__class__ is bool and
+            dims.__class__ in (list, tuple) and len(dims) > 0 and
+            all(d.__class__ is int for d in dims) and n.outputs[0].fake.dtype is x.fake.dtype)
+
+
+def _array_chain(fn, leaves, name):
+    """Trace ``fn(*leaves)`` (capture tensors, grad mode off, as the engine runs formulas and
+    the forward runs bodies) and make it one chain on the native arrays: ``(run, take)`` where
+    ``run(*tensors)`` is ``compile``'s chain runner (the steps on the arrays with the cpu
+    backend's reference kernels -- eager's kernels, so eager's bits -- or node by node through
+    dispatch when the runner's own conditions say so) over the chain inputs ``take`` picks out
+    of the leaves, and ``result(outs, leaves)`` rebuilds ``fn``'s result. None when ``fn``
+    cannot be traced (data-dependent Python, ``.numpy()``/``.item()``...) or holds anything but
+    elementwise ops and reductions on cpu float32/float64 (writes, views, matmuls, constants
+    read from outside, a grad-mode change): the caller keeps the eager call."""
+    from .compile import _chain_runner
+    from . import _devices
+    if not leaves or any(t.device.type != "cpu" for t in leaves):
+        return None
+    be = _devices.loaded.get("cpu")
+    prev = _gm._state.enabled
+    _gm._state.enabled = False
+    try:
+        g = _capture.capture(fn, lambda ts: (tuple(ts), {}), list(leaves), name=name)
+    except Exception:  # noqa: BLE001 - not traceable: the eager call
+        return None
+    finally:
+        _gm._state.enabled = prev
+    if be is None or g.consts or not g.nodes:
+        return None
+    produced: dict = {}
+    inputs, in_idx, steps, dtypes = [], {}, [], []
+    for n in g.nodes:
+        if n.kind != "op" or n.grad_enabled or n.is_barrier or not n.op.is_builtin:
+            return None
+        red = _array_reduction(n)
+        if not red and not _fusion._fusible(n):
+            return None
+        if n.outputs[0].fake.dtype.name not in _ARRAY_FLOATS:
+            return None
+        args = []
+        for a in n.args:
+            if a.__class__ is Value:
+                if id(a) in produced:
+                    args.append(("step", produced[id(a)]))
+                else:
+                    if id(a) not in in_idx:
+                        in_idx[id(a)] = len(inputs)
+                        inputs.append(a)
+                    args.append(("in", in_idx[id(a)]))
+            elif red:
+                args.append(("const", tuple(a) if a.__class__ is list else a))
+            else:
+                args.append(("const", _fusion._const_value(n.op.kernel_name, a, n.args)))
+        produced[id(n.outputs[0])] = len(steps)
+        steps.append(_fusion.Step(n.op.kernel_name, tuple(args)))
+        dtypes.append(n.outputs[0].fake.dtype)
+    # fn's result: a tensor or a tuple/list of tensors and Nones; each tensor a step's result
+    # or one of fn's arguments (returned as the argument itself, as eager)
+    res = g.output
+    many = res.__class__ in (tuple, list)
+    parts = list(res) if many else [res]
+    at_in = {id(v): i for i, v in enumerate(g.inputs)}
+    outs, out_k, tmpl = [], {}, []
+    for v in parts:
+        if v is None:
+            tmpl.append((2, None))
+        elif v.__class__ is Value and id(v) in produced:
+            if id(v) not in out_k:
+                out_k[id(v)] = len(outs)
+                outs.append(v)
+            tmpl.append((0, out_k[id(v)]))
+        elif v.__class__ is Value and id(v) in at_in:
+            tmpl.append((1, at_in[id(v)]))
+        else:
+            return None
+    if not outs:
+        return None
+    expr = _fusion.ElementwiseExpr(len(inputs), tuple(steps),
+                                   tuple(produced[id(v)] for v in outs), tuple(dtypes),
+                                   g.inputs[0].fake.device)
+    ch = _fusion.FusedChain(0, list(g.nodes), inputs, outs, expr)
+    fused = _array_fn(expr, be)
+    if fused is None:
+        return None
+    # (not the backend's own fuser: the cpu plugin's blocked fuser is for elementwise chains)
+    ch._compiled[be] = fused
+    run = _chain_runner(ch)
+    take = tuple(at_in[id(v)] for v in inputs)
+    kind = res.__class__ if many else None
+    return run, take, tmpl, kind, parts
+
+
+def _array_fn(expr, be):
+    """``run(arrays) -> [arrays]``: ``expr``'s steps with ``be``'s reference kernels (eager's
+    kernels: eager's bits) on whole arrays, as one generated straight-line function: the
+    kernels' NumPy error state ("ignore", ``_kernels.xp._quiet``) set once around all of them
+    instead of by each kernel's wrapper. None when a step has no kernel."""
+    from . import _codegen
+    table = be.kernels()
+    ks = [table.get(st.op) for st in expr.steps]
+    if any(k is None for k in ks):
+        return None
+    ns: dict = {}
+    quiet = None
+    for j, k in enumerate(ks):
+        q = getattr(k, "_tp_quiet", None)
+        if q is not None:
+            quiet = q
+            k = k.__wrapped__
+        ns[f"k{j}"] = k
+    lines = ["def run(arrays):"]
+    if expr.n_inputs:
+        lines.append("    " + "".join(f"a{i}, " for i in range(expr.n_inputs)) + "= arrays")
+    body = []
+    for j, st in enumerate(expr.steps):
+        args = []
+        for kind, x in st.args:
+            if kind == "in":
+                args.append(f"a{x}")
+            elif kind == "step":
+                args.append(f"t{x}")
+            else:
+                lit = _codegen.literal(x)
+                args.append(lit if lit is not None else _codegen.bind(ns, x, "c"))
+        body.append(f"t{j} = k{j}({', '.join(args)})")
+    if quiet is not None:
+        ns["__set"], ns["__reset"], ns["__state"] = quiet
+        lines.append("    token = __set(__state)")
+        lines.append("    try:")
+        lines += ["        " + b for b in body]
+        lines.append("    finally:")
+        lines.append("        __reset(token)")
+    else:
+        lines += ["    " + b for b in body]
+    lines.append("    return [" + "".join(f"t{o}, " for o in expr.outputs) + "]")
+    return _codegen.function("\n".join(lines), ns, "run", "<tensorplay.compile array chain>")
+
+
+def _composite_kernel(n, env):
+    """The forward's callable for custom-op node ``n`` (its arguments as the generated forward
+    passes them): the body traced to array level (``_array_chain``), or None (the op's
+    dispatch). Only an op whose cpu call runs its device-agnostic body, with tensor arguments
+    passed positionally, one tensor result the body makes; the op's table is checked by
+    identity on each call (a kernel registered or disabled since: the op's dispatch again)."""
+    op = n.op
+    if n.kwargs or op.mutates_args or n.result.__class__ is not Value:
+        return None
+    if any(isinstance(a, (list, tuple, dict)) for a in n.args):
+        return None
+    body = op.active_kernel("default")
+    if body is None or op.active_kernel("cpu") is not None:
+        return None
+    targs = [i for i, a in enumerate(n.args) if a.__class__ is Value]
+    real = [env[id(n.args[i])] for i in targs]
+    args = list(n.args)
+
+    def call_body(*ts):
+        a = list(args)
+        for i, t in zip(targs, ts):
+            a[i] = t
+        return body(*a)
+
+    made = _array_chain(call_body, real, f"{op.name}_body")
+    if made is None:
+        return None
+    run, take, tmpl, kind, parts = made
+    want = n.result.fake
+    if kind is not None or tmpl[0][0] != 0 or parts[0].fake.shape != want.shape or \
+            parts[0].fake.dtype is not want.dtype:
+        return None
+    pick = tuple(targs[j] for j in take)
+    table = op.table
+    guard = table.get("autograd")
+
+    def kernel(*a):
+        if table.get("autograd") is not guard:
+            return op(*a)
+        return run(*[a[i] for i in pick])[0]
+    return kernel
+
+
+def _array_formula(st, real):
+    """A user formula's replacement for the replayed backward's direct call ``fn(ctx, g)``:
+    the formula traced to array level on the values its ctx saves (a ctx holding tensors as
+    other attributes, several outputs: None). The formula itself runs when the gradient comes
+    with other strides than the traced (contiguous) one: a layout the trace did not see (the
+    arrays' reductions would sum in another order than eager's contiguous results)."""
+    from .fake import make_fake
+    if st.dyn or len(st.outs) != 1:
+        return None
+    fn, static, saved = st.fn, st.static, st.saved
+    shape, dtype, device = st.meta[0]
+    g0 = make_fake(shape, dtype, device)
+    leaves = [real[p] for p in saved if p >= 0] + [g0]
+    n_s = len(leaves) - 1
+
+    def call_formula(*ts):
+        c = _new(FunctionCtx)
+        c.__dict__.update(static)
+        it = iter(ts[:n_s])
+        sv = tuple(None if p < 0 else next(it) for p in saved)
+        c._saved = sv
+        c._saved_versions = tuple(None if t is None else t.storage_ref.version for t in sv)
+        return fn(c, ts[-1])
+
+    made = _array_chain(call_formula, leaves, f"{st.name}_backward")
+    if made is None:
+        return None
+    run, take, tmpl, kind, _ = made
+    stride = g0.stride_tuple
+    idx = tuple(i for i, p in enumerate(saved) if p >= 0)
+
+    def fast(c, g):
+        if g.stride_tuple != stride:
+            return fn(c, g)
+        s = c._saved
+        xs = [s[i] for i in idx]
+        xs.append(g)
+        r = run(*[xs[j] for j in take])
+        out = [r[k] if w == 0 else xs[k] if w == 1 else None for w, k in tmpl]
+        if kind is None:
+            return out[0]
+        return out if kind is list else tuple(out)
+    return fast
 
 
 def _trace(graph, dnodes, rg, fv, pos, gouts, out_pos, want, steps):
@@ -486,8 +742,8 @@ class _Step:
     """One node of a replayed backward: its formula and the ctx its setup_context made while
     traced, with each forward value the ctx holds replaced by the saved value's index."""
 
-    __slots__ = ("conform", "dyn", "fn", "ins", "meta", "name", "outs", "run_empty", "saved",
-                 "static", "structure")
+    __slots__ = ("conform", "dyn", "fast", "fn", "ins", "meta", "name", "outs", "run_empty",
+                 "saved", "static", "structure", "user")
 
     @classmethod
     def make(cls, ctx, leaf_at, info, structure, outs, out_t, tins, rg, pos, user, reach, t_of):
@@ -519,6 +775,8 @@ class _Step:
         except KeyError:
             return None
         st.fn = info.backward
+        st.fast = None
+        st.user = user
         st.name = info.name
         st.structure = structure
         st.meta = tuple((tuple(t.shape), t.dtype, t.device) for t in out_t)
@@ -632,7 +890,9 @@ def _replayer(steps, out_pos, want):
         lines.append(f"    a{p} = G[{k}] if a{p} is None else a{p} + G[{k}]")
     for k, st in enumerate(steps):
         ns[f"__t{k}"] = st.static
-        ns[f"__bw{k}"] = st.fn
+        # (the direct calls: the formula traced to array level where it could be, the formula
+        # itself else; the FunctionNode path below keeps the formula)
+        ns[f"__bw{k}"] = st.fast or st.fn
         ns[f"__n{k}"] = FunctionNode(st.name, st.fn, None, (), st.structure, st.meta)
         body = ["c = __new(__C)", f"c.__dict__.update(__t{k})"]
         if st.saved:
