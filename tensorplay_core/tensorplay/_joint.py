@@ -518,7 +518,7 @@ def _array_chain(fn, leaves, name):
                                    tuple(produced[id(v)] for v in outs), tuple(dtypes),
                                    g.inputs[0].fake.device)
     ch = _fusion.FusedChain(0, list(g.nodes), inputs, outs, expr)
-    fused = _array_fn(expr, be)
+    fused = _array_fn(expr, be, [v.fake.dtype for v in inputs])
     if fused is None:
         return None
     # (not the backend's own fuser: the cpu plugin's blocked fuser is for elementwise chains)
@@ -529,11 +529,20 @@ def _array_chain(fn, leaves, name):
     return run, take, tmpl, kind, parts
 
 
-def _array_fn(expr, be):
+# the reference kernels of float arithmetic (``_kernels.binary``) and the array function each
+# calls once its operands are one floating dtype, or a floating array and a Python number
+# (``Context.prep`` returns them unchanged then)
+_ARITH_FN = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide"}
+_BINARY_MODULE = "tensorplay._kernels.binary"
+
+
+def _array_fn(expr, be, in_dtypes):
     """``run(arrays) -> [arrays]``: ``expr``'s steps with ``be``'s reference kernels (eager's
     kernels: eager's bits) on whole arrays, as one generated straight-line function: the
     kernels' NumPy error state ("ignore", ``_kernels.xp._quiet``) set once around all of them
-    instead of by each kernel's wrapper. None when a step has no kernel."""
+    instead of by each kernel's wrapper; float32/float64 arithmetic whose operand dtypes the
+    trace fixed (``in_dtypes``: the inputs') calls the array function its kernel would reach
+    (``xp.add``...) without the kernel's promotion steps. None when a step has no kernel."""
     from . import _codegen
     table = be.kernels()
     ks = [table.get(st.op) for st in expr.steps]
@@ -541,12 +550,29 @@ def _array_fn(expr, be):
         return None
     ns: dict = {}
     quiet = None
+    xp = getattr(be, "xp", None)
+
+    def dtype_of(a):
+        return in_dtypes[a[1]] if a[0] == "in" else expr.dtypes[a[1]] if a[0] == "step" \
+            else None
+
     for j, k in enumerate(ks):
         q = getattr(k, "_tp_quiet", None)
         if q is not None:
             quiet = q
             k = k.__wrapped__
         ns[f"k{j}"] = k
+        st = expr.steps[j]
+        fname = _ARITH_FN.get(st.op)
+        if fname is None or xp is None or getattr(k, "__module__", "") != _BINARY_MODULE or \
+                len(st.args) != 2:
+            continue
+        dt = dtype_of(st.args[0])
+        if dt is None or dt.name not in _ARRAY_FLOATS or expr.dtypes[j] is not dt:
+            continue
+        b = st.args[1]
+        if dtype_of(b) is dt or (b[0] == "const" and b[1].__class__ in (float, int)):
+            ns[f"k{j}"] = getattr(xp, fname)
     lines = ["def run(arrays):"]
     if expr.n_inputs:
         lines.append("    " + "".join(f"a{i}, " for i in range(expr.n_inputs)) + "= arrays")
