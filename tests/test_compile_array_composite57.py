@@ -354,3 +354,81 @@ def test_infinite_and_nan_values_warn_as_eager_does_not():
             got = _run(c, params, x, onehot)
     assert np.array_equal(eager[0], got[0], equal_nan=True)
     assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(eager[1], got[1]))
+
+
+def test_formula_saving_the_output_is_traced_with_the_body():
+    calls = {"body": 0, "formula": 0}
+
+    def body(x: tp.Tensor) -> tp.Tensor:
+        calls["body"] += 1
+        return tp.exp(x * 0.5) + 0.0
+
+    def setup(ctx, inputs, output):
+        ctx.save_for_backward(output)
+
+    def bw(ctx, g):
+        calls["formula"] += 1
+        (y,) = ctx.saved_tensors
+        return g * (y * 0.5)
+
+    op = custom_op(_name("expo"), body, mutates_args=())
+    op.register_autograd(bw, setup_context=setup)
+
+    def f(x, w):
+        return (op(x * w) * 3.0).sum()
+
+    assert _steady2(calls, f) == {"body": 0, "formula": 0}
+
+
+def _ln_in(calls):
+    op = _layer_norm(calls)
+
+    def f(x, g, b):
+        return (op(x, g, b) * tp.arange(6.0)).sum()
+    return f
+
+
+def _ln_args():
+    rng = np.random.default_rng(9)
+    return (rng.standard_normal((3, 6)).astype(np.float32), 1 + rng.standard_normal(6).astype(
+        np.float32) * 0.1, rng.standard_normal(6).astype(np.float32) * 0.1)
+
+
+def test_input_written_in_place_before_backward_raises_eagers_error():
+    calls = {"body": 0, "formula": 0}
+    f = _ln_in(calls)
+    c = tp.compile(f)
+    msgs = []
+    for run in (f, c, c, c, c):
+        ts = [tp.tensor(a, requires_grad=True) for a in _ln_args()]
+        x = ts[0] * 1.0                       # (a non-leaf: it may be written in place)
+        loss = run(x, ts[1], ts[2])
+        with tp.no_grad():
+            x.add_(1.0)
+        with pytest.raises(RuntimeError) as e:
+            loss.backward()
+        msgs.append(str(e.value))
+    assert all("modified by an inplace operation" in m for m in msgs)
+
+
+def test_double_backward_and_retain_graph_are_eagers():
+    calls = {"body": 0, "formula": 0}
+    f = _ln_in(calls)
+    c = tp.compile(f)
+    res = []
+    for run in (f, c, c, c, c):
+        ts = [tp.tensor(a, requires_grad=True) for a in _ln_args()]
+        loss = run(*ts)
+        loss.backward(retain_graph=True)
+        first = [t.grad.numpy().copy() for t in ts]
+        loss.backward()                       # a second time through the retained graph
+        second = [t.grad.numpy().copy() for t in ts]
+        ts2 = [tp.tensor(a, requires_grad=True) for a in _ln_args()]
+        (gx,) = tp.autograd.grad(run(*ts2), [ts2[0]], create_graph=True)
+        (ggx,) = tp.autograd.grad((gx * gx).sum(), [ts2[0]])
+        res.append((first, second, gx.detach().numpy().copy(), ggx.numpy().copy()))
+    for got in res[1:]:
+        assert all(_same(a, b) for a, b in zip(got[0], res[0][0]))
+        assert all(_same(a, b) for a, b in zip(got[1], res[0][1]))
+        # (create_graph recomputes op by op: eager's formulas, eager's bits)
+        assert _same(got[2], res[0][2]) and _same(got[3], res[0][3])
