@@ -34,6 +34,15 @@ call):
   ``autograd.grad``, ``retain_graph`` and the "backward through the graph a second time" error
   work as for any node. Outputs that do not require grad eagerly are marked non-differentiable.
 
+Custom ops at array level (``ARRAY_COMPOSITES``, cpu float32/float64): a custom op's body
+(the forward's call, ``_composite_kernel``) and its formula (the replayed backward's direct
+call, ``_array_formula``) traced once per plan (``_trace_array``); where every op of one is
+elementwise or a sum/mean over given dims, it runs as one chain of eager's array kernels
+(``_chain_of``, ``_array_fn``: eager's bits, no Tensor between ops). Where the body and the
+formula trace together (``_array_pair``), the formula's steps that do not read the gradient are
+the body's own steps (same op, same arrays), computed once in the forward and saved. Anything
+else keeps the op's dispatch and the formula's per-op calls.
+
 Gradients that the plan does not give exactly are computed by *recomputing*: the forward graph
 replayed op by op with autograd from the node's inputs, then ``autograd.grad`` (``_Vjp``,
 itself a differentiable ``autograd.Function``): a backward run with grad mode on
