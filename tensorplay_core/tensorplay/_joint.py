@@ -499,27 +499,8 @@ def _chain_of(nodes, outs):
     be = _devices.loaded.get("cpu")
     if be is None:
         return None
-    produced: dict = {}
-    inputs, in_idx, steps, dtypes = [], {}, [], []
-    for n in nodes:
-        red = _array_reduction(n)
-        args = []
-        for a in n.args:
-            if a.__class__ is Value:
-                if id(a) in produced:
-                    args.append(("step", produced[id(a)]))
-                else:
-                    if id(a) not in in_idx:
-                        in_idx[id(a)] = len(inputs)
-                        inputs.append(a)
-                    args.append(("in", in_idx[id(a)]))
-            elif red:
-                args.append(("const", tuple(a) if a.__class__ is list else a))
-            else:
-                args.append(("const", _fusion._const_value(n.op.kernel_name, a, n.args)))
-        produced[id(n.outputs[0])] = len(steps)
-        steps.append(_fusion.Step(n.op.kernel_name, tuple(args)))
-        dtypes.append(n.outputs[0].fake.dtype)
+    inputs, steps, dtypes = _fusion.steps_of(nodes, tuple)
+    produced = {id(n.outputs[0]): j for j, n in enumerate(nodes)}
     expr = _fusion.ElementwiseExpr(len(inputs), tuple(steps),
                                    tuple(produced[id(v)] for v in outs), tuple(dtypes),
                                    nodes[0].outputs[0].fake.device)
