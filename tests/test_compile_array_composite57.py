@@ -432,3 +432,27 @@ def test_double_backward_and_retain_graph_are_eagers():
         assert all(_same(a, b) for a, b in zip(got[1], res[0][1]))
         # (create_graph recomputes op by op: eager's formulas, eager's bits)
         assert _same(got[2], res[0][2]) and _same(got[3], res[0][3])
+
+
+def test_two_layer_norms_in_a_row():
+    calls = {"body": 0, "formula": 0}
+    op = _layer_norm(calls)
+
+    def f(x, g, b):
+        h = op(op(x, g, b) * 2.0, g, b)     # the second reads the first's output
+        return (h * tp.arange(6.0)).sum()
+
+    eager = None
+    c = tp.compile(f)
+    for k, run in enumerate((f, c, c, c, c, c)):
+        ts = [tp.tensor(a, requires_grad=True) for a in _ln_args()]
+        loss = run(*ts)
+        loss.backward()
+        got = (loss.detach().numpy().copy(), [t.grad.numpy().copy() for t in ts])
+        if eager is None:
+            eager = got
+        else:
+            _assert_bits(eager, got)
+        if k == 3:
+            before = dict(calls)
+    assert calls == before
