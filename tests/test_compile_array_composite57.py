@@ -394,13 +394,22 @@ def _ln_args():
         np.float32) * 0.1, rng.standard_normal(6).astype(np.float32) * 0.1)
 
 
-def test_input_written_in_place_before_backward_raises_eagers_error():
-    calls = {"body": 0, "formula": 0}
-    f = _ln_in(calls)
+def _ln_runs():
+    """The layer-norm function eagerly, then compiled four times (capture, validation, plan,
+    fast path)."""
+    f = _ln_in({"body": 0, "formula": 0})
     c = tp.compile(f)
+    return (f, c, c, c, c)
+
+
+def _ln_leaves():
+    return [tp.tensor(a, requires_grad=True) for a in _ln_args()]
+
+
+def test_input_written_in_place_before_backward_raises_eagers_error():
     msgs = []
-    for run in (f, c, c, c, c):
-        ts = [tp.tensor(a, requires_grad=True) for a in _ln_args()]
+    for run in _ln_runs():
+        ts = _ln_leaves()
         x = ts[0] * 1.0                       # (a non-leaf: it may be written in place)
         loss = run(x, ts[1], ts[2])
         with tp.no_grad():
@@ -412,18 +421,15 @@ def test_input_written_in_place_before_backward_raises_eagers_error():
 
 
 def test_double_backward_and_retain_graph_are_eagers():
-    calls = {"body": 0, "formula": 0}
-    f = _ln_in(calls)
-    c = tp.compile(f)
     res = []
-    for run in (f, c, c, c, c):
-        ts = [tp.tensor(a, requires_grad=True) for a in _ln_args()]
+    for run in _ln_runs():
+        ts = _ln_leaves()
         loss = run(*ts)
         loss.backward(retain_graph=True)
         first = [t.grad.numpy().copy() for t in ts]
         loss.backward()                       # a second time through the retained graph
         second = [t.grad.numpy().copy() for t in ts]
-        ts2 = [tp.tensor(a, requires_grad=True) for a in _ln_args()]
+        ts2 = _ln_leaves()
         (gx,) = tp.autograd.grad(run(*ts2), [ts2[0]], create_graph=True)
         (ggx,) = tp.autograd.grad((gx * gx).sum(), [ts2[0]])
         res.append((first, second, gx.detach().numpy().copy(), ggx.numpy().copy()))
@@ -445,7 +451,7 @@ def test_two_layer_norms_in_a_row():
     eager = None
     c = tp.compile(f)
     for k, run in enumerate((f, c, c, c, c, c)):
-        ts = [tp.tensor(a, requires_grad=True) for a in _ln_args()]
+        ts = _ln_leaves()
         loss = run(*ts)
         loss.backward()
         got = (loss.detach().numpy().copy(), [t.grad.numpy().copy() for t in ts])
