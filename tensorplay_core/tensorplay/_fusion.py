@@ -190,26 +190,7 @@ def plan(graph) -> list:
         last_use[id(v)] = len(graph.nodes) + 1
     chains = []
     for run in runs:
-        produced = {id(n.outputs[0]): j for j, n in enumerate(run)}
-        inputs, in_idx, steps, dtypes = [], {}, [], []
-        for n in run:
-            args = []
-            for a in n.args:
-                if isinstance(a, Value):
-                    if id(a) in produced and produced[id(a)] < len(steps):
-                        args.append(("step", produced[id(a)]))
-                    else:
-                        if id(a) not in in_idx:
-                            in_idx[id(a)] = len(inputs)
-                            inputs.append(a)
-                        args.append(("in", in_idx[id(a)]))
-                elif n.op.opname in ROW_REDUCTIONS:
-                    # the row reduction's dims and keepdim, normalised
-                    args.append(("const", (-1,) if isinstance(a, (list, tuple)) else a))
-                else:
-                    args.append(("const", _const_value(n.op.kernel_name, a, n.args)))
-            steps.append(Step(n.op.kernel_name, tuple(args)))
-            dtypes.append(n.outputs[0].fake.dtype)
+        inputs, steps, dtypes = steps_of(run)
         end = run[-1].index
         outs = [j for j, n in enumerate(run) if last_use.get(id(n.outputs[0]), -1) > end]
         if not outs:
@@ -222,6 +203,41 @@ def plan(graph) -> list:
         chains.append(ch)
     graph.groups = chains
     return chains
+
+
+def _row_dims(dims):
+    # a row reduction's dims, normalised (the fusers read (-1,))
+    return (-1,)
+
+
+def steps_of(nodes, dims=_row_dims):
+    """``(inputs, steps, dtypes)`` of ``nodes`` (consecutive, each one tensor output) as chain
+    steps: ``inputs`` the values read from outside them (first-use order), ``steps`` the
+    ``Step``s, ``dtypes`` each result's dtype. A reduction's dims become ``("const", dims(d))``
+    (default: the row reduction's ``(-1,)``), its keepdim a constant; Python numbers the
+    constants the eager kernels compute with (``_const_value``)."""
+    from ._capture import Value
+    produced: dict = {}
+    inputs, in_idx, steps, dtypes = [], {}, [], []
+    for n in nodes:
+        args = []
+        for a in n.args:
+            if isinstance(a, Value):
+                if id(a) in produced:
+                    args.append(("step", produced[id(a)]))
+                else:
+                    if id(a) not in in_idx:
+                        in_idx[id(a)] = len(inputs)
+                        inputs.append(a)
+                    args.append(("in", in_idx[id(a)]))
+            elif n.op.opname in ROW_REDUCTIONS:
+                args.append(("const", dims(a) if isinstance(a, (list, tuple)) else a))
+            else:
+                args.append(("const", _const_value(n.op.kernel_name, a, n.args)))
+        produced[id(n.outputs[0])] = len(steps)
+        steps.append(Step(n.op.kernel_name, tuple(args)))
+        dtypes.append(n.outputs[0].fake.dtype)
+    return inputs, steps, dtypes
 
 
 def _const_value(op, value, args):

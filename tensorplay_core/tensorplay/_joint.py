@@ -34,6 +34,15 @@ call):
   ``autograd.grad``, ``retain_graph`` and the "backward through the graph a second time" error
   work as for any node. Outputs that do not require grad eagerly are marked non-differentiable.
 
+Custom ops at array level (``ARRAY_COMPOSITES``, cpu float32/float64): a custom op's body
+(the forward's call, ``_composite_kernel``) and its formula (the replayed backward's direct
+call, ``_array_formula``) traced once per plan (``_trace_array``); where every op of one is
+elementwise or a sum/mean over given dims, it runs as one chain of eager's array kernels
+(``_chain_of``, ``_array_fn``: eager's bits, no Tensor between ops). Where the body and the
+formula trace together (``_array_pair``), the formula's steps that do not read the gradient are
+the body's own steps (same op, same arrays), computed once in the forward and saved. Anything
+else keeps the op's dispatch and the formula's per-op calls.
+
 Gradients that the plan does not give exactly are computed by *recomputing*: the forward graph
 replayed op by op with autograd from the node's inputs, then ``autograd.grad`` (``_Vjp``,
 itself a differentiable ``autograd.Function``): a backward run with grad mode on
@@ -77,6 +86,14 @@ FUSE_BWD = True
 FUSE_MIN_NODES = 3
 # the forward calls each built-in op's backend entry straight (``_kernels``)
 DIRECT = True
+# a custom op's body (forward) and autograd formula (replayed backward) traced once per plan to
+# array level where every op of it is elementwise or a reduction on cpu float32/float64
+# (``_array_chain``): one call of the backend's reference kernels on the native arrays, no Tensor
+# between ops; anything else keeps the op's dispatch / the formula's per-op calls
+ARRAY_COMPOSITES = True
+# and where the body and formula trace together, the formula's steps that do not read the
+# gradient (its recomputation of the body's values) run once in the forward, saved
+ARRAY_PAIRS = True
 # how the backward runs: "replay" (the ops' formulas called straight, on the saved values, with
 # the ctx each setup_context made when traced -- their fused-kernel fast paths included) where
 # every setup_context saved only forward values, else "graph" (the traced backward graph);
@@ -321,6 +338,7 @@ def _make_plan(joint, leaves, crg):
     saved_idx = [i for i in range(nf) if id(bgraph.inputs[i]) in used]
     grad_idx = [k for k in range(len(diff_out)) if id(bgraph.inputs[nf + k]) in used]
     replay = BACKWARD == "replay" and all(st is not None for st in steps)
+    pairs: dict = {}               # node index -> (kernel, node): _array_pair
     # the saved values whose version the backward checks (eager's "modified by an inplace
     # operation" error): first in the forward's saved values
     n_checked = len(saved_idx)
@@ -331,6 +349,15 @@ def _make_plan(joint, leaves, crg):
         # no formula reads (``x * 2``'s x) may be written in place before backward, as eager
         # (graph mode checks every value its graph reads: what it computes from them is no
         # value eager saved at the call)
+        if ARRAY_COMPOSITES:
+            for st in steps:
+                if not st.user:
+                    continue
+                made = _array_pair(st, env, fvals, graph)
+                if made is not None:
+                    pairs[made[1].index] = made
+                else:
+                    st.fast = _array_formula(st, real)
         checked = sorted({i for st in steps for i in st.saved if i >= 0})
         rest = sorted({i for st in steps for i in st.positions()}.difference(checked))
         need = checked + rest
@@ -357,7 +384,8 @@ def _make_plan(joint, leaves, crg):
     plan.replay = replay
     # the forward: the graph's outputs, then the saved values, fused where it can
     fg = _capture.Graph(graph.name)
-    fg.inputs, fg.nodes, fg.consts = graph.inputs, graph.nodes, graph.consts
+    fg.inputs, fg.consts = graph.inputs, graph.consts
+    fg.nodes = [pairs[n.index][1] if n.index in pairs else n for n in graph.nodes]
     fg.output = tuple(outvals) + tuple(fvals[i] for i in saved_idx)
     fg.entry_grad = fg.exit_grad = True
     fused = [n.fused for n in graph.nodes]
@@ -367,7 +395,14 @@ def _make_plan(joint, leaves, crg):
     finally:
         for n, f in zip(graph.nodes, fused):
             n.fused = f
-    plan.fwd = _generate(fg, checked=False, kernels=_kernels(graph, env) if DIRECT else None)[0]
+    kernels = _kernels(graph, env) if DIRECT else {}
+    if ARRAY_COMPOSITES:
+        for n in graph.nodes:
+            if not n.op.is_builtin:
+                k = pairs[n.index][0] if n.index in pairs else _composite_kernel(n, env)
+                if k is not None:
+                    kernels[n.index] = k
+    plan.fwd = _generate(fg, checked=False, kernels=kernels)[0]
     plan.n_out = len(outvals)
     plan.n_saved = len(saved_idx)
     plan.n_checked = n_checked
@@ -405,6 +440,486 @@ def _kernels(graph, env) -> dict:
         if k is not None:
             out[n.index] = k
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# custom ops at array level: a body or formula traced once per plan, run as one chain
+
+_ARRAY_FLOATS = frozenset(("float32", "float64"))
+_ARRAY_REDUCTIONS = frozenset(("sum", "mean"))
+
+
+def _array_reduction(n) -> bool:
+    """``x.sum(dims, keepdim)`` / ``x.mean(...)`` over explicit dims, result in ``x``'s
+    dtype: the reference kernel takes the arguments as eager's adapter hands them."""
+    if n.op.opname not in _ARRAY_REDUCTIONS or len(n.args) != 3 or \
+            n.kwargs not in ({}, {"dtype": None}) or n.result is not n.outputs[0]:
+        return False
+    x, dims, keepdim = n.args
+    return (x.__class__ is Value and keepdim.__class__ is bool and
+            dims.__class__ in (list, tuple) and len(dims) > 0 and
+            all(d.__class__ is int for d in dims) and n.outputs[0].fake.dtype is x.fake.dtype)
+
+
+def _trace_array(fn, leaves, name):
+    """``fn(*leaves)`` traced (capture tensors, grad mode off, as the engine runs formulas and
+    the forward runs bodies): its graph when every node is an elementwise op or a sum/mean on
+    cpu float32/float64 and it reads no tensor from outside; else None -- ``fn`` cannot be
+    traced (data-dependent Python, ``.numpy()``/``.item()``...) or holds something else (writes,
+    views, matmuls, factories, a grad-mode change): the caller keeps the eager call."""
+    if not leaves or any(t.device.type != "cpu" for t in leaves):
+        return None
+    prev = _gm._state.enabled
+    _gm._state.enabled = False
+    try:
+        g = _capture.capture(fn, lambda ts: (tuple(ts), {}), list(leaves), name=name)
+    except Exception:  # noqa: BLE001 - not traceable: the eager call
+        return None
+    finally:
+        _gm._state.enabled = prev
+    if g.consts or not g.nodes:
+        return None
+    for n in g.nodes:
+        if n.kind != "op" or n.grad_enabled or n.is_barrier or not n.op.is_builtin or \
+                not (_array_reduction(n) or _fusion._fusible(n)) or \
+                n.outputs[0].fake.dtype.name not in _ARRAY_FLOATS:
+            return None
+    return g
+
+
+def _chain_of(nodes, outs):
+    """``(run, inputs)``: ``nodes`` (traced by ``_trace_array``, in order) as one chain whose
+    outputs are ``outs`` (values the nodes make): ``run(*tensors)`` is ``compile``'s chain
+    runner over the values ``inputs`` (read from outside the nodes, in first-use order) --
+    the steps on the native arrays with the cpu backend's reference kernels (eager's kernels,
+    so eager's bits; ``_array_fn``), or node by node through dispatch when the runner's own
+    conditions say so. None when the backend has no kernel for a step."""
+    from .compile import _chain_runner
+    from . import _devices
+    be = _devices.loaded.get("cpu")
+    if be is None:
+        return None
+    inputs, steps, dtypes = _fusion.steps_of(nodes, tuple)
+    produced = {id(n.outputs[0]): j for j, n in enumerate(nodes)}
+    expr = _fusion.ElementwiseExpr(len(inputs), tuple(steps),
+                                   tuple(produced[id(v)] for v in outs), tuple(dtypes),
+                                   nodes[0].outputs[0].fake.device)
+    ch = _fusion.FusedChain(0, list(nodes), inputs, list(outs), expr)
+    fused = _array_fn(expr, be, [v.fake.dtype for v in inputs])
+    if fused is None:
+        return None
+    # (not the backend's own fuser: the cpu plugin's blocked fuser is for elementwise chains)
+    ch._compiled[be] = fused
+    return _chain_runner(ch), inputs
+
+
+def _array_chain(fn, leaves, name):
+    """``fn(*leaves)`` as one chain (``_trace_array``, ``_chain_of``): ``(run, take, tmpl,
+    kind, parts)`` -- ``run`` over the leaves at ``take``; ``fn``'s result rebuilt from
+    ``tmpl`` (per part: (0, k) the chain's output k, (1, i) leaf i itself, (2, None) None) in
+    a ``kind`` (tuple, list, or None: one tensor); ``parts`` its values. None: the eager call."""
+    g = _trace_array(fn, leaves, name)
+    if g is None:
+        return None
+    produced = {id(n.outputs[0]) for n in g.nodes}
+    # fn's result: a tensor or a tuple/list of tensors and Nones; each tensor a step's result
+    # or one of fn's arguments (returned as the argument itself, as eager)
+    res = g.output
+    many = res.__class__ in (tuple, list)
+    parts = list(res) if many else [res]
+    at_in = {id(v): i for i, v in enumerate(g.inputs)}
+    outs, out_k, tmpl = [], {}, []
+    for v in parts:
+        if v is None:
+            tmpl.append((2, None))
+        elif v.__class__ is Value and id(v) in produced:
+            if id(v) not in out_k:
+                out_k[id(v)] = len(outs)
+                outs.append(v)
+            tmpl.append((0, out_k[id(v)]))
+        elif v.__class__ is Value and id(v) in at_in:
+            tmpl.append((1, at_in[id(v)]))
+        else:
+            return None
+    if not outs:
+        return None
+    made = _chain_of(g.nodes, outs)
+    if made is None:
+        return None
+    run, inputs = made
+    return run, tuple(at_in[id(v)] for v in inputs), tmpl, res.__class__ if many else None, parts
+
+
+# the reference kernels of float arithmetic (``_kernels.binary``) and the array function each
+# calls once its operands are one floating dtype, or a floating array and a Python number
+# (``Context.prep`` returns them unchanged then)
+_ARITH_FN = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide"}
+_BINARY_MODULE = "tensorplay._kernels.binary"
+
+
+def _array_fn(expr, be, in_dtypes):
+    """``run(arrays) -> [arrays]``: ``expr``'s steps with ``be``'s reference kernels (eager's
+    kernels: eager's bits) on whole arrays, as one generated straight-line function: the
+    kernels' NumPy error state ("ignore", ``_kernels.xp._quiet``) set once around all of them
+    instead of by each kernel's wrapper; float32/float64 arithmetic whose operand dtypes the
+    trace fixed (``in_dtypes``: the inputs') calls the array function its kernel would reach
+    (``xp.add``...) without the kernel's promotion steps. None when a step has no kernel."""
+    from . import _codegen
+    table = be.kernels()
+    ks = [table.get(st.op) for st in expr.steps]
+    if any(k is None for k in ks):
+        return None
+    ns: dict = {}
+    quiet = None
+    xp = getattr(be, "xp", None)
+
+    def dtype_of(a):
+        return in_dtypes[a[1]] if a[0] == "in" else expr.dtypes[a[1]] if a[0] == "step" \
+            else None
+
+    for j, k in enumerate(ks):
+        q = getattr(k, "_tp_quiet", None)
+        if q is not None:
+            quiet = q
+            k = k.__wrapped__
+        ns[f"k{j}"] = k
+        st = expr.steps[j]
+        fname = _ARITH_FN.get(st.op)
+        if fname is None or xp is None or getattr(k, "__module__", "") != _BINARY_MODULE or \
+                len(st.args) != 2:
+            continue
+        dt = dtype_of(st.args[0])
+        if dt is None or dt.name not in _ARRAY_FLOATS or expr.dtypes[j] is not dt:
+            continue
+        b = st.args[1]
+        if dtype_of(b) is dt or (b[0] == "const" and b[1].__class__ in (float, int)):
+            ns[f"k{j}"] = getattr(xp, fname)
+    lines = ["def run(arrays):"]
+    if expr.n_inputs:
+        lines.append("    " + "".join(f"a{i}, " for i in range(expr.n_inputs)) + "= arrays")
+    body = []
+    for j, st in enumerate(expr.steps):
+        args = []
+        for kind, x in st.args:
+            if kind == "in":
+                args.append(f"a{x}")
+            elif kind == "step":
+                args.append(f"t{x}")
+            else:
+                lit = _codegen.literal(x)
+                args.append(lit if lit is not None else _codegen.bind(ns, x, "c"))
+        body.append(f"t{j} = k{j}({', '.join(args)})")
+    if quiet is not None:
+        ns["__set"], ns["__reset"], ns["__state"] = quiet
+        lines.append("    token = __set(__state)")
+        lines.append("    try:")
+        lines += ["        " + b for b in body]
+        lines.append("    finally:")
+        lines.append("        __reset(token)")
+    else:
+        lines += ["    " + b for b in body]
+    lines.append("    return [" + "".join(f"t{o}, " for o in expr.outputs) + "]")
+    return _codegen.function("\n".join(lines), ns, "run", "<tensorplay.compile array chain>")
+
+
+def _body_of(n):
+    """``(call_body, targs)`` for custom-op node ``n``: ``call_body(*tensors)`` runs the body
+    its cpu call runs (its device-agnostic kernel) with the node's arguments, the tensors at
+    ``targs`` replaced; None when the node is not that (a cpu kernel registered, keyword or
+    nested tensor arguments, writes, several results)."""
+    op = n.op
+    if n.kwargs or op.mutates_args or n.result.__class__ is not Value:
+        return None
+    if any(isinstance(a, (list, tuple, dict)) for a in n.args):
+        return None
+    body = op.active_kernel("default")
+    if body is None or op.active_kernel("cpu") is not None:
+        return None
+    targs = [i for i, a in enumerate(n.args) if a.__class__ is Value]
+    args = list(n.args)
+
+    def call_body(*ts):
+        a = list(args)
+        for i, t in zip(targs, ts):
+            a[i] = t
+        return body(*a)
+    return call_body, targs
+
+
+def _composite_kernel(n, env):
+    """The forward's callable for custom-op node ``n`` (its arguments as the generated forward
+    passes them): the body traced to array level (``_array_chain``), or None (the op's
+    dispatch). Only an op whose cpu call runs its device-agnostic body, with tensor arguments
+    passed positionally, one tensor result the body makes; the op's table is checked by
+    identity on each call (a kernel registered or disabled since: the op's dispatch again)."""
+    op = n.op
+    call_body, targs = _body_of(n) or (None, None)
+    if call_body is None:
+        return None
+    real = [env[id(n.args[i])] for i in targs]
+    made = _array_chain(call_body, real, f"{op.name}_body")
+    if made is None:
+        return None
+    run, take, tmpl, kind, parts = made
+    want = n.result.fake
+    if kind is not None or tmpl[0][0] != 0 or parts[0].fake.shape != want.shape or \
+            parts[0].fake.dtype is not want.dtype:
+        return None
+    pick = tuple(targs[j] for j in take)
+    table = op.table
+    guard = table.get("autograd")
+
+    def kernel(*a):
+        if table.get("autograd") is not guard:
+            return op(*a)
+        return run(*[a[i] for i in pick])[0]
+    return kernel
+
+
+def _traced_ctx(static, saved):
+    """A ctx as the replayed backward makes it (``_replayer``), on capture tensors."""
+    c = _new(FunctionCtx)
+    c.__dict__.update(static)
+    c._saved = saved
+    c._saved_versions = tuple(None if t is None else t.storage_ref.version for t in saved)
+    return c
+
+
+def _cse_key(n, canon):
+    """What makes two traced nodes compute the same array: the op, its arguments (values by
+    identity after ``canon``, constants by type and value) and keywords."""
+    def one(a):
+        if a.__class__ is Value:
+            return ("v", id(canon.get(id(a), a)))
+        if a.__class__ in (list, tuple):
+            return (a.__class__, tuple(one(x) for x in a))
+        return (a.__class__, a)
+    return (n.op, tuple(one(a) for a in n.args),
+            tuple((k, one(v)) for k, v in sorted(n.kwargs.items())))
+
+
+def _array_pair(st, env, fvals, graph):
+    """A custom op's body and formula traced together (one function of the body's tensor
+    arguments and the output's gradient): the steps that do not read the gradient -- the
+    body's, and the formula's recomputation of the body's values (a layer norm's mean, centred
+    input, inverse deviation), each computed once (same op on the same arrays: the same bits)
+    -- run in the forward, and the values of them the formula's other steps read are saved
+    (``ctx._tp_pre``); the backward runs the steps that read the gradient. Returns
+    ``(kernel, node, extras)``: the forward's callable (the body's result and the saved
+    values), the node standing for the custom op's in the forward graph (its result: the
+    output then ``extras``, new values) and sets ``st.fast`` and ``st.dyn``; or None (the body
+    and formula apart: ``_composite_kernel`` / ``_array_formula``).
+
+    Falls back as those do: the op's table changed since (the op's dispatch; the formula), a
+    gradient laid out otherwise than traced (the formula on the ctx's saved values)."""
+    from .fake import make_fake
+    n = st.node
+    if n is None or st.dyn or len(st.outs) != 1 or not ARRAY_PAIRS:
+        return None
+    made = _body_of(n)
+    if made is None:
+        return None
+    call_body, targs = made
+    # each value the ctx saves is a tensor argument of the node or its output
+    src = []
+    for p in st.saved:
+        if p < 0:
+            src.append(None)
+            continue
+        v = fvals[p]
+        if v is n.result:
+            src.append(-1)
+            continue
+        j = next((j for j, i in enumerate(targs) if n.args[i] is v), None)
+        if j is None:
+            return None
+        src.append(j)
+    fn, static = st.fn, st.static
+    shape, dtype, device = st.meta[0]
+    g0 = make_fake(shape, dtype, device)
+    nt = len(targs)
+
+    def both(*ts):
+        out = call_body(*ts[:nt])
+        sv = tuple(None if k is None else out if k < 0 else ts[k] for k in src)
+        return out, fn(_traced_ctx(static, sv), ts[nt])
+
+    g = _trace_array(both, [env[id(n.args[i])] for i in targs] + [g0], f"{n.op.name}_joint")
+    if g is None:
+        return None
+    out_v, res = g.output
+    gin = g.inputs[nt]
+    # split: forward steps (no gradient read; repeated ones dropped) and backward steps
+    canon: dict = {}
+    seen: dict = {}
+    dep = {id(gin)}
+    fwd, bwd = [], []
+    for m in g.nodes:
+        if any(id(a) in dep for a in m.inputs()):
+            bwd.append(m)
+            dep.add(id(m.outputs[0]))
+            continue
+        key = _cse_key(m, canon)
+        first = seen.get(key)
+        if first is not None:
+            canon[id(m.outputs[0])] = first
+            continue
+        seen[key] = m.outputs[0]
+        fwd.append(m)
+    if not bwd or not fwd:
+        return None
+
+    def c(v):
+        return canon.get(id(v), v)
+
+    # the nodes with their arguments read through ``canon`` (copies: the traced graph's nodes
+    # stay as traced), for the chains and their node-by-node fallbacks alike
+    def rebuilt(ms):
+        out = []
+        for m in ms:
+            k = _capture.Node(m.index, m.kind, m.op,
+                              tuple(c(a) if a.__class__ is Value else a for a in m.args),
+                              dict(m.kwargs), m.grad_enabled)
+            k.result = m.result
+            k.outputs = m.outputs
+            out.append(k)
+        return out
+    fwd, bwd = rebuilt(fwd), rebuilt(bwd)
+    made_in = {id(m.outputs[0]) for m in fwd}
+    at_in = {id(v): i for i, v in enumerate(g.inputs[:nt])}
+    out_v = c(out_v)
+    if id(out_v) not in made_in:
+        return None
+    # the formula's result: each part a backward step's value, the gradient, a forward value
+    # (saved) or None
+    many = res.__class__ in (tuple, list)
+    parts = list(res) if many else [res]
+    bmade = {id(m.outputs[0]) for m in bwd}
+    extras: list = []               # forward values the backward reads: saved
+    ex_at: dict = {}
+
+    def extra(v):
+        if id(v) not in ex_at:
+            if id(v) not in made_in and id(v) not in at_in:
+                raise Unsupported("a value from outside")
+            ex_at[id(v)] = len(extras)
+            extras.append(v)
+        return ex_at[id(v)]
+
+    try:
+        for m in bwd:
+            for a in m.inputs():
+                if a is not gin and id(a) not in bmade:
+                    extra(a)
+        bouts, bk, tmpl = [], {}, []
+        for v in parts:
+            if v is None:
+                tmpl.append((2, None))
+                continue
+            if v.__class__ is not Value:
+                return None
+            v = c(v)
+            if id(v) in bmade:
+                if id(v) not in bk:
+                    bk[id(v)] = len(bouts)
+                    bouts.append(v)
+                tmpl.append((0, bk[id(v)]))
+            elif v is gin:
+                tmpl.append((3, None))
+            else:
+                tmpl.append((1, extra(v)))
+    except Unsupported:
+        return None
+    if not bouts:
+        return None
+    fouts = [out_v] + [v for v in extras if id(v) in made_in and v is not out_v]
+    fmade = _chain_of(fwd, fouts)
+    bmade_ = _chain_of(bwd, bouts)
+    if fmade is None or bmade_ is None:
+        return None
+    run_f, f_in = fmade
+    run_b, b_in = bmade_
+    f_pick = tuple(targs[at_in[id(v)]] for v in f_in)
+    f_at = {id(v): k for k, v in enumerate(fouts)}
+    # each saved value: (True, k) the forward chain's output k, (False, i) the node's argument i
+    ext = tuple((True, f_at[id(v)]) if id(v) in f_at else (False, targs[at_in[id(v)]])
+                for v in extras)
+    b_take = tuple(len(extras) if v is gin else ex_at[id(v)] for v in b_in)
+    op = n.op
+    table = op.table
+    guard = table.get("autograd")
+    n_ex = len(extras)
+
+    def kernel(*a):
+        if table.get("autograd") is not guard:
+            o = op(*a)
+            return (o,) * (1 + n_ex)    # (placeholders: the backward runs the formula)
+        r = run_f(*[a[i] for i in f_pick])
+        return (r[0], *[r[k] if o else a[k] for o, k in ext])
+
+    stride = g0.stride_tuple
+
+    def fast(c_, g):
+        if g.stride_tuple != stride or table.get("autograd") is not guard:
+            return fn(c_, g)
+        xs = c_._tp_pre + (g,)
+        r = run_b(*[xs[j] for j in b_take])
+        out = [r[k] if w == 0 else xs[k] if w == 1 else g if w == 3 else None for w, k in tmpl]
+        if not many:
+            return out[0]
+        return out if res.__class__ is list else tuple(out)
+
+    # the forward graph's node: the custom op's output, then the saved values (new values of
+    # the forward graph, saved by the forward like the others)
+    vals = [Value(graph, "node", v.fake) for v in extras]
+    node = _capture.Node(n.index, n.kind, n.op, n.args, n.kwargs, n.grad_enabled)
+    node.result = (n.result, *vals)
+    node.outputs = [n.result, *vals]
+    at = len(fvals)
+    fvals.extend(vals)
+    st.dyn.append(("_tp_pre", _Rebuild(tuple, [_Rebuild("t", at + k) for k in range(n_ex)])))
+    st.fast = fast
+    return kernel, node
+
+
+def _array_formula(st, real):
+    """A user formula's replacement for the replayed backward's direct call ``fn(ctx, g)``:
+    the formula traced to array level on the values its ctx saves (a ctx holding tensors as
+    other attributes, several outputs: None). The formula itself runs when the gradient comes
+    with other strides than the traced (contiguous) one: a layout the trace did not see (the
+    arrays' reductions would sum in another order than eager's contiguous results)."""
+    from .fake import make_fake
+    if st.dyn or len(st.outs) != 1:
+        return None
+    fn, static, saved = st.fn, st.static, st.saved
+    shape, dtype, device = st.meta[0]
+    g0 = make_fake(shape, dtype, device)
+    leaves = [real[p] for p in saved if p >= 0] + [g0]
+    n_s = len(leaves) - 1
+
+    def call_formula(*ts):
+        it = iter(ts[:n_s])
+        return fn(_traced_ctx(static, tuple(None if p < 0 else next(it) for p in saved)), ts[-1])
+
+    made = _array_chain(call_formula, leaves, f"{st.name}_backward")
+    if made is None:
+        return None
+    run, take, tmpl, kind, _ = made
+    stride = g0.stride_tuple
+    idx = tuple(i for i, p in enumerate(saved) if p >= 0)
+
+    def fast(c, g):
+        if g.stride_tuple != stride:
+            return fn(c, g)
+        s = c._saved
+        xs = [s[i] for i in idx]
+        xs.append(g)
+        r = run(*[xs[j] for j in take])
+        out = [r[k] if w == 0 else xs[k] if w == 1 else None for w, k in tmpl]
+        if kind is None:
+            return out[0]
+        return out if kind is list else tuple(out)
+    return fast
 
 
 def _trace(graph, dnodes, rg, fv, pos, gouts, out_pos, want, steps):
@@ -459,8 +974,11 @@ def _trace(graph, dnodes, rg, fv, pos, gouts, out_pos, want, steps):
         output = out_t[0] if n.result.__class__ is Value else type(n.result)(out_t)
         if info.setup is not None:
             info.setup(ctx, values, output)
-        steps.append(_Step.make(ctx, leaf_at, info, structure, outs, out_t, tins, rg, pos,
-                                user, reach, t_of))
+        st = _Step.make(ctx, leaf_at, info, structure, outs, out_t, tins, rg, pos, user, reach,
+                        t_of)
+        if st is not None:
+            st.node = n
+        steps.append(st)
         if ctx._non_diff:
             for o, t in zip(outs, out_t):
                 if id(t) in ctx._non_diff and id(o) in rg:
@@ -486,8 +1004,8 @@ class _Step:
     """One node of a replayed backward: its formula and the ctx its setup_context made while
     traced, with each forward value the ctx holds replaced by the saved value's index."""
 
-    __slots__ = ("conform", "dyn", "fn", "ins", "meta", "name", "outs", "run_empty", "saved",
-                 "static", "structure")
+    __slots__ = ("conform", "dyn", "fast", "fn", "ins", "meta", "name", "node", "outs",
+                 "run_empty", "saved", "static", "structure", "user")
 
     @classmethod
     def make(cls, ctx, leaf_at, info, structure, outs, out_t, tins, rg, pos, user, reach, t_of):
@@ -519,6 +1037,8 @@ class _Step:
         except KeyError:
             return None
         st.fn = info.backward
+        st.fast = None
+        st.user = user
         st.name = info.name
         st.structure = structure
         st.meta = tuple((tuple(t.shape), t.dtype, t.device) for t in out_t)
@@ -632,7 +1152,9 @@ def _replayer(steps, out_pos, want):
         lines.append(f"    a{p} = G[{k}] if a{p} is None else a{p} + G[{k}]")
     for k, st in enumerate(steps):
         ns[f"__t{k}"] = st.static
-        ns[f"__bw{k}"] = st.fn
+        # (the direct calls: the formula traced to array level where it could be, the formula
+        # itself else; the FunctionNode path below keeps the formula)
+        ns[f"__bw{k}"] = st.fast or st.fn
         ns[f"__n{k}"] = FunctionNode(st.name, st.fn, None, (), st.structure, st.meta)
         body = ["c = __new(__C)", f"c.__dict__.update(__t{k})"]
         if st.saved:

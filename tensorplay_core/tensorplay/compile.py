@@ -260,6 +260,20 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
     cannot be traced run op by op instead, each op recording its own node, as eager (the
     outputs' ``grad_fn`` is then the last op's).
 
+    Custom ops on that path (cpu): a custom op whose cpu call runs its device-agnostic body,
+    and its ``register_autograd`` formula, are traced once per graph, sizes and set of tensors
+    requiring grad; where a body or formula is only elementwise ops and ``sum``/``mean`` over
+    given dims on float32/float64 tensors (a layer norm, an activation), it runs as one call of
+    eager's array kernels, no Tensor between its ops, and the formula's steps that recompute
+    the body's values (not reading the gradient) run once, in the forward, their results kept
+    for the backward. Values and gradients are eager's bit for bit. The Python body and formula
+    then run only while traced (as ``torch.compile`` runs the code it traces): side effects in
+    them (prints, counters) happen at tracing, not on each call. Anything else -- a body or
+    formula reading values (``.item()``, ``.numpy()``, a data-dependent ``if``), writing in
+    place, with views, matmuls or factories, a cpu kernel registered for the op, an op
+    re-registered since, an output gradient laid out otherwise than traced -- runs the Python
+    body / formula on each call as before.
+
     Example::
 
         @tensorplay.compile
