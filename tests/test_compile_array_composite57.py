@@ -7,8 +7,11 @@ compiles). Everything else -- data-dependent Python, ``.numpy()``/``.item()``, w
 kernel registered for cpu, a gradient laid out otherwise than traced -- runs the body / formula
 itself on every call, as before.
 
-The count of Python calls of a body or formula is how these tests see which path ran."""
+The count of Python calls of a body or formula is how these tests see which path ran; it is
+taken from outside, by a profile hook (a counter inside the body would be a side effect, and a
+body or formula with side effects, or reading state that may change, always runs itself)."""
 
+import sys
 import warnings
 
 import numpy as np
@@ -21,6 +24,33 @@ _N = [0]
 EPS = 1e-5
 
 
+# code object of a watched body / formula -> (its counts, "body" | "formula")
+_WATCH: dict = {}
+
+
+def _watch(calls, key, fn):
+    _WATCH[fn.__code__] = (calls, key)
+    return fn
+
+
+def _hook(frame, event, arg):
+    if event == "call":
+        w = _WATCH.get(frame.f_code)
+        if w is not None:
+            w[0][w[1]] += 1
+
+
+@pytest.fixture(autouse=True)
+def _count_calls():
+    prev = sys.getprofile()
+    sys.setprofile(_hook)
+    try:
+        yield
+    finally:
+        sys.setprofile(prev)
+        _WATCH.clear()
+
+
 def _name(tag):
     _N[0] += 1
     return f"arr57test::{tag}{_N[0]}"
@@ -29,7 +59,6 @@ def _name(tag):
 def _layer_norm(calls, body=None, backward=None):
     """bench_train's layer norm as a custom op; ``calls`` counts body / formula runs."""
     def ln_body(x: tp.Tensor, w: tp.Tensor, b: tp.Tensor) -> tp.Tensor:
-        calls["body"] += 1
         mu = x.mean(-1, keepdim=True)
         xc = x - mu
         r = tp.rsqrt((xc * xc).mean(-1, keepdim=True) + EPS)
@@ -40,7 +69,6 @@ def _layer_norm(calls, body=None, backward=None):
         ctx.save_for_backward(x, w)
 
     def ln_backward(ctx, g):
-        calls["formula"] += 1
         x, w = ctx.saved_tensors
         mu = x.mean(-1, keepdim=True)
         xc = x - mu
@@ -50,8 +78,8 @@ def _layer_norm(calls, body=None, backward=None):
         dx = r * (gx - gx.mean(-1, keepdim=True) - xh * (gx * xh).mean(-1, keepdim=True))
         return dx, (g * xh).sum(0), g.sum(0)
 
-    op = custom_op(_name("ln"), body or ln_body, mutates_args=())
-    op.register_autograd(backward or ln_backward, setup_context=setup)
+    op = custom_op(_name("ln"), _watch(calls, "body", body or ln_body), mutates_args=())
+    op.register_autograd(_watch(calls, "formula", backward or ln_backward), setup_context=setup)
     return op
 
 
@@ -141,7 +169,6 @@ def _steady_calls(op_calls, f, args, n=3):
 def _scale_op(calls, body, backward=None):
     """``body(x, w)`` as a custom op whose formula is ``backward`` (default: (g * w, g * x))."""
     def bw(ctx, g):
-        calls["formula"] += 1
         x, w = ctx.saved_tensors
         return g * w, g * x
 
@@ -149,13 +176,12 @@ def _scale_op(calls, body, backward=None):
         ctx.save_for_backward(*inputs)
 
     def counted(x: tp.Tensor, w: tp.Tensor) -> tp.Tensor:
-        calls["body"] += 1
         return body(x, w)
 
-    op = custom_op(_name("scale"), counted, mutates_args=())
+    op = custom_op(_name("scale"), _watch(calls, "body", counted), mutates_args=())
     # (a body reading values cannot be its own fake: compile's capture needs this one)
     op.register_fake(lambda x, w: tp.empty_like(x))
-    op.register_autograd(backward or bw, setup_context=setup)
+    op.register_autograd(_watch(calls, "formula", backward or bw), setup_context=setup)
     return op
 
 
@@ -219,7 +245,6 @@ def test_formula_reading_values_runs_on_every_call():
     calls = {"body": 0, "formula": 0}
 
     def bw(ctx, g):
-        calls["formula"] += 1
         x, w = ctx.saved_tensors
         k = 2.0 if (x.sum() > 0).item() else 1.0
         return g * w * k, g * x * k
@@ -256,7 +281,6 @@ def test_formula_returning_its_gradient_and_none():
     calls = {"body": 0, "formula": 0}
 
     def bw(ctx, g):
-        calls["formula"] += 1
         return g, None
 
     op = _scale_op(calls, lambda x, w: x + w, backward=bw)
@@ -322,10 +346,9 @@ def test_custom_op_without_formula_differentiates_its_body_as_eager():
     calls = {"body": 0}
 
     def body(x: tp.Tensor, w: tp.Tensor) -> tp.Tensor:
-        calls["body"] += 1
         return x * w + 1.0
 
-    op = custom_op(_name("noformula"), body, mutates_args=())
+    op = custom_op(_name("noformula"), _watch(calls, "body", body), mutates_args=())
     f = _scale_fn(op)
     a, b = _scale_args()
     eager = _run2(f, a, b)
@@ -360,19 +383,17 @@ def test_formula_saving_the_output_is_traced_with_the_body():
     calls = {"body": 0, "formula": 0}
 
     def body(x: tp.Tensor) -> tp.Tensor:
-        calls["body"] += 1
         return tp.exp(x * 0.5) + 0.0
 
     def setup(ctx, inputs, output):
         ctx.save_for_backward(output)
 
     def bw(ctx, g):
-        calls["formula"] += 1
         (y,) = ctx.saved_tensors
         return g * (y * 0.5)
 
-    op = custom_op(_name("expo"), body, mutates_args=())
-    op.register_autograd(bw, setup_context=setup)
+    op = custom_op(_name("expo"), _watch(calls, "body", body), mutates_args=())
+    op.register_autograd(_watch(calls, "formula", bw), setup_context=setup)
 
     def f(x, w):
         return (op(x * w) * 3.0).sum()
@@ -462,3 +483,75 @@ def test_two_layer_norms_in_a_row():
         if k == 3:
             before = dict(calls)
     assert calls == before
+
+
+# -- state the body or formula reads, and side effects: as eager on every call ---------------
+
+SCALE = 2.0
+LOG: list = []
+
+
+def _helper(x):
+    return x * SCALE
+
+
+def _rebound_matches_eager(op_of):
+    """``op_of(calls)`` a custom op reading ``SCALE``: the steady state is traced (no Python
+    call), and rebinding ``SCALE`` gives eager's new values at once."""
+    global SCALE
+    calls = {"body": 0, "formula": 0}
+    op = op_of(calls)
+    f = _scale_fn(op)
+    a, b = _scale_args()
+    assert _steady2(calls, f) == {"body": 0, "formula": 0}
+    c = tp.compile(f)
+    for _ in range(4):
+        _assert_bits(_run2(f, a, b), _run2(c, a, b))
+    SCALE = 5.0
+    try:
+        for _ in range(2):
+            _assert_bits(_run2(f, a, b), _run2(c, a, b))
+    finally:
+        SCALE = 2.0
+
+
+def test_body_reading_a_global_number_sees_it_rebound():
+    _rebound_matches_eager(lambda calls: _scale_op(calls, lambda x, w: x * w * SCALE))
+
+
+def test_body_calling_a_helper_that_reads_a_global_sees_it_rebound():
+    _rebound_matches_eager(lambda calls: _scale_op(calls, lambda x, w: _helper(x) * w))
+
+
+def test_formula_reading_a_global_number_sees_it_rebound():
+    def bw(ctx, g):
+        x, w = ctx.saved_tensors
+        return g * w * SCALE, g * x * SCALE
+
+    _rebound_matches_eager(lambda calls: _scale_op(calls, lambda x, w: x * w * SCALE, bw))
+
+
+def test_body_with_a_side_effect_runs_on_every_call():
+    LOG.clear()
+
+    def body(x, w):
+        LOG.append(1)
+        return x * w
+
+    calls = {"body": 0, "formula": 0}
+    op = _scale_op(calls, body)
+    n = len(LOG)
+    got = _steady2(calls, _scale_fn(op))
+    assert got["body"] == 3 and len(LOG) > n + 3
+
+
+def test_formula_printing_runs_on_every_call(capsys):
+    def bw(ctx, g):
+        print("backward")
+        x, w = ctx.saved_tensors
+        return g * w, g * x
+
+    calls = {"body": 0, "formula": 0}
+    op = _scale_op(calls, lambda x, w: x * w, bw)
+    assert _steady2(calls, _scale_fn(op))["formula"] == 3
+    assert capsys.readouterr().out.count("backward") >= 3

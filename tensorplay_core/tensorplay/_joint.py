@@ -40,7 +40,9 @@ call, ``_array_formula``) traced once per plan (``_trace_array``); where every o
 elementwise or a sum/mean over given dims, it runs as one chain of eager's array kernels
 (``_chain_of``, ``_array_fn``: eager's bits, no Tensor between ops). Where the body and the
 formula trace together (``_array_pair``), the formula's steps that do not read the gradient are
-the body's own steps (same op, same arrays), computed once in the forward and saved. Anything
+the body's own steps (same op, same arrays), computed once in the forward and saved. Only a
+body and formula that compute and read nothing that may change unseen are traced
+(``_read_guards``; the globals and closure values they read are checked each call). Anything
 else keeps the op's dispatch and the formula's per-op calls.
 
 Gradients that the plan does not give exactly are computed by *recomputing*: the forward graph
@@ -53,8 +55,11 @@ torch.compile refuses double backward; this gives eager's derivatives.
 
 from __future__ import annotations
 
+import builtins
+import dis
 import operator
 import threading
+import types
 
 from . import _capture, _dispatch, _fusion, _pytree
 from ._capture import Value
@@ -461,6 +466,96 @@ def _array_reduction(n) -> bool:
             all(d.__class__ is int for d in dims) and n.outputs[0].fake.dtype is x.fake.dtype)
 
 
+# What a body or formula may read and still be traced once per plan. Tracing runs the Python
+# function once, so anything it reads that may change later, and anything it does besides
+# computing (a print, a counter, a list append), would be frozen at that one run: such a
+# function runs itself on every call, as eager and as torch.compile's opaque custom ops do.
+_PURE_BUILTINS = frozenset((
+    "abs", "all", "any", "bool", "divmod", "enumerate", "float", "getattr", "hasattr", "int",
+    "isinstance", "len", "list", "max", "min", "pow", "range", "reversed", "round", "slice",
+    "sum", "tuple", "zip", "ValueError", "TypeError", "RuntimeError", "NotImplementedError"))
+_WRITE_OPS = frozenset((
+    "STORE_GLOBAL", "STORE_DEREF", "STORE_ATTR", "STORE_SUBSCR", "STORE_SLICE", "STORE_NAME",
+    "DELETE_GLOBAL", "DELETE_DEREF", "DELETE_ATTR", "DELETE_SUBSCR", "DELETE_NAME",
+    "IMPORT_NAME", "IMPORT_FROM"))
+_SCALARS = (int, float, bool, str, complex, type(None))
+_MISSING = object()
+
+
+def _read_guards(fn, guards=None, depth=0):
+    """The reads of ``fn`` (a Python function; its nested code and the Python functions it
+    calls by name, three deep) that a trace may bake in, as ``[(holder, name, value)]`` -- a
+    global or closure cell holding a number, string, None or a function, to be found the same
+    object on each later call -- or None when ``fn`` cannot be traced once: it writes a global,
+    closure cell, attribute or item, imports, calls a builtin outside ``_PURE_BUILTINS``
+    (``print``...), or reads any other object (a list, dict, array, instance: their contents
+    may change unseen). Modules and tensorplay's own functions and classes are stable."""
+    code = getattr(fn, "__code__", None)
+    if code is None or depth > 3:
+        return None
+    guards = [] if guards is None else guards
+    glb = fn.__globals__
+    cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
+
+    def stable(v, holder, name):
+        if isinstance(v, types.ModuleType):
+            return True
+        if isinstance(v, _SCALARS):
+            guards.append((holder, name, v))
+            return True
+        if callable(v) and (getattr(v, "__module__", None) or "").partition(".")[0] in (
+                "tensorplay", "math"):
+            return True
+        if isinstance(v, types.FunctionType):
+            guards.append((holder, name, v))
+            return _read_guards(v, guards, depth + 1) is not None
+        return False
+
+    codes = [code]
+    while codes:
+        c = codes.pop()
+        codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+        for ins in dis.get_instructions(c):
+            op = ins.opname
+            if op in _WRITE_OPS:
+                return None
+            if op == "LOAD_GLOBAL":
+                name = ins.argval
+                v = glb.get(name, _MISSING)
+                if v is _MISSING:
+                    if name not in _PURE_BUILTINS or not hasattr(builtins, name):
+                        return None
+                elif not stable(v, glb, name):
+                    return None
+            elif op in ("LOAD_DEREF", "LOAD_CLASSDEREF"):
+                cell = cells.get(ins.argval)
+                if cell is None:
+                    continue             # a cell of fn's own (a local captured by nested code)
+                try:
+                    v = cell.cell_contents
+                except ValueError:
+                    return None
+                if not stable(v, cell, None):
+                    return None
+    return guards
+
+
+def _reads_unchanged(guards):
+    """A no-argument test that every read in ``guards`` (``_read_guards``) still finds the
+    object the trace saw, or None when there is nothing to test."""
+    if not guards:
+        return None
+    gs = tuple(guards)
+
+    def same():
+        for holder, name, v in gs:
+            cur = holder.get(name, _MISSING) if name is not None else holder.cell_contents
+            if cur is not v:
+                return False
+        return True
+    return same
+
+
 def _trace_array(fn, leaves, name):
     """``fn(*leaves)`` traced (capture tensors, grad mode off, as the engine runs formulas and
     the forward runs bodies): its graph when every node is an elementwise op or a sum/mean on
@@ -656,6 +751,10 @@ def _composite_kernel(n, env):
     call_body, targs = _body_of(n) or (None, None)
     if call_body is None:
         return None
+    guards = _read_guards(op.active_kernel("default"))
+    if guards is None:
+        return None
+    same = _reads_unchanged(guards)
     real = [env[id(n.args[i])] for i in targs]
     made = _array_chain(call_body, real, f"{op.name}_body")
     if made is None:
@@ -670,7 +769,7 @@ def _composite_kernel(n, env):
     guard = table.get("autograd")
 
     def kernel(*a):
-        if table.get("autograd") is not guard:
+        if table.get("autograd") is not guard or (same is not None and not same()):
             return op(*a)
         return run(*[a[i] for i in pick])[0]
     return kernel
@@ -720,6 +819,10 @@ def _array_pair(st, env, fvals, graph):
     if made is None:
         return None
     call_body, targs = made
+    guards = _read_guards(n.op.active_kernel("default"))
+    if guards is None or _read_guards(st.fn, guards) is None:
+        return None
+    same = _reads_unchanged(guards)
     # each value the ctx saves is a tensor argument of the node or its output
     src = []
     for p in st.saved:
@@ -850,8 +953,14 @@ def _array_pair(st, env, fvals, graph):
     guard = table.get("autograd")
     n_ex = len(extras)
 
+    # a read the trace baked in changed (``same``): this plan runs the body and the formula
+    # from then on (a forward that fell back saved placeholders, so its backward must not take
+    # the traced path even if the read changes back in between)
+    moved = [False]
+
     def kernel(*a):
-        if table.get("autograd") is not guard:
+        if table.get("autograd") is not guard or moved[0] or (same is not None and not same()):
+            moved[0] = moved[0] or table.get("autograd") is guard
             o = op(*a)
             return (o,) * (1 + n_ex)    # (placeholders: the backward runs the formula)
         r = run_f(*[a[i] for i in f_pick])
@@ -860,7 +969,7 @@ def _array_pair(st, env, fvals, graph):
     stride = g0.stride_tuple
 
     def fast(c_, g):
-        if g.stride_tuple != stride or table.get("autograd") is not guard:
+        if g.stride_tuple != stride or table.get("autograd") is not guard or moved[0]:
             return fn(c_, g)
         xs = c_._tp_pre + (g,)
         r = run_b(*[xs[j] for j in b_take])
@@ -892,6 +1001,10 @@ def _array_formula(st, real):
     if st.dyn or len(st.outs) != 1:
         return None
     fn, static, saved = st.fn, st.static, st.saved
+    guards = _read_guards(fn)
+    if guards is None:
+        return None
+    same = _reads_unchanged(guards)
     shape, dtype, device = st.meta[0]
     g0 = make_fake(shape, dtype, device)
     leaves = [real[p] for p in saved if p >= 0] + [g0]
@@ -909,7 +1022,7 @@ def _array_formula(st, real):
     idx = tuple(i for i, p in enumerate(saved) if p >= 0)
 
     def fast(c, g):
-        if g.stride_tuple != stride:
+        if g.stride_tuple != stride or (same is not None and not same()):
             return fn(c, g)
         s = c._saved
         xs = [s[i] for i in idx]

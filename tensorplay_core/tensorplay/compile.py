@@ -266,13 +266,17 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
     given dims on float32/float64 tensors (a layer norm, an activation), it runs as one call of
     eager's array kernels, no Tensor between its ops, and the formula's steps that recompute
     the body's values (not reading the gradient) run once, in the forward, their results kept
-    for the backward. Values and gradients are eager's bit for bit. The Python body and formula
-    then run only while traced (as ``torch.compile`` runs the code it traces): side effects in
-    them (prints, counters) happen at tracing, not on each call. Anything else -- a body or
-    formula reading values (``.item()``, ``.numpy()``, a data-dependent ``if``), writing in
-    place, with views, matmuls or factories, a cpu kernel registered for the op, an op
-    re-registered since, an output gradient laid out otherwise than traced -- runs the Python
-    body / formula on each call as before.
+    for the backward. Values and gradients are eager's bit for bit. Only a body and formula
+    that do nothing but compute are traced: the Python functions they call by name included,
+    they read modules, tensorplay's functions, builtins such as ``len``/``range``, and globals
+    or closure variables holding numbers, strings, None or such functions, each checked to be
+    the same object on every call (rebinding a global ``EPS`` gives the new values at once, as
+    eager). Anything else -- a write to a global, closure variable, attribute or item, a
+    ``print``, a read of a list, dict, array or other object, a body or formula reading values
+    (``.item()``, ``.numpy()``, a data-dependent ``if``), writing in place, with views, matmuls
+    or factories, a cpu kernel registered for the op, an op re-registered since, an output
+    gradient laid out otherwise than traced -- runs the Python body / formula on each call as
+    before, as eager does and as ``torch.compile`` runs a custom op.
 
     Example::
 
