@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from ._dtype import DType
 
 __all__ = ["TensorBase", "instance_class", "row_major", "new_tensor", "new_tensor_source", "new_fake", "set_history", "set_history_source", "set_grad_fn",
-           "set_requires_grad",
+           "set_requires_grad", "set_grad",
            "detach_history", "refresh_dispatch_key", "set_accumulator", "set_retains_grad",
            "set_view", "live_views", "made_in_no_grad", "set_view_version", "DataStorage",
            "data_alias", "storage_tensors", "shared_storage", "is_dense", "partial_overlap",
@@ -319,6 +319,13 @@ del _public, _slot
 # regenerate through ``autograd.graph.edge_of`` only when they record); reading or writing
 # ``raw_grad_fn`` costs what the slot costs
 TensorBase.raw_grad_fn = TensorBase.__dict__["grad_fn"]
+
+
+def set_grad(t, g) -> None:
+    """Store the engine's gradient ``g`` as ``t.grad`` without the assignment's checks: a
+    ``retain_grad()`` made before a shape-changing in-place op (``t_()``) keeps the old
+    history's gradient, of the old shape, as torch's engine stores it."""
+    t._grad = g
 
 
 def check_grad_assignment(t, g) -> None:

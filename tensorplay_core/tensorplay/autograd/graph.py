@@ -930,7 +930,8 @@ def _keep_retained(retained, grads):
         g = grads[nr] if _gm.is_grad_enabled() else grads[nr].detach()
         if g.raw_dtype is not t.raw_dtype:
             g = g.to(t.raw_dtype)
-        t.grad = g.clone() if t.grad is None else t.grad + g
+        # (unchecked: after a shape-changing in-place op t's shape is not the old history's)
+        _tb.set_grad(t, g.clone() if t.grad is None else t.grad + g)
     return grads
 
 
