@@ -518,6 +518,12 @@ def _leaves_first_in_edge_order(ready, base) -> None:
     post-accumulate-grad hooks run in torch's order (``a * b * c``: c, then a, b). With four or
     more leaves on one node torch's order is its heap's tie-breaking; here it stays edge
     order. Only when a node made two or more nodes ready."""
+    if len(ready) - base == 2:      # (a binary op's two inputs: a swap, no lists)
+        first = ready[base]
+        if first.__class__ is AccumulateGrad:   # on top, above the other (a leaf or not)
+            ready[base] = ready[base + 1]
+            ready[base + 1] = first
+        return
     new = ready[base:]
     leaves = [n for n in new if n.__class__ is AccumulateGrad]
     if leaves:
