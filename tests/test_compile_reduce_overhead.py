@@ -48,7 +48,7 @@ def _pair(n=8, device="mockg"):
 
 
 def test_unknown_modes_are_refused_with_the_accepted_ones_named():
-    for bad in ("max-autotune", "max-autotune-no-cudagraphs", "fast", ""):
+    for bad in ("max_autotune", "fast", ""):     # (torch's max-autotune modes: compiler57 test)
         with pytest.raises(ValueError, match="reduce-overhead"):
             tp.compile(chain, mode=bad)
     assert tp.compile(chain).mode == "default"

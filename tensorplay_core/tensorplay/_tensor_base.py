@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from ._dtype import DType
 
 __all__ = ["TensorBase", "instance_class", "row_major", "new_tensor", "new_tensor_source", "new_fake", "set_history", "set_history_source", "set_grad_fn",
-           "set_requires_grad",
+           "set_requires_grad", "set_grad",
            "detach_history", "refresh_dispatch_key", "set_accumulator", "set_retains_grad",
            "set_view", "live_views", "made_in_no_grad", "set_view_version", "DataStorage",
            "data_alias", "storage_tensors", "shared_storage", "is_dense", "partial_overlap",
@@ -56,7 +56,8 @@ __all__ = ["TensorBase", "instance_class", "row_major", "new_tensor", "new_tenso
            "SLOTS"]
 
 # Every field of a tensor. Public name (read-only by convention) -> slot (written only here and
-# in _tensor.py). ``grad``/``grad_fn`` are torch's public attributes and their own slots.
+# in _tensor.py). ``grad_fn`` is torch's public attribute and its own slot; ``grad`` a checked
+# property over the slot ``_grad`` (the constructors write the slot).
 FIELDS = {"storage_ref": "_storage", "native": "_data", "raw_shape": "_shape",
           "stride_tuple": "_stride", "offset": "_offset", "raw_dtype": "_dtype",
           "raw_device": "_device",
@@ -64,7 +65,7 @@ FIELDS = {"storage_ref": "_storage", "native": "_data", "raw_shape": "_shape",
           "output_nr": "_output_nr", "accumulator": "_accum", "backend": "_backend",
           "view_base": "_base", "retains_grad_flag": "_retains_grad", "capture_info": "_capture",
           "view_version": "_vver"}
-SLOTS = (*FIELDS.values(), "grad", "grad_fn")
+SLOTS = (*FIELDS.values(), "_grad", "grad_fn")
 
 _instance_class: Any = None   # tensorplay.Tensor (class Tensor(TensorBase, instance_class=True))
 _new = object.__new__
@@ -109,7 +110,6 @@ class TensorBase:
         raw_grad_fn: Any
         retains_grad_flag: bool
         capture_info: Any
-        grad: Any
         grad_fn: Any
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -275,6 +275,35 @@ class TensorBase:
         return self.grad_fn is None
 
     @property
+    def grad(self) -> Any:
+        """The gradient accumulated by ``backward`` (None until one reaches this tensor), as
+        ``torch.Tensor.grad``.
+
+        Assigning checks the value as torch does, at the assignment: ``None`` or a tensor of this
+        tensor's shape, dtype and device (``RuntimeError`` naming the one that differs, in
+        torch's words "attempting to assign a gradient of size '[3]' to a tensor of size
+        '[2]'..."), not this tensor itself (``RuntimeError``); anything else is a
+        ``TypeError``. Any tensor (a leaf or not, requiring grad or not, any layout) takes a
+        fitting ``.grad``; ``del t.grad`` sets None."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Any) -> None:
+        # the engine assigns each leaf's first gradient through here: identity tests first
+        # (a fitting tensor of the same class, dtype and device object), the full check --
+        # which raises, or takes an equal device that is another object -- only otherwise
+        if value is not None and (
+                value.__class__ is not self.__class__ or value is self
+                or value._dtype is not self._dtype or value._device is not self._device
+                or value._shape != self._shape):
+            check_grad_assignment(self, value)
+        self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
+
+    @property
     def retains_grad(self) -> bool:
         """True for non-leaf tensors on which ``retain_grad()`` was called."""
         return self._retains_grad and self.grad_fn is not None
@@ -290,6 +319,37 @@ del _public, _slot
 # regenerate through ``autograd.graph.edge_of`` only when they record); reading or writing
 # ``raw_grad_fn`` costs what the slot costs
 TensorBase.raw_grad_fn = TensorBase.__dict__["grad_fn"]
+
+
+def set_grad(t, g) -> None:
+    """Store the engine's gradient ``g`` as ``t.grad`` without the assignment's checks: a
+    ``retain_grad()`` made before a shape-changing in-place op (``t_()``) keeps the old
+    history's gradient, of the old shape, as torch's engine stores it."""
+    t._grad = g
+
+
+def check_grad_assignment(t, g) -> None:
+    """Raise unless ``g`` (not None) may be assigned as ``t.grad``: torch's checks, order and
+    words (``TypeError`` for a non-tensor; ``RuntimeError`` for the tensor itself, then another
+    dtype, device, size)."""
+    if not isinstance(g, TensorBase):
+        raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
+                        f"{type(g).__name__}")
+    if g is t:
+        raise RuntimeError("can't assign Variable as its own grad")
+    if g._dtype is not t._dtype:
+        raise RuntimeError(f"attempting to assign a gradient with dtype '{g._dtype}' to a "
+                           f"tensor with dtype '{t._dtype}'. Please ensure that the gradient "
+                           f"and the tensor have the same dtype")
+    if g._device != t._device:
+        raise RuntimeError(f"attempting to assign a gradient with device type "
+                           f"'{g._device.type}' to a tensor with device type "
+                           f"'{t._device.type}'. Please ensure that the gradient and the tensor "
+                           f"are on the same device")
+    if g._shape != t._shape:
+        raise RuntimeError(f"attempting to assign a gradient of size '{list(g._shape)}' to a "
+                           f"tensor of size '{list(t._shape)}'. Please ensure that the "
+                           f"gradient and the tensor are the same size")
 
 
 def instance_class() -> type:
@@ -333,7 +393,7 @@ def new_tensor(storage, data, shape, stride, offset, dtype, device, backend, cls
     t._backend = backend
     t._dkey = t._bkey = device.type
     t._requires_grad = False
-    t.grad = None
+    t._grad = None
     t.raw_grad_fn = None
     t._output_nr = 0
     t._accum = None
@@ -362,7 +422,7 @@ def new_tensor_source(var, storage, data, shape, stride, dtype, device, backend,
             f"{var}._backend = {backend}",
             f"{var}._dkey = {var}._bkey = {var}._device.type",
             f"{var}._requires_grad = False",
-            f"{var}.grad = None",
+            f"{var}._grad = None",
             f"{var}.raw_grad_fn = None",
             f"{var}._output_nr = 0",
             f"{var}._accum = None",

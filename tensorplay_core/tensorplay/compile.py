@@ -143,8 +143,9 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
       would then launch as often as a normal run and move the data twice more (a single fused
       chain is one launch, so ``x * y + 1`` runs as ``"default"``). A skip changes the cost
       only, never the results (a replay's outputs are fresh tensors too).
-      Other modes raise ``ValueError`` (there is no autotuning, so ``"max-autotune"`` is not
-      accepted).
+      ``"max-autotune"`` is torch's autotuning plus CUDA graphs: there is no autotuning, so it
+      is ``"reduce-overhead"``; ``"max-autotune-no-cudagraphs"`` is ``"default"`` (``.mode``
+      tells which). Other modes raise ``ValueError``.
 
     Compiling a ``CompiledFunction`` again returns it when the options are its own, else a new
     one compiled from its ``fn`` with exactly the options given.
@@ -290,12 +291,13 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
     if dynamic not in (None, True, False):
         raise TypeError(f"tensorplay.compile: dynamic must be None, True or False, got {dynamic!r}")
     if mode not in _MODES:
-        raise ValueError(f"tensorplay.compile: unknown mode {mode!r}; use None, 'default' or "
-                         f"'reduce-overhead' (graph replay; there is no autotuning)")
+        raise ValueError(f"tensorplay.compile: unknown mode {mode!r}; use None, 'default', "
+                         f"'reduce-overhead' (graph replay), 'max-autotune' (= reduce-overhead: "
+                         f"there is no autotuning) or 'max-autotune-no-cudagraphs' (= default)")
     if fn is None:
         return functools.partial(compile, dynamic=dynamic, fullgraph=fullgraph, mode=mode)
     if isinstance(fn, CompiledFunction):
-        if fn.mode == (mode or "default") and fn.dynamic == dynamic:
+        if fn.mode == _MODES[mode] and fn.dynamic == dynamic:
             return fn
         fn = fn.fn                       # other options: compiled anew with them
     if not callable(fn):
@@ -303,7 +305,9 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
     return CompiledFunction(fn, dynamic=dynamic, fullgraph=fullgraph, mode=mode)
 
 
-_MODES = (None, "default", "reduce-overhead")
+# torch's mode names -> what runs here (no autotuning: max-autotune keeps only its CUDA graphs)
+_MODES = {None: "default", "default": "default", "reduce-overhead": "reduce-overhead",
+          "max-autotune": "reduce-overhead", "max-autotune-no-cudagraphs": "default"}
 
 
 class CompiledFunction(Generic[_P, _R]):
@@ -321,7 +325,7 @@ class CompiledFunction(Generic[_P, _R]):
         self.fn = fn
         self.dynamic = dynamic
         self.fullgraph = fullgraph
-        self.mode = mode or "default"
+        self.mode = _MODES[mode]
         self._replay = self.mode == "reduce-overhead"
         self.graph_skips: dict = {}
         self.captures = 0

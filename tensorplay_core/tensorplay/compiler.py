@@ -10,10 +10,12 @@ thread and replays what it captured.
 from __future__ import annotations
 
 import functools
+import gc
 
 from . import _capture, _dispatch
 
-__all__ = ["disable", "is_compiling", "is_dynamo_compiling"]
+__all__ = ["cudagraph_mark_step_begin", "disable", "is_compiling", "is_dynamo_compiling",
+           "reset"]
 
 _cstate = _capture._state        # per thread: captures in progress, the eager run's log
 _dstate = _dispatch._state       # per thread: the dispatch mode ("capture" while capturing)
@@ -98,3 +100,30 @@ def disable(fn=None, recursive=True, *, reason=None):
     wrapper._tensorplay_disabled = True
     wrapper._tensorplay_disable_reason = reason
     return wrapper
+
+
+def reset() -> None:
+    """Drop every compiled graph in the process (``torch.compiler.reset()``: clear the in-process
+    compilation caches): each live ``tensorplay.compile`` result forgets its graphs, its
+    ``"reduce-overhead"`` recordings and ``graph_skips``, as ``compiled.reset()`` does, so its
+    next call captures again. Compiled functions stay usable; nothing else changes (no disk
+    cache exists). Takes no argument, returns None, never raises.
+
+    Finds them by walking the objects the garbage collector tracks (no registry on the compile
+    path): milliseconds for a large heap, meant between runs or tests, as torch's. Calls of
+    other threads running meanwhile finish on the graph they hold."""
+    from .compile import CompiledFunction
+    for obj in gc.get_objects():
+        if isinstance(obj, CompiledFunction):
+            obj.reset()
+
+
+def cudagraph_mark_step_begin() -> None:
+    """Mark the start of a new iteration (``torch.compiler.cudagraph_mark_step_begin()``, called
+    before each step of a ``mode="reduce-overhead"`` loop). Takes no argument, returns None.
+
+    A no-op here, by design: torch's CUDA-graph replays return outputs in the graph's own
+    memory, which the next replay overwrites unless a new step has begun (hence this call);
+    ``tensorplay.compile``'s replays copy every output into a fresh tensor, so a result is never
+    overwritten by a later call and there is no step to mark. Code written for torch (calling
+    it before each iteration) runs unchanged, with the same results."""

@@ -450,14 +450,14 @@ def backward_root(node, nr, g, keep_graph=False):
                     edges[0][0].accumulate(ig, owned)
                 return
             if n > 2:
-                # _walk's order: the leaves' nodes become ready in edge order and run last
-                # first, each gradient owned when no other leaf's slot holds it too
+                # _walk's order: the leaves' nodes run in edge order (torch's), each gradient
+                # owned when no other leaf's slot holds it too
                 gs = list(in_grads[:n])   # (_walk's zip: a gradient beyond the edges: dropped)
                 in_grads = None
                 for i, e in enumerate(edges):
                     if e is None and i < len(gs):
                         gs[i] = None      # a gradient nobody takes: dropped before any is owned
-                for i in range(len(gs) - 1, -1, -1):
+                for i in range(len(gs)):
                     g = gs[i]
                     if g is not None:
                         gs[i] = None
@@ -507,6 +507,28 @@ def _function_node():
     from .function import FunctionNode   # (that module imports this one)
     _FUNCTION_NODE = FunctionNode
     return FunctionNode
+
+
+def _leaves_first_in_edge_order(ready, base) -> None:
+    """``ready[base:]`` became ready in edge order when one node ran: put the leaves'
+    AccumulateGrad nodes on top, so they run next and in edge order (``ready`` is popped from
+    the end), the other nodes below in the order they had. torch's ready queue runs an
+    AccumulateGrad before any other node (its priority is the highest) and, for the two or
+    three leaves of one node, in edge order -- so leaf hooks, ``.grad`` accumulation and
+    post-accumulate-grad hooks run in torch's order (``a * b * c``: c, then a, b). With four or
+    more leaves on one node torch's order is its heap's tie-breaking; here it stays edge
+    order. Only when a node made two or more nodes ready."""
+    if len(ready) - base == 2:      # (a binary op's two inputs: a swap, no lists)
+        first = ready[base]
+        if first.__class__ is AccumulateGrad:   # on top, above the other (a leaf or not)
+            ready[base] = ready[base + 1]
+            ready[base + 1] = first
+        return
+    new = ready[base:]
+    leaves = [n for n in new if n.__class__ is AccumulateGrad]
+    if leaves:
+        leaves.reverse()
+        ready[base:] = [n for n in new if n.__class__ is not AccumulateGrad] + leaves
 
 
 def _walk(ready, pending, deps, keep_graph, create_graph):
@@ -592,6 +614,7 @@ def _walk(ready, pending, deps, keep_graph, create_graph):
                 grads = None
                 if not keep_graph:
                     node.release()
+            base = len(ready)
             for e, g in zip(node.next_edges, in_grads):
                 if e is None:
                     continue
@@ -610,6 +633,8 @@ def _walk(ready, pending, deps, keep_graph, create_graph):
                 deps[nxt] = c
                 if not c:
                     ready.append(nxt)
+            if len(ready) - base > 1:
+                _leaves_first_in_edge_order(ready, base)
             in_grads = g = None   # the pending slots hold the gradients now
         else:
             if not keep_graph:
@@ -725,6 +750,7 @@ def run_backward(roots, grad_roots, *, keep_graph=False, create_graph=False, inp
                 in_grads = (None,) * len(node.next_edges)
             if not keep_graph:
                 _release(node)
+            base = len(ready)
             for e, g in zip(node.next_edges, in_grads):
                 if e is None:
                     continue
@@ -737,6 +763,8 @@ def run_backward(roots, grad_roots, *, keep_graph=False, create_graph=False, inp
                 deps[nxt] -= 1
                 if deps[nxt] == 0:
                     ready.append(nxt)
+            if len(ready) - base > 1:
+                _leaves_first_in_edge_order(ready, base)
             in_grads = g = grads = None   # the pending slots hold the gradients now
     if accumulate_inputs:
         return None
@@ -908,7 +936,8 @@ def _keep_retained(retained, grads):
         g = grads[nr] if _gm.is_grad_enabled() else grads[nr].detach()
         if g.raw_dtype is not t.raw_dtype:
             g = g.to(t.raw_dtype)
-        t.grad = g.clone() if t.grad is None else t.grad + g
+        # (unchecked: after a shape-changing in-place op t's shape is not the old history's)
+        _tb.set_grad(t, g.clone() if t.grad is None else t.grad + g)
     return grads
 
 
