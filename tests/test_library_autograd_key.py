@@ -223,3 +223,29 @@ class TestAutogradKey:
         g(x).backward()
         assert x.grad.tolist() == [2.0]
 
+
+class TestOpOverload:
+    def test_custom_op_opoverload_is_ops_default(self, ns):
+        @lib.custom_op(f"{ns}::op", mutates_args=())
+        def op(x: tp.Tensor, n: int = 2) -> tp.Tensor:
+            return x * n
+
+        assert op._opoverload is getattr(tp.ops, ns).op.default
+
+    def test_redefined_handle_opoverload_is_current(self, ns):
+        def make(k):
+            @lib.custom_op(f"{ns}::op", mutates_args=())
+            def op(x: tp.Tensor) -> tp.Tensor:
+                return x * k
+            return op
+
+        old = make(2)
+        new = make(3)
+        assert old._opoverload is new._opoverload is getattr(tp.ops, ns).op.default
+
+    def test_named_overload(self, ns):
+        lib.define(f"{ns}::h(Tensor x) -> Tensor")
+        lib.define(f"{ns}::h.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)")
+        packet = getattr(tp.ops, ns).h
+        assert packet.default._opoverload is packet.default
+        assert packet.out._opoverload is packet.out

@@ -626,6 +626,17 @@ class CustomOpDef(_CallBase, Generic[_P, _R]):
             return {autograd_key_name(k): fn for k, fn in self._autograd_kernel_fns.items()}
 
     @property
+    def _opoverload(self) -> CustomOpDef[_P, _R]:
+        """torch's ``CustomOpDef._opoverload``: the operator object of this op's overload, the
+        very object ``tensorplay.ops.<ns>.<op>.default`` (or ``.<overload>``) is. That is the
+        record itself, or for a handle a later ``custom_op`` replaced, the current definition
+        (the one its calls run)."""
+        live = self
+        while live._replaced_by is not None:
+            live = live._replaced_by
+        return live
+
+    @property
     def builtin_fake(self):
         """A built-in op's own fake (shape) rule, or ``None`` (custom ops: see ``fake_impl``)."""
         return self._meta_default
