@@ -141,6 +141,20 @@ class TestAutogradKey:
         # the registration went with the library
         assert not hasattr(getattr(tp.ops, ns), "triple")
 
+    def test_get_kernel(self, ns):
+        op = lib.define(f"{ns}::f(Tensor x) -> Tensor")
+        with Library(ns, "IMPL") as L:
+            def k(x):
+                return x
+            L.impl("f", k, "Autograd")
+            assert lib.get_kernel(op, "Autograd") is k
+            assert op.autograd_kernels == {"Autograd": k}
+            with pytest.raises(LookupError, match=r"no kernel registered for 'AutogradCPU' "
+                                                  r"\(autograd keys registered: Autograd\)"):
+                lib.get_kernel(op, "AutogradCPU")
+        with pytest.raises(LookupError, match=r"autograd keys registered: none"):
+            lib.get_kernel(op, "Autograd")
+
     def test_library_default_key(self, ns):
         op = lib.define(f"{ns}::f(Tensor x) -> Tensor")
         lib.impl(op, "cpu", lambda x: x * 2)

@@ -704,14 +704,26 @@ def get_kernel(op: str | CustomOpDef[..., Any], dispatch_key: str) -> Callable[.
 
     ``op``: a ``CustomOpDef`` or ``"ns::op"``, with an optional overload name as torch spells
     them (``"ns::op.out"``: that overload; ``"ns::op.default"``: ``ns::op``; ``"tp::add.Tensor"``:
-    a built-in op stands for all of torch's overloads of its name). ``dispatch_key``: ``"cpu"``, ``"cuda"`` (any case),
-    ``"default"`` or a composite spelling (the device-agnostic slot). A concrete key does not fall
-    back to the device-agnostic kernel: ask ``"default"`` for that. Raises ``LookupError`` when
+    a built-in op stands for all of torch's overloads of its name). ``dispatch_key``: ``"cpu"``,
+    ``"cuda"`` (any case), ``"default"`` or a composite spelling (the device-agnostic slot), or
+    torch's autograd keys (``"Autograd"``, ``"AutogradCPU"``...: the kernel ``Library.impl``
+    registered there). A concrete key does not fall back to the device-agnostic kernel (nor
+    ``"AutogradCPU"`` to ``"Autograd"``): ask ``"default"`` for that. Raises ``LookupError`` when
     nothing usable is registered for the key -- a kernel disabled by ``set_kernel_enabled`` counts
     as absent -- or the op does not exist; ``ValueError`` for an unknown spelling.
     """
     o = _resolve(op, f"get_kernel({op!r})")
     api = f"get_kernel({o.name!r}, {dispatch_key!r})"
+    ag = _registry.autograd_key(dispatch_key, api)
+    if ag is not None:
+        # torch's autograd keys: exactly that key's kernel (AutogradCPU does not fall back to
+        # Autograd, as a concrete device key does not fall back to 'default')
+        found = o.autograd_kernels
+        k = found.get(_registry.autograd_key_name(ag))
+        if k is None:
+            raise LookupError(f"{api}: no kernel registered for {dispatch_key!r} (autograd keys "
+                              f"registered: {', '.join(sorted(found)) or 'none'})")
+        return k
     key = _registry.normalize_device_type(dispatch_key, api)
     if o.is_builtin and key != "default" and o.active_kernel(key) is None:
         # a built-in op's kernels are bound by its device's backend when that loads: load it
