@@ -860,9 +860,9 @@ class TestLibrary:
             L.impl("tp::add", lambda *a: None, "cpu")
         with pytest.raises(LookupError, match=api + rf"no operator named '{ns}::nope'"):
             L.impl("nope", lambda x: x, "cpu")
-        with pytest.raises(ValueError, match=api + r"'Autograd' is not a kernel key; register "
-                                                   r"autograd formulas with register_autograd"):
-            L.impl("f", lambda x: x, "Autograd")
+        with pytest.raises(ValueError, match=api + r"'AutogradXLA' is not an autograd key "
+                                                   r"tensorplay knows; use 'Autograd'"):
+            L.impl("f", lambda x: x, "AutogradXLA")
         with pytest.raises(ValueError, match=api + r"with_keyset=True is not supported"):
             L.impl("f", lambda x: x, "cpu", with_keyset=True)
         with pytest.raises(ValueError, match=api + r"fallthrough kernels are not supported"):

@@ -154,6 +154,49 @@ def backend_key(tensors) -> str:
     return k
 
 
+def autograd_kernel_entry(op, below):
+    """The ``autograd`` table entry of an op with kernels at torch's autograd keys
+    (``op._autograd_kernel_fns``: ``"default"`` for ``Autograd``, device types for
+    ``Autograd<Device>``), around ``below``, the entry the autograd layer built otherwise.
+
+    The entry is reached only by calls where an input requires grad. With grad mode on the
+    registered kernel runs: the one of the call's device (the type the tensors are on, or
+    stand for when fake), else the ``Autograd`` one, else ``below``. With grad mode off the
+    call goes to ``below``, which runs the op below autograd: that is how the usual kernel, an
+    ``autograd.Function``'s ``apply`` whose ``forward`` (run with grad off) calls the op again,
+    reaches the device kernel instead of itself. Built at registration: ops without such
+    kernels keep ``below`` itself, and with only ``Autograd`` registered the entry costs one
+    grad-mode read."""
+    kernels = dict(op._autograd_kernel_fns)
+    g = grad_state
+    only = kernels.get("default") if len(kernels) == 1 else None
+    if only is not None:
+        def autograd_kernel(*args, **kwargs):
+            if g.enabled:
+                return only(*args, **kwargs)
+            return below(*args, **kwargs)
+        return autograd_kernel
+    fallback = kernels.get("default", below)
+
+    def autograd_kernel_by_device(*args, **kwargs):
+        if g.enabled:
+            fn = kernels.get(_device_type(flat_tensors(args, kwargs)), fallback)
+            return fn(*args, **kwargs)
+        return below(*args, **kwargs)
+    return autograd_kernel_by_device
+
+
+def _device_type(tensors) -> str | None:
+    """The device type a call's tensors are on (a fake tensor's: the device it stands for); a
+    0-dim cpu tensor yields to a tensor on another device, as in ``resolve_key``."""
+    k = None
+    for t in tensors:
+        d = t.device.type
+        if k is None or t.ndim != 0 or d != "cpu":
+            k = d
+    return k
+
+
 def _device_key(op, device) -> str:
     """Dispatch key of a call without tensors: the type of its ``device`` argument.
 

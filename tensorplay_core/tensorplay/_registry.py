@@ -165,6 +165,36 @@ def normalize_device_types(types, api: str) -> tuple[str, ...]:
     return out or (DEFAULT,)
 
 
+def autograd_key(d, api: str) -> str | None:
+    """torch's autograd dispatch keys -> the registry's autograd key: ``"Autograd"`` ->
+    ``"default"`` (every device), ``"AutogradCPU"``/``"AutogradCUDA"`` -> ``"cpu"``/``"cuda"``
+    (any case, as the device spellings). ``None`` when ``d`` is not an autograd key at all;
+    ``ValueError`` for one naming no known device (``AutogradOther``, ``AutogradMeta``,
+    ``AutogradXLA``...). Registration time only."""
+    if not isinstance(d, str) or not d.strip().lower().startswith("autograd"):
+        return None
+    rest = d.strip()[len("autograd"):]
+    if not rest:
+        return DEFAULT
+    t = rest.lower()
+    if t in _KNOWN_DEVICE_TYPES and t != "meta":
+        return sys.intern(t)
+    known = ", ".join(repr(autograd_key_name(k)) for k in sorted(_KNOWN_DEVICE_TYPES - {"meta"}))
+    raise ValueError(f"{api}: {d!r} is not an autograd key tensorplay knows; use 'Autograd' "
+                     f"(calls on every device) or 'Autograd' followed by a device type: {known}")
+
+
+_AUTOGRAD_SUFFIX = {"cpu": "CPU", "cuda": "CUDA"}
+
+
+def autograd_key_name(key: str) -> str:
+    """torch's name of the registry's autograd key: ``"Autograd"`` for ``"default"``,
+    ``"AutogradCPU"`` for ``"cpu"``."""
+    if key == DEFAULT:
+        return "Autograd"
+    return "Autograd" + _AUTOGRAD_SUFFIX.get(key, key.capitalize())
+
+
 def _where(fn) -> str:
     try:
         code = fn.__code__
@@ -382,10 +412,15 @@ class CustomOpDef(_CallBase, Generic[_P, _R]):
     _fake_regs: list              # [KernelHandle] of register_fake
     _autograd_regs: list          # [KernelHandle] of register_autograd (with setup_context)
     _autograd_base: tuple | None  # (backward, setup) found before the first register_autograd
+    # torch's Autograd / Autograd<Device> dispatch keys (Library.impl(name, fn, "Autograd")):
+    # "default" (every device) or a device type -> [KernelHandle]; the top of each stack is the
+    # op's autograd entry for calls that record (``_autograd_kernel_fns``)
+    _autograd_kernels: dict
     # -- the active values the dispatch-entry builders read (kept by _refresh) --------------
     _fake: Callable[..., Any] | None            # active registered fake kernel
     _backward: Callable[..., Any] | None        # active backward formula
     _setup_context: Callable[..., Any] | None   # its setup_context
+    _autograd_kernel_fns: dict                  # "default"/device type -> active autograd kernel
     _param_names: tuple                         # schema parameter names, in order
     # dispatch key -> callable; the same dict object forever. A plain dict (a subclass with
     # __missing__ made every call's lookup ~20 ns slower on 3.12: no specialised subscript); the
@@ -480,6 +515,8 @@ class CustomOpDef(_CallBase, Generic[_P, _R]):
         self._fake_regs = []
         self._autograd_regs = []
         self._autograd_base = None
+        self._autograd_kernels = {}
+        self._autograd_kernel_fns = {}
         self._fake = None
         self._backward = backward
         self._setup_context = setup_context
@@ -568,13 +605,36 @@ class CustomOpDef(_CallBase, Generic[_P, _R]):
 
     @property
     def backward_fn(self):
-        """The active backward formula (``register_autograd``, or a built-in op's), or None."""
-        return self._backward
+        """The active backward formula (``register_autograd``, or a built-in op's), or None;
+        also None while a kernel registered at an autograd key (``autograd_kernels``) handles
+        the op's autograd: it shadows the formula (as torch's Autograd kernel replaces the one
+        ``register_autograd`` installed), so nothing differentiates the op with the formula
+        then (``tensorplay.compile`` runs such calls eagerly)."""
+        return None if self._autograd_kernel_fns else self._backward
 
     @property
     def setup_context_fn(self):
-        """The ``setup_context`` paired with ``backward_fn`` (may be None)."""
-        return self._setup_context
+        """The ``setup_context`` paired with ``backward_fn`` (may be None; None when
+        ``backward_fn`` is)."""
+        return None if self._autograd_kernel_fns else self._setup_context
+
+    @property
+    def autograd_kernels(self) -> dict:
+        """The kernels registered at torch's autograd dispatch keys, active ones only:
+        ``{"Autograd": fn, "AutogradCPU": fn, ...}`` (``{}`` when none). A snapshot."""
+        with _lock:
+            return {autograd_key_name(k): fn for k, fn in self._autograd_kernel_fns.items()}
+
+    @property
+    def _opoverload(self) -> CustomOpDef[_P, _R]:
+        """torch's ``CustomOpDef._opoverload``: the operator object of this op's overload, the
+        very object ``tensorplay.ops.<ns>.<op>.default`` (or ``.<overload>``) is. That is the
+        record itself, or for a handle a later ``custom_op`` replaced, the current definition
+        (the one its calls run)."""
+        live = self
+        while live._replaced_by is not None:
+            live = live._replaced_by
+        return live
 
     @property
     def builtin_fake(self):
@@ -609,9 +669,10 @@ class CustomOpDef(_CallBase, Generic[_P, _R]):
 
     @property
     def has_autograd(self) -> bool:
-        """Whether the op has an explicit backward formula (else a kernel written with
-        tensorplay ops is differentiated through its body)."""
-        return self._backward is not None
+        """Whether the op has an explicit backward formula in force (``backward_fn``; else a
+        kernel at an autograd key handles autograd, see ``autograd_kernels``, or a kernel
+        written with tensorplay ops is differentiated through its body)."""
+        return self.backward_fn is not None
 
     # -- registration ----------------------------------------------------------------------
     def _add_kernel(self, key: str, fn, owner=None, priority: int = 0,
@@ -663,13 +724,25 @@ class CustomOpDef(_CallBase, Generic[_P, _R]):
             self._refresh()
         return record(h)
 
+    def _add_autograd_kernel(self, key: str, fn, owner=None) -> KernelHandle:
+        """Push ``fn`` as the op's kernel at an autograd key (``"default"``: torch's
+        ``Autograd``; a device type: ``Autograd<Device>``); the newest remaining registration
+        of each key is active."""
+        with _lock:
+            stack = self._autograd_kernels.setdefault(key, [])
+            h = KernelHandle(self, stack, Kernel(fn, owner, 0, _source_of(fn)))
+            stack.append(h)
+            self._refresh()
+        return record(h)
+
     def adopt(self, owner: str, claims: Callable[[Any], bool]) -> None:
         """Attribute the op to plugin ``owner``, and with it the registrations made without an
         owner whose function ``claims(fn)`` accepts (a plugin module imported before the plugin
         platform ran: no owner was set then). Registration time only."""
         with _lock:
             self.owner = owner
-            for stack in (*self._kernels.values(), self._fake_regs, self._autograd_regs):
+            for stack in (*self._kernels.values(), *self._autograd_kernels.values(),
+                          self._fake_regs, self._autograd_regs):
                 for e in stack:
                     if e.kernel.owner is None and claims(e.kernel.fn):
                         e.kernel = e.kernel._replace(owner=owner)
@@ -683,6 +756,8 @@ class CustomOpDef(_CallBase, Generic[_P, _R]):
         elif self._autograd_base is not None:     # the last one undone: back to the base
             self._backward, self._setup_context = self._autograd_base
             self._autograd_base = None
+        self._autograd_kernel_fns = {k: v[-1].kernel.fn
+                                     for k, v in self._autograd_kernels.items() if v}
         self._rebuild()
 
     def _rebuild(self) -> None:
@@ -889,6 +964,31 @@ class CustomOpDef(_CallBase, Generic[_P, _R]):
         if _lib is not None:
             _lib._handles.append(h)
         return backward
+
+    def _register_autograd_kernel(self, keys, fn, /, *, api: str, _lib=None, _owner=None):
+        """Register ``fn`` at the autograd keys ``keys`` (``"default"`` for torch's
+        ``Autograd``, device types for ``Autograd<Device>``: ``autograd_key``): for a call
+        where an input requires grad and grad mode is on, ``fn`` runs instead of the op's own
+        autograd handling (its formula, or differentiating through the kernel), on every
+        device (``"default"``) or the calls on that device (which win over ``"default"``).
+        Torch's pattern is an ``autograd.Function``'s ``apply``: its ``forward`` runs with grad
+        mode off, so the op called there runs below autograd (its device kernel; torch needs
+        ``_AutoDispatchBelowAutograd`` for that, ``no_grad`` is that here). With grad mode
+        off, or no input that requires grad, the call goes below autograd without ``fn``
+        (torch calls it then too; an ``autograd.Function`` returns the same). Reached through
+        ``tensorplay.library``'s ``impl``/``register_kernel``/``Library.impl``; undone by the
+        handle or the ``_lib`` closing. Raises ``ValueError`` for a built-in op or an ``fn``
+        that cannot take the op's parameters. Returns ``fn``."""
+        check_not_builtin(self, api)
+        if not callable(fn):
+            raise ValueError(f"{api}: expected a callable autograd kernel, got {fn!r}")
+        from ._schema import bind_check
+        bind_check(fn, self.schema, what="autograd kernel", api=api)
+        owner = _owner or current_owner()
+        handles = [self._add_autograd_kernel(k, fn, owner) for k in keys]
+        if _lib is not None:
+            _lib._handles.extend(handles)
+        return fn
 
     def set_kernel_enabled(self, device_type: str | Device, enabled: bool = True) -> _KernelEnabled:
         """Disable or re-enable the concrete kernel for ``device_type`` inside a ``with`` block.

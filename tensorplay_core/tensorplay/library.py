@@ -554,16 +554,58 @@ def impl(qualname, types, func=None, /, *, lib=None):
 
     ``types``: concrete devices (``"cpu"``, ``"CUDA"``, a list) or composite spellings
     (``"CompositeExplicitAutograd"``/``"CompositeImplicitAutograd"``/``"default"``/``None``: the
-    device-agnostic slot). ``func`` must take the op's parameters. With ``lib`` the registration is
-    undone when the library closes. Returns ``func``.
+    device-agnostic slot), or torch's autograd dispatch keys (``"Autograd"``, ``"AutogradCPU"``,
+    ``"AutogradCUDA"``; see ``Library.impl``), alone or in the list. ``func`` must take the op's
+    parameters. With ``lib`` the registration is undone when the library closes. Returns
+    ``func``.
 
-    Raises ``LookupError`` when the op does not exist, ``ValueError`` for a bad device spelling,
-    a ``func`` that cannot bind the schema, or a device kernel on an op that cannot dispatch to it.
+    Raises ``LookupError`` when the op does not exist, ``ValueError`` for a bad device spelling
+    or autograd key, a built-in op, a ``func`` that cannot bind the schema, or a device kernel
+    on an op that cannot dispatch to it.
     """
     api = f"impl({qualname!r})"
     op = _resolve(qualname, api)
     _check_lib(lib, api, op.namespace)
-    return op.register_kernel(types, func, _lib=lib)
+    return _register_kernel(op, types, func, lib, api)
+
+
+_NO_TYPES = object()   # _split_autograd: every key given was an autograd key
+
+
+def _split_autograd(types, api):
+    """``(autograd keys, the other types)`` of ``impl``/``register_kernel``'s ``types``: the
+    registry keys of torch's autograd dispatch keys among them (``_registry.autograd_key``), and
+    the rest as given (``_NO_TYPES`` when nothing is left: an empty list would mean the
+    device-agnostic slot). Anything that is not a list of spellings is left to
+    ``register_kernel``'s own checks."""
+    if isinstance(types, str):
+        k = _registry.autograd_key(types, api)
+        return ((), types) if k is None else ((k,), _NO_TYPES)
+    if types is None or hasattr(types, "type"):
+        return (), types
+    try:
+        items = list(types)
+    except TypeError:
+        return (), types
+    keys = [_registry.autograd_key(t, api) for t in items]
+    if not any(k is not None for k in keys):
+        return (), types
+    rest = [t for t, k in zip(items, keys) if k is None]
+    return tuple(dict.fromkeys(k for k in keys if k is not None)), (rest or _NO_TYPES)
+
+
+def _register_kernel(op, types, func, lib, api):
+    """``impl``/``register_kernel``: the device kernels through ``op.register_kernel``, torch's
+    autograd keys through ``op._register_autograd_kernel``; decorator when ``func`` is None."""
+    ag, rest = _split_autograd(types, api)
+    if not ag:
+        return op.register_kernel(types, func, _lib=lib)
+
+    def inner(f):
+        if rest is not _NO_TYPES:
+            op.register_kernel(rest, f, _lib=lib)
+        return op._register_autograd_kernel(ag, f, api=api, _lib=lib)
+    return inner if func is None else inner(func)
 
 
 @overload
@@ -583,13 +625,16 @@ def register_kernel(op, device_types, func=None, /, *, lib=None):
     Usable directly or as a decorator (same as ``torch.library.register_kernel``); returns ``func``.
 
     A kernel for a concrete device wins over the device-agnostic one for calls on that device.
+    torch's autograd dispatch keys (``"Autograd"``, ``"AutogradCPU"``...) are taken as
+    ``impl`` takes them (torch's ``register_kernel`` passes them on to ``impl``; the
+    ``CustomOpDef.register_kernel`` method takes device types only, as torch's).
     Raises ``LookupError`` for an unknown op name, ``ValueError`` for a bad spelling or a ``func``
     whose signature cannot take the op's parameters, ``TypeError`` for a bad ``op``.
     """
     api = f"register_kernel({op!r})"
     o = _resolve(op, api)
     _check_lib(lib, api, o.namespace)
-    return o.register_kernel(device_types, func, _lib=lib)
+    return _register_kernel(o, device_types, func, lib, api)
 
 
 @overload
@@ -659,14 +704,26 @@ def get_kernel(op: str | CustomOpDef[..., Any], dispatch_key: str) -> Callable[.
 
     ``op``: a ``CustomOpDef`` or ``"ns::op"``, with an optional overload name as torch spells
     them (``"ns::op.out"``: that overload; ``"ns::op.default"``: ``ns::op``; ``"tp::add.Tensor"``:
-    a built-in op stands for all of torch's overloads of its name). ``dispatch_key``: ``"cpu"``, ``"cuda"`` (any case),
-    ``"default"`` or a composite spelling (the device-agnostic slot). A concrete key does not fall
-    back to the device-agnostic kernel: ask ``"default"`` for that. Raises ``LookupError`` when
+    a built-in op stands for all of torch's overloads of its name). ``dispatch_key``: ``"cpu"``,
+    ``"cuda"`` (any case), ``"default"`` or a composite spelling (the device-agnostic slot), or
+    torch's autograd keys (``"Autograd"``, ``"AutogradCPU"``...: the kernel ``Library.impl``
+    registered there). A concrete key does not fall back to the device-agnostic kernel (nor
+    ``"AutogradCPU"`` to ``"Autograd"``): ask ``"default"`` for that. Raises ``LookupError`` when
     nothing usable is registered for the key -- a kernel disabled by ``set_kernel_enabled`` counts
     as absent -- or the op does not exist; ``ValueError`` for an unknown spelling.
     """
     o = _resolve(op, f"get_kernel({op!r})")
     api = f"get_kernel({o.name!r}, {dispatch_key!r})"
+    ag = _registry.autograd_key(dispatch_key, api)
+    if ag is not None:
+        # torch's autograd keys: exactly that key's kernel (AutogradCPU does not fall back to
+        # Autograd, as a concrete device key does not fall back to 'default')
+        found = o.autograd_kernels
+        k = found.get(_registry.autograd_key_name(ag))
+        if k is None:
+            raise LookupError(f"{api}: no kernel registered for {dispatch_key!r} (autograd keys "
+                              f"registered: {', '.join(sorted(found)) or 'none'})")
+        return k
     key = _registry.normalize_device_type(dispatch_key, api)
     if o.is_builtin and key != "default" and o.active_kernel(key) is None:
         # a built-in op's kernels are bound by its device's backend when that loads: load it
@@ -751,8 +808,11 @@ class Library:
         if ns == _registry.RESERVED_NAMESPACE:
             raise _registry.reserved_error(f"Library({ns!r}, {kind!r})",
                                            f"the namespace {ns!r}")
-        if dispatch_key and str(dispatch_key).lower() != "meta":   # Meta: impl registers fakes
-            _registry.normalize_device_type(dispatch_key, f"Library({ns!r}, {kind!r})")
+        api = f"Library({ns!r}, {kind!r})"
+        # Meta: impl registers fakes; torch's autograd keys: impl registers autograd kernels
+        if dispatch_key and str(dispatch_key).lower() != "meta" and \
+                _registry.autograd_key(dispatch_key, api) is None:
+            _registry.normalize_device_type(dispatch_key, api)
         self.ns = ns
         self.kind = kind
         self.dispatch_key = dispatch_key
@@ -809,12 +869,37 @@ class Library:
              dispatch_key: str = "", *, with_keyset: bool = False) -> None:
         """Attach ``fn`` as the kernel of ``op_name`` (``"op"`` or ``"op.overload"`` in this
         namespace, ``"ns::op"``, ``"ns::op.overload"`` or a ``CustomOpDef``) for ``dispatch_key`` (default: the library's key, else the
-        device-agnostic slot). ``"Meta"`` registers the fake kernel; autograd keys are refused
-        (use ``register_autograd``). Undone when the library closes.
+        device-agnostic slot). ``"Meta"`` registers the fake kernel. Undone when the library
+        closes.
+
+        torch's autograd keys: ``"Autograd"`` makes ``fn`` the op's autograd kernel on every
+        device, ``"AutogradCPU"``/``"AutogradCUDA"`` on that device only (winning over
+        ``"Autograd"`` there). It runs for calls where an input requires grad and grad mode is
+        on, instead of the op's formula (``register_autograd``, shadowed meanwhile: ``backward_fn``
+        is None) or differentiating through the kernel. torch's pattern, as documented::
+
+            class TripleFn(tensorplay.autograd.Function):
+                @staticmethod
+                def forward(ctx, x):
+                    return tensorplay.ops.mylib.triple(x)   # below autograd: grad mode is off
+                @staticmethod
+                def backward(ctx, g):
+                    return g * 3
+            lib.impl("triple", TripleFn.apply, "Autograd")
+
+        ``Function.forward`` runs with grad mode off, and with grad mode off a call goes below
+        autograd (the device kernel), so there is no separate "below autograd" guard (torch's is
+        the private ``torch._C._AutoDispatchBelowAutograd``): ``with tensorplay.no_grad():`` is
+        it, in a plain function too. Where we differ: torch calls the autograd kernel on every
+        call; here calls without an input that requires grad, or with grad mode off, go below
+        autograd directly (an ``autograd.Function`` returns the same). ``tensorplay.compile``
+        runs such an op's calls that need a gradient eagerly (through this kernel); ``opcheck``
+        checks its gradients like a formula's.
 
         Raises ``LookupError`` for an unknown op, ``ValueError`` for an op of another namespace
-        (same rule as torch), a bad key, ``fallthrough_kernel``, ``with_keyset=True`` or a ``fn``
-        that cannot take the op's parameters; ``RuntimeError`` when the library is closed.
+        (same rule as torch), a bad key (an autograd key of an unknown device: ``AutogradOther``,
+        ``AutogradMeta``), a built-in op, ``fallthrough_kernel``, ``with_keyset=True`` or a
+        ``fn`` that cannot take the op's parameters; ``RuntimeError`` when the library is closed.
         """
         api = f"Library({self.ns!r}, {self.kind!r}).impl"
         self._check_open(api)
@@ -838,9 +923,10 @@ class Library:
         if low == "meta":
             op.register_fake(fn, _lib=self)
             return
-        if low.startswith("autograd"):
-            raise ValueError(f"{api}: {key!r} is not a kernel key; register autograd formulas "
-                             f"with register_autograd({op.name!r}, backward, setup_context=...)")
+        ag = _registry.autograd_key(key, api)
+        if ag is not None:
+            op._register_autograd_kernel((ag,), fn, api=api, _lib=self)
+            return
         op.register_kernel(key, fn, _lib=self)
 
     def _destroy(self) -> None:

@@ -1753,8 +1753,13 @@ def make_autograd_entry(op):
     A built-in op's entry is generated on its first call under autograd (a stand-in until then
     replaces itself in the table): importing tensorplay and loading a backend rebuild every
     built-in's table, and most programs use few ops with gradients. Custom ops build theirs at
-    registration, where a bad ``register_autograd`` is reported."""
+    registration, where a bad ``register_autograd`` is reported. A custom op with kernels at
+    torch's autograd keys (``Library.impl(name, fn, "Autograd")``) runs them for calls that
+    record, around this entry (``_dispatch.autograd_kernel_entry``)."""
     if not op.is_builtin:
+        if op._autograd_kernel_fns:
+            from .. import _dispatch
+            return _dispatch.autograd_kernel_entry(op, make_op_autograd(op))
         return make_op_autograd(op)
     real = None
 
