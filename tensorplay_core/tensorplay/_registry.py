@@ -208,9 +208,19 @@ class OpName(str):
         return str.__str__(self)
 
 
-# ``overloadpacket``: the ops layer's packet for ``"ns::op"`` (tensorplay.ops sets it at import;
-# a packet is built above this layer)
+# ``overloadpacket`` and a stale handle's fallback: ``tensorplay.ops``'s ``"ns::op" -> packet``
+# (a packet is built above this layer); the package root installs it (``install_packet_of``)
 packet_of = None
+
+
+def install_packet_of(fn) -> None:
+    """Install the ops layer's ``packet_of(base)`` (called once, by the package root) and make
+    the default records of ops that already have named overloads see them."""
+    global packet_of
+    with _lock:
+        packet_of = fn
+        for base in list(PACKETS):
+            _sync_packet_fallback(base)
 
 
 class RegistrationHandle:

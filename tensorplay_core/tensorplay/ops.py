@@ -240,9 +240,6 @@ def _packet_of(base: str):
     return _registry.registered(base)
 
 
-_registry.packet_of = _packet_of
-
-
 def __getattr__(ns: str) -> _Namespace:
     """``tensorplay.ops.<ns>``: any identifier gives a namespace view (it may be empty)."""
     if ns.startswith("__"):
