@@ -65,6 +65,9 @@ from .autograd import function as _autograd_function  # noqa: E402
 _registry.install_entry_builders({"meta": fake.make_fake_entry,
                                   "autograd": _autograd_function.make_autograd_entry,
                                   "capture": _capture.make_capture_entry})
+# likewise the overload packets (tensorplay.ops) for the op records' overloadpacket and the
+# handles taken before named overloads existed
+_registry.install_packet_of(ops._packet_of)
 
 
 # The built-in ops below are ``CustomOpDef`` records made at import time (called positionally,

@@ -227,6 +227,32 @@ def _source_of(fn) -> str:
     return f"{mod}:{name}" if mod and name else repr(fn)
 
 
+class OpName(str):
+    """An operator's qualified name (``"ns::op"``, ``"ns::op.out"``): a ``str`` that is also
+    callable, ``op.name() == op.name``, so ``op.name`` reads as tensorplay's field and
+    ``op.name()`` as torch's ``OpOverload.name()``."""
+
+    __slots__ = ()
+
+    def __call__(self) -> str:
+        return str.__str__(self)
+
+
+# ``overloadpacket`` and a stale handle's fallback: ``tensorplay.ops``'s ``"ns::op" -> packet``
+# (a packet is built above this layer); the package root installs it (``install_packet_of``)
+packet_of = None
+
+
+def install_packet_of(fn) -> None:
+    """Install the ops layer's ``packet_of(base)`` (called once, by the package root) and make
+    the default records of ops that already have named overloads see them."""
+    global packet_of
+    with _lock:
+        packet_of = fn
+        for base in list(PACKETS):
+            _sync_packet_fallback(base)
+
+
 class RegistrationHandle:
     """Returned by registrations; ``destroy()`` undoes exactly that registration (idempotent).
     Same role as torch's ``_library.utils.RegistrationHandle``."""
@@ -496,7 +522,7 @@ class CustomOpDef(_CallBase, Generic[_P, _R]):
         # its fake rule, array kernel name, Tensor parameters that take Python numbers, whether
         # each backend binds an array kernel, and its backward formula
         ns, _, name = qualname.partition("::")
-        self.name = qualname
+        self.name = OpName(qualname)
         self.namespace = ns
         self._opname = name
         self.schema = schema
@@ -1022,6 +1048,31 @@ class CustomOpDef(_CallBase, Generic[_P, _R]):
         (torch's ``OpOverload._overloadname``, with ``"default"`` for the empty one)."""
         return split_overload(self.name)[1]
 
+    # -- torch's OpOverload attributes -------------------------------------------------------
+    @property
+    def _overloadname(self) -> str:
+        """torch's ``OpOverload._overloadname``: ``overloadname``."""
+        return split_overload(self.name)[1]
+
+    @property
+    def _schema(self):
+        """torch's ``OpOverload._schema``: the op's ``FunctionSchema`` (``str()`` is torch's
+        text, ``"ns::op.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)"``)."""
+        return self.schema
+
+    @property
+    def __name__(self) -> str:
+        """torch's ``OpOverload.__name__``: ``"op.default"``, ``"op.out"`` (no namespace)."""
+        base, ov = split_overload(self._opname)
+        return f"{base}.{ov}"
+
+    @property
+    def overloadpacket(self):
+        """torch's ``OpOverload.overloadpacket``: ``tensorplay.ops.<ns>.<op>`` -- the
+        ``OpOverloadPacket`` when the op has named overloads, else the default op itself (an op
+        without named overloads is its own packet)."""
+        return packet_of(split_overload(self.name)[0])
+
     def overloads(self) -> list[str]:
         """The overload names registered under this op's name (``["default"]`` for an op
         without named overloads), in registration order: torch's ``OpOverloadPacket.overloads()``,
@@ -1035,6 +1086,17 @@ class CustomOpDef(_CallBase, Generic[_P, _R]):
         upper-case letter (torch's overload spelling) and only on built-in ops; anything else is
         an ``AttributeError``, so a misspelt method never resolves. Called only for attributes
         that do not exist: no cost on the call path."""
+        if "." not in name and not name.startswith("__"):
+            # a handle taken before named overloads existed: ``op.out`` is the overload, as
+            # on the packet torch's handle is (a registry lookup, on a missing attribute only)
+            try:
+                qual = object.__getattribute__(self, "name")
+            except AttributeError:
+                qual = ""
+            if "." not in qual and name != "default" and qual in PACKETS:
+                ov = _OPS.get(f"{qual}.{name}")
+                if ov is not None:
+                    return ov
         if name == "default":       # a named overload's (the property refused it)
             raise AttributeError(f"{self.name!r} is the overload {self.overloadname!r}, not an "
                                  f"overload packet; the default overload is tensorplay.ops."
@@ -1325,6 +1387,7 @@ def register_op(op: CustomOpDef) -> CustomOpDef:
         _OPS[op.name] = op
         _add_to_family(op.name)
         op._rebuild()
+        _sync_packet_fallback(split_overload(op.name)[0])
     return op
 
 
@@ -1366,6 +1429,52 @@ def _drop_from_family(qualname: str) -> None:
         PACKETS.discard(base)
 
 
+# "ns::op" -> (its default record, the record's own generated function) while that record's
+# calls fall back to the other overloads (``_sync_packet_fallback``)
+_FALLBACKS: dict = {}
+
+
+def _sync_packet_fallback(base: str) -> None:
+    """Keep the default record of ``base`` calling like its overload packet while ``base`` has
+    named overloads (registration time only; caller holds ``_lock``).
+
+    A handle taken as ``tensorplay.ops.ns.op`` before ``ns::op.out`` was defined is the default
+    record, not the packet (an op without named overloads is its own packet). torch's handle is
+    the packet and sees overloads added later, so this one does too: a call its own schema does
+    not take (``op(x, out=o)``) runs the overload that takes it, and ``op.out`` is the overload
+    (``CustomOpDef.__getattr__``). Done by swapping the function the record's partial calls for
+    a wrapper whose ``try`` costs nothing unless the call raises ``TypeError``; ops without
+    named overloads keep their generated function, and the wrapper goes when the last named
+    overload does."""
+    rec = _OPS.get(base)
+    cur = _FALLBACKS.get(base)
+    if cur is not None and (cur[0] is not rec or base not in PACKETS):
+        op, fn = _FALLBACKS.pop(base)
+        functools.partial.__setstate__(op, (fn, (), None, {}))
+        cur = None
+    if cur is None and rec is not None and base in PACKETS and packet_of is not None:
+        fn = rec.func
+        _FALLBACKS[base] = (rec, fn)
+        functools.partial.__setstate__(rec, (_packet_fallback(fn, base), (), None, {}))
+
+
+def _packet_fallback(fn, base: str):
+    def call(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except TypeError as e:
+            # the default takes the arguments: its own error (a kernel's); else the overload
+            # that takes them, or the packet's error naming every overload tried
+            other = packet_of(base)._other_overload(args, kwargs, e)
+            if other is None:
+                raise
+        return other(*args, **kwargs)
+    call.__qualname__ = getattr(fn, "__qualname__", base)
+    call.__doc__ = fn.__doc__
+    call.__wrapped__ = fn
+    return call
+
+
 def overload_names(base: str) -> list[str]:
     """The registered overloads of ``"ns::name"`` in registration order (``"default"`` is
     ``ns::name`` itself); ``[]`` when none. A snapshot."""
@@ -1401,6 +1510,7 @@ def unregister_op(op: CustomOpDef) -> None:
                     break
                 o = o._previous
         op._previous = None
+        _sync_packet_fallback(split_overload(op.name)[0])
 
 
 def check_dispatchable(schema, keys, api: str) -> None:

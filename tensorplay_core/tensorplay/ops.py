@@ -97,7 +97,38 @@ class OpOverloadPacket:
     __slots__ = ("name",)
 
     def __init__(self, qualname: str) -> None:
-        self.name = qualname     # "ns::op"
+        self.name = _registry.OpName(qualname)     # "ns::op"
+
+    @property
+    def _qualified_op_name(self) -> str:
+        """torch's ``OpOverloadPacket._qualified_op_name``: ``"ns::op"``."""
+        return str(self.name)
+
+    @property
+    def __name__(self) -> str:
+        """torch's ``OpOverloadPacket.__name__``: ``"op"``."""
+        return self.name.partition("::")[2]
+
+    def _other_overload(self, args, kwargs, error):
+        """For the default record's call that raised ``error`` (a ``TypeError``): ``None`` when
+        the default overload takes these arguments (the error is its own), else the first other
+        overload that takes them; raises the packet's ``NoMatchingOverloadError`` (from
+        ``error``) when none does."""
+        default = _registry.registered(self.name)
+        if default is not None and _mismatch(default.schema, args, kwargs) is None:
+            return None
+        tried = []
+        for ov in self.overloads():
+            op = _registry.registered(_registry.overload_qualname(self.name, ov))
+            if op is None:
+                continue
+            why = _mismatch(op.schema, args, kwargs)
+            if why is None and op is not default:
+                return op
+            tried.append(f"  {op.schema}: {why}")
+        raise NoMatchingOverloadError(f"{self.name}: no overload takes these arguments "
+                                      f"({_describe(args, kwargs)}); tried:\n"
+                                      + "\n".join(tried)) from error
 
     def overloads(self) -> list[str]:
         """The overload names, in registration order (``"default"`` is ``ns::op`` itself)."""
@@ -130,7 +161,7 @@ class OpOverloadPacket:
                         f"({_describe(args, kwargs)}); tried:\n" + "\n".join(tried))
 
     def __dir__(self):
-        return sorted(set(self.overloads()) | {"overloads", "name"})
+        return sorted(set(self.overloads()) | {"overloads", "name", "_qualified_op_name"})
 
     def __repr__(self) -> str:
         return f"<tensorplay op packet {self.name} (overloads: {', '.join(self.overloads())})>"
@@ -199,6 +230,14 @@ def _mismatch(schema, args, kwargs) -> str | None:
         elif not _fits(a.type, given[a.name]):
             return f"{a.name!r} is {type(given[a.name]).__name__}, not {a.type}"
     return None
+
+
+def _packet_of(base: str):
+    """``tensorplay.ops.<ns>.<op>`` for ``"ns::op"`` (the registry's ``overloadpacket``): the
+    packet when it has named overloads, else the default op itself."""
+    if base in _packets:
+        return OpOverloadPacket(base)
+    return _registry.registered(base)
 
 
 def __getattr__(ns: str) -> _Namespace:
