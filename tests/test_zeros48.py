@@ -47,7 +47,9 @@ ZERO_SELF = {
     "round_decimals": lambda x: tp.round(x, decimals=1),
     "pow_0": lambda x: x ** 0,
     "pow_0.0": lambda x: tp.pow(x, 0.0),
-    "floor_divide_number": lambda x: tp.floor_divide(x, 2.0),
+    # (floor_divide itself has no derivative, as torch's: tests/test_floor_divide_grad57.py)
+    "div_floor_number": lambda x: tp.div(x, 2.0, rounding_mode="floor"),
+    "div_trunc_number": lambda x: tp.div(x, 2.0, rounding_mode="trunc"),
     "copy_": lambda x: x.clone().copy_(tp.tensor(Y, dtype=tp.float64)),
     "fill_": lambda x: x.clone().fill_(2.0),
     "method_floor": lambda x: x.floor(),
@@ -71,9 +73,9 @@ def test_zero_gradient_dtype(dtype):
 
 @pytest.mark.parametrize("gval", [INF, NAN])
 def test_two_operand_zero_parts(gval):
-    # floor_divide: both zeros; copysign / nextafter: other's zeros (self's: torch's formula,
-    # inf/NaN through a finite factor)
-    ga, gb = _grads(tp.floor_divide, gval, X, Y)
+    # div(rounding_mode='floor'): both zeros; copysign / nextafter: other's zeros (self's:
+    # torch's formula, inf/NaN through a finite factor)
+    ga, gb = _grads(lambda a, b: tp.div(a, b, rounding_mode="floor"), gval, X, Y)
     assert _zero(ga) and _zero(gb)
     ga, gb = _grads(tp.copysign, gval, X, Y)
     assert _zero(gb)

@@ -433,15 +433,16 @@ def _round_decimals(a, decimals):
 
 
 def _rounded_div(a, b, mode):
-    """``torch.div`` with a ``rounding_mode``: "floor" is ``floor_divide``; "trunc" is the
+    """``torch.div`` with a ``rounding_mode``: "floor" is ``floor_divide``'s values with a
+    zero gradient (``_div_floor``: floor_divide itself has none, as torch's); "trunc" is the
     quotient rounded toward zero (floor, plus one where the remainder is nonzero and the
     operands' signs differ: exact for integers, where ``trunc(a / b)`` through floats is not)."""
     if mode == "floor":
-        return _O.floor_divide(a, b)
+        return _O._div_floor(a, b)
     if mode != "trunc":
         raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
                            f"but found '{mode}'")
-    q = _O.floor_divide(a, b)
+    q = _O._div_floor(a, b)
     if q._dtype.is_floating_point:
         return _O.where(_O.lt(q, 0), _O.ceil(_O.div(a, b)), q)
     fix = _O.logical_and(_O.ne(_O.remainder(a, b), 0), _O.ne(_O.lt(a, 0), _O.lt(b, 0) if

@@ -240,10 +240,19 @@ defop("rpow" + _B, meta=binary_meta("same", "rpow"),
       setup=_pow_save, backward=_rpow_bw, scalar_ok=("other",))
 
 
-def _zero_bw(ctx, g):   # floor_divide, div(rounding_mode=...): zeros (exact, not g * 0)
+def _zero_bw(ctx, g):   # div(rounding_mode=...): zeros (exact, not g * 0)
     a, b = _val(ctx, 0), _val(ctx, 1)
     z = zeros_grad(g)
     return _red(z, a), (_red(z, b) if is_tensor(b) else None)
+
+
+def _floor_divide_bw(ctx, g):
+    # torch has no derivative for floor_divide (``//``): its output requires grad and backward
+    # through it raises (div with rounding_mode has one: zeros, the _div_floor op)
+    raise RuntimeError(
+        "derivative for aten::floor_divide is not implemented (tensorplay's floor_divide, "
+        "``//``, has no gradient, as torch's); use div(a, b, rounding_mode='floor') for a "
+        "floor division whose gradient is zeros, or detach its operands")
 
 
 def _remainder_bw(ctx, g):   # self - floor(self / other) * other
@@ -255,10 +264,9 @@ def _remainder_bw(ctx, g):   # self - floor(self / other) * other
 
 
 defop("floor_divide" + _B, meta=binary_meta("same", "floor_divide"),
-      setup=_save_inputs, backward=_zero_bw, scalar_ok=("other",), number_self="__rfloordiv__")
+      backward=_floor_divide_bw, scalar_ok=("other",), number_self="__rfloordiv__")
 # torch's div(..., rounding_mode='floor'/'trunc'): floor_divide's values, gradient zeros
-# (derivatives.yaml: div.Tensor_mode), for Tensor.div's rounding modes once floor_divide (``//``)
-# has torch's "derivative not implemented" (notes/wrong57-changelog.md: a change in _tensor.py)
+# (derivatives.yaml: div.Tensor_mode): Tensor.div's rounding modes call it
 defop("_div_floor" + _B, meta=binary_meta("same", "floor_divide"), kernel="floor_divide",
       setup=_save_inputs, backward=_zero_bw, scalar_ok=("other",))
 defop("remainder" + _B, meta=binary_meta("same", "remainder"),

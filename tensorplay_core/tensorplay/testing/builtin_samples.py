@@ -45,7 +45,7 @@ NOT_DIFFERENTIABLE = frozenset({
 
 #: Built-in ops whose backward raises torch's "derivative for aten::<op> is not implemented"
 #: (their output requires grad, as torch's): no gradcheck sample.
-NO_DERIVATIVE: frozenset = frozenset()
+NO_DERIVATIVE = frozenset({"floor_divide"})
 
 DEFAULT_SEED = 1234
 
@@ -257,7 +257,7 @@ SAMPLES = {
     "pow": lambda g: [S(g.POS(3, 1), g.T(4)), S(g.POS(2, 3), 3), S(g.POS(2, 3), 2.5),
                       S(g.T(2, 3), 2), S(g.POS(2, 2), 0), S(g.IDX([1, 2, 3]), 2, grad=False)],
     "rpow": lambda g: [S(g.T(2, 3), 2.0), S(g.T(3), 3), S(g.IDX([1, 2]), 2, grad=False)],
-    "floor_divide": lambda g: [S(g.T(3, 1), g.POS(4)), S(g.T(2, 3), 0.7),
+    "floor_divide": lambda g: [S(g.T(3, 1), g.POS(4), grad=False), S(g.T(2, 3), 0.7, grad=False),
                                S(g.IDX([[7, -7], [5, 0]]), g.IDX([2, 3]), grad=False),
                                S(g.IDX([7, -7]), 3, grad=False)],
     # div(rounding_mode='floor'/'trunc')'s op: floor_divide's values, gradient zeros
