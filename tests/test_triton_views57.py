@@ -30,7 +30,8 @@ from test_triton_tutorials import softmax_kernel  # noqa: E402
 
 
 @triton.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                  stride_cm, stride_cn,
                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
@@ -39,12 +40,12 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
     rk = tl.arange(0, BK)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k in range(0, tl.cdiv(K, BK)):
-        a = tl.load(a_ptr + rm[:, None] * sam + (k * BK + rk)[None, :] * sak,
+        a = tl.load(a_ptr + rm[:, None] * stride_am + (k * BK + rk)[None, :] * stride_ak,
                     mask=(rm[:, None] < M) & ((k * BK + rk)[None, :] < K), other=0.)
-        b = tl.load(b_ptr + (k * BK + rk)[:, None] * sbk + rn[None, :] * sbn,
+        b = tl.load(b_ptr + (k * BK + rk)[:, None] * stride_bk + rn[None, :] * stride_bn,
                     mask=((k * BK + rk)[:, None] < K) & (rn[None, :] < N), other=0.)
         acc += tl.dot(a, b)
-    tl.store(c_ptr + rm[:, None] * scm + rn[None, :] * scn, acc,
+    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc,
              mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
@@ -89,3 +90,41 @@ def test_a_view_without_its_strides_is_still_refused(device):
     with pytest.raises(TritonLaunchError, match=r"'x_ptr' is a non-contiguous .*does not pass its "
                                                 r"strides.*contiguous\(\)"):
         wrap_triton(copy_kernel)[(1,)](x, out, 128, BLOCK=128)
+
+
+@pytest.mark.parametrize("device", _devices())
+def test_a_value_equal_to_the_stride_in_a_size_parameter_is_not_taken(device):
+    # (an int equal to the view's stride, passed as a size the body reads: not a stride)
+    _need(device)
+    x = tp.randn(8, 16, device=device).t()                # (16, 8), stride (1, 16)
+    out = tp.empty(128, device=device)
+    with pytest.raises(TritonLaunchError, match=r"'x_ptr' is a non-contiguous"):
+        wrap_triton(copy_kernel)[(8,)](x, out, 16, BLOCK=16)
+
+
+# Liger's pattern: the row stride of W is passed, but the body never reads it (W is made
+# contiguous by the host code's decorator); a padded or expanded W must still be refused
+@triton.jit
+def rows_times_w(Y_ptr, Y_row_stride, X_ptr, X_row_stride, W_ptr, W_row_stride, n_cols,
+                 BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    c = tl.arange(0, BLOCK)
+    m = c < n_cols
+    x = tl.load(X_ptr + row * X_row_stride + c, mask=m)
+    w = tl.load(W_ptr + c, mask=m)
+    tl.store(Y_ptr + row * Y_row_stride + c, x * w, mask=m)
+
+
+@pytest.mark.parametrize("device", _devices())
+def test_a_stride_passed_but_never_read_is_not_taken(device):
+    _need(device)
+    x = tp.randn(4, 8, device=device)
+    y = tp.empty(4, 8, device=device)
+    for w in (tp.randn(16, device=device)[::2], tp.randn(1, device=device).expand(8)):
+        with pytest.raises(TritonLaunchError, match=r"'W_ptr' is a non-contiguous"):
+            wrap_triton(rows_times_w)[(4,)](y, y.stride(0), x, x.stride(0), w, w.stride(0), 8,
+                                            BLOCK=8)
+    xs = tp.randn(4, 16, device=device)[:, :8]          # X's row stride is read: taken
+    w = tp.randn(8, device=device)
+    wrap_triton(rows_times_w)[(4,)](y, y.stride(0), xs, xs.stride(0), w, w.stride(0), 8, BLOCK=8)
+    np.testing.assert_allclose(y.cpu().numpy(), xs.cpu().numpy() * w.cpu().numpy(), rtol=1e-6)

@@ -7,8 +7,8 @@
   cuda with a kernel decorated under ``TRITON_INTERPRET=1``) they are adapted (``_adapters``) into
   the torch-tensor look-alike it copies through; custom launchers get them unchanged. Triton sees
   only a base pointer, so a non-contiguous tensor is taken only when its parameter is listed in
-  ``strided`` or the launch passes the tensor's strides as int arguments (same rule on every
-  device, so an op behaves the same everywhere);
+  ``strided`` or the launch passes the tensor's strides to parameters named as strides that the
+  kernel reads (same rule on every device, so an op behaves the same everywhere);
 * NumPy scalars become Python ``int``/``float`` (Triton refuses NumPy scalars);
 * the launch happens on the tensors' device (``cupy.cuda.Device``) and CuPy's current stream, through
   the CuPy-backed Triton driver (``_driver.install_cuda_driver``), so PyTorch is never needed;
@@ -623,18 +623,41 @@ class TritonKernelWrapper:
             f"arguments are on {dev}; a kernel launches on one device. Move it with "
             f".to('{dev}').")
 
+    def _body_names(self) -> frozenset:
+        """The runtime (non-constexpr) parameters named as strides (``input_row_stride``,
+        ``stride_am``) that the kernel's body reads, from its source (an empty set where there
+        is none: a custom launcher). Cached on the kernel's source."""
+        inner = self._chain[-1]
+        src = getattr(inner, "src", None)
+        got = _BODY_NAMES.get(src) if src is not None else frozenset()
+        if got is None:
+            import ast
+            import textwrap
+            try:
+                tree = ast.parse(textwrap.dedent(src))
+                fn = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))
+                read = {n.id for stmt in fn.body for n in ast.walk(stmt)
+                        if isinstance(n, ast.Name)}
+            except (SyntaxError, StopIteration):
+                read = set()
+            got = _BODY_NAMES[src] = frozenset(
+                n for n in read & self._runtime_names if "stride" in n.lower())
+        return got
+
     def _non_contiguous(self, t, name, args, kwargs):
         """A non-contiguous tensor for a parameter not listed in ``strided``: accepted when the
         launch passes the tensor's strides (every stride other than 1 of a dimension longer than
-        1 is among the launch's runtime int arguments: the kernel indexes with them, as the
-        Triton tutorials' softmax and matmul do; torch's ``wrap_triton`` passes any pointer);
-        refused otherwise, since a kernel given only the base pointer would read the wrong
-        elements. Constexpr arguments (block sizes) are not strides."""
-        rt = self._runtime_names
+        1 is the value of a runtime int parameter named as a stride that the kernel's body
+        reads: the kernel indexes with them, as the Triton tutorials' softmax and matmul do;
+        torch's ``wrap_triton`` passes any pointer); refused otherwise, since a kernel given only
+        the base pointer would read the wrong elements. Constexpr arguments (block sizes) and
+        sizes are not strides, nor is a parameter the body never reads (Liger's kernels take
+        ``W_row_stride`` and ignore it, relying on ``ensure_contiguous``)."""
+        used = self._body_names()
         names = self.arg_names
-        ints = {a for i, a in enumerate(args) if a.__class__ is int and
-                (not rt or i >= len(names) or names[i] in rt)}
-        ints.update(a for k, a in kwargs.items() if a.__class__ is int and (not rt or k in rt))
+        ints = {a for i, a in enumerate(args)
+                if a.__class__ is int and i < len(names) and names[i] in used}
+        ints.update(a for k, a in kwargs.items() if a.__class__ is int and k in used)
         need = {s for s, n in zip(t.stride(), t.shape) if n > 1 and s != 1}
         if need and need <= ints:
             return
@@ -648,6 +671,7 @@ class TritonKernelWrapper:
 
 
 
+_BODY_NAMES: dict = {}               # kernel source -> its body's runtime parameter reads
 _DCFG = [None]
 _FAST = [os.environ.get("TENSORPLAY_TRITON_FASTPATH", "1") != "0"]
 # The CuPy launch of compiled specialisations (_direct_launch): on for the Triton releases whose
@@ -920,7 +944,9 @@ def wrap_triton(kernel, *, strided=()):
     ``strided``: names of pointer parameters that may receive non-contiguous tensors (the kernel
     then takes their strides as arguments). Any other non-contiguous tensor argument is taken
     when the launch passes its strides (each stride other than 1 of a dimension longer than 1
-    is one of the launch's int arguments, as in Triton's softmax and matmul tutorials), and
+    is the value of an int parameter whose name says stride, ``input_row_stride``,
+    ``stride_am``, and which the kernel's body reads, as in Triton's softmax and matmul
+    tutorials), and
     otherwise the launch raises ``TritonLaunchError`` naming the parameter, on every device (cpu
     too): a kernel given only the base pointer of a view would read the wrong elements. torch's
     ``wrap_triton`` passes any tensor's pointer unchecked.
