@@ -289,9 +289,9 @@ class TensorBase:
 
     @grad.setter
     def grad(self, value: Any) -> None:
-        # the engine assigns each leaf's first gradient through here: identity tests first
-        # (a fitting tensor of the same class, dtype and device object), the full check --
-        # which raises, or takes an equal device that is another object -- only otherwise
+        # (the engine stores through set_grad, unchecked.) Identity tests first -- a fitting
+        # tensor of the same class, dtype and device object -- the full check, which raises or
+        # takes an equal device that is another object, only otherwise
         if value is not None and (
                 value.__class__ is not self.__class__ or value is self
                 or value._dtype is not self._dtype or value._device is not self._device
@@ -312,6 +312,9 @@ class TensorBase:
 # the public fields: the slots' own descriptors under a second name (same cost as the slot)
 for _public, _slot in FIELDS.items():
     setattr(TensorBase, _public, TensorBase.__dict__[_slot])
+# ``.grad`` unchecked, for the autograd engine (a slot read, not the checked property: the
+# engine reads and writes each leaf's gradient once per backward; writes go through set_grad)
+TensorBase.raw_grad = TensorBase.__dict__["_grad"]
 del _public, _slot
 # ``grad_fn`` as stored, for the layers: ``tensorplay.Tensor.grad_fn`` is a property that first
 # regenerates the history of a view made stale by an in-place write (torch's getter), which the

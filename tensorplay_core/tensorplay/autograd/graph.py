@@ -142,16 +142,17 @@ class AccumulateGrad(Node):
         if self.hooks:
             return self.apply((g,))    # a hook may keep or replace g: no ownership shortcut
         # (_tb._instance_class: instance_class() without its call, once per leaf per backward)
-        if v.grad is None and g.__class__ is _tb._instance_class and \
+        if v.raw_grad is None and g.__class__ is _tb._instance_class and \
                 g.raw_shape == v.raw_shape and g.raw_dtype is v.raw_dtype:
             if owned and _exclusive(g):
-                v.grad = g if not (g.needs_grad or g.raw_grad_fn is not None or g.view_base is not None
-                                   or g.capture_info is not None or g.accumulator is not None) else g.detach()
+                _tb.set_grad(v, g if not (g.needs_grad or g.raw_grad_fn is not None or
+                                          g.view_base is not None or g.capture_info is not None or
+                                          g.accumulator is not None) else g.detach())
                 return ()
             if not _gm.is_grad_enabled():
                 # shared with another leaf (add's backward hands one gradient to both inputs):
                 # apply()'s copy, without its no_grad block and detach (grad mode is off here)
-                v.grad = _own_copy(g)
+                _tb.set_grad(v, _own_copy(g))
                 return ()
         return self.apply((g,))
 
@@ -164,8 +165,8 @@ def accumulate_into(v, g) -> None:
     and a later one is added into ``.grad`` in place. A ``.grad`` set by hand that does not fit
     ``v`` (another dtype, shape or device, or ``v``'s own memory) is refused here with torch's
     reason (torch refuses the assignment itself): RuntimeError."""
-    if v.grad is not None:
-        _check_grad_fits(v, v.grad)
+    if v.raw_grad is not None:
+        _check_grad_fits(v, v.raw_grad)
     if _gm.is_grad_enabled():
         # backward(create_graph=True): .grad keeps its history, as torch's accumulation with
         # grad mode on (a clone, or grad + g, recorded), so a second backward through x.grad
@@ -174,21 +175,21 @@ def accumulate_into(v, g) -> None:
             g = g.to(v.raw_dtype)
         if g.raw_shape != v.raw_shape:
             g = g.sum_to_size(v.raw_shape)
-        v.grad = g.clone() if v.grad is None else v.grad + g
+        _tb.set_grad(v, g.clone() if v.raw_grad is None else v.raw_grad + g)
         return
     with _gm.no_grad():
         if g.raw_dtype is not v.raw_dtype:
             g = g.to(v.raw_dtype)   # a formula's gradient takes its input's dtype (torch)
         if g.raw_shape != v.raw_shape:
             g = g.sum_to_size(v.raw_shape)
-        if v.grad is None:
+        if v.raw_grad is None:
             # a gradient may be shared by several leaves (e.g. add's backward): own a copy
-            v.grad = _own_copy(g.detach())
+            _tb.set_grad(v, _own_copy(g.detach()))
         else:
             # in place, as torch's AccumulateGrad with grad mode off (``grad += new``): the
             # .grad object stays the same one -- references to it (an optimizer's, a
             # user's) see the sum, and a grad_fn left by a create_graph backward is kept
-            v.grad.add_(g.detach())
+            v.raw_grad.add_(g.detach())
 
 
 def _check_grad_fits(v, gr) -> None:
@@ -275,7 +276,7 @@ def _exclusive(g) -> bool:
     sd = g.stride_tuple
     # a fresh result holds the cached row-major tuple itself: the identity test settles it
     # without the function call (the comparison decides any other tuple)
-    if data is None or g.offset != 0 or g.retains_grad_flag or g.grad is not None or \
+    if data is None or g.offset != 0 or g.retains_grad_flag or g.raw_grad is not None or \
             (sd is not _CONTIG_CACHE.get(g.raw_shape) and sd != _contiguous_strides(g.raw_shape)):
         return False
     if g.view_base is not None:
@@ -298,7 +299,7 @@ def _exclusive_view(g) -> bool:
     base = g.view_base
     root = st.root
     if base.view_base is not None or base.native is not root or base.offset != 0 or \
-            base.retains_grad_flag or base.grad is not None or base.numel() != g.numel() or \
+            base.retains_grad_flag or base.raw_grad is not None or base.numel() != g.numel() or \
             base.stride_tuple != _contiguous_strides(base.raw_shape):
         return False
     # (the caller's locals st and data count too) base -> g.view_base + base + arg; storage ->
@@ -937,7 +938,7 @@ def _keep_retained(retained, grads):
         if g.raw_dtype is not t.raw_dtype:
             g = g.to(t.raw_dtype)
         # (unchecked: after a shape-changing in-place op t's shape is not the old history's)
-        _tb.set_grad(t, g.clone() if t.grad is None else t.grad + g)
+        _tb.set_grad(t, g.clone() if t.raw_grad is None else t.raw_grad + g)
     return grads
 
 
