@@ -63,6 +63,7 @@ import types
 
 from . import _capture, _dispatch, _fusion, _pytree
 from ._capture import Value
+from ._kernels.array_backend import ArrayBackend
 from ._tensor import Tensor
 from ._schema import NO_DEFAULT
 from ._tensor_base import set_history
@@ -666,7 +667,8 @@ def _array_fn(expr, be, in_dtypes):
         return None
     ns: dict = {}
     quiet = None
-    xp = getattr(be, "xp", None)
+    # (the reference kernels' array namespace: an ArrayBackend's declared ``xp``)
+    xp = be.xp if isinstance(be, ArrayBackend) else None
 
     def dtype_of(a):
         return in_dtypes[a[1]] if a[0] == "in" else expr.dtypes[a[1]] if a[0] == "step" \
