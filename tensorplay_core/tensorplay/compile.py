@@ -1294,10 +1294,13 @@ def _cname(v):
 def _assign(res, ref) -> str:
     """Left-hand side for a node result structure ('' when nothing new is bound)."""
     from ._capture import Value
+    # an in-place op on a lifted tensor (a graph constant: ``buf.add_(x)``) returns that
+    # constant, which is bound by name already: nothing to bind (``c0 = ...`` would make the
+    # name local to the runner)
     if isinstance(res, Value):
-        return f"v{res.id}"
+        return "" if res.kind == "const" else f"v{res.id}"
     if isinstance(res, (list, tuple)) and res and all(isinstance(r, Value) for r in res):
-        return "(" + "".join(f"v{r.id}, " for r in res) + ")"
+        return "(" + "".join("_, " if r.kind == "const" else f"v{r.id}, " for r in res) + ")"
     return ""
 
 
@@ -1352,7 +1355,8 @@ def _gen_node(n, ns, ref, checked):
 def _paths(x, prefix=""):
     from ._capture import Value
     if isinstance(x, Value):
-        yield prefix, x
+        if x.kind != "const":        # (a lifted tensor returned by an in-place op: bound)
+            yield prefix, x
     elif isinstance(x, (list, tuple)):
         for i, y in enumerate(x):
             yield from _paths(y, f"{prefix}[{i}]")
