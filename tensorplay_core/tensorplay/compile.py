@@ -889,7 +889,8 @@ _CONTAINER_TYPES = frozenset((tuple, list, dict, set, frozenset))
 _IMMUTABLE_TYPES = frozenset((tuple, frozenset))
 _FREEZE_BUDGET = 64      # scalars + containers snapshotted by value per guarded value
 _HELPER_DEPTH = 2        # plain functions reached through globals/closures whose reads count too
-_ATTR_DEPTH = 2          # plain objects followed below an object whose attributes are read
+_ATTR_DEPTH = 8          # plain objects followed below an object whose attributes are read
+_FLAT_MAX = 4096         # a flat container of scalars up to this size: guarded by value (one ==)
 _MISSING = object()
 
 
@@ -932,13 +933,21 @@ def _deep_immutable(v) -> bool:
 
 
 def _flat(v) -> bool:
-    """A list, tuple or dict (keys and values) of scalars only, within the budget."""
+    """A list, tuple or dict (keys and values) of scalars only, of at most ``_FLAT_MAX``
+    elements (a ``BIG = {i: 1.0 for i in range(100)}`` table: its guard is one C-level ``==``
+    with a copy, about 1 us per 100 elements, paid only by functions that read it)."""
     t = v.__class__
     if t is dict:
-        return len(v) <= _FREEZE_BUDGET and all(e.__class__ in _SCALAR_TYPES for e in v) and \
+        return len(v) <= _FLAT_MAX and all(e.__class__ in _SCALAR_TYPES for e in v) and \
             all(e.__class__ in _SCALAR_TYPES for e in v.values())
-    return (t is list or t is tuple) and len(v) <= _FREEZE_BUDGET and \
+    return (t is list or t is tuple) and len(v) <= _FLAT_MAX and \
         all(e.__class__ in _SCALAR_TYPES for e in v)
+
+
+def _ndarray(v) -> bool:
+    """A NumPy array (by class name: numpy is not imported for it)."""
+    t = v.__class__
+    return t.__name__ == "ndarray" and t.__module__ == "numpy"
 
 
 def _snapshot(v):
@@ -954,6 +963,13 @@ def _snapshot(v):
             return ("f", v, _freeze(v, [_FREEZE_BUDGET], keep), keep)
         except (_Unfreezable, RecursionError, TypeError):
             pass
+        if t is not set and t is not frozenset and _flat(v):
+            # larger than the freeze budget but flat: compared whole (``_value_guard``)
+            return ("f", v, (t, tuple(v.items()) if t is dict else tuple(v)), None)
+    elif _ndarray(v) and v.size <= _FLAT_MAX:
+        # a NumPy array: ``float(ARR[0])`` bakes an element; guarded by identity, shape,
+        # dtype and bytes (an in-place ``ARR[0] = 9.0`` is seen)
+        return ("n", v, (v.shape, v.dtype.str, v.tobytes()), None)
     return ("i", v, None, None)
 
 
@@ -964,8 +980,8 @@ def _same_snapshot(a, b) -> bool:
         return False
     if a[0] == "s":
         return a[1] is b[1] or (a[1].__class__ is b[1].__class__ and a[1] == b[1])
-    if a[0] == "f":
-        return a[2] == b[2]
+    if a[0] == "f" or a[0] == "n":
+        return a[2] == b[2] and (a[0] == "f" or a[1] is b[1])
     return a[1] is b[1]
 
 
@@ -1008,6 +1024,12 @@ def _value_sources(fn, spec=None, roots=None) -> list:
                 t = a.__class__
                 if not (t in _SCALAR_TYPES or t in _CONTAINER_TYPES or isinstance(a, Tensor)):
                     selves.append(a)      # partial(M.fwd, m): m is read like self
+            # the keywords dict is live (``p.keywords["k"] = 4.0`` changes the next call):
+            # each keyword is guarded like an attribute
+            for k in fn.keywords:
+                if (id(fn.keywords), k) not in seen:
+                    seen.add((id(fn.keywords), k))
+                    out.append(("a", fn.keywords, k, True))
             fn = fn.func
         elif hasattr(fn, "__func__") and hasattr(fn, "__self__"):
             selves.append(fn.__self__)
@@ -1089,6 +1111,7 @@ def _attr_sources(obj, names, out, seen, depth=0) -> None:
         return
     if not isinstance(d, (dict, _MappingProxy)):
         return
+    names = _with_methods(obj, names, out, seen)
     for n in sorted(names):
         if n in d and (id(d), n) not in seen:
             seen.add((id(d), n))
@@ -1100,6 +1123,40 @@ def _attr_sources(obj, names, out, seen, depth=0) -> None:
 
 
 _ModuleType = type(functools)
+
+
+def _with_methods(obj, names, out, seen):
+    """``names`` plus the names looked up by the code of ``obj``'s methods (and properties)
+    that ``names`` names, ``_HELPER_DEPTH`` calls deep: ``self.helper(x)`` whose body reads
+    ``self.scale`` guards ``scale`` too, and the globals those methods read are sources
+    (``_fn_sources``). Only user classes (not builtins', tensorplay's, classes', modules')."""
+    t = obj.__class__
+    mod = getattr(t, "__module__", None) or ""
+    if mod in ("builtins", "tensorplay") or mod.startswith("tensorplay.") or \
+            isinstance(obj, (type, _ModuleType)):
+        return names
+    names = set(names)
+    frontier = names
+    for _ in range(_HELPER_DEPTH):
+        new: set = set()
+        for n in frontier:
+            f = None
+            for c in t.__mro__:
+                f = c.__dict__.get(n)
+                if f is not None:
+                    break
+            if isinstance(f, property):
+                f = f.fget
+            f = getattr(f, "__func__", f)            # staticmethod / classmethod
+            if f.__class__ is _FunctionType:
+                cn = _code_names(f.__code__)
+                _fn_sources(f, cn, out, seen, 1)
+                new |= cn - names
+        if not new:
+            break
+        names |= new
+        frontier = new
+    return names
 
 
 def _plain_object(v) -> bool:
@@ -1179,6 +1236,10 @@ def _value_guard(sources, before, graph):
             else:
                 ns[f"__o{k}"] = t(obj)            # a copy: the live object is what changes
                 lines.append(f"v = {acc}\nif {check} or v != __o{k}: return False")
+        elif mode == "n":
+            ns[f"__f{k}"] = a[2]
+            lines.append(f"v = {acc}\nif v is not __o{k} or (v.shape, v.dtype.str, v.tobytes()) != "
+                         f"__f{k}: return False")
         elif mode == "f":
             ns[f"__f{k}"] = a[2]
             ns[f"__keep{k}"] = a[3]
