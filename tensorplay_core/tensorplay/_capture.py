@@ -575,11 +575,13 @@ class SizeTuple(tuple):
 
     def count(self, *a):
         _mark_size_read()
-        return tuple.count(self, *a)
+        # (on a plain tuple: under the capture's profiler, ``tuple.count(self)``'s arity
+        # error would name SizeTuple, not eager's tuple)
+        return tuple(tuple.__iter__(self)).count(*a)
 
     def index(self, *a):
         _mark_size_read()
-        return tuple.index(self, *a)
+        return tuple(tuple.__iter__(self)).index(*a)
 
     def __repr__(self):
         _mark_size_read()

@@ -333,8 +333,11 @@ class CompiledFunction(Generic[_P, _R]):
             return sum(len(v) for v in self._cache.values())
 
     def reset(self) -> None:
-        """Drop every cached graph (the next call captures again)."""
+        """Drop every cached graph (the next call captures again; a function that ran eagerly
+        because a capture found Python side effects is captured again too)."""
         with self._lock:
+            if self.__class__ is _EagerFunction:
+                self.__class__ = CompiledFunction
             self._cache.clear()
             self._forget_fast()
             self._last = None
@@ -472,6 +475,13 @@ class CompiledFunction(Generic[_P, _R]):
                     break
             if entry is None:
                 entry = self._capture(spec, leaves, sig)
+                if entry.eager is not None:
+                    # the graph stands for this call (the capture ran its Python once, with
+                    # the values of now), not for later ones: from the next call on fn runs
+                    # eagerly (a graph break of the whole function), not cached
+                    self.graph_skips[sig] = f"runs eagerly: {entry.eager}"
+                    self.__class__ = _EagerFunction
+                    return entry, sig, leaves
                 self._forget_fast()
                 entries = self._cache.setdefault(key, [])
                 entries.insert(0, entry)
@@ -496,8 +506,11 @@ class CompiledFunction(Generic[_P, _R]):
         roots: list = []
         sources = _value_sources(self.fn, spec, roots)
         before = [_snapshot(_read(s)) for s in sources]
+        watch = _Watch(_watched_ids(sources, roots))
+        seen_before = before     # what the capture itself may not change (_changed_sources)
         try:
-            graph = _capture.capture(self.fn, rebuild, leaves, name=name)
+            with watch:
+                graph = _capture.capture(self.fn, rebuild, leaves, name=name)
             first = None
         except _capture.NeedsEagerRun:
             # fn calls a tensorplay.compiler.disable'd function: its outputs exist only when it
@@ -506,7 +519,10 @@ class CompiledFunction(Generic[_P, _R]):
             # then fn is captured again with the disabled calls as nodes of those outputs
             args, kwargs = rebuild(list(leaves))
             out, log = _capture.run_logged(self.fn, args, kwargs)
-            graph = _capture.capture(self.fn, rebuild, leaves, name=name, disabled=log)
+            # (the disabled calls' own effects, which run on every call, are not the capture's)
+            seen_before = [_snapshot(_read(s)) for s in sources]
+            with watch:
+                graph = _capture.capture(self.fn, rebuild, leaves, name=name, disabled=log)
             first = (out,)
         self.captures += 1
         _fusion.plan(graph)
@@ -514,9 +530,22 @@ class CompiledFunction(Generic[_P, _R]):
         exact = sig if (graph.size_dependent or self.dynamic is False) else None
         entry = _Entry(graph, exact, _tensor_refs(sources, roots, graph),
                        _value_guard(sources, before, graph))
+        reasons = watch.reasons + _changed_sources(sources, seen_before)
+        if reasons:
+            entry.eager = "; ".join(reasons)
         if first is not None:
             entry.hand_first(first[0], leaves)
         return entry
+
+
+class _EagerFunction(CompiledFunction):
+    """A ``CompiledFunction`` whose capture found what a graph cannot stand for (Python side
+    effects, values from outside state: ``_Watch``; the reason is in ``graph_skips``): every
+    call runs ``fn`` itself, as torch.compile's graph break does, until ``reset()``. Set by
+    switching the instance's class, so compiled functions without such state pay no test."""
+
+    def __call__(self, *args, **kwargs):
+        return self.fn(*args, **kwargs)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -704,6 +733,8 @@ def _autograd_guard(graph):
 
 class _Entry:
     """A cached graph with its guards and generated runners."""
+
+    eager = None     # why the function must run eagerly after this call (``_Watch``), or None
 
     def __init__(self, graph, exact_sizes, refs=(), guard=None):
         self.graph = graph
@@ -1263,6 +1294,178 @@ def _value_guard(sources, before, graph):
 
 _FunctionType = type(_value_guard)
 _MappingProxy = type(type.__dict__)
+
+
+# ---------------------------------------------------------------------------------------------
+# what a graph cannot stand for: the capture is watched, and such a function runs eagerly
+#
+# A graph replays tensor operations only. Python side effects (``state["n"] += 1``,
+# ``log.append(x)``, ``self.calls += 1``, a ``global``/``nonlocal`` store, ``print``) happen
+# once, while capturing, and values drawn from outside state the guards cannot follow
+# (``random.random()``, ``np.random.rand()``, ``time.time()``) would be baked in. ``_Watch``
+# looks at the capture (its thread only) with ``sys.setprofile`` (``c_call`` events: the C
+# function called and its ``__self__``) and ``sys.settrace`` with ``f_trace_opcodes`` in the
+# user's frames (``STORE_GLOBAL``, ``STORE_DEREF`` of a free variable, ``STORE_ATTR``/
+# ``DELETE_ATTR`` outside ``__init__``), and ``_changed_sources`` compares the values the guards
+# read before and after the capture. Any finding makes the function run eagerly from its next
+# call on (torch's graph break, for the whole function): correct results, eager speed, the
+# reason kept in ``CompiledFunction.graph_skips``. The calling thread's own tracer/profiler
+# (coverage, a debugger) is chained, not replaced. Functions without findings pay nothing per
+# call; the watch costs capture time only.
+
+_MUTATORS = frozenset(("append", "extend", "insert", "pop", "remove", "clear", "update",
+                       "setdefault", "popitem", "add", "discard", "sort", "reverse",
+                       "__setitem__", "__delitem__", "__iadd__", "appendleft", "extendleft",
+                       "popleft", "rotate", "difference_update", "intersection_update",
+                       "symmetric_difference_update", "fill", "itemset", "resize"))
+_ENTROPY_MODULES = frozenset(("time", "_random", "random", "_secrets", "secrets", "uuid"))
+_OPCODES = frozenset(("STORE_GLOBAL", "DELETE_GLOBAL", "STORE_DEREF", "DELETE_DEREF",
+                      "STORE_ATTR", "DELETE_ATTR"))
+_INIT_NAMES = frozenset(("__init__", "__new__", "__post_init__", "__setattr__", "__enter__",
+                         "__exit__"))
+
+
+def _own_dirs() -> tuple:
+    """Folders whose frames are not the user's: tensorplay and the Python standard library
+    (their stores are their own bookkeeping: a ``with`` block's context manager)."""
+    import os
+    import sysconfig
+    here = os.path.dirname(os.path.abspath(__file__))
+    dirs = [here + os.sep, os.path.dirname(here) + os.sep + "tensorplay_"]
+    for k in ("stdlib", "platstdlib"):
+        p = sysconfig.get_paths().get(k)
+        if p:
+            dirs.append(os.path.join(p, ""))
+    return tuple(dirs)
+
+
+_OWN_DIRS: tuple = ()
+
+
+class _Watch:
+    """Context manager around one capture: ``reasons`` lists what the graph cannot stand
+    for (see above). ``watched``: ids of the objects that existed before the call and that
+    the function reaches (guard sources' values, ``self``, arguments), whose mutating
+    methods (``list.append``...) are side effects."""
+
+    def __init__(self, watched: set):
+        global _OWN_DIRS
+        if not _OWN_DIRS:
+            _OWN_DIRS = _own_dirs()
+        self.watched = watched
+        self.reasons: list = []
+        self.codes: dict = {}        # code -> {offset: what a store there does} or None
+
+    def note(self, why: str) -> None:
+        if why not in self.reasons:
+            self.reasons.append(why)
+
+    def __enter__(self):
+        import sys
+        self._prev = (sys.gettrace(), sys.getprofile())
+        self._sys = sys
+        sys.setprofile(self._profile)
+        sys.settrace(self._trace)
+        return self
+
+    def __exit__(self, *exc):
+        self._sys.settrace(self._prev[0])
+        self._sys.setprofile(self._prev[1])
+        return False
+
+    def _profile(self, frame, event, arg):
+        prev = self._prev[1]
+        if prev is not None:
+            prev(frame, event, arg)
+        if event != "c_call":
+            return
+        name = getattr(arg, "__name__", None)
+        owner = getattr(arg, "__self__", None)
+        mod = getattr(arg, "__module__", None) or ""
+        if name == "print" and mod == "builtins":
+            self.note("calls print (output happens once per call eagerly)")
+        elif mod in _ENTROPY_MODULES or mod.startswith("numpy.random") or (
+                owner is not None and owner.__class__.__module__ in ("random", "_random")) or (
+                owner is not None and (owner.__class__.__module__ or "").startswith("numpy.random")):
+            self.note(f"calls {mod or type(owner).__name__}.{name} (a value from outside state "
+                      f"the guards cannot see)")
+        elif name in _MUTATORS and owner is not None and id(owner) in self.watched:
+            self.note(f"calls {type(owner).__name__}.{name} on an object that exists outside "
+                      f"the call (a Python side effect)")
+
+    def _trace(self, frame, event, arg):
+        prev = self._prev[0]
+        local_prev = prev(frame, event, arg) if prev is not None else None
+        code = frame.f_code
+        table = self.codes.get(code, False)
+        if table is False:
+            table = self.codes[code] = self._table(code)
+        if table is None:
+            return local_prev
+        frame.f_trace_opcodes = True
+        watch = self
+
+        def local(frame, event, arg, _prev=[local_prev]):
+            if _prev[0] is not None:
+                _prev[0] = _prev[0](frame, event, arg)
+            if event == "opcode":
+                why = table.get(frame.f_lasti)
+                if why is not None:
+                    watch.note(why)
+            return local
+        return local
+
+    @staticmethod
+    def _table(code):
+        """``{offset: reason}`` of the side-effecting stores in a user code object, None for
+        tensorplay's and the standard library's code (not traced) and for code without any."""
+        fname = code.co_filename or ""
+        if fname.startswith(_OWN_DIRS) or fname.startswith("<tensorplay"):
+            return None
+        import dis
+        init = code.co_name in _INIT_NAMES
+        out = {}
+        for ins in dis.get_instructions(code):
+            op = ins.opname
+            if op not in _OPCODES:
+                continue
+            if op in ("STORE_ATTR", "DELETE_ATTR"):
+                if init:
+                    continue
+                why = f"sets attribute .{ins.argval} (a Python side effect)"
+            elif op in ("STORE_DEREF", "DELETE_DEREF"):
+                if ins.argval not in code.co_freevars:
+                    continue         # the frame's own cell
+                why = f"assigns nonlocal {ins.argval} (a Python side effect)"
+            else:
+                why = f"assigns global {ins.argval} (a Python side effect)"
+            out[ins.offset] = f"{code.co_name}: {why}"
+        return out or None
+
+
+def _watched_ids(sources, roots) -> set:
+    """ids of the objects that exist outside the call and that the function reaches: the
+    values of the guard sources (their containers too) and the objects it is bound to or
+    given (``_Watch``)."""
+    ids = {id(r) for r in roots}
+    for s in sources:
+        v = _read(s)
+        if v is not _MISSING and v.__class__ not in _SCALAR_TYPES:
+            ids.add(id(v))
+        if s[0] != "c":
+            ids.add(id(s[1]))
+    return ids
+
+
+def _changed_sources(sources, before) -> list:
+    """Reasons for the guarded values the capture itself changed (a side effect the graph
+    would not replay: ``state["calls"] += 1`` on a global dict, ``K.append(1)``)."""
+    out = []
+    for s, b in zip(sources, before):
+        if not _same_snapshot(_snapshot(_read(s)), b):
+            name = s[2] if s[0] != "c" else "a closure variable"
+            out.append(f"changes {name} (a Python side effect)")
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
