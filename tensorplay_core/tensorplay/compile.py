@@ -1326,12 +1326,19 @@ _INIT_NAMES = frozenset(("__init__", "__new__", "__post_init__", "__setattr__", 
 
 
 def _own_dirs() -> tuple:
-    """Folders whose frames are not the user's: tensorplay and the Python standard library
-    (their stores are their own bookkeeping: a ``with`` block's context manager)."""
+    """Folders whose frames are not the user's: tensorplay's and its loaded plugins' packages
+    (``tensorplay_triton``'s capture scope patches Triton while a capture runs) and the Python
+    standard library (their stores are their own bookkeeping: a ``with`` block's context
+    manager). Plugins load lazily: recomputed when the set of loaded modules grows."""
     import os
+    import sys
     import sysconfig
-    here = os.path.dirname(os.path.abspath(__file__))
-    dirs = [here + os.sep, os.path.dirname(here) + os.sep + "tensorplay_"]
+    dirs = []
+    for name, m in list(sys.modules.items()):
+        if "." not in name and name.startswith("tensorplay"):
+            f = getattr(m, "__file__", None)
+            if f:
+                dirs.append(os.path.join(os.path.dirname(os.path.abspath(f)), ""))
     for k in ("stdlib", "platstdlib"):
         p = sysconfig.get_paths().get(k)
         if p:
@@ -1340,6 +1347,7 @@ def _own_dirs() -> tuple:
 
 
 _OWN_DIRS: tuple = ()
+_OWN_DIRS_AT = [0]       # len(sys.modules) when _OWN_DIRS was computed
 
 
 class _Watch:
@@ -1350,8 +1358,10 @@ class _Watch:
 
     def __init__(self, watched: set):
         global _OWN_DIRS
-        if not _OWN_DIRS:
+        import sys
+        if len(sys.modules) != _OWN_DIRS_AT[0]:
             _OWN_DIRS = _own_dirs()
+            _OWN_DIRS_AT[0] = len(sys.modules)
         self.watched = watched
         self.reasons: list = []
         self.codes: dict = {}        # code -> {offset: what a store there does} or None
@@ -1361,9 +1371,15 @@ class _Watch:
             self.reasons.append(why)
 
     def __enter__(self):
+        import gc
         import sys
         self._prev = (sys.gettrace(), sys.getprofile())
         self._sys = sys
+        # no cyclic collection meanwhile: a finalizer it runs (anyone's ``__del__``, at any
+        # point of the capture) is not the function's doing
+        self._gc = gc if gc.isenabled() else None
+        if self._gc is not None:
+            gc.disable()
         sys.setprofile(self._profile)
         sys.settrace(self._trace)
         return self
@@ -1371,6 +1387,8 @@ class _Watch:
     def __exit__(self, *exc):
         self._sys.settrace(self._prev[0])
         self._sys.setprofile(self._prev[1])
+        if self._gc is not None:
+            self._gc.enable()
         return False
 
     def _profile(self, frame, event, arg):
@@ -1418,9 +1436,10 @@ class _Watch:
     @staticmethod
     def _table(code):
         """``{offset: reason}`` of the side-effecting stores in a user code object, None for
-        tensorplay's and the standard library's code (not traced) and for code without any."""
+        tensorplay's and the standard library's code (also frozen modules: importlib's, when
+        the capture imports a module) -- not traced -- and for code without any."""
         fname = code.co_filename or ""
-        if fname.startswith(_OWN_DIRS) or fname.startswith("<tensorplay"):
+        if fname.startswith(_OWN_DIRS) or fname.startswith(("<tensorplay", "<frozen")):
             return None
         import dis
         init = code.co_name in _INIT_NAMES
