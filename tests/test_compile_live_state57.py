@@ -282,3 +282,40 @@ def test_function_without_python_state_stays_compiled():
         assert f(tp.ones(1)).tolist() == [3.0]
     assert f.captures == 1 and not f.graph_skips
     assert f.graph is not None
+
+
+def test_fullgraph_true_refuses_python_side_effects():
+    import pytest
+    log = []
+
+    @tp.compile(fullgraph=True)
+    def f(x):
+        log.append(1)
+        return x + 1
+    with pytest.raises(tp.errors.CompileError, match="list.append"):
+        f(tp.ones(1))
+
+
+def test_a_tracer_installed_before_the_capture_keeps_working():
+    import sys
+    events = []
+
+    def tracer(frame, event, arg):
+        if frame.f_code.co_name == "traced_fn":
+            events.append(event)
+        return tracer
+    calls = []
+
+    def traced_fn(x):
+        calls.append(1)
+        return x * 2
+    old = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        cf = tp.compile(traced_fn)
+        assert cf(tp.ones(1)).tolist() == [2.0]
+        assert sys.gettrace() is tracer          # put back after the capture
+    finally:
+        sys.settrace(old)
+    assert "call" in events and "return" in events
+    assert cf(tp.ones(1)).tolist() == [2.0] and len(calls) == 2

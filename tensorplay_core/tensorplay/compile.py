@@ -59,16 +59,22 @@ outputs have the shape, dtype, device and strides its fake kernel promised (the 
 from them); a mismatch raises ``CompileError`` naming the op and suggesting ``opcheck``.
 
 Same idea as ``torch.compile`` (PyTorch 2.9) with a much simpler tracer: there are no graph
-breaks -- data-dependent Python in the function (``if t.sum() > 0``, ``.item()``, ``int(t)``,
-``.tolist()``) raises a ``DispatchError`` naming that construct, so every capture is a full
-graph (``fullgraph`` is accepted for compatibility). Any other error a capture meets is the one
+breaks inside a function -- data-dependent Python in the function (``if t.sum() > 0``,
+``.item()``, ``int(t)``, ``.tolist()``) raises a ``DispatchError`` naming that construct, so
+every capture is a full graph. A function whose capture meets what a graph cannot replay
+(Python side effects, values drawn from outside state: see ``compile``'s docstring, "Python
+side effects") runs eagerly as a whole from its next call on (``graph_skips`` says why;
+``fullgraph=True`` raises ``CompileError`` instead). Any other error a capture meets is the one
 the same code raises eagerly (see ``compile``'s docstring). A function decorated with
 ``tensorplay.compiler.disable`` (torch's graph-break decorator) is one opaque node run eagerly on
 every call, the ops around it staying in the graph; its outputs' metadata is learnt from one
 eager run of the capturing call (see ``tensorplay.compiler.disable``).
-Tensors the function reaches through closures, module globals or attributes of its non-tensor
-arguments or of the ``self`` it is bound to (also ``self.layer.w``) are graph constants used by
-reference (in-place updates are seen); rebinding one recaptures. One whose values the capture
+Tensors the function reaches without getting them as arguments (closures, module globals,
+attributes of ``self`` or of its arguments, at any depth) and did not make inside the call are
+lifted inputs: graph constants used by reference, every op on them recorded (``W.sum()``,
+``self.b * 2``, ``buf.add_(x)``: ``_capture._lift``), so values computed from them follow
+in-place updates made between calls and their in-place ops run on every call; rebinding one
+that a guard source holds recaptures. One whose values the capture
 read as Python values (a dim, a size, a slice bound, ``int(t)``, ``t.item()``) guards the graph
 on them: an in-place change of those values recaptures (``_data_guard``). One compiled function may be called from several threads: its captures (and the
 cache's evictions) are serialised, as torch.compile serialises compilation.
@@ -117,8 +123,10 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
     * ``dynamic`` -- ``None``/``True``: sizes are dynamic (a graph is reused for other sizes)
       unless the captured code reads a size as a Python value; ``False``: every graph is guarded
       on exact sizes.
-    * ``fullgraph`` -- accepted for ``torch.compile`` compatibility; captures are always full
-      graphs (there are no graph breaks).
+    * ``fullgraph`` -- as ``torch.compile``'s: ``True`` raises ``CompileError`` (naming the
+      reason) where the function would otherwise run eagerly because its capture found Python
+      side effects or outside state (see "Python side effects" below); captures are otherwise
+      always full graphs.
     * ``mode`` -- ``None`` or ``"default"``; or ``"reduce-overhead"`` (same name and idea as
       ``torch.compile``'s): on a device whose backend records graphs (cuda: CUDA graphs), each
       exact signature (the sizes and strides of every tensor argument) runs normally once (after
@@ -168,34 +176,61 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
       object a compiled bound method, callable object or ``functools.partial`` is bound to
       (``self.scale`` of a compiled method, ``cfg.k``, ``config_module.K``; the instance's,
       module's or class's own ``__dict__`` only, not inherited class attributes), and of plain
-      objects held in those attributes, two levels down (``self.layer.scale``,
-      ``self.block.layer.w``; the holder ``self.layer`` is guarded by identity, so replacing it
-      recaptures);
+      objects held in those attributes, eight levels down (``self.layer.scale``,
+      ``cfg.a.b.c.k``; the holder ``self.layer`` is guarded by identity, so replacing it
+      recaptures); the attributes read by the methods and properties of those objects that the
+      code calls count as named too, two calls deep (``self.helper(x)`` reading
+      ``self.scale``; ``h.get()`` reading ``self.vals``), with the globals those methods read;
+      a ``functools.partial``'s keywords (``p.keywords["k"] = 4.0`` is seen);
     * ``None``, ``bool``, ``int``, ``float``, ``complex``, ``str``, ``bytes``: by type and value
       (``2`` and ``2.0`` are different);
     * ``tuple``, ``list``, ``dict``, ``set``, ``frozenset`` (nested) of at most 64 elements: by a
       value snapshot, so ``K[0] = 5.0`` on a global list is seen; elements that are not scalars
-      or containers are compared by identity;
+      or containers are compared by identity; a flat list, tuple or dict of scalars of up to
+      4096 elements by one ``==`` with a copy (about 1 us per 100 elements);
+    * NumPy arrays of up to 4096 elements: by identity, shape, dtype and bytes (``ARR[0] = 9.0``
+      is seen);
     * top-level globals and closure cells holding anything else (functions, modules, classes,
-      custom ops, arbitrary objects, containers larger than 64 elements): by identity only --
+      custom ops, arbitrary objects, larger containers and arrays): by identity only --
       rebinding the name recaptures, but state mutated *inside* such an object (other than its
       scalar attributes named in the code, see above) is NOT seen: pass such values as arguments
       or call ``compiled.reset()``. Values reached any other way (``getattr`` with a computed
-      name, ``obj.a.b.c.d`` deeper than three attributes, functions called through objects, custom-op
-      bodies, which are opaque) are not guarded either.
+      name, attribute chains deeper than eight objects, functions called through objects
+      other than methods of the objects above, custom-op bodies, which are opaque) are not
+      guarded either.
 
-    Tensors held in those places (globals, closures, attributes of arguments and of ``self``,
-    ``self.layer.w``, elements of a guarded list) are graph constants used by reference:
-    in-place updates are seen without a recapture, rebinding (``m.w = new``) recaptures. A
+    Tensors the function reads without getting them as arguments (globals, closures,
+    attributes of arguments and of ``self``, ``self.layer.w``, elements of a list, at any depth)
+    are lifted inputs, as ``torch.compile`` lifts them: graph constants used by reference,
+    every op on them recorded in the graph, none run once at capture -- ``x + W.sum()`` follows
+    ``W.mul_(2)``, an optimizer step on ``self.w`` between calls is seen, and ``buf.add_(x)``,
+    ``self.running.mul_(0.9).add_(...)`` (running statistics, a KV cache) update the tensor on
+    every call; gradients reach those requiring grad. Rebinding one held in a guard source
+    (``m.w = new``) recaptures. Tensors made inside the call (``tp.tensor([...])``) are
+    constants of the graph too. A
     constant whose *values* the captured code read as Python values (``x.sum(dim=D)``,
     ``x.reshape(k, -1)``, ``x[:n]``, ``int(t)``, ``t.item()``, ``t.tolist()``: baked into the
     graph) also guards the graph on those values, as ``torch.compile`` specializes on them: a
     call checks its version counter (about 0.15 us), and after an in-place write its values --
     the same values keep the graph, others take the graph cached for them or recapture.
     Writes its version counter does not count (through ``t.data`` or ``t.numpy()``) are not
-    seen. A value the function itself
-    changes while it is captured (a Python side effect such as appending to a log list) is not
-    guarded: compiled graphs do not replay Python side effects.
+    seen.
+
+    Python side effects. A graph replays tensor operations only, so the capture (its thread
+    only, ``sys.setprofile`` and opcode tracing of the user's frames, not tensorplay's or the
+    standard library's) is watched for what it cannot replay: stores to objects that exist
+    outside the call (``state["n"] += 1`` or ``K.append`` on a guarded value, ``list.append``/
+    ``dict.update``... on a global, closure, ``self`` attribute or argument, any attribute store
+    outside an ``__init__``: ``self.calls += 1``, a ``global``/``nonlocal`` assignment),
+    ``print``, and values from state no guard can follow (``random``, ``numpy.random``,
+    ``time``, ``secrets``). When it finds one, the capturing call returns the graph's result
+    (its Python ran once, with the values of now: correct for this call) and from the next call
+    on the function runs eagerly as a whole (torch's graph break; ``graph_skips`` holds the
+    reason under the call's ``(sizes, strides)``) until ``reset()``; ``fullgraph=True`` raises
+    ``CompileError`` instead. Functions without such state pay nothing per call. Not seen:
+    item stores (``d[k] = v``) into containers the guards do not hold (deeper than the sources
+    above, or larger than their limits), and effects inside C extensions other than the
+    calls named.
 
     Autograd state. Inside ``fn``, ``t.requires_grad``, ``t.is_leaf``, ``t.grad_fn is None`` and
     ``bool(t.grad_fn)`` answer as eager code does for the same inputs and grad mode (also for
@@ -294,8 +329,10 @@ class CompiledFunction(Generic[_P, _R]):
     Attributes: ``fn`` (the original function), ``graph`` (the ``Graph`` used by the last call,
     None before the first call), ``captures`` (how many times ``fn`` was captured),
     ``cache_size`` (graphs currently cached), ``dynamic``, ``mode`` (``"default"`` or
-    ``"reduce-overhead"``), ``graph_skips`` (``"reduce-overhead"``: ``{(sizes, strides): reason}``
-    for the signatures that run without graph replay).
+    ``"reduce-overhead"``), ``graph_skips`` (``{(sizes, strides): reason}``: with
+    ``"reduce-overhead"``, the signatures that run without graph replay; in any mode, a reason
+    starting ``"runs eagerly: "`` for a function whose capture found Python side effects or
+    outside state, which runs eagerly from then on).
     """
 
     def __init__(self, fn: Callable[_P, _R], *, dynamic: bool | None = None,
@@ -476,6 +513,12 @@ class CompiledFunction(Generic[_P, _R]):
             if entry is None:
                 entry = self._capture(spec, leaves, sig)
                 if entry.eager is not None:
+                    if self.fullgraph:
+                        raise CompileError(
+                            f"tensorplay.compile({getattr(self.fn, '__qualname__', self.fn)}, "
+                            f"fullgraph=True): the function has Python state a graph cannot "
+                            f"replay: {entry.eager}. Move it out of the compiled function, or "
+                            f"drop fullgraph=True to run the function eagerly on later calls.")
                     # the graph stands for this call (the capture ran its Python once, with
                     # the values of now), not for later ones: from the next call on fn runs
                     # eagerly (a graph break of the whole function), not cached
@@ -1210,8 +1253,8 @@ def _plain_object(v) -> bool:
 
 def _value_guard(sources, before, graph):
     """Generate ``guard()`` for the values in ``sources`` that the capture read unchanged
-    (values the function itself rewrote while capturing are not guarded: the graph does not
-    replay Python side effects). None when there is nothing to guard."""
+    (values the function itself rewrote while capturing are not guarded: such a function runs
+    eagerly from its next call on, ``_changed_sources``). None when there is nothing to guard."""
     if not sources:
         return None
     consts = {id(c.const) for c in graph.consts}   # tensors already guarded by _Entry.refs
