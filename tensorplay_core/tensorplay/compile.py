@@ -1382,14 +1382,16 @@ def _own_dirs() -> tuple:
             f = getattr(m, "__file__", None)
             if f:
                 dirs.append(os.path.join(os.path.dirname(os.path.abspath(f)), ""))
+    tp_dirs = tuple(dirs)
     for k in ("stdlib", "platstdlib"):
         p = sysconfig.get_paths().get(k)
         if p:
             dirs.append(os.path.join(p, ""))
-    return tuple(dirs)
+    return tp_dirs, tuple(dirs)
 
 
-_OWN_DIRS: tuple = ()
+_OWN_DIRS: tuple = ()    # tensorplay's packages and the standard library: not traced
+_TP_DIRS: tuple = ()     # tensorplay's packages: the C-call profiler goes off in their frames
 _OWN_DIRS_AT = [0]       # len(sys.modules) when _OWN_DIRS was computed
 
 
@@ -1397,17 +1399,25 @@ class _Watch:
     """Context manager around one capture: ``reasons`` lists what the graph cannot stand
     for (see above). ``watched``: ids of the objects that existed before the call and that
     the function reaches (guard sources' values, ``self``, arguments), whose mutating
-    methods (``list.append``...) are side effects."""
+    methods (``list.append``...) are side effects.
+
+    Cost is kept to the user's code: ``sys.settrace`` answers tensorplay's and the standard
+    library's frames with None (no local events), and the profiler that sees C calls is on only
+    from a call instruction of a user frame until the next instruction of a user frame or the
+    start of a tensorplay frame (so ``log.append(1)``, ``random.random()`` and the C calls of a
+    standard-library function the user calls are seen, tensorplay's own thousands are not).
+    A profiler installed before stays on, chained, for the whole capture."""
 
     def __init__(self, watched: set):
-        global _OWN_DIRS
+        global _OWN_DIRS, _TP_DIRS
         import sys
         if len(sys.modules) != _OWN_DIRS_AT[0]:
-            _OWN_DIRS = _own_dirs()
+            _TP_DIRS, _OWN_DIRS = _own_dirs()
             _OWN_DIRS_AT[0] = len(sys.modules)
         self.watched = watched
         self.reasons: list = []
-        self.codes: dict = {}        # code -> {offset: what a store there does} or None
+        self.codes: dict = {}        # code -> (stores {offset: reason}, call offsets) or None
+        self.own: dict = {}          # code -> True for tensorplay's own frames
 
     def note(self, why: str) -> None:
         if why not in self.reasons:
@@ -1416,28 +1426,52 @@ class _Watch:
     def __enter__(self):
         import gc
         import sys
-        self._prev = (sys.gettrace(), sys.getprofile())
+        self._saved = (sys.gettrace(), sys.getprofile())
+        # a tracer or profiler installed before (a debugger, coverage) is chained; one that
+        # Python cannot call (cProfile's C profiler: sys.setprofile could not put it back) is
+        # left alone, and that part of the watch is off meanwhile
+        self._keep = tuple(p is not None and not callable(p) for p in self._saved)
+        self._prev = tuple(None if k else p for p, k in zip(self._saved, self._keep))
         self._sys = sys
+        self._on = self._keep[1]       # (never switched while a C profiler runs)
         # no cyclic collection meanwhile: a finalizer it runs (anyone's ``__del__``, at any
         # point of the capture) is not the function's doing
         self._gc = gc if gc.isenabled() else None
         if self._gc is not None:
             gc.disable()
-        sys.setprofile(self._profile)
-        sys.settrace(self._trace)
+        if self._prev[1] is not None:
+            sys.setprofile(self._profile)
+        if not self._keep[0]:
+            sys.settrace(self._trace)
         return self
 
     def __exit__(self, *exc):
-        self._sys.settrace(self._prev[0])
-        self._sys.setprofile(self._prev[1])
+        if not self._keep[0]:
+            self._sys.settrace(self._saved[0])
+        if not self._keep[1]:
+            self._sys.setprofile(self._saved[1])
         if self._gc is not None:
             self._gc.enable()
         return False
+
+    def _profiling(self, on: bool) -> None:
+        if on is not self._on and self._saved[1] is None:
+            self._on = on
+            self._sys.setprofile(self._profile if on else None)
 
     def _profile(self, frame, event, arg):
         prev = self._prev[1]
         if prev is not None:
             prev(frame, event, arg)
+        if event == "call":
+            own = self.own.get(frame.f_code)
+            if own is None:
+                fname = frame.f_code.co_filename or ""
+                own = self.own[frame.f_code] = fname.startswith(_TP_DIRS) or \
+                    fname.startswith("<tensorplay")
+            if own:
+                self._profiling(False)
+            return
         if event != "c_call":
             return
         name = getattr(arg, "__name__", None)
@@ -1464,31 +1498,39 @@ class _Watch:
         if table is None:
             return local_prev
         frame.f_trace_opcodes = True
+        stores, calls = table
         watch = self
 
         def local(frame, event, arg, _prev=[local_prev]):
             if _prev[0] is not None:
                 _prev[0] = _prev[0](frame, event, arg)
             if event == "opcode":
-                why = table.get(frame.f_lasti)
+                at = frame.f_lasti
+                why = stores.get(at)
                 if why is not None:
                     watch.note(why)
+                watch._profiling(at in calls)
             return local
         return local
 
     @staticmethod
     def _table(code):
-        """``{offset: reason}`` of the side-effecting stores in a user code object, None for
-        tensorplay's and the standard library's code (also frozen modules: importlib's, when
-        the capture imports a module) -- not traced -- and for code without any."""
+        """``(stores, calls)`` of a user code object: ``{offset: reason}`` of its
+        side-effecting stores and the offsets of its call instructions; None for tensorplay's
+        and the standard library's code (also frozen modules: importlib's, when the capture
+        imports a module) -- not traced."""
         fname = code.co_filename or ""
         if fname.startswith(_OWN_DIRS) or fname.startswith(("<tensorplay", "<frozen")):
             return None
         import dis
         init = code.co_name in _INIT_NAMES
         out = {}
+        calls = set()
         for ins in dis.get_instructions(code):
             op = ins.opname
+            if op.startswith("CALL"):
+                calls.add(ins.offset)
+                continue
             if op not in _OPCODES:
                 continue
             if op in ("STORE_ATTR", "DELETE_ATTR"):
@@ -1502,7 +1544,7 @@ class _Watch:
             else:
                 why = f"assigns global {ins.argval} (a Python side effect)"
             out[ins.offset] = f"{code.co_name}: {why}"
-        return out or None
+        return out, frozenset(calls)
 
 
 def _watched_ids(sources, roots) -> set:
