@@ -8,6 +8,7 @@ import functools
 import random
 
 import numpy as np
+import pytest
 
 import tensorplay as tp
 
@@ -319,3 +320,25 @@ def test_a_tracer_installed_before_the_capture_keeps_working():
         sys.settrace(old)
     assert "call" in events and "return" in events
     assert cf(tp.ones(1)).tolist() == [2.0] and len(calls) == 2
+
+
+_CUDA_OK, _CUDA_WHY = tp.plugins.device_status("cuda")
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not _CUDA_OK, reason=f"no usable CUDA device: {_CUDA_WHY}")
+@pytest.mark.parametrize("mode", [None, "reduce-overhead"])
+def test_cuda_lifted_tensors_read_live_and_buffers_updated_every_call(mode):
+    W = tp.ones(3, device="cuda")
+    buf = tp.zeros(2, device="cuda")
+
+    def f(x):
+        buf.add_(x)
+        return (x + W.sum()) * buf
+    cf = tp.compile(f, mode=mode)
+    outs = []
+    for _ in range(4):          # reduce-overhead: runs, records, replays
+        outs.append(cf(tp.ones(2, device="cuda")).tolist())
+        W.mul_(2)
+    assert outs == [[4.0, 4.0], [14.0, 14.0], [39.0, 39.0], [100.0, 100.0]]
+    assert buf.tolist() == [4.0, 4.0]
