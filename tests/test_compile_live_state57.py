@@ -342,3 +342,30 @@ def test_cuda_lifted_tensors_read_live_and_buffers_updated_every_call(mode):
         W.mul_(2)
     assert outs == [[4.0, 4.0], [14.0, 14.0], [39.0, 39.0], [100.0, 100.0]]
     assert buf.tolist() == [4.0, 4.0]
+
+
+def test_attributes_of_objects_in_a_list_of_layers_are_guarded_and_read_live():
+    class Layer:
+        def __init__(self):
+            self.w = tp.ones(2, 2) * 0.5
+            self.scale = 1.0
+
+        def __call__(self, x):
+            return (x @ self.w) * self.scale
+
+    class Model:
+        def __init__(self):
+            self.layers = [Layer() for _ in range(3)]
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return x
+    m = Model()
+    cf = tp.compile(m.forward)
+    assert cf(tp.ones(1, 2)).tolist() == m.forward(tp.ones(1, 2)).tolist()
+    m.layers[1].w.mul_(2)                          # a lifted tensor: read live
+    assert cf(tp.ones(1, 2)).tolist() == m.forward(tp.ones(1, 2)).tolist() == [[2.0, 2.0]]
+    m.layers[1].scale = 3.0                        # an attribute of a list element: guarded
+    assert cf(tp.ones(1, 2)).tolist() == m.forward(tp.ones(1, 2)).tolist() == [[6.0, 6.0]]
+    assert not cf.graph_skips

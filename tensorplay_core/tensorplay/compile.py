@@ -1194,6 +1194,13 @@ def _attr_sources(obj, names, out, seen, depth=0) -> None:
             out.append(("a", d, n, inner))
             if inner:
                 _attr_sources(v, names, out, seen, depth + 1)
+            elif depth < _ATTR_DEPTH and v.__class__ in (list, tuple, dict) and \
+                    len(v) <= _FREEZE_BUDGET:
+                # a list of layers (``for l in self.layers: x = l(x)``): the list is guarded
+                # by its elements' identities, their attributes (``l.scale``) as any holder's
+                for e in (v.values() if v.__class__ is dict else v):
+                    if _plain_object(e):
+                        _attr_sources(e, names, out, seen, depth + 1)
 
 
 _ModuleType = type(functools)
@@ -1210,7 +1217,7 @@ def _with_methods(obj, names, out, seen):
             isinstance(obj, (type, _ModuleType)):
         return names
     names = set(names)
-    frontier = names
+    frontier = names | {"__call__"}      # (``layer(x)`` names no method)
     for _ in range(_HELPER_DEPTH):
         new: set = set()
         for n in frontier:
