@@ -369,3 +369,22 @@ def test_attributes_of_objects_in_a_list_of_layers_are_guarded_and_read_live():
     m.layers[1].scale = 3.0                        # an attribute of a list element: guarded
     assert cf(tp.ones(1, 2)).tolist() == m.forward(tp.ones(1, 2)).tolist() == [[6.0, 6.0]]
     assert not cf.graph_skips
+
+
+def test_compiled_optimizer_step_reads_each_new_grad():
+    w = tp.ones(2, requires_grad=True)
+    ref = tp.ones(2, requires_grad=True)
+
+    @tp.compile
+    def step():
+        with tp.no_grad():
+            w.sub_(0.1 * w.grad)
+    for _ in range(3):
+        (w * w).sum().backward()
+        (ref * ref).sum().backward()
+        step()
+        with tp.no_grad():
+            ref.sub_(0.1 * ref.grad)
+        w.grad = None                # backward makes a new grad tensor each step
+        ref.grad = None
+    assert np.allclose(w.tolist(), ref.tolist())

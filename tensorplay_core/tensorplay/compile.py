@@ -925,7 +925,26 @@ def _tensor_refs(sources, roots, graph) -> list:
             if isinstance(v, Tensor) and id(v) in wanted and (id(d), name) not in seen:
                 seen.add((id(d), name))
                 refs.append((d, name, v))
+    # a constant that is another constant's ``.grad`` (a compiled optimizer step reading
+    # ``p.grad``): backward and ``p.grad = None`` rebind it between calls, so the slot is
+    # guarded by identity like a global (a new grad tensor recaptures)
+    for c in graph.consts:
+        g = c.const.grad
+        if g is not None and id(g) in wanted:
+            refs.append((_GradSlot(c.const), "grad", g))
     return refs
+
+
+class _GradSlot:
+    """``get(_)``: the ``.grad`` of one tensor, for ``_refs_valid``'s ``container.get(key)``."""
+
+    __slots__ = ("t",)
+
+    def __init__(self, t):
+        self.t = t
+
+    def get(self, key):
+        return self.t.grad
 
 
 def _spec_objects(spec, out) -> None:
