@@ -206,7 +206,10 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
     ``W.mul_(2)``, an optimizer step on ``self.w`` between calls is seen, and ``buf.add_(x)``,
     ``self.running.mul_(0.9).add_(...)`` (running statistics, a KV cache) update the tensor on
     every call; gradients reach those requiring grad. Rebinding one held in a guard source
-    (``m.w = new``) recaptures. Tensors made inside the call (``tp.tensor([...])``) are
+    (``m.w = new``) recaptures, and so does a new ``.grad`` of a lifted tensor whose grad the
+    graph uses (a compiled optimizer step after ``p.grad = None`` and a backward). A tensor
+    reached another way (returned by a function, read through a property) is used by reference
+    but its rebinding is not seen. Tensors made inside the call (``tp.tensor([...])``) are
     constants of the graph too. A
     constant whose *values* the captured code read as Python values (``x.sum(dim=D)``,
     ``x.reshape(k, -1)``, ``x[:n]``, ``int(t)``, ``t.item()``, ``t.tolist()``: baked into the
