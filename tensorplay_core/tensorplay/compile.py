@@ -1397,31 +1397,26 @@ _INIT_NAMES = frozenset(("__init__", "__new__", "__post_init__", "__setattr__", 
                          "__exit__"))
 
 
-def _own_dirs() -> tuple:
-    """Folders whose frames are not the user's: tensorplay's and its loaded plugins' packages
-    (``tensorplay_triton``'s capture scope patches Triton while a capture runs) and the Python
-    standard library (their stores are their own bookkeeping: a ``with`` block's context
-    manager). Plugins load lazily: recomputed when the set of loaded modules grows."""
+def _stdlib_dirs() -> tuple:
+    """The standard library's folders: its frames are not the user's (their stores are their
+    own bookkeeping: a ``with`` block's context manager)."""
     import os
-    import sys
     import sysconfig
     dirs = []
-    for name, m in list(sys.modules.items()):
-        if "." not in name and name.startswith("tensorplay"):
-            f = getattr(m, "__file__", None)
-            if f:
-                dirs.append(os.path.join(os.path.dirname(os.path.abspath(f)), ""))
-    tp_dirs = tuple(dirs)
     for k in ("stdlib", "platstdlib"):
         p = sysconfig.get_paths().get(k)
         if p:
             dirs.append(os.path.join(p, ""))
-    return tp_dirs, tuple(dirs)
+    return tuple(dirs)
 
 
-_OWN_DIRS: tuple = ()    # tensorplay's packages and the standard library: not traced
-_TP_DIRS: tuple = ()     # tensorplay's packages: the C-call profiler goes off in their frames
-_OWN_DIRS_AT = [0]       # len(sys.modules) when _OWN_DIRS was computed
+_STDLIB_DIRS: tuple = ()
+
+
+def _own_frame(frame) -> bool:
+    """A frame of tensorplay's or of one of its plugins' modules (``tensorplay_triton``'s
+    capture scope patches Triton while a capture runs), by the module name of its globals."""
+    return (frame.f_globals.get("__name__") or "").startswith("tensorplay")
 
 
 class _Watch:
@@ -1438,11 +1433,9 @@ class _Watch:
     A profiler installed before stays on, chained, for the whole capture."""
 
     def __init__(self, watched: set):
-        global _OWN_DIRS, _TP_DIRS
-        import sys
-        if len(sys.modules) != _OWN_DIRS_AT[0]:
-            _TP_DIRS, _OWN_DIRS = _own_dirs()
-            _OWN_DIRS_AT[0] = len(sys.modules)
+        global _STDLIB_DIRS
+        if not _STDLIB_DIRS:
+            _STDLIB_DIRS = _stdlib_dirs()
         self.watched = watched
         self.reasons: list = []
         self.codes: dict = {}        # code -> (stores {offset: reason}, call offsets) or None
@@ -1495,9 +1488,8 @@ class _Watch:
         if event == "call":
             own = self.own.get(frame.f_code)
             if own is None:
-                fname = frame.f_code.co_filename or ""
-                own = self.own[frame.f_code] = fname.startswith(_TP_DIRS) or \
-                    fname.startswith("<tensorplay")
+                own = self.own[frame.f_code] = _own_frame(frame) or \
+                    (frame.f_code.co_filename or "").startswith("<tensorplay")
             if own:
                 self._profiling(False)
             return
@@ -1523,7 +1515,7 @@ class _Watch:
         code = frame.f_code
         table = self.codes.get(code, False)
         if table is False:
-            table = self.codes[code] = self._table(code)
+            table = self.codes[code] = None if _own_frame(frame) else self._table(code)
         if table is None:
             return local_prev
         frame.f_trace_opcodes = True
@@ -1549,7 +1541,7 @@ class _Watch:
         and the standard library's code (also frozen modules: importlib's, when the capture
         imports a module) -- not traced."""
         fname = code.co_filename or ""
-        if fname.startswith(_OWN_DIRS) or fname.startswith(("<tensorplay", "<frozen")):
+        if fname.startswith(_STDLIB_DIRS) or fname.startswith(("<tensorplay", "<frozen")):
             return None
         import dis
         init = code.co_name in _INIT_NAMES
