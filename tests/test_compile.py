@@ -793,18 +793,22 @@ def test_scalar_attribute_of_a_compiled_method_is_guarded():
     assert M.forward.captures == 2
 
 
-def test_values_the_function_itself_rewrites_are_not_guarded():
+def test_values_the_function_itself_rewrites_make_it_run_eagerly():
     log = []
 
     @tp.compile
     def f(x):
-        log.append(1)                     # a Python side effect of the capture only
+        log.append(1)                     # a Python side effect: a graph would drop it
         return x + 1
 
     f(_x(3))
     f(_x(3))
     f(_x(3))
-    assert f.captures == 1 and log == [1]
+    assert f.captures == 1 and log == [1, 1, 1]      # captured once, then eager (graph break)
+    assert "list.append" in next(iter(f.graph_skips.values()))
+    f.reset()
+    f(_x(3))
+    assert f.captures == 2 and log == [1] * 4
 
 
 def test_values_read_by_an_inlined_compiled_function_are_guarded():

@@ -59,16 +59,22 @@ outputs have the shape, dtype, device and strides its fake kernel promised (the 
 from them); a mismatch raises ``CompileError`` naming the op and suggesting ``opcheck``.
 
 Same idea as ``torch.compile`` (PyTorch 2.9) with a much simpler tracer: there are no graph
-breaks -- data-dependent Python in the function (``if t.sum() > 0``, ``.item()``, ``int(t)``,
-``.tolist()``) raises a ``DispatchError`` naming that construct, so every capture is a full
-graph (``fullgraph`` is accepted for compatibility). Any other error a capture meets is the one
+breaks inside a function -- data-dependent Python in the function (``if t.sum() > 0``,
+``.item()``, ``int(t)``, ``.tolist()``) raises a ``DispatchError`` naming that construct, so
+every capture is a full graph. A function whose capture meets what a graph cannot replay
+(Python side effects, values drawn from outside state: see ``compile``'s docstring, "Python
+side effects") runs eagerly as a whole from its next call on (``graph_skips`` says why;
+``fullgraph=True`` raises ``CompileError`` instead). Any other error a capture meets is the one
 the same code raises eagerly (see ``compile``'s docstring). A function decorated with
 ``tensorplay.compiler.disable`` (torch's graph-break decorator) is one opaque node run eagerly on
 every call, the ops around it staying in the graph; its outputs' metadata is learnt from one
 eager run of the capturing call (see ``tensorplay.compiler.disable``).
-Tensors the function reaches through closures, module globals or attributes of its non-tensor
-arguments or of the ``self`` it is bound to (also ``self.layer.w``) are graph constants used by
-reference (in-place updates are seen); rebinding one recaptures. One whose values the capture
+Tensors the function reaches without getting them as arguments (closures, module globals,
+attributes of ``self`` or of its arguments, at any depth) and did not make inside the call are
+lifted inputs: graph constants used by reference, every op on them recorded (``W.sum()``,
+``self.b * 2``, ``buf.add_(x)``: ``_capture._lift``), so values computed from them follow
+in-place updates made between calls and their in-place ops run on every call; rebinding one
+that a guard source holds recaptures. One whose values the capture
 read as Python values (a dim, a size, a slice bound, ``int(t)``, ``t.item()``) guards the graph
 on them: an in-place change of those values recaptures (``_data_guard``). One compiled function may be called from several threads: its captures (and the
 cache's evictions) are serialised, as torch.compile serialises compilation.
@@ -117,8 +123,10 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
     * ``dynamic`` -- ``None``/``True``: sizes are dynamic (a graph is reused for other sizes)
       unless the captured code reads a size as a Python value; ``False``: every graph is guarded
       on exact sizes.
-    * ``fullgraph`` -- accepted for ``torch.compile`` compatibility; captures are always full
-      graphs (there are no graph breaks).
+    * ``fullgraph`` -- as ``torch.compile``'s: ``True`` raises ``CompileError`` (naming the
+      reason) where the function would otherwise run eagerly because its capture found Python
+      side effects or outside state (see "Python side effects" below); captures are otherwise
+      always full graphs.
     * ``mode`` -- ``None`` or ``"default"``; or ``"reduce-overhead"`` (same name and idea as
       ``torch.compile``'s): on a device whose backend records graphs (cuda: CUDA graphs), each
       exact signature (the sizes and strides of every tensor argument) runs normally once (after
@@ -169,34 +177,64 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
       object a compiled bound method, callable object or ``functools.partial`` is bound to
       (``self.scale`` of a compiled method, ``cfg.k``, ``config_module.K``; the instance's,
       module's or class's own ``__dict__`` only, not inherited class attributes), and of plain
-      objects held in those attributes, two levels down (``self.layer.scale``,
-      ``self.block.layer.w``; the holder ``self.layer`` is guarded by identity, so replacing it
-      recaptures);
+      objects held in those attributes, eight levels down (``self.layer.scale``,
+      ``cfg.a.b.c.k``; the holder ``self.layer`` is guarded by identity, so replacing it
+      recaptures); the attributes read by the methods and properties of those objects that the
+      code calls count as named too, two calls deep (``self.helper(x)`` reading
+      ``self.scale``; ``h.get()`` reading ``self.vals``), with the globals those methods read;
+      a ``functools.partial``'s keywords (``p.keywords["k"] = 4.0`` is seen);
     * ``None``, ``bool``, ``int``, ``float``, ``complex``, ``str``, ``bytes``: by type and value
       (``2`` and ``2.0`` are different);
     * ``tuple``, ``list``, ``dict``, ``set``, ``frozenset`` (nested) of at most 64 elements: by a
       value snapshot, so ``K[0] = 5.0`` on a global list is seen; elements that are not scalars
-      or containers are compared by identity;
+      or containers are compared by identity; a flat list, tuple or dict of scalars of up to
+      4096 elements by one ``==`` with a copy (about 1 us per 100 elements);
+    * NumPy arrays of up to 4096 elements: by identity, shape, dtype and bytes (``ARR[0] = 9.0``
+      is seen);
     * top-level globals and closure cells holding anything else (functions, modules, classes,
-      custom ops, arbitrary objects, containers larger than 64 elements): by identity only --
+      custom ops, arbitrary objects, larger containers and arrays): by identity only --
       rebinding the name recaptures, but state mutated *inside* such an object (other than its
       scalar attributes named in the code, see above) is NOT seen: pass such values as arguments
       or call ``compiled.reset()``. Values reached any other way (``getattr`` with a computed
-      name, ``obj.a.b.c.d`` deeper than three attributes, functions called through objects, custom-op
-      bodies, which are opaque) are not guarded either.
+      name, attribute chains deeper than eight objects, functions called through objects
+      other than methods of the objects above, custom-op bodies, which are opaque) are not
+      guarded either.
 
-    Tensors held in those places (globals, closures, attributes of arguments and of ``self``,
-    ``self.layer.w``, elements of a guarded list) are graph constants used by reference:
-    in-place updates are seen without a recapture, rebinding (``m.w = new``) recaptures. A
+    Tensors the function reads without getting them as arguments (globals, closures,
+    attributes of arguments and of ``self``, ``self.layer.w``, elements of a list, at any depth)
+    are lifted inputs, as ``torch.compile`` lifts them: graph constants used by reference,
+    every op on them recorded in the graph, none run once at capture -- ``x + W.sum()`` follows
+    ``W.mul_(2)``, an optimizer step on ``self.w`` between calls is seen, and ``buf.add_(x)``,
+    ``self.running.mul_(0.9).add_(...)`` (running statistics, a KV cache) update the tensor on
+    every call; gradients reach those requiring grad. Rebinding one held in a guard source
+    (``m.w = new``) recaptures, and so does a new ``.grad`` of a lifted tensor whose grad the
+    graph uses (a compiled optimizer step after ``p.grad = None`` and a backward). A tensor
+    reached another way (returned by a function, read through a property) is used by reference
+    but its rebinding is not seen. Tensors made inside the call (``tp.tensor([...])``) are
+    constants of the graph too. A
     constant whose *values* the captured code read as Python values (``x.sum(dim=D)``,
     ``x.reshape(k, -1)``, ``x[:n]``, ``int(t)``, ``t.item()``, ``t.tolist()``: baked into the
     graph) also guards the graph on those values, as ``torch.compile`` specializes on them: a
     call checks its version counter (about 0.15 us), and after an in-place write its values --
     the same values keep the graph, others take the graph cached for them or recapture.
     Writes its version counter does not count (through ``t.data`` or ``t.numpy()``) are not
-    seen. A value the function itself
-    changes while it is captured (a Python side effect such as appending to a log list) is not
-    guarded: compiled graphs do not replay Python side effects.
+    seen.
+
+    Python side effects. A graph replays tensor operations only, so the capture (its thread
+    only, ``sys.setprofile`` and opcode tracing of the user's frames, not tensorplay's or the
+    standard library's) is watched for what it cannot replay: stores to objects that exist
+    outside the call (``state["n"] += 1`` or ``K.append`` on a guarded value, ``list.append``/
+    ``dict.update``... on a global, closure, ``self`` attribute or argument, any attribute store
+    outside an ``__init__``: ``self.calls += 1``, a ``global``/``nonlocal`` assignment),
+    ``print``, and values from state no guard can follow (``random``, ``numpy.random``,
+    ``time``, ``secrets``). When it finds one, the capturing call returns the graph's result
+    (its Python ran once, with the values of now: correct for this call) and from the next call
+    on the function runs eagerly as a whole (torch's graph break; ``graph_skips`` holds the
+    reason under the call's ``(sizes, strides)``) until ``reset()``; ``fullgraph=True`` raises
+    ``CompileError`` instead. Functions without such state pay nothing per call. Not seen:
+    item stores (``d[k] = v``) into containers the guards do not hold (deeper than the sources
+    above, or larger than their limits), and effects inside C extensions other than the
+    calls named.
 
     Autograd state. Inside ``fn``, ``t.requires_grad``, ``t.is_leaf``, ``t.grad_fn is None`` and
     ``bool(t.grad_fn)`` answer as eager code does for the same inputs and grad mode (also for
@@ -316,8 +354,10 @@ class CompiledFunction(Generic[_P, _R]):
     Attributes: ``fn`` (the original function), ``graph`` (the ``Graph`` used by the last call,
     None before the first call), ``captures`` (how many times ``fn`` was captured),
     ``cache_size`` (graphs currently cached), ``dynamic``, ``mode`` (``"default"`` or
-    ``"reduce-overhead"``), ``graph_skips`` (``"reduce-overhead"``: ``{(sizes, strides): reason}``
-    for the signatures that run without graph replay).
+    ``"reduce-overhead"``), ``graph_skips`` (``{(sizes, strides): reason}``: with
+    ``"reduce-overhead"``, the signatures that run without graph replay; in any mode, a reason
+    starting ``"runs eagerly: "`` for a function whose capture found Python side effects or
+    outside state, which runs eagerly from then on).
     """
 
     def __init__(self, fn: Callable[_P, _R], *, dynamic: bool | None = None,
@@ -355,8 +395,11 @@ class CompiledFunction(Generic[_P, _R]):
             return sum(len(v) for v in self._cache.values())
 
     def reset(self) -> None:
-        """Drop every cached graph (the next call captures again)."""
+        """Drop every cached graph (the next call captures again; a function that ran eagerly
+        because a capture found Python side effects is captured again too)."""
         with self._lock:
+            if self.__class__ is _EagerFunction:
+                self.__class__ = CompiledFunction
             self._cache.clear()
             self._forget_fast()
             self._last = None
@@ -494,6 +537,19 @@ class CompiledFunction(Generic[_P, _R]):
                     break
             if entry is None:
                 entry = self._capture(spec, leaves, sig)
+                if entry.eager is not None:
+                    if self.fullgraph:
+                        raise CompileError(
+                            f"tensorplay.compile({getattr(self.fn, '__qualname__', self.fn)}, "
+                            f"fullgraph=True): the function has Python state a graph cannot "
+                            f"replay: {entry.eager}. Move it out of the compiled function, or "
+                            f"drop fullgraph=True to run the function eagerly on later calls.")
+                    # the graph stands for this call (the capture ran its Python once, with
+                    # the values of now), not for later ones: from the next call on fn runs
+                    # eagerly (a graph break of the whole function), not cached
+                    self.graph_skips[sig] = f"runs eagerly: {entry.eager}"
+                    self.__class__ = _EagerFunction
+                    return entry, sig, leaves
                 self._forget_fast()
                 entries = self._cache.setdefault(key, [])
                 entries.insert(0, entry)
@@ -518,8 +574,11 @@ class CompiledFunction(Generic[_P, _R]):
         roots: list = []
         sources = _value_sources(self.fn, spec, roots)
         before = [_snapshot(_read(s)) for s in sources]
+        watch = _Watch(_watched_ids(sources, roots))
+        seen_before = before     # what the capture itself may not change (_changed_sources)
         try:
-            graph = _capture.capture(self.fn, rebuild, leaves, name=name)
+            with watch:
+                graph = _capture.capture(self.fn, rebuild, leaves, name=name)
             first = None
         except _capture.NeedsEagerRun:
             # fn calls a tensorplay.compiler.disable'd function: its outputs exist only when it
@@ -528,7 +587,10 @@ class CompiledFunction(Generic[_P, _R]):
             # then fn is captured again with the disabled calls as nodes of those outputs
             args, kwargs = rebuild(list(leaves))
             out, log = _capture.run_logged(self.fn, args, kwargs)
-            graph = _capture.capture(self.fn, rebuild, leaves, name=name, disabled=log)
+            # (the disabled calls' own effects, which run on every call, are not the capture's)
+            seen_before = [_snapshot(_read(s)) for s in sources]
+            with watch:
+                graph = _capture.capture(self.fn, rebuild, leaves, name=name, disabled=log)
             first = (out,)
         self.captures += 1
         _fusion.plan(graph)
@@ -536,9 +598,22 @@ class CompiledFunction(Generic[_P, _R]):
         exact = sig if (graph.size_dependent or self.dynamic is False) else None
         entry = _Entry(graph, exact, _tensor_refs(sources, roots, graph),
                        _value_guard(sources, before, graph))
+        reasons = watch.reasons + _changed_sources(sources, seen_before)
+        if reasons:
+            entry.eager = "; ".join(reasons)
         if first is not None:
             entry.hand_first(first[0], leaves)
         return entry
+
+
+class _EagerFunction(CompiledFunction):
+    """A ``CompiledFunction`` whose capture found what a graph cannot stand for (Python side
+    effects, values from outside state: ``_Watch``; the reason is in ``graph_skips``): every
+    call runs ``fn`` itself, as torch.compile's graph break does, until ``reset()``. Set by
+    switching the instance's class, so compiled functions without such state pay no test."""
+
+    def __call__(self, *args, **kwargs):
+        return self.fn(*args, **kwargs)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -727,6 +802,8 @@ def _autograd_guard(graph):
 class _Entry:
     """A cached graph with its guards and generated runners."""
 
+    eager = None     # why the function must run eagerly after this call (``_Watch``), or None
+
     def __init__(self, graph, exact_sizes, refs=(), guard=None):
         self.graph = graph
         self.exact_sizes = exact_sizes
@@ -873,7 +950,26 @@ def _tensor_refs(sources, roots, graph) -> list:
             if isinstance(v, Tensor) and id(v) in wanted and (id(d), name) not in seen:
                 seen.add((id(d), name))
                 refs.append((d, name, v))
+    # a constant that is another constant's ``.grad`` (a compiled optimizer step reading
+    # ``p.grad``): backward and ``p.grad = None`` rebind it between calls, so the slot is
+    # guarded by identity like a global (a new grad tensor recaptures)
+    for c in graph.consts:
+        g = c.const.grad
+        if g is not None and id(g) in wanted:
+            refs.append((_GradSlot(c.const), "grad", g))
     return refs
+
+
+class _GradSlot:
+    """``get(_)``: the ``.grad`` of one tensor, for ``_refs_valid``'s ``container.get(key)``."""
+
+    __slots__ = ("t",)
+
+    def __init__(self, t):
+        self.t = t
+
+    def get(self, key):
+        return self.t.grad
 
 
 def _spec_objects(spec, out) -> None:
@@ -911,7 +1007,8 @@ _CONTAINER_TYPES = frozenset((tuple, list, dict, set, frozenset))
 _IMMUTABLE_TYPES = frozenset((tuple, frozenset))
 _FREEZE_BUDGET = 64      # scalars + containers snapshotted by value per guarded value
 _HELPER_DEPTH = 2        # plain functions reached through globals/closures whose reads count too
-_ATTR_DEPTH = 2          # plain objects followed below an object whose attributes are read
+_ATTR_DEPTH = 8          # plain objects followed below an object whose attributes are read
+_FLAT_MAX = 4096         # a flat container of scalars up to this size: guarded by value (one ==)
 _MISSING = object()
 
 
@@ -954,13 +1051,21 @@ def _deep_immutable(v) -> bool:
 
 
 def _flat(v) -> bool:
-    """A list, tuple or dict (keys and values) of scalars only, within the budget."""
+    """A list, tuple or dict (keys and values) of scalars only, of at most ``_FLAT_MAX``
+    elements (a ``BIG = {i: 1.0 for i in range(100)}`` table: its guard is one C-level ``==``
+    with a copy, about 1 us per 100 elements, paid only by functions that read it)."""
     t = v.__class__
     if t is dict:
-        return len(v) <= _FREEZE_BUDGET and all(e.__class__ in _SCALAR_TYPES for e in v) and \
+        return len(v) <= _FLAT_MAX and all(e.__class__ in _SCALAR_TYPES for e in v) and \
             all(e.__class__ in _SCALAR_TYPES for e in v.values())
-    return (t is list or t is tuple) and len(v) <= _FREEZE_BUDGET and \
+    return (t is list or t is tuple) and len(v) <= _FLAT_MAX and \
         all(e.__class__ in _SCALAR_TYPES for e in v)
+
+
+def _ndarray(v) -> bool:
+    """A NumPy array (by class name: numpy is not imported for it)."""
+    t = v.__class__
+    return t.__name__ == "ndarray" and t.__module__ == "numpy"
 
 
 def _snapshot(v):
@@ -976,6 +1081,13 @@ def _snapshot(v):
             return ("f", v, _freeze(v, [_FREEZE_BUDGET], keep), keep)
         except (_Unfreezable, RecursionError, TypeError):
             pass
+        if t is not set and t is not frozenset and _flat(v):
+            # larger than the freeze budget but flat: compared whole (``_value_guard``)
+            return ("f", v, (t, tuple(v.items()) if t is dict else tuple(v)), None)
+    elif _ndarray(v) and v.size <= _FLAT_MAX:
+        # a NumPy array: ``float(ARR[0])`` bakes an element; guarded by identity, shape,
+        # dtype and bytes (an in-place ``ARR[0] = 9.0`` is seen)
+        return ("n", v, (v.shape, v.dtype.str, v.tobytes()), None)
     return ("i", v, None, None)
 
 
@@ -986,8 +1098,8 @@ def _same_snapshot(a, b) -> bool:
         return False
     if a[0] == "s":
         return a[1] is b[1] or (a[1].__class__ is b[1].__class__ and a[1] == b[1])
-    if a[0] == "f":
-        return a[2] == b[2]
+    if a[0] == "f" or a[0] == "n":
+        return a[2] == b[2] and (a[0] == "f" or a[1] is b[1])
     return a[1] is b[1]
 
 
@@ -1030,6 +1142,12 @@ def _value_sources(fn, spec=None, roots=None) -> list:
                 t = a.__class__
                 if not (t in _SCALAR_TYPES or t in _CONTAINER_TYPES or isinstance(a, Tensor)):
                     selves.append(a)      # partial(M.fwd, m): m is read like self
+            # the keywords dict is live (``p.keywords["k"] = 4.0`` changes the next call):
+            # each keyword is guarded like an attribute
+            for k in fn.keywords:
+                if (id(fn.keywords), k) not in seen:
+                    seen.add((id(fn.keywords), k))
+                    out.append(("a", fn.keywords, k, True))
             fn = fn.func
         elif hasattr(fn, "__func__") and hasattr(fn, "__self__"):
             selves.append(fn.__self__)
@@ -1111,6 +1229,7 @@ def _attr_sources(obj, names, out, seen, depth=0) -> None:
         return
     if not isinstance(d, (dict, _MappingProxy)):
         return
+    names = _with_methods(obj, names, out, seen)
     for n in sorted(names):
         if n in d and (id(d), n) not in seen:
             seen.add((id(d), n))
@@ -1119,9 +1238,50 @@ def _attr_sources(obj, names, out, seen, depth=0) -> None:
             out.append(("a", d, n, inner))
             if inner:
                 _attr_sources(v, names, out, seen, depth + 1)
+            elif depth < _ATTR_DEPTH and v.__class__ in (list, tuple, dict) and \
+                    len(v) <= _FREEZE_BUDGET:
+                # a list of layers (``for l in self.layers: x = l(x)``): the list is guarded
+                # by its elements' identities, their attributes (``l.scale``) as any holder's
+                for e in (v.values() if v.__class__ is dict else v):
+                    if _plain_object(e):
+                        _attr_sources(e, names, out, seen, depth + 1)
 
 
 _ModuleType = type(functools)
+
+
+def _with_methods(obj, names, out, seen):
+    """``names`` plus the names looked up by the code of ``obj``'s methods (and properties)
+    that ``names`` names, ``_HELPER_DEPTH`` calls deep: ``self.helper(x)`` whose body reads
+    ``self.scale`` guards ``scale`` too, and the globals those methods read are sources
+    (``_fn_sources``). Only user classes (not builtins', tensorplay's, classes', modules')."""
+    t = obj.__class__
+    mod = getattr(t, "__module__", None) or ""
+    if mod in ("builtins", "tensorplay") or mod.startswith("tensorplay.") or \
+            isinstance(obj, (type, _ModuleType)):
+        return names
+    names = set(names)
+    frontier = names | {"__call__"}      # (``layer(x)`` names no method)
+    for _ in range(_HELPER_DEPTH):
+        new: set = set()
+        for n in frontier:
+            f = None
+            for c in t.__mro__:
+                f = c.__dict__.get(n)
+                if f is not None:
+                    break
+            if isinstance(f, property):
+                f = f.fget
+            f = getattr(f, "__func__", f)            # staticmethod / classmethod
+            if f.__class__ is _FunctionType:
+                cn = _code_names(f.__code__)
+                _fn_sources(f, cn, out, seen, 1)
+                new |= cn - names
+        if not new:
+            break
+        names |= new
+        frontier = new
+    return names
 
 
 def _plain_object(v) -> bool:
@@ -1144,8 +1304,8 @@ def _plain_object(v) -> bool:
 
 def _value_guard(sources, before, graph):
     """Generate ``guard()`` for the values in ``sources`` that the capture read unchanged
-    (values the function itself rewrote while capturing are not guarded: the graph does not
-    replay Python side effects). None when there is nothing to guard."""
+    (values the function itself rewrote while capturing are not guarded: such a function runs
+    eagerly from its next call on, ``_changed_sources``). None when there is nothing to guard."""
     if not sources:
         return None
     consts = {id(c.const) for c in graph.consts}   # tensors already guarded by _Entry.refs
@@ -1201,6 +1361,10 @@ def _value_guard(sources, before, graph):
             else:
                 ns[f"__o{k}"] = t(obj)            # a copy: the live object is what changes
                 lines.append(f"v = {acc}\nif {check} or v != __o{k}: return False")
+        elif mode == "n":
+            ns[f"__f{k}"] = a[2]
+            lines.append(f"v = {acc}\nif v is not __o{k} or (v.shape, v.dtype.str, v.tobytes()) != "
+                         f"__f{k}: return False")
         elif mode == "f":
             ns[f"__f{k}"] = a[2]
             ns[f"__keep{k}"] = a[3]
@@ -1224,6 +1388,231 @@ def _value_guard(sources, before, graph):
 
 _FunctionType = type(_value_guard)
 _MappingProxy = type(type.__dict__)
+
+
+# ---------------------------------------------------------------------------------------------
+# what a graph cannot stand for: the capture is watched, and such a function runs eagerly
+#
+# A graph replays tensor operations only. Python side effects (``state["n"] += 1``,
+# ``log.append(x)``, ``self.calls += 1``, a ``global``/``nonlocal`` store, ``print``) happen
+# once, while capturing, and values drawn from outside state the guards cannot follow
+# (``random.random()``, ``np.random.rand()``, ``time.time()``) would be baked in. ``_Watch``
+# looks at the capture (its thread only) with ``sys.setprofile`` (``c_call`` events: the C
+# function called and its ``__self__``) and ``sys.settrace`` with ``f_trace_opcodes`` in the
+# user's frames (``STORE_GLOBAL``, ``STORE_DEREF`` of a free variable, ``STORE_ATTR``/
+# ``DELETE_ATTR`` outside ``__init__``), and ``_changed_sources`` compares the values the guards
+# read before and after the capture. Any finding makes the function run eagerly from its next
+# call on (torch's graph break, for the whole function): correct results, eager speed, the
+# reason kept in ``CompiledFunction.graph_skips``. The calling thread's own tracer/profiler
+# (coverage, a debugger) is chained, not replaced. Functions without findings pay nothing per
+# call; the watch costs capture time only.
+
+_MUTATORS = frozenset(("append", "extend", "insert", "pop", "remove", "clear", "update",
+                       "setdefault", "popitem", "add", "discard", "sort", "reverse",
+                       "__setitem__", "__delitem__", "__iadd__", "appendleft", "extendleft",
+                       "popleft", "rotate", "difference_update", "intersection_update",
+                       "symmetric_difference_update", "fill", "itemset", "resize"))
+_ENTROPY_MODULES = frozenset(("time", "_random", "random", "_secrets", "secrets", "uuid"))
+_OPCODES = frozenset(("STORE_GLOBAL", "DELETE_GLOBAL", "STORE_DEREF", "DELETE_DEREF",
+                      "STORE_ATTR", "DELETE_ATTR"))
+_INIT_NAMES = frozenset(("__init__", "__new__", "__post_init__", "__setattr__", "__enter__",
+                         "__exit__"))
+
+
+def _stdlib_dirs() -> tuple:
+    """The standard library's folders: its frames are not the user's (their stores are their
+    own bookkeeping: a ``with`` block's context manager)."""
+    import os
+    import sysconfig
+    dirs = []
+    for k in ("stdlib", "platstdlib"):
+        p = sysconfig.get_paths().get(k)
+        if p:
+            dirs.append(os.path.join(p, ""))
+    return tuple(dirs)
+
+
+_STDLIB_DIRS: tuple = ()
+
+
+def _own_frame(frame) -> bool:
+    """A frame of tensorplay's or of one of its plugins' modules (``tensorplay_triton``'s
+    capture scope patches Triton while a capture runs), by the module name of its globals."""
+    return (frame.f_globals.get("__name__") or "").startswith("tensorplay")
+
+
+class _Watch:
+    """Context manager around one capture: ``reasons`` lists what the graph cannot stand
+    for (see above). ``watched``: ids of the objects that existed before the call and that
+    the function reaches (guard sources' values, ``self``, arguments), whose mutating
+    methods (``list.append``...) are side effects.
+
+    Cost is kept to the user's code: ``sys.settrace`` answers tensorplay's and the standard
+    library's frames with None (no local events), and the profiler that sees C calls is on only
+    from a call instruction of a user frame until the next instruction of a user frame or the
+    start of a tensorplay frame (so ``log.append(1)``, ``random.random()`` and the C calls of a
+    standard-library function the user calls are seen, tensorplay's own thousands are not).
+    A profiler installed before stays on, chained, for the whole capture."""
+
+    def __init__(self, watched: set):
+        global _STDLIB_DIRS
+        if not _STDLIB_DIRS:
+            _STDLIB_DIRS = _stdlib_dirs()
+        self.watched = watched
+        self.reasons: list = []
+        self.codes: dict = {}        # code -> (stores {offset: reason}, call offsets) or None
+        self.own: dict = {}          # code -> True for tensorplay's own frames
+
+    def note(self, why: str) -> None:
+        if why not in self.reasons:
+            self.reasons.append(why)
+
+    def __enter__(self):
+        import gc
+        import sys
+        self._saved = (sys.gettrace(), sys.getprofile())
+        # a tracer or profiler installed before (a debugger, coverage) is chained; one that
+        # Python cannot call (cProfile's C profiler: sys.setprofile could not put it back) is
+        # left alone, and that part of the watch is off meanwhile
+        self._keep = tuple(p is not None and not callable(p) for p in self._saved)
+        self._prev = tuple(None if k else p for p, k in zip(self._saved, self._keep))
+        self._sys = sys
+        self._on = self._keep[1]       # (never switched while a C profiler runs)
+        # no cyclic collection meanwhile: a finalizer it runs (anyone's ``__del__``, at any
+        # point of the capture) is not the function's doing
+        self._gc = gc if gc.isenabled() else None
+        if self._gc is not None:
+            gc.disable()
+        if self._prev[1] is not None:
+            sys.setprofile(self._profile)
+        if not self._keep[0]:
+            sys.settrace(self._trace)
+        return self
+
+    def __exit__(self, *exc):
+        if not self._keep[0]:
+            self._sys.settrace(self._saved[0])
+        if not self._keep[1]:
+            self._sys.setprofile(self._saved[1])
+        if self._gc is not None:
+            self._gc.enable()
+        return False
+
+    def _profiling(self, on: bool) -> None:
+        if on is not self._on and self._saved[1] is None:
+            self._on = on
+            self._sys.setprofile(self._profile if on else None)
+
+    def _profile(self, frame, event, arg):
+        prev = self._prev[1]
+        if prev is not None:
+            prev(frame, event, arg)
+        if event == "call":
+            own = self.own.get(frame.f_code)
+            if own is None:
+                own = self.own[frame.f_code] = _own_frame(frame) or \
+                    (frame.f_code.co_filename or "").startswith("<tensorplay")
+            if own:
+                self._profiling(False)
+            return
+        if event != "c_call":
+            return
+        name = getattr(arg, "__name__", None)
+        owner = getattr(arg, "__self__", None)
+        mod = getattr(arg, "__module__", None) or ""
+        if name == "print" and mod == "builtins":
+            self.note("calls print (output happens once per call eagerly)")
+        elif mod in _ENTROPY_MODULES or mod.startswith("numpy.random") or (
+                owner is not None and owner.__class__.__module__ in ("random", "_random")) or (
+                owner is not None and (owner.__class__.__module__ or "").startswith("numpy.random")):
+            self.note(f"calls {mod or type(owner).__name__}.{name} (a value from outside state "
+                      f"the guards cannot see)")
+        elif name in _MUTATORS and owner is not None and id(owner) in self.watched:
+            self.note(f"calls {type(owner).__name__}.{name} on an object that exists outside "
+                      f"the call (a Python side effect)")
+
+    def _trace(self, frame, event, arg):
+        prev = self._prev[0]
+        local_prev = prev(frame, event, arg) if prev is not None else None
+        code = frame.f_code
+        table = self.codes.get(code, False)
+        if table is False:
+            table = self.codes[code] = None if _own_frame(frame) else self._table(code)
+        if table is None:
+            return local_prev
+        frame.f_trace_opcodes = True
+        stores, calls = table
+        watch = self
+
+        def local(frame, event, arg, _prev=[local_prev]):
+            if _prev[0] is not None:
+                _prev[0] = _prev[0](frame, event, arg)
+            if event == "opcode":
+                at = frame.f_lasti
+                why = stores.get(at)
+                if why is not None:
+                    watch.note(why)
+                watch._profiling(at in calls)
+            return local
+        return local
+
+    @staticmethod
+    def _table(code):
+        """``(stores, calls)`` of a user code object: ``{offset: reason}`` of its
+        side-effecting stores and the offsets of its call instructions; None for tensorplay's
+        and the standard library's code (also frozen modules: importlib's, when the capture
+        imports a module) -- not traced."""
+        fname = code.co_filename or ""
+        if fname.startswith(_STDLIB_DIRS) or fname.startswith(("<tensorplay", "<frozen")):
+            return None
+        import dis
+        init = code.co_name in _INIT_NAMES
+        out = {}
+        calls = set()
+        for ins in dis.get_instructions(code):
+            op = ins.opname
+            if op.startswith("CALL"):
+                calls.add(ins.offset)
+                continue
+            if op not in _OPCODES:
+                continue
+            if op in ("STORE_ATTR", "DELETE_ATTR"):
+                if init:
+                    continue
+                why = f"sets attribute .{ins.argval} (a Python side effect)"
+            elif op in ("STORE_DEREF", "DELETE_DEREF"):
+                if ins.argval not in code.co_freevars:
+                    continue         # the frame's own cell
+                why = f"assigns nonlocal {ins.argval} (a Python side effect)"
+            else:
+                why = f"assigns global {ins.argval} (a Python side effect)"
+            out[ins.offset] = f"{code.co_name}: {why}"
+        return out, frozenset(calls)
+
+
+def _watched_ids(sources, roots) -> set:
+    """ids of the objects that exist outside the call and that the function reaches: the
+    values of the guard sources (their containers too) and the objects it is bound to or
+    given (``_Watch``)."""
+    ids = {id(r) for r in roots}
+    for s in sources:
+        v = _read(s)
+        if v is not _MISSING and v.__class__ not in _SCALAR_TYPES:
+            ids.add(id(v))
+        if s[0] != "c":
+            ids.add(id(s[1]))
+    return ids
+
+
+def _changed_sources(sources, before) -> list:
+    """Reasons for the guarded values the capture itself changed (a side effect the graph
+    would not replay: ``state["calls"] += 1`` on a global dict, ``K.append(1)``)."""
+    out = []
+    for s, b in zip(sources, before):
+        if not _same_snapshot(_snapshot(_read(s)), b):
+            name = s[2] if s[0] != "c" else "a closure variable"
+            out.append(f"changes {name} (a Python side effect)")
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1316,10 +1705,13 @@ def _cname(v):
 def _assign(res, ref) -> str:
     """Left-hand side for a node result structure ('' when nothing new is bound)."""
     from ._capture import Value
+    # an in-place op on a lifted tensor (a graph constant: ``buf.add_(x)``) returns that
+    # constant, which is bound by name already: nothing to bind (``c0 = ...`` would make the
+    # name local to the runner)
     if isinstance(res, Value):
-        return f"v{res.id}"
+        return "" if res.kind == "const" else f"v{res.id}"
     if isinstance(res, (list, tuple)) and res and all(isinstance(r, Value) for r in res):
-        return "(" + "".join(f"v{r.id}, " for r in res) + ")"
+        return "(" + "".join("_, " if r.kind == "const" else f"v{r.id}, " for r in res) + ")"
     return ""
 
 
@@ -1374,7 +1766,8 @@ def _gen_node(n, ns, ref, checked):
 def _paths(x, prefix=""):
     from ._capture import Value
     if isinstance(x, Value):
-        yield prefix, x
+        if x.kind != "const":        # (a lifted tensor returned by an in-place op: bound)
+            yield prefix, x
     elif isinstance(x, (list, tuple)):
         for i, y in enumerate(x):
             yield from _paths(y, f"{prefix}[{i}]")
