@@ -974,7 +974,7 @@ class _Capture:
 capture_scopes: list = []
 
 
-def capture(fn, args_template, leaves, *, name="fn", disabled=None):
+def capture(fn, args_template, leaves, *, name="fn", disabled=None, lift=True):
     """Run ``fn`` on capture tensors standing for ``leaves`` and return the ``Graph``.
 
     ``args_template`` rebuilds ``(args, kwargs)`` from a list of leaf replacements
@@ -982,6 +982,8 @@ def capture(fn, args_template, leaves, *, name="fn", disabled=None):
     offset, dtype, device and ``requires_grad``; inputs sharing a storage share a fake storage.
     ``disabled``: ``run_logged``'s log of the disabled calls an eager run of ``fn`` on these
     leaves made; None: a disabled call raises ``NeedsEagerRun`` (see ``record_disabled``).
+    ``lift``: record ops on real tensors ``fn`` reaches from outside (``_lift``); False where
+    the caller knows ``fn`` reaches none.
     """
     from .fake import make_fake
     graph = Graph(name)
@@ -1003,7 +1005,8 @@ def capture(fn, args_template, leaves, *, name="fn", disabled=None):
     stack = _state.active
     stack.append(ctx)
     _hook(True)
-    _lift(True)
+    if lift:
+        _lift(True)
     mst, gst = _dispatch._state, _gm._state
     prev_mode = mst.mode
     prev_grad = gst.enabled
@@ -1037,7 +1040,8 @@ def capture(fn, args_template, leaves, *, name="fn", disabled=None):
         mst.mode = prev_mode
         gst.enabled = exit_grad
         stack.pop()
-        _lift(False)
+        if lift:
+            _lift(False)
         _hook(False)
     return graph
 

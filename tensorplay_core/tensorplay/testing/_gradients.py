@@ -64,8 +64,9 @@ from .. import _factories
 from .._dtype import float32, float64
 from ..autograd import api as _api
 from ..autograd.grad_mode import enable_grad, no_grad
-from .opcheck import (NO_GRAD_ASKED, NONDETERMINISTIC_TAGS, _Fail, _flat_outputs, _formula_fix,
-                      _formula_raised, _host, _map_tensors,
+from .opcheck import (NO_DERIVATIVE_NOTE, NO_GRAD_ASKED, NONDETERMINISTIC_TAGS, _Fail,
+                      _flat_outputs, _formula_fix, _formula_raised, _host, _map_tensors,
+                      _no_derivative,
                       _mutated, _named_tensors, _Skip, _T)
 
 #: relative step (times ``max(1, |x|)``), per dtype of the computation: about eps^(1/3), the
@@ -400,6 +401,8 @@ def _attempt(s, base, atol, rtol, rng, only=None, probe=None, pairs=1):
                 if not op.has_autograd:     # a graph break: the other check's finding
                     raise _Skip(f"backward raised {type(e).__name__} (test_autograd_registration "
                                 f"reports it)") from e
+                if _no_derivative(e):
+                    raise _Skip(NO_DERIVATIVE_NOTE) from e
                 raise _Fail(f"backward raised {type(e).__name__}: {str(e).rstrip('. ')}. "
                             f"Fix: {_fix(op)}") from e
             us_k.append(us)
