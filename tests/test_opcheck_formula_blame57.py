@@ -3,8 +3,6 @@ when the op is called with inputs that require grad is reported as the formula's
 kernel's (a fresh user's finding, session 57: on torch's own numpy_mul doc example with its
 ``y, = inputs`` slip, the message said the kernel must accept inputs that require grad)."""
 
-import pytest
-
 import tensorplay as tp
 from tensorplay.library import custom_op, opcheck
 

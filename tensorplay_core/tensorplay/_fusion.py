@@ -158,7 +158,6 @@ def plan(graph) -> list:
     """Group consecutive fusible nodes of ``graph`` into chains (2 nodes or more); sets
     ``node.fused`` and returns the ``FusedChain`` list (also stored as ``graph.groups``). A
     chain with row reductions must also hold an elementwise step."""
-    from ._capture import Value
     runs, cur = [], []
     for n in graph.nodes:
         row = not _fusible(n) and _row_reduction(n)

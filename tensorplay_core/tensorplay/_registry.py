@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Generic, NamedTuple, ParamSpec, TypeVar, overload
 
 from . import _devices
-from .errors import DispatchError, NoKernelError, NonFunctionalFormulaError
+from .errors import NoKernelError, NonFunctionalFormulaError
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

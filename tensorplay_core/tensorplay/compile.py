@@ -1551,9 +1551,11 @@ class _Watch:
         stores, calls = table
         watch = self
 
-        def local(frame, event, arg, _prev=[local_prev]):
-            if _prev[0] is not None:
-                _prev[0] = _prev[0](frame, event, arg)
+        prev_local = [local_prev]     # the tracer installed before ours, for this frame
+
+        def local(frame, event, arg):
+            if prev_local[0] is not None:
+                prev_local[0] = prev_local[0](frame, event, arg)
             if event == "opcode":
                 at = frame.f_lasti
                 why = stores.get(at)

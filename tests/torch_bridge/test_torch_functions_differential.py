@@ -80,9 +80,6 @@ LENIENT: dict[str, str] = {
         "a 0-d tensor bound promotes as a tensor (float64), as torch's clamp(x, t) alone does; "
         "with a number for the other bound torch's Scalar overload reads the 0-d tensor as a "
         "number (float32)",
-    r"(Tensor\.)?(clamp|clip)\(float32:special, -0\.0, 0\.0\)":
-        "clamp to the bounds -0.0 and 0.0: a zero result is +0.0 (torch keeps the sign of the "
-        "bound or input it picked among equal zeros)",
     rf"(Tensor\.)?log_softmax\(({_I}|bool)\(2, 3, 4\), -1, dtype='dtype:float16'\)":
         "torch's dtype= path for an integer input at the last dim rounds differently from its "
         "own float16 kernel (<= 2 ulps); tensorplay converts and runs the float16 kernel "

@@ -198,7 +198,7 @@ def _slow_check(inputs, diff, outs, outputs_of, eps, atol, rtol, nondet_tol,
                     analytic.append([0.0] * x.numel())
                     continue
 
-                def row(j=j, x=x, i=i):
+                def row(j=j, x=x, i=i, flat_out=flat_out):
                     g = _grad_of([flat_out[j]], [x], None)[0]
                     _dtype_check(g, x, check_grad_dtypes, i)
                     return g.reshape(-1).tolist() if g is not None else [0.0] * x.numel()
