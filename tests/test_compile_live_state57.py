@@ -388,3 +388,54 @@ def test_compiled_optimizer_step_reads_each_new_grad():
         w.grad = None                # backward makes a new grad tensor each step
         ref.grad = None
     assert np.allclose(w.tolist(), ref.tolist())
+
+
+# -- in-place updates with alpha on lifted tensors (a fresh user's check of this session) -----
+
+def test_add_with_alpha_on_lifted_tensors_replays_every_call():
+    W = tp.ones(2)
+    G = tp.tensor([1.0, 2.0])
+
+    def step():
+        with tp.no_grad():
+            W.add_(G, alpha=-0.1)
+            W.sub_(G, alpha=0.5)
+
+    f = tp.compile(step)
+    for _ in range(3):
+        f()
+    np.testing.assert_allclose(W.numpy(), 1 - 3 * 0.6 * np.array([1.0, 2.0]), rtol=1e-6)
+
+
+def test_ema_of_lifted_tensors_tracks_as_eager():
+    p, ema = tp.ones(2), tp.zeros(2)
+
+    @tp.compile
+    def update():
+        ema.mul_(0.5).add_(p, alpha=0.5)
+
+    for _ in range(4):
+        update()
+    np.testing.assert_allclose(ema.numpy(), [0.9375, 0.9375])
+
+
+def test_optimizer_step_whose_grads_are_replaced_each_call_stops_recapturing():
+    # zero_grad's p.grad = None makes each step read new .grad tensors: the graph is invalid on
+    # every call; after torch's recompile_limit (8) the function runs eagerly, with the reason
+    w = tp.ones(2, requires_grad=True)
+
+    def step():
+        with tp.no_grad():
+            w.sub_(w.grad * 0.1)
+
+    c = tp.compile(step)
+    for _ in range(30):
+        (w * tp.tensor([1.0, 2.0])).sum().backward()
+        c()
+        w.grad = None
+    np.testing.assert_allclose(w.detach().numpy(), 1 - 30 * 0.1 * np.array([1.0, 2.0]),
+                               rtol=1e-5)
+    assert c.captures <= 10
+    assert any("recompile_limit" in r for r in c.graph_skips.values())
+    c.reset()
+    assert not c.graph_skips

@@ -55,6 +55,10 @@ def _scaled_add_(dst, other, alpha) -> bool:
         return False
     if _grad_state.enabled and (dst._requires_grad or other._requires_grad):
         return False
+    if _dispatch_state.mode is not None:
+        # a mode (tensorplay.compile's capture: real tensors it reaches from outside are
+        # recorded, not written once; fake mode): the op's dispatch decides
+        return False
     dt = dst._dtype
     if other._dtype is not dt or dt not in _SCALED_DTYPES or \
             other._shape != dst._shape or other._bkey is not dst._bkey or \
@@ -4077,6 +4081,7 @@ from .autograd.api import backward as _backward  # noqa: E402
 from .autograd.function import check_inplace as _check_inplace  # noqa: E402
 from .autograd.grad_mode import _state as _grad_state  # noqa: E402
 from ._dispatch import NoGradBlock as _NoGradBlock  # noqa: E402
+from ._dispatch import _state as _dispatch_state  # noqa: E402
 # ``hook(tensor)``, set by ``tensorplay._capture`` while a capture is in progress in any thread
 # (else None: one global read on the eager path): called when ``_need_data`` passes (the
 # capture records which constants' values it read)

@@ -101,6 +101,7 @@ _default_dtype = _dtype._default   # [the default float dtype]: part of every gu
 __all__ = ["CompileError", "CompiledFunction", "compile"]
 
 _MAX_CACHE = 64          # graphs kept per compiled function
+RECOMPILE_LIMIT = 8      # graphs invalidated before a function runs eagerly (torch's default)
 _MAX_VALIDATED = 256     # size signatures remembered as validated per graph
 _MAX_FAST = 256          # exact signatures the fast path remembers per compiled function
 _MAX_KEYER_ARITY = 32    # more positional tensors than this: the full lookup on every call
@@ -209,7 +210,9 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
     ``self.running.mul_(0.9).add_(...)`` (running statistics, a KV cache) update the tensor on
     every call; gradients reach those requiring grad. Rebinding one held in a guard source
     (``m.w = new``) recaptures, and so does a new ``.grad`` of a lifted tensor whose grad the
-    graph uses (a compiled optimizer step after ``p.grad = None`` and a backward). A tensor
+    graph uses (a compiled optimizer step after ``p.grad = None`` and a backward); after
+    ``RECOMPILE_LIMIT`` (8, torch's ``recompile_limit``) graphs dropped that way the function
+    runs eagerly, the reason in ``graph_skips`` (pass such tensors as arguments). A tensor
     reached another way (returned by a function, read through a property) is used by reference
     but its rebinding is not seen. Tensors made inside the call (``tp.tensor([...])``) are
     constants of the graph too. A
@@ -386,6 +389,7 @@ class CompiledFunction(Generic[_P, _R]):
         # compile check): no outside state to lift, guard or watch, so a capture skips those
         # (about 1.3 ms of a ~2 ms capture: the watch runs CPython in tracing mode)
         self._self_contained = False
+        self._stale = 0          # graphs dropped because what they read by reference changed
         functools.update_wrapper(self, fn)
 
     @property
@@ -408,6 +412,7 @@ class CompiledFunction(Generic[_P, _R]):
             self._cache.clear()
             self._forget_fast()
             self._last = None
+            self._stale = 0
             self.graph_skips.clear()
 
     def _forget_fast(self) -> None:
@@ -531,6 +536,7 @@ class CompiledFunction(Generic[_P, _R]):
                     if not e.ops_valid() or not e.refs_valid():
                         entries.remove(e)
                         self._forget_fast()
+                        self._stale += 1
                         break
                     if e.guard is not None and not e.guard():
                         continue             # captured under other global/closure values
@@ -542,6 +548,15 @@ class CompiledFunction(Generic[_P, _R]):
                     break
             if entry is None:
                 entry = self._capture(spec, leaves, sig)
+                if entry.eager is None and self._stale > RECOMPILE_LIMIT:
+                    # torch.compile's recompile_limit: a graph invalidated on (nearly) every call
+                    # -- the tensors it reads from outside replaced each time, as a compiled
+                    # optimizer step after zero_grad's p.grad = None -- would capture per call
+                    entry.eager = (f"recaptured {self._stale} times because tensors it reads "
+                                   f"from outside (globals, closures, attributes, their .grad) "
+                                   f"were replaced between calls; pass them as arguments to "
+                                   f"keep one graph (torch.compile's recompile_limit, "
+                                   f"{RECOMPILE_LIMIT})")
                 if entry.eager is not None:
                     if self.fullgraph:
                         raise CompileError(
