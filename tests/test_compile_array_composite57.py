@@ -555,3 +555,16 @@ def test_formula_printing_runs_on_every_call(capsys):
     op = _scale_op(calls, lambda x, w: x * w, bw)
     assert _steady2(calls, _scale_fn(op))["formula"] == 3
     assert capsys.readouterr().out.count("backward") >= 3
+
+
+def test_body_drawing_random_numbers_runs_on_every_call():
+    import random as _random
+
+    calls = {"body": 0, "formula": 0}
+    op = _scale_op(calls, lambda x, w: x * w * _random.random())
+    f = _scale_fn(op)
+    a, b = _scale_args()
+    c = tp.compile(f)
+    outs = {float(c(tp.tensor(a, requires_grad=True), tp.tensor(b, requires_grad=True)))
+            for _ in range(6)}
+    assert len(outs) > 3          # a fresh draw on each call, as eager

@@ -490,7 +490,8 @@ def _read_guards(fn, guards=None, depth=0):
     object on each later call -- or None when ``fn`` cannot be traced once: it writes a global,
     closure cell, attribute or item, imports, calls a builtin outside ``_PURE_BUILTINS``
     (``print``...), or reads any other object (a list, dict, array, instance: their contents
-    may change unseen). Modules and tensorplay's own functions and classes are stable."""
+    may change unseen). tensorplay and math (the modules and their functions) are stable;
+    another module is not (``random``, ``numpy.random``, ``time``)."""
     code = getattr(fn, "__code__", None)
     if code is None or depth > 3:
         return None
@@ -500,7 +501,9 @@ def _read_guards(fn, guards=None, depth=0):
 
     def stable(v, holder, name):
         if isinstance(v, types.ModuleType):
-            return True
+            # tensorplay's and math's functions compute; another module's may draw random
+            # numbers (random, numpy.random), read the clock or do I/O
+            return v.__name__.partition(".")[0] in ("tensorplay", "math")
         if isinstance(v, _SCALARS):
             guards.append((holder, name, v))
             return True
