@@ -238,7 +238,11 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
     ``CompileError`` instead. Functions without such state pay nothing per call. Not seen:
     item stores (``d[k] = v``) into containers the guards do not hold (deeper than the sources
     above, or larger than their limits), and effects inside C extensions other than the
-    calls named.
+    calls named -- in particular NumPy's ``np.random.rand()``/``Generator`` methods (Cython
+    functions, invisible to ``sys.setprofile``), ``next()`` on an iterator, ``write`` on a file
+    or ``sys.stdout``, and ``warnings.warn``: such a value or effect happens once, at the
+    capture. Draw random numbers with tensorplay's ops (``tensorplay.rand``...), or call such
+    code outside the compiled function.
 
     Autograd state. Inside ``fn``, ``t.requires_grad``, ``t.is_leaf``, ``t.grad_fn is None`` and
     ``bool(t.grad_fn)`` answer as eager code does for the same inputs and grad mode (also for
