@@ -33,13 +33,21 @@ def _ste_loss(x):
     return (_STE.apply(x) * x).sum()
 
 
-def test_autograd_function_needing_grad_inside_compile_is_refused():
+def test_autograd_function_needing_grad_inside_compile_runs_eagerly():
+    # torch's graph break (a fresh user's finding, session 57: it was refused): without
+    # fullgraph the function runs eagerly, its custom backward counts, the reason is kept
     x = tp.tensor([1.0, 2.0, 3.0], requires_grad=True)
     _ste_loss(x).backward()
     assert x.grad.tolist() == [2.0, 4.0, 6.0]          # eager: the custom backward counts
+    c = tp.compile(_ste_loss)
+    for _ in range(2):
+        x.grad = None
+        c(x).backward()
+        assert x.grad.tolist() == [2.0, 4.0, 6.0]
+    assert any("autograd.Function _STE.apply" in r for r in c.graph_skips.values())
     with pytest.raises(CompileError, match=r"autograd.Function _STE.apply .*requires grad.*"
-                                           r"register_autograd"):
-        tp.compile(_ste_loss)(x)
+                                           r"fullgraph=True.*register_autograd"):
+        tp.compile(_ste_loss, fullgraph=True)(x)
 
 
 def test_autograd_function_without_grad_compiles_as_before():

@@ -90,7 +90,7 @@ from typing import Any, Callable, Generic, ParamSpec, TypeVar, overload
 from . import _capture, _codegen, _dispatch, _dtype, _fusion, _joint, _pytree, _registry, _replay
 from ._tensor import Tensor
 from .autograd import grad_mode as _gm
-from .errors import CompileError
+from .errors import CompileError, GraphBreak
 from .fake import is_dynamic_size
 
 _P = ParamSpec("_P")
@@ -439,50 +439,60 @@ class CompiledFunction(Generic[_P, _R]):
         if _capture._state.active:
             # called while another function is being captured: inline it into that capture
             return self.fn(*args, **kwargs)
-        if not kwargs:
-            # The fast path: positional plain tensors (``_exact_keyer``), or tensors with
-            # scalars and identity-compared objects (``_mixed_key``). The key is every tensor's
-            # exact metadata (shape, strides, dtype, device, dispatch backend, requires_grad:
-            # slot reads), every other argument's class and value, and the global state, so it
-            # determines the full lookup's key and ``sig``; it maps to the entry that lookup
-            # chose (a miss runs the full lookup and remembers its answer). The entry's own
-            # guards (custom-op versions, constant tensors, Python values) are checked on every
-            # call, as the full lookup does. Tensor metadata cannot change in place (only
-            # requires_grad can, and it is in the key), so a key computed now describes the
-            # tensors as the graph will see them.
-            keyer = _KEYERS.get(len(args)) or _exact_keyer(len(args))
-            fkey = keyer(*args)
-            leaves = args
-            if fkey is None:             # not all plain tensors: ``self`` of a method, a scalar
-                fkey, leaves = _mixed_key(args)
-            if fkey is not None:
-                hot = self._hot
-                if fkey == hot[0]:
-                    entry, sig = hot[1], hot[2]
-                else:
-                    hit = self._fast.get(fkey)
-                    if hit is None:
-                        entry, sig = self._lookup(args, kwargs)[:2]
-                        if len(self._fast) >= _MAX_FAST:
-                            self._fast.clear()
-                        self._fast[fkey] = (entry, sig)
+        try:
+            if not kwargs:
+                # The fast path: positional plain tensors (``_exact_keyer``), or tensors with
+                # scalars and identity-compared objects (``_mixed_key``). The key is every tensor's
+                # exact metadata (shape, strides, dtype, device, dispatch backend, requires_grad:
+                # slot reads), every other argument's class and value, and the global state, so it
+                # determines the full lookup's key and ``sig``; it maps to the entry that lookup
+                # chose (a miss runs the full lookup and remembers its answer). The entry's own
+                # guards (custom-op versions, constant tensors, Python values) are checked on every
+                # call, as the full lookup does. Tensor metadata cannot change in place (only
+                # requires_grad can, and it is in the key), so a key computed now describes the
+                # tensors as the graph will see them.
+                keyer = _KEYERS.get(len(args)) or _exact_keyer(len(args))
+                fkey = keyer(*args)
+                leaves = args
+                if fkey is None:             # not all plain tensors: ``self`` of a method, a scalar
+                    fkey, leaves = _mixed_key(args)
+                if fkey is not None:
+                    hot = self._hot
+                    if fkey == hot[0]:
+                        entry, sig = hot[1], hot[2]
                     else:
-                        entry, sig = hit
-                    self._hot = (fkey, entry, sig)
-                if entry.check is not None and not entry.check(leaves):
-                    # a guard failed: the full lookup drops or skips this entry, recaptures
-                    entry, sig = self._lookup(args, kwargs)[:2]
-                    self._fast[fkey] = (entry, sig)
-                    self._hot = (fkey, entry, sig)
-                self._last = entry
-                if not entry.ops or sig in entry.validated:   # as in _run, without its frame
-                    if self._replay:
-                        return _replay.run(self, entry, sig, leaves)
-                    if entry.joint is not None and _gm._state.enabled:
-                        return entry.joint(sig, leaves, entry)     # AOT autograd (_joint)
-                    return entry.run(leaves)
-                return self._run(entry, sig, leaves)
-        return self._run(*self._lookup(args, kwargs))
+                        hit = self._fast.get(fkey)
+                        if hit is None:
+                            entry, sig = self._lookup(args, kwargs)[:2]
+                            if len(self._fast) >= _MAX_FAST:
+                                self._fast.clear()
+                            self._fast[fkey] = (entry, sig)
+                        else:
+                            entry, sig = hit
+                        self._hot = (fkey, entry, sig)
+                    if entry.check is not None and not entry.check(leaves):
+                        # a guard failed: the full lookup drops or skips this entry, recaptures
+                        entry, sig = self._lookup(args, kwargs)[:2]
+                        self._fast[fkey] = (entry, sig)
+                        self._hot = (fkey, entry, sig)
+                    self._last = entry
+                    if not entry.ops or sig in entry.validated:   # as in _run, without its frame
+                        if self._replay:
+                            return _replay.run(self, entry, sig, leaves)
+                        if entry.joint is not None and _gm._state.enabled:
+                            return entry.joint(sig, leaves, entry)     # AOT autograd (_joint)
+                        return entry.run(leaves)
+                    return self._run(entry, sig, leaves)
+            return self._run(*self._lookup(args, kwargs))
+        except GraphBreak as e:
+            if self.fullgraph:
+                raise
+            # torch's graph break, for the whole function: eager from now on, this call too
+            # (a try costs nothing until it catches: the per-call path is unchanged)
+            with self._lock:
+                self.graph_skips[None] = f"runs eagerly: {e}"
+                self.__class__ = _EagerFunction
+            return self.fn(*args, **kwargs)
 
     def _run(self, entry, sig, leaves):
         self._last = entry

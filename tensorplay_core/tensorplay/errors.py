@@ -18,6 +18,8 @@
     │   ├── PluginError            a plugin failed to load / conflicts (carries the record)
     │   ├── DeviceUnavailableError a device's plugin is installed but the device cannot be used
     │   └── CompileError           tensorplay.compile cannot capture/run a function (or a fake lies)
+    │       └── GraphBreak         code a graph cannot hold (an autograd.Function needing grad):
+    │                              the function runs eagerly unless fullgraph=True
     │                              (errors eager raises too keep their eager type under compile)
     └── LookupError                get_kernel with nothing usable (plain LookupError)
 
@@ -77,3 +79,10 @@ class CompileError(RuntimeError):
     Errors the same code raises eagerly keep their eager type under compile, and data-dependent
     Python (``bool(tensor)``, ``.item()``...) raises ``DispatchError`` (see
     ``tensorplay.compile``)."""
+
+
+class GraphBreak(CompileError):
+    """The function being captured by ``tensorplay.compile`` does something a graph cannot hold
+    (an ``autograd.Function`` whose backward must run, called on inputs that require grad). As
+    torch.compile's graph break: without ``fullgraph=True`` the compiled function runs eagerly
+    from then on (the reason in ``CompiledFunction.graph_skips``); with it, this error."""

@@ -1717,12 +1717,13 @@ class Function:
                                              not any(o is d for d in dirty)) else o, out, Tensor)
             return out
         if _capturing() and any(se[2]):
-            from ..errors import CompileError
-            raise CompileError(
+            from ..errors import GraphBreak
+            raise GraphBreak(
                 f"tensorplay.compile: autograd.Function {cls.__name__}.apply was called inside the "
                 f"compiled function with an input that requires grad; its backward cannot be "
-                f"captured (the graph would run its forward without it: wrong gradients). Call "
-                f"it outside the compiled function, or make it a custom op with "
+                f"captured (the graph would run its forward without it: wrong gradients), so "
+                f"the function runs eagerly (with fullgraph=True: this error). To compile it, "
+                f"call the Function outside the compiled function, or make it a custom op with "
                 f"register_autograd (captured as one node, its formula used by backward).")
         for t in dirty:
             check_inplace(f"{cls.__name__}.apply", t)
