@@ -1443,6 +1443,12 @@ _MappingProxy = type(type.__dict__)
 # (coverage, a debugger) is chained, not replaced. Functions without findings pay nothing per
 # call; the watch costs capture time only.
 
+# Python 3.12+ runs sys.settrace/sys.setprofile on sys.monitoring: a profiler switched on from
+# inside a trace callback (at a user's call instruction) misses that very call, so there the
+# profiler stays on for the whole capture and filters C calls by their calling frame instead
+# (the capture costs more there; 3.10/3.11 keep the switched profiler).
+_PROFILE_ALWAYS = __import__("sys").version_info >= (3, 12)
+
 _MUTATORS = frozenset(("append", "extend", "insert", "pop", "remove", "clear", "update",
                        "setdefault", "popitem", "add", "discard", "sort", "reverse",
                        "__setitem__", "__delitem__", "__iadd__", "appendleft", "extendleft",
@@ -1519,8 +1525,9 @@ class _Watch:
         self._gc = gc if gc.isenabled() else None
         if self._gc is not None:
             gc.disable()
-        if self._prev[1] is not None:
+        if self._prev[1] is not None or (_PROFILE_ALWAYS and not self._keep[1]):
             sys.setprofile(self._profile)
+            self._on = True
         if not self._keep[0]:
             sys.settrace(self._trace)
         return self
@@ -1535,6 +1542,8 @@ class _Watch:
         return False
 
     def _profiling(self, on: bool) -> None:
+        if _PROFILE_ALWAYS:
+            return                  # (on for the whole capture: see _PROFILE_ALWAYS)
         if on is not self._on and self._saved[1] is None:
             self._on = on
             self._sys.setprofile(self._profile if on else None)
@@ -1553,6 +1562,14 @@ class _Watch:
             return
         if event != "c_call":
             return
+        if _PROFILE_ALWAYS:
+            # every C call of the capture reaches here: only the user's own calls count
+            own = self.own.get(frame.f_code)
+            if own is None:
+                own = self.own[frame.f_code] = _own_frame(frame) or \
+                    (frame.f_code.co_filename or "").startswith("<tensorplay")
+            if own or self.codes.get(frame.f_code, False) is None:
+                return
         name = getattr(arg, "__name__", None)
         owner = getattr(arg, "__self__", None)
         mod = getattr(arg, "__module__", None) or ""
