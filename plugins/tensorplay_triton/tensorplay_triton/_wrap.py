@@ -7,8 +7,8 @@
   cuda with a kernel decorated under ``TRITON_INTERPRET=1``) they are adapted (``_adapters``) into
   the torch-tensor look-alike it copies through; custom launchers get them unchanged. Triton sees
   only a base pointer, so a non-contiguous tensor is taken only when its parameter is listed in
-  ``strided`` or the launch passes the tensor's strides to parameters named as strides that the
-  kernel reads (same rule on every device, so an op behaves the same everywhere);
+  ``strided`` or (cpu only, for now) the launch passes the tensor's strides to parameters named
+  as strides that the kernel reads;
 * NumPy scalars become Python ``int``/``float`` (Triton refuses NumPy scalars);
 * the launch happens on the tensors' device (``cupy.cuda.Device``) and CuPy's current stream, through
   the CuPy-backed Triton driver (``_driver.install_cuda_driver``), so PyTorch is never needed;
@@ -653,7 +653,10 @@ class TritonKernelWrapper:
         the base pointer would read the wrong elements. Constexpr arguments (block sizes) and
         sizes are not strides, nor is a parameter the body never reads (Liger's kernels take
         ``W_row_stride`` and ignore it, relying on ``ensure_contiguous``)."""
-        used = self._body_names()
+        # (cpu, Triton's interpreter, only for now: the first GPU run, H100, gave a tl.dot
+        # matmul on a transposed cuda view wrong by 0.47 through the compiled launch; until
+        # that is understood a cuda view still needs ``strided=``)
+        used = self._body_names() if t.device.type == "cpu" else frozenset()
         names = self.arg_names
         ints = {a for i, a in enumerate(args)
                 if a.__class__ is int and i < len(names) and names[i] in used}
@@ -942,8 +945,9 @@ def wrap_triton(kernel, *, strided=()):
     again returns the same wrapper (cheap to call inside an op body on every call).
 
     ``strided``: names of pointer parameters that may receive non-contiguous tensors (the kernel
-    then takes their strides as arguments). Any other non-contiguous tensor argument is taken
-    when the launch passes its strides (each stride other than 1 of a dimension longer than 1
+    then takes their strides as arguments). Any other non-contiguous cpu tensor argument
+    (Triton's interpreter; on cuda ``strided`` is still needed) is taken when the launch passes
+    its strides (each stride other than 1 of a dimension longer than 1
     is the value of an int parameter whose name says stride, ``input_row_stride``,
     ``stride_am``, and which the kernel's body reads, as in Triton's softmax and matmul
     tutorials), and
