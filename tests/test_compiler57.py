@@ -12,12 +12,7 @@ pytest.importorskip("numpy")
 import tensorplay as tp  # noqa: E402
 from tensorplay.testing.backend import MockBackend  # noqa: E402
 
-
-def chain(x, y):
-    a = x * y
-    a = a + 1.0
-    a = a.relu()
-    return a.tanh(), a.sum()
+from test_compile_reduce_overhead import chain  # noqa: E402  (the reduce-overhead tests' chain)
 
 
 @pytest.fixture
