@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 
 import tensorplay as tp
@@ -77,9 +76,6 @@ CLAMPS = {
 }
 
 
-@pytest.mark.xfail(np.lib.NumpyVersion(np.__version__) < "2.0.0", strict=False,
-                   reason="NumPy 1.x's maximum/minimum settle a ±0 tie otherwise: the fix "
-                          "holds on NumPy 2 only (open; nox minimums, session 57)")
 @pytest.mark.parametrize("how", sorted(CLAMPS))
 @pytest.mark.parametrize("dtype", FLOATS + (tp.bfloat16,))
 def test_clamp_by_a_number_keeps_the_input_zero(how, dtype):
@@ -100,9 +96,6 @@ def test_clamp_nan_rule_kept():
     assert all(math.isnan(v) for v in x.clamp(min=math.nan).tolist())
 
 
-@pytest.mark.xfail(np.lib.NumpyVersion(np.__version__) < "2.0.0", strict=False,
-                   reason="NumPy 1.x's maximum/minimum settle a ±0 tie otherwise: the fix "
-                          "holds on NumPy 2 only (open; nox minimums, session 57)")
 @pytest.mark.parametrize("dtype", [tp.float32, tp.float64, tp.float16])
 def test_compiled_clamp_chain_gives_eager_zero(dtype):
     # the cpu fuser's maximum/minimum with a constant operand: the tensor wins the tie there too

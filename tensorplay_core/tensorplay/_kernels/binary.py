@@ -212,15 +212,43 @@ def _compare(c):
     F16 = c.F16
 
     def extremum(f, name):
+        # a number bound (clamp's): torch returns the input on a tie of zeros (clamp(-0.0,
+        # min=0.0) is -0.0, at every size). Which operand a backend's maximum/minimum give on
+        # that tie differs: NumPy's float32/float64 loops the second, its float16 loop the
+        # first (1.26 to 2.x), CuPy's (CUDA's fmax/fmin) the positive/negative zero whatever
+        # the order. ``_order`` finds, once per dtype, the call that keeps the array's zero;
+        # where none does, the zeros are taken back from the array (an extra pass, only for a
+        # bound of zero).
+        orders: dict = {}
+
+        def _order(dt):
+            o = orders.get(dt)
+            if o is None:
+                x = xp.asarray([-0.0, 0.0], dtype=dt)
+                bound = (xp.asarray(0.0, dtype=dt), xp.asarray(-0.0, dtype=dt))
+                o = "where"
+                for cand in ("second", "first"):
+                    if all(xp.all(xp.signbit(f(z, x) if cand == "second" else f(x, z))
+                                  == xp.signbit(x)) for z in bound):
+                        o = cand
+                        break
+                orders[dt] = o
+            return o
+
         def k(a, b):
+            # the number is told apart before prep: on NumPy 1.x prep makes it a NumPy scalar
+            # of the array's dtype (np.float32 is no Python float)
+            number = b.__class__ is float or b.__class__ is int
             a, b = prep(a, b)
-            if isinstance(b, (int, float)):
-                # a number bound (clamp's): torch returns the input on a tie of zeros
-                # (clamp(-0.0, min=0.0) is -0.0, at every size). NumPy's float32/float64
-                # maximum/minimum give their second operand on a tie (relu's rule,
-                # _kernels/elementwise), its float16 ones their first: the array goes there
+            if number and a.dtype.kind == "f":
                 b = xp.asarray(b, dtype=a.dtype)
-                return f(a, b) if a.dtype is F16 else f(b, a)
+                o = orders.get(a.dtype) or _order(a.dtype)
+                if o == "second":
+                    return f(b, a)
+                r = f(a, b)
+                if o == "first" or b != 0:
+                    return r
+                return xp.where(a == 0, a, r)
             return f(a, b)
         k.__name__ = k.__qualname__ = name
         return k
