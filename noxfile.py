@@ -53,10 +53,10 @@ PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
 # from the extracted sdist (session wheels) uses the repository's cache too, not a fresh one.
 CORPUS_WHEELS = {"TENSORPLAY_CORPUS_WHEELS": os.environ.get("TENSORPLAY_CORPUS_WHEELS")
                  or str(Path(__file__).resolve().parent / ".corpus-wheels")}
-# The whole suite runs in four places in CI (the README's serial command, then tests-3.13,
-# minimums and wheels here) on 2 cores with 90 minutes for all of it: the nox sessions spread it
-# over the cores with pytest-xdist (its test ids are the same in every process). A run's own
-# ``-- -n 0`` (later on the command line) makes it serial again.
+# The whole suite runs in four places in CI (the README's command, then tests-3.13, minimums and
+# wheels here) on 2 cores with 90 minutes for all of it: each spreads it over the cores with
+# pytest-xdist (its test ids are the same in every process). A run's own ``-- -n 0`` (later on
+# the command line) makes it serial again.
 XDIST = ("pytest-xdist",)
 PARALLEL = ("-n", "auto")
 LOCAL = ["-e", ".", "-e", "plugins/tensorplay_cpu", "-e", "plugins/tensorplay_cuda", "-e",

@@ -272,7 +272,7 @@ def test_readme_has_exactly_two_setup_commands_and_ci_runs_the_test_one():
     assert len(cmds) == 2 and all("\n" not in c for c in cmds), cmds
     install, test = cmds
     assert install.startswith("python3 -m venv") and install.endswith("tensorplay check")
-    assert test.startswith("python3 -m venv") and test.endswith("pytest -q tests")
+    assert test.startswith("python3 -m venv") and test.endswith("pytest -q -n auto tests")
     ci = ROOT / ".ci" / "run"
     assert os.access(ci, os.X_OK), ".ci/run must be executable"
     lines = [line.strip() for line in ci.read_text().splitlines()]
