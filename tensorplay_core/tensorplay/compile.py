@@ -629,7 +629,8 @@ class CompiledFunction(Generic[_P, _R]):
                                          lift=not alone)
             first = (out,)
         self.captures += 1
-        _fusion.plan(graph)
+        if len(graph.nodes) > 1:     # a chain is 2 nodes or more (graph.groups stays [])
+            _fusion.plan(graph)
         # size-dependent code: guard on exact sizes and strides
         exact = sig if (graph.size_dependent or self.dynamic is False) else None
         entry = _Entry(graph, exact, _tensor_refs(sources, roots, graph),
