@@ -43,7 +43,7 @@ from ._tensor_base import (
 )
 from .autograd import grad_mode as _gm
 from .errors import CompileError, DispatchError
-from .fake import DYNAMIC_SIZE_BASE, BodyReadsData, reads_data
+from .fake import DYNAMIC_SIZE_BASE, BodyReadsData, make_fake, reads_data
 
 __all__ = [
     "CaptureTensor",
@@ -891,7 +891,6 @@ def _new_capture_tensor(value, fake):
 
 def _plain_fake(t, storages: dict):
     """A plain fake tensor with ``t``'s metadata (views of one storage keep sharing one)."""
-    from .fake import make_fake
     shape = tuple(tuple.__iter__(t.shape))
     stride = tuple(tuple.__iter__(t.stride_tuple))
     st = storages.get(id(t.storage_ref))
@@ -985,7 +984,6 @@ def capture(fn, args_template, leaves, *, name="fn", disabled=None, lift=True):
     ``lift``: record ops on real tensors ``fn`` reaches from outside (``_lift``); False where
     the caller knows ``fn`` reaches none.
     """
-    from .fake import make_fake
     graph = Graph(name)
     ctx = _Capture(graph, name)
     ctx.disabled_log = disabled
@@ -1501,7 +1499,6 @@ def record_disabled(wrapper, args, kwargs):
     gkwargs = _pytree.tree_map(conv, dict(kwargs), Tensor)
     node = ctx.add_node("disabled", wrapper, gargs, gkwargs)
     ctx.graph.size_dependent = True      # the outputs' sizes were seen for these sizes only
-    from .fake import make_fake
     values, tensors = [], []
     for shape, stride, dtype, device, rg, hist in metas:
         f = make_fake(shape, dtype, device, stride)

@@ -91,7 +91,7 @@ from . import _capture, _codegen, _dispatch, _dtype, _fusion, _joint, _pytree, _
 from ._tensor import Tensor
 from .autograd import grad_mode as _gm
 from .errors import CompileError, GraphBreak
-from .fake import is_dynamic_size
+from .fake import is_dynamic_size, make_fake
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -629,7 +629,8 @@ class CompiledFunction(Generic[_P, _R]):
                                          lift=not alone)
             first = (out,)
         self.captures += 1
-        _fusion.plan(graph)
+        if len(graph.nodes) > 1:     # a chain is 2 nodes or more (graph.groups stays [])
+            _fusion.plan(graph)
         # size-dependent code: guard on exact sizes and strides
         exact = sig if (graph.size_dependent or self.dynamic is False) else None
         entry = _Entry(graph, exact, _tensor_refs(sources, roots, graph),
@@ -1681,7 +1682,7 @@ def _generate(graph, *, checked: bool, kernels: dict | None = None):
     to call instead of the op (``_joint``: a built-in op's backend entry, called straight where
     the dispatch key is known -- grad mode off, one backend, no dispatch mode).
     """
-    from ._capture import Value
+    Value = _capture.Value
     ns: dict = {"__gm": _gm._state, "__CompileError": CompileError, "__kernels": kernels or {}}
     def const(x):
         return _codegen.bind(ns, x)
@@ -1759,7 +1760,7 @@ def _cname(v):
 
 def _assign(res, ref) -> str:
     """Left-hand side for a node result structure ('' when nothing new is bound)."""
-    from ._capture import Value
+    Value = _capture.Value
     # an in-place op on a lifted tensor (a graph constant: ``buf.add_(x)``) returns that
     # constant, which is bound by name already: nothing to bind (``c0 = ...`` would make the
     # name local to the runner)
@@ -1771,7 +1772,7 @@ def _assign(res, ref) -> str:
 
 
 def _gen_node(n, ns, ref, checked):
-    from ._capture import Value
+    Value = _capture.Value
     if n.kind == "disabled":         # run eagerly, its outputs checked (_capture.record_disabled)
         ns[f"dis{n.index}"] = n.op
         ns[f"dischk{n.index}"] = _capture.disabled_check(n)
@@ -1819,7 +1820,7 @@ def _gen_node(n, ns, ref, checked):
 
 
 def _paths(x, prefix=""):
-    from ._capture import Value
+    Value = _capture.Value
     if isinstance(x, Value):
         if x.kind != "const":        # (a lifted tensor returned by an in-place op: bound)
             yield prefix, x
@@ -1883,7 +1884,7 @@ def _chain_runner(ch):
 
 
 def _gen_unfused(ch):
-    from ._capture import Value
+    Value = _capture.Value
     ns: dict = {}
     idx = {id(v): f"a{i}" for i, v in enumerate(ch.inputs)}
 
@@ -1912,7 +1913,6 @@ class _FakeCheck:
 
     @staticmethod
     def expected(op, args, kwargs):
-        from .fake import make_fake
 
         def fk(x):
             return make_fake(x.shape, x.dtype, x.device, x.stride_tuple, offset=x.offset)

@@ -41,12 +41,13 @@ shape is checked (a note says so).
 
 from __future__ import annotations
 
-from .. import _pytree
-from .. import _factories
+from .. import _dispatch, _factories, _pytree, _registry
+from .. import compile as _compile
+from ..fake import make_fake
 from .._tensor import Tensor as _Tensor
 from ..autograd import api as _api
 from ..autograd.grad_mode import no_grad
-from ._layouts import build, strides_like
+from ._layouts import empty, strides_like
 from .assertions import assert_close
 from .opcheck import NONDETERMINISTIC_TAGS, _clone_tensor
 
@@ -89,11 +90,8 @@ def check(op, args, kwargs=None, *, atol=None, rtol=None):
 
 def check_result(op, args, kwargs=None, *, atol=None, rtol=None) -> AotResult:
     """``check`` with the reason when the second-shape run was not made (an ``AotResult``)."""
-    from .. import compile as _compile
-    from .._registry import CustomOpDef, lookup
-
-    if not isinstance(op, CustomOpDef):
-        op = lookup(op)
+    if not isinstance(op, _registry.CustomOpDef):
+        op = _registry.lookup(op)
     kwargs = dict(kwargs or {})
     args = tuple(args)
     name = op.name
@@ -447,16 +445,33 @@ def _grow(args, kwargs, size, ints=None):
         with no_grad():
             src = t.detach()
             shape = tuple(src.shape)
-            vals = src
-            for d in dims:
-                vals = _factories.cat([vals, vals.narrow(d, size - 1, 1)], d)
-            gshape = tuple(vals.shape)
+            gshape = tuple(s + 1 if d in dims else s for d, s in enumerate(shape))
             # the same layout kind as the sample (memory order, inner step, padding, storage
             # offset, expanded dimensions): the second run differs from the first by sizes
             # only, so the compile guards see the same contiguity facts
             stride = strides_like(shape, src.stride(), gshape)
-            g = build(vals, stride, src.storage_offset())
+            # written in place (no concatenated copy to lay out again): the sample into the
+            # leading slices, then each grown dimension's new slice copies its last one, in
+            # the order of ``dims`` (as concatenating along each in turn). A stride-0
+            # (expanded) dimension is one slice expanded: nothing to write along it.
+            zero = [d for d in range(len(shape)) if stride[d] == 0 and gshape[d] != 1]
+            bshape = tuple(1 if d in zero else n for d, n in enumerate(gshape))
+            bstride = tuple(1 if d in zero else st for d, st in enumerate(stride))
+            g = empty(bshape, bstride, src.storage_offset(), src.dtype, src.device)
+            if g.numel():
+                body, part = g, src
+                for d in zero:
+                    part = part.narrow(d, 0, 1)
+                for d in dims:
+                    if d not in zero:
+                        body = body.narrow(d, 0, size)
+                body.copy_(part)
+                for d in dims:
+                    if d not in zero:
+                        g.narrow(d, size, 1).copy_(g.narrow(d, size - 1, 1))
             g.storage_ref.version = 0
+            if zero:
+                g = g.expand(*gshape)
         if t.requires_grad:
             g.requires_grad_(True)
         return g
@@ -471,9 +486,6 @@ def _grow(args, kwargs, size, ints=None):
 
 def _fake_rejects(op, args, kwargs):
     """None when the op's fake kernel accepts the grown inputs (on fake copies); else its error."""
-    from .. import _dispatch
-    from ..fake import make_fake
-
     def fk(t):
         return make_fake(t.shape, t.dtype, t.device, t.stride(), offset=t.storage_offset())
     mst = _dispatch._state

@@ -64,11 +64,15 @@ from dataclasses import dataclass
 # core modules used on every check (testing is imported after the core: no cycle); imported
 # here once rather than in the functions, where each relative import costs a package lookup
 from .. import _factories, _pytree
+from .. import _registry
+from .. import fake as _fake
 from .._ops.views import make_view
 from .._tensor import Tensor as _Tensor
 from ..autograd import api as _api
 from .._tensor_base import set_view, shared_storage
 from ..autograd.grad_mode import enable_grad, no_grad
+from . import _layouts
+from .assertions import assert_close
 
 __all__ = ["opcheck", "run_checks", "CheckResult", "ALL_TESTS", "DEFAULT_TESTS",
            "describe_kernel", "kernel_keys", "checking"]
@@ -333,12 +337,11 @@ class _forcing:
 # helpers
 
 def _resolve(op):
-    from .._registry import CustomOpDef, lookup
-    if isinstance(op, CustomOpDef):
+    if isinstance(op, _registry.CustomOpDef):
         return op
     if isinstance(op, str):
         try:
-            return lookup(op)
+            return _registry.lookup(op)
         except LookupError as e:
             # the op call's own rule: when the plugin that provides it failed to load, say which
             # plugin, its error and the fix (its exception chained)
@@ -875,8 +878,6 @@ def _grad_output_writes(op, labels, seeds, versions) -> list:
 # test_layouts
 
 def _test_layouts(op, args, kwargs, atol, rtol):
-    from . import _layouts
-    from .assertions import assert_close
     T = _T()
     mutated = _mutated(op)
     named = _named_tensors(op, args, kwargs)
@@ -895,7 +896,8 @@ def _test_layouts(op, args, kwargs, atol, rtol):
             if kind == "expanded" and pname in mutated:
                 return _layouts.build(t, _layouts.contiguous_strides(tuple(t.shape))), False
             return _layouts.relayout(t, kind)
-        vals = dict(_named_values(op, args, kwargs))
+        named_vals = _named_values(op, args, kwargs)
+        vals = dict(named_vals)
         out = {}
         for name, v in vals.items():
             if isinstance(v, T):
@@ -916,7 +918,7 @@ def _test_layouts(op, args, kwargs, atol, rtol):
                 out[name] = type(v)(items)
             else:
                 out[name] = v
-        names = [n for n, _ in _named_values(op, args, kwargs)]
+        names = [n for n, _ in named_vals]
         npos = len(args)
         a = tuple(out[n] for n in names[:npos])
         k = {n: out[n] for n in names[npos:]}
@@ -929,6 +931,8 @@ def _test_layouts(op, args, kwargs, atol, rtol):
     def run(a, k):
         with no_grad():
             out = op(*a, **k)
+        if not mutated:
+            return out, []
         return out, [t for _, t, p in _named_tensors(op, a, k) if p in mutated]
 
     problems, refused, ran = [], [], 0
@@ -996,7 +1000,6 @@ def _layout_close(g, w, atol, rtol, n_in):
     inputs' element count, relative to the largest value): elementwise results follow their
     inputs' layout (torch's rule), so a reduction over one reads them in another order, as in
     torch. A kernel that ignores strides is off by far more."""
-    from .assertions import assert_close
     try:
         assert_close(g, w, atol=atol, rtol=rtol)
     except AssertionError:
@@ -1009,7 +1012,6 @@ def _layout_close(g, w, atol, rtol, n_in):
 
 
 def _test_faketensor(op, args, kwargs, atol, rtol):
-    from .. import fake as _fake
     T = _T()
     a, k = _clone_inputs(args, kwargs, requires_grad=False)
     # the fake inputs copy the clones' metadata, taken before the real run (a second clone
@@ -1109,8 +1111,7 @@ def _test_aot(op, args, kwargs, atol, rtol):
 
 
 def _test_gradients(op, args, kwargs, atol, rtol):
-    from ._gradients import test_gradients
-    return test_gradients(op, args, kwargs, atol, rtol)
+    return _gradients.test_gradients(op, args, kwargs, atol, rtol)
 
 
 _CHECKS = {
@@ -1121,3 +1122,7 @@ _CHECKS = {
     "test_faketensor": _test_faketensor,
     "test_aot_dispatch_dynamic": _test_aot,
 }
+
+
+# (imported last: it imports names defined above from this module)
+from . import _gradients  # noqa: E402
