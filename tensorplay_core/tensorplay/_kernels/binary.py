@@ -209,8 +209,6 @@ def _power(c):
 def _compare(c):
     xp, prep = c.xp, c.prep
 
-    F16 = c.F16
-
     def extremum(f, name):
         # a number bound (clamp's): torch returns the input on a tie of zeros (clamp(-0.0,
         # min=0.0) is -0.0, at every size). Which operand a backend's maximum/minimum give on
