@@ -136,3 +136,24 @@ def test_cuda_ties_as_cpu(dtype):
             assert _signs(f(ac, bc).cpu()) == _signs(f(a, b)), (f, n)
         for how, c in CLAMPS.items():
             assert _signs(c(ac).cpu()) == _signs(c(a)), (how, n)
+
+
+@pytest.mark.parametrize("bound", [0.0, -0.0])
+@pytest.mark.parametrize("op", ["maximum", "minimum"])
+def test_generated_triton_kernel_keeps_the_input_zero_against_a_number(op, bound):
+    # the cuda plugin's generated kernels (eager's one launch, compiled chains) run on cpu
+    # through Triton's interpreter: the number goes first in the op's form, so the tensor wins
+    # a tie of zeros there as in the reference kernel (the form gives its second operand)
+    pytest.importorskip("triton", reason="triton is not installed")
+    pytest.importorskip("tensorplay_triton", reason="tensorplay-triton is not installed")
+    tf = pytest.importorskip("tensorplay_cuda.triton_fusion")
+    from tensorplay.backends import ElementwiseExpr, Step
+    a, _ = _pair(40, tp.float32)
+    a[3] = math.nan
+    expr = ElementwiseExpr(1, (Step(op, (("in", 0), ("const", bound))),), (0,), (tp.float32,),
+                           tp.device("cpu"))
+    got, = tf.TritonChain(expr, tp.backends.get("cpu")).run([a.numpy()])
+    want = a.clamp(**{"min" if op == "maximum" else "max": bound})
+    got = tp.tensor(got)
+    assert _signs(got[4:]) == _signs(want[4:]) == _signs(a[4:])
+    assert math.isnan(got[3].item())

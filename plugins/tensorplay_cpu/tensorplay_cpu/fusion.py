@@ -42,7 +42,7 @@ import numpy as np
 import tensorplay
 from tensorplay import _codegen
 from tensorplay._dtype import float16, round_scalar
-from tensorplay._kernels.elementwise import HALF_NUMBER_AT_FLOAT32, OPS
+from tensorplay._kernels.elementwise import HALF_NUMBER_AT_FLOAT32, NUMBER_LOSES_TIES, OPS
 from tensorplay.backends import generic_fuser
 
 from . import parallel
@@ -65,8 +65,6 @@ PARALLEL_BLOCK = 1 << 17
 # ufuncs whose loop with a constant operand is several times slower than with an array operand
 # (NumPy vectorizes maximum/minimum only for two arrays): the constant is given as a block
 _FILL_FAST = frozenset({"maximum", "minimum", "fmax", "fmin"})
-# ops whose tensor operand wins a tie with a number operand (torch's clamp by a number)
-_TIE_INPUT = frozenset({"maximum", "minimum"})
 
 _FLOATS = frozenset({np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)})
 _BOOL = np.dtype(bool)
@@ -516,7 +514,7 @@ def _plan_arith(op, args, dt, dt_of, const):
         return seq
     fn, rev = _BINARY[op]
     a, b = ops
-    if op in _TIE_INPUT and isinstance(b, str) and dt != _F16:
+    if op in NUMBER_LOSES_TIES and isinstance(b, str) and dt != _F16:
         # maximum/minimum with a number (clamp's bound): the tensor wins a tie of zeros, as in
         # the reference kernel (NumPy's float32/float64 loops give their second operand there)
         return [(fn, b, a)]

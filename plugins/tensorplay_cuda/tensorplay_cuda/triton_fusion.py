@@ -46,7 +46,7 @@ import linecache
 import threading
 
 from tensorplay import _dtype
-from tensorplay._kernels.elementwise import OPS, REDUCTIONS
+from tensorplay._kernels.elementwise import NUMBER_LOSES_TIES, OPS, REDUCTIONS
 
 BLOCK = 1024
 NUM_WARPS = 4
@@ -210,6 +210,9 @@ def _plan_operands(expr, in_dtypes, in_0d):
                 if not isinstance(v, (bool, int, float)):
                     raise Unsupported(f"constant {type(v).__name__}")
                 ops.append(("const", v, _wrapped(v), 0))
+        if st.op in NUMBER_LOSES_TIES and len(ops) == 2 and ops[1][0] == "const" and \
+                ops[0][0] != "const":
+            ops.reverse()          # the number first: the tensor wins a tie of zeros
         tens = [o for o in ops if o[0] != "const"]
         step_0d.append(all(o[3] == 1 for o in tens) if tens else True)
         plan.append((ent.family, tmpl, ops, _compute_types(ent, R, ops), R))

@@ -185,6 +185,11 @@ CUDA_EAGER = frozenset({"add", "sub", "rsub", "mul", "div", "rdiv", "maximum", "
                         "neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh",
                         "sigmoid", "relu"})
 
+# ops whose tensor operand wins a tie of zeros with a number operand (torch's clamp by a number:
+# clamp(-0.0, min=0.0) is -0.0, on cpu and cuda). Their ``triton``/``cupy`` forms give the second
+# operand on a tie (torch's rule for two tensors), so a generated kernel puts the number first.
+NUMBER_LOSES_TIES = frozenset({"maximum", "minimum"})
+
 # float16 ops whose Python-number operand torch reads at float32 rather than rounding it to
 # float16 (``_dtype.SCALAR_AT_OPMATH``; ``s / t`` is ``t.reciprocal() * s``): no float16 ufunc
 # computes them, the reference kernel does
