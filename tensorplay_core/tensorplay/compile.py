@@ -488,10 +488,15 @@ class CompiledFunction(Generic[_P, _R]):
             if self.fullgraph:
                 raise
             # torch's graph break, for the whole function: eager from now on, this call too
-            # (a try costs nothing until it catches: the per-call path is unchanged)
+            # (a try costs nothing until it catches: the per-call path is unchanged). The
+            # aborted capture ran no Python side effect the watch sees (``_capture`` raises
+            # otherwise), and the ops it recorded ran nowhere: running fn now does each once
             with self._lock:
-                self.graph_skips[None] = f"runs eagerly: {e}"
+                self.graph_skips[getattr(e, "sig", None)] = f"runs eagerly: {e}"
                 self.__class__ = _EagerFunction
+            done = getattr(e, "result", None)
+            if done is not None:
+                return done[0]      # fn already ran eagerly for this call (_capture)
             return self.fn(*args, **kwargs)
 
     def _run(self, entry, sig, leaves):
@@ -624,10 +629,31 @@ class CompiledFunction(Generic[_P, _R]):
             out, log = _capture.run_logged(self.fn, args, kwargs)
             # (the disabled calls' own effects, which run on every call, are not the capture's)
             seen_before = [_snapshot(_read(s)) for s in sources]
-            with watch:
-                graph = _capture.capture(self.fn, rebuild, leaves, name=name, disabled=log,
-                                         lift=not alone)
+            try:
+                with watch:
+                    graph = _capture.capture(self.fn, rebuild, leaves, name=name,
+                                             disabled=log, lift=not alone)
+            except GraphBreak as e:
+                e.sig, e.result = sig, (out,)     # this call's result is the eager run's
+                raise
             first = (out,)
+        except GraphBreak as e:
+            # the capture stopped at what a graph cannot hold (data-dependent Python,
+            # backward()...): ``__call__`` runs fn eagerly for this call and the next ones. The
+            # Python before that point ran once already; when it did something the eager run
+            # would do again (a side effect the watch saw, a guarded value changed), that run
+            # would double it: refused, naming both (with fullgraph=True: the break itself)
+            e.sig = sig
+            done = [] if alone else watch.reasons + _changed_sources(sources, seen_before)
+            if done and not self.fullgraph:
+                raise CompileError(
+                    f"tensorplay.compile({getattr(self.fn, '__qualname__', self.fn)}): the "
+                    f"function has a graph break ({e}) after Python side effects a graph cannot "
+                    f"replay ({'; '.join(done)}). A graph break runs the function eagerly, which "
+                    f"would repeat those effects for this call. Move the side effects after the "
+                    f"tensor read (or out of the compiled function), or remove the graph break "
+                    f"as its message says.") from e
+            raise
         self.captures += 1
         if len(graph.nodes) > 1:     # a chain is 2 nodes or more (graph.groups stays [])
             _fusion.plan(graph)
