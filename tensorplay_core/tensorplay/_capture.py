@@ -649,7 +649,7 @@ def _data_dependent(what: str) -> DataDependentGraphBreak:
     err = DataDependentGraphBreak(
         f"{construct} needs the values of a tensor, which are not known while tensorplay.compile "
         f"captures a graph (data-dependent Python code: a graph break, so without "
-        f"fullgraph=True the function runs eagerly). To keep it in the graph: {fix}.")
+        f"fullgraph=True the function runs eagerly). To keep it in the graph: {fix[0].lower()}{fix[1:]}.")
     c = active()
     if c is not None and c.data_read is None:
         c.data_read = err     # checked when the function returns: it may catch the error
@@ -1146,8 +1146,10 @@ def record_call(op, args, kwargs):
     failed = None
     try:
         fout = op.entry("meta")(*fargs, **fkwargs)
-    except CompileError:
-        raise
+    except CompileError as e:
+        if e is not ctx.data_read:      # (a data read is a CompileError too: named below)
+            raise
+        failed = e
     except Exception as e:  # noqa: BLE001 - sorted out below, with the dispatch mode restored
         failed = e
     finally:
