@@ -179,13 +179,23 @@ def test_non_tensor_arguments_are_guarded_by_value():
     assert f.captures == 2
 
 
-def test_data_dependent_python_raises_a_clear_error():
-    f = tp.compile(lambda x: x * 2 if (x.sum() > 0) else x)
+def test_data_dependent_python_is_a_graph_break_with_a_clear_error_under_fullgraph():
+    branch = lambda x: x * 2 if (x.sum() > 0) else x       # noqa: E731
+    to_list = lambda x: x.tolist()                           # noqa: E731
+    f = tp.compile(branch, fullgraph=True)
     with pytest.raises(DispatchError, match="tensorplay.compile"):
         f(_x(3))
-    g = tp.compile(lambda x: x.tolist())
+    g = tp.compile(to_list, fullgraph=True)
     with pytest.raises(DispatchError, match="data-dependent"):
         g(_x(3))
+    # the default: a graph break, the function runs eagerly (eager's result, on either branch)
+    f, g = tp.compile(branch), tp.compile(to_list)
+    for x in (_x(3), -_x(3), _x(2, 4)):       # both branches, a new shape
+        assert_close(f(x), branch(x))
+        assert g(x) == to_list(x)
+    assert all(r.startswith("runs eagerly: ") for r in (*f.graph_skips.values(),
+                                                         *g.graph_skips.values()))
+    assert f.graph_skips and g.graph_skips
 
 
 def test_missing_fake_kernel_names_the_op_and_register_fake():
@@ -209,10 +219,17 @@ def test_tensor_leaked_out_of_a_capture_is_an_error():
         kept[0] * 2
 
 
-def test_backward_inside_the_compiled_function_is_refused():
-    f = tp.compile(lambda x: (x * 2).sum().backward())
+def test_backward_inside_the_compiled_function_is_a_graph_break():
+    step = lambda x: (x * 2).sum().backward()                # noqa: E731
+    f = tp.compile(step, fullgraph=True)
     with pytest.raises(CompileError, match="backward"):
         f(_x(3, rg=True))
+    # the default: the function runs eagerly, so backward() fills .grad as eager's does
+    f = tp.compile(step)
+    xe, xc = _x(3, rg=True), _x(3, rg=True)
+    assert f(xc) is step(xe) is None
+    assert_close(xc.grad, xe.grad)
+    assert any("backward" in r for r in f.graph_skips.values())
 
 
 # ------------------------------------------------------------------------------ compiled == eager

@@ -309,7 +309,7 @@ def test_a_function_that_raises_inside_a_no_grad_block_leaves_grad_on_as_eager()
     assert tp.is_grad_enabled() is True
 
 
-def test_a_capture_refused_for_data_dependent_code_restores_the_grad_mode():
+def test_a_capture_stopped_by_data_dependent_code_leaves_the_grad_mode_as_eager():
     def f(x):
         tp.set_grad_enabled(False)
         if x.sum() > 0:             # refused by the capture, not by eager code
@@ -317,9 +317,17 @@ def test_a_capture_refused_for_data_dependent_code_restores_the_grad_mode():
         return -x
 
     x = tp.ones(3)
-    with pytest.raises(Exception, match="bool"):
-        tp.compile(f)(x)
+    # fullgraph=True: the refused capture restores the grad mode it found
+    tp.set_grad_enabled(True)
+    with pytest.raises(CompileError, match="bool"):
+        tp.compile(f, fullgraph=True)(x)
     assert tp.is_grad_enabled() is True
+    # the default: a graph break, the function runs eagerly and leaves grad off, as eager does
+    eager = f(x).tolist()
+    eager_mode = tp.is_grad_enabled()
+    tp.set_grad_enabled(True)
+    assert tp.compile(f)(x).tolist() == eager
+    assert tp.is_grad_enabled() is eager_mode is False
 
 
 def test_reduce_overhead_replays_leave_the_grad_mode_as_eager():

@@ -1,8 +1,9 @@
 """Errors raised while ``tensorplay.compile`` captures a function are the errors a PyTorch user
 expects: the type and message of the same code run eagerly (an ``except TypeError`` keeps
-working under compile), or, for data-dependent Python, a message naming the construct the user
-wrote (``bool(tensor)``, ``int(tensor)``, ...). ``CompileError`` stays for what only compile can
-fail on (a missing or wrong fake kernel, a tensor leaked out of a capture)."""
+working under compile), or, for data-dependent Python (a graph break: ``fullgraph=True`` raises
+it; without it the function runs eagerly), a message naming the construct the user wrote
+(``bool(tensor)``, ``int(tensor)``, ...). ``CompileError`` stays for what only compile can fail
+on (a missing or wrong fake kernel, a tensor leaked out of a capture)."""
 
 from __future__ import annotations
 
@@ -316,7 +317,7 @@ def test_messages_name_tensor_and_tuple_not_the_capture_classes(fn):
     assert "Capture" not in msg and "SizeTuple" not in msg
 
 
-# ------------------------------------------------------------- data-dependent Python: named
+# ------------------------------------- data-dependent Python: named (fullgraph=True), or eager
 
 def _halve_while_large(x):
     while x.sum() > 1:
@@ -340,23 +341,52 @@ DATA_DEPENDENT = {
 }
 
 
+def _value_or_error(f):
+    """What ``f(_x())`` gives, comparable across two runs: a tensor's or array's values, a
+    Python value, the (type, message) of what it raises; a DLPack capsule by its type."""
+    try:
+        out = f(_x())
+    except Exception as e:  # noqa: BLE001 - eager's error is the eager result to compare
+        return type(e), str(e)
+    if isinstance(out, tp.Tensor) or hasattr(out, "__array__"):
+        return type(out), out.tolist()
+    if type(out).__name__ == "PyCapsule":
+        return type(out)
+    return type(out), out
+
+
+def _graph_break_runs_eagerly(fn):
+    """Without fullgraph=True, data-dependent Python is a graph break: eager's result (or
+    eager's error), the reason recorded in ``graph_skips``."""
+    c = tp.compile(fn)
+    assert _value_or_error(c) == _value_or_error(fn)
+    reasons = list(c.graph_skips.values())
+    assert reasons and all(r.startswith("runs eagerly: ") for r in reasons), reasons
+    return reasons
+
+
 @pytest.mark.parametrize("name", list(DATA_DEPENDENT))
 def test_data_dependent_python_names_the_construct_the_user_wrote(name):
     fn, words = DATA_DEPENDENT[name]
     with pytest.raises(DispatchError) as ei:
-        tp.compile(fn)(_x())
+        tp.compile(fn, fullgraph=True)(_x())
     msg = str(ei.value)
     assert words in msg, msg
     assert "tensorplay.compile" in msg and "data-dependent" in msg, msg
     if name not in ("item",):
         assert "item()" not in msg, msg      # not the method it happens to be built on
+    (reason,) = _graph_break_runs_eagerly(fn)
+    assert words in reason, reason           # graph_skips names the construct too
 
 
 def test_numpy_asarray_of_a_captured_tensor_names_array_conversion():
     np = pytest.importorskip("numpy")
+    fn = lambda x: np.asarray(x)             # noqa: E731
     with pytest.raises(DispatchError, match=r"numpy\.asarray\(tensor\)") as ei:
-        tp.compile(lambda x: np.asarray(x))(_x())
+        tp.compile(fn, fullgraph=True)(_x())
     assert "Tensor.numpy()" not in str(ei.value)
+    (reason,) = _graph_break_runs_eagerly(fn)
+    assert "numpy.asarray(tensor)" in reason, reason
 
 
 @pytest.mark.parametrize("fn", [

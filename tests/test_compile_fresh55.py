@@ -5,9 +5,10 @@
    size, a slice bound, ``int(t)``, ``t.item()``...) was frozen into the graph: an in-place
    change of it kept the old graph (silently wrong results). The graph is now guarded on those
    values (as torch.compile specializes on them and guards): a change recaptures, eager's
-   result; unchanged calls keep the cached graph. An *input* tensor used the same way raises
-   compile's data-dependent ``DispatchError`` naming ``Tensor.__index__`` (it raised
-   "Tensor.item(): fake/meta tensors have no data", which mentions tensors the user never made).
+   result; unchanged calls keep the cached graph. An *input* tensor used the same way is
+   compile's data-dependent graph break naming ``Tensor.__index__`` (the function runs eagerly;
+   with ``fullgraph=True`` a ``DispatchError``) (it raised "Tensor.item(): fake/meta tensors
+   have no data", which mentions tensors the user never made).
 2. The AOT node (``CompiledFunctionBackward``) version-checked every input, even those its
    backward never reads: ``x * 2`` refused a backward after its input was changed in place,
    where eager (and torch, eager or compiled) gives the gradient. It now checks what eager's
@@ -126,12 +127,19 @@ def test_attribute_and_global_constants_are_guarded():
     lambda x, n: x.softmax(n),
     lambda x, n: x.narrow(0, 0, n) + 1,
 ], ids=["slice_bound", "select_index", "softmax_dim", "narrow_length"])
-def test_input_tensor_as_an_index_is_compiles_data_dependent_error(body):
-    cf = tp.compile(body)
+def test_input_tensor_as_an_index_is_a_data_dependent_graph_break(body):
+    cf = tp.compile(body, fullgraph=True)
     x = tp.arange(6.0).reshape(2, 3)
     with pytest.raises(DispatchError, match=r"Tensor\.__index__") as ei:
         cf(x, tp.tensor(1))
     assert "fake/meta" not in str(ei.value)
+    # without fullgraph=True the graph break runs the function eagerly: eager's result
+    cf = tp.compile(body)
+    for n in (1, 0):
+        tp.testing.assert_close(cf(x, tp.tensor(n)), body(x, tp.tensor(n)))
+    (reason,) = cf.graph_skips.values()
+    assert reason.startswith("runs eagerly: ") and "Tensor.__index__" in reason
+    assert "fake/meta" not in reason
 
 
 # ---------------------------------------------------------------------------------------------

@@ -6,6 +6,8 @@
 * ``Tensor.register_hook`` inside the compiled function: the hook was dropped (wrong gradients);
 * the function's own ``try/except`` catching the error raised for data-dependent Python: the
   captured graph followed the ``except`` branch, which eager code does not take (wrong values).
+  Data-dependent Python is now a graph break: the function runs eagerly (eager's values, the
+  reason in ``graph_skips``), and ``fullgraph=True`` raises; never the ``except`` branch baked in.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import pytest
 
 import tensorplay as tp
 from tensorplay.autograd import Function
-from tensorplay.errors import CompileError, DispatchError
+from tensorplay.errors import CompileError, DispatchError, GraphBreak
 
 pytestmark = pytest.mark.usefixtures("cpu")
 
@@ -80,7 +82,7 @@ def test_hooks_registered_outside_still_work():
 
 
 @pytest.mark.parametrize("read", ["float", "int", "if", "item"])
-def test_caught_data_dependent_read_is_refused(read):
+def test_caught_data_dependent_read_is_a_graph_break_never_the_except_branch(read):
     def f(x):
         try:
             if read == "float":
@@ -97,19 +99,34 @@ def test_caught_data_dependent_read_is_refused(read):
 
     x = tp.tensor([2.0, 4.0])
     eager = f(x).tolist()
-    assert eager != x.tolist()
-    with pytest.raises(CompileError, match=r"caught the error raised when it read a tensor's "
-                                           r"values") as ei:
-        tp.compile(f)(x)
+    assert eager != x.tolist()      # the except branch (x / 1.0) would be visibly wrong
+    # the default: a graph break, eager's values on this call and later ones (new values too)
+    c = tp.compile(f)
+    assert c(x).tolist() == eager
+    y = tp.tensor([-3.0, 1.0, 5.0])
+    assert c(y).tolist() == f(y).tolist()
+    (reason,) = c.graph_skips.values()
+    assert reason.startswith("runs eagerly: ")
+    assert "caught the error raised when it read a tensor's values" in reason, reason
+    # fullgraph=True: refused, naming the caught read
+    with pytest.raises(GraphBreak, match=r"caught the error raised when it read a tensor's "
+                                          r"values") as ei:
+        tp.compile(f, fullgraph=True)(x)
+    assert isinstance(ei.value, CompileError)
     assert isinstance(ei.value.__cause__, DispatchError)
 
 
-def test_uncaught_data_dependent_read_is_still_the_dispatch_error():
+def test_uncaught_data_dependent_read_under_fullgraph_is_still_the_dispatch_error():
     def f(x):
         return x / float(x.max())
 
     with pytest.raises(DispatchError, match=r"float\(tensor\)"):
-        tp.compile(f)(tp.tensor([2.0, 4.0]))
+        tp.compile(f, fullgraph=True)(tp.tensor([2.0, 4.0]))
+    # without fullgraph=True: a graph break, eager's result
+    c = tp.compile(f)
+    x = tp.tensor([2.0, 4.0])
+    assert c(x).tolist() == f(x).tolist()
+    assert all(r.startswith("runs eagerly: ") for r in c.graph_skips.values()) and c.graph_skips
 
 
 def test_a_kernel_reading_native_without_a_fake_is_told_to_register_one():

@@ -239,11 +239,17 @@ def test_capture_in_one_thread_is_invisible_to_another():
     assert tp.zeros(1).tolist() == [0.0]
 
 
-def test_capture_still_refuses_data_reads_in_its_own_thread():
-    cf = tp.compile(lambda x: x.sum().item())
+def test_capture_still_stops_at_data_reads_in_its_own_thread():
+    fn = lambda x: x.sum().item()       # noqa: E731
+    cf = tp.compile(fn, fullgraph=True)
     with pytest.raises(DispatchError, match="captures"):
         cf(tp.ones(2))
     assert tp.ones(2).sum().item() == 2.0
+    # without fullgraph=True the read is a graph break: eager's value
+    cf = tp.compile(fn)
+    assert cf(tp.ones(2)) == fn(tp.ones(2))
+    (reason,) = cf.graph_skips.values()
+    assert reason.startswith("runs eagerly: ") and "Tensor.item()" in reason
 
 
 # -------------------------------------------------------------------------------------- training

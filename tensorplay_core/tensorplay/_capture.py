@@ -12,8 +12,9 @@ so their dispatch key is ``"capture"``. Every operator call on them therefore la
 
 Factories called with no tensor argument reach ``record_call`` too: while capturing,
 ``_dispatch._state.mode`` is ``"capture"`` (in the capturing thread only). Data-dependent Python
-(``if t.sum() > 0``, ``.item()``, ``int(t)``, ``.tolist()``...) raises ``DispatchError`` naming the
-construct the user wrote (``CaptureTensor``). Errors the same code raises eagerly are raised with
+(``if t.sum() > 0``, ``.item()``, ``int(t)``, ``.tolist()``...) raises ``DataDependentGraphBreak``
+naming the construct the user wrote (``CaptureTensor``): ``compile`` then runs the function
+eagerly, or raises it with ``fullgraph=True``. Errors the same code raises eagerly are raised with
 eager's type and message (``record_call``); ``CompileError`` is kept for what only a capture can
 fail on. Reading a size as a Python value (``x.shape[0]``,
 ``x.size(1)``, ``x.numel()``, iterating a shape...) marks the graph *size dependent*: sizes of
@@ -42,7 +43,7 @@ from ._tensor_base import (
     set_requires_grad,
 )
 from .autograd import grad_mode as _gm
-from .errors import CompileError, DispatchError
+from .errors import CompileError, DataDependentGraphBreak, DispatchError, GraphBreak
 from .fake import DYNAMIC_SIZE_BASE, BodyReadsData, make_fake, reads_data
 
 __all__ = [
@@ -640,14 +641,15 @@ _DATA_READS = {
 }
 
 
-def _data_dependent(what: str) -> DispatchError:
-    """The error for reading a captured tensor's values through Tensor method ``what``."""
+def _data_dependent(what: str) -> DataDependentGraphBreak:
+    """The error for reading a captured tensor's values through Tensor method ``what``: a graph
+    break (``compile`` runs the function eagerly; with ``fullgraph=True`` the call raises it)."""
     construct, fix = _DATA_READS.get(what, (f"Tensor.{what}()", "Move this out of the compiled "
                                             "function or compute it with tensor ops"))
-    err = DispatchError(
+    err = DataDependentGraphBreak(
         f"{construct} needs the values of a tensor, which are not known while tensorplay.compile "
-        f"captures a graph (data-dependent Python code; a compiled function is captured whole, "
-        f"without graph breaks). {fix}.")
+        f"captures a graph (data-dependent Python code: a graph break, so without "
+        f"fullgraph=True the function runs eagerly). To keep it in the graph: {fix[0].lower()}{fix[1:]}.")
     c = active()
     if c is not None and c.data_read is None:
         c.data_read = err     # checked when the function returns: it may catch the error
@@ -662,7 +664,7 @@ class CaptureTensor(Tensor):
     ``requires_grad``, ``is_leaf`` and ``grad_fn is None`` answer as eager (``grad_fn`` is a
     ``CapturedGradFn`` where eager has a node; reading from it, or an input's ``grad``, raises
     ``CompileError``); reading its
-    values raises ``DispatchError`` naming what the code did (``bool(tensor)``, ``int(tensor)``,
+    values raises ``DataDependentGraphBreak`` naming what the code did (``bool(tensor)``, ``int(tensor)``,
     ``Tensor.item()``...), after the checks eager makes without the values (several elements,
     a float used as an index, ``numpy()`` of a tensor requiring grad: eager's errors); reading its
     sizes makes the graph size dependent. Python's own messages call it ``Tensor``, as eager's
@@ -801,10 +803,12 @@ class CaptureTensor(Tensor):
     def backward(self, *args, **kwargs):
         if not self.requires_grad:
             return Tensor.backward(self, *args, **kwargs)    # eager's RuntimeError: no grad
-        raise CompileError(
-            "tensorplay.compile: Tensor.backward() was called inside the compiled function. "
-            "Return the loss from the compiled function and call .backward() on the result "
-            "(gradients flow through compiled graphs).")
+        # torch.compile graph-breaks on it too: a graph cannot run a backward pass of its own
+        raise GraphBreak(
+            "tensorplay.compile: Tensor.backward() was called inside the compiled function: a "
+            "graph break, so without fullgraph=True the function runs eagerly. To keep it "
+            "compiled, return the loss from the compiled function and call .backward() on the "
+            "result (gradients flow through compiled graphs).")
 
     def is_contiguous(self) -> bool:
         # contiguity of the inputs is guarded, so reading it does not make the graph size dependent
@@ -1025,8 +1029,9 @@ def capture(fn, args_template, leaves, *, name="fn", disabled=None, lift=True):
                 exit_grad = gst.enabled
             raise
         if ctx.data_read is not None:
-            # the function caught it (try/except): eager code would have taken the other branch
-            raise CompileError(
+            # the function caught it (try/except): the graph would follow a branch eager code
+            # does not take -- a graph break as the uncaught read is (compile runs fn eagerly)
+            raise GraphBreak(
                 f"{ctx.api()}: the function caught the error raised when it read a tensor's "
                 f"values while being captured, so the captured graph would follow a branch "
                 f"eager code does not take: {ctx.data_read} Do not catch this error inside the "
@@ -1141,14 +1146,16 @@ def record_call(op, args, kwargs):
     failed = None
     try:
         fout = op.entry("meta")(*fargs, **fkwargs)
-    except CompileError:
-        raise
+    except CompileError as e:
+        if e is not ctx.data_read:      # (a data read is a CompileError too: named below)
+            raise
+        failed = e
     except Exception as e:  # noqa: BLE001 - sorted out below, with the dispatch mode restored
         failed = e
     finally:
         mst.mode = prev_mode
     if failed is not None:
-        if numbers and failed.__class__ is DispatchError and failed is ctx.data_read:
+        if numbers and failed is ctx.data_read:
             # the shape rule read the values of a capture tensor passed as a number (compared
             # it, converted it): what the user wrote is a tensor used as that number
             ctx.data_read = None
@@ -1255,7 +1262,7 @@ def _as_numbers(op, gargs, gkwargs, fargs, fkwargs, fake_of):
     dim``, ``SymInt[] size``, a slice bound: ``x.softmax(t)``, ``x.select(0, t)``, ``x[:t]``)
     handed over as the tensor itself, not its plain fake: the shape rule converts it as eager
     does (``index_dim``, ``__index__``), so a capture tensor (an input, a value made inside)
-    raises compile's data-dependent ``DispatchError`` naming ``Tensor.__index__`` (a plain fake
+    raises compile's ``DataDependentGraphBreak`` naming ``Tensor.__index__`` (a plain fake
     said "fake/meta tensors have no data"), and a graph constant gives its real value, which
     the graph is then guarded on (``_note_data_read``; the node keeps the constant, by
     reference, for the kernel to read)."""

@@ -58,10 +58,13 @@ The first run of a graph for each set of input sizes also checks that every cust
 outputs have the shape, dtype, device and strides its fake kernel promised (the graph was built
 from them); a mismatch raises ``CompileError`` naming the op and suggesting ``opcheck``.
 
-Same idea as ``torch.compile`` (PyTorch 2.9) with a much simpler tracer: there are no graph
-breaks inside a function -- data-dependent Python in the function (``if t.sum() > 0``,
-``.item()``, ``int(t)``, ``.tolist()``) raises a ``DispatchError`` naming that construct, so
-every capture is a full graph. A function whose capture meets what a graph cannot replay
+Same idea as ``torch.compile`` (PyTorch 2.9) with a much simpler tracer: a graph break is
+one for the whole function -- data-dependent Python in the function (``if t.sum() > 0``,
+``.item()``, ``int(t)``, ``float(t)``, ``.tolist()``, ``.numpy()``), ``loss.backward()`` or an
+``autograd.Function`` needing grad stops the capture (``GraphBreak``), and the function runs
+eagerly, that call and every later one, until ``reset()`` (``graph_skips`` says why;
+``fullgraph=True`` raises the ``GraphBreak``, naming the construct). A function whose capture
+meets what a graph cannot replay
 (Python side effects, values drawn from outside state: see ``compile``'s docstring, "Python
 side effects") runs eagerly as a whole from its next call on (``graph_skips`` says why;
 ``fullgraph=True`` raises ``CompileError`` instead). Any other error a capture meets is the one
@@ -126,9 +129,9 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
       unless the captured code reads a size as a Python value; ``False``: every graph is guarded
       on exact sizes.
     * ``fullgraph`` -- as ``torch.compile``'s: ``True`` raises ``CompileError`` (naming the
-      reason) where the function would otherwise run eagerly because its capture found Python
-      side effects or outside state (see "Python side effects" below); captures are otherwise
-      always full graphs.
+      reason) where the function would otherwise run eagerly: a graph break (``GraphBreak``:
+      data-dependent Python, ``backward()``, see "Graph breaks" below) or Python side effects
+      or outside state (see "Python side effects" below).
     * ``mode`` -- ``None`` or ``"default"``; or ``"reduce-overhead"`` (same name and idea as
       ``torch.compile``'s): on a device whose backend records graphs (cuda: CUDA graphs), each
       exact signature (the sizes and strides of every tensor argument) runs normally once (after
@@ -244,6 +247,28 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
     capture. Draw random numbers with tensorplay's ops (``tensorplay.rand``...), or call such
     code outside the compiled function.
 
+    Graph breaks. Python that needs a captured tensor's values -- ``bool(tensor)`` (an
+    ``if``/``while``/``assert``/``and``/``or``/``not`` on a tensor, a comparison used as a
+    Python bool), ``Tensor.item()``, ``int(t)``, ``float(t)``, a tensor used as a Python index,
+    ``Tensor.tolist()``, ``Tensor.numpy()``, ``numpy.asarray(t)``, an f-string format spec,
+    ``Tensor.__dlpack__()`` (also when the function catches the error) -- and
+    ``Tensor.backward()`` stop the capture where they occur, as torch.compile breaks its graph
+    there. Without ``fullgraph=True`` the call runs ``fn`` eagerly, and so does every later call
+    (any shape) until ``reset()``, without capturing again: eager's results, gradients and
+    in-place updates, each once per call (the ops the aborted capture recorded ran nowhere);
+    ``graph_skips`` holds ``"runs eagerly: "`` and the message, under the call's ``(sizes,
+    strides)``. With ``fullgraph=True`` the call raises the ``GraphBreak``
+    (``DataDependentGraphBreak``, also a ``DispatchError``, for a value read), naming the
+    construct and how to keep it in the graph. Code the capture does not reach (a branch not
+    taken for the captured arguments) breaks nothing. Unlike torch, which runs the Python before
+    the break once as part of a graph, the capture has already run it once when it stops: when
+    that Python did something eager execution would do again (a side effect the watch below
+    sees, such as ``print`` or ``log.append``, or a change of a guarded value), the call raises
+    ``CompileError`` naming both instead of doubling it (move the side effect after the tensor
+    read, or out of the function); side effects after the break run once per call, eagerly.
+    Effects the watch cannot see (listed under "Python side effects") that come before the break
+    run twice on that first call.
+
     Autograd state. Inside ``fn``, ``t.requires_grad``, ``t.is_leaf``, ``t.grad_fn is None`` and
     ``bool(t.grad_fn)`` answer as eager code does for the same inputs and grad mode (also for
     in-place results and the base of a view written in place, and for inputs that are not
@@ -259,7 +284,7 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
     (``tensorplay.set_grad_enabled(False)`` called as a function) stays set after every call
     (cache hits and ``"reduce-overhead"`` replays too), as with ``torch.compile``; when ``fn``
     raises, the mode is the one it had set, as eager (a capture refused with ``CompileError``
-    or for data-dependent code restores the caller's).
+    or for a graph break restores the caller's before ``fn`` runs eagerly).
 
     Errors (at call time). While ``fn`` is captured, code that fails eagerly fails with eager's
     exception type and message, so ``except TypeError`` (or ``RuntimeError``...) around it keeps
@@ -271,8 +296,8 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
     refuses the inputs with a ``TypeError``/``ValueError``/``IndexError`` (as its kernel does
     eagerly), or its kernel run as its fake (no ``register_fake``) raising an error not about
     fake tensors, propagates that very exception, with a note (``__notes__``) saying it was
-    raised while capturing. Data-dependent Python raises ``DispatchError`` naming what the code
-    did: ``bool(tensor)`` (an ``if``/``while``/``assert``/``and``/``or``/``not`` on a tensor),
+    raised while capturing. Data-dependent Python is a graph break (see "Graph breaks"); with
+    ``fullgraph=True`` it raises ``DataDependentGraphBreak`` naming what the code did: ``bool(tensor)`` (an ``if``/``while``/``assert``/``and``/``or``/``not`` on a tensor),
     ``Tensor.item()``, ``int(tensor)``, ``float(tensor)``, a tensor as a Python index
     (``Tensor.__index__``), ``Tensor.tolist()``, ``Tensor.numpy()``, ``numpy.asarray(tensor)``,
     an f-string format spec, ``Tensor.__dlpack__()`` -- after the checks eager makes without the
@@ -283,8 +308,9 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
     for what only compile can fail on: a custom op without a usable fake kernel (none
     registered, or one that fails on fake tensors or returns a real tensor), a fake kernel that
     disagrees with the real kernel (found on the first run), a tensor leaked out of a capture or
-    made fake outside it, ``backward()`` inside the function (on a tensor that requires grad;
-    otherwise eager's ``RuntimeError``), and reading a data-dependent size as a Python value.
+    made fake outside it, ``backward()`` inside the function with ``fullgraph=True`` (on a
+    tensor that requires grad; otherwise eager's ``RuntimeError``; without it, a graph break),
+    and reading a data-dependent size as a Python value.
 
     Autograd (AOT). Called with grad mode on where an input or a tensor the function reads
     requires grad, a graph runs as ONE autograd node named ``CompiledFunctionBackward`` (as
@@ -364,8 +390,8 @@ class CompiledFunction(Generic[_P, _R]):
     ``cache_size`` (graphs currently cached), ``dynamic``, ``mode`` (``"default"`` or
     ``"reduce-overhead"``), ``graph_skips`` (``{(sizes, strides): reason}``: with
     ``"reduce-overhead"``, the signatures that run without graph replay; in any mode, a reason
-    starting ``"runs eagerly: "`` for a function whose capture found Python side effects or
-    outside state, which runs eagerly from then on).
+    starting ``"runs eagerly: "`` for a function whose capture met a graph break or found
+    Python side effects or outside state, which runs eagerly from then on).
     """
 
     def __init__(self, fn: Callable[_P, _R], *, dynamic: bool | None = None,
@@ -488,10 +514,15 @@ class CompiledFunction(Generic[_P, _R]):
             if self.fullgraph:
                 raise
             # torch's graph break, for the whole function: eager from now on, this call too
-            # (a try costs nothing until it catches: the per-call path is unchanged)
+            # (a try costs nothing until it catches: the per-call path is unchanged). The
+            # aborted capture ran no Python side effect the watch sees (``_capture`` raises
+            # otherwise), and the ops it recorded ran nowhere: running fn now does each once
             with self._lock:
-                self.graph_skips[None] = f"runs eagerly: {e}"
+                self.graph_skips[getattr(e, "sig", None)] = f"runs eagerly: {e}"
                 self.__class__ = _EagerFunction
+            done = getattr(e, "result", None)
+            if done is not None:
+                return done[0]      # fn already ran eagerly for this call (_capture)
             return self.fn(*args, **kwargs)
 
     def _run(self, entry, sig, leaves):
@@ -624,10 +655,31 @@ class CompiledFunction(Generic[_P, _R]):
             out, log = _capture.run_logged(self.fn, args, kwargs)
             # (the disabled calls' own effects, which run on every call, are not the capture's)
             seen_before = [_snapshot(_read(s)) for s in sources]
-            with watch:
-                graph = _capture.capture(self.fn, rebuild, leaves, name=name, disabled=log,
-                                         lift=not alone)
+            try:
+                with watch:
+                    graph = _capture.capture(self.fn, rebuild, leaves, name=name,
+                                             disabled=log, lift=not alone)
+            except GraphBreak as e:
+                e.sig, e.result = sig, (out,)     # this call's result is the eager run's
+                raise
             first = (out,)
+        except GraphBreak as e:
+            # the capture stopped at what a graph cannot hold (data-dependent Python,
+            # backward()...): ``__call__`` runs fn eagerly for this call and the next ones. The
+            # Python before that point ran once already; when it did something the eager run
+            # would do again (a side effect the watch saw, a guarded value changed), that run
+            # would double it: refused, naming both (with fullgraph=True: the break itself)
+            e.sig = sig
+            done = [] if alone else watch.reasons + _changed_sources(sources, seen_before)
+            if done and not self.fullgraph:
+                raise CompileError(
+                    f"tensorplay.compile({getattr(self.fn, '__qualname__', self.fn)}): the "
+                    f"function has a graph break ({e}) after Python side effects a graph cannot "
+                    f"replay ({'; '.join(done)}). A graph break runs the function eagerly, which "
+                    f"would repeat those effects for this call. Move the side effects after the "
+                    f"tensor read (or out of the compiled function), or remove the graph break "
+                    f"as its message says.") from e
+            raise
         self.captures += 1
         if len(graph.nodes) > 1:     # a chain is 2 nodes or more (graph.groups stays [])
             _fusion.plan(graph)

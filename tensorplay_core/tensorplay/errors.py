@@ -10,17 +10,19 @@
     │   │                          (also a ValueError, the type earlier releases raised)
     │   ├── NonFunctionalFormulaError  register_autograd on an op that mutates its inputs
     │   │                          (also a ValueError, the type earlier releases raised)
-    │   ├── DispatchError          no kernel for a device, mixed devices, data-dependent Python
-    │   │   │                      while tensorplay.compile captures, ...
+    │   ├── DispatchError          no kernel for a device, mixed devices, ...
     │   │   └── NoKernelError      no kernel registered for the call's device (also a
     │   │                          NotImplementedError, the type torch raises)
     │   ├── OpCheckError           opcheck found failures (carries ``.failures``)
     │   ├── PluginError            a plugin failed to load / conflicts (carries the record)
     │   ├── DeviceUnavailableError a device's plugin is installed but the device cannot be used
     │   └── CompileError           tensorplay.compile cannot capture/run a function (or a fake lies)
-    │       └── GraphBreak         code a graph cannot hold (an autograd.Function needing grad):
-    │                              the function runs eagerly unless fullgraph=True
-    │                              (errors eager raises too keep their eager type under compile)
+    │       └── GraphBreak         code a graph cannot hold (data-dependent Python such as
+    │           │                  bool(tensor)/.item(), backward(), an autograd.Function
+    │           │                  needing grad): the function runs eagerly unless fullgraph=True
+    │           │                  (errors eager raises too keep their eager type under compile)
+    │           └── DataDependentGraphBreak  a tensor's values read as Python values while
+    │                              capturing (also a DispatchError, the type earlier releases raised)
     └── LookupError                get_kernel with nothing usable (plain LookupError)
 
 Every message starts with the API that raised it, says what is wrong, what was expected or
@@ -76,13 +78,22 @@ class DeviceUnavailableError(RuntimeError):
 class CompileError(RuntimeError):
     """``tensorplay.compile`` could not capture or run a function for a reason of its own: a
     missing or wrong fake kernel, a tensor leaked out of a capture, a data-dependent size read.
-    Errors the same code raises eagerly keep their eager type under compile, and data-dependent
-    Python (``bool(tensor)``, ``.item()``...) raises ``DispatchError`` (see
-    ``tensorplay.compile``)."""
+    Errors the same code raises eagerly keep their eager type under compile; data-dependent
+    Python (``bool(tensor)``, ``.item()``...) is a ``GraphBreak`` (see ``tensorplay.compile``)."""
 
 
 class GraphBreak(CompileError):
-    """The function being captured by ``tensorplay.compile`` does something a graph cannot hold
-    (an ``autograd.Function`` whose backward must run, called on inputs that require grad). As
-    torch.compile's graph break: without ``fullgraph=True`` the compiled function runs eagerly
-    from then on (the reason in ``CompiledFunction.graph_skips``); with it, this error."""
+    """The function being captured by ``tensorplay.compile`` does something a graph cannot hold:
+    data-dependent Python (``bool(tensor)``, ``.item()``, ``float(t)``, ``t.tolist()``...: a
+    ``DataDependentGraphBreak``), ``Tensor.backward()``, an ``autograd.Function`` whose backward
+    must run, called on inputs that require grad. As torch.compile's graph break: without
+    ``fullgraph=True`` the call, and every later call, runs the function eagerly (the reason in
+    ``CompiledFunction.graph_skips``); with it, this error, raised by the call."""
+
+
+class DataDependentGraphBreak(GraphBreak, DispatchError):
+    """A ``GraphBreak`` for Python code that needs a captured tensor's values (``if t.sum() > 0``,
+    ``t.item()``, ``int(t)``, ``t.tolist()``, ``t.numpy()``...): the message names the construct
+    and how to keep it in the graph. Also a ``DispatchError``, the type earlier tensorplay
+    releases raised for it, so ``except DispatchError`` around a ``fullgraph=True`` call keeps
+    working."""

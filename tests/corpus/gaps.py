@@ -152,7 +152,9 @@ TORCH_SIZE = Gap("gap (tensorplay._tensor_base: Tensor.shape / size()): sizes ar
                  "not a torch.Size: no .numel() (Cut Cross-Entropy's handle_reduction_none: "
                  "`loss.new_zeros((batch_shape.numel(),))`)", _size_gap, raises=(AttributeError,))
 COMPILE_GRAPH_BREAK = Gap(
-    "gap (tensorplay.compile): no graph breaks: a data-dependent size read as a Python value "
-    "inside the compiled function (released host code: `valids.numel() != targets.numel()` "
-    "after nonzero()) refuses the capture, where torch.compile breaks the graph there and runs "
-    "the rest eagerly", _compile_break_gap, raises=(CompileError,), checks=frozenset({"compiled"}))
+    "gap (tensorplay.compile): a data-dependent size read as a Python value inside the "
+    "compiled function (released host code: `valids.numel() != targets.numel()` after "
+    "nonzero()) refuses the capture with CompileError, where torch.compile breaks the graph "
+    "there; data-dependent Python values (bool(t), t.item(), float(t)...) are a graph break "
+    "(the function runs eagerly), data-dependent sizes are not yet",
+    _compile_break_gap, raises=(CompileError,), checks=frozenset({"compiled"}))
