@@ -35,8 +35,10 @@ def test_polygamma_at_infinities_is_torchs(dtype):
 
 def test_polygamma_large_finite_argument_unchanged():
     x = tp.tensor([1e30, 1e300], dtype=tp.float64)
-    assert tp.polygamma(2, x).tolist() == [-1e-60, -0.0]
-    assert tp.polygamma(3, x).tolist() == [2e-90, 0.0]
+    # within an ulp: with NumPy 1.26 the sum gives 1.9999999999999996e-90 (nox minimums)
+    assert tp.polygamma(2, x).tolist() == pytest.approx([-1e-60, -0.0], rel=1e-15, abs=0)
+    assert tp.polygamma(3, x).tolist() == pytest.approx([2e-90, 0.0], rel=1e-15, abs=0)
+    assert tp.signbit(tp.polygamma(2, x)).tolist() == [True, True]
 
 
 def test_trigamma_gradient_at_inf_is_nan():
