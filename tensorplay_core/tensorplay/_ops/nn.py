@@ -58,21 +58,27 @@ defop("log_softmax(Tensor self, SymInt dim) -> Tensor", meta=_sm_meta_of("log_so
 
 def clamp_with_torch_gradients(x, lo, hi, out):
     """``out`` (``clamp(x, lo, hi)`` computed as ``minimum(maximum(x, lo), hi)``; a bound may
-    be None or a number) with torch's clamp gradients: all of it to ``x`` where ``lo <= x <=
-    hi`` (a tie with a bound included: ``maximum``/``minimum`` would share it with the bound),
-    to ``lo`` where ``x < lo <= hi``, to ``hi`` where ``x > hi``; elsewhere (NaN) none. Each
-    selected value equals ``out`` there, so the values are ``out``'s. Used when a bound is a
-    tensor and something records history."""
+    be None or a number) with torch's clamp gradients (its clamp_backward_min_max): all of it
+    to ``x`` where ``lo <= x <= hi`` (a tie with a bound included: ``maximum``/``minimum`` would
+    share it with the bound), to ``lo`` where ``x < lo < hi``, to ``hi`` where ``x > hi`` or
+    (both bounds given, ``x`` not NaN) ``hi < lo``; elsewhere none -- with ``lo == hi`` a value
+    below them gives its gradient to nobody, as in torch. Each selected value equals ``out``
+    there, so the values are ``out``'s (a NaN ``x`` keeps its NaN: torch's ``hi`` gets its
+    gradient there too, this does not). Used when a bound is a tensor and something records
+    history."""
     inside = below = above = None
     if lo is not None:
         inside = O.ge(x, lo)
         below = O.lt(x, lo)
         if hi is not None:
-            below = O.logical_and(below, O.le(lo, hi))
+            below = O.logical_and(below, O.lt(lo, hi))
     if hi is not None:
         m = O.le(x, hi)
         inside = m if inside is None else O.logical_and(inside, m)
         above = O.gt(x, hi)
+        if lo is not None:
+            # crossed bounds: the result is hi everywhere (x not NaN), and so is the gradient's
+            above = O.logical_or(above, O.logical_and(O.lt(hi, lo), O.eq(x, x)))
     r = out.detach()
     if above is not None:
         r = O.where(above, hi, r)
