@@ -220,31 +220,31 @@ def _compare(c):
         orders: dict = {}
 
         def _order(dt):
-            o = orders.get(dt)
-            if o is None:
-                x = xp.asarray([-0.0, 0.0], dtype=dt)
-                bound = (xp.asarray(0.0, dtype=dt), xp.asarray(-0.0, dtype=dt))
-                o = "where"
-                for cand in ("second", "first"):
-                    if all(xp.all(xp.signbit(f(z, x) if cand == "second" else f(x, z))
-                                  == xp.signbit(x)) for z in bound):
-                        o = cand
-                        break
-                orders[dt] = o
+            """The probe, once per dtype (the callers look in ``orders`` first)."""
+            x = xp.asarray([-0.0, 0.0], dtype=dt)
+            bound = (xp.asarray(0.0, dtype=dt), xp.asarray(-0.0, dtype=dt))
+            o = "where"
+            for cand in ("second", "first"):
+                if all(xp.all(xp.signbit(f(z, x) if cand == "second" else f(x, z))
+                              == xp.signbit(x)) for z in bound):
+                    o = cand
+                    break
+            orders[dt] = o
             return o
 
         def k(a, b):
             # the number is told apart before prep: on NumPy 1.x prep makes it a NumPy scalar
             # of the array's dtype (np.float32 is no Python float)
-            number = b.__class__ is float or b.__class__ is int
+            number = b if b.__class__ is float or b.__class__ is int else None
             a, b = prep(a, b)
-            if number and a.dtype.kind == "f":
+            if number is not None and a.dtype.kind == "f":
                 b = xp.asarray(b, dtype=a.dtype)
                 o = orders.get(a.dtype) or _order(a.dtype)
                 if o == "second":
                     return f(b, a)
                 r = f(a, b)
-                if o == "first" or b != 0:
+                # (the Python number: a device array's ``!=`` would read it back per call)
+                if o == "first" or number != 0:
                     return r
                 return xp.where(a == 0, a, r)
             return f(a, b)
