@@ -632,6 +632,7 @@ def _device_path_kernels():
         np = not_numpy
         native_dtype = staticmethod(cpu.native_dtype)
         dtype_of = staticmethod(cpu.dtype_of)
+        signed_zero_order = False
 
     c = Context(cpu.xp, Be())
     k = special_kernels.bind(c)

@@ -277,6 +277,17 @@ class Backend(Protocol):
     #: backend such a chain: the reductions split the graph's chains, as they always did.
     fuses_row_reductions = False
 
+    #: How the built-in ``maximum``/``minimum`` with a number (``clamp`` by a number,
+    #: ``clamp_min``/``clamp_max``), ``fmax``/``fmin`` and ``relu`` settle a tie of ``-0.0`` and
+    #: ``0.0``, as torch's kernels for the device do. ``False`` (the default): torch's cpu kernels,
+    #: which keep the input's zero (``clamp(-0.0, min=0.0)`` is ``-0.0``, ``relu(-0.0)`` is
+    #: ``-0.0``; bfloat16 ``fmax``/``fmin`` give ``other``). ``True``: torch's cuda kernels, which
+    #: order ``-0.0`` below ``0.0`` (IEEE 754-2019 maximum/minimum: ``clamp(-0.0, min=0.0)`` and
+    #: ``relu(-0.0)`` are ``0.0``, ``fmin(0.0, -0.0)`` is ``-0.0``) in every float dtype. Read by
+    #: ``ArrayBackend``'s reference kernels when they are built, never per call; not part of the
+    #: conformance check (``OPTIONAL``): a backend with its own kernels settles ties itself.
+    signed_zero_order = False
+
 
     def capture_graph(self, fn: Callable[[], Any], device) -> tuple:
         """Record the device work of ``fn()`` as one replayable graph (CUDA graphs), for

@@ -760,7 +760,10 @@ def _mixed_key(args):
         elif c in _MIXED_SCALARS or (c.__eq__ is _object_eq and c.__hash__ is _object_hash
                                      and not isinstance(a, (Tensor, tuple, list, dict))):
             # a class, never a tuple: a tensor's six fields start with its shape tuple, so the
-            # flat key cannot be read two ways
+            # flat key cannot be read two ways. A float zero by its repr: 0.0 == -0.0 hash alike,
+            # but the graph bakes the sign in (x * -0.0)
+            if c is float and a == 0.0 or c is complex and (a.real == 0.0 or a.imag == 0.0):
+                a = repr(a)
             key += (c, a)
         else:
             return None, None
@@ -780,7 +783,13 @@ def _walk_const_types(spec, out) -> None:
         return
     head = spec[0]
     if head.__class__ is str:        # ("c", value)
-        out.append(spec[1].__class__)
+        v = spec[1]
+        c = v.__class__
+        # a float zero's sign too (0.0 == -0.0 hash alike; the graph bakes the value in)
+        if c is float and v == 0.0 or c is complex and (v.real == 0.0 or v.imag == 0.0):
+            out.append((c, repr(v)))
+        else:
+            out.append(c)
         return
     for s in spec[2] if head is dict else spec[1]:
         _walk_const_types(s, out)

@@ -111,6 +111,8 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
     xp = _floordiv.namespace(_xp_cupy, cupy, numpy) if cupy is not None else None
     # the generated adapters build the results of the inline ufunc case with it (no `wrap` call)
     root_storage = RootStorage
+    # torch's cuda kernels order -0.0 below 0.0 on a tie of zeros (clamp, fmax/fmin, relu)
+    signed_zero_order = True
     _lowp_enabled = False      # set by tensorplay._kernels.lowp.enable on first bf16 use
 
     def __init__(self):

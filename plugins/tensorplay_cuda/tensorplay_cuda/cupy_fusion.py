@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from tensorplay._kernels.elementwise import NUMBER_LOSES_TIES, OPS
+from tensorplay._kernels.elementwise import OPS
 from tensorplay.backends import generic_fuser
 
 
@@ -44,8 +44,6 @@ def cupy_fuser(expr, backend):
                     return None
                 ops.append(f"c{len(consts)}")
                 consts.append(c)
-        if st.op in NUMBER_LOSES_TIES and ops[1][0] == "c" and ops[0][0] != "c":
-            ops.reverse()          # the number first: the tensor wins a tie of zeros
         lines.append(f"T t{j} = {pat.format(*ops)};")
     for k, o in enumerate(expr.outputs):
         lines.append(f"out{k} = t{o};")

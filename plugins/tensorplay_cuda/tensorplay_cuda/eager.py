@@ -35,7 +35,7 @@ import os
 import sys
 
 from tensorplay import _dtype
-from tensorplay._kernels.elementwise import CUDA_EAGER, HALF_NUMBER_AT_FLOAT32, NUMBER_LOSES_TIES, OPS
+from tensorplay._kernels.elementwise import CUDA_EAGER, HALF_NUMBER_AT_FLOAT32, OPS
 
 from .fresh import new_array_for
 
@@ -118,8 +118,6 @@ def accelerate(kernels: dict, backend) -> dict:
         if name in out:
             uf, swap = _UFUNC[name]
             uf = getattr(np, uf)
-            if name in NUMBER_LOSES_TIES and hasattr(np, "ElementwiseKernel"):
-                uf = _number_first(name, np, uf)
             out[name] = _binary(name, out[name], backend, uf, swap, big)
     for name in UNARY:
         if name in out:
@@ -199,24 +197,6 @@ def _cast(k, backend):
     to_dtype.__wrapped__ = k
     to_dtype.launches = launches
     return to_dtype
-
-
-def _number_first(op, np, uf):
-    """``uf`` (CuPy's ``maximum``/``minimum``) with a number operand computed by the op's own
-    form, the number first, so that the array's zero wins a tie of zeros as in torch's clamp by
-    a number (CuPy's ufunc, CUDA's fmax/fmin, gives +0.0/-0.0 whatever the order). Arrays of
-    both operands go to ``uf`` itself; the adapter's inline case keeps ``uf`` for them."""
-    ek = np.ElementwiseKernel("T x, T c", "T y", f"y = {OPS[op].cupy.format('c', 'x')}",
-                              f"tensorplay_{op}_number")
-    nd = np.ndarray
-
-    def f(a, b):
-        if b.__class__ is not nd and a.dtype.kind == "f":
-            return ek(a, a.dtype.type(b))
-        return uf(a, b)
-    f.__name__ = f.__qualname__ = op
-    f.ufunc = uf
-    return f
 
 
 def _relu_kernel(np):
@@ -419,10 +399,10 @@ def _binary(op, k, backend, uf, swap, big):
         # tensorplay._ops._define.make_adapter): same operand tests, same size bound
         kernel._tp_float_ufunc = getattr(uf, "ufunc", uf)
         kernel._tp_float_dtypes = _native_float_dtypes()
-        # a float16 array with a number takes the kernel above (torch's number rule); so does
-        # any with maximum/minimum (_number_first: the array wins a tie of zeros)
-        kernel._tp_number_dtypes = (frozenset() if op in NUMBER_LOSES_TIES else
-                                    _native_float_dtypes() - {_dtype.float16})
+        # a float16 array with a number takes the kernel above (torch's number rule).
+        # (maximum/minimum by a number too: CuPy's, CUDA's max/min, order -0.0 below 0.0 on a
+        # tie of zeros, as torch's cuda clamp does)
+        kernel._tp_number_dtypes = _native_float_dtypes() - {_dtype.float16}
         kernel._tp_float_max = THRESHOLD if big else None
         if dense is not None:
             kernel._tp_dense_ufunc = dense

@@ -42,11 +42,12 @@ arrays' device and CuPy's current stream.
 from __future__ import annotations
 
 import itertools
+import math
 import linecache
 import threading
 
 from tensorplay import _dtype
-from tensorplay._kernels.elementwise import NUMBER_LOSES_TIES, OPS, REDUCTIONS
+from tensorplay._kernels.elementwise import OPS, REDUCTIONS
 
 BLOCK = 1024
 NUM_WARPS = 4
@@ -210,9 +211,6 @@ def _plan_operands(expr, in_dtypes, in_0d):
                 if not isinstance(v, (bool, int, float)):
                     raise Unsupported(f"constant {type(v).__name__}")
                 ops.append(("const", v, _wrapped(v), 0))
-        if st.op in NUMBER_LOSES_TIES and len(ops) == 2 and ops[1][0] == "const" and \
-                ops[0][0] != "const":
-            ops.reverse()          # the number first: the tensor wins a tie of zeros
         tens = [o for o in ops if o[0] != "const"]
         step_0d.append(all(o[3] == 1 for o in tens) if tens else True)
         plan.append((ent.family, tmpl, ops, _compute_types(ent, R, ops), R))
@@ -734,7 +732,11 @@ class TritonChain:
 
     def _fconst_array(self, fconsts, arrays):
         np = self.backend.np
-        key = (np.__name__, tuple(fconsts) or (0.0,),
+        vals = tuple(fconsts) or (0.0,)
+        # 0.0 == -0.0 (one hash, one key): a zero's sign is part of the key, or a chain run with
+        # -0.0 after 0.0 (clamp(x, max=-0.0) after max=0.0) would read the first one's array
+        zsign = tuple(math.copysign(1.0, v) for v in vals) if 0.0 in vals else None
+        key = (np.__name__, vals, zsign,
                getattr(getattr(arrays[0], "device", None), "id", 0) if arrays else 0)
         cache = self.__dict__.setdefault("_fc_cache", {})
         a = cache.get(key)

@@ -9,6 +9,8 @@ its own locals.
 
 from __future__ import annotations
 
+import math
+
 from .. import _dtype
 from . import _checks
 
@@ -36,6 +38,9 @@ class Context:
         self.be = be
         self.nd = nd = be.native_dtype
         self.dt_of = be.dtype_of
+        # ties of -0.0 and 0.0 in clamp/fmax/fmin/relu: torch's cpu rule or its cuda one
+        # (``Backend.signed_zero_order``)
+        self.zero_order = be.signed_zero_order
         np_mod = be.np
         self.legacy = (getattr(np_mod, "__name__", "") == "numpy"
                        and int(np_mod.__version__.split(".")[0]) < 2)
@@ -44,6 +49,7 @@ class Context:
         self.fl = _make_fl(self)
         self.as_bool = _make_as_bool(self)
         self.prep = _make_prep(self)
+        self.scalar_array = _make_scalar_array(xp)
         self.half_opmath = _make_half_opmath(self)
         self.rows_sum = _make_rows_sum(self)
         self.sum = _make_sum(self)
@@ -114,6 +120,19 @@ def _make_int_scalar(c):
             return b
         return xp.astype(xp.asarray(b, dtype=nd(_dtype.int64)), nd(t))
     return int_scalar
+
+
+def _make_scalar_array(xp):
+    neg = xp.negative
+
+    def scalar_array(v, dt):
+        """``xp.asarray(v, dtype=dt)`` of a Python number ``v`` with -0.0 kept: CuPy writes a
+        zero scalar by a memset, which made -0.0 0.0 (``clamp(x, max=-0.0)``, ``atan2(y, -0.0)``
+        and ``where(m, x, -0.0)`` on cuda; an H100, 2026-12-07). -0.0 is made as -(0.0)."""
+        if v == 0 and v.__class__ is float and math.copysign(1.0, v) < 0:
+            return neg(xp.asarray(0.0, dtype=dt))
+        return xp.asarray(v, dtype=dt)
+    return scalar_array
 
 
 def _make_prep(c):

@@ -9,6 +9,8 @@ rule, which raises torch's own message (``_ops._shapes.check_bool_operands``).
 
 from __future__ import annotations
 
+import math
+
 from .. import _dtype
 from .elementwise import OPS
 
@@ -181,7 +183,7 @@ def _power(c):
     def rpow(a, b):
         a, b = prep(a, b)
         _bool_kernel(a, "rpow")
-        base = xp.asarray(b, dtype=a.dtype)
+        base = c.scalar_array(b, a.dtype)
         if a.dtype.kind == "i":      # number ** integer tensor: the tensor's negatives as powi
             return int_pow(xp.broadcast_to(base, a.shape), a)
         return xp.pow(base, a)
@@ -206,27 +208,63 @@ def _power(c):
                 _norm_root_backward=_norm_root_backward)
 
 
+def _ordered_zeros(xp, f, is_max):
+    """For a device whose torch kernels order -0.0 below 0.0 (``Backend.signed_zero_order``):
+    ``settle(a, b, r)`` is ``r = f(a, b)`` (same dtype) with its ties of zeros given that order.
+    A library whose ``f`` already gives it (CuPy's maximum/minimum/fmax/fmin: CUDA's max/min) has
+    ``r`` returned as it is (probed once per dtype); else the ties are set in ``r``: of two zeros
+    ``a + b`` is the larger, ``(a + b) * a * b`` the smaller (its sign: either's)."""
+    plain: dict = {}
+    host = getattr(xp, "__name__", "") == "numpy"   # any() on a device array would sync
+    want = [True, False, False, False] if is_max else [True, True, True, False]
+
+    def settle(a, b, r):
+        p = plain.get(r.dtype)
+        if p is None:
+            x = xp.asarray([-0.0, -0.0, 0.0, 0.0], dtype=r.dtype)
+            y = xp.asarray([-0.0, 0.0, -0.0, 0.0], dtype=r.dtype)
+            p = plain[r.dtype] = [bool(v) for v in xp.signbit(f(x, y))] == want
+        if p:
+            return r
+        tie = (a == b) & (a == 0)
+        if not host or tie.any():       # (most calls have no tie: one pass)
+            s = a + b
+            xp.copyto(r, s if is_max else s * a * b, where=tie)
+        return r
+    return settle
+
+
 def _compare(c):
-    xp, prep = c.xp, c.prep
+    xp, prep, ordered = c.xp, c.prep, c.zero_order
 
     def extremum(f, name):
-        # a number bound (clamp's): torch returns the input on a tie of zeros (clamp(-0.0,
-        # min=0.0) is -0.0, at every size). Which operand a backend's maximum/minimum give on
-        # that tie differs: NumPy's float32/float64 loops the second, its float16 loop the
-        # first (1.26 to 2.x), CuPy's (CUDA's fmax/fmin) the positive/negative zero whatever
-        # the order. ``_order`` finds, once per dtype, the call that keeps the array's zero;
-        # where none does, the zeros are taken back from the array (an extra pass, only for a
-        # bound of zero).
+        # a number bound (clamp's) tying with a zero: torch's cpu kernels return the input
+        # (clamp(-0.0, min=0.0) is -0.0, at every size), its cuda kernels order -0.0 below 0.0
+        # (+0.0 there; ``Backend.signed_zero_order``). Which operand a library's maximum/minimum
+        # gives on that tie differs: NumPy's float32/float64 loops the second, its float16 loop
+        # the first (1.26 to 2.x), CuPy's (CUDA's fmax/fmin) the positive/negative zero
+        # whatever the order. ``_order`` finds, once per dtype, the call that gives the device's
+        # zero; where none does, the zeros are set afterwards (an extra pass, only for a bound
+        # of zero).
         orders: dict = {}
+        is_max = name == "maximum"
+        settle = _ordered_zeros(xp, f, is_max) if ordered else None
+
+        def _want(x_neg, b_neg):
+            """The sign of the result of a tie of zeros (x's sign, the bound's sign)."""
+            if not ordered:
+                return x_neg
+            return (x_neg and b_neg) if is_max else (x_neg or b_neg)
 
         def _order(dt):
             """The probe, once per dtype (the callers look in ``orders`` first)."""
             x = xp.asarray([-0.0, 0.0], dtype=dt)
-            bound = (xp.asarray(0.0, dtype=dt), xp.asarray(-0.0, dtype=dt))
             o = "where"
             for cand in ("second", "first"):
-                if all(xp.all(xp.signbit(f(z, x) if cand == "second" else f(x, z))
-                              == xp.signbit(x)) for z in bound):
+                if all([bool(s) for s in xp.signbit(f(z, x) if cand == "second" else f(x, z))] ==
+                       [_want(True, neg), _want(False, neg)]
+                       for z, neg in ((c.scalar_array(0.0, dt), False),
+                                      (c.scalar_array(-0.0, dt), True))):
                     o = cand
                     break
             orders[dt] = o
@@ -238,7 +276,7 @@ def _compare(c):
             number = b if b.__class__ is float or b.__class__ is int else None
             a, b = prep(a, b)
             if number is not None and a.dtype.kind == "f":
-                b = xp.asarray(b, dtype=a.dtype)
+                b = c.scalar_array(b, a.dtype)
                 o = orders.get(a.dtype) or _order(a.dtype)
                 if o == "second":
                     return f(b, a)
@@ -246,7 +284,15 @@ def _compare(c):
                 # (the Python number: a device array's ``!=`` would read it back per call)
                 if o == "first" or number != 0:
                     return r
-                return xp.where(a == 0, a, r)
+                # a zero bound: the array's zeros stay, or (ordered) become the bound where
+                # the order puts the bound's zero in the result
+                keep = not ordered or is_max == (math.copysign(1.0, number) < 0)
+                return xp.where(a == 0, a if keep else b, r)
+            # two arrays: torch's cpu kernels give either operand on a tie of zeros (its
+            # vectorized blocks ``other``, the scalar tail ``input``): the library's answer;
+            # its cuda kernels order them
+            if settle is not None and a.dtype.kind == "f":
+                return settle(a, b, f(a, b))
             return f(a, b)
         k.__name__ = k.__qualname__ = name
         return k
@@ -289,7 +335,7 @@ def _logic(c):
     def scalar(v, n):
         # a Python int out of an integer dtype's range wraps, as torch (where(m, u8, -1) puts
         # 255), and as the arithmetic ops' numbers do; NumPy 2 refuses asarray(-1, uint8)
-        return xp.astype(xp.asarray(v), n) if v.__class__ is int else xp.asarray(v, dtype=n)
+        return xp.astype(xp.asarray(v), n) if v.__class__ is int else c.scalar_array(v, n)
 
     return dict(logical_and=logical_and, logical_or=logical_or, logical_not=logical_not,
                 where=where)
@@ -316,7 +362,7 @@ def _math2(c):
     and copysign in the default float dtype); hypot and nextafter on floating operands only (a
     TypeError otherwise: the fake rule then raises torch's refusal). float16 operands are computed
     by the float16 loops of NumPy/CuPy, which work in float32 and round once (torch's opmath)."""
-    xp, prep, np_mod = c.xp, c.prep, c.be.np
+    xp, prep, np_mod, ordered = c.xp, c.prep, c.be.np, c.zero_order
 
     def fn(name):
         f = getattr(xp, name, None)
@@ -333,7 +379,7 @@ def _math2(c):
             if a.dtype.kind != "f":
                 raise TypeError(f"{name} of non-floating operands")
             if not hasattr(b, "dtype"):
-                b = xp.asarray(b, dtype=a.dtype)
+                b = c.scalar_array(b, a.dtype)
             return f(a, b)
         k.__name__ = k.__qualname__ = name
         return k
@@ -345,15 +391,21 @@ def _math2(c):
 
     def nan_ignoring(f, name):
         # C's fmax/fmin (torch.fmax): a NaN loses to a number; any dtype (bool included). On a
-        # tie of zeros torch returns the input (float32/float64/float16, every size); NumPy's
-        # fmax/fmin return either zero depending on the loop (size, a NaN elsewhere), so the
-        # tie is settled here
+        # tie of zeros torch's cpu kernels return the input (float32/float64/float16, every
+        # size; bfloat16 is computed swapped, _kernels/lowp), its cuda kernels order -0.0 below
+        # 0.0 (``Backend.signed_zero_order``). NumPy's fmax/fmin return either zero depending
+        # on the loop (size, a NaN elsewhere), so the tie is settled here; a library whose
+        # fmax/fmin already order the zeros (CuPy's, CUDA's) is called as it is
+        # (``_ordered_zeros``)
         host = getattr(xp, "__name__", "") == "numpy"   # any() on a device array would sync
+        settle = _ordered_zeros(xp, f, name == "fmax") if ordered else None
 
         def k(a, b):
             a, b = prep(a, b, False)
             r = f(a, b)
             if r.dtype.kind == "f":
+                if settle is not None:
+                    return settle(a, b, r)
                 tie = a == b
                 if not host or tie.any():       # (most calls have no equal pair: one pass)
                     xp.copyto(r, a, where=tie)  # into the fresh result, no second array

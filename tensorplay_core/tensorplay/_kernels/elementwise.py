@@ -71,9 +71,19 @@ def _reversed(p: Pointwise, name: str) -> Pointwise:
                      float_result=p.float_result, swap=True)
 
 
-# maximum/minimum propagate NaN from either side (torch), unlike C's fmax and Triton's maximum
-_NAN_PICK_TL = "tl.where({0} != {0}, {0}, tl.where({1} != {1}, {1}, tl.where({0} %s {1}, {0}, {1})))"
-_NAN_PICK_C = "(({0} != {0}) ? {0} : (({1} != {1}) ? {1} : (({0} %s {1}) ? {0} : {1})))"
+# maximum/minimum propagate NaN from either side (torch), unlike C's fmax and Triton's maximum.
+# The Triton and CuPy forms serve the cuda device, whose torch kernels order -0.0 below 0.0 on a
+# tie of zeros (maximum(-0.0, 0.0) and maximum(0.0, -0.0) are 0.0; an H100 with torch 2.11,
+# 2026-12-07), whichever operand is the number: of two zeros ``a + b`` is the larger and
+# ``(a + b) * a * b`` the smaller (the product's sign is either's), exact in every dtype. Spelt
+# out rather than left to the hardware's max instruction, so that Triton's interpreter (tests on
+# cpu) computes what the GPU does.
+_NAN_PICK_TL = ("tl.where({0} != {0}, {0}, tl.where({1} != {1}, {1}, tl.where({0} %s {1}, {0}, "
+                "tl.where({0} %s {1}, {1}, tl.where({0} == 0, %s, {0})))))")
+_NAN_PICK_C = ("(({0} != {0}) ? {0} : (({1} != {1}) ? {1} : (({0} %s {1}) ? {0} : "
+               "(({0} %s {1}) ? {1} : (({0} == (T)0) ? (T)(%s) : {0})))))")
+_ZERO_MAX = ">", "<", "{0} + {1}"
+_ZERO_MIN = "<", ">", "({0} + {1}) * {0} * {1}"
 
 
 def _unary_math(name, triton="", **forms) -> Pointwise:
@@ -113,10 +123,10 @@ _TABLE = (
         cupy="{0} * {1}"),
     _div, _reversed(_div, "rdiv"),
     _pow, _reversed(_pow, "rpow"),
-    _op("maximum", "arith", 2, xp="maximum", ufunc="maximum", triton=_NAN_PICK_TL % ">",
-        cupy=_NAN_PICK_C % ">"),
-    _op("minimum", "arith", 2, xp="minimum", ufunc="minimum", triton=_NAN_PICK_TL % "<",
-        cupy=_NAN_PICK_C % "<"),
+    _op("maximum", "arith", 2, xp="maximum", ufunc="maximum", triton=_NAN_PICK_TL % _ZERO_MAX,
+        cupy=_NAN_PICK_C % _ZERO_MAX),
+    _op("minimum", "arith", 2, xp="minimum", ufunc="minimum", triton=_NAN_PICK_TL % _ZERO_MIN,
+        cupy=_NAN_PICK_C % _ZERO_MIN),
     # Triton's unary minus is `0 - x`, which gives +0.0 for -(+0.0) (a -0.0 literal is folded to
     # +0.0 too): the Triton spellings flip the sign bit (_neg_f32/_neg_f64), -0.0 right; a NaN's
     # sign then flips as on cpu, where CUDA C's -x (the cupy spelling) gives the GPU's positive
@@ -149,10 +159,11 @@ _TABLE = (
     _unary_math("sigmoid", ufunc=None, triton="1.0 / (1.0 + tl.exp(-{0}))",
                 steps=(("negative", "x"), ("exp", "x"), ("add", "x", 1), ("divide", 1, "x")),
                 cupy="((T)1 / ((T)1 + exp(-{0})))"),
-    # torch's x < 0 ? 0 : x: NaN passes through, -0.0 stays -0.0 (NumPy's maximum gives its second
-    # operand on a tie, so the zero goes first)
-    _op("relu", "arith", 1, steps=(("maximum", 0, "x"),), triton="tl.where({0} < 0, 0, {0})",
-        cupy="(({0} < (T)0) ? (T)0 : {0})"),
+    # torch's cpu x < 0 ? 0 : x: NaN passes through, -0.0 stays -0.0 (the cpu fuser's steps:
+    # NumPy's maximum gives its second operand on a tie, so the zero goes first); torch's cuda
+    # relu gives 0.0 for -0.0 (the Triton and CuPy forms, which serve cuda: see _NAN_PICK_TL)
+    _op("relu", "arith", 1, steps=(("maximum", 0, "x"),), triton="tl.where({0} <= 0, 0, {0})",
+        cupy="(({0} <= (T)0) ? (T)0 : {0})"),
     # torch's (x > 0) - (x < 0): NaN gives 0. No ufunc: NumPy's sign keeps NaN (the cpu fuser
     # declines sign and the reference kernel runs)
     _op("sign", "arith", 1, xp="sign",
@@ -185,9 +196,10 @@ CUDA_EAGER = frozenset({"add", "sub", "rsub", "mul", "div", "rdiv", "maximum", "
                         "neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh",
                         "sigmoid", "relu"})
 
-# ops whose tensor operand wins a tie of zeros with a number operand (torch's clamp by a number:
-# clamp(-0.0, min=0.0) is -0.0, on cpu and cuda). Their ``triton``/``cupy`` forms give the second
-# operand on a tie (torch's rule for two tensors), so a generated kernel puts the number first.
+# ops whose tensor operand wins a tie of zeros with a number operand on cpu (torch's cpu clamp by
+# a number: clamp(-0.0, min=0.0) is -0.0; its cuda kernels order the zeros, as the ``triton``/
+# ``cupy`` forms do whatever the order). NumPy's maximum/minimum give the second operand on such a
+# tie, so the cpu fuser puts the number first.
 NUMBER_LOSES_TIES = frozenset({"maximum", "minimum"})
 
 # float16 ops whose Python-number operand torch reads at float32 rather than rounding it to

@@ -318,7 +318,7 @@ def _index(c):
     def masked_fill_(x, mask, value):
         if mask.dtype.kind != "b":
             raise TypeError("masked_fill_: mask is not bool")      # the fake rule: torch's words
-        v = xp.asarray(value, dtype=x.dtype) if isinstance(value, (int, float)) else value
+        v = c.scalar_array(value, x.dtype) if isinstance(value, (int, float)) else value
         if 0 in getattr(x, "strides", ()):
             # an expanded x (elements sharing memory): only the True positions are written, as
             # torch's (writing back where(mask, v, x) whole let a False position's old value win)

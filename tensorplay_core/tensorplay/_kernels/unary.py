@@ -93,7 +93,7 @@ def _sign(c):
 
 
 def _composites(c):
-    xp, fl, F16, F32 = c.xp, c.fl, c.F16, c.F32
+    xp, fl, F16, F32, zero_order = c.xp, c.fl, c.F16, c.F32, c.zero_order
     # float16: the steps at float32, the result rounded once (torch's opmath; NumPy's/CuPy's
     # float16 loops round every step's result to float16: 1 / (1 + exp(-x)) in float16 gave
     # torch's sigmoid in 70% of the elements, 1 / sqrt(x) its rsqrt in 77% -- session 55).
@@ -108,9 +108,12 @@ def _composites(c):
     def relu(x):
         if x.dtype.kind == "b":
             raise TypeError("relu of a bool array")   # the fake rule raises torch's refusal
-        # torch's x < 0 ? 0 : x: NaN and -0.0 pass through (maximum gives +0.0 for -0.0 on some
-        # dtypes and libraries). The devices' fast kernels (tensorplay-cpu's, CuPy's one
-        # ElementwiseKernel, the Triton chains) compute the same without a `where`
+        # torch's cpu x < 0 ? 0 : x: NaN and -0.0 pass through (maximum gives +0.0 for -0.0 on
+        # some dtypes and libraries); its cuda kernels (clamp_min(x, 0) with -0.0 ordered below
+        # 0.0, ``Backend.signed_zero_order``) give 0.0 for -0.0. The devices' fast kernels
+        # (tensorplay-cpu's, CuPy's one ElementwiseKernel, the Triton chains) compute the same
+        if zero_order:
+            return xp.where(x <= 0, xp.zeros_like(x), x)
         return xp.where(x < 0, xp.zeros_like(x), x)
 
     def rsqrt(x):
