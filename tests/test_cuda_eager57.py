@@ -9,12 +9,12 @@ instead -- below ``eager.THRESHOLD`` elements its unaligned launch, from there o
 one kept by the large path (``eager._large``) -- computing in float32 and rounding to nearest
 even once, as the reference does.
 
-No GPU needed for the first tests: the kernels are compiled for an sm_90 target and the driver
-call is recorded (``benchmarks/bench_cuda_host.launch_stand_ins``), so a call that ran anything
-but the one launch (the reference kernel's CuPy launches) would raise for want of a driver.
-``@pytest.mark.cuda`` tests check on a GPU that each call is one driver launch of the kept
-call and that its bits are the reference kernel's (``exp``/``tanh``: within one bfloat16 ulp,
-Triton's math beside CuPy's; see ``_TRANSCENDENTAL``).
+No GPU needed here: the kernels are compiled for an sm_90 target and the driver call is
+recorded (``benchmarks/bench_cuda_host.launch_stand_ins``), so a call that ran anything but the
+one launch (the reference kernel's CuPy launches) would raise for want of a driver. On a GPU,
+tests/test_cuda_eager57_gpu.py checks that each call is one driver launch of the kept call and
+that its bits are the reference kernel's (a module of its own: this one's stand-ins stay in
+place while its tests run).
 """
 
 from __future__ import annotations
