@@ -228,3 +228,36 @@ def test_copies_the_kernel_cannot_index_keep_cupys_copy(stubbed):
                 clone(a)
         assert len(launched) == before
         assert clone.strided.keys[(a.shape, a.strides, a.dtype, 0)] is None
+
+
+def test_a_full_reduction_is_one_launch_into_a_fresh_array(stubbed):
+    """``(target * mask).max()``: after the warm-up, one launch of the kept pass into a fresh
+    0-d array of the input's dtype (made through ``fresh``'s route: CuPy's own class, row-major,
+    from the allocator), its address the one packed."""
+    _, launched = stubbed
+    from tensorplay_cuda import reduce
+    gone = []
+
+    class Compiler:             # the pass's compile stand-in: its launch recorded
+        def compile_pass(self, p, i, arrays):
+            def go(values, g0, g1, g2):
+                launched.append(values)
+                gone.append(values)
+            return go
+    be = CUDABackend()
+    be._count = 1
+    be._tp_reduce_compiler = Compiler()
+    k = be.kernels()["amax"]
+    a = cupy.ndarray((96,), np.int64)
+    plans = k.plans
+    for _ in range(reduce.WARMUP_CALLS):        # the reference (CuPy: no driver here) raises
+        with pytest.raises(Exception):         # noqa: B017 - whatever CuPy raises here
+            k(a, [], False)
+    k(a, [], False)                             # compiles
+    for _ in range(3):
+        before = len(launched)
+        r = k(a, [], False)
+        assert len(launched) == before + 1
+        assert r.__class__ is cupy.ndarray and r.shape == () and r.dtype == np.int64
+        assert r._c_contiguous and gone[-1][:2] == (a.data.ptr, r.data.ptr)
+    assert len(plans) == 1
