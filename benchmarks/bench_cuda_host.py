@@ -56,8 +56,16 @@ every one of them is one launch too (the reference kernel's float32 launches nev
 Session 57 added ``tp.tanh(x)`` and ``1.0 - x`` (``rsub``; small arrays in bfloat16 only) to
 the ops.
 
+``--host-code``: the small eager calls of ``bench_cuda_host_code.py`` (the host code around
+real kernel libraries' launches) under the same stand-ins, at its sizes: ``target * mask``
+(int64 * bool), ``target + target``, ``target != -100``, ``x < out``, ``x > 0.0``,
+``mask.float()``, ``q.transpose(1, 2).contiguous()`` and the multiplication and comparison of
+``bool((target * mask).max() < 800)`` (the reduction and the read-back have no stand-in), with
+the driver launches each call makes; a call whose path runs a CuPy kernel (no stand-in: it
+raises) prints ``cupy``. µs per call: the median over the rounds of 5000 calls.
+
 Usage: ``python benchmarks/bench_cuda_host.py [--rounds N] [--launch [--dtype bfloat16] |
---alloc]``. Prints one line of µs figures.
+--alloc | --host-code]``. Prints one line of µs figures.
 ``TENSORPLAY_BENCH_CPU_TIME=1`` times with the process's CPU clock (a machine shared with other
 work then does not add the time spent waiting for a core; for comparisons, as ``_harness``).
 """
@@ -79,7 +87,11 @@ def main(argv=None) -> int:
                     help="on a GPU: the host cost of a result array's allocation (docstring)")
     ap.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"),
                     help="--launch: the ops' dtype (the factories stay float32)")
+    ap.add_argument("--host-code", action="store_true",
+                    help="the host-code calls of bench_cuda_host_code.py (see the docstring)")
     args = ap.parse_args(argv)
+    if args.host_code:
+        return host_code_path(args.rounds)
     if args.launch:
         return launch_path(args.rounds, args.dtype)
     if args.alloc:
@@ -208,7 +220,8 @@ def alloc_costs(rounds: int) -> int:
 
 # NumPy dtype name -> Triton's pointer element type (what the eager kernels take)
 _TRITON_TYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64",
-                 "bool": "i1"}
+                 "bool": "i1", "int8": "i8", "uint8": "u8", "int16": "i16", "int32": "i32",
+                 "int64": "i64"}
 
 
 def launch_stand_ins(setattr, launch_kernel, nbytes):
@@ -264,6 +277,60 @@ def launch_stand_ins(setattr, launch_kernel, nbytes):
                               target=GPUTarget("cuda", 90, 32), options={"num_warps": num_warps})
     setattr(triton_fusion, "_launch_cuda", compile_only)
     return previous
+
+
+def host_code_path(rounds: int) -> int:
+    """``--host-code`` (module docstring)."""
+    import statistics
+    import numpy as np
+    try:
+        import cupy
+    except ImportError as e:
+        print(f"bench_cuda_host: needs CuPy installed ({e})")
+        return 2
+    launched = [0]
+
+    def launch_kernel(f, g0, g1, g2, b0, b1, b2, shared, stream, params, extra):
+        launched[0] += 1
+    launch_stand_ins(setattr, launch_kernel, 1 << 24)
+    from tensorplay_cuda import _cupy_install
+    _cupy_install.setup_problem = lambda: None
+    from tensorplay_cuda import backend as B
+    B.CUDABackend.is_available = lambda self: (setattr(self, "_count", 1) or (True, ""))
+    import tensorplay as tp
+    from tensorplay import _backend
+    be = _backend.get_backend("cuda")
+    dev = tp.device("cuda", 0)
+
+    def new(shape, dt):
+        return be.wrap(cupy.ndarray(shape, np.dtype(dt)), dev)
+    g = dict(q=new((2, 64, 48, 128), np.float32), x=new((96, 800), np.float32),
+             out=new((96, 800), np.float32), t=new((96,), np.int64), m=new((96,), np.bool_),
+             mx=new((), np.int64))
+    stmts = {"target * mask": "t * m", "target + target": "t + t", "target != -100": "t != -100",
+             "x < out": "x < out", "x > 0.0": "x > 0.0", "mask.float()": "m.float()",
+             "q.transpose(1, 2).contiguous()": "q.transpose(1, 2).contiguous()",
+             "q.transpose(1, 2)": "q.transpose(1, 2)", "max() < 800 (0-d int64)": "mx < 800"}
+    timer = time.process_time if os.environ.get("TENSORPLAY_BENCH_CPU_TIME") else time.perf_counter
+    ok, launches = {}, {}
+    for n, st in stmts.items():
+        try:
+            for _ in range(12):                         # past the warm-up, compiled
+                eval(st, g)                             # noqa: S307
+            before = launched[0]
+            eval(st, g)                                 # noqa: S307
+            launches[n] = launched[0] - before
+            ok[n] = st
+        except Exception:  # noqa: BLE001 - a CuPy kernel: no driver here
+            pass
+    out = {n: [] for n in ok}
+    for _ in range(rounds):
+        for n, st in ok.items():
+            out[n].append(timeit.Timer(st, globals=g, timer=timer).timeit(5000) / 5000 * 1e6)
+    print("  ".join(f"{n}: {statistics.median(out[n]):.2f} ({launches[n]} launch)" if n in ok
+                    else f"{n}: cupy" for n in stmts),
+          " (µs per call, median; launches per call)")
+    return 0
 
 
 def launch_path(rounds: int, dtype: str = "float32") -> int:

@@ -285,7 +285,8 @@ class CUDABackend(lowp.Bfloat16Dtypes, ArrayBackend):
                 k = lowp.wrap_kernels(k, self)
             # sum/mean/amax/amin along dims: generated kernels, one driver launch (``reduce``);
             # clone as one memcpy (``clone``)
-            k = _clone.accelerate(_reduce.accelerate(_eager.accelerate(k, self), self), cupy)
+            k = _clone.accelerate(_reduce.accelerate(_eager.accelerate(k, self), self), cupy,
+                                 self)
             # tp::empty / tp::full: with one GPU, allocated in the kernel itself
             own = self._allocation_kernels()
             if own is not None:

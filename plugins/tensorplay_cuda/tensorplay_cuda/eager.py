@@ -304,7 +304,17 @@ def _binary(op, k, backend, uf, swap, big):
     # rounding rule in the kernels above)
     dense_ints = frozenset(backend.np.dtype(n) for n in ("int32", "int64")) \
         if dense is not None and backend.np.__name__ == "cupy" else frozenset()
+    # integer/bool arrays of two dtypes (``mixed``), one shape, row-major: one launch too
+    mixed_dense = _dense_mixed(op, backend, uf) if dense_ints and mixed else None
     cmp_number = backend.np.dtype("float32") if op in _BOOL_RESULT else None
+    # the dtypes whose two same-shape row-major arrays the tests below send to ``dense`` (at any
+    # size: ``dense`` takes the large path itself): int32/int64 and bfloat16, and for a
+    # comparison the floating ones too
+    # (only dtypes `ints` takes: `div` of integers is a float result, the reference kernel's)
+    front_ints = frozenset(d for d in dense_ints if d in ints)
+    front = front_ints | ({bf16} if dense is not None and bf16 is not None else set()) | (
+        {backend.np.dtype(n) for n in ("float16", "float32", "float64")}
+        if dense is not None and op in _BOOL_RESULT else set())
     cmp_dense = dense if op in _BOOL_RESULT else None
 
     # the per-call path: small floating arrays of one dtype (or with a Python scalar) go straight
@@ -348,6 +358,23 @@ def _binary(op, k, backend, uf, swap, big):
     else:
         def kernel(a, b):
             if a.__class__ is nd:
+                if b.__class__ is nd:
+                    # two arrays of one dtype and shape, row-major, that the dense case takes
+                    # (it runs the large path too): first, without the tests below (the
+                    # adapters call this kernel for them, having no inline case)
+                    d = a.dtype
+                    if d is b.dtype and d in front and a._c_contiguous and b._c_contiguous \
+                            and a.shape == b.shape:
+                        return dense(a, b)
+                elif b.__class__ is int:
+                    # an int32/int64 array (a comparison's float32 one too) with a Python int in
+                    # int32's range: the dense case's kernel argument, as the tests below send it
+                    d = a.dtype
+                    if (d in front_ints or d is cmp_number) and -0x80000000 <= b <= 0x7FFFFFFF \
+                            and a._c_contiguous:
+                        return dense(a, b)
+                elif b.__class__ is float and a.dtype is cmp_number and a._c_contiguous:
+                    return dense(a, b)
                 if big and a.size >= THRESHOLD:
                     r = large(a, b)
                     if r is not None:
@@ -387,6 +414,9 @@ def _binary(op, k, backend, uf, swap, big):
                                     return dense(a, b)
                                 return uf(a, b)
                             if b.dtype in mixed and a.ndim and b.ndim:
+                                if mixed_dense is not None and a.shape == b.shape and \
+                                        a._c_contiguous and b._c_contiguous:
+                                    return mixed_dense(a, b)
                                 return uf(a, b)
                         elif bc is int and r[0] <= b <= r[1]:
                             if d in dense_ints and a._c_contiguous:
@@ -409,7 +439,66 @@ def _binary(op, k, backend, uf, swap, big):
             kernel._tp_dense_dtypes = _dense_dtypes(bf16)
     kernel.launch_large = launch_large          # (its launches, for the GPU tests)
     kernel.dense = dense                        # (the same: the dense case's launches)
+    kernel.dense_mixed = mixed_dense            # (the same: two dtypes' launches)
     return kernel
+
+
+def _dense_mixed(op, backend, uf):
+    """``dense(a, b)``: binary ``op`` on two CuPy arrays of *different* integer/bool dtypes
+    (those ``_integer_operands`` takes: torch's promotion is NumPy's there), one shape, each
+    row-major dense, on the current device, fewer than ``THRESHOLD`` elements (the caller
+    checks all that) -> a fresh row-major array of the promoted dtype (``bool`` for a
+    comparison), as ``uf`` (CuPy's ufunc) computes it.
+
+    Why: ``target * mask`` (int64 * bool, the cross entropy's masked targets) ran CuPy's ufunc,
+    whose argument handling and dtype resolution cost more host time than the launch (18.9 µs
+    against torch's 11.2 on an H100 host). Here, after ``WARMUP_CALLS`` calls of a (dtype,
+    dtype, device) key, the op's generated kernel (``triton_fusion``: each operand converted to
+    the promoted dtype in the kernel, then the op in that dtype, as the ufunc does) is launched
+    with one driver call, as ``_dense`` launches one dtype's. A key whose launch is unavailable
+    (another Triton release, a declined dtype, a failure: said once) keeps ``uf``."""
+    nd = backend.np.ndarray
+    getdev = backend.np.cuda.runtime.getDevice
+    one = _one_gpu(backend)
+    dt_of = backend.dtype_of
+    cmp = op in _BOOL_RESULT
+    launches: dict = {}          # (dtype, dtype, device) -> call(a, b, n) | None: the ufunc
+    seen: dict = {}
+
+    def first(key, a, b):
+        n = seen.get(key, 0)
+        if n < WARMUP_CALLS:
+            seen[key] = n + 1
+            return uf(a, b)
+        if _capturing(backend):
+            return uf(a, b)              # nothing compiles inside a capture (see _capturing)
+        launches[key] = None             # (the ufunc from now on, unless launched below)
+        if _FAILED:
+            return uf(a, b)
+        R = _dtype.bool if cmp else _dtype.result_type(dt_of(a), 2, dt_of(b), 2)
+        from .triton_fusion import Unsupported
+        try:
+            out, launch = _chain(op, 2, None, R, backend).dense_launcher([a, b])
+        except Unsupported:
+            return uf(a, b)
+        except Exception as e:  # noqa: BLE001 - any compiler/driver error: said once, then CuPy
+            _failed(e)
+            return uf(a, b)
+        if launch is not None:
+            launches[key] = _call_of(launch, nd, out.dtype, 2, False)
+        return uf(a, b) if out is None else out
+
+    def dense(a, b):
+        n = a.size
+        key = (a.dtype, b.dtype, 0 if one else getdev())
+        call = launches.get(key, first)
+        if call is first:
+            return first(key, a, b) if 0 < n < THRESHOLD else uf(a, b)
+        if call is None or not n or n >= THRESHOLD:
+            return uf(a, b)
+        return call(a, b, n)
+    dense.launches = launches
+    return dense
 
 
 # the integer dtypes whose promotion among themselves and with bool is the same in NumPy (and

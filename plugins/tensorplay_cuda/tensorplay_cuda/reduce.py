@@ -576,7 +576,11 @@ def _cupy_kernel(op, ref, backend):
 
 def _launcher(p, gos, nd, backend, dt):
     """``launch(x address) -> result array`` of dtype ``dt``: the plan's passes, one driver call
-    each (a split first fills a fresh scratch array of partial results)."""
+    each (a split first fills a fresh scratch array of partial results). The arrays are made
+    as ``nd(shape, dtype)`` through ``fresh.new_array_for`` (the same arrays, less host time: a
+    full reduction's ``(t * m).max()`` is a small op whose host time is the bound)."""
+    from .fresh import new_array_for
+    nd = new_array_for(nd)
     shape = p.out_shape
     if len(gos) == 1:
         go = gos[0]
