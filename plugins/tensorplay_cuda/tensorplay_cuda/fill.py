@@ -20,7 +20,9 @@ Nothing here imports CuPy (the caller passes it in).
 The launch is one ``cuLaunchKernel`` (CuPy's ``driver.launchKernel``) with the four parameters
 packed into a per-thread block, not ``RawKernel.__call__``, which converts every argument to a
 CuPy ``CPointer`` first: that call cost ~10 µs of host time per fill on an H200 host (torch's
-whole ``fill_`` ~5 µs).
+whole ``fill_`` ~5 µs). The same launcher (``launch_packed``: the per-thread block, the driver
+call, a thread's first launch through CuPy, the kernels' function addresses per device) serves
+the plugin's other CuPy-compiled kernels (``bcast.copy_broadcast``'s row fill).
 """
 
 from __future__ import annotations
@@ -56,7 +58,9 @@ _THREADS = 256
 _MAX_BLOCKS = 132 * 16          # enough resident blocks for an H200; the loop strides the rest
 _BLOCK_BYTES = 16 * _THREADS    # what one block's threads write per pass, 16 bytes each
 _kernel = []                    # [cupy.RawKernel], compiled on the first non-zero fill
-_functions: dict = {}           # device index -> (its cupy Function, the CUfunction address)
+# the fill kernel's device index -> (its cupy Function, the CUfunction address); other kernels
+# launched by ``launch_packed``: (their name, device index) -> the same pair
+_functions: dict = {}
 _PACK = struct.Struct("=QQQq").pack_into     # p, lo, hi, nbytes: the kernel's parameters
 # filled's allocation through fresh.route's two steps: the CuPy module it applies to, its
 # ndarray class and the two steps (None until bind, or where fresh.route does not apply)
@@ -76,15 +80,18 @@ def bind(cupy) -> None:
         _CUPY = cupy
 
 
+_SLOTS = 8      # 8-byte parameter slots per block: the most any kernel launched here takes
+
+
 class _Params(threading.local):
-    """This thread's parameter block: four 8-byte slots and the array of their addresses that
-    ``cuLaunchKernel`` takes (one per thread: ``launchKernel`` releases the GIL while the
-    driver reads it)."""
+    """This thread's parameter block: ``_SLOTS`` 8-byte slots and the array of their addresses
+    that ``cuLaunchKernel`` takes (one per thread: ``launchKernel`` releases the GIL while the
+    driver reads it; the driver reads as many slots as the kernel has parameters)."""
 
     def __init__(self):
-        buf = ctypes.create_string_buffer(32)
+        buf = ctypes.create_string_buffer(8 * _SLOTS)
         base = ctypes.addressof(buf)
-        slots = (ctypes.c_void_p * 4)(base, base + 8, base + 16, base + 24)
+        slots = (ctypes.c_void_p * _SLOTS)(*range(base, base + 8 * _SLOTS, 8))
         # devices this thread has launched a fill on through CuPy: a new thread has no current
         # CUDA context until a runtime call (CuPy's launch is one) makes the device's primary
         # context current; cuLaunchKernel alone would fail with CUDA_ERROR_INVALID_CONTEXT
@@ -176,16 +183,51 @@ def filled(cupy, shape, value, native):
     return a
 
 
-_launch: list = []
+_launch: list = []                # [the driver's cuLaunchKernel], loaded with the first function
 
 
 def _function(cupy, dev):
     """The fill kernel compiled and loaded for device ``dev`` (the current one)."""
     if not _kernel:
         _kernel.append(cupy.RawKernel(_SOURCE, "tp_fill16"))
-    if not _launch:
-        from cupy_backends.cuda.api.driver import launchKernel
-        _launch.append(launchKernel)
+    _load_launch()
     fn = _kernel[0].kernel            # compiled for the current device, cached by CuPy
     f = _functions[dev] = (fn, fn.ptr)
     return f
+
+
+def _load_launch() -> None:
+    if not _launch:
+        from cupy_backends.cuda.api.driver import launchKernel
+        _launch.append(launchKernel)
+
+
+def function(key, dev, get):
+    """``(cupy Function, CUfunction address)`` of kernel ``key`` (its name) on device ``dev``, the
+    current one: ``get()`` gives the CuPy ``Function`` (compiled and loaded for the current
+    device: ``RawModule.get_function``, ``RawKernel.kernel``) the first time, kept per device
+    after. For ``launch_packed``."""
+    f = _functions.get((key, dev))
+    if f is None:
+        _load_launch()
+        fn = get()
+        f = _functions[key, dev] = (fn, fn.ptr)
+    return f
+
+
+def launch_packed(cupy, f, dev, gx, gy, threads, pack, values, first_args):
+    """Launch CuPy-compiled kernel ``f`` (``function``'s pair) on device ``dev`` (the current
+    one), on its current stream, as ``filled`` launches the fill kernel: grid ``(gx, gy)`` of
+    ``threads``-thread blocks, ``values`` (its parameters, at most ``_SLOTS`` of 8 bytes) packed
+    by ``pack`` (a ``struct.Struct(...).pack_into``) into this thread's parameter block, one
+    ``cuLaunchKernel``. A thread's first launch on ``dev`` goes through CuPy's ``Function`` call
+    with ``first_args()`` (CuPy's argument forms: arrays, NumPy scalars) instead: it makes the
+    device's context current, which a bare driver call does not (see ``_Params``)."""
+    buf, params, _, ready = _PARAMS.block
+    if dev not in ready:
+        f[0]((gx, gy), (threads,), first_args())
+        ready.add(dev)
+        return
+    pack(buf, 0, *values)
+    _launch[0](f[1], gx, gy, 1, threads, 1, 1, 0, cupy.cuda.get_current_stream(dev).ptr,
+               params, 0)

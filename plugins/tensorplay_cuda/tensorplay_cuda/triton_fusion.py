@@ -600,12 +600,18 @@ class TritonChain:
                 plans = self._plans
                 if plans:
                     dev = arrays[0].data.device_id
-                    key = [dev]
-                    for a in arrays:
-                        key += (a.shape, a.strides, a.dtype, a.data.ptr & 15)
-                    p = plans.get(tuple(key))
+                    if len(arrays) == 2:      # (the eager binary ops': the key without a loop)
+                        a, b = arrays
+                        key = (dev, a.shape, a.strides, a.dtype, a.data.ptr & 15,
+                               b.shape, b.strides, b.dtype, b.data.ptr & 15)
+                    else:
+                        key = [dev]
+                        for a in arrays:
+                            key += (a.shape, a.strides, a.dtype, a.data.ptr & 15)
+                        key = tuple(key)
+                    p = plans.get(key)
                     if p is not None and dev == _getdev():
-                        r = p(arrays)
+                        r = p.call(arrays)
                         if r is not None:
                             return r
             with np.cuda.Device(arrays[0].device.id):
@@ -762,7 +768,7 @@ class _Plan:
     differ in that from the recorded call's returns None (the caller takes Triton's launcher,
     which compiles that specialisation if needed)."""
 
-    __slots__ = ("acc", "align", "direct", "fc", "go", "grid", "np", "outs", "tail")
+    __slots__ = ("acc", "align", "call", "direct", "fc", "go", "grid", "np", "outs", "tail")
 
     def __init__(self, direct, np, arrays, outs, args, grid, acc):
         self.direct = direct                 # keeps the loaded module alive
@@ -780,8 +786,13 @@ class _Plan:
         # the arguments after the pointers: fconst, N, flip, then sizes, strides, int constants
         self.tail = (fc.data.ptr, args[k + 1], tuple(args[k + 3:]))
         self.grid = grid
+        # what TritonChain.run calls: the same launch in one generated function (_plan_call)
+        self.call = self._generic if acc is not None else _plan_call(self, len(arrays))
 
     def __call__(self, arrays):
+        return self.call(arrays)
+
+    def _generic(self, arrays):
         np = self.np
         outs = [np.empty(shape, dtype=dt) for shape, dt in self.outs]
         ptrs = [a.data.ptr for a in arrays]
@@ -809,6 +820,59 @@ class _Plan:
         if acc is None:
             return outs
         return [a.astype(acc[2])]
+
+
+def _plan_call(plan, n_in):
+    """``call(arrays)``: ``plan``'s launch (a chain without a reduction) as one generated function
+    -- the inputs' addresses read and tested against the recorded 16-byte alignments, each
+    output allocated by ``fresh.route``'s two steps where they apply (``cupy.ndarray``'s
+    constructor otherwise; ``np.empty``'s array either way) and tested so, the blocks' direction
+    alternated as ``_next_flip`` does (its state), and one ``go`` -- what ``_Plan._generic`` does
+    through lists, a ``zip`` and ``np.empty``. Same arguments, same launch, same None (nothing
+    launched) on another alignment. Why: a broadcast operand (``g.unsqueeze(1).expand(R, C)
+    * exp(x)``, the backward of a log-sum-exp) takes the chain's plan on every call, whose host
+    time is the step's when the GPU work is short (4096x4096 float32 on an H100)."""
+    np = plan.np
+    nd = np.ndarray
+    from .fresh import dtype_arg, route_for
+    fresh = route_for(nd)
+    g = {"GO": plan.go, "FLIPS": _FLIP, "ND": nd, "PLAN": plan}
+    ins = [f"a{i}" for i in range(n_in)]
+    lines = ["def call(arrays):", f"    {', '.join(ins)}{',' if n_in == 1 else ''} = arrays"]
+    ptrs = []
+    for i, al in enumerate(plan.align):
+        if i < n_in:
+            lines.append(f"    p{i} = a{i}.data.ptr")
+        else:
+            k = i - n_in
+            shape, dt = plan.outs[k]
+            g[f"SHAPE{k}"], g[f"DT{k}"] = shape, dt
+            if fresh is not None:
+                g.update(NEW=fresh[0], INIT=fresh[1])
+                g[f"DTA{k}"] = dtype_arg(*fresh, nd, dt)
+                lines += [f"    r{k} = NEW(ND)", f"    INIT(r{k}, SHAPE{k}, DTA{k}, None, None, None)"]
+            else:
+                lines.append(f"    r{k} = ND(SHAPE{k}, DT{k})")
+            lines.append(f"    p{i} = r{k}.data.ptr")
+        lines += [f"    if {'' if al else 'not '}p{i} & 15:", "        return None"]
+        ptrs.append(f"p{i}")
+    fcp, n, rest = plan.tail
+    g.update(FCP=fcp, N=n, REST=rest)
+    grid = int(plan.grid)
+    outs = ", ".join(f"r{k}" for k in range(len(plan.outs)))
+    lines += ["    f = FLIPS[0] = FLIPS[0] ^ 1", "    if f:", f"        f = {grid - 1}",
+              f"    v = ({', '.join(ptrs)}, FCP, N, f) + REST",
+              "    try:", f"        GO(v, {grid}, 1, 1)",
+              "    except Exception:  # noqa: BLE001 - retried once below, else raised",
+              # (as _generic: a thread without a current context gets the device's made current)
+              "        from cupy.cuda import runtime",
+              "        runtime.setDevice(a0.data.device_id)", f"        GO(v, {grid}, 1, 1)",
+              f"    return [{outs}]", ""]
+    source = "\n".join(lines)
+    exec(compile(source, f"<tensorplay chain plan of {getattr(plan.direct, 'function', 0):#x}>", "exec"), g)  # noqa: S102
+    call = g["call"]
+    call.source = source
+    return call
 
 
 def _dense_call(direct, nd, rdt, n_in, consts, fconst, blk, aligned=False):
