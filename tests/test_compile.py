@@ -207,16 +207,16 @@ def test_missing_fake_kernel_names_the_op_and_register_fake():
 
 
 def test_tensor_leaked_out_of_a_capture_is_an_error():
-    kept = []
+    kept = {"in": []}
 
     @tp.compile
     def f(x):
-        kept.append(x)
+        kept["in"].append(x)          # a nested list: not an object the watch stops before
         return x + 1
 
     f(_x(3))
     with pytest.raises(CompileError, match="capture"):
-        kept[0] * 2
+        kept["in"][0] * 2
 
 
 def test_backward_inside_the_compiled_function_is_a_graph_break():

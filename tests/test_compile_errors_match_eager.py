@@ -261,16 +261,16 @@ def test_what_only_compile_can_fail_on_stays_a_compile_error(fn, words):
 
 
 def test_a_leaked_capture_tensor_stays_a_compile_error():
-    kept = []
+    kept = {"in": []}
 
     @tp.compile
     def f(x):
-        kept.append(x)
+        kept["in"].append(x)          # a nested list: not an object the watch stops before
         return x + 1
 
     f(_x())
     with pytest.raises(CompileError, match="capture"):
-        kept[0] * 2
+        kept["in"][0] * 2
 
 
 # ------------------------------------------------------------ the user's own errors: unchanged

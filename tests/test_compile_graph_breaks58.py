@@ -168,22 +168,22 @@ def test_inplace_update_of_an_input_happens_once_per_call():
 
 
 def test_python_side_effects_before_the_break_are_never_doubled():
-    # the capture runs the Python before the break once; running the function eagerly after it
-    # would run that Python again: the call is refused instead, naming the effect and the read
+    # the capture stops before the watched effect (and puts back the dict item it changed):
+    # the call runs the function eagerly, each effect once, as every later call
     log = []
     state = {"n": 0}
 
     def f(x):
-        log.append(1)
         state["n"] += 1
+        log.append(1)
         y = x * 2
         return y + y.sum().item()
 
     c = tp.compile(f)
-    for k in range(1, 3):
-        with pytest.raises(CompileError, match=r"(?s)Tensor\.item\(\).*list\.append"):
-            c(tp.ones(2))
+    for k in range(1, 4):
+        assert c(tp.ones(2)).tolist() == [6.0, 6.0]
         assert len(log) == k and state["n"] == k
+    assert "list.append" in next(iter(c.graph_skips.values()))
 
 
 def test_print_before_the_break_is_never_doubled(capsys):
@@ -191,9 +191,10 @@ def test_print_before_the_break_is_never_doubled(capsys):
         print("step")
         return x * x.sum().item()
 
-    with pytest.raises(CompileError, match="print"):
-        tp.compile(f)(tp.ones(2))
-    assert capsys.readouterr().out.count("step") == 1
+    c = tp.compile(f)
+    for k in range(1, 4):
+        assert c(tp.ones(2)).tolist() == [2.0, 2.0]
+        assert capsys.readouterr().out.count("step") == 1
 
 
 def test_print_after_the_break_prints_once_per_call(capsys):

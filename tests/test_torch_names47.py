@@ -16,10 +16,13 @@ def test_is_compiling_false_in_eager_code():
 
 
 def test_is_compiling_true_only_while_compile_captures():
-    seen = []
+    box = {"seen": []}
+    seen = box["seen"]
 
     def fn(x):
-        seen.append(tp.compiler.is_compiling())
+        # (a list inside a dict: the watch does not stop the capture before appending to it,
+        # the change is found after the capture)
+        box["seen"].append(tp.compiler.is_compiling())
         # fla's pattern: compiled code gets a dense copy, eager code the view as it is
         return (x.contiguous() if tp.compiler.is_compiling() else x) * 2
 
@@ -27,10 +30,10 @@ def test_is_compiling_true_only_while_compile_captures():
     x = tp.arange(6, dtype=tp.float32).reshape(2, 3).t()
     for _ in range(3):
         assert compiled(x).tolist() == (x * 2).tolist()
-    # the capture sees True; ``seen.append`` is a Python side effect a graph cannot replay, so
-    # the later calls run fn eagerly (torch's graph break), where it is False
+    # the capture sees True; the append is a Python side effect a graph cannot replay, so the
+    # later calls run fn eagerly (torch's graph break), where it is False
     assert seen == [True, False, False]
-    assert "list.append" in next(iter(compiled.graph_skips.values()))
+    assert "a Python side effect" in next(iter(compiled.graph_skips.values()))
     assert tp.compiler.is_compiling() is False                        # after the capture
     assert fn(x).tolist() == (x * 2).tolist() and seen[-1] is False   # eager call
 
@@ -47,9 +50,13 @@ def test_is_compiling_is_per_thread():
     t = threading.Thread(target=other)
     t.start()
 
+    # the events are reached through a dict: the watch does not follow them (their waits and
+    # sets would be side effects it stops the capture before)
+    sync = {"events": (gate, done)}
+
     def fn(x):
-        gate.set()
-        done.wait(5)
+        sync["events"][0].set()
+        sync["events"][1].wait(5)
         answers["capturing"] = tp.compiler.is_compiling()
         return x + 1
 

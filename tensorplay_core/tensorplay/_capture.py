@@ -1025,7 +1025,8 @@ def capture(fn, args_template, leaves, *, name="fn", disabled=None, lift=True):
             # the function's own exceptions (and eager's errors, which the capture raises as
             # eager does) leave the grad mode the function set, as eager; what only the capture
             # raises (CompileError, a data-dependent read) leaves the entry mode
-            if not isinstance(e, (CompileError, NeedsEagerRun)) and e is not ctx.data_read:
+            if not isinstance(e, (CompileError, NeedsEagerRun, SideEffectStop)) and \
+                    e is not ctx.data_read:
                 exit_grad = gst.enabled
             raise
         if ctx.data_read is not None:
@@ -1403,6 +1404,14 @@ class NeedsEagerRun(BaseException):
     then runs the function eagerly once (``run_logged``: that is the call's result) and
     captures again with the log. A ``BaseException``: the function's own ``except Exception``
     must not take it for one of its errors."""
+
+
+class SideEffectStop(BaseException):
+    """Raised by ``compile``'s watch where the function being captured is about to perform a
+    Python side effect a graph cannot replay (``print``, ``log.append`` on an outside list, a
+    global store...): raised before the effect runs, so that the call can run the function
+    eagerly and perform each effect once. A ``BaseException``: the function's own
+    ``except Exception`` must not take it for one of its errors."""
 
 
 def _fn_name(wrapper) -> str:

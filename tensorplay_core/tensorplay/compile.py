@@ -66,8 +66,10 @@ eagerly, that call and every later one, until ``reset()`` (``graph_skips`` says 
 ``fullgraph=True`` raises the ``GraphBreak``, naming the construct). A function whose capture
 meets what a graph cannot replay
 (Python side effects, values drawn from outside state: see ``compile``'s docstring, "Python
-side effects") runs eagerly as a whole from its next call on (``graph_skips`` says why;
-``fullgraph=True`` raises ``CompileError`` instead). Any other error a capture meets is the one
+side effects") runs eagerly as a whole too (``graph_skips`` says why; ``fullgraph=True``
+raises ``CompileError`` instead): the capture stops before an effect it sees runs, and puts
+back the Python state it changed before a break, so each effect happens once per call, in
+order, the capturing call included. Any other error a capture meets is the one
 the same code raises eagerly (see ``compile``'s docstring). A function decorated with
 ``tensorplay.compiler.disable`` (torch's graph-break decorator) is one opaque node run eagerly on
 every call, the ops around it staying in the graph; its outputs' metadata is learnt from one
@@ -234,18 +236,30 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
     ``dict.update``... on a global, closure, ``self`` attribute or argument, any attribute store
     outside an ``__init__``: ``self.calls += 1``, a ``global``/``nonlocal`` assignment),
     ``print``, and values from state no guard can follow (``random``, ``numpy.random``,
-    ``time``, ``secrets``). When it finds one, the capturing call returns the graph's result
-    (its Python ran once, with the values of now: correct for this call) and from the next call
-    on the function runs eagerly as a whole (torch's graph break; ``graph_skips`` holds the
-    reason under the call's ``(sizes, strides)``) until ``reset()``; ``fullgraph=True`` raises
-    ``CompileError`` instead. Functions without such state pay nothing per call. Not seen:
-    item stores (``d[k] = v``) into containers the guards do not hold (deeper than the sources
-    above, or larger than their limits), and effects inside C extensions other than the
-    calls named -- in particular NumPy's ``np.random.rand()``/``Generator`` methods (Cython
-    functions, invisible to ``sys.setprofile``), ``next()`` on an iterator, ``write`` on a file
-    or ``sys.stdout``, and ``warnings.warn``: such a value or effect happens once, at the
-    capture. Draw random numbers with tensorplay's ops (``tensorplay.rand``...), or call such
-    code outside the compiled function.
+    ``time``, ``secrets``), ``write``/``writelines`` on a file or stream (``sys.stdout``),
+    ``warnings.warn`` and ``next()`` (on any iterator: its argument is not seen). The watch
+    sees these before they run: the capture stops there (the effect not performed), the call
+    runs ``fn`` eagerly -- its result is eager's, each effect happens once, in order -- and so
+    does every later call (torch's graph break; ``graph_skips`` holds the reason under the
+    call's ``(sizes, strides)``) until ``reset()``; ``fullgraph=True`` raises ``CompileError``
+    naming the effect instead, the effect not performed. Effects in a ``finally`` block or a
+    context manager's ``__exit__`` that the stop unwinds are stopped too where they are calls
+    named above. Item stores (``state["n"] += 1``, ``d[k] = v``) and in-place operators
+    (``K += [1]``) on the guarded values, and draws from NumPy's global generator (in a
+    function that reads ``np``, ``numpy.random`` or one of its functions) or from a NumPy
+    generator the function reads (``np.random.rand()``, ``rng.random()``: Cython functions,
+    invisible to ``sys.setprofile``) are found after they ran: before a graph break (see
+    below) the capture puts them back (the guarded lists, dicts, sets and NumPy arrays, up to
+    their snapshot limits, and the generators' states) and the call runs eagerly; without a
+    break the capturing call returns the graph's result (its Python ran once, with the values
+    of now: correct for this call) and the function runs eagerly from its next call on.
+    Functions without such state pay nothing per call. Not seen: item stores into containers
+    the guards do not hold (deeper than the sources above, or larger than their limits) and
+    effects inside other C extensions (``random.Random`` objects of the user's are seen;
+    other generators are not): such an effect happens at the capture too (before a break:
+    twice on that call), and a value drawn that way is baked into the graph. Draw random
+    numbers with tensorplay's ops (``tensorplay.rand``...), or call such code outside the
+    compiled function.
 
     Graph breaks. Python that needs a captured tensor's values -- ``bool(tensor)`` (an
     ``if``/``while``/``assert``/``and``/``or``/``not`` on a tensor, a comparison used as a
@@ -260,14 +274,12 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
     strides)``. With ``fullgraph=True`` the call raises the ``GraphBreak``
     (``DataDependentGraphBreak``, also a ``DispatchError``, for a value read), naming the
     construct and how to keep it in the graph. Code the capture does not reach (a branch not
-    taken for the captured arguments) breaks nothing. Unlike torch, which runs the Python before
-    the break once as part of a graph, the capture has already run it once when it stops: when
-    that Python did something eager execution would do again (a side effect the watch below
-    sees, such as ``print`` or ``log.append``, or a change of a guarded value), the call raises
-    ``CompileError`` naming both instead of doubling it (move the side effect after the tensor
-    read, or out of the function); side effects after the break run once per call, eagerly.
-    Effects the watch cannot see (listed under "Python side effects") that come before the break
-    run twice on that first call.
+    taken for the captured arguments) breaks nothing. Python before the break runs once per
+    call, as with torch (which runs it as part of a graph): a side effect the watch sees
+    (``print``, ``log.append``: "Python side effects" above) stops the capture before it, and a
+    guarded value or NumPy generator state the capture changed is put back before ``fn`` runs
+    eagerly. Effects the watch cannot see (listed above) that come before the break run twice
+    on that first call.
 
     Autograd state. Inside ``fn``, ``t.requires_grad``, ``t.is_leaf``, ``t.grad_fn is None`` and
     ``bool(t.grad_fn)`` answer as eager code does for the same inputs and grad mode (also for
@@ -283,8 +295,9 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
     gradients are eager's), and a mode ``fn`` leaves set
     (``tensorplay.set_grad_enabled(False)`` called as a function) stays set after every call
     (cache hits and ``"reduce-overhead"`` replays too), as with ``torch.compile``; when ``fn``
-    raises, the mode is the one it had set, as eager (a capture refused with ``CompileError``
-    or for a graph break restores the caller's before ``fn`` runs eagerly).
+    raises, the mode is the one it had set, as eager (a capture refused with ``CompileError``,
+    stopped before a side effect or for a graph break restores the caller's before ``fn`` runs
+    eagerly).
 
     Errors (at call time). While ``fn`` is captured, code that fails eagerly fails with eager's
     exception type and message, so ``except TypeError`` (or ``RuntimeError``...) around it keeps
@@ -640,46 +653,55 @@ class CompiledFunction(Generic[_P, _R]):
         alone = self._self_contained
         sources = [] if alone else _value_sources(self.fn, spec, roots)
         before = [_snapshot(_read(s)) for s in sources]
+        # the watch stops the capture before a side effect it sees runs (``_Watch.note``); what
+        # it cannot see before (``d[k] = v``, ``K += [1]`` on a guarded value, NumPy's random
+        # state) is put back from ``saved`` when the capture does not become the call's graph
         watch = contextlib.nullcontext() if alone else _Watch(_watched_ids(sources, roots))
+        saved = None if alone else _RestorePoint(sources, roots)
         seen_before = before     # what the capture itself may not change (_changed_sources)
+        first = None
         try:
-            with watch:
-                graph = _capture.capture(self.fn, rebuild, leaves, name=name, lift=not alone)
-            first = None
-        except _capture.NeedsEagerRun:
-            # fn calls a tensorplay.compiler.disable'd function: its outputs exist only when it
-            # runs. This call runs fn eagerly (its result is this call's: every disabled call,
-            # and every other effect, happens once), logging what each disabled call returned,
-            # then fn is captured again with the disabled calls as nodes of those outputs
-            args, kwargs = rebuild(list(leaves))
-            out, log = _capture.run_logged(self.fn, args, kwargs)
-            # (the disabled calls' own effects, which run on every call, are not the capture's)
-            seen_before = [_snapshot(_read(s)) for s in sources]
             try:
                 with watch:
                     graph = _capture.capture(self.fn, rebuild, leaves, name=name,
+                                             lift=not alone)
+            except _capture.NeedsEagerRun:
+                # fn calls a tensorplay.compiler.disable'd function: its outputs exist only when
+                # it runs. This call runs fn eagerly (its result is this call's: every disabled
+                # call, and every other effect, happens once), logging what each disabled call
+                # returned, then fn is captured again with the disabled calls as nodes of those
+                # outputs
+                args, kwargs = rebuild(list(leaves))
+                out, log = _capture.run_logged(self.fn, args, kwargs)
+                first = (out,)
+                # (the disabled calls' own effects, which run on every call, are not the
+                # capture's; what the capture changes from here is put back)
+                seen_before = [_snapshot(_read(s)) for s in sources]
+                saved = None if alone else _RestorePoint(sources, roots)
+                with watch:
+                    graph = _capture.capture(self.fn, rebuild, leaves, name=name,
                                              disabled=log, lift=not alone)
-            except GraphBreak as e:
-                e.sig, e.result = sig, (out,)     # this call's result is the eager run's
+        except BaseException as e:
+            stopped = None if alone else watch.stopped
+            if stopped is None and not isinstance(e, GraphBreak):
                 raise
-            first = (out,)
-        except GraphBreak as e:
-            # the capture stopped at what a graph cannot hold (data-dependent Python,
-            # backward()...): ``__call__`` runs fn eagerly for this call and the next ones. The
-            # Python before that point ran once already; when it did something the eager run
-            # would do again (a side effect the watch saw, a guarded value changed), that run
-            # would double it: refused, naming both (with fullgraph=True: the break itself)
+            # the capture stopped before a side effect (``_Watch``: whatever fn did with the
+            # stop, a ``finally`` or an ``except BaseException``, is the stop's), or at what a
+            # graph cannot hold (data-dependent Python, backward()...): ``__call__`` runs fn
+            # eagerly for this call and the next ones. The Python before that point ran once
+            # already; what it changed that the eager run would change again is put back first
+            if saved is not None:
+                saved.restore()
+            if stopped is not None:
+                raise self._stopped(stopped, sig, first) from None
             e.sig = sig
-            done = [] if alone else watch.reasons + _changed_sources(sources, seen_before)
-            if done and not self.fullgraph:
-                raise CompileError(
-                    f"tensorplay.compile({getattr(self.fn, '__qualname__', self.fn)}): the "
-                    f"function has a graph break ({e}) after Python side effects a graph cannot "
-                    f"replay ({'; '.join(done)}). A graph break runs the function eagerly, which "
-                    f"would repeat those effects for this call. Move the side effects after the "
-                    f"tensor read (or out of the compiled function), or remove the graph break "
-                    f"as its message says.") from e
+            if first is not None:
+                e.result = first     # this call's result is the eager run's
             raise
+        if not alone and watch.stopped is not None:
+            # fn took the stop (a bare ``except:``) and went on: the graph is not this call's
+            saved.restore()
+            raise self._stopped(watch.stopped, sig, first)
         self.captures += 1
         if len(graph.nodes) > 1:     # a chain is 2 nodes or more (graph.groups stays [])
             _fusion.plan(graph)
@@ -687,12 +709,32 @@ class CompiledFunction(Generic[_P, _R]):
         exact = sig if (graph.size_dependent or self.dynamic is False) else None
         entry = _Entry(graph, exact, _tensor_refs(sources, roots, graph),
                        _value_guard(sources, before, graph))
-        reasons = ([] if alone else watch.reasons) + _changed_sources(sources, seen_before)
+        reasons = [] if alone else watch.reasons + _changed_sources(sources, seen_before) + \
+            saved.drawn()
         if reasons:
             entry.eager = "; ".join(reasons)
         if first is not None:
             entry.hand_first(first[0], leaves)
         return entry
+
+
+    def _stopped(self, why: str, sig, first) -> CompileError:
+        """The error ending a capture stopped before the side effect ``why``: with
+        ``fullgraph=True`` a ``CompileError`` for the caller; otherwise a ``GraphBreak`` for
+        ``__call__``, which runs ``fn`` eagerly (or returns ``first``, this call's eager run)."""
+        self.captures += 1          # (the capture ran up to the effect)
+        if self.fullgraph:
+            return CompileError(
+                f"tensorplay.compile({getattr(self.fn, '__qualname__', self.fn)}, "
+                f"fullgraph=True): the function has Python state a graph cannot replay: {why}. "
+                f"Move it out of the compiled function, or drop fullgraph=True to run the "
+                f"function eagerly (this call performed nothing: the capture stopped before "
+                f"it).")
+        e = GraphBreak(why)
+        e.sig = sig
+        if first is not None:
+            e.result = first
+        return e
 
 
 class _EagerFunction(CompiledFunction):
@@ -1499,9 +1541,14 @@ _MappingProxy = type(type.__dict__)
 # function called and its ``__self__``) and ``sys.settrace`` with ``f_trace_opcodes`` in the
 # user's frames (``STORE_GLOBAL``, ``STORE_DEREF`` of a free variable, ``STORE_ATTR``/
 # ``DELETE_ATTR`` outside ``__init__``), and ``_changed_sources`` compares the values the guards
-# read before and after the capture. Any finding makes the function run eagerly from its next
-# call on (torch's graph break, for the whole function): correct results, eager speed, the
-# reason kept in ``CompiledFunction.graph_skips``. The calling thread's own tracer/profiler
+# read before and after the capture. Both events come before the effect runs: ``_Watch.note``
+# raises ``_capture.SideEffectStop`` there, so the effect is not performed, and the call runs
+# the function eagerly (each effect once, in order). What is only found afterwards (an item
+# store into a guarded dict, a NumPy draw) is put back by ``_RestorePoint`` when the capture
+# ends in a graph break, and otherwise makes the function run eagerly from its next call on
+# (its Python ran once, for this call's graph). Either way the function runs eagerly from then
+# on (torch's graph break, for the whole function): correct results, eager speed, the reason
+# kept in ``CompiledFunction.graph_skips``. The calling thread's own tracer/profiler
 # (coverage, a debugger) is chained, not replaced. Functions without findings pay nothing per
 # call; the watch costs capture time only.
 
@@ -1516,6 +1563,7 @@ _MUTATORS = frozenset(("append", "extend", "insert", "pop", "remove", "clear", "
                        "__setitem__", "__delitem__", "__iadd__", "appendleft", "extendleft",
                        "popleft", "rotate", "difference_update", "intersection_update",
                        "symmetric_difference_update", "fill", "itemset", "resize"))
+_WRITES = frozenset(("write", "writelines", "truncate"))      # on an ``_io`` file or stream
 _ENTROPY_MODULES = frozenset(("time", "_random", "random", "_secrets", "secrets", "uuid"))
 _OPCODES = frozenset(("STORE_GLOBAL", "DELETE_GLOBAL", "STORE_DEREF", "DELETE_DEREF",
                       "STORE_ATTR", "DELETE_ATTR"))
@@ -1564,12 +1612,35 @@ class _Watch:
             _STDLIB_DIRS = _stdlib_dirs()
         self.watched = watched
         self.reasons: list = []
+        self.stopped: str | None = None   # the effect the capture stopped before
         self.codes: dict = {}        # code -> (stores {offset: reason}, call offsets) or None
         self.own: dict = {}          # code -> True for tensorplay's own frames
 
     def note(self, why: str) -> None:
+        """Stop the capture before the effect ``why`` runs. Called from the profile (``c_call``:
+        before the C function runs; an exception there skips the call) or the opcode trace
+        (before the store instruction runs; an exception there is raised by that instruction),
+        so the effect has not happened: the call then runs the function eagerly, which performs
+        it once. CPython drops the tracer or profiler that raised (``__exit__`` puts the
+        caller's back); the profiler, on until then, stops the C calls named in ``_profile`` that
+        the unwinding runs (a ``print`` in a ``finally`` block), not stores (a second stop drops
+        it too)."""
+        if _dispatch._state.mode == "meta":
+            # an op's fake kernel (or a custom op's body run as its fake) is running: its
+            # effects are not the function's (a body runs again on every call of the graph,
+            # as eagerly; a fake kernel runs only while capturing)
+            return
         if why not in self.reasons:
             self.reasons.append(why)
+        if self.stopped is None:
+            self.stopped = why
+            if not self._keep[1] and not self._on:
+                # raised from the tracer, which CPython then drops: the profiler stays on while
+                # the stop unwinds the function, so that an effect in a ``finally`` block or a
+                # context manager's ``__exit__`` is stopped too (not performed twice)
+                self._on = True
+                self._sys.setprofile(self._profile)
+        raise _capture.SideEffectStop(why)
 
     def __enter__(self):
         import gc
@@ -1604,8 +1675,8 @@ class _Watch:
         return False
 
     def _profiling(self, on: bool) -> None:
-        if _PROFILE_ALWAYS:
-            return                  # (on for the whole capture: see _PROFILE_ALWAYS)
+        if _PROFILE_ALWAYS or self.stopped is not None:
+            return                  # (on for the whole capture: see _PROFILE_ALWAYS; note)
         if on is not self._on and self._saved[1] is None:
             self._on = on
             self._sys.setprofile(self._profile if on else None)
@@ -1624,13 +1695,22 @@ class _Watch:
             return
         if event != "c_call":
             return
-        if _PROFILE_ALWAYS:
-            # every C call of the capture reaches here: only the user's own calls count
-            own = self.own.get(frame.f_code)
+        if _PROFILE_ALWAYS or self._prev[1] is not None or self.stopped is not None:
+            # every C call of the capture reaches here (the profiler is on throughout, or a
+            # chained one keeps it on, or the capture is unwinding from a stop): only the
+            # user's own calls count
+            code = frame.f_code
+            own = self.own.get(code)
             if own is None:
-                own = self.own[frame.f_code] = _own_frame(frame) or \
-                    (frame.f_code.co_filename or "").startswith("<tensorplay")
-            if own or self.codes.get(frame.f_code, False) is None:
+                own = self.own[code] = _own_frame(frame) or \
+                    (code.co_filename or "").startswith("<tensorplay")
+            if own:
+                return
+            table = self.codes.get(code, False)
+            if table is False and self.stopped is not None:
+                # a frame the tracer did not see (it is off once a stop was raised from it)
+                table = self.codes[code] = self._table(code)
+            if table is None:
                 return
         name = getattr(arg, "__name__", None)
         owner = getattr(arg, "__self__", None)
@@ -1645,6 +1725,13 @@ class _Watch:
         elif name in _MUTATORS and owner is not None and id(owner) in self.watched:
             self.note(f"calls {type(owner).__name__}.{name} on an object that exists outside "
                       f"the call (a Python side effect)")
+        elif name in _WRITES and owner is not None and owner.__class__.__module__ == "_io":
+            self.note(f"calls {type(owner).__name__}.{name} (output happens once per call "
+                      f"eagerly)")
+        elif mod == "_warnings" or (mod == "builtins" and name == "next"):
+            # a warning is output (or registered); next() advances an iterator that may exist
+            # outside the call (its argument is not known here)
+            self.note(f"calls {name}() (a Python side effect)")
 
     def _trace(self, frame, event, arg):
         prev = self._prev[0]
@@ -1719,6 +1806,117 @@ def _watched_ids(sources, roots) -> set:
         if s[0] != "c":
             ids.add(id(s[1]))
     return ids
+
+
+class _RestorePoint:
+    """The Python state a capture may change without the watch seeing it before it happens
+    (``_Watch`` stops the capture before the effects it sees), taken before the capture:
+    the bindings of the guard sources, the contents of the lists, dicts, sets and NumPy arrays
+    they hold (nested, up to ``_FREEZE_BUDGET`` objects per source), and the state of NumPy's
+    global random generator and of the NumPy generators the sources and roots hold.
+    ``restore()`` puts them back where a capture does not become the call's graph (a graph
+    break, a stop): the call then runs the function eagerly, which changes them once.
+    ``drawn()`` names the generators a completed capture drew from (values the graph would
+    bake in). Capture time only."""
+
+    def __init__(self, sources, roots):
+        self.bindings = [(s, _read(s)) for s in sources]
+        self.contents: list = []        # (object, copy of its contents)
+        seen: set = set()
+        for _, v in self.bindings:
+            self._save(v, seen, [_FREEZE_BUDGET])
+        self.rngs: list = []            # (name, generator, state)
+        np = __import__("sys").modules.get("numpy")
+        if np is not None:
+            rs = getattr(getattr(np.random, "mtrand", None), "_rand", None)
+            values = [v for _, v in self.bindings]
+            # the global generator's state (a 2.5 KiB copy, ~30 us) only for functions that
+            # read numpy, numpy.random or one of its functions (``from numpy.random import rand``)
+            if rs is not None and any(v is np or v is np.random or
+                                      getattr(v, "__self__", None) is rs for v in values):
+                self.rngs.append(("numpy.random", rs, rs.get_state()))
+            for v in values + list(roots):
+                mod = getattr(v.__class__, "__module__", "") or ""
+                if mod.startswith("numpy.random") and v is not rs and \
+                        all(v is not r[1] for r in self.rngs):
+                    state = _rng_state(v)
+                    if state is not None:
+                        self.rngs.append((f"a {v.__class__.__name__}", v, state))
+
+    def _save(self, v, seen, budget) -> None:
+        t = v.__class__
+        if t is list or t is dict or t is set:
+            if id(v) in seen or budget[0] <= 0:
+                return
+            seen.add(id(v))
+            budget[0] -= 1
+            self.contents.append((v, v.copy()))
+            for x in (v.values() if t is dict else v):
+                self._save(x, seen, budget)
+        elif t is tuple:
+            for x in v:
+                self._save(x, seen, budget)
+        elif _ndarray(v) and v.size <= _FLAT_MAX and id(v) not in seen:
+            seen.add(id(v))
+            self.contents.append((v, v.copy()))
+
+    def restore(self) -> None:
+        for s, v in self.bindings:
+            if _read(s) is v:
+                continue
+            kind, container, name = s[:3]
+            if kind == "c":
+                if v is _MISSING:
+                    del container.cell_contents
+                else:
+                    container.cell_contents = v
+            elif isinstance(container, dict):       # a mappingproxy (a class) is not written
+                if v is _MISSING:
+                    container.pop(name, None)
+                else:
+                    container[name] = v
+        for obj, copy in self.contents:
+            t = obj.__class__
+            if t is list:
+                obj[:] = copy
+            elif t is dict or t is set:
+                obj.clear()
+                obj.update(copy)
+            elif obj.shape == copy.shape and obj.tobytes() != copy.tobytes():
+                obj[...] = copy
+        for _, g, state in self.rngs:
+            if _rng_state(g) is not None:
+                _set_rng_state(g, state)
+
+    def drawn(self) -> list:
+        return [f"draws from {name} (a value from outside state the guards cannot see)"
+                for name, g, state in self.rngs if not _same_rng_state(_rng_state(g), state)]
+
+
+def _rng_state(g):
+    """The state of a NumPy ``RandomState`` or ``Generator`` (a copy), None for other objects."""
+    if hasattr(g, "get_state"):
+        return g.get_state()
+    bg = getattr(g, "bit_generator", None)
+    return bg.state if bg is not None else None
+
+
+def _set_rng_state(g, state) -> None:
+    if hasattr(g, "set_state"):
+        g.set_state(state)
+    else:
+        g.bit_generator.state = state
+
+
+def _same_rng_state(a, b) -> bool:
+    """Equal generator states (tuples or dicts holding NumPy arrays, compared by value)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_rng_state(a[k], b[k]) for k in a)
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_same_rng_state(x, y) for x, y in zip(a, b))
+    if _ndarray(a) or _ndarray(b):
+        return _ndarray(a) and _ndarray(b) and a.shape == b.shape and bool((a == b).all())
+    return a.__class__ is b.__class__ and a == b
 
 
 def _changed_sources(sources, before) -> list:
