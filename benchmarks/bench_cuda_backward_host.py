@@ -35,10 +35,14 @@ GRAPHS = {"sum_mean": lambda x: x.sum(1).mean(),
           "lse_mean": lambda x: x.exp().sum(1).log().mean()}
 
 
-def setup(setattr_=setattr, n=N):
+def setup(setattr_=setattr, n=N, handles=None):
     """Install the stand-ins (module docstring) with ``setattr_`` and return
     ``(backend, x, launched, stubbed)``: the cuda backend, ``x`` (n x n float32, requiring grad),
-    the recorded driver launches ``(function, grid, block)`` and stubbed CuPy calls."""
+    the recorded driver launches ``(function, grid, block)`` and stubbed CuPy calls. The backend
+    is a fresh ``CUDABackend`` made the ``cuda`` device's with ``tensorplay.backends.register``
+    (a machine without a GPU has none loaded); its handle is appended to ``handles`` when given,
+    whose ``destroy()`` forgets it again (a test's teardown: otherwise every later test of the
+    process would find a ``cuda`` device)."""
     import numpy as np
     import cupy
     import bench_cuda_host
@@ -68,8 +72,6 @@ def setup(setattr_=setattr, n=N):
     from tensorplay_cuda import _cupy_install, bcast, fill
     from tensorplay_cuda import backend as B
     setattr_(_cupy_install, "setup_problem", lambda: None)
-    setattr_(B.CUDABackend, "is_available",
-             lambda self: (setattr(self, "_count", 1) or (True, "")))
     setattr_(fill, "_launch", [launch_kernel])
     functions = {0: (None, 0x1000)}
     if hasattr(fill, "launch_packed"):
@@ -101,8 +103,11 @@ def setup(setattr_=setattr, n=N):
         return k
     setattr_(B.CUDABackend, "kernels", with_forward_stubs)
     import tensorplay as tp
-    from tensorplay import _backend
-    be = _backend.get_backend("cuda")
+    be = B.CUDABackend()
+    be._count = 1                                    # (one GPU, asked of no driver)
+    handle = tp.backends.register(be)
+    if handles is not None:
+        handles.append(handle)
     x = be.wrap(cupy.ndarray((n, n), np.float32), tp.device("cuda", 0)).requires_grad_()
     for f in GRAPHS.values():                        # compiles the chains, keeps their plans
         for _ in range(12):

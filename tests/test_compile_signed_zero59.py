@@ -52,3 +52,16 @@ def test_equal_nonzero_numbers_and_same_signed_zeros_share_a_graph():
     f(x, -0.0)
     f(x, float("-0.0"))
     assert f.cache_size == n == 2
+
+
+@pytest.mark.parametrize("kind", ["float64", "float32"])
+def test_numpy_float_zeros_are_told_apart(kind):
+    # NumPy's scalars reach the full lookup's key (np.float64 is a float subclass, np.float32
+    # a number of its own); their zeros hash alike too (a fresh user, session 59)
+    np = pytest.importorskip("numpy")
+    import math
+    make = getattr(np, kind)
+    f = tp.compile(lambda t, s: t * math.copysign(1.0, s))
+    x = tp.tensor([1.0, 2.0])
+    for v in (0.0, -0.0, 0.0, -0.0):
+        assert f(x, make(v)).tolist() == [math.copysign(1.0, v), math.copysign(2.0, v)], v

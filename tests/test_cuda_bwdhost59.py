@@ -170,21 +170,28 @@ def test_a_threads_first_row_fill_goes_through_cupy_then_packed(packed, monkeypa
 
 @pytest.fixture(scope="module")
 def backward():
-    """``bench_cuda_backward_host.setup``'s stand-ins (module scope; undone after)."""
+    """``bench_cuda_backward_host.setup``'s stand-ins (module scope; undone after, the backend
+    it registers for the ``cuda`` device forgotten). Not on a machine with a GPU: its real
+    backend is loaded there, and the stand-ins would stand in for its launches."""
+    if CUDA_OK:
+        pytest.skip("a GPU is present: the stand-ins are for machines without one")
     pytest.importorskip("triton", reason="triton is not installed")
     pytest.importorskip("tensorplay_triton", reason="tensorplay-triton is not installed")
     mp = pytest.MonkeyPatch()
     mp.syspath_prepend(str(BENCH))
     import bench_cuda_backward_host as H
     previous = cupy.cuda.get_allocator()
+    handles = []
     try:
         try:
-            yield H.setup(mp.setattr, n=2048)     # (eager.THRESHOLD elements)
+            yield H.setup(mp.setattr, n=2048, handles=handles)   # (eager.THRESHOLD elements)
         except Exception as e:  # noqa: BLE001 - only a missing ptxas is a reason to skip
             if "ptxas" in str(e):
                 pytest.skip(f"Triton cannot compile here: {e}")
             raise
     finally:
+        for h in handles:
+            h.destroy()
         cupy.cuda.set_allocator(previous)
         mp.undo()
 

@@ -89,6 +89,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import numbers as _numbers
 import threading
 from typing import Any, Callable, Generic, ParamSpec, TypeVar, overload
 
@@ -237,7 +238,8 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
     outside an ``__init__``: ``self.calls += 1``, a ``global``/``nonlocal`` assignment),
     ``print``, and values from state no guard can follow (``random``, ``numpy.random``,
     ``time``, ``secrets``), ``write``/``writelines`` on a file or stream (``sys.stdout``),
-    ``warnings.warn`` and ``next()`` (on any iterator: its argument is not seen). The watch
+    ``warnings.warn`` and ``next()`` (on any iterator: its argument is not seen; also spelt
+    ``it.__next__()``, ``gen.send(v)``, ``gen.throw(e)``). The watch
     sees these before they run: the capture stops there (the effect not performed), the call
     runs ``fn`` eagerly -- its result is eager's, each effect happens once, in order -- and so
     does every later call (torch's graph break; ``graph_skips`` holds the reason under the
@@ -253,6 +255,10 @@ def compile(fn: Callable[_P, _R] | None = None, *, dynamic: bool | None = None,
     their snapshot limits, and the generators' states) and the call runs eagerly; without a
     break the capturing call returns the graph's result (its Python ran once, with the values
     of now: correct for this call) and the function runs eagerly from its next call on.
+    A list or dict argument reaches the capture as a copy rebuilt around its tensors: an item
+    the function adds, removes or replaces in one (``lst.append(1)``, ``d["n"] += 1``) is found
+    after the capture, and the call runs eagerly on the caller's containers (the effect once),
+    as every later call does (``fullgraph=True``: ``CompileError``, nothing changed).
     Functions without such state pay nothing per call. Not seen: item stores into containers
     the guards do not hold (deeper than the sources above, or larger than their limits) and
     effects inside other C extensions (``random.Random`` objects of the user's are seen;
@@ -643,10 +649,14 @@ class CompiledFunction(Generic[_P, _R]):
     def _capture(self, spec, leaves, sig):
         name = getattr(self.fn, "__name__", None) or type(self.fn).__name__
 
+        given: list = []         # (ctensors, (args, kwargs)) the capture handed fn
+
         def rebuild(ctensors):
             if spec[0] == "fast":
                 return tuple(ctensors), {}
-            return _pytree.tree_unflatten(spec, ctensors)
+            built = _pytree.tree_unflatten(spec, ctensors)
+            given[:] = [(list(ctensors), built)]
+            return built
 
         # the Python values fn reads (globals, closure cells, attributes), before the capture
         roots: list = []
@@ -702,6 +712,15 @@ class CompiledFunction(Generic[_P, _R]):
             # fn took the stop (a bare ``except:``) and went on: the graph is not this call's
             saved.restore()
             raise self._stopped(watch.stopped, sig, first)
+        changed = _mutated_arguments(spec, given)
+        if changed is not None:
+            # fn changed a list/dict/set it was given (``lst.append(1)``, ``d["n"] += 1``): the
+            # capture's were copies rebuilt around its tensors, so the caller's containers
+            # never saw it and a replay would not do it again; the call runs fn eagerly (on
+            # the caller's containers: the effect happens once), as every later one
+            if saved is not None:
+                saved.restore()
+            raise self._stopped(changed, sig, first)
         self.captures += 1
         if len(graph.nodes) > 1:     # a chain is 2 nodes or more (graph.groups stays [])
             _fusion.plan(graph)
@@ -735,6 +754,31 @@ class CompiledFunction(Generic[_P, _R]):
         if first is not None:
             e.result = first
         return e
+
+
+def _mutated_arguments(spec, given) -> str | None:
+    """Why the capture's rebuilt arguments (``given``: the tensors and ``(args, kwargs)`` handed
+    to fn) no longer flatten to ``spec`` around the same tensors -- fn added, removed or
+    replaced an item of a container argument -- or None (unchanged, or not comparable: a
+    constant whose ``==`` does not give a bool)."""
+    if not given:
+        return None
+    ctensors, built = given[0]
+    leaves: list = []
+    try:
+        now = _pytree.tree_flatten(built, Tensor, leaves)[1]
+        same = bool(now == spec) and len(leaves) == len(ctensors) and \
+            all(a is b for a, b in zip(leaves, ctensors))
+    except Exception:  # noqa: BLE001 - a constant with its own ``==`` (an array): not judged
+        return None
+    if same:
+        return None
+    return ("changes a container it was given as an argument (a list, dict or set: an item "
+            "added, removed or replaced), a Python side effect a graph cannot replay")
+
+
+# iterator methods whose call advances it, as ``next()`` does (``_Watch``)
+_ADVANCES = frozenset({"__next__", "send", "throw"})
 
 
 class _EagerFunction(CompiledFunction):
@@ -828,8 +872,10 @@ def _walk_const_types(spec, out) -> None:
         v = spec[1]
         c = v.__class__
         # a float zero's sign too (0.0 == -0.0 hash alike; the graph bakes the value in)
-        if c is float and v == 0.0 or c is complex and (v.real == 0.0 or v.imag == 0.0):
-            out.append((c, repr(v)))
+        if c is not int and c is not bool and isinstance(v, _numbers.Number) and (
+                v.real == 0.0 or v.imag == 0.0):
+            # (NumPy's scalars too: np.float64 is a float, np.float32 a numbers.Real)
+            out.append((c, repr(complex(v))))
         else:
             out.append(c)
         return
@@ -1732,6 +1778,10 @@ class _Watch:
             # a warning is output (or registered); next() advances an iterator that may exist
             # outside the call (its argument is not known here)
             self.note(f"calls {name}() (a Python side effect)")
+        elif name in _ADVANCES and owner is not None:
+            # it.__next__(), gen.send(v), gen.throw(e): the same advance as next(it)
+            self.note(f"calls {type(owner).__name__}.{name}() (advances an iterator: a Python "
+                      f"side effect)")
 
     def _trace(self, frame, event, arg):
         prev = self._prev[0]
@@ -1777,6 +1827,12 @@ class _Watch:
             op = ins.opname
             if op.startswith("CALL"):
                 calls.add(ins.offset)
+                continue
+            if op in ("LOAD_METHOD", "LOAD_ATTR") and ins.argval in _ADVANCES:
+                # it.__next__(): a method-wrapper, whose call the profiler does not report
+                # (gen.send/throw are reported too, as calls)
+                out[ins.offset] = (f"{code.co_name}: reads .{ins.argval} (advances an "
+                                   f"iterator: a Python side effect)")
                 continue
             if op not in _OPCODES:
                 continue
