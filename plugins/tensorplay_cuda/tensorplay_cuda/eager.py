@@ -171,14 +171,7 @@ def _cast(k, backend):
         launches[key] = None             # (the reference from now on, unless launched below)
         if _FAILED or (a.dtype.name, dtype.name) not in _CASTS:
             return k(a, dtype)
-        from .triton_fusion import Unsupported
-        try:
-            out, launch = _chain("to_dtype", 1, None, dtype, backend).dense_launcher([a])
-        except Unsupported:
-            return k(a, dtype)
-        except Exception as e:  # noqa: BLE001 - any compiler/driver error: said once, then CuPy
-            _failed(e)
-            return k(a, dtype)
+        out, launch = _first_launch("to_dtype", 1, backend, a, _NO_OPERAND, False, R=dtype)
         if launch is not None:
             launches[key] = _call_of(launch, nd, out.dtype, 1, False)
         return k(a, dtype) if out is None else out
@@ -476,14 +469,7 @@ def _dense_mixed(op, backend, uf):
         if _FAILED:
             return uf(a, b)
         R = _dtype.bool if cmp else _dtype.result_type(dt_of(a), 2, dt_of(b), 2)
-        from .triton_fusion import Unsupported
-        try:
-            out, launch = _chain(op, 2, None, R, backend).dense_launcher([a, b])
-        except Unsupported:
-            return uf(a, b)
-        except Exception as e:  # noqa: BLE001 - any compiler/driver error: said once, then CuPy
-            _failed(e)
-            return uf(a, b)
+        out, launch = _first_launch(op, 2, backend, a, b, False, R=R)
         if launch is not None:
             launches[key] = _call_of(launch, nd, out.dtype, 2, False)
         return uf(a, b) if out is None else out
@@ -651,17 +637,19 @@ _NO_OPERAND = object()      # _dense's first(): a unary op's call
 WARMUP_CALLS = 8
 
 
-def _first_launch(op, n_in, backend, a, b, aligned, modes=None):
+def _first_launch(op, n_in, backend, a, b, aligned, modes=None, R=None):
     """``op``'s one-step chain run once through Triton on array ``a`` and ``b`` (an array, a
     Python number, or ``_NO_OPERAND`` for a unary op), compiling it: ``(output, launch)`` from
     ``TritonChain.dense_launcher``; ``(None, None)`` when the generator declines or Triton fails
     (said once, ``_failed``), or after an earlier failure. ``modes``: the two arrays' load modes
     when one is a 0-d operand (``("s", "c")`` or ``("c", "s")``, see ``_one_element_operands``);
-    ``(None, None)`` where ``dense_launcher`` takes no ``modes`` (nothing launched)."""
+    ``(None, None)`` where ``dense_launcher`` takes no ``modes`` (nothing launched). ``R``: the
+    result dtype (default: bool for a comparison, else ``a``'s)."""
     if _FAILED:
         return None, None
     from .triton_fusion import Unsupported
-    R = _dtype.bool if op in _BOOL_RESULT else backend.dtype_of(a)
+    if R is None:
+        R = _dtype.bool if op in _BOOL_RESULT else backend.dtype_of(a)
     try:
         if modes is not None:
             ch = _chain(op, n_in, None, R, backend)
