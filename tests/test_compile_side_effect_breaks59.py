@@ -291,7 +291,9 @@ def test_numpy_random_without_a_break_is_drawn_on_every_call():
     np.random.seed(3)
     c = tp.compile(f)
     assert [c(tp.ones(1)).item() for _ in range(3)] == want
-    assert any("numpy.random" in r for r in c.graph_skips.values())
+    # (NumPy 2's draw is found after it ran, "numpy.random"; NumPy 1.x's np.random.rand is a
+    # method of RandomState the profile sees before it runs)
+    assert any("numpy.random" in r or "RandomState" in r for r in c.graph_skips.values())
 
 
 def test_effect_after_a_disabled_call_and_before_a_break_happens_once_per_call():
