@@ -1807,6 +1807,11 @@ class _Watch:
                 if why is not None:
                     watch.note(why)
                 watch._profiling(at in calls)
+            elif event == "line":
+                # Python 3.13 starts a frame's opcode events only once f_trace_opcodes is set
+                # from its local tracer (set in the 'call' event alone, none came: a store or
+                # it.__next__() ran unseen)
+                frame.f_trace_opcodes = True
             return local
         return local
 
