@@ -9,8 +9,6 @@ rule, which raises torch's own message (``_ops._shapes.check_bool_operands``).
 
 from __future__ import annotations
 
-import math
-
 from .. import _dtype
 from .elementwise import OPS
 
@@ -240,31 +238,24 @@ def _compare(c):
     def extremum(f, name):
         # a number bound (clamp's) tying with a zero: torch's cpu kernels return the input
         # (clamp(-0.0, min=0.0) is -0.0, at every size), its cuda kernels order -0.0 below 0.0
-        # (+0.0 there; ``Backend.signed_zero_order``). Which operand a library's maximum/minimum
-        # gives on that tie differs: NumPy's float32/float64 loops the second, its float16 loop
-        # the first (1.26 to 2.x), CuPy's (CUDA's fmax/fmin) the positive/negative zero
-        # whatever the order. ``_order`` finds, once per dtype, the call that gives the device's
-        # zero; where none does, the zeros are set afterwards (an extra pass, only for a bound
-        # of zero).
+        # (+0.0 there; ``Backend.signed_zero_order``: ``_ordered_zeros`` settles both a number
+        # and an array operand). Which operand a library's maximum/minimum gives on that tie
+        # differs: NumPy's float32/float64 loops the second, its float16 loop the first (1.26 to
+        # 2.x), CuPy's (CUDA's fmax/fmin) the positive/negative zero whatever the order. For
+        # the cpu rule ``_order`` finds, once per dtype, the call that keeps the array's zero;
+        # where none does, the zeros are taken back from the array (an extra pass, only for a
+        # bound of zero).
         orders: dict = {}
-        is_max = name == "maximum"
-        settle = _ordered_zeros(xp, f, is_max) if ordered else None
-
-        def _want(x_neg, b_neg):
-            """The sign of the result of a tie of zeros (x's sign, the bound's sign)."""
-            if not ordered:
-                return x_neg
-            return (x_neg and b_neg) if is_max else (x_neg or b_neg)
+        settle = _ordered_zeros(xp, f, name == "maximum") if ordered else None
 
         def _order(dt):
             """The probe, once per dtype (the callers look in ``orders`` first)."""
             x = xp.asarray([-0.0, 0.0], dtype=dt)
             o = "where"
             for cand in ("second", "first"):
-                if all([bool(s) for s in xp.signbit(f(z, x) if cand == "second" else f(x, z))] ==
-                       [_want(True, neg), _want(False, neg)]
-                       for z, neg in ((c.scalar_array(0.0, dt), False),
-                                      (c.scalar_array(-0.0, dt), True))):
+                if all(xp.all(xp.signbit(f(z, x) if cand == "second" else f(x, z))
+                              == xp.signbit(x))
+                       for z in (c.scalar_array(0.0, dt), c.scalar_array(-0.0, dt))):
                     o = cand
                     break
             orders[dt] = o
@@ -275,25 +266,24 @@ def _compare(c):
             # of the array's dtype (np.float32 is no Python float)
             number = b if b.__class__ is float or b.__class__ is int else None
             a, b = prep(a, b)
-            if number is not None and a.dtype.kind == "f":
+            if a.dtype.kind != "f":
+                return f(a, b)
+            if number is not None:
                 b = c.scalar_array(b, a.dtype)
-                o = orders.get(a.dtype) or _order(a.dtype)
-                if o == "second":
-                    return f(b, a)
-                r = f(a, b)
-                # (the Python number: a device array's ``!=`` would read it back per call)
-                if o == "first" or number != 0:
-                    return r
-                # a zero bound: the array's zeros stay, or (ordered) become the bound where
-                # the order puts the bound's zero in the result
-                keep = not ordered or is_max == (math.copysign(1.0, number) < 0)
-                return xp.where(a == 0, a if keep else b, r)
-            # two arrays: torch's cpu kernels give either operand on a tie of zeros (its
-            # vectorized blocks ``other``, the scalar tail ``input``): the library's answer;
-            # its cuda kernels order them
-            if settle is not None and a.dtype.kind == "f":
+            if settle is not None:
                 return settle(a, b, f(a, b))
-            return f(a, b)
+            if number is None:
+                # two arrays: torch's cpu kernels give either operand on a tie of zeros (its
+                # vectorized blocks ``other``, the scalar tail ``input``): the library's answer
+                return f(a, b)
+            o = orders.get(a.dtype) or _order(a.dtype)
+            if o == "second":
+                return f(b, a)
+            r = f(a, b)
+            # (the Python number: a device array's ``!=`` would read it back per call)
+            if o == "first" or number != 0:
+                return r
+            return xp.where(a == 0, a, r)
         k.__name__ = k.__qualname__ = name
         return k
 
