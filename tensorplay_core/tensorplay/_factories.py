@@ -33,6 +33,32 @@ from ._device import canonical  # noqa: E402 - a tensor's device: cpu:0 is cpu, 
 _DT = _dtype.DType
 _index = operator.index
 _default = _dtype._default   # [the default float dtype]: read per call, set_default_dtype writes it
+_INT64, _BOOL = _dtype.int64, _dtype.bool
+
+# dtype -> (lo, hi): a Python int or float inside passes ``check_fill`` unchanged for that dtype
+# (floats: float16's range, the narrowest; float64 and bool: a C long, beyond which ``check_fill``
+# converts a Python int; integers: the dtype's own range, a float there being truncated by the
+# kernel as ``check_fill`` lets it). The factories skip ``check_fill``'s frame inside it; any
+# other value (nan, inf, out of the window) and any dtype not listed goes through it.
+_F16 = (-65504.0, 65504.0)
+_CLONG = (-2**63, 2**63 - 1)
+_FILL_WINDOW = {
+    _dtype.float16: _F16, _dtype.bfloat16: _F16, _dtype.float32: _F16, _dtype.float64: _CLONG,
+    _dtype.bool: _CLONG, _dtype.int8: (-128, 127), _dtype.uint8: (0, 255),
+    _dtype.int16: (-32768, 32767), _dtype.int32: (-2**31, 2**31 - 1), _dtype.int64: _CLONG,
+    _dtype.uint32: (0, 2**32 - 1)}
+
+
+def _value_dtype(value, number):
+    """``full``'s dtype for fill value ``value`` that is no Python ``bool``/``int``/``float``
+    (``number``: ``scalar_value``'s reading of it), as torch infers it: a 0-dim tensor by its
+    dtype's kind (bool -> bool, integer -> int64, floating -> the default float dtype); a
+    number by the class of its Python value -- int -> int64, float -> the default float, and a
+    NumPy ``bool_`` (no Python bool: torch reads it as a number) the default float too."""
+    if isinstance(value, _tensor_base.TensorBase):
+        k = value.raw_dtype._kind
+        return _BOOL if k == "b" else _default[0] if k == "f" else _INT64
+    return _INT64 if number.__class__ is int else _default[0]
 
 # The factories below run on every step of a program (outputs of ops, buffers), so each takes a
 # fast path when its arguments are already canonical: ``dtype`` None or a ``DType``, ``device``
@@ -50,6 +76,10 @@ _mst = _dispatch._state
 _EMPTY, _FULL = O.empty, O.full
 _EMPTY_TABLE, _FULL_TABLE = _EMPTY.table, _FULL.table
 _SPELLED = _device._CACHE    # (spelling, None) -> the Device that ``Device(spelling)`` returns
+# spelling -> that same Device, filled by _dev: the factories' inline device step (``_DEVICE``
+# below) reads a string's Device here with no key tuple, then its ``_canon`` (which
+# ``_device.forget_canonical`` resets), and calls _dev on a miss
+_NAMED: dict = {}
 
 
 def _dev(device):
@@ -64,6 +94,9 @@ def _dev(device):
         d = _SPELLED.get((device, None))
         if d is None:
             return canonical(device)
+        if len(_NAMED) > 256:        # (a program's spellings are few: a bound, not an LRU)
+            _NAMED.clear()
+        _NAMED[device] = d
     else:
         return canonical(device)
     c = d._canon
@@ -318,7 +351,13 @@ def empty(*sizes: int | Sequence[int], size: Sequence[int] | None = None,
         dtype = _default[0]
     elif dtype.__class__ is not _DT:
         dtype = _dtype.as_dtype(dtype)
-    device = _CPU if device is None else _dev(device)
+    if device is None:
+        device = _CPU
+    else:
+        # the device: _dev's two common cases inline (a string seen before, a Device whose
+        # canonical device is known), one frame less; _dev for the rest
+        d = _NAMED.get(device) if device.__class__ is str else device
+        device = d._canon if d.__class__ is Device and d._canon is not None else _dev(device)
     f = _EMPTY_TABLE.get(_mst.mode or device.type)     # the op's dispatch (see _EMPTY_TABLE)
     t = f(size, dtype=dtype, device=device) if f is not None else \
         _EMPTY(size, dtype=dtype, device=device)
@@ -345,26 +384,38 @@ def _empty_format(sizes, size, dtype, device, requires_grad, memory_format):
 def full(size: Sequence[int], fill_value: _Number, *, dtype: _DTypeLike | None = None,
          device: _DeviceLike | None = None, requires_grad: bool = False, out: Any = None) -> Tensor:
     """Tensor of ``size`` filled with ``fill_value``; dtype inferred from the value as torch does
-    (bool -> bool, int -> int64, float -> the default float; numpy scalars as their Python
-    values). ``TypeError`` when ``fill_value`` is not a number, ``RuntimeError`` when ``dtype``
-    cannot hold it (nan/inf or out of range into an integer dtype, beyond float16's range...)."""
+    (bool -> bool, int -> int64, float -> the default float; NumPy integer scalars -> int64, its
+    other scalars -> the default float, ``bool_`` included: it is no Python bool; a 0-dim tensor
+    by its dtype's kind: bool, int64 or the default float). ``TypeError`` when ``fill_value`` is
+    not a number, ``RuntimeError`` when ``dtype`` cannot hold it (nan/inf or out of range into an
+    integer dtype, beyond float16's range...)."""
     if out is not None:
         return _factory_out("full", out, dtype, full, (size, fill_value),
                             {"requires_grad": requires_grad})
     c = fill_value.__class__
-    if c is not float and c is not int and c is not bool:
-        fill_value = scalar_value("full", fill_value)
-        c = fill_value.__class__
-    if dtype is None:
-        dtype = _dtype.bool if isinstance(fill_value, bool) else _dtype.int64 if isinstance(
-            fill_value, int) else _default[0]
-    elif dtype.__class__ is not _DT:
+    if c is float:
+        if dtype is None:
+            dtype = _default[0]
+    elif c is int:
+        if dtype is None:
+            dtype = _INT64
+    elif c is bool:
+        if dtype is None:
+            dtype = _BOOL
+    else:
+        v = scalar_value("full", fill_value)
+        if dtype is None:
+            dtype = _value_dtype(fill_value, v)
+        fill_value = v
+        c = v.__class__
+    if dtype.__class__ is not _DT:
         dtype = _dtype.as_dtype(dtype)
-    # the range check (bools fit every dtype; tensors pass as before), skipped for the common
-    # case every float dtype holds: one chained compare
-    if (c is float or c is int) and not (-65504.0 <= fill_value <= 65504.0 and
-                                         dtype._kind == "f"):
-        fill_value = check_fill("full", fill_value, dtype)
+    # the range check (bools fit every dtype; tensors pass as before), skipped for a value
+    # inside the window every value of the dtype's kind passes unchanged (_FILL_WINDOW)
+    if c is float or c is int:
+        w = _FILL_WINDOW.get(dtype)
+        if w is None or not w[0] <= fill_value <= w[1]:
+            fill_value = check_fill("full", fill_value, dtype)
     if size.__class__ is tuple:
         size = list(size)
         for s in size:     # _size's work inlined for a tuple: one class test per dimension
@@ -373,7 +424,12 @@ def full(size: Sequence[int], fill_value: _Number, *, dtype: _DTypeLike | None =
                 break
     else:
         size = _size((size,), "full")
-    device = _dev(device)
+    if device is None:
+        device = _CPU
+    else:
+        # (the device as in empty: _dev's two common cases inline)
+        d = _NAMED.get(device) if device.__class__ is str else device
+        device = d._canon if d.__class__ is Device and d._canon is not None else _dev(device)
     f = _FULL_TABLE.get(_mst.mode or device.type)      # the op's dispatch (see _EMPTY_TABLE)
     t = f(size, fill_value, dtype=dtype, device=device) if f is not None else \
         _FULL(size, fill_value, dtype=dtype, device=device)
@@ -404,7 +460,12 @@ def _filled(api, value, sizes, size, dtype, device, requires_grad):
         dtype = _default[0]
     elif dtype.__class__ is not _DT:
         dtype = _dtype.as_dtype(dtype)
-    device = _CPU if device is None else _dev(device)
+    if device is None:
+        device = _CPU
+    else:
+        # (the device as in empty: _dev's two common cases inline)
+        d = _NAMED.get(device) if device.__class__ is str else device
+        device = d._canon if d.__class__ is Device and d._canon is not None else _dev(device)
     f = _FULL_TABLE.get(_mst.mode or device.type)      # the op's dispatch (see _EMPTY_TABLE)
     t = f(size, value, dtype=dtype, device=device) if f is not None else \
         _FULL(size, value, dtype=dtype, device=device)
@@ -606,6 +667,15 @@ def empty_strided(size: Sequence[int], stride: Sequence[int], *, dtype: _DTypeLi
     return t
 
 
+# _LIKE_FAST: the common call of a ``*_like`` factory -- a real tensor (not fake, not being
+# captured), row-major (its strides the cached row-major tuple: preserve_format keeps that
+# layout), no dtype (full_like: any)/device/memory_format/requires_grad given -- is tp::empty /
+# tp::full on its shape, dtype and device, dispatched inline as the factories do (see
+# _EMPTY_TABLE): the same op call _like_self makes for it, without _like_self's checks of what
+# was not given (~0.5 µs of a 2 µs zeros_like). Written out in each factory (a helper's frame
+# was 0.08 µs of a 1.1 µs stubbed call); AttributeError (no tensor: _need_tensor's TypeError
+# follows) and TypeError (symbolic sizes, torch's via tensorplay-torch: not hashable) leave it,
+# as does a table miss: the factory then takes _like_self.
 def empty_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
                requires_grad: bool = False, memory_format: Any = None) -> Tensor:
     """``empty`` with ``t``'s shape, dtype and device (fake if ``t`` is fake).
@@ -614,34 +684,17 @@ def empty_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLik
     ``channels_last`` (4-D) or ``channels_last_3d`` (5-D), as torch (``RuntimeError`` for a
     channels-last format of another rank)."""
     if dtype is None and device is None and memory_format is None and requires_grad is False:
-        f = _like_fast(t, _EMPTY_TABLE)
+        try:       # (the *_like fast case: see _LIKE_FAST)
+            f = _EMPTY_TABLE.get(_mst.mode or t.raw_device.type) if t.stride_tuple is \
+                _CONTIG.get(t.raw_shape) and t.native is not None and t.capture_info is None \
+                else None
+        except (AttributeError, TypeError):
+            f = None
         if f is not None:
             return f(list(t.raw_shape), dtype=t.raw_dtype, device=t.raw_device)
     _need_tensor(t, "empty_like")
     return _like_self(t, "empty", t.raw_shape, None, dtype, device, requires_grad,
                       "empty_like", memory_format)
-
-
-_TB = _tensor_base.TensorBase
-
-
-def _like_fast(t, table):
-    """The kernel of ``tp::empty``/``tp::full`` (``table``: the op's dispatch table) that the
-    common call of a ``*_like`` factory runs, or None: that call -- a real tensor (not fake, not
-    being captured), row-major (its strides the cached row-major tuple: preserve_format keeps
-    that layout), no device/memory_format/requires_grad given (the caller tests those) -- is
-    that op on its shape, dtype and device, dispatched inline as the factories do (see
-    _EMPTY_TABLE): the same op call _like_self makes for it, without _like_self's checks of
-    what was not given (~0.5 µs of a 2 µs zeros_like). None (anything else, a table miss
-    included): the caller takes _like_self."""
-    if not isinstance(t, _TB) or t.native is None or t.capture_info is not None:
-        return None
-    try:
-        if t.stride_tuple is not _CONTIG.get(t.raw_shape):
-            return None
-    except TypeError:   # symbolic sizes (torch's, via tensorplay-torch): not hashable
-        return None
-    return table.get(_mst.mode or t.raw_device.type)
 
 
 def zeros_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
@@ -652,7 +705,12 @@ def zeros_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLik
     ``channels_last`` (4-D) or ``channels_last_3d`` (5-D), as torch (``RuntimeError`` for a
     channels-last format of another rank)."""
     if dtype is None and device is None and memory_format is None and requires_grad is False:
-        f = _like_fast(t, _FULL_TABLE)
+        try:       # (the *_like fast case: see _LIKE_FAST)
+            f = _FULL_TABLE.get(_mst.mode or t.raw_device.type) if t.stride_tuple is \
+                _CONTIG.get(t.raw_shape) and t.native is not None and t.capture_info is None \
+                else None
+        except (AttributeError, TypeError):
+            f = None
         if f is not None:
             return f(list(t.raw_shape), 0, dtype=t.raw_dtype, device=t.raw_device)
     _need_tensor(t, "zeros_like")
@@ -668,7 +726,12 @@ def ones_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLike
     ``channels_last`` (4-D) or ``channels_last_3d`` (5-D), as torch (``RuntimeError`` for a
     channels-last format of another rank)."""
     if dtype is None and device is None and memory_format is None and requires_grad is False:
-        f = _like_fast(t, _FULL_TABLE)
+        try:       # (the *_like fast case: see _LIKE_FAST)
+            f = _FULL_TABLE.get(_mst.mode or t.raw_device.type) if t.stride_tuple is \
+                _CONTIG.get(t.raw_shape) and t.native is not None and t.capture_info is None \
+                else None
+        except (AttributeError, TypeError):
+            f = None
         if f is not None:
             return f(list(t.raw_shape), 1, dtype=t.raw_dtype, device=t.raw_device)
     _need_tensor(t, "ones_like")
@@ -684,16 +747,32 @@ def full_like(t: Tensor, fill_value: _Number, *, dtype: _DTypeLike | None = None
     strides are kept, another input gets dense strides in its stride order), ``contiguous_format``,
     ``channels_last`` (4-D) or ``channels_last_3d`` (5-D), as torch (``RuntimeError`` for a
     channels-last format of another rank)."""
-    _need_tensor(t, "full_like")
-    dt = t.raw_dtype if dtype is None else dtype if dtype.__class__ is _DT else \
-        _dtype.as_dtype(dtype)
+    if dtype is None:
+        try:
+            dt = t.raw_dtype
+        except AttributeError:  # no tensor: torch's TypeError (_need_tensor, without its call)
+            _need_tensor(t, "full_like")
+            raise
+    else:
+        _need_tensor(t, "full_like")
+        dt = dtype if dtype.__class__ is _DT else _dtype.as_dtype(dtype)
     c = fill_value.__class__
-    if not ((c is float or c is int) and -65504.0 <= fill_value <= 65504.0 and dt._kind == "f"):
-        fill_value = check_fill("full_like", fill_value, dt)    # see full: the common case skips
+    if c is float or c is int:
+        w = _FILL_WINDOW.get(dt)      # see full: a value inside the window needs no check
+        if w is None or not w[0] <= fill_value <= w[1]:
+            fill_value = check_fill("full_like", fill_value, dt)
+    elif c is not bool:
+        fill_value = check_fill("full_like", fill_value, dt)
     if device is None and memory_format is None and requires_grad is False:
-        f = _like_fast(t, _FULL_TABLE)
+        try:       # (the *_like fast case: see _LIKE_FAST)
+            f = _FULL_TABLE.get(_mst.mode or t.raw_device.type) if t.stride_tuple is \
+                _CONTIG.get(t.raw_shape) and t.native is not None and t.capture_info is None \
+                else None
+        except (AttributeError, TypeError):
+            f = None
         if f is not None:
             return f(list(t.raw_shape), fill_value, dtype=dt, device=t.raw_device)
+    _need_tensor(t, "full_like")
     return _like_self(t, "full", t.raw_shape, fill_value, dt, device, requires_grad, "full_like",
                       memory_format)
 
