@@ -208,4 +208,4 @@ def test_the_pattern_is_numpys_bytes_whatever_was_asked_before(native):
                 continue
             b = b * (16 // len(b))
             want = (int.from_bytes(b[:8], "little"), int.from_bytes(b[8:], "little"))
-            assert F._pattern(v, np.dtype(native)) == want, (v, native)
+            assert F._pattern(v, np.dtype(native))[:2] == want, (v, native)

@@ -8,6 +8,9 @@ A fill does not need the element type at all, only its bit pattern: every elemen
 size (1, 2, 4, 8 bytes) divides 16, so the array is a run of identical 16-byte blocks. Here:
 
 * a positive zero (``0``, ``0.0``, ``False``) is one ``cudaMemsetAsync`` (as ``cupy.zeros``);
+  so is any value whose pattern is one byte repeated (``True``, every ``int8``/``uint8``
+  value, ``-1`` of every integer dtype: ``ones(dtype=bool)`` masks, ``full(..., -1)``
+  indices), with that byte: the same bytes, without a kernel launch's host work;
 * any other value, ``-0.0`` and NaN payloads included, is one launch of ``tp_fill16``: each thread
   stores the 16-byte pattern with 128-bit stores (grid-stride), and the first threads write the
   bytes after the last whole block. Fresh arrays from CuPy's pool are 256-byte aligned, so the
@@ -103,17 +106,21 @@ class _Params(threading.local):
 _PARAMS = _Params()
 
 
-_patterns: dict = {}    # (native, value) or (native, value, sign) -> (lo, hi) pair of ints
-# the last non-zero fill's (native, value, lo, hi): a loop fills with the same number object
-# (a literal, ``1`` of ``ones``), found by two identity tests instead of hashing a tuple with a
-# dtype in it (0.1 µs on a CPU host); an identical object holds identical bits, so it is exact
-_LAST: tuple = (None, None, 0, 0)
+_patterns: dict = {}    # (native, value) or (native, value, sign) -> _pattern's (lo, hi, byte)
+# the last non-zero fill's (native, value, lo, hi, byte): a loop fills with the same number
+# object (a literal, ``1`` of ``ones``), found by two identity tests instead of hashing a tuple
+# with a dtype in it (0.1 µs on a CPU host); an identical object holds identical bits, so it is
+# exact
+_LAST: tuple = (None, None, 0, 0, -1)
+_BYTES = 0x0101010101010101     # one byte repeated over 8: (b * _BYTES) for byte b
 
 
 def _pattern(value, native) -> tuple:
-    """``(lo, hi)``: 16 bytes holding ``value`` as ``native`` repeated, as two little-endian
-    unsigned 64-bit ``int`` (the kernel's argument types). Remembered per value: building it through
-    NumPy took 1.9 µs of a 17 µs call on an H200 host.
+    """``(lo, hi, byte)``: 16 bytes holding ``value`` as ``native`` repeated, as two
+    little-endian unsigned 64-bit ``int`` (the kernel's argument types), and the byte they
+    repeat when they are one byte 16 times (``True``, any ``int8``/``uint8``, ``-1`` of every
+    integer dtype: ``filled`` makes those a ``cudaMemsetAsync``), else -1. Remembered per value:
+    building it through NumPy took 1.9 µs of a 17 µs call on an H200 host.
 
     The key is ``(native, value)``: Python numbers that compare equal (``1``, ``1.0``, ``True``;
     an int and a float only when the float is that exact integer) convert to the same element
@@ -126,7 +133,8 @@ def _pattern(value, native) -> tuple:
     if r is None:
         b = numpy.array(value, dtype=native).tobytes()
         b = b * (16 // len(b))
-        r = (int.from_bytes(b[:8], "little"), int.from_bytes(b[8:], "little"))
+        lo, hi = int.from_bytes(b[:8], "little"), int.from_bytes(b[8:], "little")
+        r = (lo, hi, lo & 0xFF if lo == hi == (lo & 0xFF) * _BYTES else -1)
         if len(_patterns) >= 256:      # a bounded memo: values seen once do not pile up
             _patterns.clear()
         _patterns[key] = r
@@ -155,13 +163,18 @@ def filled(cupy, shape, value, native):
         return a
     last = _LAST
     if last[1] is value and last[0] is native:
-        lo, hi = last[2], last[3]
+        lo, hi, byte = last[2], last[3], last[4]
     else:
         # (_pattern's memo read inline for a non-zero value: its key is (native, value) then)
         lh = _patterns.get((native, value)) if value else None
-        lo, hi = lh if lh is not None else _pattern(value, native)
-        _LAST = (native, value, lo, hi)   # (one tuple swapped in: a racing thread reads either)
-    dev = a.data.device_id            # the current device: cupy.empty allocated there
+        lo, hi, byte = lh if lh is not None else _pattern(value, native)
+        _LAST = (native, value, lo, hi, byte)   # (one tuple swapped in: a racing thread reads
+                                                # either)
+    d = a.data
+    if byte >= 0:                     # one byte repeated: a memset, as the zeros
+        d.memset_async(byte, nbytes)
+        return a
+    dev = d.device_id                 # the current device: cupy.empty allocated there
     f = _functions.get(dev)
     if f is None:
         f = _function(cupy, dev)
@@ -176,7 +189,7 @@ def filled(cupy, shape, value, native):
                                             numpy.int64(nbytes)))
         ready.add(dev)
         return a
-    _PACK(buf, 0, a.data.ptr, lo, hi, nbytes)
+    _PACK(buf, 0, d.ptr, lo, hi, nbytes)
     # the current stream looked up for dev, the current device (CuPy then skips its getDevice)
     _launch[0](f[1], blocks, 1, 1, _THREADS, 1, 1, 0, cupy.cuda.get_current_stream(dev).ptr,
                params, 0)
