@@ -323,17 +323,19 @@ def test_the_fill_launch_keeps_its_grid_pattern_and_stream(host_allocator, monke
     # (this thread's devices launched on, in its parameter block: restored after)
     monkeypatch.setattr(F._PARAMS, "block", F._PARAMS.block[:3] + ({0},))
     cases = [((1,), 2.5, np.float32), ((1023,), 2.5, np.float32), ((1024,), -0.0, np.float32),
-             ((1025,), 7, np.int64), ((3, 5), True, np.bool_), ((1 << 24,), 1.0, np.float16),
-             ((1 << 22,), -3, np.int8), ((0, 4), 1.0, np.float32)]
+             ((1025,), 7, np.int64), ((3, 5), True, np.int16), ((1 << 24,), 1.0, np.float16),
+             ((1 << 22,), -3, np.int16), ((0, 4), 1.0, np.float32)]
+    # (a bool or int8 fill, any value whose bytes are one byte repeated, is a memset instead:
+    # tests/test_cuda_fill60.py)
     for shape, value, dt in cases:
         # the value's pattern made, then read from the memo, then from the last fill's (the
         # same value object and dtype)
         for memo in (False, True, "last"):
             if not memo:
                 F._patterns.clear()
-                F._LAST = (None, None, 0, 0)
+                F._LAST = (None, None, 0, 0, -1)
             elif memo is True:
-                F._LAST = (None, None, 0, 0)
+                F._LAST = (None, None, 0, 0, -1)
             launches.clear()
             streams.clear()
             d = np.dtype(dt)
@@ -365,12 +367,12 @@ def test_the_last_fills_pattern_serves_only_the_same_value_object_and_dtype(host
     monkeypatch.setattr(F, "_functions", {0: (None, 0x1000)})
     monkeypatch.setattr(cupy.cuda, "get_current_stream", lambda device_id=-1: cupy.cuda.Stream.null)
     monkeypatch.setattr(F._PARAMS, "block", F._PARAMS.block[:3] + ({0},))
-    monkeypatch.setattr(F, "_LAST", (None, None, 0, 0))
+    monkeypatch.setattr(F, "_LAST", (None, None, 0, 0, -1))
     v = 2.5
     big = 1 << 40
     for value, dt in ((v, np.float32), (v, np.float32), (v, np.float16), (v, np.float64),
                       (2.0, np.float32), (2, np.float32), (2, np.int64), (-0.0, np.float32),
-                      (-0.0, np.float32), (big, np.int64), (big + 1, np.int64), (True, np.int8)):
+                      (-0.0, np.float32), (big, np.int64), (big + 1, np.int64), (True, np.int16)):
         d = np.dtype(dt)
         a = F.filled(cupy, (8,), value, d)
         want = np.array(value, d).tobytes() * (16 // d.itemsize)
