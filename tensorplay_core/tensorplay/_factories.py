@@ -76,19 +76,23 @@ _mst = _dispatch._state
 _EMPTY, _FULL = O.empty, O.full
 _EMPTY_TABLE, _FULL_TABLE = _EMPTY.table, _FULL.table
 _SPELLED = _device._CACHE    # (spelling, None) -> the Device that ``Device(spelling)`` returns
-# spelling -> that same Device, filled by _dev: the factories' inline device step (``_DEVICE``
-# below) reads a string's Device here with no key tuple, then its ``_canon`` (which
-# ``_device.forget_canonical`` resets), and calls _dev on a miss
+# spelling -> that same Device, filled by _dev: a string seen before is read here with no key
+# tuple, then its ``_canon`` (which ``_device.forget_canonical`` resets) per call
 _NAMED: dict = {}
 
 
 def _dev(device):
+    """The canonical Device of a factory's ``device=`` (None -> cpu)."""
     if device is None:
         return _CPU
     c = device.__class__
     if c is Device:
         d = device
     elif c is str:
+        d = _NAMED.get(device)
+        if d is not None:       # a spelling seen before: its Device, no key tuple built
+            c = d._canon
+            return c if c is not None else canonical(d)
         # device="cuda": the Device that spelling names, from Device's own cache (the one
         # lookup Device(str) makes first), without its constructor's frame
         d = _SPELLED.get((device, None))
@@ -351,13 +355,7 @@ def empty(*sizes: int | Sequence[int], size: Sequence[int] | None = None,
         dtype = _default[0]
     elif dtype.__class__ is not _DT:
         dtype = _dtype.as_dtype(dtype)
-    if device is None:
-        device = _CPU
-    else:
-        # the device: _dev's two common cases inline (a string seen before, a Device whose
-        # canonical device is known), one frame less; _dev for the rest
-        d = _NAMED.get(device) if device.__class__ is str else device
-        device = d._canon if d.__class__ is Device and d._canon is not None else _dev(device)
+    device = _CPU if device is None else _dev(device)
     f = _EMPTY_TABLE.get(_mst.mode or device.type)     # the op's dispatch (see _EMPTY_TABLE)
     t = f(size, dtype=dtype, device=device) if f is not None else \
         _EMPTY(size, dtype=dtype, device=device)
@@ -424,12 +422,7 @@ def full(size: Sequence[int], fill_value: _Number, *, dtype: _DTypeLike | None =
                 break
     else:
         size = _size((size,), "full")
-    if device is None:
-        device = _CPU
-    else:
-        # (the device as in empty: _dev's two common cases inline)
-        d = _NAMED.get(device) if device.__class__ is str else device
-        device = d._canon if d.__class__ is Device and d._canon is not None else _dev(device)
+    device = _CPU if device is None else _dev(device)
     f = _FULL_TABLE.get(_mst.mode or device.type)      # the op's dispatch (see _EMPTY_TABLE)
     t = f(size, fill_value, dtype=dtype, device=device) if f is not None else \
         _FULL(size, fill_value, dtype=dtype, device=device)
@@ -460,12 +453,7 @@ def _filled(api, value, sizes, size, dtype, device, requires_grad):
         dtype = _default[0]
     elif dtype.__class__ is not _DT:
         dtype = _dtype.as_dtype(dtype)
-    if device is None:
-        device = _CPU
-    else:
-        # (the device as in empty: _dev's two common cases inline)
-        d = _NAMED.get(device) if device.__class__ is str else device
-        device = d._canon if d.__class__ is Device and d._canon is not None else _dev(device)
+    device = _CPU if device is None else _dev(device)
     f = _FULL_TABLE.get(_mst.mode or device.type)      # the op's dispatch (see _EMPTY_TABLE)
     t = f(size, value, dtype=dtype, device=device) if f is not None else \
         _FULL(size, value, dtype=dtype, device=device)
@@ -667,15 +655,6 @@ def empty_strided(size: Sequence[int], stride: Sequence[int], *, dtype: _DTypeLi
     return t
 
 
-# _LIKE_FAST: the common call of a ``*_like`` factory -- a real tensor (not fake, not being
-# captured), row-major (its strides the cached row-major tuple: preserve_format keeps that
-# layout), no dtype (full_like: any)/device/memory_format/requires_grad given -- is tp::empty /
-# tp::full on its shape, dtype and device, dispatched inline as the factories do (see
-# _EMPTY_TABLE): the same op call _like_self makes for it, without _like_self's checks of what
-# was not given (~0.5 µs of a 2 µs zeros_like). Written out in each factory (a helper's frame
-# was 0.08 µs of a 1.1 µs stubbed call); AttributeError (no tensor: _need_tensor's TypeError
-# follows) and TypeError (symbolic sizes, torch's via tensorplay-torch: not hashable) leave it,
-# as does a table miss: the factory then takes _like_self.
 def empty_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
                requires_grad: bool = False, memory_format: Any = None) -> Tensor:
     """``empty`` with ``t``'s shape, dtype and device (fake if ``t`` is fake).
@@ -684,17 +663,34 @@ def empty_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLik
     ``channels_last`` (4-D) or ``channels_last_3d`` (5-D), as torch (``RuntimeError`` for a
     channels-last format of another rank)."""
     if dtype is None and device is None and memory_format is None and requires_grad is False:
-        try:       # (the *_like fast case: see _LIKE_FAST)
-            f = _EMPTY_TABLE.get(_mst.mode or t.raw_device.type) if t.stride_tuple is \
-                _CONTIG.get(t.raw_shape) and t.native is not None and t.capture_info is None \
-                else None
-        except (AttributeError, TypeError):
-            f = None
+        f = _like_fast(t, _EMPTY_TABLE)
         if f is not None:
             return f(list(t.raw_shape), dtype=t.raw_dtype, device=t.raw_device)
     _need_tensor(t, "empty_like")
     return _like_self(t, "empty", t.raw_shape, None, dtype, device, requires_grad,
                       "empty_like", memory_format)
+
+
+_TB = _tensor_base.TensorBase
+
+
+def _like_fast(t, table):
+    """The kernel of ``tp::empty``/``tp::full`` (``table``: the op's dispatch table) that the
+    common call of a ``*_like`` factory runs, or None: that call -- a real tensor (not fake, not
+    being captured), row-major (its strides the cached row-major tuple: preserve_format keeps
+    that layout), no device/memory_format/requires_grad given (the caller tests those) -- is
+    that op on its shape, dtype and device, dispatched inline as the factories do (see
+    _EMPTY_TABLE): the same op call _like_self makes for it, without _like_self's checks of
+    what was not given (~0.5 µs of a 2 µs zeros_like). None (anything else, a table miss
+    included): the caller takes _like_self."""
+    if not isinstance(t, _TB) or t.native is None or t.capture_info is not None:
+        return None
+    try:
+        if t.stride_tuple is not _CONTIG.get(t.raw_shape):
+            return None
+    except TypeError:   # symbolic sizes (torch's, via tensorplay-torch): not hashable
+        return None
+    return table.get(_mst.mode or t.raw_device.type)
 
 
 def zeros_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLike | None = None,
@@ -705,12 +701,7 @@ def zeros_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLik
     ``channels_last`` (4-D) or ``channels_last_3d`` (5-D), as torch (``RuntimeError`` for a
     channels-last format of another rank)."""
     if dtype is None and device is None and memory_format is None and requires_grad is False:
-        try:       # (the *_like fast case: see _LIKE_FAST)
-            f = _FULL_TABLE.get(_mst.mode or t.raw_device.type) if t.stride_tuple is \
-                _CONTIG.get(t.raw_shape) and t.native is not None and t.capture_info is None \
-                else None
-        except (AttributeError, TypeError):
-            f = None
+        f = _like_fast(t, _FULL_TABLE)
         if f is not None:
             return f(list(t.raw_shape), 0, dtype=t.raw_dtype, device=t.raw_device)
     _need_tensor(t, "zeros_like")
@@ -726,12 +717,7 @@ def ones_like(t: Tensor, *, dtype: _DTypeLike | None = None, device: _DeviceLike
     ``channels_last`` (4-D) or ``channels_last_3d`` (5-D), as torch (``RuntimeError`` for a
     channels-last format of another rank)."""
     if dtype is None and device is None and memory_format is None and requires_grad is False:
-        try:       # (the *_like fast case: see _LIKE_FAST)
-            f = _FULL_TABLE.get(_mst.mode or t.raw_device.type) if t.stride_tuple is \
-                _CONTIG.get(t.raw_shape) and t.native is not None and t.capture_info is None \
-                else None
-        except (AttributeError, TypeError):
-            f = None
+        f = _like_fast(t, _FULL_TABLE)
         if f is not None:
             return f(list(t.raw_shape), 1, dtype=t.raw_dtype, device=t.raw_device)
     _need_tensor(t, "ones_like")
@@ -764,12 +750,7 @@ def full_like(t: Tensor, fill_value: _Number, *, dtype: _DTypeLike | None = None
     elif c is not bool:
         fill_value = check_fill("full_like", fill_value, dt)
     if device is None and memory_format is None and requires_grad is False:
-        try:       # (the *_like fast case: see _LIKE_FAST)
-            f = _FULL_TABLE.get(_mst.mode or t.raw_device.type) if t.stride_tuple is \
-                _CONTIG.get(t.raw_shape) and t.native is not None and t.capture_info is None \
-                else None
-        except (AttributeError, TypeError):
-            f = None
+        f = _like_fast(t, _FULL_TABLE)
         if f is not None:
             return f(list(t.raw_shape), fill_value, dtype=dt, device=t.raw_device)
     _need_tensor(t, "full_like")
