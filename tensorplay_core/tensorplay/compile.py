@@ -89,6 +89,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math as _math
 import numbers as _numbers
 import threading
 from typing import Any, Callable, Generic, ParamSpec, TypeVar, overload
@@ -572,6 +573,8 @@ class CompiledFunction(Generic[_P, _R]):
             # constants count by type too: 2 == 2.0 == True hash alike, but the graph bakes the
             # value in (x * 2 keeps an int tensor's dtype, x * 2.0 makes it float)
             ctypes = _const_types(spec)
+            if any(c.__class__ is tuple and "nan" in c[1] for c in ctypes):
+                spec = _canon_nans(spec)
         tkeys = []
         sizes = []
         layout = []
@@ -846,10 +849,12 @@ def _mixed_key(args):
         elif c in _MIXED_SCALARS or (c.__eq__ is _object_eq and c.__hash__ is _object_hash
                                      and not isinstance(a, (Tensor, tuple, list, dict))):
             # a class, never a tuple: a tensor's six fields start with its shape tuple, so the
-            # flat key cannot be read two ways. A float zero by its repr: 0.0 == -0.0 hash alike,
-            # but the graph bakes the sign in (x * -0.0)
-            if c is float and a == 0.0 or c is complex and (a.real == 0.0 or a.imag == 0.0):
-                a = repr(a)
+            # flat key cannot be read two ways. A float zero or NaN by its spelling: 0.0 ==
+            # -0.0 hash alike, but the graph bakes the sign in (x * -0.0); nan != nan, so a
+            # fresh NaN would miss every call (_spelling)
+            if c is float and (a == 0.0 or a != a) or c is complex and (
+                    a.real == 0.0 or a.imag == 0.0 or a != a):
+                a = _spelling(a)
             key += (c, a)
         else:
             return None, None
@@ -871,16 +876,52 @@ def _walk_const_types(spec, out) -> None:
     if head.__class__ is str:        # ("c", value)
         v = spec[1]
         c = v.__class__
-        # a float zero's sign too (0.0 == -0.0 hash alike; the graph bakes the value in)
+        # a float zero's sign too (0.0 == -0.0 hash alike; the graph bakes the value in), and
+        # a NaN as a NaN (_spelling; _lookup then keys the spec on one NaN object, _canon_nans)
         if c is not int and c is not bool and isinstance(v, _numbers.Number) and (
-                v.real == 0.0 or v.imag == 0.0):
+                v.real == 0.0 or v.imag == 0.0 or v != v):
             # (NumPy's scalars too: np.float64 is a float, np.float32 a numbers.Real)
-            out.append((c, repr(complex(v))))
+            out.append((c, _spelling(v)))
         else:
             out.append(c)
         return
     for s in spec[2] if head is dict else spec[1]:
         _walk_const_types(s, out)
+
+
+def _spelling(v) -> str:
+    """A float or complex number (NumPy's scalars too) as a graph bakes it in, for keys and
+    guards where ``==`` cannot tell: ``repr`` tells 0.0 from -0.0 (which compare and hash
+    equal), and a NaN -- never equal to itself, so a key holding a fresh one never matched --
+    is spelled with the signs of its NaN parts (``repr`` shows none)."""
+    z = complex(v)
+    s = repr(z)
+    if z != z:
+        s += f" nan{_math.copysign(1.0, z.real):+.0f}{_math.copysign(1.0, z.imag):+.0f}"
+    return s
+
+
+_NANS: dict = {}     # (class, spelling) -> the one NaN constant object keys hold (_canon_nans)
+
+
+def _canon_nans(spec):
+    """``spec`` with each NaN constant replaced by the first NaN object seen of its class and
+    spelling, so that two calls' specs compare equal (tuples compare items by identity first;
+    ``nan != nan`` otherwise)."""
+    if spec.__class__ is str:        # a leaf
+        return spec
+    head = spec[0]
+    if head.__class__ is str:        # ("c", value)
+        v = spec[1]
+        if v.__class__ is not int and v.__class__ is not bool and \
+                isinstance(v, _numbers.Number) and v != v:
+            if len(_NANS) > 256:     # (a program's NaN spellings are few: a bound, not an LRU)
+                _NANS.clear()
+            return ("c", _NANS.setdefault((v.__class__, _spelling(v)), v))
+        return spec
+    if head is dict:
+        return (dict, spec[1], tuple([_canon_nans(s) for s in spec[2]]))
+    return (head, tuple([_canon_nans(s) for s in spec[1]]))
 
 
 def _ops_valid(ops) -> bool:
@@ -1210,7 +1251,7 @@ def _freeze(v, budget, keep):
         raise _Unfreezable
     t = v.__class__
     if t in _SCALAR_TYPES:
-        return (t, v)
+        return (t, _spelling(v) if _special(v) else v)
     if t is tuple or t is list:
         return (t, tuple([_freeze(x, budget, keep) for x in v]))
     if t is dict:
@@ -1221,6 +1262,25 @@ def _freeze(v, budget, keep):
     if keep is not None:
         keep.append(v)
     return ("id", id(v))
+
+
+def _special(v) -> bool:
+    """A float or complex that ``==`` cannot compare as a graph needs: a zero (0.0 == -0.0,
+    but the graph bakes the sign in) or a NaN (never equal to itself). Such values are
+    compared by ``_spelling``."""
+    c = v.__class__
+    return c is float and (v == 0.0 or v != v) or c is complex and (
+        v.real == 0.0 or v.imag == 0.0 or v != v)
+
+
+def _flat_key(v):
+    """A flat container (``_flat``) compared whole: its class and items, special numbers by
+    their spelling (the guard of a container too big to freeze)."""
+    t = v.__class__
+    items = v.items() if t is dict else v
+    if t is dict:
+        return (t, tuple([(k, _spelling(x) if _special(x) else x) for k, x in items]))
+    return (t, tuple([_spelling(x) if _special(x) else x for x in items]))
 
 
 def _freeze_now(v):
@@ -1269,7 +1329,7 @@ def _snapshot(v):
             pass
         if t is not set and t is not frozenset and _flat(v):
             # larger than the freeze budget but flat: compared whole (``_value_guard``)
-            return ("f", v, (t, tuple(v.items()) if t is dict else tuple(v)), None)
+            return ("f", v, _flat_key(v), None)
     elif _ndarray(v) and v.size <= _FLAT_MAX:
         # a NumPy array: ``float(ARR[0])`` bakes an element; guarded by identity, shape,
         # dtype and bytes (an in-place ``ARR[0] = 9.0`` is seen)
@@ -1283,7 +1343,9 @@ def _same_snapshot(a, b) -> bool:
     if a[0] != b[0]:
         return False
     if a[0] == "s":
-        return a[1] is b[1] or (a[1].__class__ is b[1].__class__ and a[1] == b[1])
+        x, y = a[1], b[1]
+        return x is y or (x.__class__ is y.__class__ and (
+            _spelling(x) == _spelling(y) if _special(x) else x == y))
     if a[0] == "f" or a[0] == "n":
         return a[2] == b[2] and (a[0] == "f" or a[1] is b[1])
     return a[1] is b[1]
@@ -1524,12 +1586,22 @@ def _value_guard(sources, before, graph):
         # a readable note of what is guarded, only when it cannot be anything but a name
         note = f"  # {name}" if type(name) is str and name.isidentifier() else ""
         ns[f"__o{k}"] = obj
-        if mode == "s":
+        if mode == "s" and _special(obj):
+            # a zero or NaN: compared by spelling (a fresh NaN is the same constant; -0.0 is
+            # not 0.0), any other value of its class by == as below
+            ns[f"__t{k}"] = obj.__class__
+            ns[f"__s{k}"] = _spelling(obj)
+            ns["__spell"] = _spelling
+            lines.append(f"v = {acc}\n"
+                         f"if v is not __o{k} and (v.__class__ is not __t{k} or "
+                         f"__spell(v) != __s{k}): return False")
+        elif mode == "s":
             ns[f"__t{k}"] = obj.__class__
             lines.append(f"v = {acc}\n"
                          f"if v is not __o{k} and (v.__class__ is not __t{k} or v != __o{k}): "
                          f"return False")
-        elif mode == "f" and _flat(obj):
+        elif mode == "f" and _flat(obj) and not any(map(_special, obj.values() if
+                                                        obj.__class__ is dict else obj)):
             # flat list/tuple/dict of scalars: element types, then one C-level ==
             t = obj.__class__
             ns[f"__t{k}"] = t
@@ -1547,6 +1619,12 @@ def _value_guard(sources, before, graph):
             else:
                 ns[f"__o{k}"] = t(obj)            # a copy: the live object is what changes
                 lines.append(f"v = {acc}\nif {check} or v != __o{k}: return False")
+        elif mode == "f" and a[3] is None:
+            # a flat container too big to freeze, holding a zero or NaN: compared whole by
+            # _flat_key (as _snapshot took it)
+            ns[f"__f{k}"] = a[2]
+            ns["__flatkey"] = _flat_key
+            lines.append(f"if __flatkey({acc}) != __f{k}: return False")
         elif mode == "n":
             ns[f"__f{k}"] = a[2]
             lines.append(f"v = {acc}\nif v is not __o{k} or (v.shape, v.dtype.str, v.tobytes()) != "
