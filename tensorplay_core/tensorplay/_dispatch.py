@@ -325,6 +325,26 @@ def check_arg(op, i: int, v) -> None:
                         f"'{a.name}' but instead found type '{type(v).__name__}'.")
 
 
+def as_number(v):
+    """``v`` given where an op takes a tensor or a number: a NumPy scalar becomes the Python
+    number torch's argument parser reads it as -- ``np.integer`` -> ``int``; ``np.bool_``,
+    ``np.floating`` -> ``float`` (torch reads a NumPy bool as a double: ``int64 tensor *
+    np.bool_(True)`` is float32); ``np.complexfloating`` -> ``complex`` -- so it promotes as a
+    Python number does (weakly), eagerly and in a capture alike. Anything else (a 0-dim
+    ``ndarray`` included) is returned unchanged, for the dispatch to accept or refuse."""
+    t = v.__class__
+    if t.__module__ != "numpy" or t.__name__ == "ndarray" or getattr(v, "ndim", None) != 0:
+        return v
+    kind = getattr(getattr(v, "dtype", None), "kind", None)
+    if kind in ("i", "u"):
+        return int(v)
+    if kind in ("f", "b"):
+        return float(v)
+    if kind == "c":
+        return complex(v)
+    return v
+
+
 def _missing(op, name: str):
     raise TypeError(f"{op.name}() missing 1 required argument: '{name}'")
 
@@ -492,6 +512,7 @@ def make_call(op, scalar_ok=(), number_self=None, out=None, partial=(),
             w = partial_names[n]
             body.append(f"if {n}.__class__ is not __T:\n"
                         f"        if {n}.__class__ not in __scalars:\n"
+                        f"            {n} = __num({n})\n"
                         f"            __k = __slow(__op, {allvals})\n"
                         f"            if isinstance({n}, __TB): __povl({w}, {n})\n"
                         f"    else:\n"
@@ -501,8 +522,11 @@ def make_call(op, scalar_ok=(), number_self=None, out=None, partial=(),
         elif kind == "scalar_ok":
             slow = (f"{mixed.format(n=n)}__slow(__op, {allvals})" if first_required is not None
                     else f"__slow(__op, {allvals})")
+            # (a number of another class -- a NumPy scalar -- is read as torch reads it, on
+            # the path a Python number never takes: __num)
             body.append(f"if {n}.__class__ is not __T:\n"
-                        f"        if {n}.__class__ not in __scalars: __k = __slow(__op, {allvals})\n"
+                        f"        if {n}.__class__ not in __scalars:\n"
+                        f"            {n} = __num({n}); __k = __slow(__op, {allvals})\n"
                         f"    elif {n}.dispatch_key is not __k: __k = {slow}")
         elif kind == _KIND_OPT:
             body.append(f"if {n} is not None and {n}.dispatch_key is not __k: __k = __slow(__op, {allvals})")
@@ -604,7 +628,7 @@ def make_call(op, scalar_ok=(), number_self=None, out=None, partial=(),
               __c_bool=bool, __c_str=str, __c_list=list, __c_tuple=tuple,
               __overlap=check_overlap, __has=tuple.__contains__, __gs=grad_state,
               __wvers=written_versions, __wbump=bump_written, __povl=check_partial_overlap,
-              __TB=TensorBase)
+              __TB=TensorBase, __num=as_number)
     fn = _codegen.function(src, ns, "__call__", f"<tensorplay dispatch {op.name}>")
     fn.__doc__ = op.__doc__
     fn.__qualname__ = op.name   # "ns::op() missing 1 required positional argument: 'x'"

@@ -196,6 +196,9 @@ def _times_alpha(self, other, alpha, api):
     ``alpha`` with integral operands, a bool ``alpha`` with a non-bool result, an int ``alpha``
     out of the dtype's range. A bool result takes ``bool(alpha)``. For ``sub`` with a bool
     operand ``other`` comes back unscaled: ``sub`` itself refuses it in torch's words."""
+    c = alpha.__class__
+    if c is not int and c is not float and c is not bool:
+        alpha = _as_number(alpha)           # a NumPy scalar: the number torch reads it as
     is_t = isinstance(other, Tensor)        # (captured tensors are Tensors too)
     if api == "sub" and (self._dtype is _dtype.bool or other.__class__ is bool or
                          is_t and other._dtype is _dtype.bool):
@@ -226,6 +229,9 @@ def _times_alpha(self, other, alpha, api):
 def _addc(self, t1, t2, value, op, api):
     """``self + (value * t1) op t2`` (``addcmul``/``addcdiv``), in the three tensors' promoted
     dtype, in torch's order of evaluation."""
+    c = value.__class__
+    if c is not int and c is not float and c is not bool:
+        value = _as_number(value)           # a NumPy scalar: the number torch reads it as
     if api == "addcdiv" and isinstance(t1, Tensor) and isinstance(t2, Tensor) and \
             not t1._dtype.is_floating_point and not t2._dtype.is_floating_point:
         raise RuntimeError(
@@ -1332,12 +1338,16 @@ class Tensor(TensorBase, instance_class=True):
 
     def __eq__(self, other: object) -> Tensor:  # type: ignore[override]
         if other.__class__ is not Tensor and not isinstance(other, (Tensor, int, float)):
-            return NotImplemented     # `t == None` is False, as in torch (identity fallback)
+            other = _as_number(other)       # a NumPy scalar: the number torch reads it as
+            if not isinstance(other, (int, float)):
+                return NotImplemented     # `t == None` is False, as in torch (identity fallback)
         return _O.eq(self, other)
 
     def __ne__(self, other: object) -> Tensor:  # type: ignore[override]
         if other.__class__ is not Tensor and not isinstance(other, (Tensor, int, float)):
-            return NotImplemented
+            other = _as_number(other)       # a NumPy scalar: the number torch reads it as
+            if not isinstance(other, (int, float)):
+                return NotImplemented
         return _O.ne(self, other)
 
     def __lt__(self, other: _TensorOrScalar) -> Tensor:
@@ -4081,6 +4091,7 @@ from .autograd.api import backward as _backward  # noqa: E402
 from .autograd.function import check_inplace as _check_inplace  # noqa: E402
 from .autograd.grad_mode import _state as _grad_state  # noqa: E402
 from ._dispatch import NoGradBlock as _NoGradBlock  # noqa: E402
+from ._dispatch import as_number as _as_number  # noqa: E402
 from ._dispatch import _state as _dispatch_state  # noqa: E402
 # ``hook(tensor)``, set by ``tensorplay._capture`` while a capture is in progress in any thread
 # (else None: one global read on the eager path): called when ``_need_data`` passes (the
