@@ -230,6 +230,8 @@ def _binary(op, k, backend, uf, swap, big):
     rdt = _dtype.result_type
     wrapped = _dtype.wrapped_dtype
 
+    two: dict = {}            # result dtype -> the two-array chain (_chain's, without its key)
+
     def large(a, b):
         """The generated-kernel path, or None (the caller then runs the CuPy paths)."""
         if b.__class__ is nd:
@@ -260,7 +262,15 @@ def _binary(op, k, backend, uf, swap, big):
             R = _dtype.bool
         elif op in _FLOAT_RESULT and not R.is_floating_point:
             R = _dtype.get_default_dtype()
-        r = run_chain(_chain(op, len(args), ct, R, backend), args, consts)
+        if ct is None:
+            # (a broadcast operand's op, the backward's g * exp(x): its chain per result dtype
+            # here, no five-part key per call)
+            ch = two.get(R)
+            if ch is None:
+                ch = two[R] = _chain(op, 2, None, R, backend)
+        else:
+            ch = _chain(op, 1, ct, R, backend)
+        r = run_chain(ch, args, consts)
         return None if r is None else r[0]
 
     bf16 = _bf16_of(backend)
