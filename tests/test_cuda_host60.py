@@ -193,9 +193,8 @@ def test_the_adapter_calls_the_kept_launch_directly_within_the_size_bound(
         stubbed, monkeypatch, op, operand, dtype):
     """One GPU: after the first launch of a (dtype[, float]) key, the adapter calls the kept
     call itself (``_tp_dense_calls``) for ``0 < n < THRESHOLD``; at ``THRESHOLD`` elements the
-    dense case (its aligned large launch). A bfloat16 ``add`` with a number keeps the dense case
-    (the number rounded to bfloat16 first, in the launch's parameters); ``mul`` reads the number
-    at float32 and takes the kept call."""
+    dense case (its aligned large launch). A bfloat16 ``add`` with a number launches it rounded
+    to bfloat16 first (in the launch's parameters); ``mul`` reads the number at float32."""
     be, launched = stubbed
     native = NATIVE[dtype]
     kernel = be.kernels()[op]
@@ -215,15 +214,13 @@ def test_the_adapter_calls_the_kept_launch_directly_within_the_size_bound(
     t = getattr(tp, dtype)
     rounded = op in tp._dtype.SCALAR_ROUNDED and dtype == "bfloat16" and \
         operand.__class__ is float
-    assert (t in table) is not rounded
     seen = []
-    if not rounded:
-        kept = table[t]
-        monkeypatch.setitem(table, t, lambda *a: seen.append(a[-1]) or kept(*a))
+    kept = table[t]
+    monkeypatch.setitem(table, t, lambda *a: seen.append(a[-1]) or kept(*a))
     launched.clear()
     r = call(x, y)
     assert len(launched) == 1 and r.shape == (n,) and r._data.dtype is native
-    assert seen == ([] if rounded else [n])
+    assert seen == [n]
     if operand.__class__ is float:
         want = tp._dtype.round_scalar(operand, t) if rounded else operand
         assert struct.unpack_from("=f", launched[0][3], 40)[0] == _f32(want)

@@ -778,8 +778,8 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
     seen: dict = {}              # key -> calls so far, while fewer than WARMUP_CALLS
     # one visible GPU: the kept calls by the operand's tensorplay dtype, which the generated
     # adapters call without this function's frame (``_tp_dense_calls``: the key's device is
-    # always 0 then) -- two arrays or one (``calls``), an array and a Python float that needs no
-    # rounding first (``fcalls``: not float16/bfloat16 where the op rounds the number)
+    # always 0 then) -- two arrays or one (``calls``), an array and a Python float (``fcalls``;
+    # float16/bfloat16 where the op rounds the number: the call rounding it first)
     calls: dict = {}
     fcalls: dict = {}
     dt_of = backend.dtype_of
@@ -824,8 +824,10 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
             d = a.dtype
             if b is _NO_OPERAND or b.__class__ is nd:
                 calls[dt_of(a)] = call
-            elif b.__class__ is float and not (rounds and (d is bf16 or d is f16)):
-                fcalls[dt_of(a)] = call
+            elif b.__class__ is float:
+                # (float16/bfloat16 where the op rounds the number first: rounded here, as below)
+                fcalls[dt_of(a)] = _rounding(call, round_arg, d) if rounds and (
+                    d is bf16 or d is f16) else call
         if out is not None:
             return out
         return other(a, b)
@@ -934,6 +936,16 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
     dense.splat = splat if n_in == 2 else None
     dense.calls = (calls, fcalls, top)
     return dense
+
+
+def _rounding(call, round_arg, d):
+    """``call(a, c, n)`` (a kept launch with a number) with ``c`` rounded to native dtype ``d``
+    first (``_scalar_rounding``'s ``round_arg``: torch's rule for float16/bfloat16), as ``_dense``
+    passes it."""
+    def rounded(a, c, n):
+        return call(a, round_arg(c, d), n)
+    rounded.kept = call
+    return rounded
 
 
 def _one_gpu(backend) -> bool:

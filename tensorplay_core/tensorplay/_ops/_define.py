@@ -917,16 +917,18 @@ def _float_ufunc_lines(op, kernel, backend, ns, early, kcall=None) -> list:
         args = f"{s_}.native" if other is None else f"{s_}.native, {other}"
         if kept is None:
             return [f"__r = {c('__fdense', args)}"]
-        look = f"__dfcalls.get({s_}.raw_dtype) if {other}.__class__ is float else None" \
-            if number else f"__dcalls.get({s_}.raw_dtype)"
+        # (the size first: a large array takes the dense callable after one comparison)
+        look = f"__dfcalls.get({s_}.raw_dtype) if 0 < __n < __dtop and {other}.__class__ is " \
+            f"float else None" if number else \
+            f"__dcalls.get({s_}.raw_dtype) if 0 < __n < __dtop else None"
         both = "__a" if other is None else f"__a, {other}"
         return [f"__a = {s_}.native",
                 "__n = __a.size",
                 f"__c = {look}",
-                "if __c is not None and 0 < __n < __dtop:",
-                f"    __r = {c('__c', both + ', __n')}",
+                "if __c is None:",
+                f"    __r = {c('__fdense', both)}",
                 "else:",
-                f"    __r = {c('__fdense', both)}"]
+                f"    __r = {c('__c', both + ', __n')}"]
     # the dense case: its result is a fresh row-major array of the operand's shape
     dense_built = ["if __r.__class__ is __nd:", *built[1:]]
     layout = f"{s_}.stride_tuple is __C.get({s_}.raw_shape)"
