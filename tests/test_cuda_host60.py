@@ -296,3 +296,30 @@ def test_on_a_gpu_mean_backwards_give_the_cpus_gradients(shape, graph):
         assert x.grad.is_contiguous()
         grads.append(x.grad.cpu().numpy())
     np.testing.assert_array_equal(grads[1], grads[0])
+
+
+# -- the reductions' gradient formulas (any device) ------------------------------------------------
+
+@pytest.mark.parametrize("dims, keepdim", [(None, False)] + [
+    (d, k) for d in [(1,), (-1,), (0, -1), (2, 0), (-3, 1, 2), (np.int64(1),)]
+    for k in (False, True)])
+def test_mean_and_sum_gradients_over_any_spelling_of_dims(dims, keepdim):
+    """``mean``'s and ``sum``'s gradients on cpu: the count averaged over the reduced dims
+    whatever their spelling (negative, several, unordered, a NumPy integer), the gradient
+    expanded back to the input's shape: ``1 / n`` and ``1`` everywhere."""
+    x = tp.ones((2, 3, 4), requires_grad=True)
+    kw = {} if dims is None else {"dim": list(dims), "keepdim": keepdim}
+    n = 24 if dims is None else int(np.prod([(2, 3, 4)[int(d)] for d in dims]))
+    x.mean(**kw).sum().backward()
+    assert x.grad.shape == (2, 3, 4)
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((2, 3, 4), np.float32(1) / n))
+    x.grad = None
+    x.sum(**kw).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.ones((2, 3, 4), np.float32))
+
+
+@pytest.mark.parametrize("dims", [[0], [-1]])
+def test_mean_gradient_of_a_0d_input_over_its_dim(dims):
+    x = tp.tensor(3.0, requires_grad=True)
+    x.mean(dims).backward()
+    assert x.grad.shape == () and x.grad.item() == 1.0
