@@ -234,9 +234,13 @@ def _binary(op, k, backend, uf, swap, big):
 
     def large(a, b):
         """The generated-kernel path, or None (the caller then runs the CuPy paths)."""
-        if b.__class__ is nd:
+        bnd = b.__class__ is nd
+        if bnd:
             a, b = _one_element_operands(a, b)
-        if launch_large is not None:
+        # (two arrays of one rank, not both row-major -- a broadcast operand, g * exp(x) of a
+        # backward -- are never the aligned launch's: not asked)
+        if launch_large is not None and (not bnd or a.ndim != b.ndim or
+                                         a._c_contiguous and b._c_contiguous):
             r = launch_large(a, b)
             if r is not None:
                 return r
