@@ -192,9 +192,10 @@ def test_a_large_broadcast_element_with_a_number_is_one_aligned_launch(stubbed, 
 def test_the_adapter_calls_the_kept_launch_directly_within_the_size_bound(
         stubbed, monkeypatch, op, operand, dtype):
     """One GPU: after the first launch of a (dtype[, float]) key, the adapter calls the kept
-    call itself (``_tp_dense_calls``) for ``0 < n < THRESHOLD``; at ``THRESHOLD`` elements the
-    dense case (its aligned large launch). A bfloat16 ``add`` with a number launches it rounded
-    to bfloat16 first (in the launch's parameters); ``mul`` reads the number at float32."""
+    call itself (``_tp_dense_calls``) for ``0 < n < THRESHOLD``, and the aligned large launch
+    the dense case kept from ``THRESHOLD`` elements on (a multiple of 16). A bfloat16 ``add``
+    with a number launches it rounded to bfloat16 first (in the launch's parameters); ``mul``
+    reads the number at float32."""
     be, launched = stubbed
     native = NATIVE[dtype]
     kernel = be.kernels()[op]
@@ -208,8 +209,8 @@ def test_the_adapter_calls_the_kept_launch_directly_within_the_size_bound(
     x = be.wrap(cupy.ndarray((n,), native), dev)
     y = be.wrap(cupy.ndarray((n,), native), dev)
     _compiled(lambda: call(x, y))
-    calls, fcalls, top = kernel._tp_dense_calls
-    assert top == eager.THRESHOLD
+    calls, fcalls, top, lcalls, lfcalls, big = kernel._tp_dense_calls
+    assert top == eager.THRESHOLD and big > top
     table = fcalls if operand.__class__ is float else calls
     t = getattr(tp, dtype)
     rounded = op in tp._dtype.SCALAR_ROUNDED and dtype == "bfloat16" and \
@@ -224,14 +225,28 @@ def test_the_adapter_calls_the_kept_launch_directly_within_the_size_bound(
     if operand.__class__ is float:
         want = tp._dtype.round_scalar(operand, t) if rounded else operand
         assert struct.unpack_from("=f", launched[0][3], 40)[0] == _f32(want)
-    big = eager.THRESHOLD
-    X = be.wrap(cupy.ndarray((big,), native), dev)
-    Y = be.wrap(cupy.ndarray((big,), native), dev)
-    _compiled(lambda: call(X, Y))
-    launched.clear()
+    n = eager.THRESHOLD
+    X = be.wrap(cupy.ndarray((n,), native), dev)
+    Y = be.wrap(cupy.ndarray((n,), native), dev)
+    _compiled(lambda: call(X, Y))        # (compiles the aligned kernel)
+    call(X, Y)                           # (the dense case keeps its call for the adapter)
+    large = lfcalls if operand.__class__ is float else lcalls
+    kept = large[t]
+    monkeypatch.setitem(large, t, lambda *a: seen.append(a[-1]) or kept(*a))
+    for _ in range(2):
+        launched.clear()
+        seen.clear()
+        r = call(X, Y)
+        assert len(launched) == 1 and r.shape == (n,) and seen == [n]
+        if operand.__class__ is float:
+            assert struct.unpack_from("=f", launched[0][3], 40)[0] == _f32(want)
+    # a large call that launches nothing (None: an address off 16-byte alignment) leaves the
+    # call to the dense case
+    monkeypatch.setitem(large, t, lambda *a: seen.append("none"))
     seen.clear()
+    launched.clear()
     r = call(X, Y)
-    assert len(launched) == 1 and r.shape == (big,) and seen == []
+    assert seen == ["none"] and r.shape == (n,) and len(launched) == 1
 
 
 def test_views_are_the_constructors_arrays(stubbed):

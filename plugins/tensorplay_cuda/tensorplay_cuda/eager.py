@@ -790,9 +790,25 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
     # float16/bfloat16 where the op rounds the number: the call rounding it first)
     calls: dict = {}
     fcalls: dict = {}
+    # the same for the aligned large launches (``aligned``'s, from ``top`` elements on; each
+    # returns None, launching nothing, for an address off 16-byte alignment)
+    lcalls: dict = {}
+    lfcalls: dict = {}
     dt_of = backend.dtype_of
     # the aligned launches: key -> (launch, result dtype, call) or None; {} without ``aligned``
     big = getattr(aligned, "launches", {})      # (the same dict: filled as _large compiles)
+
+    def keep_large(key, a, b, call):
+        """``_large`` kept ``call`` for ``key`` (its first launch): the adapters' from now on
+        (``lcalls``/``lfcalls``, one GPU), the number rounded first where ``_dense`` rounds it."""
+        d = a.dtype
+        if b is _NO_OPERAND or b.__class__ is nd:
+            lcalls[dt_of(a)] = call
+        elif b.__class__ is float:
+            lfcalls[dt_of(a)] = _rounding(call, round_arg, d) if rounds and (
+                d is bf16 or d is f16) else call
+    if one and aligned is not None and hasattr(aligned, "on_keep"):
+        aligned.on_keep.append(keep_large)
     from .triton_fusion import BLOCK, BLOCK_NARROW
     big_top = 2 ** 31 - max(BLOCK, BLOCK_NARROW)      # (as _large's bound)
 
@@ -942,7 +958,7 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
             return launch(a, n)
     dense.launches = launches
     dense.splat = splat if n_in == 2 else None
-    dense.calls = (calls, fcalls, top)
+    dense.calls = (calls, fcalls, top, lcalls, lfcalls, big_top)
     return dense
 
 
@@ -1037,6 +1053,7 @@ def _large(op, n_in, backend):
     from .triton_fusion import BLOCK, BLOCK_NARROW
     top = 2 ** 31 - max(BLOCK, BLOCK_NARROW)        # above: the kernels' 64-bit index variant
     launches: dict = {}               # key -> (launch, result dtype), or None: Triton's launcher
+    on_keep: list = []                # f(key, a, b, call) for each call kept (_dense's keep_large)
 
     def compile_(key, a, b, modes=None):
         """The first call of ``key``: compile and launch through Triton, remember the launch."""
@@ -1051,6 +1068,9 @@ def _large(op, n_in, backend):
             call = None if modes is not None else _call_of(
                 launch, nd, out.dtype, n_in, b.__class__ in (float, int), aligned=True)
             launches[key] = (launch, out.dtype, call)
+            if call is not None:
+                for f in on_keep:
+                    f(key, a, b, call)
         return out
 
     def large(a, b=_NO_OPERAND):
@@ -1128,4 +1148,5 @@ def _large(op, n_in, backend):
             launch(a.data.ptr, r.data.ptr, n, b)
         return r
     large.launches = launches
+    large.on_keep = on_keep
     return large

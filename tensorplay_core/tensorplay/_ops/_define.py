@@ -821,12 +821,14 @@ def _float_ufunc_lines(op, kernel, backend, ns, early, kcall=None) -> list:
     too says: on an operand of those dtypes whose strides are all 0 (a broadcast of one element,
     the gradient ``sum``/``mean`` hand back) and a Python number, that callable returns a fresh
     row-major array of the operand's shape holding the op's value, or None where it does not
-    take the call (the adapter then goes on to the ufunc case). ``_tp_dense_calls``, a triple
-    ``(calls, float_calls, top)``, says: ``calls[dtype](a[, b], n)`` (the operand's tensorplay
-    dtype; ``float_calls[dtype](a, number, n)`` with a Python ``float``) computes what the
-    dense callable would for such operands of ``0 < n < top`` elements (``n`` the array's
-    size): the adapter calls it directly, without the dense callable's frame and its own
-    look-ups; a dtype not in the dict takes the dense callable.
+    take the call (the adapter then goes on to the ufunc case). ``_tp_dense_calls``,
+    ``(calls, float_calls, top, large_calls, large_float_calls, big)``, says:
+    ``calls[dtype](a[, b], n)`` (the operand's tensorplay dtype; ``float_calls[dtype](a, number,
+    n)`` with a Python ``float``) computes what the dense callable would for such operands of
+    ``0 < n < top`` elements (``n`` the array's size), and the large dicts' calls the same for
+    ``top <= n < big`` with ``n % 16 == 0``, or return None (nothing computed): the adapter
+    calls them directly, without the dense callable's frame and its own look-ups; a dtype not
+    in the dict, or a None, takes the dense callable.
     """
     c = kcall if kcall is not None else (lambda fn, a: f"{fn}({a})")
     fast = getattr(kernel, "_tp_float_ufunc", None)
@@ -908,7 +910,8 @@ def _float_ufunc_lines(op, kernel, backend, ns, early, kcall=None) -> list:
     isd = _dtype_test(s_, getattr(kernel, "_tp_dense_dtypes", fd), "__dd", ns)
     kept = getattr(kernel, "_tp_dense_calls", None)
     if kept is not None:
-        ns["__dcalls"], ns["__dfcalls"], ns["__dtop"] = kept
+        (ns["__dcalls"], ns["__dfcalls"], ns["__dtop"], ns["__dlcalls"], ns["__dlfcalls"],
+         ns["__dbig"]) = kept
 
     def dense_call(other, number=False):
         # the lines computing __r in the dense case (unindented): the kept launch for the
@@ -917,18 +920,25 @@ def _float_ufunc_lines(op, kernel, backend, ns, early, kcall=None) -> list:
         args = f"{s_}.native" if other is None else f"{s_}.native, {other}"
         if kept is None:
             return [f"__r = {c('__fdense', args)}"]
-        # (the size first: a large array takes the dense callable after one comparison)
-        look = f"__dfcalls.get({s_}.raw_dtype) if 0 < __n < __dtop and {other}.__class__ is " \
-            f"float else None" if number else \
-            f"__dcalls.get({s_}.raw_dtype) if 0 < __n < __dtop else None"
         both = "__a" if other is None else f"__a, {other}"
-        return [f"__a = {s_}.native",
-                "__n = __a.size",
-                f"__c = {look}",
-                "if __c is None:",
-                f"    __r = {c('__fdense', both)}",
-                "else:",
-                f"    __r = {c('__c', both + ', __n')}"]
+        small, large = ("__dfcalls", "__dlfcalls") if number else ("__dcalls", "__dlcalls")
+        lines = [f"__a = {s_}.native",
+                 "__n = __a.size"]
+        if number:
+            lines += [f"if {other}.__class__ is not float:",
+                      "    __c = None",
+                      "elif 0 < __n < __dtop:"]
+        else:
+            lines += ["if 0 < __n < __dtop:"]
+        # (the large kept launches take a multiple of 16 elements; None: an address off
+        # 16-byte alignment, nothing launched, the dense callable then)
+        return lines + [f"    __c = {small}.get({s_}.raw_dtype)",
+                        "elif __dtop <= __n < __dbig and not __n & 15:",
+                        f"    __c = {large}.get({s_}.raw_dtype)",
+                        "else:",
+                        "    __c = None",
+                        f"if __c is None or (__r := {c('__c', both + ', __n')}) is None:",
+                        f"    __r = {c('__fdense', both)}"]
     # the dense case: its result is a fresh row-major array of the operand's shape
     dense_built = ["if __r.__class__ is __nd:", *built[1:]]
     layout = f"{s_}.stride_tuple is __C.get({s_}.raw_shape)"
