@@ -798,15 +798,20 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
     # the aligned launches: key -> (launch, result dtype, call) or None; {} without ``aligned``
     big = getattr(aligned, "launches", {})      # (the same dict: filled as _large compiles)
 
-    def keep_large(key, a, b, call):
-        """``_large`` kept ``call`` for ``key`` (its first launch): the adapters' from now on
-        (``lcalls``/``lfcalls``, one GPU), the number rounded first where ``_dense`` rounds it."""
+    def remember(arrays, numbers, a, b, call):
+        """Kept ``call`` for operand ``a`` (and ``b``): the adapters' from now on (one GPU),
+        in ``arrays`` by ``a``'s dtype for an array operand or none, in ``numbers`` for a
+        float number -- rounded first (float16/bfloat16) where the op rounds it."""
         d = a.dtype
         if b is _NO_OPERAND or b.__class__ is nd:
-            lcalls[dt_of(a)] = call
+            arrays[dt_of(a)] = call
         elif b.__class__ is float:
-            lfcalls[dt_of(a)] = _rounding(call, round_arg, d) if rounds and (
+            numbers[dt_of(a)] = _rounding(call, round_arg, d) if rounds and (
                 d is bf16 or d is f16) else call
+
+    def keep_large(key, a, b, call):
+        """``_large`` kept ``call`` for ``key`` (its first launch): ``lcalls``/``lfcalls``."""
+        remember(lcalls, lfcalls, a, b, call)
     if one and aligned is not None and hasattr(aligned, "on_keep"):
         aligned.on_keep.append(keep_large)
     from .triton_fusion import BLOCK, BLOCK_NARROW
@@ -845,13 +850,7 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
         call = launches[key] = None if launch is None else _call_of(
             launch, nd, out.dtype, n_in, b.__class__ in (float, int))
         if call is not None and one:
-            d = a.dtype
-            if b is _NO_OPERAND or b.__class__ is nd:
-                calls[dt_of(a)] = call
-            elif b.__class__ is float:
-                # (float16/bfloat16 where the op rounds the number first: rounded here, as below)
-                fcalls[dt_of(a)] = _rounding(call, round_arg, d) if rounds and (
-                    d is bf16 or d is f16) else call
+            remember(calls, fcalls, a, b, call)
         if out is not None:
             return out
         return other(a, b)
