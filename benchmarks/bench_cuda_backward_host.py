@@ -8,9 +8,10 @@ target and launches nothing), and also: the fill kernel's and ``bcast``'s row-fi
 function addresses (``fill.launch_packed``), ``cupy.cuda.Device`` (a no-op block: the chain's first
 call enters it), and what CuPy launches itself, which cannot run without a driver -- the
 forward's kernels (``sum``, ``mean``, ``exp``, ``log``: a fresh array of the result's shape; only
-the backward is timed) and ``cupy.divide`` (the mean's gradient, ``g.expand(n) / n``: a 0-stride
-operand, CuPy's ufunc; stubbed by a fresh array, so its own host time, ~10 µs on an H200 host, is
-not in these figures). No array is read or written.
+the backward is timed) and ``cupy.divide`` (recorded where called: before session 60 the mean's
+gradient, ``g.expand(n) / n``, a 0-stride operand, ran CuPy's ufunc, stubbed by a fresh array, so
+its own host time, ~10 µs on an H200 host, was not in these figures; since, it is the generated
+kernel's one launch, timed here). No array is read or written.
 
 Printed per graph: µs of host time per ``loss.backward()`` (median and minimum over ``--rounds``
 interleaved rounds of ``--iters`` backwards, each after its own untimed forward), the driver

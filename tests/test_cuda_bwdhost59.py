@@ -197,17 +197,19 @@ def backward():
 
 
 def test_sum_mean_backward_fills_grad_with_one_packed_row_fill(backward):
-    """``x.sum(1).mean()``'s backward: the seed's fill and ``.grad``'s row fill, each one driver
-    call (no CuPy ``RawKernel`` call), and the mean's division (stubbed: CuPy's ufunc)."""
+    """``x.sum(1).mean()``'s backward: the seed's fill, the mean's division of its broadcast
+    seed (one launch of the generated kernel reading the element once, session 60: no CuPy
+    ufunc) and ``.grad``'s row fill, each one driver call (no CuPy ``RawKernel`` call)."""
     be, x, launched, stubbed = backward
     x.grad = None
     loss = x.sum(1).mean()
     launched.clear()
     stubbed.clear()
     loss.backward()
-    assert [f for f, _, _ in launched] == [0x1000, 0x2004]
-    assert launched[1][1] == (2, 2048, 1) and launched[1][2] == (256, 1, 1)
-    assert stubbed == [("cupy.divide", (2048,), (0,))]
+    assert [f for f, _, _ in launched] == [0x1000, 0x1000, 0x2004]
+    assert launched[1][1] == (2, 1, 1)                   # 2048 elements, 1024 a program
+    assert launched[2][1] == (2, 2048, 1) and launched[2][2] == (256, 1, 1)
+    assert stubbed == []
     assert x.grad.shape == (2048, 2048) and x.grad.stride() == (2048, 1)
 
 
@@ -224,7 +226,8 @@ def test_lse_backward_mul_takes_the_plans_generated_call(backward):
     loss = x.exp().sum(1).log().mean()
     launched.clear()
     loss.backward()
-    assert len(launched) == 3 and launched[2][1] == (2048 * 2048 // 1024, 1, 1)
+    # (the seed's fill, the mean's division, log's division, the broadcast's mul)
+    assert len(launched) == 4 and launched[3][1] == (2048 * 2048 // 1024, 1, 1)
     ch = eager._chain("mul", 2, None, tp.float32, be)
     (plan,) = [p for k, p in ch._plans.items() if k[2] == (4, 0)]
     assert "GO(v" in plan.call.source

@@ -86,7 +86,9 @@ def copy_broadcast(cupy, dst, src) -> bool:
     written) for anything else, which the caller copies as before."""
     n = dst.size
     item = dst.itemsize
-    if n < MIN_ELEMENTS or item not in (1, 2, 4, 8) or src.dtype != dst.dtype:
+    sd = src.dtype
+    # (one dtype object on both sides, the usual case: an identity test, no NumPy comparison)
+    if n < MIN_ELEMENTS or item not in (1, 2, 4, 8) or (sd is not dst.dtype and sd != dst.dtype):
         return False
     strides = src.strides
     shape = src.shape
@@ -121,6 +123,14 @@ def copy_broadcast(cupy, dst, src) -> bool:
     gx = (n16 + _THREADS - 1) // _THREADS
     gx = 64 if gx > 64 else gx                  # (n16 >= 1: a row is a whole 16-byte block)
     gy = 65535 if r > 65535 else r
+    buf, params, _, ready = fill._PARAMS.block
+    if dev in ready:
+        # fill.launch_packed's packed launch inline (its frame, the argument tuple and the
+        # first-launch closure: ~0.4 µs of a backward's .grad row fill on a CPU host)
+        _PACK(buf, 0, out, src.data.ptr, r, n16, sr)
+        fill._launch[0](f[1], gx, gy, 1, _THREADS, 1, 1, 0,
+                        cupy.cuda.get_current_stream(dev).ptr, params, 0)
+        return True
     fill.launch_packed(cupy, f, dev, gx, gy, _THREADS, _PACK,
                        (out, src.data.ptr, r, n16, sr),
                        lambda: (dst, src, numpy.int64(r), numpy.int64(n16), numpy.int64(sr)))

@@ -21,7 +21,11 @@
 * **One element broadcast** (the gradient ``sum``/``mean`` hand back: an ``expand`` of a 0-d
   tensor, every stride 0): on the large path such an operand becomes a 0-d view, read once by
   the kernel (``_one_element_operands``), so ``(x * w).sum()``'s backward reads and writes each
-  gradient once, through the one-launch path where the chain offers it.
+  gradient once, through the one-launch path where the chain offers it. With a Python number
+  (the mean's gradient, ``g.expand(n) / n``) it is one launch at any size, the element read once
+  into a fresh row-major array (``_dense``'s ``splat``, which the adapters call; ``_large``'s
+  ``("s",)`` launch from ``THRESHOLD`` elements on), where CuPy's ufunc took ~10-14 µs of host
+  time on an H100 host.
 
 The Triton path only when tensorplay-triton (and Triton) is installed;
 ``TENSORPLAY_CUDA_EAGER_TRITON=0`` switches it off.
@@ -75,12 +79,15 @@ def run_chain(ch, args, consts=None):
     """``ch.run(args, consts)``, or None after a failure (see ``_failed``)."""
     if _FAILED:
         return None
-    from .triton_fusion import ShapeMismatch
     try:
         return ch.run(args, consts)
-    except ShapeMismatch:
-        return None                  # the user's error: the reference kernel raises it properly
-    except Exception as e:  # noqa: BLE001 - any compiler/driver error: fall back, said once
+    except Exception as e:  # noqa: BLE001 - sorted below
+        # (triton_fusion imported here, on a failure only: the import statement per call cost
+        # ~0.4 µs of every large eager op and chain on a CPU host)
+        from .triton_fusion import ShapeMismatch
+        if isinstance(e, ShapeMismatch):
+            return None              # the user's error: the reference kernel raises it properly
+        # any compiler/driver error: fall back, said once
         if _capturing(ch.backend):
             raise                    # the capture fails (and is dropped), not the Triton path
         _failed(e)
@@ -227,17 +234,28 @@ def _binary(op, k, backend, uf, swap, big):
     rdt = _dtype.result_type
     wrapped = _dtype.wrapped_dtype
 
+    two: dict = {}            # result dtype -> the two-array chain (_chain's, without its key)
+
     def large(a, b):
         """The generated-kernel path, or None (the caller then runs the CuPy paths)."""
-        if b.__class__ is nd:
+        bnd = b.__class__ is nd
+        if bnd:
             a, b = _one_element_operands(a, b)
-        if launch_large is not None:
+        # (two arrays of one rank, not both row-major -- a broadcast operand, g * exp(x) of a
+        # backward -- are never the aligned launch's: not asked)
+        if launch_large is not None and (not bnd or a.ndim != b.ndim or
+                                         a._c_contiguous and b._c_contiguous):
             r = launch_large(a, b)
             if r is not None:
                 return r
         da = dt_of(a)
         if b.__class__ is nd:
-            R = rdt(da, 2, dt_of(b), 2 if b.ndim else 1)
+            if b.dtype is a.dtype:
+                # (one dtype promotes to itself, whatever the ranks: no second look-up and no
+                # promotion rule per call, ~0.3 µs of a broadcast operand's large op)
+                R = da
+            else:
+                R = rdt(da, 2, dt_of(b), 2 if b.ndim else 1)
             ct, args, consts = None, [a, b], None
         elif b.__class__ in (float, int):
             R = rdt(da, 2, wrapped(b), 0)
@@ -252,7 +270,15 @@ def _binary(op, k, backend, uf, swap, big):
             R = _dtype.bool
         elif op in _FLOAT_RESULT and not R.is_floating_point:
             R = _dtype.get_default_dtype()
-        r = run_chain(_chain(op, len(args), ct, R, backend), args, consts)
+        if ct is None:
+            # (a broadcast operand's op, the backward's g * exp(x): its chain per result dtype
+            # here, no five-part key per call)
+            ch = two.get(R)
+            if ch is None:
+                ch = two[R] = _chain(op, 2, None, R, backend)
+        else:
+            ch = _chain(op, 1, ct, R, backend)
+        r = run_chain(ch, args, consts)
         return None if r is None else r[0]
 
     bf16 = _bf16_of(backend)
@@ -430,6 +456,9 @@ def _binary(op, k, backend, uf, swap, big):
         if dense is not None:
             kernel._tp_dense_ufunc = dense
             kernel._tp_dense_dtypes = _dense_dtypes(bf16)
+            kernel._tp_dense_calls = dense.calls
+            # a broadcast of one element with a number (the mean's gradient): one launch too
+            kernel._tp_splat = dense.splat
     kernel.launch_large = launch_large          # (its launches, for the GPU tests)
     kernel.dense = dense                        # (the same: the dense case's launches)
     kernel.dense_mixed = mixed_dense            # (the same: two dtypes' launches)
@@ -622,6 +651,7 @@ def _unary(op, k, backend, uf, big):
         if dense is not None:
             kernel._tp_dense_ufunc = dense
             kernel._tp_dense_dtypes = _dense_dtypes(bf16)
+            kernel._tp_dense_calls = dense.calls
     kernel.launch_large = launch_large          # (its launches, for the GPU tests)
     kernel.dense = dense                        # (the same: the dense case's launches)
     return kernel
@@ -642,8 +672,10 @@ def _first_launch(op, n_in, backend, a, b, aligned, modes=None, R=None):
     Python number, or ``_NO_OPERAND`` for a unary op), compiling it: ``(output, launch)`` from
     ``TritonChain.dense_launcher``; ``(None, None)`` when the generator declines or Triton fails
     (said once, ``_failed``), or after an earlier failure. ``modes``: the two arrays' load modes
-    when one is a 0-d operand (``("s", "c")`` or ``("c", "s")``, see ``_one_element_operands``);
-    ``(None, None)`` where ``dense_launcher`` takes no ``modes`` (nothing launched). ``R``: the
+    when one is a 0-d operand (``("s", "c")`` or ``("c", "s")``, see ``_one_element_operands``),
+    or ``("s",)`` for ``a`` a broadcast of one element (every stride 0) with a Python number
+    ``b`` (``_dense``'s ``splat``, ``_large``); ``(None, None)`` where ``dense_launcher`` takes
+    no ``modes`` (nothing launched). ``R``: the
     result dtype (default: bool for a comparison, else ``a``'s)."""
     if _FAILED:
         return None, None
@@ -652,9 +684,12 @@ def _first_launch(op, n_in, backend, a, b, aligned, modes=None, R=None):
         R = _dtype.bool if op in _BOOL_RESULT else backend.dtype_of(a)
     try:
         if modes is not None:
-            ch = _chain(op, n_in, None, R, backend)
+            number = b.__class__ in (float, int)
+            ch = _chain(op, 1 if number else n_in, b.__class__ if number else None, R, backend)
             if not _takes_modes(ch):
                 return None, None
+            if number:            # (a broadcast of one element with a number: ("s",))
+                return ch.dense_launcher([a], [b], aligned=aligned, modes=modes)
             return ch.dense_launcher([a, b], aligned=aligned, modes=modes)
         if b is _NO_OPERAND or b.__class__ is backend.np.ndarray:
             arrays = [a] if b is _NO_OPERAND else [a, b]
@@ -749,8 +784,36 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
     # comparison, else the operands'), or None: the ufunc for good
     launches: dict = {}
     seen: dict = {}              # key -> calls so far, while fewer than WARMUP_CALLS
+    # one visible GPU: the kept calls by the operand's tensorplay dtype, which the generated
+    # adapters call without this function's frame (``_tp_dense_calls``: the key's device is
+    # always 0 then) -- two arrays or one (``calls``), an array and a Python float (``fcalls``;
+    # float16/bfloat16 where the op rounds the number: the call rounding it first)
+    calls: dict = {}
+    fcalls: dict = {}
+    # the same for the aligned large launches (``aligned``'s, from ``top`` elements on; each
+    # returns None, launching nothing, for an address off 16-byte alignment)
+    lcalls: dict = {}
+    lfcalls: dict = {}
+    dt_of = backend.dtype_of
     # the aligned launches: key -> (launch, result dtype, call) or None; {} without ``aligned``
     big = getattr(aligned, "launches", {})      # (the same dict: filled as _large compiles)
+
+    def remember(arrays, numbers, a, b, call):
+        """Kept ``call`` for operand ``a`` (and ``b``): the adapters' from now on (one GPU),
+        in ``arrays`` by ``a``'s dtype for an array operand or none, in ``numbers`` for a
+        float number -- rounded first (float16/bfloat16) where the op rounds it."""
+        d = a.dtype
+        if b is _NO_OPERAND or b.__class__ is nd:
+            arrays[dt_of(a)] = call
+        elif b.__class__ is float:
+            numbers[dt_of(a)] = _rounding(call, round_arg, d) if rounds and (
+                d is bf16 or d is f16) else call
+
+    def keep_large(key, a, b, call):
+        """``_large`` kept ``call`` for ``key`` (its first launch): ``lcalls``/``lfcalls``."""
+        remember(lcalls, lfcalls, a, b, call)
+    if one and aligned is not None and hasattr(aligned, "on_keep"):
+        aligned.on_keep.append(keep_large)
     from .triton_fusion import BLOCK, BLOCK_NARROW
     big_top = 2 ** 31 - max(BLOCK, BLOCK_NARROW)      # (as _large's bound)
 
@@ -784,13 +847,58 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
         if _capturing(backend):
             return other(a, b)        # no compiling inside a CUDA-graph capture (see _capturing)
         out, launch = _first_launch(op, n_in, backend, a, b, aligned=False)
-        launches[key] = None if launch is None else _call_of(
+        call = launches[key] = None if launch is None else _call_of(
             launch, nd, out.dtype, n_in, b.__class__ in (float, int))
+        if call is not None and one:
+            remember(calls, fcalls, a, b, call)
         if out is not None:
             return out
         return other(a, b)
 
     if n_in == 2:
+        splats: dict = {}        # (dtype, device, number class) -> call(a, c, n) | None
+
+        def splat(a, b):
+            """``op(a, b)`` for ``a`` a CuPy array of the dense case's dtypes whose strides are
+            all 0 (a broadcast of one element: ``g.expand(n)``, the gradient ``sum``/``mean``
+            hand back) with 0 < ``a.size`` < the size bound, on the current device, and ``b`` a
+            Python float or int -> a fresh row-major array of ``a``'s shape and dtype, every
+            element ``op(element, b)`` as the dense case computes it (the number rounded as
+            there); None where this call is not taken (the caller's other paths then: the
+            ufunc, the reference kernel). One launch of the op's generated kernel with ``a``
+            read once (``triton_fusion``'s ``"s"`` mode), after ``WARMUP_CALLS`` calls per
+            (dtype, device, number class). Why: the mean's backward (``g.expand(n) / n``) ran
+            CuPy's ufunc on the broadcast, ~10-14 µs of host time on an H100 host where the
+            kept launch is a few."""
+            n = a.size
+            bc = b.__class__
+            if not 0 < n < top or (bc is not float and bc is not int):
+                return None
+            d = a.dtype
+            if rounds and (d is bf16 or d is f16):
+                b = round_arg(b, d)
+            if bc is int and not -0x80000000 <= b <= 0x7FFFFFFF:
+                return None
+            key = (d, 0 if one else getdev(), bc)
+            call = splats.get(key, first)
+            if call is first:
+                k = ("s", key)
+                c = seen.get(k, 0)
+                if c < WARMUP_CALLS:
+                    seen[k] = c + 1
+                    return None
+                if _capturing(backend):
+                    return None       # no compiling inside a CUDA-graph capture (_capturing)
+                splats[key] = None    # (declined for good, unless launched below)
+                out, launch = _first_launch(op, 2, backend, a, b, aligned=False, modes=("s",))
+                if launch is not None and getattr(launch, "call", None) is not None:
+                    splats[key] = launch.call
+                return out
+            if call is None:
+                return None
+            return call(a, b, n)
+        splat.launches = splats
+
         def dense(a, b):
             d = a.dtype
             n = a.size
@@ -848,7 +956,19 @@ def _dense(op, n_in, backend, uf, ref=None, beyond=None, half_ref=False, aligned
                 return slow(key, launch, n, a)
             return launch(a, n)
     dense.launches = launches
+    dense.splat = splat if n_in == 2 else None
+    dense.calls = (calls, fcalls, top, lcalls, lfcalls, big_top)
     return dense
+
+
+def _rounding(call, round_arg, d):
+    """``call(a, c, n)`` (a kept launch with a number) with ``c`` rounded to native dtype ``d``
+    first (``_scalar_rounding``'s ``round_arg``: torch's rule for float16/bfloat16), as ``_dense``
+    passes it."""
+    def rounded(a, c, n):
+        return call(a, round_arg(c, d), n)
+    rounded.kept = call
+    return rounded
 
 
 def _one_gpu(backend) -> bool:
@@ -912,7 +1032,9 @@ def _large(op, n_in, backend):
     ``large(a[, b]) -> array or None``. It takes CuPy arrays of one floating dtype and one shape
     (for a binary op: two, or one and a Python ``float``/``int``, as ``_dense``; or one and a 0-d
     array of its dtype, ``_one_element_operands``' form of a broadcast element, read once by the
-    kernel), row-major dense, 16-byte aligned (the 0-d operand too), with a multiple of 16
+    kernel; or a broadcast of one element -- every stride 0 -- and a Python number, that element
+    read once, the result of the broadcast's shape), row-major dense (but that broadcast),
+    16-byte aligned (the 0-d operand and the broadcast's element too), with a multiple of 16
     elements (and fewer than 2**31 - 2048), on the current device; it returns None for anything
     else, and the caller runs ``TritonChain.run`` (Triton's own launcher) as before.
 
@@ -930,6 +1052,7 @@ def _large(op, n_in, backend):
     from .triton_fusion import BLOCK, BLOCK_NARROW
     top = 2 ** 31 - max(BLOCK, BLOCK_NARROW)        # above: the kernels' 64-bit index variant
     launches: dict = {}               # key -> (launch, result dtype), or None: Triton's launcher
+    on_keep: list = []                # f(key, a, b, call) for each call kept (_dense's keep_large)
 
     def compile_(key, a, b, modes=None):
         """The first call of ``key``: compile and launch through Triton, remember the launch."""
@@ -944,6 +1067,9 @@ def _large(op, n_in, backend):
             call = None if modes is not None else _call_of(
                 launch, nd, out.dtype, n_in, b.__class__ in (float, int), aligned=True)
             launches[key] = (launch, out.dtype, call)
+            if call is not None:
+                for f in on_keep:
+                    f(key, a, b, call)
         return out
 
     def large(a, b=_NO_OPERAND):
@@ -958,18 +1084,23 @@ def _large(op, n_in, backend):
                 modes = ("c", "s")
             else:
                 return None
+        # (CuPy's _c_contiguous, not flags.c_contiguous, which builds a Flags object per call)
+        if not c._c_contiguous:
+            # a broadcast of one element with a number (x.mean()'s gradient, g.expand(shape) / n):
+            # that element read once, its aligned launch kept apart
+            if bc is nd or b is _NO_OPERAND or any(a.strides):
+                return None
+            modes = ("s",)
         n = c.size
         d = c.dtype
-        # (CuPy's _c_contiguous, not flags.c_contiguous, which builds a Flags object per call)
-        if n & 15 or n >= top or d.kind not in "fV" or c.data.ptr & 15 or \
-                not c._c_contiguous:
+        if n & 15 or n >= top or d.kind not in "fV" or c.data.ptr & 15:
             return None
         dev = getdev()
         if c.data.device_id != dev:
             return None
         if b is _NO_OPERAND:
             key = (d, dev)
-        elif modes is not None:
+        elif bc is nd and modes is not None:
             s = a if c is b else b
             # (the 0-d operand's address is aligned too: the kernel is compiled for that)
             if s.dtype is not d or s.data.ptr & 15 or s.data.device_id != dev:
@@ -992,7 +1123,7 @@ def _large(op, n_in, backend):
                 return None
             key = (d, dev)
         elif bc is float or (bc is int and -0x80000000 <= b <= 0x7FFFFFFF):
-            key = (d, dev, bc)
+            key = (d, dev, bc) if modes is None else (d, dev, bc, modes)
             if rounds and d.itemsize == 2:    # float16/bfloat16: torch's rule
                 b = round_arg(b, d)
                 if bc is int and not -0x80000000 <= b <= 0x7FFFFFFF:
@@ -1003,7 +1134,7 @@ def _large(op, n_in, backend):
         if e is None:
             return None
         if e is _NO_OPERAND:
-            return compile_(key, a, b)
+            return compile_(key, a, b, modes)
         launch, rdt, _ = e
         r = new(a.shape, rdt)
         if r.data.ptr & 15:
@@ -1016,4 +1147,5 @@ def _large(op, n_in, backend):
             launch(a.data.ptr, r.data.ptr, n, b)
         return r
     large.launches = launches
+    large.on_keep = on_keep
     return large

@@ -485,7 +485,7 @@ class TritonChain:
     def __call__(self, arrays):
         return self.run(arrays)
 
-    def dense_launcher(self, arrays, consts=(), aligned=False):
+    def dense_launcher(self, arrays, consts=(), aligned=False, modes=None):
         """The chain on ``arrays`` -- CuPy arrays of one shape, each row-major dense, on the current
         device, fewer than ``2**31 - BLOCK_NARROW`` elements; a chain of one output and no
         reduction -- with its constants' values ``consts`` (Python numbers, in the order they
@@ -508,7 +508,15 @@ class TritonChain:
         None (nothing launched) when the generator declines these dtypes or constants.
         Launches also have ``launch.call`` (``_dense_call``): the same launch from the arrays,
         allocating the output (aligned: None when that output is not 16-byte aligned, nothing
-        launched) -- or None where it cannot be built."""
+        launched) -- or None where it cannot be built, or where the output's shape is not the
+        first array's.
+
+        ``modes``: each array's load mode, ``"c"`` (the default: the output's shape, row-major)
+        or ``"s"`` (one element, read once at the array's address: a 0-d array, or an array
+        whose strides are all 0 -- a broadcast of one element, whose address is that element's).
+        The output has the shape of the first ``"c"`` array, or of the first array when every
+        one is ``"s"`` (then a broadcast of the output's shape: ``g.expand(n) / n``, the mean's
+        gradient, computes one value and stores it ``n`` times, one launch)."""
         be = self.backend
         np = be.np
         expr = self.expr
@@ -519,14 +527,20 @@ class TritonChain:
                 or any(c.__class__ is int and not -0x80000000 <= c <= 0x7FFFFFFF for c in consts):
             return None, None
         in_dtypes = [be.dtype_of(a) for a in arrays]
-        modes = ("c",) * len(arrays)
+        if modes is None:
+            modes = ("c",) * len(arrays)
+        else:
+            modes = tuple(modes)
+            if len(modes) != len(arrays) or any(m not in ("c", "s") for m in modes):
+                raise ValueError(f"dense_launcher: modes {modes!r} for {len(arrays)} arrays")
+        shape_of = arrays[modes.index("c")] if "c" in modes else arrays[0]
         general = "aligned" if aligned else True
         k = self._kernel((tuple(in_dtypes), modes, 0, False, False), in_dtypes, modes, 0, False,
                          general=general)
         if k is None or not _helpers_compile():
             return None, None
         kern = k[0]
-        out = np.empty(arrays[0].shape, dtype=be.native_dtype(expr.dtypes[expr.outputs[0]]))
+        out = np.empty(shape_of.shape, dtype=be.native_dtype(expr.dtypes[expr.outputs[0]]))
         n = out.size
         if aligned and out.data.ptr & 15:
             return None, None                 # an allocator without CuPy's 512-byte alignment
@@ -581,7 +595,9 @@ class TritonChain:
                 go((*a[:n_in + 1], fcp, n, 0, *a[n_in + 2:]), (n + blk - 1) // blk, 1, 1)
         launch.direct = d                     # keeps the kernel's module and constants alive
         launch.fconst = fc
-        launch.call = _dense_call(d, np.ndarray, out.dtype, n_in, consts, fc, blk, aligned)
+        # (the call allocates the first array's shape: not where a 0-d operand comes first)
+        launch.call = _dense_call(d, np.ndarray, out.dtype, n_in, consts, fc, blk, aligned) \
+            if arrays[0].shape == out.shape else None
         return out, launch
 
     def run(self, arrays, consts=None):

@@ -817,7 +817,18 @@ def _float_ufunc_lines(op, kernel, backend, ns, early, kcall=None) -> list:
     ``float``/``int``, passed as is), at any size, that callable computes the op, returning a
     fresh row-major array of the backend's class with the operands' shape (tensorplay_cuda: one
     lean launch of a generated kernel). The adapter calls it in those cases -- before the ufunc
-    case and its size bound -- and the ufunc in the others.
+    case and its size bound -- and the ufunc in the others. A binary kernel with ``_tp_splat``
+    too says: on an operand of those dtypes whose strides are all 0 (a broadcast of one element,
+    the gradient ``sum``/``mean`` hand back) and a Python number, that callable returns a fresh
+    row-major array of the operand's shape holding the op's value, or None where it does not
+    take the call (the adapter then goes on to the ufunc case). ``_tp_dense_calls``,
+    ``(calls, float_calls, top, large_calls, large_float_calls, big)``, says:
+    ``calls[dtype](a[, b], n)`` (the operand's tensorplay dtype; ``float_calls[dtype](a, number,
+    n)`` with a Python ``float``) computes what the dense callable would for such operands of
+    ``0 < n < top`` elements (``n`` the array's size), and the large dicts' calls the same for
+    ``top <= n < big`` with ``n % 16 == 0``, or return None (nothing computed): the adapter
+    calls them directly, without the dense callable's frame and its own look-ups; a dtype not
+    in the dict, or a None, takes the dense callable.
     """
     c = kcall if kcall is not None else (lambda fn, a: f"{fn}({a})")
     fast = getattr(kernel, "_tp_float_ufunc", None)
@@ -897,23 +908,73 @@ def _float_ufunc_lines(op, kernel, backend, ns, early, kcall=None) -> list:
                 f"    return __wrap(__r, {dev})"]
     ns["__fdense"] = dense
     isd = _dtype_test(s_, getattr(kernel, "_tp_dense_dtypes", fd), "__dd", ns)
+    kept = getattr(kernel, "_tp_dense_calls", None)
+    if kept is not None:
+        (ns["__dcalls"], ns["__dfcalls"], ns["__dtop"], ns["__dlcalls"], ns["__dlfcalls"],
+         ns["__dbig"]) = kept
+
+    def dense_call(other, number=False):
+        # the lines computing __r in the dense case (unindented): the kept launch for the
+        # operand's dtype (_tp_dense_calls) where one is kept and the size is within its bound,
+        # else the dense callable
+        args = f"{s_}.native" if other is None else f"{s_}.native, {other}"
+        if kept is None:
+            return [f"__r = {c('__fdense', args)}"]
+        both = "__a" if other is None else f"__a, {other}"
+        small, large = ("__dfcalls", "__dlfcalls") if number else ("__dcalls", "__dlcalls")
+        lines = [f"__a = {s_}.native",
+                 "__n = __a.size"]
+        if number:
+            lines += [f"if {other}.__class__ is not float:",
+                      "    __c = None",
+                      "elif 0 < __n < __dtop:"]
+        else:
+            lines += ["if 0 < __n < __dtop:"]
+        # (the large kept launches take a multiple of 16 elements; None: an address off
+        # 16-byte alignment, nothing launched, the dense callable then)
+        return lines + [f"    __c = {small}.get({s_}.raw_dtype)",
+                        "elif __dtop <= __n < __dbig and not __n & 15:",
+                        f"    __c = {large}.get({s_}.raw_dtype)",
+                        "else:",
+                        "    __c = None",
+                        f"if __c is None or (__r := {c('__c', both + ', __n')}) is None:",
+                        f"    __r = {c('__fdense', both)}"]
     # the dense case: its result is a fresh row-major array of the operand's shape
     dense_built = ["if __r.__class__ is __nd:", *built[1:]]
     layout = f"{s_}.stride_tuple is __C.get({s_}.raw_shape)"
     if unary:
         return [f"if {isd} and {layout}:",
-                f"    __r = {c('__fdense', f'{s_}.native')}",
+                *("    " + x for x in dense_call(None)),
                 *("    " + x for x in dense_built),
                 f"    return __wrap(__r, {dev})",
                 f"if {isf}:",
                 f"    __r = {c('__f', f'{s_}.native')}",
                 *("    " + x for x in built),
                 f"    return __wrap(__r, {dev})"]
+    splat = []
+    if getattr(kernel, "_tp_splat", None) is not None:
+        # a broadcast of one element (every stride 0) with a number: the kernel's one launch
+        # into a fresh row-major array (its strides the cached row-major tuple), else on
+        ns["__fsplat"] = kernel._tp_splat
+        splat = [f"    if {isd} and not any({s_}.stride_tuple):",
+                 f"        __r = {c('__fsplat', f'{s_}.native, {o_}')}",
+                 "        if __r is not None:",
+                 f"            __sd = __C.get({s_}.raw_shape)",
+                 "            if __r.__class__ is __nd and __sd is not None:",
+                 f"                __st = {make_st}",
+                 "                __st.root = __r",
+                 "                __st.version = 0",
+                 "                __st.backend = __be",
+                 *("                " + x for x in new_tensor_source(
+                     "__t", "__st", "__r", f"{s_}.raw_shape", "__sd", f"{s_}.raw_dtype",
+                     f"{s_}.raw_device", "__be")),
+                 "                return __t",
+                 f"            return __wrap(__r, {dev})"]
     return [f"if {o_}.__class__ is __T:",
             f"    if {s_}.raw_dtype is {o_}.raw_dtype{same}:",
             f"        if {isd} and {s_}.raw_shape == {o_}.raw_shape and {s_}.stride_tuple is {o_}.stride_tuple "
             f"and {layout}:",
-            f"            __r = {c('__fdense', f'{s_}.native, {o_}.native')}",
+            *("            " + x for x in dense_call(f"{o_}.native")),
             *("            " + x for x in dense_built),
             f"            return __wrap(__r, {dev})",
             f"        if {isf}:",
@@ -923,9 +984,10 @@ def _float_ufunc_lines(op, kernel, backend, ns, early, kcall=None) -> list:
             f"            return __wrap(__r, {dev})",
             f"elif {o_}.__class__ is float or {o_}.__class__ is int:",
             f"    if {isd} and {layout}:",
-            f"        __r = {c('__fdense', f'{s_}.native, {o_}')}",
+            *("        " + x for x in dense_call(o_, number=True)),
             *("        " + x for x in dense_built),
             f"        return __wrap(__r, {dev})",
+            *splat,
             f"    if {isn}:",
             f"        __r = {c('__f', f'{s_}.native, {o_}')}",
             *("        " + x for x in built),

@@ -40,7 +40,9 @@ def _expand_back(g, shape, dims, keepdim):
     if not keepdim and len(shape) and g.raw_shape:
         # (a 0-dim g, the gradient of a full reduction, expands to any shape as it is)
         nd = len(shape)
-        ds = sorted(wrap_dim(d, nd) for d in dims) if dims else list(range(nd))
+        # (a dim already in range, the usual spelling, without wrap_dim's call)
+        ds = sorted([d if d.__class__ is int and 0 <= d < nd else wrap_dim(d, nd)
+                     for d in dims]) if dims else range(nd)
         for d in ds:
             g = O.unsqueeze(g, d)
     return O.expand(g, list(shape))
@@ -54,11 +56,21 @@ def _sum_bw(ctx, g):
 
 
 def _mean_bw(ctx, g):
+    # the count of elements averaged: the reduced dims' sizes (the forward checked the dims:
+    # in range, none twice), without reduce_shape's result shape and set
+    shape = ctx.shape
+    dims = ctx.dims
+    nd = len(shape)
     n = 1
-    _, dset = reduce_shape(ctx.shape, ctx.dims, ctx.keepdim)
-    for d in dset:
-        if d < len(ctx.shape):      # a 0-dim input "reduces" its dim 0 over one element
-            n *= ctx.shape[d]
+    if dims:
+        for d in dims:
+            if d.__class__ is not int or not 0 <= d < nd:
+                d = wrap_dim(d, nd)
+            if d < nd:              # a 0-dim input "reduces" its dim 0 over one element
+                n *= shape[d]
+    else:
+        for s in shape:
+            n *= s
     # expanded, then divided, as torch's mean_backward: the gradient is a full contiguous
     # tensor, which user backward code (autograd.Function, Triton kernels reading it as
     # contiguous) receives from a mean loss under torch. (Dividing first and handing back the
