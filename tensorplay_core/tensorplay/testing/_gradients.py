@@ -105,7 +105,13 @@ def _lowest(dtypes) -> str:
 
 
 def _f64(t):
+    """``t``'s values as a float64 NumPy array (read from the host)."""
     import numpy as np
+    h = np.asarray(_host(t))
+    if h.dtype.kind == "f":
+        # a host array of a NumPy floating dtype (float16/32/64): NumPy's widening is exact, as
+        # the device's cast to float64 is (bfloat16, a storage type of its own, is cast there)
+        return np.asarray(h, dtype=np.float64)
     return np.asarray(_host(t.detach().to(float64)), dtype=np.float64)
 
 

@@ -287,11 +287,11 @@ def _compare(op, compiled, args, kwargs, atol, rtol, which, grown=None) -> str |
         if tuple(x.shape) != tuple(y.shape) or x.dtype is not y.dtype:
             return (f"output {i} on {which}: compiled gave shape {tuple(y.shape)} {y.dtype}, "
                     f"eager {tuple(x.shape)} {x.dtype}")
-        m = _close(y.detach(), x.detach(), atol, rtol) if values else None
+        m = _close(y, x, atol, rtol) if values else None
         if m:
             return f"output {i} on {which} differs between compiled and eager: {m}"
     for i, (x, y) in enumerate(zip(e_in, c_in)):
-        m = _close(y.detach(), x.detach(), atol, rtol)
+        m = _close(y, x, atol, rtol)
         if m:
             return (f"input tensor {i} after the call on {which} differs between compiled and "
                     f"eager (mutation): {m}")

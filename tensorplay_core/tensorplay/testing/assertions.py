@@ -7,8 +7,8 @@ from .._tensor import Tensor
 
 def _host(t):
     if isinstance(t, Tensor):
-        d = t.detach()
-        return d.backend.to_host(d.native)
+        # (no detached alias needed to read the values: ``native`` is the tensor's own array)
+        return t.backend.to_host(t.native)
     return t
 
 

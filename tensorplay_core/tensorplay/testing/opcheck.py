@@ -389,8 +389,16 @@ def _clone_tensor(t, requires_grad=None):
     if t.native is None:
         raise _Fail("sample inputs must be real tensors, got a fake/meta tensor "
                     f"(shape {tuple(t.shape)}); opcheck makes its own fake copies")
+    src = t.detach()
+    if src.is_contiguous() and not src.storage_offset():
+        # the common case, a row-major sample (no expanded dimension: it would not be
+        # contiguous): its clone keeps the layout (``src`` is detached: nothing is recorded)
+        c = src.clone()
+        if (t.requires_grad if requires_grad is None else requires_grad) and \
+                c.dtype.is_floating_point:
+            c.requires_grad_(True)
+        return c
     with no_grad():
-        src = t.detach()
         # expanded dimensions (stride 0, size > 1) cannot be written: copy one slice, re-expand
         zero = [d for d, (n, st) in enumerate(zip(src.shape, src.stride())) if st == 0 and n > 1]
         for d in zero:
@@ -476,7 +484,9 @@ def _call(op, args, kwargs, what):
 
 
 def _host(t):
-    return t.detach().backend.to_host(t.detach().native)
+    # (reading the values needs no detached alias: ``native`` and ``backend`` are the tensor's
+    # own, with or without history)
+    return t.backend.to_host(t.native)
 
 
 def _same_values(a, b) -> bool:
@@ -888,6 +898,10 @@ def _test_layouts(op, args, kwargs, atol, rtol):
         raise _Skip(f"the op is tagged {', '.join(sorted(tagged))}: its values differ from run "
                     f"to run, so layouts cannot be compared by value")
 
+    named_vals = _named_values(op, args, kwargs)
+    names = [n for n, _ in named_vals]
+    npos = len(args)
+
     def laid(kind):
         """The sample with every eligible tensor in layout ``kind`` -> (args, kwargs, labels)."""
         changed = []
@@ -896,10 +910,8 @@ def _test_layouts(op, args, kwargs, atol, rtol):
             if kind == "expanded" and pname in mutated:
                 return _layouts.build(t, _layouts.contiguous_strides(tuple(t.shape))), False
             return _layouts.relayout(t, kind)
-        named_vals = _named_values(op, args, kwargs)
-        vals = dict(named_vals)
         out = {}
-        for name, v in vals.items():
+        for name, v in named_vals:
             if isinstance(v, T):
                 nt, ch = f(v, name, name)
                 if ch:
@@ -918,8 +930,6 @@ def _test_layouts(op, args, kwargs, atol, rtol):
                 out[name] = type(v)(items)
             else:
                 out[name] = v
-        names = [n for n, _ in named_vals]
-        npos = len(args)
         a = tuple(out[n] for n in names[:npos])
         k = {n: out[n] for n in names[npos:]}
         return a, k, changed
@@ -967,12 +977,12 @@ def _test_layouts(op, args, kwargs, atol, rtol):
         for (label, w), (_, g) in zip(wl, gl):
             if isinstance(w, T) and isinstance(g, T):
                 try:
-                    _layout_close(g.detach(), w.detach(), atol, rtol, n_in)
+                    _layout_close(g, w, atol, rtol, n_in)
                 except AssertionError as e:
                     bad.append(f"output {label}: {str(e).splitlines()[0]}")
         for i, (w, g) in enumerate(zip(want[1], got[1])):
             try:
-                assert_close(g.detach(), w.detach(), atol=atol, rtol=rtol)
+                assert_close(g, w, atol=atol, rtol=rtol)
             except AssertionError as e:
                 bad.append(f"mutated input {i}: {str(e).splitlines()[0]}")
         if bad:
@@ -1007,7 +1017,7 @@ def _layout_close(g, w, atol, rtol, n_in):
         if atol is not None or rtol is not None or eps is None or not n_in:
             raise
         r = eps * n_in ** 0.5
-        big = w.abs().max().item() if w.numel() else 0.0
+        big = w.detach().abs().max().item() if w.numel() else 0.0
         assert_close(g, w, rtol=r, atol=r * big)
 
 
