@@ -120,8 +120,9 @@ def _to_tensor(arr, like):
     """``arr`` (float64 NumPy) as a contiguous tensor of ``like``'s dtype and device."""
     import numpy as np
     t = _factories.from_numpy(np.array(arr, dtype=np.float64, order="C"))  # keeps 0-d
-    t = t.to(like.dtype)
-    if t.device != like.device:
+    if t.dtype is not like.dtype:       # (float64, the common computation dtype: as it is)
+        t = t.to(like.dtype)
+    if t.device is not like.device:     # (devices are canonical: one object each)
         t = t.to(like.device)
     return t
 

@@ -742,22 +742,28 @@ def _test_autograd(op, args, kwargs, atol, rtol):
     if not diff:
         raise _Skip("no floating-point tensor inputs")
     formula = op.has_autograd
-    # The plain run (no input requires grad, grad mode off) says which outputs exist: an op none
-    # of whose outputs is floating has nothing differentiable (integer/bool outputs are exempt),
-    # so a kernel reading its inputs with .numpy() is correct and the check does not apply.
-    plain_ok = False
-    try:
-        pa, pk = _clone_inputs(args, kwargs, requires_grad=False)
-        with no_grad():
-            plain = op(*pa, **pk)
-        plain_ok = True
-    except Exception:   # noqa: BLE001 - the run with grad below reports the failure
-        pass
-    if plain_ok and not any(isinstance(v, T) and v.dtype.is_floating_point
-                            for _, v in _flat_outputs(plain)):
-        raise _Skip("no floating-point tensor outputs (from the plain run): nothing is "
-                    "differentiable, integer/bool outputs are exempt")
+
+    def plain_run():
+        """The plain run (no input requires grad, grad mode off) says which outputs exist: an
+        op none of whose outputs is floating has nothing differentiable (integer/bool outputs
+        are exempt), so a kernel reading its inputs with .numpy() is correct and the check does
+        not apply. Made where its answer decides (a skip, the run with grad failing or giving
+        no floating output): a run with grad that gives floating outputs has settled it.
+        Raises that skip; returns whether the plain run succeeded."""
+        try:
+            pa, pk = _clone_inputs(args, kwargs, requires_grad=False)
+            with no_grad():
+                plain = op(*pa, **pk)
+        except Exception:   # noqa: BLE001 - the run with grad reports the failure
+            return False
+        if not any(isinstance(v, T) and v.dtype.is_floating_point
+                   for _, v in _flat_outputs(plain)):
+            raise _Skip("no floating-point tensor outputs (from the plain run): nothing is "
+                        "differentiable, integer/bool outputs are exempt")
+        return True
+
     if not formula and not _any_requires_grad(args, kwargs):
+        plain_run()
         # torch's opcheck: nothing asks for the gradient of an op without a formula (an
         # inference-only NumPy kernel is correct as it is)
         raise _Skip(NO_GRAD_ASKED)
@@ -767,6 +773,7 @@ def _test_autograd(op, args, kwargs, atol, rtol):
         try:
             out = op(*a, **k)
         except Exception as e:
+            plain_ok = plain_run()
             if plain_ok and "in-place" in str(e) and "leaf" in str(e):
                 # an in-place write into a leaf input that requires grad: not a graph break
                 raise _Fail(
@@ -805,6 +812,7 @@ def _test_autograd(op, args, kwargs, atol, rtol):
         outs = [(label, v) for label, v in _flat_outputs(out)
                 if isinstance(v, T) and v.dtype.is_floating_point]
         if not outs:
+            plain_run()
             raise _Skip("no floating-point tensor outputs")
         # A registered formula is the op's declaration: outputs it marks non-differentiable
         # (ctx.mark_non_differentiable: they come back with requires_grad=False) and inputs it
@@ -872,7 +880,7 @@ def _grad_output_writes(op, labels, seeds, versions) -> list:
     does not see)."""
     import numpy as np
     written = [lbl for lbl, sd, ver in zip(labels, seeds, versions)
-               if sd._version != ver or not bool(np.all(np.asarray(_host(sd)) == 1))]
+               if sd._version != ver or not _all_true(np.asarray(_host(sd)) == 1)]
     if not written:
         return []
     if op.has_autograd:
