@@ -128,3 +128,45 @@ def test_aot_second_shape_of_a_row_major_sample_still_exposes_a_size_bound_fake(
     # on the sample's own shape the fake is right: only the grown sample shows the fault
     fake = run_checks(fixed_rows_fake, (x,), test_utils="test_faketensor")["test_faketensor"]
     assert fake.status == "pass", fake.message
+
+
+# test_autograd_registration runs its plain run (no grad) only where its answer decides: the
+# failures it tells apart still come out as before
+
+@lib.custom_op("fast60::scales_in_place", mutates_args=())
+def scales_in_place(x: Tensor) -> Tensor:
+    x.mul_(2.0)         # an undeclared in-place write into its input
+    return x.clone()
+
+
+@scales_in_place.register_fake
+def _(x):
+    return x.new_empty(x.shape)
+
+
+def test_autograd_check_names_an_in_place_write_into_an_input_that_requires_grad():
+    # no formula: the kernel runs under autograd, where the write into a leaf raises
+    r = run_checks(scales_in_place, (tp.randn(3, 4, requires_grad=True),),
+                   test_utils="test_autograd_registration")["test_autograd_registration"]
+    assert r.status == "fail", r.message
+    assert "writes in place into an input that requires grad" in r.message, r.message
+
+
+@lib.custom_op("fast60::always_raises", mutates_args=())
+def always_raises(x: Tensor) -> Tensor:
+    raise ValueError("fast60: no")
+
+
+@always_raises.register_fake
+def _(x):
+    return x.new_empty(x.shape)
+
+
+always_raises.register_autograd(lambda ctx, g: g)
+
+
+def test_autograd_check_tells_a_kernel_that_fails_with_and_without_grad():
+    r = run_checks(always_raises, (tp.randn(3, 4),),
+                   test_utils="test_autograd_registration")["test_autograd_registration"]
+    assert r.status == "fail" and "(with and without grad)" in r.message, r.message
+    assert "ValueError: fast60: no" in r.message
