@@ -74,13 +74,15 @@ def build(values, stride, offset=0):
     made by expanding (the values must be constant along them: index 0 is used)."""
     src = values.detach()
     shape = tuple(src.shape)
-    if not offset and src.stride_tuple == stride and 0 not in stride and \
-            stride == contiguous_strides(shape):
-        # a row-major copy of a row-major tensor (the references of test_layouts, most
-        # samples): its clone, which keeps the layout (``src`` is detached: nothing recorded)
-        c = src.clone()
-        c.storage_ref.version = 0
-        return c
+    if not offset and 0 not in stride and stride == contiguous_strides(shape):
+        # a row-major copy (the references of test_layouts): of a row-major tensor (most
+        # samples) its clone, which keeps the layout; of another (an expanded one) its
+        # contiguous copy, when that is a new row-major tensor (``src`` is detached: nothing
+        # is recorded)
+        c = src.clone() if src.stride_tuple == stride else src.contiguous()
+        if c.stride_tuple == stride and c.storage_ref is not src.storage_ref:
+            c.storage_ref.version = 0
+            return c
     with no_grad():
         zero = [d for d, s in enumerate(stride) if s == 0 and shape[d] != 1]
         if zero:
