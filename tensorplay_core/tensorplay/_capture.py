@@ -392,16 +392,20 @@ def _note_data_read(t) -> None:
 
 _hook_lock = threading.Lock()
 _hook_users = [0]           # captures in progress, all threads
+_tensor_module = [None]     # tensorplay._tensor, once imported (``_hook``)
 
 
 def _hook(on: bool) -> None:
     """Install ``_note_data_read`` as ``_tensor.data_read_hook`` while a capture is in
     progress in any thread (None otherwise: eager ``item()`` pays one global read). The hook
     itself ignores the threads that are not capturing (``active()``)."""
-    from . import _tensor
+    t = _tensor_module[0]
+    if t is None:        # (imported on first use: _tensor imports this module)
+        from . import _tensor as t
+        _tensor_module[0] = t
     with _hook_lock:
         _hook_users[0] += 1 if on else -1
-        _tensor.data_read_hook = _note_data_read if _hook_users[0] > 0 else None
+        t.data_read_hook = _note_data_read if _hook_users[0] > 0 else None
 
 
 # ---------------------------------------------------------------------------------------------

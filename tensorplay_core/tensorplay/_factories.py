@@ -18,7 +18,8 @@ from ._kernels import elementwise as _ew
 from ._device import Device
 from ._ops import ops as O
 from ._ops._define import factory_out as _factory_out, write_out as _write_out
-from ._ops._shapes import check_fill, scalar_value, size_ints
+from ._ops._shapes import check_fill, check_nonnegative, scalar_value, size_ints
+from .fake import make_fake as _make_fake
 
 if TYPE_CHECKING:
     from ._tensor import Tensor, _DeviceLike, _DTypeLike, _Number, _TensorOrScalar
@@ -833,10 +834,8 @@ def _like_self(t, kind, size, value, dtype, device, requires_grad, api="new_empt
         if t.native is None and (dev.type == "meta" or t.raw_device.type != "meta"):
             # (a meta tensor's result on a real device is a real tensor, as torch's: only
             # fake tensors -- on the device they stand for -- give fake results there)
-            from .fake import make_fake
-            from ._ops._shapes import check_nonnegative
             check_nonnegative(kind, size)     # as the real kernels: every mode refuses the same
-            return _finish(make_fake(size, dt, dev, st), requires_grad)
+            return _finish(_make_fake(size, dt, dev, st), requires_grad)
         # the common case: a real tensor, no capture (the op's dispatch inline for
         # empty/full, see _EMPTY_TABLE)
         if st is None:

@@ -435,12 +435,20 @@ def new_tensor_source(var, storage, data, shape, stride, dtype, device, backend,
             f"{var}._capture = None"]
 
 
+_META = [None]      # the meta backend (``new_fake``), once imported
+
+
 def new_fake(storage, shape, stride, offset, dtype, device, cls=None, backend_key="meta"):
     """A fake tensor (metadata only, ``native is None``) over fake ``storage``. Arguments as
     ``new_tensor``'s (``shape``/``stride`` any int sequences); ``backend_key``: the key it
     dispatches to (``"meta"``; a view keeps its base's, e.g. ``compile``'s capture tensors)."""
-    from ._backend import META
-    t = new_tensor(storage, None, tuple(shape), tuple(stride), offset, dtype, device, META, cls)
+    meta = _META[0]
+    if meta is None:     # (_backend defines it after importing this module's importers)
+        from ._backend import META as meta
+        _META[0] = meta
+    t = new_tensor(storage, None, shape if shape.__class__ is tuple else tuple(shape),
+                   stride if stride.__class__ is tuple else tuple(stride), offset, dtype, device,
+                   meta, cls)
     t._dkey = t._bkey = backend_key
     return t
 

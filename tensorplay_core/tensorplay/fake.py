@@ -24,12 +24,26 @@ def make_fake(shape, dtype, device, stride=None, *, storage=None, offset: int = 
 
     ``storage`` shares an existing fake storage (views); otherwise a new one sized to fit.
     """
-    shape = tuple(int(s) for s in shape)
-    stride = contiguous_strides(shape) if stride is None else tuple(stride)
+    # (called for every fake tensor: a capture's inputs, each fake kernel run, opcheck's fake
+    # copies, so the common spellings -- a tuple of ints, a canonical Device -- skip the
+    # conversions)
+    if shape.__class__ is not tuple or not all(s.__class__ is int for s in shape):
+        shape = tuple([int(s) for s in shape])
+    if stride is None:
+        stride = contiguous_strides(shape)
+    elif stride.__class__ is not tuple:
+        stride = tuple(stride)
     if storage is None:
-        span = 1 + sum((s - 1) * st for s, st in zip(shape, stride)) if all(shape) else 0
+        span = 1
+        for s, st in zip(shape, stride):
+            if not s:
+                span = 0
+                break
+            span += (s - 1) * st
         storage = Storage(None, (span + offset) * dtype.itemsize, None)
-    return new_fake(storage, shape, stride, offset, dtype, canonical(Device(device)))
+    dev = device if device.__class__ is Device and device._canon is device else \
+        canonical(Device(device))
+    return new_fake(storage, shape, stride, offset, dtype, dev)
 
 
 def from_real(t):

@@ -64,6 +64,7 @@ from .. import _factories
 from .._dtype import float32, float64
 from ..autograd import api as _api
 from ..autograd.grad_mode import enable_grad, no_grad
+from .assertions import _all_true
 from .opcheck import (NO_DERIVATIVE_NOTE, NO_GRAD_ASKED, NONDETERMINISTIC_TAGS, _Fail,
                       _flat_outputs, _formula_fix, _formula_raised, _host, _map_tensors,
                       _no_derivative,
@@ -105,7 +106,13 @@ def _lowest(dtypes) -> str:
 
 
 def _f64(t):
+    """``t``'s values as a float64 NumPy array (read from the host)."""
     import numpy as np
+    h = np.asarray(_host(t))
+    if h.dtype.kind == "f":
+        # a host array of a NumPy floating dtype (float16/32/64): NumPy's widening is exact, as
+        # the device's cast to float64 is (bfloat16, a storage type of its own, is cast there)
+        return np.asarray(h, dtype=np.float64)
     return np.asarray(_host(t.detach().to(float64)), dtype=np.float64)
 
 
@@ -113,8 +120,9 @@ def _to_tensor(arr, like):
     """``arr`` (float64 NumPy) as a contiguous tensor of ``like``'s dtype and device."""
     import numpy as np
     t = _factories.from_numpy(np.array(arr, dtype=np.float64, order="C"))  # keeps 0-d
-    t = t.to(like.dtype)
-    if t.device != like.device:
+    if t.dtype is not like.dtype:       # (float64, the common computation dtype: as it is)
+        t = t.to(like.dtype)
+    if t.device is not like.device:     # (devices are canonical: one object each)
         t = t.to(like.device)
     return t
 
@@ -380,7 +388,7 @@ def _attempt(s, base, atol, rtol, rng, only=None, probe=None, pairs=1):
                         "op has no formula (test_autograd_registration reports that)")
         f0 = {lbl: _f64(v) for lbl, v in roots}
         for lbl, v in f0.items():
-            if not np.all(np.isfinite(v)):
+            if not _all_true(np.isfinite(v)):
                 raise _Skip(f"output {lbl} is not finite at the sample: finite differences "
                             f"do not apply")
         # ``pairs`` independent projections: cotangents u_k here, directions v_k below; every
@@ -435,7 +443,7 @@ def _attempt(s, base, atol, rtol, rng, only=None, probe=None, pairs=1):
             g64s.append(_f64(g))
         # a gradient with NaN/inf elements: its projections are NaN (summing +inf and -inf
         # would warn), which no comparison accepts (_agrees)
-        finite = [bool(np.isfinite(g).all()) for g in g64s]
+        finite = [_all_true(np.isfinite(g)) for g in g64s]
         prec = _lowest([t.dtype, *out_dtypes])
         h = _STEP[prec]
         r = rtol if rtol is not None else _RTOL[prec]
@@ -456,7 +464,8 @@ def _attempt(s, base, atol, rtol, rng, only=None, probe=None, pairs=1):
                     o = dict((lbl, w) for lbl, w in _flat_outputs(op(*aa, **kk)))
                 vals.append({lbl: _f64(o[lbl]) for lbl, _ in roots})
             fp, fm = vals
-            if not all(np.isfinite(fp[lbl]).all() and np.isfinite(fm[lbl]).all() for lbl in fp):
+            if not all(_all_true(np.isfinite(fp[lbl])) and _all_true(np.isfinite(fm[lbl]))
+                       for lbl in fp):
                 return None
             # per output, what every cotangent is contracted with
             diff = [fp[lbl] - fm[lbl] for lbl in fp]

@@ -72,9 +72,18 @@ def build(values, stride, offset=0):
     """A tensor with ``values``' shape, dtype, device and values, laid out with ``stride`` and
     ``offset`` over a fresh storage (detached, ``requires_grad=False``). Stride-0 dimensions are
     made by expanding (the values must be constant along them: index 0 is used)."""
+    src = values.detach()
+    shape = tuple(src.shape)
+    if not offset and 0 not in stride and stride == contiguous_strides(shape):
+        # a row-major copy (the references of test_layouts): of a row-major tensor (most
+        # samples) its clone, which keeps the layout; of another (an expanded one) its
+        # contiguous copy, when that is a new row-major tensor (``src`` is detached: nothing
+        # is recorded)
+        c = src.clone() if src.stride_tuple == stride else src.contiguous()
+        if c.stride_tuple == stride and c.storage_ref is not src.storage_ref:
+            c.storage_ref.version = 0
+            return c
     with no_grad():
-        src = values.detach()
-        shape = tuple(src.shape)
         zero = [d for d, s in enumerate(stride) if s == 0 and shape[d] != 1]
         if zero:
             for d in zero:
@@ -118,6 +127,7 @@ def relayout(t, kind):
     if kind == "expanded":
         if shape[0] < 2:
             return build(t, contiguous_strides(shape)), False
-        vals = t.detach()[:1].expand(*shape)
-        return build(vals, (0,) + contiguous_strides(shape)[1:]), True
+        # the first row (a fresh row-major copy) expanded along the leading dimension
+        row = t.detach().narrow(0, 0, 1)
+        return build(row, contiguous_strides(tuple(row.shape))).expand(*shape), True
     raise ValueError(f"unknown layout kind {kind!r}")

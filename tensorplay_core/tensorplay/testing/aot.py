@@ -47,7 +47,7 @@ from ..fake import make_fake
 from .._tensor import Tensor as _Tensor
 from ..autograd import api as _api
 from ..autograd.grad_mode import no_grad
-from ._layouts import empty, strides_like
+from ._layouts import contiguous_strides as _contiguous_strides, empty, strides_like
 from .assertions import assert_close
 from .opcheck import NONDETERMINISTIC_TAGS, _clone_tensor
 
@@ -185,6 +185,8 @@ def _mutated_names(op):
 
 def _grad_inputs(op, args, kwargs):
     """Tensors of the call that should receive gradients: floating, requires_grad, not mutated."""
+    if not any(t.requires_grad for t in _leaves((args, kwargs), [])):
+        return []    # (the common sample: nothing asks for gradients)
     mutated = _mutated_names(op)
     names = [a.name for a in op.schema.arguments]
     bound = dict(zip(names, args))
@@ -287,11 +289,11 @@ def _compare(op, compiled, args, kwargs, atol, rtol, which, grown=None) -> str |
         if tuple(x.shape) != tuple(y.shape) or x.dtype is not y.dtype:
             return (f"output {i} on {which}: compiled gave shape {tuple(y.shape)} {y.dtype}, "
                     f"eager {tuple(x.shape)} {x.dtype}")
-        m = _close(y.detach(), x.detach(), atol, rtol) if values else None
+        m = _close(y, x, atol, rtol) if values else None
         if m:
             return f"output {i} on {which} differs between compiled and eager: {m}"
     for i, (x, y) in enumerate(zip(e_in, c_in)):
-        m = _close(y.detach(), x.detach(), atol, rtol)
+        m = _close(y, x, atol, rtol)
         if m:
             return (f"input tensor {i} after the call on {which} differs between compiled and "
                     f"eager (mutation): {m}")
@@ -449,15 +451,21 @@ def _grow(args, kwargs, size, ints=None):
             # the same layout kind as the sample (memory order, inner step, padding, storage
             # offset, expanded dimensions): the second run differs from the first by sizes
             # only, so the compile guards see the same contiguity facts
-            stride = strides_like(shape, src.stride(), gshape)
-            # written in place (no concatenated copy to lay out again): the sample into the
-            # leading slices, then each grown dimension's new slice copies its last one, in
-            # the order of ``dims`` (as concatenating along each in turn). A stride-0
-            # (expanded) dimension is one slice expanded: nothing to write along it.
-            zero = [d for d in range(len(shape)) if stride[d] == 0 and gshape[d] != 1]
-            bshape = tuple(1 if d in zero else n for d, n in enumerate(gshape))
-            bstride = tuple(1 if d in zero else st for d, st in enumerate(stride))
-            g = empty(bshape, bstride, src.storage_offset(), src.dtype, src.device)
+            if not src.storage_offset() and src.stride_tuple == _contiguous_strides(shape):
+                # a row-major sample (the common case) grows row-major: the factory's tensor
+                zero = ()
+                g = _factories.empty(gshape, dtype=src.dtype, device=src.device)
+            else:
+                stride = strides_like(shape, src.stride(), gshape)
+                # written in place (no concatenated copy to lay out again): the sample into
+                # the leading slices, then each grown dimension's new slice copies its last
+                # one, in the order of ``dims`` (as concatenating along each in turn). A
+                # stride-0 (expanded) dimension is one slice expanded: nothing to write along
+                # it.
+                zero = [d for d in range(len(shape)) if stride[d] == 0 and gshape[d] != 1]
+                bshape = tuple(1 if d in zero else n for d, n in enumerate(gshape))
+                bstride = tuple(1 if d in zero else st for d, st in enumerate(stride))
+                g = empty(bshape, bstride, src.storage_offset(), src.dtype, src.device)
             if g.numel():
                 body, part = g, src
                 for d in zero:

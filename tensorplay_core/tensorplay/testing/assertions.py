@@ -7,13 +7,20 @@ from .._tensor import Tensor
 
 def _host(t):
     if isinstance(t, Tensor):
-        d = t.detach()
-        return d.backend.to_host(d.native)
+        # (no detached alias needed to read the values: ``native`` is the tensor's own array)
+        return t.backend.to_host(t.native)
     return t
 
 
 _TOLS = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5),
          "float64": (1e-7, 1e-7)}
+
+
+def _all_true(mask) -> bool:
+    """Every element of the boolean NumPy array ``mask`` is True (``mask.all()`` without its
+    Python-level wrapper: the comparisons of opcheck make this call many times per op)."""
+    import numpy as np
+    return np.count_nonzero(mask) == mask.size
 
 
 def _tol(dtype, rtol, atol):
@@ -53,11 +60,11 @@ def assert_close(actual, expected, *, rtol=None, atol=None, check_dtype=True, ms
     # when both have the same real one (equal there is equal in float64: float16/32 convert
     # exactly, and integers equal as integers are equal as floats), without the float64 copies
     if x.dtype == y.dtype and x.dtype.kind in "biuf":
-        if (x == y).all():
+        if _all_true(x == y):
             return
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
-    if (x == y).all():
+    if _all_true(x == y):
         return
     r, a = _tol(getattr(actual, "dtype", None), rtol, atol)
     bad = ~np.isclose(x, y, rtol=r, atol=a, equal_nan=True)

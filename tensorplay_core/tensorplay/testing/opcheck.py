@@ -57,6 +57,7 @@ nothing to check (``"skip"``) and how long each took.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -72,7 +73,7 @@ from ..autograd import api as _api
 from .._tensor_base import set_view, shared_storage
 from ..autograd.grad_mode import enable_grad, no_grad
 from . import _layouts
-from .assertions import assert_close
+from .assertions import _all_true, assert_close
 
 __all__ = ["opcheck", "run_checks", "CheckResult", "ALL_TESTS", "DEFAULT_TESTS",
            "describe_kernel", "kernel_keys", "checking"]
@@ -187,7 +188,7 @@ def run_checks(op, args, kwargs=None, *, test_utils="DEFAULT", atol=None,
     if kernel is not None and kernel not in kernel_keys(o, dev):
         raise ValueError(f"run_checks({o.name!r}, kernel={kernel!r}): no such kernel for device "
                          f"{dev} (kernels: {', '.join(kernel_keys(o, dev)) or 'none'})")
-    where = f" [kernel {describe_kernel(o, key, dev)}]"
+    where = None    # the kernel's description, made for the first failure only
     out = {}
     with _forcing(o, key, dev), _Checking():
         for name in tests:
@@ -199,8 +200,10 @@ def run_checks(op, args, kwargs=None, *, test_utils="DEFAULT", atol=None,
             except _Skip as e:
                 res = CheckResult(name, "skip", str(e))
             except _Fail as e:
+                where = where or f" [kernel {describe_kernel(o, key, dev)}]"
                 res = CheckResult(name, "fail", f"opcheck({o.name!r}) {name}{where}: {e}")
             except Exception as e:   # a bug in a check (or the core) is still reported, never passed
+                where = where or f" [kernel {describe_kernel(o, key, dev)}]"
                 res = CheckResult(name, "fail", f"opcheck({o.name!r}) {name}{where}: the check "
                                                 f"itself raised {type(e).__name__}: {e}")
             res.seconds = time.perf_counter() - t0
@@ -389,8 +392,16 @@ def _clone_tensor(t, requires_grad=None):
     if t.native is None:
         raise _Fail("sample inputs must be real tensors, got a fake/meta tensor "
                     f"(shape {tuple(t.shape)}); opcheck makes its own fake copies")
+    src = t.detach()
+    if src.is_contiguous() and not src.storage_offset():
+        # the common case, a row-major sample (no expanded dimension: it would not be
+        # contiguous): its clone keeps the layout (``src`` is detached: nothing is recorded)
+        c = src.clone()
+        if (t.requires_grad if requires_grad is None else requires_grad) and \
+                c.dtype.is_floating_point:
+            c.requires_grad_(True)
+        return c
     with no_grad():
-        src = t.detach()
         # expanded dimensions (stride 0, size > 1) cannot be written: copy one slice, re-expand
         zero = [d for d, (n, st) in enumerate(zip(src.shape, src.stride())) if st == 0 and n > 1]
         for d in zero:
@@ -476,7 +487,9 @@ def _call(op, args, kwargs, what):
 
 
 def _host(t):
-    return t.detach().backend.to_host(t.detach().native)
+    # (reading the values needs no detached alias: ``native`` and ``backend`` are the tensor's
+    # own, with or without history)
+    return t.backend.to_host(t.native)
 
 
 def _same_values(a, b) -> bool:
@@ -484,6 +497,8 @@ def _same_values(a, b) -> bool:
     x, y = np.asarray(_host(a)), np.asarray(_host(b))
     if x.shape != y.shape:
         return False
+    if x.dtype == y.dtype and x.dtype.kind in "biuf" and _all_true(x == y):
+        return True     # (the common answer, without array_equal's NaN handling)
     if x.dtype.kind in "fc":
         return bool(np.array_equal(x, y, equal_nan=True))
     return bool(np.array_equal(x, y))
@@ -728,22 +743,28 @@ def _test_autograd(op, args, kwargs, atol, rtol):
     if not diff:
         raise _Skip("no floating-point tensor inputs")
     formula = op.has_autograd
-    # The plain run (no input requires grad, grad mode off) says which outputs exist: an op none
-    # of whose outputs is floating has nothing differentiable (integer/bool outputs are exempt),
-    # so a kernel reading its inputs with .numpy() is correct and the check does not apply.
-    plain_ok = False
-    try:
-        pa, pk = _clone_inputs(args, kwargs, requires_grad=False)
-        with no_grad():
-            plain = op(*pa, **pk)
-        plain_ok = True
-    except Exception:   # noqa: BLE001 - the run with grad below reports the failure
-        pass
-    if plain_ok and not any(isinstance(v, T) and v.dtype.is_floating_point
-                            for _, v in _flat_outputs(plain)):
-        raise _Skip("no floating-point tensor outputs (from the plain run): nothing is "
-                    "differentiable, integer/bool outputs are exempt")
+
+    def plain_run():
+        """The plain run (no input requires grad, grad mode off) says which outputs exist: an
+        op none of whose outputs is floating has nothing differentiable (integer/bool outputs
+        are exempt), so a kernel reading its inputs with .numpy() is correct and the check does
+        not apply. Made where its answer decides (a skip, the run with grad failing or giving
+        no floating output): a run with grad that gives floating outputs has settled it.
+        Raises that skip; returns whether the plain run succeeded."""
+        try:
+            pa, pk = _clone_inputs(args, kwargs, requires_grad=False)
+            with no_grad():
+                plain = op(*pa, **pk)
+        except Exception:   # noqa: BLE001 - the run with grad reports the failure
+            return False
+        if not any(isinstance(v, T) and v.dtype.is_floating_point
+                   for _, v in _flat_outputs(plain)):
+            raise _Skip("no floating-point tensor outputs (from the plain run): nothing is "
+                        "differentiable, integer/bool outputs are exempt")
+        return True
+
     if not formula and not _any_requires_grad(args, kwargs):
+        plain_run()
         # torch's opcheck: nothing asks for the gradient of an op without a formula (an
         # inference-only NumPy kernel is correct as it is)
         raise _Skip(NO_GRAD_ASKED)
@@ -753,6 +774,7 @@ def _test_autograd(op, args, kwargs, atol, rtol):
         try:
             out = op(*a, **k)
         except Exception as e:
+            plain_ok = plain_run()
             if plain_ok and "in-place" in str(e) and "leaf" in str(e):
                 # an in-place write into a leaf input that requires grad: not a graph break
                 raise _Fail(
@@ -791,6 +813,7 @@ def _test_autograd(op, args, kwargs, atol, rtol):
         outs = [(label, v) for label, v in _flat_outputs(out)
                 if isinstance(v, T) and v.dtype.is_floating_point]
         if not outs:
+            plain_run()
             raise _Skip("no floating-point tensor outputs")
         # A registered formula is the op's declaration: outputs it marks non-differentiable
         # (ctx.mark_non_differentiable: they come back with requires_grad=False) and inputs it
@@ -858,7 +881,7 @@ def _grad_output_writes(op, labels, seeds, versions) -> list:
     does not see)."""
     import numpy as np
     written = [lbl for lbl, sd, ver in zip(labels, seeds, versions)
-               if sd._version != ver or not bool(np.all(np.asarray(_host(sd)) == 1))]
+               if sd._version != ver or not _all_true(np.asarray(_host(sd)) == 1)]
     if not written:
         return []
     if op.has_autograd:
@@ -888,6 +911,10 @@ def _test_layouts(op, args, kwargs, atol, rtol):
         raise _Skip(f"the op is tagged {', '.join(sorted(tagged))}: its values differ from run "
                     f"to run, so layouts cannot be compared by value")
 
+    named_vals = _named_values(op, args, kwargs)
+    names = [n for n, _ in named_vals]
+    npos = len(args)
+
     def laid(kind):
         """The sample with every eligible tensor in layout ``kind`` -> (args, kwargs, labels)."""
         changed = []
@@ -896,10 +923,8 @@ def _test_layouts(op, args, kwargs, atol, rtol):
             if kind == "expanded" and pname in mutated:
                 return _layouts.build(t, _layouts.contiguous_strides(tuple(t.shape))), False
             return _layouts.relayout(t, kind)
-        named_vals = _named_values(op, args, kwargs)
-        vals = dict(named_vals)
         out = {}
-        for name, v in vals.items():
+        for name, v in named_vals:
             if isinstance(v, T):
                 nt, ch = f(v, name, name)
                 if ch:
@@ -918,8 +943,6 @@ def _test_layouts(op, args, kwargs, atol, rtol):
                 out[name] = type(v)(items)
             else:
                 out[name] = v
-        names = [n for n, _ in named_vals]
-        npos = len(args)
         a = tuple(out[n] for n in names[:npos])
         k = {n: out[n] for n in names[npos:]}
         return a, k, changed
@@ -967,12 +990,12 @@ def _test_layouts(op, args, kwargs, atol, rtol):
         for (label, w), (_, g) in zip(wl, gl):
             if isinstance(w, T) and isinstance(g, T):
                 try:
-                    _layout_close(g.detach(), w.detach(), atol, rtol, n_in)
+                    _layout_close(g, w, atol, rtol, n_in)
                 except AssertionError as e:
                     bad.append(f"output {label}: {str(e).splitlines()[0]}")
         for i, (w, g) in enumerate(zip(want[1], got[1])):
             try:
-                assert_close(g.detach(), w.detach(), atol=atol, rtol=rtol)
+                assert_close(g, w, atol=atol, rtol=rtol)
             except AssertionError as e:
                 bad.append(f"mutated input {i}: {str(e).splitlines()[0]}")
         if bad:
@@ -1007,7 +1030,7 @@ def _layout_close(g, w, atol, rtol, n_in):
         if atol is not None or rtol is not None or eps is None or not n_in:
             raise
         r = eps * n_in ** 0.5
-        big = w.abs().max().item() if w.numel() else 0.0
+        big = w.detach().abs().max().item() if w.numel() else 0.0
         assert_close(g, w, rtol=r, atol=r * big)
 
 
@@ -1087,10 +1110,13 @@ def _fake_hint(op) -> str:
 # test_aot_dispatch_dynamic
 
 def _test_aot(op, args, kwargs, atol, rtol):
-    try:
-        from . import aot
-    except ImportError as e:
-        raise _Fail(f"not available: tensorplay.compile is not installed ({e})") from e
+    # the module as imported (or replaced) now: a dict read, not an import statement per check
+    aot = sys.modules.get(__package__ + ".aot")
+    if aot is None:
+        try:
+            from . import aot
+        except ImportError as e:
+            raise _Fail(f"not available: tensorplay.compile is not installed ({e})") from e
     a, k = _clone_inputs(args, kwargs)
     detailed = getattr(aot, "check_result", None)
     try:
