@@ -236,6 +236,12 @@ def launch_stand_ins(setattr, launch_kernel, nbytes):
     compiles on its first call (no warm-up: that would run CuPy's ufunc) and never sees a
     capture. The Triton release is taken as one whose launch convention was checked (its host
     side is the same code). Returns the allocator to restore (``cupy.cuda.set_allocator``)."""
+    import tensorplay
+    if tensorplay.plugins.device_status("cuda")[0]:
+        # host memory handed out as device memory: a real kernel writing there is an illegal
+        # address that poisons the process's CUDA context for every later test
+        raise RuntimeError("launch_stand_ins: a GPU is present; the stand-ins are for machines "
+                           "without one (skip the caller there)")
     import numpy as np
     import cupy
     import triton

@@ -224,6 +224,10 @@ def function(key, dev, get):
     if f is None:
         _load_launch()
         fn = get()
+        if not hasattr(fn, "ptr"):
+            # a RawKernel (CuPy 13+'s RawModule.get_function gives one): its Function, compiled
+            # for the current device, has the CUfunction address and the (grid, block, args) call
+            fn = fn.kernel
         f = _functions[key, dev] = (fn, fn.ptr)
     return f
 
